@@ -1,0 +1,162 @@
+// Command polystreams runs the polystreams engine.
+//
+//	polystreams dev    engine + embedded Kafka broker (kfake), for development, demos and tests
+//	polystreams serve  engine against any Kafka: --brokers host:port
+//
+// Both bind 127.0.0.1 unless told otherwise, print the addresses they serve
+// ("polystreams: broker ..." and "polystreams: engine http://...") on
+// standard output, and stop cleanly on SIGINT/SIGTERM (or, with
+// --exit-on-stdin-close, when standard input closes: a parent that spawned
+// the engine died).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/polystreams/polystreams/core/internal/broker"
+	"github.com/polystreams/polystreams/core/internal/server"
+)
+
+const usage = `polystreams: Kafka Streams for Python, Node.js and Rust, on one Go engine.
+
+Usage:
+  polystreams dev   [flags]   run the engine with an embedded Kafka broker
+  polystreams serve [flags]   run the engine against Kafka at --brokers
+  polystreams version
+
+Run 'polystreams dev -h' or 'polystreams serve -h' for flags.
+`
+
+var version = "0.1.0-dev"
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "dev":
+		err = run(os.Args[2:], true)
+	case "serve":
+		err = run(os.Args[2:], false)
+	case "version", "--version", "-v":
+		fmt.Println("polystreams", version)
+	case "help", "-h", "--help":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "polystreams: unknown command %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "polystreams:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, dev bool) error {
+	name := "serve"
+	if dev {
+		name = "dev"
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:8086", "address the engine serves the protocol on (port 0 picks a free one)")
+	stateDir := fs.String("state-dir", "", "state.dir for sessions that name none (default <tmp>/polystreams)")
+	exitOnStdin := fs.Bool("exit-on-stdin-close", false, "stop when standard input closes (for engines spawned by an SDK)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	sessionTimeout := fs.Duration("session-timeout", 60*time.Second, "stop a started session whose host has not called for this long")
+	var brokers, brokerAddr, topics, dataDir *string
+	var partitions *int
+	if dev {
+		brokerAddr = fs.String("broker", "127.0.0.1:9092", "address of the embedded broker (port 0 picks a free one)")
+		partitions = fs.Int("partitions", 8, "partitions of topics the embedded broker creates without a count")
+		topics = fs.String("topics", "", "comma-separated topics to create at start")
+		dataDir = fs.String("data-dir", "", "persist the embedded broker's log here (default: in memory)")
+	} else {
+		brokers = fs.String("brokers", "", "bootstrap.servers of the Kafka cluster (required)")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level %q: want debug, info, warn or error", *logLevel)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log)
+
+	bootstrap := ""
+	if dev {
+		var ts []string
+		for _, t := range strings.Split(*topics, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				ts = append(ts, t)
+			}
+		}
+		b, err := broker.Start(broker.Options{Addr: *brokerAddr, Partitions: *partitions, DataDir: *dataDir, Topics: ts})
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		bootstrap = b.Addr()
+		fmt.Printf("polystreams: broker %s\n", bootstrap)
+	} else {
+		bootstrap = *brokers
+		if bootstrap == "" {
+			return errors.New("serve needs --brokers host:port (or use 'polystreams dev' for an embedded broker)")
+		}
+	}
+
+	srv := server.New(server.Options{Brokers: bootstrap, StateDir: *stateDir, SessionTimeout: *sessionTimeout, Logger: log})
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", *listen, err)
+	}
+	mux := http.NewServeMux()
+	path, h := srv.Handler()
+	mux.Handle(path, h)
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	hs := &http.Server{Handler: mux, Protocols: &protocols, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	fmt.Printf("polystreams: engine http://%s\n", ln.Addr())
+	os.Stdout.Sync()
+	log.Info("engine serving", "address", ln.Addr().String(), "brokers", bootstrap, "version", version)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *exitOnStdin {
+		go func() {
+			io.Copy(io.Discard, os.Stdin)
+			stop()
+		}()
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		return err
+	}
+	log.Info("engine stopping")
+	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv.Close(shutdown)
+	hs.Shutdown(shutdown)
+	return nil
+}

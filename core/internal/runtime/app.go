@@ -1,0 +1,457 @@
+// Package runtime runs a topology on Kafka: a consumer group named by
+// application.id, one task per sub-topology partition processing its records
+// in offset order, host operators crossing in bundles, state in Pebble with
+// changelog topics, and at-least-once commits (outputs acknowledged before
+// their input offsets commit).
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/polystreams/polystreams/core/internal/state"
+	"github.com/polystreams/polystreams/core/internal/topology"
+)
+
+// State is an application's state, as the SDKs see it.
+type State int
+
+const (
+	Created State = iota + 1
+	Rebalancing
+	Running
+	Stopped
+	Failed
+)
+
+func (s State) String() string {
+	return [...]string{"", "created", "rebalancing", "running", "stopped", "error"}[s]
+}
+
+// App runs one topology. Safe for concurrent use.
+type App struct {
+	cfg   Config
+	topo  *topology.Topology
+	plans []*plan
+	// planOf maps a full source topic name to the plan reading it.
+	planOf map[string]*plan
+	host   Host
+	log    *slog.Logger
+
+	db  *state.DB
+	cl  *kgo.Client
+	adm *kadm.Client
+
+	ctx    context.Context // canceled to stop
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	// produceFailed is set once any output or changelog record could not
+	// be written; from then on nothing is committed or checkpointed.
+	produceFailed atomic.Bool
+
+	mu    sync.Mutex // guards tasks, state, err
+	tasks map[taskID]*task
+	state State
+	err   error
+}
+
+// New prepares an application; Start runs it.
+func New(cfg Config, topo *topology.Topology, host Host) (*App, error) {
+	if cfg.Guarantee == ExactlyOnceV2 {
+		return nil, errors.New("runtime: processing.guarantee exactly_once_v2 is not available in this engine yet; use at_least_once")
+	}
+	a := &App{cfg: cfg, topo: topo, host: host, log: cfg.Logger, tasks: map[taskID]*task{}, state: Created, done: make(chan struct{})}
+	if a.log == nil {
+		a.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	a.log = a.log.With("application.id", cfg.ApplicationID)
+	plans, err := compile(topo, a.fullTopic)
+	if err != nil {
+		return nil, err
+	}
+	a.plans = plans
+	a.planOf = map[string]*plan{}
+	for _, p := range plans {
+		for t := range p.sources {
+			if other, ok := a.planOf[t]; ok {
+				return nil, fmt.Errorf("runtime: topic %q is read by sub-topologies %d and %d; Kafka Streams allows one", t, other.id, p.id)
+			}
+			a.planOf[t] = p
+		}
+	}
+	return a, nil
+}
+
+// fullTopic is the topic's name in Kafka: internal topics are prefixed with
+// "<application.id>-".
+func (a *App) fullTopic(name string, internal bool) string {
+	if internal {
+		return a.cfg.ApplicationID + "-" + name
+	}
+	return name
+}
+
+// Start creates internal topics, opens state, joins the group and begins
+// processing. It returns once processing has begun (or failed to).
+func (a *App) Start(ctx context.Context) error {
+	admCl, err := kgo.NewClient(a.cfg.clientOpts()...)
+	if err != nil {
+		return fmt.Errorf("runtime: %w", err)
+	}
+	a.adm = kadm.NewClient(admCl)
+	manual, err := a.ensureTopics(ctx)
+	if err != nil {
+		a.adm.Close()
+		return err
+	}
+	dir := filepath.Join(a.cfg.StateDir, a.cfg.ApplicationID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		a.adm.Close()
+		return fmt.Errorf("runtime: state.dir: %w", err)
+	}
+	if a.db, err = state.Open(dir); err != nil {
+		a.adm.Close()
+		return fmt.Errorf("runtime: %w", err)
+	}
+	topics := make([]string, 0, len(a.planOf))
+	for t := range a.planOf {
+		topics = append(topics, t)
+	}
+	opts := append(a.cfg.clientOpts(),
+		kgo.ConsumerGroup(a.cfg.ApplicationID),
+		kgo.ConsumeTopics(topics...),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		// Range assignment gives a member the same partition numbers of
+		// every topic: the tasks of co-partitioned sources stay together.
+		kgo.Balancers(kgo.RangeBalancer()),
+		kgo.OnPartitionsAssigned(a.onAssigned),
+		kgo.OnPartitionsRevoked(a.onRevoked),
+		kgo.OnPartitionsLost(a.onLost),
+		kgo.RecordPartitioner(changelogPartitioner(manual)),
+	)
+	if a.cfg.SessionTimeout > 0 {
+		opts = append(opts, kgo.SessionTimeout(a.cfg.SessionTimeout))
+	}
+	if a.cfg.InstanceID != "" {
+		opts = append(opts, kgo.InstanceID(a.cfg.InstanceID))
+	}
+	if a.cl, err = kgo.NewClient(opts...); err != nil {
+		a.db.Close()
+		a.adm.Close()
+		return fmt.Errorf("runtime: %w", err)
+	}
+	a.ctx, a.cancel = context.WithCancel(context.Background())
+	a.setState(Rebalancing)
+	go a.run()
+	return nil
+}
+
+// changelogPartitioner writes changelog records to their task's partition
+// and everything else as Kafka's default partitioner does (murmur2 of the
+// key), so repartition topics agree with Kafka Streams'.
+func changelogPartitioner(manual map[string]bool) kgo.Partitioner {
+	return partitioner{manual: manual, def: kgo.UniformBytesPartitioner(64<<10, true, true, nil)}
+}
+
+type partitioner struct {
+	manual map[string]bool
+	def    kgo.Partitioner
+}
+
+func (p partitioner) ForTopic(t string) kgo.TopicPartitioner {
+	if p.manual[t] {
+		return kgo.ManualPartitioner().ForTopic(t)
+	}
+	return p.def.ForTopic(t)
+}
+
+// State returns the state and, in Failed, the error.
+func (a *App) State() (State, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.state, a.err
+}
+
+func (a *App) setState(s State) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.state != Failed && a.state != Stopped {
+		a.state = s
+	}
+}
+
+// Done is closed when the application has stopped (by Stop or a failure).
+func (a *App) Done() <-chan struct{} { return a.done }
+
+// fail stops the application with err; the first error wins.
+func (a *App) fail(err error) {
+	a.mu.Lock()
+	if a.err == nil && a.state != Stopped {
+		a.err = err
+		a.state = Failed
+		a.log.Error("application failed", "error", err)
+	}
+	a.mu.Unlock()
+	if a.cancel != nil {
+		a.cancel()
+	}
+}
+
+// Stop commits what is processed, leaves the group and closes. It waits for
+// the shutdown until ctx is done.
+func (a *App) Stop(ctx context.Context) error {
+	if a.cancel == nil {
+		return nil
+	}
+	a.cancel()
+	select {
+	case <-a.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("runtime: stop: %w", ctx.Err())
+	}
+}
+
+// run is the poll loop, then the shutdown.
+func (a *App) run() {
+	defer close(a.done)
+	commit := time.NewTicker(a.cfg.CommitInterval)
+	defer commit.Stop()
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		a.poll()
+	}()
+loop:
+	for {
+		select {
+		case <-polled:
+			break loop
+		case <-commit.C:
+			a.commitTasks(a.ctx, a.allTasks(), false)
+		}
+	}
+	// Shutdown: stop tasks (each finishes its batch in progress), commit
+	// what they completed, checkpoint their stores, leave the group.
+	a.mu.Lock()
+	tasks := make([]*task, 0, len(a.tasks))
+	for id, t := range a.tasks {
+		tasks = append(tasks, t)
+		delete(a.tasks, id)
+	}
+	a.mu.Unlock()
+	stopTasks(tasks)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a.commitTasks(ctx, tasks, true)
+	a.cl.CloseAllowingRebalance()
+	a.adm.Close()
+	if err := a.db.Close(); err != nil {
+		a.log.Error("closing state", "error", err)
+	}
+	a.setState(Stopped)
+	a.log.Info("stopped")
+}
+
+func (a *App) allTasks() []*task {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]*task, 0, len(a.tasks))
+	for _, t := range a.tasks {
+		out = append(out, t)
+	}
+	return out
+}
+
+func stopTasks(tasks []*task) {
+	for _, t := range tasks {
+		close(t.stop)
+	}
+	for _, t := range tasks {
+		<-t.done
+	}
+}
+
+// poll fetches records and hands each partition's to its task. Rebalance
+// callbacks run only between polls (BlockRebalanceOnPoll), so a task never
+// gets records of a partition it no longer owns.
+func (a *App) poll() {
+	for {
+		fs := a.cl.PollRecords(a.ctx, 10000)
+		if a.ctx.Err() != nil || fs.IsClientClosed() {
+			a.cl.AllowRebalance()
+			return
+		}
+		fs.EachError(func(topic string, p int32, err error) {
+			if errors.Is(err, context.Canceled) {
+				return
+			}
+			a.log.Warn("fetch", "topic", topic, "partition", p, "error", err)
+		})
+		fs.EachPartition(func(ftp kgo.FetchTopicPartition) {
+			if len(ftp.Records) == 0 {
+				return
+			}
+			t := a.taskFor(ftp.Topic, ftp.Partition)
+			if t == nil {
+				return
+			}
+			select {
+			case t.in <- ftp.Records:
+			case <-t.done:
+			case <-a.ctx.Done():
+			}
+		})
+		a.cl.AllowRebalance()
+	}
+}
+
+func (a *App) taskFor(topic string, partition int32) *task {
+	p := a.planOf[topic]
+	if p == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.tasks[taskID{p.id, partition}]
+}
+
+func (a *App) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	a.mu.Lock()
+	for topic, parts := range assigned {
+		p := a.planOf[topic]
+		if p == nil {
+			continue
+		}
+		for _, part := range parts {
+			id := taskID{p.id, part}
+			if _, ok := a.tasks[id]; ok {
+				continue
+			}
+			t := newTask(a, id, p)
+			a.tasks[id] = t
+			go t.run(a.ctx)
+		}
+	}
+	a.mu.Unlock()
+	a.log.Info("partitions assigned", "partitions", assigned)
+	a.setState(Running)
+}
+
+// onRevoked stops the tasks of revoked partitions and commits what they
+// completed.
+func (a *App) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	tasks := a.takeTasks(revoked)
+	if len(tasks) == 0 {
+		return
+	}
+	a.setState(Rebalancing)
+	stopTasks(tasks)
+	a.commitTasks(ctx, tasks, true)
+}
+
+// onLost drops the tasks of lost partitions without committing: another
+// member may own them already.
+func (a *App) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	tasks := a.takeTasks(lost)
+	a.setState(Rebalancing)
+	stopTasks(tasks)
+}
+
+func (a *App) takeTasks(parts map[string][]int32) []*task {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []*task
+	for topic, ps := range parts {
+		p := a.planOf[topic]
+		if p == nil {
+			continue
+		}
+		for _, part := range ps {
+			id := taskID{p.id, part}
+			if t, ok := a.tasks[id]; ok {
+				out = append(out, t)
+				delete(a.tasks, id)
+			}
+		}
+	}
+	return out
+}
+
+// produce hands a record to the producer; a record that cannot be written
+// fails the application (at-least-once cannot skip it).
+func (a *App) produce(r *kgo.Record) {
+	a.cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
+		if err != nil {
+			a.produceFailed.Store(true)
+			a.fail(fmt.Errorf("runtime: producing to %s/%d: %w", r.Topic, r.Partition, err))
+		}
+	})
+}
+
+// commitTasks commits the input offsets of completed batches: offsets are
+// read first, then the producer is flushed, so every output and changelog
+// record of those batches is acknowledged before its input offset commits.
+// With closing, the tasks' store partitions are checkpointed too.
+func (a *App) commitTasks(ctx context.Context, tasks []*task, closing bool) {
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	for _, t := range tasks {
+		t.mu.Lock()
+		for topic, eo := range t.offsets {
+			if offsets[topic] == nil {
+				offsets[topic] = map[int32]kgo.EpochOffset{}
+			}
+			offsets[topic][t.id.partition] = eo
+		}
+		t.mu.Unlock()
+	}
+	if err := a.cl.Flush(ctx); err != nil {
+		a.log.Warn("flush before commit", "error", err)
+		return
+	}
+	if a.produceFailed.Load() {
+		// Some output of these batches may be lost: committing their
+		// offsets could skip records. Commit nothing; they are reprocessed.
+		return
+	}
+	if len(offsets) > 0 {
+		var cerr error
+		a.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			cerr = err
+			if err == nil {
+				cerr = commitResponseError(resp)
+			}
+		})
+		if cerr != nil {
+			a.log.Warn("commit", "error", cerr)
+		}
+	}
+	if closing {
+		a.checkpoint(ctx, tasks)
+	}
+}
+
+func commitResponseError(resp *kmsg.OffsetCommitResponse) error {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return fmt.Errorf("%s/%d: %w", t.Topic, p.Partition, err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,227 @@
+package runtime
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// Guarantees, as Kafka Streams names them (processing.guarantee).
+const (
+	AtLeastOnce   = "at_least_once"
+	ExactlyOnceV2 = "exactly_once_v2"
+)
+
+// Config configures an application's runtime. Keys that Kafka Streams users
+// know keep their Kafka Streams names; see ParseConfig for the defaults.
+type Config struct {
+	ApplicationID string
+	// bootstrap.servers
+	Brokers []string
+	// processing.guarantee; default at_least_once.
+	Guarantee string
+	// commit.interval.ms; default 30000 under at_least_once (Kafka Streams').
+	CommitInterval time.Duration
+	// state.dir; default <tmp>/polystreams. The application's state lives in
+	// <state.dir>/<application.id>.
+	StateDir string
+	// replication.factor of internal topics; default -1 (the broker's).
+	ReplicationFactor int16
+	// polystreams.bundle.max.records (default 2000), .max.bytes (default
+	// 1 MiB), .linger.ms (default 2): how records are bundled for the host.
+	BundleMaxRecords int
+	BundleMaxBytes   int
+	BundleLinger     time.Duration
+	// session.timeout.ms of the consumer group; 0 keeps the client's 45 s.
+	SessionTimeout time.Duration
+	// group.instance.id: static membership, so a restarted instance takes
+	// its tasks back without waiting for its old session to time out.
+	InstanceID string
+	// security.protocol, sasl.mechanism, sasl.username, sasl.password.
+	SecurityProtocol, SASLMechanism, SASLUsername, SASLPassword string
+
+	Logger *slog.Logger
+}
+
+// Keys whose values are credentials: never echoed, logged or described.
+func sensitive(key string) bool {
+	k := strings.ToLower(key)
+	return strings.Contains(k, "password") || strings.Contains(k, "secret") ||
+		strings.Contains(k, "jaas") || strings.HasSuffix(k, ".key") || strings.Contains(k, "token")
+}
+
+// Redact returns config with credential values replaced by "[hidden]".
+func Redact(config map[string]string) map[string]string {
+	out := make(map[string]string, len(config))
+	for k, v := range config {
+		if sensitive(k) {
+			v = "[hidden]"
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// ParseConfig reads Kafka Streams style configuration. defaultBrokers is used
+// when bootstrap.servers is absent. Every problem is reported at once; errors
+// never contain credential values.
+func ParseConfig(applicationID string, kv map[string]string, defaultBrokers string) (Config, map[string]string, error) {
+	c := Config{
+		ApplicationID:     applicationID,
+		Guarantee:         AtLeastOnce,
+		StateDir:          filepath.Join(os.TempDir(), "polystreams"),
+		ReplicationFactor: -1,
+		BundleMaxRecords:  2000,
+		BundleMaxBytes:    1 << 20,
+		BundleLinger:      2 * time.Millisecond,
+		SecurityProtocol:  "PLAINTEXT",
+	}
+	var errs []error
+	if applicationID == "" {
+		errs = append(errs, errors.New("application.id is empty"))
+	} else if strings.ContainsAny(applicationID, "/\\ \t\n") || applicationID == "." || applicationID == ".." {
+		errs = append(errs, fmt.Errorf("application.id %q may not contain '/', '\\' or spaces", applicationID))
+	}
+	brokers := defaultBrokers
+	if b, ok := kv["bootstrap.servers"]; ok {
+		brokers = b
+	}
+	for _, b := range strings.Split(brokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			c.Brokers = append(c.Brokers, b)
+		}
+	}
+	if len(c.Brokers) == 0 {
+		errs = append(errs, errors.New("bootstrap.servers is not set and the engine has no --brokers"))
+	}
+	commitMs := int64(-1)
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := kv[k]
+		num := func() int64 {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				errs = append(errs, fmt.Errorf("%s = %q: want a non-negative integer", k, v))
+				return 0
+			}
+			return n
+		}
+		switch k {
+		case "bootstrap.servers", "application.id":
+		case "processing.guarantee":
+			c.Guarantee = v
+			if v != AtLeastOnce && v != ExactlyOnceV2 {
+				errs = append(errs, fmt.Errorf("processing.guarantee = %q: want at_least_once or exactly_once_v2", v))
+			}
+		case "commit.interval.ms":
+			commitMs = num()
+		case "session.timeout.ms":
+			c.SessionTimeout = time.Duration(num()) * time.Millisecond
+		case "group.instance.id":
+			c.InstanceID = v
+		case "state.dir":
+			c.StateDir = v
+		case "replication.factor":
+			n, err := strconv.ParseInt(v, 10, 16)
+			if err != nil || n == 0 || n < -1 {
+				errs = append(errs, fmt.Errorf("replication.factor = %q: want -1 or a positive integer", v))
+			}
+			c.ReplicationFactor = int16(n)
+		case "polystreams.bundle.max.records":
+			if c.BundleMaxRecords = int(num()); c.BundleMaxRecords == 0 {
+				errs = append(errs, fmt.Errorf("%s must be at least 1", k))
+			}
+		case "polystreams.bundle.max.bytes":
+			if c.BundleMaxBytes = int(num()); c.BundleMaxBytes == 0 {
+				errs = append(errs, fmt.Errorf("%s must be at least 1", k))
+			}
+		case "polystreams.bundle.linger.ms":
+			c.BundleLinger = time.Duration(num()) * time.Millisecond
+		case "security.protocol":
+			c.SecurityProtocol = strings.ToUpper(v)
+			switch c.SecurityProtocol {
+			case "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
+			default:
+				errs = append(errs, fmt.Errorf("security.protocol = %q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", v))
+			}
+		case "sasl.mechanism":
+			c.SASLMechanism = strings.ToUpper(v)
+			switch c.SASLMechanism {
+			case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+			default:
+				errs = append(errs, fmt.Errorf("sasl.mechanism = %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", v))
+			}
+		case "sasl.username":
+			c.SASLUsername = v
+		case "sasl.password":
+			c.SASLPassword = v
+		default:
+			if sensitive(k) {
+				errs = append(errs, fmt.Errorf("config key %q is not known (its value is hidden)", k))
+			} else {
+				errs = append(errs, fmt.Errorf("config key %q is not known", k))
+			}
+		}
+	}
+	if commitMs < 0 {
+		commitMs = 30000
+		if c.Guarantee == ExactlyOnceV2 {
+			commitMs = 100
+		}
+	}
+	c.CommitInterval = time.Duration(commitMs) * time.Millisecond
+	if strings.HasPrefix(c.SecurityProtocol, "SASL") && c.SASLMechanism == "" {
+		c.SASLMechanism = "PLAIN"
+	}
+	effective := map[string]string{
+		"application.id":                 applicationID,
+		"bootstrap.servers":              strings.Join(c.Brokers, ","),
+		"processing.guarantee":           c.Guarantee,
+		"commit.interval.ms":             strconv.FormatInt(commitMs, 10),
+		"state.dir":                      c.StateDir,
+		"replication.factor":             strconv.Itoa(int(c.ReplicationFactor)),
+		"polystreams.bundle.max.records": strconv.Itoa(c.BundleMaxRecords),
+		"polystreams.bundle.max.bytes":   strconv.Itoa(c.BundleMaxBytes),
+		"polystreams.bundle.linger.ms":   strconv.FormatInt(c.BundleLinger.Milliseconds(), 10),
+		"security.protocol":              c.SecurityProtocol,
+	}
+	if c.SASLMechanism != "" {
+		effective["sasl.mechanism"] = c.SASLMechanism
+		effective["sasl.username"] = c.SASLUsername
+		effective["sasl.password"] = "[hidden]"
+	}
+	return c, effective, errors.Join(errs...)
+}
+
+// clientOpts are the kgo options every client of the application shares:
+// brokers and security.
+func (c *Config) clientOpts() []kgo.Opt {
+	opts := []kgo.Opt{kgo.SeedBrokers(c.Brokers...), kgo.ClientID("polystreams-" + c.ApplicationID)}
+	if c.SecurityProtocol == "SSL" || c.SecurityProtocol == "SASL_SSL" {
+		opts = append(opts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}))
+	}
+	switch c.SASLMechanism {
+	case "PLAIN":
+		opts = append(opts, kgo.SASL(plain.Auth{User: c.SASLUsername, Pass: c.SASLPassword}.AsMechanism()))
+	case "SCRAM-SHA-256":
+		opts = append(opts, kgo.SASL(scram.Auth{User: c.SASLUsername, Pass: c.SASLPassword}.AsSha256Mechanism()))
+	case "SCRAM-SHA-512":
+		opts = append(opts, kgo.SASL(scram.Auth{User: c.SASLUsername, Pass: c.SASLPassword}.AsSha512Mechanism()))
+	}
+	return opts
+}

@@ -1,0 +1,146 @@
+package runtime
+
+import (
+	"fmt"
+
+	"github.com/polystreams/polystreams/core/internal/topology"
+	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
+)
+
+// stepKind is how the runtime executes one node (or one fused chain).
+type stepKind int
+
+const (
+	stepSource      stepKind = iota + 1 // validates records against the source's serdes
+	stepHost                            // a fused chain of host operators: one crossing per bundle
+	stepNative                          // a Go function, per record
+	stepDropNullKey                     // the filter before a repartition sink
+	stepCount
+	stepPass // to_stream
+	stepSink
+)
+
+// step is a compiled node. The plan of a sub-topology is a DAG of steps
+// rooted at its sources; a task pushes each batch through it.
+type step struct {
+	kind stepKind
+	node *topology.Node // the node; for a host chain its first node
+	next []*step
+
+	// stepSource
+	keySerde, valueSerde string
+	// stepHost
+	chain                            []*topology.Node
+	steps                            []*pb.Step
+	keysChange                       bool
+	inKey, inValue, outKey, outValue string
+	// stepCount
+	store *topology.Store
+	// stepSink: the full topic name (internal topics prefixed).
+	topic string
+}
+
+// plan is the compiled form of one sub-topology.
+type plan struct {
+	id      int
+	sources map[string]*step // by full topic name
+	stores  []*topology.Store
+}
+
+func isHost(n *topology.Node) bool {
+	return n.Type == topology.Processor && n.Fn != nil && n.Fn.Token != 0
+}
+
+var hostOps = map[topology.Op]pb.Operation{
+	topology.OpMapValues:     pb.Operation_OPERATION_MAP_VALUES,
+	topology.OpFilter:        pb.Operation_OPERATION_FILTER,
+	topology.OpFilterNot:     pb.Operation_OPERATION_FILTER_NOT,
+	topology.OpFlatMapValues: pb.Operation_OPERATION_FLAT_MAP_VALUES,
+	topology.OpMap:           pb.Operation_OPERATION_MAP,
+	topology.OpSelectKey:     pb.Operation_OPERATION_SELECT_KEY,
+	topology.OpPeek:          pb.Operation_OPERATION_PEEK,
+	topology.OpForeach:       pb.Operation_OPERATION_FOREACH,
+}
+
+// compile builds the plans of every sub-topology. fullTopic maps a node's
+// topic to the topic in Kafka (internal topics get the application.id
+// prefix).
+func compile(t *topology.Topology, fullTopic func(name string, internal bool) string) ([]*plan, error) {
+	var plans []*plan
+	for _, sub := range t.Subtopologies {
+		p := &plan{id: sub.ID, sources: map[string]*step{}}
+		seen := map[*topology.Node]*step{}
+		var build func(n *topology.Node) (*step, error)
+		build = func(n *topology.Node) (*step, error) {
+			if s, ok := seen[n]; ok {
+				return s, nil
+			}
+			s := &step{node: n}
+			seen[n] = s
+			last := n
+			switch {
+			case n.Type == topology.Source:
+				s.kind, s.keySerde, s.valueSerde = stepSource, n.KeySerde, n.ValueSerde
+			case n.Type == topology.Sink:
+				s.kind, s.topic = stepSink, fullTopic(n.Topic, n.Internal)
+			case isHost(n):
+				s.kind = stepHost
+				s.chain = []*topology.Node{n}
+				// Fuse a linear run of host operators into one crossing.
+				for len(last.Successors) == 1 && isHost(last.Successors[0]) && len(last.Successors[0].Predecessors) == 1 {
+					last = last.Successors[0]
+					s.chain = append(s.chain, last)
+				}
+				if len(n.Predecessors) != 1 {
+					return nil, fmt.Errorf("runtime: node %s has %d predecessors; host operators need one", n.Name, len(n.Predecessors))
+				}
+				s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
+				s.outKey, s.outValue = last.KeySerde, last.ValueSerde
+				for _, c := range s.chain {
+					op, ok := hostOps[c.Op]
+					if !ok {
+						return nil, fmt.Errorf("runtime: node %s: operation %d cannot run in a host", c.Name, c.Op)
+					}
+					if c.Op == topology.OpMap || c.Op == topology.OpSelectKey {
+						s.keysChange = true
+					}
+					s.steps = append(s.steps, &pb.Step{Token: c.Fn.Token, Operation: op, Node: c.Name})
+				}
+			case n.Fn != nil && n.Fn.Native != nil:
+				s.kind = stepNative
+			case n.Op == topology.OpRepartitionFilter:
+				s.kind = stepDropNullKey
+			case n.Op == topology.OpCount:
+				s.kind = stepCount
+				if len(n.Stores) != 1 || t.Stores[n.Stores[0]] == nil {
+					return nil, fmt.Errorf("runtime: count node %s has no store", n.Name)
+				}
+				s.store = t.Stores[n.Stores[0]]
+				p.stores = append(p.stores, s.store)
+			case n.Op == topology.OpToStream:
+				s.kind = stepPass
+			default:
+				return nil, fmt.Errorf("runtime: node %s (op %d) has nothing to run", n.Name, n.Op)
+			}
+			for _, succ := range last.Successors {
+				c, err := build(succ)
+				if err != nil {
+					return nil, err
+				}
+				s.next = append(s.next, c)
+			}
+			return s, nil
+		}
+		for _, src := range sub.Sources {
+			s, err := build(src)
+			if err != nil {
+				return nil, err
+			}
+			for _, topic := range src.Topics {
+				p.sources[fullTopic(topic, src.Internal)] = s
+			}
+		}
+		plans = append(plans, p)
+	}
+	return plans, nil
+}

@@ -1,0 +1,341 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/polystreams/polystreams/core/internal/serde"
+	"github.com/polystreams/polystreams/core/internal/state"
+	"github.com/polystreams/polystreams/core/internal/topology"
+)
+
+// taskID is Kafka Streams' task id: sub-topology x partition.
+type taskID struct {
+	sub       int
+	partition int32
+}
+
+func (id taskID) String() string { return fmt.Sprintf("%d_%d", id.sub, id.partition) }
+
+// rec is a record inside a task. Values are serialized bytes; nil is null.
+type rec struct {
+	key, value []byte
+	ts         int64
+	// in is the input record this one descends from: its topic, partition
+	// and offset name it in errors.
+	in *kgo.Record
+}
+
+// storeTx is a store partition plus the writes of the batch in progress,
+// which reach Pebble and the changelog only when the batch succeeds.
+type storeTx struct {
+	store     *topology.Store
+	part      *state.Partition
+	changelog string
+	dirty     map[string][]byte
+}
+
+func (s *storeTx) get(key []byte) ([]byte, error) {
+	if v, ok := s.dirty[string(key)]; ok {
+		return v, nil
+	}
+	return s.part.Get(key)
+}
+
+// task processes the records of one partition of one sub-topology, in offset
+// order, one batch at a time. Its goroutine is the only one touching its
+// stores and buffers; mu guards only offsets, which the committer reads.
+type task struct {
+	id   taskID
+	app  *App
+	plan *plan
+	// in carries fetched records from the poll loop.
+	in   chan []*kgo.Record
+	stop chan struct{}
+	done chan struct{}
+
+	stores map[string]*storeTx
+	out    []*kgo.Record
+
+	mu sync.Mutex
+	// offsets: per input topic, the next offset to consume; only batches
+	// that completed (outputs handed to the producer) move it.
+	offsets map[string]kgo.EpochOffset
+
+	// droppedNullKeys counts records an aggregation skipped (null key), as
+	// Kafka Streams' dropped-records metric does.
+	droppedNullKeys int64
+}
+
+func newTask(a *App, id taskID, p *plan) *task {
+	return &task{
+		id: id, app: a, plan: p,
+		in:      make(chan []*kgo.Record, 4),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+		stores:  map[string]*storeTx{},
+		offsets: map[string]kgo.EpochOffset{},
+	}
+}
+
+// run restores the task's stores, then processes batches until stopped.
+func (t *task) run(ctx context.Context) {
+	defer close(t.done)
+	for _, st := range t.plan.stores {
+		tx := &storeTx{
+			store:     st,
+			part:      t.app.db.Partition(st.Name, t.id.partition),
+			changelog: t.app.fullTopic(st.ChangelogTopic, true),
+			dirty:     map[string][]byte{},
+		}
+		if err := t.app.restore(ctx, tx); err != nil {
+			t.app.fail(fmt.Errorf("runtime: task %s: %w", t.id, err))
+			return
+		}
+		t.stores[st.Name] = tx
+	}
+	max := t.app.cfg.BundleMaxRecords
+	linger := t.app.cfg.BundleLinger
+	var timer *time.Timer
+	for {
+		var batch []*kgo.Record
+		select {
+		case <-t.stop:
+			return
+		case batch = <-t.in:
+		}
+		// Take what else is buffered; at low rates wait a short linger for
+		// more, so bundles are big under load and latency stays low.
+	fill:
+		for len(batch) < max {
+			select {
+			case more := <-t.in:
+				batch = append(batch, more...)
+				continue
+			default:
+			}
+			if linger <= 0 {
+				break
+			}
+			if timer == nil {
+				timer = time.NewTimer(linger)
+			} else {
+				timer.Reset(linger)
+			}
+			select {
+			case more := <-t.in:
+				batch = append(batch, more...)
+				if !timer.Stop() {
+					<-timer.C
+				}
+			case <-timer.C:
+				break fill
+			case <-t.stop:
+				if !timer.Stop() {
+					<-timer.C
+				}
+				break fill
+			}
+		}
+		for len(batch) > 0 {
+			n := min(len(batch), max)
+			if err := t.process(ctx, batch[:n]); err != nil {
+				t.app.fail(err)
+				return
+			}
+			batch = batch[n:]
+		}
+	}
+}
+
+// process runs one batch through the plan. A batch is atomic: if any record
+// fails, its state changes and outputs are discarded and its offsets are not
+// advanced, so nothing of it is committed.
+func (t *task) process(ctx context.Context, batch []*kgo.Record) error {
+	bySource := map[*step][]rec{}
+	var order []*step
+	for _, r := range batch {
+		s := t.plan.sources[r.Topic]
+		if s == nil {
+			return fmt.Errorf("runtime: task %s got a record of topic %q, which it does not read", t.id, r.Topic)
+		}
+		if _, ok := bySource[s]; !ok {
+			order = append(order, s)
+		}
+		bySource[s] = append(bySource[s], rec{key: r.Key, value: r.Value, ts: r.Timestamp.UnixMilli(), in: r})
+	}
+	t.out = t.out[:0]
+	for _, tx := range t.stores {
+		clear(tx.dirty)
+	}
+	for _, s := range order {
+		if err := t.push(ctx, s, bySource[s]); err != nil {
+			return err
+		}
+	}
+	// The batch succeeded: apply state, hand outputs and changelog records
+	// to the producer, then advance offsets.
+	for _, tx := range t.stores {
+		if len(tx.dirty) == 0 {
+			continue
+		}
+		ws := make([]state.Write, 0, len(tx.dirty))
+		for k, v := range tx.dirty {
+			key := []byte(k)
+			ws = append(ws, state.Write{Key: key, Value: v})
+			t.out = append(t.out, &kgo.Record{Topic: tx.changelog, Partition: t.id.partition, Key: key, Value: v})
+		}
+		if err := tx.part.Apply(ws); err != nil {
+			return fmt.Errorf("runtime: task %s: %w", t.id, err)
+		}
+	}
+	for _, r := range t.out {
+		t.app.produce(r)
+	}
+	t.mu.Lock()
+	for _, r := range batch {
+		t.offsets[r.Topic] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
+	}
+	t.mu.Unlock()
+	return nil
+}
+
+// recordError names the record, the node and what went wrong.
+func recordError(r rec, node string, err error) error {
+	return fmt.Errorf("runtime: record at %s/%d@%d failed in node %s: %w", r.in.Topic, r.in.Partition, r.in.Offset, node, err)
+}
+
+var empty = []byte{}
+
+// push runs recs through step s and everything downstream of it.
+func (t *task) push(ctx context.Context, s *step, recs []rec) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	var out []rec
+	switch s.kind {
+	case stepSource:
+		checkKey, checkValue := serde.Checks(s.keySerde), serde.Checks(s.valueSerde)
+		if checkKey || checkValue {
+			for _, r := range recs {
+				if checkKey && r.key != nil {
+					if err := serde.Validate(s.keySerde, r.key); err != nil {
+						return recordError(r, s.node.Name, fmt.Errorf("key does not decode as %s: %w", s.keySerde, err))
+					}
+				}
+				if checkValue && r.value != nil {
+					if err := serde.Validate(s.valueSerde, r.value); err != nil {
+						return recordError(r, s.node.Name, fmt.Errorf("value does not decode as %s: %w", s.valueSerde, err))
+					}
+				}
+			}
+		}
+		out = recs
+	case stepHost:
+		var err error
+		if out, err = t.runHost(ctx, s, recs); err != nil {
+			return err
+		}
+	case stepNative:
+		var err error
+		if out, err = runNative(s.node, recs); err != nil {
+			return err
+		}
+	case stepDropNullKey:
+		out = make([]rec, 0, len(recs))
+		for _, r := range recs {
+			if r.key != nil {
+				out = append(out, r)
+			}
+		}
+	case stepCount:
+		tx := t.stores[s.store.Name]
+		out = make([]rec, 0, len(recs))
+		for _, r := range recs {
+			if r.key == nil {
+				t.droppedNullKeys++
+				continue
+			}
+			cur, err := tx.get(r.key)
+			if err != nil {
+				return recordError(r, s.node.Name, err)
+			}
+			var n int64
+			if cur != nil {
+				if n, err = serde.DecodeLong(cur); err != nil {
+					return recordError(r, s.node.Name, fmt.Errorf("store %s holds a bad count: %w", s.store.Name, err))
+				}
+			}
+			v := serde.AppendLong(make([]byte, 0, 8), n+1)
+			tx.dirty[string(r.key)] = v
+			out = append(out, rec{key: r.key, value: v, ts: r.ts, in: r.in})
+		}
+	case stepPass:
+		out = recs
+	case stepSink:
+		for _, r := range recs {
+			t.out = append(t.out, &kgo.Record{Topic: s.topic, Key: r.key, Value: r.value, Timestamp: time.UnixMilli(r.ts)})
+		}
+		return nil
+	}
+	for _, c := range s.next {
+		if err := t.push(ctx, c, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runNative runs a Go function node per record.
+func runNative(n *topology.Node, recs []rec) ([]rec, error) {
+	out := make([]rec, 0, len(recs))
+	for _, r := range recs {
+		var err error
+		switch f := n.Fn.Native.(type) {
+		case topology.MapValuesFunc:
+			var v []byte
+			if v, err = f(r.value); err == nil {
+				r.value = v
+				out = append(out, r)
+			}
+		case topology.PredicateFunc:
+			var keep bool
+			if keep, err = f(r.key, r.value); err == nil && keep == (n.Op != topology.OpFilterNot) {
+				out = append(out, r)
+			}
+		case topology.FlatMapValuesFunc:
+			var vs [][]byte
+			if vs, err = f(r.value); err == nil {
+				for _, v := range vs {
+					out = append(out, rec{key: r.key, value: v, ts: r.ts, in: r.in})
+				}
+			}
+		case topology.MapFunc:
+			var k, v []byte
+			if k, v, err = f(r.key, r.value); err == nil {
+				r.key, r.value = k, v
+				out = append(out, r)
+			}
+		case topology.SelectKeyFunc:
+			var k []byte
+			if k, err = f(r.key, r.value); err == nil {
+				r.key = k
+				out = append(out, r)
+			}
+		case topology.ForeachFunc:
+			if err = f(r.key, r.value); err == nil && n.Op == topology.OpPeek {
+				out = append(out, r)
+			}
+		default:
+			return nil, fmt.Errorf("runtime: node %s has a native function of type %T, which does not fit its operation", n.Name, f)
+		}
+		if err != nil {
+			return nil, recordError(r, n.Name, err)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,232 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/polystreams/polystreams/core/internal/state"
+)
+
+// ensureTopics checks the source topics and creates the internal ones as
+// Kafka Streams does: a repartition topic gets the partition count of the
+// sub-topology writing it, a changelog the count of its store's
+// sub-topology. It returns the changelog topics (written by partition).
+func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
+	type srcInfo struct {
+		topic    string
+		internal bool
+	}
+	subSources := map[int][]srcInfo{}
+	writerOf := map[string]int{} // internal topic -> sub-topology writing it
+	var user []string
+	for _, sub := range a.topo.Subtopologies {
+		for _, n := range sub.Nodes {
+			if n.Topic != "" && n.Internal {
+				writerOf[n.Topic] = sub.ID
+			}
+		}
+		for _, src := range sub.Sources {
+			for _, t := range src.Topics {
+				subSources[sub.ID] = append(subSources[sub.ID], srcInfo{t, src.Internal})
+				if !src.Internal {
+					user = append(user, t)
+				}
+			}
+		}
+	}
+	userParts := map[string]int32{}
+	if len(user) > 0 {
+		details, err := a.adm.ListTopics(ctx, user...)
+		if err != nil {
+			return nil, fmt.Errorf("runtime: reading metadata of source topics: %w", err)
+		}
+		var missing []string
+		for _, t := range user {
+			d, ok := details[t]
+			if !ok || d.Err != nil || len(d.Partitions) == 0 {
+				missing = append(missing, fmt.Sprintf("%q", t))
+				continue
+			}
+			userParts[t] = int32(len(d.Partitions))
+		}
+		if len(missing) > 0 {
+			sort.Strings(missing)
+			return nil, fmt.Errorf("runtime: source topic %s does not exist (Kafka Streams' MissingSourceTopicException); create it first", strings.Join(missing, ", "))
+		}
+	}
+	// Partition counts, resolved until nothing changes (a repartition topic
+	// can be read by a sub-topology that writes another one).
+	subParts := map[int]int32{}
+	for range len(a.topo.Subtopologies) + 1 {
+		changed := false
+		for id, srcs := range subSources {
+			var n int32
+			for _, s := range srcs {
+				if s.internal {
+					n = max(n, subParts[writerOf[s.topic]])
+				} else {
+					n = max(n, userParts[s.topic])
+				}
+			}
+			if n != subParts[id] {
+				subParts[id], changed = n, true
+			}
+		}
+		if !changed {
+			break
+		}
+	}
+	want := map[string]int32{}
+	configs := map[string]map[string]*string{}
+	compact := "compact"
+	for t, sub := range writerOf {
+		want[a.fullTopic(t, true)] = subParts[sub]
+	}
+	changelogs := map[string]bool{}
+	for _, sub := range a.topo.Subtopologies {
+		for _, n := range sub.Nodes {
+			for _, s := range n.Stores {
+				st := a.topo.Stores[s]
+				if st == nil || st.ChangelogTopic == "" {
+					continue
+				}
+				t := a.fullTopic(st.ChangelogTopic, true)
+				want[t] = subParts[sub.ID]
+				configs[t] = map[string]*string{"cleanup.policy": &compact}
+				changelogs[t] = true
+			}
+		}
+	}
+	if len(want) == 0 {
+		return changelogs, nil
+	}
+	names := make([]string, 0, len(want))
+	for t := range want {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	existing, err := a.adm.ListTopics(ctx, names...)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: reading metadata of internal topics: %w", err)
+	}
+	for _, t := range names {
+		if d, ok := existing[t]; ok && d.Err == nil && len(d.Partitions) > 0 {
+			if int32(len(d.Partitions)) != want[t] {
+				return nil, fmt.Errorf("runtime: internal topic %q has %d partitions, but the topology needs %d", t, len(d.Partitions), want[t])
+			}
+			continue
+		}
+		resp, err := a.adm.CreateTopic(ctx, want[t], a.cfg.ReplicationFactor, configs[t], t)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return nil, fmt.Errorf("runtime: creating internal topic %q: %w", t, err)
+		}
+		a.log.Info("created internal topic", "topic", t, "partitions", want[t])
+	}
+	return changelogs, nil
+}
+
+// restore brings a store partition up to date with its changelog: from the
+// checkpoint if there is one, else wiped and from the start. The checkpoint
+// is then cleared: until the next clean close, the data is ahead of it, and
+// a crash means wipe and restore.
+func (a *App) restore(ctx context.Context, tx *storeTx) error {
+	from, ok, err := tx.part.Checkpoint()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if err := tx.part.Wipe(); err != nil {
+			return err
+		}
+		from = 0
+	}
+	if err := tx.part.ClearCheckpoint(); err != nil {
+		return err
+	}
+	ends, err := a.adm.ListEndOffsets(ctx, tx.changelog)
+	if err != nil {
+		return fmt.Errorf("restoring store %s partition %d: listing end offset of %s: %w", tx.store.Name, tx.part.Number, tx.changelog, err)
+	}
+	end, ok := ends.Lookup(tx.changelog, tx.part.Number)
+	if !ok || end.Err != nil {
+		return fmt.Errorf("restoring store %s partition %d: no end offset for %s/%d", tx.store.Name, tx.part.Number, tx.changelog, tx.part.Number)
+	}
+	if end.Offset <= from {
+		return nil
+	}
+	start := time.Now()
+	cl, err := kgo.NewClient(append(a.cfg.clientOpts(),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{tx.changelog: {tx.part.Number: kgo.NewOffset().At(from)}}),
+	)...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var restored int64
+	next := from
+	for next < end.Offset {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) { ferr = fmt.Errorf("%s/%d: %w", t, p, err) })
+		if ferr != nil {
+			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.part.Number, ferr)
+		}
+		var ws []state.Write
+		fs.EachRecord(func(r *kgo.Record) {
+			ws = append(ws, state.Write{Key: r.Key, Value: r.Value})
+			next = r.Offset + 1
+		})
+		if err := tx.part.Apply(ws); err != nil {
+			return err
+		}
+		restored += int64(len(ws))
+	}
+	a.log.Info("restored store", "store", tx.store.Name, "partition", tx.part.Number, "records", restored,
+		"from", from, "to", end.Offset, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// checkpoint records, after a successful flush, that each store partition
+// of tasks reflects its changelog up to the changelog's end offset (the task
+// is its only writer).
+func (a *App) checkpoint(ctx context.Context, tasks []*task) {
+	if a.produceFailed.Load() {
+		return
+	}
+	var topics []string
+	for _, t := range tasks {
+		for _, tx := range t.stores {
+			topics = append(topics, tx.changelog)
+		}
+	}
+	if len(topics) == 0 {
+		return
+	}
+	ends, err := a.adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		a.log.Warn("checkpoint: listing changelog end offsets", "error", err)
+		return
+	}
+	for _, t := range tasks {
+		for _, tx := range t.stores {
+			if end, ok := ends.Lookup(tx.changelog, tx.part.Number); ok && end.Err == nil {
+				if err := tx.part.SetCheckpoint(end.Offset); err != nil {
+					a.log.Warn("checkpoint", "error", err)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"connectrpc.com/connect"
+
+	"github.com/polystreams/polystreams/core/internal/topology"
+	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
+)
+
+var kinds = map[topology.Kind]pb.Kind{
+	topology.KindStream:        pb.Kind_KIND_STREAM,
+	topology.KindGroupedStream: pb.Kind_KIND_GROUPED_STREAM,
+	topology.KindTable:         pb.Kind_KIND_TABLE,
+}
+
+func handleProto(h *topology.Handle) *pb.Handle {
+	if h == nil {
+		return nil
+	}
+	out := &pb.Handle{Id: h.ID, Kind: kinds[h.Kind], KeySerde: h.KeySerde, ValueSerde: h.ValueSerde}
+	if h.Node != nil {
+		out.Node = h.Node.Name
+	}
+	return out
+}
+
+// Build applies one operator. Everything is checked before the builder is
+// touched, and the builder itself changes nothing on a refused call.
+func (s *Server) Build(_ context.Context, req *connect.Request[pb.BuildRequest]) (*connect.Response[pb.BuildResponse], error) {
+	m := req.Msg
+	ss, err := s.session("Build", m.SessionId)
+	if err != nil {
+		return nil, err
+	}
+	op := operationName(m)
+	method := "Build(" + op + ")"
+	if op == "" {
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("Build: the request names no operation"))
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.app != nil {
+		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("%s: the topology is started; builder calls are refused after Start", method))
+	}
+	fn := func(token uint32) (topology.Function, error) {
+		name, ok := ss.funcs[token]
+		if !ok {
+			return topology.Function{}, connect.NewError(connect.CodeNotFound, fmt.Errorf("%s: token %d is not registered in this session (RegisterFunction mints tokens)", method, token))
+		}
+		return topology.Function{Token: token, Name: name}, nil
+	}
+	b := ss.builder
+	var h *topology.Handle
+	switch o := m.Operation.(type) {
+	case *pb.BuildRequest_Stream:
+		v := o.Stream
+		h, err = b.Stream(topology.StreamOptions{Topics: v.Topics, KeySerde: v.KeySerde, ValueSerde: v.ValueSerde, Name: v.Name})
+	case *pb.BuildRequest_MapValues:
+		v := o.MapValues
+		var f topology.Function
+		if f, err = fn(v.Token); err == nil {
+			h, err = b.MapValues(v.Input, f, v.ValueSerde, v.Name)
+		}
+	case *pb.BuildRequest_Filter:
+		v := o.Filter
+		var f topology.Function
+		if f, err = fn(v.Token); err == nil {
+			h, err = b.Filter(v.Input, f, v.Name)
+		}
+	case *pb.BuildRequest_FilterNot:
+		v := o.FilterNot
+		var f topology.Function
+		if f, err = fn(v.Token); err == nil {
+			h, err = b.FilterNot(v.Input, f, v.Name)
+		}
+	case *pb.BuildRequest_FlatMapValues:
+		v := o.FlatMapValues
+		var f topology.Function
+		if f, err = fn(v.Token); err == nil {
+			h, err = b.FlatMapValues(v.Input, f, v.ValueSerde, v.Name)
+		}
+	case *pb.BuildRequest_Map:
+		v := o.Map
+		var f topology.Function
+		if f, err = fn(v.Token); err == nil {
+			h, err = b.Map(v.Input, f, v.KeySerde, v.ValueSerde, v.Name)
+		}
+	case *pb.BuildRequest_SelectKey:
+		v := o.SelectKey
+		var f topology.Function
+		if f, err = fn(v.Token); err == nil {
+			h, err = b.SelectKey(v.Input, f, v.KeySerde, v.Name)
+		}
+	case *pb.BuildRequest_Peek:
+		v := o.Peek
+		var f topology.Function
+		if f, err = fn(v.Token); err == nil {
+			h, err = b.Peek(v.Input, f, v.Name)
+		}
+	case *pb.BuildRequest_Foreach:
+		v := o.Foreach
+		var f topology.Function
+		if f, err = fn(v.Token); err == nil {
+			err = b.Foreach(v.Input, f, v.Name)
+		}
+	case *pb.BuildRequest_GroupByKey:
+		v := o.GroupByKey
+		h, err = b.GroupByKey(v.Input, v.KeySerde, v.ValueSerde, v.Name)
+	case *pb.BuildRequest_GroupBy:
+		v := o.GroupBy
+		var f topology.Function
+		if f, err = fn(v.Token); err == nil {
+			h, err = b.GroupBy(v.Input, f, v.KeySerde, v.ValueSerde, v.Name)
+		}
+	case *pb.BuildRequest_Count:
+		v := o.Count
+		var mat *topology.Materialized
+		if v.Materialized != nil {
+			mat = &topology.Materialized{StoreName: v.Materialized.StoreName, KeySerde: v.Materialized.KeySerde, ValueSerde: v.Materialized.ValueSerde}
+		}
+		h, err = b.Count(v.Input, mat, v.Name)
+	case *pb.BuildRequest_ToStream:
+		v := o.ToStream
+		h, err = b.ToStream(v.Input, v.Name)
+	case *pb.BuildRequest_To:
+		v := o.To
+		err = b.To(v.Input, v.Topic, v.KeySerde, v.ValueSerde, v.Name)
+	}
+	if err != nil {
+		var ce *connect.Error
+		if errors.As(err, &ce) {
+			return nil, err
+		}
+		return nil, builderError(method, err)
+	}
+	return connect.NewResponse(&pb.BuildResponse{Handle: handleProto(h)}), nil
+}
+
+// operationName is the operator's name in the protocol (snake_case).
+func operationName(m *pb.BuildRequest) string {
+	if m.Operation == nil {
+		return ""
+	}
+	return string(m.ProtoReflect().WhichOneof(m.ProtoReflect().Descriptor().Oneofs().ByName("operation")).Name())
+}

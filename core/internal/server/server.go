@@ -1,0 +1,377 @@
+// Package server serves the v1alpha1 handle protocol over Connect: sessions,
+// builder calls, describe, start/stop and the data plane. It is the one place
+// where errors get their Connect codes.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/polystreams/polystreams/core/internal/runtime"
+	"github.com/polystreams/polystreams/core/internal/topology"
+	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
+	"github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1/polystreamsv1alpha1connect"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Brokers is the bootstrap.servers of sessions that name none.
+	Brokers string
+	// StateDir overrides the default state.dir of sessions that name none.
+	StateDir string
+	// SessionTimeout: a started session with no Exchange for this long is
+	// stopped and closed (its host is gone); default 60s. An unstarted one
+	// lives 10 times as long.
+	SessionTimeout time.Duration
+	// HostTimeout: bundles held by a worker silent this long are handed out
+	// again; default 30s.
+	HostTimeout time.Duration
+	Logger      *slog.Logger
+}
+
+// Server implements polystreamsv1alpha1connect.EngineServiceHandler. Safe
+// for concurrent use.
+type Server struct {
+	opts Options
+	log  *slog.Logger
+
+	mu       sync.Mutex // guards sessions
+	sessions map[string]*session
+
+	stop chan struct{}
+	once sync.Once
+}
+
+var _ polystreamsv1alpha1connect.EngineServiceHandler = (*Server)(nil)
+
+// New makes a Server; Handler serves it.
+func New(o Options) *Server {
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = 60 * time.Second
+	}
+	if o.HostTimeout <= 0 {
+		o.HostTimeout = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	s := &Server{opts: o, log: o.Logger, sessions: map[string]*session{}, stop: make(chan struct{})}
+	go s.janitor()
+	return s
+}
+
+// Handler returns the Connect handler and the path it serves.
+func (s *Server) Handler() (string, http.Handler) {
+	return polystreamsv1alpha1connect.NewEngineServiceHandler(s)
+}
+
+// Close stops every session (committing what they processed).
+func (s *Server) Close(ctx context.Context) {
+	s.once.Do(func() { close(s.stop) })
+	s.mu.Lock()
+	all := make([]*session, 0, len(s.sessions))
+	for id, ss := range s.sessions {
+		all = append(all, ss)
+		delete(s.sessions, id)
+	}
+	s.mu.Unlock()
+	for _, ss := range all {
+		ss.close(ctx)
+	}
+}
+
+// session is one application's builder and runtime.
+type session struct {
+	id       string
+	appID    string
+	cfg      runtime.Config
+	lastSeen atomic.Int64 // unix nanos of the last call
+	dispatch *dispatcher
+
+	mu        sync.Mutex // guards builder, funcs, nextToken, app
+	builder   *topology.Builder
+	funcs     map[uint32]string // token -> display name
+	nextToken uint32
+	app       *runtime.App
+}
+
+func (ss *session) touch() { ss.lastSeen.Store(time.Now().UnixNano()) }
+
+func (ss *session) started() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.app != nil
+}
+
+func (ss *session) close(ctx context.Context) {
+	ss.mu.Lock()
+	app := ss.app
+	ss.mu.Unlock()
+	if app != nil {
+		if err := app.Stop(ctx); err != nil {
+			slog.Warn("stopping session", "session", ss.id, "error", err)
+		}
+	}
+	ss.dispatch.close()
+}
+
+func (s *Server) janitor() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case now := <-t.C:
+			s.mu.Lock()
+			var expired []*session
+			for id, ss := range s.sessions {
+				ss.dispatch.reclaim(now)
+				idle := now.Sub(time.Unix(0, ss.lastSeen.Load()))
+				limit := s.opts.SessionTimeout
+				if !ss.started() {
+					limit *= 10
+				}
+				if idle > limit {
+					expired = append(expired, ss)
+					delete(s.sessions, id)
+				}
+			}
+			s.mu.Unlock()
+			for _, ss := range expired {
+				s.log.Warn("session expired: no call for too long", "session", ss.id, "application.id", ss.appID)
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				ss.close(ctx)
+				cancel()
+			}
+		}
+	}
+}
+
+func (s *Server) session(method, id string) (*session, error) {
+	s.mu.Lock()
+	ss := s.sessions[id]
+	s.mu.Unlock()
+	if ss == nil {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("%s: session %q does not exist (never opened, stopped, or expired)", method, id))
+	}
+	ss.touch()
+	return ss, nil
+}
+
+func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSessionRequest]) (*connect.Response[pb.OpenSessionResponse], error) {
+	m := req.Msg
+	cfg, effective, err := runtime.ParseConfig(m.ApplicationId, withDefault(m.Config, "state.dir", s.opts.StateDir), s.opts.Brokers)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("OpenSession: %w", err))
+	}
+	cfg.Logger = s.log
+	var raw [16]byte
+	rand.Read(raw[:])
+	ss := &session{
+		id: hex.EncodeToString(raw[:]), appID: m.ApplicationId, cfg: cfg,
+		builder: topology.NewBuilder(), funcs: map[uint32]string{},
+		dispatch: newDispatcher(s.opts.HostTimeout),
+	}
+	ss.touch()
+	s.mu.Lock()
+	s.sessions[ss.id] = ss
+	s.mu.Unlock()
+	s.log.Info("session opened", "session", ss.id, "application.id", m.ApplicationId, "config", runtime.Redact(effective))
+	return connect.NewResponse(&pb.OpenSessionResponse{SessionId: ss.id, Config: runtime.Redact(effective)}), nil
+}
+
+func withDefault(kv map[string]string, key, value string) map[string]string {
+	if value == "" {
+		return kv
+	}
+	if _, ok := kv[key]; ok {
+		return kv
+	}
+	out := make(map[string]string, len(kv)+1)
+	for k, v := range kv {
+		out[k] = v
+	}
+	out[key] = value
+	return out
+}
+
+func (s *Server) RegisterFunction(_ context.Context, req *connect.Request[pb.RegisterFunctionRequest]) (*connect.Response[pb.RegisterFunctionResponse], error) {
+	ss, err := s.session("RegisterFunction", req.Msg.SessionId)
+	if err != nil {
+		return nil, err
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.app != nil {
+		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("RegisterFunction: the topology is started; functions are registered before Start"))
+	}
+	ss.nextToken++
+	ss.funcs[ss.nextToken] = req.Msg.Name
+	return connect.NewResponse(&pb.RegisterFunctionResponse{Token: ss.nextToken}), nil
+}
+
+func (s *Server) Describe(_ context.Context, req *connect.Request[pb.DescribeRequest]) (*connect.Response[pb.DescribeResponse], error) {
+	ss, err := s.session("Describe", req.Msg.SessionId)
+	if err != nil {
+		return nil, err
+	}
+	ss.mu.Lock()
+	topo, err := ss.builder.Topology()
+	ss.mu.Unlock()
+	if err != nil {
+		return nil, builderError("Describe", err)
+	}
+	return connect.NewResponse(&pb.DescribeResponse{Text: topo.Describe(), Topology: describeProto(topo)}), nil
+}
+
+func describeProto(t *topology.Topology) *pb.TopologyDescription {
+	out := &pb.TopologyDescription{}
+	names := func(ns []*topology.Node) []string {
+		s := make([]string, len(ns))
+		for i, n := range ns {
+			s[i] = n.Name
+		}
+		return s
+	}
+	for _, sub := range t.Subtopologies {
+		ps := &pb.Subtopology{Id: int32(sub.ID)}
+		for _, n := range sub.Nodes {
+			pn := &pb.Node{Name: n.Name, Stores: n.Stores, Successors: names(n.Successors), Predecessors: names(n.Predecessors)}
+			switch n.Type {
+			case topology.Source:
+				pn.Type, pn.Topics = pb.Node_TYPE_SOURCE, n.Topics
+			case topology.Sink:
+				pn.Type, pn.Topic = pb.Node_TYPE_SINK, n.Topic
+			default:
+				pn.Type = pb.Node_TYPE_PROCESSOR
+			}
+			ps.Nodes = append(ps.Nodes, pn)
+		}
+		out.Subtopologies = append(out.Subtopologies, ps)
+	}
+	return out
+}
+
+func (s *Server) Start(ctx context.Context, req *connect.Request[pb.StartRequest]) (*connect.Response[pb.StartResponse], error) {
+	ss, err := s.session("Start", req.Msg.SessionId)
+	if err != nil {
+		return nil, err
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.app != nil {
+		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("Start: the topology is started already"))
+	}
+	topo, err := ss.builder.Topology()
+	if err != nil {
+		return nil, builderError("Start", err)
+	}
+	app, err := runtime.New(ss.cfg, topo, ss.dispatch)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("Start: %w", err))
+	}
+	if err := app.Start(ctx); err != nil {
+		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("Start: %w", err))
+	}
+	ss.app = app
+	go func() {
+		<-app.Done()
+		ss.dispatch.close()
+	}()
+	s.log.Info("session started", "session", ss.id, "application.id", ss.appID)
+	return connect.NewResponse(&pb.StartResponse{}), nil
+}
+
+func (s *Server) Exchange(ctx context.Context, req *connect.Request[pb.ExchangeRequest]) (*connect.Response[pb.ExchangeResponse], error) {
+	m := req.Msg
+	ss, err := s.session("Exchange", m.SessionId)
+	if err != nil {
+		return nil, err
+	}
+	if m.WorkerId == "" {
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("Exchange: worker_id is empty"))
+	}
+	ss.dispatch.deliver(m.Results)
+	ss.mu.Lock()
+	app := ss.app
+	ss.mu.Unlock()
+	resp := &pb.ExchangeResponse{State: pb.State_STATE_CREATED}
+	if app != nil {
+		wait := time.Duration(min(max(m.WaitMs, 0), 5000)) * time.Millisecond
+		resp.Bundles = ss.dispatch.take(ctx, m.WorkerId, int(m.MaxBundles), wait)
+		resp.State, resp.Error = stateProto(app)
+	}
+	return connect.NewResponse(resp), nil
+}
+
+func stateProto(app *runtime.App) (pb.State, string) {
+	st, err := app.State()
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	switch st {
+	case runtime.Rebalancing:
+		return pb.State_STATE_REBALANCING, msg
+	case runtime.Running:
+		return pb.State_STATE_RUNNING, msg
+	case runtime.Stopped:
+		if err != nil {
+			return pb.State_STATE_ERROR, msg
+		}
+		return pb.State_STATE_STOPPED, msg
+	case runtime.Failed:
+		return pb.State_STATE_ERROR, msg
+	}
+	return pb.State_STATE_CREATED, msg
+}
+
+func (s *Server) GetState(_ context.Context, req *connect.Request[pb.GetStateRequest]) (*connect.Response[pb.GetStateResponse], error) {
+	ss, err := s.session("GetState", req.Msg.SessionId)
+	if err != nil {
+		return nil, err
+	}
+	ss.mu.Lock()
+	app := ss.app
+	ss.mu.Unlock()
+	resp := &pb.GetStateResponse{State: pb.State_STATE_CREATED}
+	if app != nil {
+		resp.State, resp.Error = stateProto(app)
+	}
+	return connect.NewResponse(resp), nil
+}
+
+func (s *Server) Stop(ctx context.Context, req *connect.Request[pb.StopRequest]) (*connect.Response[pb.StopResponse], error) {
+	ss, err := s.session("Stop", req.Msg.SessionId)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	delete(s.sessions, ss.id)
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	ss.close(ctx)
+	s.log.Info("session stopped", "session", ss.id, "application.id", ss.appID)
+	return connect.NewResponse(&pb.StopResponse{}), nil
+}
+
+// builderError gives a topology error its Connect code.
+func builderError(method string, err error) error {
+	code := connect.CodeInvalidArgument
+	if errors.Is(err, topology.ErrNotFound) {
+		code = connect.CodeNotFound
+	}
+	return connect.NewError(code, fmt.Errorf("%s: %w", method, err))
+}

@@ -1,0 +1,189 @@
+// Package state keeps the engine's state stores in Pebble: one database per
+// application per engine instance, one key range per store partition, and a
+// checkpoint of each store partition's changelog offset. The changelog
+// itself (writing and restoring) is the runtime's; this package only stores.
+package state
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// DB is a Pebble database holding every store partition of one application.
+// Safe for concurrent use; each Partition is used by one task at a time.
+type DB struct {
+	db *pebble.DB
+}
+
+// Key layout: 'd' storeName 0x00 partition(4 BE) userKey for data,
+// 'c' storeName 0x00 partition(4 BE) for the checkpointed changelog offset.
+const (
+	dataTag       = 'd'
+	checkpointTag = 'c'
+)
+
+// Open opens (creating if needed) the database in dir.
+func Open(dir string) (*DB, error) {
+	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}})
+	if err != nil {
+		return nil, fmt.Errorf("state: open %s: %w", dir, err)
+	}
+	return &DB{db: db}, nil
+}
+
+// Close closes the database, syncing what it holds.
+func (d *DB) Close() error {
+	if err := d.db.Flush(); err != nil {
+		d.db.Close()
+		return fmt.Errorf("state: flush: %w", err)
+	}
+	return d.db.Close()
+}
+
+// Partition returns the key range of one store partition.
+func (d *DB) Partition(store string, partition int32) *Partition {
+	p := &Partition{db: d.db, Store: store, Number: partition}
+	p.prefix = binary.BigEndian.AppendUint32(append(append([]byte{dataTag}, store...), 0), uint32(partition))
+	p.ckptKey = binary.BigEndian.AppendUint32(append(append([]byte{checkpointTag}, store...), 0), uint32(partition))
+	return p
+}
+
+// Partition is one store partition (the store of one task). Not safe for
+// concurrent use.
+type Partition struct {
+	db      *pebble.DB
+	Store   string
+	Number  int32
+	prefix  []byte
+	ckptKey []byte
+	keyBuf  []byte
+}
+
+func (p *Partition) dataKey(key []byte) []byte {
+	p.keyBuf = append(append(p.keyBuf[:0], p.prefix...), key...)
+	return p.keyBuf
+}
+
+// Get returns a copy of the value of key, or nil when absent.
+func (p *Partition) Get(key []byte) ([]byte, error) {
+	v, closer, err := p.db.Get(p.dataKey(key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state: get from store %s partition %d: %w", p.Store, p.Number, err)
+	}
+	out := append([]byte(nil), v...)
+	closer.Close()
+	return out, nil
+}
+
+// Write is one change: a put, or a delete when Value is nil.
+type Write struct {
+	Key, Value []byte
+}
+
+// Apply writes changes atomically, in order.
+func (p *Partition) Apply(ws []Write) error {
+	if len(ws) == 0 {
+		return nil
+	}
+	b := p.db.NewBatch()
+	defer b.Close()
+	for _, w := range ws {
+		k := append(append(make([]byte, 0, len(p.prefix)+len(w.Key)), p.prefix...), w.Key...)
+		var err error
+		if w.Value == nil {
+			err = b.Delete(k, nil)
+		} else {
+			err = b.Set(k, w.Value, nil)
+		}
+		if err != nil {
+			return fmt.Errorf("state: write to store %s partition %d: %w", p.Store, p.Number, err)
+		}
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("state: commit to store %s partition %d: %w", p.Store, p.Number, err)
+	}
+	return nil
+}
+
+// Wipe deletes every key of the partition and its checkpoint.
+func (p *Partition) Wipe() error {
+	end := append([]byte(nil), p.prefix...)
+	end = binary.BigEndian.AppendUint32(end[:len(end)-4], uint32(p.Number)+1)
+	if p.Number == -1 {
+		return fmt.Errorf("state: bad partition -1")
+	}
+	if err := p.db.DeleteRange(p.prefix, end, pebble.NoSync); err != nil {
+		return fmt.Errorf("state: wipe store %s partition %d: %w", p.Store, p.Number, err)
+	}
+	return p.ClearCheckpoint()
+}
+
+// Checkpoint returns the changelog offset the partition's data reflects
+// (the next offset to restore from), if one was written.
+func (p *Partition) Checkpoint() (int64, bool, error) {
+	v, closer, err := p.db.Get(p.ckptKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("state: read checkpoint of store %s partition %d: %w", p.Store, p.Number, err)
+	}
+	defer closer.Close()
+	if len(v) != 8 {
+		return 0, false, nil
+	}
+	return int64(binary.BigEndian.Uint64(v)), true, nil
+}
+
+// SetCheckpoint records, durably, that the data reflects the changelog up to
+// (not including) offset.
+func (p *Partition) SetCheckpoint(offset int64) error {
+	if err := p.db.Set(p.ckptKey, binary.BigEndian.AppendUint64(nil, uint64(offset)), pebble.Sync); err != nil {
+		return fmt.Errorf("state: write checkpoint of store %s partition %d: %w", p.Store, p.Number, err)
+	}
+	return nil
+}
+
+// ClearCheckpoint removes the checkpoint, durably: until a new one is written
+// the data is not trusted (a crash then means wipe and restore).
+func (p *Partition) ClearCheckpoint() error {
+	if err := p.db.Delete(p.ckptKey, pebble.Sync); err != nil {
+		return fmt.Errorf("state: clear checkpoint of store %s partition %d: %w", p.Store, p.Number, err)
+	}
+	return nil
+}
+
+// Scan calls fn for every key of the partition in key order (keys and
+// values are valid only during the call).
+func (p *Partition) Scan(fn func(key, value []byte) error) error {
+	end := append([]byte(nil), p.prefix...)
+	end = binary.BigEndian.AppendUint32(end[:len(end)-4], uint32(p.Number)+1)
+	it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: p.prefix, UpperBound: end})
+	if err != nil {
+		return fmt.Errorf("state: scan store %s partition %d: %w", p.Store, p.Number, err)
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		if err := fn(it.Key()[len(p.prefix):], it.Value()); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf(format, args...))
+}
+
+var _ io.Closer = (*pebble.DB)(nil)

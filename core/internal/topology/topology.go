@@ -1,0 +1,154 @@
+// Package topology assembles a processing graph from builder calls, one call
+// per operator, naming nodes and stores exactly as Kafka Streams'
+// InternalStreamsBuilder does, and describes it exactly as Kafka Streams'
+// Topology.describe().toString() does.
+//
+// This file is the contract the runtime and the server build on: the graph
+// types (Node, Store, Subtopology, Topology) and the errors. builder.go has
+// the operators, describe.go the description.
+package topology
+
+import "errors"
+
+// Kind is what a handle stands for.
+type Kind int
+
+const (
+	KindStream Kind = iota + 1
+	KindGroupedStream
+	KindTable
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindStream:
+		return "stream"
+	case KindGroupedStream:
+		return "grouped stream"
+	case KindTable:
+		return "table"
+	}
+	return "unknown kind"
+}
+
+// Handle names what one builder call made. IDs are minted by the Builder,
+// unique within it, never 0.
+type Handle struct {
+	ID         uint64
+	Kind       Kind
+	KeySerde   string
+	ValueSerde string
+	// Node is the node whose output this handle stands for.
+	Node *Node
+}
+
+// NodeType is source, processor or sink, as describe() prints them.
+type NodeType int
+
+const (
+	Source NodeType = iota + 1
+	Processor
+	Sink
+)
+
+// Op is what a processor node does.
+type Op int
+
+const (
+	OpNone Op = iota // sources and sinks
+	// Stateless operators that run a Function (host token or native Go).
+	OpMapValues
+	OpFilter
+	OpFilterNot
+	OpFlatMapValues
+	OpMap
+	OpSelectKey
+	OpPeek
+	OpForeach
+	// OpRepartitionFilter drops records with a null key before a repartition
+	// sink (Kafka Streams' "-repartition-filter" / KSTREAM-FILTER node).
+	OpRepartitionFilter
+	// OpCount is KStreamAggregate counting: the store holds a long per key,
+	// and each update is forwarded as a table change (key, long).
+	OpCount
+	// OpToStream is KTable.toStream: forwards each change's new value.
+	OpToStream
+)
+
+// Function is the user function of a stateless operator: a host token, or a
+// native Go function (then Token is 0). Native is one of the func types
+// below, matching the node's Op.
+type Function struct {
+	Token  uint32
+	Name   string
+	Native any
+}
+
+// Native function types, over serialized bytes (nil is null).
+type (
+	MapValuesFunc     func(value []byte) ([]byte, error)
+	PredicateFunc     func(key, value []byte) (bool, error)
+	FlatMapValuesFunc func(value []byte) ([][]byte, error)
+	MapFunc           func(key, value []byte) (newKey, newValue []byte, err error)
+	SelectKeyFunc     func(key, value []byte) ([]byte, error)
+	ForeachFunc       func(key, value []byte) error // peek and foreach
+)
+
+// Node is one node of the graph.
+type Node struct {
+	Name string
+	Type NodeType
+	Op   Op
+	// Source: topics read. Sink: Topic written. Internal topics (repartition)
+	// are named without the application.id prefix; Internal says so, and the
+	// runtime prefixes "<application.id>-".
+	Topics   []string
+	Topic    string
+	Internal bool
+	// Stores this processor uses (names of Topology.Stores entries).
+	Stores []string
+	// Fn is set for OpMapValues .. OpForeach.
+	Fn *Function
+	// Serdes of the records this node outputs (for a source: of its topics;
+	// for a sink: of what it writes).
+	KeySerde, ValueSerde string
+	// Edges, in the order they were made.
+	Predecessors, Successors []*Node
+	// Subtopology is the id of the sub-topology holding the node, set by
+	// Builder.Topology.
+	Subtopology int
+}
+
+// Store is a state store.
+type Store struct {
+	Name                 string
+	KeySerde, ValueSerde string
+	// ChangelogTopic is "<storeName>-changelog" without the application.id
+	// prefix; the runtime prefixes it.
+	ChangelogTopic string
+}
+
+// Subtopology is a connected part of the graph; its tasks are its source
+// topics' partitions.
+type Subtopology struct {
+	ID int
+	// Nodes in describe() order.
+	Nodes []*Node
+	// Sources are the source nodes.
+	Sources []*Node
+}
+
+// Topology is a finished graph, as Builder.Topology returns it.
+type Topology struct {
+	Subtopologies []*Subtopology
+	Stores        map[string]*Store
+}
+
+// Errors a builder call may fail with; the returned error wraps one of these
+// and its text names the operator, handle, kind and token at fault.
+var (
+	// ErrNotFound: a handle that does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrInvalid: a wrong kind, a missing topic, an unknown serde, a bad name.
+	ErrInvalid = errors.New("invalid argument")
+)

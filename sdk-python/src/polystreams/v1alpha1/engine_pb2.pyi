@@ -1,0 +1,483 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+KIND_GROUPED_STREAM: Kind
+KIND_STREAM: Kind
+KIND_TABLE: Kind
+KIND_UNSPECIFIED: Kind
+OPERATION_FILTER: Operation
+OPERATION_FILTER_NOT: Operation
+OPERATION_FLAT_MAP_VALUES: Operation
+OPERATION_FOREACH: Operation
+OPERATION_MAP: Operation
+OPERATION_MAP_VALUES: Operation
+OPERATION_PEEK: Operation
+OPERATION_SELECT_KEY: Operation
+OPERATION_UNSPECIFIED: Operation
+STATE_CREATED: State
+STATE_ERROR: State
+STATE_REBALANCING: State
+STATE_RUNNING: State
+STATE_STOPPED: State
+STATE_UNSPECIFIED: State
+
+class BuildRequest(_message.Message):
+    __slots__ = ["count", "filter", "filter_not", "flat_map_values", "foreach", "group_by", "group_by_key", "map", "map_values", "peek", "select_key", "session_id", "stream", "to", "to_stream"]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    FILTER_NOT_FIELD_NUMBER: _ClassVar[int]
+    FLAT_MAP_VALUES_FIELD_NUMBER: _ClassVar[int]
+    FOREACH_FIELD_NUMBER: _ClassVar[int]
+    GROUP_BY_FIELD_NUMBER: _ClassVar[int]
+    GROUP_BY_KEY_FIELD_NUMBER: _ClassVar[int]
+    MAP_FIELD_NUMBER: _ClassVar[int]
+    MAP_VALUES_FIELD_NUMBER: _ClassVar[int]
+    PEEK_FIELD_NUMBER: _ClassVar[int]
+    SELECT_KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    TO_FIELD_NUMBER: _ClassVar[int]
+    TO_STREAM_FIELD_NUMBER: _ClassVar[int]
+    count: CountOp
+    filter: FilterOp
+    filter_not: FilterNotOp
+    flat_map_values: FlatMapValuesOp
+    foreach: ForeachOp
+    group_by: GroupByOp
+    group_by_key: GroupByKeyOp
+    map: MapOp
+    map_values: MapValuesOp
+    peek: PeekOp
+    select_key: SelectKeyOp
+    session_id: str
+    stream: StreamOp
+    to: ToOp
+    to_stream: ToStreamOp
+    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ...) -> None: ...
+
+class BuildResponse(_message.Message):
+    __slots__ = ["handle"]
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    handle: Handle
+    def __init__(self, handle: _Optional[_Union[Handle, _Mapping]] = ...) -> None: ...
+
+class Bundle(_message.Message):
+    __slots__ = ["id", "key_lengths", "key_serde", "keys", "offsets", "output_key_serde", "output_value_serde", "partition", "steps", "timestamps", "topic", "value_lengths", "value_serde", "values"]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    KEY_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMPS_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    VALUE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    key_lengths: _containers.RepeatedScalarFieldContainer[int]
+    key_serde: str
+    keys: bytes
+    offsets: _containers.RepeatedScalarFieldContainer[int]
+    output_key_serde: str
+    output_value_serde: str
+    partition: int
+    steps: _containers.RepeatedCompositeFieldContainer[Step]
+    timestamps: _containers.RepeatedScalarFieldContainer[int]
+    topic: str
+    value_lengths: _containers.RepeatedScalarFieldContainer[int]
+    value_serde: str
+    values: bytes
+    def __init__(self, id: _Optional[int] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., output_key_serde: _Optional[str] = ..., output_value_serde: _Optional[str] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., topic: _Optional[str] = ..., partition: _Optional[int] = ..., offsets: _Optional[_Iterable[int]] = ..., timestamps: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class BundleResult(_message.Message):
+    __slots__ = ["bundle_id", "failures", "key_lengths", "keys", "output_counts", "value_lengths", "values"]
+    BUNDLE_ID_FIELD_NUMBER: _ClassVar[int]
+    FAILURES_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    KEY_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_COUNTS_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    VALUE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    bundle_id: int
+    failures: _containers.RepeatedCompositeFieldContainer[RecordFailure]
+    key_lengths: _containers.RepeatedScalarFieldContainer[int]
+    keys: bytes
+    output_counts: _containers.RepeatedScalarFieldContainer[int]
+    value_lengths: _containers.RepeatedScalarFieldContainer[int]
+    values: bytes
+    def __init__(self, bundle_id: _Optional[int] = ..., output_counts: _Optional[_Iterable[int]] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., failures: _Optional[_Iterable[_Union[RecordFailure, _Mapping]]] = ...) -> None: ...
+
+class CountOp(_message.Message):
+    __slots__ = ["input", "materialized", "name"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    MATERIALIZED_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    materialized: Materialized
+    name: str
+    def __init__(self, input: _Optional[int] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ..., name: _Optional[str] = ...) -> None: ...
+
+class DescribeRequest(_message.Message):
+    __slots__ = ["session_id"]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class DescribeResponse(_message.Message):
+    __slots__ = ["text", "topology"]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    topology: TopologyDescription
+    def __init__(self, text: _Optional[str] = ..., topology: _Optional[_Union[TopologyDescription, _Mapping]] = ...) -> None: ...
+
+class ExchangeRequest(_message.Message):
+    __slots__ = ["max_bundles", "results", "session_id", "wait_ms", "worker_id"]
+    MAX_BUNDLES_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    max_bundles: int
+    results: _containers.RepeatedCompositeFieldContainer[BundleResult]
+    session_id: str
+    wait_ms: int
+    worker_id: str
+    def __init__(self, session_id: _Optional[str] = ..., worker_id: _Optional[str] = ..., results: _Optional[_Iterable[_Union[BundleResult, _Mapping]]] = ..., max_bundles: _Optional[int] = ..., wait_ms: _Optional[int] = ...) -> None: ...
+
+class ExchangeResponse(_message.Message):
+    __slots__ = ["bundles", "error", "state"]
+    BUNDLES_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    bundles: _containers.RepeatedCompositeFieldContainer[Bundle]
+    error: str
+    state: State
+    def __init__(self, bundles: _Optional[_Iterable[_Union[Bundle, _Mapping]]] = ..., state: _Optional[_Union[State, str]] = ..., error: _Optional[str] = ...) -> None: ...
+
+class FilterNotOp(_message.Message):
+    __slots__ = ["input", "name", "token"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    name: str
+    token: int
+    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
+
+class FilterOp(_message.Message):
+    __slots__ = ["input", "name", "token"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    name: str
+    token: int
+    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
+
+class FlatMapValuesOp(_message.Message):
+    __slots__ = ["input", "name", "token", "value_serde"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    name: str
+    token: int
+    value_serde: str
+    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class ForeachOp(_message.Message):
+    __slots__ = ["input", "name", "token"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    name: str
+    token: int
+    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
+
+class GetStateRequest(_message.Message):
+    __slots__ = ["session_id"]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class GetStateResponse(_message.Message):
+    __slots__ = ["error", "state"]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    error: str
+    state: State
+    def __init__(self, state: _Optional[_Union[State, str]] = ..., error: _Optional[str] = ...) -> None: ...
+
+class GroupByKeyOp(_message.Message):
+    __slots__ = ["input", "key_serde", "name", "value_serde"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    key_serde: str
+    name: str
+    value_serde: str
+    def __init__(self, input: _Optional[int] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class GroupByOp(_message.Message):
+    __slots__ = ["input", "key_serde", "name", "token", "value_serde"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    key_serde: str
+    name: str
+    token: int
+    value_serde: str
+    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class Handle(_message.Message):
+    __slots__ = ["id", "key_serde", "kind", "node", "value_serde"]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    key_serde: str
+    kind: Kind
+    node: str
+    value_serde: str
+    def __init__(self, id: _Optional[int] = ..., kind: _Optional[_Union[Kind, str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., node: _Optional[str] = ...) -> None: ...
+
+class MapOp(_message.Message):
+    __slots__ = ["input", "key_serde", "name", "token", "value_serde"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    key_serde: str
+    name: str
+    token: int
+    value_serde: str
+    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class MapValuesOp(_message.Message):
+    __slots__ = ["input", "name", "token", "value_serde"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    name: str
+    token: int
+    value_serde: str
+    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class Materialized(_message.Message):
+    __slots__ = ["key_serde", "store_name", "value_serde"]
+    KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    STORE_NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    key_serde: str
+    store_name: str
+    value_serde: str
+    def __init__(self, store_name: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ...) -> None: ...
+
+class Node(_message.Message):
+    __slots__ = ["name", "predecessors", "stores", "successors", "topic", "topics", "type"]
+    class Type(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = []
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PREDECESSORS_FIELD_NUMBER: _ClassVar[int]
+    STORES_FIELD_NUMBER: _ClassVar[int]
+    SUCCESSORS_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    TYPE_PROCESSOR: Node.Type
+    TYPE_SINK: Node.Type
+    TYPE_SOURCE: Node.Type
+    TYPE_UNSPECIFIED: Node.Type
+    name: str
+    predecessors: _containers.RepeatedScalarFieldContainer[str]
+    stores: _containers.RepeatedScalarFieldContainer[str]
+    successors: _containers.RepeatedScalarFieldContainer[str]
+    topic: str
+    topics: _containers.RepeatedScalarFieldContainer[str]
+    type: Node.Type
+    def __init__(self, name: _Optional[str] = ..., type: _Optional[_Union[Node.Type, str]] = ..., topics: _Optional[_Iterable[str]] = ..., topic: _Optional[str] = ..., stores: _Optional[_Iterable[str]] = ..., successors: _Optional[_Iterable[str]] = ..., predecessors: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class OpenSessionRequest(_message.Message):
+    __slots__ = ["application_id", "config"]
+    class ConfigEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    APPLICATION_ID_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    application_id: str
+    config: _containers.ScalarMap[str, str]
+    def __init__(self, application_id: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class OpenSessionResponse(_message.Message):
+    __slots__ = ["config", "session_id"]
+    class ConfigEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    config: _containers.ScalarMap[str, str]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class PeekOp(_message.Message):
+    __slots__ = ["input", "name", "token"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    name: str
+    token: int
+    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
+
+class RecordFailure(_message.Message):
+    __slots__ = ["index", "message", "step"]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    message: str
+    step: int
+    def __init__(self, index: _Optional[int] = ..., step: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+
+class RegisterFunctionRequest(_message.Message):
+    __slots__ = ["name", "session_id"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class RegisterFunctionResponse(_message.Message):
+    __slots__ = ["token"]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    token: int
+    def __init__(self, token: _Optional[int] = ...) -> None: ...
+
+class SelectKeyOp(_message.Message):
+    __slots__ = ["input", "key_serde", "name", "token"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    key_serde: str
+    name: str
+    token: int
+    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., key_serde: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class StartRequest(_message.Message):
+    __slots__ = ["session_id"]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class StartResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class Step(_message.Message):
+    __slots__ = ["node", "operation", "token"]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    node: str
+    operation: Operation
+    token: int
+    def __init__(self, token: _Optional[int] = ..., operation: _Optional[_Union[Operation, str]] = ..., node: _Optional[str] = ...) -> None: ...
+
+class StopRequest(_message.Message):
+    __slots__ = ["session_id"]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class StopResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class StreamOp(_message.Message):
+    __slots__ = ["key_serde", "name", "topics", "value_serde"]
+    KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    key_serde: str
+    name: str
+    topics: _containers.RepeatedScalarFieldContainer[str]
+    value_serde: str
+    def __init__(self, topics: _Optional[_Iterable[str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class Subtopology(_message.Message):
+    __slots__ = ["id", "nodes"]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    nodes: _containers.RepeatedCompositeFieldContainer[Node]
+    def __init__(self, id: _Optional[int] = ..., nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ...) -> None: ...
+
+class ToOp(_message.Message):
+    __slots__ = ["input", "key_serde", "name", "topic", "value_serde"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    key_serde: str
+    name: str
+    topic: str
+    value_serde: str
+    def __init__(self, input: _Optional[int] = ..., topic: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class ToStreamOp(_message.Message):
+    __slots__ = ["input", "name"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    name: str
+    def __init__(self, input: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
+
+class TopologyDescription(_message.Message):
+    __slots__ = ["subtopologies"]
+    SUBTOPOLOGIES_FIELD_NUMBER: _ClassVar[int]
+    subtopologies: _containers.RepeatedCompositeFieldContainer[Subtopology]
+    def __init__(self, subtopologies: _Optional[_Iterable[_Union[Subtopology, _Mapping]]] = ...) -> None: ...
+
+class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class Operation(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class State(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
