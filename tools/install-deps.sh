@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what building and testing polystreams needs on Debian bookworm,
+# from the registries these machines reach: apt, npm and the Go module proxy.
+# Idempotent: installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+apt_pkgs=(protobuf-compiler python3-protobuf python3-pytest python3-venv python3-pip
+  python3-setuptools python3-confluent-kafka kcat mypy)
+missing=()
+for p in "${apt_pkgs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: apt-get install ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if [ ! -x node_modules/.bin/buf ]; then
+  echo "install-deps: npm ci (buf)"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+mkdir -p .cache/bin
+[ -x .cache/bin/protoc-gen-go ] || GOBIN="$PWD/.cache/bin" go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+[ -x .cache/bin/protoc-gen-connect-go ] || GOBIN="$PWD/.cache/bin" go install connectrpc.com/connect/cmd/protoc-gen-connect-go@v1.21.1
+go mod download
