@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -68,6 +67,12 @@ func (p *Partition) dataKey(key []byte) []byte {
 	return p.keyBuf
 }
 
+// end is the first key after the partition's data.
+func (p *Partition) end() []byte {
+	end := append([]byte(nil), p.prefix...)
+	return binary.BigEndian.AppendUint32(end[:len(end)-4], uint32(p.Number)+1)
+}
+
 // Get returns a copy of the value of key, or nil when absent.
 func (p *Partition) Get(key []byte) ([]byte, error) {
 	v, closer, err := p.db.Get(p.dataKey(key))
@@ -114,12 +119,7 @@ func (p *Partition) Apply(ws []Write) error {
 
 // Wipe deletes every key of the partition and its checkpoint.
 func (p *Partition) Wipe() error {
-	end := append([]byte(nil), p.prefix...)
-	end = binary.BigEndian.AppendUint32(end[:len(end)-4], uint32(p.Number)+1)
-	if p.Number == -1 {
-		return fmt.Errorf("state: bad partition -1")
-	}
-	if err := p.db.DeleteRange(p.prefix, end, pebble.NoSync); err != nil {
+	if err := p.db.DeleteRange(p.prefix, p.end(), pebble.NoSync); err != nil {
 		return fmt.Errorf("state: wipe store %s partition %d: %w", p.Store, p.Number, err)
 	}
 	return p.ClearCheckpoint()
@@ -163,9 +163,7 @@ func (p *Partition) ClearCheckpoint() error {
 // Scan calls fn for every key of the partition in key order (keys and
 // values are valid only during the call).
 func (p *Partition) Scan(fn func(key, value []byte) error) error {
-	end := append([]byte(nil), p.prefix...)
-	end = binary.BigEndian.AppendUint32(end[:len(end)-4], uint32(p.Number)+1)
-	it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: p.prefix, UpperBound: end})
+	it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: p.prefix, UpperBound: p.end()})
 	if err != nil {
 		return fmt.Errorf("state: scan store %s partition %d: %w", p.Store, p.Number, err)
 	}
@@ -185,5 +183,3 @@ func (quietLogger) Errorf(string, ...any) {}
 func (quietLogger) Fatalf(format string, args ...any) {
 	panic(fmt.Sprintf(format, args...))
 }
-
-var _ io.Closer = (*pebble.DB)(nil)

@@ -1,0 +1,251 @@
+// Command bench measures, side by side in one run on the embedded broker:
+//
+//	(a) stream -> map_values(upper) -> to, the operator in a Python host
+//	(b) the same topology, the operator in Go inside the engine (no crossing)
+//	(c) a raw franz-go consume -> upper -> produce loop, no engine: the limit
+//
+// and the cost of the crossing per record at bundle sizes 1, 100, 1,000 and
+// 10,000 (one partition, so one bundle is in flight at a time): the time of
+// (a) minus the time of (b) at the same bundle size, per record.
+//
+// Run it with `make bench`; it prints a Markdown table for
+// docs/performance.md. It asserts nothing about speed.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/polystreams/polystreams/core/internal/broker"
+	"github.com/polystreams/polystreams/core/internal/runtime"
+	"github.com/polystreams/polystreams/core/internal/server"
+	"github.com/polystreams/polystreams/core/internal/topology"
+)
+
+var (
+	records    = flag.Int("records", 500_000, "records for the throughput arms (a), (b), (c)")
+	partitions = flag.Int("partitions", 4, "partitions of the throughput input topic")
+	valueSize  = flag.Int("value-size", 100, "bytes per record value")
+	python     = flag.String("python", "/usr/bin/python3", "Python interpreter for the host arm")
+	repo       = flag.String("repo", ".", "repository root (for tools/bench/pyhost.py and sdk-python)")
+	sweep      = flag.Bool("sweep", true, "measure the crossing cost at bundle sizes 1..10,000")
+)
+
+type bench struct {
+	brokers string
+	engine  string // URL of the in-process engine server
+	adm     *kadm.Client
+	seq     int
+	log     *slog.Logger
+}
+
+func main() {
+	flag.Parse()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	b, err := broker.Start(broker.Options{Addr: "127.0.0.1:0", Partitions: *partitions})
+	check(err)
+	defer b.Close()
+	stateDir, err := os.MkdirTemp("", "polystreams-bench")
+	check(err)
+	defer os.RemoveAll(stateDir)
+	srv := server.New(server.Options{Brokers: b.Addr(), StateDir: stateDir, Logger: log})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	check(err)
+	mux := http.NewServeMux()
+	mux.Handle(srv.Handler())
+	go http.Serve(ln, mux)
+	adm, err := kadm.NewOptClient(kgo.SeedBrokers(b.Addr()))
+	check(err)
+	bn := &bench{brokers: b.Addr(), engine: "http://" + ln.Addr().String(), adm: adm, log: log}
+
+	fmt.Printf("polystreams benchmark: %d records of %d bytes, %d partitions, embedded broker (kfake), 2 arms share the machine with the broker\n\n",
+		*records, *valueSize, *partitions)
+	in := bn.seed("bench-in", *partitions, *records)
+	c := bn.rawLoop(in, *records)
+	bB := bn.nativeArm(in, *records, 2000, stateDir)
+	a := bn.pythonArm(in, *records, 2000)
+	fmt.Println("| arm | records/s | vs (c) |")
+	fmt.Println("|---|---:|---:|")
+	row := func(name string, d time.Duration) {
+		rate := float64(*records) / d.Seconds()
+		fmt.Printf("| %s | %s | %.0f%% |\n", name, human(rate), 100*c.Seconds()/d.Seconds())
+	}
+	row("(a) Python map_values (bundles of ≤2,000)", a)
+	row("(b) Go map_values in the engine", bB)
+	row("(c) raw franz-go consume→upper→produce", c)
+	fmt.Println()
+
+	if *sweep {
+		fmt.Println("Crossing cost, one partition (one bundle in flight), Python host vs the same topology in Go:")
+		fmt.Println()
+		fmt.Println("| bundle size | records | (a) Python µs/record | (b) Go µs/record | crossing µs/record |")
+		fmt.Println("|---:|---:|---:|---:|---:|")
+		for _, size := range []int{1, 100, 1000, 10000} {
+			n := map[int]int{1: 5_000, 100: 100_000, 1000: 200_000, 10000: 200_000}[size]
+			topic := bn.seed(fmt.Sprintf("sweep-%d", size), 1, n)
+			ta := bn.pythonArm(topic, n, size)
+			tb := bn.nativeArm(topic, n, size, stateDir)
+			per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }
+			fmt.Printf("| %d | %d | %.2f | %.2f | %.2f |\n", size, n, per(ta), per(tb), per(ta)-per(tb))
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv.Close(ctx)
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func human(r float64) string {
+	if r >= 1e6 {
+		return fmt.Sprintf("%.2fM", r/1e6)
+	}
+	return fmt.Sprintf("%.0fk", r/1e3)
+}
+
+func (bn *bench) name(prefix string) string {
+	bn.seq++
+	return fmt.Sprintf("%s-%d", prefix, bn.seq)
+}
+
+// seed creates topic and writes n records of random-ish lower-case text.
+func (bn *bench) seed(topic string, parts, n int) string {
+	_, err := bn.adm.CreateTopic(context.Background(), int32(parts), 1, nil, topic)
+	check(err)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bn.brokers), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond))
+	check(err)
+	defer cl.Close()
+	val := bytes.Repeat([]byte("abcdefghij"), (*valueSize+9)/10)[:*valueSize]
+	for i := range n {
+		v := append([]byte(nil), val...)
+		copy(v, strconv.Itoa(i))
+		cl.Produce(context.Background(), &kgo.Record{Key: []byte(strconv.Itoa(i % 10000)), Value: v}, func(_ *kgo.Record, err error) { check(err) })
+	}
+	check(cl.Flush(context.Background()))
+	return topic
+}
+
+// waitOutput waits until topic holds n records and returns how long it took
+// from the first output record to the last: start-up (group join, process
+// start) is left out of every arm alike.
+func (bn *bench) waitOutput(topic string, n int, deadline time.Duration) time.Duration {
+	end := time.Now().Add(deadline)
+	var first time.Time
+	for time.Now().Before(end) {
+		offs, err := bn.adm.ListEndOffsets(context.Background(), topic)
+		if err == nil {
+			var total int64
+			offs.Each(func(o kadm.ListedOffset) { total += max(o.Offset, 0) })
+			if total > 0 && first.IsZero() {
+				first = time.Now()
+			}
+			if total >= int64(n) {
+				return time.Since(first)
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	check(fmt.Errorf("%s did not reach %d records in %v", topic, n, deadline))
+	return 0
+}
+
+// rawLoop is arm (c): a consumer group reads in, upper-cases each value and
+// produces it, committing after each poll's outputs are acknowledged.
+func (bn *bench) rawLoop(in string, n int) time.Duration {
+	out := bn.name("out-c")
+	_, err := bn.adm.CreateTopic(context.Background(), int32(*partitions), 1, nil, out)
+	check(err)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bn.brokers), kgo.ConsumerGroup(bn.name("raw")), kgo.ConsumeTopics(in),
+		kgo.DisableAutoCommit(), kgo.DefaultProduceTopic(out))
+	check(err)
+	defer cl.Close()
+	seen := 0
+	var took time.Duration
+	done := make(chan struct{})
+	go func() { took = bn.waitOutput(out, n, time.Minute); close(done) }()
+	for seen < n {
+		fs := cl.PollRecords(context.Background(), 10000)
+		fs.EachRecord(func(r *kgo.Record) {
+			cl.Produce(context.Background(), &kgo.Record{Key: r.Key, Value: bytes.ToUpper(r.Value)}, nil)
+			seen++
+		})
+		check(cl.Flush(context.Background()))
+		check(cl.CommitUncommittedOffsets(context.Background()))
+	}
+	<-done
+	return took
+}
+
+// nativeArm is arm (b): the engine runs map_values as a Go function.
+func (bn *bench) nativeArm(in string, n, bundle int, stateDir string) time.Duration {
+	out := bn.name("out-b")
+	parts := *partitions
+	if in != "bench-in" {
+		parts = 1
+	}
+	_, err := bn.adm.CreateTopic(context.Background(), int32(parts), 1, nil, out)
+	check(err)
+	b := topology.NewBuilder()
+	s, err := b.Stream(topology.StreamOptions{Topics: []string{in}})
+	check(err)
+	m, err := b.MapValues(s.ID, topology.Function{Name: "upper", Native: topology.MapValuesFunc(func(v []byte) ([]byte, error) { return bytes.ToUpper(v), nil })}, "", "")
+	check(err)
+	check(b.To(m.ID, out, "", "", ""))
+	topo, err := b.Topology()
+	check(err)
+	cfg, _, err := runtime.ParseConfig(bn.name("native"), map[string]string{
+		"state.dir":                      stateDir,
+		"polystreams.bundle.max.records": strconv.Itoa(bundle),
+	}, bn.brokers)
+	check(err)
+	cfg.Logger = bn.log
+	app, err := runtime.New(cfg, topo, nil)
+	check(err)
+	check(app.Start(context.Background()))
+	took := bn.waitOutput(out, n, 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	check(app.Stop(ctx))
+	return took
+}
+
+// pythonArm is arm (a): tools/bench/pyhost.py builds the topology with the
+// Python SDK against the in-process engine and serves its bundles.
+func (bn *bench) pythonArm(in string, n, bundle int) time.Duration {
+	out := bn.name("out-a")
+	parts := *partitions
+	if in != "bench-in" {
+		parts = 1
+	}
+	_, err := bn.adm.CreateTopic(context.Background(), int32(parts), 1, nil, out)
+	check(err)
+	cmd := exec.Command(*python, filepath.Join(*repo, "tools/bench/pyhost.py"),
+		"--engine", bn.engine, "--app", bn.name("python"), "--input", in, "--output", out,
+		"--bundle", strconv.Itoa(bundle))
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(*repo, "sdk-python/src"))
+	cmd.Stderr = os.Stderr
+	check(cmd.Start())
+	took := bn.waitOutput(out, n, 10*time.Minute)
+	cmd.Process.Signal(syscall.SIGTERM)
+	check(cmd.Wait())
+	return took
+}

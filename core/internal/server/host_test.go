@@ -1,0 +1,179 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
+	"github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1/polystreamsv1alpha1connect"
+)
+
+// testHost is a host written in Go over the wire protocol, as an SDK is:
+// it serves bundles with Go functions registered under tokens. Functions
+// work on raw bytes (the test topologies use bytes/string serdes).
+type testHost struct {
+	t       *testing.T
+	cl      polystreamsv1alpha1connect.EngineServiceClient
+	session string
+
+	mu    sync.Mutex
+	funcs map[uint32]any
+	// bundles counts bundles served, records the records in them.
+	bundles, records int
+}
+
+type (
+	valueFn     func(v []byte) ([]byte, error)
+	predicateFn func(k, v []byte) (bool, error)
+	flatFn      func(v []byte) ([][]byte, error)
+	keyFn       func(k, v []byte) ([]byte, error)
+)
+
+func (h *testHost) register(name string, fn any) uint32 {
+	h.t.Helper()
+	resp, err := h.cl.RegisterFunction(context.Background(), connect.NewRequest(&pb.RegisterFunctionRequest{SessionId: h.session, Name: name}))
+	if err != nil {
+		h.t.Fatalf("RegisterFunction(%s): %v", name, err)
+	}
+	h.mu.Lock()
+	h.funcs[resp.Msg.Token] = fn
+	h.mu.Unlock()
+	return resp.Msg.Token
+}
+
+// serve runs the Exchange loop until the session stops or fails; it returns
+// the final state and error text.
+func (h *testHost) serve(ctx context.Context) (pb.State, string, error) {
+	var results []*pb.BundleResult
+	for {
+		resp, err := h.cl.Exchange(ctx, connect.NewRequest(&pb.ExchangeRequest{
+			SessionId: h.session, WorkerId: "go-test", Results: results, MaxBundles: 4, WaitMs: 200,
+		}))
+		if err != nil {
+			return 0, "", err
+		}
+		m := resp.Msg
+		if m.State == pb.State_STATE_STOPPED || m.State == pb.State_STATE_ERROR {
+			return m.State, m.Error, nil
+		}
+		results = results[:0]
+		for _, b := range m.Bundles {
+			results = append(results, h.run(b))
+		}
+	}
+}
+
+func (h *testHost) run(b *pb.Bundle) *pb.BundleResult {
+	h.mu.Lock()
+	h.bundles++
+	h.records += len(b.KeyLengths)
+	h.mu.Unlock()
+	res := &pb.BundleResult{BundleId: b.Id}
+	keysChange := false
+	for _, s := range b.Steps {
+		if s.Operation == pb.Operation_OPERATION_MAP || s.Operation == pb.Operation_OPERATION_SELECT_KEY {
+			keysChange = true
+		}
+	}
+	ko, vo := 0, 0
+	col := func(buf []byte, off *int, l int32) []byte {
+		if l < 0 {
+			return nil
+		}
+		v := buf[*off : *off+int(l)]
+		*off += int(l)
+		return v
+	}
+	put := func(lens *[]int32, buf *[]byte, v []byte) {
+		if v == nil {
+			*lens = append(*lens, -1)
+			return
+		}
+		*lens = append(*lens, int32(len(v)))
+		*buf = append(*buf, v...)
+	}
+	for i := range b.KeyLengths {
+		k := col(b.Keys, &ko, b.KeyLengths[i])
+		v := col(b.Values, &vo, b.ValueLengths[i])
+		type kv struct{ k, v []byte }
+		cur := []kv{{k, v}}
+		var failed error
+		failedStep := 0
+		for si, s := range b.Steps {
+			h.mu.Lock()
+			fn := h.funcs[s.Token]
+			h.mu.Unlock()
+			var next []kv
+			for _, r := range cur {
+				var err error
+				switch s.Operation {
+				case pb.Operation_OPERATION_MAP_VALUES:
+					var nv []byte
+					if nv, err = fn.(valueFn)(r.v); err == nil {
+						next = append(next, kv{r.k, nv})
+					}
+				case pb.Operation_OPERATION_FILTER, pb.Operation_OPERATION_FILTER_NOT:
+					var keep bool
+					if keep, err = fn.(predicateFn)(r.k, r.v); err == nil && keep == (s.Operation == pb.Operation_OPERATION_FILTER) {
+						next = append(next, r)
+					}
+				case pb.Operation_OPERATION_FLAT_MAP_VALUES:
+					var vs [][]byte
+					if vs, err = fn.(flatFn)(r.v); err == nil {
+						for _, nv := range vs {
+							next = append(next, kv{r.k, nv})
+						}
+					}
+				case pb.Operation_OPERATION_SELECT_KEY:
+					var nk []byte
+					if nk, err = fn.(keyFn)(r.k, r.v); err == nil {
+						next = append(next, kv{nk, r.v})
+					}
+				default:
+					err = fmt.Errorf("test host: operation %v not supported", s.Operation)
+				}
+				if err != nil {
+					failed, failedStep = err, si
+					break
+				}
+			}
+			if failed != nil {
+				break
+			}
+			cur = next
+		}
+		if failed != nil {
+			res.OutputCounts = append(res.OutputCounts, 0)
+			res.Failures = append(res.Failures, &pb.RecordFailure{Index: int32(i), Step: int32(failedStep), Message: "Error: " + failed.Error()})
+			continue
+		}
+		res.OutputCounts = append(res.OutputCounts, int32(len(cur)))
+		for _, r := range cur {
+			put(&res.ValueLengths, &res.Values, r.v)
+			if keysChange {
+				put(&res.KeyLengths, &res.Keys, r.k)
+			}
+		}
+	}
+	return res
+}
+
+var errBoom = errors.New("boom")
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

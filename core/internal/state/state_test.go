@@ -1,0 +1,66 @@
+package state
+
+import (
+	"testing"
+)
+
+func TestPartitionsAreIsolatedAndCheckpointed(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0, p1 := db.Partition("counts", 0), db.Partition("counts", 1)
+	other := db.Partition("counts2", 0)
+	if err := p0.Apply([]Write{{Key: []byte("a"), Value: []byte("1")}, {Key: []byte("b"), Value: []byte("2")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p1.Apply([]Write{{Key: []byte("a"), Value: []byte("9")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Apply([]Write{{Key: []byte("a"), Value: []byte("7")}}); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := p0.Get([]byte("a")); string(v) != "1" {
+		t.Errorf("p0 a = %q, want 1", v)
+	}
+	if err := p0.Apply([]Write{{Key: []byte("b")}}); err != nil { // delete
+		t.Fatal(err)
+	}
+	if v, _ := p0.Get([]byte("b")); v != nil {
+		t.Errorf("deleted key reads %q", v)
+	}
+	if err := p0.SetCheckpoint(42); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err = Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	p0, p1 = db.Partition("counts", 0), db.Partition("counts", 1)
+	if off, ok, _ := p0.Checkpoint(); !ok || off != 42 {
+		t.Errorf("checkpoint %d %v after reopen, want 42", off, ok)
+	}
+	if err := p0.Wipe(); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := p0.Get([]byte("a")); v != nil {
+		t.Errorf("wiped partition still holds a=%q", v)
+	}
+	if _, ok, _ := p0.Checkpoint(); ok {
+		t.Error("wipe left the checkpoint")
+	}
+	var n int
+	p1.Scan(func(k, v []byte) error { n++; return nil })
+	if v, _ := p1.Get([]byte("a")); string(v) != "9" || n != 1 {
+		t.Errorf("wiping partition 0 touched partition 1: a=%q, %d keys", v, n)
+	}
+	if v, _ := db.Partition("counts2", 0).Get([]byte("a")); string(v) != "7" {
+		t.Errorf("wiping store counts touched store counts2: %q", v)
+	}
+}
