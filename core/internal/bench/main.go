@@ -205,7 +205,7 @@ func (bn *bench) nativeArm(in string, n, bundle int, stateDir string) time.Durat
 	_, err := bn.adm.CreateTopic(context.Background(), int32(parts), 1, nil, out)
 	check(err)
 	b := topology.NewBuilder()
-	s, err := b.Stream(topology.StreamOptions{Topics: []string{in}})
+	s, err := b.Stream(topology.StreamOptions{Topics: []string{in}, ValueSerde: "string"})
 	check(err)
 	m, err := b.MapValues(s.ID, topology.Function{Name: "upper", Native: topology.MapValuesFunc(func(v []byte) ([]byte, error) { return bytes.ToUpper(v), nil })}, "", "")
 	check(err)

@@ -93,7 +93,9 @@ func (t *task) run(ctx context.Context) {
 			dirty:     map[string][]byte{},
 		}
 		if err := t.app.restore(ctx, tx); err != nil {
-			t.app.fail(fmt.Errorf("runtime: task %s: %w", t.id, err))
+			if ctx.Err() == nil { // else: stopping, not failing
+				t.app.fail(fmt.Errorf("runtime: task %s: %w", t.id, err))
+			}
 			return
 		}
 		t.stores[st.Name] = tx
@@ -144,7 +146,11 @@ func (t *task) run(ctx context.Context) {
 		for len(batch) > 0 {
 			n := min(len(batch), max)
 			if err := t.process(ctx, batch[:n]); err != nil {
-				t.app.fail(err)
+				// A batch cut short by Stop is not a failure: it was not
+				// committed and is processed again after a restart.
+				if ctx.Err() == nil {
+					t.app.fail(err)
+				}
 				return
 			}
 			batch = batch[n:]

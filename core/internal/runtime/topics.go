@@ -132,7 +132,24 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 		}
 		a.log.Info("created internal topic", "topic", t, "partitions", want[t])
 	}
-	return changelogs, nil
+	// A created topic may take a moment to show in metadata everywhere.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := a.adm.ListTopics(ctx, names...)
+		ready := err == nil
+		for _, t := range names {
+			if d, ok := got[t]; !ok || d.Err != nil || int32(len(d.Partitions)) != want[t] {
+				ready = false
+			}
+		}
+		if ready {
+			return changelogs, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("runtime: internal topics %v did not appear in metadata within 30s", names)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // restore brings a store partition up to date with its changelog: from the

@@ -43,6 +43,9 @@ func (s *Server) Build(_ context.Context, req *connect.Request[pb.BuildRequest])
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	if ss.stopped {
+		return nil, errStopped(method)
+	}
 	if ss.app != nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("%s: the topology is started; builder calls are refused after Start", method))
 	}

@@ -98,7 +98,8 @@ type session struct {
 	lastSeen atomic.Int64 // unix nanos of the last call
 	dispatch *dispatcher
 
-	mu        sync.Mutex // guards builder, funcs, nextToken, app
+	mu        sync.Mutex // guards builder, funcs, nextToken, app, stopped
+	stopped   bool       // by Stop: calls answer STATE_STOPPED until it expires
 	builder   *topology.Builder
 	funcs     map[uint32]string // token -> display name
 	nextToken uint32
@@ -111,6 +112,12 @@ func (ss *session) started() bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.app != nil
+}
+
+func (ss *session) isStopped() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.stopped
 }
 
 func (ss *session) close(ctx context.Context) {
@@ -139,7 +146,7 @@ func (s *Server) janitor() {
 				ss.dispatch.reclaim(now)
 				idle := now.Sub(time.Unix(0, ss.lastSeen.Load()))
 				limit := s.opts.SessionTimeout
-				if !ss.started() {
+				if !ss.started() && !ss.isStopped() {
 					limit *= 10
 				}
 				if idle > limit {
@@ -213,6 +220,9 @@ func (s *Server) RegisterFunction(_ context.Context, req *connect.Request[pb.Reg
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	if ss.stopped {
+		return nil, errStopped("RegisterFunction")
+	}
 	if ss.app != nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("RegisterFunction: the topology is started; functions are registered before Start"))
 	}
@@ -270,6 +280,9 @@ func (s *Server) Start(ctx context.Context, req *connect.Request[pb.StartRequest
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	if ss.stopped {
+		return nil, errStopped("Start")
+	}
 	if ss.app != nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("Start: the topology is started already"))
 	}
@@ -304,10 +317,12 @@ func (s *Server) Exchange(ctx context.Context, req *connect.Request[pb.ExchangeR
 	}
 	ss.dispatch.deliver(m.Results)
 	ss.mu.Lock()
-	app := ss.app
+	app, stopped := ss.app, ss.stopped
 	ss.mu.Unlock()
 	resp := &pb.ExchangeResponse{State: pb.State_STATE_CREATED}
-	if app != nil {
+	if stopped && app == nil {
+		resp.State = pb.State_STATE_STOPPED
+	} else if app != nil {
 		wait := time.Duration(min(max(m.WaitMs, 0), 5000)) * time.Millisecond
 		resp.Bundles = ss.dispatch.take(ctx, m.WorkerId, int(m.MaxBundles), wait)
 		resp.State, resp.Error = stateProto(app)
@@ -343,10 +358,12 @@ func (s *Server) GetState(_ context.Context, req *connect.Request[pb.GetStateReq
 		return nil, err
 	}
 	ss.mu.Lock()
-	app := ss.app
+	app, stopped := ss.app, ss.stopped
 	ss.mu.Unlock()
 	resp := &pb.GetStateResponse{State: pb.State_STATE_CREATED}
-	if app != nil {
+	if stopped && app == nil {
+		resp.State = pb.State_STATE_STOPPED
+	} else if app != nil {
 		resp.State, resp.Error = stateProto(app)
 	}
 	return connect.NewResponse(resp), nil
@@ -357,14 +374,21 @@ func (s *Server) Stop(ctx context.Context, req *connect.Request[pb.StopRequest])
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	delete(s.sessions, ss.id)
-	s.mu.Unlock()
+	// The session stays known (answering STATE_STOPPED) until it expires, so
+	// that a host loop in another thread ends cleanly rather than on an
+	// unknown session.
+	ss.mu.Lock()
+	ss.stopped = true
+	ss.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	ss.close(ctx)
 	s.log.Info("session stopped", "session", ss.id, "application.id", ss.appID)
 	return connect.NewResponse(&pb.StopResponse{}), nil
+}
+
+func errStopped(method string) error {
+	return connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("%s: the session is stopped", method))
 }
 
 // builderError gives a topology error its Connect code.
