@@ -142,6 +142,9 @@ func (a *App) Start(ctx context.Context) error {
 		kgo.OnPartitionsRevoked(a.onRevoked),
 		kgo.OnPartitionsLost(a.onLost),
 		kgo.RecordPartitioner(changelogPartitioner(manual)),
+		// As Kafka's Java producer (allow.auto.create.topics=true): a sink
+		// topic that does not exist is created where the broker allows it.
+		kgo.AllowAutoTopicCreation(),
 	)
 	if a.cfg.SessionTimeout > 0 {
 		opts = append(opts, kgo.SessionTimeout(a.cfg.SessionTimeout))
