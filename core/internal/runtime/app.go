@@ -107,7 +107,9 @@ func (a *App) fullTopic(name string, internal bool) string {
 // Start creates internal topics, opens state, joins the group and begins
 // processing. It returns once processing has begun (or failed to).
 func (a *App) Start(ctx context.Context) error {
-	admCl, err := kgo.NewClient(a.cfg.clientOpts()...)
+	// Metadata younger than MetadataMinAge is served from cache; internal
+	// topics created here must show up quickly.
+	admCl, err := kgo.NewClient(append(a.cfg.clientOpts(), kgo.MetadataMinAge(100*time.Millisecond))...)
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}
@@ -138,6 +140,9 @@ func (a *App) Start(ctx context.Context) error {
 		// Range assignment gives a member the same partition numbers of
 		// every topic: the tasks of co-partitioned sources stay together.
 		kgo.Balancers(kgo.RangeBalancer()),
+		// A paused partition is fetched again only after the broker's fetch
+		// in flight returns, which waits up to this long when nothing is new.
+		kgo.FetchMaxWait(100*time.Millisecond),
 		kgo.OnPartitionsAssigned(a.onAssigned),
 		kgo.OnPartitionsRevoked(a.onRevoked),
 		kgo.OnPartitionsLost(a.onLost),
@@ -309,19 +314,17 @@ func (a *App) poll() {
 			if len(ftp.Records) == 0 {
 				return
 			}
-			t := a.taskFor(ftp.Topic, ftp.Partition)
-			if t == nil {
-				return
-			}
-			select {
-			case t.in <- ftp.Records:
-			case <-t.done:
-			case <-a.ctx.Done():
+			if t := a.taskFor(ftp.Topic, ftp.Partition); t != nil {
+				t.enqueue(ftp.Topic, ftp.Records)
 			}
 		})
 		a.cl.AllowRebalance()
 	}
 }
+
+// inboxHigh is how many fetched records a task may have waiting before its
+// partitions are paused: a few bundles' worth.
+func (a *App) inboxHigh() int { return max(8*a.cfg.BundleMaxRecords, 20000) }
 
 func (a *App) taskFor(topic string, partition int32) *task {
 	p := a.planOf[topic]

@@ -53,8 +53,7 @@ type task struct {
 	id   taskID
 	app  *App
 	plan *plan
-	// in carries fetched records from the poll loop.
-	in   chan []*kgo.Record
+	in   inbox
 	stop chan struct{}
 	done chan struct{}
 
@@ -74,7 +73,7 @@ type task struct {
 func newTask(a *App, id taskID, p *plan) *task {
 	return &task{
 		id: id, app: a, plan: p,
-		in:      make(chan []*kgo.Record, 4),
+		in:      inbox{signal: make(chan struct{}, 1), paused: map[string]bool{}},
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 		stores:  map[string]*storeTx{},
@@ -102,59 +101,106 @@ func (t *task) run(ctx context.Context) {
 	}
 	max := t.app.cfg.BundleMaxRecords
 	linger := t.app.cfg.BundleLinger
-	var timer *time.Timer
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for {
-		var batch []*kgo.Record
-		select {
-		case <-t.stop:
-			return
-		case batch = <-t.in:
-		}
-		// Take what else is buffered; at low rates wait a short linger for
-		// more, so bundles are big under load and latency stays low.
-	fill:
-		for len(batch) < max {
+		batch := t.in.take(max)
+		if len(batch) == 0 {
+			t.resumeIfDrained()
 			select {
-			case more := <-t.in:
-				batch = append(batch, more...)
-				continue
-			default:
-			}
-			if linger <= 0 {
-				break
-			}
-			if timer == nil {
-				timer = time.NewTimer(linger)
-			} else {
-				timer.Reset(linger)
-			}
-			select {
-			case more := <-t.in:
-				batch = append(batch, more...)
-				if !timer.Stop() {
-					<-timer.C
-				}
-			case <-timer.C:
-				break fill
 			case <-t.stop:
-				if !timer.Stop() {
-					<-timer.C
-				}
-				break fill
-			}
-		}
-		for len(batch) > 0 {
-			n := min(len(batch), max)
-			if err := t.process(ctx, batch[:n]); err != nil {
-				// A batch cut short by Stop is not a failure: it was not
-				// committed and is processed again after a restart.
-				if ctx.Err() == nil {
-					t.app.fail(err)
-				}
 				return
+			case <-t.in.signal:
+				continue
 			}
-			batch = batch[n:]
 		}
+		// Fewer than a full bundle buffered: wait a short linger for more,
+		// so bundles are big under load while latency stays low.
+		if len(batch) < max && linger > 0 {
+			timer.Reset(linger)
+		wait:
+			for len(batch) < max {
+				select {
+				case <-t.in.signal:
+					batch = append(batch, t.in.take(max-len(batch))...)
+				case <-timer.C:
+					break wait
+				case <-t.stop:
+					break wait
+				}
+			}
+			timer.Stop()
+		}
+		t.resumeIfDrained()
+		if err := t.process(ctx, batch); err != nil {
+			// A batch cut short by Stop is not a failure: it was not
+			// committed and is processed again after a restart.
+			if ctx.Err() == nil {
+				t.app.fail(err)
+			}
+			return
+		}
+	}
+}
+
+// inbox holds fetched records between the poll loop and the task. It is
+// unbounded so that the poll loop never waits on a slow task (other tasks
+// would starve); instead a partition whose inbox is full is paused in the
+// consumer and resumed once drained.
+type inbox struct {
+	mu     sync.Mutex // guards recs, paused
+	recs   []*kgo.Record
+	paused map[string]bool // topic -> this task's partition of it is paused
+	// signal has a token when recs became non-empty.
+	signal chan struct{}
+}
+
+func (t *task) enqueue(topic string, rs []*kgo.Record) {
+	in := &t.in
+	in.mu.Lock()
+	in.recs = append(in.recs, rs...)
+	full := len(in.recs) >= t.app.inboxHigh() && !in.paused[topic]
+	if full {
+		in.paused[topic] = true
+	}
+	in.mu.Unlock()
+	if full {
+		t.app.cl.PauseFetchPartitions(map[string][]int32{topic: {t.id.partition}})
+	}
+	select {
+	case in.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (in *inbox) take(n int) []*kgo.Record {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	n = min(n, len(in.recs))
+	out := in.recs[:n:n]
+	in.recs = in.recs[n:]
+	if len(in.recs) == 0 {
+		in.recs = nil
+	}
+	return out
+}
+
+// resumeIfDrained resumes fetching the task's paused partitions once its
+// inbox is below half its bound.
+func (t *task) resumeIfDrained() {
+	in := &t.in
+	in.mu.Lock()
+	var resume map[string][]int32
+	if len(in.recs) < t.app.inboxHigh()/2 && len(in.paused) > 0 {
+		resume = map[string][]int32{}
+		for topic := range in.paused {
+			resume[topic] = []int32{t.id.partition}
+		}
+		clear(in.paused)
+	}
+	in.mu.Unlock()
+	if resume != nil {
+		t.app.cl.ResumeFetchPartitions(resume)
 	}
 }
 

@@ -257,7 +257,8 @@ func describeProto(t *topology.Topology) *pb.TopologyDescription {
 	for _, sub := range t.Subtopologies {
 		ps := &pb.Subtopology{Id: int32(sub.ID)}
 		for _, n := range sub.Nodes {
-			pn := &pb.Node{Name: n.Name, Stores: n.Stores, Successors: names(n.Successors), Predecessors: names(n.Predecessors)}
+			succ, pred := sub.DescribedEdges(n)
+			pn := &pb.Node{Name: n.Name, Stores: n.Stores, Successors: names(succ), Predecessors: names(pred)}
 			switch n.Type {
 			case topology.Source:
 				pn.Type, pn.Topics = pb.Node_TYPE_SOURCE, n.Topics

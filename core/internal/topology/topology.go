@@ -5,7 +5,7 @@
 //
 // This file is the contract the runtime and the server build on: the graph
 // types (Node, Store, Subtopology, Topology) and the errors. builder.go has
-// the operators, describe.go the description.
+// the operators, assemble.go Builder.Topology, describe.go the description.
 package topology
 
 import "errors"
@@ -117,6 +117,11 @@ type Node struct {
 	// Subtopology is the id of the sub-topology holding the node, set by
 	// Builder.Topology.
 	Subtopology int
+
+	// seq is the node's place in the order Kafka Streams writes nodes into
+	// its InternalTopologyBuilder; describe() needs it to reproduce Java's
+	// HashMap iteration order (see describe.go). Set by Builder.Topology.
+	seq int
 }
 
 // Store is a state store.
@@ -136,6 +141,11 @@ type Subtopology struct {
 	Nodes []*Node
 	// Sources are the source nodes.
 	Sources []*Node
+
+	// layout is how describe() orders the nodes and their edges, computed
+	// once by Builder.Topology (nil for a hand-made Subtopology: then it is
+	// computed on each call).
+	layout *layout
 }
 
 // Topology is a finished graph, as Builder.Topology returns it.

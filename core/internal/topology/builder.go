@@ -1,0 +1,657 @@
+package topology
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf16"
+
+	"github.com/polystreams/polystreams/core/internal/serde"
+)
+
+// Name prefixes, spelled as Kafka Streams' KStreamImpl, KGroupedStreamImpl
+// and KTableImpl spell them. Users know these names from describe() output,
+// metrics and internal topic names, so they must match to the byte.
+const (
+	prefixSource        = "KSTREAM-SOURCE-"
+	prefixSink          = "KSTREAM-SINK-"
+	prefixFilter        = "KSTREAM-FILTER-" // filter, filterNot and the repartition filter
+	prefixMap           = "KSTREAM-MAP-"
+	prefixMapValues     = "KSTREAM-MAPVALUES-"
+	prefixFlatMapValues = "KSTREAM-FLATMAPVALUES-"
+	prefixKeySelect     = "KSTREAM-KEY-SELECT-" // selectKey and groupBy's key selector
+	prefixPeek          = "KSTREAM-PEEK-"
+	prefixForeach       = "KSTREAM-FOREACH-"
+	prefixAggregate     = "KSTREAM-AGGREGATE-" // count's processor and, with STATE-STORE-, its store
+	prefixToStream      = "KTABLE-TOSTREAM-"
+
+	repartitionSuffix = "-repartition"
+	changelogSuffix   = "-changelog"
+)
+
+// generatedName is KStreamImpl.createRepartitionedSource's test of whether a
+// repartition topic's prefix is a generated name (Java's String.matches, so
+// anchored at both ends). If it is, the repartition nodes keep generated
+// names; otherwise they are named after the topic.
+var generatedName = regexp.MustCompile(`^KSTREAM.*-[0-9]{10}$`)
+
+// Builder assembles a topology from builder calls, one per DSL operator,
+// naming nodes and stores as Kafka Streams' InternalStreamsBuilder does. As
+// there, an operator takes a number from the shared counter even when it is
+// given a name (so naming one operator renames no other); only a named store
+// takes none. A refused call changes nothing: it neither adds nodes nor
+// takes a number nor mints a handle.
+//
+// A Builder is not safe for concurrent use; the server serialises the calls
+// of a session.
+type Builder struct {
+	// counter is InternalStreamsBuilder's index: one number per generated
+	// (or burnt) processor or store name, shared by both.
+	counter int
+	// prio is InternalStreamsBuilder's buildPriorityIndex, taken each time a
+	// graph node is added under a parent.
+	prio int
+
+	lastID  uint64
+	handles map[uint64]*entry
+	roots   []*gnode // the children of Kafka's root graph node: the sources
+
+	nodes  map[string]*Node  // every node by name: names are unique, as in InternalTopologyBuilder
+	topics map[string]string // source topic -> the source node reading it
+	stores map[string]*Store
+}
+
+// entry is the builder's side of a handle.
+type entry struct {
+	handle *Handle
+	// g is the graph node whose output the handle stands for; for a grouped
+	// stream, the graph node that was grouped.
+	g *gnode
+	// repartition is Kafka's repartitionRequired: a key-changing operator is
+	// upstream, so an aggregation must repartition first.
+	repartition bool
+	// groupName is the grouped stream's Grouped.as name ("" when none).
+	groupName string
+	// repartitionNode is the repartition a named grouped stream made for its
+	// first aggregation; later aggregations of the same grouped stream share
+	// it (GroupedStreamAggregateBuilder reuses it when the name is given).
+	repartitionNode *gnode
+}
+
+// gnode is one of Kafka Streams' graph nodes (GraphNode): what one DSL
+// operator adds, written to the topology as one or more nodes. Kafka writes
+// graph nodes in the order of their build priority, and that order decides
+// sub-topology ids, the order of a node's children and, through Java's
+// HashMap, details of describe(); so the builder keeps it.
+type gnode struct {
+	prio     int
+	nodes    []*Node // in the order Kafka writes them
+	out      *Node   // the node the graph node's children hang off
+	children []*gnode
+}
+
+// NewBuilder returns an empty Builder.
+func NewBuilder() *Builder {
+	return &Builder{
+		handles: map[uint64]*entry{},
+		nodes:   map[string]*Node{},
+		topics:  map[string]string{},
+		stores:  map[string]*Store{},
+	}
+}
+
+// StreamOptions are the arguments of Builder.Stream: the topics one source
+// node reads, their serdes (empty means bytes) and the source's name (empty
+// means generated; Consumed.as in Kafka Streams).
+type StreamOptions struct {
+	Topics               []string
+	KeySerde, ValueSerde string
+	Name                 string
+}
+
+// Materialized names and types count's store. An empty StoreName means
+// "materialized, name generated" (Kafka Streams' Materialized.with), which
+// consumes one more name number than count with no Materialized at all.
+// Empty serdes keep the grouped stream's key serde and long values.
+type Materialized struct {
+	StoreName, KeySerde, ValueSerde string
+}
+
+// Stream adds a source node reading o.Topics (StreamsBuilder.stream).
+func (b *Builder) Stream(o StreamOptions) (*Handle, error) {
+	c := b.begin("stream")
+	if len(o.Topics) == 0 {
+		c.invalid("stream names no topic; a source reads at least one")
+	}
+	seen := map[string]bool{}
+	for _, t := range o.Topics {
+		if !c.validName("topic", t) {
+			continue
+		}
+		if seen[t] {
+			c.invalid("stream names topic %q twice", t)
+			continue
+		}
+		seen[t] = true
+		if src, ok := b.topics[t]; ok {
+			c.invalid("stream reads topic %q, which source %s reads already", t, src)
+		}
+	}
+	c.serde("key", o.KeySerde)
+	c.serde("value", o.ValueSerde)
+	name := c.processorName(o.Name, prefixSource)
+	if err := c.done(); err != nil {
+		return nil, err
+	}
+	n := &Node{
+		Name: name, Type: Source, Topics: slices.Clone(o.Topics),
+		KeySerde: serde.Or(o.KeySerde, serde.Bytes), ValueSerde: serde.Or(o.ValueSerde, serde.Bytes),
+	}
+	b.nodes[n.Name] = n
+	g := b.add(nil, &gnode{nodes: []*Node{n}, out: n})
+	for _, t := range o.Topics {
+		b.topics[t] = name
+	}
+	return b.mint(&entry{handle: &Handle{Kind: KindStream, KeySerde: n.KeySerde, ValueSerde: n.ValueSerde, Node: n}, g: g}), nil
+}
+
+// stateless describes one stateless stream operator.
+type stateless struct {
+	op     string // the operator's name in the protocol
+	kind   Op
+	prefix string
+	native reflect.Type // the Function.Native type the operator runs
+	// keyChanging marks the result as needing a repartition before an
+	// aggregation (Kafka's keyChangingOperation).
+	keyChanging bool
+	terminal    bool // foreach: no handle
+}
+
+var (
+	opMapValues     = stateless{op: "map_values", kind: OpMapValues, prefix: prefixMapValues, native: reflect.TypeFor[MapValuesFunc]()}
+	opFilter        = stateless{op: "filter", kind: OpFilter, prefix: prefixFilter, native: reflect.TypeFor[PredicateFunc]()}
+	opFilterNot     = stateless{op: "filter_not", kind: OpFilterNot, prefix: prefixFilter, native: reflect.TypeFor[PredicateFunc]()}
+	opFlatMapValues = stateless{op: "flat_map_values", kind: OpFlatMapValues, prefix: prefixFlatMapValues, native: reflect.TypeFor[FlatMapValuesFunc]()}
+	opMap           = stateless{op: "map", kind: OpMap, prefix: prefixMap, native: reflect.TypeFor[MapFunc](), keyChanging: true}
+	opSelectKey     = stateless{op: "select_key", kind: OpSelectKey, prefix: prefixKeySelect, native: reflect.TypeFor[SelectKeyFunc](), keyChanging: true}
+	opPeek          = stateless{op: "peek", kind: OpPeek, prefix: prefixPeek, native: reflect.TypeFor[ForeachFunc]()}
+	opForeach       = stateless{op: "foreach", kind: OpForeach, prefix: prefixForeach, native: reflect.TypeFor[ForeachFunc](), terminal: true}
+)
+
+// MapValues adds KStream.mapValues; an empty valueSerde keeps the input's.
+func (b *Builder) MapValues(input uint64, fn Function, valueSerde, name string) (*Handle, error) {
+	return b.stateless(opMapValues, input, fn, "", valueSerde, name)
+}
+
+// Filter adds KStream.filter.
+func (b *Builder) Filter(input uint64, fn Function, name string) (*Handle, error) {
+	return b.stateless(opFilter, input, fn, "", "", name)
+}
+
+// FilterNot adds KStream.filterNot (named KSTREAM-FILTER-, as in Kafka).
+func (b *Builder) FilterNot(input uint64, fn Function, name string) (*Handle, error) {
+	return b.stateless(opFilterNot, input, fn, "", "", name)
+}
+
+// FlatMapValues adds KStream.flatMapValues.
+func (b *Builder) FlatMapValues(input uint64, fn Function, valueSerde, name string) (*Handle, error) {
+	return b.stateless(opFlatMapValues, input, fn, "", valueSerde, name)
+}
+
+// Map adds KStream.map; the result needs a repartition before an
+// aggregation.
+func (b *Builder) Map(input uint64, fn Function, keySerde, valueSerde, name string) (*Handle, error) {
+	return b.stateless(opMap, input, fn, keySerde, valueSerde, name)
+}
+
+// SelectKey adds KStream.selectKey; the result needs a repartition before an
+// aggregation.
+func (b *Builder) SelectKey(input uint64, fn Function, keySerde, name string) (*Handle, error) {
+	return b.stateless(opSelectKey, input, fn, keySerde, "", name)
+}
+
+// Peek adds KStream.peek.
+func (b *Builder) Peek(input uint64, fn Function, name string) (*Handle, error) {
+	return b.stateless(opPeek, input, fn, "", "", name)
+}
+
+// Foreach adds KStream.foreach, a terminal operator.
+func (b *Builder) Foreach(input uint64, fn Function, name string) error {
+	_, err := b.stateless(opForeach, input, fn, "", "", name)
+	return err
+}
+
+func (b *Builder) stateless(s stateless, input uint64, fn Function, keySerde, valueSerde, name string) (*Handle, error) {
+	c := b.begin(s.op)
+	in := c.input(input, KindStream)
+	c.function(fn, s.native)
+	c.serde("key", keySerde)
+	c.serde("value", valueSerde)
+	nodeName := c.processorName(name, s.prefix)
+	if err := c.done(); err != nil {
+		return nil, err
+	}
+	n := &Node{
+		Name: nodeName, Type: Processor, Op: s.kind, Fn: &fn,
+		KeySerde:   serde.Or(keySerde, in.handle.KeySerde),
+		ValueSerde: serde.Or(valueSerde, in.handle.ValueSerde),
+	}
+	g := b.hang(in, n)
+	if s.terminal {
+		return nil, nil
+	}
+	return b.mint(&entry{
+		handle:      &Handle{Kind: KindStream, KeySerde: n.KeySerde, ValueSerde: n.ValueSerde, Node: n},
+		g:           g,
+		repartition: in.repartition || s.keyChanging,
+	}), nil
+}
+
+// GroupByKey adds KStream.groupByKey. It adds no node and consumes no name
+// number; name is Grouped.as: it names the repartition topic when the
+// aggregation needs one. Empty serdes keep the input's.
+func (b *Builder) GroupByKey(input uint64, keySerde, valueSerde, name string) (*Handle, error) {
+	c := b.begin("group_by_key")
+	in := c.input(input, KindStream)
+	c.serde("key", keySerde)
+	c.serde("value", valueSerde)
+	if name != "" {
+		c.validName("grouped name", name)
+	}
+	if err := c.done(); err != nil {
+		return nil, err
+	}
+	return b.mint(&entry{
+		handle: &Handle{
+			Kind:     KindGroupedStream,
+			KeySerde: serde.Or(keySerde, in.handle.KeySerde), ValueSerde: serde.Or(valueSerde, in.handle.ValueSerde),
+			Node: in.handle.Node,
+		},
+		g: in.g, repartition: in.repartition, groupName: name,
+	}), nil
+}
+
+// GroupBy adds KStream.groupBy: a key selector node, after which an
+// aggregation always repartitions. As in Kafka Streams, a given name
+// (Grouped.as) names both the key selector node and the repartition topic.
+// The serdes are those of the grouped records (empty keeps the input's); the
+// key selector's output is encoded with them.
+func (b *Builder) GroupBy(input uint64, fn Function, keySerde, valueSerde, name string) (*Handle, error) {
+	c := b.begin("group_by")
+	in := c.input(input, KindStream)
+	c.function(fn, opSelectKey.native)
+	c.serde("key", keySerde)
+	c.serde("value", valueSerde)
+	nodeName := c.processorName(name, prefixKeySelect)
+	if err := c.done(); err != nil {
+		return nil, err
+	}
+	n := &Node{
+		Name: nodeName, Type: Processor, Op: OpSelectKey, Fn: &fn,
+		KeySerde:   serde.Or(keySerde, in.handle.KeySerde),
+		ValueSerde: serde.Or(valueSerde, in.handle.ValueSerde),
+	}
+	g := b.hang(in, n)
+	return b.mint(&entry{
+		handle: &Handle{Kind: KindGroupedStream, KeySerde: n.KeySerde, ValueSerde: n.ValueSerde, Node: n},
+		g:      g, repartition: true, groupName: name,
+	}), nil
+}
+
+// Count adds KGroupedStream.count: a KSTREAM-AGGREGATE- processor with a
+// key-value store of longs, preceded by a repartition when the grouped
+// stream's key was changed. m == nil is count() with no Materialized.
+//
+// Numbers are taken as KGroupedStreamImpl and GroupedStreamAggregateBuilder
+// take them: one burnt for a Materialized that names no store, then the
+// store's, then the processor's, then sink, filter and source of the
+// repartition.
+func (b *Builder) Count(input uint64, m *Materialized, name string) (*Handle, error) {
+	c := b.begin("count")
+	in := c.input(input, KindGroupedStream)
+	var mat Materialized
+	if m != nil {
+		mat = *m
+		c.serde("materialized key", mat.KeySerde)
+		if mat.ValueSerde != "" && mat.ValueSerde != serde.Long && c.serde("materialized value", mat.ValueSerde) {
+			c.invalid("count stores longs, but materialized names value serde %q", mat.ValueSerde)
+		}
+		if mat.StoreName != "" {
+			c.validName("store", mat.StoreName)
+		} else {
+			// KGroupedStreamImpl.count(Materialized): "we used to burn a
+			// topology name here, so we have to keep doing it".
+			c.burn()
+		}
+	}
+	store := mat.StoreName
+	if store == "" {
+		store = fmt.Sprintf("%sSTATE-STORE-%010d", prefixAggregate, c.burn())
+	}
+	if b.stores[store] != nil {
+		c.invalid("count names store %q, which exists already", store)
+	}
+	aggName := c.processorName(name, prefixAggregate)
+
+	var rp repartition
+	if in != nil && in.repartition {
+		rp = c.repartition(in, store)
+	}
+	if err := c.done(); err != nil {
+		return nil, err
+	}
+
+	g, from := in.g, in.handle.Node
+	if in.repartition {
+		g = b.repartition(in, rp)
+		from = g.out
+	}
+	n := &Node{
+		Name: aggName, Type: Processor, Op: OpCount, Stores: []string{store},
+		KeySerde: serde.Or(mat.KeySerde, in.handle.KeySerde), ValueSerde: serde.Long,
+	}
+	b.stores[store] = &Store{Name: store, KeySerde: n.KeySerde, ValueSerde: serde.Long, ChangelogTopic: store + changelogSuffix}
+	b.nodes[n.Name] = n
+	link(from, n)
+	ag := b.add(g, &gnode{nodes: []*Node{n}, out: n})
+	return b.mint(&entry{handle: &Handle{Kind: KindTable, KeySerde: n.KeySerde, ValueSerde: n.ValueSerde, Node: n}, g: ag}), nil
+}
+
+// repartition is a planned repartition: names, topic, and whether the
+// grouped stream's existing one is reused.
+type repartition struct {
+	topic, filter, sink, source string
+	reuse                       bool
+}
+
+// repartition plans the repartition an aggregation of in needs, as
+// KStreamImpl.createRepartitionedSource names it. prefix is the Grouped name
+// or else the store name.
+func (c *call) repartition(in *entry, store string) repartition {
+	prefix := in.groupName
+	if prefix == "" {
+		prefix = store
+	}
+	rp := repartition{topic: prefix}
+	if !strings.HasSuffix(prefix, repartitionSuffix) {
+		rp.topic += repartitionSuffix
+	}
+	// The numbers are always taken, in this order, for topology
+	// compatibility, even when the names are not generated.
+	rp.sink = fmt.Sprintf("%s%010d", prefixSink, c.burn())
+	rp.filter = fmt.Sprintf("%s%010d", prefixFilter, c.burn())
+	rp.source = fmt.Sprintf("%s%010d", prefixSource, c.burn())
+	if !generatedName.MatchString(prefix) {
+		rp.sink, rp.filter, rp.source = rp.topic+"-sink", rp.topic+"-filter", rp.topic+"-source"
+	}
+	// A named grouped stream's aggregations share one repartition.
+	rp.reuse = in.groupName != "" && in.repartitionNode != nil
+	if !rp.reuse {
+		c.claim(rp.filter)
+		c.claim(rp.sink)
+		c.claim(rp.source)
+		if src, ok := c.b.topics[rp.topic]; ok {
+			c.invalid("count's repartition topic %q is read by source %s already", rp.topic, src)
+		}
+	}
+	return rp
+}
+
+// repartition adds (or, for a named grouped stream, adds again) the
+// repartition graph node: filter (drops null keys), sink and source, in the
+// order OptimizableRepartitionNode writes them. The source starts a new
+// sub-topology.
+func (b *Builder) repartition(in *entry, rp repartition) *gnode {
+	if rp.reuse {
+		// Kafka adds the same graph node again, which moves its build
+		// priority; keep that, it can change the write order.
+		return b.add(in.g, in.repartitionNode)
+	}
+	k, v := in.handle.KeySerde, in.handle.ValueSerde
+	filter := &Node{Name: rp.filter, Type: Processor, Op: OpRepartitionFilter, KeySerde: k, ValueSerde: v}
+	sink := &Node{Name: rp.sink, Type: Sink, Topic: rp.topic, Internal: true, KeySerde: k, ValueSerde: v}
+	source := &Node{Name: rp.source, Type: Source, Topics: []string{rp.topic}, Internal: true, KeySerde: k, ValueSerde: v}
+	for _, n := range []*Node{filter, sink, source} {
+		b.nodes[n.Name] = n
+	}
+	link(in.handle.Node, filter)
+	link(filter, sink)
+	b.topics[rp.topic] = source.Name
+	g := b.add(in.g, &gnode{nodes: []*Node{filter, sink, source}, out: source})
+	if in.groupName != "" {
+		in.repartitionNode = g
+	}
+	return g
+}
+
+// ToStream adds KTable.toStream.
+func (b *Builder) ToStream(input uint64, name string) (*Handle, error) {
+	c := b.begin("to_stream")
+	in := c.input(input, KindTable)
+	nodeName := c.processorName(name, prefixToStream)
+	if err := c.done(); err != nil {
+		return nil, err
+	}
+	n := &Node{Name: nodeName, Type: Processor, Op: OpToStream, KeySerde: in.handle.KeySerde, ValueSerde: in.handle.ValueSerde}
+	g := b.hang(in, n)
+	return b.mint(&entry{handle: &Handle{Kind: KindStream, KeySerde: n.KeySerde, ValueSerde: n.ValueSerde, Node: n}, g: g}), nil
+}
+
+// To adds KStream.to: a sink writing topic with the given serdes (Produced;
+// empty keeps the input's). name is Produced.as.
+func (b *Builder) To(input uint64, topic, keySerde, valueSerde, name string) error {
+	c := b.begin("to")
+	in := c.input(input, KindStream)
+	c.validName("topic", topic)
+	c.serde("key", keySerde)
+	c.serde("value", valueSerde)
+	nodeName := c.processorName(name, prefixSink)
+	if err := c.done(); err != nil {
+		return err
+	}
+	n := &Node{
+		Name: nodeName, Type: Sink, Topic: topic,
+		KeySerde: serde.Or(keySerde, in.handle.KeySerde), ValueSerde: serde.Or(valueSerde, in.handle.ValueSerde),
+	}
+	b.hang(in, n)
+	return nil
+}
+
+// hang adds n as a one-node graph node under in's, fed by in's node.
+func (b *Builder) hang(in *entry, n *Node) *gnode {
+	b.nodes[n.Name] = n
+	link(in.handle.Node, n)
+	return b.add(in.g, &gnode{nodes: []*Node{n}, out: n})
+}
+
+// add is InternalStreamsBuilder.addGraphNode: g gets the next build priority
+// (again, when it was added before) and becomes a child of parent (nil is
+// the root).
+func (b *Builder) add(parent, g *gnode) *gnode {
+	g.prio = b.prio
+	b.prio++
+	if parent == nil {
+		b.roots = append(b.roots, g)
+	} else if !slices.Contains(parent.children, g) {
+		parent.children = append(parent.children, g)
+	}
+	return g
+}
+
+// mint gives e a handle id and returns a copy of its handle, so that a
+// caller cannot change the builder's.
+func (b *Builder) mint(e *entry) *Handle {
+	b.lastID++
+	e.handle.ID = b.lastID
+	b.handles[e.handle.ID] = e
+	h := *e.handle
+	return &h
+}
+
+func link(from, to *Node) {
+	from.Successors = append(from.Successors, to)
+	to.Predecessors = append(to.Predecessors, from)
+}
+
+// call checks one builder call before it changes anything: it takes name
+// numbers from a copy of the counter and collects every problem, so that a
+// refused call reports them all and leaves the builder as it was.
+type call struct {
+	b        *Builder
+	op       string
+	counter  int
+	claimed  map[string]bool
+	problems []problem
+}
+
+type problem struct {
+	kind error // ErrInvalid or ErrNotFound
+	text string
+}
+
+func (b *Builder) begin(op string) *call {
+	return &call{b: b, op: op, counter: b.counter, claimed: map[string]bool{}}
+}
+
+func (c *call) invalid(format string, args ...any) {
+	c.problems = append(c.problems, problem{ErrInvalid, fmt.Sprintf(format, args...)})
+}
+
+// burn takes the next name number.
+func (c *call) burn() int {
+	c.counter++
+	return c.counter - 1
+}
+
+// processorName is NamedInternal.orElseGenerateWithPrefix: the given name,
+// else prefix and the next number. A number is taken even for a given name
+// ("we still need to burn index for the operation to keep topology backward
+// compatibility"), so naming one operator does not rename the next ones.
+func (c *call) processorName(given, prefix string) string {
+	n := c.burn()
+	if given != "" {
+		if c.validName("node", given) {
+			c.claim(given)
+		}
+		return given
+	}
+	name := fmt.Sprintf("%s%010d", prefix, n)
+	c.claim(name)
+	return name
+}
+
+// claim reserves a node name; Kafka refuses a topology with two nodes of one
+// name ("Processor ... is already added").
+func (c *call) claim(name string) {
+	if c.b.nodes[name] != nil || c.claimed[name] {
+		c.invalid("%s names node %q, which exists already", c.op, name)
+		return
+	}
+	c.claimed[name] = true
+}
+
+// input looks up the handle a call operates on; it returns nil (and records
+// why) when there is none or it is of the wrong kind.
+func (c *call) input(id uint64, want Kind) *entry {
+	e := c.b.handles[id]
+	switch {
+	case e == nil:
+		c.problems = append(c.problems, problem{ErrNotFound, fmt.Sprintf("%s names handle %d, which does not exist", c.op, id)})
+		return nil
+	case e.handle.Kind != want:
+		c.invalid("%s needs a %s, but handle %d is a %s", c.op, want, id, e.handle.Kind)
+		return nil
+	}
+	return e
+}
+
+// serde reports whether name is a known serde (or empty).
+func (c *call) serde(which, name string) bool {
+	if err := serde.Check(name); err != nil {
+		c.invalid("%s (%s serde): %v", c.op, which, err)
+		return false
+	}
+	return true
+}
+
+// function checks that fn names exactly one function, and that a native one
+// has the type the operator runs.
+func (c *call) function(fn Function, native reflect.Type) {
+	switch {
+	case fn.Token == 0 && fn.Native == nil:
+		c.invalid("%s names no function: token 0 and no native function", c.op)
+	case fn.Token != 0 && fn.Native != nil:
+		c.invalid("%s names both token %d and a native function; give one", c.op, fn.Token)
+	case fn.Native != nil && reflect.TypeOf(fn.Native) != native:
+		c.invalid("%s needs a native function of type %v, got %T", c.op, native, fn.Native)
+	case fn.Native != nil && reflect.ValueOf(fn.Native).IsNil():
+		c.invalid("%s names a nil native function", c.op)
+	}
+}
+
+// validName applies Kafka's rules for a name that becomes a node, store or
+// topic name (Named.validate; topic names follow the same rules): not empty,
+// not "." or "..", at most 249 characters, only ASCII alphanumerics, '.',
+// '_' and '-'.
+func (c *call) validName(what, name string) bool {
+	if why := illegal(name); why != "" {
+		c.invalid("%s names %s %q, which is illegal: %s", c.op, what, name, why)
+		return false
+	}
+	return true
+}
+
+func illegal(name string) string {
+	switch {
+	case name == "":
+		return "it is empty"
+	case name == "." || name == "..":
+		return `it cannot be "." or ".."`
+	case len(utf16.Encode([]rune(name))) > 249: // Java counts UTF-16 units
+		return "it is longer than 249 characters"
+	}
+	for i := 0; i < len(name); i++ {
+		ch := name[i]
+		if !('a' <= ch && ch <= 'z' || 'A' <= ch && ch <= 'Z' || '0' <= ch && ch <= '9' || ch == '.' || ch == '_' || ch == '-') {
+			return "it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+		}
+	}
+	return ""
+}
+
+// done ends the checking phase: the call's error, or nil after committing
+// the name numbers it took.
+func (c *call) done() error {
+	if len(c.problems) > 0 {
+		return &callError{problems: c.problems}
+	}
+	c.b.counter = c.counter
+	return nil
+}
+
+// callError is a refused builder call. Its text names every problem found; it
+// wraps ErrInvalid and/or ErrNotFound accordingly.
+type callError struct {
+	problems []problem
+}
+
+func (e *callError) Error() string {
+	texts := make([]string, len(e.problems))
+	for i, p := range e.problems {
+		texts[i] = p.text
+	}
+	return "topology: " + strings.Join(texts, "; ")
+}
+
+// Unwrap returns the kinds of the problems, for errors.Is.
+func (e *callError) Unwrap() []error {
+	kinds := make([]error, 0, 2)
+	for _, p := range e.problems {
+		if !slices.Contains(kinds, p.kind) {
+			kinds = append(kinds, p.kind)
+		}
+	}
+	return kinds
+}
