@@ -13,14 +13,16 @@ import argparse
 import collections
 import random
 import struct
+import shutil
 import sys
+import tempfile
 import threading
 import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from polystreams import App
+from polystreams import App, Config
 
 WORDS = [
     "stream", "table", "kafka", "python", "engine", "bundle", "state", "window",
@@ -83,7 +85,15 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=4)
     args = ap.parse_args()
 
-    with App("wordcount-demo") as app:
+    state_dir = tempfile.mkdtemp(prefix="polystreams-demo-")
+    try:
+        return run(args, state_dir)
+    finally:
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def run(args: argparse.Namespace, state_dir: str) -> int:
+    with App("wordcount-demo", Config(state_dir=state_dir)) as app:
         brokers = app.brokers
         assert brokers, "the spawned engine reported no embedded broker"
         print(f"engine {app.engine_url}, embedded broker {brokers}")

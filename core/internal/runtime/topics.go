@@ -178,6 +178,17 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 	if !ok || end.Err != nil {
 		return fmt.Errorf("restoring store %s partition %d: no end offset for %s/%d", tx.store.Name, tx.part.Number, tx.changelog, tx.part.Number)
 	}
+	if from > end.Offset {
+		// The checkpoint is ahead of the changelog: the topic was
+		// recreated or truncated (a new broker, say). The local state
+		// belongs to another history; start over from the changelog.
+		a.log.Warn("checkpoint ahead of changelog: wiping local state", "store", tx.store.Name,
+			"partition", tx.part.Number, "checkpoint", from, "changelog.end", end.Offset)
+		if err := tx.part.Wipe(); err != nil {
+			return err
+		}
+		from = 0
+	}
 	if end.Offset <= from {
 		return nil
 	}

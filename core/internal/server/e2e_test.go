@@ -419,3 +419,30 @@ func TestBadInputNamesTheOffenderAndKeepsTheSession(t *testing.T) {
 	}
 	h.stop()
 }
+
+// State checkpointed against one cluster is not trusted against another:
+// when the changelog is behind the checkpoint (a new broker, a recreated
+// topic), the local state is wiped and rebuilt from the changelog, as Kafka
+// Streams does on OffsetOutOfRange, instead of counting on top of it.
+func TestCheckpointAheadOfChangelogWipesState(t *testing.T) {
+	stateDir := t.TempDir()
+	ls, want := lines(300, 0)
+	for range 2 {
+		b, err := broker.Start(broker.Options{Addr: "127.0.0.1:0", Partitions: 2, Topics: []string{"lines", "word-counts"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := &env{t: t, broker: b, stateDir: stateDir}
+		e.startEngine()
+		e.produce("lines", ls...)
+		h := e.open("moved", nil)
+		h.buildWordCount("lines", "word-counts")
+		h.start()
+		done := h.serveAsync()
+		waitCounts(t, e, "word-counts", want)
+		h.stop()
+		<-done
+		e.stopEngine()
+		b.Close()
+	}
+}
