@@ -45,8 +45,10 @@ test-python: build
 demo: deps build
 	PYTHONPATH=sdk-python/src $(PY) tools/demo/wordcount.py
 
+# Python host vs Go operator vs raw franz-go loop, and the crossing cost per
+# bundle size; prints the tables of docs/performance.md. Asserts nothing.
 bench: deps build
-	PYTHONPATH=sdk-python/src $(PY) tools/bench/run.py
+	go run ./core/internal/bench --repo $(CURDIR) --python $(PY)
 
 clean:
 	rm -rf bin .cache
