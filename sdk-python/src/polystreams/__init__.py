@@ -1,0 +1,50 @@
+"""polystreams: Kafka Streams' programming model for Python, on one Go engine.
+
+    from polystreams import App
+
+    app = App("wordcount")
+    (app.stream("lines", value="string")
+        .flat_map_values(str.split)
+        .group_by(lambda key, word: word, key="string")
+        .count()
+        .to_stream()
+        .to("word-counts"))
+    app.run()
+"""
+
+from polystreams.app import App, State
+from polystreams.config import Config, ProcessingGuarantee
+from polystreams.dsl import Handle, KGroupedStream, Kind, KStream, KTable, Materialized
+from polystreams.errors import (
+    EngineStartError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    NotFoundError,
+    PolystreamsError,
+    ProcessingError,
+    UnavailableError,
+)
+from polystreams.serde import SerdeName
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "App",
+    "Config",
+    "EngineStartError",
+    "FailedPreconditionError",
+    "Handle",
+    "InvalidArgumentError",
+    "KGroupedStream",
+    "KStream",
+    "KTable",
+    "Kind",
+    "Materialized",
+    "NotFoundError",
+    "PolystreamsError",
+    "ProcessingError",
+    "ProcessingGuarantee",
+    "SerdeName",
+    "State",
+    "UnavailableError",
+]

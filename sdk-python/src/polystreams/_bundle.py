@@ -1,0 +1,345 @@
+"""The host side of the data plane: runs a bundle through its chain of steps.
+
+This is the hot path. A bundle is processed a column at a time: values (and
+keys, when a step reads them) are decoded once, each step maps the whole
+column with one C-level ``map`` over the user's function, and the outputs
+are encoded once. A record whose function raises fails alone: its outputs are
+dropped and a RecordFailure names it; the rest of the bundle goes on.
+
+Within a bundle, the elements in flight are kept as three parallel lists:
+``vals`` (and ``keys`` when needed) and ``origin``, the index of the input
+record each element came from (None while it is the identity, i.e. before
+any filter or flat_map changed the count).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterable, Mapping
+from collections import Counter
+from itertools import chain, compress, repeat
+from typing import Any
+
+from polystreams.serde import decode_column, encode_column
+from polystreams.v1alpha1 import engine_pb2 as pb
+
+__all__ = ["Executor"]
+
+Fn = Callable[..., Any]
+
+_MAP_VALUES = pb.OPERATION_MAP_VALUES
+_FILTER = pb.OPERATION_FILTER
+_FILTER_NOT = pb.OPERATION_FILTER_NOT
+_FLAT_MAP_VALUES = pb.OPERATION_FLAT_MAP_VALUES
+_MAP = pb.OPERATION_MAP
+_SELECT_KEY = pb.OPERATION_SELECT_KEY
+_PEEK = pb.OPERATION_PEEK
+_FOREACH = pb.OPERATION_FOREACH
+
+_READS_KEY = frozenset({_FILTER, _FILTER_NOT, _MAP, _SELECT_KEY, _PEEK, _FOREACH})
+_CHANGES_KEY = frozenset({_MAP, _SELECT_KEY})
+
+_FAILED: Any = object()  # marks an element whose function raised
+_SEQUENCES = frozenset({list, tuple})  # flat_map_values results used as they are
+
+
+def _text(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"
+
+
+class _Column:
+    """The elements of a bundle in flight between steps."""
+
+    __slots__ = ("n", "origin", "keys", "vals", "failed")
+
+    def __init__(self, n: int, keys: list[Any] | None, vals: list[Any], failed: dict[int, tuple[int, str]]) -> None:
+        self.n = n  # records in the bundle
+        self.origin: list[int] | None = None  # None: element j is record j
+        self.keys = keys
+        self.vals = vals
+        self.failed = failed  # record index -> (step, error text); first failure wins
+
+    def origins(self) -> list[int]:
+        if self.origin is None:
+            self.origin = list(range(len(self.vals)))
+        return self.origin
+
+    def fail(self, positions: Mapping[int, str], step: int) -> None:
+        """Fails the records of the elements at positions, and drops every
+        element of those records (a record's outputs are all or nothing)."""
+        origin = self.origins()
+        failed = self.failed
+        for j, msg in positions.items():
+            i = origin[j]
+            if i not in failed:
+                failed[i] = (step, msg)
+        self.drop_failed()
+
+    def drop_failed(self) -> None:
+        failed = self.failed
+        if not failed:
+            return
+        origin = self.origins()
+        keep = [i not in failed for i in origin]
+        self.origin = list(compress(origin, keep))
+        self.vals = list(compress(self.vals, keep))
+        if self.keys is not None:
+            self.keys = list(compress(self.keys, keep))
+
+
+def _map_all(fn: Fn, *columns: list[Any], post: Callable[[Any], Any] | None = None) -> tuple[list[Any], dict[int, str]]:
+    """[post(fn(*args)) for args in zip(*columns)], in C, resuming after a raise.
+
+    A failed element holds _FAILED; failures maps its position to the error.
+    No function is called twice for one element.
+    """
+    out: list[Any] = []
+    failures: dict[int, str] = {}
+    its = [iter(c) for c in columns]
+    while True:
+        try:
+            if post is None:
+                out.extend(map(fn, *its))
+            else:
+                out.extend(map(post, map(fn, *its)))
+            return out, failures
+        except Exception as e:
+            # map had taken the failing element's arguments before calling.
+            failures[len(out)] = _text(e)
+            out.append(_FAILED)
+
+
+def _step_map_values(col: _Column, fn: Fn, step: int) -> None:
+    vals, failures = _map_all(fn, col.vals)
+    col.vals = vals
+    if failures:
+        col.fail(failures, step)
+
+
+def _step_filter(col: _Column, fn: Fn, step: int, negate: bool) -> None:
+    keys = col.keys
+    assert keys is not None
+    mask, failures = _map_all(fn, keys, col.vals, post=operator.not_ if negate else operator.truth)
+    if failures:
+        origin = col.origins()
+        for j, msg in failures.items():
+            mask[j] = False
+            col.failed.setdefault(origin[j], (step, msg))
+    elif all(mask):
+        return
+    col.origin = list(compress(col.origins(), mask))
+    col.vals = list(compress(col.vals, mask))
+    col.keys = list(compress(keys, mask))
+    if failures:
+        col.drop_failed()
+
+
+def _step_flat_map_values(col: _Column, fn: Fn, step: int) -> None:
+    results, failures = _map_all(fn, col.vals)
+    if failures or not set(map(type, results)) <= _SEQUENCES:
+        # Some call raised or returned a generator (or a mistake): make every
+        # result a list, failing the records whose result is not iterable.
+        for j, r in enumerate(results):
+            if j in failures:
+                results[j] = ()
+            elif type(r) not in _SEQUENCES:
+                try:
+                    if isinstance(r, (str, bytes)):
+                        raise TypeError(f"flat_map_values must return an iterable of values, not {type(r).__name__}")
+                    results[j] = list(r)
+                except Exception as e:
+                    failures[j] = _text(e)
+                    results[j] = ()
+    if failures:
+        origin = col.origins()
+        for j, msg in failures.items():
+            col.failed.setdefault(origin[j], (step, msg))
+    counts = list(map(len, results))
+    origin_in: Iterable[int] = col.origin if col.origin is not None else range(len(results))
+    col.origin = list(chain.from_iterable(map(repeat, origin_in, counts)))  # type: ignore[arg-type]
+    col.vals = list(chain.from_iterable(results))
+    if col.keys is not None:
+        col.keys = list(chain.from_iterable(map(repeat, col.keys, counts)))
+    if failures:
+        col.drop_failed()
+
+
+def _step_map(col: _Column, fn: Fn, step: int) -> None:
+    keys = col.keys
+    assert keys is not None
+    pairs, failures = _map_all(fn, keys, col.vals)
+    if not failures:
+        try:
+            col.keys = [k for k, _ in pairs]
+            col.vals = [v for _, v in pairs]
+            return
+        except (TypeError, ValueError):
+            pass  # some result is not a (key, value) pair: find which below
+    new_keys: list[Any] = []
+    new_vals: list[Any] = []
+    for j, p in enumerate(pairs):
+        if j in failures:
+            k = v = None
+        else:
+            try:
+                k, v = p
+            except (TypeError, ValueError):
+                failures[j] = f"TypeError: map must return a (key, value) pair, not {type(p).__name__}"
+                k = v = None
+        new_keys.append(k)
+        new_vals.append(v)
+    col.keys, col.vals = new_keys, new_vals
+    col.fail(failures, step)
+
+
+def _step_select_key(col: _Column, fn: Fn, step: int) -> None:
+    assert col.keys is not None
+    keys, failures = _map_all(fn, col.keys, col.vals)
+    col.keys = keys
+    if failures:
+        col.fail(failures, step)
+
+
+def _step_peek(col: _Column, fn: Fn, step: int) -> None:
+    assert col.keys is not None
+    _, failures = _map_all(fn, col.keys, col.vals)
+    if failures:
+        col.fail(failures, step)
+
+
+def _step_foreach(col: _Column, fn: Fn, step: int) -> None:
+    _step_peek(col, fn, step)
+    col.origin = []
+    col.vals = []
+    if col.keys is not None:
+        col.keys = []
+
+
+_STEPS: dict[int, Callable[[_Column, Fn, int], None]] = {
+    _MAP_VALUES: _step_map_values,
+    _FILTER: lambda col, fn, step: _step_filter(col, fn, step, False),
+    _FILTER_NOT: lambda col, fn, step: _step_filter(col, fn, step, True),
+    _FLAT_MAP_VALUES: _step_flat_map_values,
+    _MAP: _step_map,
+    _SELECT_KEY: _step_select_key,
+    _PEEK: _step_peek,
+    _FOREACH: _step_foreach,
+}
+
+
+class _Chain:
+    """A compiled chain: the steps of a bundle with their functions resolved
+    and what the chain needs (decoded keys? output keys?) worked out once."""
+
+    __slots__ = ("steps", "key_serde", "value_serde", "out_key_serde", "out_value_serde", "reads_keys", "changes_keys", "broken")
+
+    def __init__(self, bundle: pb.Bundle, functions: Mapping[int, Fn]) -> None:
+        self.steps: list[tuple[Callable[[_Column, Fn, int], None], Fn, int]] = []
+        self.broken: tuple[int, str] | None = None  # (step, error): fails every record
+        ops = []
+        for s, st in enumerate(bundle.steps):
+            op, token = st.operation, st.token
+            ops.append(op)
+            run = _STEPS.get(op)
+            fn = functions.get(token)
+            if run is None:
+                self.broken = self.broken or (s, f"ValueError: step {s} ({st.node}) has operation {op}, which this host does not know")
+                continue
+            if fn is None:
+                self.broken = self.broken or (s, f"LookupError: step {s} ({st.node}) names token {token}, which is not registered in this host")
+                continue
+            self.steps.append((run, fn, s))
+        self.key_serde = bundle.key_serde
+        self.value_serde = bundle.value_serde
+        self.out_key_serde = bundle.output_key_serde or bundle.key_serde
+        self.out_value_serde = bundle.output_value_serde or bundle.value_serde
+        self.reads_keys = any(op in _READS_KEY for op in ops)
+        self.changes_keys = any(op in _CHANGES_KEY for op in ops)
+
+    def run(self, b: pb.Bundle) -> pb.BundleResult:
+        value_lengths = list(b.value_lengths)
+        n = len(value_lengths)
+        result = pb.BundleResult(bundle_id=b.id)
+        if self.broken is not None:
+            result.output_counts.extend([0] * n)
+            step, msg = self.broken
+            result.failures.extend(pb.RecordFailure(index=i, step=step, message=msg) for i in range(n))
+            return result
+
+        failed: dict[int, tuple[int, str]] = {}
+        vals, vfail = decode_column(self.value_serde, b.values, value_lengths)
+        keys: list[Any] | None = None
+        dkfail: dict[int, str] = {}
+        if self.reads_keys:
+            key_lengths = list(b.key_lengths)
+            if len(key_lengths) != n:
+                msg = f"ValueError: malformed bundle: {len(key_lengths)} keys for {n} values"
+                keys, dkfail = [None] * n, dict.fromkeys(range(n), msg)
+            else:
+                keys, dkfail = decode_column(self.key_serde, b.keys, key_lengths)
+        col = _Column(n, keys, vals, failed)
+        if vfail or dkfail:
+            col.fail({**dkfail, **vfail}, 0)
+
+        for run, fn, step in self.steps:
+            if not col.vals:
+                break
+            run(col, fn, step)
+
+        # Encode; a record whose output does not encode fails at the last step.
+        last = max(len(b.steps) - 1, 0)
+        while True:
+            vdata, vlens, vfail = encode_column(self.out_value_serde, col.vals)
+            kdata: bytes = b""
+            klens: list[int] = []
+            kfail: dict[int, str] = {}
+            if self.changes_keys:
+                assert col.keys is not None
+                kdata, klens, kfail = encode_column(self.out_key_serde, col.keys)
+            if not vfail and not kfail:
+                break
+            col.fail({**kfail, **vfail}, last)
+
+        if col.origin is None and not failed:
+            counts = [1] * n
+        else:
+            counts = [0] * n
+            for i, c in Counter(col.origins()).items():
+                counts[i] = c
+        result.output_counts.extend(counts)
+        result.value_lengths.extend(vlens)
+        result.values = vdata
+        if self.changes_keys:
+            result.key_lengths.extend(klens)
+            result.keys = kdata
+        if failed:
+            result.failures.extend(pb.RecordFailure(index=i, step=s, message=m) for i, (s, m) in sorted(failed.items()))
+        return result
+
+
+class Executor:
+    """Runs bundles with the functions registered under their tokens.
+
+    Compiled chains are cached by their shape (steps and serdes). Not safe
+    for concurrent use.
+    """
+
+    def __init__(self, functions: Mapping[int, Fn]) -> None:
+        self._functions = functions
+        self._chains: dict[tuple[Any, ...], _Chain] = {}
+
+    def process(self, bundle: pb.Bundle) -> pb.BundleResult:
+        key = (
+            tuple((s.token, s.operation) for s in bundle.steps),
+            bundle.key_serde,
+            bundle.value_serde,
+            bundle.output_key_serde,
+            bundle.output_value_serde,
+        )
+        chain = self._chains.get(key)
+        if chain is None:
+            chain = self._chains[key] = _Chain(bundle, self._functions)
+        return chain.run(bundle)
+
+    def process_all(self, bundles: Iterable[pb.Bundle]) -> list[pb.BundleResult]:
+        return [self.process(b) for b in bundles]

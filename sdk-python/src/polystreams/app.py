@@ -1,0 +1,337 @@
+"""App: one polystreams application — its engine session, its builder and its host loop."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from types import FrameType, MappingProxyType, TracebackType
+from typing import Any, Literal
+
+from polystreams._bundle import Executor
+from polystreams._client import Client
+from polystreams._engine import EngineProcess, find_engine
+from polystreams.config import Config, redact
+from polystreams.dsl import Handle, KStream, topics_of
+from polystreams.errors import FailedPreconditionError, NotFoundError, PolystreamsError, ProcessingError
+from polystreams.serde import SerdeName
+from polystreams.v1alpha1 import engine_pb2 as pb
+
+__all__ = ["App", "State"]
+
+log = logging.getLogger("polystreams")
+
+State = Literal["created", "rebalancing", "running", "stopped", "error"]
+"""The state of an application, as the engine reports it."""
+
+_STATES: dict[int, State] = {
+    pb.STATE_CREATED: "created",
+    pb.STATE_REBALANCING: "rebalancing",
+    pb.STATE_RUNNING: "running",
+    pb.STATE_STOPPED: "stopped",
+    pb.STATE_ERROR: "error",
+}
+
+# The host loop's Exchange: bundles taken per call, and how long the engine
+# may hold a call open waiting for one (also how soon stop() is noticed).
+MAX_BUNDLES = 8
+WAIT_MS = 500
+# When the bundles in hand take longer than this to run, the results so far
+# are delivered before going on (the engine re-dispatches the bundles of a
+# worker silent for 30 s).
+DELIVER_AFTER_S = 5.0
+
+
+class App:
+    """A polystreams application: a Kafka Streams topology whose functions
+    run in this process.
+
+    ``App("wordcount")`` spawns an engine with an embedded Kafka broker
+    (``polystreams dev``); ``App("x", brokers="host:9092")`` spawns one
+    against that Kafka; ``App("x", engine="http://127.0.0.1:8086")`` (or the
+    environment variable ``POLYSTREAMS_URL``) uses a running engine. The
+    engine binary is ``$POLYSTREAMS_ENGINE``, else ``polystreams`` on PATH,
+    else ``bin/polystreams`` of the repository this package sits in.
+
+    Build the topology with :meth:`stream` and the returned KStream's
+    operators, then :meth:`run` serves it until stopped. ``with App(...) as
+    app:`` stops the session and the spawned engine at the end; so does
+    :meth:`close`.
+
+    Builder calls are made from one thread; :meth:`stop` and :meth:`close`
+    may be called from any thread.
+    """
+
+    def __init__(
+        self,
+        application_id: str,
+        config: Config | Mapping[str, str] | None = None,
+        *,
+        engine: str | None = None,
+        brokers: str | None = None,
+        timeout: float = 120.0,
+    ) -> None:
+        self.application_id = application_id
+        props = config.properties() if isinstance(config, Config) else {str(k): str(v) for k, v in (config or {}).items()}
+        if brokers:
+            props["bootstrap.servers"] = brokers
+        self._engine: EngineProcess | None = None
+        self._closer: Callable[[], None] | None = None
+        url = engine or os.environ.get("POLYSTREAMS_URL")
+        if not url:
+            self._engine = EngineProcess(find_engine(), brokers)
+            url = self._engine.url
+            # The child never outlives this App, even if close() is forgotten.
+            self._closer = weakref.finalize(self, self._engine.close)
+        self.engine_url: str = url
+        self._client = Client(url, timeout=timeout)
+        self._functions: dict[int, Callable[..., Any]] = {}
+        self._lock = threading.Lock()  # guards the lifecycle flags below
+        self._started = False
+        self._running = False
+        self._stop_sent = False
+        self._closed = False
+        self._stop_requested = threading.Event()
+        self._idle = threading.Event()  # set while run() is not serving
+        self._idle.set()
+        try:
+            resp = self._client.open_session(pb.OpenSessionRequest(application_id=application_id, config=props))
+        except BaseException:
+            self._client.close()
+            if self._engine is not None:
+                self._engine.close()
+            raise
+        self._session = resp.session_id
+        self.config: Mapping[str, str] = MappingProxyType(redact(resp.config))
+        """The effective configuration the engine reports (credentials hidden)."""
+        b = self._engine.broker if self._engine is not None else None
+        self.brokers: str | None = b or resp.config.get("bootstrap.servers") or brokers or None
+        """The Kafka bootstrap servers the application uses (the embedded broker's address under ``dev``)."""
+        log.debug("session %s opened for %s on %s, config %s", self._session, application_id, url, dict(self.config))
+
+    def __repr__(self) -> str:
+        return f"App({self.application_id!r}, engine={self.engine_url!r})"
+
+    def __enter__(self) -> App:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    # The builder.
+
+    def stream(
+        self,
+        topics: str | Sequence[str],
+        *,
+        key: SerdeName | None = None,
+        value: SerdeName | None = None,
+        name: str | None = None,
+    ) -> KStream:
+        """A stream of the records of one or more topics (``StreamsBuilder.stream``).
+
+        ``key`` and ``value`` name the topics' serdes (default ``bytes``);
+        ``name`` names the source node (``Consumed.as``).
+        """
+        op = pb.StreamOp(topics=topics_of(topics), key_serde=key or "", value_serde=value or "", name=name or "")
+        return KStream(self, self._build("stream", op))
+
+    def describe(self) -> str:
+        """The topology as Kafka Streams' ``Topology.describe().toString()`` prints it."""
+        return self._client.describe(pb.DescribeRequest(session_id=self._session)).text
+
+    def _register(self, op: str, fn: Callable[..., Any]) -> int:
+        if not callable(fn):
+            raise TypeError(f"{op}: {fn!r} is not callable")
+        name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+        token = self._client.register_function(pb.RegisterFunctionRequest(session_id=self._session, name=name)).token
+        self._functions[token] = fn
+        return token
+
+    def _call_build(self, op: str, message: Any) -> pb.BuildResponse:
+        req = pb.BuildRequest(session_id=self._session)
+        getattr(req, op).CopyFrom(message)
+        try:
+            return self._client.build(req)
+        except PolystreamsError:
+            token = getattr(message, "token", 0)
+            self._functions.pop(token, None)  # registered for this call only
+            raise
+
+    def _build(self, op: str, message: Any) -> Handle:
+        resp = self._call_build(op, message)
+        if not resp.HasField("handle"):
+            raise PolystreamsError("internal", f"Build({op}): the engine answered no handle")
+        return Handle.from_proto(resp.handle)
+
+    def _build_terminal(self, op: str, message: Any) -> None:
+        self._call_build(op, message)
+
+    # Running.
+
+    def state(self) -> State:
+        """The application's state, as the engine reports it now."""
+        resp = self._client.get_state(pb.GetStateRequest(session_id=self._session))
+        return _STATES.get(resp.state, "created")
+
+    def start(self) -> None:
+        """Starts processing (creates internal topics, joins the group). Called
+        by :meth:`run`; builder calls are refused after it."""
+        with self._lock:
+            if self._closed or self._stop_sent:
+                raise FailedPreconditionError("failed_precondition", f"start: app {self.application_id!r} is stopped")
+            if self._started:
+                return
+        self._client.start(pb.StartRequest(session_id=self._session))
+        with self._lock:
+            self._started = True
+
+    def run(self) -> None:
+        """Starts the topology and serves its bundles until it stops.
+
+        Returns when :meth:`stop` is called (from another thread; at once if
+        it was called before), on Ctrl-C or SIGTERM (when run in the main
+        thread), or when the engine stops the session; raises ProcessingError when the topology fails (e.g. a
+        function raised for a record; the message names node, topic,
+        partition and offset).
+        """
+        with self._lock:
+            if self._running:
+                raise FailedPreconditionError("failed_precondition", "run: the app is already running")
+            if self._closed:
+                raise FailedPreconditionError("failed_precondition", f"run: app {self.application_id!r} is closed")
+            if self._stop_sent:
+                return  # stop() came first (e.g. from another thread, racing this call)
+            self._running = True
+            self._idle.clear()
+        try:
+            with _stop_on_signals(self._stop_requested):
+                if not self._stop_requested.is_set():
+                    self.start()
+                    self._serve()
+                self._send_stop()
+        except KeyboardInterrupt:
+            # A second Ctrl-C (or one outside the main thread's handler): stop
+            # as cleanly as we can and return without a traceback.
+            self._send_stop()
+        except BaseException:
+            self._send_stop()  # best effort: the session must not outlive the host
+            raise
+        finally:
+            with self._lock:
+                self._running = False
+                self._idle.set()
+
+    def _serve(self) -> None:
+        worker = uuid.uuid4().hex
+        executor = Executor(self._functions)
+        results: list[pb.BundleResult] = []
+        exchange = self._client.exchange
+        while True:
+            stopping = self._stop_requested.is_set()
+            req = pb.ExchangeRequest(
+                session_id=self._session,
+                worker_id=worker,
+                results=results,
+                max_bundles=0 if stopping else MAX_BUNDLES,
+                wait_ms=0 if stopping else WAIT_MS,
+            )
+            try:
+                resp = exchange(req)
+            except NotFoundError:
+                if self._stop_requested.is_set() or self._stop_sent:
+                    return  # the session ended as asked
+                raise
+            results = []
+            if resp.state == pb.STATE_ERROR:
+                self._send_stop()
+                raise ProcessingError(resp.error or f"app {self.application_id!r} failed (the engine gave no reason)")
+            if resp.state == pb.STATE_STOPPED or stopping:
+                return
+            last_call = time.monotonic()
+            for bundle in resp.bundles:
+                results.append(executor.process(bundle))
+                if time.monotonic() - last_call > DELIVER_AFTER_S:
+                    # Slow functions: hand over what is done, so the engine's
+                    # tasks go on and it does not take this worker for dead
+                    # (and hand its bundles to another).
+                    self._deliver(worker, results)
+                    results = []
+                    last_call = time.monotonic()
+
+    def _deliver(self, worker: str, results: list[pb.BundleResult]) -> None:
+        self._client.exchange(
+            pb.ExchangeRequest(session_id=self._session, worker_id=worker, results=results, max_bundles=0, wait_ms=0)
+        )
+
+    def stop(self) -> None:
+        """Stops the application: :meth:`run` delivers what it has processed,
+        the engine commits it and leaves the group, and run() returns. Safe
+        to call from any thread, and more than once."""
+        self._stop_requested.set()
+        with self._lock:
+            if self._running:
+                return  # run() sends Stop itself
+        self._send_stop()
+
+    def _send_stop(self) -> None:
+        with self._lock:
+            if self._stop_sent or self._closed:
+                return
+            self._stop_sent = True
+        try:
+            self._client.stop(pb.StopRequest(session_id=self._session))
+        except NotFoundError:
+            pass  # the session is gone already (stopped, or expired)
+        except PolystreamsError as e:
+            log.warning("stopping app %r: %s", self.application_id, e)
+
+    def close(self, timeout: float = 60.0) -> None:
+        """Stops the application (see :meth:`stop`), waits up to ``timeout``
+        seconds for :meth:`run` to return, and stops the engine this App
+        spawned."""
+        if self._closed:
+            return
+        self.stop()
+        if not self._idle.wait(timeout):
+            log.warning("app %r: run() did not return within %gs of close()", self.application_id, timeout)
+        self._send_stop()
+        with self._lock:
+            self._closed = True
+        self._client.close()
+        if self._closer is not None:
+            self._closer()
+
+
+@contextlib.contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """Within the block (in the main thread), SIGINT and SIGTERM set stop
+    instead of interrupting; the previous handlers come back after the first
+    signal, so a second Ctrl-C interrupts as usual."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    sigs = [signal.SIGINT, signal.SIGTERM]
+    previous = {s: signal.getsignal(s) for s in sigs}
+
+    def restore() -> None:
+        for s, h in previous.items():
+            signal.signal(s, h if h is not None else signal.SIG_DFL)
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        log.info("%s: stopping", signal.Signals(signum).name)
+        stop.set()
+        restore()
+
+    for s in sigs:
+        signal.signal(s, handler)
+    try:
+        yield
+    finally:
+        restore()

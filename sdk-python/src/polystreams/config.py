@@ -1,0 +1,64 @@
+"""Application configuration, named as Kafka Streams names it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["Config", "ProcessingGuarantee", "is_secret", "redact"]
+
+ProcessingGuarantee = Literal["at_least_once", "exactly_once_v2"]
+"""Kafka Streams' ``processing.guarantee``."""
+
+
+def is_secret(key: str) -> bool:
+    """Whether a configuration key holds a credential, whose value is never
+    printed (the engine applies the same rule)."""
+    k = key.lower()
+    return "password" in k or "secret" in k or "jaas" in k or "token" in k or k.endswith(".key")
+
+
+def redact(config: Mapping[str, str]) -> dict[str, str]:
+    """config with credential values replaced by ``[hidden]``."""
+    return {k: "[hidden]" if is_secret(k) else v for k, v in config.items()}
+
+
+@dataclass(frozen=True, repr=False)
+class Config:
+    """Kafka Streams configuration for an App.
+
+    The common settings are fields; anything else goes in ``extra`` under
+    its Kafka Streams (or ``polystreams.*``) name, e.g.
+    ``Config(extra={"sasl.mechanism": "PLAIN", "sasl.username": "u",
+    "sasl.password": "p", "polystreams.bundle.max.records": "5000"})``.
+    None leaves a setting at the engine's documented default
+    (``processing.guarantee`` at_least_once; ``commit.interval.ms`` 30000, or
+    100 under exactly_once_v2). Credential values never appear in repr().
+    """
+
+    processing_guarantee: ProcessingGuarantee | None = None
+    commit_interval_ms: int | None = None
+    state_dir: str | None = None
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    def properties(self) -> dict[str, str]:
+        """The configuration as the engine takes it: Kafka Streams' dotted names."""
+        out = {str(k): str(v) for k, v in self.extra.items()}
+        if self.processing_guarantee is not None:
+            out["processing.guarantee"] = self.processing_guarantee
+        if self.commit_interval_ms is not None:
+            out["commit.interval.ms"] = str(self.commit_interval_ms)
+        if self.state_dir is not None:
+            out["state.dir"] = self.state_dir
+        return out
+
+    def __repr__(self) -> str:
+        parts = [
+            f"{name}={getattr(self, name)!r}"
+            for name in ("processing_guarantee", "commit_interval_ms", "state_dir")
+            if getattr(self, name) is not None
+        ]
+        if self.extra:
+            parts.append(f"extra={redact(self.extra)!r}")
+        return f"Config({', '.join(parts)})"

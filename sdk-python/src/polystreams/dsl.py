@@ -1,0 +1,230 @@
+"""The builder: KStream, KGroupedStream and KTable, in Kafka Streams' vocabulary.
+
+Each operator is one Build call to the engine, answered with a handle; an
+operator the engine refuses raises at once with the engine's message, and
+the session stays usable. Functions never cross the wire: each is registered
+under a token, and the engine later sends records to be run through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import KW_ONLY, dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from polystreams.serde import SerdeName
+from polystreams.v1alpha1 import engine_pb2 as pb
+
+if TYPE_CHECKING:
+    from polystreams.app import App
+
+__all__ = ["Handle", "Kind", "Materialized", "KStream", "KGroupedStream", "KTable"]
+
+Kind = Literal["stream", "grouped_stream", "table"]
+"""What a handle stands for."""
+
+_KINDS: dict[int, Kind] = {
+    pb.KIND_STREAM: "stream",
+    pb.KIND_GROUPED_STREAM: "grouped_stream",
+    pb.KIND_TABLE: "table",
+}
+
+
+@dataclass(frozen=True)
+class Handle:
+    """The engine's answer to a builder call: an opaque id, the kind of
+    thing it names, the serdes of its records and the processor node they
+    come out of (e.g. ``KSTREAM-MAPVALUES-0000000001``)."""
+
+    id: int
+    kind: Kind
+    key_serde: str
+    value_serde: str
+    node: str
+
+    @classmethod
+    def from_proto(cls, h: pb.Handle) -> Handle:
+        kind = _KINDS.get(h.kind)
+        if kind is None:
+            raise ValueError(f"handle {h.id} has kind {h.kind}, which this SDK does not know")
+        return cls(h.id, kind, h.key_serde, h.value_serde, h.node)
+
+
+@dataclass(frozen=True)
+class Materialized:
+    """Names and types a state store (Kafka Streams' ``Materialized``).
+
+    ``Materialized("counts")`` names the store (and so its changelog topic,
+    ``<application.id>-counts-changelog``); ``Materialized(key="string",
+    value="long")`` gives serdes only, and the store name is generated.
+    """
+
+    store_name: str = ""
+    _: KW_ONLY
+    key: SerdeName | None = None
+    value: SerdeName | None = None
+
+    def to_proto(self) -> pb.Materialized:
+        return pb.Materialized(store_name=self.store_name, key_serde=self.key or "", value_serde=self.value or "")
+
+
+def _s(name: str | None) -> str:
+    return name or ""
+
+
+class _Node:
+    __slots__ = ("_app", "handle")
+
+    _kind: Kind
+
+    def __init__(self, app: App, handle: Handle) -> None:
+        if handle.kind != self._kind:
+            raise TypeError(f"{type(self).__name__} cannot wrap handle {handle.id}, a {handle.kind}")
+        self._app = app
+        self.handle = handle
+
+    def __repr__(self) -> str:
+        h = self.handle
+        return f"{type(self).__name__}(id={h.id}, key={h.key_serde!r}, value={h.value_serde!r}, node={h.node!r})"
+
+
+class KStream(_Node):
+    """A stream of records (Kafka Streams' ``KStream``)."""
+
+    __slots__ = ()
+    _kind: Kind = "stream"
+
+    def _stream(self, op: str, message: Any) -> KStream:
+        return KStream(self._app, self._app._build(op, message))
+
+    def map_values(self, fn: Callable[[Any], Any], *, value: SerdeName | None = None, name: str | None = None) -> KStream:
+        """``fn(value) -> new value``; keys are unchanged. ``value`` is the new values' serde."""
+        t = self._app._register("map_values", fn)
+        return self._stream("map_values", pb.MapValuesOp(input=self.handle.id, token=t, value_serde=_s(value), name=_s(name)))
+
+    def filter(self, predicate: Callable[[Any, Any], object], *, name: str | None = None) -> KStream:
+        """Keeps the records for which ``predicate(key, value)`` is true."""
+        t = self._app._register("filter", predicate)
+        return self._stream("filter", pb.FilterOp(input=self.handle.id, token=t, name=_s(name)))
+
+    def filter_not(self, predicate: Callable[[Any, Any], object], *, name: str | None = None) -> KStream:
+        """Drops the records for which ``predicate(key, value)`` is true."""
+        t = self._app._register("filter_not", predicate)
+        return self._stream("filter_not", pb.FilterNotOp(input=self.handle.id, token=t, name=_s(name)))
+
+    def flat_map_values(
+        self, fn: Callable[[Any], Iterable[Any]], *, value: SerdeName | None = None, name: str | None = None
+    ) -> KStream:
+        """``fn(value) -> iterable of values``: zero, one or many records per
+        record, each with the input's key."""
+        t = self._app._register("flat_map_values", fn)
+        return self._stream(
+            "flat_map_values", pb.FlatMapValuesOp(input=self.handle.id, token=t, value_serde=_s(value), name=_s(name))
+        )
+
+    def map(
+        self,
+        fn: Callable[[Any, Any], tuple[Any, Any]],
+        *,
+        key: SerdeName | None = None,
+        value: SerdeName | None = None,
+        name: str | None = None,
+    ) -> KStream:
+        """``fn(key, value) -> (new key, new value)``. Changing keys marks the
+        stream for repartitioning before a grouping."""
+        t = self._app._register("map", fn)
+        return self._stream(
+            "map", pb.MapOp(input=self.handle.id, token=t, key_serde=_s(key), value_serde=_s(value), name=_s(name))
+        )
+
+    def select_key(self, fn: Callable[[Any, Any], Any], *, key: SerdeName | None = None, name: str | None = None) -> KStream:
+        """``fn(key, value) -> new key``; values are unchanged."""
+        t = self._app._register("select_key", fn)
+        return self._stream("select_key", pb.SelectKeyOp(input=self.handle.id, token=t, key_serde=_s(key), name=_s(name)))
+
+    def peek(self, fn: Callable[[Any, Any], object], *, name: str | None = None) -> KStream:
+        """Calls ``fn(key, value)`` for each record and passes it on unchanged."""
+        t = self._app._register("peek", fn)
+        return self._stream("peek", pb.PeekOp(input=self.handle.id, token=t, name=_s(name)))
+
+    def foreach(self, fn: Callable[[Any, Any], object], *, name: str | None = None) -> None:
+        """Calls ``fn(key, value)`` for each record; terminal."""
+        t = self._app._register("foreach", fn)
+        self._app._build_terminal("foreach", pb.ForeachOp(input=self.handle.id, token=t, name=_s(name)))
+
+    def group_by_key(
+        self, *, key: SerdeName | None = None, value: SerdeName | None = None, name: str | None = None
+    ) -> KGroupedStream:
+        """Groups by the current key (``Grouped.with(key, value)``, ``Grouped.as(name)``)."""
+        h = self._app._build(
+            "group_by_key", pb.GroupByKeyOp(input=self.handle.id, key_serde=_s(key), value_serde=_s(value), name=_s(name))
+        )
+        return KGroupedStream(self._app, h)
+
+    def group_by(
+        self,
+        fn: Callable[[Any, Any], Any],
+        *,
+        key: SerdeName | None = None,
+        value: SerdeName | None = None,
+        name: str | None = None,
+    ) -> KGroupedStream:
+        """Groups by ``fn(key, value) -> new key``; the records are
+        repartitioned by the new key (through ``<application.id>-<name>-repartition``)."""
+        t = self._app._register("group_by", fn)
+        h = self._app._build(
+            "group_by",
+            pb.GroupByOp(input=self.handle.id, token=t, key_serde=_s(key), value_serde=_s(value), name=_s(name)),
+        )
+        return KGroupedStream(self._app, h)
+
+    def to(self, topic: str, *, key: SerdeName | None = None, value: SerdeName | None = None, name: str | None = None) -> None:
+        """Writes the records to ``topic`` (``Produced.with(key, value)``); terminal."""
+        self._app._build_terminal(
+            "to", pb.ToOp(input=self.handle.id, topic=topic, key_serde=_s(key), value_serde=_s(value), name=_s(name))
+        )
+
+
+class KGroupedStream(_Node):
+    """A stream grouped by key, ready to aggregate (``KGroupedStream``)."""
+
+    __slots__ = ()
+    _kind: Kind = "grouped_stream"
+
+    def count(self, *, materialized: str | Materialized | None = None, name: str | None = None) -> KTable:
+        """Counts the records per key into a table of ``long`` counts.
+
+        ``materialized`` names the store (a str) or gives a Materialized;
+        None generates the store's name as Kafka Streams does.
+        """
+        op = pb.CountOp(input=self.handle.id, name=_s(name))
+        if isinstance(materialized, str):
+            op.materialized.SetInParent()
+            op.materialized.store_name = materialized
+        elif isinstance(materialized, Materialized):
+            op.materialized.SetInParent()
+            op.materialized.CopyFrom(materialized.to_proto())
+        elif materialized is not None:
+            raise TypeError(f"count: materialized must be a str or Materialized, not {type(materialized).__name__}")
+        return KTable(self._app, self._app._build("count", op))
+
+
+class KTable(_Node):
+    """A changelog table: the latest value per key (``KTable``)."""
+
+    __slots__ = ()
+    _kind: Kind = "table"
+
+    def to_stream(self, *, name: str | None = None) -> KStream:
+        """The table's changes as a stream."""
+        return KStream(self._app, self._app._build("to_stream", pb.ToStreamOp(input=self.handle.id, name=_s(name))))
+
+
+def topics_of(topics: str | Sequence[str]) -> list[str]:
+    if isinstance(topics, str):
+        return [topics]
+    out = list(topics)
+    for t in out:
+        if not isinstance(t, str):
+            raise TypeError(f"stream: topics must be str, not {type(t).__name__}")
+    return out

@@ -1,0 +1,240 @@
+"""Serdes: how keys and values are turned into bytes and back.
+
+They are named by string, as in the protocol, and match Kafka's serdes byte for
+byte: ``string`` is UTF-8 (``Serdes.String``), ``long`` is an 8-byte
+big-endian two's complement integer (``Serdes.Long``), ``integer`` 4 bytes
+(``Serdes.Integer``), ``double`` an 8-byte big-endian IEEE 754 float
+(``Serdes.Double``), ``bytes`` passes bytes through, and ``json`` is compact
+UTF-8 JSON. A Kafka null (a tombstone) is ``None`` in every serde.
+
+The column functions work on the protocol's columnar layout: concatenated
+bytes plus a list of lengths, where -1 is a null.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import struct
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, get_args
+
+__all__ = ["SerdeName", "SERDE_NAMES", "decode", "encode", "decode_column", "encode_column"]
+
+SerdeName = Literal["bytes", "string", "json", "long", "integer", "double"]
+"""The name of a serde, as the engine and every SDK spell it."""
+
+SERDE_NAMES: tuple[str, ...] = get_args(SerdeName)
+
+_LONG = struct.Struct(">q")
+_INT = struct.Struct(">i")
+_DOUBLE = struct.Struct(">d")
+_json_decode = json.JSONDecoder().decode
+_json_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def _error(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"
+
+
+# Decoders take a record's bytes (never None: nulls are handled before).
+
+
+def _dec_bytes(b: bytes) -> bytes:
+    return b
+
+
+def _dec_json(b: bytes) -> Any:
+    return _json_decode(b.decode("utf-8"))
+
+
+def _fixed(name: str, s: struct.Struct) -> Callable[[bytes], Any]:
+    size, unpack = s.size, s.unpack
+
+    def dec(b: bytes) -> Any:
+        if len(b) != size:
+            raise ValueError(f"{name} serde: want {size} bytes, got {len(b)}")
+        return unpack(b)[0]
+
+    return dec
+
+
+_DECODERS: dict[str, Callable[[bytes], Any]] = {
+    "bytes": _dec_bytes,
+    "": _dec_bytes,  # "inherit" at a source means bytes
+    "string": bytes.decode,  # UTF-8, strict
+    "json": _dec_json,
+    "long": _fixed("long", _LONG),
+    "integer": _fixed("integer", _INT),
+    "double": _fixed("double", _DOUBLE),
+}
+_FIXED: dict[str, struct.Struct] = {"long": _LONG, "integer": _INT, "double": _DOUBLE}
+
+# Encoders take a non-None object and return its bytes, raising TypeError or
+# OverflowError with a message that names the serde.
+
+
+def _enc_bytes(v: Any) -> bytes:
+    if type(v) is bytes:
+        return v
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v)
+    raise TypeError(f"bytes serde: want bytes, got {type(v).__name__}")
+
+
+def _enc_string(v: Any) -> bytes:
+    if isinstance(v, str):
+        return v.encode("utf-8")
+    raise TypeError(f"string serde: want str, got {type(v).__name__}")
+
+
+def _enc_json(v: Any) -> bytes:
+    return _json_encode(v).encode("utf-8")
+
+
+def _enc_int(name: str, s: struct.Struct, bits: int) -> Callable[[Any], bytes]:
+    lo, hi, pack = -(1 << (bits - 1)), 1 << (bits - 1), s.pack
+
+    def enc(v: Any) -> bytes:
+        try:
+            i = operator.index(v)
+        except TypeError:
+            raise TypeError(f"{name} serde: want int, got {type(v).__name__}") from None
+        if not lo <= i < hi:
+            raise OverflowError(f"{name} serde: {i} does not fit in {bits} bits")
+        return pack(i)
+
+    return enc
+
+
+def _enc_double(v: Any) -> bytes:
+    if not hasattr(type(v), "__float__"):
+        raise TypeError(f"double serde: want float, got {type(v).__name__}")
+    return _DOUBLE.pack(float(v))
+
+
+_ENCODERS: dict[str, Callable[[Any], bytes]] = {
+    "bytes": _enc_bytes,
+    "": _enc_bytes,
+    "string": _enc_string,
+    "json": _enc_json,
+    "long": _enc_int("long", _LONG, 64),
+    "integer": _enc_int("integer", _INT, 32),
+    "double": _enc_double,
+}
+_FIXED_CODES = {"long": "q", "integer": "i", "double": "d"}
+
+
+def _check(serde: str) -> None:
+    if serde not in _DECODERS:
+        raise ValueError(f"unknown serde {serde!r} (want one of {', '.join(SERDE_NAMES)})")
+
+
+def decode(serde: str, data: bytes | None) -> Any:
+    """Decodes one record's key or value (None stays None)."""
+    _check(serde)
+    return None if data is None else _DECODERS[serde](data)
+
+
+def encode(serde: str, obj: Any) -> bytes | None:
+    """Encodes one key or value (None stays None)."""
+    _check(serde)
+    return None if obj is None else _ENCODERS[serde](obj)
+
+
+def decode_column(serde: str, data: bytes, lengths: Sequence[int]) -> tuple[list[Any], dict[int, str]]:
+    """Decodes a column: record j is ``data[sum(lengths[:j]):][:lengths[j]]``,
+    or None when ``lengths[j]`` is -1.
+
+    Returns the decoded objects and the failures, position -> error text; a
+    failed position holds None. A column whose lengths do not add up to its
+    bytes, or an unknown serde, fails every record.
+    """
+    n = len(lengths)
+    if serde not in _DECODERS:
+        msg = f"ValueError: unknown serde {serde!r}"
+        return [None] * n, dict.fromkeys(range(n), msg)
+    nulls = lengths.count(-1)
+    total = sum(lengths) + nulls  # a null adds -1 and no bytes
+    if total != len(data) or (n and min(lengths) < -1):
+        msg = f"ValueError: malformed bundle column: lengths account for {total} bytes, the column holds {len(data)}"
+        return [None] * n, dict.fromkeys(range(n), msg)
+    if nulls == n:
+        return [None] * n, {}  # all null (the usual keys of a topic written without keys)
+    fixed = _FIXED.get(serde)
+    if fixed is not None and lengths.count(fixed.size) == n:
+        # No nulls, every record the right size: one C loop.
+        return [x for (x,) in fixed.iter_unpack(data)], {}
+    dec = _DECODERS[serde]
+    out: list[Any] = []
+    append = out.append
+    failures: dict[int, str] = {}
+    pos = 0
+    for j, size in enumerate(lengths):
+        if size < 0:
+            append(None)
+            continue
+        end = pos + size
+        try:
+            append(dec(data[pos:end]))
+        except Exception as e:
+            failures[j] = _error(e)
+            append(None)
+        pos = end
+    return out, failures
+
+
+def encode_column(serde: str, items: Sequence[Any]) -> tuple[bytes, list[int], dict[int, str]]:
+    """Encodes objects into a column: the concatenated bytes and the lengths
+    (-1 for None).
+
+    Returns ``(data, lengths, failures)``; failures maps position -> error
+    text, and when it is not empty ``data`` and ``lengths`` are not usable
+    (the caller drops the failed records and encodes again).
+    """
+    n = len(items)
+    if serde not in _ENCODERS:
+        msg = f"ValueError: unknown serde {serde!r}"
+        return b"", [], dict.fromkeys(range(n), msg)
+    # Fast paths: one C call for the whole column; any surprise (a None, a
+    # wrong type, non-ASCII text) falls through to the loop below.
+    if serde == "string":
+        try:
+            joined = "".join(items)
+        except TypeError:
+            pass
+        else:
+            if joined.isascii():
+                return joined.encode("ascii"), list(map(len, items)), {}
+    elif serde == "bytes" or serde == "":
+        try:
+            data = b"".join(items)
+        except TypeError:
+            pass
+        else:
+            lengths = list(map(len, items))
+            if sum(lengths) == len(data):
+                return data, lengths, {}
+    elif serde in _FIXED_CODES:
+        try:
+            data = struct.pack(f">{n}{_FIXED_CODES[serde]}", *items)
+        except (struct.error, TypeError, OverflowError):
+            pass
+        else:
+            return data, [_FIXED[serde].size] * n, {}
+    enc = _ENCODERS[serde]
+    chunks: list[bytes] = []
+    out_lengths: list[int] = []
+    failures: dict[int, str] = {}
+    for j, v in enumerate(items):
+        if v is None:
+            out_lengths.append(-1)
+            continue
+        try:
+            b = enc(v)
+        except Exception as e:
+            failures[j] = _error(e)
+            continue
+        chunks.append(b)
+        out_lengths.append(len(b))
+    return b"".join(chunks), out_lengths, failures

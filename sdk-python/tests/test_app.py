@@ -1,0 +1,399 @@
+"""App and the builder against a fake engine: what goes on the wire, and the host loop."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Any
+
+import pytest
+from helpers import FakeEngine, connect_error, make_bundle, split_column
+
+from polystreams import (
+    App,
+    Config,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    KGroupedStream,
+    KStream,
+    KTable,
+    Materialized,
+    ProcessingError,
+)
+from polystreams.v1alpha1 import engine_pb2 as pb
+
+KIND_OF = {
+    "stream": pb.KIND_STREAM,
+    "map_values": pb.KIND_STREAM,
+    "filter": pb.KIND_STREAM,
+    "filter_not": pb.KIND_STREAM,
+    "flat_map_values": pb.KIND_STREAM,
+    "map": pb.KIND_STREAM,
+    "select_key": pb.KIND_STREAM,
+    "peek": pb.KIND_STREAM,
+    "group_by": pb.KIND_GROUPED_STREAM,
+    "group_by_key": pb.KIND_GROUPED_STREAM,
+    "count": pb.KIND_TABLE,
+    "to_stream": pb.KIND_STREAM,
+}
+
+
+class Engine:
+    """Scripts a FakeEngine as a minimal EngineService."""
+
+    def __init__(self, fake: FakeEngine) -> None:
+        self.fake = fake
+        self.next_token = 0
+        self.next_handle = 0
+        self.exchanges: queue.Queue[pb.ExchangeResponse] = queue.Queue()
+        self.exchange_requests: list[pb.ExchangeRequest] = []
+        self.stopped = False
+        self.default_state = pb.STATE_RUNNING
+        h = fake.handlers
+        h["OpenSession"] = lambda b: pb.OpenSessionResponse(
+            session_id="sess-1", config={**pb.OpenSessionRequest.FromString(b).config, "application.id": "x"}
+        )
+        h["RegisterFunction"] = self.register
+        h["Build"] = self.build
+        h["Describe"] = lambda b: pb.DescribeResponse(text="Topologies:\n   Sub-topology: 0\n")
+        h["Start"] = lambda b: pb.StartResponse()
+        h["Exchange"] = self.exchange
+        h["Stop"] = self.stop
+        h["GetState"] = lambda b: pb.GetStateResponse(state=self.default_state)
+
+    def register(self, body: bytes) -> pb.RegisterFunctionResponse:
+        self.next_token += 1
+        return pb.RegisterFunctionResponse(token=self.next_token)
+
+    def build(self, body: bytes) -> Any:
+        req = pb.BuildRequest.FromString(body)
+        op = req.WhichOneof("operation")
+        if op in ("to", "foreach"):
+            return pb.BuildResponse()
+        if op not in KIND_OF:
+            return connect_error("invalid_argument", f"Build: unknown op {op}")
+        self.next_handle += 1
+        return pb.BuildResponse(
+            handle=pb.Handle(id=self.next_handle, kind=KIND_OF[op], key_serde="string", value_serde="string", node=f"N-{op}")
+        )
+
+    def exchange(self, body: bytes) -> Any:
+        req = pb.ExchangeRequest.FromString(body)
+        self.exchange_requests.append(req)
+        if self.stopped:
+            return connect_error("not_found", 'Exchange: session "sess-1" does not exist', 404)
+        try:
+            return self.exchanges.get_nowait()
+        except queue.Empty:
+            time.sleep(min(req.wait_ms, 50) / 1000)
+            return pb.ExchangeResponse(state=self.default_state)
+
+    def stop(self, body: bytes) -> Any:
+        if self.stopped:
+            return connect_error("not_found", 'Stop: session "sess-1" does not exist', 404)
+        self.stopped = True
+        return pb.StopResponse()
+
+    def builds(self) -> list[pb.BuildRequest]:
+        return self.fake.requests("Build", pb.BuildRequest)
+
+
+@pytest.fixture
+def engine(fake_engine: FakeEngine) -> Engine:
+    return Engine(fake_engine)
+
+
+def test_word_count_builder_replays_one_build_per_operator(engine: Engine) -> None:
+    app = App("wordcount", engine=engine.fake.url)
+    split = str.split
+
+    def word(key: Any, w: str) -> str:
+        return w
+
+    counts = (
+        app.stream("lines", value="string")
+        .flat_map_values(split)
+        .group_by(word, key="string")
+        .count()
+    )
+    assert isinstance(counts, KTable)
+    out = counts.to_stream()
+    assert isinstance(out, KStream)
+    out.to("word-counts")
+    builds = engine.builds()
+    assert [b.WhichOneof("operation") for b in builds] == ["stream", "flat_map_values", "group_by", "count", "to_stream", "to"]
+    assert all(b.session_id == "sess-1" for b in builds)
+    assert list(builds[0].stream.topics) == ["lines"] and builds[0].stream.value_serde == "string"
+    assert builds[0].stream.key_serde == ""
+    assert builds[1].flat_map_values.input == 1 and builds[1].flat_map_values.token == 1
+    assert builds[2].group_by.token == 2 and builds[2].group_by.key_serde == "string"
+    assert not builds[3].count.HasField("materialized")
+    assert builds[5].to.topic == "word-counts" and builds[5].to.input == 5
+    names = [r.name for r in engine.fake.requests("RegisterFunction", pb.RegisterFunctionRequest)]
+    assert names == ["str.split", "test_word_count_builder_replays_one_build_per_operator.<locals>.word"]
+    assert app._functions == {1: split, 2: word}
+    assert app.describe().startswith("Topologies:")
+
+
+def test_every_operator_and_its_options(engine: Engine) -> None:
+    app = App("ops", engine=engine.fake.url)
+    s = app.stream(["a", "b"], key="long", value="json", name="src")
+    s2 = (
+        s.map_values(str, value="string", name="mv")
+        .filter(lambda k, v: True)
+        .filter_not(lambda k, v: False, name="fn")
+        .map(lambda k, v: (v, k), key="string", value="long")
+        .select_key(lambda k, v: v, key="integer")
+        .peek(print)
+    )
+    s2.foreach(print, name="each")
+    g = s2.group_by_key(key="string", value="json", name="grp")
+    assert isinstance(g, KGroupedStream)
+    g.count(materialized="store-a")
+    g.count(materialized=Materialized(key="string", value="long"), name="cnt")
+    g.count(materialized=Materialized("store-b"))
+    b = engine.builds()
+    ops = [x.WhichOneof("operation") for x in b]
+    assert ops == ["stream", "map_values", "filter", "filter_not", "map", "select_key", "peek", "foreach",
+                   "group_by_key", "count", "count", "count"]
+    assert list(b[0].stream.topics) == ["a", "b"] and b[0].stream.key_serde == "long" and b[0].stream.name == "src"
+    assert b[1].map_values.value_serde == "string" and b[1].map_values.name == "mv"
+    assert b[3].filter_not.name == "fn"
+    assert b[4].map.key_serde == "string" and b[4].map.value_serde == "long"
+    assert b[5].select_key.key_serde == "integer"
+    assert b[7].foreach.name == "each"
+    assert b[8].group_by_key.key_serde == "string" and b[8].group_by_key.value_serde == "json" and b[8].group_by_key.name == "grp"
+    assert b[9].count.HasField("materialized") and b[9].count.materialized.store_name == "store-a"
+    m = b[10].count
+    assert m.HasField("materialized") and m.materialized.store_name == "" and m.materialized.key_serde == "string"
+    assert m.materialized.value_serde == "long" and m.name == "cnt"
+    assert b[11].count.materialized.store_name == "store-b"
+
+
+def test_builder_error_raises_at_once_with_the_engines_message(engine: Engine) -> None:
+    app = App("bad", engine=engine.fake.url)
+    s = app.stream("in")
+    engine.fake.handlers["Build"] = lambda body: connect_error("invalid_argument", "Build(stream): unknown serde \"avro\"")
+    with pytest.raises(InvalidArgumentError, match='unknown serde "avro"'):
+        app.stream("in", value="avro")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError):
+        s.map_values(str.upper)
+    assert 2 not in app._functions  # the function of a refused call is forgotten
+    with pytest.raises(TypeError, match="not callable"):
+        s.map_values("upper")  # type: ignore[arg-type]
+
+
+def test_config_goes_on_the_wire_and_secrets_stay_hidden(engine: Engine) -> None:
+    cfg = Config(
+        processing_guarantee="exactly_once_v2",
+        commit_interval_ms=100,
+        extra={"sasl.password": "hunter2", "sasl.username": "u"},
+    )
+    assert "hunter2" not in repr(cfg) and "[hidden]" in repr(cfg)
+    app = App("cfg", cfg, engine=engine.fake.url, brokers="k1:9092")
+    req = engine.fake.requests("OpenSession", pb.OpenSessionRequest)[0]
+    assert req.application_id == "cfg"
+    assert dict(req.config) == {
+        "processing.guarantee": "exactly_once_v2",
+        "commit.interval.ms": "100",
+        "sasl.password": "hunter2",
+        "sasl.username": "u",
+        "bootstrap.servers": "k1:9092",
+    }
+    assert app.config["sasl.password"] == "[hidden]"
+    assert app.brokers == "k1:9092"
+    assert "hunter2" not in repr(app)
+
+
+def test_mapping_config(engine: Engine) -> None:
+    App("m", {"commit.interval.ms": "5"}, engine=engine.fake.url)
+    assert dict(engine.fake.requests("OpenSession", pb.OpenSessionRequest)[0].config) == {"commit.interval.ms": "5"}
+
+
+def test_engine_url_from_environment(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POLYSTREAMS_URL", engine.fake.url)
+    app = App("env")
+    assert app.engine_url == engine.fake.url
+
+
+def _wordcount_app(engine: Engine) -> App:
+    app = App("wc", engine=engine.fake.url)
+    app.stream("lines", value="string").flat_map_values(str.split).group_by(lambda k, w: w, key="string").count()
+    return app
+
+
+def test_run_serves_bundles_and_returns_results(engine: Engine) -> None:
+    app = _wordcount_app(engine)
+    b = make_bundle([(pb.OPERATION_FLAT_MAP_VALUES, 1), (pb.OPERATION_SELECT_KEY, 2)], ["a b", "c"], bundle_id=11)
+    engine.exchanges.put(pb.ExchangeResponse(state=pb.STATE_RUNNING, bundles=[b]))
+    engine.exchanges.put(pb.ExchangeResponse(state=pb.STATE_RUNNING))
+    engine.exchanges.put(pb.ExchangeResponse(state=pb.STATE_STOPPED))
+    app.run()
+    reqs = engine.exchange_requests
+    assert reqs[0].max_bundles == 8 and reqs[0].wait_ms == 500 and reqs[0].session_id == "sess-1"
+    assert reqs[0].worker_id and all(r.worker_id == reqs[0].worker_id for r in reqs)
+    assert len(reqs[0].results) == 0
+    (res,) = reqs[1].results
+    assert res.bundle_id == 11 and list(res.output_counts) == [2, 1]
+    assert split_column(res.keys, res.key_lengths, "string") == ["a", "b", "c"]
+    assert len(reqs[2].results) == 0
+    assert engine.fake.methods().count("Start") == 1
+    assert "Stop" in engine.fake.methods()
+
+
+def test_run_raises_processing_error_on_state_error(engine: Engine) -> None:
+    app = _wordcount_app(engine)
+    text = "runtime: record at lines/3@1842 failed in node KSTREAM-FLATMAPVALUES-0000000001: ValueError: bad"
+    engine.exchanges.put(pb.ExchangeResponse(state=pb.STATE_ERROR, error=text))
+    with pytest.raises(ProcessingError) as info:
+        app.run()
+    e = info.value
+    assert e.message == text
+    assert (e.topic, e.partition, e.offset, e.node) == ("lines", 3, 1842, "KSTREAM-FLATMAPVALUES-0000000001")
+    assert engine.fake.methods()[-1] == "Stop"
+
+
+def test_stop_from_another_thread_delivers_results_then_stops(engine: Engine) -> None:
+    app = _wordcount_app(engine)
+    done: list[BaseException | None] = []
+
+    def serve() -> None:
+        try:
+            app.run()
+            done.append(None)
+        except BaseException as e:
+            done.append(e)
+
+    t = threading.Thread(target=serve)
+    t.start()
+    b = make_bundle([(pb.OPERATION_FLAT_MAP_VALUES, 1), (pb.OPERATION_SELECT_KEY, 2)], ["x"], bundle_id=5)
+    engine.exchanges.put(pb.ExchangeResponse(state=pb.STATE_RUNNING, bundles=[b]))
+    deadline = time.monotonic() + 5
+    while not any(len(r.results) for r in engine.exchange_requests) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    app.stop()
+    t.join(5)
+    assert not t.is_alive() and done == [None]
+    last = engine.exchange_requests[-1]
+    assert last.max_bundles == 0  # the final call only delivers
+    assert engine.fake.methods()[-1] == "Stop"
+    assert engine.fake.methods().count("Stop") == 1
+    app.stop()  # idempotent
+    app.close()
+    assert engine.fake.methods().count("Stop") == 1
+
+
+def test_results_held_when_stop_is_asked_are_delivered(engine: Engine) -> None:
+    app = _wordcount_app(engine)
+    b = make_bundle([(pb.OPERATION_FLAT_MAP_VALUES, 1), (pb.OPERATION_SELECT_KEY, 2)], ["y z"], bundle_id=9)
+
+    def exchange(body: bytes) -> Any:
+        req = pb.ExchangeRequest.FromString(body)
+        engine.exchange_requests.append(req)
+        if len(engine.exchange_requests) == 1:
+            app.stop()  # arrives while the bundle is about to be processed
+            return pb.ExchangeResponse(state=pb.STATE_RUNNING, bundles=[b])
+        return pb.ExchangeResponse(state=pb.STATE_RUNNING)
+
+    engine.fake.handlers["Exchange"] = exchange
+    app.run()
+    assert [len(r.results) for r in engine.exchange_requests] == [0, 1]
+    assert engine.exchange_requests[1].results[0].bundle_id == 9
+
+
+def test_builder_after_start_and_run_after_stop(engine: Engine) -> None:
+    app = _wordcount_app(engine)
+    app.start()
+    engine.fake.handlers["Build"] = lambda body: connect_error(
+        "failed_precondition", "Build(stream): the topology is started; builder calls are refused after Start"
+    )
+    with pytest.raises(FailedPreconditionError, match="after Start"):
+        app.stream("more")
+    app.stop()
+    app.run()  # returns at once: stop() came first
+    assert "Exchange" not in engine.fake.methods()
+    app.close()
+    with pytest.raises(FailedPreconditionError, match="closed"):
+        app.run()
+
+
+def test_run_returns_quietly_if_the_session_disappears_while_stopping(engine: Engine) -> None:
+    app = _wordcount_app(engine)
+
+    def exchange(body: bytes) -> Any:
+        app._stop_requested.set()
+        engine.stopped = True
+        return connect_error("not_found", "Exchange: session gone", 404)
+
+    engine.fake.handlers["Exchange"] = exchange
+    app.run()  # no exception
+
+
+def test_context_manager_stops_the_session(engine: Engine) -> None:
+    with App("ctx", engine=engine.fake.url) as app:
+        app.stream("in")
+    assert engine.fake.methods()[-1] == "Stop"
+
+
+def test_state(engine: Engine) -> None:
+    app = App("st", engine=engine.fake.url)
+    engine.default_state = pb.STATE_REBALANCING
+    assert app.state() == "rebalancing"
+
+
+SERVE_SCRIPT = """
+import sys
+sys.path.insert(0, {src!r})
+from polystreams import App
+app = App("sig", engine={url!r})
+app.stream("in", value="string").map_values(str.upper).to("out")
+print("serving", flush=True)
+app.run()
+print("returned", flush=True)
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_signal_stops_run_cleanly(engine: Engine, sig: str) -> None:
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = str(Path(__file__).parent.parent / "src")
+    script = SERVE_SCRIPT.format(src=src, url=engine.fake.url)
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None
+        assert p.stdout.readline().strip() == "serving"
+        deadline = time.monotonic() + 10
+        while not engine.exchange_requests and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert engine.exchange_requests, "run() never called Exchange"
+        p.send_signal(getattr(signal, sig))
+        out, err = p.communicate(timeout=10)
+    finally:
+        p.kill()
+    assert p.returncode == 0, err
+    assert "Traceback" not in err
+    assert out.strip() == "returned"
+    assert engine.fake.methods()[-1] == "Stop"
+
+
+def test_slow_bundles_deliver_results_early(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    import polystreams.app
+
+    monkeypatch.setattr(polystreams.app, "DELIVER_AFTER_S", 0.0)
+    app = _wordcount_app(engine)
+    bundles = [
+        make_bundle([(pb.OPERATION_FLAT_MAP_VALUES, 1), (pb.OPERATION_SELECT_KEY, 2)], ["a"], bundle_id=i) for i in (1, 2)
+    ]
+    engine.exchanges.put(pb.ExchangeResponse(state=pb.STATE_RUNNING, bundles=bundles))
+    engine.exchanges.put(pb.ExchangeResponse(state=pb.STATE_RUNNING))
+    engine.exchanges.put(pb.ExchangeResponse(state=pb.STATE_RUNNING))
+    engine.exchanges.put(pb.ExchangeResponse(state=pb.STATE_STOPPED))
+    app.run()
+    reqs = engine.exchange_requests
+    assert [[r.bundle_id for r in q.results] for q in reqs] == [[], [1], [2], []]
+    assert [q.max_bundles for q in reqs] == [8, 0, 0, 8]

@@ -1,0 +1,124 @@
+import json
+import struct
+
+import pytest
+
+from polystreams import serde
+
+
+@pytest.mark.parametrize(
+    "name,obj,raw",
+    [
+        ("bytes", b"\x00\xffab", b"\x00\xffab"),
+        ("string", "héllo", "héllo".encode()),
+        ("json", {"a": [1, 2.5, None, "é"]}, '{"a":[1,2.5,null,"é"]}'.encode()),
+        ("long", -2, b"\xff" * 7 + b"\xfe"),
+        ("long", 2**63 - 1, b"\x7f" + b"\xff" * 7),
+        ("integer", 258, b"\x00\x00\x01\x02"),
+        ("double", 1.5, struct.pack(">d", 1.5)),
+    ],
+)
+def test_each_serde_matches_kafka_bytes(name: str, obj: object, raw: bytes) -> None:
+    assert serde.encode(name, obj) == raw
+    assert serde.decode(name, raw) == obj
+
+
+@pytest.mark.parametrize("name", serde.SERDE_NAMES)
+def test_null_is_none_in_every_serde(name: str) -> None:
+    assert serde.encode(name, None) is None
+    assert serde.decode(name, None) is None
+    data, lengths, failures = serde.encode_column(name, [None, None])
+    assert (data, lengths, failures) == (b"", [-1, -1], {})
+    items, failures = serde.decode_column(name, b"", [-1, -1])
+    assert items == [None, None] and not failures
+
+
+def test_json_is_compact_utf8_not_ascii_escaped() -> None:
+    data, lengths, failures = serde.encode_column("json", [{"k": "ü", "n": [1, 2]}, "x"])
+    assert not failures
+    assert data == '{"k":"ü","n":[1,2]}"x"'.encode()
+    assert lengths == [len('{"k":"ü","n":[1,2]}'.encode()), 3]
+
+
+def test_string_column_round_trip_with_nulls_empty_and_non_ascii() -> None:
+    items = ["a", None, "", "日本", "zz"]
+    data, lengths, failures = serde.encode_column("string", items)
+    assert not failures
+    assert lengths == [1, -1, 0, 6, 2]
+    assert data == "a日本zz".encode()
+    back, failures = serde.decode_column("string", data, lengths)
+    assert back == items and not failures
+
+
+@pytest.mark.parametrize("name,items", [("long", [1, -1, 2**40]), ("integer", [1, -1, 2**30]), ("double", [0.5, -2.0, 1e300])])
+def test_fixed_width_columns(name: str, items: list[object]) -> None:
+    data, lengths, failures = serde.encode_column(name, items)
+    assert not failures
+    back, failures = serde.decode_column(name, data, lengths)
+    assert back == items and not failures
+    data2, lengths2, _ = serde.encode_column(name, [items[0], None, items[1]])
+    assert lengths2[1] == -1
+    assert serde.decode_column(name, data2, lengths2)[0] == [items[0], None, items[1]]
+
+
+def test_double_accepts_ints() -> None:
+    assert serde.encode_column("double", [1, 2.0])[0] == struct.pack(">2d", 1.0, 2.0)
+
+
+def test_decode_failures_are_per_record() -> None:
+    data = b"ok" + b"\xff\xfe" + b"fine"
+    items, failures = serde.decode_column("string", data, [2, 2, 4])
+    assert items == ["ok", None, "fine"]
+    assert list(failures) == [1] and failures[1].startswith("UnicodeDecodeError: ")
+
+    items, failures = serde.decode_column("json", b'{"a":1}{bad', [7, 4])
+    assert items == [{"a": 1}, None]
+    assert failures[1].startswith("JSONDecodeError: ")
+
+    items, failures = serde.decode_column("long", b"\x00" * 8 + b"\x01\x02", [8, 2])
+    assert items == [0, None]
+    assert failures == {1: "ValueError: long serde: want 8 bytes, got 2"}
+
+
+def test_malformed_column_fails_every_record() -> None:
+    items, failures = serde.decode_column("string", b"abc", [1, 1])
+    assert items == [None, None]
+    assert set(failures) == {0, 1} and "malformed" in failures[0]
+
+
+def test_unknown_serde() -> None:
+    _, failures = serde.decode_column("avro", b"a", [1])
+    assert "unknown serde 'avro'" in failures[0]
+    with pytest.raises(ValueError, match="avro"):
+        serde.encode("avro", b"x")
+
+
+@pytest.mark.parametrize(
+    "name,bad,message",
+    [
+        ("string", 5, "TypeError: string serde: want str, got int"),
+        ("bytes", "text", "TypeError: bytes serde: want bytes, got str"),
+        ("long", 1.5, "TypeError: long serde: want int, got float"),
+        ("long", 2**63, "OverflowError: long serde: 9223372036854775808 does not fit in 64 bits"),
+        ("integer", 2**31, "OverflowError: integer serde: 2147483648 does not fit in 32 bits"),
+        ("double", "1.5", "TypeError: double serde: want float, got str"),
+        ("json", {1, 2}, "TypeError: Object of type set is not JSON serializable"),
+    ],
+)
+def test_encode_failures_are_per_record(name: str, bad: object, message: str) -> None:
+    good = {"string": "x", "bytes": b"x", "long": 1, "integer": 1, "double": 1.0, "json": [1]}[name]
+    data, lengths, failures = serde.encode_column(name, [good, bad, good])
+    assert failures == {1: message}
+
+
+def test_bytes_accepts_bytes_like() -> None:
+    data, lengths, failures = serde.encode_column("bytes", [bytearray(b"ab"), memoryview(b"c"), b""])
+    assert (data, lengths, failures) == (b"abc", [2, 1, 0], {})
+
+
+def test_json_round_trip_preserves_types() -> None:
+    objs = [{"n": 1, "f": 1.25, "s": "x", "l": [True, None]}, 3, "s", [1]]
+    data, lengths, _ = serde.encode_column("json", objs)
+    back, _ = serde.decode_column("json", data, lengths)
+    assert back == objs
+    assert json.loads(data[: lengths[0]]) == objs[0]
