@@ -254,6 +254,19 @@ def test_run_raises_processing_error_on_state_error(engine: Engine) -> None:
     assert engine.fake.methods()[-1] == "Stop"
 
 
+def test_processing_error_takes_the_structured_record_context(engine: Engine) -> None:
+    app = _wordcount_app(engine)
+    # The text does not follow the engine's usual form: the fields must come
+    # from failed_record, not from parsing.
+    ctx = pb.RecordContext(topic="orders", partition=7, offset=99, node="KSTREAM-MAP-0000000004")
+    engine.exchanges.put(pb.ExchangeResponse(state=pb.STATE_ERROR, error="something failed", failed_record=ctx))
+    with pytest.raises(ProcessingError) as info:
+        app.run()
+    e = info.value
+    assert e.message == "something failed"
+    assert (e.topic, e.partition, e.offset, e.node) == ("orders", 7, 99, "KSTREAM-MAP-0000000004")
+
+
 def test_stop_from_another_thread_delivers_results_then_stops(engine: Engine) -> None:
     app = _wordcount_app(engine)
     done: list[BaseException | None] = []

@@ -256,9 +256,25 @@ func (t *task) process(ctx context.Context, batch []*kgo.Record) error {
 	return nil
 }
 
+// RecordError is a record that failed in a node: its input record's topic,
+// partition and offset, and the node.
+type RecordError struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Node      string
+	Err       error
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("runtime: record at %s/%d@%d failed in node %s: %v", e.Topic, e.Partition, e.Offset, e.Node, e.Err)
+}
+
+func (e *RecordError) Unwrap() error { return e.Err }
+
 // recordError names the record, the node and what went wrong.
 func recordError(r rec, node string, err error) error {
-	return fmt.Errorf("runtime: record at %s/%d@%d failed in node %s: %w", r.in.Topic, r.in.Partition, r.in.Offset, node, err)
+	return &RecordError{Topic: r.in.Topic, Partition: r.in.Partition, Offset: r.in.Offset, Node: node, Err: err}
 }
 
 var empty = []byte{}

@@ -326,31 +326,36 @@ func (s *Server) Exchange(ctx context.Context, req *connect.Request[pb.ExchangeR
 	} else if app != nil {
 		wait := time.Duration(min(max(m.WaitMs, 0), 5000)) * time.Millisecond
 		resp.Bundles = ss.dispatch.take(ctx, m.WorkerId, int(m.MaxBundles), wait)
-		resp.State, resp.Error = stateProto(app)
+		resp.State, resp.Error, resp.FailedRecord = stateProto(app)
 	}
 	return connect.NewResponse(resp), nil
 }
 
-func stateProto(app *runtime.App) (pb.State, string) {
+func stateProto(app *runtime.App) (pb.State, string, *pb.RecordContext) {
 	st, err := app.State()
 	msg := ""
+	var rc *pb.RecordContext
 	if err != nil {
 		msg = err.Error()
+		var re *runtime.RecordError
+		if errors.As(err, &re) {
+			rc = &pb.RecordContext{Topic: re.Topic, Partition: re.Partition, Offset: re.Offset, Node: re.Node}
+		}
 	}
 	switch st {
 	case runtime.Rebalancing:
-		return pb.State_STATE_REBALANCING, msg
+		return pb.State_STATE_REBALANCING, msg, rc
 	case runtime.Running:
-		return pb.State_STATE_RUNNING, msg
+		return pb.State_STATE_RUNNING, msg, rc
 	case runtime.Stopped:
 		if err != nil {
-			return pb.State_STATE_ERROR, msg
+			return pb.State_STATE_ERROR, msg, rc
 		}
-		return pb.State_STATE_STOPPED, msg
+		return pb.State_STATE_STOPPED, msg, rc
 	case runtime.Failed:
-		return pb.State_STATE_ERROR, msg
+		return pb.State_STATE_ERROR, msg, rc
 	}
-	return pb.State_STATE_CREATED, msg
+	return pb.State_STATE_CREATED, msg, rc
 }
 
 func (s *Server) GetState(_ context.Context, req *connect.Request[pb.GetStateRequest]) (*connect.Response[pb.GetStateResponse], error) {
@@ -365,7 +370,7 @@ func (s *Server) GetState(_ context.Context, req *connect.Request[pb.GetStateReq
 	if stopped && app == nil {
 		resp.State = pb.State_STATE_STOPPED
 	} else if app != nil {
-		resp.State, resp.Error = stateProto(app)
+		resp.State, resp.Error, resp.FailedRecord = stateProto(app)
 	}
 	return connect.NewResponse(resp), nil
 }

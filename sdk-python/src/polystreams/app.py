@@ -251,7 +251,11 @@ class App:
             results = []
             if resp.state == pb.STATE_ERROR:
                 self._send_stop()
-                raise ProcessingError(resp.error or f"app {self.application_id!r} failed (the engine gave no reason)")
+                message = resp.error or f"app {self.application_id!r} failed (the engine gave no reason)"
+                if resp.HasField("failed_record"):
+                    r = resp.failed_record
+                    raise ProcessingError(message, topic=r.topic, partition=r.partition, offset=r.offset, node=r.node)
+                raise ProcessingError(message)
             if resp.state == pb.STATE_STOPPED or stopping:
                 return
             last_call = time.monotonic()

@@ -73,22 +73,32 @@ _PROCESSING_CONTEXT = re.compile(
 
 class ProcessingError(PolystreamsError):
     """The running topology failed (state ``ERROR``), e.g. because a user
-    function raised for a record. ``message`` is the engine's text; where it
-    names them, ``topic``, ``partition``, ``offset`` and ``node`` are parsed
-    out of it (else None)."""
+    function raised for a record. ``message`` is the engine's text; ``topic``,
+    ``partition``, ``offset`` and ``node`` name the failed record when the
+    failure was a record's (else None). The engine sends them as fields; for
+    older engines they are parsed out of the message."""
 
     topic: str | None
     partition: int | None
     offset: int | None
     node: str | None
 
-    def __init__(self, message: str, code: str = "aborted") -> None:
+    def __init__(
+        self,
+        message: str,
+        code: str = "aborted",
+        *,
+        topic: str | None = None,
+        partition: int | None = None,
+        offset: int | None = None,
+        node: str | None = None,
+    ) -> None:
         super().__init__(code, message)
-        m = _PROCESSING_CONTEXT.search(message)
-        self.topic = m["topic"] if m else None
-        self.partition = int(m["partition"]) if m else None
-        self.offset = int(m["offset"]) if m else None
-        self.node = m["node"] if m else None
+        if node is None:
+            m = _PROCESSING_CONTEXT.search(message)
+            if m:
+                topic, partition, offset, node = m["topic"], int(m["partition"]), int(m["offset"]), m["node"]
+        self.topic, self.partition, self.offset, self.node = topic, partition, offset, node
 
 
 _BY_CODE: dict[str, type[PolystreamsError]] = {

@@ -154,14 +154,16 @@ class ExchangeRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., worker_id: _Optional[str] = ..., results: _Optional[_Iterable[_Union[BundleResult, _Mapping]]] = ..., max_bundles: _Optional[int] = ..., wait_ms: _Optional[int] = ...) -> None: ...
 
 class ExchangeResponse(_message.Message):
-    __slots__ = ["bundles", "error", "state"]
+    __slots__ = ["bundles", "error", "failed_record", "state"]
     BUNDLES_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    FAILED_RECORD_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     bundles: _containers.RepeatedCompositeFieldContainer[Bundle]
     error: str
+    failed_record: RecordContext
     state: State
-    def __init__(self, bundles: _Optional[_Iterable[_Union[Bundle, _Mapping]]] = ..., state: _Optional[_Union[State, str]] = ..., error: _Optional[str] = ...) -> None: ...
+    def __init__(self, bundles: _Optional[_Iterable[_Union[Bundle, _Mapping]]] = ..., state: _Optional[_Union[State, str]] = ..., error: _Optional[str] = ..., failed_record: _Optional[_Union[RecordContext, _Mapping]] = ...) -> None: ...
 
 class FilterNotOp(_message.Message):
     __slots__ = ["input", "name", "token"]
@@ -212,12 +214,14 @@ class GetStateRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ...) -> None: ...
 
 class GetStateResponse(_message.Message):
-    __slots__ = ["error", "state"]
+    __slots__ = ["error", "failed_record", "state"]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    FAILED_RECORD_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     error: str
+    failed_record: RecordContext
     state: State
-    def __init__(self, state: _Optional[_Union[State, str]] = ..., error: _Optional[str] = ...) -> None: ...
+    def __init__(self, state: _Optional[_Union[State, str]] = ..., error: _Optional[str] = ..., failed_record: _Optional[_Union[RecordContext, _Mapping]] = ...) -> None: ...
 
 class GroupByKeyOp(_message.Message):
     __slots__ = ["input", "key_serde", "name", "value_serde"]
@@ -358,6 +362,18 @@ class PeekOp(_message.Message):
     name: str
     token: int
     def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
+
+class RecordContext(_message.Message):
+    __slots__ = ["node", "offset", "partition", "topic"]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    node: str
+    offset: int
+    partition: int
+    topic: str
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., offset: _Optional[int] = ..., node: _Optional[str] = ...) -> None: ...
 
 class RecordFailure(_message.Message):
     __slots__ = ["index", "message", "step"]
