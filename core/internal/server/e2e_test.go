@@ -446,3 +446,36 @@ func TestCheckpointAheadOfChangelogWipesState(t *testing.T) {
 		b.Close()
 	}
 }
+
+// A record that does not decode with its source's declared serde fails like
+// a raising function (Kafka Streams' source node deserialises; the default
+// handler fails): named by node, topic, partition and offset, nothing after
+// it committed.
+func TestUndecodableRecordFailsNamingIt(t *testing.T) {
+	e := newEnv(t)
+	adm, _ := kadm.NewOptClient(kgo.SeedBrokers(e.broker.Addr()))
+	defer adm.Close()
+	if _, err := adm.CreateTopic(context.Background(), 1, 1, nil, "longs"); err != nil {
+		t.Fatal(err)
+	}
+	eight := string([]byte{0, 0, 0, 0, 0, 0, 0, 1})
+	e.produce("longs", eight, eight, "abc", eight)
+	h := e.open("undecodable", map[string]string{"commit.interval.ms": "100"})
+	s := h.mustBuild(&pb.StreamOp{Topics: []string{"longs"}, ValueSerde: "long"})
+	h.mustBuild(&pb.ToOp{Input: s.Id, Topic: "copy"})
+	h.start()
+	got := <-h.serveAsync()
+	for _, want := range []string{"STATE_ERROR", "longs/0@2", "KSTREAM-SOURCE-0000000000", "does not decode as long", "8 bytes, got 3"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("final state %q does not contain %q", got, want)
+		}
+	}
+	h.stop()
+	offs, err := adm.FetchOffsets(context.Background(), "undecodable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := offs.Lookup("longs", 0); ok && o.At > 2 {
+		t.Errorf("committed offset %d is past the undecodable record at offset 2", o.At)
+	}
+}
