@@ -16,6 +16,7 @@ const (
 	stepNative                          // a Go function, per record
 	stepDropNullKey                     // the filter before a repartition sink
 	stepCount
+	stepFold // reduce / aggregate: host fold bundles, or a Go function
 	stepPass // to_stream
 	stepSink
 )
@@ -34,8 +35,10 @@ type step struct {
 	steps                            []*pb.Step
 	keysChange                       bool
 	inKey, inValue, outKey, outValue string
-	// stepCount
+	// stepCount, stepFold
 	store *topology.Store
+	// stepFold: whether the fold runs in the host (else native).
+	hostFold bool
 	// stepSink: the full topic name (internal topics prefixed).
 	topic string
 }
@@ -47,8 +50,11 @@ type plan struct {
 	stores  []*topology.Store
 }
 
+// isHost reports whether n is a stateless operator run by a host; those
+// fuse into chains.
 func isHost(n *topology.Node) bool {
-	return n.Type == topology.Processor && n.Fn != nil && n.Fn.Token != 0
+	_, stateless := hostOps[n.Op]
+	return stateless && n.Type == topology.Processor && n.Fn != nil && n.Fn.Token != 0
 }
 
 var hostOps = map[topology.Op]pb.Operation{
@@ -110,6 +116,24 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				s.kind = stepNative
 			case n.Op == topology.OpRepartitionFilter:
 				s.kind = stepDropNullKey
+			case n.Op == topology.OpReduce || n.Op == topology.OpAggregate:
+				s.kind = stepFold
+				if len(n.Stores) != 1 || t.Stores[n.Stores[0]] == nil || len(n.Predecessors) != 1 {
+					return nil, fmt.Errorf("runtime: node %s needs one store and one predecessor", n.Name)
+				}
+				s.store = t.Stores[n.Stores[0]]
+				p.stores = append(p.stores, s.store)
+				s.hostFold = n.Fn.Token != 0
+				if s.hostFold {
+					st := &pb.Step{Token: n.Fn.Token, Operation: pb.Operation_OPERATION_REDUCE, Node: n.Name}
+					if n.Op == topology.OpAggregate {
+						st.Operation = pb.Operation_OPERATION_AGGREGATE
+						st.InitializerToken = n.Init.Token
+					}
+					s.steps = []*pb.Step{st}
+					s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
+					s.outKey, s.outValue = n.KeySerde, s.store.ValueSerde
+				}
 			case n.Op == topology.OpCount:
 				s.kind = stepCount
 				if len(n.Stores) != 1 || t.Stores[n.Stores[0]] == nil {

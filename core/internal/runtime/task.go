@@ -65,9 +65,9 @@ type task struct {
 	// that completed (outputs handed to the producer) move it.
 	offsets map[string]kgo.EpochOffset
 
-	// droppedNullKeys counts records an aggregation skipped (null key), as
-	// Kafka Streams' dropped-records metric does.
-	droppedNullKeys int64
+	// droppedRecords counts records an aggregation skipped (null key or
+	// value), as Kafka Streams' dropped-records metric does.
+	droppedRecords int64
 }
 
 func newTask(a *App, id taskID, p *plan) *task {
@@ -324,8 +324,9 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 		tx := t.stores[s.store.Name]
 		out = make([]rec, 0, len(recs))
 		for _, r := range recs {
-			if r.key == nil {
-				t.droppedNullKeys++
+			if r.key == nil || r.value == nil {
+				// KStreamAggregate: "Skipping record due to null key or value".
+				t.droppedRecords++
 				continue
 			}
 			cur, err := tx.get(r.key)
@@ -341,6 +342,11 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 			v := serde.AppendLong(make([]byte, 0, 8), n+1)
 			tx.dirty[string(r.key)] = v
 			out = append(out, rec{key: r.key, value: v, ts: r.ts, in: r.in})
+		}
+	case stepFold:
+		var err error
+		if out, err = t.fold(ctx, s, recs); err != nil {
+			return err
 		}
 	case stepPass:
 		out = recs

@@ -121,11 +121,33 @@ func (s *Server) Build(_ context.Context, req *connect.Request[pb.BuildRequest])
 		}
 	case *pb.BuildRequest_Count:
 		v := o.Count
-		var mat *topology.Materialized
-		if v.Materialized != nil {
-			mat = &topology.Materialized{StoreName: v.Materialized.StoreName, KeySerde: v.Materialized.KeySerde, ValueSerde: v.Materialized.ValueSerde}
+		h, err = b.Count(v.Input, materialized(v.Materialized), v.Name)
+	case *pb.BuildRequest_Reduce:
+		v := o.Reduce
+		var f topology.Function
+		switch {
+		case v.Token != 0 && v.Builtin != pb.Reducer_REDUCER_UNSPECIFIED:
+			err = connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: names both token %d and built-in %v; give one", method, v.Token, v.Builtin))
+		case v.Builtin != pb.Reducer_REDUCER_UNSPECIFIED:
+			name, ok := builtinReducers[v.Builtin]
+			if !ok {
+				err = connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: built-in reducer %d is not known", method, v.Builtin))
+			}
+			f = topology.Function{Builtin: name, Name: name}
+		default:
+			f, err = fn(v.Token)
 		}
-		h, err = b.Count(v.Input, mat, v.Name)
+		if err == nil {
+			h, err = b.Reduce(v.Input, f, materialized(v.Materialized), v.Name)
+		}
+	case *pb.BuildRequest_Aggregate:
+		v := o.Aggregate
+		var init, agg topology.Function
+		if init, err = fn(v.InitializerToken); err == nil {
+			if agg, err = fn(v.AggregatorToken); err == nil {
+				h, err = b.Aggregate(v.Input, init, agg, materialized(v.Materialized), v.Name)
+			}
+		}
 	case *pb.BuildRequest_ToStream:
 		v := o.ToStream
 		h, err = b.ToStream(v.Input, v.Name)
@@ -141,6 +163,20 @@ func (s *Server) Build(_ context.Context, req *connect.Request[pb.BuildRequest])
 		return nil, builderError(method, err)
 	}
 	return connect.NewResponse(&pb.BuildResponse{Handle: handleProto(h)}), nil
+}
+
+var builtinReducers = map[pb.Reducer]string{
+	pb.Reducer_REDUCER_SUM:    topology.BuiltinSum,
+	pb.Reducer_REDUCER_MIN:    topology.BuiltinMin,
+	pb.Reducer_REDUCER_MAX:    topology.BuiltinMax,
+	pb.Reducer_REDUCER_LATEST: topology.BuiltinLatest,
+}
+
+func materialized(m *pb.Materialized) *topology.Materialized {
+	if m == nil {
+		return nil
+	}
+	return &topology.Materialized{StoreName: m.StoreName, KeySerde: m.KeySerde, ValueSerde: m.ValueSerde}
 }
 
 // operationName is the operator's name in the protocol (snake_case).

@@ -24,7 +24,8 @@ const (
 	prefixKeySelect     = "KSTREAM-KEY-SELECT-" // selectKey and groupBy's key selector
 	prefixPeek          = "KSTREAM-PEEK-"
 	prefixForeach       = "KSTREAM-FOREACH-"
-	prefixAggregate     = "KSTREAM-AGGREGATE-" // count's processor and, with STATE-STORE-, its store
+	prefixAggregate     = "KSTREAM-AGGREGATE-" // count's and aggregate's processor and, with STATE-STORE-, store
+	prefixReduce        = "KSTREAM-REDUCE-"
 	prefixToStream      = "KTABLE-TOSTREAM-"
 
 	repartitionSuffix = "-repartition"
@@ -309,18 +310,68 @@ func (b *Builder) GroupBy(input uint64, fn Function, keySerde, valueSerde, name 
 // store's, then the processor's, then sink, filter and source of the
 // repartition.
 func (b *Builder) Count(input uint64, m *Materialized, name string) (*Handle, error) {
-	c := b.begin("count")
+	return b.aggregation(fold{op: "count", kind: OpCount, prefix: prefixAggregate, valueSerde: serde.Long}, input, m, name)
+}
+
+// Reduce adds KGroupedStream.reduce: the first value of a key becomes its
+// aggregate and fn folds in the rest (a host reducer or a ReduceFunc). The
+// store keeps the grouped stream's value serde unless m names another.
+func (b *Builder) Reduce(input uint64, fn Function, m *Materialized, name string) (*Handle, error) {
+	return b.aggregation(fold{op: "reduce", kind: OpReduce, prefix: prefixReduce, fn: &fn}, input, m, name)
+}
+
+// Aggregate adds KGroupedStream.aggregate: init gives a key's first
+// aggregate, fn folds each value into it. The aggregate's serde is m's value
+// serde, else the grouped stream's value serde.
+func (b *Builder) Aggregate(input uint64, init, fn Function, m *Materialized, name string) (*Handle, error) {
+	return b.aggregation(fold{op: "aggregate", kind: OpAggregate, prefix: prefixAggregate, fn: &fn, init: &init}, input, m, name)
+}
+
+// fold describes one aggregation operator of a grouped stream.
+type fold struct {
+	op     string
+	kind   Op
+	prefix string
+	// valueSerde, when set, is the only value serde the store can hold.
+	valueSerde string
+	fn, init   *Function
+}
+
+var (
+	reduceNative    = reflect.TypeFor[ReduceFunc]()
+	aggregateNative = reflect.TypeFor[AggregateFunc]()
+	initNative      = reflect.TypeFor[InitializerFunc]()
+)
+
+func (b *Builder) aggregation(f fold, input uint64, m *Materialized, name string) (*Handle, error) {
+	c := b.begin(f.op)
 	in := c.input(input, KindGroupedStream)
+	switch f.kind {
+	case OpReduce:
+		if f.fn.Builtin != "" && f.fn.Token == 0 && f.fn.Native == nil && in != nil {
+			fn, err := builtinReducer(f.fn.Builtin, in.handle.ValueSerde)
+			if err != nil {
+				c.invalid("reduce: %v", err)
+			} else {
+				resolved := Function{Name: f.fn.Builtin, Native: fn, Builtin: f.fn.Builtin}
+				f.fn = &resolved
+			}
+		}
+		c.function(*f.fn, reduceNative)
+	case OpAggregate:
+		c.function(*f.init, initNative)
+		c.function(*f.fn, aggregateNative)
+	}
 	var mat Materialized
 	if m != nil {
 		mat = *m
 		c.serde("materialized key", mat.KeySerde)
-		if mat.ValueSerde != "" && mat.ValueSerde != serde.Long && c.serde("materialized value", mat.ValueSerde) {
-			c.invalid("count stores longs, but materialized names value serde %q", mat.ValueSerde)
+		if c.serde("materialized value", mat.ValueSerde) && f.valueSerde != "" && mat.ValueSerde != "" && mat.ValueSerde != f.valueSerde {
+			c.invalid("%s stores %ss, but materialized names value serde %q", f.op, f.valueSerde, mat.ValueSerde)
 		}
 		if mat.StoreName != "" {
 			c.validName("store", mat.StoreName)
-		} else {
+		} else if f.kind == OpCount {
 			// KGroupedStreamImpl.count(Materialized): "we used to burn a
 			// topology name here, so we have to keep doing it".
 			c.burn()
@@ -328,12 +379,12 @@ func (b *Builder) Count(input uint64, m *Materialized, name string) (*Handle, er
 	}
 	store := mat.StoreName
 	if store == "" {
-		store = fmt.Sprintf("%sSTATE-STORE-%010d", prefixAggregate, c.burn())
+		store = fmt.Sprintf("%sSTATE-STORE-%010d", f.prefix, c.burn())
 	}
 	if b.stores[store] != nil {
-		c.invalid("count names store %q, which exists already", store)
+		c.invalid("%s names store %q, which exists already", f.op, store)
 	}
-	aggName := c.processorName(name, prefixAggregate)
+	aggName := c.processorName(name, f.prefix)
 
 	var rp repartition
 	if in != nil && in.repartition {
@@ -348,11 +399,12 @@ func (b *Builder) Count(input uint64, m *Materialized, name string) (*Handle, er
 		g = b.repartition(in, rp)
 		from = g.out
 	}
+	valueSerde := serde.Or(mat.ValueSerde, serde.Or(f.valueSerde, in.handle.ValueSerde))
 	n := &Node{
-		Name: aggName, Type: Processor, Op: OpCount, Stores: []string{store},
-		KeySerde: serde.Or(mat.KeySerde, in.handle.KeySerde), ValueSerde: serde.Long,
+		Name: aggName, Type: Processor, Op: f.kind, Stores: []string{store}, Fn: f.fn, Init: f.init,
+		KeySerde: serde.Or(mat.KeySerde, in.handle.KeySerde), ValueSerde: valueSerde,
 	}
-	b.stores[store] = &Store{Name: store, KeySerde: n.KeySerde, ValueSerde: serde.Long, ChangelogTopic: store + changelogSuffix}
+	b.stores[store] = &Store{Name: store, KeySerde: n.KeySerde, ValueSerde: valueSerde, ChangelogTopic: store + changelogSuffix}
 	b.nodes[n.Name] = n
 	link(from, n)
 	ag := b.add(g, &gnode{nodes: []*Node{n}, out: n})

@@ -73,6 +73,13 @@ const (
 	OpCount
 	// OpToStream is KTable.toStream: forwards each change's new value.
 	OpToStream
+	// OpReduce is KStreamReduce: the first value of a key becomes its
+	// aggregate, later ones are folded in with Fn (a ReduceFunc or a host
+	// reducer). Each update is forwarded as a table change.
+	OpReduce
+	// OpAggregate is KStreamAggregate: Init gives a key's first aggregate,
+	// Fn folds each value into it (an AggregateFunc or a host aggregator).
+	OpAggregate
 )
 
 // Function is the user function of a stateless operator: a host token, or a
@@ -82,6 +89,9 @@ type Function struct {
 	Token  uint32
 	Name   string
 	Native any
+	// Builtin names a built-in reducer (sum, min, max, latest) for reduce;
+	// the builder resolves it to Native for the grouped stream's serde.
+	Builtin string
 }
 
 // Native function types, over serialized bytes (nil is null).
@@ -92,6 +102,9 @@ type (
 	MapFunc           func(key, value []byte) (newKey, newValue []byte, err error)
 	SelectKeyFunc     func(key, value []byte) ([]byte, error)
 	ForeachFunc       func(key, value []byte) error // peek and foreach
+	ReduceFunc        func(aggregate, value []byte) ([]byte, error)
+	AggregateFunc     func(key, value, aggregate []byte) ([]byte, error)
+	InitializerFunc   func() ([]byte, error)
 )
 
 // Node is one node of the graph.
@@ -107,8 +120,10 @@ type Node struct {
 	Internal bool
 	// Stores this processor uses (names of Topology.Stores entries).
 	Stores []string
-	// Fn is set for OpMapValues .. OpForeach.
+	// Fn is set for OpMapValues .. OpForeach, OpReduce and OpAggregate.
 	Fn *Function
+	// Init is OpAggregate's initializer.
+	Init *Function
 	// Serdes of the records this node outputs (for a source: of its topics;
 	// for a sink: of what it writes).
 	KeySerde, ValueSerde string

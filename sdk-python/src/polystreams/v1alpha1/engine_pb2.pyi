@@ -9,6 +9,7 @@ KIND_GROUPED_STREAM: Kind
 KIND_STREAM: Kind
 KIND_TABLE: Kind
 KIND_UNSPECIFIED: Kind
+OPERATION_AGGREGATE: Operation
 OPERATION_FILTER: Operation
 OPERATION_FILTER_NOT: Operation
 OPERATION_FLAT_MAP_VALUES: Operation
@@ -16,8 +17,14 @@ OPERATION_FOREACH: Operation
 OPERATION_MAP: Operation
 OPERATION_MAP_VALUES: Operation
 OPERATION_PEEK: Operation
+OPERATION_REDUCE: Operation
 OPERATION_SELECT_KEY: Operation
 OPERATION_UNSPECIFIED: Operation
+REDUCER_LATEST: Reducer
+REDUCER_MAX: Reducer
+REDUCER_MIN: Reducer
+REDUCER_SUM: Reducer
+REDUCER_UNSPECIFIED: Reducer
 STATE_CREATED: State
 STATE_ERROR: State
 STATE_REBALANCING: State
@@ -25,8 +32,23 @@ STATE_RUNNING: State
 STATE_STOPPED: State
 STATE_UNSPECIFIED: State
 
+class AggregateOp(_message.Message):
+    __slots__ = ["aggregator_token", "initializer_token", "input", "materialized", "name"]
+    AGGREGATOR_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    INITIALIZER_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    MATERIALIZED_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    aggregator_token: int
+    initializer_token: int
+    input: int
+    materialized: Materialized
+    name: str
+    def __init__(self, input: _Optional[int] = ..., initializer_token: _Optional[int] = ..., aggregator_token: _Optional[int] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ..., name: _Optional[str] = ...) -> None: ...
+
 class BuildRequest(_message.Message):
-    __slots__ = ["count", "filter", "filter_not", "flat_map_values", "foreach", "group_by", "group_by_key", "map", "map_values", "peek", "select_key", "session_id", "stream", "to", "to_stream"]
+    __slots__ = ["aggregate", "count", "filter", "filter_not", "flat_map_values", "foreach", "group_by", "group_by_key", "map", "map_values", "peek", "reduce", "select_key", "session_id", "stream", "to", "to_stream"]
+    AGGREGATE_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     FILTER_NOT_FIELD_NUMBER: _ClassVar[int]
@@ -37,11 +59,13 @@ class BuildRequest(_message.Message):
     MAP_FIELD_NUMBER: _ClassVar[int]
     MAP_VALUES_FIELD_NUMBER: _ClassVar[int]
     PEEK_FIELD_NUMBER: _ClassVar[int]
+    REDUCE_FIELD_NUMBER: _ClassVar[int]
     SELECT_KEY_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     STREAM_FIELD_NUMBER: _ClassVar[int]
     TO_FIELD_NUMBER: _ClassVar[int]
     TO_STREAM_FIELD_NUMBER: _ClassVar[int]
+    aggregate: AggregateOp
     count: CountOp
     filter: FilterOp
     filter_not: FilterNotOp
@@ -52,12 +76,13 @@ class BuildRequest(_message.Message):
     map: MapOp
     map_values: MapValuesOp
     peek: PeekOp
+    reduce: ReduceOp
     select_key: SelectKeyOp
     session_id: str
     stream: StreamOp
     to: ToOp
     to_stream: ToStreamOp
-    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ..., reduce: _Optional[_Union[ReduceOp, _Mapping]] = ..., aggregate: _Optional[_Union[AggregateOp, _Mapping]] = ...) -> None: ...
 
 class BuildResponse(_message.Message):
     __slots__ = ["handle"]
@@ -66,7 +91,11 @@ class BuildResponse(_message.Message):
     def __init__(self, handle: _Optional[_Union[Handle, _Mapping]] = ...) -> None: ...
 
 class Bundle(_message.Message):
-    __slots__ = ["id", "key_lengths", "key_serde", "keys", "offsets", "output_key_serde", "output_value_serde", "partition", "steps", "timestamps", "topic", "value_lengths", "value_serde", "values"]
+    __slots__ = ["aggregate_lengths", "aggregate_serde", "aggregates", "group_sizes", "id", "key_lengths", "key_serde", "keys", "offsets", "output_key_serde", "output_value_serde", "partition", "steps", "timestamps", "topic", "value_lengths", "value_serde", "values"]
+    AGGREGATES_FIELD_NUMBER: _ClassVar[int]
+    AGGREGATE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    AGGREGATE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_SIZES_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
     KEY_LENGTHS_FIELD_NUMBER: _ClassVar[int]
@@ -81,6 +110,10 @@ class Bundle(_message.Message):
     VALUES_FIELD_NUMBER: _ClassVar[int]
     VALUE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    aggregate_lengths: _containers.RepeatedScalarFieldContainer[int]
+    aggregate_serde: str
+    aggregates: bytes
+    group_sizes: _containers.RepeatedScalarFieldContainer[int]
     id: int
     key_lengths: _containers.RepeatedScalarFieldContainer[int]
     key_serde: str
@@ -95,7 +128,7 @@ class Bundle(_message.Message):
     value_lengths: _containers.RepeatedScalarFieldContainer[int]
     value_serde: str
     values: bytes
-    def __init__(self, id: _Optional[int] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., output_key_serde: _Optional[str] = ..., output_value_serde: _Optional[str] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., topic: _Optional[str] = ..., partition: _Optional[int] = ..., offsets: _Optional[_Iterable[int]] = ..., timestamps: _Optional[_Iterable[int]] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., output_key_serde: _Optional[str] = ..., output_value_serde: _Optional[str] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., topic: _Optional[str] = ..., partition: _Optional[int] = ..., offsets: _Optional[_Iterable[int]] = ..., timestamps: _Optional[_Iterable[int]] = ..., group_sizes: _Optional[_Iterable[int]] = ..., aggregate_lengths: _Optional[_Iterable[int]] = ..., aggregates: _Optional[bytes] = ..., aggregate_serde: _Optional[str] = ...) -> None: ...
 
 class BundleResult(_message.Message):
     __slots__ = ["bundle_id", "failures", "key_lengths", "keys", "output_counts", "value_lengths", "values"]
@@ -385,6 +418,20 @@ class RecordFailure(_message.Message):
     step: int
     def __init__(self, index: _Optional[int] = ..., step: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
+class ReduceOp(_message.Message):
+    __slots__ = ["builtin", "input", "materialized", "name", "token"]
+    BUILTIN_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    MATERIALIZED_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    builtin: Reducer
+    input: int
+    materialized: Materialized
+    name: str
+    token: int
+    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., builtin: _Optional[_Union[Reducer, str]] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ..., name: _Optional[str] = ...) -> None: ...
+
 class RegisterFunctionRequest(_message.Message):
     __slots__ = ["name", "session_id"]
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -422,14 +469,16 @@ class StartResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class Step(_message.Message):
-    __slots__ = ["node", "operation", "token"]
+    __slots__ = ["initializer_token", "node", "operation", "token"]
+    INITIALIZER_TOKEN_FIELD_NUMBER: _ClassVar[int]
     NODE_FIELD_NUMBER: _ClassVar[int]
     OPERATION_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
+    initializer_token: int
     node: str
     operation: Operation
     token: int
-    def __init__(self, token: _Optional[int] = ..., operation: _Optional[_Union[Operation, str]] = ..., node: _Optional[str] = ...) -> None: ...
+    def __init__(self, token: _Optional[int] = ..., operation: _Optional[_Union[Operation, str]] = ..., node: _Optional[str] = ..., initializer_token: _Optional[int] = ...) -> None: ...
 
 class StopRequest(_message.Message):
     __slots__ = ["session_id"]
@@ -490,6 +539,9 @@ class TopologyDescription(_message.Message):
     def __init__(self, subtopologies: _Optional[_Iterable[_Union[Subtopology, _Mapping]]] = ...) -> None: ...
 
 class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class Reducer(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class Operation(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):

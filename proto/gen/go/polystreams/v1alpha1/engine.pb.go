@@ -86,6 +86,67 @@ func (Kind) EnumDescriptor() ([]byte, []int) {
 	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{0}
 }
 
+// Reducer is a built-in reduce that runs in the engine and never crosses.
+// The grouped stream's values must be long or double.
+type Reducer int32
+
+const (
+	Reducer_REDUCER_UNSPECIFIED Reducer = 0
+	// The sum of the values.
+	Reducer_REDUCER_SUM Reducer = 1
+	// The smallest value.
+	Reducer_REDUCER_MIN Reducer = 2
+	// The largest value.
+	Reducer_REDUCER_MAX Reducer = 3
+	// The latest value (any serde).
+	Reducer_REDUCER_LATEST Reducer = 4
+)
+
+// Enum value maps for Reducer.
+var (
+	Reducer_name = map[int32]string{
+		0: "REDUCER_UNSPECIFIED",
+		1: "REDUCER_SUM",
+		2: "REDUCER_MIN",
+		3: "REDUCER_MAX",
+		4: "REDUCER_LATEST",
+	}
+	Reducer_value = map[string]int32{
+		"REDUCER_UNSPECIFIED": 0,
+		"REDUCER_SUM":         1,
+		"REDUCER_MIN":         2,
+		"REDUCER_MAX":         3,
+		"REDUCER_LATEST":      4,
+	}
+)
+
+func (x Reducer) Enum() *Reducer {
+	p := new(Reducer)
+	*p = x
+	return p
+}
+
+func (x Reducer) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Reducer) Descriptor() protoreflect.EnumDescriptor {
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[1].Descriptor()
+}
+
+func (Reducer) Type() protoreflect.EnumType {
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[1]
+}
+
+func (x Reducer) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Reducer.Descriptor instead.
+func (Reducer) EnumDescriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{1}
+}
+
 // Operation is what a step of a bundle does with its function.
 type Operation int32
 
@@ -107,20 +168,27 @@ const (
 	Operation_OPERATION_PEEK Operation = 7
 	// fn(key, value); nothing passes
 	Operation_OPERATION_FOREACH Operation = 8
+	// fn(aggregate, value) -> aggregate; a fold bundle (see Bundle)
+	Operation_OPERATION_REDUCE Operation = 9
+	// fn(key, value, aggregate) -> aggregate, started by the step's
+	// initializer fn(); a fold bundle (see Bundle)
+	Operation_OPERATION_AGGREGATE Operation = 10
 )
 
 // Enum value maps for Operation.
 var (
 	Operation_name = map[int32]string{
-		0: "OPERATION_UNSPECIFIED",
-		1: "OPERATION_MAP_VALUES",
-		2: "OPERATION_FILTER",
-		3: "OPERATION_FILTER_NOT",
-		4: "OPERATION_FLAT_MAP_VALUES",
-		5: "OPERATION_MAP",
-		6: "OPERATION_SELECT_KEY",
-		7: "OPERATION_PEEK",
-		8: "OPERATION_FOREACH",
+		0:  "OPERATION_UNSPECIFIED",
+		1:  "OPERATION_MAP_VALUES",
+		2:  "OPERATION_FILTER",
+		3:  "OPERATION_FILTER_NOT",
+		4:  "OPERATION_FLAT_MAP_VALUES",
+		5:  "OPERATION_MAP",
+		6:  "OPERATION_SELECT_KEY",
+		7:  "OPERATION_PEEK",
+		8:  "OPERATION_FOREACH",
+		9:  "OPERATION_REDUCE",
+		10: "OPERATION_AGGREGATE",
 	}
 	Operation_value = map[string]int32{
 		"OPERATION_UNSPECIFIED":     0,
@@ -132,6 +200,8 @@ var (
 		"OPERATION_SELECT_KEY":      6,
 		"OPERATION_PEEK":            7,
 		"OPERATION_FOREACH":         8,
+		"OPERATION_REDUCE":          9,
+		"OPERATION_AGGREGATE":       10,
 	}
 )
 
@@ -146,11 +216,11 @@ func (x Operation) String() string {
 }
 
 func (Operation) Descriptor() protoreflect.EnumDescriptor {
-	return file_polystreams_v1alpha1_engine_proto_enumTypes[1].Descriptor()
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[2].Descriptor()
 }
 
 func (Operation) Type() protoreflect.EnumType {
-	return &file_polystreams_v1alpha1_engine_proto_enumTypes[1]
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[2]
 }
 
 func (x Operation) Number() protoreflect.EnumNumber {
@@ -159,7 +229,7 @@ func (x Operation) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Operation.Descriptor instead.
 func (Operation) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{1}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{2}
 }
 
 type State int32
@@ -208,11 +278,11 @@ func (x State) String() string {
 }
 
 func (State) Descriptor() protoreflect.EnumDescriptor {
-	return file_polystreams_v1alpha1_engine_proto_enumTypes[2].Descriptor()
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[3].Descriptor()
 }
 
 func (State) Type() protoreflect.EnumType {
-	return &file_polystreams_v1alpha1_engine_proto_enumTypes[2]
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[3]
 }
 
 func (x State) Number() protoreflect.EnumNumber {
@@ -221,7 +291,7 @@ func (x State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use State.Descriptor instead.
 func (State) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{2}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{3}
 }
 
 type Node_Type int32
@@ -260,11 +330,11 @@ func (x Node_Type) String() string {
 }
 
 func (Node_Type) Descriptor() protoreflect.EnumDescriptor {
-	return file_polystreams_v1alpha1_engine_proto_enumTypes[3].Descriptor()
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[4].Descriptor()
 }
 
 func (Node_Type) Type() protoreflect.EnumType {
-	return &file_polystreams_v1alpha1_engine_proto_enumTypes[3]
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[4]
 }
 
 func (x Node_Type) Number() protoreflect.EnumNumber {
@@ -273,7 +343,7 @@ func (x Node_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Node_Type.Descriptor instead.
 func (Node_Type) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{26, 0}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{28, 0}
 }
 
 type OpenSessionRequest struct {
@@ -1434,6 +1504,166 @@ func (x *CountOp) GetName() string {
 	return ""
 }
 
+type ReduceOp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A grouped stream.
+	Input uint64 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
+	// The reducer: a host function fn(aggregate, value) -> aggregate, or a
+	// built-in. Exactly one of the two is set.
+	Token   uint32  `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
+	Builtin Reducer `protobuf:"varint,3,opt,name=builtin,proto3,enum=polystreams.v1alpha1.Reducer" json:"builtin,omitempty"`
+	// Absent: the store is named for you and keeps the values' serde.
+	Materialized  *Materialized `protobuf:"bytes,4,opt,name=materialized,proto3" json:"materialized,omitempty"`
+	Name          string        `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReduceOp) Reset() {
+	*x = ReduceOp{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReduceOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReduceOp) ProtoMessage() {}
+
+func (x *ReduceOp) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReduceOp.ProtoReflect.Descriptor instead.
+func (*ReduceOp) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ReduceOp) GetInput() uint64 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+func (x *ReduceOp) GetToken() uint32 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *ReduceOp) GetBuiltin() Reducer {
+	if x != nil {
+		return x.Builtin
+	}
+	return Reducer_REDUCER_UNSPECIFIED
+}
+
+func (x *ReduceOp) GetMaterialized() *Materialized {
+	if x != nil {
+		return x.Materialized
+	}
+	return nil
+}
+
+func (x *ReduceOp) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type AggregateOp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A grouped stream.
+	Input uint64 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
+	// fn() -> the initial aggregate of a key.
+	InitializerToken uint32 `protobuf:"varint,2,opt,name=initializer_token,json=initializerToken,proto3" json:"initializer_token,omitempty"`
+	// fn(key, value, aggregate) -> aggregate.
+	AggregatorToken uint32 `protobuf:"varint,3,opt,name=aggregator_token,json=aggregatorToken,proto3" json:"aggregator_token,omitempty"`
+	// materialized.value_serde is the aggregate's serde (default: the values').
+	Materialized  *Materialized `protobuf:"bytes,4,opt,name=materialized,proto3" json:"materialized,omitempty"`
+	Name          string        `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AggregateOp) Reset() {
+	*x = AggregateOp{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AggregateOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AggregateOp) ProtoMessage() {}
+
+func (x *AggregateOp) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AggregateOp.ProtoReflect.Descriptor instead.
+func (*AggregateOp) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *AggregateOp) GetInput() uint64 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+func (x *AggregateOp) GetInitializerToken() uint32 {
+	if x != nil {
+		return x.InitializerToken
+	}
+	return 0
+}
+
+func (x *AggregateOp) GetAggregatorToken() uint32 {
+	if x != nil {
+		return x.AggregatorToken
+	}
+	return 0
+}
+
+func (x *AggregateOp) GetMaterialized() *Materialized {
+	if x != nil {
+		return x.Materialized
+	}
+	return nil
+}
+
+func (x *AggregateOp) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 type ToStreamOp struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Input         uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
@@ -1444,7 +1674,7 @@ type ToStreamOp struct {
 
 func (x *ToStreamOp) Reset() {
 	*x = ToStreamOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1456,7 +1686,7 @@ func (x *ToStreamOp) String() string {
 func (*ToStreamOp) ProtoMessage() {}
 
 func (x *ToStreamOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1469,7 +1699,7 @@ func (x *ToStreamOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToStreamOp.ProtoReflect.Descriptor instead.
 func (*ToStreamOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{18}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ToStreamOp) GetInput() uint64 {
@@ -1500,7 +1730,7 @@ type ToOp struct {
 
 func (x *ToOp) Reset() {
 	*x = ToOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1512,7 +1742,7 @@ func (x *ToOp) String() string {
 func (*ToOp) ProtoMessage() {}
 
 func (x *ToOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1525,7 +1755,7 @@ func (x *ToOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToOp.ProtoReflect.Descriptor instead.
 func (*ToOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{19}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ToOp) GetInput() uint64 {
@@ -1584,6 +1814,8 @@ type BuildRequest struct {
 	//	*BuildRequest_Count
 	//	*BuildRequest_ToStream
 	//	*BuildRequest_To
+	//	*BuildRequest_Reduce
+	//	*BuildRequest_Aggregate
 	Operation     isBuildRequest_Operation `protobuf_oneof:"operation"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1591,7 +1823,7 @@ type BuildRequest struct {
 
 func (x *BuildRequest) Reset() {
 	*x = BuildRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1603,7 +1835,7 @@ func (x *BuildRequest) String() string {
 func (*BuildRequest) ProtoMessage() {}
 
 func (x *BuildRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1616,7 +1848,7 @@ func (x *BuildRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildRequest.ProtoReflect.Descriptor instead.
 func (*BuildRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{20}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *BuildRequest) GetSessionId() string {
@@ -1759,6 +1991,24 @@ func (x *BuildRequest) GetTo() *ToOp {
 	return nil
 }
 
+func (x *BuildRequest) GetReduce() *ReduceOp {
+	if x != nil {
+		if x, ok := x.Operation.(*BuildRequest_Reduce); ok {
+			return x.Reduce
+		}
+	}
+	return nil
+}
+
+func (x *BuildRequest) GetAggregate() *AggregateOp {
+	if x != nil {
+		if x, ok := x.Operation.(*BuildRequest_Aggregate); ok {
+			return x.Aggregate
+		}
+	}
+	return nil
+}
+
 type isBuildRequest_Operation interface {
 	isBuildRequest_Operation()
 }
@@ -1819,6 +2069,14 @@ type BuildRequest_To struct {
 	To *ToOp `protobuf:"bytes,23,opt,name=to,proto3,oneof"`
 }
 
+type BuildRequest_Reduce struct {
+	Reduce *ReduceOp `protobuf:"bytes,24,opt,name=reduce,proto3,oneof"`
+}
+
+type BuildRequest_Aggregate struct {
+	Aggregate *AggregateOp `protobuf:"bytes,25,opt,name=aggregate,proto3,oneof"`
+}
+
 func (*BuildRequest_Stream) isBuildRequest_Operation() {}
 
 func (*BuildRequest_MapValues) isBuildRequest_Operation() {}
@@ -1847,6 +2105,10 @@ func (*BuildRequest_ToStream) isBuildRequest_Operation() {}
 
 func (*BuildRequest_To) isBuildRequest_Operation() {}
 
+func (*BuildRequest_Reduce) isBuildRequest_Operation() {}
+
+func (*BuildRequest_Aggregate) isBuildRequest_Operation() {}
+
 type BuildResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The handle made; absent for terminal operators (to, foreach).
@@ -1857,7 +2119,7 @@ type BuildResponse struct {
 
 func (x *BuildResponse) Reset() {
 	*x = BuildResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1869,7 +2131,7 @@ func (x *BuildResponse) String() string {
 func (*BuildResponse) ProtoMessage() {}
 
 func (x *BuildResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1882,7 +2144,7 @@ func (x *BuildResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildResponse.ProtoReflect.Descriptor instead.
 func (*BuildResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{21}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *BuildResponse) GetHandle() *Handle {
@@ -1901,7 +2163,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1913,7 +2175,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1926,7 +2188,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{22}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DescribeRequest) GetSessionId() string {
@@ -1948,7 +2210,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1960,7 +2222,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1973,7 +2235,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{23}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DescribeResponse) GetText() string {
@@ -1999,7 +2261,7 @@ type TopologyDescription struct {
 
 func (x *TopologyDescription) Reset() {
 	*x = TopologyDescription{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2011,7 +2273,7 @@ func (x *TopologyDescription) String() string {
 func (*TopologyDescription) ProtoMessage() {}
 
 func (x *TopologyDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2024,7 +2286,7 @@ func (x *TopologyDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologyDescription.ProtoReflect.Descriptor instead.
 func (*TopologyDescription) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{24}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TopologyDescription) GetSubtopologies() []*Subtopology {
@@ -2044,7 +2306,7 @@ type Subtopology struct {
 
 func (x *Subtopology) Reset() {
 	*x = Subtopology{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2056,7 +2318,7 @@ func (x *Subtopology) String() string {
 func (*Subtopology) ProtoMessage() {}
 
 func (x *Subtopology) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2069,7 +2331,7 @@ func (x *Subtopology) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subtopology.ProtoReflect.Descriptor instead.
 func (*Subtopology) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{25}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Subtopology) GetId() int32 {
@@ -2105,7 +2367,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2117,7 +2379,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2130,7 +2392,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{26}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Node) GetName() string {
@@ -2191,7 +2453,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2203,7 +2465,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2216,7 +2478,7 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{27}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *StartRequest) GetSessionId() string {
@@ -2234,7 +2496,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2246,7 +2508,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2259,7 +2521,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{28}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{30}
 }
 
 type ExchangeRequest struct {
@@ -2280,7 +2542,7 @@ type ExchangeRequest struct {
 
 func (x *ExchangeRequest) Reset() {
 	*x = ExchangeRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2292,7 +2554,7 @@ func (x *ExchangeRequest) String() string {
 func (*ExchangeRequest) ProtoMessage() {}
 
 func (x *ExchangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2305,7 +2567,7 @@ func (x *ExchangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeRequest.ProtoReflect.Descriptor instead.
 func (*ExchangeRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ExchangeRequest) GetSessionId() string {
@@ -2359,7 +2621,7 @@ type ExchangeResponse struct {
 
 func (x *ExchangeResponse) Reset() {
 	*x = ExchangeResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2371,7 +2633,7 @@ func (x *ExchangeResponse) String() string {
 func (*ExchangeResponse) ProtoMessage() {}
 
 func (x *ExchangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2384,7 +2646,7 @@ func (x *ExchangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeResponse.ProtoReflect.Descriptor instead.
 func (*ExchangeResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{30}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ExchangeResponse) GetBundles() []*Bundle {
@@ -2428,7 +2690,7 @@ type RecordContext struct {
 
 func (x *RecordContext) Reset() {
 	*x = RecordContext{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2440,7 +2702,7 @@ func (x *RecordContext) String() string {
 func (*RecordContext) ProtoMessage() {}
 
 func (x *RecordContext) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2453,7 +2715,7 @@ func (x *RecordContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordContext.ProtoReflect.Descriptor instead.
 func (*RecordContext) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{31}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RecordContext) GetTopic() string {
@@ -2490,14 +2752,16 @@ type Step struct {
 	Token     uint32                 `protobuf:"varint,1,opt,name=token,proto3" json:"token,omitempty"`
 	Operation Operation              `protobuf:"varint,2,opt,name=operation,proto3,enum=polystreams.v1alpha1.Operation" json:"operation,omitempty"`
 	// The processor node, for error messages.
-	Node          string `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Node string `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	// OPERATION_AGGREGATE: the initializer's token.
+	InitializerToken uint32 `protobuf:"varint,4,opt,name=initializer_token,json=initializerToken,proto3" json:"initializer_token,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2509,7 +2773,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2522,7 +2786,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{32}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Step) GetToken() uint32 {
@@ -2544,6 +2808,13 @@ func (x *Step) GetNode() string {
 		return x.Node
 	}
 	return ""
+}
+
+func (x *Step) GetInitializerToken() uint32 {
+	if x != nil {
+		return x.InitializerToken
+	}
+	return 0
 }
 
 // Bundle is a run of records of one partition, in offset order, to be passed
@@ -2572,14 +2843,29 @@ type Bundle struct {
 	Partition int32   `protobuf:"varint,12,opt,name=partition,proto3" json:"partition,omitempty"`
 	Offsets   []int64 `protobuf:"varint,13,rep,packed,name=offsets,proto3" json:"offsets,omitempty"`
 	// Record timestamps, epoch milliseconds.
-	Timestamps    []int64 `protobuf:"varint,14,rep,packed,name=timestamps,proto3" json:"timestamps,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Timestamps []int64 `protobuf:"varint,14,rep,packed,name=timestamps,proto3" json:"timestamps,omitempty"`
+	// Fold bundles (one OPERATION_REDUCE or OPERATION_AGGREGATE step) fold
+	// each key's values into its aggregate on the host: one crossing per
+	// bundle, however hot a key. The records are grouped by key: the keys
+	// column holds one key per group, group g's group_sizes[g] values follow
+	// one another in the values column (in offset order; value lengths are
+	// never -1, the engine drops null values as Kafka Streams does), and
+	// aggregate g is the group's current aggregate. An aggregate of length -1
+	// means the key has none yet: the initializer starts it (aggregate), or the
+	// first value becomes it without calling the reducer (reduce). offsets and
+	// timestamps are per value.
+	GroupSizes       []int32 `protobuf:"zigzag32,15,rep,packed,name=group_sizes,json=groupSizes,proto3" json:"group_sizes,omitempty"`
+	AggregateLengths []int32 `protobuf:"zigzag32,16,rep,packed,name=aggregate_lengths,json=aggregateLengths,proto3" json:"aggregate_lengths,omitempty"`
+	Aggregates       []byte  `protobuf:"bytes,17,opt,name=aggregates,proto3" json:"aggregates,omitempty"`
+	// The serde of the aggregates (in and out).
+	AggregateSerde string `protobuf:"bytes,18,opt,name=aggregate_serde,json=aggregateSerde,proto3" json:"aggregate_serde,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Bundle) Reset() {
 	*x = Bundle{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2591,7 +2877,7 @@ func (x *Bundle) String() string {
 func (*Bundle) ProtoMessage() {}
 
 func (x *Bundle) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2604,7 +2890,7 @@ func (x *Bundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bundle.ProtoReflect.Descriptor instead.
 func (*Bundle) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{33}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Bundle) GetId() uint64 {
@@ -2705,8 +2991,38 @@ func (x *Bundle) GetTimestamps() []int64 {
 	return nil
 }
 
+func (x *Bundle) GetGroupSizes() []int32 {
+	if x != nil {
+		return x.GroupSizes
+	}
+	return nil
+}
+
+func (x *Bundle) GetAggregateLengths() []int32 {
+	if x != nil {
+		return x.AggregateLengths
+	}
+	return nil
+}
+
+func (x *Bundle) GetAggregates() []byte {
+	if x != nil {
+		return x.Aggregates
+	}
+	return nil
+}
+
+func (x *Bundle) GetAggregateSerde() string {
+	if x != nil {
+		return x.AggregateSerde
+	}
+	return ""
+}
+
 // BundleResult gives one outcome per input record: zero, one or many outputs,
-// or a failure.
+// or a failure. For a fold bundle the records are its values: each value's
+// outcome is one output, the key's aggregate after folding it in (so the
+// engine can emit every update, as Kafka Streams does without a cache).
 type BundleResult struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	BundleId uint64                 `protobuf:"varint,1,opt,name=bundle_id,json=bundleId,proto3" json:"bundle_id,omitempty"`
@@ -2726,7 +3042,7 @@ type BundleResult struct {
 
 func (x *BundleResult) Reset() {
 	*x = BundleResult{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2738,7 +3054,7 @@ func (x *BundleResult) String() string {
 func (*BundleResult) ProtoMessage() {}
 
 func (x *BundleResult) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2751,7 +3067,7 @@ func (x *BundleResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleResult.ProtoReflect.Descriptor instead.
 func (*BundleResult) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *BundleResult) GetBundleId() uint64 {
@@ -2818,7 +3134,7 @@ type RecordFailure struct {
 
 func (x *RecordFailure) Reset() {
 	*x = RecordFailure{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2830,7 +3146,7 @@ func (x *RecordFailure) String() string {
 func (*RecordFailure) ProtoMessage() {}
 
 func (x *RecordFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2843,7 +3159,7 @@ func (x *RecordFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordFailure.ProtoReflect.Descriptor instead.
 func (*RecordFailure) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{35}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RecordFailure) GetIndex() int32 {
@@ -2876,7 +3192,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2888,7 +3204,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2901,7 +3217,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{36}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetStateRequest) GetSessionId() string {
@@ -2923,7 +3239,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2935,7 +3251,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2948,7 +3264,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{37}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetStateResponse) GetState() State {
@@ -2981,7 +3297,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2993,7 +3309,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3006,7 +3322,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *StopRequest) GetSessionId() string {
@@ -3024,7 +3340,7 @@ type StopResponse struct {
 
 func (x *StopResponse) Reset() {
 	*x = StopResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3036,7 +3352,7 @@ func (x *StopResponse) String() string {
 func (*StopResponse) ProtoMessage() {}
 
 func (x *StopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3049,7 +3365,7 @@ func (x *StopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
 func (*StopResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{39}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{41}
 }
 
 var File_polystreams_v1alpha1_engine_proto protoreflect.FileDescriptor
@@ -3151,7 +3467,19 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\aCountOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12F\n" +
 	"\fmaterialized\x18\x02 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\x12\x12\n" +
-	"\x04name\x18\x03 \x01(\tR\x04name\"6\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"\xcb\x01\n" +
+	"\bReduceOp\x12\x14\n" +
+	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\rR\x05token\x127\n" +
+	"\abuiltin\x18\x03 \x01(\x0e2\x1d.polystreams.v1alpha1.ReducerR\abuiltin\x12F\n" +
+	"\fmaterialized\x18\x04 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\x12\x12\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\"\xd7\x01\n" +
+	"\vAggregateOp\x12\x14\n" +
+	"\x05input\x18\x01 \x01(\x04R\x05input\x12+\n" +
+	"\x11initializer_token\x18\x02 \x01(\rR\x10initializerToken\x12)\n" +
+	"\x10aggregator_token\x18\x03 \x01(\rR\x0faggregatorToken\x12F\n" +
+	"\fmaterialized\x18\x04 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\x12\x12\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\"6\n" +
 	"\n" +
 	"ToStreamOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x12\n" +
@@ -3162,7 +3490,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\tkey_serde\x18\x03 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x04 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
-	"\x04name\x18\x05 \x01(\tR\x04name\"\x99\a\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\"\x96\b\n" +
 	"\fBuildRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x128\n" +
@@ -3184,7 +3512,9 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\bgroup_by\x18\x14 \x01(\v2\x1f.polystreams.v1alpha1.GroupByOpH\x00R\agroupBy\x125\n" +
 	"\x05count\x18\x15 \x01(\v2\x1d.polystreams.v1alpha1.CountOpH\x00R\x05count\x12?\n" +
 	"\tto_stream\x18\x16 \x01(\v2 .polystreams.v1alpha1.ToStreamOpH\x00R\btoStream\x12,\n" +
-	"\x02to\x18\x17 \x01(\v2\x1a.polystreams.v1alpha1.ToOpH\x00R\x02toB\v\n" +
+	"\x02to\x18\x17 \x01(\v2\x1a.polystreams.v1alpha1.ToOpH\x00R\x02to\x128\n" +
+	"\x06reduce\x18\x18 \x01(\v2\x1e.polystreams.v1alpha1.ReduceOpH\x00R\x06reduce\x12A\n" +
+	"\taggregate\x18\x19 \x01(\v2!.polystreams.v1alpha1.AggregateOpH\x00R\taggregateB\v\n" +
 	"\toperation\"E\n" +
 	"\rBuildResponse\x124\n" +
 	"\x06handle\x18\x01 \x01(\v2\x1c.polystreams.v1alpha1.HandleR\x06handle\"0\n" +
@@ -3235,11 +3565,12 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x12\n" +
-	"\x04node\x18\x04 \x01(\tR\x04node\"o\n" +
+	"\x04node\x18\x04 \x01(\tR\x04node\"\x9c\x01\n" +
 	"\x04Step\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\rR\x05token\x12=\n" +
 	"\toperation\x18\x02 \x01(\x0e2\x1f.polystreams.v1alpha1.OperationR\toperation\x12\x12\n" +
-	"\x04node\x18\x03 \x01(\tR\x04node\"\xc0\x03\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\x12+\n" +
+	"\x11initializer_token\x18\x04 \x01(\rR\x10initializerToken\"\xd7\x04\n" +
 	"\x06Bundle\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x120\n" +
 	"\x05steps\x18\x02 \x03(\v2\x1a.polystreams.v1alpha1.StepR\x05steps\x12\x1b\n" +
@@ -3259,7 +3590,14 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\aoffsets\x18\r \x03(\x03R\aoffsets\x12\x1e\n" +
 	"\n" +
 	"timestamps\x18\x0e \x03(\x03R\n" +
-	"timestamps\"\x83\x02\n" +
+	"timestamps\x12\x1f\n" +
+	"\vgroup_sizes\x18\x0f \x03(\x11R\n" +
+	"groupSizes\x12+\n" +
+	"\x11aggregate_lengths\x18\x10 \x03(\x11R\x10aggregateLengths\x12\x1e\n" +
+	"\n" +
+	"aggregates\x18\x11 \x01(\fR\n" +
+	"aggregates\x12'\n" +
+	"\x0faggregate_serde\x18\x12 \x01(\tR\x0eaggregateSerde\"\x83\x02\n" +
 	"\fBundleResult\x12\x1b\n" +
 	"\tbundle_id\x18\x01 \x01(\x04R\bbundleId\x12#\n" +
 	"\routput_counts\x18\x02 \x03(\x11R\foutputCounts\x12\x1f\n" +
@@ -3289,7 +3627,13 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\vKIND_STREAM\x10\x01\x12\x17\n" +
 	"\x13KIND_GROUPED_STREAM\x10\x02\x12\x0e\n" +
 	"\n" +
-	"KIND_TABLE\x10\x03*\xe7\x01\n" +
+	"KIND_TABLE\x10\x03*i\n" +
+	"\aReducer\x12\x17\n" +
+	"\x13REDUCER_UNSPECIFIED\x10\x00\x12\x0f\n" +
+	"\vREDUCER_SUM\x10\x01\x12\x0f\n" +
+	"\vREDUCER_MIN\x10\x02\x12\x0f\n" +
+	"\vREDUCER_MAX\x10\x03\x12\x12\n" +
+	"\x0eREDUCER_LATEST\x10\x04*\x96\x02\n" +
 	"\tOperation\x12\x19\n" +
 	"\x15OPERATION_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14OPERATION_MAP_VALUES\x10\x01\x12\x14\n" +
@@ -3299,7 +3643,10 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\rOPERATION_MAP\x10\x05\x12\x18\n" +
 	"\x14OPERATION_SELECT_KEY\x10\x06\x12\x12\n" +
 	"\x0eOPERATION_PEEK\x10\a\x12\x15\n" +
-	"\x11OPERATION_FOREACH\x10\b*\x7f\n" +
+	"\x11OPERATION_FOREACH\x10\b\x12\x14\n" +
+	"\x10OPERATION_REDUCE\x10\t\x12\x17\n" +
+	"\x13OPERATION_AGGREGATE\x10\n" +
+	"*\x7f\n" +
 	"\x05State\x12\x15\n" +
 	"\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rSTATE_CREATED\x10\x01\x12\x15\n" +
@@ -3329,110 +3676,118 @@ func file_polystreams_v1alpha1_engine_proto_rawDescGZIP() []byte {
 	return file_polystreams_v1alpha1_engine_proto_rawDescData
 }
 
-var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(Kind)(0),                        // 0: polystreams.v1alpha1.Kind
-	(Operation)(0),                   // 1: polystreams.v1alpha1.Operation
-	(State)(0),                       // 2: polystreams.v1alpha1.State
-	(Node_Type)(0),                   // 3: polystreams.v1alpha1.Node.Type
-	(*OpenSessionRequest)(nil),       // 4: polystreams.v1alpha1.OpenSessionRequest
-	(*OpenSessionResponse)(nil),      // 5: polystreams.v1alpha1.OpenSessionResponse
-	(*RegisterFunctionRequest)(nil),  // 6: polystreams.v1alpha1.RegisterFunctionRequest
-	(*RegisterFunctionResponse)(nil), // 7: polystreams.v1alpha1.RegisterFunctionResponse
-	(*Handle)(nil),                   // 8: polystreams.v1alpha1.Handle
-	(*Materialized)(nil),             // 9: polystreams.v1alpha1.Materialized
-	(*StreamOp)(nil),                 // 10: polystreams.v1alpha1.StreamOp
-	(*MapValuesOp)(nil),              // 11: polystreams.v1alpha1.MapValuesOp
-	(*FilterOp)(nil),                 // 12: polystreams.v1alpha1.FilterOp
-	(*FilterNotOp)(nil),              // 13: polystreams.v1alpha1.FilterNotOp
-	(*FlatMapValuesOp)(nil),          // 14: polystreams.v1alpha1.FlatMapValuesOp
-	(*MapOp)(nil),                    // 15: polystreams.v1alpha1.MapOp
-	(*SelectKeyOp)(nil),              // 16: polystreams.v1alpha1.SelectKeyOp
-	(*PeekOp)(nil),                   // 17: polystreams.v1alpha1.PeekOp
-	(*ForeachOp)(nil),                // 18: polystreams.v1alpha1.ForeachOp
-	(*GroupByKeyOp)(nil),             // 19: polystreams.v1alpha1.GroupByKeyOp
-	(*GroupByOp)(nil),                // 20: polystreams.v1alpha1.GroupByOp
-	(*CountOp)(nil),                  // 21: polystreams.v1alpha1.CountOp
-	(*ToStreamOp)(nil),               // 22: polystreams.v1alpha1.ToStreamOp
-	(*ToOp)(nil),                     // 23: polystreams.v1alpha1.ToOp
-	(*BuildRequest)(nil),             // 24: polystreams.v1alpha1.BuildRequest
-	(*BuildResponse)(nil),            // 25: polystreams.v1alpha1.BuildResponse
-	(*DescribeRequest)(nil),          // 26: polystreams.v1alpha1.DescribeRequest
-	(*DescribeResponse)(nil),         // 27: polystreams.v1alpha1.DescribeResponse
-	(*TopologyDescription)(nil),      // 28: polystreams.v1alpha1.TopologyDescription
-	(*Subtopology)(nil),              // 29: polystreams.v1alpha1.Subtopology
-	(*Node)(nil),                     // 30: polystreams.v1alpha1.Node
-	(*StartRequest)(nil),             // 31: polystreams.v1alpha1.StartRequest
-	(*StartResponse)(nil),            // 32: polystreams.v1alpha1.StartResponse
-	(*ExchangeRequest)(nil),          // 33: polystreams.v1alpha1.ExchangeRequest
-	(*ExchangeResponse)(nil),         // 34: polystreams.v1alpha1.ExchangeResponse
-	(*RecordContext)(nil),            // 35: polystreams.v1alpha1.RecordContext
-	(*Step)(nil),                     // 36: polystreams.v1alpha1.Step
-	(*Bundle)(nil),                   // 37: polystreams.v1alpha1.Bundle
-	(*BundleResult)(nil),             // 38: polystreams.v1alpha1.BundleResult
-	(*RecordFailure)(nil),            // 39: polystreams.v1alpha1.RecordFailure
-	(*GetStateRequest)(nil),          // 40: polystreams.v1alpha1.GetStateRequest
-	(*GetStateResponse)(nil),         // 41: polystreams.v1alpha1.GetStateResponse
-	(*StopRequest)(nil),              // 42: polystreams.v1alpha1.StopRequest
-	(*StopResponse)(nil),             // 43: polystreams.v1alpha1.StopResponse
-	nil,                              // 44: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	nil,                              // 45: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	(Reducer)(0),                     // 1: polystreams.v1alpha1.Reducer
+	(Operation)(0),                   // 2: polystreams.v1alpha1.Operation
+	(State)(0),                       // 3: polystreams.v1alpha1.State
+	(Node_Type)(0),                   // 4: polystreams.v1alpha1.Node.Type
+	(*OpenSessionRequest)(nil),       // 5: polystreams.v1alpha1.OpenSessionRequest
+	(*OpenSessionResponse)(nil),      // 6: polystreams.v1alpha1.OpenSessionResponse
+	(*RegisterFunctionRequest)(nil),  // 7: polystreams.v1alpha1.RegisterFunctionRequest
+	(*RegisterFunctionResponse)(nil), // 8: polystreams.v1alpha1.RegisterFunctionResponse
+	(*Handle)(nil),                   // 9: polystreams.v1alpha1.Handle
+	(*Materialized)(nil),             // 10: polystreams.v1alpha1.Materialized
+	(*StreamOp)(nil),                 // 11: polystreams.v1alpha1.StreamOp
+	(*MapValuesOp)(nil),              // 12: polystreams.v1alpha1.MapValuesOp
+	(*FilterOp)(nil),                 // 13: polystreams.v1alpha1.FilterOp
+	(*FilterNotOp)(nil),              // 14: polystreams.v1alpha1.FilterNotOp
+	(*FlatMapValuesOp)(nil),          // 15: polystreams.v1alpha1.FlatMapValuesOp
+	(*MapOp)(nil),                    // 16: polystreams.v1alpha1.MapOp
+	(*SelectKeyOp)(nil),              // 17: polystreams.v1alpha1.SelectKeyOp
+	(*PeekOp)(nil),                   // 18: polystreams.v1alpha1.PeekOp
+	(*ForeachOp)(nil),                // 19: polystreams.v1alpha1.ForeachOp
+	(*GroupByKeyOp)(nil),             // 20: polystreams.v1alpha1.GroupByKeyOp
+	(*GroupByOp)(nil),                // 21: polystreams.v1alpha1.GroupByOp
+	(*CountOp)(nil),                  // 22: polystreams.v1alpha1.CountOp
+	(*ReduceOp)(nil),                 // 23: polystreams.v1alpha1.ReduceOp
+	(*AggregateOp)(nil),              // 24: polystreams.v1alpha1.AggregateOp
+	(*ToStreamOp)(nil),               // 25: polystreams.v1alpha1.ToStreamOp
+	(*ToOp)(nil),                     // 26: polystreams.v1alpha1.ToOp
+	(*BuildRequest)(nil),             // 27: polystreams.v1alpha1.BuildRequest
+	(*BuildResponse)(nil),            // 28: polystreams.v1alpha1.BuildResponse
+	(*DescribeRequest)(nil),          // 29: polystreams.v1alpha1.DescribeRequest
+	(*DescribeResponse)(nil),         // 30: polystreams.v1alpha1.DescribeResponse
+	(*TopologyDescription)(nil),      // 31: polystreams.v1alpha1.TopologyDescription
+	(*Subtopology)(nil),              // 32: polystreams.v1alpha1.Subtopology
+	(*Node)(nil),                     // 33: polystreams.v1alpha1.Node
+	(*StartRequest)(nil),             // 34: polystreams.v1alpha1.StartRequest
+	(*StartResponse)(nil),            // 35: polystreams.v1alpha1.StartResponse
+	(*ExchangeRequest)(nil),          // 36: polystreams.v1alpha1.ExchangeRequest
+	(*ExchangeResponse)(nil),         // 37: polystreams.v1alpha1.ExchangeResponse
+	(*RecordContext)(nil),            // 38: polystreams.v1alpha1.RecordContext
+	(*Step)(nil),                     // 39: polystreams.v1alpha1.Step
+	(*Bundle)(nil),                   // 40: polystreams.v1alpha1.Bundle
+	(*BundleResult)(nil),             // 41: polystreams.v1alpha1.BundleResult
+	(*RecordFailure)(nil),            // 42: polystreams.v1alpha1.RecordFailure
+	(*GetStateRequest)(nil),          // 43: polystreams.v1alpha1.GetStateRequest
+	(*GetStateResponse)(nil),         // 44: polystreams.v1alpha1.GetStateResponse
+	(*StopRequest)(nil),              // 45: polystreams.v1alpha1.StopRequest
+	(*StopResponse)(nil),             // 46: polystreams.v1alpha1.StopResponse
+	nil,                              // 47: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	nil,                              // 48: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
 }
 var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
-	44, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	45, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	47, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	48, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
 	0,  // 2: polystreams.v1alpha1.Handle.kind:type_name -> polystreams.v1alpha1.Kind
-	9,  // 3: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	10, // 4: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
-	11, // 5: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
-	12, // 6: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
-	13, // 7: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
-	14, // 8: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
-	15, // 9: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
-	16, // 10: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
-	17, // 11: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
-	18, // 12: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
-	19, // 13: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
-	20, // 14: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
-	21, // 15: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
-	22, // 16: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
-	23, // 17: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
-	8,  // 18: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
-	28, // 19: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
-	29, // 20: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
-	30, // 21: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
-	3,  // 22: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
-	38, // 23: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
-	37, // 24: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
-	2,  // 25: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
-	35, // 26: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	1,  // 27: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
-	36, // 28: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
-	39, // 29: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
-	2,  // 30: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
-	35, // 31: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	4,  // 32: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
-	6,  // 33: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
-	24, // 34: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
-	26, // 35: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
-	31, // 36: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
-	33, // 37: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
-	40, // 38: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
-	42, // 39: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
-	5,  // 40: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
-	7,  // 41: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
-	25, // 42: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
-	27, // 43: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
-	32, // 44: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
-	34, // 45: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
-	41, // 46: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
-	43, // 47: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
-	40, // [40:48] is the sub-list for method output_type
-	32, // [32:40] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	10, // 3: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	1,  // 4: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
+	10, // 5: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	10, // 6: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	11, // 7: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
+	12, // 8: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
+	13, // 9: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
+	14, // 10: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
+	15, // 11: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
+	16, // 12: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
+	17, // 13: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
+	18, // 14: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
+	19, // 15: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
+	20, // 16: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
+	21, // 17: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
+	22, // 18: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
+	25, // 19: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
+	26, // 20: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
+	23, // 21: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
+	24, // 22: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
+	9,  // 23: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
+	31, // 24: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
+	32, // 25: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
+	33, // 26: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
+	4,  // 27: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
+	41, // 28: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
+	40, // 29: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
+	3,  // 30: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
+	38, // 31: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	2,  // 32: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
+	39, // 33: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
+	42, // 34: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
+	3,  // 35: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
+	38, // 36: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	5,  // 37: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
+	7,  // 38: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
+	27, // 39: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
+	29, // 40: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
+	34, // 41: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
+	36, // 42: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
+	43, // 43: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
+	45, // 44: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
+	6,  // 45: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
+	8,  // 46: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
+	28, // 47: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
+	30, // 48: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
+	35, // 49: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
+	37, // 50: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
+	44, // 51: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
+	46, // 52: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
+	45, // [45:53] is the sub-list for method output_type
+	37, // [37:45] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_polystreams_v1alpha1_engine_proto_init() }
@@ -3440,7 +3795,7 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 	if File_polystreams_v1alpha1_engine_proto != nil {
 		return
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[20].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[22].OneofWrappers = []any{
 		(*BuildRequest_Stream)(nil),
 		(*BuildRequest_MapValues)(nil),
 		(*BuildRequest_Filter)(nil),
@@ -3455,14 +3810,16 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		(*BuildRequest_Count)(nil),
 		(*BuildRequest_ToStream)(nil),
 		(*BuildRequest_To)(nil),
+		(*BuildRequest_Reduce)(nil),
+		(*BuildRequest_Aggregate)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_polystreams_v1alpha1_engine_proto_rawDesc), len(file_polystreams_v1alpha1_engine_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   42,
+			NumEnums:      5,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,157 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/polystreams/polystreams/core/internal/topology"
+	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
+)
+
+// fold runs reduce / aggregate over recs: each record's key aggregate is
+// updated in order and forwarded as a table update (no cache: every update,
+// as Kafka Streams without caching). Records with a null key or value are
+// skipped, as Kafka Streams' KStreamAggregate/KStreamReduce skip them.
+func (t *task) fold(ctx context.Context, s *step, recs []rec) ([]rec, error) {
+	kept := recs[:0:0]
+	for _, r := range recs {
+		if r.key == nil || r.value == nil {
+			t.droppedRecords++
+			continue
+		}
+		kept = append(kept, r)
+	}
+	if len(kept) == 0 {
+		return nil, nil
+	}
+	tx := t.stores[s.store.Name]
+	if s.hostFold {
+		return t.foldHost(ctx, s, tx, kept)
+	}
+	return foldNative(s.node, tx, kept)
+}
+
+func foldNative(n *topology.Node, tx *storeTx, recs []rec) ([]rec, error) {
+	out := make([]rec, 0, len(recs))
+	for _, r := range recs {
+		agg, err := tx.get(r.key)
+		if err != nil {
+			return nil, recordError(r, n.Name, err)
+		}
+		switch f := n.Fn.Native.(type) {
+		case topology.ReduceFunc:
+			if agg == nil {
+				agg = r.value // the first value becomes the aggregate, no call
+			} else {
+				agg, err = f(agg, r.value)
+			}
+		case topology.AggregateFunc:
+			if agg == nil {
+				init, ok := n.Init.Native.(topology.InitializerFunc)
+				if !ok {
+					return nil, fmt.Errorf("runtime: node %s has no native initializer", n.Name)
+				}
+				if agg, err = init(); err != nil {
+					return nil, recordError(r, n.Name, fmt.Errorf("initializer: %w", err))
+				}
+			}
+			agg, err = f(r.key, r.value, agg)
+		default:
+			return nil, fmt.Errorf("runtime: node %s has a native function of type %T, which does not fold", n.Name, f)
+		}
+		if err == nil && agg == nil {
+			err = errors.New("the aggregate is null")
+		}
+		if err != nil {
+			return nil, recordError(r, n.Name, err)
+		}
+		tx.dirty[string(r.key)] = agg
+		out = append(out, rec{key: r.key, value: agg, ts: r.ts, in: r.in})
+	}
+	return out, nil
+}
+
+// foldHost sends one fold bundle: the records grouped by key (first
+// appearance order), each group's current aggregate once, then its values in
+// order. One crossing however many values a hot key has.
+func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) ([]rec, error) {
+	index := map[string]int{}
+	var groups [][]int // group -> indexes into recs, in order
+	for i, r := range recs {
+		g, ok := index[string(r.key)]
+		if !ok {
+			g = len(groups)
+			index[string(r.key)] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	b := &pb.Bundle{
+		Steps: s.steps, KeySerde: s.inKey, ValueSerde: s.inValue,
+		OutputKeySerde: s.outKey, OutputValueSerde: s.outValue, AggregateSerde: s.outValue,
+		Topic: recs[0].in.Topic, Partition: t.id.partition,
+		GroupSizes:       make([]int32, len(groups)),
+		AggregateLengths: make([]int32, len(groups)),
+		KeyLengths:       make([]int32, len(groups)),
+		ValueLengths:     make([]int32, 0, len(recs)),
+		Offsets:          make([]int64, 0, len(recs)),
+		Timestamps:       make([]int64, 0, len(recs)),
+	}
+	order := make([]int, 0, len(recs)) // value position -> index into recs
+	for g, members := range groups {
+		key := recs[members[0]].key
+		agg, err := tx.get(key)
+		if err != nil {
+			return nil, recordError(recs[members[0]], s.node.Name, err)
+		}
+		b.GroupSizes[g] = int32(len(members))
+		b.KeyLengths[g] = int32(len(key))
+		b.Keys = append(b.Keys, key...)
+		if agg == nil {
+			b.AggregateLengths[g] = -1
+		} else {
+			b.AggregateLengths[g] = int32(len(agg))
+			b.Aggregates = append(b.Aggregates, agg...)
+		}
+		for _, i := range members {
+			r := recs[i]
+			b.ValueLengths = append(b.ValueLengths, int32(len(r.value)))
+			b.Values = append(b.Values, r.value...)
+			b.Offsets = append(b.Offsets, r.in.Offset)
+			b.Timestamps = append(b.Timestamps, r.ts)
+			order = append(order, i)
+		}
+	}
+	res, err := t.app.host.Process(ctx, b)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: task %s: fold bundle for node %s: %w", t.id, s.node.Name, err)
+	}
+	// The answer is one output (the aggregate after it) per value, in the
+	// bundle's value order; decodeResult checks it against that order.
+	inOrder := make([]rec, len(order))
+	for j, i := range order {
+		inOrder[j] = recs[i]
+	}
+	aggs, err := decodeResult(s, inOrder, res)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range res.OutputCounts {
+		if c != 1 {
+			return nil, fmt.Errorf("runtime: host answered fold bundle %d for node %s with an output count of %d; a fold gives one aggregate per value", res.BundleId, s.node.Name, c)
+		}
+	}
+	if len(aggs) != len(inOrder) {
+		return nil, fmt.Errorf("runtime: host answered fold bundle %d for node %s with %d aggregates for %d values", res.BundleId, s.node.Name, len(aggs), len(inOrder))
+	}
+	out := make([]rec, len(recs))
+	for j, a := range aggs {
+		if a.value == nil {
+			return nil, recordError(inOrder[j], s.node.Name, errors.New("the host returned a null aggregate"))
+		}
+		out[order[j]] = a
+		tx.dirty[string(a.key)] = a.value // values in order: the last one per key stays
+	}
+	return out, nil
+}
