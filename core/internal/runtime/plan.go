@@ -112,10 +112,6 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					}
 					s.steps = append(s.steps, &pb.Step{Token: c.Fn.Token, Operation: op, Node: c.Name})
 				}
-			case n.Fn != nil && n.Fn.Native != nil:
-				s.kind = stepNative
-			case n.Op == topology.OpRepartitionFilter:
-				s.kind = stepDropNullKey
 			case n.Op == topology.OpReduce || n.Op == topology.OpAggregate:
 				s.kind = stepFold
 				if len(n.Stores) != 1 || t.Stores[n.Stores[0]] == nil || len(n.Predecessors) != 1 {
@@ -134,6 +130,10 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
 					s.outKey, s.outValue = n.KeySerde, s.store.ValueSerde
 				}
+			case n.Fn != nil && n.Fn.Native != nil:
+				s.kind = stepNative
+			case n.Op == topology.OpRepartitionFilter:
+				s.kind = stepDropNullKey
 			case n.Op == topology.OpCount:
 				s.kind = stepCount
 				if len(n.Stores) != 1 || t.Stores[n.Stores[0]] == nil {

@@ -98,6 +98,10 @@ func (h *testHost) build(op any) (*pb.Handle, error) {
 		req.Operation = &pb.BuildRequest_ToStream{ToStream: o}
 	case *pb.ToOp:
 		req.Operation = &pb.BuildRequest_To{To: o}
+	case *pb.ReduceOp:
+		req.Operation = &pb.BuildRequest_Reduce{Reduce: o}
+	case *pb.AggregateOp:
+		req.Operation = &pb.BuildRequest_Aggregate{Aggregate: o}
 	default:
 		h.t.Fatalf("build: unsupported op %T", op)
 	}
@@ -374,6 +378,10 @@ func TestBadInputNamesTheOffenderAndKeepsTheSession(t *testing.T) {
 		{"unregistered token", &pb.MapValuesOp{Input: s.Id, Token: 77}, connect.CodeNotFound, []string{"map_values", "token 77"}},
 		{"stream with no topic", &pb.StreamOp{}, connect.CodeInvalidArgument, []string{"stream", "topic"}},
 		{"unknown serde", &pb.StreamOp{Topics: []string{"in"}, ValueSerde: "avro"}, connect.CodeInvalidArgument, []string{"avro"}},
+		{"aggregate on a stream", &pb.AggregateOp{Input: s.Id, InitializerToken: tok, AggregatorToken: tok}, connect.CodeInvalidArgument, []string{"aggregate", "grouped stream", fmt.Sprint(s.Id)}},
+		{"reduce with an unregistered token", &pb.ReduceOp{Input: g.Id, Token: 55}, connect.CodeNotFound, []string{"reduce", "token 55"}},
+		{"built-in sum over bytes", &pb.ReduceOp{Input: g.Id, Builtin: pb.Reducer_REDUCER_SUM}, connect.CodeInvalidArgument, []string{"reduce", "sum", "long or double", "bytes"}},
+		{"reduce with token and built-in", &pb.ReduceOp{Input: g.Id, Token: tok, Builtin: pb.Reducer_REDUCER_MAX}, connect.CodeInvalidArgument, []string{"reduce", "both"}},
 	}
 	for _, c := range cases {
 		_, err := h.build(c.op)

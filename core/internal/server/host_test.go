@@ -29,6 +29,9 @@ type testHost struct {
 }
 
 type (
+	reduceFn    func(agg, v []byte) ([]byte, error)
+	aggFn       func(k, v, agg []byte) ([]byte, error)
+	initFn      func() ([]byte, error)
 	valueFn     func(v []byte) ([]byte, error)
 	predicateFn func(k, v []byte) (bool, error)
 	flatFn      func(v []byte) ([][]byte, error)
@@ -72,9 +75,13 @@ func (h *testHost) serve(ctx context.Context) (pb.State, string, error) {
 func (h *testHost) run(b *pb.Bundle) *pb.BundleResult {
 	h.mu.Lock()
 	h.bundles++
-	h.records += len(b.KeyLengths)
+	h.records += len(b.ValueLengths)
 	h.mu.Unlock()
 	res := &pb.BundleResult{BundleId: b.Id}
+	if len(b.Steps) == 1 && (b.Steps[0].Operation == pb.Operation_OPERATION_REDUCE || b.Steps[0].Operation == pb.Operation_OPERATION_AGGREGATE) {
+		h.fold(b, res)
+		return res
+	}
 	keysChange := false
 	for _, s := range b.Steps {
 		if s.Operation == pb.Operation_OPERATION_MAP || s.Operation == pb.Operation_OPERATION_SELECT_KEY {
@@ -177,3 +184,51 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// fold serves a fold bundle: groups of values per key, each folded into the
+// group's aggregate; one aggregate per value comes back.
+func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
+	st := b.Steps[0]
+	h.mu.Lock()
+	fn, init := h.funcs[st.Token], h.funcs[st.InitializerToken]
+	h.mu.Unlock()
+	ko, ao, vo, j := 0, 0, 0, 0
+	for g, size := range b.GroupSizes {
+		key := b.Keys[ko : ko+int(b.KeyLengths[g])]
+		ko += int(b.KeyLengths[g])
+		var agg []byte
+		if l := b.AggregateLengths[g]; l >= 0 {
+			agg = b.Aggregates[ao : ao+int(l)]
+			ao += int(l)
+		}
+		for range size {
+			v := b.Values[vo : vo+int(b.ValueLengths[j])]
+			vo += int(b.ValueLengths[j])
+			var err error
+			switch {
+			case st.Operation == pb.Operation_OPERATION_REDUCE && agg == nil:
+				agg = v
+			case st.Operation == pb.Operation_OPERATION_REDUCE:
+				agg, err = fn.(reduceFn)(agg, v)
+			default:
+				if agg == nil {
+					agg, err = init.(initFn)()
+				}
+				if err == nil {
+					agg, err = fn.(aggFn)(key, v, agg)
+				}
+			}
+			if err != nil {
+				res.OutputCounts = append(res.OutputCounts, 0)
+				res.Failures = append(res.Failures, &pb.RecordFailure{Index: int32(j), Message: "Error: " + err.Error()})
+			} else {
+				res.OutputCounts = append(res.OutputCounts, 1)
+				res.ValueLengths = append(res.ValueLengths, int32(len(agg)))
+				res.Values = append(res.Values, agg...)
+			}
+			j++
+		}
+	}
+}
+
+func connectReq[T any](m *T) *connect.Request[T] { return connect.NewRequest(m) }
