@@ -7,11 +7,14 @@ package runtime
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +56,19 @@ type App struct {
 	db  *state.DB
 	cl  *kgo.Client
 	adm *kadm.Client
+	// Under exactly_once_v2: the transaction session wrapping cl. Outputs,
+	// changelog writes and input offsets commit in one transaction every
+	// commit.interval.ms; see commitTxn.
+	sess *kgo.GroupTransactSession
+	eos  bool
+	// pending counts records handed to tasks and not yet processed (or
+	// dropped); a transaction commits only when it is 0, so that the offsets
+	// the session commits (those polled) are exactly those processed.
+	pending atomic.Int64
+	// workDropped is set when a task stopped with polled records it did not
+	// process: the transaction open then must abort, not commit (its
+	// session would commit their offsets).
+	workDropped atomic.Bool
 
 	ctx    context.Context // canceled to stop
 	cancel context.CancelFunc
@@ -70,10 +86,8 @@ type App struct {
 
 // New prepares an application; Start runs it.
 func New(cfg Config, topo *topology.Topology, host Host) (*App, error) {
-	if cfg.Guarantee == ExactlyOnceV2 {
-		return nil, errors.New("runtime: processing.guarantee exactly_once_v2 is not available in this engine yet; use at_least_once")
-	}
-	a := &App{cfg: cfg, topo: topo, host: host, log: cfg.Logger, tasks: map[taskID]*task{}, state: Created, done: make(chan struct{})}
+	a := &App{cfg: cfg, topo: topo, host: host, log: cfg.Logger, tasks: map[taskID]*task{}, state: Created, done: make(chan struct{}),
+		eos: cfg.Guarantee == ExactlyOnceV2}
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -157,7 +171,32 @@ func (a *App) Start(ctx context.Context) error {
 	if a.cfg.InstanceID != "" {
 		opts = append(opts, kgo.InstanceID(a.cfg.InstanceID))
 	}
-	if a.cl, err = kgo.NewClient(opts...); err != nil {
+	if a.eos {
+		pid, err := processID(dir)
+		if err != nil {
+			a.db.Close()
+			a.adm.Close()
+			return fmt.Errorf("runtime: %w", err)
+		}
+		opts = append(opts,
+			// Stable per state directory, like Kafka Streams' process id: a
+			// restarted instance fences its predecessor's open transaction
+			// at once instead of waiting for it to time out.
+			kgo.TransactionalID(a.cfg.ApplicationID+"-"+pid),
+			kgo.TransactionTimeout(10*time.Second), // Kafka Streams' EOS default
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+			kgo.RequireStableFetchOffsets(),
+		)
+		if a.sess, err = kgo.NewGroupTransactSession(opts...); err == nil {
+			a.cl = a.sess.Client()
+			err = a.sess.Begin()
+		}
+		if err != nil {
+			a.db.Close()
+			a.adm.Close()
+			return fmt.Errorf("runtime: %w", err)
+		}
+	} else if a.cl, err = kgo.NewClient(opts...); err != nil {
 		a.db.Close()
 		a.adm.Close()
 		return fmt.Errorf("runtime: %w", err)
@@ -250,7 +289,9 @@ loop:
 		case <-polled:
 			break loop
 		case <-commit.C:
-			a.commitTasks(a.ctx, a.allTasks(), false)
+			if !a.eos { // under EOS the poll loop commits
+				a.commitTasks(a.ctx, a.allTasks(), false)
+			}
 		}
 	}
 	// Shutdown: stop tasks (each finishes its batch in progress), commit
@@ -265,8 +306,22 @@ loop:
 	stopTasks(tasks)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a.commitTasks(ctx, tasks, true)
-	a.cl.CloseAllowingRebalance()
+	if a.eos {
+		if a.produceFailed.Load() || a.workDropped.Load() {
+			if _, err := a.sess.End(ctx, kgo.TryAbort); err != nil {
+				a.log.Warn("aborting the last transaction", "error", err)
+			}
+			for _, t := range tasks {
+				t.settleTxn(false)
+			}
+		} else {
+			a.endTxn(ctx, tasks, false)
+		}
+		a.sess.CloseAllowingRebalance()
+	} else {
+		a.commitTasks(ctx, tasks, true)
+		a.cl.CloseAllowingRebalance()
+	}
 	a.adm.Close()
 	if err := a.db.Close(); err != nil {
 		a.log.Error("closing state", "error", err)
@@ -298,14 +353,29 @@ func stopTasks(tasks []*task) {
 // callbacks run only between polls (BlockRebalanceOnPoll), so a task never
 // gets records of a partition it no longer owns.
 func (a *App) poll() {
+	last := time.Now()
 	for {
-		fs := a.cl.PollRecords(a.ctx, 10000)
+		pctx := a.ctx
+		var cancel context.CancelFunc = func() {}
+		if a.eos {
+			if time.Since(last) >= a.cfg.CommitInterval {
+				if !a.commitTxn() {
+					a.cl.AllowRebalance()
+					return
+				}
+				last = time.Now()
+			}
+			// Come back to commit on time even when nothing arrives.
+			pctx, cancel = context.WithDeadline(a.ctx, last.Add(a.cfg.CommitInterval))
+		}
+		fs := a.cl.PollRecords(pctx, 10000)
+		cancel()
 		if a.ctx.Err() != nil || fs.IsClientClosed() {
 			a.cl.AllowRebalance()
 			return
 		}
 		fs.EachError(func(topic string, p int32, err error) {
-			if errors.Is(err, context.Canceled) {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				return
 			}
 			a.log.Warn("fetch", "topic", topic, "partition", p, "error", err)
@@ -315,11 +385,63 @@ func (a *App) poll() {
 				return
 			}
 			if t := a.taskFor(ftp.Topic, ftp.Partition); t != nil {
+				a.pending.Add(int64(len(ftp.Records)))
 				t.enqueue(ftp.Topic, ftp.Records)
 			}
 		})
 		a.cl.AllowRebalance()
 	}
+}
+
+// commitTxn ends the transaction once every polled record is processed, and
+// begins the next. It reports false when the application is stopping or
+// failed.
+func (a *App) commitTxn() bool {
+	for a.pending.Load() > 0 {
+		if a.ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	if !a.endTxn(a.ctx, a.allTasks(), true) {
+		return false
+	}
+	a.workDropped.Store(false) // what was dropped went with that transaction
+	if err := a.sess.Begin(); err != nil {
+		a.fail(fmt.Errorf("runtime: beginning a transaction: %w", err))
+		return false
+	}
+	return true
+}
+
+// endTxn writes the transaction's store changes to the changelogs and ends
+// it: outputs, changelog records and input offsets commit together, or none
+// does. Only a committed transaction's changes reach Pebble; an aborted one
+// leaves no trace (and the session rewinds consumption to the committed
+// offsets). It reports whether the transaction committed.
+func (a *App) endTxn(ctx context.Context, tasks []*task, fatal bool) bool {
+	for _, t := range tasks {
+		t.writeChangelogs()
+	}
+	committed, err := a.sess.End(ctx, kgo.TryCommit)
+	if err == nil && a.produceFailed.Load() {
+		err = errors.New("a record of the transaction could not be written")
+	}
+	for _, t := range tasks {
+		t.settleTxn(committed && err == nil)
+	}
+	if err != nil {
+		if fatal {
+			a.fail(fmt.Errorf("runtime: ending a transaction: %w", err))
+		} else {
+			a.log.Warn("ending the last transaction", "error", err)
+		}
+		return false
+	}
+	if !committed {
+		a.log.Info("transaction aborted (a rebalance came first); its records are processed again")
+	}
+	return true
 }
 
 // inboxHigh is how many fetched records a task may have waiting before its
@@ -367,6 +489,14 @@ func (a *App) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][
 	}
 	a.setState(Rebalancing)
 	stopTasks(tasks)
+	if a.eos {
+		// The session aborts the open transaction at its next End; the
+		// tasks' uncommitted changes go with it.
+		for _, t := range tasks {
+			t.settleTxn(false)
+		}
+		return
+	}
 	a.commitTasks(ctx, tasks, true)
 }
 
@@ -376,6 +506,9 @@ func (a *App) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) 
 	tasks := a.takeTasks(lost)
 	a.setState(Rebalancing)
 	stopTasks(tasks)
+	for _, t := range tasks {
+		t.settleTxn(false)
+	}
 }
 
 func (a *App) takeTasks(parts map[string][]int32) []*task {
@@ -400,11 +533,18 @@ func (a *App) takeTasks(parts map[string][]int32) []*task {
 
 // produce hands a record to the producer; a record that cannot be written
 // fails the application (at-least-once cannot skip it).
-func (a *App) produce(r *kgo.Record) {
+func (a *App) produce(r *kgo.Record) { a.produceThen(r, nil) }
+
+// produceThen is produce, calling ok once the record is written.
+func (a *App) produceThen(r *kgo.Record, ok func(*kgo.Record)) {
 	a.cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
 		if err != nil {
 			a.produceFailed.Store(true)
 			a.fail(fmt.Errorf("runtime: producing to %s/%d: %w", r.Topic, r.Partition, err))
+			return
+		}
+		if ok != nil {
+			ok(r)
 		}
 	})
 }
@@ -460,4 +600,23 @@ func commitResponseError(resp *kmsg.OffsetCommitResponse) error {
 		}
 	}
 	return nil
+}
+
+// processID is the id of this state directory's engine instance, kept in
+// the directory so that a restart reuses it (Kafka Streams keeps its process
+// id the same way).
+func processID(dir string) (string, error) {
+	path := filepath.Join(dir, "polystreams.process")
+	if b, err := os.ReadFile(path); err == nil && len(b) >= 16 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	var raw [8]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", err
+	}
+	id := hex.EncodeToString(raw[:])
+	if err := os.WriteFile(path, []byte(id+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("writing process id: %w", err)
+	}
+	return id, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -32,15 +33,26 @@ type rec struct {
 
 // storeTx is a store partition plus the writes of the batch in progress,
 // which reach Pebble and the changelog only when the batch succeeds.
+//
+// Under exactly_once_v2 a batch's writes move on to txn, the writes of the
+// open transaction, which reach the changelog just before the transaction
+// ends and Pebble only once it committed.
 type storeTx struct {
 	store     *topology.Store
 	part      *state.Partition
 	changelog string
 	dirty     map[string][]byte
+	txn       map[string][]byte
+	// lastOffset is the offset of the last changelog record of the open
+	// transaction, -1 when none (set by produce promises).
+	lastOffset atomic.Int64
 }
 
 func (s *storeTx) get(key []byte) ([]byte, error) {
 	if v, ok := s.dirty[string(key)]; ok {
+		return v, nil
+	}
+	if v, ok := s.txn[string(key)]; ok {
 		return v, nil
 	}
 	return s.part.Get(key)
@@ -84,13 +96,25 @@ func newTask(a *App, id taskID, p *plan) *task {
 // run restores the task's stores, then processes batches until stopped.
 func (t *task) run(ctx context.Context) {
 	defer close(t.done)
+	defer func() {
+		// Records the task will not process no longer hold up a commit.
+		t.in.mu.Lock()
+		if len(t.in.recs) > 0 {
+			t.app.pending.Add(-int64(len(t.in.recs)))
+			t.app.workDropped.Store(true)
+		}
+		t.in.recs = nil
+		t.in.mu.Unlock()
+	}()
 	for _, st := range t.plan.stores {
 		tx := &storeTx{
 			store:     st,
 			part:      t.app.db.Partition(st.Name, t.id.partition),
 			changelog: t.app.fullTopic(st.ChangelogTopic, true),
 			dirty:     map[string][]byte{},
+			txn:       map[string][]byte{},
 		}
+		tx.lastOffset.Store(-1)
 		if err := t.app.restore(ctx, tx); err != nil {
 			if ctx.Err() == nil { // else: stopping, not failing
 				t.app.fail(fmt.Errorf("runtime: task %s: %w", t.id, err))
@@ -132,9 +156,12 @@ func (t *task) run(ctx context.Context) {
 			timer.Stop()
 		}
 		t.resumeIfDrained()
-		if err := t.process(ctx, batch); err != nil {
+		err := t.process(ctx, batch)
+		t.app.pending.Add(-int64(len(batch)))
+		if err != nil {
 			// A batch cut short by Stop is not a failure: it was not
 			// committed and is processed again after a restart.
+			t.app.workDropped.Store(true)
 			if ctx.Err() == nil {
 				t.app.fail(err)
 			}
@@ -230,9 +257,16 @@ func (t *task) process(ctx context.Context, batch []*kgo.Record) error {
 		}
 	}
 	// The batch succeeded: apply state, hand outputs and changelog records
-	// to the producer, then advance offsets.
+	// to the producer, then advance offsets. Under exactly_once_v2 the
+	// state changes wait for the transaction instead.
 	for _, tx := range t.stores {
 		if len(tx.dirty) == 0 {
+			continue
+		}
+		if t.app.eos {
+			for k, v := range tx.dirty {
+				tx.txn[k] = v
+			}
 			continue
 		}
 		ws := make([]state.Write, 0, len(tx.dirty))
@@ -271,6 +305,47 @@ func (e *RecordError) Error() string {
 }
 
 func (e *RecordError) Unwrap() error { return e.Err }
+
+// writeChangelogs hands the open transaction's store changes to the
+// producer: the latest value of each key changed (Kafka Streams' cache
+// flush at commit). Called only while the task is idle.
+func (t *task) writeChangelogs() {
+	for _, tx := range t.stores {
+		for k, v := range tx.txn {
+			t.app.produceThen(&kgo.Record{Topic: tx.changelog, Partition: t.id.partition, Key: []byte(k), Value: v}, func(r *kgo.Record) {
+				for {
+					cur := tx.lastOffset.Load()
+					if r.Offset <= cur || tx.lastOffset.CompareAndSwap(cur, r.Offset) {
+						return
+					}
+				}
+			})
+		}
+	}
+}
+
+// settleTxn applies the ended transaction's store changes to Pebble when it
+// committed, with a checkpoint just past its changelog records, or drops
+// them when it aborted. Called only while the task is idle.
+func (t *task) settleTxn(committed bool) {
+	for _, tx := range t.stores {
+		if committed && len(tx.txn) > 0 {
+			ws := make([]state.Write, 0, len(tx.txn))
+			for k, v := range tx.txn {
+				ws = append(ws, state.Write{Key: []byte(k), Value: v})
+			}
+			err := tx.part.Apply(ws)
+			if last := tx.lastOffset.Load(); err == nil && last >= 0 {
+				err = tx.part.SetCheckpoint(last + 1)
+			}
+			if err != nil {
+				t.app.fail(fmt.Errorf("runtime: task %s: applying a committed transaction: %w", t.id, err))
+			}
+		}
+		clear(tx.txn)
+		tx.lastOffset.Store(-1)
+	}
+}
 
 // recordError names the record, the node and what went wrong.
 func recordError(r rec, node string, err error) error {

@@ -167,10 +167,20 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 		}
 		from = 0
 	}
-	if err := tx.part.ClearCheckpoint(); err != nil {
-		return err
+	if !a.eos {
+		// Under at-least-once the data runs ahead of the checkpoint from
+		// here on; a crash means wipe and restore. (Under exactly_once_v2
+		// only committed transactions reach Pebble, each moving the
+		// checkpoint, so it stays valid.)
+		if err := tx.part.ClearCheckpoint(); err != nil {
+			return err
+		}
 	}
-	ends, err := a.adm.ListEndOffsets(ctx, tx.changelog)
+	list := a.adm.ListEndOffsets
+	if a.eos {
+		list = a.adm.ListCommittedOffsets // the last stable offset
+	}
+	ends, err := list(ctx, tx.changelog)
 	if err != nil {
 		return fmt.Errorf("restoring store %s partition %d: listing end offset of %s: %w", tx.store.Name, tx.part.Number, tx.changelog, err)
 	}
@@ -193,9 +203,16 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 		return nil
 	}
 	start := time.Now()
-	cl, err := kgo.NewClient(append(a.cfg.clientOpts(),
+	opts := append(a.cfg.clientOpts(),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{tx.changelog: {tx.part.Number: kgo.NewOffset().At(from)}}),
-	)...)
+		// Transaction markers take offsets: keep them so that the position
+		// reaches the end offset.
+		kgo.KeepControlRecords(),
+	)
+	if a.eos {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}
@@ -214,8 +231,10 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 		}
 		var ws []state.Write
 		fs.EachRecord(func(r *kgo.Record) {
-			ws = append(ws, state.Write{Key: r.Key, Value: r.Value})
 			next = r.Offset + 1
+			if !r.Attrs.IsControl() {
+				ws = append(ws, state.Write{Key: r.Key, Value: r.Value})
+			}
 		})
 		if err := tx.part.Apply(ws); err != nil {
 			return err

@@ -1,0 +1,158 @@
+package server_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net/http"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/polystreams/polystreams/core/internal/broker"
+	"github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1/polystreamsv1alpha1connect"
+)
+
+// committedSequences reads topic with read_committed from the start to its
+// last stable offset and returns each key's values, in order, as longs.
+func (e *env) committedSequences(topic string) map[string][]int64 {
+	e.t.Helper()
+	adm, err := kadm.NewOptClient(kgo.SeedBrokers(e.broker.Addr()))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer adm.Close()
+	ends, err := adm.ListCommittedOffsets(context.Background(), topic)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			want[o.Partition] = o.Offset
+		}
+	})
+	out := map[string][]int64{}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker.Addr()), kgo.ConsumeTopics(topic),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for len(want) > 0 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			e.t.Fatalf("reading %s: %v (waiting for %v)", topic, ctx.Err(), want)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if !r.Attrs.IsControl() {
+				out[string(r.Key)] = append(out[string(r.Key)], int64(binary.BigEndian.Uint64(r.Value)))
+			}
+			if r.Offset+1 >= want[r.Partition] {
+				delete(want, r.Partition)
+			}
+		})
+	}
+	return out
+}
+
+// exactlyOnce checks the committed count updates of every word: 1, 2, 3, ...
+// up to its exact count — no duplicate, no gap, nothing missing.
+func exactlyOnce(seqs map[string][]int64, want map[string]int64) error {
+	if len(seqs) != len(want) {
+		return fmt.Errorf("%d words in the output, want %d", len(seqs), len(want))
+	}
+	for w, n := range want {
+		s := seqs[w]
+		if int64(len(s)) != n {
+			return fmt.Errorf("word %q has %d committed updates, want %d: %v", w, len(s), n, s)
+		}
+		for i, v := range s {
+			if v != int64(i+1) {
+				return fmt.Errorf("word %q: update %d is %d, want %d (duplicate or gap): %v", w, i, v, i+1, s)
+			}
+		}
+	}
+	return nil
+}
+
+func waitExactlyOnce(t *testing.T, e *env, topic string, want map[string]int64) {
+	t.Helper()
+	var last error
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		if last = exactlyOnce(e.committedSequences(topic), want); last == nil {
+			return
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Fatalf("exactly-once never held: %v", last)
+}
+
+// Under exactly_once_v2 a word count killed with SIGKILL again and again
+// commits every count update exactly once: read_committed, each word's
+// updates are 1, 2, ..., its exact count.
+func TestExactlyOnceSurvivesKills(t *testing.T) {
+	bin := engineBinary(t)
+	b, err := broker.Start(broker.Options{Addr: "127.0.0.1:0", Partitions: 4, Topics: []string{"lines", "word-counts"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	e := &env{t: t, broker: b}
+	stateDir := t.TempDir()
+	total := map[string]int64{}
+	config := map[string]string{"processing.guarantee": "exactly_once_v2", "session.timeout.ms": "6000", "polystreams.bundle.max.records": "100"}
+	const rounds = 4
+	for round := range rounds {
+		ls, want := lines(3000, round)
+		for k, v := range want {
+			total[k] += v
+		}
+		e.produce("lines", ls...)
+		cmd, url := startEngineProcess(t, bin, b.Addr(), stateDir)
+		e.cl = polystreamsv1alpha1connect.NewEngineServiceClient(http.DefaultClient, url)
+		h := e.open("eos", config)
+		h.buildWordCount("lines", "word-counts")
+		h.start()
+		ctx, cancel := context.WithCancel(context.Background())
+		go h.serve(ctx)
+		if round < rounds-1 {
+			waitFor(t, "processing to begin", 30*time.Second, func() bool {
+				h.mu.Lock()
+				defer h.mu.Unlock()
+				return h.records > 0
+			})
+			time.Sleep(time.Duration(30+round*70) * time.Millisecond)
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			cancel()
+			continue
+		}
+		waitExactlyOnce(t, e, "word-counts", total)
+		cancel()
+		h.stop()
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}
+}
+
+// A clean run under exactly_once_v2 in-process: the same check, and the
+// default commit.interval.ms of 100 ms.
+func TestExactlyOnceWordCount(t *testing.T) {
+	e := newEnv(t, "lines", "word-counts")
+	ls, want := lines(2000, 0)
+	e.produce("lines", ls...)
+	h := e.open("eos-clean", map[string]string{"processing.guarantee": "exactly_once_v2"})
+	h.buildWordCount("lines", "word-counts")
+	h.start()
+	done := h.serveAsync()
+	waitExactlyOnce(t, e, "word-counts", want)
+	h.stop()
+	<-done
+}
