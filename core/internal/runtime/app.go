@@ -620,3 +620,37 @@ func processID(dir string) (string, error) {
 	}
 	return id, nil
 }
+
+// Store reads of interactive queries: a store's partitions held by this
+// instance's tasks. Pebble holds what is committed (under exactly_once_v2)
+// or processed (under at_least_once).
+
+// ErrNotQueryable: the application is not running, or the store has no
+// partition here yet.
+var ErrNotQueryable = errors.New("not queryable")
+
+// StorePartitions returns fresh handles on the partitions of store that this
+// instance's tasks hold. Safe for concurrent use with processing.
+func (a *App) StorePartitions(store string) ([]*state.Partition, error) {
+	if _, ok := a.topo.Stores[store]; !ok {
+		return nil, fmt.Errorf("runtime: store %q does not exist", store)
+	}
+	st, _ := a.State()
+	if st != Running && st != Rebalancing {
+		return nil, fmt.Errorf("runtime: store %q is not queryable: the application is %s: %w", store, st, ErrNotQueryable)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var parts []*state.Partition
+	for id, t := range a.tasks {
+		if !t.restored.Load() {
+			continue
+		}
+		for _, s := range t.plan.stores {
+			if s.Name == store {
+				parts = append(parts, a.db.Partition(store, id.partition))
+			}
+		}
+	}
+	return parts, nil
+}

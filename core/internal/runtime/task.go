@@ -71,6 +71,9 @@ type task struct {
 
 	stores map[string]*storeTx
 	out    []*kgo.Record
+	// restored is set once the task's stores are restored: from then on
+	// they answer queries.
+	restored atomic.Bool
 
 	mu sync.Mutex
 	// offsets: per input topic, the next offset to consume; only batches
@@ -123,6 +126,7 @@ func (t *task) run(ctx context.Context) {
 		}
 		t.stores[st.Name] = tx
 	}
+	t.restored.Store(true)
 	max := t.app.cfg.BundleMaxRecords
 	linger := t.app.cfg.BundleLinger
 	timer := time.NewTimer(time.Hour)

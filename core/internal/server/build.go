@@ -24,6 +24,9 @@ func handleProto(h *topology.Handle) *pb.Handle {
 	out := &pb.Handle{Id: h.ID, Kind: kinds[h.Kind], KeySerde: h.KeySerde, ValueSerde: h.ValueSerde}
 	if h.Node != nil {
 		out.Node = h.Node.Name
+		if h.Kind == topology.KindTable && len(h.Node.Stores) == 1 {
+			out.Store = h.Node.Stores[0]
+		}
 	}
 	return out
 }

@@ -163,18 +163,37 @@ func (p *Partition) ClearCheckpoint() error {
 // Scan calls fn for every key of the partition in key order (keys and
 // values are valid only during the call).
 func (p *Partition) Scan(fn func(key, value []byte) error) error {
-	it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: p.prefix, UpperBound: p.end()})
+	return p.ScanRange(nil, nil, fn)
+}
+
+// ScanRange is Scan over the keys k with lower <= k < upper; a nil bound is
+// open. fn may stop the scan by returning ErrStop.
+func (p *Partition) ScanRange(lower, upper []byte, fn func(key, value []byte) error) error {
+	lo, hi := p.prefix, p.end()
+	if lower != nil {
+		lo = append(append([]byte(nil), p.prefix...), lower...)
+	}
+	if upper != nil {
+		hi = append(append([]byte(nil), p.prefix...), upper...)
+	}
+	it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return fmt.Errorf("state: scan store %s partition %d: %w", p.Store, p.Number, err)
 	}
 	defer it.Close()
 	for it.First(); it.Valid(); it.Next() {
 		if err := fn(it.Key()[len(p.prefix):], it.Value()); err != nil {
+			if errors.Is(err, ErrStop) {
+				return nil
+			}
 			return err
 		}
 	}
 	return it.Error()
 }
+
+// ErrStop ends a scan early without an error.
+var ErrStop = errors.New("stop")
 
 type quietLogger struct{}
 

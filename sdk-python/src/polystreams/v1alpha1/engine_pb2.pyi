@@ -283,18 +283,27 @@ class GroupByOp(_message.Message):
     def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
 
 class Handle(_message.Message):
-    __slots__ = ["id", "key_serde", "kind", "node", "value_serde"]
+    __slots__ = ["id", "key_serde", "kind", "node", "store", "value_serde"]
     ID_FIELD_NUMBER: _ClassVar[int]
     KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     NODE_FIELD_NUMBER: _ClassVar[int]
+    STORE_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
     id: int
     key_serde: str
     kind: Kind
     node: str
+    store: str
     value_serde: str
-    def __init__(self, id: _Optional[int] = ..., kind: _Optional[_Union[Kind, str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., node: _Optional[str] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., kind: _Optional[_Union[Kind, str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., node: _Optional[str] = ..., store: _Optional[str] = ...) -> None: ...
+
+class KeyRange(_message.Message):
+    __slots__ = ["to"]
+    FROM_FIELD_NUMBER: _ClassVar[int]
+    TO_FIELD_NUMBER: _ClassVar[int]
+    to: bytes
+    def __init__(self, to: _Optional[bytes] = ..., **kwargs) -> None: ...
 
 class MapOp(_message.Message):
     __slots__ = ["input", "key_serde", "name", "token", "value_serde"]
@@ -395,6 +404,42 @@ class PeekOp(_message.Message):
     name: str
     token: int
     def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
+
+class QueryRequest(_message.Message):
+    __slots__ = ["all", "get", "limit", "prefix", "range", "session_id", "store"]
+    ALL_FIELD_NUMBER: _ClassVar[int]
+    GET_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    RANGE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    STORE_FIELD_NUMBER: _ClassVar[int]
+    all: bool
+    get: bytes
+    limit: int
+    prefix: bytes
+    range: KeyRange
+    session_id: str
+    store: str
+    def __init__(self, session_id: _Optional[str] = ..., store: _Optional[str] = ..., get: _Optional[bytes] = ..., range: _Optional[_Union[KeyRange, _Mapping]] = ..., prefix: _Optional[bytes] = ..., all: bool = ..., limit: _Optional[int] = ...) -> None: ...
+
+class QueryResponse(_message.Message):
+    __slots__ = ["key_lengths", "key_serde", "keys", "truncated", "value_lengths", "value_serde", "values"]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    KEY_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    VALUE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    key_lengths: _containers.RepeatedScalarFieldContainer[int]
+    key_serde: str
+    keys: bytes
+    truncated: bool
+    value_lengths: _containers.RepeatedScalarFieldContainer[int]
+    value_serde: str
+    values: bytes
+    def __init__(self, key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., truncated: bool = ...) -> None: ...
 
 class RecordContext(_message.Message):
     __slots__ = ["node", "offset", "partition", "topic"]

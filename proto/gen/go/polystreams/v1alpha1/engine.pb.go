@@ -568,7 +568,9 @@ type Handle struct {
 	KeySerde   string `protobuf:"bytes,3,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
 	ValueSerde string `protobuf:"bytes,4,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
 	// The processor node the handle's records come out of.
-	Node          string `protobuf:"bytes,5,opt,name=node,proto3" json:"node,omitempty"`
+	Node string `protobuf:"bytes,5,opt,name=node,proto3" json:"node,omitempty"`
+	// For a table materialized in a store: the store's name (for Query).
+	Store         string `protobuf:"bytes,6,opt,name=store,proto3" json:"store,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -634,6 +636,13 @@ func (x *Handle) GetValueSerde() string {
 func (x *Handle) GetNode() string {
 	if x != nil {
 		return x.Node
+	}
+	return ""
+}
+
+func (x *Handle) GetStore() string {
+	if x != nil {
+		return x.Store
 	}
 	return ""
 }
@@ -3368,6 +3377,302 @@ func (*StopResponse) Descriptor() ([]byte, []int) {
 	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{41}
 }
 
+type QueryRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The store's name, as describe() shows it.
+	Store string `protobuf:"bytes,2,opt,name=store,proto3" json:"store,omitempty"`
+	// Keys are serialized with the store's key serde; the order of range and
+	// all is the order of serialized keys (as in Kafka Streams' RocksDB).
+	//
+	// Types that are valid to be assigned to Query:
+	//
+	//	*QueryRequest_Get
+	//	*QueryRequest_Range
+	//	*QueryRequest_Prefix
+	//	*QueryRequest_All
+	Query isQueryRequest_Query `protobuf_oneof:"query"`
+	// At most this many entries (0: at most 100,000; asking for more than
+	// that is refused).
+	Limit         int32 `protobuf:"varint,7,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryRequest) Reset() {
+	*x = QueryRequest{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryRequest) ProtoMessage() {}
+
+func (x *QueryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryRequest.ProtoReflect.Descriptor instead.
+func (*QueryRequest) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *QueryRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *QueryRequest) GetStore() string {
+	if x != nil {
+		return x.Store
+	}
+	return ""
+}
+
+func (x *QueryRequest) GetQuery() isQueryRequest_Query {
+	if x != nil {
+		return x.Query
+	}
+	return nil
+}
+
+func (x *QueryRequest) GetGet() []byte {
+	if x != nil {
+		if x, ok := x.Query.(*QueryRequest_Get); ok {
+			return x.Get
+		}
+	}
+	return nil
+}
+
+func (x *QueryRequest) GetRange() *KeyRange {
+	if x != nil {
+		if x, ok := x.Query.(*QueryRequest_Range); ok {
+			return x.Range
+		}
+	}
+	return nil
+}
+
+func (x *QueryRequest) GetPrefix() []byte {
+	if x != nil {
+		if x, ok := x.Query.(*QueryRequest_Prefix); ok {
+			return x.Prefix
+		}
+	}
+	return nil
+}
+
+func (x *QueryRequest) GetAll() bool {
+	if x != nil {
+		if x, ok := x.Query.(*QueryRequest_All); ok {
+			return x.All
+		}
+	}
+	return false
+}
+
+func (x *QueryRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type isQueryRequest_Query interface {
+	isQueryRequest_Query()
+}
+
+type QueryRequest_Get struct {
+	// The value of one key.
+	Get []byte `protobuf:"bytes,3,opt,name=get,proto3,oneof"`
+}
+
+type QueryRequest_Range struct {
+	// Keys from..to, both inclusive; an absent bound is open.
+	Range *KeyRange `protobuf:"bytes,4,opt,name=range,proto3,oneof"`
+}
+
+type QueryRequest_Prefix struct {
+	// Keys that start with these bytes.
+	Prefix []byte `protobuf:"bytes,5,opt,name=prefix,proto3,oneof"`
+}
+
+type QueryRequest_All struct {
+	// Every key.
+	All bool `protobuf:"varint,6,opt,name=all,proto3,oneof"`
+}
+
+func (*QueryRequest_Get) isQueryRequest_Query() {}
+
+func (*QueryRequest_Range) isQueryRequest_Query() {}
+
+func (*QueryRequest_Prefix) isQueryRequest_Query() {}
+
+func (*QueryRequest_All) isQueryRequest_Query() {}
+
+type KeyRange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	From          []byte                 `protobuf:"bytes,1,opt,name=from,proto3,oneof" json:"from,omitempty"`
+	To            []byte                 `protobuf:"bytes,2,opt,name=to,proto3,oneof" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyRange) Reset() {
+	*x = KeyRange{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyRange) ProtoMessage() {}
+
+func (x *KeyRange) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
+func (*KeyRange) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *KeyRange) GetFrom() []byte {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *KeyRange) GetTo() []byte {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
+type QueryResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The entries, columnar like a bundle, in key order; a get answers zero
+	// or one entry.
+	KeyLengths   []int32 `protobuf:"zigzag32,1,rep,packed,name=key_lengths,json=keyLengths,proto3" json:"key_lengths,omitempty"`
+	Keys         []byte  `protobuf:"bytes,2,opt,name=keys,proto3" json:"keys,omitempty"`
+	ValueLengths []int32 `protobuf:"zigzag32,3,rep,packed,name=value_lengths,json=valueLengths,proto3" json:"value_lengths,omitempty"`
+	Values       []byte  `protobuf:"bytes,4,opt,name=values,proto3" json:"values,omitempty"`
+	// The store's serdes, to decode with.
+	KeySerde   string `protobuf:"bytes,5,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
+	ValueSerde string `protobuf:"bytes,6,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
+	// More entries matched than limit allowed.
+	Truncated     bool `protobuf:"varint,7,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryResponse) Reset() {
+	*x = QueryResponse{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryResponse) ProtoMessage() {}
+
+func (x *QueryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryResponse.ProtoReflect.Descriptor instead.
+func (*QueryResponse) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *QueryResponse) GetKeyLengths() []int32 {
+	if x != nil {
+		return x.KeyLengths
+	}
+	return nil
+}
+
+func (x *QueryResponse) GetKeys() []byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *QueryResponse) GetValueLengths() []int32 {
+	if x != nil {
+		return x.ValueLengths
+	}
+	return nil
+}
+
+func (x *QueryResponse) GetValues() []byte {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *QueryResponse) GetKeySerde() string {
+	if x != nil {
+		return x.KeySerde
+	}
+	return ""
+}
+
+func (x *QueryResponse) GetValueSerde() string {
+	if x != nil {
+		return x.ValueSerde
+	}
+	return ""
+}
+
+func (x *QueryResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
 var File_polystreams_v1alpha1_engine_proto protoreflect.FileDescriptor
 
 const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
@@ -3391,14 +3696,15 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\"0\n" +
 	"\x18RegisterFunctionResponse\x12\x14\n" +
-	"\x05token\x18\x01 \x01(\rR\x05token\"\x9a\x01\n" +
+	"\x05token\x18\x01 \x01(\rR\x05token\"\xb0\x01\n" +
 	"\x06Handle\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12.\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x1a.polystreams.v1alpha1.KindR\x04kind\x12\x1b\n" +
 	"\tkey_serde\x18\x03 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x04 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
-	"\x04node\x18\x05 \x01(\tR\x04node\"k\n" +
+	"\x04node\x18\x05 \x01(\tR\x04node\x12\x14\n" +
+	"\x05store\x18\x06 \x01(\tR\x05store\"k\n" +
 	"\fMaterialized\x12\x1d\n" +
 	"\n" +
 	"store_name\x18\x01 \x01(\tR\tstoreName\x12\x1b\n" +
@@ -3621,7 +3927,32 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\vStopRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x0e\n" +
-	"\fStopResponse*V\n" +
+	"\fStopResponse\"\xdc\x01\n" +
+	"\fQueryRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
+	"\x05store\x18\x02 \x01(\tR\x05store\x12\x12\n" +
+	"\x03get\x18\x03 \x01(\fH\x00R\x03get\x126\n" +
+	"\x05range\x18\x04 \x01(\v2\x1e.polystreams.v1alpha1.KeyRangeH\x00R\x05range\x12\x18\n" +
+	"\x06prefix\x18\x05 \x01(\fH\x00R\x06prefix\x12\x12\n" +
+	"\x03all\x18\x06 \x01(\bH\x00R\x03all\x12\x14\n" +
+	"\x05limit\x18\a \x01(\x05R\x05limitB\a\n" +
+	"\x05query\"H\n" +
+	"\bKeyRange\x12\x17\n" +
+	"\x04from\x18\x01 \x01(\fH\x00R\x04from\x88\x01\x01\x12\x13\n" +
+	"\x02to\x18\x02 \x01(\fH\x01R\x02to\x88\x01\x01B\a\n" +
+	"\x05_fromB\x05\n" +
+	"\x03_to\"\xdd\x01\n" +
+	"\rQueryResponse\x12\x1f\n" +
+	"\vkey_lengths\x18\x01 \x03(\x11R\n" +
+	"keyLengths\x12\x12\n" +
+	"\x04keys\x18\x02 \x01(\fR\x04keys\x12#\n" +
+	"\rvalue_lengths\x18\x03 \x03(\x11R\fvalueLengths\x12\x16\n" +
+	"\x06values\x18\x04 \x01(\fR\x06values\x12\x1b\n" +
+	"\tkey_serde\x18\x05 \x01(\tR\bkeySerde\x12\x1f\n" +
+	"\vvalue_serde\x18\x06 \x01(\tR\n" +
+	"valueSerde\x12\x1c\n" +
+	"\ttruncated\x18\a \x01(\bR\ttruncated*V\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vKIND_STREAM\x10\x01\x12\x17\n" +
@@ -3653,7 +3984,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x11STATE_REBALANCING\x10\x02\x12\x11\n" +
 	"\rSTATE_RUNNING\x10\x03\x12\x11\n" +
 	"\rSTATE_STOPPED\x10\x04\x12\x0f\n" +
-	"\vSTATE_ERROR\x10\x052\xea\x05\n" +
+	"\vSTATE_ERROR\x10\x052\xbc\x06\n" +
 	"\rEngineService\x12b\n" +
 	"\vOpenSession\x12(.polystreams.v1alpha1.OpenSessionRequest\x1a).polystreams.v1alpha1.OpenSessionResponse\x12q\n" +
 	"\x10RegisterFunction\x12-.polystreams.v1alpha1.RegisterFunctionRequest\x1a..polystreams.v1alpha1.RegisterFunctionResponse\x12P\n" +
@@ -3662,7 +3993,8 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x05Start\x12\".polystreams.v1alpha1.StartRequest\x1a#.polystreams.v1alpha1.StartResponse\x12Y\n" +
 	"\bExchange\x12%.polystreams.v1alpha1.ExchangeRequest\x1a&.polystreams.v1alpha1.ExchangeResponse\x12Y\n" +
 	"\bGetState\x12%.polystreams.v1alpha1.GetStateRequest\x1a&.polystreams.v1alpha1.GetStateResponse\x12M\n" +
-	"\x04Stop\x12!.polystreams.v1alpha1.StopRequest\x1a\".polystreams.v1alpha1.StopResponseBZZXgithub.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1;polystreamsv1alpha1b\x06proto3"
+	"\x04Stop\x12!.polystreams.v1alpha1.StopRequest\x1a\".polystreams.v1alpha1.StopResponse\x12P\n" +
+	"\x05Query\x12\".polystreams.v1alpha1.QueryRequest\x1a#.polystreams.v1alpha1.QueryResponseBZZXgithub.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1;polystreamsv1alpha1b\x06proto3"
 
 var (
 	file_polystreams_v1alpha1_engine_proto_rawDescOnce sync.Once
@@ -3677,7 +4009,7 @@ func file_polystreams_v1alpha1_engine_proto_rawDescGZIP() []byte {
 }
 
 var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(Kind)(0),                        // 0: polystreams.v1alpha1.Kind
 	(Reducer)(0),                     // 1: polystreams.v1alpha1.Reducer
@@ -3726,12 +4058,15 @@ var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(*GetStateResponse)(nil),         // 44: polystreams.v1alpha1.GetStateResponse
 	(*StopRequest)(nil),              // 45: polystreams.v1alpha1.StopRequest
 	(*StopResponse)(nil),             // 46: polystreams.v1alpha1.StopResponse
-	nil,                              // 47: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	nil,                              // 48: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	(*QueryRequest)(nil),             // 47: polystreams.v1alpha1.QueryRequest
+	(*KeyRange)(nil),                 // 48: polystreams.v1alpha1.KeyRange
+	(*QueryResponse)(nil),            // 49: polystreams.v1alpha1.QueryResponse
+	nil,                              // 50: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	nil,                              // 51: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
 }
 var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
-	47, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	48, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	50, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	51, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
 	0,  // 2: polystreams.v1alpha1.Handle.kind:type_name -> polystreams.v1alpha1.Kind
 	10, // 3: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
 	1,  // 4: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
@@ -3767,27 +4102,30 @@ var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
 	42, // 34: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
 	3,  // 35: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
 	38, // 36: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	5,  // 37: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
-	7,  // 38: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
-	27, // 39: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
-	29, // 40: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
-	34, // 41: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
-	36, // 42: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
-	43, // 43: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
-	45, // 44: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
-	6,  // 45: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
-	8,  // 46: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
-	28, // 47: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
-	30, // 48: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
-	35, // 49: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
-	37, // 50: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
-	44, // 51: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
-	46, // 52: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
-	45, // [45:53] is the sub-list for method output_type
-	37, // [37:45] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	48, // 37: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	5,  // 38: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
+	7,  // 39: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
+	27, // 40: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
+	29, // 41: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
+	34, // 42: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
+	36, // 43: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
+	43, // 44: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
+	45, // 45: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
+	47, // 46: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
+	6,  // 47: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
+	8,  // 48: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
+	28, // 49: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
+	30, // 50: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
+	35, // 51: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
+	37, // 52: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
+	44, // 53: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
+	46, // 54: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
+	49, // 55: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
+	47, // [47:56] is the sub-list for method output_type
+	38, // [38:47] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_polystreams_v1alpha1_engine_proto_init() }
@@ -3813,13 +4151,20 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		(*BuildRequest_Reduce)(nil),
 		(*BuildRequest_Aggregate)(nil),
 	}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[42].OneofWrappers = []any{
+		(*QueryRequest_Get)(nil),
+		(*QueryRequest_Range)(nil),
+		(*QueryRequest_Prefix)(nil),
+		(*QueryRequest_All)(nil),
+	}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[43].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_polystreams_v1alpha1_engine_proto_rawDesc), len(file_polystreams_v1alpha1_engine_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   44,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

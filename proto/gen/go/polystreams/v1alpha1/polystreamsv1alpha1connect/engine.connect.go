@@ -60,6 +60,8 @@ const (
 	EngineServiceGetStateProcedure = "/polystreams.v1alpha1.EngineService/GetState"
 	// EngineServiceStopProcedure is the fully-qualified name of the EngineService's Stop RPC.
 	EngineServiceStopProcedure = "/polystreams.v1alpha1.EngineService/Stop"
+	// EngineServiceQueryProcedure is the fully-qualified name of the EngineService's Query RPC.
+	EngineServiceQueryProcedure = "/polystreams.v1alpha1.EngineService/Query"
 )
 
 // EngineServiceClient is a client for the polystreams.v1alpha1.EngineService service.
@@ -84,6 +86,9 @@ type EngineServiceClient interface {
 	GetState(context.Context, *connect.Request[v1alpha1.GetStateRequest]) (*connect.Response[v1alpha1.GetStateResponse], error)
 	// Stop commits what is processed, leaves the group and ends the session.
 	Stop(context.Context, *connect.Request[v1alpha1.StopRequest]) (*connect.Response[v1alpha1.StopResponse], error)
+	// Query reads a key-value store of the running topology (interactive
+	// queries): the store partitions this engine holds, as committed.
+	Query(context.Context, *connect.Request[v1alpha1.QueryRequest]) (*connect.Response[v1alpha1.QueryResponse], error)
 }
 
 // NewEngineServiceClient constructs a client for the polystreams.v1alpha1.EngineService service. By
@@ -145,6 +150,12 @@ func NewEngineServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(engineServiceMethods.ByName("Stop")),
 			connect.WithClientOptions(opts...),
 		),
+		query: connect.NewClient[v1alpha1.QueryRequest, v1alpha1.QueryResponse](
+			httpClient,
+			baseURL+EngineServiceQueryProcedure,
+			connect.WithSchema(engineServiceMethods.ByName("Query")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -158,6 +169,7 @@ type engineServiceClient struct {
 	exchange         *connect.Client[v1alpha1.ExchangeRequest, v1alpha1.ExchangeResponse]
 	getState         *connect.Client[v1alpha1.GetStateRequest, v1alpha1.GetStateResponse]
 	stop             *connect.Client[v1alpha1.StopRequest, v1alpha1.StopResponse]
+	query            *connect.Client[v1alpha1.QueryRequest, v1alpha1.QueryResponse]
 }
 
 // OpenSession calls polystreams.v1alpha1.EngineService.OpenSession.
@@ -200,6 +212,11 @@ func (c *engineServiceClient) Stop(ctx context.Context, req *connect.Request[v1a
 	return c.stop.CallUnary(ctx, req)
 }
 
+// Query calls polystreams.v1alpha1.EngineService.Query.
+func (c *engineServiceClient) Query(ctx context.Context, req *connect.Request[v1alpha1.QueryRequest]) (*connect.Response[v1alpha1.QueryResponse], error) {
+	return c.query.CallUnary(ctx, req)
+}
+
 // EngineServiceHandler is an implementation of the polystreams.v1alpha1.EngineService service.
 type EngineServiceHandler interface {
 	// OpenSession creates a session for one application. The session lives
@@ -222,6 +239,9 @@ type EngineServiceHandler interface {
 	GetState(context.Context, *connect.Request[v1alpha1.GetStateRequest]) (*connect.Response[v1alpha1.GetStateResponse], error)
 	// Stop commits what is processed, leaves the group and ends the session.
 	Stop(context.Context, *connect.Request[v1alpha1.StopRequest]) (*connect.Response[v1alpha1.StopResponse], error)
+	// Query reads a key-value store of the running topology (interactive
+	// queries): the store partitions this engine holds, as committed.
+	Query(context.Context, *connect.Request[v1alpha1.QueryRequest]) (*connect.Response[v1alpha1.QueryResponse], error)
 }
 
 // NewEngineServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -279,6 +299,12 @@ func NewEngineServiceHandler(svc EngineServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(engineServiceMethods.ByName("Stop")),
 		connect.WithHandlerOptions(opts...),
 	)
+	engineServiceQueryHandler := connect.NewUnaryHandler(
+		EngineServiceQueryProcedure,
+		svc.Query,
+		connect.WithSchema(engineServiceMethods.ByName("Query")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/polystreams.v1alpha1.EngineService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case EngineServiceOpenSessionProcedure:
@@ -297,6 +323,8 @@ func NewEngineServiceHandler(svc EngineServiceHandler, opts ...connect.HandlerOp
 			engineServiceGetStateHandler.ServeHTTP(w, r)
 		case EngineServiceStopProcedure:
 			engineServiceStopHandler.ServeHTTP(w, r)
+		case EngineServiceQueryProcedure:
+			engineServiceQueryHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -336,4 +364,8 @@ func (UnimplementedEngineServiceHandler) GetState(context.Context, *connect.Requ
 
 func (UnimplementedEngineServiceHandler) Stop(context.Context, *connect.Request[v1alpha1.StopRequest]) (*connect.Response[v1alpha1.StopResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("polystreams.v1alpha1.EngineService.Stop is not implemented"))
+}
+
+func (UnimplementedEngineServiceHandler) Query(context.Context, *connect.Request[v1alpha1.QueryRequest]) (*connect.Response[v1alpha1.QueryResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("polystreams.v1alpha1.EngineService.Query is not implemented"))
 }
