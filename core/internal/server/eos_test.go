@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/broker"
+	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 	"github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1/polystreamsv1alpha1connect"
 )
 
@@ -155,4 +157,39 @@ func TestExactlyOnceWordCount(t *testing.T) {
 	waitExactlyOnce(t, e, "word-counts", want)
 	h.stop()
 	<-done
+}
+
+// A host that dies in the middle of a bundle (takes bundles, never answers)
+// loses nothing: its replacement opens a new session for the application,
+// which replaces the old one; the bundles are processed again, and under
+// exactly_once_v2 nothing is counted twice.
+func TestHostDiesMidBundleUnderEOS(t *testing.T) {
+	e := newEnv(t, "lines", "word-counts")
+	ls, want := lines(1500, 0)
+	e.produce("lines", ls...)
+	config := map[string]string{"processing.guarantee": "exactly_once_v2"}
+	dead := e.open("mid-bundle", config)
+	dead.buildWordCount("lines", "word-counts")
+	dead.start()
+	// The dying host takes bundles and never answers.
+	var taken int
+	waitFor(t, "the host to take a bundle", 30*time.Second, func() bool {
+		resp, err := dead.cl.Exchange(context.Background(), connectReq(&pb.ExchangeRequest{SessionId: dead.session, WorkerId: "dies", MaxBundles: 8, WaitMs: 100}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		taken += len(resp.Msg.Bundles)
+		return taken > 0
+	})
+	h := e.open("mid-bundle", config)
+	h.buildWordCount("lines", "word-counts")
+	h.start()
+	done := h.serveAsync()
+	waitExactlyOnce(t, e, "word-counts", want)
+	h.stop()
+	<-done
+	// The old session is gone, not left running.
+	if _, err := dead.cl.GetState(context.Background(), connectReq(&pb.GetStateRequest{SessionId: dead.session})); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Errorf("the replaced session still answers: %v", err)
+	}
 }

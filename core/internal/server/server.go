@@ -183,6 +183,25 @@ func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSess
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("OpenSession: %w", err))
 	}
 	cfg.Logger = s.log
+	// One session per application.id per engine: a new one replaces the old
+	// (its host restarted). The old one stops first, so that its group
+	// membership and state directory are free; its uncommitted work is done
+	// again by the new one.
+	s.mu.Lock()
+	var old []*session
+	for id, ss := range s.sessions {
+		if ss.appID == m.ApplicationId {
+			old = append(old, ss)
+			delete(s.sessions, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, ss := range old {
+		s.log.Warn("session replaced by a new session for the same application.id", "session", ss.id, "application.id", ss.appID)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		ss.close(ctx)
+		cancel()
+	}
 	var raw [16]byte
 	rand.Read(raw[:])
 	ss := &session{
