@@ -1,13 +1,13 @@
 # polystreams: the entry points. `make demo` and `make test` are all a new
 # user needs; both install what is missing first.
 SHELL := /bin/bash
-export PATH := $(CURDIR)/.cache/bin:/usr/local/go/bin:$(PATH)
+export PATH := $(CURDIR)/.cache/bin:$(CURDIR)/sdk-node/node_modules/.bin:/usr/local/go/bin:$(PATH)
 PY := /usr/bin/python3
 ENGINE := $(CURDIR)/bin/polystreams
 export POLYSTREAMS_ENGINE := $(ENGINE)
 GO_TEST_FLAGS ?= -count=1 -timeout 15m
 
-.PHONY: all deps build generate check-generated lint test test-go test-python demo bench clean
+.PHONY: all deps build generate check-generated lint test test-go test-python test-node demo bench clean
 
 all: build
 
@@ -23,24 +23,29 @@ generate: deps
 
 # Fails when the committed generated code is not what `make generate` makes.
 check-generated: generate
-	@git diff --exit-code -- proto/gen sdk-python/src/polystreams/v1alpha1 \
+	@git diff --exit-code -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen \
 	  || { echo "generated code is stale: run 'make generate' and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- proto/gen sdk-python/src/polystreams/v1alpha1)" \
-	  || { echo "generated code is not committed: run 'make generate' and commit"; git status --porcelain -- proto/gen sdk-python/src/polystreams/v1alpha1; exit 1; }
+	@test -z "$$(git status --porcelain -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen)" \
+	  || { echo "generated code is not committed: run 'make generate' and commit"; git status --porcelain -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen; exit 1; }
 
 lint: deps
 	cd proto && ../node_modules/.bin/buf lint && ../node_modules/.bin/buf format --diff --exit-code
 	go vet ./...
 	@test -z "$$(gofmt -l core tools)" || { gofmt -l core tools; echo "gofmt: files above need formatting"; exit 1; }
 	cd sdk-python && mypy --strict src/polystreams
+	cd sdk-node && node_modules/.bin/tsc --noEmit -p .
 
-test: deps check-generated lint build test-go test-python
+test: deps check-generated lint build test-go test-python test-node
 
 test-go: build
 	go test $(GO_TEST_FLAGS) ./...
 
 test-python: build
 	cd sdk-python && PYTHONPATH=src $(PY) -m pytest -q tests
+
+# Node SDK: unit tests, the real engine end to end, and the packed tarball.
+test-node: deps build
+	cd sdk-node && node --import tsx --test src/*.test.ts
 
 demo: deps build
 	PYTHONPATH=sdk-python/src $(PY) tools/demo/wordcount.py

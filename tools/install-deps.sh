@@ -28,3 +28,8 @@ mkdir -p .cache/bin
 [ -x .cache/bin/protoc-gen-go ] || GOBIN="$PWD/.cache/bin" go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 [ -x .cache/bin/protoc-gen-connect-go ] || GOBIN="$PWD/.cache/bin" go install connectrpc.com/connect/cmd/protoc-gen-connect-go@v1.21.1
 go mod download
+
+if [ ! -d sdk-node/node_modules ]; then
+  echo "install-deps: npm ci (sdk-node)"
+  (cd sdk-node && npm ci --no-audit --no-fund --loglevel=error)
+fi

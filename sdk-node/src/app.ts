@@ -1,0 +1,519 @@
+/** App: one polystreams application — its engine session, its builder and its host loop. */
+
+import { randomUUID } from "node:crypto";
+import { type AnyFunction, Executor } from "./bundle.js";
+import { type Client, Client as EngineClient } from "./client.js";
+import { type Config, properties, redact } from "./config.js";
+import { type Builder, type Handle, KStream, type NamedOptions, type Operation, SETTLED, type Settled, handleFrom } from "./dsl.js";
+import { type EngineLogger, EngineProcess, findEngine } from "./engine.js";
+import { FailedPreconditionError, NotFoundError, PolystreamsError, ProcessingError } from "./errors.js";
+import { type BundleResult, State as StateEnum } from "./gen/polystreams/v1alpha1/engine_pb.js";
+import type { SerdeName, SerdeType } from "./serde.js";
+
+/** The state of an application, as the engine reports it. */
+export type State = "created" | "rebalancing" | "running" | "stopped" | "error";
+
+const STATES: Partial<Record<StateEnum, State>> = {
+  [StateEnum.CREATED]: "created",
+  [StateEnum.REBALANCING]: "rebalancing",
+  [StateEnum.RUNNING]: "running",
+  [StateEnum.STOPPED]: "stopped",
+  [StateEnum.ERROR]: "error",
+};
+
+/** Options of App.create. */
+export interface AppOptions {
+  /** A running engine's URL (also `$POLYSTREAMS_URL`); absent: spawn one. */
+  engine?: string;
+  /** Kafka bootstrap servers; the spawned engine is `serve --brokers` these. Absent: `dev`, with an embedded broker. */
+  brokers?: string;
+  /** Kafka Streams configuration (application.id is the App's). */
+  config?: Config;
+  /** Bounds each call to the engine, in milliseconds (default 120000). */
+  timeoutMs?: number;
+  /** Receives the spawned engine's log lines (default: warnings and errors to stderr). */
+  logger?: EngineLogger;
+}
+
+/** Options of App.stream. */
+export interface StreamOptions<KS extends SerdeName, VS extends SerdeName> extends NamedOptions {
+  /** The topics' key serde (default `bytes`). */
+  key?: KS;
+  /** The topics' value serde (default `bytes`). */
+  value?: VS;
+}
+
+/** Options of App.run. */
+export interface RunOptions {
+  /**
+   * Whether SIGINT and SIGTERM stop the app while run() serves (default
+   * true). After the first signal the handlers are removed, so a second
+   * Ctrl-C ends the process as usual.
+   */
+  signals?: boolean;
+}
+
+/** Options of App.close. */
+export interface CloseOptions {
+  /** How long to wait for run() to return (default 60000 ms). */
+  timeoutMs?: number;
+}
+
+// The host loop's Exchange: bundles taken per call, and how long the engine
+// may hold a call open waiting for one (also how soon stop() is noticed).
+const MAX_BUNDLES = 8;
+const WAIT_MS = 500;
+// When the bundles in hand take longer than this, the results so far are
+// delivered before going on (the engine re-dispatches the bundles of a worker
+// silent for 30 s).
+const DELIVER_AFTER_MS = 5_000;
+
+const noop = (): void => {};
+
+/**
+ * The promise of a builder call's outcome. It tells the App when someone
+ * awaits it (then/catch/finally/await), so that an error seen here is not
+ * reported a second time by describe()/start()/run()/built().
+ */
+class Outcome<T> extends Promise<T> {
+  static override get [Symbol.species](): PromiseConstructor {
+    return Promise;
+  }
+
+  private onObserve: (() => void) | undefined;
+
+  static make<T>(source: Promise<T>, onObserve: () => void): Outcome<T> {
+    let resolve!: (v: T) => void;
+    let reject!: (e: unknown) => void;
+    const o = new Outcome<T>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    o.onObserve = onObserve;
+    source.then(resolve, reject);
+    Promise.prototype.then.call(o, undefined, noop); // never an unhandled rejection
+    return o;
+  }
+
+  override then<R1 = T, R2 = never>(
+    onfulfilled?: ((value: T) => R1 | PromiseLike<R1>) | null,
+    onrejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
+  ): Promise<R1 | R2> {
+    const observe = this.onObserve;
+    if (observe !== undefined) {
+      this.onObserve = undefined;
+      observe();
+    }
+    return super.then(onfulfilled, onrejected);
+  }
+}
+
+/** One queued builder call. */
+interface Call {
+  observed: boolean;
+  error: PolystreamsError | undefined;
+}
+
+/**
+ * A polystreams application: a Kafka Streams topology whose functions run in
+ * this process.
+ *
+ * `await App.create("wordcount")` spawns an engine with an embedded Kafka
+ * broker (`polystreams dev`); `{ brokers: "host:9092" }` spawns one against
+ * that Kafka; `{ engine: "http://127.0.0.1:8086" }` (or the environment
+ * variable `POLYSTREAMS_URL`) uses a running engine. The engine binary is
+ * `$POLYSTREAMS_ENGINE`, else `polystreams` on PATH, else `bin/polystreams`
+ * of the repository this package sits in.
+ *
+ * Build the topology with stream() and the returned KStream's operators (they
+ * return at once; the calls go to the engine in order), then run() serves it
+ * until stopped. close() stops the session and the spawned engine.
+ */
+export class App implements Builder {
+  /** The application.id. */
+  readonly applicationId: string;
+  /** Where the engine serves the protocol. */
+  readonly engineUrl: string;
+  /** The Kafka bootstrap servers the application uses (the embedded broker's address under `dev`). */
+  readonly brokers: string | undefined;
+  /** The effective configuration the engine reports (credentials hidden). */
+  readonly config: Readonly<Record<string, string>>;
+  /** The process id of the engine this App spawned (undefined when it uses a running engine). */
+  readonly enginePid: number | undefined;
+
+  readonly #client: Client;
+  readonly #session: string;
+  readonly #engine: EngineProcess | undefined;
+  readonly #functions = new Map<number, AnyFunction>();
+  #queue: Promise<void> = Promise.resolve();
+  readonly #unreported = new Set<PolystreamsError>();
+  #started = false;
+  #running = false;
+  #stopRequested = false;
+  #stopSent: Promise<void> | undefined;
+  #closed: Promise<void> | undefined;
+  #idle: Promise<void> = Promise.resolve();
+
+  private constructor(init: {
+    applicationId: string;
+    client: Client;
+    session: string;
+    engine: EngineProcess | undefined;
+    config: Record<string, string>;
+    brokers: string | undefined;
+  }) {
+    this.applicationId = init.applicationId;
+    this.#client = init.client;
+    this.#session = init.session;
+    this.#engine = init.engine;
+    this.engineUrl = init.client.url;
+    this.config = Object.freeze(redact(init.config));
+    this.brokers = init.brokers;
+    this.enginePid = init.engine?.pid;
+  }
+
+  /** Opens a session for `applicationId` on a running engine or one it spawns (see the class doc). */
+  static async create(applicationId: string, options: AppOptions = {}): Promise<App> {
+    const props = properties(options.config);
+    if (options.brokers) {
+      props["bootstrap.servers"] = options.brokers;
+    }
+    let engine: EngineProcess | undefined;
+    let url = options.engine ?? process.env["POLYSTREAMS_URL"];
+    if (!url) {
+      engine = await EngineProcess.start(findEngine(), { brokers: options.brokers, logger: options.logger });
+      url = engine.url;
+    }
+    let client: Client | undefined;
+    try {
+      client = new EngineClient(url, { ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}) });
+      const resp = await client.call("openSession", { applicationId, config: props });
+      const brokers = engine?.broker || resp.config["bootstrap.servers"] || options.brokers || undefined;
+      return new App({ applicationId, client, session: resp.sessionId, engine, config: resp.config, brokers });
+    } catch (e) {
+      client?.close();
+      await engine?.close();
+      throw e;
+    }
+  }
+
+  /** A string for logs: the application.id and the engine. */
+  toString(): string {
+    return `App(${JSON.stringify(this.applicationId)}, engine=${JSON.stringify(this.engineUrl)})`;
+  }
+
+  // The builder.
+
+  /**
+   * A stream of the records of one or more topics (`StreamsBuilder.stream`).
+   * `key` and `value` name the topics' serdes (default `bytes`) and type the
+   * keys and values your functions see; `name` names the source node
+   * (`Consumed.as`).
+   */
+  stream<KS extends SerdeName = "bytes", VS extends SerdeName = "bytes">(
+    topics: string | readonly string[],
+    options: StreamOptions<KS, VS> = {},
+  ): KStream<SerdeType<KS>, SerdeType<VS>> {
+    const list = typeof topics === "string" ? [topics] : [...topics];
+    for (const t of list) {
+      if (typeof t !== "string") {
+        throw new TypeError(`stream: topics must be strings, not ${typeof t}`);
+      }
+    }
+    return new KStream(
+      this,
+      this.build("stream", null, [], () => ({
+        case: "stream",
+        value: { topics: list, keySerde: options.key ?? "", valueSerde: options.value ?? "", name: options.name ?? "" },
+      })),
+    );
+  }
+
+  /**
+   * Queues one Build call (see Builder). The calls run one at a time in
+   * program order, so the engine numbers nodes as Kafka Streams would.
+   * @internal
+   */
+  build(
+    method: string,
+    input: { readonly [SETTLED]: Settled } | null,
+    functions: readonly AnyFunction[],
+    operation: (input: bigint, tokens: readonly number[]) => Operation,
+  ): { handle: Promise<Handle | undefined>; settled: Settled } {
+    const call: Call = { observed: false, error: undefined };
+    const site: { stack?: string } = {};
+    Error.captureStackTrace(site, this.build);
+    const run = async (): Promise<Handle | undefined> => {
+      let inputId = 0n;
+      if (input !== null) {
+        const h = await input[SETTLED];
+        if (h instanceof PolystreamsError) {
+          throw h; // built from a refused call: refused for the same reason, without asking the engine
+        }
+        if (h === undefined) {
+          throw new PolystreamsError("internal", `${method}: its input has no handle`);
+        }
+        inputId = h.id;
+      }
+      const tokens: number[] = [];
+      try {
+        for (const fn of functions) {
+          const resp = await this.#client.call("registerFunction", { sessionId: this.#session, name: fn.name || "anonymous" });
+          this.#functions.set(resp.token, fn);
+          tokens.push(resp.token);
+        }
+        const resp = await this.#client.call("build", { sessionId: this.#session, operation: operation(inputId, tokens) });
+        if (resp.handle === undefined) {
+          return undefined;
+        }
+        return handleFrom(resp.handle);
+      } catch (e) {
+        for (const t of tokens) {
+          this.#functions.delete(t); // registered for this call only
+        }
+        if (e instanceof PolystreamsError && site.stack !== undefined) {
+          // Point at the builder call, not at the queue that ran it.
+          e.stack = `${e.name}: ${e.message} [${e.code}]\n${site.stack.split("\n").slice(1).join("\n")}`;
+        }
+        throw e;
+      }
+    };
+    const result = this.#queue.then(run).catch((e: unknown) => {
+      const err = e instanceof PolystreamsError ? e : new PolystreamsError("internal", `${method}: ${String(e)}`, { cause: e });
+      call.error = err;
+      if (call.observed) {
+        this.#unreported.delete(err);
+      } else {
+        this.#unreported.add(err);
+      }
+      throw err;
+    });
+    this.#queue = result.then(noop, noop);
+    const handle = Outcome.make(result, () => {
+      call.observed = true;
+      if (call.error !== undefined) {
+        this.#unreported.delete(call.error);
+      }
+    });
+    const settled: Settled = result.catch((e: unknown) => e as PolystreamsError);
+    return { handle, settled };
+  }
+
+  /**
+   * Waits until every builder call so far has been answered. Rejects with the
+   * first refused call's error (a PolystreamsError with the engine's code and
+   * message) unless that error was already seen through the node's `handle`
+   * or the promise `to()`/`foreach()` returned; an error is reported once,
+   * and the session stays usable.
+   */
+  async built(): Promise<void> {
+    await this.#queue;
+    const [first] = this.#unreported;
+    if (first !== undefined) {
+      const more = this.#unreported.size - 1;
+      this.#unreported.clear();
+      if (more > 0) {
+        first.message += ` (and ${more} more refused builder call${more > 1 ? "s" : ""})`;
+      }
+      throw first;
+    }
+  }
+
+  /** The topology as Kafka Streams' `Topology.describe().toString()` prints it. */
+  async describe(): Promise<string> {
+    await this.built();
+    return (await this.#client.call("describe", { sessionId: this.#session })).text;
+  }
+
+  // Running.
+
+  /** The application's state, as the engine reports it now. */
+  async state(): Promise<State> {
+    const resp = await this.#client.call("getState", { sessionId: this.#session });
+    return STATES[resp.state] ?? "created";
+  }
+
+  /**
+   * Starts processing (creates internal topics, joins the group) once the
+   * builder calls are answered. Called by run(); builder calls are refused
+   * afterwards.
+   */
+  async start(): Promise<void> {
+    if (this.#closed !== undefined || this.#stopSent !== undefined) {
+      throw new FailedPreconditionError("failed_precondition", `start: app ${JSON.stringify(this.applicationId)} is stopped`);
+    }
+    if (this.#started) {
+      return;
+    }
+    await this.built();
+    await this.#client.call("start", { sessionId: this.#session });
+    this.#started = true;
+  }
+
+  /**
+   * Starts the topology and serves its bundles until it stops.
+   *
+   * Resolves when stop() is called (at once if it was called before), on
+   * SIGINT or SIGTERM (unless `signals: false`), or when the engine stops the
+   * session; rejects with a ProcessingError when the topology fails (e.g. a
+   * function threw for a record; the error names node, topic, partition and
+   * offset), or with the error of a refused builder call.
+   */
+  async run(options: RunOptions = {}): Promise<void> {
+    if (this.#running) {
+      throw new FailedPreconditionError("failed_precondition", "run: the app is already running");
+    }
+    if (this.#closed !== undefined) {
+      throw new FailedPreconditionError("failed_precondition", `run: app ${JSON.stringify(this.applicationId)} is closed`);
+    }
+    if (this.#stopSent !== undefined) {
+      return; // stop() came first
+    }
+    this.#running = true;
+    let idle = noop;
+    this.#idle = new Promise((resolve) => (idle = resolve));
+    const onSignal = (): void => {
+      removeSignals();
+      void this.stop();
+    };
+    const removeSignals = (): void => {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    };
+    if (options.signals ?? true) {
+      process.on("SIGINT", onSignal);
+      process.on("SIGTERM", onSignal);
+    }
+    try {
+      if (!this.#stopRequested) {
+        await this.start();
+        await this.#serve();
+      }
+      await this.#sendStop();
+    } catch (e) {
+      await this.#sendStop(); // best effort: the session must not outlive the host
+      throw e;
+    } finally {
+      removeSignals();
+      this.#running = false;
+      idle();
+    }
+  }
+
+  async #serve(): Promise<void> {
+    const worker = randomUUID();
+    const executor = new Executor(this.#functions);
+    let results: BundleResult[] = [];
+    for (;;) {
+      const stopping = this.#stopRequested;
+      let resp;
+      try {
+        resp = await this.#client.call("exchange", {
+          sessionId: this.#session,
+          workerId: worker,
+          results,
+          maxBundles: stopping ? 0 : MAX_BUNDLES,
+          waitMs: stopping ? 0 : WAIT_MS,
+        });
+      } catch (e) {
+        if (e instanceof NotFoundError && (this.#stopRequested || this.#stopSent !== undefined)) {
+          return; // the session ended as asked
+        }
+        throw e;
+      }
+      results = [];
+      if (resp.state === StateEnum.ERROR) {
+        await this.#sendStop();
+        const message = resp.error || `app ${JSON.stringify(this.applicationId)} failed (the engine gave no reason)`;
+        const r = resp.failedRecord;
+        throw new ProcessingError(message, r ? { topic: r.topic, partition: r.partition, offset: r.offset, node: r.node } : {});
+      }
+      if (resp.state === StateEnum.STOPPED || stopping) {
+        return;
+      }
+      if (resp.bundles.length === 0) {
+        continue;
+      }
+      const done: BundleResult[] = [];
+      const all = Promise.all(resp.bundles.map((b) => executor.process(b).then((r) => void done.push(r))));
+      for (;;) {
+        let timer: NodeJS.Timeout | undefined;
+        const finished = await Promise.race([
+          all.then(() => true),
+          new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), DELIVER_AFTER_MS))),
+        ]);
+        clearTimeout(timer);
+        if (finished) {
+          break;
+        }
+        if (done.length > 0) {
+          // Slow functions: hand over what is done, so the engine's tasks go
+          // on and it does not take this worker for dead.
+          await this.#client.call("exchange", {
+            sessionId: this.#session,
+            workerId: worker,
+            results: done.splice(0),
+            maxBundles: 0,
+            waitMs: 0,
+          });
+        }
+      }
+      results = done;
+    }
+  }
+
+  /**
+   * Stops the application: run() delivers what it has processed, the engine
+   * commits it and leaves the group, and run() resolves. Safe to call more
+   * than once, and from inside a function of the topology (it does not wait
+   * for run() to return).
+   */
+  async stop(): Promise<void> {
+    this.#stopRequested = true;
+    if (this.#running) {
+      return; // run() sends Stop itself
+    }
+    await this.#sendStop();
+  }
+
+  #sendStop(): Promise<void> {
+    if (this.#stopSent === undefined) {
+      this.#stopSent = this.#client.call("stop", { sessionId: this.#session }).then(noop, (e: unknown) => {
+        if (!(e instanceof NotFoundError)) {
+          process.emitWarning(`polystreams: stopping app ${JSON.stringify(this.applicationId)}: ${String(e)}`);
+        }
+      });
+    }
+    return this.#stopSent;
+  }
+
+  /**
+   * Stops the application (see stop()), waits for run() to return, and ends
+   * the engine this App spawned. Safe to call more than once.
+   */
+  close(options: CloseOptions = {}): Promise<void> {
+    this.#closed ??= this.#close(options.timeoutMs ?? 60_000);
+    return this.#closed;
+  }
+
+  async #close(timeoutMs: number): Promise<void> {
+    await this.stop();
+    let timer: NodeJS.Timeout | undefined;
+    const returned = await Promise.race([
+      this.#idle.then(() => true),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
+    ]);
+    clearTimeout(timer);
+    if (!returned) {
+      process.emitWarning(`polystreams: app ${JSON.stringify(this.applicationId)}: run() did not return within ${timeoutMs} ms of close()`);
+    }
+    await this.#sendStop();
+    this.#client.close();
+    await this.#engine?.close();
+  }
+
+  /** `await using app = await App.create(...)` closes the app at the end of the block. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}

@@ -1,0 +1,386 @@
+import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
+import { describe, test } from "node:test";
+import { create } from "@bufbuild/protobuf";
+import { type AnyFunction, Executor } from "./bundle.js";
+import { type BundleResult, BundleSchema, Operation } from "./gen/polystreams/v1alpha1/engine_pb.js";
+
+// Columns are built and read here with Buffer directly, not with serde.ts, so
+// that these tests check the executor against the protocol's layout.
+
+type Bytes = Buffer | null;
+
+function col(items: readonly Bytes[]): { data: Buffer; lengths: number[] } {
+  return {
+    data: Buffer.concat(items.flatMap((b) => (b === null ? [] : [b]))),
+    lengths: items.map((b) => (b === null ? -1 : b.length)),
+  };
+}
+
+function split(data: Uint8Array, lengths: readonly number[]): Bytes[] {
+  const out: Bytes[] = [];
+  let pos = 0;
+  for (const len of lengths) {
+    if (len < 0) {
+      out.push(null);
+      continue;
+    }
+    out.push(Buffer.from(data.subarray(pos, pos + len)));
+    pos += len;
+  }
+  return out;
+}
+
+const str = (s: string | null): Bytes => (s === null ? null : Buffer.from(s, "utf8"));
+const long = (n: bigint): Buffer => {
+  const b = Buffer.alloc(8);
+  b.writeBigInt64BE(n);
+  return b;
+};
+
+interface Steps {
+  steps: [Operation, AnyFunction][];
+  keySerde?: string;
+  valueSerde?: string;
+  outKey?: string;
+  outValue?: string;
+  keys?: Bytes[];
+  values: Bytes[];
+}
+
+function run(s: Steps): Promise<BundleResult> {
+  const functions = new Map<number, AnyFunction>();
+  const steps = s.steps.map(([operation, fn], i) => {
+    functions.set(i + 1, fn);
+    return { token: i + 1, operation, node: `NODE-${i}` };
+  });
+  const keys = col(s.keys ?? s.values.map(() => null));
+  const values = col(s.values);
+  const bundle = create(BundleSchema, {
+    id: 7n,
+    steps,
+    keySerde: s.keySerde ?? "string",
+    valueSerde: s.valueSerde ?? "string",
+    outputKeySerde: s.outKey ?? "",
+    outputValueSerde: s.outValue ?? "",
+    keyLengths: keys.lengths,
+    keys: keys.data,
+    valueLengths: values.lengths,
+    values: values.data,
+    topic: "in",
+    partition: 0,
+  });
+  return new Executor(functions).process(bundle);
+}
+
+const texts = (bs: Bytes[]): (string | null)[] => bs.map((b) => (b === null ? null : b.toString("utf8")));
+const outValues = (r: BundleResult): (string | null)[] => texts(split(r.values, r.valueLengths));
+const outKeys = (r: BundleResult): (string | null)[] => texts(split(r.keys, r.keyLengths));
+const failures = (r: BundleResult): [number, number, string][] => r.failures.map((f) => [f.index, f.step, f.message]);
+
+describe("bundle executor", () => {
+  test("mapValues: one output per record, keys not sent back", async () => {
+    const r = await run({ steps: [[Operation.MAP_VALUES, (v: string) => v.toUpperCase()]], values: [str("a"), str("b")] });
+    assert.equal(r.bundleId, 7n);
+    assert.deepEqual(r.outputCounts, [1, 1]);
+    assert.deepEqual(outValues(r), ["A", "B"]);
+    assert.deepEqual(r.keyLengths, []);
+    assert.equal(r.keys.length, 0);
+    assert.deepEqual(r.failures, []);
+  });
+
+  test("a Kafka null value reaches the function as null and may stay null", async () => {
+    const r = await run({ steps: [[Operation.MAP_VALUES, (v: string | null) => (v === null ? null : v + "!")]], values: [null, str("x")] });
+    assert.deepEqual(r.outputCounts, [1, 1]);
+    assert.deepEqual(outValues(r), [null, "x!"]);
+  });
+
+  test("flatMapValues: many, none, iterables and generators", async () => {
+    const r = await run({
+      steps: [
+        [
+          Operation.FLAT_MAP_VALUES,
+          function* (v: string) {
+            yield* v.split(" ").filter(Boolean);
+          },
+        ],
+      ],
+      values: [str("a b c"), str(""), str("d")],
+    });
+    assert.deepEqual(r.outputCounts, [3, 0, 1]);
+    assert.deepEqual(outValues(r), ["a", "b", "c", "d"]);
+    const s = await run({ steps: [[Operation.FLAT_MAP_VALUES, (v: string) => new Set([v, v + v])]], values: [str("x")] });
+    assert.deepEqual(outValues(s), ["x", "xx"]);
+  });
+
+  test("flatMapValues refuses a string result for that record only", async () => {
+    const r = await run({ steps: [[Operation.FLAT_MAP_VALUES, (v: string) => (v === "bad" ? v : [v])]], values: [str("ok"), str("bad")] });
+    assert.deepEqual(r.outputCounts, [1, 0]);
+    assert.deepEqual(outValues(r), ["ok"]);
+    assert.deepEqual(failures(r), [[1, 0, "TypeError: flatMapValues must return an iterable of values, not string"]]);
+  });
+
+  test("filter none, filter all, filterNot", async () => {
+    const none = await run({ steps: [[Operation.FILTER, () => false]], values: [str("a"), str("b")] });
+    assert.deepEqual(none.outputCounts, [0, 0]);
+    assert.deepEqual(none.valueLengths, []);
+    const all = await run({ steps: [[Operation.FILTER, () => 1]], values: [str("a"), str("b")] });
+    assert.deepEqual(all.outputCounts, [1, 1]);
+    const not = await run({ steps: [[Operation.FILTER_NOT, (_k: unknown, v: string) => v.startsWith("x")]], values: [str("xa"), str("b")] });
+    assert.deepEqual(not.outputCounts, [0, 1]);
+    assert.deepEqual(outValues(not), ["b"]);
+  });
+
+  test("filter sees decoded keys", async () => {
+    const r = await run({
+      steps: [[Operation.FILTER, (k: string | null) => k === "keep"]],
+      keys: [str("keep"), str("drop"), null],
+      values: [str("1"), str("2"), str("3")],
+    });
+    assert.deepEqual(r.outputCounts, [1, 0, 0]);
+    assert.deepEqual(r.keyLengths, [], "filter changes no key: keys are not sent back");
+  });
+
+  test("keys are sent back only when a step changes them (map, selectKey)", async () => {
+    const m = await run({
+      steps: [[Operation.MAP, (k: string, v: string) => [v, k]]],
+      keys: [str("k1"), str("k2")],
+      values: [str("v1"), str("v2")],
+    });
+    assert.deepEqual(outKeys(m), ["v1", "v2"]);
+    assert.deepEqual(outValues(m), ["k1", "k2"]);
+    const s = await run({
+      steps: [
+        [Operation.FLAT_MAP_VALUES, (v: string) => v.split(" ")],
+        [Operation.SELECT_KEY, (_k: unknown, v: string) => v.toUpperCase()],
+      ],
+      values: [str("a b"), str("c")],
+    });
+    assert.deepEqual(s.outputCounts, [2, 1]);
+    assert.deepEqual(outKeys(s), ["A", "B", "C"]);
+    assert.deepEqual(outValues(s), ["a", "b", "c"]);
+  });
+
+  test("map must return a [key, value] pair", async () => {
+    const r = await run({ steps: [[Operation.MAP, (k: string, v: string) => (v === "x" ? v : [k, v])]], keys: [str("a"), str("b")], values: [str("y"), str("x")] });
+    assert.deepEqual(r.outputCounts, [1, 0]);
+    assert.deepEqual(failures(r), [[1, 0, "TypeError: map must return a [key, value] pair, not string"]]);
+  });
+
+  test("output serdes: map to json values and long keys", async () => {
+    const r = await run({
+      steps: [[Operation.MAP, (_k: unknown, v: string) => [BigInt(v.length), { v }]]],
+      outKey: "long",
+      outValue: "json",
+      values: [str("abc")],
+    });
+    assert.deepEqual(split(r.keys, r.keyLengths), [long(3n)]);
+    assert.deepEqual(outValues(r), ['{"v":"abc"}']);
+  });
+
+  test("peek passes records on, foreach passes nothing", async () => {
+    const seen: string[] = [];
+    const p = await run({ steps: [[Operation.PEEK, (_k: unknown, v: string) => seen.push(v)]], values: [str("a"), str("b")] });
+    assert.deepEqual(outValues(p), ["a", "b"]);
+    const f = await run({ steps: [[Operation.FOREACH, (_k: unknown, v: string) => seen.push(v)]], values: [str("c")] });
+    assert.deepEqual(f.outputCounts, [0]);
+    assert.deepEqual(seen, ["a", "b", "c"]);
+  });
+
+  test("a throwing function fails its record only, naming the step; never a substituted value", async () => {
+    const r = await run({
+      steps: [
+        [Operation.MAP_VALUES, (v: string) => v + "1"],
+        [
+          Operation.MAP_VALUES,
+          (v: string) => {
+            if (v === "poison1") {
+              throw new RangeError("poison pill");
+            }
+            return v + "2";
+          },
+        ],
+      ],
+      values: [str("a"), str("poison"), str("c")],
+    });
+    assert.deepEqual(r.outputCounts, [1, 0, 1]);
+    assert.deepEqual(outValues(r), ["a12", "c12"]);
+    assert.deepEqual(failures(r), [[1, 1, "RangeError: poison pill"]]);
+  });
+
+  test("a failure after flatMapValues drops every output of that record", async () => {
+    const r = await run({
+      steps: [
+        [Operation.FLAT_MAP_VALUES, (v: string) => v.split(" ")],
+        [
+          Operation.MAP_VALUES,
+          (v: string) => {
+            if (v === "bad") {
+              throw new Error("no");
+            }
+            return v;
+          },
+        ],
+      ],
+      values: [str("a bad b"), str("c d")],
+    });
+    assert.deepEqual(r.outputCounts, [0, 2]);
+    assert.deepEqual(outValues(r), ["c", "d"]);
+    assert.deepEqual(failures(r), [[0, 1, "Error: no"]]);
+  });
+
+  test("async functions: awaited per step, results in record order", async () => {
+    const order: string[] = [];
+    const r = await run({
+      steps: [
+        [
+          Operation.MAP_VALUES,
+          async (v: string) => {
+            await new Promise((resolve) => setTimeout(resolve, v === "a" ? 20 : 1));
+            order.push(v);
+            return v.toUpperCase();
+          },
+        ],
+        [Operation.FILTER, async (_k: unknown, v: string) => v !== "B"],
+        [Operation.FLAT_MAP_VALUES, async (v: string) => [v, v]],
+        [
+          Operation.FLAT_MAP_VALUES,
+          async function* (v: string) {
+            yield v + "!";
+          },
+        ],
+      ],
+      values: [str("a"), str("b"), str("c")],
+    });
+    assert.deepEqual(order, ["b", "c", "a"], "the calls of one step run concurrently");
+    assert.deepEqual(r.outputCounts, [2, 0, 2]);
+    assert.deepEqual(outValues(r), ["A!", "A!", "C!", "C!"]);
+  });
+
+  test("a rejected promise fails its record like a throw", async () => {
+    const r = await run({
+      steps: [
+        [
+          Operation.MAP_VALUES,
+          async (v: string) => {
+            if (v === "x") {
+              throw new TypeError("async no");
+            }
+            return v;
+          },
+        ],
+      ],
+      values: [str("x"), str("y")],
+    });
+    assert.deepEqual(r.outputCounts, [0, 1]);
+    assert.deepEqual(failures(r), [[0, 0, "TypeError: async no"]]);
+  });
+
+  test("undecodable input and unencodable output fail their records", async () => {
+    const bad = await run({ steps: [[Operation.MAP_VALUES, (v: bigint) => v + 1n]], valueSerde: "long", values: [long(1n), Buffer.from("01", "hex")] });
+    assert.deepEqual(bad.outputCounts, [1, 0]);
+    assert.deepEqual(failures(bad), [[1, 0, "RangeError: long serde: want 8 bytes, got 1"]]);
+    const out = await run({ steps: [[Operation.MAP_VALUES, (v: string) => (v === "n" ? 5 : v)]], values: [str("n"), str("s")] });
+    assert.deepEqual(out.outputCounts, [0, 1]);
+    assert.deepEqual(outValues(out), ["s"]);
+    assert.deepEqual(failures(out), [[0, 0, "TypeError: string serde: want a string, got number"]]);
+  });
+
+  test("an unregistered token fails every record", async () => {
+    const bundle = create(BundleSchema, {
+      id: 1n,
+      steps: [{ token: 99, operation: Operation.MAP_VALUES, node: "KSTREAM-MAPVALUES-0000000001" }],
+      valueSerde: "string",
+      valueLengths: [1],
+      values: Buffer.from("a"),
+    });
+    const r = await new Executor(new Map()).process(bundle);
+    assert.deepEqual(r.outputCounts, [0]);
+    assert.match(r.failures[0]!.message, /token 99, which is not registered/);
+  });
+});
+
+describe("fold bundles", () => {
+  function fold(op: Operation, fns: Map<number, AnyFunction>, groups: { key: string; agg: Bytes; values: Bytes[] }[], serde = "long") {
+    const keys = col(groups.map((g) => str(g.key)));
+    const aggs = col(groups.map((g) => g.agg));
+    const values = col(groups.flatMap((g) => g.values));
+    return new Executor(fns).process(
+      create(BundleSchema, {
+        id: 3n,
+        steps: [{ token: 1, operation: op, node: "KSTREAM-REDUCE-0000000002", initializerToken: 2 }],
+        keySerde: "string",
+        valueSerde: serde,
+        outputKeySerde: "string",
+        outputValueSerde: serde,
+        aggregateSerde: serde,
+        keyLengths: keys.lengths,
+        keys: keys.data,
+        groupSizes: groups.map((g) => g.values.length),
+        aggregateLengths: aggs.lengths,
+        aggregates: aggs.data,
+        valueLengths: values.lengths,
+        values: values.data,
+      }),
+    );
+  }
+  const longs = (r: BundleResult): bigint[] => split(r.values, r.valueLengths).map((b) => b!.readBigInt64BE(0));
+
+  test("reduce: the first value of a new key becomes its aggregate; one output per value", async () => {
+    const r = await fold(Operation.REDUCE, new Map([[1, (a: bigint, v: bigint) => a + v]]), [
+      { key: "a", agg: null, values: [long(1n), long(2n), long(3n)] },
+      { key: "b", agg: long(10n), values: [long(5n)] },
+    ]);
+    assert.deepEqual(r.outputCounts, [1, 1, 1, 1]);
+    assert.deepEqual(longs(r), [1n, 3n, 6n, 15n]);
+  });
+
+  test("aggregate: the initializer starts a key; async aggregators fold in order", async () => {
+    const fns = new Map<number, AnyFunction>([
+      [2, async () => 100n],
+      [
+        1,
+        async (k: string, v: bigint, a: bigint) => {
+          await new Promise((resolve) => setTimeout(resolve, Number(v)));
+          return a * 2n + v + BigInt(k.length);
+        },
+      ],
+    ]);
+    const r = await fold(Operation.AGGREGATE, fns, [
+      { key: "a", agg: null, values: [long(3n), long(1n)] },
+      { key: "bb", agg: long(1n), values: [long(2n)] },
+    ]);
+    assert.deepEqual(longs(r), [204n, 410n, 6n]);
+  });
+
+  test("a failing value fails the rest of its key, not the other keys", async () => {
+    const r = await fold(
+      Operation.REDUCE,
+      new Map([
+        [
+          1,
+          (a: bigint, v: bigint) => {
+            if (v === 0n) {
+              throw new RangeError("zero");
+            }
+            return a + v;
+          },
+        ],
+      ]),
+      [
+        { key: "a", agg: long(1n), values: [long(1n), long(0n), long(5n)] },
+        { key: "b", agg: long(1n), values: [long(2n)] },
+      ],
+    );
+    assert.deepEqual(r.outputCounts, [1, 0, 0, 1]);
+    assert.deepEqual(longs(r), [2n, 3n]);
+    assert.equal(r.failures[0]!.message, "RangeError: zero");
+    assert.deepEqual(r.failures.map((f) => f.index), [1, 2]);
+  });
+
+  test("a null aggregate is a failure", async () => {
+    const r = await fold(Operation.REDUCE, new Map([[1, () => null]]), [{ key: "a", agg: long(1n), values: [long(1n)] }]);
+    assert.deepEqual(r.outputCounts, [0]);
+    assert.equal(r.failures[0]!.message, "TypeError: the aggregate is null");
+  });
+});

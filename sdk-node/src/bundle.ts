@@ -1,0 +1,677 @@
+/**
+ * The host side of the data plane: runs a bundle through its chain of steps.
+ *
+ * This is the hot path. A bundle is processed a column at a time: values (and
+ * keys, when a step reads them) are decoded once, each step calls the user's
+ * function for every element in one loop, and the outputs are encoded once. A
+ * record whose function throws (or whose promise rejects) fails alone: its
+ * outputs are dropped and a RecordFailure names it; the rest of the bundle
+ * goes on. No value is ever substituted for a failed one.
+ *
+ * Functions may be async. A step first calls its function for every element,
+ * in record order; when some calls returned promises, the step waits for
+ * those (together) before the next step runs. A bundle of synchronous
+ * functions allocates no promise per record.
+ *
+ * Within a bundle the elements in flight are parallel arrays: `vals` (and
+ * `keys` when needed) and `origin`, the index of the input record each
+ * element came from (null while it is the identity, i.e. before any filter
+ * or flatMap changed the count).
+ */
+
+import { create } from "@bufbuild/protobuf";
+import {
+  type Bundle,
+  type BundleResult,
+  BundleResultSchema,
+  Operation,
+  RecordFailureSchema,
+} from "./gen/polystreams/v1alpha1/engine_pb.js";
+import { decodeColumn, encodeColumn, errorText, typeName } from "./serde.js";
+
+/** A user function as the executor calls it. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyFunction = (...args: any[]) => unknown;
+
+/** Marks an element whose function threw. */
+const FAILED: unique symbol = Symbol("failed");
+
+const READS_KEY = new Set<Operation>([
+  Operation.FILTER,
+  Operation.FILTER_NOT,
+  Operation.MAP,
+  Operation.SELECT_KEY,
+  Operation.PEEK,
+  Operation.FOREACH,
+]);
+const CHANGES_KEY = new Set<Operation>([Operation.MAP, Operation.SELECT_KEY]);
+
+function isThenable(v: unknown): v is PromiseLike<unknown> {
+  return (
+    v !== null &&
+    (typeof v === "object" || typeof v === "function") &&
+    typeof (v as { then?: unknown }).then === "function"
+  );
+}
+
+/** The elements of a bundle in flight between steps. */
+class Column {
+  origin: number[] | null = null;
+  constructor(
+    readonly n: number,
+    public keys: unknown[] | null,
+    public vals: unknown[],
+    /** record index -> [step, error text]; the first failure wins */
+    readonly failed: Map<number, [number, string]>,
+  ) {}
+
+  origins(): number[] {
+    if (this.origin === null) {
+      this.origin = Array.from({ length: this.vals.length }, (_, j) => j);
+    }
+    return this.origin;
+  }
+
+  /** Marks the records of the elements at the given positions failed, without dropping anything. */
+  mark(positions: Map<number, string>, step: number): void {
+    const origin = this.origin;
+    for (const [j, msg] of positions) {
+      const i = origin === null ? j : origin[j]!;
+      if (!this.failed.has(i)) {
+        this.failed.set(i, [step, msg]);
+      }
+    }
+  }
+
+  /**
+   * Fails the records of the elements at positions and drops every element
+   * of those records (a record's outputs are all or nothing).
+   */
+  fail(positions: Map<number, string>, step: number): void {
+    if (positions.size === 0) {
+      return;
+    }
+    this.mark(positions, step);
+    this.dropFailed();
+  }
+
+  /** Keeps the elements for which keep[j] is true. */
+  compress(keep: boolean[]): void {
+    const origin = this.origins();
+    const o: number[] = [];
+    const v: unknown[] = [];
+    const k: unknown[] | null = this.keys === null ? null : [];
+    for (let j = 0; j < keep.length; j++) {
+      if (keep[j]) {
+        o.push(origin[j]!);
+        v.push(this.vals[j]);
+        k?.push(this.keys![j]);
+      }
+    }
+    this.origin = o;
+    this.vals = v;
+    this.keys = k;
+  }
+
+  dropFailed(): void {
+    if (this.failed.size === 0) {
+      return;
+    }
+    const failed = this.failed;
+    this.compress(this.origins().map((i) => !failed.has(i)));
+  }
+}
+
+/** The outcome of calling a function for every element: results (FAILED where it threw) and the failures. */
+interface Applied {
+  out: unknown[];
+  failures: Map<number, string>;
+}
+
+/**
+ * Calls fn(a[j]) (or fn(a[j], b[j])) for every element, in order, then waits
+ * for the results that are promises. Returns synchronously when none is.
+ */
+function applyAll(fn: AnyFunction, a: unknown[], b: unknown[] | null): Applied | Promise<Applied> {
+  const n = a.length;
+  const out = new Array<unknown>(n);
+  const failures = new Map<number, string>();
+  let pending: number[] | null = null;
+  for (let j = 0; j < n; j++) {
+    let r: unknown;
+    try {
+      r = b === null ? fn(a[j]) : fn(a[j], b[j]);
+    } catch (e) {
+      failures.set(j, errorText(e));
+      out[j] = FAILED;
+      continue;
+    }
+    if (isThenable(r)) {
+      (pending ??= []).push(j);
+    }
+    out[j] = r;
+  }
+  if (pending === null) {
+    return { out, failures };
+  }
+  const waits = pending;
+  return Promise.allSettled(waits.map((j) => out[j] as PromiseLike<unknown>)).then((settled) => {
+    for (let p = 0; p < waits.length; p++) {
+      const j = waits[p]!;
+      const s = settled[p]!;
+      if (s.status === "fulfilled") {
+        out[j] = s.value;
+      } else {
+        failures.set(j, errorText(s.reason));
+        out[j] = FAILED;
+      }
+    }
+    return { out, failures };
+  });
+}
+
+type StepFn = (col: Column, fn: AnyFunction, step: number) => void | Promise<void>;
+
+function then(applied: Applied | Promise<Applied>, next: (a: Applied) => void | Promise<void>): void | Promise<void> {
+  return applied instanceof Promise ? applied.then(next) : next(applied);
+}
+
+function stepMapValues(col: Column, fn: AnyFunction, step: number): void | Promise<void> {
+  return then(applyAll(fn, col.vals, null), ({ out, failures }) => {
+    col.vals = out;
+    col.fail(failures, step);
+  });
+}
+
+function stepFilter(negate: boolean): StepFn {
+  return (col, fn, step) =>
+    then(applyAll(fn, col.keys!, col.vals), ({ out, failures }) => {
+      col.mark(failures, step);
+      let all = failures.size === 0;
+      const keep = new Array<boolean>(out.length);
+      for (let j = 0; j < out.length; j++) {
+        const r = out[j];
+        keep[j] = r !== FAILED && (negate ? !r : Boolean(r));
+        all &&= keep[j]!;
+      }
+      if (!all) {
+        col.compress(keep);
+        col.dropFailed();
+      }
+    });
+}
+
+function flatMapError(r: unknown): TypeError {
+  return new TypeError(`flatMapValues must return an iterable of values, not ${typeName(r)}`);
+}
+
+/** A flatMapValues result as an array, or a promise of one for an async iterable. */
+function toValues(r: unknown): unknown[] | Promise<unknown[]> {
+  if (Array.isArray(r)) {
+    return r;
+  }
+  if (r !== null && typeof r === "object") {
+    if (typeof (r as Iterable<unknown>)[Symbol.iterator] === "function") {
+      return Array.from(r as Iterable<unknown>);
+    }
+    if (typeof (r as AsyncIterable<unknown>)[Symbol.asyncIterator] === "function") {
+      return (async () => {
+        const values: unknown[] = [];
+        for await (const v of r as AsyncIterable<unknown>) {
+          values.push(v);
+        }
+        return values;
+      })();
+    }
+  }
+  throw flatMapError(r); // strings are iterable but not values: refused, as in the other SDKs
+}
+
+function stepFlatMapValues(col: Column, fn: AnyFunction, step: number): void | Promise<void> {
+  return then(applyAll(fn, col.vals, null), ({ out, failures }) => {
+    const lists = new Array<unknown[]>(out.length);
+    let waits: Promise<void>[] | null = null;
+    for (let j = 0; j < out.length; j++) {
+      const r = out[j];
+      lists[j] = [];
+      if (r === FAILED) {
+        continue;
+      }
+      try {
+        const values = toValues(r);
+        if (Array.isArray(values)) {
+          lists[j] = values;
+        } else {
+          (waits ??= []).push(
+            values.then(
+              (v) => void (lists[j] = v),
+              (e: unknown) => void failures.set(j, errorText(e)),
+            ),
+          );
+        }
+      } catch (e) {
+        failures.set(j, errorText(e));
+      }
+    }
+    const finish = (): void => {
+      col.mark(failures, step);
+      const origin = col.origin;
+      const keys = col.keys;
+      const o: number[] = [];
+      const v: unknown[] = [];
+      const k: unknown[] | null = keys === null ? null : [];
+      for (let j = 0; j < lists.length; j++) {
+        const values = lists[j]!;
+        if (failures.has(j)) {
+          continue;
+        }
+        const i = origin === null ? j : origin[j]!;
+        for (const x of values) {
+          o.push(i);
+          v.push(x);
+          k?.push(keys![j]);
+        }
+      }
+      col.origin = o;
+      col.vals = v;
+      col.keys = k;
+      col.dropFailed();
+    };
+    if (waits !== null) {
+      return Promise.all(waits).then(finish);
+    }
+    return finish();
+  });
+}
+
+function stepMap(col: Column, fn: AnyFunction, step: number): void | Promise<void> {
+  return then(applyAll(fn, col.keys!, col.vals), ({ out, failures }) => {
+    const keys = new Array<unknown>(out.length);
+    const vals = new Array<unknown>(out.length);
+    for (let j = 0; j < out.length; j++) {
+      const p = out[j];
+      if (p === FAILED) {
+        continue;
+      }
+      if (!Array.isArray(p) || p.length !== 2) {
+        failures.set(j, `TypeError: map must return a [key, value] pair, not ${typeName(p)}`);
+        continue;
+      }
+      keys[j] = p[0];
+      vals[j] = p[1];
+    }
+    col.keys = keys;
+    col.vals = vals;
+    col.fail(failures, step);
+  });
+}
+
+function stepSelectKey(col: Column, fn: AnyFunction, step: number): void | Promise<void> {
+  return then(applyAll(fn, col.keys!, col.vals), ({ out, failures }) => {
+    col.keys = out;
+    col.fail(failures, step);
+  });
+}
+
+function stepPeek(col: Column, fn: AnyFunction, step: number): void | Promise<void> {
+  return then(applyAll(fn, col.keys!, col.vals), ({ failures }) => {
+    col.fail(failures, step);
+  });
+}
+
+function stepForeach(col: Column, fn: AnyFunction, step: number): void | Promise<void> {
+  return then(applyAll(fn, col.keys!, col.vals), ({ failures }) => {
+    col.fail(failures, step);
+    col.origin = [];
+    col.vals = [];
+    col.keys = col.keys === null ? null : [];
+  });
+}
+
+const STEPS = new Map<Operation, StepFn>([
+  [Operation.MAP_VALUES, stepMapValues],
+  [Operation.FILTER, stepFilter(false)],
+  [Operation.FILTER_NOT, stepFilter(true)],
+  [Operation.FLAT_MAP_VALUES, stepFlatMapValues],
+  [Operation.MAP, stepMap],
+  [Operation.SELECT_KEY, stepSelectKey],
+  [Operation.PEEK, stepPeek],
+  [Operation.FOREACH, stepForeach],
+]);
+
+function failEvery(result: BundleResult, n: number, step: number, message: string): BundleResult {
+  result.outputCounts = new Array<number>(n).fill(0);
+  result.failures = Array.from({ length: n }, (_, index) => create(RecordFailureSchema, { index, step, message }));
+  return result;
+}
+
+/**
+ * A compiled chain: the steps of a bundle with their functions resolved and
+ * what the chain needs (decoded keys? output keys?) worked out once.
+ */
+class Chain {
+  private readonly steps: [StepFn, AnyFunction, number][] = [];
+  private readonly broken: [number, string] | null = null; // fails every record
+  private readonly keySerde: string;
+  private readonly valueSerde: string;
+  private readonly outKeySerde: string;
+  private readonly outValueSerde: string;
+  private readonly readsKeys: boolean;
+  private readonly changesKeys: boolean;
+  private readonly last: number;
+
+  constructor(bundle: Bundle, functions: ReadonlyMap<number, AnyFunction>) {
+    let broken: [number, string] | null = null;
+    bundle.steps.forEach((st, s) => {
+      const run = STEPS.get(st.operation);
+      const fn = functions.get(st.token);
+      if (run === undefined) {
+        const op = Operation[st.operation] ?? String(st.operation);
+        broken ??= [s, `TypeError: step ${s} (${st.node}) has operation ${op}, which this host does not run`];
+      } else if (fn === undefined) {
+        broken ??= [s, `ReferenceError: step ${s} (${st.node}) names token ${st.token}, which is not registered in this host`];
+      } else {
+        this.steps.push([run, fn, s]);
+      }
+    });
+    this.broken = broken;
+    this.keySerde = bundle.keySerde;
+    this.valueSerde = bundle.valueSerde;
+    this.outKeySerde = bundle.outputKeySerde || bundle.keySerde;
+    this.outValueSerde = bundle.outputValueSerde || bundle.valueSerde;
+    this.readsKeys = bundle.steps.some((s) => READS_KEY.has(s.operation));
+    this.changesKeys = bundle.steps.some((s) => CHANGES_KEY.has(s.operation));
+    this.last = Math.max(bundle.steps.length - 1, 0);
+  }
+
+  async run(b: Bundle): Promise<BundleResult> {
+    const n = b.valueLengths.length;
+    const result = create(BundleResultSchema, { bundleId: b.id });
+    if (this.broken !== null) {
+      return failEvery(result, n, this.broken[0], this.broken[1]);
+    }
+    const failed = new Map<number, [number, string]>();
+    const values = decodeColumn(this.valueSerde, b.values, b.valueLengths);
+    let keys: unknown[] | null = null;
+    let keyFailures = new Map<number, string>();
+    if (this.readsKeys) {
+      if (b.keyLengths.length !== n) {
+        return failEvery(result, n, 0, `RangeError: malformed bundle: ${b.keyLengths.length} keys for ${n} values`);
+      }
+      const decoded = decodeColumn(this.keySerde, b.keys, b.keyLengths);
+      keys = decoded.items;
+      keyFailures = decoded.failures;
+    }
+    const col = new Column(n, keys, values.items, failed);
+    col.fail(new Map([...keyFailures, ...values.failures]), 0);
+
+    for (const [run, fn, step] of this.steps) {
+      if (col.vals.length === 0) {
+        break;
+      }
+      const r = run(col, fn, step);
+      if (r !== undefined) {
+        await r;
+      }
+    }
+
+    // Encode; a record whose output does not encode fails at the last step.
+    for (;;) {
+      const v = encodeColumn(this.outValueSerde, col.vals);
+      const k = this.changesKeys ? encodeColumn(this.outKeySerde, col.keys!) : null;
+      if (v.failures.size === 0 && (k === null || k.failures.size === 0)) {
+        result.valueLengths = v.lengths;
+        result.values = v.data;
+        if (k !== null) {
+          result.keyLengths = k.lengths;
+          result.keys = k.data;
+        }
+        break;
+      }
+      col.fail(new Map([...(k?.failures ?? []), ...v.failures]), this.last);
+    }
+
+    const counts = new Array<number>(n).fill(col.origin === null && failed.size === 0 ? 1 : 0);
+    if (col.origin !== null || failed.size !== 0) {
+      for (const i of col.origins()) {
+        counts[i]!++;
+      }
+    }
+    result.outputCounts = counts;
+    if (failed.size !== 0) {
+      result.failures = [...failed]
+        .sort((x, y) => x[0] - y[0])
+        .map(([index, [step, message]]) => create(RecordFailureSchema, { index, step, message }));
+    }
+    return result;
+  }
+}
+
+const FOLDS = new Set<Operation>([Operation.REDUCE, Operation.AGGREGATE]);
+
+/** The aggregate of a key that has none yet. */
+const ABSENT: unique symbol = Symbol("absent");
+
+/**
+ * A fold bundle's chain: one REDUCE or AGGREGATE step. The values come
+ * grouped by key with each key's current aggregate; every value's outcome is
+ * the key's aggregate after folding it in. Values of one key are folded in
+ * order (an async function's promise is awaited before the next value);
+ * different keys' folds interleave.
+ */
+class Fold {
+  private readonly op: Operation;
+  private readonly fn: AnyFunction | undefined;
+  private readonly init: AnyFunction | undefined;
+  private readonly broken: string | null = null;
+  private readonly node: string;
+
+  constructor(bundle: Bundle, functions: ReadonlyMap<number, AnyFunction>) {
+    const st = bundle.steps[0]!;
+    this.op = st.operation;
+    this.node = st.node;
+    this.fn = functions.get(st.token);
+    this.init = this.op === Operation.AGGREGATE ? functions.get(st.initializerToken) : undefined;
+    if (bundle.steps.length !== 1) {
+      this.broken = `TypeError: fold bundle for ${st.node} has ${bundle.steps.length} steps; a fold has one`;
+    } else if (this.fn === undefined) {
+      this.broken = `ReferenceError: step 0 (${st.node}) names token ${st.token}, which is not registered in this host`;
+    } else if (this.op === Operation.AGGREGATE && this.init === undefined) {
+      this.broken = `ReferenceError: step 0 (${st.node}) names initializer token ${st.initializerToken}, which is not registered in this host`;
+    }
+  }
+
+  /** The next aggregate (or a promise of it): the reducer's or aggregator's call, or the first value / initializer. */
+  private next(agg: unknown, key: unknown, value: unknown): unknown {
+    const fn = this.fn!;
+    if (this.op === Operation.REDUCE) {
+      return agg === ABSENT ? value : fn(agg, value);
+    }
+    if (agg !== ABSENT) {
+      return fn(key, value, agg);
+    }
+    const start = this.init!();
+    return isThenable(start) ? Promise.resolve(start).then((a) => fn(key, value, a)) : fn(key, value, start);
+  }
+
+  async run(b: Bundle): Promise<BundleResult> {
+    const n = b.valueLengths.length;
+    const result = create(BundleResultSchema, { bundleId: b.id });
+    if (this.broken !== null) {
+      return failEvery(result, n, 0, this.broken);
+    }
+    const groups = b.groupSizes;
+    let total = 0;
+    for (const size of groups) {
+      total += size;
+    }
+    if (total !== n || b.aggregateLengths.length !== groups.length || b.keyLengths.length !== groups.length) {
+      return failEvery(result, n, 0, `RangeError: malformed fold bundle: ${groups.length} groups of ${total} values, ${n} values`);
+    }
+    const values = decodeColumn(b.valueSerde, b.values, b.valueLengths);
+    const aggSerde = b.aggregateSerde || b.outputValueSerde || b.valueSerde;
+    const aggs = decodeColumn(aggSerde, b.aggregates, b.aggregateLengths);
+    const keys = this.op === Operation.AGGREGATE ? decodeColumn(b.keySerde, b.keys, b.keyLengths) : null;
+    const out = new Array<unknown>(n).fill(null);
+    const failures = new Map<number, string>();
+    const waits: Promise<void>[] = [];
+
+    const failFrom = (i: number, end: number, msg: string): void => {
+      failures.set(i, msg);
+      for (let j = i + 1; j < end; j++) {
+        failures.set(j, `Error: not folded: an earlier value of its key failed in ${this.node} (${msg})`);
+      }
+    };
+    const accept = (i: number, agg: unknown): boolean => {
+      if (agg === null || agg === undefined) {
+        return false;
+      }
+      out[i] = agg;
+      return true;
+    };
+    const NULL = "TypeError: the aggregate is null";
+
+    let start = 0;
+    for (let g = 0; g < groups.length; g++) {
+      const end = start + groups[g]!;
+      const groupFailure = aggs.failures.get(g) ?? keys?.failures.get(g);
+      if (groupFailure !== undefined) {
+        failFrom(start, end, groupFailure);
+        start = end;
+        continue;
+      }
+      const key = keys?.items[g];
+      let agg: unknown = b.aggregateLengths[g] === -1 ? ABSENT : aggs.items[g];
+      for (let i = start; i < end; i++) {
+        const bad = values.failures.get(i);
+        if (bad !== undefined) {
+          failFrom(i, end, bad);
+          break;
+        }
+        let r: unknown;
+        try {
+          r = this.next(agg, key, values.items[i]);
+        } catch (e) {
+          failFrom(i, end, errorText(e));
+          break;
+        }
+        if (isThenable(r)) {
+          // The rest of this key's values wait for this one.
+          waits.push(this.continueAsync(r, i, end, key, values.items, values.failures, out, failFrom, accept));
+          break;
+        }
+        if (!accept(i, r)) {
+          failFrom(i, end, NULL);
+          break;
+        }
+        agg = r;
+      }
+      start = end;
+    }
+    if (waits.length > 0) {
+      await Promise.all(waits);
+    }
+
+    // Encode the successful outputs; a failed or unencodable value has none.
+    for (;;) {
+      const kept: unknown[] = [];
+      for (let i = 0; i < n; i++) {
+        if (!failures.has(i)) {
+          kept.push(out[i]);
+        }
+      }
+      const enc = encodeColumn(b.outputValueSerde || aggSerde, kept);
+      if (enc.failures.size === 0) {
+        result.valueLengths = enc.lengths;
+        result.values = enc.data;
+        break;
+      }
+      let k = 0;
+      for (let i = 0; i < n; i++) {
+        if (!failures.has(i)) {
+          const msg = enc.failures.get(k++);
+          if (msg !== undefined) {
+            failures.set(i, msg);
+          }
+        }
+      }
+    }
+    result.outputCounts = Array.from({ length: n }, (_, i) => (failures.has(i) ? 0 : 1));
+    result.failures = [...failures]
+      .sort((x, y) => x[0] - y[0])
+      .map(([index, message]) => create(RecordFailureSchema, { index, step: 0, message }));
+    return result;
+  }
+
+  private async continueAsync(
+    pending: PromiseLike<unknown>,
+    i: number,
+    end: number,
+    key: unknown,
+    values: unknown[],
+    valueFailures: Map<number, string>,
+    out: unknown[],
+    failFrom: (i: number, end: number, msg: string) => void,
+    accept: (i: number, agg: unknown) => boolean,
+  ): Promise<void> {
+    let r: unknown = pending;
+    for (;;) {
+      let agg: unknown;
+      try {
+        agg = await r;
+      } catch (e) {
+        failFrom(i, end, errorText(e));
+        return;
+      }
+      if (!accept(i, agg)) {
+        failFrom(i, end, "TypeError: the aggregate is null");
+        return;
+      }
+      if (++i >= end) {
+        return;
+      }
+      const bad = valueFailures.get(i);
+      if (bad !== undefined) {
+        failFrom(i, end, bad);
+        return;
+      }
+      try {
+        r = this.next(agg, key, values[i]);
+      } catch (e) {
+        failFrom(i, end, errorText(e));
+        return;
+      }
+    }
+  }
+}
+
+/**
+ * Runs bundles with the functions registered under their tokens: chains of
+ * stream operators, and fold bundles of reduce/aggregate. Compiled
+ * chains are cached by their shape (steps and serdes). Several bundles may be
+ * in flight at once (their async functions interleave); each bundle's steps
+ * run in order.
+ */
+export class Executor {
+  private readonly chains = new Map<string, Chain | Fold>();
+
+  constructor(private readonly functions: ReadonlyMap<number, AnyFunction>) {}
+
+  process(bundle: Bundle): Promise<BundleResult> {
+    const key = [
+      bundle.steps.map((s) => `${s.token}:${s.operation}`).join(","),
+      bundle.keySerde,
+      bundle.valueSerde,
+      bundle.outputKeySerde,
+      bundle.outputValueSerde,
+      bundle.aggregateSerde,
+    ].join("|");
+    let chain = this.chains.get(key);
+    if (chain === undefined) {
+      const fold = bundle.steps.some((st) => FOLDS.has(st.operation));
+      chain = fold ? new Fold(bundle, this.functions) : new Chain(bundle, this.functions);
+      this.chains.set(key, chain);
+    }
+    return chain.run(bundle);
+  }
+}

@@ -1,0 +1,57 @@
+/** Application configuration, named as Kafka Streams names it. */
+
+/** Kafka Streams' `processing.guarantee`. */
+export type ProcessingGuarantee = "at_least_once" | "exactly_once_v2";
+
+/**
+ * Kafka Streams configuration for an App.
+ *
+ * The common settings are fields; anything else goes in `extra` under its
+ * Kafka Streams (or `polystreams.*`) name, e.g. `{ extra: { "sasl.mechanism":
+ * "PLAIN", "sasl.username": "u", "sasl.password": "p",
+ * "polystreams.bundle.max.records": 5000 } }`. An absent field leaves the
+ * setting at the engine's documented default (`processing.guarantee`
+ * at_least_once; `commit.interval.ms` 30000, or 100 under exactly_once_v2).
+ */
+export interface Config {
+  processingGuarantee?: ProcessingGuarantee;
+  commitIntervalMs?: number;
+  stateDir?: string;
+  extra?: Readonly<Record<string, string | number | boolean>>;
+}
+
+/** The configuration as the engine takes it: Kafka Streams' dotted names, string values. */
+export function properties(config: Config = {}): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(config.extra ?? {})) {
+    out[k] = String(v);
+  }
+  if (config.processingGuarantee !== undefined) {
+    out["processing.guarantee"] = config.processingGuarantee;
+  }
+  if (config.commitIntervalMs !== undefined) {
+    out["commit.interval.ms"] = String(config.commitIntervalMs);
+  }
+  if (config.stateDir !== undefined) {
+    out["state.dir"] = config.stateDir;
+  }
+  return out;
+}
+
+/**
+ * Whether a configuration key holds a credential, whose value is never
+ * printed (the engine applies the same rule).
+ */
+export function isSecret(key: string): boolean {
+  const k = key.toLowerCase();
+  return k.includes("password") || k.includes("secret") || k.includes("jaas") || k.includes("token") || k.endsWith(".key");
+}
+
+/** The configuration with credential values replaced by `[hidden]`. */
+export function redact(config: Readonly<Record<string, string>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(config)) {
+    out[k] = isSecret(k) ? "[hidden]" : v;
+  }
+  return out;
+}

@@ -1,0 +1,400 @@
+/**
+ * The builder: KStream, KGroupedStream and KTable, in Kafka Streams'
+ * vocabulary.
+ *
+ * Each operator is one Build call to the engine, answered with a handle.
+ * Builder methods return at once: the App sends the calls in program order,
+ * one at a time, and each node's `handle` promise settles with the engine's
+ * answer. A call the engine refuses rejects its node's `handle` (and every
+ * node built from it) with the engine's error; the session stays usable.
+ * Functions never cross the wire: each is registered under a token, and the
+ * engine later sends records to be run through it.
+ */
+
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { AnyFunction } from "./bundle.js";
+import type { PolystreamsError } from "./errors.js";
+import {
+  type BuildRequestSchema,
+  type Handle as HandleMessage,
+  Kind as KindEnum,
+  Reducer as ReducerEnum,
+} from "./gen/polystreams/v1alpha1/engine_pb.js";
+import type { SerdeName } from "./serde.js";
+
+/** What a handle stands for. */
+export type Kind = "stream" | "grouped_stream" | "table";
+
+const KINDS: Partial<Record<KindEnum, Kind>> = {
+  [KindEnum.STREAM]: "stream",
+  [KindEnum.GROUPED_STREAM]: "grouped_stream",
+  [KindEnum.TABLE]: "table",
+};
+
+/**
+ * The engine's answer to a builder call: an opaque id, the kind of thing it
+ * names, the serdes of its records and the processor node they come out of
+ * (e.g. `KSTREAM-MAPVALUES-0000000001`).
+ */
+export interface Handle {
+  readonly id: bigint;
+  readonly kind: Kind;
+  readonly keySerde: string;
+  readonly valueSerde: string;
+  readonly node: string;
+}
+
+/** The Handle of a protocol message; throws for a kind this SDK does not know. */
+export function handleFrom(h: HandleMessage): Handle {
+  const kind = KINDS[h.kind];
+  if (kind === undefined) {
+    throw new TypeError(`handle ${h.id} has kind ${h.kind}, which this SDK does not know`);
+  }
+  return Object.freeze({ id: h.id, kind, keySerde: h.keySerde, valueSerde: h.valueSerde, node: h.node });
+}
+
+/**
+ * Names and types a state store (Kafka Streams' `Materialized`).
+ *
+ * `{ storeName: "counts" }` names the store (and so its changelog topic,
+ * `<application.id>-counts-changelog`); `{ key: "string", value: "long" }`
+ * gives serdes only, and the store name is generated. A plain string is
+ * short for `{ storeName }`.
+ */
+export interface Materialized {
+  storeName?: string;
+  key?: SerdeName;
+  value?: SerdeName;
+}
+
+/** A built-in reducer that runs in the engine and never crosses: values must be `long` or `double` (`latest`: any). */
+export type Reducer = "sum" | "min" | "max" | "latest";
+
+/** Options of an operator that only names its processor node (`Named.as`). */
+export interface NamedOptions {
+  name?: string;
+}
+
+/** Options of an operator that makes new values. */
+export interface ValueOptions extends NamedOptions {
+  /** The serde of the new values; absent keeps the input's. */
+  value?: SerdeName;
+}
+
+/** Options of an operator that makes new keys. */
+export interface KeyOptions extends NamedOptions {
+  /** The serde of the new keys; absent keeps the input's. */
+  key?: SerdeName;
+}
+
+/** Options with key and value serdes: `Grouped.with`, `Produced.with`, map's new serdes. */
+export interface KeyValueOptions extends NamedOptions {
+  key?: SerdeName;
+  value?: SerdeName;
+}
+
+/** Options of an aggregation. */
+export interface AggregationOptions extends NamedOptions {
+  /** The store: a name, or a Materialized; absent generates its name as Kafka Streams does. */
+  materialized?: string | Materialized;
+}
+
+/** A value, or a promise of one: every operator's function may be async. */
+export type MaybePromise<T> = T | PromiseLike<T>;
+
+/** The operation of a Build request, as the generated code types it. */
+export type Operation = NonNullable<MessageInitShape<typeof BuildRequestSchema>["operation"]>;
+
+/** Settles with the handle or the error: never rejects. For the App's own use. */
+export type Settled = Promise<Handle | undefined | PolystreamsError>;
+
+/** The part of the App the builder uses. Not part of the public API. */
+export interface Builder {
+  /**
+   * Queues one Build call. `input` is the node the operator applies to (none
+   * for a source); `functions` are registered first and their tokens handed
+   * to `operation`, with the input's handle id. Returns the call's outcome
+   * for the user and a never-rejecting twin for the builder.
+   */
+  build(
+    method: string,
+    input: Node | null,
+    functions: readonly AnyFunction[],
+    operation: (input: bigint, tokens: readonly number[]) => Operation,
+  ): { handle: Promise<Handle | undefined>; settled: Settled };
+}
+
+/** The settled outcome of a node, for the App. */
+export const SETTLED: unique symbol = Symbol("polystreams.settled");
+
+function materialized(m: string | Materialized | undefined, method: string) {
+  if (m === undefined) {
+    return undefined;
+  }
+  if (typeof m === "string") {
+    return { storeName: m };
+  }
+  if (typeof m !== "object" || m === null) {
+    throw new TypeError(`${method}: materialized must be a store name or a Materialized, not ${typeof m}`);
+  }
+  return { storeName: m.storeName ?? "", keySerde: m.key ?? "", valueSerde: m.value ?? "" };
+}
+
+function callable(fn: unknown, method: string): AnyFunction {
+  if (typeof fn !== "function") {
+    throw new TypeError(`${method}: want a function, got ${fn === null ? "null" : typeof fn}`);
+  }
+  return fn as AnyFunction;
+}
+
+/** What every node has: the App it belongs to and its handle. */
+abstract class Node {
+  /**
+   * The engine's handle for this node. Rejects with the engine's error (a
+   * PolystreamsError with its code and message) when the call that made it,
+   * or one it was built from, was refused. Awaiting it is optional: a refused
+   * call is reported by the next `describe()`, `start()`, `run()` or
+   * `built()` unless its error was seen here first.
+   */
+  readonly handle: Promise<Handle>;
+  /** @internal */
+  readonly [SETTLED]: Settled;
+  /** @internal */
+  protected readonly builder: Builder;
+
+  /** @internal */
+  constructor(builder: Builder, outcome: { handle: Promise<Handle | undefined>; settled: Settled }) {
+    this.builder = builder;
+    this.handle = outcome.handle as Promise<Handle>;
+    this[SETTLED] = outcome.settled;
+  }
+
+  /** @internal */
+  protected call(
+    method: string,
+    functions: readonly AnyFunction[],
+    operation: (input: bigint, tokens: readonly number[]) => Operation,
+  ): { handle: Promise<Handle | undefined>; settled: Settled } {
+    return this.builder.build(method, this, functions, operation);
+  }
+}
+
+/** A stream of records (Kafka Streams' `KStream`). K and V are the types functions see. */
+export class KStream<K, V> extends Node {
+  /** `fn(value) -> new value`; keys are unchanged. */
+  mapValues<VR>(fn: (value: V) => MaybePromise<VR>, options: ValueOptions = {}): KStream<K, VR> {
+    const f = callable(fn, "mapValues");
+    return new KStream(
+      this.builder,
+      this.call("mapValues", [f], (input, [token]) => ({
+        case: "mapValues",
+        value: { input, token: token!, valueSerde: options.value ?? "", name: options.name ?? "" },
+      })),
+    );
+  }
+
+  /** Keeps the records for which `predicate(key, value)` is truthy. */
+  filter(predicate: (key: K, value: V) => unknown, options: NamedOptions = {}): KStream<K, V> {
+    const f = callable(predicate, "filter");
+    return new KStream(
+      this.builder,
+      this.call("filter", [f], (input, [token]) => ({
+        case: "filter",
+        value: { input, token: token!, name: options.name ?? "" },
+      })),
+    );
+  }
+
+  /** Drops the records for which `predicate(key, value)` is truthy. */
+  filterNot(predicate: (key: K, value: V) => unknown, options: NamedOptions = {}): KStream<K, V> {
+    const f = callable(predicate, "filterNot");
+    return new KStream(
+      this.builder,
+      this.call("filterNot", [f], (input, [token]) => ({
+        case: "filterNot",
+        value: { input, token: token!, name: options.name ?? "" },
+      })),
+    );
+  }
+
+  /**
+   * `fn(value) -> iterable of values` (an array, any iterable but a string, an
+   * async iterable, or a promise of an iterable): zero, one or many records
+   * per record, each with the input's key.
+   */
+  flatMapValues<VR>(
+    fn: (value: V) => Iterable<VR> | AsyncIterable<VR> | PromiseLike<Iterable<VR>>,
+    options: ValueOptions = {},
+  ): KStream<K, VR> {
+    const f = callable(fn, "flatMapValues");
+    return new KStream(
+      this.builder,
+      this.call("flatMapValues", [f], (input, [token]) => ({
+        case: "flatMapValues",
+        value: { input, token: token!, valueSerde: options.value ?? "", name: options.name ?? "" },
+      })),
+    );
+  }
+
+  /**
+   * `fn(key, value) -> [new key, new value]`. Changing keys marks the stream
+   * for repartitioning before a grouping.
+   */
+  map<KR, VR>(fn: (key: K, value: V) => MaybePromise<readonly [KR, VR]>, options: KeyValueOptions = {}): KStream<KR, VR> {
+    const f = callable(fn, "map");
+    return new KStream(
+      this.builder,
+      this.call("map", [f], (input, [token]) => ({
+        case: "map",
+        value: { input, token: token!, keySerde: options.key ?? "", valueSerde: options.value ?? "", name: options.name ?? "" },
+      })),
+    );
+  }
+
+  /** `fn(key, value) -> new key`; values are unchanged. */
+  selectKey<KR>(fn: (key: K, value: V) => MaybePromise<KR>, options: KeyOptions = {}): KStream<KR, V> {
+    const f = callable(fn, "selectKey");
+    return new KStream(
+      this.builder,
+      this.call("selectKey", [f], (input, [token]) => ({
+        case: "selectKey",
+        value: { input, token: token!, keySerde: options.key ?? "", name: options.name ?? "" },
+      })),
+    );
+  }
+
+  /** Calls `fn(key, value)` for each record and passes it on unchanged. */
+  peek(fn: (key: K, value: V) => unknown, options: NamedOptions = {}): KStream<K, V> {
+    const f = callable(fn, "peek");
+    return new KStream(
+      this.builder,
+      this.call("peek", [f], (input, [token]) => ({ case: "peek", value: { input, token: token!, name: options.name ?? "" } })),
+    );
+  }
+
+  /**
+   * Calls `fn(key, value)` for each record; terminal. The promise settles
+   * when the engine has answered (awaiting it is optional).
+   */
+  foreach(fn: (key: K, value: V) => unknown, options: NamedOptions = {}): Promise<void> {
+    const f = callable(fn, "foreach");
+    return this.call("foreach", [f], (input, [token]) => ({
+      case: "foreach",
+      value: { input, token: token!, name: options.name ?? "" },
+    })).handle as Promise<unknown> as Promise<void>;
+  }
+
+  /** Groups by the current key (`Grouped.with(key, value)`, `Grouped.as(name)`). */
+  groupByKey(options: KeyValueOptions = {}): KGroupedStream<K, V> {
+    return new KGroupedStream(
+      this.builder,
+      this.call("groupByKey", [], (input) => ({
+        case: "groupByKey",
+        value: { input, keySerde: options.key ?? "", valueSerde: options.value ?? "", name: options.name ?? "" },
+      })),
+    );
+  }
+
+  /**
+   * Groups by `fn(key, value) -> new key`; the records are repartitioned by
+   * the new key (through `<application.id>-<name>-repartition`).
+   */
+  groupBy<KR>(fn: (key: K, value: V) => MaybePromise<KR>, options: KeyValueOptions = {}): KGroupedStream<KR, V> {
+    const f = callable(fn, "groupBy");
+    return new KGroupedStream(
+      this.builder,
+      this.call("groupBy", [f], (input, [token]) => ({
+        case: "groupBy",
+        value: { input, token: token!, keySerde: options.key ?? "", valueSerde: options.value ?? "", name: options.name ?? "" },
+      })),
+    );
+  }
+
+  /**
+   * Writes the records to `topic` (`Produced.with(key, value)`); terminal.
+   * The promise settles when the engine has answered (awaiting it is optional).
+   */
+  to(topic: string, options: KeyValueOptions = {}): Promise<void> {
+    return this.call("to", [], (input) => ({
+      case: "to",
+      value: { input, topic, keySerde: options.key ?? "", valueSerde: options.value ?? "", name: options.name ?? "" },
+    })).handle as Promise<unknown> as Promise<void>;
+  }
+}
+
+/** A stream grouped by key, ready to aggregate (`KGroupedStream`). */
+export class KGroupedStream<K, V> extends Node {
+  /** Counts the records per key into a table of `long` counts (bigints). Runs in the engine: it never crosses. */
+  count(options: AggregationOptions = {}): KTable<K, bigint> {
+    const m = materialized(options.materialized, "count");
+    return new KTable(
+      this.builder,
+      this.call("count", [], (input) => ({
+        case: "count",
+        value: { input, name: options.name ?? "", ...(m ? { materialized: m } : {}) },
+      })),
+    );
+  }
+
+  /**
+   * Combines each key's values: `reducer(aggregate, value) -> aggregate`
+   * (the first value of a key becomes its aggregate without a call), or a
+   * built-in reducer that runs in the engine. A host reducer's calls come in
+   * bundles folded here: one crossing per bundle, however hot a key.
+   */
+  reduce(reducer: ((aggregate: V, value: V) => MaybePromise<V>) | Reducer, options: AggregationOptions = {}): KTable<K, V> {
+    const m = materialized(options.materialized, "reduce");
+    const builtin = typeof reducer === "string" ? BUILTINS[reducer] : undefined;
+    if (typeof reducer === "string" && builtin === undefined) {
+      throw new TypeError(`reduce: unknown reducer ${JSON.stringify(reducer)} (want a function, or one of ${Object.keys(BUILTINS).join(", ")})`);
+    }
+    const fns = builtin === undefined ? [callable(reducer, "reduce")] : [];
+    return new KTable(
+      this.builder,
+      this.call("reduce", fns, (input, tokens) => ({
+        case: "reduce",
+        value: { input, token: tokens[0] ?? 0, builtin: builtin ?? ReducerEnum.UNSPECIFIED, name: options.name ?? "", ...(m ? { materialized: m } : {}) },
+      })),
+    );
+  }
+
+  /**
+   * Folds each key's values into an aggregate: `initializer()` starts a
+   * key's aggregate, `aggregator(key, value, aggregate) -> aggregate` adds a
+   * value. `materialized.value` is the aggregate's serde (default: the
+   * values').
+   */
+  aggregate<VA>(
+    initializer: () => MaybePromise<VA>,
+    aggregator: (key: K, value: V, aggregate: VA) => MaybePromise<VA>,
+    options: AggregationOptions = {},
+  ): KTable<K, VA> {
+    const m = materialized(options.materialized, "aggregate");
+    const fns = [callable(initializer, "aggregate"), callable(aggregator, "aggregate")];
+    return new KTable(
+      this.builder,
+      this.call("aggregate", fns, (input, [init, agg]) => ({
+        case: "aggregate",
+        value: { input, initializerToken: init!, aggregatorToken: agg!, name: options.name ?? "", ...(m ? { materialized: m } : {}) },
+      })),
+    );
+  }
+}
+
+const BUILTINS: Record<Reducer, ReducerEnum> = {
+  sum: ReducerEnum.SUM,
+  min: ReducerEnum.MIN,
+  max: ReducerEnum.MAX,
+  latest: ReducerEnum.LATEST,
+};
+
+/** A changelog table: the latest value per key (`KTable`). */
+export class KTable<K, V> extends Node {
+  /** The table's changes as a stream. */
+  toStream(options: NamedOptions = {}): KStream<K, V> {
+    return new KStream(
+      this.builder,
+      this.call("toStream", [], (input) => ({ case: "toStream", value: { input, name: options.name ?? "" } })),
+    );
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * polystreams: Kafka Streams' programming model for Node.js, on one Go engine.
+ *
+ * ```ts
+ * import { App } from "polystreams";
+ *
+ * const app = await App.create("wordcount");
+ * app.stream("lines", { value: "string" })
+ *   .flatMapValues((line) => line.split(/\s+/).filter(Boolean))
+ *   .groupBy((_key, word) => word, { key: "string" })
+ *   .count()
+ *   .toStream()
+ *   .to("word-counts");
+ * await app.run();
+ * ```
+ */
+
+export { App } from "./app.js";
+export type { AppOptions, CloseOptions, RunOptions, State, StreamOptions } from "./app.js";
+export type { Config, ProcessingGuarantee } from "./config.js";
+export { KGroupedStream, KStream, KTable } from "./dsl.js";
+export type {
+  AggregationOptions,
+  Handle,
+  KeyOptions,
+  KeyValueOptions,
+  Kind,
+  Materialized,
+  MaybePromise,
+  NamedOptions,
+  Reducer,
+  ValueOptions,
+} from "./dsl.js";
+export type { EngineLogger, LogLevel } from "./engine.js";
+export {
+  EngineStartError,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NotFoundError,
+  PolystreamsError,
+  ProcessingError,
+  UnavailableError,
+} from "./errors.js";
+export type { RecordContext } from "./errors.js";
+export { SERDE_NAMES, decode, encode } from "./serde.js";
+export type { SerdeName, SerdeType, SerdeTypes } from "./serde.js";
+
+/** The version of this package. */
+export const VERSION = "0.1.0";
