@@ -35,6 +35,8 @@ KIND_OF = {
     "group_by": pb.KIND_GROUPED_STREAM,
     "group_by_key": pb.KIND_GROUPED_STREAM,
     "count": pb.KIND_TABLE,
+    "reduce": pb.KIND_TABLE,
+    "aggregate": pb.KIND_TABLE,
     "to_stream": pb.KIND_STREAM,
 }
 
@@ -169,6 +171,89 @@ def test_every_operator_and_its_options(engine: Engine) -> None:
     assert m.HasField("materialized") and m.materialized.store_name == "" and m.materialized.key_serde == "string"
     assert m.materialized.value_serde == "long" and m.name == "cnt"
     assert b[11].count.materialized.store_name == "store-b"
+
+
+def test_reduce_and_aggregate_builders(engine: Engine) -> None:
+    app = App("folds", engine=engine.fake.url)
+    g = app.stream("in", key="string", value="long").group_by_key()
+
+    def longest(a: str, v: str) -> str:
+        return a if len(a) >= len(v) else v
+
+    def zero() -> int:
+        return 0
+
+    def add(k: str, v: dict[str, int], a: int) -> int:
+        return a + v["amount"]
+
+    t1 = g.reduce(longest)
+    t2 = g.reduce("sum", materialized="sums", name="total")
+    t3 = g.reduce("latest", materialized=Materialized(value="json"))
+    t4 = g.aggregate(zero, add, materialized=Materialized("amounts", value="long"), name="agg")
+    t5 = g.aggregate(zero, add)
+    assert all(isinstance(t, KTable) for t in (t1, t2, t3, t4, t5))
+    b = engine.builds()
+    assert [x.WhichOneof("operation") for x in b] == [
+        "stream", "group_by_key", "reduce", "reduce", "reduce", "aggregate", "aggregate"
+    ]
+    r1, r2, r3 = b[2].reduce, b[3].reduce, b[4].reduce
+    assert r1.input == g.handle.id and r1.token == 1 and r1.builtin == pb.REDUCER_UNSPECIFIED
+    assert not r1.HasField("materialized") and r1.name == ""
+    assert r2.token == 0 and r2.builtin == pb.REDUCER_SUM and r2.name == "total"
+    assert r2.HasField("materialized") and r2.materialized.store_name == "sums"
+    assert r3.builtin == pb.REDUCER_LATEST and r3.materialized.value_serde == "json" and r3.materialized.store_name == ""
+    a4, a5 = b[5].aggregate, b[6].aggregate
+    assert (a4.initializer_token, a4.aggregator_token) == (2, 3)
+    assert a4.materialized.store_name == "amounts" and a4.materialized.value_serde == "long" and a4.name == "agg"
+    assert (a5.initializer_token, a5.aggregator_token) == (4, 5) and not a5.HasField("materialized")
+    # Built-ins never cross: only the Python functions are registered.
+    names = [r.name for r in engine.fake.requests("RegisterFunction", pb.RegisterFunctionRequest)]
+    assert [n.rsplit(".", 1)[-1] for n in names] == ["longest", "zero", "add", "zero", "add"]
+    assert app._functions == {1: longest, 2: zero, 3: add, 4: zero, 5: add}
+
+
+def test_reduce_and_aggregate_bad_arguments(engine: Engine) -> None:
+    app = App("folds", engine=engine.fake.url)
+    g = app.stream("in").group_by_key()
+    with pytest.raises(ValueError, match="'avg' is not a built-in reducer"):
+        g.reduce("avg")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not callable"):
+        g.reduce(42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="materialized must be a str or Materialized"):
+        g.aggregate(lambda: 0, lambda k, v, a: a, materialized=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="aggregator 7 is not callable"):
+        g.aggregate(lambda: 0, 7)  # type: ignore[arg-type]
+    assert "RegisterFunction" not in engine.fake.methods()
+    # A refused aggregate forgets both of its functions.
+    engine.fake.handlers["Build"] = lambda body: connect_error(
+        "invalid_argument", 'Build(reduce): built-in reducer "sum" needs long or double values, but the grouped stream\'s values are bytes'
+    )
+    with pytest.raises(InvalidArgumentError, match="needs long or double values"):
+        g.reduce("sum")
+    with pytest.raises(InvalidArgumentError):
+        g.aggregate(lambda: 0, lambda k, v, a: a)
+    with pytest.raises(InvalidArgumentError):
+        g.reduce(lambda a, v: a)
+    assert app._functions == {}
+
+
+def test_run_serves_fold_bundles(engine: Engine) -> None:
+    app = App("fold-run", engine=engine.fake.url)
+    app.stream("in", key="string", value="long").group_by_key().reduce(lambda a, v: a + v).to_stream().to("out")
+    b = pb.Bundle(
+        id=3,
+        steps=[pb.Step(token=1, operation=pb.OPERATION_REDUCE, node="KSTREAM-REDUCE-0000000002")],
+        key_serde="string", value_serde="long", output_key_serde="string", output_value_serde="long", aggregate_serde="long",
+        key_lengths=[1], keys=b"k", group_sizes=[3], aggregate_lengths=[-1],
+        value_lengths=[8, 8, 8], values=b"".join(v.to_bytes(8, "big") for v in (1, 2, 3)),
+        topic="in", partition=0, offsets=[0, 1, 2], timestamps=[0, 0, 0],
+    )
+    engine.exchanges.put(pb.ExchangeResponse(state=pb.STATE_RUNNING, bundles=[b]))
+    engine.exchanges.put(pb.ExchangeResponse(state=pb.STATE_STOPPED))
+    app.run()
+    (res,) = engine.exchange_requests[1].results
+    assert res.bundle_id == 3 and list(res.output_counts) == [1, 1, 1]
+    assert split_column(res.values, res.value_lengths, "long") == [1, 3, 6]
 
 
 def test_builder_error_raises_at_once_with_the_engines_message(engine: Engine) -> None:

@@ -122,3 +122,27 @@ def test_json_round_trip_preserves_types() -> None:
     back, _ = serde.decode_column("json", data, lengths)
     assert back == objs
     assert json.loads(data[: lengths[0]]) == objs[0]
+
+
+@pytest.mark.parametrize(
+    "name,good,bad",
+    [
+        ("long", [0, -1, 2**63 - 1, True], ["1", 1.5, 2**63]),
+        ("integer", [0, -(2**31)], [2**31, "x"]),
+        ("double", [0.5, 3, -1e300], ["x", []]),
+        ("string", ["", "é"], [b"x", 1, "\ud800"]),
+        ("json", [{"a": [1]}, "x", 1.5], [{1, 2}, object()]),
+        ("bytes", [b"", b"\x00", bytearray(b"ab")], ["x", 1]),
+    ],
+)
+def test_fast_encoder_agrees_with_encode(name: str, good: list[object], bad: list[object]) -> None:
+    enc = serde.encoder(name)
+    assert enc is not None
+    for v in good:
+        assert enc(v) == serde.encode(name, v)
+    for v in bad:
+        with pytest.raises(Exception):
+            enc(v)
+        with pytest.raises(Exception):
+            serde.encode(name, v)
+    assert serde.encoder("avro") is None

@@ -14,7 +14,7 @@
 
 from polystreams.app import App, State
 from polystreams.config import Config, ProcessingGuarantee
-from polystreams.dsl import Handle, KGroupedStream, Kind, KStream, KTable, Materialized
+from polystreams.dsl import BuiltinReducer, Handle, KGroupedStream, Kind, KStream, KTable, Materialized
 from polystreams.errors import (
     EngineStartError,
     FailedPreconditionError,
@@ -30,6 +30,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "App",
+    "BuiltinReducer",
     "Config",
     "EngineStartError",
     "FailedPreconditionError",

@@ -10,6 +10,9 @@ Within a bundle, the elements in flight are kept as three parallel lists:
 ``vals`` (and ``keys`` when needed) and ``origin``, the index of the input
 record each element came from (None while it is the identity, i.e. before
 any filter or flat_map changed the count).
+
+A fold bundle (one reduce or aggregate step) is laid out by key instead and
+runs in ``_Fold``: see there.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections import Counter
 from itertools import chain, compress, repeat
 from typing import Any
 
-from polystreams.serde import decode_column, encode_column
+from polystreams.serde import decode_column, encode, encode_column, encoder
 from polystreams.v1alpha1 import engine_pb2 as pb
 
 __all__ = ["Executor"]
@@ -35,6 +38,9 @@ _MAP = pb.OPERATION_MAP
 _SELECT_KEY = pb.OPERATION_SELECT_KEY
 _PEEK = pb.OPERATION_PEEK
 _FOREACH = pb.OPERATION_FOREACH
+_REDUCE = pb.OPERATION_REDUCE
+_AGGREGATE = pb.OPERATION_AGGREGATE
+_FOLDS = frozenset({_REDUCE, _AGGREGATE})
 
 _READS_KEY = frozenset({_FILTER, _FILTER_NOT, _MAP, _SELECT_KEY, _PEEK, _FOREACH})
 _CHANGES_KEY = frozenset({_MAP, _SELECT_KEY})
@@ -243,7 +249,11 @@ class _Chain:
             run = _STEPS.get(op)
             fn = functions.get(token)
             if run is None:
-                self.broken = self.broken or (s, f"ValueError: step {s} ({st.node}) has operation {op}, which this host does not know")
+                if op in _FOLDS:
+                    msg = f"ValueError: step {s} ({st.node}) is a reduce or aggregate, which must be its bundle's only step"
+                else:
+                    msg = f"ValueError: step {s} ({st.node}) has operation {op}, which this host does not know"
+                self.broken = self.broken or (s, msg)
                 continue
             if fn is None:
                 self.broken = self.broken or (s, f"LookupError: step {s} ({st.node}) names token {token}, which is not registered in this host")
@@ -317,6 +327,194 @@ class _Chain:
         return result
 
 
+_BAD: Any = object()  # marks a value that failed before its fold (it did not decode)
+
+
+def _never(*args: Any) -> Any:
+    raise AssertionError("a broken fold calls no function")
+
+
+class _Fold:
+    """A compiled fold: the one step of a fold bundle (reduce or aggregate).
+
+    The bundle holds one key per group, each group's values one after the
+    other, and each group's current aggregate (length -1: none yet). Every
+    value's outcome is one output, the key's aggregate after folding it in;
+    the aggregates are encoded as they are made (so an aggregate changed in
+    place by the next call is emitted as it was) and joined once per bundle.
+
+    A value whose call raises, returns None or gives an aggregate that does
+    not encode fails alone (output count 0), and the group's next value
+    folds into the aggregate as it was before it (unless the failing call
+    changed it in place). The first value of a key
+    with no aggregate becomes the aggregate without a call (reduce), or is
+    folded into ``initializer()`` (aggregate), as in Kafka Streams.
+    """
+
+    __slots__ = ("reduce", "fn", "init", "key_serde", "value_serde", "agg_serde", "encode", "broken")
+
+    def __init__(self, bundle: pb.Bundle, functions: Mapping[int, Fn]) -> None:
+        st = bundle.steps[0]
+        self.reduce = st.operation == _REDUCE
+        what = "reduce" if self.reduce else "aggregate"
+        self.broken: str | None = None  # fails every value
+        fn = functions.get(st.token)
+        if fn is None:
+            self.broken = f"LookupError: {what} step ({st.node}) names token {st.token}, which is not registered in this host"
+        init = None if self.reduce else functions.get(st.initializer_token)
+        if not self.reduce:
+            if init is None and self.broken is None:
+                self.broken = (
+                    f"LookupError: aggregate step ({st.node}) names initializer token {st.initializer_token}, "
+                    "which is not registered in this host"
+                )
+        self.fn: Fn = fn or _never
+        self.init: Fn = init or _never
+        self.key_serde = bundle.key_serde
+        self.value_serde = bundle.value_serde
+        # The aggregates go back to the engine's store and come back in later
+        # bundles: they are encoded with the serde they are decoded with.
+        self.agg_serde = bundle.aggregate_serde or bundle.output_value_serde or bundle.value_serde
+        out = bundle.output_value_serde
+        if out and out != self.agg_serde and self.broken is None:
+            self.broken = (
+                f"ValueError: malformed fold bundle: output value serde {out!r} is not the aggregate serde {self.agg_serde!r}"
+            )
+        enc = encoder(self.agg_serde)
+        if enc is None:
+            self.broken = self.broken or f"ValueError: unknown serde {self.agg_serde!r}"
+            enc = bytes
+        self.encode = enc
+
+    def run(self, b: pb.Bundle) -> pb.BundleResult:
+        value_lengths = list(b.value_lengths)
+        n = len(value_lengths)
+        result = pb.BundleResult(bundle_id=b.id)
+        sizes = list(b.group_sizes)
+        agg_lengths = list(b.aggregate_lengths)
+        key_lengths = list(b.key_lengths)
+        broken = self.broken
+        if broken is None and (
+            len(agg_lengths) != len(sizes) or len(key_lengths) != len(sizes) or sum(sizes) != n or (sizes and min(sizes) < 0)
+        ):
+            broken = (
+                f"ValueError: malformed fold bundle: {len(sizes)} group sizes adding up to {sum(sizes)}, "
+                f"{len(key_lengths)} keys, {len(agg_lengths)} aggregates and {n} values"
+            )
+        if broken is not None:
+            result.output_counts.extend([0] * n)
+            result.failures.extend(pb.RecordFailure(index=i, step=0, message=broken) for i in range(n))
+            return result
+
+        failed: dict[int, str] = {}
+        vals, vfail = decode_column(self.value_serde, b.values, value_lengths)
+        if vfail:
+            for i, msg in vfail.items():
+                vals[i] = _BAD
+                failed[i] = msg
+        aggs, afail = decode_column(self.agg_serde, b.aggregates, agg_lengths)
+        if self.reduce:
+            keys: list[Any] = [None] * len(sizes)  # a reducer does not see keys
+            kfail: dict[int, str] = {}
+        else:
+            keys, kfail = decode_column(self.key_serde, b.keys, key_lengths)
+
+        chunks: list[bytes] = []
+        fold = self._fold_reduce if self.reduce else self._fold_aggregate
+        pos = 0
+        for g, size in enumerate(sizes):
+            end = pos + size
+            bad = kfail.get(g) or afail.get(g)
+            if bad is not None:
+                what = "key" if g in kfail else "stored aggregate"
+                for i in range(pos, end):
+                    failed.setdefault(i, f"{bad} (the {what} of this group)")
+            else:
+                fold(keys[g], agg_lengths[g] < 0, aggs[g], vals[pos:end], pos, chunks, failed)
+            pos = end
+
+        if failed:
+            counts = [1] * n
+            for i in failed:
+                counts[i] = 0
+            result.output_counts.extend(counts)
+            result.failures.extend(pb.RecordFailure(index=i, step=0, message=m) for i, m in sorted(failed.items()))
+        else:
+            result.output_counts.extend([1] * n)
+        result.value_lengths.extend(map(len, chunks))
+        result.values = b"".join(chunks)
+        return result
+
+    def _fold_reduce(
+        self, key: Any, fresh: bool, agg: Any, values: list[Any], pos: int, chunks: list[bytes], failed: dict[int, str]
+    ) -> None:
+        fn, enc, append = self.fn, self.encode, chunks.append
+        for i, v in enumerate(values, pos):
+            if v is _BAD:
+                continue
+            if fresh:
+                nxt = v  # the first value becomes the aggregate, without a call
+            else:
+                try:
+                    nxt = fn(agg, v)
+                except Exception as e:
+                    failed[i] = _text(e)
+                    continue
+            if nxt is None:
+                if fresh:
+                    failed[i] = "TypeError: the value is null, so it cannot become the key's first aggregate"
+                else:
+                    failed[i] = "TypeError: reduce returned None; an aggregate cannot be null"
+                continue
+            try:
+                data = enc(nxt)
+            except Exception:
+                slow = self._encode_slow(nxt, i, failed)
+                if slow is None:
+                    continue
+                data = slow
+            agg = nxt
+            fresh = False
+            append(data)
+
+    def _fold_aggregate(
+        self, key: Any, fresh: bool, agg: Any, values: list[Any], pos: int, chunks: list[bytes], failed: dict[int, str]
+    ) -> None:
+        fn, init, enc, append = self.fn, self.init, self.encode, chunks.append
+        for i, v in enumerate(values, pos):
+            if v is _BAD:
+                continue
+            try:
+                # A key with no aggregate yet starts from initializer(); after
+                # a failed first value it still has none, so it starts again.
+                nxt = fn(key, v, init() if fresh else agg)
+            except Exception as e:
+                failed[i] = _text(e)
+                continue
+            if nxt is None:
+                failed[i] = "TypeError: aggregate returned None; an aggregate cannot be null"
+                continue
+            try:
+                data = enc(nxt)
+            except Exception:
+                slow = self._encode_slow(nxt, i, failed)
+                if slow is None:
+                    continue
+                data = slow
+            agg = nxt
+            fresh = False
+            append(data)
+
+    def _encode_slow(self, obj: Any, i: int, failed: dict[int, str]) -> bytes | None:
+        """Encodes obj with the serde's checking encoder, whose error names
+        the serde; on failure records it for value i and answers None."""
+        try:
+            return encode(self.agg_serde, obj)
+        except Exception as e:
+            failed[i] = _text(e)
+            return None
+
+
 class Executor:
     """Runs bundles with the functions registered under their tokens.
 
@@ -326,19 +524,25 @@ class Executor:
 
     def __init__(self, functions: Mapping[int, Fn]) -> None:
         self._functions = functions
-        self._chains: dict[tuple[Any, ...], _Chain] = {}
+        self._chains: dict[tuple[Any, ...], _Chain | _Fold] = {}
 
     def process(self, bundle: pb.Bundle) -> pb.BundleResult:
+        steps = bundle.steps
         key = (
-            tuple((s.token, s.operation) for s in bundle.steps),
+            tuple((s.token, s.operation, s.initializer_token) for s in steps),
             bundle.key_serde,
             bundle.value_serde,
             bundle.output_key_serde,
             bundle.output_value_serde,
+            bundle.aggregate_serde,
         )
         chain = self._chains.get(key)
         if chain is None:
-            chain = self._chains[key] = _Chain(bundle, self._functions)
+            if len(steps) == 1 and steps[0].operation in _FOLDS:
+                chain = _Fold(bundle, self._functions)
+            else:
+                chain = _Chain(bundle, self._functions)
+            self._chains[key] = chain
         return chain.run(bundle)
 
     def process_all(self, bundles: Iterable[pb.Bundle]) -> list[pb.BundleResult]:

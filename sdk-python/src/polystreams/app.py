@@ -160,8 +160,8 @@ class App:
         try:
             return self._client.build(req)
         except PolystreamsError:
-            token = getattr(message, "token", 0)
-            self._functions.pop(token, None)  # registered for this call only
+            for field in ("token", "initializer_token", "aggregator_token"):
+                self._functions.pop(getattr(message, field, 0), None)  # registered for this call only
             raise
 
     def _build(self, op: str, message: Any) -> Handle:

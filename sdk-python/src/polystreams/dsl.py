@@ -18,10 +18,22 @@ from polystreams.v1alpha1 import engine_pb2 as pb
 if TYPE_CHECKING:
     from polystreams.app import App
 
-__all__ = ["Handle", "Kind", "Materialized", "KStream", "KGroupedStream", "KTable"]
+__all__ = ["BuiltinReducer", "Handle", "Kind", "Materialized", "KStream", "KGroupedStream", "KTable"]
 
 Kind = Literal["stream", "grouped_stream", "table"]
 """What a handle stands for."""
+
+BuiltinReducer = Literal["sum", "min", "max", "latest"]
+"""A reduce that runs in the engine and never crosses to the host: ``sum``,
+``min`` and ``max`` need ``long`` or ``double`` values; ``latest`` keeps the
+last value (any serde)."""
+
+_BUILTIN_REDUCERS: dict[str, pb.Reducer] = {
+    "sum": pb.REDUCER_SUM,
+    "min": pb.REDUCER_MIN,
+    "max": pb.REDUCER_MAX,
+    "latest": pb.REDUCER_LATEST,
+}
 
 _KINDS: dict[int, Kind] = {
     pb.KIND_STREAM: "stream",
@@ -198,15 +210,76 @@ class KGroupedStream(_Node):
         None generates the store's name as Kafka Streams does.
         """
         op = pb.CountOp(input=self.handle.id, name=_s(name))
-        if isinstance(materialized, str):
-            op.materialized.SetInParent()
-            op.materialized.store_name = materialized
-        elif isinstance(materialized, Materialized):
-            op.materialized.SetInParent()
-            op.materialized.CopyFrom(materialized.to_proto())
-        elif materialized is not None:
-            raise TypeError(f"count: materialized must be a str or Materialized, not {type(materialized).__name__}")
+        _materialize(op, "count", materialized)
         return KTable(self._app, self._app._build("count", op))
+
+    def reduce(
+        self,
+        reducer: Callable[[Any, Any], Any] | BuiltinReducer,
+        *,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """Folds each key's values into a table: ``reducer(aggregate, value) ->
+        new aggregate``. A key's first value becomes its aggregate without a
+        call (as in Kafka Streams); records with a null key or value are skipped.
+
+        ``reducer`` may instead name a built-in that runs in the engine and
+        never crosses to this process: ``"sum"``, ``"min"`` or ``"max"``
+        (``long`` or ``double`` values; the engine refuses other serdes) or
+        ``"latest"``. ``materialized`` is as for :meth:`count`; the store keeps
+        the values' serde unless it names another.
+        """
+        op = pb.ReduceOp(input=self.handle.id, name=_s(name))
+        if isinstance(reducer, str):
+            builtin = _BUILTIN_REDUCERS.get(reducer)
+            if builtin is None:
+                raise ValueError(
+                    f"reduce: {reducer!r} is not a built-in reducer (want a function or one of {', '.join(_BUILTIN_REDUCERS)})"
+                )
+            op.builtin = builtin
+        _materialize(op, "reduce", materialized)
+        if not isinstance(reducer, str):
+            op.token = self._app._register("reduce", reducer)
+        return KTable(self._app, self._app._build("reduce", op))
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        *,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """Folds each key's values into a table of aggregates:
+        ``initializer()`` starts a key's aggregate, then ``aggregator(key,
+        value, aggregate) -> new aggregate`` (Kafka Streams' order) folds in
+        each value. Records with a null key or value are skipped.
+
+        The aggregate's serde is ``Materialized(value=...)``'s (e.g.
+        ``Materialized(value="json")`` for a dict), else the grouped stream's
+        value serde. ``materialized`` is otherwise as for :meth:`count`.
+        """
+        op = pb.AggregateOp(input=self.handle.id, name=_s(name))
+        _materialize(op, "aggregate", materialized)
+        for what, fn in (("initializer", initializer), ("aggregator", aggregator)):
+            if not callable(fn):
+                raise TypeError(f"aggregate: the {what} {fn!r} is not callable")
+        op.initializer_token = self._app._register("aggregate", initializer)
+        op.aggregator_token = self._app._register("aggregate", aggregator)
+        return KTable(self._app, self._app._build("aggregate", op))
+
+
+def _materialize(op: Any, what: str, materialized: str | Materialized | None) -> None:
+    """Sets op.materialized from a store name or a Materialized (None: absent)."""
+    if isinstance(materialized, str):
+        op.materialized.SetInParent()
+        op.materialized.store_name = materialized
+    elif isinstance(materialized, Materialized):
+        op.materialized.SetInParent()
+        op.materialized.CopyFrom(materialized.to_proto())
+    elif materialized is not None:
+        raise TypeError(f"{what}: materialized must be a str or Materialized, not {type(materialized).__name__}")
 
 
 class KTable(_Node):
