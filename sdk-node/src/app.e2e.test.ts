@@ -47,12 +47,23 @@ const WORDCOUNT_DESCRIBE = `Topologies:
 
 let dir = "";
 let seq = 0;
+let missingEngine: unknown;
 
 before(() => {
-  process.env["POLYSTREAMS_ENGINE"] = engineBinary(); // throws, failing every test, when missing
+  try {
+    process.env["POLYSTREAMS_ENGINE"] = engineBinary();
+  } catch (e) {
+    missingEngine = e; // every test fails with it: never a skip
+  }
   delete process.env["POLYSTREAMS_URL"];
   dir = mkdtempSync(join(tmpdir(), "polystreams-node-"));
 });
+
+function requireEngine(): void {
+  if (missingEngine !== undefined) {
+    throw missingEngine;
+  }
+}
 
 after(() => {
   rmSync(dir, { recursive: true, force: true });
@@ -63,6 +74,7 @@ function appId(): string {
 }
 
 function open(options: AppOptions = {}): Promise<App> {
+  requireEngine();
   const id = appId();
   return App.create(id, { ...options, config: { stateDir: join(dir, id), commitIntervalMs: 100, ...options.config } });
 }
@@ -207,6 +219,30 @@ describe("against the real engine", { concurrency: false }, () => {
     }
   });
 
+  test("run() reports a refused call nobody awaited, and the session stays usable", async () => {
+    const app = await open();
+    try {
+      assert.ok(app.brokers);
+      await createTopics(app.brokers, { in: 1, out: 1 });
+      app.stream("in", { value: "avro" as SerdeName }).to("out");
+      await assert.rejects(app.run({ signals: false }), (e: unknown) => e instanceof InvalidArgumentError && /avro/.test(e.message));
+      const table = app.stream("in", { value: "string" }).groupByKey().count({ materialized: "counts" });
+      assert.equal((await table.handle).store, "counts");
+      table.toStream().to("out");
+      const runner = new Runner(app);
+      while ((await app.state()) !== "running") {
+        runner.check();
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await app.stop();
+      await runner.done;
+      assert.equal(runner.error, undefined);
+      assert.ok(runner.returned);
+    } finally {
+      await app.close();
+    }
+  });
+
   test("a throwing function fails run() with a ProcessingError naming topic, partition, offset and node", async () => {
     const logged: string[] = [];
     const app = await open({ logger: (_level, line) => void logged.push(line) });
@@ -342,6 +378,7 @@ describe("against the real engine", { concurrency: false }, () => {
 
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     test(`${signal} stops run() cleanly and ends the spawned engine`, async () => {
+      requireEngine();
       const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "testing", "signal_app.ts"), appId(), join(dir, `sig-${signal}`)], {
         stdio: ["ignore", "pipe", "pipe"],
         env: process.env,

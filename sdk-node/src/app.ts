@@ -369,6 +369,12 @@ export class App implements Builder {
     if (this.#stopSent !== undefined) {
       return; // stop() came first
     }
+    if (!this.#started) {
+      await this.built(); // a refused builder call rejects here and leaves the session usable
+      if (this.#running) {
+        throw new FailedPreconditionError("failed_precondition", "run: the app is already running");
+      }
+    }
     this.#running = true;
     let idle = noop;
     this.#idle = new Promise((resolve) => (idle = resolve));

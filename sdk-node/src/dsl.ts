@@ -42,6 +42,8 @@ export interface Handle {
   readonly keySerde: string;
   readonly valueSerde: string;
   readonly node: string;
+  /** For a table materialized in a store: the store's name; else "". */
+  readonly store: string;
 }
 
 /** The Handle of a protocol message; throws for a kind this SDK does not know. */
@@ -50,7 +52,7 @@ export function handleFrom(h: HandleMessage): Handle {
   if (kind === undefined) {
     throw new TypeError(`handle ${h.id} has kind ${h.kind}, which this SDK does not know`);
   }
-  return Object.freeze({ id: h.id, kind, keySerde: h.keySerde, valueSerde: h.valueSerde, node: h.node });
+  return Object.freeze({ id: h.id, kind, keySerde: h.keySerde, valueSerde: h.valueSerde, node: h.node, store: h.store });
 }
 
 /**
