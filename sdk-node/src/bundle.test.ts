@@ -353,7 +353,7 @@ describe("fold bundles", () => {
     assert.deepEqual(longs(r), [204n, 410n, 6n]);
   });
 
-  test("a failing value fails the rest of its key, not the other keys", async () => {
+  test("a failing value fails alone: its key goes on from the aggregate before it", async () => {
     const r = await fold(
       Operation.REDUCE,
       new Map([
@@ -372,15 +372,49 @@ describe("fold bundles", () => {
         { key: "b", agg: long(1n), values: [long(2n)] },
       ],
     );
-    assert.deepEqual(r.outputCounts, [1, 0, 0, 1]);
-    assert.deepEqual(longs(r), [2n, 3n]);
-    assert.equal(r.failures[0]!.message, "RangeError: zero");
-    assert.deepEqual(r.failures.map((f) => f.index), [1, 2]);
+    assert.deepEqual(r.outputCounts, [1, 0, 1, 1]);
+    assert.deepEqual(longs(r), [2n, 7n, 3n]);
+    assert.deepEqual(failures(r), [[1, 0, "RangeError: zero"]]);
+  });
+
+  test("aggregates are encoded as made: one changed in place is emitted as it was", async () => {
+    const fns = new Map<number, AnyFunction>([
+      [2, () => []],
+      [
+        1,
+        (_k: string, v: string, list: string[]) => {
+          list.push(v);
+          return list;
+        },
+      ],
+    ]);
+    const r = await fold(Operation.AGGREGATE, fns, [{ key: "a", agg: null, values: [str('"x"'), str('"y"')] }], "json");
+    assert.deepEqual(outValues(r), ['["x"]', '["x","y"]']);
+  });
+
+  test("a key whose first value failed starts from the initializer again", async () => {
+    let inits = 0;
+    const fns = new Map<number, AnyFunction>([
+      [2, async () => (inits++, 10n)],
+      [
+        1,
+        async (_k: string, v: bigint, a: bigint) => {
+          if (v < 0n) {
+            throw new Error("negative");
+          }
+          return a + v;
+        },
+      ],
+    ]);
+    const r = await fold(Operation.AGGREGATE, fns, [{ key: "a", agg: null, values: [long(-1n), long(2n), long(3n)] }]);
+    assert.deepEqual(r.outputCounts, [0, 1, 1]);
+    assert.deepEqual(longs(r), [12n, 15n]);
+    assert.equal(inits, 2);
   });
 
   test("a null aggregate is a failure", async () => {
     const r = await fold(Operation.REDUCE, new Map([[1, () => null]]), [{ key: "a", agg: long(1n), values: [long(1n)] }]);
     assert.deepEqual(r.outputCounts, [0]);
-    assert.equal(r.failures[0]!.message, "TypeError: the aggregate is null");
+    assert.equal(r.failures[0]!.message, "TypeError: reduce returned null; an aggregate cannot be null");
   });
 });

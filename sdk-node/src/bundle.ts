@@ -27,7 +27,8 @@ import {
   Operation,
   RecordFailureSchema,
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
-import { decodeColumn, encodeColumn, errorText, typeName } from "./serde.js";
+import { Buffer } from "node:buffer";
+import { decodeColumn, encode, encodeColumn, errorText, typeName } from "./serde.js";
 
 /** A user function as the executor calls it. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -452,32 +453,46 @@ const FOLDS = new Set<Operation>([Operation.REDUCE, Operation.AGGREGATE]);
 /** The aggregate of a key that has none yet. */
 const ABSENT: unique symbol = Symbol("absent");
 
+/** What a fold bundle's values make: each one's encoded aggregate, or its failure. */
+interface FoldOutputs {
+  readonly values: unknown[];
+  readonly valueFailures: Map<number, string>;
+  readonly encoded: (Uint8Array | undefined)[];
+  readonly failures: Map<number, string>;
+  readonly serde: string;
+}
+
 /**
  * A fold bundle's chain: one REDUCE or AGGREGATE step. The values come
  * grouped by key with each key's current aggregate; every value's outcome is
- * the key's aggregate after folding it in. Values of one key are folded in
- * order (an async function's promise is awaited before the next value);
- * different keys' folds interleave.
+ * the key's aggregate after folding it in, encoded as it is made (so an
+ * aggregate changed in place and returned is emitted as it was then). A
+ * value whose call throws, returns null or gives an unencodable aggregate
+ * fails alone: its key goes on from the aggregate before it (a key whose
+ * first value failed starts from the initializer again). Values of one key
+ * are folded in order, each promise awaited before the next value; different
+ * keys' folds interleave.
  */
 class Fold {
   private readonly op: Operation;
   private readonly fn: AnyFunction | undefined;
   private readonly init: AnyFunction | undefined;
   private readonly broken: string | null = null;
-  private readonly node: string;
+  private readonly nullMessage: string;
 
   constructor(bundle: Bundle, functions: ReadonlyMap<number, AnyFunction>) {
     const st = bundle.steps[0]!;
     this.op = st.operation;
-    this.node = st.node;
     this.fn = functions.get(st.token);
     this.init = this.op === Operation.AGGREGATE ? functions.get(st.initializerToken) : undefined;
+    const what = this.op === Operation.REDUCE ? "reduce" : "aggregate";
+    this.nullMessage = `TypeError: ${what} returned null; an aggregate cannot be null`;
     if (bundle.steps.length !== 1) {
-      this.broken = `TypeError: fold bundle for ${st.node} has ${bundle.steps.length} steps; a fold has one`;
+      this.broken = `TypeError: step 0 (${st.node}) is a reduce or aggregate, which must be its bundle's only step`;
     } else if (this.fn === undefined) {
       this.broken = `ReferenceError: step 0 (${st.node}) names token ${st.token}, which is not registered in this host`;
     } else if (this.op === Operation.AGGREGATE && this.init === undefined) {
-      this.broken = `ReferenceError: step 0 (${st.node}) names initializer token ${st.initializerToken}, which is not registered in this host`;
+      this.broken = `ReferenceError: aggregate step (${st.node}) names initializer token ${st.initializerToken}, which is not registered in this host`;
     }
   }
 
@@ -494,6 +509,69 @@ class Fold {
     return isThenable(start) ? Promise.resolve(start).then((a) => fn(key, value, a)) : fn(key, value, start);
   }
 
+  /** Records value i's new aggregate r; returns the key's aggregate from now on. */
+  private settle(out: FoldOutputs, i: number, r: unknown, prev: unknown): unknown {
+    if (r === null || r === undefined) {
+      out.failures.set(i, this.nullMessage);
+      return prev;
+    }
+    try {
+      out.encoded[i] = encode(out.serde, r)!;
+    } catch (e) {
+      out.failures.set(i, errorText(e));
+      return prev;
+    }
+    return r;
+  }
+
+  /** Folds values start..end-1 of one key; returns a promise when a call did. */
+  private foldGroup(out: FoldOutputs, start: number, end: number, key: unknown, agg: unknown): void | Promise<void> {
+    for (let i = start; i < end; i++) {
+      const bad = out.valueFailures.get(i);
+      if (bad !== undefined) {
+        out.failures.set(i, bad);
+        continue;
+      }
+      let r: unknown;
+      try {
+        r = this.next(agg, key, out.values[i]);
+      } catch (e) {
+        out.failures.set(i, errorText(e));
+        continue;
+      }
+      if (isThenable(r)) {
+        return this.foldGroupAsync(out, r, i, end, key, agg);
+      }
+      agg = this.settle(out, i, r, agg);
+    }
+  }
+
+  private async foldGroupAsync(out: FoldOutputs, pending: unknown, i: number, end: number, key: unknown, agg: unknown): Promise<void> {
+    for (;;) {
+      try {
+        agg = this.settle(out, i, await pending, agg);
+      } catch (e) {
+        out.failures.set(i, errorText(e));
+      }
+      for (i++; i < end; i++) {
+        const bad = out.valueFailures.get(i);
+        if (bad !== undefined) {
+          out.failures.set(i, bad);
+          continue;
+        }
+        try {
+          pending = this.next(agg, key, out.values[i]);
+          break;
+        } catch (e) {
+          out.failures.set(i, errorText(e));
+        }
+      }
+      if (i >= end) {
+        return;
+      }
+    }
+  }
+
   async run(b: Bundle): Promise<BundleResult> {
     const n = b.valueLengths.length;
     const result = create(BundleResultSchema, { bundleId: b.id });
@@ -506,142 +584,71 @@ class Fold {
       total += size;
     }
     if (total !== n || b.aggregateLengths.length !== groups.length || b.keyLengths.length !== groups.length) {
-      return failEvery(result, n, 0, `RangeError: malformed fold bundle: ${groups.length} groups of ${total} values, ${n} values`);
+      return failEvery(
+        result,
+        n,
+        0,
+        `RangeError: malformed fold bundle: ${groups.length} group sizes adding up to ${total}, ` +
+          `${b.keyLengths.length} keys, ${b.aggregateLengths.length} aggregates and ${n} values`,
+      );
+    }
+    const aggSerde = b.aggregateSerde || b.outputValueSerde || b.valueSerde;
+    const outSerde = b.outputValueSerde || aggSerde;
+    if (outSerde !== aggSerde) {
+      return failEvery(result, n, 0, `RangeError: malformed fold bundle: output value serde "${outSerde}" is not the aggregate serde "${aggSerde}"`);
     }
     const values = decodeColumn(b.valueSerde, b.values, b.valueLengths);
-    const aggSerde = b.aggregateSerde || b.outputValueSerde || b.valueSerde;
     const aggs = decodeColumn(aggSerde, b.aggregates, b.aggregateLengths);
     const keys = this.op === Operation.AGGREGATE ? decodeColumn(b.keySerde, b.keys, b.keyLengths) : null;
-    const out = new Array<unknown>(n).fill(null);
-    const failures = new Map<number, string>();
-    const waits: Promise<void>[] = [];
-
-    const failFrom = (i: number, end: number, msg: string): void => {
-      failures.set(i, msg);
-      for (let j = i + 1; j < end; j++) {
-        failures.set(j, `Error: not folded: an earlier value of its key failed in ${this.node} (${msg})`);
-      }
+    const out: FoldOutputs = {
+      values: values.items,
+      valueFailures: values.failures,
+      encoded: new Array<Uint8Array | undefined>(n),
+      failures: new Map(),
+      serde: aggSerde,
     };
-    const accept = (i: number, agg: unknown): boolean => {
-      if (agg === null || agg === undefined) {
-        return false;
-      }
-      out[i] = agg;
-      return true;
-    };
-    const NULL = "TypeError: the aggregate is null";
-
+    let waits: Promise<void>[] | null = null;
     let start = 0;
     for (let g = 0; g < groups.length; g++) {
       const end = start + groups[g]!;
       const groupFailure = aggs.failures.get(g) ?? keys?.failures.get(g);
       if (groupFailure !== undefined) {
-        failFrom(start, end, groupFailure);
-        start = end;
-        continue;
-      }
-      const key = keys?.items[g];
-      let agg: unknown = b.aggregateLengths[g] === -1 ? ABSENT : aggs.items[g];
-      for (let i = start; i < end; i++) {
-        const bad = values.failures.get(i);
-        if (bad !== undefined) {
-          failFrom(i, end, bad);
-          break;
+        for (let i = start; i < end; i++) {
+          out.failures.set(i, groupFailure);
         }
-        let r: unknown;
-        try {
-          r = this.next(agg, key, values.items[i]);
-        } catch (e) {
-          failFrom(i, end, errorText(e));
-          break;
+      } else {
+        const agg = b.aggregateLengths[g] === -1 ? ABSENT : aggs.items[g];
+        const r = this.foldGroup(out, start, end, keys?.items[g], agg);
+        if (r !== undefined) {
+          (waits ??= []).push(r);
         }
-        if (isThenable(r)) {
-          // The rest of this key's values wait for this one.
-          waits.push(this.continueAsync(r, i, end, key, values.items, values.failures, out, failFrom, accept));
-          break;
-        }
-        if (!accept(i, r)) {
-          failFrom(i, end, NULL);
-          break;
-        }
-        agg = r;
       }
       start = end;
     }
-    if (waits.length > 0) {
+    if (waits !== null) {
       await Promise.all(waits);
     }
 
-    // Encode the successful outputs; a failed or unencodable value has none.
-    for (;;) {
-      const kept: unknown[] = [];
-      for (let i = 0; i < n; i++) {
-        if (!failures.has(i)) {
-          kept.push(out[i]);
-        }
+    const counts = new Array<number>(n);
+    const lengths: number[] = [];
+    const chunks: Uint8Array[] = [];
+    for (let i = 0; i < n; i++) {
+      const bytes = out.encoded[i];
+      if (out.failures.has(i) || bytes === undefined) {
+        counts[i] = 0;
+        continue;
       }
-      const enc = encodeColumn(b.outputValueSerde || aggSerde, kept);
-      if (enc.failures.size === 0) {
-        result.valueLengths = enc.lengths;
-        result.values = enc.data;
-        break;
-      }
-      let k = 0;
-      for (let i = 0; i < n; i++) {
-        if (!failures.has(i)) {
-          const msg = enc.failures.get(k++);
-          if (msg !== undefined) {
-            failures.set(i, msg);
-          }
-        }
-      }
+      counts[i] = 1;
+      lengths.push(bytes.byteLength);
+      chunks.push(bytes);
     }
-    result.outputCounts = Array.from({ length: n }, (_, i) => (failures.has(i) ? 0 : 1));
-    result.failures = [...failures]
+    result.outputCounts = counts;
+    result.valueLengths = lengths;
+    result.values = Buffer.concat(chunks);
+    result.failures = [...out.failures]
       .sort((x, y) => x[0] - y[0])
       .map(([index, message]) => create(RecordFailureSchema, { index, step: 0, message }));
     return result;
-  }
-
-  private async continueAsync(
-    pending: PromiseLike<unknown>,
-    i: number,
-    end: number,
-    key: unknown,
-    values: unknown[],
-    valueFailures: Map<number, string>,
-    out: unknown[],
-    failFrom: (i: number, end: number, msg: string) => void,
-    accept: (i: number, agg: unknown) => boolean,
-  ): Promise<void> {
-    let r: unknown = pending;
-    for (;;) {
-      let agg: unknown;
-      try {
-        agg = await r;
-      } catch (e) {
-        failFrom(i, end, errorText(e));
-        return;
-      }
-      if (!accept(i, agg)) {
-        failFrom(i, end, "TypeError: the aggregate is null");
-        return;
-      }
-      if (++i >= end) {
-        return;
-      }
-      const bad = valueFailures.get(i);
-      if (bad !== undefined) {
-        failFrom(i, end, bad);
-        return;
-      }
-      try {
-        r = this.next(agg, key, values[i]);
-      } catch (e) {
-        failFrom(i, end, errorText(e));
-        return;
-      }
-    }
   }
 }
 
