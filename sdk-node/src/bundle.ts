@@ -31,7 +31,6 @@ import { Buffer } from "node:buffer";
 import { decodeColumn, encode, encodeColumn, errorText, typeName } from "./serde.js";
 
 /** A user function as the executor calls it. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyFunction = (...args: any[]) => unknown;
 
 /** Marks an element whose function threw. */

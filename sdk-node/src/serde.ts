@@ -33,7 +33,6 @@ export const SERDE_NAMES: readonly SerdeName[] = ["bytes", "string", "json", "lo
 export interface SerdeTypes {
   bytes: Uint8Array;
   string: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   json: any;
   long: bigint;
   integer: number;
