@@ -94,6 +94,9 @@ func run(args []string, dev bool) error {
 		return err
 	}
 	var level slog.Level
+	if *logLevel == "" {
+		*logLevel = "info"
+	}
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", *logLevel)
 	}

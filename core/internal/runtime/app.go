@@ -61,6 +61,8 @@ type App struct {
 	// commit.interval.ms; see commitTxn.
 	sess *kgo.GroupTransactSession
 	eos  bool
+	// instanceID is the group.instance.id (static membership).
+	instanceID string
 	// pending counts records handed to tasks and not yet processed (or
 	// dropped); a transaction commits only when it is 0, so that the offsets
 	// the session commits (those polled) are exactly those processed.
@@ -168,9 +170,22 @@ func (a *App) Start(ctx context.Context) error {
 	if a.cfg.SessionTimeout > 0 {
 		opts = append(opts, kgo.SessionTimeout(a.cfg.SessionTimeout))
 	}
-	if a.cfg.InstanceID != "" {
-		opts = append(opts, kgo.InstanceID(a.cfg.InstanceID))
+	// Static membership by default, with an id kept in the state directory:
+	// a restarted instance takes its partitions back at once instead of
+	// waiting for its dead predecessor's session to time out (and a member
+	// killed in the middle of joining cannot hold partitions hostage).
+	instance := a.cfg.InstanceID
+	if instance == "" {
+		pid, err := processID(dir)
+		if err != nil {
+			a.db.Close()
+			a.adm.Close()
+			return fmt.Errorf("runtime: %w", err)
+		}
+		instance = a.cfg.ApplicationID + "-" + pid
 	}
+	opts = append(opts, kgo.InstanceID(instance))
+	a.instanceID = instance
 	if a.eos {
 		pid, err := processID(dir)
 		if err != nil {
@@ -321,6 +336,12 @@ loop:
 	} else {
 		a.commitTasks(ctx, tasks, true)
 		a.cl.CloseAllowingRebalance()
+	}
+	// A static member does not leave the group when it closes; a stopped
+	// application should (a crashed one keeps its place for a quick
+	// restart), so that its partitions move on at once.
+	if _, err := a.adm.LeaveGroup(ctx, kadm.LeaveGroup(a.cfg.ApplicationID).InstanceIDs(a.instanceID).Reason("polystreams: application stopped")); err != nil {
+		a.log.Warn("leaving the group", "error", err)
 	}
 	a.adm.Close()
 	if err := a.db.Close(); err != nil {

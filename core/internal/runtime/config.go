@@ -47,6 +47,8 @@ type Config struct {
 	SessionTimeout time.Duration
 	// group.instance.id: static membership, so a restarted instance takes
 	// its tasks back without waiting for its old session to time out.
+	// Default: "<application.id>-<process id>", the process id kept in the
+	// state directory (so: one per instance, the same across restarts).
 	InstanceID string
 	// security.protocol, sasl.mechanism, sasl.username, sasl.password.
 	SecurityProtocol, SASLMechanism, SASLUsername, SASLPassword string

@@ -38,7 +38,7 @@ func engineBinary(t *testing.T) string {
 // the process and its URL.
 func startEngineProcess(t *testing.T, bin, brokers, stateDir string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--brokers", brokers, "--listen", "127.0.0.1:0", "--state-dir", stateDir, "--log-level", "warn")
+	cmd := exec.Command(bin, "serve", "--brokers", brokers, "--listen", "127.0.0.1:0", "--state-dir", stateDir, "--log-level", os.Getenv("POLYSTREAMS_TEST_LOG_LEVEL"))
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

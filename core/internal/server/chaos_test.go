@@ -1,0 +1,131 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/polystreams/polystreams/core/internal/broker"
+	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
+	"github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1/polystreamsv1alpha1connect"
+)
+
+// TestChaosKillsWhileCounting is `make chaos`: an engine counting 220,000
+// records over 1,000 keys is killed with SIGKILL at random points 10 times on
+// a broker that outlives it, and restarted each time. Under exactly_once_v2
+// every key's committed updates are exactly 1..n; under at_least_once no
+// key's last count is below n. An independent client (confluent-kafka,
+// read_committed; tools/chaos/verify_counts.py) checks the output too.
+// Set POLYSTREAMS_CHAOS=1 to run it; POLYSTREAMS_CHAOS_GUARANTEE picks the
+// guarantee (default exactly_once_v2).
+func TestChaosKillsWhileCounting(t *testing.T) {
+	if os.Getenv("POLYSTREAMS_CHAOS") != "1" {
+		t.Skip("set POLYSTREAMS_CHAOS=1 (make chaos) to run the kill -9 soak")
+	}
+	guarantee := os.Getenv("POLYSTREAMS_CHAOS_GUARANTEE")
+	if guarantee == "" {
+		guarantee = "exactly_once_v2"
+	}
+	kills, perRound, keys := 10, 20_000, 1_000
+	if n, err := strconv.Atoi(os.Getenv("POLYSTREAMS_CHAOS_KILLS")); err == nil {
+		kills = n
+	}
+	bin := engineBinary(t)
+	b, err := broker.Start(broker.Options{Addr: "127.0.0.1:0", Partitions: 4, Topics: []string{"events", "event-counts"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	e := &env{t: t, broker: b}
+	stateDir := t.TempDir()
+	rng := rand.New(rand.NewPCG(1, 2))
+	total := map[string]int64{}
+	config := map[string]string{"processing.guarantee": guarantee, "session.timeout.ms": "6000", "polystreams.bundle.max.records": "500"}
+	if guarantee == "at_least_once" {
+		config["commit.interval.ms"] = "200"
+	}
+	seq := 0
+	for round := 0; round <= kills; round++ {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic("events"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs := make([]*kgo.Record, perRound)
+		for i := range rs {
+			k := "key-" + strconv.Itoa(seq%keys)
+			seq++
+			total[k]++
+			rs[i] = &kgo.Record{Key: []byte(k), Value: []byte("x")}
+		}
+		if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		cl.Close()
+		cmd, url := startEngineProcess(t, bin, b.Addr(), stateDir)
+		e.cl = polystreamsv1alpha1connect.NewEngineServiceClient(http.DefaultClient, url)
+		h := e.open("chaos", config)
+		s := h.mustBuild(&pb.StreamOp{Topics: []string{"events"}, KeySerde: "string"})
+		g := h.mustBuild(&pb.GroupByKeyOp{Input: s.Id})
+		c := h.mustBuild(&pb.CountOp{Input: g.Id})
+		ts := h.mustBuild(&pb.ToStreamOp{Input: c.Id})
+		h.mustBuild(&pb.ToOp{Input: ts.Id, Topic: "event-counts"})
+		h.start()
+		ctx, cancel := context.WithCancel(context.Background())
+		go h.serve(ctx)
+		if round < kills {
+			time.Sleep(time.Duration(100+rng.IntN(600)) * time.Millisecond)
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			cancel()
+			t.Logf("round %d: killed", round)
+			continue
+		}
+		if guarantee == "exactly_once_v2" {
+			waitExactlyOnce(t, e, "event-counts", total)
+		} else {
+			waitFor(t, "every key to reach its count", 120*time.Second, func() bool {
+				got := e.lastCounts("event-counts")
+				for k, n := range total {
+					if got[k] < n {
+						return false
+					}
+				}
+				return true
+			})
+		}
+		cancel()
+		h.stop()
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}
+	// The independent client's verdict.
+	expected := filepath.Join(t.TempDir(), "expected.json")
+	data, _ := json.Marshal(total)
+	if err := os.WriteFile(expected, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, file, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(file), "../../../tools/chaos/verify_counts.py")
+	args := []string{script, "--brokers", b.Addr(), "--topic", "event-counts", "--expected", expected}
+	if guarantee == "exactly_once_v2" {
+		args = append(args, "--exact")
+	}
+	out, err := exec.Command("/usr/bin/python3", args...).CombinedOutput()
+	t.Logf("confluent-kafka verdict:\n%s", out)
+	if err != nil {
+		t.Fatalf("the independent check failed: %v", err)
+	}
+	fmt.Println(string(out))
+}
