@@ -122,7 +122,16 @@ func (a *App) fullTopic(name string, internal bool) string {
 
 // Start creates internal topics, opens state, joins the group and begins
 // processing. It returns once processing has begun (or failed to).
-func (a *App) Start(ctx context.Context) error {
+func (a *App) Start(ctx context.Context) (err error) {
+	// Before any client exists: the group's callbacks (which start tasks
+	// with this context) may run as soon as the consumer client does.
+	a.ctx, a.cancel = context.WithCancel(context.Background())
+	defer func() {
+		if err != nil { // nothing runs: Stop and Done must not wait
+			a.cancel()
+			close(a.done)
+		}
+	}()
 	// Metadata younger than MetadataMinAge is served from cache; internal
 	// topics created here must show up quickly.
 	admCl, err := kgo.NewClient(append(a.cfg.clientOpts(), kgo.MetadataMinAge(100*time.Millisecond))...)
@@ -216,7 +225,6 @@ func (a *App) Start(ctx context.Context) error {
 		a.adm.Close()
 		return fmt.Errorf("runtime: %w", err)
 	}
-	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.setState(Rebalancing)
 	go a.run()
 	return nil
