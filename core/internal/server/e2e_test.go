@@ -179,16 +179,23 @@ func (e *env) produce(topic string, values ...string) {
 	}
 }
 
-// lastCounts reads topic from the start to its end and returns the last
-// value of each key, decoded as Kafka's Serdes.Long.
-func (e *env) lastCounts(topic string) map[string]int64 {
+// readTopic calls fn for every record of topic from the start to its end:
+// the high watermark, or with committed the last stable offset (reading
+// read_committed, transaction markers skipped).
+func (e *env) readTopic(topic string, committed bool, fn func(*kgo.Record)) {
 	e.t.Helper()
 	adm, err := kadm.NewOptClient(kgo.SeedBrokers(e.broker.Addr()))
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	defer adm.Close()
-	ends, err := adm.ListEndOffsets(context.Background(), topic)
+	list := adm.ListEndOffsets
+	opts := []kgo.Opt{kgo.SeedBrokers(e.broker.Addr()), kgo.ConsumeTopics(topic), kgo.KeepControlRecords()}
+	if committed {
+		list = adm.ListCommittedOffsets
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	ends, err := list(context.Background(), topic)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -198,16 +205,15 @@ func (e *env) lastCounts(topic string) map[string]int64 {
 			want[o.Partition] = o.Offset
 		}
 	})
-	out := map[string]int64{}
 	if len(want) == 0 {
-		return out
+		return
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker.Addr()), kgo.ConsumeTopics(topic))
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for len(want) > 0 {
 		fs := cl.PollFetches(ctx)
@@ -215,15 +221,27 @@ func (e *env) lastCounts(topic string) map[string]int64 {
 			e.t.Fatalf("reading %s: %v (still waiting for %v)", topic, ctx.Err(), want)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			if len(r.Value) != 8 {
-				e.t.Fatalf("%s/%d@%d: value is %d bytes, want an 8-byte long", r.Topic, r.Partition, r.Offset, len(r.Value))
+			if !r.Attrs.IsControl() {
+				fn(r)
 			}
-			out[string(r.Key)] = int64(binary.BigEndian.Uint64(r.Value))
 			if r.Offset+1 >= want[r.Partition] {
 				delete(want, r.Partition)
 			}
 		})
 	}
+}
+
+// lastCounts returns the last value of each key of topic, decoded as Kafka's
+// Serdes.Long.
+func (e *env) lastCounts(topic string) map[string]int64 {
+	e.t.Helper()
+	out := map[string]int64{}
+	e.readTopic(topic, false, func(r *kgo.Record) {
+		if len(r.Value) != 8 {
+			e.t.Fatalf("%s/%d@%d: value is %d bytes, want an 8-byte long", r.Topic, r.Partition, r.Offset, len(r.Value))
+		}
+		out[string(r.Key)] = int64(binary.BigEndian.Uint64(r.Value))
+	})
 	return out
 }
 

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/broker"
@@ -18,48 +17,14 @@ import (
 	"github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1/polystreamsv1alpha1connect"
 )
 
-// committedSequences reads topic with read_committed from the start to its
-// last stable offset and returns each key's values, in order, as longs.
+// committedSequences returns each key's values of topic, read_committed, in
+// order, as longs.
 func (e *env) committedSequences(topic string) map[string][]int64 {
 	e.t.Helper()
-	adm, err := kadm.NewOptClient(kgo.SeedBrokers(e.broker.Addr()))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer adm.Close()
-	ends, err := adm.ListCommittedOffsets(context.Background(), topic)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	want := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset > 0 {
-			want[o.Partition] = o.Offset
-		}
-	})
 	out := map[string][]int64{}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker.Addr()), kgo.ConsumeTopics(topic),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for len(want) > 0 {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			e.t.Fatalf("reading %s: %v (waiting for %v)", topic, ctx.Err(), want)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if !r.Attrs.IsControl() {
-				out[string(r.Key)] = append(out[string(r.Key)], int64(binary.BigEndian.Uint64(r.Value)))
-			}
-			if r.Offset+1 >= want[r.Partition] {
-				delete(want, r.Partition)
-			}
-		})
-	}
+	e.readTopic(topic, true, func(r *kgo.Record) {
+		out[string(r.Key)] = append(out[string(r.Key)], int64(binary.BigEndian.Uint64(r.Value)))
+	})
 	return out
 }
 
