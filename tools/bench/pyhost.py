@@ -1,14 +1,17 @@
 #!/usr/bin/python3
-"""Benchmark arm (a): stream -> map_values(str.upper) -> to, the operator in Python.
+"""Python-hosted benchmark arms, started by the Go benchmark (core/internal/bench)
+against its in-process engine; serves bundles until SIGTERM.
 
-Started by the Go benchmark (core/internal/bench) against its in-process engine;
-serves bundles until SIGTERM.
+--topology map_values: stream -> map_values(str.upper) -> to (crossing table, arm (a));
+--topology aggregate:  JSON {"amount": n} per string key -> group_by_key ->
+    aggregate(0, a + v["amount"], Materialized(value="long")) -> to_stream -> to,
+    under exactly_once_v2 (aggregation table, arm (a)).
 """
 from __future__ import annotations
 
 import argparse
 
-from polystreams import App
+from polystreams import App, Config, Materialized
 
 
 def main() -> None:
@@ -18,9 +21,22 @@ def main() -> None:
     ap.add_argument("--input", required=True)
     ap.add_argument("--output", required=True)
     ap.add_argument("--bundle", type=int, default=2000)
+    ap.add_argument("--topology", choices=["map_values", "aggregate"], default="map_values")
+    ap.add_argument("--commit-ms", type=int, default=-1, help="commit.interval.ms (aggregate); -1: the default")
     args = ap.parse_args()
-    app = App(args.app, {"polystreams.bundle.max.records": str(args.bundle)}, engine=args.engine)
-    app.stream(args.input, value="string").map_values(str.upper).to(args.output)
+    extra = {"polystreams.bundle.max.records": str(args.bundle)}
+    if args.topology == "map_values":
+        app = App(args.app, extra, engine=args.engine)
+        app.stream(args.input, value="string").map_values(str.upper).to(args.output)
+    else:
+        app = App(args.app, Config(processing_guarantee="exactly_once_v2",
+                                    commit_interval_ms=args.commit_ms if args.commit_ms >= 0 else None, extra=extra), engine=args.engine)
+        (app.stream(args.input, key="string", value="json")
+            .group_by_key()
+            .aggregate(lambda: 0, lambda key, v, total: total + v["amount"],
+                       materialized=Materialized(value="long"))
+            .to_stream()
+            .to(args.output))
     app.run()
     app.close()
 

@@ -8,6 +8,10 @@
 // 10,000 (one partition, so one bundle is in flight at a time): the time of
 // (a) minus the time of (b) at the same bundle size, per record.
 //
+// A second table (agg.go) compares aggregations: a Python aggregate and the
+// built-in sum, both exactly_once_v2 with durable state, against a
+// hand-written confluent-kafka dict loop.
+//
 // Run it with `make bench`; it prints a Markdown table for
 // docs/performance.md. It asserts nothing about speed.
 package main
@@ -23,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 	"time"
@@ -43,6 +48,8 @@ var (
 	python     = flag.String("python", "/usr/bin/python3", "Python interpreter for the host arm")
 	repo       = flag.String("repo", ".", "repository root (for tools/bench/pyhost.py and sdk-python)")
 	sweep      = flag.Bool("sweep", true, "measure the crossing cost at bundle sizes 1..10,000")
+	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the bench process (engine + broker) to this file")
+	crossing   = flag.Bool("crossing", true, "measure the map_values table (a), (b), (c)")
 )
 
 type bench struct {
@@ -55,6 +62,12 @@ type bench struct {
 
 func main() {
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		check(err)
+		check(pprof.StartCPUProfile(f))
+		defer pprof.StopCPUProfile()
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	b, err := broker.Start(broker.Options{Addr: "127.0.0.1:0", Partitions: *partitions})
 	check(err)
@@ -72,22 +85,24 @@ func main() {
 	check(err)
 	bn := &bench{brokers: b.Addr(), engine: "http://" + ln.Addr().String(), adm: adm, log: log}
 
-	fmt.Printf("polystreams benchmark: %d records of %d bytes, %d partitions, embedded broker (kfake), 2 arms share the machine with the broker\n\n",
-		*records, *valueSize, *partitions)
-	in := bn.seed("bench-in", *partitions, *records)
-	c := bn.rawLoop(in, *records)
-	bB := bn.nativeArm(in, *records, 2000, stateDir)
-	a := bn.pythonArm(in, *records, 2000)
-	fmt.Println("| arm | records/s | vs (c) |")
-	fmt.Println("|---|---:|---:|")
-	row := func(name string, d time.Duration) {
-		rate := float64(*records) / d.Seconds()
-		fmt.Printf("| %s | %s | %.0f%% |\n", name, human(rate), 100*c.Seconds()/d.Seconds())
+	if *crossing {
+		fmt.Printf("polystreams benchmark: %d records of %d bytes, %d partitions, embedded broker (kfake), 2 arms share the machine with the broker\n\n",
+			*records, *valueSize, *partitions)
+		in := bn.seed("bench-in", *partitions, *records)
+		c := bn.rawLoop(in, *records)
+		bB := bn.nativeArm(in, *records, 2000, stateDir)
+		a := bn.pythonArm(in, *records, 2000)
+		fmt.Println("| arm | records/s | vs (c) |")
+		fmt.Println("|---|---:|---:|")
+		row := func(name string, d time.Duration) {
+			rate := float64(*records) / d.Seconds()
+			fmt.Printf("| %s | %s | %.0f%% |\n", name, human(rate), 100*c.Seconds()/d.Seconds())
+		}
+		row("(a) Python map_values (bundles of ≤2,000)", a)
+		row("(b) Go map_values in the engine", bB)
+		row("(c) raw franz-go consume→upper→produce", c)
+		fmt.Println()
 	}
-	row("(a) Python map_values (bundles of ≤2,000)", a)
-	row("(b) Go map_values in the engine", bB)
-	row("(c) raw franz-go consume→upper→produce", c)
-	fmt.Println()
 
 	if *sweep {
 		fmt.Println("Crossing cost, one partition (one bundle in flight), Python host vs the same topology in Go:")
@@ -102,6 +117,10 @@ func main() {
 			per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }
 			fmt.Printf("| %d | %d | %.2f | %.2f | %.2f |\n", size, n, per(ta), per(tb), per(ta)-per(tb))
 		}
+		fmt.Println()
+	}
+	if *agg {
+		bn.aggTable(stateDir)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

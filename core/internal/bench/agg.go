@@ -1,0 +1,252 @@
+package main
+
+// The aggregation table (the state issue): a running sum per key over
+// --agg-records JSON records {"amount": n} on --agg-keys string keys,
+//
+//	(a) group_by_key().aggregate(0, a + v["amount"], Materialized(value="long"))
+//	    in a Python host (tools/bench/pyhost.py --topology aggregate),
+//	    exactly_once_v2, Pebble + changelog;
+//	(b) group_by_key().reduce("sum") built in Go with topology.Builder.Reduce
+//	    and Function{Builtin: "sum"} (no host), on a second input topic of
+//	    the same amounts as 8-byte big-endian longs, exactly_once_v2, Pebble +
+//	    changelog;
+//	(c) tools/bench/dictloop.py: python3-confluent-kafka, a dict, no
+//	    durability, at-least-once commits every second.
+//
+// Every arm emits one output record (the key's new sum, a long) per input
+// record. Each is timed from its consumer group being Stable until a
+// read_committed reader of its output has seen every record; the reader
+// then checks each key's last sum against the expected total.
+
+import (
+	"context"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/polystreams/polystreams/core/internal/runtime"
+	"github.com/polystreams/polystreams/core/internal/topology"
+)
+
+var (
+	agg        = flag.Bool("agg", true, "measure the aggregation table (a) Python aggregate, (b) built-in sum, (c) confluent-kafka dict loop")
+	aggRecords = flag.Int("agg-records", 300_000, "records for the aggregation table")
+	aggKeys    = flag.Int("agg-keys", 10_000, "distinct keys for the aggregation table")
+	aggCommit  = flag.Int("agg-commit-ms", -1, "commit.interval.ms for the engine arms (a), (b); -1 keeps the default (100 under exactly_once_v2)")
+	aggArms    = flag.String("agg-arms", "abc", "which aggregation arms to run (any of a, b, c)")
+)
+
+// aggInput is the seeded input of the aggregation table.
+type aggInput struct {
+	json, long string
+	n          int
+	want       map[string]int64 // each key's final sum
+}
+
+func amount(i int) int64 { return int64((i * 7919) % 1000) }
+
+// seedAgg writes the same n amounts twice: as JSON {"amount": n} and as
+// 8-byte big-endian longs, keyed by strconv.Itoa(i % keys).
+func (bn *bench) seedAgg(n, keys int) aggInput {
+	in := aggInput{json: "agg-json", long: "agg-long", n: n, want: map[string]int64{}}
+	for _, t := range []string{in.json, in.long} {
+		_, err := bn.adm.CreateTopic(context.Background(), int32(*partitions), 1, nil, t)
+		check(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bn.brokers), kgo.ProducerLinger(5*time.Millisecond))
+	check(err)
+	defer cl.Close()
+	for i := range n {
+		k := strconv.Itoa(i % keys)
+		a := amount(i)
+		in.want[k] += a
+		cl.Produce(context.Background(), &kgo.Record{Topic: in.json, Key: []byte(k), Value: fmt.Appendf(nil, `{"amount": %d}`, a)}, func(_ *kgo.Record, err error) { check(err) })
+		cl.Produce(context.Background(), &kgo.Record{Topic: in.long, Key: []byte(k), Value: binary.BigEndian.AppendUint64(nil, uint64(a))}, func(_ *kgo.Record, err error) { check(err) })
+	}
+	check(cl.Flush(context.Background()))
+	return in
+}
+
+// measureSums is measure for the aggregation arms: the output is read
+// (read_committed, so transaction markers are not counted) until it holds
+// n records; each key's last value must then be its expected sum.
+func (bn *bench) measureSums(group, out string, in aggInput, arm func()) time.Duration {
+	stable := make(chan time.Time, 1)
+	go func() {
+		for {
+			gs, err := bn.adm.DescribeGroups(context.Background(), group)
+			if err == nil {
+				if g, ok := gs[group]; ok && g.State == "Stable" && len(g.Members) > 0 {
+					stable <- time.Now()
+					return
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	rd, err := kgo.NewClient(kgo.SeedBrokers(bn.brokers), kgo.ConsumeTopics(out),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(20*time.Millisecond))
+	check(err)
+	defer rd.Close()
+	arm()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	last := make(map[string]int64, len(in.want))
+	seen := 0
+	for seen < in.n {
+		fs := rd.PollFetches(ctx)
+		if ctx.Err() != nil {
+			check(fmt.Errorf("%s: %d of %d records after 5 minutes", out, seen, in.n))
+		}
+		fs.EachError(func(t string, p int32, err error) { check(fmt.Errorf("reading %s/%d: %w", t, p, err)) })
+		fs.EachRecord(func(r *kgo.Record) {
+			seen++
+			if len(r.Value) == 8 {
+				last[string(r.Key)] = int64(binary.BigEndian.Uint64(r.Value))
+			} else {
+				last[string(r.Key)] = -1
+			}
+		})
+	}
+	took := time.Since(<-stable)
+	bad := 0
+	for k, w := range in.want {
+		if last[k] != w {
+			if bad < 3 {
+				fmt.Fprintf(os.Stderr, "bench: %s: key %q ends at %d, want %d\n", out, k, last[k], w)
+			}
+			bad++
+		}
+	}
+	if bad > 0 || seen != in.n {
+		check(fmt.Errorf("%s: %d records (want %d), %d keys with a wrong final sum", out, seen, in.n, bad))
+	}
+	return took
+}
+
+// aggPython is arm (a): the Python SDK's aggregate under exactly_once_v2.
+func (bn *bench) aggPython(in aggInput) time.Duration {
+	out := bn.name("agg-out-a")
+	_, err := bn.adm.CreateTopic(context.Background(), int32(*partitions), 1, nil, out)
+	check(err)
+	appID := bn.name("agg-python")
+	cmd := exec.Command(*python, filepath.Join(*repo, "tools/bench/pyhost.py"),
+		"--engine", bn.engine, "--app", appID, "--input", in.json, "--output", out, "--topology", "aggregate",
+		"--commit-ms", strconv.Itoa(*aggCommit))
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(*repo, "sdk-python/src"))
+	cmd.Stderr = os.Stderr
+	took := bn.measureSums(appID, out, in, func() { check(cmd.Start()) })
+	cmd.Process.Signal(syscall.SIGTERM)
+	check(cmd.Wait())
+	return took
+}
+
+// aggNative is arm (b): reduce("sum") built natively in Go (the builder
+// resolves Builtin "sum" for the long values), exactly_once_v2.
+func (bn *bench) aggNative(in aggInput, stateDir string) time.Duration {
+	out := bn.name("agg-out-b")
+	_, err := bn.adm.CreateTopic(context.Background(), int32(*partitions), 1, nil, out)
+	check(err)
+	b := topology.NewBuilder()
+	s, err := b.Stream(topology.StreamOptions{Topics: []string{in.long}, KeySerde: "string", ValueSerde: "long"})
+	check(err)
+	g, err := b.GroupByKey(s.ID, "", "", "")
+	check(err)
+	t, err := b.Reduce(g.ID, topology.Function{Builtin: "sum"}, nil, "")
+	check(err)
+	ts, err := b.ToStream(t.ID, "")
+	check(err)
+	check(b.To(ts.ID, out, "", "", ""))
+	topo, err := b.Topology()
+	check(err)
+	appID := bn.name("agg-native")
+	kv := map[string]string{"state.dir": stateDir, "processing.guarantee": runtime.ExactlyOnceV2}
+	if *aggCommit >= 0 {
+		kv["commit.interval.ms"] = strconv.Itoa(*aggCommit)
+	}
+	cfg, _, err := runtime.ParseConfig(appID, kv, bn.brokers)
+	check(err)
+	cfg.Logger = bn.log
+	app, err := runtime.New(cfg, topo, nil)
+	check(err)
+	took := bn.measureSums(appID, out, in, func() { check(app.Start(context.Background())) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	check(app.Stop(ctx))
+	return took
+}
+
+// aggDict is arm (c): tools/bench/dictloop.py, no engine.
+func (bn *bench) aggDict(in aggInput) time.Duration {
+	out := bn.name("agg-out-c")
+	_, err := bn.adm.CreateTopic(context.Background(), int32(*partitions), 1, nil, out)
+	check(err)
+	group := bn.name("agg-dict")
+	cmd := exec.Command(*python, filepath.Join(*repo, "tools/bench/dictloop.py"),
+		"--brokers", bn.brokers, "--group", group, "--input", in.json, "--output", out,
+		"--records", strconv.Itoa(in.n))
+	cmd.Stderr = os.Stderr
+	took := bn.measureSums(group, out, in, func() { check(cmd.Start()) })
+	// It exits by itself after the last record; SIGTERM only if it hangs
+	// (a signal during interpreter shutdown would kill it uncleanly).
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		check(err)
+	case <-time.After(30 * time.Second):
+		cmd.Process.Signal(syscall.SIGTERM)
+		check(<-done)
+	}
+	return took
+}
+
+// aggTable runs the selected arms and prints the table.
+func (bn *bench) aggTable(stateDir string) {
+	fmt.Printf("Aggregations: running sum per key, %d records over %d string keys, %d partitions, one output per input record:\n\n",
+		*aggRecords, *aggKeys, *partitions)
+	in := bn.seedAgg(*aggRecords, *aggKeys)
+	has := func(arm rune) bool {
+		for _, c := range *aggArms {
+			if c == arm {
+				return true
+			}
+		}
+		return false
+	}
+	var a, b, c time.Duration
+	if has('c') {
+		c = bn.aggDict(in)
+	}
+	if has('b') {
+		b = bn.aggNative(in, stateDir)
+	}
+	if has('a') {
+		a = bn.aggPython(in)
+	}
+	fmt.Println("| arm | records/s | vs (c) | target |")
+	fmt.Println("|---|---:|---:|---|")
+	row := func(name string, d time.Duration, target string) {
+		if d == 0 {
+			return
+		}
+		ratio := "—"
+		if c > 0 {
+			ratio = fmt.Sprintf("%.2fx", c.Seconds()/d.Seconds())
+		}
+		fmt.Printf("| %s | %s | %s | %s |\n", name, human(float64(in.n)/d.Seconds()), ratio, target)
+	}
+	row("(a) Python aggregate, exactly_once_v2, Pebble + changelog", a, "≥ 1.0x")
+	row("(b) built-in reduce(\"sum\") (Go), exactly_once_v2, Pebble + changelog", b, "≥ 2x")
+	row("(c) confluent-kafka dict loop, no durability", c, "")
+	fmt.Println()
+}
