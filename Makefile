@@ -39,6 +39,7 @@ test: deps check-generated lint build test-go test-python test-node
 
 test-go: build
 	go test $(GO_TEST_FLAGS) ./...
+	go test -race $(GO_TEST_FLAGS) ./core/internal/runtime/ ./core/internal/server/
 
 test-python: build
 	cd sdk-python && PYTHONPATH=src $(PY) -m pytest -q tests

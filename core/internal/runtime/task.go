@@ -314,6 +314,9 @@ func (e *RecordError) Unwrap() error { return e.Err }
 // producer: the latest value of each key changed (Kafka Streams' cache
 // flush at commit). Called only while the task is idle.
 func (t *task) writeChangelogs() {
+	if !t.restored.Load() {
+		return // still restoring: it has processed nothing
+	}
 	for _, tx := range t.stores {
 		for k, v := range tx.txn {
 			t.app.produceThen(&kgo.Record{Topic: tx.changelog, Partition: t.id.partition, Key: []byte(k), Value: v}, func(r *kgo.Record) {
@@ -332,6 +335,9 @@ func (t *task) writeChangelogs() {
 // committed, with a checkpoint just past its changelog records, or drops
 // them when it aborted. Called only while the task is idle.
 func (t *task) settleTxn(committed bool) {
+	if !t.restored.Load() {
+		return
+	}
 	for _, tx := range t.stores {
 		if committed && len(tx.txn) > 0 {
 			ws := make([]state.Write, 0, len(tx.txn))

@@ -123,9 +123,17 @@ func TestStateRestoredFromChangelogEqualsBefore(t *testing.T) {
 		h.start()
 		done := h.serveAsync()
 		var all []kv
-		waitFor(t, "the store to hold every word", 60*time.Second, func() bool {
+		waitFor(t, "the store to hold every word's count", 60*time.Second, func() bool {
 			all, _ = h.query(wcStore, &pb.QueryRequest{Query: &pb.QueryRequest_All{All: true}})
-			return len(all) == len(want)
+			if len(all) != len(want) {
+				return false
+			}
+			for _, e := range all {
+				if e.v != want[e.k] {
+					return false
+				}
+			}
+			return true
 		})
 		h.stop()
 		<-done
