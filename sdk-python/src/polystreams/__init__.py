@@ -12,7 +12,7 @@
     app.run()
 """
 
-from polystreams.app import App, State
+from polystreams.app import App, State, StateListener
 from polystreams.config import Config, ProcessingGuarantee
 from polystreams.dsl import BuiltinReducer, Handle, KGroupedStream, Kind, KStream, KTable, Materialized
 from polystreams.errors import (
@@ -25,6 +25,7 @@ from polystreams.errors import (
     UnavailableError,
 )
 from polystreams.serde import SerdeName
+from polystreams.store import KeyValueStore
 
 __version__ = "0.1.0"
 
@@ -39,6 +40,7 @@ __all__ = [
     "KGroupedStream",
     "KStream",
     "KTable",
+    "KeyValueStore",
     "Kind",
     "Materialized",
     "NotFoundError",
@@ -47,5 +49,6 @@ __all__ = [
     "ProcessingGuarantee",
     "SerdeName",
     "State",
+    "StateListener",
     "UnavailableError",
 ]

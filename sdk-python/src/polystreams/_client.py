@@ -1,6 +1,7 @@
 """A Connect-protocol unary client for EngineService over the standard library.
 
-One keep-alive HTTP/1.1 connection; every call is a POST of a binary protobuf
+A small pool of keep-alive HTTP/1.1 connections (one per concurrent
+caller); every call is a POST of a binary protobuf
 body to ``/polystreams.v1alpha1.EngineService/<Method>``. Errors come back as
 non-200 responses with a JSON body ``{"code": ..., "message": ...}`` and are
 raised as the matching :class:`~polystreams.errors.PolystreamsError`.
@@ -46,9 +47,12 @@ M = TypeVar("M", bound=Message)
 class Client:
     """A unary Connect client for one engine.
 
-    Calls are serialised by a lock, so one Client may be shared by threads
-    (a call waits for the one in progress). ``timeout`` bounds each call's
-    socket operations, in seconds.
+    One Client may be shared by threads, and calls from different threads
+    run concurrently: each call takes an idle keep-alive connection from a
+    small pool (or opens one) and puts it back when done, so an interactive
+    query does not wait behind a long-polling Exchange of the host loop.
+    Calls made one after another reuse one connection. ``timeout`` bounds
+    each call's socket operations, in seconds.
     """
 
     def __init__(self, url: str, *, timeout: float = 120.0) -> None:
@@ -61,29 +65,38 @@ class Client:
         self._port = u.port
         self._prefix = u.path.rstrip("/") + _SERVICE
         self._timeout = timeout
-        self._lock = threading.Lock()  # guards _conn and _used
-        self._conn: http.client.HTTPConnection | None = None
-        self._used = False  # _conn has completed a call, so it may have been closed by the server since
+        self._lock = threading.Lock()  # guards _idle and _generation
+        # Idle connections, each of which has completed a call (so the server
+        # may have closed it since); the last one put back is reused first.
+        self._idle: list[http.client.HTTPConnection] = []
+        self._generation = 0  # bumped by close(): connections of older generations are not pooled again
 
     def __repr__(self) -> str:
         return f"Client({self.url!r})"
 
     def close(self) -> None:
+        """Closes the idle connections; calls in progress close theirs when done."""
         with self._lock:
-            self._drop()
+            idle, self._idle = self._idle, []
+            self._generation += 1
+        for conn in idle:
+            conn.close()
 
-    def _drop(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-        self._conn = None
-        self._used = False
+    def _take(self, fresh: bool) -> tuple[http.client.HTTPConnection, bool, int]:
+        """A connection, whether it was used before, and the pool generation."""
+        with self._lock:
+            gen = self._generation
+            if not fresh and self._idle:
+                return self._idle.pop(), True, gen
+        cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+        return cls(self._host, self._port, timeout=self._timeout), False, gen
 
-    def _connect(self) -> http.client.HTTPConnection:
-        if self._conn is None:
-            cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-            self._conn = cls(self._host, self._port, timeout=self._timeout)
-            self._used = False
-        return self._conn
+    def _put_back(self, conn: http.client.HTTPConnection, gen: int) -> None:
+        with self._lock:
+            if gen == self._generation:
+                self._idle.append(conn)
+                return
+        conn.close()
 
     def call(self, method: str, request: Message, response_type: type[M]) -> M:
         """Calls EngineService/<method>; raises PolystreamsError on failure."""
@@ -93,29 +106,28 @@ class Client:
             "Connect-Protocol-Version": "1",
             "User-Agent": _USER_AGENT,
         }
-        with self._lock:
-            for attempt in (0, 1):
-                conn = self._connect()
-                reused = self._used
-                try:
-                    conn.request("POST", self._prefix + method, body, headers)
-                    resp = conn.getresponse()
-                    data = resp.read()
-                except _CLOSED as e:
-                    self._drop()
-                    if reused and attempt == 0:
-                        continue  # the engine closed the idle connection: once more on a new one
-                    raise UnavailableError("unavailable", f"{method}: engine at {self.url} closed the connection: {e}") from None
-                except (OSError, http.client.HTTPException) as e:
-                    self._drop()
-                    raise UnavailableError("unavailable", f"{method}: engine at {self.url} is unreachable: {e}") from None
-                except BaseException:
-                    self._drop()  # e.g. KeyboardInterrupt mid-call: the connection's state is unknown
-                    raise
-                self._used = True
-                if resp.will_close:
-                    self._drop()
-                break
+        for attempt in (0, 1):
+            conn, reused, gen = self._take(fresh=attempt > 0)
+            try:
+                conn.request("POST", self._prefix + method, body, headers)
+                resp = conn.getresponse()
+                data = resp.read()
+            except _CLOSED as e:
+                conn.close()
+                if reused and attempt == 0:
+                    continue  # the engine closed the idle connection: once more on a new one
+                raise UnavailableError("unavailable", f"{method}: engine at {self.url} closed the connection: {e}") from None
+            except (OSError, http.client.HTTPException) as e:
+                conn.close()
+                raise UnavailableError("unavailable", f"{method}: engine at {self.url} is unreachable: {e}") from None
+            except BaseException:
+                conn.close()  # e.g. KeyboardInterrupt mid-call: the connection's state is unknown
+                raise
+            if resp.will_close:
+                conn.close()
+            else:
+                self._put_back(conn, gen)
+            break
         if resp.status != 200:
             raise _error(method, resp.status, data)
         try:
@@ -148,6 +160,9 @@ class Client:
 
     def stop(self, req: pb.StopRequest) -> pb.StopResponse:
         return self.call("Stop", req, pb.StopResponse)
+
+    def query(self, req: pb.QueryRequest) -> pb.QueryResponse:
+        return self.call("Query", req, pb.QueryResponse)
 
 
 def _error(method: str, status: int, data: bytes) -> PolystreamsError:

@@ -21,14 +21,18 @@ from polystreams.config import Config, redact
 from polystreams.dsl import Handle, KStream, topics_of
 from polystreams.errors import FailedPreconditionError, NotFoundError, PolystreamsError, ProcessingError
 from polystreams.serde import SerdeName
+from polystreams.store import KeyValueStore
 from polystreams.v1alpha1 import engine_pb2 as pb
 
-__all__ = ["App", "State"]
+__all__ = ["App", "State", "StateListener"]
 
 log = logging.getLogger("polystreams")
 
 State = Literal["created", "rebalancing", "running", "stopped", "error"]
 """The state of an application, as the engine reports it."""
+
+StateListener = Callable[[State, State], object]
+"""A callback of :meth:`App.on_state_change`: ``(new_state, old_state)``."""
 
 _STATES: dict[int, State] = {
     pb.STATE_CREATED: "created",
@@ -64,8 +68,8 @@ class App:
     app:`` stops the session and the spawned engine at the end; so does
     :meth:`close`.
 
-    Builder calls are made from one thread; :meth:`stop` and :meth:`close`
-    may be called from any thread.
+    Builder calls are made from one thread; :meth:`stop`, :meth:`close`,
+    :meth:`state` and the queries of :meth:`store` may be made from any thread.
     """
 
     def __init__(
@@ -92,6 +96,9 @@ class App:
         self.engine_url: str = url
         self._client = Client(url, timeout=timeout)
         self._functions: dict[int, Callable[..., Any]] = {}
+        self._store_key_serdes: dict[str, str] = {}  # store name -> key serde, of the tables built
+        self._listeners: list[StateListener] = []
+        self._last_state: State = "created"  # as run() last saw it
         self._lock = threading.Lock()  # guards the lifecycle flags below
         self._started = False
         self._running = False
@@ -168,7 +175,10 @@ class App:
         resp = self._call_build(op, message)
         if not resp.HasField("handle"):
             raise PolystreamsError("internal", f"Build({op}): the engine answered no handle")
-        return Handle.from_proto(resp.handle)
+        h = Handle.from_proto(resp.handle)
+        if h.store and h.key_serde:
+            self._store_key_serdes[h.store] = h.key_serde
+        return h
 
     def _build_terminal(self, op: str, message: Any) -> None:
         self._call_build(op, message)
@@ -179,6 +189,40 @@ class App:
         """The application's state, as the engine reports it now."""
         resp = self._client.get_state(pb.GetStateRequest(session_id=self._session))
         return _STATES.get(resp.state, "created")
+
+    def on_state_change(self, callback: StateListener) -> StateListener:
+        """Calls ``callback(new_state, old_state)`` whenever the application's
+        state changes (Kafka Streams' ``setStateListener``): typically
+        ``created`` -> ``rebalancing`` -> ``running`` (and back through
+        ``rebalancing`` when the group rebalances) -> ``stopped`` or
+        ``error``. Callbacks run in the thread of :meth:`run`, as it sees the
+        states the engine reports; an exception in one is logged and ignored.
+        Returns ``callback``, so it may be used as a decorator."""
+        if not callable(callback):
+            raise TypeError(f"on_state_change: {callback!r} is not callable")
+        with self._lock:
+            self._listeners.append(callback)
+        return callback
+
+    def _set_state(self, new: State) -> None:
+        with self._lock:
+            old = self._last_state
+            if new == old:
+                return
+            self._last_state = new
+            listeners = list(self._listeners)
+        log.debug("app %r: state %s -> %s", self.application_id, old, new)
+        for cb in listeners:
+            try:
+                cb(new, old)
+            except Exception:
+                log.exception("app %r: state listener %r failed on %s -> %s", self.application_id, cb, old, new)
+
+    def store(self, name: str) -> KeyValueStore:
+        """The key-value store ``name`` (e.g. ``table.store``, or a
+        ``materialized`` name), for interactive queries while :meth:`run`
+        serves the topology — from any thread. See :class:`KeyValueStore`."""
+        return KeyValueStore(self, name, self._store_key_serdes.get(name))
 
     def start(self) -> None:
         """Starts processing (creates internal topics, joins the group). Called
@@ -216,10 +260,12 @@ class App:
                     self.start()
                     self._serve()
                 self._send_stop()
+            self._stopped()
         except KeyboardInterrupt:
             # A second Ctrl-C (or one outside the main thread's handler): stop
             # as cleanly as we can and return without a traceback.
             self._send_stop()
+            self._stopped()
         except BaseException:
             self._send_stop()  # best effort: the session must not outlive the host
             raise
@@ -249,6 +295,9 @@ class App:
                     return  # the session ended as asked
                 raise
             results = []
+            state = _STATES.get(resp.state)
+            if state is not None:
+                self._set_state(state)
             if resp.state == pb.STATE_ERROR:
                 self._send_stop()
                 message = resp.error or f"app {self.application_id!r} failed (the engine gave no reason)"
@@ -268,6 +317,12 @@ class App:
                     self._deliver(worker, results)
                     results = []
                     last_call = time.monotonic()
+
+    def _stopped(self) -> None:
+        """run() ends cleanly: the session is stopped (the engine may not have
+        said so in the last Exchange)."""
+        if self._started and self._last_state not in ("stopped", "error"):
+            self._set_state("stopped")
 
     def _deliver(self, worker: str, results: list[pb.BundleResult]) -> None:
         self._client.exchange(

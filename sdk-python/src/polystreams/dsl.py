@@ -17,6 +17,7 @@ from polystreams.v1alpha1 import engine_pb2 as pb
 
 if TYPE_CHECKING:
     from polystreams.app import App
+    from polystreams.store import KeyValueStore
 
 __all__ = ["BuiltinReducer", "Handle", "Kind", "Materialized", "KStream", "KGroupedStream", "KTable"]
 
@@ -46,20 +47,22 @@ _KINDS: dict[int, Kind] = {
 class Handle:
     """The engine's answer to a builder call: an opaque id, the kind of
     thing it names, the serdes of its records and the processor node they
-    come out of (e.g. ``KSTREAM-MAPVALUES-0000000001``)."""
+    come out of (e.g. ``KSTREAM-MAPVALUES-0000000001``); for a table kept
+    in a store, the store's name (for interactive queries, else "")."""
 
     id: int
     kind: Kind
     key_serde: str
     value_serde: str
     node: str
+    store: str = ""
 
     @classmethod
     def from_proto(cls, h: pb.Handle) -> Handle:
         kind = _KINDS.get(h.kind)
         if kind is None:
             raise ValueError(f"handle {h.id} has kind {h.kind}, which this SDK does not know")
-        return cls(h.id, kind, h.key_serde, h.value_serde, h.node)
+        return cls(h.id, kind, h.key_serde, h.value_serde, h.node, h.store)
 
 
 @dataclass(frozen=True)
@@ -291,6 +294,19 @@ class KTable(_Node):
     def to_stream(self, *, name: str | None = None) -> KStream:
         """The table's changes as a stream."""
         return KStream(self._app, self._app._build("to_stream", pb.ToStreamOp(input=self.handle.id, name=_s(name))))
+
+    @property
+    def store(self) -> str | None:
+        """The name of the store the table is kept in (generated when not
+        given with ``materialized``), or None when it has none."""
+        return self.handle.store or None
+
+    def query(self) -> KeyValueStore:
+        """The table's store, for interactive queries while the app runs
+        (``app.store(table.store)``)."""
+        if not self.handle.store:
+            raise TypeError(f"{self!r} is kept in no store, so it cannot be queried")
+        return self._app.store(self.handle.store)
 
 
 def topics_of(topics: str | Sequence[str]) -> list[str]:

@@ -1,0 +1,156 @@
+"""Interactive queries: read a table's key-value store while the app runs
+(Kafka Streams' ``ReadOnlyKeyValueStore``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from polystreams import serde
+from polystreams.errors import PolystreamsError
+from polystreams.v1alpha1 import engine_pb2 as pb
+
+if TYPE_CHECKING:
+    from polystreams.app import App
+
+__all__ = ["KeyValueStore"]
+
+# Entries asked for per Query call; longer answers are read page by page.
+PAGE = 10_000
+
+
+class KeyValueStore:
+    """A read-only view of a key-value store of the running topology
+    (``app.store(name)`` or ``table.query()``).
+
+    Keys are encoded with the store's key serde; entries come back decoded
+    with the store's serdes, in the order of their **serialized** keys (as
+    in Kafka Streams' RocksDB stores): byte order of UTF-8 text for string
+    keys, big-endian two's complement for long and integer keys (so
+    negative numbers sort after positive ones). Entries are those of the
+    store partitions this engine holds.
+
+    Queries may be made from any thread while :meth:`App.run` serves the
+    topology. Before the topology runs they raise FailedPreconditionError;
+    a store that does not exist raises NotFoundError naming it and the
+    stores that do. Iterators are read page by page as they are consumed;
+    the first page is read by the call itself (so errors raise there).
+    """
+
+    def __init__(self, app: App, name: str, key_serde: str | None = None) -> None:
+        self._app = app
+        self.name = name
+        self._key_serde = key_serde or None
+
+    def __repr__(self) -> str:
+        return f"KeyValueStore({self.name!r})"
+
+    @property
+    def key_serde(self) -> str:
+        """The store's key serde (asked of the engine when not known yet)."""
+        if self._key_serde is None:
+            self._query(pb.QueryRequest(all=True, limit=1))
+        assert self._key_serde is not None
+        return self._key_serde
+
+    def get(self, key: Any) -> Any | None:
+        """The value of ``key``, or None when the store holds none."""
+        entries, _ = self._query(pb.QueryRequest(get=self._encode(key, "get")))
+        return entries[0][1][1] if entries else None
+
+    def range(self, from_: Any = None, to: Any = None) -> Iterator[tuple[Any, Any]]:
+        """The entries with keys from ``from_`` to ``to``, both inclusive;
+        None leaves that end open."""
+        lo = None if from_ is None else self._encode(from_, "range")
+        hi = None if to is None else self._encode(to, "range")
+        return self._scan(lo, hi, None)
+
+    def prefix(self, prefix: Any) -> Iterator[tuple[Any, Any]]:
+        """The entries whose serialized key starts with the serialized
+        ``prefix``. A str is encoded as UTF-8 (so for string keys this is a
+        text prefix); bytes are taken as they are; other objects are encoded
+        with the key serde (a long prefix is all 8 bytes, i.e. one key)."""
+        if isinstance(prefix, (bytes, bytearray)):
+            p = bytes(prefix)
+        elif isinstance(prefix, str):
+            p = prefix.encode()
+        else:
+            p = self._encode(prefix, "prefix")
+        return self._scan(p, None, p)
+
+    def all(self) -> Iterator[tuple[Any, Any]]:
+        """Every entry."""
+        return self._scan(None, None, None)
+
+    def approximate_num_entries(self) -> int:
+        """The number of entries (counted by reading the keys; the store
+        is not locked, so it may change meanwhile)."""
+        return sum(1 for _ in self.all())
+
+    # Internals.
+
+    def _encode(self, key: Any, what: str) -> bytes:
+        if key is None:
+            raise TypeError(f"{self.name}.{what}: a key must not be None")
+        ks = self.key_serde
+        try:
+            b = serde.encode(ks, key)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"store {self.name!r}: {what}: cannot encode key {key!r} with key serde {ks!r}: {e}") from None
+        assert b is not None
+        return b
+
+    def _query(self, req: pb.QueryRequest) -> tuple[list[tuple[bytes, tuple[Any, Any]]], bool]:
+        """Runs a query; returns ([(raw key, value)], truncated)."""
+        req.session_id = self._app._session
+        req.store = self.name
+        resp = self._app._client.query(req)
+        if resp.key_serde:
+            self._key_serde = resp.key_serde
+        keys, kfail = serde.decode_column(resp.key_serde or "bytes", resp.keys, list(resp.key_lengths))
+        values, vfail = serde.decode_column(resp.value_serde or "bytes", resp.values, list(resp.value_lengths))
+        if kfail or vfail or len(keys) != len(values):
+            detail = next(iter({**kfail, **vfail}.values()), f"{len(keys)} keys, {len(values)} values")
+            raise PolystreamsError("internal", f"Query {self.name!r}: the engine's answer does not decode: {detail}")
+        raw: list[bytes] = []
+        pos = 0
+        for n in resp.key_lengths:
+            raw.append(resp.keys[pos : pos + max(n, 0)])
+            pos += max(n, 0)
+        return [(r, (k, v)) for r, k, v in zip(raw, keys, values)], resp.truncated
+
+    def _scan(self, lo: bytes | None, hi: bytes | None, prefix: bytes | None) -> Iterator[tuple[Any, Any]]:
+        """Entries from lo to hi (inclusive; None: open) or with a prefix,
+        paged. The first page is read now."""
+        if prefix is not None:
+            req = pb.QueryRequest(prefix=prefix, limit=PAGE)
+        elif lo is None and hi is None:
+            req = pb.QueryRequest(all=True, limit=PAGE)
+        else:
+            r = pb.KeyRange()
+            if lo is not None:
+                setattr(r, "from", lo)  # a Python keyword
+            if hi is not None:
+                r.to = hi
+            req = pb.QueryRequest(range=r, limit=PAGE)
+        first = self._query(req)
+        return self._pages(first, hi, prefix)
+
+    def _pages(
+        self, page: tuple[list[tuple[bytes, tuple[Any, Any]]], bool], hi: bytes | None, prefix: bytes | None
+    ) -> Iterator[tuple[Any, Any]]:
+        while True:
+            entries, truncated = page
+            for raw, kv in entries:
+                if prefix is not None and not raw.startswith(prefix):
+                    return
+                yield kv
+            if not truncated or not entries:
+                return
+            # The next page starts just after the last key (key + 0x00 is the
+            # next possible key in byte order).
+            r = pb.KeyRange()
+            setattr(r, "from", entries[-1][0] + b"\x00")
+            if hi is not None:
+                r.to = hi
+            page = self._query(pb.QueryRequest(range=r, limit=PAGE))

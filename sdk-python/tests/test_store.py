@@ -1,0 +1,196 @@
+"""Interactive queries and state listeners against a fake engine."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from helpers import FakeEngine, column, connect_error
+from test_app import Engine
+
+from polystreams import App, FailedPreconditionError, KeyValueStore, NotFoundError, ProcessingError
+from polystreams import store as store_mod
+from polystreams.v1alpha1 import engine_pb2 as pb
+
+
+class Store:
+    """A fake store behind the fake engine's Query: string keys, long values."""
+
+    def __init__(self, engine: Engine, data: dict[str, int], name: str = "counts") -> None:
+        self.data = data
+        self.name = name
+        self.running = True
+        self.requests: list[pb.QueryRequest] = []
+        engine.fake.handlers["Query"] = self.query
+
+    def query(self, body: bytes) -> Any:
+        req = pb.QueryRequest.FromString(body)
+        self.requests.append(req)
+        if req.store != self.name:
+            return connect_error("not_found", f'Query: store "{req.store}" does not exist (stores: {self.name})', 404)
+        if not self.running:
+            return connect_error("failed_precondition", f'Query: store "{req.store}" is not queryable before Start')
+        items = sorted((k.encode(), v) for k, v in self.data.items())
+        q = req.WhichOneof("query")
+        if q == "get":
+            items = [(k, v) for k, v in items if k == req.get]
+        elif q == "range":
+            lo = getattr(req.range, "from") if req.range.HasField("from") else None
+            hi = req.range.to if req.range.HasField("to") else None
+            items = [(k, v) for k, v in items if (lo is None or k >= lo) and (hi is None or k <= hi)]
+        elif q == "prefix":
+            items = [(k, v) for k, v in items if k.startswith(req.prefix)]
+        limit = req.limit or 100_000
+        truncated = len(items) > limit
+        items = items[:limit]
+        kd, kl = column("bytes", [k for k, _ in items])
+        vd, vl = column("long", [v for _, v in items])
+        return pb.QueryResponse(
+            key_lengths=kl, keys=kd, value_lengths=vl, values=vd, key_serde="string", value_serde="long", truncated=truncated
+        )
+
+
+@pytest.fixture
+def engine(fake_engine: FakeEngine) -> Engine:
+    return Engine(fake_engine)
+
+
+def test_table_handle_carries_its_store_and_queries_it(engine: Engine) -> None:
+    def build(body: bytes) -> Any:
+        req = pb.BuildRequest.FromString(body)
+        engine.next_handle += 1
+        kind = {"stream": pb.KIND_STREAM, "group_by_key": pb.KIND_GROUPED_STREAM}.get(req.WhichOneof("operation"), pb.KIND_TABLE)
+        store = "counts" if kind == pb.KIND_TABLE else ""
+        return pb.BuildResponse(handle=pb.Handle(id=engine.next_handle, kind=kind, key_serde="string", value_serde="long", store=store))
+
+    engine.fake.handlers["Build"] = build
+    fake = Store(engine, {"a": 1, "ab": 2, "b": 3})
+    app = App("x", engine=engine.fake.url)
+    table = app.stream("in", key="string").group_by_key().count(materialized="counts")
+    assert table.store == "counts" and table.handle.store == "counts"
+    s = table.query()
+    assert isinstance(s, KeyValueStore) and s.name == "counts" and s.key_serde == "string"
+    assert s.get("ab") == 2
+    assert s.get("zz") is None
+    assert [r.WhichOneof("query") for r in fake.requests] == ["get", "get"]  # the key serde came from the handle
+    assert fake.requests[0].get == b"ab" and fake.requests[0].session_id == "sess-1"
+
+
+def test_store_queries(engine: Engine) -> None:
+    fake = Store(engine, {"b": 2, "a": 1, "ab": 12, "c": 3, "é": 5})
+    app = App("x", engine=engine.fake.url)
+    s = app.store("counts")
+    assert s.get("a") == 1  # learns the key serde first
+    assert [r.WhichOneof("query") for r in fake.requests] == ["all", "get"] and fake.requests[0].limit == 1
+    assert list(s.all()) == [("a", 1), ("ab", 12), ("b", 2), ("c", 3), ("é", 5)]
+    assert list(s.range("ab", "c")) == [("ab", 12), ("b", 2), ("c", 3)]  # both bounds inclusive
+    assert list(s.range(to="ab")) == [("a", 1), ("ab", 12)]
+    assert list(s.range(from_="c")) == [("c", 3), ("é", 5)]
+    assert not fake.requests[-1].range.HasField("to")
+    assert list(s.prefix("a")) == [("a", 1), ("ab", 12)]
+    assert fake.requests[-1].prefix == b"a"
+    assert list(s.prefix(b"\xc3")) == [("é", 5)]
+    assert s.approximate_num_entries() == 5
+
+
+def test_long_answers_are_read_page_by_page(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_mod, "PAGE", 3)
+    data = {f"k{i:02d}": i for i in range(10)}
+    fake = Store(engine, data)
+    s = App("x", engine=engine.fake.url).store("counts")
+    assert list(s.all()) == sorted(data.items())
+    assert len(fake.requests) == 4  # 4 pages of 3 (all needs no key serde)
+    assert getattr(fake.requests[1].range, "from") == b"k02\x00"
+    assert list(s.prefix("k0")) == sorted(data.items())
+    assert list(s.range("k03", "k07")) == [(f"k{i:02d}", i) for i in range(3, 8)]
+
+
+def test_missing_store_and_not_running(engine: Engine) -> None:
+    fake = Store(engine, {"a": 1})
+    app = App("x", engine=engine.fake.url)
+    with pytest.raises(NotFoundError) as info:
+        app.store("nope").all()
+    assert '"nope"' in info.value.message and "counts" in info.value.message
+    fake.running = False
+    with pytest.raises(FailedPreconditionError):
+        app.store("counts").get("a")
+
+
+def test_queries_from_another_thread_do_not_wait_for_exchange(engine: Engine) -> None:
+    Store(engine, {"a": 1})
+    slow = threading.Event()
+
+    def exchange(body: bytes) -> Any:
+        slow.set()
+        time.sleep(0.3)  # a long poll holding its connection
+        return pb.ExchangeResponse(state=pb.STATE_RUNNING)
+
+    engine.fake.handlers["Exchange"] = exchange
+    app = App("x", engine=engine.fake.url)
+    s = app.store("counts")
+    t = threading.Thread(target=app.run)
+    t.start()
+    try:
+        assert slow.wait(5)
+        t0 = time.monotonic()
+        for _ in range(5):
+            assert s.get("a") == 1
+        assert time.monotonic() - t0 < 0.25
+    finally:
+        app.stop()
+        t.join(10)
+    assert not t.is_alive()
+
+
+def test_state_listener_sees_each_change(engine: Engine) -> None:
+    seen: list[tuple[str, str]] = []
+    for st in (pb.STATE_REBALANCING, pb.STATE_REBALANCING, pb.STATE_RUNNING, pb.STATE_RUNNING):
+        engine.exchanges.put(pb.ExchangeResponse(state=st))
+    app = App("x", engine=engine.fake.url)
+
+    @app.on_state_change
+    def listener(new: str, old: str) -> None:
+        seen.append((new, old))
+        if new == "running":
+            app.stop()
+
+    def broken(new: str, old: str) -> None:
+        raise RuntimeError("listener bug")
+
+    app.on_state_change(broken)  # logged, ignored
+    app.run()
+    assert seen == [("rebalancing", "created"), ("running", "rebalancing"), ("stopped", "running")]
+    with pytest.raises(TypeError):
+        app.on_state_change(42)  # type: ignore[arg-type]
+
+
+def test_state_listener_sees_error(engine: Engine) -> None:
+    seen: list[tuple[str, str]] = []
+    engine.exchanges.put(pb.ExchangeResponse(state=pb.STATE_RUNNING))
+    engine.exchanges.put(pb.ExchangeResponse(state=pb.STATE_ERROR, error="boom"))
+    app = App("x", engine=engine.fake.url)
+    app.on_state_change(lambda new, old: seen.append((new, old)))
+    with pytest.raises(ProcessingError):
+        app.run()
+    assert seen == [("running", "created"), ("error", "running")]
+
+
+def test_client_pool_reuses_one_connection_sequentially(fake_engine: FakeEngine) -> None:
+    fake_engine.handlers["GetState"] = lambda body: pb.GetStateResponse(state=pb.STATE_RUNNING)
+    from polystreams._client import Client
+
+    c = Client(fake_engine.url)
+    barrier = threading.Barrier(3)
+    fake_engine.handlers["Describe"] = lambda body: (barrier.wait(5), pb.DescribeResponse(text="t"))[1]
+    threads = [threading.Thread(target=c.describe, args=(pb.DescribeRequest(),)) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert fake_engine.connections == 3  # three concurrent calls, three connections
+    for _ in range(5):
+        c.get_state(pb.GetStateRequest())
+    assert fake_engine.connections == 3  # then reused
+    c.close()
