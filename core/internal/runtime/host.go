@@ -17,9 +17,6 @@ type Host interface {
 	Process(ctx context.Context, b *pb.Bundle) (*pb.BundleResult, error)
 }
 
-// errStopped is returned by a Host whose session is stopping.
-var errStopped = errors.New("stopped")
-
 // runHost sends recs through a fused chain of host operators: split into
 // bundles bounded by count and bytes, all in flight at once, answers
 // reassembled in order.

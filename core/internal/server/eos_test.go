@@ -4,17 +4,13 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"net/http"
-	"syscall"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/polystreams/polystreams/core/internal/broker"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
-	"github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1/polystreamsv1alpha1connect"
 )
 
 // committedSequences returns each key's values of topic, read_committed, in
@@ -65,48 +61,10 @@ func waitExactlyOnce(t *testing.T, e *env, topic string, want map[string]int64) 
 // commits every count update exactly once: read_committed, each word's
 // updates are 1, 2, ..., its exact count.
 func TestExactlyOnceSurvivesKills(t *testing.T) {
-	bin := engineBinary(t)
-	b, err := broker.Start(broker.Options{Addr: "127.0.0.1:0", Partitions: 4, Topics: []string{"lines", "word-counts"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	e := &env{t: t, broker: b}
-	stateDir := t.TempDir()
-	total := map[string]int64{}
 	config := map[string]string{"processing.guarantee": "exactly_once_v2", "session.timeout.ms": "6000", "polystreams.bundle.max.records": "100"}
-	const rounds = 4
-	for round := range rounds {
-		ls, want := lines(3000, round)
-		for k, v := range want {
-			total[k] += v
-		}
-		e.produce("lines", ls...)
-		cmd, url := startEngineProcess(t, bin, b.Addr(), stateDir)
-		e.cl = polystreamsv1alpha1connect.NewEngineServiceClient(http.DefaultClient, url)
-		h := e.open("eos", config)
-		h.buildWordCount("lines", "word-counts")
-		h.start()
-		ctx, cancel := context.WithCancel(context.Background())
-		go h.serve(ctx)
-		if round < rounds-1 {
-			waitFor(t, "processing to begin", 30*time.Second, func() bool {
-				h.mu.Lock()
-				defer h.mu.Unlock()
-				return h.records > 0
-			})
-			time.Sleep(time.Duration(30+round*70) * time.Millisecond)
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
-			cancel()
-			continue
-		}
+	killWordCount(t, "eos", config, 4, 3000, func(e *env, total map[string]int64) {
 		waitExactlyOnce(t, e, "word-counts", total)
-		cancel()
-		h.stop()
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	}
+	})
 }
 
 // A clean run under exactly_once_v2 in-process: the same check, and the

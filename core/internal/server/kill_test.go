@@ -62,10 +62,13 @@ func startEngineProcess(t *testing.T, bin, brokers, stateDir string) (*exec.Cmd,
 	return nil, ""
 }
 
-// An engine killed with SIGKILL while counting loses nothing: a restarted
-// engine restores the counts from the changelog and continues; under
-// at-least-once no word is ever below its exact count.
-func TestKilledEngineContinuesCounting(t *testing.T) {
+// killWordCount runs the word count in rounds on engine processes that
+// share one broker and state directory: each round produces more lines and
+// starts an engine; every round but the last kills it with SIGKILL while it
+// works (after some but not all of the round's records crossed). The last
+// engine runs until check holds for the totals, then stops cleanly.
+func killWordCount(t *testing.T, appID string, config map[string]string, rounds, perRound int, check func(e *env, total map[string]int64)) {
+	t.Helper()
 	bin := engineBinary(t)
 	b, err := broker.Start(broker.Options{Addr: "127.0.0.1:0", Partitions: 4, Topics: []string{"lines", "word-counts"}})
 	if err != nil {
@@ -75,23 +78,20 @@ func TestKilledEngineContinuesCounting(t *testing.T) {
 	e := &env{t: t, broker: b}
 	stateDir := t.TempDir()
 	total := map[string]int64{}
-	config := map[string]string{"commit.interval.ms": "100", "session.timeout.ms": "6000", "polystreams.bundle.max.records": "200"}
-	for round := range 3 {
-		ls, want := lines(4000, round)
+	for round := range rounds {
+		ls, want := lines(perRound, round)
 		for k, v := range want {
 			total[k] += v
 		}
 		e.produce("lines", ls...)
 		cmd, url := startEngineProcess(t, bin, b.Addr(), stateDir)
 		e.cl = polystreamsv1alpha1connect.NewEngineServiceClient(http.DefaultClient, url)
-		h := e.open("killed", config)
+		h := e.open(appID, config)
 		h.buildWordCount("lines", "word-counts")
 		h.start()
 		ctx, cancel := context.WithCancel(context.Background())
 		go h.serve(ctx)
-		if round < 2 {
-			// Kill while it works: after some but not all of this round's
-			// records crossed.
+		if round < rounds-1 {
 			waitFor(t, "processing to begin", 30*time.Second, func() bool {
 				h.mu.Lock()
 				defer h.mu.Unlock()
@@ -103,23 +103,28 @@ func TestKilledEngineContinuesCounting(t *testing.T) {
 			cancel()
 			continue
 		}
-		// The last engine runs to the end: every word at least its exact
-		// count, none missing.
-		var last string
-		waitFor(t, "counts to reach the totals", 90*time.Second, func() bool {
-			got := e.lastCounts("word-counts")
-			for w, n := range total {
-				if got[w] < n {
-					last = w
-					return false
-				}
-			}
-			return len(got) == len(total)
-		})
-		_ = last
+		check(e, total)
 		cancel()
 		h.stop()
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 	}
+}
+
+// An engine killed with SIGKILL while counting loses nothing: a restarted
+// engine restores the counts from the changelog and continues; under
+// at-least-once no word is ever below its exact count.
+func TestKilledEngineContinuesCounting(t *testing.T) {
+	config := map[string]string{"commit.interval.ms": "100", "session.timeout.ms": "6000", "polystreams.bundle.max.records": "200"}
+	killWordCount(t, "killed", config, 3, 4000, func(e *env, total map[string]int64) {
+		waitFor(t, "counts to reach the totals", 90*time.Second, func() bool {
+			got := e.lastCounts("word-counts")
+			for w, n := range total {
+				if got[w] < n {
+					return false
+				}
+			}
+			return len(got) == len(total)
+		})
+	})
 }
