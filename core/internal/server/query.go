@@ -66,14 +66,18 @@ func (s *Server) Query(_ context.Context, req *connect.Request[pb.QueryRequest])
 	}
 	type entry struct{ k, v []byte }
 	var found []entry
+	// Each partition contributes at most its first limit+1 keys: the first
+	// limit keys overall are among them (and one more tells truncation).
+	var taken int
 	collect := func(k, v []byte) error {
 		found = append(found, entry{append([]byte(nil), k...), append([]byte(nil), v...)})
-		if len(found) > limit*len(parts)+1 {
+		if taken++; taken > limit {
 			return state.ErrStop
 		}
 		return nil
 	}
 	for _, p := range parts {
+		taken = 0
 		var err error
 		switch q := m.Query.(type) {
 		case *pb.QueryRequest_Get:

@@ -105,9 +105,19 @@ func TestQueryCountStore(t *testing.T) {
 	if len(pre) != 8 { // w9, w90..w96
 		t.Errorf("prefix w9 = %v, want w9 and w90..w96", pre)
 	}
-	lim, _ := h.query(wcStore, &pb.QueryRequest{Query: &pb.QueryRequest_All{All: true}, Limit: 5})
-	if len(lim) != 5 || lim[0].k != all[0].k {
-		t.Errorf("all with limit 5 = %v", lim)
+	// The store has 4 partitions: a limit must give the first keys over all
+	// of them, not over whichever partition was read first.
+	for _, n := range []int{1, 5, 30} {
+		lim, err := h.query(wcStore, &pb.QueryRequest{Query: &pb.QueryRequest_All{All: true}, Limit: int32(n)})
+		if err != nil || len(lim) != n {
+			t.Fatalf("all with limit %d = %d entries, %v", n, len(lim), err)
+		}
+		for i := range lim {
+			if lim[i] != all[i] {
+				t.Errorf("all with limit %d: entry %d is %v, want %v", n, i, lim[i], all[i])
+				break
+			}
+		}
 	}
 }
 
