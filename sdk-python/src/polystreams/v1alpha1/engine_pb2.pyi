@@ -6,6 +6,7 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 
 DESCRIPTOR: _descriptor.FileDescriptor
 KIND_GROUPED_STREAM: Kind
+KIND_GROUPED_TABLE: Kind
 KIND_STREAM: Kind
 KIND_TABLE: Kind
 KIND_UNSPECIFIED: Kind
@@ -28,26 +29,29 @@ REDUCER_UNSPECIFIED: Reducer
 STATE_CREATED: State
 STATE_ERROR: State
 STATE_REBALANCING: State
+STATE_RESTORING: State
 STATE_RUNNING: State
 STATE_STOPPED: State
 STATE_UNSPECIFIED: State
 
 class AggregateOp(_message.Message):
-    __slots__ = ["aggregator_token", "initializer_token", "input", "materialized", "name"]
+    __slots__ = ["aggregator_token", "initializer_token", "input", "materialized", "name", "subtractor_token"]
     AGGREGATOR_TOKEN_FIELD_NUMBER: _ClassVar[int]
     INITIALIZER_TOKEN_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
     MATERIALIZED_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    SUBTRACTOR_TOKEN_FIELD_NUMBER: _ClassVar[int]
     aggregator_token: int
     initializer_token: int
     input: int
     materialized: Materialized
     name: str
-    def __init__(self, input: _Optional[int] = ..., initializer_token: _Optional[int] = ..., aggregator_token: _Optional[int] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ..., name: _Optional[str] = ...) -> None: ...
+    subtractor_token: int
+    def __init__(self, input: _Optional[int] = ..., initializer_token: _Optional[int] = ..., aggregator_token: _Optional[int] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ..., name: _Optional[str] = ..., subtractor_token: _Optional[int] = ...) -> None: ...
 
 class BuildRequest(_message.Message):
-    __slots__ = ["aggregate", "count", "filter", "filter_not", "flat_map_values", "foreach", "group_by", "group_by_key", "map", "map_values", "peek", "reduce", "select_key", "session_id", "stream", "to", "to_stream"]
+    __slots__ = ["aggregate", "count", "filter", "filter_not", "flat_map_values", "foreach", "group_by", "group_by_key", "map", "map_values", "peek", "reduce", "select_key", "session_id", "stream", "table", "to", "to_stream"]
     AGGREGATE_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
@@ -63,6 +67,7 @@ class BuildRequest(_message.Message):
     SELECT_KEY_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     STREAM_FIELD_NUMBER: _ClassVar[int]
+    TABLE_FIELD_NUMBER: _ClassVar[int]
     TO_FIELD_NUMBER: _ClassVar[int]
     TO_STREAM_FIELD_NUMBER: _ClassVar[int]
     aggregate: AggregateOp
@@ -80,9 +85,10 @@ class BuildRequest(_message.Message):
     select_key: SelectKeyOp
     session_id: str
     stream: StreamOp
+    table: TableOp
     to: ToOp
     to_stream: ToStreamOp
-    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ..., reduce: _Optional[_Union[ReduceOp, _Mapping]] = ..., aggregate: _Optional[_Union[AggregateOp, _Mapping]] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ..., reduce: _Optional[_Union[ReduceOp, _Mapping]] = ..., aggregate: _Optional[_Union[AggregateOp, _Mapping]] = ..., table: _Optional[_Union[TableOp, _Mapping]] = ...) -> None: ...
 
 class BuildResponse(_message.Message):
     __slots__ = ["handle"]
@@ -91,7 +97,7 @@ class BuildResponse(_message.Message):
     def __init__(self, handle: _Optional[_Union[Handle, _Mapping]] = ...) -> None: ...
 
 class Bundle(_message.Message):
-    __slots__ = ["aggregate_lengths", "aggregate_serde", "aggregates", "group_sizes", "id", "key_lengths", "key_serde", "keys", "offsets", "output_key_serde", "output_value_serde", "partition", "steps", "timestamps", "topic", "value_lengths", "value_serde", "values"]
+    __slots__ = ["aggregate_lengths", "aggregate_serde", "aggregates", "group_sizes", "id", "key_lengths", "key_serde", "keys", "offsets", "old_value_lengths", "old_values", "output_key_serde", "output_value_serde", "partition", "steps", "timestamps", "topic", "value_lengths", "value_serde", "values"]
     AGGREGATES_FIELD_NUMBER: _ClassVar[int]
     AGGREGATE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
     AGGREGATE_SERDE_FIELD_NUMBER: _ClassVar[int]
@@ -101,6 +107,8 @@ class Bundle(_message.Message):
     KEY_LENGTHS_FIELD_NUMBER: _ClassVar[int]
     KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
     OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    OLD_VALUES_FIELD_NUMBER: _ClassVar[int]
+    OLD_VALUE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
@@ -119,6 +127,8 @@ class Bundle(_message.Message):
     key_serde: str
     keys: bytes
     offsets: _containers.RepeatedScalarFieldContainer[int]
+    old_value_lengths: _containers.RepeatedScalarFieldContainer[int]
+    old_values: bytes
     output_key_serde: str
     output_value_serde: str
     partition: int
@@ -128,7 +138,7 @@ class Bundle(_message.Message):
     value_lengths: _containers.RepeatedScalarFieldContainer[int]
     value_serde: str
     values: bytes
-    def __init__(self, id: _Optional[int] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., output_key_serde: _Optional[str] = ..., output_value_serde: _Optional[str] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., topic: _Optional[str] = ..., partition: _Optional[int] = ..., offsets: _Optional[_Iterable[int]] = ..., timestamps: _Optional[_Iterable[int]] = ..., group_sizes: _Optional[_Iterable[int]] = ..., aggregate_lengths: _Optional[_Iterable[int]] = ..., aggregates: _Optional[bytes] = ..., aggregate_serde: _Optional[str] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., output_key_serde: _Optional[str] = ..., output_value_serde: _Optional[str] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., topic: _Optional[str] = ..., partition: _Optional[int] = ..., offsets: _Optional[_Iterable[int]] = ..., timestamps: _Optional[_Iterable[int]] = ..., group_sizes: _Optional[_Iterable[int]] = ..., aggregate_lengths: _Optional[_Iterable[int]] = ..., aggregates: _Optional[bytes] = ..., aggregate_serde: _Optional[str] = ..., old_value_lengths: _Optional[_Iterable[int]] = ..., old_values: _Optional[bytes] = ...) -> None: ...
 
 class BundleResult(_message.Message):
     __slots__ = ["bundle_id", "failures", "key_lengths", "keys", "output_counts", "value_lengths", "values"]
@@ -187,36 +197,42 @@ class ExchangeRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., worker_id: _Optional[str] = ..., results: _Optional[_Iterable[_Union[BundleResult, _Mapping]]] = ..., max_bundles: _Optional[int] = ..., wait_ms: _Optional[int] = ...) -> None: ...
 
 class ExchangeResponse(_message.Message):
-    __slots__ = ["bundles", "error", "failed_record", "state"]
+    __slots__ = ["bundles", "error", "failed_record", "restore", "state"]
     BUNDLES_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     FAILED_RECORD_FIELD_NUMBER: _ClassVar[int]
+    RESTORE_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     bundles: _containers.RepeatedCompositeFieldContainer[Bundle]
     error: str
     failed_record: RecordContext
+    restore: RestoreProgress
     state: State
-    def __init__(self, bundles: _Optional[_Iterable[_Union[Bundle, _Mapping]]] = ..., state: _Optional[_Union[State, str]] = ..., error: _Optional[str] = ..., failed_record: _Optional[_Union[RecordContext, _Mapping]] = ...) -> None: ...
+    def __init__(self, bundles: _Optional[_Iterable[_Union[Bundle, _Mapping]]] = ..., state: _Optional[_Union[State, str]] = ..., error: _Optional[str] = ..., failed_record: _Optional[_Union[RecordContext, _Mapping]] = ..., restore: _Optional[_Union[RestoreProgress, _Mapping]] = ...) -> None: ...
 
 class FilterNotOp(_message.Message):
-    __slots__ = ["input", "name", "token"]
+    __slots__ = ["input", "materialized", "name", "token"]
     INPUT_FIELD_NUMBER: _ClassVar[int]
+    MATERIALIZED_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     input: int
+    materialized: Materialized
     name: str
     token: int
-    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
+    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ...) -> None: ...
 
 class FilterOp(_message.Message):
-    __slots__ = ["input", "name", "token"]
+    __slots__ = ["input", "materialized", "name", "token"]
     INPUT_FIELD_NUMBER: _ClassVar[int]
+    MATERIALIZED_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     input: int
+    materialized: Materialized
     name: str
     token: int
-    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
+    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ...) -> None: ...
 
 class FlatMapValuesOp(_message.Message):
     __slots__ = ["input", "name", "token", "value_serde"]
@@ -247,14 +263,16 @@ class GetStateRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ...) -> None: ...
 
 class GetStateResponse(_message.Message):
-    __slots__ = ["error", "failed_record", "state"]
+    __slots__ = ["error", "failed_record", "restore", "state"]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     FAILED_RECORD_FIELD_NUMBER: _ClassVar[int]
+    RESTORE_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     error: str
     failed_record: RecordContext
+    restore: RestoreProgress
     state: State
-    def __init__(self, state: _Optional[_Union[State, str]] = ..., error: _Optional[str] = ..., failed_record: _Optional[_Union[RecordContext, _Mapping]] = ...) -> None: ...
+    def __init__(self, state: _Optional[_Union[State, str]] = ..., error: _Optional[str] = ..., failed_record: _Optional[_Union[RecordContext, _Mapping]] = ..., restore: _Optional[_Union[RestoreProgress, _Mapping]] = ...) -> None: ...
 
 class GroupByKeyOp(_message.Message):
     __slots__ = ["input", "key_serde", "name", "value_serde"]
@@ -320,16 +338,18 @@ class MapOp(_message.Message):
     def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
 
 class MapValuesOp(_message.Message):
-    __slots__ = ["input", "name", "token", "value_serde"]
+    __slots__ = ["input", "materialized", "name", "token", "value_serde"]
     INPUT_FIELD_NUMBER: _ClassVar[int]
+    MATERIALIZED_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
     input: int
+    materialized: Materialized
     name: str
     token: int
     value_serde: str
-    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ...) -> None: ...
 
 class Materialized(_message.Message):
     __slots__ = ["key_serde", "store_name", "value_serde"]
@@ -464,18 +484,20 @@ class RecordFailure(_message.Message):
     def __init__(self, index: _Optional[int] = ..., step: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class ReduceOp(_message.Message):
-    __slots__ = ["builtin", "input", "materialized", "name", "token"]
+    __slots__ = ["builtin", "input", "materialized", "name", "subtractor_token", "token"]
     BUILTIN_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
     MATERIALIZED_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    SUBTRACTOR_TOKEN_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     builtin: Reducer
     input: int
     materialized: Materialized
     name: str
+    subtractor_token: int
     token: int
-    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., builtin: _Optional[_Union[Reducer, str]] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ..., name: _Optional[str] = ...) -> None: ...
+    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., builtin: _Optional[_Union[Reducer, str]] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ..., name: _Optional[str] = ..., subtractor_token: _Optional[int] = ...) -> None: ...
 
 class RegisterFunctionRequest(_message.Message):
     __slots__ = ["name", "session_id"]
@@ -490,6 +512,18 @@ class RegisterFunctionResponse(_message.Message):
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     token: int
     def __init__(self, token: _Optional[int] = ...) -> None: ...
+
+class RestoreProgress(_message.Message):
+    __slots__ = ["restored_records", "restoring_partitions", "total_partitions", "total_records"]
+    RESTORED_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    RESTORING_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    restored_records: int
+    restoring_partitions: int
+    total_partitions: int
+    total_records: int
+    def __init__(self, restored_records: _Optional[int] = ..., total_records: _Optional[int] = ..., restoring_partitions: _Optional[int] = ..., total_partitions: _Optional[int] = ...) -> None: ...
 
 class SelectKeyOp(_message.Message):
     __slots__ = ["input", "key_serde", "name", "token"]
@@ -514,16 +548,18 @@ class StartResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class Step(_message.Message):
-    __slots__ = ["initializer_token", "node", "operation", "token"]
+    __slots__ = ["initializer_token", "node", "operation", "subtractor_token", "token"]
     INITIALIZER_TOKEN_FIELD_NUMBER: _ClassVar[int]
     NODE_FIELD_NUMBER: _ClassVar[int]
     OPERATION_FIELD_NUMBER: _ClassVar[int]
+    SUBTRACTOR_TOKEN_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     initializer_token: int
     node: str
     operation: Operation
+    subtractor_token: int
     token: int
-    def __init__(self, token: _Optional[int] = ..., operation: _Optional[_Union[Operation, str]] = ..., node: _Optional[str] = ..., initializer_token: _Optional[int] = ...) -> None: ...
+    def __init__(self, token: _Optional[int] = ..., operation: _Optional[_Union[Operation, str]] = ..., node: _Optional[str] = ..., initializer_token: _Optional[int] = ..., subtractor_token: _Optional[int] = ...) -> None: ...
 
 class StopRequest(_message.Message):
     __slots__ = ["session_id"]
@@ -554,6 +590,20 @@ class Subtopology(_message.Message):
     id: int
     nodes: _containers.RepeatedCompositeFieldContainer[Node]
     def __init__(self, id: _Optional[int] = ..., nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ...) -> None: ...
+
+class TableOp(_message.Message):
+    __slots__ = ["key_serde", "materialized", "name", "topic", "value_serde"]
+    KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    MATERIALIZED_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    key_serde: str
+    materialized: Materialized
+    name: str
+    topic: str
+    value_serde: str
+    def __init__(self, topic: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ...) -> None: ...
 
 class ToOp(_message.Message):
     __slots__ = ["input", "key_serde", "name", "topic", "value_serde"]

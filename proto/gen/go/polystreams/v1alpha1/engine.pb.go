@@ -41,6 +41,8 @@ const (
 	Kind_KIND_GROUPED_STREAM Kind = 2
 	// A KTable.
 	Kind_KIND_TABLE Kind = 3
+	// A KGroupedTable (KTable.groupBy).
+	Kind_KIND_GROUPED_TABLE Kind = 4
 )
 
 // Enum value maps for Kind.
@@ -50,12 +52,14 @@ var (
 		1: "KIND_STREAM",
 		2: "KIND_GROUPED_STREAM",
 		3: "KIND_TABLE",
+		4: "KIND_GROUPED_TABLE",
 	}
 	Kind_value = map[string]int32{
 		"KIND_UNSPECIFIED":    0,
 		"KIND_STREAM":         1,
 		"KIND_GROUPED_STREAM": 2,
 		"KIND_TABLE":          3,
+		"KIND_GROUPED_TABLE":  4,
 	}
 )
 
@@ -245,6 +249,8 @@ const (
 	State_STATE_STOPPED State = 4
 	// Stopped by a failure; see error.
 	State_STATE_ERROR State = 5
+	// Restoring stores from their changelogs before processing; see restore.
+	State_STATE_RESTORING State = 6
 )
 
 // Enum value maps for State.
@@ -256,6 +262,7 @@ var (
 		3: "STATE_RUNNING",
 		4: "STATE_STOPPED",
 		5: "STATE_ERROR",
+		6: "STATE_RESTORING",
 	}
 	State_value = map[string]int32{
 		"STATE_UNSPECIFIED": 0,
@@ -264,6 +271,7 @@ var (
 		"STATE_RUNNING":     3,
 		"STATE_STOPPED":     4,
 		"STATE_ERROR":       5,
+		"STATE_RESTORING":   6,
 	}
 )
 
@@ -343,7 +351,7 @@ func (x Node_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Node_Type.Descriptor instead.
 func (Node_Type) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{28, 0}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29, 0}
 }
 
 type OpenSessionRequest struct {
@@ -781,20 +789,107 @@ func (x *StreamOp) GetName() string {
 	return ""
 }
 
+// TableOp is StreamsBuilder.table: a KTable over a topic, whose records are
+// upserts (a null value deletes its key).
+type TableOp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Topic string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	// Serdes of the topic's records; empty means bytes.
+	KeySerde   string `protobuf:"bytes,2,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
+	ValueSerde string `protobuf:"bytes,3,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
+	// Consumed.as: names the source node, and the table source node as
+	// "<name>-table-source"; empty means generated.
+	Name string `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	// Materialized.as: a named store makes the table queryable. Absent or with
+	// an empty store_name, the store is named "<topic>-STATE-STORE-<n>" and
+	// exists only if a downstream operator needs it (as in Kafka Streams).
+	Materialized  *Materialized `protobuf:"bytes,5,opt,name=materialized,proto3" json:"materialized,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TableOp) Reset() {
+	*x = TableOp{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TableOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TableOp) ProtoMessage() {}
+
+func (x *TableOp) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TableOp.ProtoReflect.Descriptor instead.
+func (*TableOp) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *TableOp) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *TableOp) GetKeySerde() string {
+	if x != nil {
+		return x.KeySerde
+	}
+	return ""
+}
+
+func (x *TableOp) GetValueSerde() string {
+	if x != nil {
+		return x.ValueSerde
+	}
+	return ""
+}
+
+func (x *TableOp) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TableOp) GetMaterialized() *Materialized {
+	if x != nil {
+		return x.Materialized
+	}
+	return nil
+}
+
+// MapValuesOp is KStream.mapValues, or KTable.mapValues when input is a table.
 type MapValuesOp struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Input uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
 	Token uint32                 `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
 	// The serde of the new values; empty keeps the input's value serde.
-	ValueSerde    string `protobuf:"bytes,3,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
-	Name          string `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	ValueSerde string `protobuf:"bytes,3,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
+	Name       string `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	// Tables only: materialize the result in a store (queryable when named).
+	Materialized  *Materialized `protobuf:"bytes,5,opt,name=materialized,proto3" json:"materialized,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MapValuesOp) Reset() {
 	*x = MapValuesOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[7]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -806,7 +901,7 @@ func (x *MapValuesOp) String() string {
 func (*MapValuesOp) ProtoMessage() {}
 
 func (x *MapValuesOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[7]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -819,7 +914,7 @@ func (x *MapValuesOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapValuesOp.ProtoReflect.Descriptor instead.
 func (*MapValuesOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{7}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *MapValuesOp) GetInput() uint64 {
@@ -850,18 +945,29 @@ func (x *MapValuesOp) GetName() string {
 	return ""
 }
 
+func (x *MapValuesOp) GetMaterialized() *Materialized {
+	if x != nil {
+		return x.Materialized
+	}
+	return nil
+}
+
+// FilterOp is KStream.filter, or KTable.filter when input is a table (a
+// table forwards a tombstone for a record that does not pass).
 type FilterOp struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Input         uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
-	Token         uint32                 `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
-	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Input uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
+	Token uint32                 `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
+	Name  string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// Tables only, as in MapValuesOp.
+	Materialized  *Materialized `protobuf:"bytes,4,opt,name=materialized,proto3" json:"materialized,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FilterOp) Reset() {
 	*x = FilterOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[8]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -873,7 +979,7 @@ func (x *FilterOp) String() string {
 func (*FilterOp) ProtoMessage() {}
 
 func (x *FilterOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[8]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -886,7 +992,7 @@ func (x *FilterOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterOp.ProtoReflect.Descriptor instead.
 func (*FilterOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{8}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *FilterOp) GetInput() uint64 {
@@ -910,18 +1016,27 @@ func (x *FilterOp) GetName() string {
 	return ""
 }
 
+func (x *FilterOp) GetMaterialized() *Materialized {
+	if x != nil {
+		return x.Materialized
+	}
+	return nil
+}
+
 type FilterNotOp struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Input         uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
-	Token         uint32                 `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
-	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Input uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
+	Token uint32                 `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
+	Name  string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// Tables only, as in MapValuesOp.
+	Materialized  *Materialized `protobuf:"bytes,4,opt,name=materialized,proto3" json:"materialized,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FilterNotOp) Reset() {
 	*x = FilterNotOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[9]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -933,7 +1048,7 @@ func (x *FilterNotOp) String() string {
 func (*FilterNotOp) ProtoMessage() {}
 
 func (x *FilterNotOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[9]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -946,7 +1061,7 @@ func (x *FilterNotOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterNotOp.ProtoReflect.Descriptor instead.
 func (*FilterNotOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{9}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FilterNotOp) GetInput() uint64 {
@@ -970,6 +1085,13 @@ func (x *FilterNotOp) GetName() string {
 	return ""
 }
 
+func (x *FilterNotOp) GetMaterialized() *Materialized {
+	if x != nil {
+		return x.Materialized
+	}
+	return nil
+}
+
 type FlatMapValuesOp struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Input         uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
@@ -982,7 +1104,7 @@ type FlatMapValuesOp struct {
 
 func (x *FlatMapValuesOp) Reset() {
 	*x = FlatMapValuesOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[10]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -994,7 +1116,7 @@ func (x *FlatMapValuesOp) String() string {
 func (*FlatMapValuesOp) ProtoMessage() {}
 
 func (x *FlatMapValuesOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[10]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1007,7 +1129,7 @@ func (x *FlatMapValuesOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlatMapValuesOp.ProtoReflect.Descriptor instead.
 func (*FlatMapValuesOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{10}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *FlatMapValuesOp) GetInput() uint64 {
@@ -1052,7 +1174,7 @@ type MapOp struct {
 
 func (x *MapOp) Reset() {
 	*x = MapOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[11]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1064,7 +1186,7 @@ func (x *MapOp) String() string {
 func (*MapOp) ProtoMessage() {}
 
 func (x *MapOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[11]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1077,7 +1199,7 @@ func (x *MapOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapOp.ProtoReflect.Descriptor instead.
 func (*MapOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{11}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *MapOp) GetInput() uint64 {
@@ -1127,7 +1249,7 @@ type SelectKeyOp struct {
 
 func (x *SelectKeyOp) Reset() {
 	*x = SelectKeyOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[12]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1139,7 +1261,7 @@ func (x *SelectKeyOp) String() string {
 func (*SelectKeyOp) ProtoMessage() {}
 
 func (x *SelectKeyOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[12]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1152,7 +1274,7 @@ func (x *SelectKeyOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectKeyOp.ProtoReflect.Descriptor instead.
 func (*SelectKeyOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{12}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SelectKeyOp) GetInput() uint64 {
@@ -1194,7 +1316,7 @@ type PeekOp struct {
 
 func (x *PeekOp) Reset() {
 	*x = PeekOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[13]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1206,7 +1328,7 @@ func (x *PeekOp) String() string {
 func (*PeekOp) ProtoMessage() {}
 
 func (x *PeekOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[13]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1219,7 +1341,7 @@ func (x *PeekOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeekOp.ProtoReflect.Descriptor instead.
 func (*PeekOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{13}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PeekOp) GetInput() uint64 {
@@ -1254,7 +1376,7 @@ type ForeachOp struct {
 
 func (x *ForeachOp) Reset() {
 	*x = ForeachOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[14]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1266,7 +1388,7 @@ func (x *ForeachOp) String() string {
 func (*ForeachOp) ProtoMessage() {}
 
 func (x *ForeachOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[14]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1279,7 +1401,7 @@ func (x *ForeachOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForeachOp.ProtoReflect.Descriptor instead.
 func (*ForeachOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{14}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ForeachOp) GetInput() uint64 {
@@ -1317,7 +1439,7 @@ type GroupByKeyOp struct {
 
 func (x *GroupByKeyOp) Reset() {
 	*x = GroupByKeyOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[15]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1329,7 +1451,7 @@ func (x *GroupByKeyOp) String() string {
 func (*GroupByKeyOp) ProtoMessage() {}
 
 func (x *GroupByKeyOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[15]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1342,7 +1464,7 @@ func (x *GroupByKeyOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupByKeyOp.ProtoReflect.Descriptor instead.
 func (*GroupByKeyOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{15}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GroupByKeyOp) GetInput() uint64 {
@@ -1373,21 +1495,23 @@ func (x *GroupByKeyOp) GetName() string {
 	return ""
 }
 
+// GroupByOp is KStream.groupBy (token selects the new key from (key,
+// value): OPERATION_SELECT_KEY) or KTable.groupBy (token maps (key, value)
+// to the new (key, value): OPERATION_MAP), which makes a grouped table.
 type GroupByOp struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	Input uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
-	// Selects the new key from (key, value).
-	Token         uint32 `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
-	KeySerde      string `protobuf:"bytes,3,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
-	ValueSerde    string `protobuf:"bytes,4,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
-	Name          string `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Input         uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
+	Token         uint32                 `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
+	KeySerde      string                 `protobuf:"bytes,3,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
+	ValueSerde    string                 `protobuf:"bytes,4,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
+	Name          string                 `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GroupByOp) Reset() {
 	*x = GroupByOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[16]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1399,7 +1523,7 @@ func (x *GroupByOp) String() string {
 func (*GroupByOp) ProtoMessage() {}
 
 func (x *GroupByOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[16]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1412,7 +1536,7 @@ func (x *GroupByOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupByOp.ProtoReflect.Descriptor instead.
 func (*GroupByOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{16}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GroupByOp) GetInput() uint64 {
@@ -1452,7 +1576,7 @@ func (x *GroupByOp) GetName() string {
 
 type CountOp struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// A grouped stream.
+	// A grouped stream or a grouped table.
 	Input uint64 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
 	// Absent: count() with no Materialized.
 	Materialized *Materialized `protobuf:"bytes,2,opt,name=materialized,proto3" json:"materialized,omitempty"`
@@ -1464,7 +1588,7 @@ type CountOp struct {
 
 func (x *CountOp) Reset() {
 	*x = CountOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[17]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1476,7 +1600,7 @@ func (x *CountOp) String() string {
 func (*CountOp) ProtoMessage() {}
 
 func (x *CountOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[17]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1489,7 +1613,7 @@ func (x *CountOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountOp.ProtoReflect.Descriptor instead.
 func (*CountOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{17}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CountOp) GetInput() uint64 {
@@ -1515,22 +1639,28 @@ func (x *CountOp) GetName() string {
 
 type ReduceOp struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// A grouped stream.
+	// A grouped stream or a grouped table.
 	Input uint64 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
-	// The reducer: a host function fn(aggregate, value) -> aggregate, or a
-	// built-in. Exactly one of the two is set.
+	// The reducer (for a grouped table: the adder): a host function
+	// fn(aggregate, value) -> aggregate, or a built-in. Exactly one of the two
+	// is set.
 	Token   uint32  `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
 	Builtin Reducer `protobuf:"varint,3,opt,name=builtin,proto3,enum=polystreams.v1alpha1.Reducer" json:"builtin,omitempty"`
 	// Absent: the store is named for you and keeps the values' serde.
-	Materialized  *Materialized `protobuf:"bytes,4,opt,name=materialized,proto3" json:"materialized,omitempty"`
-	Name          string        `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Materialized *Materialized `protobuf:"bytes,4,opt,name=materialized,proto3" json:"materialized,omitempty"`
+	Name         string        `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	// Grouped tables only: fn(aggregate, old value) -> aggregate, removing a
+	// value the table replaced or deleted. Required with a host adder; with
+	// REDUCER_SUM the engine subtracts (the other built-ins cannot be undone
+	// and are refused on a grouped table).
+	SubtractorToken uint32 `protobuf:"varint,6,opt,name=subtractor_token,json=subtractorToken,proto3" json:"subtractor_token,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ReduceOp) Reset() {
 	*x = ReduceOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1542,7 +1672,7 @@ func (x *ReduceOp) String() string {
 func (*ReduceOp) ProtoMessage() {}
 
 func (x *ReduceOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1555,7 +1685,7 @@ func (x *ReduceOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceOp.ProtoReflect.Descriptor instead.
 func (*ReduceOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{18}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReduceOp) GetInput() uint64 {
@@ -1593,24 +1723,34 @@ func (x *ReduceOp) GetName() string {
 	return ""
 }
 
+func (x *ReduceOp) GetSubtractorToken() uint32 {
+	if x != nil {
+		return x.SubtractorToken
+	}
+	return 0
+}
+
 type AggregateOp struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// A grouped stream.
+	// A grouped stream or a grouped table.
 	Input uint64 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
 	// fn() -> the initial aggregate of a key.
 	InitializerToken uint32 `protobuf:"varint,2,opt,name=initializer_token,json=initializerToken,proto3" json:"initializer_token,omitempty"`
-	// fn(key, value, aggregate) -> aggregate.
+	// fn(key, value, aggregate) -> aggregate (for a grouped table: the adder).
 	AggregatorToken uint32 `protobuf:"varint,3,opt,name=aggregator_token,json=aggregatorToken,proto3" json:"aggregator_token,omitempty"`
 	// materialized.value_serde is the aggregate's serde (default: the values').
-	Materialized  *Materialized `protobuf:"bytes,4,opt,name=materialized,proto3" json:"materialized,omitempty"`
-	Name          string        `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Materialized *Materialized `protobuf:"bytes,4,opt,name=materialized,proto3" json:"materialized,omitempty"`
+	Name         string        `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	// Grouped tables only (and required there): fn(key, old value, aggregate)
+	// -> aggregate, removing a value the table replaced or deleted.
+	SubtractorToken uint32 `protobuf:"varint,6,opt,name=subtractor_token,json=subtractorToken,proto3" json:"subtractor_token,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *AggregateOp) Reset() {
 	*x = AggregateOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1622,7 +1762,7 @@ func (x *AggregateOp) String() string {
 func (*AggregateOp) ProtoMessage() {}
 
 func (x *AggregateOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1635,7 +1775,7 @@ func (x *AggregateOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateOp.ProtoReflect.Descriptor instead.
 func (*AggregateOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{19}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *AggregateOp) GetInput() uint64 {
@@ -1673,6 +1813,13 @@ func (x *AggregateOp) GetName() string {
 	return ""
 }
 
+func (x *AggregateOp) GetSubtractorToken() uint32 {
+	if x != nil {
+		return x.SubtractorToken
+	}
+	return 0
+}
+
 type ToStreamOp struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Input         uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
@@ -1683,7 +1830,7 @@ type ToStreamOp struct {
 
 func (x *ToStreamOp) Reset() {
 	*x = ToStreamOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1695,7 +1842,7 @@ func (x *ToStreamOp) String() string {
 func (*ToStreamOp) ProtoMessage() {}
 
 func (x *ToStreamOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1708,7 +1855,7 @@ func (x *ToStreamOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToStreamOp.ProtoReflect.Descriptor instead.
 func (*ToStreamOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{20}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ToStreamOp) GetInput() uint64 {
@@ -1739,7 +1886,7 @@ type ToOp struct {
 
 func (x *ToOp) Reset() {
 	*x = ToOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1751,7 +1898,7 @@ func (x *ToOp) String() string {
 func (*ToOp) ProtoMessage() {}
 
 func (x *ToOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1764,7 +1911,7 @@ func (x *ToOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToOp.ProtoReflect.Descriptor instead.
 func (*ToOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{21}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ToOp) GetInput() uint64 {
@@ -1825,6 +1972,7 @@ type BuildRequest struct {
 	//	*BuildRequest_To
 	//	*BuildRequest_Reduce
 	//	*BuildRequest_Aggregate
+	//	*BuildRequest_Table
 	Operation     isBuildRequest_Operation `protobuf_oneof:"operation"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1832,7 +1980,7 @@ type BuildRequest struct {
 
 func (x *BuildRequest) Reset() {
 	*x = BuildRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1844,7 +1992,7 @@ func (x *BuildRequest) String() string {
 func (*BuildRequest) ProtoMessage() {}
 
 func (x *BuildRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1857,7 +2005,7 @@ func (x *BuildRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildRequest.ProtoReflect.Descriptor instead.
 func (*BuildRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{22}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *BuildRequest) GetSessionId() string {
@@ -2018,6 +2166,15 @@ func (x *BuildRequest) GetAggregate() *AggregateOp {
 	return nil
 }
 
+func (x *BuildRequest) GetTable() *TableOp {
+	if x != nil {
+		if x, ok := x.Operation.(*BuildRequest_Table); ok {
+			return x.Table
+		}
+	}
+	return nil
+}
+
 type isBuildRequest_Operation interface {
 	isBuildRequest_Operation()
 }
@@ -2086,6 +2243,10 @@ type BuildRequest_Aggregate struct {
 	Aggregate *AggregateOp `protobuf:"bytes,25,opt,name=aggregate,proto3,oneof"`
 }
 
+type BuildRequest_Table struct {
+	Table *TableOp `protobuf:"bytes,26,opt,name=table,proto3,oneof"`
+}
+
 func (*BuildRequest_Stream) isBuildRequest_Operation() {}
 
 func (*BuildRequest_MapValues) isBuildRequest_Operation() {}
@@ -2118,6 +2279,8 @@ func (*BuildRequest_Reduce) isBuildRequest_Operation() {}
 
 func (*BuildRequest_Aggregate) isBuildRequest_Operation() {}
 
+func (*BuildRequest_Table) isBuildRequest_Operation() {}
+
 type BuildResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The handle made; absent for terminal operators (to, foreach).
@@ -2128,7 +2291,7 @@ type BuildResponse struct {
 
 func (x *BuildResponse) Reset() {
 	*x = BuildResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2140,7 +2303,7 @@ func (x *BuildResponse) String() string {
 func (*BuildResponse) ProtoMessage() {}
 
 func (x *BuildResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2153,7 +2316,7 @@ func (x *BuildResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildResponse.ProtoReflect.Descriptor instead.
 func (*BuildResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{23}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *BuildResponse) GetHandle() *Handle {
@@ -2172,7 +2335,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2184,7 +2347,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2197,7 +2360,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{24}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DescribeRequest) GetSessionId() string {
@@ -2219,7 +2382,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2231,7 +2394,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2244,7 +2407,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{25}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DescribeResponse) GetText() string {
@@ -2270,7 +2433,7 @@ type TopologyDescription struct {
 
 func (x *TopologyDescription) Reset() {
 	*x = TopologyDescription{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2282,7 +2445,7 @@ func (x *TopologyDescription) String() string {
 func (*TopologyDescription) ProtoMessage() {}
 
 func (x *TopologyDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2295,7 +2458,7 @@ func (x *TopologyDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologyDescription.ProtoReflect.Descriptor instead.
 func (*TopologyDescription) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{26}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *TopologyDescription) GetSubtopologies() []*Subtopology {
@@ -2315,7 +2478,7 @@ type Subtopology struct {
 
 func (x *Subtopology) Reset() {
 	*x = Subtopology{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2327,7 +2490,7 @@ func (x *Subtopology) String() string {
 func (*Subtopology) ProtoMessage() {}
 
 func (x *Subtopology) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2340,7 +2503,7 @@ func (x *Subtopology) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subtopology.ProtoReflect.Descriptor instead.
 func (*Subtopology) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{27}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Subtopology) GetId() int32 {
@@ -2376,7 +2539,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2388,7 +2551,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2401,7 +2564,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{28}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Node) GetName() string {
@@ -2462,7 +2625,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2474,7 +2637,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2487,7 +2650,7 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *StartRequest) GetSessionId() string {
@@ -2505,7 +2668,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2517,7 +2680,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2530,7 +2693,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{30}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{31}
 }
 
 type ExchangeRequest struct {
@@ -2551,7 +2714,7 @@ type ExchangeRequest struct {
 
 func (x *ExchangeRequest) Reset() {
 	*x = ExchangeRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2563,7 +2726,7 @@ func (x *ExchangeRequest) String() string {
 func (*ExchangeRequest) ProtoMessage() {}
 
 func (x *ExchangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2576,7 +2739,7 @@ func (x *ExchangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeRequest.ProtoReflect.Descriptor instead.
 func (*ExchangeRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{31}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ExchangeRequest) GetSessionId() string {
@@ -2623,14 +2786,16 @@ type ExchangeResponse struct {
 	// Set with STATE_ERROR: what failed, naming node, topic, partition, offset.
 	Error string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
 	// Set with STATE_ERROR when a record failed: the same, as fields.
-	FailedRecord  *RecordContext `protobuf:"bytes,4,opt,name=failed_record,json=failedRecord,proto3" json:"failed_record,omitempty"`
+	FailedRecord *RecordContext `protobuf:"bytes,4,opt,name=failed_record,json=failedRecord,proto3" json:"failed_record,omitempty"`
+	// Restore progress once the topology started (absent before).
+	Restore       *RestoreProgress `protobuf:"bytes,5,opt,name=restore,proto3" json:"restore,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExchangeResponse) Reset() {
 	*x = ExchangeResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2642,7 +2807,7 @@ func (x *ExchangeResponse) String() string {
 func (*ExchangeResponse) ProtoMessage() {}
 
 func (x *ExchangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2655,7 +2820,7 @@ func (x *ExchangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeResponse.ProtoReflect.Descriptor instead.
 func (*ExchangeResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{32}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ExchangeResponse) GetBundles() []*Bundle {
@@ -2686,6 +2851,13 @@ func (x *ExchangeResponse) GetFailedRecord() *RecordContext {
 	return nil
 }
 
+func (x *ExchangeResponse) GetRestore() *RestoreProgress {
+	if x != nil {
+		return x.Restore
+	}
+	return nil
+}
+
 // RecordContext names a record and the node it failed in.
 type RecordContext struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2699,7 +2871,7 @@ type RecordContext struct {
 
 func (x *RecordContext) Reset() {
 	*x = RecordContext{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2711,7 +2883,7 @@ func (x *RecordContext) String() string {
 func (*RecordContext) ProtoMessage() {}
 
 func (x *RecordContext) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2724,7 +2896,7 @@ func (x *RecordContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordContext.ProtoReflect.Descriptor instead.
 func (*RecordContext) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{33}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RecordContext) GetTopic() string {
@@ -2764,13 +2936,16 @@ type Step struct {
 	Node string `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
 	// OPERATION_AGGREGATE: the initializer's token.
 	InitializerToken uint32 `protobuf:"varint,4,opt,name=initializer_token,json=initializerToken,proto3" json:"initializer_token,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// A table fold (KGroupedTable.reduce / aggregate): the subtractor's token,
+	// with the signature of token's function. 0 for a stream fold.
+	SubtractorToken uint32 `protobuf:"varint,5,opt,name=subtractor_token,json=subtractorToken,proto3" json:"subtractor_token,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2782,7 +2957,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2795,7 +2970,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Step) GetToken() uint32 {
@@ -2822,6 +2997,13 @@ func (x *Step) GetNode() string {
 func (x *Step) GetInitializerToken() uint32 {
 	if x != nil {
 		return x.InitializerToken
+	}
+	return 0
+}
+
+func (x *Step) GetSubtractorToken() uint32 {
+	if x != nil {
+		return x.SubtractorToken
 	}
 	return 0
 }
@@ -2868,13 +3050,25 @@ type Bundle struct {
 	Aggregates       []byte  `protobuf:"bytes,17,opt,name=aggregates,proto3" json:"aggregates,omitempty"`
 	// The serde of the aggregates (in and out).
 	AggregateSerde string `protobuf:"bytes,18,opt,name=aggregate_serde,json=aggregateSerde,proto3" json:"aggregate_serde,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Table fold bundles (the step has a subtractor_token): each value is a
+	// change of the grouped table. Value i's old value is in old_values
+	// (old_value_lengths[i], -1 = none), and value_lengths[i] may be -1 (the
+	// key was deleted or moved away). For each change, in order, as Kafka
+	// Streams' KTableAggregate / KTableReduce do: if the old value and the
+	// aggregate exist, the subtractor removes the old value; then, if the new
+	// value exists, the adder adds it (to the initializer's aggregate, or for
+	// reduce becoming the aggregate, when there is none). The output of a
+	// change is the aggregate after it; an output length of -1 means the key
+	// has no aggregate (none existed and the change only removed).
+	OldValueLengths []int32 `protobuf:"zigzag32,19,rep,packed,name=old_value_lengths,json=oldValueLengths,proto3" json:"old_value_lengths,omitempty"`
+	OldValues       []byte  `protobuf:"bytes,20,opt,name=old_values,json=oldValues,proto3" json:"old_values,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Bundle) Reset() {
 	*x = Bundle{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2886,7 +3080,7 @@ func (x *Bundle) String() string {
 func (*Bundle) ProtoMessage() {}
 
 func (x *Bundle) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2899,7 +3093,7 @@ func (x *Bundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bundle.ProtoReflect.Descriptor instead.
 func (*Bundle) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{35}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Bundle) GetId() uint64 {
@@ -3028,6 +3222,20 @@ func (x *Bundle) GetAggregateSerde() string {
 	return ""
 }
 
+func (x *Bundle) GetOldValueLengths() []int32 {
+	if x != nil {
+		return x.OldValueLengths
+	}
+	return nil
+}
+
+func (x *Bundle) GetOldValues() []byte {
+	if x != nil {
+		return x.OldValues
+	}
+	return nil
+}
+
 // BundleResult gives one outcome per input record: zero, one or many outputs,
 // or a failure. For a fold bundle the records are its values: each value's
 // outcome is one output, the key's aggregate after folding it in (so the
@@ -3051,7 +3259,7 @@ type BundleResult struct {
 
 func (x *BundleResult) Reset() {
 	*x = BundleResult{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3063,7 +3271,7 @@ func (x *BundleResult) String() string {
 func (*BundleResult) ProtoMessage() {}
 
 func (x *BundleResult) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3076,7 +3284,7 @@ func (x *BundleResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleResult.ProtoReflect.Descriptor instead.
 func (*BundleResult) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{36}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *BundleResult) GetBundleId() uint64 {
@@ -3143,7 +3351,7 @@ type RecordFailure struct {
 
 func (x *RecordFailure) Reset() {
 	*x = RecordFailure{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3155,7 +3363,7 @@ func (x *RecordFailure) String() string {
 func (*RecordFailure) ProtoMessage() {}
 
 func (x *RecordFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3168,7 +3376,7 @@ func (x *RecordFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordFailure.ProtoReflect.Descriptor instead.
 func (*RecordFailure) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{37}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RecordFailure) GetIndex() int32 {
@@ -3192,6 +3400,81 @@ func (x *RecordFailure) GetMessage() string {
 	return ""
 }
 
+// RestoreProgress says how far restoring stores from their changelogs has
+// come: over the store partitions this engine restores or restored since its
+// last rebalance. restored_records counts changelog records read so far;
+// total_records is what the restore had to read when it began (the changelog
+// end offset minus the checkpoint), so the restore is done when both are equal
+// (and total 0 means nothing had to be restored).
+type RestoreProgress struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	RestoredRecords int64                  `protobuf:"varint,1,opt,name=restored_records,json=restoredRecords,proto3" json:"restored_records,omitempty"`
+	TotalRecords    int64                  `protobuf:"varint,2,opt,name=total_records,json=totalRecords,proto3" json:"total_records,omitempty"`
+	// Store partitions still restoring, and in total.
+	RestoringPartitions int32 `protobuf:"varint,3,opt,name=restoring_partitions,json=restoringPartitions,proto3" json:"restoring_partitions,omitempty"`
+	TotalPartitions     int32 `protobuf:"varint,4,opt,name=total_partitions,json=totalPartitions,proto3" json:"total_partitions,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *RestoreProgress) Reset() {
+	*x = RestoreProgress{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreProgress) ProtoMessage() {}
+
+func (x *RestoreProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreProgress.ProtoReflect.Descriptor instead.
+func (*RestoreProgress) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *RestoreProgress) GetRestoredRecords() int64 {
+	if x != nil {
+		return x.RestoredRecords
+	}
+	return 0
+}
+
+func (x *RestoreProgress) GetTotalRecords() int64 {
+	if x != nil {
+		return x.TotalRecords
+	}
+	return 0
+}
+
+func (x *RestoreProgress) GetRestoringPartitions() int32 {
+	if x != nil {
+		return x.RestoringPartitions
+	}
+	return 0
+}
+
+func (x *RestoreProgress) GetTotalPartitions() int32 {
+	if x != nil {
+		return x.TotalPartitions
+	}
+	return 0
+}
+
 type GetStateRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -3201,7 +3484,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3213,7 +3496,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3226,7 +3509,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetStateRequest) GetSessionId() string {
@@ -3241,14 +3524,16 @@ type GetStateResponse struct {
 	State State                  `protobuf:"varint,1,opt,name=state,proto3,enum=polystreams.v1alpha1.State" json:"state,omitempty"`
 	Error string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
 	// Set with STATE_ERROR when a record failed.
-	FailedRecord  *RecordContext `protobuf:"bytes,3,opt,name=failed_record,json=failedRecord,proto3" json:"failed_record,omitempty"`
+	FailedRecord *RecordContext `protobuf:"bytes,3,opt,name=failed_record,json=failedRecord,proto3" json:"failed_record,omitempty"`
+	// Restore progress once the topology started (absent before).
+	Restore       *RestoreProgress `protobuf:"bytes,4,opt,name=restore,proto3" json:"restore,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3260,7 +3545,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3273,7 +3558,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{39}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetStateResponse) GetState() State {
@@ -3297,6 +3582,13 @@ func (x *GetStateResponse) GetFailedRecord() *RecordContext {
 	return nil
 }
 
+func (x *GetStateResponse) GetRestore() *RestoreProgress {
+	if x != nil {
+		return x.Restore
+	}
+	return nil
+}
+
 type StopRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -3306,7 +3598,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3318,7 +3610,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3331,7 +3623,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{40}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *StopRequest) GetSessionId() string {
@@ -3349,7 +3641,7 @@ type StopResponse struct {
 
 func (x *StopResponse) Reset() {
 	*x = StopResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3361,7 +3653,7 @@ func (x *StopResponse) String() string {
 func (*StopResponse) ProtoMessage() {}
 
 func (x *StopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3374,7 +3666,7 @@ func (x *StopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
 func (*StopResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{41}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{43}
 }
 
 type QueryRequest struct {
@@ -3401,7 +3693,7 @@ type QueryRequest struct {
 
 func (x *QueryRequest) Reset() {
 	*x = QueryRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3413,7 +3705,7 @@ func (x *QueryRequest) String() string {
 func (*QueryRequest) ProtoMessage() {}
 
 func (x *QueryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3426,7 +3718,7 @@ func (x *QueryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRequest.ProtoReflect.Descriptor instead.
 func (*QueryRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{42}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *QueryRequest) GetSessionId() string {
@@ -3535,7 +3827,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3547,7 +3839,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3560,7 +3852,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{43}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *KeyRange) GetFrom() []byte {
@@ -3596,7 +3888,7 @@ type QueryResponse struct {
 
 func (x *QueryResponse) Reset() {
 	*x = QueryResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3608,7 +3900,7 @@ func (x *QueryResponse) String() string {
 func (*QueryResponse) ProtoMessage() {}
 
 func (x *QueryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3621,7 +3913,7 @@ func (x *QueryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryResponse.ProtoReflect.Descriptor instead.
 func (*QueryResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{44}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *QueryResponse) GetKeyLengths() []int32 {
@@ -3716,21 +4008,31 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\tkey_serde\x18\x02 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x03 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
-	"\x04name\x18\x04 \x01(\tR\x04name\"n\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\"\xb9\x01\n" +
+	"\aTableOp\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1b\n" +
+	"\tkey_serde\x18\x02 \x01(\tR\bkeySerde\x12\x1f\n" +
+	"\vvalue_serde\x18\x03 \x01(\tR\n" +
+	"valueSerde\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12F\n" +
+	"\fmaterialized\x18\x05 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\"\xb6\x01\n" +
 	"\vMapValuesOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\rR\x05token\x12\x1f\n" +
 	"\vvalue_serde\x18\x03 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
-	"\x04name\x18\x04 \x01(\tR\x04name\"J\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12F\n" +
+	"\fmaterialized\x18\x05 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\"\x92\x01\n" +
 	"\bFilterOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\rR\x05token\x12\x12\n" +
-	"\x04name\x18\x03 \x01(\tR\x04name\"M\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12F\n" +
+	"\fmaterialized\x18\x04 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\"\x95\x01\n" +
 	"\vFilterNotOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\rR\x05token\x12\x12\n" +
-	"\x04name\x18\x03 \x01(\tR\x04name\"r\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12F\n" +
+	"\fmaterialized\x18\x04 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\"r\n" +
 	"\x0fFlatMapValuesOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\rR\x05token\x12\x1f\n" +
@@ -3773,19 +4075,21 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\aCountOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12F\n" +
 	"\fmaterialized\x18\x02 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\x12\x12\n" +
-	"\x04name\x18\x03 \x01(\tR\x04name\"\xcb\x01\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"\xf6\x01\n" +
 	"\bReduceOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\rR\x05token\x127\n" +
 	"\abuiltin\x18\x03 \x01(\x0e2\x1d.polystreams.v1alpha1.ReducerR\abuiltin\x12F\n" +
 	"\fmaterialized\x18\x04 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\x12\x12\n" +
-	"\x04name\x18\x05 \x01(\tR\x04name\"\xd7\x01\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\x12)\n" +
+	"\x10subtractor_token\x18\x06 \x01(\rR\x0fsubtractorToken\"\x82\x02\n" +
 	"\vAggregateOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12+\n" +
 	"\x11initializer_token\x18\x02 \x01(\rR\x10initializerToken\x12)\n" +
 	"\x10aggregator_token\x18\x03 \x01(\rR\x0faggregatorToken\x12F\n" +
 	"\fmaterialized\x18\x04 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\x12\x12\n" +
-	"\x04name\x18\x05 \x01(\tR\x04name\"6\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\x12)\n" +
+	"\x10subtractor_token\x18\x06 \x01(\rR\x0fsubtractorToken\"6\n" +
 	"\n" +
 	"ToStreamOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x12\n" +
@@ -3796,7 +4100,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\tkey_serde\x18\x03 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x04 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
-	"\x04name\x18\x05 \x01(\tR\x04name\"\x96\b\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\"\xcd\b\n" +
 	"\fBuildRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x128\n" +
@@ -3820,7 +4124,8 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\tto_stream\x18\x16 \x01(\v2 .polystreams.v1alpha1.ToStreamOpH\x00R\btoStream\x12,\n" +
 	"\x02to\x18\x17 \x01(\v2\x1a.polystreams.v1alpha1.ToOpH\x00R\x02to\x128\n" +
 	"\x06reduce\x18\x18 \x01(\v2\x1e.polystreams.v1alpha1.ReduceOpH\x00R\x06reduce\x12A\n" +
-	"\taggregate\x18\x19 \x01(\v2!.polystreams.v1alpha1.AggregateOpH\x00R\taggregateB\v\n" +
+	"\taggregate\x18\x19 \x01(\v2!.polystreams.v1alpha1.AggregateOpH\x00R\taggregate\x125\n" +
+	"\x05table\x18\x1a \x01(\v2\x1d.polystreams.v1alpha1.TableOpH\x00R\x05tableB\v\n" +
 	"\toperation\"E\n" +
 	"\rBuildResponse\x124\n" +
 	"\x06handle\x18\x01 \x01(\v2\x1c.polystreams.v1alpha1.HandleR\x06handle\"0\n" +
@@ -3861,22 +4166,24 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\aresults\x18\x03 \x03(\v2\".polystreams.v1alpha1.BundleResultR\aresults\x12\x1f\n" +
 	"\vmax_bundles\x18\x04 \x01(\x05R\n" +
 	"maxBundles\x12\x17\n" +
-	"\await_ms\x18\x05 \x01(\x05R\x06waitMs\"\xdd\x01\n" +
+	"\await_ms\x18\x05 \x01(\x05R\x06waitMs\"\x9e\x02\n" +
 	"\x10ExchangeResponse\x126\n" +
 	"\abundles\x18\x01 \x03(\v2\x1c.polystreams.v1alpha1.BundleR\abundles\x121\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x1b.polystreams.v1alpha1.StateR\x05state\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\x12H\n" +
-	"\rfailed_record\x18\x04 \x01(\v2#.polystreams.v1alpha1.RecordContextR\ffailedRecord\"o\n" +
+	"\rfailed_record\x18\x04 \x01(\v2#.polystreams.v1alpha1.RecordContextR\ffailedRecord\x12?\n" +
+	"\arestore\x18\x05 \x01(\v2%.polystreams.v1alpha1.RestoreProgressR\arestore\"o\n" +
 	"\rRecordContext\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x12\n" +
-	"\x04node\x18\x04 \x01(\tR\x04node\"\x9c\x01\n" +
+	"\x04node\x18\x04 \x01(\tR\x04node\"\xc7\x01\n" +
 	"\x04Step\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\rR\x05token\x12=\n" +
 	"\toperation\x18\x02 \x01(\x0e2\x1f.polystreams.v1alpha1.OperationR\toperation\x12\x12\n" +
 	"\x04node\x18\x03 \x01(\tR\x04node\x12+\n" +
-	"\x11initializer_token\x18\x04 \x01(\rR\x10initializerToken\"\xd7\x04\n" +
+	"\x11initializer_token\x18\x04 \x01(\rR\x10initializerToken\x12)\n" +
+	"\x10subtractor_token\x18\x05 \x01(\rR\x0fsubtractorToken\"\xa2\x05\n" +
 	"\x06Bundle\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x120\n" +
 	"\x05steps\x18\x02 \x03(\v2\x1a.polystreams.v1alpha1.StepR\x05steps\x12\x1b\n" +
@@ -3903,7 +4210,10 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\n" +
 	"aggregates\x18\x11 \x01(\fR\n" +
 	"aggregates\x12'\n" +
-	"\x0faggregate_serde\x18\x12 \x01(\tR\x0eaggregateSerde\"\x83\x02\n" +
+	"\x0faggregate_serde\x18\x12 \x01(\tR\x0eaggregateSerde\x12*\n" +
+	"\x11old_value_lengths\x18\x13 \x03(\x11R\x0foldValueLengths\x12\x1d\n" +
+	"\n" +
+	"old_values\x18\x14 \x01(\fR\toldValues\"\x83\x02\n" +
 	"\fBundleResult\x12\x1b\n" +
 	"\tbundle_id\x18\x01 \x01(\x04R\bbundleId\x12#\n" +
 	"\routput_counts\x18\x02 \x03(\x11R\foutputCounts\x12\x1f\n" +
@@ -3916,14 +4226,20 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\rRecordFailure\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x12\n" +
 	"\x04step\x18\x02 \x01(\x05R\x04step\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"0\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xbf\x01\n" +
+	"\x0fRestoreProgress\x12)\n" +
+	"\x10restored_records\x18\x01 \x01(\x03R\x0frestoredRecords\x12#\n" +
+	"\rtotal_records\x18\x02 \x01(\x03R\ftotalRecords\x121\n" +
+	"\x14restoring_partitions\x18\x03 \x01(\x05R\x13restoringPartitions\x12)\n" +
+	"\x10total_partitions\x18\x04 \x01(\x05R\x0ftotalPartitions\"0\n" +
 	"\x0fGetStateRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"\xa5\x01\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\xe6\x01\n" +
 	"\x10GetStateResponse\x121\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x1b.polystreams.v1alpha1.StateR\x05state\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12H\n" +
-	"\rfailed_record\x18\x03 \x01(\v2#.polystreams.v1alpha1.RecordContextR\ffailedRecord\",\n" +
+	"\rfailed_record\x18\x03 \x01(\v2#.polystreams.v1alpha1.RecordContextR\ffailedRecord\x12?\n" +
+	"\arestore\x18\x04 \x01(\v2%.polystreams.v1alpha1.RestoreProgressR\arestore\",\n" +
 	"\vStopRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x0e\n" +
@@ -3952,13 +4268,14 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\tkey_serde\x18\x05 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x06 \x01(\tR\n" +
 	"valueSerde\x12\x1c\n" +
-	"\ttruncated\x18\a \x01(\bR\ttruncated*V\n" +
+	"\ttruncated\x18\a \x01(\bR\ttruncated*n\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vKIND_STREAM\x10\x01\x12\x17\n" +
 	"\x13KIND_GROUPED_STREAM\x10\x02\x12\x0e\n" +
 	"\n" +
-	"KIND_TABLE\x10\x03*i\n" +
+	"KIND_TABLE\x10\x03\x12\x16\n" +
+	"\x12KIND_GROUPED_TABLE\x10\x04*i\n" +
 	"\aReducer\x12\x17\n" +
 	"\x13REDUCER_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vREDUCER_SUM\x10\x01\x12\x0f\n" +
@@ -3977,14 +4294,15 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x11OPERATION_FOREACH\x10\b\x12\x14\n" +
 	"\x10OPERATION_REDUCE\x10\t\x12\x17\n" +
 	"\x13OPERATION_AGGREGATE\x10\n" +
-	"*\x7f\n" +
+	"*\x94\x01\n" +
 	"\x05State\x12\x15\n" +
 	"\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rSTATE_CREATED\x10\x01\x12\x15\n" +
 	"\x11STATE_REBALANCING\x10\x02\x12\x11\n" +
 	"\rSTATE_RUNNING\x10\x03\x12\x11\n" +
 	"\rSTATE_STOPPED\x10\x04\x12\x0f\n" +
-	"\vSTATE_ERROR\x10\x052\xbc\x06\n" +
+	"\vSTATE_ERROR\x10\x05\x12\x13\n" +
+	"\x0fSTATE_RESTORING\x10\x062\xbc\x06\n" +
 	"\rEngineService\x12b\n" +
 	"\vOpenSession\x12(.polystreams.v1alpha1.OpenSessionRequest\x1a).polystreams.v1alpha1.OpenSessionResponse\x12q\n" +
 	"\x10RegisterFunction\x12-.polystreams.v1alpha1.RegisterFunctionRequest\x1a..polystreams.v1alpha1.RegisterFunctionResponse\x12P\n" +
@@ -4009,7 +4327,7 @@ func file_polystreams_v1alpha1_engine_proto_rawDescGZIP() []byte {
 }
 
 var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(Kind)(0),                        // 0: polystreams.v1alpha1.Kind
 	(Reducer)(0),                     // 1: polystreams.v1alpha1.Reducer
@@ -4023,109 +4341,118 @@ var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(*Handle)(nil),                   // 9: polystreams.v1alpha1.Handle
 	(*Materialized)(nil),             // 10: polystreams.v1alpha1.Materialized
 	(*StreamOp)(nil),                 // 11: polystreams.v1alpha1.StreamOp
-	(*MapValuesOp)(nil),              // 12: polystreams.v1alpha1.MapValuesOp
-	(*FilterOp)(nil),                 // 13: polystreams.v1alpha1.FilterOp
-	(*FilterNotOp)(nil),              // 14: polystreams.v1alpha1.FilterNotOp
-	(*FlatMapValuesOp)(nil),          // 15: polystreams.v1alpha1.FlatMapValuesOp
-	(*MapOp)(nil),                    // 16: polystreams.v1alpha1.MapOp
-	(*SelectKeyOp)(nil),              // 17: polystreams.v1alpha1.SelectKeyOp
-	(*PeekOp)(nil),                   // 18: polystreams.v1alpha1.PeekOp
-	(*ForeachOp)(nil),                // 19: polystreams.v1alpha1.ForeachOp
-	(*GroupByKeyOp)(nil),             // 20: polystreams.v1alpha1.GroupByKeyOp
-	(*GroupByOp)(nil),                // 21: polystreams.v1alpha1.GroupByOp
-	(*CountOp)(nil),                  // 22: polystreams.v1alpha1.CountOp
-	(*ReduceOp)(nil),                 // 23: polystreams.v1alpha1.ReduceOp
-	(*AggregateOp)(nil),              // 24: polystreams.v1alpha1.AggregateOp
-	(*ToStreamOp)(nil),               // 25: polystreams.v1alpha1.ToStreamOp
-	(*ToOp)(nil),                     // 26: polystreams.v1alpha1.ToOp
-	(*BuildRequest)(nil),             // 27: polystreams.v1alpha1.BuildRequest
-	(*BuildResponse)(nil),            // 28: polystreams.v1alpha1.BuildResponse
-	(*DescribeRequest)(nil),          // 29: polystreams.v1alpha1.DescribeRequest
-	(*DescribeResponse)(nil),         // 30: polystreams.v1alpha1.DescribeResponse
-	(*TopologyDescription)(nil),      // 31: polystreams.v1alpha1.TopologyDescription
-	(*Subtopology)(nil),              // 32: polystreams.v1alpha1.Subtopology
-	(*Node)(nil),                     // 33: polystreams.v1alpha1.Node
-	(*StartRequest)(nil),             // 34: polystreams.v1alpha1.StartRequest
-	(*StartResponse)(nil),            // 35: polystreams.v1alpha1.StartResponse
-	(*ExchangeRequest)(nil),          // 36: polystreams.v1alpha1.ExchangeRequest
-	(*ExchangeResponse)(nil),         // 37: polystreams.v1alpha1.ExchangeResponse
-	(*RecordContext)(nil),            // 38: polystreams.v1alpha1.RecordContext
-	(*Step)(nil),                     // 39: polystreams.v1alpha1.Step
-	(*Bundle)(nil),                   // 40: polystreams.v1alpha1.Bundle
-	(*BundleResult)(nil),             // 41: polystreams.v1alpha1.BundleResult
-	(*RecordFailure)(nil),            // 42: polystreams.v1alpha1.RecordFailure
-	(*GetStateRequest)(nil),          // 43: polystreams.v1alpha1.GetStateRequest
-	(*GetStateResponse)(nil),         // 44: polystreams.v1alpha1.GetStateResponse
-	(*StopRequest)(nil),              // 45: polystreams.v1alpha1.StopRequest
-	(*StopResponse)(nil),             // 46: polystreams.v1alpha1.StopResponse
-	(*QueryRequest)(nil),             // 47: polystreams.v1alpha1.QueryRequest
-	(*KeyRange)(nil),                 // 48: polystreams.v1alpha1.KeyRange
-	(*QueryResponse)(nil),            // 49: polystreams.v1alpha1.QueryResponse
-	nil,                              // 50: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	nil,                              // 51: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	(*TableOp)(nil),                  // 12: polystreams.v1alpha1.TableOp
+	(*MapValuesOp)(nil),              // 13: polystreams.v1alpha1.MapValuesOp
+	(*FilterOp)(nil),                 // 14: polystreams.v1alpha1.FilterOp
+	(*FilterNotOp)(nil),              // 15: polystreams.v1alpha1.FilterNotOp
+	(*FlatMapValuesOp)(nil),          // 16: polystreams.v1alpha1.FlatMapValuesOp
+	(*MapOp)(nil),                    // 17: polystreams.v1alpha1.MapOp
+	(*SelectKeyOp)(nil),              // 18: polystreams.v1alpha1.SelectKeyOp
+	(*PeekOp)(nil),                   // 19: polystreams.v1alpha1.PeekOp
+	(*ForeachOp)(nil),                // 20: polystreams.v1alpha1.ForeachOp
+	(*GroupByKeyOp)(nil),             // 21: polystreams.v1alpha1.GroupByKeyOp
+	(*GroupByOp)(nil),                // 22: polystreams.v1alpha1.GroupByOp
+	(*CountOp)(nil),                  // 23: polystreams.v1alpha1.CountOp
+	(*ReduceOp)(nil),                 // 24: polystreams.v1alpha1.ReduceOp
+	(*AggregateOp)(nil),              // 25: polystreams.v1alpha1.AggregateOp
+	(*ToStreamOp)(nil),               // 26: polystreams.v1alpha1.ToStreamOp
+	(*ToOp)(nil),                     // 27: polystreams.v1alpha1.ToOp
+	(*BuildRequest)(nil),             // 28: polystreams.v1alpha1.BuildRequest
+	(*BuildResponse)(nil),            // 29: polystreams.v1alpha1.BuildResponse
+	(*DescribeRequest)(nil),          // 30: polystreams.v1alpha1.DescribeRequest
+	(*DescribeResponse)(nil),         // 31: polystreams.v1alpha1.DescribeResponse
+	(*TopologyDescription)(nil),      // 32: polystreams.v1alpha1.TopologyDescription
+	(*Subtopology)(nil),              // 33: polystreams.v1alpha1.Subtopology
+	(*Node)(nil),                     // 34: polystreams.v1alpha1.Node
+	(*StartRequest)(nil),             // 35: polystreams.v1alpha1.StartRequest
+	(*StartResponse)(nil),            // 36: polystreams.v1alpha1.StartResponse
+	(*ExchangeRequest)(nil),          // 37: polystreams.v1alpha1.ExchangeRequest
+	(*ExchangeResponse)(nil),         // 38: polystreams.v1alpha1.ExchangeResponse
+	(*RecordContext)(nil),            // 39: polystreams.v1alpha1.RecordContext
+	(*Step)(nil),                     // 40: polystreams.v1alpha1.Step
+	(*Bundle)(nil),                   // 41: polystreams.v1alpha1.Bundle
+	(*BundleResult)(nil),             // 42: polystreams.v1alpha1.BundleResult
+	(*RecordFailure)(nil),            // 43: polystreams.v1alpha1.RecordFailure
+	(*RestoreProgress)(nil),          // 44: polystreams.v1alpha1.RestoreProgress
+	(*GetStateRequest)(nil),          // 45: polystreams.v1alpha1.GetStateRequest
+	(*GetStateResponse)(nil),         // 46: polystreams.v1alpha1.GetStateResponse
+	(*StopRequest)(nil),              // 47: polystreams.v1alpha1.StopRequest
+	(*StopResponse)(nil),             // 48: polystreams.v1alpha1.StopResponse
+	(*QueryRequest)(nil),             // 49: polystreams.v1alpha1.QueryRequest
+	(*KeyRange)(nil),                 // 50: polystreams.v1alpha1.KeyRange
+	(*QueryResponse)(nil),            // 51: polystreams.v1alpha1.QueryResponse
+	nil,                              // 52: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	nil,                              // 53: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
 }
 var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
-	50, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	51, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	52, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	53, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
 	0,  // 2: polystreams.v1alpha1.Handle.kind:type_name -> polystreams.v1alpha1.Kind
-	10, // 3: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	1,  // 4: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
-	10, // 5: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	10, // 6: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	11, // 7: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
-	12, // 8: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
-	13, // 9: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
-	14, // 10: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
-	15, // 11: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
-	16, // 12: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
-	17, // 13: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
-	18, // 14: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
-	19, // 15: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
-	20, // 16: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
-	21, // 17: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
-	22, // 18: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
-	25, // 19: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
-	26, // 20: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
-	23, // 21: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
-	24, // 22: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
-	9,  // 23: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
-	31, // 24: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
-	32, // 25: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
-	33, // 26: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
-	4,  // 27: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
-	41, // 28: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
-	40, // 29: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
-	3,  // 30: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
-	38, // 31: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	2,  // 32: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
-	39, // 33: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
-	42, // 34: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
-	3,  // 35: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
-	38, // 36: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	48, // 37: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
-	5,  // 38: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
-	7,  // 39: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
-	27, // 40: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
-	29, // 41: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
-	34, // 42: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
-	36, // 43: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
-	43, // 44: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
-	45, // 45: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
-	47, // 46: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
-	6,  // 47: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
-	8,  // 48: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
-	28, // 49: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
-	30, // 50: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
-	35, // 51: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
-	37, // 52: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
-	44, // 53: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
-	46, // 54: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
-	49, // 55: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
-	47, // [47:56] is the sub-list for method output_type
-	38, // [38:47] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	10, // 3: polystreams.v1alpha1.TableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	10, // 4: polystreams.v1alpha1.MapValuesOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	10, // 5: polystreams.v1alpha1.FilterOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	10, // 6: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	10, // 7: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	1,  // 8: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
+	10, // 9: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	10, // 10: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	11, // 11: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
+	13, // 12: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
+	14, // 13: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
+	15, // 14: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
+	16, // 15: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
+	17, // 16: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
+	18, // 17: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
+	19, // 18: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
+	20, // 19: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
+	21, // 20: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
+	22, // 21: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
+	23, // 22: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
+	26, // 23: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
+	27, // 24: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
+	24, // 25: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
+	25, // 26: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
+	12, // 27: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
+	9,  // 28: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
+	32, // 29: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
+	33, // 30: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
+	34, // 31: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
+	4,  // 32: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
+	42, // 33: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
+	41, // 34: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
+	3,  // 35: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
+	39, // 36: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	44, // 37: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	2,  // 38: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
+	40, // 39: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
+	43, // 40: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
+	3,  // 41: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
+	39, // 42: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	44, // 43: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	50, // 44: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	5,  // 45: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
+	7,  // 46: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
+	28, // 47: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
+	30, // 48: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
+	35, // 49: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
+	37, // 50: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
+	45, // 51: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
+	47, // 52: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
+	49, // 53: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
+	6,  // 54: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
+	8,  // 55: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
+	29, // 56: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
+	31, // 57: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
+	36, // 58: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
+	38, // 59: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
+	46, // 60: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
+	48, // 61: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
+	51, // 62: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
+	54, // [54:63] is the sub-list for method output_type
+	45, // [45:54] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_polystreams_v1alpha1_engine_proto_init() }
@@ -4133,7 +4460,7 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 	if File_polystreams_v1alpha1_engine_proto != nil {
 		return
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[22].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[23].OneofWrappers = []any{
 		(*BuildRequest_Stream)(nil),
 		(*BuildRequest_MapValues)(nil),
 		(*BuildRequest_Filter)(nil),
@@ -4150,21 +4477,22 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		(*BuildRequest_To)(nil),
 		(*BuildRequest_Reduce)(nil),
 		(*BuildRequest_Aggregate)(nil),
+		(*BuildRequest_Table)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[42].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[44].OneofWrappers = []any{
 		(*QueryRequest_Get)(nil),
 		(*QueryRequest_Range)(nil),
 		(*QueryRequest_Prefix)(nil),
 		(*QueryRequest_All)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[43].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[45].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_polystreams_v1alpha1_engine_proto_rawDesc), len(file_polystreams_v1alpha1_engine_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   47,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file polystreams/v1alpha1/engine.proto.
  */
 export const file_polystreams_v1alpha1_engine: GenFile = /*@__PURE__*/
-  fileDesc("CiFwb2x5c3RyZWFtcy92MWFscGhhMS9lbmdpbmUucHJvdG8SFHBvbHlzdHJlYW1zLnYxYWxwaGExIqEBChJPcGVuU2Vzc2lvblJlcXVlc3QSFgoOYXBwbGljYXRpb25faWQYASABKAkSRAoGY29uZmlnGAIgAygLMjQucG9seXN0cmVhbXMudjFhbHBoYTEuT3BlblNlc3Npb25SZXF1ZXN0LkNvbmZpZ0VudHJ5Gi0KC0NvbmZpZ0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEinwEKE09wZW5TZXNzaW9uUmVzcG9uc2USEgoKc2Vzc2lvbl9pZBgBIAEoCRJFCgZjb25maWcYAiADKAsyNS5wb2x5c3RyZWFtcy52MWFscGhhMS5PcGVuU2Vzc2lvblJlc3BvbnNlLkNvbmZpZ0VudHJ5Gi0KC0NvbmZpZ0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiOwoXUmVnaXN0ZXJGdW5jdGlvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgRuYW1lGAIgASgJIikKGFJlZ2lzdGVyRnVuY3Rpb25SZXNwb25zZRINCgV0b2tlbhgBIAEoDSKDAQoGSGFuZGxlEgoKAmlkGAEgASgEEigKBGtpbmQYAiABKA4yGi5wb2x5c3RyZWFtcy52MWFscGhhMS5LaW5kEhEKCWtleV9zZXJkZRgDIAEoCRITCgt2YWx1ZV9zZXJkZRgEIAEoCRIMCgRub2RlGAUgASgJEg0KBXN0b3JlGAYgASgJIkoKDE1hdGVyaWFsaXplZBISCgpzdG9yZV9uYW1lGAEgASgJEhEKCWtleV9zZXJkZRgCIAEoCRITCgt2YWx1ZV9zZXJkZRgDIAEoCSJQCghTdHJlYW1PcBIOCgZ0b3BpY3MYASADKAkSEQoJa2V5X3NlcmRlGAIgASgJEhMKC3ZhbHVlX3NlcmRlGAMgASgJEgwKBG5hbWUYBCABKAkiTgoLTWFwVmFsdWVzT3ASDQoFaW5wdXQYASABKAQSDQoFdG9rZW4YAiABKA0SEwoLdmFsdWVfc2VyZGUYAyABKAkSDAoEbmFtZRgEIAEoCSI2CghGaWx0ZXJPcBINCgVpbnB1dBgBIAEoBBINCgV0b2tlbhgCIAEoDRIMCgRuYW1lGAMgASgJIjkKC0ZpbHRlck5vdE9wEg0KBWlucHV0GAEgASgEEg0KBXRva2VuGAIgASgNEgwKBG5hbWUYAyABKAkiUgoPRmxhdE1hcFZhbHVlc09wEg0KBWlucHV0GAEgASgEEg0KBXRva2VuGAIgASgNEhMKC3ZhbHVlX3NlcmRlGAMgASgJEgwKBG5hbWUYBCABKAkiWwoFTWFwT3ASDQoFaW5wdXQYASABKAQSDQoFdG9rZW4YAiABKA0SEQoJa2V5X3NlcmRlGAMgASgJEhMKC3ZhbHVlX3NlcmRlGAQgASgJEgwKBG5hbWUYBSABKAkiTAoLU2VsZWN0S2V5T3ASDQoFaW5wdXQYASABKAQSDQoFdG9rZW4YAiABKA0SEQoJa2V5X3NlcmRlGAMgASgJEgwKBG5hbWUYBCABKAkiNAoGUGVla09wEg0KBWlucHV0GAEgASgEEg0KBXRva2VuGAIgASgNEgwKBG5hbWUYAyABKAkiNwoJRm9yZWFjaE9wEg0KBWlucHV0GAEgASgEEg0KBXRva2VuGAIgASgNEgwKBG5hbWUYAyABKAkiUwoMR3JvdXBCeUtleU9wEg0KBWlucHV0GAEgASgEEhEKCWtleV9zZXJkZRgCIAEoCRITCgt2YWx1ZV9zZXJkZRgDIAEoCRIMCgRuYW1lGAQgASgJIl8KCUdyb3VwQnlPcBINCgVpbnB1dBgBIAEoBBINCgV0b2tlbhgCIAEoDRIRCglrZXlfc2VyZGUYAyABKAkSEwoLdmFsdWVfc2VyZGUYBCABKAkSDAoEbmFtZRgFIAEoCSJgCgdDb3VudE9wEg0KBWlucHV0GAEgASgEEjgKDG1hdGVyaWFsaXplZBgCIAEoCzIiLnBvbHlzdHJlYW1zLnYxYWxwaGExLk1hdGVyaWFsaXplZBIMCgRuYW1lGAMgASgJIqABCghSZWR1Y2VPcBINCgVpbnB1dBgBIAEoBBINCgV0b2tlbhgCIAEoDRIuCgdidWlsdGluGAMgASgOMh0ucG9seXN0cmVhbXMudjFhbHBoYTEuUmVkdWNlchI4CgxtYXRlcmlhbGl6ZWQYBCABKAsyIi5wb2x5c3RyZWFtcy52MWFscGhhMS5NYXRlcmlhbGl6ZWQSDAoEbmFtZRgFIAEoCSKZAQoLQWdncmVnYXRlT3ASDQoFaW5wdXQYASABKAQSGQoRaW5pdGlhbGl6ZXJfdG9rZW4YAiABKA0SGAoQYWdncmVnYXRvcl90b2tlbhgDIAEoDRI4CgxtYXRlcmlhbGl6ZWQYBCABKAsyIi5wb2x5c3RyZWFtcy52MWFscGhhMS5NYXRlcmlhbGl6ZWQSDAoEbmFtZRgFIAEoCSIpCgpUb1N0cmVhbU9wEg0KBWlucHV0GAEgASgEEgwKBG5hbWUYAiABKAkiWgoEVG9PcBINCgVpbnB1dBgBIAEoBBINCgV0b3BpYxgCIAEoCRIRCglrZXlfc2VyZGUYAyABKAkSEwoLdmFsdWVfc2VyZGUYBCABKAkSDAoEbmFtZRgFIAEoCSL6BgoMQnVpbGRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSMAoGc3RyZWFtGAogASgLMh4ucG9seXN0cmVhbXMudjFhbHBoYTEuU3RyZWFtT3BIABI3CgptYXBfdmFsdWVzGAsgASgLMiEucG9seXN0cmVhbXMudjFhbHBoYTEuTWFwVmFsdWVzT3BIABIwCgZmaWx0ZXIYDCABKAsyHi5wb2x5c3RyZWFtcy52MWFscGhhMS5GaWx0ZXJPcEgAEjcKCmZpbHRlcl9ub3QYDSABKAsyIS5wb2x5c3RyZWFtcy52MWFscGhhMS5GaWx0ZXJOb3RPcEgAEkAKD2ZsYXRfbWFwX3ZhbHVlcxgOIAEoCzIlLnBvbHlzdHJlYW1zLnYxYWxwaGExLkZsYXRNYXBWYWx1ZXNPcEgAEioKA21hcBgPIAEoCzIbLnBvbHlzdHJlYW1zLnYxYWxwaGExLk1hcE9wSAASNwoKc2VsZWN0X2tleRgQIAEoCzIhLnBvbHlzdHJlYW1zLnYxYWxwaGExLlNlbGVjdEtleU9wSAASLAoEcGVlaxgRIAEoCzIcLnBvbHlzdHJlYW1zLnYxYWxwaGExLlBlZWtPcEgAEjIKB2ZvcmVhY2gYEiABKAsyHy5wb2x5c3RyZWFtcy52MWFscGhhMS5Gb3JlYWNoT3BIABI6Cgxncm91cF9ieV9rZXkYEyABKAsyIi5wb2x5c3RyZWFtcy52MWFscGhhMS5Hcm91cEJ5S2V5T3BIABIzCghncm91cF9ieRgUIAEoCzIfLnBvbHlzdHJlYW1zLnYxYWxwaGExLkdyb3VwQnlPcEgAEi4KBWNvdW50GBUgASgLMh0ucG9seXN0cmVhbXMudjFhbHBoYTEuQ291bnRPcEgAEjUKCXRvX3N0cmVhbRgWIAEoCzIgLnBvbHlzdHJlYW1zLnYxYWxwaGExLlRvU3RyZWFtT3BIABIoCgJ0bxgXIAEoCzIaLnBvbHlzdHJlYW1zLnYxYWxwaGExLlRvT3BIABIwCgZyZWR1Y2UYGCABKAsyHi5wb2x5c3RyZWFtcy52MWFscGhhMS5SZWR1Y2VPcEgAEjYKCWFnZ3JlZ2F0ZRgZIAEoCzIhLnBvbHlzdHJlYW1zLnYxYWxwaGExLkFnZ3JlZ2F0ZU9wSABCCwoJb3BlcmF0aW9uIj0KDUJ1aWxkUmVzcG9uc2USLAoGaGFuZGxlGAEgASgLMhwucG9seXN0cmVhbXMudjFhbHBoYTEuSGFuZGxlIiUKD0Rlc2NyaWJlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIl0KEERlc2NyaWJlUmVzcG9uc2USDAoEdGV4dBgBIAEoCRI7Cgh0b3BvbG9neRgCIAEoCzIpLnBvbHlzdHJlYW1zLnYxYWxwaGExLlRvcG9sb2d5RGVzY3JpcHRpb24iTwoTVG9wb2xvZ3lEZXNjcmlwdGlvbhI4Cg1zdWJ0b3BvbG9naWVzGAEgAygLMiEucG9seXN0cmVhbXMudjFhbHBoYTEuU3VidG9wb2xvZ3kiRAoLU3VidG9wb2xvZ3kSCgoCaWQYASABKAUSKQoFbm9kZXMYAiADKAsyGi5wb2x5c3RyZWFtcy52MWFscGhhMS5Ob2RlIu4BCgROb2RlEgwKBG5hbWUYASABKAkSLQoEdHlwZRgCIAEoDjIfLnBvbHlzdHJlYW1zLnYxYWxwaGExLk5vZGUuVHlwZRIOCgZ0b3BpY3MYAyADKAkSDQoFdG9waWMYBCABKAkSDgoGc3RvcmVzGAUgAygJEhIKCnN1Y2Nlc3NvcnMYBiADKAkSFAoMcHJlZGVjZXNzb3JzGAcgAygJIlAKBFR5cGUSFAoQVFlQRV9VTlNQRUNJRklFRBAAEg8KC1RZUEVfU09VUkNFEAESEgoOVFlQRV9QUk9DRVNTT1IQAhINCglUWVBFX1NJTksQAyIiCgxTdGFydFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSIPCg1TdGFydFJlc3BvbnNlIpMBCg9FeGNoYW5nZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIRCgl3b3JrZXJfaWQYAiABKAkSMwoHcmVzdWx0cxgDIAMoCzIiLnBvbHlzdHJlYW1zLnYxYWxwaGExLkJ1bmRsZVJlc3VsdBITCgttYXhfYnVuZGxlcxgEIAEoBRIPCgd3YWl0X21zGAUgASgFIrgBChBFeGNoYW5nZVJlc3BvbnNlEi0KB2J1bmRsZXMYASADKAsyHC5wb2x5c3RyZWFtcy52MWFscGhhMS5CdW5kbGUSKgoFc3RhdGUYAiABKA4yGy5wb2x5c3RyZWFtcy52MWFscGhhMS5TdGF0ZRINCgVlcnJvchgDIAEoCRI6Cg1mYWlsZWRfcmVjb3JkGAQgASgLMiMucG9seXN0cmVhbXMudjFhbHBoYTEuUmVjb3JkQ29udGV4dCJPCg1SZWNvcmRDb250ZXh0Eg0KBXRvcGljGAEgASgJEhEKCXBhcnRpdGlvbhgCIAEoBRIOCgZvZmZzZXQYAyABKAMSDAoEbm9kZRgEIAEoCSJyCgRTdGVwEg0KBXRva2VuGAEgASgNEjIKCW9wZXJhdGlvbhgCIAEoDjIfLnBvbHlzdHJlYW1zLnYxYWxwaGExLk9wZXJhdGlvbhIMCgRub2RlGAMgASgJEhkKEWluaXRpYWxpemVyX3Rva2VuGAQgASgNIosDCgZCdW5kbGUSCgoCaWQYASABKAQSKQoFc3RlcHMYAiADKAsyGi5wb2x5c3RyZWFtcy52MWFscGhhMS5TdGVwEhEKCWtleV9zZXJkZRgDIAEoCRITCgt2YWx1ZV9zZXJkZRgEIAEoCRIYChBvdXRwdXRfa2V5X3NlcmRlGAUgASgJEhoKEm91dHB1dF92YWx1ZV9zZXJkZRgGIAEoCRITCgtrZXlfbGVuZ3RocxgHIAMoERIMCgRrZXlzGAggASgMEhUKDXZhbHVlX2xlbmd0aHMYCSADKBESDgoGdmFsdWVzGAogASgMEg0KBXRvcGljGAsgASgJEhEKCXBhcnRpdGlvbhgMIAEoBRIPCgdvZmZzZXRzGA0gAygDEhIKCnRpbWVzdGFtcHMYDiADKAMSEwoLZ3JvdXBfc2l6ZXMYDyADKBESGQoRYWdncmVnYXRlX2xlbmd0aHMYECADKBESEgoKYWdncmVnYXRlcxgRIAEoDBIXCg9hZ2dyZWdhdGVfc2VyZGUYEiABKAkiuQEKDEJ1bmRsZVJlc3VsdBIRCglidW5kbGVfaWQYASABKAQSFQoNb3V0cHV0X2NvdW50cxgCIAMoERITCgtrZXlfbGVuZ3RocxgDIAMoERIMCgRrZXlzGAQgASgMEhUKDXZhbHVlX2xlbmd0aHMYBSADKBESDgoGdmFsdWVzGAYgASgMEjUKCGZhaWx1cmVzGAcgAygLMiMucG9seXN0cmVhbXMudjFhbHBoYTEuUmVjb3JkRmFpbHVyZSI9Cg1SZWNvcmRGYWlsdXJlEg0KBWluZGV4GAEgASgFEgwKBHN0ZXAYAiABKAUSDwoHbWVzc2FnZRgDIAEoCSIlCg9HZXRTdGF0ZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSKJAQoQR2V0U3RhdGVSZXNwb25zZRIqCgVzdGF0ZRgBIAEoDjIbLnBvbHlzdHJlYW1zLnYxYWxwaGExLlN0YXRlEg0KBWVycm9yGAIgASgJEjoKDWZhaWxlZF9yZWNvcmQYAyABKAsyIy5wb2x5c3RyZWFtcy52MWFscGhhMS5SZWNvcmRDb250ZXh0IiEKC1N0b3BSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiDgoMU3RvcFJlc3BvbnNlIqoBCgxRdWVyeVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRINCgVzdG9yZRgCIAEoCRINCgNnZXQYAyABKAxIABIvCgVyYW5nZRgEIAEoCzIeLnBvbHlzdHJlYW1zLnYxYWxwaGExLktleVJhbmdlSAASEAoGcHJlZml4GAUgASgMSAASDQoDYWxsGAYgASgISAASDQoFbGltaXQYByABKAVCBwoFcXVlcnkiPgoIS2V5UmFuZ2USEQoEZnJvbRgBIAEoDEgAiAEBEg8KAnRvGAIgASgMSAGIAQFCBwoFX2Zyb21CBQoDX3RvIpQBCg1RdWVyeVJlc3BvbnNlEhMKC2tleV9sZW5ndGhzGAEgAygREgwKBGtleXMYAiABKAwSFQoNdmFsdWVfbGVuZ3RocxgDIAMoERIOCgZ2YWx1ZXMYBCABKAwSEQoJa2V5X3NlcmRlGAUgASgJEhMKC3ZhbHVlX3NlcmRlGAYgASgJEhEKCXRydW5jYXRlZBgHIAEoCCpWCgRLaW5kEhQKEEtJTkRfVU5TUEVDSUZJRUQQABIPCgtLSU5EX1NUUkVBTRABEhcKE0tJTkRfR1JPVVBFRF9TVFJFQU0QAhIOCgpLSU5EX1RBQkxFEAMqaQoHUmVkdWNlchIXChNSRURVQ0VSX1VOU1BFQ0lGSUVEEAASDwoLUkVEVUNFUl9TVU0QARIPCgtSRURVQ0VSX01JThACEg8KC1JFRFVDRVJfTUFYEAMSEgoOUkVEVUNFUl9MQVRFU1QQBCqWAgoJT3BlcmF0aW9uEhkKFU9QRVJBVElPTl9VTlNQRUNJRklFRBAAEhgKFE9QRVJBVElPTl9NQVBfVkFMVUVTEAESFAoQT1BFUkFUSU9OX0ZJTFRFUhACEhgKFE9QRVJBVElPTl9GSUxURVJfTk9UEAMSHQoZT1BFUkFUSU9OX0ZMQVRfTUFQX1ZBTFVFUxAEEhEKDU9QRVJBVElPTl9NQVAQBRIYChRPUEVSQVRJT05fU0VMRUNUX0tFWRAGEhIKDk9QRVJBVElPTl9QRUVLEAcSFQoRT1BFUkFUSU9OX0ZPUkVBQ0gQCBIUChBPUEVSQVRJT05fUkVEVUNFEAkSFwoTT1BFUkFUSU9OX0FHR1JFR0FURRAKKn8KBVN0YXRlEhUKEVNUQVRFX1VOU1BFQ0lGSUVEEAASEQoNU1RBVEVfQ1JFQVRFRBABEhUKEVNUQVRFX1JFQkFMQU5DSU5HEAISEQoNU1RBVEVfUlVOTklORxADEhEKDVNUQVRFX1NUT1BQRUQQBBIPCgtTVEFURV9FUlJPUhAFMrwGCg1FbmdpbmVTZXJ2aWNlEmIKC09wZW5TZXNzaW9uEigucG9seXN0cmVhbXMudjFhbHBoYTEuT3BlblNlc3Npb25SZXF1ZXN0GikucG9seXN0cmVhbXMudjFhbHBoYTEuT3BlblNlc3Npb25SZXNwb25zZRJxChBSZWdpc3RlckZ1bmN0aW9uEi0ucG9seXN0cmVhbXMudjFhbHBoYTEuUmVnaXN0ZXJGdW5jdGlvblJlcXVlc3QaLi5wb2x5c3RyZWFtcy52MWFscGhhMS5SZWdpc3RlckZ1bmN0aW9uUmVzcG9uc2USUAoFQnVpbGQSIi5wb2x5c3RyZWFtcy52MWFscGhhMS5CdWlsZFJlcXVlc3QaIy5wb2x5c3RyZWFtcy52MWFscGhhMS5CdWlsZFJlc3BvbnNlElkKCERlc2NyaWJlEiUucG9seXN0cmVhbXMudjFhbHBoYTEuRGVzY3JpYmVSZXF1ZXN0GiYucG9seXN0cmVhbXMudjFhbHBoYTEuRGVzY3JpYmVSZXNwb25zZRJQCgVTdGFydBIiLnBvbHlzdHJlYW1zLnYxYWxwaGExLlN0YXJ0UmVxdWVzdBojLnBvbHlzdHJlYW1zLnYxYWxwaGExLlN0YXJ0UmVzcG9uc2USWQoIRXhjaGFuZ2USJS5wb2x5c3RyZWFtcy52MWFscGhhMS5FeGNoYW5nZVJlcXVlc3QaJi5wb2x5c3RyZWFtcy52MWFscGhhMS5FeGNoYW5nZVJlc3BvbnNlElkKCEdldFN0YXRlEiUucG9seXN0cmVhbXMudjFhbHBoYTEuR2V0U3RhdGVSZXF1ZXN0GiYucG9seXN0cmVhbXMudjFhbHBoYTEuR2V0U3RhdGVSZXNwb25zZRJNCgRTdG9wEiEucG9seXN0cmVhbXMudjFhbHBoYTEuU3RvcFJlcXVlc3QaIi5wb2x5c3RyZWFtcy52MWFscGhhMS5TdG9wUmVzcG9uc2USUAoFUXVlcnkSIi5wb2x5c3RyZWFtcy52MWFscGhhMS5RdWVyeVJlcXVlc3QaIy5wb2x5c3RyZWFtcy52MWFscGhhMS5RdWVyeVJlc3BvbnNlQlpaWGdpdGh1Yi5jb20vcG9seXN0cmVhbXMvcG9seXN0cmVhbXMvcHJvdG8vZ2VuL2dvL3BvbHlzdHJlYW1zL3YxYWxwaGExO3BvbHlzdHJlYW1zdjFhbHBoYTFiBnByb3RvMw");
+  fileDesc("CiFwb2x5c3RyZWFtcy92MWFscGhhMS9lbmdpbmUucHJvdG8SFHBvbHlzdHJlYW1zLnYxYWxwaGExIqEBChJPcGVuU2Vzc2lvblJlcXVlc3QSFgoOYXBwbGljYXRpb25faWQYASABKAkSRAoGY29uZmlnGAIgAygLMjQucG9seXN0cmVhbXMudjFhbHBoYTEuT3BlblNlc3Npb25SZXF1ZXN0LkNvbmZpZ0VudHJ5Gi0KC0NvbmZpZ0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEinwEKE09wZW5TZXNzaW9uUmVzcG9uc2USEgoKc2Vzc2lvbl9pZBgBIAEoCRJFCgZjb25maWcYAiADKAsyNS5wb2x5c3RyZWFtcy52MWFscGhhMS5PcGVuU2Vzc2lvblJlc3BvbnNlLkNvbmZpZ0VudHJ5Gi0KC0NvbmZpZ0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiOwoXUmVnaXN0ZXJGdW5jdGlvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgRuYW1lGAIgASgJIikKGFJlZ2lzdGVyRnVuY3Rpb25SZXNwb25zZRINCgV0b2tlbhgBIAEoDSKDAQoGSGFuZGxlEgoKAmlkGAEgASgEEigKBGtpbmQYAiABKA4yGi5wb2x5c3RyZWFtcy52MWFscGhhMS5LaW5kEhEKCWtleV9zZXJkZRgDIAEoCRITCgt2YWx1ZV9zZXJkZRgEIAEoCRIMCgRub2RlGAUgASgJEg0KBXN0b3JlGAYgASgJIkoKDE1hdGVyaWFsaXplZBISCgpzdG9yZV9uYW1lGAEgASgJEhEKCWtleV9zZXJkZRgCIAEoCRITCgt2YWx1ZV9zZXJkZRgDIAEoCSJQCghTdHJlYW1PcBIOCgZ0b3BpY3MYASADKAkSEQoJa2V5X3NlcmRlGAIgASgJEhMKC3ZhbHVlX3NlcmRlGAMgASgJEgwKBG5hbWUYBCABKAkiiAEKB1RhYmxlT3ASDQoFdG9waWMYASABKAkSEQoJa2V5X3NlcmRlGAIgASgJEhMKC3ZhbHVlX3NlcmRlGAMgASgJEgwKBG5hbWUYBCABKAkSOAoMbWF0ZXJpYWxpemVkGAUgASgLMiIucG9seXN0cmVhbXMudjFhbHBoYTEuTWF0ZXJpYWxpemVkIogBCgtNYXBWYWx1ZXNPcBINCgVpbnB1dBgBIAEoBBINCgV0b2tlbhgCIAEoDRITCgt2YWx1ZV9zZXJkZRgDIAEoCRIMCgRuYW1lGAQgASgJEjgKDG1hdGVyaWFsaXplZBgFIAEoCzIiLnBvbHlzdHJlYW1zLnYxYWxwaGExLk1hdGVyaWFsaXplZCJwCghGaWx0ZXJPcBINCgVpbnB1dBgBIAEoBBINCgV0b2tlbhgCIAEoDRIMCgRuYW1lGAMgASgJEjgKDG1hdGVyaWFsaXplZBgEIAEoCzIiLnBvbHlzdHJlYW1zLnYxYWxwaGExLk1hdGVyaWFsaXplZCJzCgtGaWx0ZXJOb3RPcBINCgVpbnB1dBgBIAEoBBINCgV0b2tlbhgCIAEoDRIMCgRuYW1lGAMgASgJEjgKDG1hdGVyaWFsaXplZBgEIAEoCzIiLnBvbHlzdHJlYW1zLnYxYWxwaGExLk1hdGVyaWFsaXplZCJSCg9GbGF0TWFwVmFsdWVzT3ASDQoFaW5wdXQYASABKAQSDQoFdG9rZW4YAiABKA0SEwoLdmFsdWVfc2VyZGUYAyABKAkSDAoEbmFtZRgEIAEoCSJbCgVNYXBPcBINCgVpbnB1dBgBIAEoBBINCgV0b2tlbhgCIAEoDRIRCglrZXlfc2VyZGUYAyABKAkSEwoLdmFsdWVfc2VyZGUYBCABKAkSDAoEbmFtZRgFIAEoCSJMCgtTZWxlY3RLZXlPcBINCgVpbnB1dBgBIAEoBBINCgV0b2tlbhgCIAEoDRIRCglrZXlfc2VyZGUYAyABKAkSDAoEbmFtZRgEIAEoCSI0CgZQZWVrT3ASDQoFaW5wdXQYASABKAQSDQoFdG9rZW4YAiABKA0SDAoEbmFtZRgDIAEoCSI3CglGb3JlYWNoT3ASDQoFaW5wdXQYASABKAQSDQoFdG9rZW4YAiABKA0SDAoEbmFtZRgDIAEoCSJTCgxHcm91cEJ5S2V5T3ASDQoFaW5wdXQYASABKAQSEQoJa2V5X3NlcmRlGAIgASgJEhMKC3ZhbHVlX3NlcmRlGAMgASgJEgwKBG5hbWUYBCABKAkiXwoJR3JvdXBCeU9wEg0KBWlucHV0GAEgASgEEg0KBXRva2VuGAIgASgNEhEKCWtleV9zZXJkZRgDIAEoCRITCgt2YWx1ZV9zZXJkZRgEIAEoCRIMCgRuYW1lGAUgASgJImAKB0NvdW50T3ASDQoFaW5wdXQYASABKAQSOAoMbWF0ZXJpYWxpemVkGAIgASgLMiIucG9seXN0cmVhbXMudjFhbHBoYTEuTWF0ZXJpYWxpemVkEgwKBG5hbWUYAyABKAkiugEKCFJlZHVjZU9wEg0KBWlucHV0GAEgASgEEg0KBXRva2VuGAIgASgNEi4KB2J1aWx0aW4YAyABKA4yHS5wb2x5c3RyZWFtcy52MWFscGhhMS5SZWR1Y2VyEjgKDG1hdGVyaWFsaXplZBgEIAEoCzIiLnBvbHlzdHJlYW1zLnYxYWxwaGExLk1hdGVyaWFsaXplZBIMCgRuYW1lGAUgASgJEhgKEHN1YnRyYWN0b3JfdG9rZW4YBiABKA0iswEKC0FnZ3JlZ2F0ZU9wEg0KBWlucHV0GAEgASgEEhkKEWluaXRpYWxpemVyX3Rva2VuGAIgASgNEhgKEGFnZ3JlZ2F0b3JfdG9rZW4YAyABKA0SOAoMbWF0ZXJpYWxpemVkGAQgASgLMiIucG9seXN0cmVhbXMudjFhbHBoYTEuTWF0ZXJpYWxpemVkEgwKBG5hbWUYBSABKAkSGAoQc3VidHJhY3Rvcl90b2tlbhgGIAEoDSIpCgpUb1N0cmVhbU9wEg0KBWlucHV0GAEgASgEEgwKBG5hbWUYAiABKAkiWgoEVG9PcBINCgVpbnB1dBgBIAEoBBINCgV0b3BpYxgCIAEoCRIRCglrZXlfc2VyZGUYAyABKAkSEwoLdmFsdWVfc2VyZGUYBCABKAkSDAoEbmFtZRgFIAEoCSKqBwoMQnVpbGRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSMAoGc3RyZWFtGAogASgLMh4ucG9seXN0cmVhbXMudjFhbHBoYTEuU3RyZWFtT3BIABI3CgptYXBfdmFsdWVzGAsgASgLMiEucG9seXN0cmVhbXMudjFhbHBoYTEuTWFwVmFsdWVzT3BIABIwCgZmaWx0ZXIYDCABKAsyHi5wb2x5c3RyZWFtcy52MWFscGhhMS5GaWx0ZXJPcEgAEjcKCmZpbHRlcl9ub3QYDSABKAsyIS5wb2x5c3RyZWFtcy52MWFscGhhMS5GaWx0ZXJOb3RPcEgAEkAKD2ZsYXRfbWFwX3ZhbHVlcxgOIAEoCzIlLnBvbHlzdHJlYW1zLnYxYWxwaGExLkZsYXRNYXBWYWx1ZXNPcEgAEioKA21hcBgPIAEoCzIbLnBvbHlzdHJlYW1zLnYxYWxwaGExLk1hcE9wSAASNwoKc2VsZWN0X2tleRgQIAEoCzIhLnBvbHlzdHJlYW1zLnYxYWxwaGExLlNlbGVjdEtleU9wSAASLAoEcGVlaxgRIAEoCzIcLnBvbHlzdHJlYW1zLnYxYWxwaGExLlBlZWtPcEgAEjIKB2ZvcmVhY2gYEiABKAsyHy5wb2x5c3RyZWFtcy52MWFscGhhMS5Gb3JlYWNoT3BIABI6Cgxncm91cF9ieV9rZXkYEyABKAsyIi5wb2x5c3RyZWFtcy52MWFscGhhMS5Hcm91cEJ5S2V5T3BIABIzCghncm91cF9ieRgUIAEoCzIfLnBvbHlzdHJlYW1zLnYxYWxwaGExLkdyb3VwQnlPcEgAEi4KBWNvdW50GBUgASgLMh0ucG9seXN0cmVhbXMudjFhbHBoYTEuQ291bnRPcEgAEjUKCXRvX3N0cmVhbRgWIAEoCzIgLnBvbHlzdHJlYW1zLnYxYWxwaGExLlRvU3RyZWFtT3BIABIoCgJ0bxgXIAEoCzIaLnBvbHlzdHJlYW1zLnYxYWxwaGExLlRvT3BIABIwCgZyZWR1Y2UYGCABKAsyHi5wb2x5c3RyZWFtcy52MWFscGhhMS5SZWR1Y2VPcEgAEjYKCWFnZ3JlZ2F0ZRgZIAEoCzIhLnBvbHlzdHJlYW1zLnYxYWxwaGExLkFnZ3JlZ2F0ZU9wSAASLgoFdGFibGUYGiABKAsyHS5wb2x5c3RyZWFtcy52MWFscGhhMS5UYWJsZU9wSABCCwoJb3BlcmF0aW9uIj0KDUJ1aWxkUmVzcG9uc2USLAoGaGFuZGxlGAEgASgLMhwucG9seXN0cmVhbXMudjFhbHBoYTEuSGFuZGxlIiUKD0Rlc2NyaWJlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIl0KEERlc2NyaWJlUmVzcG9uc2USDAoEdGV4dBgBIAEoCRI7Cgh0b3BvbG9neRgCIAEoCzIpLnBvbHlzdHJlYW1zLnYxYWxwaGExLlRvcG9sb2d5RGVzY3JpcHRpb24iTwoTVG9wb2xvZ3lEZXNjcmlwdGlvbhI4Cg1zdWJ0b3BvbG9naWVzGAEgAygLMiEucG9seXN0cmVhbXMudjFhbHBoYTEuU3VidG9wb2xvZ3kiRAoLU3VidG9wb2xvZ3kSCgoCaWQYASABKAUSKQoFbm9kZXMYAiADKAsyGi5wb2x5c3RyZWFtcy52MWFscGhhMS5Ob2RlIu4BCgROb2RlEgwKBG5hbWUYASABKAkSLQoEdHlwZRgCIAEoDjIfLnBvbHlzdHJlYW1zLnYxYWxwaGExLk5vZGUuVHlwZRIOCgZ0b3BpY3MYAyADKAkSDQoFdG9waWMYBCABKAkSDgoGc3RvcmVzGAUgAygJEhIKCnN1Y2Nlc3NvcnMYBiADKAkSFAoMcHJlZGVjZXNzb3JzGAcgAygJIlAKBFR5cGUSFAoQVFlQRV9VTlNQRUNJRklFRBAAEg8KC1RZUEVfU09VUkNFEAESEgoOVFlQRV9QUk9DRVNTT1IQAhINCglUWVBFX1NJTksQAyIiCgxTdGFydFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSIPCg1TdGFydFJlc3BvbnNlIpMBCg9FeGNoYW5nZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIRCgl3b3JrZXJfaWQYAiABKAkSMwoHcmVzdWx0cxgDIAMoCzIiLnBvbHlzdHJlYW1zLnYxYWxwaGExLkJ1bmRsZVJlc3VsdBITCgttYXhfYnVuZGxlcxgEIAEoBRIPCgd3YWl0X21zGAUgASgFIvABChBFeGNoYW5nZVJlc3BvbnNlEi0KB2J1bmRsZXMYASADKAsyHC5wb2x5c3RyZWFtcy52MWFscGhhMS5CdW5kbGUSKgoFc3RhdGUYAiABKA4yGy5wb2x5c3RyZWFtcy52MWFscGhhMS5TdGF0ZRINCgVlcnJvchgDIAEoCRI6Cg1mYWlsZWRfcmVjb3JkGAQgASgLMiMucG9seXN0cmVhbXMudjFhbHBoYTEuUmVjb3JkQ29udGV4dBI2CgdyZXN0b3JlGAUgASgLMiUucG9seXN0cmVhbXMudjFhbHBoYTEuUmVzdG9yZVByb2dyZXNzIk8KDVJlY29yZENvbnRleHQSDQoFdG9waWMYASABKAkSEQoJcGFydGl0aW9uGAIgASgFEg4KBm9mZnNldBgDIAEoAxIMCgRub2RlGAQgASgJIowBCgRTdGVwEg0KBXRva2VuGAEgASgNEjIKCW9wZXJhdGlvbhgCIAEoDjIfLnBvbHlzdHJlYW1zLnYxYWxwaGExLk9wZXJhdGlvbhIMCgRub2RlGAMgASgJEhkKEWluaXRpYWxpemVyX3Rva2VuGAQgASgNEhgKEHN1YnRyYWN0b3JfdG9rZW4YBSABKA0iugMKBkJ1bmRsZRIKCgJpZBgBIAEoBBIpCgVzdGVwcxgCIAMoCzIaLnBvbHlzdHJlYW1zLnYxYWxwaGExLlN0ZXASEQoJa2V5X3NlcmRlGAMgASgJEhMKC3ZhbHVlX3NlcmRlGAQgASgJEhgKEG91dHB1dF9rZXlfc2VyZGUYBSABKAkSGgoSb3V0cHV0X3ZhbHVlX3NlcmRlGAYgASgJEhMKC2tleV9sZW5ndGhzGAcgAygREgwKBGtleXMYCCABKAwSFQoNdmFsdWVfbGVuZ3RocxgJIAMoERIOCgZ2YWx1ZXMYCiABKAwSDQoFdG9waWMYCyABKAkSEQoJcGFydGl0aW9uGAwgASgFEg8KB29mZnNldHMYDSADKAMSEgoKdGltZXN0YW1wcxgOIAMoAxITCgtncm91cF9zaXplcxgPIAMoERIZChFhZ2dyZWdhdGVfbGVuZ3RocxgQIAMoERISCgphZ2dyZWdhdGVzGBEgASgMEhcKD2FnZ3JlZ2F0ZV9zZXJkZRgSIAEoCRIZChFvbGRfdmFsdWVfbGVuZ3RocxgTIAMoERISCgpvbGRfdmFsdWVzGBQgASgMIrkBCgxCdW5kbGVSZXN1bHQSEQoJYnVuZGxlX2lkGAEgASgEEhUKDW91dHB1dF9jb3VudHMYAiADKBESEwoLa2V5X2xlbmd0aHMYAyADKBESDAoEa2V5cxgEIAEoDBIVCg12YWx1ZV9sZW5ndGhzGAUgAygREg4KBnZhbHVlcxgGIAEoDBI1CghmYWlsdXJlcxgHIAMoCzIjLnBvbHlzdHJlYW1zLnYxYWxwaGExLlJlY29yZEZhaWx1cmUiPQoNUmVjb3JkRmFpbHVyZRINCgVpbmRleBgBIAEoBRIMCgRzdGVwGAIgASgFEg8KB21lc3NhZ2UYAyABKAkiegoPUmVzdG9yZVByb2dyZXNzEhgKEHJlc3RvcmVkX3JlY29yZHMYASABKAMSFQoNdG90YWxfcmVjb3JkcxgCIAEoAxIcChRyZXN0b3JpbmdfcGFydGl0aW9ucxgDIAEoBRIYChB0b3RhbF9wYXJ0aXRpb25zGAQgASgFIiUKD0dldFN0YXRlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIsEBChBHZXRTdGF0ZVJlc3BvbnNlEioKBXN0YXRlGAEgASgOMhsucG9seXN0cmVhbXMudjFhbHBoYTEuU3RhdGUSDQoFZXJyb3IYAiABKAkSOgoNZmFpbGVkX3JlY29yZBgDIAEoCzIjLnBvbHlzdHJlYW1zLnYxYWxwaGExLlJlY29yZENvbnRleHQSNgoHcmVzdG9yZRgEIAEoCzIlLnBvbHlzdHJlYW1zLnYxYWxwaGExLlJlc3RvcmVQcm9ncmVzcyIhCgtTdG9wUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIg4KDFN0b3BSZXNwb25zZSKqAQoMUXVlcnlSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDQoFc3RvcmUYAiABKAkSDQoDZ2V0GAMgASgMSAASLwoFcmFuZ2UYBCABKAsyHi5wb2x5c3RyZWFtcy52MWFscGhhMS5LZXlSYW5nZUgAEhAKBnByZWZpeBgFIAEoDEgAEg0KA2FsbBgGIAEoCEgAEg0KBWxpbWl0GAcgASgFQgcKBXF1ZXJ5Ij4KCEtleVJhbmdlEhEKBGZyb20YASABKAxIAIgBARIPCgJ0bxgCIAEoDEgBiAEBQgcKBV9mcm9tQgUKA190byKUAQoNUXVlcnlSZXNwb25zZRITCgtrZXlfbGVuZ3RocxgBIAMoERIMCgRrZXlzGAIgASgMEhUKDXZhbHVlX2xlbmd0aHMYAyADKBESDgoGdmFsdWVzGAQgASgMEhEKCWtleV9zZXJkZRgFIAEoCRITCgt2YWx1ZV9zZXJkZRgGIAEoCRIRCgl0cnVuY2F0ZWQYByABKAgqbgoES2luZBIUChBLSU5EX1VOU1BFQ0lGSUVEEAASDwoLS0lORF9TVFJFQU0QARIXChNLSU5EX0dST1VQRURfU1RSRUFNEAISDgoKS0lORF9UQUJMRRADEhYKEktJTkRfR1JPVVBFRF9UQUJMRRAEKmkKB1JlZHVjZXISFwoTUkVEVUNFUl9VTlNQRUNJRklFRBAAEg8KC1JFRFVDRVJfU1VNEAESDwoLUkVEVUNFUl9NSU4QAhIPCgtSRURVQ0VSX01BWBADEhIKDlJFRFVDRVJfTEFURVNUEAQqlgIKCU9wZXJhdGlvbhIZChVPUEVSQVRJT05fVU5TUEVDSUZJRUQQABIYChRPUEVSQVRJT05fTUFQX1ZBTFVFUxABEhQKEE9QRVJBVElPTl9GSUxURVIQAhIYChRPUEVSQVRJT05fRklMVEVSX05PVBADEh0KGU9QRVJBVElPTl9GTEFUX01BUF9WQUxVRVMQBBIRCg1PUEVSQVRJT05fTUFQEAUSGAoUT1BFUkFUSU9OX1NFTEVDVF9LRVkQBhISCg5PUEVSQVRJT05fUEVFSxAHEhUKEU9QRVJBVElPTl9GT1JFQUNIEAgSFAoQT1BFUkFUSU9OX1JFRFVDRRAJEhcKE09QRVJBVElPTl9BR0dSRUdBVEUQCiqUAQoFU3RhdGUSFQoRU1RBVEVfVU5TUEVDSUZJRUQQABIRCg1TVEFURV9DUkVBVEVEEAESFQoRU1RBVEVfUkVCQUxBTkNJTkcQAhIRCg1TVEFURV9SVU5OSU5HEAMSEQoNU1RBVEVfU1RPUFBFRBAEEg8KC1NUQVRFX0VSUk9SEAUSEwoPU1RBVEVfUkVTVE9SSU5HEAYyvAYKDUVuZ2luZVNlcnZpY2USYgoLT3BlblNlc3Npb24SKC5wb2x5c3RyZWFtcy52MWFscGhhMS5PcGVuU2Vzc2lvblJlcXVlc3QaKS5wb2x5c3RyZWFtcy52MWFscGhhMS5PcGVuU2Vzc2lvblJlc3BvbnNlEnEKEFJlZ2lzdGVyRnVuY3Rpb24SLS5wb2x5c3RyZWFtcy52MWFscGhhMS5SZWdpc3RlckZ1bmN0aW9uUmVxdWVzdBouLnBvbHlzdHJlYW1zLnYxYWxwaGExLlJlZ2lzdGVyRnVuY3Rpb25SZXNwb25zZRJQCgVCdWlsZBIiLnBvbHlzdHJlYW1zLnYxYWxwaGExLkJ1aWxkUmVxdWVzdBojLnBvbHlzdHJlYW1zLnYxYWxwaGExLkJ1aWxkUmVzcG9uc2USWQoIRGVzY3JpYmUSJS5wb2x5c3RyZWFtcy52MWFscGhhMS5EZXNjcmliZVJlcXVlc3QaJi5wb2x5c3RyZWFtcy52MWFscGhhMS5EZXNjcmliZVJlc3BvbnNlElAKBVN0YXJ0EiIucG9seXN0cmVhbXMudjFhbHBoYTEuU3RhcnRSZXF1ZXN0GiMucG9seXN0cmVhbXMudjFhbHBoYTEuU3RhcnRSZXNwb25zZRJZCghFeGNoYW5nZRIlLnBvbHlzdHJlYW1zLnYxYWxwaGExLkV4Y2hhbmdlUmVxdWVzdBomLnBvbHlzdHJlYW1zLnYxYWxwaGExLkV4Y2hhbmdlUmVzcG9uc2USWQoIR2V0U3RhdGUSJS5wb2x5c3RyZWFtcy52MWFscGhhMS5HZXRTdGF0ZVJlcXVlc3QaJi5wb2x5c3RyZWFtcy52MWFscGhhMS5HZXRTdGF0ZVJlc3BvbnNlEk0KBFN0b3ASIS5wb2x5c3RyZWFtcy52MWFscGhhMS5TdG9wUmVxdWVzdBoiLnBvbHlzdHJlYW1zLnYxYWxwaGExLlN0b3BSZXNwb25zZRJQCgVRdWVyeRIiLnBvbHlzdHJlYW1zLnYxYWxwaGExLlF1ZXJ5UmVxdWVzdBojLnBvbHlzdHJlYW1zLnYxYWxwaGExLlF1ZXJ5UmVzcG9uc2VCWlpYZ2l0aHViLmNvbS9wb2x5c3RyZWFtcy9wb2x5c3RyZWFtcy9wcm90by9nZW4vZ28vcG9seXN0cmVhbXMvdjFhbHBoYTE7cG9seXN0cmVhbXN2MWFscGhhMWIGcHJvdG8z");
 
 /**
  * @generated from message polystreams.v1alpha1.OpenSessionRequest
@@ -243,6 +243,57 @@ export const StreamOpSchema: GenMessage<StreamOp> = /*@__PURE__*/
   messageDesc(file_polystreams_v1alpha1_engine, 6);
 
 /**
+ * TableOp is StreamsBuilder.table: a KTable over a topic, whose records are
+ * upserts (a null value deletes its key).
+ *
+ * @generated from message polystreams.v1alpha1.TableOp
+ */
+export type TableOp = Message<"polystreams.v1alpha1.TableOp"> & {
+  /**
+   * @generated from field: string topic = 1;
+   */
+  topic: string;
+
+  /**
+   * Serdes of the topic's records; empty means bytes.
+   *
+   * @generated from field: string key_serde = 2;
+   */
+  keySerde: string;
+
+  /**
+   * @generated from field: string value_serde = 3;
+   */
+  valueSerde: string;
+
+  /**
+   * Consumed.as: names the source node, and the table source node as
+   * "<name>-table-source"; empty means generated.
+   *
+   * @generated from field: string name = 4;
+   */
+  name: string;
+
+  /**
+   * Materialized.as: a named store makes the table queryable. Absent or with
+   * an empty store_name, the store is named "<topic>-STATE-STORE-<n>" and
+   * exists only if a downstream operator needs it (as in Kafka Streams).
+   *
+   * @generated from field: polystreams.v1alpha1.Materialized materialized = 5;
+   */
+  materialized?: Materialized | undefined;
+};
+
+/**
+ * Describes the message polystreams.v1alpha1.TableOp.
+ * Use `create(TableOpSchema)` to create a new message.
+ */
+export const TableOpSchema: GenMessage<TableOp> = /*@__PURE__*/
+  messageDesc(file_polystreams_v1alpha1_engine, 7);
+
+/**
+ * MapValuesOp is KStream.mapValues, or KTable.mapValues when input is a table.
+ *
  * @generated from message polystreams.v1alpha1.MapValuesOp
  */
 export type MapValuesOp = Message<"polystreams.v1alpha1.MapValuesOp"> & {
@@ -267,6 +318,13 @@ export type MapValuesOp = Message<"polystreams.v1alpha1.MapValuesOp"> & {
    * @generated from field: string name = 4;
    */
   name: string;
+
+  /**
+   * Tables only: materialize the result in a store (queryable when named).
+   *
+   * @generated from field: polystreams.v1alpha1.Materialized materialized = 5;
+   */
+  materialized?: Materialized | undefined;
 };
 
 /**
@@ -274,9 +332,12 @@ export type MapValuesOp = Message<"polystreams.v1alpha1.MapValuesOp"> & {
  * Use `create(MapValuesOpSchema)` to create a new message.
  */
 export const MapValuesOpSchema: GenMessage<MapValuesOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 7);
+  messageDesc(file_polystreams_v1alpha1_engine, 8);
 
 /**
+ * FilterOp is KStream.filter, or KTable.filter when input is a table (a
+ * table forwards a tombstone for a record that does not pass).
+ *
  * @generated from message polystreams.v1alpha1.FilterOp
  */
 export type FilterOp = Message<"polystreams.v1alpha1.FilterOp"> & {
@@ -294,6 +355,13 @@ export type FilterOp = Message<"polystreams.v1alpha1.FilterOp"> & {
    * @generated from field: string name = 3;
    */
   name: string;
+
+  /**
+   * Tables only, as in MapValuesOp.
+   *
+   * @generated from field: polystreams.v1alpha1.Materialized materialized = 4;
+   */
+  materialized?: Materialized | undefined;
 };
 
 /**
@@ -301,7 +369,7 @@ export type FilterOp = Message<"polystreams.v1alpha1.FilterOp"> & {
  * Use `create(FilterOpSchema)` to create a new message.
  */
 export const FilterOpSchema: GenMessage<FilterOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 8);
+  messageDesc(file_polystreams_v1alpha1_engine, 9);
 
 /**
  * @generated from message polystreams.v1alpha1.FilterNotOp
@@ -321,6 +389,13 @@ export type FilterNotOp = Message<"polystreams.v1alpha1.FilterNotOp"> & {
    * @generated from field: string name = 3;
    */
   name: string;
+
+  /**
+   * Tables only, as in MapValuesOp.
+   *
+   * @generated from field: polystreams.v1alpha1.Materialized materialized = 4;
+   */
+  materialized?: Materialized | undefined;
 };
 
 /**
@@ -328,7 +403,7 @@ export type FilterNotOp = Message<"polystreams.v1alpha1.FilterNotOp"> & {
  * Use `create(FilterNotOpSchema)` to create a new message.
  */
 export const FilterNotOpSchema: GenMessage<FilterNotOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 9);
+  messageDesc(file_polystreams_v1alpha1_engine, 10);
 
 /**
  * @generated from message polystreams.v1alpha1.FlatMapValuesOp
@@ -360,7 +435,7 @@ export type FlatMapValuesOp = Message<"polystreams.v1alpha1.FlatMapValuesOp"> & 
  * Use `create(FlatMapValuesOpSchema)` to create a new message.
  */
 export const FlatMapValuesOpSchema: GenMessage<FlatMapValuesOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 10);
+  messageDesc(file_polystreams_v1alpha1_engine, 11);
 
 /**
  * @generated from message polystreams.v1alpha1.MapOp
@@ -399,7 +474,7 @@ export type MapOp = Message<"polystreams.v1alpha1.MapOp"> & {
  * Use `create(MapOpSchema)` to create a new message.
  */
 export const MapOpSchema: GenMessage<MapOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 11);
+  messageDesc(file_polystreams_v1alpha1_engine, 12);
 
 /**
  * @generated from message polystreams.v1alpha1.SelectKeyOp
@@ -431,7 +506,7 @@ export type SelectKeyOp = Message<"polystreams.v1alpha1.SelectKeyOp"> & {
  * Use `create(SelectKeyOpSchema)` to create a new message.
  */
 export const SelectKeyOpSchema: GenMessage<SelectKeyOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 12);
+  messageDesc(file_polystreams_v1alpha1_engine, 13);
 
 /**
  * @generated from message polystreams.v1alpha1.PeekOp
@@ -458,7 +533,7 @@ export type PeekOp = Message<"polystreams.v1alpha1.PeekOp"> & {
  * Use `create(PeekOpSchema)` to create a new message.
  */
 export const PeekOpSchema: GenMessage<PeekOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 13);
+  messageDesc(file_polystreams_v1alpha1_engine, 14);
 
 /**
  * @generated from message polystreams.v1alpha1.ForeachOp
@@ -485,7 +560,7 @@ export type ForeachOp = Message<"polystreams.v1alpha1.ForeachOp"> & {
  * Use `create(ForeachOpSchema)` to create a new message.
  */
 export const ForeachOpSchema: GenMessage<ForeachOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 14);
+  messageDesc(file_polystreams_v1alpha1_engine, 15);
 
 /**
  * @generated from message polystreams.v1alpha1.GroupByKeyOp
@@ -521,9 +596,13 @@ export type GroupByKeyOp = Message<"polystreams.v1alpha1.GroupByKeyOp"> & {
  * Use `create(GroupByKeyOpSchema)` to create a new message.
  */
 export const GroupByKeyOpSchema: GenMessage<GroupByKeyOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 15);
+  messageDesc(file_polystreams_v1alpha1_engine, 16);
 
 /**
+ * GroupByOp is KStream.groupBy (token selects the new key from (key,
+ * value): OPERATION_SELECT_KEY) or KTable.groupBy (token maps (key, value)
+ * to the new (key, value): OPERATION_MAP), which makes a grouped table.
+ *
  * @generated from message polystreams.v1alpha1.GroupByOp
  */
 export type GroupByOp = Message<"polystreams.v1alpha1.GroupByOp"> & {
@@ -533,8 +612,6 @@ export type GroupByOp = Message<"polystreams.v1alpha1.GroupByOp"> & {
   input: bigint;
 
   /**
-   * Selects the new key from (key, value).
-   *
    * @generated from field: uint32 token = 2;
    */
   token: number;
@@ -560,14 +637,14 @@ export type GroupByOp = Message<"polystreams.v1alpha1.GroupByOp"> & {
  * Use `create(GroupByOpSchema)` to create a new message.
  */
 export const GroupByOpSchema: GenMessage<GroupByOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 16);
+  messageDesc(file_polystreams_v1alpha1_engine, 17);
 
 /**
  * @generated from message polystreams.v1alpha1.CountOp
  */
 export type CountOp = Message<"polystreams.v1alpha1.CountOp"> & {
   /**
-   * A grouped stream.
+   * A grouped stream or a grouped table.
    *
    * @generated from field: uint64 input = 1;
    */
@@ -593,22 +670,23 @@ export type CountOp = Message<"polystreams.v1alpha1.CountOp"> & {
  * Use `create(CountOpSchema)` to create a new message.
  */
 export const CountOpSchema: GenMessage<CountOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 17);
+  messageDesc(file_polystreams_v1alpha1_engine, 18);
 
 /**
  * @generated from message polystreams.v1alpha1.ReduceOp
  */
 export type ReduceOp = Message<"polystreams.v1alpha1.ReduceOp"> & {
   /**
-   * A grouped stream.
+   * A grouped stream or a grouped table.
    *
    * @generated from field: uint64 input = 1;
    */
   input: bigint;
 
   /**
-   * The reducer: a host function fn(aggregate, value) -> aggregate, or a
-   * built-in. Exactly one of the two is set.
+   * The reducer (for a grouped table: the adder): a host function
+   * fn(aggregate, value) -> aggregate, or a built-in. Exactly one of the two
+   * is set.
    *
    * @generated from field: uint32 token = 2;
    */
@@ -630,6 +708,16 @@ export type ReduceOp = Message<"polystreams.v1alpha1.ReduceOp"> & {
    * @generated from field: string name = 5;
    */
   name: string;
+
+  /**
+   * Grouped tables only: fn(aggregate, old value) -> aggregate, removing a
+   * value the table replaced or deleted. Required with a host adder; with
+   * REDUCER_SUM the engine subtracts (the other built-ins cannot be undone
+   * and are refused on a grouped table).
+   *
+   * @generated from field: uint32 subtractor_token = 6;
+   */
+  subtractorToken: number;
 };
 
 /**
@@ -637,14 +725,14 @@ export type ReduceOp = Message<"polystreams.v1alpha1.ReduceOp"> & {
  * Use `create(ReduceOpSchema)` to create a new message.
  */
 export const ReduceOpSchema: GenMessage<ReduceOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 18);
+  messageDesc(file_polystreams_v1alpha1_engine, 19);
 
 /**
  * @generated from message polystreams.v1alpha1.AggregateOp
  */
 export type AggregateOp = Message<"polystreams.v1alpha1.AggregateOp"> & {
   /**
-   * A grouped stream.
+   * A grouped stream or a grouped table.
    *
    * @generated from field: uint64 input = 1;
    */
@@ -658,7 +746,7 @@ export type AggregateOp = Message<"polystreams.v1alpha1.AggregateOp"> & {
   initializerToken: number;
 
   /**
-   * fn(key, value, aggregate) -> aggregate.
+   * fn(key, value, aggregate) -> aggregate (for a grouped table: the adder).
    *
    * @generated from field: uint32 aggregator_token = 3;
    */
@@ -675,6 +763,14 @@ export type AggregateOp = Message<"polystreams.v1alpha1.AggregateOp"> & {
    * @generated from field: string name = 5;
    */
   name: string;
+
+  /**
+   * Grouped tables only (and required there): fn(key, old value, aggregate)
+   * -> aggregate, removing a value the table replaced or deleted.
+   *
+   * @generated from field: uint32 subtractor_token = 6;
+   */
+  subtractorToken: number;
 };
 
 /**
@@ -682,7 +778,7 @@ export type AggregateOp = Message<"polystreams.v1alpha1.AggregateOp"> & {
  * Use `create(AggregateOpSchema)` to create a new message.
  */
 export const AggregateOpSchema: GenMessage<AggregateOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 19);
+  messageDesc(file_polystreams_v1alpha1_engine, 20);
 
 /**
  * @generated from message polystreams.v1alpha1.ToStreamOp
@@ -704,7 +800,7 @@ export type ToStreamOp = Message<"polystreams.v1alpha1.ToStreamOp"> & {
  * Use `create(ToStreamOpSchema)` to create a new message.
  */
 export const ToStreamOpSchema: GenMessage<ToStreamOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 20);
+  messageDesc(file_polystreams_v1alpha1_engine, 21);
 
 /**
  * @generated from message polystreams.v1alpha1.ToOp
@@ -743,7 +839,7 @@ export type ToOp = Message<"polystreams.v1alpha1.ToOp"> & {
  * Use `create(ToOpSchema)` to create a new message.
  */
 export const ToOpSchema: GenMessage<ToOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 21);
+  messageDesc(file_polystreams_v1alpha1_engine, 22);
 
 /**
  * @generated from message polystreams.v1alpha1.BuildRequest
@@ -855,6 +951,12 @@ export type BuildRequest = Message<"polystreams.v1alpha1.BuildRequest"> & {
      */
     value: AggregateOp;
     case: "aggregate";
+  } | {
+    /**
+     * @generated from field: polystreams.v1alpha1.TableOp table = 26;
+     */
+    value: TableOp;
+    case: "table";
   } | { case: undefined; value?: undefined };
 };
 
@@ -863,7 +965,7 @@ export type BuildRequest = Message<"polystreams.v1alpha1.BuildRequest"> & {
  * Use `create(BuildRequestSchema)` to create a new message.
  */
 export const BuildRequestSchema: GenMessage<BuildRequest> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 22);
+  messageDesc(file_polystreams_v1alpha1_engine, 23);
 
 /**
  * @generated from message polystreams.v1alpha1.BuildResponse
@@ -882,7 +984,7 @@ export type BuildResponse = Message<"polystreams.v1alpha1.BuildResponse"> & {
  * Use `create(BuildResponseSchema)` to create a new message.
  */
 export const BuildResponseSchema: GenMessage<BuildResponse> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 23);
+  messageDesc(file_polystreams_v1alpha1_engine, 24);
 
 /**
  * @generated from message polystreams.v1alpha1.DescribeRequest
@@ -899,7 +1001,7 @@ export type DescribeRequest = Message<"polystreams.v1alpha1.DescribeRequest"> & 
  * Use `create(DescribeRequestSchema)` to create a new message.
  */
 export const DescribeRequestSchema: GenMessage<DescribeRequest> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 24);
+  messageDesc(file_polystreams_v1alpha1_engine, 25);
 
 /**
  * @generated from message polystreams.v1alpha1.DescribeResponse
@@ -925,7 +1027,7 @@ export type DescribeResponse = Message<"polystreams.v1alpha1.DescribeResponse"> 
  * Use `create(DescribeResponseSchema)` to create a new message.
  */
 export const DescribeResponseSchema: GenMessage<DescribeResponse> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 25);
+  messageDesc(file_polystreams_v1alpha1_engine, 26);
 
 /**
  * @generated from message polystreams.v1alpha1.TopologyDescription
@@ -942,7 +1044,7 @@ export type TopologyDescription = Message<"polystreams.v1alpha1.TopologyDescript
  * Use `create(TopologyDescriptionSchema)` to create a new message.
  */
 export const TopologyDescriptionSchema: GenMessage<TopologyDescription> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 26);
+  messageDesc(file_polystreams_v1alpha1_engine, 27);
 
 /**
  * @generated from message polystreams.v1alpha1.Subtopology
@@ -964,7 +1066,7 @@ export type Subtopology = Message<"polystreams.v1alpha1.Subtopology"> & {
  * Use `create(SubtopologySchema)` to create a new message.
  */
 export const SubtopologySchema: GenMessage<Subtopology> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 27);
+  messageDesc(file_polystreams_v1alpha1_engine, 28);
 
 /**
  * Node is one node of a sub-topology, in describe() order.
@@ -1019,7 +1121,7 @@ export type Node = Message<"polystreams.v1alpha1.Node"> & {
  * Use `create(NodeSchema)` to create a new message.
  */
 export const NodeSchema: GenMessage<Node> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 28);
+  messageDesc(file_polystreams_v1alpha1_engine, 29);
 
 /**
  * @generated from enum polystreams.v1alpha1.Node.Type
@@ -1050,7 +1152,7 @@ export enum Node_Type {
  * Describes the enum polystreams.v1alpha1.Node.Type.
  */
 export const Node_TypeSchema: GenEnum<Node_Type> = /*@__PURE__*/
-  enumDesc(file_polystreams_v1alpha1_engine, 28, 0);
+  enumDesc(file_polystreams_v1alpha1_engine, 29, 0);
 
 /**
  * @generated from message polystreams.v1alpha1.StartRequest
@@ -1067,7 +1169,7 @@ export type StartRequest = Message<"polystreams.v1alpha1.StartRequest"> & {
  * Use `create(StartRequestSchema)` to create a new message.
  */
 export const StartRequestSchema: GenMessage<StartRequest> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 29);
+  messageDesc(file_polystreams_v1alpha1_engine, 30);
 
 /**
  * @generated from message polystreams.v1alpha1.StartResponse
@@ -1080,7 +1182,7 @@ export type StartResponse = Message<"polystreams.v1alpha1.StartResponse"> & {
  * Use `create(StartResponseSchema)` to create a new message.
  */
 export const StartResponseSchema: GenMessage<StartResponse> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 30);
+  messageDesc(file_polystreams_v1alpha1_engine, 31);
 
 /**
  * @generated from message polystreams.v1alpha1.ExchangeRequest
@@ -1126,7 +1228,7 @@ export type ExchangeRequest = Message<"polystreams.v1alpha1.ExchangeRequest"> & 
  * Use `create(ExchangeRequestSchema)` to create a new message.
  */
 export const ExchangeRequestSchema: GenMessage<ExchangeRequest> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 31);
+  messageDesc(file_polystreams_v1alpha1_engine, 32);
 
 /**
  * @generated from message polystreams.v1alpha1.ExchangeResponse
@@ -1158,6 +1260,13 @@ export type ExchangeResponse = Message<"polystreams.v1alpha1.ExchangeResponse"> 
    * @generated from field: polystreams.v1alpha1.RecordContext failed_record = 4;
    */
   failedRecord?: RecordContext | undefined;
+
+  /**
+   * Restore progress once the topology started (absent before).
+   *
+   * @generated from field: polystreams.v1alpha1.RestoreProgress restore = 5;
+   */
+  restore?: RestoreProgress | undefined;
 };
 
 /**
@@ -1165,7 +1274,7 @@ export type ExchangeResponse = Message<"polystreams.v1alpha1.ExchangeResponse"> 
  * Use `create(ExchangeResponseSchema)` to create a new message.
  */
 export const ExchangeResponseSchema: GenMessage<ExchangeResponse> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 32);
+  messageDesc(file_polystreams_v1alpha1_engine, 33);
 
 /**
  * RecordContext names a record and the node it failed in.
@@ -1199,7 +1308,7 @@ export type RecordContext = Message<"polystreams.v1alpha1.RecordContext"> & {
  * Use `create(RecordContextSchema)` to create a new message.
  */
 export const RecordContextSchema: GenMessage<RecordContext> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 33);
+  messageDesc(file_polystreams_v1alpha1_engine, 34);
 
 /**
  * Step is one operator of the chain a bundle runs through.
@@ -1230,6 +1339,14 @@ export type Step = Message<"polystreams.v1alpha1.Step"> & {
    * @generated from field: uint32 initializer_token = 4;
    */
   initializerToken: number;
+
+  /**
+   * A table fold (KGroupedTable.reduce / aggregate): the subtractor's token,
+   * with the signature of token's function. 0 for a stream fold.
+   *
+   * @generated from field: uint32 subtractor_token = 5;
+   */
+  subtractorToken: number;
 };
 
 /**
@@ -1237,7 +1354,7 @@ export type Step = Message<"polystreams.v1alpha1.Step"> & {
  * Use `create(StepSchema)` to create a new message.
  */
 export const StepSchema: GenMessage<Step> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 34);
+  messageDesc(file_polystreams_v1alpha1_engine, 35);
 
 /**
  * Bundle is a run of records of one partition, in offset order, to be passed
@@ -1363,6 +1480,27 @@ export type Bundle = Message<"polystreams.v1alpha1.Bundle"> & {
    * @generated from field: string aggregate_serde = 18;
    */
   aggregateSerde: string;
+
+  /**
+   * Table fold bundles (the step has a subtractor_token): each value is a
+   * change of the grouped table. Value i's old value is in old_values
+   * (old_value_lengths[i], -1 = none), and value_lengths[i] may be -1 (the
+   * key was deleted or moved away). For each change, in order, as Kafka
+   * Streams' KTableAggregate / KTableReduce do: if the old value and the
+   * aggregate exist, the subtractor removes the old value; then, if the new
+   * value exists, the adder adds it (to the initializer's aggregate, or for
+   * reduce becoming the aggregate, when there is none). The output of a
+   * change is the aggregate after it; an output length of -1 means the key
+   * has no aggregate (none existed and the change only removed).
+   *
+   * @generated from field: repeated sint32 old_value_lengths = 19;
+   */
+  oldValueLengths: number[];
+
+  /**
+   * @generated from field: bytes old_values = 20;
+   */
+  oldValues: Uint8Array;
 };
 
 /**
@@ -1370,7 +1508,7 @@ export type Bundle = Message<"polystreams.v1alpha1.Bundle"> & {
  * Use `create(BundleSchema)` to create a new message.
  */
 export const BundleSchema: GenMessage<Bundle> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 35);
+  messageDesc(file_polystreams_v1alpha1_engine, 36);
 
 /**
  * BundleResult gives one outcome per input record: zero, one or many outputs,
@@ -1428,7 +1566,7 @@ export type BundleResult = Message<"polystreams.v1alpha1.BundleResult"> & {
  * Use `create(BundleResultSchema)` to create a new message.
  */
 export const BundleResultSchema: GenMessage<BundleResult> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 36);
+  messageDesc(file_polystreams_v1alpha1_engine, 37);
 
 /**
  * RecordFailure says why one record of a bundle failed.
@@ -1463,7 +1601,48 @@ export type RecordFailure = Message<"polystreams.v1alpha1.RecordFailure"> & {
  * Use `create(RecordFailureSchema)` to create a new message.
  */
 export const RecordFailureSchema: GenMessage<RecordFailure> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 37);
+  messageDesc(file_polystreams_v1alpha1_engine, 38);
+
+/**
+ * RestoreProgress says how far restoring stores from their changelogs has
+ * come: over the store partitions this engine restores or restored since its
+ * last rebalance. restored_records counts changelog records read so far;
+ * total_records is what the restore had to read when it began (the changelog
+ * end offset minus the checkpoint), so the restore is done when both are equal
+ * (and total 0 means nothing had to be restored).
+ *
+ * @generated from message polystreams.v1alpha1.RestoreProgress
+ */
+export type RestoreProgress = Message<"polystreams.v1alpha1.RestoreProgress"> & {
+  /**
+   * @generated from field: int64 restored_records = 1;
+   */
+  restoredRecords: bigint;
+
+  /**
+   * @generated from field: int64 total_records = 2;
+   */
+  totalRecords: bigint;
+
+  /**
+   * Store partitions still restoring, and in total.
+   *
+   * @generated from field: int32 restoring_partitions = 3;
+   */
+  restoringPartitions: number;
+
+  /**
+   * @generated from field: int32 total_partitions = 4;
+   */
+  totalPartitions: number;
+};
+
+/**
+ * Describes the message polystreams.v1alpha1.RestoreProgress.
+ * Use `create(RestoreProgressSchema)` to create a new message.
+ */
+export const RestoreProgressSchema: GenMessage<RestoreProgress> = /*@__PURE__*/
+  messageDesc(file_polystreams_v1alpha1_engine, 39);
 
 /**
  * @generated from message polystreams.v1alpha1.GetStateRequest
@@ -1480,7 +1659,7 @@ export type GetStateRequest = Message<"polystreams.v1alpha1.GetStateRequest"> & 
  * Use `create(GetStateRequestSchema)` to create a new message.
  */
 export const GetStateRequestSchema: GenMessage<GetStateRequest> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 38);
+  messageDesc(file_polystreams_v1alpha1_engine, 40);
 
 /**
  * @generated from message polystreams.v1alpha1.GetStateResponse
@@ -1502,6 +1681,13 @@ export type GetStateResponse = Message<"polystreams.v1alpha1.GetStateResponse"> 
    * @generated from field: polystreams.v1alpha1.RecordContext failed_record = 3;
    */
   failedRecord?: RecordContext | undefined;
+
+  /**
+   * Restore progress once the topology started (absent before).
+   *
+   * @generated from field: polystreams.v1alpha1.RestoreProgress restore = 4;
+   */
+  restore?: RestoreProgress | undefined;
 };
 
 /**
@@ -1509,7 +1695,7 @@ export type GetStateResponse = Message<"polystreams.v1alpha1.GetStateResponse"> 
  * Use `create(GetStateResponseSchema)` to create a new message.
  */
 export const GetStateResponseSchema: GenMessage<GetStateResponse> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 39);
+  messageDesc(file_polystreams_v1alpha1_engine, 41);
 
 /**
  * @generated from message polystreams.v1alpha1.StopRequest
@@ -1526,7 +1712,7 @@ export type StopRequest = Message<"polystreams.v1alpha1.StopRequest"> & {
  * Use `create(StopRequestSchema)` to create a new message.
  */
 export const StopRequestSchema: GenMessage<StopRequest> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 40);
+  messageDesc(file_polystreams_v1alpha1_engine, 42);
 
 /**
  * @generated from message polystreams.v1alpha1.StopResponse
@@ -1539,7 +1725,7 @@ export type StopResponse = Message<"polystreams.v1alpha1.StopResponse"> & {
  * Use `create(StopResponseSchema)` to create a new message.
  */
 export const StopResponseSchema: GenMessage<StopResponse> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 41);
+  messageDesc(file_polystreams_v1alpha1_engine, 43);
 
 /**
  * @generated from message polystreams.v1alpha1.QueryRequest
@@ -1611,7 +1797,7 @@ export type QueryRequest = Message<"polystreams.v1alpha1.QueryRequest"> & {
  * Use `create(QueryRequestSchema)` to create a new message.
  */
 export const QueryRequestSchema: GenMessage<QueryRequest> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 42);
+  messageDesc(file_polystreams_v1alpha1_engine, 44);
 
 /**
  * @generated from message polystreams.v1alpha1.KeyRange
@@ -1633,7 +1819,7 @@ export type KeyRange = Message<"polystreams.v1alpha1.KeyRange"> & {
  * Use `create(KeyRangeSchema)` to create a new message.
  */
 export const KeyRangeSchema: GenMessage<KeyRange> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 43);
+  messageDesc(file_polystreams_v1alpha1_engine, 45);
 
 /**
  * @generated from message polystreams.v1alpha1.QueryResponse
@@ -1687,7 +1873,7 @@ export type QueryResponse = Message<"polystreams.v1alpha1.QueryResponse"> & {
  * Use `create(QueryResponseSchema)` to create a new message.
  */
 export const QueryResponseSchema: GenMessage<QueryResponse> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 44);
+  messageDesc(file_polystreams_v1alpha1_engine, 46);
 
 /**
  * Kind is what a handle stands for; each operator accepts certain kinds.
@@ -1720,6 +1906,13 @@ export enum Kind {
    * @generated from enum value: KIND_TABLE = 3;
    */
   TABLE = 3,
+
+  /**
+   * A KGroupedTable (KTable.groupBy).
+   *
+   * @generated from enum value: KIND_GROUPED_TABLE = 4;
+   */
+  GROUPED_TABLE = 4,
 }
 
 /**
@@ -1905,6 +2098,13 @@ export enum State {
    * @generated from enum value: STATE_ERROR = 5;
    */
   ERROR = 5,
+
+  /**
+   * Restoring stores from their changelogs before processing; see restore.
+   *
+   * @generated from enum value: STATE_RESTORING = 6;
+   */
+  RESTORING = 6,
 }
 
 /**
