@@ -35,10 +35,11 @@ func (t *task) fold(ctx context.Context, s *step, recs []rec) ([]rec, error) {
 func foldNative(n *topology.Node, tx *storeTx, recs []rec) ([]rec, error) {
 	out := make([]rec, 0, len(recs))
 	for _, r := range recs {
-		agg, err := tx.get(r.key)
+		cur, err := tx.get(r.key)
 		if err != nil {
 			return nil, recordError(r, n.Name, err)
 		}
+		agg := cur
 		switch f := n.Fn.Native.(type) {
 		case topology.ReduceFunc:
 			if agg == nil {
@@ -67,15 +68,18 @@ func foldNative(n *topology.Node, tx *storeTx, recs []rec) ([]rec, error) {
 			return nil, recordError(r, n.Name, err)
 		}
 		tx.dirty[string(r.key)] = agg
-		out = append(out, rec{key: r.key, value: agg, ts: r.ts, in: r.in})
+		out = append(out, rec{key: r.key, value: agg, old: cur, ts: r.ts, in: r.in})
 	}
 	return out, nil
 }
 
 // foldHost sends one fold bundle: the records grouped by key (first
 // appearance order), each group's current aggregate once, then its values in
-// order. One crossing however many values a hot key has.
+// order. One crossing however many values a hot key has. For a table fold
+// each value is a change: its old value rides beside it, and the new one
+// may be null.
 func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) ([]rec, error) {
+	table := s.node.Sub != nil
 	index := map[string]int{}
 	var groups [][]int // group -> indexes into recs, in order
 	for i, r := range recs {
@@ -98,7 +102,11 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 		Offsets:          make([]int64, 0, len(recs)),
 		Timestamps:       make([]int64, 0, len(recs)),
 	}
-	order := make([]int, 0, len(recs)) // value position -> index into recs
+	if table {
+		b.OldValueLengths = make([]int32, 0, len(recs))
+	}
+	order := make([]int, 0, len(recs))  // value position -> index into recs
+	prev := make([][]byte, len(groups)) // each group's aggregate before its next value
 	for g, members := range groups {
 		key := recs[members[0]].key
 		agg, err := tx.get(key)
@@ -108,6 +116,7 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 		b.GroupSizes[g] = int32(len(members))
 		b.KeyLengths[g] = int32(len(key))
 		b.Keys = append(b.Keys, key...)
+		prev[g] = agg
 		if agg == nil {
 			b.AggregateLengths[g] = -1
 		} else {
@@ -116,8 +125,12 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 		}
 		for _, i := range members {
 			r := recs[i]
-			b.ValueLengths = append(b.ValueLengths, int32(len(r.value)))
+			b.ValueLengths = append(b.ValueLengths, length(r.value))
 			b.Values = append(b.Values, r.value...)
+			if table {
+				b.OldValueLengths = append(b.OldValueLengths, length(r.old))
+				b.OldValues = append(b.OldValues, r.old...)
+			}
 			b.Offsets = append(b.Offsets, r.in.Offset)
 			b.Timestamps = append(b.Timestamps, r.ts)
 			order = append(order, i)
@@ -147,11 +160,21 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 	}
 	out := make([]rec, len(recs))
 	for j, a := range aggs {
-		if a.value == nil {
+		if a.value == nil && !table {
 			return nil, recordError(inOrder[j], s.node.Name, errors.New("the host returned a null aggregate"))
 		}
+		g := index[string(a.key)]
+		a.old, prev[g] = prev[g], a.value
 		out[order[j]] = a
 		tx.dirty[string(a.key)] = a.value // values in order: the last one per key stays
 	}
 	return out, nil
+}
+
+// length is a column length: -1 for null.
+func length(b []byte) int32 {
+	if b == nil {
+		return -1
+	}
+	return int32(len(b))
 }

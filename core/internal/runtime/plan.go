@@ -19,6 +19,11 @@ const (
 	stepFold // reduce / aggregate: host fold bundles, or a Go function
 	stepPass // to_stream
 	stepSink
+	// Table operators (table.go).
+	stepTableSource
+	stepTableTransform // filter, filter_not, map_values
+	stepTableSelect    // group_by
+	stepTableFold      // count, reduce, aggregate of a grouped table
 )
 
 // step is a compiled node. The plan of a sub-topology is a DAG of steps
@@ -41,6 +46,9 @@ type step struct {
 	hostFold bool
 	// stepSink: the full topic name (internal topics prefixed).
 	topic string
+	// stepSource, stepSink: records carry changes (a grouped table's
+	// repartition topic).
+	change bool
 }
 
 // plan is the compiled form of one sub-topology.
@@ -68,6 +76,15 @@ var hostOps = map[topology.Op]pb.Operation{
 	topology.OpForeach:       pb.Operation_OPERATION_FOREACH,
 }
 
+// tableOps are the table operators that run one function per value, and
+// the host operation of each.
+var tableOps = map[topology.Op]pb.Operation{
+	topology.OpTableFilter:    pb.Operation_OPERATION_FILTER,
+	topology.OpTableFilterNot: pb.Operation_OPERATION_FILTER_NOT,
+	topology.OpTableMapValues: pb.Operation_OPERATION_MAP_VALUES,
+	topology.OpTableSelect:    pb.Operation_OPERATION_MAP,
+}
+
 // compile builds the plans of every sub-topology. fullTopic maps a node's
 // topic to the topic in Kafka (internal topics get the application.id
 // prefix).
@@ -86,9 +103,50 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 			last := n
 			switch {
 			case n.Type == topology.Source:
-				s.kind, s.keySerde, s.valueSerde = stepSource, n.KeySerde, n.ValueSerde
+				s.kind, s.keySerde, s.valueSerde, s.change = stepSource, n.KeySerde, n.ValueSerde, n.Change
+				if n.Change {
+					s.valueSerde = "" // the change's values are validated downstream
+				}
 			case n.Type == topology.Sink:
-				s.kind, s.topic = stepSink, fullTopic(n.Topic, n.Internal)
+				s.kind, s.topic, s.change = stepSink, fullTopic(n.Topic, n.Internal), n.Change
+			case n.Op == topology.OpTableSource:
+				s.kind = stepTableSource
+				if len(n.Stores) == 1 {
+					s.store = t.Stores[n.Stores[0]]
+					p.stores = append(p.stores, s.store)
+				}
+			case tableOps[n.Op] != 0:
+				s.kind = stepTableTransform
+				if n.Op == topology.OpTableSelect {
+					s.kind = stepTableSelect
+				}
+				if len(n.Stores) == 1 {
+					s.store = t.Stores[n.Stores[0]]
+					p.stores = append(p.stores, s.store)
+				}
+				if len(n.Predecessors) != 1 {
+					return nil, fmt.Errorf("runtime: node %s has %d predecessors; table operators need one", n.Name, len(n.Predecessors))
+				}
+				if n.Fn.Token != 0 {
+					s.chain = []*topology.Node{n}
+					s.steps = []*pb.Step{{Token: n.Fn.Token, Operation: tableOps[n.Op], Node: n.Name}}
+					s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
+					s.outKey, s.outValue = n.KeySerde, n.ValueSerde
+					s.keysChange = n.Op == topology.OpTableSelect
+				}
+			case n.Op == topology.OpTableCount || n.Op == topology.OpTableReduce || n.Op == topology.OpTableAggregate:
+				s.kind = stepTableFold
+				if len(n.Stores) != 1 || t.Stores[n.Stores[0]] == nil || len(n.Predecessors) != 1 {
+					return nil, fmt.Errorf("runtime: node %s needs one store and one predecessor", n.Name)
+				}
+				s.store = t.Stores[n.Stores[0]]
+				p.stores = append(p.stores, s.store)
+				s.hostFold = n.Fn != nil && n.Fn.Token != 0
+				if s.hostFold {
+					s.steps = []*pb.Step{tableFoldStep(n)}
+					s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
+					s.outKey, s.outValue = n.KeySerde, s.store.ValueSerde
+				}
 			case isHost(n):
 				s.kind = stepHost
 				s.chain = []*topology.Node{n}

@@ -25,7 +25,10 @@ func (id taskID) String() string { return fmt.Sprintf("%d_%d", id.sub, id.partit
 // rec is a record inside a task. Values are serialized bytes; nil is null.
 type rec struct {
 	key, value []byte
-	ts         int64
+	// old is a table change's old value, when the node sends old values
+	// (nil otherwise, and for stream records).
+	old []byte
+	ts  int64
 	// in is the input record this one descends from: its topic, partition
 	// and offset name it in errors.
 	in *kgo.Record
@@ -388,6 +391,37 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 			}
 		}
 		out = recs
+		if s.change {
+			out = make([]rec, len(recs))
+			for i, r := range recs {
+				nv, ov, err := decodeChange(r.value)
+				if err != nil {
+					return recordError(r, s.node.Name, fmt.Errorf("value is not a change: %w", err))
+				}
+				r.value, r.old = nv, ov
+				out[i] = r
+			}
+		}
+	case stepTableSource:
+		var err error
+		if out, err = t.tableSource(s, recs); err != nil {
+			return err
+		}
+	case stepTableTransform:
+		var err error
+		if out, err = t.tableTransform(ctx, s, recs); err != nil {
+			return err
+		}
+	case stepTableSelect:
+		var err error
+		if out, err = t.tableSelect(ctx, s, recs); err != nil {
+			return err
+		}
+	case stepTableFold:
+		var err error
+		if out, err = t.tableFold(ctx, s, recs); err != nil {
+			return err
+		}
 	case stepHost:
 		var err error
 		if out, err = t.runHost(ctx, s, recs); err != nil {
@@ -426,7 +460,7 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 			}
 			v := serde.AppendLong(make([]byte, 0, 8), n+1)
 			tx.dirty[string(r.key)] = v
-			out = append(out, rec{key: r.key, value: v, ts: r.ts, in: r.in})
+			out = append(out, rec{key: r.key, value: v, old: cur, ts: r.ts, in: r.in})
 		}
 	case stepFold:
 		var err error
@@ -437,7 +471,14 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 		out = recs
 	case stepSink:
 		for _, r := range recs {
-			t.out = append(t.out, &kgo.Record{Topic: s.topic, Key: r.key, Value: r.value, Timestamp: time.UnixMilli(r.ts)})
+			v := r.value
+			if s.change {
+				if v == nil && r.old == nil {
+					continue
+				}
+				v = encodeChange(r.value, r.old)
+			}
+			t.out = append(t.out, &kgo.Record{Topic: s.topic, Key: r.key, Value: v, Timestamp: time.UnixMilli(r.ts)})
 		}
 		return nil
 	}

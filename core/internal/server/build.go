@@ -15,6 +15,7 @@ var kinds = map[topology.Kind]pb.Kind{
 	topology.KindStream:        pb.Kind_KIND_STREAM,
 	topology.KindGroupedStream: pb.Kind_KIND_GROUPED_STREAM,
 	topology.KindTable:         pb.Kind_KIND_TABLE,
+	topology.KindGroupedTable:  pb.Kind_KIND_GROUPED_TABLE,
 }
 
 func handleProto(h *topology.Handle) *pb.Handle {
@@ -52,6 +53,9 @@ func (s *Server) Build(_ context.Context, req *connect.Request[pb.BuildRequest])
 	if ss.app != nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("%s: the topology is started; builder calls are refused after Start", method))
 	}
+	// subtractor resolves a grouped table's subtractor token (0: none, which
+	// the builder refuses when one is needed); a grouped stream takes none.
+	var subtractor func(input uint64, token uint32) (topology.Function, error)
 	fn := func(token uint32) (topology.Function, error) {
 		name, ok := ss.funcs[token]
 		if !ok {
@@ -59,29 +63,66 @@ func (s *Server) Build(_ context.Context, req *connect.Request[pb.BuildRequest])
 		}
 		return topology.Function{Token: token, Name: name}, nil
 	}
+	subtractor = func(input uint64, token uint32) (topology.Function, error) {
+		if token == 0 {
+			return topology.Function{}, nil
+		}
+		if k, ok := ss.builder.Kind(input); ok && k != topology.KindGroupedTable {
+			return topology.Function{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: subtractor token %d is for grouped tables, but handle %d is a %s", method, token, input, k))
+		}
+		return fn(token)
+	}
 	b := ss.builder
+	// Operators shared by streams and tables go to the table operator when
+	// their input is a table (or grouped table); the builder names a
+	// missing handle. Options that only tables take are refused on streams.
+	kind := func(input uint64) topology.Kind {
+		k, _ := b.Kind(input)
+		return k
+	}
+	streamOnly := func(input uint64, m *pb.Materialized) error {
+		if m != nil && kind(input) != topology.KindTable {
+			return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: materialized is for tables, but handle %d is a %s", method, input, kind(input)))
+		}
+		return nil
+	}
 	var h *topology.Handle
 	switch o := m.Operation.(type) {
 	case *pb.BuildRequest_Stream:
 		v := o.Stream
 		h, err = b.Stream(topology.StreamOptions{Topics: v.Topics, KeySerde: v.KeySerde, ValueSerde: v.ValueSerde, Name: v.Name})
+	case *pb.BuildRequest_Table:
+		v := o.Table
+		h, err = b.Table(topology.TableOptions{Topic: v.Topic, KeySerde: v.KeySerde, ValueSerde: v.ValueSerde, Name: v.Name, Materialized: materialized(v.Materialized)})
 	case *pb.BuildRequest_MapValues:
 		v := o.MapValues
 		var f topology.Function
 		if f, err = fn(v.Token); err == nil {
-			h, err = b.MapValues(v.Input, f, v.ValueSerde, v.Name)
+			if kind(v.Input) == topology.KindTable {
+				h, err = b.TableMapValues(v.Input, f, v.ValueSerde, materialized(v.Materialized), v.Name)
+			} else if err = streamOnly(v.Input, v.Materialized); err == nil {
+				h, err = b.MapValues(v.Input, f, v.ValueSerde, v.Name)
+			}
 		}
 	case *pb.BuildRequest_Filter:
 		v := o.Filter
 		var f topology.Function
 		if f, err = fn(v.Token); err == nil {
-			h, err = b.Filter(v.Input, f, v.Name)
+			if kind(v.Input) == topology.KindTable {
+				h, err = b.TableFilter(v.Input, f, materialized(v.Materialized), v.Name)
+			} else if err = streamOnly(v.Input, v.Materialized); err == nil {
+				h, err = b.Filter(v.Input, f, v.Name)
+			}
 		}
 	case *pb.BuildRequest_FilterNot:
 		v := o.FilterNot
 		var f topology.Function
 		if f, err = fn(v.Token); err == nil {
-			h, err = b.FilterNot(v.Input, f, v.Name)
+			if kind(v.Input) == topology.KindTable {
+				h, err = b.TableFilterNot(v.Input, f, materialized(v.Materialized), v.Name)
+			} else if err = streamOnly(v.Input, v.Materialized); err == nil {
+				h, err = b.FilterNot(v.Input, f, v.Name)
+			}
 		}
 	case *pb.BuildRequest_FlatMapValues:
 		v := o.FlatMapValues
@@ -120,11 +161,19 @@ func (s *Server) Build(_ context.Context, req *connect.Request[pb.BuildRequest])
 		v := o.GroupBy
 		var f topology.Function
 		if f, err = fn(v.Token); err == nil {
-			h, err = b.GroupBy(v.Input, f, v.KeySerde, v.ValueSerde, v.Name)
+			if kind(v.Input) == topology.KindTable {
+				h, err = b.TableGroupBy(v.Input, f, v.KeySerde, v.ValueSerde, v.Name)
+			} else {
+				h, err = b.GroupBy(v.Input, f, v.KeySerde, v.ValueSerde, v.Name)
+			}
 		}
 	case *pb.BuildRequest_Count:
 		v := o.Count
-		h, err = b.Count(v.Input, materialized(v.Materialized), v.Name)
+		if kind(v.Input) == topology.KindGroupedTable {
+			h, err = b.TableCount(v.Input, materialized(v.Materialized), v.Name)
+		} else {
+			h, err = b.Count(v.Input, materialized(v.Materialized), v.Name)
+		}
 	case *pb.BuildRequest_Reduce:
 		v := o.Reduce
 		var f topology.Function
@@ -140,15 +189,29 @@ func (s *Server) Build(_ context.Context, req *connect.Request[pb.BuildRequest])
 		default:
 			f, err = fn(v.Token)
 		}
+		var sub topology.Function
 		if err == nil {
-			h, err = b.Reduce(v.Input, f, materialized(v.Materialized), v.Name)
+			sub, err = subtractor(v.Input, v.SubtractorToken)
+		}
+		if err == nil {
+			if kind(v.Input) == topology.KindGroupedTable {
+				h, err = b.TableReduce(v.Input, f, sub, materialized(v.Materialized), v.Name)
+			} else {
+				h, err = b.Reduce(v.Input, f, materialized(v.Materialized), v.Name)
+			}
 		}
 	case *pb.BuildRequest_Aggregate:
 		v := o.Aggregate
-		var init, agg topology.Function
+		var init, agg, sub topology.Function
 		if init, err = fn(v.InitializerToken); err == nil {
 			if agg, err = fn(v.AggregatorToken); err == nil {
-				h, err = b.Aggregate(v.Input, init, agg, materialized(v.Materialized), v.Name)
+				if sub, err = subtractor(v.Input, v.SubtractorToken); err == nil {
+					if kind(v.Input) == topology.KindGroupedTable {
+						h, err = b.TableAggregate(v.Input, init, agg, sub, materialized(v.Materialized), v.Name)
+					} else {
+						h, err = b.Aggregate(v.Input, init, agg, materialized(v.Materialized), v.Name)
+					}
+				}
 			}
 		}
 	case *pb.BuildRequest_ToStream:

@@ -86,6 +86,10 @@ func (h *testHost) build(op any) (*pb.Handle, error) {
 		req.Operation = &pb.BuildRequest_MapValues{MapValues: o}
 	case *pb.FilterOp:
 		req.Operation = &pb.BuildRequest_Filter{Filter: o}
+	case *pb.FilterNotOp:
+		req.Operation = &pb.BuildRequest_FilterNot{FilterNot: o}
+	case *pb.TableOp:
+		req.Operation = &pb.BuildRequest_Table{Table: o}
 	case *pb.FlatMapValuesOp:
 		req.Operation = &pb.BuildRequest_FlatMapValues{FlatMapValues: o}
 	case *pb.GroupByOp:

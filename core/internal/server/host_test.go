@@ -36,6 +36,7 @@ type (
 	predicateFn func(k, v []byte) (bool, error)
 	flatFn      func(v []byte) ([][]byte, error)
 	keyFn       func(k, v []byte) ([]byte, error)
+	kvFn        func(k, v []byte) ([]byte, []byte, error)
 )
 
 func (h *testHost) register(name string, fn any) uint32 {
@@ -137,6 +138,11 @@ func (h *testHost) run(b *pb.Bundle) *pb.BundleResult {
 							next = append(next, kv{r.k, nv})
 						}
 					}
+				case pb.Operation_OPERATION_MAP:
+					var nk, nv []byte
+					if nk, nv, err = fn.(kvFn)(r.k, r.v); err == nil {
+						next = append(next, kv{nk, nv})
+					}
 				case pb.Operation_OPERATION_SELECT_KEY:
 					var nk []byte
 					if nk, err = fn.(keyFn)(r.k, r.v); err == nil {
@@ -186,13 +192,15 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 }
 
 // fold serves a fold bundle: groups of values per key, each folded into the
-// group's aggregate; one aggregate per value comes back.
+// group's aggregate; one aggregate per value comes back. A table fold's
+// values are changes: the subtractor removes the old value first, and the
+// new one may be null.
 func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
 	st := b.Steps[0]
 	h.mu.Lock()
-	fn, init := h.funcs[st.Token], h.funcs[st.InitializerToken]
+	fn, init, sub := h.funcs[st.Token], h.funcs[st.InitializerToken], h.funcs[st.SubtractorToken]
 	h.mu.Unlock()
-	ko, ao, vo, j := 0, 0, 0, 0
+	ko, ao, vo, oo, j := 0, 0, 0, 0, 0
 	for g, size := range b.GroupSizes {
 		key := b.Keys[ko : ko+int(b.KeyLengths[g])]
 		ko += int(b.KeyLengths[g])
@@ -202,10 +210,26 @@ func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
 			ao += int(l)
 		}
 		for range size {
-			v := b.Values[vo : vo+int(b.ValueLengths[j])]
-			vo += int(b.ValueLengths[j])
+			var v []byte
+			if l := b.ValueLengths[j]; l >= 0 {
+				v = b.Values[vo : vo+int(l)]
+				vo += int(l)
+			}
 			var err error
+			if st.SubtractorToken != 0 {
+				if l := b.OldValueLengths[j]; l >= 0 {
+					old := b.OldValues[oo : oo+int(l)]
+					oo += int(l)
+					if agg != nil && st.Operation == pb.Operation_OPERATION_REDUCE {
+						agg, err = sub.(reduceFn)(agg, old)
+					} else if agg != nil {
+						agg, err = sub.(aggFn)(key, old, agg)
+					}
+				}
+			}
 			switch {
+			case err != nil:
+			case v == nil: // a table change that only removes
 			case st.Operation == pb.Operation_OPERATION_REDUCE && agg == nil:
 				agg = v
 			case st.Operation == pb.Operation_OPERATION_REDUCE:
@@ -221,6 +245,9 @@ func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
 			if err != nil {
 				res.OutputCounts = append(res.OutputCounts, 0)
 				res.Failures = append(res.Failures, &pb.RecordFailure{Index: int32(j), Message: "Error: " + err.Error()})
+			} else if agg == nil {
+				res.OutputCounts = append(res.OutputCounts, 1)
+				res.ValueLengths = append(res.ValueLengths, -1)
 			} else {
 				res.OutputCounts = append(res.OutputCounts, 1)
 				res.ValueLengths = append(res.ValueLengths, int32(len(agg)))

@@ -333,8 +333,8 @@ type fold struct {
 	kind   Op
 	prefix string
 	// valueSerde, when set, is the only value serde the store can hold.
-	valueSerde string
-	fn, init   *Function
+	valueSerde    string
+	fn, init, sub *Function
 }
 
 var (
@@ -530,6 +530,15 @@ func (b *Builder) add(parent, g *gnode) *gnode {
 		parent.children = append(parent.children, g)
 	}
 	return g
+}
+
+// Kind returns the kind of handle id, and false when there is none.
+func (b *Builder) Kind(id uint64) (Kind, bool) {
+	e := b.handles[id]
+	if e == nil {
+		return 0, false
+	}
+	return e.handle.Kind, true
 }
 
 // mint gives e a handle id and returns a copy of its handle, so that a

@@ -17,6 +17,7 @@ const (
 	KindStream Kind = iota + 1
 	KindGroupedStream
 	KindTable
+	KindGroupedTable
 )
 
 func (k Kind) String() string {
@@ -27,6 +28,8 @@ func (k Kind) String() string {
 		return "grouped stream"
 	case KindTable:
 		return "table"
+	case KindGroupedTable:
+		return "grouped table"
 	}
 	return "unknown kind"
 }
@@ -80,6 +83,27 @@ const (
 	// OpAggregate is KStreamAggregate: Init gives a key's first aggregate,
 	// Fn folds each value into it (an AggregateFunc or a host aggregator).
 	OpAggregate
+
+	// Table operators: their records are changes (Node.SendOld).
+	//
+	// OpTableSource is KTableSource: upserts the topic's records into the
+	// table (a null value deletes), forwarding each change.
+	OpTableSource
+	// OpTableFilter, OpTableFilterNot: KTableFilter; a record that does not
+	// pass becomes a tombstone.
+	OpTableFilter
+	OpTableFilterNot
+	// OpTableMapValues is KTableMapValues.
+	OpTableMapValues
+	// OpTableSelect is KTableRepartitionMap (KTable.groupBy): maps the old
+	// and the new value of each change to the grouped table's key and value.
+	OpTableSelect
+	// OpTableCount, OpTableReduce, OpTableAggregate are KTableAggregate and
+	// KTableReduce: the subtractor (Sub) removes old values, the adder (Fn)
+	// adds new ones.
+	OpTableCount
+	OpTableReduce
+	OpTableAggregate
 )
 
 // Function is the user function of a stateless operator: a host token, or a
@@ -122,8 +146,17 @@ type Node struct {
 	Stores []string
 	// Fn is set for OpMapValues .. OpForeach, OpReduce and OpAggregate.
 	Fn *Function
-	// Init is OpAggregate's initializer.
+	// Init is OpAggregate's and OpTableAggregate's initializer.
 	Init *Function
+	// Sub is OpTableReduce's and OpTableAggregate's subtractor.
+	Sub *Function
+	// SendOld: this table node forwards old values with new ones (Kafka's
+	// sendOldValues), because an operator downstream needs them.
+	SendOld bool
+	// Change marks a repartition sink and source of a grouped table: their
+	// records carry a change (new and old value), encoded as Kafka Streams'
+	// ChangedSerializer does.
+	Change bool
 	// Serdes of the records this node outputs (for a source: of its topics;
 	// for a sink: of what it writes).
 	KeySerde, ValueSerde string
@@ -132,6 +165,10 @@ type Node struct {
 	// Subtopology is the id of the sub-topology holding the node, set by
 	// Builder.Topology.
 	Subtopology int
+
+	// pendingStore is the store a table node reserved a name for and gets
+	// only when materialized (Builder.materialize).
+	pendingStore string
 
 	// seq is the node's place in the order Kafka Streams writes nodes into
 	// its InternalTopologyBuilder; describe() needs it to reproduce Java's
