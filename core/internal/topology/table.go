@@ -242,20 +242,25 @@ func (b *Builder) tableAggregation(f fold, input uint64, m *Materialized, name s
 	in := c.input(input, KindGroupedTable)
 	switch f.kind {
 	case OpTableReduce:
-		if f.fn.Builtin != "" && f.fn.Token == 0 && f.fn.Native == nil && in != nil {
-			add, err := builtinReducer(f.fn.Builtin, in.handle.ValueSerde)
-			var sub ReduceFunc
-			if err == nil {
-				sub, err = builtinSubtractor(f.fn.Builtin, in.handle.ValueSerde)
+		if f.fn.Builtin != "" && f.fn.Token == 0 && f.fn.Native == nil {
+			if in == nil {
+				break
 			}
-			if err != nil {
+			sub, err := builtinSubtractor(f.fn.Builtin, in.handle.ValueSerde)
+			var add ReduceFunc
+			if err == nil {
+				add, err = builtinReducer(f.fn.Builtin, in.handle.ValueSerde)
+			}
+			switch {
+			case err != nil:
 				c.invalid("reduce: %v", err)
-			} else if f.sub.Token != 0 || f.sub.Native != nil {
+			case f.sub.Token != 0 || f.sub.Native != nil:
 				c.invalid("reduce: built-in %s brings its own subtractor; give none", f.fn.Builtin)
-			} else {
+			default:
 				f.fn = &Function{Name: f.fn.Builtin, Native: add, Builtin: f.fn.Builtin}
 				f.sub = &Function{Name: f.fn.Builtin, Native: sub, Builtin: f.fn.Builtin}
 			}
+			break
 		}
 		c.function(*f.fn, reduceNative)
 		c.subtractor(*f.sub, reduceNative)

@@ -14,7 +14,7 @@
 
 from polystreams.app import App, State, StateListener
 from polystreams.config import Config, ProcessingGuarantee
-from polystreams.dsl import BuiltinReducer, Handle, KGroupedStream, Kind, KStream, KTable, Materialized
+from polystreams.dsl import BuiltinReducer, Handle, KGroupedStream, KGroupedTable, Kind, KStream, KTable, Materialized
 from polystreams.errors import (
     EngineStartError,
     FailedPreconditionError,
@@ -38,6 +38,7 @@ __all__ = [
     "Handle",
     "InvalidArgumentError",
     "KGroupedStream",
+    "KGroupedTable",
     "KStream",
     "KTable",
     "KeyValueStore",

@@ -351,7 +351,7 @@ class _Fold:
     folded into ``initializer()`` (aggregate), as in Kafka Streams.
     """
 
-    __slots__ = ("reduce", "fn", "init", "key_serde", "value_serde", "agg_serde", "encode", "broken")
+    __slots__ = ("reduce", "fn", "init", "sub", "key_serde", "value_serde", "agg_serde", "encode", "broken")
 
     def __init__(self, bundle: pb.Bundle, functions: Mapping[int, Fn]) -> None:
         st = bundle.steps[0]
@@ -366,6 +366,17 @@ class _Fold:
             if init is None and self.broken is None:
                 self.broken = (
                     f"LookupError: aggregate step ({st.node}) names initializer token {st.initializer_token}, "
+                    "which is not registered in this host"
+                )
+        # A table fold (KGroupedTable): each value is a change, whose old value
+        # the subtractor removes before the adder (fn) adds the new one.
+        self.sub: Fn | None = None
+        if st.subtractor_token:
+            self.sub = functions.get(st.subtractor_token)
+            if self.sub is None:
+                self.sub = _never
+                self.broken = self.broken or (
+                    f"LookupError: {what} step ({st.node}) names subtractor token {st.subtractor_token}, "
                     "which is not registered in this host"
                 )
         self.fn: Fn = fn or _never
@@ -401,6 +412,16 @@ class _Fold:
                 f"ValueError: malformed fold bundle: {len(sizes)} group sizes adding up to {sum(sizes)}, "
                 f"{len(key_lengths)} keys, {len(agg_lengths)} aggregates and {n} values"
             )
+        olds: list[Any] = []
+        ofail: dict[int, str] = {}
+        if broken is None and self.sub is not None:
+            old_lengths = list(b.old_value_lengths)
+            if len(old_lengths) != n:
+                broken = f"ValueError: malformed table fold bundle: {len(old_lengths)} old values for {n} values"
+            else:
+                olds, ofail = decode_column(self.value_serde, b.old_values, old_lengths)
+                for i, msg in ofail.items():
+                    olds[i] = _BAD
         if broken is not None:
             result.output_counts.extend([0] * n)
             result.failures.extend(pb.RecordFailure(index=i, step=0, message=broken) for i in range(n))
@@ -419,7 +440,12 @@ class _Fold:
         else:
             keys, kfail = decode_column(self.key_serde, b.keys, key_lengths)
 
+        if self.sub is not None:
+            for i, old in enumerate(olds):
+                if old is _BAD:
+                    failed.setdefault(i, f"{ofail[i]} (the old value)")
         chunks: list[bytes] = []
+        table_chunks: list[bytes | None] = []
         fold = self._fold_reduce if self.reduce else self._fold_aggregate
         pos = 0
         for g, size in enumerate(sizes):
@@ -429,9 +455,14 @@ class _Fold:
                 what = "key" if g in kfail else "stored aggregate"
                 for i in range(pos, end):
                     failed.setdefault(i, f"{bad} (the {what} of this group)")
+            elif self.sub is not None:
+                self._fold_table(keys[g], agg_lengths[g] < 0, aggs[g], vals, olds, pos, end, table_chunks, failed)
             else:
                 fold(keys[g], agg_lengths[g] < 0, aggs[g], vals[pos:end], pos, chunks, failed)
             pos = end
+        if self.sub is not None:
+            result.value_lengths.extend(-1 if c is None else len(c) for c in table_chunks)
+            chunks = [c for c in table_chunks if c is not None]
 
         if failed:
             counts = [1] * n
@@ -441,9 +472,66 @@ class _Fold:
             result.failures.extend(pb.RecordFailure(index=i, step=0, message=m) for i, m in sorted(failed.items()))
         else:
             result.output_counts.extend([1] * n)
-        result.value_lengths.extend(map(len, chunks))
+        if self.sub is None:
+            result.value_lengths.extend(map(len, chunks))
         result.values = b"".join(chunks)
         return result
+
+    def _fold_table(
+        self,
+        key: Any,
+        fresh: bool,
+        agg: Any,
+        vals: list[Any],
+        olds: list[Any],
+        pos: int,
+        end: int,
+        chunks: list[bytes | None],
+        failed: dict[int, str],
+    ) -> None:
+        """Folds a group's changes as Kafka Streams' KTableReduce /
+        KTableAggregate do: the subtractor removes the old value when it and
+        the aggregate exist, then the adder adds the new value (which a
+        group's first value becomes, for reduce, or which is added to
+        initializer(), for aggregate). A change that leaves no aggregate
+        answers null."""
+        add, sub, init, enc, reduce = self.fn, self.sub or _never, self.init, self.encode, self.reduce
+        for i in range(pos, end):
+            v, old = vals[i], olds[i]
+            if v is _BAD or old is _BAD or i in failed:
+                continue
+            cur, has = agg, not fresh
+            try:
+                if old is not None and has:
+                    cur = sub(cur, old) if reduce else sub(key, old, cur)
+                    if cur is None:
+                        failed[i] = "TypeError: the subtractor returned None; an aggregate cannot be null"
+                        continue
+                if v is not None:
+                    if reduce:
+                        cur = add(cur, v) if has else v
+                    else:
+                        cur = add(key, v, cur if has else init())
+                    if cur is None:
+                        failed[i] = "TypeError: the adder returned None; an aggregate cannot be null"
+                        continue
+                    has = True
+            except Exception as e:
+                failed[i] = _text(e)
+                continue
+            if not has:
+                chunks.append(None)
+                agg, fresh = None, True
+                continue
+            try:
+                data = enc(cur)
+            except Exception:
+                slow = self._encode_slow(cur, i, failed)
+                if slow is None:
+                    continue
+                data = slow
+            chunks.append(data)
+            agg, fresh = cur, False
 
     def _fold_reduce(
         self, key: Any, fresh: bool, agg: Any, values: list[Any], pos: int, chunks: list[bytes], failed: dict[int, str]
@@ -529,7 +617,7 @@ class Executor:
     def process(self, bundle: pb.Bundle) -> pb.BundleResult:
         steps = bundle.steps
         key = (
-            tuple((s.token, s.operation, s.initializer_token) for s in steps),
+            tuple((s.token, s.operation, s.initializer_token, s.subtractor_token) for s in steps),
             bundle.key_serde,
             bundle.value_serde,
             bundle.output_key_serde,

@@ -18,7 +18,7 @@ from polystreams._bundle import Executor
 from polystreams._client import Client
 from polystreams._engine import EngineProcess, find_engine
 from polystreams.config import Config, redact
-from polystreams.dsl import Handle, KStream, topics_of
+from polystreams.dsl import Handle, KStream, KTable, Materialized, _materialize, topics_of
 from polystreams.errors import FailedPreconditionError, NotFoundError, PolystreamsError, ProcessingError
 from polystreams.serde import SerdeName
 from polystreams.store import KeyValueStore
@@ -148,6 +148,27 @@ class App:
         """
         op = pb.StreamOp(topics=topics_of(topics), key_serde=key or "", value_serde=value or "", name=name or "")
         return KStream(self, self._build("stream", op))
+
+    def table(
+        self,
+        topic: str,
+        *,
+        key: SerdeName | None = None,
+        value: SerdeName | None = None,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """A table of the latest value per key of ``topic`` (``StreamsBuilder.table``):
+        each record upserts its key, a ``None`` value deletes it.
+
+        ``materialized`` names the table's store (a str, or a Materialized),
+        which makes it queryable; otherwise the store is named
+        ``<topic>-STATE-STORE-<n>`` and kept only when an operator needs it.
+        ``name`` names the source node (``Consumed.as``).
+        """
+        op = pb.TableOp(topic=topic, key_serde=key or "", value_serde=value or "", name=name or "")
+        _materialize(op, "table", materialized)
+        return KTable(self, self._build("table", op))
 
     def describe(self) -> str:
         """The topology as Kafka Streams' ``Topology.describe().toString()`` prints it."""

@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     from polystreams.app import App
     from polystreams.store import KeyValueStore
 
-__all__ = ["BuiltinReducer", "Handle", "Kind", "Materialized", "KStream", "KGroupedStream", "KTable"]
+__all__ = ["BuiltinReducer", "Handle", "Kind", "Materialized", "KStream", "KGroupedStream", "KTable", "KGroupedTable"]
 
-Kind = Literal["stream", "grouped_stream", "table"]
+Kind = Literal["stream", "grouped_stream", "table", "grouped_table"]
 """What a handle stands for."""
 
 BuiltinReducer = Literal["sum", "min", "max", "latest"]
@@ -40,6 +40,7 @@ _KINDS: dict[int, Kind] = {
     pb.KIND_STREAM: "stream",
     pb.KIND_GROUPED_STREAM: "grouped_stream",
     pb.KIND_TABLE: "table",
+    pb.KIND_GROUPED_TABLE: "grouped_table",
 }
 
 
@@ -286,10 +287,78 @@ def _materialize(op: Any, what: str, materialized: str | Materialized | None) ->
 
 
 class KTable(_Node):
-    """A changelog table: the latest value per key (``KTable``)."""
+    """A changelog table: the latest value per key (``KTable``).
+
+    A table's records are updates: a ``None`` value deletes its key (a
+    tombstone), and operators forward tombstones as Kafka Streams does.
+    """
 
     __slots__ = ()
     _kind: Kind = "table"
+
+    def _table(self, op: str, message: Any, materialized: str | Materialized | None) -> KTable:
+        _materialize(message, op, materialized)
+        return KTable(self._app, self._app._build(op, message))
+
+    def filter(
+        self,
+        predicate: Callable[[Any, Any], object],
+        *,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """Keeps the rows for which ``predicate(key, value)`` is true; a row
+        that does not pass is deleted, so the result forwards a tombstone for
+        it (``KTable.filter``). ``materialized`` keeps the result in a store
+        (queryable when named)."""
+        t = self._app._register("filter", predicate)
+        return self._table("filter", pb.FilterOp(input=self.handle.id, token=t, name=_s(name)), materialized)
+
+    def filter_not(
+        self,
+        predicate: Callable[[Any, Any], object],
+        *,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """Deletes the rows for which ``predicate(key, value)`` is true."""
+        t = self._app._register("filter_not", predicate)
+        return self._table("filter_not", pb.FilterNotOp(input=self.handle.id, token=t, name=_s(name)), materialized)
+
+    def map_values(
+        self,
+        fn: Callable[[Any], Any],
+        *,
+        value: SerdeName | None = None,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """``fn(value) -> new value`` for each row (never called for a
+        tombstone, which passes on as one)."""
+        t = self._app._register("map_values", fn)
+        return self._table(
+            "map_values", pb.MapValuesOp(input=self.handle.id, token=t, value_serde=_s(value), name=_s(name)), materialized
+        )
+
+    def group_by(
+        self,
+        fn: Callable[[Any, Any], tuple[Any, Any]],
+        *,
+        key: SerdeName | None = None,
+        value: SerdeName | None = None,
+        name: str | None = None,
+    ) -> KGroupedTable:
+        """Regroups the table: ``fn(key, value) -> (new key, new value)``.
+        Each update removes the row's old pair from its group and adds the new
+        one, so aggregations of the result take an adder and a subtractor
+        (``KTable.groupBy``). ``key``/``value`` are the new pairs' serdes;
+        ``name`` names the repartition topic."""
+        t = self._app._register("group_by", fn)
+        h = self._app._build(
+            "group_by",
+            pb.GroupByOp(input=self.handle.id, token=t, key_serde=_s(key), value_serde=_s(value), name=_s(name)),
+        )
+        return KGroupedTable(self._app, h)
 
     def to_stream(self, *, name: str | None = None) -> KStream:
         """The table's changes as a stream."""
@@ -307,6 +376,72 @@ class KTable(_Node):
         if not self.handle.store:
             raise TypeError(f"{self!r} is kept in no store, so it cannot be queried")
         return self._app.store(self.handle.store)
+
+
+class KGroupedTable(_Node):
+    """A table regrouped by :meth:`KTable.group_by`, ready to aggregate
+    (``KGroupedTable``): each update of the source table removes its old value
+    from one group (the subtractor) and adds its new one (the adder)."""
+
+    __slots__ = ()
+    _kind: Kind = "grouped_table"
+
+    def count(self, *, materialized: str | Materialized | None = None, name: str | None = None) -> KTable:
+        """Counts the rows per group (a group whose rows all left keeps 0)."""
+        op = pb.CountOp(input=self.handle.id, name=_s(name))
+        _materialize(op, "count", materialized)
+        return KTable(self._app, self._app._build("count", op))
+
+    def reduce(
+        self,
+        adder: Callable[[Any, Any], Any] | Literal["sum"],
+        subtractor: Callable[[Any, Any], Any] | None = None,
+        *,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """``adder(aggregate, value)`` adds a new value to its group,
+        ``subtractor(aggregate, old value)`` removes a replaced or deleted one;
+        a group's first value becomes its aggregate. The built-in ``"sum"``
+        (``long``/``double`` values) runs in the engine and needs no
+        subtractor; the other built-ins cannot remove values."""
+        op = pb.ReduceOp(input=self.handle.id, name=_s(name))
+        if isinstance(adder, str):
+            builtin = _BUILTIN_REDUCERS.get(adder)
+            if builtin is None:
+                raise ValueError(f"reduce: {adder!r} is not a built-in reducer (want a function or 'sum')")
+            op.builtin = builtin
+        elif subtractor is None:
+            raise TypeError("reduce on a grouped table needs a subtractor with a function adder")
+        _materialize(op, "reduce", materialized)
+        if not isinstance(adder, str):
+            op.token = self._app._register("reduce", adder)
+        if subtractor is not None:
+            op.subtractor_token = self._app._register("reduce", subtractor)
+        return KTable(self._app, self._app._build("reduce", op))
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        adder: Callable[[Any, Any, Any], Any],
+        subtractor: Callable[[Any, Any, Any], Any],
+        *,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """``initializer()`` starts a group's aggregate, ``adder(key, value,
+        aggregate)`` adds a new value and ``subtractor(key, old value,
+        aggregate)`` removes one. The aggregate's serde is
+        ``Materialized(value=...)``'s, else the grouped values'."""
+        op = pb.AggregateOp(input=self.handle.id, name=_s(name))
+        _materialize(op, "aggregate", materialized)
+        for what, fn in (("initializer", initializer), ("adder", adder), ("subtractor", subtractor)):
+            if not callable(fn):
+                raise TypeError(f"aggregate: the {what} {fn!r} is not callable")
+        op.initializer_token = self._app._register("aggregate", initializer)
+        op.aggregator_token = self._app._register("aggregate", adder)
+        op.subtractor_token = self._app._register("aggregate", subtractor)
+        return KTable(self._app, self._app._build("aggregate", op))
 
 
 def topics_of(topics: str | Sequence[str]) -> list[str]:
