@@ -313,7 +313,9 @@ loop:
 			break loop
 		case <-commit.C:
 			if !a.eos { // under EOS the poll loop commits
-				a.commitTasks(a.ctx, a.allTasks(), false)
+				tasks := a.allTasks()
+				a.flushTasks(tasks)
+				a.commitTasks(a.ctx, tasks, false)
 			}
 		}
 	}
@@ -432,7 +434,12 @@ func (a *App) commitTxn() bool {
 		}
 		time.Sleep(200 * time.Microsecond)
 	}
-	if !a.endTxn(a.ctx, a.allTasks(), true) {
+	tasks := a.allTasks()
+	a.flushTasks(tasks)
+	if a.ctx.Err() != nil {
+		return false
+	}
+	if !a.endTxn(a.ctx, tasks, true) {
 		return false
 	}
 	a.workDropped.Store(false) // what was dropped went with that transaction

@@ -33,6 +33,12 @@ type Config struct {
 	Guarantee string
 	// commit.interval.ms; default 30000 under at_least_once (Kafka Streams').
 	CommitInterval time.Duration
+	// statestore.cache.max.bytes; default 10 MiB (Kafka Streams'). The
+	// record cache in front of each task's stores holds the latest update
+	// per key and emits it downstream at commit, or earlier when the cache
+	// is full (split evenly between the instance's tasks); 0 emits every
+	// update at once. The deprecated cache.max.bytes.buffering is read too.
+	CacheMaxBytes int64
 	// state.dir; default <tmp>/polystreams. The application's state lives in
 	// <state.dir>/<application.id>.
 	StateDir string
@@ -88,6 +94,7 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 		BundleMaxBytes:    1 << 20,
 		BundleLinger:      2 * time.Millisecond,
 		SecurityProtocol:  "PLAINTEXT",
+		CacheMaxBytes:     10 << 20,
 	}
 	var errs []error
 	if applicationID == "" {
@@ -132,6 +139,8 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 			}
 		case "commit.interval.ms":
 			commitMs = num()
+		case "statestore.cache.max.bytes", "cache.max.bytes.buffering":
+			c.CacheMaxBytes = num()
 		case "session.timeout.ms":
 			c.SessionTimeout = time.Duration(num()) * time.Millisecond
 		case "group.instance.id":
@@ -200,6 +209,7 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 		"polystreams.bundle.max.records": strconv.Itoa(c.BundleMaxRecords),
 		"polystreams.bundle.max.bytes":   strconv.Itoa(c.BundleMaxBytes),
 		"polystreams.bundle.linger.ms":   strconv.FormatInt(c.BundleLinger.Milliseconds(), 10),
+		"statestore.cache.max.bytes":     strconv.FormatInt(c.CacheMaxBytes, 10),
 		"security.protocol":              c.SecurityProtocol,
 	}
 	if c.SASLMechanism != "" {

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
@@ -49,6 +50,9 @@ type step struct {
 	// stepSource, stepSink: records carry changes (a grouped table's
 	// repartition topic).
 	change bool
+	// cached: the step's updates wait in the record cache (cache.go): a
+	// stateful step with a successor.
+	cached bool
 }
 
 // plan is the compiled form of one sub-topology.
@@ -56,6 +60,10 @@ type plan struct {
 	id      int
 	sources map[string]*step // by full topic name
 	stores  []*topology.Store
+	// cached are the caching steps, upstream ones first.
+	cached []*step
+	// host: some step crosses to a host.
+	host bool
 }
 
 // isHost reports whether n is a stateless operator run by a host; those
@@ -211,6 +219,14 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				}
 				s.next = append(s.next, c)
 			}
+			if s.store != nil && len(s.next) > 0 {
+				// Appended after its successors: reversed below, upstream first.
+				s.cached = true
+				p.cached = append(p.cached, s)
+			}
+			if s.kind == stepHost || s.hostFold || len(s.steps) > 0 {
+				p.host = true
+			}
 			return s, nil
 		}
 		for _, src := range sub.Sources {
@@ -222,6 +238,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				p.sources[fullTopic(topic, src.Internal)] = s
 			}
 		}
+		slices.Reverse(p.cached)
 		plans = append(plans, p)
 	}
 	return plans, nil

@@ -74,14 +74,25 @@ type task struct {
 
 	stores map[string]*storeTx
 	out    []*kgo.Record
+	// caches hold the record cache's updates per caching step (cache.go);
+	// cacheBytes is their size.
+	caches     map[*step]*recCache
+	cacheBytes int
+	// flushReq asks the task to flush its record cache; the answer goes to
+	// the channel sent.
+	flushReq chan chan error
 	// restored is set once the task's stores are restored: from then on
 	// they answer queries.
 	restored atomic.Bool
 
 	mu sync.Mutex
 	// offsets: per input topic, the next offset to consume; only batches
-	// that completed (outputs handed to the producer) move it.
+	// that completed (outputs handed to the producer, their cached updates
+	// forwarded) move it.
 	offsets map[string]kgo.EpochOffset
+	// processed is offsets, including batches whose updates still wait in
+	// the record cache. Only the task's goroutine touches it.
+	processed map[string]kgo.EpochOffset
 
 	// droppedRecords counts records an aggregation skipped (null key or
 	// value), as Kafka Streams' dropped-records metric does.
@@ -91,11 +102,14 @@ type task struct {
 func newTask(a *App, id taskID, p *plan) *task {
 	return &task{
 		id: id, app: a, plan: p,
-		in:      inbox{signal: make(chan struct{}, 1), paused: map[string]bool{}},
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
-		stores:  map[string]*storeTx{},
-		offsets: map[string]kgo.EpochOffset{},
+		in:        inbox{signal: make(chan struct{}, 1), paused: map[string]bool{}},
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+		stores:    map[string]*storeTx{},
+		offsets:   map[string]kgo.EpochOffset{},
+		processed: map[string]kgo.EpochOffset{},
+		caches:    map[*step]*recCache{},
+		flushReq:  make(chan chan error),
 	}
 }
 
@@ -134,14 +148,39 @@ func (t *task) run(ctx context.Context) {
 	linger := t.app.cfg.BundleLinger
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	flush := func(reply chan error) bool {
+		err := t.flushNow(ctx)
+		reply <- err
+		if err != nil {
+			t.app.workDropped.Store(true)
+			if ctx.Err() == nil {
+				t.app.fail(err)
+			}
+			return false
+		}
+		return true
+	}
 	for {
+		select {
+		case reply := <-t.flushReq:
+			if !flush(reply) {
+				return
+			}
+		default:
+		}
 		batch := t.in.take(max)
 		if len(batch) == 0 {
 			t.resumeIfDrained()
 			select {
 			case <-t.stop:
+				t.flushOnStop(ctx)
 				return
 			case <-t.in.signal:
+				continue
+			case reply := <-t.flushReq:
+				if !flush(reply) {
+					return
+				}
 				continue
 			}
 		}
@@ -254,18 +293,45 @@ func (t *task) process(ctx context.Context, batch []*kgo.Record) error {
 		}
 		bySource[s] = append(bySource[s], rec{key: r.Key, value: r.Value, ts: r.Timestamp.UnixMilli(), in: r})
 	}
-	t.out = t.out[:0]
-	for _, tx := range t.stores {
-		clear(tx.dirty)
-	}
+	t.begin()
 	for _, s := range order {
 		if err := t.push(ctx, s, bySource[s]); err != nil {
 			return err
 		}
 	}
-	// The batch succeeded: apply state, hand outputs and changelog records
-	// to the producer, then advance offsets. Under exactly_once_v2 the
-	// state changes wait for the transaction instead.
+	if t.cacheBytes > t.app.cacheBudget() {
+		if err := t.flushCaches(ctx); err != nil {
+			return err
+		}
+	}
+	if err := t.finish(); err != nil {
+		return err
+	}
+	for _, r := range batch {
+		t.processed[r.Topic] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
+	}
+	if t.cacheBytes == 0 {
+		t.mu.Lock()
+		for topic, eo := range t.processed {
+			t.offsets[topic] = eo
+		}
+		t.mu.Unlock()
+	}
+	return nil
+}
+
+// begin starts a batch: no outputs, no store changes yet.
+func (t *task) begin() {
+	t.out = t.out[:0]
+	for _, tx := range t.stores {
+		clear(tx.dirty)
+	}
+}
+
+// finish ends a batch that succeeded: its store changes are applied (under
+// exactly_once_v2 they join the transaction instead) and its outputs and
+// changelog records are handed to the producer.
+func (t *task) finish() error {
 	for _, tx := range t.stores {
 		if len(tx.dirty) == 0 {
 			continue
@@ -289,11 +355,6 @@ func (t *task) process(ctx context.Context, batch []*kgo.Record) error {
 	for _, r := range t.out {
 		t.app.produce(r)
 	}
-	t.mu.Lock()
-	for _, r := range batch {
-		t.offsets[r.Topic] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
-	}
-	t.mu.Unlock()
 	return nil
 }
 
@@ -480,6 +541,10 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 			}
 			t.out = append(t.out, &kgo.Record{Topic: s.topic, Key: r.key, Value: v, Timestamp: time.UnixMilli(r.ts)})
 		}
+		return nil
+	}
+	if s.cached && t.app.cfg.CacheMaxBytes > 0 {
+		t.cache(s, out)
 		return nil
 	}
 	for _, c := range s.next {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -68,8 +69,18 @@ func (e *env) stopEngine() {
 	e.srv = nil
 }
 
+// open opens a session. Unless config sets statestore.cache.max.bytes, the
+// record cache is off (0): most tests pin every update, as Kafka Streams
+// emits them without a cache; cache_test.go tests the cache.
 func (e *env) open(appID string, config map[string]string) *testHost {
 	e.t.Helper()
+	if _, ok := config["statestore.cache.max.bytes"]; !ok {
+		config = maps.Clone(config)
+		if config == nil {
+			config = map[string]string{}
+		}
+		config["statestore.cache.max.bytes"] = "0"
+	}
 	resp, err := e.cl.OpenSession(context.Background(), connect.NewRequest(&pb.OpenSessionRequest{ApplicationId: appID, Config: config}))
 	if err != nil {
 		e.t.Fatalf("OpenSession: %v", err)

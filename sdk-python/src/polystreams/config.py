@@ -34,11 +34,14 @@ class Config:
     "sasl.password": "p", "polystreams.bundle.max.records": "5000"})``.
     None leaves a setting at the engine's documented default
     (``processing.guarantee`` at_least_once; ``commit.interval.ms`` 30000, or
-    100 under exactly_once_v2). Credential values never appear in repr().
+    100 under exactly_once_v2; ``statestore.cache.max.bytes`` 10 MiB: tables
+    forward the latest update per key at each commit, 0 forwards every update
+    at once). Credential values never appear in repr().
     """
 
     processing_guarantee: ProcessingGuarantee | None = None
     commit_interval_ms: int | None = None
+    statestore_cache_max_bytes: int | None = None
     state_dir: str | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
 
@@ -49,6 +52,8 @@ class Config:
             out["processing.guarantee"] = self.processing_guarantee
         if self.commit_interval_ms is not None:
             out["commit.interval.ms"] = str(self.commit_interval_ms)
+        if self.statestore_cache_max_bytes is not None:
+            out["statestore.cache.max.bytes"] = str(self.statestore_cache_max_bytes)
         if self.state_dir is not None:
             out["state.dir"] = self.state_dir
         return out
@@ -56,7 +61,7 @@ class Config:
     def __repr__(self) -> str:
         parts = [
             f"{name}={getattr(self, name)!r}"
-            for name in ("processing_guarantee", "commit_interval_ms", "state_dir")
+            for name in ("processing_guarantee", "commit_interval_ms", "statestore_cache_max_bytes", "state_dir")
             if getattr(self, name) is not None
         ]
         if self.extra:

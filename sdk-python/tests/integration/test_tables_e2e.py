@@ -56,7 +56,7 @@ def longs(values: list[bytes | None]) -> list[int | None]:
 def test_group_by_count_follows_moves_and_tombstones(tmp_path: Path, app_id: str) -> None:
     """KTableRepartitionMap forwards the old pair (a removal) before the new
     one; KTableAggregate's count subtracts, then adds; a tombstone removes."""
-    with App(app_id, config(tmp_path, commit_interval_ms=100)) as app:
+    with App(app_id, config(tmp_path, commit_interval_ms=100, statestore_cache_max_bytes=0)) as app:
         assert app.brokers
         create_topic(app.brokers, "users", 2)
         users = app.table("users", key="string", value="string", materialized="users-store")
@@ -81,7 +81,7 @@ def test_group_by_count_follows_moves_and_tombstones(tmp_path: Path, app_id: str
 
 
 def test_filter_forwards_tombstones_and_reduce_subtracts(tmp_path: Path, app_id: str) -> None:
-    with App(app_id, config(tmp_path, commit_interval_ms=100)) as app:
+    with App(app_id, config(tmp_path, commit_interval_ms=100, statestore_cache_max_bytes=0)) as app:
         assert app.brokers
         create_topic(app.brokers, "accounts", 1)
         accounts = app.table("accounts", key="string", value="json")
