@@ -33,14 +33,19 @@ type State int
 
 const (
 	Created State = iota + 1
+	// Rebalancing: joining the group, or partitions were revoked.
 	Rebalancing
+	// Running: every assigned task has restored its stores.
 	Running
 	Stopped
 	Failed
+	// Restoring: assigned, and some task is restoring its stores from their
+	// changelogs; see App.Restore.
+	Restoring
 )
 
 func (s State) String() string {
-	return [...]string{"", "created", "rebalancing", "running", "stopped", "error"}[s]
+	return [...]string{"", "created", "rebalancing", "running", "stopped", "error", "restoring"}[s]
 }
 
 // App runs one topology. Safe for concurrent use.
@@ -79,6 +84,10 @@ type App struct {
 	// produceFailed is set once any output or changelog record could not
 	// be written; from then on nothing is committed or checkpointed.
 	produceFailed atomic.Bool
+
+	// restores: the progress of the tasks' store restores since the last
+	// rebalance. Its entries follow tasks: added and dropped under mu.
+	restores restores
 
 	mu    sync.Mutex // guards tasks, state, err
 	tasks map[taskID]*task
@@ -249,10 +258,14 @@ func (p partitioner) ForTopic(t string) kgo.TopicPartitioner {
 	return p.def.ForTopic(t)
 }
 
-// State returns the state and, in Failed, the error.
+// State returns the state and, in Failed, the error. A running
+// application whose tasks are restoring stores is Restoring.
 func (a *App) State() (State, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.state == Running && !a.restores.progress().Done() {
+		return Restoring, nil
+	}
 	return a.state, a.err
 }
 
@@ -489,6 +502,8 @@ func (a *App) taskFor(topic string, partition int32) *task {
 
 func (a *App) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
 	a.mu.Lock()
+	var started []*task
+	var sps []storePartition
 	for topic, parts := range assigned {
 		p := a.planOf[topic]
 		if p == nil {
@@ -501,8 +516,15 @@ func (a *App) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][
 			}
 			t := newTask(a, id, p)
 			a.tasks[id] = t
-			go t.run(a.ctx)
+			started = append(started, t)
+			sps = append(sps, storePartitionsOf(id, p)...)
 		}
+	}
+	// The new tasks' store partitions count as restoring before any task
+	// starts, so the application is Restoring until all are restored.
+	a.restores.assign(sps)
+	for _, t := range started {
+		go t.run(a.ctx)
 	}
 	a.mu.Unlock()
 	a.log.Info("partitions assigned", "partitions", assigned)
@@ -554,6 +576,7 @@ func (a *App) takeTasks(parts map[string][]int32) []*task {
 			if t, ok := a.tasks[id]; ok {
 				out = append(out, t)
 				delete(a.tasks, id)
+				a.restores.drop(storePartitionsOf(id, p))
 			}
 		}
 	}
@@ -665,7 +688,7 @@ func (a *App) StorePartitions(store string) ([]*state.Partition, error) {
 		return nil, fmt.Errorf("runtime: store %q does not exist", store)
 	}
 	st, _ := a.State()
-	if st != Running && st != Rebalancing {
+	if st != Running && st != Rebalancing && st != Restoring {
 		return nil, fmt.Errorf("runtime: store %q is not queryable: the application is %s: %w", store, st, ErrNotQueryable)
 	}
 	a.mu.Lock()

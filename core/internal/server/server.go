@@ -346,8 +346,17 @@ func (s *Server) Exchange(ctx context.Context, req *connect.Request[pb.ExchangeR
 		wait := time.Duration(min(max(m.WaitMs, 0), 5000)) * time.Millisecond
 		resp.Bundles = ss.dispatch.take(ctx, m.WorkerId, int(m.MaxBundles), wait)
 		resp.State, resp.Error, resp.FailedRecord = stateProto(app)
+		resp.Restore = restoreProto(app)
 	}
 	return connect.NewResponse(resp), nil
+}
+
+func restoreProto(app *runtime.App) *pb.RestoreProgress {
+	p := app.Restore()
+	return &pb.RestoreProgress{
+		RestoredRecords: p.RestoredRecords, TotalRecords: p.TotalRecords,
+		RestoringPartitions: int32(p.RestoringPartitions), TotalPartitions: int32(p.TotalPartitions),
+	}
 }
 
 func stateProto(app *runtime.App) (pb.State, string, *pb.RecordContext) {
@@ -364,6 +373,8 @@ func stateProto(app *runtime.App) (pb.State, string, *pb.RecordContext) {
 	switch st {
 	case runtime.Rebalancing:
 		return pb.State_STATE_REBALANCING, msg, rc
+	case runtime.Restoring:
+		return pb.State_STATE_RESTORING, msg, rc
 	case runtime.Running:
 		return pb.State_STATE_RUNNING, msg, rc
 	case runtime.Stopped:
@@ -390,6 +401,7 @@ func (s *Server) GetState(_ context.Context, req *connect.Request[pb.GetStateReq
 		resp.State = pb.State_STATE_STOPPED
 	} else if app != nil {
 		resp.State, resp.Error, resp.FailedRecord = stateProto(app)
+		resp.Restore = restoreProto(app)
 	}
 	return connect.NewResponse(resp), nil
 }
