@@ -89,15 +89,22 @@ type App struct {
 	// rebalance. Its entries follow tasks: added and dropped under mu.
 	restores restores
 
-	mu    sync.Mutex // guards tasks, state, err
+	mu    sync.Mutex // guards tasks, state, err, changes, changed
 	tasks map[taskID]*task
 	state State
 	err   error
+	// changes: every state the application has been in, in order (as State
+	// reports them, Restoring included), so that each host worker can be
+	// told of every change, however short; see Changes.
+	changes []State
+	// changed is closed, and replaced, at each change.
+	changed chan struct{}
 }
 
 // New prepares an application; Start runs it.
 func New(cfg Config, topo *topology.Topology, host Host) (*App, error) {
 	a := &App{cfg: cfg, topo: topo, host: host, log: cfg.Logger, tasks: map[taskID]*task{}, state: Created, done: make(chan struct{}),
+		changes: []State{Created}, changed: make(chan struct{}),
 		eos: cfg.Guarantee == ExactlyOnceV2}
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -263,10 +270,44 @@ func (p partitioner) ForTopic(t string) kgo.TopicPartitioner {
 func (a *App) State() (State, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return a.stateLocked(), a.err
+}
+
+// stateLocked is State, with a.mu held.
+func (a *App) stateLocked() State {
 	if a.state == Running && !a.restores.progress().Done() {
-		return Restoring, nil
+		return Restoring
 	}
-	return a.state, a.err
+	return a.state
+}
+
+// Changes returns the states the application has been in from the from-th
+// change on (the 0th is Created; a from past the last gives the current
+// state), the index of the first of them, and a channel closed at the next
+// change. Safe for concurrent use.
+func (a *App) Changes(from int) (states []State, first int, next <-chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	first = min(max(from, 0), len(a.changes)-1)
+	return append([]State(nil), a.changes[first:]...), first, a.changed
+}
+
+// noteLocked records a change of State, if there was one; a.mu held.
+// Called wherever what State derives from changes: the state, and the
+// restores' partitions starting or finishing.
+func (a *App) noteLocked() {
+	if s := a.stateLocked(); s != a.changes[len(a.changes)-1] {
+		a.changes = append(a.changes, s)
+		close(a.changed)
+		a.changed = make(chan struct{})
+	}
+}
+
+// noteRestored records the change a finished restore may have made.
+func (a *App) noteRestored() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.noteLocked()
 }
 
 func (a *App) setState(s State) {
@@ -274,6 +315,7 @@ func (a *App) setState(s State) {
 	defer a.mu.Unlock()
 	if a.state != Failed && a.state != Stopped {
 		a.state = s
+		a.noteLocked()
 	}
 }
 
@@ -286,6 +328,7 @@ func (a *App) fail(err error) {
 	if a.err == nil && a.state != Stopped {
 		a.err = err
 		a.state = Failed
+		a.noteLocked()
 		a.log.Error("application failed", "error", err)
 	}
 	a.mu.Unlock()
@@ -523,12 +566,15 @@ func (a *App) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][
 	// The new tasks' store partitions count as restoring before any task
 	// starts, so the application is Restoring until all are restored.
 	a.restores.assign(sps)
+	if a.state != Failed && a.state != Stopped {
+		a.state = Running // Restoring, to State, until all are restored
+	}
+	a.noteLocked()
 	for _, t := range started {
 		go t.run(a.ctx)
 	}
 	a.mu.Unlock()
 	a.log.Info("partitions assigned", "partitions", assigned)
-	a.setState(Running)
 }
 
 // onRevoked stops the tasks of revoked partitions and commits what they
@@ -580,6 +626,7 @@ func (a *App) takeTasks(parts map[string][]int32) []*task {
 			}
 		}
 	}
+	a.noteLocked()
 	return out
 }
 
@@ -695,11 +742,10 @@ func (a *App) StorePartitions(store string) ([]*state.Partition, error) {
 	defer a.mu.Unlock()
 	var parts []*state.Partition
 	for id, t := range a.tasks {
-		if !t.restored.Load() {
-			continue
-		}
 		for _, s := range t.plan.stores {
-			if s.Name == store {
+			// A store partition answers once restored: the same moment it
+			// stops counting toward Restoring.
+			if s.Name == store && a.restores.restored(storePartition{store, id.partition}) {
 				parts = append(parts, a.db.Partition(store, id.partition))
 			}
 		}

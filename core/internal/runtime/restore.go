@@ -114,6 +114,15 @@ func (r *restores) finish(e *restoreEntry) {
 	e.restored, e.done = e.total, true
 }
 
+// restored reports whether sp, a store partition of a current task, is
+// restored: its entry is done, or gone (a rebalance forgot it as done).
+func (r *restores) restored(sp storePartition) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.parts[sp]
+	return e == nil || e.done
+}
+
 func (r *restores) progress() RestoreProgress {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -194,6 +203,7 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 	entry := a.restores.begin(sp, end.Offset-from)
 	if end.Offset <= from {
 		a.restores.finish(entry)
+		a.noteRestored()
 		return nil
 	}
 	total := end.Offset - from
@@ -246,6 +256,7 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 		}
 	}
 	a.restores.finish(entry)
+	a.noteRestored()
 	a.log.Info("restored store", "store", tx.store.Name, "partition", tx.part.Number, "records", applied,
 		"from", from, "to", end.Offset, "took", time.Since(start).Round(time.Millisecond))
 	return nil
