@@ -10,7 +10,7 @@ import pytest
 from helpers import FakeEngine, column, connect_error
 from test_app import Engine
 
-from polystreams import App, FailedPreconditionError, KeyValueStore, NotFoundError, ProcessingError
+from polystreams import App, FailedPreconditionError, KeyValueStore, NotFoundError, ProcessingError, RestoreProgress
 from polystreams import store as store_mod
 from polystreams.v1alpha1 import engine_pb2 as pb
 
@@ -175,6 +175,31 @@ def test_state_listener_sees_error(engine: Engine) -> None:
     with pytest.raises(ProcessingError):
         app.run()
     assert seen == [("running", "created"), ("error", "running")]
+
+
+def test_state_listener_sees_restoring_and_progress_is_reported(engine: Engine) -> None:
+    seen: list[tuple[str, str]] = []
+    progress = pb.RestoreProgress(restored_records=300, total_records=1200, restoring_partitions=2, total_partitions=4)
+    for st in (pb.STATE_REBALANCING, pb.STATE_RESTORING, pb.STATE_RESTORING, pb.STATE_RUNNING):
+        engine.exchanges.put(pb.ExchangeResponse(state=st, restore=progress))
+    engine.fake.handlers["GetState"] = lambda body: pb.GetStateResponse(state=pb.STATE_RESTORING, restore=progress)
+    app = App("x", engine=engine.fake.url)
+
+    @app.on_state_change
+    def listener(new: str, old: str) -> None:
+        seen.append((new, old))
+        if new == "running":
+            app.stop()
+
+    app.run()
+    assert seen == [("rebalancing", "created"), ("restoring", "rebalancing"), ("running", "restoring"), ("stopped", "running")]
+    assert app.state() == "restoring"
+    p = app.restore_progress()
+    assert p == RestoreProgress(restored_records=300, total_records=1200, restoring_partitions=2, total_partitions=4)
+    assert (p.fraction, p.done) == (0.25, False)
+    assert RestoreProgress().fraction == 1.0 and RestoreProgress().done  # nothing to restore
+    with pytest.raises(AttributeError):
+        p.restored_records = 5  # type: ignore[misc]
 
 
 def test_client_pool_reuses_one_connection_sequentially(fake_engine: FakeEngine) -> None:

@@ -33,14 +33,19 @@ type State int
 
 const (
 	Created State = iota + 1
+	// Rebalancing: joining the group, or partitions were revoked.
 	Rebalancing
+	// Running: every assigned task has restored its stores.
 	Running
 	Stopped
 	Failed
+	// Restoring: assigned, and some task is restoring its stores from their
+	// changelogs; see App.Restore.
+	Restoring
 )
 
 func (s State) String() string {
-	return [...]string{"", "created", "rebalancing", "running", "stopped", "error"}[s]
+	return [...]string{"", "created", "rebalancing", "running", "stopped", "error", "restoring"}[s]
 }
 
 // App runs one topology. Safe for concurrent use.
@@ -80,15 +85,26 @@ type App struct {
 	// be written; from then on nothing is committed or checkpointed.
 	produceFailed atomic.Bool
 
-	mu    sync.Mutex // guards tasks, state, err
+	// restores: the progress of the tasks' store restores since the last
+	// rebalance. Its entries follow tasks: added and dropped under mu.
+	restores restores
+
+	mu    sync.Mutex // guards tasks, state, err, changes, changed
 	tasks map[taskID]*task
 	state State
 	err   error
+	// changes: every state the application has been in, in order (as State
+	// reports them, Restoring included), so that each host worker can be
+	// told of every change, however short; see Changes.
+	changes []State
+	// changed is closed, and replaced, at each change.
+	changed chan struct{}
 }
 
 // New prepares an application; Start runs it.
 func New(cfg Config, topo *topology.Topology, host Host) (*App, error) {
 	a := &App{cfg: cfg, topo: topo, host: host, log: cfg.Logger, tasks: map[taskID]*task{}, state: Created, done: make(chan struct{}),
+		changes: []State{Created}, changed: make(chan struct{}),
 		eos: cfg.Guarantee == ExactlyOnceV2}
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -249,11 +265,49 @@ func (p partitioner) ForTopic(t string) kgo.TopicPartitioner {
 	return p.def.ForTopic(t)
 }
 
-// State returns the state and, in Failed, the error.
+// State returns the state and, in Failed, the error. A running
+// application whose tasks are restoring stores is Restoring.
 func (a *App) State() (State, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.state, a.err
+	return a.stateLocked(), a.err
+}
+
+// stateLocked is State, with a.mu held.
+func (a *App) stateLocked() State {
+	if a.state == Running && !a.restores.progress().Done() {
+		return Restoring
+	}
+	return a.state
+}
+
+// Changes returns the states the application has been in from the from-th
+// change on (the 0th is Created; a from past the last gives the current
+// state), the index of the first of them, and a channel closed at the next
+// change. Safe for concurrent use.
+func (a *App) Changes(from int) (states []State, first int, next <-chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	first = min(max(from, 0), len(a.changes)-1)
+	return append([]State(nil), a.changes[first:]...), first, a.changed
+}
+
+// noteLocked records a change of State, if there was one; a.mu held.
+// Called wherever what State derives from changes: the state, and the
+// restores' partitions starting or finishing.
+func (a *App) noteLocked() {
+	if s := a.stateLocked(); s != a.changes[len(a.changes)-1] {
+		a.changes = append(a.changes, s)
+		close(a.changed)
+		a.changed = make(chan struct{})
+	}
+}
+
+// noteRestored records the change a finished restore may have made.
+func (a *App) noteRestored() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.noteLocked()
 }
 
 func (a *App) setState(s State) {
@@ -261,6 +315,7 @@ func (a *App) setState(s State) {
 	defer a.mu.Unlock()
 	if a.state != Failed && a.state != Stopped {
 		a.state = s
+		a.noteLocked()
 	}
 }
 
@@ -273,6 +328,7 @@ func (a *App) fail(err error) {
 	if a.err == nil && a.state != Stopped {
 		a.err = err
 		a.state = Failed
+		a.noteLocked()
 		a.log.Error("application failed", "error", err)
 	}
 	a.mu.Unlock()
@@ -496,6 +552,8 @@ func (a *App) taskFor(topic string, partition int32) *task {
 
 func (a *App) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
 	a.mu.Lock()
+	var started []*task
+	var sps []storePartition
 	for topic, parts := range assigned {
 		p := a.planOf[topic]
 		if p == nil {
@@ -508,12 +566,22 @@ func (a *App) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][
 			}
 			t := newTask(a, id, p)
 			a.tasks[id] = t
-			go t.run(a.ctx)
+			started = append(started, t)
+			sps = append(sps, storePartitionsOf(id, p)...)
 		}
+	}
+	// The new tasks' store partitions count as restoring before any task
+	// starts, so the application is Restoring until all are restored.
+	a.restores.assign(sps)
+	if a.state != Failed && a.state != Stopped {
+		a.state = Running // Restoring, to State, until all are restored
+	}
+	a.noteLocked()
+	for _, t := range started {
+		go t.run(a.ctx)
 	}
 	a.mu.Unlock()
 	a.log.Info("partitions assigned", "partitions", assigned)
-	a.setState(Running)
 }
 
 // onRevoked stops the tasks of revoked partitions and commits what they
@@ -561,9 +629,11 @@ func (a *App) takeTasks(parts map[string][]int32) []*task {
 			if t, ok := a.tasks[id]; ok {
 				out = append(out, t)
 				delete(a.tasks, id)
+				a.restores.drop(storePartitionsOf(id, p))
 			}
 		}
 	}
+	a.noteLocked()
 	return out
 }
 
@@ -672,18 +742,17 @@ func (a *App) StorePartitions(store string) ([]*state.Partition, error) {
 		return nil, fmt.Errorf("runtime: store %q does not exist", store)
 	}
 	st, _ := a.State()
-	if st != Running && st != Rebalancing {
+	if st != Running && st != Rebalancing && st != Restoring {
 		return nil, fmt.Errorf("runtime: store %q is not queryable: the application is %s: %w", store, st, ErrNotQueryable)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var parts []*state.Partition
 	for id, t := range a.tasks {
-		if !t.restored.Load() {
-			continue
-		}
 		for _, s := range t.plan.stores {
-			if s.Name == store {
+			// A store partition answers once restored: the same moment it
+			// stops counting toward Restoring.
+			if s.Name == store && a.restores.restored(storePartition{store, id.partition}) {
 				parts = append(parts, a.db.Partition(store, id.partition))
 			}
 		}

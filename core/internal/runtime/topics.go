@@ -9,9 +9,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/polystreams/polystreams/core/internal/state"
 )
 
 // ensureTopics checks the source topics and creates the internal ones as
@@ -150,100 +147,6 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// restore brings a store partition up to date with its changelog: from the
-// checkpoint if there is one, else wiped and from the start. The checkpoint
-// is then cleared: until the next clean close, the data is ahead of it, and
-// a crash means wipe and restore.
-func (a *App) restore(ctx context.Context, tx *storeTx) error {
-	from, ok, err := tx.part.Checkpoint()
-	if err != nil {
-		return err
-	}
-	if !ok {
-		if err := tx.part.Wipe(); err != nil {
-			return err
-		}
-		from = 0
-	}
-	if !a.eos {
-		// Under at-least-once the data runs ahead of the checkpoint from
-		// here on; a crash means wipe and restore. (Under exactly_once_v2
-		// only committed transactions reach Pebble, each moving the
-		// checkpoint, so it stays valid.)
-		if err := tx.part.ClearCheckpoint(); err != nil {
-			return err
-		}
-	}
-	list := a.adm.ListEndOffsets
-	if a.eos {
-		list = a.adm.ListCommittedOffsets // the last stable offset
-	}
-	ends, err := list(ctx, tx.changelog)
-	if err != nil {
-		return fmt.Errorf("restoring store %s partition %d: listing end offset of %s: %w", tx.store.Name, tx.part.Number, tx.changelog, err)
-	}
-	end, ok := ends.Lookup(tx.changelog, tx.part.Number)
-	if !ok || end.Err != nil {
-		return fmt.Errorf("restoring store %s partition %d: no end offset for %s/%d", tx.store.Name, tx.part.Number, tx.changelog, tx.part.Number)
-	}
-	if from > end.Offset {
-		// The checkpoint is ahead of the changelog: the topic was
-		// recreated or truncated (a new broker, say). The local state
-		// belongs to another history; start over from the changelog.
-		a.log.Warn("checkpoint ahead of changelog: wiping local state", "store", tx.store.Name,
-			"partition", tx.part.Number, "checkpoint", from, "changelog.end", end.Offset)
-		if err := tx.part.Wipe(); err != nil {
-			return err
-		}
-		from = 0
-	}
-	if end.Offset <= from {
-		return nil
-	}
-	start := time.Now()
-	opts := append(a.cfg.clientOpts(),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{tx.changelog: {tx.part.Number: kgo.NewOffset().At(from)}}),
-		// Transaction markers take offsets: keep them so that the position
-		// reaches the end offset.
-		kgo.KeepControlRecords(),
-	)
-	if a.eos {
-		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	var restored int64
-	next := from
-	for next < end.Offset {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		var ferr error
-		fs.EachError(func(t string, p int32, err error) { ferr = fmt.Errorf("%s/%d: %w", t, p, err) })
-		if ferr != nil {
-			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.part.Number, ferr)
-		}
-		var ws []state.Write
-		fs.EachRecord(func(r *kgo.Record) {
-			next = r.Offset + 1
-			if !r.Attrs.IsControl() {
-				ws = append(ws, state.Write{Key: r.Key, Value: r.Value})
-			}
-		})
-		if err := tx.part.Apply(ws); err != nil {
-			return err
-		}
-		restored += int64(len(ws))
-	}
-	a.log.Info("restored store", "store", tx.store.Name, "partition", tx.part.Number, "records", restored,
-		"from", from, "to", end.Offset, "took", time.Since(start).Round(time.Millisecond))
-	return nil
 }
 
 // checkpoint records, after a successful flush, that each store partition

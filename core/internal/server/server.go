@@ -98,12 +98,16 @@ type session struct {
 	lastSeen atomic.Int64 // unix nanos of the last call
 	dispatch *dispatcher
 
-	mu        sync.Mutex // guards builder, funcs, nextToken, app, stopped
+	mu        sync.Mutex // guards builder, funcs, nextToken, app, stopped, reported
 	stopped   bool       // by Stop: calls answer STATE_STOPPED until it expires
 	builder   *topology.Builder
 	funcs     map[uint32]string // token -> display name
 	nextToken uint32
 	app       *runtime.App
+	// reported: per worker, the index (in app.Changes) of the next state
+	// change to report to it. Each worker hears of every change once, in
+	// order, however short the state lasted.
+	reported map[string]int
 }
 
 func (ss *session) touch() { ss.lastSeen.Store(time.Now().UnixNano()) }
@@ -206,7 +210,7 @@ func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSess
 	rand.Read(raw[:])
 	ss := &session{
 		id: hex.EncodeToString(raw[:]), appID: m.ApplicationId, cfg: cfg,
-		builder: topology.NewBuilder(), funcs: map[uint32]string{},
+		builder: topology.NewBuilder(), funcs: map[uint32]string{}, reported: map[string]int{},
 		dispatch: newDispatcher(s.opts.HostTimeout),
 	}
 	ss.touch()
@@ -337,44 +341,78 @@ func (s *Server) Exchange(ctx context.Context, req *connect.Request[pb.ExchangeR
 	}
 	ss.dispatch.deliver(m.Results)
 	ss.mu.Lock()
-	app, stopped := ss.app, ss.stopped
+	app, stopped, next := ss.app, ss.stopped, ss.reported[m.WorkerId]
 	ss.mu.Unlock()
 	resp := &pb.ExchangeResponse{State: pb.State_STATE_CREATED}
 	if stopped && app == nil {
 		resp.State = pb.State_STATE_STOPPED
 	} else if app != nil {
 		wait := time.Duration(min(max(m.WaitMs, 0), 5000)) * time.Millisecond
-		resp.Bundles = ss.dispatch.take(ctx, m.WorkerId, int(m.MaxBundles), wait)
-		resp.State, resp.Error, resp.FailedRecord = stateProto(app)
+		states, _, changed := app.Changes(next)
+		if len(states) > 1 {
+			wait = 0 // changes not reported yet: report the next one now
+		}
+		// A change while waiting for bundles ends the wait: the worker
+		// hears of it at once.
+		tctx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-changed:
+				cancel()
+			case <-tctx.Done():
+			}
+		}()
+		resp.Bundles = ss.dispatch.take(tctx, m.WorkerId, int(m.MaxBundles), wait)
+		cancel()
+		states, at, _ := app.Changes(next)
+		ss.mu.Lock()
+		ss.reported[m.WorkerId] = at + 1
+		ss.mu.Unlock()
+		_, err := app.State()
+		resp.State, resp.Error, resp.FailedRecord = stateProto(states[0], err)
+		resp.Restore = restoreProto(app)
 	}
 	return connect.NewResponse(resp), nil
 }
 
-func stateProto(app *runtime.App) (pb.State, string, *pb.RecordContext) {
-	st, err := app.State()
-	msg := ""
-	var rc *pb.RecordContext
-	if err != nil {
-		msg = err.Error()
-		var re *runtime.RecordError
-		if errors.As(err, &re) {
-			rc = &pb.RecordContext{Topic: re.Topic, Partition: re.Partition, Offset: re.Offset, Node: re.Node}
-		}
+func restoreProto(app *runtime.App) *pb.RestoreProgress {
+	p := app.Restore()
+	return &pb.RestoreProgress{
+		RestoredRecords: p.RestoredRecords, TotalRecords: p.TotalRecords,
+		RestoringPartitions: int32(p.RestoringPartitions), TotalPartitions: int32(p.TotalPartitions),
 	}
+}
+
+// stateProto gives st its protocol form; with STATE_ERROR, err (the
+// application's error) too.
+func stateProto(st runtime.State, err error) (pb.State, string, *pb.RecordContext) {
+	var ps pb.State
 	switch st {
 	case runtime.Rebalancing:
-		return pb.State_STATE_REBALANCING, msg, rc
+		ps = pb.State_STATE_REBALANCING
+	case runtime.Restoring:
+		ps = pb.State_STATE_RESTORING
 	case runtime.Running:
-		return pb.State_STATE_RUNNING, msg, rc
+		ps = pb.State_STATE_RUNNING
 	case runtime.Stopped:
+		ps = pb.State_STATE_STOPPED
 		if err != nil {
-			return pb.State_STATE_ERROR, msg, rc
+			ps = pb.State_STATE_ERROR
 		}
-		return pb.State_STATE_STOPPED, msg, rc
 	case runtime.Failed:
-		return pb.State_STATE_ERROR, msg, rc
+		ps = pb.State_STATE_ERROR
+	default:
+		ps = pb.State_STATE_CREATED
 	}
-	return pb.State_STATE_CREATED, msg, rc
+	if ps != pb.State_STATE_ERROR || err == nil {
+		return ps, "", nil
+	}
+	var rc *pb.RecordContext
+	var re *runtime.RecordError
+	if errors.As(err, &re) {
+		rc = &pb.RecordContext{Topic: re.Topic, Partition: re.Partition, Offset: re.Offset, Node: re.Node}
+	}
+	return ps, err.Error(), rc
 }
 
 func (s *Server) GetState(_ context.Context, req *connect.Request[pb.GetStateRequest]) (*connect.Response[pb.GetStateResponse], error) {
@@ -389,7 +427,8 @@ func (s *Server) GetState(_ context.Context, req *connect.Request[pb.GetStateReq
 	if stopped && app == nil {
 		resp.State = pb.State_STATE_STOPPED
 	} else if app != nil {
-		resp.State, resp.Error, resp.FailedRecord = stateProto(app)
+		resp.State, resp.Error, resp.FailedRecord = stateProto(app.State())
+		resp.Restore = restoreProto(app)
 	}
 	return connect.NewResponse(resp), nil
 }

@@ -12,7 +12,7 @@
     app.run()
 """
 
-from polystreams.app import App, State, StateListener
+from polystreams.app import App, RestoreProgress, State, StateListener
 from polystreams.config import Config, ProcessingGuarantee
 from polystreams.dsl import BuiltinReducer, Handle, KGroupedStream, KGroupedTable, Kind, KStream, KTable, Materialized
 from polystreams.errors import (
@@ -48,6 +48,7 @@ __all__ = [
     "PolystreamsError",
     "ProcessingError",
     "ProcessingGuarantee",
+    "RestoreProgress",
     "SerdeName",
     "State",
     "StateListener",

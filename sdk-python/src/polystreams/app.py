@@ -11,6 +11,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from types import FrameType, MappingProxyType, TracebackType
 from typing import Any, Literal
 
@@ -24,12 +25,14 @@ from polystreams.serde import SerdeName
 from polystreams.store import KeyValueStore
 from polystreams.v1alpha1 import engine_pb2 as pb
 
-__all__ = ["App", "State", "StateListener"]
+__all__ = ["App", "RestoreProgress", "State", "StateListener"]
 
 log = logging.getLogger("polystreams")
 
-State = Literal["created", "rebalancing", "running", "stopped", "error"]
-"""The state of an application, as the engine reports it."""
+State = Literal["created", "rebalancing", "restoring", "running", "stopped", "error"]
+"""The state of an application, as the engine reports it: ``restoring``
+while its tasks restore their stores from the changelogs (see
+:meth:`App.restore_progress`)."""
 
 StateListener = Callable[[State, State], object]
 """A callback of :meth:`App.on_state_change`: ``(new_state, old_state)``."""
@@ -37,10 +40,44 @@ StateListener = Callable[[State, State], object]
 _STATES: dict[int, State] = {
     pb.STATE_CREATED: "created",
     pb.STATE_REBALANCING: "rebalancing",
+    pb.STATE_RESTORING: "restoring",
     pb.STATE_RUNNING: "running",
     pb.STATE_STOPPED: "stopped",
     pb.STATE_ERROR: "error",
 }
+
+@dataclass(frozen=True)
+class RestoreProgress:
+    """How far restoring stores from their changelogs has come, over the
+    store partitions of the engine's tasks since the last rebalance.
+
+    ``total_records`` is what the restores have to read (changelog end offset
+    minus the local checkpoint, summed once each partition's restore has
+    begun); ``restored_records`` what they read so far.
+    """
+
+    restored_records: int = 0
+    total_records: int = 0
+    restoring_partitions: int = 0
+    """Store partitions not restored yet."""
+    total_partitions: int = 0
+
+    @property
+    def done(self) -> bool:
+        """No store partition is restoring."""
+        return self.restoring_partitions == 0
+
+    @property
+    def fraction(self) -> float:
+        """restored / total records, between 0.0 and 1.0 (1.0 when nothing is to be read)."""
+        if self.total_records <= 0:
+            return 1.0
+        return min(self.restored_records / self.total_records, 1.0)
+
+    @classmethod
+    def from_proto(cls, p: pb.RestoreProgress) -> RestoreProgress:
+        return cls(p.restored_records, p.total_records, p.restoring_partitions, p.total_partitions)
+
 
 # The host loop's Exchange: bundles taken per call, and how long the engine
 # may hold a call open waiting for one (also how soon stop() is noticed).
@@ -211,13 +248,27 @@ class App:
         resp = self._client.get_state(pb.GetStateRequest(session_id=self._session))
         return _STATES.get(resp.state, "created")
 
+    def restore_progress(self) -> RestoreProgress:
+        """How far the engine's restore of this application's stores has come,
+        as it reports it now (all zeros before :meth:`start`). While it is
+        not ``done`` the state is ``restoring``::
+
+            p = app.restore_progress()
+            print(f"{p.fraction:.0%} of {p.total_records} records, {p.restoring_partitions} partitions to go")
+        """
+        resp = self._client.get_state(pb.GetStateRequest(session_id=self._session))
+        return RestoreProgress.from_proto(resp.restore)
+
     def on_state_change(self, callback: StateListener) -> StateListener:
         """Calls ``callback(new_state, old_state)`` whenever the application's
         state changes (Kafka Streams' ``setStateListener``): typically
-        ``created`` -> ``rebalancing`` -> ``running`` (and back through
-        ``rebalancing`` when the group rebalances) -> ``stopped`` or
-        ``error``. Callbacks run in the thread of :meth:`run`, as it sees the
-        states the engine reports; an exception in one is logged and ignored.
+        ``created`` -> ``rebalancing`` -> ``restoring`` -> ``running`` (and
+        back through ``rebalancing`` and ``restoring`` when the group
+        rebalances) -> ``stopped`` or ``error``. ``restoring`` comes after each
+        assignment of tasks with stores, however short (see
+        :meth:`restore_progress`). Callbacks run in the thread of :meth:`run`;
+        the engine tells it of every change once, in order, so none is missed.
+        An exception in a callback is logged and ignored.
         Returns ``callback``, so it may be used as a decorator."""
         if not callable(callback):
             raise TypeError(f"on_state_change: {callback!r} is not callable")
