@@ -230,8 +230,10 @@ describe("against the real engine", { concurrency: false }, () => {
       assert.equal((await table.handle).store, "counts");
       table.toStream().to("out");
       const runner = new Runner(app);
-      while ((await app.state()) !== "running") {
+      const deadline = Date.now() + 60_000;
+      for (let state = await app.state(); state !== "running"; state = await app.state()) {
         runner.check();
+        assert.ok(Date.now() < deadline, `the app is still ${state} after 60 s`);
         await new Promise((r) => setTimeout(r, 50));
       }
       await app.stop();
