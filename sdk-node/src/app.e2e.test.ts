@@ -230,8 +230,10 @@ describe("against the real engine", { concurrency: false }, () => {
       assert.equal((await table.handle).store, "counts");
       table.toStream().to("out");
       const runner = new Runner(app);
-      while ((await app.state()) !== "running") {
+      const deadline = Date.now() + 60_000;
+      for (let state = await app.state(); state !== "running"; state = await app.state()) {
         runner.check();
+        assert.ok(Date.now() < deadline, `the app is still ${state} after 60 s`);
         await new Promise((r) => setTimeout(r, 50));
       }
       await app.stop();
@@ -373,6 +375,164 @@ describe("against the real engine", { concurrency: false }, () => {
       assert.equal(runner.error, undefined);
     } finally {
       await app.close();
+    }
+  });
+
+  test("interactive queries over a count store while run() serves: get, range, prefix, all, errors; states in order", async () => {
+    const lines = [...Array.from({ length: 1000 }, (_, i) => Array.from({ length: (i % 6) + 1 }, (_, j) => `w${(i * 7 + j * 13) % 41}`).join(" ")), "w w w wx x"];
+    const expected = new Map<string, bigint>();
+    for (const line of lines) {
+      for (const w of line.split(" ")) {
+        expected.set(w, (expected.get(w) ?? 0n) + 1n);
+      }
+    }
+    const keys = [...expected.keys()].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+    const app = await open();
+    try {
+      await createTopics(app.brokers!, { lines: 4, "word-counts": 4 });
+      await produce(app.brokers!, "lines", lines.map((value) => ({ value })));
+      const table = app
+        .stream("lines", { value: "string" })
+        .flatMapValues((line) => line.split(/\s+/).filter(Boolean))
+        .groupBy((_key, word) => word, { key: "string" })
+        .count();
+      table.toStream().to("word-counts");
+      assert.equal(await table.store, "KSTREAM-AGGREGATE-STATE-STORE-0000000003");
+      const store = await table.query();
+      assert.equal(store.name, "KSTREAM-AGGREGATE-STATE-STORE-0000000003");
+      await assert.rejects(store.get("w"), (e: unknown) => {
+        assert.ok(e instanceof FailedPreconditionError, String(e)); // before the topology runs
+        assert.match(e.message, /KSTREAM-AGGREGATE-STATE-STORE-0000000003/);
+        return true;
+      });
+      const transitions: [string, string][] = [];
+      app.onStateChange((next, old) => void transitions.push([next, old]));
+      const runner = new Runner(app);
+      await readUntil(app.brokers!, "word-counts", (records) => records.length === lines.join(" ").split(" ").length, { timeoutMs: 60_000, check: runner.check });
+      // The store holds what is committed; wait until it caught up.
+      let found = new Map<string, bigint>();
+      const deadline = Date.now() + 30_000;
+      while (Date.now() < deadline) {
+        runner.check();
+        found = new Map(await app.store<string, bigint>(store.name).all().toArray());
+        if (found.size === expected.size && [...expected].every(([k, n]) => found.get(k) === n)) {
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      assert.deepEqual(found, expected);
+      assert.equal(await store.get("w"), 3n);
+      assert.equal(await store.get("x"), 1n);
+      assert.equal(await store.get("nope"), undefined);
+      assert.deepEqual((await store.all().toArray()).map(([k]) => k), keys, "all() is in serialized key order");
+      const inRange = (lo: string, hi: string) => keys.filter((k) => k >= lo && k <= hi).map((k) => [k, expected.get(k)]);
+      assert.deepEqual(await store.range({ from: "w1", to: "w2" }).toArray(), inRange("w1", "w2"));
+      assert.deepEqual(await store.range({ to: "w0" }).toArray(), [["w", 3n], ["w0", expected.get("w0")]]);
+      assert.deepEqual(await store.range({ from: "w9" }).toArray(), inRange("w9", "\uffff"));
+      assert.deepEqual(await store.prefix("w1").toArray(), keys.filter((k) => k.startsWith("w1")).map((k) => [k, expected.get(k)]));
+      assert.deepEqual(await store.prefix("x").toArray(), [["x", 1n]]);
+      assert.deepEqual(await store.prefix("nothing").toArray(), []);
+      // Small pages: the engine truncates each answer at the limit, the store reads on.
+      const paged = app.store<string, bigint>(store.name, { pageSize: 4 });
+      assert.deepEqual(await paged.all().toArray(), keys.map((k) => [k, expected.get(k)]));
+      assert.deepEqual(await paged.prefix("w2").toArray(), keys.filter((k) => k.startsWith("w2")).map((k) => [k, expected.get(k)]));
+      assert.deepEqual(await paged.range({ from: "w1", to: "w2" }).toArray(), inRange("w1", "w2"));
+      assert.equal(await paged.approximateNumEntries(), expected.size);
+      await assert.rejects(app.store("no-such-store").get("w"), (e: unknown) => {
+        assert.ok(e instanceof NotFoundError, String(e));
+        assert.match(e.message, /"no-such-store" does not exist/);
+        assert.match(e.message, /KSTREAM-AGGREGATE-STATE-STORE-0000000003/);
+        return true;
+      });
+      // Many queries at once on the connection run() polls on.
+      const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => store.get(keys[i % keys.length]!)));
+      assert.deepEqual(answers, Array.from({ length: 50 }, (_, i) => expected.get(keys[i % keys.length]!)));
+      runner.check();
+      await app.stop();
+      await runner.done;
+      assert.equal(runner.error, undefined);
+      assert.equal(runner.returned, true);
+      const states = transitions.map(([next]) => next);
+      assert.ok(states.includes("running"), JSON.stringify(transitions));
+      assert.equal(states.at(-1), "stopped", JSON.stringify(transitions));
+      assert.equal(transitions[0]![1], "created", JSON.stringify(transitions));
+      for (let i = 1; i < transitions.length; i++) {
+        assert.equal(transitions[i]![1], transitions[i - 1]![0], `a chain of changes: ${JSON.stringify(transitions)}`);
+        assert.notEqual(transitions[i]![0], transitions[i]![1]);
+      }
+    } finally {
+      await app.close();
+    }
+  });
+
+  test("a restart with no local state restores the store from its changelog; queries answer the same", async () => {
+    const first = await open();
+    try {
+      await createTopics(first.brokers!, { events: 2 });
+      await produce(first.brokers!, "events", Array.from({ length: 600 }, (_, i) => ({ key: `k${i % 30}`, value: "x" })));
+      const build = (app: App) => app.stream("events", { key: "string", value: "string" }).groupByKey().count({ materialized: "counts" });
+      build(first);
+      const runner = new Runner(first);
+      const counts = first.store<string, bigint>("counts");
+      const want = new Map(Array.from({ length: 30 }, (_, i) => [`k${i}`, 20n]));
+      const deadline = Date.now() + 60_000;
+      let got = new Map<string, bigint>();
+      while (Date.now() < deadline) {
+        runner.check();
+        got = await counts
+          .all()
+          .toArray()
+          .then((e) => new Map(e), () => new Map<string, bigint>()); // not queryable until running
+        if (got.size === 30 && [...want].every(([k, n]) => got.get(k) === n)) {
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      assert.deepEqual(got, want);
+      await first.stop();
+      await runner.done;
+      assert.equal(runner.error, undefined);
+
+      // The same application on the same engine, with an empty state directory.
+      const again = await App.create(first.applicationId, { engine: first.engineUrl, config: { stateDir: join(dir, `${first.applicationId}-empty`), commitIntervalMs: 100 } });
+      try {
+        const states: string[] = [];
+        again.onStateChange((next) => void states.push(next));
+        const progress: number[][] = [];
+        again.onRestoreProgress((p) => void progress.push([p.restoredRecords, p.totalRecords]));
+        build(again);
+        const r2 = new Runner(again);
+        const store = again.store<string, bigint>("counts");
+        const until = Date.now() + 60_000;
+        let restored = new Map<string, bigint>();
+        while (Date.now() < until) {
+          r2.check();
+          if (states.includes("running")) {
+            restored = new Map(await store.all().toArray());
+            if (restored.size === 30) {
+              break;
+            }
+          }
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        assert.deepEqual(restored, want, "the store restored from its changelog");
+        assert.equal(await store.get("k7"), 20n);
+        // An engine that reports restoring says how far it came.
+        if (states.includes("restoring")) {
+          assert.ok(states.indexOf("restoring") < states.indexOf("running"), JSON.stringify(states));
+        }
+        const last = progress.at(-1);
+        if (last !== undefined) {
+          assert.equal(last[0], last[1], `restore progress ends complete: ${JSON.stringify(progress)}`);
+        }
+        await again.stop();
+        await r2.done;
+        assert.equal(r2.error, undefined);
+      } finally {
+        await again.close();
+      }
+    } finally {
+      await first.close();
     }
   });
 

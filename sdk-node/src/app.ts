@@ -7,19 +7,78 @@ import { type Config, properties, redact } from "./config.js";
 import { type Builder, type Handle, KStream, type NamedOptions, type Operation, SETTLED, type Settled, handleFrom } from "./dsl.js";
 import { type EngineLogger, EngineProcess, findEngine } from "./engine.js";
 import { FailedPreconditionError, NotFoundError, PolystreamsError, ProcessingError } from "./errors.js";
-import { type BundleResult, State as StateEnum } from "./gen/polystreams/v1alpha1/engine_pb.js";
+import {
+  type BundleResult,
+  type QueryResponse,
+  type RestoreProgress as RestoreProgressMessage,
+  State as StateEnum,
+} from "./gen/polystreams/v1alpha1/engine_pb.js";
 import type { SerdeName, SerdeType } from "./serde.js";
+import { KeyValueStore, type QueryTarget, type StoreOptions } from "./store.js";
 
-/** The state of an application, as the engine reports it. */
-export type State = "created" | "rebalancing" | "running" | "stopped" | "error";
+/**
+ * The state of an application, as the engine reports it: `created` (being
+ * built), `rebalancing` (joining the group), `restoring` (restoring stores
+ * from their changelogs before processing; see App.restoreProgress),
+ * `running`, `stopped`, `error`.
+ */
+export type State = "created" | "rebalancing" | "restoring" | "running" | "stopped" | "error";
 
 const STATES: Partial<Record<StateEnum, State>> = {
   [StateEnum.CREATED]: "created",
   [StateEnum.REBALANCING]: "rebalancing",
+  [StateEnum.RESTORING]: "restoring",
   [StateEnum.RUNNING]: "running",
   [StateEnum.STOPPED]: "stopped",
   [StateEnum.ERROR]: "error",
 };
+
+/**
+ * How far restoring stores from their changelogs has come, over the store
+ * partitions this engine restores or restored since its last rebalance.
+ * `restoredRecords` counts the changelog records read so far; `totalRecords`
+ * is what the restore had to read when it began (changelog end offset minus
+ * checkpoint), so the restore is done when both are equal (0 of 0: nothing
+ * had to be restored). `restoringPartitions` of `totalPartitions` store
+ * partitions are still restoring. Record counts are numbers (exact below
+ * 2^53).
+ */
+export interface RestoreProgress {
+  readonly restoredRecords: number;
+  readonly totalRecords: number;
+  readonly restoringPartitions: number;
+  readonly totalPartitions: number;
+}
+
+/** A callback of App.onStateChange: `(newState, oldState)`. */
+export type StateListener = (newState: State, oldState: State) => unknown;
+
+/** A callback of App.onRestoreProgress. */
+export type RestoreListener = (progress: RestoreProgress) => unknown;
+
+function restoreFrom(m: RestoreProgressMessage | undefined): RestoreProgress | undefined {
+  if (m === undefined) {
+    return undefined;
+  }
+  return Object.freeze({
+    restoredRecords: Number(m.restoredRecords),
+    totalRecords: Number(m.totalRecords),
+    restoringPartitions: m.restoringPartitions,
+    totalPartitions: m.totalPartitions,
+  });
+}
+
+function sameRestore(a: RestoreProgress | undefined, b: RestoreProgress | undefined): boolean {
+  return (
+    a === b ||
+    (a !== undefined &&
+      b !== undefined &&
+      a.restoredRecords === b.restoredRecords &&
+      a.totalRecords === b.totalRecords &&
+      a.restoringPartitions === b.restoringPartitions &&
+      a.totalPartitions === b.totalPartitions)
+  );
+}
 
 /** Options of App.create. */
 export interface AppOptions {
@@ -153,6 +212,12 @@ export class App implements Builder {
   #stopSent: Promise<void> | undefined;
   #closed: Promise<void> | undefined;
   #idle: Promise<void> = Promise.resolve();
+  /** Store name -> key serde, of the tables this app built (and what queries learned). */
+  readonly #storeKeySerdes = new Map<string, string>();
+  readonly #stateListeners: StateListener[] = [];
+  readonly #restoreListeners: RestoreListener[] = [];
+  #lastState: State = "created"; // as run() last saw it
+  #restore: RestoreProgress | undefined;
 
   private constructor(init: {
     applicationId: string;
@@ -266,7 +331,11 @@ export class App implements Builder {
         if (resp.handle === undefined) {
           return undefined;
         }
-        return handleFrom(resp.handle);
+        const h = handleFrom(resp.handle);
+        if (h.store && h.keySerde) {
+          this.#storeKeySerdes.set(h.store, h.keySerde);
+        }
+        return h;
       } catch (e) {
         for (const t of tokens) {
           this.#functions.delete(t); // registered for this call only
@@ -327,11 +396,120 @@ export class App implements Builder {
 
   // Running.
 
-  /** The application's state, as the engine reports it now. */
+  /**
+   * The application's state, as the engine reports it now (also updates
+   * restoreProgress; the listeners of onStateChange are driven by run()).
+   */
   async state(): Promise<State> {
     const resp = await this.#client.call("getState", { sessionId: this.#session });
+    const restore = restoreFrom(resp.restore);
+    if (restore !== undefined) {
+      this.#restore = restore;
+    }
     return STATES[resp.state] ?? "created";
   }
+
+  /**
+   * Restore progress as the engine last reported it (to run()'s exchanges or
+   * to state()): undefined before the topology started. See RestoreProgress.
+   */
+  get restoreProgress(): RestoreProgress | undefined {
+    return this.#restore;
+  }
+
+  /**
+   * Calls `listener(newState, oldState)` whenever the application's state
+   * changes (Kafka Streams' `setStateListener`): typically `created` ->
+   * `rebalancing` -> (`restoring` ->) `running` (and back through
+   * `rebalancing` when the group rebalances) -> `stopped` or `error`. The
+   * listeners see the states the engine reports to run(), in order, each
+   * change once; when run() returns cleanly they see `stopped`. A listener
+   * that throws (or whose promise rejects) is reported with
+   * process.emitWarning and ignored. Returns `listener`.
+   */
+  onStateChange(listener: StateListener): StateListener {
+    if (typeof listener !== "function") {
+      throw new TypeError(`onStateChange: want a function, got ${listener === null ? "null" : typeof listener}`);
+    }
+    this.#stateListeners.push(listener);
+    return listener;
+  }
+
+  /**
+   * Calls `listener(progress)` whenever the restore progress the engine
+   * reports to run() changes (Kafka Streams' `StateRestoreListener`, in
+   * one callback): while the app is `restoring`, as records are restored,
+   * and once more with the final figures. Errors are handled as for
+   * onStateChange. Returns `listener`.
+   */
+  onRestoreProgress(listener: RestoreListener): RestoreListener {
+    if (typeof listener !== "function") {
+      throw new TypeError(`onRestoreProgress: want a function, got ${listener === null ? "null" : typeof listener}`);
+    }
+    this.#restoreListeners.push(listener);
+    return listener;
+  }
+
+  #setState(next: State): void {
+    const old = this.#lastState;
+    if (next === old) {
+      return;
+    }
+    this.#lastState = next;
+    for (const listener of [...this.#stateListeners]) {
+      this.#notify(`state listener ${listener.name || "(anonymous)"} on ${old} -> ${next}`, () => listener(next, old));
+    }
+  }
+
+  #setRestore(progress: RestoreProgress | undefined): void {
+    if (progress === undefined || sameRestore(progress, this.#restore)) {
+      return;
+    }
+    this.#restore = progress;
+    for (const listener of [...this.#restoreListeners]) {
+      this.#notify(`restore listener ${listener.name || "(anonymous)"}`, () => listener(progress));
+    }
+  }
+
+  #notify(what: string, call: () => unknown): void {
+    const warn = (e: unknown): void => {
+      process.emitWarning(`polystreams: app ${JSON.stringify(this.applicationId)}: ${what} failed: ${String(e)}`);
+    };
+    try {
+      const r = call();
+      if (r instanceof Promise) {
+        r.catch(warn);
+      }
+    } catch (e) {
+      warn(e);
+    }
+  }
+
+  // Interactive queries.
+
+  /**
+   * The key-value store `name` (a table's `await table.store`, or a
+   * `materialized` name), for interactive queries while run() serves the
+   * topology. `K` and `V` are the types of its keys and values as decoded
+   * with the store's serdes. See KeyValueStore.
+   */
+  store<K = unknown, V = unknown>(name: string, options: StoreOptions = {}): KeyValueStore<K, V> {
+    return new KeyValueStore<K, V>(this.#queries, name, options);
+  }
+
+  /** What the stores of this app query through. */
+  readonly #queries: QueryTarget = {
+    query: (store, query, limit): Promise<QueryResponse> => {
+      if (this.#closed !== undefined) {
+        const app = JSON.stringify(this.applicationId);
+        return Promise.reject(new FailedPreconditionError("failed_precondition", `Query: store ${JSON.stringify(store)}: app ${app} is closed`));
+      }
+      return this.#client.call("query", { sessionId: this.#session, store, query, limit });
+    },
+    keySerde: (store) => this.#storeKeySerdes.get(store),
+    learnKeySerde: (store, serde) => void this.#storeKeySerdes.set(store, serde),
+  };
+
 
   /**
    * Starts processing (creates internal topics, joins the group) once the
@@ -396,6 +574,9 @@ export class App implements Builder {
         await this.#serve();
       }
       await this.#sendStop();
+      if (this.#started && this.#lastState !== "stopped" && this.#lastState !== "error") {
+        this.#setState("stopped"); // the engine may not have said so in the last Exchange
+      }
     } catch (e) {
       await this.#sendStop(); // best effort: the session must not outlive the host
       throw e;
@@ -428,6 +609,11 @@ export class App implements Builder {
         throw e;
       }
       results = [];
+      this.#setRestore(restoreFrom(resp.restore));
+      const state = STATES[resp.state];
+      if (state !== undefined) {
+        this.#setState(state);
+      }
       if (resp.state === StateEnum.ERROR) {
         await this.#sendStop();
         const message = resp.error || `app ${JSON.stringify(this.applicationId)} failed (the engine gave no reason)`;

@@ -43,11 +43,15 @@ export class Client {
     }
     this.url = url.replace(/\/+$/, "");
     this.timeoutMs = options.timeoutMs ?? 120_000;
-    this.sessions = new Http2SessionManager(this.url);
+    this.sessions = new WideWindowSessions(this.url, undefined, { settings: { initialWindowSize: WINDOW } });
     const transport = createConnectTransport({
       baseUrl: this.url,
       httpVersion: "2",
       sessionManager: this.sessions,
+      // No compression: the engine is near (usually loopback), and gzip of
+      // megabyte bundles cost more CPU on both sides than it saves (measured:
+      // it cut a Node-hosted map_values to under half of Python's rate).
+      acceptCompression: [],
     });
     this.client = createClient(EngineService, transport);
   }
@@ -65,6 +69,27 @@ export class Client {
   /** Closes the connection; calls in progress fail. */
   close(): void {
     this.sessions.abort();
+  }
+}
+
+// HTTP/2 flow-control window of each stream and of the connection. Node's
+// default is 64 KiB, so a response of eight 200 KiB bundles waited for a
+// WINDOW_UPDATE round trip every 64 KiB; measured, a Node-hosted map_values
+// then ran at under half of Python's rate over HTTP/1.1.
+const WINDOW = 16 << 20;
+
+/** An Http2SessionManager whose connections have a WINDOW-sized connection window. */
+class WideWindowSessions extends Http2SessionManager {
+  readonly #widened = new WeakSet<object>();
+
+  override async request(...args: Parameters<Http2SessionManager["request"]>): ReturnType<Http2SessionManager["request"]> {
+    const stream = await super.request(...args);
+    const session = stream.session;
+    if (session !== undefined && !this.#widened.has(session)) {
+      this.#widened.add(session);
+      session.setLocalWindowSize(WINDOW);
+    }
+    return stream;
   }
 }
 

@@ -21,6 +21,7 @@ import {
   Reducer as ReducerEnum,
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import type { SerdeName } from "./serde.js";
+import type { KeyValueStore, StoreOptions } from "./store.js";
 
 /** What a handle stands for. */
 export type Kind = "stream" | "grouped_stream" | "table";
@@ -124,6 +125,8 @@ export interface Builder {
     functions: readonly AnyFunction[],
     operation: (input: bigint, tokens: readonly number[]) => Operation,
   ): { handle: Promise<Handle | undefined>; settled: Settled };
+  /** The key-value store `name`, for interactive queries (App.store). */
+  store<K, V>(name: string, options?: StoreOptions): KeyValueStore<K, V>;
 }
 
 /** The settled outcome of a node, for the App. */
@@ -392,6 +395,29 @@ const BUILTINS: Record<Reducer, ReducerEnum> = {
 
 /** A changelog table: the latest value per key (`KTable`). */
 export class KTable<K, V> extends Node {
+  /**
+   * The name of the store the table is kept in (generated, as Kafka Streams
+   * does, when not given with `materialized`), or undefined when it has
+   * none. Rejects as `handle` does when the call that made the table was
+   * refused.
+   */
+  get store(): Promise<string | undefined> {
+    return this.handle.then((h) => h.store || undefined);
+  }
+
+  /**
+   * The table's store, for interactive queries while the app runs
+   * (`app.store(await table.store)`), typed with the table's key and value
+   * types. Rejects with a TypeError when the table is kept in no store.
+   */
+  async query(options: StoreOptions = {}): Promise<KeyValueStore<K, V>> {
+    const h = await this.handle;
+    if (!h.store) {
+      throw new TypeError(`query: table ${h.node} (handle ${h.id}) is kept in no store, so it cannot be queried`);
+    }
+    return this.builder.store<K, V>(h.store, options);
+  }
+
   /** The table's changes as a stream. */
   toStream(options: NamedOptions = {}): KStream<K, V> {
     return new KStream(

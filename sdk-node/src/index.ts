@@ -16,7 +16,7 @@
  */
 
 export { App } from "./app.js";
-export type { AppOptions, CloseOptions, RunOptions, State, StreamOptions } from "./app.js";
+export type { AppOptions, CloseOptions, RestoreListener, RestoreProgress, RunOptions, State, StateListener, StreamOptions } from "./app.js";
 export type { Config, ProcessingGuarantee } from "./config.js";
 export { KGroupedStream, KStream, KTable } from "./dsl.js";
 export type {
@@ -43,6 +43,8 @@ export {
 } from "./errors.js";
 export type { RecordContext } from "./errors.js";
 export { SERDE_NAMES, decode, encode } from "./serde.js";
+export { Entries, KeyValueStore } from "./store.js";
+export type { RangeOptions, StoreOptions } from "./store.js";
 export type { SerdeName, SerdeType, SerdeTypes } from "./serde.js";
 
 /** The version of this package. */

@@ -6,6 +6,8 @@ package main
 //	(a) group_by_key().aggregate(0, a + v["amount"], Materialized(value="long"))
 //	    in a Python host (tools/bench/pyhost.py --topology aggregate),
 //	    exactly_once_v2, Pebble + changelog;
+//	(a') the same in a Node host (tools/bench/nodehost.mts --topology
+//	    aggregate), exactly_once_v2, Pebble + changelog;
 //	(b) group_by_key().reduce("sum") built in Go with topology.Builder.Reduce
 //	    and Function{Builtin: "sum"} (no host), on a second input topic of
 //	    the same amounts as 8-byte big-endian longs, exactly_once_v2, Pebble +
@@ -37,11 +39,11 @@ import (
 )
 
 var (
-	agg        = flag.Bool("agg", true, "measure the aggregation table (a) Python aggregate, (b) built-in sum, (c) confluent-kafka dict loop")
+	agg        = flag.Bool("agg", true, "measure the aggregation table (a) Python aggregate, (a') Node aggregate, (b) built-in sum, (c) confluent-kafka dict loop")
 	aggRecords = flag.Int("agg-records", 300_000, "records for the aggregation table")
 	aggKeys    = flag.Int("agg-keys", 10_000, "distinct keys for the aggregation table")
 	aggCommit  = flag.Int("agg-commit-ms", -1, "commit.interval.ms for the engine arms (a), (b); -1 keeps the default (100 under exactly_once_v2)")
-	aggArms    = flag.String("agg-arms", "abc", "which aggregation arms to run (any of a, b, c)")
+	aggArms    = flag.String("agg-arms", "anbc", "which aggregation arms to run (any of a, n (Node, (a')), b, c)")
 )
 
 // aggInput is the seeded input of the aggregation table.
@@ -133,20 +135,18 @@ func (bn *bench) measureSums(group, out string, in aggInput, arm func()) time.Du
 	return took
 }
 
-// aggPython is arm (a): the Python SDK's aggregate under exactly_once_v2.
-func (bn *bench) aggPython(in aggInput) time.Duration {
-	out := bn.name("agg-out-a")
+// aggHost is arm (a) (lang "python") or (a') (lang "node"): the SDK's
+// aggregate under exactly_once_v2.
+func (bn *bench) aggHost(lang string, in aggInput) time.Duration {
+	out := bn.name("agg-out-a-" + lang)
 	_, err := bn.adm.CreateTopic(context.Background(), int32(*partitions), 1, nil, out)
 	check(err)
-	appID := bn.name("agg-python")
-	cmd := exec.Command(*python, filepath.Join(*repo, "tools/bench/pyhost.py"),
-		"--engine", bn.engine, "--app", appID, "--input", in.json, "--output", out, "--topology", "aggregate",
-		"--commit-ms", strconv.Itoa(*aggCommit))
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(*repo, "sdk-python/src"))
-	cmd.Stderr = os.Stderr
-	took := bn.measureSums(appID, out, in, func() { check(cmd.Start()) })
-	cmd.Process.Signal(syscall.SIGTERM)
-	check(cmd.Wait())
+	appID := bn.name("agg-" + lang)
+	cmd := bn.host(lang, "--engine", bn.engine, "--app", appID, "--input", in.json, "--output", out, "--topology", "aggregate",
+		"--commit-ms="+strconv.Itoa(*aggCommit))
+	var stop func()
+	took := bn.measureSums(appID, out, in, func() { stop = startHost(cmd) })
+	stop()
 	return took
 }
 
@@ -223,7 +223,7 @@ func (bn *bench) aggTable(stateDir string) {
 		}
 		return false
 	}
-	var a, b, c time.Duration
+	var a, an, b, c time.Duration
 	if has('c') {
 		c = bn.aggDict(in)
 	}
@@ -231,7 +231,10 @@ func (bn *bench) aggTable(stateDir string) {
 		b = bn.aggNative(in, stateDir)
 	}
 	if has('a') {
-		a = bn.aggPython(in)
+		a = bn.aggHost("python", in)
+	}
+	if has('n') && *node != "" {
+		an = bn.aggHost("node", in)
 	}
 	fmt.Println("| arm | records/s | vs (c) | target |")
 	fmt.Println("|---|---:|---:|---|")
@@ -246,7 +249,11 @@ func (bn *bench) aggTable(stateDir string) {
 		fmt.Printf("| %s | %s | %s | %s |\n", name, human(float64(in.n)/d.Seconds()), ratio, target)
 	}
 	row("(a) Python aggregate, exactly_once_v2, Pebble + changelog", a, "≥ 1.0x")
+	row("(a') Node aggregate, exactly_once_v2, Pebble + changelog", an, "≥ 1.0x")
 	row("(b) built-in reduce(\"sum\") (Go), exactly_once_v2, Pebble + changelog", b, "≥ 2x")
 	row("(c) confluent-kafka dict loop, no durability", c, "")
 	fmt.Println()
+	if a > 0 && an > 0 {
+		fmt.Printf("Node / Python aggregate records/s: %.2fx\n\n", a.Seconds()/an.Seconds())
+	}
 }

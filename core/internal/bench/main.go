@@ -1,15 +1,16 @@
 // Command bench measures, side by side in one run on the embedded broker:
 //
 //	(a) stream -> map_values(upper) -> to, the operator in a Python host
+//	(a') the same, the operator in a Node host (tools/bench/nodehost.mts)
 //	(b) the same topology, the operator in Go inside the engine (no crossing)
 //	(c) a raw franz-go consume -> upper -> produce loop, no engine: the limit
 //
 // and the cost of the crossing per record at bundle sizes 1, 100, 1,000 and
 // 10,000 (one partition, so one bundle is in flight at a time): the time of
-// (a) minus the time of (b) at the same bundle size, per record.
+// (a) (or (a')) minus the time of (b) at the same bundle size, per record.
 //
-// A second table (agg.go) compares aggregations: a Python aggregate and the
-// built-in sum, both exactly_once_v2 with durable state, against a
+// A second table (agg.go) compares aggregations: a Python and a Node
+// aggregate and the built-in sum, both exactly_once_v2 with durable state, against a
 // hand-written confluent-kafka dict loop.
 //
 // Run it with `make bench`; it prints a Markdown table for
@@ -29,6 +30,8 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -46,7 +49,8 @@ var (
 	partitions = flag.Int("partitions", 4, "partitions of the throughput input topic")
 	valueSize  = flag.Int("value-size", 100, "bytes per record value")
 	python     = flag.String("python", "/usr/bin/python3", "Python interpreter for the host arm")
-	repo       = flag.String("repo", ".", "repository root (for tools/bench/pyhost.py and sdk-python)")
+	node       = flag.String("node", "node", "Node.js binary for the Node host arms (sdk-node/node_modules must hold tsx: make deps); empty skips them")
+	repo       = flag.String("repo", ".", "repository root (for tools/bench/pyhost.py, nodehost.mts, sdk-python and sdk-node)")
 	sweep      = flag.Bool("sweep", true, "measure the crossing cost at bundle sizes 1..10,000")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the bench process (engine + broker) to this file")
 	crossing   = flag.Bool("crossing", true, "measure the map_values table (a), (b), (c)")
@@ -80,7 +84,11 @@ func main() {
 	check(err)
 	mux := http.NewServeMux()
 	mux.Handle(srv.Handler())
-	go http.Serve(ln, mux)
+	// HTTP/1.1 for the Python SDK, h2c for the Node SDK, as the engine's CLI serves.
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	go (&http.Server{Handler: mux, Protocols: &protocols}).Serve(ln)
 	adm, err := kadm.NewOptClient(kgo.SeedBrokers(b.Addr()))
 	check(err)
 	bn := &bench{brokers: b.Addr(), engine: "http://" + ln.Addr().String(), adm: adm, log: log}
@@ -91,31 +99,51 @@ func main() {
 		in := bn.seed("bench-in", *partitions, *records)
 		c := bn.rawLoop(in, *records)
 		bB := bn.nativeArm(in, *records, 2000, stateDir)
-		a := bn.pythonArm(in, *records, 2000)
+		a := bn.hostArm("python", in, *records, 2000)
+		var an time.Duration
+		if *node != "" {
+			an = bn.hostArm("node", in, *records, 2000)
+		}
 		fmt.Println("| arm | records/s | vs (c) |")
 		fmt.Println("|---|---:|---:|")
 		row := func(name string, d time.Duration) {
+			if d == 0 {
+				return
+			}
 			rate := float64(*records) / d.Seconds()
 			fmt.Printf("| %s | %s | %.0f%% |\n", name, human(rate), 100*c.Seconds()/d.Seconds())
 		}
 		row("(a) Python map_values (bundles of ≤2,000)", a)
+		row("(a') Node map_values (bundles of ≤2,000)", an)
 		row("(b) Go map_values in the engine", bB)
 		row("(c) raw franz-go consume→upper→produce", c)
 		fmt.Println()
+		if an > 0 {
+			fmt.Printf("Node / Python records/s: %.2fx\n\n", a.Seconds()/an.Seconds())
+		}
 	}
 
 	if *sweep {
-		fmt.Println("Crossing cost, one partition (one bundle in flight), Python host vs the same topology in Go:")
+		fmt.Println("Crossing cost, one partition (one bundle in flight), Python and Node hosts vs the same topology in Go:")
 		fmt.Println()
-		fmt.Println("| bundle size | records | (a) Python µs/record | (b) Go µs/record | crossing µs/record |")
-		fmt.Println("|---:|---:|---:|---:|---:|")
+		fmt.Println("| bundle size | records | (a) Python µs/record | (a') Node µs/record | (b) Go µs/record | Python crossing µs/record | Node crossing µs/record |")
+		fmt.Println("|---:|---:|---:|---:|---:|---:|---:|")
 		for _, size := range []int{1, 100, 1000, 10000} {
 			n := map[int]int{1: 5_000, 100: 100_000, 1000: 200_000, 10000: 200_000}[size]
 			topic := bn.seed(fmt.Sprintf("sweep-%d", size), 1, n)
-			ta := bn.pythonArm(topic, n, size)
+			ta := bn.hostArm("python", topic, n, size)
+			var tn time.Duration
+			if *node != "" {
+				tn = bn.hostArm("node", topic, n, size)
+			}
 			tb := bn.nativeArm(topic, n, size, stateDir)
 			per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }
-			fmt.Printf("| %d | %d | %.2f | %.2f | %.2f |\n", size, n, per(ta), per(tb), per(ta)-per(tb))
+			nodeCols := "— | —"
+			if tn > 0 {
+				nodeCols = fmt.Sprintf("%.2f | %.2f", per(tn), per(tn)-per(tb))
+			}
+			nodeAt, nodeCross, _ := strings.Cut(nodeCols, " | ")
+			fmt.Printf("| %d | %d | %.2f | %s | %.2f | %.2f | %s |\n", size, n, per(ta), nodeAt, per(tb), per(ta)-per(tb), nodeCross)
 		}
 		fmt.Println()
 	}
@@ -264,24 +292,63 @@ func (bn *bench) nativeArm(in string, n, bundle int, stateDir string) time.Durat
 	return took
 }
 
-// pythonArm is arm (a): tools/bench/pyhost.py builds the topology with the
-// Python SDK against the in-process engine and serves its bundles.
-func (bn *bench) pythonArm(in string, n, bundle int) time.Duration {
-	out := bn.name("out-a")
+// hostArm is arm (a) (lang "python": tools/bench/pyhost.py with the Python
+// SDK) or (a') (lang "node": tools/bench/nodehost.mts with the Node SDK): the
+// host builds the topology against the in-process engine and serves its
+// bundles until SIGTERM.
+func (bn *bench) hostArm(lang, in string, n, bundle int) time.Duration {
+	out := bn.name("out-a-" + lang)
 	parts := *partitions
 	if in != "bench-in" {
 		parts = 1
 	}
 	_, err := bn.adm.CreateTopic(context.Background(), int32(parts), 1, nil, out)
 	check(err)
-	appID := bn.name("python")
-	cmd := exec.Command(*python, filepath.Join(*repo, "tools/bench/pyhost.py"),
-		"--engine", bn.engine, "--app", appID, "--input", in, "--output", out,
+	appID := bn.name(lang)
+	cmd := bn.host(lang, "--engine", bn.engine, "--app", appID, "--input", in, "--output", out,
 		"--bundle", strconv.Itoa(bundle))
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(*repo, "sdk-python/src"))
-	cmd.Stderr = os.Stderr
-	took := bn.measure(appID, out, n, func() { check(cmd.Start()) })
-	cmd.Process.Signal(syscall.SIGTERM)
-	check(cmd.Wait())
+	var stop func()
+	took := bn.measure(appID, out, n, func() { stop = startHost(cmd) })
+	stop()
 	return took
+}
+
+// startHost starts a host process; the bench fails at once if the host
+// exits before it is told to stop. The returned func stops it (SIGTERM) and
+// waits for it to exit.
+func startHost(cmd *exec.Cmd) (stop func()) {
+	check(cmd.Start())
+	var stopping atomic.Bool
+	exited := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		if !stopping.Load() {
+			check(fmt.Errorf("host %s exited before its output was complete: %v", strings.Join(cmd.Args, " "), err))
+		}
+		exited <- err
+	}()
+	return func() {
+		stopping.Store(true)
+		cmd.Process.Signal(syscall.SIGTERM)
+		check(<-exited)
+	}
+}
+
+// host is the command of a host process: pyhost.py under --python with the
+// Python SDK on its path, or nodehost.mts under --node with tsx, run from
+// sdk-node (where tsx and the SDK's dependencies are installed).
+func (bn *bench) host(lang string, args ...string) *exec.Cmd {
+	var cmd *exec.Cmd
+	switch lang {
+	case "python":
+		cmd = exec.Command(*python, append([]string{filepath.Join(*repo, "tools/bench/pyhost.py")}, args...)...)
+		cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(*repo, "sdk-python/src"))
+	case "node":
+		cmd = exec.Command(*node, append([]string{"--import", "tsx", filepath.Join(*repo, "tools/bench/nodehost.mts")}, args...)...)
+		cmd.Dir = filepath.Join(*repo, "sdk-node")
+	default:
+		check(fmt.Errorf("no host for %q", lang))
+	}
+	cmd.Stderr = os.Stderr
+	return cmd
 }

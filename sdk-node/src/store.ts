@@ -1,0 +1,272 @@
+/**
+ * Interactive queries: read a table's key-value store while the app runs
+ * (Kafka Streams' `ReadOnlyKeyValueStore`).
+ */
+
+import { Buffer } from "node:buffer";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { PolystreamsError } from "./errors.js";
+import type { QueryRequestSchema, QueryResponse } from "./gen/polystreams/v1alpha1/engine_pb.js";
+import { decodeColumn, encode, typeName } from "./serde.js";
+
+/** Entries asked for per Query call by default; longer answers are read page by page. */
+export const DEFAULT_PAGE_SIZE = 10_000;
+/** The most entries the engine answers in one Query call. */
+export const MAX_PAGE_SIZE = 100_000;
+
+/** Options of App.store. */
+export interface StoreOptions {
+  /**
+   * Entries asked of the engine per Query call (default 10000, at most
+   * 100000). An answer the engine truncates at this limit is continued with
+   * the next page, so it bounds memory and the length of one call, not what
+   * range(), prefix() and all() yield.
+   */
+  pageSize?: number;
+}
+
+/** Bounds of KeyValueStore.range: both inclusive; an absent bound is open. */
+export interface RangeOptions<K> {
+  from?: K;
+  to?: K;
+}
+
+/** The Query requests a store makes, without session and store. */
+type Query = MessageInitShape<typeof QueryRequestSchema>["query"];
+
+/** What a store needs of its App. Not part of the public API. */
+export interface QueryTarget {
+  /** Runs one Query for the store (session id filled in). */
+  query(store: string, query: Query, limit: number): Promise<QueryResponse>;
+  /** The key serde of a store the app built, if known; and a setter for what the engine answers. */
+  keySerde(store: string): string | undefined;
+  learnKeySerde(store: string, serde: string): void;
+}
+
+/** One page of a query: the raw keys and the decoded entries. */
+interface Page<K, V> {
+  raw: Buffer[];
+  entries: [K, V][];
+  truncated: boolean;
+}
+
+/**
+ * The entries of a range, prefix or all query: iterate with `for await`
+ * (pages are read from the engine as you go, so a long answer never sits in
+ * memory at once), or collect them with `toArray()`. Each iteration queries
+ * the engine afresh. Errors (an unknown store, a query before the topology
+ * runs) reject the first step of the iteration.
+ */
+export class Entries<K, V> implements AsyncIterable<[K, V]> {
+  readonly #pages: () => AsyncGenerator<[K, V]>;
+
+  /** @internal */
+  constructor(pages: () => AsyncGenerator<[K, V]>) {
+    this.#pages = pages;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<[K, V]> {
+    return this.#pages();
+  }
+
+  /** Every entry, in key order, as an array of `[key, value]`. */
+  async toArray(): Promise<[K, V][]> {
+    const out: [K, V][] = [];
+    for await (const e of this) {
+      out.push(e);
+    }
+    return out;
+  }
+}
+
+/**
+ * A read-only view of a key-value store of the running topology
+ * (`app.store(name)`, or `await table.query()`).
+ *
+ * Keys are encoded with the store's key serde; entries come back decoded with
+ * the store's serdes (the engine names them in each answer), in the order of
+ * their **serialized** keys, as in Kafka Streams' RocksDB stores: byte order
+ * of UTF-8 for string keys, big-endian two's complement for long and integer
+ * keys (so negative numbers sort after positive ones). The entries are those
+ * of the store partitions this engine holds, as committed.
+ *
+ * Queries may be made at any time while `run()` serves the topology (they
+ * share the engine connection with it and do not wait for it). Before the
+ * topology runs they reject with a FailedPreconditionError naming the store;
+ * a store that does not exist rejects with a NotFoundError naming it and the
+ * stores that do.
+ */
+export class KeyValueStore<K = unknown, V = unknown> {
+  /** The store's name, as describe() shows it. */
+  readonly name: string;
+  readonly #target: QueryTarget;
+  readonly #pageSize: number;
+
+  /** @internal */
+  constructor(target: QueryTarget, name: string, options: StoreOptions = {}) {
+    if (typeof name !== "string" || name === "") {
+      throw new TypeError(`store: want a store name, got ${typeof name === "string" ? '""' : typeName(name)}`);
+    }
+    const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
+    if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_PAGE_SIZE) {
+      throw new RangeError(`store ${JSON.stringify(name)}: pageSize ${String(pageSize)} is out of range (1..${MAX_PAGE_SIZE})`);
+    }
+    this.name = name;
+    this.#target = target;
+    this.#pageSize = pageSize;
+  }
+
+  toString(): string {
+    return `KeyValueStore(${JSON.stringify(this.name)})`;
+  }
+
+  /** The store's key serde (asked of the engine when the app did not build the store). */
+  async keySerde(): Promise<string> {
+    const known = this.#target.keySerde(this.name);
+    if (known !== undefined) {
+      return known;
+    }
+    await this.#query({ case: "all", value: true }, 1);
+    return this.#target.keySerde(this.name) ?? "bytes";
+  }
+
+  /** The value of `key`, or undefined when the store holds none. */
+  async get(key: K): Promise<V | undefined> {
+    const page = await this.#query({ case: "get", value: await this.#encode(key, "get") }, 1);
+    return page.entries[0]?.[1];
+  }
+
+  /** The entries with keys from `from` to `to`, both inclusive; an absent bound is open. */
+  range(bounds: RangeOptions<K> = {}): Entries<K, V> {
+    if (typeof bounds !== "object" || bounds === null) {
+      throw new TypeError(`store ${JSON.stringify(this.name)}: range: want { from?, to? }, got ${typeName(bounds)}`);
+    }
+    return new Entries(() => this.#scan(async () => ({
+      lo: bounds.from === undefined ? undefined : await this.#encode(bounds.from, "range"),
+      hi: bounds.to === undefined ? undefined : await this.#encode(bounds.to, "range"),
+      prefix: undefined,
+    })));
+  }
+
+  /**
+   * The entries whose serialized key starts with the serialized `prefix`. A
+   * string is taken as UTF-8 (so for string keys this is a text prefix);
+   * a Uint8Array as its bytes; anything else is encoded with the key serde
+   * (a long prefix is all 8 bytes, so one key).
+   */
+  prefix(prefix: K | string | Uint8Array): Entries<K, V> {
+    return new Entries(() => this.#scan(async () => {
+      let p: Buffer;
+      if (prefix instanceof Uint8Array) {
+        p = Buffer.from(prefix);
+      } else if (typeof prefix === "string") {
+        p = Buffer.from(prefix, "utf8");
+      } else {
+        p = await this.#encode(prefix as K, "prefix");
+      }
+      return { lo: undefined, hi: undefined, prefix: p };
+    }));
+  }
+
+  /** Every entry. */
+  all(): Entries<K, V> {
+    return new Entries(() => this.#scan(async () => ({ lo: undefined, hi: undefined, prefix: undefined })));
+  }
+
+  /** The number of entries, counted by reading the keys (the store is not locked: it may change meanwhile). */
+  async approximateNumEntries(): Promise<number> {
+    let n = 0;
+    for await (const _ of this.all()) {
+      n++;
+    }
+    return n;
+  }
+
+  // Internals.
+
+  async #encode(key: K, what: string): Promise<Buffer> {
+    if (key === null || key === undefined) {
+      throw new TypeError(`store ${JSON.stringify(this.name)}: ${what}: a key must not be ${String(key)}`);
+    }
+    const ks = await this.keySerde();
+    let b: Uint8Array | null;
+    try {
+      b = encode(ks, key);
+    } catch (e) {
+      const msg = e instanceof Error ? e.message : String(e);
+      throw new TypeError(`store ${JSON.stringify(this.name)}: ${what}: cannot encode key ${show(key)} with key serde ${JSON.stringify(ks)}: ${msg}`);
+    }
+    return Buffer.from(b!.buffer, b!.byteOffset, b!.byteLength);
+  }
+
+  async #query(query: Query, limit: number): Promise<Page<K, V>> {
+    const resp = await this.#target.query(this.name, query, limit);
+    if (resp.keySerde) {
+      this.#target.learnKeySerde(this.name, resp.keySerde);
+    }
+    const keys = decodeColumn(resp.keySerde || "bytes", resp.keys, resp.keyLengths);
+    const values = decodeColumn(resp.valueSerde || "bytes", resp.values, resp.valueLengths);
+    if (keys.failures.size > 0 || values.failures.size > 0 || keys.items.length !== values.items.length) {
+      const detail = [...keys.failures.values(), ...values.failures.values()][0] ?? `${keys.items.length} keys, ${values.items.length} values`;
+      throw new PolystreamsError("internal", `Query ${JSON.stringify(this.name)}: the engine's answer does not decode: ${detail}`);
+    }
+    const raw: Buffer[] = [];
+    const all = Buffer.from(resp.keys.buffer, resp.keys.byteOffset, resp.keys.byteLength);
+    let pos = 0;
+    for (const n of resp.keyLengths) {
+      raw.push(all.subarray(pos, pos + Math.max(n, 0)));
+      pos += Math.max(n, 0);
+    }
+    const entries = keys.items.map((k, i) => [k, values.items[i]] as [K, V]);
+    return { raw, entries, truncated: resp.truncated };
+  }
+
+  /**
+   * Entries from lo to hi (inclusive; undefined: open), or with a prefix,
+   * read page by page: a truncated page is continued from just after its
+   * last key (key + 0x00 is the next possible key in byte order).
+   */
+  async *#scan(bounds: () => Promise<{ lo: Buffer | undefined; hi: Buffer | undefined; prefix: Buffer | undefined }>): AsyncGenerator<[K, V]> {
+    const { lo, hi, prefix } = await bounds();
+    let query: Query;
+    if (prefix !== undefined) {
+      query = { case: "prefix", value: prefix };
+    } else if (lo === undefined && hi === undefined) {
+      query = { case: "all", value: true };
+    } else {
+      query = { case: "range", value: { ...(lo ? { from: lo } : {}), ...(hi ? { to: hi } : {}) } };
+    }
+    for (;;) {
+      const page = await this.#query(query, this.#pageSize);
+      for (let i = 0; i < page.entries.length; i++) {
+        if (prefix !== undefined && !startsWith(page.raw[i]!, prefix)) {
+          return;
+        }
+        yield page.entries[i]!;
+      }
+      const last = page.raw[page.raw.length - 1];
+      if (!page.truncated || last === undefined) {
+        return;
+      }
+      const from = Buffer.concat([last, ZERO]);
+      query = { case: "range", value: { from, ...(hi ? { to: hi } : {}) } };
+    }
+  }
+}
+
+const ZERO = Buffer.from([0]);
+
+function startsWith(b: Buffer, prefix: Buffer): boolean {
+  return b.length >= prefix.length && b.subarray(0, prefix.length).equals(prefix);
+}
+
+function show(v: unknown): string {
+  if (typeof v === "bigint") {
+    return `${v}n`;
+  }
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch {
+    return String(v);
+  }
+}
