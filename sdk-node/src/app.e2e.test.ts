@@ -7,13 +7,12 @@
 
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, before, describe, test } from "node:test";
-import { App, type AppOptions, FailedPreconditionError, InvalidArgumentError, NotFoundError, PolystreamsError, ProcessingError, type SerdeName } from "./index.js";
+import { describe, test } from "node:test";
+import { App, FailedPreconditionError, InvalidArgumentError, NotFoundError, PolystreamsError, ProcessingError, type SerdeName } from "./index.js";
 import { SETTLED } from "./dsl.js";
-import { createTopics, engineBinary, produce, readUntil } from "./testing/kafka.js";
+import { Runner, appId, open, requireEngine, useEngine } from "./testing/app.js";
+import { createTopics, produce, readUntil } from "./testing/kafka.js";
 
 const WORDCOUNT_DESCRIBE = `Topologies:
    Sub-topology: 0
@@ -45,39 +44,7 @@ const WORDCOUNT_DESCRIBE = `Topologies:
 
 `;
 
-let dir = "";
-let seq = 0;
-let missingEngine: unknown;
-
-before(() => {
-  try {
-    process.env["POLYSTREAMS_ENGINE"] = engineBinary();
-  } catch (e) {
-    missingEngine = e; // every test fails with it: never a skip
-  }
-  delete process.env["POLYSTREAMS_URL"];
-  dir = mkdtempSync(join(tmpdir(), "polystreams-node-"));
-});
-
-function requireEngine(): void {
-  if (missingEngine !== undefined) {
-    throw missingEngine;
-  }
-}
-
-after(() => {
-  rmSync(dir, { recursive: true, force: true });
-});
-
-function appId(): string {
-  return `it-node-${process.pid}-${++seq}`;
-}
-
-function open(options: AppOptions = {}): Promise<App> {
-  requireEngine();
-  const id = appId();
-  return App.create(id, { ...options, config: { stateDir: join(dir, id), commitIntervalMs: 100, ...options.config } });
-}
+const stateDir = useEngine();
 
 function wordCount(app: App): void {
   app
@@ -87,24 +54,6 @@ function wordCount(app: App): void {
     .count()
     .toStream()
     .to("word-counts");
-}
-
-/** app.run() in the background; `error` is what it rejected with. */
-class Runner {
-  error: unknown = undefined;
-  returned = false;
-  readonly done: Promise<void>;
-  constructor(app: App) {
-    this.done = app.run({ signals: false }).then(
-      () => void (this.returned = true),
-      (e: unknown) => void (this.error = e),
-    );
-  }
-  check = (): void => {
-    if (this.error !== undefined) {
-      assert.fail(`app.run() failed: ${String(this.error)}`);
-    }
-  };
 }
 
 describe("against the real engine", { concurrency: false }, () => {
@@ -494,7 +443,7 @@ describe("against the real engine", { concurrency: false }, () => {
       assert.equal(runner.error, undefined);
 
       // The same application on the same engine, with an empty state directory.
-      const again = await App.create(first.applicationId, { engine: first.engineUrl, config: { stateDir: join(dir, `${first.applicationId}-empty`), commitIntervalMs: 100 } });
+      const again = await App.create(first.applicationId, { engine: first.engineUrl, config: { stateDir: join(stateDir(), `${first.applicationId}-empty`), commitIntervalMs: 100 } });
       try {
         const states: string[] = [];
         again.onStateChange((next) => void states.push(next));
@@ -539,7 +488,7 @@ describe("against the real engine", { concurrency: false }, () => {
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     test(`${signal} stops run() cleanly and ends the spawned engine`, async () => {
       requireEngine();
-      const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "testing", "signal_app.ts"), appId(), join(dir, `sig-${signal}`)], {
+      const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "testing", "signal_app.ts"), appId(), join(stateDir(), `sig-${signal}`)], {
         stdio: ["ignore", "pipe", "pipe"],
         env: process.env,
       });

@@ -4,7 +4,7 @@ import { randomUUID } from "node:crypto";
 import { type AnyFunction, Executor } from "./bundle.js";
 import { type Client, Client as EngineClient } from "./client.js";
 import { type Config, properties, redact } from "./config.js";
-import { type Builder, type Handle, KStream, type NamedOptions, type Operation, SETTLED, type Settled, handleFrom } from "./dsl.js";
+import { type Builder, type Handle, KStream, type KTable, type NamedOptions, type Operation, SETTLED, type Settled, type TableOptions, handleFrom, table } from "./dsl.js";
 import { type EngineLogger, EngineProcess, findEngine } from "./engine.js";
 import { FailedPreconditionError, NotFoundError, PolystreamsError, ProcessingError } from "./errors.js";
 import {
@@ -292,6 +292,20 @@ export class App implements Builder {
         value: { topics: list, keySerde: options.key ?? "", valueSerde: options.value ?? "", name: options.name ?? "" },
       })),
     );
+  }
+
+  /**
+   * A table of the latest value per key of `topic` (`StreamsBuilder.table`):
+   * each record upserts its key, a null value deletes it. `key` and `value`
+   * name the topic's serdes (default `bytes`) and type what your functions
+   * see; `materialized` names the table's store (which makes it queryable);
+   * `name` names the source node (`Consumed.as`).
+   */
+  table<KS extends SerdeName = "bytes", VS extends SerdeName = "bytes">(
+    topic: string,
+    options: TableOptions<KS, VS> = {},
+  ): KTable<SerdeType<KS>, SerdeType<VS>> {
+    return table(this, topic, options);
   }
 
   /**

@@ -418,3 +418,188 @@ describe("fold bundles", () => {
     assert.equal(r.failures[0]!.message, "TypeError: reduce returned null; an aggregate cannot be null");
   });
 });
+
+describe("table fold bundles", () => {
+  // A change of a grouped table: its old value and its new value (null: none).
+  interface Change {
+    old: Bytes;
+    value: Bytes;
+  }
+  function tableFold(op: Operation, fns: Map<number, AnyFunction>, groups: { key: string; agg: Bytes; changes: Change[] }[], serde = "long") {
+    const keys = col(groups.map((g) => str(g.key)));
+    const aggs = col(groups.map((g) => g.agg));
+    const values = col(groups.flatMap((g) => g.changes.map((c) => c.value)));
+    const olds = col(groups.flatMap((g) => g.changes.map((c) => c.old)));
+    return new Executor(fns).process(
+      create(BundleSchema, {
+        id: 4n,
+        steps: [{ token: 1, operation: op, node: "KTABLE-AGGREGATE-0000000004", initializerToken: op === Operation.AGGREGATE ? 2 : 0, subtractorToken: 3 }],
+        keySerde: "string",
+        valueSerde: serde,
+        outputKeySerde: "string",
+        outputValueSerde: serde,
+        aggregateSerde: serde,
+        keyLengths: keys.lengths,
+        keys: keys.data,
+        groupSizes: groups.map((g) => g.changes.length),
+        aggregateLengths: aggs.lengths,
+        aggregates: aggs.data,
+        valueLengths: values.lengths,
+        values: values.data,
+        oldValueLengths: olds.lengths,
+        oldValues: olds.data,
+      }),
+    );
+  }
+  /** Each output as a bigint, or null for "the key has no aggregate" (length -1). */
+  const outs = (r: BundleResult): (bigint | null)[] => split(r.values, r.valueLengths).map((b) => (b === null ? null : b.readBigInt64BE(0)));
+  const change = (old: bigint | null, value: bigint | null): Change => ({ old: old === null ? null : long(old), value: value === null ? null : long(value) });
+
+  // Calls are logged, so that the order (subtractor first, then adder) is pinned.
+  function reducers(log: string[]): Map<number, AnyFunction> {
+    return new Map<number, AnyFunction>([
+      [1, (a: bigint, v: bigint) => (log.push(`add ${a}+${v}`), a + v)],
+      [3, (a: bigint, v: bigint) => (log.push(`sub ${a}-${v}`), a - v)],
+    ]);
+  }
+
+  test("reduce: per change the subtractor removes the old value, then the adder adds the new one (KTableReduce)", async () => {
+    const log: string[] = [];
+    const r = await tableFold(Operation.REDUCE, reducers(log), [
+      // a new key: its first value becomes the aggregate, no call; then a replacement, -5 +10
+      { key: "eu", agg: null, changes: [change(null, 5n), change(5n, 10n)] },
+      // a key with an aggregate loses a value that moved away (no new value)
+      { key: "us", agg: long(9n), changes: [change(4n, null)] },
+    ]);
+    assert.deepEqual(r.outputCounts, [1, 1, 1]);
+    assert.deepEqual(outs(r), [5n, 10n, 5n]);
+    assert.deepEqual(log, ["sub 5-5", "add 0+10", "sub 9-4"]);
+    assert.deepEqual(r.failures, []);
+  });
+
+  test("a change that only removes from a key with no aggregate leaves none: an output of length -1", async () => {
+    const log: string[] = [];
+    const r = await tableFold(Operation.REDUCE, reducers(log), [{ key: "eu", agg: null, changes: [change(3n, null), change(null, 2n)] }]);
+    assert.deepEqual(r.outputCounts, [1, 1]);
+    assert.deepEqual(r.valueLengths, [-1, 8]);
+    assert.deepEqual(outs(r), [null, 2n]);
+    assert.deepEqual(log, [], "no aggregate to subtract from, and a first value becomes the aggregate");
+  });
+
+  test("a subtractor returning null leaves the key with no aggregate; the next value starts it again", async () => {
+    const fns = new Map<number, AnyFunction>([
+      [1, (a: bigint, v: bigint) => a + v],
+      [3, (a: bigint, v: bigint) => (a - v === 0n ? null : a - v)],
+    ]);
+    const r = await tableFold(Operation.REDUCE, fns, [{ key: "eu", agg: long(7n), changes: [change(7n, null), change(null, 4n), change(4n, 6n)] }]);
+    assert.deepEqual(outs(r), [null, 4n, 6n]);
+  });
+
+  test("aggregate: subtractor(key, old, agg), then adder(key, new, agg), the initializer starting a key with none (KTableAggregate)", async () => {
+    const log: string[] = [];
+    const fns = new Map<number, AnyFunction>([
+      [2, () => (log.push("init"), 100n)],
+      [1, async (k: string, v: bigint, a: bigint) => (log.push(`add ${k} ${a}+${v}`), a + v)],
+      [3, async (k: string, v: bigint, a: bigint) => (log.push(`sub ${k} ${a}-${v}`), a - v)],
+    ]);
+    const r = await tableFold(Operation.AGGREGATE, fns, [
+      { key: "eu", agg: null, changes: [change(null, 1n), change(1n, 2n), change(2n, null)] },
+      { key: "us", agg: null, changes: [change(8n, null)] },
+    ]);
+    assert.deepEqual(r.outputCounts, [1, 1, 1, 1]);
+    assert.deepEqual(outs(r), [101n, 102n, 100n, null]);
+    assert.deepEqual(
+      log.filter((l) => !l.includes(" us ")),
+      ["init", "add eu 100+1", "sub eu 101-1", "add eu 100+2", "sub eu 102-2"],
+    );
+    assert.ok(!log.some((l) => l.includes(" us ")), "a key with no aggregate calls no subtractor");
+  });
+
+  test("the initializer starts a key whose aggregate the subtractor removed", async () => {
+    let inits = 0;
+    const fns = new Map<number, AnyFunction>([
+      [2, () => (inits++, 0n)],
+      [1, (_k: string, v: bigint, a: bigint) => a + v],
+      [3, () => null],
+    ]);
+    const r = await tableFold(Operation.AGGREGATE, fns, [{ key: "eu", agg: long(5n), changes: [change(5n, 3n)] }]);
+    assert.deepEqual(outs(r), [3n]);
+    assert.equal(inits, 1);
+  });
+
+  test("a failing change fails alone, whichever function threw; its key goes on from the aggregate before it", async () => {
+    const fns = new Map<number, AnyFunction>([
+      [1, (a: bigint, v: bigint) => {
+        if (v === 0n) {
+          throw new RangeError("zero added");
+        }
+        return a + v;
+      }],
+      [3, async (a: bigint, v: bigint) => {
+        if (v < 0n) {
+          throw new RangeError("negative removed");
+        }
+        return a - v;
+      }],
+    ]);
+    const r = await tableFold(Operation.REDUCE, fns, [
+      { key: "eu", agg: long(10n), changes: [change(-1n, 4n), change(null, 0n), change(3n, 1n)] },
+      { key: "us", agg: long(1n), changes: [change(1n, 2n)] },
+    ]);
+    assert.deepEqual(r.outputCounts, [0, 0, 1, 1]);
+    assert.deepEqual(outs(r), [8n, 2n]);
+    assert.deepEqual(failures(r), [
+      [0, 0, "RangeError: negative removed"],
+      [1, 0, "RangeError: zero added"],
+    ]);
+  });
+
+  test("a subtractor returning undefined is a failure; an adder returning null too", async () => {
+    const r = await tableFold(Operation.REDUCE, new Map<number, AnyFunction>([[1, () => null], [3, () => undefined]]), [
+      { key: "eu", agg: long(1n), changes: [change(1n, null), change(null, 2n)] },
+    ]);
+    assert.deepEqual(r.outputCounts, [0, 0]);
+    assert.deepEqual(failures(r), [
+      [0, 0, "TypeError: reduce subtractor returned undefined; return null to leave the key with no aggregate"],
+      [1, 0, "TypeError: reduce returned null; an aggregate cannot be null"],
+    ]);
+  });
+
+  test("null new and old values are absent, not decoded: a json null value is a value", async () => {
+    const seen: unknown[] = [];
+    const fns = new Map<number, AnyFunction>([
+      [2, () => []],
+      [1, (_k: string, v: unknown, list: unknown[]) => (seen.push(v), [...list, v])],
+      [3, (_k: string, v: unknown, list: unknown[]) => list.filter((x) => x !== v)],
+    ]);
+    const r = await tableFold(
+      Operation.AGGREGATE,
+      fns,
+      [{ key: "k", agg: null, changes: [{ old: null, value: str("null") }, { old: str("null"), value: null }, { old: null, value: str('"a"') }] }],
+      "json",
+    );
+    assert.deepEqual(outValues(r), ["[null]", "[]", '["a"]']);
+    assert.deepEqual(seen, [null, "a"]);
+  });
+
+  test("an unregistered subtractor fails every change; old values must match the values", async () => {
+    const missing = await tableFold(Operation.REDUCE, new Map([[1, (a: bigint) => a]]), [{ key: "k", agg: null, changes: [change(null, 1n)] }]);
+    assert.deepEqual(missing.outputCounts, [0]);
+    assert.match(missing.failures[0]!.message, /subtractor token 3, which is not registered/);
+    const bundle = create(BundleSchema, {
+      id: 5n,
+      steps: [{ token: 1, operation: Operation.REDUCE, node: "KTABLE-REDUCE-0000000004", subtractorToken: 3 }],
+      keySerde: "string",
+      valueSerde: "long",
+      keyLengths: [1],
+      keys: Buffer.from("k"),
+      groupSizes: [1],
+      aggregateLengths: [-1],
+      valueLengths: [8],
+      values: long(1n),
+    });
+    const r = await new Executor(reducers([])).process(bundle);
+    assert.deepEqual(r.outputCounts, [0]);
+    assert.match(r.failures[0]!.message, /malformed fold bundle: .* with 0 old values/);
+  });
+});

@@ -452,13 +452,29 @@ const FOLDS = new Set<Operation>([Operation.REDUCE, Operation.AGGREGATE]);
 /** The aggregate of a key that has none yet. */
 const ABSENT: unique symbol = Symbol("absent");
 
-/** What a fold bundle's values make: each one's encoded aggregate, or its failure. */
+/**
+ * What a fold bundle's values make: each one's encoded aggregate (null: the
+ * key has none, after a table change that only removed), or its failure.
+ */
 interface FoldOutputs {
+  /** The values; in a table fold ABSENT where a change has no new value. */
   readonly values: unknown[];
+  /** A table fold's old values, ABSENT where a change has none; null for a stream fold. */
+  readonly olds: unknown[] | null;
   readonly valueFailures: Map<number, string>;
-  readonly encoded: (Uint8Array | undefined)[];
+  readonly encoded: (Uint8Array | null | undefined)[];
   readonly failures: Map<number, string>;
   readonly serde: string;
+}
+
+/** The items of a decoded column, with ABSENT for its nulls (length -1), which the serde may not tell from a null value. */
+function absentWhereNull(items: unknown[], lengths: readonly number[]): unknown[] {
+  for (let i = 0; i < lengths.length; i++) {
+    if (lengths[i] === -1) {
+      items[i] = ABSENT;
+    }
+  }
+  return items;
 }
 
 /**
@@ -471,28 +487,75 @@ interface FoldOutputs {
  * first value failed starts from the initializer again). Values of one key
  * are folded in order, each promise awaited before the next value; different
  * keys' folds interleave.
+ *
+ * A table fold (KGroupedTable.reduce / aggregate: the step has a
+ * subtractor) folds changes, as Kafka Streams' KTableReduce and
+ * KTableAggregate do: when the change has an old value and the key an
+ * aggregate, the subtractor removes the old value (a null result leaves the
+ * key with no aggregate); then, when the change has a new value, the adder
+ * adds it (to the initializer's aggregate, or for reduce by becoming the
+ * aggregate, when the key has none). The outcome is the aggregate after the
+ * change, or none (an output of length -1) when the key has none.
  */
 class Fold {
   private readonly op: Operation;
   private readonly fn: AnyFunction | undefined;
   private readonly init: AnyFunction | undefined;
+  /** A table fold's subtractor; undefined for a stream fold (or when not registered: broken). */
+  private readonly sub: AnyFunction | undefined;
+  private readonly table: boolean;
   private readonly broken: string | null = null;
   private readonly nullMessage: string;
+  private readonly undefinedMessage: string;
 
   constructor(bundle: Bundle, functions: ReadonlyMap<number, AnyFunction>) {
     const st = bundle.steps[0]!;
     this.op = st.operation;
     this.fn = functions.get(st.token);
     this.init = this.op === Operation.AGGREGATE ? functions.get(st.initializerToken) : undefined;
+    this.table = st.subtractorToken !== 0;
+    this.sub = this.table ? functions.get(st.subtractorToken) : undefined;
     const what = this.op === Operation.REDUCE ? "reduce" : "aggregate";
     this.nullMessage = `TypeError: ${what} returned null; an aggregate cannot be null`;
+    this.undefinedMessage = `${what} subtractor returned undefined; return null to leave the key with no aggregate`;
     if (bundle.steps.length !== 1) {
       this.broken = `TypeError: step 0 (${st.node}) is a reduce or aggregate, which must be its bundle's only step`;
     } else if (this.fn === undefined) {
       this.broken = `ReferenceError: step 0 (${st.node}) names token ${st.token}, which is not registered in this host`;
     } else if (this.op === Operation.AGGREGATE && this.init === undefined) {
       this.broken = `ReferenceError: aggregate step (${st.node}) names initializer token ${st.initializerToken}, which is not registered in this host`;
+    } else if (this.table && this.sub === undefined) {
+      this.broken = `ReferenceError: step 0 (${st.node}) names subtractor token ${st.subtractorToken}, which is not registered in this host`;
     }
+  }
+
+  /** The aggregate after value i (or a promise of it): a stream fold's next, or a table fold's change. */
+  private fold(out: FoldOutputs, i: number, key: unknown, agg: unknown): unknown {
+    if (out.olds === null) {
+      return this.next(agg, key, out.values[i]);
+    }
+    const old = out.olds[i];
+    if (old === ABSENT || agg === ABSENT) {
+      return this.add(agg, key, out.values[i]);
+    }
+    const r = this.op === Operation.REDUCE ? this.sub!(agg, old) : this.sub!(key, old, agg);
+    if (isThenable(r)) {
+      return Promise.resolve(r).then((a) => this.add(this.removed(a), key, out.values[i]));
+    }
+    return this.add(this.removed(r), key, out.values[i]);
+  }
+
+  /** The subtractor's result as an aggregate: null means none. */
+  private removed(a: unknown): unknown {
+    if (a === undefined) {
+      throw new TypeError(this.undefinedMessage);
+    }
+    return a === null ? ABSENT : a;
+  }
+
+  /** A table change's adder step: none when the change has no new value. */
+  private add(agg: unknown, key: unknown, value: unknown): unknown {
+    return value === ABSENT ? agg : this.next(agg, key, value);
   }
 
   /** The next aggregate (or a promise of it): the reducer's or aggregator's call, or the first value / initializer. */
@@ -510,6 +573,10 @@ class Fold {
 
   /** Records value i's new aggregate r; returns the key's aggregate from now on. */
   private settle(out: FoldOutputs, i: number, r: unknown, prev: unknown): unknown {
+    if (r === ABSENT) {
+      out.encoded[i] = null; // a table change left the key with no aggregate
+      return ABSENT;
+    }
     if (r === null || r === undefined) {
       out.failures.set(i, this.nullMessage);
       return prev;
@@ -533,7 +600,7 @@ class Fold {
       }
       let r: unknown;
       try {
-        r = this.next(agg, key, out.values[i]);
+        r = this.fold(out, i, key, agg);
       } catch (e) {
         out.failures.set(i, errorText(e));
         continue;
@@ -559,7 +626,7 @@ class Fold {
           continue;
         }
         try {
-          pending = this.next(agg, key, out.values[i]);
+          pending = this.fold(out, i, key, agg);
           break;
         } catch (e) {
           out.failures.set(i, errorText(e));
@@ -582,13 +649,20 @@ class Fold {
     for (const size of groups) {
       total += size;
     }
-    if (total !== n || b.aggregateLengths.length !== groups.length || b.keyLengths.length !== groups.length) {
+    const olds = this.table ? b.oldValueLengths.length : 0;
+    if (
+      total !== n ||
+      b.aggregateLengths.length !== groups.length ||
+      b.keyLengths.length !== groups.length ||
+      (this.table && olds !== n)
+    ) {
       return failEvery(
         result,
         n,
         0,
         `RangeError: malformed fold bundle: ${groups.length} group sizes adding up to ${total}, ` +
-          `${b.keyLengths.length} keys, ${b.aggregateLengths.length} aggregates and ${n} values`,
+          `${b.keyLengths.length} keys, ${b.aggregateLengths.length} aggregates and ${n} values` +
+          (this.table ? ` with ${olds} old values` : ""),
       );
     }
     const aggSerde = b.aggregateSerde || b.outputValueSerde || b.valueSerde;
@@ -599,10 +673,17 @@ class Fold {
     const values = decodeColumn(b.valueSerde, b.values, b.valueLengths);
     const aggs = decodeColumn(aggSerde, b.aggregates, b.aggregateLengths);
     const keys = this.op === Operation.AGGREGATE ? decodeColumn(b.keySerde, b.keys, b.keyLengths) : null;
+    const oldValues = this.table ? decodeColumn(b.valueSerde, b.oldValues, b.oldValueLengths) : null;
+    for (const [i, message] of oldValues?.failures ?? []) {
+      if (!values.failures.has(i)) {
+        values.failures.set(i, message);
+      }
+    }
     const out: FoldOutputs = {
-      values: values.items,
+      values: this.table ? absentWhereNull(values.items, b.valueLengths) : values.items,
+      olds: oldValues === null ? null : absentWhereNull(oldValues.items, b.oldValueLengths),
       valueFailures: values.failures,
-      encoded: new Array<Uint8Array | undefined>(n),
+      encoded: new Array<Uint8Array | null | undefined>(n),
       failures: new Map(),
       serde: aggSerde,
     };
@@ -638,6 +719,10 @@ class Fold {
         continue;
       }
       counts[i] = 1;
+      if (bytes === null) {
+        lengths.push(-1);
+        continue;
+      }
       lengths.push(bytes.byteLength);
       chunks.push(bytes);
     }
@@ -653,7 +738,8 @@ class Fold {
 
 /**
  * Runs bundles with the functions registered under their tokens: chains of
- * stream operators, and fold bundles of reduce/aggregate. Compiled
+ * stream and table operators, and fold bundles of reduce/aggregate (of
+ * grouped streams and grouped tables). Compiled
  * chains are cached by their shape (steps and serdes). Several bundles may be
  * in flight at once (their async functions interleave); each bundle's steps
  * run in order.
@@ -665,7 +751,7 @@ export class Executor {
 
   process(bundle: Bundle): Promise<BundleResult> {
     const key = [
-      bundle.steps.map((s) => `${s.token}:${s.operation}`).join(","),
+      bundle.steps.map((s) => `${s.token}:${s.operation}:${s.initializerToken}:${s.subtractorToken}`).join(","),
       bundle.keySerde,
       bundle.valueSerde,
       bundle.outputKeySerde,

@@ -1,6 +1,6 @@
 /**
- * The builder: KStream, KGroupedStream and KTable, in Kafka Streams'
- * vocabulary.
+ * The builder: KStream, KGroupedStream, KTable and KGroupedTable, in Kafka
+ * Streams' vocabulary.
  *
  * Each operator is one Build call to the engine, answered with a handle.
  * Builder methods return at once: the App sends the calls in program order,
@@ -20,16 +20,17 @@ import {
   Kind as KindEnum,
   Reducer as ReducerEnum,
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
-import type { SerdeName } from "./serde.js";
+import type { SerdeName, SerdeType } from "./serde.js";
 import type { KeyValueStore, StoreOptions } from "./store.js";
 
 /** What a handle stands for. */
-export type Kind = "stream" | "grouped_stream" | "table";
+export type Kind = "stream" | "grouped_stream" | "table" | "grouped_table";
 
 const KINDS: Partial<Record<KindEnum, Kind>> = {
   [KindEnum.STREAM]: "stream",
   [KindEnum.GROUPED_STREAM]: "grouped_stream",
   [KindEnum.TABLE]: "table",
+  [KindEnum.GROUPED_TABLE]: "grouped_table",
 };
 
 /**
@@ -100,6 +101,22 @@ export interface KeyValueOptions extends NamedOptions {
 export interface AggregationOptions extends NamedOptions {
   /** The store: a name, or a Materialized; absent generates its name as Kafka Streams does. */
   materialized?: string | Materialized;
+}
+
+/** Options of a KTable operator that makes a table: it may keep it in a store. */
+export interface TableOperatorOptions extends NamedOptions {
+  /**
+   * Keeps the result in a store: a name (which makes it queryable), or a
+   * Materialized. Absent: the result has no store of its own (as in Kafka
+   * Streams, where it is computed from the table it comes from).
+   */
+  materialized?: string | Materialized;
+}
+
+/** Options of KTable.mapValues. */
+export interface TableValueOptions extends TableOperatorOptions {
+  /** The serde of the new values; absent keeps the input's. */
+  value?: SerdeName;
 }
 
 /** A value, or a promise of one: every operator's function may be async. */
@@ -393,7 +410,47 @@ const BUILTINS: Record<Reducer, ReducerEnum> = {
   latest: ReducerEnum.LATEST,
 };
 
-/** A changelog table: the latest value per key (`KTable`). */
+/** Options of App.table (`StreamsBuilder.table`). */
+export interface TableOptions<KS extends SerdeName, VS extends SerdeName> extends NamedOptions {
+  /** The topic's key serde (default `bytes`). */
+  key?: KS;
+  /** The topic's value serde (default `bytes`). */
+  value?: VS;
+  /**
+   * The table's store: a name (which makes the table queryable), or a
+   * Materialized. Absent: the store is named `<topic>-STATE-STORE-<n>` and
+   * exists only when an operator downstream needs it.
+   */
+  materialized?: string | Materialized;
+}
+
+/** App.table's Build call. @internal */
+export function table<KS extends SerdeName, VS extends SerdeName>(
+  builder: Builder,
+  topic: string,
+  options: TableOptions<KS, VS>,
+): KTable<SerdeType<KS>, SerdeType<VS>> {
+  if (typeof topic !== "string") {
+    throw new TypeError(`table: the topic must be a string, not ${typeof topic}`);
+  }
+  const m = materialized(options.materialized, "table");
+  return new KTable(
+    builder,
+    builder.build("table", null, [], () => ({
+      case: "table",
+      value: { topic, keySerde: options.key ?? "", valueSerde: options.value ?? "", name: options.name ?? "", ...(m ? { materialized: m } : {}) },
+    })),
+  );
+}
+
+/**
+ * A changelog table: the latest value per key (`KTable`).
+ *
+ * A table's records are updates: a null value deletes its key (a
+ * tombstone). Functions never see a tombstone (filter and mapValues pass
+ * one on as one), but `toStream()` forwards them as records with a null
+ * value.
+ */
 export class KTable<K, V> extends Node {
   /**
    * The name of the store the table is kept in (generated, as Kafka Streams
@@ -418,11 +475,174 @@ export class KTable<K, V> extends Node {
     return this.builder.store<K, V>(h.store, options);
   }
 
-  /** The table's changes as a stream. */
+  /**
+   * Keeps the rows for which `predicate(key, value)` is truthy; a row that
+   * does not pass is deleted, so the result forwards a tombstone for it
+   * (Kafka Streams' KTableFilter). `materialized` keeps the result in a
+   * store (queryable when named).
+   */
+  filter(predicate: (key: K, value: V) => unknown, options: TableOperatorOptions = {}): KTable<K, V> {
+    return this.#filter("filter", predicate, options);
+  }
+
+  /** Deletes the rows for which `predicate(key, value)` is truthy (a tombstone for each). */
+  filterNot(predicate: (key: K, value: V) => unknown, options: TableOperatorOptions = {}): KTable<K, V> {
+    return this.#filter("filterNot", predicate, options);
+  }
+
+  #filter(method: "filter" | "filterNot", predicate: (key: K, value: V) => unknown, options: TableOperatorOptions): KTable<K, V> {
+    const f = callable(predicate, method);
+    const m = materialized(options.materialized, method);
+    return new KTable(
+      this.builder,
+      this.call(method, [f], (input, [token]) => ({
+        case: method,
+        value: { input, token: token!, name: options.name ?? "", ...(m ? { materialized: m } : {}) },
+      })),
+    );
+  }
+
+  /** `fn(value) -> new value` for each row (never called for a tombstone, which passes on as one). */
+  mapValues<VR>(fn: (value: V) => MaybePromise<VR>, options: TableValueOptions = {}): KTable<K, VR> {
+    const f = callable(fn, "mapValues");
+    const m = materialized(options.materialized, "mapValues");
+    return new KTable(
+      this.builder,
+      this.call("mapValues", [f], (input, [token]) => ({
+        case: "mapValues",
+        value: { input, token: token!, valueSerde: options.value ?? "", name: options.name ?? "", ...(m ? { materialized: m } : {}) },
+      })),
+    );
+  }
+
+  /**
+   * Regroups the table: `fn(key, value) -> [new key, new value]`. Each
+   * update removes the row's old pair from its group and then adds the new
+   * one (Kafka Streams' KTableRepartitionMap), so aggregations of the result
+   * take an adder and a subtractor. A pair with a null key or value is
+   * skipped. `key`/`value` are the new pairs' serdes; `name` names the
+   * repartition topic (`<application.id>-<name>-repartition`).
+   */
+  groupBy<KR, VR>(fn: (key: K, value: V) => MaybePromise<readonly [KR, VR]>, options: KeyValueOptions = {}): KGroupedTable<KR, VR> {
+    const f = callable(fn, "groupBy");
+    return new KGroupedTable(
+      this.builder,
+      this.call("groupBy", [f], (input, [token]) => ({
+        case: "groupBy",
+        value: { input, token: token!, keySerde: options.key ?? "", valueSerde: options.value ?? "", name: options.name ?? "" },
+      })),
+    );
+  }
+
+  /** The table's changes as a stream; a deleted row comes as a record with a null value. */
   toStream(options: NamedOptions = {}): KStream<K, V> {
     return new KStream(
       this.builder,
       this.call("toStream", [], (input) => ({ case: "toStream", value: { input, name: options.name ?? "" } })),
+    );
+  }
+}
+
+/**
+ * A table regrouped by `KTable.groupBy`, ready to aggregate
+ * (`KGroupedTable`). Each update of the source table removes its old value
+ * from its group (the subtractor) and adds its new one (the adder), as Kafka
+ * Streams' KTableAggregate and KTableReduce do. Host adders and subtractors
+ * run in bundles folded here: one crossing per bundle.
+ */
+export class KGroupedTable<K, V> extends Node {
+  /**
+   * Counts the rows per group into a table of `long` counts (bigints); a
+   * group whose rows all left keeps a count of 0. Runs in the engine.
+   */
+  count(options: AggregationOptions = {}): KTable<K, bigint> {
+    const m = materialized(options.materialized, "count");
+    return new KTable(
+      this.builder,
+      this.call("count", [], (input) => ({
+        case: "count",
+        value: { input, name: options.name ?? "", ...(m ? { materialized: m } : {}) },
+      })),
+    );
+  }
+
+  /**
+   * Combines each group's values: `adder(aggregate, value) -> aggregate`
+   * adds a new value, `subtractor(aggregate, oldValue) -> aggregate` removes
+   * one the table replaced or deleted (returning null leaves the group with
+   * no aggregate); a group's first value becomes its aggregate without a
+   * call. The built-in `"sum"` (`long`/`double` values) runs in the engine
+   * and brings its own subtractor; the other built-ins cannot remove values.
+   */
+  reduce(adder: "sum", options?: AggregationOptions): KTable<K, V>;
+  reduce(
+    adder: (aggregate: V, value: V) => MaybePromise<V>,
+    subtractor: (aggregate: V, oldValue: V) => MaybePromise<V | null>,
+    options?: AggregationOptions,
+  ): KTable<K, V>;
+  reduce(
+    adder: ((aggregate: V, value: V) => MaybePromise<V>) | Reducer,
+    subtractor?: ((aggregate: V, oldValue: V) => MaybePromise<V | null>) | AggregationOptions,
+    options: AggregationOptions = {},
+  ): KTable<K, V> {
+    let builtin = ReducerEnum.UNSPECIFIED;
+    if (typeof adder === "string") {
+      const b = BUILTINS[adder];
+      if (b === undefined) {
+        throw new TypeError(`reduce: unknown reducer ${JSON.stringify(adder)} (want an adder and a subtractor, or "sum")`);
+      }
+      builtin = b;
+      if (typeof subtractor !== "function") {
+        options = subtractor ?? {};
+        subtractor = undefined;
+      }
+    } else {
+      callable(adder, "reduce");
+    }
+    // A missing subtractor (or one beside a built-in) goes to the engine as
+    // given, and the engine refuses it with its reason.
+    const add = typeof adder === "string" ? undefined : adder;
+    const sub = subtractor === undefined ? undefined : callable(subtractor, "reduce");
+    const fns = [add, sub].filter((f): f is AnyFunction => f !== undefined);
+    const m = materialized(options.materialized, "reduce");
+    const name = options.name ?? "";
+    return new KTable(
+      this.builder,
+      this.call("reduce", fns, (input, tokens) => ({
+        case: "reduce",
+        value: {
+          input,
+          token: add === undefined ? 0 : tokens[0]!,
+          subtractorToken: sub === undefined ? 0 : tokens[fns.length - 1]!,
+          builtin,
+          name,
+          ...(m ? { materialized: m } : {}),
+        },
+      })),
+    );
+  }
+
+  /**
+   * Folds each group's values into an aggregate: `initializer()` starts a
+   * group's aggregate, `adder(key, value, aggregate) -> aggregate` adds a new
+   * value and `subtractor(key, oldValue, aggregate) -> aggregate` removes one
+   * (returning null leaves the group with no aggregate). `materialized.value`
+   * is the aggregate's serde (default: the grouped values').
+   */
+  aggregate<VA>(
+    initializer: () => MaybePromise<VA>,
+    adder: (key: K, value: V, aggregate: VA) => MaybePromise<VA>,
+    subtractor: (key: K, oldValue: V, aggregate: VA) => MaybePromise<VA | null>,
+    options: AggregationOptions = {},
+  ): KTable<K, VA> {
+    const m = materialized(options.materialized, "aggregate");
+    const fns = [callable(initializer, "aggregate"), callable(adder, "aggregate"), callable(subtractor, "aggregate")];
+    return new KTable(
+      this.builder,
+      this.call("aggregate", fns, (input, [init, add, sub]) => ({
+        case: "aggregate",
+        value: { input, initializerToken: init!, aggregatorToken: add!, subtractorToken: sub!, name: options.name ?? "", ...(m ? { materialized: m } : {}) },
+      })),
     );
   }
 }

@@ -18,7 +18,7 @@
 export { App } from "./app.js";
 export type { AppOptions, CloseOptions, RestoreListener, RestoreProgress, RunOptions, State, StateListener, StreamOptions } from "./app.js";
 export type { Config, ProcessingGuarantee } from "./config.js";
-export { KGroupedStream, KStream, KTable } from "./dsl.js";
+export { KGroupedStream, KGroupedTable, KStream, KTable } from "./dsl.js";
 export type {
   AggregationOptions,
   Handle,
@@ -29,6 +29,9 @@ export type {
   MaybePromise,
   NamedOptions,
   Reducer,
+  TableOperatorOptions,
+  TableOptions,
+  TableValueOptions,
   ValueOptions,
 } from "./dsl.js";
 export type { EngineLogger, LogLevel } from "./engine.js";
