@@ -16,6 +16,11 @@ export type ProcessingGuarantee = "at_least_once" | "exactly_once_v2";
 export interface Config {
   processingGuarantee?: ProcessingGuarantee;
   commitIntervalMs?: number;
+  /**
+   * `statestore.cache.max.bytes` (default 10 MiB): tables forward the latest
+   * update per key at each commit; 0 forwards every update at once.
+   */
+  statestoreCacheMaxBytes?: number;
   stateDir?: string;
   extra?: Readonly<Record<string, string | number | boolean>>;
 }
@@ -28,6 +33,9 @@ export function properties(config: Config = {}): Record<string, string> {
   }
   if (config.processingGuarantee !== undefined) {
     out["processing.guarantee"] = config.processingGuarantee;
+  }
+  if (config.statestoreCacheMaxBytes !== undefined) {
+    out["statestore.cache.max.bytes"] = String(config.statestoreCacheMaxBytes);
   }
   if (config.commitIntervalMs !== undefined) {
     out["commit.interval.ms"] = String(config.commitIntervalMs);
