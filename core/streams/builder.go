@@ -51,7 +51,9 @@ func Store(name string) Option { return Option{kind: optStore, value: name} }
 // StoreSerdes gives an aggregation's store serdes (Materialized.with); an
 // empty one keeps the default (the grouped stream's key serde; for values,
 // long for Count, else the values' serde).
-func StoreSerdes(key, value string) Option { return Option{kind: optStoreSerdes, key: key, value: value} }
+func StoreSerdes(key, value string) Option {
+	return Option{kind: optStoreSerdes, key: key, value: value}
+}
 
 type options struct {
 	name, keySerde, valueSerde string
