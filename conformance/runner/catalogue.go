@@ -16,15 +16,15 @@ import (
 type role int
 
 const (
-	roleMapper      role = 1 << iota // map_values: value -> value
-	roleFlat                         // flat_map_values: value -> values
-	rolePredicate                    // filter, filter_not: (key, value) -> bool
-	roleKey                          // select_key, group_by: (key, value) -> key
-	roleMap                          // map: (key, value) -> (key, value)
-	roleAction                       // peek, foreach: (key, value)
-	roleReducer                      // reduce: (aggregate, value) -> aggregate
-	roleInit                         // aggregate's initializer: () -> aggregate
-	roleAggregator                   // aggregate: (key, value, aggregate) -> aggregate
+	roleMapper     role = 1 << iota // map_values: value -> value
+	roleFlat                        // flat_map_values: value -> values
+	rolePredicate                   // filter, filter_not: (key, value) -> bool
+	roleKey                         // select_key, group_by: (key, value) -> key
+	roleMap                         // map: (key, value) -> (key, value)
+	roleAction                      // peek, foreach: (key, value)
+	roleReducer                     // reduce: (aggregate, value) -> aggregate
+	roleInit                        // aggregate's initializer: () -> aggregate
+	roleAggregator                  // aggregate: (key, value, aggregate) -> aggregate
 )
 
 var roleNames = []string{"mapper", "flat mapper", "predicate", "key selector", "key-value mapper", "action", "reducer", "initializer", "aggregator"}
