@@ -266,7 +266,7 @@ func startEngine(bin, tmp string) (*engine, error) {
 	state := filepath.Join(tmp, "engine-state")
 	cmd := exec.Command(bin, "dev", "--listen", "127.0.0.1:0", "--broker", "127.0.0.1:0", "--partitions", "1",
 		"--state-dir", state, "--exit-on-stdin-close", "--log-level", "warn")
-	e := &engine{cmd: cmd, log: &tail{max: 8000}}
+	e := &engine{cmd: cmd, log: &tail{max: 3000}}
 	cmd.Stderr = e.log
 	out, err := cmd.StdoutPipe()
 	if err != nil {
