@@ -234,12 +234,20 @@ func (s *schema) oneOf(branches []any, v any, path string, out *[]violation) {
 		*out = append(*out, violation{path + "." + prop, fmt.Sprintf("%s is not one of %s", short(got), strings.Join(consts, ", "))})
 		return
 	}
-	// No discriminator: report the alternative that came closest.
-	best := 0
+	// No discriminator: report the alternative that came closest, among
+	// those of the instance's type when there are any.
+	best := -1
 	for i := range errs {
-		if len(errs[i]) < len(errs[best]) {
+		t, typed := resolved[i]["type"]
+		if typed && !typeMatches(t, v) {
+			continue
+		}
+		if best < 0 || len(errs[i]) < len(errs[best]) {
 			best = i
 		}
+	}
+	if best < 0 {
+		best = 0
 	}
 	*out = append(*out, errs[best]...)
 }
