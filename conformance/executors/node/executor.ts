@@ -1,0 +1,362 @@
+/**
+ * The conformance executor for Node.js: builds one case with the polystreams
+ * SDK's public API (sdk-node's `polystreams` package, its sources run by
+ * tsx), runs it, and reports to the runner as JSON lines on stdout.
+ *
+ * Usage: node --import tsx executor.ts SPEC.json (the runner writes the spec:
+ * the case, the engine's URL, the application.id, the topic prefix and the
+ * configuration). Events: built (with describe), build_error (step, code,
+ * message), started, failed (code, message, topic, partition, offset, node),
+ * stopped. It stops its application when stdin says "stop" or closes. It
+ * asserts nothing: the runner owns every assertion.
+ */
+
+import { readFileSync } from "node:fs";
+import {
+  App,
+  type Config,
+  KGroupedStream,
+  KStream,
+  KTable,
+  type Materialized,
+  PolystreamsError,
+  ProcessingError,
+  type Reducer,
+  type SerdeName,
+} from "../../../sdk-node/src/index.js";
+
+type Fn = (...args: any[]) => unknown;
+type FnRef = string | { name: string; arg: string | number };
+type Role = "mapper" | "flat" | "predicate" | "key" | "map" | "action" | "reducer" | "init" | "aggregator";
+
+interface Step {
+  op: string;
+  as?: string;
+  from?: string;
+  name?: string;
+  topics?: string[];
+  topic?: string;
+  key?: SerdeName;
+  value?: SerdeName;
+  fn?: FnRef;
+  init?: FnRef;
+  builtin?: Reducer;
+  materialized?: { store?: string; key?: SerdeName; value?: SerdeName };
+}
+
+interface Spec {
+  case: { topology: Step[] };
+  engine: string;
+  application_id: string;
+  topic_prefix: string;
+  config: Record<string, string>;
+  start: boolean;
+}
+
+function emit(event: string, fields: Record<string, unknown> = {}): void {
+  process.stdout.write(JSON.stringify({ event, ...fields }) + "\n");
+}
+
+// The catalogue (conformance/README.md defines each function; the runner's
+// catalogue.go is the reference).
+
+function str(fn: string, v: unknown): string {
+  if (typeof v !== "string") {
+    throw new TypeError(`${fn}: want a string, got ${v === null ? "null" : typeof v}`);
+  }
+  return v;
+}
+
+function mapStr(fn: string, v: unknown, f: (s: string) => unknown): unknown {
+  return v === null || v === undefined ? null : f(str(fn, v));
+}
+
+function field(fn: string, v: unknown, name: string): unknown {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) {
+    throw new TypeError(`${fn}: want a JSON object, got ${v === null ? "null" : typeof v}`);
+  }
+  return (v as Record<string, unknown>)[name] ?? null;
+}
+
+/** Numbers add as numbers; a long (bigint) on either side makes a bigint. */
+function arith(fn: string, a: unknown, b: unknown, sign: 1 | -1): unknown {
+  if (typeof a === "bigint" || typeof b === "bigint") {
+    const x = BigInt(a as bigint | number);
+    const y = BigInt(b as bigint | number);
+    return sign === 1 ? x + y : x - y;
+  }
+  if (typeof a !== "number" || typeof b !== "number") {
+    throw new TypeError(`${fn}: want numbers, got ${typeof a} and ${typeof b}`);
+  }
+  return sign === 1 ? a + b : a - b;
+}
+
+function concat(sep: string, agg: unknown, v: unknown, aggregator: boolean): string {
+  const a = str("concat", agg);
+  const b = str("concat", v);
+  return aggregator && a === "" ? b : a + sep + b;
+}
+
+const codePoints = (s: string): number => [...s].length;
+
+class ConformanceError extends Error {}
+
+function canonical(v: unknown): string {
+  return JSON.stringify(v, (_k, x: unknown) => (typeof x === "bigint" ? Number(x) : x)) ?? "null";
+}
+
+function fn(ref: FnRef, role: Role): Fn {
+  const name = typeof ref === "string" ? ref : ref.name;
+  const a = typeof ref === "string" ? "" : String(ref.arg);
+  if (name === "raise_error" || name === "raise_on") {
+    const check = (v: unknown): void => {
+      if (name === "raise_error") {
+        throw new ConformanceError(`conformance: raise_error on value ${canonical(v)}`);
+      }
+      if (v === a) {
+        throw new ConformanceError(`conformance: raise_on ${a}`);
+      }
+    };
+    return (...args: unknown[]) => {
+      const v = role === "aggregator" ? args[1] : args[args.length - 1];
+      check(v);
+      switch (role) {
+        case "flat":
+          return [v];
+        case "predicate":
+          return true;
+        case "key":
+          return args[0];
+        case "map":
+          return [args[0], v];
+        case "action":
+          return undefined;
+        default:
+          return v;
+      }
+    };
+  }
+  const folds: Record<string, [Fn, Fn]> = {
+    add: [(agg, v) => arith("add", agg, v, 1), (_k, v, agg) => arith("add", agg, v, 1)],
+    subtract: [(agg, v) => arith("subtract", agg, v, -1), (_k, v, agg) => arith("subtract", agg, v, -1)],
+    concat: [(agg, v) => concat(a, agg, v, false), (_k, v, agg) => concat(a, agg, v, true)],
+  };
+  const fold = folds[name];
+  if (fold !== undefined) {
+    return role === "reducer" ? fold[0] : fold[1];
+  }
+  const table: Record<string, Fn> = {
+    upper: (v) => mapStr("upper", v, (s) => s.toUpperCase()),
+    lower: (v) => mapStr("lower", v, (s) => s.toLowerCase()),
+    length: (v) => codePoints(str("length", v)),
+    prefix: (v) => mapStr("prefix", v, (s) => a + s),
+    get_field: (v) => field("get_field", v, a),
+    wrap_field: (v) => ({ [a]: v }),
+    twice: (v) => arith("twice", v, v, 1),
+    to_null: () => null,
+    identity: (v) => v,
+    to_text: (v) => {
+      if (v === null || typeof v === "string") return v;
+      if (typeof v === "bigint" || (typeof v === "number" && Number.isInteger(v))) return String(v);
+      throw new TypeError(`to_text: want a string or an integer, got ${typeof v}`);
+    },
+    reverse_bytes: (v) => {
+      if (!(v instanceof Uint8Array)) throw new TypeError(`reverse_bytes: want bytes, got ${typeof v}`);
+      return Uint8Array.from(v).reverse();
+    },
+    split_words: (v) => str("split_words", v).split(/\s+/).filter(Boolean),
+    duplicate: (v) => [v, v],
+    nothing: () => [],
+    is_even: (_k, v) => {
+      if (v === null) return false;
+      if (typeof v === "bigint") return v % 2n === 0n;
+      if (typeof v === "number" && Number.isInteger(v)) return v % 2 === 0;
+      throw new TypeError(`is_even: want an integer, got ${typeof v}`);
+    },
+    is_long_word: (_k, v) => v !== null && codePoints(str("is_long_word", v)) >= 5,
+    has_key: (k) => k !== null,
+    value_contains: (_k, v) => v !== null && str("value_contains", v).includes(a),
+    key_starts_with: (k) => k !== null && str("key_starts_with", k).startsWith(a),
+    always: () => true,
+    never: () => false,
+    first_word_key: (_k, v) => str("first_word_key", v).split(/\s+/).filter(Boolean)[0] ?? null,
+    value_as_key: (_k, v) => v,
+    key_upper: (k) => mapStr("key_upper", k, (s) => s.toUpperCase()),
+    field_key: (_k, v) => field("field_key", v, a),
+    first_letter: (_k, v) => [...str("first_letter", v)][0] ?? null,
+    null_key: () => null,
+    swap: (k, v) => [v, k],
+    upper_both: (k, v) => [mapStr("upper_both", k, (s) => s.toUpperCase()), mapStr("upper_both", v, (s) => s.toUpperCase())],
+    word_one: (_k, v) => [v, 1],
+    noop: () => undefined,
+    zero: () => 0,
+    empty_string: () => "",
+    empty_list: () => [],
+    longer: (agg, v) => (codePoints(str("longer", v)) > codePoints(str("longer", agg)) ? v : agg),
+    count_agg: (_k, _v, agg) => arith("count_agg", agg, 1, 1),
+    sum_field: (_k, v, agg) => arith("sum_field", agg, field("sum_field", v, a), 1),
+    append: (_k, v, agg) => {
+      if (!Array.isArray(agg)) throw new TypeError(`append: want a list aggregate, got ${typeof agg}`);
+      return [...agg, v];
+    },
+  };
+  const f = table[name];
+  if (f === undefined) {
+    throw new Error(`executor: catalogue function ${name} is not implemented`);
+  }
+  return f;
+}
+
+type AnyNode = KStream<any, any> | KGroupedStream<any, any> | KTable<any, any>;
+
+function materialized(step: Step): Materialized | undefined {
+  const m = step.materialized;
+  if (m === undefined) return undefined;
+  return { storeName: m.store ?? "", ...(m.key ? { key: m.key } : {}), ...(m.value ? { value: m.value } : {}) };
+}
+
+/** Performs one step; resolves with its node (undefined for a terminal step) once the engine has answered. */
+async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: string): Promise<AnyNode | undefined> {
+  const named = step.name !== undefined ? { name: step.name } : {};
+  const key = step.key !== undefined ? { key: step.key } : {};
+  const value = step.value !== undefined ? { value: step.value } : {};
+  let out: AnyNode | undefined;
+  if (step.op === "stream") {
+    out = app.stream((step.topics ?? []).map((t) => prefix + t), { ...key, ...value, ...named });
+  } else if (node instanceof KStream) {
+    const f = step.fn;
+    switch (step.op) {
+      case "to":
+        await node.to(prefix + step.topic, { ...key, ...value, ...named });
+        return undefined;
+      case "foreach":
+        await node.foreach(fn(f!, "action"), named);
+        return undefined;
+      case "group_by_key":
+        out = node.groupByKey({ ...key, ...value, ...named });
+        break;
+      case "map_values":
+        out = node.mapValues(fn(f!, "mapper"), { ...value, ...named });
+        break;
+      case "flat_map_values":
+        out = node.flatMapValues(fn(f!, "flat") as (v: unknown) => Iterable<unknown>, { ...value, ...named });
+        break;
+      case "filter":
+        out = node.filter(fn(f!, "predicate"), named);
+        break;
+      case "filter_not":
+        out = node.filterNot(fn(f!, "predicate"), named);
+        break;
+      case "map":
+        out = node.map(fn(f!, "map") as (k: unknown, v: unknown) => readonly [unknown, unknown], { ...key, ...value, ...named });
+        break;
+      case "select_key":
+        out = node.selectKey(fn(f!, "key"), { ...key, ...named });
+        break;
+      case "group_by":
+        out = node.groupBy(fn(f!, "key"), { ...key, ...value, ...named });
+        break;
+      case "peek":
+        out = node.peek(fn(f!, "action"), named);
+        break;
+    }
+  } else if (node instanceof KGroupedStream) {
+    const m = materialized(step);
+    const opts = { ...named, ...(m !== undefined ? { materialized: m } : {}) };
+    switch (step.op) {
+      case "count":
+        out = node.count(opts);
+        break;
+      case "reduce":
+        out = node.reduce(step.builtin ?? (fn(step.fn!, "reducer") as (a: unknown, v: unknown) => unknown), opts);
+        break;
+      case "aggregate":
+        out = node.aggregate(fn(step.init!, "init"), fn(step.fn!, "aggregator"), opts);
+        break;
+    }
+  } else if (node instanceof KTable && step.op === "to_stream") {
+    out = node.toStream(named);
+  }
+  if (out === undefined) {
+    throw new Error(`executor: ${step.op} cannot apply to ${String(node)}`);
+  }
+  await out.handle;
+  return out;
+}
+
+function codeOf(e: unknown): string {
+  if (e instanceof PolystreamsError) return e.code;
+  if (e instanceof TypeError || e instanceof RangeError) return "invalid_argument"; // the SDK's own argument checks
+  return "unknown";
+}
+
+async function main(): Promise<void> {
+  const spec = JSON.parse(readFileSync(process.argv[2]!, "utf8")) as Spec;
+  const { "processing.guarantee": guarantee, "commit.interval.ms": commit, "state.dir": stateDir, ...extra } = spec.config;
+  const config: Config = {
+    ...(guarantee !== undefined ? { processingGuarantee: guarantee as Config["processingGuarantee"] & string } : {}),
+    ...(commit !== undefined ? { commitIntervalMs: Number(commit) } : {}),
+    ...(stateDir !== undefined ? { stateDir } : {}),
+    extra,
+  };
+  let told!: () => void;
+  const stop = new Promise<void>((resolve) => (told = resolve));
+  process.stdin.setEncoding("utf8");
+  process.stdin.on("data", (chunk: string) => {
+    if (chunk.split("\n").some((l) => l.trim() === "stop")) told();
+  });
+  process.stdin.on("end", () => told());
+
+  const app = await App.create(spec.application_id, { engine: spec.engine, config });
+  try {
+    const labels = new Map<string, AnyNode>();
+    let prev: AnyNode | undefined;
+    for (const [i, step] of spec.case.topology.entries()) {
+      const input = step.from !== undefined ? labels.get(step.from) : prev;
+      let out: AnyNode | undefined;
+      try {
+        out = await apply(app, step, input, spec.topic_prefix);
+      } catch (e) {
+        emit("build_error", { step: i, code: codeOf(e), message: e instanceof Error ? e.message : String(e) });
+        await stop;
+        return;
+      }
+      if (out !== undefined) {
+        prev = out;
+        if (step.as !== undefined) labels.set(step.as, out);
+      }
+    }
+    emit("built", { describe: await app.describe() });
+    if (!spec.start) {
+      await stop;
+      return;
+    }
+    await app.start();
+    emit("started");
+    void stop.then(() => app.stop());
+    try {
+      await app.run({ signals: false });
+    } catch (e) {
+      if (!(e instanceof ProcessingError)) throw e;
+      emit("failed", {
+        code: e.code,
+        message: e.message,
+        topic: e.topic ?? "",
+        partition: e.partition ?? 0,
+        offset: Number(e.offset ?? 0n),
+        node: e.node ?? "",
+      });
+      await stop;
+      return;
+    }
+    emit("stopped");
+  } finally {
+    await app.close();
+    process.stdin.destroy();
+  }
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`executor: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  process.exit(1);
+});

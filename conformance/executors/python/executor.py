@@ -1,0 +1,316 @@
+"""The conformance executor for Python: builds one case with the polystreams
+SDK's public API, runs it, and reports to the runner as JSON lines on stdout.
+
+Usage: executor.py SPEC.json  (the runner writes the spec: the case, the
+engine's URL, the application.id, the topic prefix and the configuration).
+Events: built (with describe), build_error (step, code, message), started,
+failed (code, message, topic, partition, offset, node), stopped. It stops
+its application when stdin says "stop" or closes. It asserts nothing: the
+runner owns every assertion.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from polystreams import App, Config, KGroupedStream, KStream, KTable, Materialized, PolystreamsError, ProcessingError
+from polystreams.serde import SerdeName
+
+Fn = Callable[..., Any]
+
+
+def emit(event: str, **fields: Any) -> None:
+    print(json.dumps({"event": event, **fields}), flush=True)
+
+
+# The catalogue (conformance/README.md defines each function; the runner's
+# catalogue.go is the reference).
+
+
+def _s(fn: str, v: Any) -> str:
+    if not isinstance(v, str):
+        raise TypeError(f"{fn}: want a string, got {type(v).__name__}")
+    return v
+
+
+def _map_str(fn: str, v: Any, f: Callable[[str], Any]) -> Any:
+    return None if v is None else f(_s(fn, v))
+
+
+def _field(fn: str, v: Any, name: str) -> Any:
+    if not isinstance(v, dict):
+        raise TypeError(f"{fn}: want a JSON object, got {type(v).__name__}")
+    return v.get(name)
+
+
+def _words(v: Any) -> list[str]:
+    return _s("split_words", v).split()
+
+
+def _first_word(v: Any) -> Any:
+    words = _s("first_word_key", v).split()
+    return words[0] if words else None
+
+
+def _is_even(v: Any) -> bool:
+    if v is None:
+        return False
+    if not isinstance(v, int):
+        raise TypeError(f"is_even: want an integer, got {type(v).__name__}")
+    return v % 2 == 0
+
+
+def _to_text(v: Any) -> Any:
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        return str(v)
+    raise TypeError(f"to_text: want a string or an integer, got {type(v).__name__}")
+
+
+def _reverse_bytes(v: Any) -> bytes:
+    if not isinstance(v, bytes):
+        raise TypeError(f"reverse_bytes: want bytes, got {type(v).__name__}")
+    return v[::-1]
+
+
+def _concat(sep: str, agg: Any, v: Any, aggregator: bool) -> str:
+    a, b = _s("concat", agg), _s("concat", v)
+    if aggregator and a == "":
+        return b
+    return a + sep + b
+
+
+def _longer(agg: Any, v: Any) -> str:
+    a, b = _s("longer", agg), _s("longer", v)
+    return b if len(b) > len(a) else a
+
+
+def _append(v: Any, agg: Any) -> list[Any]:
+    if not isinstance(agg, list):
+        raise TypeError(f"append: want a list aggregate, got {type(agg).__name__}")
+    return [*agg, v]
+
+
+class ConformanceError(Exception):
+    """What raise_error and raise_on raise."""
+
+
+def _raise_error(v: Any) -> None:
+    raise ConformanceError(f"conformance: raise_error on value {json.dumps(v, sort_keys=True, separators=(',', ':'), default=str)}")
+
+
+def _raise_on(arg: str, v: Any) -> None:
+    if isinstance(v, str) and v == arg:
+        raise ConformanceError(f"conformance: raise_on {v}")
+
+
+def function(ref: Any, role: str) -> Fn:
+    """The native function a catalogue reference names, for a role: mapper,
+    flat, predicate, key, map, action, reducer, init, aggregator."""
+    name, arg = (ref, None) if isinstance(ref, str) else (ref["name"], ref.get("arg"))
+    a = "" if arg is None else str(arg)
+    if name in ("raise_error", "raise_on"):
+        def check(v: Any) -> None:
+            if name == "raise_error":
+                _raise_error(v)
+            _raise_on(a, v)
+
+        def through(*args: Any) -> Any:
+            # Called as the role calls: the value is the last argument but for
+            # the aggregator, whose value comes second.
+            v = args[1] if role == "aggregator" else args[-1]
+            check(v)
+            if role == "flat":
+                return [v]
+            if role == "predicate":
+                return True
+            if role == "key":
+                return args[0]
+            if role == "map":
+                return (args[0], v)
+            if role == "action":
+                return None
+            return v  # mapper, reducer, aggregator
+
+        return through
+    table: dict[str, Fn] = {
+        "upper": lambda v: _map_str("upper", v, str.upper),
+        "lower": lambda v: _map_str("lower", v, str.lower),
+        "length": lambda v: len(_s("length", v)),
+        "prefix": lambda v: _map_str("prefix", v, lambda s: a + s),
+        "get_field": lambda v: _field("get_field", v, a),
+        "wrap_field": lambda v: {a: v},
+        "twice": lambda v: v + v,
+        "to_null": lambda v: None,
+        "identity": lambda v: v,
+        "to_text": _to_text,
+        "reverse_bytes": _reverse_bytes,
+        "split_words": _words,
+        "duplicate": lambda v: [v, v],
+        "nothing": lambda v: [],
+        "is_even": lambda k, v: _is_even(v),
+        "is_long_word": lambda k, v: v is not None and len(_s("is_long_word", v)) >= 5,
+        "has_key": lambda k, v: k is not None,
+        "value_contains": lambda k, v: v is not None and a in _s("value_contains", v),
+        "key_starts_with": lambda k, v: k is not None and _s("key_starts_with", k).startswith(a),
+        "always": lambda k, v: True,
+        "never": lambda k, v: False,
+        "first_word_key": lambda k, v: _first_word(v),
+        "value_as_key": lambda k, v: v,
+        "key_upper": lambda k, v: _map_str("key_upper", k, str.upper),
+        "field_key": lambda k, v: _field("field_key", v, a),
+        "first_letter": lambda k, v: _s("first_letter", v)[0] if v else None,
+        "null_key": lambda k, v: None,
+        "swap": lambda k, v: (v, k),
+        "upper_both": lambda k, v: (_map_str("upper_both", k, str.upper), _map_str("upper_both", v, str.upper)),
+        "word_one": lambda k, v: (v, 1),
+        "noop": lambda k, v: None,
+        "zero": lambda: 0,
+        "empty_string": lambda: "",
+        "empty_list": lambda: [],
+        "longer": _longer,
+        "count_agg": lambda k, v, agg: agg + 1,
+        "sum_field": lambda k, v, agg: agg + _field("sum_field", v, a),
+        "append": lambda k, v, agg: _append(v, agg),
+    }
+    folds: dict[str, tuple[Fn, Fn]] = {  # name -> (reducer, aggregator)
+        "add": (lambda agg, v: agg + v, lambda k, v, agg: agg + v),
+        "subtract": (lambda agg, v: agg - v, lambda k, v, agg: agg - v),
+        "concat": (lambda agg, v: _concat(a, agg, v, False), lambda k, v, agg: _concat(a, agg, v, True)),
+    }
+    if name in folds:
+        return folds[name][0 if role == "reducer" else 1]
+    return table[name]
+
+
+def materialized(step: Mapping[str, Any]) -> Materialized | None:
+    m = step.get("materialized")
+    if m is None:
+        return None
+    return Materialized(m.get("store", ""), key=m.get("key"), value=m.get("value"))
+
+
+def serde(step: Mapping[str, Any], field: str) -> SerdeName | None:
+    v: SerdeName | None = step.get(field)
+    return v
+
+
+def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str) -> Any:
+    """Performs one builder step on node (the input); returns the result,
+    or None for a terminal step."""
+    op, name = step["op"], step.get("name")
+    key, value = serde(step, "key"), serde(step, "value")
+    if op == "stream":
+        return app.stream([prefix + t for t in step["topics"]], key=key, value=value, name=name)
+    if isinstance(node, KStream):
+        if op == "to":
+            node.to(prefix + step["topic"], key=key, value=value, name=name)
+            return None
+        if op == "group_by_key":
+            return node.group_by_key(key=key, value=value, name=name)
+        fn = step["fn"]
+        if op == "map_values":
+            return node.map_values(function(fn, "mapper"), value=value, name=name)
+        if op == "flat_map_values":
+            return node.flat_map_values(function(fn, "flat"), value=value, name=name)
+        if op == "filter":
+            return node.filter(function(fn, "predicate"), name=name)
+        if op == "filter_not":
+            return node.filter_not(function(fn, "predicate"), name=name)
+        if op == "map":
+            return node.map(function(fn, "map"), key=key, value=value, name=name)
+        if op == "select_key":
+            return node.select_key(function(fn, "key"), key=key, name=name)
+        if op == "group_by":
+            return node.group_by(function(fn, "key"), key=key, value=value, name=name)
+        if op == "peek":
+            return node.peek(function(fn, "action"), name=name)
+        if op == "foreach":
+            node.foreach(function(fn, "action"), name=name)
+            return None
+    if isinstance(node, KGroupedStream):
+        m = materialized(step)
+        if op == "count":
+            return node.count(materialized=m, name=name)
+        if op == "reduce":
+            reducer: Any = step["builtin"] if "builtin" in step else function(step["fn"], "reducer")
+            return node.reduce(reducer, materialized=m, name=name)
+        if op == "aggregate":
+            return node.aggregate(function(step["init"], "init"), function(step["fn"], "aggregator"), materialized=m, name=name)
+    if isinstance(node, KTable) and op == "to_stream":
+        return node.to_stream(name=name)
+    raise RuntimeError(f"executor: {op} cannot apply to {node!r}")
+
+
+def code_of(e: BaseException) -> str:
+    if isinstance(e, PolystreamsError):
+        return e.code
+    if isinstance(e, (TypeError, ValueError)):
+        return "invalid_argument"  # the SDK's own argument checks
+    return "unknown"
+
+
+def main() -> int:
+    with open(sys.argv[1], encoding="utf-8") as f:
+        spec = json.load(f)
+    case, prefix = spec["case"], spec["topic_prefix"]
+    props = dict(spec["config"])
+    config = Config(
+        processing_guarantee=props.pop("processing.guarantee", None),
+        commit_interval_ms=int(props.pop("commit.interval.ms")) if "commit.interval.ms" in props else None,
+        state_dir=props.pop("state.dir", None),
+        extra=props,
+    )
+    stop = threading.Event()
+
+    def watch_stdin() -> None:
+        for line in sys.stdin:
+            if line.strip() == "stop":
+                break
+        stop.set()
+
+    threading.Thread(target=watch_stdin, daemon=True).start()
+    with App(spec["application_id"], config, engine=spec["engine"]) as app:
+        labels: dict[str, Any] = {}
+        prev: Any = None
+        for i, step in enumerate(case["topology"]):
+            node = labels[step["from"]] if "from" in step else prev
+            try:
+                out = apply(app, step, node, prefix)
+            except Exception as e:  # noqa: BLE001 - reported to the runner
+                emit("build_error", step=i, code=code_of(e), message=getattr(e, "message", str(e)))
+                stop.wait()
+                return 0
+            if out is not None:
+                prev = out
+                if "as" in step:
+                    labels[step["as"]] = out
+        emit("built", describe=app.describe())
+        if not spec["start"]:
+            stop.wait()
+            return 0
+        app.start()
+        emit("started")
+        def stop_when_told() -> None:
+            stop.wait()
+            app.stop()
+
+        threading.Thread(target=stop_when_told, daemon=True).start()
+        try:
+            app.run()
+        except ProcessingError as e:
+            emit("failed", code=e.code, message=e.message, topic=e.topic or "", partition=e.partition or 0,
+                 offset=e.offset or 0, node=e.node or "")
+            stop.wait()
+            return 0
+        emit("stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Case is one conformance case, as conformance/schema/case.schema.json
+// describes it.
+type Case struct {
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	Pins        *Pins             `json:"pins,omitempty"`
+	Config      map[string]string `json:"config,omitempty"`
+	Topology    []Step            `json:"topology"`
+	Inputs      []Input           `json:"inputs,omitempty"`
+	Expect      Expect            `json:"expect"`
+
+	// file is where the case was read from; raw is its text, handed to
+	// the executors as is.
+	file string
+	raw  json.RawMessage
+}
+
+type Pins struct {
+	Behaviour string `json:"behaviour"`
+	Kafka     string `json:"kafka"`
+}
+
+// Step is one builder call.
+type Step struct {
+	Op           string        `json:"op"`
+	As           string        `json:"as,omitempty"`
+	From         string        `json:"from,omitempty"`
+	Name         string        `json:"name,omitempty"`
+	Topics       []string      `json:"topics,omitempty"`
+	Topic        string        `json:"topic,omitempty"`
+	Key          string        `json:"key,omitempty"`
+	Value        string        `json:"value,omitempty"`
+	Fn           *FnRef        `json:"fn,omitempty"`
+	Init         *FnRef        `json:"init,omitempty"`
+	Builtin      string        `json:"builtin,omitempty"`
+	Materialized *Materialized `json:"materialized,omitempty"`
+}
+
+// FnRef names a catalogue function: "upper", or {"name": "prefix", "arg": "x-"}.
+type FnRef struct {
+	Name string
+	Arg  any // string or json.Number; nil when none
+}
+
+func (f *FnRef) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		f.Name = s
+		return nil
+	}
+	var o struct {
+		Name string `json:"name"`
+		Arg  any    `json:"arg"`
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if err := d.Decode(&o); err != nil {
+		return err
+	}
+	f.Name, f.Arg = o.Name, o.Arg
+	return nil
+}
+
+func (f *FnRef) String() string {
+	if f.Arg == nil {
+		return f.Name
+	}
+	return fmt.Sprintf("%s(%v)", f.Name, f.Arg)
+}
+
+type Materialized struct {
+	Store string `json:"store,omitempty"`
+	Key   string `json:"key,omitempty"`
+	Value string `json:"value,omitempty"`
+}
+
+// Record is a record in its serdes' natural JSON form.
+type Record struct {
+	Key       json.RawMessage   `json:"key,omitempty"`
+	Value     json.RawMessage   `json:"value"`
+	Timestamp *int64            `json:"timestamp,omitempty"`
+	Headers   map[string]string `json:"headers,omitempty"`
+}
+
+type Input struct {
+	Topic      string   `json:"topic"`
+	Key        string   `json:"key"`
+	Value      string   `json:"value"`
+	Partitions int      `json:"partitions,omitempty"`
+	Records    []Record `json:"records"`
+}
+
+type Output struct {
+	Topic      string   `json:"topic"`
+	Key        string   `json:"key"`
+	Value      string   `json:"value"`
+	Partitions int      `json:"partitions,omitempty"`
+	Mode       string   `json:"mode,omitempty"`
+	Records    []Record `json:"records"`
+}
+
+type Expect struct {
+	Describe   *string     `json:"describe,omitempty"`
+	BuildError *BuildError `json:"build_error,omitempty"`
+	Outputs    []Output    `json:"outputs,omitempty"`
+	Failure    *Failure    `json:"failure,omitempty"`
+}
+
+type BuildError struct {
+	Step     int      `json:"step"`
+	Code     string   `json:"code"`
+	Contains []string `json:"contains"`
+}
+
+type Failure struct {
+	Node      string   `json:"node"`
+	Topic     string   `json:"topic"`
+	Partition int32    `json:"partition"`
+	Offset    int64    `json:"offset"`
+	Contains  []string `json:"contains"`
+}
+
+// starts reports whether the case runs its topology (else it only builds).
+func (c *Case) starts() bool {
+	return c.Expect.BuildError == nil && (len(c.Inputs) > 0 || len(c.Expect.Outputs) > 0 || c.Expect.Failure != nil)
+}
+
+// CaseError is a case file that does not match the schema (or the rules
+// the schema cannot say): the file, and every violation with its JSON path.
+type CaseError struct {
+	File       string
+	Violations []violation
+}
+
+func (e *CaseError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "case %s is invalid:", e.File)
+	for _, v := range e.Violations {
+		fmt.Fprintf(&b, "\n  %s", v)
+	}
+	return b.String()
+}
+
+// loadCases reads every *.json file of dir, in name order. Every invalid
+// file is reported, not only the first.
+func loadCases(dir string, sch *schema) ([]*Case, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no case files (*.json) in %s", dir)
+	}
+	sort.Strings(files)
+	var cases []*Case
+	var errs []string
+	names := map[string]string{}
+	for _, f := range files {
+		c, err := loadCase(f, sch)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		if other, ok := names[c.Name]; ok {
+			errs = append(errs, fmt.Sprintf("case %s: name %q is taken by %s", f, c.Name, other))
+			continue
+		}
+		names[c.Name] = f
+		cases = append(cases, c)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(errs, "\n"))
+	}
+	return cases, nil
+}
+
+func loadCase(file string, sch *schema) (*Case, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return parseCase(file, data, sch)
+}
+
+func parseCase(file string, data []byte, sch *schema) (*Case, error) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var doc any
+	if err := d.Decode(&doc); err != nil {
+		return nil, &CaseError{File: file, Violations: []violation{{"$", "not JSON: " + err.Error()}}}
+	}
+	if vs := sch.validate(doc); len(vs) > 0 {
+		return nil, &CaseError{File: file, Violations: vs}
+	}
+	c := &Case{file: file, raw: data}
+	if err := json.Unmarshal(data, c); err != nil {
+		return nil, &CaseError{File: file, Violations: []violation{{"$", err.Error()}}}
+	}
+	if vs := c.rules(); len(vs) > 0 {
+		return nil, &CaseError{File: file, Violations: vs}
+	}
+	return c, nil
+}
+
+// rules checks what the schema cannot say: the file's name, step labels,
+// that each catalogue function fits its operator, and that expectations
+// agree with each other.
+func (c *Case) rules() []violation {
+	var out []violation
+	add := func(path, format string, args ...any) {
+		out = append(out, violation{path, fmt.Sprintf(format, args...)})
+	}
+	if base := strings.TrimSuffix(filepath.Base(c.file), ".json"); c.file != "" && base != c.Name {
+		add("$.name", "%q differs from the file's name %q", c.Name, base)
+	}
+	labels := map[string]int{}
+	for i, s := range c.Topology {
+		p := fmt.Sprintf("$.topology[%d]", i)
+		if i == 0 && s.Op != "stream" {
+			add(p+".op", "the first step must be stream, got %s", s.Op)
+		}
+		if s.From != "" {
+			if _, ok := labels[s.From]; !ok {
+				add(p+".from", "names label %q, which no earlier step has", s.From)
+			}
+		}
+		if s.As != "" {
+			if j, ok := labels[s.As]; ok {
+				add(p+".as", "label %q is taken by step %d", s.As, j)
+			}
+			labels[s.As] = i
+		}
+		roles := stepRoles[s.Op]
+		check := func(field string, f *FnRef, role role) {
+			if f == nil {
+				return
+			}
+			e, ok := catalogue[f.Name]
+			if !ok {
+				add(p+"."+field, "function %q is not in the catalogue", f.Name)
+				return
+			}
+			if !e.roles.has(role) {
+				add(p+"."+field, "function %q cannot be used as %s (it is a %s)", f.Name, role, e.roles)
+			}
+			switch {
+			case e.arg == argNone && f.Arg != nil:
+				add(p+"."+field, "function %q takes no argument", f.Name)
+			case e.arg == argRequired && f.Arg == nil:
+				add(p+"."+field, "function %q needs an argument", f.Name)
+			}
+		}
+		check("fn", s.Fn, roles.fn)
+		check("init", s.Init, roleInit)
+		if s.Op == "reduce" && (s.Fn == nil) == (s.Builtin == "") {
+			add(p, "reduce needs exactly one of fn and builtin")
+		}
+	}
+	e := c.Expect
+	if e.Describe == nil && e.BuildError == nil && len(e.Outputs) == 0 && e.Failure == nil {
+		add("$.expect", "expects nothing: give describe, build_error, outputs or failure")
+	}
+	if e.BuildError != nil {
+		if len(e.Outputs) > 0 || e.Failure != nil || e.Describe != nil || len(c.Inputs) > 0 {
+			add("$.expect.build_error", "a refused build cannot also expect describe, outputs, failure or take inputs")
+		}
+		if e.BuildError.Step >= len(c.Topology) {
+			add("$.expect.build_error.step", "step %d does not exist (the topology has %d)", e.BuildError.Step, len(c.Topology))
+		}
+	}
+	for i, o := range e.Outputs {
+		p := fmt.Sprintf("$.expect.outputs[%d]", i)
+		if (o.Mode == "" || o.Mode == "ordered") && o.Partitions > 1 {
+			add(p+".mode", "ordered needs one partition; use per_key or latest")
+		}
+		if o.Mode == "latest" {
+			seen := map[string]bool{}
+			for j, r := range o.Records {
+				if seen[string(r.Key)] {
+					add(fmt.Sprintf("%s.records[%d].key", p, j), "latest lists each key once; %s is listed again", r.Key)
+				}
+				seen[string(r.Key)] = true
+			}
+		}
+		for j, r := range o.Records {
+			if _, err := encode(o.Key, r.Key); err != nil {
+				add(fmt.Sprintf("%s.records[%d].key", p, j), "%v", err)
+			}
+			if _, err := encode(o.Value, r.Value); err != nil {
+				add(fmt.Sprintf("%s.records[%d].value", p, j), "%v", err)
+			}
+		}
+	}
+	for i, in := range c.Inputs {
+		for j, r := range in.Records {
+			p := fmt.Sprintf("$.inputs[%d].records[%d]", i, j)
+			if _, err := encode(in.Key, r.Key); err != nil {
+				add(p+".key", "%v", err)
+			}
+			if _, err := encode(in.Value, r.Value); err != nil {
+				add(p+".value", "%v", err)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,399 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/polystreams/polystreams/core/streams"
+)
+
+// goLang is Go, the reference: the case is built through the engine's
+// public Go API (core/streams) in the runner's process, its functions native
+// Go over bytes, so nothing crosses.
+type goLang struct{}
+
+func (goLang) Name() string { return "go" }
+
+func (goLang) Launch(s spec) (execution, error) {
+	e := &goExec{events: make(chan event, 8), stop: make(chan struct{}), log: &tail{max: 4096}}
+	go e.run(s)
+	return e, nil
+}
+
+type goExec struct {
+	events   chan event
+	stop     chan struct{}
+	stopOnce sync.Once
+	log      *tail
+}
+
+func (e *goExec) Events() <-chan event { return e.events }
+func (e *goExec) Stop()                { e.stopOnce.Do(func() { close(e.stop) }) }
+func (e *goExec) Kill()                { e.Stop() }
+func (e *goExec) Diagnostics() string  { return e.log.String() }
+
+func (e *goExec) run(s spec) {
+	defer close(e.events)
+	b, step, err := buildGo(s.c, s.TopicPrefix)
+	if err != nil {
+		e.events <- event{Event: "build_error", Step: step, Code: goCode(err), Message: err.Error()}
+		<-e.stop
+		return
+	}
+	text, err := b.Describe()
+	if err != nil {
+		e.events <- event{Event: "build_error", Step: len(s.c.Topology), Code: goCode(err), Message: err.Error()}
+		<-e.stop
+		return
+	}
+	e.events <- event{Event: "built", Describe: text}
+	if !s.Start {
+		<-e.stop
+		return
+	}
+	app, err := streams.New(b, streams.Config{
+		ApplicationID: s.ApplicationID, Brokers: s.brokers, Properties: s.Config,
+		Logger: slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		e.events <- event{Event: "failed", Code: goCode(err), Message: err.Error()}
+		<-e.stop
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := app.Start(ctx); err != nil {
+		e.events <- event{Event: "failed", Code: "failed_precondition", Message: err.Error()}
+		<-e.stop
+		return
+	}
+	e.events <- event{Event: "started"}
+	select {
+	case <-e.stop:
+		app.Stop(ctx)
+		e.events <- event{Event: "stopped"}
+	case <-app.Done():
+		_, err := app.State()
+		ev := event{Event: "failed", Code: "aborted", Message: fmt.Sprint(err)}
+		var re *streams.RecordError
+		if errors.As(err, &re) {
+			ev.Topic, ev.Partition, ev.Offset, ev.Node = re.Topic, re.Partition, re.Offset, re.Node
+		}
+		if err == nil {
+			ev = event{Event: "stopped"}
+		}
+		e.events <- ev
+		<-e.stop
+	}
+}
+
+func goCode(err error) string {
+	switch {
+	case errors.Is(err, streams.ErrNotFound):
+		return "not_found"
+	case errors.Is(err, streams.ErrInvalid):
+		return "invalid_argument"
+	}
+	return "unknown"
+}
+
+// buildGo replays the case's steps on a streams.Builder. On a refused step
+// it returns the step's index.
+func buildGo(c *Case, prefix string) (*streams.Builder, int, error) {
+	b := streams.NewBuilder()
+	labels := map[string]any{}
+	var prev any
+	for i, st := range c.Topology {
+		in := prev
+		if st.From != "" {
+			in = labels[st.From]
+		}
+		out, err := goStep(b, st, in, prefix)
+		if err != nil {
+			return nil, i, err
+		}
+		if out != nil {
+			prev = out
+			if st.As != "" {
+				labels[st.As] = out
+			}
+		}
+	}
+	return b, 0, nil
+}
+
+func opts(st Step, key, value bool) []streams.Option {
+	var o []streams.Option
+	if st.Name != "" {
+		o = append(o, streams.Name(st.Name))
+	}
+	if key && st.Key != "" {
+		o = append(o, streams.KeySerde(st.Key))
+	}
+	if value && st.Value != "" {
+		o = append(o, streams.ValueSerde(st.Value))
+	}
+	if m := st.Materialized; m != nil {
+		if m.Store != "" {
+			o = append(o, streams.Store(m.Store))
+		}
+		if m.Key != "" || m.Value != "" || m.Store == "" {
+			o = append(o, streams.StoreSerdes(m.Key, m.Value))
+		}
+	}
+	return o
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// goStep performs one step; it returns nil (and no error) for a terminal
+// step.
+func goStep(b *streams.Builder, st Step, in any, prefix string) (any, error) {
+	if st.Op == "stream" {
+		topics := make([]string, len(st.Topics))
+		for i, t := range st.Topics {
+			topics[i] = prefix + t
+		}
+		return b.Stream(topics, opts(st, true, true)...)
+	}
+	var f fnImpl
+	var arg any
+	if st.Fn != nil {
+		f, arg = catalogue[st.Fn.Name], st.Fn.Arg
+	}
+	switch in := in.(type) {
+	case *streams.Stream:
+		ks, vs := in.KeySerde(), in.ValueSerde()
+		switch st.Op {
+		case "map_values":
+			return in.MapValues(mapperFn(f, arg, vs, or(st.Value, vs)), opts(st, false, true)...)
+		case "flat_map_values":
+			return in.FlatMapValues(flatFn(f, arg, vs, or(st.Value, vs)), opts(st, false, true)...)
+		case "filter":
+			return in.Filter(predFn(f, arg, ks, vs), opts(st, false, false)...)
+		case "filter_not":
+			return in.FilterNot(predFn(f, arg, ks, vs), opts(st, false, false)...)
+		case "map":
+			return in.Map(kvFn(f, arg, ks, vs, or(st.Key, ks), or(st.Value, vs)), opts(st, true, true)...)
+		case "select_key":
+			return in.SelectKey(keyFn(f, arg, ks, vs, or(st.Key, ks)), opts(st, true, false)...)
+		case "group_by":
+			return in.GroupBy(keyFn(f, arg, ks, vs, or(st.Key, ks)), opts(st, true, true)...)
+		case "group_by_key":
+			return in.GroupByKey(opts(st, true, true)...)
+		case "peek":
+			return in.Peek(actionFn(f, arg, ks, vs), opts(st, false, false)...)
+		case "foreach":
+			return nil, in.Foreach(actionFn(f, arg, ks, vs), opts(st, false, false)...)
+		case "to":
+			return nil, in.To(prefix+st.Topic, opts(st, true, true)...)
+		}
+	case *streams.GroupedStream:
+		vs := in.ValueSerde()
+		aggSerde := vs
+		if st.Materialized != nil && st.Materialized.Value != "" {
+			aggSerde = st.Materialized.Value
+		}
+		switch st.Op {
+		case "count":
+			return in.Count(opts(st, false, false)...)
+		case "reduce":
+			if st.Builtin != "" {
+				return in.ReduceBuiltin(streams.Builtin(st.Builtin), opts(st, false, false)...)
+			}
+			return in.Reduce(reducerFn(f, arg, vs, aggSerde), opts(st, false, false)...)
+		case "aggregate":
+			init := catalogue[st.Init.Name]
+			return in.Aggregate(initFn(init, st.Init.Arg, aggSerde), aggFn(f, arg, in.KeySerde(), vs, aggSerde), opts(st, false, false)...)
+		}
+	case *streams.Table:
+		if st.Op == "to_stream" {
+			return in.ToStream(opts(st, false, false)...)
+		}
+	}
+	return nil, fmt.Errorf("executor: %s cannot apply to %T", st.Op, in)
+}
+
+// The wrappers decode a record's bytes with its serdes, call the catalogue
+// function on natural values and encode its result.
+
+func raised(f fnImpl, arg, v any) error {
+	if f.raise != nil {
+		return f.raise(arg, v)
+	}
+	return nil
+}
+
+func mapperFn(f fnImpl, arg any, in, out string) streams.MapValuesFunc {
+	return func(b []byte) ([]byte, error) {
+		v, err := decode(in, b)
+		if err != nil {
+			return nil, err
+		}
+		if err := raised(f, arg, v); err != nil || f.raise != nil {
+			return b, err
+		}
+		r, err := f.mapper(arg, v)
+		if err != nil {
+			return nil, err
+		}
+		return encodeValue(out, r)
+	}
+}
+
+func flatFn(f fnImpl, arg any, in, out string) streams.FlatMapValuesFunc {
+	return func(b []byte) ([][]byte, error) {
+		v, err := decode(in, b)
+		if err != nil {
+			return nil, err
+		}
+		if err := raised(f, arg, v); err != nil || f.raise != nil {
+			return [][]byte{b}, err
+		}
+		rs, err := f.flat(arg, v)
+		if err != nil {
+			return nil, err
+		}
+		outs := make([][]byte, len(rs))
+		for i, r := range rs {
+			if outs[i], err = encodeValue(out, r); err != nil {
+				return nil, err
+			}
+		}
+		return outs, nil
+	}
+}
+
+func decodeKV(ks, vs string, kb, vb []byte) (any, any, error) {
+	k, err := decode(ks, kb)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := decode(vs, vb)
+	return k, v, err
+}
+
+func predFn(f fnImpl, arg any, ks, vs string) streams.PredicateFunc {
+	return func(kb, vb []byte) (bool, error) {
+		k, v, err := decodeKV(ks, vs, kb, vb)
+		if err != nil {
+			return false, err
+		}
+		if err := raised(f, arg, v); err != nil || f.raise != nil {
+			return true, err
+		}
+		return f.pred(arg, k, v)
+	}
+}
+
+func keyFn(f fnImpl, arg any, ks, vs, out string) streams.KeyValueMapper {
+	return func(kb, vb []byte) ([]byte, error) {
+		k, v, err := decodeKV(ks, vs, kb, vb)
+		if err != nil {
+			return nil, err
+		}
+		if err := raised(f, arg, v); err != nil || f.raise != nil {
+			return kb, err
+		}
+		r, err := f.key(arg, k, v)
+		if err != nil {
+			return nil, err
+		}
+		return encodeValue(out, r)
+	}
+}
+
+func kvFn(f fnImpl, arg any, ks, vs, outK, outV string) streams.MapFunc {
+	return func(kb, vb []byte) ([]byte, []byte, error) {
+		k, v, err := decodeKV(ks, vs, kb, vb)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := raised(f, arg, v); err != nil || f.raise != nil {
+			return kb, vb, err
+		}
+		nk, nv, err := f.kv(arg, k, v)
+		if err != nil {
+			return nil, nil, err
+		}
+		if kb, err = encodeValue(outK, nk); err != nil {
+			return nil, nil, err
+		}
+		vb, err = encodeValue(outV, nv)
+		return kb, vb, err
+	}
+}
+
+func actionFn(f fnImpl, arg any, ks, vs string) streams.ForeachFunc {
+	return func(kb, vb []byte) error {
+		_, v, err := decodeKV(ks, vs, kb, vb)
+		if err != nil {
+			return err
+		}
+		return raised(f, arg, v)
+	}
+}
+
+func reducerFn(f fnImpl, arg any, vs, aggSerde string) streams.ReducerFunc {
+	return func(ab, vb []byte) ([]byte, error) {
+		a, err := decode(aggSerde, ab)
+		if err != nil {
+			return nil, err
+		}
+		v, err := decode(vs, vb)
+		if err != nil {
+			return nil, err
+		}
+		if err := raised(f, arg, v); err != nil || f.raise != nil {
+			return vb, err
+		}
+		r, err := f.reducer(arg, a, v)
+		if err != nil {
+			return nil, err
+		}
+		return encodeValue(aggSerde, r)
+	}
+}
+
+func initFn(f fnImpl, arg any, aggSerde string) streams.InitializerFunc {
+	return func() ([]byte, error) {
+		r, err := f.init(arg)
+		if err != nil {
+			return nil, err
+		}
+		return encodeValue(aggSerde, r)
+	}
+}
+
+func aggFn(f fnImpl, arg any, ks, vs, aggSerde string) streams.AggregatorFunc {
+	return func(kb, vb, ab []byte) ([]byte, error) {
+		k, v, err := decodeKV(ks, vs, kb, vb)
+		if err != nil {
+			return nil, err
+		}
+		a, err := decode(aggSerde, ab)
+		if err != nil {
+			return nil, err
+		}
+		if err := raised(f, arg, v); err != nil || f.raise != nil {
+			return vb, err
+		}
+		r, err := f.agg(arg, k, v, a)
+		if err != nil {
+			return nil, err
+		}
+		return encodeValue(aggSerde, r)
+	}
+}
+
+var _ io.Writer = (*tail)(nil)

@@ -1,0 +1,325 @@
+// Command runner is the conformance runner (make conformance): it starts the
+// engine with its embedded broker, runs every case of conformance/cases in
+// every language — Go through core/streams in this process, Python and Node
+// through their executors, which build each case with their SDK's public
+// API — and owns every assertion: it produces the inputs, reads the outputs
+// read_committed, compares, and prints a matrix of case x language with
+// want/got for every mismatch. It exits non-zero on any mismatch that
+// conformance/known-failures/<language>.json does not list, and on a listed
+// one that passes.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func main() {
+	repo := flag.String("repo", ".", "the repository's root")
+	langs := flag.String("lang", "go,python,node", "languages to run, comma-separated")
+	only := flag.String("run", "", "run only the cases whose name matches this regular expression")
+	parallel := flag.Int("parallel", 6, "case runs at once")
+	python := flag.String("python", "/usr/bin/python3", "the Python interpreter")
+	validate := flag.Bool("validate", false, "only validate the case files")
+	flag.Parse()
+	os.Exit(run(*repo, *langs, *only, *parallel, *python, *validate))
+}
+
+func run(repo, langs, only string, parallel int, python string, validateOnly bool) int {
+	began := time.Now()
+	root, err := filepath.Abs(repo)
+	if err != nil {
+		return fail(err)
+	}
+	dir := filepath.Join(root, "conformance")
+	sch, err := loadSchema(filepath.Join(dir, "schema", "case.schema.json"))
+	if err != nil {
+		return fail(err)
+	}
+	cases, err := loadCases(filepath.Join(dir, "cases"), sch)
+	if err != nil {
+		return fail(err)
+	}
+	if validateOnly {
+		fmt.Printf("conformance: %d cases valid\n", len(cases))
+		return 0
+	}
+	if only != "" {
+		re, err := regexp.Compile(only)
+		if err != nil {
+			return fail(fmt.Errorf("-run: %w", err))
+		}
+		kept := cases[:0]
+		for _, c := range cases {
+			if re.MatchString(c.Name) {
+				kept = append(kept, c)
+			}
+		}
+		cases = kept
+	}
+	tmp, err := os.MkdirTemp("", "polystreams-conformance-")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(tmp)
+
+	var languages []language
+	known := map[string]map[string]string{}
+	for _, name := range strings.Split(langs, ",") {
+		var l language
+		switch name = strings.TrimSpace(name); name {
+		case "go":
+			l = goLang{}
+		case "python":
+			l = &procLang{name: "python", command: []string{python, filepath.Join(dir, "executors", "python", "executor.py")},
+				dir: root, env: []string{"PYTHONPATH=" + filepath.Join(root, "sdk-python", "src")}, tmp: tmp}
+		case "node":
+			l = &procLang{name: "node", command: []string{"node", "--import", "tsx", filepath.Join(dir, "executors", "node", "executor.ts")},
+				dir: filepath.Join(root, "sdk-node"), tmp: tmp}
+		default:
+			return fail(fmt.Errorf("-lang: %q is not a language (go, python, node)", name))
+		}
+		k, err := loadKnown(filepath.Join(dir, "known-failures", name+".json"), cases)
+		if err != nil {
+			return fail(err)
+		}
+		known[name] = k
+		languages = append(languages, l)
+	}
+
+	eng, err := startEngine(filepath.Join(root, "bin", "polystreams"), tmp)
+	if err != nil {
+		return fail(err)
+	}
+	defer eng.close()
+	adm, err := kgo.NewClient(kgo.SeedBrokers(eng.broker))
+	if err != nil {
+		return fail(err)
+	}
+	defer adm.Close()
+	e := &env{brokers: eng.broker, engine: eng.url, stateDir: filepath.Join(tmp, "go-state"), adm: kadm.NewClient(adm)}
+	fmt.Printf("conformance: %d cases x %d languages; broker %s, engine %s\n", len(cases), len(languages), eng.broker, eng.url)
+
+	results := runAll(e, cases, languages, parallel)
+	code := report(os.Stdout, cases, languages, results, known)
+	if code != 0 {
+		fmt.Printf("\nengine log (tail):\n%s\n", eng.log.String())
+	}
+	fmt.Printf("conformance: %s\n", time.Since(began).Round(100*time.Millisecond))
+	return code
+}
+
+func fail(err error) int {
+	fmt.Fprintln(os.Stderr, "conformance:", err)
+	return 2
+}
+
+func loadSchema(file string) (*schema, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return parseSchema(data)
+}
+
+// loadKnown reads a language's known failures: case name -> reason. Every
+// entry must name a case and give a reason.
+func loadKnown(file string, cases []*Case) (map[string]string, error) {
+	data, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var k map[string]string
+	if err := json.Unmarshal(data, &k); err != nil {
+		return nil, fmt.Errorf("%s: want an object of case name -> reason: %w", file, err)
+	}
+	names := map[string]bool{}
+	for _, c := range cases {
+		names[c.Name] = true
+	}
+	for name, reason := range k {
+		if !names[name] {
+			return nil, fmt.Errorf("%s: %q names no case", file, name)
+		}
+		if strings.TrimSpace(reason) == "" {
+			return nil, fmt.Errorf("%s: %q gives no reason", file, name)
+		}
+	}
+	return k, nil
+}
+
+type cell struct{ c, l int }
+
+func runAll(e *env, cases []*Case, languages []language, parallel int) map[cell]result {
+	jobs := make(chan cell)
+	var mu sync.Mutex // guards results
+	results := map[cell]result{}
+	var wg sync.WaitGroup
+	for range max(parallel, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				r := e.run(context.Background(), languages[j.l], cases[j.c], j.c)
+				mu.Lock()
+				results[j] = r
+				mu.Unlock()
+			}
+		}()
+	}
+	// Interleave languages, so that slow executors start early and each
+	// language's runs spread over the whole run.
+	for ci := range cases {
+		for li := range languages {
+			jobs <- cell{ci, li}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	return results
+}
+
+// report prints the matrix and the details of every cell that is not a
+// plain pass; it returns the exit code.
+func report(w io.Writer, cases []*Case, languages []language, results map[cell]result, known map[string]map[string]string) int {
+	width := len("case")
+	for _, c := range cases {
+		width = max(width, len(c.Name))
+	}
+	fmt.Fprintf(w, "\n%-*s", width, "case")
+	for _, l := range languages {
+		fmt.Fprintf(w, "  %-8s", l.Name())
+	}
+	fmt.Fprintln(w)
+	var details []string
+	counts := map[string]int{}
+	for ci, c := range cases {
+		fmt.Fprintf(w, "%-*s", width, c.Name)
+		for li, l := range languages {
+			r := results[cell{ci, li}]
+			reason, isKnown := known[l.Name()][c.Name]
+			status := "ok"
+			switch {
+			case len(r.problems) == 0 && isKnown:
+				status = "XPASS"
+				details = append(details, fmt.Sprintf("--- %s [%s]: passes, but known-failures/%s.json lists it (%s): remove the entry", c.Name, l.Name(), l.Name(), reason))
+			case len(r.problems) > 0 && isKnown:
+				status = "known"
+				details = append(details, fmt.Sprintf("--- %s [%s]: known failure (%s)\n%s", c.Name, l.Name(), reason, problemsText(r)))
+			case len(r.problems) > 0:
+				status = "FAIL"
+				details = append(details, fmt.Sprintf("--- %s [%s]: FAIL (%s)\n%s", c.Name, l.Name(), c.file, problemsText(r)))
+			}
+			counts[status]++
+			fmt.Fprintf(w, "  %-8s", status)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, d := range details {
+		fmt.Fprintf(w, "\n%s\n", d)
+	}
+	fmt.Fprintf(w, "\nconformance: %d ok, %d known failures, %d FAIL, %d XPASS\n", counts["ok"], counts["known"], counts["FAIL"], counts["XPASS"])
+	if counts["FAIL"] > 0 || counts["XPASS"] > 0 {
+		return 1
+	}
+	return 0
+}
+
+func problemsText(r result) string {
+	var b strings.Builder
+	for _, p := range r.problems {
+		fmt.Fprintf(&b, "  %s\n", strings.ReplaceAll(p, "\n", "\n  "))
+	}
+	if r.diag != "" {
+		fmt.Fprintf(&b, "  executor diagnostics:\n    %s\n", strings.ReplaceAll(r.diag, "\n", "\n    "))
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// engine is the polystreams dev process: engine and embedded broker.
+type engine struct {
+	cmd         *exec.Cmd
+	stdin       io.WriteCloser
+	broker, url string
+	log         *tail
+}
+
+func startEngine(bin, tmp string) (*engine, error) {
+	state := filepath.Join(tmp, "engine-state")
+	cmd := exec.Command(bin, "dev", "--listen", "127.0.0.1:0", "--broker", "127.0.0.1:0", "--partitions", "1",
+		"--state-dir", state, "--exit-on-stdin-close", "--log-level", "warn")
+	e := &engine{cmd: cmd, log: &tail{max: 3000}}
+	cmd.Stderr = e.log
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if e.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the engine %s (run make build): %w", bin, err)
+	}
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	timeout := time.After(30 * time.Second)
+	for e.broker == "" || e.url == "" {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				cmd.Wait()
+				return nil, fmt.Errorf("the engine exited before serving: %s", e.log.String())
+			}
+			if a, ok := strings.CutPrefix(line, "polystreams: broker "); ok {
+				e.broker = a
+			}
+			if a, ok := strings.CutPrefix(line, "polystreams: engine "); ok {
+				e.url = a
+			}
+		case <-timeout:
+			cmd.Process.Kill()
+			return nil, fmt.Errorf("the engine did not report its addresses within 30s: %s", e.log.String())
+		}
+	}
+	go func() {
+		for range lines {
+		}
+	}()
+	return e, nil
+}
+
+func (e *engine) close() {
+	e.stdin.Close() // --exit-on-stdin-close: the engine stops
+	done := make(chan struct{})
+	go func() { e.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(40 * time.Second):
+		e.cmd.Process.Kill()
+		<-done
+	}
+}

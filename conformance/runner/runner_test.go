@@ -1,0 +1,209 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func testSchema(t *testing.T) *schema {
+	t.Helper()
+	s, err := loadSchema(filepath.Join("..", "schema", "case.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Every case checked in is valid (make conformance would refuse to run).
+func TestCasesAreValid(t *testing.T) {
+	cases, err := loadCases(filepath.Join("..", "cases"), testSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) < 40 {
+		t.Errorf("%d cases, want at least 40", len(cases))
+	}
+}
+
+// A bad file is refused with the file, the JSON path of each mistake and
+// what is wrong with it.
+func TestBadCaseIsRejectedWithPaths(t *testing.T) {
+	_, err := loadCase(filepath.Join("testdata", "bad_case.json"), testSchema(t))
+	if err == nil {
+		t.Fatal("bad_case.json was accepted")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		"testdata/bad_case.json",
+		`$.topology[3].op: "fliter" is not one of stream, map_values`,
+		`$.topology[4].colour: is not allowed here`,
+		`$.topology[1].fn: "shout" is not one of`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error does not say %q:\n%s", want, msg)
+		}
+	}
+}
+
+// Rules beyond the schema: a function in the wrong role, an input value
+// that does not fit its serde, ordered output over two partitions.
+func TestCaseRules(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "bad_case.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fix the schema violations; keep the rule violations.
+	text := strings.NewReplacer(`"shout"`, `"upper"`, `"fliter"`, `"filter"`, `, "colour": "red"`, "").Replace(string(data))
+	_, err = parseCase("bad_case.json", []byte(text), testSchema(t))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`$.topology[2].fn: function "upper" cannot be used as predicate (it is a mapper)`,
+		`$.inputs[0].records[0].value: long serde: want an integer, got a string`,
+		`$.expect.outputs[0].mode: ordered needs one partition`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error does not say %q:\n%s", want, msg)
+		}
+	}
+	for _, bad := range []struct{ text, want string }{
+		{`{"name":"x","description":"d","topology":[{"op":"stream","topics":["a"]}],"expect":{}}`, "$.expect: expects nothing"},
+		{`{"name":"x","description":"d","topology":[{"op":"map_values","fn":"upper"}],"expect":{"describe":""}}`, "$.topology[0].op: the first step must be stream"},
+		{`{"name":"x","description":"d","topology":[{"op":"stream","topics":["a"]},{"op":"count","from":"nope"}],"expect":{"describe":""}}`, `$.topology[1].from: names label "nope"`},
+		{`{"name":"x","topology":[],"expect":{}}`, `$: "description" is required`},
+		{`{"name":"x","description":"d","topology":[{"op":"stream","topics":["a"]},{"op":"reduce"}],"expect":{"describe":""}}`, "reduce needs exactly one of fn and builtin"},
+		{`{"name":"x","description":"d","topology":[{"op":"stream","topics":["a"]},{"op":"map_values","fn":{"name":"prefix"}}],"expect":{"describe":""}}`, `$.topology[1].fn: "arg" is required`},
+		{`{"name":"x","description":"d","topology":[{"op":"stream","topics":["a"]}],"expect":{"describe":""},"inputs":[{"topic":"a","key":"string","value":"string","partitions":9,"records":[]}]}`, "$.inputs[0].partitions: 9 is more than the maximum 8"},
+		{`not json`, "$: not JSON"},
+	} {
+		_, err := parseCase("x.json", []byte(bad.text), testSchema(t))
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: got %v, want an error saying %q", bad.text, err, bad.want)
+		}
+	}
+}
+
+// The schema can only use keywords the validator implements.
+func TestSchemaRefusesUnknownKeywords(t *testing.T) {
+	_, err := parseSchema([]byte(`{"type":"object","properties":{"a":{"type":"string","format":"email"}}}`))
+	if err == nil || !strings.Contains(err.Error(), `"format"`) {
+		t.Errorf("got %v, want the keyword named", err)
+	}
+}
+
+func recs(kv ...string) []*kgo.Record {
+	var out []*kgo.Record
+	for i := 0; i+1 < len(kv); i += 2 {
+		out = append(out, &kgo.Record{Key: []byte(kv[i]), Value: []byte(kv[i+1]), Timestamp: time.UnixMilli(7)})
+	}
+	return out
+}
+
+func output(mode string, kv ...string) *Output {
+	o := &Output{Topic: "out", Key: "string", Value: "string", Mode: mode}
+	for i := 0; i+1 < len(kv); i += 2 {
+		o.Records = append(o.Records, Record{Key: []byte(`"` + kv[i] + `"`), Value: []byte(`"` + kv[i+1] + `"`)})
+	}
+	return o
+}
+
+// The comparison catches a wrong value, a missing record, an extra one and
+// a wrong order, and reports want and got.
+func TestMismatchesAreReportedWithWantAndGot(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want *Output
+		got  []*kgo.Record
+		says []string
+	}{
+		{"wrong value", output("", "a", "X"), recs("a", "Y"), []string{"want 1 records:", `"a" => "X"`, "got 1 records:", `"a" => "Y"`}},
+		{"missing", output("", "a", "X", "b", "Z"), recs("a", "X"), []string{"want 2 records", "got 1 records"}},
+		{"extra", output("", "a", "X"), recs("a", "X", "a", "X"), []string{"want 1 records", "got 2 records"}},
+		{"order", output("", "a", "1", "b", "2"), recs("b", "2", "a", "1"), []string{"(ordered)"}},
+		{"per key order", output("per_key", "a", "1", "a", "2"), recs("a", "2", "a", "1"), []string{"(per_key)"}},
+		{"latest", output("latest", "a", "2", "b", "1"), recs("a", "1", "a", "3"), []string{`key "a": want "a" => "2", got "a" => "3"`, `key "b": want "b" => "1", got no record`}},
+		{"timestamp", &Output{Topic: "out", Key: "string", Value: "string", Records: []Record{{Key: []byte(`"a"`), Value: []byte(`"X"`), Timestamp: ptr(int64(8))}}}, recs("a", "X"), []string{`"a" => "X" @8`, `"a" => "X" @7`}},
+	} {
+		var res result
+		compareOutput(tc.want, tc.got, &res)
+		if len(res.problems) == 0 {
+			t.Errorf("%s: no mismatch reported", tc.name)
+			continue
+		}
+		for _, s := range tc.says {
+			if !strings.Contains(res.problems[0], s) {
+				t.Errorf("%s: report does not say %q:\n%s", tc.name, s, res.problems[0])
+			}
+		}
+	}
+	var res result
+	compareOutput(output("per_key", "a", "1", "b", "1", "a", "2"), recs("b", "1", "a", "1", "a", "2"), &res)
+	if len(res.problems) > 0 {
+		t.Errorf("per_key: interleaving across keys is not a mismatch: %v", res.problems)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// A serde's natural form survives the round trip, and values compare by
+// meaning: a double 2.0 equals 2, JSON key order does not matter.
+func TestSerdeCanon(t *testing.T) {
+	for _, tc := range []struct{ serde, raw, want string }{
+		{"long", "-9223372036854775808", "-9223372036854775808"},
+		{"integer", "42", "42"},
+		{"double", "2.0", "2"},
+		{"double", "-0.25", "-0.25"},
+		{"json", `{"b":1,"a":[1,2.5]}`, `{"a":[1,2.5],"b":1}`},
+		{"bytes", `"AQID"`, `"AQID"`},
+		{"string", `"ünï"`, `"ünï"`},
+		{"string", "null", "null"},
+	} {
+		b, err := encode(tc.serde, []byte(tc.raw))
+		if err != nil {
+			t.Errorf("%s %s: %v", tc.serde, tc.raw, err)
+			continue
+		}
+		if got := canon(tc.serde, b); got != tc.want {
+			t.Errorf("%s %s: canon %s, want %s", tc.serde, tc.raw, got, tc.want)
+		}
+	}
+	if _, err := encode("integer", []byte("4294967296")); err == nil {
+		t.Error("integer serde took a value beyond 32 bits")
+	}
+	if got := canon("long", []byte{1, 2}); !strings.Contains(got, "8 bytes") {
+		t.Errorf("a bad long shows %q, want why", got)
+	}
+}
+
+// The matrix fails on an unlisted mismatch and on a listed case that
+// passes, and not on a listed mismatch.
+func TestReportExitCode(t *testing.T) {
+	cases := []*Case{{Name: "a"}, {Name: "b"}}
+	langs := []language{goLang{}}
+	bad := result{problems: []string{"output out: want X, got Y"}}
+	for _, tc := range []struct {
+		name    string
+		results map[cell]result
+		known   map[string]string
+		code    int
+		says    string
+	}{
+		{"all pass", map[cell]result{}, nil, 0, "2 ok"},
+		{"unlisted mismatch", map[cell]result{{1, 0}: bad}, nil, 1, "--- b [go]: FAIL"},
+		{"listed mismatch", map[cell]result{{1, 0}: bad}, map[string]string{"b": "engine gap"}, 0, "known failure (engine gap)"},
+		{"listed but passes", map[cell]result{}, map[string]string{"a": "engine gap"}, 1, "XPASS"},
+	} {
+		var out strings.Builder
+		code := report(&out, cases, langs, tc.results, map[string]map[string]string{"go": tc.known})
+		if code != tc.code || !strings.Contains(out.String(), tc.says) {
+			t.Errorf("%s: exit %d, want %d; output does not say %q:\n%s", tc.name, code, tc.code, tc.says, out.String())
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/polystreams/polystreams/core/internal/runtime"
+	"github.com/polystreams/polystreams/core/internal/topology"
+	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
+)
+
+// Config configures an App.
+type Config struct {
+	// ApplicationID is application.id: the consumer group, the prefix of
+	// internal topics and the state directory's name. Required.
+	ApplicationID string
+	// Brokers is bootstrap.servers, e.g. "127.0.0.1:9092". Required unless
+	// Properties has bootstrap.servers.
+	Brokers string
+	// Properties are further settings under their Kafka Streams names
+	// (processing.guarantee, commit.interval.ms, state.dir, ...), with the
+	// defaults the engine documents: at_least_once, commit.interval.ms 30000
+	// (100 under exactly_once_v2), state.dir <tmp>/polystreams.
+	Properties map[string]string
+	// Logger receives the runtime's log; nil logs to standard error.
+	Logger *slog.Logger
+}
+
+// App runs a topology built by a Builder (KafkaStreams). Safe for
+// concurrent use.
+type App struct {
+	rt   *runtime.App
+	topo *topology.Topology
+}
+
+// New prepares an application for the topology b has built so far; later
+// calls on b do not change it. Every configuration problem is reported at
+// once.
+func New(b *Builder, c Config) (*App, error) {
+	cfg, _, err := runtime.ParseConfig(c.ApplicationID, c.Properties, c.Brokers)
+	if err != nil {
+		return nil, fmt.Errorf("streams: %w", err)
+	}
+	cfg.Logger = c.Logger
+	topo, err := b.b.Topology()
+	if err != nil {
+		return nil, err
+	}
+	rt, err := runtime.New(cfg, topo, noHost{})
+	if err != nil {
+		return nil, err
+	}
+	return &App{rt: rt, topo: topo}, nil
+}
+
+// Start creates the internal topics, opens the state, joins the consumer
+// group and begins processing; it returns once processing has begun (or
+// failed to begin). The source topics must exist.
+func (a *App) Start(ctx context.Context) error { return a.rt.Start(ctx) }
+
+// Stop commits what is processed, leaves the group and closes, waiting
+// until ctx is done at most.
+func (a *App) Stop(ctx context.Context) error { return a.rt.Stop(ctx) }
+
+// State returns the application's state and, once it failed, why (a
+// *RecordError when a record failed).
+func (a *App) State() (State, error) { return a.rt.State() }
+
+// Done is closed when the application has stopped, by Stop or a failure.
+func (a *App) Done() <-chan struct{} { return a.rt.Done() }
+
+// Describe returns the topology as Kafka Streams' Topology.describe()
+// prints it.
+func (a *App) Describe() string { return a.topo.Describe() }
+
+// noHost is the host of an application whose functions are all Go: the
+// engine never sends it a bundle.
+type noHost struct{}
+
+func (noHost) Process(context.Context, *pb.Bundle) (*pb.BundleResult, error) {
+	return nil, errors.New("streams: a Go application has no host to run bundles")
+}

@@ -1,0 +1,367 @@
+package streams
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/polystreams/polystreams/core/internal/topology"
+)
+
+// Option is an optional argument of a builder method: a node name, serdes,
+// a store. A method refuses an option it does not take (ErrInvalid), so a
+// misplaced option is never ignored silently.
+type Option struct {
+	kind  optKind
+	value string
+	key   string // StoreSerdes: the key serde (value holds the value serde)
+}
+
+type optKind int
+
+const (
+	optName optKind = iota + 1
+	optKeySerde
+	optValueSerde
+	optStore
+	optStoreSerdes
+)
+
+var optNames = map[optKind]string{
+	optName: "Name", optKeySerde: "KeySerde", optValueSerde: "ValueSerde",
+	optStore: "Store", optStoreSerdes: "StoreSerdes",
+}
+
+// Name names the operator's processor node (Kafka Streams' Named.as,
+// Consumed.as, Produced.as); for GroupBy and GroupByKey it is Grouped.as,
+// which also names the repartition topic.
+func Name(name string) Option { return Option{kind: optName, value: name} }
+
+// KeySerde is the serde of the keys the operator outputs (of the topics, for
+// Stream and To). Absent, an operator keeps its input's; a source's is bytes.
+func KeySerde(serde string) Option { return Option{kind: optKeySerde, value: serde} }
+
+// ValueSerde is KeySerde for values.
+func ValueSerde(serde string) Option { return Option{kind: optValueSerde, value: serde} }
+
+// Store names an aggregation's state store (Materialized.as); its changelog
+// topic is "<application.id>-<name>-changelog". Absent, the name is
+// generated as Kafka Streams generates it.
+func Store(name string) Option { return Option{kind: optStore, value: name} }
+
+// StoreSerdes gives an aggregation's store serdes (Materialized.with); an
+// empty one keeps the default (the grouped stream's key serde; for values,
+// long for Count, else the values' serde).
+func StoreSerdes(key, value string) Option {
+	return Option{kind: optStoreSerdes, key: key, value: value}
+}
+
+type options struct {
+	name, keySerde, valueSerde string
+	mat                        *topology.Materialized
+}
+
+// parse applies opts for operator op, which takes the option kinds allowed.
+func parse(op string, opts []Option, allowed ...optKind) (options, error) {
+	var o options
+	var bad []string
+	for _, opt := range opts {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || a == opt.kind
+		}
+		if !ok {
+			bad = append(bad, optNames[opt.kind])
+			continue
+		}
+		switch opt.kind {
+		case optName:
+			o.name = opt.value
+		case optKeySerde:
+			o.keySerde = opt.value
+		case optValueSerde:
+			o.valueSerde = opt.value
+		case optStore:
+			if o.mat == nil {
+				o.mat = &topology.Materialized{}
+			}
+			o.mat.StoreName = opt.value
+		case optStoreSerdes:
+			if o.mat == nil {
+				o.mat = &topology.Materialized{}
+			}
+			o.mat.KeySerde, o.mat.ValueSerde = opt.key, opt.value
+		}
+	}
+	if len(bad) > 0 {
+		return o, fmt.Errorf("streams: %s does not take option %s: %w", op, strings.Join(bad, ", "), ErrInvalid)
+	}
+	return o, nil
+}
+
+// Builder builds a topology (Kafka Streams' StreamsBuilder). Node and store
+// names are numbered in call order, as Kafka Streams numbers them. A
+// Builder and the streams it returns are not safe for concurrent use.
+type Builder struct {
+	b *topology.Builder
+}
+
+// NewBuilder returns an empty Builder.
+func NewBuilder() *Builder { return &Builder{b: topology.NewBuilder()} }
+
+// Stream is a stream of records (KStream).
+type Stream struct {
+	b *Builder
+	h *topology.Handle
+}
+
+// GroupedStream is a stream grouped by key, ready to aggregate
+// (KGroupedStream).
+type GroupedStream struct {
+	b *Builder
+	h *topology.Handle
+}
+
+// Table is a changelog table, the latest value per key (KTable).
+type Table struct {
+	b *Builder
+	h *topology.Handle
+}
+
+// KeySerde is the serde of the stream's keys.
+func (s *Stream) KeySerde() string { return s.h.KeySerde }
+
+// ValueSerde is the serde of the stream's values.
+func (s *Stream) ValueSerde() string { return s.h.ValueSerde }
+
+// Node is the name of the processor node the stream's records come out of.
+func (s *Stream) Node() string { return s.h.Node.Name }
+
+// KeySerde is the serde of the grouped records' keys.
+func (g *GroupedStream) KeySerde() string { return g.h.KeySerde }
+
+// ValueSerde is the serde of the grouped records' values.
+func (g *GroupedStream) ValueSerde() string { return g.h.ValueSerde }
+
+// KeySerde is the serde of the table's keys.
+func (t *Table) KeySerde() string { return t.h.KeySerde }
+
+// ValueSerde is the serde of the table's values.
+func (t *Table) ValueSerde() string { return t.h.ValueSerde }
+
+// Store is the name of the store the table is kept in.
+func (t *Table) Store() string {
+	if len(t.h.Node.Stores) == 1 {
+		return t.h.Node.Stores[0]
+	}
+	return ""
+}
+
+// Stream reads topics (StreamsBuilder.stream). Options: KeySerde,
+// ValueSerde (default bytes), Name.
+func (b *Builder) Stream(topics []string, opts ...Option) (*Stream, error) {
+	o, err := parse("Stream", opts, optName, optKeySerde, optValueSerde)
+	if err != nil {
+		return nil, err
+	}
+	h, err := b.b.Stream(topology.StreamOptions{Topics: topics, KeySerde: o.keySerde, ValueSerde: o.valueSerde, Name: o.name})
+	return b.stream(h, err)
+}
+
+// Describe returns the topology as Kafka Streams' Topology.describe()
+// prints it.
+func (b *Builder) Describe() (string, error) {
+	t, err := b.b.Topology()
+	if err != nil {
+		return "", err
+	}
+	return t.Describe(), nil
+}
+
+func (b *Builder) stream(h *topology.Handle, err error) (*Stream, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &Stream{b: b, h: h}, nil
+}
+
+// MapValues maps each value (KStream.mapValues). Options: ValueSerde, Name.
+func (s *Stream) MapValues(fn MapValuesFunc, opts ...Option) (*Stream, error) {
+	o, err := parse("MapValues", opts, optName, optValueSerde)
+	if err != nil {
+		return nil, err
+	}
+	return s.b.stream(s.b.b.MapValues(s.h.ID, native("map_values", fn), o.valueSerde, o.name))
+}
+
+// Filter keeps the records fn accepts (KStream.filter). Options: Name.
+func (s *Stream) Filter(fn PredicateFunc, opts ...Option) (*Stream, error) {
+	o, err := parse("Filter", opts, optName)
+	if err != nil {
+		return nil, err
+	}
+	return s.b.stream(s.b.b.Filter(s.h.ID, native("filter", fn), o.name))
+}
+
+// FilterNot drops the records fn accepts (KStream.filterNot). Options: Name.
+func (s *Stream) FilterNot(fn PredicateFunc, opts ...Option) (*Stream, error) {
+	o, err := parse("FilterNot", opts, optName)
+	if err != nil {
+		return nil, err
+	}
+	return s.b.stream(s.b.b.FilterNot(s.h.ID, native("filter_not", fn), o.name))
+}
+
+// FlatMapValues maps each value to zero or more values, each with the
+// record's key (KStream.flatMapValues). Options: ValueSerde, Name.
+func (s *Stream) FlatMapValues(fn FlatMapValuesFunc, opts ...Option) (*Stream, error) {
+	o, err := parse("FlatMapValues", opts, optName, optValueSerde)
+	if err != nil {
+		return nil, err
+	}
+	return s.b.stream(s.b.b.FlatMapValues(s.h.ID, native("flat_map_values", fn), o.valueSerde, o.name))
+}
+
+// Map maps each record to a new key and value (KStream.map); a later
+// grouping repartitions. Options: KeySerde, ValueSerde, Name.
+func (s *Stream) Map(fn MapFunc, opts ...Option) (*Stream, error) {
+	o, err := parse("Map", opts, optName, optKeySerde, optValueSerde)
+	if err != nil {
+		return nil, err
+	}
+	return s.b.stream(s.b.b.Map(s.h.ID, native("map", fn), o.keySerde, o.valueSerde, o.name))
+}
+
+// SelectKey gives each record a new key (KStream.selectKey); a later
+// grouping repartitions. Options: KeySerde, Name.
+func (s *Stream) SelectKey(fn KeyValueMapper, opts ...Option) (*Stream, error) {
+	o, err := parse("SelectKey", opts, optName, optKeySerde)
+	if err != nil {
+		return nil, err
+	}
+	return s.b.stream(s.b.b.SelectKey(s.h.ID, native("select_key", fn), o.keySerde, o.name))
+}
+
+// Peek calls fn for each record and passes it on (KStream.peek). Options:
+// Name.
+func (s *Stream) Peek(fn ForeachFunc, opts ...Option) (*Stream, error) {
+	o, err := parse("Peek", opts, optName)
+	if err != nil {
+		return nil, err
+	}
+	return s.b.stream(s.b.b.Peek(s.h.ID, native("peek", fn), o.name))
+}
+
+// Foreach calls fn for each record; terminal (KStream.foreach). Options:
+// Name.
+func (s *Stream) Foreach(fn ForeachFunc, opts ...Option) error {
+	o, err := parse("Foreach", opts, optName)
+	if err != nil {
+		return err
+	}
+	return s.b.b.Foreach(s.h.ID, native("foreach", fn), o.name)
+}
+
+// To writes the records to topic (KStream.to); terminal. Options: KeySerde,
+// ValueSerde (Produced.with; absent keeps the stream's), Name.
+func (s *Stream) To(topic string, opts ...Option) error {
+	o, err := parse("To", opts, optName, optKeySerde, optValueSerde)
+	if err != nil {
+		return err
+	}
+	return s.b.b.To(s.h.ID, topic, o.keySerde, o.valueSerde, o.name)
+}
+
+// GroupByKey groups by the current key (KStream.groupByKey). Options:
+// KeySerde, ValueSerde (Grouped.with), Name (Grouped.as: names the
+// repartition topic when one is needed).
+func (s *Stream) GroupByKey(opts ...Option) (*GroupedStream, error) {
+	o, err := parse("GroupByKey", opts, optName, optKeySerde, optValueSerde)
+	if err != nil {
+		return nil, err
+	}
+	return s.b.grouped(s.b.b.GroupByKey(s.h.ID, o.keySerde, o.valueSerde, o.name))
+}
+
+// GroupBy groups by the key fn selects (KStream.groupBy); an aggregation
+// repartitions through "<application.id>-<name>-repartition". Options:
+// KeySerde (of the selected keys), ValueSerde, Name.
+func (s *Stream) GroupBy(fn KeyValueMapper, opts ...Option) (*GroupedStream, error) {
+	o, err := parse("GroupBy", opts, optName, optKeySerde, optValueSerde)
+	if err != nil {
+		return nil, err
+	}
+	return s.b.grouped(s.b.b.GroupBy(s.h.ID, native("group_by", fn), o.keySerde, o.valueSerde, o.name))
+}
+
+func (b *Builder) grouped(h *topology.Handle, err error) (*GroupedStream, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &GroupedStream{b: b, h: h}, nil
+}
+
+func (b *Builder) table(h *topology.Handle, err error) (*Table, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &Table{b: b, h: h}, nil
+}
+
+// Count counts the records of each key into a table of longs
+// (KGroupedStream.count); records with a null key or value are skipped.
+// Options: Store, StoreSerdes, Name.
+func (g *GroupedStream) Count(opts ...Option) (*Table, error) {
+	o, err := parse("Count", opts, optName, optStore, optStoreSerdes)
+	if err != nil {
+		return nil, err
+	}
+	return g.b.table(g.b.b.Count(g.h.ID, o.mat, o.name))
+}
+
+// Reduce folds each key's values with fn; a key's first value becomes its
+// aggregate without a call (KGroupedStream.reduce). Options: Store,
+// StoreSerdes, Name.
+func (g *GroupedStream) Reduce(fn ReducerFunc, opts ...Option) (*Table, error) {
+	o, err := parse("Reduce", opts, optName, optStore, optStoreSerdes)
+	if err != nil {
+		return nil, err
+	}
+	return g.b.table(g.b.b.Reduce(g.h.ID, native("reduce", fn), o.mat, o.name))
+}
+
+// ReduceBuiltin is Reduce with a built-in reducer that runs in the engine.
+// Options: Store, StoreSerdes, Name.
+func (g *GroupedStream) ReduceBuiltin(r Builtin, opts ...Option) (*Table, error) {
+	o, err := parse("ReduceBuiltin", opts, optName, optStore, optStoreSerdes)
+	if err != nil {
+		return nil, err
+	}
+	return g.b.table(g.b.b.Reduce(g.h.ID, topology.Function{Builtin: string(r), Name: string(r)}, o.mat, o.name))
+}
+
+// Aggregate folds each key's values into an aggregate that init starts
+// (KGroupedStream.aggregate). The aggregate's serde is StoreSerdes' value
+// serde, else the values'. Options: Store, StoreSerdes, Name.
+func (g *GroupedStream) Aggregate(init InitializerFunc, fn AggregatorFunc, opts ...Option) (*Table, error) {
+	o, err := parse("Aggregate", opts, optName, optStore, optStoreSerdes)
+	if err != nil {
+		return nil, err
+	}
+	return g.b.table(g.b.b.Aggregate(g.h.ID, native("initializer", init), native("aggregate", fn), o.mat, o.name))
+}
+
+// ToStream is the table's changes as a stream (KTable.toStream). Options:
+// Name.
+func (t *Table) ToStream(opts ...Option) (*Stream, error) {
+	o, err := parse("ToStream", opts, optName)
+	if err != nil {
+		return nil, err
+	}
+	return t.b.stream(t.b.b.ToStream(t.h.ID, o.name))
+}
+
+// native wraps a Go function; the builder refuses a nil one, naming the
+// operator.
+func native(name string, fn any) topology.Function {
+	return topology.Function{Name: name, Native: fn}
+}

@@ -1,0 +1,139 @@
+package streams_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/polystreams/polystreams/core/streams"
+)
+
+// A word count in Go: the functions run in the engine, no host crossing.
+func Example() {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "lines", "counts"))
+	if err != nil {
+		panic(err)
+	}
+	defer cluster.Close()
+	brokers := cluster.ListenAddrs()[0]
+
+	b := streams.NewBuilder()
+	lines, err := b.Stream([]string{"lines"}, streams.KeySerde(streams.String), streams.ValueSerde(streams.String))
+	must(err)
+	words, err := lines.FlatMapValues(func(line []byte) ([][]byte, error) { return bytes.Fields(line), nil })
+	must(err)
+	grouped, err := words.GroupBy(func(_, word []byte) ([]byte, error) { return word, nil })
+	must(err)
+	counts, err := grouped.Count(streams.Store("counts"))
+	must(err)
+	changes, err := counts.ToStream()
+	must(err)
+	must(changes.To("counts"))
+	text, err := b.Describe()
+	must(err)
+	fmt.Print(text)
+
+	dir, err := os.MkdirTemp("", "streams-example")
+	must(err)
+	defer os.RemoveAll(dir)
+	app, err := streams.New(b, streams.Config{
+		ApplicationID: "wordcount",
+		Brokers:       brokers,
+		Properties:    map[string]string{"state.dir": dir, "commit.interval.ms": "100"},
+		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	must(err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	must(app.Start(ctx))
+	defer app.Stop(ctx)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics("counts"))
+	must(err)
+	defer cl.Close()
+	for _, line := range []string{"to be or", "not to be"} {
+		must(cl.ProduceSync(ctx, &kgo.Record{Topic: "lines", Value: []byte(line)}).FirstErr())
+	}
+	final := map[string]int64{}
+	for seen := 0; seen < 6; {
+		fs := cl.PollFetches(ctx)
+		must(fs.Err0())
+		fs.EachRecord(func(r *kgo.Record) {
+			final[string(r.Key)] = int64(binary.BigEndian.Uint64(r.Value))
+			seen++
+		})
+	}
+	words2 := make([]string, 0, len(final))
+	for w := range final {
+		words2 = append(words2, w)
+	}
+	sort.Strings(words2)
+	for _, w := range words2 {
+		fmt.Println(w, final[w])
+	}
+	// Output:
+	// Topologies:
+	//    Sub-topology: 0
+	//     Source: KSTREAM-SOURCE-0000000000 (topics: [lines])
+	//       --> KSTREAM-FLATMAPVALUES-0000000001
+	//     Processor: KSTREAM-FLATMAPVALUES-0000000001 (stores: [])
+	//       --> KSTREAM-KEY-SELECT-0000000002
+	//       <-- KSTREAM-SOURCE-0000000000
+	//     Processor: KSTREAM-KEY-SELECT-0000000002 (stores: [])
+	//       --> counts-repartition-filter
+	//       <-- KSTREAM-FLATMAPVALUES-0000000001
+	//     Processor: counts-repartition-filter (stores: [])
+	//       --> counts-repartition-sink
+	//       <-- KSTREAM-KEY-SELECT-0000000002
+	//     Sink: counts-repartition-sink (topic: counts-repartition)
+	//       <-- counts-repartition-filter
+	//
+	//   Sub-topology: 1
+	//     Source: counts-repartition-source (topics: [counts-repartition])
+	//       --> KSTREAM-AGGREGATE-0000000003
+	//     Processor: KSTREAM-AGGREGATE-0000000003 (stores: [counts])
+	//       --> KTABLE-TOSTREAM-0000000007
+	//       <-- counts-repartition-source
+	//     Processor: KTABLE-TOSTREAM-0000000007 (stores: [])
+	//       --> KSTREAM-SINK-0000000008
+	//       <-- KSTREAM-AGGREGATE-0000000003
+	//     Sink: KSTREAM-SINK-0000000008 (topic: counts)
+	//       <-- KTABLE-TOSTREAM-0000000007
+	//
+	// be 2
+	// not 1
+	// or 1
+	// to 2
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// A refused call names the operator and the offender, wraps ErrInvalid and
+// changes nothing.
+func ExampleStream_MapValues_refused() {
+	b := streams.NewBuilder()
+	s, _ := b.Stream([]string{"in"})
+	_, err := s.MapValues(func(v []byte) ([]byte, error) { return v, nil }, streams.ValueSerde("avro"))
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, streams.ErrInvalid))
+	_, err = s.Filter(func(_, _ []byte) (bool, error) { return true, nil }, streams.ValueSerde("string"))
+	fmt.Println(err)
+	// Output:
+	// topology: map_values (value serde): serde "avro" is not known (known: bytes, string, json, long, integer, double)
+	// true
+	// streams: Filter does not take option ValueSerde: invalid argument
+}

@@ -1,0 +1,96 @@
+// Package streams is the public Go API of the polystreams engine: Kafka
+// Streams' DSL for Go programs that embed the engine. Functions are plain Go
+// functions over serialized bytes and run in the engine's tasks, with no
+// crossing to a host process.
+//
+//	b := streams.NewBuilder()
+//	lines, err := b.Stream([]string{"lines"}, streams.KeySerde("string"), streams.ValueSerde("string"))
+//	words, err := lines.FlatMapValues(split)
+//	counts, err := words.GroupBy(wordKey)...Count()
+//	...
+//	app, err := streams.New(b, streams.Config{ApplicationID: "wordcount", Brokers: "127.0.0.1:9092"})
+//	err = app.Start(ctx)
+//	defer app.Stop(ctx)
+//
+// Node names, store names, internal topics, serdes and Describe() text are
+// those of Kafka Streams, as for every polystreams SDK. A builder method that
+// is refused returns an error naming the operator and what is wrong (it
+// wraps ErrInvalid or ErrNotFound) and changes nothing.
+package streams
+
+import (
+	"github.com/polystreams/polystreams/core/internal/runtime"
+	"github.com/polystreams/polystreams/core/internal/topology"
+)
+
+// Functions an operator runs, over serialized bytes (nil is a Kafka null).
+// A function that returns an error fails its record: the application stops
+// with a *RecordError naming the topic, partition, offset and node.
+type (
+	// MapValuesFunc returns the new value (MapValues).
+	MapValuesFunc = topology.MapValuesFunc
+	// PredicateFunc decides whether a record passes (Filter, FilterNot).
+	PredicateFunc = topology.PredicateFunc
+	// FlatMapValuesFunc returns zero or more new values (FlatMapValues).
+	FlatMapValuesFunc = topology.FlatMapValuesFunc
+	// MapFunc returns a new key and value (Map).
+	MapFunc = topology.MapFunc
+	// KeyValueMapper returns a new key (SelectKey, GroupBy).
+	KeyValueMapper = topology.SelectKeyFunc
+	// ForeachFunc sees each record (Peek, Foreach).
+	ForeachFunc = topology.ForeachFunc
+	// ReducerFunc folds a value into a key's aggregate (Reduce).
+	ReducerFunc = topology.ReduceFunc
+	// AggregatorFunc folds a key's value into its aggregate (Aggregate).
+	AggregatorFunc = topology.AggregateFunc
+	// InitializerFunc gives a key's first aggregate (Aggregate).
+	InitializerFunc = topology.InitializerFunc
+)
+
+// Serde names, as every polystreams SDK and the protocol spell them, with
+// Kafka's encodings.
+const (
+	Bytes   = "bytes"   // passed through (Serdes.ByteArray)
+	String  = "string"  // UTF-8 (Serdes.String)
+	JSON    = "json"    // UTF-8 JSON
+	Long    = "long"    // 8-byte big-endian two's complement (Serdes.Long)
+	Integer = "integer" // 4-byte big-endian two's complement (Serdes.Integer)
+	Double  = "double"  // 8-byte big-endian IEEE 754 (Serdes.Double)
+)
+
+// Builtin names a reducer that runs in the engine (ReduceBuiltin).
+type Builtin string
+
+// The built-in reducers: Sum, Min and Max need long or double values;
+// Latest keeps the last value of any serde.
+const (
+	Sum    Builtin = topology.BuiltinSum
+	Min    Builtin = topology.BuiltinMin
+	Max    Builtin = topology.BuiltinMax
+	Latest Builtin = topology.BuiltinLatest
+)
+
+// Errors builder calls wrap: ErrNotFound for a stream that belongs to
+// another Builder, ErrInvalid for everything else (a wrong kind, an unknown
+// serde, an illegal or duplicate name, an option the operator does not
+// take).
+var (
+	ErrInvalid  = topology.ErrInvalid
+	ErrNotFound = topology.ErrNotFound
+)
+
+// RecordError is the error of an application stopped by a failed record:
+// the record's topic, partition and offset, and the node it failed in.
+type RecordError = runtime.RecordError
+
+// State is an application's state.
+type State = runtime.State
+
+// The states of an App, in the order it passes through them.
+const (
+	Created     = runtime.Created
+	Rebalancing = runtime.Rebalancing
+	Running     = runtime.Running
+	Stopped     = runtime.Stopped
+	Failed      = runtime.Failed
+)
