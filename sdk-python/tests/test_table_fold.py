@@ -117,3 +117,17 @@ def test_an_unregistered_subtractor_fails_every_change_naming_its_token() -> Non
     r = Executor({1: lambda a, v: a + v}).process(b)
     assert list(r.output_counts) == [0]
     assert "subtractor token 9" in r.failures[0].message
+
+
+def test_a_subtractor_returning_none_leaves_no_aggregate() -> None:
+    """As Kafka Streams' KTableReduce: a null from the subtractor stores null
+    (the group has no aggregate), so the next value starts it again."""
+
+    def sub(a: int, v: int) -> int | None:
+        return None if a == v else a - v
+
+    b = table_bundle(pb.OPERATION_REDUCE, [("eu", 5, [(None, 5), (7, None)])])
+    r = Executor({1: lambda a, v: a + v, 2: sub}).process(b)
+    assert not r.failures
+    assert list(r.value_lengths) == [-1, 8]
+    assert split_column(r.values, [8], "long") == [7]

@@ -539,7 +539,9 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 				}
 				v = encodeChange(r.value, r.old)
 			}
-			t.out = append(t.out, &kgo.Record{Topic: s.topic, Key: r.key, Value: v, Timestamp: time.UnixMilli(r.ts)})
+			// The input record's headers go with what it became, as Kafka
+			// Streams forwards them (to repartition topics too).
+			t.out = append(t.out, &kgo.Record{Topic: s.topic, Key: r.key, Value: v, Timestamp: time.UnixMilli(r.ts), Headers: r.in.Headers})
 		}
 		return nil
 	}

@@ -493,8 +493,8 @@ class _Fold:
         KTableAggregate do: the subtractor removes the old value when it and
         the aggregate exist, then the adder adds the new value (which a
         group's first value becomes, for reduce, or which is added to
-        initializer(), for aggregate). A change that leaves no aggregate
-        answers null."""
+        initializer(), for aggregate). A change that leaves no aggregate (a
+        removal from nothing, or a subtractor answering None) answers null."""
         add, sub, init, enc, reduce = self.fn, self.sub or _never, self.init, self.encode, self.reduce
         for i in range(pos, end):
             v, old = vals[i], olds[i]
@@ -503,10 +503,10 @@ class _Fold:
             cur, has = agg, not fresh
             try:
                 if old is not None and has:
+                    # None from the subtractor leaves the group with no
+                    # aggregate (KTableReduce / KTableAggregate store null).
                     cur = sub(cur, old) if reduce else sub(key, old, cur)
-                    if cur is None:
-                        failed[i] = "TypeError: the subtractor returned None; an aggregate cannot be null"
-                        continue
+                    has = cur is not None
                 if v is not None:
                     if reduce:
                         cur = add(cur, v) if has else v
