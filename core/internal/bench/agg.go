@@ -102,9 +102,23 @@ func (bn *bench) measureSums(group, out string, in aggInput, arm func()) time.Du
 	arm()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	// Done when every key's last output is its sum: the dict loop emits one
+	// output per input, the engine (with Kafka Streams' default record
+	// cache) the latest sum per key at each commit.
 	last := make(map[string]int64, len(in.want))
 	seen := 0
-	for seen < in.n {
+	done := func() bool {
+		if seen >= in.n {
+			return true
+		}
+		for k, w := range in.want {
+			if last[k] != w {
+				return false
+			}
+		}
+		return true
+	}
+	for !done() {
 		fs := rd.PollFetches(ctx)
 		if ctx.Err() != nil {
 			check(fmt.Errorf("%s: %d of %d records after 5 minutes", out, seen, in.n))
@@ -129,9 +143,10 @@ func (bn *bench) measureSums(group, out string, in aggInput, arm func()) time.Du
 			bad++
 		}
 	}
-	if bad > 0 || seen != in.n {
-		check(fmt.Errorf("%s: %d records (want %d), %d keys with a wrong final sum", out, seen, in.n, bad))
+	if bad > 0 || seen > in.n {
+		check(fmt.Errorf("%s: %d records (at most %d), %d keys with a wrong final sum", out, seen, in.n, bad))
 	}
+	fmt.Fprintf(os.Stderr, "bench: %s: %d outputs for %d inputs\n", out, seen, in.n)
 	return took
 }
 
@@ -212,7 +227,7 @@ func (bn *bench) aggDict(in aggInput) time.Duration {
 
 // aggTable runs the selected arms and prints the table.
 func (bn *bench) aggTable(stateDir string) {
-	fmt.Printf("Aggregations: running sum per key, %d records over %d string keys, %d partitions, one output per input record:\n\n",
+	fmt.Printf("Aggregations: running sum per key, %d records over %d string keys, %d partitions; the engine arms with Kafka Streams' default record cache (10 MiB: the latest sum per key at each commit), the dict loop one output per input:\n\n",
 		*aggRecords, *aggKeys, *partitions)
 	in := bn.seedAgg(*aggRecords, *aggKeys)
 	has := func(arm rune) bool {
