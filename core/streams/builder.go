@@ -43,14 +43,18 @@ func KeySerde(serde string) Option { return Option{kind: optKeySerde, value: ser
 // ValueSerde is KeySerde for values.
 func ValueSerde(serde string) Option { return Option{kind: optValueSerde, value: serde} }
 
-// Store names an aggregation's state store (Materialized.as); its changelog
-// topic is "<application.id>-<name>-changelog". Absent, the name is
-// generated as Kafka Streams generates it.
+// Store names the state store of an aggregation or a table (Materialized.as);
+// its changelog topic is "<application.id>-<name>-changelog", and a named
+// table store is queryable. Absent, an aggregation's store name is generated
+// as Kafka Streams generates it, and a table operator keeps no store of its
+// own.
 func Store(name string) Option { return Option{kind: optStore, value: name} }
 
-// StoreSerdes gives an aggregation's store serdes (Materialized.with); an
-// empty one keeps the default (the grouped stream's key serde; for values,
-// long for Count, else the values' serde).
+// StoreSerdes gives the store serdes of an aggregation or a table
+// (Materialized.with); an empty one keeps the default (the input's key
+// serde; for values, long for Count, else the values' serde). On a table
+// operator, StoreSerdes without Store is Materialized.with naming no store:
+// Kafka Streams takes a number for a store it then does not make.
 func StoreSerdes(key, value string) Option {
 	return Option{kind: optStoreSerdes, key: key, value: value}
 }
@@ -121,12 +125,6 @@ type GroupedStream struct {
 	h *topology.Handle
 }
 
-// Table is a changelog table, the latest value per key (KTable).
-type Table struct {
-	b *Builder
-	h *topology.Handle
-}
-
 // KeySerde is the serde of the stream's keys.
 func (s *Stream) KeySerde() string { return s.h.KeySerde }
 
@@ -141,20 +139,6 @@ func (g *GroupedStream) KeySerde() string { return g.h.KeySerde }
 
 // ValueSerde is the serde of the grouped records' values.
 func (g *GroupedStream) ValueSerde() string { return g.h.ValueSerde }
-
-// KeySerde is the serde of the table's keys.
-func (t *Table) KeySerde() string { return t.h.KeySerde }
-
-// ValueSerde is the serde of the table's values.
-func (t *Table) ValueSerde() string { return t.h.ValueSerde }
-
-// Store is the name of the store the table is kept in.
-func (t *Table) Store() string {
-	if len(t.h.Node.Stores) == 1 {
-		return t.h.Node.Stores[0]
-	}
-	return ""
-}
 
 // Stream reads topics (StreamsBuilder.stream). Options: KeySerde,
 // ValueSerde (default bytes), Name.
@@ -300,13 +284,6 @@ func (b *Builder) grouped(h *topology.Handle, err error) (*GroupedStream, error)
 	return &GroupedStream{b: b, h: h}, nil
 }
 
-func (b *Builder) table(h *topology.Handle, err error) (*Table, error) {
-	if err != nil {
-		return nil, err
-	}
-	return &Table{b: b, h: h}, nil
-}
-
 // Count counts the records of each key into a table of longs
 // (KGroupedStream.count); records with a null key or value are skipped.
 // Options: Store, StoreSerdes, Name.
@@ -348,16 +325,6 @@ func (g *GroupedStream) Aggregate(init InitializerFunc, fn AggregatorFunc, opts 
 		return nil, err
 	}
 	return g.b.table(g.b.b.Aggregate(g.h.ID, native("initializer", init), native("aggregate", fn), o.mat, o.name))
-}
-
-// ToStream is the table's changes as a stream (KTable.toStream). Options:
-// Name.
-func (t *Table) ToStream(opts ...Option) (*Stream, error) {
-	o, err := parse("ToStream", opts, optName)
-	if err != nil {
-		return nil, err
-	}
-	return t.b.stream(t.b.b.ToStream(t.h.ID, o.name))
 }
 
 // native wraps a Go function; the builder refuses a nil one, naming the

@@ -138,3 +138,61 @@ func ExampleStream_MapValues_refused() {
 	// true
 	// streams: Filter does not take option ValueSerde: invalid argument
 }
+
+// A table regrouped and counted: Kafka Streams' names and describe() text
+// (TopologyTest#tableNamedMaterializedCountShouldPreserveTopologyStructure);
+// the source's store exists because the grouping needs old values. A
+// built-in that cannot remove a value is refused on a grouped table.
+func ExampleBuilder_Table() {
+	b := streams.NewBuilder()
+	users, err := b.Table("input-topic", streams.KeySerde(streams.String), streams.ValueSerde(streams.String))
+	must(err)
+	byRegion, err := users.GroupBy(func(user, region []byte) ([]byte, []byte, error) { return region, user, nil })
+	must(err)
+	_, err = byRegion.ReduceBuiltin(streams.Max)
+	fmt.Println(err)
+	counts, err := byRegion.Count(streams.Store("count-store"))
+	must(err)
+	text, err := b.Describe()
+	must(err)
+	fmt.Print(text)
+	fmt.Println(users.Store(), counts.Store())
+	// Output:
+	// topology: reduce: built-in max cannot remove a value, so it cannot reduce a grouped table; use a host reducer with a subtractor
+	// Topologies:
+	//    Sub-topology: 0
+	//     Source: KSTREAM-SOURCE-0000000001 (topics: [input-topic])
+	//       --> KTABLE-SOURCE-0000000002
+	//     Processor: KTABLE-SOURCE-0000000002 (stores: [input-topic-STATE-STORE-0000000000])
+	//       --> KTABLE-SELECT-0000000003
+	//       <-- KSTREAM-SOURCE-0000000001
+	//     Processor: KTABLE-SELECT-0000000003 (stores: [])
+	//       --> KSTREAM-SINK-0000000004
+	//       <-- KTABLE-SOURCE-0000000002
+	//     Sink: KSTREAM-SINK-0000000004 (topic: count-store-repartition)
+	//       <-- KTABLE-SELECT-0000000003
+	//
+	//   Sub-topology: 1
+	//     Source: KSTREAM-SOURCE-0000000005 (topics: [count-store-repartition])
+	//       --> KTABLE-AGGREGATE-0000000006
+	//     Processor: KTABLE-AGGREGATE-0000000006 (stores: [count-store])
+	//       --> none
+	//       <-- KSTREAM-SOURCE-0000000005
+	//
+	// input-topic-STATE-STORE-0000000000 count-store
+}
+
+// A grouped table's aggregations need a subtractor.
+func ExampleGroupedTable_Aggregate_refused() {
+	b := streams.NewBuilder()
+	t, _ := b.Table("accounts", streams.ValueSerde(streams.Long))
+	g, _ := t.GroupBy(func(k, v []byte) ([]byte, []byte, error) { return k, v, nil })
+	zero := func() ([]byte, error) { return make([]byte, 8), nil }
+	add := func(_, v, agg []byte) ([]byte, error) { return v, nil }
+	_, err := g.Aggregate(zero, add, nil)
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, streams.ErrInvalid))
+	// Output:
+	// topology: aggregate on a grouped table needs a subtractor: token 0 and no native function
+	// true
+}
