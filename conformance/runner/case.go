@@ -44,6 +44,7 @@ type Step struct {
 	Value        string        `json:"value,omitempty"`
 	Fn           *FnRef        `json:"fn,omitempty"`
 	Init         *FnRef        `json:"init,omitempty"`
+	Subtractor   *FnRef        `json:"subtractor,omitempty"`
 	Builtin      string        `json:"builtin,omitempty"`
 	Materialized *Materialized `json:"materialized,omitempty"`
 }
@@ -226,10 +227,11 @@ func (c *Case) rules() []violation {
 		add("$.name", "%q differs from the file's name %q", c.Name, base)
 	}
 	labels := map[string]int{}
+	kinds := c.kinds()
 	for i, s := range c.Topology {
 		p := fmt.Sprintf("$.topology[%d]", i)
-		if i == 0 && s.Op != "stream" {
-			add(p+".op", "the first step must be stream, got %s", s.Op)
+		if i == 0 && s.Op != "stream" && s.Op != "table" {
+			add(p+".op", "the first step must be stream or table, got %s", s.Op)
 		}
 		if s.From != "" {
 			if _, ok := labels[s.From]; !ok {
@@ -242,7 +244,11 @@ func (c *Case) rules() []violation {
 			}
 			labels[s.As] = i
 		}
+		in := c.inputKind(i, kinds)
 		roles := stepRoles[s.Op]
+		if s.Op == "group_by" && in == kindTable {
+			roles.fn = roleMap // KTable.groupBy maps each row to a new (key, value)
+		}
 		check := func(field string, f *FnRef, role role) {
 			if f == nil {
 				return
@@ -264,6 +270,13 @@ func (c *Case) rules() []violation {
 		}
 		check("fn", s.Fn, roles.fn)
 		check("init", s.Init, roleInit)
+		check("subtractor", s.Subtractor, roles.fn)
+		if s.Subtractor != nil && in != kindGroupedTable {
+			add(p+".subtractor", "a subtractor is for a grouped table's %s, but the step applies to a %s", s.Op, in)
+		}
+		if s.Materialized != nil && in == kindStream {
+			add(p+".materialized", "materialized is for table operators, but %s applies to a stream", s.Op)
+		}
 		if s.Op == "reduce" && (s.Fn == nil) == (s.Builtin == "") {
 			add(p, "reduce needs exactly one of fn and builtin")
 		}
@@ -315,4 +328,65 @@ func (c *Case) rules() []violation {
 		}
 	}
 	return out
+}
+
+// kind is what a step makes: a stream, a grouped stream, a table or a
+// grouped table (none for a terminal step).
+type kind string
+
+const (
+	kindNone          kind = "nothing"
+	kindStream        kind = "stream"
+	kindGroupedStream kind = "grouped stream"
+	kindTable         kind = "table"
+	kindGroupedTable  kind = "grouped table"
+)
+
+// kinds returns the kind of each step's result, as the DSL types them, so
+// that the rules can check a step against its input (a table's group_by
+// takes a key-value mapper, a subtractor is for grouped tables).
+func (c *Case) kinds() []kind {
+	out := make([]kind, len(c.Topology))
+	for i, s := range c.Topology {
+		in := c.inputKind(i, out)
+		switch s.Op {
+		case "stream":
+			out[i] = kindStream
+		case "table", "count", "reduce", "aggregate":
+			out[i] = kindTable
+		case "map_values", "filter", "filter_not":
+			out[i] = in
+		case "group_by":
+			out[i] = kindGroupedStream
+			if in == kindTable {
+				out[i] = kindGroupedTable
+			}
+		case "group_by_key":
+			out[i] = kindGroupedStream
+		case "to", "foreach":
+			out[i] = kindNone
+		default: // flat_map_values, map, select_key, peek, to_stream
+			out[i] = kindStream
+		}
+	}
+	return out
+}
+
+// inputKind is the kind of step i's input: the labelled step's, else that
+// of the last step before it that made something.
+func (c *Case) inputKind(i int, kinds []kind) kind {
+	if from := c.Topology[i].From; from != "" {
+		for j := i - 1; j >= 0; j-- {
+			if c.Topology[j].As == from {
+				return kinds[j]
+			}
+		}
+		return kindNone
+	}
+	for j := i - 1; j >= 0; j-- {
+		if kinds[j] != kindNone {
+			return kinds[j]
+		}
+	}
+	return kindNone
 }

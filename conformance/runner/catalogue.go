@@ -196,6 +196,18 @@ var catalogue = map[string]fnImpl{
 		return nk, nv, err
 	}},
 	"word_one": {roles: roleMap, kv: func(_, _, v any) (any, any, error) { return v, int64(1), nil }},
+	"region_of": {roles: roleMap, kv: func(_, _, v any) (any, any, error) {
+		r, err := field("region_of", v, "region")
+		return r, v, err
+	}},
+	"region_amount": {roles: roleMap, kv: func(_, _, v any) (any, any, error) {
+		r, err := field("region_amount", v, "region")
+		if err != nil {
+			return nil, nil, err
+		}
+		a, err := field("region_amount", v, "amount")
+		return r, a, err
+	}},
 	// Actions.
 	"noop": {roles: roleAction},
 	// Failures, usable wherever a record is processed.
@@ -236,6 +248,13 @@ var catalogue = map[string]fnImpl{
 			return nil, err
 		}
 		return arith("sum_field", agg, f, '+')
+	}},
+	"subtract_field": {roles: roleAggregator, arg: argRequired, agg: func(arg, _, v, agg any) (any, error) {
+		f, err := field("subtract_field", v, arg)
+		if err != nil {
+			return nil, err
+		}
+		return arith("subtract_field", agg, f, '-')
 	}},
 	"append": {roles: roleAggregator, agg: func(_, _, v, agg any) (any, error) {
 		list, ok := agg.([]any)

@@ -166,6 +166,9 @@ func goStep(b *streams.Builder, st Step, in any, prefix string) (any, error) {
 		}
 		return b.Stream(topics, opts(st, true, true)...)
 	}
+	if st.Op == "table" {
+		return b.Table(prefix+st.Topic, opts(st, true, true)...)
+	}
 	var f fnImpl
 	var arg any
 	if st.Fn != nil {
@@ -217,8 +220,53 @@ func goStep(b *streams.Builder, st Step, in any, prefix string) (any, error) {
 			return in.Aggregate(initFn(init, st.Init.Arg, aggSerde), aggFn(f, arg, in.KeySerde(), vs, aggSerde), opts(st, false, false)...)
 		}
 	case *streams.Table:
-		if st.Op == "to_stream" {
+		ks, vs := in.KeySerde(), in.ValueSerde()
+		switch st.Op {
+		case "filter":
+			return in.Filter(predFn(f, arg, ks, vs), opts(st, false, false)...)
+		case "filter_not":
+			return in.FilterNot(predFn(f, arg, ks, vs), opts(st, false, false)...)
+		case "map_values":
+			out := or(st.Value, vs)
+			if st.Materialized != nil && st.Materialized.Value != "" {
+				out = st.Materialized.Value
+			}
+			return in.MapValues(mapperFn(f, arg, vs, out), opts(st, false, true)...)
+		case "group_by":
+			return in.GroupBy(kvFn(f, arg, ks, vs, or(st.Key, ks), or(st.Value, vs)), opts(st, true, true)...)
+		case "to_stream":
 			return in.ToStream(opts(st, false, false)...)
+		}
+	case *streams.GroupedTable:
+		vs := in.ValueSerde()
+		aggSerde := vs
+		if st.Materialized != nil && st.Materialized.Value != "" {
+			aggSerde = st.Materialized.Value
+		}
+		var sub fnImpl
+		var subArg any
+		if st.Subtractor != nil {
+			sub, subArg = catalogue[st.Subtractor.Name], st.Subtractor.Arg
+		}
+		switch st.Op {
+		case "count":
+			return in.Count(opts(st, false, false)...)
+		case "reduce":
+			if st.Builtin != "" {
+				return in.ReduceBuiltin(streams.Builtin(st.Builtin), opts(st, false, false)...)
+			}
+			var subFn streams.ReducerFunc
+			if st.Subtractor != nil {
+				subFn = reducerFn(sub, subArg, vs, aggSerde)
+			}
+			return in.Reduce(reducerFn(f, arg, vs, aggSerde), subFn, opts(st, false, false)...)
+		case "aggregate":
+			init := catalogue[st.Init.Name]
+			var subFn streams.AggregatorFunc
+			if st.Subtractor != nil {
+				subFn = aggFn(sub, subArg, in.KeySerde(), vs, aggSerde)
+			}
+			return in.Aggregate(initFn(init, st.Init.Arg, aggSerde), aggFn(f, arg, in.KeySerde(), vs, aggSerde), subFn, opts(st, false, false)...)
 		}
 	}
 	return nil, fmt.Errorf("executor: %s cannot apply to %T", st.Op, in)

@@ -482,7 +482,11 @@ func (e *env) createTopics(ctx context.Context, c *Case, prefix string) error {
 		}
 	}
 	for _, st := range c.Topology {
-		for _, t := range st.Topics {
+		sources := st.Topics
+		if st.Op == "table" {
+			sources = []string{st.Topic}
+		}
+		for _, t := range sources {
 			if _, ok := parts[prefix+t]; !ok {
 				parts[prefix+t] = 1
 			}

@@ -16,6 +16,7 @@ import {
   App,
   type Config,
   KGroupedStream,
+  KGroupedTable,
   KStream,
   KTable,
   type Materialized,
@@ -40,6 +41,7 @@ interface Step {
   value?: SerdeName;
   fn?: FnRef;
   init?: FnRef;
+  subtractor?: FnRef;
   builtin?: Reducer;
   materialized?: { store?: string; key?: SerdeName; value?: SerdeName };
 }
@@ -188,6 +190,8 @@ function fn(ref: FnRef, role: Role): Fn {
     swap: (k, v) => [v, k],
     upper_both: (k, v) => [mapStr("upper_both", k, (s) => s.toUpperCase()), mapStr("upper_both", v, (s) => s.toUpperCase())],
     word_one: (_k, v) => [v, 1],
+    region_of: (_k, v) => [field("region_of", v, "region"), v],
+    region_amount: (_k, v) => [field("region_amount", v, "region"), field("region_amount", v, "amount")],
     noop: () => undefined,
     zero: () => 0,
     empty_string: () => "",
@@ -195,6 +199,7 @@ function fn(ref: FnRef, role: Role): Fn {
     longer: (agg, v) => (codePoints(str("longer", v)) > codePoints(str("longer", agg)) ? v : agg),
     count_agg: (_k, _v, agg) => arith("count_agg", agg, 1, 1),
     sum_field: (_k, v, agg) => arith("sum_field", agg, field("sum_field", v, a), 1),
+    subtract_field: (_k, v, agg) => arith("subtract_field", agg, field("subtract_field", v, a), -1),
     append: (_k, v, agg) => {
       if (!Array.isArray(agg)) throw new TypeError(`append: want a list aggregate, got ${typeof agg}`);
       return [...agg, v];
@@ -207,7 +212,7 @@ function fn(ref: FnRef, role: Role): Fn {
   return f;
 }
 
-type AnyNode = KStream<any, any> | KGroupedStream<any, any> | KTable<any, any>;
+type AnyNode = KStream<any, any> | KGroupedStream<any, any> | KTable<any, any> | KGroupedTable<any, any>;
 
 function materialized(step: Step): Materialized | undefined {
   const m = step.materialized;
@@ -223,6 +228,9 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
   let out: AnyNode | undefined;
   if (step.op === "stream") {
     out = app.stream((step.topics ?? []).map((t) => prefix + t), { ...key, ...value, ...named });
+  } else if (step.op === "table") {
+    const m = materialized(step);
+    out = app.table(prefix + step.topic, { ...key, ...value, ...named, ...(m !== undefined ? { materialized: m } : {}) });
   } else if (node instanceof KStream) {
     const f = step.fn;
     switch (step.op) {
@@ -274,8 +282,47 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
         out = node.aggregate(fn(step.init!, "init"), fn(step.fn!, "aggregator"), opts);
         break;
     }
-  } else if (node instanceof KTable && step.op === "to_stream") {
-    out = node.toStream(named);
+  } else if (node instanceof KTable) {
+    const m = materialized(step);
+    const opts = { ...named, ...(m !== undefined ? { materialized: m } : {}) };
+    switch (step.op) {
+      case "to_stream":
+        out = node.toStream(named);
+        break;
+      case "filter":
+        out = node.filter(fn(step.fn!, "predicate"), opts);
+        break;
+      case "filter_not":
+        out = node.filterNot(fn(step.fn!, "predicate"), opts);
+        break;
+      case "map_values":
+        out = node.mapValues(fn(step.fn!, "mapper"), { ...value, ...opts });
+        break;
+      case "group_by":
+        out = node.groupBy(fn(step.fn!, "map") as (k: unknown, v: unknown) => readonly [unknown, unknown], { ...key, ...value, ...named });
+        break;
+    }
+  } else if (node instanceof KGroupedTable) {
+    const m = materialized(step);
+    const opts = { ...named, ...(m !== undefined ? { materialized: m } : {}) };
+    // Undefined when the case leaves it out: the SDK or the engine refuses it.
+    const sub = step.subtractor !== undefined ? fn(step.subtractor, step.op === "reduce" ? "reducer" : "aggregator") : undefined;
+    switch (step.op) {
+      case "count":
+        out = node.count(opts);
+        break;
+      case "reduce":
+        if (step.builtin !== undefined) {
+          // Only "sum" type-checks on a grouped table; the engine refuses the others.
+          out = node.reduce(step.builtin as "sum", opts);
+        } else {
+          out = node.reduce(fn(step.fn!, "reducer"), sub as Fn, opts);
+        }
+        break;
+      case "aggregate":
+        out = node.aggregate(fn(step.init!, "init"), fn(step.fn!, "aggregator"), sub as Fn, opts);
+        break;
+    }
   }
   if (out === undefined) {
     throw new Error(`executor: ${step.op} cannot apply to ${String(node)}`);

@@ -17,7 +17,17 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from polystreams import App, Config, KGroupedStream, KStream, KTable, Materialized, PolystreamsError, ProcessingError
+from polystreams import (
+    App,
+    Config,
+    KGroupedStream,
+    KGroupedTable,
+    KStream,
+    KTable,
+    Materialized,
+    PolystreamsError,
+    ProcessingError,
+)
 from polystreams.serde import SerdeName
 
 Fn = Callable[..., Any]
@@ -169,6 +179,8 @@ def function(ref: Any, role: str) -> Fn:
         "swap": lambda k, v: (v, k),
         "upper_both": lambda k, v: (_map_str("upper_both", k, str.upper), _map_str("upper_both", v, str.upper)),
         "word_one": lambda k, v: (v, 1),
+        "region_of": lambda k, v: (_field("region_of", v, "region"), v),
+        "region_amount": lambda k, v: (_field("region_amount", v, "region"), _field("region_amount", v, "amount")),
         "noop": lambda k, v: None,
         "zero": lambda: 0,
         "empty_string": lambda: "",
@@ -176,6 +188,7 @@ def function(ref: Any, role: str) -> Fn:
         "longer": _longer,
         "count_agg": lambda k, v, agg: agg + 1,
         "sum_field": lambda k, v, agg: agg + _field("sum_field", v, a),
+        "subtract_field": lambda k, v, agg: agg - _field("subtract_field", v, a),
         "append": lambda k, v, agg: _append(v, agg),
     }
     folds: dict[str, tuple[Fn, Fn]] = {  # name -> (reducer, aggregator)
@@ -207,6 +220,8 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str) -> Any:
     key, value = serde(step, "key"), serde(step, "value")
     if op == "stream":
         return app.stream([prefix + t for t in step["topics"]], key=key, value=value, name=name)
+    if op == "table":
+        return app.table(prefix + step["topic"], key=key, value=value, materialized=materialized(step), name=name)
     if isinstance(node, KStream):
         if op == "to":
             node.to(prefix + step["topic"], key=key, value=value, name=name)
@@ -242,8 +257,30 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str) -> Any:
             return node.reduce(reducer, materialized=m, name=name)
         if op == "aggregate":
             return node.aggregate(function(step["init"], "init"), function(step["fn"], "aggregator"), materialized=m, name=name)
-    if isinstance(node, KTable) and op == "to_stream":
-        return node.to_stream(name=name)
+    if isinstance(node, KTable):
+        if op == "to_stream":
+            return node.to_stream(name=name)
+        m = materialized(step)
+        if op == "filter":
+            return node.filter(function(step["fn"], "predicate"), materialized=m, name=name)
+        if op == "filter_not":
+            return node.filter_not(function(step["fn"], "predicate"), materialized=m, name=name)
+        if op == "map_values":
+            return node.map_values(function(step["fn"], "mapper"), value=value, materialized=m, name=name)
+        if op == "group_by":
+            return node.group_by(function(step["fn"], "map"), key=key, value=value, name=name)
+    if isinstance(node, KGroupedTable):
+        m = materialized(step)
+        role = "reducer" if op == "reduce" else "aggregator"
+        # None when the case leaves it out: the SDK or the engine refuses it.
+        sub: Any = function(step["subtractor"], role) if "subtractor" in step else None
+        if op == "count":
+            return node.count(materialized=m, name=name)
+        if op == "reduce":
+            adder: Any = step["builtin"] if "builtin" in step else function(step["fn"], "reducer")
+            return node.reduce(adder, sub, materialized=m, name=name)
+        if op == "aggregate":
+            return node.aggregate(function(step["init"], "init"), function(step["fn"], "aggregator"), sub, materialized=m, name=name)
     raise RuntimeError(f"executor: {op} cannot apply to {node!r}")
 
 
