@@ -40,7 +40,7 @@ func TestBadCaseIsRejectedWithPaths(t *testing.T) {
 	msg := err.Error()
 	for _, want := range []string{
 		"testdata/bad_case.json",
-		`$.topology[3].op: "fliter" is not one of stream, map_values`,
+		`$.topology[3].op: "fliter" is not one of stream, table, map_values`,
 		`$.topology[4].colour: is not allowed here`,
 		`$.topology[1].fn: "shout" is not one of`,
 	} {
@@ -82,6 +82,10 @@ func TestCaseRules(t *testing.T) {
 		{`{"name":"x","description":"d","topology":[{"op":"stream","topics":["a"]},{"op":"map_values","fn":{"name":"prefix"}}],"expect":{"describe":""}}`, `$.topology[1].fn: "arg" is required`},
 		{`{"name":"x","description":"d","topology":[{"op":"stream","topics":["a"]}],"expect":{"describe":""},"inputs":[{"topic":"a","key":"string","value":"string","partitions":9,"records":[]}]}`, "$.inputs[0].partitions: 9 is more than the maximum 8"},
 		{`not json`, "$: not JSON"},
+		{`{"name":"x","description":"d","topology":[{"op":"stream","topics":["a"]},{"op":"group_by_key"},{"op":"reduce","fn":"add","subtractor":"subtract"}],"expect":{"describe":""}}`, "$.topology[2].subtractor: a subtractor is for a grouped table's reduce, but the step applies to a grouped stream"},
+		{`{"name":"x","description":"d","topology":[{"op":"table","topic":"t"},{"op":"group_by","fn":"first_letter"}],"expect":{"describe":""}}`, `$.topology[1].fn: function "first_letter" cannot be used as key-value mapper`},
+		{`{"name":"x","description":"d","topology":[{"op":"table","topic":"t","as":"t"},{"op":"group_by","fn":"swap"},{"op":"aggregate","init":"zero","fn":"add","subtractor":"longer"},{"op":"filter","from":"t","fn":"always","materialized":{}}],"expect":{"describe":""}}`, `$.topology[2].subtractor: function "longer" cannot be used as aggregator`},
+		{`{"name":"x","description":"d","topology":[{"op":"stream","topics":["a"]},{"op":"filter","fn":"always","materialized":{"store":"s"}}],"expect":{"describe":""}}`, "$.topology[1].materialized: materialized is for table operators, but filter applies to a stream"},
 	} {
 		_, err := parseCase("x.json", []byte(bad.text), testSchema(t))
 		if err == nil || !strings.Contains(err.Error(), bad.want) {
