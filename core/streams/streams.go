@@ -12,6 +12,12 @@
 //	err = app.Start(ctx)
 //	defer app.Stop(ctx)
 //
+// Tables read a topic as the latest value per key and aggregate its changes:
+//
+//	users, err := b.Table("users", streams.KeySerde("string"), streams.ValueSerde("string"))
+//	byRegion, err := users.GroupBy(regionOfUser) // each change: old pair out, new pair in
+//	counts, err := byRegion.Count()              // or Reduce/Aggregate with a subtractor
+//
 // Node names, store names, internal topics, serdes and Describe() text are
 // those of Kafka Streams, as for every polystreams SDK. A builder method that
 // is refused returns an error naming the operator and what is wrong (it
