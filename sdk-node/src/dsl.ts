@@ -344,9 +344,13 @@ export class KStream<K, V> extends Node {
   }
 }
 
-/** A stream grouped by key, ready to aggregate (`KGroupedStream`). */
-export class KGroupedStream<K, V> extends Node {
-  /** Counts the records per key into a table of `long` counts (bigints). Runs in the engine: it never crosses. */
+/** What KGroupedStream and KGroupedTable share. */
+abstract class Grouped<K> extends Node {
+  /**
+   * Counts the records (a grouped table: the rows) per key into a table of
+   * `long` counts (bigints). Runs in the engine: it never crosses. A grouped
+   * table's group whose rows all left keeps a count of 0.
+   */
   count(options: AggregationOptions = {}): KTable<K, bigint> {
     const m = materialized(options.materialized, "count");
     return new KTable(
@@ -357,6 +361,10 @@ export class KGroupedStream<K, V> extends Node {
       })),
     );
   }
+}
+
+/** A stream grouped by key, ready to aggregate (`KGroupedStream`). */
+export class KGroupedStream<K, V> extends Grouped<K> {
 
   /**
    * Combines each key's values: `reducer(aggregate, value) -> aggregate`
@@ -550,21 +558,7 @@ export class KTable<K, V> extends Node {
  * Streams' KTableAggregate and KTableReduce do. Host adders and subtractors
  * run in bundles folded here: one crossing per bundle.
  */
-export class KGroupedTable<K, V> extends Node {
-  /**
-   * Counts the rows per group into a table of `long` counts (bigints); a
-   * group whose rows all left keeps a count of 0. Runs in the engine.
-   */
-  count(options: AggregationOptions = {}): KTable<K, bigint> {
-    const m = materialized(options.materialized, "count");
-    return new KTable(
-      this.builder,
-      this.call("count", [], (input) => ({
-        case: "count",
-        value: { input, name: options.name ?? "", ...(m ? { materialized: m } : {}) },
-      })),
-    );
-  }
+export class KGroupedTable<K, V> extends Grouped<K> {
 
   /**
    * Combines each group's values: `adder(aggregate, value) -> aggregate`

@@ -110,7 +110,7 @@ func New(cfg Config, topo *topology.Topology, host Host) (*App, error) {
 		a.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	a.log = a.log.With("application.id", cfg.ApplicationID)
-	plans, err := compile(topo, a.fullTopic)
+	plans, err := compile(topo, a.fullTopic, cfg.CacheMaxBytes > 0)
 	if err != nil {
 		return nil, err
 	}

@@ -93,11 +93,7 @@ func (t *task) flushNow(ctx context.Context) error {
 			return err
 		}
 	}
-	t.mu.Lock()
-	for topic, eo := range t.processed {
-		t.offsets[topic] = eo
-	}
-	t.mu.Unlock()
+	t.settleOffsets()
 	return nil
 }
 

@@ -105,8 +105,9 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 	if table {
 		b.OldValueLengths = make([]int32, 0, len(recs))
 	}
-	order := make([]int, 0, len(recs))  // value position -> index into recs
-	prev := make([][]byte, len(groups)) // each group's aggregate before its next value
+	order := make([]int, 0, len(recs))     // value position -> index into recs
+	groupOf := make([]int32, 0, len(recs)) // value position -> its group
+	prev := make([][]byte, len(groups))    // each group's aggregate before its next value
 	for g, members := range groups {
 		key := recs[members[0]].key
 		agg, err := tx.get(key)
@@ -134,6 +135,7 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 			b.Offsets = append(b.Offsets, r.in.Offset)
 			b.Timestamps = append(b.Timestamps, r.ts)
 			order = append(order, i)
+			groupOf = append(groupOf, int32(g))
 		}
 	}
 	res, err := t.app.host.Process(ctx, b)
@@ -163,7 +165,7 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 		if a.value == nil && !table {
 			return nil, recordError(inOrder[j], s.node.Name, errors.New("the host returned a null aggregate"))
 		}
-		g := index[string(a.key)]
+		g := groupOf[j]
 		a.old, prev[g] = prev[g], a.value
 		out[order[j]] = a
 		tx.dirty[string(a.key)] = a.value // values in order: the last one per key stays

@@ -34,7 +34,8 @@ func (t *task) runHost(ctx context.Context, s *step, recs []rec) ([]rec, error) 
 	}
 	chunks = append(chunks, recs[start:])
 	if len(chunks) == 1 {
-		return t.crossOnce(ctx, s, chunks[0])
+		out, _, err := t.crossOnce(ctx, s, chunks[0])
+		return out, err
 	}
 	outs := make([][]rec, len(chunks))
 	errs := make([]error, len(chunks))
@@ -43,7 +44,7 @@ func (t *task) runHost(ctx context.Context, s *step, recs []rec) ([]rec, error) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outs[i], errs[i] = t.crossOnce(ctx, s, c)
+			outs[i], _, errs[i] = t.crossOnce(ctx, s, c)
 		}()
 	}
 	wg.Wait()
@@ -58,14 +59,18 @@ func (t *task) runHost(ctx context.Context, s *step, recs []rec) ([]rec, error) 
 	return out, nil
 }
 
-func (t *task) crossOnce(ctx context.Context, s *step, recs []rec) ([]rec, error) {
+// crossOnce sends recs through s's chain in one bundle; it returns the
+// outputs and the host's answer (its output counts say which record made
+// which outputs).
+func (t *task) crossOnce(ctx context.Context, s *step, recs []rec) ([]rec, *pb.BundleResult, error) {
 	b := encodeBundle(s, recs)
 	b.Partition = t.id.partition
 	res, err := t.app.host.Process(ctx, b)
 	if err != nil {
-		return nil, fmt.Errorf("runtime: task %s: bundle for node %s: %w", t.id, s.node.Name, err)
+		return nil, nil, fmt.Errorf("runtime: task %s: bundle for node %s: %w", t.id, s.node.Name, err)
 	}
-	return decodeResult(s, recs, res)
+	out, err := decodeResult(s, recs, res)
+	return out, res, err
 }
 
 // encodeBundle lays recs out in columns.

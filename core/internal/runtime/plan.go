@@ -95,8 +95,8 @@ var tableOps = map[topology.Op]pb.Operation{
 
 // compile builds the plans of every sub-topology. fullTopic maps a node's
 // topic to the topic in Kafka (internal topics get the application.id
-// prefix).
-func compile(t *topology.Topology, fullTopic func(name string, internal bool) string) ([]*plan, error) {
+// prefix); cache says whether the record cache is on.
+func compile(t *topology.Topology, fullTopic func(name string, internal bool) string, cache bool) ([]*plan, error) {
 	var plans []*plan
 	for _, sub := range t.Subtopologies {
 		p := &plan{id: sub.ID, sources: map[string]*step{}}
@@ -109,6 +109,13 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 			s := &step{node: n}
 			seen[n] = s
 			last := n
+			// useStore gives s the node's store, when it has one.
+			useStore := func() {
+				if len(n.Stores) == 1 && t.Stores[n.Stores[0]] != nil {
+					s.store = t.Stores[n.Stores[0]]
+					p.stores = append(p.stores, s.store)
+				}
+			}
 			switch {
 			case n.Type == topology.Source:
 				s.kind, s.keySerde, s.valueSerde, s.change = stepSource, n.KeySerde, n.ValueSerde, n.Change
@@ -119,19 +126,13 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				s.kind, s.topic, s.change = stepSink, fullTopic(n.Topic, n.Internal), n.Change
 			case n.Op == topology.OpTableSource:
 				s.kind = stepTableSource
-				if len(n.Stores) == 1 {
-					s.store = t.Stores[n.Stores[0]]
-					p.stores = append(p.stores, s.store)
-				}
+				useStore()
 			case tableOps[n.Op] != 0:
 				s.kind = stepTableTransform
 				if n.Op == topology.OpTableSelect {
 					s.kind = stepTableSelect
 				}
-				if len(n.Stores) == 1 {
-					s.store = t.Stores[n.Stores[0]]
-					p.stores = append(p.stores, s.store)
-				}
+				useStore()
 				if len(n.Predecessors) != 1 {
 					return nil, fmt.Errorf("runtime: node %s has %d predecessors; table operators need one", n.Name, len(n.Predecessors))
 				}
@@ -141,19 +142,6 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
 					s.outKey, s.outValue = n.KeySerde, n.ValueSerde
 					s.keysChange = n.Op == topology.OpTableSelect
-				}
-			case n.Op == topology.OpTableCount || n.Op == topology.OpTableReduce || n.Op == topology.OpTableAggregate:
-				s.kind = stepTableFold
-				if len(n.Stores) != 1 || t.Stores[n.Stores[0]] == nil || len(n.Predecessors) != 1 {
-					return nil, fmt.Errorf("runtime: node %s needs one store and one predecessor", n.Name)
-				}
-				s.store = t.Stores[n.Stores[0]]
-				p.stores = append(p.stores, s.store)
-				s.hostFold = n.Fn != nil && n.Fn.Token != 0
-				if s.hostFold {
-					s.steps = []*pb.Step{tableFoldStep(n)}
-					s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
-					s.outKey, s.outValue = n.KeySerde, s.store.ValueSerde
 				}
 			case isHost(n):
 				s.kind = stepHost
@@ -178,21 +166,18 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					}
 					s.steps = append(s.steps, &pb.Step{Token: c.Fn.Token, Operation: op, Node: c.Name})
 				}
-			case n.Op == topology.OpReduce || n.Op == topology.OpAggregate:
+			case n.Op == topology.OpReduce || n.Op == topology.OpAggregate ||
+				n.Op == topology.OpTableCount || n.Op == topology.OpTableReduce || n.Op == topology.OpTableAggregate:
 				s.kind = stepFold
-				if len(n.Stores) != 1 || t.Stores[n.Stores[0]] == nil || len(n.Predecessors) != 1 {
+				if n.Op != topology.OpReduce && n.Op != topology.OpAggregate {
+					s.kind = stepTableFold
+				}
+				if useStore(); s.store == nil || len(n.Predecessors) != 1 {
 					return nil, fmt.Errorf("runtime: node %s needs one store and one predecessor", n.Name)
 				}
-				s.store = t.Stores[n.Stores[0]]
-				p.stores = append(p.stores, s.store)
-				s.hostFold = n.Fn.Token != 0
+				s.hostFold = n.Fn != nil && n.Fn.Token != 0
 				if s.hostFold {
-					st := &pb.Step{Token: n.Fn.Token, Operation: pb.Operation_OPERATION_REDUCE, Node: n.Name}
-					if n.Op == topology.OpAggregate {
-						st.Operation = pb.Operation_OPERATION_AGGREGATE
-						st.InitializerToken = n.Init.Token
-					}
-					s.steps = []*pb.Step{st}
+					s.steps = []*pb.Step{foldStep(n)}
 					s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
 					s.outKey, s.outValue = n.KeySerde, s.store.ValueSerde
 				}
@@ -202,11 +187,9 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				s.kind = stepDropNullKey
 			case n.Op == topology.OpCount:
 				s.kind = stepCount
-				if len(n.Stores) != 1 || t.Stores[n.Stores[0]] == nil {
+				if useStore(); s.store == nil {
 					return nil, fmt.Errorf("runtime: count node %s has no store", n.Name)
 				}
-				s.store = t.Stores[n.Stores[0]]
-				p.stores = append(p.stores, s.store)
 			case n.Op == topology.OpToStream:
 				s.kind = stepPass
 			default:
@@ -219,12 +202,12 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				}
 				s.next = append(s.next, c)
 			}
-			if s.store != nil && len(s.next) > 0 {
+			if cache && s.store != nil && len(s.next) > 0 {
 				// Appended after its successors: reversed below, upstream first.
 				s.cached = true
 				p.cached = append(p.cached, s)
 			}
-			if s.kind == stepHost || s.hostFold || len(s.steps) > 0 {
+			if len(s.steps) > 0 {
 				p.host = true
 			}
 			return s, nil
@@ -242,4 +225,18 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 		plans = append(plans, p)
 	}
 	return plans, nil
+}
+
+// foldStep is the host step of a fold: the reducer or aggregator, with the
+// initializer (aggregate) and, for a grouped table, the subtractor.
+func foldStep(n *topology.Node) *pb.Step {
+	st := &pb.Step{Token: n.Fn.Token, Operation: pb.Operation_OPERATION_REDUCE, Node: n.Name}
+	if n.Op == topology.OpAggregate || n.Op == topology.OpTableAggregate {
+		st.Operation = pb.Operation_OPERATION_AGGREGATE
+		st.InitializerToken = n.Init.Token
+	}
+	if n.Sub != nil {
+		st.SubtractorToken = n.Sub.Token
+	}
+	return st
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/polystreams/polystreams/core/internal/serde"
 	"github.com/polystreams/polystreams/core/internal/topology"
-	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
 
 // Table steps. A table's records are changes: rec.value is the new value
@@ -81,13 +80,7 @@ func (t *task) evalTable(ctx context.Context, s *step, ins []rec) ([]tableOut, e
 		}
 		return outs, nil
 	}
-	b := encodeBundle(s, ins)
-	b.Partition = t.id.partition
-	res, err := t.app.host.Process(ctx, b)
-	if err != nil {
-		return nil, fmt.Errorf("runtime: task %s: bundle for node %s: %w", t.id, n.Name, err)
-	}
-	got, err := decodeResult(s, ins, res)
+	got, res, err := t.crossOnce(ctx, s, ins)
 	if err != nil {
 		return nil, err
 	}
@@ -360,15 +353,4 @@ func decodeChange(b []byte) (nv, ov []byte, err error) {
 		return body[4 : 4+l : 4+l], body[4+l:], nil
 	}
 	return nil, nil, fmt.Errorf("a change ends in flag %d; want 0, 1 or 2", b[len(b)-1])
-}
-
-// tableFoldStep is the host step of a table fold: the adder, with the
-// subtractor (and for aggregate the initializer) beside it.
-func tableFoldStep(n *topology.Node) *pb.Step {
-	st := &pb.Step{Token: n.Fn.Token, Operation: pb.Operation_OPERATION_REDUCE, Node: n.Name, SubtractorToken: n.Sub.Token}
-	if n.Op == topology.OpTableAggregate {
-		st.Operation = pb.Operation_OPERATION_AGGREGATE
-		st.InitializerToken = n.Init.Token
-	}
-	return st
 }

@@ -311,13 +311,19 @@ func (t *task) process(ctx context.Context, batch []*kgo.Record) error {
 		t.processed[r.Topic] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
 	}
 	if t.cacheBytes == 0 {
-		t.mu.Lock()
-		for topic, eo := range t.processed {
-			t.offsets[topic] = eo
-		}
-		t.mu.Unlock()
+		t.settleOffsets()
 	}
 	return nil
+}
+
+// settleOffsets makes the processed offsets committable: every update of
+// their records went out (none waits in the record cache).
+func (t *task) settleOffsets() {
+	t.mu.Lock()
+	for topic, eo := range t.processed {
+		t.offsets[topic] = eo
+	}
+	t.mu.Unlock()
 }
 
 // begin starts a batch: no outputs, no store changes yet.
@@ -545,7 +551,7 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 		}
 		return nil
 	}
-	if s.cached && t.app.cfg.CacheMaxBytes > 0 {
+	if s.cached {
 		t.cache(s, out)
 		return nil
 	}

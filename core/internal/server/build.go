@@ -80,8 +80,9 @@ func (s *Server) Build(_ context.Context, req *connect.Request[pb.BuildRequest])
 		k, _ := b.Kind(input)
 		return k
 	}
+	// streamOnly refuses a table-only option on an input that is no table.
 	streamOnly := func(input uint64, m *pb.Materialized) error {
-		if m != nil && kind(input) != topology.KindTable {
+		if m != nil {
 			return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: materialized is for tables, but handle %d is a %s", method, input, kind(input)))
 		}
 		return nil

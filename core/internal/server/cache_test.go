@@ -33,10 +33,7 @@ func TestRecordCacheEmitsLatestPerKeyAtCommit(t *testing.T) {
 			h.start()
 			done := h.serveAsync()
 			waitCounts(t, e, "word-counts", want)
-			h.stop()
-			if got := <-done; !strings.HasPrefix(got, "STATE_STOPPED") {
-				t.Fatalf("ended with %q", got)
-			}
+			h.stopServing(done)
 			seqs := e.committedSequences("word-counts")
 			var updates, total int64
 			for w, n := range want {
@@ -82,10 +79,7 @@ func TestRecordCacheDropsAnInsertThenDelete(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("%d records forwarded before the first commit; the cache should hold them", n)
 	}
-	h.stop()
-	if got := <-done; !strings.HasPrefix(got, "STATE_STOPPED") {
-		t.Fatalf("ended with %q", got)
-	}
+	h.stopServing(done)
 	got := map[string][]string{}
 	e.readTopic("kv-out", false, func(r *kgo.Record) { got[string(r.Key)] = append(got[string(r.Key)], fmt.Sprintf("%s", r.Value)) })
 	sameUpdates(t, got, map[string][]string{"k1": {"b"}})

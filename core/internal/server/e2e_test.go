@@ -163,6 +163,16 @@ func (h *testHost) stop() {
 	}
 }
 
+// stopServing stops the session and checks that the host's loop (done,
+// from serveAsync) ended in STATE_STOPPED.
+func (h *testHost) stopServing(done <-chan string) {
+	h.t.Helper()
+	h.stop()
+	if got := <-done; !strings.HasPrefix(got, "STATE_STOPPED") {
+		h.t.Fatalf("ended with %q", got)
+	}
+}
+
 // serveAsync serves bundles until the session ends; the returned channel
 // gives the final state and error.
 func (h *testHost) serveAsync() <-chan string {

@@ -119,10 +119,7 @@ func TestTableGroupByCountFollowsChanges(t *testing.T) {
 	if got, want := string(resp.Msg.Keys), "u1u3"; got != want || string(resp.Msg.Values) != "usus" {
 		t.Errorf("users-store holds keys %q values %q, want %q and %q", got, resp.Msg.Values, want, "usus")
 	}
-	h.stop()
-	if got := <-done; !strings.HasPrefix(got, "STATE_STOPPED") {
-		t.Fatalf("ended with %q", got)
-	}
+	h.stopServing(done)
 }
 
 // KTable.filter on a table whose old values nobody needs forwards a
@@ -150,8 +147,7 @@ func TestTableFilterAndMapValuesForwardTombstones(t *testing.T) {
 	text := func(b []byte) string { return string(b) }
 	sameUpdates(t, e.updates("a-fruit", 5, text), map[string][]string{"k1": {"apple", "avocado", "<nil>"}, "k2": {"<nil>"}, "k3": {"<nil>"}})
 	sameUpdates(t, e.updates("upper-fruit", 5, text), map[string][]string{"k1": {"APPLE", "AVOCADO", "<nil>"}, "k2": {"BANANA"}, "k3": {"<nil>"}})
-	h.stop()
-	<-done
+	h.stopServing(done)
 }
 
 // KGroupedTable reduce and aggregate with host adders and subtractors, and
@@ -204,8 +200,7 @@ func TestTableReduceAndAggregateWithSubtractors(t *testing.T) {
 				"eu": {"5", "12", "17", "10"},
 				"us": {"4", "5", "1"},
 			})
-			h.stop()
-			<-done
+			h.stopServing(done)
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			// The mapper crosses with the old and new values of each change
