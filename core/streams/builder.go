@@ -14,6 +14,7 @@ type Option struct {
 	kind  optKind
 	value string
 	key   string // StoreSerdes: the key serde (value holds the value serde)
+	cfg   map[string]string
 }
 
 type optKind int
@@ -24,11 +25,12 @@ const (
 	optValueSerde
 	optStore
 	optStoreSerdes
+	optChangelogConfig
 )
 
 var optNames = map[optKind]string{
 	optName: "Name", optKeySerde: "KeySerde", optValueSerde: "ValueSerde",
-	optStore: "Store", optStoreSerdes: "StoreSerdes",
+	optStore: "Store", optStoreSerdes: "StoreSerdes", optChangelogConfig: "ChangelogConfig",
 }
 
 // Name names the operator's processor node (Kafka Streams' Named.as,
@@ -57,6 +59,14 @@ func Store(name string) Option { return Option{kind: optStore, value: name} }
 // Kafka Streams takes a number for a store it then does not make.
 func StoreSerdes(key, value string) Option {
 	return Option{kind: optStoreSerdes, key: key, value: value}
+}
+
+// ChangelogConfig gives topic configs for the store's changelog, applied
+// when the engine creates it (Materialized.withLoggingEnabled). The
+// changelog of a key-value store stays compacted: a cleanup.policy without
+// "compact" is refused.
+func ChangelogConfig(config map[string]string) Option {
+	return Option{kind: optChangelogConfig, cfg: config}
 }
 
 type options struct {
@@ -94,6 +104,11 @@ func parse(op string, opts []Option, allowed ...optKind) (options, error) {
 				o.mat = &topology.Materialized{}
 			}
 			o.mat.KeySerde, o.mat.ValueSerde = opt.key, opt.value
+		case optChangelogConfig:
+			if o.mat == nil {
+				o.mat = &topology.Materialized{}
+			}
+			o.mat.ChangelogConfig = opt.cfg
 		}
 	}
 	if len(bad) > 0 {
@@ -288,7 +303,7 @@ func (b *Builder) grouped(h *topology.Handle, err error) (*GroupedStream, error)
 // (KGroupedStream.count); records with a null key or value are skipped.
 // Options: Store, StoreSerdes, Name.
 func (g *GroupedStream) Count(opts ...Option) (*Table, error) {
-	o, err := parse("Count", opts, optName, optStore, optStoreSerdes)
+	o, err := parse("Count", opts, optName, optStore, optStoreSerdes, optChangelogConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +314,7 @@ func (g *GroupedStream) Count(opts ...Option) (*Table, error) {
 // aggregate without a call (KGroupedStream.reduce). Options: Store,
 // StoreSerdes, Name.
 func (g *GroupedStream) Reduce(fn ReducerFunc, opts ...Option) (*Table, error) {
-	o, err := parse("Reduce", opts, optName, optStore, optStoreSerdes)
+	o, err := parse("Reduce", opts, optName, optStore, optStoreSerdes, optChangelogConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +324,7 @@ func (g *GroupedStream) Reduce(fn ReducerFunc, opts ...Option) (*Table, error) {
 // ReduceBuiltin is Reduce with a built-in reducer that runs in the engine.
 // Options: Store, StoreSerdes, Name.
 func (g *GroupedStream) ReduceBuiltin(r Builtin, opts ...Option) (*Table, error) {
-	o, err := parse("ReduceBuiltin", opts, optName, optStore, optStoreSerdes)
+	o, err := parse("ReduceBuiltin", opts, optName, optStore, optStoreSerdes, optChangelogConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +335,7 @@ func (g *GroupedStream) ReduceBuiltin(r Builtin, opts ...Option) (*Table, error)
 // (KGroupedStream.aggregate). The aggregate's serde is StoreSerdes' value
 // serde, else the values'. Options: Store, StoreSerdes, Name.
 func (g *GroupedStream) Aggregate(init InitializerFunc, fn AggregatorFunc, opts ...Option) (*Table, error) {
-	o, err := parse("Aggregate", opts, optName, optStore, optStoreSerdes)
+	o, err := parse("Aggregate", opts, optName, optStore, optStoreSerdes, optChangelogConfig)
 	if err != nil {
 		return nil, err
 	}

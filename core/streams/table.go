@@ -47,7 +47,7 @@ func (g *GroupedTable) ValueSerde() string { return g.h.ValueSerde }
 // exist and be queryable; absent, it is "<topic>-STATE-STORE-<n>" and exists
 // only when an operator downstream needs old values), StoreSerdes.
 func (b *Builder) Table(topic string, opts ...Option) (*Table, error) {
-	o, err := parse("Table", opts, optName, optKeySerde, optValueSerde, optStore, optStoreSerdes)
+	o, err := parse("Table", opts, optName, optKeySerde, optValueSerde, optStore, optStoreSerdes, optChangelogConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (b *Builder) table(h *topology.Handle, err error) (*Table, error) {
 // is deleted, so a tombstone is forwarded for it. fn never sees a nil value.
 // Options: Name, Store, StoreSerdes (keep the result in a store).
 func (t *Table) Filter(fn PredicateFunc, opts ...Option) (*Table, error) {
-	o, err := parse("Filter", opts, optName, optStore, optStoreSerdes)
+	o, err := parse("Filter", opts, optName, optStore, optStoreSerdes, optChangelogConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func (t *Table) Filter(fn PredicateFunc, opts ...Option) (*Table, error) {
 // FilterNot deletes the rows fn accepts (KTable.filterNot). Options as for
 // Filter.
 func (t *Table) FilterNot(fn PredicateFunc, opts ...Option) (*Table, error) {
-	o, err := parse("FilterNot", opts, optName, optStore, optStoreSerdes)
+	o, err := parse("FilterNot", opts, optName, optStore, optStoreSerdes, optChangelogConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func (t *Table) FilterNot(fn PredicateFunc, opts ...Option) (*Table, error) {
 // MapValues maps each row's value (KTable.mapValues); a tombstone passes on
 // as one without a call. Options: ValueSerde, Name, Store, StoreSerdes.
 func (t *Table) MapValues(fn MapValuesFunc, opts ...Option) (*Table, error) {
-	o, err := parse("MapValues", opts, optName, optValueSerde, optStore, optStoreSerdes)
+	o, err := parse("MapValues", opts, optName, optValueSerde, optStore, optStoreSerdes, optChangelogConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +124,7 @@ func (t *Table) ToStream(opts ...Option) (*Stream, error) {
 // (KGroupedTable.count); a group whose rows all left keeps a count of 0.
 // Options: Store, StoreSerdes, Name.
 func (g *GroupedTable) Count(opts ...Option) (*Table, error) {
-	o, err := parse("Count", opts, optName, optStore, optStoreSerdes)
+	o, err := parse("Count", opts, optName, optStore, optStoreSerdes, optChangelogConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +136,7 @@ func (g *GroupedTable) Count(opts ...Option) (*Table, error) {
 // change does both); a group's first value becomes its aggregate without a
 // call. Both are required. Options: Store, StoreSerdes, Name.
 func (g *GroupedTable) Reduce(adder, subtractor ReducerFunc, opts ...Option) (*Table, error) {
-	o, err := parse("Reduce", opts, optName, optStore, optStoreSerdes)
+	o, err := parse("Reduce", opts, optName, optStore, optStoreSerdes, optChangelogConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +147,7 @@ func (g *GroupedTable) Reduce(adder, subtractor ReducerFunc, opts ...Option) (*T
 // which brings its own subtractor (Min, Max and Latest cannot remove a value
 // and are refused). Options: Store, StoreSerdes, Name.
 func (g *GroupedTable) ReduceBuiltin(r Builtin, opts ...Option) (*Table, error) {
-	o, err := parse("ReduceBuiltin", opts, optName, optStore, optStoreSerdes)
+	o, err := parse("ReduceBuiltin", opts, optName, optStore, optStoreSerdes, optChangelogConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +160,7 @@ func (g *GroupedTable) ReduceBuiltin(r Builtin, opts ...Option) (*Table, error) 
 // both). All three are required. The aggregate's serde is StoreSerdes'
 // value serde, else the grouped values'. Options: Store, StoreSerdes, Name.
 func (g *GroupedTable) Aggregate(init InitializerFunc, adder, subtractor AggregatorFunc, opts ...Option) (*Table, error) {
-	o, err := parse("Aggregate", opts, optName, optStore, optStoreSerdes)
+	o, err := parse("Aggregate", opts, optName, optStore, optStoreSerdes, optChangelogConfig)
 	if err != nil {
 		return nil, err
 	}

@@ -63,12 +63,16 @@ export function handleFrom(h: HandleMessage): Handle {
  * `{ storeName: "counts" }` names the store (and so its changelog topic,
  * `<application.id>-counts-changelog`); `{ key: "string", value: "long" }`
  * gives serdes only, and the store name is generated. A plain string is
- * short for `{ storeName }`.
+ * short for `{ storeName }`. `changelogConfig` gives topic configs for the
+ * store's changelog, applied when the engine creates it
+ * (`withLoggingEnabled`); the changelog stays compacted, so a
+ * `cleanup.policy` without `compact` is refused.
  */
 export interface Materialized {
   storeName?: string;
   key?: SerdeName;
   value?: SerdeName;
+  changelogConfig?: Record<string, string>;
 }
 
 /** A built-in reducer that runs in the engine and never crosses: values must be `long` or `double` (`latest`: any). */
@@ -159,7 +163,7 @@ function materialized(m: string | Materialized | undefined, method: string) {
   if (typeof m !== "object" || m === null) {
     throw new TypeError(`${method}: materialized must be a store name or a Materialized, not ${typeof m}`);
   }
-  return { storeName: m.storeName ?? "", keySerde: m.key ?? "", valueSerde: m.value ?? "" };
+  return { storeName: m.storeName ?? "", keySerde: m.key ?? "", valueSerde: m.value ?? "", changelogConfig: { ...m.changelogConfig } };
 }
 
 function callable(fn: unknown, method: string): AnyFunction {
@@ -630,7 +634,11 @@ export class KGroupedTable<K, V> extends Grouped<K> {
     options: AggregationOptions = {},
   ): KTable<K, VA> {
     const m = materialized(options.materialized, "aggregate");
-    const fns = [callable(initializer, "aggregate"), callable(adder, "aggregate"), callable(subtractor, "aggregate")];
+    const fns = [
+      callable(initializer, "aggregate: the initializer"),
+      callable(adder, "aggregate: the adder"),
+      callable(subtractor, "aggregate: the subtractor"),
+    ];
     return new KTable(
       this.builder,
       this.call("aggregate", fns, (input, [init, add, sub]) => ({

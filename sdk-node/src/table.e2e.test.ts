@@ -225,6 +225,11 @@ describe("tables against the real engine", { concurrency: false }, () => {
       );
       // A topic read twice.
       await assert.rejects(app.table("t1").handle, (e: unknown) => e instanceof InvalidArgumentError && /"t1"/.test(e.message));
+      // A table's changelog must stay compacted.
+      await assert.rejects(
+        app.table("t2", { materialized: { storeName: "t2-store", changelogConfig: { "cleanup.policy": "delete" } } }).handle,
+        (e: unknown) => e instanceof InvalidArgumentError && /cleanup\.policy="delete"/.test(e.message) && /must be compacted/.test(e.message),
+      );
       const sum = grouped.reduce("sum", { materialized: "sums" });
       assert.equal((await sum.handle).store, "sums");
       assert.match(await app.describe(), /KTABLE-REDUCE-/);

@@ -35,7 +35,7 @@ func (t *task) fold(ctx context.Context, s *step, recs []rec) ([]rec, error) {
 func foldNative(n *topology.Node, tx *storeTx, recs []rec) ([]rec, error) {
 	out := make([]rec, 0, len(recs))
 	for _, r := range recs {
-		cur, err := tx.get(r.key)
+		cur, curTS, err := tx.get(r.key)
 		if err != nil {
 			return nil, recordError(r, n.Name, err)
 		}
@@ -67,8 +67,9 @@ func foldNative(n *topology.Node, tx *storeTx, recs []rec) ([]rec, error) {
 		if err != nil {
 			return nil, recordError(r, n.Name, err)
 		}
-		tx.dirty[string(r.key)] = agg
-		out = append(out, rec{key: r.key, value: agg, old: cur, ts: r.ts, in: r.in})
+		ts := aggTime(r.ts, cur, curTS)
+		tx.put(r.key, agg, ts)
+		out = append(out, rec{key: r.key, value: agg, old: cur, ts: ts, in: r.in})
 	}
 	return out, nil
 }
@@ -107,17 +108,17 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 	}
 	order := make([]int, 0, len(recs))     // value position -> index into recs
 	groupOf := make([]int32, 0, len(recs)) // value position -> its group
-	prev := make([][]byte, len(groups))    // each group's aggregate before its next value
+	prev := make([]row, len(groups))       // each group's aggregate before its next value
 	for g, members := range groups {
 		key := recs[members[0]].key
-		agg, err := tx.get(key)
+		agg, aggTS, err := tx.get(key)
 		if err != nil {
 			return nil, recordError(recs[members[0]], s.node.Name, err)
 		}
 		b.GroupSizes[g] = int32(len(members))
 		b.KeyLengths[g] = int32(len(key))
 		b.Keys = append(b.Keys, key...)
-		prev[g] = agg
+		prev[g] = row{agg, aggTS}
 		if agg == nil {
 			b.AggregateLengths[g] = -1
 		} else {
@@ -166,9 +167,10 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 			return nil, recordError(inOrder[j], s.node.Name, errors.New("the host returned a null aggregate"))
 		}
 		g := groupOf[j]
-		a.old, prev[g] = prev[g], a.value
+		a.ts = aggTime(a.ts, prev[g].value, prev[g].ts)
+		a.old, prev[g] = prev[g].value, row{a.value, a.ts}
 		out[order[j]] = a
-		tx.dirty[string(a.key)] = a.value // values in order: the last one per key stays
+		tx.put(a.key, a.value, a.ts) // values in order: the last one per key stays
 	}
 	return out, nil
 }

@@ -241,7 +241,7 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 		fs.EachRecord(func(r *kgo.Record) {
 			next = r.Offset + 1
 			if !r.Attrs.IsControl() {
-				ws = append(ws, state.Write{Key: r.Key, Value: r.Value})
+				ws = append(ws, state.Write{Key: r.Key, Value: r.Value, TS: r.Timestamp.UnixMilli()})
 			}
 		})
 		if err := tx.part.Apply(ws); err != nil {

@@ -32,12 +32,12 @@ func (t *task) tableSource(s *step, recs []rec) ([]rec, error) {
 		}
 		r.old = nil
 		if tx != nil {
-			old, err := tx.get(r.key)
+			old, _, err := tx.get(r.key)
 			if err != nil {
 				return nil, recordError(r, s.node.Name, err)
 			}
 			r.old = old
-			tx.dirty[string(r.key)] = r.value
+			tx.put(r.key, r.value, r.ts)
 		}
 		out = append(out, r)
 	}
@@ -148,7 +148,7 @@ func (t *task) tableTransform(ctx context.Context, s *step, recs []rec) ([]rec, 
 			j++
 		}
 		if tx != nil {
-			tx.dirty[string(r.key)] = nv
+			tx.put(r.key, nv, r.ts)
 		}
 		if s.node.SendOld && nv == nil && ov == nil {
 			continue
@@ -233,7 +233,7 @@ func (t *task) tableFold(ctx context.Context, s *step, recs []rec) ([]rec, error
 	n := s.node
 	out := make([]rec, 0, len(kept))
 	for _, r := range kept {
-		cur, err := tx.get(r.key)
+		cur, curTS, err := tx.get(r.key)
 		if err != nil {
 			return nil, recordError(r, n.Name, err)
 		}
@@ -241,8 +241,9 @@ func (t *task) tableFold(ctx context.Context, s *step, recs []rec) ([]rec, error
 		if agg, err = tableFoldOne(n, r, agg); err != nil {
 			return nil, recordError(r, n.Name, err)
 		}
-		tx.dirty[string(r.key)] = agg
-		out = append(out, rec{key: r.key, value: agg, old: cur, ts: r.ts, in: r.in})
+		ts := aggTime(r.ts, cur, curTS)
+		tx.put(r.key, agg, ts)
+		out = append(out, rec{key: r.key, value: agg, old: cur, ts: ts, in: r.in})
 	}
 	return out, nil
 }

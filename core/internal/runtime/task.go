@@ -44,21 +44,59 @@ type storeTx struct {
 	store     *topology.Store
 	part      *state.Partition
 	changelog string
-	dirty     map[string][]byte
-	txn       map[string][]byte
+	dirty     map[string]row
+	txn       map[string]row
 	// lastOffset is the offset of the last changelog record of the open
 	// transaction, -1 when none (set by produce promises).
 	lastOffset atomic.Int64
 }
 
-func (s *storeTx) get(key []byte) ([]byte, error) {
-	if v, ok := s.dirty[string(key)]; ok {
-		return v, nil
+// row is a store's value for a key with its timestamp; a nil value is a
+// deleted key.
+type row struct {
+	value []byte
+	ts    int64
+}
+
+// get returns key's value (nil when absent) and its timestamp.
+func (s *storeTx) get(key []byte) ([]byte, int64, error) {
+	if r, ok := s.dirty[string(key)]; ok {
+		return r.value, r.ts, nil
 	}
-	if v, ok := s.txn[string(key)]; ok {
-		return v, nil
+	if r, ok := s.txn[string(key)]; ok {
+		return r.value, r.ts, nil
 	}
 	return s.part.Get(key)
+}
+
+// put sets key's value (nil deletes it) as of timestamp ts.
+func (s *storeTx) put(key, value []byte, ts int64) {
+	s.dirty[string(key)] = row{value, ts}
+}
+
+// writes turns rows into store writes.
+func writes(rows map[string]row) []state.Write {
+	ws := make([]state.Write, 0, len(rows))
+	for k, r := range rows {
+		ws = append(ws, state.Write{Key: []byte(k), Value: r.value, TS: r.ts})
+	}
+	return ws
+}
+
+// changelogRecord is the changelog record of a store change: the plain
+// value, with the row's timestamp as the record's.
+func (s *storeTx) changelogRecord(partition int32, w state.Write) *kgo.Record {
+	return &kgo.Record{Topic: s.changelog, Partition: partition, Key: w.Key, Value: w.Value, Timestamp: time.UnixMilli(w.TS)}
+}
+
+// aggTime is the timestamp of an aggregate updated by a record at ts: the
+// later of ts and the previous aggregate's, as Kafka Streams' aggregations
+// since timestamped stores (KIP-258) have it.
+func aggTime(ts int64, prev []byte, prevTS int64) int64 {
+	if prev != nil && prevTS > ts {
+		return prevTS
+	}
+	return ts
 }
 
 // task processes the records of one partition of one sub-topology, in offset
@@ -131,8 +169,8 @@ func (t *task) run(ctx context.Context) {
 			store:     st,
 			part:      t.app.db.Partition(st.Name, t.id.partition),
 			changelog: t.app.fullTopic(st.ChangelogTopic, true),
-			dirty:     map[string][]byte{},
-			txn:       map[string][]byte{},
+			dirty:     map[string]row{},
+			txn:       map[string]row{},
 		}
 		tx.lastOffset.Store(-1)
 		if err := t.app.restore(ctx, tx); err != nil {
@@ -348,11 +386,9 @@ func (t *task) finish() error {
 			}
 			continue
 		}
-		ws := make([]state.Write, 0, len(tx.dirty))
-		for k, v := range tx.dirty {
-			key := []byte(k)
-			ws = append(ws, state.Write{Key: key, Value: v})
-			t.out = append(t.out, &kgo.Record{Topic: tx.changelog, Partition: t.id.partition, Key: key, Value: v})
+		ws := writes(tx.dirty)
+		for _, w := range ws {
+			t.out = append(t.out, tx.changelogRecord(t.id.partition, w))
 		}
 		if err := tx.part.Apply(ws); err != nil {
 			return fmt.Errorf("runtime: task %s: %w", t.id, err)
@@ -388,8 +424,9 @@ func (t *task) writeChangelogs() {
 		return // still restoring: it has processed nothing
 	}
 	for _, tx := range t.stores {
-		for k, v := range tx.txn {
-			t.app.produceThen(&kgo.Record{Topic: tx.changelog, Partition: t.id.partition, Key: []byte(k), Value: v}, func(r *kgo.Record) {
+		for k, r := range tx.txn {
+			w := state.Write{Key: []byte(k), Value: r.value, TS: r.ts}
+			t.app.produceThen(tx.changelogRecord(t.id.partition, w), func(r *kgo.Record) {
 				for {
 					cur := tx.lastOffset.Load()
 					if r.Offset <= cur || tx.lastOffset.CompareAndSwap(cur, r.Offset) {
@@ -410,11 +447,7 @@ func (t *task) settleTxn(committed bool) {
 	}
 	for _, tx := range t.stores {
 		if committed && len(tx.txn) > 0 {
-			ws := make([]state.Write, 0, len(tx.txn))
-			for k, v := range tx.txn {
-				ws = append(ws, state.Write{Key: []byte(k), Value: v})
-			}
-			err := tx.part.Apply(ws)
+			err := tx.part.Apply(writes(tx.txn))
 			if last := tx.lastOffset.Load(); err == nil && last >= 0 {
 				err = tx.part.SetCheckpoint(last + 1)
 			}
@@ -515,7 +548,7 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 				t.droppedRecords++
 				continue
 			}
-			cur, err := tx.get(r.key)
+			cur, curTS, err := tx.get(r.key)
 			if err != nil {
 				return recordError(r, s.node.Name, err)
 			}
@@ -526,8 +559,9 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 				}
 			}
 			v := serde.AppendLong(make([]byte, 0, 8), n+1)
-			tx.dirty[string(r.key)] = v
-			out = append(out, rec{key: r.key, value: v, old: cur, ts: r.ts, in: r.in})
+			ts := aggTime(r.ts, cur, curTS)
+			tx.put(r.key, v, ts)
+			out = append(out, rec{key: r.key, value: v, old: cur, ts: ts, in: r.in})
 		}
 	case stepFold:
 		var err error

@@ -97,6 +97,9 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 				t := a.fullTopic(st.ChangelogTopic, true)
 				want[t] = subParts[sub.ID]
 				configs[t] = map[string]*string{"cleanup.policy": &compact}
+				for k, v := range st.ChangelogConfig {
+					configs[t][k] = &v
+				}
 				changelogs[t] = true
 			}
 		}

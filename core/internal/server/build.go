@@ -243,7 +243,7 @@ func materialized(m *pb.Materialized) *topology.Materialized {
 	if m == nil {
 		return nil
 	}
-	return &topology.Materialized{StoreName: m.StoreName, KeySerde: m.KeySerde, ValueSerde: m.ValueSerde}
+	return &topology.Materialized{StoreName: m.StoreName, KeySerde: m.KeySerde, ValueSerde: m.ValueSerde, ChangelogConfig: m.ChangelogConfig}
 }
 
 // operationName is the operator's name in the protocol (snake_case).

@@ -69,7 +69,7 @@ func (s *Server) Query(_ context.Context, req *connect.Request[pb.QueryRequest])
 	// Each partition contributes at most its first limit+1 keys: the first
 	// limit keys overall are among them (and one more tells truncation).
 	var taken int
-	collect := func(k, v []byte) error {
+	collect := func(k, v []byte, _ int64) error {
 		found = append(found, entry{append([]byte(nil), k...), append([]byte(nil), v...)})
 		if taken++; taken > limit {
 			return state.ErrStop
@@ -82,7 +82,7 @@ func (s *Server) Query(_ context.Context, req *connect.Request[pb.QueryRequest])
 		switch q := m.Query.(type) {
 		case *pb.QueryRequest_Get:
 			var v []byte
-			if v, err = p.Get(q.Get); err == nil && v != nil {
+			if v, _, err = p.Get(q.Get); err == nil && v != nil {
 				found = append(found, entry{q.Get, v})
 			}
 		case *pb.QueryRequest_Range:

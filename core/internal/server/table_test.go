@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
@@ -218,7 +219,7 @@ func TestTableReduceAndAggregateWithSubtractors(t *testing.T) {
 
 // Bad table input gets named errors and the session survives.
 func TestTableBadInput(t *testing.T) {
-	e := newEnv(t, "t1", "s1")
+	e := newEnv(t, "t1", "t2", "s1")
 	h := e.open("table-bad", nil)
 	tok := h.register("f", predicateFn(func(_, _ []byte) (bool, error) { return true, nil }))
 	tbl := h.mustBuild(&pb.TableOp{Topic: "t1", ValueSerde: "long"})
@@ -236,6 +237,8 @@ func TestTableBadInput(t *testing.T) {
 		{"subtractor on a grouped stream", &pb.ReduceOp{Input: st.Id, Token: tok, SubtractorToken: tok}, connect.CodeInvalidArgument, []string{"subtractor", "grouped tables", "stream"}},
 		{"unregistered subtractor", &pb.ReduceOp{Input: g.Id, Token: tok, SubtractorToken: 999}, connect.CodeNotFound, []string{"token 999"}},
 		{"built-in max on a grouped table", &pb.ReduceOp{Input: g.Id, Builtin: pb.Reducer_REDUCER_MAX}, connect.CodeInvalidArgument, []string{"max", "cannot remove"}},
+		{"table with a non-compacted changelog", &pb.TableOp{Topic: "t2", Materialized: &pb.Materialized{StoreName: "t2-store", ChangelogConfig: map[string]string{"cleanup.policy": "delete"}}}, connect.CodeInvalidArgument, []string{"table", `cleanup.policy="delete"`, "must be compacted"}},
+		{"count with a non-compacted changelog", &pb.CountOp{Input: g.Id, Materialized: &pb.Materialized{ChangelogConfig: map[string]string{"cleanup.policy": "delete"}}}, connect.CodeInvalidArgument, []string{"count", `cleanup.policy="delete"`}},
 	}
 	for _, tt := range tests {
 		_, err := h.build(tt.op)
@@ -251,4 +254,40 @@ func TestTableBadInput(t *testing.T) {
 	}
 	// The session survives: the sum over the table still builds.
 	h.mustBuild(&pb.ReduceOp{Input: g.Id, Builtin: pb.Reducer_REDUCER_SUM})
+}
+
+// Materialized's changelog configs reach the changelog topic the engine
+// creates, beside cleanup.policy=compact (compact,delete is a compacted
+// changelog too, and allowed); read back with the admin API.
+func TestTableChangelogConfig(t *testing.T) {
+	e := newEnv(t, "accounts")
+	h := e.open("table-config", nil)
+	h.mustBuild(&pb.TableOp{Topic: "accounts", Materialized: &pb.Materialized{StoreName: "accounts-store", ChangelogConfig: map[string]string{
+		"min.compaction.lag.ms": "60000", "cleanup.policy": "compact,delete",
+	}}})
+	h.start()
+	done := h.serveAsync()
+	defer h.stopServing(done)
+	adm, err := kadm.NewOptClient(kgo.SeedBrokers(e.broker.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	topic := "table-config-accounts-store-changelog"
+	got := map[string]string{}
+	waitFor(t, "the changelog topic "+topic, 30*time.Second, func() bool {
+		rcs, err := adm.DescribeTopicConfigs(context.Background(), topic)
+		if err != nil || len(rcs) != 1 || rcs[0].Err != nil {
+			return false
+		}
+		for _, c := range rcs[0].Configs {
+			got[c.Key] = c.MaybeValue()
+		}
+		return true
+	})
+	for k, want := range map[string]string{"min.compaction.lag.ms": "60000", "cleanup.policy": "compact,delete"} {
+		if got[k] != want {
+			t.Errorf("%s: %s=%q, want %q", topic, k, got[k], want)
+		}
+	}
 }

@@ -20,6 +20,11 @@ type DB struct {
 
 // Key layout: 'd' storeName 0x00 partition(4 BE) userKey for data,
 // 'c' storeName 0x00 partition(4 BE) for the checkpointed changelog offset.
+//
+// Values are timestamped, as Kafka Streams' timestamped stores keep them
+// (ValueAndTimestamp): the 8-byte big-endian timestamp of the row, then its
+// value. The changelog carries the plain value, with the row's timestamp as
+// the record's.
 const (
 	dataTag       = 'd'
 	checkpointTag = 'c'
@@ -73,23 +78,37 @@ func (p *Partition) end() []byte {
 	return binary.BigEndian.AppendUint32(end[:len(end)-4], uint32(p.Number)+1)
 }
 
-// Get returns a copy of the value of key, or nil when absent.
-func (p *Partition) Get(key []byte) ([]byte, error) {
+// Get returns a copy of the value of key and its timestamp, or a nil value
+// when absent.
+func (p *Partition) Get(key []byte) ([]byte, int64, error) {
 	v, closer, err := p.db.Get(p.dataKey(key))
 	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("state: get from store %s partition %d: %w", p.Store, p.Number, err)
+		return nil, 0, fmt.Errorf("state: get from store %s partition %d: %w", p.Store, p.Number, err)
 	}
-	out := append([]byte(nil), v...)
-	closer.Close()
-	return out, nil
+	defer closer.Close()
+	value, ts, err := split(v)
+	if err != nil {
+		return nil, 0, fmt.Errorf("state: get from store %s partition %d: key %q: %w", p.Store, p.Number, key, err)
+	}
+	return append(make([]byte, 0, len(value)), value...), ts, nil
 }
 
-// Write is one change: a put, or a delete when Value is nil.
+// split reads a stored value: its timestamp, then the value.
+func split(stored []byte) ([]byte, int64, error) {
+	if len(stored) < 8 {
+		return nil, 0, fmt.Errorf("stored value of %d bytes has no 8-byte timestamp", len(stored))
+	}
+	return stored[8:], int64(binary.BigEndian.Uint64(stored)), nil
+}
+
+// Write is one change: a put, or a delete when Value is nil. TS is the
+// row's timestamp.
 type Write struct {
 	Key, Value []byte
+	TS         int64
 }
 
 // Apply writes changes atomically, in order.
@@ -99,13 +118,15 @@ func (p *Partition) Apply(ws []Write) error {
 	}
 	b := p.db.NewBatch()
 	defer b.Close()
+	var k, v []byte // the batch copies them
 	for _, w := range ws {
-		k := append(append(make([]byte, 0, len(p.prefix)+len(w.Key)), p.prefix...), w.Key...)
+		k = append(append(k[:0], p.prefix...), w.Key...)
 		var err error
 		if w.Value == nil {
 			err = b.Delete(k, nil)
 		} else {
-			err = b.Set(k, w.Value, nil)
+			v = append(binary.BigEndian.AppendUint64(v[:0], uint64(w.TS)), w.Value...)
+			err = b.Set(k, v, nil)
 		}
 		if err != nil {
 			return fmt.Errorf("state: write to store %s partition %d: %w", p.Store, p.Number, err)
@@ -160,15 +181,15 @@ func (p *Partition) ClearCheckpoint() error {
 	return nil
 }
 
-// Scan calls fn for every key of the partition in key order (keys and
-// values are valid only during the call).
-func (p *Partition) Scan(fn func(key, value []byte) error) error {
+// Scan calls fn for every key of the partition in key order, with its value
+// and timestamp (keys and values are valid only during the call).
+func (p *Partition) Scan(fn func(key, value []byte, ts int64) error) error {
 	return p.ScanRange(nil, nil, fn)
 }
 
 // ScanRange is Scan over the keys k with lower <= k < upper; a nil bound is
 // open. fn may stop the scan by returning ErrStop.
-func (p *Partition) ScanRange(lower, upper []byte, fn func(key, value []byte) error) error {
+func (p *Partition) ScanRange(lower, upper []byte, fn func(key, value []byte, ts int64) error) error {
 	lo, hi := p.prefix, p.end()
 	if lower != nil {
 		lo = append(append([]byte(nil), p.prefix...), lower...)
@@ -182,7 +203,12 @@ func (p *Partition) ScanRange(lower, upper []byte, fn func(key, value []byte) er
 	}
 	defer it.Close()
 	for it.First(); it.Valid(); it.Next() {
-		if err := fn(it.Key()[len(p.prefix):], it.Value()); err != nil {
+		key := it.Key()[len(p.prefix):]
+		value, ts, err := split(it.Value())
+		if err != nil {
+			return fmt.Errorf("state: scan store %s partition %d: key %q: %w", p.Store, p.Number, key, err)
+		}
+		if err := fn(key, value, ts); err != nil {
 			if errors.Is(err, ErrStop) {
 				return nil
 			}

@@ -12,7 +12,7 @@ func TestPartitionsAreIsolatedAndCheckpointed(t *testing.T) {
 	}
 	p0, p1 := db.Partition("counts", 0), db.Partition("counts", 1)
 	other := db.Partition("counts2", 0)
-	if err := p0.Apply([]Write{{Key: []byte("a"), Value: []byte("1")}, {Key: []byte("b"), Value: []byte("2")}}); err != nil {
+	if err := p0.Apply([]Write{{Key: []byte("a"), Value: []byte("1"), TS: 5}, {Key: []byte("b"), Value: []byte("2")}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := p1.Apply([]Write{{Key: []byte("a"), Value: []byte("9")}}); err != nil {
@@ -21,13 +21,13 @@ func TestPartitionsAreIsolatedAndCheckpointed(t *testing.T) {
 	if err := other.Apply([]Write{{Key: []byte("a"), Value: []byte("7")}}); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := p0.Get([]byte("a")); string(v) != "1" {
-		t.Errorf("p0 a = %q, want 1", v)
+	if v, ts, _ := p0.Get([]byte("a")); string(v) != "1" || ts != 5 {
+		t.Errorf("p0 a = %q at %d, want 1 at 5", v, ts)
 	}
 	if err := p0.Apply([]Write{{Key: []byte("b")}}); err != nil { // delete
 		t.Fatal(err)
 	}
-	if v, _ := p0.Get([]byte("b")); v != nil {
+	if v, _, _ := p0.Get([]byte("b")); v != nil {
 		t.Errorf("deleted key reads %q", v)
 	}
 	if err := p0.SetCheckpoint(42); err != nil {
@@ -49,18 +49,18 @@ func TestPartitionsAreIsolatedAndCheckpointed(t *testing.T) {
 	if err := p0.Wipe(); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := p0.Get([]byte("a")); v != nil {
+	if v, _, _ := p0.Get([]byte("a")); v != nil {
 		t.Errorf("wiped partition still holds a=%q", v)
 	}
 	if _, ok, _ := p0.Checkpoint(); ok {
 		t.Error("wipe left the checkpoint")
 	}
 	var n int
-	p1.Scan(func(k, v []byte) error { n++; return nil })
-	if v, _ := p1.Get([]byte("a")); string(v) != "9" || n != 1 {
+	p1.Scan(func(k, v []byte, ts int64) error { n++; return nil })
+	if v, _, _ := p1.Get([]byte("a")); string(v) != "9" || n != 1 {
 		t.Errorf("wiping partition 0 touched partition 1: a=%q, %d keys", v, n)
 	}
-	if v, _ := db.Partition("counts2", 0).Get([]byte("a")); string(v) != "7" {
+	if v, _, _ := db.Partition("counts2", 0).Get([]byte("a")); string(v) != "7" {
 		t.Errorf("wiping store counts touched store counts2: %q", v)
 	}
 }

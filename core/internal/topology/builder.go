@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -118,6 +119,30 @@ type StreamOptions struct {
 // Empty serdes keep the grouped stream's key serde and long values.
 type Materialized struct {
 	StoreName, KeySerde, ValueSerde string
+	// ChangelogConfig is Materialized.withLoggingEnabled's topic configs
+	// for the store's changelog.
+	ChangelogConfig map[string]string
+}
+
+// changelogConfig checks a Materialized's changelog topic configs: a
+// key-value store's changelog must stay compacted, or the broker deletes
+// rows the store still holds and a restore loses them.
+func (c *call) changelogConfig(m Materialized) {
+	for _, k := range slices.Sorted(maps.Keys(m.ChangelogConfig)) {
+		v := m.ChangelogConfig[k]
+		if k == "" {
+			c.invalid("materialized changelog config has an empty name (value %q)", v)
+			continue
+		}
+		if k == "cleanup.policy" && !slices.Contains(strings.Split(strings.ReplaceAll(v, " ", ""), ","), "compact") {
+			c.invalid("materialized changelog config cleanup.policy=%q: a key-value store's changelog must be compacted (cleanup.policy=compact), or restoring it loses rows the store holds", v)
+		}
+	}
+}
+
+// newStore records a key-value store and its changelog.
+func (b *Builder) newStore(name, keySerde, valueSerde string, changelogConfig map[string]string) {
+	b.stores[name] = &Store{Name: name, KeySerde: keySerde, ValueSerde: valueSerde, ChangelogTopic: name + changelogSuffix, ChangelogConfig: changelogConfig}
 }
 
 // Stream adds a source node reading o.Topics (StreamsBuilder.stream).
@@ -369,6 +394,7 @@ func (b *Builder) aggregation(f fold, input uint64, m *Materialized, name string
 		if c.serde("materialized value", mat.ValueSerde) && f.valueSerde != "" && mat.ValueSerde != "" && mat.ValueSerde != f.valueSerde {
 			c.invalid("%s stores %ss, but materialized names value serde %q", f.op, f.valueSerde, mat.ValueSerde)
 		}
+		c.changelogConfig(mat)
 		if mat.StoreName != "" {
 			c.validName("store", mat.StoreName)
 		} else if f.kind == OpCount {
@@ -404,7 +430,7 @@ func (b *Builder) aggregation(f fold, input uint64, m *Materialized, name string
 		Name: aggName, Type: Processor, Op: f.kind, Stores: []string{store}, Fn: f.fn, Init: f.init,
 		KeySerde: serde.Or(mat.KeySerde, in.handle.KeySerde), ValueSerde: valueSerde,
 	}
-	b.stores[store] = &Store{Name: store, KeySerde: n.KeySerde, ValueSerde: valueSerde, ChangelogTopic: store + changelogSuffix}
+	b.newStore(store, n.KeySerde, valueSerde, mat.ChangelogConfig)
 	b.nodes[n.Name] = n
 	link(from, n)
 	ag := b.add(g, &gnode{nodes: []*Node{n}, out: n})

@@ -57,6 +57,7 @@ func (b *Builder) Table(o TableOptions) (*Handle, error) {
 		mat = *o.Materialized
 		c.serde("materialized key", mat.KeySerde)
 		c.serde("materialized value", mat.ValueSerde)
+		c.changelogConfig(mat)
 	}
 	store := mat.StoreName
 	if store != "" {
@@ -76,7 +77,7 @@ func (b *Builder) Table(o TableOptions) (*Handle, error) {
 	tbl := &Node{
 		Name: tableName, Type: Processor, Op: OpTableSource,
 		KeySerde: serde.Or(mat.KeySerde, k), ValueSerde: serde.Or(mat.ValueSerde, v),
-		pendingStore: store,
+		pendingStore: store, pendingConfig: mat.ChangelogConfig,
 	}
 	b.nodes[src.Name], b.nodes[tbl.Name] = src, tbl
 	b.topics[o.Topic] = src.Name
@@ -93,7 +94,7 @@ func (b *Builder) materialize(n *Node) {
 	if n.pendingStore == "" || len(n.Stores) > 0 {
 		return
 	}
-	b.stores[n.pendingStore] = &Store{Name: n.pendingStore, KeySerde: n.KeySerde, ValueSerde: n.ValueSerde, ChangelogTopic: n.pendingStore + changelogSuffix}
+	b.newStore(n.pendingStore, n.KeySerde, n.ValueSerde, n.pendingConfig)
 	n.Stores = []string{n.pendingStore}
 }
 
@@ -159,6 +160,7 @@ func (b *Builder) tableOp(t tableOp, input uint64, fn Function, valueSerde strin
 		mat = *m
 		c.serde("materialized key", mat.KeySerde)
 		c.serde("materialized value", mat.ValueSerde)
+		c.changelogConfig(mat)
 		if mat.StoreName != "" {
 			if c.validName("store", mat.StoreName) && b.stores[mat.StoreName] != nil {
 				c.invalid("%s names store %q, which exists already", t.op, mat.StoreName)
@@ -176,7 +178,7 @@ func (b *Builder) tableOp(t tableOp, input uint64, fn Function, valueSerde strin
 		Name: nodeName, Type: Processor, Op: t.kind, Fn: &fn,
 		KeySerde:     serde.Or(mat.KeySerde, in.handle.KeySerde),
 		ValueSerde:   serde.Or(mat.ValueSerde, serde.Or(valueSerde, in.handle.ValueSerde)),
-		pendingStore: store,
+		pendingStore: store, pendingConfig: mat.ChangelogConfig,
 	}
 	g := b.hang(in, n)
 	b.materialize(n)
@@ -276,6 +278,7 @@ func (b *Builder) tableAggregation(f fold, input uint64, m *Materialized, name s
 		if c.serde("materialized value", mat.ValueSerde) && f.valueSerde != "" && mat.ValueSerde != "" && mat.ValueSerde != f.valueSerde {
 			c.invalid("%s stores %ss, but materialized names value serde %q", f.op, f.valueSerde, mat.ValueSerde)
 		}
+		c.changelogConfig(mat)
 		if mat.StoreName != "" {
 			c.validName("store", mat.StoreName)
 		}
@@ -315,7 +318,7 @@ func (b *Builder) tableAggregation(f fold, input uint64, m *Materialized, name s
 		b.nodes[x.Name] = x
 	}
 	b.topics[topic] = source.Name
-	b.stores[store] = &Store{Name: store, KeySerde: n.KeySerde, ValueSerde: valueSerde, ChangelogTopic: store + changelogSuffix}
+	b.newStore(store, n.KeySerde, valueSerde, mat.ChangelogConfig)
 	link(in.handle.Node, sink)
 	link(source, n)
 	// KGroupedTableImpl adds a GroupedTableOperationRepartitionNode (sink

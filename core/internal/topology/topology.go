@@ -169,6 +169,8 @@ type Node struct {
 	// pendingStore is the store a table node reserved a name for and gets
 	// only when materialized (Builder.materialize).
 	pendingStore string
+	// pendingConfig is that store's changelog topic configs.
+	pendingConfig map[string]string
 
 	// seq is the node's place in the order Kafka Streams writes nodes into
 	// its InternalTopologyBuilder; describe() needs it to reproduce Java's
@@ -183,6 +185,9 @@ type Store struct {
 	// ChangelogTopic is "<storeName>-changelog" without the application.id
 	// prefix; the runtime prefixes it.
 	ChangelogTopic string
+	// ChangelogConfig are topic configs for the changelog beside the
+	// engine's (cleanup.policy=compact), applied when it creates it.
+	ChangelogConfig map[string]string
 }
 
 // Subtopology is a connected part of the graph; its tasks are its source

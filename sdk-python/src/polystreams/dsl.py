@@ -8,7 +8,7 @@ under a token, and the engine later sends records to be run through it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -73,15 +73,25 @@ class Materialized:
     ``Materialized("counts")`` names the store (and so its changelog topic,
     ``<application.id>-counts-changelog``); ``Materialized(key="string",
     value="long")`` gives serdes only, and the store name is generated.
+    ``changelog_config`` gives topic configs for the store's changelog,
+    applied when the engine creates it (``withLoggingEnabled``); the
+    changelog stays compacted, so a ``cleanup.policy`` without ``compact``
+    is refused.
     """
 
     store_name: str = ""
     _: KW_ONLY
     key: SerdeName | None = None
     value: SerdeName | None = None
+    changelog_config: Mapping[str, str] | None = None
 
     def to_proto(self) -> pb.Materialized:
-        return pb.Materialized(store_name=self.store_name, key_serde=self.key or "", value_serde=self.value or "")
+        return pb.Materialized(
+            store_name=self.store_name,
+            key_serde=self.key or "",
+            value_serde=self.value or "",
+            changelog_config=dict(self.changelog_config or {}),
+        )
 
 
 def _s(name: str | None) -> str:

@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from test_engine_e2e import Runner, config, create_topic
 
-from polystreams import App, InvalidArgumentError, KGroupedTable, KTable
+from polystreams import App, InvalidArgumentError, KGroupedTable, KTable, Materialized
 
 
 def produce_changes(brokers: str, topic: str, records: list[tuple[str, str | None]]) -> None:
@@ -125,4 +125,6 @@ def test_table_refusals_name_the_problem(tmp_path: Path, app_id: str) -> None:
             grouped.reduce(lambda a, v: a + v)
         with pytest.raises(InvalidArgumentError, match="table reads topic \"t\", which source"):
             app.table("t")
+        with pytest.raises(InvalidArgumentError, match='cleanup.policy="delete".*must be compacted'):
+            app.table("t2", materialized=Materialized("t2-store", changelog_config={"cleanup.policy": "delete"}))
         grouped.count()  # the session is still usable

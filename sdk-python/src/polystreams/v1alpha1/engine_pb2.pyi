@@ -352,14 +352,23 @@ class MapValuesOp(_message.Message):
     def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ...) -> None: ...
 
 class Materialized(_message.Message):
-    __slots__ = ["key_serde", "store_name", "value_serde"]
+    __slots__ = ["changelog_config", "key_serde", "store_name", "value_serde"]
+    class ChangelogConfigEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CHANGELOG_CONFIG_FIELD_NUMBER: _ClassVar[int]
     KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
     STORE_NAME_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    changelog_config: _containers.ScalarMap[str, str]
     key_serde: str
     store_name: str
     value_serde: str
-    def __init__(self, store_name: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ...) -> None: ...
+    def __init__(self, store_name: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., changelog_config: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class Node(_message.Message):
     __slots__ = ["name", "predecessors", "stores", "successors", "topic", "topics", "type"]

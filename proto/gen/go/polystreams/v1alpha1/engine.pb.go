@@ -659,12 +659,17 @@ func (x *Handle) GetStore() string {
 // store_name means "materialized, name generated" (Kafka Streams burns a
 // name-counter number in that case; see docs/design/protocol.md).
 type Materialized struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	StoreName     string                 `protobuf:"bytes,1,opt,name=store_name,json=storeName,proto3" json:"store_name,omitempty"`
-	KeySerde      string                 `protobuf:"bytes,2,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
-	ValueSerde    string                 `protobuf:"bytes,3,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	StoreName  string                 `protobuf:"bytes,1,opt,name=store_name,json=storeName,proto3" json:"store_name,omitempty"`
+	KeySerde   string                 `protobuf:"bytes,2,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
+	ValueSerde string                 `protobuf:"bytes,3,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
+	// Materialized.withLoggingEnabled(config): topic configs of the store's
+	// changelog (e.g. "min.compaction.lag.ms"), applied when the engine
+	// creates it. A key-value store's changelog stays compacted: a
+	// cleanup.policy without "compact" is refused.
+	ChangelogConfig map[string]string `protobuf:"bytes,4,rep,name=changelog_config,json=changelogConfig,proto3" json:"changelog_config,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Materialized) Reset() {
@@ -716,6 +721,13 @@ func (x *Materialized) GetValueSerde() string {
 		return x.ValueSerde
 	}
 	return ""
+}
+
+func (x *Materialized) GetChangelogConfig() map[string]string {
+	if x != nil {
+		return x.ChangelogConfig
+	}
+	return nil
 }
 
 type StreamOp struct {
@@ -3996,13 +4008,17 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\vvalue_serde\x18\x04 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
 	"\x04node\x18\x05 \x01(\tR\x04node\x12\x14\n" +
-	"\x05store\x18\x06 \x01(\tR\x05store\"k\n" +
+	"\x05store\x18\x06 \x01(\tR\x05store\"\x93\x02\n" +
 	"\fMaterialized\x12\x1d\n" +
 	"\n" +
 	"store_name\x18\x01 \x01(\tR\tstoreName\x12\x1b\n" +
 	"\tkey_serde\x18\x02 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x03 \x01(\tR\n" +
-	"valueSerde\"t\n" +
+	"valueSerde\x12b\n" +
+	"\x10changelog_config\x18\x04 \x03(\v27.polystreams.v1alpha1.Materialized.ChangelogConfigEntryR\x0fchangelogConfig\x1aB\n" +
+	"\x14ChangelogConfigEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"t\n" +
 	"\bStreamOp\x12\x16\n" +
 	"\x06topics\x18\x01 \x03(\tR\x06topics\x12\x1b\n" +
 	"\tkey_serde\x18\x02 \x01(\tR\bkeySerde\x12\x1f\n" +
@@ -4327,7 +4343,7 @@ func file_polystreams_v1alpha1_engine_proto_rawDescGZIP() []byte {
 }
 
 var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(Kind)(0),                        // 0: polystreams.v1alpha1.Kind
 	(Reducer)(0),                     // 1: polystreams.v1alpha1.Reducer
@@ -4383,76 +4399,78 @@ var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(*QueryResponse)(nil),            // 51: polystreams.v1alpha1.QueryResponse
 	nil,                              // 52: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
 	nil,                              // 53: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	nil,                              // 54: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
 }
 var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
 	52, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
 	53, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
 	0,  // 2: polystreams.v1alpha1.Handle.kind:type_name -> polystreams.v1alpha1.Kind
-	10, // 3: polystreams.v1alpha1.TableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	10, // 4: polystreams.v1alpha1.MapValuesOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	10, // 5: polystreams.v1alpha1.FilterOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	10, // 6: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	10, // 7: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	1,  // 8: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
-	10, // 9: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	10, // 10: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	11, // 11: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
-	13, // 12: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
-	14, // 13: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
-	15, // 14: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
-	16, // 15: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
-	17, // 16: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
-	18, // 17: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
-	19, // 18: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
-	20, // 19: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
-	21, // 20: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
-	22, // 21: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
-	23, // 22: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
-	26, // 23: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
-	27, // 24: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
-	24, // 25: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
-	25, // 26: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
-	12, // 27: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
-	9,  // 28: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
-	32, // 29: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
-	33, // 30: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
-	34, // 31: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
-	4,  // 32: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
-	42, // 33: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
-	41, // 34: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
-	3,  // 35: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
-	39, // 36: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	44, // 37: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	2,  // 38: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
-	40, // 39: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
-	43, // 40: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
-	3,  // 41: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
-	39, // 42: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	44, // 43: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	50, // 44: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
-	5,  // 45: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
-	7,  // 46: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
-	28, // 47: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
-	30, // 48: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
-	35, // 49: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
-	37, // 50: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
-	45, // 51: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
-	47, // 52: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
-	49, // 53: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
-	6,  // 54: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
-	8,  // 55: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
-	29, // 56: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
-	31, // 57: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
-	36, // 58: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
-	38, // 59: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
-	46, // 60: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
-	48, // 61: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
-	51, // 62: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
-	54, // [54:63] is the sub-list for method output_type
-	45, // [45:54] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	54, // 3: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	10, // 4: polystreams.v1alpha1.TableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	10, // 5: polystreams.v1alpha1.MapValuesOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	10, // 6: polystreams.v1alpha1.FilterOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	10, // 7: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	10, // 8: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	1,  // 9: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
+	10, // 10: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	10, // 11: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	11, // 12: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
+	13, // 13: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
+	14, // 14: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
+	15, // 15: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
+	16, // 16: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
+	17, // 17: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
+	18, // 18: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
+	19, // 19: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
+	20, // 20: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
+	21, // 21: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
+	22, // 22: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
+	23, // 23: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
+	26, // 24: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
+	27, // 25: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
+	24, // 26: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
+	25, // 27: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
+	12, // 28: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
+	9,  // 29: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
+	32, // 30: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
+	33, // 31: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
+	34, // 32: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
+	4,  // 33: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
+	42, // 34: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
+	41, // 35: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
+	3,  // 36: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
+	39, // 37: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	44, // 38: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	2,  // 39: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
+	40, // 40: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
+	43, // 41: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
+	3,  // 42: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
+	39, // 43: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	44, // 44: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	50, // 45: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	5,  // 46: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
+	7,  // 47: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
+	28, // 48: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
+	30, // 49: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
+	35, // 50: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
+	37, // 51: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
+	45, // 52: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
+	47, // 53: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
+	49, // 54: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
+	6,  // 55: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
+	8,  // 56: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
+	29, // 57: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
+	31, // 58: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
+	36, // 59: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
+	38, // 60: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
+	46, // 61: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
+	48, // 62: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
+	51, // 63: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
+	55, // [55:64] is the sub-list for method output_type
+	46, // [46:55] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_polystreams_v1alpha1_engine_proto_init() }
@@ -4492,7 +4510,7 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_polystreams_v1alpha1_engine_proto_rawDesc), len(file_polystreams_v1alpha1_engine_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   49,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
