@@ -7,9 +7,11 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 KIND_GROUPED_STREAM: Kind
 KIND_GROUPED_TABLE: Kind
+KIND_SESSION_WINDOWED_STREAM: Kind
 KIND_STREAM: Kind
 KIND_TABLE: Kind
 KIND_UNSPECIFIED: Kind
+KIND_WINDOWED_STREAM: Kind
 OPERATION_AGGREGATE: Operation
 OPERATION_FILTER: Operation
 OPERATION_FILTER_NOT: Operation
@@ -51,7 +53,7 @@ class AggregateOp(_message.Message):
     def __init__(self, input: _Optional[int] = ..., initializer_token: _Optional[int] = ..., aggregator_token: _Optional[int] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ..., name: _Optional[str] = ..., subtractor_token: _Optional[int] = ...) -> None: ...
 
 class BuildRequest(_message.Message):
-    __slots__ = ["aggregate", "count", "filter", "filter_not", "flat_map_values", "foreach", "group_by", "group_by_key", "map", "map_values", "peek", "reduce", "select_key", "session_id", "stream", "table", "to", "to_stream"]
+    __slots__ = ["aggregate", "count", "filter", "filter_not", "flat_map_values", "foreach", "group_by", "group_by_key", "map", "map_values", "peek", "reduce", "select_key", "session_id", "stream", "suppress", "table", "to", "to_stream", "windowed_by"]
     AGGREGATE_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
@@ -67,9 +69,11 @@ class BuildRequest(_message.Message):
     SELECT_KEY_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     STREAM_FIELD_NUMBER: _ClassVar[int]
+    SUPPRESS_FIELD_NUMBER: _ClassVar[int]
     TABLE_FIELD_NUMBER: _ClassVar[int]
     TO_FIELD_NUMBER: _ClassVar[int]
     TO_STREAM_FIELD_NUMBER: _ClassVar[int]
+    WINDOWED_BY_FIELD_NUMBER: _ClassVar[int]
     aggregate: AggregateOp
     count: CountOp
     filter: FilterOp
@@ -85,10 +89,12 @@ class BuildRequest(_message.Message):
     select_key: SelectKeyOp
     session_id: str
     stream: StreamOp
+    suppress: SuppressOp
     table: TableOp
     to: ToOp
     to_stream: ToStreamOp
-    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ..., reduce: _Optional[_Union[ReduceOp, _Mapping]] = ..., aggregate: _Optional[_Union[AggregateOp, _Mapping]] = ..., table: _Optional[_Union[TableOp, _Mapping]] = ...) -> None: ...
+    windowed_by: WindowedByOp
+    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ..., reduce: _Optional[_Union[ReduceOp, _Mapping]] = ..., aggregate: _Optional[_Union[AggregateOp, _Mapping]] = ..., table: _Optional[_Union[TableOp, _Mapping]] = ..., windowed_by: _Optional[_Union[WindowedByOp, _Mapping]] = ..., suppress: _Optional[_Union[SuppressOp, _Mapping]] = ...) -> None: ...
 
 class BuildResponse(_message.Message):
     __slots__ = ["handle"]
@@ -352,7 +358,7 @@ class MapValuesOp(_message.Message):
     def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ...) -> None: ...
 
 class Materialized(_message.Message):
-    __slots__ = ["changelog_config", "key_serde", "store_name", "value_serde"]
+    __slots__ = ["changelog_config", "key_serde", "retention_ms", "store_name", "value_serde"]
     class ChangelogConfigEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -362,13 +368,15 @@ class Materialized(_message.Message):
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     CHANGELOG_CONFIG_FIELD_NUMBER: _ClassVar[int]
     KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    RETENTION_MS_FIELD_NUMBER: _ClassVar[int]
     STORE_NAME_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
     changelog_config: _containers.ScalarMap[str, str]
     key_serde: str
+    retention_ms: int
     store_name: str
     value_serde: str
-    def __init__(self, store_name: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., changelog_config: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    def __init__(self, store_name: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., changelog_config: _Optional[_Mapping[str, str]] = ..., retention_ms: _Optional[int] = ...) -> None: ...
 
 class Node(_message.Message):
     __slots__ = ["name", "predecessors", "stores", "successors", "topic", "topics", "type"]
@@ -435,7 +443,7 @@ class PeekOp(_message.Message):
     def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
 
 class QueryRequest(_message.Message):
-    __slots__ = ["all", "get", "limit", "prefix", "range", "session_id", "store"]
+    __slots__ = ["all", "get", "limit", "prefix", "range", "session_id", "store", "window_fetch"]
     ALL_FIELD_NUMBER: _ClassVar[int]
     GET_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
@@ -443,6 +451,7 @@ class QueryRequest(_message.Message):
     RANGE_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     STORE_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FETCH_FIELD_NUMBER: _ClassVar[int]
     all: bool
     get: bytes
     limit: int
@@ -450,7 +459,8 @@ class QueryRequest(_message.Message):
     range: KeyRange
     session_id: str
     store: str
-    def __init__(self, session_id: _Optional[str] = ..., store: _Optional[str] = ..., get: _Optional[bytes] = ..., range: _Optional[_Union[KeyRange, _Mapping]] = ..., prefix: _Optional[bytes] = ..., all: bool = ..., limit: _Optional[int] = ...) -> None: ...
+    window_fetch: WindowFetch
+    def __init__(self, session_id: _Optional[str] = ..., store: _Optional[str] = ..., get: _Optional[bytes] = ..., range: _Optional[_Union[KeyRange, _Mapping]] = ..., prefix: _Optional[bytes] = ..., all: bool = ..., window_fetch: _Optional[_Union[WindowFetch, _Mapping]] = ..., limit: _Optional[int] = ...) -> None: ...
 
 class QueryResponse(_message.Message):
     __slots__ = ["key_lengths", "key_serde", "keys", "truncated", "value_lengths", "value_serde", "values"]
@@ -546,6 +556,22 @@ class SelectKeyOp(_message.Message):
     token: int
     def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., key_serde: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
 
+class SessionWindows(_message.Message):
+    __slots__ = ["grace_ms", "inactivity_gap_ms"]
+    GRACE_MS_FIELD_NUMBER: _ClassVar[int]
+    INACTIVITY_GAP_MS_FIELD_NUMBER: _ClassVar[int]
+    grace_ms: int
+    inactivity_gap_ms: int
+    def __init__(self, inactivity_gap_ms: _Optional[int] = ..., grace_ms: _Optional[int] = ...) -> None: ...
+
+class SlidingWindows(_message.Message):
+    __slots__ = ["grace_ms", "time_difference_ms"]
+    GRACE_MS_FIELD_NUMBER: _ClassVar[int]
+    TIME_DIFFERENCE_MS_FIELD_NUMBER: _ClassVar[int]
+    grace_ms: int
+    time_difference_ms: int
+    def __init__(self, time_difference_ms: _Optional[int] = ..., grace_ms: _Optional[int] = ...) -> None: ...
+
 class StartRequest(_message.Message):
     __slots__ = ["session_id"]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
@@ -600,6 +626,14 @@ class Subtopology(_message.Message):
     nodes: _containers.RepeatedCompositeFieldContainer[Node]
     def __init__(self, id: _Optional[int] = ..., nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ...) -> None: ...
 
+class SuppressOp(_message.Message):
+    __slots__ = ["input", "name"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    name: str
+    def __init__(self, input: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
+
 class TableOp(_message.Message):
     __slots__ = ["key_serde", "materialized", "name", "topic", "value_serde"]
     KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
@@ -613,6 +647,16 @@ class TableOp(_message.Message):
     topic: str
     value_serde: str
     def __init__(self, topic: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ...) -> None: ...
+
+class TimeWindows(_message.Message):
+    __slots__ = ["advance_ms", "grace_ms", "size_ms"]
+    ADVANCE_MS_FIELD_NUMBER: _ClassVar[int]
+    GRACE_MS_FIELD_NUMBER: _ClassVar[int]
+    SIZE_MS_FIELD_NUMBER: _ClassVar[int]
+    advance_ms: int
+    grace_ms: int
+    size_ms: int
+    def __init__(self, size_ms: _Optional[int] = ..., advance_ms: _Optional[int] = ..., grace_ms: _Optional[int] = ...) -> None: ...
 
 class ToOp(_message.Message):
     __slots__ = ["input", "key_serde", "name", "topic", "value_serde"]
@@ -641,6 +685,28 @@ class TopologyDescription(_message.Message):
     SUBTOPOLOGIES_FIELD_NUMBER: _ClassVar[int]
     subtopologies: _containers.RepeatedCompositeFieldContainer[Subtopology]
     def __init__(self, subtopologies: _Optional[_Iterable[_Union[Subtopology, _Mapping]]] = ...) -> None: ...
+
+class WindowFetch(_message.Message):
+    __slots__ = ["from_ms", "key", "to_ms"]
+    FROM_MS_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TO_MS_FIELD_NUMBER: _ClassVar[int]
+    from_ms: int
+    key: bytes
+    to_ms: int
+    def __init__(self, key: _Optional[bytes] = ..., from_ms: _Optional[int] = ..., to_ms: _Optional[int] = ...) -> None: ...
+
+class WindowedByOp(_message.Message):
+    __slots__ = ["input", "session", "sliding", "time"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    SLIDING_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    session: SessionWindows
+    sliding: SlidingWindows
+    time: TimeWindows
+    def __init__(self, input: _Optional[int] = ..., time: _Optional[_Union[TimeWindows, _Mapping]] = ..., sliding: _Optional[_Union[SlidingWindows, _Mapping]] = ..., session: _Optional[_Union[SessionWindows, _Mapping]] = ...) -> None: ...
 
 class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

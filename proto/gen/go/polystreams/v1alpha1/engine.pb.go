@@ -43,6 +43,10 @@ const (
 	Kind_KIND_TABLE Kind = 3
 	// A KGroupedTable (KTable.groupBy).
 	Kind_KIND_GROUPED_TABLE Kind = 4
+	// A TimeWindowedKStream (windowedBy with time or sliding windows).
+	Kind_KIND_WINDOWED_STREAM Kind = 5
+	// A SessionWindowedKStream (windowedBy with session windows).
+	Kind_KIND_SESSION_WINDOWED_STREAM Kind = 6
 )
 
 // Enum value maps for Kind.
@@ -53,13 +57,17 @@ var (
 		2: "KIND_GROUPED_STREAM",
 		3: "KIND_TABLE",
 		4: "KIND_GROUPED_TABLE",
+		5: "KIND_WINDOWED_STREAM",
+		6: "KIND_SESSION_WINDOWED_STREAM",
 	}
 	Kind_value = map[string]int32{
-		"KIND_UNSPECIFIED":    0,
-		"KIND_STREAM":         1,
-		"KIND_GROUPED_STREAM": 2,
-		"KIND_TABLE":          3,
-		"KIND_GROUPED_TABLE":  4,
+		"KIND_UNSPECIFIED":             0,
+		"KIND_STREAM":                  1,
+		"KIND_GROUPED_STREAM":          2,
+		"KIND_TABLE":                   3,
+		"KIND_GROUPED_TABLE":           4,
+		"KIND_WINDOWED_STREAM":         5,
+		"KIND_SESSION_WINDOWED_STREAM": 6,
 	}
 )
 
@@ -351,7 +359,7 @@ func (x Node_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Node_Type.Descriptor instead.
 func (Node_Type) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29, 0}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34, 0}
 }
 
 type OpenSessionRequest struct {
@@ -572,7 +580,9 @@ type Handle struct {
 	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
 	Kind  Kind                   `protobuf:"varint,2,opt,name=kind,proto3,enum=polystreams.v1alpha1.Kind" json:"kind,omitempty"`
 	// Serde names of the records this handle carries: bytes, string, json,
-	// long, integer, double.
+	// long, integer, double; a windowed table's keys (and those of the
+	// stream it turns into) are "windowed(<serde>,<size ms>)" or
+	// "session-windowed(<serde>)" (see WindowedByOp).
 	KeySerde   string `protobuf:"bytes,3,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
 	ValueSerde string `protobuf:"bytes,4,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
 	// The processor node the handle's records come out of.
@@ -668,8 +678,12 @@ type Materialized struct {
 	// creates it. A key-value store's changelog stays compacted: a
 	// cleanup.policy without "compact" is refused.
 	ChangelogConfig map[string]string `protobuf:"bytes,4,rep,name=changelog_config,json=changelogConfig,proto3" json:"changelog_config,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Materialized.withRetention, for window and session stores: how long
+	// (ms) a window is kept after its start (0: window size + grace, Kafka
+	// Streams' default); at least size + grace.
+	RetentionMs   int64 `protobuf:"varint,5,opt,name=retention_ms,json=retentionMs,proto3" json:"retention_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Materialized) Reset() {
@@ -728,6 +742,13 @@ func (x *Materialized) GetChangelogConfig() map[string]string {
 		return x.ChangelogConfig
 	}
 	return nil
+}
+
+func (x *Materialized) GetRetentionMs() int64 {
+	if x != nil {
+		return x.RetentionMs
+	}
+	return 0
 }
 
 type StreamOp struct {
@@ -801,6 +822,355 @@ func (x *StreamOp) GetName() string {
 	return ""
 }
 
+// WindowedByOp is KGroupedStream.windowedBy: count, reduce and aggregate on
+// the result keep one aggregate per key and window, and make a KTable whose
+// keys are windowed (serde "windowed(<key serde>,<size ms>)" for time and
+// sliding windows, "session-windowed(<key serde>)" for session windows;
+// encoded as Kafka Streams' TimeWindowedSerializer and
+// SessionWindowedSerializer encode them).
+type WindowedByOp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A grouped stream.
+	Input uint64 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
+	// Types that are valid to be assigned to Windows:
+	//
+	//	*WindowedByOp_Time
+	//	*WindowedByOp_Sliding
+	//	*WindowedByOp_Session
+	Windows       isWindowedByOp_Windows `protobuf_oneof:"windows"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WindowedByOp) Reset() {
+	*x = WindowedByOp{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WindowedByOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WindowedByOp) ProtoMessage() {}
+
+func (x *WindowedByOp) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WindowedByOp.ProtoReflect.Descriptor instead.
+func (*WindowedByOp) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *WindowedByOp) GetInput() uint64 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+func (x *WindowedByOp) GetWindows() isWindowedByOp_Windows {
+	if x != nil {
+		return x.Windows
+	}
+	return nil
+}
+
+func (x *WindowedByOp) GetTime() *TimeWindows {
+	if x != nil {
+		if x, ok := x.Windows.(*WindowedByOp_Time); ok {
+			return x.Time
+		}
+	}
+	return nil
+}
+
+func (x *WindowedByOp) GetSliding() *SlidingWindows {
+	if x != nil {
+		if x, ok := x.Windows.(*WindowedByOp_Sliding); ok {
+			return x.Sliding
+		}
+	}
+	return nil
+}
+
+func (x *WindowedByOp) GetSession() *SessionWindows {
+	if x != nil {
+		if x, ok := x.Windows.(*WindowedByOp_Session); ok {
+			return x.Session
+		}
+	}
+	return nil
+}
+
+type isWindowedByOp_Windows interface {
+	isWindowedByOp_Windows()
+}
+
+type WindowedByOp_Time struct {
+	Time *TimeWindows `protobuf:"bytes,2,opt,name=time,proto3,oneof"`
+}
+
+type WindowedByOp_Sliding struct {
+	Sliding *SlidingWindows `protobuf:"bytes,3,opt,name=sliding,proto3,oneof"`
+}
+
+type WindowedByOp_Session struct {
+	Session *SessionWindows `protobuf:"bytes,4,opt,name=session,proto3,oneof"`
+}
+
+func (*WindowedByOp_Time) isWindowedByOp_Windows() {}
+
+func (*WindowedByOp_Sliding) isWindowedByOp_Windows() {}
+
+func (*WindowedByOp_Session) isWindowedByOp_Windows() {}
+
+// TimeWindows: fixed-size windows aligned to the epoch; tumbling when
+// advance is 0 or equals size, hopping otherwise.
+type TimeWindows struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// > 0.
+	SizeMs int64 `protobuf:"varint,1,opt,name=size_ms,json=sizeMs,proto3" json:"size_ms,omitempty"`
+	// 0 < advance <= size; 0 means size (tumbling).
+	AdvanceMs int64 `protobuf:"varint,2,opt,name=advance_ms,json=advanceMs,proto3" json:"advance_ms,omitempty"`
+	// >= 0: how long after a window's end records are still accepted
+	// (ofSizeWithNoGrace: 0).
+	GraceMs       int64 `protobuf:"varint,3,opt,name=grace_ms,json=graceMs,proto3" json:"grace_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TimeWindows) Reset() {
+	*x = TimeWindows{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TimeWindows) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TimeWindows) ProtoMessage() {}
+
+func (x *TimeWindows) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TimeWindows.ProtoReflect.Descriptor instead.
+func (*TimeWindows) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *TimeWindows) GetSizeMs() int64 {
+	if x != nil {
+		return x.SizeMs
+	}
+	return 0
+}
+
+func (x *TimeWindows) GetAdvanceMs() int64 {
+	if x != nil {
+		return x.AdvanceMs
+	}
+	return 0
+}
+
+func (x *TimeWindows) GetGraceMs() int64 {
+	if x != nil {
+		return x.GraceMs
+	}
+	return 0
+}
+
+// SlidingWindows: windows of time_difference, both ends inclusive, made
+// as records arrive (KStreamSlidingWindowAggregate).
+type SlidingWindows struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// > 0.
+	TimeDifferenceMs int64 `protobuf:"varint,1,opt,name=time_difference_ms,json=timeDifferenceMs,proto3" json:"time_difference_ms,omitempty"`
+	// >= 0.
+	GraceMs       int64 `protobuf:"varint,2,opt,name=grace_ms,json=graceMs,proto3" json:"grace_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SlidingWindows) Reset() {
+	*x = SlidingWindows{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SlidingWindows) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SlidingWindows) ProtoMessage() {}
+
+func (x *SlidingWindows) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SlidingWindows.ProtoReflect.Descriptor instead.
+func (*SlidingWindows) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SlidingWindows) GetTimeDifferenceMs() int64 {
+	if x != nil {
+		return x.TimeDifferenceMs
+	}
+	return 0
+}
+
+func (x *SlidingWindows) GetGraceMs() int64 {
+	if x != nil {
+		return x.GraceMs
+	}
+	return 0
+}
+
+// SessionWindows: a key's records at most inactivity_gap apart share a
+// session; a record between two sessions merges them.
+type SessionWindows struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// > 0.
+	InactivityGapMs int64 `protobuf:"varint,1,opt,name=inactivity_gap_ms,json=inactivityGapMs,proto3" json:"inactivity_gap_ms,omitempty"`
+	// >= 0.
+	GraceMs       int64 `protobuf:"varint,2,opt,name=grace_ms,json=graceMs,proto3" json:"grace_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionWindows) Reset() {
+	*x = SessionWindows{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionWindows) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionWindows) ProtoMessage() {}
+
+func (x *SessionWindows) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionWindows.ProtoReflect.Descriptor instead.
+func (*SessionWindows) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *SessionWindows) GetInactivityGapMs() int64 {
+	if x != nil {
+		return x.InactivityGapMs
+	}
+	return 0
+}
+
+func (x *SessionWindows) GetGraceMs() int64 {
+	if x != nil {
+		return x.GraceMs
+	}
+	return 0
+}
+
+// SuppressOp is KTable.suppress(Suppressed.untilWindowCloses(unbounded())):
+// on a windowed aggregation's table, exactly one result per window, once
+// stream time passes the window's end plus grace.
+type SuppressOp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A windowed table (a windowed count, reduce or aggregate).
+	Input uint64 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
+	// Suppressed.withName: the node's name (and its store's, "<name>-store");
+	// empty means generated.
+	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SuppressOp) Reset() {
+	*x = SuppressOp{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SuppressOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SuppressOp) ProtoMessage() {}
+
+func (x *SuppressOp) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SuppressOp.ProtoReflect.Descriptor instead.
+func (*SuppressOp) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SuppressOp) GetInput() uint64 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+func (x *SuppressOp) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 // TableOp is StreamsBuilder.table: a KTable over a topic, whose records are
 // upserts (a null value deletes its key).
 type TableOp struct {
@@ -822,7 +1192,7 @@ type TableOp struct {
 
 func (x *TableOp) Reset() {
 	*x = TableOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[7]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -834,7 +1204,7 @@ func (x *TableOp) String() string {
 func (*TableOp) ProtoMessage() {}
 
 func (x *TableOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[7]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -847,7 +1217,7 @@ func (x *TableOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableOp.ProtoReflect.Descriptor instead.
 func (*TableOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{7}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TableOp) GetTopic() string {
@@ -901,7 +1271,7 @@ type MapValuesOp struct {
 
 func (x *MapValuesOp) Reset() {
 	*x = MapValuesOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[8]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -913,7 +1283,7 @@ func (x *MapValuesOp) String() string {
 func (*MapValuesOp) ProtoMessage() {}
 
 func (x *MapValuesOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[8]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -926,7 +1296,7 @@ func (x *MapValuesOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapValuesOp.ProtoReflect.Descriptor instead.
 func (*MapValuesOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{8}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *MapValuesOp) GetInput() uint64 {
@@ -979,7 +1349,7 @@ type FilterOp struct {
 
 func (x *FilterOp) Reset() {
 	*x = FilterOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[9]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -991,7 +1361,7 @@ func (x *FilterOp) String() string {
 func (*FilterOp) ProtoMessage() {}
 
 func (x *FilterOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[9]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1004,7 +1374,7 @@ func (x *FilterOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterOp.ProtoReflect.Descriptor instead.
 func (*FilterOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{9}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FilterOp) GetInput() uint64 {
@@ -1048,7 +1418,7 @@ type FilterNotOp struct {
 
 func (x *FilterNotOp) Reset() {
 	*x = FilterNotOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[10]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1060,7 +1430,7 @@ func (x *FilterNotOp) String() string {
 func (*FilterNotOp) ProtoMessage() {}
 
 func (x *FilterNotOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[10]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1073,7 +1443,7 @@ func (x *FilterNotOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterNotOp.ProtoReflect.Descriptor instead.
 func (*FilterNotOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{10}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FilterNotOp) GetInput() uint64 {
@@ -1116,7 +1486,7 @@ type FlatMapValuesOp struct {
 
 func (x *FlatMapValuesOp) Reset() {
 	*x = FlatMapValuesOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[11]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1128,7 +1498,7 @@ func (x *FlatMapValuesOp) String() string {
 func (*FlatMapValuesOp) ProtoMessage() {}
 
 func (x *FlatMapValuesOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[11]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1141,7 +1511,7 @@ func (x *FlatMapValuesOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlatMapValuesOp.ProtoReflect.Descriptor instead.
 func (*FlatMapValuesOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{11}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FlatMapValuesOp) GetInput() uint64 {
@@ -1186,7 +1556,7 @@ type MapOp struct {
 
 func (x *MapOp) Reset() {
 	*x = MapOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[12]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1198,7 +1568,7 @@ func (x *MapOp) String() string {
 func (*MapOp) ProtoMessage() {}
 
 func (x *MapOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[12]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1211,7 +1581,7 @@ func (x *MapOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapOp.ProtoReflect.Descriptor instead.
 func (*MapOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{12}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *MapOp) GetInput() uint64 {
@@ -1261,7 +1631,7 @@ type SelectKeyOp struct {
 
 func (x *SelectKeyOp) Reset() {
 	*x = SelectKeyOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[13]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1273,7 +1643,7 @@ func (x *SelectKeyOp) String() string {
 func (*SelectKeyOp) ProtoMessage() {}
 
 func (x *SelectKeyOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[13]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1286,7 +1656,7 @@ func (x *SelectKeyOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectKeyOp.ProtoReflect.Descriptor instead.
 func (*SelectKeyOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{13}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SelectKeyOp) GetInput() uint64 {
@@ -1328,7 +1698,7 @@ type PeekOp struct {
 
 func (x *PeekOp) Reset() {
 	*x = PeekOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[14]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1340,7 +1710,7 @@ func (x *PeekOp) String() string {
 func (*PeekOp) ProtoMessage() {}
 
 func (x *PeekOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[14]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1353,7 +1723,7 @@ func (x *PeekOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeekOp.ProtoReflect.Descriptor instead.
 func (*PeekOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{14}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PeekOp) GetInput() uint64 {
@@ -1388,7 +1758,7 @@ type ForeachOp struct {
 
 func (x *ForeachOp) Reset() {
 	*x = ForeachOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[15]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1400,7 +1770,7 @@ func (x *ForeachOp) String() string {
 func (*ForeachOp) ProtoMessage() {}
 
 func (x *ForeachOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[15]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1413,7 +1783,7 @@ func (x *ForeachOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForeachOp.ProtoReflect.Descriptor instead.
 func (*ForeachOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{15}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ForeachOp) GetInput() uint64 {
@@ -1451,7 +1821,7 @@ type GroupByKeyOp struct {
 
 func (x *GroupByKeyOp) Reset() {
 	*x = GroupByKeyOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[16]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1463,7 +1833,7 @@ func (x *GroupByKeyOp) String() string {
 func (*GroupByKeyOp) ProtoMessage() {}
 
 func (x *GroupByKeyOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[16]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1476,7 +1846,7 @@ func (x *GroupByKeyOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupByKeyOp.ProtoReflect.Descriptor instead.
 func (*GroupByKeyOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{16}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GroupByKeyOp) GetInput() uint64 {
@@ -1523,7 +1893,7 @@ type GroupByOp struct {
 
 func (x *GroupByOp) Reset() {
 	*x = GroupByOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[17]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1535,7 +1905,7 @@ func (x *GroupByOp) String() string {
 func (*GroupByOp) ProtoMessage() {}
 
 func (x *GroupByOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[17]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1548,7 +1918,7 @@ func (x *GroupByOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupByOp.ProtoReflect.Descriptor instead.
 func (*GroupByOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{17}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GroupByOp) GetInput() uint64 {
@@ -1600,7 +1970,7 @@ type CountOp struct {
 
 func (x *CountOp) Reset() {
 	*x = CountOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1612,7 +1982,7 @@ func (x *CountOp) String() string {
 func (*CountOp) ProtoMessage() {}
 
 func (x *CountOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1625,7 +1995,7 @@ func (x *CountOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountOp.ProtoReflect.Descriptor instead.
 func (*CountOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{18}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CountOp) GetInput() uint64 {
@@ -1672,7 +2042,7 @@ type ReduceOp struct {
 
 func (x *ReduceOp) Reset() {
 	*x = ReduceOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1684,7 +2054,7 @@ func (x *ReduceOp) String() string {
 func (*ReduceOp) ProtoMessage() {}
 
 func (x *ReduceOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1697,7 +2067,7 @@ func (x *ReduceOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceOp.ProtoReflect.Descriptor instead.
 func (*ReduceOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{19}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ReduceOp) GetInput() uint64 {
@@ -1762,7 +2132,7 @@ type AggregateOp struct {
 
 func (x *AggregateOp) Reset() {
 	*x = AggregateOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1774,7 +2144,7 @@ func (x *AggregateOp) String() string {
 func (*AggregateOp) ProtoMessage() {}
 
 func (x *AggregateOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1787,7 +2157,7 @@ func (x *AggregateOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateOp.ProtoReflect.Descriptor instead.
 func (*AggregateOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{20}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *AggregateOp) GetInput() uint64 {
@@ -1842,7 +2212,7 @@ type ToStreamOp struct {
 
 func (x *ToStreamOp) Reset() {
 	*x = ToStreamOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1854,7 +2224,7 @@ func (x *ToStreamOp) String() string {
 func (*ToStreamOp) ProtoMessage() {}
 
 func (x *ToStreamOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1867,7 +2237,7 @@ func (x *ToStreamOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToStreamOp.ProtoReflect.Descriptor instead.
 func (*ToStreamOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{21}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ToStreamOp) GetInput() uint64 {
@@ -1898,7 +2268,7 @@ type ToOp struct {
 
 func (x *ToOp) Reset() {
 	*x = ToOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1910,7 +2280,7 @@ func (x *ToOp) String() string {
 func (*ToOp) ProtoMessage() {}
 
 func (x *ToOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1923,7 +2293,7 @@ func (x *ToOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToOp.ProtoReflect.Descriptor instead.
 func (*ToOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{22}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ToOp) GetInput() uint64 {
@@ -1985,6 +2355,8 @@ type BuildRequest struct {
 	//	*BuildRequest_Reduce
 	//	*BuildRequest_Aggregate
 	//	*BuildRequest_Table
+	//	*BuildRequest_WindowedBy
+	//	*BuildRequest_Suppress
 	Operation     isBuildRequest_Operation `protobuf_oneof:"operation"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1992,7 +2364,7 @@ type BuildRequest struct {
 
 func (x *BuildRequest) Reset() {
 	*x = BuildRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2004,7 +2376,7 @@ func (x *BuildRequest) String() string {
 func (*BuildRequest) ProtoMessage() {}
 
 func (x *BuildRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2017,7 +2389,7 @@ func (x *BuildRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildRequest.ProtoReflect.Descriptor instead.
 func (*BuildRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{23}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *BuildRequest) GetSessionId() string {
@@ -2187,6 +2559,24 @@ func (x *BuildRequest) GetTable() *TableOp {
 	return nil
 }
 
+func (x *BuildRequest) GetWindowedBy() *WindowedByOp {
+	if x != nil {
+		if x, ok := x.Operation.(*BuildRequest_WindowedBy); ok {
+			return x.WindowedBy
+		}
+	}
+	return nil
+}
+
+func (x *BuildRequest) GetSuppress() *SuppressOp {
+	if x != nil {
+		if x, ok := x.Operation.(*BuildRequest_Suppress); ok {
+			return x.Suppress
+		}
+	}
+	return nil
+}
+
 type isBuildRequest_Operation interface {
 	isBuildRequest_Operation()
 }
@@ -2259,6 +2649,14 @@ type BuildRequest_Table struct {
 	Table *TableOp `protobuf:"bytes,26,opt,name=table,proto3,oneof"`
 }
 
+type BuildRequest_WindowedBy struct {
+	WindowedBy *WindowedByOp `protobuf:"bytes,27,opt,name=windowed_by,json=windowedBy,proto3,oneof"`
+}
+
+type BuildRequest_Suppress struct {
+	Suppress *SuppressOp `protobuf:"bytes,28,opt,name=suppress,proto3,oneof"`
+}
+
 func (*BuildRequest_Stream) isBuildRequest_Operation() {}
 
 func (*BuildRequest_MapValues) isBuildRequest_Operation() {}
@@ -2293,6 +2691,10 @@ func (*BuildRequest_Aggregate) isBuildRequest_Operation() {}
 
 func (*BuildRequest_Table) isBuildRequest_Operation() {}
 
+func (*BuildRequest_WindowedBy) isBuildRequest_Operation() {}
+
+func (*BuildRequest_Suppress) isBuildRequest_Operation() {}
+
 type BuildResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The handle made; absent for terminal operators (to, foreach).
@@ -2303,7 +2705,7 @@ type BuildResponse struct {
 
 func (x *BuildResponse) Reset() {
 	*x = BuildResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2315,7 +2717,7 @@ func (x *BuildResponse) String() string {
 func (*BuildResponse) ProtoMessage() {}
 
 func (x *BuildResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2328,7 +2730,7 @@ func (x *BuildResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildResponse.ProtoReflect.Descriptor instead.
 func (*BuildResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{24}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *BuildResponse) GetHandle() *Handle {
@@ -2347,7 +2749,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2359,7 +2761,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2372,7 +2774,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{25}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DescribeRequest) GetSessionId() string {
@@ -2394,7 +2796,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2406,7 +2808,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2419,7 +2821,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{26}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *DescribeResponse) GetText() string {
@@ -2445,7 +2847,7 @@ type TopologyDescription struct {
 
 func (x *TopologyDescription) Reset() {
 	*x = TopologyDescription{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2457,7 +2859,7 @@ func (x *TopologyDescription) String() string {
 func (*TopologyDescription) ProtoMessage() {}
 
 func (x *TopologyDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2470,7 +2872,7 @@ func (x *TopologyDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologyDescription.ProtoReflect.Descriptor instead.
 func (*TopologyDescription) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{27}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *TopologyDescription) GetSubtopologies() []*Subtopology {
@@ -2490,7 +2892,7 @@ type Subtopology struct {
 
 func (x *Subtopology) Reset() {
 	*x = Subtopology{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2502,7 +2904,7 @@ func (x *Subtopology) String() string {
 func (*Subtopology) ProtoMessage() {}
 
 func (x *Subtopology) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2515,7 +2917,7 @@ func (x *Subtopology) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subtopology.ProtoReflect.Descriptor instead.
 func (*Subtopology) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{28}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Subtopology) GetId() int32 {
@@ -2551,7 +2953,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2563,7 +2965,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2576,7 +2978,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Node) GetName() string {
@@ -2637,7 +3039,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2649,7 +3051,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2662,7 +3064,7 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{30}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *StartRequest) GetSessionId() string {
@@ -2680,7 +3082,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2692,7 +3094,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2705,7 +3107,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{31}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{36}
 }
 
 type ExchangeRequest struct {
@@ -2726,7 +3128,7 @@ type ExchangeRequest struct {
 
 func (x *ExchangeRequest) Reset() {
 	*x = ExchangeRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2738,7 +3140,7 @@ func (x *ExchangeRequest) String() string {
 func (*ExchangeRequest) ProtoMessage() {}
 
 func (x *ExchangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2751,7 +3153,7 @@ func (x *ExchangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeRequest.ProtoReflect.Descriptor instead.
 func (*ExchangeRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{32}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ExchangeRequest) GetSessionId() string {
@@ -2807,7 +3209,7 @@ type ExchangeResponse struct {
 
 func (x *ExchangeResponse) Reset() {
 	*x = ExchangeResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2819,7 +3221,7 @@ func (x *ExchangeResponse) String() string {
 func (*ExchangeResponse) ProtoMessage() {}
 
 func (x *ExchangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2832,7 +3234,7 @@ func (x *ExchangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeResponse.ProtoReflect.Descriptor instead.
 func (*ExchangeResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{33}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ExchangeResponse) GetBundles() []*Bundle {
@@ -2883,7 +3285,7 @@ type RecordContext struct {
 
 func (x *RecordContext) Reset() {
 	*x = RecordContext{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2895,7 +3297,7 @@ func (x *RecordContext) String() string {
 func (*RecordContext) ProtoMessage() {}
 
 func (x *RecordContext) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2908,7 +3310,7 @@ func (x *RecordContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordContext.ProtoReflect.Descriptor instead.
 func (*RecordContext) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RecordContext) GetTopic() string {
@@ -2957,7 +3359,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2969,7 +3371,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2982,7 +3384,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{35}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Step) GetToken() uint32 {
@@ -3080,7 +3482,7 @@ type Bundle struct {
 
 func (x *Bundle) Reset() {
 	*x = Bundle{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3092,7 +3494,7 @@ func (x *Bundle) String() string {
 func (*Bundle) ProtoMessage() {}
 
 func (x *Bundle) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3105,7 +3507,7 @@ func (x *Bundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bundle.ProtoReflect.Descriptor instead.
 func (*Bundle) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{36}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Bundle) GetId() uint64 {
@@ -3271,7 +3673,7 @@ type BundleResult struct {
 
 func (x *BundleResult) Reset() {
 	*x = BundleResult{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3283,7 +3685,7 @@ func (x *BundleResult) String() string {
 func (*BundleResult) ProtoMessage() {}
 
 func (x *BundleResult) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3296,7 +3698,7 @@ func (x *BundleResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleResult.ProtoReflect.Descriptor instead.
 func (*BundleResult) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{37}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *BundleResult) GetBundleId() uint64 {
@@ -3363,7 +3765,7 @@ type RecordFailure struct {
 
 func (x *RecordFailure) Reset() {
 	*x = RecordFailure{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3375,7 +3777,7 @@ func (x *RecordFailure) String() string {
 func (*RecordFailure) ProtoMessage() {}
 
 func (x *RecordFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3388,7 +3790,7 @@ func (x *RecordFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordFailure.ProtoReflect.Descriptor instead.
 func (*RecordFailure) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RecordFailure) GetIndex() int32 {
@@ -3431,7 +3833,7 @@ type RestoreProgress struct {
 
 func (x *RestoreProgress) Reset() {
 	*x = RestoreProgress{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3443,7 +3845,7 @@ func (x *RestoreProgress) String() string {
 func (*RestoreProgress) ProtoMessage() {}
 
 func (x *RestoreProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3456,7 +3858,7 @@ func (x *RestoreProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreProgress.ProtoReflect.Descriptor instead.
 func (*RestoreProgress) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{39}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RestoreProgress) GetRestoredRecords() int64 {
@@ -3496,7 +3898,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3508,7 +3910,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3521,7 +3923,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{40}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GetStateRequest) GetSessionId() string {
@@ -3545,7 +3947,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3557,7 +3959,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3570,7 +3972,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{41}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GetStateResponse) GetState() State {
@@ -3610,7 +4012,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3622,7 +4024,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3635,7 +4037,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{42}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *StopRequest) GetSessionId() string {
@@ -3653,7 +4055,7 @@ type StopResponse struct {
 
 func (x *StopResponse) Reset() {
 	*x = StopResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3665,7 +4067,7 @@ func (x *StopResponse) String() string {
 func (*StopResponse) ProtoMessage() {}
 
 func (x *StopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3678,7 +4080,7 @@ func (x *StopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
 func (*StopResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{43}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{48}
 }
 
 type QueryRequest struct {
@@ -3695,6 +4097,7 @@ type QueryRequest struct {
 	//	*QueryRequest_Range
 	//	*QueryRequest_Prefix
 	//	*QueryRequest_All
+	//	*QueryRequest_WindowFetch
 	Query isQueryRequest_Query `protobuf_oneof:"query"`
 	// At most this many entries (0: at most 100,000; asking for more than
 	// that is refused).
@@ -3705,7 +4108,7 @@ type QueryRequest struct {
 
 func (x *QueryRequest) Reset() {
 	*x = QueryRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3717,7 +4120,7 @@ func (x *QueryRequest) String() string {
 func (*QueryRequest) ProtoMessage() {}
 
 func (x *QueryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3730,7 +4133,7 @@ func (x *QueryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRequest.ProtoReflect.Descriptor instead.
 func (*QueryRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{44}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *QueryRequest) GetSessionId() string {
@@ -3790,6 +4193,15 @@ func (x *QueryRequest) GetAll() bool {
 	return false
 }
 
+func (x *QueryRequest) GetWindowFetch() *WindowFetch {
+	if x != nil {
+		if x, ok := x.Query.(*QueryRequest_WindowFetch); ok {
+			return x.WindowFetch
+		}
+	}
+	return nil
+}
+
 func (x *QueryRequest) GetLimit() int32 {
 	if x != nil {
 		return x.Limit
@@ -3821,6 +4233,13 @@ type QueryRequest_All struct {
 	All bool `protobuf:"varint,6,opt,name=all,proto3,oneof"`
 }
 
+type QueryRequest_WindowFetch struct {
+	// A window or session store: the windows of one key (or of every key
+	// when key is absent) in a time range (WindowStore.fetch / fetchAll,
+	// SessionStore.findSessions).
+	WindowFetch *WindowFetch `protobuf:"bytes,8,opt,name=window_fetch,json=windowFetch,proto3,oneof"`
+}
+
 func (*QueryRequest_Get) isQueryRequest_Query() {}
 
 func (*QueryRequest_Range) isQueryRequest_Query() {}
@@ -3828,6 +4247,72 @@ func (*QueryRequest_Range) isQueryRequest_Query() {}
 func (*QueryRequest_Prefix) isQueryRequest_Query() {}
 
 func (*QueryRequest_All) isQueryRequest_Query() {}
+
+func (*QueryRequest_WindowFetch) isQueryRequest_Query() {}
+
+// WindowFetch: windows starting from from_ms to to_ms, both inclusive (a
+// session store: sessions ending at or after from_ms and starting at or
+// before to_ms). Answered with windowed keys, in the store's windowed key
+// serde.
+type WindowFetch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3,oneof" json:"key,omitempty"`
+	FromMs        int64                  `protobuf:"varint,2,opt,name=from_ms,json=fromMs,proto3" json:"from_ms,omitempty"`
+	ToMs          int64                  `protobuf:"varint,3,opt,name=to_ms,json=toMs,proto3" json:"to_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WindowFetch) Reset() {
+	*x = WindowFetch{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WindowFetch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WindowFetch) ProtoMessage() {}
+
+func (x *WindowFetch) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WindowFetch.ProtoReflect.Descriptor instead.
+func (*WindowFetch) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *WindowFetch) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *WindowFetch) GetFromMs() int64 {
+	if x != nil {
+		return x.FromMs
+	}
+	return 0
+}
+
+func (x *WindowFetch) GetToMs() int64 {
+	if x != nil {
+		return x.ToMs
+	}
+	return 0
+}
 
 type KeyRange struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3839,7 +4324,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3851,7 +4336,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3864,7 +4349,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{45}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *KeyRange) GetFrom() []byte {
@@ -3900,7 +4385,7 @@ type QueryResponse struct {
 
 func (x *QueryResponse) Reset() {
 	*x = QueryResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3912,7 +4397,7 @@ func (x *QueryResponse) String() string {
 func (*QueryResponse) ProtoMessage() {}
 
 func (x *QueryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3925,7 +4410,7 @@ func (x *QueryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryResponse.ProtoReflect.Descriptor instead.
 func (*QueryResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{46}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *QueryResponse) GetKeyLengths() []int32 {
@@ -4008,14 +4493,15 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\vvalue_serde\x18\x04 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
 	"\x04node\x18\x05 \x01(\tR\x04node\x12\x14\n" +
-	"\x05store\x18\x06 \x01(\tR\x05store\"\x93\x02\n" +
+	"\x05store\x18\x06 \x01(\tR\x05store\"\xb6\x02\n" +
 	"\fMaterialized\x12\x1d\n" +
 	"\n" +
 	"store_name\x18\x01 \x01(\tR\tstoreName\x12\x1b\n" +
 	"\tkey_serde\x18\x02 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x03 \x01(\tR\n" +
 	"valueSerde\x12b\n" +
-	"\x10changelog_config\x18\x04 \x03(\v27.polystreams.v1alpha1.Materialized.ChangelogConfigEntryR\x0fchangelogConfig\x1aB\n" +
+	"\x10changelog_config\x18\x04 \x03(\v27.polystreams.v1alpha1.Materialized.ChangelogConfigEntryR\x0fchangelogConfig\x12!\n" +
+	"\fretention_ms\x18\x05 \x01(\x03R\vretentionMs\x1aB\n" +
 	"\x14ChangelogConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"t\n" +
@@ -4024,7 +4510,28 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\tkey_serde\x18\x02 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x03 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
-	"\x04name\x18\x04 \x01(\tR\x04name\"\xb9\x01\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\"\xec\x01\n" +
+	"\fWindowedByOp\x12\x14\n" +
+	"\x05input\x18\x01 \x01(\x04R\x05input\x127\n" +
+	"\x04time\x18\x02 \x01(\v2!.polystreams.v1alpha1.TimeWindowsH\x00R\x04time\x12@\n" +
+	"\asliding\x18\x03 \x01(\v2$.polystreams.v1alpha1.SlidingWindowsH\x00R\asliding\x12@\n" +
+	"\asession\x18\x04 \x01(\v2$.polystreams.v1alpha1.SessionWindowsH\x00R\asessionB\t\n" +
+	"\awindows\"`\n" +
+	"\vTimeWindows\x12\x17\n" +
+	"\asize_ms\x18\x01 \x01(\x03R\x06sizeMs\x12\x1d\n" +
+	"\n" +
+	"advance_ms\x18\x02 \x01(\x03R\tadvanceMs\x12\x19\n" +
+	"\bgrace_ms\x18\x03 \x01(\x03R\agraceMs\"Y\n" +
+	"\x0eSlidingWindows\x12,\n" +
+	"\x12time_difference_ms\x18\x01 \x01(\x03R\x10timeDifferenceMs\x12\x19\n" +
+	"\bgrace_ms\x18\x02 \x01(\x03R\agraceMs\"W\n" +
+	"\x0eSessionWindows\x12*\n" +
+	"\x11inactivity_gap_ms\x18\x01 \x01(\x03R\x0finactivityGapMs\x12\x19\n" +
+	"\bgrace_ms\x18\x02 \x01(\x03R\agraceMs\"6\n" +
+	"\n" +
+	"SuppressOp\x12\x14\n" +
+	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\xb9\x01\n" +
 	"\aTableOp\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1b\n" +
 	"\tkey_serde\x18\x02 \x01(\tR\bkeySerde\x12\x1f\n" +
@@ -4116,7 +4623,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\tkey_serde\x18\x03 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x04 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
-	"\x04name\x18\x05 \x01(\tR\x04name\"\xcd\b\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\"\xd4\t\n" +
 	"\fBuildRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x128\n" +
@@ -4141,7 +4648,10 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x02to\x18\x17 \x01(\v2\x1a.polystreams.v1alpha1.ToOpH\x00R\x02to\x128\n" +
 	"\x06reduce\x18\x18 \x01(\v2\x1e.polystreams.v1alpha1.ReduceOpH\x00R\x06reduce\x12A\n" +
 	"\taggregate\x18\x19 \x01(\v2!.polystreams.v1alpha1.AggregateOpH\x00R\taggregate\x125\n" +
-	"\x05table\x18\x1a \x01(\v2\x1d.polystreams.v1alpha1.TableOpH\x00R\x05tableB\v\n" +
+	"\x05table\x18\x1a \x01(\v2\x1d.polystreams.v1alpha1.TableOpH\x00R\x05table\x12E\n" +
+	"\vwindowed_by\x18\x1b \x01(\v2\".polystreams.v1alpha1.WindowedByOpH\x00R\n" +
+	"windowedBy\x12>\n" +
+	"\bsuppress\x18\x1c \x01(\v2 .polystreams.v1alpha1.SuppressOpH\x00R\bsuppressB\v\n" +
 	"\toperation\"E\n" +
 	"\rBuildResponse\x124\n" +
 	"\x06handle\x18\x01 \x01(\v2\x1c.polystreams.v1alpha1.HandleR\x06handle\"0\n" +
@@ -4259,7 +4769,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\vStopRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x0e\n" +
-	"\fStopResponse\"\xdc\x01\n" +
+	"\fStopResponse\"\xa4\x02\n" +
 	"\fQueryRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
@@ -4267,9 +4777,15 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x03get\x18\x03 \x01(\fH\x00R\x03get\x126\n" +
 	"\x05range\x18\x04 \x01(\v2\x1e.polystreams.v1alpha1.KeyRangeH\x00R\x05range\x12\x18\n" +
 	"\x06prefix\x18\x05 \x01(\fH\x00R\x06prefix\x12\x12\n" +
-	"\x03all\x18\x06 \x01(\bH\x00R\x03all\x12\x14\n" +
+	"\x03all\x18\x06 \x01(\bH\x00R\x03all\x12F\n" +
+	"\fwindow_fetch\x18\b \x01(\v2!.polystreams.v1alpha1.WindowFetchH\x00R\vwindowFetch\x12\x14\n" +
 	"\x05limit\x18\a \x01(\x05R\x05limitB\a\n" +
-	"\x05query\"H\n" +
+	"\x05query\"Z\n" +
+	"\vWindowFetch\x12\x15\n" +
+	"\x03key\x18\x01 \x01(\fH\x00R\x03key\x88\x01\x01\x12\x17\n" +
+	"\afrom_ms\x18\x02 \x01(\x03R\x06fromMs\x12\x13\n" +
+	"\x05to_ms\x18\x03 \x01(\x03R\x04toMsB\x06\n" +
+	"\x04_key\"H\n" +
 	"\bKeyRange\x12\x17\n" +
 	"\x04from\x18\x01 \x01(\fH\x00R\x04from\x88\x01\x01\x12\x13\n" +
 	"\x02to\x18\x02 \x01(\fH\x01R\x02to\x88\x01\x01B\a\n" +
@@ -4284,14 +4800,16 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\tkey_serde\x18\x05 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x06 \x01(\tR\n" +
 	"valueSerde\x12\x1c\n" +
-	"\ttruncated\x18\a \x01(\bR\ttruncated*n\n" +
+	"\ttruncated\x18\a \x01(\bR\ttruncated*\xaa\x01\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vKIND_STREAM\x10\x01\x12\x17\n" +
 	"\x13KIND_GROUPED_STREAM\x10\x02\x12\x0e\n" +
 	"\n" +
 	"KIND_TABLE\x10\x03\x12\x16\n" +
-	"\x12KIND_GROUPED_TABLE\x10\x04*i\n" +
+	"\x12KIND_GROUPED_TABLE\x10\x04\x12\x18\n" +
+	"\x14KIND_WINDOWED_STREAM\x10\x05\x12 \n" +
+	"\x1cKIND_SESSION_WINDOWED_STREAM\x10\x06*i\n" +
 	"\aReducer\x12\x17\n" +
 	"\x13REDUCER_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vREDUCER_SUM\x10\x01\x12\x0f\n" +
@@ -4343,7 +4861,7 @@ func file_polystreams_v1alpha1_engine_proto_rawDescGZIP() []byte {
 }
 
 var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(Kind)(0),                        // 0: polystreams.v1alpha1.Kind
 	(Reducer)(0),                     // 1: polystreams.v1alpha1.Reducer
@@ -4357,120 +4875,132 @@ var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(*Handle)(nil),                   // 9: polystreams.v1alpha1.Handle
 	(*Materialized)(nil),             // 10: polystreams.v1alpha1.Materialized
 	(*StreamOp)(nil),                 // 11: polystreams.v1alpha1.StreamOp
-	(*TableOp)(nil),                  // 12: polystreams.v1alpha1.TableOp
-	(*MapValuesOp)(nil),              // 13: polystreams.v1alpha1.MapValuesOp
-	(*FilterOp)(nil),                 // 14: polystreams.v1alpha1.FilterOp
-	(*FilterNotOp)(nil),              // 15: polystreams.v1alpha1.FilterNotOp
-	(*FlatMapValuesOp)(nil),          // 16: polystreams.v1alpha1.FlatMapValuesOp
-	(*MapOp)(nil),                    // 17: polystreams.v1alpha1.MapOp
-	(*SelectKeyOp)(nil),              // 18: polystreams.v1alpha1.SelectKeyOp
-	(*PeekOp)(nil),                   // 19: polystreams.v1alpha1.PeekOp
-	(*ForeachOp)(nil),                // 20: polystreams.v1alpha1.ForeachOp
-	(*GroupByKeyOp)(nil),             // 21: polystreams.v1alpha1.GroupByKeyOp
-	(*GroupByOp)(nil),                // 22: polystreams.v1alpha1.GroupByOp
-	(*CountOp)(nil),                  // 23: polystreams.v1alpha1.CountOp
-	(*ReduceOp)(nil),                 // 24: polystreams.v1alpha1.ReduceOp
-	(*AggregateOp)(nil),              // 25: polystreams.v1alpha1.AggregateOp
-	(*ToStreamOp)(nil),               // 26: polystreams.v1alpha1.ToStreamOp
-	(*ToOp)(nil),                     // 27: polystreams.v1alpha1.ToOp
-	(*BuildRequest)(nil),             // 28: polystreams.v1alpha1.BuildRequest
-	(*BuildResponse)(nil),            // 29: polystreams.v1alpha1.BuildResponse
-	(*DescribeRequest)(nil),          // 30: polystreams.v1alpha1.DescribeRequest
-	(*DescribeResponse)(nil),         // 31: polystreams.v1alpha1.DescribeResponse
-	(*TopologyDescription)(nil),      // 32: polystreams.v1alpha1.TopologyDescription
-	(*Subtopology)(nil),              // 33: polystreams.v1alpha1.Subtopology
-	(*Node)(nil),                     // 34: polystreams.v1alpha1.Node
-	(*StartRequest)(nil),             // 35: polystreams.v1alpha1.StartRequest
-	(*StartResponse)(nil),            // 36: polystreams.v1alpha1.StartResponse
-	(*ExchangeRequest)(nil),          // 37: polystreams.v1alpha1.ExchangeRequest
-	(*ExchangeResponse)(nil),         // 38: polystreams.v1alpha1.ExchangeResponse
-	(*RecordContext)(nil),            // 39: polystreams.v1alpha1.RecordContext
-	(*Step)(nil),                     // 40: polystreams.v1alpha1.Step
-	(*Bundle)(nil),                   // 41: polystreams.v1alpha1.Bundle
-	(*BundleResult)(nil),             // 42: polystreams.v1alpha1.BundleResult
-	(*RecordFailure)(nil),            // 43: polystreams.v1alpha1.RecordFailure
-	(*RestoreProgress)(nil),          // 44: polystreams.v1alpha1.RestoreProgress
-	(*GetStateRequest)(nil),          // 45: polystreams.v1alpha1.GetStateRequest
-	(*GetStateResponse)(nil),         // 46: polystreams.v1alpha1.GetStateResponse
-	(*StopRequest)(nil),              // 47: polystreams.v1alpha1.StopRequest
-	(*StopResponse)(nil),             // 48: polystreams.v1alpha1.StopResponse
-	(*QueryRequest)(nil),             // 49: polystreams.v1alpha1.QueryRequest
-	(*KeyRange)(nil),                 // 50: polystreams.v1alpha1.KeyRange
-	(*QueryResponse)(nil),            // 51: polystreams.v1alpha1.QueryResponse
-	nil,                              // 52: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	nil,                              // 53: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
-	nil,                              // 54: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	(*WindowedByOp)(nil),             // 12: polystreams.v1alpha1.WindowedByOp
+	(*TimeWindows)(nil),              // 13: polystreams.v1alpha1.TimeWindows
+	(*SlidingWindows)(nil),           // 14: polystreams.v1alpha1.SlidingWindows
+	(*SessionWindows)(nil),           // 15: polystreams.v1alpha1.SessionWindows
+	(*SuppressOp)(nil),               // 16: polystreams.v1alpha1.SuppressOp
+	(*TableOp)(nil),                  // 17: polystreams.v1alpha1.TableOp
+	(*MapValuesOp)(nil),              // 18: polystreams.v1alpha1.MapValuesOp
+	(*FilterOp)(nil),                 // 19: polystreams.v1alpha1.FilterOp
+	(*FilterNotOp)(nil),              // 20: polystreams.v1alpha1.FilterNotOp
+	(*FlatMapValuesOp)(nil),          // 21: polystreams.v1alpha1.FlatMapValuesOp
+	(*MapOp)(nil),                    // 22: polystreams.v1alpha1.MapOp
+	(*SelectKeyOp)(nil),              // 23: polystreams.v1alpha1.SelectKeyOp
+	(*PeekOp)(nil),                   // 24: polystreams.v1alpha1.PeekOp
+	(*ForeachOp)(nil),                // 25: polystreams.v1alpha1.ForeachOp
+	(*GroupByKeyOp)(nil),             // 26: polystreams.v1alpha1.GroupByKeyOp
+	(*GroupByOp)(nil),                // 27: polystreams.v1alpha1.GroupByOp
+	(*CountOp)(nil),                  // 28: polystreams.v1alpha1.CountOp
+	(*ReduceOp)(nil),                 // 29: polystreams.v1alpha1.ReduceOp
+	(*AggregateOp)(nil),              // 30: polystreams.v1alpha1.AggregateOp
+	(*ToStreamOp)(nil),               // 31: polystreams.v1alpha1.ToStreamOp
+	(*ToOp)(nil),                     // 32: polystreams.v1alpha1.ToOp
+	(*BuildRequest)(nil),             // 33: polystreams.v1alpha1.BuildRequest
+	(*BuildResponse)(nil),            // 34: polystreams.v1alpha1.BuildResponse
+	(*DescribeRequest)(nil),          // 35: polystreams.v1alpha1.DescribeRequest
+	(*DescribeResponse)(nil),         // 36: polystreams.v1alpha1.DescribeResponse
+	(*TopologyDescription)(nil),      // 37: polystreams.v1alpha1.TopologyDescription
+	(*Subtopology)(nil),              // 38: polystreams.v1alpha1.Subtopology
+	(*Node)(nil),                     // 39: polystreams.v1alpha1.Node
+	(*StartRequest)(nil),             // 40: polystreams.v1alpha1.StartRequest
+	(*StartResponse)(nil),            // 41: polystreams.v1alpha1.StartResponse
+	(*ExchangeRequest)(nil),          // 42: polystreams.v1alpha1.ExchangeRequest
+	(*ExchangeResponse)(nil),         // 43: polystreams.v1alpha1.ExchangeResponse
+	(*RecordContext)(nil),            // 44: polystreams.v1alpha1.RecordContext
+	(*Step)(nil),                     // 45: polystreams.v1alpha1.Step
+	(*Bundle)(nil),                   // 46: polystreams.v1alpha1.Bundle
+	(*BundleResult)(nil),             // 47: polystreams.v1alpha1.BundleResult
+	(*RecordFailure)(nil),            // 48: polystreams.v1alpha1.RecordFailure
+	(*RestoreProgress)(nil),          // 49: polystreams.v1alpha1.RestoreProgress
+	(*GetStateRequest)(nil),          // 50: polystreams.v1alpha1.GetStateRequest
+	(*GetStateResponse)(nil),         // 51: polystreams.v1alpha1.GetStateResponse
+	(*StopRequest)(nil),              // 52: polystreams.v1alpha1.StopRequest
+	(*StopResponse)(nil),             // 53: polystreams.v1alpha1.StopResponse
+	(*QueryRequest)(nil),             // 54: polystreams.v1alpha1.QueryRequest
+	(*WindowFetch)(nil),              // 55: polystreams.v1alpha1.WindowFetch
+	(*KeyRange)(nil),                 // 56: polystreams.v1alpha1.KeyRange
+	(*QueryResponse)(nil),            // 57: polystreams.v1alpha1.QueryResponse
+	nil,                              // 58: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	nil,                              // 59: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	nil,                              // 60: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
 }
 var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
-	52, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	53, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	58, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	59, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
 	0,  // 2: polystreams.v1alpha1.Handle.kind:type_name -> polystreams.v1alpha1.Kind
-	54, // 3: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
-	10, // 4: polystreams.v1alpha1.TableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	10, // 5: polystreams.v1alpha1.MapValuesOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	10, // 6: polystreams.v1alpha1.FilterOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	10, // 7: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	10, // 8: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	1,  // 9: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
-	10, // 10: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	10, // 11: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	11, // 12: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
-	13, // 13: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
-	14, // 14: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
-	15, // 15: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
-	16, // 16: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
-	17, // 17: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
-	18, // 18: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
-	19, // 19: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
-	20, // 20: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
-	21, // 21: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
-	22, // 22: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
-	23, // 23: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
-	26, // 24: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
-	27, // 25: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
-	24, // 26: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
-	25, // 27: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
-	12, // 28: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
-	9,  // 29: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
-	32, // 30: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
-	33, // 31: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
-	34, // 32: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
-	4,  // 33: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
-	42, // 34: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
-	41, // 35: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
-	3,  // 36: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
-	39, // 37: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	44, // 38: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	2,  // 39: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
-	40, // 40: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
-	43, // 41: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
-	3,  // 42: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
-	39, // 43: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	44, // 44: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	50, // 45: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
-	5,  // 46: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
-	7,  // 47: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
-	28, // 48: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
-	30, // 49: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
-	35, // 50: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
-	37, // 51: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
-	45, // 52: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
-	47, // 53: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
-	49, // 54: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
-	6,  // 55: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
-	8,  // 56: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
-	29, // 57: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
-	31, // 58: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
-	36, // 59: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
-	38, // 60: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
-	46, // 61: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
-	48, // 62: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
-	51, // 63: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
-	55, // [55:64] is the sub-list for method output_type
-	46, // [46:55] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	60, // 3: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	13, // 4: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
+	14, // 5: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
+	15, // 6: polystreams.v1alpha1.WindowedByOp.session:type_name -> polystreams.v1alpha1.SessionWindows
+	10, // 7: polystreams.v1alpha1.TableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	10, // 8: polystreams.v1alpha1.MapValuesOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	10, // 9: polystreams.v1alpha1.FilterOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	10, // 10: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	10, // 11: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	1,  // 12: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
+	10, // 13: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	10, // 14: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	11, // 15: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
+	18, // 16: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
+	19, // 17: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
+	20, // 18: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
+	21, // 19: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
+	22, // 20: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
+	23, // 21: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
+	24, // 22: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
+	25, // 23: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
+	26, // 24: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
+	27, // 25: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
+	28, // 26: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
+	31, // 27: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
+	32, // 28: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
+	29, // 29: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
+	30, // 30: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
+	17, // 31: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
+	12, // 32: polystreams.v1alpha1.BuildRequest.windowed_by:type_name -> polystreams.v1alpha1.WindowedByOp
+	16, // 33: polystreams.v1alpha1.BuildRequest.suppress:type_name -> polystreams.v1alpha1.SuppressOp
+	9,  // 34: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
+	37, // 35: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
+	38, // 36: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
+	39, // 37: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
+	4,  // 38: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
+	47, // 39: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
+	46, // 40: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
+	3,  // 41: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
+	44, // 42: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	49, // 43: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	2,  // 44: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
+	45, // 45: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
+	48, // 46: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
+	3,  // 47: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
+	44, // 48: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	49, // 49: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	56, // 50: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	55, // 51: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
+	5,  // 52: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
+	7,  // 53: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
+	33, // 54: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
+	35, // 55: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
+	40, // 56: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
+	42, // 57: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
+	50, // 58: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
+	52, // 59: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
+	54, // 60: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
+	6,  // 61: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
+	8,  // 62: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
+	34, // 63: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
+	36, // 64: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
+	41, // 65: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
+	43, // 66: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
+	51, // 67: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
+	53, // 68: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
+	57, // 69: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
+	61, // [61:70] is the sub-list for method output_type
+	52, // [52:61] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_polystreams_v1alpha1_engine_proto_init() }
@@ -4478,7 +5008,12 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 	if File_polystreams_v1alpha1_engine_proto != nil {
 		return
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[23].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[7].OneofWrappers = []any{
+		(*WindowedByOp_Time)(nil),
+		(*WindowedByOp_Sliding)(nil),
+		(*WindowedByOp_Session)(nil),
+	}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[28].OneofWrappers = []any{
 		(*BuildRequest_Stream)(nil),
 		(*BuildRequest_MapValues)(nil),
 		(*BuildRequest_Filter)(nil),
@@ -4496,21 +5031,25 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		(*BuildRequest_Reduce)(nil),
 		(*BuildRequest_Aggregate)(nil),
 		(*BuildRequest_Table)(nil),
+		(*BuildRequest_WindowedBy)(nil),
+		(*BuildRequest_Suppress)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[44].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[49].OneofWrappers = []any{
 		(*QueryRequest_Get)(nil),
 		(*QueryRequest_Range)(nil),
 		(*QueryRequest_Prefix)(nil),
 		(*QueryRequest_All)(nil),
+		(*QueryRequest_WindowFetch)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[45].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[50].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[51].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_polystreams_v1alpha1_engine_proto_rawDesc), len(file_polystreams_v1alpha1_engine_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   50,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

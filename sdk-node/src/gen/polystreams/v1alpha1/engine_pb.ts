@@ -19,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file polystreams/v1alpha1/engine.proto.
  */
 export const file_polystreams_v1alpha1_engine: GenFile = /*@__PURE__*/
-  fileDesc("CiFwb2x5c3RyZWFtcy92MWFscGhhMS9lbmdpbmUucHJvdG8SFHBvbHlzdHJlYW1zLnYxYWxwaGExIqEBChJPcGVuU2Vzc2lvblJlcXVlc3QSFgoOYXBwbGljYXRpb25faWQYASABKAkSRAoGY29uZmlnGAIgAygLMjQucG9seXN0cmVhbXMudjFhbHBoYTEuT3BlblNlc3Npb25SZXF1ZXN0LkNvbmZpZ0VudHJ5Gi0KC0NvbmZpZ0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEinwEKE09wZW5TZXNzaW9uUmVzcG9uc2USEgoKc2Vzc2lvbl9pZBgBIAEoCRJFCgZjb25maWcYAiADKAsyNS5wb2x5c3RyZWFtcy52MWFscGhhMS5PcGVuU2Vzc2lvblJlc3BvbnNlLkNvbmZpZ0VudHJ5Gi0KC0NvbmZpZ0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiOwoXUmVnaXN0ZXJGdW5jdGlvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgRuYW1lGAIgASgJIikKGFJlZ2lzdGVyRnVuY3Rpb25SZXNwb25zZRINCgV0b2tlbhgBIAEoDSKDAQoGSGFuZGxlEgoKAmlkGAEgASgEEigKBGtpbmQYAiABKA4yGi5wb2x5c3RyZWFtcy52MWFscGhhMS5LaW5kEhEKCWtleV9zZXJkZRgDIAEoCRITCgt2YWx1ZV9zZXJkZRgEIAEoCRIMCgRub2RlGAUgASgJEg0KBXN0b3JlGAYgASgJItUBCgxNYXRlcmlhbGl6ZWQSEgoKc3RvcmVfbmFtZRgBIAEoCRIRCglrZXlfc2VyZGUYAiABKAkSEwoLdmFsdWVfc2VyZGUYAyABKAkSUQoQY2hhbmdlbG9nX2NvbmZpZxgEIAMoCzI3LnBvbHlzdHJlYW1zLnYxYWxwaGExLk1hdGVyaWFsaXplZC5DaGFuZ2Vsb2dDb25maWdFbnRyeRo2ChRDaGFuZ2Vsb2dDb25maWdFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlAKCFN0cmVhbU9wEg4KBnRvcGljcxgBIAMoCRIRCglrZXlfc2VyZGUYAiABKAkSEwoLdmFsdWVfc2VyZGUYAyABKAkSDAoEbmFtZRgEIAEoCSKIAQoHVGFibGVPcBINCgV0b3BpYxgBIAEoCRIRCglrZXlfc2VyZGUYAiABKAkSEwoLdmFsdWVfc2VyZGUYAyABKAkSDAoEbmFtZRgEIAEoCRI4CgxtYXRlcmlhbGl6ZWQYBSABKAsyIi5wb2x5c3RyZWFtcy52MWFscGhhMS5NYXRlcmlhbGl6ZWQiiAEKC01hcFZhbHVlc09wEg0KBWlucHV0GAEgASgEEg0KBXRva2VuGAIgASgNEhMKC3ZhbHVlX3NlcmRlGAMgASgJEgwKBG5hbWUYBCABKAkSOAoMbWF0ZXJpYWxpemVkGAUgASgLMiIucG9seXN0cmVhbXMudjFhbHBoYTEuTWF0ZXJpYWxpemVkInAKCEZpbHRlck9wEg0KBWlucHV0GAEgASgEEg0KBXRva2VuGAIgASgNEgwKBG5hbWUYAyABKAkSOAoMbWF0ZXJpYWxpemVkGAQgASgLMiIucG9seXN0cmVhbXMudjFhbHBoYTEuTWF0ZXJpYWxpemVkInMKC0ZpbHRlck5vdE9wEg0KBWlucHV0GAEgASgEEg0KBXRva2VuGAIgASgNEgwKBG5hbWUYAyABKAkSOAoMbWF0ZXJpYWxpemVkGAQgASgLMiIucG9seXN0cmVhbXMudjFhbHBoYTEuTWF0ZXJpYWxpemVkIlIKD0ZsYXRNYXBWYWx1ZXNPcBINCgVpbnB1dBgBIAEoBBINCgV0b2tlbhgCIAEoDRITCgt2YWx1ZV9zZXJkZRgDIAEoCRIMCgRuYW1lGAQgASgJIlsKBU1hcE9wEg0KBWlucHV0GAEgASgEEg0KBXRva2VuGAIgASgNEhEKCWtleV9zZXJkZRgDIAEoCRITCgt2YWx1ZV9zZXJkZRgEIAEoCRIMCgRuYW1lGAUgASgJIkwKC1NlbGVjdEtleU9wEg0KBWlucHV0GAEgASgEEg0KBXRva2VuGAIgASgNEhEKCWtleV9zZXJkZRgDIAEoCRIMCgRuYW1lGAQgASgJIjQKBlBlZWtPcBINCgVpbnB1dBgBIAEoBBINCgV0b2tlbhgCIAEoDRIMCgRuYW1lGAMgASgJIjcKCUZvcmVhY2hPcBINCgVpbnB1dBgBIAEoBBINCgV0b2tlbhgCIAEoDRIMCgRuYW1lGAMgASgJIlMKDEdyb3VwQnlLZXlPcBINCgVpbnB1dBgBIAEoBBIRCglrZXlfc2VyZGUYAiABKAkSEwoLdmFsdWVfc2VyZGUYAyABKAkSDAoEbmFtZRgEIAEoCSJfCglHcm91cEJ5T3ASDQoFaW5wdXQYASABKAQSDQoFdG9rZW4YAiABKA0SEQoJa2V5X3NlcmRlGAMgASgJEhMKC3ZhbHVlX3NlcmRlGAQgASgJEgwKBG5hbWUYBSABKAkiYAoHQ291bnRPcBINCgVpbnB1dBgBIAEoBBI4CgxtYXRlcmlhbGl6ZWQYAiABKAsyIi5wb2x5c3RyZWFtcy52MWFscGhhMS5NYXRlcmlhbGl6ZWQSDAoEbmFtZRgDIAEoCSK6AQoIUmVkdWNlT3ASDQoFaW5wdXQYASABKAQSDQoFdG9rZW4YAiABKA0SLgoHYnVpbHRpbhgDIAEoDjIdLnBvbHlzdHJlYW1zLnYxYWxwaGExLlJlZHVjZXISOAoMbWF0ZXJpYWxpemVkGAQgASgLMiIucG9seXN0cmVhbXMudjFhbHBoYTEuTWF0ZXJpYWxpemVkEgwKBG5hbWUYBSABKAkSGAoQc3VidHJhY3Rvcl90b2tlbhgGIAEoDSKzAQoLQWdncmVnYXRlT3ASDQoFaW5wdXQYASABKAQSGQoRaW5pdGlhbGl6ZXJfdG9rZW4YAiABKA0SGAoQYWdncmVnYXRvcl90b2tlbhgDIAEoDRI4CgxtYXRlcmlhbGl6ZWQYBCABKAsyIi5wb2x5c3RyZWFtcy52MWFscGhhMS5NYXRlcmlhbGl6ZWQSDAoEbmFtZRgFIAEoCRIYChBzdWJ0cmFjdG9yX3Rva2VuGAYgASgNIikKClRvU3RyZWFtT3ASDQoFaW5wdXQYASABKAQSDAoEbmFtZRgCIAEoCSJaCgRUb09wEg0KBWlucHV0GAEgASgEEg0KBXRvcGljGAIgASgJEhEKCWtleV9zZXJkZRgDIAEoCRITCgt2YWx1ZV9zZXJkZRgEIAEoCRIMCgRuYW1lGAUgASgJIqoHCgxCdWlsZFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIwCgZzdHJlYW0YCiABKAsyHi5wb2x5c3RyZWFtcy52MWFscGhhMS5TdHJlYW1PcEgAEjcKCm1hcF92YWx1ZXMYCyABKAsyIS5wb2x5c3RyZWFtcy52MWFscGhhMS5NYXBWYWx1ZXNPcEgAEjAKBmZpbHRlchgMIAEoCzIeLnBvbHlzdHJlYW1zLnYxYWxwaGExLkZpbHRlck9wSAASNwoKZmlsdGVyX25vdBgNIAEoCzIhLnBvbHlzdHJlYW1zLnYxYWxwaGExLkZpbHRlck5vdE9wSAASQAoPZmxhdF9tYXBfdmFsdWVzGA4gASgLMiUucG9seXN0cmVhbXMudjFhbHBoYTEuRmxhdE1hcFZhbHVlc09wSAASKgoDbWFwGA8gASgLMhsucG9seXN0cmVhbXMudjFhbHBoYTEuTWFwT3BIABI3CgpzZWxlY3Rfa2V5GBAgASgLMiEucG9seXN0cmVhbXMudjFhbHBoYTEuU2VsZWN0S2V5T3BIABIsCgRwZWVrGBEgASgLMhwucG9seXN0cmVhbXMudjFhbHBoYTEuUGVla09wSAASMgoHZm9yZWFjaBgSIAEoCzIfLnBvbHlzdHJlYW1zLnYxYWxwaGExLkZvcmVhY2hPcEgAEjoKDGdyb3VwX2J5X2tleRgTIAEoCzIiLnBvbHlzdHJlYW1zLnYxYWxwaGExLkdyb3VwQnlLZXlPcEgAEjMKCGdyb3VwX2J5GBQgASgLMh8ucG9seXN0cmVhbXMudjFhbHBoYTEuR3JvdXBCeU9wSAASLgoFY291bnQYFSABKAsyHS5wb2x5c3RyZWFtcy52MWFscGhhMS5Db3VudE9wSAASNQoJdG9fc3RyZWFtGBYgASgLMiAucG9seXN0cmVhbXMudjFhbHBoYTEuVG9TdHJlYW1PcEgAEigKAnRvGBcgASgLMhoucG9seXN0cmVhbXMudjFhbHBoYTEuVG9PcEgAEjAKBnJlZHVjZRgYIAEoCzIeLnBvbHlzdHJlYW1zLnYxYWxwaGExLlJlZHVjZU9wSAASNgoJYWdncmVnYXRlGBkgASgLMiEucG9seXN0cmVhbXMudjFhbHBoYTEuQWdncmVnYXRlT3BIABIuCgV0YWJsZRgaIAEoCzIdLnBvbHlzdHJlYW1zLnYxYWxwaGExLlRhYmxlT3BIAEILCglvcGVyYXRpb24iPQoNQnVpbGRSZXNwb25zZRIsCgZoYW5kbGUYASABKAsyHC5wb2x5c3RyZWFtcy52MWFscGhhMS5IYW5kbGUiJQoPRGVzY3JpYmVSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiXQoQRGVzY3JpYmVSZXNwb25zZRIMCgR0ZXh0GAEgASgJEjsKCHRvcG9sb2d5GAIgASgLMikucG9seXN0cmVhbXMudjFhbHBoYTEuVG9wb2xvZ3lEZXNjcmlwdGlvbiJPChNUb3BvbG9neURlc2NyaXB0aW9uEjgKDXN1YnRvcG9sb2dpZXMYASADKAsyIS5wb2x5c3RyZWFtcy52MWFscGhhMS5TdWJ0b3BvbG9neSJECgtTdWJ0b3BvbG9neRIKCgJpZBgBIAEoBRIpCgVub2RlcxgCIAMoCzIaLnBvbHlzdHJlYW1zLnYxYWxwaGExLk5vZGUi7gEKBE5vZGUSDAoEbmFtZRgBIAEoCRItCgR0eXBlGAIgASgOMh8ucG9seXN0cmVhbXMudjFhbHBoYTEuTm9kZS5UeXBlEg4KBnRvcGljcxgDIAMoCRINCgV0b3BpYxgEIAEoCRIOCgZzdG9yZXMYBSADKAkSEgoKc3VjY2Vzc29ycxgGIAMoCRIUCgxwcmVkZWNlc3NvcnMYByADKAkiUAoEVHlwZRIUChBUWVBFX1VOU1BFQ0lGSUVEEAASDwoLVFlQRV9TT1VSQ0UQARISCg5UWVBFX1BST0NFU1NPUhACEg0KCVRZUEVfU0lOSxADIiIKDFN0YXJ0UmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIg8KDVN0YXJ0UmVzcG9uc2UikwEKD0V4Y2hhbmdlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhEKCXdvcmtlcl9pZBgCIAEoCRIzCgdyZXN1bHRzGAMgAygLMiIucG9seXN0cmVhbXMudjFhbHBoYTEuQnVuZGxlUmVzdWx0EhMKC21heF9idW5kbGVzGAQgASgFEg8KB3dhaXRfbXMYBSABKAUi8AEKEEV4Y2hhbmdlUmVzcG9uc2USLQoHYnVuZGxlcxgBIAMoCzIcLnBvbHlzdHJlYW1zLnYxYWxwaGExLkJ1bmRsZRIqCgVzdGF0ZRgCIAEoDjIbLnBvbHlzdHJlYW1zLnYxYWxwaGExLlN0YXRlEg0KBWVycm9yGAMgASgJEjoKDWZhaWxlZF9yZWNvcmQYBCABKAsyIy5wb2x5c3RyZWFtcy52MWFscGhhMS5SZWNvcmRDb250ZXh0EjYKB3Jlc3RvcmUYBSABKAsyJS5wb2x5c3RyZWFtcy52MWFscGhhMS5SZXN0b3JlUHJvZ3Jlc3MiTwoNUmVjb3JkQ29udGV4dBINCgV0b3BpYxgBIAEoCRIRCglwYXJ0aXRpb24YAiABKAUSDgoGb2Zmc2V0GAMgASgDEgwKBG5vZGUYBCABKAkijAEKBFN0ZXASDQoFdG9rZW4YASABKA0SMgoJb3BlcmF0aW9uGAIgASgOMh8ucG9seXN0cmVhbXMudjFhbHBoYTEuT3BlcmF0aW9uEgwKBG5vZGUYAyABKAkSGQoRaW5pdGlhbGl6ZXJfdG9rZW4YBCABKA0SGAoQc3VidHJhY3Rvcl90b2tlbhgFIAEoDSK6AwoGQnVuZGxlEgoKAmlkGAEgASgEEikKBXN0ZXBzGAIgAygLMhoucG9seXN0cmVhbXMudjFhbHBoYTEuU3RlcBIRCglrZXlfc2VyZGUYAyABKAkSEwoLdmFsdWVfc2VyZGUYBCABKAkSGAoQb3V0cHV0X2tleV9zZXJkZRgFIAEoCRIaChJvdXRwdXRfdmFsdWVfc2VyZGUYBiABKAkSEwoLa2V5X2xlbmd0aHMYByADKBESDAoEa2V5cxgIIAEoDBIVCg12YWx1ZV9sZW5ndGhzGAkgAygREg4KBnZhbHVlcxgKIAEoDBINCgV0b3BpYxgLIAEoCRIRCglwYXJ0aXRpb24YDCABKAUSDwoHb2Zmc2V0cxgNIAMoAxISCgp0aW1lc3RhbXBzGA4gAygDEhMKC2dyb3VwX3NpemVzGA8gAygREhkKEWFnZ3JlZ2F0ZV9sZW5ndGhzGBAgAygREhIKCmFnZ3JlZ2F0ZXMYESABKAwSFwoPYWdncmVnYXRlX3NlcmRlGBIgASgJEhkKEW9sZF92YWx1ZV9sZW5ndGhzGBMgAygREhIKCm9sZF92YWx1ZXMYFCABKAwiuQEKDEJ1bmRsZVJlc3VsdBIRCglidW5kbGVfaWQYASABKAQSFQoNb3V0cHV0X2NvdW50cxgCIAMoERITCgtrZXlfbGVuZ3RocxgDIAMoERIMCgRrZXlzGAQgASgMEhUKDXZhbHVlX2xlbmd0aHMYBSADKBESDgoGdmFsdWVzGAYgASgMEjUKCGZhaWx1cmVzGAcgAygLMiMucG9seXN0cmVhbXMudjFhbHBoYTEuUmVjb3JkRmFpbHVyZSI9Cg1SZWNvcmRGYWlsdXJlEg0KBWluZGV4GAEgASgFEgwKBHN0ZXAYAiABKAUSDwoHbWVzc2FnZRgDIAEoCSJ6Cg9SZXN0b3JlUHJvZ3Jlc3MSGAoQcmVzdG9yZWRfcmVjb3JkcxgBIAEoAxIVCg10b3RhbF9yZWNvcmRzGAIgASgDEhwKFHJlc3RvcmluZ19wYXJ0aXRpb25zGAMgASgFEhgKEHRvdGFsX3BhcnRpdGlvbnMYBCABKAUiJQoPR2V0U3RhdGVSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiwQEKEEdldFN0YXRlUmVzcG9uc2USKgoFc3RhdGUYASABKA4yGy5wb2x5c3RyZWFtcy52MWFscGhhMS5TdGF0ZRINCgVlcnJvchgCIAEoCRI6Cg1mYWlsZWRfcmVjb3JkGAMgASgLMiMucG9seXN0cmVhbXMudjFhbHBoYTEuUmVjb3JkQ29udGV4dBI2CgdyZXN0b3JlGAQgASgLMiUucG9seXN0cmVhbXMudjFhbHBoYTEuUmVzdG9yZVByb2dyZXNzIiEKC1N0b3BSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiDgoMU3RvcFJlc3BvbnNlIqoBCgxRdWVyeVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRINCgVzdG9yZRgCIAEoCRINCgNnZXQYAyABKAxIABIvCgVyYW5nZRgEIAEoCzIeLnBvbHlzdHJlYW1zLnYxYWxwaGExLktleVJhbmdlSAASEAoGcHJlZml4GAUgASgMSAASDQoDYWxsGAYgASgISAASDQoFbGltaXQYByABKAVCBwoFcXVlcnkiPgoIS2V5UmFuZ2USEQoEZnJvbRgBIAEoDEgAiAEBEg8KAnRvGAIgASgMSAGIAQFCBwoFX2Zyb21CBQoDX3RvIpQBCg1RdWVyeVJlc3BvbnNlEhMKC2tleV9sZW5ndGhzGAEgAygREgwKBGtleXMYAiABKAwSFQoNdmFsdWVfbGVuZ3RocxgDIAMoERIOCgZ2YWx1ZXMYBCABKAwSEQoJa2V5X3NlcmRlGAUgASgJEhMKC3ZhbHVlX3NlcmRlGAYgASgJEhEKCXRydW5jYXRlZBgHIAEoCCpuCgRLaW5kEhQKEEtJTkRfVU5TUEVDSUZJRUQQABIPCgtLSU5EX1NUUkVBTRABEhcKE0tJTkRfR1JPVVBFRF9TVFJFQU0QAhIOCgpLSU5EX1RBQkxFEAMSFgoSS0lORF9HUk9VUEVEX1RBQkxFEAQqaQoHUmVkdWNlchIXChNSRURVQ0VSX1VOU1BFQ0lGSUVEEAASDwoLUkVEVUNFUl9TVU0QARIPCgtSRURVQ0VSX01JThACEg8KC1JFRFVDRVJfTUFYEAMSEgoOUkVEVUNFUl9MQVRFU1QQBCqWAgoJT3BlcmF0aW9uEhkKFU9QRVJBVElPTl9VTlNQRUNJRklFRBAAEhgKFE9QRVJBVElPTl9NQVBfVkFMVUVTEAESFAoQT1BFUkFUSU9OX0ZJTFRFUhACEhgKFE9QRVJBVElPTl9GSUxURVJfTk9UEAMSHQoZT1BFUkFUSU9OX0ZMQVRfTUFQX1ZBTFVFUxAEEhEKDU9QRVJBVElPTl9NQVAQBRIYChRPUEVSQVRJT05fU0VMRUNUX0tFWRAGEhIKDk9QRVJBVElPTl9QRUVLEAcSFQoRT1BFUkFUSU9OX0ZPUkVBQ0gQCBIUChBPUEVSQVRJT05fUkVEVUNFEAkSFwoTT1BFUkFUSU9OX0FHR1JFR0FURRAKKpQBCgVTdGF0ZRIVChFTVEFURV9VTlNQRUNJRklFRBAAEhEKDVNUQVRFX0NSRUFURUQQARIVChFTVEFURV9SRUJBTEFOQ0lORxACEhEKDVNUQVRFX1JVTk5JTkcQAxIRCg1TVEFURV9TVE9QUEVEEAQSDwoLU1RBVEVfRVJST1IQBRITCg9TVEFURV9SRVNUT1JJTkcQBjK8BgoNRW5naW5lU2VydmljZRJiCgtPcGVuU2Vzc2lvbhIoLnBvbHlzdHJlYW1zLnYxYWxwaGExLk9wZW5TZXNzaW9uUmVxdWVzdBopLnBvbHlzdHJlYW1zLnYxYWxwaGExLk9wZW5TZXNzaW9uUmVzcG9uc2UScQoQUmVnaXN0ZXJGdW5jdGlvbhItLnBvbHlzdHJlYW1zLnYxYWxwaGExLlJlZ2lzdGVyRnVuY3Rpb25SZXF1ZXN0Gi4ucG9seXN0cmVhbXMudjFhbHBoYTEuUmVnaXN0ZXJGdW5jdGlvblJlc3BvbnNlElAKBUJ1aWxkEiIucG9seXN0cmVhbXMudjFhbHBoYTEuQnVpbGRSZXF1ZXN0GiMucG9seXN0cmVhbXMudjFhbHBoYTEuQnVpbGRSZXNwb25zZRJZCghEZXNjcmliZRIlLnBvbHlzdHJlYW1zLnYxYWxwaGExLkRlc2NyaWJlUmVxdWVzdBomLnBvbHlzdHJlYW1zLnYxYWxwaGExLkRlc2NyaWJlUmVzcG9uc2USUAoFU3RhcnQSIi5wb2x5c3RyZWFtcy52MWFscGhhMS5TdGFydFJlcXVlc3QaIy5wb2x5c3RyZWFtcy52MWFscGhhMS5TdGFydFJlc3BvbnNlElkKCEV4Y2hhbmdlEiUucG9seXN0cmVhbXMudjFhbHBoYTEuRXhjaGFuZ2VSZXF1ZXN0GiYucG9seXN0cmVhbXMudjFhbHBoYTEuRXhjaGFuZ2VSZXNwb25zZRJZCghHZXRTdGF0ZRIlLnBvbHlzdHJlYW1zLnYxYWxwaGExLkdldFN0YXRlUmVxdWVzdBomLnBvbHlzdHJlYW1zLnYxYWxwaGExLkdldFN0YXRlUmVzcG9uc2USTQoEU3RvcBIhLnBvbHlzdHJlYW1zLnYxYWxwaGExLlN0b3BSZXF1ZXN0GiIucG9seXN0cmVhbXMudjFhbHBoYTEuU3RvcFJlc3BvbnNlElAKBVF1ZXJ5EiIucG9seXN0cmVhbXMudjFhbHBoYTEuUXVlcnlSZXF1ZXN0GiMucG9seXN0cmVhbXMudjFhbHBoYTEuUXVlcnlSZXNwb25zZUJaWlhnaXRodWIuY29tL3BvbHlzdHJlYW1zL3BvbHlzdHJlYW1zL3Byb3RvL2dlbi9nby9wb2x5c3RyZWFtcy92MWFscGhhMTtwb2x5c3RyZWFtc3YxYWxwaGExYgZwcm90bzM");
+  fileDesc("CiFwb2x5c3RyZWFtcy92MWFscGhhMS9lbmdpbmUucHJvdG8SFHBvbHlzdHJlYW1zLnYxYWxwaGExIqEBChJPcGVuU2Vzc2lvblJlcXVlc3QSFgoOYXBwbGljYXRpb25faWQYASABKAkSRAoGY29uZmlnGAIgAygLMjQucG9seXN0cmVhbXMudjFhbHBoYTEuT3BlblNlc3Npb25SZXF1ZXN0LkNvbmZpZ0VudHJ5Gi0KC0NvbmZpZ0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEinwEKE09wZW5TZXNzaW9uUmVzcG9uc2USEgoKc2Vzc2lvbl9pZBgBIAEoCRJFCgZjb25maWcYAiADKAsyNS5wb2x5c3RyZWFtcy52MWFscGhhMS5PcGVuU2Vzc2lvblJlc3BvbnNlLkNvbmZpZ0VudHJ5Gi0KC0NvbmZpZ0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiOwoXUmVnaXN0ZXJGdW5jdGlvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgRuYW1lGAIgASgJIikKGFJlZ2lzdGVyRnVuY3Rpb25SZXNwb25zZRINCgV0b2tlbhgBIAEoDSKDAQoGSGFuZGxlEgoKAmlkGAEgASgEEigKBGtpbmQYAiABKA4yGi5wb2x5c3RyZWFtcy52MWFscGhhMS5LaW5kEhEKCWtleV9zZXJkZRgDIAEoCRITCgt2YWx1ZV9zZXJkZRgEIAEoCRIMCgRub2RlGAUgASgJEg0KBXN0b3JlGAYgASgJIusBCgxNYXRlcmlhbGl6ZWQSEgoKc3RvcmVfbmFtZRgBIAEoCRIRCglrZXlfc2VyZGUYAiABKAkSEwoLdmFsdWVfc2VyZGUYAyABKAkSUQoQY2hhbmdlbG9nX2NvbmZpZxgEIAMoCzI3LnBvbHlzdHJlYW1zLnYxYWxwaGExLk1hdGVyaWFsaXplZC5DaGFuZ2Vsb2dDb25maWdFbnRyeRIUCgxyZXRlbnRpb25fbXMYBSABKAMaNgoUQ2hhbmdlbG9nQ29uZmlnRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJQCghTdHJlYW1PcBIOCgZ0b3BpY3MYASADKAkSEQoJa2V5X3NlcmRlGAIgASgJEhMKC3ZhbHVlX3NlcmRlGAMgASgJEgwKBG5hbWUYBCABKAkizQEKDFdpbmRvd2VkQnlPcBINCgVpbnB1dBgBIAEoBBIxCgR0aW1lGAIgASgLMiEucG9seXN0cmVhbXMudjFhbHBoYTEuVGltZVdpbmRvd3NIABI3CgdzbGlkaW5nGAMgASgLMiQucG9seXN0cmVhbXMudjFhbHBoYTEuU2xpZGluZ1dpbmRvd3NIABI3CgdzZXNzaW9uGAQgASgLMiQucG9seXN0cmVhbXMudjFhbHBoYTEuU2Vzc2lvbldpbmRvd3NIAEIJCgd3aW5kb3dzIkQKC1RpbWVXaW5kb3dzEg8KB3NpemVfbXMYASABKAMSEgoKYWR2YW5jZV9tcxgCIAEoAxIQCghncmFjZV9tcxgDIAEoAyI+Cg5TbGlkaW5nV2luZG93cxIaChJ0aW1lX2RpZmZlcmVuY2VfbXMYASABKAMSEAoIZ3JhY2VfbXMYAiABKAMiPQoOU2Vzc2lvbldpbmRvd3MSGQoRaW5hY3Rpdml0eV9nYXBfbXMYASABKAMSEAoIZ3JhY2VfbXMYAiABKAMiKQoKU3VwcHJlc3NPcBINCgVpbnB1dBgBIAEoBBIMCgRuYW1lGAIgASgJIogBCgdUYWJsZU9wEg0KBXRvcGljGAEgASgJEhEKCWtleV9zZXJkZRgCIAEoCRITCgt2YWx1ZV9zZXJkZRgDIAEoCRIMCgRuYW1lGAQgASgJEjgKDG1hdGVyaWFsaXplZBgFIAEoCzIiLnBvbHlzdHJlYW1zLnYxYWxwaGExLk1hdGVyaWFsaXplZCKIAQoLTWFwVmFsdWVzT3ASDQoFaW5wdXQYASABKAQSDQoFdG9rZW4YAiABKA0SEwoLdmFsdWVfc2VyZGUYAyABKAkSDAoEbmFtZRgEIAEoCRI4CgxtYXRlcmlhbGl6ZWQYBSABKAsyIi5wb2x5c3RyZWFtcy52MWFscGhhMS5NYXRlcmlhbGl6ZWQicAoIRmlsdGVyT3ASDQoFaW5wdXQYASABKAQSDQoFdG9rZW4YAiABKA0SDAoEbmFtZRgDIAEoCRI4CgxtYXRlcmlhbGl6ZWQYBCABKAsyIi5wb2x5c3RyZWFtcy52MWFscGhhMS5NYXRlcmlhbGl6ZWQicwoLRmlsdGVyTm90T3ASDQoFaW5wdXQYASABKAQSDQoFdG9rZW4YAiABKA0SDAoEbmFtZRgDIAEoCRI4CgxtYXRlcmlhbGl6ZWQYBCABKAsyIi5wb2x5c3RyZWFtcy52MWFscGhhMS5NYXRlcmlhbGl6ZWQiUgoPRmxhdE1hcFZhbHVlc09wEg0KBWlucHV0GAEgASgEEg0KBXRva2VuGAIgASgNEhMKC3ZhbHVlX3NlcmRlGAMgASgJEgwKBG5hbWUYBCABKAkiWwoFTWFwT3ASDQoFaW5wdXQYASABKAQSDQoFdG9rZW4YAiABKA0SEQoJa2V5X3NlcmRlGAMgASgJEhMKC3ZhbHVlX3NlcmRlGAQgASgJEgwKBG5hbWUYBSABKAkiTAoLU2VsZWN0S2V5T3ASDQoFaW5wdXQYASABKAQSDQoFdG9rZW4YAiABKA0SEQoJa2V5X3NlcmRlGAMgASgJEgwKBG5hbWUYBCABKAkiNAoGUGVla09wEg0KBWlucHV0GAEgASgEEg0KBXRva2VuGAIgASgNEgwKBG5hbWUYAyABKAkiNwoJRm9yZWFjaE9wEg0KBWlucHV0GAEgASgEEg0KBXRva2VuGAIgASgNEgwKBG5hbWUYAyABKAkiUwoMR3JvdXBCeUtleU9wEg0KBWlucHV0GAEgASgEEhEKCWtleV9zZXJkZRgCIAEoCRITCgt2YWx1ZV9zZXJkZRgDIAEoCRIMCgRuYW1lGAQgASgJIl8KCUdyb3VwQnlPcBINCgVpbnB1dBgBIAEoBBINCgV0b2tlbhgCIAEoDRIRCglrZXlfc2VyZGUYAyABKAkSEwoLdmFsdWVfc2VyZGUYBCABKAkSDAoEbmFtZRgFIAEoCSJgCgdDb3VudE9wEg0KBWlucHV0GAEgASgEEjgKDG1hdGVyaWFsaXplZBgCIAEoCzIiLnBvbHlzdHJlYW1zLnYxYWxwaGExLk1hdGVyaWFsaXplZBIMCgRuYW1lGAMgASgJIroBCghSZWR1Y2VPcBINCgVpbnB1dBgBIAEoBBINCgV0b2tlbhgCIAEoDRIuCgdidWlsdGluGAMgASgOMh0ucG9seXN0cmVhbXMudjFhbHBoYTEuUmVkdWNlchI4CgxtYXRlcmlhbGl6ZWQYBCABKAsyIi5wb2x5c3RyZWFtcy52MWFscGhhMS5NYXRlcmlhbGl6ZWQSDAoEbmFtZRgFIAEoCRIYChBzdWJ0cmFjdG9yX3Rva2VuGAYgASgNIrMBCgtBZ2dyZWdhdGVPcBINCgVpbnB1dBgBIAEoBBIZChFpbml0aWFsaXplcl90b2tlbhgCIAEoDRIYChBhZ2dyZWdhdG9yX3Rva2VuGAMgASgNEjgKDG1hdGVyaWFsaXplZBgEIAEoCzIiLnBvbHlzdHJlYW1zLnYxYWxwaGExLk1hdGVyaWFsaXplZBIMCgRuYW1lGAUgASgJEhgKEHN1YnRyYWN0b3JfdG9rZW4YBiABKA0iKQoKVG9TdHJlYW1PcBINCgVpbnB1dBgBIAEoBBIMCgRuYW1lGAIgASgJIloKBFRvT3ASDQoFaW5wdXQYASABKAQSDQoFdG9waWMYAiABKAkSEQoJa2V5X3NlcmRlGAMgASgJEhMKC3ZhbHVlX3NlcmRlGAQgASgJEgwKBG5hbWUYBSABKAkimwgKDEJ1aWxkUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEjAKBnN0cmVhbRgKIAEoCzIeLnBvbHlzdHJlYW1zLnYxYWxwaGExLlN0cmVhbU9wSAASNwoKbWFwX3ZhbHVlcxgLIAEoCzIhLnBvbHlzdHJlYW1zLnYxYWxwaGExLk1hcFZhbHVlc09wSAASMAoGZmlsdGVyGAwgASgLMh4ucG9seXN0cmVhbXMudjFhbHBoYTEuRmlsdGVyT3BIABI3CgpmaWx0ZXJfbm90GA0gASgLMiEucG9seXN0cmVhbXMudjFhbHBoYTEuRmlsdGVyTm90T3BIABJACg9mbGF0X21hcF92YWx1ZXMYDiABKAsyJS5wb2x5c3RyZWFtcy52MWFscGhhMS5GbGF0TWFwVmFsdWVzT3BIABIqCgNtYXAYDyABKAsyGy5wb2x5c3RyZWFtcy52MWFscGhhMS5NYXBPcEgAEjcKCnNlbGVjdF9rZXkYECABKAsyIS5wb2x5c3RyZWFtcy52MWFscGhhMS5TZWxlY3RLZXlPcEgAEiwKBHBlZWsYESABKAsyHC5wb2x5c3RyZWFtcy52MWFscGhhMS5QZWVrT3BIABIyCgdmb3JlYWNoGBIgASgLMh8ucG9seXN0cmVhbXMudjFhbHBoYTEuRm9yZWFjaE9wSAASOgoMZ3JvdXBfYnlfa2V5GBMgASgLMiIucG9seXN0cmVhbXMudjFhbHBoYTEuR3JvdXBCeUtleU9wSAASMwoIZ3JvdXBfYnkYFCABKAsyHy5wb2x5c3RyZWFtcy52MWFscGhhMS5Hcm91cEJ5T3BIABIuCgVjb3VudBgVIAEoCzIdLnBvbHlzdHJlYW1zLnYxYWxwaGExLkNvdW50T3BIABI1Cgl0b19zdHJlYW0YFiABKAsyIC5wb2x5c3RyZWFtcy52MWFscGhhMS5Ub1N0cmVhbU9wSAASKAoCdG8YFyABKAsyGi5wb2x5c3RyZWFtcy52MWFscGhhMS5Ub09wSAASMAoGcmVkdWNlGBggASgLMh4ucG9seXN0cmVhbXMudjFhbHBoYTEuUmVkdWNlT3BIABI2CglhZ2dyZWdhdGUYGSABKAsyIS5wb2x5c3RyZWFtcy52MWFscGhhMS5BZ2dyZWdhdGVPcEgAEi4KBXRhYmxlGBogASgLMh0ucG9seXN0cmVhbXMudjFhbHBoYTEuVGFibGVPcEgAEjkKC3dpbmRvd2VkX2J5GBsgASgLMiIucG9seXN0cmVhbXMudjFhbHBoYTEuV2luZG93ZWRCeU9wSAASNAoIc3VwcHJlc3MYHCABKAsyIC5wb2x5c3RyZWFtcy52MWFscGhhMS5TdXBwcmVzc09wSABCCwoJb3BlcmF0aW9uIj0KDUJ1aWxkUmVzcG9uc2USLAoGaGFuZGxlGAEgASgLMhwucG9seXN0cmVhbXMudjFhbHBoYTEuSGFuZGxlIiUKD0Rlc2NyaWJlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIl0KEERlc2NyaWJlUmVzcG9uc2USDAoEdGV4dBgBIAEoCRI7Cgh0b3BvbG9neRgCIAEoCzIpLnBvbHlzdHJlYW1zLnYxYWxwaGExLlRvcG9sb2d5RGVzY3JpcHRpb24iTwoTVG9wb2xvZ3lEZXNjcmlwdGlvbhI4Cg1zdWJ0b3BvbG9naWVzGAEgAygLMiEucG9seXN0cmVhbXMudjFhbHBoYTEuU3VidG9wb2xvZ3kiRAoLU3VidG9wb2xvZ3kSCgoCaWQYASABKAUSKQoFbm9kZXMYAiADKAsyGi5wb2x5c3RyZWFtcy52MWFscGhhMS5Ob2RlIu4BCgROb2RlEgwKBG5hbWUYASABKAkSLQoEdHlwZRgCIAEoDjIfLnBvbHlzdHJlYW1zLnYxYWxwaGExLk5vZGUuVHlwZRIOCgZ0b3BpY3MYAyADKAkSDQoFdG9waWMYBCABKAkSDgoGc3RvcmVzGAUgAygJEhIKCnN1Y2Nlc3NvcnMYBiADKAkSFAoMcHJlZGVjZXNzb3JzGAcgAygJIlAKBFR5cGUSFAoQVFlQRV9VTlNQRUNJRklFRBAAEg8KC1RZUEVfU09VUkNFEAESEgoOVFlQRV9QUk9DRVNTT1IQAhINCglUWVBFX1NJTksQAyIiCgxTdGFydFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSIPCg1TdGFydFJlc3BvbnNlIpMBCg9FeGNoYW5nZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIRCgl3b3JrZXJfaWQYAiABKAkSMwoHcmVzdWx0cxgDIAMoCzIiLnBvbHlzdHJlYW1zLnYxYWxwaGExLkJ1bmRsZVJlc3VsdBITCgttYXhfYnVuZGxlcxgEIAEoBRIPCgd3YWl0X21zGAUgASgFIvABChBFeGNoYW5nZVJlc3BvbnNlEi0KB2J1bmRsZXMYASADKAsyHC5wb2x5c3RyZWFtcy52MWFscGhhMS5CdW5kbGUSKgoFc3RhdGUYAiABKA4yGy5wb2x5c3RyZWFtcy52MWFscGhhMS5TdGF0ZRINCgVlcnJvchgDIAEoCRI6Cg1mYWlsZWRfcmVjb3JkGAQgASgLMiMucG9seXN0cmVhbXMudjFhbHBoYTEuUmVjb3JkQ29udGV4dBI2CgdyZXN0b3JlGAUgASgLMiUucG9seXN0cmVhbXMudjFhbHBoYTEuUmVzdG9yZVByb2dyZXNzIk8KDVJlY29yZENvbnRleHQSDQoFdG9waWMYASABKAkSEQoJcGFydGl0aW9uGAIgASgFEg4KBm9mZnNldBgDIAEoAxIMCgRub2RlGAQgASgJIowBCgRTdGVwEg0KBXRva2VuGAEgASgNEjIKCW9wZXJhdGlvbhgCIAEoDjIfLnBvbHlzdHJlYW1zLnYxYWxwaGExLk9wZXJhdGlvbhIMCgRub2RlGAMgASgJEhkKEWluaXRpYWxpemVyX3Rva2VuGAQgASgNEhgKEHN1YnRyYWN0b3JfdG9rZW4YBSABKA0iugMKBkJ1bmRsZRIKCgJpZBgBIAEoBBIpCgVzdGVwcxgCIAMoCzIaLnBvbHlzdHJlYW1zLnYxYWxwaGExLlN0ZXASEQoJa2V5X3NlcmRlGAMgASgJEhMKC3ZhbHVlX3NlcmRlGAQgASgJEhgKEG91dHB1dF9rZXlfc2VyZGUYBSABKAkSGgoSb3V0cHV0X3ZhbHVlX3NlcmRlGAYgASgJEhMKC2tleV9sZW5ndGhzGAcgAygREgwKBGtleXMYCCABKAwSFQoNdmFsdWVfbGVuZ3RocxgJIAMoERIOCgZ2YWx1ZXMYCiABKAwSDQoFdG9waWMYCyABKAkSEQoJcGFydGl0aW9uGAwgASgFEg8KB29mZnNldHMYDSADKAMSEgoKdGltZXN0YW1wcxgOIAMoAxITCgtncm91cF9zaXplcxgPIAMoERIZChFhZ2dyZWdhdGVfbGVuZ3RocxgQIAMoERISCgphZ2dyZWdhdGVzGBEgASgMEhcKD2FnZ3JlZ2F0ZV9zZXJkZRgSIAEoCRIZChFvbGRfdmFsdWVfbGVuZ3RocxgTIAMoERISCgpvbGRfdmFsdWVzGBQgASgMIrkBCgxCdW5kbGVSZXN1bHQSEQoJYnVuZGxlX2lkGAEgASgEEhUKDW91dHB1dF9jb3VudHMYAiADKBESEwoLa2V5X2xlbmd0aHMYAyADKBESDAoEa2V5cxgEIAEoDBIVCg12YWx1ZV9sZW5ndGhzGAUgAygREg4KBnZhbHVlcxgGIAEoDBI1CghmYWlsdXJlcxgHIAMoCzIjLnBvbHlzdHJlYW1zLnYxYWxwaGExLlJlY29yZEZhaWx1cmUiPQoNUmVjb3JkRmFpbHVyZRINCgVpbmRleBgBIAEoBRIMCgRzdGVwGAIgASgFEg8KB21lc3NhZ2UYAyABKAkiegoPUmVzdG9yZVByb2dyZXNzEhgKEHJlc3RvcmVkX3JlY29yZHMYASABKAMSFQoNdG90YWxfcmVjb3JkcxgCIAEoAxIcChRyZXN0b3JpbmdfcGFydGl0aW9ucxgDIAEoBRIYChB0b3RhbF9wYXJ0aXRpb25zGAQgASgFIiUKD0dldFN0YXRlUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIsEBChBHZXRTdGF0ZVJlc3BvbnNlEioKBXN0YXRlGAEgASgOMhsucG9seXN0cmVhbXMudjFhbHBoYTEuU3RhdGUSDQoFZXJyb3IYAiABKAkSOgoNZmFpbGVkX3JlY29yZBgDIAEoCzIjLnBvbHlzdHJlYW1zLnYxYWxwaGExLlJlY29yZENvbnRleHQSNgoHcmVzdG9yZRgEIAEoCzIlLnBvbHlzdHJlYW1zLnYxYWxwaGExLlJlc3RvcmVQcm9ncmVzcyIhCgtTdG9wUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIg4KDFN0b3BSZXNwb25zZSLlAQoMUXVlcnlSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDQoFc3RvcmUYAiABKAkSDQoDZ2V0GAMgASgMSAASLwoFcmFuZ2UYBCABKAsyHi5wb2x5c3RyZWFtcy52MWFscGhhMS5LZXlSYW5nZUgAEhAKBnByZWZpeBgFIAEoDEgAEg0KA2FsbBgGIAEoCEgAEjkKDHdpbmRvd19mZXRjaBgIIAEoCzIhLnBvbHlzdHJlYW1zLnYxYWxwaGExLldpbmRvd0ZldGNoSAASDQoFbGltaXQYByABKAVCBwoFcXVlcnkiRwoLV2luZG93RmV0Y2gSEAoDa2V5GAEgASgMSACIAQESDwoHZnJvbV9tcxgCIAEoAxINCgV0b19tcxgDIAEoA0IGCgRfa2V5Ij4KCEtleVJhbmdlEhEKBGZyb20YASABKAxIAIgBARIPCgJ0bxgCIAEoDEgBiAEBQgcKBV9mcm9tQgUKA190byKUAQoNUXVlcnlSZXNwb25zZRITCgtrZXlfbGVuZ3RocxgBIAMoERIMCgRrZXlzGAIgASgMEhUKDXZhbHVlX2xlbmd0aHMYAyADKBESDgoGdmFsdWVzGAQgASgMEhEKCWtleV9zZXJkZRgFIAEoCRITCgt2YWx1ZV9zZXJkZRgGIAEoCRIRCgl0cnVuY2F0ZWQYByABKAgqqgEKBEtpbmQSFAoQS0lORF9VTlNQRUNJRklFRBAAEg8KC0tJTkRfU1RSRUFNEAESFwoTS0lORF9HUk9VUEVEX1NUUkVBTRACEg4KCktJTkRfVEFCTEUQAxIWChJLSU5EX0dST1VQRURfVEFCTEUQBBIYChRLSU5EX1dJTkRPV0VEX1NUUkVBTRAFEiAKHEtJTkRfU0VTU0lPTl9XSU5ET1dFRF9TVFJFQU0QBippCgdSZWR1Y2VyEhcKE1JFRFVDRVJfVU5TUEVDSUZJRUQQABIPCgtSRURVQ0VSX1NVTRABEg8KC1JFRFVDRVJfTUlOEAISDwoLUkVEVUNFUl9NQVgQAxISCg5SRURVQ0VSX0xBVEVTVBAEKpYCCglPcGVyYXRpb24SGQoVT1BFUkFUSU9OX1VOU1BFQ0lGSUVEEAASGAoUT1BFUkFUSU9OX01BUF9WQUxVRVMQARIUChBPUEVSQVRJT05fRklMVEVSEAISGAoUT1BFUkFUSU9OX0ZJTFRFUl9OT1QQAxIdChlPUEVSQVRJT05fRkxBVF9NQVBfVkFMVUVTEAQSEQoNT1BFUkFUSU9OX01BUBAFEhgKFE9QRVJBVElPTl9TRUxFQ1RfS0VZEAYSEgoOT1BFUkFUSU9OX1BFRUsQBxIVChFPUEVSQVRJT05fRk9SRUFDSBAIEhQKEE9QRVJBVElPTl9SRURVQ0UQCRIXChNPUEVSQVRJT05fQUdHUkVHQVRFEAoqlAEKBVN0YXRlEhUKEVNUQVRFX1VOU1BFQ0lGSUVEEAASEQoNU1RBVEVfQ1JFQVRFRBABEhUKEVNUQVRFX1JFQkFMQU5DSU5HEAISEQoNU1RBVEVfUlVOTklORxADEhEKDVNUQVRFX1NUT1BQRUQQBBIPCgtTVEFURV9FUlJPUhAFEhMKD1NUQVRFX1JFU1RPUklORxAGMrwGCg1FbmdpbmVTZXJ2aWNlEmIKC09wZW5TZXNzaW9uEigucG9seXN0cmVhbXMudjFhbHBoYTEuT3BlblNlc3Npb25SZXF1ZXN0GikucG9seXN0cmVhbXMudjFhbHBoYTEuT3BlblNlc3Npb25SZXNwb25zZRJxChBSZWdpc3RlckZ1bmN0aW9uEi0ucG9seXN0cmVhbXMudjFhbHBoYTEuUmVnaXN0ZXJGdW5jdGlvblJlcXVlc3QaLi5wb2x5c3RyZWFtcy52MWFscGhhMS5SZWdpc3RlckZ1bmN0aW9uUmVzcG9uc2USUAoFQnVpbGQSIi5wb2x5c3RyZWFtcy52MWFscGhhMS5CdWlsZFJlcXVlc3QaIy5wb2x5c3RyZWFtcy52MWFscGhhMS5CdWlsZFJlc3BvbnNlElkKCERlc2NyaWJlEiUucG9seXN0cmVhbXMudjFhbHBoYTEuRGVzY3JpYmVSZXF1ZXN0GiYucG9seXN0cmVhbXMudjFhbHBoYTEuRGVzY3JpYmVSZXNwb25zZRJQCgVTdGFydBIiLnBvbHlzdHJlYW1zLnYxYWxwaGExLlN0YXJ0UmVxdWVzdBojLnBvbHlzdHJlYW1zLnYxYWxwaGExLlN0YXJ0UmVzcG9uc2USWQoIRXhjaGFuZ2USJS5wb2x5c3RyZWFtcy52MWFscGhhMS5FeGNoYW5nZVJlcXVlc3QaJi5wb2x5c3RyZWFtcy52MWFscGhhMS5FeGNoYW5nZVJlc3BvbnNlElkKCEdldFN0YXRlEiUucG9seXN0cmVhbXMudjFhbHBoYTEuR2V0U3RhdGVSZXF1ZXN0GiYucG9seXN0cmVhbXMudjFhbHBoYTEuR2V0U3RhdGVSZXNwb25zZRJNCgRTdG9wEiEucG9seXN0cmVhbXMudjFhbHBoYTEuU3RvcFJlcXVlc3QaIi5wb2x5c3RyZWFtcy52MWFscGhhMS5TdG9wUmVzcG9uc2USUAoFUXVlcnkSIi5wb2x5c3RyZWFtcy52MWFscGhhMS5RdWVyeVJlcXVlc3QaIy5wb2x5c3RyZWFtcy52MWFscGhhMS5RdWVyeVJlc3BvbnNlQlpaWGdpdGh1Yi5jb20vcG9seXN0cmVhbXMvcG9seXN0cmVhbXMvcHJvdG8vZ2VuL2dvL3BvbHlzdHJlYW1zL3YxYWxwaGExO3BvbHlzdHJlYW1zdjFhbHBoYTFiBnByb3RvMw");
 
 /**
  * @generated from message polystreams.v1alpha1.OpenSessionRequest
@@ -140,7 +140,9 @@ export type Handle = Message<"polystreams.v1alpha1.Handle"> & {
 
   /**
    * Serde names of the records this handle carries: bytes, string, json,
-   * long, integer, double.
+   * long, integer, double; a windowed table's keys (and those of the
+   * stream it turns into) are "windowed(<serde>,<size ms>)" or
+   * "session-windowed(<serde>)" (see WindowedByOp).
    *
    * @generated from field: string key_serde = 3;
    */
@@ -205,6 +207,15 @@ export type Materialized = Message<"polystreams.v1alpha1.Materialized"> & {
    * @generated from field: map<string, string> changelog_config = 4;
    */
   changelogConfig: { [key: string]: string };
+
+  /**
+   * Materialized.withRetention, for window and session stores: how long
+   * (ms) a window is kept after its start (0: window size + grace, Kafka
+   * Streams' default); at least size + grace.
+   *
+   * @generated from field: int64 retention_ms = 5;
+   */
+  retentionMs: bigint;
 };
 
 /**
@@ -253,6 +264,181 @@ export const StreamOpSchema: GenMessage<StreamOp> = /*@__PURE__*/
   messageDesc(file_polystreams_v1alpha1_engine, 6);
 
 /**
+ * WindowedByOp is KGroupedStream.windowedBy: count, reduce and aggregate on
+ * the result keep one aggregate per key and window, and make a KTable whose
+ * keys are windowed (serde "windowed(<key serde>,<size ms>)" for time and
+ * sliding windows, "session-windowed(<key serde>)" for session windows;
+ * encoded as Kafka Streams' TimeWindowedSerializer and
+ * SessionWindowedSerializer encode them).
+ *
+ * @generated from message polystreams.v1alpha1.WindowedByOp
+ */
+export type WindowedByOp = Message<"polystreams.v1alpha1.WindowedByOp"> & {
+  /**
+   * A grouped stream.
+   *
+   * @generated from field: uint64 input = 1;
+   */
+  input: bigint;
+
+  /**
+   * @generated from oneof polystreams.v1alpha1.WindowedByOp.windows
+   */
+  windows: {
+    /**
+     * @generated from field: polystreams.v1alpha1.TimeWindows time = 2;
+     */
+    value: TimeWindows;
+    case: "time";
+  } | {
+    /**
+     * @generated from field: polystreams.v1alpha1.SlidingWindows sliding = 3;
+     */
+    value: SlidingWindows;
+    case: "sliding";
+  } | {
+    /**
+     * @generated from field: polystreams.v1alpha1.SessionWindows session = 4;
+     */
+    value: SessionWindows;
+    case: "session";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message polystreams.v1alpha1.WindowedByOp.
+ * Use `create(WindowedByOpSchema)` to create a new message.
+ */
+export const WindowedByOpSchema: GenMessage<WindowedByOp> = /*@__PURE__*/
+  messageDesc(file_polystreams_v1alpha1_engine, 7);
+
+/**
+ * TimeWindows: fixed-size windows aligned to the epoch; tumbling when
+ * advance is 0 or equals size, hopping otherwise.
+ *
+ * @generated from message polystreams.v1alpha1.TimeWindows
+ */
+export type TimeWindows = Message<"polystreams.v1alpha1.TimeWindows"> & {
+  /**
+   * > 0.
+   *
+   * @generated from field: int64 size_ms = 1;
+   */
+  sizeMs: bigint;
+
+  /**
+   * 0 < advance <= size; 0 means size (tumbling).
+   *
+   * @generated from field: int64 advance_ms = 2;
+   */
+  advanceMs: bigint;
+
+  /**
+   * >= 0: how long after a window's end records are still accepted
+   * (ofSizeWithNoGrace: 0).
+   *
+   * @generated from field: int64 grace_ms = 3;
+   */
+  graceMs: bigint;
+};
+
+/**
+ * Describes the message polystreams.v1alpha1.TimeWindows.
+ * Use `create(TimeWindowsSchema)` to create a new message.
+ */
+export const TimeWindowsSchema: GenMessage<TimeWindows> = /*@__PURE__*/
+  messageDesc(file_polystreams_v1alpha1_engine, 8);
+
+/**
+ * SlidingWindows: windows of time_difference, both ends inclusive, made
+ * as records arrive (KStreamSlidingWindowAggregate).
+ *
+ * @generated from message polystreams.v1alpha1.SlidingWindows
+ */
+export type SlidingWindows = Message<"polystreams.v1alpha1.SlidingWindows"> & {
+  /**
+   * > 0.
+   *
+   * @generated from field: int64 time_difference_ms = 1;
+   */
+  timeDifferenceMs: bigint;
+
+  /**
+   * >= 0.
+   *
+   * @generated from field: int64 grace_ms = 2;
+   */
+  graceMs: bigint;
+};
+
+/**
+ * Describes the message polystreams.v1alpha1.SlidingWindows.
+ * Use `create(SlidingWindowsSchema)` to create a new message.
+ */
+export const SlidingWindowsSchema: GenMessage<SlidingWindows> = /*@__PURE__*/
+  messageDesc(file_polystreams_v1alpha1_engine, 9);
+
+/**
+ * SessionWindows: a key's records at most inactivity_gap apart share a
+ * session; a record between two sessions merges them.
+ *
+ * @generated from message polystreams.v1alpha1.SessionWindows
+ */
+export type SessionWindows = Message<"polystreams.v1alpha1.SessionWindows"> & {
+  /**
+   * > 0.
+   *
+   * @generated from field: int64 inactivity_gap_ms = 1;
+   */
+  inactivityGapMs: bigint;
+
+  /**
+   * >= 0.
+   *
+   * @generated from field: int64 grace_ms = 2;
+   */
+  graceMs: bigint;
+};
+
+/**
+ * Describes the message polystreams.v1alpha1.SessionWindows.
+ * Use `create(SessionWindowsSchema)` to create a new message.
+ */
+export const SessionWindowsSchema: GenMessage<SessionWindows> = /*@__PURE__*/
+  messageDesc(file_polystreams_v1alpha1_engine, 10);
+
+/**
+ * SuppressOp is KTable.suppress(Suppressed.untilWindowCloses(unbounded())):
+ * on a windowed aggregation's table, exactly one result per window, once
+ * stream time passes the window's end plus grace.
+ *
+ * @generated from message polystreams.v1alpha1.SuppressOp
+ */
+export type SuppressOp = Message<"polystreams.v1alpha1.SuppressOp"> & {
+  /**
+   * A windowed table (a windowed count, reduce or aggregate).
+   *
+   * @generated from field: uint64 input = 1;
+   */
+  input: bigint;
+
+  /**
+   * Suppressed.withName: the node's name (and its store's, "<name>-store");
+   * empty means generated.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message polystreams.v1alpha1.SuppressOp.
+ * Use `create(SuppressOpSchema)` to create a new message.
+ */
+export const SuppressOpSchema: GenMessage<SuppressOp> = /*@__PURE__*/
+  messageDesc(file_polystreams_v1alpha1_engine, 11);
+
+/**
  * TableOp is StreamsBuilder.table: a KTable over a topic, whose records are
  * upserts (a null value deletes its key).
  *
@@ -299,7 +485,7 @@ export type TableOp = Message<"polystreams.v1alpha1.TableOp"> & {
  * Use `create(TableOpSchema)` to create a new message.
  */
 export const TableOpSchema: GenMessage<TableOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 7);
+  messageDesc(file_polystreams_v1alpha1_engine, 12);
 
 /**
  * MapValuesOp is KStream.mapValues, or KTable.mapValues when input is a table.
@@ -342,7 +528,7 @@ export type MapValuesOp = Message<"polystreams.v1alpha1.MapValuesOp"> & {
  * Use `create(MapValuesOpSchema)` to create a new message.
  */
 export const MapValuesOpSchema: GenMessage<MapValuesOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 8);
+  messageDesc(file_polystreams_v1alpha1_engine, 13);
 
 /**
  * FilterOp is KStream.filter, or KTable.filter when input is a table (a
@@ -379,7 +565,7 @@ export type FilterOp = Message<"polystreams.v1alpha1.FilterOp"> & {
  * Use `create(FilterOpSchema)` to create a new message.
  */
 export const FilterOpSchema: GenMessage<FilterOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 9);
+  messageDesc(file_polystreams_v1alpha1_engine, 14);
 
 /**
  * @generated from message polystreams.v1alpha1.FilterNotOp
@@ -413,7 +599,7 @@ export type FilterNotOp = Message<"polystreams.v1alpha1.FilterNotOp"> & {
  * Use `create(FilterNotOpSchema)` to create a new message.
  */
 export const FilterNotOpSchema: GenMessage<FilterNotOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 10);
+  messageDesc(file_polystreams_v1alpha1_engine, 15);
 
 /**
  * @generated from message polystreams.v1alpha1.FlatMapValuesOp
@@ -445,7 +631,7 @@ export type FlatMapValuesOp = Message<"polystreams.v1alpha1.FlatMapValuesOp"> & 
  * Use `create(FlatMapValuesOpSchema)` to create a new message.
  */
 export const FlatMapValuesOpSchema: GenMessage<FlatMapValuesOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 11);
+  messageDesc(file_polystreams_v1alpha1_engine, 16);
 
 /**
  * @generated from message polystreams.v1alpha1.MapOp
@@ -484,7 +670,7 @@ export type MapOp = Message<"polystreams.v1alpha1.MapOp"> & {
  * Use `create(MapOpSchema)` to create a new message.
  */
 export const MapOpSchema: GenMessage<MapOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 12);
+  messageDesc(file_polystreams_v1alpha1_engine, 17);
 
 /**
  * @generated from message polystreams.v1alpha1.SelectKeyOp
@@ -516,7 +702,7 @@ export type SelectKeyOp = Message<"polystreams.v1alpha1.SelectKeyOp"> & {
  * Use `create(SelectKeyOpSchema)` to create a new message.
  */
 export const SelectKeyOpSchema: GenMessage<SelectKeyOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 13);
+  messageDesc(file_polystreams_v1alpha1_engine, 18);
 
 /**
  * @generated from message polystreams.v1alpha1.PeekOp
@@ -543,7 +729,7 @@ export type PeekOp = Message<"polystreams.v1alpha1.PeekOp"> & {
  * Use `create(PeekOpSchema)` to create a new message.
  */
 export const PeekOpSchema: GenMessage<PeekOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 14);
+  messageDesc(file_polystreams_v1alpha1_engine, 19);
 
 /**
  * @generated from message polystreams.v1alpha1.ForeachOp
@@ -570,7 +756,7 @@ export type ForeachOp = Message<"polystreams.v1alpha1.ForeachOp"> & {
  * Use `create(ForeachOpSchema)` to create a new message.
  */
 export const ForeachOpSchema: GenMessage<ForeachOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 15);
+  messageDesc(file_polystreams_v1alpha1_engine, 20);
 
 /**
  * @generated from message polystreams.v1alpha1.GroupByKeyOp
@@ -606,7 +792,7 @@ export type GroupByKeyOp = Message<"polystreams.v1alpha1.GroupByKeyOp"> & {
  * Use `create(GroupByKeyOpSchema)` to create a new message.
  */
 export const GroupByKeyOpSchema: GenMessage<GroupByKeyOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 16);
+  messageDesc(file_polystreams_v1alpha1_engine, 21);
 
 /**
  * GroupByOp is KStream.groupBy (token selects the new key from (key,
@@ -647,7 +833,7 @@ export type GroupByOp = Message<"polystreams.v1alpha1.GroupByOp"> & {
  * Use `create(GroupByOpSchema)` to create a new message.
  */
 export const GroupByOpSchema: GenMessage<GroupByOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 17);
+  messageDesc(file_polystreams_v1alpha1_engine, 22);
 
 /**
  * @generated from message polystreams.v1alpha1.CountOp
@@ -680,7 +866,7 @@ export type CountOp = Message<"polystreams.v1alpha1.CountOp"> & {
  * Use `create(CountOpSchema)` to create a new message.
  */
 export const CountOpSchema: GenMessage<CountOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 18);
+  messageDesc(file_polystreams_v1alpha1_engine, 23);
 
 /**
  * @generated from message polystreams.v1alpha1.ReduceOp
@@ -735,7 +921,7 @@ export type ReduceOp = Message<"polystreams.v1alpha1.ReduceOp"> & {
  * Use `create(ReduceOpSchema)` to create a new message.
  */
 export const ReduceOpSchema: GenMessage<ReduceOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 19);
+  messageDesc(file_polystreams_v1alpha1_engine, 24);
 
 /**
  * @generated from message polystreams.v1alpha1.AggregateOp
@@ -788,7 +974,7 @@ export type AggregateOp = Message<"polystreams.v1alpha1.AggregateOp"> & {
  * Use `create(AggregateOpSchema)` to create a new message.
  */
 export const AggregateOpSchema: GenMessage<AggregateOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 20);
+  messageDesc(file_polystreams_v1alpha1_engine, 25);
 
 /**
  * @generated from message polystreams.v1alpha1.ToStreamOp
@@ -810,7 +996,7 @@ export type ToStreamOp = Message<"polystreams.v1alpha1.ToStreamOp"> & {
  * Use `create(ToStreamOpSchema)` to create a new message.
  */
 export const ToStreamOpSchema: GenMessage<ToStreamOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 21);
+  messageDesc(file_polystreams_v1alpha1_engine, 26);
 
 /**
  * @generated from message polystreams.v1alpha1.ToOp
@@ -849,7 +1035,7 @@ export type ToOp = Message<"polystreams.v1alpha1.ToOp"> & {
  * Use `create(ToOpSchema)` to create a new message.
  */
 export const ToOpSchema: GenMessage<ToOp> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 22);
+  messageDesc(file_polystreams_v1alpha1_engine, 27);
 
 /**
  * @generated from message polystreams.v1alpha1.BuildRequest
@@ -967,6 +1153,18 @@ export type BuildRequest = Message<"polystreams.v1alpha1.BuildRequest"> & {
      */
     value: TableOp;
     case: "table";
+  } | {
+    /**
+     * @generated from field: polystreams.v1alpha1.WindowedByOp windowed_by = 27;
+     */
+    value: WindowedByOp;
+    case: "windowedBy";
+  } | {
+    /**
+     * @generated from field: polystreams.v1alpha1.SuppressOp suppress = 28;
+     */
+    value: SuppressOp;
+    case: "suppress";
   } | { case: undefined; value?: undefined };
 };
 
@@ -975,7 +1173,7 @@ export type BuildRequest = Message<"polystreams.v1alpha1.BuildRequest"> & {
  * Use `create(BuildRequestSchema)` to create a new message.
  */
 export const BuildRequestSchema: GenMessage<BuildRequest> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 23);
+  messageDesc(file_polystreams_v1alpha1_engine, 28);
 
 /**
  * @generated from message polystreams.v1alpha1.BuildResponse
@@ -994,7 +1192,7 @@ export type BuildResponse = Message<"polystreams.v1alpha1.BuildResponse"> & {
  * Use `create(BuildResponseSchema)` to create a new message.
  */
 export const BuildResponseSchema: GenMessage<BuildResponse> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 24);
+  messageDesc(file_polystreams_v1alpha1_engine, 29);
 
 /**
  * @generated from message polystreams.v1alpha1.DescribeRequest
@@ -1011,7 +1209,7 @@ export type DescribeRequest = Message<"polystreams.v1alpha1.DescribeRequest"> & 
  * Use `create(DescribeRequestSchema)` to create a new message.
  */
 export const DescribeRequestSchema: GenMessage<DescribeRequest> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 25);
+  messageDesc(file_polystreams_v1alpha1_engine, 30);
 
 /**
  * @generated from message polystreams.v1alpha1.DescribeResponse
@@ -1037,7 +1235,7 @@ export type DescribeResponse = Message<"polystreams.v1alpha1.DescribeResponse"> 
  * Use `create(DescribeResponseSchema)` to create a new message.
  */
 export const DescribeResponseSchema: GenMessage<DescribeResponse> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 26);
+  messageDesc(file_polystreams_v1alpha1_engine, 31);
 
 /**
  * @generated from message polystreams.v1alpha1.TopologyDescription
@@ -1054,7 +1252,7 @@ export type TopologyDescription = Message<"polystreams.v1alpha1.TopologyDescript
  * Use `create(TopologyDescriptionSchema)` to create a new message.
  */
 export const TopologyDescriptionSchema: GenMessage<TopologyDescription> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 27);
+  messageDesc(file_polystreams_v1alpha1_engine, 32);
 
 /**
  * @generated from message polystreams.v1alpha1.Subtopology
@@ -1076,7 +1274,7 @@ export type Subtopology = Message<"polystreams.v1alpha1.Subtopology"> & {
  * Use `create(SubtopologySchema)` to create a new message.
  */
 export const SubtopologySchema: GenMessage<Subtopology> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 28);
+  messageDesc(file_polystreams_v1alpha1_engine, 33);
 
 /**
  * Node is one node of a sub-topology, in describe() order.
@@ -1131,7 +1329,7 @@ export type Node = Message<"polystreams.v1alpha1.Node"> & {
  * Use `create(NodeSchema)` to create a new message.
  */
 export const NodeSchema: GenMessage<Node> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 29);
+  messageDesc(file_polystreams_v1alpha1_engine, 34);
 
 /**
  * @generated from enum polystreams.v1alpha1.Node.Type
@@ -1162,7 +1360,7 @@ export enum Node_Type {
  * Describes the enum polystreams.v1alpha1.Node.Type.
  */
 export const Node_TypeSchema: GenEnum<Node_Type> = /*@__PURE__*/
-  enumDesc(file_polystreams_v1alpha1_engine, 29, 0);
+  enumDesc(file_polystreams_v1alpha1_engine, 34, 0);
 
 /**
  * @generated from message polystreams.v1alpha1.StartRequest
@@ -1179,7 +1377,7 @@ export type StartRequest = Message<"polystreams.v1alpha1.StartRequest"> & {
  * Use `create(StartRequestSchema)` to create a new message.
  */
 export const StartRequestSchema: GenMessage<StartRequest> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 30);
+  messageDesc(file_polystreams_v1alpha1_engine, 35);
 
 /**
  * @generated from message polystreams.v1alpha1.StartResponse
@@ -1192,7 +1390,7 @@ export type StartResponse = Message<"polystreams.v1alpha1.StartResponse"> & {
  * Use `create(StartResponseSchema)` to create a new message.
  */
 export const StartResponseSchema: GenMessage<StartResponse> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 31);
+  messageDesc(file_polystreams_v1alpha1_engine, 36);
 
 /**
  * @generated from message polystreams.v1alpha1.ExchangeRequest
@@ -1238,7 +1436,7 @@ export type ExchangeRequest = Message<"polystreams.v1alpha1.ExchangeRequest"> & 
  * Use `create(ExchangeRequestSchema)` to create a new message.
  */
 export const ExchangeRequestSchema: GenMessage<ExchangeRequest> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 32);
+  messageDesc(file_polystreams_v1alpha1_engine, 37);
 
 /**
  * @generated from message polystreams.v1alpha1.ExchangeResponse
@@ -1284,7 +1482,7 @@ export type ExchangeResponse = Message<"polystreams.v1alpha1.ExchangeResponse"> 
  * Use `create(ExchangeResponseSchema)` to create a new message.
  */
 export const ExchangeResponseSchema: GenMessage<ExchangeResponse> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 33);
+  messageDesc(file_polystreams_v1alpha1_engine, 38);
 
 /**
  * RecordContext names a record and the node it failed in.
@@ -1318,7 +1516,7 @@ export type RecordContext = Message<"polystreams.v1alpha1.RecordContext"> & {
  * Use `create(RecordContextSchema)` to create a new message.
  */
 export const RecordContextSchema: GenMessage<RecordContext> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 34);
+  messageDesc(file_polystreams_v1alpha1_engine, 39);
 
 /**
  * Step is one operator of the chain a bundle runs through.
@@ -1364,7 +1562,7 @@ export type Step = Message<"polystreams.v1alpha1.Step"> & {
  * Use `create(StepSchema)` to create a new message.
  */
 export const StepSchema: GenMessage<Step> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 35);
+  messageDesc(file_polystreams_v1alpha1_engine, 40);
 
 /**
  * Bundle is a run of records of one partition, in offset order, to be passed
@@ -1518,7 +1716,7 @@ export type Bundle = Message<"polystreams.v1alpha1.Bundle"> & {
  * Use `create(BundleSchema)` to create a new message.
  */
 export const BundleSchema: GenMessage<Bundle> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 36);
+  messageDesc(file_polystreams_v1alpha1_engine, 41);
 
 /**
  * BundleResult gives one outcome per input record: zero, one or many outputs,
@@ -1576,7 +1774,7 @@ export type BundleResult = Message<"polystreams.v1alpha1.BundleResult"> & {
  * Use `create(BundleResultSchema)` to create a new message.
  */
 export const BundleResultSchema: GenMessage<BundleResult> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 37);
+  messageDesc(file_polystreams_v1alpha1_engine, 42);
 
 /**
  * RecordFailure says why one record of a bundle failed.
@@ -1611,7 +1809,7 @@ export type RecordFailure = Message<"polystreams.v1alpha1.RecordFailure"> & {
  * Use `create(RecordFailureSchema)` to create a new message.
  */
 export const RecordFailureSchema: GenMessage<RecordFailure> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 38);
+  messageDesc(file_polystreams_v1alpha1_engine, 43);
 
 /**
  * RestoreProgress says how far restoring stores from their changelogs has
@@ -1652,7 +1850,7 @@ export type RestoreProgress = Message<"polystreams.v1alpha1.RestoreProgress"> & 
  * Use `create(RestoreProgressSchema)` to create a new message.
  */
 export const RestoreProgressSchema: GenMessage<RestoreProgress> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 39);
+  messageDesc(file_polystreams_v1alpha1_engine, 44);
 
 /**
  * @generated from message polystreams.v1alpha1.GetStateRequest
@@ -1669,7 +1867,7 @@ export type GetStateRequest = Message<"polystreams.v1alpha1.GetStateRequest"> & 
  * Use `create(GetStateRequestSchema)` to create a new message.
  */
 export const GetStateRequestSchema: GenMessage<GetStateRequest> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 40);
+  messageDesc(file_polystreams_v1alpha1_engine, 45);
 
 /**
  * @generated from message polystreams.v1alpha1.GetStateResponse
@@ -1705,7 +1903,7 @@ export type GetStateResponse = Message<"polystreams.v1alpha1.GetStateResponse"> 
  * Use `create(GetStateResponseSchema)` to create a new message.
  */
 export const GetStateResponseSchema: GenMessage<GetStateResponse> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 41);
+  messageDesc(file_polystreams_v1alpha1_engine, 46);
 
 /**
  * @generated from message polystreams.v1alpha1.StopRequest
@@ -1722,7 +1920,7 @@ export type StopRequest = Message<"polystreams.v1alpha1.StopRequest"> & {
  * Use `create(StopRequestSchema)` to create a new message.
  */
 export const StopRequestSchema: GenMessage<StopRequest> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 42);
+  messageDesc(file_polystreams_v1alpha1_engine, 47);
 
 /**
  * @generated from message polystreams.v1alpha1.StopResponse
@@ -1735,7 +1933,7 @@ export type StopResponse = Message<"polystreams.v1alpha1.StopResponse"> & {
  * Use `create(StopResponseSchema)` to create a new message.
  */
 export const StopResponseSchema: GenMessage<StopResponse> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 43);
+  messageDesc(file_polystreams_v1alpha1_engine, 48);
 
 /**
  * @generated from message polystreams.v1alpha1.QueryRequest
@@ -1791,6 +1989,16 @@ export type QueryRequest = Message<"polystreams.v1alpha1.QueryRequest"> & {
      */
     value: boolean;
     case: "all";
+  } | {
+    /**
+     * A window or session store: the windows of one key (or of every key
+     * when key is absent) in a time range (WindowStore.fetch / fetchAll,
+     * SessionStore.findSessions).
+     *
+     * @generated from field: polystreams.v1alpha1.WindowFetch window_fetch = 8;
+     */
+    value: WindowFetch;
+    case: "windowFetch";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -1807,7 +2015,39 @@ export type QueryRequest = Message<"polystreams.v1alpha1.QueryRequest"> & {
  * Use `create(QueryRequestSchema)` to create a new message.
  */
 export const QueryRequestSchema: GenMessage<QueryRequest> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 44);
+  messageDesc(file_polystreams_v1alpha1_engine, 49);
+
+/**
+ * WindowFetch: windows starting from from_ms to to_ms, both inclusive (a
+ * session store: sessions ending at or after from_ms and starting at or
+ * before to_ms). Answered with windowed keys, in the store's windowed key
+ * serde.
+ *
+ * @generated from message polystreams.v1alpha1.WindowFetch
+ */
+export type WindowFetch = Message<"polystreams.v1alpha1.WindowFetch"> & {
+  /**
+   * @generated from field: optional bytes key = 1;
+   */
+  key?: Uint8Array | undefined;
+
+  /**
+   * @generated from field: int64 from_ms = 2;
+   */
+  fromMs: bigint;
+
+  /**
+   * @generated from field: int64 to_ms = 3;
+   */
+  toMs: bigint;
+};
+
+/**
+ * Describes the message polystreams.v1alpha1.WindowFetch.
+ * Use `create(WindowFetchSchema)` to create a new message.
+ */
+export const WindowFetchSchema: GenMessage<WindowFetch> = /*@__PURE__*/
+  messageDesc(file_polystreams_v1alpha1_engine, 50);
 
 /**
  * @generated from message polystreams.v1alpha1.KeyRange
@@ -1829,7 +2069,7 @@ export type KeyRange = Message<"polystreams.v1alpha1.KeyRange"> & {
  * Use `create(KeyRangeSchema)` to create a new message.
  */
 export const KeyRangeSchema: GenMessage<KeyRange> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 45);
+  messageDesc(file_polystreams_v1alpha1_engine, 51);
 
 /**
  * @generated from message polystreams.v1alpha1.QueryResponse
@@ -1883,7 +2123,7 @@ export type QueryResponse = Message<"polystreams.v1alpha1.QueryResponse"> & {
  * Use `create(QueryResponseSchema)` to create a new message.
  */
 export const QueryResponseSchema: GenMessage<QueryResponse> = /*@__PURE__*/
-  messageDesc(file_polystreams_v1alpha1_engine, 46);
+  messageDesc(file_polystreams_v1alpha1_engine, 52);
 
 /**
  * Kind is what a handle stands for; each operator accepts certain kinds.
@@ -1923,6 +2163,20 @@ export enum Kind {
    * @generated from enum value: KIND_GROUPED_TABLE = 4;
    */
   GROUPED_TABLE = 4,
+
+  /**
+   * A TimeWindowedKStream (windowedBy with time or sliding windows).
+   *
+   * @generated from enum value: KIND_WINDOWED_STREAM = 5;
+   */
+  WINDOWED_STREAM = 5,
+
+  /**
+   * A SessionWindowedKStream (windowedBy with session windows).
+   *
+   * @generated from enum value: KIND_SESSION_WINDOWED_STREAM = 6;
+   */
+  SESSION_WINDOWED_STREAM = 6,
 }
 
 /**
