@@ -81,6 +81,11 @@ type App struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
+	// dropped counts records the tasks dropped (Kafka Streams'
+	// dropped-records): a null key or value an aggregation skips, a record
+	// too late for its windows.
+	dropped atomic.Int64
+
 	// produceFailed is set once any output or changelog record could not
 	// be written; from then on nothing is committed or checkpointed.
 	produceFailed atomic.Bool
@@ -264,6 +269,9 @@ func (p partitioner) ForTopic(t string) kgo.TopicPartitioner {
 	}
 	return p.def.ForTopic(t)
 }
+
+// DroppedRecords counts the records the tasks dropped since the start.
+func (a *App) DroppedRecords() int64 { return a.dropped.Load() }
 
 // State returns the state and, in Failed, the error. A running
 // application whose tasks are restoring stores is Restoring.

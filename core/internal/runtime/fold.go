@@ -17,7 +17,7 @@ func (t *task) fold(ctx context.Context, s *step, recs []rec) ([]rec, error) {
 	kept := recs[:0:0]
 	for _, r := range recs {
 		if r.key == nil || r.value == nil {
-			t.droppedRecords++
+			t.app.dropped.Add(1)
 			continue
 		}
 		kept = append(kept, r)

@@ -27,7 +27,7 @@ func (t *task) tableSource(s *step, recs []rec) ([]rec, error) {
 	out := make([]rec, 0, len(recs))
 	for _, r := range recs {
 		if r.key == nil {
-			t.droppedRecords++
+			t.app.dropped.Add(1)
 			continue
 		}
 		r.old = nil
@@ -218,7 +218,7 @@ func (t *task) tableFold(ctx context.Context, s *step, recs []rec) ([]rec, error
 	kept := recs[:0:0]
 	for _, r := range recs {
 		if r.key == nil {
-			t.droppedRecords++
+			t.app.dropped.Add(1)
 			continue
 		}
 		kept = append(kept, r)

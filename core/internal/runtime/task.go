@@ -131,10 +131,6 @@ type task struct {
 	// processed is offsets, including batches whose updates still wait in
 	// the record cache. Only the task's goroutine touches it.
 	processed map[string]kgo.EpochOffset
-
-	// droppedRecords counts records an aggregation skipped (null key or
-	// value), as Kafka Streams' dropped-records metric does.
-	droppedRecords int64
 }
 
 func newTask(a *App, id taskID, p *plan) *task {
@@ -545,7 +541,7 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 		for _, r := range recs {
 			if r.key == nil || r.value == nil {
 				// KStreamAggregate: "Skipping record due to null key or value".
-				t.droppedRecords++
+				t.app.dropped.Add(1)
 				continue
 			}
 			cur, curTS, err := tx.get(r.key)

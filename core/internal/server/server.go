@@ -429,6 +429,7 @@ func (s *Server) GetState(_ context.Context, req *connect.Request[pb.GetStateReq
 	} else if app != nil {
 		resp.State, resp.Error, resp.FailedRecord = stateProto(app.State())
 		resp.Restore = restoreProto(app)
+		resp.DroppedRecords = app.DroppedRecords()
 	}
 	return connect.NewResponse(resp), nil
 }

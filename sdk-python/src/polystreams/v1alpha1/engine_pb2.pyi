@@ -19,6 +19,7 @@ OPERATION_FLAT_MAP_VALUES: Operation
 OPERATION_FOREACH: Operation
 OPERATION_MAP: Operation
 OPERATION_MAP_VALUES: Operation
+OPERATION_MERGE: Operation
 OPERATION_PEEK: Operation
 OPERATION_REDUCE: Operation
 OPERATION_SELECT_KEY: Operation
@@ -37,20 +38,22 @@ STATE_STOPPED: State
 STATE_UNSPECIFIED: State
 
 class AggregateOp(_message.Message):
-    __slots__ = ["aggregator_token", "initializer_token", "input", "materialized", "name", "subtractor_token"]
+    __slots__ = ["aggregator_token", "initializer_token", "input", "materialized", "merger_token", "name", "subtractor_token"]
     AGGREGATOR_TOKEN_FIELD_NUMBER: _ClassVar[int]
     INITIALIZER_TOKEN_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
     MATERIALIZED_FIELD_NUMBER: _ClassVar[int]
+    MERGER_TOKEN_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     SUBTRACTOR_TOKEN_FIELD_NUMBER: _ClassVar[int]
     aggregator_token: int
     initializer_token: int
     input: int
     materialized: Materialized
+    merger_token: int
     name: str
     subtractor_token: int
-    def __init__(self, input: _Optional[int] = ..., initializer_token: _Optional[int] = ..., aggregator_token: _Optional[int] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ..., name: _Optional[str] = ..., subtractor_token: _Optional[int] = ...) -> None: ...
+    def __init__(self, input: _Optional[int] = ..., initializer_token: _Optional[int] = ..., aggregator_token: _Optional[int] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ..., name: _Optional[str] = ..., subtractor_token: _Optional[int] = ..., merger_token: _Optional[int] = ...) -> None: ...
 
 class BuildRequest(_message.Message):
     __slots__ = ["aggregate", "count", "filter", "filter_not", "flat_map_values", "foreach", "group_by", "group_by_key", "map", "map_values", "peek", "reduce", "select_key", "session_id", "stream", "suppress", "table", "to", "to_stream", "windowed_by"]
@@ -269,16 +272,18 @@ class GetStateRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ...) -> None: ...
 
 class GetStateResponse(_message.Message):
-    __slots__ = ["error", "failed_record", "restore", "state"]
+    __slots__ = ["dropped_records", "error", "failed_record", "restore", "state"]
+    DROPPED_RECORDS_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     FAILED_RECORD_FIELD_NUMBER: _ClassVar[int]
     RESTORE_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
+    dropped_records: int
     error: str
     failed_record: RecordContext
     restore: RestoreProgress
     state: State
-    def __init__(self, state: _Optional[_Union[State, str]] = ..., error: _Optional[str] = ..., failed_record: _Optional[_Union[RecordContext, _Mapping]] = ..., restore: _Optional[_Union[RestoreProgress, _Mapping]] = ...) -> None: ...
+    def __init__(self, state: _Optional[_Union[State, str]] = ..., error: _Optional[str] = ..., failed_record: _Optional[_Union[RecordContext, _Mapping]] = ..., restore: _Optional[_Union[RestoreProgress, _Mapping]] = ..., dropped_records: _Optional[int] = ...) -> None: ...
 
 class GroupByKeyOp(_message.Message):
     __slots__ = ["input", "key_serde", "name", "value_serde"]

@@ -185,6 +185,12 @@ const (
 	// fn(key, value, aggregate) -> aggregate, started by the step's
 	// initializer fn(); a fold bundle (see Bundle)
 	Operation_OPERATION_AGGREGATE Operation = 10
+	// fn(key, aggregate1, aggregate2) -> aggregate: session windows merged
+	// (Merger.apply). A fold bundle whose group aggregate is the first
+	// session's aggregate and whose values are the other sessions'
+	// aggregates (value_serde is the aggregate's serde); one aggregate out
+	// per value, as for OPERATION_AGGREGATE.
+	Operation_OPERATION_MERGE Operation = 11
 )
 
 // Enum value maps for Operation.
@@ -201,6 +207,7 @@ var (
 		8:  "OPERATION_FOREACH",
 		9:  "OPERATION_REDUCE",
 		10: "OPERATION_AGGREGATE",
+		11: "OPERATION_MERGE",
 	}
 	Operation_value = map[string]int32{
 		"OPERATION_UNSPECIFIED":     0,
@@ -214,6 +221,7 @@ var (
 		"OPERATION_FOREACH":         8,
 		"OPERATION_REDUCE":          9,
 		"OPERATION_AGGREGATE":       10,
+		"OPERATION_MERGE":           11,
 	}
 )
 
@@ -2126,8 +2134,11 @@ type AggregateOp struct {
 	// Grouped tables only (and required there): fn(key, old value, aggregate)
 	// -> aggregate, removing a value the table replaced or deleted.
 	SubtractorToken uint32 `protobuf:"varint,6,opt,name=subtractor_token,json=subtractorToken,proto3" json:"subtractor_token,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Session-windowed streams only (and required there): fn(key, aggregate1,
+	// aggregate2) -> aggregate, merging two sessions a record bridges.
+	MergerToken   uint32 `protobuf:"varint,7,opt,name=merger_token,json=mergerToken,proto3" json:"merger_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AggregateOp) Reset() {
@@ -2198,6 +2209,13 @@ func (x *AggregateOp) GetName() string {
 func (x *AggregateOp) GetSubtractorToken() uint32 {
 	if x != nil {
 		return x.SubtractorToken
+	}
+	return 0
+}
+
+func (x *AggregateOp) GetMergerToken() uint32 {
+	if x != nil {
+		return x.MergerToken
 	}
 	return 0
 }
@@ -3940,9 +3958,13 @@ type GetStateResponse struct {
 	// Set with STATE_ERROR when a record failed.
 	FailedRecord *RecordContext `protobuf:"bytes,3,opt,name=failed_record,json=failedRecord,proto3" json:"failed_record,omitempty"`
 	// Restore progress once the topology started (absent before).
-	Restore       *RestoreProgress `protobuf:"bytes,4,opt,name=restore,proto3" json:"restore,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Restore *RestoreProgress `protobuf:"bytes,4,opt,name=restore,proto3" json:"restore,omitempty"`
+	// Records this engine's tasks dropped since the topology started (Kafka
+	// Streams' dropped-records-total): a null key or value an aggregation
+	// skips, a record too late for every window it falls in.
+	DroppedRecords int64 `protobuf:"varint,5,opt,name=dropped_records,json=droppedRecords,proto3" json:"dropped_records,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *GetStateResponse) Reset() {
@@ -4001,6 +4023,13 @@ func (x *GetStateResponse) GetRestore() *RestoreProgress {
 		return x.Restore
 	}
 	return nil
+}
+
+func (x *GetStateResponse) GetDroppedRecords() int64 {
+	if x != nil {
+		return x.DroppedRecords
+	}
+	return 0
 }
 
 type StopRequest struct {
@@ -4605,14 +4634,15 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\abuiltin\x18\x03 \x01(\x0e2\x1d.polystreams.v1alpha1.ReducerR\abuiltin\x12F\n" +
 	"\fmaterialized\x18\x04 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\x12\x12\n" +
 	"\x04name\x18\x05 \x01(\tR\x04name\x12)\n" +
-	"\x10subtractor_token\x18\x06 \x01(\rR\x0fsubtractorToken\"\x82\x02\n" +
+	"\x10subtractor_token\x18\x06 \x01(\rR\x0fsubtractorToken\"\xa5\x02\n" +
 	"\vAggregateOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12+\n" +
 	"\x11initializer_token\x18\x02 \x01(\rR\x10initializerToken\x12)\n" +
 	"\x10aggregator_token\x18\x03 \x01(\rR\x0faggregatorToken\x12F\n" +
 	"\fmaterialized\x18\x04 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\x12\x12\n" +
 	"\x04name\x18\x05 \x01(\tR\x04name\x12)\n" +
-	"\x10subtractor_token\x18\x06 \x01(\rR\x0fsubtractorToken\"6\n" +
+	"\x10subtractor_token\x18\x06 \x01(\rR\x0fsubtractorToken\x12!\n" +
+	"\fmerger_token\x18\a \x01(\rR\vmergerToken\"6\n" +
 	"\n" +
 	"ToStreamOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x12\n" +
@@ -4760,12 +4790,13 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x10total_partitions\x18\x04 \x01(\x05R\x0ftotalPartitions\"0\n" +
 	"\x0fGetStateRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"\xe6\x01\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\x8f\x02\n" +
 	"\x10GetStateResponse\x121\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x1b.polystreams.v1alpha1.StateR\x05state\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12H\n" +
 	"\rfailed_record\x18\x03 \x01(\v2#.polystreams.v1alpha1.RecordContextR\ffailedRecord\x12?\n" +
-	"\arestore\x18\x04 \x01(\v2%.polystreams.v1alpha1.RestoreProgressR\arestore\",\n" +
+	"\arestore\x18\x04 \x01(\v2%.polystreams.v1alpha1.RestoreProgressR\arestore\x12'\n" +
+	"\x0fdropped_records\x18\x05 \x01(\x03R\x0edroppedRecords\",\n" +
 	"\vStopRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x0e\n" +
@@ -4815,7 +4846,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\vREDUCER_SUM\x10\x01\x12\x0f\n" +
 	"\vREDUCER_MIN\x10\x02\x12\x0f\n" +
 	"\vREDUCER_MAX\x10\x03\x12\x12\n" +
-	"\x0eREDUCER_LATEST\x10\x04*\x96\x02\n" +
+	"\x0eREDUCER_LATEST\x10\x04*\xab\x02\n" +
 	"\tOperation\x12\x19\n" +
 	"\x15OPERATION_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14OPERATION_MAP_VALUES\x10\x01\x12\x14\n" +
@@ -4828,7 +4859,8 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x11OPERATION_FOREACH\x10\b\x12\x14\n" +
 	"\x10OPERATION_REDUCE\x10\t\x12\x17\n" +
 	"\x13OPERATION_AGGREGATE\x10\n" +
-	"*\x94\x01\n" +
+	"\x12\x13\n" +
+	"\x0fOPERATION_MERGE\x10\v*\x94\x01\n" +
 	"\x05State\x12\x15\n" +
 	"\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rSTATE_CREATED\x10\x01\x12\x15\n" +
