@@ -14,7 +14,18 @@
 
 from polystreams.app import App, RestoreProgress, State, StateListener
 from polystreams.config import Config, ProcessingGuarantee
-from polystreams.dsl import BuiltinReducer, Handle, KGroupedStream, KGroupedTable, Kind, KStream, KTable, Materialized
+from polystreams.dsl import (
+    BuiltinReducer,
+    Handle,
+    KGroupedStream,
+    KGroupedTable,
+    Kind,
+    KStream,
+    KTable,
+    Materialized,
+    SessionWindowedKStream,
+    TimeWindowedKStream,
+)
 from polystreams.errors import (
     EngineStartError,
     FailedPreconditionError,
@@ -25,7 +36,8 @@ from polystreams.errors import (
     UnavailableError,
 )
 from polystreams.serde import SerdeName
-from polystreams.store import KeyValueStore
+from polystreams.store import KeyValueStore, WindowStore
+from polystreams.windows import SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed
 
 __version__ = "0.1.0"
 
@@ -50,7 +62,15 @@ __all__ = [
     "ProcessingGuarantee",
     "RestoreProgress",
     "SerdeName",
+    "SessionWindowedKStream",
+    "SessionWindows",
+    "SlidingWindows",
     "State",
     "StateListener",
+    "Suppressed",
+    "TimeWindowedKStream",
+    "TimeWindows",
     "UnavailableError",
+    "WindowStore",
+    "Windowed",
 ]

@@ -11,8 +11,9 @@ Within a bundle, the elements in flight are kept as three parallel lists:
 record each element came from (None while it is the identity, i.e. before
 any filter or flat_map changed the count).
 
-A fold bundle (one reduce or aggregate step) is laid out by key instead and
-runs in ``_Fold``: see there.
+A fold bundle (one reduce, aggregate or merge step) is laid out by key
+instead and runs in ``_Fold``: see there. Windowed aggregations need nothing
+more: their groups are (key, window) pairs whose key is the grouped key.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ _PEEK = pb.OPERATION_PEEK
 _FOREACH = pb.OPERATION_FOREACH
 _REDUCE = pb.OPERATION_REDUCE
 _AGGREGATE = pb.OPERATION_AGGREGATE
-_FOLDS = frozenset({_REDUCE, _AGGREGATE})
+_MERGE = pb.OPERATION_MERGE
+_FOLDS = frozenset({_REDUCE, _AGGREGATE, _MERGE})
 
 _READS_KEY = frozenset({_FILTER, _FILTER_NOT, _MAP, _SELECT_KEY, _PEEK, _FOREACH})
 _CHANGES_KEY = frozenset({_MAP, _SELECT_KEY})
@@ -335,7 +337,8 @@ def _never(*args: Any) -> Any:
 
 
 class _Fold:
-    """A compiled fold: the one step of a fold bundle (reduce or aggregate).
+    """A compiled fold: the one step of a fold bundle (reduce, aggregate, or
+    merge: session windows merged by ``merger(key, aggregate1, aggregate2)``).
 
     The bundle holds one key per group, each group's values one after the
     other, and each group's current aggregate (length -1: none yet). Every
@@ -349,20 +352,27 @@ class _Fold:
     changed it in place). The first value of a key
     with no aggregate becomes the aggregate without a call (reduce), or is
     folded into ``initializer()`` (aggregate), as in Kafka Streams.
+
+    A merge bundle's group aggregate is the first session's aggregate and its
+    values are the other sessions' aggregates (decoded with the bundle's
+    value serde, the aggregate's): each is merged in, ``merger(key, merged
+    so far, next)``, one aggregate out per value (a group with no aggregate
+    takes its first value as it is).
     """
 
-    __slots__ = ("reduce", "fn", "init", "sub", "key_serde", "value_serde", "agg_serde", "encode", "broken")
+    __slots__ = ("reduce", "merge", "fn", "init", "sub", "key_serde", "value_serde", "agg_serde", "encode", "broken")
 
     def __init__(self, bundle: pb.Bundle, functions: Mapping[int, Fn]) -> None:
         st = bundle.steps[0]
         self.reduce = st.operation == _REDUCE
-        what = "reduce" if self.reduce else "aggregate"
+        self.merge = st.operation == _MERGE
+        what = "reduce" if self.reduce else "merge" if self.merge else "aggregate"
         self.broken: str | None = None  # fails every value
         fn = functions.get(st.token)
         if fn is None:
             self.broken = f"LookupError: {what} step ({st.node}) names token {st.token}, which is not registered in this host"
-        init = None if self.reduce else functions.get(st.initializer_token)
-        if not self.reduce:
+        init = None if self.reduce or self.merge else functions.get(st.initializer_token)
+        if not self.reduce and not self.merge:
             if init is None and self.broken is None:
                 self.broken = (
                     f"LookupError: aggregate step ({st.node}) names initializer token {st.initializer_token}, "
@@ -446,7 +456,7 @@ class _Fold:
                     failed.setdefault(i, f"{ofail[i]} (the old value)")
         chunks: list[bytes] = []
         table_chunks: list[bytes | None] = []
-        fold = self._fold_reduce if self.reduce else self._fold_aggregate
+        fold = self._fold_reduce if self.reduce else self._fold_merge if self.merge else self._fold_aggregate
         pos = 0
         for g, size in enumerate(sizes):
             end = pos + size
@@ -554,6 +564,38 @@ class _Fold:
                 else:
                     failed[i] = "TypeError: reduce returned None; an aggregate cannot be null"
                 continue
+            try:
+                data = enc(nxt)
+            except Exception:
+                slow = self._encode_slow(nxt, i, failed)
+                if slow is None:
+                    continue
+                data = slow
+            agg = nxt
+            fresh = False
+            append(data)
+
+    def _fold_merge(
+        self, key: Any, fresh: bool, agg: Any, values: list[Any], pos: int, chunks: list[bytes], failed: dict[int, str]
+    ) -> None:
+        fn, enc, append = self.fn, self.encode, chunks.append
+        for i, v in enumerate(values, pos):
+            if v is _BAD:
+                continue
+            if v is None:
+                failed[i] = "TypeError: a session's aggregate is null, so it cannot be merged"
+                continue
+            if fresh:
+                nxt = v
+            else:
+                try:
+                    nxt = fn(key, agg, v)
+                except Exception as e:
+                    failed[i] = _text(e)
+                    continue
+                if nxt is None:
+                    failed[i] = "TypeError: merge returned None; an aggregate cannot be null"
+                    continue
             try:
                 data = enc(nxt)
             except Exception:

@@ -22,7 +22,7 @@ from polystreams.config import Config, redact
 from polystreams.dsl import Handle, KStream, KTable, Materialized, _materialize, topics_of
 from polystreams.errors import FailedPreconditionError, NotFoundError, PolystreamsError, ProcessingError
 from polystreams.serde import SerdeName
-from polystreams.store import KeyValueStore
+from polystreams.store import KeyValueStore, WindowStore
 from polystreams.v1alpha1 import engine_pb2 as pb
 
 __all__ = ["App", "RestoreProgress", "State", "StateListener"]
@@ -225,7 +225,7 @@ class App:
         try:
             return self._client.build(req)
         except PolystreamsError:
-            for field in ("token", "initializer_token", "aggregator_token"):
+            for field in ("token", "initializer_token", "aggregator_token", "subtractor_token", "merger_token"):
                 self._functions.pop(getattr(message, field, 0), None)  # registered for this call only
             raise
 
@@ -295,6 +295,20 @@ class App:
         ``materialized`` name), for interactive queries while :meth:`run`
         serves the topology — from any thread. See :class:`KeyValueStore`."""
         return KeyValueStore(self, name, self._store_key_serdes.get(name))
+
+    def window_store(self, name: str) -> WindowStore:
+        """The window or session store ``name`` of a windowed aggregation
+        (e.g. ``table.store``), for interactive queries while :meth:`run`
+        serves the topology — from any thread. See :class:`WindowStore`."""
+        return WindowStore(self, name, self._store_key_serdes.get(name))
+
+    def dropped_records(self) -> int:
+        """Records the engine's tasks dropped since the topology started
+        (Kafka Streams' ``dropped-records-total``): records too late for
+        every window they fall in (past the window's end plus grace), and
+        records with a null key or value that an aggregation skips."""
+        resp = self._client.get_state(pb.GetStateRequest(session_id=self._session))
+        return resp.dropped_records
 
     def start(self) -> None:
         """Starts processing (creates internal topics, joins the group). Called

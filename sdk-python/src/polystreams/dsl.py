@@ -10,19 +10,32 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from polystreams.serde import SerdeName
 from polystreams.v1alpha1 import engine_pb2 as pb
+from polystreams.windows import Duration, SessionWindows, SlidingWindows, Suppressed, TimeWindows, _check_windows, to_ms
 
 if TYPE_CHECKING:
     from polystreams.app import App
-    from polystreams.store import KeyValueStore
+    from polystreams.store import KeyValueStore, WindowStore
 
-__all__ = ["BuiltinReducer", "Handle", "Kind", "Materialized", "KStream", "KGroupedStream", "KTable", "KGroupedTable"]
+__all__ = [
+    "BuiltinReducer",
+    "Handle",
+    "Kind",
+    "Materialized",
+    "KStream",
+    "KGroupedStream",
+    "KTable",
+    "KGroupedTable",
+    "SessionWindowedKStream",
+    "TimeWindowedKStream",
+]
 
-Kind = Literal["stream", "grouped_stream", "table", "grouped_table"]
-"""What a handle stands for."""
+Kind = Literal["stream", "grouped_stream", "table", "grouped_table", "windowed_stream", "session_windowed_stream"]
+"""What a handle stands for (``windowed_stream``: a TimeWindowedKStream, of
+time or sliding windows)."""
 
 BuiltinReducer = Literal["sum", "min", "max", "latest"]
 """A reduce that runs in the engine and never crosses to the host: ``sum``,
@@ -41,6 +54,8 @@ _KINDS: dict[int, Kind] = {
     pb.KIND_GROUPED_STREAM: "grouped_stream",
     pb.KIND_TABLE: "table",
     pb.KIND_GROUPED_TABLE: "grouped_table",
+    pb.KIND_WINDOWED_STREAM: "windowed_stream",
+    pb.KIND_SESSION_WINDOWED_STREAM: "session_windowed_stream",
 }
 
 
@@ -77,6 +92,10 @@ class Materialized:
     applied when the engine creates it (``withLoggingEnabled``); the
     changelog stays compacted, so a ``cleanup.policy`` without ``compact``
     is refused.
+
+    ``retention`` (a windowed aggregation's store: ``withRetention``) is how
+    long a window is kept after its start, for queries and late records; at
+    least the window size plus grace, which is the default.
     """
 
     store_name: str = ""
@@ -84,6 +103,7 @@ class Materialized:
     key: SerdeName | None = None
     value: SerdeName | None = None
     changelog_config: Mapping[str, str] | None = None
+    retention: Duration | None = None
 
     def to_proto(self) -> pb.Materialized:
         return pb.Materialized(
@@ -91,6 +111,7 @@ class Materialized:
             key_serde=self.key or "",
             value_serde=self.value or "",
             changelog_config=dict(self.changelog_config or {}),
+            retention_ms=0 if self.retention is None else to_ms(self.retention, "Materialized: retention"),
         )
 
 
@@ -211,6 +232,46 @@ class KStream(_Node):
         )
 
 
+def _count(node: _Node, materialized: str | Materialized | None, name: str | None) -> KTable:
+    op = pb.CountOp(input=node.handle.id, name=_s(name))
+    _materialize(op, "count", materialized)
+    return KTable(node._app, node._app._build("count", op))
+
+
+def _reduce(
+    node: _Node, reducer: Callable[[Any, Any], Any] | BuiltinReducer, materialized: str | Materialized | None, name: str | None
+) -> KTable:
+    op = pb.ReduceOp(input=node.handle.id, name=_s(name))
+    if isinstance(reducer, str):
+        builtin = _BUILTIN_REDUCERS.get(reducer)
+        if builtin is None:
+            raise ValueError(
+                f"reduce: {reducer!r} is not a built-in reducer (want a function or one of {', '.join(_BUILTIN_REDUCERS)})"
+            )
+        op.builtin = builtin
+    _materialize(op, "reduce", materialized)
+    if not isinstance(reducer, str):
+        op.token = node._app._register("reduce", reducer)
+    return KTable(node._app, node._app._build("reduce", op))
+
+
+def _aggregate(
+    node: _Node,
+    functions: Sequence[tuple[str, str, Callable[..., Any]]],
+    materialized: str | Materialized | None,
+    name: str | None,
+) -> KTable:
+    """An AggregateOp with functions [(role, token field, fn)]."""
+    op = pb.AggregateOp(input=node.handle.id, name=_s(name))
+    _materialize(op, "aggregate", materialized)
+    for what, _, fn in functions:
+        if not callable(fn):
+            raise TypeError(f"aggregate: the {what} {fn!r} is not callable")
+    for _, field, fn in functions:
+        setattr(op, field, node._app._register("aggregate", fn))
+    return KTable(node._app, node._app._build("aggregate", op))
+
+
 class KGroupedStream(_Node):
     """A stream grouped by key, ready to aggregate (``KGroupedStream``)."""
 
@@ -223,9 +284,7 @@ class KGroupedStream(_Node):
         ``materialized`` names the store (a str) or gives a Materialized;
         None generates the store's name as Kafka Streams does.
         """
-        op = pb.CountOp(input=self.handle.id, name=_s(name))
-        _materialize(op, "count", materialized)
-        return KTable(self._app, self._app._build("count", op))
+        return _count(self, materialized, name)
 
     def reduce(
         self,
@@ -244,18 +303,7 @@ class KGroupedStream(_Node):
         ``"latest"``. ``materialized`` is as for :meth:`count`; the store keeps
         the values' serde unless it names another.
         """
-        op = pb.ReduceOp(input=self.handle.id, name=_s(name))
-        if isinstance(reducer, str):
-            builtin = _BUILTIN_REDUCERS.get(reducer)
-            if builtin is None:
-                raise ValueError(
-                    f"reduce: {reducer!r} is not a built-in reducer (want a function or one of {', '.join(_BUILTIN_REDUCERS)})"
-                )
-            op.builtin = builtin
-        _materialize(op, "reduce", materialized)
-        if not isinstance(reducer, str):
-            op.token = self._app._register("reduce", reducer)
-        return KTable(self._app, self._app._build("reduce", op))
+        return _reduce(self, reducer, materialized, name)
 
     def aggregate(
         self,
@@ -274,14 +322,116 @@ class KGroupedStream(_Node):
         ``Materialized(value="json")`` for a dict), else the grouped stream's
         value serde. ``materialized`` is otherwise as for :meth:`count`.
         """
-        op = pb.AggregateOp(input=self.handle.id, name=_s(name))
-        _materialize(op, "aggregate", materialized)
-        for what, fn in (("initializer", initializer), ("aggregator", aggregator)):
-            if not callable(fn):
-                raise TypeError(f"aggregate: the {what} {fn!r} is not callable")
-        op.initializer_token = self._app._register("aggregate", initializer)
-        op.aggregator_token = self._app._register("aggregate", aggregator)
-        return KTable(self._app, self._app._build("aggregate", op))
+        fns = (("initializer", "initializer_token", initializer), ("aggregator", "aggregator_token", aggregator))
+        return _aggregate(self, fns, materialized, name)
+
+    @overload
+    def windowed_by(self, windows: SessionWindows) -> SessionWindowedKStream: ...
+    @overload
+    def windowed_by(self, windows: TimeWindows | SlidingWindows) -> TimeWindowedKStream: ...
+    def windowed_by(self, windows: TimeWindows | SlidingWindows | SessionWindows) -> TimeWindowedKStream | SessionWindowedKStream:
+        """Aggregates per key and window (``KGroupedStream.windowedBy``):
+        :class:`TimeWindows` (tumbling or hopping) and :class:`SlidingWindows`
+        give a :class:`TimeWindowedKStream`, :class:`SessionWindows` a
+        :class:`SessionWindowedKStream`. Their count, reduce and aggregate
+        make a table keyed by :class:`~polystreams.windows.Windowed` keys.
+        The engine refuses bad windows naming the field and value (e.g.
+        ``size_ms 0``)."""
+        w = _check_windows(windows)
+        op = pb.WindowedByOp(input=self.handle.id)
+        w._op(op)
+        h = self._app._build("windowed_by", op)
+        if isinstance(w, SessionWindows):
+            return SessionWindowedKStream(self._app, h)
+        return TimeWindowedKStream(self._app, h)
+
+
+class TimeWindowedKStream(_Node):
+    """A grouped stream windowed by time or sliding windows
+    (``TimeWindowedKStream``): its aggregations keep one aggregate per key
+    and window, in a table whose keys are
+    :class:`~polystreams.windows.Windowed` (serde ``windowed(<key>,<size>)``).
+    A record later than its window's end plus grace (in stream time, the
+    largest timestamp its partition has seen) is dropped and counted in
+    :meth:`App.dropped_records`. Host functions are folded per bundle, all
+    windows of a key at once."""
+
+    __slots__ = ()
+    _kind: Kind = "windowed_stream"
+
+    def count(self, *, materialized: str | Materialized | None = None, name: str | None = None) -> KTable:
+        """Counts the records per key and window (``long`` counts)."""
+        return _count(self, materialized, name)
+
+    def reduce(
+        self,
+        reducer: Callable[[Any, Any], Any] | BuiltinReducer,
+        *,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """``reducer(aggregate, value)`` per key and window, or a built-in
+        (as for :meth:`KGroupedStream.reduce`)."""
+        return _reduce(self, reducer, materialized, name)
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        *,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """``initializer()`` starts each window's aggregate, ``aggregator(key,
+        value, aggregate)`` folds in a value; the key is the grouped key."""
+        fns = (("initializer", "initializer_token", initializer), ("aggregator", "aggregator_token", aggregator))
+        return _aggregate(self, fns, materialized, name)
+
+
+class SessionWindowedKStream(_Node):
+    """A grouped stream windowed by sessions (``SessionWindowedKStream``):
+    one aggregate per key and session, in a table whose keys are
+    :class:`~polystreams.windows.Windowed` (serde
+    ``session-windowed(<key>)``). A record that bridges sessions merges them:
+    the merged session's update comes out, and the sessions it replaces are
+    deleted (tombstones)."""
+
+    __slots__ = ()
+    _kind: Kind = "session_windowed_stream"
+
+    def count(self, *, materialized: str | Materialized | None = None, name: str | None = None) -> KTable:
+        """Counts the records per key and session."""
+        return _count(self, materialized, name)
+
+    def reduce(
+        self,
+        reducer: Callable[[Any, Any], Any] | BuiltinReducer,
+        *,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """``reducer(aggregate, value)`` per key and session (merging two
+        sessions reduces their aggregates), or a built-in."""
+        return _reduce(self, reducer, materialized, name)
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        merger: Callable[[Any, Any, Any], Any],
+        *,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """``initializer()`` and ``aggregator(key, value, aggregate)`` as for
+        time windows; ``merger(key, aggregate1, aggregate2) -> aggregate``
+        merges two sessions a record bridges."""
+        fns = (
+            ("initializer", "initializer_token", initializer),
+            ("aggregator", "aggregator_token", aggregator),
+            ("merger", "merger_token", merger),
+        )
+        return _aggregate(self, fns, materialized, name)
 
 
 def _materialize(op: Any, what: str, materialized: str | Materialized | None) -> None:
@@ -386,6 +536,26 @@ class KTable(_Node):
         if not self.handle.store:
             raise TypeError(f"{self!r} is kept in no store, so it cannot be queried")
         return self._app.store(self.handle.store)
+
+    def window_store(self) -> WindowStore:
+        """A windowed aggregation's window (or session) store, for
+        interactive queries while the app runs
+        (``app.window_store(table.store)``)."""
+        if not self.handle.store:
+            raise TypeError(f"{self!r} is kept in no store, so it cannot be queried")
+        return self._app.window_store(self.handle.store)
+
+    def suppress(self, suppressed: Suppressed) -> KTable:
+        """Holds back a windowed aggregation's updates
+        (``KTable.suppress``): with :meth:`Suppressed.until_window_closes`,
+        each window's final result comes out once, when its partition's
+        stream time passes the window's end plus grace. Stream time moves
+        only with records: a partition that receives none keeps its last
+        windows open, and their results come when a later record closes them."""
+        if not isinstance(suppressed, Suppressed):
+            raise TypeError(f"suppress: want a Suppressed, not {type(suppressed).__name__}")
+        op = pb.SuppressOp(input=self.handle.id, name=suppressed.name)
+        return KTable(self._app, self._app._build("suppress", op))
 
 
 class KGroupedTable(_Node):

@@ -15,14 +15,21 @@ from __future__ import annotations
 
 import json
 import operator
+import re
 import struct
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, get_args
 
-__all__ = ["SerdeName", "SERDE_NAMES", "decode", "encode", "encoder", "decode_column", "encode_column"]
+from polystreams.windows import Windowed
+
+__all__ = ["SerdeName", "SERDE_NAMES", "decode", "encode", "encoder", "decode_column", "encode_column", "windowed_codec"]
 
 SerdeName = Literal["bytes", "string", "json", "long", "integer", "double"]
-"""The name of a serde, as the engine and every SDK spell it."""
+"""The name of a serde, as the engine and every SDK spell it. A windowed
+aggregation's keys have a windowed serde besides: ``windowed(<inner>,<size
+ms>)`` (time and sliding windows) or ``session-windowed(<inner>)``, whose
+objects are :class:`~polystreams.windows.Windowed` keys (see
+:func:`windowed_codec`)."""
 
 SERDE_NAMES: tuple[str, ...] = get_args(SerdeName)
 
@@ -125,8 +132,68 @@ _ENCODERS: dict[str, Callable[[Any], bytes]] = {
 _FIXED_CODES = {"long": "q", "integer": "i", "double": "d"}
 
 
+# Windowed keys, as Kafka Streams' TimeWindowedSerializer and
+# SessionWindowedSerializer write them: the inner key's bytes, then the
+# window start (time windows), or the end and then the start (sessions), as
+# 8-byte big-endian epoch milliseconds.
+_TIME_WINDOWED = re.compile(r"windowed\(([a-z]*),(-?[0-9]+)\)")
+_SESSION_WINDOWED = re.compile(r"session-windowed\(([a-z]*)\)")
+_TWO_LONGS = struct.Struct(">qq")
+
+
+def _windowed(serde: str) -> bool:
+    """Adds the codecs of a windowed serde name to the tables (once); False
+    when the name is not one, or its inner serde is unknown."""
+    if serde in _DECODERS:
+        return True
+    t = _TIME_WINDOWED.fullmatch(serde)
+    s = _SESSION_WINDOWED.fullmatch(serde) if t is None else None
+    m = t or s
+    if m is None or m.group(1) not in _DECODERS:
+        return False
+    inner = m.group(1)
+    dec_inner, enc_inner = _DECODERS[inner], _ENCODERS[inner]
+    if t is not None:
+        size = int(t.group(2))
+
+        def dec(b: bytes) -> Any:
+            if len(b) < 8:
+                raise ValueError(f"{serde} serde: want at least 8 bytes, got {len(b)}")
+            start = _LONG.unpack_from(b, len(b) - 8)[0]
+            return Windowed(dec_inner(b[:-8]), start, start + size)
+
+        def enc(w: Any) -> bytes:
+            if not isinstance(w, Windowed):
+                raise TypeError(f"{serde} serde: want a Windowed key, got {type(w).__name__}")
+            return enc_inner(w.key) + _LONG.pack(w.start)
+
+    else:
+
+        def dec(b: bytes) -> Any:
+            if len(b) < 16:
+                raise ValueError(f"{serde} serde: want at least 16 bytes, got {len(b)}")
+            end, start = _TWO_LONGS.unpack_from(b, len(b) - 16)
+            return Windowed(dec_inner(b[:-16]), start, end)
+
+        def enc(w: Any) -> bytes:
+            if not isinstance(w, Windowed):
+                raise TypeError(f"{serde} serde: want a Windowed key, got {type(w).__name__}")
+            return enc_inner(w.key) + _TWO_LONGS.pack(w.end, w.start)
+
+    _DECODERS[serde] = dec
+    _ENCODERS[serde] = enc
+    _FAST_ENCODERS[serde] = enc
+    return True
+
+
+def windowed_codec(serde: str) -> bool:
+    """Whether ``serde`` names a windowed serde (``windowed(<inner>,<size>)``
+    or ``session-windowed(<inner>)``) whose inner serde is known."""
+    return serde not in SERDE_NAMES and serde != "" and _windowed(serde)
+
+
 def _check(serde: str) -> None:
-    if serde not in _DECODERS:
+    if serde not in _DECODERS and not _windowed(serde):
         raise ValueError(f"unknown serde {serde!r} (want one of {', '.join(SERDE_NAMES)})")
 
 
@@ -158,6 +225,7 @@ def encoder(serde: str) -> Callable[[Any], bytes] | None:
     """A fast encoder of one non-None object for ``serde`` (None for an
     unknown serde). It raises for an object the serde cannot encode, but the
     error may not name the serde: :func:`encode` gives a message that does."""
+    _windowed(serde)
     return _FAST_ENCODERS.get(serde)
 
 
@@ -170,7 +238,7 @@ def decode_column(serde: str, data: bytes, lengths: Sequence[int]) -> tuple[list
     bytes, or an unknown serde, fails every record.
     """
     n = len(lengths)
-    if serde not in _DECODERS:
+    if serde not in _DECODERS and not _windowed(serde):
         msg = f"ValueError: unknown serde {serde!r}"
         return [None] * n, dict.fromkeys(range(n), msg)
     nulls = lengths.count(-1)
@@ -212,7 +280,7 @@ def encode_column(serde: str, items: Sequence[Any]) -> tuple[bytes, list[int], d
     (the caller drops the failed records and encodes again).
     """
     n = len(items)
-    if serde not in _ENCODERS:
+    if serde not in _ENCODERS and not _windowed(serde):
         msg = f"ValueError: unknown serde {serde!r}"
         return b"", [], dict.fromkeys(range(n), msg)
     # Fast paths: one C call for the whole column; any surprise (a None, a

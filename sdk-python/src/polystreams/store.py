@@ -1,22 +1,28 @@
 """Interactive queries: read a table's key-value store while the app runs
-(Kafka Streams' ``ReadOnlyKeyValueStore``)."""
+(Kafka Streams' ``ReadOnlyKeyValueStore``), or a windowed aggregation's
+window or session store (``ReadOnlyWindowStore``, ``ReadOnlySessionStore``)."""
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from polystreams import serde
 from polystreams.errors import PolystreamsError
 from polystreams.v1alpha1 import engine_pb2 as pb
+from polystreams.windows import Windowed, to_ms
 
 if TYPE_CHECKING:
     from polystreams.app import App
 
-__all__ = ["KeyValueStore"]
+__all__ = ["KeyValueStore", "WindowStore"]
 
 # Entries asked for per Query call; longer answers are read page by page.
 PAGE = 10_000
+# The most entries the engine answers in one Query call (a window fetch's
+# answer is read in one call).
+MAX_ENTRIES = 100_000
 
 
 class KeyValueStore:
@@ -154,3 +160,80 @@ class KeyValueStore:
             if hi is not None:
                 r.to = hi
             page = self._query(pb.QueryRequest(range=r, limit=PAGE))
+
+
+Time = datetime.datetime | int
+"""A point in time: an aware datetime, or epoch milliseconds."""
+
+
+class WindowStore:
+    """A read-only view of a windowed aggregation's store of the running
+    topology (``app.window_store(name)`` or ``table.window_store()``): a
+    window store (time and sliding windows) or a session store.
+
+    Entries come back as ``(Windowed(key, start, end), value)``. For a window
+    store, :meth:`fetch` and :meth:`fetch_all` answer the windows whose start
+    is from ``time_from`` to ``time_to`` (both inclusive; Kafka Streams'
+    ``WindowStore.fetch`` and ``fetchAll``); for a session store, the
+    sessions that end at or after ``time_from`` and start at or before
+    ``time_to`` (``SessionStore.findSessions``). Times are epoch
+    milliseconds or aware datetimes. Windows past the store's retention are
+    gone. Errors are as for :class:`KeyValueStore`; an answer of more than
+    100,000 windows raises: ask for a shorter time range.
+    """
+
+    def __init__(self, app: App, name: str, key_serde: str | None = None) -> None:
+        self._kv = KeyValueStore(app, name, key_serde)
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"WindowStore({self.name!r})"
+
+    @property
+    def key_serde(self) -> str:
+        """The store's windowed key serde, e.g. ``windowed(string,60000)``
+        (asked of the engine when not known yet)."""
+        if self._kv._key_serde is None:
+            self._kv._query(pb.QueryRequest(window_fetch=pb.WindowFetch(from_ms=0, to_ms=0), limit=1))
+        return self._kv.key_serde
+
+    def fetch(self, key: Any, time_from: Time, time_to: Time) -> list[tuple[Windowed[Any], Any]]:
+        """The windows of ``key`` in the time range, by start time."""
+        if key is None:
+            raise TypeError(f"{self.name}.fetch: a key must not be None")
+        ks = self.key_serde
+        inner = _inner_serde(ks)
+        try:
+            b = serde.encode(inner, key)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"store {self.name!r}: fetch: cannot encode key {key!r} with key serde {inner!r}: {e}") from None
+        return self._fetch(b, time_from, time_to, "fetch")
+
+    def fetch_all(self, time_from: Time, time_to: Time) -> list[tuple[Windowed[Any], Any]]:
+        """The windows of every key in the time range."""
+        return self._fetch(None, time_from, time_to, "fetch_all")
+
+    def _fetch(self, key: bytes | None, time_from: Time, time_to: Time, what: str) -> list[tuple[Windowed[Any], Any]]:
+        w = pb.WindowFetch(from_ms=to_ms(time_from, f"{what}: time_from"), to_ms=to_ms(time_to, f"{what}: time_to"))
+        if key is not None:
+            w.key = key
+        entries, truncated = self._kv._query(pb.QueryRequest(window_fetch=w, limit=MAX_ENTRIES))
+        if truncated:
+            raise PolystreamsError(
+                "resource_exhausted",
+                f"store {self.name!r}: {what}: more than {MAX_ENTRIES} windows from {w.from_ms} to {w.to_ms}; ask for a shorter range",
+            )
+        out: list[tuple[Windowed[Any], Any]] = []
+        for _, (k, v) in entries:
+            if not isinstance(k, Windowed):
+                raise PolystreamsError("internal", f"store {self.name!r} answered key {k!r}, not a windowed key: it is no window store")
+            out.append((k, v))
+        return out
+
+
+def _inner_serde(windowed: str) -> str:
+    """The inner serde of a windowed serde name (``windowed(string,60000)`` ->
+    ``string``); a name that is not windowed is its own."""
+    if windowed.endswith(")") and "(" in windowed:
+        return windowed[windowed.index("(") + 1 : -1].split(",", 1)[0]
+    return windowed

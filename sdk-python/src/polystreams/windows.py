@@ -1,0 +1,165 @@
+"""Windows: the window specs of ``windowed_by``, ``Suppressed``, and the
+``Windowed`` keys of a windowed aggregation (Kafka Streams' ``TimeWindows``,
+``SlidingWindows``, ``SessionWindows``, ``Suppressed`` and ``Windowed``).
+
+Durations are a :class:`datetime.timedelta` or an ``int`` of milliseconds.
+The specs check types only; the engine checks values and names the field and
+value it refuses (``size_ms 0``, ``advance_ms 90000 > size_ms 60000``,
+``grace_ms -1``), raised by ``windowed_by`` as an InvalidArgumentError.
+"""
+
+from __future__ import annotations
+
+import datetime
+import operator
+from dataclasses import dataclass, replace
+from typing import Any, Generic, TypeVar
+
+from polystreams.v1alpha1 import engine_pb2 as pb
+
+__all__ = ["Duration", "SessionWindows", "SlidingWindows", "Suppressed", "TimeWindows", "Windowed", "to_ms"]
+
+Duration = datetime.timedelta | int
+"""A duration: a timedelta, or milliseconds."""
+
+K = TypeVar("K")
+
+_MS = datetime.timedelta(milliseconds=1)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def to_ms(d: Duration | datetime.datetime, what: str) -> int:
+    """Milliseconds of a duration (a timedelta or an int), or of an aware
+    datetime since the epoch (a window store's time bounds)."""
+    if isinstance(d, datetime.timedelta):
+        return d // _MS
+    if isinstance(d, datetime.datetime):
+        if d.tzinfo is None:
+            raise TypeError(f"{what}: a datetime must be timezone-aware, got {d!r}")
+        return (d - _EPOCH) // _MS
+    if isinstance(d, bool):
+        raise TypeError(f"{what}: want a timedelta or int milliseconds, got bool")
+    try:
+        return operator.index(d)
+    except TypeError:
+        raise TypeError(f"{what}: want a timedelta or int milliseconds, got {type(d).__name__}") from None
+
+
+@dataclass(frozen=True)
+class Windowed(Generic[K]):
+    """A key of a windowed aggregation: the grouped key and its window,
+    ``start`` (inclusive) and ``end`` in epoch milliseconds (Kafka Streams'
+    ``Windowed<K>``). Time windows end at ``start + size`` (exclusive);
+    sliding windows' bounds are both inclusive; a session spans its first
+    record's time to its last's (both inclusive).
+
+    On a topic, a time-windowed key is the inner key's bytes and the start as
+    8 big-endian bytes (serde ``windowed(<inner>,<size ms>)``, Kafka's
+    ``TimeWindowedSerializer``); a session-windowed key is the inner key's
+    bytes, the end, then the start (``session-windowed(<inner>)``,
+    ``SessionWindowedSerializer``)."""
+
+    key: K
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class TimeWindows:
+    """Fixed-size windows aligned to the epoch: tumbling, or hopping with
+    :meth:`advance_by`. A record at ``ts`` belongs to every window with
+    ``start <= ts < start + size``."""
+
+    size_ms: int
+    advance_ms: int
+    grace_ms: int
+
+    @classmethod
+    def of_size_with_no_grace(cls, size: Duration) -> TimeWindows:
+        """Tumbling windows of ``size`` that accept no record after their end."""
+        s = to_ms(size, "TimeWindows.of_size_with_no_grace: size")
+        return cls(s, s, 0)
+
+    @classmethod
+    def of_size_and_grace(cls, size: Duration, grace: Duration) -> TimeWindows:
+        """Tumbling windows of ``size`` that accept records up to ``grace``
+        after their end (in stream time)."""
+        s = to_ms(size, "TimeWindows.of_size_and_grace: size")
+        return cls(s, s, to_ms(grace, "TimeWindows.of_size_and_grace: grace"))
+
+    def advance_by(self, advance: Duration) -> TimeWindows:
+        """Hopping windows: a new window starts every ``advance`` (at most the size)."""
+        return replace(self, advance_ms=to_ms(advance, "TimeWindows.advance_by: advance"))
+
+    def _op(self, op: pb.WindowedByOp) -> None:
+        op.time.CopyFrom(pb.TimeWindows(size_ms=self.size_ms, advance_ms=self.advance_ms, grace_ms=self.grace_ms))
+
+
+@dataclass(frozen=True)
+class SlidingWindows:
+    """Windows of a fixed time difference that slide with the records
+    (``KStreamSlidingWindowAggregate``): two records are in a window together
+    when at most ``time_difference`` apart; both bounds are inclusive."""
+
+    time_difference_ms: int
+    grace_ms: int
+
+    @classmethod
+    def of_time_difference_with_no_grace(cls, time_difference: Duration) -> SlidingWindows:
+        return cls(to_ms(time_difference, "SlidingWindows.of_time_difference_with_no_grace: time_difference"), 0)
+
+    @classmethod
+    def of_time_difference_and_grace(cls, time_difference: Duration, grace: Duration) -> SlidingWindows:
+        what = "SlidingWindows.of_time_difference_and_grace"
+        return cls(to_ms(time_difference, f"{what}: time_difference"), to_ms(grace, f"{what}: grace"))
+
+    def _op(self, op: pb.WindowedByOp) -> None:
+        op.sliding.CopyFrom(pb.SlidingWindows(time_difference_ms=self.time_difference_ms, grace_ms=self.grace_ms))
+
+
+@dataclass(frozen=True)
+class SessionWindows:
+    """Sessions: a key's records at most ``inactivity_gap`` apart share one;
+    a record between two sessions merges them (an aggregate's merger runs)."""
+
+    inactivity_gap_ms: int
+    grace_ms: int
+
+    @classmethod
+    def of_inactivity_gap_with_no_grace(cls, inactivity_gap: Duration) -> SessionWindows:
+        return cls(to_ms(inactivity_gap, "SessionWindows.of_inactivity_gap_with_no_grace: inactivity_gap"), 0)
+
+    @classmethod
+    def of_inactivity_gap_and_grace(cls, inactivity_gap: Duration, grace: Duration) -> SessionWindows:
+        what = "SessionWindows.of_inactivity_gap_and_grace"
+        return cls(to_ms(inactivity_gap, f"{what}: inactivity_gap"), to_ms(grace, f"{what}: grace"))
+
+    def _op(self, op: pb.WindowedByOp) -> None:
+        op.session.CopyFrom(pb.SessionWindows(inactivity_gap_ms=self.inactivity_gap_ms, grace_ms=self.grace_ms))
+
+
+Windows = TimeWindows | SlidingWindows | SessionWindows
+
+
+@dataclass(frozen=True)
+class Suppressed:
+    """How :meth:`KTable.suppress` holds back a windowed table's updates.
+    :meth:`until_window_closes` is the one strategy: each window's final
+    result, once, when stream time passes its end plus grace (Kafka Streams'
+    ``Suppressed.untilWindowCloses(BufferConfig.unbounded())``)."""
+
+    name: str = ""
+
+    @classmethod
+    def until_window_closes(cls, *, name: str | None = None) -> Suppressed:
+        """``name`` names the suppress node (and its store, ``<name>-store``;
+        ``Suppressed.withName``); None generates ``KTABLE-SUPPRESS-<n>``."""
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"Suppressed.until_window_closes: name must be a str, not {type(name).__name__}")
+        return cls(name or "")
+
+
+def _check_windows(w: Any) -> Windows:
+    if not isinstance(w, (TimeWindows, SlidingWindows, SessionWindows)):
+        raise TypeError(f"windowed_by: want TimeWindows, SlidingWindows or SessionWindows, not {type(w).__name__}")
+    return w

@@ -1,0 +1,298 @@
+"""Windowed aggregations: window specs, windowed keys, suppress, session
+merges in the fold executor, window store queries and dropped records."""
+
+from __future__ import annotations
+
+import datetime
+import struct
+from typing import Any
+
+import pytest
+from helpers import FakeEngine, column, connect_error, split_column
+from test_app import Engine
+from test_fold import NONE, Calls, fold_bundle, outputs, run
+
+from polystreams import (
+    App,
+    Handle,
+    InvalidArgumentError,
+    KTable,
+    Materialized,
+    PolystreamsError,
+    SessionWindowedKStream,
+    SessionWindows,
+    SlidingWindows,
+    Suppressed,
+    TimeWindowedKStream,
+    TimeWindows,
+    Windowed,
+    WindowStore,
+    serde,
+)
+from polystreams.v1alpha1 import engine_pb2 as pb
+
+MERGE = pb.OPERATION_MERGE
+MINUTE = datetime.timedelta(minutes=1)
+
+
+# Window specs.
+
+
+def test_time_windows_take_timedeltas_or_milliseconds() -> None:
+    assert TimeWindows.of_size_with_no_grace(MINUTE) == TimeWindows(60_000, 60_000, 0)
+    assert TimeWindows.of_size_and_grace(60_000, datetime.timedelta(seconds=5)) == TimeWindows(60_000, 60_000, 5_000)
+    assert TimeWindows.of_size_with_no_grace(MINUTE).advance_by(datetime.timedelta(seconds=5)) == TimeWindows(60_000, 5_000, 0)
+    assert SlidingWindows.of_time_difference_with_no_grace(10) == SlidingWindows(10, 0)
+    assert SlidingWindows.of_time_difference_and_grace(10, 2) == SlidingWindows(10, 2)
+    assert SessionWindows.of_inactivity_gap_with_no_grace(MINUTE) == SessionWindows(60_000, 0)
+    assert SessionWindows.of_inactivity_gap_and_grace(5, 1) == SessionWindows(5, 1)
+    # Values are the engine's to check; types are checked here.
+    assert TimeWindows.of_size_with_no_grace(0).size_ms == 0
+    with pytest.raises(TypeError, match="TimeWindows.of_size_with_no_grace: size: want a timedelta or int milliseconds, got float"):
+        TimeWindows.of_size_with_no_grace(1.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="got bool"):
+        SessionWindows.of_inactivity_gap_with_no_grace(True)
+
+
+def test_suppressed() -> None:
+    assert Suppressed.until_window_closes() == Suppressed("")
+    assert Suppressed.until_window_closes(name="final").name == "final"
+    with pytest.raises(TypeError):
+        Suppressed.until_window_closes(name=3)  # type: ignore[arg-type]
+
+
+# Windowed keys, byte for byte as Kafka Streams' windowed serdes.
+
+
+def test_time_windowed_key_is_inner_key_then_start() -> None:
+    name = "windowed(string,60000)"
+    w = Windowed("a", 120_000, 180_000)
+    b = serde.encode(name, w)
+    assert b == b"a" + struct.pack(">q", 120_000)  # TimeWindowedSerializer: key ‖ start
+    assert serde.decode(name, b) == w  # the end is start + size
+    assert serde.decode("windowed(long,10)", struct.pack(">qq", 7, 20)) == Windowed(7, 20, 30)
+    assert serde.windowed_codec(name) and not serde.windowed_codec("string") and not serde.windowed_codec("windowed(nope,1)")
+
+
+def test_session_windowed_key_is_inner_key_then_end_then_start() -> None:
+    name = "session-windowed(string)"
+    w = Windowed("user", 1_000, 5_000)
+    b = serde.encode(name, w)
+    assert b == b"user" + struct.pack(">qq", 5_000, 1_000)  # SessionKeySchema: key ‖ end ‖ start
+    assert serde.decode(name, b) == w
+
+
+def test_windowed_columns_and_errors() -> None:
+    name = "windowed(string,10)"
+    keys = [Windowed("a", 0, 10), None, Windowed("bé", 20, 30)]
+    data, lengths, failures = serde.encode_column(name, keys)
+    assert not failures and lengths == [9, -1, 11]
+    assert split_column(data, lengths, name) == keys
+    _, _, failures = serde.encode_column(name, ["a"])
+    assert failures == {0: "TypeError: windowed(string,10) serde: want a Windowed key, got str"}
+    items, failures = serde.decode_column(name, b"abc", [3])
+    assert items == [None] and failures == {0: "ValueError: windowed(string,10) serde: want at least 8 bytes, got 3"}
+    with pytest.raises(ValueError, match="unknown serde 'windowed"):
+        serde.decode("windowed(string)", b"")
+
+
+# The builder.
+
+
+class WindowEngine(Engine):
+    """Answers windowed builds with windowed handles."""
+
+    KINDS = {
+        "stream": pb.KIND_STREAM,
+        "group_by_key": pb.KIND_GROUPED_STREAM,
+        "to_stream": pb.KIND_STREAM,
+        "count": pb.KIND_TABLE,
+        "reduce": pb.KIND_TABLE,
+        "aggregate": pb.KIND_TABLE,
+        "suppress": pb.KIND_TABLE,
+    }
+
+    def build(self, body: bytes) -> Any:
+        req = pb.BuildRequest.FromString(body)
+        op = req.WhichOneof("operation")
+        if op in ("to", "foreach"):
+            return pb.BuildResponse()
+        if op == "windowed_by":
+            w = req.windowed_by
+            if w.HasField("time") and w.time.size_ms <= 0:
+                return connect_error("invalid_argument", f"topology: windowed_by: size_ms {w.time.size_ms} must be > 0")
+            kind = pb.KIND_SESSION_WINDOWED_STREAM if w.HasField("session") else pb.KIND_WINDOWED_STREAM
+        else:
+            kind = self.KINDS[op]
+        self.next_handle += 1
+        key = "windowed(string,60000)" if kind == pb.KIND_TABLE else "string"
+        store = "wcounts" if op in ("count", "reduce", "aggregate") else ""
+        return pb.BuildResponse(
+            handle=pb.Handle(id=self.next_handle, kind=kind, key_serde=key, value_serde="long", node=f"N-{op}", store=store)
+        )
+
+
+@pytest.fixture
+def engine(fake_engine: FakeEngine) -> WindowEngine:
+    return WindowEngine(fake_engine)
+
+
+def test_windowed_by_and_its_aggregations_on_the_wire(engine: WindowEngine) -> None:
+    app = App("w", engine=engine.fake.url)
+    g = app.stream("in", key="string", value="long").group_by_key()
+    tw = g.windowed_by(TimeWindows.of_size_and_grace(MINUTE, 5_000).advance_by(10_000))
+    sw = g.windowed_by(SlidingWindows.of_time_difference_with_no_grace(30_000))
+    ss = g.windowed_by(SessionWindows.of_inactivity_gap_and_grace(MINUTE, 0))
+    assert isinstance(tw, TimeWindowedKStream) and isinstance(sw, TimeWindowedKStream)
+    assert isinstance(ss, SessionWindowedKStream)
+    assert tw.handle.kind == "windowed_stream" and ss.handle.kind == "session_windowed_stream"
+
+    def zero() -> int:
+        return 0
+
+    def add(k: str, v: int, a: int) -> int:
+        return a + v
+
+    def merge(k: str, a: int, b: int) -> int:
+        return a + b
+
+    c = tw.count(materialized=Materialized("wcounts", retention=datetime.timedelta(hours=1)))
+    r = sw.reduce("sum", name="sums")
+    a = ss.aggregate(zero, add, merge, materialized=Materialized(value="long"))
+    s = c.suppress(Suppressed.until_window_closes(name="final"))
+    assert all(isinstance(t, KTable) for t in (c, r, a, s))
+    b = engine.builds()
+    ops = [x.WhichOneof("operation") for x in b]
+    assert ops == ["stream", "group_by_key", "windowed_by", "windowed_by", "windowed_by", "count", "reduce", "aggregate", "suppress"]
+    assert b[2].windowed_by.input == g.handle.id
+    assert b[2].windowed_by.WhichOneof("windows") == "time"
+    assert (b[2].windowed_by.time.size_ms, b[2].windowed_by.time.advance_ms, b[2].windowed_by.time.grace_ms) == (60_000, 10_000, 5_000)
+    assert b[3].windowed_by.sliding.time_difference_ms == 30_000 and b[3].windowed_by.sliding.grace_ms == 0
+    assert b[4].windowed_by.session.inactivity_gap_ms == 60_000
+    assert b[5].count.input == tw.handle.id
+    assert b[5].count.materialized.store_name == "wcounts" and b[5].count.materialized.retention_ms == 3_600_000
+    assert b[6].reduce.builtin == pb.REDUCER_SUM and b[6].reduce.name == "sums"
+    agg = b[7].aggregate
+    assert (agg.initializer_token, agg.aggregator_token, agg.merger_token) == (1, 2, 3)
+    assert app._functions == {1: zero, 2: add, 3: merge}
+    assert b[8].suppress.input == c.handle.id and b[8].suppress.name == "final"
+    assert c.handle.key_serde == "windowed(string,60000)"
+
+
+def test_the_engines_refusal_reaches_the_user_unchanged(engine: WindowEngine) -> None:
+    app = App("w", engine=engine.fake.url)
+    g = app.stream("in", key="string").group_by_key()
+    with pytest.raises(InvalidArgumentError) as e:
+        g.windowed_by(TimeWindows.of_size_with_no_grace(0))
+    assert e.value.message == "topology: windowed_by: size_ms 0 must be > 0"
+    with pytest.raises(TypeError, match="want TimeWindows, SlidingWindows or SessionWindows, not int"):
+        g.windowed_by(60_000)  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match="suppress: want a Suppressed"):
+        g.count().suppress("until_window_closes")  # type: ignore[arg-type]
+    # A refused aggregate forgets the functions registered for it, merger included.
+    engine.fake.handlers["Build"] = lambda b: connect_error("invalid_argument", "topology: aggregate: no")
+    ss = SessionWindowedKStream(app, Handle(99, "session_windowed_stream", "string", "long", "N"))
+    with pytest.raises(InvalidArgumentError):
+        ss.aggregate(lambda: 0, lambda k, v, a: a, lambda k, a, b: a)
+    assert app._functions == {}
+
+
+# Session merges in the fold executor.
+
+
+def test_merge_folds_the_other_sessions_into_the_first() -> None:
+    merger = Calls(lambda k, a, b: a + b)
+    b = fold_bundle(MERGE, [("a", 10, [5, 1]), ("b", 2, [3]), ("c", NONE, [4, 6])])
+    r = run({1: merger}, b)
+    assert outputs(r) == [15, 16, 5, 4, 10]
+    assert list(r.output_counts) == [1] * 5 and not r.failures
+    # merger(key, merged so far, next session's aggregate); c's first value needs no call.
+    assert merger.calls == [("a", 10, 5), ("a", 15, 1), ("b", 2, 3), ("c", 4, 6)]
+
+
+def test_merge_failures_fail_alone() -> None:
+    def merger(k: str, a: Any, b: Any) -> Any:
+        if b == 0:
+            raise ValueError("zero")
+        return None if b == 9 else a + b
+
+    r = run({1: merger}, fold_bundle(MERGE, [("a", 1, [0, 9, 2])]))
+    assert list(r.output_counts) == [0, 0, 1]
+    assert outputs(r) == [3]  # goes on from the aggregate before the failures
+    assert [(f.index, f.message) for f in r.failures] == [
+        (0, "ValueError: zero"),
+        (1, "TypeError: merge returned None; an aggregate cannot be null"),
+    ]
+    r = run({}, fold_bundle(MERGE, [("a", 1, [2])]))
+    assert r.failures[0].message.startswith("LookupError: merge step")
+
+
+def test_json_session_aggregates_merge() -> None:
+    b = fold_bundle(MERGE, [("u", {"n": 1}, [{"n": 2}])], value_serde="json", aggregate_serde="json")
+    r = run({1: lambda k, a, c: {"n": a["n"] + c["n"]}}, b)
+    assert outputs(r, "json") == [{"n": 3}]
+
+
+# Window store queries and dropped records.
+
+
+class FakeWindowStore:
+    """A window store behind the fake engine's Query: windowed(string,10) keys, long values."""
+
+    def __init__(self, engine: Engine, rows: list[tuple[str, int, int]]) -> None:
+        self.rows = rows  # (key, start, value)
+        self.requests: list[pb.QueryRequest] = []
+        self.truncate = False
+        engine.fake.handlers["Query"] = self.query
+
+    def query(self, body: bytes) -> Any:
+        req = pb.QueryRequest.FromString(body)
+        self.requests.append(req)
+        if req.WhichOneof("query") != "window_fetch":
+            return connect_error("invalid_argument", "Query: not a window query")
+        w = req.window_fetch
+        rows = [r for r in self.rows if w.from_ms <= r[1] <= w.to_ms and (not w.HasField("key") or r[0].encode() == w.key)]
+        rows = rows[: req.limit]
+        kd, kl = column("windowed(string,10)", [Windowed(k, s, s + 10) for k, s, _ in rows])
+        vd, vl = column("long", [v for _, _, v in rows])
+        return pb.QueryResponse(
+            key_lengths=kl, keys=kd, value_lengths=vl, values=vd, key_serde="windowed(string,10)", value_serde="long",
+            truncated=self.truncate,
+        )
+
+
+def test_window_store_fetch_and_fetch_all(engine: WindowEngine) -> None:
+    fake = FakeWindowStore(engine, [("a", 0, 1), ("b", 0, 2), ("a", 10, 3), ("a", 20, 4)])
+    app = App("w", engine=engine.fake.url)
+    s = app.window_store("wcounts")
+    assert isinstance(s, WindowStore) and s.key_serde == "windowed(string,10)"
+    assert s.fetch("a", 0, 10) == [(Windowed("a", 0, 10), 1), (Windowed("a", 10, 20), 3)]
+    req = fake.requests[-1]
+    assert req.store == "wcounts" and req.session_id == "sess-1"
+    assert req.window_fetch.key == b"a" and (req.window_fetch.from_ms, req.window_fetch.to_ms) == (0, 10)
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    assert s.fetch_all(epoch, epoch + datetime.timedelta(milliseconds=5)) == [
+        (Windowed("a", 0, 10), 1),
+        (Windowed("b", 0, 10), 2),
+    ]
+    assert not fake.requests[-1].window_fetch.HasField("key")
+    with pytest.raises(TypeError, match="timezone-aware"):
+        s.fetch_all(datetime.datetime(1970, 1, 1), 5)
+    fake.truncate = True
+    with pytest.raises(PolystreamsError, match="more than 100000 windows"):
+        s.fetch_all(0, 100)
+
+
+def test_table_window_store_uses_the_handles_key_serde(engine: WindowEngine) -> None:
+    fake = FakeWindowStore(engine, [("a", 0, 1)])
+    app = App("w", engine=engine.fake.url)
+    t = app.stream("in", key="string").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(10)).count()
+    s = t.window_store()
+    assert s.name == "wcounts" and s.key_serde == "windowed(string,60000)"
+    assert not fake.requests  # known from the handle
+
+
+def test_dropped_records(engine: WindowEngine) -> None:
+    engine.fake.handlers["GetState"] = lambda b: pb.GetStateResponse(state=pb.STATE_RUNNING, dropped_records=3)
+    app = App("w", engine=engine.fake.url)
+    assert app.dropped_records() == 3
