@@ -14,7 +14,7 @@ import {
   State as StateEnum,
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import type { SerdeName, SerdeType } from "./serde.js";
-import { KeyValueStore, type QueryTarget, type StoreOptions } from "./store.js";
+import { KeyValueStore, type QueryTarget, type StoreOptions, WindowStore } from "./store.js";
 
 /**
  * The state of an application, as the engine reports it: `created` (being
@@ -424,6 +424,17 @@ export class App implements Builder {
   }
 
   /**
+   * Records the engine's tasks dropped since the topology started, as the
+   * engine reports it now (Kafka Streams' `dropped-records-total`): records
+   * too late for every window they fall in (past the window's end plus
+   * grace), and records with a null key or value an aggregation skips.
+   */
+  async droppedRecords(): Promise<number> {
+    const resp = await this.#client.call("getState", { sessionId: this.#session });
+    return Number(resp.droppedRecords);
+  }
+
+  /**
    * Restore progress as the engine last reported it (to run()'s exchanges or
    * to state()): undefined before the topology started. See RestoreProgress.
    */
@@ -509,6 +520,16 @@ export class App implements Builder {
    */
   store<K = unknown, V = unknown>(name: string, options: StoreOptions = {}): KeyValueStore<K, V> {
     return new KeyValueStore<K, V>(this.#queries, name, options);
+  }
+
+  /**
+   * The window or session store `name` of a windowed aggregation (a table's
+   * `await table.store`, or a `materialized` name), for interactive queries
+   * while run() serves the topology. `K` is the type of the grouped keys, `V`
+   * of the values. See WindowStore.
+   */
+  windowStore<K = unknown, V = unknown>(name: string): WindowStore<K, V> {
+    return new WindowStore<K, V>(this.#queries, name);
   }
 
   /** What the stores of this app query through. */

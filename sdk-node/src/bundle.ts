@@ -447,7 +447,7 @@ class Chain {
   }
 }
 
-const FOLDS = new Set<Operation>([Operation.REDUCE, Operation.AGGREGATE]);
+const FOLDS = new Set<Operation>([Operation.REDUCE, Operation.AGGREGATE, Operation.MERGE]);
 
 /** The aggregate of a key that has none yet. */
 const ABSENT: unique symbol = Symbol("absent");
@@ -488,6 +488,13 @@ function absentWhereNull(items: unknown[], lengths: readonly number[]): unknown[
  * are folded in order, each promise awaited before the next value; different
  * keys' folds interleave.
  *
+ * A merge fold (OPERATION_MERGE: session windows a record bridges) has the
+ * first session's aggregate as its group's aggregate and the other sessions'
+ * aggregates as its values (in the bundle's value serde, the aggregate's):
+ * each is merged in with `merger(key, mergedSoFar, next)`, one aggregate out
+ * per value. Windowed folds need nothing more: their groups are (key,
+ * window) pairs whose key is the grouped key.
+ *
  * A table fold (KGroupedTable.reduce / aggregate: the step has a
  * subtractor) folds changes, as Kafka Streams' KTableReduce and
  * KTableAggregate do: when the change has an old value and the key an
@@ -515,7 +522,7 @@ class Fold {
     this.init = this.op === Operation.AGGREGATE ? functions.get(st.initializerToken) : undefined;
     this.table = st.subtractorToken !== 0;
     this.sub = this.table ? functions.get(st.subtractorToken) : undefined;
-    const what = this.op === Operation.REDUCE ? "reduce" : "aggregate";
+    const what = this.op === Operation.REDUCE ? "reduce" : this.op === Operation.MERGE ? "merge" : "aggregate";
     this.nullMessage = `TypeError: ${what} returned null; an aggregate cannot be null`;
     this.undefinedMessage = `${what} subtractor returned undefined; return null to leave the key with no aggregate`;
     if (bundle.steps.length !== 1) {
@@ -563,6 +570,10 @@ class Fold {
     const fn = this.fn!;
     if (this.op === Operation.REDUCE) {
       return agg === ABSENT ? value : fn(agg, value);
+    }
+    if (this.op === Operation.MERGE) {
+      // Session windows merged: merger(key, merged so far, next session's aggregate).
+      return agg === ABSENT ? value : fn(key, agg, value);
     }
     if (agg !== ABSENT) {
       return fn(key, value, agg);
@@ -672,7 +683,7 @@ class Fold {
     }
     const values = decodeColumn(b.valueSerde, b.values, b.valueLengths);
     const aggs = decodeColumn(aggSerde, b.aggregates, b.aggregateLengths);
-    const keys = this.op === Operation.AGGREGATE ? decodeColumn(b.keySerde, b.keys, b.keyLengths) : null;
+    const keys = this.op === Operation.REDUCE ? null : decodeColumn(b.keySerde, b.keys, b.keyLengths);
     const oldValues = this.table ? decodeColumn(b.valueSerde, b.oldValues, b.oldValueLengths) : null;
     for (const [i, message] of oldValues?.failures ?? []) {
       if (!values.failures.has(i)) {

@@ -21,16 +21,19 @@ import {
   Reducer as ReducerEnum,
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import type { SerdeName, SerdeType } from "./serde.js";
-import type { KeyValueStore, StoreOptions } from "./store.js";
+import type { KeyValueStore, StoreOptions, WindowStore } from "./store.js";
+import { SessionWindows, SlidingWindows, Suppressed, TimeWindows, type Windowed } from "./windows.js";
 
-/** What a handle stands for. */
-export type Kind = "stream" | "grouped_stream" | "table" | "grouped_table";
+/** What a handle stands for (`windowed_stream`: a TimeWindowedKStream, of time or sliding windows). */
+export type Kind = "stream" | "grouped_stream" | "table" | "grouped_table" | "windowed_stream" | "session_windowed_stream";
 
 const KINDS: Partial<Record<KindEnum, Kind>> = {
   [KindEnum.STREAM]: "stream",
   [KindEnum.GROUPED_STREAM]: "grouped_stream",
   [KindEnum.TABLE]: "table",
   [KindEnum.GROUPED_TABLE]: "grouped_table",
+  [KindEnum.WINDOWED_STREAM]: "windowed_stream",
+  [KindEnum.SESSION_WINDOWED_STREAM]: "session_windowed_stream",
 };
 
 /**
@@ -66,13 +69,17 @@ export function handleFrom(h: HandleMessage): Handle {
  * short for `{ storeName }`. `changelogConfig` gives topic configs for the
  * store's changelog, applied when the engine creates it
  * (`withLoggingEnabled`); the changelog stays compacted, so a
- * `cleanup.policy` without `compact` is refused.
+ * `cleanup.policy` without `compact` is refused. `retentionMs` (a windowed
+ * aggregation's store: `withRetention`) is how long a window is kept after
+ * its start, for queries and late records: at least the window size plus
+ * grace, which is the default.
  */
 export interface Materialized {
   storeName?: string;
   key?: SerdeName;
   value?: SerdeName;
   changelogConfig?: Record<string, string>;
+  retentionMs?: number;
 }
 
 /** A built-in reducer that runs in the engine and never crosses: values must be `long` or `double` (`latest`: any). */
@@ -148,6 +155,8 @@ export interface Builder {
   ): { handle: Promise<Handle | undefined>; settled: Settled };
   /** The key-value store `name`, for interactive queries (App.store). */
   store<K, V>(name: string, options?: StoreOptions): KeyValueStore<K, V>;
+  /** The window or session store `name`, for interactive queries (App.windowStore). */
+  windowStore<K, V>(name: string): WindowStore<K, V>;
 }
 
 /** The settled outcome of a node, for the App. */
@@ -163,7 +172,14 @@ function materialized(m: string | Materialized | undefined, method: string) {
   if (typeof m !== "object" || m === null) {
     throw new TypeError(`${method}: materialized must be a store name or a Materialized, not ${typeof m}`);
   }
-  return { storeName: m.storeName ?? "", keySerde: m.key ?? "", valueSerde: m.value ?? "", changelogConfig: { ...m.changelogConfig } };
+  let retentionMs = 0n;
+  if (m.retentionMs !== undefined) {
+    if (typeof m.retentionMs !== "number" || !Number.isSafeInteger(m.retentionMs)) {
+      throw new TypeError(`${method}: materialized.retentionMs must be an integer number of milliseconds, not ${String(m.retentionMs)}`);
+    }
+    retentionMs = BigInt(m.retentionMs);
+  }
+  return { storeName: m.storeName ?? "", keySerde: m.key ?? "", valueSerde: m.value ?? "", changelogConfig: { ...m.changelogConfig }, retentionMs };
 }
 
 function callable(fn: unknown, method: string): AnyFunction {
@@ -193,6 +209,15 @@ abstract class Node {
     this.builder = builder;
     this.handle = outcome.handle as Promise<Handle>;
     this[SETTLED] = outcome.settled;
+  }
+
+  /** @internal */
+  callFor(
+    method: string,
+    functions: readonly AnyFunction[],
+    operation: (input: bigint, tokens: readonly number[]) => Operation,
+  ): { handle: Promise<Handle | undefined>; settled: Settled } {
+    return this.builder.build(method, this, functions, operation);
   }
 
   /** @internal */
@@ -377,19 +402,7 @@ export class KGroupedStream<K, V> extends Grouped<K> {
    * bundles folded here: one crossing per bundle, however hot a key.
    */
   reduce(reducer: ((aggregate: V, value: V) => MaybePromise<V>) | Reducer, options: AggregationOptions = {}): KTable<K, V> {
-    const m = materialized(options.materialized, "reduce");
-    const builtin = typeof reducer === "string" ? BUILTINS[reducer] : undefined;
-    if (typeof reducer === "string" && builtin === undefined) {
-      throw new TypeError(`reduce: unknown reducer ${JSON.stringify(reducer)} (want a function, or one of ${Object.keys(BUILTINS).join(", ")})`);
-    }
-    const fns = builtin === undefined ? [callable(reducer, "reduce")] : [];
-    return new KTable(
-      this.builder,
-      this.call("reduce", fns, (input, tokens) => ({
-        case: "reduce",
-        value: { input, token: tokens[0] ?? 0, builtin: builtin ?? ReducerEnum.UNSPECIFIED, name: options.name ?? "", ...(m ? { materialized: m } : {}) },
-      })),
-    );
+    return new KTable(this.builder, reduceCall(this, reducer, options));
   }
 
   /**
@@ -410,6 +423,134 @@ export class KGroupedStream<K, V> extends Grouped<K> {
       this.call("aggregate", fns, (input, [init, agg]) => ({
         case: "aggregate",
         value: { input, initializerToken: init!, aggregatorToken: agg!, name: options.name ?? "", ...(m ? { materialized: m } : {}) },
+      })),
+    );
+  }
+
+  /**
+   * Aggregates per key and window (`KGroupedStream.windowedBy`): TimeWindows
+   * (tumbling or hopping) and SlidingWindows give a TimeWindowedKStream,
+   * SessionWindows a SessionWindowedKStream. Their count, reduce and
+   * aggregate make a table keyed by `Windowed` keys. The engine refuses bad
+   * windows naming the field and value (e.g. `size_ms 0`): the result's
+   * `handle` rejects with it.
+   */
+  windowedBy(windows: SessionWindows): SessionWindowedKStream<K, V>;
+  windowedBy(windows: TimeWindows | SlidingWindows): TimeWindowedKStream<K, V>;
+  windowedBy(windows: TimeWindows | SlidingWindows | SessionWindows): TimeWindowedKStream<K, V> | SessionWindowedKStream<K, V> {
+    if (!(windows instanceof TimeWindows || windows instanceof SlidingWindows || windows instanceof SessionWindows)) {
+      throw new TypeError(`windowedBy: want TimeWindows, SlidingWindows or SessionWindows, not ${typeof windows === "object" && windows !== null ? (windows as object).constructor.name : typeof windows}`);
+    }
+    const w = windows.toWindows();
+    const outcome = this.call("windowedBy", [], (input) => ({ case: "windowedBy", value: { input, windows: w } }));
+    return windows instanceof SessionWindows ? new SessionWindowedKStream(this.builder, outcome) : new TimeWindowedKStream(this.builder, outcome);
+  }
+}
+
+/** A Build call of reduce on a grouped or windowed stream: a host reducer or a built-in. */
+function reduceCall(node: Node, reducer: ((aggregate: never, value: never) => unknown) | Reducer, options: AggregationOptions) {
+  const m = materialized(options.materialized, "reduce");
+  const builtin = typeof reducer === "string" ? BUILTINS[reducer] : undefined;
+  if (typeof reducer === "string" && builtin === undefined) {
+    throw new TypeError(`reduce: unknown reducer ${JSON.stringify(reducer)} (want a function, or one of ${Object.keys(BUILTINS).join(", ")})`);
+  }
+  const fns = builtin === undefined ? [callable(reducer, "reduce")] : [];
+  return node.callFor("reduce", fns, (input, tokens) => ({
+    case: "reduce",
+    value: { input, token: tokens[0] ?? 0, builtin: builtin ?? ReducerEnum.UNSPECIFIED, name: options.name ?? "", ...(m ? { materialized: m } : {}) },
+  }));
+}
+
+/** What TimeWindowedKStream and SessionWindowedKStream share: count and reduce per key and window. */
+abstract class WindowedStream<K, V> extends Node {
+  /** Counts the records per key and window into a table of `long` counts (bigints). Runs in the engine. */
+  count(options: AggregationOptions = {}): KTable<Windowed<K>, bigint> {
+    const m = materialized(options.materialized, "count");
+    return new KTable(
+      this.builder,
+      this.call("count", [], (input) => ({ case: "count", value: { input, name: options.name ?? "", ...(m ? { materialized: m } : {}) } })),
+    );
+  }
+
+  /**
+   * `reducer(aggregate, value) -> aggregate` per key and window (sessions:
+   * merging two sessions reduces their aggregates), or a built-in reducer
+   * that runs in the engine.
+   */
+  reduce(reducer: ((aggregate: V, value: V) => MaybePromise<V>) | Reducer, options: AggregationOptions = {}): KTable<Windowed<K>, V> {
+    return new KTable(this.builder, reduceCall(this, reducer, options));
+  }
+}
+
+/**
+ * A grouped stream windowed by time or sliding windows
+ * (`TimeWindowedKStream`): its aggregations keep one aggregate per key and
+ * window, in a table whose keys are `Windowed` (serde
+ * `windowed(<key>,<size>)`). A record later than its window's end plus grace
+ * (in stream time: the largest timestamp its partition has seen) is dropped
+ * and counted in App.droppedRecords. Host functions fold per bundle, all
+ * windows of a key at once.
+ */
+export class TimeWindowedKStream<K, V> extends WindowedStream<K, V> {
+  /**
+   * `initializer()` starts each window's aggregate, `aggregator(key, value,
+   * aggregate) -> aggregate` adds a value (the key is the grouped key).
+   * `materialized.value` is the aggregate's serde (default: the values').
+   */
+  aggregate<VA>(
+    initializer: () => MaybePromise<VA>,
+    aggregator: (key: K, value: V, aggregate: VA) => MaybePromise<VA>,
+    options: AggregationOptions = {},
+  ): KTable<Windowed<K>, VA> {
+    const m = materialized(options.materialized, "aggregate");
+    const fns = [callable(initializer, "aggregate: the initializer"), callable(aggregator, "aggregate: the aggregator")];
+    return new KTable(
+      this.builder,
+      this.call("aggregate", fns, (input, [init, agg]) => ({
+        case: "aggregate",
+        value: { input, initializerToken: init!, aggregatorToken: agg!, name: options.name ?? "", ...(m ? { materialized: m } : {}) },
+      })),
+    );
+  }
+}
+
+/**
+ * A grouped stream windowed by sessions (`SessionWindowedKStream`): one
+ * aggregate per key and session, in a table whose keys are `Windowed`
+ * (serde `session-windowed(<key>)`). A record that bridges sessions merges
+ * them: the merged session's update comes out, and the sessions it replaces
+ * are deleted (tombstones).
+ */
+export class SessionWindowedKStream<K, V> extends WindowedStream<K, V> {
+  /**
+   * `initializer()` and `aggregator(key, value, aggregate)` as for time
+   * windows; `merger(key, aggregate1, aggregate2) -> aggregate` merges two
+   * sessions a record bridges.
+   */
+  aggregate<VA>(
+    initializer: () => MaybePromise<VA>,
+    aggregator: (key: K, value: V, aggregate: VA) => MaybePromise<VA>,
+    merger: (key: K, aggregate1: VA, aggregate2: VA) => MaybePromise<VA>,
+    options: AggregationOptions = {},
+  ): KTable<Windowed<K>, VA> {
+    const m = materialized(options.materialized, "aggregate");
+    const fns = [
+      callable(initializer, "aggregate: the initializer"),
+      callable(aggregator, "aggregate: the aggregator"),
+      callable(merger, "aggregate: the merger"),
+    ];
+    return new KTable(
+      this.builder,
+      this.call("aggregate", fns, (input, [init, agg, merge]) => ({
+        case: "aggregate",
+        value: {
+          input,
+          initializerToken: init!,
+          aggregatorToken: agg!,
+          mergerToken: merge!,
+          name: options.name ?? "",
+          ...(m ? { materialized: m } : {}),
+        },
       })),
     );
   }
@@ -485,6 +626,37 @@ export class KTable<K, V> extends Node {
       throw new TypeError(`query: table ${h.node} (handle ${h.id}) is kept in no store, so it cannot be queried`);
     }
     return this.builder.store<K, V>(h.store, options);
+  }
+
+  /**
+   * A windowed aggregation's window (or session) store, for interactive
+   * queries while the app runs (`app.windowStore(await table.store)`).
+   * Rejects with a TypeError when the table is kept in no store.
+   */
+  async windowStore(): Promise<WindowStore<K extends Windowed<infer KI> ? KI : K, V>> {
+    const h = await this.handle;
+    if (!h.store) {
+      throw new TypeError(`windowStore: table ${h.node} (handle ${h.id}) is kept in no store, so it cannot be queried`);
+    }
+    return this.builder.windowStore(h.store);
+  }
+
+  /**
+   * Holds back a windowed aggregation's updates (`KTable.suppress`): with
+   * `Suppressed.untilWindowCloses()`, each window's final result comes out
+   * once, when its partition's stream time passes the window's end plus
+   * grace. Stream time moves only with records: a partition that receives
+   * none keeps its last windows open, and their results come when a later
+   * record closes them.
+   */
+  suppress(suppressed: Suppressed): KTable<K, V> {
+    if (!(suppressed instanceof Suppressed)) {
+      throw new TypeError(`suppress: want a Suppressed, not ${suppressed === null ? "null" : typeof suppressed}`);
+    }
+    return new KTable(
+      this.builder,
+      this.call("suppress", [], (input) => ({ case: "suppress", value: { input, name: suppressed.name } })),
+    );
   }
 
   /**

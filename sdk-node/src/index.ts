@@ -18,7 +18,7 @@
 export { App } from "./app.js";
 export type { AppOptions, CloseOptions, RestoreListener, RestoreProgress, RunOptions, State, StateListener, StreamOptions } from "./app.js";
 export type { Config, ProcessingGuarantee } from "./config.js";
-export { KGroupedStream, KGroupedTable, KStream, KTable } from "./dsl.js";
+export { KGroupedStream, KGroupedTable, KStream, KTable, SessionWindowedKStream, TimeWindowedKStream } from "./dsl.js";
 export type {
   AggregationOptions,
   Handle,
@@ -46,8 +46,10 @@ export {
 } from "./errors.js";
 export type { RecordContext } from "./errors.js";
 export { SERDE_NAMES, decode, encode } from "./serde.js";
-export { Entries, KeyValueStore } from "./store.js";
-export type { RangeOptions, StoreOptions } from "./store.js";
+export { Entries, KeyValueStore, WindowStore } from "./store.js";
+export type { RangeOptions, StoreOptions, Time } from "./store.js";
+export { SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed } from "./windows.js";
+export type { SuppressedOptions } from "./windows.js";
 export type { SerdeName, SerdeType, SerdeTypes } from "./serde.js";
 
 /** The version of this package. */

@@ -18,8 +18,14 @@
  */
 
 import { Buffer, isAscii, isUtf8 } from "node:buffer";
+import { Windowed } from "./windows.js";
 
-/** The name of a serde, as the engine and every SDK spell it. */
+/**
+ * The name of a serde, as the engine and every SDK spell it. A windowed
+ * aggregation's keys have a windowed serde besides: `windowed(<inner>,<size
+ * ms>)` (time and sliding windows) or `session-windowed(<inner>)`, whose
+ * objects are `Windowed` keys.
+ */
 export type SerdeName = "bytes" | "string" | "json" | "long" | "integer" | "double";
 
 /** Every serde name, in the order the protocol documents them. */
@@ -213,8 +219,65 @@ const ENCODERS: Record<string, Encoder> = {
   },
 };
 
+// Windowed keys, as Kafka Streams' TimeWindowedSerializer and
+// SessionWindowedSerializer write them: the inner key's bytes, then the
+// window start (time windows), or the end and then the start (sessions), as
+// 8-byte big-endian epoch milliseconds. Their codecs are made on first sight
+// of a name.
+const TIME_WINDOWED = /^windowed\(([a-z]*),(-?[0-9]+)\)$/;
+const SESSION_WINDOWED = /^session-windowed\(([a-z]*)\)$/;
+
+function windowedCodecs(serde: string): boolean {
+  if (Object.hasOwn(DECODERS, serde)) {
+    return true;
+  }
+  const t = TIME_WINDOWED.exec(serde);
+  const m = t ?? SESSION_WINDOWED.exec(serde);
+  const inner = m?.[1];
+  if (m === null || inner === undefined || !Object.hasOwn(DECODERS, inner) || inner === "") {
+    return false;
+  }
+  const decInner = DECODERS[inner]!;
+  const encInner = ENCODERS[inner]!;
+  const tail = t !== null ? 8 : 16;
+  const size = t !== null ? Number(t[2]) : 0;
+  DECODERS[serde] = (buf, start, end) => {
+    if (end - start < tail) {
+      throw new RangeError(`${serde} serde: want at least ${tail} bytes, got ${end - start}`);
+    }
+    const key = decInner(buf, start, end - tail);
+    if (t !== null) {
+      const s = Number(buf.readBigInt64BE(end - 8));
+      return new Windowed(key, s, s + size);
+    }
+    return new Windowed(key, Number(buf.readBigInt64BE(end - 8)), Number(buf.readBigInt64BE(end - 16)));
+  };
+  ENCODERS[serde] = (v) => {
+    if (!(v instanceof Windowed)) {
+      throw new TypeError(`${serde} serde: want a Windowed key, got ${typeName(v)}`);
+    }
+    const k = encInner(v.key);
+    const out = Buffer.allocUnsafe(k.byteLength + tail);
+    out.set(k, 0);
+    if (t !== null) {
+      out.writeBigInt64BE(BigInt(v.start), k.byteLength);
+    } else {
+      out.writeBigInt64BE(BigInt(v.end), k.byteLength);
+      out.writeBigInt64BE(BigInt(v.start), k.byteLength + 8);
+    }
+    return out;
+  };
+  return true;
+}
+
+/** Whether `serde` names a windowed serde (`windowed(<inner>,<size>)` or `session-windowed(<inner>)`) of a known inner serde. */
+export function isWindowedSerde(serde: string): boolean {
+  return (TIME_WINDOWED.test(serde) || SESSION_WINDOWED.test(serde)) && windowedCodecs(serde);
+}
+
 /** Decodes one record's key or value (null stays null). Throws for an unknown serde or bad bytes. */
 export function decode(serde: string, data: Uint8Array | null): unknown {
+  windowedCodecs(serde);
   const dec = DECODERS[serde];
   if (dec === undefined) {
     throw new TypeError(unknownSerde(serde));
@@ -227,6 +290,7 @@ export function decode(serde: string, data: Uint8Array | null): unknown {
 
 /** Encodes one key or value (null and undefined become null). Throws for an unknown serde or a value it cannot encode. */
 export function encode(serde: string, value: unknown): Uint8Array | null {
+  windowedCodecs(serde);
   const enc = ENCODERS[serde];
   if (enc === undefined) {
     throw new TypeError(unknownSerde(serde));
@@ -251,6 +315,7 @@ function failAll(n: number, msg: string): Map<number, string> {
 export function decodeColumn(serde: string, data: Uint8Array, lengths: readonly number[]): DecodedColumn {
   const n = lengths.length;
   const items: unknown[] = new Array<unknown>(n);
+  windowedCodecs(serde);
   const dec = DECODERS[serde];
   if (dec === undefined) {
     return { items: items.fill(null), failures: failAll(n, `TypeError: ${unknownSerde(serde)}`) };
@@ -317,6 +382,7 @@ const EMPTY = new Uint8Array(0);
 /** Encodes values into a column (see EncodedColumn); null and undefined are nulls. */
 export function encodeColumn(serde: string, items: readonly unknown[]): EncodedColumn {
   const n = items.length;
+  windowedCodecs(serde);
   const enc = ENCODERS[serde];
   if (enc === undefined) {
     return { data: EMPTY, lengths: [], failures: failAll(n, `TypeError: ${unknownSerde(serde)}`) };

@@ -1,6 +1,7 @@
 /**
  * Interactive queries: read a table's key-value store while the app runs
- * (Kafka Streams' `ReadOnlyKeyValueStore`).
+ * (Kafka Streams' `ReadOnlyKeyValueStore`), or a windowed aggregation's
+ * window or session store (`ReadOnlyWindowStore`, `ReadOnlySessionStore`).
  */
 
 import { Buffer } from "node:buffer";
@@ -8,6 +9,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { PolystreamsError } from "./errors.js";
 import type { QueryRequestSchema, QueryResponse } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import { decodeColumn, encode, typeName } from "./serde.js";
+import { Windowed } from "./windows.js";
 
 /** Entries asked for per Query call by default; longer answers are read page by page. */
 export const DEFAULT_PAGE_SIZE = 10_000;
@@ -268,5 +270,113 @@ function show(v: unknown): string {
     return JSON.stringify(v) ?? String(v);
   } catch {
     return String(v);
+  }
+}
+
+/** A point in time: epoch milliseconds, or a Date. */
+export type Time = number | Date;
+
+function timeMs(t: Time, what: string): bigint {
+  const n = t instanceof Date ? t.getTime() : t;
+  if (typeof n !== "number" || !Number.isSafeInteger(n)) {
+    throw new TypeError(`${what}: want epoch milliseconds (an integer) or a Date, got ${t instanceof Date ? "an invalid Date" : typeName(t)}`);
+  }
+  return BigInt(n);
+}
+
+/** The inner serde of a windowed serde name (`windowed(string,60000)` -> `string`); another name is its own. */
+function innerSerde(serde: string): string {
+  const open = serde.indexOf("(");
+  return open >= 0 && serde.endsWith(")") ? serde.slice(open + 1, -1).split(",")[0]! : serde;
+}
+
+/**
+ * A read-only view of a windowed aggregation's store of the running
+ * topology (`app.windowStore(name)`, or `await table.windowStore()`): a
+ * window store (time and sliding windows) or a session store.
+ *
+ * Entries come back as `[Windowed(key, start, end), value]`. For a window
+ * store, `fetch` and `fetchAll` answer the windows whose start is from
+ * `from` to `to` (both inclusive; Kafka Streams' `WindowStore.fetch` and
+ * `fetchAll`); for a session store, the sessions that end at or after
+ * `from` and start at or before `to` (`SessionStore.findSessions`). Times
+ * are epoch milliseconds or Dates. Windows past the store's retention are
+ * gone. Errors are as for KeyValueStore; an answer of more than 100,000
+ * windows rejects: ask for a shorter time range.
+ */
+export class WindowStore<K = unknown, V = unknown> {
+  /** The store's name, as describe() shows it. */
+  readonly name: string;
+  readonly #target: QueryTarget;
+
+  /** @internal */
+  constructor(target: QueryTarget, name: string) {
+    if (typeof name !== "string" || name === "") {
+      throw new TypeError(`windowStore: want a store name, got ${typeof name === "string" ? '""' : typeName(name)}`);
+    }
+    this.name = name;
+    this.#target = target;
+  }
+
+  toString(): string {
+    return `WindowStore(${JSON.stringify(this.name)})`;
+  }
+
+  /** The store's windowed key serde, e.g. `windowed(string,60000)` (asked of the engine when the app did not build the store). */
+  async keySerde(): Promise<string> {
+    const known = this.#target.keySerde(this.name);
+    if (known !== undefined) {
+      return known;
+    }
+    await this.#fetch(undefined, 0n, 0n, 1, "keySerde");
+    return this.#target.keySerde(this.name) ?? "bytes";
+  }
+
+  /** The windows of `key` in the time range, by start time. */
+  async fetch(key: K, from: Time, to: Time): Promise<[Windowed<K>, V][]> {
+    if (key === null || key === undefined) {
+      throw new TypeError(`store ${JSON.stringify(this.name)}: fetch: a key must not be ${String(key)}`);
+    }
+    const f = timeMs(from, "fetch: from");
+    const t = timeMs(to, "fetch: to");
+    const inner = innerSerde(await this.keySerde());
+    let b: Uint8Array | null;
+    try {
+      b = encode(inner, key);
+    } catch (e) {
+      const msg = e instanceof Error ? e.message : String(e);
+      throw new TypeError(`store ${JSON.stringify(this.name)}: fetch: cannot encode key ${String(key)} with key serde ${JSON.stringify(inner)}: ${msg}`);
+    }
+    return this.#fetch(b!, f, t, MAX_PAGE_SIZE, "fetch");
+  }
+
+  /** The windows of every key in the time range. */
+  async fetchAll(from: Time, to: Time): Promise<[Windowed<K>, V][]> {
+    return this.#fetch(undefined, timeMs(from, "fetchAll: from"), timeMs(to, "fetchAll: to"), MAX_PAGE_SIZE, "fetchAll");
+  }
+
+  async #fetch(key: Uint8Array | undefined, fromMs: bigint, toMs: bigint, limit: number, what: string): Promise<[Windowed<K>, V][]> {
+    const resp = await this.#target.query(this.name, { case: "windowFetch", value: { ...(key ? { key } : {}), fromMs, toMs } }, limit);
+    if (resp.keySerde) {
+      this.#target.learnKeySerde(this.name, resp.keySerde);
+    }
+    const keys = decodeColumn(resp.keySerde || "bytes", resp.keys, resp.keyLengths);
+    const values = decodeColumn(resp.valueSerde || "bytes", resp.values, resp.valueLengths);
+    if (keys.failures.size > 0 || values.failures.size > 0 || keys.items.length !== values.items.length) {
+      const detail = [...keys.failures.values(), ...values.failures.values()][0] ?? `${keys.items.length} keys, ${values.items.length} values`;
+      throw new PolystreamsError("internal", `Query ${JSON.stringify(this.name)}: the engine's answer does not decode: ${detail}`);
+    }
+    if (resp.truncated && limit === MAX_PAGE_SIZE) {
+      throw new PolystreamsError(
+        "resource_exhausted",
+        `store ${JSON.stringify(this.name)}: ${what}: more than ${MAX_PAGE_SIZE} windows from ${fromMs} to ${toMs}; ask for a shorter range`,
+      );
+    }
+    return keys.items.map((k, i) => {
+      if (!(k instanceof Windowed)) {
+        throw new PolystreamsError("internal", `store ${JSON.stringify(this.name)} answered key ${String(k)}, not a windowed key: it is no window store`);
+      }
+      return [k as Windowed<K>, values.items[i] as V];
+    });
   }
 }

@@ -1,0 +1,287 @@
+/**
+ * Windowed aggregations against a fake engine: window specs, windowed keys
+ * (Kafka's bytes), the Build calls of windowedBy / suppress, session merges
+ * in the fold executor, window store queries and dropped records.
+ */
+
+import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
+import { afterEach, beforeEach, describe, test } from "node:test";
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { type AnyFunction, Executor } from "./bundle.js";
+import {
+  type BuildRequest,
+  BuildResponseSchema,
+  BundleSchema,
+  GetStateResponseSchema,
+  Kind,
+  Operation,
+  type QueryRequest,
+  QueryResponseSchema,
+  Reducer,
+  State,
+} from "./gen/polystreams/v1alpha1/engine_pb.js";
+import {
+  App,
+  InvalidArgumentError,
+  PolystreamsError,
+  SessionWindowedKStream,
+  SessionWindows,
+  SlidingWindows,
+  Suppressed,
+  TimeWindowedKStream,
+  TimeWindows,
+  WindowStore,
+  Windowed,
+  decode,
+  encode,
+} from "./index.js";
+import { decodeColumn, encodeColumn } from "./serde.js";
+import { FakeEngine } from "./testing/fake_engine.js";
+
+const be = (...ns: number[]): Buffer => {
+  const b = Buffer.alloc(8 * ns.length);
+  ns.forEach((n, i) => b.writeBigInt64BE(BigInt(n), 8 * i));
+  return b;
+};
+
+describe("window specs", () => {
+  test("time, sliding and session windows in milliseconds", () => {
+    const t = TimeWindows.ofSizeAndGrace(60_000, 5_000).advanceBy(10_000);
+    assert.deepEqual([t.sizeMs, t.advanceMs, t.graceMs], [60_000, 10_000, 5_000]);
+    const tumbling = TimeWindows.ofSizeWithNoGrace(60_000);
+    assert.deepEqual([tumbling.sizeMs, tumbling.advanceMs, tumbling.graceMs], [60_000, 60_000, 0]);
+    assert.deepEqual(tumbling.toWindows(), { case: "time", value: { sizeMs: 60_000n, advanceMs: 60_000n, graceMs: 0n } });
+    assert.deepEqual(SlidingWindows.ofTimeDifferenceAndGrace(10, 2).toWindows(), { case: "sliding", value: { timeDifferenceMs: 10n, graceMs: 2n } });
+    assert.equal(SlidingWindows.ofTimeDifferenceWithNoGrace(10).graceMs, 0);
+    assert.deepEqual(SessionWindows.ofInactivityGapAndGrace(5, 1).toWindows(), { case: "session", value: { inactivityGapMs: 5n, graceMs: 1n } });
+    assert.equal(SessionWindows.ofInactivityGapWithNoGrace(5).inactivityGapMs, 5);
+    // Values are the engine's to check; types are checked here.
+    assert.equal(TimeWindows.ofSizeWithNoGrace(0).sizeMs, 0);
+    assert.throws(() => TimeWindows.ofSizeWithNoGrace(1.5), /TimeWindows.ofSizeWithNoGrace: size: want an integer number of milliseconds, got 1.5/);
+    assert.throws(() => TimeWindows.ofSizeWithNoGrace("1m" as unknown as number), /got string/);
+    assert.equal(Suppressed.untilWindowCloses().name, "");
+    assert.equal(Suppressed.untilWindowCloses({ name: "final" }).name, "final");
+  });
+});
+
+describe("windowed keys, as Kafka Streams' windowed serdes write them", () => {
+  test("time-windowed: inner key, then the start (8 bytes big-endian); the end is start + size", () => {
+    const name = "windowed(string,60000)";
+    const w = new Windowed("a", 120_000, 180_000);
+    const b = encode(name, w)!;
+    assert.deepEqual(Buffer.from(b), Buffer.concat([Buffer.from("a"), be(120_000)]));
+    assert.deepEqual(decode(name, b), w);
+    assert.deepEqual(decode("windowed(long,10)", be(7, 20)), new Windowed(7n, 20, 30));
+  });
+
+  test("session-windowed: inner key, then the end, then the start", () => {
+    const name = "session-windowed(string)";
+    const w = new Windowed("user", 1_000, 5_000);
+    const b = encode(name, w)!;
+    assert.deepEqual(Buffer.from(b), Buffer.concat([Buffer.from("user"), be(5_000, 1_000)]));
+    assert.deepEqual(decode(name, b), w);
+  });
+
+  test("columns, and errors naming the serde", () => {
+    const name = "windowed(string,10)";
+    const keys = [new Windowed("a", 0, 10), null, new Windowed("bé", 20, 30)];
+    const c = encodeColumn(name, keys);
+    assert.equal(c.failures.size, 0);
+    assert.deepEqual(c.lengths, [9, -1, 11]);
+    assert.deepEqual(decodeColumn(name, c.data, c.lengths).items, keys);
+    assert.deepEqual([...encodeColumn(name, ["a"]).failures], [[0, "TypeError: windowed(string,10) serde: want a Windowed key, got string"]]);
+    assert.deepEqual([...decodeColumn(name, Buffer.from("abc"), [3]).failures], [[0, "RangeError: windowed(string,10) serde: want at least 8 bytes, got 3"]]);
+    assert.throws(() => decode("windowed(string)", Buffer.alloc(0)), /unknown serde/);
+  });
+});
+
+describe("merge folds (session windows)", () => {
+  function merge(fns: Map<number, AnyFunction>, groups: { key: string; agg: bigint | null; values: bigint[] }[]) {
+    const keys = encodeColumn("string", groups.map((g) => g.key));
+    const aggs = encodeColumn("long", groups.map((g) => g.agg));
+    const values = encodeColumn("long", groups.flatMap((g) => g.values));
+    return new Executor(fns).process(
+      create(BundleSchema, {
+        id: 4n,
+        steps: [{ token: 1, operation: Operation.MERGE, node: "KSTREAM-AGGREGATE-0000000002" }],
+        keySerde: "string",
+        valueSerde: "long",
+        outputKeySerde: "string",
+        outputValueSerde: "long",
+        aggregateSerde: "long",
+        keyLengths: keys.lengths,
+        keys: keys.data,
+        groupSizes: groups.map((g) => g.values.length),
+        aggregateLengths: aggs.lengths,
+        aggregates: aggs.data,
+        valueLengths: values.lengths,
+        values: values.data,
+      }),
+    );
+  }
+
+  test("merger(key, merged so far, next session's aggregate), one aggregate out per value", async () => {
+    const calls: unknown[][] = [];
+    const merger = (k: string, a: bigint, b: bigint) => {
+      calls.push([k, a, b]);
+      return a + b;
+    };
+    const r = await merge(new Map([[1, merger]]), [
+      { key: "a", agg: 10n, values: [5n, 1n] },
+      { key: "b", agg: 2n, values: [3n] },
+      { key: "c", agg: null, values: [4n, 6n] },
+    ]);
+    assert.deepEqual(r.outputCounts, [1, 1, 1, 1, 1]);
+    assert.deepEqual(decodeColumn("long", r.values, r.valueLengths).items, [15n, 16n, 5n, 4n, 10n]);
+    assert.deepEqual(calls, [["a", 10n, 5n], ["a", 15n, 1n], ["b", 2n, 3n], ["c", 4n, 6n]]);
+  });
+
+  test("a failing or async merger", async () => {
+    const merger = async (_k: string, a: bigint, b: bigint) => {
+      if (b === 0n) {
+        throw new RangeError("zero");
+      }
+      return a + b;
+    };
+    const r = await merge(new Map([[1, merger]]), [{ key: "a", agg: 1n, values: [0n, 2n] }]);
+    assert.deepEqual(r.outputCounts, [0, 1]);
+    assert.deepEqual(decodeColumn("long", r.values, r.valueLengths).items, [3n]);
+    assert.deepEqual(r.failures.map((f) => [f.index, f.message]), [[0, "RangeError: zero"]]);
+    const broken = await merge(new Map(), [{ key: "a", agg: 1n, values: [2n] }]);
+    assert.match(broken.failures[0]!.message, /names token 1, which is not registered/);
+  });
+});
+
+describe("windowed builds, queries and dropped records against a fake engine", { timeout: 30_000 }, () => {
+  let engine: FakeEngine;
+  let app: App | undefined;
+  let builds: BuildRequest[];
+
+  beforeEach(async () => {
+    engine = await FakeEngine.start();
+    builds = [];
+    let next = 0n;
+    let token = 0;
+    engine.handlers.registerFunction = () => ({ token: ++token });
+    engine.handlers.build = (req: BuildRequest) => {
+      builds.push(req);
+      const op = req.operation;
+      if (op.case === "to") {
+        return create(BuildResponseSchema, {});
+      }
+      if (op.case === "windowedBy" && op.value.windows.case === "time" && op.value.windows.value.sizeMs <= 0n) {
+        throw new ConnectError(`topology: windowed_by: size_ms ${op.value.windows.value.sizeMs} must be > 0`, Code.InvalidArgument);
+      }
+      const kind =
+        op.case === "stream" || op.case === "toStream"
+          ? Kind.STREAM
+          : op.case === "groupByKey"
+            ? Kind.GROUPED_STREAM
+            : op.case === "windowedBy"
+              ? op.value.windows.case === "session"
+                ? Kind.SESSION_WINDOWED_STREAM
+                : Kind.WINDOWED_STREAM
+              : Kind.TABLE;
+      const table = kind === Kind.TABLE;
+      return create(BuildResponseSchema, {
+        handle: { id: ++next, kind, keySerde: table ? "windowed(string,60000)" : "string", valueSerde: "long", node: `N-${op.case}`, store: table ? "wcounts" : "" },
+      });
+    };
+  });
+
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    await engine.close();
+  });
+
+  test("windowedBy, windowed count/reduce/aggregate and suppress on the wire", async () => {
+    app = await App.create("w", { engine: engine.url });
+    const g = app.stream("in", { key: "string", value: "long" }).groupByKey();
+    const tw = g.windowedBy(TimeWindows.ofSizeAndGrace(60_000, 5_000).advanceBy(10_000));
+    const sw = g.windowedBy(SlidingWindows.ofTimeDifferenceWithNoGrace(30_000));
+    const ss = g.windowedBy(SessionWindows.ofInactivityGapAndGrace(60_000, 0));
+    assert.ok(tw instanceof TimeWindowedKStream && sw instanceof TimeWindowedKStream && ss instanceof SessionWindowedKStream);
+    const c = tw.count({ materialized: { storeName: "wcounts", retentionMs: 3_600_000 } });
+    sw.reduce("sum", { name: "sums" });
+    ss.aggregate(
+      () => 0n,
+      (_k, v, a) => a + v,
+      (_k, a, b) => a + b,
+      { materialized: { value: "long" } },
+    );
+    const s = c.suppress(Suppressed.untilWindowCloses({ name: "final" }));
+    s.toStream().to("out");
+    await app.built();
+    assert.equal((await tw.handle).kind, "windowed_stream");
+    assert.equal((await ss.handle).kind, "session_windowed_stream");
+    assert.equal((await c.handle).keySerde, "windowed(string,60000)");
+    const ops = builds.map((b) => b.operation.case);
+    assert.deepEqual(ops, ["stream", "groupByKey", "windowedBy", "windowedBy", "windowedBy", "count", "reduce", "aggregate", "suppress", "toStream", "to"]);
+    const w = builds[2]!.operation;
+    assert.ok(w.case === "windowedBy" && w.value.windows.case === "time");
+    assert.deepEqual([w.value.windows.value.sizeMs, w.value.windows.value.advanceMs, w.value.windows.value.graceMs], [60_000n, 10_000n, 5_000n]);
+    const count = builds[5]!.operation;
+    assert.ok(count.case === "count");
+    assert.equal(count.value.input, (await tw.handle).id);
+    assert.equal(count.value.materialized?.retentionMs, 3_600_000n);
+    const reduce = builds[6]!.operation;
+    assert.ok(reduce.case === "reduce" && reduce.value.builtin === Reducer.SUM && reduce.value.name === "sums");
+    const agg = builds[7]!.operation;
+    assert.ok(agg.case === "aggregate");
+    assert.deepEqual([agg.value.initializerToken, agg.value.aggregatorToken, agg.value.mergerToken].map((t) => t > 0), [true, true, true]);
+    assert.equal(new Set([agg.value.initializerToken, agg.value.aggregatorToken, agg.value.mergerToken]).size, 3);
+    const sup = builds[8]!.operation;
+    assert.ok(sup.case === "suppress" && sup.value.name === "final" && sup.value.input === (await c.handle).id);
+  });
+
+  test("the engine's refusal reaches the user unchanged; argument checks", async () => {
+    app = await App.create("w", { engine: engine.url });
+    const g = app.stream("in", { key: "string" }).groupByKey();
+    const bad = g.windowedBy(TimeWindows.ofSizeWithNoGrace(0));
+    await assert.rejects(bad.handle, (e: unknown) => e instanceof InvalidArgumentError && e.message === "topology: windowed_by: size_ms 0 must be > 0");
+    assert.throws(() => g.windowedBy(60_000 as unknown as TimeWindows), /windowedBy: want TimeWindows, SlidingWindows or SessionWindows, not number/);
+    assert.throws(() => g.count().suppress("untilWindowCloses" as unknown as Suppressed), /suppress: want a Suppressed/);
+  });
+
+  test("window store fetch and fetchAll decode windowed keys", async () => {
+    const rows: [string, number, bigint][] = [["a", 0, 1n], ["b", 0, 2n], ["a", 10, 3n], ["a", 20, 4n]];
+    const requests: QueryRequest[] = [];
+    let truncated = false;
+    engine.handlers.query = (req: QueryRequest) => {
+      requests.push(req);
+      const q = req.query;
+      assert.equal(q.case, "windowFetch");
+      const f = q.value!;
+      const hit = rows.filter(([k, s]) => BigInt(s) >= f.fromMs && BigInt(s) <= f.toMs && (f.key === undefined || Buffer.from(k).equals(f.key)));
+      const keys = encodeColumn("windowed(string,10)", hit.map(([k, s]) => new Windowed(k, s, s + 10)));
+      const values = encodeColumn("long", hit.map(([, , v]) => v));
+      return create(QueryResponseSchema, {
+        keyLengths: keys.lengths, keys: keys.data, valueLengths: values.lengths, values: values.data,
+        keySerde: "windowed(string,10)", valueSerde: "long", truncated,
+      });
+    };
+    app = await App.create("w", { engine: engine.url });
+    const s = app.windowStore<string, bigint>("wcounts");
+    assert.ok(s instanceof WindowStore);
+    assert.deepEqual(await s.fetch("a", 0, 10), [[new Windowed("a", 0, 10), 1n], [new Windowed("a", 10, 20), 3n]]);
+    const last = requests.at(-1)!;
+    assert.equal(last.store, "wcounts");
+    assert.ok(last.query.case === "windowFetch");
+    assert.deepEqual(Buffer.from(last.query.value.key!), Buffer.from("a"));
+    assert.deepEqual([last.query.value.fromMs, last.query.value.toMs], [0n, 10n]);
+    assert.deepEqual(await s.fetchAll(new Date(0), new Date(5)), [[new Windowed("a", 0, 10), 1n], [new Windowed("b", 0, 10), 2n]]);
+    const all = requests.at(-1)!.query;
+    assert.ok(all.case === "windowFetch" && all.value.key === undefined);
+    truncated = true;
+    await assert.rejects(s.fetchAll(0, 100), (e: unknown) => e instanceof PolystreamsError && /more than 100000 windows/.test(e.message));
+  });
+
+  test("droppedRecords", async () => {
+    engine.handlers.getState = () => create(GetStateResponseSchema, { state: State.RUNNING, droppedRecords: 3n });
+    app = await App.create("w", { engine: engine.url });
+    assert.equal(await app.droppedRecords(), 3);
+  });
+});

@@ -1,0 +1,171 @@
+/**
+ * Windows: the window specs of `windowedBy`, `Suppressed`, and the
+ * `Windowed` keys of a windowed aggregation (Kafka Streams' `TimeWindows`,
+ * `SlidingWindows`, `SessionWindows`, `Suppressed` and `Windowed`).
+ *
+ * Durations are numbers of milliseconds. The specs check types only; the
+ * engine checks values and names the field and value it refuses (`size_ms
+ * 0`, `advance_ms 90000 > size_ms 60000`, `grace_ms -1`), rejecting the
+ * windowed stream's `handle` with an InvalidArgumentError.
+ */
+
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { WindowedByOpSchema } from "./gen/polystreams/v1alpha1/engine_pb.js";
+import { typeName } from "./serde.js";
+
+/**
+ * A key of a windowed aggregation: the grouped key and its window, `start`
+ * and `end` in epoch milliseconds (Kafka Streams' `Windowed<K>`). Time
+ * windows end at `start + size` (exclusive); sliding windows' bounds are
+ * both inclusive; a session spans its first record's time to its last's.
+ *
+ * On a topic, a time-windowed key is the inner key's bytes and the start as
+ * 8 big-endian bytes (serde `windowed(<inner>,<size ms>)`, Kafka's
+ * `TimeWindowedSerializer`); a session-windowed key is the inner key's
+ * bytes, the end, then the start (`session-windowed(<inner>)`,
+ * `SessionWindowedSerializer`).
+ */
+export class Windowed<K = unknown> {
+  constructor(
+    readonly key: K,
+    readonly start: number,
+    readonly end: number,
+  ) {
+    Object.freeze(this);
+  }
+
+  toString(): string {
+    return `Windowed(${String(this.key)}, ${this.start}, ${this.end})`;
+  }
+}
+
+function ms(v: unknown, what: string): number {
+  if (typeof v !== "number" || !Number.isSafeInteger(v)) {
+    throw new TypeError(`${what}: want an integer number of milliseconds, got ${typeof v === "number" ? String(v) : typeName(v)}`);
+  }
+  return v;
+}
+
+/** The window oneof of a WindowedByOp. @internal */
+export type WindowsMessage = MessageInitShape<typeof WindowedByOpSchema>["windows"];
+
+/**
+ * Fixed-size windows aligned to the epoch: tumbling, or hopping with
+ * `advanceBy`. A record at `ts` belongs to every window with `start <= ts <
+ * start + size`.
+ */
+export class TimeWindows {
+  private constructor(
+    readonly sizeMs: number,
+    readonly advanceMs: number,
+    readonly graceMs: number,
+  ) {
+    Object.freeze(this);
+  }
+
+  /** Tumbling windows of `sizeMs` that accept no record after their end. */
+  static ofSizeWithNoGrace(sizeMs: number): TimeWindows {
+    const s = ms(sizeMs, "TimeWindows.ofSizeWithNoGrace: size");
+    return new TimeWindows(s, s, 0);
+  }
+
+  /** Tumbling windows of `sizeMs` that accept records up to `graceMs` after their end (in stream time). */
+  static ofSizeAndGrace(sizeMs: number, graceMs: number): TimeWindows {
+    const s = ms(sizeMs, "TimeWindows.ofSizeAndGrace: size");
+    return new TimeWindows(s, s, ms(graceMs, "TimeWindows.ofSizeAndGrace: grace"));
+  }
+
+  /** Hopping windows: a new window starts every `advanceMs` (at most the size). */
+  advanceBy(advanceMs: number): TimeWindows {
+    return new TimeWindows(this.sizeMs, ms(advanceMs, "TimeWindows.advanceBy: advance"), this.graceMs);
+  }
+
+  /** @internal */
+  toWindows(): WindowsMessage {
+    return { case: "time", value: { sizeMs: BigInt(this.sizeMs), advanceMs: BigInt(this.advanceMs), graceMs: BigInt(this.graceMs) } };
+  }
+}
+
+/**
+ * Windows of a fixed time difference that slide with the records (Kafka
+ * Streams' KStreamSlidingWindowAggregate): two records share a window when
+ * at most `timeDifferenceMs` apart; both bounds are inclusive.
+ */
+export class SlidingWindows {
+  private constructor(
+    readonly timeDifferenceMs: number,
+    readonly graceMs: number,
+  ) {
+    Object.freeze(this);
+  }
+
+  static ofTimeDifferenceWithNoGrace(timeDifferenceMs: number): SlidingWindows {
+    return new SlidingWindows(ms(timeDifferenceMs, "SlidingWindows.ofTimeDifferenceWithNoGrace: time difference"), 0);
+  }
+
+  static ofTimeDifferenceAndGrace(timeDifferenceMs: number, graceMs: number): SlidingWindows {
+    return new SlidingWindows(
+      ms(timeDifferenceMs, "SlidingWindows.ofTimeDifferenceAndGrace: time difference"),
+      ms(graceMs, "SlidingWindows.ofTimeDifferenceAndGrace: grace"),
+    );
+  }
+
+  /** @internal */
+  toWindows(): WindowsMessage {
+    return { case: "sliding", value: { timeDifferenceMs: BigInt(this.timeDifferenceMs), graceMs: BigInt(this.graceMs) } };
+  }
+}
+
+/**
+ * Sessions: a key's records at most `inactivityGapMs` apart share one; a
+ * record between two sessions merges them (an aggregate's merger runs).
+ */
+export class SessionWindows {
+  private constructor(
+    readonly inactivityGapMs: number,
+    readonly graceMs: number,
+  ) {
+    Object.freeze(this);
+  }
+
+  static ofInactivityGapWithNoGrace(inactivityGapMs: number): SessionWindows {
+    return new SessionWindows(ms(inactivityGapMs, "SessionWindows.ofInactivityGapWithNoGrace: inactivity gap"), 0);
+  }
+
+  static ofInactivityGapAndGrace(inactivityGapMs: number, graceMs: number): SessionWindows {
+    return new SessionWindows(
+      ms(inactivityGapMs, "SessionWindows.ofInactivityGapAndGrace: inactivity gap"),
+      ms(graceMs, "SessionWindows.ofInactivityGapAndGrace: grace"),
+    );
+  }
+
+  /** @internal */
+  toWindows(): WindowsMessage {
+    return { case: "session", value: { inactivityGapMs: BigInt(this.inactivityGapMs), graceMs: BigInt(this.graceMs) } };
+  }
+}
+
+/** Options of Suppressed.untilWindowCloses. */
+export interface SuppressedOptions {
+  /** Names the suppress node (and its store, `<name>-store`; `Suppressed.withName`); absent: `KTABLE-SUPPRESS-<n>`. */
+  name?: string;
+}
+
+/**
+ * How KTable.suppress holds back a windowed table's updates.
+ * `untilWindowCloses()` is the one strategy: each window's final result,
+ * once, when stream time passes its end plus grace (Kafka Streams'
+ * `Suppressed.untilWindowCloses(BufferConfig.unbounded())`).
+ */
+export class Suppressed {
+  private constructor(readonly name: string) {
+    Object.freeze(this);
+  }
+
+  static untilWindowCloses(options: SuppressedOptions = {}): Suppressed {
+    if (options.name !== undefined && typeof options.name !== "string") {
+      throw new TypeError(`Suppressed.untilWindowCloses: name must be a string, not ${typeName(options.name)}`);
+    }
+    return new Suppressed(options.name ?? "");
+  }
+}
