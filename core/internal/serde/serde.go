@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -28,6 +29,12 @@ func Check(name string) error {
 	if name == "" {
 		return nil
 	}
+	if inner, _, _, ok := ParseWindowed(name); ok {
+		if err := Check(inner); err != nil || inner == "" {
+			return fmt.Errorf("windowed serde %q: inner serde %q is not known (known: %s)", name, inner, strings.Join(known, ", "))
+		}
+		return nil
+	}
 	for _, k := range known {
 		if k == name {
 			return nil
@@ -44,8 +51,88 @@ func Or(name, fallback string) string {
 	return name
 }
 
+// Windowed keys, as Kafka Streams' windowed serdes encode them: a time
+// window's key is the inner key then the window start (8 bytes, big-endian
+// epoch ms; TimeWindowedSerializer); a session's is the inner key, then its
+// end, then its start (SessionWindowedSerializer). Their serde names carry
+// the inner serde and, for time windows, the size that gives the end.
+
+// TimeWindowed names the serde of time-windowed keys of serde inner.
+func TimeWindowed(inner string, size int64) string {
+	return "windowed(" + inner + "," + strconv.FormatInt(size, 10) + ")"
+}
+
+// SessionWindowed names the serde of session-windowed keys of serde inner.
+func SessionWindowed(inner string) string { return "session-windowed(" + inner + ")" }
+
+// ParseWindowed reads a windowed serde name: the inner serde, the window
+// size (time windows), and whether it is session-windowed.
+func ParseWindowed(name string) (inner string, size int64, session, ok bool) {
+	if rest, found := strings.CutPrefix(name, "session-windowed("); found {
+		inner, ok = strings.CutSuffix(rest, ")")
+		return inner, 0, true, ok
+	}
+	rest, found := strings.CutPrefix(name, "windowed(")
+	if !found {
+		return "", 0, false, false
+	}
+	rest, found = strings.CutSuffix(rest, ")")
+	i := strings.LastIndexByte(rest, ',')
+	if !found || i < 0 {
+		return "", 0, false, false
+	}
+	size, err := strconv.ParseInt(rest[i+1:], 10, 64)
+	if err != nil || size <= 0 {
+		return "", 0, false, false
+	}
+	return rest[:i], size, false, true
+}
+
+// AppendTimeWindowed appends the key of the time window starting at start.
+func AppendTimeWindowed(dst, key []byte, start int64) []byte {
+	return binary.BigEndian.AppendUint64(append(dst, key...), uint64(start))
+}
+
+// AppendSessionWindowed appends the key of the session [start, end].
+func AppendSessionWindowed(dst, key []byte, start, end int64) []byte {
+	dst = binary.BigEndian.AppendUint64(append(dst, key...), uint64(end))
+	return binary.BigEndian.AppendUint64(dst, uint64(start))
+}
+
+// SplitTimeWindowed reads a time-windowed key: the inner key and the start.
+func SplitTimeWindowed(b []byte) (key []byte, start int64, err error) {
+	if len(b) < 8 {
+		return nil, 0, fmt.Errorf("a time-windowed key needs at least 8 bytes, got %d", len(b))
+	}
+	n := len(b) - 8
+	return b[:n], int64(binary.BigEndian.Uint64(b[n:])), nil
+}
+
+// SplitSessionWindowed reads a session-windowed key: the inner key, the
+// session's start and end.
+func SplitSessionWindowed(b []byte) (key []byte, start, end int64, err error) {
+	if len(b) < 16 {
+		return nil, 0, 0, fmt.Errorf("a session-windowed key needs at least 16 bytes, got %d", len(b))
+	}
+	n := len(b) - 16
+	return b[:n], int64(binary.BigEndian.Uint64(b[n+8:])), int64(binary.BigEndian.Uint64(b[n : n+8])), nil
+}
+
 // Validate reports why b (not null) does not decode as serde name, or nil.
 func Validate(name string, b []byte) error {
+	if inner, _, session, ok := ParseWindowed(name); ok {
+		var key []byte
+		var err error
+		if session {
+			key, _, _, err = SplitSessionWindowed(b)
+		} else {
+			key, _, err = SplitTimeWindowed(b)
+		}
+		if err != nil {
+			return err
+		}
+		return Validate(inner, key)
+	}
 	switch name {
 	case Long, Double:
 		if len(b) != 8 {

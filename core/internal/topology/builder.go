@@ -80,7 +80,15 @@ type entry struct {
 	// first aggregation; later aggregations of the same grouped stream share
 	// it (GroupedStreamAggregateBuilder reuses it when the name is given).
 	repartitionNode *gnode
+	// grouped and windows are set for a windowed stream: the grouped
+	// stream it windows (its aggregations repartition as the grouped
+	// stream's would) and the windows.
+	grouped *entry
+	windows *Windows
 }
+
+// pad is a name number as Kafka Streams prints it.
+func pad(n int) string { return fmt.Sprintf("%010d", n) }
 
 // gnode is one of Kafka Streams' graph nodes (GraphNode): what one DSL
 // operator adds, written to the topology as one or more nodes. Kafka writes
@@ -122,6 +130,9 @@ type Materialized struct {
 	// ChangelogConfig is Materialized.withLoggingEnabled's topic configs
 	// for the store's changelog.
 	ChangelogConfig map[string]string
+	// Retention is Materialized.withRetention (ms), for window and session
+	// stores; 0 is the default.
+	Retention int64
 }
 
 // changelogConfig checks a Materialized's changelog topic configs: a
@@ -352,14 +363,20 @@ func (b *Builder) Aggregate(input uint64, init, fn Function, m *Materialized, na
 	return b.aggregation(fold{op: "aggregate", kind: OpAggregate, prefix: prefixAggregate, fn: &fn, init: &init}, input, m, name)
 }
 
+// AggregateSessions adds SessionWindowedKStream.aggregate: Aggregate, plus
+// the merger that combines two sessions a record bridges.
+func (b *Builder) AggregateSessions(input uint64, init, fn, merger Function, m *Materialized, name string) (*Handle, error) {
+	return b.aggregation(fold{op: "aggregate", kind: OpAggregate, prefix: prefixAggregate, fn: &fn, init: &init, merger: &merger}, input, m, name)
+}
+
 // fold describes one aggregation operator of a grouped stream.
 type fold struct {
 	op     string
 	kind   Op
 	prefix string
 	// valueSerde, when set, is the only value serde the store can hold.
-	valueSerde    string
-	fn, init, sub *Function
+	valueSerde            string
+	fn, init, sub, merger *Function
 }
 
 var (
@@ -370,7 +387,7 @@ var (
 
 func (b *Builder) aggregation(f fold, input uint64, m *Materialized, name string) (*Handle, error) {
 	c := b.begin(f.op)
-	in := c.input(input, KindGroupedStream)
+	in, w := c.groupedInput(input)
 	switch f.kind {
 	case OpReduce:
 		if f.fn.Builtin != "" && f.fn.Token == 0 && f.fn.Native == nil && in != nil {
@@ -386,10 +403,21 @@ func (b *Builder) aggregation(f fold, input uint64, m *Materialized, name string
 	case OpAggregate:
 		c.function(*f.init, initNative)
 		c.function(*f.fn, aggregateNative)
+		switch {
+		case w != nil && w.Kind == SessionWindows && f.merger == nil:
+			c.invalid("aggregate on a session-windowed stream needs a merger, to combine two sessions a record bridges")
+		case f.merger != nil && (w == nil || w.Kind != SessionWindows):
+			c.invalid("aggregate takes a merger only on a session-windowed stream")
+		case f.merger != nil:
+			c.function(*f.merger, aggregateNative)
+		}
 	}
 	var mat Materialized
 	if m != nil {
 		mat = *m
+		if mat.Retention != 0 && w == nil {
+			c.invalid("%s: materialized retention_ms %d is for window and session stores; this aggregation has no windows", f.op, mat.Retention)
+		}
 		c.serde("materialized key", mat.KeySerde)
 		if c.serde("materialized value", mat.ValueSerde) && f.valueSerde != "" && mat.ValueSerde != "" && mat.ValueSerde != f.valueSerde {
 			c.invalid("%s stores %ss, but materialized names value serde %q", f.op, f.valueSerde, mat.ValueSerde)
@@ -410,6 +438,10 @@ func (b *Builder) aggregation(f fold, input uint64, m *Materialized, name string
 	if b.stores[store] != nil {
 		c.invalid("%s names store %q, which exists already", f.op, store)
 	}
+	var retention int64
+	if w != nil {
+		retention = c.windowRetention(w, mat.Retention)
+	}
 	aggName := c.processorName(name, f.prefix)
 
 	var rp repartition
@@ -427,10 +459,18 @@ func (b *Builder) aggregation(f fold, input uint64, m *Materialized, name string
 	}
 	valueSerde := serde.Or(mat.ValueSerde, serde.Or(f.valueSerde, in.handle.ValueSerde))
 	n := &Node{
-		Name: aggName, Type: Processor, Op: f.kind, Stores: []string{store}, Fn: f.fn, Init: f.init,
-		KeySerde: serde.Or(mat.KeySerde, in.handle.KeySerde), ValueSerde: valueSerde,
+		Name: aggName, Type: Processor, Op: f.kind, Stores: []string{store}, Fn: f.fn, Init: f.init, Merger: f.merger,
+		KeySerde: serde.Or(mat.KeySerde, in.handle.KeySerde), ValueSerde: valueSerde, Windows: w,
 	}
 	b.newStore(store, n.KeySerde, valueSerde, mat.ChangelogConfig)
+	if w != nil {
+		st := b.stores[store]
+		st.Kind, st.Windows, st.Retention = StoreWindow, w, retention
+		if w.Kind == SessionWindows {
+			st.Kind = StoreSession
+		}
+		n.KeySerde = w.KeySerde(n.KeySerde)
+	}
 	b.nodes[n.Name] = n
 	link(from, n)
 	ag := b.add(g, &gnode{nodes: []*Node{n}, out: n})
@@ -637,6 +677,23 @@ func (c *call) claim(name string) {
 		return
 	}
 	c.claimed[name] = true
+}
+
+// groupedInput looks up the input of an aggregation: a grouped stream, or a
+// windowed one (then it returns the grouped stream and the windows).
+func (c *call) groupedInput(id uint64) (*entry, *Windows) {
+	e := c.b.handles[id]
+	switch {
+	case e == nil:
+		c.problems = append(c.problems, problem{ErrNotFound, fmt.Sprintf("%s names handle %d, which does not exist", c.op, id)})
+		return nil, nil
+	case e.windows != nil:
+		return e.grouped, e.windows
+	case e.handle.Kind != KindGroupedStream:
+		c.invalid("%s needs a grouped stream or a windowed stream, but handle %d is a %s", c.op, id, e.handle.Kind)
+		return nil, nil
+	}
+	return e, nil
 }
 
 // input looks up the handle a call operates on; it returns nil (and records

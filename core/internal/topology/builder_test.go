@@ -78,7 +78,7 @@ func TestRefusedCalls(t *testing.T) {
 		{"map_values on a grouped stream", func(b *Builder) error { _, err := b.MapValues(2, fn, "", ""); return err },
 			"topology: map_values needs a stream, but handle 2 is a grouped stream", ErrInvalid},
 		{"count on a stream", func(b *Builder) error { _, err := b.Count(1, nil, ""); return err },
-			"topology: count needs a grouped stream, but handle 1 is a stream", ErrInvalid},
+			"topology: count needs a grouped stream or a windowed stream, but handle 1 is a stream", ErrInvalid},
 		{"to_stream on a stream", func(b *Builder) error { _, err := b.ToStream(1, ""); return err },
 			"topology: to_stream needs a table, but handle 1 is a stream", ErrInvalid},
 		{"group_by_key on a table", func(b *Builder) error { _, err := b.GroupByKey(3, "", "", ""); return err },

@@ -18,6 +18,8 @@ const (
 	KindGroupedStream
 	KindTable
 	KindGroupedTable
+	KindWindowedStream
+	KindSessionWindowedStream
 )
 
 func (k Kind) String() string {
@@ -30,6 +32,10 @@ func (k Kind) String() string {
 		return "table"
 	case KindGroupedTable:
 		return "grouped table"
+	case KindWindowedStream:
+		return "windowed stream"
+	case KindSessionWindowedStream:
+		return "session-windowed stream"
 	}
 	return "unknown kind"
 }
@@ -104,6 +110,10 @@ const (
 	OpTableCount
 	OpTableReduce
 	OpTableAggregate
+	// OpSuppress is KTableSuppressProcessor with untilWindowCloses: it
+	// buffers a windowed aggregation's updates and forwards each window's
+	// last one once stream time passes the window's end plus grace.
+	OpSuppress
 )
 
 // Function is the user function of a stateless operator: a host token, or a
@@ -150,6 +160,11 @@ type Node struct {
 	Init *Function
 	// Sub is OpTableReduce's and OpTableAggregate's subtractor.
 	Sub *Function
+	// Merger is a session-windowed OpAggregate's merger.
+	Merger *Function
+	// Windows: an aggregation's windows (nil: not windowed); for
+	// OpSuppress, the windows of the aggregation it follows.
+	Windows *Windows
 	// SendOld: this table node forwards old values with new ones (Kafka's
 	// sendOldValues), because an operator downstream needs them.
 	SendOld bool
@@ -188,7 +203,27 @@ type Store struct {
 	// ChangelogConfig are topic configs for the changelog beside the
 	// engine's (cleanup.policy=compact), applied when it creates it.
 	ChangelogConfig map[string]string
+	// Kind is the store's layout; Windows and Retention (ms) are set for
+	// window and session stores, Windows for a suppression buffer.
+	Kind      StoreKind
+	Windows   *Windows
+	Retention int64
 }
+
+// StoreKind is what a store holds.
+type StoreKind int
+
+const (
+	// StoreKeyValue: a value per key (a KTable, a key-value aggregation).
+	StoreKeyValue StoreKind = iota
+	// StoreWindow: a value per key and window (time and sliding windows).
+	StoreWindow
+	// StoreSession: a value per key and session.
+	StoreSession
+	// StoreSuppress: the updates a suppression holds until their windows
+	// close.
+	StoreSuppress
+)
 
 // Subtopology is a connected part of the graph; its tasks are its source
 // topics' partitions.

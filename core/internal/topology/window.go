@@ -1,0 +1,175 @@
+package topology
+
+import (
+	"github.com/polystreams/polystreams/core/internal/serde"
+)
+
+// Windowed aggregations (docs/design/windows.md): windowedBy on a grouped
+// stream, count / reduce / aggregate per key and window, and suppress until
+// a window closes. Names are Kafka Streams' (TimeWindowedKStreamImpl,
+// SessionWindowedKStreamImpl, KTableImpl.suppress).
+
+const prefixSuppress = "KTABLE-SUPPRESS-"
+
+// WindowKind is the kind of windows of a windowed stream.
+type WindowKind int
+
+const (
+	// TimeWindows: fixed size, aligned to the epoch, advancing by Advance
+	// (tumbling when Advance == Size).
+	TimeWindows WindowKind = iota + 1
+	// SlidingWindows: windows of Size (the time difference), both ends
+	// inclusive, made as records arrive.
+	SlidingWindows
+	// SessionWindows: a key's records at most Size (the inactivity gap)
+	// apart share a session.
+	SessionWindows
+)
+
+func (k WindowKind) String() string {
+	switch k {
+	case TimeWindows:
+		return "time windows"
+	case SlidingWindows:
+		return "sliding windows"
+	case SessionWindows:
+		return "session windows"
+	}
+	return "unknown windows"
+}
+
+// Windows are the windows of a windowed stream, in milliseconds.
+type Windows struct {
+	Kind WindowKind
+	// Size: time windows' size, sliding windows' time difference, session
+	// windows' inactivity gap.
+	Size int64
+	// Advance: time windows only (Size for tumbling).
+	Advance int64
+	Grace   int64
+}
+
+// KeySize is the size of the windows as Kafka's TimeWindowedDeserializer
+// needs it to compute a window's end from its start (sliding windows: the
+// time difference); 0 for session windows, whose keys carry their end.
+func (w *Windows) KeySize() int64 {
+	if w.Kind == SessionWindows {
+		return 0
+	}
+	return w.Size
+}
+
+// KeySerde is the serde of the keys of a windowed aggregation over keys of
+// serde inner.
+func (w *Windows) KeySerde(inner string) string {
+	if w.Kind == SessionWindows {
+		return serde.SessionWindowed(inner)
+	}
+	return serde.TimeWindowed(inner, w.Size)
+}
+
+// For returns the starts of the time windows a record at ts falls into, in
+// ascending order (TimeWindows.windowsFor): every window with
+// start <= ts < start + size, starts aligned to the epoch by advance.
+func (w *Windows) For(ts int64, starts []int64) []int64 {
+	start := max(0, ts-w.Size+w.Advance) / w.Advance * w.Advance
+	for ; start <= ts; start += w.Advance {
+		starts = append(starts, start)
+	}
+	return starts
+}
+
+// WindowedBy adds KGroupedStream.windowedBy. It adds no node: the windows
+// shape the aggregation that follows.
+func (b *Builder) WindowedBy(input uint64, w Windows) (*Handle, error) {
+	c := b.begin("windowed_by")
+	in := c.input(input, KindGroupedStream)
+	kind := KindWindowedStream
+	switch w.Kind {
+	case TimeWindows:
+		if w.Size <= 0 {
+			c.invalid("windowed_by: time windows size_ms %d: the size must be positive", w.Size)
+		}
+		if w.Advance == 0 {
+			w.Advance = w.Size
+		}
+		if w.Advance <= 0 || (w.Size > 0 && w.Advance > w.Size) {
+			c.invalid("windowed_by: time windows advance_ms %d: the advance must be positive and at most size_ms %d", w.Advance, w.Size)
+		}
+	case SlidingWindows:
+		if w.Size <= 0 {
+			c.invalid("windowed_by: sliding windows time_difference_ms %d: the time difference must be positive", w.Size)
+		}
+	case SessionWindows:
+		if w.Size <= 0 {
+			c.invalid("windowed_by: session windows inactivity_gap_ms %d: the inactivity gap must be positive", w.Size)
+		}
+		kind = KindSessionWindowedStream
+	default:
+		c.invalid("windowed_by names no windows (time, sliding or session)")
+	}
+	if w.Grace < 0 {
+		c.invalid("windowed_by: %s grace_ms %d: the grace period must not be negative", w.Kind, w.Grace)
+	}
+	if err := c.done(); err != nil {
+		return nil, err
+	}
+	return b.mint(&entry{
+		handle:  &Handle{Kind: kind, KeySerde: in.handle.KeySerde, ValueSerde: in.handle.ValueSerde, Node: in.handle.Node},
+		grouped: in, windows: &w,
+	}), nil
+}
+
+// Suppress adds KTable.suppress(Suppressed.untilWindowCloses(unbounded())):
+// a KTABLE-SUPPRESS- node with its buffer store, after a windowed
+// aggregation. The node and store numbers are taken even when name is
+// given (SuppressTopologyTest).
+func (b *Builder) Suppress(input uint64, name string) (*Handle, error) {
+	c := b.begin("suppress")
+	in := c.input(input, KindTable)
+	var w *Windows
+	if in != nil {
+		if w = in.handle.Node.Windows; w == nil {
+			c.invalid("suppress(untilWindowCloses) needs the table of a windowed aggregation: window close time is only defined for windowed computations, and handle %d (node %s) is not one", input, in.handle.Node.Name)
+		}
+	}
+	nodeName := c.processorName(name, prefixSuppress)
+	storeNumber := c.burn()
+	store := name + "-store"
+	if name == "" {
+		store = prefixSuppress + "STATE-STORE-" + pad(storeNumber)
+	}
+	if b.stores[store] != nil {
+		c.invalid("suppress names store %q, which exists already", store)
+	}
+	if err := c.done(); err != nil {
+		return nil, err
+	}
+	n := &Node{
+		Name: nodeName, Type: Processor, Op: OpSuppress, Stores: []string{store}, Windows: w,
+		KeySerde: in.handle.KeySerde, ValueSerde: in.handle.ValueSerde,
+	}
+	b.newStore(store, n.KeySerde, n.ValueSerde, nil)
+	b.stores[store].Kind = StoreSuppress
+	b.stores[store].Windows = w
+	g := b.hang(in, n)
+	return b.mint(&entry{handle: &Handle{Kind: KindTable, KeySerde: n.KeySerde, ValueSerde: n.ValueSerde, Node: n}, g: g}), nil
+}
+
+// windowRetention checks a windowed store's retention: at least size +
+// grace (Kafka Streams: "The retention period of the window store ... must
+// be no smaller than its window size plus the grace period"); 0 means that.
+func (c *call) windowRetention(w *Windows, retention int64) int64 {
+	least, what := w.Size+w.Grace, "the window size plus grace"
+	if w.Kind == SlidingWindows {
+		// SlidingWindowedKStreamImpl: 2 * time difference + grace.
+		least, what = 2*w.Size+w.Grace, "twice the time difference plus grace"
+	}
+	if retention == 0 {
+		return least
+	}
+	if retention < least {
+		c.invalid("%s: materialized retention_ms %d is less than %s (%d ms)", c.op, retention, what, least)
+	}
+	return retention
+}
