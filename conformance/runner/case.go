@@ -45,8 +45,21 @@ type Step struct {
 	Fn           *FnRef        `json:"fn,omitempty"`
 	Init         *FnRef        `json:"init,omitempty"`
 	Subtractor   *FnRef        `json:"subtractor,omitempty"`
+	Merger       *FnRef        `json:"merger,omitempty"`
 	Builtin      string        `json:"builtin,omitempty"`
 	Materialized *Materialized `json:"materialized,omitempty"`
+	Windows      *Windows      `json:"windows,omitempty"`
+}
+
+// Windows are windowed_by's windows (milliseconds); GraceMs nil means the
+// ...WithNoGrace factory, AdvanceMs nil a tumbling window.
+type Windows struct {
+	Type             string `json:"type"` // time | sliding | session
+	SizeMs           int64  `json:"size_ms,omitempty"`
+	AdvanceMs        *int64 `json:"advance_ms,omitempty"`
+	TimeDifferenceMs int64  `json:"time_difference_ms,omitempty"`
+	InactivityGapMs  int64  `json:"inactivity_gap_ms,omitempty"`
+	GraceMs          *int64 `json:"grace_ms,omitempty"`
 }
 
 // FnRef names a catalogue function: "upper", or {"name": "prefix", "arg": "x-"}.
@@ -82,9 +95,10 @@ func (f *FnRef) String() string {
 }
 
 type Materialized struct {
-	Store string `json:"store,omitempty"`
-	Key   string `json:"key,omitempty"`
-	Value string `json:"value,omitempty"`
+	Store       string `json:"store,omitempty"`
+	Key         string `json:"key,omitempty"`
+	Value       string `json:"value,omitempty"`
+	RetentionMs int64  `json:"retention_ms,omitempty"`
 }
 
 // Record is a record in its serdes' natural JSON form.
@@ -117,6 +131,9 @@ type Expect struct {
 	BuildError *BuildError `json:"build_error,omitempty"`
 	Outputs    []Output    `json:"outputs,omitempty"`
 	Failure    *Failure    `json:"failure,omitempty"`
+	// DroppedRecords is the application's dropped-records-total once the
+	// inputs are processed (executors report it when told to stop).
+	DroppedRecords *int64 `json:"dropped_records,omitempty"`
 }
 
 type BuildError struct {
@@ -271,8 +288,18 @@ func (c *Case) rules() []violation {
 		check("fn", s.Fn, roles.fn)
 		check("init", s.Init, roleInit)
 		check("subtractor", s.Subtractor, roles.fn)
+		check("merger", s.Merger, roleMerger)
 		if s.Subtractor != nil && in != kindGroupedTable {
 			add(p+".subtractor", "a subtractor is for a grouped table's %s, but the step applies to a %s", s.Op, in)
+		}
+		if s.Merger != nil && in != kindSessionWindowed {
+			add(p+".merger", "a merger is for a session-windowed stream's aggregate, but the step applies to a %s", in)
+		}
+		if s.Op == "windowed_by" && in != kindGroupedStream {
+			add(p+".op", "windowed_by applies to a grouped stream, not a %s", in)
+		}
+		if s.Op == "suppress" && in != kindTable {
+			add(p+".op", "suppress applies to a table, not a %s", in)
 		}
 		if s.Materialized != nil && in == kindStream {
 			add(p+".materialized", "materialized is for table operators, but %s applies to a stream", s.Op)
@@ -284,6 +311,9 @@ func (c *Case) rules() []violation {
 	e := c.Expect
 	if e.Describe == nil && e.BuildError == nil && len(e.Outputs) == 0 && e.Failure == nil {
 		add("$.expect", "expects nothing: give describe, build_error, outputs or failure")
+	}
+	if e.DroppedRecords != nil && len(e.Outputs) == 0 {
+		add("$.expect.dropped_records", "goes with outputs: it is read once they are in")
 	}
 	if e.BuildError != nil {
 		if len(e.Outputs) > 0 || e.Failure != nil || e.Describe != nil || len(c.Inputs) > 0 {
@@ -340,6 +370,10 @@ const (
 	kindGroupedStream kind = "grouped stream"
 	kindTable         kind = "table"
 	kindGroupedTable  kind = "grouped table"
+	// A TimeWindowedKStream (time or sliding windows) and a
+	// SessionWindowedKStream: their count, reduce and aggregate make tables.
+	kindWindowed        kind = "time-windowed stream"
+	kindSessionWindowed kind = "session-windowed stream"
 )
 
 // kinds returns the kind of each step's result, as the DSL types them, so
@@ -352,8 +386,13 @@ func (c *Case) kinds() []kind {
 		switch s.Op {
 		case "stream":
 			out[i] = kindStream
-		case "table", "count", "reduce", "aggregate":
+		case "table", "count", "reduce", "aggregate", "suppress":
 			out[i] = kindTable
+		case "windowed_by":
+			out[i] = kindWindowed
+			if s.Windows != nil && s.Windows.Type == "session" {
+				out[i] = kindSessionWindowed
+			}
 		case "map_values", "filter", "filter_not":
 			out[i] = in
 		case "group_by":

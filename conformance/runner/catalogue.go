@@ -25,9 +25,10 @@ const (
 	roleReducer                     // reduce: (aggregate, value) -> aggregate
 	roleInit                        // aggregate's initializer: () -> aggregate
 	roleAggregator                  // aggregate: (key, value, aggregate) -> aggregate
+	roleMerger                      // a session aggregate's merger: (key, aggregate1, aggregate2) -> aggregate
 )
 
-var roleNames = []string{"mapper", "flat mapper", "predicate", "key selector", "key-value mapper", "action", "reducer", "initializer", "aggregator"}
+var roleNames = []string{"mapper", "flat mapper", "predicate", "key selector", "key-value mapper", "action", "reducer", "initializer", "aggregator", "merger"}
 
 func (r role) has(x role) bool { return r&x != 0 }
 
@@ -69,6 +70,7 @@ type fnImpl struct {
 	init    func(arg any) (any, error)
 	reducer func(arg, agg, v any) (any, error)
 	agg     func(arg, k, v, agg any) (any, error)
+	merger  func(arg, k, a1, a2 any) (any, error)
 	raise   func(arg, v any) error
 }
 
@@ -221,9 +223,10 @@ var catalogue = map[string]fnImpl{
 		return nil
 	}},
 	// Reducers and aggregators.
-	"add": {roles: roleReducer | roleAggregator,
+	"add": {roles: roleReducer | roleAggregator | roleMerger,
 		reducer: func(_, agg, v any) (any, error) { return arith("add", agg, v, '+') },
-		agg:     func(_, _, v, agg any) (any, error) { return arith("add", agg, v, '+') }},
+		agg:     func(_, _, v, agg any) (any, error) { return arith("add", agg, v, '+') },
+		merger:  func(_, _, a1, a2 any) (any, error) { return arith("add", a1, a2, '+') }},
 	"subtract": {roles: roleReducer | roleAggregator,
 		reducer: func(_, agg, v any) (any, error) { return arith("subtract", agg, v, '-') },
 		agg:     func(_, _, v, agg any) (any, error) { return arith("subtract", agg, v, '-') }},

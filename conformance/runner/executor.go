@@ -9,7 +9,7 @@ import (
 // event is one line an executor reports on its standard output (Go's, in
 // process, sends the same values).
 type event struct {
-	Event string `json:"event"` // built | build_error | started | failed | stopped
+	Event string `json:"event"` // built | build_error | started | failed | dropped_records | stopped
 	// built: the topology's describe() text.
 	Describe string `json:"describe,omitempty"`
 	// build_error: the refused step's index; build_error and failed: the
@@ -22,6 +22,9 @@ type event struct {
 	Partition int32  `json:"partition,omitempty"`
 	Offset    int64  `json:"offset,omitempty"`
 	Node      string `json:"node,omitempty"`
+	// dropped_records: the application's dropped-records-total, reported
+	// when a started executor is told to stop (before it stops).
+	Count int64 `json:"count,omitempty"`
 }
 
 // spec is what an executor is told: the case and where and as what to

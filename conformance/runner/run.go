@@ -215,6 +215,32 @@ func (e *env) checkRun(ctx context.Context, x execution, c *Case, prefix string,
 	for _, t := range topics {
 		compareOutput(outs[t], got[t], res)
 	}
+	if want := c.Expect.DroppedRecords; want != nil {
+		got, ok := droppedOnStop(x)
+		switch {
+		case !ok:
+			res.add("dropped records: want %d, got no dropped_records report when the executor stopped", *want)
+		case got != *want:
+			res.add("dropped records: want %d, got %d", *want, got)
+		}
+	}
+}
+
+// droppedOnStop tells the executor to stop and reads its events until it
+// ends; it returns the dropped_records count it reported on the way.
+func droppedOnStop(x execution) (int64, bool) {
+	x.Stop()
+	var n int64
+	found := false
+	for {
+		ev, ok := next(x, stopTimeout)
+		if !ok {
+			return n, found
+		}
+		if ev.Event == "dropped_records" {
+			n, found = ev.Count, true
+		}
+	}
 }
 
 // consumed reports whether the application has committed every input

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"unicode/utf8"
 )
@@ -64,6 +65,9 @@ func numbers(v any) any {
 func encodeValue(serde string, v any) ([]byte, error) {
 	if v == nil {
 		return nil, nil
+	}
+	if inner, size, session, ok := parseWindowed(serde); ok {
+		return encodeWindowed(serde, inner, size, session, v)
 	}
 	switch serde {
 	case "string":
@@ -125,6 +129,9 @@ func encodeValue(serde string, v any) ([]byte, error) {
 func decode(serde string, b []byte) (any, error) {
 	if b == nil {
 		return nil, nil
+	}
+	if inner, size, session, ok := parseWindowed(serde); ok {
+		return decodeWindowed(serde, inner, size, session, b)
 	}
 	switch serde {
 	case "string":
@@ -229,4 +236,72 @@ func describeValue(v any) string {
 		return "a boolean"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// Windowed keys (Kafka Streams' WindowedSerdes): windowed(<inner>,<size>)
+// is the inner key's bytes and the window start, 8 bytes big-endian (the
+// end is start + size); session-windowed(<inner>) the inner key's bytes,
+// the end and the start. Their natural form is {"key": <inner natural
+// value>, "start": <ms>, "end": <ms>}.
+var windowedName = regexp.MustCompile(`^(?:windowed\(([a-z]+),([0-9]+)\)|session-windowed\(([a-z]+)\))$`)
+
+func parseWindowed(serde string) (inner string, size int64, session, ok bool) {
+	m := windowedName.FindStringSubmatch(serde)
+	if m == nil {
+		return "", 0, false, false
+	}
+	if m[3] != "" {
+		return m[3], 0, true, true
+	}
+	size, err := strconv.ParseInt(m[2], 10, 64)
+	return m[1], size, false, err == nil
+}
+
+func encodeWindowed(serde, inner string, size int64, session bool, v any) ([]byte, error) {
+	o, ok := v.(map[string]any)
+	if !ok || len(o) != 3 {
+		return nil, fmt.Errorf("%s serde: want {\"key\", \"start\", \"end\"}, got %s", serde, describeValue(v))
+	}
+	start, okS := o["start"].(int64)
+	end, okE := o["end"].(int64)
+	if !okS || !okE {
+		return nil, fmt.Errorf("%s serde: start and end must be integers (epoch ms)", serde)
+	}
+	if !session && end != start+size {
+		return nil, fmt.Errorf("%s serde: a window starting at %d ends at %d, not %d", serde, start, start+size, end)
+	}
+	k, err := encodeValue(inner, o["key"])
+	if err != nil {
+		return nil, err
+	}
+	if k == nil {
+		return nil, fmt.Errorf("%s serde: the key must not be null", serde)
+	}
+	if session {
+		k = binary.BigEndian.AppendUint64(k, uint64(end))
+	}
+	return binary.BigEndian.AppendUint64(k, uint64(start)), nil
+}
+
+func decodeWindowed(serde, inner string, size int64, session bool, b []byte) (any, error) {
+	tail := 8
+	if session {
+		tail = 16
+	}
+	if len(b) < tail {
+		return nil, fmt.Errorf("%s serde: want at least %d bytes, got %d (%x)", serde, tail, len(b), b)
+	}
+	k, err := decode(inner, b[:len(b)-tail])
+	if err != nil {
+		return nil, err
+	}
+	start := int64(binary.BigEndian.Uint64(b[len(b)-8:]))
+	end := start + size
+	if session {
+		end = int64(binary.BigEndian.Uint64(b[len(b)-16:]))
+	}
+	if bs, ok := k.([]byte); ok {
+		k = base64.StdEncoding.EncodeToString(bs)
+	}
+	return map[string]any{"key": k, "start": start, "end": end}, nil
 }

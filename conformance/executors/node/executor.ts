@@ -7,7 +7,7 @@
  * the case, the engine's URL, the application.id, the topic prefix and the
  * configuration). Events: built (with describe), build_error (step, code,
  * message), started, failed (code, message, topic, partition, offset, node),
- * stopped. It stops its application when stdin says "stop" or closes. It
+ * dropped_records (count, when told to stop a started app), stopped. It stops its application when stdin says "stop" or closes. It
  * asserts nothing: the runner owns every assertion.
  */
 
@@ -24,11 +24,17 @@ import {
   ProcessingError,
   type Reducer,
   type SerdeName,
+  SessionWindowedKStream,
+  SessionWindows,
+  SlidingWindows,
+  Suppressed,
+  TimeWindowedKStream,
+  TimeWindows,
 } from "../../../sdk-node/src/index.js";
 
 type Fn = (...args: any[]) => unknown;
 type FnRef = string | { name: string; arg: string | number };
-type Role = "mapper" | "flat" | "predicate" | "key" | "map" | "action" | "reducer" | "init" | "aggregator";
+type Role = "mapper" | "flat" | "predicate" | "key" | "map" | "action" | "reducer" | "init" | "aggregator" | "merger";
 
 interface Step {
   op: string;
@@ -42,8 +48,10 @@ interface Step {
   fn?: FnRef;
   init?: FnRef;
   subtractor?: FnRef;
+  merger?: FnRef;
   builtin?: Reducer;
-  materialized?: { store?: string; key?: SerdeName; value?: SerdeName };
+  materialized?: { store?: string; key?: SerdeName; value?: SerdeName; retention_ms?: number };
+  windows?: { type: "time" | "sliding" | "session"; size_ms?: number; advance_ms?: number; time_difference_ms?: number; inactivity_gap_ms?: number; grace_ms?: number };
 }
 
 interface Spec {
@@ -143,6 +151,9 @@ function fn(ref: FnRef, role: Role): Fn {
     subtract: [(agg, v) => arith("subtract", agg, v, -1), (_k, v, agg) => arith("subtract", agg, v, -1)],
     concat: [(agg, v) => concat(a, agg, v, false), (_k, v, agg) => concat(a, agg, v, true)],
   };
+  if (name === "add" && role === "merger") {
+    return (_k, a1, a2) => arith("add", a1, a2, 1);
+  }
   const fold = folds[name];
   if (fold !== undefined) {
     return role === "reducer" ? fold[0] : fold[1];
@@ -212,12 +223,40 @@ function fn(ref: FnRef, role: Role): Fn {
   return f;
 }
 
-type AnyNode = KStream<any, any> | KGroupedStream<any, any> | KTable<any, any> | KGroupedTable<any, any>;
+type AnyNode =
+  | KStream<any, any>
+  | KGroupedStream<any, any>
+  | KTable<any, any>
+  | KGroupedTable<any, any>
+  | TimeWindowedKStream<any, any>
+  | SessionWindowedKStream<any, any>;
 
 function materialized(step: Step): Materialized | undefined {
   const m = step.materialized;
   if (m === undefined) return undefined;
-  return { storeName: m.store ?? "", ...(m.key ? { key: m.key } : {}), ...(m.value ? { value: m.value } : {}) };
+  return {
+    storeName: m.store ?? "",
+    ...(m.key ? { key: m.key } : {}),
+    ...(m.value ? { value: m.value } : {}),
+    ...(m.retention_ms !== undefined ? { retentionMs: m.retention_ms } : {}),
+  };
+}
+
+/** windowedBy's windows, with the factory Kafka Streams users call: ...WithNoGrace when the case gives no grace. */
+function windows(w: NonNullable<Step["windows"]>): TimeWindows | SlidingWindows | SessionWindows {
+  const grace = w.grace_ms;
+  if (w.type === "time") {
+    const t = grace === undefined ? TimeWindows.ofSizeWithNoGrace(w.size_ms!) : TimeWindows.ofSizeAndGrace(w.size_ms!, grace);
+    return w.advance_ms === undefined ? t : t.advanceBy(w.advance_ms);
+  }
+  if (w.type === "sliding") {
+    return grace === undefined
+      ? SlidingWindows.ofTimeDifferenceWithNoGrace(w.time_difference_ms!)
+      : SlidingWindows.ofTimeDifferenceAndGrace(w.time_difference_ms!, grace);
+  }
+  return grace === undefined
+    ? SessionWindows.ofInactivityGapWithNoGrace(w.inactivity_gap_ms!)
+    : SessionWindows.ofInactivityGapAndGrace(w.inactivity_gap_ms!, grace);
 }
 
 /** Performs one step; resolves with its node (undefined for a terminal step) once the engine has answered. */
@@ -268,10 +307,35 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
         out = node.peek(fn(f!, "action"), named);
         break;
     }
+  } else if (node instanceof TimeWindowedKStream || node instanceof SessionWindowedKStream) {
+    const m = materialized(step);
+    const opts = { ...named, ...(m !== undefined ? { materialized: m } : {}) };
+    switch (step.op) {
+      case "count":
+        out = node.count(opts);
+        break;
+      case "reduce":
+        out = node.reduce(step.builtin ?? (fn(step.fn!, "reducer") as (a: unknown, v: unknown) => unknown), opts);
+        break;
+      case "aggregate":
+        if (node instanceof SessionWindowedKStream) {
+          // Undefined when the case leaves it out: the SDK or the engine refuses it.
+          const merger = step.merger !== undefined ? fn(step.merger, "merger") : undefined;
+          out = node.aggregate(fn(step.init!, "init"), fn(step.fn!, "aggregator"), merger as Fn, opts);
+        } else {
+          out = node.aggregate(fn(step.init!, "init"), fn(step.fn!, "aggregator"), opts);
+        }
+        break;
+    }
   } else if (node instanceof KGroupedStream) {
     const m = materialized(step);
     const opts = { ...named, ...(m !== undefined ? { materialized: m } : {}) };
     switch (step.op) {
+      case "windowed_by": {
+        const w = windows(step.windows!);
+        out = w instanceof SessionWindows ? node.windowedBy(w) : node.windowedBy(w);
+        break;
+      }
       case "count":
         out = node.count(opts);
         break;
@@ -288,6 +352,9 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
     switch (step.op) {
       case "to_stream":
         out = node.toStream(named);
+        break;
+      case "suppress":
+        out = node.suppress(Suppressed.untilWindowCloses(named));
         break;
       case "filter":
         out = node.filter(fn(step.fn!, "predicate"), opts);
@@ -380,7 +447,14 @@ async function main(): Promise<void> {
     }
     await app.start();
     emit("started");
-    void stop.then(() => app.stop());
+    void stop.then(async () => {
+      try {
+        emit("dropped_records", { count: await app.droppedRecords() });
+      } catch (e) {
+        process.stderr.write(`executor: droppedRecords: ${e instanceof Error ? e.message : String(e)}\n`);
+      }
+      await app.stop();
+    });
     try {
       await app.run({ signals: false });
     } catch (e) {

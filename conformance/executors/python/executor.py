@@ -4,8 +4,9 @@ SDK's public API, runs it, and reports to the runner as JSON lines on stdout.
 Usage: executor.py SPEC.json  (the runner writes the spec: the case, the
 engine's URL, the application.id, the topic prefix and the configuration).
 Events: built (with describe), build_error (step, code, message), started,
-failed (code, message, topic, partition, offset, node), stopped. It stops
-its application when stdin says "stop" or closes. It asserts nothing: the
+failed (code, message, topic, partition, offset, node), dropped_records
+(count, when told to stop a started app), stopped. It stops its
+application when stdin says "stop" or closes. It asserts nothing: the
 runner owns every assertion.
 """
 
@@ -27,6 +28,12 @@ from polystreams import (
     Materialized,
     PolystreamsError,
     ProcessingError,
+    SessionWindowedKStream,
+    SessionWindows,
+    SlidingWindows,
+    Suppressed,
+    TimeWindowedKStream,
+    TimeWindows,
 )
 from polystreams.serde import SerdeName
 
@@ -196,6 +203,8 @@ def function(ref: Any, role: str) -> Fn:
         "subtract": (lambda agg, v: agg - v, lambda k, v, agg: agg - v),
         "concat": (lambda agg, v: _concat(a, agg, v, False), lambda k, v, agg: _concat(a, agg, v, True)),
     }
+    if name == "add" and role == "merger":
+        return lambda k, a1, a2: a1 + a2
     if name in folds:
         return folds[name][0 if role == "reducer" else 1]
     return table[name]
@@ -205,7 +214,27 @@ def materialized(step: Mapping[str, Any]) -> Materialized | None:
     m = step.get("materialized")
     if m is None:
         return None
-    return Materialized(m.get("store", ""), key=m.get("key"), value=m.get("value"))
+    return Materialized(m.get("store", ""), key=m.get("key"), value=m.get("value"), retention=m.get("retention_ms"))
+
+
+def windows(w: Mapping[str, Any]) -> TimeWindows | SlidingWindows | SessionWindows:
+    """windowed_by's windows, with the factory Kafka Streams users call:
+    ...with_no_grace when the case gives no grace."""
+    grace = w.get("grace_ms")
+    if w["type"] == "time":
+        t = (
+            TimeWindows.of_size_with_no_grace(w["size_ms"])
+            if grace is None
+            else TimeWindows.of_size_and_grace(w["size_ms"], grace)
+        )
+        return t if "advance_ms" not in w else t.advance_by(w["advance_ms"])
+    if w["type"] == "sliding":
+        if grace is None:
+            return SlidingWindows.of_time_difference_with_no_grace(w["time_difference_ms"])
+        return SlidingWindows.of_time_difference_and_grace(w["time_difference_ms"], grace)
+    if grace is None:
+        return SessionWindows.of_inactivity_gap_with_no_grace(w["inactivity_gap_ms"])
+    return SessionWindows.of_inactivity_gap_and_grace(w["inactivity_gap_ms"], grace)
 
 
 def serde(step: Mapping[str, Any], field: str) -> SerdeName | None:
@@ -248,7 +277,23 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str) -> Any:
         if op == "foreach":
             node.foreach(function(fn, "action"), name=name)
             return None
+    if isinstance(node, (TimeWindowedKStream, SessionWindowedKStream)):
+        m = materialized(step)
+        if op == "count":
+            return node.count(materialized=m, name=name)
+        if op == "reduce":
+            wreducer: Any = step["builtin"] if "builtin" in step else function(step["fn"], "reducer")
+            return node.reduce(wreducer, materialized=m, name=name)
+        if op == "aggregate":
+            init, agg = function(step["init"], "init"), function(step["fn"], "aggregator")
+            if isinstance(node, SessionWindowedKStream):
+                # None when the case leaves it out: the SDK or the engine refuses it.
+                merger: Any = function(step["merger"], "merger") if "merger" in step else None
+                return node.aggregate(init, agg, merger, materialized=m, name=name)
+            return node.aggregate(init, agg, materialized=m, name=name)
     if isinstance(node, KGroupedStream):
+        if op == "windowed_by":
+            return node.windowed_by(windows(step["windows"]))
         m = materialized(step)
         if op == "count":
             return node.count(materialized=m, name=name)
@@ -260,6 +305,8 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str) -> Any:
     if isinstance(node, KTable):
         if op == "to_stream":
             return node.to_stream(name=name)
+        if op == "suppress":
+            return node.suppress(Suppressed.until_window_closes(name=name))
         m = materialized(step)
         if op == "filter":
             return node.filter(function(step["fn"], "predicate"), materialized=m, name=name)
@@ -335,6 +382,10 @@ def main() -> int:
         emit("started")
         def stop_when_told() -> None:
             stop.wait()
+            try:
+                emit("dropped_records", count=app.dropped_records())
+            except PolystreamsError as e:
+                print(f"executor: dropped_records: {e}", file=sys.stderr, flush=True)
             app.stop()
 
         threading.Thread(target=stop_when_told, daemon=True).start()
