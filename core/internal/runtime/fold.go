@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/polystreams/polystreams/core/internal/serde"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
@@ -14,28 +15,69 @@ import (
 // as Kafka Streams without caching). Records with a null key or value are
 // skipped, as Kafka Streams' KStreamAggregate/KStreamReduce skip them.
 func (t *task) fold(ctx context.Context, s *step, recs []rec) ([]rec, error) {
-	kept := recs[:0:0]
-	for _, r := range recs {
-		if r.key == nil || r.value == nil {
-			t.app.dropped.Add(1)
-			continue
-		}
-		kept = append(kept, r)
-	}
-	if len(kept) == 0 {
+	return t.foldKept(ctx, s, t.dropNulls(recs))
+}
+
+// foldKept folds recs, none with a null key or value, in their store keys.
+func (t *task) foldKept(ctx context.Context, s *step, recs []rec) ([]rec, error) {
+	if len(recs) == 0 {
 		return nil, nil
 	}
 	tx := t.stores[s.store.Name]
 	if s.hostFold {
-		return t.foldHost(ctx, s, tx, kept)
+		return t.foldHost(ctx, s, tx, recs)
 	}
-	return foldNative(s.node, tx, kept)
+	return foldNative(s.node, tx, recs)
+}
+
+// dropNulls drops (and counts) records with a null key or value: an
+// aggregation skips them (KStreamAggregate: "Skipping record due to null
+// key or value").
+func (t *task) dropNulls(recs []rec) []rec {
+	for i, r := range recs {
+		if r.key == nil || r.value == nil {
+			kept := append(make([]rec, 0, len(recs)-1), recs[:i]...)
+			for _, r := range recs[i:] {
+				if r.key == nil || r.value == nil {
+					t.app.dropped.Add(1)
+					continue
+				}
+				kept = append(kept, r)
+			}
+			return kept
+		}
+	}
+	return recs
+}
+
+// count is KStreamAggregate counting: each record adds one to its key's
+// count (in its store key), forwarded as an update.
+func (t *task) count(s *step, tx *storeTx, recs []rec) ([]rec, error) {
+	out := make([]rec, 0, len(recs))
+	for _, r := range recs {
+		sk := r.storeKey()
+		cur, curTS, err := tx.get(sk)
+		if err != nil {
+			return nil, recordError(r, s.node.Name, err)
+		}
+		var n int64
+		if cur != nil {
+			if n, err = serde.DecodeLong(cur); err != nil {
+				return nil, recordError(r, s.node.Name, fmt.Errorf("store %s holds a bad count: %w", s.store.Name, err))
+			}
+		}
+		v := serde.AppendLong(make([]byte, 0, 8), n+1)
+		ts := aggTime(r.ts, cur, curTS)
+		tx.put(sk, v, ts)
+		out = append(out, rec{key: r.key, skey: r.skey, value: v, old: cur, ts: ts, in: r.in})
+	}
+	return out, nil
 }
 
 func foldNative(n *topology.Node, tx *storeTx, recs []rec) ([]rec, error) {
 	out := make([]rec, 0, len(recs))
 	for _, r := range recs {
-		cur, curTS, err := tx.get(r.key)
+		cur, curTS, err := tx.get(r.storeKey())
 		if err != nil {
 			return nil, recordError(r, n.Name, err)
 		}
@@ -68,8 +110,8 @@ func foldNative(n *topology.Node, tx *storeTx, recs []rec) ([]rec, error) {
 			return nil, recordError(r, n.Name, err)
 		}
 		ts := aggTime(r.ts, cur, curTS)
-		tx.put(r.key, agg, ts)
-		out = append(out, rec{key: r.key, value: agg, old: cur, ts: ts, in: r.in})
+		tx.put(r.storeKey(), agg, ts)
+		out = append(out, rec{key: r.key, skey: r.skey, value: agg, old: cur, ts: ts, in: r.in})
 	}
 	return out, nil
 }
@@ -84,10 +126,10 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 	index := map[string]int{}
 	var groups [][]int // group -> indexes into recs, in order
 	for i, r := range recs {
-		g, ok := index[string(r.key)]
+		g, ok := index[string(r.storeKey())]
 		if !ok {
 			g = len(groups)
-			index[string(r.key)] = g
+			index[string(r.storeKey())] = g
 			groups = append(groups, nil)
 		}
 		groups[g] = append(groups[g], i)
@@ -111,7 +153,7 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 	prev := make([]row, len(groups))       // each group's aggregate before its next value
 	for g, members := range groups {
 		key := recs[members[0]].key
-		agg, aggTS, err := tx.get(key)
+		agg, aggTS, err := tx.get(recs[members[0]].storeKey())
 		if err != nil {
 			return nil, recordError(recs[members[0]], s.node.Name, err)
 		}
@@ -170,7 +212,7 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 		a.ts = aggTime(a.ts, prev[g].value, prev[g].ts)
 		a.old, prev[g] = prev[g].value, row{a.value, a.ts}
 		out[order[j]] = a
-		tx.put(a.key, a.value, a.ts) // values in order: the last one per key stays
+		tx.put(a.storeKey(), a.value, a.ts) // values in order: the last one per key stays
 	}
 	return out, nil
 }

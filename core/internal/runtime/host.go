@@ -192,7 +192,7 @@ func decodeResult(s *step, recs []rec, res *pb.BundleResult) ([]rec, error) {
 					return nil, err
 				}
 			}
-			out = append(out, rec{key: k, value: v, ts: recs[i].ts, in: recs[i].in})
+			out = append(out, rec{key: k, value: v, ts: recs[i].ts, in: recs[i].in, skey: recs[i].skey})
 			j++
 		}
 	}

@@ -25,6 +25,9 @@ const (
 	stepTableTransform // filter, filter_not, map_values
 	stepTableSelect    // group_by
 	stepTableFold      // count, reduce, aggregate of a grouped table
+	// Windowed operators (window.go).
+	stepWindow   // count, reduce, aggregate over time windows
+	stepSuppress // suppress(untilWindowCloses)
 )
 
 // step is a compiled node. The plan of a sub-topology is a DAG of steps
@@ -117,6 +120,26 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				}
 			}
 			switch {
+			case n.Windows != nil && n.Op != topology.OpSuppress:
+				s.kind = stepWindow
+				if useStore(); s.store == nil || len(n.Predecessors) != 1 {
+					return nil, fmt.Errorf("runtime: node %s needs one store and one predecessor", n.Name)
+				}
+				if n.Windows.Kind != topology.TimeWindows {
+					return nil, fmt.Errorf("runtime: node %s aggregates over %s, which this engine does not run yet (time windows only)", n.Name, n.Windows.Kind)
+				}
+				s.hostFold = n.Fn != nil && n.Fn.Token != 0
+				if s.hostFold {
+					// Groups are (key, window) pairs keyed by the inner key.
+					s.steps = []*pb.Step{foldStep(n)}
+					s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
+					s.outKey, s.outValue = n.Predecessors[0].KeySerde, s.store.ValueSerde
+				}
+			case n.Op == topology.OpSuppress:
+				s.kind = stepSuppress
+				if useStore(); s.store == nil {
+					return nil, fmt.Errorf("runtime: suppression %s has no store", n.Name)
+				}
 			case n.Type == topology.Source:
 				s.kind, s.keySerde, s.valueSerde, s.change = stepSource, n.KeySerde, n.ValueSerde, n.Change
 				if n.Change {
@@ -202,7 +225,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				}
 				s.next = append(s.next, c)
 			}
-			if cache && s.store != nil && len(s.next) > 0 {
+			if cache && s.store != nil && len(s.next) > 0 && s.kind != stepSuppress {
 				// Appended after its successors: reversed below, upstream first.
 				s.cached = true
 				p.cached = append(p.cached, s)

@@ -238,12 +238,24 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.part.Number, ferr)
 		}
 		var ws []state.Write
+		var kerr error
 		fs.EachRecord(func(r *kgo.Record) {
 			next = r.Offset + 1
-			if !r.Attrs.IsControl() {
-				ws = append(ws, state.Write{Key: r.Key, Value: r.Value, TS: r.Timestamp.UnixMilli()})
+			if r.Attrs.IsControl() || kerr != nil {
+				return
 			}
+			key := r.Key
+			if tx.keys != nil {
+				if key, kerr = tx.keys.fromLog(r.Key); kerr != nil {
+					kerr = fmt.Errorf("%s/%d@%d: %w", r.Topic, r.Partition, r.Offset, kerr)
+					return
+				}
+			}
+			ws = append(ws, state.Write{Key: key, Value: r.Value, TS: r.Timestamp.UnixMilli()})
 		})
+		if kerr != nil {
+			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.part.Number, kerr)
+		}
 		if err := tx.part.Apply(ws); err != nil {
 			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.part.Number, err)
 		}

@@ -32,6 +32,17 @@ type rec struct {
 	// in is the input record this one descends from: its topic, partition
 	// and offset name it in errors.
 	in *kgo.Record
+	// skey is the record's key in a store, when it differs from key: a
+	// windowed aggregation's (window.go).
+	skey []byte
+}
+
+// storeKey is r's key in the store of the step it is in.
+func (r *rec) storeKey() []byte {
+	if r.skey != nil {
+		return r.skey
+	}
+	return r.key
 }
 
 // storeTx is a store partition plus the writes of the batch in progress,
@@ -44,8 +55,11 @@ type storeTx struct {
 	store     *topology.Store
 	part      *state.Partition
 	changelog string
-	dirty     map[string]row
-	txn       map[string]row
+	// keys maps store keys to changelog keys and back (window.go); nil for
+	// a key-value store, whose keys are the same.
+	keys  keyCodec
+	dirty map[string]row
+	txn   map[string]row
 	// lastOffset is the offset of the last changelog record of the open
 	// transaction, -1 when none (set by produce promises).
 	lastOffset atomic.Int64
@@ -86,7 +100,11 @@ func writes(rows map[string]row) []state.Write {
 // changelogRecord is the changelog record of a store change: the plain
 // value, with the row's timestamp as the record's.
 func (s *storeTx) changelogRecord(partition int32, w state.Write) *kgo.Record {
-	return &kgo.Record{Topic: s.changelog, Partition: partition, Key: w.Key, Value: w.Value, Timestamp: time.UnixMilli(w.TS)}
+	key := w.Key
+	if s.keys != nil {
+		key = s.keys.toLog(key)
+	}
+	return &kgo.Record{Topic: s.changelog, Partition: partition, Key: key, Value: w.Value, Timestamp: time.UnixMilli(w.TS)}
 }
 
 // aggTime is the timestamp of an aggregate updated by a record at ts: the
@@ -114,7 +132,9 @@ type task struct {
 	out    []*kgo.Record
 	// caches hold the record cache's updates per caching step (cache.go);
 	// cacheBytes is their size.
-	caches     map[*step]*recCache
+	caches map[*step]*recCache
+	// wins are the windowed steps' stream times and buffers (window.go).
+	wins       map[*step]*winState
 	cacheBytes int
 	// flushReq asks the task to flush its record cache; the answer goes to
 	// the channel sent.
@@ -143,6 +163,7 @@ func newTask(a *App, id taskID, p *plan) *task {
 		offsets:   map[string]kgo.EpochOffset{},
 		processed: map[string]kgo.EpochOffset{},
 		caches:    map[*step]*recCache{},
+		wins:      map[*step]*winState{},
 		flushReq:  make(chan chan error),
 	}
 }
@@ -167,6 +188,7 @@ func (t *task) run(ctx context.Context) {
 			changelog: t.app.fullTopic(st.ChangelogTopic, true),
 			dirty:     map[string]row{},
 			txn:       map[string]row{},
+			keys:      codecFor(st),
 		}
 		tx.lastOffset.Store(-1)
 		if err := t.app.restore(ctx, tx); err != nil {
@@ -536,28 +558,19 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 			}
 		}
 	case stepCount:
-		tx := t.stores[s.store.Name]
-		out = make([]rec, 0, len(recs))
-		for _, r := range recs {
-			if r.key == nil || r.value == nil {
-				// KStreamAggregate: "Skipping record due to null key or value".
-				t.app.dropped.Add(1)
-				continue
-			}
-			cur, curTS, err := tx.get(r.key)
-			if err != nil {
-				return recordError(r, s.node.Name, err)
-			}
-			var n int64
-			if cur != nil {
-				if n, err = serde.DecodeLong(cur); err != nil {
-					return recordError(r, s.node.Name, fmt.Errorf("store %s holds a bad count: %w", s.store.Name, err))
-				}
-			}
-			v := serde.AppendLong(make([]byte, 0, 8), n+1)
-			ts := aggTime(r.ts, cur, curTS)
-			tx.put(r.key, v, ts)
-			out = append(out, rec{key: r.key, value: v, old: cur, ts: ts, in: r.in})
+		var err error
+		if out, err = t.count(s, t.stores[s.store.Name], t.dropNulls(recs)); err != nil {
+			return err
+		}
+	case stepWindow:
+		var err error
+		if out, err = t.windowAggregate(ctx, s, recs); err != nil {
+			return err
+		}
+	case stepSuppress:
+		var err error
+		if out, err = t.suppress(s, recs); err != nil {
+			return err
 		}
 	case stepFold:
 		var err error

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
 // ensureTopics checks the source topics and creates the internal ones as
@@ -82,7 +85,7 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 	}
 	want := map[string]int32{}
 	configs := map[string]map[string]*string{}
-	compact := "compact"
+	compact, compactDelete := "compact", "compact,delete"
 	for t, sub := range writerOf {
 		want[a.fullTopic(t, true)] = subParts[sub]
 	}
@@ -97,6 +100,13 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 				t := a.fullTopic(st.ChangelogTopic, true)
 				want[t] = subParts[sub.ID]
 				configs[t] = map[string]*string{"cleanup.policy": &compact}
+				if st.Kind == topology.StoreWindow || st.Kind == topology.StoreSession {
+					// Kafka Streams' windowed changelogs: compacted and
+					// deleted after the store's retention plus
+					// windowstore.changelog.additional.retention.ms (1 day).
+					retention := strconv.FormatInt(st.Retention+24*time.Hour.Milliseconds(), 10)
+					configs[t]["cleanup.policy"], configs[t]["retention.ms"] = &compactDelete, &retention
+				}
 				for k, v := range st.ChangelogConfig {
 					configs[t][k] = &v
 				}

@@ -16,6 +16,9 @@ var kinds = map[topology.Kind]pb.Kind{
 	topology.KindGroupedStream: pb.Kind_KIND_GROUPED_STREAM,
 	topology.KindTable:         pb.Kind_KIND_TABLE,
 	topology.KindGroupedTable:  pb.Kind_KIND_GROUPED_TABLE,
+
+	topology.KindWindowedStream:        pb.Kind_KIND_WINDOWED_STREAM,
+	topology.KindSessionWindowedStream: pb.Kind_KIND_SESSION_WINDOWED_STREAM,
 }
 
 func handleProto(h *topology.Handle) *pb.Handle {
@@ -207,14 +210,35 @@ func (s *Server) Build(_ context.Context, req *connect.Request[pb.BuildRequest])
 		if init, err = fn(v.InitializerToken); err == nil {
 			if agg, err = fn(v.AggregatorToken); err == nil {
 				if sub, err = subtractor(v.Input, v.SubtractorToken); err == nil {
-					if kind(v.Input) == topology.KindGroupedTable {
+					switch {
+					case kind(v.Input) == topology.KindGroupedTable:
 						h, err = b.TableAggregate(v.Input, init, agg, sub, materialized(v.Materialized), v.Name)
-					} else {
+					case v.MergerToken != 0:
+						var merger topology.Function
+						if merger, err = fn(v.MergerToken); err == nil {
+							h, err = b.AggregateSessions(v.Input, init, agg, merger, materialized(v.Materialized), v.Name)
+						}
+					default:
 						h, err = b.Aggregate(v.Input, init, agg, materialized(v.Materialized), v.Name)
 					}
 				}
 			}
 		}
+	case *pb.BuildRequest_WindowedBy:
+		v := o.WindowedBy
+		var w topology.Windows
+		switch ws := v.Windows.(type) {
+		case *pb.WindowedByOp_Time:
+			w = topology.Windows{Kind: topology.TimeWindows, Size: ws.Time.SizeMs, Advance: ws.Time.AdvanceMs, Grace: ws.Time.GraceMs}
+		case *pb.WindowedByOp_Sliding:
+			w = topology.Windows{Kind: topology.SlidingWindows, Size: ws.Sliding.TimeDifferenceMs, Grace: ws.Sliding.GraceMs}
+		case *pb.WindowedByOp_Session:
+			w = topology.Windows{Kind: topology.SessionWindows, Size: ws.Session.InactivityGapMs, Grace: ws.Session.GraceMs}
+		}
+		h, err = b.WindowedBy(v.Input, w)
+	case *pb.BuildRequest_Suppress:
+		v := o.Suppress
+		h, err = b.Suppress(v.Input, v.Name)
 	case *pb.BuildRequest_ToStream:
 		v := o.ToStream
 		h, err = b.ToStream(v.Input, v.Name)
@@ -243,7 +267,7 @@ func materialized(m *pb.Materialized) *topology.Materialized {
 	if m == nil {
 		return nil
 	}
-	return &topology.Materialized{StoreName: m.StoreName, KeySerde: m.KeySerde, ValueSerde: m.ValueSerde, ChangelogConfig: m.ChangelogConfig}
+	return &topology.Materialized{StoreName: m.StoreName, KeySerde: m.KeySerde, ValueSerde: m.ValueSerde, ChangelogConfig: m.ChangelogConfig, Retention: m.RetentionMs}
 }
 
 // operationName is the operator's name in the protocol (snake_case).

@@ -117,6 +117,10 @@ func (h *testHost) build(op any) (*pb.Handle, error) {
 		req.Operation = &pb.BuildRequest_Reduce{Reduce: o}
 	case *pb.AggregateOp:
 		req.Operation = &pb.BuildRequest_Aggregate{Aggregate: o}
+	case *pb.WindowedByOp:
+		req.Operation = &pb.BuildRequest_WindowedBy{WindowedBy: o}
+	case *pb.SuppressOp:
+		req.Operation = &pb.BuildRequest_Suppress{Suppress: o}
 	default:
 		h.t.Fatalf("build: unsupported op %T", op)
 	}

@@ -138,6 +138,22 @@ func (p *Partition) Apply(ws []Write) error {
 	return nil
 }
 
+// DeleteRange deletes the keys k with lower <= k < upper (a nil bound is
+// open), at once, without a write per key.
+func (p *Partition) DeleteRange(lower, upper []byte) error {
+	lo, hi := p.prefix, p.end()
+	if lower != nil {
+		lo = append(append([]byte(nil), p.prefix...), lower...)
+	}
+	if upper != nil {
+		hi = append(append([]byte(nil), p.prefix...), upper...)
+	}
+	if err := p.db.DeleteRange(lo, hi, pebble.NoSync); err != nil {
+		return fmt.Errorf("state: delete range of store %s partition %d: %w", p.Store, p.Number, err)
+	}
+	return nil
+}
+
 // Wipe deletes every key of the partition and its checkpoint.
 func (p *Partition) Wipe() error {
 	if err := p.db.DeleteRange(p.prefix, p.end(), pebble.NoSync); err != nil {

@@ -1,0 +1,302 @@
+package runtime
+
+import (
+	"bytes"
+	"container/heap"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/polystreams/polystreams/core/internal/serde"
+	"github.com/polystreams/polystreams/core/internal/topology"
+)
+
+// Windowed aggregations and suppression (docs/design/windows.md).
+//
+// A window store keeps each (key, window) aggregate under the store key
+// start(8) ‖ key: time first, so that expiring windows past retention is
+// one range delete. Its changelog key is Kafka Streams' window-store key,
+// key ‖ start(8) ‖ seqnum(4). A suppression buffer keeps each pending
+// update under end(8) ‖ windowed key, in close order; its changelog key is
+// the windowed key. Both keep a watermark row (the task's stream time)
+// under metaKey, written with the batch that moved it, so that a restart
+// and a restore resume from the same stream time.
+
+// metaKey is the store key of a windowed store's watermark row: no window
+// starts (or ends) at 2^64-1.
+var metaKey = bytes.Repeat([]byte{0xff}, 8)
+
+// metaLogKey is the watermark row's changelog key: shorter than any window
+// key (at least 8 bytes), so it cannot collide with one.
+var metaLogKey = []byte{0}
+
+// keyCodec maps a store's keys to its changelog's and back.
+type keyCodec interface {
+	toLog(storeKey []byte) []byte
+	fromLog(logKey []byte) ([]byte, error)
+}
+
+func codecFor(st *topology.Store) keyCodec {
+	switch st.Kind {
+	case topology.StoreWindow:
+		return windowCodec{}
+	case topology.StoreSuppress:
+		return suppressCodec{w: st.Windows}
+	}
+	return nil
+}
+
+type windowCodec struct{}
+
+func (windowCodec) toLog(sk []byte) []byte {
+	if bytes.Equal(sk, metaKey) {
+		return metaLogKey
+	}
+	out := append(make([]byte, 0, len(sk)+4), sk[8:]...)
+	return append(append(out, sk[:8]...), 0, 0, 0, 0)
+}
+
+func (windowCodec) fromLog(lk []byte) ([]byte, error) {
+	if bytes.Equal(lk, metaLogKey) {
+		return metaKey, nil
+	}
+	if len(lk) < 12 {
+		return nil, fmt.Errorf("window changelog key of %d bytes: want key, start (8) and seqnum (4)", len(lk))
+	}
+	n := len(lk) - 12
+	return append(append(make([]byte, 0, len(lk)-4), lk[n:n+8]...), lk[:n]...), nil
+}
+
+type suppressCodec struct{ w *topology.Windows }
+
+func (suppressCodec) toLog(sk []byte) []byte {
+	if bytes.Equal(sk, metaKey) {
+		return metaLogKey
+	}
+	return sk[8:]
+}
+
+func (c suppressCodec) fromLog(lk []byte) ([]byte, error) {
+	if bytes.Equal(lk, metaLogKey) {
+		return metaKey, nil
+	}
+	end, err := windowEnd(c.w, lk)
+	if err != nil {
+		return nil, err
+	}
+	return bufferKey(end, lk), nil
+}
+
+// windowKey is the window store key of key's window starting at start.
+func windowKey(start int64, key []byte) []byte {
+	return append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(key)), uint64(start)), key...)
+}
+
+// bufferKey is the suppression buffer key of a windowed key.
+func bufferKey(end int64, windowed []byte) []byte {
+	return append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(windowed)), uint64(end)), windowed...)
+}
+
+// windowEnd reads the end of the window of a windowed key.
+func windowEnd(w *topology.Windows, windowed []byte) (int64, error) {
+	if w.Kind == topology.SessionWindows {
+		_, _, end, err := serde.SplitSessionWindowed(windowed)
+		return end, err
+	}
+	_, start, err := serde.SplitTimeWindowed(windowed)
+	return start + w.Size, err
+}
+
+// winState is a windowed step's state in one task: the stream time (the
+// largest timestamp seen; -1 before any) and, for a suppression, the
+// updates it holds. Loaded from the store on first use, so it is what the
+// last committed batch left.
+type winState struct {
+	streamTime int64
+	// lastExpiry is the retention cutoff the store was last trimmed to.
+	lastExpiry int64
+	// Suppression: pending updates by buffer key, and those keys in close
+	// order (a heap; keys emitted or deleted since are skipped).
+	pending map[string]rec
+	order   keyHeap
+}
+
+func (t *task) winState(s *step, tx *storeTx) (*winState, error) {
+	if ws := t.wins[s]; ws != nil {
+		return ws, nil
+	}
+	ws := &winState{streamTime: -1, lastExpiry: math.MinInt64}
+	v, _, err := tx.get(metaKey)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: task %s: reading the stream time of store %s: %w", t.id, tx.store.Name, err)
+	}
+	if len(v) == 8 {
+		ws.streamTime = int64(binary.BigEndian.Uint64(v))
+	}
+	if s.kind == stepSuppress {
+		ws.pending = map[string]rec{}
+		err := tx.part.ScanRange(nil, metaKey, func(k, v []byte, ts int64) error {
+			bk := string(k)
+			// The update's input record is gone: errors name the buffer.
+			in := &kgo.Record{Topic: tx.changelog, Partition: t.id.partition, Offset: -1}
+			ws.pending[bk] = rec{key: append([]byte(nil), k[8:]...), value: append([]byte(nil), v...), ts: ts, in: in}
+			ws.order = append(ws.order, bk)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("runtime: task %s: loading suppression buffer %s: %w", t.id, tx.store.Name, err)
+		}
+		heap.Init(&ws.order)
+	}
+	t.wins[s] = ws
+	return ws, nil
+}
+
+// advance moves the stream time to ts when later, and records it in the
+// store with the batch.
+func (ws *winState) advance(tx *storeTx, ts int64) {
+	if ts > ws.streamTime {
+		ws.streamTime = ts
+		tx.put(metaKey, binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(ts)), ts)
+	}
+}
+
+// windowAggregate is KStreamWindowAggregate (count, reduce, aggregate over
+// time windows): each record updates every window it falls into that is
+// still open: w.end > stream time - grace, stream time including this
+// record. A record too late for a window is dropped for it and counted
+// (dropped-records), as Kafka Streams counts it. Each window's update is
+// forwarded with the windowed key. All windows of all records of the batch
+// fold in one crossing for a host function.
+func (t *task) windowAggregate(ctx context.Context, s *step, recs []rec) ([]rec, error) {
+	w := s.node.Windows
+	tx := t.stores[s.store.Name]
+	ws, err := t.winState(s, tx)
+	if err != nil {
+		return nil, err
+	}
+	var starts []int64
+	expanded := make([]rec, 0, len(recs))
+	for _, r := range t.dropNulls(recs) {
+		if r.ts < 0 {
+			t.app.dropped.Add(1) // no window holds a negative time
+			continue
+		}
+		ws.advance(tx, r.ts)
+		closeTime := ws.streamTime - w.Grace
+		starts = w.For(r.ts, starts[:0])
+		for _, start := range starts {
+			if start+w.Size <= closeTime {
+				t.app.dropped.Add(1) // "Skipping record for expired window"
+				continue
+			}
+			r.skey = windowKey(start, r.key)
+			expanded = append(expanded, r)
+		}
+	}
+	var out []rec
+	if s.node.Op == topology.OpCount {
+		out, err = t.count(s, tx, expanded)
+	} else {
+		out, err = t.foldKept(ctx, s, expanded)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		r := &out[i]
+		r.key = serde.AppendTimeWindowed(make([]byte, 0, len(r.key)+8), r.key, int64(binary.BigEndian.Uint64(r.skey)))
+		r.skey = nil
+	}
+	if err := t.expire(ws, tx, s.store); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// expire deletes the windows that retention no longer keeps: those that
+// start at or before stream time - retention. It trims in steps of half
+// the retention (at least a minute), as Kafka Streams drops whole
+// segments, not each window. The changelog is not tombstoned: its own
+// retention (retention + 1 day) deletes them, as in Kafka Streams.
+func (t *task) expire(ws *winState, tx *storeTx, st *topology.Store) error {
+	cutoff := ws.streamTime - st.Retention
+	if cutoff < 0 {
+		return nil
+	}
+	if ws.lastExpiry != math.MinInt64 && cutoff-ws.lastExpiry < max(st.Retention/2, 60_000) {
+		return nil
+	}
+	ws.lastExpiry = cutoff
+	upper := binary.BigEndian.AppendUint64(nil, uint64(cutoff)+1)
+	if err := tx.part.DeleteRange(nil, upper); err != nil {
+		return fmt.Errorf("runtime: task %s: expiring windows of store %s: %w", t.id, st.Name, err)
+	}
+	return nil
+}
+
+// suppress is KTableSuppressProcessor with untilWindowCloses: it keeps
+// each window's latest update and forwards it, once, when its stream time
+// (the largest timestamp of the updates it received) reaches the window's
+// end plus grace. A tombstone takes the window's pending update away.
+func (t *task) suppress(s *step, recs []rec) ([]rec, error) {
+	w := s.node.Windows
+	tx := t.stores[s.store.Name]
+	ws, err := t.winState(s, tx)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		end, err := windowEnd(w, r.key)
+		if err != nil {
+			return nil, recordError(r, s.node.Name, fmt.Errorf("key is not windowed: %w", err))
+		}
+		ws.advance(tx, r.ts)
+		bk := bufferKey(end, r.key)
+		if r.value == nil {
+			delete(ws.pending, string(bk))
+			tx.put(bk, nil, r.ts)
+			continue
+		}
+		if _, ok := ws.pending[string(bk)]; !ok {
+			heap.Push(&ws.order, string(bk))
+		}
+		r.old = nil
+		ws.pending[string(bk)] = r
+		tx.put(bk, r.value, r.ts)
+	}
+	// Emit what closed: end + grace <= stream time.
+	var out []rec
+	for len(ws.order) > 0 {
+		bk := ws.order[0]
+		if int64(binary.BigEndian.Uint64([]byte(bk[:8])))+w.Grace > ws.streamTime {
+			break
+		}
+		heap.Pop(&ws.order)
+		r, ok := ws.pending[bk]
+		if !ok {
+			continue // deleted, or a second entry of a key emitted already
+		}
+		delete(ws.pending, bk)
+		tx.put([]byte(bk), nil, r.ts)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// keyHeap orders buffer keys: by window end, then windowed key.
+type keyHeap []string
+
+func (h keyHeap) Len() int           { return len(h) }
+func (h keyHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h keyHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *keyHeap) Push(x any)        { *h = append(*h, x.(string)) }
+func (h *keyHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
