@@ -75,6 +75,7 @@ func (e *goExec) run(s spec) {
 	e.events <- event{Event: "started"}
 	select {
 	case <-e.stop:
+		e.events <- event{Event: "dropped_records", Count: app.DroppedRecords()}
 		app.Stop(ctx)
 		e.events <- event{Event: "stopped"}
 	case <-app.Done():
@@ -145,8 +146,37 @@ func opts(st Step, key, value bool) []streams.Option {
 		if m.Key != "" || m.Value != "" || m.Store == "" {
 			o = append(o, streams.StoreSerdes(m.Key, m.Value))
 		}
+		if m.RetentionMs != 0 {
+			o = append(o, streams.Retention(time.Duration(m.RetentionMs)*time.Millisecond))
+		}
 	}
 	return o
+}
+
+// goWindows is windowed_by's windows, made with the factory Kafka Streams
+// users call (...WithNoGrace when the case gives no grace).
+func goWindows(w *Windows) streams.Windows {
+	d := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+	switch w.Type {
+	case "sliding":
+		if w.GraceMs == nil {
+			return streams.SlidingWindowsOfTimeDifferenceWithNoGrace(d(w.TimeDifferenceMs))
+		}
+		return streams.SlidingWindowsOfTimeDifferenceAndGrace(d(w.TimeDifferenceMs), d(*w.GraceMs))
+	case "session":
+		if w.GraceMs == nil {
+			return streams.SessionWindowsOfInactivityGapWithNoGrace(d(w.InactivityGapMs))
+		}
+		return streams.SessionWindowsOfInactivityGapAndGrace(d(w.InactivityGapMs), d(*w.GraceMs))
+	}
+	t := streams.TimeWindowsOfSizeWithNoGrace(d(w.SizeMs))
+	if w.GraceMs != nil {
+		t = streams.TimeWindowsOfSizeAndGrace(d(w.SizeMs), d(*w.GraceMs))
+	}
+	if w.AdvanceMs != nil {
+		t = t.AdvanceBy(d(*w.AdvanceMs))
+	}
+	return t
 }
 
 func or(s, def string) string {
@@ -208,6 +238,8 @@ func goStep(b *streams.Builder, st Step, in any, prefix string) (any, error) {
 			aggSerde = st.Materialized.Value
 		}
 		switch st.Op {
+		case "windowed_by":
+			return in.WindowedBy(goWindows(st.Windows))
 		case "count":
 			return in.Count(opts(st, false, false)...)
 		case "reduce":
@@ -218,6 +250,29 @@ func goStep(b *streams.Builder, st Step, in any, prefix string) (any, error) {
 		case "aggregate":
 			init := catalogue[st.Init.Name]
 			return in.Aggregate(initFn(init, st.Init.Arg, aggSerde), aggFn(f, arg, in.KeySerde(), vs, aggSerde), opts(st, false, false)...)
+		}
+	case *streams.WindowedStream:
+		vs := in.ValueSerde()
+		aggSerde := vs
+		if st.Materialized != nil && st.Materialized.Value != "" {
+			aggSerde = st.Materialized.Value
+		}
+		switch st.Op {
+		case "count":
+			return in.Count(opts(st, false, false)...)
+		case "reduce":
+			if st.Builtin != "" {
+				return in.ReduceBuiltin(streams.Builtin(st.Builtin), opts(st, false, false)...)
+			}
+			return in.Reduce(reducerFn(f, arg, vs, aggSerde), opts(st, false, false)...)
+		case "aggregate":
+			init := catalogue[st.Init.Name]
+			agg := aggFn(f, arg, in.KeySerde(), vs, aggSerde)
+			if st.Merger != nil {
+				m := catalogue[st.Merger.Name]
+				return in.AggregateSessions(initFn(init, st.Init.Arg, aggSerde), agg, mergerFn(m, st.Merger.Arg, in.KeySerde(), aggSerde), opts(st, false, false)...)
+			}
+			return in.Aggregate(initFn(init, st.Init.Arg, aggSerde), agg, opts(st, false, false)...)
 		}
 	case *streams.Table:
 		ks, vs := in.KeySerde(), in.ValueSerde()
@@ -236,6 +291,8 @@ func goStep(b *streams.Builder, st Step, in any, prefix string) (any, error) {
 			return in.GroupBy(kvFn(f, arg, ks, vs, or(st.Key, ks), or(st.Value, vs)), opts(st, true, true)...)
 		case "to_stream":
 			return in.ToStream(opts(st, false, false)...)
+		case "suppress":
+			return in.SuppressUntilWindowCloses(opts(st, false, false)...)
 		}
 	case *streams.GroupedTable:
 		vs := in.ValueSerde()
@@ -437,6 +494,28 @@ func aggFn(f fnImpl, arg any, ks, vs, aggSerde string) streams.AggregatorFunc {
 			return vb, err
 		}
 		r, err := f.agg(arg, k, v, a)
+		if err != nil {
+			return nil, err
+		}
+		return encodeValue(aggSerde, r)
+	}
+}
+
+func mergerFn(f fnImpl, arg any, ks, aggSerde string) streams.AggregatorFunc {
+	return func(kb, ab1, ab2 []byte) ([]byte, error) {
+		k, err := decode(ks, kb)
+		if err != nil {
+			return nil, err
+		}
+		a1, err := decode(aggSerde, ab1)
+		if err != nil {
+			return nil, err
+		}
+		a2, err := decode(aggSerde, ab2)
+		if err != nil {
+			return nil, err
+		}
+		r, err := f.merger(arg, k, a1, a2)
 		if err != nil {
 			return nil, err
 		}
