@@ -59,6 +59,8 @@ export interface Produce {
   key?: string | null;
   value: string | null;
   partition?: number;
+  /** The record's timestamp, epoch ms (absent: the producer's clock). */
+  timestamp?: number;
 }
 
 export async function produce(broker: string, topic: string, records: readonly Produce[]): Promise<void> {

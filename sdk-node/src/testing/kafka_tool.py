@@ -5,7 +5,7 @@ what the engine writes is checked by a client that shares no code with it.
 Run with Debian's /usr/bin/python3.
 
     kafka_tool.py create BROKER TOPIC:PARTITIONS ...
-    kafka_tool.py produce BROKER TOPIC < records.json   # [{"key": str|null, "value": str|null, "partition": int?}]
+    kafka_tool.py produce BROKER TOPIC < records.json   # [{"key": str|null, "value": str|null, "partition": int?, "timestamp": ms?}]
     kafka_tool.py consume BROKER TOPIC                  # prints [{"partition", "offset", "key", "value"}] (hex, null)
 
 consume reads every partition from the beginning up to its high watermark at
@@ -37,6 +37,8 @@ def produce(broker, topic):
         kw = {}
         if r.get("partition") is not None:
             kw["partition"] = r["partition"]
+        if r.get("timestamp") is not None:
+            kw["timestamp"] = r["timestamp"]
         key = r.get("key")
         value = r.get("value")
         p.produce(topic, key=None if key is None else key.encode(), value=None if value is None else value.encode(), **kw)
