@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/serde"
+	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
@@ -32,6 +33,16 @@ var metaKey = bytes.Repeat([]byte{0xff}, 8)
 // metaLogKey is the watermark row's changelog key: shorter than any window
 // key (at least 8 bytes), so it cannot collide with one.
 var metaLogKey = []byte{0}
+
+// StreamTime returns the stream time a windowed store partition recorded
+// (its watermark row), or -1 when it has none.
+func StreamTime(p *state.Partition) (int64, error) {
+	v, _, err := p.Get(metaKey)
+	if err != nil || len(v) != 8 {
+		return -1, err
+	}
+	return int64(binary.BigEndian.Uint64(v)), nil
+}
 
 // keyCodec maps a store's keys to its changelog's and back.
 type keyCodec interface {

@@ -1,0 +1,120 @@
+package streams
+
+import (
+	"time"
+
+	"github.com/polystreams/polystreams/core/internal/topology"
+)
+
+// Windows are the windows of a windowed aggregation (GroupedStream.WindowedBy).
+// Durations are whole milliseconds, as in Kafka Streams.
+type Windows struct{ w topology.Windows }
+
+// TumblingWindows are fixed windows of size, aligned to the epoch
+// (TimeWindows.ofSizeAndGrace); a record up to grace after a window's end
+// still counts in it.
+func TumblingWindows(size, grace time.Duration) Windows {
+	return Windows{topology.Windows{Kind: topology.TimeWindows, Size: size.Milliseconds(), Advance: size.Milliseconds(), Grace: grace.Milliseconds()}}
+}
+
+// HoppingWindows are windows of size starting every advance
+// (TimeWindows.ofSizeAndGrace(size, grace).advanceBy(advance)).
+func HoppingWindows(size, advance, grace time.Duration) Windows {
+	return Windows{topology.Windows{Kind: topology.TimeWindows, Size: size.Milliseconds(), Advance: advance.Milliseconds(), Grace: grace.Milliseconds()}}
+}
+
+// SlidingWindows are windows of timeDifference, both ends inclusive, made
+// as records arrive (SlidingWindows.ofTimeDifferenceAndGrace).
+func SlidingWindows(timeDifference, grace time.Duration) Windows {
+	return Windows{topology.Windows{Kind: topology.SlidingWindows, Size: timeDifference.Milliseconds(), Grace: grace.Milliseconds()}}
+}
+
+// SessionWindows put a key's records at most gap apart into one session
+// (SessionWindows.ofInactivityGapAndGrace).
+func SessionWindows(gap, grace time.Duration) Windows {
+	return Windows{topology.Windows{Kind: topology.SessionWindows, Size: gap.Milliseconds(), Grace: grace.Milliseconds()}}
+}
+
+// Retention is how long a window store keeps a window after its start
+// (Materialized.withRetention); at least the window size plus grace, the
+// default.
+func Retention(d time.Duration) Option { return Option{kind: optRetention, ms: d.Milliseconds()} }
+
+// WindowedStream is a grouped stream with windows (TimeWindowedKStream,
+// SessionWindowedKStream): its aggregations keep one aggregate per key and
+// window, in a table whose keys are windowed (serde
+// "windowed(<key serde>,<size>)" or "session-windowed(<key serde>)",
+// encoded as Kafka Streams' windowed serdes encode them).
+type WindowedStream struct {
+	b *Builder
+	h *topology.Handle
+}
+
+// WindowedBy windows the grouped stream (KGroupedStream.windowedBy).
+func (g *GroupedStream) WindowedBy(w Windows) (*WindowedStream, error) {
+	h, err := g.b.b.WindowedBy(g.h.ID, w.w)
+	if err != nil {
+		return nil, err
+	}
+	return &WindowedStream{b: g.b, h: h}, nil
+}
+
+// Count counts each key's records per window. Options: Store, StoreSerdes,
+// Retention, ChangelogConfig, Name.
+func (w *WindowedStream) Count(opts ...Option) (*Table, error) {
+	o, err := parse("Count", opts, optName, optStore, optStoreSerdes, optChangelogConfig, optRetention)
+	if err != nil {
+		return nil, err
+	}
+	return w.b.table(w.b.b.Count(w.h.ID, o.mat, o.name))
+}
+
+// Reduce folds each key's values per window with fn. Options as Count.
+func (w *WindowedStream) Reduce(fn ReducerFunc, opts ...Option) (*Table, error) {
+	o, err := parse("Reduce", opts, optName, optStore, optStoreSerdes, optChangelogConfig, optRetention)
+	if err != nil {
+		return nil, err
+	}
+	return w.b.table(w.b.b.Reduce(w.h.ID, native("reduce", fn), o.mat, o.name))
+}
+
+// ReduceBuiltin is Reduce with a built-in reducer that runs in the engine.
+func (w *WindowedStream) ReduceBuiltin(r Builtin, opts ...Option) (*Table, error) {
+	o, err := parse("ReduceBuiltin", opts, optName, optStore, optStoreSerdes, optChangelogConfig, optRetention)
+	if err != nil {
+		return nil, err
+	}
+	return w.b.table(w.b.b.Reduce(w.h.ID, topology.Function{Builtin: string(r), Name: string(r)}, o.mat, o.name))
+}
+
+// Aggregate folds each key's values per window into an aggregate that init
+// starts. Session windows need AggregateSessions. Options as Count.
+func (w *WindowedStream) Aggregate(init InitializerFunc, fn AggregatorFunc, opts ...Option) (*Table, error) {
+	o, err := parse("Aggregate", opts, optName, optStore, optStoreSerdes, optChangelogConfig, optRetention)
+	if err != nil {
+		return nil, err
+	}
+	return w.b.table(w.b.b.Aggregate(w.h.ID, native("initializer", init), native("aggregate", fn), o.mat, o.name))
+}
+
+// AggregateSessions is Aggregate over session windows: merger combines the
+// aggregates of two sessions a record bridges (Merger.apply).
+func (w *WindowedStream) AggregateSessions(init InitializerFunc, fn, merger AggregatorFunc, opts ...Option) (*Table, error) {
+	o, err := parse("AggregateSessions", opts, optName, optStore, optStoreSerdes, optChangelogConfig, optRetention)
+	if err != nil {
+		return nil, err
+	}
+	return w.b.table(w.b.b.AggregateSessions(w.h.ID, native("initializer", init), native("aggregate", fn), native("merger", merger), o.mat, o.name))
+}
+
+// Suppress holds a windowed aggregation's updates and forwards each
+// window's last one, once, when stream time passes the window's end plus
+// grace (suppress(Suppressed.untilWindowCloses(unbounded()))). Options:
+// Name (the node's; its store is "<name>-store").
+func (t *Table) Suppress(opts ...Option) (*Table, error) {
+	o, err := parse("Suppress", opts, optName)
+	if err != nil {
+		return nil, err
+	}
+	return t.b.table(t.b.b.Suppress(t.h.ID, o.name))
+}
