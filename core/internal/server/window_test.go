@@ -271,7 +271,9 @@ func TestSessionWindowsMergeAndExpire(t *testing.T) {
 	// updates in order.
 	bySession := func(xs []string) []string {
 		xs = slices.Clone(xs)
-		slices.SortStableFunc(xs, func(a, b string) int { return strings.Compare(a[:strings.IndexByte(a, '=')], b[:strings.IndexByte(b, '=')]) })
+		slices.SortStableFunc(xs, func(a, b string) int {
+			return strings.Compare(a[:strings.IndexByte(a, '=')], b[:strings.IndexByte(b, '=')])
+		})
 		return xs
 	}
 	if fmt.Sprint(bySession(got)) != fmt.Sprint(bySession(want)) {
