@@ -153,30 +153,24 @@ func opts(st Step, key, value bool) []streams.Option {
 	return o
 }
 
-// goWindows is windowed_by's windows, made with the factory Kafka Streams
-// users call (...WithNoGrace when the case gives no grace).
+// goWindows is windowed_by's windows (no grace_ms: 0, as the
+// ...WithNoGrace factories).
 func goWindows(w *Windows) streams.Windows {
 	d := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+	var grace time.Duration
+	if w.GraceMs != nil {
+		grace = d(*w.GraceMs)
+	}
 	switch w.Type {
 	case "sliding":
-		if w.GraceMs == nil {
-			return streams.SlidingWindowsOfTimeDifferenceWithNoGrace(d(w.TimeDifferenceMs))
-		}
-		return streams.SlidingWindowsOfTimeDifferenceAndGrace(d(w.TimeDifferenceMs), d(*w.GraceMs))
+		return streams.SlidingWindows(d(w.TimeDifferenceMs), grace)
 	case "session":
-		if w.GraceMs == nil {
-			return streams.SessionWindowsOfInactivityGapWithNoGrace(d(w.InactivityGapMs))
-		}
-		return streams.SessionWindowsOfInactivityGapAndGrace(d(w.InactivityGapMs), d(*w.GraceMs))
-	}
-	t := streams.TimeWindowsOfSizeWithNoGrace(d(w.SizeMs))
-	if w.GraceMs != nil {
-		t = streams.TimeWindowsOfSizeAndGrace(d(w.SizeMs), d(*w.GraceMs))
+		return streams.SessionWindows(d(w.InactivityGapMs), grace)
 	}
 	if w.AdvanceMs != nil {
-		t = t.AdvanceBy(d(*w.AdvanceMs))
+		return streams.HoppingWindows(d(w.SizeMs), d(*w.AdvanceMs), grace)
 	}
-	return t
+	return streams.TumblingWindows(d(w.SizeMs), grace)
 }
 
 func or(s, def string) string {
@@ -292,7 +286,7 @@ func goStep(b *streams.Builder, st Step, in any, prefix string) (any, error) {
 		case "to_stream":
 			return in.ToStream(opts(st, false, false)...)
 		case "suppress":
-			return in.SuppressUntilWindowCloses(opts(st, false, false)...)
+			return in.Suppress(opts(st, false, false)...)
 		}
 	case *streams.GroupedTable:
 		vs := in.ValueSerde()

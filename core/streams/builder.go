@@ -15,6 +15,7 @@ type Option struct {
 	value string
 	key   string // StoreSerdes: the key serde (value holds the value serde)
 	cfg   map[string]string
+	ms    int64 // Retention
 }
 
 type optKind int
@@ -26,11 +27,13 @@ const (
 	optStore
 	optStoreSerdes
 	optChangelogConfig
+	optRetention
 )
 
 var optNames = map[optKind]string{
 	optName: "Name", optKeySerde: "KeySerde", optValueSerde: "ValueSerde",
 	optStore: "Store", optStoreSerdes: "StoreSerdes", optChangelogConfig: "ChangelogConfig",
+	optRetention: "Retention",
 }
 
 // Name names the operator's processor node (Kafka Streams' Named.as,
@@ -109,6 +112,11 @@ func parse(op string, opts []Option, allowed ...optKind) (options, error) {
 				o.mat = &topology.Materialized{}
 			}
 			o.mat.ChangelogConfig = opt.cfg
+		case optRetention:
+			if o.mat == nil {
+				o.mat = &topology.Materialized{}
+			}
+			o.mat.Retention = opt.ms
 		}
 	}
 	if len(bad) > 0 {

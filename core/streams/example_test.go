@@ -196,3 +196,63 @@ func ExampleGroupedTable_Aggregate_refused() {
 	// topology: aggregate on a grouped table needs a subtractor: token 0 and no native function
 	// true
 }
+
+// Final per-minute counts: a tumbling window closes once stream time passes
+// its end plus grace, and Suppress forwards its count once, with the
+// windowed key Kafka Streams' TimeWindowedSerializer writes (key, then the
+// window start). The window of the last record is still open: no output.
+func ExampleGroupedStream_WindowedBy() {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "readings", "per-minute"))
+	must(err)
+	defer cluster.Close()
+	brokers := cluster.ListenAddrs()[0]
+
+	b := streams.NewBuilder()
+	readings, err := b.Stream([]string{"readings"}, streams.KeySerde(streams.String))
+	must(err)
+	grouped, err := readings.GroupByKey()
+	must(err)
+	windowed, err := grouped.WindowedBy(streams.TumblingWindows(time.Minute, 5*time.Second))
+	must(err)
+	counts, err := windowed.Count(streams.Store("readings-per-minute"))
+	must(err)
+	fmt.Println(counts.KeySerde())
+	final, err := counts.Suppress()
+	must(err)
+	changes, err := final.ToStream()
+	must(err)
+	must(changes.To("per-minute"))
+
+	dir, err := os.MkdirTemp("", "streams-windows")
+	must(err)
+	defer os.RemoveAll(dir)
+	app, err := streams.New(b, streams.Config{
+		ApplicationID: "per-minute",
+		Brokers:       brokers,
+		Properties:    map[string]string{"state.dir": dir, "commit.interval.ms": "100"},
+		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	must(err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	must(app.Start(ctx))
+	defer app.Stop(ctx)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics("per-minute"))
+	must(err)
+	defer cl.Close()
+	for _, s := range []int64{0, 10, 59, 66} { // 66 s: past the first minute's end + 5 s grace
+		r := &kgo.Record{Topic: "readings", Key: []byte("sensor-1"), Value: []byte("x"), Timestamp: time.Unix(s, 0)}
+		must(cl.ProduceSync(ctx, r).FirstErr())
+	}
+	fs := cl.PollFetches(ctx)
+	must(fs.Err0())
+	fs.EachRecord(func(r *kgo.Record) {
+		n := len(r.Key) - 8
+		start := int64(binary.BigEndian.Uint64(r.Key[n:]))
+		fmt.Printf("%s [%d, %d) %d\n", r.Key[:n], start, start+60000, int64(binary.BigEndian.Uint64(r.Value)))
+	})
+	// Output:
+	// windowed(string,60000)
+	// sensor-1 [0, 60000) 3
+}

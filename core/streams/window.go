@@ -1,85 +1,54 @@
 package streams
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
-// Windowed aggregations (docs/design/windows.md): WindowedBy on a grouped
-// stream, Count / Reduce / Aggregate per key and window into a table whose
-// keys are windowed (serde "windowed(<key serde>,<size ms>)" or
-// "session-windowed(<key serde>)", Kafka Streams' windowed serializers'
-// bytes), and Suppress until a window closes.
+// Windows are the windows of a windowed aggregation (GroupedStream.WindowedBy).
+// Durations are whole milliseconds, as in Kafka Streams.
+type Windows struct{ w topology.Windows }
 
-// Windows are the windows of WindowedBy: Kafka Streams' TimeWindows,
-// SlidingWindows and SessionWindows. Values are checked by WindowedBy,
-// which names the field and value it refuses.
-type Windows struct {
-	w topology.Windows
+// TumblingWindows are fixed windows of size, aligned to the epoch
+// (TimeWindows.ofSizeAndGrace); a record up to grace after a window's end
+// still counts in it.
+func TumblingWindows(size, grace time.Duration) Windows {
+	return Windows{topology.Windows{Kind: topology.TimeWindows, Size: size.Milliseconds(), Advance: size.Milliseconds(), Grace: grace.Milliseconds()}}
 }
 
-func ms(d time.Duration) int64 { return d.Milliseconds() }
-
-// TimeWindowsOfSizeWithNoGrace is TimeWindows.ofSizeWithNoGrace: tumbling
-// windows of size, aligned to the epoch, that accept no record after their
-// end. AdvanceBy makes them hopping.
-func TimeWindowsOfSizeWithNoGrace(size time.Duration) Windows {
-	return Windows{topology.Windows{Kind: topology.TimeWindows, Size: ms(size), Advance: ms(size)}}
+// HoppingWindows are windows of size starting every advance
+// (TimeWindows.ofSizeAndGrace(size, grace).advanceBy(advance)).
+func HoppingWindows(size, advance, grace time.Duration) Windows {
+	return Windows{topology.Windows{Kind: topology.TimeWindows, Size: size.Milliseconds(), Advance: advance.Milliseconds(), Grace: grace.Milliseconds()}}
 }
 
-// TimeWindowsOfSizeAndGrace is TimeWindows.ofSizeAndGrace: tumbling windows
-// of size that accept records up to grace after their end (in stream time).
-func TimeWindowsOfSizeAndGrace(size, grace time.Duration) Windows {
-	return Windows{topology.Windows{Kind: topology.TimeWindows, Size: ms(size), Advance: ms(size), Grace: ms(grace)}}
+// SlidingWindows are windows of timeDifference, both ends inclusive, made
+// as records arrive (SlidingWindows.ofTimeDifferenceAndGrace).
+func SlidingWindows(timeDifference, grace time.Duration) Windows {
+	return Windows{topology.Windows{Kind: topology.SlidingWindows, Size: timeDifference.Milliseconds(), Grace: grace.Milliseconds()}}
 }
 
-// AdvanceBy makes time windows hopping: a window starts every advance (at
-// most the size). Other windows are returned as they are.
-func (w Windows) AdvanceBy(advance time.Duration) Windows {
-	if w.w.Kind == topology.TimeWindows {
-		w.w.Advance = ms(advance)
-	}
-	return w
+// SessionWindows put a key's records at most gap apart into one session
+// (SessionWindows.ofInactivityGapAndGrace).
+func SessionWindows(gap, grace time.Duration) Windows {
+	return Windows{topology.Windows{Kind: topology.SessionWindows, Size: gap.Milliseconds(), Grace: grace.Milliseconds()}}
 }
 
-// SlidingWindowsOfTimeDifferenceWithNoGrace is
-// SlidingWindows.ofTimeDifferenceWithNoGrace.
-func SlidingWindowsOfTimeDifferenceWithNoGrace(timeDifference time.Duration) Windows {
-	return Windows{topology.Windows{Kind: topology.SlidingWindows, Size: ms(timeDifference)}}
-}
+// Retention is how long a window store keeps a window after its start
+// (Materialized.withRetention); at least the window size plus grace, the
+// default.
+func Retention(d time.Duration) Option { return Option{kind: optRetention, ms: d.Milliseconds()} }
 
-// SlidingWindowsOfTimeDifferenceAndGrace is
-// SlidingWindows.ofTimeDifferenceAndGrace.
-func SlidingWindowsOfTimeDifferenceAndGrace(timeDifference, grace time.Duration) Windows {
-	return Windows{topology.Windows{Kind: topology.SlidingWindows, Size: ms(timeDifference), Grace: ms(grace)}}
-}
-
-// SessionWindowsOfInactivityGapWithNoGrace is
-// SessionWindows.ofInactivityGapWithNoGrace.
-func SessionWindowsOfInactivityGapWithNoGrace(gap time.Duration) Windows {
-	return Windows{topology.Windows{Kind: topology.SessionWindows, Size: ms(gap)}}
-}
-
-// SessionWindowsOfInactivityGapAndGrace is
-// SessionWindows.ofInactivityGapAndGrace.
-func SessionWindowsOfInactivityGapAndGrace(gap, grace time.Duration) Windows {
-	return Windows{topology.Windows{Kind: topology.SessionWindows, Size: ms(gap), Grace: ms(grace)}}
-}
-
-// WindowedStream is a grouped stream windowed by WindowedBy
-// (TimeWindowedKStream, or SessionWindowedKStream for session windows).
+// WindowedStream is a grouped stream with windows (TimeWindowedKStream,
+// SessionWindowedKStream): its aggregations keep one aggregate per key and
+// window, in a table whose keys are windowed (serde
+// "windowed(<key serde>,<size>)" or "session-windowed(<key serde>)",
+// encoded as Kafka Streams' windowed serdes encode them).
 type WindowedStream struct {
 	b *Builder
 	h *topology.Handle
 }
-
-// KeySerde is the serde of the grouped records' keys (the inner keys).
-func (w *WindowedStream) KeySerde() string { return w.h.KeySerde }
-
-// ValueSerde is the serde of the grouped records' values.
-func (w *WindowedStream) ValueSerde() string { return w.h.ValueSerde }
 
 // WindowedBy windows the grouped stream (KGroupedStream.windowedBy).
 func (g *GroupedStream) WindowedBy(w Windows) (*WindowedStream, error) {
@@ -90,49 +59,19 @@ func (g *GroupedStream) WindowedBy(w Windows) (*WindowedStream, error) {
 	return &WindowedStream{b: g.b, h: h}, nil
 }
 
-// optRetention is Retention's option kind (numbered apart from builder.go's).
-const optRetention optKind = 100
-
-func init() { optNames[optRetention] = "Retention" }
-
-// Retention is Materialized.withRetention for a windowed aggregation's
-// store: how long a window is kept after its start (at least size + grace,
-// the default).
-func Retention(d time.Duration) Option {
-	return Option{kind: optRetention, value: strconv.FormatInt(ms(d), 10)}
-}
-
-// windowed parses a windowed aggregation's options: those of an
-// aggregation, and Retention.
-func windowed(op string, opts []Option) (options, error) {
-	o, err := parse(op, opts, optName, optStore, optStoreSerdes, optChangelogConfig, optRetention)
-	if err != nil {
-		return o, err
-	}
-	for _, opt := range opts {
-		if opt.kind == optRetention {
-			if o.mat == nil {
-				o.mat = &topology.Materialized{}
-			}
-			o.mat.Retention, _ = strconv.ParseInt(opt.value, 10, 64)
-		}
-	}
-	return o, nil
-}
-
-// Count counts the records per key and window into a table of longs.
-// Options: Store, StoreSerdes, ChangelogConfig, Retention, Name.
+// Count counts each key's records per window. Options: Store, StoreSerdes,
+// Retention, ChangelogConfig, Name.
 func (w *WindowedStream) Count(opts ...Option) (*Table, error) {
-	o, err := windowed("Count", opts)
+	o, err := parse("Count", opts, optName, optStore, optStoreSerdes, optChangelogConfig, optRetention)
 	if err != nil {
 		return nil, err
 	}
 	return w.b.table(w.b.b.Count(w.h.ID, o.mat, o.name))
 }
 
-// Reduce folds each key's values per window with fn. Options as for Count.
+// Reduce folds each key's values per window with fn. Options as Count.
 func (w *WindowedStream) Reduce(fn ReducerFunc, opts ...Option) (*Table, error) {
-	o, err := windowed("Reduce", opts)
+	o, err := parse("Reduce", opts, optName, optStore, optStoreSerdes, optChangelogConfig, optRetention)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +80,7 @@ func (w *WindowedStream) Reduce(fn ReducerFunc, opts ...Option) (*Table, error) 
 
 // ReduceBuiltin is Reduce with a built-in reducer that runs in the engine.
 func (w *WindowedStream) ReduceBuiltin(r Builtin, opts ...Option) (*Table, error) {
-	o, err := windowed("ReduceBuiltin", opts)
+	o, err := parse("ReduceBuiltin", opts, optName, optStore, optStoreSerdes, optChangelogConfig, optRetention)
 	if err != nil {
 		return nil, err
 	}
@@ -149,37 +88,31 @@ func (w *WindowedStream) ReduceBuiltin(r Builtin, opts ...Option) (*Table, error
 }
 
 // Aggregate folds each key's values per window into an aggregate that init
-// starts. Session windows need AggregateSessions (a merger). Options as
-// for Count.
+// starts. Session windows need AggregateSessions. Options as Count.
 func (w *WindowedStream) Aggregate(init InitializerFunc, fn AggregatorFunc, opts ...Option) (*Table, error) {
-	o, err := windowed("Aggregate", opts)
+	o, err := parse("Aggregate", opts, optName, optStore, optStoreSerdes, optChangelogConfig, optRetention)
 	if err != nil {
 		return nil, err
 	}
 	return w.b.table(w.b.b.Aggregate(w.h.ID, native("initializer", init), native("aggregate", fn), o.mat, o.name))
 }
 
-// AggregateSessions is a session-windowed stream's aggregate: merger(key,
-// aggregate1, aggregate2) merges two sessions a record bridges
-// (SessionWindowedKStream.aggregate). A nil merger is refused.
+// AggregateSessions is Aggregate over session windows: merger combines the
+// aggregates of two sessions a record bridges (Merger.apply).
 func (w *WindowedStream) AggregateSessions(init InitializerFunc, fn, merger AggregatorFunc, opts ...Option) (*Table, error) {
-	o, err := windowed("AggregateSessions", opts)
+	o, err := parse("AggregateSessions", opts, optName, optStore, optStoreSerdes, optChangelogConfig, optRetention)
 	if err != nil {
 		return nil, err
-	}
-	if merger == nil {
-		return w.b.table(w.b.b.Aggregate(w.h.ID, native("initializer", init), native("aggregate", fn), o.mat, o.name))
 	}
 	return w.b.table(w.b.b.AggregateSessions(w.h.ID, native("initializer", init), native("aggregate", fn), native("merger", merger), o.mat, o.name))
 }
 
-// SuppressUntilWindowCloses is
-// KTable.suppress(Suppressed.untilWindowCloses(unbounded())) on a windowed
-// aggregation's table: each window's final result, once, when its task's
-// stream time passes the window's end plus grace. Option: Name
-// (Suppressed.withName; its store is "<name>-store").
-func (t *Table) SuppressUntilWindowCloses(opts ...Option) (*Table, error) {
-	o, err := parse("SuppressUntilWindowCloses", opts, optName)
+// Suppress holds a windowed aggregation's updates and forwards each
+// window's last one, once, when stream time passes the window's end plus
+// grace (suppress(Suppressed.untilWindowCloses(unbounded()))). Options:
+// Name (the node's; its store is "<name>-store").
+func (t *Table) Suppress(opts ...Option) (*Table, error) {
+	o, err := parse("Suppress", opts, optName)
 	if err != nil {
 		return nil, err
 	}
@@ -190,3 +123,9 @@ func (t *Table) SuppressUntilWindowCloses(opts ...Option) (*Table, error) {
 // it started (Kafka Streams' dropped-records-total): records too late for a
 // window, records an aggregation skips for a null key or value.
 func (a *App) DroppedRecords() int64 { return a.rt.DroppedRecords() }
+
+// KeySerde is the serde of the grouped records' keys (the windows' inner keys).
+func (w *WindowedStream) KeySerde() string { return w.h.KeySerde }
+
+// ValueSerde is the serde of the grouped records' values.
+func (w *WindowedStream) ValueSerde() string { return w.h.ValueSerde }

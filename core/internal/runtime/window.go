@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/serde"
+	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
@@ -33,6 +34,16 @@ var metaKey = bytes.Repeat([]byte{0xff}, 8)
 // key (at least 8 bytes), so it cannot collide with one.
 var metaLogKey = []byte{0}
 
+// StreamTime returns the stream time a windowed store partition recorded
+// (its watermark row), or -1 when it has none.
+func StreamTime(p *state.Partition) (int64, error) {
+	v, _, err := p.Get(metaKey)
+	if err != nil || len(v) != 8 {
+		return -1, err
+	}
+	return int64(binary.BigEndian.Uint64(v)), nil
+}
+
 // keyCodec maps a store's keys to its changelog's and back.
 type keyCodec interface {
 	toLog(storeKey []byte) []byte
@@ -43,6 +54,8 @@ func codecFor(st *topology.Store) keyCodec {
 	switch st.Kind {
 	case topology.StoreWindow:
 		return windowCodec{}
+	case topology.StoreSession:
+		return sessionCodec{}
 	case topology.StoreSuppress:
 		return suppressCodec{w: st.Windows}
 	}
@@ -122,13 +135,15 @@ type winState struct {
 	// order (a heap; keys emitted or deleted since are skipped).
 	pending map[string]rec
 	order   keyHeap
+	// Session windows: the sessions of each key read so far.
+	sessions map[string][]session
 }
 
 func (t *task) winState(s *step, tx *storeTx) (*winState, error) {
 	if ws := t.wins[s]; ws != nil {
 		return ws, nil
 	}
-	ws := &winState{streamTime: -1, lastExpiry: math.MinInt64}
+	ws := &winState{streamTime: -1, lastExpiry: math.MinInt64, sessions: map[string][]session{}}
 	v, _, err := tx.get(metaKey)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: task %s: reading the stream time of store %s: %w", t.id, tx.store.Name, err)
@@ -173,6 +188,9 @@ func (ws *winState) advance(tx *storeTx, ts int64) {
 // fold in one crossing for a host function.
 func (t *task) windowAggregate(ctx context.Context, s *step, recs []rec) ([]rec, error) {
 	w := s.node.Windows
+	if w.Kind == topology.SessionWindows {
+		return t.sessionAggregate(s, recs)
+	}
 	tx := t.stores[s.store.Name]
 	ws, err := t.winState(s, tx)
 	if err != nil {
@@ -268,11 +286,16 @@ func (t *task) suppress(s *step, recs []rec) ([]rec, error) {
 		ws.pending[string(bk)] = r
 		tx.put(bk, r.value, r.ts)
 	}
-	// Emit what closed: end + grace <= stream time.
+	// Emit what closed: end + grace <= stream time (for a session, end +
+	// gap + grace: KTableImpl's window grace of a session aggregation).
+	grace := w.Grace
+	if w.Kind == topology.SessionWindows {
+		grace += w.Size
+	}
 	var out []rec
 	for len(ws.order) > 0 {
 		bk := ws.order[0]
-		if int64(binary.BigEndian.Uint64([]byte(bk[:8])))+w.Grace > ws.streamTime {
+		if int64(binary.BigEndian.Uint64([]byte(bk[:8])))+grace > ws.streamTime {
 			break
 		}
 		heap.Pop(&ws.order)

@@ -3,15 +3,19 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
 	"connectrpc.com/connect"
 
 	"github.com/polystreams/polystreams/core/internal/runtime"
+	"github.com/polystreams/polystreams/core/internal/serde"
 	"github.com/polystreams/polystreams/core/internal/state"
+	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
 
@@ -56,6 +60,15 @@ func (s *Server) Query(_ context.Context, req *connect.Request[pb.QueryRequest])
 	case limit == 0:
 		limit = maxQueryEntries
 	}
+	_, windowQuery := m.Query.(*pb.QueryRequest_WindowFetch)
+	switch {
+	case st.Kind == topology.StoreWindow && !windowQuery:
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("Query: store %q is a window store: query it with window_fetch (fetch / fetch_all), not get, range, prefix or all", m.Store))
+	case st.Kind == topology.StoreKeyValue && windowQuery:
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("Query: store %q is a key-value store: window_fetch is for window stores", m.Store))
+	case st.Kind != topology.StoreKeyValue && st.Kind != topology.StoreWindow:
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("Query: store %q (a suppression buffer or session store) is not queryable", m.Store))
+	}
 	parts, err := app.StorePartitions(m.Store)
 	if err != nil {
 		code := connect.CodeFailedPrecondition
@@ -95,6 +108,8 @@ func (s *Server) Query(_ context.Context, req *connect.Request[pb.QueryRequest])
 			err = p.ScanRange(q.Prefix, prefixEnd(q.Prefix), collect)
 		case *pb.QueryRequest_All:
 			err = p.Scan(collect)
+		case *pb.QueryRequest_WindowFetch:
+			err = fetchWindows(p, st, q.WindowFetch, collect)
 		default:
 			return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("Query: the request names no query (get, range, prefix or all)"))
 		}
@@ -102,10 +117,18 @@ func (s *Server) Query(_ context.Context, req *connect.Request[pb.QueryRequest])
 			return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("Query: store %q partition %d: %w", m.Store, p.Number, err))
 		}
 	}
+	// In key order; window stores' keys are start ‖ key: in time order.
 	sort.Slice(found, func(i, j int) bool { return bytes.Compare(found[i].k, found[j].k) < 0 })
 	resp := &pb.QueryResponse{KeySerde: st.KeySerde, ValueSerde: st.ValueSerde}
 	if len(found) > limit {
 		found, resp.Truncated = found[:limit], true
+	}
+	if st.Kind == topology.StoreWindow {
+		resp.KeySerde = st.Windows.KeySerde(st.KeySerde)
+		for i, e := range found {
+			start := int64(binary.BigEndian.Uint64(e.k))
+			found[i].k = serde.AppendTimeWindowed(nil, e.k[8:], start)
+		}
 	}
 	for _, e := range found {
 		resp.KeyLengths = append(resp.KeyLengths, int32(len(e.k)))
@@ -114,6 +137,37 @@ func (s *Server) Query(_ context.Context, req *connect.Request[pb.QueryRequest])
 		resp.Values = append(resp.Values, e.v...)
 	}
 	return connect.NewResponse(resp), nil
+}
+
+// fetchWindows calls collect for the windows of partition p that start
+// from f.FromMs to f.ToMs (inclusive), of f.Key or of every key, in time
+// order (WindowStore.fetch / fetchAll). Store keys are start(8) ‖ key.
+// Windows retention no longer keeps are left out even before they are
+// deleted: as in Kafka Streams, a fetch starts no earlier than stream time
+// - retention + 1.
+func fetchWindows(p *state.Partition, st *topology.Store, f *pb.WindowFetch, collect func(k, v []byte, ts int64) error) error {
+	streamTime, err := runtime.StreamTime(p)
+	if err != nil {
+		return err
+	}
+	from := max(f.FromMs, streamTime-st.Retention+1, 0)
+	if f.ToMs < from {
+		return nil
+	}
+	lower := binary.BigEndian.AppendUint64(nil, uint64(from))
+	var upper []byte
+	if f.ToMs < math.MaxInt64 {
+		upper = binary.BigEndian.AppendUint64(nil, uint64(f.ToMs)+1)
+	}
+	return p.ScanRange(lower, upper, func(k, v []byte, ts int64) error {
+		if len(k) < 8 || k[0] == 0xff { // the watermark row: no window starts past 2^63
+			return nil
+		}
+		if f.Key != nil && !bytes.Equal(k[8:], f.Key) {
+			return nil
+		}
+		return collect(k, v, ts)
+	})
 }
 
 // prefixEnd is the first key after every key starting with p, or nil (open)

@@ -30,7 +30,7 @@ func (h *testHost) buildWindowedCount(out string, suppress bool) {
 	s := h.mustBuild(&pb.StreamOp{Topics: []string{"events"}, KeySerde: "string", ValueSerde: "string"})
 	g := h.mustBuild(&pb.GroupByKeyOp{Input: s.Id})
 	w := h.mustBuild(&pb.WindowedByOp{Input: g.Id, Windows: &pb.WindowedByOp_Time{Time: &pb.TimeWindows{SizeMs: 10000, GraceMs: 1000}}})
-	c := h.mustBuild(&pb.CountOp{Input: w.Id, Materialized: &pb.Materialized{StoreName: "per-10s"}})
+	c := h.mustBuild(&pb.CountOp{Input: w.Id, Materialized: &pb.Materialized{StoreName: "per-10s", RetentionMs: 60000}})
 	if c.KeySerde != "windowed(string,10000)" {
 		h.t.Errorf("windowed count key serde %q, want windowed(string,10000)", c.KeySerde)
 	}
@@ -85,6 +85,51 @@ func TestTumblingWindowCountAndGrace(t *testing.T) {
 	if got := e.windowUpdates("counts", len(want)); len(got) != len(want) {
 		t.Errorf("the late record made an update: %v", got)
 	}
+
+	// The window store answers fetch(key, from, to) and fetch_all(from,
+	// to): windows starting in [from, to], in time order, windowed keys.
+	fetch := func(key []byte, from, to int64) string {
+		t.Helper()
+		resp, err := e.cl.Query(context.Background(), connect.NewRequest(&pb.QueryRequest{
+			SessionId: h.session, Store: "per-10s",
+			Query: &pb.QueryRequest_WindowFetch{WindowFetch: &pb.WindowFetch{Key: key, FromMs: from, ToMs: to}},
+		}))
+		if err != nil {
+			t.Fatalf("window_fetch: %v", err)
+		}
+		m := resp.Msg
+		if m.KeySerde != "windowed(string,10000)" || m.ValueSerde != "long" {
+			t.Errorf("window_fetch serdes %q %q", m.KeySerde, m.ValueSerde)
+		}
+		var got []string
+		ko, vo := 0, 0
+		for i := range m.KeyLengths {
+			k, v := m.Keys[ko:ko+int(m.KeyLengths[i])], m.Values[vo:vo+int(m.ValueLengths[i])]
+			ko, vo = ko+len(k), vo+len(v)
+			got = append(got, fmt.Sprintf("%s=%d", windowed(k), decodeLong(v)))
+		}
+		return fmt.Sprint(got)
+	}
+	if got := fetch([]byte("a"), 0, 10000); got != "[a@0=3 a@10000=2]" {
+		t.Errorf("fetch(a, 0, 10000) = %s", got)
+	}
+	if got := fetch(nil, 1, 10000); got != "[a@10000=2]" {
+		t.Errorf("fetch_all(1, 10000) = %s", got)
+	}
+	if got := fetch([]byte("b"), 0, 100000); got != "[]" {
+		t.Errorf("fetch(b, ...) = %s", got)
+	}
+	// Retention (60 s): once stream time reaches 70 s, the windows that
+	// start at or before 10 s are gone.
+	e.produceAt("events", "a", "x", 70000)
+	e.windowUpdates("counts", len(want)+1)
+	if got := fetch([]byte("a"), 0, 100000); got != "[a@70000=1]" {
+		t.Errorf("after retention: fetch(a, 0, 100000) = %s, want only the window at 70000", got)
+	}
+	_, err := e.cl.Query(context.Background(), connect.NewRequest(&pb.QueryRequest{SessionId: h.session, Store: "per-10s", Query: &pb.QueryRequest_Get{Get: []byte("a")}}))
+	if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "window store") {
+		t.Errorf("get on a window store: %v, want InvalidArgument naming the window store", err)
+	}
 }
 
 // suppress(untilWindowCloses) emits each window once, when stream time
@@ -127,4 +172,112 @@ func TestSuppressEmitsEachWindowOnce(t *testing.T) {
 	// Restored from the changelogs: [10000,20000) holds 3, [20000,30000)
 	// stays open.
 	run([]int64{21000}, []string{"a@0=3", "a@10000=3"})
+}
+
+// A host aggregate over hopping windows (1 s advancing by 100 ms: each
+// record falls into 10 windows) folds every window of a batch in one
+// crossing: the bundle's groups are (key, window) pairs. Each window's last
+// update equals the sum computed here.
+func TestHoppingWindowHostAggregateFoldsPerBundle(t *testing.T) {
+	e := newEnv(t, "amounts", "window-sums")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker.Addr()), kgo.DefaultProduceTopic("amounts"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2000
+	want := map[string]int64{}
+	var rs []*kgo.Record
+	for i := range n {
+		k, ts := fmt.Sprintf("k%d", i%5), int64(i)*10
+		for start := max(0, ts-1000+100) / 100 * 100; start <= ts; start += 100 {
+			want[fmt.Sprintf("%s@%d", k, start)] += int64(i)
+		}
+		rs = append(rs, &kgo.Record{Key: []byte(k), Value: long(int64(i)), Timestamp: time.UnixMilli(ts), Partition: int32(i % 5 % 2)})
+	}
+	if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	h := e.open("hopping", nil)
+	zero := h.register("zero", initFn(func() ([]byte, error) { return long(0), nil }))
+	add := h.register("add", aggFn(func(_, v, a []byte) ([]byte, error) { return long(decodeLong(a) + decodeLong(v)), nil }))
+	s := h.mustBuild(&pb.StreamOp{Topics: []string{"amounts"}, KeySerde: "string", ValueSerde: "long"})
+	g := h.mustBuild(&pb.GroupByKeyOp{Input: s.Id})
+	w := h.mustBuild(&pb.WindowedByOp{Input: g.Id, Windows: &pb.WindowedByOp_Time{Time: &pb.TimeWindows{SizeMs: 1000, AdvanceMs: 100}}})
+	agg := h.mustBuildOp(&pb.BuildRequest_Aggregate{Aggregate: &pb.AggregateOp{Input: w.Id, InitializerToken: zero, AggregatorToken: add, Materialized: &pb.Materialized{ValueSerde: "long"}}})
+	ts := h.mustBuild(&pb.ToStreamOp{Input: agg.Id})
+	h.mustBuild(&pb.ToOp{Input: ts.Id, Topic: "window-sums"})
+	h.start()
+	done := h.serveAsync()
+	var got map[string]int64
+	waitFor(t, "every window's sum", 60*time.Second, func() bool {
+		got = map[string]int64{}
+		e.readTopic("window-sums", false, func(r *kgo.Record) { got[windowed(r.Key)] = decodeLong(r.Value) })
+		return fmt.Sprint(got) == fmt.Sprint(want)
+	})
+	h.stopServing(done)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.records < 9*n || h.bundles*10 > n {
+		t.Errorf("%d window values in %d bundles for %d records: the windows of a batch must fold in one crossing", h.records, h.bundles, n)
+	}
+}
+
+// sessionKey reads a session-windowed key (Kafka's SessionWindowedSerializer:
+// inner key, then end, then start, 8 bytes big-endian each).
+func sessionKey(b []byte) string {
+	n := len(b) - 16
+	return fmt.Sprintf("%s[%d,%d]", b[:n], int64(binary.BigEndian.Uint64(b[n+8:])), int64(binary.BigEndian.Uint64(b[n:n+8])))
+}
+
+// Session windows (KStreamSessionWindowAggregate, gap 5 s, grace 10 s): a
+// record between two sessions merges them (a tombstone for each, then the
+// merged session, stamped with its end); a record whose merged session
+// ends before stream time - grace - gap is dropped and counted. Sessions
+// that end before stream time - retention (gap + grace) are not found any
+// more, as Kafka Streams' segmented store does not find them.
+func TestSessionWindowsMergeAndExpire(t *testing.T) {
+	e := newEnv(t, "events", "sessions")
+	h := e.open("sessions", nil)
+	s := h.mustBuild(&pb.StreamOp{Topics: []string{"events"}, KeySerde: "string", ValueSerde: "string"})
+	g := h.mustBuild(&pb.GroupByKeyOp{Input: s.Id})
+	w := h.mustBuild(&pb.WindowedByOp{Input: g.Id, Windows: &pb.WindowedByOp_Session{Session: &pb.SessionWindows{InactivityGapMs: 5000, GraceMs: 10000}}})
+	c := h.mustBuild(&pb.CountOp{Input: w.Id})
+	if c.KeySerde != "session-windowed(string)" {
+		t.Errorf("session count key serde %q", c.KeySerde)
+	}
+	out := h.mustBuild(&pb.ToStreamOp{Input: c.Id})
+	h.mustBuild(&pb.ToOp{Input: out.Id, Topic: "sessions"})
+	h.start()
+	done := h.serveAsync()
+	defer h.stopServing(done)
+	for _, ts := range []int64{0, 8000, 4000, 30000, 1000} {
+		e.produceAt("events", "a", "x", ts)
+	}
+	want := []string{"a[0,0]=1@0", "a[8000,8000]=1@8000", "a[0,0]=null@0", "a[8000,8000]=null@8000", "a[0,8000]=3@8000", "a[30000,30000]=1@30000"}
+	var got []string
+	waitFor(t, "the session updates", 30*time.Second, func() bool {
+		got = got[:0]
+		e.readTopic("sessions", false, func(r *kgo.Record) {
+			v := "null"
+			if r.Value != nil {
+				v = fmt.Sprint(decodeLong(r.Value))
+			}
+			got = append(got, fmt.Sprintf("%s=%s@%d", sessionKey(r.Key), v, r.Timestamp.UnixMilli()))
+		})
+		return len(got) >= len(want)
+	})
+	// Sessions land in partitions by windowed key: compare each session's
+	// updates in order.
+	bySession := func(xs []string) []string {
+		xs = slices.Clone(xs)
+		slices.SortStableFunc(xs, func(a, b string) int {
+			return strings.Compare(a[:strings.IndexByte(a, '=')], b[:strings.IndexByte(b, '=')])
+		})
+		return xs
+	}
+	if fmt.Sprint(bySession(got)) != fmt.Sprint(bySession(want)) {
+		t.Errorf("session updates\n%v\nwant\n%v", got, want)
+	}
+	waitFor(t, "the late record to be dropped", 30*time.Second, func() bool { return h.getState().DroppedRecords == 1 })
 }

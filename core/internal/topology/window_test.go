@@ -174,6 +174,12 @@ func TestWindowRefusals(t *testing.T) {
 		{"session aggregate without merger", func() error { _, err := b.Aggregate(ses, agg, agg, nil, ""); return err }, []string{"merger"}},
 		{"merger on time windows", func() error { _, err := b.AggregateSessions(tw, agg, agg, agg, nil, ""); return err }, []string{"merger", "session-windowed"}},
 		{"suppress on a key-value table", func() error { _, err := b.Suppress(plain, ""); return err }, []string{"untilWindowCloses", "windowed"}},
+		{"host reduce over session windows", func() error { _, err := b.Reduce(ses, agg, nil, ""); return err }, []string{"session windows", "host functions"}},
+		{"count over sliding windows", func() error {
+			sl := c.id(b.WindowedBy(g, Windows{Kind: SlidingWindows, Size: 100}))
+			_, err := b.Count(sl, nil, "")
+			return err
+		}, []string{"sliding windows"}},
 	}
 	for _, tt := range tests {
 		err := tt.call()

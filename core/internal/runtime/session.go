@@ -1,0 +1,290 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/polystreams/polystreams/core/internal/serde"
+	"github.com/polystreams/polystreams/core/internal/topology"
+)
+
+// Session windows (KStreamSessionWindowAggregate). A session store keeps
+// each session's aggregate under len(key) (4) ‖ key ‖ end (8) ‖ start (8):
+// a key's sessions are one range, in end order. Its changelog key is Kafka
+// Streams' session key, key ‖ end ‖ start. The task keeps an index of each
+// key's sessions once it has read them, so finding the sessions a record
+// touches reads no range from Pebble after the first.
+
+type session struct{ start, end int64 }
+
+func sessionKey(key []byte, s session) []byte {
+	out := binary.BigEndian.AppendUint32(make([]byte, 0, 20+len(key)), uint32(len(key)))
+	out = binary.BigEndian.AppendUint64(append(out, key...), uint64(s.end))
+	return binary.BigEndian.AppendUint64(out, uint64(s.start))
+}
+
+type sessionCodec struct{}
+
+func (sessionCodec) toLog(sk []byte) []byte {
+	if string(sk) == string(metaKey) {
+		return metaLogKey
+	}
+	return sk[4:]
+}
+
+func (sessionCodec) fromLog(lk []byte) ([]byte, error) {
+	if string(lk) == string(metaLogKey) {
+		return metaKey, nil
+	}
+	key, start, end, err := serde.SplitSessionWindowed(lk)
+	if err != nil {
+		return nil, fmt.Errorf("session changelog key: %w", err)
+	}
+	return sessionKey(key, session{start, end}), nil
+}
+
+// sessionsOf returns key's sessions, in (end, start) order, reading them
+// from the store the first time.
+func (t *task) sessionsOf(ws *winState, tx *storeTx, key []byte) ([]session, error) {
+	if ss, ok := ws.sessions[string(key)]; ok {
+		return ss, nil
+	}
+	prefix := binary.BigEndian.AppendUint32(nil, uint32(len(key)))
+	prefix = append(prefix, key...)
+	var ss []session
+	err := tx.part.ScanRange(prefix, prefixEnd(prefix), func(k, _ []byte, _ int64) error {
+		if len(k) != len(prefix)+16 {
+			return nil
+		}
+		ss = append(ss, session{start: int64(binary.BigEndian.Uint64(k[len(k)-8:])), end: int64(binary.BigEndian.Uint64(k[len(k)-16:]))})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ws.sessions[string(key)] = ss
+	return ss, nil
+}
+
+// sessionAggregate is KStreamSessionWindowAggregate: a record at ts joins
+// (and merges) every session of its key that ends at or after ts - gap and
+// starts at or before ts + gap; the merged sessions are removed (a
+// tombstone forwarded for each) and the merged one forwarded, stamped with
+// its end. A merged session that ends before stream time - grace - gap is
+// too late: the record is dropped and counted. Only records with a null key
+// are skipped; count counts null values, as Kafka Streams' does.
+func (t *task) sessionAggregate(s *step, recs []rec) ([]rec, error) {
+	n, w := s.node, s.node.Windows
+	tx := t.stores[s.store.Name]
+	ws, err := t.winState(s, tx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]rec, 0, len(recs))
+	for _, r := range recs {
+		if r.key == nil || r.ts < 0 {
+			t.app.dropped.Add(1)
+			continue
+		}
+		if n.Op != topology.OpCount && r.value == nil && n.Op == topology.OpReduce {
+			t.app.dropped.Add(1) // a reduce has nothing to fold
+			continue
+		}
+		ws.advance(tx, r.ts)
+		closeTime := ws.streamTime - w.Grace - w.Size
+		all, err := t.sessionsOf(ws, tx, r.key)
+		if err != nil {
+			return nil, recordError(r, n.Name, err)
+		}
+		agg, err := sessionInit(n)
+		if err != nil {
+			return nil, recordError(r, n.Name, err)
+		}
+		merged := session{r.ts, r.ts}
+		var touched []session
+		var touchedAggs [][]byte
+		for _, ss := range all {
+			if ss.end < r.ts-w.Size || ss.start > r.ts+w.Size {
+				continue
+			}
+			v, _, err := tx.get(sessionKey(r.key, ss))
+			if err != nil {
+				return nil, recordError(r, n.Name, err)
+			}
+			if agg, err = sessionMerge(n, r.key, agg, v); err != nil {
+				return nil, recordError(r, n.Name, fmt.Errorf("merger: %w", err))
+			}
+			touched, touchedAggs = append(touched, ss), append(touchedAggs, v)
+			merged = session{min(merged.start, ss.start), max(merged.end, ss.end)}
+		}
+		if merged.end < closeTime {
+			t.app.dropped.Add(1) // "Skipping record for expired window"
+			continue
+		}
+		if merged != (session{r.ts, r.ts}) {
+			for i, ss := range touched {
+				tx.put(sessionKey(r.key, ss), nil, ss.end)
+				out = append(out, rec{key: serde.AppendSessionWindowed(nil, r.key, ss.start, ss.end), old: touchedAggs[i], ts: ss.end, in: r.in})
+			}
+		}
+		if agg, err = sessionAdd(n, r, agg); err != nil {
+			return nil, recordError(r, n.Name, err)
+		}
+		if agg == nil {
+			return nil, recordError(r, n.Name, errors.New("the aggregate is null"))
+		}
+		tx.put(sessionKey(r.key, merged), agg, merged.end)
+		out = append(out, rec{key: serde.AppendSessionWindowed(nil, r.key, merged.start, merged.end), value: agg, ts: merged.end, in: r.in})
+		kept := all[:0:0]
+		for _, ss := range all {
+			if !slices.Contains(touched, ss) {
+				kept = append(kept, ss)
+			}
+		}
+		kept = append(kept, merged)
+		slices.SortFunc(kept, func(a, b session) int {
+			if a.end != b.end {
+				return cmpInt(a.end, b.end)
+			}
+			return cmpInt(a.start, b.start)
+		})
+		ws.sessions[string(r.key)] = kept
+	}
+	if err := t.expireSessions(ws, tx, s.store); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// sessionInit is the aggregate a record starts from before the sessions it
+// joins are merged in: count's 0, reduce's none, aggregate's initializer.
+func sessionInit(n *topology.Node) ([]byte, error) {
+	switch n.Op {
+	case topology.OpCount:
+		return serde.AppendLong(nil, 0), nil
+	case topology.OpReduce:
+		return nil, nil
+	}
+	init, ok := n.Init.Native.(topology.InitializerFunc)
+	if !ok {
+		return nil, fmt.Errorf("runtime: node %s has no native initializer", n.Name)
+	}
+	v, err := init()
+	if err != nil {
+		return nil, fmt.Errorf("initializer: %w", err)
+	}
+	return v, nil
+}
+
+// sessionMerge merges a session's aggregate into agg: count adds, reduce
+// reduces (a missing side is the other), aggregate calls the merger.
+func sessionMerge(n *topology.Node, key, agg, other []byte) ([]byte, error) {
+	switch n.Op {
+	case topology.OpCount:
+		a, err := serde.DecodeLong(agg)
+		if err != nil {
+			return nil, err
+		}
+		b, err := serde.DecodeLong(other)
+		if err != nil {
+			return nil, fmt.Errorf("store holds a bad count: %w", err)
+		}
+		return serde.AppendLong(nil, a+b), nil
+	case topology.OpReduce:
+		if agg == nil {
+			return other, nil
+		}
+		return n.Fn.Native.(topology.ReduceFunc)(agg, other)
+	}
+	merger, ok := n.Merger.Native.(topology.AggregateFunc)
+	if !ok {
+		return nil, fmt.Errorf("runtime: node %s has no native merger", n.Name)
+	}
+	return merger(key, agg, other)
+}
+
+// sessionAdd folds r's value into agg.
+func sessionAdd(n *topology.Node, r rec, agg []byte) ([]byte, error) {
+	switch n.Op {
+	case topology.OpCount:
+		c, err := serde.DecodeLong(agg)
+		if err != nil {
+			return nil, err
+		}
+		return serde.AppendLong(nil, c+1), nil
+	case topology.OpReduce:
+		if agg == nil {
+			return r.value, nil
+		}
+		return n.Fn.Native.(topology.ReduceFunc)(agg, r.value)
+	}
+	return n.Fn.Native.(topology.AggregateFunc)(r.key, r.value, agg)
+}
+
+// expireSessions deletes the sessions that end before stream time -
+// retention (Kafka Streams' session segments expire by end time), in steps
+// of half the retention (at least a minute): a scan of the store.
+func (t *task) expireSessions(ws *winState, tx *storeTx, st *topology.Store) error {
+	cutoff := ws.streamTime - st.Retention
+	if cutoff < 0 {
+		return nil
+	}
+	if ws.lastExpiry != math.MinInt64 && cutoff-ws.lastExpiry < max(st.Retention/2, 60_000) {
+		return nil
+	}
+	ws.lastExpiry = cutoff
+	var doomed [][]byte
+	err := tx.part.ScanRange(nil, metaKey, func(k, _ []byte, _ int64) error {
+		if len(k) >= 20 && int64(binary.BigEndian.Uint64(k[len(k)-16:])) < cutoff {
+			doomed = append(doomed, append([]byte(nil), k...))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("runtime: task %s: expiring sessions of store %s: %w", t.id, st.Name, err)
+	}
+	for _, k := range doomed {
+		if err := tx.part.DeleteRange(k, append(k, 0)); err != nil {
+			return err
+		}
+	}
+	for key, ss := range ws.sessions {
+		kept := ss[:0]
+		for _, s := range ss {
+			if s.end >= cutoff {
+				kept = append(kept, s)
+			}
+		}
+		if len(kept) == 0 {
+			delete(ws.sessions, key)
+		} else {
+			ws.sessions[key] = kept
+		}
+	}
+	return nil
+}
+
+// prefixEnd is the first key after every key starting with p.
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
