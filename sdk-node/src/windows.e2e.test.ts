@@ -87,8 +87,7 @@ describe("windows against the real engine", { concurrency: false }, () => {
     }
   });
 
-  // The engine answers get, range, prefix and all only; QueryRequest.window_fetch is not served yet.
-  test("window store fetch and fetchAll", { todo: "engine: Query does not serve window_fetch yet" }, async () => {
+  test("window store fetch and fetchAll answer windowed keys", async () => {
     const app = await open({ config: { statestoreCacheMaxBytes: 0 } });
     try {
       assert.ok(app.brokers);

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from test_engine_e2e import Runner, config, create_topic
 
@@ -104,11 +103,6 @@ def test_windowed_aggregate_suppress_keys_and_dropped_records(tmp_path: Path, ap
     assert runner.error is None and runner.returned
 
 
-@pytest.mark.xfail(
-    raises=InvalidArgumentError,
-    strict=True,
-    reason="engine: Query answers get, range, prefix and all only; QueryRequest.window_fetch is not served yet",
-)
 def test_window_store_fetch_and_fetch_all(tmp_path: Path, app_id: str) -> None:
     with App(app_id, config(tmp_path, commit_interval_ms=100, statestore_cache_max_bytes=0)) as app:
         assert app.brokers
