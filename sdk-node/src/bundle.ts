@@ -492,7 +492,8 @@ function absentWhereNull(items: unknown[], lengths: readonly number[]): unknown[
  * first session's aggregate as its group's aggregate and the other sessions'
  * aggregates as its values (in the bundle's value serde, the aggregate's):
  * each is merged in with `merger(key, mergedSoFar, next)`, one aggregate out
- * per value. Windowed folds need nothing more: their groups are (key,
+ * per value; a group with no aggregate starts from `initializer()` when the
+ * step names one, else takes its first value as it is. Windowed folds need nothing more: their groups are (key,
  * window) pairs whose key is the grouped key.
  *
  * A table fold (KGroupedTable.reduce / aggregate: the step has a
@@ -519,7 +520,8 @@ class Fold {
     const st = bundle.steps[0]!;
     this.op = st.operation;
     this.fn = functions.get(st.token);
-    this.init = this.op === Operation.AGGREGATE ? functions.get(st.initializerToken) : undefined;
+    this.init =
+      this.op === Operation.AGGREGATE || (this.op === Operation.MERGE && st.initializerToken !== 0) ? functions.get(st.initializerToken) : undefined;
     this.table = st.subtractorToken !== 0;
     this.sub = this.table ? functions.get(st.subtractorToken) : undefined;
     const what = this.op === Operation.REDUCE ? "reduce" : this.op === Operation.MERGE ? "merge" : "aggregate";
@@ -531,6 +533,8 @@ class Fold {
       this.broken = `ReferenceError: step 0 (${st.node}) names token ${st.token}, which is not registered in this host`;
     } else if (this.op === Operation.AGGREGATE && this.init === undefined) {
       this.broken = `ReferenceError: aggregate step (${st.node}) names initializer token ${st.initializerToken}, which is not registered in this host`;
+    } else if (this.op === Operation.MERGE && st.initializerToken !== 0 && this.init === undefined) {
+      this.broken = `ReferenceError: merge step (${st.node}) names initializer token ${st.initializerToken}, which is not registered in this host`;
     } else if (this.table && this.sub === undefined) {
       this.broken = `ReferenceError: step 0 (${st.node}) names subtractor token ${st.subtractorToken}, which is not registered in this host`;
     }
@@ -572,8 +576,17 @@ class Fold {
       return agg === ABSENT ? value : fn(agg, value);
     }
     if (this.op === Operation.MERGE) {
-      // Session windows merged: merger(key, merged so far, next session's aggregate).
-      return agg === ABSENT ? value : fn(key, agg, value);
+      // Session windows merged: merger(key, merged so far, next session's
+      // aggregate); with no aggregate, from initializer() when the step names
+      // one (Kafka Streams merges every session into a fresh aggregate).
+      if (agg !== ABSENT) {
+        return fn(key, agg, value);
+      }
+      if (this.init === undefined) {
+        return value;
+      }
+      const start = this.init();
+      return isThenable(start) ? Promise.resolve(start).then((a) => fn(key, a, value)) : fn(key, start, value);
     }
     if (agg !== ABSENT) {
       return fn(key, value, agg);

@@ -20,7 +20,7 @@ import {
   Kind as KindEnum,
   Reducer as ReducerEnum,
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
-import type { SerdeName, SerdeType } from "./serde.js";
+import { type SerdeName, type SerdeType, isWindowedSerde } from "./serde.js";
 import type { KeyValueStore, StoreOptions, WindowStore } from "./store.js";
 import { SessionWindows, SlidingWindows, Suppressed, TimeWindows, type Windowed } from "./windows.js";
 
@@ -624,6 +624,9 @@ export class KTable<K, V> extends Node {
     const h = await this.handle;
     if (!h.store) {
       throw new TypeError(`query: table ${h.node} (handle ${h.id}) is kept in no store, so it cannot be queried`);
+    }
+    if (isWindowedSerde(h.keySerde)) {
+      throw new TypeError(`query: table ${h.node} (handle ${h.id}) is a windowed aggregation's table: query it with windowStore()`);
     }
     return this.builder.store<K, V>(h.store, options);
   }

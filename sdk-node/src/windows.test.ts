@@ -97,6 +97,41 @@ describe("windowed keys, as Kafka Streams' windowed serdes write them", () => {
   });
 });
 
+describe("chains after a windowed table's toStream()", () => {
+  test("functions see Windowed keys, and a map may make them (encoded as Kafka's bytes)", async () => {
+    const name = "windowed(string,10)";
+    const keys = encodeColumn(name, [new Windowed("a", 0, 10), new Windowed("a", 10, 20), new Windowed("b", 20, 30)]);
+    const values = encodeColumn("long", [1n, 2n, 3n]);
+    const seen: unknown[] = [];
+    const fns = new Map<number, AnyFunction>([
+      [1, (k: Windowed<string>, v: bigint) => (seen.push([k, v]), k.start >= 10)],
+      [2, (k: Windowed<string>, v: bigint) => [new Windowed(k.key.toUpperCase(), k.start + 10, k.end + 10), v]],
+    ]);
+    const r = await new Executor(fns).process(
+      create(BundleSchema, {
+        id: 5n,
+        steps: [
+          { token: 1, operation: Operation.FILTER, node: "KSTREAM-FILTER-0000000004" },
+          { token: 2, operation: Operation.MAP, node: "KSTREAM-MAP-0000000005" },
+        ],
+        keySerde: name,
+        valueSerde: "long",
+        outputKeySerde: name,
+        outputValueSerde: "long",
+        keyLengths: keys.lengths,
+        keys: keys.data,
+        valueLengths: values.lengths,
+        values: values.data,
+      }),
+    );
+    assert.deepEqual(r.failures, []);
+    assert.deepEqual(r.outputCounts, [0, 1, 1]);
+    assert.deepEqual(seen, [[new Windowed("a", 0, 10), 1n], [new Windowed("a", 10, 20), 2n], [new Windowed("b", 20, 30), 3n]]);
+    assert.deepEqual(decodeColumn(name, r.keys, r.keyLengths).items, [new Windowed("A", 20, 30), new Windowed("B", 30, 40)]);
+    assert.deepEqual(Buffer.from(r.keys.subarray(0, 9)), Buffer.concat([Buffer.from("A"), be(20)]));
+  });
+});
+
 describe("merge folds (session windows)", () => {
   function merge(fns: Map<number, AnyFunction>, groups: { key: string; agg: bigint | null; values: bigint[] }[]) {
     const keys = encodeColumn("string", groups.map((g) => g.key));
@@ -136,6 +171,34 @@ describe("merge folds (session windows)", () => {
     assert.deepEqual(r.outputCounts, [1, 1, 1, 1, 1]);
     assert.deepEqual(decodeColumn("long", r.values, r.valueLengths).items, [15n, 16n, 5n, 4n, 10n]);
     assert.deepEqual(calls, [["a", 10n, 5n], ["a", 15n, 1n], ["b", 2n, 3n], ["c", 4n, 6n]]);
+  });
+
+  test("with no aggregate and an initializer on the step, every session merges into initializer()", async () => {
+    const values = encodeColumn("json", [[1], [2]]);
+    const keys = encodeColumn("string", ["a"]);
+    const bundle = (fns: Map<number, AnyFunction>) =>
+      new Executor(fns).process(
+        create(BundleSchema, {
+          id: 6n,
+          steps: [{ token: 1, operation: Operation.MERGE, node: "KSTREAM-AGGREGATE-0000000002", initializerToken: 2 }],
+          keySerde: "string",
+          valueSerde: "json",
+          outputValueSerde: "json",
+          aggregateSerde: "json",
+          keyLengths: keys.lengths,
+          keys: keys.data,
+          groupSizes: [2],
+          aggregateLengths: [-1],
+          aggregates: new Uint8Array(0),
+          valueLengths: values.lengths,
+          values: values.data,
+        }),
+      );
+    const merger = (_k: string, a: unknown[], b: unknown) => [...a, b];
+    const r = await bundle(new Map<number, AnyFunction>([[1, merger], [2, async () => ["init"]]]));
+    assert.deepEqual(decodeColumn("json", r.values, r.valueLengths).items, [["init", [1]], ["init", [1], [2]]]);
+    const broken = await bundle(new Map([[1, merger]]));
+    assert.match(broken.failures[0]!.message, /merge step .* names initializer token 2/);
   });
 
   test("a failing or async merger", async () => {
@@ -233,6 +296,8 @@ describe("windowed builds, queries and dropped records against a fake engine", {
     assert.ok(agg.case === "aggregate");
     assert.deepEqual([agg.value.initializerToken, agg.value.aggregatorToken, agg.value.mergerToken].map((t) => t > 0), [true, true, true]);
     assert.equal(new Set([agg.value.initializerToken, agg.value.aggregatorToken, agg.value.mergerToken]).size, 3);
+    await assert.rejects(c.query(), /windowed aggregation's table: query it with windowStore\(\)/);
+    assert.equal((await c.windowStore()).name, "wcounts");
     const sup = builds[8]!.operation;
     assert.ok(sup.case === "suppress" && sup.value.name === "final" && sup.value.input === (await c.handle).id);
   });

@@ -8,7 +8,7 @@ import struct
 from typing import Any
 
 import pytest
-from helpers import FakeEngine, column, connect_error, split_column
+from helpers import FakeEngine, column, connect_error, make_bundle, split_column
 from test_app import Engine
 from test_fold import NONE, Calls, fold_bundle, outputs, run
 
@@ -94,6 +94,22 @@ def test_windowed_columns_and_errors() -> None:
     assert items == [None] and failures == {0: "ValueError: windowed(string,10) serde: want at least 8 bytes, got 3"}
     with pytest.raises(ValueError, match="unknown serde 'windowed"):
         serde.decode("windowed(string)", b"")
+
+
+def test_functions_after_to_stream_see_windowed_keys_and_may_make_them() -> None:
+    """A chain after a windowed table's to_stream() decodes its keys to
+    Windowed, and a map may return Windowed keys, encoded as Kafka's bytes."""
+    name = "windowed(string,10)"
+    seen: list[tuple[Any, Any]] = []
+    keep = Calls(lambda k, v: seen.append((k, v)) or k.start >= 10)
+    shift = Calls(lambda k, v: (Windowed(k.key.upper(), k.start + 10, k.end + 10), v))
+    keys = [Windowed("a", 0, 10), Windowed("a", 10, 20), Windowed("b", 20, 30)]
+    b = make_bundle([(pb.OPERATION_FILTER, 1), (pb.OPERATION_MAP, 2)], [1, 2, 3], keys, key_serde=name, value_serde="long")
+    r = run({1: keep, 2: shift}, b)
+    assert not r.failures and list(r.output_counts) == [0, 1, 1]
+    assert seen == [(Windowed("a", 0, 10), 1), (Windowed("a", 10, 20), 2), (Windowed("b", 20, 30), 3)]
+    assert split_column(r.keys, r.key_lengths, name) == [Windowed("A", 20, 30), Windowed("B", 30, 40)]
+    assert r.keys[:9] == b"A" + struct.pack(">q", 20)
 
 
 # The builder.
@@ -210,6 +226,18 @@ def test_merge_folds_the_other_sessions_into_the_first() -> None:
     assert merger.calls == [("a", 10, 5), ("a", 15, 1), ("b", 2, 3), ("c", 4, 6)]
 
 
+def test_merge_from_the_initializer_when_the_step_names_one() -> None:
+    """Kafka Streams merges every session into initializer(): a group with no
+    aggregate and a step with an initializer merges its first value too."""
+    merger = Calls(lambda k, a, b: a + [b])
+    b = fold_bundle(MERGE, [("a", NONE, [[1], [2]])], value_serde="json", initializer_token=2)
+    r = run({1: merger, 2: lambda: ["init"]}, b)
+    assert outputs(r, "json") == [["init", [1]], ["init", [1], [2]]]
+    assert merger.calls[0] == ("a", ["init"], [1])
+    r = run({1: merger}, fold_bundle(MERGE, [("a", NONE, [[1]])], value_serde="json", initializer_token=2))
+    assert r.failures[0].message.startswith("LookupError: merge step") and "initializer token 2" in r.failures[0].message
+
+
 def test_merge_failures_fail_alone() -> None:
     def merger(k: str, a: Any, b: Any) -> Any:
         if b == 0:
@@ -290,6 +318,8 @@ def test_table_window_store_uses_the_handles_key_serde(engine: WindowEngine) -> 
     s = t.window_store()
     assert s.name == "wcounts" and s.key_serde == "windowed(string,60000)"
     assert not fake.requests  # known from the handle
+    with pytest.raises(TypeError, match="windowed aggregation's table: query it with window_store"):
+        t.query()
 
 
 def test_dropped_records(engine: WindowEngine) -> None:

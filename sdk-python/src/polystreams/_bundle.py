@@ -356,8 +356,10 @@ class _Fold:
     A merge bundle's group aggregate is the first session's aggregate and its
     values are the other sessions' aggregates (decoded with the bundle's
     value serde, the aggregate's): each is merged in, ``merger(key, merged
-    so far, next)``, one aggregate out per value (a group with no aggregate
-    takes its first value as it is).
+    so far, next)``, one aggregate out per value. A group with no aggregate
+    starts from ``initializer()`` when the step names one (Kafka Streams'
+    order: every session is merged into a fresh aggregate), else takes its
+    first value as it is.
     """
 
     __slots__ = ("reduce", "merge", "fn", "init", "sub", "key_serde", "value_serde", "agg_serde", "encode", "broken")
@@ -371,7 +373,12 @@ class _Fold:
         fn = functions.get(st.token)
         if fn is None:
             self.broken = f"LookupError: {what} step ({st.node}) names token {st.token}, which is not registered in this host"
-        init = None if self.reduce or self.merge else functions.get(st.initializer_token)
+        init = None if self.reduce else functions.get(st.initializer_token)
+        if self.merge and st.initializer_token and init is None and self.broken is None:
+            self.broken = (
+                f"LookupError: merge step ({st.node}) names initializer token {st.initializer_token}, "
+                "which is not registered in this host"
+            )
         if not self.reduce and not self.merge:
             if init is None and self.broken is None:
                 self.broken = (
@@ -585,11 +592,11 @@ class _Fold:
             if v is None:
                 failed[i] = "TypeError: a session's aggregate is null, so it cannot be merged"
                 continue
-            if fresh:
+            if fresh and self.init is _never:
                 nxt = v
             else:
                 try:
-                    nxt = fn(key, agg, v)
+                    nxt = fn(key, self.init() if fresh else agg, v)
                 except Exception as e:
                     failed[i] = _text(e)
                     continue

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from polystreams.serde import SerdeName
+from polystreams.serde import SerdeName, windowed_codec
 from polystreams.v1alpha1 import engine_pb2 as pb
 from polystreams.windows import Duration, SessionWindows, SlidingWindows, Suppressed, TimeWindows, _check_windows, to_ms
 
@@ -535,6 +535,8 @@ class KTable(_Node):
         (``app.store(table.store)``)."""
         if not self.handle.store:
             raise TypeError(f"{self!r} is kept in no store, so it cannot be queried")
+        if windowed_codec(self.handle.key_serde):
+            raise TypeError(f"{self!r} is a windowed aggregation's table: query it with window_store()")
         return self._app.store(self.handle.store)
 
     def window_store(self) -> WindowStore:
