@@ -197,7 +197,13 @@ func (t *task) windowAggregate(ctx context.Context, s *step, recs []rec) ([]rec,
 		return nil, err
 	}
 	var starts []int64
-	expanded := make([]rec, 0, len(recs))
+	// One entry per record and window: reused from batch to batch (the
+	// fold's outputs are new slices).
+	expanded := t.expandBuf[:0]
+	if need := len(recs) * int((w.Size+w.Advance-1)/w.Advance); cap(expanded) < need {
+		expanded = make([]rec, 0, need)
+	}
+	defer func() { t.expandBuf = expanded[:0] }()
 	for _, r := range t.dropNulls(recs) {
 		if r.ts < 0 {
 			t.app.dropped.Add(1) // no window holds a negative time

@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 )
 
 // DB is a Pebble database holding every store partition of one application.
@@ -32,7 +33,12 @@ const (
 
 // Open opens (creating if needed) the database in dir.
 func Open(dir string) (*DB, error) {
-	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}})
+	opts := &pebble.Options{Logger: quietLogger{}}
+	// Bloom filters on every level: an aggregation's first update of a key
+	// (or window) looks up a key that is not there, and without a filter
+	// that reads sstable blocks.
+	opts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("state: open %s: %w", dir, err)
 	}
