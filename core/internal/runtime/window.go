@@ -53,6 +53,9 @@ type keyCodec interface {
 func codecFor(st *topology.Store) keyCodec {
 	switch st.Kind {
 	case topology.StoreWindow:
+		if st.Windows.Kind == topology.SlidingWindows {
+			return slidingCodec{}
+		}
 		return windowCodec{}
 	case topology.StoreSession:
 		return sessionCodec{}
@@ -137,13 +140,15 @@ type winState struct {
 	order   keyHeap
 	// Session windows: the sessions of each key read so far.
 	sessions map[string][]session
+	// Sliding windows: the window starts of each key read so far.
+	starts map[string][]int64
 }
 
 func (t *task) winState(s *step, tx *storeTx) (*winState, error) {
 	if ws := t.wins[s]; ws != nil {
 		return ws, nil
 	}
-	ws := &winState{streamTime: -1, lastExpiry: math.MinInt64, sessions: map[string][]session{}}
+	ws := &winState{streamTime: -1, lastExpiry: math.MinInt64, sessions: map[string][]session{}, starts: map[string][]int64{}}
 	v, _, err := tx.get(metaKey)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: task %s: reading the stream time of store %s: %w", t.id, tx.store.Name, err)
@@ -188,8 +193,11 @@ func (ws *winState) advance(tx *storeTx, ts int64) {
 // fold in one crossing for a host function.
 func (t *task) windowAggregate(ctx context.Context, s *step, recs []rec) ([]rec, error) {
 	w := s.node.Windows
-	if w.Kind == topology.SessionWindows {
+	switch w.Kind {
+	case topology.SessionWindows:
 		return t.sessionAggregate(s, recs)
+	case topology.SlidingWindows:
+		return t.slidingAggregate(s, recs)
 	}
 	tx := t.stores[s.store.Name]
 	ws, err := t.winState(s, tx)
