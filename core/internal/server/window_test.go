@@ -311,7 +311,9 @@ func TestSlidingWindowsCount(t *testing.T) {
 	// {100,105,108}.
 	want := []string{"a@101=1", "a@101=2", "a@106=1", "a@110=1", "a@90=1", "a@95=2", "a@98=3"}
 	got := e.windowUpdates("sliding", len(want))
-	slices.SortStableFunc(got, func(a, b string) int { return strings.Compare(a[:strings.IndexByte(a, '=')], b[:strings.IndexByte(b, '=')]) })
+	slices.SortStableFunc(got, func(a, b string) int {
+		return strings.Compare(a[:strings.IndexByte(a, '=')], b[:strings.IndexByte(b, '=')])
+	})
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("sliding updates\n%v\nwant\n%v", got, want)
 	}
