@@ -187,12 +187,18 @@ func (bn *bench) aggNative(in aggInput, stateDir string) time.Duration {
 	ts, err := b.ToStream(t.ID, "")
 	check(err)
 	check(b.To(ts.ID, out, "", "", ""))
+	return bn.runNative(bn.name("agg-native"), b, stateDir, *aggCommit, out, in)
+}
+
+// runNative runs the topology of b in the engine, under exactly_once_v2
+// with Pebble in stateDir (commitMs -1: the default commit interval), and
+// measures it as measureSums does.
+func (bn *bench) runNative(appID string, b *topology.Builder, stateDir string, commitMs int, out string, in aggInput) time.Duration {
 	topo, err := b.Topology()
 	check(err)
-	appID := bn.name("agg-native")
 	kv := map[string]string{"state.dir": stateDir, "processing.guarantee": runtime.ExactlyOnceV2}
-	if *aggCommit >= 0 {
-		kv["commit.interval.ms"] = strconv.Itoa(*aggCommit)
+	if commitMs >= 0 {
+		kv["commit.interval.ms"] = strconv.Itoa(commitMs)
 	}
 	cfg, _, err := runtime.ParseConfig(appID, kv, bn.brokers)
 	check(err)

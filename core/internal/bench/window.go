@@ -29,7 +29,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/polystreams/polystreams/core/internal/runtime"
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
@@ -104,23 +103,7 @@ func (bn *bench) winNative(in aggInput, advance int64, stateDir string) time.Dur
 	ts, err := b.ToStream(t.ID, "")
 	check(err)
 	check(b.To(ts.ID, out, "", "", ""))
-	topo, err := b.Topology()
-	check(err)
-	appID := bn.name("win-native")
-	kv := map[string]string{"state.dir": stateDir, "processing.guarantee": runtime.ExactlyOnceV2}
-	if *winCommit >= 0 {
-		kv["commit.interval.ms"] = strconv.Itoa(*winCommit)
-	}
-	cfg, _, err := runtime.ParseConfig(appID, kv, bn.brokers)
-	check(err)
-	cfg.Logger = bn.log
-	app, err := runtime.New(cfg, topo, nil)
-	check(err)
-	took := bn.measureSums(appID, out, in, func() { check(app.Start(context.Background())) })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	check(app.Stop(ctx))
-	return took
+	return bn.runNative(bn.name("win-native"), b, stateDir, *winCommit, out, in)
 }
 
 // winHost is arm (w3): the Python SDK's windowed aggregate.

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/polystreams/polystreams/core/internal/serde"
+	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
@@ -54,7 +55,7 @@ func (t *task) slidingStarts(ws *winState, tx *storeTx, key []byte) ([]int64, er
 	}
 	prefix := append(binary.BigEndian.AppendUint32(nil, uint32(len(key))), key...)
 	var ss []int64
-	err := tx.part.ScanRange(prefix, prefixEnd(prefix), func(k, _ []byte, _ int64) error {
+	err := tx.part.ScanRange(prefix, state.PrefixEnd(prefix), func(k, _ []byte, _ int64) error {
 		if len(k) == len(prefix)+8 {
 			ss = append(ss, int64(binary.BigEndian.Uint64(k[len(prefix):])))
 		}
@@ -270,28 +271,14 @@ func (sl *slider) early(all []int64) {
 // expireSliding deletes the windows that start at or before stream time -
 // retention, in steps of half the retention (at least a minute).
 func (t *task) expireSliding(ws *winState, tx *storeTx, st *topology.Store) error {
-	cutoff := ws.streamTime - st.Retention
-	if cutoff < 0 {
+	cutoff, due := ws.expiryDue(st)
+	if !due {
 		return nil
 	}
-	if ws.lastExpiry != math.MinInt64 && cutoff-ws.lastExpiry < max(st.Retention/2, 60_000) {
-		return nil
-	}
-	ws.lastExpiry = cutoff
-	var doomed [][]byte
-	err := tx.part.ScanRange(nil, metaKey, func(k, _ []byte, _ int64) error {
-		if len(k) >= 12 && int64(binary.BigEndian.Uint64(k[len(k)-8:])) <= cutoff {
-			doomed = append(doomed, append([]byte(nil), k...))
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("runtime: task %s: expiring windows of store %s: %w", t.id, st.Name, err)
-	}
-	for _, k := range doomed {
-		if err := tx.part.DeleteRange(k, append(k, 0)); err != nil {
-			return err
-		}
+	if err := t.trimScan(tx, func(k []byte) bool {
+		return len(k) >= 12 && int64(binary.BigEndian.Uint64(k[len(k)-8:])) <= cutoff
+	}); err != nil {
+		return err
 	}
 	for key, ss := range ws.starts {
 		i, _ := slices.BinarySearch(ss, cutoff+1)

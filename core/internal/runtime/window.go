@@ -255,17 +255,46 @@ func (t *task) windowAggregate(ctx context.Context, s *step, recs []rec) ([]rec,
 // segments, not each window. The changelog is not tombstoned: its own
 // retention (retention + 1 day) deletes them, as in Kafka Streams.
 func (t *task) expire(ws *winState, tx *storeTx, st *topology.Store) error {
-	cutoff := ws.streamTime - st.Retention
-	if cutoff < 0 {
+	cutoff, due := ws.expiryDue(st)
+	if !due {
 		return nil
 	}
-	if ws.lastExpiry != math.MinInt64 && cutoff-ws.lastExpiry < max(st.Retention/2, 60_000) {
-		return nil
-	}
-	ws.lastExpiry = cutoff
 	upper := binary.BigEndian.AppendUint64(nil, uint64(cutoff)+1)
 	if err := tx.part.DeleteRange(nil, upper); err != nil {
 		return fmt.Errorf("runtime: task %s: expiring windows of store %s: %w", t.id, st.Name, err)
+	}
+	return nil
+}
+
+// expiryDue returns the retention cutoff (stream time - retention), and
+// whether the store is due a trim: the cutoff moved by half the retention
+// (at least a minute) since the last one.
+func (ws *winState) expiryDue(st *topology.Store) (int64, bool) {
+	cutoff := ws.streamTime - st.Retention
+	if cutoff < 0 || ws.lastExpiry != math.MinInt64 && cutoff-ws.lastExpiry < max(st.Retention/2, 60_000) {
+		return cutoff, false
+	}
+	ws.lastExpiry = cutoff
+	return cutoff, true
+}
+
+// trimScan deletes the rows of a key-first store (sessions, sliding
+// windows) that doomed picks: a scan of the store partition.
+func (t *task) trimScan(tx *storeTx, doomed func(k []byte) bool) error {
+	var keys [][]byte
+	err := tx.part.ScanRange(nil, metaKey, func(k, _ []byte, _ int64) error {
+		if doomed(k) {
+			keys = append(keys, append([]byte(nil), k...))
+		}
+		return nil
+	})
+	for _, k := range keys {
+		if err == nil {
+			err = tx.part.DeleteRange(k, append(k, 0))
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("runtime: task %s: expiring rows of store %s: %w", t.id, tx.store.Name, err)
 	}
 	return nil
 }

@@ -105,7 +105,7 @@ func (s *Server) Query(_ context.Context, req *connect.Request[pb.QueryRequest])
 			}
 			err = p.ScanRange(q.Range.From, upper, collect)
 		case *pb.QueryRequest_Prefix:
-			err = p.ScanRange(q.Prefix, prefixEnd(q.Prefix), collect)
+			err = p.ScanRange(q.Prefix, state.PrefixEnd(q.Prefix), collect)
 		case *pb.QueryRequest_All:
 			err = p.Scan(collect)
 		case *pb.QueryRequest_WindowFetch:
@@ -159,7 +159,7 @@ func fetchWindows(p *state.Partition, st *topology.Store, f *pb.WindowFetch, col
 		var lower, upper []byte
 		if f.Key != nil {
 			lower = append(binary.BigEndian.AppendUint32(nil, uint32(len(f.Key))), f.Key...)
-			upper = prefixEnd(lower)
+			upper = state.PrefixEnd(lower)
 		}
 		return p.ScanRange(lower, upper, func(k, v []byte, ts int64) error {
 			if len(k) < 12 || k[0] == 0xff {
@@ -190,17 +190,4 @@ func fetchWindows(p *state.Partition, st *topology.Store, f *pb.WindowFetch, col
 		}
 		return collect(k, v, ts)
 	})
-}
-
-// prefixEnd is the first key after every key starting with p, or nil (open)
-// when p is all 0xff.
-func prefixEnd(p []byte) []byte {
-	end := append([]byte(nil), p...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
 }

@@ -240,6 +240,19 @@ func (p *Partition) ScanRange(lower, upper []byte, fn func(key, value []byte, ts
 	return it.Error()
 }
 
+// PrefixEnd is the first key after every key that starts with p, or nil
+// (open) when p is all 0xff: the upper bound of a prefix scan.
+func PrefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
 // ErrStop ends a scan early without an error.
 var ErrStop = errors.New("stop")
 
