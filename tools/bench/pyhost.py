@@ -5,13 +5,15 @@ against its in-process engine; serves bundles until SIGTERM.
 --topology map_values: stream -> map_values(str.upper) -> to (crossing table, arm (a));
 --topology aggregate:  JSON {"amount": n} per string key -> group_by_key ->
     aggregate(0, a + v["amount"], Materialized(value="long")) -> to_stream -> to,
-    under exactly_once_v2 (aggregation table, arm (a)).
+    under exactly_once_v2 (aggregation table, arm (a));
+--topology window-aggregate: the same aggregate per key and 60 s window
+    advancing by 5 s (windows table, arm (w3)).
 """
 from __future__ import annotations
 
 import argparse
 
-from polystreams import App, Config, Materialized
+from polystreams import App, Config, Materialized, TimeWindows
 
 
 def main() -> None:
@@ -21,7 +23,7 @@ def main() -> None:
     ap.add_argument("--input", required=True)
     ap.add_argument("--output", required=True)
     ap.add_argument("--bundle", type=int, default=2000)
-    ap.add_argument("--topology", choices=["map_values", "aggregate"], default="map_values")
+    ap.add_argument("--topology", choices=["map_values", "aggregate", "window-aggregate"], default="map_values")
     ap.add_argument("--commit-ms", type=int, default=-1, help="commit.interval.ms (aggregate); -1: the default")
     args = ap.parse_args()
     extra = {"polystreams.bundle.max.records": str(args.bundle)}
@@ -31,12 +33,15 @@ def main() -> None:
     else:
         app = App(args.app, Config(processing_guarantee="exactly_once_v2",
                                     commit_interval_ms=args.commit_ms if args.commit_ms >= 0 else None, extra=extra), engine=args.engine)
-        (app.stream(args.input, key="string", value="json")
-            .group_by_key()
-            .aggregate(lambda: 0, lambda key, v, total: total + v["amount"],
-                       materialized=Materialized(value="long"))
-            .to_stream()
-            .to(args.output))
+        grouped = app.stream(args.input, key="string", value="json").group_by_key()
+        if args.topology == "window-aggregate":
+            # 60 s windows advancing by 5 s: each record in 12 windows.
+            table = grouped.windowed_by(TimeWindows.of_size_with_no_grace(60_000).advance_by(5_000)).aggregate(
+                lambda: 0, lambda key, v, total: total + v["amount"], materialized=Materialized(value="long"))
+        else:
+            table = grouped.aggregate(lambda: 0, lambda key, v, total: total + v["amount"],
+                                      materialized=Materialized(value="long"))
+        table.to_stream().to(args.output)
     app.run()
     app.close()
 

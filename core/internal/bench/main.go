@@ -28,6 +28,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -53,6 +54,7 @@ var (
 	repo       = flag.String("repo", ".", "repository root (for tools/bench/pyhost.py, nodehost.mts, sdk-python and sdk-node)")
 	sweep      = flag.Bool("sweep", true, "measure the crossing cost at bundle sizes 1..10,000")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the bench process (engine + broker) to this file")
+	blockProf  = flag.String("blockprofile", "", "write a blocking profile (where goroutines wait) of the bench process to this file")
 	crossing   = flag.Bool("crossing", true, "measure the map_values table (a), (b), (c)")
 )
 
@@ -71,6 +73,15 @@ func main() {
 		check(err)
 		check(pprof.StartCPUProfile(f))
 		defer pprof.StopCPUProfile()
+	}
+	if *blockProf != "" {
+		goruntime.SetBlockProfileRate(100_000) // one sample per 100 µs blocked
+		defer func() {
+			f, err := os.Create(*blockProf)
+			check(err)
+			check(pprof.Lookup("block").WriteTo(f, 0))
+			f.Close()
+		}()
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	b, err := broker.Start(broker.Options{Addr: "127.0.0.1:0", Partitions: *partitions})
@@ -149,6 +160,9 @@ func main() {
 	}
 	if *agg {
 		bn.aggTable(stateDir)
+	}
+	if *win {
+		bn.winTable(stateDir)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

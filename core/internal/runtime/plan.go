@@ -126,7 +126,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					return nil, fmt.Errorf("runtime: node %s needs one store and one predecessor", n.Name)
 				}
 				s.hostFold = n.Fn != nil && n.Fn.Token != 0
-				if n.Windows.Kind == topology.SlidingWindows || s.hostFold && n.Windows.Kind != topology.TimeWindows {
+				if s.hostFold && n.Windows.Kind != topology.TimeWindows {
 					// The builder refuses these; a hand-made topology may not.
 					return nil, fmt.Errorf("runtime: node %s: %s with host functions do not run in this engine yet", n.Name, n.Windows.Kind)
 				}

@@ -4,10 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/polystreams/polystreams/core/internal/serde"
+	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
@@ -55,7 +55,7 @@ func (t *task) sessionsOf(ws *winState, tx *storeTx, key []byte) ([]session, err
 	prefix := binary.BigEndian.AppendUint32(nil, uint32(len(key)))
 	prefix = append(prefix, key...)
 	var ss []session
-	err := tx.part.ScanRange(prefix, prefixEnd(prefix), func(k, _ []byte, _ int64) error {
+	err := tx.part.ScanRange(prefix, state.PrefixEnd(prefix), func(k, _ []byte, _ int64) error {
 		if len(k) != len(prefix)+16 {
 			return nil
 		}
@@ -238,28 +238,14 @@ func sessionAdd(n *topology.Node, r rec, agg []byte) ([]byte, error) {
 // retention (Kafka Streams' session segments expire by end time), in steps
 // of half the retention (at least a minute): a scan of the store.
 func (t *task) expireSessions(ws *winState, tx *storeTx, st *topology.Store) error {
-	cutoff := ws.streamTime - st.Retention
-	if cutoff < 0 {
+	cutoff, due := ws.expiryDue(st)
+	if !due {
 		return nil
 	}
-	if ws.lastExpiry != math.MinInt64 && cutoff-ws.lastExpiry < max(st.Retention/2, 60_000) {
-		return nil
-	}
-	ws.lastExpiry = cutoff
-	var doomed [][]byte
-	err := tx.part.ScanRange(nil, metaKey, func(k, _ []byte, _ int64) error {
-		if len(k) >= 20 && int64(binary.BigEndian.Uint64(k[len(k)-16:])) < cutoff {
-			doomed = append(doomed, append([]byte(nil), k...))
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("runtime: task %s: expiring sessions of store %s: %w", t.id, st.Name, err)
-	}
-	for _, k := range doomed {
-		if err := tx.part.DeleteRange(k, append(k, 0)); err != nil {
-			return err
-		}
+	if err := t.trimScan(tx, func(k []byte) bool {
+		return len(k) >= 20 && int64(binary.BigEndian.Uint64(k[len(k)-16:])) < cutoff
+	}); err != nil {
+		return err
 	}
 	for key, ss := range ws.sessions {
 		kept := ss[:0]
@@ -272,18 +258,6 @@ func (t *task) expireSessions(ws *winState, tx *storeTx, st *topology.Store) err
 			delete(ws.sessions, key)
 		} else {
 			ws.sessions[key] = kept
-		}
-	}
-	return nil
-}
-
-// prefixEnd is the first key after every key starting with p.
-func prefixEnd(p []byte) []byte {
-	end := append([]byte(nil), p...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
 		}
 	}
 	return nil

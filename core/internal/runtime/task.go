@@ -134,7 +134,9 @@ type task struct {
 	// cacheBytes is their size.
 	caches map[*step]*recCache
 	// wins are the windowed steps' stream times and buffers (window.go).
-	wins       map[*step]*winState
+	wins map[*step]*winState
+	// expandBuf is windowAggregate's scratch: a record per window.
+	expandBuf  []rec
 	cacheBytes int
 	// flushReq asks the task to flush its record cache; the answer goes to
 	// the channel sent.

@@ -53,6 +53,9 @@ type keyCodec interface {
 func codecFor(st *topology.Store) keyCodec {
 	switch st.Kind {
 	case topology.StoreWindow:
+		if st.Windows.Kind == topology.SlidingWindows {
+			return slidingCodec{}
+		}
 		return windowCodec{}
 	case topology.StoreSession:
 		return sessionCodec{}
@@ -137,13 +140,15 @@ type winState struct {
 	order   keyHeap
 	// Session windows: the sessions of each key read so far.
 	sessions map[string][]session
+	// Sliding windows: the window starts of each key read so far.
+	starts map[string][]int64
 }
 
 func (t *task) winState(s *step, tx *storeTx) (*winState, error) {
 	if ws := t.wins[s]; ws != nil {
 		return ws, nil
 	}
-	ws := &winState{streamTime: -1, lastExpiry: math.MinInt64, sessions: map[string][]session{}}
+	ws := &winState{streamTime: -1, lastExpiry: math.MinInt64, sessions: map[string][]session{}, starts: map[string][]int64{}}
 	v, _, err := tx.get(metaKey)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: task %s: reading the stream time of store %s: %w", t.id, tx.store.Name, err)
@@ -188,8 +193,11 @@ func (ws *winState) advance(tx *storeTx, ts int64) {
 // fold in one crossing for a host function.
 func (t *task) windowAggregate(ctx context.Context, s *step, recs []rec) ([]rec, error) {
 	w := s.node.Windows
-	if w.Kind == topology.SessionWindows {
+	switch w.Kind {
+	case topology.SessionWindows:
 		return t.sessionAggregate(s, recs)
+	case topology.SlidingWindows:
+		return t.slidingAggregate(s, recs)
 	}
 	tx := t.stores[s.store.Name]
 	ws, err := t.winState(s, tx)
@@ -197,7 +205,13 @@ func (t *task) windowAggregate(ctx context.Context, s *step, recs []rec) ([]rec,
 		return nil, err
 	}
 	var starts []int64
-	expanded := make([]rec, 0, len(recs))
+	// One entry per record and window: reused from batch to batch (the
+	// fold's outputs are new slices).
+	expanded := t.expandBuf[:0]
+	if need := len(recs) * int((w.Size+w.Advance-1)/w.Advance); cap(expanded) < need {
+		expanded = make([]rec, 0, need)
+	}
+	defer func() { t.expandBuf = expanded[:0] }()
 	for _, r := range t.dropNulls(recs) {
 		if r.ts < 0 {
 			t.app.dropped.Add(1) // no window holds a negative time
@@ -241,17 +255,46 @@ func (t *task) windowAggregate(ctx context.Context, s *step, recs []rec) ([]rec,
 // segments, not each window. The changelog is not tombstoned: its own
 // retention (retention + 1 day) deletes them, as in Kafka Streams.
 func (t *task) expire(ws *winState, tx *storeTx, st *topology.Store) error {
-	cutoff := ws.streamTime - st.Retention
-	if cutoff < 0 {
+	cutoff, due := ws.expiryDue(st)
+	if !due {
 		return nil
 	}
-	if ws.lastExpiry != math.MinInt64 && cutoff-ws.lastExpiry < max(st.Retention/2, 60_000) {
-		return nil
-	}
-	ws.lastExpiry = cutoff
 	upper := binary.BigEndian.AppendUint64(nil, uint64(cutoff)+1)
 	if err := tx.part.DeleteRange(nil, upper); err != nil {
 		return fmt.Errorf("runtime: task %s: expiring windows of store %s: %w", t.id, st.Name, err)
+	}
+	return nil
+}
+
+// expiryDue returns the retention cutoff (stream time - retention), and
+// whether the store is due a trim: the cutoff moved by half the retention
+// (at least a minute) since the last one.
+func (ws *winState) expiryDue(st *topology.Store) (int64, bool) {
+	cutoff := ws.streamTime - st.Retention
+	if cutoff < 0 || ws.lastExpiry != math.MinInt64 && cutoff-ws.lastExpiry < max(st.Retention/2, 60_000) {
+		return cutoff, false
+	}
+	ws.lastExpiry = cutoff
+	return cutoff, true
+}
+
+// trimScan deletes the rows of a key-first store (sessions, sliding
+// windows) that doomed picks: a scan of the store partition.
+func (t *task) trimScan(tx *storeTx, doomed func(k []byte) bool) error {
+	var keys [][]byte
+	err := tx.part.ScanRange(nil, metaKey, func(k, _ []byte, _ int64) error {
+		if doomed(k) {
+			keys = append(keys, append([]byte(nil), k...))
+		}
+		return nil
+	})
+	for _, k := range keys {
+		if err == nil {
+			err = tx.part.DeleteRange(k, append(k, 0))
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("runtime: task %s: expiring rows of store %s: %w", t.id, tx.store.Name, err)
 	}
 	return nil
 }

@@ -129,3 +129,108 @@ func TestChaosKillsWhileCounting(t *testing.T) {
 	}
 	fmt.Println(string(out))
 }
+
+// TestChaosKillsWhileWindowing is the windows half of `make chaos` (under
+// exactly_once_v2 only): 1 s tumbling counts of 100 keys, suppressed until
+// each window closes, while the engine is killed with SIGKILL 10 times. At
+// the end a record far ahead on every partition closes every window. Read
+// read_committed, every window's final result appears exactly once, with
+// its exact count: a kill neither loses nor repeats a final result.
+func TestChaosKillsWhileWindowing(t *testing.T) {
+	if os.Getenv("POLYSTREAMS_CHAOS") != "1" {
+		t.Skip("set POLYSTREAMS_CHAOS=1 (make chaos) to run the kill -9 soak")
+	}
+	if g := os.Getenv("POLYSTREAMS_CHAOS_GUARANTEE"); g != "" && g != "exactly_once_v2" {
+		t.Skip("exactly one final result per window is an exactly_once_v2 promise")
+	}
+	kills, perRound, keys := 10, 20_000, 100
+	if n, err := strconv.Atoi(os.Getenv("POLYSTREAMS_CHAOS_KILLS")); err == nil {
+		kills = n
+	}
+	bin := engineBinary(t)
+	b, err := broker.Start(broker.Options{Addr: "127.0.0.1:0", Partitions: 4, Topics: []string{"clicks", "clicks-per-second"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	e := &env{t: t, broker: b}
+	stateDir := t.TempDir()
+	rng := rand.New(rand.NewPCG(3, 4))
+	const base = 1_700_000_000_000
+	want := map[string]int64{} // "key@start" -> count
+	config := map[string]string{"processing.guarantee": "exactly_once_v2", "session.timeout.ms": "6000", "polystreams.bundle.max.records": "500"}
+	seq := 0
+	produce := func(rs []*kgo.Record) {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.DefaultProduceTopic("clicks"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round := 0; round <= kills; round++ {
+		rs := make([]*kgo.Record, perRound)
+		for i := range rs {
+			k := "key-" + strconv.Itoa(seq%keys)
+			ts := int64(base + seq)
+			seq++
+			want[fmt.Sprintf("%s@%d", k, ts/1000*1000)]++
+			rs[i] = &kgo.Record{Key: []byte(k), Value: []byte("x"), Timestamp: time.UnixMilli(ts)}
+		}
+		if round == kills {
+			// Far ahead, on every key (so every partition): every window
+			// before closes; these records' own windows stay open.
+			for k := range keys {
+				rs = append(rs, &kgo.Record{Key: []byte("key-" + strconv.Itoa(k)), Value: []byte("x"), Timestamp: time.UnixMilli(base + int64(seq) + 60_000)})
+			}
+		}
+		produce(rs)
+		cmd, url := startEngineProcess(t, bin, b.Addr(), stateDir)
+		e.cl = polystreamsv1alpha1connect.NewEngineServiceClient(http.DefaultClient, url)
+		h := e.open("chaos-windows", config)
+		s := h.mustBuild(&pb.StreamOp{Topics: []string{"clicks"}, KeySerde: "string"})
+		g := h.mustBuild(&pb.GroupByKeyOp{Input: s.Id})
+		w := h.mustBuild(&pb.WindowedByOp{Input: g.Id, Windows: &pb.WindowedByOp_Time{Time: &pb.TimeWindows{SizeMs: 1000}}})
+		c := h.mustBuild(&pb.CountOp{Input: w.Id})
+		sup := h.mustBuild(&pb.SuppressOp{Input: c.Id})
+		ts := h.mustBuild(&pb.ToStreamOp{Input: sup.Id})
+		h.mustBuild(&pb.ToOp{Input: ts.Id, Topic: "clicks-per-second"})
+		h.start()
+		ctx, cancel := context.WithCancel(context.Background())
+		go h.serve(ctx)
+		if round < kills {
+			time.Sleep(time.Duration(100+rng.IntN(600)) * time.Millisecond)
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			cancel()
+			t.Logf("round %d: killed", round)
+			continue
+		}
+		var got map[string][]int64
+		waitFor(t, "every window's final result", 120*time.Second, func() bool {
+			got = map[string][]int64{}
+			e.readTopic("clicks-per-second", true, func(r *kgo.Record) {
+				got[windowed(r.Key)] = append(got[windowed(r.Key)], decodeLong(r.Value))
+			})
+			return len(got) >= len(want)
+		})
+		cancel()
+		h.stop()
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		bad := 0
+		for k, n := range want {
+			if vs := got[k]; len(vs) != 1 || vs[0] != n {
+				if bad++; bad <= 5 {
+					t.Errorf("window %s: final results %v, want exactly one, %d", k, vs, n)
+				}
+			}
+		}
+		if len(got) != len(want) {
+			t.Errorf("%d windows have final results, want %d", len(got), len(want))
+		}
+		t.Logf("%d windows, each with exactly one final result, after %d kills", len(want), kills)
+	}
+}

@@ -105,7 +105,7 @@ func (s *Server) Query(_ context.Context, req *connect.Request[pb.QueryRequest])
 			}
 			err = p.ScanRange(q.Range.From, upper, collect)
 		case *pb.QueryRequest_Prefix:
-			err = p.ScanRange(q.Prefix, prefixEnd(q.Prefix), collect)
+			err = p.ScanRange(q.Prefix, state.PrefixEnd(q.Prefix), collect)
 		case *pb.QueryRequest_All:
 			err = p.Scan(collect)
 		case *pb.QueryRequest_WindowFetch:
@@ -154,6 +154,28 @@ func fetchWindows(p *state.Partition, st *topology.Store, f *pb.WindowFetch, col
 	if f.ToMs < from {
 		return nil
 	}
+	if st.Windows.Kind == topology.SlidingWindows {
+		// Keyed first: len(key) ‖ key ‖ start; handed on as start ‖ key.
+		var lower, upper []byte
+		if f.Key != nil {
+			lower = append(binary.BigEndian.AppendUint32(nil, uint32(len(f.Key))), f.Key...)
+			upper = state.PrefixEnd(lower)
+		}
+		return p.ScanRange(lower, upper, func(k, v []byte, ts int64) error {
+			if len(k) < 12 || k[0] == 0xff {
+				return nil
+			}
+			n := int(binary.BigEndian.Uint32(k))
+			if len(k) != 4+n+8 || f.Key != nil && !bytes.Equal(k[4:4+n], f.Key) {
+				return nil
+			}
+			start := int64(binary.BigEndian.Uint64(k[4+n:]))
+			if start < from || start > f.ToMs {
+				return nil
+			}
+			return collect(append(binary.BigEndian.AppendUint64(nil, uint64(start)), k[4:4+n]...), v, ts)
+		})
+	}
 	lower := binary.BigEndian.AppendUint64(nil, uint64(from))
 	var upper []byte
 	if f.ToMs < math.MaxInt64 {
@@ -168,17 +190,4 @@ func fetchWindows(p *state.Partition, st *topology.Store, f *pb.WindowFetch, col
 		}
 		return collect(k, v, ts)
 	})
-}
-
-// prefixEnd is the first key after every key starting with p, or nil (open)
-// when p is all 0xff.
-func prefixEnd(p []byte) []byte {
-	end := append([]byte(nil), p...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
 }

@@ -281,3 +281,40 @@ func TestSessionWindowsMergeAndExpire(t *testing.T) {
 	}
 	waitFor(t, "the late record to be dropped", 30*time.Second, func() bool { return h.getState().DroppedRecords == 1 })
 }
+
+// Sliding windows (KStreamSlidingWindowAggregate, time difference 10 ms):
+// each record makes its left window [ts - 10, ts], the previous record's
+// right window [prev + 1, prev + 11] when the record falls in it, and
+// updates the windows that hold it; an out-of-order record (108 after 120)
+// joins the windows it falls in. The windows here are the sets of records
+// within 10 ms of each other.
+func TestSlidingWindowsCount(t *testing.T) {
+	e := newEnv(t, "events", "sliding")
+	h := e.open("sliding", nil)
+	s := h.mustBuild(&pb.StreamOp{Topics: []string{"events"}, KeySerde: "string", ValueSerde: "string"})
+	g := h.mustBuild(&pb.GroupByKeyOp{Input: s.Id})
+	w := h.mustBuild(&pb.WindowedByOp{Input: g.Id, Windows: &pb.WindowedByOp_Sliding{Sliding: &pb.SlidingWindows{TimeDifferenceMs: 10, GraceMs: 100000}}})
+	c := h.mustBuild(&pb.CountOp{Input: w.Id, Materialized: &pb.Materialized{StoreName: "sliding-counts"}})
+	if c.KeySerde != "windowed(string,10)" {
+		t.Errorf("sliding count key serde %q", c.KeySerde)
+	}
+	out := h.mustBuild(&pb.ToStreamOp{Input: c.Id})
+	h.mustBuild(&pb.ToOp{Input: out.Id, Topic: "sliding"})
+	h.start()
+	done := h.serveAsync()
+	defer h.stopServing(done)
+	for _, ts := range []int64{100, 105, 120, 108} {
+		e.produceAt("events", "a", "x", ts)
+	}
+	// Per window, in order: [90,100] {100}; [101,111] {105} then {105,108};
+	// [95,105] {100,105}; [110,120] {120}; [106,116] {108}; [98,108]
+	// {100,105,108}.
+	want := []string{"a@101=1", "a@101=2", "a@106=1", "a@110=1", "a@90=1", "a@95=2", "a@98=3"}
+	got := e.windowUpdates("sliding", len(want))
+	slices.SortStableFunc(got, func(a, b string) int {
+		return strings.Compare(a[:strings.IndexByte(a, '=')], b[:strings.IndexByte(b, '=')])
+	})
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("sliding updates\n%v\nwant\n%v", got, want)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 )
 
 // DB is a Pebble database holding every store partition of one application.
@@ -32,7 +33,12 @@ const (
 
 // Open opens (creating if needed) the database in dir.
 func Open(dir string) (*DB, error) {
-	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}})
+	opts := &pebble.Options{Logger: quietLogger{}}
+	// Bloom filters on every level: an aggregation's first update of a key
+	// (or window) looks up a key that is not there, and without a filter
+	// that reads sstable blocks.
+	opts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("state: open %s: %w", dir, err)
 	}
@@ -232,6 +238,19 @@ func (p *Partition) ScanRange(lower, upper []byte, fn func(key, value []byte, ts
 		}
 	}
 	return it.Error()
+}
+
+// PrefixEnd is the first key after every key that starts with p, or nil
+// (open) when p is all 0xff: the upper bound of a prefix scan.
+func PrefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
 }
 
 // ErrStop ends a scan early without an error.

@@ -414,11 +414,8 @@ func (b *Builder) aggregation(f fold, input uint64, m *Materialized, name string
 	}
 	if w != nil {
 		host := f.fn != nil && f.fn.Token != 0 || f.init != nil && f.init.Token != 0 || f.merger != nil && f.merger.Token != 0
-		switch {
-		case w.Kind == SlidingWindows:
-			c.invalid("%s over sliding windows does not run in this engine version yet; use time windows (hopping windows of the same size approximate them)", f.op)
-		case w.Kind == SessionWindows && host:
-			c.invalid("%s over session windows runs count, built-in reducers and native Go functions in this engine version; host functions fold over time windows only", f.op)
+		if w.Kind != TimeWindows && host {
+			c.invalid("%s over %s runs count, built-in reducers and native Go functions in this engine version; host functions fold over time windows only", f.op, w.Kind)
 		}
 	}
 	var mat Materialized

@@ -1,0 +1,292 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/polystreams/polystreams/core/internal/serde"
+	"github.com/polystreams/polystreams/core/internal/state"
+	"github.com/polystreams/polystreams/core/internal/topology"
+)
+
+// Sliding windows (KStreamSlidingWindowAggregate): windows of the time
+// difference d, both ends inclusive, made as records arrive: each record
+// gets a left window [ts - d, ts] and, when later records fall within d
+// after it, a right window [ts + 1, ts + 1 + d]; existing windows holding
+// ts are updated. A sliding store keeps each window under len(key) (4) ‖
+// key ‖ start (8), a key's windows as one range; its changelog keys are
+// Kafka Streams' window-store keys (key ‖ start ‖ seqnum). The row
+// timestamp is the latest record time in the window, which the algorithm
+// reads. As for sessions, the task indexes each key's window starts once it
+// has read them.
+
+func slidingKey(key []byte, start int64) []byte {
+	out := binary.BigEndian.AppendUint32(make([]byte, 0, 12+len(key)), uint32(len(key)))
+	return binary.BigEndian.AppendUint64(append(out, key...), uint64(start))
+}
+
+type slidingCodec struct{}
+
+func (slidingCodec) toLog(sk []byte) []byte {
+	if string(sk) == string(metaKey) {
+		return metaLogKey
+	}
+	return append(append(make([]byte, 0, len(sk)), sk[4:]...), 0, 0, 0, 0)
+}
+
+func (slidingCodec) fromLog(lk []byte) ([]byte, error) {
+	if string(lk) == string(metaLogKey) {
+		return metaKey, nil
+	}
+	if len(lk) < 12 {
+		return nil, fmt.Errorf("window changelog key of %d bytes: want key, start (8) and seqnum (4)", len(lk))
+	}
+	n := len(lk) - 12
+	return slidingKey(lk[:n], int64(binary.BigEndian.Uint64(lk[n:n+8]))), nil
+}
+
+// slidingStarts returns key's window starts, ascending, reading them from
+// the store the first time.
+func (t *task) slidingStarts(ws *winState, tx *storeTx, key []byte) ([]int64, error) {
+	if ss, ok := ws.starts[string(key)]; ok {
+		return ss, nil
+	}
+	prefix := append(binary.BigEndian.AppendUint32(nil, uint32(len(key))), key...)
+	var ss []int64
+	err := tx.part.ScanRange(prefix, state.PrefixEnd(prefix), func(k, _ []byte, _ int64) error {
+		if len(k) == len(prefix)+8 {
+			ss = append(ss, int64(binary.BigEndian.Uint64(k[len(prefix):])))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ws.starts[string(key)] = ss
+	return ss, nil
+}
+
+// slider is one record's pass over its key's sliding windows.
+type slider struct {
+	t         *task
+	s         *step
+	tx        *storeTx
+	ws        *winState
+	r         rec
+	d         int64
+	closeTime int64
+	out       []rec
+	err       error
+}
+
+// window is a sliding window's row: its aggregate (nil: none) and latest
+// record time.
+type window struct {
+	agg []byte
+	ts  int64
+}
+
+func (sl *slider) get(start int64) window {
+	v, ts, err := sl.tx.get(slidingKey(sl.r.key, start))
+	if err != nil && sl.err == nil {
+		sl.err = err
+	}
+	return window{v, ts}
+}
+
+// update is updateWindowAndForward: the record joins the window [start,
+// start + d] holding w, unless the window closed (end < stream time -
+// grace: dropped and counted).
+func (sl *slider) update(start int64, w window) {
+	if sl.err != nil {
+		return
+	}
+	if start+sl.d < sl.closeTime {
+		sl.t.app.dropped.Add(1) // "Skipping record for expired window"
+		return
+	}
+	agg, err := sessionAdd(sl.s.node, sl.r, w.agg)
+	if err != nil {
+		sl.err = err
+		return
+	}
+	ts := sl.r.ts
+	if w.agg != nil {
+		ts = max(ts, w.ts)
+	}
+	sl.put(start, window{agg, ts})
+}
+
+// put stores and forwards a window's row.
+func (sl *slider) put(start int64, w window) {
+	sl.tx.put(slidingKey(sl.r.key, start), w.agg, w.ts)
+	starts := sl.ws.starts[string(sl.r.key)]
+	if i, found := slices.BinarySearch(starts, start); !found {
+		sl.ws.starts[string(sl.r.key)] = slices.Insert(starts, i, start)
+	}
+	sl.out = append(sl.out, rec{key: serde.AppendTimeWindowed(nil, sl.r.key, start), value: w.agg, ts: w.ts, in: sl.r.in})
+}
+
+func (sl *slider) init() window {
+	agg, err := sessionInit(sl.s.node)
+	if err != nil && sl.err == nil {
+		sl.err = err
+	}
+	return window{agg, sl.r.ts}
+}
+
+// slidingAggregate runs KStreamSlidingWindowAggregate over recs: records
+// with a null key or value are skipped, a record whose windows all closed
+// (ts + 1 + d <= stream time - grace) is dropped and counted.
+func (t *task) slidingAggregate(s *step, recs []rec) ([]rec, error) {
+	w := s.node.Windows
+	tx := t.stores[s.store.Name]
+	ws, err := t.winState(s, tx)
+	if err != nil {
+		return nil, err
+	}
+	var out []rec
+	for _, r := range t.dropNulls(recs) {
+		if r.ts < 0 {
+			t.app.dropped.Add(1)
+			continue
+		}
+		ws.advance(tx, r.ts)
+		sl := &slider{t: t, s: s, tx: tx, ws: ws, r: r, d: w.Size, closeTime: ws.streamTime - w.Grace, out: out}
+		if r.ts+1+w.Size <= sl.closeTime {
+			t.app.dropped.Add(1)
+			continue
+		}
+		starts, err := t.slidingStarts(ws, tx, r.key)
+		if err != nil {
+			return nil, recordError(r, s.node.Name, err)
+		}
+		if r.ts < w.Size {
+			sl.early(starts)
+		} else {
+			sl.inOrder(starts)
+		}
+		if sl.err != nil {
+			return nil, recordError(r, s.node.Name, sl.err)
+		}
+		out = sl.out
+	}
+	if err := t.expireSliding(ws, tx, s.store); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// inOrder is processInOrder: the windows of the key that start from ts -
+// 2d to ts + 1, ascending.
+func (sl *slider) inOrder(all []int64) {
+	ts, d := sl.r.ts, sl.d
+	seen := map[int64]bool{}
+	var left, right *window
+	leftMade, rightMade := false, false
+	prev := int64(math.MinInt64) // the previous record's time, when known
+	for _, start := range slices.Clone(all) {
+		if start < max(0, ts-2*d) || start > ts+1 {
+			continue
+		}
+		w := sl.get(start)
+		seen[start] = true
+		switch end := start + d; {
+		case end < ts:
+			left, prev = &w, w.ts
+		case end == ts:
+			leftMade = true
+			if w.ts < ts {
+				prev = w.ts
+			}
+			sl.update(start, w)
+		case end > ts && start <= ts:
+			right = &w
+			sl.update(start, w)
+		case start == ts+1:
+			rightMade = true
+		}
+	}
+	// The previous record's right window, when missing and the record falls in it.
+	if prev != math.MinInt64 && !seen[prev+1] && prev+1+d >= ts {
+		sl.update(prev+1, sl.init())
+	}
+	if !leftMade {
+		w := sl.init()
+		if prev != math.MinInt64 && ts-d <= prev && left != nil {
+			w = window{left.agg, ts}
+		}
+		sl.update(ts-d, w)
+	}
+	if !rightMade && right != nil && right.ts > ts {
+		sl.put(ts+1, *right)
+	}
+}
+
+// early is processEarly, for 0 <= ts < d: windows that would start before
+// 0 are the one window [0, d].
+func (sl *slider) early(all []int64) {
+	ts := sl.r.ts
+	seen := map[int64]bool{}
+	var combined, right *window
+	rightMade := false
+	prev := int64(math.MinInt64)
+	for _, start := range slices.Clone(all) {
+		if start > ts+1 {
+			continue
+		}
+		w := sl.get(start)
+		seen[start] = true
+		switch {
+		case start == 0:
+			combined = &w
+			if w.ts < ts {
+				prev = w.ts
+			}
+		case start <= ts:
+			right = &w
+			sl.update(start, w)
+		case start == ts+1:
+			rightMade = true
+		}
+	}
+	if right == nil && combined != nil && combined.ts > ts {
+		right = combined
+	}
+	if !rightMade && right != nil && right.ts > ts {
+		sl.put(ts+1, *right)
+	}
+	if prev != math.MinInt64 && !seen[prev+1] {
+		sl.update(prev+1, sl.init())
+	}
+	if combined == nil {
+		sl.update(0, sl.init())
+	} else {
+		sl.update(0, *combined)
+	}
+}
+
+// expireSliding deletes the windows that start at or before stream time -
+// retention, in steps of half the retention (at least a minute).
+func (t *task) expireSliding(ws *winState, tx *storeTx, st *topology.Store) error {
+	cutoff, due := ws.expiryDue(st)
+	if !due {
+		return nil
+	}
+	if err := t.trimScan(tx, func(k []byte) bool {
+		return len(k) >= 12 && int64(binary.BigEndian.Uint64(k[len(k)-8:])) <= cutoff
+	}); err != nil {
+		return err
+	}
+	for key, ss := range ws.starts {
+		i, _ := slices.BinarySearch(ss, cutoff+1)
+		if i == len(ss) {
+			delete(ws.starts, key)
+		} else {
+			ws.starts[key] = ss[i:]
+		}
+	}
+	return nil
+}
