@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/polystreams/polystreams/core/internal/serde"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
@@ -148,6 +150,13 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 	if table {
 		b.OldValueLengths = make([]int32, 0, len(recs))
 	}
+	// A windowed fold repeats each record in every window it falls into;
+	// a host that takes value_refs gets each record once.
+	var recIndex map[*kgo.Record]int32
+	if s.node.Windows != nil && t.app.cfg.FoldValueRefs {
+		recIndex = make(map[*kgo.Record]int32, len(recs))
+		b.ValueRefs = make([]int32, 0, len(recs))
+	}
 	order := make([]int, 0, len(recs))     // value position -> index into recs
 	groupOf := make([]int32, 0, len(recs)) // value position -> its group
 	prev := make([]row, len(groups))       // each group's aggregate before its next value
@@ -169,6 +178,18 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 		}
 		for _, i := range members {
 			r := recs[i]
+			order = append(order, i)
+			groupOf = append(groupOf, int32(g))
+			if recIndex != nil {
+				ref, seen := recIndex[r.in]
+				if !seen {
+					ref = int32(len(recIndex))
+					recIndex[r.in] = ref
+				}
+				if b.ValueRefs = append(b.ValueRefs, ref); seen {
+					continue // sent with its first window
+				}
+			}
 			b.ValueLengths = append(b.ValueLengths, length(r.value))
 			b.Values = append(b.Values, r.value...)
 			if table {
@@ -177,8 +198,6 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 			}
 			b.Offsets = append(b.Offsets, r.in.Offset)
 			b.Timestamps = append(b.Timestamps, r.ts)
-			order = append(order, i)
-			groupOf = append(groupOf, int32(g))
 		}
 	}
 	res, err := t.app.host.Process(ctx, b)

@@ -211,7 +211,9 @@ func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
 		}
 		for range size {
 			var v []byte
-			if l := b.ValueLengths[j]; l >= 0 {
+			if b.ValueRefs != nil {
+				v = refValue(b, int(b.ValueRefs[j]))
+			} else if l := b.ValueLengths[j]; l >= 0 {
 				v = b.Values[vo : vo+int(l)]
 				vo += int(l)
 			}
@@ -256,6 +258,18 @@ func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
 			j++
 		}
 	}
+}
+
+// refValue is record i's value in a bundle with value_refs (nil: null).
+func refValue(b *pb.Bundle, i int) []byte {
+	off := 0
+	for _, l := range b.ValueLengths[:i] {
+		off += max(int(l), 0)
+	}
+	if l := b.ValueLengths[i]; l >= 0 {
+		return b.Values[off : off+int(l)]
+	}
+	return nil
 }
 
 func connectReq[T any](m *T) *connect.Request[T] { return connect.NewRequest(m) }
