@@ -209,7 +209,7 @@ func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
 			agg = b.Aggregates[ao : ao+int(l)]
 			ao += int(l)
 		}
-		for range size {
+		for i := range size {
 			var v []byte
 			if b.ValueRefs != nil {
 				v = refValue(b, int(b.ValueRefs[j]))
@@ -247,6 +247,8 @@ func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
 			if err != nil {
 				res.OutputCounts = append(res.OutputCounts, 0)
 				res.Failures = append(res.Failures, &pb.RecordFailure{Index: int32(j), Message: "Error: " + err.Error()})
+			} else if b.FinalOnly && i < size-1 {
+				res.OutputCounts = append(res.OutputCounts, 0) // not the group's last
 			} else if agg == nil {
 				res.OutputCounts = append(res.OutputCounts, 1)
 				res.ValueLengths = append(res.ValueLengths, -1)

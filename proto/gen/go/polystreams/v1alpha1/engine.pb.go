@@ -3511,7 +3511,12 @@ type Bundle struct {
 	// failures index them) is record value_refs[i], so that a record falling
 	// into 12 windows is sent and decoded once. Empty: fold value i is record
 	// i.
-	ValueRefs     []int32 `protobuf:"zigzag32,21,rep,packed,name=value_refs,json=valueRefs,proto3" json:"value_refs,omitempty"`
+	ValueRefs []int32 `protobuf:"zigzag32,21,rep,packed,name=value_refs,json=valueRefs,proto3" json:"value_refs,omitempty"`
+	// A fold bundle whose intermediate aggregates the engine does not need
+	// (its record cache keeps only each key's last update): the host may
+	// answer one aggregate per group, its last (output count 1 for the
+	// group's last value, 0 for the others), or one per value as usual.
+	FinalOnly     bool `protobuf:"varint,22,opt,name=final_only,json=finalOnly,proto3" json:"final_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3691,6 +3696,13 @@ func (x *Bundle) GetValueRefs() []int32 {
 		return x.ValueRefs
 	}
 	return nil
+}
+
+func (x *Bundle) GetFinalOnly() bool {
+	if x != nil {
+		return x.FinalOnly
+	}
+	return false
 }
 
 // BundleResult gives one outcome per input record: zero, one or many outputs,
@@ -4765,7 +4777,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\toperation\x18\x02 \x01(\x0e2\x1f.polystreams.v1alpha1.OperationR\toperation\x12\x12\n" +
 	"\x04node\x18\x03 \x01(\tR\x04node\x12+\n" +
 	"\x11initializer_token\x18\x04 \x01(\rR\x10initializerToken\x12)\n" +
-	"\x10subtractor_token\x18\x05 \x01(\rR\x0fsubtractorToken\"\xc1\x05\n" +
+	"\x10subtractor_token\x18\x05 \x01(\rR\x0fsubtractorToken\"\xe0\x05\n" +
 	"\x06Bundle\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x120\n" +
 	"\x05steps\x18\x02 \x03(\v2\x1a.polystreams.v1alpha1.StepR\x05steps\x12\x1b\n" +
@@ -4797,7 +4809,9 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\n" +
 	"old_values\x18\x14 \x01(\fR\toldValues\x12\x1d\n" +
 	"\n" +
-	"value_refs\x18\x15 \x03(\x11R\tvalueRefs\"\x83\x02\n" +
+	"value_refs\x18\x15 \x03(\x11R\tvalueRefs\x12\x1d\n" +
+	"\n" +
+	"final_only\x18\x16 \x01(\bR\tfinalOnly\"\x83\x02\n" +
 	"\fBundleResult\x12\x1b\n" +
 	"\tbundle_id\x18\x01 \x01(\x04R\bbundleId\x12#\n" +
 	"\routput_counts\x18\x02 \x03(\x11R\foutputCounts\x12\x1f\n" +
