@@ -189,7 +189,9 @@ const (
 	// (Merger.apply). A fold bundle whose group aggregate is the first
 	// session's aggregate and whose values are the other sessions'
 	// aggregates (value_serde is the aggregate's serde); one aggregate out
-	// per value, as for OPERATION_AGGREGATE.
+	// per value, as for OPERATION_AGGREGATE. This engine version refuses host
+	// functions over session windows (docs/design/windows.md) and sends no
+	// such bundle yet; hosts implement it for the version that will.
 	Operation_OPERATION_MERGE Operation = 11
 )
 
