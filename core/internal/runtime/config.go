@@ -59,6 +59,11 @@ type Config struct {
 	// security.protocol, sasl.mechanism, sasl.username, sasl.password.
 	SecurityProtocol, SASLMechanism, SASLUsername, SASLPassword string
 
+	// FoldValueRefs: the host understands Bundle.value_refs (its SDK said
+	// so with the "fold_value_refs" host feature), so a windowed fold
+	// sends each record once.
+	FoldValueRefs bool
+
 	Logger *slog.Logger
 }
 

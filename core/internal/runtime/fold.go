@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/polystreams/polystreams/core/internal/serde"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
@@ -147,6 +149,16 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 	}
 	if table {
 		b.OldValueLengths = make([]int32, 0, len(recs))
+	} else {
+		// The record cache keeps only each key's last update.
+		b.FinalOnly = s.cached
+	}
+	// A windowed fold repeats each record in every window it falls into;
+	// a host that takes value_refs gets each record once.
+	var recIndex map[*kgo.Record]int32
+	if s.node.Windows != nil && t.app.cfg.FoldValueRefs {
+		recIndex = make(map[*kgo.Record]int32, len(recs))
+		b.ValueRefs = make([]int32, 0, len(recs))
 	}
 	order := make([]int, 0, len(recs))     // value position -> index into recs
 	groupOf := make([]int32, 0, len(recs)) // value position -> its group
@@ -169,6 +181,18 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 		}
 		for _, i := range members {
 			r := recs[i]
+			order = append(order, i)
+			groupOf = append(groupOf, int32(g))
+			if recIndex != nil {
+				ref, seen := recIndex[r.in]
+				if !seen {
+					ref = int32(len(recIndex))
+					recIndex[r.in] = ref
+				}
+				if b.ValueRefs = append(b.ValueRefs, ref); seen {
+					continue // sent with its first window
+				}
+			}
 			b.ValueLengths = append(b.ValueLengths, length(r.value))
 			b.Values = append(b.Values, r.value...)
 			if table {
@@ -177,8 +201,6 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 			}
 			b.Offsets = append(b.Offsets, r.in.Offset)
 			b.Timestamps = append(b.Timestamps, r.ts)
-			order = append(order, i)
-			groupOf = append(groupOf, int32(g))
 		}
 	}
 	res, err := t.app.host.Process(ctx, b)
@@ -186,7 +208,8 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 		return nil, fmt.Errorf("runtime: task %s: fold bundle for node %s: %w", t.id, s.node.Name, err)
 	}
 	// The answer is one output (the aggregate after it) per value, in the
-	// bundle's value order; decodeResult checks it against that order.
+	// bundle's value order, or with final_only possibly only each group's
+	// last; decodeResult checks it against that order.
 	inOrder := make([]rec, len(order))
 	for j, i := range order {
 		inOrder[j] = recs[i]
@@ -195,26 +218,55 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 	if err != nil {
 		return nil, err
 	}
-	for _, c := range res.OutputCounts {
-		if c != 1 {
-			return nil, fmt.Errorf("runtime: host answered fold bundle %d for node %s with an output count of %d; a fold gives one aggregate per value", res.BundleId, s.node.Name, c)
+	for j, c := range res.OutputCounts {
+		last := j == len(groupOf)-1 || groupOf[j+1] != groupOf[j]
+		if c != 1 && !(b.FinalOnly && c == 0 && !last) {
+			return nil, fmt.Errorf("runtime: host answered fold bundle %d for node %s with an output count of %d for value %d; a fold gives one aggregate per value (with final_only: per group, after its last value)", res.BundleId, s.node.Name, c, j)
 		}
 	}
-	if len(aggs) != len(inOrder) {
-		return nil, fmt.Errorf("runtime: host answered fold bundle %d for node %s with %d aggregates for %d values", res.BundleId, s.node.Name, len(aggs), len(inOrder))
-	}
+	// Each value's aggregate, or for one skipped (final_only) the time the
+	// next one starts from.
+	has := make([]bool, len(recs))
+	skipped := make([]bool, len(groups)) // the group's last update was not sent
 	out := make([]rec, len(recs))
-	for j, a := range aggs {
+	k := 0
+	for j, c := range res.OutputCounts {
+		g := groupOf[j]
+		if c == 0 {
+			// An intermediate aggregate, not sent: it exists (a stream
+			// fold's aggregate is never null) and moves the time on; the
+			// group's next update still replaces the one before the bundle.
+			ts := aggTime(inOrder[j].ts, empty, prev[g].ts)
+			if prev[g].value == nil {
+				ts = inOrder[j].ts
+			}
+			skipped[g], prev[g].ts = true, ts
+			continue
+		}
+		a := aggs[k]
+		k++
 		if a.value == nil && !table {
 			return nil, recordError(inOrder[j], s.node.Name, errors.New("the host returned a null aggregate"))
 		}
-		g := groupOf[j]
-		a.ts = aggTime(a.ts, prev[g].value, prev[g].ts)
-		a.old, prev[g] = prev[g].value, row{a.value, a.ts}
-		out[order[j]] = a
+		if skipped[g] {
+			a.ts = max(a.ts, prev[g].ts)
+		} else {
+			a.ts = aggTime(a.ts, prev[g].value, prev[g].ts)
+		}
+		a.old, prev[g], skipped[g] = prev[g].value, row{a.value, a.ts}, false
+		out[order[j]], has[order[j]] = a, true
 		tx.put(a.storeKey(), a.value, a.ts) // values in order: the last one per key stays
 	}
-	return out, nil
+	if k == len(recs) {
+		return out, nil
+	}
+	kept := out[:0]
+	for i, r := range out {
+		if has[i] {
+			kept = append(kept, r)
+		}
+	}
+	return kept, nil
 }
 
 // length is a column length: -1 for null.

@@ -57,7 +57,9 @@ type storeTx struct {
 	changelog string
 	// keys maps store keys to changelog keys and back (window.go); nil for
 	// a key-value store, whose keys are the same.
-	keys  keyCodec
+	keys keyCodec
+	// front, when set, answers gets in its range (window.go).
+	front front
 	dirty map[string]row
 	txn   map[string]row
 	// lastOffset is the offset of the last changelog record of the open
@@ -74,6 +76,11 @@ type row struct {
 
 // get returns key's value (nil when absent) and its timestamp.
 func (s *storeTx) get(key []byte) ([]byte, int64, error) {
+	if s.front != nil {
+		if r, known := s.front.lookup(key); known {
+			return r.value, r.ts, nil
+		}
+	}
 	if r, ok := s.dirty[string(key)]; ok {
 		return r.value, r.ts, nil
 	}
@@ -86,6 +93,19 @@ func (s *storeTx) get(key []byte) ([]byte, int64, error) {
 // put sets key's value (nil deletes it) as of timestamp ts.
 func (s *storeTx) put(key, value []byte, ts int64) {
 	s.dirty[string(key)] = row{value, ts}
+	if s.front != nil {
+		s.front.store(key, row{value, ts})
+	}
+}
+
+// front is an in-memory view of part of a store that knows every row in
+// its range, in front of the batch, transaction and Pebble (window.go's
+// open windows).
+type front interface {
+	// lookup returns key's row, and whether the front knows it (a key in
+	// its range that it does not hold is absent).
+	lookup(key []byte) (row, bool)
+	store(key []byte, r row)
 }
 
 // writes turns rows into store writes.

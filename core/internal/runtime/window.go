@@ -5,6 +5,7 @@ import (
 	"container/heap"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
@@ -142,6 +143,87 @@ type winState struct {
 	sessions map[string][]session
 	// Sliding windows: the window starts of each key read so far.
 	starts map[string][]int64
+	// Time windows: the open windows, in memory (nil past maxOpenWindows).
+	open *openWindows
+}
+
+// maxOpenWindows bounds a task's in-memory open windows; past it, the task
+// reads its windows from the store.
+const maxOpenWindows = 2_000_000
+
+// openWindows holds every open window of a time-window store partition
+// (window start >= lowest: end > stream time - grace), by start: only
+// those can still be updated, so the aggregation reads them from memory,
+// and a window it does not hold is new. Closed windows leave it as stream
+// time passes; their rows stay in the store for queries.
+type openWindows struct {
+	size    int64
+	lowest  int64
+	n       int
+	buckets map[int64]map[string]row // start -> inner key -> row
+}
+
+func (o *openWindows) lookup(key []byte) (row, bool) {
+	if len(key) < 8 || key[0] == 0xff {
+		return row{}, false // the watermark row
+	}
+	start := int64(binary.BigEndian.Uint64(key))
+	if start < o.lowest {
+		return row{}, false
+	}
+	return o.buckets[start][string(key[8:])], true
+}
+
+func (o *openWindows) store(key []byte, r row) {
+	if len(key) < 8 || key[0] == 0xff {
+		return
+	}
+	start := int64(binary.BigEndian.Uint64(key))
+	if start < o.lowest {
+		return
+	}
+	b := o.buckets[start]
+	if b == nil {
+		b = map[string]row{}
+		o.buckets[start] = b
+	}
+	if _, ok := b[string(key[8:])]; !ok {
+		o.n++
+	}
+	b[string(key[8:])] = r
+}
+
+// close drops the windows that closed: start + size <= closeTime.
+func (o *openWindows) close(closeTime int64) {
+	lowest := closeTime - o.size + 1
+	if lowest <= o.lowest {
+		return
+	}
+	for start, b := range o.buckets {
+		if start < lowest {
+			o.n -= len(b)
+			delete(o.buckets, start)
+		}
+	}
+	o.lowest = lowest
+}
+
+// openWindowsOf loads the open windows of a time-window store partition.
+// It returns nil when there are more than maxOpenWindows.
+func openWindowsOf(tx *storeTx, w *topology.Windows, streamTime int64) (*openWindows, error) {
+	o := &openWindows{size: w.Size, lowest: max(0, streamTime-w.Grace-w.Size+1), buckets: map[int64]map[string]row{}}
+	tooMany := errors.New("too many open windows")
+	err := tx.part.ScanRange(binary.BigEndian.AppendUint64(nil, uint64(o.lowest)), metaKey, func(k, v []byte, ts int64) error {
+		o.store(k, row{append([]byte(nil), v...), ts})
+		if o.n > maxOpenWindows {
+			return tooMany
+		}
+		return nil
+	})
+	if errors.Is(err, tooMany) {
+		return nil, nil
+	}
+	return o, err
 }
 
 func (t *task) winState(s *step, tx *storeTx) (*winState, error) {
@@ -155,6 +237,14 @@ func (t *task) winState(s *step, tx *storeTx) (*winState, error) {
 	}
 	if len(v) == 8 {
 		ws.streamTime = int64(binary.BigEndian.Uint64(v))
+	}
+	if s.kind == stepWindow && s.node.Windows.Kind == topology.TimeWindows {
+		if ws.open, err = openWindowsOf(tx, s.node.Windows, ws.streamTime); err != nil {
+			return nil, fmt.Errorf("runtime: task %s: loading the open windows of store %s: %w", t.id, tx.store.Name, err)
+		}
+		if ws.open != nil {
+			tx.front = ws.open
+		}
 	}
 	if s.kind == stepSuppress {
 		ws.pending = map[string]rec{}
@@ -242,6 +332,12 @@ func (t *task) windowAggregate(ctx context.Context, s *step, recs []rec) ([]rec,
 		r := &out[i]
 		r.key = serde.AppendTimeWindowed(make([]byte, 0, len(r.key)+8), r.key, int64(binary.BigEndian.Uint64(r.skey)))
 		r.skey = nil
+	}
+	if ws.open != nil {
+		ws.open.close(ws.streamTime - w.Grace)
+		if ws.open.n > maxOpenWindows {
+			ws.open, tx.front = nil, nil // too many: read the store
+		}
 	}
 	if err := t.expire(ws, tx, s.store); err != nil {
 		return nil, err

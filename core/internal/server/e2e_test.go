@@ -74,6 +74,12 @@ func (e *env) stopEngine() {
 // emits them without a cache; cache_test.go tests the cache.
 func (e *env) open(appID string, config map[string]string) *testHost {
 	e.t.Helper()
+	return e.openWith(appID, config)
+}
+
+// openWith is open for a host with the given host features.
+func (e *env) openWith(appID string, config map[string]string, features ...string) *testHost {
+	e.t.Helper()
 	if _, ok := config["statestore.cache.max.bytes"]; !ok {
 		config = maps.Clone(config)
 		if config == nil {
@@ -81,7 +87,7 @@ func (e *env) open(appID string, config map[string]string) *testHost {
 		}
 		config["statestore.cache.max.bytes"] = "0"
 	}
-	resp, err := e.cl.OpenSession(context.Background(), connect.NewRequest(&pb.OpenSessionRequest{ApplicationId: appID, Config: config}))
+	resp, err := e.cl.OpenSession(context.Background(), connect.NewRequest(&pb.OpenSessionRequest{ApplicationId: appID, Config: config, HostFeatures: features}))
 	if err != nil {
 		e.t.Fatalf("OpenSession: %v", err)
 	}

@@ -209,9 +209,11 @@ func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
 			agg = b.Aggregates[ao : ao+int(l)]
 			ao += int(l)
 		}
-		for range size {
+		for i := range size {
 			var v []byte
-			if l := b.ValueLengths[j]; l >= 0 {
+			if b.ValueRefs != nil {
+				v = refValue(b, int(b.ValueRefs[j]))
+			} else if l := b.ValueLengths[j]; l >= 0 {
 				v = b.Values[vo : vo+int(l)]
 				vo += int(l)
 			}
@@ -245,6 +247,8 @@ func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
 			if err != nil {
 				res.OutputCounts = append(res.OutputCounts, 0)
 				res.Failures = append(res.Failures, &pb.RecordFailure{Index: int32(j), Message: "Error: " + err.Error()})
+			} else if b.FinalOnly && i < size-1 {
+				res.OutputCounts = append(res.OutputCounts, 0) // not the group's last
 			} else if agg == nil {
 				res.OutputCounts = append(res.OutputCounts, 1)
 				res.ValueLengths = append(res.ValueLengths, -1)
@@ -256,6 +260,18 @@ func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
 			j++
 		}
 	}
+}
+
+// refValue is record i's value in a bundle with value_refs (nil: null).
+func refValue(b *pb.Bundle, i int) []byte {
+	off := 0
+	for _, l := range b.ValueLengths[:i] {
+		off += max(int(l), 0)
+	}
+	if l := b.ValueLengths[i]; l >= 0 {
+		return b.Values[off : off+int(l)]
+	}
+	return nil
 }
 
 func connectReq[T any](m *T) *connect.Request[T] { return connect.NewRequest(m) }

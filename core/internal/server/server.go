@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -187,6 +188,7 @@ func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSess
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("OpenSession: %w", err))
 	}
 	cfg.Logger = s.log
+	cfg.FoldValueRefs = slices.Contains(m.HostFeatures, "fold_value_refs")
 	// One session per application.id per engine: a new one replaces the old
 	// (its host restarted). The old one stops first, so that its group
 	// membership and state directory are free; its uncommitted work is done

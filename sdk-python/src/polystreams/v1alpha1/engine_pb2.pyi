@@ -106,10 +106,11 @@ class BuildResponse(_message.Message):
     def __init__(self, handle: _Optional[_Union[Handle, _Mapping]] = ...) -> None: ...
 
 class Bundle(_message.Message):
-    __slots__ = ["aggregate_lengths", "aggregate_serde", "aggregates", "group_sizes", "id", "key_lengths", "key_serde", "keys", "offsets", "old_value_lengths", "old_values", "output_key_serde", "output_value_serde", "partition", "steps", "timestamps", "topic", "value_lengths", "value_serde", "values"]
+    __slots__ = ["aggregate_lengths", "aggregate_serde", "aggregates", "final_only", "group_sizes", "id", "key_lengths", "key_serde", "keys", "offsets", "old_value_lengths", "old_values", "output_key_serde", "output_value_serde", "partition", "steps", "timestamps", "topic", "value_lengths", "value_refs", "value_serde", "values"]
     AGGREGATES_FIELD_NUMBER: _ClassVar[int]
     AGGREGATE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
     AGGREGATE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    FINAL_ONLY_FIELD_NUMBER: _ClassVar[int]
     GROUP_SIZES_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
@@ -126,10 +127,12 @@ class Bundle(_message.Message):
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     VALUES_FIELD_NUMBER: _ClassVar[int]
     VALUE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    VALUE_REFS_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
     aggregate_lengths: _containers.RepeatedScalarFieldContainer[int]
     aggregate_serde: str
     aggregates: bytes
+    final_only: bool
     group_sizes: _containers.RepeatedScalarFieldContainer[int]
     id: int
     key_lengths: _containers.RepeatedScalarFieldContainer[int]
@@ -145,9 +148,10 @@ class Bundle(_message.Message):
     timestamps: _containers.RepeatedScalarFieldContainer[int]
     topic: str
     value_lengths: _containers.RepeatedScalarFieldContainer[int]
+    value_refs: _containers.RepeatedScalarFieldContainer[int]
     value_serde: str
     values: bytes
-    def __init__(self, id: _Optional[int] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., output_key_serde: _Optional[str] = ..., output_value_serde: _Optional[str] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., topic: _Optional[str] = ..., partition: _Optional[int] = ..., offsets: _Optional[_Iterable[int]] = ..., timestamps: _Optional[_Iterable[int]] = ..., group_sizes: _Optional[_Iterable[int]] = ..., aggregate_lengths: _Optional[_Iterable[int]] = ..., aggregates: _Optional[bytes] = ..., aggregate_serde: _Optional[str] = ..., old_value_lengths: _Optional[_Iterable[int]] = ..., old_values: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., output_key_serde: _Optional[str] = ..., output_value_serde: _Optional[str] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., topic: _Optional[str] = ..., partition: _Optional[int] = ..., offsets: _Optional[_Iterable[int]] = ..., timestamps: _Optional[_Iterable[int]] = ..., group_sizes: _Optional[_Iterable[int]] = ..., aggregate_lengths: _Optional[_Iterable[int]] = ..., aggregates: _Optional[bytes] = ..., aggregate_serde: _Optional[str] = ..., old_value_lengths: _Optional[_Iterable[int]] = ..., old_values: _Optional[bytes] = ..., value_refs: _Optional[_Iterable[int]] = ..., final_only: bool = ...) -> None: ...
 
 class BundleResult(_message.Message):
     __slots__ = ["bundle_id", "failures", "key_lengths", "keys", "output_counts", "value_lengths", "values"]
@@ -408,7 +412,7 @@ class Node(_message.Message):
     def __init__(self, name: _Optional[str] = ..., type: _Optional[_Union[Node.Type, str]] = ..., topics: _Optional[_Iterable[str]] = ..., topic: _Optional[str] = ..., stores: _Optional[_Iterable[str]] = ..., successors: _Optional[_Iterable[str]] = ..., predecessors: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
-    __slots__ = ["application_id", "config"]
+    __slots__ = ["application_id", "config", "host_features"]
     class ConfigEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -418,9 +422,11 @@ class OpenSessionRequest(_message.Message):
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     APPLICATION_ID_FIELD_NUMBER: _ClassVar[int]
     CONFIG_FIELD_NUMBER: _ClassVar[int]
+    HOST_FEATURES_FIELD_NUMBER: _ClassVar[int]
     application_id: str
     config: _containers.ScalarMap[str, str]
-    def __init__(self, application_id: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    host_features: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, application_id: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ..., host_features: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class OpenSessionResponse(_message.Message):
     __slots__ = ["config", "session_id"]

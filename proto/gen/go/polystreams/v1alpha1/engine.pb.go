@@ -189,7 +189,9 @@ const (
 	// (Merger.apply). A fold bundle whose group aggregate is the first
 	// session's aggregate and whose values are the other sessions'
 	// aggregates (value_serde is the aggregate's serde); one aggregate out
-	// per value, as for OPERATION_AGGREGATE.
+	// per value, as for OPERATION_AGGREGATE. This engine version refuses host
+	// functions over session windows (docs/design/windows.md) and sends no
+	// such bundle yet; hosts implement it for the version that will.
 	Operation_OPERATION_MERGE Operation = 11
 )
 
@@ -379,7 +381,11 @@ type OpenSessionRequest struct {
 	// commit.interval.ms, and polystreams.* settings. Absent keys take their
 	// documented defaults; bootstrap.servers defaults to the engine's --brokers.
 	// Values of credential keys (sasl.password, ...) are never echoed back.
-	Config        map[string]string `protobuf:"bytes,2,rep,name=config,proto3" json:"config,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Config map[string]string `protobuf:"bytes,2,rep,name=config,proto3" json:"config,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// What the SDK's host understands beyond this protocol's base, so that
+	// the engine may use it: "fold_value_refs" (Bundle.value_refs). Unknown
+	// features are ignored.
+	HostFeatures  []string `protobuf:"bytes,3,rep,name=host_features,json=hostFeatures,proto3" json:"host_features,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -424,6 +430,13 @@ func (x *OpenSessionRequest) GetApplicationId() string {
 func (x *OpenSessionRequest) GetConfig() map[string]string {
 	if x != nil {
 		return x.Config
+	}
+	return nil
+}
+
+func (x *OpenSessionRequest) GetHostFeatures() []string {
+	if x != nil {
+		return x.HostFeatures
 	}
 	return nil
 }
@@ -3494,8 +3507,20 @@ type Bundle struct {
 	// has no aggregate (none existed and the change only removed).
 	OldValueLengths []int32 `protobuf:"zigzag32,19,rep,packed,name=old_value_lengths,json=oldValueLengths,proto3" json:"old_value_lengths,omitempty"`
 	OldValues       []byte  `protobuf:"bytes,20,opt,name=old_values,json=oldValues,proto3" json:"old_values,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// A fold bundle over windows, to a host with the "fold_value_refs"
+	// feature: the value, offset and timestamp columns hold each record once
+	// and fold value i (group_sizes count fold values; output counts and
+	// failures index them) is record value_refs[i], so that a record falling
+	// into 12 windows is sent and decoded once. Empty: fold value i is record
+	// i.
+	ValueRefs []int32 `protobuf:"zigzag32,21,rep,packed,name=value_refs,json=valueRefs,proto3" json:"value_refs,omitempty"`
+	// A fold bundle whose intermediate aggregates the engine does not need
+	// (its record cache keeps only each key's last update): the host may
+	// answer one aggregate per group, its last (output count 1 for the
+	// group's last value, 0 for the others), or one per value as usual.
+	FinalOnly     bool `protobuf:"varint,22,opt,name=final_only,json=finalOnly,proto3" json:"final_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Bundle) Reset() {
@@ -3666,6 +3691,20 @@ func (x *Bundle) GetOldValues() []byte {
 		return x.OldValues
 	}
 	return nil
+}
+
+func (x *Bundle) GetValueRefs() []int32 {
+	if x != nil {
+		return x.ValueRefs
+	}
+	return nil
+}
+
+func (x *Bundle) GetFinalOnly() bool {
+	if x != nil {
+		return x.FinalOnly
+	}
+	return false
 }
 
 // BundleResult gives one outcome per input record: zero, one or many outputs,
@@ -4495,10 +4534,11 @@ var File_polystreams_v1alpha1_engine_proto protoreflect.FileDescriptor
 
 const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\n" +
-	"!polystreams/v1alpha1/engine.proto\x12\x14polystreams.v1alpha1\"\xc4\x01\n" +
+	"!polystreams/v1alpha1/engine.proto\x12\x14polystreams.v1alpha1\"\xe9\x01\n" +
 	"\x12OpenSessionRequest\x12%\n" +
 	"\x0eapplication_id\x18\x01 \x01(\tR\rapplicationId\x12L\n" +
-	"\x06config\x18\x02 \x03(\v24.polystreams.v1alpha1.OpenSessionRequest.ConfigEntryR\x06config\x1a9\n" +
+	"\x06config\x18\x02 \x03(\v24.polystreams.v1alpha1.OpenSessionRequest.ConfigEntryR\x06config\x12#\n" +
+	"\rhost_features\x18\x03 \x03(\tR\fhostFeatures\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbe\x01\n" +
@@ -4739,7 +4779,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\toperation\x18\x02 \x01(\x0e2\x1f.polystreams.v1alpha1.OperationR\toperation\x12\x12\n" +
 	"\x04node\x18\x03 \x01(\tR\x04node\x12+\n" +
 	"\x11initializer_token\x18\x04 \x01(\rR\x10initializerToken\x12)\n" +
-	"\x10subtractor_token\x18\x05 \x01(\rR\x0fsubtractorToken\"\xa2\x05\n" +
+	"\x10subtractor_token\x18\x05 \x01(\rR\x0fsubtractorToken\"\xe0\x05\n" +
 	"\x06Bundle\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x120\n" +
 	"\x05steps\x18\x02 \x03(\v2\x1a.polystreams.v1alpha1.StepR\x05steps\x12\x1b\n" +
@@ -4769,7 +4809,11 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x0faggregate_serde\x18\x12 \x01(\tR\x0eaggregateSerde\x12*\n" +
 	"\x11old_value_lengths\x18\x13 \x03(\x11R\x0foldValueLengths\x12\x1d\n" +
 	"\n" +
-	"old_values\x18\x14 \x01(\fR\toldValues\"\x83\x02\n" +
+	"old_values\x18\x14 \x01(\fR\toldValues\x12\x1d\n" +
+	"\n" +
+	"value_refs\x18\x15 \x03(\x11R\tvalueRefs\x12\x1d\n" +
+	"\n" +
+	"final_only\x18\x16 \x01(\bR\tfinalOnly\"\x83\x02\n" +
 	"\fBundleResult\x12\x1b\n" +
 	"\tbundle_id\x18\x01 \x01(\x04R\bbundleId\x12#\n" +
 	"\routput_counts\x18\x02 \x03(\x11R\foutputCounts\x12\x1f\n" +
