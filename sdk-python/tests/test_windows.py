@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from helpers import FakeEngine, column, connect_error, make_bundle, split_column
 from test_app import Engine
-from test_fold import NONE, Calls, fold_bundle, outputs, run
+from test_fold import AGGREGATE, NONE, Calls, fold_bundle, outputs, run
 
 from polystreams import (
     App,
@@ -214,6 +214,36 @@ def test_the_engines_refusal_reaches_the_user_unchanged(engine: WindowEngine) ->
 
 
 # Session merges in the fold executor.
+
+
+def test_value_refs_fold_each_record_into_every_window_it_is_in() -> None:
+    """fold_value_refs: the bundle holds each record once; fold value i is
+    record value_refs[i]; outputs and failures index fold values."""
+    agg = Calls(lambda k, v, a: a + v)
+    # Records 5, 7 (bad: raises), 1; windows w0: [5, 7], w1: [5, 7, 1] (groups keyed "a").
+    b = fold_bundle(AGGREGATE, [("a", NONE, [0, 0]), ("a", 100, [0, 0, 0])], token=2, initializer_token=1)
+    vdata, vlens = column("long", [5, 7, 1])
+    b.values, b.value_lengths[:] = vdata, vlens
+    b.value_refs.extend([0, 1, 0, 1, 2])
+
+    def add(k: str, v: int, a: int) -> int:
+        if v == 7:
+            raise ValueError("seven")
+        return int(agg(k, v, a))
+
+    r = run({1: lambda: 0, 2: add}, b)
+    assert list(r.output_counts) == [1, 0, 1, 0, 1]
+    assert outputs(r) == [5, 105, 106]
+    assert [(f.index, f.message) for f in r.failures] == [(1, "ValueError: seven"), (3, "ValueError: seven")]
+    b.value_refs[:] = [0, 1, 0, 1, 3]
+    r = run({1: lambda: 0, 2: add}, b)
+    assert list(r.output_counts) == [0] * 5 and "value refs from 0 to 3 for 3 records" in r.failures[0].message
+
+
+def test_the_host_offers_fold_value_refs_at_open_session(engine: WindowEngine) -> None:
+    App("w", engine=engine.fake.url)
+    (req,) = engine.fake.requests("OpenSession", pb.OpenSessionRequest)
+    assert list(req.host_features) == ["fold_value_refs"]
 
 
 def test_merge_folds_the_other_sessions_into_the_first() -> None:

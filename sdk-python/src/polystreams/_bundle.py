@@ -416,12 +416,18 @@ class _Fold:
 
     def run(self, b: pb.Bundle) -> pb.BundleResult:
         value_lengths = list(b.value_lengths)
-        n = len(value_lengths)
+        # A windowed fold bundle may hold each record once and refer to it from
+        # every window it falls into (fold_value_refs): fold value i is record
+        # refs[i]; outputs and failures index fold values.
+        refs = list(b.value_refs)
+        n = len(refs) if refs else len(value_lengths)
         result = pb.BundleResult(bundle_id=b.id)
         sizes = list(b.group_sizes)
         agg_lengths = list(b.aggregate_lengths)
         key_lengths = list(b.key_lengths)
         broken = self.broken
+        if broken is None and refs and (min(refs) < 0 or max(refs) >= len(value_lengths)):
+            broken = f"ValueError: malformed fold bundle: value refs from {min(refs)} to {max(refs)} for {len(value_lengths)} records"
         if broken is None and (
             len(agg_lengths) != len(sizes) or len(key_lengths) != len(sizes) or sum(sizes) != n or (sizes and min(sizes) < 0)
         ):
@@ -446,6 +452,10 @@ class _Fold:
 
         failed: dict[int, str] = {}
         vals, vfail = decode_column(self.value_serde, b.values, value_lengths)
+        if refs:
+            vals = [vals[j] for j in refs]  # each record decoded once, however many windows it is in
+            if vfail:
+                vfail = {i: vfail[j] for i, j in enumerate(refs) if j in vfail}
         if vfail:
             for i, msg in vfail.items():
                 vals[i] = _BAD

@@ -79,6 +79,10 @@ class RestoreProgress:
         return cls(p.restored_records, p.total_records, p.restoring_partitions, p.total_partitions)
 
 
+# What this host understands beyond the protocol's base (OpenSession): fold
+# bundles over windows that send each record once (Bundle.value_refs).
+HOST_FEATURES = ["fold_value_refs"]
+
 # The host loop's Exchange: bundles taken per call, and how long the engine
 # may hold a call open waiting for one (also how soon stop() is noticed).
 MAX_BUNDLES = 8
@@ -145,7 +149,9 @@ class App:
         self._idle = threading.Event()  # set while run() is not serving
         self._idle.set()
         try:
-            resp = self._client.open_session(pb.OpenSessionRequest(application_id=application_id, config=props))
+            resp = self._client.open_session(
+                pb.OpenSessionRequest(application_id=application_id, config=props, host_features=HOST_FEATURES)
+            )
         except BaseException:
             self._client.close()
             if self._engine is not None:

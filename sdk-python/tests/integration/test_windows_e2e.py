@@ -12,10 +12,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from test_engine_e2e import Runner, config, create_topic
 
+import polystreams.app
 from polystreams import App, InvalidArgumentError, Materialized, Suppressed, TimeWindows, Windowed, serde
+from polystreams._bundle import Executor
+from polystreams.v1alpha1 import engine_pb2 as pb
 
 MINUTE = datetime.timedelta(minutes=1)
 KEY_SERDE = "windowed(string,60000)"
@@ -141,3 +145,48 @@ def test_window_store_fetch_and_fetch_all(tmp_path: Path, app_id: str) -> None:
         app.stop()
         runner.join(60)
     assert runner.error is None and runner.returned
+
+
+def test_hopping_host_aggregate_sends_each_record_once(tmp_path: Path, app_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hopping windows of 60 s by 5 s: each record is in 12 windows. The host
+    offers fold_value_refs, so a fold bundle carries each record once and
+    refers to it from its 12 groups: 12 fold values per record, 1 record."""
+    crossed = {"records": 0, "fold_values": 0}
+
+    class CountingExecutor(Executor):
+        def process(self, bundle: pb.Bundle) -> pb.BundleResult:
+            if len(bundle.steps) == 1 and bundle.steps[0].operation == pb.OPERATION_AGGREGATE:
+                crossed["records"] += len(bundle.value_lengths)
+                crossed["fold_values"] += len(bundle.value_refs) or len(bundle.value_lengths)
+            return super().process(bundle)
+
+    monkeypatch.setattr(polystreams.app, "Executor", CountingExecutor)
+    n = 200
+    with App(app_id, config(tmp_path, commit_interval_ms=100, statestore_cache_max_bytes=0)) as app:
+        assert app.brokers
+        for t in ("amounts", "sums"):
+            create_topic(app.brokers, t, 1)
+        p = Producer({"bootstrap.servers": app.brokers})
+        for i in range(n):
+            p.produce("amounts", key=b"k", value=struct.pack(">q", i), timestamp=60_000 + i * 10)
+        assert p.flush(30) == 0
+        sums = (
+            app.stream("amounts", key="string", value="long")
+            .group_by_key()
+            .windowed_by(TimeWindows.of_size_with_no_grace(MINUTE).advance_by(datetime.timedelta(seconds=5)))
+            .aggregate(lambda: 0, lambda k, v, total: total + v)
+        )
+        sums.to_stream().to("sums")
+        runner = Runner(app)
+        out = read(app.brokers, "sums", 12 * n, 90, runner)
+        assert len(out) == 12 * n
+        last: dict[Any, int] = {}
+        for k, v in out:
+            last[serde.decode(KEY_SERDE, k)] = serde.decode("long", v)
+        # Every record (all within [60000, 62000)) is in the 12 windows starting 5000 .. 60000.
+        assert sorted(last, key=lambda w: w.start) == [Windowed("k", s, s + 60_000) for s in range(5_000, 60_001, 5_000)]
+        assert set(last.values()) == {sum(range(n))}
+        app.stop()
+        runner.join(60)
+    assert runner.error is None and runner.returned
+    assert crossed["fold_values"] == 12 * n and crossed["records"] == n, crossed
