@@ -118,6 +118,10 @@ export interface CloseOptions {
   timeoutMs?: number;
 }
 
+// What this host understands beyond the protocol's base (OpenSession): fold
+// bundles over windows that send each record once (Bundle.valueRefs).
+const HOST_FEATURES = ["fold_value_refs"];
+
 // The host loop's Exchange: bundles taken per call, and how long the engine
 // may hold a call open waiting for one (also how soon stop() is noticed).
 const MAX_BUNDLES = 8;
@@ -252,7 +256,7 @@ export class App implements Builder {
     let client: Client | undefined;
     try {
       client = new EngineClient(url, { ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}) });
-      const resp = await client.call("openSession", { applicationId, config: props });
+      const resp = await client.call("openSession", { applicationId, config: props, hostFeatures: HOST_FEATURES });
       const brokers = engine?.broker || resp.config["bootstrap.servers"] || options.brokers || undefined;
       return new App({ applicationId, client, session: resp.sessionId, engine, config: resp.config, brokers });
     } catch (e) {

@@ -28,7 +28,7 @@ import {
   RecordFailureSchema,
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import { Buffer } from "node:buffer";
-import { decodeColumn, encode, encodeColumn, errorText, typeName } from "./serde.js";
+import { type DecodedColumn, decodeColumn, encode, encodeColumn, errorText, typeName } from "./serde.js";
 
 /** A user function as the executor calls it. */
 export type AnyFunction = (...args: any[]) => unknown;
@@ -467,6 +467,24 @@ interface FoldOutputs {
   readonly serde: string;
 }
 
+/** A decoded column of records as fold values: value i is record refs[i] (each record decoded once); no refs: as it is. */
+function byRefs(column: DecodedColumn, refs: readonly number[]): DecodedColumn {
+  if (refs.length === 0) {
+    return column;
+  }
+  const items = refs.map((j) => column.items[j]);
+  const failures = new Map<number, string>();
+  if (column.failures.size > 0) {
+    refs.forEach((j, i) => {
+      const f = column.failures.get(j);
+      if (f !== undefined) {
+        failures.set(i, f);
+      }
+    });
+  }
+  return { items, failures };
+}
+
 /** The items of a decoded column, with ABSENT for its nulls (length -1), which the serde may not tell from a null value. */
 function absentWhereNull(items: unknown[], lengths: readonly number[]): unknown[] {
   for (let i = 0; i < lengths.length; i++) {
@@ -663,10 +681,18 @@ class Fold {
   }
 
   async run(b: Bundle): Promise<BundleResult> {
-    const n = b.valueLengths.length;
+    // A windowed fold bundle may hold each record once and refer to it from
+    // every window it falls into (fold_value_refs): fold value i is record
+    // refs[i]; outputs and failures index fold values.
+    const refs = b.valueRefs;
+    const records = b.valueLengths.length;
+    const n = refs.length > 0 ? refs.length : records;
     const result = create(BundleResultSchema, { bundleId: b.id });
     if (this.broken !== null) {
       return failEvery(result, n, 0, this.broken);
+    }
+    if (refs.length > 0 && refs.some((j) => j < 0 || j >= records)) {
+      return failEvery(result, n, 0, `RangeError: malformed fold bundle: value refs from ${Math.min(...refs)} to ${Math.max(...refs)} for ${records} records`);
     }
     const groups = b.groupSizes;
     let total = 0;
@@ -694,7 +720,7 @@ class Fold {
     if (outSerde !== aggSerde) {
       return failEvery(result, n, 0, `RangeError: malformed fold bundle: output value serde "${outSerde}" is not the aggregate serde "${aggSerde}"`);
     }
-    const values = decodeColumn(b.valueSerde, b.values, b.valueLengths);
+    const values = byRefs(decodeColumn(b.valueSerde, b.values, b.valueLengths), refs);
     const aggs = decodeColumn(aggSerde, b.aggregates, b.aggregateLengths);
     const keys = this.op === Operation.REDUCE ? null : decodeColumn(b.keySerde, b.keys, b.keyLengths);
     const oldValues = this.table ? decodeColumn(b.valueSerde, b.oldValues, b.oldValueLengths) : null;

@@ -17,6 +17,7 @@ import {
   GetStateResponseSchema,
   Kind,
   Operation,
+  type OpenSessionRequest,
   type QueryRequest,
   QueryResponseSchema,
   Reducer,
@@ -129,6 +130,48 @@ describe("chains after a windowed table's toStream()", () => {
     assert.deepEqual(seen, [[new Windowed("a", 0, 10), 1n], [new Windowed("a", 10, 20), 2n], [new Windowed("b", 20, 30), 3n]]);
     assert.deepEqual(decodeColumn(name, r.keys, r.keyLengths).items, [new Windowed("A", 20, 30), new Windowed("B", 30, 40)]);
     assert.deepEqual(Buffer.from(r.keys.subarray(0, 9)), Buffer.concat([Buffer.from("A"), be(20)]));
+  });
+});
+
+describe("fold_value_refs", () => {
+  test("each record is decoded once and folded into every window that refers to it; outputs and failures index fold values", async () => {
+    const keys = encodeColumn("string", ["a", "a"]);
+    const aggs = encodeColumn("long", [null, 100n]);
+    const values = encodeColumn("long", [5n, 7n, 1n]);
+    const bundle = (refs: number[]) =>
+      create(BundleSchema, {
+        id: 7n,
+        steps: [{ token: 1, operation: Operation.AGGREGATE, node: "KSTREAM-AGGREGATE-0000000002", initializerToken: 2 }],
+        keySerde: "string",
+        valueSerde: "long",
+        outputValueSerde: "long",
+        aggregateSerde: "long",
+        keyLengths: keys.lengths,
+        keys: keys.data,
+        groupSizes: [2, 3],
+        aggregateLengths: aggs.lengths,
+        aggregates: aggs.data,
+        valueLengths: values.lengths,
+        values: values.data,
+        valueRefs: refs,
+      });
+    const fns = new Map<number, AnyFunction>([
+      [
+        1,
+        (_k: string, v: bigint, a: bigint) => {
+          if (v === 7n) throw new RangeError("seven");
+          return a + v;
+        },
+      ],
+      [2, () => 0n],
+    ]);
+    const r = await new Executor(fns).process(bundle([0, 1, 0, 1, 2]));
+    assert.deepEqual(r.outputCounts, [1, 0, 1, 0, 1]);
+    assert.deepEqual(decodeColumn("long", r.values, r.valueLengths).items, [5n, 105n, 106n]);
+    assert.deepEqual(r.failures.map((f) => [f.index, f.message]), [[1, "RangeError: seven"], [3, "RangeError: seven"]]);
+    const bad = await new Executor(fns).process(bundle([0, 1, 0, 1, 3]));
+    assert.deepEqual(bad.outputCounts, [0, 0, 0, 0, 0]);
+    assert.match(bad.failures[0]!.message, /value refs from 0 to 3 for 3 records/);
   });
 });
 
@@ -342,6 +385,16 @@ describe("windowed builds, queries and dropped records against a fake engine", {
     assert.ok(all.case === "windowFetch" && all.value.key === undefined);
     truncated = true;
     await assert.rejects(s.fetchAll(0, 100), (e: unknown) => e instanceof PolystreamsError && /more than 100000 windows/.test(e.message));
+  });
+
+  test("the host offers fold_value_refs at OpenSession", async () => {
+    let features: string[] = [];
+    engine.handlers.openSession = (req: OpenSessionRequest) => {
+      features = [...req.hostFeatures];
+      return { sessionId: "sess-1", config: {} };
+    };
+    app = await App.create("w", { engine: engine.url });
+    assert.deepEqual(features, ["fold_value_refs"]);
   });
 
   test("droppedRecords", async () => {
