@@ -211,7 +211,8 @@ impl AppBuilder {
             props.insert("bootstrap.servers".into(), b.clone());
         }
         let mut engine = None;
-        let url = match self.engine.clone().or_else(|| std::env::var("POLYSTREAMS_URL").ok().filter(|u| !u.is_empty())) {
+        let url = match self.engine.clone().or_else(|| std::env::var("POLYSTREAMS_URL").ok().filter(|u| !u.is_empty()))
+        {
             Some(u) => u,
             None => {
                 let e = EngineProcess::spawn(&find_engine()?, self.brokers.as_deref(), Duration::from_secs(30))?;
@@ -230,7 +231,11 @@ impl AppBuilder {
             .and_then(|e| e.broker.clone())
             .or_else(|| resp.config.get("bootstrap.servers").cloned())
             .or(self.brokers.clone());
-        let config = resp.config.into_iter().map(|(k, v)| if is_secret(&k) { (k, "[hidden]".to_owned()) } else { (k, v) }).collect();
+        let config = resp
+            .config
+            .into_iter()
+            .map(|(k, v)| if is_secret(&k) { (k, "[hidden]".to_owned()) } else { (k, v) })
+            .collect();
         Ok(App {
             inner: Arc::new(Inner {
                 application_id: self.application_id,
@@ -407,7 +412,9 @@ impl Inner {
             };
             let resp = match self.client.exchange(&req) {
                 Ok(r) => r,
-                Err(Error::NotFound { .. }) if self.stop_requested.load(Ordering::SeqCst) || lock(&self.life).stop_sent => {
+                Err(Error::NotFound { .. })
+                    if self.stop_requested.load(Ordering::SeqCst) || lock(&self.life).stop_sent =>
+                {
                     return Ok(()); // the session ended as asked
                 }
                 Err(e) => return Err(e),
@@ -460,9 +467,17 @@ impl Inner {
 
 fn processing_error(message: String, r: Option<pb::RecordContext>) -> Error {
     match r {
-        Some(r) => Error::Processing { message, topic: Some(r.topic), partition: Some(r.partition), offset: Some(r.offset), node: Some(r.node) },
+        Some(r) => Error::Processing {
+            message,
+            topic: Some(r.topic),
+            partition: Some(r.partition),
+            offset: Some(r.offset),
+            node: Some(r.node),
+        },
         None => match record_context(&message) {
-            Some((t, p, o, n)) => Error::Processing { message, topic: Some(t), partition: Some(p), offset: Some(o), node: Some(n) },
+            Some((t, p, o, n)) => {
+                Error::Processing { message, topic: Some(t), partition: Some(p), offset: Some(o), node: Some(n) }
+            }
             None => Error::Processing { message, topic: None, partition: None, offset: None, node: None },
         },
     }
@@ -524,7 +539,10 @@ impl App {
             value_serde: o.value_or(V::NAME),
             name: o.name_or_empty(),
         });
-        let h = self.inner.build(op, &[])?.ok_or_else(|| Error::internal("Build(stream): the engine answered no handle"))?;
+        let h = self
+            .inner
+            .build(op, &[])?
+            .ok_or_else(|| Error::internal("Build(stream): the engine answered no handle"))?;
         KStream::wrap(self.inner.clone(), h)
     }
 
@@ -545,7 +563,8 @@ impl App {
             name: o.name_or_empty(),
             materialized: o.materialized_proto(),
         });
-        let h = self.inner.build(op, &[])?.ok_or_else(|| Error::internal("Build(table): the engine answered no handle"))?;
+        let h =
+            self.inner.build(op, &[])?.ok_or_else(|| Error::internal("Build(table): the engine answered no handle"))?;
         KTable::wrap(self.inner.clone(), h)
     }
 
@@ -597,7 +616,9 @@ impl App {
         {
             let life = lock(&self.inner.life);
             if life.closed || life.stop_sent {
-                return Err(Error::FailedPrecondition { message: format!("start: app {:?} is stopped", self.inner.application_id) });
+                return Err(Error::FailedPrecondition {
+                    message: format!("start: app {:?} is stopped", self.inner.application_id),
+                });
             }
             if life.started {
                 return Ok(());
@@ -624,7 +645,9 @@ impl App {
                 return Err(Error::FailedPrecondition { message: "run: the app is already running".into() });
             }
             if life.closed {
-                return Err(Error::FailedPrecondition { message: format!("run: app {:?} is closed", inner.application_id) });
+                return Err(Error::FailedPrecondition {
+                    message: format!("run: app {:?} is closed", inner.application_id),
+                });
             }
             if life.stop_sent {
                 return Ok(()); // stop() came first
@@ -636,7 +659,8 @@ impl App {
                 self.start()?;
                 let exec = Executor { functions: Arc::new(lock(&inner.functions).clone()) };
                 let done = AtomicBool::new(false);
-                let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+                let nanos =
+                    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
                 let prefix = format!("rust-{}-{nanos:x}", std::process::id());
                 let results: Vec<Result<()>> = std::thread::scope(|s| {
                     let handles: Vec<_> = (1..inner.workers)
@@ -652,11 +676,17 @@ impl App {
                     let first = inner.serve(format!("{prefix}-0"), &exec, true, &done);
                     done.store(true, Ordering::SeqCst);
                     std::iter::once(first)
-                        .chain(handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(Error::internal("a worker thread panicked")))))
+                        .chain(
+                            handles
+                                .into_iter()
+                                .map(|h| h.join().unwrap_or_else(|_| Err(Error::internal("a worker thread panicked")))),
+                        )
                         .collect()
                 });
                 // A processing error first: it says why the others stopped.
-                if let Some(e) = results.iter().find_map(|r| r.as_ref().err().filter(|e| matches!(e, Error::Processing { .. }))) {
+                if let Some(e) =
+                    results.iter().find_map(|r| r.as_ref().err().filter(|e| matches!(e, Error::Processing { .. })))
+                {
                     return Err(e.clone());
                 }
                 results.into_iter().collect::<Result<Vec<()>>>()?;
@@ -693,11 +723,8 @@ impl App {
         self.stop();
         {
             let life = lock(&self.inner.life);
-            let (life, _) = self
-                .inner
-                .idle
-                .wait_timeout_while(life, timeout, |l| l.running)
-                .unwrap_or_else(|e| e.into_inner());
+            let (life, _) =
+                self.inner.idle.wait_timeout_while(life, timeout, |l| l.running).unwrap_or_else(|e| e.into_inner());
             drop(life);
         }
         self.inner.send_stop();

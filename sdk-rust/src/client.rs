@@ -316,6 +316,9 @@ mod tests {
     fn refuses_urls_it_cannot_speak_to() {
         assert!(Client::new("https://x:1", Duration::from_secs(1)).is_err());
         assert!(Client::new("http://", Duration::from_secs(1)).is_err());
-        assert_eq!(Client::new("http://h:1/p/", Duration::from_secs(1)).unwrap().prefix, "/p/polystreams.v1alpha1.EngineService/");
+        assert_eq!(
+            Client::new("http://h:1/p/", Duration::from_secs(1)).unwrap().prefix,
+            "/p/polystreams.v1alpha1.EngineService/"
+        );
     }
 }

@@ -46,7 +46,12 @@ impl Handle {
             Some(pb::Kind::GroupedStream) => Kind::GroupedStream,
             Some(pb::Kind::Table) => Kind::Table,
             Some(pb::Kind::GroupedTable) => Kind::GroupedTable,
-            _ => return Err(Error::internal(format!("handle {} has kind {}, which this SDK does not know", h.id, h.kind))),
+            _ => {
+                return Err(Error::internal(format!(
+                    "handle {} has kind {}, which this SDK does not know",
+                    h.id, h.kind
+                )))
+            }
         };
         Ok(Handle { id: h.id, kind, key_serde: h.key_serde, value_serde: h.value_serde, node: h.node, store: h.store })
     }
@@ -205,7 +210,13 @@ fn fn_name<F>(op: &str) -> String {
 }
 
 /// Registers a step and builds an operator naming it.
-fn build_step(app: &Arc<Inner>, op_name: &str, fn_type: String, step: StepFn, op: impl FnOnce(u32) -> Op) -> Result<Option<Handle>> {
+fn build_step(
+    app: &Arc<Inner>,
+    op_name: &str,
+    fn_type: String,
+    step: StepFn,
+    op: impl FnOnce(u32) -> Op,
+) -> Result<Option<Handle>> {
     let token = app.register(&fn_type, Func::Step(Arc::new(step)))?;
     let _ = op_name;
     app.build(op(token), &[token])
@@ -281,7 +292,15 @@ macro_rules! node {
         impl<K, V> std::fmt::Debug for $t<K, V> {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 let h = &self.handle;
-                write!(f, "{}(id={}, key={:?}, value={:?}, node={:?})", stringify!($t), h.id, h.key_serde, h.value_serde, h.node)
+                write!(
+                    f,
+                    "{}(id={}, key={:?}, value={:?}, node={:?})",
+                    stringify!($t),
+                    h.id,
+                    h.key_serde,
+                    h.value_serde,
+                    h.node
+                )
             }
         }
     };
@@ -327,7 +346,13 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         });
         let input = self.handle.id;
         let h = build_step(&self.app, "map_values", fn_name::<F>("map_values"), step, |token| {
-            Op::MapValues(pb::MapValuesOp { input, token, value_serde: o.value_or(V2::NAME), name: o.name_or_empty(), materialized: None })
+            Op::MapValues(pb::MapValuesOp {
+                input,
+                token,
+                value_serde: o.value_or(V2::NAME),
+                name: o.name_or_empty(),
+                materialized: None,
+            })
         })?;
         self.stream(h, "map_values")
     }
@@ -398,7 +423,12 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         });
         let input = self.handle.id;
         let h = build_step(&self.app, "flat_map_values", fn_name::<F>("flat_map_values"), step, |token| {
-            Op::FlatMapValues(pb::FlatMapValuesOp { input, token, value_serde: o.value_or(V2::NAME), name: o.name_or_empty() })
+            Op::FlatMapValues(pb::FlatMapValuesOp {
+                input,
+                token,
+                value_serde: o.value_or(V2::NAME),
+                name: o.name_or_empty(),
+            })
         })?;
         self.stream(h, "flat_map_values")
     }
@@ -683,7 +713,8 @@ struct Aggregations<'a> {
 impl Aggregations<'_> {
     fn count(&self, o: &Options) -> Result<Handle> {
         o.check("count", NAME | MATERIALIZED)?;
-        let op = Op::Count(pb::CountOp { input: self.input, materialized: o.materialized_proto(), name: o.name_or_empty() });
+        let op =
+            Op::Count(pb::CountOp { input: self.input, materialized: o.materialized_proto(), name: o.name_or_empty() });
         expect_handle(self.app.build(op, &[])?, "count")
     }
 
@@ -700,7 +731,12 @@ impl Aggregations<'_> {
         expect_handle(self.app.build(op, &[])?, "reduce")
     }
 
-    fn reduce(&self, fold: Arc<dyn crate::host::FoldRun>, names: (String, Option<String>), o: &Options) -> Result<Handle> {
+    fn reduce(
+        &self,
+        fold: Arc<dyn crate::host::FoldRun>,
+        names: (String, Option<String>),
+        o: &Options,
+    ) -> Result<Handle> {
         o.check("reduce", NAME | MATERIALIZED)?;
         let token = self.app.register(&names.0, Func::Fold(fold))?;
         let sub = match names.1 {
@@ -880,7 +916,12 @@ impl<K: Serde, V: Serde> KTable<K, V> {
         o.check("filter_not", NAME | MATERIALIZED)?;
         let input = self.handle.id;
         let h = build_step(&self.app, "filter_not", fn_name::<F>("filter_not"), predicate_step(true, f), |token| {
-            Op::FilterNot(pb::FilterNotOp { input, token, name: o.name_or_empty(), materialized: o.materialized_proto() })
+            Op::FilterNot(pb::FilterNotOp {
+                input,
+                token,
+                name: o.name_or_empty(),
+                materialized: o.materialized_proto(),
+            })
         })?;
         self.table(h, "filter_not")
     }
@@ -1042,14 +1083,28 @@ impl<K: Serde, V: Serde> KGroupedTable<K, V> {
     }
 
     /// [`aggregate`](Self::aggregate) with `name` and `materialized`.
-    pub fn aggregate_with<A: Serde, I, F, G>(&self, init: I, adder: F, subtractor: G, o: Options) -> Result<KTable<K, A>>
+    pub fn aggregate_with<A: Serde, I, F, G>(
+        &self,
+        init: I,
+        adder: F,
+        subtractor: G,
+        o: Options,
+    ) -> Result<KTable<K, A>>
     where
         I: Fn() -> A + Send + Sync + 'static,
         F: Fn(&K, V, A) -> A + Send + Sync + 'static,
         G: Fn(&K, V, A) -> A + Send + Sync + 'static,
     {
-        let fold = Arc::new(Fold(Aggregate::<K, V, A> { init: Arc::new(init), add: Arc::new(adder), sub: Some(Arc::new(subtractor)) }));
-        let names = (fn_name::<I>("aggregate initializer"), fn_name::<F>("aggregate"), Some(fn_name::<G>("aggregate subtractor")));
+        let fold = Arc::new(Fold(Aggregate::<K, V, A> {
+            init: Arc::new(init),
+            add: Arc::new(adder),
+            sub: Some(Arc::new(subtractor)),
+        }));
+        let names = (
+            fn_name::<I>("aggregate initializer"),
+            fn_name::<F>("aggregate"),
+            Some(fn_name::<G>("aggregate subtractor")),
+        );
         KTable::wrap(self.app.clone(), self.aggregations().aggregate(fold, names, A::NAME, &o)?)
     }
 }

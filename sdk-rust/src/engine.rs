@@ -27,7 +27,9 @@ pub fn find_engine() -> Result<PathBuf> {
     if let Some(env) = std::env::var_os("POLYSTREAMS_ENGINE") {
         let p = PathBuf::from(&env);
         if !p.is_file() {
-            return Err(Error::EngineStart { message: format!("POLYSTREAMS_ENGINE={} is not an executable file", p.display()) });
+            return Err(Error::EngineStart {
+                message: format!("POLYSTREAMS_ENGINE={} is not an executable file", p.display()),
+            });
         }
         return Ok(p);
     }
@@ -75,9 +77,9 @@ impl EngineProcess {
         cmd.process_group(0);
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let show = format!("engine `{}`", binary.display());
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| Error::EngineStart { message: format!("cannot start the engine {}: {e}", binary.display()) })?;
+        let mut child = cmd.spawn().map_err(|e| Error::EngineStart {
+            message: format!("cannot start the engine {}: {e}", binary.display()),
+        })?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().expect("piped");
         let stderr = child.stderr.take().expect("piped");
@@ -140,7 +142,10 @@ impl EngineProcess {
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     engine.close(Duration::from_secs(5));
                     return Err(Error::EngineStart {
-                        message: format!("{show} did not report its address within {start_timeout:?}{}", tail_text(&tail)),
+                        message: format!(
+                            "{show} did not report its address within {start_timeout:?}{}",
+                            tail_text(&tail)
+                        ),
                     });
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => {

@@ -81,8 +81,12 @@ impl StepFn {
         StepFn {
             call: Box::new(call),
             decode_value: |s, d| V::decode(s, d).map(|v| Box::new(v) as AnyBox),
-            encode_key: |k, s, out| k.downcast_ref::<K2>().ok_or_else(|| SerdeError(mismatch::<K2>("key")))?.encode(s, out),
-            encode_value: |v, s, out| v.downcast_ref::<V2>().ok_or_else(|| SerdeError(mismatch::<V2>("value")))?.encode(s, out),
+            encode_key: |k, s, out| {
+                k.downcast_ref::<K2>().ok_or_else(|| SerdeError(mismatch::<K2>("key")))?.encode(s, out)
+            },
+            encode_value: |v, s, out| {
+                v.downcast_ref::<V2>().ok_or_else(|| SerdeError(mismatch::<V2>("value")))?.encode(s, out)
+            },
         }
     }
 }
@@ -171,7 +175,10 @@ pub(crate) fn column<'a>(data: &'a [u8], lengths: &[i32]) -> Result<Vec<Option<&
         pos = end;
     }
     if pos != data.len() {
-        return Err(format!("malformed bundle column: lengths account for {pos} bytes, the column holds {}", data.len()));
+        return Err(format!(
+            "malformed bundle column: lengths account for {pos} bytes, the column holds {}",
+            data.len()
+        ));
     }
     Ok(out)
 }
@@ -183,12 +190,21 @@ pub(crate) struct Executor {
 
 impl Executor {
     pub(crate) fn process(&self, b: &pb::Bundle) -> pb::BundleResult {
-        let is_fold = |s: &pb::Step| s.operation == pb::Operation::Reduce as i32 || s.operation == pb::Operation::Aggregate as i32;
+        let is_fold = |s: &pb::Step| {
+            s.operation == pb::Operation::Reduce as i32 || s.operation == pb::Operation::Aggregate as i32
+        };
         if b.steps.len() == 1 && is_fold(&b.steps[0]) {
             let st = &b.steps[0];
             return match self.functions.get(&st.token) {
                 Some(Func::Fold(f)) => f.run(b),
-                _ => fail_all(b, 0, format!("step 0 ({}) names token {}, which is not a fold registered in this host", st.node, st.token)),
+                _ => fail_all(
+                    b,
+                    0,
+                    format!(
+                        "step 0 ({}) names token {}, which is not a fold registered in this host",
+                        st.node, st.token
+                    ),
+                ),
             };
         }
         let mut steps: Vec<(i32, &StepFn)> = Vec::with_capacity(b.steps.len());
@@ -196,9 +212,25 @@ impl Executor {
             match self.functions.get(&st.token) {
                 Some(Func::Step(f)) if !is_fold(st) => steps.push((st.operation, f)),
                 Some(_) if is_fold(st) => {
-                    return fail_all(b, i, format!("step {i} ({}) is a reduce or aggregate, which must be its bundle's only step", st.node))
+                    return fail_all(
+                        b,
+                        i,
+                        format!(
+                            "step {i} ({}) is a reduce or aggregate, which must be its bundle's only step",
+                            st.node
+                        ),
+                    )
                 }
-                _ => return fail_all(b, i, format!("step {i} ({}) names token {}, which is not registered in this host", st.node, st.token)),
+                _ => {
+                    return fail_all(
+                        b,
+                        i,
+                        format!(
+                            "step {i} ({}) names token {}, which is not registered in this host",
+                            st.node, st.token
+                        ),
+                    )
+                }
             }
         }
         run_chain(b, &steps)
@@ -211,7 +243,9 @@ fn fail_all(b: &pb::Bundle, step: usize, msg: String) -> pb::BundleResult {
     pb::BundleResult {
         bundle_id: b.id,
         output_counts: vec![0; n],
-        failures: (0..n).map(|i| pb::RecordFailure { index: i as i32, step: step as i32, message: msg.clone() }).collect(),
+        failures: (0..n)
+            .map(|i| pb::RecordFailure { index: i as i32, step: step as i32, message: msg.clone() })
+            .collect(),
         ..Default::default()
     }
 }
@@ -280,9 +314,8 @@ fn run_chain(b: &pb::Bundle, steps: &[(i32, &StepFn)]) -> pb::BundleResult {
 
     // Encode with the last step's output types.
     let last = steps[steps.len() - 1].1;
-    let changes_keys = steps
-        .iter()
-        .any(|(op, _)| *op == pb::Operation::Map as i32 || *op == pb::Operation::SelectKey as i32);
+    let changes_keys =
+        steps.iter().any(|(op, _)| *op == pb::Operation::Map as i32 || *op == pb::Operation::SelectKey as i32);
     let key_serde = if b.output_key_serde.is_empty() { &b.key_serde } else { &b.output_key_serde };
     let value_serde = if b.output_value_serde.is_empty() { &b.value_serde } else { &b.output_value_serde };
     let last_step = steps.len() - 1;
@@ -406,7 +439,10 @@ impl<F: Folder> FoldRun for Fold<F> {
             let aggs = column(&b.aggregates, &b.aggregate_lengths)?;
             let olds = if table {
                 if b.old_value_lengths.len() != n {
-                    return Err(format!("malformed table fold bundle: {} old values for {n} values", b.old_value_lengths.len()));
+                    return Err(format!(
+                        "malformed table fold bundle: {} old values for {n} values",
+                        b.old_value_lengths.len()
+                    ));
                 }
                 column(&b.old_values, &b.old_value_lengths)?
             } else {
@@ -425,7 +461,8 @@ impl<F: Folder> FoldRun for Fold<F> {
 
         let mut result = pb::BundleResult { bundle_id: b.id, output_counts: vec![0; n], ..Default::default() };
         let mut failures = Vec::new();
-        let mut fail = |i: usize, message: String| failures.push(pb::RecordFailure { index: i as i32, step: 0, message });
+        let mut fail =
+            |i: usize, message: String| failures.push(pb::RecordFailure { index: i as i32, step: 0, message });
         let mut pos = 0usize;
         for (g, &size) in sizes.iter().enumerate() {
             let end = pos + size as usize;
@@ -457,21 +494,20 @@ impl<F: Folder> FoldRun for Fold<F> {
                 }
             };
             for i in pos..end {
-                let decoded = F::V::decode(&b.value_serde, values[i])
-                    .map_err(|e| format!("the value does not decode: {e}"))
-                    .and_then(|v| {
-                        if !table {
-                            return Ok((Some(v), None));
-                        }
-                        let v = values[i].map(|_| v);
-                        let old = match olds[i] {
-                            None => None,
-                            Some(o) => Some(
-                                F::V::decode(&b.value_serde, Some(o)).map_err(|e| format!("the old value does not decode: {e}"))?,
-                            ),
-                        };
-                        Ok((v, old))
-                    });
+                let decode = |data: Option<&[u8]>, what: &str| -> Result<Option<F::V>, String> {
+                    match data {
+                        // A table fold's new value is null when the key was
+                        // deleted or moved away; a stream fold's never is.
+                        None if table => Ok(None),
+                        _ => F::V::decode(&b.value_serde, data)
+                            .map(Some)
+                            .map_err(|e| format!("the {what} does not decode: {e}")),
+                    }
+                };
+                let decoded = decode(values[i], "value").and_then(|v| {
+                    let old = if table && olds[i].is_some() { decode(olds[i], "old value")? } else { None };
+                    Ok((v, old))
+                });
                 let (v, old) = match decoded {
                     Ok(x) => x,
                     Err(e) => {
@@ -494,7 +530,13 @@ impl<F: Folder> FoldRun for Fold<F> {
                     }
                     match v {
                         None => (a, false),
-                        Some(v) => (Some(match a { Some(agg) => f.add(&key, agg, v), None => f.start(&key, v) }), true),
+                        Some(v) => (
+                            Some(match a {
+                                Some(agg) => f.add(&key, agg, v),
+                                None => f.start(&key, v),
+                            }),
+                            true,
+                        ),
                     }
                 });
                 let (a, added) = match folded {

@@ -408,7 +408,7 @@ mod tests {
         let o = Json::<Order>::decode("json", Some(br#"{"amount":3}"#)).unwrap();
         assert_eq!(o.0, Order { amount: 3 });
         assert_eq!(to_bytes("json", &o).unwrap().unwrap(), br#"{"amount":3}"#);
-        assert!(Json::<Order>::decode("json", Some(b"[1]")).is_err());
+        assert!(Json::<Order>::decode("json", Some(b"{}")).is_err());
     }
 
     #[test]
@@ -424,7 +424,10 @@ mod tests {
     fn value_encodes_where_it_fits() {
         assert_eq!(to_bytes("double", &Value::Long(2)).unwrap(), Some(2f64.to_be_bytes().to_vec()));
         assert_eq!(to_bytes("json", &Value::Long(2)).unwrap(), Some(b"2".to_vec()));
-        assert_eq!(to_bytes("integer", &Value::Long(1 << 40)).unwrap_err().0, "integer serde: 1099511627776 does not fit in 32 bits");
+        assert_eq!(
+            to_bytes("integer", &Value::Long(1 << 40)).unwrap_err().0,
+            "integer serde: 1099511627776 does not fit in 32 bits"
+        );
         assert_eq!(to_bytes("string", &Value::Long(1)).unwrap_err().0, "string serde: cannot encode a long value");
         assert_eq!(to_bytes("long", &Value::Null).unwrap(), None);
     }

@@ -81,7 +81,10 @@ impl<K: Serde, V: Serde> KeyValueStore<K, V> {
         match to_bytes(&serde, key) {
             Ok(Some(b)) => Ok(b),
             Ok(None) => Err(Error::invalid(format!("store {:?}: {what}: a key must not be null", self.name))),
-            Err(e) => Err(Error::invalid(format!("store {:?}: {what}: cannot encode the key with key serde {serde:?}: {e}", self.name))),
+            Err(e) => Err(Error::invalid(format!(
+                "store {:?}: {what}: cannot encode the key with key serde {serde:?}: {e}",
+                self.name
+            ))),
         }
     }
 
@@ -89,9 +92,11 @@ impl<K: Serde, V: Serde> KeyValueStore<K, V> {
     #[allow(clippy::type_complexity)]
     fn query(&self, q: Query) -> Result<(Vec<(Vec<u8>, K, V)>, bool)> {
         let limit = if matches!(q, Query::Get(_)) { 0 } else { PAGE };
-        let req = pb::QueryRequest { session_id: self.app.session.clone(), store: self.name.clone(), query: Some(q), limit };
+        let req =
+            pb::QueryRequest { session_id: self.app.session.clone(), store: self.name.clone(), query: Some(q), limit };
         let resp = self.app.client.query(&req)?;
-        let bad = |e: String| Error::internal(format!("Query {:?}: the engine's answer does not decode: {e}", self.name));
+        let bad =
+            |e: String| Error::internal(format!("Query {:?}: the engine's answer does not decode: {e}", self.name));
         let keys = column(&resp.keys, &resp.key_lengths).map_err(bad)?;
         let values = column(&resp.values, &resp.value_lengths).map_err(bad)?;
         if keys.len() != values.len() {

@@ -232,11 +232,15 @@ fn key_selector(f: &FnRef) -> R<KeyFn> {
     }
     let a = f.arg.clone();
     Ok(match f.name.as_str() {
-        "first_word_key" => Arc::new(|_, v| Ok(s("first_word_key", v)?.split_whitespace().next().map_or(Value::Null, Value::from))),
+        "first_word_key" => {
+            Arc::new(|_, v| Ok(s("first_word_key", v)?.split_whitespace().next().map_or(Value::Null, Value::from)))
+        }
         "value_as_key" => Arc::new(|_, v| Ok(v.clone())),
         "key_upper" => Arc::new(|k, _| map_str("key_upper", k.clone(), str::to_uppercase)),
         "field_key" => Arc::new(move |_, v| field("field_key", v, &a)),
-        "first_letter" => Arc::new(|_, v| Ok(s("first_letter", v)?.chars().next().map_or(Value::Null, |c| Value::String(c.to_string())))),
+        "first_letter" => Arc::new(|_, v| {
+            Ok(s("first_letter", v)?.chars().next().map_or(Value::Null, |c| Value::String(c.to_string())))
+        }),
         "null_key" => Arc::new(|_, _| Ok(Value::Null)),
         _ => return Err(unknown(f, "key selector")),
     })
@@ -248,10 +252,14 @@ fn kv_mapper(f: &FnRef) -> R<KvFn> {
     }
     Ok(match f.name.as_str() {
         "swap" => Arc::new(|k, v| Ok((v, k.clone()))),
-        "upper_both" => Arc::new(|k, v| Ok((map_str("upper_both", k.clone(), str::to_uppercase)?, map_str("upper_both", v, str::to_uppercase)?))),
+        "upper_both" => Arc::new(|k, v| {
+            Ok((map_str("upper_both", k.clone(), str::to_uppercase)?, map_str("upper_both", v, str::to_uppercase)?))
+        }),
         "word_one" => Arc::new(|_, v| Ok((v, Value::Long(1)))),
         "region_of" => Arc::new(|_, v| Ok((field("region_of", &v, "region")?, v))),
-        "region_amount" => Arc::new(|_, v| Ok((field("region_amount", &v, "region")?, field("region_amount", &v, "amount")?))),
+        "region_amount" => {
+            Arc::new(|_, v| Ok((field("region_amount", &v, "region")?, field("region_amount", &v, "amount")?)))
+        }
         _ => return Err(unknown(f, "key-value mapper")),
     })
 }
@@ -294,7 +302,9 @@ fn aggregator(f: &FnRef) -> R<Agg> {
         "concat" => Arc::new(move |_, v, agg| concat(&a, &agg, &v, true)),
         "count_agg" => Arc::new(|_, _, agg| arith("count_agg", &agg, &Value::Long(1), false)),
         "sum_field" => Arc::new(move |_, v, agg| arith("sum_field", &agg, &field("sum_field", &v, &a)?, false)),
-        "subtract_field" => Arc::new(move |_, v, agg| arith("subtract_field", &agg, &field("subtract_field", &v, &a)?, true)),
+        "subtract_field" => {
+            Arc::new(move |_, v, agg| arith("subtract_field", &agg, &field("subtract_field", &v, &a)?, true))
+        }
         "append" => Arc::new(|_, v, agg| match agg {
             Value::Json(J::Array(mut list)) => {
                 list.push(v.to_json().ok_or("append: bytes have no JSON form")?);
@@ -389,11 +399,16 @@ fn fn_of(step: &Map<String, J>, key: &str) -> FnRef {
 fn apply(app: &App, step: &Map<String, J>, node: Option<&Node>, prefix: &str) -> Result<Option<Node>, BuildError> {
     let op = step.get("op").and_then(J::as_str).unwrap_or("");
     let str_list = |k: &str| -> Vec<String> {
-        step.get(k).and_then(J::as_array).map(|a| a.iter().filter_map(J::as_str).map(|t| format!("{prefix}{t}")).collect()).unwrap_or_default()
+        step.get(k)
+            .and_then(J::as_array)
+            .map(|a| a.iter().filter_map(J::as_str).map(|t| format!("{prefix}{t}")).collect())
+            .unwrap_or_default()
     };
     let topic = || format!("{prefix}{}", step.get("topic").and_then(J::as_str).unwrap_or(""));
     match (op, node) {
-        ("stream", _) => return Ok(Some(Node::Stream(app.stream_with(str_list("topics"), options(step, true, false))?))),
+        ("stream", _) => {
+            return Ok(Some(Node::Stream(app.stream_with(str_list("topics"), options(step, true, false))?)))
+        }
         ("table", _) => return Ok(Some(Node::Table(app.table_with(&topic(), options(step, true, true))?))),
         _ => {}
     }
@@ -416,7 +431,11 @@ fn apply(app: &App, step: &Map<String, J>, node: Option<&Node>, prefix: &str) ->
             "filter" | "filter_not" => {
                 let p = predicate(&f)?;
                 let g = move |k: &Value, v: &Value| ok(p(k, v));
-                Node::Stream(if op == "filter" { st.filter_with(g, options(step, false, false))? } else { st.filter_not_with(g, options(step, false, false))? })
+                Node::Stream(if op == "filter" {
+                    st.filter_with(g, options(step, false, false))?
+                } else {
+                    st.filter_not_with(g, options(step, false, false))?
+                })
             }
             "map" => {
                 let m = kv_mapper(&f)?;
@@ -432,11 +451,21 @@ fn apply(app: &App, step: &Map<String, J>, node: Option<&Node>, prefix: &str) ->
             }
             "peek" => {
                 let a = action(&f)?;
-                Node::Stream(st.peek_with(move |k, v| { ok(a(k, v)); }, options(step, false, false))?)
+                Node::Stream(st.peek_with(
+                    move |k, v| {
+                        ok(a(k, v));
+                    },
+                    options(step, false, false),
+                )?)
             }
             "foreach" => {
                 let a = action(&f)?;
-                st.foreach_with(move |k, v| { ok(a(k, v)); }, options(step, false, false))?;
+                st.foreach_with(
+                    move |k, v| {
+                        ok(a(k, v));
+                    },
+                    options(step, false, false),
+                )?;
                 return Ok(None);
             }
             _ => return Err(format!("executor: {op} cannot apply to a stream").into()),
@@ -503,7 +532,12 @@ fn apply(app: &App, step: &Map<String, J>, node: Option<&Node>, prefix: &str) ->
                     let init = initializer(&fn_of(step, "init"))?;
                     let a = aggregator(&f)?;
                     let s = aggregator(&sub.ok_or_else(|| need_sub("aggregate"))?)?;
-                    Node::Table(g.aggregate_with(init, move |k, v, agg| ok(a(k, v, agg)), move |k, v, agg| ok(s(k, v, agg)), o)?)
+                    Node::Table(g.aggregate_with(
+                        init,
+                        move |k, v, agg| ok(a(k, v, agg)),
+                        move |k, v, agg| ok(s(k, v, agg)),
+                        o,
+                    )?)
                 }
                 _ => return Err(format!("executor: {op} cannot apply to a grouped table").into()),
             }
@@ -528,7 +562,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     for (k, v) in spec["config"].as_object().into_iter().flatten() {
         config = config.set(k.clone(), v.as_str().unwrap_or_default());
     }
-    let app = App::builder(spec["application_id"].as_str().unwrap_or("")).engine(spec["engine"].as_str().unwrap_or("")).config(config).build()?;
+    let app = App::builder(spec["application_id"].as_str().unwrap_or(""))
+        .engine(spec["engine"].as_str().unwrap_or(""))
+        .config(config)
+        .build()?;
 
     // Set when stdin says "stop" or closes.
     let told = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
