@@ -78,10 +78,11 @@ chaos: deps build
 demo: deps build
 	PYTHONPATH=sdk-python/src $(PY) tools/demo/wordcount.py
 
-# Python host vs Go operator vs raw franz-go loop, and the crossing cost per
+# Python, Node and Rust hosts vs Go operator vs raw franz-go loop, and the crossing cost per
 # bundle size; prints the tables of docs/performance.md. Asserts nothing.
 bench: deps build
-	go run ./core/internal/bench --repo $(CURDIR) --python $(PY)
+	cd sdk-rust && cargo build --quiet --release --example benchhost
+	go run ./core/internal/bench --repo $(CURDIR) --python $(PY) --rust $(CURDIR)/sdk-rust/target/release/examples/benchhost
 
 clean:
 	rm -rf bin .cache
