@@ -6,9 +6,10 @@ package main
 //	(a) group_by_key().aggregate(0, a + v["amount"], Materialized(value="long"))
 //	    in a Python host (tools/bench/pyhost.py --topology aggregate),
 //	    exactly_once_v2, Pebble + changelog;
-//	(a'') the same in a Rust host (sdk-rust/examples/benchhost.rs --topology aggregate)
 //	(a') the same in a Node host (tools/bench/nodehost.mts --topology
 //	    aggregate), exactly_once_v2, Pebble + changelog;
+//	(a'') the same in a Rust host (sdk-rust/examples/benchhost.rs
+//	    --topology aggregate), exactly_once_v2, Pebble + changelog;
 //	(b) group_by_key().reduce("sum") built in Go with topology.Builder.Reduce
 //	    and Function{Builtin: "sum"} (no host), on a second input topic of
 //	    the same amounts as 8-byte big-endian longs, exactly_once_v2, Pebble +
@@ -157,7 +158,7 @@ func (bn *bench) measureSums(group, out string, in aggInput, arm func()) time.Du
 	return took
 }
 
-// aggHost is arm (a) (lang "python"), (a') (lang "node") or (a”) (lang "rust"): the SDK's
+// aggHost is arm (a) (lang "python"), (a') (lang "node") or the Rust arm (lang "rust"): the SDK's
 // aggregate under exactly_once_v2.
 func (bn *bench) aggHost(lang string, in aggInput) time.Duration {
 	out := bn.name("agg-out-a-" + lang)
