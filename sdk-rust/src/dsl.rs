@@ -62,12 +62,16 @@ impl Handle {
 /// `Materialized::named("counts")` names the store (and so its changelog
 /// topic, `<application.id>-counts-changelog`) and makes it queryable;
 /// `Materialized::new().value_serde("long")` gives serdes only, and the
-/// store's name is generated.
+/// store's name is generated. `.changelog_config("min.compaction.lag.ms",
+/// "60000")` is `Materialized.withLoggingEnabled`: topic configs of the
+/// store's changelog, applied when the engine creates it (a key-value
+/// store's changelog stays compacted).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Materialized {
     store_name: String,
     key_serde: String,
     value_serde: String,
+    changelog_config: std::collections::BTreeMap<String, String>,
 }
 
 impl Materialized {
@@ -89,11 +93,18 @@ impl Materialized {
         self.value_serde = serde.into();
         self
     }
+    /// A topic config of the store's changelog (`Materialized.withLoggingEnabled`).
+    pub fn changelog_config(mut self, key: impl Into<String>, value: impl Into<String>) -> Materialized {
+        self.changelog_config.insert(key.into(), value.into());
+        self
+    }
     fn to_proto(&self) -> pb::Materialized {
         pb::Materialized {
             store_name: self.store_name.clone(),
             key_serde: self.key_serde.clone(),
             value_serde: self.value_serde.clone(),
+            changelog_config: self.changelog_config.clone().into_iter().collect(),
+            retention_ms: 0,
         }
     }
 }
@@ -783,6 +794,7 @@ impl Aggregations<'_> {
             materialized: m,
             name: o.name_or_empty(),
             subtractor_token: sub,
+            merger_token: 0,
         });
         expect_handle(self.app.build(op, &[init, token, sub])?, "aggregate")
     }

@@ -49,7 +49,9 @@ pub struct Handle {
     #[prost(enumeration="Kind", tag="2")]
     pub kind: i32,
     /// Serde names of the records this handle carries: bytes, string, json,
-    /// long, integer, double.
+    /// long, integer, double; a windowed table's keys (and those of the
+    /// stream it turns into) are "windowed(<serde>,<size ms>)" or
+    /// "session-windowed(<serde>)" (see WindowedByOp).
     #[prost(string, tag="3")]
     pub key_serde: ::prost::alloc::string::String,
     #[prost(string, tag="4")]
@@ -73,6 +75,17 @@ pub struct Materialized {
     pub key_serde: ::prost::alloc::string::String,
     #[prost(string, tag="3")]
     pub value_serde: ::prost::alloc::string::String,
+    /// Materialized.withLoggingEnabled(config): topic configs of the store's
+    /// changelog (e.g. "min.compaction.lag.ms"), applied when the engine
+    /// creates it. A key-value store's changelog stays compacted: a
+    /// cleanup.policy without "compact" is refused.
+    #[prost(map="string, string", tag="4")]
+    pub changelog_config: ::std::collections::HashMap<::prost::alloc::string::String, ::prost::alloc::string::String>,
+    /// Materialized.withRetention, for window and session stores: how long
+    /// (ms) a window is kept after its start (0: window size + grace, Kafka
+    /// Streams' default); at least size + grace.
+    #[prost(int64, tag="5")]
+    pub retention_ms: i64,
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -87,6 +100,88 @@ pub struct StreamOp {
     pub value_serde: ::prost::alloc::string::String,
     /// Consumed.as / Named: the source node's name; empty means generated.
     #[prost(string, tag="4")]
+    pub name: ::prost::alloc::string::String,
+}
+/// WindowedByOp is KGroupedStream.windowedBy: count, reduce and aggregate on
+/// the result keep one aggregate per key and window, and make a KTable whose
+/// keys are windowed (serde "windowed(<key serde>,<size ms>)" for time and
+/// sliding windows, "session-windowed(<key serde>)" for session windows;
+/// encoded as Kafka Streams' TimeWindowedSerializer and
+/// SessionWindowedSerializer encode them).
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct WindowedByOp {
+    /// A grouped stream.
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    #[prost(oneof="windowed_by_op::Windows", tags="2, 3, 4")]
+    pub windows: ::core::option::Option<windowed_by_op::Windows>,
+}
+/// Nested message and enum types in `WindowedByOp`.
+pub mod windowed_by_op {
+    #[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Oneof)]
+    pub enum Windows {
+        #[prost(message, tag="2")]
+        Time(super::TimeWindows),
+        #[prost(message, tag="3")]
+        Sliding(super::SlidingWindows),
+        #[prost(message, tag="4")]
+        Session(super::SessionWindows),
+    }
+}
+/// TimeWindows: fixed-size windows aligned to the epoch; tumbling when
+/// advance is 0 or equals size, hopping otherwise.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct TimeWindows {
+    /// > 0.
+    #[prost(int64, tag="1")]
+    pub size_ms: i64,
+    /// 0 < advance <= size; 0 means size (tumbling).
+    #[prost(int64, tag="2")]
+    pub advance_ms: i64,
+    /// >= 0: how long after a window's end records are still accepted
+    /// (ofSizeWithNoGrace: 0).
+    #[prost(int64, tag="3")]
+    pub grace_ms: i64,
+}
+/// SlidingWindows: windows of time_difference, both ends inclusive, made
+/// as records arrive (KStreamSlidingWindowAggregate).
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct SlidingWindows {
+    /// > 0.
+    #[prost(int64, tag="1")]
+    pub time_difference_ms: i64,
+    /// >= 0.
+    #[prost(int64, tag="2")]
+    pub grace_ms: i64,
+}
+/// SessionWindows: a key's records at most inactivity_gap apart share a
+/// session; a record between two sessions merges them.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct SessionWindows {
+    /// > 0.
+    #[prost(int64, tag="1")]
+    pub inactivity_gap_ms: i64,
+    /// >= 0.
+    #[prost(int64, tag="2")]
+    pub grace_ms: i64,
+}
+/// SuppressOp is KTable.suppress(Suppressed.untilWindowCloses(unbounded())):
+/// on a windowed aggregation's table, exactly one result per window, once
+/// stream time passes the window's end plus grace.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct SuppressOp {
+    /// A windowed table (a windowed count, reduce or aggregate).
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    /// Suppressed.withName: the node's name (and its store's, "<name>-store");
+    /// empty means generated.
+    #[prost(string, tag="2")]
     pub name: ::prost::alloc::string::String,
 }
 /// TableOp is StreamsBuilder.table: a KTable over a topic, whose records are
@@ -305,6 +400,10 @@ pub struct AggregateOp {
     /// -> aggregate, removing a value the table replaced or deleted.
     #[prost(uint32, tag="6")]
     pub subtractor_token: u32,
+    /// Session-windowed streams only (and required there): fn(key, aggregate1,
+    /// aggregate2) -> aggregate, merging two sessions a record bridges.
+    #[prost(uint32, tag="7")]
+    pub merger_token: u32,
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -335,7 +434,7 @@ pub struct BuildRequest {
     #[prost(string, tag="1")]
     pub session_id: ::prost::alloc::string::String,
     /// One builder operator. New operators are added as new members.
-    #[prost(oneof="build_request::Operation", tags="10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26")]
+    #[prost(oneof="build_request::Operation", tags="10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28")]
     pub operation: ::core::option::Option<build_request::Operation>,
 }
 /// Nested message and enum types in `BuildRequest`.
@@ -378,6 +477,10 @@ pub mod build_request {
         Aggregate(super::AggregateOp),
         #[prost(message, tag="26")]
         Table(super::TableOp),
+        #[prost(message, tag="27")]
+        WindowedBy(super::WindowedByOp),
+        #[prost(message, tag="28")]
+        Suppress(super::SuppressOp),
     }
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
@@ -708,6 +811,11 @@ pub struct GetStateResponse {
     /// Restore progress once the topology started (absent before).
     #[prost(message, optional, tag="4")]
     pub restore: ::core::option::Option<RestoreProgress>,
+    /// Records this engine's tasks dropped since the topology started (Kafka
+    /// Streams' dropped-records-total): a null key or value an aggregation
+    /// skips, a record too late for every window it falls in.
+    #[prost(int64, tag="5")]
+    pub dropped_records: i64,
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -733,7 +841,7 @@ pub struct QueryRequest {
     pub limit: i32,
     /// Keys are serialized with the store's key serde; the order of range and
     /// all is the order of serialized keys (as in Kafka Streams' RocksDB).
-    #[prost(oneof="query_request::Query", tags="3, 4, 5, 6")]
+    #[prost(oneof="query_request::Query", tags="3, 4, 5, 6, 8")]
     pub query: ::core::option::Option<query_request::Query>,
 }
 /// Nested message and enum types in `QueryRequest`.
@@ -755,7 +863,26 @@ pub mod query_request {
         /// Every key.
         #[prost(bool, tag="6")]
         All(bool),
+        /// A window or session store: the windows of one key (or of every key
+        /// when key is absent) in a time range (WindowStore.fetch / fetchAll,
+        /// SessionStore.findSessions).
+        #[prost(message, tag="8")]
+        WindowFetch(super::WindowFetch),
     }
+}
+/// WindowFetch: windows starting from from_ms to to_ms, both inclusive (a
+/// session store: sessions ending at or after from_ms and starting at or
+/// before to_ms). Answered with windowed keys, in the store's windowed key
+/// serde.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct WindowFetch {
+    #[prost(bytes="vec", optional, tag="1")]
+    pub key: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+    #[prost(int64, tag="2")]
+    pub from_ms: i64,
+    #[prost(int64, tag="3")]
+    pub to_ms: i64,
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -800,6 +927,10 @@ pub enum Kind {
     Table = 3,
     /// A KGroupedTable (KTable.groupBy).
     GroupedTable = 4,
+    /// A TimeWindowedKStream (windowedBy with time or sliding windows).
+    WindowedStream = 5,
+    /// A SessionWindowedKStream (windowedBy with session windows).
+    SessionWindowedStream = 6,
 }
 impl Kind {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -813,6 +944,8 @@ impl Kind {
             Kind::GroupedStream => "KIND_GROUPED_STREAM",
             Kind::Table => "KIND_TABLE",
             Kind::GroupedTable => "KIND_GROUPED_TABLE",
+            Kind::WindowedStream => "KIND_WINDOWED_STREAM",
+            Kind::SessionWindowedStream => "KIND_SESSION_WINDOWED_STREAM",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -823,6 +956,8 @@ impl Kind {
             "KIND_GROUPED_STREAM" => Some(Self::GroupedStream),
             "KIND_TABLE" => Some(Self::Table),
             "KIND_GROUPED_TABLE" => Some(Self::GroupedTable),
+            "KIND_WINDOWED_STREAM" => Some(Self::WindowedStream),
+            "KIND_SESSION_WINDOWED_STREAM" => Some(Self::SessionWindowedStream),
             _ => None,
         }
     }
@@ -894,6 +1029,12 @@ pub enum Operation {
     /// fn(key, value, aggregate) -> aggregate, started by the step's
     /// initializer fn(); a fold bundle (see Bundle)
     Aggregate = 10,
+    /// fn(key, aggregate1, aggregate2) -> aggregate: session windows merged
+    /// (Merger.apply). A fold bundle whose group aggregate is the first
+    /// session's aggregate and whose values are the other sessions'
+    /// aggregates (value_serde is the aggregate's serde); one aggregate out
+    /// per value, as for OPERATION_AGGREGATE.
+    Merge = 11,
 }
 impl Operation {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -913,6 +1054,7 @@ impl Operation {
             Operation::Foreach => "OPERATION_FOREACH",
             Operation::Reduce => "OPERATION_REDUCE",
             Operation::Aggregate => "OPERATION_AGGREGATE",
+            Operation::Merge => "OPERATION_MERGE",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -929,6 +1071,7 @@ impl Operation {
             "OPERATION_FOREACH" => Some(Self::Foreach),
             "OPERATION_REDUCE" => Some(Self::Reduce),
             "OPERATION_AGGREGATE" => Some(Self::Aggregate),
+            "OPERATION_MERGE" => Some(Self::Merge),
             _ => None,
         }
     }
