@@ -18,11 +18,16 @@ use crate::store::KeyValueStore;
 
 /// What a handle stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Kind {
     Stream,
     GroupedStream,
     Table,
     GroupedTable,
+    /// A TimeWindowedKStream.
+    WindowedStream,
+    /// A SessionWindowedKStream.
+    SessionWindowedStream,
 }
 
 /// The engine's answer to a builder call: an opaque id, the kind of thing it
@@ -46,6 +51,8 @@ impl Handle {
             Some(pb::Kind::GroupedStream) => Kind::GroupedStream,
             Some(pb::Kind::Table) => Kind::Table,
             Some(pb::Kind::GroupedTable) => Kind::GroupedTable,
+            Some(pb::Kind::WindowedStream) => Kind::WindowedStream,
+            Some(pb::Kind::SessionWindowedStream) => Kind::SessionWindowedStream,
             _ => {
                 return Err(Error::internal(format!(
                     "handle {} has kind {}, which this SDK does not know",
@@ -233,7 +240,7 @@ fn build_step(
     app.build(op(token), &[token])
 }
 
-fn expect_handle(h: Option<Handle>, op: &str) -> Result<Handle> {
+pub(crate) fn expect_handle(h: Option<Handle>, op: &str) -> Result<Handle> {
     h.ok_or_else(|| Error::internal(format!("Build({op}): the engine answered no handle")))
 }
 
@@ -287,6 +294,10 @@ macro_rules! node {
             /// The engine's handle.
             pub fn handle(&self) -> &Handle {
                 &self.handle
+            }
+            #[allow(dead_code)] // used by some kinds only
+            pub(crate) fn app(&self) -> &Arc<Inner> {
+                &self.app
             }
             /// The same, with keys and values as [`Value`]s, which decode
             /// whatever serde the records have (for programs that choose
@@ -634,12 +645,18 @@ fn action_step<K: Serde, V: Serde>(pass: bool, f: impl Fn(&K, &V) + Send + Sync 
 
 // Folds: the closures of one reduce or aggregate, run by Fold.
 
-struct StreamReduce<K, V, F> {
+pub(crate) struct StreamReduce<V, F> {
     f: F,
-    _t: PhantomData<fn() -> (K, V)>,
+    _t: PhantomData<fn() -> V>,
 }
 
-impl<K: Serde, V: Serde, F: Fn(V, V) -> V + Send + Sync + 'static> Folder for StreamReduce<K, V, F> {
+impl<V, F> StreamReduce<V, F> {
+    pub(crate) fn new(f: F) -> Self {
+        StreamReduce { f, _t: PhantomData }
+    }
+}
+
+impl<V: Serde, F: Fn(V, V) -> V + Send + Sync + 'static> Folder for StreamReduce<V, F> {
     type K = ();
     type V = V;
     type A = V;
@@ -686,12 +703,22 @@ where
 }
 
 type Initializer<A> = Arc<dyn Fn() -> A + Send + Sync>;
-type Aggregator<K, V, A> = Arc<dyn Fn(&K, V, A) -> A + Send + Sync>;
+pub(crate) type Aggregator<K, V, A> = Arc<dyn Fn(&K, V, A) -> A + Send + Sync>;
 
-struct Aggregate<K, V, A> {
+pub(crate) struct Aggregate<K, V, A> {
     init: Initializer<A>,
     add: Aggregator<K, V, A>,
     sub: Option<Aggregator<K, V, A>>,
+}
+
+impl<K, V, A> Aggregate<K, V, A> {
+    pub(crate) fn new(
+        init: impl Fn() -> A + Send + Sync + 'static,
+        add: impl Fn(&K, V, A) -> A + Send + Sync + 'static,
+        sub: Option<Aggregator<K, V, A>>,
+    ) -> Self {
+        Aggregate { init: Arc::new(init), add: Arc::new(add), sub }
+    }
 }
 
 impl<K: Serde, V: Serde, A: Serde> Folder for Aggregate<K, V, A> {
@@ -716,20 +743,20 @@ impl<K: Serde, V: Serde, A: Serde> Folder for Aggregate<K, V, A> {
 }
 
 /// count, reduce and aggregate, shared by grouped streams and grouped tables.
-struct Aggregations<'a> {
-    app: &'a Arc<Inner>,
-    input: u64,
+pub(crate) struct Aggregations<'a> {
+    pub(crate) app: &'a Arc<Inner>,
+    pub(crate) input: u64,
 }
 
 impl Aggregations<'_> {
-    fn count(&self, o: &Options) -> Result<Handle> {
+    pub(crate) fn count(&self, o: &Options) -> Result<Handle> {
         o.check("count", NAME | MATERIALIZED)?;
         let op =
             Op::Count(pb::CountOp { input: self.input, materialized: o.materialized_proto(), name: o.name_or_empty() });
         expect_handle(self.app.build(op, &[])?, "count")
     }
 
-    fn builtin(&self, r: Reducer, o: &Options) -> Result<Handle> {
+    pub(crate) fn builtin(&self, r: Reducer, o: &Options) -> Result<Handle> {
         o.check("reduce", NAME | MATERIALIZED)?;
         let op = Op::Reduce(pb::ReduceOp {
             input: self.input,
@@ -742,7 +769,7 @@ impl Aggregations<'_> {
         expect_handle(self.app.build(op, &[])?, "reduce")
     }
 
-    fn reduce(
+    pub(crate) fn reduce(
         &self,
         fold: Arc<dyn crate::host::FoldRun>,
         names: (String, Option<String>),
@@ -765,7 +792,7 @@ impl Aggregations<'_> {
         expect_handle(self.app.build(op, &[token, sub])?, "reduce")
     }
 
-    fn aggregate(
+    pub(crate) fn aggregate(
         &self,
         fold: Arc<dyn crate::host::FoldRun>,
         names: (String, String, Option<String>),
@@ -832,7 +859,7 @@ impl<K: Serde, V: Serde> KGroupedStream<K, V> {
     where
         F: Fn(V, V) -> V + Send + Sync + 'static,
     {
-        let fold = Arc::new(Fold(StreamReduce::<K, V, F> { f, _t: PhantomData }));
+        let fold = Arc::new(Fold(StreamReduce::<V, F>::new(f)));
         KTable::wrap(self.app.clone(), self.aggregations().reduce(fold, (fn_name::<F>("reduce"), None), &o)?)
     }
 

@@ -315,6 +315,8 @@ impl Serde for Value {
             "integer" => Value::Integer(i32::decode(serde, data)?),
             "double" => Value::Double(f64::decode(serde, data)?),
             "json" => Value::from_json(serde_json::Value::decode(serde, data)?),
+            // A windowed key stays its bytes (decode it as a Windowed<K> to see its parts).
+            w if is_windowed(w) => Value::Bytes(Vec::decode(serde, data)?),
             other => return err(format!("unknown serde {other:?}")),
         })
     }
@@ -325,7 +327,7 @@ impl Serde for Value {
         }
         let wrong = || err(format!("{serde} serde: cannot encode a {} value", self.kind()));
         match serde {
-            "bytes" | "" => match self {
+            w if w == "bytes" || w.is_empty() || is_windowed(w) => match self {
                 Value::Bytes(b) => b.encode(serde, out),
                 _ => wrong(),
             },
@@ -362,6 +364,10 @@ impl Serde for Value {
             other => err(format!("unknown serde {other:?}")),
         }
     }
+}
+
+fn is_windowed(serde: &str) -> bool {
+    serde.starts_with("windowed(") || serde.starts_with("session-windowed(")
 }
 
 /// Encodes a value to its bytes (None for a null).

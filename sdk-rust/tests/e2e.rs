@@ -307,3 +307,53 @@ fn folds_reduce_and_aggregate_typed_values() {
     runner.join().unwrap().unwrap();
     app.close(Duration::from_secs(30));
 }
+
+#[test]
+fn a_tumbling_window_count_keys_its_table_by_window() {
+    use polystreams::{TimeWindows, Windowed};
+    let app = app("windows");
+    let brokers = app.brokers().unwrap().to_owned();
+    let clicks = [("ann", "a"), ("bob", "b"), ("ann", "c"), ("ann", "d")];
+    produce(&brokers, "clicks", &clicks);
+    produce(&brokers, "click-counts", &[]);
+    const HOUR: i64 = 3_600_000;
+    let counts = app
+        .stream::<String, String>("clicks")
+        .unwrap()
+        .group_by_key()
+        .unwrap()
+        .windowed_by(TimeWindows::of_size_with_no_grace(Duration::from_millis(HOUR as u64)))
+        .unwrap()
+        .count()
+        .unwrap();
+    counts
+        .to_stream()
+        .unwrap()
+        .map(|w: &Windowed<String>, n: i64| (format!("{}@{}@{}", w.key, w.start_ms, w.end_ms), n.to_string()))
+        .unwrap()
+        .to("click-counts")
+        .unwrap();
+    // suppress(untilWindowCloses) builds on the windowed table only.
+    counts.suppress_until_window_closes().unwrap();
+    assert!(app.describe().unwrap().contains("KTABLE-SUPPRESS-"), "{}", app.describe().unwrap());
+
+    let runner = serve(&app);
+    // Per key, the counts of its windows add up to its clicks (the records
+    // carry the produce time, so a window boundary may fall among them).
+    let totals = |last: &BTreeMap<String, String>| {
+        let mut per: BTreeMap<String, i64> = BTreeMap::new();
+        for (k, n) in last {
+            let parts: Vec<&str> = k.split('@').collect();
+            let (start, end): (i64, i64) = (parts[1].parse().unwrap(), parts[2].parse().unwrap());
+            assert_eq!((start % HOUR, end - start), (0, HOUR), "window of {k}");
+            *per.entry(parts[0].to_owned()).or_default() += n.parse::<i64>().unwrap();
+        }
+        per
+    };
+    let want: BTreeMap<String, i64> = [("ann".to_owned(), 3), ("bob".to_owned(), 1)].into();
+    let last = read_until(&brokers, "click-counts", Duration::from_secs(60), |l| totals(l) == want);
+    assert_eq!(totals(&last), want);
+    app.stop();
+    runner.join().unwrap().unwrap();
+    app.close(Duration::from_secs(30));
+}
