@@ -228,15 +228,8 @@ fn fn_name<F>(op: &str) -> String {
 }
 
 /// Registers a step and builds an operator naming it.
-fn build_step(
-    app: &Arc<Inner>,
-    op_name: &str,
-    fn_type: String,
-    step: StepFn,
-    op: impl FnOnce(u32) -> Op,
-) -> Result<Option<Handle>> {
+fn build_step(app: &Arc<Inner>, fn_type: String, step: StepFn, op: impl FnOnce(u32) -> Op) -> Result<Option<Handle>> {
     let token = app.register(&fn_type, Func::Step(Arc::new(step)))?;
-    let _ = op_name;
     app.build(op(token), &[token])
 }
 
@@ -367,7 +360,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
             Ok(Out::One(None, Box::new(guarded(|| f(v))?)))
         });
         let input = self.handle.id;
-        let h = build_step(&self.app, "map_values", fn_name::<F>("map_values"), step, |token| {
+        let h = build_step(&self.app, fn_name::<F>("map_values"), step, |token| {
             Op::MapValues(pb::MapValuesOp {
                 input,
                 token,
@@ -394,7 +387,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
     {
         o.check("filter", NAME)?;
         let input = self.handle.id;
-        let h = build_step(&self.app, "filter", fn_name::<F>("filter"), predicate_step(false, f), |token| {
+        let h = build_step(&self.app, fn_name::<F>("filter"), predicate_step(false, f), |token| {
             Op::Filter(pb::FilterOp { input, token, name: o.name_or_empty(), materialized: None })
         })?;
         self.stream(h, "filter")
@@ -415,7 +408,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
     {
         o.check("filter_not", NAME)?;
         let input = self.handle.id;
-        let h = build_step(&self.app, "filter_not", fn_name::<F>("filter_not"), predicate_step(true, f), |token| {
+        let h = build_step(&self.app, fn_name::<F>("filter_not"), predicate_step(true, f), |token| {
             Op::FilterNot(pb::FilterNotOp { input, token, name: o.name_or_empty(), materialized: None })
         })?;
         self.stream(h, "filter_not")
@@ -444,7 +437,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
             Ok(Out::Many(out))
         });
         let input = self.handle.id;
-        let h = build_step(&self.app, "flat_map_values", fn_name::<F>("flat_map_values"), step, |token| {
+        let h = build_step(&self.app, fn_name::<F>("flat_map_values"), step, |token| {
             Op::FlatMapValues(pb::FlatMapValuesOp {
                 input,
                 token,
@@ -477,7 +470,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
             Ok(Out::One(Some(Arc::new(k2)), Box::new(v2)))
         });
         let input = self.handle.id;
-        let h = build_step(&self.app, "map", fn_name::<F>("map"), step, |token| {
+        let h = build_step(&self.app, fn_name::<F>("map"), step, |token| {
             Op::Map(pb::MapOp {
                 input,
                 token,
@@ -504,7 +497,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
     {
         o.check("select_key", NAME | KEY)?;
         let input = self.handle.id;
-        let h = build_step(&self.app, "select_key", fn_name::<F>("select_key"), key_step(f), |token| {
+        let h = build_step(&self.app, fn_name::<F>("select_key"), key_step(f), |token| {
             Op::SelectKey(pb::SelectKeyOp { input, token, key_serde: o.key_or(K2::NAME), name: o.name_or_empty() })
         })?;
         self.stream(h, "select_key")
@@ -525,7 +518,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
     {
         o.check("peek", NAME)?;
         let input = self.handle.id;
-        let h = build_step(&self.app, "peek", fn_name::<F>("peek"), action_step(true, f), |token| {
+        let h = build_step(&self.app, fn_name::<F>("peek"), action_step(true, f), |token| {
             Op::Peek(pb::PeekOp { input, token, name: o.name_or_empty() })
         })?;
         self.stream(h, "peek")
@@ -546,7 +539,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
     {
         o.check("foreach", NAME)?;
         let input = self.handle.id;
-        build_step(&self.app, "foreach", fn_name::<F>("foreach"), action_step(false, f), |token| {
+        build_step(&self.app, fn_name::<F>("foreach"), action_step(false, f), |token| {
             Op::Foreach(pb::ForeachOp { input, token, name: o.name_or_empty() })
         })?;
         Ok(())
@@ -587,7 +580,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
     {
         o.check("group_by", NAME | KEY | VALUE)?;
         let input = self.handle.id;
-        let h = build_step(&self.app, "group_by", fn_name::<F>("group_by"), key_step(f), |token| {
+        let h = build_step(&self.app, fn_name::<F>("group_by"), key_step(f), |token| {
             Op::GroupBy(pb::GroupByOp {
                 input,
                 token,
@@ -933,7 +926,7 @@ impl<K: Serde, V: Serde> KTable<K, V> {
     {
         o.check("filter", NAME | MATERIALIZED)?;
         let input = self.handle.id;
-        let h = build_step(&self.app, "filter", fn_name::<F>("filter"), predicate_step(false, f), |token| {
+        let h = build_step(&self.app, fn_name::<F>("filter"), predicate_step(false, f), |token| {
             Op::Filter(pb::FilterOp { input, token, name: o.name_or_empty(), materialized: o.materialized_proto() })
         })?;
         self.table(h, "filter")
@@ -954,7 +947,7 @@ impl<K: Serde, V: Serde> KTable<K, V> {
     {
         o.check("filter_not", NAME | MATERIALIZED)?;
         let input = self.handle.id;
-        let h = build_step(&self.app, "filter_not", fn_name::<F>("filter_not"), predicate_step(true, f), |token| {
+        let h = build_step(&self.app, fn_name::<F>("filter_not"), predicate_step(true, f), |token| {
             Op::FilterNot(pb::FilterNotOp {
                 input,
                 token,
@@ -985,7 +978,7 @@ impl<K: Serde, V: Serde> KTable<K, V> {
             Ok(Out::One(None, Box::new(guarded(|| f(v))?)))
         });
         let input = self.handle.id;
-        let h = build_step(&self.app, "map_values", fn_name::<F>("map_values"), step, |token| {
+        let h = build_step(&self.app, fn_name::<F>("map_values"), step, |token| {
             Op::MapValues(pb::MapValuesOp {
                 input,
                 token,
@@ -1022,7 +1015,7 @@ impl<K: Serde, V: Serde> KTable<K, V> {
             Ok(Out::One(Some(Arc::new(k2)), Box::new(v2)))
         });
         let input = self.handle.id;
-        let h = build_step(&self.app, "group_by", fn_name::<F>("group_by"), step, |token| {
+        let h = build_step(&self.app, fn_name::<F>("group_by"), step, |token| {
             Op::GroupBy(pb::GroupByOp {
                 input,
                 token,

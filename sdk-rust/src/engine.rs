@@ -110,10 +110,10 @@ impl EngineProcess {
         std::thread::Builder::new()
             .name("polystreams-engine-stdout".into())
             .spawn(move || {
+                // Once the address is read nobody listens: the lines are
+                // dropped, but the pipe is drained so the engine never blocks.
                 for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
-                    if tx.send(line).is_err() {
-                        // Nobody listens any more: keep draining.
-                    }
+                    let _ = tx.send(line);
                 }
             })
             .map_err(|e| Error::EngineStart { message: format!("cannot start a thread: {e}") })?;
