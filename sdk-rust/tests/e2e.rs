@@ -357,3 +357,35 @@ fn a_tumbling_window_count_keys_its_table_by_window() {
     runner.join().unwrap().unwrap();
     app.close(Duration::from_secs(30));
 }
+
+#[test]
+fn a_typed_table_regroups_and_counts_following_updates() {
+    let app = app("tables");
+    let brokers = app.brokers().unwrap().to_owned();
+    // user -> region; ann moves from eu to us.
+    produce(&brokers, "users", &[("ann", "eu"), ("bob", "eu"), ("cid", "us"), ("ann", "us")]);
+    produce(&brokers, "region-counts", &[]);
+    let users = app.table_with::<String, String>("users", Options::new().materialized("users-store")).unwrap();
+    let regions = users
+        .filter(|_, region| !region.is_empty())
+        .unwrap()
+        .group_by(|user: &String, region: String| (region, user.clone()))
+        .unwrap()
+        .count_with(Options::new().materialized("region-counts-store"))
+        .unwrap();
+    regions.to_stream().unwrap().map_values(|n: i64| n.to_string()).unwrap().to("region-counts").unwrap();
+    let runner = serve(&app);
+    let want: BTreeMap<String, String> =
+        [("eu", "1"), ("us", "2")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    assert_eq!(read_until(&brokers, "region-counts", Duration::from_secs(60), |l| *l == want), want);
+    let store = app.store::<String, String>("users-store");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while store.get(&"ann".to_owned()).unwrap().as_deref() != Some("us") {
+        assert!(Instant::now() < deadline, "the table store never caught up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(store.approximate_num_entries().unwrap(), 3);
+    app.stop();
+    runner.join().unwrap().unwrap();
+    app.close(Duration::from_secs(30));
+}
