@@ -83,6 +83,15 @@ pub struct RestoreProgress {
 }
 
 impl RestoreProgress {
+    fn from_proto(p: pb::RestoreProgress) -> RestoreProgress {
+        RestoreProgress {
+            restored_records: p.restored_records,
+            total_records: p.total_records,
+            restoring_partitions: p.restoring_partitions,
+            total_partitions: p.total_partitions,
+        }
+    }
+
     /// No store partition is restoring.
     pub fn done(&self) -> bool {
         self.restoring_partitions == 0
@@ -247,6 +256,8 @@ impl AppBuilder {
                 functions: Mutex::new(HashMap::new()),
                 store_key_serdes: Mutex::new(HashMap::new()),
                 listeners: Mutex::new(Vec::new()),
+                restore_listeners: Mutex::new(Vec::new()),
+                last_restore: Mutex::new(None),
                 life: Mutex::new(Life { last_state: State::Created, ..Life::default() }),
                 idle: Condvar::new(),
                 stop_requested: AtomicBool::new(false),
@@ -275,6 +286,7 @@ pub struct App {
 }
 
 type Listener = Arc<dyn Fn(State, State) + Send + Sync>;
+type RestoreListener = Arc<dyn Fn(RestoreProgress) + Send + Sync>;
 
 #[derive(Default)]
 struct Life {
@@ -296,6 +308,9 @@ pub(crate) struct Inner {
     /// Store name -> key serde, of the tables built.
     pub(crate) store_key_serdes: Mutex<HashMap<String, String>>,
     listeners: Mutex<Vec<Listener>>,
+    restore_listeners: Mutex<Vec<RestoreListener>>,
+    /// The restore progress run() last reported.
+    last_restore: Mutex<Option<RestoreProgress>>,
     life: Mutex<Life>,
     /// Signalled when run() returns.
     idle: Condvar,
@@ -384,6 +399,20 @@ impl Inner {
         }
     }
 
+    fn set_restore(&self, p: Option<pb::RestoreProgress>) {
+        let Some(p) = p.map(RestoreProgress::from_proto) else { return };
+        {
+            let mut last = lock(&self.last_restore);
+            if *last == Some(p) {
+                return;
+            }
+            *last = Some(p);
+        }
+        for l in lock(&self.restore_listeners).clone() {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l(p)));
+        }
+    }
+
     fn send_stop(&self) {
         {
             let mut life = lock(&self.life);
@@ -424,6 +453,7 @@ impl Inner {
                 if let Some(s) = state {
                     self.set_state(s);
                 }
+                self.set_restore(resp.restore);
             }
             match state {
                 Some(State::Error) => {
@@ -591,13 +621,7 @@ impl App {
     /// (all zeros before start).
     pub fn restore_progress(&self) -> Result<RestoreProgress> {
         let r = self.inner.client.get_state(&pb::GetStateRequest { session_id: self.inner.session.clone() })?;
-        let p = r.restore.unwrap_or_default();
-        Ok(RestoreProgress {
-            restored_records: p.restored_records,
-            total_records: p.total_records,
-            restoring_partitions: p.restoring_partitions,
-            total_partitions: p.total_partitions,
-        })
+        Ok(RestoreProgress::from_proto(r.restore.unwrap_or_default()))
     }
 
     /// Calls `f(new_state, old_state)` whenever the application's state
@@ -608,6 +632,22 @@ impl App {
     /// once, in order, so none is missed. A listener that panics is ignored.
     pub fn on_state_change(&self, f: impl Fn(State, State) + Send + Sync + 'static) {
         lock(&self.inner.listeners).push(Arc::new(f));
+    }
+
+    /// Calls `f(progress)` whenever the restore progress the engine reports
+    /// to [`App::run`] changes (Kafka Streams' `StateRestoreListener`, in one
+    /// callback): while the app is restoring, as records are restored, and
+    /// once more with the final figures. A listener that panics is ignored.
+    pub fn on_restore_progress(&self, f: impl Fn(RestoreProgress) + Send + Sync + 'static) {
+        lock(&self.inner.restore_listeners).push(Arc::new(f));
+    }
+
+    /// Records the engine's tasks dropped since the topology started (Kafka
+    /// Streams' dropped-records-total): a null key or value an aggregation
+    /// skips, a record too late for every window it falls in.
+    pub fn dropped_records(&self) -> Result<i64> {
+        let r = self.inner.client.get_state(&pb::GetStateRequest { session_id: self.inner.session.clone() })?;
+        Ok(r.dropped_records)
     }
 
     /// Starts processing (creates internal topics, joins the group). Called

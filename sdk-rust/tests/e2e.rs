@@ -83,6 +83,21 @@ fn produce(brokers: &str, topic: &str, records: &[(&str, &str)]) {
     assert!(kcat.wait().unwrap().success(), "kcat produced to {topic}");
 }
 
+/// Produces values with null keys.
+fn produce_unkeyed(brokers: &str, topic: &str, values: &[&str]) {
+    let mut kcat = Command::new("kcat")
+        .args(["-b", brokers, "-P", "-t", topic, "-p", "0", "-z", "none"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("kcat (apt kcat) runs");
+    let stdin = kcat.stdin.as_mut().unwrap();
+    for v in values {
+        writeln!(stdin, "{v}").unwrap();
+    }
+    drop(kcat.stdin.take());
+    assert!(kcat.wait().unwrap().success(), "kcat produced to {topic}");
+}
+
 /// The latest value per key of `topic` (string keys and values), read with
 /// kcat until `done` holds or `timeout` passes.
 fn read_until(
@@ -134,6 +149,9 @@ fn word_count_end_to_end_with_queries_and_state() {
     let states = Arc::new(Mutex::new(Vec::new()));
     let seen = states.clone();
     app.on_state_change(move |new, _old| seen.lock().unwrap().push(new));
+    let restores = Arc::new(Mutex::new(Vec::new()));
+    let seen = restores.clone();
+    app.on_restore_progress(move |p| seen.lock().unwrap().push(p));
     let counts = app
         .stream::<(), String>("lines")
         .unwrap()
@@ -172,6 +190,9 @@ fn word_count_end_to_end_with_queries_and_state() {
     let states = states.lock().unwrap().clone();
     assert!(states.contains(&State::Running), "{states:?}");
     assert_eq!(states.last(), Some(&State::Stopped), "{states:?}");
+    let restores = restores.lock().unwrap().clone();
+    let last = restores.last().expect("run() reports the restore progress");
+    assert!(last.done() && last.total_partitions > 0 && last.fraction() == 1.0, "{restores:?}");
     app.close(Duration::from_secs(30));
 }
 
@@ -262,6 +283,7 @@ fn folds_reduce_and_aggregate_typed_values() {
     let orders =
         [("eu", r#"{"amount":5}"#), ("us", r#"{"amount":2}"#), ("eu", r#"{"amount":7}"#), ("eu", r#"{"amount":1}"#)];
     produce(&brokers, "orders", &orders);
+    produce_unkeyed(&brokers, "orders", &[r#"{"amount":100}"#]); // a null key: skipped and counted
     produce(&brokers, "words", &[("a", "x"), ("a", "xyz"), ("b", "yy"), ("a", "zz")]);
     produce(&brokers, "totals", &[]);
     let totals = app
@@ -303,6 +325,11 @@ fn folds_reduce_and_aggregate_typed_values() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert_eq!(app.store::<String, i64>("totals").get(&"eu".to_owned()).unwrap(), Some(13));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while app.dropped_records().unwrap() != 1 {
+        assert!(Instant::now() < deadline, "the null-key record was never counted as dropped");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     app.stop();
     runner.join().unwrap().unwrap();
     app.close(Duration::from_secs(30));
