@@ -609,6 +609,12 @@ impl App {
         KeyValueStore::new(self.inner.clone(), name)
     }
 
+    /// The window or session store `name` (a windowed aggregation's), for
+    /// interactive queries while [`App::run`] serves the topology.
+    pub fn window_store<K: Serde, V: Serde>(&self, name: &str) -> crate::store::WindowStore<K, V> {
+        crate::store::WindowStore::new(self.inner.clone(), name)
+    }
+
     // Running.
 
     /// The application's state, as the engine reports it now.

@@ -292,6 +292,11 @@ macro_rules! node {
             pub(crate) fn app(&self) -> &Arc<Inner> {
                 &self.app
             }
+            /// The same, with values that may be null (`Option<V>`, of V's
+            /// serde): a table's tombstones, say, as `to_stream()` forwards them.
+            pub fn nullable(&self) -> $t<K, Option<V>> {
+                $t { app: self.app.clone(), handle: self.handle.clone(), _types: PhantomData }
+            }
             /// The same, with keys and values as [`Value`]s, which decode
             /// whatever serde the records have (for programs that choose
             /// serdes at run time).

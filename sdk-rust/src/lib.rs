@@ -45,5 +45,5 @@ pub use dsl::{Handle, KGroupedStream, KGroupedTable, KStream, KTable, Kind, Mate
 pub use engine::find_engine;
 pub use error::{Error, Result};
 pub use serdes::{to_bytes, Json, Serde, SerdeError, Value};
-pub use store::KeyValueStore;
-pub use window::{TimeWindowedKStream, TimeWindows, Windowed};
+pub use store::{KeyValueStore, WindowStore};
+pub use window::{SessionWindowedKStream, SessionWindows, TimeWindowedKStream, TimeWindows, Windowed, Windows};

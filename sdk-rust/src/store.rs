@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::host::column;
 use crate::pb::{self, query_request::Query};
 use crate::serdes::{to_bytes, Serde};
+use crate::window::{inner_serde, Windowed};
 
 /// Entries asked for per Query call; longer answers are read page by page.
 const PAGE: i32 = 10_000;
@@ -144,5 +145,85 @@ impl<K: Serde, V: Serde> KeyValueStore<K, V> {
 impl<K, V> std::fmt::Debug for KeyValueStore<K, V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "KeyValueStore({:?})", self.name)
+    }
+}
+
+/// A read-only view of a window or session store of the running topology
+/// (a windowed aggregation's table: [`KTable::window_store`](crate::KTable::window_store),
+/// or [`App::window_store`](crate::App::window_store)): Kafka Streams'
+/// `ReadOnlyWindowStore.fetch` / `fetchAll` and `SessionStore.findSessions`.
+pub struct WindowStore<K, V> {
+    app: Arc<Inner>,
+    name: String,
+    _types: PhantomData<fn() -> (K, V)>,
+}
+
+impl<K: Serde, V: Serde> WindowStore<K, V> {
+    pub(crate) fn new(app: Arc<Inner>, name: &str) -> Self {
+        WindowStore { app, name: name.to_owned(), _types: PhantomData }
+    }
+
+    /// The store's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The windows of `key` that start from `from_ms` to `to_ms`, both
+    /// inclusive (a session store: sessions ending at or after `from_ms`
+    /// and starting at or before `to_ms`), with their aggregates.
+    pub fn fetch(&self, key: &K, from_ms: i64, to_ms: i64) -> Result<Vec<(Windowed<K>, V)>> {
+        let serde = self.app.store_key_serdes.lock().unwrap_or_else(|e| e.into_inner()).get(&self.name).cloned();
+        let inner = serde.as_deref().and_then(inner_serde).unwrap_or(K::NAME).to_owned();
+        let k = match to_bytes(&inner, key) {
+            Ok(Some(b)) => b,
+            Ok(None) => {
+                return Err(Error::invalid(format!("window store {:?}: fetch: a key must not be null", self.name)))
+            }
+            Err(e) => {
+                return Err(Error::invalid(format!("window store {:?}: fetch: cannot encode the key: {e}", self.name)))
+            }
+        };
+        self.fetch_windows(Some(k), from_ms, to_ms)
+    }
+
+    /// The windows of every key in the time range (`fetchAll`).
+    pub fn fetch_all(&self, from_ms: i64, to_ms: i64) -> Result<Vec<(Windowed<K>, V)>> {
+        self.fetch_windows(None, from_ms, to_ms)
+    }
+
+    fn fetch_windows(&self, key: Option<Vec<u8>>, from_ms: i64, to_ms: i64) -> Result<Vec<(Windowed<K>, V)>> {
+        let req = pb::QueryRequest {
+            session_id: self.app.session.clone(),
+            store: self.name.clone(),
+            query: Some(Query::WindowFetch(pb::WindowFetch { key, from_ms, to_ms })),
+            limit: 0,
+        };
+        let resp = self.app.client.query(&req)?;
+        if resp.truncated {
+            return Err(Error::invalid(format!(
+                "window store {:?}: more windows match than one query answers (100,000): narrow the time range",
+                self.name
+            )));
+        }
+        let bad =
+            |e: String| Error::internal(format!("Query {:?}: the engine's answer does not decode: {e}", self.name));
+        let keys = column(&resp.keys, &resp.key_lengths).map_err(bad)?;
+        let values = column(&resp.values, &resp.value_lengths).map_err(bad)?;
+        if keys.len() != values.len() {
+            return Err(bad(format!("{} keys, {} values", keys.len(), values.len())));
+        }
+        keys.into_iter()
+            .zip(values)
+            .map(|(k, v)| {
+                let key = Windowed::<K>::decode(&resp.key_serde, k).map_err(|e| bad(e.0))?;
+                Ok((key, V::decode(&resp.value_serde, v).map_err(|e| bad(e.0))?))
+            })
+            .collect()
+    }
+}
+
+impl<K, V> std::fmt::Debug for WindowStore<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "WindowStore({:?})", self.name)
     }
 }

@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::host::Fold;
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::{Serde, SerdeError};
+use crate::store::WindowStore;
 
 /// Fixed-size windows aligned to the epoch (Kafka Streams' `TimeWindows`):
 /// tumbling, or hopping with [`advance_by`](Self::advance_by). A record
@@ -79,6 +80,13 @@ fn parse(serde: &str) -> Result<WindowedSerde<'_>, SerdeError> {
     let inner = serde.strip_prefix("windowed(").and_then(|s| s.strip_suffix(')')).ok_or_else(bad)?;
     let (inner, size) = inner.rsplit_once(',').ok_or_else(bad)?;
     Ok(WindowedSerde::Time(inner, size.trim().parse().map_err(|_| bad())?))
+}
+
+/// The inner key serde of a windowed serde name.
+pub(crate) fn inner_serde(serde: &str) -> Option<&str> {
+    match parse(serde).ok()? {
+        WindowedSerde::Time(inner, _) | WindowedSerde::Session(inner) => Some(inner),
+    }
 }
 
 fn be(b: &[u8]) -> i64 {
@@ -149,23 +157,122 @@ impl<K, V> std::fmt::Debug for TimeWindowedKStream<K, V> {
 }
 
 impl<K: Serde, V: Serde> KGroupedStream<K, V> {
-    /// Windows the grouped stream (`KGroupedStream.windowedBy(TimeWindows)`).
-    /// The engine runs the windows: records too late for every window they
-    /// fall in are dropped and counted.
-    pub fn windowed_by(&self, w: TimeWindows) -> Result<TimeWindowedKStream<K, V>> {
-        let op = Op::WindowedBy(pb::WindowedByOp {
-            input: self.handle().id,
-            windows: Some(pb::windowed_by_op::Windows::Time(pb::TimeWindows {
-                size_ms: w.size_ms,
-                advance_ms: w.advance_ms,
-                grace_ms: w.grace_ms,
-            })),
-        });
+    /// Windows the grouped stream (`KGroupedStream.windowedBy`): with
+    /// [`TimeWindows`] a [`TimeWindowedKStream`], with [`SessionWindows`] a
+    /// [`SessionWindowedKStream`]. The engine runs the windows: records too
+    /// late for every window they fall in are dropped and counted.
+    pub fn windowed_by<W: Windows>(&self, w: W) -> Result<W::Stream<K, V>> {
+        let op = Op::WindowedBy(pb::WindowedByOp { input: self.handle().id, windows: Some(w.to_proto()) });
         let h = expect_handle(self.app().build(op, &[])?, "windowed_by")?;
-        if h.kind != Kind::WindowedStream {
+        if h.kind != W::KIND {
             return Err(Error::internal(format!("windowed_by answered handle {}, a {:?}", h.id, h.kind)));
         }
-        Ok(TimeWindowedKStream { app: self.app().clone(), handle: h, _types: PhantomData })
+        Ok(W::wrap(self, h))
+    }
+}
+
+/// Windows a grouped stream can be windowed by: [`TimeWindows`] or [`SessionWindows`].
+pub trait Windows: sealed::Sealed {
+    /// What windowing makes of a `KGroupedStream<K, V>`.
+    type Stream<K: Serde, V: Serde>;
+    #[doc(hidden)]
+    const KIND: Kind;
+    #[doc(hidden)]
+    fn to_proto(&self) -> pb::windowed_by_op::Windows;
+    #[doc(hidden)]
+    fn wrap<K: Serde, V: Serde>(from: &KGroupedStream<K, V>, h: Handle) -> Self::Stream<K, V>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::TimeWindows {}
+    impl Sealed for super::SessionWindows {}
+}
+
+impl Windows for TimeWindows {
+    type Stream<K: Serde, V: Serde> = TimeWindowedKStream<K, V>;
+    const KIND: Kind = Kind::WindowedStream;
+    fn to_proto(&self) -> pb::windowed_by_op::Windows {
+        pb::windowed_by_op::Windows::Time(pb::TimeWindows {
+            size_ms: self.size_ms,
+            advance_ms: self.advance_ms,
+            grace_ms: self.grace_ms,
+        })
+    }
+    fn wrap<K: Serde, V: Serde>(from: &KGroupedStream<K, V>, handle: Handle) -> TimeWindowedKStream<K, V> {
+        TimeWindowedKStream { app: from.app().clone(), handle, _types: PhantomData }
+    }
+}
+
+/// Sessions (Kafka Streams' `SessionWindows`): a key's records at most the
+/// inactivity gap apart share a session; a record between two sessions
+/// merges them. This engine version runs count and the built-in reducers
+/// over sessions (host functions fold over time windows only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionWindows {
+    gap_ms: i64,
+    grace_ms: i64,
+}
+
+impl SessionWindows {
+    /// `SessionWindows.ofInactivityGapWithNoGrace(gap)`.
+    pub fn of_inactivity_gap_with_no_grace(gap: Duration) -> SessionWindows {
+        SessionWindows { gap_ms: ms(gap), grace_ms: 0 }
+    }
+    /// `SessionWindows.ofInactivityGapAndGrace(gap, grace)`.
+    pub fn of_inactivity_gap_and_grace(gap: Duration, grace: Duration) -> SessionWindows {
+        SessionWindows { gap_ms: ms(gap), grace_ms: ms(grace) }
+    }
+}
+
+impl Windows for SessionWindows {
+    type Stream<K: Serde, V: Serde> = SessionWindowedKStream<K, V>;
+    const KIND: Kind = Kind::SessionWindowedStream;
+    fn to_proto(&self) -> pb::windowed_by_op::Windows {
+        pb::windowed_by_op::Windows::Session(pb::SessionWindows {
+            inactivity_gap_ms: self.gap_ms,
+            grace_ms: self.grace_ms,
+        })
+    }
+    fn wrap<K: Serde, V: Serde>(from: &KGroupedStream<K, V>, handle: Handle) -> SessionWindowedKStream<K, V> {
+        SessionWindowedKStream { app: from.app().clone(), handle, _types: PhantomData }
+    }
+}
+
+/// A grouped stream windowed by sessions (`SessionWindowedKStream<K, V>`):
+/// its aggregations keep one aggregate per key and session, in a table
+/// keyed by [`Windowed<K>`] (the session's start and end).
+pub struct SessionWindowedKStream<K, V> {
+    app: Arc<Inner>,
+    handle: Handle,
+    _types: PhantomData<fn() -> (K, V)>,
+}
+
+impl<K, V> std::fmt::Debug for SessionWindowedKStream<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SessionWindowedKStream(id={}, node={:?})", self.handle.id, self.handle.node)
+    }
+}
+
+impl<K: Serde, V: Serde> SessionWindowedKStream<K, V> {
+    /// The engine's handle.
+    pub fn handle(&self) -> &Handle {
+        &self.handle
+    }
+
+    /// Counts the records per key and session, in the engine.
+    pub fn count(&self) -> Result<KTable<Windowed<K>, i64>> {
+        self.count_with(Options::new())
+    }
+
+    /// [`count`](Self::count) with `name` and `materialized`.
+    pub fn count_with(&self, o: Options) -> Result<KTable<Windowed<K>, i64>> {
+        KTable::wrap(self.app.clone(), Aggregations { app: &self.app, input: self.handle.id }.count(&o)?)
+    }
+
+    /// A built-in reduce per session, in the engine.
+    pub fn reduce_builtin(&self, r: Reducer, o: Options) -> Result<KTable<Windowed<K>, V>> {
+        KTable::wrap(self.app.clone(), Aggregations { app: &self.app, input: self.handle.id }.builtin(r, &o)?)
     }
 }
 
@@ -240,6 +347,15 @@ impl<K: Serde, V: Serde> TimeWindowedKStream<K, V> {
 }
 
 impl<K: Serde, V: Serde> KTable<Windowed<K>, V> {
+    /// The table's window (or session) store, for interactive queries while
+    /// the app runs.
+    pub fn window_store(&self) -> Result<WindowStore<K, V>> {
+        match self.store() {
+            Some(s) => Ok(WindowStore::new(self.app().clone(), s)),
+            None => Err(Error::invalid(format!("{self:?} is kept in no store, so it cannot be queried"))),
+        }
+    }
+
     /// `suppress(Suppressed.untilWindowCloses(unbounded()))`: exactly one
     /// result per window, once stream time passes the window's end plus
     /// grace (a partition that receives nothing emits nothing).

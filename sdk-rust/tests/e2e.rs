@@ -380,6 +380,20 @@ fn a_tumbling_window_count_keys_its_table_by_window() {
     let want: BTreeMap<String, i64> = [("ann".to_owned(), 3), ("bob".to_owned(), 1)].into();
     let last = read_until(&brokers, "click-counts", Duration::from_secs(60), |l| totals(l) == want);
     assert_eq!(totals(&last), want);
+    // The window store, queried by key and for every key.
+    let store = counts.window_store().unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let ann: i64 = store.fetch(&"ann".to_owned(), 0, now + HOUR).unwrap().iter().map(|(_, n)| n).sum();
+        let all = store.fetch_all(0, now + HOUR).unwrap();
+        if ann == 3 && all.iter().map(|(_, n)| n).sum::<i64>() == 4 {
+            assert!(all.iter().all(|(w, _)| w.end_ms - w.start_ms == HOUR && (w.key == "ann" || w.key == "bob")));
+            break;
+        }
+        assert!(Instant::now() < deadline, "the window store never caught up: ann {ann}, all {all:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     app.stop();
     runner.join().unwrap().unwrap();
     app.close(Duration::from_secs(30));
@@ -412,6 +426,41 @@ fn a_typed_table_regroups_and_counts_following_updates() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert_eq!(store.approximate_num_entries().unwrap(), 3);
+    app.stop();
+    runner.join().unwrap().unwrap();
+    app.close(Duration::from_secs(30));
+}
+
+#[test]
+fn a_session_window_count_merges_close_records() {
+    use polystreams::{SessionWindows, Windowed};
+    let app = app("sessions");
+    let brokers = app.brokers().unwrap().to_owned();
+    produce(&brokers, "visits", &[("ann", "a"), ("bob", "b"), ("ann", "c"), ("ann", "d")]);
+    produce(&brokers, "visit-counts", &[]);
+    app.stream::<String, String>("visits")
+        .unwrap()
+        .group_by_key()
+        .unwrap()
+        .windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(Duration::from_secs(600)))
+        .unwrap()
+        .count()
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .nullable() // merged sessions are deleted: tombstones
+        .map(|w: &Windowed<String>, n: Option<i64>| {
+            assert!(w.start_ms <= w.end_ms, "a session ends after it starts");
+            (w.key.clone(), n.map_or("merged".to_owned(), |n| n.to_string()))
+        })
+        .unwrap()
+        .to("visit-counts")
+        .unwrap();
+    let runner = serve(&app);
+    // All four records are seconds apart: one session per key.
+    let want: BTreeMap<String, String> =
+        [("ann", "3"), ("bob", "1")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    assert_eq!(read_until(&brokers, "visit-counts", Duration::from_secs(60), |l| *l == want), want);
     app.stop();
     runner.join().unwrap().unwrap();
     app.close(Duration::from_secs(30));
