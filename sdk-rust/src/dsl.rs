@@ -11,10 +11,10 @@ use std::sync::Arc;
 
 use crate::app::Inner;
 use crate::error::{Error, Result};
-use crate::host::{guarded, take, Fold, Folder, Func, KeySlot, Out, StepFn};
+use crate::fold::{Aggregate, Aggregations, StreamReduce};
+use crate::host::{guarded, take, Fold, Func, KeySlot, Out, StepFn};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::{Serde, Value};
-use crate::store::KeyValueStore;
 
 /// What a handle stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -213,7 +213,7 @@ pub enum Reducer {
 }
 
 impl Reducer {
-    fn to_proto(self) -> i32 {
+    pub(crate) fn to_proto(self) -> i32 {
         (match self {
             Reducer::Sum => pb::Reducer::Sum,
             Reducer::Min => pb::Reducer::Min,
@@ -223,12 +223,17 @@ impl Reducer {
     }
 }
 
-fn fn_name<F>(op: &str) -> String {
+pub(crate) fn fn_name<F>(op: &str) -> String {
     format!("{op} {}", std::any::type_name::<F>())
 }
 
 /// Registers a step and builds an operator naming it.
-fn build_step(app: &Arc<Inner>, fn_type: String, step: StepFn, op: impl FnOnce(u32) -> Op) -> Result<Option<Handle>> {
+pub(crate) fn build_step(
+    app: &Arc<Inner>,
+    fn_type: String,
+    step: StepFn,
+    op: impl FnOnce(u32) -> Op,
+) -> Result<Option<Handle>> {
     let token = app.register(&fn_type, Func::Step(Arc::new(step)))?;
     app.build(op(token), &[token])
 }
@@ -239,16 +244,16 @@ pub(crate) fn expect_handle(h: Option<Handle>, op: &str) -> Result<Handle> {
 
 /// A stream of records (Kafka Streams' `KStream<K, V>`).
 pub struct KStream<K, V> {
-    app: Arc<Inner>,
-    handle: Handle,
-    _types: PhantomData<fn() -> (K, V)>,
+    pub(crate) app: Arc<Inner>,
+    pub(crate) handle: Handle,
+    pub(crate) _types: PhantomData<fn() -> (K, V)>,
 }
 
 /// A stream grouped by key, ready to aggregate (`KGroupedStream<K, V>`).
 pub struct KGroupedStream<K, V> {
-    app: Arc<Inner>,
-    handle: Handle,
-    _types: PhantomData<fn() -> (K, V)>,
+    pub(crate) app: Arc<Inner>,
+    pub(crate) handle: Handle,
+    pub(crate) _types: PhantomData<fn() -> (K, V)>,
 }
 
 /// A changelog table: the latest value per key (`KTable<K, V>`). Its records
@@ -256,18 +261,18 @@ pub struct KGroupedStream<K, V> {
 /// forward tombstones as Kafka Streams does (the engine never calls a
 /// table operator's function for one).
 pub struct KTable<K, V> {
-    app: Arc<Inner>,
-    handle: Handle,
-    _types: PhantomData<fn() -> (K, V)>,
+    pub(crate) app: Arc<Inner>,
+    pub(crate) handle: Handle,
+    pub(crate) _types: PhantomData<fn() -> (K, V)>,
 }
 
 /// A table regrouped by [`KTable::group_by`], ready to aggregate
 /// (`KGroupedTable<K, V>`): each update of the source table removes its old
 /// value from one group (the subtractor) and adds its new one (the adder).
 pub struct KGroupedTable<K, V> {
-    app: Arc<Inner>,
-    handle: Handle,
-    _types: PhantomData<fn() -> (K, V)>,
+    pub(crate) app: Arc<Inner>,
+    pub(crate) handle: Handle,
+    pub(crate) _types: PhantomData<fn() -> (K, V)>,
 }
 
 macro_rules! node {
@@ -332,7 +337,10 @@ node!(KTable, Kind::Table);
 node!(KGroupedTable, Kind::GroupedTable);
 
 /// A step reading (key, value) and answering whether the record passes.
-fn predicate_step<K: Serde, V: Serde>(negate: bool, f: impl Fn(&K, &V) -> bool + Send + Sync + 'static) -> StepFn {
+pub(crate) fn predicate_step<K: Serde, V: Serde>(
+    negate: bool,
+    f: impl Fn(&K, &V) -> bool + Send + Sync + 'static,
+) -> StepFn {
     StepFn::new::<V, K, V>(move |key: &mut KeySlot<'_>, v| {
         let value = v.downcast_ref::<V>().ok_or("the value in flight has another type")?;
         let k = key.get::<K>()?;
@@ -641,190 +649,6 @@ fn action_step<K: Serde, V: Serde>(pass: bool, f: impl Fn(&K, &V) + Send + Sync 
     })
 }
 
-// Folds: the closures of one reduce or aggregate, run by Fold.
-
-pub(crate) struct StreamReduce<V, F> {
-    f: F,
-    _t: PhantomData<fn() -> V>,
-}
-
-impl<V, F> StreamReduce<V, F> {
-    pub(crate) fn new(f: F) -> Self {
-        StreamReduce { f, _t: PhantomData }
-    }
-}
-
-impl<V: Serde, F: Fn(V, V) -> V + Send + Sync + 'static> Folder for StreamReduce<V, F> {
-    type K = ();
-    type V = V;
-    type A = V;
-    fn start(&self, _: &(), v: V) -> V {
-        v
-    }
-    fn add(&self, _: &(), agg: V, v: V) -> V {
-        (self.f)(agg, v)
-    }
-    fn sub(&self, _: &(), agg: V, _: V) -> V {
-        agg
-    }
-    fn has_sub(&self) -> bool {
-        false
-    }
-}
-
-struct TableReduce<V, F, G> {
-    add: F,
-    sub: G,
-    _t: PhantomData<fn() -> V>,
-}
-
-impl<V: Serde, F, G> Folder for TableReduce<V, F, G>
-where
-    F: Fn(V, V) -> V + Send + Sync + 'static,
-    G: Fn(V, V) -> V + Send + Sync + 'static,
-{
-    type K = ();
-    type V = V;
-    type A = V;
-    fn start(&self, _: &(), v: V) -> V {
-        v
-    }
-    fn add(&self, _: &(), agg: V, v: V) -> V {
-        (self.add)(agg, v)
-    }
-    fn sub(&self, _: &(), agg: V, old: V) -> V {
-        (self.sub)(agg, old)
-    }
-    fn has_sub(&self) -> bool {
-        true
-    }
-}
-
-type Initializer<A> = Arc<dyn Fn() -> A + Send + Sync>;
-pub(crate) type Aggregator<K, V, A> = Arc<dyn Fn(&K, V, A) -> A + Send + Sync>;
-
-pub(crate) struct Aggregate<K, V, A> {
-    init: Initializer<A>,
-    add: Aggregator<K, V, A>,
-    sub: Option<Aggregator<K, V, A>>,
-}
-
-impl<K, V, A> Aggregate<K, V, A> {
-    pub(crate) fn new(
-        init: impl Fn() -> A + Send + Sync + 'static,
-        add: impl Fn(&K, V, A) -> A + Send + Sync + 'static,
-        sub: Option<Aggregator<K, V, A>>,
-    ) -> Self {
-        Aggregate { init: Arc::new(init), add: Arc::new(add), sub }
-    }
-}
-
-impl<K: Serde, V: Serde, A: Serde> Folder for Aggregate<K, V, A> {
-    type K = K;
-    type V = V;
-    type A = A;
-    fn start(&self, key: &K, v: V) -> A {
-        (self.add)(key, v, (self.init)())
-    }
-    fn add(&self, key: &K, agg: A, v: V) -> A {
-        (self.add)(key, v, agg)
-    }
-    fn sub(&self, key: &K, agg: A, old: V) -> A {
-        match &self.sub {
-            Some(s) => s(key, old, agg),
-            None => agg,
-        }
-    }
-    fn has_sub(&self) -> bool {
-        self.sub.is_some()
-    }
-}
-
-/// count, reduce and aggregate, shared by grouped streams and grouped tables.
-pub(crate) struct Aggregations<'a> {
-    pub(crate) app: &'a Arc<Inner>,
-    pub(crate) input: u64,
-}
-
-impl Aggregations<'_> {
-    pub(crate) fn count(&self, o: &Options) -> Result<Handle> {
-        o.check("count", NAME | MATERIALIZED)?;
-        let op =
-            Op::Count(pb::CountOp { input: self.input, materialized: o.materialized_proto(), name: o.name_or_empty() });
-        expect_handle(self.app.build(op, &[])?, "count")
-    }
-
-    pub(crate) fn builtin(&self, r: Reducer, o: &Options) -> Result<Handle> {
-        o.check("reduce", NAME | MATERIALIZED)?;
-        let op = Op::Reduce(pb::ReduceOp {
-            input: self.input,
-            token: 0,
-            builtin: r.to_proto(),
-            materialized: o.materialized_proto(),
-            name: o.name_or_empty(),
-            subtractor_token: 0,
-        });
-        expect_handle(self.app.build(op, &[])?, "reduce")
-    }
-
-    pub(crate) fn reduce(
-        &self,
-        fold: Arc<dyn crate::host::FoldRun>,
-        names: (String, Option<String>),
-        o: &Options,
-    ) -> Result<Handle> {
-        o.check("reduce", NAME | MATERIALIZED)?;
-        let token = self.app.register(&names.0, Func::Fold(fold))?;
-        let sub = match names.1 {
-            Some(n) => self.app.register(&n, Func::Part)?,
-            None => 0,
-        };
-        let op = Op::Reduce(pb::ReduceOp {
-            input: self.input,
-            token,
-            builtin: 0,
-            materialized: o.materialized_proto(),
-            name: o.name_or_empty(),
-            subtractor_token: sub,
-        });
-        expect_handle(self.app.build(op, &[token, sub])?, "reduce")
-    }
-
-    pub(crate) fn aggregate(
-        &self,
-        fold: Arc<dyn crate::host::FoldRun>,
-        names: (String, String, Option<String>),
-        agg_serde: &str,
-        o: &Options,
-    ) -> Result<Handle> {
-        o.check("aggregate", NAME | MATERIALIZED)?;
-        let init = self.app.register(&names.0, Func::Part)?;
-        let token = self.app.register(&names.1, Func::Fold(fold))?;
-        let sub = match names.2 {
-            Some(n) => self.app.register(&n, Func::Part)?,
-            None => 0,
-        };
-        // The aggregate's serde is its Rust type's unless materialized names one.
-        let mut m = o.materialized_proto();
-        if !agg_serde.is_empty() {
-            let m = m.get_or_insert_with(Default::default);
-            if m.value_serde.is_empty() {
-                m.value_serde = agg_serde.to_owned();
-            }
-        }
-        let op = Op::Aggregate(pb::AggregateOp {
-            input: self.input,
-            initializer_token: init,
-            aggregator_token: token,
-            materialized: m,
-            name: o.name_or_empty(),
-            subtractor_token: sub,
-            merger_token: 0,
-        });
-        expect_handle(self.app.build(op, &[init, token, sub])?, "aggregate")
-    }
-}
-
 impl<K: Serde, V: Serde> KGroupedStream<K, V> {
     fn aggregations(&self) -> Aggregations<'_> {
         Aggregations { app: &self.app, input: self.handle.id }
@@ -904,244 +728,8 @@ impl<K: Serde, V: Serde> KGroupedStream<K, V> {
         I: Fn() -> A + Send + Sync + 'static,
         F: Fn(&K, V, A) -> A + Send + Sync + 'static,
     {
-        let fold = Arc::new(Fold(Aggregate::<K, V, A> { init: Arc::new(init), add: Arc::new(f), sub: None }));
+        let fold = Arc::new(Fold(Aggregate::<K, V, A>::new(init, f, None)));
         let names = (fn_name::<I>("aggregate initializer"), fn_name::<F>("aggregate"), None);
-        KTable::wrap(self.app.clone(), self.aggregations().aggregate(fold, names, A::NAME, &o)?)
-    }
-}
-
-impl<K: Serde, V: Serde> KTable<K, V> {
-    fn table<V2: Serde>(&self, h: Option<Handle>, op: &str) -> Result<KTable<K, V2>> {
-        KTable::wrap(self.app.clone(), expect_handle(h, op)?)
-    }
-
-    /// Keeps the rows for which `f(key, value)` is true; a row that does not
-    /// pass is deleted, so the result forwards a tombstone for it (`KTable.filter`).
-    pub fn filter<F>(&self, f: F) -> Result<KTable<K, V>>
-    where
-        F: Fn(&K, &V) -> bool + Send + Sync + 'static,
-    {
-        self.filter_with(f, Options::new())
-    }
-
-    /// [`filter`](Self::filter) with `name` and `materialized` (queryable when named).
-    pub fn filter_with<F>(&self, f: F, o: Options) -> Result<KTable<K, V>>
-    where
-        F: Fn(&K, &V) -> bool + Send + Sync + 'static,
-    {
-        o.check("filter", NAME | MATERIALIZED)?;
-        let input = self.handle.id;
-        let h = build_step(&self.app, fn_name::<F>("filter"), predicate_step(false, f), |token| {
-            Op::Filter(pb::FilterOp { input, token, name: o.name_or_empty(), materialized: o.materialized_proto() })
-        })?;
-        self.table(h, "filter")
-    }
-
-    /// Deletes the rows for which `f(key, value)` is true (`KTable.filterNot`).
-    pub fn filter_not<F>(&self, f: F) -> Result<KTable<K, V>>
-    where
-        F: Fn(&K, &V) -> bool + Send + Sync + 'static,
-    {
-        self.filter_not_with(f, Options::new())
-    }
-
-    /// [`filter_not`](Self::filter_not) with `name` and `materialized`.
-    pub fn filter_not_with<F>(&self, f: F, o: Options) -> Result<KTable<K, V>>
-    where
-        F: Fn(&K, &V) -> bool + Send + Sync + 'static,
-    {
-        o.check("filter_not", NAME | MATERIALIZED)?;
-        let input = self.handle.id;
-        let h = build_step(&self.app, fn_name::<F>("filter_not"), predicate_step(true, f), |token| {
-            Op::FilterNot(pb::FilterNotOp {
-                input,
-                token,
-                name: o.name_or_empty(),
-                materialized: o.materialized_proto(),
-            })
-        })?;
-        self.table(h, "filter_not")
-    }
-
-    /// `f(value) -> new value` for each row, never called for a tombstone,
-    /// which passes on as one (`KTable.mapValues`).
-    pub fn map_values<V2: Serde, F>(&self, f: F) -> Result<KTable<K, V2>>
-    where
-        F: Fn(V) -> V2 + Send + Sync + 'static,
-    {
-        self.map_values_with(f, Options::new())
-    }
-
-    /// [`map_values`](Self::map_values) with `name`, `value_serde` and `materialized`.
-    pub fn map_values_with<V2: Serde, F>(&self, f: F, o: Options) -> Result<KTable<K, V2>>
-    where
-        F: Fn(V) -> V2 + Send + Sync + 'static,
-    {
-        o.check("map_values", NAME | VALUE | MATERIALIZED)?;
-        let step = StepFn::new::<V, K, V2>(move |_, v| {
-            let v: V = take(v)?;
-            Ok(Out::One(None, Box::new(guarded(|| f(v))?)))
-        });
-        let input = self.handle.id;
-        let h = build_step(&self.app, fn_name::<F>("map_values"), step, |token| {
-            Op::MapValues(pb::MapValuesOp {
-                input,
-                token,
-                value_serde: o.value_or(V2::NAME),
-                name: o.name_or_empty(),
-                materialized: o.materialized_proto(),
-            })
-        })?;
-        self.table(h, "map_values")
-    }
-
-    /// Regroups the table: `f(key, value) -> (new key, new value)`
-    /// (`KTable.groupBy`). Each update removes the row's old pair from its
-    /// group and adds the new one, so aggregations of the result take an
-    /// adder and a subtractor.
-    pub fn group_by<K2: Serde, V2: Serde, F>(&self, f: F) -> Result<KGroupedTable<K2, V2>>
-    where
-        F: Fn(&K, V) -> (K2, V2) + Send + Sync + 'static,
-    {
-        self.group_by_with(f, Options::new())
-    }
-
-    /// [`group_by`](Self::group_by) with `name` (the repartition topic's),
-    /// `key_serde` and `value_serde` (the new pairs').
-    pub fn group_by_with<K2: Serde, V2: Serde, F>(&self, f: F, o: Options) -> Result<KGroupedTable<K2, V2>>
-    where
-        F: Fn(&K, V) -> (K2, V2) + Send + Sync + 'static,
-    {
-        o.check("group_by", NAME | KEY | VALUE)?;
-        let step = StepFn::new::<V, K2, V2>(move |key, v| {
-            let v: V = take(v)?;
-            let k = key.get::<K>()?;
-            let (k2, v2) = guarded(|| f(k, v))?;
-            Ok(Out::One(Some(Arc::new(k2)), Box::new(v2)))
-        });
-        let input = self.handle.id;
-        let h = build_step(&self.app, fn_name::<F>("group_by"), step, |token| {
-            Op::GroupBy(pb::GroupByOp {
-                input,
-                token,
-                key_serde: o.key_or(K2::NAME),
-                value_serde: o.value_or(V2::NAME),
-                name: o.name_or_empty(),
-            })
-        })?;
-        KGroupedTable::wrap(self.app.clone(), expect_handle(h, "group_by")?)
-    }
-
-    /// The table's changes as a stream (`KTable.toStream`).
-    pub fn to_stream(&self) -> Result<KStream<K, V>> {
-        self.to_stream_with(Options::new())
-    }
-
-    /// [`to_stream`](Self::to_stream) with `name`.
-    pub fn to_stream_with(&self, o: Options) -> Result<KStream<K, V>> {
-        o.check("to_stream", NAME)?;
-        let op = Op::ToStream(pb::ToStreamOp { input: self.handle.id, name: o.name_or_empty() });
-        KStream::wrap(self.app.clone(), expect_handle(self.app.build(op, &[])?, "to_stream")?)
-    }
-
-    /// The name of the store the table is kept in (generated when not given
-    /// with `materialized`), or None when it has none.
-    pub fn store(&self) -> Option<&str> {
-        Some(self.handle.store.as_str()).filter(|s| !s.is_empty())
-    }
-
-    /// The table's store, for interactive queries while the app runs.
-    pub fn query(&self) -> Result<KeyValueStore<K, V>> {
-        match self.store() {
-            Some(s) => Ok(KeyValueStore::new(self.app.clone(), s)),
-            None => Err(Error::invalid(format!("{self:?} is kept in no store, so it cannot be queried"))),
-        }
-    }
-}
-
-impl<K: Serde, V: Serde> KGroupedTable<K, V> {
-    fn aggregations(&self) -> Aggregations<'_> {
-        Aggregations { app: &self.app, input: self.handle.id }
-    }
-
-    /// Counts the rows per group (a group whose rows all left keeps 0).
-    pub fn count(&self) -> Result<KTable<K, i64>> {
-        self.count_with(Options::new())
-    }
-
-    /// [`count`](Self::count) with `name` and `materialized`.
-    pub fn count_with(&self, o: Options) -> Result<KTable<K, i64>> {
-        KTable::wrap(self.app.clone(), self.aggregations().count(&o)?)
-    }
-
-    /// `adder(aggregate, value)` adds a new value to its group,
-    /// `subtractor(aggregate, old value)` removes a replaced or deleted one;
-    /// a group's first value becomes its aggregate (`KGroupedTable.reduce`).
-    pub fn reduce<F, G>(&self, adder: F, subtractor: G) -> Result<KTable<K, V>>
-    where
-        F: Fn(V, V) -> V + Send + Sync + 'static,
-        G: Fn(V, V) -> V + Send + Sync + 'static,
-    {
-        self.reduce_with(adder, subtractor, Options::new())
-    }
-
-    /// [`reduce`](Self::reduce) with `name` and `materialized`.
-    pub fn reduce_with<F, G>(&self, adder: F, subtractor: G, o: Options) -> Result<KTable<K, V>>
-    where
-        F: Fn(V, V) -> V + Send + Sync + 'static,
-        G: Fn(V, V) -> V + Send + Sync + 'static,
-    {
-        let fold = Arc::new(Fold(TableReduce { add: adder, sub: subtractor, _t: PhantomData }));
-        let names = (fn_name::<F>("reduce"), Some(fn_name::<G>("reduce subtractor")));
-        KTable::wrap(self.app.clone(), self.aggregations().reduce(fold, names, &o)?)
-    }
-
-    /// A built-in reduce, run in the engine: only [`Reducer::Sum`] can remove
-    /// values, so the engine refuses the others on a grouped table.
-    pub fn reduce_builtin(&self, r: Reducer, o: Options) -> Result<KTable<K, V>> {
-        KTable::wrap(self.app.clone(), self.aggregations().builtin(r, &o)?)
-    }
-
-    /// The sum of each group's values (`long` or `double`), in the engine.
-    pub fn sum(&self) -> Result<KTable<K, V>> {
-        self.reduce_builtin(Reducer::Sum, Options::new())
-    }
-
-    /// `init()` starts a group's aggregate, `adder(key, value, aggregate)`
-    /// adds a new value and `subtractor(key, old value, aggregate)` removes
-    /// one (`KGroupedTable.aggregate`).
-    pub fn aggregate<A: Serde, I, F, G>(&self, init: I, adder: F, subtractor: G) -> Result<KTable<K, A>>
-    where
-        I: Fn() -> A + Send + Sync + 'static,
-        F: Fn(&K, V, A) -> A + Send + Sync + 'static,
-        G: Fn(&K, V, A) -> A + Send + Sync + 'static,
-    {
-        self.aggregate_with(init, adder, subtractor, Options::new())
-    }
-
-    /// [`aggregate`](Self::aggregate) with `name` and `materialized`.
-    pub fn aggregate_with<A: Serde, I, F, G>(
-        &self,
-        init: I,
-        adder: F,
-        subtractor: G,
-        o: Options,
-    ) -> Result<KTable<K, A>>
-    where
-        I: Fn() -> A + Send + Sync + 'static,
-        F: Fn(&K, V, A) -> A + Send + Sync + 'static,
-        G: Fn(&K, V, A) -> A + Send + Sync + 'static,
-    {
-        let fold = Arc::new(Fold(Aggregate::<K, V, A> {
-            init: Arc::new(init),
-            add: Arc::new(adder),
-            sub: Some(Arc::new(subtractor)),
-        }));
-        let names = (
-            fn_name::<I>("aggregate initializer"),
-            fn_name::<F>("aggregate"),
-            Some(fn_name::<G>("aggregate subtractor")),
-        );
         KTable::wrap(self.app.clone(), self.aggregations().aggregate(fold, names, A::NAME, &o)?)
     }
 }

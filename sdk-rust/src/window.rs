@@ -7,10 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::app::Inner;
-use crate::dsl::{
-    expect_handle, Aggregate, Aggregations, Handle, KGroupedStream, KTable, Kind, Options, Reducer, StreamReduce,
-};
+use crate::dsl::{expect_handle, Handle, KGroupedStream, KTable, Kind, Options, Reducer};
 use crate::error::{Error, Result};
+use crate::fold::{Aggregate, Aggregations, StreamReduce};
 use crate::host::Fold;
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::{Serde, SerdeError};
