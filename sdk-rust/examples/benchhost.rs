@@ -6,12 +6,14 @@
 //! --topology map_values: stream -> map_values(to_uppercase) -> to (crossing table, arm (a''));
 //! --topology aggregate:  JSON {"amount": n} per string key -> group_by_key ->
 //!     aggregate(0, a + amount) (a long) -> to_stream -> to, under
-//!     exactly_once_v2 (aggregation table, arm (a'')).
+//!     exactly_once_v2 (aggregation table, arm (a''));
+//! --topology window-aggregate: the same aggregate per key and 60 s window
+//!     advancing by 5 s (windows table, arm (w4)).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use polystreams::{App, Config, Json, ProcessingGuarantee};
+use polystreams::{App, Config, Json, ProcessingGuarantee, TimeWindows};
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Amount {
@@ -39,7 +41,7 @@ fn main() -> polystreams::Result<()> {
     let bundle = args.get("bundle").cloned().unwrap_or_else(|| "2000".into());
     let mut config = Config::new().set("polystreams.bundle.max.records", bundle);
     let topology = args.get("topology").cloned().unwrap_or_else(|| "map_values".into());
-    if topology == "aggregate" {
+    if topology == "aggregate" || topology == "window-aggregate" {
         config = config.processing_guarantee(ProcessingGuarantee::ExactlyOnceV2);
         if let Some(ms) = args.get("commit-ms").and_then(|m| m.parse::<i64>().ok()).filter(|m| *m >= 0) {
             config = config.commit_interval_ms(ms as u64);
@@ -56,7 +58,17 @@ fn main() -> polystreams::Result<()> {
             .aggregate(|| 0i64, |_, v: Json<Amount>, total: i64| total + v.0.amount)?
             .to_stream()?
             .to(&arg("output"))?,
-        other => panic!("benchhost: --topology {other:?}: want map_values or aggregate"),
+        "window-aggregate" => app
+            .stream::<String, Json<Amount>>(arg("input").as_str())?
+            .group_by_key()?
+            // 60 s windows advancing by 5 s: each record in 12 windows.
+            .windowed_by(
+                TimeWindows::of_size_with_no_grace(Duration::from_secs(60)).advance_by(Duration::from_secs(5)),
+            )?
+            .aggregate(|| 0i64, |_, v: Json<Amount>, total: i64| total + v.0.amount)?
+            .to_stream()?
+            .to(&arg("output"))?,
+        other => panic!("benchhost: --topology {other:?}: want map_values, aggregate or window-aggregate"),
     }
     // SAFETY: on_term only stores to an atomic, which is async-signal-safe.
     unsafe {
