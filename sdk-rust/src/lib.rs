@@ -48,4 +48,6 @@ pub use engine::find_engine;
 pub use error::{Error, Result};
 pub use serdes::{to_bytes, Json, Serde, SerdeError, Value};
 pub use store::{KeyValueStore, WindowStore};
-pub use window::{SessionWindowedKStream, SessionWindows, TimeWindowedKStream, TimeWindows, Windowed, Windows};
+pub use window::{
+    SessionWindowedKStream, SessionWindows, SlidingWindows, TimeWindowedKStream, TimeWindows, Windowed, Windows,
+};

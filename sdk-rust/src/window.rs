@@ -157,7 +157,7 @@ impl<K, V> std::fmt::Debug for TimeWindowedKStream<K, V> {
 
 impl<K: Serde, V: Serde> KGroupedStream<K, V> {
     /// Windows the grouped stream (`KGroupedStream.windowedBy`): with
-    /// [`TimeWindows`] a [`TimeWindowedKStream`], with [`SessionWindows`] a
+    /// [`TimeWindows`] or [`SlidingWindows`] a [`TimeWindowedKStream`], with [`SessionWindows`] a
     /// [`SessionWindowedKStream`]. The engine runs the windows: records too
     /// late for every window they fall in are dropped and counted.
     pub fn windowed_by<W: Windows>(&self, w: W) -> Result<W::Stream<K, V>> {
@@ -170,7 +170,7 @@ impl<K: Serde, V: Serde> KGroupedStream<K, V> {
     }
 }
 
-/// Windows a grouped stream can be windowed by: [`TimeWindows`] or [`SessionWindows`].
+/// Windows a grouped stream can be windowed by: [`TimeWindows`], [`SlidingWindows`] or [`SessionWindows`].
 pub trait Windows: sealed::Sealed {
     /// What windowing makes of a `KGroupedStream<K, V>`.
     type Stream<K: Serde, V: Serde>;
@@ -186,6 +186,7 @@ mod sealed {
     pub trait Sealed {}
     impl Sealed for super::TimeWindows {}
     impl Sealed for super::SessionWindows {}
+    impl Sealed for super::SlidingWindows {}
 }
 
 impl Windows for TimeWindows {
@@ -195,6 +196,41 @@ impl Windows for TimeWindows {
         pb::windowed_by_op::Windows::Time(pb::TimeWindows {
             size_ms: self.size_ms,
             advance_ms: self.advance_ms,
+            grace_ms: self.grace_ms,
+        })
+    }
+    fn wrap<K: Serde, V: Serde>(from: &KGroupedStream<K, V>, handle: Handle) -> TimeWindowedKStream<K, V> {
+        TimeWindowedKStream { app: from.app().clone(), handle, _types: PhantomData }
+    }
+}
+
+/// Windows of a fixed time difference that slide with the records (Kafka
+/// Streams' `SlidingWindows`): two records are in a common window when their
+/// timestamps are at most the difference apart; both ends are inclusive.
+/// Windowing by them makes a [`TimeWindowedKStream`], as in Kafka Streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlidingWindows {
+    difference_ms: i64,
+    grace_ms: i64,
+}
+
+impl SlidingWindows {
+    /// `SlidingWindows.ofTimeDifferenceWithNoGrace(difference)`.
+    pub fn of_time_difference_with_no_grace(difference: Duration) -> SlidingWindows {
+        SlidingWindows { difference_ms: ms(difference), grace_ms: 0 }
+    }
+    /// `SlidingWindows.ofTimeDifferenceAndGrace(difference, grace)`.
+    pub fn of_time_difference_and_grace(difference: Duration, grace: Duration) -> SlidingWindows {
+        SlidingWindows { difference_ms: ms(difference), grace_ms: ms(grace) }
+    }
+}
+
+impl Windows for SlidingWindows {
+    type Stream<K: Serde, V: Serde> = TimeWindowedKStream<K, V>;
+    const KIND: Kind = Kind::WindowedStream;
+    fn to_proto(&self) -> pb::windowed_by_op::Windows {
+        pb::windowed_by_op::Windows::Sliding(pb::SlidingWindows {
+            time_difference_ms: self.difference_ms,
             grace_ms: self.grace_ms,
         })
     }

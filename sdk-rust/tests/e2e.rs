@@ -465,3 +465,42 @@ fn a_session_window_count_merges_close_records() {
     runner.join().unwrap().unwrap();
     app.close(Duration::from_secs(30));
 }
+
+#[test]
+fn a_sliding_window_count_holds_every_record_within_the_difference() {
+    use polystreams::{SlidingWindows, Windowed};
+    let app = app("sliding");
+    let brokers = app.brokers().unwrap().to_owned();
+    produce(&brokers, "taps", &[("ann", "a"), ("bob", "b"), ("ann", "c"), ("ann", "d")]);
+    produce(&brokers, "tap-counts", &[]);
+    app.stream::<String, String>("taps")
+        .unwrap()
+        .group_by_key()
+        .unwrap()
+        .windowed_by(SlidingWindows::of_time_difference_with_no_grace(Duration::from_secs(600)))
+        .unwrap()
+        .count()
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .map(|w: &Windowed<String>, n: i64| (format!("{}@{}", w.key, w.start_ms), n.to_string()))
+        .unwrap()
+        .to("tap-counts")
+        .unwrap();
+    let runner = serve(&app);
+    // The records are seconds apart: some window of each key holds all of its records.
+    let most = |last: &BTreeMap<String, String>| {
+        let mut m: BTreeMap<String, i64> = BTreeMap::new();
+        for (k, n) in last {
+            let e = m.entry(k.split('@').next().unwrap().to_owned()).or_default();
+            *e = (*e).max(n.parse().unwrap());
+        }
+        m
+    };
+    let want: BTreeMap<String, i64> = [("ann".to_owned(), 3), ("bob".to_owned(), 1)].into();
+    let last = read_until(&brokers, "tap-counts", Duration::from_secs(60), |l| most(l) == want);
+    assert_eq!(most(&last), want);
+    app.stop();
+    runner.join().unwrap().unwrap();
+    app.close(Duration::from_secs(30));
+}
