@@ -11,6 +11,11 @@ pub struct OpenSessionRequest {
     /// Values of credential keys (sasl.password, ...) are never echoed back.
     #[prost(map="string, string", tag="2")]
     pub config: ::std::collections::HashMap<::prost::alloc::string::String, ::prost::alloc::string::String>,
+    /// What the SDK's host understands beyond this protocol's base, so that
+    /// the engine may use it: "fold_value_refs" (Bundle.value_refs). Unknown
+    /// features are ignored.
+    #[prost(string, repeated, tag="3")]
+    pub host_features: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -732,6 +737,20 @@ pub struct Bundle {
     pub old_value_lengths: ::prost::alloc::vec::Vec<i32>,
     #[prost(bytes="vec", tag="20")]
     pub old_values: ::prost::alloc::vec::Vec<u8>,
+    /// A fold bundle over windows, to a host with the "fold_value_refs"
+    /// feature: the value, offset and timestamp columns hold each record once
+    /// and fold value i (group_sizes count fold values; output counts and
+    /// failures index them) is record value_refs\[i\], so that a record falling
+    /// into 12 windows is sent and decoded once. Empty: fold value i is record
+    /// i.
+    #[prost(sint32, repeated, tag="21")]
+    pub value_refs: ::prost::alloc::vec::Vec<i32>,
+    /// A fold bundle whose intermediate aggregates the engine does not need
+    /// (its record cache keeps only each key's last update): the host may
+    /// answer one aggregate per group, its last (output count 1 for the
+    /// group's last value, 0 for the others), or one per value as usual.
+    #[prost(bool, tag="22")]
+    pub final_only: bool,
 }
 /// BundleResult gives one outcome per input record: zero, one or many outputs,
 /// or a failure. For a fold bundle the records are its values: each value's
@@ -1033,7 +1052,9 @@ pub enum Operation {
     /// (Merger.apply). A fold bundle whose group aggregate is the first
     /// session's aggregate and whose values are the other sessions'
     /// aggregates (value_serde is the aggregate's serde); one aggregate out
-    /// per value, as for OPERATION_AGGREGATE.
+    /// per value, as for OPERATION_AGGREGATE. This engine version refuses host
+    /// functions over session windows (docs/design/windows.md) and sends no
+    /// such bundle yet; hosts implement it for the version that will.
     Merge = 11,
 }
 impl Operation {
