@@ -23,6 +23,8 @@ const WAIT_MS: i32 = 500;
 /// delivered before going on (the engine re-dispatches the bundles of a
 /// worker silent for 30 s).
 const DELIVER_AFTER: Duration = Duration::from_secs(5);
+/// What this host understands beyond the protocol's base (OpenSessionRequest.host_features).
+const HOST_FEATURES: &[&str] = &["fold_value_refs"];
 
 /// The state of an application, as the engine reports it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -234,6 +236,7 @@ impl AppBuilder {
         let resp = client.open_session(&pb::OpenSessionRequest {
             application_id: self.application_id.clone(),
             config: props.into_iter().collect(),
+            host_features: HOST_FEATURES.iter().map(|f| (*f).to_owned()).collect(),
         })?;
         let brokers = engine
             .as_ref()

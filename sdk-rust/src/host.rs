@@ -239,7 +239,7 @@ impl Executor {
 
 /// A result that fails every record of the bundle at one step.
 fn fail_all(b: &pb::Bundle, step: usize, msg: String) -> pb::BundleResult {
-    let n = b.value_lengths.len();
+    let n = outcomes(b);
     pb::BundleResult {
         bundle_id: b.id,
         output_counts: vec![0; n],
@@ -247,6 +247,16 @@ fn fail_all(b: &pb::Bundle, step: usize, msg: String) -> pb::BundleResult {
             .map(|i| pb::RecordFailure { index: i as i32, step: step as i32, message: msg.clone() })
             .collect(),
         ..Default::default()
+    }
+}
+
+/// How many outcomes a bundle's result gives: one per record, or for a
+/// fold bundle with value_refs ("fold_value_refs"), one per fold value.
+fn outcomes(b: &pb::Bundle) -> usize {
+    if b.value_refs.is_empty() {
+        b.value_lengths.len()
+    } else {
+        b.value_refs.len()
     }
 }
 
@@ -410,7 +420,9 @@ pub(crate) struct Fold<F: Folder>(pub(crate) F);
 impl<F: Folder> FoldRun for Fold<F> {
     fn run(&self, b: &pb::Bundle) -> pb::BundleResult {
         let f = &self.0;
-        let n = b.value_lengths.len();
+        // Fold values: record i, or with value_refs record value_refs[i] (a
+        // record in several windows is sent once).
+        let n = outcomes(b);
         let table = b.steps.first().is_some_and(|s| s.subtractor_token != 0);
         if table && !f.has_sub() {
             return fail_all(b, 0, "a table fold bundle for a fold registered without a subtractor".to_owned());
@@ -447,6 +459,18 @@ impl<F: Folder> FoldRun for Fold<F> {
                 column(&b.old_values, &b.old_value_lengths)?
             } else {
                 Vec::new()
+            };
+            let values = if b.value_refs.is_empty() {
+                values
+            } else {
+                let mut refd = Vec::with_capacity(n);
+                for &r in &b.value_refs {
+                    let v = usize::try_from(r).ok().and_then(|r| values.get(r)).ok_or_else(|| {
+                        format!("malformed fold bundle: value ref {r} names none of its {} values", values.len())
+                    })?;
+                    refd.push(*v);
+                }
+                refd
             };
             Ok((values, keys, aggs, olds))
         })();

@@ -504,3 +504,45 @@ fn a_sliding_window_count_holds_every_record_within_the_difference() {
     runner.join().unwrap().unwrap();
     app.close(Duration::from_secs(30));
 }
+
+#[test]
+fn a_hopping_window_host_aggregate_folds_each_record_into_its_windows() {
+    use polystreams::{TimeWindows, Windowed};
+    let app = app("hopping");
+    let brokers = app.brokers().unwrap().to_owned();
+    produce(&brokers, "sizes", &[("ann", "aaa"), ("bob", "b"), ("ann", "cc"), ("ann", "d")]);
+    produce(&brokers, "size-sums", &[]);
+    const MIN: u64 = 60_000;
+    app.stream::<String, String>("sizes")
+        .unwrap()
+        .group_by_key()
+        .unwrap()
+        .windowed_by(
+            TimeWindows::of_size_with_no_grace(Duration::from_millis(10 * MIN))
+                .advance_by(Duration::from_millis(5 * MIN)),
+        )
+        .unwrap()
+        .aggregate(|| 0i64, |_, v: String, total: i64| total + v.len() as i64)
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .map(|w: &Windowed<String>, n: i64| (format!("{}@{}", w.key, w.start_ms), n.to_string()))
+        .unwrap()
+        .to("size-sums")
+        .unwrap();
+    let runner = serve(&app);
+    // Each record falls into two windows: per key, the windows' sums add up to twice its total.
+    let twice = |last: &BTreeMap<String, String>| {
+        let mut m: BTreeMap<String, i64> = BTreeMap::new();
+        for (k, n) in last {
+            *m.entry(k.split('@').next().unwrap().to_owned()).or_default() += n.parse::<i64>().unwrap();
+        }
+        m
+    };
+    let want: BTreeMap<String, i64> = [("ann".to_owned(), 12), ("bob".to_owned(), 2)].into();
+    let last = read_until(&brokers, "size-sums", Duration::from_secs(60), |l| twice(l) == want);
+    assert_eq!(twice(&last), want);
+    app.stop();
+    runner.join().unwrap().unwrap();
+    app.close(Duration::from_secs(30));
+}

@@ -237,3 +237,19 @@ fn a_malformed_fold_bundle_fails_every_value() {
     assert_eq!(r.output_counts, vec![0]);
     assert!(r.failures[0].message.starts_with("malformed fold bundle"), "{}", r.failures[0].message);
 }
+
+#[test]
+fn fold_values_may_refer_to_records_sent_once() {
+    let ex = executor(vec![(1, Func::Fold(Arc::new(Fold(Sum)))), (2, Func::Part), (3, Func::Part)]);
+    // Two windows of key "a": records 0 and 1 fall into both, record 2 into the second.
+    let mut b = fold_bundle(false, &[("a", None, 2), ("a", Some(10), 3)], &[Some(1), Some(2), Some(4)], &[]);
+    b.value_refs = vec![0, 1, 0, 1, 2];
+    let r = ex.process(&b);
+    assert_eq!(r.output_counts, vec![1, 1, 1, 1, 1]);
+    assert_eq!(decoded(&r), vec![Some(1), Some(3), Some(11), Some(13), Some(17)]);
+
+    b.value_refs = vec![0, 1, 0, 1, 9];
+    let r = ex.process(&b);
+    assert_eq!(r.output_counts, vec![0; 5]);
+    assert!(r.failures[0].message.contains("value ref 9"), "{}", r.failures[0].message);
+}
