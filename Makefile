@@ -1,13 +1,13 @@
 # polystreams: the entry points. `make demo` and `make test` are all a new
 # user needs; both install what is missing first.
 SHELL := /bin/bash
-export PATH := $(CURDIR)/.cache/bin:$(CURDIR)/sdk-node/node_modules/.bin:/usr/local/go/bin:$(PATH)
+export PATH := $(CURDIR)/.cache/bin:$(CURDIR)/sdk-node/node_modules/.bin:/usr/local/go/bin:$(HOME)/.cargo/bin:$(PATH)
 PY := /usr/bin/python3
 ENGINE := $(CURDIR)/bin/polystreams
 export POLYSTREAMS_ENGINE := $(ENGINE)
 GO_TEST_FLAGS ?= -count=1 -timeout 15m
 
-.PHONY: all deps build generate check-generated lint test test-go test-python test-node conformance demo bench chaos clean
+.PHONY: all deps build generate check-generated lint test test-go test-python test-node test-rust conformance demo bench chaos clean
 
 all: build
 
@@ -17,16 +17,20 @@ deps:
 build:
 	go build -o $(ENGINE) ./core/cmd/polystreams
 
-# Regenerate the protocol's Go and Python code (committed; never hand-edited).
+# Regenerate the protocol's Go, Python, TypeScript and Rust code (committed;
+# never hand-edited). Rust's comes from prost-build (sdk-rust/codegen).
+# cargo runs inside sdk-rust, whose .cargo/config.toml builds offline from
+# Debian's packaged crates.
 generate: deps
 	cd proto && ../node_modules/.bin/buf generate
+	cd sdk-rust && cargo run --quiet -p polystreams-codegen
 
 # Fails when the committed generated code is not what `make generate` makes.
 check-generated: generate
-	@git diff --exit-code -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen \
+	@git diff --exit-code -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen sdk-rust/src/gen \
 	  || { echo "generated code is stale: run 'make generate' and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen)" \
-	  || { echo "generated code is not committed: run 'make generate' and commit"; git status --porcelain -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen; exit 1; }
+	@test -z "$$(git status --porcelain -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen sdk-rust/src/gen)" \
+	  || { echo "generated code is not committed: run 'make generate' and commit"; git status --porcelain -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen sdk-rust/src/gen; exit 1; }
 
 lint: deps
 	cd proto && ../node_modules/.bin/buf lint && ../node_modules/.bin/buf format --diff --exit-code
@@ -36,8 +40,10 @@ lint: deps
 	mypy --config-file conformance/executors/python/mypy.ini
 	cd sdk-node && node_modules/.bin/tsc --noEmit -p .
 	sdk-node/node_modules/.bin/tsc --noEmit -p conformance/executors/node
+	cd sdk-rust && cargo fmt --all --check
+	cd sdk-rust && cargo clippy --quiet --all-targets -p polystreams -p polystreams-conformance -- -D warnings
 
-test: deps check-generated lint build test-go test-python test-node conformance
+test: deps check-generated lint build test-go test-python test-node test-rust conformance
 
 test-go: build
 	go test $(GO_TEST_FLAGS) ./...
@@ -50,8 +56,12 @@ test-python: build
 test-node: deps build
 	cd sdk-node && node --import tsx --test src/*.test.ts
 
+# Rust SDK: unit tests and the real engine end to end (kcat as the Kafka client).
+test-rust: deps build
+	cd sdk-rust && cargo test --quiet -p polystreams
+
 # The conformance matrix: every case of conformance/cases in Go (core/streams),
-# Python and Node, against one engine and embedded broker; fails on any
+# Python, Node and Rust, against one engine and embedded broker; fails on any
 # mismatch not listed in conformance/known-failures/<language>.json.
 # CONFORMANCE_FLAGS narrows it, e.g. CONFORMANCE_FLAGS="-lang go -run count".
 conformance: deps build
@@ -68,10 +78,11 @@ chaos: deps build
 demo: deps build
 	PYTHONPATH=sdk-python/src $(PY) tools/demo/wordcount.py
 
-# Python host vs Go operator vs raw franz-go loop, and the crossing cost per
+# Python, Node and Rust hosts vs Go operator vs raw franz-go loop, and the crossing cost per
 # bundle size; prints the tables of docs/performance.md. Asserts nothing.
 bench: deps build
-	go run ./core/internal/bench --repo $(CURDIR) --python $(PY)
+	cd sdk-rust && cargo build --quiet --release --example benchhost
+	go run ./core/internal/bench --repo $(CURDIR) --python $(PY) --rust $(CURDIR)/sdk-rust/target/release/examples/benchhost
 
 clean:
 	rm -rf bin .cache

@@ -6,7 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 apt_pkgs=(protobuf-compiler python3-protobuf python3-pytest python3-venv python3-pip
-  python3-setuptools python3-confluent-kafka kcat mypy)
+  python3-setuptools python3-confluent-kafka kcat mypy
+  # sdk-rust builds offline from Debian's packaged crates (sdk-rust/.cargo/config.toml
+  # points cargo at /usr/share/cargo/registry); crates.io is not reachable.
+  librust-prost-dev librust-prost-build-dev librust-bytes-dev librust-serde-dev
+  librust-serde-derive-dev librust-serde-json-dev librust-libc-dev)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -32,4 +36,12 @@ go mod download
 if [ ! -d sdk-node/node_modules ]; then
   echo "install-deps: npm ci (sdk-node)"
   (cd sdk-node && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# Rust: cargo and rustc come with the machine (~/.cargo/bin); rustfmt and
+# clippy are their components (make lint runs both).
+export PATH="$HOME/.cargo/bin:$PATH"
+if ! command -v cargo >/dev/null; then
+  echo "install-deps: cargo is not installed (want Rust >= 1.70 with rustfmt and clippy)" >&2
+  exit 1
 fi

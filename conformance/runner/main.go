@@ -31,7 +31,7 @@ import (
 
 func main() {
 	repo := flag.String("repo", ".", "the repository's root")
-	langs := flag.String("lang", "go,python,node", "languages to run, comma-separated")
+	langs := flag.String("lang", "go,python,node,rust", "languages to run, comma-separated")
 	only := flag.String("run", "", "run only the cases whose name matches this regular expression")
 	parallel := flag.Int("parallel", 6, "case runs at once")
 	python := flag.String("python", "/usr/bin/python3", "the Python interpreter")
@@ -92,8 +92,16 @@ func run(repo, langs, only string, parallel int, python string, validateOnly boo
 		case "node":
 			l = &procLang{name: "node", command: []string{"node", "--import", "tsx", filepath.Join(dir, "executors", "node", "executor.ts")},
 				dir: filepath.Join(root, "sdk-node"), tmp: tmp}
+		case "rust":
+			// The executor is a binary of sdk-rust's cargo workspace, built
+			// (offline, Debian's crates) before the matrix runs.
+			bin, err := buildRust(root)
+			if err != nil {
+				return fail(err)
+			}
+			l = &procLang{name: "rust", command: []string{bin}, dir: root, tmp: tmp}
 		default:
-			return fail(fmt.Errorf("-lang: %q is not a language (go, python, node)", name))
+			return fail(fmt.Errorf("-lang: %q is not a language (go, python, node, rust)", name))
 		}
 		k, err := loadKnown(filepath.Join(dir, "known-failures", name+".json"), all)
 		if err != nil {

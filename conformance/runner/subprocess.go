@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -113,4 +114,19 @@ func (e *procExec) Diagnostics() string {
 		out += "stderr (tail):\n" + s
 	}
 	return out
+}
+
+// buildRust builds the Rust executor (conformance/executors/rust, a member
+// of sdk-rust's cargo workspace) and answers its binary. cargo runs in
+// sdk-rust, whose .cargo/config.toml builds offline from Debian's crates.
+func buildRust(root string) (string, error) {
+	dir := filepath.Join(root, "sdk-rust")
+	cmd := exec.Command("cargo", "build", "--quiet", "--offline", "-p", "polystreams-conformance")
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("rust executor: cargo build in %s: %v\n%s", dir, err, out.String())
+	}
+	return filepath.Join(dir, "target", "debug", "polystreams-conformance"), nil
 }

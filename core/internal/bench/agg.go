@@ -8,6 +8,8 @@ package main
 //	    exactly_once_v2, Pebble + changelog;
 //	(a') the same in a Node host (tools/bench/nodehost.mts --topology
 //	    aggregate), exactly_once_v2, Pebble + changelog;
+//	(a'') the same in a Rust host (sdk-rust/examples/benchhost.rs
+//	    --topology aggregate), exactly_once_v2, Pebble + changelog;
 //	(b) group_by_key().reduce("sum") built in Go with topology.Builder.Reduce
 //	    and Function{Builtin: "sum"} (no host), on a second input topic of
 //	    the same amounts as 8-byte big-endian longs, exactly_once_v2, Pebble +
@@ -43,7 +45,7 @@ var (
 	aggRecords = flag.Int("agg-records", 300_000, "records for the aggregation table")
 	aggKeys    = flag.Int("agg-keys", 10_000, "distinct keys for the aggregation table")
 	aggCommit  = flag.Int("agg-commit-ms", -1, "commit.interval.ms for the engine arms (a), (b); -1 keeps the default (100 under exactly_once_v2)")
-	aggArms    = flag.String("agg-arms", "anbc", "which aggregation arms to run (any of a, n (Node, (a')), b, c)")
+	aggArms    = flag.String("agg-arms", "anrbc", "which aggregation arms to run (any of a, n (Node, (a')), r (Rust, (a'')), b, c)")
 )
 
 // aggInput is the seeded input of the aggregation table.
@@ -156,7 +158,7 @@ func (bn *bench) measureSums(group, out string, in aggInput, arm func()) time.Du
 	return took
 }
 
-// aggHost is arm (a) (lang "python") or (a') (lang "node"): the SDK's
+// aggHost is arm (a) (lang "python"), (a') (lang "node") or the Rust arm (lang "rust"): the SDK's
 // aggregate under exactly_once_v2.
 func (bn *bench) aggHost(lang string, in aggInput) time.Duration {
 	out := bn.name("agg-out-a-" + lang)
@@ -250,7 +252,7 @@ func (bn *bench) aggTable(stateDir string) {
 		}
 		return false
 	}
-	var a, an, b, c time.Duration
+	var a, an, ar, b, c time.Duration
 	if has('c') {
 		c = bn.aggDict(in)
 	}
@@ -262,6 +264,9 @@ func (bn *bench) aggTable(stateDir string) {
 	}
 	if has('n') && *node != "" {
 		an = bn.aggHost("node", in)
+	}
+	if has('r') && *rust != "" {
+		ar = bn.aggHost("rust", in)
 	}
 	fmt.Println("| arm | records/s | vs (c) | target |")
 	fmt.Println("|---|---:|---:|---|")
@@ -277,10 +282,14 @@ func (bn *bench) aggTable(stateDir string) {
 	}
 	row("(a) Python aggregate, exactly_once_v2, Pebble + changelog", a, "≥ 1.0x")
 	row("(a') Node aggregate, exactly_once_v2, Pebble + changelog", an, "≥ 1.0x")
+	row("(a'') Rust aggregate, exactly_once_v2, Pebble + changelog", ar, "≥ 1.0x")
 	row("(b) built-in reduce(\"sum\") (Go), exactly_once_v2, Pebble + changelog", b, "≥ 2x")
 	row("(c) confluent-kafka dict loop, no durability", c, "")
 	fmt.Println()
 	if a > 0 && an > 0 {
 		fmt.Printf("Node / Python aggregate records/s: %.2fx\n\n", a.Seconds()/an.Seconds())
+	}
+	if a > 0 && ar > 0 {
+		fmt.Printf("Rust / Python aggregate records/s: %.2fx\n\n", a.Seconds()/ar.Seconds())
 	}
 }

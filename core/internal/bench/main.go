@@ -2,6 +2,7 @@
 //
 //	(a) stream -> map_values(upper) -> to, the operator in a Python host
 //	(a') the same, the operator in a Node host (tools/bench/nodehost.mts)
+//	(a'') the same, the operator in a Rust host (sdk-rust/examples/benchhost.rs)
 //	(b) the same topology, the operator in Go inside the engine (no crossing)
 //	(c) a raw franz-go consume -> upper -> produce loop, no engine: the limit
 //
@@ -9,7 +10,7 @@
 // 10,000 (one partition, so one bundle is in flight at a time): the time of
 // (a) (or (a')) minus the time of (b) at the same bundle size, per record.
 //
-// A second table (agg.go) compares aggregations: a Python and a Node
+// A second table (agg.go) compares aggregations: a Python, a Node and a Rust
 // aggregate and the built-in sum, both exactly_once_v2 with durable state, against a
 // hand-written confluent-kafka dict loop.
 //
@@ -51,6 +52,7 @@ var (
 	valueSize  = flag.Int("value-size", 100, "bytes per record value")
 	python     = flag.String("python", "/usr/bin/python3", "Python interpreter for the host arm")
 	node       = flag.String("node", "node", "Node.js binary for the Node host arms (sdk-node/node_modules must hold tsx: make deps); empty skips them")
+	rust       = flag.String("rust", "", "the Rust host binary for the Rust arms (cargo build --release --example benchhost in sdk-rust: make bench does); empty skips them")
 	repo       = flag.String("repo", ".", "repository root (for tools/bench/pyhost.py, nodehost.mts, sdk-python and sdk-node)")
 	sweep      = flag.Bool("sweep", true, "measure the crossing cost at bundle sizes 1..10,000")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the bench process (engine + broker) to this file")
@@ -111,9 +113,12 @@ func main() {
 		c := bn.rawLoop(in, *records)
 		bB := bn.nativeArm(in, *records, 2000, stateDir)
 		a := bn.hostArm("python", in, *records, 2000)
-		var an time.Duration
+		var an, ar time.Duration
 		if *node != "" {
 			an = bn.hostArm("node", in, *records, 2000)
+		}
+		if *rust != "" {
+			ar = bn.hostArm("rust", in, *records, 2000)
 		}
 		fmt.Println("| arm | records/s | vs (c) |")
 		fmt.Println("|---|---:|---:|")
@@ -126,26 +131,33 @@ func main() {
 		}
 		row("(a) Python map_values (bundles of ≤2,000)", a)
 		row("(a') Node map_values (bundles of ≤2,000)", an)
+		row("(a'') Rust map_values (bundles of ≤2,000)", ar)
 		row("(b) Go map_values in the engine", bB)
 		row("(c) raw franz-go consume→upper→produce", c)
 		fmt.Println()
 		if an > 0 {
 			fmt.Printf("Node / Python records/s: %.2fx\n\n", a.Seconds()/an.Seconds())
 		}
+		if ar > 0 {
+			fmt.Printf("Rust / Python records/s: %.2fx\n\n", a.Seconds()/ar.Seconds())
+		}
 	}
 
 	if *sweep {
-		fmt.Println("Crossing cost, one partition (one bundle in flight), Python and Node hosts vs the same topology in Go:")
+		fmt.Println("Crossing cost, one partition (one bundle in flight), Python, Node and Rust hosts vs the same topology in Go:")
 		fmt.Println()
-		fmt.Println("| bundle size | records | (a) Python µs/record | (a') Node µs/record | (b) Go µs/record | Python crossing µs/record | Node crossing µs/record |")
-		fmt.Println("|---:|---:|---:|---:|---:|---:|---:|")
+		fmt.Println("| bundle size | records | (a) Python µs/record | (a') Node µs/record | (a'') Rust µs/record | (b) Go µs/record | Python crossing µs/record | Node crossing µs/record | Rust crossing µs/record |")
+		fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, size := range []int{1, 100, 1000, 10000} {
 			n := map[int]int{1: 5_000, 100: 100_000, 1000: 200_000, 10000: 200_000}[size]
 			topic := bn.seed(fmt.Sprintf("sweep-%d", size), 1, n)
 			ta := bn.hostArm("python", topic, n, size)
-			var tn time.Duration
+			var tn, tr time.Duration
 			if *node != "" {
 				tn = bn.hostArm("node", topic, n, size)
+			}
+			if *rust != "" {
+				tr = bn.hostArm("rust", topic, n, size)
 			}
 			tb := bn.nativeArm(topic, n, size, stateDir)
 			per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }
@@ -154,7 +166,11 @@ func main() {
 				nodeCols = fmt.Sprintf("%.2f | %.2f", per(tn), per(tn)-per(tb))
 			}
 			nodeAt, nodeCross, _ := strings.Cut(nodeCols, " | ")
-			fmt.Printf("| %d | %d | %.2f | %s | %.2f | %.2f | %s |\n", size, n, per(ta), nodeAt, per(tb), per(ta)-per(tb), nodeCross)
+			rustAt, rustCross := "—", "—"
+			if tr > 0 {
+				rustAt, rustCross = fmt.Sprintf("%.2f", per(tr)), fmt.Sprintf("%.2f", per(tr)-per(tb))
+			}
+			fmt.Printf("| %d | %d | %.2f | %s | %s | %.2f | %.2f | %s | %s |\n", size, n, per(ta), nodeAt, rustAt, per(tb), per(ta)-per(tb), nodeCross, rustCross)
 		}
 		fmt.Println()
 	}
@@ -360,6 +376,8 @@ func (bn *bench) host(lang string, args ...string) *exec.Cmd {
 	case "node":
 		cmd = exec.Command(*node, append([]string{"--import", "tsx", filepath.Join(*repo, "tools/bench/nodehost.mts")}, args...)...)
 		cmd.Dir = filepath.Join(*repo, "sdk-node")
+	case "rust":
+		cmd = exec.Command(*rust, args...)
 	default:
 		check(fmt.Errorf("no host for %q", lang))
 	}

@@ -9,6 +9,8 @@ package main
 //	(w3) a Python-hosted aggregate (sum of "amount") over the hopping
 //	     windows, exactly_once_v2 (tools/bench/pyhost.py --topology
 //	     window-aggregate);
+//	(w4) the same aggregate in a Rust host (sdk-rust/examples/benchhost.rs
+//	     --topology window-aggregate), under --rust;
 //
 // each beside tools/bench/windowdict.py computing the same windows in a
 // dict (no durability, changed windows produced every second). Every arm
@@ -36,7 +38,7 @@ var (
 	win        = flag.Bool("win", true, "measure the windows table")
 	winRecords = flag.Int("win-records", 200_000, "records for the windows table")
 	winKeys    = flag.Int("win-keys", 1_000, "distinct keys for the windows table")
-	winArms    = flag.String("win-arms", "123", "which window arms to run (any of 1 tumbling count, 2 hopping count, 3 Python hopping aggregate)")
+	winArms    = flag.String("win-arms", "1234", "which window arms to run (any of 1 tumbling count, 2 hopping count, 3 Python hopping aggregate, 4 Rust hopping aggregate (with --rust))")
 	winCommit  = flag.Int("win-commit-ms", 1000, "commit.interval.ms of the engine arms: by default the dict programs' flush interval (1 s), so that both emit changed windows as often; -1 keeps Kafka Streams' default (100 under exactly_once_v2)")
 )
 
@@ -106,13 +108,14 @@ func (bn *bench) winNative(in aggInput, advance int64, stateDir string) time.Dur
 	return bn.runNative(bn.name("win-native"), b, stateDir, *winCommit, out, in)
 }
 
-// winHost is arm (w3): the Python SDK's windowed aggregate.
-func (bn *bench) winHost(in aggInput) time.Duration {
-	out := bn.name("win-out-python")
+// winHost is arm (w3) (lang "python"): the Python SDK's windowed
+// aggregate, or (w4) (lang "rust"): the Rust SDK's.
+func (bn *bench) winHost(lang string, in aggInput) time.Duration {
+	out := bn.name("win-out-" + lang)
 	_, err := bn.adm.CreateTopic(context.Background(), int32(*partitions), 1, nil, out)
 	check(err)
-	appID := bn.name("win-python")
-	cmd := bn.host("python", "--engine", bn.engine, "--app", appID, "--input", in.json, "--output", out, "--topology", "window-aggregate",
+	appID := bn.name("win-" + lang)
+	cmd := bn.host(lang, "--engine", bn.engine, "--app", appID, "--input", in.json, "--output", out, "--topology", "window-aggregate",
 		"--commit-ms="+strconv.Itoa(*winCommit))
 	var stop func()
 	took := bn.measureSums(appID, out, in, func() { stop = startHost(cmd) })
@@ -173,7 +176,11 @@ func (bn *bench) winTable(stateDir string) {
 	}
 	if has('3') {
 		d := bn.winDict(sums, "sum", winAdvance)
-		row("hopping-by-12 Python aggregate (sum)", bn.winHost(sums), d)
+		row("hopping-by-12 Python aggregate (sum)", bn.winHost("python", sums), d)
+	}
+	if has('4') && *rust != "" {
+		d := bn.winDict(sums, "sum", winAdvance)
+		row("hopping-by-12 Rust aggregate (sum)", bn.winHost("rust", sums), d)
 	}
 	fmt.Println()
 }

@@ -1,0 +1,645 @@
+//! The conformance executor for Rust: builds one case with the polystreams
+//! crate's public API, runs it, and reports to the runner as JSON lines on
+//! stdout.
+//!
+//! Usage: polystreams-conformance SPEC.json (the runner writes the spec: the
+//! case, the engine's URL, the application.id, the topic prefix and the
+//! configuration). Events: built (with describe), build_error (step, code,
+//! message), started, failed (code, message, topic, partition, offset,
+//! node), stopped. It stops its application when stdin says "stop" or
+//! closes. It asserts nothing: the runner owns every assertion.
+//!
+//! Cases choose serdes at run time, so every stream here is typed
+//! `KStream<Value, Value>`: polystreams' `Value` decodes whatever serde the
+//! engine names, and each step passes the case's serdes as `Options`. The
+//! catalogue's functions fail a record by panicking, as a Rust closure does.
+
+use std::io::BufRead;
+use std::sync::Arc;
+
+use polystreams::{
+    App, Config, Error, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Options, Reducer, Value,
+};
+use serde_json::{json, Map, Value as J};
+
+type R<T> = Result<T, String>;
+
+fn emit(event: J) {
+    println!("{event}");
+}
+
+// The catalogue (conformance/README.md defines each function; the runner's
+// catalogue.go is the reference).
+
+fn describe(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) | Value::Json(J::String(_)) => "a string",
+        Value::Long(_) | Value::Integer(_) => "an integer",
+        Value::Json(J::Number(n)) if n.is_i64() => "an integer",
+        Value::Double(_) | Value::Json(J::Number(_)) => "a number",
+        Value::Bytes(_) => "bytes",
+        Value::Json(J::Array(_)) => "an array",
+        Value::Json(J::Object(_)) => "an object",
+        Value::Json(J::Bool(_)) => "a boolean",
+        Value::Null | Value::Json(J::Null) => "null",
+    }
+}
+
+fn s<'a>(f: &str, v: &'a Value) -> R<&'a str> {
+    v.as_str().ok_or_else(|| format!("{f}: want a string, got {}", describe(v)))
+}
+
+fn map_str(f: &str, v: Value, g: impl Fn(&str) -> String) -> R<Value> {
+    if v.is_null() {
+        return Ok(Value::Null);
+    }
+    Ok(Value::String(g(s(f, &v)?)))
+}
+
+fn field(f: &str, v: &Value, name: &str) -> R<Value> {
+    match v {
+        Value::Json(J::Object(m)) => Ok(Value::from_json(m.get(name).cloned().unwrap_or(J::Null))),
+        _ => Err(format!("{f}: want a JSON object, got {}", describe(v))),
+    }
+}
+
+fn int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Long(_) | Value::Integer(_) => v.as_i64(),
+        Value::Json(J::Number(n)) => n.as_i64(),
+        _ => None,
+    }
+}
+
+/// a + b or a - b: integers stay integers.
+fn arith(f: &str, a: &Value, b: &Value, minus: bool) -> R<Value> {
+    if let (Some(x), Some(y)) = (int(a), int(b)) {
+        return Ok(Value::Long(if minus { x - y } else { x + y }));
+    }
+    let num = |v: &Value| match v {
+        Value::Double(_) | Value::Long(_) | Value::Integer(_) | Value::Json(J::Number(_)) => v.as_f64(),
+        _ => None,
+    };
+    match (num(a), num(b)) {
+        (Some(x), Some(y)) => Ok(Value::Double(if minus { x - y } else { x + y })),
+        _ => Err(format!("{f}: want numbers, got {} and {}", describe(a), describe(b))),
+    }
+}
+
+fn concat(sep: &str, agg: &Value, v: &Value, aggregator: bool) -> R<Value> {
+    let (a, b) = (s("concat", agg)?, s("concat", v)?);
+    if aggregator && a.is_empty() {
+        return Ok(Value::from(b));
+    }
+    Ok(Value::String(format!("{a}{sep}{b}")))
+}
+
+fn canon(v: &Value) -> String {
+    match v {
+        Value::Bytes(b) => format!("{b:?}"),
+        other => other.to_json().map_or_else(|| "null".to_owned(), |j| j.to_string()),
+    }
+}
+
+/// A catalogue reference: its name and argument.
+struct FnRef {
+    name: String,
+    arg: String,
+}
+
+fn fn_ref(j: &J) -> FnRef {
+    match j {
+        J::String(n) => FnRef { name: n.clone(), arg: String::new() },
+        J::Object(o) => FnRef {
+            name: o.get("name").and_then(J::as_str).unwrap_or("").to_owned(),
+            arg: match o.get("arg") {
+                None | Some(J::Null) => String::new(),
+                Some(J::String(a)) => a.clone(),
+                Some(other) => other.to_string(),
+            },
+        },
+        _ => FnRef { name: String::new(), arg: String::new() },
+    }
+}
+
+/// raise_error / raise_on: the check both make of the value.
+fn raises(f: &FnRef) -> Option<impl Fn(&Value) -> R<()> + Send + Sync + Clone + 'static> {
+    let (name, arg) = (f.name.clone(), f.arg.clone());
+    if name != "raise_error" && name != "raise_on" {
+        return None;
+    }
+    Some(move |v: &Value| {
+        if name == "raise_error" {
+            return Err(format!("conformance: raise_error on value {}", canon(v)));
+        }
+        match v.as_str() {
+            Some(x) if x == arg => Err(format!("conformance: raise_on {x}")),
+            _ => Ok(()),
+        }
+    })
+}
+
+/// Fails the record: a closure fails its record by panicking.
+fn ok<T>(r: R<T>) -> T {
+    r.unwrap_or_else(|e| panic!("{e}"))
+}
+
+type Mapper = Arc<dyn Fn(Value) -> R<Value> + Send + Sync>;
+type Flat = Arc<dyn Fn(Value) -> R<Vec<Value>> + Send + Sync>;
+type Pred = Arc<dyn Fn(&Value, &Value) -> R<bool> + Send + Sync>;
+type KeyFn = Arc<dyn Fn(&Value, &Value) -> R<Value> + Send + Sync>;
+type KvFn = Arc<dyn Fn(&Value, Value) -> R<(Value, Value)> + Send + Sync>;
+type Reduce = Arc<dyn Fn(Value, Value) -> R<Value> + Send + Sync>;
+type Agg = Arc<dyn Fn(&Value, Value, Value) -> R<Value> + Send + Sync>;
+
+fn unknown(f: &FnRef, role: &str) -> String {
+    format!("executor: {} is not a {role} of the catalogue", f.name)
+}
+
+fn mapper(f: &FnRef) -> R<Mapper> {
+    if let Some(check) = raises(f) {
+        return Ok(Arc::new(move |v| check(&v).map(|_| v)));
+    }
+    let a = f.arg.clone();
+    Ok(match f.name.as_str() {
+        "upper" => Arc::new(|v| map_str("upper", v, str::to_uppercase)),
+        "lower" => Arc::new(|v| map_str("lower", v, str::to_lowercase)),
+        "length" => Arc::new(|v| Ok(Value::Long(s("length", &v)?.chars().count() as i64))),
+        "prefix" => Arc::new(move |v| map_str("prefix", v, |x| format!("{a}{x}"))),
+        "get_field" => Arc::new(move |v| field("get_field", &v, &a)),
+        "wrap_field" => Arc::new(move |v| {
+            let mut m = Map::new();
+            m.insert(a.clone(), v.to_json().ok_or("wrap_field: bytes have no JSON form")?);
+            Ok(Value::Json(J::Object(m)))
+        }),
+        "twice" => Arc::new(|v| arith("twice", &v, &v, false)),
+        "to_null" => Arc::new(|_| Ok(Value::Null)),
+        "identity" => Arc::new(Ok),
+        "to_text" => Arc::new(|v| match &v {
+            Value::Null => Ok(Value::Null),
+            _ if v.as_str().is_some() => Ok(v),
+            _ => match int(&v) {
+                Some(i) => Ok(Value::String(i.to_string())),
+                None => Err(format!("to_text: want a string or an integer, got {}", describe(&v))),
+            },
+        }),
+        "reverse_bytes" => Arc::new(|v| match v {
+            Value::Bytes(mut b) => {
+                b.reverse();
+                Ok(Value::Bytes(b))
+            }
+            other => Err(format!("reverse_bytes: want bytes, got {}", describe(&other))),
+        }),
+        _ => return Err(unknown(f, "mapper")),
+    })
+}
+
+fn flat(f: &FnRef) -> R<Flat> {
+    if let Some(check) = raises(f) {
+        return Ok(Arc::new(move |v| check(&v).map(|_| vec![v])));
+    }
+    Ok(match f.name.as_str() {
+        "split_words" => Arc::new(|v| Ok(s("split_words", &v)?.split_whitespace().map(Value::from).collect())),
+        "duplicate" => Arc::new(|v| Ok(vec![v.clone(), v])),
+        "nothing" => Arc::new(|_| Ok(vec![])),
+        _ => return Err(unknown(f, "flat mapper")),
+    })
+}
+
+fn predicate(f: &FnRef) -> R<Pred> {
+    if let Some(check) = raises(f) {
+        return Ok(Arc::new(move |_, v| check(v).map(|_| true)));
+    }
+    let a = f.arg.clone();
+    Ok(match f.name.as_str() {
+        "is_even" => Arc::new(|_, v| match v {
+            Value::Null => Ok(false),
+            _ => int(v).map(|i| i % 2 == 0).ok_or_else(|| format!("is_even: want an integer, got {}", describe(v))),
+        }),
+        "is_long_word" => Arc::new(|_, v| Ok(!v.is_null() && s("is_long_word", v)?.chars().count() >= 5)),
+        "has_key" => Arc::new(|k, _| Ok(!k.is_null())),
+        "value_contains" => Arc::new(move |_, v| Ok(!v.is_null() && s("value_contains", v)?.contains(a.as_str()))),
+        "key_starts_with" => Arc::new(move |k, _| Ok(!k.is_null() && s("key_starts_with", k)?.starts_with(a.as_str()))),
+        "always" => Arc::new(|_, _| Ok(true)),
+        "never" => Arc::new(|_, _| Ok(false)),
+        _ => return Err(unknown(f, "predicate")),
+    })
+}
+
+fn key_selector(f: &FnRef) -> R<KeyFn> {
+    if let Some(check) = raises(f) {
+        return Ok(Arc::new(move |k, v| check(v).map(|_| k.clone())));
+    }
+    let a = f.arg.clone();
+    Ok(match f.name.as_str() {
+        "first_word_key" => {
+            Arc::new(|_, v| Ok(s("first_word_key", v)?.split_whitespace().next().map_or(Value::Null, Value::from)))
+        }
+        "value_as_key" => Arc::new(|_, v| Ok(v.clone())),
+        "key_upper" => Arc::new(|k, _| map_str("key_upper", k.clone(), str::to_uppercase)),
+        "field_key" => Arc::new(move |_, v| field("field_key", v, &a)),
+        "first_letter" => Arc::new(|_, v| {
+            Ok(s("first_letter", v)?.chars().next().map_or(Value::Null, |c| Value::String(c.to_string())))
+        }),
+        "null_key" => Arc::new(|_, _| Ok(Value::Null)),
+        _ => return Err(unknown(f, "key selector")),
+    })
+}
+
+fn kv_mapper(f: &FnRef) -> R<KvFn> {
+    if let Some(check) = raises(f) {
+        return Ok(Arc::new(move |k, v| check(&v).map(|_| (k.clone(), v))));
+    }
+    Ok(match f.name.as_str() {
+        "swap" => Arc::new(|k, v| Ok((v, k.clone()))),
+        "upper_both" => Arc::new(|k, v| {
+            Ok((map_str("upper_both", k.clone(), str::to_uppercase)?, map_str("upper_both", v, str::to_uppercase)?))
+        }),
+        "word_one" => Arc::new(|_, v| Ok((v, Value::Long(1)))),
+        "region_of" => Arc::new(|_, v| Ok((field("region_of", &v, "region")?, v))),
+        "region_amount" => {
+            Arc::new(|_, v| Ok((field("region_amount", &v, "region")?, field("region_amount", &v, "amount")?)))
+        }
+        _ => return Err(unknown(f, "key-value mapper")),
+    })
+}
+
+fn action(f: &FnRef) -> R<Pred> {
+    if let Some(check) = raises(f) {
+        return Ok(Arc::new(move |_, v| check(v).map(|_| true)));
+    }
+    match f.name.as_str() {
+        "noop" => Ok(Arc::new(|_, _| Ok(true))),
+        _ => Err(unknown(f, "action")),
+    }
+}
+
+fn reducer(f: &FnRef) -> R<Reduce> {
+    if let Some(check) = raises(f) {
+        return Ok(Arc::new(move |_, v| check(&v).map(|_| v)));
+    }
+    let a = f.arg.clone();
+    Ok(match f.name.as_str() {
+        "add" => Arc::new(|agg, v| arith("add", &agg, &v, false)),
+        "subtract" => Arc::new(|agg, v| arith("subtract", &agg, &v, true)),
+        "concat" => Arc::new(move |agg, v| concat(&a, &agg, &v, false)),
+        "longer" => Arc::new(|agg, v| {
+            let (x, y) = (s("longer", &agg)?, s("longer", &v)?);
+            Ok(if y.chars().count() > x.chars().count() { v.clone() } else { agg.clone() })
+        }),
+        _ => return Err(unknown(f, "reducer")),
+    })
+}
+
+fn aggregator(f: &FnRef) -> R<Agg> {
+    if let Some(check) = raises(f) {
+        return Ok(Arc::new(move |_, v, _| check(&v).map(|_| v)));
+    }
+    let a = f.arg.clone();
+    Ok(match f.name.as_str() {
+        "add" => Arc::new(|_, v, agg| arith("add", &agg, &v, false)),
+        "subtract" => Arc::new(|_, v, agg| arith("subtract", &agg, &v, true)),
+        "concat" => Arc::new(move |_, v, agg| concat(&a, &agg, &v, true)),
+        "count_agg" => Arc::new(|_, _, agg| arith("count_agg", &agg, &Value::Long(1), false)),
+        "sum_field" => Arc::new(move |_, v, agg| arith("sum_field", &agg, &field("sum_field", &v, &a)?, false)),
+        "subtract_field" => {
+            Arc::new(move |_, v, agg| arith("subtract_field", &agg, &field("subtract_field", &v, &a)?, true))
+        }
+        "append" => Arc::new(|_, v, agg| match agg {
+            Value::Json(J::Array(mut list)) => {
+                list.push(v.to_json().ok_or("append: bytes have no JSON form")?);
+                Ok(Value::Json(J::Array(list)))
+            }
+            other => Err(format!("append: want a list aggregate, got {}", describe(&other))),
+        }),
+        _ => return Err(unknown(f, "aggregator")),
+    })
+}
+
+fn initializer(f: &FnRef) -> R<fn() -> Value> {
+    Ok(match f.name.as_str() {
+        "zero" => || Value::Long(0),
+        "empty_string" => || Value::from(""),
+        "empty_list" => || Value::Json(J::Array(vec![])),
+        _ => return Err(unknown(f, "initializer")),
+    })
+}
+
+// Building a case.
+
+enum Node {
+    Stream(KStream<Value, Value>),
+    Grouped(KGroupedStream<Value, Value>),
+    Table(KTable<Value, Value>),
+    GroupedTable(KGroupedTable<Value, Value>),
+}
+
+fn options(step: &Map<String, J>, with_serdes: bool, with_materialized: bool) -> Options {
+    let mut o = Options::new();
+    if let Some(n) = step.get("name").and_then(J::as_str) {
+        o = o.name(n);
+    }
+    if with_serdes {
+        if let Some(k) = step.get("key").and_then(J::as_str) {
+            o = o.key_serde(k);
+        }
+        if let Some(v) = step.get("value").and_then(J::as_str) {
+            o = o.value_serde(v);
+        }
+    }
+    if with_materialized {
+        if let Some(m) = step.get("materialized").and_then(J::as_object) {
+            let mut mat = Materialized::named(m.get("store").and_then(J::as_str).unwrap_or(""));
+            if let Some(k) = m.get("key").and_then(J::as_str) {
+                mat = mat.key_serde(k);
+            }
+            if let Some(v) = m.get("value").and_then(J::as_str) {
+                mat = mat.value_serde(v);
+            }
+            o = o.materialized(mat);
+        }
+    }
+    o
+}
+
+/// A step's failure to build: the SDK's or the engine's error, or the
+/// executor's own (a case it cannot express), as invalid_argument.
+enum BuildError {
+    Sdk(Error),
+    Executor(String),
+}
+
+impl From<Error> for BuildError {
+    fn from(e: Error) -> Self {
+        BuildError::Sdk(e)
+    }
+}
+
+impl From<String> for BuildError {
+    fn from(e: String) -> Self {
+        BuildError::Executor(e)
+    }
+}
+
+fn builtin(name: &str) -> R<Reducer> {
+    Ok(match name {
+        "sum" => Reducer::Sum,
+        "min" => Reducer::Min,
+        "max" => Reducer::Max,
+        "latest" => Reducer::Latest,
+        other => return Err(format!("reduce: {other:?} is not a built-in reducer")),
+    })
+}
+
+fn fn_of(step: &Map<String, J>, key: &str) -> FnRef {
+    fn_ref(step.get(key).unwrap_or(&J::Null))
+}
+
+/// Performs one builder step on `node`; None for a terminal step.
+fn apply(app: &App, step: &Map<String, J>, node: Option<&Node>, prefix: &str) -> Result<Option<Node>, BuildError> {
+    let op = step.get("op").and_then(J::as_str).unwrap_or("");
+    let str_list = |k: &str| -> Vec<String> {
+        step.get(k)
+            .and_then(J::as_array)
+            .map(|a| a.iter().filter_map(J::as_str).map(|t| format!("{prefix}{t}")).collect())
+            .unwrap_or_default()
+    };
+    let topic = || format!("{prefix}{}", step.get("topic").and_then(J::as_str).unwrap_or(""));
+    match (op, node) {
+        ("stream", _) => {
+            return Ok(Some(Node::Stream(app.stream_with(str_list("topics"), options(step, true, false))?)))
+        }
+        ("table", _) => return Ok(Some(Node::Table(app.table_with(&topic(), options(step, true, true))?))),
+        _ => {}
+    }
+    let f = fn_of(step, "fn");
+    Ok(Some(match node {
+        Some(Node::Stream(st)) => match op {
+            "to" => {
+                st.to_with(&topic(), options(step, true, false))?;
+                return Ok(None);
+            }
+            "group_by_key" => Node::Grouped(st.group_by_key_with(options(step, true, false))?),
+            "map_values" => {
+                let m = mapper(&f)?;
+                Node::Stream(st.map_values_with(move |v| ok(m(v)), options(step, true, false))?)
+            }
+            "flat_map_values" => {
+                let m = flat(&f)?;
+                Node::Stream(st.flat_map_values_with(move |v| ok(m(v)), options(step, true, false))?)
+            }
+            "filter" | "filter_not" => {
+                let p = predicate(&f)?;
+                let g = move |k: &Value, v: &Value| ok(p(k, v));
+                Node::Stream(if op == "filter" {
+                    st.filter_with(g, options(step, false, false))?
+                } else {
+                    st.filter_not_with(g, options(step, false, false))?
+                })
+            }
+            "map" => {
+                let m = kv_mapper(&f)?;
+                Node::Stream(st.map_with(move |k, v| ok(m(k, v)), options(step, true, false))?)
+            }
+            "select_key" => {
+                let m = key_selector(&f)?;
+                Node::Stream(st.select_key_with(move |k, v| ok(m(k, v)), options(step, true, false))?)
+            }
+            "group_by" => {
+                let m = key_selector(&f)?;
+                Node::Grouped(st.group_by_with(move |k, v| ok(m(k, v)), options(step, true, false))?)
+            }
+            "peek" => {
+                let a = action(&f)?;
+                Node::Stream(st.peek_with(
+                    move |k, v| {
+                        ok(a(k, v));
+                    },
+                    options(step, false, false),
+                )?)
+            }
+            "foreach" => {
+                let a = action(&f)?;
+                st.foreach_with(
+                    move |k, v| {
+                        ok(a(k, v));
+                    },
+                    options(step, false, false),
+                )?;
+                return Ok(None);
+            }
+            _ => return Err(format!("executor: {op} cannot apply to a stream").into()),
+        },
+        Some(Node::Grouped(g)) => {
+            let o = options(step, false, true);
+            match op {
+                "count" => Node::Table(g.count_with(o)?.dynamic()),
+                "reduce" => match step.get("builtin").and_then(J::as_str) {
+                    Some(b) => Node::Table(g.reduce_builtin(builtin(b)?, o)?),
+                    None => {
+                        let r = reducer(&f)?;
+                        Node::Table(g.reduce_with(move |a, v| ok(r(a, v)), o)?)
+                    }
+                },
+                "aggregate" => {
+                    let init = initializer(&fn_of(step, "init"))?;
+                    let a = aggregator(&f)?;
+                    Node::Table(g.aggregate_with(init, move |k, v, agg| ok(a(k, v, agg)), o)?)
+                }
+                _ => return Err(format!("executor: {op} cannot apply to a grouped stream").into()),
+            }
+        }
+        Some(Node::Table(t)) => match op {
+            "to_stream" => Node::Stream(t.to_stream_with(options(step, false, false))?),
+            "filter" | "filter_not" => {
+                let p = predicate(&f)?;
+                let g = move |k: &Value, v: &Value| ok(p(k, v));
+                let o = options(step, false, true);
+                Node::Table(if op == "filter" { t.filter_with(g, o)? } else { t.filter_not_with(g, o)? })
+            }
+            "map_values" => {
+                let m = mapper(&f)?;
+                Node::Table(t.map_values_with(move |v| ok(m(v)), options(step, true, true))?)
+            }
+            "group_by" => {
+                let m = kv_mapper(&f)?;
+                Node::GroupedTable(t.group_by_with(move |k, v| ok(m(k, v)), options(step, true, false))?)
+            }
+            _ => return Err(format!("executor: {op} cannot apply to a table").into()),
+        },
+        Some(Node::GroupedTable(g)) => {
+            let o = options(step, false, true);
+            let sub = step.get("subtractor").map(fn_ref);
+            // KGroupedTable's reduce and aggregate take the subtractor as a
+            // required argument: leaving it out does not compile in Rust, so
+            // a case without one is refused here, before any call.
+            let need_sub = |what: &str| {
+                BuildError::Executor(format!(
+                    "{what}: a grouped table's {what} needs a subtractor; KGroupedTable::{what} takes it as a required argument in Rust, so no call is made without one"
+                ))
+            };
+            match op {
+                "count" => Node::Table(g.count_with(o)?.dynamic()),
+                "reduce" => match step.get("builtin").and_then(J::as_str) {
+                    Some(b) => Node::Table(g.reduce_builtin(builtin(b)?, o)?),
+                    None => {
+                        let r = reducer(&f)?;
+                        let s = reducer(&sub.ok_or_else(|| need_sub("reduce"))?)?;
+                        Node::Table(g.reduce_with(move |a, v| ok(r(a, v)), move |a, v| ok(s(a, v)), o)?)
+                    }
+                },
+                "aggregate" => {
+                    let init = initializer(&fn_of(step, "init"))?;
+                    let a = aggregator(&f)?;
+                    let s = aggregator(&sub.ok_or_else(|| need_sub("aggregate"))?)?;
+                    Node::Table(g.aggregate_with(
+                        init,
+                        move |k, v, agg| ok(a(k, v, agg)),
+                        move |k, v, agg| ok(s(k, v, agg)),
+                        o,
+                    )?)
+                }
+                _ => return Err(format!("executor: {op} cannot apply to a grouped table").into()),
+            }
+        }
+        None => return Err(format!("executor: {op} has no input").into()),
+    }))
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("conformance executor: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
+    let path = std::env::args().nth(1).ok_or("usage: polystreams-conformance SPEC.json")?;
+    let spec: J = serde_json::from_slice(&std::fs::read(path)?)?;
+    let case = &spec["case"];
+    let prefix = spec["topic_prefix"].as_str().unwrap_or("");
+    let mut config = Config::new();
+    for (k, v) in spec["config"].as_object().into_iter().flatten() {
+        config = config.set(k.clone(), v.as_str().unwrap_or_default());
+    }
+    let app = App::builder(spec["application_id"].as_str().unwrap_or(""))
+        .engine(spec["engine"].as_str().unwrap_or(""))
+        .config(config)
+        .build()?;
+
+    // Set when stdin says "stop" or closes.
+    let told = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    {
+        let told = told.clone();
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                match line {
+                    Ok(l) if l.trim() == "stop" => break,
+                    Ok(_) => continue,
+                    Err(_) => break,
+                }
+            }
+            *told.0.lock().unwrap() = true;
+            told.1.notify_all();
+        });
+    }
+    let wait = move |told: &(std::sync::Mutex<bool>, std::sync::Condvar)| {
+        let g = told.0.lock().unwrap();
+        drop(told.1.wait_while(g, |t| !*t).unwrap());
+    };
+    let wait_stop = || wait(&told);
+
+    let mut labels: std::collections::HashMap<String, usize> = Default::default();
+    let mut nodes: Vec<Node> = Vec::new();
+    let empty = Map::new();
+    for (i, step) in case["topology"].as_array().into_iter().flatten().enumerate() {
+        let step = step.as_object().unwrap_or(&empty);
+        let input = match step.get("from").and_then(J::as_str) {
+            Some(label) => labels.get(label).map(|&n| &nodes[n]),
+            None => nodes.last(),
+        };
+        match apply(&app, step, input, prefix) {
+            Ok(Some(node)) => {
+                nodes.push(node);
+                if let Some(label) = step.get("as").and_then(J::as_str) {
+                    labels.insert(label.to_owned(), nodes.len() - 1);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                let (code, message) = match e {
+                    BuildError::Sdk(e) => (e.code().to_owned(), e.message().to_owned()),
+                    BuildError::Executor(m) => ("invalid_argument".to_owned(), m),
+                };
+                emit(json!({"event": "build_error", "step": i, "code": code, "message": message}));
+                wait_stop();
+                app.close(std::time::Duration::from_secs(30));
+                return Ok(());
+            }
+        }
+    }
+    emit(json!({"event": "built", "describe": app.describe()?}));
+    if !spec["start"].as_bool().unwrap_or(false) {
+        wait_stop();
+        app.close(std::time::Duration::from_secs(30));
+        return Ok(());
+    }
+    app.start()?;
+    emit(json!({"event": "started"}));
+    let stopper = app.clone();
+    let told2 = told.clone();
+    std::thread::spawn(move || {
+        wait(&told2);
+        stopper.stop();
+    });
+    match app.run() {
+        Ok(()) => emit(json!({"event": "stopped"})),
+        Err(Error::Processing { message, topic, partition, offset, node }) => {
+            emit(json!({"event": "failed", "code": "aborted", "message": message, "topic": topic.unwrap_or_default(),
+                "partition": partition.unwrap_or(0), "offset": offset.unwrap_or(0), "node": node.unwrap_or_default()}));
+            wait_stop(); // as the other executors do
+        }
+        Err(e) => return Err(Box::new(e)),
+    }
+    Ok(())
+}

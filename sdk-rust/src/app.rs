@@ -1,0 +1,801 @@
+//! App: one polystreams application — its engine session, its builder and
+//! its host loop.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crate::client::Client;
+use crate::dsl::{Handle, KStream, KTable, Options, KEY, MATERIALIZED, NAME, VALUE};
+use crate::engine::{find_engine, EngineProcess};
+use crate::error::{record_context, Error, Result};
+use crate::host::{Executor, Func};
+use crate::pb::{self, build_request::Operation as Op};
+use crate::serdes::Serde;
+use crate::store::KeyValueStore;
+
+/// Bundles a worker takes per Exchange, and how long the engine may hold a
+/// call open waiting for one (also how soon a stop is noticed).
+const MAX_BUNDLES: i32 = 8;
+const WAIT_MS: i32 = 500;
+/// When the bundles in hand take longer than this, the results so far are
+/// delivered before going on (the engine re-dispatches the bundles of a
+/// worker silent for 30 s).
+const DELIVER_AFTER: Duration = Duration::from_secs(5);
+/// What this host understands beyond the protocol's base (OpenSessionRequest.host_features).
+const HOST_FEATURES: &[&str] = &["fold_value_refs"];
+
+/// The state of an application, as the engine reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum State {
+    #[default]
+    Created,
+    Rebalancing,
+    /// Its tasks restore their stores from the changelogs (see [`App::restore_progress`]).
+    Restoring,
+    Running,
+    Stopped,
+    Error,
+}
+
+impl State {
+    fn from_proto(s: i32) -> Option<State> {
+        Some(match pb::State::from_i32(s)? {
+            pb::State::Created => State::Created,
+            pb::State::Rebalancing => State::Rebalancing,
+            pb::State::Restoring => State::Restoring,
+            pb::State::Running => State::Running,
+            pb::State::Stopped => State::Stopped,
+            pb::State::Error => State::Error,
+            pb::State::Unspecified => return None,
+        })
+    }
+
+    /// The state's name as every SDK spells it: `created`, `rebalancing`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Created => "created",
+            State::Rebalancing => "rebalancing",
+            State::Restoring => "restoring",
+            State::Running => "running",
+            State::Stopped => "stopped",
+            State::Error => "error",
+        }
+    }
+}
+
+impl std::fmt::Display for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How far restoring stores from their changelogs has come, over the store
+/// partitions of the engine's tasks since the last rebalance.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RestoreProgress {
+    pub restored_records: i64,
+    /// What the restores have to read (changelog end offset minus the local
+    /// checkpoint, summed once each partition's restore has begun).
+    pub total_records: i64,
+    /// Store partitions not restored yet.
+    pub restoring_partitions: i32,
+    pub total_partitions: i32,
+}
+
+impl RestoreProgress {
+    fn from_proto(p: pb::RestoreProgress) -> RestoreProgress {
+        RestoreProgress {
+            restored_records: p.restored_records,
+            total_records: p.total_records,
+            restoring_partitions: p.restoring_partitions,
+            total_partitions: p.total_partitions,
+        }
+    }
+
+    /// No store partition is restoring.
+    pub fn done(&self) -> bool {
+        self.restoring_partitions == 0
+    }
+    /// restored / total records, between 0.0 and 1.0 (1.0 when nothing is to be read).
+    pub fn fraction(&self) -> f64 {
+        if self.total_records <= 0 {
+            return 1.0;
+        }
+        (self.restored_records as f64 / self.total_records as f64).min(1.0)
+    }
+}
+
+/// Kafka Streams' `processing.guarantee`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessingGuarantee {
+    AtLeastOnce,
+    ExactlyOnceV2,
+}
+
+/// Kafka Streams configuration for an App, named as Kafka Streams names it.
+///
+/// The common settings have methods; anything else goes in with
+/// [`Config::set`] under its Kafka Streams (or `polystreams.*`) name. Unset,
+/// a setting keeps the engine's documented default (`processing.guarantee`
+/// at_least_once; `commit.interval.ms` 30000, or 100 under exactly_once_v2;
+/// `statestore.cache.max.bytes` 10 MiB). Credential values never appear in
+/// its Debug output.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Config {
+    props: BTreeMap<String, String>,
+}
+
+impl Config {
+    pub fn new() -> Config {
+        Config::default()
+    }
+    pub fn processing_guarantee(self, g: ProcessingGuarantee) -> Config {
+        let v = match g {
+            ProcessingGuarantee::AtLeastOnce => "at_least_once",
+            ProcessingGuarantee::ExactlyOnceV2 => "exactly_once_v2",
+        };
+        self.set("processing.guarantee", v)
+    }
+    pub fn commit_interval_ms(self, ms: u64) -> Config {
+        self.set("commit.interval.ms", ms.to_string())
+    }
+    pub fn statestore_cache_max_bytes(self, bytes: u64) -> Config {
+        self.set("statestore.cache.max.bytes", bytes.to_string())
+    }
+    pub fn state_dir(self, dir: impl Into<String>) -> Config {
+        self.set("state.dir", dir)
+    }
+    /// Any setting, by its Kafka Streams (or `polystreams.*`) name.
+    pub fn set(mut self, key: impl Into<String>, value: impl Into<String>) -> Config {
+        self.props.insert(key.into(), value.into());
+        self
+    }
+    /// The settings as the engine takes them.
+    pub fn properties(&self) -> &BTreeMap<String, String> {
+        &self.props
+    }
+}
+
+/// Whether a configuration key holds a credential, whose value is never
+/// printed (the engine applies the same rule).
+pub fn is_secret(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    k.contains("password") || k.contains("secret") || k.contains("jaas") || k.contains("token") || k.ends_with(".key")
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.props.iter().map(|(k, v)| (k, if is_secret(k) { "[hidden]" } else { v.as_str() })))
+            .finish()
+    }
+}
+
+/// Builds an [`App`]: `App::builder("x").engine("http://127.0.0.1:8086").build()?`.
+#[derive(Debug, Clone)]
+pub struct AppBuilder {
+    application_id: String,
+    config: Config,
+    engine: Option<String>,
+    brokers: Option<String>,
+    timeout: Duration,
+    workers: usize,
+}
+
+impl AppBuilder {
+    /// The application's configuration.
+    pub fn config(mut self, c: Config) -> AppBuilder {
+        self.config = c;
+        self
+    }
+    /// A running engine's URL (`http://host:port`); else `$POLYSTREAMS_URL`,
+    /// else the App spawns one.
+    pub fn engine(mut self, url: impl Into<String>) -> AppBuilder {
+        self.engine = Some(url.into());
+        self
+    }
+    /// Kafka's bootstrap servers (a spawned engine runs `serve --brokers`
+    /// instead of `dev` with its embedded broker).
+    pub fn brokers(mut self, brokers: impl Into<String>) -> AppBuilder {
+        self.brokers = Some(brokers.into());
+        self
+    }
+    /// Bounds each call to the engine (default 120 s).
+    pub fn timeout(mut self, t: Duration) -> AppBuilder {
+        self.timeout = t;
+        self
+    }
+    /// Threads that serve bundles in [`App::run`], each an engine worker of
+    /// its own (default: the machine's available parallelism). Bundles of
+    /// different partitions run on them at once.
+    pub fn workers(mut self, n: usize) -> AppBuilder {
+        self.workers = n.max(1);
+        self
+    }
+
+    /// Opens the application's session (spawning an engine if none was given).
+    pub fn build(self) -> Result<App> {
+        let mut props = self.config.props.clone();
+        if let Some(b) = &self.brokers {
+            props.insert("bootstrap.servers".into(), b.clone());
+        }
+        let mut engine = None;
+        let url = match self.engine.clone().or_else(|| std::env::var("POLYSTREAMS_URL").ok().filter(|u| !u.is_empty()))
+        {
+            Some(u) => u,
+            None => {
+                let e = EngineProcess::spawn(&find_engine()?, self.brokers.as_deref(), Duration::from_secs(30))?;
+                let u = e.url.clone();
+                engine = Some(e);
+                u
+            }
+        };
+        let client = Client::new(&url, self.timeout)?;
+        let resp = client.open_session(&pb::OpenSessionRequest {
+            application_id: self.application_id.clone(),
+            config: props.into_iter().collect(),
+            host_features: HOST_FEATURES.iter().map(|f| (*f).to_owned()).collect(),
+        })?;
+        let brokers = engine
+            .as_ref()
+            .and_then(|e| e.broker.clone())
+            .or_else(|| resp.config.get("bootstrap.servers").cloned())
+            .or(self.brokers.clone());
+        let config = resp
+            .config
+            .into_iter()
+            .map(|(k, v)| if is_secret(&k) { (k, "[hidden]".to_owned()) } else { (k, v) })
+            .collect();
+        Ok(App {
+            inner: Arc::new(Inner {
+                application_id: self.application_id,
+                session: resp.session_id,
+                client,
+                config,
+                brokers,
+                workers: self.workers,
+                functions: Mutex::new(HashMap::new()),
+                store_key_serdes: Mutex::new(HashMap::new()),
+                listeners: Mutex::new(Vec::new()),
+                restore_listeners: Mutex::new(Vec::new()),
+                last_restore: Mutex::new(None),
+                life: Mutex::new(Life { last_state: State::Created, ..Life::default() }),
+                idle: Condvar::new(),
+                stop_requested: AtomicBool::new(false),
+                engine: Mutex::new(engine),
+            }),
+        })
+    }
+}
+
+/// A polystreams application: a Kafka Streams topology whose closures run in
+/// this process.
+///
+/// `App::new("wordcount")` spawns an engine with an embedded Kafka broker
+/// (`polystreams dev`); [`App::builder`] takes brokers, a running engine's
+/// URL (or `$POLYSTREAMS_URL`), a config. The engine binary is
+/// `$POLYSTREAMS_ENGINE`, else `polystreams` on PATH, else `bin/polystreams`
+/// of the repository this crate sits in.
+///
+/// Build the topology with [`App::stream`] / [`App::table`] and the
+/// operators of what they return, then [`App::run`] serves it until
+/// stopped. An `App` is a cheap handle (clone it to stop it from another
+/// thread); dropping the last one closes the session and the spawned engine.
+#[derive(Clone)]
+pub struct App {
+    pub(crate) inner: Arc<Inner>,
+}
+
+type Listener = Arc<dyn Fn(State, State) + Send + Sync>;
+type RestoreListener = Arc<dyn Fn(RestoreProgress) + Send + Sync>;
+
+#[derive(Default)]
+struct Life {
+    started: bool,
+    running: bool,
+    stop_sent: bool,
+    closed: bool,
+    last_state: State,
+}
+
+pub(crate) struct Inner {
+    pub(crate) application_id: String,
+    pub(crate) session: String,
+    pub(crate) client: Client,
+    config: BTreeMap<String, String>,
+    brokers: Option<String>,
+    workers: usize,
+    functions: Mutex<HashMap<u32, Func>>,
+    /// Store name -> key serde, of the tables built.
+    pub(crate) store_key_serdes: Mutex<HashMap<String, String>>,
+    listeners: Mutex<Vec<Listener>>,
+    restore_listeners: Mutex<Vec<RestoreListener>>,
+    /// The restore progress run() last reported.
+    last_restore: Mutex<Option<RestoreProgress>>,
+    life: Mutex<Life>,
+    /// Signalled when run() returns.
+    idle: Condvar,
+    stop_requested: AtomicBool,
+    engine: Mutex<Option<EngineProcess>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Something a topic list can be made of: `"t"`, `["a", "b"]`, a `Vec<String>`.
+pub trait Topics {
+    fn topics(self) -> Vec<String>;
+}
+
+impl Topics for &str {
+    fn topics(self) -> Vec<String> {
+        vec![self.to_owned()]
+    }
+}
+impl Topics for String {
+    fn topics(self) -> Vec<String> {
+        vec![self]
+    }
+}
+impl Topics for &[&str] {
+    fn topics(self) -> Vec<String> {
+        self.iter().map(|s| (*s).to_owned()).collect()
+    }
+}
+impl<const N: usize> Topics for [&str; N] {
+    fn topics(self) -> Vec<String> {
+        self.iter().map(|s| (*s).to_owned()).collect()
+    }
+}
+impl Topics for Vec<String> {
+    fn topics(self) -> Vec<String> {
+        self
+    }
+}
+
+impl Inner {
+    pub(crate) fn register(&self, name: &str, f: Func) -> Result<u32> {
+        let req = pb::RegisterFunctionRequest { session_id: self.session.clone(), name: name.to_owned() };
+        let token = self.client.register_function(&req)?.token;
+        lock(&self.functions).insert(token, f);
+        Ok(token)
+    }
+
+    /// One Build call; on refusal the functions registered for it are forgotten.
+    pub(crate) fn build(&self, op: Op, tokens: &[u32]) -> Result<Option<Handle>> {
+        let req = pb::BuildRequest { session_id: self.session.clone(), operation: Some(op) };
+        let resp = match self.client.build(&req) {
+            Ok(r) => r,
+            Err(e) => {
+                let mut f = lock(&self.functions);
+                for t in tokens {
+                    f.remove(t);
+                }
+                return Err(e);
+            }
+        };
+        let h = resp.handle.map(Handle::from_proto).transpose()?;
+        if let Some(h) = &h {
+            if !h.store.is_empty() && !h.key_serde.is_empty() {
+                lock(&self.store_key_serdes).insert(h.store.clone(), h.key_serde.clone());
+            }
+        }
+        Ok(h)
+    }
+
+    fn set_state(&self, new: State) {
+        let (old, listeners) = {
+            let mut life = lock(&self.life);
+            let old = life.last_state;
+            if old == new {
+                return;
+            }
+            life.last_state = new;
+            (old, lock(&self.listeners).clone())
+        };
+        for l in listeners {
+            // A listener that panics is ignored, as the other SDKs log and ignore.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l(new, old)));
+        }
+    }
+
+    fn set_restore(&self, p: Option<pb::RestoreProgress>) {
+        let Some(p) = p.map(RestoreProgress::from_proto) else { return };
+        {
+            let mut last = lock(&self.last_restore);
+            if *last == Some(p) {
+                return;
+            }
+            *last = Some(p);
+        }
+        for l in lock(&self.restore_listeners).clone() {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l(p)));
+        }
+    }
+
+    fn send_stop(&self) {
+        {
+            let mut life = lock(&self.life);
+            if life.stop_sent || life.closed {
+                return;
+            }
+            life.stop_sent = true;
+        }
+        match self.client.stop(&pb::StopRequest { session_id: self.session.clone() }) {
+            Ok(_) | Err(Error::NotFound { .. }) => {}
+            Err(e) => eprintln!("polystreams: stopping app {:?}: {e}", self.application_id),
+        }
+    }
+
+    /// One worker's Exchange loop.
+    fn serve(&self, worker: String, exec: &Executor, reports_state: bool, done: &AtomicBool) -> Result<()> {
+        let mut results: Vec<pb::BundleResult> = Vec::new();
+        loop {
+            let stopping = self.stop_requested.load(Ordering::SeqCst) || done.load(Ordering::SeqCst);
+            let req = pb::ExchangeRequest {
+                session_id: self.session.clone(),
+                worker_id: worker.clone(),
+                results: std::mem::take(&mut results),
+                max_bundles: if stopping { 0 } else { MAX_BUNDLES },
+                wait_ms: if stopping { 0 } else { WAIT_MS },
+            };
+            let resp = match self.client.exchange(&req) {
+                Ok(r) => r,
+                Err(Error::NotFound { .. })
+                    if self.stop_requested.load(Ordering::SeqCst) || lock(&self.life).stop_sent =>
+                {
+                    return Ok(()); // the session ended as asked
+                }
+                Err(e) => return Err(e),
+            };
+            let state = State::from_proto(resp.state);
+            if reports_state {
+                if let Some(s) = state {
+                    self.set_state(s);
+                }
+                self.set_restore(resp.restore);
+            }
+            match state {
+                Some(State::Error) => {
+                    done.store(true, Ordering::SeqCst);
+                    self.set_state(State::Error);
+                    self.send_stop();
+                    let message = if resp.error.is_empty() {
+                        format!("app {:?} failed (the engine gave no reason)", self.application_id)
+                    } else {
+                        resp.error
+                    };
+                    return Err(processing_error(message, resp.failed_record));
+                }
+                Some(State::Stopped) => {
+                    done.store(true, Ordering::SeqCst);
+                    return Ok(());
+                }
+                _ if stopping => return Ok(()),
+                _ => {}
+            }
+            let mut last_call = Instant::now();
+            for b in &resp.bundles {
+                results.push(exec.process(b));
+                if last_call.elapsed() > DELIVER_AFTER {
+                    // Slow functions: hand over what is done, so the engine's
+                    // tasks go on and it does not take this worker for dead.
+                    let req = pb::ExchangeRequest {
+                        session_id: self.session.clone(),
+                        worker_id: worker.clone(),
+                        results: std::mem::take(&mut results),
+                        max_bundles: 0,
+                        wait_ms: 0,
+                    };
+                    self.client.exchange(&req)?;
+                    last_call = Instant::now();
+                }
+            }
+        }
+    }
+}
+
+fn processing_error(message: String, r: Option<pb::RecordContext>) -> Error {
+    match r {
+        Some(r) => Error::Processing {
+            message,
+            topic: Some(r.topic),
+            partition: Some(r.partition),
+            offset: Some(r.offset),
+            node: Some(r.node),
+        },
+        None => match record_context(&message) {
+            Some((t, p, o, n)) => {
+                Error::Processing { message, topic: Some(t), partition: Some(p), offset: Some(o), node: Some(n) }
+            }
+            None => Error::Processing { message, topic: None, partition: None, offset: None, node: None },
+        },
+    }
+}
+
+impl App {
+    /// An application with an engine of its own (`polystreams dev`, with an
+    /// embedded broker), or the one at `$POLYSTREAMS_URL`.
+    pub fn new(application_id: impl Into<String>) -> Result<App> {
+        App::builder(application_id).build()
+    }
+
+    /// An [`AppBuilder`] for an application.
+    pub fn builder(application_id: impl Into<String>) -> AppBuilder {
+        AppBuilder {
+            application_id: application_id.into(),
+            config: Config::new(),
+            engine: None,
+            brokers: None,
+            timeout: Duration::from_secs(120),
+            workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        }
+    }
+
+    pub fn application_id(&self) -> &str {
+        &self.inner.application_id
+    }
+
+    /// The engine's URL.
+    pub fn engine_url(&self) -> &str {
+        self.inner.client.url()
+    }
+
+    /// The Kafka bootstrap servers the application uses (the embedded
+    /// broker's address under `dev`).
+    pub fn brokers(&self) -> Option<&str> {
+        self.inner.brokers.as_deref()
+    }
+
+    /// The effective configuration the engine reports (credentials hidden).
+    pub fn config(&self) -> &BTreeMap<String, String> {
+        &self.inner.config
+    }
+
+    // The builder.
+
+    /// A stream of the records of one or more topics (`StreamsBuilder.stream`),
+    /// with K's and V's serdes.
+    pub fn stream<K: Serde, V: Serde>(&self, topics: impl Topics) -> Result<KStream<K, V>> {
+        self.stream_with(topics, Options::new())
+    }
+
+    /// [`stream`](Self::stream) with `name` (`Consumed.as`), `key_serde` and `value_serde`.
+    pub fn stream_with<K: Serde, V: Serde>(&self, topics: impl Topics, o: Options) -> Result<KStream<K, V>> {
+        o.check("stream", NAME | KEY | VALUE)?;
+        let op = Op::Stream(pb::StreamOp {
+            topics: topics.topics(),
+            key_serde: o.key_or(K::NAME),
+            value_serde: o.value_or(V::NAME),
+            name: o.name_or_empty(),
+        });
+        let h = self
+            .inner
+            .build(op, &[])?
+            .ok_or_else(|| Error::internal("Build(stream): the engine answered no handle"))?;
+        KStream::wrap(self.inner.clone(), h)
+    }
+
+    /// A table of the latest value per key of `topic` (`StreamsBuilder.table`):
+    /// each record upserts its key, a null value deletes it.
+    pub fn table<K: Serde, V: Serde>(&self, topic: &str) -> Result<KTable<K, V>> {
+        self.table_with(topic, Options::new())
+    }
+
+    /// [`table`](Self::table) with `name` (`Consumed.as`), `key_serde`,
+    /// `value_serde` and `materialized` (a named store makes it queryable).
+    pub fn table_with<K: Serde, V: Serde>(&self, topic: &str, o: Options) -> Result<KTable<K, V>> {
+        o.check("table", NAME | KEY | VALUE | MATERIALIZED)?;
+        let op = Op::Table(pb::TableOp {
+            topic: topic.to_owned(),
+            key_serde: o.key_or(K::NAME),
+            value_serde: o.value_or(V::NAME),
+            name: o.name_or_empty(),
+            materialized: o.materialized_proto(),
+        });
+        let h =
+            self.inner.build(op, &[])?.ok_or_else(|| Error::internal("Build(table): the engine answered no handle"))?;
+        KTable::wrap(self.inner.clone(), h)
+    }
+
+    /// The topology as Kafka Streams' `Topology.describe().toString()` prints it.
+    pub fn describe(&self) -> Result<String> {
+        Ok(self.inner.client.describe(&pb::DescribeRequest { session_id: self.inner.session.clone() })?.text)
+    }
+
+    /// The key-value store `name` (e.g. a table's [`KTable::store`]), for
+    /// interactive queries while [`App::run`] serves the topology.
+    pub fn store<K: Serde, V: Serde>(&self, name: &str) -> KeyValueStore<K, V> {
+        KeyValueStore::new(self.inner.clone(), name)
+    }
+
+    /// The window or session store `name` (a windowed aggregation's), for
+    /// interactive queries while [`App::run`] serves the topology.
+    pub fn window_store<K: Serde, V: Serde>(&self, name: &str) -> crate::store::WindowStore<K, V> {
+        crate::store::WindowStore::new(self.inner.clone(), name)
+    }
+
+    // Running.
+
+    /// The application's state, as the engine reports it now.
+    pub fn state(&self) -> Result<State> {
+        let r = self.inner.client.get_state(&pb::GetStateRequest { session_id: self.inner.session.clone() })?;
+        Ok(State::from_proto(r.state).unwrap_or(State::Created))
+    }
+
+    /// How far the engine's restore of this application's stores has come
+    /// (all zeros before start).
+    pub fn restore_progress(&self) -> Result<RestoreProgress> {
+        let r = self.inner.client.get_state(&pb::GetStateRequest { session_id: self.inner.session.clone() })?;
+        Ok(RestoreProgress::from_proto(r.restore.unwrap_or_default()))
+    }
+
+    /// Calls `f(new_state, old_state)` whenever the application's state
+    /// changes (Kafka Streams' `setStateListener`): typically created ->
+    /// rebalancing -> restoring -> running (and back through rebalancing and
+    /// restoring when the group rebalances) -> stopped or error. Listeners
+    /// run in a thread of [`App::run`]; the engine tells it every change
+    /// once, in order, so none is missed. A listener that panics is ignored.
+    pub fn on_state_change(&self, f: impl Fn(State, State) + Send + Sync + 'static) {
+        lock(&self.inner.listeners).push(Arc::new(f));
+    }
+
+    /// Calls `f(progress)` whenever the restore progress the engine reports
+    /// to [`App::run`] changes (Kafka Streams' `StateRestoreListener`, in one
+    /// callback): while the app is restoring, as records are restored, and
+    /// once more with the final figures. A listener that panics is ignored.
+    pub fn on_restore_progress(&self, f: impl Fn(RestoreProgress) + Send + Sync + 'static) {
+        lock(&self.inner.restore_listeners).push(Arc::new(f));
+    }
+
+    /// Records the engine's tasks dropped since the topology started (Kafka
+    /// Streams' dropped-records-total): a null key or value an aggregation
+    /// skips, a record too late for every window it falls in.
+    pub fn dropped_records(&self) -> Result<i64> {
+        let r = self.inner.client.get_state(&pb::GetStateRequest { session_id: self.inner.session.clone() })?;
+        Ok(r.dropped_records)
+    }
+
+    /// Starts processing (creates internal topics, joins the group). Called
+    /// by [`App::run`]; builder calls are refused after it.
+    pub fn start(&self) -> Result<()> {
+        {
+            let life = lock(&self.inner.life);
+            if life.closed || life.stop_sent {
+                return Err(Error::FailedPrecondition {
+                    message: format!("start: app {:?} is stopped", self.inner.application_id),
+                });
+            }
+            if life.started {
+                return Ok(());
+            }
+        }
+        self.inner.client.start(&pb::StartRequest { session_id: self.inner.session.clone() })?;
+        lock(&self.inner.life).started = true;
+        Ok(())
+    }
+
+    /// Starts the topology and serves its bundles until it stops, on the
+    /// builder's number of worker threads.
+    ///
+    /// Returns when [`App::stop`] is called (from another thread; at once if
+    /// it was called before) or the engine stops the session; returns
+    /// [`Error::Processing`] when the topology fails (e.g. a closure
+    /// panicked for a record; the error names node, topic, partition and
+    /// offset).
+    pub fn run(&self) -> Result<()> {
+        let inner = &self.inner;
+        {
+            let mut life = lock(&inner.life);
+            if life.running {
+                return Err(Error::FailedPrecondition { message: "run: the app is already running".into() });
+            }
+            if life.closed {
+                return Err(Error::FailedPrecondition {
+                    message: format!("run: app {:?} is closed", inner.application_id),
+                });
+            }
+            if life.stop_sent {
+                return Ok(()); // stop() came first
+            }
+            life.running = true;
+        }
+        let result = (|| {
+            if !inner.stop_requested.load(Ordering::SeqCst) {
+                self.start()?;
+                let exec = Executor { functions: Arc::new(lock(&inner.functions).clone()) };
+                let done = AtomicBool::new(false);
+                let nanos =
+                    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+                let prefix = format!("rust-{}-{nanos:x}", std::process::id());
+                let results: Vec<Result<()>> = std::thread::scope(|s| {
+                    let handles: Vec<_> = (1..inner.workers)
+                        .map(|i| {
+                            let (exec, done, worker) = (&exec, &done, format!("{prefix}-{i}"));
+                            s.spawn(move || {
+                                let r = inner.serve(worker, exec, false, done);
+                                done.store(true, Ordering::SeqCst);
+                                r
+                            })
+                        })
+                        .collect();
+                    let first = inner.serve(format!("{prefix}-0"), &exec, true, &done);
+                    done.store(true, Ordering::SeqCst);
+                    std::iter::once(first)
+                        .chain(
+                            handles
+                                .into_iter()
+                                .map(|h| h.join().unwrap_or_else(|_| Err(Error::internal("a worker thread panicked")))),
+                        )
+                        .collect()
+                });
+                // A processing error first: it says why the others stopped.
+                if let Some(e) =
+                    results.iter().find_map(|r| r.as_ref().err().filter(|e| matches!(e, Error::Processing { .. })))
+                {
+                    return Err(e.clone());
+                }
+                results.into_iter().collect::<Result<Vec<()>>>()?;
+            }
+            inner.send_stop();
+            Ok(())
+        })();
+        if result.is_err() {
+            inner.send_stop(); // best effort: the session must not outlive the host
+        }
+        let started = lock(&inner.life).started;
+        if started && result.is_ok() {
+            inner.set_state(State::Stopped);
+        }
+        lock(&inner.life).running = false;
+        inner.idle.notify_all();
+        result
+    }
+
+    /// Stops the application: [`App::run`] delivers what it has processed,
+    /// the engine commits it and leaves the group, and run() returns. Safe
+    /// to call from any thread, and more than once.
+    pub fn stop(&self) {
+        self.inner.stop_requested.store(true, Ordering::SeqCst);
+        if lock(&self.inner.life).running {
+            return; // run() sends Stop itself
+        }
+        self.inner.send_stop();
+    }
+
+    /// Stops the application, waits up to `timeout` for [`App::run`] to
+    /// return, and stops the engine this App spawned.
+    pub fn close(&self, timeout: Duration) {
+        self.stop();
+        {
+            let life = lock(&self.inner.life);
+            let (life, _) =
+                self.inner.idle.wait_timeout_while(life, timeout, |l| l.running).unwrap_or_else(|e| e.into_inner());
+            drop(life);
+        }
+        self.inner.send_stop();
+        lock(&self.inner.life).closed = true;
+        self.inner.client.close();
+        if let Some(mut e) = lock(&self.inner.engine).take() {
+            e.close(Duration::from_secs(15));
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The last handle is gone: the session must not outlive it.
+        if !lock(&self.life).closed {
+            self.send_stop();
+        }
+    }
+}
+
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "App({:?}, engine={:?})", self.inner.application_id, self.inner.client.url())
+    }
+}

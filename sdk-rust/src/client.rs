@@ -1,0 +1,324 @@
+//! A Connect-protocol unary client for EngineService over HTTP/1.1, on the
+//! standard library alone (as the Python SDK's is on `http.client`).
+//!
+//! Every call is a POST of a binary protobuf body to
+//! `/polystreams.v1alpha1.EngineService/<Method>` with `Content-Type:
+//! application/proto` and `Connect-Protocol-Version: 1`. Errors come back as
+//! non-200 responses with a JSON body `{"code": ..., "message": ...}` and
+//! become the matching [`Error`]. Every RPC of the protocol is unary, so
+//! nothing here needs HTTP/2.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use prost::Message;
+
+use crate::error::{Error, Result};
+use crate::pb;
+
+const SERVICE: &str = "/polystreams.v1alpha1.EngineService/";
+const USER_AGENT: &str = concat!("polystreams-rust/", env!("CARGO_PKG_VERSION"));
+
+/// One engine's client. Safe for concurrent use: each call takes an idle
+/// keep-alive connection from a small pool (or opens one) and puts it back
+/// when done, so an interactive query does not wait behind a long-polling
+/// Exchange. `timeout` bounds each call's socket reads and writes.
+pub(crate) struct Client {
+    url: String,
+    addr: String,
+    prefix: String,
+    timeout: Duration,
+    idle: Mutex<Vec<BufReader<TcpStream>>>, // connections that completed a call
+}
+
+/// An HTTP response: status, body, and whether the server will close the connection.
+struct Response {
+    status: u16,
+    body: Vec<u8>,
+    close: bool,
+}
+
+impl Client {
+    pub(crate) fn new(url: &str, timeout: Duration) -> Result<Client> {
+        let bad = || Error::invalid(format!("engine URL {url:?}: want http://host:port"));
+        let rest = url.strip_prefix("http://").ok_or_else(bad)?;
+        let (addr, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
+            None => (rest, ""),
+        };
+        if addr.is_empty() || !addr.contains(':') {
+            return Err(bad());
+        }
+        Ok(Client {
+            url: url.trim_end_matches('/').to_owned(),
+            addr: addr.to_owned(),
+            prefix: format!("{path}{SERVICE}"),
+            timeout,
+            idle: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Closes the idle connections.
+    pub(crate) fn close(&self) {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// Calls EngineService/<method>.
+    pub(crate) fn call<Req: Message, Resp: Message + Default>(&self, method: &str, req: &Req) -> Result<Resp> {
+        let body = req.encode_to_vec();
+        let mut head = format!(
+            "POST {}{method} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/proto\r\n\
+             Connect-Protocol-Version: 1\r\nUser-Agent: {USER_AGENT}\r\nContent-Length: {}\r\n\r\n",
+            self.prefix,
+            self.addr,
+            body.len()
+        )
+        .into_bytes();
+        head.extend_from_slice(&body);
+        let mut attempt = 0;
+        let resp = loop {
+            let (mut conn, reused) = self.take(attempt > 0).map_err(|e| self.unreachable(method, &e))?;
+            match exchange(&mut conn, &head) {
+                Ok(resp) => {
+                    if !resp.close {
+                        self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(conn);
+                    }
+                    break resp;
+                }
+                // The engine closed the idle connection we reused: once more on a new one.
+                Err(_) if reused && attempt == 0 => attempt += 1,
+                Err(e) => return Err(self.unreachable(method, &e)),
+            }
+        };
+        if resp.status != 200 {
+            return Err(error_of(method, resp.status, &resp.body));
+        }
+        Resp::decode(resp.body.as_slice())
+            .map_err(|e| Error::internal(format!("{method}: the engine's response does not parse: {e}")))
+    }
+
+    fn unreachable(&self, method: &str, e: &std::io::Error) -> Error {
+        Error::from_code("unavailable", format!("{method}: engine at {} is unreachable: {e}", self.url))
+    }
+
+    fn take(&self, fresh: bool) -> std::io::Result<(BufReader<TcpStream>, bool)> {
+        if !fresh {
+            if let Some(c) = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+                return Ok((c, true));
+            }
+        }
+        let s = TcpStream::connect(&self.addr)?;
+        s.set_nodelay(true)?;
+        s.set_read_timeout(Some(self.timeout))?;
+        s.set_write_timeout(Some(self.timeout))?;
+        Ok((BufReader::with_capacity(64 * 1024, s), false))
+    }
+
+    // Typed methods, one per RPC.
+
+    pub(crate) fn open_session(&self, r: &pb::OpenSessionRequest) -> Result<pb::OpenSessionResponse> {
+        self.call("OpenSession", r)
+    }
+    pub(crate) fn register_function(&self, r: &pb::RegisterFunctionRequest) -> Result<pb::RegisterFunctionResponse> {
+        self.call("RegisterFunction", r)
+    }
+    pub(crate) fn build(&self, r: &pb::BuildRequest) -> Result<pb::BuildResponse> {
+        self.call("Build", r)
+    }
+    pub(crate) fn describe(&self, r: &pb::DescribeRequest) -> Result<pb::DescribeResponse> {
+        self.call("Describe", r)
+    }
+    pub(crate) fn start(&self, r: &pb::StartRequest) -> Result<pb::StartResponse> {
+        self.call("Start", r)
+    }
+    pub(crate) fn exchange(&self, r: &pb::ExchangeRequest) -> Result<pb::ExchangeResponse> {
+        self.call("Exchange", r)
+    }
+    pub(crate) fn get_state(&self, r: &pb::GetStateRequest) -> Result<pb::GetStateResponse> {
+        self.call("GetState", r)
+    }
+    pub(crate) fn stop(&self, r: &pb::StopRequest) -> Result<pb::StopResponse> {
+        self.call("Stop", r)
+    }
+    pub(crate) fn query(&self, r: &pb::QueryRequest) -> Result<pb::QueryResponse> {
+        self.call("Query", r)
+    }
+}
+
+fn invalid_data(msg: impl Into<String>) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, msg.into())
+}
+
+/// Writes one request and reads its response (HTTP/1.1: Content-Length or chunked).
+fn exchange(conn: &mut BufReader<TcpStream>, request: &[u8]) -> std::io::Result<Response> {
+    conn.get_mut().write_all(request)?;
+    let mut line = String::new();
+    if conn.read_line(&mut line)? == 0 {
+        return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "connection closed"));
+    }
+    let status: u16 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| invalid_data(format!("bad status line {:?}", line.trim_end())))?;
+    let mut length: Option<usize> = None;
+    let mut chunked = false;
+    let mut close = line.starts_with("HTTP/1.0");
+    loop {
+        line.clear();
+        if conn.read_line(&mut line)? == 0 {
+            return Err(invalid_data("connection closed in the headers"));
+        }
+        let h = line.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = h.split_once(':') {
+            let value = value.trim();
+            match name.trim().to_ascii_lowercase().as_str() {
+                "content-length" => length = Some(value.parse().map_err(|_| invalid_data("bad Content-Length"))?),
+                "transfer-encoding" => chunked = value.eq_ignore_ascii_case("chunked"),
+                "connection" => close = value.eq_ignore_ascii_case("close"),
+                _ => {}
+            }
+        }
+    }
+    let mut body = Vec::new();
+    if chunked {
+        loop {
+            line.clear();
+            conn.read_line(&mut line)?;
+            let size = usize::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16)
+                .map_err(|_| invalid_data("bad chunk size"))?;
+            if size == 0 {
+                // Trailers, then the blank line.
+                loop {
+                    line.clear();
+                    if conn.read_line(&mut line)? == 0 || line.trim_end().is_empty() {
+                        break;
+                    }
+                }
+                break;
+            }
+            let start = body.len();
+            body.resize(start + size, 0);
+            conn.read_exact(&mut body[start..])?;
+            line.clear();
+            conn.read_line(&mut line)?; // the chunk's CRLF
+        }
+    } else if let Some(n) = length {
+        body.resize(n, 0);
+        conn.read_exact(&mut body)?;
+    } else {
+        conn.read_to_end(&mut body)?;
+        close = true;
+    }
+    Ok(Response { status, body, close })
+}
+
+/// The error of a non-200 response: Connect's JSON body, else the HTTP status.
+fn error_of(method: &str, status: u16, body: &[u8]) -> Error {
+    let parsed: Option<(String, String)> = serde_json::from_slice::<serde_json::Value>(body).ok().and_then(|v| {
+        let code = v.get("code")?.as_str()?.to_owned();
+        let message = v.get("message").and_then(|m| m.as_str()).unwrap_or("").to_owned();
+        Some((code, message))
+    });
+    match parsed {
+        Some((code, message)) if !code.is_empty() => {
+            let message = if message.is_empty() { format!("{method}: {code}") } else { message };
+            Error::from_code(&code, message)
+        }
+        _ => {
+            // The Connect protocol's mapping of HTTP status to code, for a body
+            // that is not Connect JSON (a proxy in between, a crashed engine).
+            let code = match status {
+                400 => "internal",
+                401 => "unauthenticated",
+                403 => "permission_denied",
+                404 => "unimplemented",
+                429 | 502 | 503 | 504 => "unavailable",
+                _ => "unknown",
+            };
+            let text = String::from_utf8_lossy(&body[..body.len().min(200)]).trim().to_owned();
+            let sep = if text.is_empty() { "" } else { ": " };
+            Error::from_code(code, format!("{method}: HTTP {status}{sep}{text}"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// Serves the given raw responses, one per accepted request, on one connection.
+    fn serve(responses: Vec<&'static str>) -> String {
+        let ln = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = ln.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (s, _) = ln.accept().unwrap();
+            let mut r = BufReader::new(s);
+            for resp in responses {
+                let mut len = 0;
+                loop {
+                    let mut l = String::new();
+                    r.read_line(&mut l).unwrap();
+                    if let Some(v) = l.to_ascii_lowercase().strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap();
+                    }
+                    if l.trim_end().is_empty() {
+                        break;
+                    }
+                }
+                let mut body = vec![0; len];
+                r.read_exact(&mut body).unwrap();
+                r.get_mut().write_all(resp.as_bytes()).unwrap();
+            }
+        });
+        format!("http://{addr}")
+    }
+
+    #[test]
+    fn reads_content_length_and_chunked_bodies_on_one_connection() {
+        // GetStateResponse{state: RUNNING(3)} is 08 03.
+        let url = serve(vec![
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n\x08\x03",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n\x08\r\n1\r\n\x05\r\n0\r\n\r\n",
+        ]);
+        let c = Client::new(&url, Duration::from_secs(5)).unwrap();
+        let r = c.get_state(&pb::GetStateRequest::default()).unwrap();
+        assert_eq!(r.state, pb::State::Running as i32);
+        let r = c.get_state(&pb::GetStateRequest::default()).unwrap();
+        assert_eq!(r.state, pb::State::Error as i32);
+    }
+
+    #[test]
+    fn connect_errors_keep_code_and_message() {
+        let url = serve(vec![
+            "HTTP/1.1 400 Bad Request\r\nContent-Length: 54\r\n\r\n{\"code\":\"invalid_argument\",\"message\":\"topology: bad!\"}",
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy",
+        ]);
+        let c = Client::new(&url, Duration::from_secs(5)).unwrap();
+        let e = c.get_state(&pb::GetStateRequest::default()).unwrap_err();
+        assert_eq!(e, Error::from_code("invalid_argument", "topology: bad!"));
+        let e = c.get_state(&pb::GetStateRequest::default()).unwrap_err();
+        assert_eq!(e.code(), "unavailable");
+        assert_eq!(e.message(), "GetState: HTTP 503: busy");
+    }
+
+    #[test]
+    fn refuses_urls_it_cannot_speak_to() {
+        assert!(Client::new("https://x:1", Duration::from_secs(1)).is_err());
+        assert!(Client::new("http://", Duration::from_secs(1)).is_err());
+        assert_eq!(
+            Client::new("http://h:1/p/", Duration::from_secs(1)).unwrap().prefix,
+            "/p/polystreams.v1alpha1.EngineService/"
+        );
+    }
+}

@@ -1,0 +1,735 @@
+//! The builder: KStream, KGroupedStream, KTable and KGroupedTable, in Kafka
+//! Streams' vocabulary, typed by their keys and values.
+//!
+//! Each operator is one Build call to the engine, answered with a handle; an
+//! operator the engine refuses returns its error at once (the session stays
+//! usable). Closures never cross the wire: each is registered under a token,
+//! and the engine later sends records to be run through it.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::app::Inner;
+use crate::error::{Error, Result};
+use crate::fold::{Aggregate, Aggregations, StreamReduce};
+use crate::host::{guarded, take, Fold, Func, KeySlot, Out, StepFn};
+use crate::pb::{self, build_request::Operation as Op};
+use crate::serdes::{Serde, Value};
+
+/// What a handle stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Kind {
+    Stream,
+    GroupedStream,
+    Table,
+    GroupedTable,
+    /// A TimeWindowedKStream.
+    WindowedStream,
+    /// A SessionWindowedKStream.
+    SessionWindowedStream,
+}
+
+/// The engine's answer to a builder call: an opaque id, the kind of thing it
+/// names, the serdes of its records and the processor node they come out of
+/// (e.g. `KSTREAM-MAPVALUES-0000000001`); for a table kept in a store, the
+/// store's name (else empty).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Handle {
+    pub id: u64,
+    pub kind: Kind,
+    pub key_serde: String,
+    pub value_serde: String,
+    pub node: String,
+    pub store: String,
+}
+
+impl Handle {
+    pub(crate) fn from_proto(h: pb::Handle) -> Result<Handle> {
+        let kind = match pb::Kind::from_i32(h.kind) {
+            Some(pb::Kind::Stream) => Kind::Stream,
+            Some(pb::Kind::GroupedStream) => Kind::GroupedStream,
+            Some(pb::Kind::Table) => Kind::Table,
+            Some(pb::Kind::GroupedTable) => Kind::GroupedTable,
+            Some(pb::Kind::WindowedStream) => Kind::WindowedStream,
+            Some(pb::Kind::SessionWindowedStream) => Kind::SessionWindowedStream,
+            _ => {
+                return Err(Error::internal(format!(
+                    "handle {} has kind {}, which this SDK does not know",
+                    h.id, h.kind
+                )))
+            }
+        };
+        Ok(Handle { id: h.id, kind, key_serde: h.key_serde, value_serde: h.value_serde, node: h.node, store: h.store })
+    }
+}
+
+/// Names and types a state store (Kafka Streams' `Materialized`).
+///
+/// `Materialized::named("counts")` names the store (and so its changelog
+/// topic, `<application.id>-counts-changelog`) and makes it queryable;
+/// `Materialized::new().value_serde("long")` gives serdes only, and the
+/// store's name is generated. `.changelog_config("min.compaction.lag.ms",
+/// "60000")` is `Materialized.withLoggingEnabled`: topic configs of the
+/// store's changelog, applied when the engine creates it (a key-value
+/// store's changelog stays compacted).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Materialized {
+    store_name: String,
+    key_serde: String,
+    value_serde: String,
+    changelog_config: std::collections::BTreeMap<String, String>,
+}
+
+impl Materialized {
+    /// Materialized with a generated name.
+    pub fn new() -> Materialized {
+        Materialized::default()
+    }
+    /// `Materialized.as(name)`.
+    pub fn named(store_name: impl Into<String>) -> Materialized {
+        Materialized { store_name: store_name.into(), ..Materialized::default() }
+    }
+    /// The store's key serde (a serde name: bytes, string, json, long, integer, double).
+    pub fn key_serde(mut self, serde: impl Into<String>) -> Materialized {
+        self.key_serde = serde.into();
+        self
+    }
+    /// The store's value serde.
+    pub fn value_serde(mut self, serde: impl Into<String>) -> Materialized {
+        self.value_serde = serde.into();
+        self
+    }
+    /// A topic config of the store's changelog (`Materialized.withLoggingEnabled`).
+    pub fn changelog_config(mut self, key: impl Into<String>, value: impl Into<String>) -> Materialized {
+        self.changelog_config.insert(key.into(), value.into());
+        self
+    }
+    fn to_proto(&self) -> pb::Materialized {
+        pb::Materialized {
+            store_name: self.store_name.clone(),
+            key_serde: self.key_serde.clone(),
+            value_serde: self.value_serde.clone(),
+            changelog_config: self.changelog_config.clone().into_iter().collect(),
+            retention_ms: 0,
+        }
+    }
+}
+
+impl From<&str> for Materialized {
+    fn from(name: &str) -> Materialized {
+        Materialized::named(name)
+    }
+}
+
+/// The options of an operator, as Kafka Streams' `Named`, `Grouped`,
+/// `Produced`, `Consumed` and `Materialized` give them: `name` names the
+/// processor node (or the repartition topic, for a grouping; the source, for
+/// a stream or table); `key_serde` and `value_serde` override the serdes the
+/// Rust types would give; `materialized` keeps an aggregation's or a
+/// table operator's result in a store. Each `*_with` method says which it
+/// takes, and refuses the others.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    name: Option<String>,
+    key_serde: Option<String>,
+    value_serde: Option<String>,
+    materialized: Option<Materialized>,
+}
+
+pub(crate) const NAME: u8 = 1;
+pub(crate) const KEY: u8 = 2;
+pub(crate) const VALUE: u8 = 4;
+pub(crate) const MATERIALIZED: u8 = 8;
+
+impl Options {
+    pub fn new() -> Options {
+        Options::default()
+    }
+    /// Options naming the node: `Named.as(name)`.
+    pub fn named(name: impl Into<String>) -> Options {
+        Options::new().name(name)
+    }
+    pub fn name(mut self, name: impl Into<String>) -> Options {
+        self.name = Some(name.into());
+        self
+    }
+    /// A serde name: bytes, string, json, long, integer, double.
+    pub fn key_serde(mut self, serde: impl Into<String>) -> Options {
+        self.key_serde = Some(serde.into());
+        self
+    }
+    pub fn value_serde(mut self, serde: impl Into<String>) -> Options {
+        self.value_serde = Some(serde.into());
+        self
+    }
+    /// A store: `Materialized::named("counts")`, or just `"counts"`.
+    pub fn materialized(mut self, m: impl Into<Materialized>) -> Options {
+        self.materialized = Some(m.into());
+        self
+    }
+
+    pub(crate) fn check(&self, op: &str, allowed: u8) -> Result<()> {
+        let mut bad = Vec::new();
+        for (set, bit, what) in [
+            (self.name.is_some(), NAME, "name"),
+            (self.key_serde.is_some(), KEY, "key_serde"),
+            (self.value_serde.is_some(), VALUE, "value_serde"),
+            (self.materialized.is_some(), MATERIALIZED, "materialized"),
+        ] {
+            if set && allowed & bit == 0 {
+                bad.push(what);
+            }
+        }
+        if bad.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::invalid(format!("{op}: takes no {} option", bad.join(" or "))))
+        }
+    }
+    pub(crate) fn name_or_empty(&self) -> String {
+        self.name.clone().unwrap_or_default()
+    }
+    pub(crate) fn key_or(&self, default: &str) -> String {
+        self.key_serde.clone().unwrap_or_else(|| default.to_owned())
+    }
+    pub(crate) fn value_or(&self, default: &str) -> String {
+        self.value_serde.clone().unwrap_or_else(|| default.to_owned())
+    }
+    pub(crate) fn materialized_proto(&self) -> Option<pb::Materialized> {
+        self.materialized.as_ref().map(Materialized::to_proto)
+    }
+}
+
+/// A built-in reduce that runs in the engine and never crosses to the host:
+/// `Sum`, `Min` and `Max` need `long` or `double` values; `Latest` keeps the
+/// last value (any serde).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reducer {
+    Sum,
+    Min,
+    Max,
+    Latest,
+}
+
+impl Reducer {
+    pub(crate) fn to_proto(self) -> i32 {
+        (match self {
+            Reducer::Sum => pb::Reducer::Sum,
+            Reducer::Min => pb::Reducer::Min,
+            Reducer::Max => pb::Reducer::Max,
+            Reducer::Latest => pb::Reducer::Latest,
+        }) as i32
+    }
+}
+
+pub(crate) fn fn_name<F>(op: &str) -> String {
+    format!("{op} {}", std::any::type_name::<F>())
+}
+
+/// Registers a step and builds an operator naming it.
+pub(crate) fn build_step(
+    app: &Arc<Inner>,
+    fn_type: String,
+    step: StepFn,
+    op: impl FnOnce(u32) -> Op,
+) -> Result<Option<Handle>> {
+    let token = app.register(&fn_type, Func::Step(Arc::new(step)))?;
+    app.build(op(token), &[token])
+}
+
+pub(crate) fn expect_handle(h: Option<Handle>, op: &str) -> Result<Handle> {
+    h.ok_or_else(|| Error::internal(format!("Build({op}): the engine answered no handle")))
+}
+
+/// A stream of records (Kafka Streams' `KStream<K, V>`).
+pub struct KStream<K, V> {
+    pub(crate) app: Arc<Inner>,
+    pub(crate) handle: Handle,
+    pub(crate) _types: PhantomData<fn() -> (K, V)>,
+}
+
+/// A stream grouped by key, ready to aggregate (`KGroupedStream<K, V>`).
+pub struct KGroupedStream<K, V> {
+    pub(crate) app: Arc<Inner>,
+    pub(crate) handle: Handle,
+    pub(crate) _types: PhantomData<fn() -> (K, V)>,
+}
+
+/// A changelog table: the latest value per key (`KTable<K, V>`). Its records
+/// are updates: a null value deletes its key (a tombstone), and operators
+/// forward tombstones as Kafka Streams does (the engine never calls a
+/// table operator's function for one).
+pub struct KTable<K, V> {
+    pub(crate) app: Arc<Inner>,
+    pub(crate) handle: Handle,
+    pub(crate) _types: PhantomData<fn() -> (K, V)>,
+}
+
+/// A table regrouped by [`KTable::group_by`], ready to aggregate
+/// (`KGroupedTable<K, V>`): each update of the source table removes its old
+/// value from one group (the subtractor) and adds its new one (the adder).
+pub struct KGroupedTable<K, V> {
+    pub(crate) app: Arc<Inner>,
+    pub(crate) handle: Handle,
+    pub(crate) _types: PhantomData<fn() -> (K, V)>,
+}
+
+macro_rules! node {
+    ($t:ident, $kind:expr) => {
+        impl<K: Serde, V: Serde> $t<K, V> {
+            pub(crate) fn wrap(app: Arc<Inner>, handle: Handle) -> Result<Self> {
+                if handle.kind != $kind {
+                    return Err(Error::internal(format!(
+                        "{} cannot wrap handle {}, a {:?}",
+                        stringify!($t),
+                        handle.id,
+                        handle.kind
+                    )));
+                }
+                Ok($t { app, handle, _types: PhantomData })
+            }
+            /// The engine's handle.
+            pub fn handle(&self) -> &Handle {
+                &self.handle
+            }
+            #[allow(dead_code)] // used by some kinds only
+            pub(crate) fn app(&self) -> &Arc<Inner> {
+                &self.app
+            }
+            /// The same, with values that may be null (`Option<V>`, of V's
+            /// serde): a table's tombstones, say, as `to_stream()` forwards them.
+            pub fn nullable(&self) -> $t<K, Option<V>> {
+                $t { app: self.app.clone(), handle: self.handle.clone(), _types: PhantomData }
+            }
+            /// The same, with keys and values as [`Value`]s, which decode
+            /// whatever serde the records have (for programs that choose
+            /// serdes at run time).
+            pub fn dynamic(&self) -> $t<Value, Value> {
+                $t { app: self.app.clone(), handle: self.handle.clone(), _types: PhantomData }
+            }
+        }
+        impl<K, V> Clone for $t<K, V> {
+            fn clone(&self) -> Self {
+                $t { app: self.app.clone(), handle: self.handle.clone(), _types: PhantomData }
+            }
+        }
+        impl<K, V> std::fmt::Debug for $t<K, V> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let h = &self.handle;
+                write!(
+                    f,
+                    "{}(id={}, key={:?}, value={:?}, node={:?})",
+                    stringify!($t),
+                    h.id,
+                    h.key_serde,
+                    h.value_serde,
+                    h.node
+                )
+            }
+        }
+    };
+}
+
+node!(KStream, Kind::Stream);
+node!(KGroupedStream, Kind::GroupedStream);
+node!(KTable, Kind::Table);
+node!(KGroupedTable, Kind::GroupedTable);
+
+/// A step reading (key, value) and answering whether the record passes.
+pub(crate) fn predicate_step<K: Serde, V: Serde>(
+    negate: bool,
+    f: impl Fn(&K, &V) -> bool + Send + Sync + 'static,
+) -> StepFn {
+    StepFn::new::<V, K, V>(move |key: &mut KeySlot<'_>, v| {
+        let value = v.downcast_ref::<V>().ok_or("the value in flight has another type")?;
+        let k = key.get::<K>()?;
+        let keep = guarded(|| f(k, value))? != negate;
+        Ok(if keep { Out::One(None, v) } else { Out::Nothing })
+    })
+}
+
+impl<K: Serde, V: Serde> KStream<K, V> {
+    pub(crate) fn stream<K2: Serde, V2: Serde>(&self, h: Option<Handle>, op: &str) -> Result<KStream<K2, V2>> {
+        KStream::wrap(self.app.clone(), expect_handle(h, op)?)
+    }
+
+    /// `f(value) -> new value`; keys are unchanged (`KStream.mapValues`).
+    pub fn map_values<V2: Serde, F>(&self, f: F) -> Result<KStream<K, V2>>
+    where
+        F: Fn(V) -> V2 + Send + Sync + 'static,
+    {
+        self.map_values_with(f, Options::new())
+    }
+
+    /// [`map_values`](Self::map_values) with `name` and `value_serde`.
+    pub fn map_values_with<V2: Serde, F>(&self, f: F, o: Options) -> Result<KStream<K, V2>>
+    where
+        F: Fn(V) -> V2 + Send + Sync + 'static,
+    {
+        o.check("map_values", NAME | VALUE)?;
+        let step = StepFn::new::<V, K, V2>(move |_, v| {
+            let v: V = take(v)?;
+            Ok(Out::One(None, Box::new(guarded(|| f(v))?)))
+        });
+        let input = self.handle.id;
+        let h = build_step(&self.app, fn_name::<F>("map_values"), step, |token| {
+            Op::MapValues(pb::MapValuesOp {
+                input,
+                token,
+                value_serde: o.value_or(V2::NAME),
+                name: o.name_or_empty(),
+                materialized: None,
+            })
+        })?;
+        self.stream(h, "map_values")
+    }
+
+    /// Keeps the records for which `f(key, value)` is true (`KStream.filter`).
+    pub fn filter<F>(&self, f: F) -> Result<KStream<K, V>>
+    where
+        F: Fn(&K, &V) -> bool + Send + Sync + 'static,
+    {
+        self.filter_with(f, Options::new())
+    }
+
+    /// [`filter`](Self::filter) with `name`.
+    pub fn filter_with<F>(&self, f: F, o: Options) -> Result<KStream<K, V>>
+    where
+        F: Fn(&K, &V) -> bool + Send + Sync + 'static,
+    {
+        o.check("filter", NAME)?;
+        let input = self.handle.id;
+        let h = build_step(&self.app, fn_name::<F>("filter"), predicate_step(false, f), |token| {
+            Op::Filter(pb::FilterOp { input, token, name: o.name_or_empty(), materialized: None })
+        })?;
+        self.stream(h, "filter")
+    }
+
+    /// Drops the records for which `f(key, value)` is true (`KStream.filterNot`).
+    pub fn filter_not<F>(&self, f: F) -> Result<KStream<K, V>>
+    where
+        F: Fn(&K, &V) -> bool + Send + Sync + 'static,
+    {
+        self.filter_not_with(f, Options::new())
+    }
+
+    /// [`filter_not`](Self::filter_not) with `name`.
+    pub fn filter_not_with<F>(&self, f: F, o: Options) -> Result<KStream<K, V>>
+    where
+        F: Fn(&K, &V) -> bool + Send + Sync + 'static,
+    {
+        o.check("filter_not", NAME)?;
+        let input = self.handle.id;
+        let h = build_step(&self.app, fn_name::<F>("filter_not"), predicate_step(true, f), |token| {
+            Op::FilterNot(pb::FilterNotOp { input, token, name: o.name_or_empty(), materialized: None })
+        })?;
+        self.stream(h, "filter_not")
+    }
+
+    /// `f(value) -> values`: zero, one or many records per record, each with
+    /// the input's key (`KStream.flatMapValues`).
+    pub fn flat_map_values<V2: Serde, I, F>(&self, f: F) -> Result<KStream<K, V2>>
+    where
+        I: IntoIterator<Item = V2>,
+        F: Fn(V) -> I + Send + Sync + 'static,
+    {
+        self.flat_map_values_with(f, Options::new())
+    }
+
+    /// [`flat_map_values`](Self::flat_map_values) with `name` and `value_serde`.
+    pub fn flat_map_values_with<V2: Serde, I, F>(&self, f: F, o: Options) -> Result<KStream<K, V2>>
+    where
+        I: IntoIterator<Item = V2>,
+        F: Fn(V) -> I + Send + Sync + 'static,
+    {
+        o.check("flat_map_values", NAME | VALUE)?;
+        let step = StepFn::new::<V, K, V2>(move |_, v| {
+            let v: V = take(v)?;
+            let out = guarded(|| f(v).into_iter().map(|x| Box::new(x) as crate::host::AnyBox).collect())?;
+            Ok(Out::Many(out))
+        });
+        let input = self.handle.id;
+        let h = build_step(&self.app, fn_name::<F>("flat_map_values"), step, |token| {
+            Op::FlatMapValues(pb::FlatMapValuesOp {
+                input,
+                token,
+                value_serde: o.value_or(V2::NAME),
+                name: o.name_or_empty(),
+            })
+        })?;
+        self.stream(h, "flat_map_values")
+    }
+
+    /// `f(key, value) -> (new key, new value)` (`KStream.map`). Changing
+    /// keys marks the stream for repartitioning before a grouping.
+    pub fn map<K2: Serde, V2: Serde, F>(&self, f: F) -> Result<KStream<K2, V2>>
+    where
+        F: Fn(&K, V) -> (K2, V2) + Send + Sync + 'static,
+    {
+        self.map_with(f, Options::new())
+    }
+
+    /// [`map`](Self::map) with `name`, `key_serde` and `value_serde`.
+    pub fn map_with<K2: Serde, V2: Serde, F>(&self, f: F, o: Options) -> Result<KStream<K2, V2>>
+    where
+        F: Fn(&K, V) -> (K2, V2) + Send + Sync + 'static,
+    {
+        o.check("map", NAME | KEY | VALUE)?;
+        let step = StepFn::new::<V, K2, V2>(move |key, v| {
+            let v: V = take(v)?;
+            let k = key.get::<K>()?;
+            let (k2, v2) = guarded(|| f(k, v))?;
+            Ok(Out::One(Some(Arc::new(k2)), Box::new(v2)))
+        });
+        let input = self.handle.id;
+        let h = build_step(&self.app, fn_name::<F>("map"), step, |token| {
+            Op::Map(pb::MapOp {
+                input,
+                token,
+                key_serde: o.key_or(K2::NAME),
+                value_serde: o.value_or(V2::NAME),
+                name: o.name_or_empty(),
+            })
+        })?;
+        self.stream(h, "map")
+    }
+
+    /// `f(key, value) -> new key`; values are unchanged (`KStream.selectKey`).
+    pub fn select_key<K2: Serde, F>(&self, f: F) -> Result<KStream<K2, V>>
+    where
+        F: Fn(&K, &V) -> K2 + Send + Sync + 'static,
+    {
+        self.select_key_with(f, Options::new())
+    }
+
+    /// [`select_key`](Self::select_key) with `name` and `key_serde`.
+    pub fn select_key_with<K2: Serde, F>(&self, f: F, o: Options) -> Result<KStream<K2, V>>
+    where
+        F: Fn(&K, &V) -> K2 + Send + Sync + 'static,
+    {
+        o.check("select_key", NAME | KEY)?;
+        let input = self.handle.id;
+        let h = build_step(&self.app, fn_name::<F>("select_key"), key_step(f), |token| {
+            Op::SelectKey(pb::SelectKeyOp { input, token, key_serde: o.key_or(K2::NAME), name: o.name_or_empty() })
+        })?;
+        self.stream(h, "select_key")
+    }
+
+    /// Calls `f(key, value)` for each record and passes it on unchanged (`KStream.peek`).
+    pub fn peek<F>(&self, f: F) -> Result<KStream<K, V>>
+    where
+        F: Fn(&K, &V) + Send + Sync + 'static,
+    {
+        self.peek_with(f, Options::new())
+    }
+
+    /// [`peek`](Self::peek) with `name`.
+    pub fn peek_with<F>(&self, f: F, o: Options) -> Result<KStream<K, V>>
+    where
+        F: Fn(&K, &V) + Send + Sync + 'static,
+    {
+        o.check("peek", NAME)?;
+        let input = self.handle.id;
+        let h = build_step(&self.app, fn_name::<F>("peek"), action_step(true, f), |token| {
+            Op::Peek(pb::PeekOp { input, token, name: o.name_or_empty() })
+        })?;
+        self.stream(h, "peek")
+    }
+
+    /// Calls `f(key, value)` for each record; terminal (`KStream.foreach`).
+    pub fn foreach<F>(&self, f: F) -> Result<()>
+    where
+        F: Fn(&K, &V) + Send + Sync + 'static,
+    {
+        self.foreach_with(f, Options::new())
+    }
+
+    /// [`foreach`](Self::foreach) with `name`.
+    pub fn foreach_with<F>(&self, f: F, o: Options) -> Result<()>
+    where
+        F: Fn(&K, &V) + Send + Sync + 'static,
+    {
+        o.check("foreach", NAME)?;
+        let input = self.handle.id;
+        build_step(&self.app, fn_name::<F>("foreach"), action_step(false, f), |token| {
+            Op::Foreach(pb::ForeachOp { input, token, name: o.name_or_empty() })
+        })?;
+        Ok(())
+    }
+
+    /// Groups by the current key (`KStream.groupByKey`).
+    pub fn group_by_key(&self) -> Result<KGroupedStream<K, V>> {
+        self.group_by_key_with(Options::new())
+    }
+
+    /// [`group_by_key`](Self::group_by_key) with `name` (`Grouped.as`: names
+    /// the repartition topic if one is needed), `key_serde` and `value_serde`
+    /// (`Grouped.with`).
+    pub fn group_by_key_with(&self, o: Options) -> Result<KGroupedStream<K, V>> {
+        o.check("group_by_key", NAME | KEY | VALUE)?;
+        let op = Op::GroupByKey(pb::GroupByKeyOp {
+            input: self.handle.id,
+            key_serde: o.key_or(""),
+            value_serde: o.value_or(""),
+            name: o.name_or_empty(),
+        });
+        KGroupedStream::wrap(self.app.clone(), expect_handle(self.app.build(op, &[])?, "group_by_key")?)
+    }
+
+    /// Groups by `f(key, value) -> new key`; the records are repartitioned by
+    /// the new key, through `<application.id>-<name>-repartition` (`KStream.groupBy`).
+    pub fn group_by<K2: Serde, F>(&self, f: F) -> Result<KGroupedStream<K2, V>>
+    where
+        F: Fn(&K, &V) -> K2 + Send + Sync + 'static,
+    {
+        self.group_by_with(f, Options::new())
+    }
+
+    /// [`group_by`](Self::group_by) with `name`, `key_serde` and `value_serde`.
+    pub fn group_by_with<K2: Serde, F>(&self, f: F, o: Options) -> Result<KGroupedStream<K2, V>>
+    where
+        F: Fn(&K, &V) -> K2 + Send + Sync + 'static,
+    {
+        o.check("group_by", NAME | KEY | VALUE)?;
+        let input = self.handle.id;
+        let h = build_step(&self.app, fn_name::<F>("group_by"), key_step(f), |token| {
+            Op::GroupBy(pb::GroupByOp {
+                input,
+                token,
+                key_serde: o.key_or(K2::NAME),
+                value_serde: o.value_or(""),
+                name: o.name_or_empty(),
+            })
+        })?;
+        KGroupedStream::wrap(self.app.clone(), expect_handle(h, "group_by")?)
+    }
+
+    /// Writes the records to `topic`; terminal (`KStream.to`).
+    pub fn to(&self, topic: &str) -> Result<()> {
+        self.to_with(topic, Options::new())
+    }
+
+    /// [`to`](Self::to) with `name`, `key_serde` and `value_serde` (`Produced.with`).
+    pub fn to_with(&self, topic: &str, o: Options) -> Result<()> {
+        o.check("to", NAME | KEY | VALUE)?;
+        let op = Op::To(pb::ToOp {
+            input: self.handle.id,
+            topic: topic.to_owned(),
+            key_serde: o.key_or(""),
+            value_serde: o.value_or(""),
+            name: o.name_or_empty(),
+        });
+        self.app.build(op, &[])?;
+        Ok(())
+    }
+}
+
+/// A step answering a new key from (key, value): select_key, a stream's group_by.
+fn key_step<K: Serde, V: Serde, K2: Serde>(f: impl Fn(&K, &V) -> K2 + Send + Sync + 'static) -> StepFn {
+    StepFn::new::<V, K2, V>(move |key, v| {
+        let k2 = {
+            let value = v.downcast_ref::<V>().ok_or("the value in flight has another type")?;
+            let k = key.get::<K>()?;
+            guarded(|| f(k, value))?
+        };
+        Ok(Out::One(Some(Arc::new(k2)), v))
+    })
+}
+
+/// peek (pass) or foreach (nothing passes).
+fn action_step<K: Serde, V: Serde>(pass: bool, f: impl Fn(&K, &V) + Send + Sync + 'static) -> StepFn {
+    StepFn::new::<V, K, V>(move |key, v| {
+        {
+            let value = v.downcast_ref::<V>().ok_or("the value in flight has another type")?;
+            let k = key.get::<K>()?;
+            guarded(|| f(k, value))?;
+        }
+        Ok(if pass { Out::One(None, v) } else { Out::Nothing })
+    })
+}
+
+impl<K: Serde, V: Serde> KGroupedStream<K, V> {
+    fn aggregations(&self) -> Aggregations<'_> {
+        Aggregations { app: &self.app, input: self.handle.id }
+    }
+
+    /// Counts the records per key into a table of `long` counts
+    /// (`KGroupedStream.count`). Built in: the records never cross.
+    pub fn count(&self) -> Result<KTable<K, i64>> {
+        self.count_with(Options::new())
+    }
+
+    /// [`count`](Self::count) with `name` and `materialized`.
+    pub fn count_with(&self, o: Options) -> Result<KTable<K, i64>> {
+        KTable::wrap(self.app.clone(), self.aggregations().count(&o)?)
+    }
+
+    /// Folds each key's values into a table: `f(aggregate, value) -> new
+    /// aggregate` (`KGroupedStream.reduce`). A key's first value becomes its
+    /// aggregate without a call, as in Kafka Streams; records with a null
+    /// key or value are skipped.
+    pub fn reduce<F>(&self, f: F) -> Result<KTable<K, V>>
+    where
+        F: Fn(V, V) -> V + Send + Sync + 'static,
+    {
+        self.reduce_with(f, Options::new())
+    }
+
+    /// [`reduce`](Self::reduce) with `name` and `materialized`.
+    pub fn reduce_with<F>(&self, f: F, o: Options) -> Result<KTable<K, V>>
+    where
+        F: Fn(V, V) -> V + Send + Sync + 'static,
+    {
+        let fold = Arc::new(Fold(StreamReduce::<V, F>::new(f)));
+        KTable::wrap(self.app.clone(), self.aggregations().reduce(fold, (fn_name::<F>("reduce"), None), &o)?)
+    }
+
+    /// A built-in reduce, run in the engine: the values never cross.
+    pub fn reduce_builtin(&self, r: Reducer, o: Options) -> Result<KTable<K, V>> {
+        KTable::wrap(self.app.clone(), self.aggregations().builtin(r, &o)?)
+    }
+
+    /// The sum of each key's values (`long` or `double`), in the engine.
+    pub fn sum(&self) -> Result<KTable<K, V>> {
+        self.reduce_builtin(Reducer::Sum, Options::new())
+    }
+
+    /// The smallest of each key's values (`long` or `double`), in the engine.
+    pub fn min(&self) -> Result<KTable<K, V>> {
+        self.reduce_builtin(Reducer::Min, Options::new())
+    }
+
+    /// The largest of each key's values (`long` or `double`), in the engine.
+    pub fn max(&self) -> Result<KTable<K, V>> {
+        self.reduce_builtin(Reducer::Max, Options::new())
+    }
+
+    /// Each key's latest value, in the engine.
+    pub fn latest(&self) -> Result<KTable<K, V>> {
+        self.reduce_builtin(Reducer::Latest, Options::new())
+    }
+
+    /// Folds each key's values into a table of aggregates (`KGroupedStream.aggregate`):
+    /// `init()` starts a key's aggregate, then `f(key, value, aggregate) ->
+    /// new aggregate` (Kafka Streams' order) folds in each value. The
+    /// aggregate's serde is `A`'s (or `materialized`'s value serde).
+    pub fn aggregate<A: Serde, I, F>(&self, init: I, f: F) -> Result<KTable<K, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A) -> A + Send + Sync + 'static,
+    {
+        self.aggregate_with(init, f, Options::new())
+    }
+
+    /// [`aggregate`](Self::aggregate) with `name` and `materialized`.
+    pub fn aggregate_with<A: Serde, I, F>(&self, init: I, f: F, o: Options) -> Result<KTable<K, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A) -> A + Send + Sync + 'static,
+    {
+        let fold = Arc::new(Fold(Aggregate::<K, V, A>::new(init, f, None)));
+        let names = (fn_name::<I>("aggregate initializer"), fn_name::<F>("aggregate"), None);
+        KTable::wrap(self.app.clone(), self.aggregations().aggregate(fold, names, A::NAME, &o)?)
+    }
+}

@@ -1,0 +1,201 @@
+//! The closures of one reduce or aggregate, as the host's [`Fold`] runs them,
+//! and the Build calls of count, reduce and aggregate, shared by grouped
+//! streams, grouped tables and windowed streams.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::app::Inner;
+use crate::dsl::{expect_handle, Handle, Options, Reducer, MATERIALIZED, NAME};
+use crate::error::Result;
+use crate::host::{Folder, Func};
+use crate::pb::{self, build_request::Operation as Op};
+use crate::serdes::Serde;
+
+pub(crate) struct StreamReduce<V, F> {
+    f: F,
+    _t: PhantomData<fn() -> V>,
+}
+
+impl<V, F> StreamReduce<V, F> {
+    pub(crate) fn new(f: F) -> Self {
+        StreamReduce { f, _t: PhantomData }
+    }
+}
+
+impl<V: Serde, F: Fn(V, V) -> V + Send + Sync + 'static> Folder for StreamReduce<V, F> {
+    type K = ();
+    type V = V;
+    type A = V;
+    fn start(&self, _: &(), v: V) -> V {
+        v
+    }
+    fn add(&self, _: &(), agg: V, v: V) -> V {
+        (self.f)(agg, v)
+    }
+    fn sub(&self, _: &(), agg: V, _: V) -> V {
+        agg
+    }
+    fn has_sub(&self) -> bool {
+        false
+    }
+}
+
+pub(crate) struct TableReduce<V, F, G> {
+    add: F,
+    sub: G,
+    _t: PhantomData<fn() -> V>,
+}
+
+impl<V, F, G> TableReduce<V, F, G> {
+    pub(crate) fn new(add: F, sub: G) -> Self {
+        TableReduce { add, sub, _t: PhantomData }
+    }
+}
+
+impl<V: Serde, F, G> Folder for TableReduce<V, F, G>
+where
+    F: Fn(V, V) -> V + Send + Sync + 'static,
+    G: Fn(V, V) -> V + Send + Sync + 'static,
+{
+    type K = ();
+    type V = V;
+    type A = V;
+    fn start(&self, _: &(), v: V) -> V {
+        v
+    }
+    fn add(&self, _: &(), agg: V, v: V) -> V {
+        (self.add)(agg, v)
+    }
+    fn sub(&self, _: &(), agg: V, old: V) -> V {
+        (self.sub)(agg, old)
+    }
+    fn has_sub(&self) -> bool {
+        true
+    }
+}
+
+type Initializer<A> = Arc<dyn Fn() -> A + Send + Sync>;
+pub(crate) type Aggregator<K, V, A> = Arc<dyn Fn(&K, V, A) -> A + Send + Sync>;
+
+pub(crate) struct Aggregate<K, V, A> {
+    init: Initializer<A>,
+    add: Aggregator<K, V, A>,
+    sub: Option<Aggregator<K, V, A>>,
+}
+
+impl<K, V, A> Aggregate<K, V, A> {
+    pub(crate) fn new(
+        init: impl Fn() -> A + Send + Sync + 'static,
+        add: impl Fn(&K, V, A) -> A + Send + Sync + 'static,
+        sub: Option<Aggregator<K, V, A>>,
+    ) -> Self {
+        Aggregate { init: Arc::new(init), add: Arc::new(add), sub }
+    }
+}
+
+impl<K: Serde, V: Serde, A: Serde> Folder for Aggregate<K, V, A> {
+    type K = K;
+    type V = V;
+    type A = A;
+    fn start(&self, key: &K, v: V) -> A {
+        (self.add)(key, v, (self.init)())
+    }
+    fn add(&self, key: &K, agg: A, v: V) -> A {
+        (self.add)(key, v, agg)
+    }
+    fn sub(&self, key: &K, agg: A, old: V) -> A {
+        match &self.sub {
+            Some(s) => s(key, old, agg),
+            None => agg,
+        }
+    }
+    fn has_sub(&self) -> bool {
+        self.sub.is_some()
+    }
+}
+
+/// count, reduce and aggregate, shared by grouped streams and grouped tables.
+pub(crate) struct Aggregations<'a> {
+    pub(crate) app: &'a Arc<Inner>,
+    pub(crate) input: u64,
+}
+
+impl Aggregations<'_> {
+    pub(crate) fn count(&self, o: &Options) -> Result<Handle> {
+        o.check("count", NAME | MATERIALIZED)?;
+        let op =
+            Op::Count(pb::CountOp { input: self.input, materialized: o.materialized_proto(), name: o.name_or_empty() });
+        expect_handle(self.app.build(op, &[])?, "count")
+    }
+
+    pub(crate) fn builtin(&self, r: Reducer, o: &Options) -> Result<Handle> {
+        o.check("reduce", NAME | MATERIALIZED)?;
+        let op = Op::Reduce(pb::ReduceOp {
+            input: self.input,
+            token: 0,
+            builtin: r.to_proto(),
+            materialized: o.materialized_proto(),
+            name: o.name_or_empty(),
+            subtractor_token: 0,
+        });
+        expect_handle(self.app.build(op, &[])?, "reduce")
+    }
+
+    pub(crate) fn reduce(
+        &self,
+        fold: Arc<dyn crate::host::FoldRun>,
+        names: (String, Option<String>),
+        o: &Options,
+    ) -> Result<Handle> {
+        o.check("reduce", NAME | MATERIALIZED)?;
+        let token = self.app.register(&names.0, Func::Fold(fold))?;
+        let sub = match names.1 {
+            Some(n) => self.app.register(&n, Func::Part)?,
+            None => 0,
+        };
+        let op = Op::Reduce(pb::ReduceOp {
+            input: self.input,
+            token,
+            builtin: 0,
+            materialized: o.materialized_proto(),
+            name: o.name_or_empty(),
+            subtractor_token: sub,
+        });
+        expect_handle(self.app.build(op, &[token, sub])?, "reduce")
+    }
+
+    pub(crate) fn aggregate(
+        &self,
+        fold: Arc<dyn crate::host::FoldRun>,
+        names: (String, String, Option<String>),
+        agg_serde: &str,
+        o: &Options,
+    ) -> Result<Handle> {
+        o.check("aggregate", NAME | MATERIALIZED)?;
+        let init = self.app.register(&names.0, Func::Part)?;
+        let token = self.app.register(&names.1, Func::Fold(fold))?;
+        let sub = match names.2 {
+            Some(n) => self.app.register(&n, Func::Part)?,
+            None => 0,
+        };
+        // The aggregate's serde is its Rust type's unless materialized names one.
+        let mut m = o.materialized_proto();
+        if !agg_serde.is_empty() {
+            let m = m.get_or_insert_with(Default::default);
+            if m.value_serde.is_empty() {
+                m.value_serde = agg_serde.to_owned();
+            }
+        }
+        let op = Op::Aggregate(pb::AggregateOp {
+            input: self.input,
+            initializer_token: init,
+            aggregator_token: token,
+            materialized: m,
+            name: o.name_or_empty(),
+            subtractor_token: sub,
+            merger_token: 0,
+        });
+        expect_handle(self.app.build(op, &[init, token, sub])?, "aggregate")
+    }
+}

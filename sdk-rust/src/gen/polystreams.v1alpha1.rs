@@ -1,0 +1,1145 @@
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct OpenSessionRequest {
+    /// application.id: names the consumer group, internal topics and state.
+    #[prost(string, tag="1")]
+    pub application_id: ::prost::alloc::string::String,
+    /// Kafka Streams style configuration: bootstrap.servers,
+    /// processing.guarantee (at_least_once | exactly_once_v2),
+    /// commit.interval.ms, and polystreams.* settings. Absent keys take their
+    /// documented defaults; bootstrap.servers defaults to the engine's --brokers.
+    /// Values of credential keys (sasl.password, ...) are never echoed back.
+    #[prost(map="string, string", tag="2")]
+    pub config: ::std::collections::HashMap<::prost::alloc::string::String, ::prost::alloc::string::String>,
+    /// What the SDK's host understands beyond this protocol's base, so that
+    /// the engine may use it: "fold_value_refs" (Bundle.value_refs). Unknown
+    /// features are ignored.
+    #[prost(string, repeated, tag="3")]
+    pub host_features: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct OpenSessionResponse {
+    /// Opaque; names the session in every later call.
+    #[prost(string, tag="1")]
+    pub session_id: ::prost::alloc::string::String,
+    /// The effective configuration, credentials replaced by "\[hidden\]".
+    #[prost(map="string, string", tag="2")]
+    pub config: ::std::collections::HashMap<::prost::alloc::string::String, ::prost::alloc::string::String>,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct RegisterFunctionRequest {
+    #[prost(string, tag="1")]
+    pub session_id: ::prost::alloc::string::String,
+    /// A human-readable name (e.g. a Python qualname), used in describe output
+    /// and error messages only. May be empty.
+    #[prost(string, tag="2")]
+    pub name: ::prost::alloc::string::String,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct RegisterFunctionResponse {
+    /// The token that Build operators name; unique within the session, never 0.
+    #[prost(uint32, tag="1")]
+    pub token: u32,
+}
+/// Handle names a stream, grouped stream or table the engine built. Handles are
+/// opaque and valid only within their session.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct Handle {
+    #[prost(uint64, tag="1")]
+    pub id: u64,
+    #[prost(enumeration="Kind", tag="2")]
+    pub kind: i32,
+    /// Serde names of the records this handle carries: bytes, string, json,
+    /// long, integer, double; a windowed table's keys (and those of the
+    /// stream it turns into) are "windowed(<serde>,<size ms>)" or
+    /// "session-windowed(<serde>)" (see WindowedByOp).
+    #[prost(string, tag="3")]
+    pub key_serde: ::prost::alloc::string::String,
+    #[prost(string, tag="4")]
+    pub value_serde: ::prost::alloc::string::String,
+    /// The processor node the handle's records come out of.
+    #[prost(string, tag="5")]
+    pub node: ::prost::alloc::string::String,
+    /// For a table materialized in a store: the store's name (for Query).
+    #[prost(string, tag="6")]
+    pub store: ::prost::alloc::string::String,
+}
+/// Materialized names and types a state store. Present with an empty
+/// store_name means "materialized, name generated" (Kafka Streams burns a
+/// name-counter number in that case; see docs/design/protocol.md).
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct Materialized {
+    #[prost(string, tag="1")]
+    pub store_name: ::prost::alloc::string::String,
+    #[prost(string, tag="2")]
+    pub key_serde: ::prost::alloc::string::String,
+    #[prost(string, tag="3")]
+    pub value_serde: ::prost::alloc::string::String,
+    /// Materialized.withLoggingEnabled(config): topic configs of the store's
+    /// changelog (e.g. "min.compaction.lag.ms"), applied when the engine
+    /// creates it. A key-value store's changelog stays compacted: a
+    /// cleanup.policy without "compact" is refused.
+    #[prost(map="string, string", tag="4")]
+    pub changelog_config: ::std::collections::HashMap<::prost::alloc::string::String, ::prost::alloc::string::String>,
+    /// Materialized.withRetention, for window and session stores: how long
+    /// (ms) a window is kept after its start (0: window size + grace, Kafka
+    /// Streams' default); at least size + grace.
+    #[prost(int64, tag="5")]
+    pub retention_ms: i64,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct StreamOp {
+    /// One or more topics; all are read by one source node.
+    #[prost(string, repeated, tag="1")]
+    pub topics: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// Serdes of the topic's records; empty means bytes.
+    #[prost(string, tag="2")]
+    pub key_serde: ::prost::alloc::string::String,
+    #[prost(string, tag="3")]
+    pub value_serde: ::prost::alloc::string::String,
+    /// Consumed.as / Named: the source node's name; empty means generated.
+    #[prost(string, tag="4")]
+    pub name: ::prost::alloc::string::String,
+}
+/// WindowedByOp is KGroupedStream.windowedBy: count, reduce and aggregate on
+/// the result keep one aggregate per key and window, and make a KTable whose
+/// keys are windowed (serde "windowed(<key serde>,<size ms>)" for time and
+/// sliding windows, "session-windowed(<key serde>)" for session windows;
+/// encoded as Kafka Streams' TimeWindowedSerializer and
+/// SessionWindowedSerializer encode them).
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct WindowedByOp {
+    /// A grouped stream.
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    #[prost(oneof="windowed_by_op::Windows", tags="2, 3, 4")]
+    pub windows: ::core::option::Option<windowed_by_op::Windows>,
+}
+/// Nested message and enum types in `WindowedByOp`.
+pub mod windowed_by_op {
+    #[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Oneof)]
+    pub enum Windows {
+        #[prost(message, tag="2")]
+        Time(super::TimeWindows),
+        #[prost(message, tag="3")]
+        Sliding(super::SlidingWindows),
+        #[prost(message, tag="4")]
+        Session(super::SessionWindows),
+    }
+}
+/// TimeWindows: fixed-size windows aligned to the epoch; tumbling when
+/// advance is 0 or equals size, hopping otherwise.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct TimeWindows {
+    /// > 0.
+    #[prost(int64, tag="1")]
+    pub size_ms: i64,
+    /// 0 < advance <= size; 0 means size (tumbling).
+    #[prost(int64, tag="2")]
+    pub advance_ms: i64,
+    /// >= 0: how long after a window's end records are still accepted
+    /// (ofSizeWithNoGrace: 0).
+    #[prost(int64, tag="3")]
+    pub grace_ms: i64,
+}
+/// SlidingWindows: windows of time_difference, both ends inclusive, made
+/// as records arrive (KStreamSlidingWindowAggregate).
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct SlidingWindows {
+    /// > 0.
+    #[prost(int64, tag="1")]
+    pub time_difference_ms: i64,
+    /// >= 0.
+    #[prost(int64, tag="2")]
+    pub grace_ms: i64,
+}
+/// SessionWindows: a key's records at most inactivity_gap apart share a
+/// session; a record between two sessions merges them.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct SessionWindows {
+    /// > 0.
+    #[prost(int64, tag="1")]
+    pub inactivity_gap_ms: i64,
+    /// >= 0.
+    #[prost(int64, tag="2")]
+    pub grace_ms: i64,
+}
+/// SuppressOp is KTable.suppress(Suppressed.untilWindowCloses(unbounded())):
+/// on a windowed aggregation's table, exactly one result per window, once
+/// stream time passes the window's end plus grace.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct SuppressOp {
+    /// A windowed table (a windowed count, reduce or aggregate).
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    /// Suppressed.withName: the node's name (and its store's, "<name>-store");
+    /// empty means generated.
+    #[prost(string, tag="2")]
+    pub name: ::prost::alloc::string::String,
+}
+/// TableOp is StreamsBuilder.table: a KTable over a topic, whose records are
+/// upserts (a null value deletes its key).
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct TableOp {
+    #[prost(string, tag="1")]
+    pub topic: ::prost::alloc::string::String,
+    /// Serdes of the topic's records; empty means bytes.
+    #[prost(string, tag="2")]
+    pub key_serde: ::prost::alloc::string::String,
+    #[prost(string, tag="3")]
+    pub value_serde: ::prost::alloc::string::String,
+    /// Consumed.as: names the source node, and the table source node as
+    /// "<name>-table-source"; empty means generated.
+    #[prost(string, tag="4")]
+    pub name: ::prost::alloc::string::String,
+    /// Materialized.as: a named store makes the table queryable. Absent or with
+    /// an empty store_name, the store is named "<topic>-STATE-STORE-<n>" and
+    /// exists only if a downstream operator needs it (as in Kafka Streams).
+    #[prost(message, optional, tag="5")]
+    pub materialized: ::core::option::Option<Materialized>,
+}
+/// MapValuesOp is KStream.mapValues, or KTable.mapValues when input is a table.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct MapValuesOp {
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    #[prost(uint32, tag="2")]
+    pub token: u32,
+    /// The serde of the new values; empty keeps the input's value serde.
+    #[prost(string, tag="3")]
+    pub value_serde: ::prost::alloc::string::String,
+    #[prost(string, tag="4")]
+    pub name: ::prost::alloc::string::String,
+    /// Tables only: materialize the result in a store (queryable when named).
+    #[prost(message, optional, tag="5")]
+    pub materialized: ::core::option::Option<Materialized>,
+}
+/// FilterOp is KStream.filter, or KTable.filter when input is a table (a
+/// table forwards a tombstone for a record that does not pass).
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct FilterOp {
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    #[prost(uint32, tag="2")]
+    pub token: u32,
+    #[prost(string, tag="3")]
+    pub name: ::prost::alloc::string::String,
+    /// Tables only, as in MapValuesOp.
+    #[prost(message, optional, tag="4")]
+    pub materialized: ::core::option::Option<Materialized>,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct FilterNotOp {
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    #[prost(uint32, tag="2")]
+    pub token: u32,
+    #[prost(string, tag="3")]
+    pub name: ::prost::alloc::string::String,
+    /// Tables only, as in MapValuesOp.
+    #[prost(message, optional, tag="4")]
+    pub materialized: ::core::option::Option<Materialized>,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct FlatMapValuesOp {
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    #[prost(uint32, tag="2")]
+    pub token: u32,
+    #[prost(string, tag="3")]
+    pub value_serde: ::prost::alloc::string::String,
+    #[prost(string, tag="4")]
+    pub name: ::prost::alloc::string::String,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct MapOp {
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    #[prost(uint32, tag="2")]
+    pub token: u32,
+    /// Serdes of the new keys and values; empty keeps the input's.
+    #[prost(string, tag="3")]
+    pub key_serde: ::prost::alloc::string::String,
+    #[prost(string, tag="4")]
+    pub value_serde: ::prost::alloc::string::String,
+    #[prost(string, tag="5")]
+    pub name: ::prost::alloc::string::String,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct SelectKeyOp {
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    #[prost(uint32, tag="2")]
+    pub token: u32,
+    #[prost(string, tag="3")]
+    pub key_serde: ::prost::alloc::string::String,
+    #[prost(string, tag="4")]
+    pub name: ::prost::alloc::string::String,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct PeekOp {
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    #[prost(uint32, tag="2")]
+    pub token: u32,
+    #[prost(string, tag="3")]
+    pub name: ::prost::alloc::string::String,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ForeachOp {
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    #[prost(uint32, tag="2")]
+    pub token: u32,
+    #[prost(string, tag="3")]
+    pub name: ::prost::alloc::string::String,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GroupByKeyOp {
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    /// Grouped.with serdes; empty keeps the input's.
+    #[prost(string, tag="2")]
+    pub key_serde: ::prost::alloc::string::String,
+    #[prost(string, tag="3")]
+    pub value_serde: ::prost::alloc::string::String,
+    /// Grouped.as: names the repartition topic if one is needed.
+    #[prost(string, tag="4")]
+    pub name: ::prost::alloc::string::String,
+}
+/// GroupByOp is KStream.groupBy (token selects the new key from (key,
+/// value): OPERATION_SELECT_KEY) or KTable.groupBy (token maps (key, value)
+/// to the new (key, value): OPERATION_MAP), which makes a grouped table.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GroupByOp {
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    #[prost(uint32, tag="2")]
+    pub token: u32,
+    #[prost(string, tag="3")]
+    pub key_serde: ::prost::alloc::string::String,
+    #[prost(string, tag="4")]
+    pub value_serde: ::prost::alloc::string::String,
+    #[prost(string, tag="5")]
+    pub name: ::prost::alloc::string::String,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct CountOp {
+    /// A grouped stream or a grouped table.
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    /// Absent: count() with no Materialized.
+    #[prost(message, optional, tag="2")]
+    pub materialized: ::core::option::Option<Materialized>,
+    /// Named: the aggregate processor's name; empty means generated.
+    #[prost(string, tag="3")]
+    pub name: ::prost::alloc::string::String,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ReduceOp {
+    /// A grouped stream or a grouped table.
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    /// The reducer (for a grouped table: the adder): a host function
+    /// fn(aggregate, value) -> aggregate, or a built-in. Exactly one of the two
+    /// is set.
+    #[prost(uint32, tag="2")]
+    pub token: u32,
+    #[prost(enumeration="Reducer", tag="3")]
+    pub builtin: i32,
+    /// Absent: the store is named for you and keeps the values' serde.
+    #[prost(message, optional, tag="4")]
+    pub materialized: ::core::option::Option<Materialized>,
+    #[prost(string, tag="5")]
+    pub name: ::prost::alloc::string::String,
+    /// Grouped tables only: fn(aggregate, old value) -> aggregate, removing a
+    /// value the table replaced or deleted. Required with a host adder; with
+    /// REDUCER_SUM the engine subtracts (the other built-ins cannot be undone
+    /// and are refused on a grouped table).
+    #[prost(uint32, tag="6")]
+    pub subtractor_token: u32,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct AggregateOp {
+    /// A grouped stream or a grouped table.
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    /// fn() -> the initial aggregate of a key.
+    #[prost(uint32, tag="2")]
+    pub initializer_token: u32,
+    /// fn(key, value, aggregate) -> aggregate (for a grouped table: the adder).
+    #[prost(uint32, tag="3")]
+    pub aggregator_token: u32,
+    /// materialized.value_serde is the aggregate's serde (default: the values').
+    #[prost(message, optional, tag="4")]
+    pub materialized: ::core::option::Option<Materialized>,
+    #[prost(string, tag="5")]
+    pub name: ::prost::alloc::string::String,
+    /// Grouped tables only (and required there): fn(key, old value, aggregate)
+    /// -> aggregate, removing a value the table replaced or deleted.
+    #[prost(uint32, tag="6")]
+    pub subtractor_token: u32,
+    /// Session-windowed streams only (and required there): fn(key, aggregate1,
+    /// aggregate2) -> aggregate, merging two sessions a record bridges.
+    #[prost(uint32, tag="7")]
+    pub merger_token: u32,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ToStreamOp {
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    #[prost(string, tag="2")]
+    pub name: ::prost::alloc::string::String,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ToOp {
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    #[prost(string, tag="2")]
+    pub topic: ::prost::alloc::string::String,
+    /// Produced.with serdes; empty keeps the input's.
+    #[prost(string, tag="3")]
+    pub key_serde: ::prost::alloc::string::String,
+    #[prost(string, tag="4")]
+    pub value_serde: ::prost::alloc::string::String,
+    #[prost(string, tag="5")]
+    pub name: ::prost::alloc::string::String,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct BuildRequest {
+    #[prost(string, tag="1")]
+    pub session_id: ::prost::alloc::string::String,
+    /// One builder operator. New operators are added as new members.
+    #[prost(oneof="build_request::Operation", tags="10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28")]
+    pub operation: ::core::option::Option<build_request::Operation>,
+}
+/// Nested message and enum types in `BuildRequest`.
+pub mod build_request {
+    /// One builder operator. New operators are added as new members.
+    #[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Oneof)]
+    pub enum Operation {
+        #[prost(message, tag="10")]
+        Stream(super::StreamOp),
+        #[prost(message, tag="11")]
+        MapValues(super::MapValuesOp),
+        #[prost(message, tag="12")]
+        Filter(super::FilterOp),
+        #[prost(message, tag="13")]
+        FilterNot(super::FilterNotOp),
+        #[prost(message, tag="14")]
+        FlatMapValues(super::FlatMapValuesOp),
+        #[prost(message, tag="15")]
+        Map(super::MapOp),
+        #[prost(message, tag="16")]
+        SelectKey(super::SelectKeyOp),
+        #[prost(message, tag="17")]
+        Peek(super::PeekOp),
+        #[prost(message, tag="18")]
+        Foreach(super::ForeachOp),
+        #[prost(message, tag="19")]
+        GroupByKey(super::GroupByKeyOp),
+        #[prost(message, tag="20")]
+        GroupBy(super::GroupByOp),
+        #[prost(message, tag="21")]
+        Count(super::CountOp),
+        #[prost(message, tag="22")]
+        ToStream(super::ToStreamOp),
+        #[prost(message, tag="23")]
+        To(super::ToOp),
+        #[prost(message, tag="24")]
+        Reduce(super::ReduceOp),
+        #[prost(message, tag="25")]
+        Aggregate(super::AggregateOp),
+        #[prost(message, tag="26")]
+        Table(super::TableOp),
+        #[prost(message, tag="27")]
+        WindowedBy(super::WindowedByOp),
+        #[prost(message, tag="28")]
+        Suppress(super::SuppressOp),
+    }
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct BuildResponse {
+    /// The handle made; absent for terminal operators (to, foreach).
+    #[prost(message, optional, tag="1")]
+    pub handle: ::core::option::Option<Handle>,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct DescribeRequest {
+    #[prost(string, tag="1")]
+    pub session_id: ::prost::alloc::string::String,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct DescribeResponse {
+    /// Identical to Kafka Streams' Topology.describe().toString().
+    #[prost(string, tag="1")]
+    pub text: ::prost::alloc::string::String,
+    /// The same, structured.
+    #[prost(message, optional, tag="2")]
+    pub topology: ::core::option::Option<TopologyDescription>,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct TopologyDescription {
+    #[prost(message, repeated, tag="1")]
+    pub subtopologies: ::prost::alloc::vec::Vec<Subtopology>,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct Subtopology {
+    #[prost(int32, tag="1")]
+    pub id: i32,
+    #[prost(message, repeated, tag="2")]
+    pub nodes: ::prost::alloc::vec::Vec<Node>,
+}
+/// Node is one node of a sub-topology, in describe() order.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct Node {
+    #[prost(string, tag="1")]
+    pub name: ::prost::alloc::string::String,
+    #[prost(enumeration="node::Type", tag="2")]
+    pub r#type: i32,
+    /// Sources: the topics read (internal topics without the application.id).
+    #[prost(string, repeated, tag="3")]
+    pub topics: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// Sinks: the topic written.
+    #[prost(string, tag="4")]
+    pub topic: ::prost::alloc::string::String,
+    /// Processors: the stores used.
+    #[prost(string, repeated, tag="5")]
+    pub stores: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(string, repeated, tag="6")]
+    pub successors: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(string, repeated, tag="7")]
+    pub predecessors: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+}
+/// Nested message and enum types in `Node`.
+pub mod node {
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+    #[repr(i32)]
+    pub enum Type {
+        Unspecified = 0,
+        Source = 1,
+        Processor = 2,
+        Sink = 3,
+    }
+    impl Type {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Type::Unspecified => "TYPE_UNSPECIFIED",
+                Type::Source => "TYPE_SOURCE",
+                Type::Processor => "TYPE_PROCESSOR",
+                Type::Sink => "TYPE_SINK",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "TYPE_UNSPECIFIED" => Some(Self::Unspecified),
+                "TYPE_SOURCE" => Some(Self::Source),
+                "TYPE_PROCESSOR" => Some(Self::Processor),
+                "TYPE_SINK" => Some(Self::Sink),
+                _ => None,
+            }
+        }
+    }
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct StartRequest {
+    #[prost(string, tag="1")]
+    pub session_id: ::prost::alloc::string::String,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct StartResponse {
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ExchangeRequest {
+    #[prost(string, tag="1")]
+    pub session_id: ::prost::alloc::string::String,
+    /// Names one host worker. Bundles handed to a worker that stops calling are
+    /// handed out again to another.
+    #[prost(string, tag="2")]
+    pub worker_id: ::prost::alloc::string::String,
+    /// Results of bundles received earlier, in any order.
+    #[prost(message, repeated, tag="3")]
+    pub results: ::prost::alloc::vec::Vec<BundleResult>,
+    /// How many new bundles the worker takes in this call; 0 only delivers.
+    #[prost(int32, tag="4")]
+    pub max_bundles: i32,
+    /// How long to wait for a bundle when none is ready (capped by the engine).
+    #[prost(int32, tag="5")]
+    pub wait_ms: i32,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ExchangeResponse {
+    #[prost(message, repeated, tag="1")]
+    pub bundles: ::prost::alloc::vec::Vec<Bundle>,
+    /// The session's state; a host stops its loop when it is STATE_STOPPED or
+    /// STATE_ERROR.
+    #[prost(enumeration="State", tag="2")]
+    pub state: i32,
+    /// Set with STATE_ERROR: what failed, naming node, topic, partition, offset.
+    #[prost(string, tag="3")]
+    pub error: ::prost::alloc::string::String,
+    /// Set with STATE_ERROR when a record failed: the same, as fields.
+    #[prost(message, optional, tag="4")]
+    pub failed_record: ::core::option::Option<RecordContext>,
+    /// Restore progress once the topology started (absent before).
+    #[prost(message, optional, tag="5")]
+    pub restore: ::core::option::Option<RestoreProgress>,
+}
+/// RecordContext names a record and the node it failed in.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct RecordContext {
+    #[prost(string, tag="1")]
+    pub topic: ::prost::alloc::string::String,
+    #[prost(int32, tag="2")]
+    pub partition: i32,
+    #[prost(int64, tag="3")]
+    pub offset: i64,
+    #[prost(string, tag="4")]
+    pub node: ::prost::alloc::string::String,
+}
+/// Step is one operator of the chain a bundle runs through.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct Step {
+    #[prost(uint32, tag="1")]
+    pub token: u32,
+    #[prost(enumeration="Operation", tag="2")]
+    pub operation: i32,
+    /// The processor node, for error messages.
+    #[prost(string, tag="3")]
+    pub node: ::prost::alloc::string::String,
+    /// OPERATION_AGGREGATE: the initializer's token.
+    #[prost(uint32, tag="4")]
+    pub initializer_token: u32,
+    /// A table fold (KGroupedTable.reduce / aggregate): the subtractor's token,
+    /// with the signature of token's function. 0 for a stream fold.
+    #[prost(uint32, tag="5")]
+    pub subtractor_token: u32,
+}
+/// Bundle is a run of records of one partition, in offset order, to be passed
+/// through a chain of host operators. The layout is columnar: record i's key is
+/// keys\[sum(key_lengths[:i\]) : +key_lengths\[i]\], and likewise for values; a
+/// length of -1 is a null (no bytes in the column).
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct Bundle {
+    /// Unique within the session; names the bundle in its BundleResult.
+    #[prost(uint64, tag="1")]
+    pub id: u64,
+    /// Applied in order to each record; the outputs of step n feed step n+1.
+    #[prost(message, repeated, tag="2")]
+    pub steps: ::prost::alloc::vec::Vec<Step>,
+    /// Serdes to decode the records with.
+    #[prost(string, tag="3")]
+    pub key_serde: ::prost::alloc::string::String,
+    #[prost(string, tag="4")]
+    pub value_serde: ::prost::alloc::string::String,
+    /// Serdes to encode the outputs of the last step with.
+    #[prost(string, tag="5")]
+    pub output_key_serde: ::prost::alloc::string::String,
+    #[prost(string, tag="6")]
+    pub output_value_serde: ::prost::alloc::string::String,
+    #[prost(sint32, repeated, tag="7")]
+    pub key_lengths: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bytes="vec", tag="8")]
+    pub keys: ::prost::alloc::vec::Vec<u8>,
+    #[prost(sint32, repeated, tag="9")]
+    pub value_lengths: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bytes="vec", tag="10")]
+    pub values: ::prost::alloc::vec::Vec<u8>,
+    /// Where the records came from, for error messages: topic and partition, and
+    /// the offset of record i is offsets\[i\].
+    #[prost(string, tag="11")]
+    pub topic: ::prost::alloc::string::String,
+    #[prost(int32, tag="12")]
+    pub partition: i32,
+    #[prost(int64, repeated, tag="13")]
+    pub offsets: ::prost::alloc::vec::Vec<i64>,
+    /// Record timestamps, epoch milliseconds.
+    #[prost(int64, repeated, tag="14")]
+    pub timestamps: ::prost::alloc::vec::Vec<i64>,
+    /// Fold bundles (one OPERATION_REDUCE or OPERATION_AGGREGATE step) fold
+    /// each key's values into its aggregate on the host: one crossing per
+    /// bundle, however hot a key. The records are grouped by key: the keys
+    /// column holds one key per group, group g's group_sizes\[g\] values follow
+    /// one another in the values column (in offset order; value lengths are
+    /// never -1, the engine drops null values as Kafka Streams does), and
+    /// aggregate g is the group's current aggregate. An aggregate of length -1
+    /// means the key has none yet: the initializer starts it (aggregate), or the
+    /// first value becomes it without calling the reducer (reduce). offsets and
+    /// timestamps are per value.
+    #[prost(sint32, repeated, tag="15")]
+    pub group_sizes: ::prost::alloc::vec::Vec<i32>,
+    #[prost(sint32, repeated, tag="16")]
+    pub aggregate_lengths: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bytes="vec", tag="17")]
+    pub aggregates: ::prost::alloc::vec::Vec<u8>,
+    /// The serde of the aggregates (in and out).
+    #[prost(string, tag="18")]
+    pub aggregate_serde: ::prost::alloc::string::String,
+    /// Table fold bundles (the step has a subtractor_token): each value is a
+    /// change of the grouped table. Value i's old value is in old_values
+    /// (old_value_lengths\[i\], -1 = none), and value_lengths\[i\] may be -1 (the
+    /// key was deleted or moved away). For each change, in order, as Kafka
+    /// Streams' KTableAggregate / KTableReduce do: if the old value and the
+    /// aggregate exist, the subtractor removes the old value; then, if the new
+    /// value exists, the adder adds it (to the initializer's aggregate, or for
+    /// reduce becoming the aggregate, when there is none). The output of a
+    /// change is the aggregate after it; an output length of -1 means the key
+    /// has no aggregate (none existed and the change only removed).
+    #[prost(sint32, repeated, tag="19")]
+    pub old_value_lengths: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bytes="vec", tag="20")]
+    pub old_values: ::prost::alloc::vec::Vec<u8>,
+    /// A fold bundle over windows, to a host with the "fold_value_refs"
+    /// feature: the value, offset and timestamp columns hold each record once
+    /// and fold value i (group_sizes count fold values; output counts and
+    /// failures index them) is record value_refs\[i\], so that a record falling
+    /// into 12 windows is sent and decoded once. Empty: fold value i is record
+    /// i.
+    #[prost(sint32, repeated, tag="21")]
+    pub value_refs: ::prost::alloc::vec::Vec<i32>,
+    /// A fold bundle whose intermediate aggregates the engine does not need
+    /// (its record cache keeps only each key's last update): the host may
+    /// answer one aggregate per group, its last (output count 1 for the
+    /// group's last value, 0 for the others), or one per value as usual.
+    #[prost(bool, tag="22")]
+    pub final_only: bool,
+}
+/// BundleResult gives one outcome per input record: zero, one or many outputs,
+/// or a failure. For a fold bundle the records are its values: each value's
+/// outcome is one output, the key's aggregate after folding it in (so the
+/// engine can emit every update, as Kafka Streams does without a cache).
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct BundleResult {
+    #[prost(uint64, tag="1")]
+    pub bundle_id: u64,
+    /// output_counts\[i\] is how many outputs record i produced (0 for a filtered
+    /// or failed record). Outputs are in the columns in record order.
+    #[prost(sint32, repeated, tag="2")]
+    pub output_counts: ::prost::alloc::vec::Vec<i32>,
+    /// Output keys, columnar like Bundle.keys. Empty when no step of the chain
+    /// changes keys: output j then keeps its input record's key.
+    #[prost(sint32, repeated, tag="3")]
+    pub key_lengths: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bytes="vec", tag="4")]
+    pub keys: ::prost::alloc::vec::Vec<u8>,
+    #[prost(sint32, repeated, tag="5")]
+    pub value_lengths: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bytes="vec", tag="6")]
+    pub values: ::prost::alloc::vec::Vec<u8>,
+    #[prost(message, repeated, tag="7")]
+    pub failures: ::prost::alloc::vec::Vec<RecordFailure>,
+}
+/// RecordFailure says why one record of a bundle failed.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct RecordFailure {
+    /// Index of the record in the bundle.
+    #[prost(int32, tag="1")]
+    pub index: i32,
+    /// Index of the step that failed.
+    #[prost(int32, tag="2")]
+    pub step: i32,
+    /// The host's error, e.g. "ValueError: invalid literal for int()".
+    #[prost(string, tag="3")]
+    pub message: ::prost::alloc::string::String,
+}
+/// RestoreProgress says how far restoring stores from their changelogs has
+/// come: over the store partitions this engine restores or restored since its
+/// last rebalance. restored_records counts changelog records read so far;
+/// total_records is what the restore had to read when it began (the changelog
+/// end offset minus the checkpoint), so the restore is done when both are equal
+/// (and total 0 means nothing had to be restored).
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct RestoreProgress {
+    #[prost(int64, tag="1")]
+    pub restored_records: i64,
+    #[prost(int64, tag="2")]
+    pub total_records: i64,
+    /// Store partitions still restoring, and in total.
+    #[prost(int32, tag="3")]
+    pub restoring_partitions: i32,
+    #[prost(int32, tag="4")]
+    pub total_partitions: i32,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GetStateRequest {
+    #[prost(string, tag="1")]
+    pub session_id: ::prost::alloc::string::String,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GetStateResponse {
+    #[prost(enumeration="State", tag="1")]
+    pub state: i32,
+    #[prost(string, tag="2")]
+    pub error: ::prost::alloc::string::String,
+    /// Set with STATE_ERROR when a record failed.
+    #[prost(message, optional, tag="3")]
+    pub failed_record: ::core::option::Option<RecordContext>,
+    /// Restore progress once the topology started (absent before).
+    #[prost(message, optional, tag="4")]
+    pub restore: ::core::option::Option<RestoreProgress>,
+    /// Records this engine's tasks dropped since the topology started (Kafka
+    /// Streams' dropped-records-total): a null key or value an aggregation
+    /// skips, a record too late for every window it falls in.
+    #[prost(int64, tag="5")]
+    pub dropped_records: i64,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct StopRequest {
+    #[prost(string, tag="1")]
+    pub session_id: ::prost::alloc::string::String,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct StopResponse {
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct QueryRequest {
+    #[prost(string, tag="1")]
+    pub session_id: ::prost::alloc::string::String,
+    /// The store's name, as describe() shows it.
+    #[prost(string, tag="2")]
+    pub store: ::prost::alloc::string::String,
+    /// At most this many entries (0: at most 100,000; asking for more than
+    /// that is refused).
+    #[prost(int32, tag="7")]
+    pub limit: i32,
+    /// Keys are serialized with the store's key serde; the order of range and
+    /// all is the order of serialized keys (as in Kafka Streams' RocksDB).
+    #[prost(oneof="query_request::Query", tags="3, 4, 5, 6, 8")]
+    pub query: ::core::option::Option<query_request::Query>,
+}
+/// Nested message and enum types in `QueryRequest`.
+pub mod query_request {
+    /// Keys are serialized with the store's key serde; the order of range and
+    /// all is the order of serialized keys (as in Kafka Streams' RocksDB).
+    #[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Oneof)]
+    pub enum Query {
+        /// The value of one key.
+        #[prost(bytes, tag="3")]
+        Get(::prost::alloc::vec::Vec<u8>),
+        /// Keys from..to, both inclusive; an absent bound is open.
+        #[prost(message, tag="4")]
+        Range(super::KeyRange),
+        /// Keys that start with these bytes.
+        #[prost(bytes, tag="5")]
+        Prefix(::prost::alloc::vec::Vec<u8>),
+        /// Every key.
+        #[prost(bool, tag="6")]
+        All(bool),
+        /// A window or session store: the windows of one key (or of every key
+        /// when key is absent) in a time range (WindowStore.fetch / fetchAll,
+        /// SessionStore.findSessions).
+        #[prost(message, tag="8")]
+        WindowFetch(super::WindowFetch),
+    }
+}
+/// WindowFetch: windows starting from from_ms to to_ms, both inclusive (a
+/// session store: sessions ending at or after from_ms and starting at or
+/// before to_ms). Answered with windowed keys, in the store's windowed key
+/// serde.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct WindowFetch {
+    #[prost(bytes="vec", optional, tag="1")]
+    pub key: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+    #[prost(int64, tag="2")]
+    pub from_ms: i64,
+    #[prost(int64, tag="3")]
+    pub to_ms: i64,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct KeyRange {
+    #[prost(bytes="vec", optional, tag="1")]
+    pub from: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+    #[prost(bytes="vec", optional, tag="2")]
+    pub to: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct QueryResponse {
+    /// The entries, columnar like a bundle, in key order; a get answers zero
+    /// or one entry.
+    #[prost(sint32, repeated, tag="1")]
+    pub key_lengths: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bytes="vec", tag="2")]
+    pub keys: ::prost::alloc::vec::Vec<u8>,
+    #[prost(sint32, repeated, tag="3")]
+    pub value_lengths: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bytes="vec", tag="4")]
+    pub values: ::prost::alloc::vec::Vec<u8>,
+    /// The store's serdes, to decode with.
+    #[prost(string, tag="5")]
+    pub key_serde: ::prost::alloc::string::String,
+    #[prost(string, tag="6")]
+    pub value_serde: ::prost::alloc::string::String,
+    /// More entries matched than limit allowed.
+    #[prost(bool, tag="7")]
+    pub truncated: bool,
+}
+/// Kind is what a handle stands for; each operator accepts certain kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum Kind {
+    Unspecified = 0,
+    /// A KStream.
+    Stream = 1,
+    /// A KGroupedStream.
+    GroupedStream = 2,
+    /// A KTable.
+    Table = 3,
+    /// A KGroupedTable (KTable.groupBy).
+    GroupedTable = 4,
+    /// A TimeWindowedKStream (windowedBy with time or sliding windows).
+    WindowedStream = 5,
+    /// A SessionWindowedKStream (windowedBy with session windows).
+    SessionWindowedStream = 6,
+}
+impl Kind {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Kind::Unspecified => "KIND_UNSPECIFIED",
+            Kind::Stream => "KIND_STREAM",
+            Kind::GroupedStream => "KIND_GROUPED_STREAM",
+            Kind::Table => "KIND_TABLE",
+            Kind::GroupedTable => "KIND_GROUPED_TABLE",
+            Kind::WindowedStream => "KIND_WINDOWED_STREAM",
+            Kind::SessionWindowedStream => "KIND_SESSION_WINDOWED_STREAM",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "KIND_UNSPECIFIED" => Some(Self::Unspecified),
+            "KIND_STREAM" => Some(Self::Stream),
+            "KIND_GROUPED_STREAM" => Some(Self::GroupedStream),
+            "KIND_TABLE" => Some(Self::Table),
+            "KIND_GROUPED_TABLE" => Some(Self::GroupedTable),
+            "KIND_WINDOWED_STREAM" => Some(Self::WindowedStream),
+            "KIND_SESSION_WINDOWED_STREAM" => Some(Self::SessionWindowedStream),
+            _ => None,
+        }
+    }
+}
+/// Reducer is a built-in reduce that runs in the engine and never crosses.
+/// The grouped stream's values must be long or double.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum Reducer {
+    Unspecified = 0,
+    /// The sum of the values.
+    Sum = 1,
+    /// The smallest value.
+    Min = 2,
+    /// The largest value.
+    Max = 3,
+    /// The latest value (any serde).
+    Latest = 4,
+}
+impl Reducer {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Reducer::Unspecified => "REDUCER_UNSPECIFIED",
+            Reducer::Sum => "REDUCER_SUM",
+            Reducer::Min => "REDUCER_MIN",
+            Reducer::Max => "REDUCER_MAX",
+            Reducer::Latest => "REDUCER_LATEST",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "REDUCER_UNSPECIFIED" => Some(Self::Unspecified),
+            "REDUCER_SUM" => Some(Self::Sum),
+            "REDUCER_MIN" => Some(Self::Min),
+            "REDUCER_MAX" => Some(Self::Max),
+            "REDUCER_LATEST" => Some(Self::Latest),
+            _ => None,
+        }
+    }
+}
+/// Operation is what a step of a bundle does with its function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum Operation {
+    Unspecified = 0,
+    /// fn(value) -> value
+    MapValues = 1,
+    /// fn(key, value) -> bool; keep when true
+    Filter = 2,
+    /// fn(key, value) -> bool; keep when false
+    FilterNot = 3,
+    /// fn(value) -> iterable of values
+    FlatMapValues = 4,
+    /// fn(key, value) -> (key, value)
+    Map = 5,
+    /// fn(key, value) -> key
+    SelectKey = 6,
+    /// fn(key, value); the record passes unchanged
+    Peek = 7,
+    /// fn(key, value); nothing passes
+    Foreach = 8,
+    /// fn(aggregate, value) -> aggregate; a fold bundle (see Bundle)
+    Reduce = 9,
+    /// fn(key, value, aggregate) -> aggregate, started by the step's
+    /// initializer fn(); a fold bundle (see Bundle)
+    Aggregate = 10,
+    /// fn(key, aggregate1, aggregate2) -> aggregate: session windows merged
+    /// (Merger.apply). A fold bundle whose group aggregate is the first
+    /// session's aggregate and whose values are the other sessions'
+    /// aggregates (value_serde is the aggregate's serde); one aggregate out
+    /// per value, as for OPERATION_AGGREGATE. This engine version refuses host
+    /// functions over session windows (docs/design/windows.md) and sends no
+    /// such bundle yet; hosts implement it for the version that will.
+    Merge = 11,
+}
+impl Operation {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Operation::Unspecified => "OPERATION_UNSPECIFIED",
+            Operation::MapValues => "OPERATION_MAP_VALUES",
+            Operation::Filter => "OPERATION_FILTER",
+            Operation::FilterNot => "OPERATION_FILTER_NOT",
+            Operation::FlatMapValues => "OPERATION_FLAT_MAP_VALUES",
+            Operation::Map => "OPERATION_MAP",
+            Operation::SelectKey => "OPERATION_SELECT_KEY",
+            Operation::Peek => "OPERATION_PEEK",
+            Operation::Foreach => "OPERATION_FOREACH",
+            Operation::Reduce => "OPERATION_REDUCE",
+            Operation::Aggregate => "OPERATION_AGGREGATE",
+            Operation::Merge => "OPERATION_MERGE",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "OPERATION_UNSPECIFIED" => Some(Self::Unspecified),
+            "OPERATION_MAP_VALUES" => Some(Self::MapValues),
+            "OPERATION_FILTER" => Some(Self::Filter),
+            "OPERATION_FILTER_NOT" => Some(Self::FilterNot),
+            "OPERATION_FLAT_MAP_VALUES" => Some(Self::FlatMapValues),
+            "OPERATION_MAP" => Some(Self::Map),
+            "OPERATION_SELECT_KEY" => Some(Self::SelectKey),
+            "OPERATION_PEEK" => Some(Self::Peek),
+            "OPERATION_FOREACH" => Some(Self::Foreach),
+            "OPERATION_REDUCE" => Some(Self::Reduce),
+            "OPERATION_AGGREGATE" => Some(Self::Aggregate),
+            "OPERATION_MERGE" => Some(Self::Merge),
+            _ => None,
+        }
+    }
+}
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum State {
+    Unspecified = 0,
+    /// Opened; the topology is being built.
+    Created = 1,
+    /// Joining the group or restoring state.
+    Rebalancing = 2,
+    Running = 3,
+    /// Stopped by Stop.
+    Stopped = 4,
+    /// Stopped by a failure; see error.
+    Error = 5,
+    /// Restoring stores from their changelogs before processing; see restore.
+    Restoring = 6,
+}
+impl State {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            State::Unspecified => "STATE_UNSPECIFIED",
+            State::Created => "STATE_CREATED",
+            State::Rebalancing => "STATE_REBALANCING",
+            State::Running => "STATE_RUNNING",
+            State::Stopped => "STATE_STOPPED",
+            State::Error => "STATE_ERROR",
+            State::Restoring => "STATE_RESTORING",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "STATE_UNSPECIFIED" => Some(Self::Unspecified),
+            "STATE_CREATED" => Some(Self::Created),
+            "STATE_REBALANCING" => Some(Self::Rebalancing),
+            "STATE_RUNNING" => Some(Self::Running),
+            "STATE_STOPPED" => Some(Self::Stopped),
+            "STATE_ERROR" => Some(Self::Error),
+            "STATE_RESTORING" => Some(Self::Restoring),
+            _ => None,
+        }
+    }
+}

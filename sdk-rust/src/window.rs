@@ -1,0 +1,431 @@
+//! Windowed aggregations: `KGroupedStream::windowed_by(TimeWindows)`, the
+//! aggregations of a [`TimeWindowedKStream`], `suppress(untilWindowCloses)`
+//! and [`Windowed`] keys.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::app::Inner;
+use crate::dsl::{expect_handle, Handle, KGroupedStream, KTable, Kind, Options, Reducer};
+use crate::error::{Error, Result};
+use crate::fold::{Aggregate, Aggregations, StreamReduce};
+use crate::host::Fold;
+use crate::pb::{self, build_request::Operation as Op};
+use crate::serdes::{Serde, SerdeError};
+use crate::store::WindowStore;
+
+/// Fixed-size windows aligned to the epoch (Kafka Streams' `TimeWindows`):
+/// tumbling, or hopping with [`advance_by`](Self::advance_by). A record
+/// belongs to every window with start <= timestamp < end; a window accepts
+/// records until stream time passes its end plus the grace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeWindows {
+    size_ms: i64,
+    advance_ms: i64,
+    grace_ms: i64,
+}
+
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+impl TimeWindows {
+    /// `TimeWindows.ofSizeWithNoGrace(size)`: tumbling windows, no late records.
+    pub fn of_size_with_no_grace(size: Duration) -> TimeWindows {
+        TimeWindows { size_ms: ms(size), advance_ms: 0, grace_ms: 0 }
+    }
+    /// `TimeWindows.ofSizeAndGrace(size, grace)`.
+    pub fn of_size_and_grace(size: Duration, grace: Duration) -> TimeWindows {
+        TimeWindows { size_ms: ms(size), advance_ms: 0, grace_ms: ms(grace) }
+    }
+    /// `advanceBy(advance)`: hopping windows (0 < advance <= size).
+    pub fn advance_by(mut self, advance: Duration) -> TimeWindows {
+        self.advance_ms = ms(advance);
+        self
+    }
+}
+
+/// A key and the window it is aggregated in: the key type of a windowed
+/// aggregation's table. Encoded as Kafka Streams' `TimeWindowedSerializer`
+/// writes it (the inner key, then the window start as 8-byte big-endian
+/// epoch millis; the end is start + size), or `SessionWindowedSerializer`
+/// (inner key, end, start).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Windowed<K> {
+    pub key: K,
+    /// Epoch millis, inclusive.
+    pub start_ms: i64,
+    /// Epoch millis, exclusive for time windows.
+    pub end_ms: i64,
+}
+
+/// The parts of a windowed serde name: "windowed(<inner>,<size ms>)" or
+/// "session-windowed(<inner>)".
+enum WindowedSerde<'a> {
+    Time(&'a str, i64),
+    Session(&'a str),
+}
+
+fn parse(serde: &str) -> Result<WindowedSerde<'_>, SerdeError> {
+    let bad = || {
+        SerdeError(format!(
+            "windowed key: serde {serde:?} is not windowed(<serde>,<size>) or session-windowed(<serde>)"
+        ))
+    };
+    if let Some(inner) = serde.strip_prefix("session-windowed(").and_then(|s| s.strip_suffix(')')) {
+        return Ok(WindowedSerde::Session(inner));
+    }
+    let inner = serde.strip_prefix("windowed(").and_then(|s| s.strip_suffix(')')).ok_or_else(bad)?;
+    let (inner, size) = inner.rsplit_once(',').ok_or_else(bad)?;
+    Ok(WindowedSerde::Time(inner, size.trim().parse().map_err(|_| bad())?))
+}
+
+/// The inner key serde of a windowed serde name.
+pub(crate) fn inner_serde(serde: &str) -> Option<&str> {
+    match parse(serde).ok()? {
+        WindowedSerde::Time(inner, _) | WindowedSerde::Session(inner) => Some(inner),
+    }
+}
+
+fn be(b: &[u8]) -> i64 {
+    i64::from_be_bytes(b.try_into().expect("8 bytes"))
+}
+
+impl<K: Serde> Serde for Windowed<K> {
+    /// Named by the engine: the table's key serde.
+    const NAME: &'static str = "";
+
+    fn decode(serde: &str, data: Option<&[u8]>) -> Result<Self, SerdeError> {
+        let d = data.ok_or_else(|| SerdeError("windowed key: the key is null".into()))?;
+        let short = |n: usize| SerdeError(format!("windowed key: want at least {n} bytes, got {}", d.len()));
+        match parse(serde)? {
+            WindowedSerde::Time(inner, size) => {
+                let cut = d.len().checked_sub(8).ok_or_else(|| short(8))?;
+                let start_ms = be(&d[cut..]);
+                Ok(Windowed {
+                    key: K::decode(inner, Some(&d[..cut]))?,
+                    start_ms,
+                    end_ms: start_ms.saturating_add(size),
+                })
+            }
+            WindowedSerde::Session(inner) => {
+                let cut = d.len().checked_sub(16).ok_or_else(|| short(16))?;
+                Ok(Windowed {
+                    key: K::decode(inner, Some(&d[..cut]))?,
+                    end_ms: be(&d[cut..cut + 8]),
+                    start_ms: be(&d[cut + 8..]),
+                })
+            }
+        }
+    }
+
+    fn encode(&self, serde: &str, out: &mut Vec<u8>) -> Result<bool, SerdeError> {
+        match parse(serde)? {
+            WindowedSerde::Time(inner, _) => {
+                if !self.key.encode(inner, out)? {
+                    return Err(SerdeError("windowed key: the inner key is null".into()));
+                }
+                out.extend_from_slice(&self.start_ms.to_be_bytes());
+            }
+            WindowedSerde::Session(inner) => {
+                if !self.key.encode(inner, out)? {
+                    return Err(SerdeError("windowed key: the inner key is null".into()));
+                }
+                out.extend_from_slice(&self.end_ms.to_be_bytes());
+                out.extend_from_slice(&self.start_ms.to_be_bytes());
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// A grouped stream windowed by time (`TimeWindowedKStream<K, V>`): its
+/// aggregations keep one aggregate per key and window, in a table keyed by
+/// [`Windowed<K>`].
+pub struct TimeWindowedKStream<K, V> {
+    app: Arc<Inner>,
+    handle: Handle,
+    _types: PhantomData<fn() -> (K, V)>,
+}
+
+impl<K, V> std::fmt::Debug for TimeWindowedKStream<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TimeWindowedKStream(id={}, node={:?})", self.handle.id, self.handle.node)
+    }
+}
+
+impl<K: Serde, V: Serde> KGroupedStream<K, V> {
+    /// Windows the grouped stream (`KGroupedStream.windowedBy`): with
+    /// [`TimeWindows`] or [`SlidingWindows`] a [`TimeWindowedKStream`], with [`SessionWindows`] a
+    /// [`SessionWindowedKStream`]. The engine runs the windows: records too
+    /// late for every window they fall in are dropped and counted.
+    pub fn windowed_by<W: Windows>(&self, w: W) -> Result<W::Stream<K, V>> {
+        let op = Op::WindowedBy(pb::WindowedByOp { input: self.handle().id, windows: Some(w.to_proto()) });
+        let h = expect_handle(self.app().build(op, &[])?, "windowed_by")?;
+        if h.kind != W::KIND {
+            return Err(Error::internal(format!("windowed_by answered handle {}, a {:?}", h.id, h.kind)));
+        }
+        Ok(W::wrap(self, h))
+    }
+}
+
+/// Windows a grouped stream can be windowed by: [`TimeWindows`], [`SlidingWindows`] or [`SessionWindows`].
+pub trait Windows: sealed::Sealed {
+    /// What windowing makes of a `KGroupedStream<K, V>`.
+    type Stream<K: Serde, V: Serde>;
+    #[doc(hidden)]
+    const KIND: Kind;
+    #[doc(hidden)]
+    fn to_proto(&self) -> pb::windowed_by_op::Windows;
+    #[doc(hidden)]
+    fn wrap<K: Serde, V: Serde>(from: &KGroupedStream<K, V>, h: Handle) -> Self::Stream<K, V>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::TimeWindows {}
+    impl Sealed for super::SessionWindows {}
+    impl Sealed for super::SlidingWindows {}
+}
+
+impl Windows for TimeWindows {
+    type Stream<K: Serde, V: Serde> = TimeWindowedKStream<K, V>;
+    const KIND: Kind = Kind::WindowedStream;
+    fn to_proto(&self) -> pb::windowed_by_op::Windows {
+        pb::windowed_by_op::Windows::Time(pb::TimeWindows {
+            size_ms: self.size_ms,
+            advance_ms: self.advance_ms,
+            grace_ms: self.grace_ms,
+        })
+    }
+    fn wrap<K: Serde, V: Serde>(from: &KGroupedStream<K, V>, handle: Handle) -> TimeWindowedKStream<K, V> {
+        TimeWindowedKStream { app: from.app().clone(), handle, _types: PhantomData }
+    }
+}
+
+/// Windows of a fixed time difference that slide with the records (Kafka
+/// Streams' `SlidingWindows`): two records are in a common window when their
+/// timestamps are at most the difference apart; both ends are inclusive.
+/// Windowing by them makes a [`TimeWindowedKStream`], as in Kafka Streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlidingWindows {
+    difference_ms: i64,
+    grace_ms: i64,
+}
+
+impl SlidingWindows {
+    /// `SlidingWindows.ofTimeDifferenceWithNoGrace(difference)`.
+    pub fn of_time_difference_with_no_grace(difference: Duration) -> SlidingWindows {
+        SlidingWindows { difference_ms: ms(difference), grace_ms: 0 }
+    }
+    /// `SlidingWindows.ofTimeDifferenceAndGrace(difference, grace)`.
+    pub fn of_time_difference_and_grace(difference: Duration, grace: Duration) -> SlidingWindows {
+        SlidingWindows { difference_ms: ms(difference), grace_ms: ms(grace) }
+    }
+}
+
+impl Windows for SlidingWindows {
+    type Stream<K: Serde, V: Serde> = TimeWindowedKStream<K, V>;
+    const KIND: Kind = Kind::WindowedStream;
+    fn to_proto(&self) -> pb::windowed_by_op::Windows {
+        pb::windowed_by_op::Windows::Sliding(pb::SlidingWindows {
+            time_difference_ms: self.difference_ms,
+            grace_ms: self.grace_ms,
+        })
+    }
+    fn wrap<K: Serde, V: Serde>(from: &KGroupedStream<K, V>, handle: Handle) -> TimeWindowedKStream<K, V> {
+        TimeWindowedKStream { app: from.app().clone(), handle, _types: PhantomData }
+    }
+}
+
+/// Sessions (Kafka Streams' `SessionWindows`): a key's records at most the
+/// inactivity gap apart share a session; a record between two sessions
+/// merges them. This engine version runs count and the built-in reducers
+/// over sessions (host functions fold over time windows only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionWindows {
+    gap_ms: i64,
+    grace_ms: i64,
+}
+
+impl SessionWindows {
+    /// `SessionWindows.ofInactivityGapWithNoGrace(gap)`.
+    pub fn of_inactivity_gap_with_no_grace(gap: Duration) -> SessionWindows {
+        SessionWindows { gap_ms: ms(gap), grace_ms: 0 }
+    }
+    /// `SessionWindows.ofInactivityGapAndGrace(gap, grace)`.
+    pub fn of_inactivity_gap_and_grace(gap: Duration, grace: Duration) -> SessionWindows {
+        SessionWindows { gap_ms: ms(gap), grace_ms: ms(grace) }
+    }
+}
+
+impl Windows for SessionWindows {
+    type Stream<K: Serde, V: Serde> = SessionWindowedKStream<K, V>;
+    const KIND: Kind = Kind::SessionWindowedStream;
+    fn to_proto(&self) -> pb::windowed_by_op::Windows {
+        pb::windowed_by_op::Windows::Session(pb::SessionWindows {
+            inactivity_gap_ms: self.gap_ms,
+            grace_ms: self.grace_ms,
+        })
+    }
+    fn wrap<K: Serde, V: Serde>(from: &KGroupedStream<K, V>, handle: Handle) -> SessionWindowedKStream<K, V> {
+        SessionWindowedKStream { app: from.app().clone(), handle, _types: PhantomData }
+    }
+}
+
+/// A grouped stream windowed by sessions (`SessionWindowedKStream<K, V>`):
+/// its aggregations keep one aggregate per key and session, in a table
+/// keyed by [`Windowed<K>`] (the session's start and end).
+pub struct SessionWindowedKStream<K, V> {
+    app: Arc<Inner>,
+    handle: Handle,
+    _types: PhantomData<fn() -> (K, V)>,
+}
+
+impl<K, V> std::fmt::Debug for SessionWindowedKStream<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SessionWindowedKStream(id={}, node={:?})", self.handle.id, self.handle.node)
+    }
+}
+
+impl<K: Serde, V: Serde> SessionWindowedKStream<K, V> {
+    /// The engine's handle.
+    pub fn handle(&self) -> &Handle {
+        &self.handle
+    }
+
+    /// Counts the records per key and session, in the engine.
+    pub fn count(&self) -> Result<KTable<Windowed<K>, i64>> {
+        self.count_with(Options::new())
+    }
+
+    /// [`count`](Self::count) with `name` and `materialized`.
+    pub fn count_with(&self, o: Options) -> Result<KTable<Windowed<K>, i64>> {
+        KTable::wrap(self.app.clone(), Aggregations { app: &self.app, input: self.handle.id }.count(&o)?)
+    }
+
+    /// A built-in reduce per session, in the engine.
+    pub fn reduce_builtin(&self, r: Reducer, o: Options) -> Result<KTable<Windowed<K>, V>> {
+        KTable::wrap(self.app.clone(), Aggregations { app: &self.app, input: self.handle.id }.builtin(r, &o)?)
+    }
+}
+
+impl<K: Serde, V: Serde> TimeWindowedKStream<K, V> {
+    fn aggregations(&self) -> Aggregations<'_> {
+        Aggregations { app: &self.app, input: self.handle.id }
+    }
+
+    /// The engine's handle.
+    pub fn handle(&self) -> &Handle {
+        &self.handle
+    }
+
+    /// Counts the records per key and window, in the engine.
+    pub fn count(&self) -> Result<KTable<Windowed<K>, i64>> {
+        self.count_with(Options::new())
+    }
+
+    /// [`count`](Self::count) with `name` and `materialized`.
+    pub fn count_with(&self, o: Options) -> Result<KTable<Windowed<K>, i64>> {
+        KTable::wrap(self.app.clone(), self.aggregations().count(&o)?)
+    }
+
+    /// Folds each key's values per window: `f(aggregate, value)`; a window's
+    /// first value becomes its aggregate without a call.
+    pub fn reduce<F>(&self, f: F) -> Result<KTable<Windowed<K>, V>>
+    where
+        F: Fn(V, V) -> V + Send + Sync + 'static,
+    {
+        self.reduce_with(f, Options::new())
+    }
+
+    /// [`reduce`](Self::reduce) with `name` and `materialized`.
+    pub fn reduce_with<F>(&self, f: F, o: Options) -> Result<KTable<Windowed<K>, V>>
+    where
+        F: Fn(V, V) -> V + Send + Sync + 'static,
+    {
+        let fold = Arc::new(Fold(StreamReduce::<V, F>::new(f)));
+        let name = format!("reduce {}", std::any::type_name::<F>());
+        KTable::wrap(self.app.clone(), self.aggregations().reduce(fold, (name, None), &o)?)
+    }
+
+    /// A built-in reduce per window, in the engine.
+    pub fn reduce_builtin(&self, r: Reducer, o: Options) -> Result<KTable<Windowed<K>, V>> {
+        KTable::wrap(self.app.clone(), self.aggregations().builtin(r, &o)?)
+    }
+
+    /// `init()` starts each key's aggregate in each window, `f(key, value,
+    /// aggregate)` folds in a value.
+    pub fn aggregate<A: Serde, I, F>(&self, init: I, f: F) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A) -> A + Send + Sync + 'static,
+    {
+        self.aggregate_with(init, f, Options::new())
+    }
+
+    /// [`aggregate`](Self::aggregate) with `name` and `materialized`.
+    pub fn aggregate_with<A: Serde, I, F>(&self, init: I, f: F, o: Options) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A) -> A + Send + Sync + 'static,
+    {
+        let fold = Arc::new(Fold(Aggregate::<K, V, A>::new(init, f, None)));
+        let names = (
+            format!("aggregate initializer {}", std::any::type_name::<I>()),
+            format!("aggregate {}", std::any::type_name::<F>()),
+            None,
+        );
+        KTable::wrap(self.app.clone(), self.aggregations().aggregate(fold, names, A::NAME, &o)?)
+    }
+}
+
+impl<K: Serde, V: Serde> KTable<Windowed<K>, V> {
+    /// The table's window (or session) store, for interactive queries while
+    /// the app runs.
+    pub fn window_store(&self) -> Result<WindowStore<K, V>> {
+        match self.store() {
+            Some(s) => Ok(WindowStore::new(self.app().clone(), s)),
+            None => Err(Error::invalid(format!("{self:?} is kept in no store, so it cannot be queried"))),
+        }
+    }
+
+    /// `suppress(Suppressed.untilWindowCloses(unbounded()))`: exactly one
+    /// result per window, once stream time passes the window's end plus
+    /// grace (a partition that receives nothing emits nothing).
+    pub fn suppress_until_window_closes(&self) -> Result<KTable<Windowed<K>, V>> {
+        self.suppress_until_window_closes_with(Options::new())
+    }
+
+    /// [`suppress_until_window_closes`](Self::suppress_until_window_closes)
+    /// with `name` (`Suppressed.withName`; its store is `<name>-store`).
+    pub fn suppress_until_window_closes_with(&self, o: Options) -> Result<KTable<Windowed<K>, V>> {
+        o.check("suppress", crate::dsl::NAME)?;
+        let op = Op::Suppress(pb::SuppressOp { input: self.handle().id, name: o.name_or_empty() });
+        KTable::wrap(self.app().clone(), expect_handle(self.app().build(op, &[])?, "suppress")?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windowed_keys_are_kafkas_encodings() {
+        let w = Windowed { key: "k".to_owned(), start_ms: 60_000, end_ms: 120_000 };
+        let mut out = Vec::new();
+        assert!(w.encode("windowed(string,60000)", &mut out).unwrap());
+        assert_eq!(out, [b"k".as_slice(), &60_000i64.to_be_bytes()].concat());
+        assert_eq!(Windowed::<String>::decode("windowed(string,60000)", Some(&out)).unwrap(), w);
+
+        let s = Windowed { key: 7i64, start_ms: 5, end_ms: 9 };
+        let mut out = Vec::new();
+        s.encode("session-windowed(long)", &mut out).unwrap();
+        assert_eq!(out, [7i64.to_be_bytes(), 9i64.to_be_bytes(), 5i64.to_be_bytes()].concat());
+        assert_eq!(Windowed::<i64>::decode("session-windowed(long)", Some(&out)).unwrap(), s);
+
+        assert!(Windowed::<String>::decode("string", Some(b"x")).is_err());
+        assert!(Windowed::<String>::decode("windowed(string,10)", Some(b"x")).is_err());
+    }
+}

@@ -1,0 +1,548 @@
+//! End-to-end tests against the REAL engine binary: `$POLYSTREAMS_ENGINE`,
+//! else `bin/polystreams` of the repository (`make build`). When it is
+//! missing these tests fail, loudly: they never skip. Records go in and come
+//! out through kcat (librdkafka), a Kafka client independent of the engine.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use polystreams::{App, Config, Error, Json, Materialized, Options, State};
+
+const WORDCOUNT_DESCRIBE: &str = "\
+Topologies:
+   Sub-topology: 0
+    Source: KSTREAM-SOURCE-0000000000 (topics: [lines])
+      --> KSTREAM-FLATMAPVALUES-0000000001
+    Processor: KSTREAM-FLATMAPVALUES-0000000001 (stores: [])
+      --> KSTREAM-KEY-SELECT-0000000002
+      <-- KSTREAM-SOURCE-0000000000
+    Processor: KSTREAM-KEY-SELECT-0000000002 (stores: [])
+      --> KSTREAM-FILTER-0000000006
+      <-- KSTREAM-FLATMAPVALUES-0000000001
+    Processor: KSTREAM-FILTER-0000000006 (stores: [])
+      --> KSTREAM-SINK-0000000005
+      <-- KSTREAM-KEY-SELECT-0000000002
+    Sink: KSTREAM-SINK-0000000005 (topic: KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition)
+      <-- KSTREAM-FILTER-0000000006
+
+  Sub-topology: 1
+    Source: KSTREAM-SOURCE-0000000007 (topics: [KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition])
+      --> KSTREAM-AGGREGATE-0000000004
+    Processor: KSTREAM-AGGREGATE-0000000004 (stores: [KSTREAM-AGGREGATE-STATE-STORE-0000000003])
+      --> KTABLE-TOSTREAM-0000000008
+      <-- KSTREAM-SOURCE-0000000007
+    Processor: KTABLE-TOSTREAM-0000000008 (stores: [])
+      --> KSTREAM-SINK-0000000009
+      <-- KSTREAM-AGGREGATE-0000000004
+    Sink: KSTREAM-SINK-0000000009 (topic: word-counts)
+      <-- KTABLE-TOSTREAM-0000000008
+
+";
+
+fn engine() -> PathBuf {
+    let p = std::env::var_os("POLYSTREAMS_ENGINE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../bin/polystreams"));
+    assert!(
+        p.is_file(),
+        "the polystreams engine binary {} does not exist: build it with `make build`, or set POLYSTREAMS_ENGINE",
+        p.display()
+    );
+    p
+}
+
+/// An App on a fresh `polystreams dev` engine, with its own state dir.
+fn app(name: &str) -> App {
+    std::env::set_var("POLYSTREAMS_ENGINE", engine());
+    std::env::remove_var("POLYSTREAMS_URL");
+    let dir = std::env::temp_dir().join(format!("polystreams-rust-{name}-{}", std::process::id()));
+    let config = Config::new().commit_interval_ms(100).state_dir(dir.to_string_lossy());
+    App::builder(format!("it-{name}"))
+        .config(config)
+        .workers(2)
+        .build()
+        .expect("the app opens a session on a spawned engine")
+}
+
+fn produce(brokers: &str, topic: &str, records: &[(&str, &str)]) {
+    let mut kcat = Command::new("kcat")
+        .args(["-b", brokers, "-P", "-t", topic, "-p", "0", "-K", "\t", "-z", "none"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("kcat (apt kcat) runs");
+    let stdin = kcat.stdin.as_mut().unwrap();
+    for (k, v) in records {
+        writeln!(stdin, "{k}\t{v}").unwrap();
+    }
+    drop(kcat.stdin.take());
+    assert!(kcat.wait().unwrap().success(), "kcat produced to {topic}");
+}
+
+/// Produces values with null keys.
+fn produce_unkeyed(brokers: &str, topic: &str, values: &[&str]) {
+    let mut kcat = Command::new("kcat")
+        .args(["-b", brokers, "-P", "-t", topic, "-p", "0", "-z", "none"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("kcat (apt kcat) runs");
+    let stdin = kcat.stdin.as_mut().unwrap();
+    for v in values {
+        writeln!(stdin, "{v}").unwrap();
+    }
+    drop(kcat.stdin.take());
+    assert!(kcat.wait().unwrap().success(), "kcat produced to {topic}");
+}
+
+/// The latest value per key of `topic` (string keys and values), read with
+/// kcat until `done` holds or `timeout` passes.
+fn read_until(
+    brokers: &str,
+    topic: &str,
+    timeout: Duration,
+    done: impl Fn(&BTreeMap<String, String>) -> bool,
+) -> BTreeMap<String, String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let out = Command::new("kcat")
+            .args(["-b", brokers, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%k\t%s\n"])
+            .stderr(Stdio::null())
+            .output()
+            .expect("kcat runs");
+        let mut last = BTreeMap::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            if let Some((k, v)) = line.split_once('\t') {
+                last.insert(k.to_owned(), v.to_owned());
+            }
+        }
+        if done(&last) || Instant::now() > deadline {
+            return last;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn serve(app: &App) -> JoinHandle<polystreams::Result<()>> {
+    let app = app.clone();
+    std::thread::spawn(move || app.run())
+}
+
+#[test]
+fn word_count_end_to_end_with_queries_and_state() {
+    let app = app("wordcount");
+    let brokers = app.brokers().expect("a dev engine reports its embedded broker").to_owned();
+    let lines: Vec<String> = (0..500)
+        .map(|i| (0..(i % 5 + 1)).map(|j| format!("w{}", (i * 7 + j * 13) % 31)).collect::<Vec<_>>().join(" "))
+        .collect();
+    let mut expected: BTreeMap<String, i64> = BTreeMap::new();
+    for w in lines.iter().flat_map(|l| l.split_whitespace()) {
+        *expected.entry(w.to_owned()).or_default() += 1;
+    }
+    let keyed: Vec<(&str, &str)> = lines.iter().map(|l| ("k", l.as_str())).collect();
+    produce(&brokers, "lines", &keyed);
+    produce(&brokers, "word-counts", &[]);
+
+    let states = Arc::new(Mutex::new(Vec::new()));
+    let seen = states.clone();
+    app.on_state_change(move |new, _old| seen.lock().unwrap().push(new));
+    let restores = Arc::new(Mutex::new(Vec::new()));
+    let seen = restores.clone();
+    app.on_restore_progress(move |p| seen.lock().unwrap().push(p));
+    let counts = app
+        .stream::<(), String>("lines")
+        .unwrap()
+        .flat_map_values(|line| line.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+        .unwrap()
+        .group_by(|_, word: &String| word.clone())
+        .unwrap()
+        .count_with(Options::new().materialized("counts"))
+        .unwrap();
+    assert_eq!(counts.store(), Some("counts"));
+    counts.to_stream().unwrap().map_values(|n: i64| n.to_string()).unwrap().to("word-counts").unwrap();
+    let runner = serve(&app);
+
+    let want: BTreeMap<String, String> = expected.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
+    let got = read_until(&brokers, "word-counts", Duration::from_secs(90), |last| *last == want);
+    assert_eq!(got, want);
+
+    // Interactive queries, from this thread while run() serves.
+    let store = counts.query().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while store.get(&"w0".to_owned()).unwrap() != Some(expected["w0"]) {
+        assert!(Instant::now() < deadline, "the store never caught up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let all: BTreeMap<String, i64> = store.all().unwrap().into_iter().collect();
+    assert_eq!(all, expected);
+    assert_eq!(store.get(&"nope".to_owned()).unwrap(), None);
+    let range = store.range(Some(&"w1".to_owned()), Some(&"w2".to_owned())).unwrap();
+    assert_eq!(range.first().map(|e| e.0.as_str()), Some("w1"));
+    assert!(range.iter().all(|(k, _)| k.as_str() >= "w1" && k.as_str() <= "w2"));
+    assert_eq!(store.prefix(b"w3").unwrap().len(), expected.keys().filter(|k| k.starts_with("w3")).count());
+    assert_eq!(app.state().unwrap(), State::Running);
+
+    app.stop();
+    runner.join().unwrap().expect("run returns cleanly after stop");
+    let states = states.lock().unwrap().clone();
+    assert!(states.contains(&State::Running), "{states:?}");
+    assert_eq!(states.last(), Some(&State::Stopped), "{states:?}");
+    let restores = restores.lock().unwrap().clone();
+    let last = restores.last().expect("run() reports the restore progress");
+    assert!(last.done() && last.total_partitions > 0 && last.fraction() == 1.0, "{restores:?}");
+    app.close(Duration::from_secs(30));
+}
+
+#[test]
+fn describe_is_kafka_streams_text() {
+    let app = app("describe");
+    app.stream::<(), String>("lines")
+        .unwrap()
+        .flat_map_values(|line| line.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+        .unwrap()
+        .group_by(|_, word: &String| word.clone())
+        .unwrap()
+        .count()
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("word-counts")
+        .unwrap();
+    assert_eq!(app.describe().unwrap(), WORDCOUNT_DESCRIBE);
+    app.close(Duration::from_secs(30));
+}
+
+#[test]
+fn refusals_name_the_offender_and_keep_the_session() {
+    let app = app("refusals");
+    produce(app.brokers().unwrap(), "in", &[("k", "v")]);
+    let s = app.stream::<String, String>("in").unwrap();
+    let e = s.map_values_with(|v: String| v, Options::new().value_serde("nope")).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument { .. }), "{e:?}");
+    assert_eq!(e.code(), "invalid_argument");
+    assert!(e.message().contains("nope"), "{}", e.message());
+    // The SDK's own check, before any call.
+    let e = s.filter_with(|_, _| true, Options::new().materialized("m")).unwrap_err();
+    assert_eq!(e.message(), "filter: takes no materialized option");
+    // The built-in sum of strings: the engine's message.
+    let e = s.group_by_key().unwrap().sum().unwrap_err();
+    assert_eq!(e.code(), "invalid_argument");
+    // The session is still usable.
+    s.map_values(|v: String| v.len() as i64).unwrap().to("out").unwrap();
+    app.start().unwrap();
+    let e = s.to("late").unwrap_err();
+    assert!(matches!(e, Error::FailedPrecondition { .. }), "{e:?}");
+    app.close(Duration::from_secs(30));
+}
+
+#[test]
+fn a_panicking_closure_fails_the_topology_naming_the_record() {
+    let app = app("panic");
+    let brokers = app.brokers().unwrap().to_owned();
+    produce(&brokers, "in", &[("a", "fine"), ("b", "boom"), ("c", "after")]);
+    app.stream::<String, String>("in")
+        .unwrap()
+        .map_values_with(
+            |v: String| {
+                assert!(v != "boom", "cannot take {v}");
+                v.to_uppercase()
+            },
+            Options::named("explode"),
+        )
+        .unwrap()
+        .to("out")
+        .unwrap();
+    let err = serve(&app).join().unwrap().unwrap_err();
+    match &err {
+        Error::Processing { message, topic, partition, offset, node } => {
+            assert_eq!(topic.as_deref(), Some("in"));
+            assert_eq!(*partition, Some(0));
+            assert_eq!(*offset, Some(1));
+            assert_eq!(node.as_deref(), Some("explode"));
+            assert!(message.contains("cannot take boom") && message.contains("e2e.rs"), "{message}");
+        }
+        other => panic!("want a processing error, got {other:?}"),
+    }
+    assert_eq!(err.code(), "aborted");
+    assert_eq!(app.state().unwrap_or(State::Error), State::Error);
+    app.close(Duration::from_secs(30));
+}
+
+#[derive(serde::Serialize, serde::Deserialize, Clone)]
+struct Order {
+    amount: i64,
+}
+
+#[test]
+fn folds_reduce_and_aggregate_typed_values() {
+    let app = app("folds");
+    let brokers = app.brokers().unwrap().to_owned();
+    let orders =
+        [("eu", r#"{"amount":5}"#), ("us", r#"{"amount":2}"#), ("eu", r#"{"amount":7}"#), ("eu", r#"{"amount":1}"#)];
+    produce(&brokers, "orders", &orders);
+    produce_unkeyed(&brokers, "orders", &[r#"{"amount":100}"#]); // a null key: skipped and counted
+    produce(&brokers, "words", &[("a", "x"), ("a", "xyz"), ("b", "yy"), ("a", "zz")]);
+    produce(&brokers, "totals", &[]);
+    let totals = app
+        .stream::<String, Json<Order>>("orders")
+        .unwrap()
+        .group_by_key()
+        .unwrap()
+        .aggregate_with(
+            || 0i64,
+            |_region: &String, o: Json<Order>, total: i64| total + o.0.amount,
+            Options::new().materialized("totals"),
+        )
+        .unwrap();
+    totals.to_stream().unwrap().map_values(|n: i64| format!("total {n}")).unwrap().to("totals").unwrap();
+    let longest = app
+        .stream::<String, String>("words")
+        .unwrap()
+        .group_by_key()
+        .unwrap()
+        .reduce_with(
+            |a: String, v: String| if v.len() > a.len() { v } else { a },
+            Options::new().materialized(Materialized::named("longest")),
+        )
+        .unwrap();
+    let runner = serve(&app);
+    let want: BTreeMap<String, String> =
+        [("eu", "total 13"), ("us", "total 2")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    assert_eq!(read_until(&brokers, "totals", Duration::from_secs(60), |l| *l == want), want);
+    let store = longest.query().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let got: HashMap<String, String> = store.all().unwrap().into_iter().collect();
+        if got.len() == 2 {
+            assert_eq!(got["a"], "xyz");
+            assert_eq!(got["b"], "yy");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the reduce never caught up: {got:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(app.store::<String, i64>("totals").get(&"eu".to_owned()).unwrap(), Some(13));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while app.dropped_records().unwrap() != 1 {
+        assert!(Instant::now() < deadline, "the null-key record was never counted as dropped");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    app.stop();
+    runner.join().unwrap().unwrap();
+    app.close(Duration::from_secs(30));
+}
+
+#[test]
+fn a_tumbling_window_count_keys_its_table_by_window() {
+    use polystreams::{TimeWindows, Windowed};
+    let app = app("windows");
+    let brokers = app.brokers().unwrap().to_owned();
+    let clicks = [("ann", "a"), ("bob", "b"), ("ann", "c"), ("ann", "d")];
+    produce(&brokers, "clicks", &clicks);
+    produce(&brokers, "click-counts", &[]);
+    const HOUR: i64 = 3_600_000;
+    let counts = app
+        .stream::<String, String>("clicks")
+        .unwrap()
+        .group_by_key()
+        .unwrap()
+        .windowed_by(TimeWindows::of_size_with_no_grace(Duration::from_millis(HOUR as u64)))
+        .unwrap()
+        .count()
+        .unwrap();
+    counts
+        .to_stream()
+        .unwrap()
+        .map(|w: &Windowed<String>, n: i64| (format!("{}@{}@{}", w.key, w.start_ms, w.end_ms), n.to_string()))
+        .unwrap()
+        .to("click-counts")
+        .unwrap();
+    // suppress(untilWindowCloses) builds on the windowed table only.
+    counts.suppress_until_window_closes().unwrap();
+    assert!(app.describe().unwrap().contains("KTABLE-SUPPRESS-"), "{}", app.describe().unwrap());
+
+    let runner = serve(&app);
+    // Per key, the counts of its windows add up to its clicks (the records
+    // carry the produce time, so a window boundary may fall among them).
+    let totals = |last: &BTreeMap<String, String>| {
+        let mut per: BTreeMap<String, i64> = BTreeMap::new();
+        for (k, n) in last {
+            let parts: Vec<&str> = k.split('@').collect();
+            let (start, end): (i64, i64) = (parts[1].parse().unwrap(), parts[2].parse().unwrap());
+            assert_eq!((start % HOUR, end - start), (0, HOUR), "window of {k}");
+            *per.entry(parts[0].to_owned()).or_default() += n.parse::<i64>().unwrap();
+        }
+        per
+    };
+    let want: BTreeMap<String, i64> = [("ann".to_owned(), 3), ("bob".to_owned(), 1)].into();
+    let last = read_until(&brokers, "click-counts", Duration::from_secs(60), |l| totals(l) == want);
+    assert_eq!(totals(&last), want);
+    // The window store, queried by key and for every key.
+    let store = counts.window_store().unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let ann: i64 = store.fetch(&"ann".to_owned(), 0, now + HOUR).unwrap().iter().map(|(_, n)| n).sum();
+        let all = store.fetch_all(0, now + HOUR).unwrap();
+        if ann == 3 && all.iter().map(|(_, n)| n).sum::<i64>() == 4 {
+            assert!(all.iter().all(|(w, _)| w.end_ms - w.start_ms == HOUR && (w.key == "ann" || w.key == "bob")));
+            break;
+        }
+        assert!(Instant::now() < deadline, "the window store never caught up: ann {ann}, all {all:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    app.stop();
+    runner.join().unwrap().unwrap();
+    app.close(Duration::from_secs(30));
+}
+
+#[test]
+fn a_typed_table_regroups_and_counts_following_updates() {
+    let app = app("tables");
+    let brokers = app.brokers().unwrap().to_owned();
+    // user -> region; ann moves from eu to us.
+    produce(&brokers, "users", &[("ann", "eu"), ("bob", "eu"), ("cid", "us"), ("ann", "us")]);
+    produce(&brokers, "region-counts", &[]);
+    let users = app.table_with::<String, String>("users", Options::new().materialized("users-store")).unwrap();
+    let regions = users
+        .filter(|_, region| !region.is_empty())
+        .unwrap()
+        .group_by(|user: &String, region: String| (region, user.clone()))
+        .unwrap()
+        .count_with(Options::new().materialized("region-counts-store"))
+        .unwrap();
+    regions.to_stream().unwrap().map_values(|n: i64| n.to_string()).unwrap().to("region-counts").unwrap();
+    let runner = serve(&app);
+    let want: BTreeMap<String, String> =
+        [("eu", "1"), ("us", "2")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    assert_eq!(read_until(&brokers, "region-counts", Duration::from_secs(60), |l| *l == want), want);
+    let store = app.store::<String, String>("users-store");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while store.get(&"ann".to_owned()).unwrap().as_deref() != Some("us") {
+        assert!(Instant::now() < deadline, "the table store never caught up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(store.approximate_num_entries().unwrap(), 3);
+    app.stop();
+    runner.join().unwrap().unwrap();
+    app.close(Duration::from_secs(30));
+}
+
+#[test]
+fn a_session_window_count_merges_close_records() {
+    use polystreams::{SessionWindows, Windowed};
+    let app = app("sessions");
+    let brokers = app.brokers().unwrap().to_owned();
+    produce(&brokers, "visits", &[("ann", "a"), ("bob", "b"), ("ann", "c"), ("ann", "d")]);
+    produce(&brokers, "visit-counts", &[]);
+    app.stream::<String, String>("visits")
+        .unwrap()
+        .group_by_key()
+        .unwrap()
+        .windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(Duration::from_secs(600)))
+        .unwrap()
+        .count()
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .nullable() // merged sessions are deleted: tombstones
+        .map(|w: &Windowed<String>, n: Option<i64>| {
+            assert!(w.start_ms <= w.end_ms, "a session ends after it starts");
+            (w.key.clone(), n.map_or("merged".to_owned(), |n| n.to_string()))
+        })
+        .unwrap()
+        .to("visit-counts")
+        .unwrap();
+    let runner = serve(&app);
+    // All four records are seconds apart: one session per key.
+    let want: BTreeMap<String, String> =
+        [("ann", "3"), ("bob", "1")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    assert_eq!(read_until(&brokers, "visit-counts", Duration::from_secs(60), |l| *l == want), want);
+    app.stop();
+    runner.join().unwrap().unwrap();
+    app.close(Duration::from_secs(30));
+}
+
+#[test]
+fn a_sliding_window_count_holds_every_record_within_the_difference() {
+    use polystreams::{SlidingWindows, Windowed};
+    let app = app("sliding");
+    let brokers = app.brokers().unwrap().to_owned();
+    produce(&brokers, "taps", &[("ann", "a"), ("bob", "b"), ("ann", "c"), ("ann", "d")]);
+    produce(&brokers, "tap-counts", &[]);
+    app.stream::<String, String>("taps")
+        .unwrap()
+        .group_by_key()
+        .unwrap()
+        .windowed_by(SlidingWindows::of_time_difference_with_no_grace(Duration::from_secs(600)))
+        .unwrap()
+        .count()
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .map(|w: &Windowed<String>, n: i64| (format!("{}@{}", w.key, w.start_ms), n.to_string()))
+        .unwrap()
+        .to("tap-counts")
+        .unwrap();
+    let runner = serve(&app);
+    // The records are seconds apart: some window of each key holds all of its records.
+    let most = |last: &BTreeMap<String, String>| {
+        let mut m: BTreeMap<String, i64> = BTreeMap::new();
+        for (k, n) in last {
+            let e = m.entry(k.split('@').next().unwrap().to_owned()).or_default();
+            *e = (*e).max(n.parse().unwrap());
+        }
+        m
+    };
+    let want: BTreeMap<String, i64> = [("ann".to_owned(), 3), ("bob".to_owned(), 1)].into();
+    let last = read_until(&brokers, "tap-counts", Duration::from_secs(60), |l| most(l) == want);
+    assert_eq!(most(&last), want);
+    app.stop();
+    runner.join().unwrap().unwrap();
+    app.close(Duration::from_secs(30));
+}
+
+#[test]
+fn a_hopping_window_host_aggregate_folds_each_record_into_its_windows() {
+    use polystreams::{TimeWindows, Windowed};
+    let app = app("hopping");
+    let brokers = app.brokers().unwrap().to_owned();
+    produce(&brokers, "sizes", &[("ann", "aaa"), ("bob", "b"), ("ann", "cc"), ("ann", "d")]);
+    produce(&brokers, "size-sums", &[]);
+    const MIN: u64 = 60_000;
+    app.stream::<String, String>("sizes")
+        .unwrap()
+        .group_by_key()
+        .unwrap()
+        .windowed_by(
+            TimeWindows::of_size_with_no_grace(Duration::from_millis(10 * MIN))
+                .advance_by(Duration::from_millis(5 * MIN)),
+        )
+        .unwrap()
+        .aggregate(|| 0i64, |_, v: String, total: i64| total + v.len() as i64)
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .map(|w: &Windowed<String>, n: i64| (format!("{}@{}", w.key, w.start_ms), n.to_string()))
+        .unwrap()
+        .to("size-sums")
+        .unwrap();
+    let runner = serve(&app);
+    // Each record falls into two windows: per key, the windows' sums add up to twice its total.
+    let twice = |last: &BTreeMap<String, String>| {
+        let mut m: BTreeMap<String, i64> = BTreeMap::new();
+        for (k, n) in last {
+            *m.entry(k.split('@').next().unwrap().to_owned()).or_default() += n.parse::<i64>().unwrap();
+        }
+        m
+    };
+    let want: BTreeMap<String, i64> = [("ann".to_owned(), 12), ("bob".to_owned(), 2)].into();
+    let last = read_until(&brokers, "size-sums", Duration::from_secs(60), |l| twice(l) == want);
+    assert_eq!(twice(&last), want);
+    app.stop();
+    runner.join().unwrap().unwrap();
+    app.close(Duration::from_secs(30));
+}
