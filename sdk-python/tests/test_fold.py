@@ -294,3 +294,49 @@ def test_fold_cost_per_value(kind: str, capsys: pytest.CaptureFixture[str]) -> N
     with capsys.disabled():
         print(f"\n  fold {kind}: {per_value * 1e6:.2f} µs/value (2,000 values, 100 keys)")
     assert per_value < 50e-6
+
+
+def with_refs(b: pb.Bundle, records: Sequence[Any], refs: Sequence[int], value_serde: str = "long") -> pb.Bundle:
+    """b with its values sent once per record and referred to by value_refs
+    (a windowed fold, to a host with the fold_value_refs feature)."""
+    data, lens = column(value_serde, list(records))
+    b.values, b.value_lengths[:] = data, lens
+    b.value_refs[:] = refs
+    b.offsets[:] = list(range(len(records)))
+    b.timestamps[:] = [0] * len(records)
+    return b
+
+
+def test_value_refs_decode_each_record_once_for_every_window_it_falls_into() -> None:
+    decoded: list[str] = []
+    # Two records, each in two windows (groups): ("a", w0) and ("a", w1).
+    b = fold_bundle(AGGREGATE, [("a", NONE, [0, 0]), ("a", 10, [0, 0])], token=2, initializer_token=1, value_serde="json")
+    b = with_refs(b, [{"n": 1}, {"n": 2}], [0, 1, 0, 1], value_serde="json")
+    agg = Calls(lambda k, v, a: (decoded.append(repr(v)), a + v["n"])[1])
+    r = run({1: lambda: 0, 2: agg}, b)
+    assert outputs(r, "json") == [1, 3, 11, 13]
+    assert list(r.output_counts) == [1, 1, 1, 1]
+    # The same decoded object serves both windows of a record, as Kafka
+    # Streams passes one value object to every window.
+    assert agg.calls[0][1] is agg.calls[2][1]
+
+
+def test_final_only_answers_each_groups_last_aggregate() -> None:
+    b = fold_bundle(AGGREGATE, [("a", NONE, [1, 2, 3]), ("b", 100, [4])], token=2, initializer_token=1)
+    b.final_only = True
+    r = run({1: lambda: 0, 2: lambda k, v, a: a + v}, b)
+    assert list(r.output_counts) == [0, 0, 1, 1]
+    assert outputs(r) == [6, 104]
+
+
+def test_final_only_with_a_failure_answers_per_value_and_names_it() -> None:
+    def add(k: str, v: int, a: int) -> int:
+        if v == 13:
+            raise ValueError("unlucky")
+        return a + v
+
+    b = fold_bundle(AGGREGATE, [("a", NONE, [1, 13, 2])], token=2, initializer_token=1)
+    b.final_only = True
+    r = run({1: lambda: 0, 2: add}, b)
+    assert failures_of(r) == [(1, 0, "ValueError: unlucky")]
+    assert list(r.output_counts) == [1, 0, 1] and outputs(r) == [1, 3]

@@ -474,7 +474,17 @@ class _Fold:
         chunks: list[bytes] = []
         table_chunks: list[bytes | None] = []
         fold = self._fold_reduce if self.reduce else self._fold_merge if self.merge else self._fold_aggregate
+        # final_only: the engine needs each group's last aggregate only.
+        final = b.final_only and self.sub is None
+        skipped: list[int] = []
         pos = 0
+        if final and not (failed or afail or kfail) and fold == self._fold_aggregate:
+            fast = self._final_aggregates(sizes, keys, agg_lengths, aggs, vals)
+            if fast is not None:
+                result.output_counts.extend(_final_counts(sizes))
+                result.value_lengths.extend(map(len, fast))
+                result.values = b"".join(fast)
+                return result
         for g, size in enumerate(sizes):
             end = pos + size
             bad = kfail.get(g) or afail.get(g)
@@ -485,15 +495,21 @@ class _Fold:
             elif self.sub is not None:
                 self._fold_table(keys[g], agg_lengths[g] < 0, aggs[g], vals, olds, pos, end, table_chunks, failed)
             else:
+                start = len(chunks)
                 fold(keys[g], agg_lengths[g] < 0, aggs[g], vals[pos:end], pos, chunks, failed)
+                if final and size > 1 and len(chunks) - start == size:
+                    del chunks[start : start + size - 1]
+                    skipped.extend(range(pos, end - 1))
             pos = end
         if self.sub is not None:
             result.value_lengths.extend(-1 if c is None else len(c) for c in table_chunks)
             chunks = [c for c in table_chunks if c is not None]
 
-        if failed:
+        if failed or skipped:
             counts = [1] * n
             for i in failed:
+                counts[i] = 0
+            for i in skipped:
                 counts[i] = 0
             result.output_counts.extend(counts)
             result.failures.extend(pb.RecordFailure(index=i, step=0, message=m) for i, m in sorted(failed.items()))
@@ -652,6 +668,31 @@ class _Fold:
             fresh = False
             append(data)
 
+    def _final_aggregates(
+        self, sizes: list[int], keys: list[Any], agg_lengths: list[int], aggs: list[Any], vals: list[Any]
+    ) -> list[bytes] | None:
+        """The fast path of a final_only aggregate bundle: each group's last
+        aggregate, encoded; None when anything raises or an aggregate is None,
+        and the general path then runs the bundle and names the failure."""
+        fn, init, enc = self.fn, self.init, self.encode
+        out: list[bytes] = []
+        append = out.append
+        pos = 0
+        try:
+            for g, size in enumerate(sizes):
+                key = keys[g]
+                agg = init() if agg_lengths[g] < 0 else aggs[g]
+                end = pos + size
+                for v in vals[pos:end]:
+                    agg = fn(key, v, agg)
+                if agg is None:
+                    return None
+                append(enc(agg))
+                pos = end
+        except Exception:
+            return None
+        return out
+
     def _encode_slow(self, obj: Any, i: int, failed: dict[int, str]) -> bytes | None:
         """Encodes obj with the serde's checking encoder, whose error names
         the serde; on failure records it for value i and answers None."""
@@ -660,6 +701,15 @@ class _Fold:
         except Exception as e:
             failed[i] = _text(e)
             return None
+
+
+def _final_counts(sizes: list[int]) -> list[int]:
+    """Output counts of a final_only answer: 1 for each group's last value."""
+    counts: list[int] = []
+    for size in sizes:
+        counts.extend([0] * (size - 1))
+        counts.append(1)
+    return counts
 
 
 class Executor:
