@@ -106,8 +106,11 @@ func (t *task) sessionAggregate(s *step, recs []rec) ([]rec, error) {
 		merged := session{r.ts, r.ts}
 		var touched []session
 		var touchedAggs [][]byte
+		// Kafka Streams' session store finds no session that ends before
+		// stream time - retention + 1, whether or not it was deleted yet.
+		visible := ws.streamTime - s.store.Retention + 1
 		for _, ss := range all {
-			if ss.end < r.ts-w.Size || ss.start > r.ts+w.Size {
+			if ss.end < r.ts-w.Size || ss.start > r.ts+w.Size || ss.end < visible {
 				continue
 			}
 			v, _, err := tx.get(sessionKey(r.key, ss))

@@ -77,6 +77,9 @@ type slider struct {
 	r         rec
 	d         int64
 	closeTime int64
+	// visible is the earliest window start the store still finds (Kafka
+	// Streams' fetch: stream time - retention + 1).
+	visible int64
 	out       []rec
 	err       error
 }
@@ -154,7 +157,7 @@ func (t *task) slidingAggregate(s *step, recs []rec) ([]rec, error) {
 			continue
 		}
 		ws.advance(tx, r.ts)
-		sl := &slider{t: t, s: s, tx: tx, ws: ws, r: r, d: w.Size, closeTime: ws.streamTime - w.Grace, out: out}
+		sl := &slider{t: t, s: s, tx: tx, ws: ws, r: r, d: w.Size, closeTime: ws.streamTime - w.Grace, visible: ws.streamTime - s.store.Retention + 1, out: out}
 		if r.ts+1+w.Size <= sl.closeTime {
 			t.app.dropped.Add(1)
 			continue
@@ -188,7 +191,7 @@ func (sl *slider) inOrder(all []int64) {
 	leftMade, rightMade := false, false
 	prev := int64(math.MinInt64) // the previous record's time, when known
 	for _, start := range slices.Clone(all) {
-		if start < max(0, ts-2*d) || start > ts+1 {
+		if start < max(0, ts-2*d, sl.visible) || start > ts+1 {
 			continue
 		}
 		w := sl.get(start)
@@ -234,7 +237,7 @@ func (sl *slider) early(all []int64) {
 	rightMade := false
 	prev := int64(math.MinInt64)
 	for _, start := range slices.Clone(all) {
-		if start > ts+1 {
+		if start > ts+1 || start < sl.visible {
 			continue
 		}
 		w := sl.get(start)
