@@ -80,8 +80,8 @@ type slider struct {
 	// visible is the earliest window start the store still finds (Kafka
 	// Streams' fetch: stream time - retention + 1).
 	visible int64
-	out       []rec
-	err       error
+	out     []rec
+	err     error
 }
 
 // window is a sliding window's row: its aggregate (nil: none) and latest
