@@ -79,6 +79,7 @@ pub struct Materialized {
     key_serde: String,
     value_serde: String,
     changelog_config: std::collections::BTreeMap<String, String>,
+    retention_ms: i64,
 }
 
 impl Materialized {
@@ -105,13 +106,20 @@ impl Materialized {
         self.changelog_config.insert(key.into(), value.into());
         self
     }
+    /// `Materialized.withRetention(retention)`: how long a windowed
+    /// aggregation's store keeps its windows (at least window size plus
+    /// grace; the engine refuses less). Unset, the engine's default.
+    pub fn retention(mut self, retention: std::time::Duration) -> Materialized {
+        self.retention_ms = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+        self
+    }
     fn to_proto(&self) -> pb::Materialized {
         pb::Materialized {
             store_name: self.store_name.clone(),
             key_serde: self.key_serde.clone(),
             value_serde: self.value_serde.clone(),
             changelog_config: self.changelog_config.clone().into_iter().collect(),
-            retention_ms: 0,
+            retention_ms: self.retention_ms,
         }
     }
 }

@@ -6,19 +6,26 @@
 //! case, the engine's URL, the application.id, the topic prefix and the
 //! configuration). Events: built (with describe), build_error (step, code,
 //! message), started, failed (code, message, topic, partition, offset,
-//! node), stopped. It stops its application when stdin says "stop" or
-//! closes. It asserts nothing: the runner owns every assertion.
+//! node), dropped_records (count, when told to stop a started app),
+//! stopped. It stops its application when stdin says "stop" or closes. It
+//! asserts nothing: the runner owns every assertion.
 //!
 //! Cases choose serdes at run time, so every stream here is typed
 //! `KStream<Value, Value>`: polystreams' `Value` decodes whatever serde the
 //! engine names, and each step passes the case's serdes as `Options`. The
 //! catalogue's functions fail a record by panicking, as a Rust closure does.
+//! A windowed aggregation's table is keyed by `Windowed<Value>`; `Value`
+//! keeps a windowed key as its bytes, so `to_stream` and `to` write Kafka's
+//! windowed key encoding, which the runner decodes into
+//! `{"key", "start", "end"}`.
 
 use std::io::BufRead;
 use std::sync::Arc;
+use std::time::Duration;
 
 use polystreams::{
-    App, Config, Error, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Options, Reducer, Value,
+    App, Config, Error, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Options, Reducer,
+    SessionWindowedKStream, SessionWindows, SlidingWindows, TimeWindowedKStream, TimeWindows, Value, Windowed,
 };
 use serde_json::{json, Map, Value as J};
 
@@ -332,6 +339,78 @@ enum Node {
     Grouped(KGroupedStream<Value, Value>),
     Table(KTable<Value, Value>),
     GroupedTable(KGroupedTable<Value, Value>),
+    TimeWindowed(TimeWindowedKStream<Value, Value>),
+    SessionWindowed(SessionWindowedKStream<Value, Value>),
+    WindowedTable(WindowedTable),
+}
+
+/// A windowed aggregation's table, as the SDK types it: count's values are
+/// `i64`, reduce's and aggregate's `Value`s.
+enum WindowedTable {
+    Count(KTable<Windowed<Value>, i64>),
+    Values(KTable<Windowed<Value>, Value>),
+}
+
+impl WindowedTable {
+    fn dynamic(&self) -> KTable<Value, Value> {
+        match self {
+            WindowedTable::Count(t) => t.dynamic(),
+            WindowedTable::Values(t) => t.dynamic(),
+        }
+    }
+
+    /// `suppress(Suppressed.untilWindowCloses(unbounded())[.withName(name)])`.
+    fn suppress(&self, o: Options) -> Result<WindowedTable, Error> {
+        Ok(match self {
+            WindowedTable::Count(t) => WindowedTable::Count(t.suppress_until_window_closes_with(o)?),
+            WindowedTable::Values(t) => WindowedTable::Values(t.suppress_until_window_closes_with(o)?),
+        })
+    }
+}
+
+fn millis(w: &Map<String, J>, key: &str) -> R<Duration> {
+    let v = w.get(key).and_then(J::as_i64).ok_or_else(|| format!("windowed_by: {key} is not an integer"))?;
+    // Duration has no negative values: the engine's refusal of one cannot be
+    // reached through the Rust SDK, so the executor refuses it, naming it as
+    // the engine does.
+    u64::try_from(v).map(Duration::from_millis).map_err(|_| format!("windowed_by: {key} {v} is negative"))
+}
+
+/// windowed_by's windows, with the factory Kafka Streams users call:
+/// `..._with_no_grace` when the case gives no grace.
+fn windowed_by(g: &KGroupedStream<Value, Value>, w: &Map<String, J>) -> Result<Node, BuildError> {
+    let grace = match w.get("grace_ms") {
+        Some(_) => Some(millis(w, "grace_ms")?),
+        None => None,
+    };
+    Ok(match w.get("type").and_then(J::as_str).unwrap_or("") {
+        "time" => {
+            let size = millis(w, "size_ms")?;
+            let mut t = match grace {
+                None => TimeWindows::of_size_with_no_grace(size),
+                Some(g) => TimeWindows::of_size_and_grace(size, g),
+            };
+            if w.contains_key("advance_ms") {
+                t = t.advance_by(millis(w, "advance_ms")?);
+            }
+            Node::TimeWindowed(g.windowed_by(t)?)
+        }
+        "sliding" => {
+            let d = millis(w, "time_difference_ms")?;
+            Node::TimeWindowed(g.windowed_by(match grace {
+                None => SlidingWindows::of_time_difference_with_no_grace(d),
+                Some(gr) => SlidingWindows::of_time_difference_and_grace(d, gr),
+            })?)
+        }
+        "session" => {
+            let gap = millis(w, "inactivity_gap_ms")?;
+            Node::SessionWindowed(g.windowed_by(match grace {
+                None => SessionWindows::of_inactivity_gap_with_no_grace(gap),
+                Some(gr) => SessionWindows::of_inactivity_gap_and_grace(gap, gr),
+            })?)
+        }
+        other => return Err(format!("windowed_by: {other:?} is not a window type").into()),
+    })
 }
 
 fn options(step: &Map<String, J>, with_serdes: bool, with_materialized: bool) -> Options {
@@ -355,6 +434,9 @@ fn options(step: &Map<String, J>, with_serdes: bool, with_materialized: bool) ->
             }
             if let Some(v) = m.get("value").and_then(J::as_str) {
                 mat = mat.value_serde(v);
+            }
+            if let Some(r) = m.get("retention_ms").and_then(J::as_i64) {
+                mat = mat.retention(Duration::from_millis(u64::try_from(r).unwrap_or(0)));
             }
             o = o.materialized(mat);
         }
@@ -395,6 +477,42 @@ fn fn_of(step: &Map<String, J>, key: &str) -> FnRef {
     fn_ref(step.get(key).unwrap_or(&J::Null))
 }
 
+/// A step on a table.
+fn table_op(t: &KTable<Value, Value>, op: &str, step: &Map<String, J>, f: &FnRef) -> Result<Node, BuildError> {
+    Ok(match op {
+            "to_stream" => Node::Stream(t.to_stream_with(options(step, false, false))?),
+            "filter" | "filter_not" => {
+                let p = predicate(f)?;
+                let g = move |k: &Value, v: &Value| ok(p(k, v));
+                let o = options(step, false, true);
+                Node::Table(if op == "filter" { t.filter_with(g, o)? } else { t.filter_not_with(g, o)? })
+            }
+            "map_values" => {
+                let m = mapper(f)?;
+                Node::Table(t.map_values_with(move |v| ok(m(v)), options(step, true, true))?)
+            }
+            "group_by" => {
+                let m = kv_mapper(f)?;
+                Node::GroupedTable(t.group_by_with(move |k, v| ok(m(k, v)), options(step, true, false))?)
+            }
+            "suppress" => {
+                return Err(BuildError::Executor(
+                    "suppress: suppress(untilWindowCloses) applies to a windowed aggregation's table only (KTable<Windowed<K>, V>); this table is not windowed, so no call is made (in Rust it does not compile)".to_owned(),
+                ))
+            }
+            _ => return Err(format!("executor: {op} cannot apply to a table").into()),
+    })
+}
+
+/// The Rust SDK's `SessionWindowedKStream` offers `count` and
+/// `reduce_builtin` only: the engine folds host functions over time windows
+/// only, and refuses them over sessions.
+fn no_session_fold(what: &str) -> BuildError {
+    BuildError::Executor(format!(
+        "{what} over session windows runs count and built-in reducers in this engine version; host functions fold over time windows only, so the Rust SDK's SessionWindowedKStream has no {what} with host functions"
+    ))
+}
+
 /// Performs one builder step on `node`; None for a terminal step.
 fn apply(app: &App, step: &Map<String, J>, node: Option<&Node>, prefix: &str) -> Result<Option<Node>, BuildError> {
     let op = step.get("op").and_then(J::as_str).unwrap_or("");
@@ -411,6 +529,12 @@ fn apply(app: &App, step: &Map<String, J>, node: Option<&Node>, prefix: &str) ->
         }
         ("table", _) => return Ok(Some(Node::Table(app.table_with(&topic(), options(step, true, true))?))),
         _ => {}
+    }
+    if let Some(r) = step.get("materialized").and_then(|m| m.get("retention_ms")).and_then(J::as_i64) {
+        if r < 0 {
+            // Materialized::retention takes a Duration, which is never negative.
+            return Err(format!("{op}: materialized retention_ms {r} is negative").into());
+        }
     }
     let f = fn_of(step, "fn");
     Ok(Some(match node {
@@ -471,6 +595,9 @@ fn apply(app: &App, step: &Map<String, J>, node: Option<&Node>, prefix: &str) ->
             _ => return Err(format!("executor: {op} cannot apply to a stream").into()),
         },
         Some(Node::Grouped(g)) => {
+            if op == "windowed_by" {
+                return Ok(Some(windowed_by(g, step.get("windows").and_then(J::as_object).unwrap_or(&Map::new()))?));
+            }
             let o = options(step, false, true);
             match op {
                 "count" => Node::Table(g.count_with(o)?.dynamic()),
@@ -489,24 +616,49 @@ fn apply(app: &App, step: &Map<String, J>, node: Option<&Node>, prefix: &str) ->
                 _ => return Err(format!("executor: {op} cannot apply to a grouped stream").into()),
             }
         }
-        Some(Node::Table(t)) => match op {
-            "to_stream" => Node::Stream(t.to_stream_with(options(step, false, false))?),
-            "filter" | "filter_not" => {
-                let p = predicate(&f)?;
-                let g = move |k: &Value, v: &Value| ok(p(k, v));
-                let o = options(step, false, true);
-                Node::Table(if op == "filter" { t.filter_with(g, o)? } else { t.filter_not_with(g, o)? })
-            }
-            "map_values" => {
-                let m = mapper(&f)?;
-                Node::Table(t.map_values_with(move |v| ok(m(v)), options(step, true, true))?)
-            }
-            "group_by" => {
-                let m = kv_mapper(&f)?;
-                Node::GroupedTable(t.group_by_with(move |k, v| ok(m(k, v)), options(step, true, false))?)
-            }
-            _ => return Err(format!("executor: {op} cannot apply to a table").into()),
+        Some(Node::Table(t)) => table_op(t, op, step, &f)?,
+        Some(Node::WindowedTable(t)) => match op {
+            "suppress" => Node::WindowedTable(t.suppress(options(step, false, false))?),
+            _ => table_op(&t.dynamic(), op, step, &f)?,
         },
+        Some(Node::TimeWindowed(w)) => {
+            let o = options(step, false, true);
+            Node::WindowedTable(match op {
+                "count" => WindowedTable::Count(w.count_with(o)?),
+                "reduce" => WindowedTable::Values(match step.get("builtin").and_then(J::as_str) {
+                    Some(b) => w.reduce_builtin(builtin(b)?, o)?,
+                    None => {
+                        let r = reducer(&f)?;
+                        w.reduce_with(move |a, v| ok(r(a, v)), o)?
+                    }
+                }),
+                "aggregate" => {
+                    let init = initializer(&fn_of(step, "init"))?;
+                    let a = aggregator(&f)?;
+                    WindowedTable::Values(w.aggregate_with(init, move |k, v, agg| ok(a(k, v, agg)), o)?)
+                }
+                _ => return Err(format!("executor: {op} cannot apply to a time-windowed stream").into()),
+            })
+        }
+        Some(Node::SessionWindowed(w)) => {
+            let o = options(step, false, true);
+            Node::WindowedTable(match op {
+                "count" => WindowedTable::Count(w.count_with(o)?),
+                "reduce" => match step.get("builtin").and_then(J::as_str) {
+                    Some(b) => WindowedTable::Values(w.reduce_builtin(builtin(b)?, o)?),
+                    None => return Err(no_session_fold("reduce")),
+                },
+                "aggregate" => {
+                    if !step.contains_key("merger") {
+                        return Err(BuildError::Executor(
+                            "aggregate: a session-windowed aggregate needs a merger (a (key, aggregate1, aggregate2) function) to merge sessions; none was given, so no call is made".to_owned(),
+                        ));
+                    }
+                    return Err(no_session_fold("aggregate"));
+                }
+                _ => return Err(format!("executor: {op} cannot apply to a session-windowed stream").into()),
+            })
+        }
         Some(Node::GroupedTable(g)) => {
             let o = options(step, false, true);
             let sub = step.get("subtractor").map(fn_ref);
@@ -630,6 +782,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let told2 = told.clone();
     std::thread::spawn(move || {
         wait(&told2);
+        // Before stopping, as the other executors do: the runner checks
+        // expect.dropped_records against it.
+        match stopper.dropped_records() {
+            Ok(count) => emit(json!({"event": "dropped_records", "count": count})),
+            Err(e) => eprintln!("executor: dropped_records: {e}"),
+        }
         stopper.stop();
     });
     match app.run() {
