@@ -46,7 +46,7 @@ func (h *testHost) buildWindowedCount(out string, suppress bool) {
 func (e *env) windowUpdates(topic string, n int) []string {
 	e.t.Helper()
 	var got []string
-	waitFor(e.t, fmt.Sprintf("%d windowed updates on %s", n, topic), 30*time.Second, func() bool {
+	waitFor(e.t, fmt.Sprintf("%d windowed updates on %s", n, topic), 90*time.Second, func() bool {
 		got = got[:0]
 		e.readTopic(topic, false, func(r *kgo.Record) {
 			got = append(got, fmt.Sprintf("%s=%d", windowed(r.Key), decodeLong(r.Value)))
@@ -150,7 +150,7 @@ func TestSuppressEmitsEachWindowOnce(t *testing.T) {
 		}
 		got := e.windowUpdates("finals", len(want))
 		// Give a wrong extra output the time to show.
-		waitFor(t, "the input to be processed", 30*time.Second, func() bool {
+		waitFor(t, "the input to be processed", 120*time.Second, func() bool {
 			resp, err := e.cl.GetState(context.Background(), connect.NewRequest(&pb.GetStateRequest{SessionId: h.session}))
 			return err == nil && resp.Msg.State == pb.State_STATE_RUNNING
 		})
