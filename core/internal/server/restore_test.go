@@ -104,6 +104,9 @@ func TestRestoreProgressIsReported(t *testing.T) {
 		before, _ = h.query(wcStore, &pb.QueryRequest{Query: &pb.QueryRequest_All{All: true}})
 		return len(before) == len(total)
 	})
+	// A rebalance right after the first assignment shows as REBALANCING for
+	// a moment (seen on a loaded machine): wait for RUNNING first.
+	waitFor(t, "the application to run", 60*time.Second, func() bool { return h.getState().State == pb.State_STATE_RUNNING })
 	if p := h.getState(); p.State != pb.State_STATE_RUNNING || p.Restore.GetRestoringPartitions() != 0 || p.Restore.GetTotalPartitions() != 4 {
 		t.Fatalf("before the restart: %v with %v, want STATE_RUNNING, 4 store partitions, none restoring", p.State, p.Restore)
 	}
