@@ -1,7 +1,8 @@
 // Command polystreams runs the polystreams engine.
 //
-//	polystreams dev    engine + embedded Kafka broker (kfake), for development, demos and tests
-//	polystreams serve  engine against any Kafka: --brokers host:port
+//	polystreams dev       engine + embedded Kafka broker (kfake), for development, demos and tests
+//	polystreams serve     engine against any Kafka: --brokers host:port
+//	polystreams describe  a topology as text, json, mermaid, dot or svg
 //
 // Both bind 127.0.0.1 unless told otherwise, print the addresses they serve
 // ("polystreams: broker ..." and "polystreams: engine http://...") on
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"github.com/polystreams/polystreams/core/internal/broker"
+	"github.com/polystreams/polystreams/core/internal/logging"
 	"github.com/polystreams/polystreams/core/internal/server"
 )
 
@@ -34,7 +36,13 @@ const usage = `polystreams: Kafka Streams for Python, Node.js and Rust, on one G
 Usage:
   polystreams dev   [flags]   run the engine with an embedded Kafka broker
   polystreams serve [flags]   run the engine against Kafka at --brokers
+  polystreams describe [flags] [TOPOLOGY-FILE]
+                              print a topology (of a running engine, or a file)
+                              as text, json, mermaid, dot or svg
   polystreams version
+
+The engine serves the protocol, /metrics (Prometheus), /describe and a live
+page, /ui, on its --listen address.
 
 Run 'polystreams dev -h' or 'polystreams serve -h' for flags.
 `
@@ -52,6 +60,8 @@ func main() {
 		err = run(os.Args[2:], true)
 	case "serve":
 		err = run(os.Args[2:], false)
+	case "describe":
+		err = describe(os.Args[2:], os.Stdout)
 	case "version", "--version", "-v":
 		fmt.Println("polystreams", version)
 	case "help", "-h", "--help":
@@ -76,6 +86,8 @@ func run(args []string, dev bool) error {
 	stateDir := fs.String("state-dir", "", "state.dir for sessions that name none (default <tmp>/polystreams)")
 	exitOnStdin := fs.Bool("exit-on-stdin-close", false, "stop when standard input closes (for engines spawned by an SDK)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logFormat := fs.String("log-format", "text", "text or json (log/slog's handlers), on standard error")
+	metricsOn := fs.Bool("metrics", true, "count node records, crossings, commits and drops (polystreams.metrics.enabled for sessions that do not set it)")
 	sessionTimeout := fs.Duration("session-timeout", 60*time.Second, "stop a started session whose host has not called for this long")
 	var brokers, brokerAddr, topics, dataDir *string
 	var partitions *int
@@ -100,7 +112,10 @@ func run(args []string, dev bool) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", *logLevel)
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log, recent, err := logging.New(os.Stderr, *logFormat, level)
+	if err != nil {
+		return fmt.Errorf("--log-format: %w", err)
+	}
 	slog.SetDefault(log)
 
 	bootstrap := ""
@@ -125,7 +140,8 @@ func run(args []string, dev bool) error {
 		}
 	}
 
-	srv := server.New(server.Options{Brokers: bootstrap, StateDir: *stateDir, SessionTimeout: *sessionTimeout, Logger: log})
+	srv := server.New(server.Options{Brokers: bootstrap, StateDir: *stateDir, SessionTimeout: *sessionTimeout, Logger: log,
+		Recent: recent, Version: version, MetricsDisabled: !*metricsOn})
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", *listen, err)
@@ -133,6 +149,7 @@ func run(args []string, dev bool) error {
 	mux := http.NewServeMux()
 	path, h := srv.Handler()
 	mux.Handle(path, h)
+	observe(mux, srv)
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
@@ -145,6 +162,7 @@ func run(args []string, dev bool) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go watchRestores(ctx, srv)
 	if *exitOnStdin {
 		go func() {
 			io.Copy(io.Discard, os.Stdin)

@@ -104,6 +104,9 @@ type App struct {
 	changes []State
 	// changed is closed, and replaced, at each change.
 	changed chan struct{}
+
+	// stats: counters for metrics (stats.go).
+	stats appStats
 }
 
 // New prepares an application; Start runs it.
@@ -120,6 +123,9 @@ func New(cfg Config, topo *topology.Topology, host Host) (*App, error) {
 		return nil, err
 	}
 	a.plans = plans
+	if !cfg.MetricsDisabled {
+		a.instrument()
+	}
 	a.planOf = map[string]*plan{}
 	for _, p := range plans {
 		for t := range p.sources {
@@ -334,6 +340,7 @@ func (a *App) Done() <-chan struct{} { return a.done }
 func (a *App) fail(err error) {
 	a.mu.Lock()
 	if a.err == nil && a.state != Stopped {
+		a.countFailure(err)
 		a.err = err
 		a.state = Failed
 		a.noteLocked()
@@ -418,7 +425,7 @@ loop:
 		a.log.Warn("leaving the group", "error", err)
 	}
 	a.adm.Close()
-	if err := a.db.Close(); err != nil {
+	if err := a.closeDB(); err != nil {
 		a.log.Error("closing state", "error", err)
 	}
 	a.setState(Stopped)
@@ -480,6 +487,7 @@ func (a *App) poll() {
 				return
 			}
 			if t := a.taskFor(ftp.Topic, ftp.Partition); t != nil {
+				t.noteEnd(ftp.Topic, ftp.HighWatermark)
 				a.pending.Add(int64(len(ftp.Records)))
 				t.enqueue(ftp.Topic, ftp.Records)
 			}
@@ -523,7 +531,9 @@ func (a *App) endTxn(ctx context.Context, tasks []*task, fatal bool) bool {
 	for _, t := range tasks {
 		t.writeChangelogs()
 	}
+	start := time.Now()
 	committed, err := a.sess.End(ctx, kgo.TryCommit)
+	observeSince(a.stats.txn, start)
 	if err == nil && a.produceFailed.Load() {
 		err = errors.New("a record of the transaction could not be written")
 	}
@@ -679,6 +689,8 @@ func (a *App) commitTasks(ctx context.Context, tasks []*task, closing bool) {
 		}
 		t.mu.Unlock()
 	}
+	start := time.Now()
+	defer observeSince(a.stats.commit, start)
 	if err := a.cl.Flush(ctx); err != nil {
 		a.log.Warn("flush before commit", "error", err)
 		return

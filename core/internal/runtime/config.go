@@ -58,6 +58,9 @@ type Config struct {
 	InstanceID string
 	// security.protocol, sasl.mechanism, sasl.username, sasl.password.
 	SecurityProtocol, SASLMechanism, SASLUsername, SASLPassword string
+	// MetricsDisabled is polystreams.metrics.enabled=false (default true):
+	// nodes, crossings, commits and drops are not counted.
+	MetricsDisabled bool
 
 	// FoldValueRefs: the host understands Bundle.value_refs (its SDK said
 	// so with the "fold_value_refs" host feature), so a windowed fold
@@ -182,6 +185,12 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 			default:
 				errs = append(errs, fmt.Errorf("sasl.mechanism = %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", v))
 			}
+		case "polystreams.metrics.enabled":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s = %q: want true or false", k, v))
+			}
+			c.MetricsDisabled = !b
 		case "sasl.username":
 			c.SASLUsername = v
 		case "sasl.password":
@@ -216,6 +225,7 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 		"polystreams.bundle.linger.ms":   strconv.FormatInt(c.BundleLinger.Milliseconds(), 10),
 		"statestore.cache.max.bytes":     strconv.FormatInt(c.CacheMaxBytes, 10),
 		"security.protocol":              c.SecurityProtocol,
+		"polystreams.metrics.enabled":    strconv.FormatBool(!c.MetricsDisabled),
 	}
 	if c.SASLMechanism != "" {
 		effective["sasl.mechanism"] = c.SASLMechanism

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
@@ -65,7 +66,12 @@ func (t *task) runHost(ctx context.Context, s *step, recs []rec) ([]rec, error) 
 func (t *task) crossOnce(ctx context.Context, s *step, recs []rec) ([]rec, *pb.BundleResult, error) {
 	b := encodeBundle(s, recs)
 	b.Partition = t.id.partition
+	start := time.Now()
 	res, err := t.app.host.Process(ctx, b)
+	if s.stats != nil {
+		s.stats.crossing.ObserveSince(start)
+		s.stats.bundle.Observe(float64(len(recs)))
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("runtime: task %s: bundle for node %s: %w", t.id, s.node.Name, err)
 	}

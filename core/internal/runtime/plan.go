@@ -56,6 +56,8 @@ type step struct {
 	// cached: the step's updates wait in the record cache (cache.go): a
 	// stateful step with a successor.
 	cached bool
+	// stats: the step's counters (stats.go); nil with metrics off.
+	stats *stepStats
 }
 
 // plan is the compiled form of one sub-topology.

@@ -173,6 +173,10 @@ type task struct {
 	// processed is offsets, including batches whose updates still wait in
 	// the record cache. Only the task's goroutine touches it.
 	processed map[string]kgo.EpochOffset
+
+	// ends: per input topic, the high watermark of the last fetch (guarded
+	// by mu); lag is measured to it.
+	ends map[string]int64
 }
 
 func newTask(a *App, id taskID, p *plan) *task {
@@ -511,6 +515,9 @@ var empty = []byte{}
 func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 	if len(recs) == 0 {
 		return nil
+	}
+	if s.stats != nil {
+		s.stats.records.Add(int64(len(recs)))
 	}
 	var out []rec
 	switch s.kind {

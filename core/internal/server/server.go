@@ -18,6 +18,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/polystreams/polystreams/core/internal/logging"
 	"github.com/polystreams/polystreams/core/internal/runtime"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
@@ -38,6 +39,14 @@ type Options struct {
 	// again; default 30s.
 	HostTimeout time.Duration
 	Logger      *slog.Logger
+	// Recent holds the logger's recent warnings and errors, for /ui; nil
+	// shows none.
+	Recent *logging.Recent
+	// Version is the engine's version, for /metrics and /ui.
+	Version string
+	// MetricsDisabled sets polystreams.metrics.enabled=false for sessions
+	// that do not set it (the engine's --metrics=false).
+	MetricsDisabled bool
 }
 
 // Server implements polystreamsv1alpha1connect.EngineServiceHandler. Safe
@@ -51,6 +60,8 @@ type Server struct {
 
 	stop chan struct{}
 	once sync.Once
+	// started is when the server was made (uptime, for /ui).
+	started time.Time
 }
 
 var _ polystreamsv1alpha1connect.EngineServiceHandler = (*Server)(nil)
@@ -66,7 +77,7 @@ func New(o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	s := &Server{opts: o, log: o.Logger, sessions: map[string]*session{}, stop: make(chan struct{})}
+	s := &Server{opts: o, log: o.Logger, sessions: map[string]*session{}, stop: make(chan struct{}), started: time.Now()}
 	go s.janitor()
 	return s
 }
@@ -183,7 +194,11 @@ func (s *Server) session(method, id string) (*session, error) {
 
 func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSessionRequest]) (*connect.Response[pb.OpenSessionResponse], error) {
 	m := req.Msg
-	cfg, effective, err := runtime.ParseConfig(m.ApplicationId, withDefault(m.Config, "state.dir", s.opts.StateDir), s.opts.Brokers)
+	kv := withDefault(m.Config, "state.dir", s.opts.StateDir)
+	if s.opts.MetricsDisabled {
+		kv = withDefault(kv, "polystreams.metrics.enabled", "false")
+	}
+	cfg, effective, err := runtime.ParseConfig(m.ApplicationId, kv, s.opts.Brokers)
 	if err != nil {
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("OpenSession: %w", err))
 	}
@@ -267,7 +282,13 @@ func (s *Server) Describe(_ context.Context, req *connect.Request[pb.DescribeReq
 	if err != nil {
 		return nil, builderError("Describe", err)
 	}
-	return connect.NewResponse(&pb.DescribeResponse{Text: topo.Describe(), Topology: describeProto(topo)}), nil
+	resp := &pb.DescribeResponse{Text: topo.Describe(), Topology: describeProto(topo)}
+	if f := req.Msg.Format; f != "" {
+		if resp.Output, err = topo.Description().Render(f); err != nil {
+			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("Describe: %w", err))
+		}
+	}
+	return connect.NewResponse(resp), nil
 }
 
 func describeProto(t *topology.Topology) *pb.TopologyDescription {

@@ -182,18 +182,22 @@ class CountOp(_message.Message):
     def __init__(self, input: _Optional[int] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ..., name: _Optional[str] = ...) -> None: ...
 
 class DescribeRequest(_message.Message):
-    __slots__ = ["session_id"]
+    __slots__ = ["format", "session_id"]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    format: str
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., format: _Optional[str] = ...) -> None: ...
 
 class DescribeResponse(_message.Message):
-    __slots__ = ["text", "topology"]
+    __slots__ = ["output", "text", "topology"]
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    output: str
     text: str
     topology: TopologyDescription
-    def __init__(self, text: _Optional[str] = ..., topology: _Optional[_Union[TopologyDescription, _Mapping]] = ...) -> None: ...
+    def __init__(self, text: _Optional[str] = ..., topology: _Optional[_Union[TopologyDescription, _Mapping]] = ..., output: _Optional[str] = ...) -> None: ...
 
 class ExchangeRequest(_message.Message):
     __slots__ = ["max_bundles", "results", "session_id", "wait_ms", "worker_id"]
@@ -268,6 +272,30 @@ class ForeachOp(_message.Message):
     name: str
     token: int
     def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
+
+class GetMetricsRequest(_message.Message):
+    __slots__ = ["session_id"]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class GetMetricsResponse(_message.Message):
+    __slots__ = ["dropped_records", "failed_records", "metrics_enabled", "nodes", "restore", "state", "tasks"]
+    DROPPED_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    FAILED_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    METRICS_ENABLED_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    RESTORE_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    dropped_records: int
+    failed_records: int
+    metrics_enabled: bool
+    nodes: _containers.RepeatedCompositeFieldContainer[NodeMetrics]
+    restore: RestoreProgress
+    state: State
+    tasks: _containers.RepeatedCompositeFieldContainer[TaskMetrics]
+    def __init__(self, state: _Optional[_Union[State, str]] = ..., restore: _Optional[_Union[RestoreProgress, _Mapping]] = ..., nodes: _Optional[_Iterable[_Union[NodeMetrics, _Mapping]]] = ..., tasks: _Optional[_Iterable[_Union[TaskMetrics, _Mapping]]] = ..., dropped_records: _Optional[int] = ..., failed_records: _Optional[int] = ..., metrics_enabled: bool = ...) -> None: ...
 
 class GetStateRequest(_message.Message):
     __slots__ = ["session_id"]
@@ -411,6 +439,22 @@ class Node(_message.Message):
     type: Node.Type
     def __init__(self, name: _Optional[str] = ..., type: _Optional[_Union[Node.Type, str]] = ..., topics: _Optional[_Iterable[str]] = ..., topic: _Optional[str] = ..., stores: _Optional[_Iterable[str]] = ..., successors: _Optional[_Iterable[str]] = ..., predecessors: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class NodeMetrics(_message.Message):
+    __slots__ = ["bundles", "fused_into", "mean_crossing_seconds", "name", "records", "subtopology"]
+    BUNDLES_FIELD_NUMBER: _ClassVar[int]
+    FUSED_INTO_FIELD_NUMBER: _ClassVar[int]
+    MEAN_CROSSING_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    SUBTOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    bundles: int
+    fused_into: str
+    mean_crossing_seconds: float
+    name: str
+    records: int
+    subtopology: int
+    def __init__(self, name: _Optional[str] = ..., subtopology: _Optional[int] = ..., records: _Optional[int] = ..., fused_into: _Optional[str] = ..., bundles: _Optional[int] = ..., mean_crossing_seconds: _Optional[float] = ...) -> None: ...
+
 class OpenSessionRequest(_message.Message):
     __slots__ = ["application_id", "config", "host_features"]
     class ConfigEntry(_message.Message):
@@ -442,6 +486,20 @@ class OpenSessionResponse(_message.Message):
     config: _containers.ScalarMap[str, str]
     session_id: str
     def __init__(self, session_id: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class PartitionLag(_message.Message):
+    __slots__ = ["end", "lag", "partition", "position", "topic"]
+    END_FIELD_NUMBER: _ClassVar[int]
+    LAG_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    end: int
+    lag: int
+    partition: int
+    position: int
+    topic: str
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., position: _Optional[int] = ..., end: _Optional[int] = ..., lag: _Optional[int] = ...) -> None: ...
 
 class PeekOp(_message.Message):
     __slots__ = ["input", "name", "token"]
@@ -617,6 +675,14 @@ class StopResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
 
+class StoreMetrics(_message.Message):
+    __slots__ = ["entries", "name"]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    entries: int
+    name: str
+    def __init__(self, name: _Optional[str] = ..., entries: _Optional[int] = ...) -> None: ...
+
 class StreamOp(_message.Message):
     __slots__ = ["key_serde", "name", "topics", "value_serde"]
     KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
@@ -658,6 +724,18 @@ class TableOp(_message.Message):
     topic: str
     value_serde: str
     def __init__(self, topic: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ...) -> None: ...
+
+class TaskMetrics(_message.Message):
+    __slots__ = ["id", "inputs", "restored", "stores"]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    INPUTS_FIELD_NUMBER: _ClassVar[int]
+    RESTORED_FIELD_NUMBER: _ClassVar[int]
+    STORES_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    inputs: _containers.RepeatedCompositeFieldContainer[PartitionLag]
+    restored: bool
+    stores: _containers.RepeatedCompositeFieldContainer[StoreMetrics]
+    def __init__(self, id: _Optional[str] = ..., restored: bool = ..., inputs: _Optional[_Iterable[_Union[PartitionLag, _Mapping]]] = ..., stores: _Optional[_Iterable[_Union[StoreMetrics, _Mapping]]] = ...) -> None: ...
 
 class TimeWindows(_message.Message):
     __slots__ = ["advance_ms", "grace_ms", "size_ms"]

@@ -2772,8 +2772,11 @@ func (x *BuildResponse) GetHandle() *Handle {
 }
 
 type DescribeRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The rendering DescribeResponse.output carries: "text" (as text),
+	// "json", "mermaid", "dot" or "svg". Empty: output is empty.
+	Format        string `protobuf:"bytes,2,opt,name=format,proto3" json:"format,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2815,12 +2818,21 @@ func (x *DescribeRequest) GetSessionId() string {
 	return ""
 }
 
+func (x *DescribeRequest) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
 type DescribeResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Identical to Kafka Streams' Topology.describe().toString().
 	Text string `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
 	// The same, structured.
-	Topology      *TopologyDescription `protobuf:"bytes,2,opt,name=topology,proto3" json:"topology,omitempty"`
+	Topology *TopologyDescription `protobuf:"bytes,2,opt,name=topology,proto3" json:"topology,omitempty"`
+	// The topology in DescribeRequest.format; empty when no format was asked.
+	Output        string `protobuf:"bytes,3,opt,name=output,proto3" json:"output,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2867,6 +2879,13 @@ func (x *DescribeResponse) GetTopology() *TopologyDescription {
 		return x.Topology
 	}
 	return nil
+}
+
+func (x *DescribeResponse) GetOutput() string {
+	if x != nil {
+		return x.Output
+	}
+	return ""
 }
 
 type TopologyDescription struct {
@@ -4530,6 +4549,444 @@ func (x *QueryResponse) GetTruncated() bool {
 	return false
 }
 
+type GetMetricsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetMetricsRequest) Reset() {
+	*x = GetMetricsRequest{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetMetricsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetMetricsRequest) ProtoMessage() {}
+
+func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetMetricsRequest.ProtoReflect.Descriptor instead.
+func (*GetMetricsRequest) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *GetMetricsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type GetMetricsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	State State                  `protobuf:"varint,1,opt,name=state,proto3,enum=polystreams.v1alpha1.State" json:"state,omitempty"`
+	// Restore progress once the topology started (absent before).
+	Restore *RestoreProgress `protobuf:"bytes,2,opt,name=restore,proto3" json:"restore,omitempty"`
+	// The nodes, sub-topology by sub-topology, upstream first (empty before
+	// Start).
+	Nodes []*NodeMetrics `protobuf:"bytes,3,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	// The tasks this engine runs.
+	Tasks []*TaskMetrics `protobuf:"bytes,4,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	// Records skipped (null key or value, late) and records that failed in a
+	// node, since Start.
+	DroppedRecords int64 `protobuf:"varint,5,opt,name=dropped_records,json=droppedRecords,proto3" json:"dropped_records,omitempty"`
+	FailedRecords  int64 `protobuf:"varint,6,opt,name=failed_records,json=failedRecords,proto3" json:"failed_records,omitempty"`
+	// False when the session's polystreams.metrics.enabled is false: node
+	// records, crossings and drops are then not counted.
+	MetricsEnabled bool `protobuf:"varint,7,opt,name=metrics_enabled,json=metricsEnabled,proto3" json:"metrics_enabled,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *GetMetricsResponse) Reset() {
+	*x = GetMetricsResponse{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetMetricsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetMetricsResponse) ProtoMessage() {}
+
+func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetMetricsResponse.ProtoReflect.Descriptor instead.
+func (*GetMetricsResponse) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *GetMetricsResponse) GetState() State {
+	if x != nil {
+		return x.State
+	}
+	return State_STATE_UNSPECIFIED
+}
+
+func (x *GetMetricsResponse) GetRestore() *RestoreProgress {
+	if x != nil {
+		return x.Restore
+	}
+	return nil
+}
+
+func (x *GetMetricsResponse) GetNodes() []*NodeMetrics {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *GetMetricsResponse) GetTasks() []*TaskMetrics {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+func (x *GetMetricsResponse) GetDroppedRecords() int64 {
+	if x != nil {
+		return x.DroppedRecords
+	}
+	return 0
+}
+
+func (x *GetMetricsResponse) GetFailedRecords() int64 {
+	if x != nil {
+		return x.FailedRecords
+	}
+	return 0
+}
+
+func (x *GetMetricsResponse) GetMetricsEnabled() bool {
+	if x != nil {
+		return x.MetricsEnabled
+	}
+	return false
+}
+
+// NodeMetrics are one node's counters since Start.
+type NodeMetrics struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Subtopology int32                  `protobuf:"varint,2,opt,name=subtopology,proto3" json:"subtopology,omitempty"`
+	// Records into the node.
+	Records int64 `protobuf:"varint,3,opt,name=records,proto3" json:"records,omitempty"`
+	// A node fused into a chain of host operators after the chain's first
+	// node has no counters of its own: this names the first. Empty otherwise.
+	FusedInto string `protobuf:"bytes,5,opt,name=fused_into,json=fusedInto,proto3" json:"fused_into,omitempty"`
+	// Bundles that crossed to a host from this node, and their mean round
+	// trip; 0 for nodes that do not cross.
+	Bundles             int64   `protobuf:"varint,6,opt,name=bundles,proto3" json:"bundles,omitempty"`
+	MeanCrossingSeconds float64 `protobuf:"fixed64,7,opt,name=mean_crossing_seconds,json=meanCrossingSeconds,proto3" json:"mean_crossing_seconds,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *NodeMetrics) Reset() {
+	*x = NodeMetrics{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeMetrics) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeMetrics) ProtoMessage() {}
+
+func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeMetrics.ProtoReflect.Descriptor instead.
+func (*NodeMetrics) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *NodeMetrics) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *NodeMetrics) GetSubtopology() int32 {
+	if x != nil {
+		return x.Subtopology
+	}
+	return 0
+}
+
+func (x *NodeMetrics) GetRecords() int64 {
+	if x != nil {
+		return x.Records
+	}
+	return 0
+}
+
+func (x *NodeMetrics) GetFusedInto() string {
+	if x != nil {
+		return x.FusedInto
+	}
+	return ""
+}
+
+func (x *NodeMetrics) GetBundles() int64 {
+	if x != nil {
+		return x.Bundles
+	}
+	return 0
+}
+
+func (x *NodeMetrics) GetMeanCrossingSeconds() float64 {
+	if x != nil {
+		return x.MeanCrossingSeconds
+	}
+	return 0
+}
+
+// TaskMetrics are one task's inputs, lag and stores.
+type TaskMetrics struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kafka Streams' task id, "<sub-topology>_<partition>".
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Whether its stores are restored.
+	Restored      bool            `protobuf:"varint,2,opt,name=restored,proto3" json:"restored,omitempty"`
+	Inputs        []*PartitionLag `protobuf:"bytes,3,rep,name=inputs,proto3" json:"inputs,omitempty"`
+	Stores        []*StoreMetrics `protobuf:"bytes,4,rep,name=stores,proto3" json:"stores,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskMetrics) Reset() {
+	*x = TaskMetrics{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskMetrics) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskMetrics) ProtoMessage() {}
+
+func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskMetrics.ProtoReflect.Descriptor instead.
+func (*TaskMetrics) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *TaskMetrics) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *TaskMetrics) GetRestored() bool {
+	if x != nil {
+		return x.Restored
+	}
+	return false
+}
+
+func (x *TaskMetrics) GetInputs() []*PartitionLag {
+	if x != nil {
+		return x.Inputs
+	}
+	return nil
+}
+
+func (x *TaskMetrics) GetStores() []*StoreMetrics {
+	if x != nil {
+		return x.Stores
+	}
+	return nil
+}
+
+// PartitionLag is one input partition of a task.
+type PartitionLag struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	// The next offset to commit, the high watermark at the last fetch, and
+	// the records between them; -1 when not known yet.
+	Position      int64 `protobuf:"varint,3,opt,name=position,proto3" json:"position,omitempty"`
+	End           int64 `protobuf:"varint,4,opt,name=end,proto3" json:"end,omitempty"`
+	Lag           int64 `protobuf:"varint,5,opt,name=lag,proto3" json:"lag,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionLag) Reset() {
+	*x = PartitionLag{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionLag) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionLag) ProtoMessage() {}
+
+func (x *PartitionLag) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionLag.ProtoReflect.Descriptor instead.
+func (*PartitionLag) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *PartitionLag) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *PartitionLag) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *PartitionLag) GetPosition() int64 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+func (x *PartitionLag) GetEnd() int64 {
+	if x != nil {
+		return x.End
+	}
+	return 0
+}
+
+func (x *PartitionLag) GetLag() int64 {
+	if x != nil {
+		return x.Lag
+	}
+	return 0
+}
+
+// StoreMetrics is one store partition of a task.
+type StoreMetrics struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Entries, counted up to 100,000 (a bigger store reports 100,000).
+	Entries       int64 `protobuf:"varint,2,opt,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreMetrics) Reset() {
+	*x = StoreMetrics{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreMetrics) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreMetrics) ProtoMessage() {}
+
+func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreMetrics.ProtoReflect.Descriptor instead.
+func (*StoreMetrics) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *StoreMetrics) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *StoreMetrics) GetEntries() int64 {
+	if x != nil {
+		return x.Entries
+	}
+	return 0
+}
+
 var File_polystreams_v1alpha1_engine_proto protoreflect.FileDescriptor
 
 const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
@@ -4724,13 +5181,15 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\bsuppress\x18\x1c \x01(\v2 .polystreams.v1alpha1.SuppressOpH\x00R\bsuppressB\v\n" +
 	"\toperation\"E\n" +
 	"\rBuildResponse\x124\n" +
-	"\x06handle\x18\x01 \x01(\v2\x1c.polystreams.v1alpha1.HandleR\x06handle\"0\n" +
+	"\x06handle\x18\x01 \x01(\v2\x1c.polystreams.v1alpha1.HandleR\x06handle\"H\n" +
 	"\x0fDescribeRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"m\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x16\n" +
+	"\x06format\x18\x02 \x01(\tR\x06format\"\x85\x01\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12E\n" +
-	"\btopology\x18\x02 \x01(\v2).polystreams.v1alpha1.TopologyDescriptionR\btopology\"^\n" +
+	"\btopology\x18\x02 \x01(\v2).polystreams.v1alpha1.TopologyDescriptionR\btopology\x12\x16\n" +
+	"\x06output\x18\x03 \x01(\tR\x06output\"^\n" +
 	"\x13TopologyDescription\x12G\n" +
 	"\rsubtopologies\x18\x01 \x03(\v2!.polystreams.v1alpha1.SubtopologyR\rsubtopologies\"O\n" +
 	"\vSubtopology\x12\x0e\n" +
@@ -4875,7 +5334,40 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\tkey_serde\x18\x05 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x06 \x01(\tR\n" +
 	"valueSerde\x12\x1c\n" +
-	"\ttruncated\x18\a \x01(\bR\ttruncated*\xaa\x01\n" +
+	"\ttruncated\x18\a \x01(\bR\ttruncated\"2\n" +
+	"\x11GetMetricsRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\xf3\x02\n" +
+	"\x12GetMetricsResponse\x121\n" +
+	"\x05state\x18\x01 \x01(\x0e2\x1b.polystreams.v1alpha1.StateR\x05state\x12?\n" +
+	"\arestore\x18\x02 \x01(\v2%.polystreams.v1alpha1.RestoreProgressR\arestore\x127\n" +
+	"\x05nodes\x18\x03 \x03(\v2!.polystreams.v1alpha1.NodeMetricsR\x05nodes\x127\n" +
+	"\x05tasks\x18\x04 \x03(\v2!.polystreams.v1alpha1.TaskMetricsR\x05tasks\x12'\n" +
+	"\x0fdropped_records\x18\x05 \x01(\x03R\x0edroppedRecords\x12%\n" +
+	"\x0efailed_records\x18\x06 \x01(\x03R\rfailedRecords\x12'\n" +
+	"\x0fmetrics_enabled\x18\a \x01(\bR\x0emetricsEnabled\"\xca\x01\n" +
+	"\vNodeMetrics\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vsubtopology\x18\x02 \x01(\x05R\vsubtopology\x12\x18\n" +
+	"\arecords\x18\x03 \x01(\x03R\arecords\x12\x1d\n" +
+	"\n" +
+	"fused_into\x18\x05 \x01(\tR\tfusedInto\x12\x18\n" +
+	"\abundles\x18\x06 \x01(\x03R\abundles\x122\n" +
+	"\x15mean_crossing_seconds\x18\a \x01(\x01R\x13meanCrossingSeconds\"\xb1\x01\n" +
+	"\vTaskMetrics\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
+	"\brestored\x18\x02 \x01(\bR\brestored\x12:\n" +
+	"\x06inputs\x18\x03 \x03(\v2\".polystreams.v1alpha1.PartitionLagR\x06inputs\x12:\n" +
+	"\x06stores\x18\x04 \x03(\v2\".polystreams.v1alpha1.StoreMetricsR\x06stores\"\x82\x01\n" +
+	"\fPartitionLag\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x1a\n" +
+	"\bposition\x18\x03 \x01(\x03R\bposition\x12\x10\n" +
+	"\x03end\x18\x04 \x01(\x03R\x03end\x12\x10\n" +
+	"\x03lag\x18\x05 \x01(\x03R\x03lag\"<\n" +
+	"\fStoreMetrics\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\aentries\x18\x02 \x01(\x03R\aentries*\xaa\x01\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vKIND_STREAM\x10\x01\x12\x17\n" +
@@ -4912,7 +5404,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\rSTATE_RUNNING\x10\x03\x12\x11\n" +
 	"\rSTATE_STOPPED\x10\x04\x12\x0f\n" +
 	"\vSTATE_ERROR\x10\x05\x12\x13\n" +
-	"\x0fSTATE_RESTORING\x10\x062\xbc\x06\n" +
+	"\x0fSTATE_RESTORING\x10\x062\x9d\a\n" +
 	"\rEngineService\x12b\n" +
 	"\vOpenSession\x12(.polystreams.v1alpha1.OpenSessionRequest\x1a).polystreams.v1alpha1.OpenSessionResponse\x12q\n" +
 	"\x10RegisterFunction\x12-.polystreams.v1alpha1.RegisterFunctionRequest\x1a..polystreams.v1alpha1.RegisterFunctionResponse\x12P\n" +
@@ -4922,7 +5414,9 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\bExchange\x12%.polystreams.v1alpha1.ExchangeRequest\x1a&.polystreams.v1alpha1.ExchangeResponse\x12Y\n" +
 	"\bGetState\x12%.polystreams.v1alpha1.GetStateRequest\x1a&.polystreams.v1alpha1.GetStateResponse\x12M\n" +
 	"\x04Stop\x12!.polystreams.v1alpha1.StopRequest\x1a\".polystreams.v1alpha1.StopResponse\x12P\n" +
-	"\x05Query\x12\".polystreams.v1alpha1.QueryRequest\x1a#.polystreams.v1alpha1.QueryResponseBZZXgithub.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1;polystreamsv1alpha1b\x06proto3"
+	"\x05Query\x12\".polystreams.v1alpha1.QueryRequest\x1a#.polystreams.v1alpha1.QueryResponse\x12_\n" +
+	"\n" +
+	"GetMetrics\x12'.polystreams.v1alpha1.GetMetricsRequest\x1a(.polystreams.v1alpha1.GetMetricsResponseBZZXgithub.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1;polystreamsv1alpha1b\x06proto3"
 
 var (
 	file_polystreams_v1alpha1_engine_proto_rawDescOnce sync.Once
@@ -4937,7 +5431,7 @@ func file_polystreams_v1alpha1_engine_proto_rawDescGZIP() []byte {
 }
 
 var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
 var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(Kind)(0),                        // 0: polystreams.v1alpha1.Kind
 	(Reducer)(0),                     // 1: polystreams.v1alpha1.Reducer
@@ -4997,15 +5491,21 @@ var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(*WindowFetch)(nil),              // 55: polystreams.v1alpha1.WindowFetch
 	(*KeyRange)(nil),                 // 56: polystreams.v1alpha1.KeyRange
 	(*QueryResponse)(nil),            // 57: polystreams.v1alpha1.QueryResponse
-	nil,                              // 58: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	nil,                              // 59: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
-	nil,                              // 60: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	(*GetMetricsRequest)(nil),        // 58: polystreams.v1alpha1.GetMetricsRequest
+	(*GetMetricsResponse)(nil),       // 59: polystreams.v1alpha1.GetMetricsResponse
+	(*NodeMetrics)(nil),              // 60: polystreams.v1alpha1.NodeMetrics
+	(*TaskMetrics)(nil),              // 61: polystreams.v1alpha1.TaskMetrics
+	(*PartitionLag)(nil),             // 62: polystreams.v1alpha1.PartitionLag
+	(*StoreMetrics)(nil),             // 63: polystreams.v1alpha1.StoreMetrics
+	nil,                              // 64: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	nil,                              // 65: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	nil,                              // 66: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
 }
 var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
-	58, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	59, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	64, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	65, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
 	0,  // 2: polystreams.v1alpha1.Handle.kind:type_name -> polystreams.v1alpha1.Kind
-	60, // 3: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	66, // 3: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
 	13, // 4: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
 	14, // 5: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
 	15, // 6: polystreams.v1alpha1.WindowedByOp.session:type_name -> polystreams.v1alpha1.SessionWindows
@@ -5054,29 +5554,37 @@ var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
 	49, // 49: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
 	56, // 50: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
 	55, // 51: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
-	5,  // 52: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
-	7,  // 53: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
-	33, // 54: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
-	35, // 55: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
-	40, // 56: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
-	42, // 57: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
-	50, // 58: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
-	52, // 59: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
-	54, // 60: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
-	6,  // 61: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
-	8,  // 62: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
-	34, // 63: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
-	36, // 64: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
-	41, // 65: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
-	43, // 66: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
-	51, // 67: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
-	53, // 68: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
-	57, // 69: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
-	61, // [61:70] is the sub-list for method output_type
-	52, // [52:61] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	3,  // 52: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
+	49, // 53: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	60, // 54: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
+	61, // 55: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
+	62, // 56: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
+	63, // 57: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
+	5,  // 58: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
+	7,  // 59: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
+	33, // 60: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
+	35, // 61: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
+	40, // 62: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
+	42, // 63: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
+	50, // 64: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
+	52, // 65: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
+	54, // 66: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
+	58, // 67: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
+	6,  // 68: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
+	8,  // 69: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
+	34, // 70: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
+	36, // 71: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
+	41, // 72: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
+	43, // 73: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
+	51, // 74: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
+	53, // 75: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
+	57, // 76: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
+	59, // 77: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
+	68, // [68:78] is the sub-list for method output_type
+	58, // [58:68] is the sub-list for method input_type
+	58, // [58:58] is the sub-list for extension type_name
+	58, // [58:58] is the sub-list for extension extendee
+	0,  // [0:58] is the sub-list for field type_name
 }
 
 func init() { file_polystreams_v1alpha1_engine_proto_init() }
@@ -5125,7 +5633,7 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_polystreams_v1alpha1_engine_proto_rawDesc), len(file_polystreams_v1alpha1_engine_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   56,
+			NumMessages:   62,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -62,6 +62,9 @@ const (
 	EngineServiceStopProcedure = "/polystreams.v1alpha1.EngineService/Stop"
 	// EngineServiceQueryProcedure is the fully-qualified name of the EngineService's Query RPC.
 	EngineServiceQueryProcedure = "/polystreams.v1alpha1.EngineService/Query"
+	// EngineServiceGetMetricsProcedure is the fully-qualified name of the EngineService's GetMetrics
+	// RPC.
+	EngineServiceGetMetricsProcedure = "/polystreams.v1alpha1.EngineService/GetMetrics"
 )
 
 // EngineServiceClient is a client for the polystreams.v1alpha1.EngineService service.
@@ -89,6 +92,11 @@ type EngineServiceClient interface {
 	// Query reads a key-value store of the running topology (interactive
 	// queries): the store partitions this engine holds, as committed.
 	Query(context.Context, *connect.Request[v1alpha1.QueryRequest]) (*connect.Response[v1alpha1.QueryResponse], error)
+	// GetMetrics answers a summary of the session's metrics: records per
+	// node, lag and store sizes per task, restore progress, dropped and failed
+	// records. The engine's /metrics endpoint serves the same in Prometheus'
+	// format.
+	GetMetrics(context.Context, *connect.Request[v1alpha1.GetMetricsRequest]) (*connect.Response[v1alpha1.GetMetricsResponse], error)
 }
 
 // NewEngineServiceClient constructs a client for the polystreams.v1alpha1.EngineService service. By
@@ -156,6 +164,12 @@ func NewEngineServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(engineServiceMethods.ByName("Query")),
 			connect.WithClientOptions(opts...),
 		),
+		getMetrics: connect.NewClient[v1alpha1.GetMetricsRequest, v1alpha1.GetMetricsResponse](
+			httpClient,
+			baseURL+EngineServiceGetMetricsProcedure,
+			connect.WithSchema(engineServiceMethods.ByName("GetMetrics")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -170,6 +184,7 @@ type engineServiceClient struct {
 	getState         *connect.Client[v1alpha1.GetStateRequest, v1alpha1.GetStateResponse]
 	stop             *connect.Client[v1alpha1.StopRequest, v1alpha1.StopResponse]
 	query            *connect.Client[v1alpha1.QueryRequest, v1alpha1.QueryResponse]
+	getMetrics       *connect.Client[v1alpha1.GetMetricsRequest, v1alpha1.GetMetricsResponse]
 }
 
 // OpenSession calls polystreams.v1alpha1.EngineService.OpenSession.
@@ -217,6 +232,11 @@ func (c *engineServiceClient) Query(ctx context.Context, req *connect.Request[v1
 	return c.query.CallUnary(ctx, req)
 }
 
+// GetMetrics calls polystreams.v1alpha1.EngineService.GetMetrics.
+func (c *engineServiceClient) GetMetrics(ctx context.Context, req *connect.Request[v1alpha1.GetMetricsRequest]) (*connect.Response[v1alpha1.GetMetricsResponse], error) {
+	return c.getMetrics.CallUnary(ctx, req)
+}
+
 // EngineServiceHandler is an implementation of the polystreams.v1alpha1.EngineService service.
 type EngineServiceHandler interface {
 	// OpenSession creates a session for one application. The session lives
@@ -242,6 +262,11 @@ type EngineServiceHandler interface {
 	// Query reads a key-value store of the running topology (interactive
 	// queries): the store partitions this engine holds, as committed.
 	Query(context.Context, *connect.Request[v1alpha1.QueryRequest]) (*connect.Response[v1alpha1.QueryResponse], error)
+	// GetMetrics answers a summary of the session's metrics: records per
+	// node, lag and store sizes per task, restore progress, dropped and failed
+	// records. The engine's /metrics endpoint serves the same in Prometheus'
+	// format.
+	GetMetrics(context.Context, *connect.Request[v1alpha1.GetMetricsRequest]) (*connect.Response[v1alpha1.GetMetricsResponse], error)
 }
 
 // NewEngineServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -305,6 +330,12 @@ func NewEngineServiceHandler(svc EngineServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(engineServiceMethods.ByName("Query")),
 		connect.WithHandlerOptions(opts...),
 	)
+	engineServiceGetMetricsHandler := connect.NewUnaryHandler(
+		EngineServiceGetMetricsProcedure,
+		svc.GetMetrics,
+		connect.WithSchema(engineServiceMethods.ByName("GetMetrics")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/polystreams.v1alpha1.EngineService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case EngineServiceOpenSessionProcedure:
@@ -325,6 +356,8 @@ func NewEngineServiceHandler(svc EngineServiceHandler, opts ...connect.HandlerOp
 			engineServiceStopHandler.ServeHTTP(w, r)
 		case EngineServiceQueryProcedure:
 			engineServiceQueryHandler.ServeHTTP(w, r)
+		case EngineServiceGetMetricsProcedure:
+			engineServiceGetMetricsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -368,4 +401,8 @@ func (UnimplementedEngineServiceHandler) Stop(context.Context, *connect.Request[
 
 func (UnimplementedEngineServiceHandler) Query(context.Context, *connect.Request[v1alpha1.QueryRequest]) (*connect.Response[v1alpha1.QueryResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("polystreams.v1alpha1.EngineService.Query is not implemented"))
+}
+
+func (UnimplementedEngineServiceHandler) GetMetrics(context.Context, *connect.Request[v1alpha1.GetMetricsRequest]) (*connect.Response[v1alpha1.GetMetricsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("polystreams.v1alpha1.EngineService.GetMetrics is not implemented"))
 }
