@@ -366,6 +366,12 @@ func (s *Server) Status() Status {
 			}
 			for _, t := range rs.Tasks {
 				stt := statusTask{ID: t.ID, Restored: t.Restored, Inputs: t.Inputs, Stores: t.Stores, Lag: -1}
+				if stt.Inputs == nil {
+					stt.Inputs = []runtime.PartitionLag{}
+				}
+				if stt.Stores == nil {
+					stt.Stores = []runtime.StoreStats{}
+				}
 				for _, in := range t.Inputs {
 					if in.Lag >= 0 {
 						stt.Lag = max(stt.Lag, 0) + in.Lag

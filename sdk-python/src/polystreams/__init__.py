@@ -35,6 +35,7 @@ from polystreams.errors import (
     ProcessingError,
     UnavailableError,
 )
+from polystreams.metrics import DescribeFormat, Metrics, NodeMetrics, PartitionLag, StoreMetrics, TaskMetrics
 from polystreams.serde import SerdeName
 from polystreams.store import KeyValueStore, WindowStore
 from polystreams.windows import SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed
@@ -45,6 +46,7 @@ __all__ = [
     "App",
     "BuiltinReducer",
     "Config",
+    "DescribeFormat",
     "EngineStartError",
     "FailedPreconditionError",
     "Handle",
@@ -56,7 +58,10 @@ __all__ = [
     "KeyValueStore",
     "Kind",
     "Materialized",
+    "Metrics",
+    "NodeMetrics",
     "NotFoundError",
+    "PartitionLag",
     "PolystreamsError",
     "ProcessingError",
     "ProcessingGuarantee",
@@ -67,7 +72,9 @@ __all__ = [
     "SlidingWindows",
     "State",
     "StateListener",
+    "StoreMetrics",
     "Suppressed",
+    "TaskMetrics",
     "TimeWindowedKStream",
     "TimeWindows",
     "UnavailableError",

@@ -164,6 +164,9 @@ class Client:
     def query(self, req: pb.QueryRequest) -> pb.QueryResponse:
         return self.call("Query", req, pb.QueryResponse)
 
+    def get_metrics(self, req: pb.GetMetricsRequest) -> pb.GetMetricsResponse:
+        return self.call("GetMetrics", req, pb.GetMetricsResponse)
+
 
 def _error(method: str, status: int, data: bytes) -> PolystreamsError:
     code = message = ""

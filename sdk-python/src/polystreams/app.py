@@ -21,6 +21,7 @@ from polystreams._engine import EngineProcess, find_engine
 from polystreams.config import Config, redact
 from polystreams.dsl import Handle, KStream, KTable, Materialized, _materialize, topics_of
 from polystreams.errors import FailedPreconditionError, NotFoundError, PolystreamsError, ProcessingError
+from polystreams.metrics import DescribeFormat, Metrics
 from polystreams.serde import SerdeName
 from polystreams.store import KeyValueStore, WindowStore
 from polystreams.v1alpha1 import engine_pb2 as pb
@@ -213,9 +214,17 @@ class App:
         _materialize(op, "table", materialized)
         return KTable(self, self._build("table", op))
 
-    def describe(self) -> str:
-        """The topology as Kafka Streams' ``Topology.describe().toString()`` prints it."""
-        return self._client.describe(pb.DescribeRequest(session_id=self._session)).text
+    def describe(self, *, format: DescribeFormat = "text") -> str:
+        """The topology as Kafka Streams' ``Topology.describe().toString()``
+        prints it, or in another ``format``: ``json`` (structured; the
+        topology file of ``polystreams describe``), ``mermaid``, ``dot`` or
+        ``svg`` (a picture laid out by the engine)::
+
+            pathlib.Path("topology.svg").write_text(app.describe(format="svg"))
+        """
+        if format == "text":
+            return self._client.describe(pb.DescribeRequest(session_id=self._session)).text
+        return self._client.describe(pb.DescribeRequest(session_id=self._session, format=format)).output
 
     def _register(self, op: str, fn: Callable[..., Any]) -> int:
         if not callable(fn):
@@ -264,6 +273,13 @@ class App:
         """
         resp = self._client.get_state(pb.GetStateRequest(session_id=self._session))
         return RestoreProgress.from_proto(resp.restore)
+
+    def metrics(self) -> Metrics:
+        """A summary of the engine's metrics for this application now:
+        state, records per node, lag and store entries per task, restore
+        progress, dropped and failed records (see :class:`Metrics`)."""
+        resp = self._client.get_metrics(pb.GetMetricsRequest(session_id=self._session))
+        return Metrics.from_proto(resp, _STATES.get(resp.state, "created"))
 
     def on_state_change(self, callback: StateListener) -> StateListener:
         """Calls ``callback(new_state, old_state)`` whenever the application's
