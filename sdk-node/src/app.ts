@@ -7,6 +7,7 @@ import { type Config, properties, redact } from "./config.js";
 import { type Builder, type Handle, KStream, type KTable, type NamedOptions, type Operation, SETTLED, type Settled, type TableOptions, handleFrom, table } from "./dsl.js";
 import { type EngineLogger, EngineProcess, findEngine } from "./engine.js";
 import { FailedPreconditionError, NotFoundError, PolystreamsError, ProcessingError } from "./errors.js";
+import { type DescribeFormat, type Metrics, metricsFrom } from "./metrics.js";
 import {
   type BundleResult,
   type QueryResponse,
@@ -406,10 +407,29 @@ export class App implements Builder {
     }
   }
 
-  /** The topology as Kafka Streams' `Topology.describe().toString()` prints it. */
-  async describe(): Promise<string> {
+  /**
+   * The topology as Kafka Streams' `Topology.describe().toString()` prints
+   * it, or in another `format`: `json` (structured; the topology file of
+   * `polystreams describe`), `mermaid`, `dot` or `svg` (a picture laid out
+   * by the engine).
+   */
+  async describe(options: { format?: DescribeFormat } = {}): Promise<string> {
     await this.built();
-    return (await this.#client.call("describe", { sessionId: this.#session })).text;
+    const format = options.format ?? "text";
+    if (format === "text") {
+      return (await this.#client.call("describe", { sessionId: this.#session })).text;
+    }
+    return (await this.#client.call("describe", { sessionId: this.#session, format })).output;
+  }
+
+  /**
+   * A summary of the engine's metrics for this application now: state,
+   * records per node, lag and store entries per task, restore progress,
+   * dropped and failed records.
+   */
+  async metrics(): Promise<Metrics> {
+    const resp = await this.#client.call("getMetrics", { sessionId: this.#session });
+    return metricsFrom(resp, STATES[resp.state] ?? "created");
   }
 
   // Running.

@@ -63,6 +63,7 @@ export class FakeEngine {
       query: handle("query", () => {
         throw new ConnectError("Query: not in this fake", Code.Unimplemented);
       }),
+      getMetrics: handle("getMetrics", () => ({ state: State.CREATED, metricsEnabled: true })),
     };
     const server = createServer(connectNodeAdapter({ routes: (router) => void router.service(EngineService, impl) }));
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
