@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 
 apt_pkgs=(protobuf-compiler python3-protobuf python3-pytest python3-venv python3-pip
   python3-setuptools python3-confluent-kafka kcat mypy
+  # /ui is tested end to end in headless Chromium (sdk-node/src/ui.e2e.test.ts).
+  chromium
   # sdk-rust builds offline from Debian's packaged crates (sdk-rust/.cargo/config.toml
   # points cargo at /usr/share/cargo/registry); crates.io is not reachable.
   librust-prost-dev librust-prost-build-dev librust-bytes-dev librust-serde-dev
@@ -23,8 +25,8 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-if [ ! -x node_modules/.bin/buf ]; then
-  echo "install-deps: npm ci (buf)"
+if [ ! -x node_modules/.bin/buf ] || [ ! -d node_modules/playwright-core ]; then
+  echo "install-deps: npm ci (buf, playwright-core)"
   npm ci --no-audit --no-fund --loglevel=error
 fi
 
