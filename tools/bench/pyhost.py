@@ -25,8 +25,9 @@ def main() -> None:
     ap.add_argument("--bundle", type=int, default=2000)
     ap.add_argument("--topology", choices=["map_values", "aggregate", "window-aggregate"], default="map_values")
     ap.add_argument("--commit-ms", type=int, default=-1, help="commit.interval.ms (aggregate); -1: the default")
+    ap.add_argument("--metrics", choices=["true", "false"], default="true", help="polystreams.metrics.enabled")
     args = ap.parse_args()
-    extra = {"polystreams.bundle.max.records": str(args.bundle)}
+    extra = {"polystreams.bundle.max.records": str(args.bundle), "polystreams.metrics.enabled": args.metrics}
     if args.topology == "map_values":
         app = App(args.app, extra, engine=args.engine)
         app.stream(args.input, value="string").map_values(str.upper).to(args.output)

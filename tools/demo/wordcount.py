@@ -30,6 +30,30 @@ WORDS = [
 ]
 
 
+class Progress:
+    """A progress bar redrawn in place on a terminal; plain lines (at most
+    one every 5 s, and one at the end) when stdout is a pipe or a file."""
+
+    def __init__(self, label: str, total: int) -> None:
+        self.label, self.total = label, total
+        self.tty = sys.stdout.isatty()
+        self.last = 0.0
+
+    def update(self, done: int, final: bool = False) -> None:
+        now = time.monotonic()
+        if not final and now - self.last < (0.1 if self.tty else 5.0):
+            return
+        self.last = now
+        pct = min(100, done * 100 // max(self.total, 1))
+        if self.tty:
+            filled = pct * 30 // 100
+            bar = "#" * filled + "." * (30 - filled)
+            sys.stdout.write(f"\r\x1b[K{self.label} [{bar}] {pct:3d}% {done:,}/{self.total:,}" + ("\n" if final else ""))
+        else:
+            sys.stdout.write(f"{self.label}: {pct:3d}% {done:,}/{self.total:,}\n")
+        sys.stdout.flush()
+
+
 def seed(brokers: str, topic: str, n: int, partitions: int) -> collections.Counter[str]:
     admin = AdminClient({"bootstrap.servers": brokers})
     for f in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
@@ -38,13 +62,16 @@ def seed(brokers: str, topic: str, n: int, partitions: int) -> collections.Count
     vocab = WORDS + [f"w{i}" for i in range(2000)]
     expected: collections.Counter[str] = collections.Counter()
     p = Producer({"bootstrap.servers": brokers, "linger.ms": 20, "batch.num.messages": 10000})
+    bar = Progress("seeding", n)
     for i in range(n):
         words = [rng.choice(vocab) for _ in range(rng.randint(3, 9))]
         expected.update(words)
         p.produce(topic, value=" ".join(words).encode())
         if i % 10000 == 0:
             p.poll(0)
+            bar.update(i)
     p.flush()
+    bar.update(n, final=True)
     return expected
 
 
@@ -97,6 +124,7 @@ def run(args: argparse.Namespace, state_dir: str) -> int:
         brokers = app.brokers
         assert brokers, "the spawned engine reported no embedded broker"
         print(f"engine {app.engine_url}, embedded broker {brokers}")
+        print(f"watch it live: {app.engine_url}/ui/ (metrics: {app.engine_url}/metrics)")
         t0 = time.perf_counter()
         expected = seed(brokers, "lines", args.lines, args.partitions)
         total_words = sum(expected.values())
@@ -127,14 +155,17 @@ def run(args: argparse.Namespace, state_dir: str) -> int:
         probe = Consumer({"bootstrap.servers": brokers, "group.id": "demo-probe"})
         deadline = time.monotonic() + 600
         done = 0
+        bar = Progress("counting", total_words)
         while time.monotonic() < deadline and not failure:
             try:
                 done = end_offsets(probe, "word-counts")
             except Exception:
                 done = 0
+            bar.update(done)
             if done >= total_words:
                 break
             time.sleep(0.1)
+        bar.update(done, final=True)
         elapsed = time.perf_counter() - start
         probe.close()
         app.stop()

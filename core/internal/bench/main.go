@@ -58,6 +58,7 @@ var (
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the bench process (engine + broker) to this file")
 	blockProf  = flag.String("blockprofile", "", "write a blocking profile (where goroutines wait) of the bench process to this file")
 	crossing   = flag.Bool("crossing", true, "measure the map_values table (a), (b), (c)")
+	metricsCmp = flag.Int("metrics-compare", 0, "rounds of arms (a) and (b) with metrics on and off (polystreams.metrics.enabled), interleaved; 0 skips")
 )
 
 type bench struct {
@@ -141,6 +142,10 @@ func main() {
 		if ar > 0 {
 			fmt.Printf("Rust / Python records/s: %.2fx\n\n", a.Seconds()/ar.Seconds())
 		}
+	}
+
+	if *metricsCmp > 0 {
+		bn.compareMetrics(*metricsCmp, stateDir)
 	}
 
 	if *sweep {
@@ -291,6 +296,11 @@ func (bn *bench) rawLoop(in string, n int) time.Duration {
 
 // nativeArm is arm (b): the engine runs map_values as a Go function.
 func (bn *bench) nativeArm(in string, n, bundle int, stateDir string) time.Duration {
+	return bn.nativeArmWith(in, n, bundle, stateDir, true)
+}
+
+// nativeArmWith is nativeArm, with metrics on or off.
+func (bn *bench) nativeArmWith(in string, n, bundle int, stateDir string, metrics bool) time.Duration {
 	out := bn.name("out-b")
 	parts := *partitions
 	if in != "bench-in" {
@@ -310,6 +320,7 @@ func (bn *bench) nativeArm(in string, n, bundle int, stateDir string) time.Durat
 	cfg, _, err := runtime.ParseConfig(appID, map[string]string{
 		"state.dir":                      stateDir,
 		"polystreams.bundle.max.records": strconv.Itoa(bundle),
+		"polystreams.metrics.enabled":    strconv.FormatBool(metrics),
 	}, bn.brokers)
 	check(err)
 	cfg.Logger = bn.log
@@ -326,7 +337,7 @@ func (bn *bench) nativeArm(in string, n, bundle int, stateDir string) time.Durat
 // SDK) or (a') (lang "node": tools/bench/nodehost.mts with the Node SDK): the
 // host builds the topology against the in-process engine and serves its
 // bundles until SIGTERM.
-func (bn *bench) hostArm(lang, in string, n, bundle int) time.Duration {
+func (bn *bench) hostArm(lang, in string, n, bundle int, extra ...string) time.Duration {
 	out := bn.name("out-a-" + lang)
 	parts := *partitions
 	if in != "bench-in" {
@@ -335,8 +346,8 @@ func (bn *bench) hostArm(lang, in string, n, bundle int) time.Duration {
 	_, err := bn.adm.CreateTopic(context.Background(), int32(parts), 1, nil, out)
 	check(err)
 	appID := bn.name(lang)
-	cmd := bn.host(lang, "--engine", bn.engine, "--app", appID, "--input", in, "--output", out,
-		"--bundle", strconv.Itoa(bundle))
+	cmd := bn.host(lang, append([]string{"--engine", bn.engine, "--app", appID, "--input", in, "--output", out,
+		"--bundle", strconv.Itoa(bundle)}, extra...)...)
 	var stop func()
 	took := bn.measure(appID, out, n, func() { stop = startHost(cmd) })
 	stop()
