@@ -149,7 +149,7 @@ func TestMetricsOfAWordCount(t *testing.T) {
 	if sample(t, text, `polystreams_commit_duration_seconds_count{`+app+`}`) == 0 {
 		t.Errorf("no commit observed at commit.interval.ms=100")
 	}
-	stores := regexp.MustCompile(`(?m)^polystreams_store_entries\{` + app + `,partition="\d",store="KSTREAM-AGGREGATE-STATE-STORE-0000000003"\} (\d+)$`).FindAllStringSubmatch(text, -1)
+	stores := regexp.MustCompile(`(?m)^polystreams_store_entries\{`+app+`,partition="\d",store="KSTREAM-AGGREGATE-STATE-STORE-0000000003"\} (\d+)$`).FindAllStringSubmatch(text, -1)
 	total := 0
 	for _, s := range stores {
 		n, _ := strconv.Atoi(s[1])
