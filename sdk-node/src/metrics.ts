@@ -15,7 +15,6 @@ export interface NodeMetrics {
   subtopology: number;
   /** Records into the node. */
   records: number;
-  droppedRecords: number;
   /**
    * For a node fused into a chain of host operators after its first node:
    * the first node, which counts for the chain (this node counts nothing).
@@ -96,7 +95,6 @@ export function metricsFrom(r: GetMetricsResponse, state: string): Metrics {
       name: n.name,
       subtopology: n.subtopology,
       records: Number(n.records),
-      droppedRecords: Number(n.droppedRecords),
       ...(n.fusedInto ? { fusedInto: n.fusedInto } : {}),
       bundles: Number(n.bundles),
       meanCrossingSeconds: n.meanCrossingSeconds,

@@ -24,7 +24,6 @@ class NodeMetrics:
     subtopology: int
     records: int
     """Records into the node."""
-    dropped_records: int = 0
     fused_into: str = ""
     """For a node fused into a chain of host operators after its first node:
     the first node, which counts for the chain (this node counts nothing)."""
@@ -109,7 +108,7 @@ class Metrics:
         return cls(
             state=state,
             nodes=tuple(
-                NodeMetrics(n.name, n.subtopology, n.records, n.dropped_records, n.fused_into, n.bundles, n.mean_crossing_seconds)
+                NodeMetrics(n.name, n.subtopology, n.records, n.fused_into, n.bundles, n.mean_crossing_seconds)
                 for n in r.nodes
             ),
             tasks=tuple(

@@ -91,11 +91,10 @@ function render(st) {
       cell(tr, n.name);
       const rate = n.fused_into ? null : rates.get(n.name);
       if (n.fused_into) {
-        cell(tr, "fused into " + n.fused_into, "muted").colSpan = 5;
+        cell(tr, "fused into " + n.fused_into, "muted").colSpan = 4;
       } else {
         cell(tr, rate === undefined ? "–" : fmt(rate), "num rate");
         cell(tr, fmt(n.records), "num records");
-        cell(tr, fmt(n.dropped), "num");
         cell(tr, n.bundles ? fmt(n.bundles) : "", "num");
         cell(tr, n.bundles ? (n.mean_crossing_seconds * 1000).toFixed(2) + " ms" : "", "num");
       }
