@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"slices"
+	"syscall"
 	"time"
 )
 
@@ -13,9 +14,10 @@ import (
 func (bn *bench) compareMetrics(rounds int, stateDir string) {
 	in := bn.seed("metrics-in", *partitions, *records)
 	type arm struct {
-		name    string
-		run     func(on bool) time.Duration
-		on, off []float64
+		name          string
+		run           func(on bool) time.Duration
+		on, off       []float64 // records/s
+		cpuOn, cpuOff []float64 // CPU µs per record: the engine and broker (this process) and the host
 	}
 	arms := []*arm{
 		{name: "(b) Go map_values in the engine", run: func(on bool) time.Duration {
@@ -32,11 +34,13 @@ func (bn *bench) compareMetrics(rounds int, stateDir string) {
 				order = []bool{false, true}
 			}
 			for _, on := range order {
+				cpu0 := cpuTime()
 				rate := float64(*records) / a.run(on).Seconds()
+				cpu := float64((cpuTime() - cpu0).Microseconds()) / float64(*records)
 				if on {
-					a.on = append(a.on, rate)
+					a.on, a.cpuOn = append(a.on, rate), append(a.cpuOn, cpu)
 				} else {
-					a.off = append(a.off, rate)
+					a.off, a.cpuOff = append(a.off, rate), append(a.cpuOff, cpu)
 				}
 			}
 		}
@@ -50,8 +54,8 @@ func (bn *bench) compareMetrics(rounds int, stateDir string) {
 		return (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
 	fmt.Printf("Metrics on vs off (polystreams.metrics.enabled), %d records, %d rounds each, medians:\n\n", *records, rounds)
-	fmt.Println("| arm | metrics on | metrics off | on / off | runs on | runs off |")
-	fmt.Println("|---|---:|---:|---:|---|---|")
+	fmt.Println("| arm | metrics on | metrics off | on / off | CPU µs/record on | off | on / off | runs on | runs off |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---|---|")
 	for _, a := range arms {
 		on, off := median(a.on), median(a.off)
 		list := func(xs []float64) string {
@@ -64,7 +68,17 @@ func (bn *bench) compareMetrics(rounds int, stateDir string) {
 			}
 			return out
 		}
-		fmt.Printf("| %s | %s | %s | %.1f%% | %s | %s |\n", a.name, human(on), human(off), 100*on/off, list(a.on), list(a.off))
+		cOn, cOff := median(a.cpuOn), median(a.cpuOff)
+		fmt.Printf("| %s | %s | %s | %.1f%% | %.2f | %.2f | %.1f%% | %s | %s |\n", a.name, human(on), human(off), 100*on/off, cOn, cOff, 100*cOn/cOff, list(a.on), list(a.off))
 	}
 	fmt.Println()
+}
+
+// cpuTime is the CPU time (user + system) of this process (engine and
+// broker) and of its children that ended (the host processes).
+func cpuTime() time.Duration {
+	var self, children syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
+	return time.Duration(self.Utime.Nano() + self.Stime.Nano() + children.Utime.Nano() + children.Stime.Nano())
 }
