@@ -56,7 +56,7 @@ describe("observability against the real engine", { concurrency: false }, () => 
         { timeoutMs: 60_000, check: runner.check },
       );
       let m = await app.metrics();
-      for (let i = 0; i < 100 && m.lag !== 0; i++) {
+      for (let i = 0; i < 100 && (m.lag !== 0 || m.state !== "running"); i++) {
         await new Promise((r) => setTimeout(r, 200));
         m = await app.metrics();
       }

@@ -43,7 +43,7 @@ def test_metrics_summary(tmp_path: Path, app_id: str) -> None:
         deadline = time.monotonic() + 30
         while True:
             m = app.metrics()
-            if m.lag == 0 or time.monotonic() > deadline:
+            if (m.lag == 0 and m.state == "running") or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
         app.stop()
