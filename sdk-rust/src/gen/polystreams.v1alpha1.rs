@@ -500,6 +500,10 @@ pub struct BuildResponse {
 pub struct DescribeRequest {
     #[prost(string, tag="1")]
     pub session_id: ::prost::alloc::string::String,
+    /// The rendering DescribeResponse.output carries: "text" (as text),
+    /// "json", "mermaid", "dot" or "svg". Empty: output is empty.
+    #[prost(string, tag="2")]
+    pub format: ::prost::alloc::string::String,
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -510,6 +514,9 @@ pub struct DescribeResponse {
     /// The same, structured.
     #[prost(message, optional, tag="2")]
     pub topology: ::core::option::Option<TopologyDescription>,
+    /// The topology in DescribeRequest.format; empty when no format was asked.
+    #[prost(string, tag="3")]
+    pub output: ::prost::alloc::string::String,
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -932,6 +939,102 @@ pub struct QueryResponse {
     /// More entries matched than limit allowed.
     #[prost(bool, tag="7")]
     pub truncated: bool,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GetMetricsRequest {
+    #[prost(string, tag="1")]
+    pub session_id: ::prost::alloc::string::String,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GetMetricsResponse {
+    #[prost(enumeration="State", tag="1")]
+    pub state: i32,
+    /// Restore progress once the topology started (absent before).
+    #[prost(message, optional, tag="2")]
+    pub restore: ::core::option::Option<RestoreProgress>,
+    /// The nodes, sub-topology by sub-topology, upstream first (empty before
+    /// Start).
+    #[prost(message, repeated, tag="3")]
+    pub nodes: ::prost::alloc::vec::Vec<NodeMetrics>,
+    /// The tasks this engine runs.
+    #[prost(message, repeated, tag="4")]
+    pub tasks: ::prost::alloc::vec::Vec<TaskMetrics>,
+    /// Records skipped (null key or value, late) and records that failed in a
+    /// node, since Start.
+    #[prost(int64, tag="5")]
+    pub dropped_records: i64,
+    #[prost(int64, tag="6")]
+    pub failed_records: i64,
+    /// False when the session's polystreams.metrics.enabled is false: node
+    /// records, crossings and drops are then not counted.
+    #[prost(bool, tag="7")]
+    pub metrics_enabled: bool,
+}
+/// NodeMetrics are one node's counters since Start.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct NodeMetrics {
+    #[prost(string, tag="1")]
+    pub name: ::prost::alloc::string::String,
+    #[prost(int32, tag="2")]
+    pub subtopology: i32,
+    /// Records into the node.
+    #[prost(int64, tag="3")]
+    pub records: i64,
+    /// A node fused into a chain of host operators after the chain's first
+    /// node has no counters of its own: this names the first. Empty otherwise.
+    #[prost(string, tag="5")]
+    pub fused_into: ::prost::alloc::string::String,
+    /// Bundles that crossed to a host from this node, and their mean round
+    /// trip; 0 for nodes that do not cross.
+    #[prost(int64, tag="6")]
+    pub bundles: i64,
+    #[prost(double, tag="7")]
+    pub mean_crossing_seconds: f64,
+}
+/// TaskMetrics are one task's inputs, lag and stores.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct TaskMetrics {
+    /// Kafka Streams' task id, "<sub-topology>_<partition>".
+    #[prost(string, tag="1")]
+    pub id: ::prost::alloc::string::String,
+    /// Whether its stores are restored.
+    #[prost(bool, tag="2")]
+    pub restored: bool,
+    #[prost(message, repeated, tag="3")]
+    pub inputs: ::prost::alloc::vec::Vec<PartitionLag>,
+    #[prost(message, repeated, tag="4")]
+    pub stores: ::prost::alloc::vec::Vec<StoreMetrics>,
+}
+/// PartitionLag is one input partition of a task.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct PartitionLag {
+    #[prost(string, tag="1")]
+    pub topic: ::prost::alloc::string::String,
+    #[prost(int32, tag="2")]
+    pub partition: i32,
+    /// The next offset to commit, the high watermark at the last fetch, and
+    /// the records between them; -1 when not known yet.
+    #[prost(int64, tag="3")]
+    pub position: i64,
+    #[prost(int64, tag="4")]
+    pub end: i64,
+    #[prost(int64, tag="5")]
+    pub lag: i64,
+}
+/// StoreMetrics is one store partition of a task.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct StoreMetrics {
+    #[prost(string, tag="1")]
+    pub name: ::prost::alloc::string::String,
+    /// Entries, counted up to 100,000 (a bigger store reports 100,000).
+    #[prost(int64, tag="2")]
+    pub entries: i64,
 }
 /// Kind is what a handle stands for; each operator accepts certain kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
