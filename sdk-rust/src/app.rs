@@ -603,7 +603,11 @@ impl App {
 
     /// The topology as Kafka Streams' `Topology.describe().toString()` prints it.
     pub fn describe(&self) -> Result<String> {
-        Ok(self.inner.client.describe(&pb::DescribeRequest { session_id: self.inner.session.clone() })?.text)
+        Ok(self
+            .inner
+            .client
+            .describe(&pb::DescribeRequest { session_id: self.inner.session.clone(), format: String::new() })?
+            .text)
     }
 
     /// The key-value store `name` (e.g. a table's [`KTable::store`]), for
