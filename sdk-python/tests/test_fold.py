@@ -340,3 +340,12 @@ def test_final_only_with_a_failure_answers_per_value_and_names_it() -> None:
     r = run({1: lambda: 0, 2: add}, b)
     assert failures_of(r) == [(1, 0, "ValueError: unlucky")]
     assert list(r.output_counts) == [1, 0, 1] and outputs(r) == [1, 3]
+
+
+def test_final_only_none_midway_fails_that_value_as_the_per_value_path_does() -> None:
+    # 2 -> None (fails), then the next value folds into the aggregate before it.
+    b = fold_bundle(AGGREGATE, [("a", NONE, [1, 2, 3])], token=2, initializer_token=1)
+    b.final_only = True
+    r = run({1: lambda: 0, 2: lambda k, v, a: None if v == 2 else (a or 0) + v}, b)
+    assert failures_of(r)[0][0] == 1
+    assert outputs(r)[-1] == 4

@@ -685,8 +685,8 @@ class _Fold:
                 end = pos + size
                 for v in vals[pos:end]:
                     agg = fn(key, v, agg)
-                if agg is None:
-                    return None
+                    if agg is None:
+                        return None  # the general path fails this value and goes on from the aggregate before
                 append(enc(agg))
                 pos = end
         except Exception:
