@@ -16,49 +16,21 @@ records, or on SIGTERM.
 """
 from __future__ import annotations
 
-import argparse
 import json
-import signal
 import struct
 import time
 
-from confluent_kafka import Consumer, Producer
+import dictbench
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--brokers", required=True)
-    ap.add_argument("--group", required=True)
-    ap.add_argument("--input", required=True)
-    ap.add_argument("--output", required=True)
-    ap.add_argument("--records", type=int, required=True)
+    ap = dictbench.parser("flush changed windows and commit offsets this often")
     ap.add_argument("--mode", choices=["count", "sum"], required=True)
     ap.add_argument("--size-ms", type=int, required=True)
     ap.add_argument("--advance-ms", type=int, required=True)
-    ap.add_argument("--commit-ms", type=int, default=1000, help="flush changed windows and commit offsets this often")
     args = ap.parse_args()
-
-    stop = False
-
-    def on_term(*_: object) -> None:
-        nonlocal stop
-        stop = True
-
-    signal.signal(signal.SIGTERM, on_term)
-    consumer = Consumer({
-        "bootstrap.servers": args.brokers,
-        "group.id": args.group,
-        "enable.auto.commit": False,
-        "auto.offset.reset": "earliest",
-    })
-    producer = Producer({
-        "bootstrap.servers": args.brokers,
-        "linger.ms": 5,
-        "batch.num.messages": 10000,
-        "queue.buffering.max.messages": 1000000,
-        "queue.buffering.max.kbytes": 1048576,
-    })
-    consumer.subscribe([args.input])
+    stop = dictbench.Stop()
+    consumer, producer = dictbench.clients(args)
     pack = struct.Struct(">q").pack
     loads = json.loads
     size, advance = args.size_ms, args.advance_ms
@@ -79,7 +51,7 @@ def main() -> None:
         changed.clear()
         producer.flush()
 
-    while not stop and seen < args.records:
+    while not stop.requested and seen < args.records:
         msgs = consumer.consume(10000, 0.1)
         for m in msgs:
             if m.error():
