@@ -606,6 +606,19 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 		if out, err = t.fold(ctx, s, recs); err != nil {
 			return err
 		}
+	case stepBranch:
+		routed, err := t.branch(ctx, s, recs)
+		if err != nil {
+			return err
+		}
+		for i, c := range s.next {
+			if len(routed[i]) > 0 {
+				if err := t.push(ctx, c, routed[i]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	case stepPass:
 		out = recs
 	case stepSink:

@@ -25,11 +25,15 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 	}
 	subSources := map[int][]srcInfo{}
 	writerOf := map[string]int{} // internal topic -> sub-topology writing it
+	fixed := map[string]int32{}  // repartition topic -> Repartitioned's partition count
 	var user []string
 	for _, sub := range a.topo.Subtopologies {
 		for _, n := range sub.Nodes {
 			if n.Topic != "" && n.Internal {
 				writerOf[n.Topic] = sub.ID
+				if n.Partitions > 0 {
+					fixed[n.Topic] = n.Partitions
+				}
 			}
 		}
 		for _, src := range sub.Sources {
@@ -69,7 +73,9 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 		for id, srcs := range subSources {
 			var n int32
 			for _, s := range srcs {
-				if s.internal {
+				if f := fixed[s.topic]; f > 0 {
+					n = max(n, f)
+				} else if s.internal {
 					n = max(n, subParts[writerOf[s.topic]])
 				} else {
 					n = max(n, userParts[s.topic])
@@ -88,6 +94,9 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 	compact, compactDelete := "compact", "compact,delete"
 	for t, sub := range writerOf {
 		want[a.fullTopic(t, true)] = subParts[sub]
+		if f := fixed[t]; f > 0 {
+			want[a.fullTopic(t, true)] = f
+		}
 	}
 	changelogs := map[string]bool{}
 	for _, sub := range a.topo.Subtopologies {
