@@ -5,6 +5,7 @@ package serde
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -163,10 +164,14 @@ func AppendLong(dst []byte, v int64) []byte {
 	return binary.BigEndian.AppendUint64(dst, uint64(v))
 }
 
+// ErrMalformed marks an error of bytes that do not decode with their serde
+// (a deserialization failure, to the engine's exception handlers).
+var ErrMalformed = errors.New("malformed")
+
 // DecodeLong decodes Kafka's Serdes.Long.
 func DecodeLong(b []byte) (int64, error) {
 	if len(b) != 8 {
-		return 0, fmt.Errorf("long needs 8 bytes, got %d", len(b))
+		return 0, fmt.Errorf("long needs 8 bytes, got %d: %w", len(b), ErrMalformed)
 	}
 	return int64(binary.BigEndian.Uint64(b)), nil
 }
