@@ -163,7 +163,11 @@ func (h *testHost) run(b *pb.Bundle) *pb.BundleResult {
 		}
 		if failed != nil {
 			res.OutputCounts = append(res.OutputCounts, 0)
-			res.Failures = append(res.Failures, &pb.RecordFailure{Index: int32(i), Step: int32(failedStep), Message: "Error: " + failed.Error()})
+			kind := pb.RecordFailure_KIND_PROCESSING
+			if errors.Is(failed, errUndecodable) {
+				kind = pb.RecordFailure_KIND_DESERIALIZATION
+			}
+			res.Failures = append(res.Failures, &pb.RecordFailure{Index: int32(i), Step: int32(failedStep), Message: "Error: " + failed.Error(), Kind: kind})
 			continue
 		}
 		res.OutputCounts = append(res.OutputCounts, int32(len(cur)))
@@ -177,7 +181,12 @@ func (h *testHost) run(b *pb.Bundle) *pb.BundleResult {
 	return res
 }
 
-var errBoom = errors.New("boom")
+var (
+	errBoom = errors.New("boom")
+	// errUndecodable fails a record as a host's serde would: the test host
+	// reports it as a deserialization failure.
+	errUndecodable = errors.New("does not decode")
+)
 
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
@@ -218,6 +227,7 @@ func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
 				vo += int(l)
 			}
 			var err error
+			before := agg // a value that fails leaves the aggregate as it was
 			if st.SubtractorToken != 0 {
 				if l := b.OldValueLengths[j]; l >= 0 {
 					old := b.OldValues[oo : oo+int(l)]
@@ -245,6 +255,7 @@ func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
 				}
 			}
 			if err != nil {
+				agg = before
 				res.OutputCounts = append(res.OutputCounts, 0)
 				res.Failures = append(res.Failures, &pb.RecordFailure{Index: int32(j), Message: "Error: " + err.Error()})
 			} else if b.FinalOnly && i < size-1 {

@@ -1,0 +1,346 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
+)
+
+// poisoned produces n JSON records to topic (4 partitions), each with a key
+// and a header, and among them at the given positions poison of three kinds:
+// a value the source's json serde cannot decode (the engine's
+// deserialization failure), a value the host's map function raises on, and
+// one the host reports it cannot decode. It returns the produced records
+// (with their partitions and offsets) and the poison ones by
+// "partition@offset".
+func (e *env) poisoned(topic string, n int, at map[int]string) ([]*kgo.Record, map[string]*kgo.Record) {
+	e.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker.Addr()), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer cl.Close()
+	rs := make([]*kgo.Record, n)
+	for i := range rs {
+		v := fmt.Sprintf(`{"n":%d}`, i)
+		switch at[i] {
+		case "json":
+			v = fmt.Sprintf(`{"n":%d`, i) // not JSON
+		case "raise":
+			v = fmt.Sprintf(`{"raise":%d}`, i)
+		case "undecodable":
+			v = fmt.Sprintf(`{"undecodable":%d}`, i)
+		}
+		rs[i] = &kgo.Record{Key: []byte(fmt.Sprintf("k%d", i%50)), Value: []byte(v),
+			Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte(strconv.Itoa(i))}}}
+	}
+	if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+		e.t.Fatalf("produce: %v", err)
+	}
+	bad := map[string]*kgo.Record{}
+	for i := range at {
+		bad[fmt.Sprintf("%d@%d", rs[i].Partition, rs[i].Offset)] = rs[i]
+	}
+	return rs, bad
+}
+
+// buildPoisonMap builds stream(in, json) -> map_values(upper; raises on
+// "raise", reports "undecodable" as a serde failure) -> to(out).
+func (h *testHost) buildPoisonMap(in, out string) {
+	upper := h.register("upper", valueFn(func(v []byte) ([]byte, error) {
+		switch {
+		case bytes.Contains(v, []byte("raise")):
+			return nil, fmt.Errorf("ValueError: cannot take %s", v)
+		case bytes.Contains(v, []byte("undecodable")):
+			return nil, errUndecodable
+		}
+		return bytes.ToUpper(v), nil
+	}))
+	s := h.mustBuild(&pb.StreamOp{Topics: []string{in}, ValueSerde: "json"})
+	m := h.mustBuild(&pb.MapValuesOp{Input: s.Id, Token: upper})
+	h.mustBuild(&pb.ToOp{Input: m.Id, Topic: out})
+}
+
+var poison = map[int]string{17: "json", 1234: "raise", 2500: "undecodable", 3999: "raise", 4990: "json"} // 0.1% of 5000
+
+func (h *testHost) droppedRecords() int64 {
+	h.t.Helper()
+	resp, err := h.cl.GetState(context.Background(), connectReq(&pb.GetStateRequest{SessionId: h.session}))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp.Msg.DroppedRecords
+}
+
+// With 0.1% poison records under exactly_once_v2 and dead_letter, the dead
+// letter topic holds exactly the poison records (original key, value and
+// headers, plus headers naming the error, node, topic, partition and
+// offset), committed, and the output exactly the others.
+func TestDeadLetterHoldsExactlyThePoisonRecords(t *testing.T) {
+	e := newEnv(t, "in", "out")
+	all, bad := e.poisoned("in", 5000, poison)
+	h := e.open("dlq", map[string]string{
+		"processing.guarantee":                      "exactly_once_v2",
+		"default.deserialization.exception.handler": "dead_letter",
+		"processing.exception.handler":              "dead_letter",
+		"errors.deadletterqueue.topic.name":         "in-dlq",
+	})
+	h.buildPoisonMap("in", "out")
+	h.start()
+	done := h.serveAsync()
+	outs := 0
+	waitFor(t, "all outputs", 60*time.Second, func() bool {
+		outs = 0
+		e.readTopic("out", true, func(*kgo.Record) { outs++ })
+		return outs >= len(all)-len(bad)
+	})
+	// Everything committed: the DLQ's records went in the same
+	// transactions as the outputs.
+	got := map[string]*kgo.Record{}
+	e.readTopic("in-dlq", true, func(r *kgo.Record) {
+		h := headers(r)
+		at := h["__streams.errors.partition"] + "@" + h["__streams.errors.offset"]
+		if got[at] != nil {
+			t.Errorf("dead letter for %s twice", at)
+		}
+		got[at] = r
+	})
+	if len(got) != len(bad) {
+		t.Errorf("dead letter topic holds %d records (%v), want %d", len(got), keys(got), len(bad))
+	}
+	for at, in := range bad {
+		r := got[at]
+		if r == nil {
+			t.Errorf("no dead letter for poison record %s (%s)", at, in.Value)
+			continue
+		}
+		if !bytes.Equal(r.Key, in.Key) || !bytes.Equal(r.Value, in.Value) || !r.Timestamp.Equal(in.Timestamp) {
+			t.Errorf("dead letter for %s: key %q value %q ts %v, want the original %q %q %v", at, r.Key, r.Value, r.Timestamp, in.Key, in.Value, in.Timestamp)
+		}
+		h := headers(r)
+		if h["trace"] != string(in.Headers[0].Value) || h["__streams.errors.topic"] != "in" {
+			t.Errorf("dead letter for %s: headers %v lose the original's or the topic", at, h)
+		}
+		var node, kind, exc, msg string
+		switch {
+		case bytes.Contains(in.Value, []byte("raise")):
+			node, kind, exc, msg = "KSTREAM-MAPVALUES-0000000001", "processing", "Error", "ValueError: cannot take" // the test host reports "Error: <text>"
+		case bytes.Contains(in.Value, []byte("undecodable")):
+			node, kind, exc, msg = "KSTREAM-MAPVALUES-0000000001", "deserialization", "Error", "does not decode"
+		default:
+			node, kind, exc, msg = "KSTREAM-SOURCE-0000000000", "deserialization", "polystreams.DeserializationError", "value does not decode as json"
+		}
+		if h["__streams.errors.node"] != node || h["__streams.errors.kind"] != kind || h["__streams.errors.exception"] != exc ||
+			!strings.Contains(h["__streams.errors.message"], msg) ||
+			!strings.Contains(h["__streams.errors.stacktrace"], fmt.Sprintf("record at in/%s failed in node %s", at, node)) {
+			t.Errorf("dead letter for %s (%s): headers %v; want node %s, kind %s, exception %s, message containing %q", at, in.Value, h, node, kind, exc, msg)
+		}
+	}
+	seen := map[string]bool{}
+	e.readTopic("out", true, func(r *kgo.Record) {
+		if bytes.Contains(r.Value, []byte("RAISE")) || bytes.Contains(r.Value, []byte("UNDECODABLE")) {
+			t.Errorf("poison value %q reached the output", r.Value)
+		}
+		seen[string(r.Value)] = true
+	})
+	if len(seen) != len(all)-len(bad) {
+		t.Errorf("output holds %d distinct values, want %d", len(seen), len(all)-len(bad))
+	}
+	if d := h.droppedRecords(); d != int64(len(bad)) {
+		t.Errorf("dropped_records %d, want %d", d, len(bad))
+	}
+	h.stopServing(done)
+}
+
+// log_and_continue skips exactly the poison records: the application keeps
+// running and the output holds every other record once.
+func TestLogAndContinueSkipsExactlyThePoisonRecords(t *testing.T) {
+	e := newEnv(t, "in", "out")
+	all, bad := e.poisoned("in", 5000, poison)
+	h := e.open("skip", map[string]string{
+		"default.deserialization.exception.handler": "LogAndContinueExceptionHandler",
+		"processing.exception.handler":              "log_and_continue",
+		"commit.interval.ms":                        "100",
+	})
+	h.buildPoisonMap("in", "out")
+	h.start()
+	done := h.serveAsync()
+	var seen map[string]int
+	waitFor(t, "all outputs", 60*time.Second, func() bool {
+		seen = map[string]int{}
+		e.readTopic("out", false, func(r *kgo.Record) { seen[string(r.Value)]++ })
+		return len(seen) >= len(all)-len(bad)
+	})
+	for _, r := range all {
+		at := fmt.Sprintf("%d@%d", r.Partition, r.Offset)
+		n := seen[string(bytes.ToUpper(r.Value))]
+		if bad[at] != nil && n != 0 || bad[at] == nil && n != 1 {
+			t.Errorf("record %s (%s) reached the output %d times", at, r.Value, n)
+		}
+	}
+	if d := h.droppedRecords(); d != int64(len(bad)) {
+		t.Errorf("dropped_records %d, want %d", d, len(bad))
+	}
+	// The input is committed to its end: skipped records do not hold it.
+	adm, _ := kadm.NewOptClient(kgo.SeedBrokers(e.broker.Addr()))
+	defer adm.Close()
+	waitFor(t, "offsets committed to the end", 30*time.Second, func() bool {
+		offs, err := adm.FetchOffsets(context.Background(), "skip")
+		if err != nil {
+			return false
+		}
+		ends, err := adm.ListEndOffsets(context.Background(), "in")
+		if err != nil {
+			return false
+		}
+		ok := true
+		ends.Each(func(o kadm.ListedOffset) {
+			if c, _ := offs.Lookup("in", o.Partition); c.At != o.Offset {
+				ok = false
+			}
+		})
+		return ok
+	})
+	h.stopServing(done)
+}
+
+// Under fail (the default) and exactly_once_v2, the application fails
+// naming the record, and the committed offset of its partition never
+// passes it, however much was committed before.
+func TestFailNeverCommitsPastThePoisonRecord(t *testing.T) {
+	e := newEnv(t)
+	adm, _ := kadm.NewOptClient(kgo.SeedBrokers(e.broker.Addr()))
+	defer adm.Close()
+	if _, err := adm.CreateTopic(context.Background(), 1, 1, nil, "in"); err != nil {
+		t.Fatal(err)
+	}
+	_, bad := e.poisoned("in", 5000, map[int]string{3000: "raise"})
+	var at string
+	for k := range bad {
+		at = k
+	}
+	h := e.open("failing", map[string]string{
+		"processing.guarantee":           "exactly_once_v2",
+		"polystreams.bundle.max.records": "100",
+	})
+	h.buildPoisonMap("in", "out")
+	h.start()
+	got := <-h.serveAsync()
+	for _, want := range []string{"STATE_ERROR", "in/" + at, "KSTREAM-MAPVALUES-0000000001", "ValueError: cannot take"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("final state %q does not contain %q", got, want)
+		}
+	}
+	h.stop()
+	offs, err := adm.FetchOffsets(context.Background(), "failing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := offs.Lookup("in", 0); ok && o.At > 3000 {
+		t.Errorf("committed offset %d is past the failing record at offset 3000", o.At)
+	}
+	outs := 0
+	e.readTopic("out", true, func(*kgo.Record) { outs++ })
+	if outs > 3000 {
+		t.Errorf("%d outputs committed, more than the 3000 records before the failing one", outs)
+	}
+	t.Logf("committed offset before the failure: %v; committed outputs: %d", offs, outs)
+}
+
+// A reduce whose reducer raises on a value skips that value under
+// log_and_continue: the key's aggregate is the one before it, folded on
+// with the values after it (nothing substituted, nothing lost).
+func TestFoldSkipsAFailedValueKeepingTheAggregate(t *testing.T) {
+	e := newEnv(t, "nums", "sums")
+	var vals []string
+	want := map[string]int64{}
+	for i := range 400 {
+		k := fmt.Sprintf("k%d", i%4)
+		v := strconv.Itoa(i)
+		if i%97 == 5 {
+			v = "x" + v // the reducer raises on it: 5, 102, 199, 296, 393, none a key's first
+		} else {
+			want[k] += int64(i)
+		}
+		vals = append(vals, k+"="+v)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker.Addr()), kgo.DefaultProduceTopic("nums"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range vals {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Key: []byte(k), Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl.Close()
+	h := e.open("sum", map[string]string{"processing.exception.handler": "log_and_continue", "polystreams.bundle.linger.ms": "20"})
+	parse := func(b []byte) (int64, error) {
+		n, err := strconv.ParseInt(string(b), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("ValueError: %w", err)
+		}
+		return n, nil
+	}
+	add := h.register("add", reduceFn(func(agg, v []byte) ([]byte, error) {
+		a, err := parse(agg)
+		if err != nil {
+			return nil, err
+		}
+		b, err := parse(v)
+		if err != nil {
+			return nil, err
+		}
+		return []byte(strconv.FormatInt(a+b, 10)), nil
+	}))
+	s := h.mustBuild(&pb.StreamOp{Topics: []string{"nums"}, KeySerde: "string", ValueSerde: "string"})
+	g := h.mustBuild(&pb.GroupByKeyOp{Input: s.Id})
+	r := h.mustBuild(&pb.ReduceOp{Input: g.Id, Token: add})
+	ts := h.mustBuild(&pb.ToStreamOp{Input: r.Id})
+	h.mustBuild(&pb.ToOp{Input: ts.Id, Topic: "sums"})
+	h.start()
+	done := h.serveAsync()
+	var last map[string]string
+	waitFor(t, "the sums", 60*time.Second, func() bool {
+		last = map[string]string{}
+		e.readTopic("sums", false, func(r *kgo.Record) { last[string(r.Key)] = string(r.Value) })
+		for k, n := range want {
+			if last[k] != strconv.FormatInt(n, 10) {
+				return false
+			}
+		}
+		return true
+	})
+	if d := h.droppedRecords(); d != 5 {
+		t.Errorf("dropped_records %d, want 5", d)
+	}
+	h.stopServing(done)
+}
+
+func headers(r *kgo.Record) map[string]string {
+	h := map[string]string{}
+	for _, x := range r.Headers {
+		h[x.Key] = string(x.Value)
+	}
+	return h
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
