@@ -292,6 +292,7 @@ class _Chain:
         col = _Column(n, keys, vals, failed)
         if vfail or dkfail:
             col.fail({**dkfail, **vfail}, 0)
+        undecoded = set(failed)  # deserialization failures; the rest fail in a function
 
         for run, fn, step in self.steps:
             if not col.vals:
@@ -325,9 +326,15 @@ class _Chain:
             result.key_lengths.extend(klens)
             result.keys = kdata
         if failed:
-            result.failures.extend(pb.RecordFailure(index=i, step=s, message=m) for i, (s, m) in sorted(failed.items()))
+            result.failures.extend(
+                pb.RecordFailure(index=i, step=s, message=m, kind=_DESERIALIZATION if i in undecoded else _PROCESSING)
+                for i, (s, m) in sorted(failed.items())
+            )
         return result
 
+
+_DESERIALIZATION = pb.RecordFailure.KIND_DESERIALIZATION
+_PROCESSING = pb.RecordFailure.KIND_PROCESSING
 
 _BAD: Any = object()  # marks a value that failed before its fold (it did not decode)
 
@@ -460,6 +467,7 @@ class _Fold:
             for i, msg in vfail.items():
                 vals[i] = _BAD
                 failed[i] = msg
+        undecoded = set(failed)  # deserialization failures; the rest fail in a function
         aggs, afail = decode_column(self.agg_serde, b.aggregates, agg_lengths)
         if self.reduce:
             keys: list[Any] = [None] * len(sizes)  # a reducer does not see keys
@@ -471,6 +479,7 @@ class _Fold:
             for i, old in enumerate(olds):
                 if old is _BAD:
                     failed.setdefault(i, f"{ofail[i]} (the old value)")
+                    undecoded.add(i)
         chunks: list[bytes] = []
         table_chunks: list[bytes | None] = []
         fold = self._fold_reduce if self.reduce else self._fold_merge if self.merge else self._fold_aggregate
@@ -492,6 +501,7 @@ class _Fold:
                 what = "key" if g in kfail else "stored aggregate"
                 for i in range(pos, end):
                     failed.setdefault(i, f"{bad} (the {what} of this group)")
+                    undecoded.add(i)
             elif self.sub is not None:
                 self._fold_table(keys[g], agg_lengths[g] < 0, aggs[g], vals, olds, pos, end, table_chunks, failed)
             else:
@@ -512,7 +522,10 @@ class _Fold:
             for i in skipped:
                 counts[i] = 0
             result.output_counts.extend(counts)
-            result.failures.extend(pb.RecordFailure(index=i, step=0, message=m) for i, m in sorted(failed.items()))
+            result.failures.extend(
+                pb.RecordFailure(index=i, step=0, message=m, kind=_DESERIALIZATION if i in undecoded else _PROCESSING)
+                for i, m in sorted(failed.items())
+            )
         else:
             result.output_counts.extend([1] * n)
         if self.sub is None:
