@@ -159,6 +159,16 @@ func TestDeadLetterHoldsExactlyThePoisonRecords(t *testing.T) {
 	if d := h.droppedRecords(); d != int64(len(bad)) {
 		t.Errorf("dropped_records %d, want %d", d, len(bad))
 	}
+	_, text := get(t, e.srv.MetricsHandler(), "/metrics")
+	for series, want := range map[string]float64{
+		`polystreams_dead_lettered_records_total{application_id="dlq"}`: float64(len(bad)),
+		`polystreams_dropped_records_total{application_id="dlq"}`:       float64(len(bad)),
+		`polystreams_failed_records_total{application_id="dlq"}`:        float64(len(bad)),
+	} {
+		if got := sample(t, text, series); got != want {
+			t.Errorf("%s = %v, want %v", series, got, want)
+		}
+	}
 	h.stopServing(done)
 }
 
