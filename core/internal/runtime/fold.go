@@ -81,6 +81,7 @@ func (t *task) count(s *step, tx *storeTx, recs []rec) ([]rec, error) {
 // its key's aggregate stays as it was).
 func foldNative(n *topology.Node, tx *storeTx, recs []rec, failed func(rec, string, failKind, error) error) ([]rec, error) {
 	out := make([]rec, 0, len(recs))
+	var failedIn map[*kgo.Record]bool
 	for _, r := range recs {
 		cur, curTS, err := tx.get(r.storeKey())
 		if err != nil {
@@ -113,9 +114,18 @@ func foldNative(n *topology.Node, tx *storeTx, recs []rec, failed func(rec, stri
 			err = errors.New("the aggregate is null")
 		}
 		if err != nil {
+			// A windowed fold folds a record into each of its windows: it
+			// fails (and is dead-lettered) once.
+			if failedIn[r.in] {
+				continue
+			}
 			if err = failed(r, n.Name, kindOf(err), err); err != nil {
 				return nil, err
 			}
+			if failedIn == nil {
+				failedIn = map[*kgo.Record]bool{}
+			}
+			failedIn[r.in] = true
 			continue
 		}
 		ts := aggTime(r.ts, cur, curTS)
