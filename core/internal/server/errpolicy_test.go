@@ -226,7 +226,8 @@ func TestLogAndContinueSkipsExactlyThePoisonRecords(t *testing.T) {
 
 // Under fail (the default) and exactly_once_v2, the application fails
 // naming the record, and the committed offset of its partition never
-// passes it, however much was committed before.
+// passes it: 3,000 records are processed and committed, then a poison
+// record arrives with 2,000 more behind it.
 func TestFailNeverCommitsPastThePoisonRecord(t *testing.T) {
 	e := newEnv(t)
 	adm, _ := kadm.NewOptClient(kgo.SeedBrokers(e.broker.Addr()))
@@ -234,37 +235,42 @@ func TestFailNeverCommitsPastThePoisonRecord(t *testing.T) {
 	if _, err := adm.CreateTopic(context.Background(), 1, 1, nil, "in"); err != nil {
 		t.Fatal(err)
 	}
-	_, bad := e.poisoned("in", 5000, map[int]string{3000: "raise"})
-	var at string
-	for k := range bad {
-		at = k
+	committed := func() int64 {
+		offs, err := adm.FetchOffsets(context.Background(), "failing")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _ := offs.Lookup("in", 0)
+		return o.At
 	}
+	e.poisoned("in", 3000, nil)
 	h := e.open("failing", map[string]string{
 		"processing.guarantee":           "exactly_once_v2",
 		"polystreams.bundle.max.records": "100",
 	})
 	h.buildPoisonMap("in", "out")
 	h.start()
-	got := <-h.serveAsync()
-	for _, want := range []string{"STATE_ERROR", "in/" + at, "KSTREAM-MAPVALUES-0000000001", "ValueError: cannot take"} {
+	done := h.serveAsync()
+	waitFor(t, "the first 3000 records committed", 60*time.Second, func() bool { return committed() == 3000 })
+	_, bad := e.poisoned("in", 2001, map[int]string{0: "raise"})
+	if bad["0@3000"] == nil {
+		t.Fatalf("poison record at %v, want 0@3000", keys(bad))
+	}
+	got := <-done
+	for _, want := range []string{"STATE_ERROR", "in/0@3000", "KSTREAM-MAPVALUES-0000000001", "ValueError: cannot take"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("final state %q does not contain %q", got, want)
 		}
 	}
 	h.stop()
-	offs, err := adm.FetchOffsets(context.Background(), "failing")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o, ok := offs.Lookup("in", 0); ok && o.At > 3000 {
-		t.Errorf("committed offset %d is past the failing record at offset 3000", o.At)
+	if c := committed(); c != 3000 {
+		t.Errorf("committed offset %d, want 3000: the failing record's", c)
 	}
 	outs := 0
 	e.readTopic("out", true, func(*kgo.Record) { outs++ })
-	if outs > 3000 {
-		t.Errorf("%d outputs committed, more than the 3000 records before the failing one", outs)
+	if outs != 3000 {
+		t.Errorf("%d outputs committed, want the 3000 of the records before the failing one", outs)
 	}
-	t.Logf("committed offset before the failure: %v; committed outputs: %d", offs, outs)
 }
 
 // A reduce whose reducer raises on a value skips that value under
