@@ -248,6 +248,14 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 			failedAt[int(f.Index)] = true
 		}
 	}
+	// With final_only a group's aggregate comes after its last value that
+	// did not fail: lastOK[g] is that value's position.
+	lastOK := make([]int, len(groups))
+	for j := range res.OutputCounts {
+		if !failedAt[j] {
+			lastOK[groupOf[j]] = j
+		}
+	}
 	for j, c := range res.OutputCounts {
 		if failedAt[j] {
 			if c != 0 {
@@ -255,7 +263,7 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 			}
 			continue
 		}
-		last := j == len(groupOf)-1 || groupOf[j+1] != groupOf[j]
+		last := j == lastOK[groupOf[j]]
 		if c != 1 && !(b.FinalOnly && c == 0 && !last) {
 			return nil, fmt.Errorf("runtime: host answered fold bundle %d for node %s with an output count of %d for value %d; a fold gives one aggregate per value (with final_only: per group, after its last value)", res.BundleId, s.node.Name, c, j)
 		}

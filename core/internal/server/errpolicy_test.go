@@ -398,3 +398,90 @@ func TestTableOperatorSkipsAFailedChangeWhole(t *testing.T) {
 	}
 	h.stopServing(done)
 }
+
+// A windowed host aggregate with a value its aggregator raises on: each
+// record is in about 10 hopping windows; the poison record is skipped in
+// every window and dead-lettered once, and every window's sum is that of
+// the other records (with and without value_refs and final_only).
+func TestWindowedFoldDeadLettersAPoisonRecordOnce(t *testing.T) {
+	for _, refs := range []bool{false, true} {
+		t.Run(fmt.Sprintf("value_refs=%v", refs), func(t *testing.T) {
+			e := newEnv(t, "amounts", "window-sums")
+			cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker.Addr()), kgo.DefaultProduceTopic("amounts"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 600
+			want := map[string]int64{}
+			poison := map[int64]bool{}
+			var rs []*kgo.Record
+			for i := range n {
+				k, ts := fmt.Sprintf("k%d", i%5), int64(i)*10
+				if i%97 == 13 {
+					poison[int64(i)] = true
+				}
+				for start := max(0, ts-1000+100) / 100 * 100; start <= ts; start += 100 {
+					if !poison[int64(i)] {
+						want[fmt.Sprintf("%s@%d", k, start)] += int64(i)
+					}
+				}
+				rs = append(rs, &kgo.Record{Key: []byte(k), Value: long(int64(i)), Timestamp: time.UnixMilli(ts), Partition: int32(i % 5 % 2)})
+			}
+			if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			cl.Close()
+			var features []string
+			config := map[string]string{"processing.exception.handler": "dead_letter(amounts-dlq)"}
+			if refs {
+				features = []string{"fold_value_refs"}
+				// The record cache on too: the engine asks for each group's
+				// last aggregate only (final_only); it emits at commit.
+				config["statestore.cache.max.bytes"] = "10485760"
+				config["commit.interval.ms"] = "100"
+			}
+			h := e.openWith("hopping-dlq", config, features...)
+			zero := h.register("zero", initFn(func() ([]byte, error) { return long(0), nil }))
+			add := h.register("add", aggFn(func(_, v, a []byte) ([]byte, error) {
+				if poison[decodeLong(v)] {
+					return nil, fmt.Errorf("ValueError: %d", decodeLong(v))
+				}
+				return long(decodeLong(a) + decodeLong(v)), nil
+			}))
+			s := h.mustBuild(&pb.StreamOp{Topics: []string{"amounts"}, KeySerde: "string", ValueSerde: "long"})
+			g := h.mustBuild(&pb.GroupByKeyOp{Input: s.Id})
+			w := h.mustBuild(&pb.WindowedByOp{Input: g.Id, Windows: &pb.WindowedByOp_Time{Time: &pb.TimeWindows{SizeMs: 1000, AdvanceMs: 100}}})
+			agg := h.mustBuildOp(&pb.BuildRequest_Aggregate{Aggregate: &pb.AggregateOp{Input: w.Id, InitializerToken: zero, AggregatorToken: add, Materialized: &pb.Materialized{ValueSerde: "long"}}})
+			ts := h.mustBuild(&pb.ToStreamOp{Input: agg.Id})
+			h.mustBuild(&pb.ToOp{Input: ts.Id, Topic: "window-sums"})
+			h.start()
+			done := h.serveAsync()
+			var got map[string]int64
+			waitFor(t, "every window's sum", 60*time.Second, func() bool {
+				got = map[string]int64{}
+				e.readTopic("window-sums", false, func(r *kgo.Record) { got[windowed(r.Key)] = decodeLong(r.Value) })
+				for k, v := range want {
+					if got[k] != v {
+						return false
+					}
+				}
+				return true
+			})
+			if len(got) != len(want) {
+				t.Errorf("%d windows, want %d: a window of only a poison record has no aggregate", len(got), len(want))
+			}
+			var dead []int64
+			e.readTopic("amounts-dlq", false, func(r *kgo.Record) { dead = append(dead, decodeLong(r.Value)) })
+			sort.Slice(dead, func(i, j int) bool { return dead[i] < dead[j] })
+			var wantDead []int64
+			for v := range poison {
+				wantDead = append(wantDead, v)
+			}
+			sort.Slice(wantDead, func(i, j int) bool { return wantDead[i] < wantDead[j] })
+			if fmt.Sprint(dead) != fmt.Sprint(wantDead) {
+				t.Errorf("dead letters %v, want each poison record once: %v", dead, wantDead)
+			}
+			h.stopServing(done)
+		})
+	}
+}

@@ -218,7 +218,12 @@ func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
 			agg = b.Aggregates[ao : ao+int(l)]
 			ao += int(l)
 		}
-		for i := range size {
+		type outcome struct {
+			agg    []byte
+			failed bool
+		}
+		var outs []outcome
+		for range size {
 			var v []byte
 			if b.ValueRefs != nil {
 				v = refValue(b, int(b.ValueRefs[j]))
@@ -256,19 +261,33 @@ func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
 			}
 			if err != nil {
 				agg = before
-				res.OutputCounts = append(res.OutputCounts, 0)
+				outs = append(outs, outcome{failed: true})
 				res.Failures = append(res.Failures, &pb.RecordFailure{Index: int32(j), Message: "Error: " + err.Error()})
-			} else if b.FinalOnly && i < size-1 {
-				res.OutputCounts = append(res.OutputCounts, 0) // not the group's last
-			} else if agg == nil {
-				res.OutputCounts = append(res.OutputCounts, 1)
-				res.ValueLengths = append(res.ValueLengths, -1)
 			} else {
-				res.OutputCounts = append(res.OutputCounts, 1)
-				res.ValueLengths = append(res.ValueLengths, int32(len(agg)))
-				res.Values = append(res.Values, agg...)
+				outs = append(outs, outcome{agg: agg})
 			}
 			j++
+		}
+		// With final_only, only the group's last aggregate: the one after
+		// its last value that did not fail.
+		last := len(outs) - 1
+		for last >= 0 && outs[last].failed {
+			last--
+		}
+		for i, o := range outs {
+			switch {
+			case o.failed:
+				res.OutputCounts = append(res.OutputCounts, 0)
+			case b.FinalOnly && i < last:
+				res.OutputCounts = append(res.OutputCounts, 0) // not the group's last
+			case o.agg == nil:
+				res.OutputCounts = append(res.OutputCounts, 1)
+				res.ValueLengths = append(res.ValueLengths, -1)
+			default:
+				res.OutputCounts = append(res.OutputCounts, 1)
+				res.ValueLengths = append(res.ValueLengths, int32(len(o.agg)))
+				res.Values = append(res.Values, o.agg...)
+			}
 		}
 	}
 }
