@@ -12,8 +12,8 @@ pub struct OpenSessionRequest {
     #[prost(map="string, string", tag="2")]
     pub config: ::std::collections::HashMap<::prost::alloc::string::String, ::prost::alloc::string::String>,
     /// What the SDK's host understands beyond this protocol's base, so that
-    /// the engine may use it: "fold_value_refs" (Bundle.value_refs). Unknown
-    /// features are ignored.
+    /// the engine may use it: "fold_value_refs" (Bundle.value_refs) and
+    /// "fold_programs" (Bundle.fold_bases). Unknown features are ignored.
     #[prost(string, repeated, tag="3")]
     pub host_features: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
@@ -668,6 +668,11 @@ pub struct Step {
     /// with the signature of token's function. 0 for a stream fold.
     #[prost(uint32, tag="5")]
     pub subtractor_token: u32,
+    /// An aggregate over session windows: the merger's token, fn(key,
+    /// aggregate1, aggregate2) -> aggregate (Merger.apply), which fold
+    /// programs call for their merge operands.
+    #[prost(uint32, tag="6")]
+    pub merger_token: u32,
 }
 /// Bundle is a run of records of one partition, in offset order, to be passed
 /// through a chain of host operators. The layout is columnar: record i's key is
@@ -758,6 +763,31 @@ pub struct Bundle {
     /// group's last value, 0 for the others), or one per value as usual.
     #[prost(bool, tag="22")]
     pub final_only: bool,
+    /// A fold program: a fold bundle over session or sliding windows, to a
+    /// host with the "fold_programs" feature. Which aggregate a fold value
+    /// starts from is data here, not its group's previous output: the engine
+    /// runs Kafka Streams' window algorithm (which windows a record makes,
+    /// updates and merges depends only on times) and sends the folds it
+    /// needs, in order, one crossing per batch. Groups still hold one key
+    /// each; value_refs is always set. Fold value i starts from the aggregate
+    /// fold_bases\[i\] names; then its merge_counts\[i\] merge operands (the next
+    /// ones in merge_refs) are merged in, each by the step's merger
+    /// (merger(key, aggregate so far, operand); for reduce the reducer, a
+    /// missing side taking the other); then the value is folded in as usual
+    /// (reduce: a missing aggregate becomes the value). Its one output is the
+    /// result. A reference r names: -1, the initializer's aggregate
+    /// (initializer(); for reduce: none); 0 <= r < len(aggregate_lengths),
+    /// aggregate r of the aggregates column (here a pool, not one per group);
+    /// r >= len(aggregate_lengths), the output of fold value r -
+    /// len(aggregate_lengths), an earlier value of the same group. A value
+    /// whose call fails fails alone, and so does every value that refers to
+    /// its output. final_only is never set.
+    #[prost(sint32, repeated, tag="23")]
+    pub fold_bases: ::prost::alloc::vec::Vec<i32>,
+    #[prost(sint32, repeated, tag="24")]
+    pub merge_counts: ::prost::alloc::vec::Vec<i32>,
+    #[prost(sint32, repeated, tag="25")]
+    pub merge_refs: ::prost::alloc::vec::Vec<i32>,
 }
 /// BundleResult gives one outcome per input record: zero, one or many outputs,
 /// or a failure. For a fold bundle the records are its values: each value's
@@ -1190,14 +1220,6 @@ pub enum Operation {
     /// fn(key, value, aggregate) -> aggregate, started by the step's
     /// initializer fn(); a fold bundle (see Bundle)
     Aggregate = 10,
-    /// fn(key, aggregate1, aggregate2) -> aggregate: session windows merged
-    /// (Merger.apply). A fold bundle whose group aggregate is the first
-    /// session's aggregate and whose values are the other sessions'
-    /// aggregates (value_serde is the aggregate's serde); one aggregate out
-    /// per value, as for OPERATION_AGGREGATE. This engine version refuses host
-    /// functions over session windows (docs/design/windows.md) and sends no
-    /// such bundle yet; hosts implement it for the version that will.
-    Merge = 11,
 }
 impl Operation {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -1217,7 +1239,6 @@ impl Operation {
             Operation::Foreach => "OPERATION_FOREACH",
             Operation::Reduce => "OPERATION_REDUCE",
             Operation::Aggregate => "OPERATION_AGGREGATE",
-            Operation::Merge => "OPERATION_MERGE",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -1234,7 +1255,6 @@ impl Operation {
             "OPERATION_FOREACH" => Some(Self::Foreach),
             "OPERATION_REDUCE" => Some(Self::Reduce),
             "OPERATION_AGGREGATE" => Some(Self::Aggregate),
-            "OPERATION_MERGE" => Some(Self::Merge),
             _ => None,
         }
     }

@@ -19,7 +19,6 @@ OPERATION_FLAT_MAP_VALUES: Operation
 OPERATION_FOREACH: Operation
 OPERATION_MAP: Operation
 OPERATION_MAP_VALUES: Operation
-OPERATION_MERGE: Operation
 OPERATION_PEEK: Operation
 OPERATION_REDUCE: Operation
 OPERATION_SELECT_KEY: Operation
@@ -106,16 +105,19 @@ class BuildResponse(_message.Message):
     def __init__(self, handle: _Optional[_Union[Handle, _Mapping]] = ...) -> None: ...
 
 class Bundle(_message.Message):
-    __slots__ = ["aggregate_lengths", "aggregate_serde", "aggregates", "final_only", "group_sizes", "id", "key_lengths", "key_serde", "keys", "offsets", "old_value_lengths", "old_values", "output_key_serde", "output_value_serde", "partition", "steps", "timestamps", "topic", "value_lengths", "value_refs", "value_serde", "values"]
+    __slots__ = ["aggregate_lengths", "aggregate_serde", "aggregates", "final_only", "fold_bases", "group_sizes", "id", "key_lengths", "key_serde", "keys", "merge_counts", "merge_refs", "offsets", "old_value_lengths", "old_values", "output_key_serde", "output_value_serde", "partition", "steps", "timestamps", "topic", "value_lengths", "value_refs", "value_serde", "values"]
     AGGREGATES_FIELD_NUMBER: _ClassVar[int]
     AGGREGATE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
     AGGREGATE_SERDE_FIELD_NUMBER: _ClassVar[int]
     FINAL_ONLY_FIELD_NUMBER: _ClassVar[int]
+    FOLD_BASES_FIELD_NUMBER: _ClassVar[int]
     GROUP_SIZES_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
     KEY_LENGTHS_FIELD_NUMBER: _ClassVar[int]
     KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    MERGE_COUNTS_FIELD_NUMBER: _ClassVar[int]
+    MERGE_REFS_FIELD_NUMBER: _ClassVar[int]
     OFFSETS_FIELD_NUMBER: _ClassVar[int]
     OLD_VALUES_FIELD_NUMBER: _ClassVar[int]
     OLD_VALUE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
@@ -133,11 +135,14 @@ class Bundle(_message.Message):
     aggregate_serde: str
     aggregates: bytes
     final_only: bool
+    fold_bases: _containers.RepeatedScalarFieldContainer[int]
     group_sizes: _containers.RepeatedScalarFieldContainer[int]
     id: int
     key_lengths: _containers.RepeatedScalarFieldContainer[int]
     key_serde: str
     keys: bytes
+    merge_counts: _containers.RepeatedScalarFieldContainer[int]
+    merge_refs: _containers.RepeatedScalarFieldContainer[int]
     offsets: _containers.RepeatedScalarFieldContainer[int]
     old_value_lengths: _containers.RepeatedScalarFieldContainer[int]
     old_values: bytes
@@ -151,7 +156,7 @@ class Bundle(_message.Message):
     value_refs: _containers.RepeatedScalarFieldContainer[int]
     value_serde: str
     values: bytes
-    def __init__(self, id: _Optional[int] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., output_key_serde: _Optional[str] = ..., output_value_serde: _Optional[str] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., topic: _Optional[str] = ..., partition: _Optional[int] = ..., offsets: _Optional[_Iterable[int]] = ..., timestamps: _Optional[_Iterable[int]] = ..., group_sizes: _Optional[_Iterable[int]] = ..., aggregate_lengths: _Optional[_Iterable[int]] = ..., aggregates: _Optional[bytes] = ..., aggregate_serde: _Optional[str] = ..., old_value_lengths: _Optional[_Iterable[int]] = ..., old_values: _Optional[bytes] = ..., value_refs: _Optional[_Iterable[int]] = ..., final_only: bool = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., output_key_serde: _Optional[str] = ..., output_value_serde: _Optional[str] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., topic: _Optional[str] = ..., partition: _Optional[int] = ..., offsets: _Optional[_Iterable[int]] = ..., timestamps: _Optional[_Iterable[int]] = ..., group_sizes: _Optional[_Iterable[int]] = ..., aggregate_lengths: _Optional[_Iterable[int]] = ..., aggregates: _Optional[bytes] = ..., aggregate_serde: _Optional[str] = ..., old_value_lengths: _Optional[_Iterable[int]] = ..., old_values: _Optional[bytes] = ..., value_refs: _Optional[_Iterable[int]] = ..., final_only: bool = ..., fold_bases: _Optional[_Iterable[int]] = ..., merge_counts: _Optional[_Iterable[int]] = ..., merge_refs: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class BundleResult(_message.Message):
     __slots__ = ["bundle_id", "failures", "key_lengths", "keys", "output_counts", "value_lengths", "values"]
@@ -659,18 +664,20 @@ class StartResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class Step(_message.Message):
-    __slots__ = ["initializer_token", "node", "operation", "subtractor_token", "token"]
+    __slots__ = ["initializer_token", "merger_token", "node", "operation", "subtractor_token", "token"]
     INITIALIZER_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    MERGER_TOKEN_FIELD_NUMBER: _ClassVar[int]
     NODE_FIELD_NUMBER: _ClassVar[int]
     OPERATION_FIELD_NUMBER: _ClassVar[int]
     SUBTRACTOR_TOKEN_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     initializer_token: int
+    merger_token: int
     node: str
     operation: Operation
     subtractor_token: int
     token: int
-    def __init__(self, token: _Optional[int] = ..., operation: _Optional[_Union[Operation, str]] = ..., node: _Optional[str] = ..., initializer_token: _Optional[int] = ..., subtractor_token: _Optional[int] = ...) -> None: ...
+    def __init__(self, token: _Optional[int] = ..., operation: _Optional[_Union[Operation, str]] = ..., node: _Optional[str] = ..., initializer_token: _Optional[int] = ..., subtractor_token: _Optional[int] = ..., merger_token: _Optional[int] = ...) -> None: ...
 
 class StopRequest(_message.Message):
     __slots__ = ["session_id"]

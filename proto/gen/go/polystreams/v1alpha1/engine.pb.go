@@ -185,14 +185,6 @@ const (
 	// fn(key, value, aggregate) -> aggregate, started by the step's
 	// initializer fn(); a fold bundle (see Bundle)
 	Operation_OPERATION_AGGREGATE Operation = 10
-	// fn(key, aggregate1, aggregate2) -> aggregate: session windows merged
-	// (Merger.apply). A fold bundle whose group aggregate is the first
-	// session's aggregate and whose values are the other sessions'
-	// aggregates (value_serde is the aggregate's serde); one aggregate out
-	// per value, as for OPERATION_AGGREGATE. This engine version refuses host
-	// functions over session windows (docs/design/windows.md) and sends no
-	// such bundle yet; hosts implement it for the version that will.
-	Operation_OPERATION_MERGE Operation = 11
 )
 
 // Enum value maps for Operation.
@@ -209,7 +201,6 @@ var (
 		8:  "OPERATION_FOREACH",
 		9:  "OPERATION_REDUCE",
 		10: "OPERATION_AGGREGATE",
-		11: "OPERATION_MERGE",
 	}
 	Operation_value = map[string]int32{
 		"OPERATION_UNSPECIFIED":     0,
@@ -223,7 +214,6 @@ var (
 		"OPERATION_FOREACH":         8,
 		"OPERATION_REDUCE":          9,
 		"OPERATION_AGGREGATE":       10,
-		"OPERATION_MERGE":           11,
 	}
 )
 
@@ -432,8 +422,8 @@ type OpenSessionRequest struct {
 	// Values of credential keys (sasl.password, ...) are never echoed back.
 	Config map[string]string `protobuf:"bytes,2,rep,name=config,proto3" json:"config,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// What the SDK's host understands beyond this protocol's base, so that
-	// the engine may use it: "fold_value_refs" (Bundle.value_refs). Unknown
-	// features are ignored.
+	// the engine may use it: "fold_value_refs" (Bundle.value_refs) and
+	// "fold_programs" (Bundle.fold_bases). Unknown features are ignored.
 	HostFeatures  []string `protobuf:"bytes,3,rep,name=host_features,json=hostFeatures,proto3" json:"host_features,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3452,8 +3442,12 @@ type Step struct {
 	// A table fold (KGroupedTable.reduce / aggregate): the subtractor's token,
 	// with the signature of token's function. 0 for a stream fold.
 	SubtractorToken uint32 `protobuf:"varint,5,opt,name=subtractor_token,json=subtractorToken,proto3" json:"subtractor_token,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// An aggregate over session windows: the merger's token, fn(key,
+	// aggregate1, aggregate2) -> aggregate (Merger.apply), which fold
+	// programs call for their merge operands.
+	MergerToken   uint32 `protobuf:"varint,6,opt,name=merger_token,json=mergerToken,proto3" json:"merger_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Step) Reset() {
@@ -3517,6 +3511,13 @@ func (x *Step) GetInitializerToken() uint32 {
 func (x *Step) GetSubtractorToken() uint32 {
 	if x != nil {
 		return x.SubtractorToken
+	}
+	return 0
+}
+
+func (x *Step) GetMergerToken() uint32 {
+	if x != nil {
+		return x.MergerToken
 	}
 	return 0
 }
@@ -3586,7 +3587,29 @@ type Bundle struct {
 	// (its record cache keeps only each key's last update): the host may
 	// answer one aggregate per group, its last (output count 1 for the
 	// group's last value, 0 for the others), or one per value as usual.
-	FinalOnly     bool `protobuf:"varint,22,opt,name=final_only,json=finalOnly,proto3" json:"final_only,omitempty"`
+	FinalOnly bool `protobuf:"varint,22,opt,name=final_only,json=finalOnly,proto3" json:"final_only,omitempty"`
+	// A fold program: a fold bundle over session or sliding windows, to a
+	// host with the "fold_programs" feature. Which aggregate a fold value
+	// starts from is data here, not its group's previous output: the engine
+	// runs Kafka Streams' window algorithm (which windows a record makes,
+	// updates and merges depends only on times) and sends the folds it
+	// needs, in order, one crossing per batch. Groups still hold one key
+	// each; value_refs is always set. Fold value i starts from the aggregate
+	// fold_bases[i] names; then its merge_counts[i] merge operands (the next
+	// ones in merge_refs) are merged in, each by the step's merger
+	// (merger(key, aggregate so far, operand); for reduce the reducer, a
+	// missing side taking the other); then the value is folded in as usual
+	// (reduce: a missing aggregate becomes the value). Its one output is the
+	// result. A reference r names: -1, the initializer's aggregate
+	// (initializer(); for reduce: none); 0 <= r < len(aggregate_lengths),
+	// aggregate r of the aggregates column (here a pool, not one per group);
+	// r >= len(aggregate_lengths), the output of fold value r -
+	// len(aggregate_lengths), an earlier value of the same group. A value
+	// whose call fails fails alone, and so does every value that refers to
+	// its output. final_only is never set.
+	FoldBases     []int32 `protobuf:"zigzag32,23,rep,packed,name=fold_bases,json=foldBases,proto3" json:"fold_bases,omitempty"`
+	MergeCounts   []int32 `protobuf:"zigzag32,24,rep,packed,name=merge_counts,json=mergeCounts,proto3" json:"merge_counts,omitempty"`
+	MergeRefs     []int32 `protobuf:"zigzag32,25,rep,packed,name=merge_refs,json=mergeRefs,proto3" json:"merge_refs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3773,6 +3796,27 @@ func (x *Bundle) GetFinalOnly() bool {
 		return x.FinalOnly
 	}
 	return false
+}
+
+func (x *Bundle) GetFoldBases() []int32 {
+	if x != nil {
+		return x.FoldBases
+	}
+	return nil
+}
+
+func (x *Bundle) GetMergeCounts() []int32 {
+	if x != nil {
+		return x.MergeCounts
+	}
+	return nil
+}
+
+func (x *Bundle) GetMergeRefs() []int32 {
+	if x != nil {
+		return x.MergeRefs
+	}
+	return nil
 }
 
 // BundleResult gives one outcome per input record: zero, one or many outputs,
@@ -5294,13 +5338,14 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x12\n" +
-	"\x04node\x18\x04 \x01(\tR\x04node\"\xc7\x01\n" +
+	"\x04node\x18\x04 \x01(\tR\x04node\"\xea\x01\n" +
 	"\x04Step\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\rR\x05token\x12=\n" +
 	"\toperation\x18\x02 \x01(\x0e2\x1f.polystreams.v1alpha1.OperationR\toperation\x12\x12\n" +
 	"\x04node\x18\x03 \x01(\tR\x04node\x12+\n" +
 	"\x11initializer_token\x18\x04 \x01(\rR\x10initializerToken\x12)\n" +
-	"\x10subtractor_token\x18\x05 \x01(\rR\x0fsubtractorToken\"\xe0\x05\n" +
+	"\x10subtractor_token\x18\x05 \x01(\rR\x0fsubtractorToken\x12!\n" +
+	"\fmerger_token\x18\x06 \x01(\rR\vmergerToken\"\xc1\x06\n" +
 	"\x06Bundle\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x120\n" +
 	"\x05steps\x18\x02 \x03(\v2\x1a.polystreams.v1alpha1.StepR\x05steps\x12\x1b\n" +
@@ -5334,7 +5379,12 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\n" +
 	"value_refs\x18\x15 \x03(\x11R\tvalueRefs\x12\x1d\n" +
 	"\n" +
-	"final_only\x18\x16 \x01(\bR\tfinalOnly\"\x83\x02\n" +
+	"final_only\x18\x16 \x01(\bR\tfinalOnly\x12\x1d\n" +
+	"\n" +
+	"fold_bases\x18\x17 \x03(\x11R\tfoldBases\x12!\n" +
+	"\fmerge_counts\x18\x18 \x03(\x11R\vmergeCounts\x12\x1d\n" +
+	"\n" +
+	"merge_refs\x18\x19 \x03(\x11R\tmergeRefs\"\x83\x02\n" +
 	"\fBundleResult\x12\x1b\n" +
 	"\tbundle_id\x18\x01 \x01(\x04R\bbundleId\x12#\n" +
 	"\routput_counts\x18\x02 \x03(\x11R\foutputCounts\x12\x1f\n" +
@@ -5449,7 +5499,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\vREDUCER_SUM\x10\x01\x12\x0f\n" +
 	"\vREDUCER_MIN\x10\x02\x12\x0f\n" +
 	"\vREDUCER_MAX\x10\x03\x12\x12\n" +
-	"\x0eREDUCER_LATEST\x10\x04*\xab\x02\n" +
+	"\x0eREDUCER_LATEST\x10\x04*\xad\x02\n" +
 	"\tOperation\x12\x19\n" +
 	"\x15OPERATION_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14OPERATION_MAP_VALUES\x10\x01\x12\x14\n" +
@@ -5462,8 +5512,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x11OPERATION_FOREACH\x10\b\x12\x14\n" +
 	"\x10OPERATION_REDUCE\x10\t\x12\x17\n" +
 	"\x13OPERATION_AGGREGATE\x10\n" +
-	"\x12\x13\n" +
-	"\x0fOPERATION_MERGE\x10\v*\x94\x01\n" +
+	"\"\x04\b\v\x10\v*\x0fOPERATION_MERGE*\x94\x01\n" +
 	"\x05State\x12\x15\n" +
 	"\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rSTATE_CREATED\x10\x01\x12\x15\n" +
