@@ -10,8 +10,9 @@ import (
 // branch whose predicate it passes, else to the default branch when there
 // is one, else nowhere. A predicate sees only the records no earlier one
 // took, as in Kafka Streams; a host predicate crosses once per batch (per
-// bundle of records) with them. It returns the records of each branch, in
-// s.next's order.
+// bundle of records) with them. A record whose predicate fails goes to no
+// branch: the processing policy has it (recordFailed). It returns the
+// records of each branch, in s.next's order.
 func (t *task) branch(ctx context.Context, s *step, recs []rec) ([][]rec, error) {
 	n := s.node
 	routed := make([][]rec, len(s.next))
@@ -20,23 +21,29 @@ func (t *task) branch(ctx context.Context, s *step, recs []rec) ([][]rec, error)
 		if len(rest) == 0 {
 			break
 		}
-		pass := make([]bool, len(rest))
+		pass := make([]outcome, len(rest))
 		if f, ok := p.Native.(topology.PredicateFunc); ok {
 			for j, r := range rest {
 				ok, err := f(r.key, r.value)
-				if err != nil {
-					return nil, recordError(r, n.Name, err)
+				switch {
+				case err != nil:
+					if err := t.recordFailed(r, n.Name, kindOf(err), err); err != nil {
+						return nil, err
+					}
+					pass[j] = failed
+				case ok:
+					pass[j] = passed
 				}
-				pass[j] = ok
 			}
 		} else if err := t.predicate(ctx, s.preds[i], rest, pass); err != nil {
 			return nil, err
 		}
 		var kept []rec
 		for j, r := range rest {
-			if pass[j] {
+			switch pass[j] {
+			case passed:
 				routed[i] = append(routed[i], r)
-			} else {
+			case notPassed:
 				kept = append(kept, r)
 			}
 		}
@@ -48,10 +55,19 @@ func (t *task) branch(ctx context.Context, s *step, recs []rec) ([][]rec, error)
 	return routed, nil
 }
 
+// outcome is what a predicate made of a record.
+type outcome uint8
+
+const (
+	notPassed outcome = iota
+	passed
+	failed // skipped under the policy
+)
+
 // predicate runs a host predicate (a one-step filter chain) over recs in
 // bundles of at most polystreams.bundle.max.records / .max.bytes, setting
-// pass[i] for each record it passes.
-func (t *task) predicate(ctx context.Context, ps *step, recs []rec, pass []bool) error {
+// each record's outcome.
+func (t *task) predicate(ctx context.Context, ps *step, recs []rec, pass []outcome) error {
 	maxRecs, maxBytes := t.app.cfg.BundleMaxRecords, t.app.cfg.BundleMaxBytes
 	for start := 0; start < len(recs); {
 		end, size := start, 0
@@ -59,12 +75,20 @@ func (t *task) predicate(ctx context.Context, ps *step, recs []rec, pass []bool)
 			size += len(recs[end].key) + len(recs[end].value)
 			end++
 		}
-		_, res, err := t.crossOnce(ctx, ps, recs[start:end])
+		_, res, fails, err := t.crossOnce(ctx, ps, recs[start:end])
 		if err != nil {
 			return err
 		}
+		if err := t.applyFailures(recs[start:end], fails); err != nil {
+			return err
+		}
 		for j, c := range res.OutputCounts {
-			pass[start+j] = c > 0
+			if c > 0 {
+				pass[start+j] = passed
+			}
+		}
+		for _, f := range fails {
+			pass[start+f.index] = failed
 		}
 		start = end
 	}

@@ -45,6 +45,9 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 			}
 		}
 	}
+	if err := a.ensureDeadLetterTopic(ctx); err != nil {
+		return nil, err
+	}
 	userParts := map[string]int32{}
 	if len(user) > 0 {
 		details, err := a.adm.ListTopics(ctx, user...)
@@ -201,4 +204,31 @@ func (a *App) checkpoint(ctx context.Context, tasks []*task) {
 			}
 		}
 	}
+}
+
+// ensureDeadLetterTopic creates errors.deadletterqueue.topic.name when it
+// does not exist, with the broker's default partition count and
+// replication.factor, so that the first failed record does not wait on
+// the broker's auto-creation (or fail where that is off).
+func (a *App) ensureDeadLetterTopic(ctx context.Context) error {
+	t := a.cfg.DeadLetterTopic
+	if t == "" {
+		return nil
+	}
+	details, err := a.adm.ListTopics(ctx, t)
+	if err != nil {
+		return fmt.Errorf("runtime: reading metadata of dead letter topic %q: %w", t, err)
+	}
+	if d, ok := details[t]; ok && d.Err == nil && len(d.Partitions) > 0 {
+		return nil
+	}
+	resp, err := a.adm.CreateTopic(ctx, -1, a.cfg.ReplicationFactor, nil, t)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("runtime: creating dead letter topic %q (errors.deadletterqueue.topic.name): %w", t, err)
+	}
+	a.log.Info("created dead letter topic", "topic", t)
+	return nil
 }

@@ -900,6 +900,45 @@ pub struct RecordFailure {
     /// The host's error, e.g. "ValueError: invalid literal for int()".
     #[prost(string, tag="3")]
     pub message: ::prost::alloc::string::String,
+    /// What failed: the record's key or value did not decode with its serde
+    /// (deserialization), or the user's function raised or its result did
+    /// not encode (processing). The engine applies
+    /// default.deserialization.exception.handler or processing.exception.handler
+    /// accordingly. Unspecified (an older host) counts as processing.
+    #[prost(enumeration="record_failure::Kind", tag="4")]
+    pub kind: i32,
+}
+/// Nested message and enum types in `RecordFailure`.
+pub mod record_failure {
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+    #[repr(i32)]
+    pub enum Kind {
+        Unspecified = 0,
+        Deserialization = 1,
+        Processing = 2,
+    }
+    impl Kind {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Kind::Unspecified => "KIND_UNSPECIFIED",
+                Kind::Deserialization => "KIND_DESERIALIZATION",
+                Kind::Processing => "KIND_PROCESSING",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "KIND_UNSPECIFIED" => Some(Self::Unspecified),
+                "KIND_DESERIALIZATION" => Some(Self::Deserialization),
+                "KIND_PROCESSING" => Some(Self::Processing),
+                _ => None,
+            }
+        }
+    }
 }
 /// RestoreProgress says how far restoring stores from their changelogs has
 /// come: over the store partitions this engine restores or restored since its

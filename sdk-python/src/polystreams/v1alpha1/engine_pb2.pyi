@@ -593,14 +593,21 @@ class RecordContext(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., offset: _Optional[int] = ..., node: _Optional[str] = ...) -> None: ...
 
 class RecordFailure(_message.Message):
-    __slots__ = ["index", "message", "step"]
+    __slots__ = ["index", "kind", "message", "step"]
+    class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = []
     INDEX_FIELD_NUMBER: _ClassVar[int]
+    KIND_DESERIALIZATION: RecordFailure.Kind
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    KIND_PROCESSING: RecordFailure.Kind
+    KIND_UNSPECIFIED: RecordFailure.Kind
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
     index: int
+    kind: RecordFailure.Kind
     message: str
     step: int
-    def __init__(self, index: _Optional[int] = ..., step: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+    def __init__(self, index: _Optional[int] = ..., step: _Optional[int] = ..., message: _Optional[str] = ..., kind: _Optional[_Union[RecordFailure.Kind, str]] = ...) -> None: ...
 
 class ReduceOp(_message.Message):
     __slots__ = ["builtin", "input", "materialized", "name", "subtractor_token", "token"]

@@ -362,6 +362,55 @@ func (Node_Type) EnumDescriptor() ([]byte, []int) {
 	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38, 0}
 }
 
+type RecordFailure_Kind int32
+
+const (
+	RecordFailure_KIND_UNSPECIFIED     RecordFailure_Kind = 0
+	RecordFailure_KIND_DESERIALIZATION RecordFailure_Kind = 1
+	RecordFailure_KIND_PROCESSING      RecordFailure_Kind = 2
+)
+
+// Enum value maps for RecordFailure_Kind.
+var (
+	RecordFailure_Kind_name = map[int32]string{
+		0: "KIND_UNSPECIFIED",
+		1: "KIND_DESERIALIZATION",
+		2: "KIND_PROCESSING",
+	}
+	RecordFailure_Kind_value = map[string]int32{
+		"KIND_UNSPECIFIED":     0,
+		"KIND_DESERIALIZATION": 1,
+		"KIND_PROCESSING":      2,
+	}
+)
+
+func (x RecordFailure_Kind) Enum() *RecordFailure_Kind {
+	p := new(RecordFailure_Kind)
+	*p = x
+	return p
+}
+
+func (x RecordFailure_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RecordFailure_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[5].Descriptor()
+}
+
+func (RecordFailure_Kind) Type() protoreflect.EnumType {
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[5]
+}
+
+func (x RecordFailure_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RecordFailure_Kind.Descriptor instead.
+func (RecordFailure_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{47, 0}
+}
+
 type OpenSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// application.id: names the consumer group, internal topics and state.
@@ -4204,7 +4253,13 @@ type RecordFailure struct {
 	// Index of the step that failed.
 	Step int32 `protobuf:"varint,2,opt,name=step,proto3" json:"step,omitempty"`
 	// The host's error, e.g. "ValueError: invalid literal for int()".
-	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// What failed: the record's key or value did not decode with its serde
+	// (deserialization), or the user's function raised or its result did
+	// not encode (processing). The engine applies
+	// default.deserialization.exception.handler or processing.exception.handler
+	// accordingly. Unspecified (an older host) counts as processing.
+	Kind          RecordFailure_Kind `protobuf:"varint,4,opt,name=kind,proto3,enum=polystreams.v1alpha1.RecordFailure_Kind" json:"kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4258,6 +4313,13 @@ func (x *RecordFailure) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *RecordFailure) GetKind() RecordFailure_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return RecordFailure_KIND_UNSPECIFIED
 }
 
 // RestoreProgress says how far restoring stores from their changelogs has
@@ -5680,11 +5742,16 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x04keys\x18\x04 \x01(\fR\x04keys\x12#\n" +
 	"\rvalue_lengths\x18\x05 \x03(\x11R\fvalueLengths\x12\x16\n" +
 	"\x06values\x18\x06 \x01(\fR\x06values\x12?\n" +
-	"\bfailures\x18\a \x03(\v2#.polystreams.v1alpha1.RecordFailureR\bfailures\"S\n" +
+	"\bfailures\x18\a \x03(\v2#.polystreams.v1alpha1.RecordFailureR\bfailures\"\xde\x01\n" +
 	"\rRecordFailure\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x12\n" +
 	"\x04step\x18\x02 \x01(\x05R\x04step\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\xbf\x01\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12<\n" +
+	"\x04kind\x18\x04 \x01(\x0e2(.polystreams.v1alpha1.RecordFailure.KindR\x04kind\"K\n" +
+	"\x04Kind\x12\x14\n" +
+	"\x10KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14KIND_DESERIALIZATION\x10\x01\x12\x13\n" +
+	"\x0fKIND_PROCESSING\x10\x02\"\xbf\x01\n" +
 	"\x0fRestoreProgress\x12)\n" +
 	"\x10restored_records\x18\x01 \x01(\x03R\x0frestoredRecords\x12#\n" +
 	"\rtotal_records\x18\x02 \x01(\x03R\ftotalRecords\x121\n" +
@@ -5828,7 +5895,7 @@ func file_polystreams_v1alpha1_engine_proto_rawDescGZIP() []byte {
 	return file_polystreams_v1alpha1_engine_proto_rawDescData
 }
 
-var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
 var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
 var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(Kind)(0),                        // 0: polystreams.v1alpha1.Kind
@@ -5836,162 +5903,164 @@ var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(Operation)(0),                   // 2: polystreams.v1alpha1.Operation
 	(State)(0),                       // 3: polystreams.v1alpha1.State
 	(Node_Type)(0),                   // 4: polystreams.v1alpha1.Node.Type
-	(*OpenSessionRequest)(nil),       // 5: polystreams.v1alpha1.OpenSessionRequest
-	(*OpenSessionResponse)(nil),      // 6: polystreams.v1alpha1.OpenSessionResponse
-	(*RegisterFunctionRequest)(nil),  // 7: polystreams.v1alpha1.RegisterFunctionRequest
-	(*RegisterFunctionResponse)(nil), // 8: polystreams.v1alpha1.RegisterFunctionResponse
-	(*Handle)(nil),                   // 9: polystreams.v1alpha1.Handle
-	(*Materialized)(nil),             // 10: polystreams.v1alpha1.Materialized
-	(*StreamOp)(nil),                 // 11: polystreams.v1alpha1.StreamOp
-	(*WindowedByOp)(nil),             // 12: polystreams.v1alpha1.WindowedByOp
-	(*TimeWindows)(nil),              // 13: polystreams.v1alpha1.TimeWindows
-	(*SlidingWindows)(nil),           // 14: polystreams.v1alpha1.SlidingWindows
-	(*SessionWindows)(nil),           // 15: polystreams.v1alpha1.SessionWindows
-	(*SuppressOp)(nil),               // 16: polystreams.v1alpha1.SuppressOp
-	(*TableOp)(nil),                  // 17: polystreams.v1alpha1.TableOp
-	(*MapValuesOp)(nil),              // 18: polystreams.v1alpha1.MapValuesOp
-	(*FilterOp)(nil),                 // 19: polystreams.v1alpha1.FilterOp
-	(*FilterNotOp)(nil),              // 20: polystreams.v1alpha1.FilterNotOp
-	(*FlatMapValuesOp)(nil),          // 21: polystreams.v1alpha1.FlatMapValuesOp
-	(*MapOp)(nil),                    // 22: polystreams.v1alpha1.MapOp
-	(*SelectKeyOp)(nil),              // 23: polystreams.v1alpha1.SelectKeyOp
-	(*PeekOp)(nil),                   // 24: polystreams.v1alpha1.PeekOp
-	(*ForeachOp)(nil),                // 25: polystreams.v1alpha1.ForeachOp
-	(*GroupByKeyOp)(nil),             // 26: polystreams.v1alpha1.GroupByKeyOp
-	(*GroupByOp)(nil),                // 27: polystreams.v1alpha1.GroupByOp
-	(*CountOp)(nil),                  // 28: polystreams.v1alpha1.CountOp
-	(*ReduceOp)(nil),                 // 29: polystreams.v1alpha1.ReduceOp
-	(*AggregateOp)(nil),              // 30: polystreams.v1alpha1.AggregateOp
-	(*MergeOp)(nil),                  // 31: polystreams.v1alpha1.MergeOp
-	(*SplitOp)(nil),                  // 32: polystreams.v1alpha1.SplitOp
-	(*Branch)(nil),                   // 33: polystreams.v1alpha1.Branch
-	(*RepartitionOp)(nil),            // 34: polystreams.v1alpha1.RepartitionOp
-	(*ToStreamOp)(nil),               // 35: polystreams.v1alpha1.ToStreamOp
-	(*ToOp)(nil),                     // 36: polystreams.v1alpha1.ToOp
-	(*BuildRequest)(nil),             // 37: polystreams.v1alpha1.BuildRequest
-	(*BuildResponse)(nil),            // 38: polystreams.v1alpha1.BuildResponse
-	(*DescribeRequest)(nil),          // 39: polystreams.v1alpha1.DescribeRequest
-	(*DescribeResponse)(nil),         // 40: polystreams.v1alpha1.DescribeResponse
-	(*TopologyDescription)(nil),      // 41: polystreams.v1alpha1.TopologyDescription
-	(*Subtopology)(nil),              // 42: polystreams.v1alpha1.Subtopology
-	(*Node)(nil),                     // 43: polystreams.v1alpha1.Node
-	(*StartRequest)(nil),             // 44: polystreams.v1alpha1.StartRequest
-	(*StartResponse)(nil),            // 45: polystreams.v1alpha1.StartResponse
-	(*ExchangeRequest)(nil),          // 46: polystreams.v1alpha1.ExchangeRequest
-	(*ExchangeResponse)(nil),         // 47: polystreams.v1alpha1.ExchangeResponse
-	(*RecordContext)(nil),            // 48: polystreams.v1alpha1.RecordContext
-	(*Step)(nil),                     // 49: polystreams.v1alpha1.Step
-	(*Bundle)(nil),                   // 50: polystreams.v1alpha1.Bundle
-	(*BundleResult)(nil),             // 51: polystreams.v1alpha1.BundleResult
-	(*RecordFailure)(nil),            // 52: polystreams.v1alpha1.RecordFailure
-	(*RestoreProgress)(nil),          // 53: polystreams.v1alpha1.RestoreProgress
-	(*GetStateRequest)(nil),          // 54: polystreams.v1alpha1.GetStateRequest
-	(*GetStateResponse)(nil),         // 55: polystreams.v1alpha1.GetStateResponse
-	(*StopRequest)(nil),              // 56: polystreams.v1alpha1.StopRequest
-	(*StopResponse)(nil),             // 57: polystreams.v1alpha1.StopResponse
-	(*QueryRequest)(nil),             // 58: polystreams.v1alpha1.QueryRequest
-	(*WindowFetch)(nil),              // 59: polystreams.v1alpha1.WindowFetch
-	(*KeyRange)(nil),                 // 60: polystreams.v1alpha1.KeyRange
-	(*QueryResponse)(nil),            // 61: polystreams.v1alpha1.QueryResponse
-	(*GetMetricsRequest)(nil),        // 62: polystreams.v1alpha1.GetMetricsRequest
-	(*GetMetricsResponse)(nil),       // 63: polystreams.v1alpha1.GetMetricsResponse
-	(*NodeMetrics)(nil),              // 64: polystreams.v1alpha1.NodeMetrics
-	(*TaskMetrics)(nil),              // 65: polystreams.v1alpha1.TaskMetrics
-	(*PartitionLag)(nil),             // 66: polystreams.v1alpha1.PartitionLag
-	(*StoreMetrics)(nil),             // 67: polystreams.v1alpha1.StoreMetrics
-	nil,                              // 68: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	nil,                              // 69: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
-	nil,                              // 70: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	(RecordFailure_Kind)(0),          // 5: polystreams.v1alpha1.RecordFailure.Kind
+	(*OpenSessionRequest)(nil),       // 6: polystreams.v1alpha1.OpenSessionRequest
+	(*OpenSessionResponse)(nil),      // 7: polystreams.v1alpha1.OpenSessionResponse
+	(*RegisterFunctionRequest)(nil),  // 8: polystreams.v1alpha1.RegisterFunctionRequest
+	(*RegisterFunctionResponse)(nil), // 9: polystreams.v1alpha1.RegisterFunctionResponse
+	(*Handle)(nil),                   // 10: polystreams.v1alpha1.Handle
+	(*Materialized)(nil),             // 11: polystreams.v1alpha1.Materialized
+	(*StreamOp)(nil),                 // 12: polystreams.v1alpha1.StreamOp
+	(*WindowedByOp)(nil),             // 13: polystreams.v1alpha1.WindowedByOp
+	(*TimeWindows)(nil),              // 14: polystreams.v1alpha1.TimeWindows
+	(*SlidingWindows)(nil),           // 15: polystreams.v1alpha1.SlidingWindows
+	(*SessionWindows)(nil),           // 16: polystreams.v1alpha1.SessionWindows
+	(*SuppressOp)(nil),               // 17: polystreams.v1alpha1.SuppressOp
+	(*TableOp)(nil),                  // 18: polystreams.v1alpha1.TableOp
+	(*MapValuesOp)(nil),              // 19: polystreams.v1alpha1.MapValuesOp
+	(*FilterOp)(nil),                 // 20: polystreams.v1alpha1.FilterOp
+	(*FilterNotOp)(nil),              // 21: polystreams.v1alpha1.FilterNotOp
+	(*FlatMapValuesOp)(nil),          // 22: polystreams.v1alpha1.FlatMapValuesOp
+	(*MapOp)(nil),                    // 23: polystreams.v1alpha1.MapOp
+	(*SelectKeyOp)(nil),              // 24: polystreams.v1alpha1.SelectKeyOp
+	(*PeekOp)(nil),                   // 25: polystreams.v1alpha1.PeekOp
+	(*ForeachOp)(nil),                // 26: polystreams.v1alpha1.ForeachOp
+	(*GroupByKeyOp)(nil),             // 27: polystreams.v1alpha1.GroupByKeyOp
+	(*GroupByOp)(nil),                // 28: polystreams.v1alpha1.GroupByOp
+	(*CountOp)(nil),                  // 29: polystreams.v1alpha1.CountOp
+	(*ReduceOp)(nil),                 // 30: polystreams.v1alpha1.ReduceOp
+	(*AggregateOp)(nil),              // 31: polystreams.v1alpha1.AggregateOp
+	(*MergeOp)(nil),                  // 32: polystreams.v1alpha1.MergeOp
+	(*SplitOp)(nil),                  // 33: polystreams.v1alpha1.SplitOp
+	(*Branch)(nil),                   // 34: polystreams.v1alpha1.Branch
+	(*RepartitionOp)(nil),            // 35: polystreams.v1alpha1.RepartitionOp
+	(*ToStreamOp)(nil),               // 36: polystreams.v1alpha1.ToStreamOp
+	(*ToOp)(nil),                     // 37: polystreams.v1alpha1.ToOp
+	(*BuildRequest)(nil),             // 38: polystreams.v1alpha1.BuildRequest
+	(*BuildResponse)(nil),            // 39: polystreams.v1alpha1.BuildResponse
+	(*DescribeRequest)(nil),          // 40: polystreams.v1alpha1.DescribeRequest
+	(*DescribeResponse)(nil),         // 41: polystreams.v1alpha1.DescribeResponse
+	(*TopologyDescription)(nil),      // 42: polystreams.v1alpha1.TopologyDescription
+	(*Subtopology)(nil),              // 43: polystreams.v1alpha1.Subtopology
+	(*Node)(nil),                     // 44: polystreams.v1alpha1.Node
+	(*StartRequest)(nil),             // 45: polystreams.v1alpha1.StartRequest
+	(*StartResponse)(nil),            // 46: polystreams.v1alpha1.StartResponse
+	(*ExchangeRequest)(nil),          // 47: polystreams.v1alpha1.ExchangeRequest
+	(*ExchangeResponse)(nil),         // 48: polystreams.v1alpha1.ExchangeResponse
+	(*RecordContext)(nil),            // 49: polystreams.v1alpha1.RecordContext
+	(*Step)(nil),                     // 50: polystreams.v1alpha1.Step
+	(*Bundle)(nil),                   // 51: polystreams.v1alpha1.Bundle
+	(*BundleResult)(nil),             // 52: polystreams.v1alpha1.BundleResult
+	(*RecordFailure)(nil),            // 53: polystreams.v1alpha1.RecordFailure
+	(*RestoreProgress)(nil),          // 54: polystreams.v1alpha1.RestoreProgress
+	(*GetStateRequest)(nil),          // 55: polystreams.v1alpha1.GetStateRequest
+	(*GetStateResponse)(nil),         // 56: polystreams.v1alpha1.GetStateResponse
+	(*StopRequest)(nil),              // 57: polystreams.v1alpha1.StopRequest
+	(*StopResponse)(nil),             // 58: polystreams.v1alpha1.StopResponse
+	(*QueryRequest)(nil),             // 59: polystreams.v1alpha1.QueryRequest
+	(*WindowFetch)(nil),              // 60: polystreams.v1alpha1.WindowFetch
+	(*KeyRange)(nil),                 // 61: polystreams.v1alpha1.KeyRange
+	(*QueryResponse)(nil),            // 62: polystreams.v1alpha1.QueryResponse
+	(*GetMetricsRequest)(nil),        // 63: polystreams.v1alpha1.GetMetricsRequest
+	(*GetMetricsResponse)(nil),       // 64: polystreams.v1alpha1.GetMetricsResponse
+	(*NodeMetrics)(nil),              // 65: polystreams.v1alpha1.NodeMetrics
+	(*TaskMetrics)(nil),              // 66: polystreams.v1alpha1.TaskMetrics
+	(*PartitionLag)(nil),             // 67: polystreams.v1alpha1.PartitionLag
+	(*StoreMetrics)(nil),             // 68: polystreams.v1alpha1.StoreMetrics
+	nil,                              // 69: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	nil,                              // 70: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	nil,                              // 71: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
 }
 var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
-	68, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	69, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	69, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	70, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
 	0,  // 2: polystreams.v1alpha1.Handle.kind:type_name -> polystreams.v1alpha1.Kind
-	70, // 3: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
-	13, // 4: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
-	14, // 5: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
-	15, // 6: polystreams.v1alpha1.WindowedByOp.session:type_name -> polystreams.v1alpha1.SessionWindows
-	10, // 7: polystreams.v1alpha1.TableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	10, // 8: polystreams.v1alpha1.MapValuesOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	10, // 9: polystreams.v1alpha1.FilterOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	10, // 10: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	10, // 11: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	71, // 3: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	14, // 4: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
+	15, // 5: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
+	16, // 6: polystreams.v1alpha1.WindowedByOp.session:type_name -> polystreams.v1alpha1.SessionWindows
+	11, // 7: polystreams.v1alpha1.TableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	11, // 8: polystreams.v1alpha1.MapValuesOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	11, // 9: polystreams.v1alpha1.FilterOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	11, // 10: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	11, // 11: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
 	1,  // 12: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
-	10, // 13: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	10, // 14: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	33, // 15: polystreams.v1alpha1.SplitOp.branches:type_name -> polystreams.v1alpha1.Branch
-	11, // 16: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
-	18, // 17: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
-	19, // 18: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
-	20, // 19: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
-	21, // 20: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
-	22, // 21: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
-	23, // 22: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
-	24, // 23: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
-	25, // 24: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
-	26, // 25: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
-	27, // 26: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
-	28, // 27: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
-	35, // 28: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
-	36, // 29: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
-	29, // 30: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
-	30, // 31: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
-	17, // 32: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
-	12, // 33: polystreams.v1alpha1.BuildRequest.windowed_by:type_name -> polystreams.v1alpha1.WindowedByOp
-	16, // 34: polystreams.v1alpha1.BuildRequest.suppress:type_name -> polystreams.v1alpha1.SuppressOp
-	31, // 35: polystreams.v1alpha1.BuildRequest.merge:type_name -> polystreams.v1alpha1.MergeOp
-	32, // 36: polystreams.v1alpha1.BuildRequest.split:type_name -> polystreams.v1alpha1.SplitOp
-	34, // 37: polystreams.v1alpha1.BuildRequest.repartition:type_name -> polystreams.v1alpha1.RepartitionOp
-	9,  // 38: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
-	9,  // 39: polystreams.v1alpha1.BuildResponse.branches:type_name -> polystreams.v1alpha1.Handle
-	41, // 40: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
-	42, // 41: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
-	43, // 42: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
+	11, // 13: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	11, // 14: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	34, // 15: polystreams.v1alpha1.SplitOp.branches:type_name -> polystreams.v1alpha1.Branch
+	12, // 16: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
+	19, // 17: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
+	20, // 18: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
+	21, // 19: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
+	22, // 20: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
+	23, // 21: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
+	24, // 22: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
+	25, // 23: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
+	26, // 24: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
+	27, // 25: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
+	28, // 26: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
+	29, // 27: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
+	36, // 28: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
+	37, // 29: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
+	30, // 30: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
+	31, // 31: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
+	18, // 32: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
+	13, // 33: polystreams.v1alpha1.BuildRequest.windowed_by:type_name -> polystreams.v1alpha1.WindowedByOp
+	17, // 34: polystreams.v1alpha1.BuildRequest.suppress:type_name -> polystreams.v1alpha1.SuppressOp
+	32, // 35: polystreams.v1alpha1.BuildRequest.merge:type_name -> polystreams.v1alpha1.MergeOp
+	33, // 36: polystreams.v1alpha1.BuildRequest.split:type_name -> polystreams.v1alpha1.SplitOp
+	35, // 37: polystreams.v1alpha1.BuildRequest.repartition:type_name -> polystreams.v1alpha1.RepartitionOp
+	10, // 38: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
+	10, // 39: polystreams.v1alpha1.BuildResponse.branches:type_name -> polystreams.v1alpha1.Handle
+	42, // 40: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
+	43, // 41: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
+	44, // 42: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
 	4,  // 43: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
-	51, // 44: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
-	50, // 45: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
+	52, // 44: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
+	51, // 45: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
 	3,  // 46: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
-	48, // 47: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	53, // 48: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	49, // 47: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	54, // 48: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
 	2,  // 49: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
-	49, // 50: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
-	52, // 51: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
-	3,  // 52: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
-	48, // 53: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	53, // 54: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	60, // 55: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
-	59, // 56: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
-	3,  // 57: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
-	53, // 58: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	64, // 59: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
-	65, // 60: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
-	66, // 61: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
-	67, // 62: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
-	5,  // 63: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
-	7,  // 64: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
-	37, // 65: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
-	39, // 66: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
-	44, // 67: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
-	46, // 68: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
-	54, // 69: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
-	56, // 70: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
-	58, // 71: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
-	62, // 72: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
-	6,  // 73: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
-	8,  // 74: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
-	38, // 75: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
-	40, // 76: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
-	45, // 77: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
-	47, // 78: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
-	55, // 79: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
-	57, // 80: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
-	61, // 81: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
-	63, // 82: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
-	73, // [73:83] is the sub-list for method output_type
-	63, // [63:73] is the sub-list for method input_type
-	63, // [63:63] is the sub-list for extension type_name
-	63, // [63:63] is the sub-list for extension extendee
-	0,  // [0:63] is the sub-list for field type_name
+	50, // 50: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
+	53, // 51: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
+	5,  // 52: polystreams.v1alpha1.RecordFailure.kind:type_name -> polystreams.v1alpha1.RecordFailure.Kind
+	3,  // 53: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
+	49, // 54: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	54, // 55: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	61, // 56: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	60, // 57: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
+	3,  // 58: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
+	54, // 59: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	65, // 60: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
+	66, // 61: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
+	67, // 62: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
+	68, // 63: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
+	6,  // 64: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
+	8,  // 65: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
+	38, // 66: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
+	40, // 67: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
+	45, // 68: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
+	47, // 69: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
+	55, // 70: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
+	57, // 71: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
+	59, // 72: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
+	63, // 73: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
+	7,  // 74: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
+	9,  // 75: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
+	39, // 76: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
+	41, // 77: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
+	46, // 78: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
+	48, // 79: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
+	56, // 80: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
+	58, // 81: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
+	62, // 82: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
+	64, // 83: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
+	74, // [74:84] is the sub-list for method output_type
+	64, // [64:74] is the sub-list for method input_type
+	64, // [64:64] is the sub-list for extension type_name
+	64, // [64:64] is the sub-list for extension extendee
+	0,  // [0:64] is the sub-list for field type_name
 }
 
 func init() { file_polystreams_v1alpha1_engine_proto_init() }
@@ -6042,7 +6111,7 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_polystreams_v1alpha1_engine_proto_rawDesc), len(file_polystreams_v1alpha1_engine_proto_rawDesc)),
-			NumEnums:      5,
+			NumEnums:      6,
 			NumMessages:   66,
 			NumExtensions: 0,
 			NumServices:   1,
