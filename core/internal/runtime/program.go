@@ -2,8 +2,10 @@ package runtime
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -39,9 +41,10 @@ func bytesAgg(b []byte) agg { return agg{b: b, sym: aggBytes} }
 func (a agg) none() bool { return a.sym == aggBytes && a.b == nil }
 
 // foldOp is one fold of a program: from base, merge merges in, then fold
-// r's value in.
+// r's value in; r is record idx of the pass.
 type foldOp struct {
 	r      rec
+	idx    int
 	base   agg
 	merges []agg
 }
@@ -62,45 +65,118 @@ type outAgg struct {
 	value, old agg
 }
 
+// A pass writes nothing until it ends well (finish): its rows wait in
+// the folder, and the window state it changes (stream time, the key
+// indexes) can be put back. So a pass in which a fold failed is undone and
+// run again without the failed records, once the error policy has skipped
+// them (windowPasses); under the fail policy the failure fails the batch.
 type folder struct {
 	t    *task
 	s    *step
 	tx   *storeTx
+	ws   *winState
 	host bool
 	out  []rec
-	// A host pass: the program, the rows it wrote (read back before the
-	// store), its writes in order, and its outputs' aggregates.
-	ops     []foldOp
+	// cur is the index of the record the pass is at; skip are the records
+	// the policy skipped in an earlier pass: they only move stream time on,
+	// as in Kafka Streams, which advances it before it folds.
+	cur  int
+	skip map[int]bool
+	// The rows the pass wrote (read back before the store), its writes in
+	// order; for a host pass, the program and its outputs' aggregates.
 	rows    map[string]aggRow
 	puts    []aggPut
+	ops     []foldOp
 	outAggs []outAgg
+	// What undo puts back, and the records the pass dropped (counted when
+	// it ends well).
+	time0    int64
+	sessions map[string]keyIndex[session]
+	starts   map[string]keyIndex[int64]
+	drops    int64
 }
 
-func (t *task) newFolder(s *step) *folder {
-	f := &folder{t: t, s: s, tx: t.stores[s.store.Name], host: s.hostFold}
-	if f.host {
-		f.rows = map[string]aggRow{}
+// keyIndex is a key's entry in a window index before the pass changed it.
+type keyIndex[T any] struct {
+	v   []T
+	had bool
+}
+
+// foldFailed is a pass that stopped on failed folds: the records (indexes
+// into the pass's records) whose own fold failed.
+type foldFailed struct {
+	fails []failure
+}
+
+func (e *foldFailed) Error() string {
+	return fmt.Sprintf("runtime: %d folds failed", len(e.fails))
+}
+
+func (t *task) newFolder(s *step, ws *winState, skip map[int]bool) *folder {
+	return &folder{
+		t: t, s: s, tx: t.stores[s.store.Name], ws: ws, host: s.hostFold, skip: skip,
+		rows: map[string]aggRow{}, time0: ws.streamTime,
+		sessions: map[string]keyIndex[session]{}, starts: map[string]keyIndex[int64]{},
 	}
-	return f
+}
+
+// drop counts a record the pass drops (dropped-records).
+func (f *folder) drop() { f.drops++ }
+
+// touchSessions and touchStarts keep key's index entry before the pass
+// first changes it.
+func (f *folder) touchSessions(key []byte) {
+	if _, ok := f.sessions[string(key)]; !ok {
+		v, had := f.ws.sessions[string(key)]
+		f.sessions[string(key)] = keyIndex[session]{slices.Clone(v), had}
+	}
+}
+
+func (f *folder) touchStarts(key []byte) {
+	if _, ok := f.starts[string(key)]; !ok {
+		v, had := f.ws.starts[string(key)]
+		f.starts[string(key)] = keyIndex[int64]{slices.Clone(v), had}
+	}
+}
+
+// undo puts the window state back as it was before the pass.
+func (f *folder) undo() {
+	for k, e := range f.sessions {
+		if e.had {
+			f.ws.sessions[k] = e.v
+		} else {
+			delete(f.ws.sessions, k)
+		}
+	}
+	for k, e := range f.starts {
+		if e.had {
+			f.ws.starts[k] = e.v
+		} else {
+			delete(f.ws.starts, k)
+		}
+	}
+	if f.ws.streamTime != f.time0 {
+		f.ws.streamTime = f.time0
+		f.tx.put(metaKey, binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(f.time0)), f.time0)
+	}
+}
+
+// fail stops the pass on a native fold's failure of the current record.
+func (f *folder) fail(err error) error {
+	return &foldFailed{fails: []failure{{index: f.cur, node: f.s.node.Name, kind: kindOf(err), err: err}}}
 }
 
 // get reads a store row: nil (none) when absent.
 func (f *folder) get(sk []byte) (agg, int64, error) {
-	if f.host {
-		if r, ok := f.rows[string(sk)]; ok {
-			return r.a, r.ts, nil
-		}
+	if r, ok := f.rows[string(sk)]; ok {
+		return r.a, r.ts, nil
 	}
 	v, ts, err := f.tx.get(sk)
 	return bytesAgg(v), ts, err
 }
 
-// put writes a store row (a none aggregate deletes it).
+// put writes a store row (a none aggregate deletes it) when the pass ends.
 func (f *folder) put(sk []byte, a agg, ts int64) {
-	if !f.host {
-		f.tx.put(sk, a.b, ts)
-		return
-	}
 	f.rows[string(sk)] = aggRow{a, ts}
 	f.puts = append(f.puts, aggPut{sk, aggRow{a, ts}})
 }
@@ -133,7 +209,7 @@ func (f *folder) init() (agg, error) {
 // order), sliding windows fold into a window's aggregate or a copy of one.
 func (f *folder) fold(r rec, base agg, merges []agg) (agg, error) {
 	if f.host {
-		f.ops = append(f.ops, foldOp{r, base, merges})
+		f.ops = append(f.ops, foldOp{r: r, idx: f.cur, base: base, merges: merges})
 		return agg{sym: int32(len(f.ops) - 1)}, nil
 	}
 	n, a := f.s.node, base.b
@@ -152,16 +228,15 @@ func (f *folder) fold(r rec, base agg, merges []agg) (agg, error) {
 	return bytesAgg(a), nil
 }
 
-// finish ends the pass: for a host pass, runs the program in one crossing
-// and writes and forwards what the symbols stand for.
+// finish ends the pass: for a host pass, runs the program in one crossing;
+// then writes and forwards what the symbols stand for. A *foldFailed
+// error names the records whose folds failed; nothing is written then.
 func (f *folder) finish(ctx context.Context) ([]rec, error) {
-	if !f.host || len(f.ops) == 0 && len(f.puts) == 0 {
-		return f.out, nil
-	}
 	outs, err := f.run(ctx)
 	if err != nil {
 		return nil, err
 	}
+	f.t.app.dropped.Add(f.drops)
 	resolve := func(a agg) []byte {
 		if a.sym >= 0 {
 			return outs[a.sym]
@@ -271,12 +346,28 @@ func (f *folder) run(ctx context.Context) ([][]byte, error) {
 		return nil, err
 	}
 	if len(fails) > 0 {
-		// A program's folds refer to each other's outputs, so a failed
-		// fold cannot be skipped alone: for now a failure fails the batch
-		// whatever the error policy (docs/errors.md). To skip, the pass
-		// would run again without the failed records.
-		f := fails[0]
-		return nil, recordError(order[f.index], f.node, f.err)
+		// A fold that refers to a failed fold's output failed for that
+		// alone: the records to skip are those of the others.
+		failedFold := make(map[int]bool, len(fails))
+		for _, fl := range fails {
+			failedFold[byPlace[fl.index]] = true
+		}
+		var own []failure
+		for _, fl := range fails {
+			op := f.ops[byPlace[fl.index]]
+			dependent := op.base.sym >= 0 && failedFold[int(op.base.sym)]
+			for _, m := range op.merges {
+				dependent = dependent || m.sym >= 0 && failedFold[int(m.sym)]
+			}
+			if !dependent {
+				fl.index = op.idx
+				own = append(own, fl)
+			}
+		}
+		if len(own) == 0 {
+			return nil, fmt.Errorf("runtime: host answered fold program %d for node %s with %d failures, each on a fold that refers to another failed one", res.BundleId, s.node.Name, len(fails))
+		}
+		return nil, &foldFailed{fails: own}
 	}
 	for i, c := range res.OutputCounts {
 		if c != 1 {
@@ -291,4 +382,44 @@ func (f *folder) run(ctx context.Context) ([][]byte, error) {
 		outs[byPlace[place]] = a.value
 	}
 	return outs, nil
+}
+
+// windowPasses runs pass over recs (a session or sliding pass) until one
+// ends well: a pass in which folds failed is undone, the failed records go
+// to the error policy (the fail policy fails the batch), and the pass runs
+// again skipping them. Each failed pass skips at least one more record.
+func (t *task) windowPasses(ctx context.Context, s *step, recs []rec, pass func(f *folder, recs []rec) error) ([]rec, *winState, error) {
+	ws, err := t.winState(s, t.stores[s.store.Name])
+	if err != nil {
+		return nil, nil, err
+	}
+	skip := map[int]bool{}
+	for {
+		f := t.newFolder(s, ws, skip)
+		err := pass(f, recs)
+		var out []rec
+		if err == nil {
+			if out, err = f.finish(ctx); err == nil {
+				return out, ws, nil
+			}
+		}
+		var ff *foldFailed
+		if !errors.As(err, &ff) {
+			return nil, nil, err
+		}
+		f.undo()
+		slices.SortFunc(ff.fails, func(a, b failure) int { return a.index - b.index })
+		if skip[ff.fails[0].index] && len(ff.fails) == 1 {
+			return nil, nil, fmt.Errorf("runtime: node %s: record %d failed again after it was skipped", s.node.Name, ff.fails[0].index)
+		}
+		for _, fl := range ff.fails {
+			if skip[fl.index] {
+				continue
+			}
+			skip[fl.index] = true
+			if err := t.recordFailed(recs[fl.index], fl.node, fl.kind, fl.err); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
 }

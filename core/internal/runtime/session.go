@@ -77,27 +77,38 @@ func (t *task) sessionsOf(ws *winState, tx *storeTx, key []byte) ([]session, err
 // too late: the record is dropped and counted. Only records with a null key
 // are skipped; count counts null values, as Kafka Streams' does.
 func (t *task) sessionAggregate(ctx context.Context, s *step, recs []rec) ([]rec, error) {
-	n, w := s.node, s.node.Windows
-	f := t.newFolder(s)
-	ws, err := t.winState(s, f.tx)
+	out, ws, err := t.windowPasses(ctx, s, recs, t.sessionPass)
 	if err != nil {
 		return nil, err
 	}
+	if err := t.expireSessions(ws, t.stores[s.store.Name], s.store); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// sessionPass is one pass of sessionAggregate over recs.
+func (t *task) sessionPass(f *folder, recs []rec) error {
+	n, w, s, ws := f.s.node, f.s.node.Windows, f.s, f.ws
 	f.out = make([]rec, 0, len(recs))
-	for _, r := range recs {
+	for i, r := range recs {
+		f.cur = i
 		if r.key == nil || r.ts < 0 {
-			t.app.dropped.Add(1)
+			f.drop()
 			continue
 		}
 		if n.Op != topology.OpCount && r.value == nil && n.Op == topology.OpReduce {
-			t.app.dropped.Add(1) // a reduce has nothing to fold
+			f.drop() // a reduce has nothing to fold
 			continue
 		}
 		ws.advance(f.tx, r.ts)
+		if f.skip[i] {
+			continue
+		}
 		closeTime := ws.streamTime - w.Grace - w.Size
 		all, err := t.sessionsOf(ws, f.tx, r.key)
 		if err != nil {
-			return nil, recordError(r, n.Name, err)
+			return recordError(r, n.Name, err)
 		}
 		merged := session{r.ts, r.ts}
 		var touched []session
@@ -111,13 +122,13 @@ func (t *task) sessionAggregate(ctx context.Context, s *step, recs []rec) ([]rec
 			}
 			a, _, err := f.get(sessionKey(r.key, ss))
 			if err != nil {
-				return nil, recordError(r, n.Name, err)
+				return recordError(r, n.Name, err)
 			}
 			touched, touchedAggs = append(touched, ss), append(touchedAggs, a)
 			merged = session{min(merged.start, ss.start), max(merged.end, ss.end)}
 		}
 		if merged.end < closeTime {
-			t.app.dropped.Add(1) // "Skipping record for expired window"
+			f.drop() // "Skipping record for expired window"
 			continue
 		}
 		if merged != (session{r.ts, r.ts}) {
@@ -130,11 +141,11 @@ func (t *task) sessionAggregate(ctx context.Context, s *step, recs []rec) ([]rec
 		// value is added (KStreamSessionWindowAggregate's order).
 		start, err := f.init()
 		if err != nil {
-			return nil, recordError(r, n.Name, err)
+			return f.fail(err)
 		}
 		a, err := f.fold(r, start, touchedAggs)
 		if err != nil {
-			return nil, recordError(r, n.Name, err)
+			return f.fail(err)
 		}
 		f.put(sessionKey(r.key, merged), a, merged.end)
 		f.emit(rec{key: serde.AppendSessionWindowed(nil, r.key, merged.start, merged.end), ts: merged.end, in: r.in}, a, agg{sym: aggBytes})
@@ -151,16 +162,10 @@ func (t *task) sessionAggregate(ctx context.Context, s *step, recs []rec) ([]rec
 			}
 			return cmpInt(a.start, b.start)
 		})
+		f.touchSessions(r.key)
 		ws.sessions[string(r.key)] = kept
 	}
-	out, err := f.finish(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.expireSessions(ws, f.tx, s.store); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return nil
 }
 
 func cmpInt(a, b int64) int {

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -106,12 +107,12 @@ func (sl *slider) update(start int64, w window) {
 		return
 	}
 	if start+sl.d < sl.closeTime {
-		sl.t.app.dropped.Add(1) // "Skipping record for expired window"
+		sl.f.drop() // "Skipping record for expired window"
 		return
 	}
 	a, err := sl.f.fold(sl.r, w.agg, nil)
 	if err != nil {
-		sl.err = err
+		sl.err = sl.f.fail(err)
 		return
 	}
 	ts := sl.r.ts
@@ -126,6 +127,7 @@ func (sl *slider) put(start int64, w window) {
 	sl.f.put(slidingKey(sl.r.key, start), w.agg, w.ts)
 	starts := sl.ws.starts[string(sl.r.key)]
 	if i, found := slices.BinarySearch(starts, start); !found {
+		sl.f.touchStarts(sl.r.key)
 		sl.ws.starts[string(sl.r.key)] = slices.Insert(starts, i, start)
 	}
 	sl.f.emit(rec{key: serde.AppendTimeWindowed(nil, sl.r.key, start), ts: w.ts, in: sl.r.in}, w.agg, agg{sym: aggBytes})
@@ -134,7 +136,7 @@ func (sl *slider) put(start int64, w window) {
 func (sl *slider) init() window {
 	a, err := sl.f.init()
 	if err != nil && sl.err == nil {
-		sl.err = err
+		sl.err = sl.f.fail(err)
 	}
 	return window{a, sl.r.ts}
 }
@@ -143,26 +145,37 @@ func (sl *slider) init() window {
 // with a null key or value are skipped, a record whose windows all closed
 // (ts + 1 + d <= stream time - grace) is dropped and counted.
 func (t *task) slidingAggregate(ctx context.Context, s *step, recs []rec) ([]rec, error) {
-	w := s.node.Windows
-	f := t.newFolder(s)
-	ws, err := t.winState(s, f.tx)
+	out, ws, err := t.windowPasses(ctx, s, t.dropNulls(recs), t.slidingPass)
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range t.dropNulls(recs) {
+	if err := t.expireSliding(ws, t.stores[s.store.Name], s.store); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// slidingPass is one pass of slidingAggregate over recs.
+func (t *task) slidingPass(f *folder, recs []rec) error {
+	s, ws, w := f.s, f.ws, f.s.node.Windows
+	for i, r := range recs {
+		f.cur = i
 		if r.ts < 0 {
-			t.app.dropped.Add(1)
+			f.drop()
 			continue
 		}
 		ws.advance(f.tx, r.ts)
+		if f.skip[i] {
+			continue
+		}
 		sl := &slider{t: t, f: f, ws: ws, r: r, d: w.Size, closeTime: ws.streamTime - w.Grace, visible: ws.streamTime - s.store.Retention + 1}
 		if r.ts+1+w.Size <= sl.closeTime {
-			t.app.dropped.Add(1)
+			f.drop()
 			continue
 		}
 		starts, err := t.slidingStarts(ws, f.tx, r.key)
 		if err != nil {
-			return nil, recordError(r, s.node.Name, err)
+			return recordError(r, s.node.Name, err)
 		}
 		if r.ts < w.Size {
 			sl.early(starts)
@@ -170,17 +183,14 @@ func (t *task) slidingAggregate(ctx context.Context, s *step, recs []rec) ([]rec
 			sl.reverse(starts)
 		}
 		if sl.err != nil {
-			return nil, recordError(r, s.node.Name, sl.err)
+			var ff *foldFailed
+			if errors.As(sl.err, &ff) {
+				return sl.err
+			}
+			return recordError(r, s.node.Name, sl.err)
 		}
 	}
-	out, err := f.finish(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.expireSliding(ws, f.tx, s.store); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return nil
 }
 
 // reverse is processReverse, what Kafka Streams runs over its default
