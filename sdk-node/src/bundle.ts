@@ -28,7 +28,7 @@ import {
   RecordFailureSchema,
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import { Buffer } from "node:buffer";
-import { runProgram } from "./program.js";
+import { type ProgramStep, runProgram } from "./program.js";
 import { type DecodedColumn, decodeColumn, encode, encodeColumn, errorText, typeName } from "./serde.js";
 
 /** A user function as the executor calls it. */
@@ -525,10 +525,8 @@ class Fold {
   private readonly op: Operation;
   private readonly fn: AnyFunction | undefined;
   private readonly init: AnyFunction | undefined;
-  /** An aggregate's merger over session windows (a program's merges); undefined when the step names none. */
-  private readonly merger: AnyFunction | undefined;
-  private readonly mergerToken: number;
-  private readonly node: string;
+  /** The step as fold programs (session and sliding windows) run it; null when broken. */
+  private readonly program: ProgramStep | null = null;
   /** A table fold's subtractor; undefined for a stream fold (or when not registered: broken). */
   private readonly sub: AnyFunction | undefined;
   private readonly table: boolean;
@@ -541,9 +539,6 @@ class Fold {
     this.op = st.operation;
     this.fn = functions.get(st.token);
     this.init = this.op === Operation.AGGREGATE ? functions.get(st.initializerToken) : undefined;
-    this.merger = st.mergerToken !== 0 ? functions.get(st.mergerToken) : undefined;
-    this.node = st.node;
-    this.mergerToken = st.mergerToken;
     this.table = st.subtractorToken !== 0;
     this.sub = this.table ? functions.get(st.subtractorToken) : undefined;
     const what = this.op === Operation.REDUCE ? "reduce" : "aggregate";
@@ -557,6 +552,12 @@ class Fold {
       this.broken = `ReferenceError: aggregate step (${st.node}) names initializer token ${st.initializerToken}, which is not registered in this host`;
     } else if (this.table && this.sub === undefined) {
       this.broken = `ReferenceError: step 0 (${st.node}) names subtractor token ${st.subtractorToken}, which is not registered in this host`;
+    }
+    if (this.broken === null) {
+      // An aggregate's merger (session windows) is looked for only when a
+      // program merges: a program that needs none runs without it.
+      const merger = st.mergerToken !== 0 ? functions.get(st.mergerToken) : undefined;
+      this.program = { op: this.op, node: st.node, fn: this.fn!, init: this.init, merger, mergerToken: st.mergerToken, table: this.table };
     }
   }
 
@@ -672,11 +673,10 @@ class Fold {
   async run(b: Bundle): Promise<BundleResult> {
     if (b.foldBases.length > 0) {
       const result = create(BundleResultSchema, { bundleId: b.id });
-      if (this.broken !== null) {
-        return failEvery(result, b.valueRefs.length || b.foldBases.length, 0, this.broken);
+      if (this.program === null) {
+        return failEvery(result, b.valueRefs.length || b.foldBases.length, 0, this.broken!);
       }
-      const step = { op: this.op, node: this.node, fn: this.fn!, init: this.init, merger: this.merger, mergerToken: this.mergerToken, table: this.table };
-      return runProgram(step, b, result);
+      return runProgram(this.program, b, result);
     }
     // A windowed fold bundle may hold each record once and refer to it from
     // every window it falls into (fold_value_refs): fold value i is record
