@@ -93,6 +93,10 @@ fn problem<F: Folder>(f: &F, b: &pb::Bundle, n: usize) -> Option<String> {
     None
 }
 
+/// Where each earlier value's output is in the result's values column
+/// (None: the value failed).
+type Outputs<'a> = (&'a [Option<(usize, usize)>], &'a [u8]);
+
 /// A checked program's columns.
 struct Program<'a> {
     b: &'a pb::Bundle,
@@ -103,8 +107,8 @@ struct Program<'a> {
 
 impl Program<'_> {
     /// The aggregate ref r names, decoded from its bytes; None: none.
-    /// `outs` holds the outputs of the values before this one (None: failed).
-    fn resolve<F: Folder>(&self, f: &F, r: i32, outs: &[Option<Vec<u8>>]) -> Result<Option<F::A>, String> {
+    /// `outs` holds the outputs of the values before this one.
+    fn resolve<F: Folder>(&self, f: &F, r: i32, outs: Outputs<'_>) -> Result<Option<F::A>, String> {
         if r == -1 {
             return Ok(f.initial());
         }
@@ -118,8 +122,8 @@ impl Program<'_> {
             };
         }
         let j = r - self.pool.len();
-        match &outs[j] {
-            Some(bytes) => F::A::decode(self.serde, Some(bytes))
+        match outs.0[j] {
+            Some((a, z)) => F::A::decode(self.serde, Some(&outs.1[a..z]))
                 .map(Some)
                 .map_err(|e| format!("the output of fold value {j} does not decode: {e}")),
             None => Err(format!("depends on fold value {j}, which failed")),
@@ -133,7 +137,7 @@ impl Program<'_> {
         key: &F::K,
         i: usize,
         merges: &[i32],
-        outs: &[Option<Vec<u8>>],
+        outs: Outputs<'_>,
     ) -> Result<Vec<u8>, String> {
         let record = self.values[self.b.value_refs[i] as usize];
         let v = F::V::decode(&self.b.value_serde, record).map_err(|e| format!("the value does not decode: {e}"))?;
@@ -185,7 +189,7 @@ pub(super) fn run<F: Folder>(f: &F, b: &pb::Bundle) -> pb::BundleResult {
     let p = Program { b, values, pool, serde };
 
     let mut result = pb::BundleResult { bundle_id: b.id, output_counts: vec![0; n], ..Default::default() };
-    let mut outs: Vec<Option<Vec<u8>>> = Vec::with_capacity(n);
+    let mut outs: Vec<Option<(usize, usize)>> = Vec::with_capacity(n);
     let (mut i, mut m) = (0usize, 0usize);
     for (g, &size) in b.group_sizes.iter().enumerate() {
         let end = i + size as usize;
@@ -195,13 +199,14 @@ pub(super) fn run<F: Folder>(f: &F, b: &pb::Bundle) -> pb::BundleResult {
             let count = b.merge_counts[i] as usize;
             let merges = &b.merge_refs[m..m + count];
             m += count;
-            let out = key.as_ref().map_err(Clone::clone).and_then(|k| p.fold(f, k, i, merges, &outs));
+            let out = key.as_ref().map_err(Clone::clone).and_then(|k| p.fold(f, k, i, merges, (&outs, &result.values)));
             match out {
                 Ok(bytes) => {
+                    let start = result.values.len();
                     result.output_counts[i] = 1;
                     result.value_lengths.push(bytes.len() as i32);
                     result.values.extend_from_slice(&bytes);
-                    outs.push(Some(bytes));
+                    outs.push(Some((start, result.values.len())));
                 }
                 Err(message) => {
                     result.failures.push(pb::RecordFailure { index: i as i32, step: 0, message });
