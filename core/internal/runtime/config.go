@@ -66,6 +66,10 @@ type Config struct {
 	// so with the "fold_value_refs" host feature), so a windowed fold
 	// sends each record once.
 	FoldValueRefs bool
+	// FoldPrograms: the host runs fold programs (Bundle.fold_bases; host
+	// feature "fold_programs"), so host functions fold over session and
+	// sliding windows.
+	FoldPrograms bool
 
 	Logger *slog.Logger
 }

@@ -100,8 +100,9 @@ var tableOps = map[topology.Op]pb.Operation{
 
 // compile builds the plans of every sub-topology. fullTopic maps a node's
 // topic to the topic in Kafka (internal topics get the application.id
-// prefix); cache says whether the record cache is on.
-func compile(t *topology.Topology, fullTopic func(name string, internal bool) string, cache bool) ([]*plan, error) {
+// prefix); cache says whether the record cache is on, programs whether
+// the host runs fold programs.
+func compile(t *topology.Topology, fullTopic func(name string, internal bool) string, cache, programs bool) ([]*plan, error) {
 	var plans []*plan
 	for _, sub := range t.Subtopologies {
 		p := &plan{id: sub.ID, sources: map[string]*step{}}
@@ -128,12 +129,14 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					return nil, fmt.Errorf("runtime: node %s needs one store and one predecessor", n.Name)
 				}
 				s.hostFold = n.Fn != nil && n.Fn.Token != 0
-				if s.hostFold && n.Windows.Kind != topology.TimeWindows {
-					// The builder refuses these; a hand-made topology may not.
-					return nil, fmt.Errorf("runtime: node %s: %s with host functions do not run in this engine yet", n.Name, n.Windows.Kind)
+				if s.hostFold && n.Windows.Kind != topology.TimeWindows && !programs {
+					// The server refuses these; a hand-made topology may not.
+					return nil, fmt.Errorf("runtime: node %s: %s with host functions need a host with the fold_programs feature", n.Name, n.Windows.Kind)
 				}
 				if s.hostFold {
-					// Groups are (key, window) pairs keyed by the inner key.
+					// Groups are keyed by the inner key: (key, window)
+					// pairs for time windows, a key's program for sessions
+					// and sliding windows.
 					s.steps = []*pb.Step{foldStep(n)}
 					s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
 					s.outKey, s.outValue = n.Predecessors[0].KeySerde, s.store.ValueSerde
@@ -263,6 +266,9 @@ func foldStep(n *topology.Node) *pb.Step {
 	}
 	if n.Sub != nil {
 		st.SubtractorToken = n.Sub.Token
+	}
+	if n.Merger != nil {
+		st.MergerToken = n.Merger.Token
 	}
 	return st
 }

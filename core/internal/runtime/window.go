@@ -285,9 +285,9 @@ func (t *task) windowAggregate(ctx context.Context, s *step, recs []rec) ([]rec,
 	w := s.node.Windows
 	switch w.Kind {
 	case topology.SessionWindows:
-		return t.sessionAggregate(s, recs)
+		return t.sessionAggregate(ctx, s, recs)
 	case topology.SlidingWindows:
-		return t.slidingAggregate(s, recs)
+		return t.slidingAggregate(ctx, s, recs)
 	}
 	tx := t.stores[s.store.Name]
 	ws, err := t.winState(s, tx)

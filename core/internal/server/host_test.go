@@ -196,6 +196,10 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 // values are changes: the subtractor removes the old value first, and the
 // new one may be null.
 func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
+	if len(b.FoldBases) > 0 {
+		h.program(b, res)
+		return
+	}
 	st := b.Steps[0]
 	h.mu.Lock()
 	fn, init, sub := h.funcs[st.Token], h.funcs[st.InitializerToken], h.funcs[st.SubtractorToken]
@@ -253,6 +257,84 @@ func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
 				res.OutputCounts = append(res.OutputCounts, 1)
 				res.ValueLengths = append(res.ValueLengths, -1)
 			} else {
+				res.OutputCounts = append(res.OutputCounts, 1)
+				res.ValueLengths = append(res.ValueLengths, int32(len(agg)))
+				res.Values = append(res.Values, agg...)
+			}
+			j++
+		}
+	}
+}
+
+// program runs a fold program (Bundle.fold_bases): each fold value starts
+// from the aggregate its base names (-1: the initializer's, or none for
+// reduce; then the aggregates pool; then earlier outputs), merges its
+// merge operands in (the merger; for reduce the reducer), then folds its
+// value in. A failed value fails the values that refer to it.
+func (h *testHost) program(b *pb.Bundle, res *pb.BundleResult) {
+	st := b.Steps[0]
+	h.mu.Lock()
+	fn, init, merger := h.funcs[st.Token], h.funcs[st.InitializerToken], h.funcs[st.MergerToken]
+	h.mu.Unlock()
+	reduce := st.Operation == pb.Operation_OPERATION_REDUCE
+	var pool [][]byte
+	off := 0
+	for _, l := range b.AggregateLengths {
+		pool = append(pool, b.Aggregates[off:off+int(l)])
+		off += int(l)
+	}
+	outs := make([][]byte, len(b.FoldBases))
+	resolve := func(r int32) ([]byte, error) {
+		switch {
+		case r == -1 && reduce:
+			return nil, nil
+		case r == -1:
+			return init.(initFn)()
+		case int(r) < len(pool):
+			return pool[r], nil
+		}
+		if out := outs[int(r)-len(pool)]; out != nil {
+			return out, nil
+		}
+		return nil, fmt.Errorf("depends on fold value %d, which failed", int(r)-len(pool))
+	}
+	ko, j, m := 0, 0, 0
+	for g, size := range b.GroupSizes {
+		key := b.Keys[ko : ko+int(b.KeyLengths[g])]
+		ko += int(b.KeyLengths[g])
+		for range size {
+			v := refValue(b, int(b.ValueRefs[j]))
+			agg, err := resolve(b.FoldBases[j])
+			for _, r := range b.MergeRefs[m : m+int(b.MergeCounts[j])] {
+				var other []byte
+				if err == nil {
+					other, err = resolve(r)
+				}
+				switch {
+				case err != nil:
+				case reduce && agg == nil:
+					agg = other
+				case reduce:
+					agg, err = fn.(reduceFn)(agg, other)
+				default:
+					agg, err = merger.(aggFn)(key, agg, other)
+				}
+			}
+			m += int(b.MergeCounts[j])
+			switch {
+			case err != nil:
+			case reduce && agg == nil:
+				agg = v
+			case reduce:
+				agg, err = fn.(reduceFn)(agg, v)
+			default:
+				agg, err = fn.(aggFn)(key, v, agg)
+			}
+			if err != nil {
+				res.OutputCounts = append(res.OutputCounts, 0)
+				res.Failures = append(res.Failures, &pb.RecordFailure{Index: int32(j), Message: "Error: " + err.Error()})
+			} else {
+				outs[j] = agg
 				res.OutputCounts = append(res.OutputCounts, 1)
 				res.ValueLengths = append(res.ValueLengths, int32(len(agg)))
 				res.Values = append(res.Values, agg...)

@@ -13,6 +13,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
 
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
@@ -337,5 +338,117 @@ func TestSlidingWindowsCount(t *testing.T) {
 	})
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("sliding updates\n%v\nwant\n%v", got, want)
+	}
+}
+
+// Host functions over session and sliding windows run as fold programs:
+// the engine runs Kafka Streams' window algorithm and sends each batch's
+// folds in one bundle, whose bases and merge operands refer to stored
+// aggregates and earlier outputs. The result must be exactly what the same
+// algorithm gives with the built-in sum: the same updates, in the same
+// order per partition, with the same timestamps — over out-of-order
+// records, merges and expiry. And the folds of a batch cross once.
+func TestHostFoldProgramsMatchBuiltinFolds(t *testing.T) {
+	kinds := map[string]*pb.WindowedByOp{
+		"session": {Windows: &pb.WindowedByOp_Session{Session: &pb.SessionWindows{InactivityGapMs: 40, GraceMs: 200}}},
+		"sliding": {Windows: &pb.WindowedByOp_Sliding{Sliding: &pb.SlidingWindows{TimeDifferenceMs: 50, GraceMs: 200}}},
+	}
+	for name, windows := range kinds {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, "amounts", "host-"+name, "builtin-"+name)
+			cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker.Addr()), kgo.DefaultProduceTopic("amounts"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 3000
+			var rs []*kgo.Record
+			for i := range n {
+				// Gaps of 0-60 ms per key, and one record in 7 up to
+				// 250 ms late: some within grace, some dropped.
+				ts := int64(i)*3 + int64(i*7919%61)
+				if i%7 == 3 {
+					ts -= int64(i * 31 % 250)
+				}
+				rs = append(rs, &kgo.Record{Key: []byte(fmt.Sprintf("k%d", i%8)), Value: long(int64(i % 100)), Timestamp: time.UnixMilli(max(ts, 0)), Partition: int32(i % 8 % 4)})
+			}
+			if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			cl.Close()
+			build := func(h *testHost, out string, host bool) {
+				s := h.mustBuild(&pb.StreamOp{Topics: []string{"amounts"}, KeySerde: "string", ValueSerde: "long"})
+				g := h.mustBuild(&pb.GroupByKeyOp{Input: s.Id})
+				w := proto.Clone(windows).(*pb.WindowedByOp)
+				w.Input = g.Id
+				wh := h.mustBuild(w)
+				var agg *pb.Handle
+				switch {
+				case !host:
+					agg = h.mustBuildOp(&pb.BuildRequest_Reduce{Reduce: &pb.ReduceOp{Input: wh.Id, Builtin: pb.Reducer_REDUCER_SUM}})
+				case name == "session":
+					zero := h.register("zero", initFn(func() ([]byte, error) { return long(0), nil }))
+					add := h.register("add", aggFn(func(_, v, a []byte) ([]byte, error) { return long(decodeLong(a) + decodeLong(v)), nil }))
+					agg = h.mustBuildOp(&pb.BuildRequest_Aggregate{Aggregate: &pb.AggregateOp{Input: wh.Id, InitializerToken: zero, AggregatorToken: add, MergerToken: add, Materialized: &pb.Materialized{ValueSerde: "long"}}})
+				default:
+					sum := h.register("sum", reduceFn(func(a, v []byte) ([]byte, error) { return long(decodeLong(a) + decodeLong(v)), nil }))
+					agg = h.mustBuildOp(&pb.BuildRequest_Reduce{Reduce: &pb.ReduceOp{Input: wh.Id, Token: sum}})
+				}
+				ts := h.mustBuild(&pb.ToStreamOp{Input: agg.Id})
+				h.mustBuild(&pb.ToOp{Input: ts.Id, Topic: out})
+				h.start()
+			}
+			native := e.open("builtin-"+name, nil)
+			build(native, "builtin-"+name, false)
+			host := e.openWith("host-"+name, nil, "fold_value_refs", "fold_programs")
+			build(host, "host-"+name, true)
+			doneNative, doneHost := native.serveAsync(), host.serveAsync()
+			// Each window's updates, in order (windows of different input
+			// partitions interleave in an output partition).
+			updates := func(topic string) map[string][]string {
+				got := map[string][]string{}
+				e.readTopic(topic, false, func(r *kgo.Record) {
+					v := "null"
+					if r.Value != nil {
+						v = fmt.Sprint(decodeLong(r.Value))
+					}
+					got[fmt.Sprintf("%x", r.Key)] = append(got[fmt.Sprintf("%x", r.Key)], fmt.Sprintf("%s@%d", v, r.Timestamp.UnixMilli()))
+				})
+				return got
+			}
+			count := func(m map[string][]string) (c int) {
+				for _, xs := range m {
+					c += len(xs)
+				}
+				return c
+			}
+			var want, got map[string][]string
+			settled := func() bool {
+				want, got = updates("builtin-"+name), updates("host-"+name)
+				return count(want) > n && native.getState().DroppedRecords > 0 && fmt.Sprint(got) == fmt.Sprint(want)
+			}
+			for deadline := time.Now().Add(60 * time.Second); !settled() && time.Now().Before(deadline); {
+				time.Sleep(200 * time.Millisecond)
+			}
+			diffs := 0
+			for k := range want {
+				if w, g := want[k], got[k]; fmt.Sprint(w) != fmt.Sprint(g) && diffs < 5 {
+					diffs++
+					t.Errorf("window %s: host program %v, built-in fold %v", k, g, w)
+				}
+			}
+			if len(got) != len(want) {
+				t.Errorf("host program updated %d windows, the built-in fold %d", len(got), len(want))
+			}
+			native.stopServing(doneNative)
+			host.stopServing(doneHost)
+			if d, dn := host.getState().DroppedRecords, native.getState().DroppedRecords; d != dn {
+				t.Errorf("host program dropped %d records, the built-in fold %d", d, dn)
+			}
+			host.mu.Lock()
+			defer host.mu.Unlock()
+			if host.bundles*10 > n {
+				t.Errorf("%d bundles for %d records: a batch's folds must cross once", host.bundles, n)
+			}
+		})
 	}
 }

@@ -63,6 +63,11 @@ type Builder struct {
 	nodes  map[string]*Node  // every node by name: names are unique, as in InternalTopologyBuilder
 	topics map[string]string // source topic -> the source node reading it
 	stores map[string]*Store
+
+	// FoldPrograms: the host runs fold programs (its SDK declared the
+	// "fold_programs" host feature), so host functions may fold over
+	// session and sliding windows. Without it they are refused.
+	FoldPrograms bool
 }
 
 // entry is the builder's side of a handle.
@@ -414,8 +419,8 @@ func (b *Builder) aggregation(f fold, input uint64, m *Materialized, name string
 	}
 	if w != nil {
 		host := f.fn != nil && f.fn.Token != 0 || f.init != nil && f.init.Token != 0 || f.merger != nil && f.merger.Token != 0
-		if w.Kind != TimeWindows && host {
-			c.invalid("%s over %s runs count, built-in reducers and native Go functions in this engine version; host functions fold over time windows only", f.op, w.Kind)
+		if w.Kind != TimeWindows && host && !b.FoldPrograms {
+			c.invalid("%s over %s with host functions needs a host that runs fold programs (host feature %q), and this session's host did not declare it: upgrade its SDK", f.op, w.Kind, "fold_programs")
 		}
 	}
 	var mat Materialized
