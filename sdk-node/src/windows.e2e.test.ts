@@ -93,13 +93,14 @@ describe("windows against the real engine", { concurrency: false }, () => {
     try {
       assert.ok(app.brokers);
       await createTopics(app.brokers, { clicks: 1, sessions: 1, sliding: 1 });
-      // alice's clicks at 0 and 20000 make two sessions (gap 10 s); the one
-      // at 10000 bridges them: merged from the initializer, in time order.
-      await produce(app.brokers, "clicks", clicks([["alice", 0], ["alice", 20_000], ["bob", 1_000], ["alice", 10_000]]));
+      // alice's clicks at T and T + 20 s make two sessions (gap 10 s); the
+      // one at T + 10 s bridges them: merged from the initializer, in time order.
+      const T = 100_000;
+      await produce(app.brokers, "clicks", clicks([["alice", T], ["alice", T + 20_000], ["bob", T + 1_000], ["alice", T + 10_000]]));
       const grouped = app.stream("clicks", { key: "string", value: "string" }).groupByKey();
       const merges: [string, string, string][] = [];
       grouped
-        .windowedBy(SessionWindows.ofInactivityGapWithNoGrace(10_000))
+        .windowedBy(SessionWindows.ofInactivityGapAndGrace(10_000, 60_000)) // grace: bob and the bridge come after T + 20 s
         .aggregate(
           () => "",
           async (_user, _click, a) => `${a}c`,
@@ -123,31 +124,33 @@ describe("windows against the real engine", { concurrency: false }, () => {
       assert.deepEqual(
         sessions.map((r) => [decode(SESSION, r.key), r.value === null ? null : decode("string", r.value)]),
         [
-          [new Windowed("alice", 0, 0), "c"],
-          [new Windowed("alice", 20_000, 20_000), "c"],
-          [new Windowed("bob", 1_000, 1_000), "c"],
-          [new Windowed("alice", 0, 0), null],
-          [new Windowed("alice", 20_000, 20_000), null],
-          [new Windowed("alice", 0, 20_000), "[c][c]c"],
+          [new Windowed("alice", T, T), "c"],
+          [new Windowed("alice", T + 20_000, T + 20_000), "c"],
+          [new Windowed("bob", T + 1_000, T + 1_000), "c"],
+          [new Windowed("alice", T, T), null],
+          [new Windowed("alice", T + 20_000, T + 20_000), null],
+          [new Windowed("alice", T, T + 20_000), "[c][c]c"],
         ],
       );
       assert.deepEqual(merges, [["alice", "", "c"], ["alice", "[c]", "c"]]);
-      // Sliding windows of 10 s: alice at 10000 is in 0's right window
-      // [1, 10001], her left window [0, 10000] (from the initializer and
-      // 0's window) holds 0 and 10000, and [10001, 20001] holds 20000.
+      // Sliding windows of 10 s: alice at T + 10 s makes T's right window
+      // [T + 1, T + 10001], her left window [T, T + 10000] (from T's left
+      // window) and her right window [T + 10001, T + 20001] (a copy of the
+      // window holding T + 20 s), and updates [T + 10000, T + 20000].
       const SLIDING = "windowed(string,10000)";
       const sliding = await readUntil(app.brokers, "sliding", (rs) => rs.length >= 7, { timeoutMs: 60_000, check: runner.check });
       const last = new Map<string, bigint>();
       for (const r of sliding) {
         const w = decode(SLIDING, r.key) as Windowed<string>;
-        last.set(`${w.key}@${w.start}`, decode("long", r.value) as bigint);
+        last.set(`${w.key}@${w.start - T}`, decode("long", r.value) as bigint);
       }
       assert.deepEqual(Object.fromEntries(last), {
-        "alice@0": 2n, // [0, 10000]: 0 and 10000 (the early-record window)
-        "alice@10000": 2n, // [10000, 20000]: 10000 and 20000
-        "alice@1": 1n, // [1, 10001]: 10000
-        "alice@10001": 1n, // [10001, 20001]: 20000
-        "bob@0": 1n,
+        "alice@-10000": 1n,
+        "alice@0": 2n,
+        "alice@1": 1n,
+        "alice@10000": 2n,
+        "alice@10001": 1n,
+        "bob@-9000": 1n,
       });
       await app.stop();
       await runner.done;
