@@ -25,6 +25,7 @@ import {
   type BundleResult,
   BundleResultSchema,
   Operation,
+  RecordFailure_Kind,
   RecordFailureSchema,
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import { Buffer } from "node:buffer";
@@ -405,6 +406,8 @@ class Chain {
     }
     const col = new Column(n, keys, values.items, failed);
     col.fail(new Map([...keyFailures, ...values.failures]), 0);
+    // Deserialization failures; the rest fail in a function (or do not encode).
+    const undecoded = new Set(failed.keys());
 
     for (const [run, fn, step] of this.steps) {
       if (col.vals.length === 0) {
@@ -442,10 +445,15 @@ class Chain {
     if (failed.size !== 0) {
       result.failures = [...failed]
         .sort((x, y) => x[0] - y[0])
-        .map(([index, [step, message]]) => create(RecordFailureSchema, { index, step, message }));
+        .map(([index, [step, message]]) => create(RecordFailureSchema, { index, step, message, kind: kindOf(undecoded, index) }));
     }
     return result;
   }
+}
+
+/** The kind of record index's failure: deserialization when it is in undecoded, else processing. */
+function kindOf(undecoded: Set<number>, index: number): RecordFailure_Kind {
+  return undecoded.has(index) ? RecordFailure_Kind.DESERIALIZATION : RecordFailure_Kind.PROCESSING;
 }
 
 const FOLDS = new Set<Operation>([Operation.REDUCE, Operation.AGGREGATE]);
@@ -735,6 +743,8 @@ class Fold {
       serde: aggSerde,
     };
     let waits: Promise<void>[] | null = null;
+    // Deserialization failures: a value (or old value), key or stored aggregate that did not decode.
+    const undecoded = new Set(values.failures.keys());
     let start = 0;
     for (let g = 0; g < groups.length; g++) {
       const end = start + groups[g]!;
@@ -742,6 +752,7 @@ class Fold {
       if (groupFailure !== undefined) {
         for (let i = start; i < end; i++) {
           out.failures.set(i, groupFailure);
+          undecoded.add(i);
         }
       } else {
         const agg = b.aggregateLengths[g] === -1 ? ABSENT : aggs.items[g];
@@ -778,7 +789,7 @@ class Fold {
     result.values = Buffer.concat(chunks);
     result.failures = [...out.failures]
       .sort((x, y) => x[0] - y[0])
-      .map(([index, message]) => create(RecordFailureSchema, { index, step: 0, message }));
+      .map(([index, message]) => create(RecordFailureSchema, { index, step: 0, message, kind: kindOf(undecoded, index) }));
     return result;
   }
 }

@@ -22,7 +22,7 @@
 
 import { create } from "@bufbuild/protobuf";
 import { Buffer } from "node:buffer";
-import { type Bundle, type BundleResult, Operation, RecordFailureSchema } from "./gen/polystreams/v1alpha1/engine_pb.js";
+import { type Bundle, type BundleResult, Operation, RecordFailure_Kind, RecordFailureSchema } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import { type AnyFunction, byRefs, failEvery, isThenable } from "./bundle.js";
 import { decode, decodeColumn, encode, errorText } from "./serde.js";
 
@@ -45,9 +45,12 @@ export interface ProgramStep {
 /** A reduce's missing aggregate (or a stored aggregate of length -1). */
 const NONE: unique symbol = Symbol("none");
 
-/** A failure whose message is not an exception's text. */
+/** A failure whose message is not an exception's text; undecoded: a stored aggregate did not decode. */
 class Failure {
-  constructor(readonly message: string) {}
+  constructor(
+    readonly message: string,
+    readonly undecoded = false,
+  ) {}
 }
 
 function text(e: unknown): string {
@@ -159,6 +162,8 @@ export async function runProgram(step: ProgramStep, b: Bundle, result: BundleRes
 
   const encoded = new Array<Uint8Array | undefined>(n);
   const failures = new Map<number, string>();
+  /** The values that failed because their key, value or a stored aggregate did not decode (RecordFailure.kind). */
+  const undecoded = new Set<number>();
   /** Values waiting for value j's outcome (one in flight in another group). */
   const waiters = new Map<number, (() => void)[]>();
   const done = (i: number): void => {
@@ -168,8 +173,11 @@ export async function runProgram(step: ProgramStep, b: Bundle, result: BundleRes
       w.forEach((wake) => wake());
     }
   };
-  const fail = (i: number, message: string): void => {
-    failures.set(i, message);
+  const fail = (i: number, e: unknown, deserialization = false): void => {
+    failures.set(i, typeof e === "string" ? e : text(e));
+    if (deserialization || (e instanceof Failure && e.undecoded)) {
+      undecoded.add(i);
+    }
     done(i);
   };
   const settle = (i: number, acc: unknown): void => {
@@ -211,7 +219,7 @@ export async function runProgram(step: ProgramStep, b: Bundle, result: BundleRes
       try {
         return decode(serde, b.aggregates.subarray(starts[r]!, starts[r]! + length));
       } catch (e) {
-        throw new Failure(`the stored aggregate ${r} does not decode: ${errorText(e)}`);
+        throw new Failure(`the stored aggregate ${r} does not decode: ${errorText(e)}`, true);
       }
     }
     const j = r - pool;
@@ -271,20 +279,20 @@ export async function runProgram(step: ProgramStep, b: Bundle, result: BundleRes
   const attempt = (i: number, key: unknown): Promise<void> | undefined => {
     const bad = values.failures.get(i);
     if (bad !== undefined) {
-      fail(i, bad);
+      fail(i, bad, true);
       return undefined;
     }
     let r: unknown;
     try {
       r = foldValue(i, key);
     } catch (e) {
-      fail(i, text(e));
+      fail(i, e);
       return undefined;
     }
     if (isThenable(r)) {
       return Promise.resolve(r).then(
         (a) => settle(i, a),
-        (e: unknown) => fail(i, text(e)),
+        (e: unknown) => fail(i, e),
       );
     }
     settle(i, r);
@@ -307,7 +315,7 @@ export async function runProgram(step: ProgramStep, b: Bundle, result: BundleRes
     const keyFailure = keys?.failures.get(g);
     if (keyFailure !== undefined) {
       for (let i = start; i < end; i++) {
-        fail(i, keyFailure);
+        fail(i, keyFailure, true);
       }
     } else {
       const p = runGroup(start, end, keys?.items[g]);
@@ -337,6 +345,13 @@ export async function runProgram(step: ProgramStep, b: Bundle, result: BundleRes
   result.values = Buffer.concat(chunks);
   result.failures = [...failures]
     .sort((x, y) => x[0] - y[0])
-    .map(([index, message]) => create(RecordFailureSchema, { index, step: 0, message }));
+    .map(([index, message]) =>
+      create(RecordFailureSchema, {
+        index,
+        step: 0,
+        message,
+        kind: undecoded.has(index) ? RecordFailure_Kind.DESERIALIZATION : RecordFailure_Kind.PROCESSING,
+      }),
+    );
   return result;
 }

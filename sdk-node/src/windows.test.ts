@@ -20,6 +20,7 @@ import {
   type OpenSessionRequest,
   type QueryRequest,
   QueryResponseSchema,
+  RecordFailure_Kind,
   Reducer,
   State,
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
@@ -187,12 +188,14 @@ describe("fold programs (session and sliding windows)", () => {
     counts?: number[];
     merges?: number[];
     mergerToken?: number;
+    /** The pool as bytes, instead of pool encoded. */
+    rawPool?: { lengths: number[]; data: Uint8Array };
   }
 
   function program(fns: Map<number, AnyFunction>, p: Program) {
     const serde = p.serde ?? "json";
     const keys = encodeColumn("string", p.groups.map((g) => g.key));
-    const pool = encodeColumn(serde, p.pool);
+    const pool = p.rawPool ?? encodeColumn(serde, p.pool);
     const values = encodeColumn(serde, p.records);
     const op = p.op ?? Operation.AGGREGATE;
     return new Executor(fns).process(
@@ -313,11 +316,24 @@ describe("fold programs (session and sliding windows)", () => {
     });
     assert.deepEqual(r.outputCounts, [0, 0, 0, 1, 1]);
     assert.deepEqual(outputs(r), [1, 2]);
-    assert.deepEqual(r.failures.map((f) => [f.index, f.step, f.message]), [
-      [0, 0, "RangeError: unlucky"],
-      [1, 0, "depends on fold value 0, which failed"],
-      [2, 0, "depends on fold value 0, which failed"],
+    assert.deepEqual(r.failures.map((f) => [f.index, f.step, f.message, f.kind]), [
+      [0, 0, "RangeError: unlucky", RecordFailure_Kind.PROCESSING],
+      [1, 0, "depends on fold value 0, which failed", RecordFailure_Kind.PROCESSING],
+      [2, 0, "depends on fold value 0, which failed", RecordFailure_Kind.PROCESSING],
     ]);
+    // A stored aggregate that does not decode is a deserialization failure.
+    const undecodable = await program(fns, {
+      groups: [{ key: "a", size: 2 }],
+      pool: [],
+      rawPool: { lengths: [1], data: Buffer.from("{") },
+      records: [1],
+      refs: [0, 0],
+      bases: [0, -1],
+    });
+    assert.deepEqual(undecodable.outputCounts, [0, 1]);
+    assert.equal(undecodable.failures.length, 1);
+    assert.match(undecodable.failures[0]!.message, /^the stored aggregate 0 does not decode: SyntaxError/);
+    assert.equal(undecodable.failures[0]!.kind, RecordFailure_Kind.DESERIALIZATION);
     const nulls = await program(new Map<number, AnyFunction>([[1, () => null], [2, () => 0], [3, () => 0]]), {
       groups: [{ key: "a", size: 1 }],
       pool: [],

@@ -147,7 +147,10 @@ impl Config {
     pub fn state_dir(self, dir: impl Into<String>) -> Config {
         self.set("state.dir", dir)
     }
-    /// Any setting, by its Kafka Streams (or `polystreams.*`) name.
+    /// Any setting, by its Kafka Streams (or `polystreams.*`) name, e.g.
+    /// what a failed record does: `default.deserialization.exception.handler`
+    /// and `processing.exception.handler` (`fail`, `log_and_continue` or
+    /// `dead_letter`), `errors.deadletterqueue.topic.name` (docs/errors.md).
     pub fn set(mut self, key: impl Into<String>, value: impl Into<String>) -> Config {
         self.props.insert(key.into(), value.into());
         self

@@ -62,6 +62,16 @@ type Config struct {
 	// nodes, crossings, commits and drops are not counted.
 	MetricsDisabled bool
 
+	// default.deserialization.exception.handler (also read as
+	// deserialization.exception.handler) and processing.exception.handler
+	// (KIP-1033): what happens to a record whose key or value does not
+	// decode, and to one whose user function raises. Default: fail.
+	DeserializationPolicy, ProcessingPolicy Policy
+	// errors.deadletterqueue.topic.name (KIP-1034): where dead_letter (and,
+	// as in Kafka Streams, log_and_continue when it is set) writes failed
+	// records. Empty: none.
+	DeadLetterTopic string
+
 	// FoldValueRefs: the host understands Bundle.value_refs (its SDK said
 	// so with the "fold_value_refs" host feature), so a windowed fold
 	// sends each record once.
@@ -109,6 +119,7 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 		CacheMaxBytes:     10 << 20,
 	}
 	var errs []error
+	var deadLetterOf map[string]string // handler key -> topic named in dead_letter(topic)
 	if applicationID == "" {
 		errs = append(errs, errors.New("application.id is empty"))
 	} else if strings.ContainsAny(applicationID, "/\\ \t\n") || applicationID == "." || applicationID == ".." {
@@ -195,6 +206,24 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 				errs = append(errs, fmt.Errorf("%s = %q: want true or false", k, v))
 			}
 			c.MetricsDisabled = !b
+		case "default.deserialization.exception.handler", "deserialization.exception.handler", "processing.exception.handler":
+			p, topic, err := parsePolicy(k, v)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if k == "processing.exception.handler" {
+				c.ProcessingPolicy = p
+			} else {
+				c.DeserializationPolicy = p
+			}
+			if topic != "" {
+				if deadLetterOf == nil {
+					deadLetterOf = map[string]string{}
+				}
+				deadLetterOf[k] = topic
+			}
+		case "errors.deadletterqueue.topic.name":
+			c.DeadLetterTopic = strings.TrimSpace(v)
 		case "sasl.username":
 			c.SASLUsername = v
 		case "sasl.password":
@@ -214,6 +243,7 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 		}
 	}
 	c.CommitInterval = time.Duration(commitMs) * time.Millisecond
+	errs = append(errs, c.resolveDeadLetter(deadLetterOf)...)
 	if strings.HasPrefix(c.SecurityProtocol, "SASL") && c.SASLMechanism == "" {
 		c.SASLMechanism = "PLAIN"
 	}
@@ -230,6 +260,12 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 		"statestore.cache.max.bytes":     strconv.FormatInt(c.CacheMaxBytes, 10),
 		"security.protocol":              c.SecurityProtocol,
 		"polystreams.metrics.enabled":    strconv.FormatBool(!c.MetricsDisabled),
+
+		"default.deserialization.exception.handler": c.DeserializationPolicy.String(),
+		"processing.exception.handler":              c.ProcessingPolicy.String(),
+	}
+	if c.DeadLetterTopic != "" {
+		effective["errors.deadletterqueue.topic.name"] = c.DeadLetterTopic
 	}
 	if c.SASLMechanism != "" {
 		effective["sasl.mechanism"] = c.SASLMechanism

@@ -18,7 +18,8 @@ const (
 	stepDropNullKey                     // the filter before a repartition sink
 	stepCount
 	stepFold // reduce / aggregate: host fold bundles, or a Go function
-	stepPass // to_stream
+	stepPass // to_stream, merge, a split's branches
+	stepBranch
 	stepSink
 	// Table operators (table.go).
 	stepTableSource
@@ -56,6 +57,10 @@ type step struct {
 	// cached: the step's updates wait in the record cache (cache.go): a
 	// stateful step with a successor.
 	cached bool
+	// stepBranch: each host predicate's one-step filter chain (nil for a
+	// native predicate), in branch order; next are the branches, in order,
+	// the default one last.
+	preds []*step
 	// stats: the step's counters (stats.go); nil with metrics off.
 	stats *stepStats
 }
@@ -219,8 +224,24 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				if useStore(); s.store == nil {
 					return nil, fmt.Errorf("runtime: count node %s has no store", n.Name)
 				}
-			case n.Op == topology.OpToStream:
+			case n.Op == topology.OpToStream || n.Op == topology.OpMerge || n.Op == topology.OpBranchChild:
 				s.kind = stepPass
+			case n.Op == topology.OpBranch:
+				s.kind = stepBranch
+				if k := len(n.Successors) - len(n.Branches); k != 0 && k != 1 {
+					return nil, fmt.Errorf("runtime: split %s has %d predicates and %d branches", n.Name, len(n.Branches), len(n.Successors))
+				}
+				for _, p := range n.Branches {
+					if p.Token == 0 {
+						s.preds = append(s.preds, nil)
+						continue
+					}
+					s.preds = append(s.preds, &step{
+						kind: stepHost, node: n, chain: []*topology.Node{n},
+						steps: []*pb.Step{{Token: p.Token, Operation: pb.Operation_OPERATION_FILTER, Node: n.Name}},
+						inKey: n.KeySerde, inValue: n.ValueSerde, outKey: n.KeySerde, outValue: n.ValueSerde,
+					})
+				}
 			default:
 				return nil, fmt.Errorf("runtime: node %s (op %d) has nothing to run", n.Name, n.Op)
 			}
@@ -236,7 +257,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				s.cached = true
 				p.cached = append(p.cached, s)
 			}
-			if len(s.steps) > 0 {
+			if len(s.steps) > 0 || slices.ContainsFunc(s.preds, func(p *step) bool { return p != nil }) {
 				p.host = true
 			}
 			return s, nil

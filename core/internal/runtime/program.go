@@ -266,9 +266,17 @@ func (f *folder) run(ctx context.Context) ([][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runtime: task %s: fold program for node %s: %w", t.id, s.node.Name, err)
 	}
-	aggs, err := decodeResult(s, order, res)
+	aggs, fails, err := decodeResult(s, order, res)
 	if err != nil {
 		return nil, err
+	}
+	if len(fails) > 0 {
+		// A program's folds refer to each other's outputs, so a failed
+		// fold cannot be skipped alone: for now a failure fails the batch
+		// whatever the error policy (docs/errors.md). To skip, the pass
+		// would run again without the failed records.
+		f := fails[0]
+		return nil, recordError(order[f.index], f.node, f.err)
 	}
 	for i, c := range res.OutputCounts {
 		if c != 1 {

@@ -409,7 +409,10 @@ func (t *task) suppress(s *step, recs []rec) ([]rec, error) {
 	for _, r := range recs {
 		end, err := windowEnd(w, r.key)
 		if err != nil {
-			return nil, recordError(r, s.node.Name, fmt.Errorf("key is not windowed: %w", err))
+			if err = t.recordFailed(r, s.node.Name, kindDeserialization, fmt.Errorf("key is not windowed: %w", err)); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		ws.advance(tx, r.ts)
 		bk := bufferKey(end, r.key)

@@ -163,7 +163,11 @@ func (h *testHost) run(b *pb.Bundle) *pb.BundleResult {
 		}
 		if failed != nil {
 			res.OutputCounts = append(res.OutputCounts, 0)
-			res.Failures = append(res.Failures, &pb.RecordFailure{Index: int32(i), Step: int32(failedStep), Message: "Error: " + failed.Error()})
+			kind := pb.RecordFailure_KIND_PROCESSING
+			if errors.Is(failed, errUndecodable) {
+				kind = pb.RecordFailure_KIND_DESERIALIZATION
+			}
+			res.Failures = append(res.Failures, &pb.RecordFailure{Index: int32(i), Step: int32(failedStep), Message: "Error: " + failed.Error(), Kind: kind})
 			continue
 		}
 		res.OutputCounts = append(res.OutputCounts, int32(len(cur)))
@@ -177,7 +181,12 @@ func (h *testHost) run(b *pb.Bundle) *pb.BundleResult {
 	return res
 }
 
-var errBoom = errors.New("boom")
+var (
+	errBoom = errors.New("boom")
+	// errUndecodable fails a record as a host's serde would: the test host
+	// reports it as a deserialization failure.
+	errUndecodable = errors.New("does not decode")
+)
 
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
@@ -213,7 +222,12 @@ func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
 			agg = b.Aggregates[ao : ao+int(l)]
 			ao += int(l)
 		}
-		for i := range size {
+		type outcome struct {
+			agg    []byte
+			failed bool
+		}
+		var outs []outcome
+		for range size {
 			var v []byte
 			if b.ValueRefs != nil {
 				v = refValue(b, int(b.ValueRefs[j]))
@@ -222,6 +236,7 @@ func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
 				vo += int(l)
 			}
 			var err error
+			before := agg // a value that fails leaves the aggregate as it was
 			if st.SubtractorToken != 0 {
 				if l := b.OldValueLengths[j]; l >= 0 {
 					old := b.OldValues[oo : oo+int(l)]
@@ -249,19 +264,34 @@ func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
 				}
 			}
 			if err != nil {
-				res.OutputCounts = append(res.OutputCounts, 0)
+				agg = before
+				outs = append(outs, outcome{failed: true})
 				res.Failures = append(res.Failures, &pb.RecordFailure{Index: int32(j), Message: "Error: " + err.Error()})
-			} else if b.FinalOnly && i < size-1 {
-				res.OutputCounts = append(res.OutputCounts, 0) // not the group's last
-			} else if agg == nil {
-				res.OutputCounts = append(res.OutputCounts, 1)
-				res.ValueLengths = append(res.ValueLengths, -1)
 			} else {
-				res.OutputCounts = append(res.OutputCounts, 1)
-				res.ValueLengths = append(res.ValueLengths, int32(len(agg)))
-				res.Values = append(res.Values, agg...)
+				outs = append(outs, outcome{agg: agg})
 			}
 			j++
+		}
+		// With final_only, only the group's last aggregate: the one after
+		// its last value that did not fail.
+		last := len(outs) - 1
+		for last >= 0 && outs[last].failed {
+			last--
+		}
+		for i, o := range outs {
+			switch {
+			case o.failed:
+				res.OutputCounts = append(res.OutputCounts, 0)
+			case b.FinalOnly && i < last:
+				res.OutputCounts = append(res.OutputCounts, 0) // not the group's last
+			case o.agg == nil:
+				res.OutputCounts = append(res.OutputCounts, 1)
+				res.ValueLengths = append(res.ValueLengths, -1)
+			default:
+				res.OutputCounts = append(res.OutputCounts, 1)
+				res.ValueLengths = append(res.ValueLengths, int32(len(o.agg)))
+				res.Values = append(res.Values, o.agg...)
+			}
 		}
 	}
 }

@@ -28,6 +28,9 @@ const (
 	prefixAggregate     = "KSTREAM-AGGREGATE-" // count's and aggregate's processor and, with STATE-STORE-, store
 	prefixReduce        = "KSTREAM-REDUCE-"
 	prefixToStream      = "KTABLE-TOSTREAM-"
+	prefixMerge         = "KSTREAM-MERGE-"
+	prefixBranch        = "KSTREAM-BRANCH-"
+	prefixRepartition   = "KSTREAM-REPARTITION-"
 
 	repartitionSuffix = "-repartition"
 	changelogSuffix   = "-changelog"
@@ -503,7 +506,15 @@ func (c *call) repartition(in *entry, store string) repartition {
 	if prefix == "" {
 		prefix = store
 	}
-	rp := repartition{topic: prefix}
+	// A named grouped stream's aggregations share one repartition.
+	return c.planRepartition(prefix, in.groupName != "" && in.repartitionNode != nil)
+}
+
+// planRepartition names a repartition whose topic name starts with prefix,
+// as KStreamImpl.createRepartitionedSource does; a reused one claims no
+// names.
+func (c *call) planRepartition(prefix string, reuse bool) repartition {
+	rp := repartition{topic: prefix, reuse: reuse}
 	if !strings.HasSuffix(prefix, repartitionSuffix) {
 		rp.topic += repartitionSuffix
 	}
@@ -515,14 +526,12 @@ func (c *call) repartition(in *entry, store string) repartition {
 	if !generatedName.MatchString(prefix) {
 		rp.sink, rp.filter, rp.source = rp.topic+"-sink", rp.topic+"-filter", rp.topic+"-source"
 	}
-	// A named grouped stream's aggregations share one repartition.
-	rp.reuse = in.groupName != "" && in.repartitionNode != nil
 	if !rp.reuse {
 		c.claim(rp.filter)
 		c.claim(rp.sink)
 		c.claim(rp.source)
 		if src, ok := c.b.topics[rp.topic]; ok {
-			c.invalid("count's repartition topic %q is read by source %s already", rp.topic, src)
+			c.invalid("%s's repartition topic %q is read by source %s already", c.op, rp.topic, src)
 		}
 	}
 	return rp

@@ -292,6 +292,7 @@ class _Chain:
         col = _Column(n, keys, vals, failed)
         if vfail or dkfail:
             col.fail({**dkfail, **vfail}, 0)
+        undecoded = set(failed)  # deserialization failures; the rest fail in a function
 
         for run, fn, step in self.steps:
             if not col.vals:
@@ -325,9 +326,15 @@ class _Chain:
             result.key_lengths.extend(klens)
             result.keys = kdata
         if failed:
-            result.failures.extend(pb.RecordFailure(index=i, step=s, message=m) for i, (s, m) in sorted(failed.items()))
+            result.failures.extend(
+                pb.RecordFailure(index=i, step=s, message=m, kind=_DESERIALIZATION if i in undecoded else _PROCESSING)
+                for i, (s, m) in sorted(failed.items())
+            )
         return result
 
+
+_DESERIALIZATION = pb.RecordFailure.KIND_DESERIALIZATION
+_PROCESSING = pb.RecordFailure.KIND_PROCESSING
 
 _BAD: Any = object()  # marks a value that failed before its fold (it did not decode)
 
@@ -464,19 +471,21 @@ class _Fold:
             for i, msg in vfail.items():
                 vals[i] = _BAD
                 failed[i] = msg
+        undecoded = set(failed)  # deserialization failures; the rest fail in a function
         if self.reduce:
             keys: list[Any] = [None] * len(sizes)  # a reducer does not see keys
             kfail: dict[int, str] = {}
         else:
             keys, kfail = decode_column(self.key_serde, b.keys, key_lengths)
         if program:
-            return self._answer_program(b, result, n, sizes, keys, kfail, agg_lengths, vals, failed)
+            return self._answer_program(b, result, n, sizes, keys, kfail, agg_lengths, vals, failed, undecoded)
         aggs, afail = decode_column(self.agg_serde, b.aggregates, agg_lengths)
 
         if self.sub is not None:
             for i, old in enumerate(olds):
                 if old is _BAD:
                     failed.setdefault(i, f"{ofail[i]} (the old value)")
+                    undecoded.add(i)
         chunks: list[bytes] = []
         table_chunks: list[bytes | None] = []
         fold = self._fold_reduce if self.reduce else self._fold_aggregate
@@ -498,6 +507,7 @@ class _Fold:
                 what = "key" if g in kfail else "stored aggregate"
                 for i in range(pos, end):
                     failed.setdefault(i, f"{bad} (the {what} of this group)")
+                    undecoded.add(i)
             elif self.sub is not None:
                 self._fold_table(keys[g], agg_lengths[g] < 0, aggs[g], vals, olds, pos, end, table_chunks, failed)
             else:
@@ -518,7 +528,10 @@ class _Fold:
             for i in skipped:
                 counts[i] = 0
             result.output_counts.extend(counts)
-            result.failures.extend(pb.RecordFailure(index=i, step=0, message=m) for i, m in sorted(failed.items()))
+            result.failures.extend(
+                pb.RecordFailure(index=i, step=0, message=m, kind=_DESERIALIZATION if i in undecoded else _PROCESSING)
+                for i, m in sorted(failed.items())
+            )
         else:
             result.output_counts.extend([1] * n)
         if self.sub is None:
@@ -653,6 +666,7 @@ class _Fold:
         agg_lengths: list[int],
         vals: list[Any],
         failed: dict[int, str],
+        undecoded: set[int],
     ) -> pb.BundleResult:
         chunks, bad = self._program(b, sizes, keys, kfail, agg_lengths, vals, failed)
         if bad is not None:
@@ -660,7 +674,10 @@ class _Fold:
             result.failures.extend(pb.RecordFailure(index=i, step=0, message=bad) for i in range(n))
             return result
         result.output_counts.extend(0 if i in failed else 1 for i in range(n))
-        result.failures.extend(pb.RecordFailure(index=i, step=0, message=m) for i, m in sorted(failed.items()))
+        result.failures.extend(
+            pb.RecordFailure(index=i, step=0, message=m, kind=_DESERIALIZATION if i in undecoded else _PROCESSING)
+            for i, m in sorted(failed.items())
+        )
         result.value_lengths.extend(map(len, chunks))
         result.values = b"".join(chunks)
         return result

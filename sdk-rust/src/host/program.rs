@@ -13,7 +13,7 @@
 //! A value whose call panics fails alone, and so does every value that
 //! refers to its output.
 
-use super::{column, fail_all, guarded, outcomes, Folder};
+use super::{column, fail_all, guarded, kind, outcomes, Folder};
 use crate::pb;
 use crate::serdes::Serde;
 
@@ -97,6 +97,10 @@ fn problem<F: Folder>(f: &F, b: &pb::Bundle, n: usize) -> Option<String> {
 /// (None: the value failed).
 type Outputs<'a> = (&'a [Option<(usize, usize)>], &'a [u8]);
 
+/// Why a value failed, and whether something of its (its key, value or a
+/// stored aggregate) did not decode (RecordFailure.kind).
+type Failure = (String, bool);
+
 /// A checked program's columns.
 struct Program<'a> {
     b: &'a pb::Bundle,
@@ -108,7 +112,7 @@ struct Program<'a> {
 impl Program<'_> {
     /// The aggregate ref r names, decoded from its bytes; None: none.
     /// `outs` holds the outputs of the values before this one.
-    fn resolve<F: Folder>(&self, f: &F, r: i32, outs: Outputs<'_>) -> Result<Option<F::A>, String> {
+    fn resolve<F: Folder>(&self, f: &F, r: i32, outs: Outputs<'_>) -> Result<Option<F::A>, Failure> {
         if r == -1 {
             return Ok(f.initial());
         }
@@ -118,15 +122,15 @@ impl Program<'_> {
                 None => Ok(None),
                 Some(bytes) => F::A::decode(self.serde, Some(bytes))
                     .map(Some)
-                    .map_err(|e| format!("the stored aggregate {r} does not decode: {e}")),
+                    .map_err(|e| (format!("the stored aggregate {r} does not decode: {e}"), true)),
             };
         }
         let j = r - self.pool.len();
         match outs.0[j] {
             Some((a, z)) => F::A::decode(self.serde, Some(&outs.1[a..z]))
                 .map(Some)
-                .map_err(|e| format!("the output of fold value {j} does not decode: {e}")),
-            None => Err(format!("depends on fold value {j}, which failed")),
+                .map_err(|e| (format!("the output of fold value {j} does not decode: {e}"), false)),
+            None => Err((format!("depends on fold value {j}, which failed"), false)),
         }
     }
 
@@ -138,10 +142,11 @@ impl Program<'_> {
         i: usize,
         merges: &[i32],
         outs: Outputs<'_>,
-    ) -> Result<Vec<u8>, String> {
+    ) -> Result<Vec<u8>, Failure> {
         let record = self.values[self.b.value_refs[i] as usize];
-        let v = F::V::decode(&self.b.value_serde, record).map_err(|e| format!("the value does not decode: {e}"))?;
-        let a = guarded(|| -> Result<F::A, String> {
+        let v =
+            F::V::decode(&self.b.value_serde, record).map_err(|e| (format!("the value does not decode: {e}"), true))?;
+        let a = guarded(|| -> Result<F::A, Failure> {
             let mut acc = self.resolve(f, self.b.fold_bases[i], outs)?;
             for &r in merges {
                 let other = self.resolve(f, r, outs)?;
@@ -155,12 +160,13 @@ impl Program<'_> {
                 Some(a) => f.add(key, a, v),
                 None => f.start(key, v),
             })
-        })??;
+        })
+        .map_err(|panic| (panic, false))??;
         let mut buf = Vec::new();
         match a.encode(self.serde, &mut buf) {
             Ok(true) => Ok(buf),
-            Ok(false) => Err("the aggregate is null; an aggregate cannot be null".to_owned()),
-            Err(e) => Err(format!("the aggregate does not encode: {e}")),
+            Ok(false) => Err(("the aggregate is null; an aggregate cannot be null".to_owned(), false)),
+            Err(e) => Err((format!("the aggregate does not encode: {e}"), false)),
         }
     }
 }
@@ -193,8 +199,8 @@ pub(super) fn run<F: Folder>(f: &F, b: &pb::Bundle) -> pb::BundleResult {
     let (mut i, mut m) = (0usize, 0usize);
     for (g, &size) in b.group_sizes.iter().enumerate() {
         let end = i + size as usize;
-        let key =
-            F::K::decode(&b.key_serde, keys[g]).map_err(|e| format!("the key of this group does not decode: {e}"));
+        let key = F::K::decode(&b.key_serde, keys[g])
+            .map_err(|e| (format!("the key of this group does not decode: {e}"), true));
         for i in i..end {
             let count = b.merge_counts[i] as usize;
             let merges = &b.merge_refs[m..m + count];
@@ -208,8 +214,13 @@ pub(super) fn run<F: Folder>(f: &F, b: &pb::Bundle) -> pb::BundleResult {
                     result.values.extend_from_slice(&bytes);
                     outs.push(Some((start, result.values.len())));
                 }
-                Err(message) => {
-                    result.failures.push(pb::RecordFailure { index: i as i32, step: 0, message });
+                Err((message, undecodable)) => {
+                    result.failures.push(pb::RecordFailure {
+                        index: i as i32,
+                        step: 0,
+                        message,
+                        kind: kind(undecodable),
+                    });
                     outs.push(None);
                 }
             }

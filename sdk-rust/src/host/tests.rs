@@ -122,6 +122,9 @@ fn undecodable_values_and_unknown_tokens_fail_records() {
     assert_eq!(r.output_counts, vec![0, 0]);
     assert!(r.failures[0].message.contains("the value does not decode"), "{}", r.failures[0].message);
     assert!(r.failures[1].message.contains("use an Option"), "{}", r.failures[1].message);
+    // The engine applies default.deserialization.exception.handler to these.
+    let deserialization = pb::record_failure::Kind::Deserialization as i32;
+    assert_eq!(r.failures.iter().map(|f| f.kind).collect::<Vec<_>>(), vec![deserialization, deserialization]);
 
     let r = ex.process(&bundle(vec![step(9, pb::Operation::MapValues)], &[None], &[Some(b"x")]));
     assert_eq!(r.failures[0].message, "step 0 (NODE-9) names token 9, which is not registered in this host");
@@ -226,6 +229,7 @@ fn a_fold_carries_each_groups_aggregate_and_a_panic_leaves_it_as_it_was() {
     assert_eq!(decoded(&r), vec![Some(1), Some(3), Some(105), Some(111)]);
     assert_eq!(r.failures.len(), 1);
     assert!(r.failures[0].message.contains("unlucky"));
+    assert_eq!(r.failures[0].kind, pb::record_failure::Kind::Processing as i32);
 }
 
 #[test]
@@ -419,6 +423,23 @@ fn a_program_value_starts_from_an_earlier_output_and_a_failure_fails_its_depende
             (2, "depends on fold value 0, which failed".to_owned())
         ]
     );
+    assert!(r.failures.iter().all(|f| f.kind == pb::record_failure::Kind::Processing as i32));
+
+    // A value that does not decode is a deserialization failure.
+    let mut b = program(Prog {
+        groups: &[("a", 1)],
+        pool: &[],
+        records: &["x"],
+        refs: &[0],
+        bases: &[-1],
+        counts: &[],
+        merges: &[],
+    });
+    b.values = vec![0xff];
+    let r = spell(true).process(&b);
+    assert_eq!(r.output_counts, vec![0]);
+    assert!(r.failures[0].message.starts_with("the value does not decode"), "{}", r.failures[0].message);
+    assert_eq!(r.failures[0].kind, pb::record_failure::Kind::Deserialization as i32);
 }
 
 #[test]
