@@ -24,7 +24,7 @@ const WAIT_MS: i32 = 500;
 /// worker silent for 30 s).
 const DELIVER_AFTER: Duration = Duration::from_secs(5);
 /// What this host understands beyond the protocol's base (OpenSessionRequest.host_features).
-const HOST_FEATURES: &[&str] = &["fold_value_refs"];
+const HOST_FEATURES: &[&str] = &["fold_value_refs", "fold_programs"];
 
 /// The state of an application, as the engine reports it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]

@@ -254,7 +254,7 @@ fn kind(undecodable: bool) -> i32 {
 }
 
 /// A result that fails every record of the bundle at one step.
-fn fail_all(b: &pb::Bundle, step: usize, msg: String) -> pb::BundleResult {
+pub(crate) fn fail_all(b: &pb::Bundle, step: usize, msg: String) -> pb::BundleResult {
     let n = outcomes(b);
     pb::BundleResult {
         bundle_id: b.id,
@@ -268,7 +268,7 @@ fn fail_all(b: &pb::Bundle, step: usize, msg: String) -> pb::BundleResult {
 
 /// How many outcomes a bundle's result gives: one per record, or for a
 /// fold bundle with value_refs ("fold_value_refs"), one per fold value.
-fn outcomes(b: &pb::Bundle) -> usize {
+pub(crate) fn outcomes(b: &pb::Bundle) -> usize {
     if b.value_refs.is_empty() {
         b.value_lengths.len()
     } else {
@@ -443,6 +443,14 @@ pub(crate) trait Folder: Send + Sync + 'static {
     /// Removes an old value (grouped tables only).
     fn sub(&self, key: &Self::K, agg: Self::A, old: Self::V) -> Self::A;
     fn has_sub(&self) -> bool;
+    /// A fold program's aggregate of ref -1: the initializer's (aggregate),
+    /// or none (reduce).
+    fn initial(&self) -> Option<Self::A>;
+    /// Merges two aggregates (fold programs: sessions a record bridges):
+    /// the merger for an aggregate, the reducer for a reduce.
+    fn merge(&self, key: &Self::K, a: Self::A, b: Self::A) -> Self::A;
+    /// Whether merge can run: an aggregate registered with a merger, or a reduce.
+    fn has_merge(&self) -> bool;
 }
 
 pub(crate) struct Fold<F: Folder>(pub(crate) F);
@@ -450,6 +458,9 @@ pub(crate) struct Fold<F: Folder>(pub(crate) F);
 impl<F: Folder> FoldRun for Fold<F> {
     fn run(&self, b: &pb::Bundle) -> pb::BundleResult {
         let f = &self.0;
+        if !b.fold_bases.is_empty() {
+            return program::run(f, b);
+        }
         // Fold values: record i, or with value_refs record value_refs[i] (a
         // record in several windows is sent once).
         let n = outcomes(b);
@@ -640,5 +651,6 @@ impl<F: Folder> FoldRun for Fold<F> {
     }
 }
 
+mod program;
 #[cfg(test)]
 mod tests;
