@@ -1,0 +1,381 @@
+package server_test
+
+// Broker fault tests: the embedded kfake broker's request interception
+// (ControlKey, KeepControl, SleepControl, DropControl) makes the broker
+// misbehave while a word count runs under exactly_once_v2. Each test counts
+// the requests its fault intercepted (a fault that never fired fails the
+// test) and then checks, read_committed, that every word's count updates
+// are exactly 1, 2, ..., n: a fault may cost a transaction (aborted and
+// processed again), never a record or a duplicate.
+//
+// Short versions run in `make test`; POLYSTREAMS_CHAOS=1 (`make chaos`)
+// runs the long ones (more records, more faults, longer outages).
+
+import (
+	"errors"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// chaosOn reports whether the long (chaos) versions run.
+func chaosOn() bool { return os.Getenv("POLYSTREAMS_CHAOS") == "1" }
+
+// scale is short in `make test`, long under `make chaos`.
+func scale(short, chaos int) int {
+	if chaosOn() {
+		return chaos
+	}
+	return short
+}
+
+// faultRun is a word count under exactly_once_v2 on an env's engine, fed
+// in batches while a fault is active.
+type faultRun struct {
+	t    *testing.T
+	e    *env
+	h    *testHost
+	done <-chan string
+	want map[string]int64
+	sent int
+}
+
+// eosConfig is the configuration of every fault run: small bundles and
+// transactions every 100 ms, so that a run has many transactions to fault.
+func eosConfig() map[string]string {
+	return map[string]string{
+		"processing.guarantee":           "exactly_once_v2",
+		"commit.interval.ms":             "100",
+		"session.timeout.ms":             "6000",
+		"polystreams.bundle.max.records": "100",
+	}
+}
+
+// startFaultRun opens a session named appID on e's engine, builds the word
+// count lines -> word-counts, starts it and serves it.
+func startFaultRun(t *testing.T, e *env, appID string) *faultRun {
+	t.Helper()
+	r := &faultRun{t: t, e: e, want: map[string]int64{}}
+	r.h = e.open(appID, eosConfig())
+	r.h.buildWordCount("lines", "word-counts")
+	r.h.start()
+	r.done = r.h.serveAsync()
+	return r
+}
+
+// feed produces n more lines, adding their words to the expected counts.
+func (r *faultRun) feed(n int) {
+	r.t.Helper()
+	ls, want := lines(n, r.sent)
+	r.sent += n
+	for w, c := range want {
+		r.want[w] += c
+	}
+	r.e.produce("lines", ls...)
+}
+
+// feedOver produces n lines in batches over d, so that the fault meets
+// many transactions.
+func (r *faultRun) feedOver(n int, d time.Duration) {
+	r.t.Helper()
+	const batches = 10
+	for i := range batches {
+		r.feed(n/batches + boolInt(i < n%batches))
+		time.Sleep(d / batches)
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// check waits until the output holds exactly once (failing at once if the
+// application stopped), then stops the session.
+func (r *faultRun) check() {
+	r.t.Helper()
+	waitExactlyOnceWhile(r.t, r.e, "word-counts", r.want, r.done)
+	r.h.stopServing(r.done)
+	r.t.Logf("%d lines, %d words: every count update committed exactly once", r.sent, len(r.want))
+}
+
+// waitExactlyOnceWhile is waitExactlyOnce, failing at once when the
+// session ends (done gives its last state).
+func waitExactlyOnceWhile(t *testing.T, e *env, topic string, want map[string]int64, done <-chan string) {
+	t.Helper()
+	var last error
+	deadline := time.Now().Add(time.Duration(scale(90, 300)) * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case st := <-done:
+			t.Fatalf("the session ended while the fault was on: %s", st)
+		default:
+		}
+		if last = exactlyOnce(e.committedSequences(topic), want); last == nil {
+			return
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Fatalf("exactly-once never held: %v", last)
+}
+
+// fault is an interception installed on a kfake cluster: fired counts the
+// requests it answered (or delayed) in place of the broker.
+type fault struct {
+	fired atomic.Int64
+	// off, once set, turns the fault into a pass-through.
+	off atomic.Bool
+}
+
+func (f *fault) assertFired(t *testing.T, what string) {
+	t.Helper()
+	n := f.fired.Load()
+	if n == 0 {
+		t.Fatalf("the fault (%s) never fired", what)
+	}
+	t.Logf("the fault (%s) fired %d times", what, n)
+}
+
+// answerEvery installs a control on key that answers every nth request
+// that match accepts with answer's response (or, if answer returns an
+// error, closes the connection), up to max times; other requests reach the
+// broker untouched.
+func answerEvery(c *kfake.Cluster, key kmsg.Key, nth, max int, match func(kmsg.Request) bool, answer func(kmsg.Request) (kmsg.Response, error)) *fault {
+	f := &fault{}
+	var seen atomic.Int64
+	c.ControlKey(int16(key), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if f.off.Load() || (match != nil && !match(req)) {
+			return nil, nil, false
+		}
+		if seen.Add(1)%int64(nth) != 0 {
+			return nil, nil, false
+		}
+		if f.fired.Add(1) >= int64(max) {
+			c.DropControl() // the last one: the broker answers from now on
+		}
+		resp, err := answer(req)
+		return resp, err, true
+	})
+	return f
+}
+
+// endTxnAnswer answers an EndTxn with code.
+func endTxnAnswer(code int16) func(kmsg.Request) (kmsg.Response, error) {
+	return func(req kmsg.Request) (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode = code
+		return resp, nil
+	}
+}
+
+func isCommit(req kmsg.Request) bool { return req.(*kmsg.EndTxnRequest).Commit }
+
+// TestFaultEndTxnErrors is the EndTxn half of the transaction error
+// matrix: commits answered with each error a broker may give, or with the
+// connection closing. The transaction in question is aborted (or, where
+// the producer is fenced, the client replaced) and its records processed
+// again: read_committed, every count is exact.
+func TestFaultEndTxnErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		err  *kerr.Error // nil: the connection closes
+	}{
+		{"UNKNOWN_SERVER_ERROR", kerr.UnknownServerError},
+		{"NOT_COORDINATOR", kerr.NotCoordinator},
+		{"TRANSACTION_ABORTABLE", kerr.TransactionAbortable},
+		{"PRODUCER_FENCED", kerr.ProducerFenced},
+		{"INVALID_PRODUCER_EPOCH", kerr.InvalidProducerEpoch},
+		{"connection closed", nil},
+	}
+	for _, tc := range cases {
+		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			e := newEnv(t, "lines", "word-counts")
+			r := startFaultRun(t, e, "endtxn")
+			answer := func(kmsg.Request) (kmsg.Response, error) { return nil, errors.New("closed") }
+			if tc.err != nil {
+				answer = endTxnAnswer(tc.err.Code)
+			}
+			// Every 3rd commit fails, 3 times (10 in the long version).
+			f := answerEvery(e.broker.Cluster(), kmsg.EndTxn, 3, scale(3, 10), isCommit, answer)
+			r.feedOver(scale(1500, 20000), time.Duration(scale(2, 20))*time.Second)
+			waitFor(t, "the fault to fire", 60*time.Second, func() bool { return f.fired.Load() >= int64(scale(3, 10)) })
+			f.assertFired(t, "EndTxn "+tc.name)
+			r.check()
+		})
+	}
+}
+
+// txnOffsetCommitAnswer answers a TxnOffsetCommit with code on every
+// partition.
+func txnOffsetCommitAnswer(code int16) func(kmsg.Request) (kmsg.Response, error) {
+	return func(r kmsg.Request) (kmsg.Response, error) {
+		req := r.(*kmsg.TxnOffsetCommitRequest)
+		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewTxnOffsetCommitResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil
+	}
+}
+
+// TestFaultTxnOffsetCommitErrors: the offsets of a transaction refused as
+// from a stale generation or an unknown member (what a broker answers a
+// member a rebalance left behind). The transaction aborts; nothing is lost
+// or counted twice.
+func TestFaultTxnOffsetCommitErrors(t *testing.T) {
+	for _, code := range []*kerr.Error{kerr.IllegalGeneration, kerr.UnknownMemberID} {
+		t.Run(code.Message, func(t *testing.T) {
+			e := newEnv(t, "lines", "word-counts")
+			r := startFaultRun(t, e, "txnoffsets")
+			f := answerEvery(e.broker.Cluster(), kmsg.TxnOffsetCommit, 3, scale(3, 10), nil, txnOffsetCommitAnswer(code.Code))
+			r.feedOver(scale(1500, 20000), time.Duration(scale(2, 20))*time.Second)
+			waitFor(t, "the fault to fire", 60*time.Second, func() bool { return f.fired.Load() >= int64(scale(3, 10)) })
+			f.assertFired(t, "TxnOffsetCommit "+code.Message)
+			r.check()
+		})
+	}
+}
+
+// TestFaultInitProducerIDConcurrentTransactions: the producer id is
+// refused with CONCURRENT_TRANSACTIONS (a previous transaction of the same
+// transactional id still ending) a few times at start; the engine retries
+// and then counts everything exactly once.
+func TestFaultInitProducerIDConcurrentTransactions(t *testing.T) {
+	e := newEnv(t, "lines", "word-counts")
+	f := answerEvery(e.broker.Cluster(), kmsg.InitProducerID, 1, scale(3, 8), nil, func(r kmsg.Request) (kmsg.Response, error) {
+		resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
+		resp.ErrorCode = kerr.ConcurrentTransactions.Code
+		return resp, nil
+	})
+	r := startFaultRun(t, e, "initpid")
+	r.feedOver(scale(1000, 10000), time.Duration(scale(1, 10))*time.Second)
+	r.check()
+	f.assertFired(t, "InitProducerID CONCURRENT_TRANSACTIONS")
+}
+
+// sleepFor is a wakeup for SleepControl: it returns after d.
+func sleepFor(d time.Duration) func() { return func() { time.Sleep(d) } }
+
+// TestFaultDataPath: ~1% of Produce and Fetch requests answered
+// NOT_LEADER_OR_FOLLOWER, about 1 in 20 delayed 50-500 ms, and, on a
+// three-broker cluster, partition leaders and group/transaction
+// coordinators moved every few hundred milliseconds while the count runs.
+func TestFaultDataPath(t *testing.T) {
+	e := newEnv(t, "lines", "word-counts")
+	c := e.broker.Cluster()
+	for range 2 {
+		if _, _, err := c.AddNode(-1, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex // guards rng
+	rng := rand.New(rand.NewPCG(5, 6))
+	roll := func(n int) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return rng.IntN(n)
+	}
+	var notLeader, delayed, moves fault
+	notLeaderOrDelay := func(key kmsg.Key, answer func(kmsg.Request) (kmsg.Response, bool)) {
+		var n atomic.Int64
+		c.ControlKey(int16(key), func(req kmsg.Request) (kmsg.Response, error, bool) {
+			c.KeepControl()
+			if notLeader.off.Load() {
+				return nil, nil, false
+			}
+			// Deterministic at least once: the 50th request, then 1%.
+			if n.Add(1) == 50 || roll(100) == 0 {
+				if resp, ok := answer(req); ok {
+					notLeader.fired.Add(1)
+					return resp, nil, true
+				}
+			}
+			if roll(20) == 0 {
+				delayed.fired.Add(1)
+				c.SleepControl(sleepFor(time.Duration(50+roll(451)) * time.Millisecond))
+			}
+			return nil, nil, false
+		})
+	}
+	notLeaderOrDelay(kmsg.Produce, func(r kmsg.Request) (kmsg.Response, bool) {
+		req := r.(*kmsg.ProduceRequest)
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, true
+	})
+	notLeaderOrDelay(kmsg.Fetch, func(r kmsg.Request) (kmsg.Response, bool) {
+		req := r.(*kmsg.FetchRequest)
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewFetchResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewFetchResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = kerr.NotLeaderForPartition.Code
+				sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		// An incremental fetch naming no partition has nothing to fail.
+		return resp, len(resp.Topics) > 0
+	})
+	r := startFaultRun(t, e, "datapath")
+	stopMoving := make(chan struct{})
+	moved := make(chan struct{})
+	go func() {
+		defer close(moved)
+		for i := 0; ; i++ {
+			select {
+			case <-stopMoving:
+				return
+			case <-time.After(time.Duration(200+roll(300)) * time.Millisecond):
+			}
+			if i%2 == 0 {
+				c.ShufflePartitionLeaders()
+			} else {
+				c.RehashCoordinators()
+			}
+			moves.fired.Add(1)
+		}
+	}()
+	r.feedOver(scale(3000, 40000), time.Duration(scale(3, 60))*time.Second)
+	waitFor(t, "a NOT_LEADER_OR_FOLLOWER answer", 60*time.Second, func() bool { return notLeader.fired.Load() > 0 })
+	close(stopMoving)
+	<-moved
+	notLeader.off.Store(true)
+	notLeader.assertFired(t, "NOT_LEADER_OR_FOLLOWER on Produce/Fetch")
+	delayed.assertFired(t, "50-500 ms delays")
+	moves.assertFired(t, "leaders and coordinators moved")
+	r.check()
+}
