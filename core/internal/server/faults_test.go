@@ -13,6 +13,7 @@ package server_test
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -350,6 +351,31 @@ func TestFaultDataPath(t *testing.T) {
 		// An incremental fetch naming no partition has nothing to fail.
 		return resp, len(resp.Topics) > 0
 	})
+	// kfake answers OffsetForLeaderEpoch for the last epoch that has
+	// records with UNDEFINED once a leader moved and nothing was written
+	// since (Kafka answers the log end offset: a new leader assigns its
+	// epoch the log end offset as it takes over). franz-go then resets by
+	// timestamp and reports lost records, which reprocesses the partition
+	// from its start. kfake never truncates a log, so the right answer is
+	// always "no truncation": the requested epoch, ending past any offset.
+	var validations atomic.Int64
+	c.ControlKey(int16(kmsg.OffsetForLeaderEpoch), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		validations.Add(1)
+		req := r.(*kmsg.OffsetForLeaderEpochRequest)
+		resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewOffsetForLeaderEpochResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+				sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, rp.LeaderEpoch, math.MaxInt64
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
 	r := startFaultRun(t, e, "datapath")
 	stopMoving := make(chan struct{})
 	moved := make(chan struct{})
@@ -377,5 +403,6 @@ func TestFaultDataPath(t *testing.T) {
 	notLeader.assertFired(t, "NOT_LEADER_OR_FOLLOWER on Produce/Fetch")
 	delayed.assertFired(t, "50-500 ms delays")
 	moves.assertFired(t, "leaders and coordinators moved")
+	t.Logf("%d offset validations after leader moves", validations.Load())
 	r.check()
 }
