@@ -16,6 +16,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -405,4 +406,164 @@ func TestFaultDataPath(t *testing.T) {
 	moves.assertFired(t, "leaders and coordinators moved")
 	t.Logf("%d offset validations after leader moves", validations.Load())
 	r.check()
+}
+
+// another starts a second engine, with its own state directory, on e's
+// broker: another instance of the same applications.
+func (e *env) another() *env {
+	e.t.Helper()
+	o := &env{t: e.t, broker: e.broker, stateDir: e.t.TempDir()}
+	o.startEngine()
+	e.t.Cleanup(o.stopEngine) // before e's cleanup closes the broker
+	return o
+}
+
+// instanceOf returns the group.instance.id (and transactional.id) of
+// appID's instance on e's engine, kept in its state directory.
+func (e *env) instanceOf(appID string) string {
+	e.t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.stateDir, appID, "polystreams.process"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return appID + "-" + strings.TrimSpace(string(b))
+}
+
+// fromInstance reports whether req is a group or transaction request of
+// the instance id (whose transactional id is the same string). Fetches
+// carry no such id and go through.
+func fromInstance(req kmsg.Request, id string) bool {
+	is := func(s *string) bool { return s != nil && *s == id }
+	switch r := req.(type) {
+	case *kmsg.HeartbeatRequest:
+		return is(r.InstanceID)
+	case *kmsg.JoinGroupRequest:
+		return is(r.InstanceID)
+	case *kmsg.SyncGroupRequest:
+		return is(r.InstanceID)
+	case *kmsg.OffsetCommitRequest:
+		return is(r.InstanceID)
+	case *kmsg.ProduceRequest:
+		return is(r.TransactionID)
+	case *kmsg.InitProducerIDRequest:
+		return is(r.TransactionalID)
+	case *kmsg.AddPartitionsToTxnRequest:
+		if r.TransactionalID == id {
+			return true
+		}
+		for _, t := range r.Transactions {
+			if t.TransactionalID == id {
+				return true
+			}
+		}
+	case *kmsg.AddOffsetsToTxnRequest:
+		return r.TransactionalID == id
+	case *kmsg.TxnOffsetCommitRequest:
+		return r.TransactionalID == id
+	case *kmsg.EndTxnRequest:
+		return r.TransactionalID == id
+	}
+	return false
+}
+
+// TestFaultZombie: instance A stalls (every group and transaction request
+// it sends sleeps in the broker) while it holds an open transaction, for
+// longer than its session timeout. Instance B, started meanwhile, takes
+// every partition over (A's transaction times out and is aborted) and
+// counts everything. Then A wakes: its stalled requests reach the broker
+// late (an old generation, an old producer epoch). A must not write a
+// duplicate: it is fenced, replaces its producer, rejoins and shares the
+// work with B. Both instances still run at the end, and every count
+// update is committed exactly once.
+func TestFaultZombie(t *testing.T) {
+	a := newEnv(t, "lines", "word-counts")
+	c := a.broker.Cluster()
+	ra := startFaultRun(t, a, "zombie")
+	ra.feed(scale(500, 5000))
+	waitFor(t, "A to process records", 30*time.Second, func() bool {
+		ra.h.mu.Lock()
+		defer ra.h.mu.Unlock()
+		return ra.h.records > 0
+	})
+	zombie := a.instanceOf("zombie")
+	var stalled fault
+	wake := make(chan struct{})
+	// The stall begins as A commits a transaction that wrote records (A
+	// produced since its last EndTxn): A holds it open from then on.
+	var armed, produced atomic.Bool
+	c.Control(func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if !fromInstance(req, zombie) {
+			return nil, nil, false
+		}
+		select {
+		case <-wake:
+			c.DropControl()
+			return nil, nil, false
+		default:
+		}
+		if !armed.Load() {
+			switch req.(type) {
+			case *kmsg.ProduceRequest:
+				produced.Store(true)
+			case *kmsg.EndTxnRequest:
+				produced.Store(false)
+			case *kmsg.AddOffsetsToTxnRequest, *kmsg.TxnOffsetCommitRequest:
+				armed.Store(produced.Load())
+			}
+			if !armed.Load() {
+				return nil, nil, false
+			}
+		}
+		stalled.fired.Add(1)
+		c.SleepControl(func() { <-wake })
+		return nil, nil, false // awake: the broker answers it, late
+	})
+	// A keeps a transaction open: more records while it stalls.
+	ra.feed(scale(500, 5000))
+	waitFor(t, "A to stall", 30*time.Second, func() bool { return stalled.fired.Load() > 0 })
+	stallStart := time.Now()
+	b := a.another()
+	rb := &faultRun{t: t, e: b, want: ra.want}
+	rb.h = b.open("zombie", eosConfig())
+	rb.h.buildWordCount("lines", "word-counts")
+	rb.h.start()
+	rb.done = rb.h.serveAsync()
+	// B alone counts everything so far: it has A's partitions.
+	waitExactlyOnceWhile(t, a, "word-counts", ra.want, rb.done)
+	if d := time.Since(stallStart); d < 6*time.Second {
+		t.Fatalf("B finished %v after A stalled, within A's session timeout (6s): A was not replaced", d)
+	}
+	rb.h.mu.Lock()
+	took := rb.h.records
+	rb.h.mu.Unlock()
+	if took == 0 {
+		t.Fatal("B processed nothing: it did not take A's work over")
+	}
+	close(wake)
+	t.Logf("A stalled %v (%d requests held), B took over and processed %d records", time.Since(stallStart).Round(time.Millisecond), stalled.fired.Load(), took)
+	// A wakes, rejoins; more records for both.
+	ra.feedOver(scale(1000, 10000), time.Duration(scale(3, 20))*time.Second)
+	var last error
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		select {
+		case st := <-ra.done:
+			t.Fatalf("A ended after waking: %s", st)
+		case st := <-rb.done:
+			t.Fatalf("B ended: %s", st)
+		default:
+		}
+		if last = exactlyOnce(a.committedSequences("word-counts"), ra.want); last == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("exactly-once never held after A woke: %v", last)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	stalled.assertFired(t, "A's group and transaction requests held")
+	ra.h.stopServing(ra.done)
+	rb.h.stopServing(rb.done)
+	t.Logf("%d lines, %d words: every count update committed exactly once", ra.sent, len(ra.want))
 }
