@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -153,23 +154,82 @@ func (a *App) fullTopic(name string, internal bool) string {
 
 // Start creates internal topics, opens state, joins the group and begins
 // processing. It returns once processing has begun (or failed to).
-func (a *App) Start(ctx context.Context) (err error) {
+func (a *App) Start(ctx context.Context) error {
 	// Before any client exists: the group's callbacks (which start tasks
 	// with this context) may run as soon as the consumer client does.
 	a.ctx, a.cancel = context.WithCancel(context.Background())
-	defer func() {
-		if err != nil { // nothing runs: Stop and Done must not wait
-			a.cancel()
-			close(a.done)
-		}
-	}()
 	// Metadata younger than MetadataMinAge is served from cache; internal
 	// topics created here must show up quickly.
 	admCl, err := kgo.NewClient(append(a.cfg.clientOpts(), kgo.MetadataMinAge(100*time.Millisecond))...)
-	if err != nil {
+	if err != nil { // nothing runs: Stop and Done must not wait
+		a.cancel()
+		close(a.done)
 		return fmt.Errorf("runtime: %w", err)
 	}
 	a.adm = kadm.NewClient(admCl)
+	if _, err := a.adm.BrokerMetadata(ctx); unreachable(err) {
+		// As Kafka Streams' start(): no broker answers yet, which is no
+		// error. The application is Rebalancing until one does.
+		a.log.Warn("waiting for the brokers", "brokers", strings.Join(a.cfg.Brokers, ","), "error", err)
+		a.setState(Rebalancing)
+		go a.startWhenReachable()
+		return nil
+	}
+	if err := a.begin(ctx); err != nil {
+		a.cancel()
+		close(a.done)
+		return err
+	}
+	return nil
+}
+
+// brokerLogEvery is how often, at most, the wait for unreachable brokers
+// is logged.
+const brokerLogEvery = 10 * time.Second
+
+// unreachable reports whether err says that no broker could be reached
+// (nothing listening, no route, a name that does not resolve), as opposed
+// to a broker's answer.
+func unreachable(err error) bool {
+	var op *net.OpError
+	var dns *net.DNSError
+	return err != nil && (errors.As(err, &op) || errors.As(err, &dns))
+}
+
+// startWhenReachable waits for a broker to answer, retrying with a backoff
+// up to 2 s and logging at most once per brokerLogEvery, then begins
+// processing; Stop ends the wait. Start's errors that a broker's answers
+// decide (a missing source topic, ...) then fail the application.
+func (a *App) startWhenReachable() {
+	since, logged := time.Now(), time.Now()
+	for backoff := 250 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
+		select {
+		case <-a.ctx.Done():
+			a.adm.Close()
+			a.setState(Stopped)
+			close(a.done)
+			return
+		case <-time.After(backoff):
+		}
+		_, err := a.adm.BrokerMetadata(a.ctx)
+		if !unreachable(err) {
+			break
+		}
+		if time.Since(logged) >= brokerLogEvery {
+			logged = time.Now()
+			a.log.Warn("waiting for the brokers", "brokers", strings.Join(a.cfg.Brokers, ","), "waited", time.Since(since).Round(time.Second), "error", err)
+		}
+	}
+	a.log.Info("the brokers answer", "waited", time.Since(since).Round(time.Millisecond))
+	if err := a.begin(a.ctx); err != nil {
+		a.fail(err)
+		close(a.done)
+	}
+}
+
+// begin is Start once a broker answers: internal topics, state, the
+// group's client and the poll loop. On an error, what it opened is closed.
+func (a *App) begin(ctx context.Context) (err error) {
 	manual, err := a.ensureTopics(ctx)
 	if err != nil {
 		a.adm.Close()

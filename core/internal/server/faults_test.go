@@ -12,9 +12,15 @@ package server_test
 // runs the long ones (more records, more faults, longer outages).
 
 import (
+	"bytes"
 	"errors"
+	"io"
+	"log/slog"
 	"math"
 	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,6 +34,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/polystreams/polystreams/core/internal/broker"
+	"github.com/polystreams/polystreams/core/internal/server"
+	"github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1/polystreamsv1alpha1connect"
 )
 
 // chaosOn reports whether the long (chaos) versions run.
@@ -611,4 +619,71 @@ func (r *faultRun) processed() int {
 	r.h.mu.Lock()
 	defer r.h.mu.Unlock()
 	return r.h.records
+}
+
+// TestFaultBrokerAbsentAtStart: the engine starts (session opened, built,
+// started) with no broker at its address; the broker appears after 5 s
+// (60 s under make chaos). Start does not fail, the engine neither crashes
+// nor loops failing, it logs the wait at most once per 10 s (plus the
+// first), and once the broker is up it processes everything exactly once.
+func TestFaultBrokerAbsentAtStart(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there until the broker starts
+	var logs lockedBuffer
+	e := &env{t: t, stateDir: t.TempDir()}
+	e.srv = server.New(server.Options{Brokers: addr, StateDir: e.stateDir, Logger: slog.New(slog.NewTextHandler(io.MultiWriter(&logs, os.Stderr), nil))})
+	mux := http.NewServeMux()
+	mux.Handle(e.srv.Handler())
+	e.http = httptest.NewServer(mux)
+	e.cl = polystreamsv1alpha1connect.NewEngineServiceClient(http.DefaultClient, e.http.URL)
+	t.Cleanup(func() {
+		e.stopEngine()
+		if e.broker != nil {
+			e.broker.Close()
+		}
+	})
+	absence := time.Duration(scale(5, 60)) * time.Second
+	began := time.Now()
+	r := startFaultRun(t, e, "absent")
+	time.Sleep(absence - time.Since(began))
+	select {
+	case st := <-r.done:
+		t.Fatalf("the session ended while the broker was absent: %s", st)
+	default:
+	}
+	waits := strings.Count(logs.String(), "waiting for the brokers")
+	if waits == 0 {
+		t.Fatal("the engine never said it was waiting for the brokers")
+	}
+	if max := 1 + int(absence/(10*time.Second)) + 1; waits > max {
+		t.Fatalf("the engine logged the wait %d times in %v, want at most %d (once per 10 s)", waits, absence, max)
+	}
+	t.Logf("the broker was absent %v; the engine logged the wait %d times", absence, waits)
+	if e.broker, err = broker.Start(broker.Options{Addr: addr, Partitions: 4, Topics: []string{"lines", "word-counts"}}); err != nil {
+		t.Fatal(err)
+	}
+	r.feedOver(scale(1000, 10000), time.Duration(scale(1, 10))*time.Second)
+	r.check()
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
