@@ -105,6 +105,26 @@ func (r *faultRun) feedOver(n int, d time.Duration) {
 	}
 }
 
+// feedUntil keeps producing small batches until the fault has fired n
+// times: the engine ends a transaction only when it has something to
+// commit, so a fault on commits needs input to keep coming.
+func (r *faultRun) feedUntil(f *fault, n int64, what string) {
+	r.t.Helper()
+	deadline := time.Now().Add(time.Duration(scale(60, 300)) * time.Second)
+	for f.fired.Load() < n {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("the fault (%s) fired %d times in %v, want %d", what, f.fired.Load(), time.Duration(scale(60, 300))*time.Second, n)
+		}
+		select {
+		case st := <-r.done:
+			r.t.Fatalf("the session ended while the fault was on: %s", st)
+		default:
+		}
+		r.feed(50)
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 func boolInt(b bool) int {
 	if b {
 		return 1
@@ -221,7 +241,7 @@ func TestFaultEndTxnErrors(t *testing.T) {
 			// Every 3rd commit fails, 3 times (10 in the long version).
 			f := answerEvery(e.broker.Cluster(), kmsg.EndTxn, 3, scale(3, 10), isCommit, answer)
 			r.feedOver(scale(1500, 20000), time.Duration(scale(2, 20))*time.Second)
-			waitFor(t, "the fault to fire", 60*time.Second, func() bool { return f.fired.Load() >= int64(scale(3, 10)) })
+			r.feedUntil(f, int64(scale(3, 10)), "EndTxn "+tc.name)
 			f.assertFired(t, "EndTxn "+tc.name)
 			r.check()
 		})
@@ -260,7 +280,7 @@ func TestFaultTxnOffsetCommitErrors(t *testing.T) {
 			r := startFaultRun(t, e, "txnoffsets")
 			f := answerEvery(e.broker.Cluster(), kmsg.TxnOffsetCommit, 3, scale(3, 10), nil, txnOffsetCommitAnswer(code.Code))
 			r.feedOver(scale(1500, 20000), time.Duration(scale(2, 20))*time.Second)
-			waitFor(t, "the fault to fire", 60*time.Second, func() bool { return f.fired.Load() >= int64(scale(3, 10)) })
+			r.feedUntil(f, int64(scale(3, 10)), "TxnOffsetCommit "+code.Message)
 			f.assertFired(t, "TxnOffsetCommit "+code.Message)
 			r.check()
 		})
@@ -407,7 +427,7 @@ func TestFaultDataPath(t *testing.T) {
 		}
 	}()
 	r.feedOver(scale(3000, 40000), time.Duration(scale(3, 60))*time.Second)
-	waitFor(t, "a NOT_LEADER_OR_FOLLOWER answer", 60*time.Second, func() bool { return notLeader.fired.Load() > 0 })
+	r.feedUntil(&notLeader, 1, "NOT_LEADER_OR_FOLLOWER")
 	close(stopMoving)
 	<-moved
 	notLeader.off.Store(true)
