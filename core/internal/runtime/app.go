@@ -153,7 +153,9 @@ func (a *App) fullTopic(name string, internal bool) string {
 }
 
 // Start creates internal topics, opens state, joins the group and begins
-// processing. It returns once processing has begun (or failed to).
+// processing. It returns once processing has begun (or failed to), or, when
+// no broker is reachable, at once: the application then waits for one in
+// Rebalancing (startWhenReachable).
 func (a *App) Start(ctx context.Context) error {
 	// Before any client exists: the group's callbacks (which start tasks
 	// with this context) may run as soon as the consumer client does.
@@ -222,7 +224,11 @@ func (a *App) startWhenReachable() {
 	}
 	a.log.Info("the brokers answer", "waited", time.Since(since).Round(time.Millisecond))
 	if err := a.begin(a.ctx); err != nil {
-		a.fail(err)
+		if a.ctx.Err() != nil { // stopped meanwhile
+			a.setState(Stopped)
+		} else {
+			a.fail(err)
+		}
 		close(a.done)
 	}
 }

@@ -654,18 +654,7 @@ func TestFaultBrokerAbsentAtStart(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there until the broker starts
 	var logs lockedBuffer
-	e := &env{t: t, stateDir: t.TempDir()}
-	e.srv = server.New(server.Options{Brokers: addr, StateDir: e.stateDir, Logger: slog.New(slog.NewTextHandler(io.MultiWriter(&logs, os.Stderr), nil))})
-	mux := http.NewServeMux()
-	mux.Handle(e.srv.Handler())
-	e.http = httptest.NewServer(mux)
-	e.cl = polystreamsv1alpha1connect.NewEngineServiceClient(http.DefaultClient, e.http.URL)
-	t.Cleanup(func() {
-		e.stopEngine()
-		if e.broker != nil {
-			e.broker.Close()
-		}
-	})
+	e := brokerlessEnv(t, addr, &logs)
 	absence := time.Duration(scale(5, 60)) * time.Second
 	began := time.Now()
 	r := startFaultRun(t, e, "absent")
@@ -688,6 +677,40 @@ func TestFaultBrokerAbsentAtStart(t *testing.T) {
 	}
 	r.feedOver(scale(1000, 10000), time.Duration(scale(1, 10))*time.Second)
 	r.check()
+}
+
+// brokerlessEnv is an env whose engine's brokers are addr, where no
+// broker runs (yet); the engine logs to logs too.
+func brokerlessEnv(t *testing.T, addr string, logs io.Writer) *env {
+	e := &env{t: t, stateDir: t.TempDir()}
+	e.srv = server.New(server.Options{Brokers: addr, StateDir: e.stateDir, Logger: slog.New(slog.NewTextHandler(io.MultiWriter(logs, os.Stderr), nil))})
+	mux := http.NewServeMux()
+	mux.Handle(e.srv.Handler())
+	e.http = httptest.NewServer(mux)
+	e.cl = polystreamsv1alpha1connect.NewEngineServiceClient(http.DefaultClient, e.http.URL)
+	t.Cleanup(func() {
+		e.stopEngine()
+		if e.broker != nil {
+			e.broker.Close()
+		}
+	})
+	return e
+}
+
+// TestFaultBrokerAbsentStop: a session waiting for an absent broker stops
+// cleanly when asked (STATE_STOPPED, not an error).
+func TestFaultBrokerAbsentStop(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var logs lockedBuffer
+	e := brokerlessEnv(t, addr, &logs)
+	r := startFaultRun(t, e, "absent-stop")
+	waitFor(t, "the wait to be logged", 10*time.Second, func() bool { return strings.Contains(logs.String(), "waiting for the brokers") })
+	r.h.stopServing(r.done)
 }
 
 // lockedBuffer is a bytes.Buffer safe for concurrent use.
