@@ -70,10 +70,13 @@ conformance: deps build
 # kill -9 soak: 10 kills while counting 220,000 records over 1,000 keys, under
 # exactly_once_v2 and at_least_once, checked by confluent-kafka too; and 10
 # kills while suppressing 1 s windows (exactly_once_v2): every window's final
-# result exactly once.
+# result exactly once. Then the long broker fault tests (docs/reliability.md):
+# the zombie, the transaction error matrix, the data path, broker restarts and
+# a broker absent for 60 s at start, all under exactly_once_v2.
 chaos: deps build
 	POLYSTREAMS_CHAOS=1 POLYSTREAMS_CHAOS_GUARANTEE=exactly_once_v2 go test -count=1 -timeout 10m -run TestChaos ./core/internal/server/
 	POLYSTREAMS_CHAOS=1 POLYSTREAMS_CHAOS_GUARANTEE=at_least_once go test -count=1 -timeout 10m -run TestChaos ./core/internal/server/
+	POLYSTREAMS_CHAOS=1 go test -count=1 -timeout 30m -run TestFault ./core/internal/server/
 
 demo: deps build
 	PYTHONPATH=sdk-python/src $(PY) tools/demo/wordcount.py

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,6 +67,10 @@ type App struct {
 	// commit.interval.ms; see commitTxn.
 	sess *kgo.GroupTransactSession
 	eos  bool
+	// txnOpts are the options of sess, kept to replace it (replaceSession).
+	txnOpts []kgo.Opt
+	// replaced counts the sessions replaced after failed transactions.
+	replaced atomic.Int64
 	// instanceID is the group.instance.id (static membership).
 	instanceID string
 	// pending counts records handed to tasks and not yet processed (or
@@ -148,24 +153,89 @@ func (a *App) fullTopic(name string, internal bool) string {
 }
 
 // Start creates internal topics, opens state, joins the group and begins
-// processing. It returns once processing has begun (or failed to).
-func (a *App) Start(ctx context.Context) (err error) {
+// processing. It returns once processing has begun (or failed to), or, when
+// no broker is reachable, at once: the application then waits for one in
+// Rebalancing (startWhenReachable).
+func (a *App) Start(ctx context.Context) error {
 	// Before any client exists: the group's callbacks (which start tasks
 	// with this context) may run as soon as the consumer client does.
 	a.ctx, a.cancel = context.WithCancel(context.Background())
-	defer func() {
-		if err != nil { // nothing runs: Stop and Done must not wait
-			a.cancel()
-			close(a.done)
-		}
-	}()
 	// Metadata younger than MetadataMinAge is served from cache; internal
 	// topics created here must show up quickly.
 	admCl, err := kgo.NewClient(append(a.cfg.clientOpts(), kgo.MetadataMinAge(100*time.Millisecond))...)
-	if err != nil {
+	if err != nil { // nothing runs: Stop and Done must not wait
+		a.cancel()
+		close(a.done)
 		return fmt.Errorf("runtime: %w", err)
 	}
 	a.adm = kadm.NewClient(admCl)
+	if _, err := a.adm.BrokerMetadata(ctx); unreachable(err) {
+		// As Kafka Streams' start(): no broker answers yet, which is no
+		// error. The application is Rebalancing until one does.
+		a.log.Warn("waiting for the brokers", "brokers", strings.Join(a.cfg.Brokers, ","), "error", err)
+		a.setState(Rebalancing)
+		go a.startWhenReachable()
+		return nil
+	}
+	if err := a.begin(ctx); err != nil {
+		a.cancel()
+		close(a.done)
+		return err
+	}
+	return nil
+}
+
+// brokerLogEvery is how often, at most, the wait for unreachable brokers
+// is logged.
+const brokerLogEvery = 10 * time.Second
+
+// unreachable reports whether err says that no broker could be reached
+// (nothing listening, no route, a name that does not resolve), as opposed
+// to a broker's answer.
+func unreachable(err error) bool {
+	var op *net.OpError
+	var dns *net.DNSError
+	return err != nil && (errors.As(err, &op) || errors.As(err, &dns))
+}
+
+// startWhenReachable waits for a broker to answer, retrying with a backoff
+// up to 2 s and logging at most once per brokerLogEvery, then begins
+// processing; Stop ends the wait. Start's errors that a broker's answers
+// decide (a missing source topic, ...) then fail the application.
+func (a *App) startWhenReachable() {
+	since, logged := time.Now(), time.Now()
+	for backoff := 250 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
+		select {
+		case <-a.ctx.Done():
+			a.adm.Close()
+			a.setState(Stopped)
+			close(a.done)
+			return
+		case <-time.After(backoff):
+		}
+		_, err := a.adm.BrokerMetadata(a.ctx)
+		if !unreachable(err) {
+			break
+		}
+		if time.Since(logged) >= brokerLogEvery {
+			logged = time.Now()
+			a.log.Warn("waiting for the brokers", "brokers", strings.Join(a.cfg.Brokers, ","), "waited", time.Since(since).Round(time.Second), "error", err)
+		}
+	}
+	a.log.Info("the brokers answer", "waited", time.Since(since).Round(time.Millisecond))
+	if err := a.begin(a.ctx); err != nil {
+		if a.ctx.Err() != nil { // stopped meanwhile
+			a.setState(Stopped)
+		} else {
+			a.fail(err)
+		}
+		close(a.done)
+	}
+}
+
+// begin is Start once a broker answers: internal topics, state, the
+// group's client and the poll loop. On an error, what it opened is closed.
+func (a *App) begin(ctx context.Context) (err error) {
 	manual, err := a.ensureTopics(ctx)
 	if err != nil {
 		a.adm.Close()
@@ -238,11 +308,8 @@ func (a *App) Start(ctx context.Context) (err error) {
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 			kgo.RequireStableFetchOffsets(),
 		)
-		if a.sess, err = kgo.NewGroupTransactSession(opts...); err == nil {
-			a.cl = a.sess.Client()
-			err = a.sess.Begin()
-		}
-		if err != nil {
+		a.txnOpts = opts
+		if err := a.openSession(); err != nil {
 			a.db.Close()
 			a.adm.Close()
 			return fmt.Errorf("runtime: %w", err)
@@ -410,8 +477,8 @@ loop:
 			for _, t := range tasks {
 				t.settleTxn(false)
 			}
-		} else {
-			a.endTxn(ctx, tasks, false)
+		} else if err := a.endTxn(ctx, tasks); err != nil {
+			a.log.Warn("ending the last transaction", "error", err)
 		}
 		a.sess.CloseAllowingRebalance()
 	} else {
@@ -511,12 +578,81 @@ func (a *App) commitTxn() bool {
 	if a.ctx.Err() != nil {
 		return false
 	}
-	if !a.endTxn(a.ctx, tasks, true) {
-		return false
+	if err := a.endTxn(a.ctx, tasks); err != nil {
+		if a.ctx.Err() != nil {
+			return false
+		}
+		return a.replaceSession(err)
 	}
 	a.workDropped.Store(false) // what was dropped went with that transaction
 	if err := a.sess.Begin(); err != nil {
-		a.fail(fmt.Errorf("runtime: beginning a transaction: %w", err))
+		return a.replaceSession(fmt.Errorf("beginning a transaction: %w", err))
+	}
+	return true
+}
+
+// openSession opens the transaction session (the group consumer and
+// transactional producer) and begins its first transaction.
+func (a *App) openSession() error {
+	sess, err := kgo.NewGroupTransactSession(a.txnOpts...)
+	if err != nil {
+		return err
+	}
+	if err := sess.Begin(); err != nil {
+		sess.Close()
+		return err
+	}
+	a.sess, a.cl = sess, sess.Client()
+	return nil
+}
+
+// replaceSession recovers from a transaction that ended in an error, as
+// Kafka Streams does on a TaskMigratedException under exactly_once_v2: it
+// closes every task dirty, replaces the session's client (a new producer,
+// which fences the old one and aborts whatever transaction it left open,
+// and a new group member under the same group.instance.id), and
+// continues. The new member's tasks restore their stores from the
+// changelogs and consume from the committed offsets, both as the broker
+// has them: this is right whether the transaction in question committed,
+// aborted or is still open, which a client that saw an error cannot tell
+// (a fenced producer, an EndTxn whose connection closed, an
+// UNKNOWN_SERVER_ERROR). Errors the session itself resolves by aborting
+// (TRANSACTION_ABORTABLE, a stale generation) never come here: End reports
+// those as a clean abort. Called by the poll loop only, between polls; it
+// reports false when the application is stopping or failed.
+func (a *App) replaceSession(cause error) bool {
+	if a.produceFailed.Load() {
+		// A record could not be written: that fails the application
+		// (produceThen) and is not retried here.
+		a.fail(fmt.Errorf("runtime: ending a transaction: %w", cause))
+		return false
+	}
+	n := a.replaced.Add(1)
+	a.log.Warn("transaction failed: closing the tasks dirty and replacing the producer; the tasks restore from their changelogs and process the transaction's records again",
+		"error", cause, "replacements", n)
+	a.mu.Lock()
+	tasks := make([]*task, 0, len(a.tasks))
+	for id, t := range a.tasks {
+		tasks = append(tasks, t)
+		delete(a.tasks, id)
+		a.restores.drop(storePartitionsOf(id, t.plan))
+	}
+	a.mu.Unlock()
+	a.setState(Rebalancing)
+	stopTasks(tasks)
+	for _, t := range tasks {
+		t.settleTxn(false)
+	}
+	a.workDropped.Store(false) // the dropped work is fetched again
+	// The old client's callbacks (onRevoked, onLost) find no task left,
+	// and they have all run when Close returns: none can touch the new
+	// client's tasks.
+	a.sess.CloseAllowingRebalance()
+	if a.ctx.Err() != nil {
+		return false
+	}
+	if err := a.openSession(); err != nil {
+		a.fail(fmt.Errorf("runtime: replacing the transaction session after %v: %w", cause, err))
 		return false
 	}
 	return true
@@ -526,8 +662,9 @@ func (a *App) commitTxn() bool {
 // it: outputs, changelog records and input offsets commit together, or none
 // does. Only a committed transaction's changes reach Pebble; an aborted one
 // leaves no trace (and the session rewinds consumption to the committed
-// offsets). It reports whether the transaction committed.
-func (a *App) endTxn(ctx context.Context, tasks []*task, fatal bool) bool {
+// offsets). An error means the transaction's outcome is not known to have
+// been a commit: its changes are dropped (see replaceSession).
+func (a *App) endTxn(ctx context.Context, tasks []*task) error {
 	for _, t := range tasks {
 		t.writeChangelogs()
 	}
@@ -541,17 +678,12 @@ func (a *App) endTxn(ctx context.Context, tasks []*task, fatal bool) bool {
 		t.settleTxn(committed && err == nil)
 	}
 	if err != nil {
-		if fatal {
-			a.fail(fmt.Errorf("runtime: ending a transaction: %w", err))
-		} else {
-			a.log.Warn("ending the last transaction", "error", err)
-		}
-		return false
+		return err
 	}
 	if !committed {
-		a.log.Info("transaction aborted (a rebalance came first); its records are processed again")
+		a.log.Info("transaction aborted (a rebalance or a broker error came first); its records are processed again")
 	}
-	return true
+	return nil
 }
 
 // inboxHigh is how many fetched records a task may have waiting before its

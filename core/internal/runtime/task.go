@@ -164,6 +164,10 @@ type task struct {
 	// restored is set once the task's stores are restored: from then on
 	// they answer queries.
 	restored atomic.Bool
+	// settleMu serializes settleTxn: the poll loop settles the transaction
+	// it ended while a rebalance callback may be dropping the same task's
+	// changes (onRevoked, onLost).
+	settleMu sync.Mutex
 
 	mu sync.Mutex
 	// offsets: per input topic, the next offset to consume; only batches
@@ -489,6 +493,8 @@ func (t *task) settleTxn(committed bool) {
 	if !t.restored.Load() {
 		return
 	}
+	t.settleMu.Lock()
+	defer t.settleMu.Unlock()
 	for _, tx := range t.stores {
 		if committed && len(tx.txn) > 0 {
 			err := tx.part.Apply(writes(tx.txn))
