@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
+	"github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1/polystreamsv1alpha1connect"
+)
+
+// selfSigned writes a self-signed certificate for 127.0.0.1 and localhost
+// and its key to dir; it returns their paths and a pool trusting it.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "polystreams test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, IsCA: true, BasicConstraintsValid: true,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	os.WriteFile(certFile, certPEM, 0o644)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
+	pool = x509.NewCertPool()
+	pool.AppendCertsFromPEM(certPEM)
+	return certFile, keyFile, pool
+}
+
+// An address other than loopback needs a token or TLS; the refusal names
+// the address and both options.
+func TestNonLoopbackListenNeedsTokenOrTLS(t *testing.T) {
+	cmd := exec.Command(engineBinary(t), "dev", "--listen", "0.0.0.0:0", "--broker", "127.0.0.1:0", "--state-dir", t.TempDir())
+	cmd.Env = append(os.Environ(), "POLYSTREAMS_TOKEN=")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("engine on 0.0.0.0 without a token: %v\n%s", err, out)
+	}
+	for _, want := range []string{"--listen 0.0.0.0:0 is not a loopback address", "POLYSTREAMS_TOKEN", "--token-file", "--tls-cert"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the refusal does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "polystreams: engine ") {
+		t.Errorf("the engine served anyway:\n%s", out)
+	}
+}
+
+// The engine serves TLS with a token: each protocol (Connect, gRPC) and
+// each page refuses a request without the token or with another as
+// unauthenticated, accepts the right one, and neither the token nor a
+// session's SASL password shows anywhere the engine writes or answers.
+func TestTLSAndTokenProtectEverything(t *testing.T) {
+	const token = "tok-9f1c2e7a-planted"
+	const password = "sasl-pw-5b7d-planted"
+	dir := t.TempDir()
+	cert, key, pool := selfSigned(t, dir)
+	url, stderr, stdout := startDevEnv(t, []string{"POLYSTREAMS_TOKEN=" + token},
+		"--tls-cert", cert, "--tls-key", key, "--log-format", "json", "--log-level", "debug")
+	if !strings.HasPrefix(url, "https://127.0.0.1:") {
+		t.Fatalf("engine URL %q, want https://127.0.0.1:<port>", url)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+	seen := map[string]string{}
+	ctx := context.Background()
+	withToken := func(tok string) connect.Option {
+		return connect.WithInterceptors(connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+			return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+				if tok != "" {
+					req.Header().Set("Authorization", "Bearer "+tok)
+				}
+				return next(ctx, req)
+			}
+		}))
+	}
+	for _, proto := range []struct {
+		name string
+		opt  connect.ClientOption
+	}{{"connect", connect.WithProtoJSON()}, {"grpc", connect.WithGRPC()}} {
+		for _, tok := range []string{"", "not-" + token} {
+			cl := polystreamsv1alpha1connect.NewEngineServiceClient(hc, url, proto.opt, withToken(tok))
+			_, err := cl.OpenSession(ctx, connect.NewRequest(&pb.OpenSessionRequest{ApplicationId: "x"}))
+			if connect.CodeOf(err) != connect.CodeUnauthenticated {
+				t.Errorf("%s with token %q: %v, want unauthenticated", proto.name, tok, err)
+			}
+			if err != nil {
+				seen[proto.name+" error "+tok] = err.Error()
+			}
+		}
+	}
+	cl := polystreamsv1alpha1connect.NewEngineServiceClient(hc, url, withToken(token))
+	open, err := cl.OpenSession(ctx, connect.NewRequest(&pb.OpenSessionRequest{ApplicationId: "secure", Config: map[string]string{
+		"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "alice", "sasl.password": password,
+	}}))
+	if err != nil {
+		t.Fatalf("OpenSession with the token: %v", err)
+	}
+	seen["OpenSession"] = open.Msg.String()
+	if _, err := cl.Build(ctx, connect.NewRequest(&pb.BuildRequest{SessionId: open.Msg.SessionId,
+		Operation: &pb.BuildRequest_Stream{Stream: &pb.StreamOp{Topics: []string{"in"}}}})); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := cl.Describe(ctx, connect.NewRequest(&pb.DescribeRequest{SessionId: open.Msg.SessionId, Format: "json"})); err == nil {
+		seen["Describe"] = d.Msg.String()
+	} else {
+		t.Error(err)
+	}
+	if st, err := cl.GetState(ctx, connect.NewRequest(&pb.GetStateRequest{SessionId: open.Msg.SessionId})); err == nil {
+		seen["GetState"] = st.Msg.String()
+	} else {
+		t.Error(err)
+	}
+	if m, err := cl.GetMetrics(ctx, connect.NewRequest(&pb.GetMetricsRequest{SessionId: open.Msg.SessionId})); err == nil {
+		seen["GetMetrics"] = m.Msg.String()
+	} else {
+		t.Error(err)
+	}
+	if _, err := cl.OpenSession(ctx, connect.NewRequest(&pb.OpenSessionRequest{ApplicationId: "bad", Config: map[string]string{"sasl.password": password, "nope": "1"}})); err != nil {
+		seen["config error"] = err.Error()
+	}
+	get := func(path, tok string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, url+path, nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, path := range []string{"/metrics", "/ui/", "/ui/api/status", "/describe?format=json"} {
+		if code, body := get(path, ""); code != http.StatusUnauthorized {
+			t.Errorf("GET %s without a token: %d %s", path, code, body)
+		}
+		if code, _ := get(path, "wrong"); code != http.StatusUnauthorized {
+			t.Errorf("GET %s with a wrong token: %d", path, code)
+		}
+		code, body := get(path, token)
+		if code != http.StatusOK {
+			t.Errorf("GET %s with the token: %d %s", path, code, body)
+		}
+		seen[path] = body
+	}
+	// A browser on /ui sends the token as a Basic password.
+	req, _ := http.NewRequest(http.MethodGet, url+"/ui/api/status", nil)
+	req.SetBasicAuth("me", token)
+	if resp, err := hc.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /ui/api/status with Basic auth: %v %v", resp, err)
+	}
+	// polystreams describe sends $POLYSTREAMS_TOKEN and trusts --ca-file.
+	t.Setenv("POLYSTREAMS_TOKEN", token)
+	var out strings.Builder
+	if err := describe([]string{"--engine", url, "--ca-file", cert}, &out); err != nil || !strings.Contains(out.String(), "KSTREAM-SOURCE-0000000000") {
+		t.Errorf("describe over TLS with the token: %v\n%s", err, out.String())
+	}
+	seen["describe command"] = out.String()
+	t.Setenv("POLYSTREAMS_TOKEN", "wrong")
+	if err := describe([]string{"--engine", url, "--ca-file", cert}, io.Discard); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("describe with a wrong token: %v", err)
+	} else {
+		seen["describe error"] = err.Error()
+	}
+	time.Sleep(100 * time.Millisecond)
+	seen["stderr"], seen["stdout"] = stderr.String(), stdout.String()
+	if !strings.Contains(seen["stderr"], `"token":true`) || !strings.Contains(seen["stderr"], `"tls":true`) {
+		t.Errorf("the log does not say the engine is protected:\n%s", seen["stderr"])
+	}
+	for where, text := range seen {
+		for _, secret := range []string{token, password} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s shows a secret:\n%s", where, text)
+			}
+		}
+	}
+}
