@@ -2,62 +2,22 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
 
+	"github.com/polystreams/polystreams/core/internal/testcert"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 	"github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1/polystreamsv1alpha1connect"
 )
-
-// selfSigned writes a self-signed certificate for 127.0.0.1 and localhost
-// and its key to dir; it returns their paths and a pool trusting it.
-func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "polystreams test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, IsCA: true, BasicConstraintsValid: true,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	os.WriteFile(certFile, certPEM, 0o644)
-	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
-	pool = x509.NewCertPool()
-	pool.AppendCertsFromPEM(certPEM)
-	return certFile, keyFile, pool
-}
 
 // An address other than loopback needs a token or TLS; the refusal names
 // the address and both options.
@@ -86,8 +46,8 @@ func TestNonLoopbackListenNeedsTokenOrTLS(t *testing.T) {
 func TestTLSAndTokenProtectEverything(t *testing.T) {
 	const token = "tok-9f1c2e7a-planted"
 	const password = "sasl-pw-5b7d-planted"
-	dir := t.TempDir()
-	cert, key, pool := selfSigned(t, dir)
+	tc := testcert.New(t)
+	cert, key, pool := tc.CertFile, tc.KeyFile, tc.Pool
 	url, stderr, stdout := startDevEnv(t, []string{"POLYSTREAMS_TOKEN=" + token},
 		"--tls-cert", cert, "--tls-key", key, "--log-format", "json", "--log-level", "debug")
 	if !strings.HasPrefix(url, "https://127.0.0.1:") {

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,6 +59,10 @@ type Config struct {
 	InstanceID string
 	// security.protocol, sasl.mechanism, sasl.username, sasl.password.
 	SecurityProtocol, SASLMechanism, SASLUsername, SASLPassword string
+	// ssl.ca.location: PEM CA certificates that sign the brokers' (SSL,
+	// SASL_SSL); empty trusts the system's. CARoots is the file parsed.
+	SSLCALocation string
+	CARoots       *x509.CertPool
 	// MetricsDisabled is polystreams.metrics.enabled=false (default true):
 	// nodes, crossings, commits and drops are not counted.
 	MetricsDisabled bool
@@ -191,6 +196,13 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 				errs = append(errs, fmt.Errorf("%s = %q: want true or false", k, v))
 			}
 			c.MetricsDisabled = !b
+		case "ssl.ca.location":
+			c.SSLCALocation = v
+			if pem, err := os.ReadFile(v); err != nil {
+				errs = append(errs, fmt.Errorf("ssl.ca.location: %w", err))
+			} else if c.CARoots = x509.NewCertPool(); !c.CARoots.AppendCertsFromPEM(pem) {
+				errs = append(errs, fmt.Errorf("ssl.ca.location = %q holds no PEM certificate", v))
+			}
 		case "sasl.username":
 			c.SASLUsername = v
 		case "sasl.password":
@@ -227,6 +239,9 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 		"security.protocol":              c.SecurityProtocol,
 		"polystreams.metrics.enabled":    strconv.FormatBool(!c.MetricsDisabled),
 	}
+	if c.SSLCALocation != "" {
+		effective["ssl.ca.location"] = c.SSLCALocation
+	}
 	if c.SASLMechanism != "" {
 		effective["sasl.mechanism"] = c.SASLMechanism
 		effective["sasl.username"] = c.SASLUsername
@@ -240,7 +255,7 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 func (c *Config) clientOpts() []kgo.Opt {
 	opts := []kgo.Opt{kgo.SeedBrokers(c.Brokers...), kgo.ClientID("polystreams-" + c.ApplicationID)}
 	if c.SecurityProtocol == "SSL" || c.SecurityProtocol == "SASL_SSL" {
-		opts = append(opts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}))
+		opts = append(opts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: c.CARoots}))
 	}
 	switch c.SASLMechanism {
 	case "PLAIN":
