@@ -120,8 +120,9 @@ func FuzzProtocol(f *testing.F) {
 		callBuild, build(&pb.MapValuesOp{Input: 9, Token: 77}),
 		callBuild, &pb.BuildRequest{},
 		callOpenSession, &pb.OpenSessionRequest{ApplicationId: "x", Config: map[string]string{"commit.interval.ms": "-5", "sasl.password": "p"}}))
+	dir := f.TempDir() // no session starts, so nothing is written here
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s := New(Options{Brokers: "127.0.0.1:1", StateDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		s := New(Options{Brokers: "127.0.0.1:1", StateDir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		defer s.Close(context.Background())
 		ctx := context.Background()
 		session := ""
