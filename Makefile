@@ -76,13 +76,14 @@ chaos: deps build
 	POLYSTREAMS_CHAOS=1 POLYSTREAMS_CHAOS_GUARANTEE=at_least_once go test -count=1 -timeout 10m -run TestChaos ./core/internal/server/
 
 # Coverage-guided fuzzing, FUZZTIME (default 30s) per target: the serde
-# decoders, the bundle answer decoder, scripts of protocol calls and the
+# decoders, the bundle answer decoder, changelog keys and changes read back
+# from Kafka, scripts of protocol calls and the
 # topology file parser. Their seed corpora (f.Add, and testdata/fuzz/<Name>/)
 # run as ordinary tests in test-go; a crasher found here is written to
 # testdata/fuzz/<Name>/ by go test: fix it and commit the file.
 # FUZZ_TARGETS narrows it, e.g. FUZZ_TARGETS=runtime:FuzzDecodeResult.
 FUZZTIME ?= 30s
-FUZZ_TARGETS ?= serde:FuzzValidate serde:FuzzWindowedKeys runtime:FuzzDecodeResult server:FuzzProtocol topology:FuzzParseDescription
+FUZZ_TARGETS ?= serde:FuzzValidate serde:FuzzWindowedKeys runtime:FuzzDecodeResult runtime:FuzzChangelog server:FuzzProtocol topology:FuzzParseDescription
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; name=$${t#*:}; \
