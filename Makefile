@@ -81,14 +81,16 @@ chaos: deps build
 # topology file parser. Their seed corpora (f.Add, and testdata/fuzz/<Name>/)
 # run as ordinary tests in test-go; a crasher found here is written to
 # testdata/fuzz/<Name>/ by go test: fix it and commit the file.
-# FUZZ_TARGETS narrows it, e.g. FUZZ_TARGETS=runtime:FuzzDecodeResult.
+# FUZZ_TARGETS narrows it, e.g. FUZZ_TARGETS=runtime:FuzzDecodeResult;
+# FUZZFLAGS adds go test flags, e.g. -parallel=1 on a shared machine.
 FUZZTIME ?= 30s
+FUZZFLAGS ?=
 FUZZ_TARGETS ?= serde:FuzzValidate serde:FuzzWindowedKeys runtime:FuzzDecodeResult runtime:FuzzChangelog server:FuzzProtocol topology:FuzzParseDescription
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; name=$${t#*:}; \
 	  echo "fuzz: $$name in core/internal/$$pkg for $(FUZZTIME)"; \
-	  go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) ./core/internal/$$pkg/; \
+	  go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./core/internal/$$pkg/; \
 	done
 
 demo: deps build

@@ -24,7 +24,7 @@ type security struct {
 // the TLS key pair. The token never comes from a flag's value, so that it
 // does not show in ps.
 func loadSecurity(tokenFile, certFile, keyFile string) (*security, error) {
-	s := &security{token: os.Getenv("POLYSTREAMS_TOKEN"), certFile: certFile, keyFile: keyFile}
+	s := &security{token: strings.TrimSpace(os.Getenv("POLYSTREAMS_TOKEN")), certFile: certFile, keyFile: keyFile}
 	if tokenFile != "" {
 		b, err := os.ReadFile(tokenFile)
 		if err != nil {

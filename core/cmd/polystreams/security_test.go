@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -166,6 +167,37 @@ func TestTLSAndTokenProtectEverything(t *testing.T) {
 			if strings.Contains(text, secret) {
 				t.Errorf("%s shows a secret:\n%s", where, text)
 			}
+		}
+	}
+}
+
+// The token file wins over the environment; a half TLS pair, an empty
+// token file or a bad key pair are refused naming the flag.
+func TestLoadSecurity(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	os.WriteFile(tokenFile, []byte("  from-file\n"), 0o600)
+	empty := filepath.Join(dir, "empty")
+	os.WriteFile(empty, []byte("\n"), 0o600)
+	t.Setenv("POLYSTREAMS_TOKEN", " from-env ")
+	if s, err := loadSecurity("", "", ""); err != nil || s.token != "from-env" || s.scheme() != "http" {
+		t.Errorf("from the environment: %+v %v", s, err)
+	}
+	if s, err := loadSecurity(tokenFile, "", ""); err != nil || s.token != "from-file" {
+		t.Errorf("from a file: %+v %v", s, err)
+	}
+	tc := testcert.New(t)
+	if s, err := loadSecurity("", tc.CertFile, tc.KeyFile); err != nil || s.scheme() != "https" {
+		t.Errorf("TLS: %+v %v", s, err)
+	}
+	for _, c := range []struct{ token, cert, key, want string }{
+		{empty, "", "", "--token-file " + empty + " is empty"},
+		{"", tc.CertFile, "", "--tls-cert and --tls-key go together"},
+		{"", tc.KeyFile, tc.CertFile, "--tls-cert " + tc.KeyFile},
+		{filepath.Join(dir, "absent"), "", "", "--token-file"},
+	} {
+		if _, err := loadSecurity(c.token, c.cert, c.key); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("loadSecurity(%q, %q, %q): %v, want %q", c.token, c.cert, c.key, err, c.want)
 		}
 	}
 }
