@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,6 +113,7 @@ func FuzzProtocol(f *testing.F) {
 		callBuild, build(&pb.ToOp{Input: 6, Topic: "out"}),
 		callDescribe, &pb.DescribeRequest{Format: "json"},
 		callQuery, &pb.QueryRequest{Store: "KSTREAM-REDUCE-STATE-STORE-0000000001"},
+		callExchange, &pb.ExchangeRequest{WorkerId: strings.Repeat("w", 300)},
 		callExchange, &pb.ExchangeRequest{WorkerId: "w", MaxBundles: 4, WaitMs: 100,
 			Results: []*pb.BundleResult{{BundleId: 1, OutputCounts: []int32{1}, ValueLengths: []int32{3}, Values: []byte("abc")}}},
 		callStop, &pb.StopRequest{}, callBuild, build(&pb.StreamOp{Topics: []string{"late"}})))

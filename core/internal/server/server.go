@@ -361,6 +361,9 @@ func (s *Server) Start(ctx context.Context, req *connect.Request[pb.StartRequest
 	return connect.NewResponse(&pb.StartResponse{}), nil
 }
 
+// maxWorkerID bounds an Exchange's worker_id.
+const maxWorkerID = 256
+
 func (s *Server) Exchange(ctx context.Context, req *connect.Request[pb.ExchangeRequest]) (*connect.Response[pb.ExchangeResponse], error) {
 	m := req.Msg
 	ss, err := s.session("Exchange", m.SessionId)
@@ -369,6 +372,10 @@ func (s *Server) Exchange(ctx context.Context, req *connect.Request[pb.ExchangeR
 	}
 	if m.WorkerId == "" {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("Exchange: worker_id is empty"))
+	}
+	if len(m.WorkerId) > maxWorkerID {
+		// The engine keeps every worker id it hears of while the session lives.
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("Exchange: worker_id is %d bytes; at most %d", len(m.WorkerId), maxWorkerID))
 	}
 	ss.dispatch.deliver(m.Results)
 	ss.mu.Lock()
