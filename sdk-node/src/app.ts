@@ -124,8 +124,9 @@ export interface CloseOptions {
 }
 
 // What this host understands beyond the protocol's base (OpenSession): fold
-// bundles over windows that send each record once (Bundle.valueRefs).
-const HOST_FEATURES = ["fold_value_refs"];
+// bundles over windows that send each record once (Bundle.valueRefs), and
+// fold programs over session and sliding windows (Bundle.foldBases).
+const HOST_FEATURES = ["fold_value_refs", "fold_programs"];
 
 // The host loop's Exchange: bundles taken per call, and how long the engine
 // may hold a call open waiting for one (also how soon stop() is noticed).

@@ -3,7 +3,7 @@ import { Buffer } from "node:buffer";
 import { describe, test } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { type AnyFunction, Executor } from "./bundle.js";
-import { type BundleResult, BundleSchema, Operation } from "./gen/polystreams/v1alpha1/engine_pb.js";
+import { type BundleResult, BundleSchema, Operation, RecordFailure_Kind } from "./gen/polystreams/v1alpha1/engine_pb.js";
 
 // Columns are built and read here with Buffer directly, not with serde.ts, so
 // that these tests check the executor against the protocol's layout.
@@ -284,6 +284,9 @@ describe("bundle executor", () => {
     assert.deepEqual(out.outputCounts, [0, 1]);
     assert.deepEqual(outValues(out), ["s"]);
     assert.deepEqual(failures(out), [[0, 0, "TypeError: string serde: want a string, got number"]]);
+    // The engine applies default.deserialization.exception.handler to the first, processing.exception.handler to the second.
+    assert.deepEqual(bad.failures.map((f) => f.kind), [RecordFailure_Kind.DESERIALIZATION]);
+    assert.deepEqual(out.failures.map((f) => f.kind), [RecordFailure_Kind.PROCESSING]);
   });
 
   test("an unregistered token fails every record", async () => {
@@ -375,6 +378,7 @@ describe("fold bundles", () => {
     assert.deepEqual(r.outputCounts, [1, 0, 1, 1]);
     assert.deepEqual(longs(r), [2n, 7n, 3n]);
     assert.deepEqual(failures(r), [[1, 0, "RangeError: zero"]]);
+    assert.deepEqual(r.failures.map((f) => f.kind), [RecordFailure_Kind.PROCESSING]);
   });
 
   test("aggregates are encoded as made: one changed in place is emitted as it was", async () => {

@@ -25,9 +25,11 @@ import {
   type BundleResult,
   BundleResultSchema,
   Operation,
+  RecordFailure_Kind,
   RecordFailureSchema,
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import { Buffer } from "node:buffer";
+import { type ProgramStep, runProgram } from "./program.js";
 import { type DecodedColumn, decodeColumn, encode, encodeColumn, errorText, typeName } from "./serde.js";
 
 /** A user function as the executor calls it. */
@@ -46,7 +48,7 @@ const READS_KEY = new Set<Operation>([
 ]);
 const CHANGES_KEY = new Set<Operation>([Operation.MAP, Operation.SELECT_KEY]);
 
-function isThenable(v: unknown): v is PromiseLike<unknown> {
+export function isThenable(v: unknown): v is PromiseLike<unknown> {
   return (
     v !== null &&
     (typeof v === "object" || typeof v === "function") &&
@@ -339,7 +341,7 @@ const STEPS = new Map<Operation, StepFn>([
   [Operation.FOREACH, stepForeach],
 ]);
 
-function failEvery(result: BundleResult, n: number, step: number, message: string): BundleResult {
+export function failEvery(result: BundleResult, n: number, step: number, message: string): BundleResult {
   result.outputCounts = new Array<number>(n).fill(0);
   result.failures = Array.from({ length: n }, (_, index) => create(RecordFailureSchema, { index, step, message }));
   return result;
@@ -404,6 +406,8 @@ class Chain {
     }
     const col = new Column(n, keys, values.items, failed);
     col.fail(new Map([...keyFailures, ...values.failures]), 0);
+    // Deserialization failures; the rest fail in a function (or do not encode).
+    const undecoded = new Set(failed.keys());
 
     for (const [run, fn, step] of this.steps) {
       if (col.vals.length === 0) {
@@ -441,13 +445,18 @@ class Chain {
     if (failed.size !== 0) {
       result.failures = [...failed]
         .sort((x, y) => x[0] - y[0])
-        .map(([index, [step, message]]) => create(RecordFailureSchema, { index, step, message }));
+        .map(([index, [step, message]]) => create(RecordFailureSchema, { index, step, message, kind: kindOf(undecoded, index) }));
     }
     return result;
   }
 }
 
-const FOLDS = new Set<Operation>([Operation.REDUCE, Operation.AGGREGATE, Operation.MERGE]);
+/** The kind of record index's failure: deserialization when it is in undecoded, else processing. */
+function kindOf(undecoded: Set<number>, index: number): RecordFailure_Kind {
+  return undecoded.has(index) ? RecordFailure_Kind.DESERIALIZATION : RecordFailure_Kind.PROCESSING;
+}
+
+const FOLDS = new Set<Operation>([Operation.REDUCE, Operation.AGGREGATE]);
 
 /** The aggregate of a key that has none yet. */
 const ABSENT: unique symbol = Symbol("absent");
@@ -468,7 +477,7 @@ interface FoldOutputs {
 }
 
 /** A decoded column of records as fold values: value i is record refs[i] (each record decoded once); no refs: as it is. */
-function byRefs(column: DecodedColumn, refs: readonly number[]): DecodedColumn {
+export function byRefs(column: DecodedColumn, refs: readonly number[]): DecodedColumn {
   if (refs.length === 0) {
     return column;
   }
@@ -506,13 +515,10 @@ function absentWhereNull(items: unknown[], lengths: readonly number[]): unknown[
  * are folded in order, each promise awaited before the next value; different
  * keys' folds interleave.
  *
- * A merge fold (OPERATION_MERGE: session windows a record bridges) has the
- * first session's aggregate as its group's aggregate and the other sessions'
- * aggregates as its values (in the bundle's value serde, the aggregate's):
- * each is merged in with `merger(key, mergedSoFar, next)`, one aggregate out
- * per value; a group with no aggregate starts from `initializer()` when the
- * step names one, else takes its first value as it is. Windowed folds need nothing more: their groups are (key,
- * window) pairs whose key is the grouped key.
+ * Windowed folds over time windows need nothing more: their groups are
+ * (key, window) pairs whose key is the grouped key. Folds over session and
+ * sliding windows come as fold programs (Bundle.foldBases), which
+ * runProgram runs (program.ts).
  *
  * A table fold (KGroupedTable.reduce / aggregate: the step has a
  * subtractor) folds changes, as Kafka Streams' KTableReduce and
@@ -527,6 +533,8 @@ class Fold {
   private readonly op: Operation;
   private readonly fn: AnyFunction | undefined;
   private readonly init: AnyFunction | undefined;
+  /** The step as fold programs (session and sliding windows) run it; null when broken. */
+  private readonly program: ProgramStep | null = null;
   /** A table fold's subtractor; undefined for a stream fold (or when not registered: broken). */
   private readonly sub: AnyFunction | undefined;
   private readonly table: boolean;
@@ -538,11 +546,10 @@ class Fold {
     const st = bundle.steps[0]!;
     this.op = st.operation;
     this.fn = functions.get(st.token);
-    this.init =
-      this.op === Operation.AGGREGATE || (this.op === Operation.MERGE && st.initializerToken !== 0) ? functions.get(st.initializerToken) : undefined;
+    this.init = this.op === Operation.AGGREGATE ? functions.get(st.initializerToken) : undefined;
     this.table = st.subtractorToken !== 0;
     this.sub = this.table ? functions.get(st.subtractorToken) : undefined;
-    const what = this.op === Operation.REDUCE ? "reduce" : this.op === Operation.MERGE ? "merge" : "aggregate";
+    const what = this.op === Operation.REDUCE ? "reduce" : "aggregate";
     this.nullMessage = `TypeError: ${what} returned null; an aggregate cannot be null`;
     this.undefinedMessage = `${what} subtractor returned undefined; return null to leave the key with no aggregate`;
     if (bundle.steps.length !== 1) {
@@ -551,10 +558,14 @@ class Fold {
       this.broken = `ReferenceError: step 0 (${st.node}) names token ${st.token}, which is not registered in this host`;
     } else if (this.op === Operation.AGGREGATE && this.init === undefined) {
       this.broken = `ReferenceError: aggregate step (${st.node}) names initializer token ${st.initializerToken}, which is not registered in this host`;
-    } else if (this.op === Operation.MERGE && st.initializerToken !== 0 && this.init === undefined) {
-      this.broken = `ReferenceError: merge step (${st.node}) names initializer token ${st.initializerToken}, which is not registered in this host`;
     } else if (this.table && this.sub === undefined) {
       this.broken = `ReferenceError: step 0 (${st.node}) names subtractor token ${st.subtractorToken}, which is not registered in this host`;
+    }
+    if (this.broken === null) {
+      // An aggregate's merger (session windows) is looked for only when a
+      // program merges: a program that needs none runs without it.
+      const merger = st.mergerToken !== 0 ? functions.get(st.mergerToken) : undefined;
+      this.program = { op: this.op, node: st.node, fn: this.fn!, init: this.init, merger, mergerToken: st.mergerToken, table: this.table };
     }
   }
 
@@ -592,19 +603,6 @@ class Fold {
     const fn = this.fn!;
     if (this.op === Operation.REDUCE) {
       return agg === ABSENT ? value : fn(agg, value);
-    }
-    if (this.op === Operation.MERGE) {
-      // Session windows merged: merger(key, merged so far, next session's
-      // aggregate); with no aggregate, from initializer() when the step names
-      // one (Kafka Streams merges every session into a fresh aggregate).
-      if (agg !== ABSENT) {
-        return fn(key, agg, value);
-      }
-      if (this.init === undefined) {
-        return value;
-      }
-      const start = this.init();
-      return isThenable(start) ? Promise.resolve(start).then((a) => fn(key, a, value)) : fn(key, start, value);
     }
     if (agg !== ABSENT) {
       return fn(key, value, agg);
@@ -681,6 +679,13 @@ class Fold {
   }
 
   async run(b: Bundle): Promise<BundleResult> {
+    if (b.foldBases.length > 0) {
+      const result = create(BundleResultSchema, { bundleId: b.id });
+      if (this.program === null) {
+        return failEvery(result, b.valueRefs.length || b.foldBases.length, 0, this.broken!);
+      }
+      return runProgram(this.program, b, result);
+    }
     // A windowed fold bundle may hold each record once and refer to it from
     // every window it falls into (fold_value_refs): fold value i is record
     // refs[i]; outputs and failures index fold values.
@@ -738,6 +743,8 @@ class Fold {
       serde: aggSerde,
     };
     let waits: Promise<void>[] | null = null;
+    // Deserialization failures: a value (or old value), key or stored aggregate that did not decode.
+    const undecoded = new Set(values.failures.keys());
     let start = 0;
     for (let g = 0; g < groups.length; g++) {
       const end = start + groups[g]!;
@@ -745,6 +752,7 @@ class Fold {
       if (groupFailure !== undefined) {
         for (let i = start; i < end; i++) {
           out.failures.set(i, groupFailure);
+          undecoded.add(i);
         }
       } else {
         const agg = b.aggregateLengths[g] === -1 ? ABSENT : aggs.items[g];
@@ -781,7 +789,7 @@ class Fold {
     result.values = Buffer.concat(chunks);
     result.failures = [...out.failures]
       .sort((x, y) => x[0] - y[0])
-      .map(([index, message]) => create(RecordFailureSchema, { index, step: 0, message }));
+      .map(([index, message]) => create(RecordFailureSchema, { index, step: 0, message, kind: kindOf(undecoded, index) }));
     return result;
   }
 }
@@ -801,7 +809,7 @@ export class Executor {
 
   process(bundle: Bundle): Promise<BundleResult> {
     const key = [
-      bundle.steps.map((s) => `${s.token}:${s.operation}:${s.initializerToken}:${s.subtractorToken}`).join(","),
+      bundle.steps.map((s) => `${s.token}:${s.operation}:${s.initializerToken}:${s.subtractorToken}:${s.mergerToken}`).join(","),
       bundle.keySerde,
       bundle.valueSerde,
       bundle.outputKeySerde,

@@ -12,6 +12,10 @@ export type ProcessingGuarantee = "at_least_once" | "exactly_once_v2";
  * "polystreams.bundle.max.records": 5000 } }`. An absent field leaves the
  * setting at the engine's documented default (`processing.guarantee`
  * at_least_once; `commit.interval.ms` 30000, or 100 under exactly_once_v2).
+ * What a failed record does is set in `extra` too, by Kafka Streams' names:
+ * `default.deserialization.exception.handler` and
+ * `processing.exception.handler` (`fail`, `log_and_continue` or
+ * `dead_letter`) and `errors.deadletterqueue.topic.name` (docs/errors.md).
  */
 export interface Config {
   processingGuarantee?: ProcessingGuarantee;

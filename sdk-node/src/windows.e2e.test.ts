@@ -3,14 +3,15 @@
  * Kafka broker, checked with an independent Kafka client (confluent-kafka):
  * an async host aggregate over tumbling windows, its final results through
  * suppress, the windowed keys on the topics as Kafka's bytes, the
- * dropped-records count of a late record, and window store queries.
+ * dropped-records count of a late record, window store queries, and host
+ * functions over session and sliding windows (fold programs).
  */
 
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { describe, test } from "node:test";
 import { isDeepStrictEqual } from "node:util";
-import { InvalidArgumentError, Suppressed, TimeWindows, Windowed, decode } from "./index.js";
+import { InvalidArgumentError, SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed, decode } from "./index.js";
 import { Runner, open, useEngine } from "./testing/app.js";
 import { type Consumed, type Produce, createTopics, produce, readUntil } from "./testing/kafka.js";
 
@@ -79,6 +80,78 @@ describe("windows against the real engine", { concurrency: false }, () => {
         await new Promise((r) => setTimeout(r, 200));
       }
       assert.equal(await app.droppedRecords(), 1);
+      await app.stop();
+      await runner.done;
+      assert.equal(runner.error, undefined);
+    } finally {
+      await app.close();
+    }
+  });
+
+  test("host functions over session and sliding windows: async merges of the sessions a record bridges, and sliding windows made from earlier ones", async () => {
+    const app = await open({ config: { statestoreCacheMaxBytes: 0 } });
+    try {
+      assert.ok(app.brokers);
+      await createTopics(app.brokers, { clicks: 1, sessions: 1, sliding: 1 });
+      // alice's clicks at T and T + 20 s make two sessions (gap 10 s); the
+      // one at T + 10 s bridges them: merged from the initializer, in time order.
+      const T = 100_000;
+      await produce(app.brokers, "clicks", clicks([["alice", T], ["alice", T + 20_000], ["bob", T + 1_000], ["alice", T + 10_000]]));
+      const grouped = app.stream("clicks", { key: "string", value: "string" }).groupByKey();
+      const merges: [string, string, string][] = [];
+      grouped
+        .windowedBy(SessionWindows.ofInactivityGapAndGrace(10_000, 60_000)) // grace: bob and the bridge come after T + 20 s
+        .aggregate(
+          () => "",
+          async (_user, _click, a) => `${a}c`,
+          async (user, a1, a2) => {
+            merges.push([user, a1, a2]);
+            await new Promise((r) => setTimeout(r, 1));
+            return `${a1}[${a2}]`;
+          },
+          { materialized: { value: "string", retentionMs: 3_600_000 } },
+        )
+        .toStream()
+        .to("sessions");
+      grouped
+        .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(10_000, 60_000))
+        .aggregate(() => 0n, (_user, _click, n) => n + 1n, { materialized: { value: "long", retentionMs: 3_600_000 } })
+        .toStream()
+        .to("sliding");
+      const runner = new Runner(app);
+      const sessions = await readUntil(app.brokers, "sessions", (rs) => rs.length >= 6, { timeoutMs: 60_000, check: runner.check });
+      const SESSION = "session-windowed(string)";
+      assert.deepEqual(
+        sessions.map((r) => [decode(SESSION, r.key), r.value === null ? null : decode("string", r.value)]),
+        [
+          [new Windowed("alice", T, T), "c"],
+          [new Windowed("alice", T + 20_000, T + 20_000), "c"],
+          [new Windowed("bob", T + 1_000, T + 1_000), "c"],
+          [new Windowed("alice", T, T), null],
+          [new Windowed("alice", T + 20_000, T + 20_000), null],
+          [new Windowed("alice", T, T + 20_000), "[c][c]c"],
+        ],
+      );
+      assert.deepEqual(merges, [["alice", "", "c"], ["alice", "[c]", "c"]]);
+      // Sliding windows of 10 s: alice at T + 10 s makes T's right window
+      // [T + 1, T + 10001], her left window [T, T + 10000] (from T's left
+      // window) and her right window [T + 10001, T + 20001] (a copy of the
+      // window holding T + 20 s), and updates [T + 10000, T + 20000].
+      const SLIDING = "windowed(string,10000)";
+      const sliding = await readUntil(app.brokers, "sliding", (rs) => rs.length >= 7, { timeoutMs: 60_000, check: runner.check });
+      const last = new Map<string, bigint>();
+      for (const r of sliding) {
+        const w = decode(SLIDING, r.key) as Windowed<string>;
+        last.set(`${w.key}@${w.start - T}`, decode("long", r.value) as bigint);
+      }
+      assert.deepEqual(Object.fromEntries(last), {
+        "alice@-10000": 1n,
+        "alice@0": 2n,
+        "alice@1": 1n,
+        "alice@10000": 2n,
+        "alice@10001": 1n,
+        "bob@-9000": 1n,
+      });
       await app.stop();
       await runner.done;
       assert.equal(runner.error, undefined);

@@ -1,7 +1,7 @@
 /**
  * Windowed aggregations against a fake engine: window specs, windowed keys
- * (Kafka's bytes), the Build calls of windowedBy / suppress, session merges
- * in the fold executor, window store queries and dropped records.
+ * (Kafka's bytes), the Build calls of windowedBy / suppress, fold programs
+ * (session and sliding windows) in the fold executor, window store queries and dropped records.
  */
 
 import assert from "node:assert/strict";
@@ -20,6 +20,7 @@ import {
   type OpenSessionRequest,
   type QueryRequest,
   QueryResponseSchema,
+  RecordFailure_Kind,
   Reducer,
   State,
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
@@ -175,88 +176,199 @@ describe("fold_value_refs", () => {
   });
 });
 
-describe("merge folds (session windows)", () => {
-  function merge(fns: Map<number, AnyFunction>, groups: { key: string; agg: bigint | null; values: bigint[] }[]) {
-    const keys = encodeColumn("string", groups.map((g) => g.key));
-    const aggs = encodeColumn("long", groups.map((g) => g.agg));
-    const values = encodeColumn("long", groups.flatMap((g) => g.values));
+describe("fold programs (session and sliding windows)", () => {
+  interface Program {
+    op?: Operation;
+    serde?: string;
+    groups: { key: string; size: number }[];
+    pool: unknown[];
+    records: unknown[];
+    refs: number[];
+    bases: number[];
+    counts?: number[];
+    merges?: number[];
+    mergerToken?: number;
+    /** The pool as bytes, instead of pool encoded. */
+    rawPool?: { lengths: number[]; data: Uint8Array };
+  }
+
+  function program(fns: Map<number, AnyFunction>, p: Program) {
+    const serde = p.serde ?? "json";
+    const keys = encodeColumn("string", p.groups.map((g) => g.key));
+    const pool = p.rawPool ?? encodeColumn(serde, p.pool);
+    const values = encodeColumn(serde, p.records);
+    const op = p.op ?? Operation.AGGREGATE;
     return new Executor(fns).process(
       create(BundleSchema, {
-        id: 4n,
-        steps: [{ token: 1, operation: Operation.MERGE, node: "KSTREAM-AGGREGATE-0000000002" }],
+        id: 9n,
+        steps: [
+          op === Operation.AGGREGATE
+            ? { token: 1, operation: op, node: "KSTREAM-AGGREGATE-0000000003", initializerToken: 2, mergerToken: p.mergerToken ?? 3 }
+            : { token: 1, operation: op, node: "KSTREAM-REDUCE-0000000003" },
+        ],
         keySerde: "string",
-        valueSerde: "long",
-        outputKeySerde: "string",
-        outputValueSerde: "long",
-        aggregateSerde: "long",
+        valueSerde: serde,
+        outputValueSerde: serde,
+        aggregateSerde: serde,
         keyLengths: keys.lengths,
         keys: keys.data,
-        groupSizes: groups.map((g) => g.values.length),
-        aggregateLengths: aggs.lengths,
-        aggregates: aggs.data,
+        groupSizes: p.groups.map((g) => g.size),
+        aggregateLengths: pool.lengths,
+        aggregates: pool.data,
         valueLengths: values.lengths,
         values: values.data,
+        valueRefs: p.refs,
+        foldBases: p.bases,
+        mergeCounts: p.counts ?? p.bases.map(() => 0),
+        mergeRefs: p.merges ?? [],
       }),
     );
   }
 
-  test("merger(key, merged so far, next session's aggregate), one aggregate out per value", async () => {
-    const calls: unknown[][] = [];
-    const merger = (k: string, a: bigint, b: bigint) => {
-      calls.push([k, a, b]);
-      return a + b;
-    };
-    const r = await merge(new Map([[1, merger]]), [
-      { key: "a", agg: 10n, values: [5n, 1n] },
-      { key: "b", agg: 2n, values: [3n] },
-      { key: "c", agg: null, values: [4n, 6n] },
+  const outputs = (r: { values: Uint8Array; valueLengths: number[] }, serde = "json") => decodeColumn(serde, r.values, r.valueLengths).items;
+
+  test("a record bridging two stored sessions: the merger folds both into initializer()'s aggregate, then the aggregator adds the record", async () => {
+    const calls: unknown[] = [];
+    const fns = new Map<number, AnyFunction>([
+      [1, (k: string, v: number, a: number) => (calls.push(["agg", k, v, a]), a + v)],
+      [2, () => (calls.push(["init"]), 0)],
+      [3, (k: string, a: number, b: number) => (calls.push(["merge", k, a, b]), a + b)],
     ]);
-    assert.deepEqual(r.outputCounts, [1, 1, 1, 1, 1]);
-    assert.deepEqual(decodeColumn("long", r.values, r.valueLengths).items, [15n, 16n, 5n, 4n, 10n]);
-    assert.deepEqual(calls, [["a", 10n, 5n], ["a", 15n, 1n], ["b", 2n, 3n], ["c", 4n, 6n]]);
+    // Pool: a's sessions [0,0] = 1 and [10,10] = 10; the record (100 at 5)
+    // bridges them. Then another record (7) extends the merged session: it
+    // starts from value 0's output.
+    const r = await program(fns, {
+      groups: [{ key: "a", size: 2 }],
+      pool: [1, 10],
+      records: [100, 7],
+      refs: [0, 1],
+      bases: [-1, 2],
+      counts: [2, 0],
+      merges: [0, 1],
+    });
+    assert.deepEqual(r.failures, []);
+    assert.deepEqual(r.outputCounts, [1, 1]);
+    assert.deepEqual(outputs(r), [111, 118]);
+    assert.deepEqual(calls, [["init"], ["merge", "a", 0, 1], ["merge", "a", 1, 10], ["agg", "a", 100, 11], ["agg", "a", 7, 111]]);
   });
 
-  test("with no aggregate and an initializer on the step, every session merges into initializer()", async () => {
-    const values = encodeColumn("json", [[1], [2]]);
-    const keys = encodeColumn("string", ["a"]);
-    const bundle = (fns: Map<number, AnyFunction>) =>
-      new Executor(fns).process(
-        create(BundleSchema, {
-          id: 6n,
-          steps: [{ token: 1, operation: Operation.MERGE, node: "KSTREAM-AGGREGATE-0000000002", initializerToken: 2 }],
-          keySerde: "string",
-          valueSerde: "json",
-          outputValueSerde: "json",
-          aggregateSerde: "json",
-          keyLengths: keys.lengths,
-          keys: keys.data,
-          groupSizes: [2],
-          aggregateLengths: [-1],
-          aggregates: new Uint8Array(0),
-          valueLengths: values.lengths,
-          values: values.data,
-        }),
-      );
-    const merger = (_k: string, a: unknown[], b: unknown) => [...a, b];
-    const r = await bundle(new Map<number, AnyFunction>([[1, merger], [2, async () => ["init"]]]));
-    assert.deepEqual(decodeColumn("json", r.values, r.valueLengths).items, [["init", [1]], ["init", [1], [2]]]);
-    const broken = await bundle(new Map([[1, merger]]));
-    assert.match(broken.failures[0]!.message, /merge step .* names initializer token 2/);
+  test("reduce: a base of -1 is no aggregate, the first merge operand becomes it, the reducer merges the rest", async () => {
+    const calls: unknown[] = [];
+    const fns = new Map<number, AnyFunction>([[1, (a: number, v: number) => (calls.push([a, v]), a + v)]]);
+    const r = await program(fns, {
+      op: Operation.REDUCE,
+      groups: [{ key: "a", size: 2 }],
+      pool: [1, 10],
+      records: [100, 5],
+      refs: [0, 1],
+      bases: [-1, -1],
+      counts: [2, 0],
+      merges: [0, 1],
+    });
+    assert.deepEqual(outputs(r), [111, 5]);
+    assert.deepEqual(calls, [[1, 10], [11, 100]]);
   });
 
-  test("a failing or async merger", async () => {
-    const merger = async (_k: string, a: bigint, b: bigint) => {
-      if (b === 0n) {
-        throw new RangeError("zero");
-      }
-      return a + b;
+  test("sliding: a base that names an earlier output starts from a fresh copy, however a function changed it in place", async () => {
+    const fns = new Map<number, AnyFunction>([
+      [1, (_k: string, v: number, a: number[]) => (a.push(v), a)],
+      [2, () => []],
+    ]);
+    // Value 0 makes window [0,10] from a stored window; values 1 and 2 both
+    // start from value 0's output (refs 1 + 0); value 3 from value 1's.
+    const r = await program(fns, {
+      groups: [{ key: "a", size: 4 }],
+      pool: [[9]],
+      records: [1, 2, 3],
+      refs: [0, 1, 2, 2],
+      bases: [0, 1, 1, 2],
+    });
+    assert.deepEqual(r.failures, []);
+    assert.deepEqual(outputs(r), [[9, 1], [9, 1, 2], [9, 1, 3], [9, 1, 2, 3]]);
+  });
+
+  test("a failure fails the values that refer to its output, and no others; async functions keep each group's order", async () => {
+    const fns = new Map<number, AnyFunction>([
+      [
+        1,
+        async (_k: string, v: number, a: number) => {
+          await new Promise((r) => setTimeout(r, v === 13 ? 5 : 0));
+          if (v === 13) {
+            throw new RangeError("unlucky");
+          }
+          return a + v;
+        },
+      ],
+      [2, async () => 0],
+      [3, (_k: string, a: number, b: number) => a + b],
+    ]);
+    // Group a: value 0 fails; value 1 starts from it, value 2 merges it in,
+    // value 3 starts from the initializer. Group b: value 4 starts from
+    // value 3 of group a (another group, still in flight).
+    const r = await program(fns, {
+      groups: [{ key: "a", size: 4 }, { key: "b", size: 1 }],
+      pool: [],
+      records: [13, 1],
+      refs: [0, 1, 1, 1, 1],
+      bases: [-1, 0, -1, -1, 3],
+      counts: [0, 0, 1, 0, 0],
+      merges: [0],
+    });
+    assert.deepEqual(r.outputCounts, [0, 0, 0, 1, 1]);
+    assert.deepEqual(outputs(r), [1, 2]);
+    assert.deepEqual(r.failures.map((f) => [f.index, f.step, f.message, f.kind]), [
+      [0, 0, "RangeError: unlucky", RecordFailure_Kind.PROCESSING],
+      [1, 0, "depends on fold value 0, which failed", RecordFailure_Kind.PROCESSING],
+      [2, 0, "depends on fold value 0, which failed", RecordFailure_Kind.PROCESSING],
+    ]);
+    // A stored aggregate that does not decode is a deserialization failure.
+    const undecodable = await program(fns, {
+      groups: [{ key: "a", size: 2 }],
+      pool: [],
+      rawPool: { lengths: [1], data: Buffer.from("{") },
+      records: [1],
+      refs: [0, 0],
+      bases: [0, -1],
+    });
+    assert.deepEqual(undecodable.outputCounts, [0, 1]);
+    assert.equal(undecodable.failures.length, 1);
+    assert.match(undecodable.failures[0]!.message, /^the stored aggregate 0 does not decode: SyntaxError/);
+    assert.equal(undecodable.failures[0]!.kind, RecordFailure_Kind.DESERIALIZATION);
+    const nulls = await program(new Map<number, AnyFunction>([[1, () => null], [2, () => 0], [3, () => 0]]), {
+      groups: [{ key: "a", size: 1 }],
+      pool: [],
+      records: [1],
+      refs: [0],
+      bases: [-1],
+    });
+    assert.deepEqual(nulls.failures.map((f) => f.message), ["TypeError: aggregate aggregator returned null; an aggregate cannot be null"]);
+  });
+
+  test("a malformed program fails every value, naming the problem", async () => {
+    const fns = new Map<number, AnyFunction>([
+      [1, (_k: string, v: number, a: number) => a + v],
+      [2, () => 0],
+      [3, (_k: string, a: number, b: number) => a + b],
+    ]);
+    const base = { groups: [{ key: "a", size: 2 }], pool: [1], records: [5], refs: [0, 0] };
+    const failuresOf = async (p: Program) => {
+      const r = await program(fns, p);
+      assert.deepEqual(r.outputCounts, [0, 0]);
+      assert.equal(new Set(r.failures.map((f) => f.message)).size, 1);
+      return r.failures[0]!.message;
     };
-    const r = await merge(new Map([[1, merger]]), [{ key: "a", agg: 1n, values: [0n, 2n] }]);
-    assert.deepEqual(r.outputCounts, [0, 1]);
-    assert.deepEqual(decodeColumn("long", r.values, r.valueLengths).items, [3n]);
-    assert.deepEqual(r.failures.map((f) => [f.index, f.message]), [[0, "RangeError: zero"]]);
-    const broken = await merge(new Map(), [{ key: "a", agg: 1n, values: [2n] }]);
-    assert.match(broken.failures[0]!.message, /names token 1, which is not registered/);
+    // Value 0 refers to its own output (ref 1 + 0): not an earlier value.
+    assert.match(await failuresOf({ ...base, bases: [1, -1] }), /malformed fold program: fold value 0's base 1 names neither .* nor one of the 0 earlier values/);
+    assert.match(await failuresOf({ ...base, bases: [-1, -1], counts: [0, 1], merges: [-1] }), /fold value 1's merge operand is -1/);
+    assert.match(await failuresOf({ ...base, bases: [-1, -1], counts: [0, 1], merges: [] }), /merge counts adding up to 1 for 0 merge refs/);
+    assert.match(await failuresOf({ ...base, bases: [-1] }), /2 value refs, 1 fold bases and 1 merge counts/);
+    assert.match(
+      await failuresOf({ ...base, bases: [-1, -1], counts: [0, 1], merges: [0], mergerToken: 4 }),
+      /^ReferenceError: aggregate step \(KSTREAM-AGGREGATE-0000000003\) names merger token 4, which is not registered in this host \(fold value 1 merges aggregates\)$/,
+    );
+    // Without merges, no merger is needed.
+    const r = await program(fns, { ...base, bases: [0, 1], mergerToken: 4 });
+    assert.deepEqual(outputs(r), [6, 11]);
   });
 });
 
@@ -387,14 +499,14 @@ describe("windowed builds, queries and dropped records against a fake engine", {
     await assert.rejects(s.fetchAll(0, 100), (e: unknown) => e instanceof PolystreamsError && /more than 100000 windows/.test(e.message));
   });
 
-  test("the host offers fold_value_refs at OpenSession", async () => {
+  test("the host offers fold_value_refs and fold_programs at OpenSession", async () => {
     let features: string[] = [];
     engine.handlers.openSession = (req: OpenSessionRequest) => {
       features = [...req.hostFeatures];
       return { sessionId: "sess-1", config: {} };
     };
     app = await App.create("w", { engine: engine.url });
-    assert.deepEqual(features, ["fold_value_refs"]);
+    assert.deepEqual(features, ["fold_value_refs", "fold_programs"]);
   });
 
   test("droppedRecords", async () => {

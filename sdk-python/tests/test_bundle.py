@@ -230,6 +230,19 @@ def test_decode_failure_fails_the_record_at_step_0() -> None:
     assert r.values == b"OK"
     assert len(r.failures) == 1 and r.failures[0].index == 1 and r.failures[0].step == 0
     assert r.failures[0].message.startswith("UnicodeDecodeError")
+    # The engine applies default.deserialization.exception.handler to it.
+    assert r.failures[0].kind == pb.RecordFailure.KIND_DESERIALIZATION
+
+
+def test_failures_say_whether_the_record_did_not_decode_or_the_function_raised() -> None:
+    b = make_bundle([(MAP_VALUES, 1)], [b"1", b"\xff", b"x"], value_serde="bytes", output_value_serde="bytes")
+    b.value_serde = b.output_value_serde = "string"
+    r = run({1: lambda v: str(int(v))}, b)
+    assert list(r.output_counts) == [1, 0, 0]
+    assert [(f.index, f.kind) for f in r.failures] == [
+        (1, pb.RecordFailure.KIND_DESERIALIZATION),
+        (2, pb.RecordFailure.KIND_PROCESSING),
+    ]
 
 
 def test_json_values_and_serde_change() -> None:

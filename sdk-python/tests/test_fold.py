@@ -170,6 +170,7 @@ def test_a_raising_call_fails_its_value_and_the_aggregate_stays_as_before() -> N
     assert list(r.output_counts) == [1, 0, 1, 0, 0, 1]
     assert outputs(r) == [1, 3, 6]  # a: 1, (fails), 1+2, (fails); b: (fails), 5+1
     assert failures_of(r) == [(1, 0, "ValueError: unlucky"), (3, 0, "ValueError: unlucky"), (4, 0, "ValueError: unlucky")]
+    assert {f.kind for f in r.failures} == {pb.RecordFailure.KIND_PROCESSING}
 
 
 def test_none_and_unencodable_aggregates_fail_their_value() -> None:
@@ -227,6 +228,7 @@ def test_undecodable_value_and_stored_aggregate() -> None:
     assert list(r.output_counts) == [1, 0, 1, 1]
     assert outputs(r) == [1, 4, 5]
     assert failures_of(r) == [(1, 0, "ValueError: long serde: want 8 bytes, got 7")]
+    assert r.failures[0].kind == pb.RecordFailure.KIND_DESERIALIZATION
     b = fold_bundle(REDUCE, [("a", 1, [1, 2]), ("b", 1, [4])])
     b.aggregates = b"\x00\x00\x00\x01" + struct.pack(">q", 1)  # a's is 4 bytes
     b.aggregate_lengths[:] = [4, 8]
@@ -234,6 +236,7 @@ def test_undecodable_value_and_stored_aggregate() -> None:
     assert list(r.output_counts) == [0, 0, 1] and outputs(r) == [5]
     assert [f.index for f in r.failures] == [0, 1]
     assert "want 8 bytes, got 4" in r.failures[0].message and "stored aggregate" in r.failures[0].message
+    assert {f.kind for f in r.failures} == {pb.RecordFailure.KIND_DESERIALIZATION}
 
 
 def test_unregistered_tokens_and_malformed_bundles_fail_every_value() -> None:

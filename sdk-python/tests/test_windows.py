@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from helpers import FakeEngine, column, connect_error, make_bundle, split_column
 from test_app import Engine
-from test_fold import AGGREGATE, NONE, Calls, fold_bundle, outputs, run
+from test_fold import AGGREGATE, NONE, REDUCE, Calls, fold_bundle, outputs, run
 
 from polystreams import (
     App,
@@ -31,7 +31,6 @@ from polystreams import (
 )
 from polystreams.v1alpha1 import engine_pb2 as pb
 
-MERGE = pb.OPERATION_MERGE
 MINUTE = datetime.timedelta(minutes=1)
 
 
@@ -243,52 +242,102 @@ def test_value_refs_fold_each_record_into_every_window_it_is_in() -> None:
 def test_the_host_offers_fold_value_refs_at_open_session(engine: WindowEngine) -> None:
     App("w", engine=engine.fake.url)
     (req,) = engine.fake.requests("OpenSession", pb.OpenSessionRequest)
-    assert list(req.host_features) == ["fold_value_refs"]
+    assert list(req.host_features) == ["fold_value_refs", "fold_programs"]
 
 
-def test_merge_folds_the_other_sessions_into_the_first() -> None:
-    merger = Calls(lambda k, a, b: a + b)
-    b = fold_bundle(MERGE, [("a", 10, [5, 1]), ("b", 2, [3]), ("c", NONE, [4, 6])])
-    r = run({1: merger}, b)
-    assert outputs(r) == [15, 16, 5, 4, 10]
-    assert list(r.output_counts) == [1] * 5 and not r.failures
-    # merger(key, merged so far, next session's aggregate); c's first value needs no call.
-    assert merger.calls == [("a", 10, 5), ("a", 15, 1), ("b", 2, 3), ("c", 4, 6)]
+def program(
+    groups: list[tuple[str, list[tuple[int, list[int], Any]]]],
+    pool: list[Any],
+    values: list[Any],
+    *,
+    operation: Any = AGGREGATE,
+    serde_name: str = "long",
+    merger_token: int = 3,
+) -> pb.Bundle:
+    """A fold program: groups [(key, [(base, merge refs, record index)])] over
+    records ``values``, with stored aggregates ``pool``."""
+    b = fold_bundle(operation, [(k, NONE, [0] * len(ops)) for k, ops in groups], token=2, initializer_token=1, value_serde=serde_name)
+    b.steps[0].merger_token = merger_token if operation == AGGREGATE else 0
+    vdata, vlens = column(serde_name, values)
+    b.values, b.value_lengths[:] = vdata, vlens
+    adata, alens = column(serde_name, pool)
+    b.aggregates, b.aggregate_lengths[:] = adata, alens
+    ops = [op for _, g in groups for op in g]
+    b.value_refs.extend(j for _, _, j in ops)
+    b.fold_bases.extend(base for base, _, _ in ops)
+    b.merge_counts.extend(len(m) for _, m, _ in ops)
+    b.merge_refs.extend(r for _, m, _ in ops for r in m)
+    b.offsets[:] = list(range(len(values)))
+    b.timestamps[:] = [0] * len(values)
+    return b
 
 
-def test_merge_from_the_initializer_when_the_step_names_one() -> None:
-    """Kafka Streams merges every session into initializer(): a group with no
-    aggregate and a step with an initializer merges its first value too."""
-    merger = Calls(lambda k, a, b: a + [b])
-    b = fold_bundle(MERGE, [("a", NONE, [[1], [2]])], value_serde="json", initializer_token=2)
-    r = run({1: merger, 2: lambda: ["init"]}, b)
-    assert outputs(r, "json") == [["init", [1]], ["init", [1], [2]]]
-    assert merger.calls[0] == ("a", ["init"], [1])
-    r = run({1: merger}, fold_bundle(MERGE, [("a", NONE, [[1]])], value_serde="json", initializer_token=2))
-    assert r.failures[0].message.startswith("LookupError: merge step") and "initializer token 2" in r.failures[0].message
+def test_a_bridging_record_merges_sessions_into_the_initializers_aggregate() -> None:
+    """KStreamSessionWindowAggregate: agg = initializer(); each session the
+    record joins is merged in, merger(key, agg, session); then the value is
+    added. Here: a's stored sessions 10 and 5 are bridged by record 1; then
+    record 2 joins the merged session (output ref 2 + 0 = value 0)."""
+    merger = Calls(lambda k, x, y: x + y)
+    agg = Calls(lambda k, v, a: a + v)
+    b = program([("a", [(-1, [0, 1], 0), (-1, [2], 1)]), ("b", [(-1, [], 2)])], [10, 5], [1, 2, 7])
+    r = run({1: lambda: 0, 2: agg, 3: merger}, b)
+    assert list(r.output_counts) == [1, 1, 1] and not r.failures
+    assert outputs(r) == [16, 18, 7]
+    assert merger.calls == [("a", 0, 10), ("a", 10, 5), ("a", 0, 16)]
+    assert agg.calls == [("a", 1, 15), ("a", 2, 16), ("b", 7, 0)]
 
 
-def test_merge_failures_fail_alone() -> None:
-    def merger(k: str, a: Any, b: Any) -> Any:
-        if b == 0:
+def test_sliding_folds_start_from_stored_windows_and_earlier_outputs() -> None:
+    """A sliding window's fold starts from a stored window's aggregate (a
+    copy for a new left window) or from an earlier fold's output; each
+    reference is decoded afresh, so in-place changes do not leak."""
+
+    def add(k: str, v: list[int], a: list[int]) -> list[int]:
+        a.append(v[0])  # in place
+        return a
+
+    pool = [[1]]
+    b = program([("k", [(0, [], 0), (0, [], 1), (1, [], 1)])], pool, [[5], [6]], serde_name="json", merger_token=0)
+    r = run({1: lambda: [], 2: add}, b)
+    assert outputs(r, "json") == [[1, 5], [1, 6], [1, 5, 6]]
+
+
+def test_reduce_programs_merge_with_the_reducer() -> None:
+    """Session reduce: Kafka Streams' merger is the reducer, a missing side
+    taking the other; a missing base (-1) is none, and the value becomes the
+    aggregate without a call."""
+    red = Calls(lambda x, y: x + y)
+    b = program([("a", [(-1, [], 0), (-1, [0, 1], 1)])], [4], [3, 2], operation=REDUCE)
+    r = run({2: red}, b)
+    assert outputs(r) == [3, 9]
+    assert red.calls == [(4, 3), (7, 2)]
+
+
+def test_a_failed_fold_fails_the_folds_that_depend_on_it() -> None:
+    def add(k: str, v: int, a: int) -> int:
+        if v == 0:
             raise ValueError("zero")
-        return None if b == 9 else a + b
+        return a + v
 
-    r = run({1: merger}, fold_bundle(MERGE, [("a", 1, [0, 9, 2])]))
-    assert list(r.output_counts) == [0, 0, 1]
-    assert outputs(r) == [3]  # goes on from the aggregate before the failures
-    assert [(f.index, f.message) for f in r.failures] == [
-        (0, "ValueError: zero"),
-        (1, "TypeError: merge returned None; an aggregate cannot be null"),
-    ]
-    r = run({}, fold_bundle(MERGE, [("a", 1, [2])]))
-    assert r.failures[0].message.startswith("LookupError: merge step")
+    b = program([("a", [(-1, [], 0), (0, [], 1), (-1, [], 1)]), ("b", [(-1, [], 1)])], [], [0, 2])
+    r = run({1: lambda: 0, 2: add, 3: lambda k, x, y: x + y}, b)
+    assert list(r.output_counts) == [0, 0, 1, 1]
+    assert outputs(r) == [2, 2]
+    assert [(f.index, f.message) for f in r.failures] == [(0, "ValueError: zero"), (1, "ValueError: depends on fold value 0, which failed")]
 
 
-def test_json_session_aggregates_merge() -> None:
-    b = fold_bundle(MERGE, [("u", {"n": 1}, [{"n": 2}])], value_serde="json", aggregate_serde="json")
-    r = run({1: lambda k, a, c: {"n": a["n"] + c["n"]}}, b)
-    assert outputs(r, "json") == [{"n": 3}]
+def test_malformed_programs_fail_every_value() -> None:
+    fns = {1: lambda: 0, 2: lambda k, v, a: a + v, 3: lambda k, x, y: x + y}
+    forward = program([("a", [(1, [], 0), (-1, [], 0)])], [], [1])
+    r = run(fns, forward)
+    assert list(r.output_counts) == [0, 0] and "value 0 refers to 1" in r.failures[0].message
+    init_merge = program([("a", [(-1, [-1], 0)])], [], [1])
+    assert "merges in the initializer" in run(fns, init_merge).failures[0].message
+    counts = program([("a", [(-1, [], 0)])], [], [1])
+    counts.merge_counts.append(0)
+    assert "malformed fold program: 1 bases and 2 merge counts" in run(fns, counts).failures[0].message
+    no_merger = program([("a", [(-1, [], 0)])], [], [1])
+    assert "merger token 3, which is not registered" in run({1: fns[1], 2: fns[2]}, no_merger).failures[0].message
 
 
 # Window store queries and dropped records.

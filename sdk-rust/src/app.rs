@@ -24,7 +24,7 @@ const WAIT_MS: i32 = 500;
 /// worker silent for 30 s).
 const DELIVER_AFTER: Duration = Duration::from_secs(5);
 /// What this host understands beyond the protocol's base (OpenSessionRequest.host_features).
-const HOST_FEATURES: &[&str] = &["fold_value_refs"];
+const HOST_FEATURES: &[&str] = &["fold_value_refs", "fold_programs"];
 
 /// The state of an application, as the engine reports it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -147,7 +147,10 @@ impl Config {
     pub fn state_dir(self, dir: impl Into<String>) -> Config {
         self.set("state.dir", dir)
     }
-    /// Any setting, by its Kafka Streams (or `polystreams.*`) name.
+    /// Any setting, by its Kafka Streams (or `polystreams.*`) name, e.g.
+    /// what a failed record does: `default.deserialization.exception.handler`
+    /// and `processing.exception.handler` (`fail`, `log_and_continue` or
+    /// `dead_letter`), `errors.deadletterqueue.topic.name` (docs/errors.md).
     pub fn set(mut self, key: impl Into<String>, value: impl Into<String>) -> Config {
         self.props.insert(key.into(), value.into());
         self

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::app::Inner;
 use crate::error::{Error, Result};
-use crate::fold::{Aggregate, Aggregations, StreamReduce};
+use crate::fold::{Aggregate, AggregateNames, Aggregations, StreamReduce};
 use crate::host::{guarded, take, Fold, Func, KeySlot, Out, StepFn};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::{Serde, Value};
@@ -737,7 +737,12 @@ impl<K: Serde, V: Serde> KGroupedStream<K, V> {
         F: Fn(&K, V, A) -> A + Send + Sync + 'static,
     {
         let fold = Arc::new(Fold(Aggregate::<K, V, A>::new(init, f, None)));
-        let names = (fn_name::<I>("aggregate initializer"), fn_name::<F>("aggregate"), None);
+        let names = AggregateNames {
+            init: fn_name::<I>("aggregate initializer"),
+            aggregator: fn_name::<F>("aggregate"),
+            subtractor: None,
+            merger: None,
+        };
         KTable::wrap(self.app.clone(), self.aggregations().aggregate(fold, names, A::NAME, &o)?)
     }
 }

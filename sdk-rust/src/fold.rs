@@ -39,6 +39,15 @@ impl<V: Serde, F: Fn(V, V) -> V + Send + Sync + 'static> Folder for StreamReduce
     fn has_sub(&self) -> bool {
         false
     }
+    fn initial(&self) -> Option<V> {
+        None
+    }
+    fn merge(&self, _: &(), a: V, b: V) -> V {
+        (self.f)(a, b)
+    }
+    fn has_merge(&self) -> bool {
+        true
+    }
 }
 
 pub(crate) struct TableReduce<V, F, G> {
@@ -73,15 +82,26 @@ where
     fn has_sub(&self) -> bool {
         true
     }
+    fn initial(&self) -> Option<V> {
+        None
+    }
+    fn merge(&self, _: &(), a: V, b: V) -> V {
+        (self.add)(a, b)
+    }
+    fn has_merge(&self) -> bool {
+        true
+    }
 }
 
 type Initializer<A> = Arc<dyn Fn() -> A + Send + Sync>;
 pub(crate) type Aggregator<K, V, A> = Arc<dyn Fn(&K, V, A) -> A + Send + Sync>;
+type Merger<K, A> = Arc<dyn Fn(&K, A, A) -> A + Send + Sync>;
 
 pub(crate) struct Aggregate<K, V, A> {
     init: Initializer<A>,
     add: Aggregator<K, V, A>,
     sub: Option<Aggregator<K, V, A>>,
+    merger: Option<Merger<K, A>>,
 }
 
 impl<K, V, A> Aggregate<K, V, A> {
@@ -90,7 +110,13 @@ impl<K, V, A> Aggregate<K, V, A> {
         add: impl Fn(&K, V, A) -> A + Send + Sync + 'static,
         sub: Option<Aggregator<K, V, A>>,
     ) -> Self {
-        Aggregate { init: Arc::new(init), add: Arc::new(add), sub }
+        Aggregate { init: Arc::new(init), add: Arc::new(add), sub, merger: None }
+    }
+
+    /// An aggregate over session windows: `merger(key, aggregate1,
+    /// aggregate2)` merges the sessions a record bridges.
+    pub(crate) fn with_merger(self, merger: impl Fn(&K, A, A) -> A + Send + Sync + 'static) -> Self {
+        Aggregate { merger: Some(Arc::new(merger)), ..self }
     }
 }
 
@@ -113,6 +139,29 @@ impl<K: Serde, V: Serde, A: Serde> Folder for Aggregate<K, V, A> {
     fn has_sub(&self) -> bool {
         self.sub.is_some()
     }
+    fn initial(&self) -> Option<A> {
+        Some((self.init)())
+    }
+    fn merge(&self, key: &K, a: A, b: A) -> A {
+        match &self.merger {
+            Some(m) => m(key, a, b),
+            None => a,
+        }
+    }
+    fn has_merge(&self) -> bool {
+        self.merger.is_some()
+    }
+}
+
+/// The names an aggregate's functions are registered under (describe
+/// output and error messages).
+pub(crate) struct AggregateNames {
+    pub(crate) init: String,
+    pub(crate) aggregator: String,
+    /// A grouped table's subtractor.
+    pub(crate) subtractor: Option<String>,
+    /// A session-windowed aggregate's merger.
+    pub(crate) merger: Option<String>,
 }
 
 /// count, reduce and aggregate, shared by grouped streams and grouped tables.
@@ -168,17 +217,19 @@ impl Aggregations<'_> {
     pub(crate) fn aggregate(
         &self,
         fold: Arc<dyn crate::host::FoldRun>,
-        names: (String, String, Option<String>),
+        names: AggregateNames,
         agg_serde: &str,
         o: &Options,
     ) -> Result<Handle> {
         o.check("aggregate", NAME | MATERIALIZED)?;
-        let init = self.app.register(&names.0, Func::Part)?;
-        let token = self.app.register(&names.1, Func::Fold(fold))?;
-        let sub = match names.2 {
-            Some(n) => self.app.register(&n, Func::Part)?,
-            None => 0,
+        let init = self.app.register(&names.init, Func::Part)?;
+        let token = self.app.register(&names.aggregator, Func::Fold(fold))?;
+        let part = |name: Option<String>| match name {
+            Some(n) => self.app.register(&n, Func::Part),
+            None => Ok(0),
         };
+        let sub = part(names.subtractor)?;
+        let merger = part(names.merger)?;
         // The aggregate's serde is its Rust type's unless materialized names one.
         let mut m = o.materialized_proto();
         if !agg_serde.is_empty() {
@@ -194,8 +245,8 @@ impl Aggregations<'_> {
             materialized: m,
             name: o.name_or_empty(),
             subtractor_token: sub,
-            merger_token: 0,
+            merger_token: merger,
         });
-        expect_handle(self.app.build(op, &[init, token, sub])?, "aggregate")
+        expect_handle(self.app.build(op, &[init, token, sub, merger])?, "aggregate")
     }
 }

@@ -14,7 +14,7 @@
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Once};
 
@@ -42,13 +42,18 @@ pub(crate) struct KeySlot<'a> {
     pub(crate) decoded: &'a mut Option<AnyKey>,
     raw: Option<&'a [u8]>,
     serde: &'a str,
+    /// Set when the key does not decode: a deserialization failure.
+    undecodable: bool,
 }
 
 impl KeySlot<'_> {
     /// The key as a K, decoding the record's key bytes the first time.
     pub(crate) fn get<K: Serde>(&mut self) -> Result<&K, String> {
         if self.decoded.is_none() {
-            let k = K::decode(self.serde, self.raw).map_err(|e| format!("the key does not decode: {e}"))?;
+            let k = K::decode(self.serde, self.raw).map_err(|e| {
+                self.undecodable = true;
+                format!("the key does not decode: {e}")
+            })?;
             *self.decoded = Some(Arc::new(k));
         }
         let k = self.decoded.as_ref().expect("set above");
@@ -237,14 +242,25 @@ impl Executor {
     }
 }
 
+/// RecordFailure.kind: deserialization when the record's key, value or
+/// aggregate did not decode, else processing (the engine applies
+/// default.deserialization.exception.handler or processing.exception.handler).
+fn kind(undecodable: bool) -> i32 {
+    if undecodable {
+        pb::record_failure::Kind::Deserialization as i32
+    } else {
+        pb::record_failure::Kind::Processing as i32
+    }
+}
+
 /// A result that fails every record of the bundle at one step.
-fn fail_all(b: &pb::Bundle, step: usize, msg: String) -> pb::BundleResult {
+pub(crate) fn fail_all(b: &pb::Bundle, step: usize, msg: String) -> pb::BundleResult {
     let n = outcomes(b);
     pb::BundleResult {
         bundle_id: b.id,
         output_counts: vec![0; n],
         failures: (0..n)
-            .map(|i| pb::RecordFailure { index: i as i32, step: step as i32, message: msg.clone() })
+            .map(|i| pb::RecordFailure { index: i as i32, step: step as i32, message: msg.clone(), kind: kind(false) })
             .collect(),
         ..Default::default()
     }
@@ -252,7 +268,7 @@ fn fail_all(b: &pb::Bundle, step: usize, msg: String) -> pb::BundleResult {
 
 /// How many outcomes a bundle's result gives: one per record, or for a
 /// fold bundle with value_refs ("fold_value_refs"), one per fold value.
-fn outcomes(b: &pb::Bundle) -> usize {
+pub(crate) fn outcomes(b: &pb::Bundle) -> usize {
     if b.value_refs.is_empty() {
         b.value_lengths.len()
     } else {
@@ -284,12 +300,16 @@ fn run_chain(b: &pb::Bundle, steps: &[(i32, &StepFn)]) -> pb::BundleResult {
         return fail_all(b, 0, "a bundle with no steps".to_owned());
     };
     let mut failed: BTreeMap<usize, (usize, String)> = BTreeMap::new();
+    // Records whose key or value did not decode (deserialization failures);
+    // the others failed in a function or did not encode (processing).
+    let mut undecoded: BTreeSet<usize> = BTreeSet::new();
     let mut elems: Vec<Elem> = Vec::with_capacity(n);
     for (i, v) in values.iter().enumerate() {
         match (first.decode_value)(&b.value_serde, *v) {
             Ok(value) => elems.push(Elem { key: None, value, origin: i }),
             Err(e) => {
                 failed.insert(i, (0, format!("the value does not decode: {e}")));
+                undecoded.insert(i);
             }
         }
     }
@@ -300,8 +320,13 @@ fn run_chain(b: &pb::Bundle, steps: &[(i32, &StepFn)]) -> pb::BundleResult {
             if failed.contains_key(&e.origin) {
                 continue;
             }
-            let mut slot = KeySlot { decoded: &mut e.key, raw: keys[e.origin], serde: &b.key_serde };
-            match (step.call)(&mut slot, e.value) {
+            let mut slot =
+                KeySlot { decoded: &mut e.key, raw: keys[e.origin], serde: &b.key_serde, undecodable: false };
+            let out = (step.call)(&mut slot, e.value);
+            if slot.undecodable {
+                undecoded.insert(e.origin);
+            }
+            match out {
                 Ok(Out::One(k, value)) => next.push(Elem { key: k.or(e.key), value, origin: e.origin }),
                 Ok(Out::Many(vs)) => {
                     for value in vs {
@@ -383,7 +408,12 @@ fn run_chain(b: &pb::Bundle, steps: &[(i32, &StepFn)]) -> pb::BundleResult {
     result.keys = keys_out;
     result.failures = failed
         .into_iter()
-        .map(|(i, (step, message))| pb::RecordFailure { index: i as i32, step: step as i32, message })
+        .map(|(i, (step, message))| pb::RecordFailure {
+            index: i as i32,
+            step: step as i32,
+            message,
+            kind: kind(undecoded.contains(&i)),
+        })
         .collect();
     result
 }
@@ -413,6 +443,14 @@ pub(crate) trait Folder: Send + Sync + 'static {
     /// Removes an old value (grouped tables only).
     fn sub(&self, key: &Self::K, agg: Self::A, old: Self::V) -> Self::A;
     fn has_sub(&self) -> bool;
+    /// A fold program's aggregate of ref -1: the initializer's (aggregate),
+    /// or none (reduce).
+    fn initial(&self) -> Option<Self::A>;
+    /// Merges two aggregates (fold programs: sessions a record bridges):
+    /// the merger for an aggregate, the reducer for a reduce.
+    fn merge(&self, key: &Self::K, a: Self::A, b: Self::A) -> Self::A;
+    /// Whether merge can run: an aggregate registered with a merger, or a reduce.
+    fn has_merge(&self) -> bool;
 }
 
 pub(crate) struct Fold<F: Folder>(pub(crate) F);
@@ -420,6 +458,9 @@ pub(crate) struct Fold<F: Folder>(pub(crate) F);
 impl<F: Folder> FoldRun for Fold<F> {
     fn run(&self, b: &pb::Bundle) -> pb::BundleResult {
         let f = &self.0;
+        if !b.fold_bases.is_empty() {
+            return program::run(f, b);
+        }
         // Fold values: record i, or with value_refs record value_refs[i] (a
         // record in several windows is sent once).
         let n = outcomes(b);
@@ -485,15 +526,16 @@ impl<F: Folder> FoldRun for Fold<F> {
 
         let mut result = pb::BundleResult { bundle_id: b.id, output_counts: vec![0; n], ..Default::default() };
         let mut failures = Vec::new();
-        let mut fail =
-            |i: usize, message: String| failures.push(pb::RecordFailure { index: i as i32, step: 0, message });
+        let mut fail = |i: usize, message: String, undecodable: bool| {
+            failures.push(pb::RecordFailure { index: i as i32, step: 0, message, kind: kind(undecodable) })
+        };
         let mut pos = 0usize;
         for (g, &size) in sizes.iter().enumerate() {
             let end = pos + size as usize;
             let key = match F::K::decode(&b.key_serde, keys[g]) {
                 Ok(k) => k,
                 Err(e) => {
-                    (pos..end).for_each(|i| fail(i, format!("the key of this group does not decode: {e}")));
+                    (pos..end).for_each(|i| fail(i, format!("the key of this group does not decode: {e}"), true));
                     pos = end;
                     continue;
                 }
@@ -512,7 +554,7 @@ impl<F: Folder> FoldRun for Fold<F> {
             let mut cur = match restore(&good) {
                 Ok(a) => a,
                 Err(e) => {
-                    (pos..end).for_each(|i| fail(i, e.clone()));
+                    (pos..end).for_each(|i| fail(i, e.clone(), true));
                     pos = end;
                     continue;
                 }
@@ -535,7 +577,7 @@ impl<F: Folder> FoldRun for Fold<F> {
                 let (v, old) = match decoded {
                     Ok(x) => x,
                     Err(e) => {
-                        fail(i, e);
+                        fail(i, e, true);
                         continue;
                     }
                 };
@@ -566,7 +608,7 @@ impl<F: Folder> FoldRun for Fold<F> {
                 let (a, added) = match folded {
                     Ok(x) => x,
                     Err(msg) => {
-                        fail(i, msg);
+                        fail(i, msg, false);
                         cur = restore(&good).unwrap_or(None);
                         continue;
                     }
@@ -593,11 +635,11 @@ impl<F: Folder> FoldRun for Fold<F> {
                         cur = None;
                     }
                     Ok(false) => {
-                        fail(i, "the aggregate is null; an aggregate cannot be null".to_owned());
+                        fail(i, "the aggregate is null; an aggregate cannot be null".to_owned(), false);
                         cur = restore(&good).unwrap_or(None);
                     }
                     Err(e) => {
-                        fail(i, format!("the aggregate does not encode: {e}"));
+                        fail(i, format!("the aggregate does not encode: {e}"), false);
                         cur = restore(&good).unwrap_or(None);
                     }
                 }
@@ -609,5 +651,6 @@ impl<F: Folder> FoldRun for Fold<F> {
     }
 }
 
+mod program;
 #[cfg(test)]
 mod tests;

@@ -7,7 +7,7 @@ use crate::dsl::{
     MATERIALIZED, NAME, VALUE,
 };
 use crate::error::{Error, Result};
-use crate::fold::{Aggregate, Aggregations, TableReduce};
+use crate::fold::{Aggregate, AggregateNames, Aggregations, TableReduce};
 use crate::host::{guarded, take, Fold, Out, StepFn};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::Serde;
@@ -236,11 +236,12 @@ impl<K: Serde, V: Serde> KGroupedTable<K, V> {
         G: Fn(&K, V, A) -> A + Send + Sync + 'static,
     {
         let fold = Arc::new(Fold(Aggregate::<K, V, A>::new(init, adder, Some(Arc::new(subtractor)))));
-        let names = (
-            fn_name::<I>("aggregate initializer"),
-            fn_name::<F>("aggregate"),
-            Some(fn_name::<G>("aggregate subtractor")),
-        );
+        let names = AggregateNames {
+            init: fn_name::<I>("aggregate initializer"),
+            aggregator: fn_name::<F>("aggregate"),
+            subtractor: Some(fn_name::<G>("aggregate subtractor")),
+            merger: None,
+        };
         KTable::wrap(self.app.clone(), self.aggregations().aggregate(fold, names, A::NAME, &o)?)
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::app::Inner;
 use crate::dsl::{expect_handle, Handle, KGroupedStream, KTable, Kind, Options, Reducer};
 use crate::error::{Error, Result};
-use crate::fold::{Aggregate, Aggregations, StreamReduce};
+use crate::fold::{Aggregate, AggregateNames, Aggregations, StreamReduce};
 use crate::host::Fold;
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::{Serde, SerdeError};
@@ -241,8 +241,8 @@ impl Windows for SlidingWindows {
 
 /// Sessions (Kafka Streams' `SessionWindows`): a key's records at most the
 /// inactivity gap apart share a session; a record between two sessions
-/// merges them. This engine version runs count and the built-in reducers
-/// over sessions (host functions fold over time windows only).
+/// merges them (an aggregate's merger, or the reducer, merges their
+/// aggregates).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SessionWindows {
     gap_ms: i64,
@@ -309,6 +309,65 @@ impl<K: Serde, V: Serde> SessionWindowedKStream<K, V> {
     pub fn reduce_builtin(&self, r: Reducer, o: Options) -> Result<KTable<Windowed<K>, V>> {
         KTable::wrap(self.app.clone(), Aggregations { app: &self.app, input: self.handle.id }.builtin(r, &o)?)
     }
+
+    /// Folds each key's values per session: `f(aggregate, value)`; a
+    /// session's first value becomes its aggregate without a call, and
+    /// merging two sessions a record bridges is `f(aggregate1, aggregate2)`.
+    pub fn reduce<F>(&self, f: F) -> Result<KTable<Windowed<K>, V>>
+    where
+        F: Fn(V, V) -> V + Send + Sync + 'static,
+    {
+        self.reduce_with(f, Options::new())
+    }
+
+    /// [`reduce`](Self::reduce) with `name` and `materialized`.
+    pub fn reduce_with<F>(&self, f: F, o: Options) -> Result<KTable<Windowed<K>, V>>
+    where
+        F: Fn(V, V) -> V + Send + Sync + 'static,
+    {
+        let fold = Arc::new(Fold(StreamReduce::<V, F>::new(f)));
+        let name = format!("reduce {}", std::any::type_name::<F>());
+        let aggregations = Aggregations { app: &self.app, input: self.handle.id };
+        KTable::wrap(self.app.clone(), aggregations.reduce(fold, (name, None), &o)?)
+    }
+
+    /// `init()` starts each session's aggregate, `f(key, value, aggregate)`
+    /// folds in a value, and `merger(key, aggregate1, aggregate2)` merges
+    /// the sessions a record bridges (Kafka Streams' `Merger`; the merged
+    /// session starts from `init()` and merges each session in, in time
+    /// order, before the record is added).
+    pub fn aggregate<A: Serde, I, F, M>(&self, init: I, f: F, merger: M) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A) -> A + Send + Sync + 'static,
+        M: Fn(&K, A, A) -> A + Send + Sync + 'static,
+    {
+        self.aggregate_with(init, f, merger, Options::new())
+    }
+
+    /// [`aggregate`](Self::aggregate) with `name` and `materialized`.
+    pub fn aggregate_with<A: Serde, I, F, M>(
+        &self,
+        init: I,
+        f: F,
+        merger: M,
+        o: Options,
+    ) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A) -> A + Send + Sync + 'static,
+        M: Fn(&K, A, A) -> A + Send + Sync + 'static,
+    {
+        let fold = Arc::new(Fold(Aggregate::<K, V, A>::new(init, f, None).with_merger(merger)));
+        let names = AggregateNames {
+            init: format!("aggregate initializer {}", std::any::type_name::<I>()),
+            aggregator: format!("aggregate {}", std::any::type_name::<F>()),
+            subtractor: None,
+            merger: Some(format!("aggregate merger {}", std::any::type_name::<M>())),
+        };
+        let aggregations = Aggregations { app: &self.app, input: self.handle.id };
+        KTable::wrap(self.app.clone(), aggregations.aggregate(fold, names, A::NAME, &o)?)
+    }
 }
 
 impl<K: Serde, V: Serde> TimeWindowedKStream<K, V> {
@@ -372,11 +431,12 @@ impl<K: Serde, V: Serde> TimeWindowedKStream<K, V> {
         F: Fn(&K, V, A) -> A + Send + Sync + 'static,
     {
         let fold = Arc::new(Fold(Aggregate::<K, V, A>::new(init, f, None)));
-        let names = (
-            format!("aggregate initializer {}", std::any::type_name::<I>()),
-            format!("aggregate {}", std::any::type_name::<F>()),
-            None,
-        );
+        let names = AggregateNames {
+            init: format!("aggregate initializer {}", std::any::type_name::<I>()),
+            aggregator: format!("aggregate {}", std::any::type_name::<F>()),
+            subtractor: None,
+            merger: None,
+        };
         KTable::wrap(self.app.clone(), self.aggregations().aggregate(fold, names, A::NAME, &o)?)
     }
 }

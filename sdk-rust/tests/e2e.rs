@@ -467,6 +467,45 @@ fn a_session_window_count_merges_close_records() {
 }
 
 #[test]
+fn a_session_window_host_aggregate_merges_with_its_merger() {
+    use polystreams::{SessionWindows, Windowed};
+    let app = app("session-aggregate");
+    let brokers = app.brokers().unwrap().to_owned();
+    produce(&brokers, "lines", &[("ann", "aaa"), ("bob", "b"), ("ann", "cc"), ("ann", "d")]);
+    produce(&brokers, "line-sizes", &[]);
+    app.stream::<String, String>("lines")
+        .unwrap()
+        .group_by_key()
+        .unwrap()
+        .windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(Duration::from_secs(600)))
+        .unwrap()
+        // A record that extends a session merges it into a fresh aggregate:
+        // the merger adds, and says it ran.
+        .aggregate(
+            || 0i64,
+            |_: &String, v: String, n: i64| n + v.len() as i64,
+            |_: &String, a: i64, b: i64| a + b + 1000,
+        )
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .nullable() // merged sessions are deleted: tombstones
+        .map(|w: &Windowed<String>, n: Option<i64>| (w.key.clone(), n.map_or("merged".to_owned(), |n| n.to_string())))
+        .unwrap()
+        .to("line-sizes")
+        .unwrap();
+    let runner = serve(&app);
+    // The records are seconds apart: one session per key; ann's second and
+    // third records each merge her session (1000 per merge).
+    let want: BTreeMap<String, String> =
+        [("ann", "2006"), ("bob", "1")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    assert_eq!(read_until(&brokers, "line-sizes", Duration::from_secs(60), |l| *l == want), want);
+    app.stop();
+    runner.join().unwrap().unwrap();
+    app.close(Duration::from_secs(30));
+}
+
+#[test]
 fn a_sliding_window_count_holds_every_record_within_the_difference() {
     use polystreams::{SlidingWindows, Windowed};
     let app = app("sliding");

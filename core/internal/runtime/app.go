@@ -118,7 +118,7 @@ func New(cfg Config, topo *topology.Topology, host Host) (*App, error) {
 		a.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	a.log = a.log.With("application.id", cfg.ApplicationID)
-	plans, err := compile(topo, a.fullTopic, cfg.CacheMaxBytes > 0)
+	plans, err := compile(topo, a.fullTopic, cfg.CacheMaxBytes > 0, cfg.FoldPrograms)
 	if err != nil {
 		return nil, err
 	}

@@ -67,10 +67,24 @@ type Config struct {
 	// nodes, crossings, commits and drops are not counted.
 	MetricsDisabled bool
 
+	// default.deserialization.exception.handler (also read as
+	// deserialization.exception.handler) and processing.exception.handler
+	// (KIP-1033): what happens to a record whose key or value does not
+	// decode, and to one whose user function raises. Default: fail.
+	DeserializationPolicy, ProcessingPolicy Policy
+	// errors.deadletterqueue.topic.name (KIP-1034): where dead_letter (and,
+	// as in Kafka Streams, log_and_continue when it is set) writes failed
+	// records. Empty: none.
+	DeadLetterTopic string
+
 	// FoldValueRefs: the host understands Bundle.value_refs (its SDK said
 	// so with the "fold_value_refs" host feature), so a windowed fold
 	// sends each record once.
 	FoldValueRefs bool
+	// FoldPrograms: the host runs fold programs (Bundle.fold_bases; host
+	// feature "fold_programs"), so host functions fold over session and
+	// sliding windows.
+	FoldPrograms bool
 
 	Logger *slog.Logger
 }
@@ -110,6 +124,7 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 		CacheMaxBytes:     10 << 20,
 	}
 	var errs []error
+	var deadLetterOf map[string]string // handler key -> topic named in dead_letter(topic)
 	if applicationID == "" {
 		errs = append(errs, errors.New("application.id is empty"))
 	} else if strings.ContainsAny(applicationID, "/\\ \t\n") || applicationID == "." || applicationID == ".." {
@@ -203,6 +218,24 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 			} else if c.CARoots = x509.NewCertPool(); !c.CARoots.AppendCertsFromPEM(pem) {
 				errs = append(errs, fmt.Errorf("ssl.ca.location = %q holds no PEM certificate", v))
 			}
+		case "default.deserialization.exception.handler", "deserialization.exception.handler", "processing.exception.handler":
+			p, topic, err := parsePolicy(k, v)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if k == "processing.exception.handler" {
+				c.ProcessingPolicy = p
+			} else {
+				c.DeserializationPolicy = p
+			}
+			if topic != "" {
+				if deadLetterOf == nil {
+					deadLetterOf = map[string]string{}
+				}
+				deadLetterOf[k] = topic
+			}
+		case "errors.deadletterqueue.topic.name":
+			c.DeadLetterTopic = strings.TrimSpace(v)
 		case "sasl.username":
 			c.SASLUsername = v
 		case "sasl.password":
@@ -222,6 +255,7 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 		}
 	}
 	c.CommitInterval = time.Duration(commitMs) * time.Millisecond
+	errs = append(errs, c.resolveDeadLetter(deadLetterOf)...)
 	if strings.HasPrefix(c.SecurityProtocol, "SASL") && c.SASLMechanism == "" {
 		c.SASLMechanism = "PLAIN"
 	}
@@ -238,6 +272,12 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 		"statestore.cache.max.bytes":     strconv.FormatInt(c.CacheMaxBytes, 10),
 		"security.protocol":              c.SecurityProtocol,
 		"polystreams.metrics.enabled":    strconv.FormatBool(!c.MetricsDisabled),
+
+		"default.deserialization.exception.handler": c.DeserializationPolicy.String(),
+		"processing.exception.handler":              c.ProcessingPolicy.String(),
+	}
+	if c.DeadLetterTopic != "" {
+		effective["errors.deadletterqueue.topic.name"] = c.DeadLetterTopic
 	}
 	if c.SSLCALocation != "" {
 		effective["ssl.ca.location"] = c.SSLCALocation

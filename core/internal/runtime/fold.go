@@ -29,7 +29,7 @@ func (t *task) foldKept(ctx context.Context, s *step, recs []rec) ([]rec, error)
 	if s.hostFold {
 		return t.foldHost(ctx, s, tx, recs)
 	}
-	return foldNative(s.node, tx, recs)
+	return foldNative(s.node, tx, recs, t.recordFailed)
 }
 
 // dropNulls drops (and counts) records with a null key or value: an
@@ -76,8 +76,12 @@ func (t *task) count(s *step, tx *storeTx, recs []rec) ([]rec, error) {
 	return out, nil
 }
 
-func foldNative(n *topology.Node, tx *storeTx, recs []rec) ([]rec, error) {
+// foldNative folds recs with a Go (or built-in) reducer or aggregator; a
+// record whose call fails goes to failed (recordFailed: nil skips it, and
+// its key's aggregate stays as it was).
+func foldNative(n *topology.Node, tx *storeTx, recs []rec, failed func(rec, string, failKind, error) error) ([]rec, error) {
 	out := make([]rec, 0, len(recs))
+	var failedIn map[*kgo.Record]bool
 	for _, r := range recs {
 		cur, curTS, err := tx.get(r.storeKey())
 		if err != nil {
@@ -98,7 +102,8 @@ func foldNative(n *topology.Node, tx *storeTx, recs []rec) ([]rec, error) {
 					return nil, fmt.Errorf("runtime: node %s has no native initializer", n.Name)
 				}
 				if agg, err = init(); err != nil {
-					return nil, recordError(r, n.Name, fmt.Errorf("initializer: %w", err))
+					err = fmt.Errorf("initializer: %w", err)
+					break
 				}
 			}
 			agg, err = f(r.key, r.value, agg)
@@ -109,7 +114,19 @@ func foldNative(n *topology.Node, tx *storeTx, recs []rec) ([]rec, error) {
 			err = errors.New("the aggregate is null")
 		}
 		if err != nil {
-			return nil, recordError(r, n.Name, err)
+			// A windowed fold folds a record into each of its windows: it
+			// fails (and is dead-lettered) once.
+			if failedIn[r.in] {
+				continue
+			}
+			if err = failed(r, n.Name, kindOf(err), err); err != nil {
+				return nil, err
+			}
+			if failedIn == nil {
+				failedIn = map[*kgo.Record]bool{}
+			}
+			failedIn[r.in] = true
+			continue
 		}
 		ts := aggTime(r.ts, cur, curTS)
 		tx.put(r.storeKey(), agg, ts)
@@ -214,12 +231,39 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 	for j, i := range order {
 		inOrder[j] = recs[i]
 	}
-	aggs, err := decodeResult(s, inOrder, res)
+	aggs, fails, err := decodeResult(s, inOrder, res)
 	if err != nil {
 		return nil, err
 	}
+	// A value that failed has no aggregate (output count 0) and leaves its
+	// group's aggregate as it was before it: the host folds the group's next
+	// value into that one.
+	var failedAt map[int]bool
+	if len(fails) > 0 {
+		if err := t.applyFailures(inOrder, fails); err != nil {
+			return nil, err
+		}
+		failedAt = make(map[int]bool, len(fails))
+		for _, f := range res.Failures {
+			failedAt[int(f.Index)] = true
+		}
+	}
+	// With final_only a group's aggregate comes after its last value that
+	// did not fail: lastOK[g] is that value's position.
+	lastOK := make([]int, len(groups))
+	for j := range res.OutputCounts {
+		if !failedAt[j] {
+			lastOK[groupOf[j]] = j
+		}
+	}
 	for j, c := range res.OutputCounts {
-		last := j == len(groupOf)-1 || groupOf[j+1] != groupOf[j]
+		if failedAt[j] {
+			if c != 0 {
+				return nil, fmt.Errorf("runtime: host answered fold bundle %d for node %s with an output count of %d for value %d, which failed; a failed value has no aggregate", res.BundleId, s.node.Name, c, j)
+			}
+			continue
+		}
+		last := j == lastOK[groupOf[j]]
 		if c != 1 && !(b.FinalOnly && c == 0 && !last) {
 			return nil, fmt.Errorf("runtime: host answered fold bundle %d for node %s with an output count of %d for value %d; a fold gives one aggregate per value (with final_only: per group, after its last value)", res.BundleId, s.node.Name, c, j)
 		}
@@ -232,6 +276,9 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 	k := 0
 	for j, c := range res.OutputCounts {
 		g := groupOf[j]
+		if failedAt[j] {
+			continue
+		}
 		if c == 0 {
 			// An intermediate aggregate, not sent: it exists (a stream
 			// fold's aggregate is never null) and moves the time on; the

@@ -71,7 +71,7 @@ func FuzzDecodeResult(f *testing.F) {
 		}
 		s := fuzzStep(ops, keysChange)
 		recs := fuzzRecs(int(n % 64))
-		out, err := decodeResult(s, recs, &res)
+		out, fails, err := decodeResult(s, recs, &res)
 		if err != nil {
 			msg := err.Error()
 			if !strings.HasPrefix(msg, "runtime: ") {
@@ -79,8 +79,13 @@ func FuzzDecodeResult(f *testing.F) {
 			}
 			return
 		}
-		if len(res.Failures) > 0 {
-			t.Fatalf("an answer with failures decoded: %v", &res)
+		if len(fails) > len(recs) {
+			t.Fatalf("%d failures for %d records", len(fails), len(recs))
+		}
+		for _, fl := range fails {
+			if fl.index < 0 || fl.index >= len(recs) || fl.node == "" {
+				t.Fatalf("failure of record %d of %d in node %q", fl.index, len(recs), fl.node)
+			}
 		}
 		total := 0
 		for i, c := range res.OutputCounts {
@@ -110,12 +115,12 @@ func FuzzDecodeResult(f *testing.F) {
 func TestDecodeResultRefusesMoreOutputsThanTheChainMakes(t *testing.T) {
 	s := fuzzStep([]pb.Operation{pb.Operation_OPERATION_MAP_VALUES, pb.Operation_OPERATION_FILTER}, false)
 	res := &pb.BundleResult{BundleId: 9, OutputCounts: []int32{1, 2, 0}, ValueLengths: []int32{1, 1, 1}, Values: []byte("abc")}
-	_, err := decodeResult(s, fuzzRecs(3), res)
+	_, _, err := decodeResult(s, fuzzRecs(3), res)
 	if err == nil || !strings.Contains(err.Error(), "malformed: 2 outputs for record 1; its chain makes at most 1") {
 		t.Fatalf("decodeResult: %v", err)
 	}
 	s = fuzzStep([]pb.Operation{pb.Operation_OPERATION_FLAT_MAP_VALUES}, false)
-	if out, err := decodeResult(s, fuzzRecs(3), res); err != nil || len(out) != 3 {
+	if out, _, err := decodeResult(s, fuzzRecs(3), res); err != nil || len(out) != 3 {
 		t.Fatalf("flat_map_values: %v %v", out, err)
 	}
 }

@@ -1,9 +1,11 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,35 +37,79 @@ func (t *task) runHost(ctx context.Context, s *step, recs []rec) ([]rec, error) 
 	}
 	chunks = append(chunks, recs[start:])
 	if len(chunks) == 1 {
-		out, _, err := t.crossOnce(ctx, s, chunks[0])
-		return out, err
+		out, _, fails, err := t.crossOnce(ctx, s, chunks[0])
+		if err != nil {
+			return nil, err
+		}
+		if err := t.applyFailures(chunks[0], fails); err != nil {
+			return nil, err
+		}
+		return out, nil
 	}
 	outs := make([][]rec, len(chunks))
+	fails := make([][]failure, len(chunks))
 	errs := make([]error, len(chunks))
 	var wg sync.WaitGroup
 	for i, c := range chunks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outs[i], _, errs[i] = t.crossOnce(ctx, s, c)
+			outs[i], _, fails[i], errs[i] = t.crossOnce(ctx, s, c)
 		}()
 	}
 	wg.Wait()
 	var out []rec
 	for i := range chunks {
-		// The first failing chunk in record order names the failure.
+		// The first failing chunk in record order names the failure; the
+		// policy sees failed records in record order.
 		if errs[i] != nil {
 			return nil, errs[i]
+		}
+		if err := t.applyFailures(chunks[i], fails[i]); err != nil {
+			return nil, err
 		}
 		out = append(out, outs[i]...)
 	}
 	return out, nil
 }
 
+// failure is a record of a bundle that failed on the host.
+type failure struct {
+	index int // into the bundle's records
+	node  string
+	kind  failKind
+	err   error
+}
+
+// applyFailures hands the failed records of a bundle, in record order, to
+// the policy (recordFailed); the first it does not skip fails the batch. An
+// input record that failed more than once (e.g. as a table change's old and
+// new value) counts once.
+func (t *task) applyFailures(recs []rec, fails []failure) error {
+	var seen map[any]bool
+	for _, f := range fails {
+		r := recs[f.index]
+		if len(fails) > 1 {
+			if seen == nil {
+				seen = map[any]bool{}
+			}
+			if seen[r.in] {
+				continue
+			}
+			seen[r.in] = true
+		}
+		if err := t.recordFailed(r, f.node, f.kind, f.err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // crossOnce sends recs through s's chain in one bundle; it returns the
-// outputs and the host's answer (its output counts say which record made
-// which outputs).
-func (t *task) crossOnce(ctx context.Context, s *step, recs []rec) ([]rec, *pb.BundleResult, error) {
+// outputs, the host's answer (its output counts say which record made
+// which outputs) and the records that failed, whose policy the caller
+// applies.
+func (t *task) crossOnce(ctx context.Context, s *step, recs []rec) ([]rec, *pb.BundleResult, []failure, error) {
 	b := encodeBundle(s, recs)
 	b.Partition = t.id.partition
 	start := time.Now()
@@ -73,10 +119,10 @@ func (t *task) crossOnce(ctx context.Context, s *step, recs []rec) ([]rec, *pb.B
 		s.stats.bundle.Observe(float64(len(recs)))
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("runtime: task %s: bundle for node %s: %w", t.id, s.node.Name, err)
+		return nil, nil, nil, fmt.Errorf("runtime: task %s: bundle for node %s: %w", t.id, s.node.Name, err)
 	}
-	out, err := decodeResult(s, recs, res)
-	return out, res, err
+	out, fails, err := decodeResult(s, recs, res)
+	return out, res, fails, err
 }
 
 // encodeBundle lays recs out in columns.
@@ -127,50 +173,64 @@ func encodeBundle(s *step, recs []rec) *pb.Bundle {
 }
 
 // decodeResult checks the host's answer against the bundle and turns it
-// into records. Under the fail policy the first failing record (in record
-// order) fails the batch.
-func decodeResult(s *step, recs []rec, res *pb.BundleResult) ([]rec, error) {
+// into records, and lists the records that failed in record order (one
+// failure per record: the first step it failed in). A failed record's
+// outputs are those its output count gives (0, unless e.g. a flat_map's
+// other values went on); an answer with failures may leave the counts out
+// (all 0).
+func decodeResult(s *step, recs []rec, res *pb.BundleResult) ([]rec, []failure, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("runtime: host answered bundle %d for node %s malformed: %s", res.GetBundleId(), s.node.Name, fmt.Sprintf(format, args...))
 	}
+	var fails []failure
 	if len(res.Failures) > 0 {
-		first := res.Failures[0]
-		for _, f := range res.Failures[1:] {
-			if f.Index < first.Index {
-				first = f
+		fs := slices.Clone(res.Failures)
+		slices.SortStableFunc(fs, func(a, b *pb.RecordFailure) int {
+			return cmp.Or(cmp.Compare(a.Index, b.Index), cmp.Compare(a.Step, b.Step))
+		})
+		for i, f := range fs {
+			if f.Index < 0 || int(f.Index) >= len(recs) {
+				return nil, nil, bad("failure names record %d of %d", f.Index, len(recs))
 			}
+			if i > 0 && fs[i-1].Index == f.Index {
+				continue
+			}
+			node := s.node.Name
+			if f.Step >= 0 && int(f.Step) < len(s.chain) {
+				node = s.chain[f.Step].Name
+			}
+			kind := kindProcessing
+			if f.Kind == pb.RecordFailure_KIND_DESERIALIZATION {
+				kind = kindDeserialization
+			}
+			fails = append(fails, failure{index: int(f.Index), node: node, kind: kind, err: errors.New(f.Message)})
 		}
-		if first.Index < 0 || int(first.Index) >= len(recs) {
-			return nil, bad("failure names record %d of %d", first.Index, len(recs))
+		if len(res.OutputCounts) == 0 && len(res.ValueLengths) == 0 {
+			res.OutputCounts = make([]int32, len(recs))
 		}
-		node := s.node.Name
-		if first.Step >= 0 && int(first.Step) < len(s.chain) {
-			node = s.chain[first.Step].Name
-		}
-		return nil, recordError(recs[first.Index], node, errors.New(first.Message))
 	}
 	if len(res.OutputCounts) != len(recs) {
-		return nil, bad("%d output counts for %d records", len(res.OutputCounts), len(recs))
+		return nil, nil, bad("%d output counts for %d records", len(res.OutputCounts), len(recs))
 	}
 	total := 0
 	most := maxOutputs(s.steps)
 	for i, c := range res.OutputCounts {
 		if c < 0 {
-			return nil, bad("negative output count %d", c)
+			return nil, nil, bad("negative output count %d", c)
 		}
 		if most >= 0 && c > most {
-			return nil, bad("%d outputs for record %d; its chain makes at most %d", c, i, most)
+			return nil, nil, bad("%d outputs for record %d; its chain makes at most %d", c, i, most)
 		}
 		total += int(c)
 	}
 	if len(res.ValueLengths) != total {
-		return nil, bad("%d values for %d outputs", len(res.ValueLengths), total)
+		return nil, nil, bad("%d values for %d outputs", len(res.ValueLengths), total)
 	}
 	if s.keysChange && len(res.KeyLengths) != total {
-		return nil, bad("%d keys for %d outputs of a key-changing chain", len(res.KeyLengths), total)
+		return nil, nil, bad("%d keys for %d outputs of a key-changing chain", len(res.KeyLengths), total)
 	}
 	if !s.keysChange && len(res.KeyLengths) != 0 {
-		return nil, bad("keys for a chain that does not change keys")
+		return nil, nil, bad("keys for a chain that does not change keys")
 	}
 	out := make([]rec, 0, total)
 	values, keys := res.Values, res.Keys
@@ -194,12 +254,12 @@ func decodeResult(s *step, recs []rec, res *pb.BundleResult) ([]rec, error) {
 		for range c {
 			v, err := slice(values, &vo, res.ValueLengths[j], "value")
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			k := recs[i].key
 			if s.keysChange {
 				if k, err = slice(keys, &ko, res.KeyLengths[j], "key"); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 			}
 			out = append(out, rec{key: k, value: v, ts: recs[i].ts, in: recs[i].in, skey: recs[i].skey})
@@ -207,7 +267,7 @@ func decodeResult(s *step, recs []rec, res *pb.BundleResult) ([]rec, error) {
 		}
 	}
 	if vo != len(values) || ko != len(keys) {
-		return nil, bad("columns hold %d value and %d key bytes more than their lengths say", len(values)-vo, len(keys)-ko)
+		return nil, nil, bad("columns hold %d value and %d key bytes more than their lengths say", len(values)-vo, len(keys)-ko)
 	}
-	return out, nil
+	return out, fails, nil
 }

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -44,7 +45,7 @@ func TestDecodeResultOutcomesPerRecord(t *testing.T) {
 	// record 0 -> two outputs, record 1 -> none (filtered), record 2 -> one
 	// null value and keeps its (empty, non-null) key.
 	res := &pb.BundleResult{BundleId: 1, OutputCounts: []int32{2, 0, 1}, ValueLengths: []int32{1, 0, -1}, Values: []byte("a")}
-	out, err := decodeResult(s, testRecs(), res)
+	out, _, err := decodeResult(s, testRecs(), res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func TestDecodeResultOutcomesPerRecord(t *testing.T) {
 func TestDecodeResultKeysWhenChainChangesKeys(t *testing.T) {
 	s := &step{node: &topology.Node{Name: "N"}, keysChange: true}
 	res := &pb.BundleResult{OutputCounts: []int32{1, 0, 1}, ValueLengths: []int32{1, 1}, Values: []byte("xy"), KeyLengths: []int32{-1, 2}, Keys: []byte("kk")}
-	out, err := decodeResult(s, testRecs(), res)
+	out, _, err := decodeResult(s, testRecs(), res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,14 +85,43 @@ func TestDecodeResultRejectsMalformedAnswers(t *testing.T) {
 		{"short column", &pb.BundleResult{OutputCounts: []int32{1, 0, 0}, ValueLengths: []int32{5}, Values: []byte("ab")}, "value column is 2 bytes"},
 		{"extra bytes", &pb.BundleResult{OutputCounts: []int32{1, 0, 0}, ValueLengths: []int32{1}, Values: []byte("ab")}, "more than their lengths"},
 		{"keys not allowed", &pb.BundleResult{OutputCounts: []int32{0, 0, 0}, KeyLengths: []int32{1}}, "does not change keys"},
-		{"failure", &pb.BundleResult{OutputCounts: []int32{0, 0, 0}, Failures: []*pb.RecordFailure{{Index: 2, Step: 1, Message: "ValueError: x"}, {Index: 1, Step: 0, Message: "KeyError: y"}}},
-			"record at t/3@101 failed in node A: KeyError: y"},
+		{"failure out of range", &pb.BundleResult{Failures: []*pb.RecordFailure{{Index: 3, Message: "ValueError: x"}}}, "failure names record 3 of 3"},
 	}
 	for _, c := range cases {
-		_, err := decodeResult(s, testRecs(), c.res)
+		_, _, err := decodeResult(s, testRecs(), c.res)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want it to contain %q", c.name, err, c.want)
 		}
+	}
+}
+
+func TestDecodeResultListsFailuresInRecordOrder(t *testing.T) {
+	chain := []*topology.Node{{Name: "A"}, {Name: "B"}}
+	s := &step{node: chain[0], chain: chain}
+	// Record 1 failed in both steps (its first, step 0, names it); record 2
+	// did not decode; record 0 went on. The counts may be left out.
+	res := &pb.BundleResult{OutputCounts: []int32{1, 0, 0}, ValueLengths: []int32{1}, Values: []byte("a"), Failures: []*pb.RecordFailure{
+		{Index: 2, Step: 1, Message: "ValueError: x", Kind: pb.RecordFailure_KIND_DESERIALIZATION},
+		{Index: 1, Step: 1, Message: "KeyError: z"},
+		{Index: 1, Step: 0, Message: "KeyError: y", Kind: pb.RecordFailure_KIND_PROCESSING},
+	}}
+	out, fails, err := decodeResult(s, testRecs(), res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 1 || string(out[0].value) != "a" {
+		t.Errorf("outputs %+v, want record 0's only", out)
+	}
+	got := ""
+	for _, f := range fails {
+		got += fmt.Sprintf("%d %s %s %v; ", f.index, f.node, f.kind, f.err)
+	}
+	if want := "1 A processing KeyError: y; 2 B deserialization ValueError: x; "; got != want {
+		t.Errorf("failures %q, want %q", got, want)
+	}
+	res = &pb.BundleResult{Failures: []*pb.RecordFailure{{Index: 0, Message: "E: e"}}}
+	if out, fails, err = decodeResult(s, testRecs(), res); err != nil || len(out) != 0 || len(fails) != 1 {
+		t.Errorf("failures without counts: %v outputs, %v failures, error %v", out, fails, err)
 	}
 }
 

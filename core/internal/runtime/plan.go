@@ -18,7 +18,8 @@ const (
 	stepDropNullKey                     // the filter before a repartition sink
 	stepCount
 	stepFold // reduce / aggregate: host fold bundles, or a Go function
-	stepPass // to_stream
+	stepPass // to_stream, merge, a split's branches
+	stepBranch
 	stepSink
 	// Table operators (table.go).
 	stepTableSource
@@ -56,6 +57,10 @@ type step struct {
 	// cached: the step's updates wait in the record cache (cache.go): a
 	// stateful step with a successor.
 	cached bool
+	// stepBranch: each host predicate's one-step filter chain (nil for a
+	// native predicate), in branch order; next are the branches, in order,
+	// the default one last.
+	preds []*step
 	// stats: the step's counters (stats.go); nil with metrics off.
 	stats *stepStats
 }
@@ -100,8 +105,9 @@ var tableOps = map[topology.Op]pb.Operation{
 
 // compile builds the plans of every sub-topology. fullTopic maps a node's
 // topic to the topic in Kafka (internal topics get the application.id
-// prefix); cache says whether the record cache is on.
-func compile(t *topology.Topology, fullTopic func(name string, internal bool) string, cache bool) ([]*plan, error) {
+// prefix); cache says whether the record cache is on, programs whether
+// the host runs fold programs.
+func compile(t *topology.Topology, fullTopic func(name string, internal bool) string, cache, programs bool) ([]*plan, error) {
 	var plans []*plan
 	for _, sub := range t.Subtopologies {
 		p := &plan{id: sub.ID, sources: map[string]*step{}}
@@ -128,12 +134,14 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					return nil, fmt.Errorf("runtime: node %s needs one store and one predecessor", n.Name)
 				}
 				s.hostFold = n.Fn != nil && n.Fn.Token != 0
-				if s.hostFold && n.Windows.Kind != topology.TimeWindows {
-					// The builder refuses these; a hand-made topology may not.
-					return nil, fmt.Errorf("runtime: node %s: %s with host functions do not run in this engine yet", n.Name, n.Windows.Kind)
+				if s.hostFold && n.Windows.Kind != topology.TimeWindows && !programs {
+					// The server refuses these; a hand-made topology may not.
+					return nil, fmt.Errorf("runtime: node %s: %s with host functions need a host with the fold_programs feature", n.Name, n.Windows.Kind)
 				}
 				if s.hostFold {
-					// Groups are (key, window) pairs keyed by the inner key.
+					// Groups are keyed by the inner key: (key, window)
+					// pairs for time windows, a key's program for sessions
+					// and sliding windows.
 					s.steps = []*pb.Step{foldStep(n)}
 					s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
 					s.outKey, s.outValue = n.Predecessors[0].KeySerde, s.store.ValueSerde
@@ -216,8 +224,24 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				if useStore(); s.store == nil {
 					return nil, fmt.Errorf("runtime: count node %s has no store", n.Name)
 				}
-			case n.Op == topology.OpToStream:
+			case n.Op == topology.OpToStream || n.Op == topology.OpMerge || n.Op == topology.OpBranchChild:
 				s.kind = stepPass
+			case n.Op == topology.OpBranch:
+				s.kind = stepBranch
+				if k := len(n.Successors) - len(n.Branches); k != 0 && k != 1 {
+					return nil, fmt.Errorf("runtime: split %s has %d predicates and %d branches", n.Name, len(n.Branches), len(n.Successors))
+				}
+				for _, p := range n.Branches {
+					if p.Token == 0 {
+						s.preds = append(s.preds, nil)
+						continue
+					}
+					s.preds = append(s.preds, &step{
+						kind: stepHost, node: n, chain: []*topology.Node{n},
+						steps: []*pb.Step{{Token: p.Token, Operation: pb.Operation_OPERATION_FILTER, Node: n.Name}},
+						inKey: n.KeySerde, inValue: n.ValueSerde, outKey: n.KeySerde, outValue: n.ValueSerde,
+					})
+				}
 			default:
 				return nil, fmt.Errorf("runtime: node %s (op %d) has nothing to run", n.Name, n.Op)
 			}
@@ -233,7 +257,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				s.cached = true
 				p.cached = append(p.cached, s)
 			}
-			if len(s.steps) > 0 {
+			if len(s.steps) > 0 || slices.ContainsFunc(s.preds, func(p *step) bool { return p != nil }) {
 				p.host = true
 			}
 			return s, nil
@@ -263,6 +287,9 @@ func foldStep(n *topology.Node) *pb.Step {
 	}
 	if n.Sub != nil {
 		st.SubtractorToken = n.Sub.Token
+	}
+	if n.Merger != nil {
+		st.MergerToken = n.Merger.Token
 	}
 	return st
 }

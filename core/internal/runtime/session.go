@@ -1,8 +1,8 @@
 package runtime
 
 import (
+	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -76,36 +76,43 @@ func (t *task) sessionsOf(ws *winState, tx *storeTx, key []byte) ([]session, err
 // its end. A merged session that ends before stream time - grace - gap is
 // too late: the record is dropped and counted. Only records with a null key
 // are skipped; count counts null values, as Kafka Streams' does.
-func (t *task) sessionAggregate(s *step, recs []rec) ([]rec, error) {
-	n, w := s.node, s.node.Windows
-	tx := t.stores[s.store.Name]
-	ws, err := t.winState(s, tx)
+func (t *task) sessionAggregate(ctx context.Context, s *step, recs []rec) ([]rec, error) {
+	out, ws, err := t.windowPasses(ctx, s, recs, t.sessionPass)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]rec, 0, len(recs))
-	for _, r := range recs {
+	if err := t.expireSessions(ws, t.stores[s.store.Name], s.store); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// sessionPass is one pass of sessionAggregate over recs.
+func (t *task) sessionPass(f *folder, recs []rec) error {
+	n, w, s, ws := f.s.node, f.s.node.Windows, f.s, f.ws
+	f.out = make([]rec, 0, len(recs))
+	for i, r := range recs {
+		f.cur = i
 		if r.key == nil || r.ts < 0 {
-			t.app.dropped.Add(1)
+			f.drop()
 			continue
 		}
 		if n.Op != topology.OpCount && r.value == nil && n.Op == topology.OpReduce {
-			t.app.dropped.Add(1) // a reduce has nothing to fold
+			f.drop() // a reduce has nothing to fold
 			continue
 		}
-		ws.advance(tx, r.ts)
-		closeTime := ws.streamTime - w.Grace - w.Size
-		all, err := t.sessionsOf(ws, tx, r.key)
-		if err != nil {
-			return nil, recordError(r, n.Name, err)
+		ws.advance(f.tx, r.ts)
+		if f.skip[i] {
+			continue
 		}
-		agg, err := sessionInit(n)
+		closeTime := ws.streamTime - w.Grace - w.Size
+		all, err := t.sessionsOf(ws, f.tx, r.key)
 		if err != nil {
-			return nil, recordError(r, n.Name, err)
+			return recordError(r, n.Name, err)
 		}
 		merged := session{r.ts, r.ts}
 		var touched []session
-		var touchedAggs [][]byte
+		var touchedAggs []agg
 		// Kafka Streams' session store finds no session that ends before
 		// stream time - retention + 1, whether or not it was deleted yet.
 		visible := ws.streamTime - s.store.Retention + 1
@@ -113,34 +120,35 @@ func (t *task) sessionAggregate(s *step, recs []rec) ([]rec, error) {
 			if ss.end < r.ts-w.Size || ss.start > r.ts+w.Size || ss.end < visible {
 				continue
 			}
-			v, _, err := tx.get(sessionKey(r.key, ss))
+			a, _, err := f.get(sessionKey(r.key, ss))
 			if err != nil {
-				return nil, recordError(r, n.Name, err)
+				return recordError(r, n.Name, err)
 			}
-			if agg, err = sessionMerge(n, r.key, agg, v); err != nil {
-				return nil, recordError(r, n.Name, fmt.Errorf("merger: %w", err))
-			}
-			touched, touchedAggs = append(touched, ss), append(touchedAggs, v)
+			touched, touchedAggs = append(touched, ss), append(touchedAggs, a)
 			merged = session{min(merged.start, ss.start), max(merged.end, ss.end)}
 		}
 		if merged.end < closeTime {
-			t.app.dropped.Add(1) // "Skipping record for expired window"
+			f.drop() // "Skipping record for expired window"
 			continue
 		}
 		if merged != (session{r.ts, r.ts}) {
 			for i, ss := range touched {
-				tx.put(sessionKey(r.key, ss), nil, ss.end)
-				out = append(out, rec{key: serde.AppendSessionWindowed(nil, r.key, ss.start, ss.end), old: touchedAggs[i], ts: ss.end, in: r.in})
+				f.put(sessionKey(r.key, ss), agg{sym: aggBytes}, ss.end)
+				f.emit(rec{key: serde.AppendSessionWindowed(nil, r.key, ss.start, ss.end), ts: ss.end, in: r.in}, agg{sym: aggBytes}, touchedAggs[i])
 			}
 		}
-		if agg, err = sessionAdd(n, r, agg); err != nil {
-			return nil, recordError(r, n.Name, err)
+		// Every session joined is merged into a fresh aggregate, then the
+		// value is added (KStreamSessionWindowAggregate's order).
+		start, err := f.init()
+		if err != nil {
+			return f.fail(err)
 		}
-		if agg == nil {
-			return nil, recordError(r, n.Name, errors.New("the aggregate is null"))
+		a, err := f.fold(r, start, touchedAggs)
+		if err != nil {
+			return f.fail(err)
 		}
-		tx.put(sessionKey(r.key, merged), agg, merged.end)
-		out = append(out, rec{key: serde.AppendSessionWindowed(nil, r.key, merged.start, merged.end), value: agg, ts: merged.end, in: r.in})
+		f.put(sessionKey(r.key, merged), a, merged.end)
+		f.emit(rec{key: serde.AppendSessionWindowed(nil, r.key, merged.start, merged.end), ts: merged.end, in: r.in}, a, agg{sym: aggBytes})
 		kept := all[:0:0]
 		for _, ss := range all {
 			if !slices.Contains(touched, ss) {
@@ -154,12 +162,10 @@ func (t *task) sessionAggregate(s *step, recs []rec) ([]rec, error) {
 			}
 			return cmpInt(a.start, b.start)
 		})
+		f.touchSessions(r.key)
 		ws.sessions[string(r.key)] = kept
 	}
-	if err := t.expireSessions(ws, tx, s.store); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return nil
 }
 
 func cmpInt(a, b int64) int {

@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -71,8 +73,7 @@ func (t *task) slidingStarts(ws *winState, tx *storeTx, key []byte) ([]int64, er
 // slider is one record's pass over its key's sliding windows.
 type slider struct {
 	t         *task
-	s         *step
-	tx        *storeTx
+	f         *folder
 	ws        *winState
 	r         rec
 	d         int64
@@ -80,23 +81,22 @@ type slider struct {
 	// visible is the earliest window start the store still finds (Kafka
 	// Streams' fetch: stream time - retention + 1).
 	visible int64
-	out     []rec
 	err     error
 }
 
-// window is a sliding window's row: its aggregate (nil: none) and latest
-// record time.
+// window is a sliding window's row: its aggregate (none: no row) and
+// latest record time.
 type window struct {
-	agg []byte
+	agg agg
 	ts  int64
 }
 
 func (sl *slider) get(start int64) window {
-	v, ts, err := sl.tx.get(slidingKey(sl.r.key, start))
+	a, ts, err := sl.f.get(slidingKey(sl.r.key, start))
 	if err != nil && sl.err == nil {
 		sl.err = err
 	}
-	return window{v, ts}
+	return window{a, ts}
 }
 
 // update is updateWindowAndForward: the record joins the window [start,
@@ -107,109 +107,133 @@ func (sl *slider) update(start int64, w window) {
 		return
 	}
 	if start+sl.d < sl.closeTime {
-		sl.t.app.dropped.Add(1) // "Skipping record for expired window"
+		sl.f.drop() // "Skipping record for expired window"
 		return
 	}
-	agg, err := sessionAdd(sl.s.node, sl.r, w.agg)
+	a, err := sl.f.fold(sl.r, w.agg, nil)
 	if err != nil {
-		sl.err = err
+		sl.err = sl.f.fail(err)
 		return
 	}
 	ts := sl.r.ts
-	if w.agg != nil {
+	if !w.agg.none() {
 		ts = max(ts, w.ts)
 	}
-	sl.put(start, window{agg, ts})
+	sl.put(start, window{a, ts})
 }
 
 // put stores and forwards a window's row.
 func (sl *slider) put(start int64, w window) {
-	sl.tx.put(slidingKey(sl.r.key, start), w.agg, w.ts)
+	sl.f.put(slidingKey(sl.r.key, start), w.agg, w.ts)
 	starts := sl.ws.starts[string(sl.r.key)]
 	if i, found := slices.BinarySearch(starts, start); !found {
+		sl.f.touchStarts(sl.r.key)
 		sl.ws.starts[string(sl.r.key)] = slices.Insert(starts, i, start)
 	}
-	sl.out = append(sl.out, rec{key: serde.AppendTimeWindowed(nil, sl.r.key, start), value: w.agg, ts: w.ts, in: sl.r.in})
+	sl.f.emit(rec{key: serde.AppendTimeWindowed(nil, sl.r.key, start), ts: w.ts, in: sl.r.in}, w.agg, agg{sym: aggBytes})
 }
 
 func (sl *slider) init() window {
-	agg, err := sessionInit(sl.s.node)
+	a, err := sl.f.init()
 	if err != nil && sl.err == nil {
-		sl.err = err
+		sl.err = sl.f.fail(err)
 	}
-	return window{agg, sl.r.ts}
+	return window{a, sl.r.ts}
 }
 
 // slidingAggregate runs KStreamSlidingWindowAggregate over recs: records
 // with a null key or value are skipped, a record whose windows all closed
 // (ts + 1 + d <= stream time - grace) is dropped and counted.
-func (t *task) slidingAggregate(s *step, recs []rec) ([]rec, error) {
-	w := s.node.Windows
-	tx := t.stores[s.store.Name]
-	ws, err := t.winState(s, tx)
+func (t *task) slidingAggregate(ctx context.Context, s *step, recs []rec) ([]rec, error) {
+	out, ws, err := t.windowPasses(ctx, s, t.dropNulls(recs), t.slidingPass)
 	if err != nil {
 		return nil, err
 	}
-	var out []rec
-	for _, r := range t.dropNulls(recs) {
-		if r.ts < 0 {
-			t.app.dropped.Add(1)
-			continue
-		}
-		ws.advance(tx, r.ts)
-		sl := &slider{t: t, s: s, tx: tx, ws: ws, r: r, d: w.Size, closeTime: ws.streamTime - w.Grace, visible: ws.streamTime - s.store.Retention + 1, out: out}
-		if r.ts+1+w.Size <= sl.closeTime {
-			t.app.dropped.Add(1)
-			continue
-		}
-		starts, err := t.slidingStarts(ws, tx, r.key)
-		if err != nil {
-			return nil, recordError(r, s.node.Name, err)
-		}
-		if r.ts < w.Size {
-			sl.early(starts)
-		} else {
-			sl.inOrder(starts)
-		}
-		if sl.err != nil {
-			return nil, recordError(r, s.node.Name, sl.err)
-		}
-		out = sl.out
-	}
-	if err := t.expireSliding(ws, tx, s.store); err != nil {
+	if err := t.expireSliding(ws, t.stores[s.store.Name], s.store); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// inOrder is processInOrder: the windows of the key that start from ts -
-// 2d to ts + 1, ascending.
-func (sl *slider) inOrder(all []int64) {
+// slidingPass is one pass of slidingAggregate over recs.
+func (t *task) slidingPass(f *folder, recs []rec) error {
+	s, ws, w := f.s, f.ws, f.s.node.Windows
+	for i, r := range recs {
+		f.cur = i
+		if r.ts < 0 {
+			f.drop()
+			continue
+		}
+		ws.advance(f.tx, r.ts)
+		if f.skip[i] {
+			continue
+		}
+		sl := &slider{t: t, f: f, ws: ws, r: r, d: w.Size, closeTime: ws.streamTime - w.Grace, visible: ws.streamTime - s.store.Retention + 1}
+		if r.ts+1+w.Size <= sl.closeTime {
+			f.drop()
+			continue
+		}
+		starts, err := t.slidingStarts(ws, f.tx, r.key)
+		if err != nil {
+			return recordError(r, s.node.Name, err)
+		}
+		if r.ts < w.Size {
+			sl.early(starts)
+		} else {
+			sl.reverse(starts)
+		}
+		if sl.err != nil {
+			var ff *foldFailed
+			if errors.As(sl.err, &ff) {
+				return sl.err
+			}
+			return recordError(r, s.node.Name, sl.err)
+		}
+	}
+	return nil
+}
+
+// reverse is processReverse, what Kafka Streams runs over its default
+// (RocksDB) window stores: the windows of the key that start from ts - 2d
+// to ts + 1, latest first, so that the windows the record updates are
+// forwarded latest first too.
+func (sl *slider) reverse(all []int64) {
 	ts, d := sl.r.ts, sl.d
+	lo := max(0, ts-2*d, sl.visible)
 	seen := map[int64]bool{}
 	var left, right *window
 	leftMade, rightMade := false, false
 	prev := int64(math.MinInt64) // the previous record's time, when known
-	for _, start := range slices.Clone(all) {
-		if start < max(0, ts-2*d, sl.visible) || start > ts+1 {
+	starts := slices.Clone(all)
+scan:
+	for i := len(starts) - 1; i >= 0; i-- {
+		start := starts[i]
+		if start > ts+1 {
 			continue
+		}
+		if start < lo {
+			break
 		}
 		w := sl.get(start)
 		seen[start] = true
 		switch end := start + d; {
-		case end < ts:
-			left, prev = &w, w.ts
-		case end == ts:
-			leftMade = true
-			if w.ts < ts {
-				prev = w.ts
-			}
-			sl.update(start, w)
-		case end > ts && start <= ts:
-			right = &w
-			sl.update(start, w)
 		case start == ts+1:
 			rightMade = true
+		case end > ts:
+			if right == nil {
+				right = &w
+			}
+			sl.update(start, w)
+		case end == ts:
+			leftMade = true
+			sl.update(start, w)
+			if w.ts >= ts {
+				return // a record at ts came before: its windows exist
+			}
+			prev = w.ts
+		default:
+			left, prev = &w, w.ts
+			break scan
 		}
 	}
 	// The previous record's right window, when missing and the record falls in it.

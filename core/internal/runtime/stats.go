@@ -29,7 +29,9 @@ type stepStats struct {
 // appStats are an application's own counters.
 type appStats struct {
 	commit, txn *metrics.Histogram // seconds per offset commit / transaction end
-	failed      atomic.Int64       // records that failed in a node
+	failed      atomic.Int64       // records that failed in a node (under any policy)
+	// deadLettered counts records written to the dead letter topic.
+	deadLettered atomic.Int64
 
 	dbMu     sync.RWMutex // held to read stores for Stats; Lock to close the db
 	dbClosed bool         // guarded by dbMu
@@ -104,6 +106,9 @@ type Stats struct {
 	// DroppedRecords (null key or value, late; Kafka Streams'
 	// dropped-records) and FailedRecords over all tasks since Start.
 	DroppedRecords, FailedRecords int64
+	// DeadLetteredRecords: failed records written to
+	// errors.deadletterqueue.topic.name (also counted as dropped).
+	DeadLetteredRecords int64
 	// Commit: offset commits (at_least_once); Transaction: transaction ends
 	// (exactly_once_v2). Nil with metrics off.
 	Commit, Transaction *metrics.HistogramSnapshot
@@ -167,6 +172,7 @@ func (a *App) Stats() Stats {
 		st.Commit, st.Transaction = &c, &t
 	}
 	st.FailedRecords, st.DroppedRecords = a.stats.failed.Load(), a.DroppedRecords()
+	st.DeadLetteredRecords = a.stats.deadLettered.Load()
 	for _, p := range a.plans {
 		eachStep(p, func(s *step) {
 			ns := NodeStats{Name: s.node.Name, Subtopology: p.id}

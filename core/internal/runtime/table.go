@@ -49,6 +49,9 @@ func (t *task) tableSource(s *step, recs []rec) ([]rec, error) {
 type tableOut struct {
 	pass       bool
 	key, value []byte
+	// failed: the function failed on the value and its policy skipped
+	// it; the change it belongs to is skipped whole (no value is made up).
+	failed bool
 }
 
 // evalTable runs the step's function over ins (key and value; never a null
@@ -75,18 +78,31 @@ func (t *task) evalTable(ctx context.Context, s *step, ins []rec) ([]tableOut, e
 				return nil, fmt.Errorf("runtime: node %s has a native function of type %T, which does not fit its operation", n.Name, f)
 			}
 			if err != nil {
-				return nil, recordError(r, n.Name, err)
+				if err = t.recordFailed(r, n.Name, kindOf(err), err); err != nil {
+					return nil, err
+				}
+				o.failed = true
 			}
 		}
 		return outs, nil
 	}
-	got, res, err := t.crossOnce(ctx, s, ins)
+	got, res, fails, err := t.crossOnce(ctx, s, ins)
 	if err != nil {
 		return nil, err
+	}
+	if err := t.applyFailures(ins, fails); err != nil {
+		return nil, err
+	}
+	for _, f := range fails {
+		outs[f.index].failed = true
 	}
 	j := 0
 	for i, c := range res.OutputCounts {
 		switch {
+		case outs[i].failed:
+			if c != 0 {
+				return nil, fmt.Errorf("runtime: host answered bundle %d for node %s with %d outputs for record %d, which failed", res.BundleId, n.Name, c, i)
+			}
 		case n.Op == topology.OpTableFilter || n.Op == topology.OpTableFilterNot:
 			if c > 1 {
 				return nil, fmt.Errorf("runtime: host answered bundle %d for filter node %s with %d outputs for record %d", res.BundleId, n.Name, c, i)
@@ -139,13 +155,17 @@ func (t *task) tableTransform(ctx context.Context, s *step, recs []rec) ([]rec, 
 	j := 0
 	for _, r := range recs {
 		var nv, ov []byte
+		skip := false
 		if r.value != nil {
-			nv = apply(r.value, res[j])
+			nv, skip = apply(r.value, res[j]), res[j].failed
 			j++
 		}
 		if s.node.SendOld && r.old != nil {
-			ov = apply(r.old, res[j])
+			ov, skip = apply(r.old, res[j]), skip || res[j].failed
 			j++
+		}
+		if skip {
+			continue
 		}
 		if tx != nil {
 			tx.put(r.key, nv, r.ts)
@@ -181,19 +201,23 @@ func (t *task) tableSelect(ctx context.Context, s *step, recs []rec) ([]rec, err
 	j := 0
 	for _, r := range recs {
 		var np, op *tableOut
+		skip := false
 		if r.value != nil {
 			if o := &res[j]; o.key != nil && o.value != nil {
 				np = o
 			}
+			skip = res[j].failed
 			j++
 		}
 		if r.old != nil {
 			if o := &res[j]; o.key != nil && o.value != nil {
 				op = o
 			}
+			skip = skip || res[j].failed
 			j++
 		}
 		switch {
+		case skip:
 		case np != nil && op != nil && string(np.key) == string(op.key):
 			out = append(out, rec{key: np.key, value: np.value, old: op.value, ts: r.ts, in: r.in})
 		default:
@@ -239,7 +263,10 @@ func (t *task) tableFold(ctx context.Context, s *step, recs []rec) ([]rec, error
 		}
 		agg := cur
 		if agg, err = tableFoldOne(n, r, agg); err != nil {
-			return nil, recordError(r, n.Name, err)
+			if err = t.recordFailed(r, n.Name, kindOf(err), err); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		ts := aggTime(r.ts, cur, curTS)
 		tx.put(r.key, agg, ts)

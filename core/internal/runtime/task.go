@@ -522,32 +522,9 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 	var out []rec
 	switch s.kind {
 	case stepSource:
-		checkKey, checkValue := serde.Checks(s.keySerde), serde.Checks(s.valueSerde)
-		if checkKey || checkValue {
-			for _, r := range recs {
-				if checkKey && r.key != nil {
-					if err := serde.Validate(s.keySerde, r.key); err != nil {
-						return recordError(r, s.node.Name, fmt.Errorf("key does not decode as %s: %w", s.keySerde, err))
-					}
-				}
-				if checkValue && r.value != nil {
-					if err := serde.Validate(s.valueSerde, r.value); err != nil {
-						return recordError(r, s.node.Name, fmt.Errorf("value does not decode as %s: %w", s.valueSerde, err))
-					}
-				}
-			}
-		}
-		out = recs
-		if s.change {
-			out = make([]rec, len(recs))
-			for i, r := range recs {
-				nv, ov, err := decodeChange(r.value)
-				if err != nil {
-					return recordError(r, s.node.Name, fmt.Errorf("value is not a change: %w", err))
-				}
-				r.value, r.old = nv, ov
-				out[i] = r
-			}
+		var err error
+		if out, err = t.deserialize(s, recs); err != nil {
+			return err
 		}
 	case stepTableSource:
 		var err error
@@ -576,7 +553,7 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 		}
 	case stepNative:
 		var err error
-		if out, err = runNative(s.node, recs); err != nil {
+		if out, err = runNative(s.node, recs, t.recordFailed); err != nil {
 			return err
 		}
 	case stepDropNullKey:
@@ -606,6 +583,19 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 		if out, err = t.fold(ctx, s, recs); err != nil {
 			return err
 		}
+	case stepBranch:
+		routed, err := t.branch(ctx, s, recs)
+		if err != nil {
+			return err
+		}
+		for i, c := range s.next {
+			if len(routed[i]) > 0 {
+				if err := t.push(ctx, c, routed[i]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	case stepPass:
 		out = recs
 	case stepSink:
@@ -635,8 +625,9 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 	return nil
 }
 
-// runNative runs a Go function node per record.
-func runNative(n *topology.Node, recs []rec) ([]rec, error) {
+// runNative runs a Go function node per record; a record whose function
+// fails goes to failed (recordFailed: nil skips it).
+func runNative(n *topology.Node, recs []rec, failed func(rec, string, failKind, error) error) ([]rec, error) {
 	out := make([]rec, 0, len(recs))
 	for _, r := range recs {
 		var err error
@@ -679,8 +670,50 @@ func runNative(n *topology.Node, recs []rec) ([]rec, error) {
 			return nil, fmt.Errorf("runtime: node %s has a native function of type %T, which does not fit its operation", n.Name, f)
 		}
 		if err != nil {
-			return nil, recordError(r, n.Name, err)
+			if err = failed(r, n.Name, kindOf(err), err); err != nil {
+				return nil, err
+			}
 		}
+	}
+	return out, nil
+}
+
+// deserialize checks a source's records against its serdes, as Kafka
+// Streams' source node deserializes them, and for a change source splits
+// each value into new and old. A record that does not decode goes to the
+// deserialization policy: skipped, or its error fails the batch.
+func (t *task) deserialize(s *step, recs []rec) ([]rec, error) {
+	checkKey, checkValue := serde.Checks(s.keySerde), serde.Checks(s.valueSerde)
+	if !checkKey && !checkValue && !s.change {
+		return recs, nil
+	}
+	out := make([]rec, 0, len(recs))
+	for _, r := range recs {
+		var err error
+		if checkKey && r.key != nil {
+			if e := serde.Validate(s.keySerde, r.key); e != nil {
+				err = fmt.Errorf("key does not decode as %s: %w", s.keySerde, e)
+			}
+		}
+		if err == nil && checkValue && r.value != nil {
+			if e := serde.Validate(s.valueSerde, r.value); e != nil {
+				err = fmt.Errorf("value does not decode as %s: %w", s.valueSerde, e)
+			}
+		}
+		if err == nil && s.change {
+			nv, ov, e := decodeChange(r.value)
+			if e != nil {
+				err = fmt.Errorf("value is not a change: %w", e)
+			}
+			r.value, r.old = nv, ov
+		}
+		if err != nil {
+			if err = t.recordFailed(r, s.node.Name, kindDeserialization, err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		out = append(out, r)
 	}
 	return out, nil
 }

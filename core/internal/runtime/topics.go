@@ -25,11 +25,15 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 	}
 	subSources := map[int][]srcInfo{}
 	writerOf := map[string]int{} // internal topic -> sub-topology writing it
+	fixed := map[string]int32{}  // repartition topic -> Repartitioned's partition count
 	var user []string
 	for _, sub := range a.topo.Subtopologies {
 		for _, n := range sub.Nodes {
 			if n.Topic != "" && n.Internal {
 				writerOf[n.Topic] = sub.ID
+				if n.Partitions > 0 {
+					fixed[n.Topic] = n.Partitions
+				}
 			}
 		}
 		for _, src := range sub.Sources {
@@ -40,6 +44,9 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 				}
 			}
 		}
+	}
+	if err := a.ensureDeadLetterTopic(ctx); err != nil {
+		return nil, err
 	}
 	userParts := map[string]int32{}
 	if len(user) > 0 {
@@ -69,7 +76,9 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 		for id, srcs := range subSources {
 			var n int32
 			for _, s := range srcs {
-				if s.internal {
+				if f := fixed[s.topic]; f > 0 {
+					n = max(n, f)
+				} else if s.internal {
 					n = max(n, subParts[writerOf[s.topic]])
 				} else {
 					n = max(n, userParts[s.topic])
@@ -88,6 +97,9 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 	compact, compactDelete := "compact", "compact,delete"
 	for t, sub := range writerOf {
 		want[a.fullTopic(t, true)] = subParts[sub]
+		if f := fixed[t]; f > 0 {
+			want[a.fullTopic(t, true)] = f
+		}
 	}
 	changelogs := map[string]bool{}
 	for _, sub := range a.topo.Subtopologies {
@@ -192,4 +204,31 @@ func (a *App) checkpoint(ctx context.Context, tasks []*task) {
 			}
 		}
 	}
+}
+
+// ensureDeadLetterTopic creates errors.deadletterqueue.topic.name when it
+// does not exist, with the broker's default partition count and
+// replication.factor, so that the first failed record does not wait on
+// the broker's auto-creation (or fail where that is off).
+func (a *App) ensureDeadLetterTopic(ctx context.Context) error {
+	t := a.cfg.DeadLetterTopic
+	if t == "" {
+		return nil
+	}
+	details, err := a.adm.ListTopics(ctx, t)
+	if err != nil {
+		return fmt.Errorf("runtime: reading metadata of dead letter topic %q: %w", t, err)
+	}
+	if d, ok := details[t]; ok && d.Err == nil && len(d.Partitions) > 0 {
+		return nil
+	}
+	resp, err := a.adm.CreateTopic(ctx, -1, a.cfg.ReplicationFactor, nil, t)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("runtime: creating dead letter topic %q (errors.deadletterqueue.topic.name): %w", t, err)
+	}
+	a.log.Info("created dead letter topic", "topic", t)
+	return nil
 }

@@ -285,9 +285,9 @@ func (t *task) windowAggregate(ctx context.Context, s *step, recs []rec) ([]rec,
 	w := s.node.Windows
 	switch w.Kind {
 	case topology.SessionWindows:
-		return t.sessionAggregate(s, recs)
+		return t.sessionAggregate(ctx, s, recs)
 	case topology.SlidingWindows:
-		return t.slidingAggregate(s, recs)
+		return t.slidingAggregate(ctx, s, recs)
 	}
 	tx := t.stores[s.store.Name]
 	ws, err := t.winState(s, tx)
@@ -409,7 +409,10 @@ func (t *task) suppress(s *step, recs []rec) ([]rec, error) {
 	for _, r := range recs {
 		end, err := windowEnd(w, r.key)
 		if err != nil {
-			return nil, recordError(r, s.node.Name, fmt.Errorf("key is not windowed: %w", err))
+			if err = t.recordFailed(r, s.node.Name, kindDeserialization, fmt.Errorf("key is not windowed: %w", err)); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		ws.advance(tx, r.ts)
 		bk := bufferKey(end, r.key)

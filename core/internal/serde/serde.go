@@ -5,6 +5,7 @@ package serde
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -189,10 +190,23 @@ func AppendLong(dst []byte, v int64) []byte {
 	return binary.BigEndian.AppendUint64(dst, uint64(v))
 }
 
+// ErrMalformed marks an error of bytes that do not decode with their serde
+// (a deserialization failure, to the engine's exception handlers):
+// errors.Is(err, ErrMalformed) holds for the errors Malformed returns.
+var ErrMalformed = errors.New("malformed")
+
+// Malformed marks err as one of bytes that do not decode, its text as is.
+func Malformed(err error) error { return malformed{err} }
+
+type malformed struct{ error }
+
+func (m malformed) Unwrap() error      { return m.error }
+func (malformed) Is(target error) bool { return target == ErrMalformed }
+
 // DecodeLong decodes Kafka's Serdes.Long.
 func DecodeLong(b []byte) (int64, error) {
 	if len(b) != 8 {
-		return 0, fmt.Errorf("long needs 8 bytes, got %d", len(b))
+		return 0, Malformed(fmt.Errorf("long needs 8 bytes, got %d", len(b)))
 	}
 	return int64(binary.BigEndian.Uint64(b)), nil
 }

@@ -245,6 +245,33 @@ func (s *Server) Build(_ context.Context, req *connect.Request[pb.BuildRequest])
 	case *pb.BuildRequest_To:
 		v := o.To
 		err = b.To(v.Input, v.Topic, v.KeySerde, v.ValueSerde, v.Name)
+	case *pb.BuildRequest_Merge:
+		v := o.Merge
+		h, err = b.Merge(v.Input, v.Other, v.Name)
+	case *pb.BuildRequest_Repartition:
+		v := o.Repartition
+		h, err = b.Repartition(v.Input, v.Name, v.Partitions)
+	case *pb.BuildRequest_Split:
+		v := o.Split
+		var branches []topology.Branch
+		for _, br := range v.Branches {
+			f, ferr := fn(br.PredicateToken)
+			if ferr != nil {
+				err = ferr // names the token
+				break
+			}
+			branches = append(branches, topology.Branch{Predicate: f, Name: br.Name})
+		}
+		if err == nil {
+			var hs []*topology.Handle
+			if hs, err = b.Split(v.Input, v.Name, branches, v.DefaultBranch, v.DefaultName); err == nil {
+				resp := &pb.BuildResponse{}
+				for _, h := range hs {
+					resp.Branches = append(resp.Branches, handleProto(h))
+				}
+				return connect.NewResponse(resp), nil
+			}
+		}
 	}
 	if err != nil {
 		var ce *connect.Error

@@ -127,6 +127,12 @@ func (h *testHost) build(op any) (*pb.Handle, error) {
 		req.Operation = &pb.BuildRequest_WindowedBy{WindowedBy: o}
 	case *pb.SuppressOp:
 		req.Operation = &pb.BuildRequest_Suppress{Suppress: o}
+	case *pb.MergeOp:
+		req.Operation = &pb.BuildRequest_Merge{Merge: o}
+	case *pb.RepartitionOp:
+		req.Operation = &pb.BuildRequest_Repartition{Repartition: o}
+	case *pb.SplitOp:
+		req.Operation = &pb.BuildRequest_Split{Split: o}
 	default:
 		h.t.Fatalf("build: unsupported op %T", op)
 	}

@@ -163,7 +163,11 @@ func (h *testHost) run(b *pb.Bundle) *pb.BundleResult {
 		}
 		if failed != nil {
 			res.OutputCounts = append(res.OutputCounts, 0)
-			res.Failures = append(res.Failures, &pb.RecordFailure{Index: int32(i), Step: int32(failedStep), Message: "Error: " + failed.Error()})
+			kind := pb.RecordFailure_KIND_PROCESSING
+			if errors.Is(failed, errUndecodable) {
+				kind = pb.RecordFailure_KIND_DESERIALIZATION
+			}
+			res.Failures = append(res.Failures, &pb.RecordFailure{Index: int32(i), Step: int32(failedStep), Message: "Error: " + failed.Error(), Kind: kind})
 			continue
 		}
 		res.OutputCounts = append(res.OutputCounts, int32(len(cur)))
@@ -177,7 +181,12 @@ func (h *testHost) run(b *pb.Bundle) *pb.BundleResult {
 	return res
 }
 
-var errBoom = errors.New("boom")
+var (
+	errBoom = errors.New("boom")
+	// errUndecodable fails a record as a host's serde would: the test host
+	// reports it as a deserialization failure.
+	errUndecodable = errors.New("does not decode")
+)
 
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
@@ -196,6 +205,10 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 // values are changes: the subtractor removes the old value first, and the
 // new one may be null.
 func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
+	if len(b.FoldBases) > 0 {
+		h.program(b, res)
+		return
+	}
 	st := b.Steps[0]
 	h.mu.Lock()
 	fn, init, sub := h.funcs[st.Token], h.funcs[st.InitializerToken], h.funcs[st.SubtractorToken]
@@ -209,7 +222,12 @@ func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
 			agg = b.Aggregates[ao : ao+int(l)]
 			ao += int(l)
 		}
-		for i := range size {
+		type outcome struct {
+			agg    []byte
+			failed bool
+		}
+		var outs []outcome
+		for range size {
 			var v []byte
 			if b.ValueRefs != nil {
 				v = refValue(b, int(b.ValueRefs[j]))
@@ -218,6 +236,7 @@ func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
 				vo += int(l)
 			}
 			var err error
+			before := agg // a value that fails leaves the aggregate as it was
 			if st.SubtractorToken != 0 {
 				if l := b.OldValueLengths[j]; l >= 0 {
 					old := b.OldValues[oo : oo+int(l)]
@@ -245,14 +264,107 @@ func (h *testHost) fold(b *pb.Bundle, res *pb.BundleResult) {
 				}
 			}
 			if err != nil {
-				res.OutputCounts = append(res.OutputCounts, 0)
+				agg = before
+				outs = append(outs, outcome{failed: true})
 				res.Failures = append(res.Failures, &pb.RecordFailure{Index: int32(j), Message: "Error: " + err.Error()})
-			} else if b.FinalOnly && i < size-1 {
+			} else {
+				outs = append(outs, outcome{agg: agg})
+			}
+			j++
+		}
+		// With final_only, only the group's last aggregate: the one after
+		// its last value that did not fail.
+		last := len(outs) - 1
+		for last >= 0 && outs[last].failed {
+			last--
+		}
+		for i, o := range outs {
+			switch {
+			case o.failed:
+				res.OutputCounts = append(res.OutputCounts, 0)
+			case b.FinalOnly && i < last:
 				res.OutputCounts = append(res.OutputCounts, 0) // not the group's last
-			} else if agg == nil {
+			case o.agg == nil:
 				res.OutputCounts = append(res.OutputCounts, 1)
 				res.ValueLengths = append(res.ValueLengths, -1)
+			default:
+				res.OutputCounts = append(res.OutputCounts, 1)
+				res.ValueLengths = append(res.ValueLengths, int32(len(o.agg)))
+				res.Values = append(res.Values, o.agg...)
+			}
+		}
+	}
+}
+
+// program runs a fold program (Bundle.fold_bases): each fold value starts
+// from the aggregate its base names (-1: the initializer's, or none for
+// reduce; then the aggregates pool; then earlier outputs), merges its
+// merge operands in (the merger; for reduce the reducer), then folds its
+// value in. A failed value fails the values that refer to it.
+func (h *testHost) program(b *pb.Bundle, res *pb.BundleResult) {
+	st := b.Steps[0]
+	h.mu.Lock()
+	fn, init, merger := h.funcs[st.Token], h.funcs[st.InitializerToken], h.funcs[st.MergerToken]
+	h.mu.Unlock()
+	reduce := st.Operation == pb.Operation_OPERATION_REDUCE
+	var pool [][]byte
+	off := 0
+	for _, l := range b.AggregateLengths {
+		pool = append(pool, b.Aggregates[off:off+int(l)])
+		off += int(l)
+	}
+	outs := make([][]byte, len(b.FoldBases))
+	resolve := func(r int32) ([]byte, error) {
+		switch {
+		case r == -1 && reduce:
+			return nil, nil
+		case r == -1:
+			return init.(initFn)()
+		case int(r) < len(pool):
+			return pool[r], nil
+		}
+		if out := outs[int(r)-len(pool)]; out != nil {
+			return out, nil
+		}
+		return nil, fmt.Errorf("depends on fold value %d, which failed", int(r)-len(pool))
+	}
+	ko, j, m := 0, 0, 0
+	for g, size := range b.GroupSizes {
+		key := b.Keys[ko : ko+int(b.KeyLengths[g])]
+		ko += int(b.KeyLengths[g])
+		for range size {
+			v := refValue(b, int(b.ValueRefs[j]))
+			agg, err := resolve(b.FoldBases[j])
+			for _, r := range b.MergeRefs[m : m+int(b.MergeCounts[j])] {
+				var other []byte
+				if err == nil {
+					other, err = resolve(r)
+				}
+				switch {
+				case err != nil:
+				case reduce && agg == nil:
+					agg = other
+				case reduce:
+					agg, err = fn.(reduceFn)(agg, other)
+				default:
+					agg, err = merger.(aggFn)(key, agg, other)
+				}
+			}
+			m += int(b.MergeCounts[j])
+			switch {
+			case err != nil:
+			case reduce && agg == nil:
+				agg = v
+			case reduce:
+				agg, err = fn.(reduceFn)(agg, v)
+			default:
+				agg, err = fn.(aggFn)(key, v, agg)
+			}
+			if err != nil {
+				res.OutputCounts = append(res.OutputCounts, 0)
+				res.Failures = append(res.Failures, &pb.RecordFailure{Index: int32(j), Message: "Error: " + err.Error()})
 			} else {
+				outs[j] = agg
 				res.OutputCounts = append(res.OutputCounts, 1)
 				res.ValueLengths = append(res.ValueLengths, int32(len(agg)))
 				res.Values = append(res.Values, agg...)

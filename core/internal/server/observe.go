@@ -119,7 +119,8 @@ var (
 	descState       = prometheus.NewDesc("polystreams_application_state", "1 for the state the application is in (created, rebalancing, restoring, running, stopped, error), 0 for the others.", append(app, "state"), nil)
 	descTasks       = prometheus.NewDesc("polystreams_tasks", "Tasks (sub-topology x partition) this engine runs.", app, nil)
 	descRecords     = prometheus.NewDesc("polystreams_node_records_total", "Records into a node (into its first node, for a chain of host operators fused into one crossing).", append(app, "subtopology", "node"), nil)
-	descDropped     = prometheus.NewDesc("polystreams_dropped_records_total", "Records the tasks dropped (Kafka Streams' dropped-records): a null key or value an aggregation skips, a record too late for its window.", app, nil)
+	descDropped     = prometheus.NewDesc("polystreams_dropped_records_total", "Records the tasks dropped (Kafka Streams' dropped-records): a null key or value an aggregation skips, a record too late for its window, a failed record its error policy skipped.", app, nil)
+	descDeadLetter  = prometheus.NewDesc("polystreams_dead_lettered_records_total", "Failed records written to the dead letter topic (errors.deadletterqueue.topic.name).", app, nil)
 	descFailed      = prometheus.NewDesc("polystreams_failed_records_total", "Records that failed in a node.", app, nil)
 	descCrossing    = prometheus.NewDesc("polystreams_crossing_duration_seconds", "Round trip of a bundle to the host and back, by the node whose chain crosses and the tokens of its functions.", append(app, "node", "tokens"), nil)
 	descBundle      = prometheus.NewDesc("polystreams_bundle_size_records", "Records per bundle crossing to the host.", append(app, "node", "tokens"), nil)
@@ -164,6 +165,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descTasks, float64(len(st.Tasks)), v.appID)
 		ch <- prometheus.MustNewConstMetric(descFailed, prometheus.CounterValue, float64(st.FailedRecords), v.appID)
 		ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(st.DroppedRecords), v.appID)
+		ch <- prometheus.MustNewConstMetric(descDeadLetter, prometheus.CounterValue, float64(st.DeadLetteredRecords), v.appID)
 		if st.MetricsEnabled {
 			for _, n := range st.Nodes {
 				if n.FusedInto != "" {
@@ -298,7 +300,9 @@ type StatusApp struct {
 	Restore        statusRestore         `json:"restore"`
 	DroppedRecords int64                 `json:"dropped_records"`
 	FailedRecords  int64                 `json:"failed_records"`
-	Errors         []logEntryJSON        `json:"errors"`
+	// DeadLetteredRecords: failed records written to the dead letter topic.
+	DeadLetteredRecords int64          `json:"dead_lettered_records"`
+	Errors              []logEntryJSON `json:"errors"`
 }
 
 type statusRestore struct {
@@ -356,7 +360,7 @@ func (s *Server) Status() Status {
 			if rs.Err != nil {
 				a.Error = rs.Err.Error()
 			}
-			a.DroppedRecords, a.FailedRecords = rs.DroppedRecords, rs.FailedRecords
+			a.DroppedRecords, a.FailedRecords, a.DeadLetteredRecords = rs.DroppedRecords, rs.FailedRecords, rs.DeadLetteredRecords
 			for _, n := range rs.Nodes {
 				sn := statusNode{Name: n.Name, Subtopology: n.Subtopology, Records: n.Records, FusedInto: n.FusedInto}
 				if n.Crossing != nil && n.Crossing.Count > 0 {

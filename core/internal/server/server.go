@@ -212,6 +212,7 @@ func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSess
 	}
 	cfg.Logger = s.log
 	cfg.FoldValueRefs = slices.Contains(m.HostFeatures, "fold_value_refs")
+	cfg.FoldPrograms = slices.Contains(m.HostFeatures, "fold_programs")
 	// One session per application.id per engine: a new one replaces the old
 	// (its host restarted). The old one stops first, so that its group
 	// membership and state directory are free; its uncommitted work is done
@@ -233,9 +234,11 @@ func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSess
 	}
 	var raw [16]byte
 	rand.Read(raw[:])
+	builder := topology.NewBuilder()
+	builder.FoldPrograms = cfg.FoldPrograms
 	ss := &session{
 		id: hex.EncodeToString(raw[:]), appID: m.ApplicationId, cfg: cfg,
-		builder: topology.NewBuilder(), funcs: map[uint32]string{}, reported: map[string]int{},
+		builder: builder, funcs: map[uint32]string{}, reported: map[string]int{},
 		dispatch: newDispatcher(s.opts.HostTimeout),
 	}
 	ss.touch()

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
 
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
@@ -337,5 +339,181 @@ func TestSlidingWindowsCount(t *testing.T) {
 	})
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("sliding updates\n%v\nwant\n%v", got, want)
+	}
+}
+
+// Host functions over session and sliding windows run as fold programs:
+// the engine runs Kafka Streams' window algorithm and sends each batch's
+// folds in one bundle, whose bases and merge operands refer to stored
+// aggregates and earlier outputs. The result must be exactly what the same
+// algorithm gives with the built-in sum: the same updates, in the same
+// order per window, with the same timestamps — over out-of-order records,
+// merges and expiry. And the folds of a batch cross once.
+func TestHostFoldProgramsMatchBuiltinFolds(t *testing.T) {
+	for _, name := range []string{"session", "sliding"} {
+		t.Run(name, func(t *testing.T) { foldProgramsMatch(t, name, false) })
+	}
+}
+
+// Under dead_letter, a record whose host fold raises is skipped: the pass
+// is undone and run again without it (its folds refer to each other), so
+// every window comes out as if the record had never been there, and the
+// record alone is dead-lettered, once.
+func TestHostFoldProgramsSkipFailedRecords(t *testing.T) {
+	for _, name := range []string{"session", "sliding"} {
+		t.Run(name, func(t *testing.T) { foldProgramsMatch(t, name, true) })
+	}
+}
+
+// foldProgramsMatch compares a host fold program with the built-in sum
+// over the same records; with poison, the host's input also holds records
+// of value -1, on which its aggregator raises, and the built-in's does not
+// (grace is then long enough that no window closes, so the stream time
+// they move on changes nothing).
+func foldProgramsMatch(t *testing.T, name string, poison bool) {
+	grace := int64(200)
+	if poison {
+		grace = 1_000_000
+	}
+	windows := map[string]*pb.WindowedByOp{
+		"session": {Windows: &pb.WindowedByOp_Session{Session: &pb.SessionWindows{InactivityGapMs: 40, GraceMs: grace}}},
+		"sliding": {Windows: &pb.WindowedByOp_Sliding{Sliding: &pb.SlidingWindows{TimeDifferenceMs: 50, GraceMs: grace}}},
+	}[name]
+	e := newEnv(t, "amounts", "clean", "host-"+name, "builtin-"+name, "dlq")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	var rs []*kgo.Record
+	poisoned := map[string]bool{} // partition@offset
+	offsets := map[int32]int64{}
+	for i := range n {
+		// Gaps of 0-60 ms per key, and one record in 7 up to 250 ms
+		// late: some within grace, some dropped.
+		ts := int64(i)*3 + int64(i*7919%61)
+		if i%7 == 3 {
+			ts -= int64(i * 31 % 250)
+		}
+		p := int32(i % 8 % 4)
+		r := &kgo.Record{Topic: "amounts", Key: []byte(fmt.Sprintf("k%d", i%8)), Value: long(int64(i % 100)), Timestamp: time.UnixMilli(max(ts, 0)), Partition: p}
+		if poison && i%100 == 13 {
+			r.Value = long(-1)
+			poisoned[fmt.Sprintf("%d@%d", p, offsets[p])] = true
+		} else {
+			clean := *r
+			clean.Topic = "clean"
+			rs = append(rs, &clean)
+		}
+		offsets[p]++
+		rs = append(rs, r)
+	}
+	if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	build := func(h *testHost, in, out string, host bool) {
+		s := h.mustBuild(&pb.StreamOp{Topics: []string{in}, KeySerde: "string", ValueSerde: "long"})
+		g := h.mustBuild(&pb.GroupByKeyOp{Input: s.Id})
+		w := proto.Clone(windows).(*pb.WindowedByOp)
+		w.Input = g.Id
+		wh := h.mustBuild(w)
+		add := func(_, v, a []byte) ([]byte, error) {
+			if decodeLong(v) < 0 {
+				return nil, errors.New("poison")
+			}
+			return long(decodeLong(a) + decodeLong(v)), nil
+		}
+		var agg *pb.Handle
+		switch {
+		case !host:
+			agg = h.mustBuildOp(&pb.BuildRequest_Reduce{Reduce: &pb.ReduceOp{Input: wh.Id, Builtin: pb.Reducer_REDUCER_SUM}})
+		case name == "sliding" && !poison:
+			sum := h.register("sum", reduceFn(func(a, v []byte) ([]byte, error) { return add(nil, v, a) }))
+			agg = h.mustBuildOp(&pb.BuildRequest_Reduce{Reduce: &pb.ReduceOp{Input: wh.Id, Token: sum}})
+		default:
+			zero := h.register("zero", initFn(func() ([]byte, error) { return long(0), nil }))
+			tok := h.register("add", aggFn(add))
+			op := &pb.AggregateOp{Input: wh.Id, InitializerToken: zero, AggregatorToken: tok, Materialized: &pb.Materialized{ValueSerde: "long"}}
+			if name == "session" {
+				op.MergerToken = tok
+			}
+			agg = h.mustBuildOp(&pb.BuildRequest_Aggregate{Aggregate: op})
+		}
+		ts := h.mustBuild(&pb.ToStreamOp{Input: agg.Id})
+		h.mustBuild(&pb.ToOp{Input: ts.Id, Topic: out})
+		h.start()
+	}
+	native := e.open("builtin-"+name, nil)
+	hostIn := "amounts"
+	if !poison {
+		hostIn = "clean"
+	}
+	nativeIn := "clean"
+	build(native, nativeIn, "builtin-"+name, false)
+	host := e.openWith("host-"+name, map[string]string{"processing.exception.handler": "dead_letter", "errors.deadletterqueue.topic.name": "dlq"}, "fold_value_refs", "fold_programs")
+	build(host, hostIn, "host-"+name, true)
+	doneNative, doneHost := native.serveAsync(), host.serveAsync()
+	// Each window's updates, in order (windows of different input
+	// partitions interleave in an output partition).
+	updates := func(topic string) map[string][]string {
+		got := map[string][]string{}
+		e.readTopic(topic, false, func(r *kgo.Record) {
+			v := "null"
+			if r.Value != nil {
+				v = fmt.Sprint(decodeLong(r.Value))
+			}
+			got[fmt.Sprintf("%x", r.Key)] = append(got[fmt.Sprintf("%x", r.Key)], fmt.Sprintf("%s@%d", v, r.Timestamp.UnixMilli()))
+		})
+		return got
+	}
+	count := func(m map[string][]string) (c int) {
+		for _, xs := range m {
+			c += len(xs)
+		}
+		return c
+	}
+	var want, got map[string][]string
+	settled := func() bool {
+		want, got = updates("builtin-"+name), updates("host-"+name)
+		return count(want) > n*9/10 && (poison || native.getState().DroppedRecords > 0) && fmt.Sprint(got) == fmt.Sprint(want)
+	}
+	for deadline := time.Now().Add(60 * time.Second); !settled() && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+	}
+	diffs := 0
+	for k := range want {
+		if w, g := want[k], got[k]; fmt.Sprint(w) != fmt.Sprint(g) && diffs < 5 {
+			diffs++
+			t.Errorf("window %s: host program %v, built-in fold %v", k, g, w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("host program updated %d windows, the built-in fold %d", len(got), len(want))
+	}
+	if poison {
+		dead := map[string]int{}
+		e.readTopic("dlq", false, func(r *kgo.Record) {
+			h := headers(r)
+			dead[h["__streams.errors.partition"]+"@"+h["__streams.errors.offset"]]++
+		})
+		for at := range poisoned {
+			if dead[at] != 1 {
+				t.Errorf("poison record %s dead-lettered %d times, want once", at, dead[at])
+			}
+		}
+		if len(dead) != len(poisoned) {
+			t.Errorf("dead letters %v, want exactly the %d poison records", keys(dead), len(poisoned))
+		}
+	}
+	native.stopServing(doneNative)
+	host.stopServing(doneHost)
+	if d, dn := host.getState().DroppedRecords, native.getState().DroppedRecords; d != dn+int64(len(poisoned)) {
+		t.Errorf("host program dropped %d records, the built-in fold %d (+%d poison)", d, dn, len(poisoned))
+	}
+	host.mu.Lock()
+	defer host.mu.Unlock()
+	if host.bundles*10 > n {
+		t.Errorf("%d bundles for %d records: a batch's folds must cross once", host.bundles, n)
 	}
 }

@@ -28,6 +28,9 @@ const (
 	prefixAggregate     = "KSTREAM-AGGREGATE-" // count's and aggregate's processor and, with STATE-STORE-, store
 	prefixReduce        = "KSTREAM-REDUCE-"
 	prefixToStream      = "KTABLE-TOSTREAM-"
+	prefixMerge         = "KSTREAM-MERGE-"
+	prefixBranch        = "KSTREAM-BRANCH-"
+	prefixRepartition   = "KSTREAM-REPARTITION-"
 
 	repartitionSuffix = "-repartition"
 	changelogSuffix   = "-changelog"
@@ -63,6 +66,11 @@ type Builder struct {
 	nodes  map[string]*Node  // every node by name: names are unique, as in InternalTopologyBuilder
 	topics map[string]string // source topic -> the source node reading it
 	stores map[string]*Store
+
+	// FoldPrograms: the host runs fold programs (its SDK declared the
+	// "fold_programs" host feature), so host functions may fold over
+	// session and sliding windows. Without it they are refused.
+	FoldPrograms bool
 }
 
 // entry is the builder's side of a handle.
@@ -414,8 +422,8 @@ func (b *Builder) aggregation(f fold, input uint64, m *Materialized, name string
 	}
 	if w != nil {
 		host := f.fn != nil && f.fn.Token != 0 || f.init != nil && f.init.Token != 0 || f.merger != nil && f.merger.Token != 0
-		if w.Kind != TimeWindows && host {
-			c.invalid("%s over %s runs count, built-in reducers and native Go functions in this engine version; host functions fold over time windows only", f.op, w.Kind)
+		if w.Kind != TimeWindows && host && !b.FoldPrograms {
+			c.invalid("%s over %s with host functions needs a host that runs fold programs (host feature %q), and this session's host did not declare it: upgrade its SDK", f.op, w.Kind, "fold_programs")
 		}
 	}
 	var mat Materialized
@@ -498,7 +506,15 @@ func (c *call) repartition(in *entry, store string) repartition {
 	if prefix == "" {
 		prefix = store
 	}
-	rp := repartition{topic: prefix}
+	// A named grouped stream's aggregations share one repartition.
+	return c.planRepartition(prefix, in.groupName != "" && in.repartitionNode != nil)
+}
+
+// planRepartition names a repartition whose topic name starts with prefix,
+// as KStreamImpl.createRepartitionedSource does; a reused one claims no
+// names.
+func (c *call) planRepartition(prefix string, reuse bool) repartition {
+	rp := repartition{topic: prefix, reuse: reuse}
 	if !strings.HasSuffix(prefix, repartitionSuffix) {
 		rp.topic += repartitionSuffix
 	}
@@ -510,14 +526,12 @@ func (c *call) repartition(in *entry, store string) repartition {
 	if !generatedName.MatchString(prefix) {
 		rp.sink, rp.filter, rp.source = rp.topic+"-sink", rp.topic+"-filter", rp.topic+"-source"
 	}
-	// A named grouped stream's aggregations share one repartition.
-	rp.reuse = in.groupName != "" && in.repartitionNode != nil
 	if !rp.reuse {
 		c.claim(rp.filter)
 		c.claim(rp.sink)
 		c.claim(rp.source)
 		if src, ok := c.b.topics[rp.topic]; ok {
-			c.invalid("count's repartition topic %q is read by source %s already", rp.topic, src)
+			c.invalid("%s's repartition topic %q is read by source %s already", c.op, rp.topic, src)
 		}
 	}
 	return rp

@@ -51,7 +51,7 @@ func builtinReducer(name, valueSerde string) (ReduceFunc, error) {
 	case serde.Double:
 		return func(agg, v []byte) ([]byte, error) {
 			if len(agg) != 8 || len(v) != 8 {
-				return nil, fmt.Errorf("double needs 8 bytes, got %d and %d", len(agg), len(v))
+				return nil, serde.Malformed(fmt.Errorf("double needs 8 bytes, got %d and %d", len(agg), len(v)))
 			}
 			a := math.Float64frombits(binary.BigEndian.Uint64(agg))
 			b := math.Float64frombits(binary.BigEndian.Uint64(v))
@@ -83,7 +83,7 @@ func builtinSubtractor(name, valueSerde string) (ReduceFunc, error) {
 	case serde.Double:
 		return func(agg, v []byte) ([]byte, error) {
 			if len(agg) != 8 || len(v) != 8 {
-				return nil, fmt.Errorf("double needs 8 bytes, got %d and %d", len(agg), len(v))
+				return nil, serde.Malformed(fmt.Errorf("double needs 8 bytes, got %d and %d", len(agg), len(v)))
 			}
 			a := math.Float64frombits(binary.BigEndian.Uint64(agg))
 			b := math.Float64frombits(binary.BigEndian.Uint64(v))

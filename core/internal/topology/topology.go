@@ -114,6 +114,16 @@ const (
 	// buffers a windowed aggregation's updates and forwards each window's
 	// last one once stream time passes the window's end plus grace.
 	OpSuppress
+	// OpMerge is KStream.merge (KStreamPassThrough with two predecessors).
+	OpMerge
+	// OpBranch is KStreamBranch (KStream.split): each record goes to the
+	// first successor whose predicate (Node.Branches[i]) it passes, else to
+	// the default branch (a last successor beyond the predicates), else
+	// nowhere.
+	OpBranch
+	// OpBranchChild is a branch of a split: a pass-through named
+	// <split name><branch name or number>.
+	OpBranchChild
 )
 
 // Function is the user function of a stateless operator: a host token, or a
@@ -162,6 +172,12 @@ type Node struct {
 	Sub *Function
 	// Merger is a session-windowed OpAggregate's merger.
 	Merger *Function
+	// Branches are an OpBranch's predicates, one per successor in order
+	// (a successor beyond them is the default branch).
+	Branches []Function
+	// Partitions: a repartition sink's topic partition count
+	// (Repartitioned.withNumberOfPartitions); 0: the sub-topology's.
+	Partitions int32
 	// Windows: an aggregation's windows (nil: not windowed); for
 	// OpSuppress, the windows of the aggregation it follows.
 	Windows *Windows

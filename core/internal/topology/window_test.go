@@ -174,12 +174,12 @@ func TestWindowRefusals(t *testing.T) {
 		{"session aggregate without merger", func() error { _, err := b.Aggregate(ses, agg, agg, nil, ""); return err }, []string{"merger"}},
 		{"merger on time windows", func() error { _, err := b.AggregateSessions(tw, agg, agg, agg, nil, ""); return err }, []string{"merger", "session-windowed"}},
 		{"suppress on a key-value table", func() error { _, err := b.Suppress(plain, ""); return err }, []string{"untilWindowCloses", "windowed"}},
-		{"host reduce over session windows", func() error { _, err := b.Reduce(ses, agg, nil, ""); return err }, []string{"session windows", "host functions"}},
+		{"host reduce over session windows", func() error { _, err := b.Reduce(ses, agg, nil, ""); return err }, []string{"session windows", "host functions", "fold_programs"}},
 		{"host reduce over sliding windows", func() error {
 			sl := c.id(b.WindowedBy(g, Windows{Kind: SlidingWindows, Size: 100}))
 			_, err := b.Reduce(sl, agg, nil, "")
 			return err
-		}, []string{"sliding windows", "host functions"}},
+		}, []string{"sliding windows", "host functions", "fold_programs"}},
 	}
 	for _, tt := range tests {
 		err := tt.call()
@@ -192,5 +192,27 @@ func TestWindowRefusals(t *testing.T) {
 				t.Errorf("%s: %q does not name %q", tt.name, err, w)
 			}
 		}
+	}
+}
+
+// A host that runs fold programs (FoldPrograms) may fold host functions
+// over session and sliding windows; an aggregate over sessions still needs
+// its merger.
+func TestHostFunctionsOverSessionsNeedFoldPrograms(t *testing.T) {
+	c := check{t}
+	b := NewBuilder()
+	b.FoldPrograms = true
+	g := c.id(b.GroupByKey(c.stream(b, "in"), "", "", ""))
+	ses := c.id(b.WindowedBy(g, Windows{Kind: SessionWindows, Size: 100}))
+	sl := c.id(b.WindowedBy(g, Windows{Kind: SlidingWindows, Size: 100}))
+	fn := Function{Token: 7, Name: "fn"}
+	_, err := b.Reduce(ses, fn, nil, "")
+	c.ok(err)
+	_, err = b.Aggregate(sl, fn, fn, nil, "")
+	c.ok(err)
+	_, err = b.AggregateSessions(ses, fn, fn, fn, nil, "")
+	c.ok(err)
+	if _, err := b.Aggregate(ses, fn, fn, nil, ""); err == nil || !strings.Contains(err.Error(), "merger") {
+		t.Errorf("session aggregate without a merger: %v", err)
 	}
 }

@@ -15,6 +15,7 @@
 from polystreams.app import App, RestoreProgress, State, StateListener
 from polystreams.config import Config, ProcessingGuarantee
 from polystreams.dsl import (
+    BranchedKStream,
     BuiltinReducer,
     Handle,
     KGroupedStream,
@@ -44,6 +45,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "App",
+    "BranchedKStream",
     "BuiltinReducer",
     "Config",
     "DescribeFormat",

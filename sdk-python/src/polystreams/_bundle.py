@@ -11,9 +11,10 @@ Within a bundle, the elements in flight are kept as three parallel lists:
 record each element came from (None while it is the identity, i.e. before
 any filter or flat_map changed the count).
 
-A fold bundle (one reduce, aggregate or merge step) is laid out by key
-instead and runs in ``_Fold``: see there. Windowed aggregations need nothing
-more: their groups are (key, window) pairs whose key is the grouped key.
+A fold bundle (one reduce or aggregate step) is laid out by key instead and
+runs in ``_Fold``: see there. Aggregations over time windows need nothing
+more: their groups are (key, window) pairs whose key is the grouped key;
+session and sliding windows come as fold programs (``_Fold._program``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections import Counter
 from itertools import chain, compress, repeat
 from typing import Any
 
-from polystreams.serde import decode_column, encode, encode_column, encoder
+from polystreams.serde import decode, decode_column, encode, encode_column, encoder
 from polystreams.v1alpha1 import engine_pb2 as pb
 
 __all__ = ["Executor"]
@@ -41,8 +42,7 @@ _PEEK = pb.OPERATION_PEEK
 _FOREACH = pb.OPERATION_FOREACH
 _REDUCE = pb.OPERATION_REDUCE
 _AGGREGATE = pb.OPERATION_AGGREGATE
-_MERGE = pb.OPERATION_MERGE
-_FOLDS = frozenset({_REDUCE, _AGGREGATE, _MERGE})
+_FOLDS = frozenset({_REDUCE, _AGGREGATE})
 
 _READS_KEY = frozenset({_FILTER, _FILTER_NOT, _MAP, _SELECT_KEY, _PEEK, _FOREACH})
 _CHANGES_KEY = frozenset({_MAP, _SELECT_KEY})
@@ -292,6 +292,7 @@ class _Chain:
         col = _Column(n, keys, vals, failed)
         if vfail or dkfail:
             col.fail({**dkfail, **vfail}, 0)
+        undecoded = set(failed)  # deserialization failures; the rest fail in a function
 
         for run, fn, step in self.steps:
             if not col.vals:
@@ -325,9 +326,15 @@ class _Chain:
             result.key_lengths.extend(klens)
             result.keys = kdata
         if failed:
-            result.failures.extend(pb.RecordFailure(index=i, step=s, message=m) for i, (s, m) in sorted(failed.items()))
+            result.failures.extend(
+                pb.RecordFailure(index=i, step=s, message=m, kind=_DESERIALIZATION if i in undecoded else _PROCESSING)
+                for i, (s, m) in sorted(failed.items())
+            )
         return result
 
+
+_DESERIALIZATION = pb.RecordFailure.KIND_DESERIALIZATION
+_PROCESSING = pb.RecordFailure.KIND_PROCESSING
 
 _BAD: Any = object()  # marks a value that failed before its fold (it did not decode)
 
@@ -337,8 +344,7 @@ def _never(*args: Any) -> Any:
 
 
 class _Fold:
-    """A compiled fold: the one step of a fold bundle (reduce, aggregate, or
-    merge: session windows merged by ``merger(key, aggregate1, aggregate2)``).
+    """A compiled fold: the one step of a fold bundle (reduce or aggregate).
 
     The bundle holds one key per group, each group's values one after the
     other, and each group's current aggregate (length -1: none yet). Every
@@ -353,38 +359,39 @@ class _Fold:
     with no aggregate becomes the aggregate without a call (reduce), or is
     folded into ``initializer()`` (aggregate), as in Kafka Streams.
 
-    A merge bundle's group aggregate is the first session's aggregate and its
-    values are the other sessions' aggregates (decoded with the bundle's
-    value serde, the aggregate's): each is merged in, ``merger(key, merged
-    so far, next)``, one aggregate out per value. A group with no aggregate
-    starts from ``initializer()`` when the step names one (Kafka Streams'
-    order: every session is merged into a fresh aggregate), else takes its
-    first value as it is.
+    A fold program (``fold_bases`` set: session and sliding windows) says
+    for each value which aggregate it starts from, which it merges in first,
+    and refers to stored aggregates and to earlier values' outputs:
+    see ``_program``.
     """
 
-    __slots__ = ("reduce", "merge", "fn", "init", "sub", "key_serde", "value_serde", "agg_serde", "encode", "broken")
+    __slots__ = ("reduce", "fn", "init", "merger", "sub", "key_serde", "value_serde", "agg_serde", "encode", "broken")
 
     def __init__(self, bundle: pb.Bundle, functions: Mapping[int, Fn]) -> None:
         st = bundle.steps[0]
         self.reduce = st.operation == _REDUCE
-        self.merge = st.operation == _MERGE
-        what = "reduce" if self.reduce else "merge" if self.merge else "aggregate"
+        what = "reduce" if self.reduce else "aggregate"
         self.broken: str | None = None  # fails every value
         fn = functions.get(st.token)
         if fn is None:
             self.broken = f"LookupError: {what} step ({st.node}) names token {st.token}, which is not registered in this host"
         init = None if self.reduce else functions.get(st.initializer_token)
-        if self.merge and st.initializer_token and init is None and self.broken is None:
+        if not self.reduce and init is None and self.broken is None:
             self.broken = (
-                f"LookupError: merge step ({st.node}) names initializer token {st.initializer_token}, "
+                f"LookupError: aggregate step ({st.node}) names initializer token {st.initializer_token}, "
                 "which is not registered in this host"
             )
-        if not self.reduce and not self.merge:
-            if init is None and self.broken is None:
-                self.broken = (
-                    f"LookupError: aggregate step ({st.node}) names initializer token {st.initializer_token}, "
+        # Session windows' merger(key, aggregate1, aggregate2), for programs.
+        self.merger: Fn = _never
+        if st.merger_token:
+            merger = functions.get(st.merger_token)
+            if merger is None:
+                self.broken = self.broken or (
+                    f"LookupError: {what} step ({st.node}) names merger token {st.merger_token}, "
                     "which is not registered in this host"
                 )
+            else:
+                self.merger = merger
         # A table fold (KGroupedTable): each value is a change, whose old value
         # the subtractor removes before the adder (fn) adds the new one.
         self.sub: Fn | None = None
@@ -426,10 +433,14 @@ class _Fold:
         agg_lengths = list(b.aggregate_lengths)
         key_lengths = list(b.key_lengths)
         broken = self.broken
+        program = len(b.fold_bases) > 0  # its aggregates are a pool, not one per group
         if broken is None and refs and (min(refs) < 0 or max(refs) >= len(value_lengths)):
             broken = f"ValueError: malformed fold bundle: value refs from {min(refs)} to {max(refs)} for {len(value_lengths)} records"
         if broken is None and (
-            len(agg_lengths) != len(sizes) or len(key_lengths) != len(sizes) or sum(sizes) != n or (sizes and min(sizes) < 0)
+            (len(agg_lengths) != len(sizes) and not program)
+            or len(key_lengths) != len(sizes)
+            or sum(sizes) != n
+            or (sizes and min(sizes) < 0)
         ):
             broken = (
                 f"ValueError: malformed fold bundle: {len(sizes)} group sizes adding up to {sum(sizes)}, "
@@ -460,20 +471,24 @@ class _Fold:
             for i, msg in vfail.items():
                 vals[i] = _BAD
                 failed[i] = msg
-        aggs, afail = decode_column(self.agg_serde, b.aggregates, agg_lengths)
+        undecoded = set(failed)  # deserialization failures; the rest fail in a function
         if self.reduce:
             keys: list[Any] = [None] * len(sizes)  # a reducer does not see keys
             kfail: dict[int, str] = {}
         else:
             keys, kfail = decode_column(self.key_serde, b.keys, key_lengths)
+        if program:
+            return self._answer_program(b, result, n, sizes, keys, kfail, agg_lengths, vals, failed, undecoded)
+        aggs, afail = decode_column(self.agg_serde, b.aggregates, agg_lengths)
 
         if self.sub is not None:
             for i, old in enumerate(olds):
                 if old is _BAD:
                     failed.setdefault(i, f"{ofail[i]} (the old value)")
+                    undecoded.add(i)
         chunks: list[bytes] = []
         table_chunks: list[bytes | None] = []
-        fold = self._fold_reduce if self.reduce else self._fold_merge if self.merge else self._fold_aggregate
+        fold = self._fold_reduce if self.reduce else self._fold_aggregate
         # final_only: the engine needs each group's last aggregate only.
         final = b.final_only and self.sub is None
         skipped: list[int] = []
@@ -492,6 +507,7 @@ class _Fold:
                 what = "key" if g in kfail else "stored aggregate"
                 for i in range(pos, end):
                     failed.setdefault(i, f"{bad} (the {what} of this group)")
+                    undecoded.add(i)
             elif self.sub is not None:
                 self._fold_table(keys[g], agg_lengths[g] < 0, aggs[g], vals, olds, pos, end, table_chunks, failed)
             else:
@@ -512,7 +528,10 @@ class _Fold:
             for i in skipped:
                 counts[i] = 0
             result.output_counts.extend(counts)
-            result.failures.extend(pb.RecordFailure(index=i, step=0, message=m) for i, m in sorted(failed.items()))
+            result.failures.extend(
+                pb.RecordFailure(index=i, step=0, message=m, kind=_DESERIALIZATION if i in undecoded else _PROCESSING)
+                for i, m in sorted(failed.items())
+            )
         else:
             result.output_counts.extend([1] * n)
         if self.sub is None:
@@ -608,38 +627,6 @@ class _Fold:
             fresh = False
             append(data)
 
-    def _fold_merge(
-        self, key: Any, fresh: bool, agg: Any, values: list[Any], pos: int, chunks: list[bytes], failed: dict[int, str]
-    ) -> None:
-        fn, enc, append = self.fn, self.encode, chunks.append
-        for i, v in enumerate(values, pos):
-            if v is _BAD:
-                continue
-            if v is None:
-                failed[i] = "TypeError: a session's aggregate is null, so it cannot be merged"
-                continue
-            if fresh and self.init is _never:
-                nxt = v
-            else:
-                try:
-                    nxt = fn(key, self.init() if fresh else agg, v)
-                except Exception as e:
-                    failed[i] = _text(e)
-                    continue
-                if nxt is None:
-                    failed[i] = "TypeError: merge returned None; an aggregate cannot be null"
-                    continue
-            try:
-                data = enc(nxt)
-            except Exception:
-                slow = self._encode_slow(nxt, i, failed)
-                if slow is None:
-                    continue
-                data = slow
-            agg = nxt
-            fresh = False
-            append(data)
-
     def _fold_aggregate(
         self, key: Any, fresh: bool, agg: Any, values: list[Any], pos: int, chunks: list[bytes], failed: dict[int, str]
     ) -> None:
@@ -667,6 +654,133 @@ class _Fold:
             agg = nxt
             fresh = False
             append(data)
+
+    def _answer_program(
+        self,
+        b: pb.Bundle,
+        result: pb.BundleResult,
+        n: int,
+        sizes: list[int],
+        keys: list[Any],
+        kfail: dict[int, str],
+        agg_lengths: list[int],
+        vals: list[Any],
+        failed: dict[int, str],
+        undecoded: set[int],
+    ) -> pb.BundleResult:
+        chunks, bad = self._program(b, sizes, keys, kfail, agg_lengths, vals, failed)
+        if bad is not None:
+            result.output_counts.extend([0] * n)
+            result.failures.extend(pb.RecordFailure(index=i, step=0, message=bad) for i in range(n))
+            return result
+        result.output_counts.extend(0 if i in failed else 1 for i in range(n))
+        result.failures.extend(
+            pb.RecordFailure(index=i, step=0, message=m, kind=_DESERIALIZATION if i in undecoded else _PROCESSING)
+            for i, m in sorted(failed.items())
+        )
+        result.value_lengths.extend(map(len, chunks))
+        result.values = b"".join(chunks)
+        return result
+
+    def _program(
+        self,
+        b: pb.Bundle,
+        sizes: list[int],
+        keys: list[Any],
+        kfail: dict[int, str],
+        agg_lengths: list[int],
+        vals: list[Any],
+        failed: dict[int, str],
+    ) -> tuple[list[bytes], str | None]:
+        """Runs a fold program (session and sliding windows; Bundle.fold_bases).
+
+        Value i starts from the aggregate ``fold_bases[i]`` names: -1 is
+        ``initializer()`` (reduce: none), below ``len(aggregate_lengths)`` a
+        stored aggregate of the pool, above it an earlier value's output.
+        Then its ``merge_counts[i]`` operands are merged in, ``merger(key,
+        aggregate, operand)`` (reduce: the reducer, none taking the operand),
+        then the value folds in. Each reference is decoded afresh, so a
+        function that changes an aggregate in place cannot change another
+        window's. A value fails alone, and so does every value that refers to
+        its output. Returns the outputs of the values that did not fail, in
+        order, and a message when the program is malformed (every value
+        fails).
+        """
+        bases, counts, mrefs = list(b.fold_bases), list(b.merge_counts), list(b.merge_refs)
+        n, pool = len(vals), len(agg_lengths)
+        if len(bases) != n or len(counts) != n or sum(counts) != len(mrefs) or (counts and min(counts) < 0):
+            return [], (
+                f"ValueError: malformed fold program: {len(bases)} bases and {len(counts)} merge counts "
+                f"adding up to {sum(counts)} for {n} values and {len(mrefs)} merge refs"
+            )
+        starts = [0] * n
+        m = 0
+        for i in range(n):
+            starts[i] = m
+            m += counts[i]
+            for r in chain((bases[i],), mrefs[starts[i] : m]):
+                if r < -1 or r >= pool + i:
+                    return [], f"ValueError: malformed fold program: value {i} refers to {r}, past the {pool} stored aggregates and the values before it"
+            if -1 in mrefs[starts[i] : m]:
+                return [], f"ValueError: malformed fold program: value {i} merges in the initializer's aggregate (ref -1)"
+        if not self.reduce and mrefs and self.merger is _never:
+            return [], "LookupError: a fold program merges sessions, but its step names no merger token"
+        serde, reduce, fn, init, merger, enc = self.agg_serde, self.reduce, self.fn, self.init, self.merger, self.encode
+        pool_bytes: list[bytes] = []
+        off = 0
+        for length in agg_lengths:
+            if length < 0:
+                return [], "ValueError: malformed fold program: a stored aggregate of the pool is null"
+            pool_bytes.append(b.aggregates[off : off + length])
+            off += length
+        if off != len(b.aggregates):
+            return [], f"ValueError: malformed fold program: aggregate lengths account for {off} bytes, the column holds {len(b.aggregates)}"
+        outs: list[bytes | None] = [None] * n
+
+        def resolve(r: int) -> Any:
+            if r == -1:
+                return _NONE if reduce else init()
+            if r < pool:
+                return decode(serde, pool_bytes[r])
+            data = outs[r - pool]
+            if data is None:
+                raise _Depends(f"ValueError: depends on fold value {r - pool}, which failed")
+            return decode(serde, data)
+
+        pos = 0
+        for g, size in enumerate(sizes):
+            key, bad_key = keys[g], kfail.get(g)
+            for i in range(pos, pos + size):
+                if bad_key is not None:
+                    failed.setdefault(i, f"{bad_key} (the key of this group)")
+                if i in failed:
+                    continue
+                try:
+                    acc = resolve(bases[i])
+                    for r in mrefs[starts[i] : starts[i] + counts[i]]:
+                        other = resolve(r)
+                        if reduce:
+                            acc = other if acc is _NONE else fn(acc, other)
+                        else:
+                            acc = merger(key, acc, other)
+                        if acc is None:
+                            raise TypeError(f"{'reduce' if reduce else 'merger'} returned None; an aggregate cannot be null")
+                    v = vals[i]
+                    acc = (v if acc is _NONE else fn(acc, v)) if reduce else fn(key, v, acc)
+                    if acc is None:
+                        raise TypeError(f"{'reduce' if reduce else 'aggregate'} returned None; an aggregate cannot be null")
+                except _Depends as e:
+                    failed[i] = str(e)
+                    continue
+                except Exception as e:
+                    failed[i] = _text(e)
+                    continue
+                try:
+                    outs[i] = enc(acc)
+                except Exception:
+                    outs[i] = self._encode_slow(acc, i, failed)
+            pos += size
+        return [o for o in outs if o is not None], None
 
     def _final_aggregates(
         self, sizes: list[int], keys: list[Any], agg_lengths: list[int], aggs: list[Any], vals: list[Any]
@@ -701,6 +815,13 @@ class _Fold:
         except Exception as e:
             failed[i] = _text(e)
             return None
+
+
+_NONE: Any = object()  # a reduce's missing aggregate in a fold program
+
+
+class _Depends(Exception):
+    """A fold program's value refers to the output of one that failed."""
 
 
 def _final_counts(sizes: list[int]) -> list[int]:

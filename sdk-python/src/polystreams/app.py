@@ -81,8 +81,10 @@ class RestoreProgress:
 
 
 # What this host understands beyond the protocol's base (OpenSession): fold
-# bundles over windows that send each record once (Bundle.value_refs).
-HOST_FEATURES = ["fold_value_refs"]
+# bundles over windows that send each record once (Bundle.value_refs), and
+# fold programs, which fold host functions over session and sliding windows
+# (Bundle.fold_bases).
+HOST_FEATURES = ["fold_value_refs", "fold_programs"]
 
 # The host loop's Exchange: bundles taken per call, and how long the engine
 # may hold a call open waiting for one (also how soon stop() is noticed).

@@ -37,6 +37,12 @@ class Config:
     100 under exactly_once_v2; ``statestore.cache.max.bytes`` 10 MiB: tables
     forward the latest update per key at each commit, 0 forwards every update
     at once). Credential values never appear in repr().
+
+    What a failed record does is set in ``extra`` too, by Kafka Streams'
+    names: ``default.deserialization.exception.handler`` and
+    ``processing.exception.handler`` (``fail``, ``log_and_continue`` or
+    ``dead_letter``) and ``errors.deadletterqueue.topic.name``; see
+    docs/errors.md.
     """
 
     processing_guarantee: ProcessingGuarantee | None = None

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Literal, overload
 
+from polystreams.errors import PolystreamsError
 from polystreams.serde import SerdeName, windowed_codec
 from polystreams.v1alpha1 import engine_pb2 as pb
 from polystreams.windows import Duration, SessionWindows, SlidingWindows, Suppressed, TimeWindows, _check_windows, to_ms
@@ -225,11 +226,102 @@ class KStream(_Node):
         )
         return KGroupedStream(self._app, h)
 
+    def merge(self, other: KStream, *, name: str | None = None) -> KStream:
+        """One stream of this stream's and ``other``'s records (``KStream.merge``);
+        both must carry the same key and value serdes."""
+        return self._stream("merge", pb.MergeOp(input=self.handle.id, other=other.handle.id, name=_s(name)))
+
+    def repartition(self, *, name: str | None = None, partitions: int = 0) -> KStream:
+        """Sends the stream through the topic ``<application.id>-<name>-repartition``
+        and on from a new sub-topology (``KStream.repartition``): ``name`` is
+        ``Repartitioned.as`` (default ``KSTREAM-REPARTITION-<n>``), ``partitions``
+        its partition count (0: as many as the sub-topology writing it).
+        Records with a null key are dropped."""
+        return self._stream("repartition", pb.RepartitionOp(input=self.handle.id, name=_s(name), partitions=partitions))
+
+    def split(self, *, name: str | None = None) -> BranchedKStream:
+        """Routes each record to the first branch whose predicate passes it
+        (``KStream.split``)::
+
+            branches = (
+                orders.split(name="orders-")
+                .branch(lambda k, v: v["total"] > 100, name="big")
+                .branch(lambda k, v: v["country"] != "NL", name="abroad")
+                .default_branch(name="rest")
+            )
+            branches["orders-big"].to("big-orders")
+
+        The streams are keyed as Kafka Streams keys them: the split's name
+        (default ``KSTREAM-BRANCH-<n>``) followed by the branch's name or number.
+        """
+        return BranchedKStream(self, name)
+
     def to(self, topic: str, *, key: SerdeName | None = None, value: SerdeName | None = None, name: str | None = None) -> None:
         """Writes the records to ``topic`` (``Produced.with(key, value)``); terminal."""
         self._app._build_terminal(
             "to", pb.ToOp(input=self.handle.id, topic=topic, key_serde=_s(key), value_serde=_s(value), name=_s(name))
         )
+
+
+class BranchedKStream:
+    """The branches of a :meth:`KStream.split` being made (Kafka Streams'
+    ``BranchedKStream``): add them with :meth:`branch`, then end with
+    :meth:`default_branch` or :meth:`no_default_branch`, which build the split
+    and return its streams by name."""
+
+    __slots__ = ("_stream", "_name", "_branches", "_done")
+
+    def __init__(self, stream: KStream, name: str | None) -> None:
+        self._stream = stream
+        self._name = name
+        self._branches: list[pb.Branch] = []
+        self._done = False
+
+    def branch(self, predicate: Callable[[Any, Any], object], *, name: str | None = None) -> BranchedKStream:
+        """A branch for the records ``predicate(key, value)`` passes, of those no
+        earlier branch took; ``name`` is ``Branched.as`` (default: its number,
+        from 1)."""
+        self._check()
+        t = self._stream._app._register("split", predicate)
+        self._branches.append(pb.Branch(predicate_token=t, name=_s(name)))
+        return self
+
+    def default_branch(self, *, name: str | None = None) -> dict[str, KStream]:
+        """Ends the split with a branch for the records no predicate passed
+        (named ``name``, default ``0``); returns every branch's stream."""
+        return self._build(True, name)
+
+    def no_default_branch(self) -> dict[str, KStream]:
+        """Ends the split; records no predicate passed are dropped. Returns
+        every branch's stream."""
+        return self._build(False, None)
+
+    def _check(self) -> None:
+        if self._done:
+            raise PolystreamsError("invalid_argument", "split: this split is built already; start another with KStream.split()")
+
+    def _build(self, default: bool, default_name: str | None) -> dict[str, KStream]:
+        self._check()
+        app = self._stream._app
+        op = pb.SplitOp(
+            input=self._stream.handle.id,
+            name=_s(self._name),
+            branches=self._branches,
+            default_branch=default,
+            default_name=_s(default_name),
+        )
+        self._done = True
+        try:
+            resp = app._call_build("split", op)
+        except PolystreamsError:
+            for b in self._branches:
+                app._functions.pop(b.predicate_token, None)  # registered for this call only
+            raise
+        out: dict[str, KStream] = {}
+        for h in resp.branches:
+            handle = Handle.from_proto(h)
+            out[handle.node] = KStream(app, handle)
+        return out
 
 
 def _count(node: _Node, materialized: str | Materialized | None, name: str | None) -> KTable:

@@ -12,8 +12,8 @@ pub struct OpenSessionRequest {
     #[prost(map="string, string", tag="2")]
     pub config: ::std::collections::HashMap<::prost::alloc::string::String, ::prost::alloc::string::String>,
     /// What the SDK's host understands beyond this protocol's base, so that
-    /// the engine may use it: "fold_value_refs" (Bundle.value_refs). Unknown
-    /// features are ignored.
+    /// the engine may use it: "fold_value_refs" (Bundle.value_refs) and
+    /// "fold_programs" (Bundle.fold_bases). Unknown features are ignored.
     #[prost(string, repeated, tag="3")]
     pub host_features: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
@@ -410,6 +410,68 @@ pub struct AggregateOp {
     #[prost(uint32, tag="7")]
     pub merger_token: u32,
 }
+/// MergeOp is KStream.merge: one stream of both streams' records (node
+/// KSTREAM-MERGE-<n>, or name). Both streams must carry the same key and
+/// value serdes.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct MergeOp {
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    #[prost(uint64, tag="2")]
+    pub other: u64,
+    #[prost(string, tag="3")]
+    pub name: ::prost::alloc::string::String,
+}
+/// SplitOp is KStream.split(Named) with its branches and, optionally, its
+/// default branch (BranchedKStream.defaultBranch / noDefaultBranch). Each
+/// record goes to the first branch whose predicate passes it
+/// (OPERATION_FILTER functions; a predicate sees only the records no earlier
+/// one took), else to the default branch, else nowhere. The splitter is
+/// KSTREAM-BRANCH-<n> or name; each branch is named the splitter's name
+/// followed by the branch's name, or its number (1, 2, ...; the default
+/// branch's is 0), as Kafka Streams names them.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct SplitOp {
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    #[prost(string, tag="2")]
+    pub name: ::prost::alloc::string::String,
+    #[prost(message, repeated, tag="3")]
+    pub branches: ::prost::alloc::vec::Vec<Branch>,
+    #[prost(bool, tag="4")]
+    pub default_branch: bool,
+    /// Branched.as of the default branch.
+    #[prost(string, tag="5")]
+    pub default_name: ::prost::alloc::string::String,
+}
+/// Branch is one branch of a split: fn(key, value) -> bool, and its
+/// Branched.as name (empty: its number).
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct Branch {
+    #[prost(uint32, tag="1")]
+    pub predicate_token: u32,
+    #[prost(string, tag="2")]
+    pub name: ::prost::alloc::string::String,
+}
+/// RepartitionOp is KStream.repartition(Repartitioned): the stream goes
+/// through the topic <application.id>-<name>-repartition (generated name:
+/// KSTREAM-REPARTITION-<n>) and on from a new sub-topology; records with a
+/// null key are dropped.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct RepartitionOp {
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    #[prost(string, tag="2")]
+    pub name: ::prost::alloc::string::String,
+    /// Repartitioned.withNumberOfPartitions; 0: as many as the sub-topology
+    /// writing it has.
+    #[prost(int32, tag="3")]
+    pub partitions: i32,
+}
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ToStreamOp {
@@ -439,7 +501,7 @@ pub struct BuildRequest {
     #[prost(string, tag="1")]
     pub session_id: ::prost::alloc::string::String,
     /// One builder operator. New operators are added as new members.
-    #[prost(oneof="build_request::Operation", tags="10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28")]
+    #[prost(oneof="build_request::Operation", tags="10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31")]
     pub operation: ::core::option::Option<build_request::Operation>,
 }
 /// Nested message and enum types in `BuildRequest`.
@@ -486,14 +548,24 @@ pub mod build_request {
         WindowedBy(super::WindowedByOp),
         #[prost(message, tag="28")]
         Suppress(super::SuppressOp),
+        #[prost(message, tag="29")]
+        Merge(super::MergeOp),
+        #[prost(message, tag="30")]
+        Split(super::SplitOp),
+        #[prost(message, tag="31")]
+        Repartition(super::RepartitionOp),
     }
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct BuildResponse {
-    /// The handle made; absent for terminal operators (to, foreach).
+    /// The handle made; absent for terminal operators (to, foreach) and split.
     #[prost(message, optional, tag="1")]
     pub handle: ::core::option::Option<Handle>,
+    /// SplitOp: one stream handle per branch, in the order given, the
+    /// default branch last; each handle's node is the branch's name.
+    #[prost(message, repeated, tag="2")]
+    pub branches: ::prost::alloc::vec::Vec<Handle>,
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -668,6 +740,11 @@ pub struct Step {
     /// with the signature of token's function. 0 for a stream fold.
     #[prost(uint32, tag="5")]
     pub subtractor_token: u32,
+    /// An aggregate over session windows: the merger's token, fn(key,
+    /// aggregate1, aggregate2) -> aggregate (Merger.apply), which fold
+    /// programs call for their merge operands.
+    #[prost(uint32, tag="6")]
+    pub merger_token: u32,
 }
 /// Bundle is a run of records of one partition, in offset order, to be passed
 /// through a chain of host operators. The layout is columnar: record i's key is
@@ -758,6 +835,31 @@ pub struct Bundle {
     /// group's last value, 0 for the others), or one per value as usual.
     #[prost(bool, tag="22")]
     pub final_only: bool,
+    /// A fold program: a fold bundle over session or sliding windows, to a
+    /// host with the "fold_programs" feature. Which aggregate a fold value
+    /// starts from is data here, not its group's previous output: the engine
+    /// runs Kafka Streams' window algorithm (which windows a record makes,
+    /// updates and merges depends only on times) and sends the folds it
+    /// needs, in order, one crossing per batch. Groups still hold one key
+    /// each; value_refs is always set. Fold value i starts from the aggregate
+    /// fold_bases\[i\] names; then its merge_counts\[i\] merge operands (the next
+    /// ones in merge_refs) are merged in, each by the step's merger
+    /// (merger(key, aggregate so far, operand); for reduce the reducer, a
+    /// missing side taking the other); then the value is folded in as usual
+    /// (reduce: a missing aggregate becomes the value). Its one output is the
+    /// result. A reference r names: -1, the initializer's aggregate
+    /// (initializer(); for reduce: none); 0 <= r < len(aggregate_lengths),
+    /// aggregate r of the aggregates column (here a pool, not one per group);
+    /// r >= len(aggregate_lengths), the output of fold value r -
+    /// len(aggregate_lengths), an earlier value of the same group. A value
+    /// whose call fails fails alone, and so does every value that refers to
+    /// its output. final_only is never set.
+    #[prost(sint32, repeated, tag="23")]
+    pub fold_bases: ::prost::alloc::vec::Vec<i32>,
+    #[prost(sint32, repeated, tag="24")]
+    pub merge_counts: ::prost::alloc::vec::Vec<i32>,
+    #[prost(sint32, repeated, tag="25")]
+    pub merge_refs: ::prost::alloc::vec::Vec<i32>,
 }
 /// BundleResult gives one outcome per input record: zero, one or many outputs,
 /// or a failure. For a fold bundle the records are its values: each value's
@@ -798,6 +900,45 @@ pub struct RecordFailure {
     /// The host's error, e.g. "ValueError: invalid literal for int()".
     #[prost(string, tag="3")]
     pub message: ::prost::alloc::string::String,
+    /// What failed: the record's key or value did not decode with its serde
+    /// (deserialization), or the user's function raised or its result did
+    /// not encode (processing). The engine applies
+    /// default.deserialization.exception.handler or processing.exception.handler
+    /// accordingly. Unspecified (an older host) counts as processing.
+    #[prost(enumeration="record_failure::Kind", tag="4")]
+    pub kind: i32,
+}
+/// Nested message and enum types in `RecordFailure`.
+pub mod record_failure {
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+    #[repr(i32)]
+    pub enum Kind {
+        Unspecified = 0,
+        Deserialization = 1,
+        Processing = 2,
+    }
+    impl Kind {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Kind::Unspecified => "KIND_UNSPECIFIED",
+                Kind::Deserialization => "KIND_DESERIALIZATION",
+                Kind::Processing => "KIND_PROCESSING",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "KIND_UNSPECIFIED" => Some(Self::Unspecified),
+                "KIND_DESERIALIZATION" => Some(Self::Deserialization),
+                "KIND_PROCESSING" => Some(Self::Processing),
+                _ => None,
+            }
+        }
+    }
 }
 /// RestoreProgress says how far restoring stores from their changelogs has
 /// come: over the store partitions this engine restores or restored since its
@@ -1151,14 +1292,6 @@ pub enum Operation {
     /// fn(key, value, aggregate) -> aggregate, started by the step's
     /// initializer fn(); a fold bundle (see Bundle)
     Aggregate = 10,
-    /// fn(key, aggregate1, aggregate2) -> aggregate: session windows merged
-    /// (Merger.apply). A fold bundle whose group aggregate is the first
-    /// session's aggregate and whose values are the other sessions'
-    /// aggregates (value_serde is the aggregate's serde); one aggregate out
-    /// per value, as for OPERATION_AGGREGATE. This engine version refuses host
-    /// functions over session windows (docs/design/windows.md) and sends no
-    /// such bundle yet; hosts implement it for the version that will.
-    Merge = 11,
 }
 impl Operation {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -1178,7 +1311,6 @@ impl Operation {
             Operation::Foreach => "OPERATION_FOREACH",
             Operation::Reduce => "OPERATION_REDUCE",
             Operation::Aggregate => "OPERATION_AGGREGATE",
-            Operation::Merge => "OPERATION_MERGE",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -1195,7 +1327,6 @@ impl Operation {
             "OPERATION_FOREACH" => Some(Self::Foreach),
             "OPERATION_REDUCE" => Some(Self::Reduce),
             "OPERATION_AGGREGATE" => Some(Self::Aggregate),
-            "OPERATION_MERGE" => Some(Self::Merge),
             _ => None,
         }
     }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::fold::StreamReduce;
 
 fn cols(items: &[Option<&[u8]>]) -> (Vec<i32>, Vec<u8>) {
     let mut lengths = Vec::new();
@@ -121,6 +122,9 @@ fn undecodable_values_and_unknown_tokens_fail_records() {
     assert_eq!(r.output_counts, vec![0, 0]);
     assert!(r.failures[0].message.contains("the value does not decode"), "{}", r.failures[0].message);
     assert!(r.failures[1].message.contains("use an Option"), "{}", r.failures[1].message);
+    // The engine applies default.deserialization.exception.handler to these.
+    let deserialization = pb::record_failure::Kind::Deserialization as i32;
+    assert_eq!(r.failures.iter().map(|f| f.kind).collect::<Vec<_>>(), vec![deserialization, deserialization]);
 
     let r = ex.process(&bundle(vec![step(9, pb::Operation::MapValues)], &[None], &[Some(b"x")]));
     assert_eq!(r.failures[0].message, "step 0 (NODE-9) names token 9, which is not registered in this host");
@@ -149,6 +153,15 @@ impl Folder for Sum {
         (left != 0).then_some(left)
     }
     fn has_sub(&self) -> bool {
+        true
+    }
+    fn initial(&self) -> Option<Option<i64>> {
+        Some(Some(0))
+    }
+    fn merge(&self, _: &String, a: Option<i64>, b: Option<i64>) -> Option<i64> {
+        Some(a.unwrap() + b.unwrap())
+    }
+    fn has_merge(&self) -> bool {
         true
     }
 }
@@ -216,6 +229,7 @@ fn a_fold_carries_each_groups_aggregate_and_a_panic_leaves_it_as_it_was() {
     assert_eq!(decoded(&r), vec![Some(1), Some(3), Some(105), Some(111)]);
     assert_eq!(r.failures.len(), 1);
     assert!(r.failures[0].message.contains("unlucky"));
+    assert_eq!(r.failures[0].kind, pb::record_failure::Kind::Processing as i32);
 }
 
 #[test]
@@ -252,4 +266,219 @@ fn fold_values_may_refer_to_records_sent_once() {
     let r = ex.process(&b);
     assert_eq!(r.output_counts, vec![0; 5]);
     assert!(r.failures[0].message.contains("value ref 9"), "{}", r.failures[0].message);
+}
+
+/// An aggregate of strings whose result spells out its calls: the
+/// initializer is "0", the aggregator appends "+value" (and panics on
+/// "boom"), the merger makes "(a|b)".
+struct Spell {
+    merger: bool,
+}
+
+impl Folder for Spell {
+    type K = String;
+    type V = String;
+    type A = String;
+    fn start(&self, key: &String, v: String) -> String {
+        self.add(key, "0".to_owned(), v)
+    }
+    fn add(&self, key: &String, agg: String, v: String) -> String {
+        assert!(v != "boom", "no booms");
+        if key == "upper" {
+            return format!("{agg}+{}", v.to_uppercase());
+        }
+        format!("{agg}+{v}")
+    }
+    fn sub(&self, _: &String, agg: String, _: String) -> String {
+        agg
+    }
+    fn has_sub(&self) -> bool {
+        false
+    }
+    fn initial(&self) -> Option<String> {
+        Some("0".to_owned())
+    }
+    fn merge(&self, _: &String, a: String, b: String) -> String {
+        format!("({a}|{b})")
+    }
+    fn has_merge(&self) -> bool {
+        self.merger
+    }
+}
+
+struct Prog<'a> {
+    groups: &'a [(&'a str, usize)],
+    pool: &'a [&'a str],
+    records: &'a [&'a str],
+    refs: &'a [i32],
+    bases: &'a [i32],
+    counts: &'a [i32],
+    merges: &'a [i32],
+}
+
+fn program(p: Prog<'_>) -> pb::Bundle {
+    let strs = |xs: &[&str]| cols(&xs.iter().map(|x| Some(x.as_bytes())).collect::<Vec<_>>());
+    let (key_lengths, keys) = strs(&p.groups.iter().map(|g| g.0).collect::<Vec<_>>());
+    let (aggregate_lengths, aggregates) = strs(p.pool);
+    let (value_lengths, values) = strs(p.records);
+    let mut s = step(1, pb::Operation::Aggregate);
+    s.initializer_token = 2;
+    s.merger_token = 3;
+    pb::Bundle {
+        id: 9,
+        steps: vec![s],
+        key_serde: "string".into(),
+        value_serde: "string".into(),
+        aggregate_serde: "string".into(),
+        key_lengths,
+        keys,
+        value_lengths,
+        values,
+        group_sizes: p.groups.iter().map(|g| g.1 as i32).collect(),
+        aggregate_lengths,
+        aggregates,
+        value_refs: p.refs.to_vec(),
+        fold_bases: p.bases.to_vec(),
+        merge_counts: if p.counts.is_empty() { vec![0; p.bases.len()] } else { p.counts.to_vec() },
+        merge_refs: p.merges.to_vec(),
+        ..Default::default()
+    }
+}
+
+fn spell(merger: bool) -> Executor {
+    executor(vec![(1, Func::Fold(Arc::new(Fold(Spell { merger })))), (2, Func::Part), (3, Func::Part)])
+}
+
+fn failures(r: &pb::BundleResult) -> Vec<(i32, String)> {
+    r.failures.iter().map(|f| (f.index, f.message.clone())).collect()
+}
+
+#[test]
+fn a_program_merges_the_sessions_a_record_bridges_into_the_initializers_aggregate() {
+    // Pool: a's sessions "s1" and "s2"; record "r" bridges them, then "x"
+    // extends the merged session (its base is value 0's output: ref 2 + 0).
+    let b = program(Prog {
+        groups: &[("a", 2)],
+        pool: &["s1", "s2"],
+        records: &["r", "x"],
+        refs: &[0, 1],
+        bases: &[-1, 2],
+        counts: &[2, 0],
+        merges: &[0, 1],
+    });
+    let r = spell(true).process(&b);
+    assert!(r.failures.is_empty(), "{:?}", r.failures);
+    assert_eq!(r.output_counts, vec![1, 1]);
+    assert_eq!(
+        outputs(&r.value_lengths, &r.values),
+        vec![Some("((0|s1)|s2)+r".into()), Some("((0|s1)|s2)+r+x".into())]
+    );
+}
+
+#[test]
+fn a_reduce_program_starts_from_none_and_reduces_merge_operands() {
+    let reduce = StreamReduce::new(|a: String, b: String| format!("{a}{b}"));
+    let ex = executor(vec![(1, Func::Fold(Arc::new(Fold(reduce))))]);
+    let mut b = program(Prog {
+        groups: &[("a", 2)],
+        pool: &["s1", "s2"],
+        records: &["r", "x"],
+        refs: &[0, 1],
+        bases: &[-1, -1],
+        counts: &[2, 0],
+        merges: &[0, 1],
+    });
+    b.steps = vec![step(1, pb::Operation::Reduce)];
+    let r = ex.process(&b);
+    assert!(r.failures.is_empty(), "{:?}", r.failures);
+    assert_eq!(outputs(&r.value_lengths, &r.values), vec![Some("s1s2r".into()), Some("x".into())]);
+}
+
+#[test]
+fn a_program_value_starts_from_an_earlier_output_and_a_failure_fails_its_dependents() {
+    // Group a (sliding windows): value 0 fails; value 1 starts from it and
+    // value 2 merges it in, so both fail; value 3 starts from the
+    // initializer, value 4 from value 3. Group b starts from value 4 of group a.
+    let b = program(Prog {
+        groups: &[("a", 5), ("b", 1)],
+        pool: &["w"],
+        records: &["boom", "y", "z"],
+        refs: &[0, 1, 1, 1, 2, 2],
+        bases: &[0, 1, -1, -1, 4, 5],
+        counts: &[0, 0, 1, 0, 0, 0],
+        merges: &[1],
+    });
+    let r = spell(true).process(&b);
+    assert_eq!(r.output_counts, vec![0, 0, 0, 1, 1, 1]);
+    assert_eq!(
+        outputs(&r.value_lengths, &r.values),
+        vec![Some("0+y".into()), Some("0+y+z".into()), Some("0+y+z+z".into())]
+    );
+    let f = failures(&r);
+    assert!(f[0].0 == 0 && f[0].1.contains("no booms") && f[0].1.contains("panicked at"), "{f:?}");
+    assert_eq!(
+        f[1..],
+        [
+            (1, "depends on fold value 0, which failed".to_owned()),
+            (2, "depends on fold value 0, which failed".to_owned())
+        ]
+    );
+    assert!(r.failures.iter().all(|f| f.kind == pb::record_failure::Kind::Processing as i32));
+
+    // A value that does not decode is a deserialization failure.
+    let mut b = program(Prog {
+        groups: &[("a", 1)],
+        pool: &[],
+        records: &["x"],
+        refs: &[0],
+        bases: &[-1],
+        counts: &[],
+        merges: &[],
+    });
+    b.values = vec![0xff];
+    let r = spell(true).process(&b);
+    assert_eq!(r.output_counts, vec![0]);
+    assert!(r.failures[0].message.starts_with("the value does not decode"), "{}", r.failures[0].message);
+    assert_eq!(r.failures[0].kind, pb::record_failure::Kind::Deserialization as i32);
+}
+
+#[test]
+fn a_malformed_program_fails_every_value_naming_the_problem() {
+    let base = Prog {
+        groups: &[("a", 2)],
+        pool: &["s"],
+        records: &["r"],
+        refs: &[0, 0],
+        bases: &[-1, -1],
+        counts: &[],
+        merges: &[],
+    };
+    let fails = |ex: &Executor, p: Prog<'_>| {
+        let r = ex.process(&program(p));
+        assert_eq!(r.output_counts, vec![0, 0]);
+        assert_eq!(r.failures.len(), 2);
+        assert_eq!(r.failures[0].message, r.failures[1].message);
+        r.failures[0].message.clone()
+    };
+    // Value 0 names its own output (ref 1 + 0): not an earlier value.
+    let m = fails(&spell(true), Prog { bases: &[1, -1], ..base });
+    assert!(
+        m.starts_with("malformed fold program: fold value 0's base 1 names neither")
+            && m.ends_with("nor one of the 0 earlier values"),
+        "{m}"
+    );
+    let m = fails(&spell(true), Prog { counts: &[0, 1], merges: &[-1], ..base });
+    assert!(m.contains("fold value 1's merge operand is -1"), "{m}");
+    let m = fails(&spell(true), Prog { counts: &[0, 1], ..base });
+    assert!(m.contains("merge counts adding up to 1 for 0 merge refs"), "{m}");
+    let m = fails(&spell(true), Prog { refs: &[0, 3], ..base });
+    assert!(m.contains("fold value 1 is record 3, one of none of the 1 records"), "{m}");
+    let m = fails(&spell(false), Prog { counts: &[0, 1], merges: &[0], ..base });
+    assert_eq!(
+        m,
+        "aggregate step (NODE-1) names merger token 3, but its aggregate was registered without a merger (fold value 1 merges aggregates)"
+    );
+    // Without merges, no merger is needed.
+    let r = spell(false).process(&program(Prog { bases: &[0, 1], ..base }));
+    assert_eq!(outputs(&r.value_lengths, &r.values), vec![Some("s+r".into()), Some("s+r+r".into())]);
 }

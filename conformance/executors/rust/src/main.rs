@@ -323,6 +323,14 @@ fn aggregator(f: &FnRef) -> R<Agg> {
     })
 }
 
+/// A session aggregate's merger: (key, aggregate1, aggregate2) -> aggregate.
+fn merger(f: &FnRef) -> R<Agg> {
+    match f.name.as_str() {
+        "add" => Ok(Arc::new(|_, a1, a2| arith("add", &a1, &a2, false))),
+        _ => Err(unknown(f, "merger")),
+    }
+}
+
 fn initializer(f: &FnRef) -> R<fn() -> Value> {
     Ok(match f.name.as_str() {
         "zero" => || Value::Long(0),
@@ -504,15 +512,6 @@ fn table_op(t: &KTable<Value, Value>, op: &str, step: &Map<String, J>, f: &FnRef
     })
 }
 
-/// The Rust SDK's `SessionWindowedKStream` offers `count` and
-/// `reduce_builtin` only: the engine folds host functions over time windows
-/// only, and refuses them over sessions.
-fn no_session_fold(what: &str) -> BuildError {
-    BuildError::Executor(format!(
-        "{what} over session windows runs count and built-in reducers in this engine version; host functions fold over time windows only, so the Rust SDK's SessionWindowedKStream has no {what} with host functions"
-    ))
-}
-
 /// Performs one builder step on `node`; None for a terminal step.
 fn apply(app: &App, step: &Map<String, J>, node: Option<&Node>, prefix: &str) -> Result<Option<Node>, BuildError> {
     let op = step.get("op").and_then(J::as_str).unwrap_or("");
@@ -644,17 +643,31 @@ fn apply(app: &App, step: &Map<String, J>, node: Option<&Node>, prefix: &str) ->
             let o = options(step, false, true);
             Node::WindowedTable(match op {
                 "count" => WindowedTable::Count(w.count_with(o)?),
-                "reduce" => match step.get("builtin").and_then(J::as_str) {
-                    Some(b) => WindowedTable::Values(w.reduce_builtin(builtin(b)?, o)?),
-                    None => return Err(no_session_fold("reduce")),
-                },
+                "reduce" => WindowedTable::Values(match step.get("builtin").and_then(J::as_str) {
+                    Some(b) => w.reduce_builtin(builtin(b)?, o)?,
+                    None => {
+                        let r = reducer(&f)?;
+                        w.reduce_with(move |a, v| ok(r(a, v)), o)?
+                    }
+                }),
                 "aggregate" => {
-                    if !step.contains_key("merger") {
+                    // SessionWindowedKStream::aggregate takes the merger as a
+                    // required argument: leaving it out does not compile in
+                    // Rust, so a case without one is refused here, before any call.
+                    let Some(m) = step.get("merger").map(fn_ref) else {
                         return Err(BuildError::Executor(
                             "aggregate: a session-windowed aggregate needs a merger (a (key, aggregate1, aggregate2) function) to merge sessions; none was given, so no call is made".to_owned(),
                         ));
-                    }
-                    return Err(no_session_fold("aggregate"));
+                    };
+                    let init = initializer(&fn_of(step, "init"))?;
+                    let a = aggregator(&f)?;
+                    let m = merger(&m)?;
+                    WindowedTable::Values(w.aggregate_with(
+                        init,
+                        move |k, v, agg| ok(a(k, v, agg)),
+                        move |k, a1, a2| ok(m(k, a1, a2)),
+                        o,
+                    )?)
                 }
                 _ => return Err(format!("executor: {op} cannot apply to a session-windowed stream").into()),
             })

@@ -19,7 +19,6 @@ OPERATION_FLAT_MAP_VALUES: Operation
 OPERATION_FOREACH: Operation
 OPERATION_MAP: Operation
 OPERATION_MAP_VALUES: Operation
-OPERATION_MERGE: Operation
 OPERATION_PEEK: Operation
 OPERATION_REDUCE: Operation
 OPERATION_SELECT_KEY: Operation
@@ -55,8 +54,16 @@ class AggregateOp(_message.Message):
     subtractor_token: int
     def __init__(self, input: _Optional[int] = ..., initializer_token: _Optional[int] = ..., aggregator_token: _Optional[int] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ..., name: _Optional[str] = ..., subtractor_token: _Optional[int] = ..., merger_token: _Optional[int] = ...) -> None: ...
 
+class Branch(_message.Message):
+    __slots__ = ["name", "predicate_token"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PREDICATE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    predicate_token: int
+    def __init__(self, predicate_token: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
+
 class BuildRequest(_message.Message):
-    __slots__ = ["aggregate", "count", "filter", "filter_not", "flat_map_values", "foreach", "group_by", "group_by_key", "map", "map_values", "peek", "reduce", "select_key", "session_id", "stream", "suppress", "table", "to", "to_stream", "windowed_by"]
+    __slots__ = ["aggregate", "count", "filter", "filter_not", "flat_map_values", "foreach", "group_by", "group_by_key", "map", "map_values", "merge", "peek", "reduce", "repartition", "select_key", "session_id", "split", "stream", "suppress", "table", "to", "to_stream", "windowed_by"]
     AGGREGATE_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
@@ -67,10 +74,13 @@ class BuildRequest(_message.Message):
     GROUP_BY_KEY_FIELD_NUMBER: _ClassVar[int]
     MAP_FIELD_NUMBER: _ClassVar[int]
     MAP_VALUES_FIELD_NUMBER: _ClassVar[int]
+    MERGE_FIELD_NUMBER: _ClassVar[int]
     PEEK_FIELD_NUMBER: _ClassVar[int]
     REDUCE_FIELD_NUMBER: _ClassVar[int]
+    REPARTITION_FIELD_NUMBER: _ClassVar[int]
     SELECT_KEY_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SPLIT_FIELD_NUMBER: _ClassVar[int]
     STREAM_FIELD_NUMBER: _ClassVar[int]
     SUPPRESS_FIELD_NUMBER: _ClassVar[int]
     TABLE_FIELD_NUMBER: _ClassVar[int]
@@ -87,35 +97,43 @@ class BuildRequest(_message.Message):
     group_by_key: GroupByKeyOp
     map: MapOp
     map_values: MapValuesOp
+    merge: MergeOp
     peek: PeekOp
     reduce: ReduceOp
+    repartition: RepartitionOp
     select_key: SelectKeyOp
     session_id: str
+    split: SplitOp
     stream: StreamOp
     suppress: SuppressOp
     table: TableOp
     to: ToOp
     to_stream: ToStreamOp
     windowed_by: WindowedByOp
-    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ..., reduce: _Optional[_Union[ReduceOp, _Mapping]] = ..., aggregate: _Optional[_Union[AggregateOp, _Mapping]] = ..., table: _Optional[_Union[TableOp, _Mapping]] = ..., windowed_by: _Optional[_Union[WindowedByOp, _Mapping]] = ..., suppress: _Optional[_Union[SuppressOp, _Mapping]] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ..., reduce: _Optional[_Union[ReduceOp, _Mapping]] = ..., aggregate: _Optional[_Union[AggregateOp, _Mapping]] = ..., table: _Optional[_Union[TableOp, _Mapping]] = ..., windowed_by: _Optional[_Union[WindowedByOp, _Mapping]] = ..., suppress: _Optional[_Union[SuppressOp, _Mapping]] = ..., merge: _Optional[_Union[MergeOp, _Mapping]] = ..., split: _Optional[_Union[SplitOp, _Mapping]] = ..., repartition: _Optional[_Union[RepartitionOp, _Mapping]] = ...) -> None: ...
 
 class BuildResponse(_message.Message):
-    __slots__ = ["handle"]
+    __slots__ = ["branches", "handle"]
+    BRANCHES_FIELD_NUMBER: _ClassVar[int]
     HANDLE_FIELD_NUMBER: _ClassVar[int]
+    branches: _containers.RepeatedCompositeFieldContainer[Handle]
     handle: Handle
-    def __init__(self, handle: _Optional[_Union[Handle, _Mapping]] = ...) -> None: ...
+    def __init__(self, handle: _Optional[_Union[Handle, _Mapping]] = ..., branches: _Optional[_Iterable[_Union[Handle, _Mapping]]] = ...) -> None: ...
 
 class Bundle(_message.Message):
-    __slots__ = ["aggregate_lengths", "aggregate_serde", "aggregates", "final_only", "group_sizes", "id", "key_lengths", "key_serde", "keys", "offsets", "old_value_lengths", "old_values", "output_key_serde", "output_value_serde", "partition", "steps", "timestamps", "topic", "value_lengths", "value_refs", "value_serde", "values"]
+    __slots__ = ["aggregate_lengths", "aggregate_serde", "aggregates", "final_only", "fold_bases", "group_sizes", "id", "key_lengths", "key_serde", "keys", "merge_counts", "merge_refs", "offsets", "old_value_lengths", "old_values", "output_key_serde", "output_value_serde", "partition", "steps", "timestamps", "topic", "value_lengths", "value_refs", "value_serde", "values"]
     AGGREGATES_FIELD_NUMBER: _ClassVar[int]
     AGGREGATE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
     AGGREGATE_SERDE_FIELD_NUMBER: _ClassVar[int]
     FINAL_ONLY_FIELD_NUMBER: _ClassVar[int]
+    FOLD_BASES_FIELD_NUMBER: _ClassVar[int]
     GROUP_SIZES_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
     KEY_LENGTHS_FIELD_NUMBER: _ClassVar[int]
     KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    MERGE_COUNTS_FIELD_NUMBER: _ClassVar[int]
+    MERGE_REFS_FIELD_NUMBER: _ClassVar[int]
     OFFSETS_FIELD_NUMBER: _ClassVar[int]
     OLD_VALUES_FIELD_NUMBER: _ClassVar[int]
     OLD_VALUE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
@@ -133,11 +151,14 @@ class Bundle(_message.Message):
     aggregate_serde: str
     aggregates: bytes
     final_only: bool
+    fold_bases: _containers.RepeatedScalarFieldContainer[int]
     group_sizes: _containers.RepeatedScalarFieldContainer[int]
     id: int
     key_lengths: _containers.RepeatedScalarFieldContainer[int]
     key_serde: str
     keys: bytes
+    merge_counts: _containers.RepeatedScalarFieldContainer[int]
+    merge_refs: _containers.RepeatedScalarFieldContainer[int]
     offsets: _containers.RepeatedScalarFieldContainer[int]
     old_value_lengths: _containers.RepeatedScalarFieldContainer[int]
     old_values: bytes
@@ -151,7 +172,7 @@ class Bundle(_message.Message):
     value_refs: _containers.RepeatedScalarFieldContainer[int]
     value_serde: str
     values: bytes
-    def __init__(self, id: _Optional[int] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., output_key_serde: _Optional[str] = ..., output_value_serde: _Optional[str] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., topic: _Optional[str] = ..., partition: _Optional[int] = ..., offsets: _Optional[_Iterable[int]] = ..., timestamps: _Optional[_Iterable[int]] = ..., group_sizes: _Optional[_Iterable[int]] = ..., aggregate_lengths: _Optional[_Iterable[int]] = ..., aggregates: _Optional[bytes] = ..., aggregate_serde: _Optional[str] = ..., old_value_lengths: _Optional[_Iterable[int]] = ..., old_values: _Optional[bytes] = ..., value_refs: _Optional[_Iterable[int]] = ..., final_only: bool = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., output_key_serde: _Optional[str] = ..., output_value_serde: _Optional[str] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., topic: _Optional[str] = ..., partition: _Optional[int] = ..., offsets: _Optional[_Iterable[int]] = ..., timestamps: _Optional[_Iterable[int]] = ..., group_sizes: _Optional[_Iterable[int]] = ..., aggregate_lengths: _Optional[_Iterable[int]] = ..., aggregates: _Optional[bytes] = ..., aggregate_serde: _Optional[str] = ..., old_value_lengths: _Optional[_Iterable[int]] = ..., old_values: _Optional[bytes] = ..., value_refs: _Optional[_Iterable[int]] = ..., final_only: bool = ..., fold_bases: _Optional[_Iterable[int]] = ..., merge_counts: _Optional[_Iterable[int]] = ..., merge_refs: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class BundleResult(_message.Message):
     __slots__ = ["bundle_id", "failures", "key_lengths", "keys", "output_counts", "value_lengths", "values"]
@@ -415,6 +436,16 @@ class Materialized(_message.Message):
     value_serde: str
     def __init__(self, store_name: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., changelog_config: _Optional[_Mapping[str, str]] = ..., retention_ms: _Optional[int] = ...) -> None: ...
 
+class MergeOp(_message.Message):
+    __slots__ = ["input", "name", "other"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OTHER_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    name: str
+    other: int
+    def __init__(self, input: _Optional[int] = ..., other: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
+
 class Node(_message.Message):
     __slots__ = ["name", "predecessors", "stores", "successors", "topic", "topics", "type"]
     class Type(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
@@ -562,14 +593,21 @@ class RecordContext(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., offset: _Optional[int] = ..., node: _Optional[str] = ...) -> None: ...
 
 class RecordFailure(_message.Message):
-    __slots__ = ["index", "message", "step"]
+    __slots__ = ["index", "kind", "message", "step"]
+    class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = []
     INDEX_FIELD_NUMBER: _ClassVar[int]
+    KIND_DESERIALIZATION: RecordFailure.Kind
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    KIND_PROCESSING: RecordFailure.Kind
+    KIND_UNSPECIFIED: RecordFailure.Kind
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     STEP_FIELD_NUMBER: _ClassVar[int]
     index: int
+    kind: RecordFailure.Kind
     message: str
     step: int
-    def __init__(self, index: _Optional[int] = ..., step: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+    def __init__(self, index: _Optional[int] = ..., step: _Optional[int] = ..., message: _Optional[str] = ..., kind: _Optional[_Union[RecordFailure.Kind, str]] = ...) -> None: ...
 
 class ReduceOp(_message.Message):
     __slots__ = ["builtin", "input", "materialized", "name", "subtractor_token", "token"]
@@ -600,6 +638,16 @@ class RegisterFunctionResponse(_message.Message):
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     token: int
     def __init__(self, token: _Optional[int] = ...) -> None: ...
+
+class RepartitionOp(_message.Message):
+    __slots__ = ["input", "name", "partitions"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    name: str
+    partitions: int
+    def __init__(self, input: _Optional[int] = ..., name: _Optional[str] = ..., partitions: _Optional[int] = ...) -> None: ...
 
 class RestoreProgress(_message.Message):
     __slots__ = ["restored_records", "restoring_partitions", "total_partitions", "total_records"]
@@ -641,6 +689,20 @@ class SlidingWindows(_message.Message):
     time_difference_ms: int
     def __init__(self, time_difference_ms: _Optional[int] = ..., grace_ms: _Optional[int] = ...) -> None: ...
 
+class SplitOp(_message.Message):
+    __slots__ = ["branches", "default_branch", "default_name", "input", "name"]
+    BRANCHES_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_BRANCH_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_NAME_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    branches: _containers.RepeatedCompositeFieldContainer[Branch]
+    default_branch: bool
+    default_name: str
+    input: int
+    name: str
+    def __init__(self, input: _Optional[int] = ..., name: _Optional[str] = ..., branches: _Optional[_Iterable[_Union[Branch, _Mapping]]] = ..., default_branch: bool = ..., default_name: _Optional[str] = ...) -> None: ...
+
 class StartRequest(_message.Message):
     __slots__ = ["session_id"]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
@@ -652,18 +714,20 @@ class StartResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class Step(_message.Message):
-    __slots__ = ["initializer_token", "node", "operation", "subtractor_token", "token"]
+    __slots__ = ["initializer_token", "merger_token", "node", "operation", "subtractor_token", "token"]
     INITIALIZER_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    MERGER_TOKEN_FIELD_NUMBER: _ClassVar[int]
     NODE_FIELD_NUMBER: _ClassVar[int]
     OPERATION_FIELD_NUMBER: _ClassVar[int]
     SUBTRACTOR_TOKEN_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     initializer_token: int
+    merger_token: int
     node: str
     operation: Operation
     subtractor_token: int
     token: int
-    def __init__(self, token: _Optional[int] = ..., operation: _Optional[_Union[Operation, str]] = ..., node: _Optional[str] = ..., initializer_token: _Optional[int] = ..., subtractor_token: _Optional[int] = ...) -> None: ...
+    def __init__(self, token: _Optional[int] = ..., operation: _Optional[_Union[Operation, str]] = ..., node: _Optional[str] = ..., initializer_token: _Optional[int] = ..., subtractor_token: _Optional[int] = ..., merger_token: _Optional[int] = ...) -> None: ...
 
 class StopRequest(_message.Message):
     __slots__ = ["session_id"]

@@ -185,14 +185,6 @@ const (
 	// fn(key, value, aggregate) -> aggregate, started by the step's
 	// initializer fn(); a fold bundle (see Bundle)
 	Operation_OPERATION_AGGREGATE Operation = 10
-	// fn(key, aggregate1, aggregate2) -> aggregate: session windows merged
-	// (Merger.apply). A fold bundle whose group aggregate is the first
-	// session's aggregate and whose values are the other sessions'
-	// aggregates (value_serde is the aggregate's serde); one aggregate out
-	// per value, as for OPERATION_AGGREGATE. This engine version refuses host
-	// functions over session windows (docs/design/windows.md) and sends no
-	// such bundle yet; hosts implement it for the version that will.
-	Operation_OPERATION_MERGE Operation = 11
 )
 
 // Enum value maps for Operation.
@@ -209,7 +201,6 @@ var (
 		8:  "OPERATION_FOREACH",
 		9:  "OPERATION_REDUCE",
 		10: "OPERATION_AGGREGATE",
-		11: "OPERATION_MERGE",
 	}
 	Operation_value = map[string]int32{
 		"OPERATION_UNSPECIFIED":     0,
@@ -223,7 +214,6 @@ var (
 		"OPERATION_FOREACH":         8,
 		"OPERATION_REDUCE":          9,
 		"OPERATION_AGGREGATE":       10,
-		"OPERATION_MERGE":           11,
 	}
 )
 
@@ -369,7 +359,56 @@ func (x Node_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Node_Type.Descriptor instead.
 func (Node_Type) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34, 0}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38, 0}
+}
+
+type RecordFailure_Kind int32
+
+const (
+	RecordFailure_KIND_UNSPECIFIED     RecordFailure_Kind = 0
+	RecordFailure_KIND_DESERIALIZATION RecordFailure_Kind = 1
+	RecordFailure_KIND_PROCESSING      RecordFailure_Kind = 2
+)
+
+// Enum value maps for RecordFailure_Kind.
+var (
+	RecordFailure_Kind_name = map[int32]string{
+		0: "KIND_UNSPECIFIED",
+		1: "KIND_DESERIALIZATION",
+		2: "KIND_PROCESSING",
+	}
+	RecordFailure_Kind_value = map[string]int32{
+		"KIND_UNSPECIFIED":     0,
+		"KIND_DESERIALIZATION": 1,
+		"KIND_PROCESSING":      2,
+	}
+)
+
+func (x RecordFailure_Kind) Enum() *RecordFailure_Kind {
+	p := new(RecordFailure_Kind)
+	*p = x
+	return p
+}
+
+func (x RecordFailure_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RecordFailure_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[5].Descriptor()
+}
+
+func (RecordFailure_Kind) Type() protoreflect.EnumType {
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[5]
+}
+
+func (x RecordFailure_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RecordFailure_Kind.Descriptor instead.
+func (RecordFailure_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{47, 0}
 }
 
 type OpenSessionRequest struct {
@@ -383,8 +422,8 @@ type OpenSessionRequest struct {
 	// Values of credential keys (sasl.password, ...) are never echoed back.
 	Config map[string]string `protobuf:"bytes,2,rep,name=config,proto3" json:"config,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// What the SDK's host understands beyond this protocol's base, so that
-	// the engine may use it: "fold_value_refs" (Bundle.value_refs). Unknown
-	// features are ignored.
+	// the engine may use it: "fold_value_refs" (Bundle.value_refs) and
+	// "fold_programs" (Bundle.fold_bases). Unknown features are ignored.
 	HostFeatures  []string `protobuf:"bytes,3,rep,name=host_features,json=hostFeatures,proto3" json:"host_features,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2233,6 +2272,274 @@ func (x *AggregateOp) GetMergerToken() uint32 {
 	return 0
 }
 
+// MergeOp is KStream.merge: one stream of both streams' records (node
+// KSTREAM-MERGE-<n>, or name). Both streams must carry the same key and
+// value serdes.
+type MergeOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Input         uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
+	Other         uint64                 `protobuf:"varint,2,opt,name=other,proto3" json:"other,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MergeOp) Reset() {
+	*x = MergeOp{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MergeOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MergeOp) ProtoMessage() {}
+
+func (x *MergeOp) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MergeOp.ProtoReflect.Descriptor instead.
+func (*MergeOp) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *MergeOp) GetInput() uint64 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+func (x *MergeOp) GetOther() uint64 {
+	if x != nil {
+		return x.Other
+	}
+	return 0
+}
+
+func (x *MergeOp) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// SplitOp is KStream.split(Named) with its branches and, optionally, its
+// default branch (BranchedKStream.defaultBranch / noDefaultBranch). Each
+// record goes to the first branch whose predicate passes it
+// (OPERATION_FILTER functions; a predicate sees only the records no earlier
+// one took), else to the default branch, else nowhere. The splitter is
+// KSTREAM-BRANCH-<n> or name; each branch is named the splitter's name
+// followed by the branch's name, or its number (1, 2, ...; the default
+// branch's is 0), as Kafka Streams names them.
+type SplitOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Input         uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Branches      []*Branch              `protobuf:"bytes,3,rep,name=branches,proto3" json:"branches,omitempty"`
+	DefaultBranch bool                   `protobuf:"varint,4,opt,name=default_branch,json=defaultBranch,proto3" json:"default_branch,omitempty"`
+	// Branched.as of the default branch.
+	DefaultName   string `protobuf:"bytes,5,opt,name=default_name,json=defaultName,proto3" json:"default_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SplitOp) Reset() {
+	*x = SplitOp{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SplitOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SplitOp) ProtoMessage() {}
+
+func (x *SplitOp) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SplitOp.ProtoReflect.Descriptor instead.
+func (*SplitOp) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *SplitOp) GetInput() uint64 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+func (x *SplitOp) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SplitOp) GetBranches() []*Branch {
+	if x != nil {
+		return x.Branches
+	}
+	return nil
+}
+
+func (x *SplitOp) GetDefaultBranch() bool {
+	if x != nil {
+		return x.DefaultBranch
+	}
+	return false
+}
+
+func (x *SplitOp) GetDefaultName() string {
+	if x != nil {
+		return x.DefaultName
+	}
+	return ""
+}
+
+// Branch is one branch of a split: fn(key, value) -> bool, and its
+// Branched.as name (empty: its number).
+type Branch struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	PredicateToken uint32                 `protobuf:"varint,1,opt,name=predicate_token,json=predicateToken,proto3" json:"predicate_token,omitempty"`
+	Name           string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Branch) Reset() {
+	*x = Branch{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Branch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Branch) ProtoMessage() {}
+
+func (x *Branch) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Branch.ProtoReflect.Descriptor instead.
+func (*Branch) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *Branch) GetPredicateToken() uint32 {
+	if x != nil {
+		return x.PredicateToken
+	}
+	return 0
+}
+
+func (x *Branch) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// RepartitionOp is KStream.repartition(Repartitioned): the stream goes
+// through the topic <application.id>-<name>-repartition (generated name:
+// KSTREAM-REPARTITION-<n>) and on from a new sub-topology; records with a
+// null key are dropped.
+type RepartitionOp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Input uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Repartitioned.withNumberOfPartitions; 0: as many as the sub-topology
+	// writing it has.
+	Partitions    int32 `protobuf:"varint,3,opt,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepartitionOp) Reset() {
+	*x = RepartitionOp{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepartitionOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepartitionOp) ProtoMessage() {}
+
+func (x *RepartitionOp) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepartitionOp.ProtoReflect.Descriptor instead.
+func (*RepartitionOp) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *RepartitionOp) GetInput() uint64 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+func (x *RepartitionOp) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RepartitionOp) GetPartitions() int32 {
+	if x != nil {
+		return x.Partitions
+	}
+	return 0
+}
+
 type ToStreamOp struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Input         uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
@@ -2243,7 +2550,7 @@ type ToStreamOp struct {
 
 func (x *ToStreamOp) Reset() {
 	*x = ToStreamOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2255,7 +2562,7 @@ func (x *ToStreamOp) String() string {
 func (*ToStreamOp) ProtoMessage() {}
 
 func (x *ToStreamOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2268,7 +2575,7 @@ func (x *ToStreamOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToStreamOp.ProtoReflect.Descriptor instead.
 func (*ToStreamOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{26}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ToStreamOp) GetInput() uint64 {
@@ -2299,7 +2606,7 @@ type ToOp struct {
 
 func (x *ToOp) Reset() {
 	*x = ToOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2311,7 +2618,7 @@ func (x *ToOp) String() string {
 func (*ToOp) ProtoMessage() {}
 
 func (x *ToOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2324,7 +2631,7 @@ func (x *ToOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToOp.ProtoReflect.Descriptor instead.
 func (*ToOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{27}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ToOp) GetInput() uint64 {
@@ -2388,6 +2695,9 @@ type BuildRequest struct {
 	//	*BuildRequest_Table
 	//	*BuildRequest_WindowedBy
 	//	*BuildRequest_Suppress
+	//	*BuildRequest_Merge
+	//	*BuildRequest_Split
+	//	*BuildRequest_Repartition
 	Operation     isBuildRequest_Operation `protobuf_oneof:"operation"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2395,7 +2705,7 @@ type BuildRequest struct {
 
 func (x *BuildRequest) Reset() {
 	*x = BuildRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2407,7 +2717,7 @@ func (x *BuildRequest) String() string {
 func (*BuildRequest) ProtoMessage() {}
 
 func (x *BuildRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2420,7 +2730,7 @@ func (x *BuildRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildRequest.ProtoReflect.Descriptor instead.
 func (*BuildRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{28}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *BuildRequest) GetSessionId() string {
@@ -2608,6 +2918,33 @@ func (x *BuildRequest) GetSuppress() *SuppressOp {
 	return nil
 }
 
+func (x *BuildRequest) GetMerge() *MergeOp {
+	if x != nil {
+		if x, ok := x.Operation.(*BuildRequest_Merge); ok {
+			return x.Merge
+		}
+	}
+	return nil
+}
+
+func (x *BuildRequest) GetSplit() *SplitOp {
+	if x != nil {
+		if x, ok := x.Operation.(*BuildRequest_Split); ok {
+			return x.Split
+		}
+	}
+	return nil
+}
+
+func (x *BuildRequest) GetRepartition() *RepartitionOp {
+	if x != nil {
+		if x, ok := x.Operation.(*BuildRequest_Repartition); ok {
+			return x.Repartition
+		}
+	}
+	return nil
+}
+
 type isBuildRequest_Operation interface {
 	isBuildRequest_Operation()
 }
@@ -2688,6 +3025,18 @@ type BuildRequest_Suppress struct {
 	Suppress *SuppressOp `protobuf:"bytes,28,opt,name=suppress,proto3,oneof"`
 }
 
+type BuildRequest_Merge struct {
+	Merge *MergeOp `protobuf:"bytes,29,opt,name=merge,proto3,oneof"`
+}
+
+type BuildRequest_Split struct {
+	Split *SplitOp `protobuf:"bytes,30,opt,name=split,proto3,oneof"`
+}
+
+type BuildRequest_Repartition struct {
+	Repartition *RepartitionOp `protobuf:"bytes,31,opt,name=repartition,proto3,oneof"`
+}
+
 func (*BuildRequest_Stream) isBuildRequest_Operation() {}
 
 func (*BuildRequest_MapValues) isBuildRequest_Operation() {}
@@ -2726,17 +3075,26 @@ func (*BuildRequest_WindowedBy) isBuildRequest_Operation() {}
 
 func (*BuildRequest_Suppress) isBuildRequest_Operation() {}
 
+func (*BuildRequest_Merge) isBuildRequest_Operation() {}
+
+func (*BuildRequest_Split) isBuildRequest_Operation() {}
+
+func (*BuildRequest_Repartition) isBuildRequest_Operation() {}
+
 type BuildResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The handle made; absent for terminal operators (to, foreach).
-	Handle        *Handle `protobuf:"bytes,1,opt,name=handle,proto3" json:"handle,omitempty"`
+	// The handle made; absent for terminal operators (to, foreach) and split.
+	Handle *Handle `protobuf:"bytes,1,opt,name=handle,proto3" json:"handle,omitempty"`
+	// SplitOp: one stream handle per branch, in the order given, the
+	// default branch last; each handle's node is the branch's name.
+	Branches      []*Handle `protobuf:"bytes,2,rep,name=branches,proto3" json:"branches,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BuildResponse) Reset() {
 	*x = BuildResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2748,7 +3106,7 @@ func (x *BuildResponse) String() string {
 func (*BuildResponse) ProtoMessage() {}
 
 func (x *BuildResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2761,12 +3119,19 @@ func (x *BuildResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildResponse.ProtoReflect.Descriptor instead.
 func (*BuildResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *BuildResponse) GetHandle() *Handle {
 	if x != nil {
 		return x.Handle
+	}
+	return nil
+}
+
+func (x *BuildResponse) GetBranches() []*Handle {
+	if x != nil {
+		return x.Branches
 	}
 	return nil
 }
@@ -2783,7 +3148,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2795,7 +3160,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2808,7 +3173,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{30}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DescribeRequest) GetSessionId() string {
@@ -2839,7 +3204,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2851,7 +3216,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2864,7 +3229,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{31}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DescribeResponse) GetText() string {
@@ -2897,7 +3262,7 @@ type TopologyDescription struct {
 
 func (x *TopologyDescription) Reset() {
 	*x = TopologyDescription{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2909,7 +3274,7 @@ func (x *TopologyDescription) String() string {
 func (*TopologyDescription) ProtoMessage() {}
 
 func (x *TopologyDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2922,7 +3287,7 @@ func (x *TopologyDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologyDescription.ProtoReflect.Descriptor instead.
 func (*TopologyDescription) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{32}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TopologyDescription) GetSubtopologies() []*Subtopology {
@@ -2942,7 +3307,7 @@ type Subtopology struct {
 
 func (x *Subtopology) Reset() {
 	*x = Subtopology{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2954,7 +3319,7 @@ func (x *Subtopology) String() string {
 func (*Subtopology) ProtoMessage() {}
 
 func (x *Subtopology) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2967,7 +3332,7 @@ func (x *Subtopology) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subtopology.ProtoReflect.Descriptor instead.
 func (*Subtopology) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{33}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Subtopology) GetId() int32 {
@@ -3003,7 +3368,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3015,7 +3380,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3028,7 +3393,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Node) GetName() string {
@@ -3089,7 +3454,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3101,7 +3466,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3114,7 +3479,7 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{35}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *StartRequest) GetSessionId() string {
@@ -3132,7 +3497,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3144,7 +3509,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3157,7 +3522,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{36}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{40}
 }
 
 type ExchangeRequest struct {
@@ -3178,7 +3543,7 @@ type ExchangeRequest struct {
 
 func (x *ExchangeRequest) Reset() {
 	*x = ExchangeRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3190,7 +3555,7 @@ func (x *ExchangeRequest) String() string {
 func (*ExchangeRequest) ProtoMessage() {}
 
 func (x *ExchangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3203,7 +3568,7 @@ func (x *ExchangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeRequest.ProtoReflect.Descriptor instead.
 func (*ExchangeRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{37}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ExchangeRequest) GetSessionId() string {
@@ -3259,7 +3624,7 @@ type ExchangeResponse struct {
 
 func (x *ExchangeResponse) Reset() {
 	*x = ExchangeResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3271,7 +3636,7 @@ func (x *ExchangeResponse) String() string {
 func (*ExchangeResponse) ProtoMessage() {}
 
 func (x *ExchangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3284,7 +3649,7 @@ func (x *ExchangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeResponse.ProtoReflect.Descriptor instead.
 func (*ExchangeResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ExchangeResponse) GetBundles() []*Bundle {
@@ -3335,7 +3700,7 @@ type RecordContext struct {
 
 func (x *RecordContext) Reset() {
 	*x = RecordContext{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3347,7 +3712,7 @@ func (x *RecordContext) String() string {
 func (*RecordContext) ProtoMessage() {}
 
 func (x *RecordContext) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3360,7 +3725,7 @@ func (x *RecordContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordContext.ProtoReflect.Descriptor instead.
 func (*RecordContext) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{39}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RecordContext) GetTopic() string {
@@ -3403,13 +3768,17 @@ type Step struct {
 	// A table fold (KGroupedTable.reduce / aggregate): the subtractor's token,
 	// with the signature of token's function. 0 for a stream fold.
 	SubtractorToken uint32 `protobuf:"varint,5,opt,name=subtractor_token,json=subtractorToken,proto3" json:"subtractor_token,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// An aggregate over session windows: the merger's token, fn(key,
+	// aggregate1, aggregate2) -> aggregate (Merger.apply), which fold
+	// programs call for their merge operands.
+	MergerToken   uint32 `protobuf:"varint,6,opt,name=merger_token,json=mergerToken,proto3" json:"merger_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3421,7 +3790,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3434,7 +3803,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{40}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Step) GetToken() uint32 {
@@ -3468,6 +3837,13 @@ func (x *Step) GetInitializerToken() uint32 {
 func (x *Step) GetSubtractorToken() uint32 {
 	if x != nil {
 		return x.SubtractorToken
+	}
+	return 0
+}
+
+func (x *Step) GetMergerToken() uint32 {
+	if x != nil {
+		return x.MergerToken
 	}
 	return 0
 }
@@ -3537,14 +3913,36 @@ type Bundle struct {
 	// (its record cache keeps only each key's last update): the host may
 	// answer one aggregate per group, its last (output count 1 for the
 	// group's last value, 0 for the others), or one per value as usual.
-	FinalOnly     bool `protobuf:"varint,22,opt,name=final_only,json=finalOnly,proto3" json:"final_only,omitempty"`
+	FinalOnly bool `protobuf:"varint,22,opt,name=final_only,json=finalOnly,proto3" json:"final_only,omitempty"`
+	// A fold program: a fold bundle over session or sliding windows, to a
+	// host with the "fold_programs" feature. Which aggregate a fold value
+	// starts from is data here, not its group's previous output: the engine
+	// runs Kafka Streams' window algorithm (which windows a record makes,
+	// updates and merges depends only on times) and sends the folds it
+	// needs, in order, one crossing per batch. Groups still hold one key
+	// each; value_refs is always set. Fold value i starts from the aggregate
+	// fold_bases[i] names; then its merge_counts[i] merge operands (the next
+	// ones in merge_refs) are merged in, each by the step's merger
+	// (merger(key, aggregate so far, operand); for reduce the reducer, a
+	// missing side taking the other); then the value is folded in as usual
+	// (reduce: a missing aggregate becomes the value). Its one output is the
+	// result. A reference r names: -1, the initializer's aggregate
+	// (initializer(); for reduce: none); 0 <= r < len(aggregate_lengths),
+	// aggregate r of the aggregates column (here a pool, not one per group);
+	// r >= len(aggregate_lengths), the output of fold value r -
+	// len(aggregate_lengths), an earlier value of the same group. A value
+	// whose call fails fails alone, and so does every value that refers to
+	// its output. final_only is never set.
+	FoldBases     []int32 `protobuf:"zigzag32,23,rep,packed,name=fold_bases,json=foldBases,proto3" json:"fold_bases,omitempty"`
+	MergeCounts   []int32 `protobuf:"zigzag32,24,rep,packed,name=merge_counts,json=mergeCounts,proto3" json:"merge_counts,omitempty"`
+	MergeRefs     []int32 `protobuf:"zigzag32,25,rep,packed,name=merge_refs,json=mergeRefs,proto3" json:"merge_refs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Bundle) Reset() {
 	*x = Bundle{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3556,7 +3954,7 @@ func (x *Bundle) String() string {
 func (*Bundle) ProtoMessage() {}
 
 func (x *Bundle) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3569,7 +3967,7 @@ func (x *Bundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bundle.ProtoReflect.Descriptor instead.
 func (*Bundle) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{41}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Bundle) GetId() uint64 {
@@ -3726,6 +4124,27 @@ func (x *Bundle) GetFinalOnly() bool {
 	return false
 }
 
+func (x *Bundle) GetFoldBases() []int32 {
+	if x != nil {
+		return x.FoldBases
+	}
+	return nil
+}
+
+func (x *Bundle) GetMergeCounts() []int32 {
+	if x != nil {
+		return x.MergeCounts
+	}
+	return nil
+}
+
+func (x *Bundle) GetMergeRefs() []int32 {
+	if x != nil {
+		return x.MergeRefs
+	}
+	return nil
+}
+
 // BundleResult gives one outcome per input record: zero, one or many outputs,
 // or a failure. For a fold bundle the records are its values: each value's
 // outcome is one output, the key's aggregate after folding it in (so the
@@ -3749,7 +4168,7 @@ type BundleResult struct {
 
 func (x *BundleResult) Reset() {
 	*x = BundleResult{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3761,7 +4180,7 @@ func (x *BundleResult) String() string {
 func (*BundleResult) ProtoMessage() {}
 
 func (x *BundleResult) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3774,7 +4193,7 @@ func (x *BundleResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleResult.ProtoReflect.Descriptor instead.
 func (*BundleResult) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{42}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *BundleResult) GetBundleId() uint64 {
@@ -3834,14 +4253,20 @@ type RecordFailure struct {
 	// Index of the step that failed.
 	Step int32 `protobuf:"varint,2,opt,name=step,proto3" json:"step,omitempty"`
 	// The host's error, e.g. "ValueError: invalid literal for int()".
-	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// What failed: the record's key or value did not decode with its serde
+	// (deserialization), or the user's function raised or its result did
+	// not encode (processing). The engine applies
+	// default.deserialization.exception.handler or processing.exception.handler
+	// accordingly. Unspecified (an older host) counts as processing.
+	Kind          RecordFailure_Kind `protobuf:"varint,4,opt,name=kind,proto3,enum=polystreams.v1alpha1.RecordFailure_Kind" json:"kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RecordFailure) Reset() {
 	*x = RecordFailure{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3853,7 +4278,7 @@ func (x *RecordFailure) String() string {
 func (*RecordFailure) ProtoMessage() {}
 
 func (x *RecordFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3866,7 +4291,7 @@ func (x *RecordFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordFailure.ProtoReflect.Descriptor instead.
 func (*RecordFailure) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{43}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RecordFailure) GetIndex() int32 {
@@ -3890,6 +4315,13 @@ func (x *RecordFailure) GetMessage() string {
 	return ""
 }
 
+func (x *RecordFailure) GetKind() RecordFailure_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return RecordFailure_KIND_UNSPECIFIED
+}
+
 // RestoreProgress says how far restoring stores from their changelogs has
 // come: over the store partitions this engine restores or restored since its
 // last rebalance. restored_records counts changelog records read so far;
@@ -3909,7 +4341,7 @@ type RestoreProgress struct {
 
 func (x *RestoreProgress) Reset() {
 	*x = RestoreProgress{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3921,7 +4353,7 @@ func (x *RestoreProgress) String() string {
 func (*RestoreProgress) ProtoMessage() {}
 
 func (x *RestoreProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3934,7 +4366,7 @@ func (x *RestoreProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreProgress.ProtoReflect.Descriptor instead.
 func (*RestoreProgress) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{44}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RestoreProgress) GetRestoredRecords() int64 {
@@ -3974,7 +4406,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3986,7 +4418,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3999,7 +4431,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{45}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetStateRequest) GetSessionId() string {
@@ -4027,7 +4459,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4039,7 +4471,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4052,7 +4484,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{46}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetStateResponse) GetState() State {
@@ -4099,7 +4531,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4111,7 +4543,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4124,7 +4556,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{47}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *StopRequest) GetSessionId() string {
@@ -4142,7 +4574,7 @@ type StopResponse struct {
 
 func (x *StopResponse) Reset() {
 	*x = StopResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4154,7 +4586,7 @@ func (x *StopResponse) String() string {
 func (*StopResponse) ProtoMessage() {}
 
 func (x *StopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4167,7 +4599,7 @@ func (x *StopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
 func (*StopResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{48}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{52}
 }
 
 type QueryRequest struct {
@@ -4195,7 +4627,7 @@ type QueryRequest struct {
 
 func (x *QueryRequest) Reset() {
 	*x = QueryRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4207,7 +4639,7 @@ func (x *QueryRequest) String() string {
 func (*QueryRequest) ProtoMessage() {}
 
 func (x *QueryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4220,7 +4652,7 @@ func (x *QueryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRequest.ProtoReflect.Descriptor instead.
 func (*QueryRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{49}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *QueryRequest) GetSessionId() string {
@@ -4352,7 +4784,7 @@ type WindowFetch struct {
 
 func (x *WindowFetch) Reset() {
 	*x = WindowFetch{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4364,7 +4796,7 @@ func (x *WindowFetch) String() string {
 func (*WindowFetch) ProtoMessage() {}
 
 func (x *WindowFetch) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4377,7 +4809,7 @@ func (x *WindowFetch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WindowFetch.ProtoReflect.Descriptor instead.
 func (*WindowFetch) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{50}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *WindowFetch) GetKey() []byte {
@@ -4411,7 +4843,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4423,7 +4855,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4436,7 +4868,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{51}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *KeyRange) GetFrom() []byte {
@@ -4472,7 +4904,7 @@ type QueryResponse struct {
 
 func (x *QueryResponse) Reset() {
 	*x = QueryResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4484,7 +4916,7 @@ func (x *QueryResponse) String() string {
 func (*QueryResponse) ProtoMessage() {}
 
 func (x *QueryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4497,7 +4929,7 @@ func (x *QueryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryResponse.ProtoReflect.Descriptor instead.
 func (*QueryResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{52}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *QueryResponse) GetKeyLengths() []int32 {
@@ -4558,7 +4990,7 @@ type GetMetricsRequest struct {
 
 func (x *GetMetricsRequest) Reset() {
 	*x = GetMetricsRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4570,7 +5002,7 @@ func (x *GetMetricsRequest) String() string {
 func (*GetMetricsRequest) ProtoMessage() {}
 
 func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4583,7 +5015,7 @@ func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsRequest.ProtoReflect.Descriptor instead.
 func (*GetMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{53}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetMetricsRequest) GetSessionId() string {
@@ -4616,7 +5048,7 @@ type GetMetricsResponse struct {
 
 func (x *GetMetricsResponse) Reset() {
 	*x = GetMetricsResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4628,7 +5060,7 @@ func (x *GetMetricsResponse) String() string {
 func (*GetMetricsResponse) ProtoMessage() {}
 
 func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4641,7 +5073,7 @@ func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsResponse.ProtoReflect.Descriptor instead.
 func (*GetMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{54}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GetMetricsResponse) GetState() State {
@@ -4713,7 +5145,7 @@ type NodeMetrics struct {
 
 func (x *NodeMetrics) Reset() {
 	*x = NodeMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4725,7 +5157,7 @@ func (x *NodeMetrics) String() string {
 func (*NodeMetrics) ProtoMessage() {}
 
 func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4738,7 +5170,7 @@ func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetrics.ProtoReflect.Descriptor instead.
 func (*NodeMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{55}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *NodeMetrics) GetName() string {
@@ -4798,7 +5230,7 @@ type TaskMetrics struct {
 
 func (x *TaskMetrics) Reset() {
 	*x = TaskMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4810,7 +5242,7 @@ func (x *TaskMetrics) String() string {
 func (*TaskMetrics) ProtoMessage() {}
 
 func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4823,7 +5255,7 @@ func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskMetrics.ProtoReflect.Descriptor instead.
 func (*TaskMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{56}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *TaskMetrics) GetId() string {
@@ -4870,7 +5302,7 @@ type PartitionLag struct {
 
 func (x *PartitionLag) Reset() {
 	*x = PartitionLag{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4882,7 +5314,7 @@ func (x *PartitionLag) String() string {
 func (*PartitionLag) ProtoMessage() {}
 
 func (x *PartitionLag) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4895,7 +5327,7 @@ func (x *PartitionLag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLag.ProtoReflect.Descriptor instead.
 func (*PartitionLag) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{57}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *PartitionLag) GetTopic() string {
@@ -4945,7 +5377,7 @@ type StoreMetrics struct {
 
 func (x *StoreMetrics) Reset() {
 	*x = StoreMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4957,7 +5389,7 @@ func (x *StoreMetrics) String() string {
 func (*StoreMetrics) ProtoMessage() {}
 
 func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4970,7 +5402,7 @@ func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMetrics.ProtoReflect.Descriptor instead.
 func (*StoreMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{58}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *StoreMetrics) GetName() string {
@@ -5139,7 +5571,26 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\fmaterialized\x18\x04 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\x12\x12\n" +
 	"\x04name\x18\x05 \x01(\tR\x04name\x12)\n" +
 	"\x10subtractor_token\x18\x06 \x01(\rR\x0fsubtractorToken\x12!\n" +
-	"\fmerger_token\x18\a \x01(\rR\vmergerToken\"6\n" +
+	"\fmerger_token\x18\a \x01(\rR\vmergerToken\"I\n" +
+	"\aMergeOp\x12\x14\n" +
+	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
+	"\x05other\x18\x02 \x01(\x04R\x05other\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"\xb7\x01\n" +
+	"\aSplitOp\x12\x14\n" +
+	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x128\n" +
+	"\bbranches\x18\x03 \x03(\v2\x1c.polystreams.v1alpha1.BranchR\bbranches\x12%\n" +
+	"\x0edefault_branch\x18\x04 \x01(\bR\rdefaultBranch\x12!\n" +
+	"\fdefault_name\x18\x05 \x01(\tR\vdefaultName\"E\n" +
+	"\x06Branch\x12'\n" +
+	"\x0fpredicate_token\x18\x01 \x01(\rR\x0epredicateToken\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"Y\n" +
+	"\rRepartitionOp\x12\x14\n" +
+	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1e\n" +
+	"\n" +
+	"partitions\x18\x03 \x01(\x05R\n" +
+	"partitions\"6\n" +
 	"\n" +
 	"ToStreamOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x12\n" +
@@ -5150,7 +5601,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\tkey_serde\x18\x03 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x04 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
-	"\x04name\x18\x05 \x01(\tR\x04name\"\xd4\t\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\"\x8b\v\n" +
 	"\fBuildRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x128\n" +
@@ -5178,10 +5629,14 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x05table\x18\x1a \x01(\v2\x1d.polystreams.v1alpha1.TableOpH\x00R\x05table\x12E\n" +
 	"\vwindowed_by\x18\x1b \x01(\v2\".polystreams.v1alpha1.WindowedByOpH\x00R\n" +
 	"windowedBy\x12>\n" +
-	"\bsuppress\x18\x1c \x01(\v2 .polystreams.v1alpha1.SuppressOpH\x00R\bsuppressB\v\n" +
-	"\toperation\"E\n" +
+	"\bsuppress\x18\x1c \x01(\v2 .polystreams.v1alpha1.SuppressOpH\x00R\bsuppress\x125\n" +
+	"\x05merge\x18\x1d \x01(\v2\x1d.polystreams.v1alpha1.MergeOpH\x00R\x05merge\x125\n" +
+	"\x05split\x18\x1e \x01(\v2\x1d.polystreams.v1alpha1.SplitOpH\x00R\x05split\x12G\n" +
+	"\vrepartition\x18\x1f \x01(\v2#.polystreams.v1alpha1.RepartitionOpH\x00R\vrepartitionB\v\n" +
+	"\toperation\"\x7f\n" +
 	"\rBuildResponse\x124\n" +
-	"\x06handle\x18\x01 \x01(\v2\x1c.polystreams.v1alpha1.HandleR\x06handle\"H\n" +
+	"\x06handle\x18\x01 \x01(\v2\x1c.polystreams.v1alpha1.HandleR\x06handle\x128\n" +
+	"\bbranches\x18\x02 \x03(\v2\x1c.polystreams.v1alpha1.HandleR\bbranches\"H\n" +
 	"\x0fDescribeRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x16\n" +
@@ -5232,13 +5687,14 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x12\n" +
-	"\x04node\x18\x04 \x01(\tR\x04node\"\xc7\x01\n" +
+	"\x04node\x18\x04 \x01(\tR\x04node\"\xea\x01\n" +
 	"\x04Step\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\rR\x05token\x12=\n" +
 	"\toperation\x18\x02 \x01(\x0e2\x1f.polystreams.v1alpha1.OperationR\toperation\x12\x12\n" +
 	"\x04node\x18\x03 \x01(\tR\x04node\x12+\n" +
 	"\x11initializer_token\x18\x04 \x01(\rR\x10initializerToken\x12)\n" +
-	"\x10subtractor_token\x18\x05 \x01(\rR\x0fsubtractorToken\"\xe0\x05\n" +
+	"\x10subtractor_token\x18\x05 \x01(\rR\x0fsubtractorToken\x12!\n" +
+	"\fmerger_token\x18\x06 \x01(\rR\vmergerToken\"\xc1\x06\n" +
 	"\x06Bundle\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x120\n" +
 	"\x05steps\x18\x02 \x03(\v2\x1a.polystreams.v1alpha1.StepR\x05steps\x12\x1b\n" +
@@ -5272,7 +5728,12 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\n" +
 	"value_refs\x18\x15 \x03(\x11R\tvalueRefs\x12\x1d\n" +
 	"\n" +
-	"final_only\x18\x16 \x01(\bR\tfinalOnly\"\x83\x02\n" +
+	"final_only\x18\x16 \x01(\bR\tfinalOnly\x12\x1d\n" +
+	"\n" +
+	"fold_bases\x18\x17 \x03(\x11R\tfoldBases\x12!\n" +
+	"\fmerge_counts\x18\x18 \x03(\x11R\vmergeCounts\x12\x1d\n" +
+	"\n" +
+	"merge_refs\x18\x19 \x03(\x11R\tmergeRefs\"\x83\x02\n" +
 	"\fBundleResult\x12\x1b\n" +
 	"\tbundle_id\x18\x01 \x01(\x04R\bbundleId\x12#\n" +
 	"\routput_counts\x18\x02 \x03(\x11R\foutputCounts\x12\x1f\n" +
@@ -5281,11 +5742,16 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x04keys\x18\x04 \x01(\fR\x04keys\x12#\n" +
 	"\rvalue_lengths\x18\x05 \x03(\x11R\fvalueLengths\x12\x16\n" +
 	"\x06values\x18\x06 \x01(\fR\x06values\x12?\n" +
-	"\bfailures\x18\a \x03(\v2#.polystreams.v1alpha1.RecordFailureR\bfailures\"S\n" +
+	"\bfailures\x18\a \x03(\v2#.polystreams.v1alpha1.RecordFailureR\bfailures\"\xde\x01\n" +
 	"\rRecordFailure\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x12\n" +
 	"\x04step\x18\x02 \x01(\x05R\x04step\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\xbf\x01\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12<\n" +
+	"\x04kind\x18\x04 \x01(\x0e2(.polystreams.v1alpha1.RecordFailure.KindR\x04kind\"K\n" +
+	"\x04Kind\x12\x14\n" +
+	"\x10KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14KIND_DESERIALIZATION\x10\x01\x12\x13\n" +
+	"\x0fKIND_PROCESSING\x10\x02\"\xbf\x01\n" +
 	"\x0fRestoreProgress\x12)\n" +
 	"\x10restored_records\x18\x01 \x01(\x03R\x0frestoredRecords\x12#\n" +
 	"\rtotal_records\x18\x02 \x01(\x03R\ftotalRecords\x121\n" +
@@ -5382,7 +5848,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\vREDUCER_SUM\x10\x01\x12\x0f\n" +
 	"\vREDUCER_MIN\x10\x02\x12\x0f\n" +
 	"\vREDUCER_MAX\x10\x03\x12\x12\n" +
-	"\x0eREDUCER_LATEST\x10\x04*\xab\x02\n" +
+	"\x0eREDUCER_LATEST\x10\x04*\xad\x02\n" +
 	"\tOperation\x12\x19\n" +
 	"\x15OPERATION_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14OPERATION_MAP_VALUES\x10\x01\x12\x14\n" +
@@ -5395,8 +5861,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x11OPERATION_FOREACH\x10\b\x12\x14\n" +
 	"\x10OPERATION_REDUCE\x10\t\x12\x17\n" +
 	"\x13OPERATION_AGGREGATE\x10\n" +
-	"\x12\x13\n" +
-	"\x0fOPERATION_MERGE\x10\v*\x94\x01\n" +
+	"\"\x04\b\v\x10\v*\x0fOPERATION_MERGE*\x94\x01\n" +
 	"\x05State\x12\x15\n" +
 	"\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rSTATE_CREATED\x10\x01\x12\x15\n" +
@@ -5430,161 +5895,172 @@ func file_polystreams_v1alpha1_engine_proto_rawDescGZIP() []byte {
 	return file_polystreams_v1alpha1_engine_proto_rawDescData
 }
 
-var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
+var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
 var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(Kind)(0),                        // 0: polystreams.v1alpha1.Kind
 	(Reducer)(0),                     // 1: polystreams.v1alpha1.Reducer
 	(Operation)(0),                   // 2: polystreams.v1alpha1.Operation
 	(State)(0),                       // 3: polystreams.v1alpha1.State
 	(Node_Type)(0),                   // 4: polystreams.v1alpha1.Node.Type
-	(*OpenSessionRequest)(nil),       // 5: polystreams.v1alpha1.OpenSessionRequest
-	(*OpenSessionResponse)(nil),      // 6: polystreams.v1alpha1.OpenSessionResponse
-	(*RegisterFunctionRequest)(nil),  // 7: polystreams.v1alpha1.RegisterFunctionRequest
-	(*RegisterFunctionResponse)(nil), // 8: polystreams.v1alpha1.RegisterFunctionResponse
-	(*Handle)(nil),                   // 9: polystreams.v1alpha1.Handle
-	(*Materialized)(nil),             // 10: polystreams.v1alpha1.Materialized
-	(*StreamOp)(nil),                 // 11: polystreams.v1alpha1.StreamOp
-	(*WindowedByOp)(nil),             // 12: polystreams.v1alpha1.WindowedByOp
-	(*TimeWindows)(nil),              // 13: polystreams.v1alpha1.TimeWindows
-	(*SlidingWindows)(nil),           // 14: polystreams.v1alpha1.SlidingWindows
-	(*SessionWindows)(nil),           // 15: polystreams.v1alpha1.SessionWindows
-	(*SuppressOp)(nil),               // 16: polystreams.v1alpha1.SuppressOp
-	(*TableOp)(nil),                  // 17: polystreams.v1alpha1.TableOp
-	(*MapValuesOp)(nil),              // 18: polystreams.v1alpha1.MapValuesOp
-	(*FilterOp)(nil),                 // 19: polystreams.v1alpha1.FilterOp
-	(*FilterNotOp)(nil),              // 20: polystreams.v1alpha1.FilterNotOp
-	(*FlatMapValuesOp)(nil),          // 21: polystreams.v1alpha1.FlatMapValuesOp
-	(*MapOp)(nil),                    // 22: polystreams.v1alpha1.MapOp
-	(*SelectKeyOp)(nil),              // 23: polystreams.v1alpha1.SelectKeyOp
-	(*PeekOp)(nil),                   // 24: polystreams.v1alpha1.PeekOp
-	(*ForeachOp)(nil),                // 25: polystreams.v1alpha1.ForeachOp
-	(*GroupByKeyOp)(nil),             // 26: polystreams.v1alpha1.GroupByKeyOp
-	(*GroupByOp)(nil),                // 27: polystreams.v1alpha1.GroupByOp
-	(*CountOp)(nil),                  // 28: polystreams.v1alpha1.CountOp
-	(*ReduceOp)(nil),                 // 29: polystreams.v1alpha1.ReduceOp
-	(*AggregateOp)(nil),              // 30: polystreams.v1alpha1.AggregateOp
-	(*ToStreamOp)(nil),               // 31: polystreams.v1alpha1.ToStreamOp
-	(*ToOp)(nil),                     // 32: polystreams.v1alpha1.ToOp
-	(*BuildRequest)(nil),             // 33: polystreams.v1alpha1.BuildRequest
-	(*BuildResponse)(nil),            // 34: polystreams.v1alpha1.BuildResponse
-	(*DescribeRequest)(nil),          // 35: polystreams.v1alpha1.DescribeRequest
-	(*DescribeResponse)(nil),         // 36: polystreams.v1alpha1.DescribeResponse
-	(*TopologyDescription)(nil),      // 37: polystreams.v1alpha1.TopologyDescription
-	(*Subtopology)(nil),              // 38: polystreams.v1alpha1.Subtopology
-	(*Node)(nil),                     // 39: polystreams.v1alpha1.Node
-	(*StartRequest)(nil),             // 40: polystreams.v1alpha1.StartRequest
-	(*StartResponse)(nil),            // 41: polystreams.v1alpha1.StartResponse
-	(*ExchangeRequest)(nil),          // 42: polystreams.v1alpha1.ExchangeRequest
-	(*ExchangeResponse)(nil),         // 43: polystreams.v1alpha1.ExchangeResponse
-	(*RecordContext)(nil),            // 44: polystreams.v1alpha1.RecordContext
-	(*Step)(nil),                     // 45: polystreams.v1alpha1.Step
-	(*Bundle)(nil),                   // 46: polystreams.v1alpha1.Bundle
-	(*BundleResult)(nil),             // 47: polystreams.v1alpha1.BundleResult
-	(*RecordFailure)(nil),            // 48: polystreams.v1alpha1.RecordFailure
-	(*RestoreProgress)(nil),          // 49: polystreams.v1alpha1.RestoreProgress
-	(*GetStateRequest)(nil),          // 50: polystreams.v1alpha1.GetStateRequest
-	(*GetStateResponse)(nil),         // 51: polystreams.v1alpha1.GetStateResponse
-	(*StopRequest)(nil),              // 52: polystreams.v1alpha1.StopRequest
-	(*StopResponse)(nil),             // 53: polystreams.v1alpha1.StopResponse
-	(*QueryRequest)(nil),             // 54: polystreams.v1alpha1.QueryRequest
-	(*WindowFetch)(nil),              // 55: polystreams.v1alpha1.WindowFetch
-	(*KeyRange)(nil),                 // 56: polystreams.v1alpha1.KeyRange
-	(*QueryResponse)(nil),            // 57: polystreams.v1alpha1.QueryResponse
-	(*GetMetricsRequest)(nil),        // 58: polystreams.v1alpha1.GetMetricsRequest
-	(*GetMetricsResponse)(nil),       // 59: polystreams.v1alpha1.GetMetricsResponse
-	(*NodeMetrics)(nil),              // 60: polystreams.v1alpha1.NodeMetrics
-	(*TaskMetrics)(nil),              // 61: polystreams.v1alpha1.TaskMetrics
-	(*PartitionLag)(nil),             // 62: polystreams.v1alpha1.PartitionLag
-	(*StoreMetrics)(nil),             // 63: polystreams.v1alpha1.StoreMetrics
-	nil,                              // 64: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	nil,                              // 65: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
-	nil,                              // 66: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	(RecordFailure_Kind)(0),          // 5: polystreams.v1alpha1.RecordFailure.Kind
+	(*OpenSessionRequest)(nil),       // 6: polystreams.v1alpha1.OpenSessionRequest
+	(*OpenSessionResponse)(nil),      // 7: polystreams.v1alpha1.OpenSessionResponse
+	(*RegisterFunctionRequest)(nil),  // 8: polystreams.v1alpha1.RegisterFunctionRequest
+	(*RegisterFunctionResponse)(nil), // 9: polystreams.v1alpha1.RegisterFunctionResponse
+	(*Handle)(nil),                   // 10: polystreams.v1alpha1.Handle
+	(*Materialized)(nil),             // 11: polystreams.v1alpha1.Materialized
+	(*StreamOp)(nil),                 // 12: polystreams.v1alpha1.StreamOp
+	(*WindowedByOp)(nil),             // 13: polystreams.v1alpha1.WindowedByOp
+	(*TimeWindows)(nil),              // 14: polystreams.v1alpha1.TimeWindows
+	(*SlidingWindows)(nil),           // 15: polystreams.v1alpha1.SlidingWindows
+	(*SessionWindows)(nil),           // 16: polystreams.v1alpha1.SessionWindows
+	(*SuppressOp)(nil),               // 17: polystreams.v1alpha1.SuppressOp
+	(*TableOp)(nil),                  // 18: polystreams.v1alpha1.TableOp
+	(*MapValuesOp)(nil),              // 19: polystreams.v1alpha1.MapValuesOp
+	(*FilterOp)(nil),                 // 20: polystreams.v1alpha1.FilterOp
+	(*FilterNotOp)(nil),              // 21: polystreams.v1alpha1.FilterNotOp
+	(*FlatMapValuesOp)(nil),          // 22: polystreams.v1alpha1.FlatMapValuesOp
+	(*MapOp)(nil),                    // 23: polystreams.v1alpha1.MapOp
+	(*SelectKeyOp)(nil),              // 24: polystreams.v1alpha1.SelectKeyOp
+	(*PeekOp)(nil),                   // 25: polystreams.v1alpha1.PeekOp
+	(*ForeachOp)(nil),                // 26: polystreams.v1alpha1.ForeachOp
+	(*GroupByKeyOp)(nil),             // 27: polystreams.v1alpha1.GroupByKeyOp
+	(*GroupByOp)(nil),                // 28: polystreams.v1alpha1.GroupByOp
+	(*CountOp)(nil),                  // 29: polystreams.v1alpha1.CountOp
+	(*ReduceOp)(nil),                 // 30: polystreams.v1alpha1.ReduceOp
+	(*AggregateOp)(nil),              // 31: polystreams.v1alpha1.AggregateOp
+	(*MergeOp)(nil),                  // 32: polystreams.v1alpha1.MergeOp
+	(*SplitOp)(nil),                  // 33: polystreams.v1alpha1.SplitOp
+	(*Branch)(nil),                   // 34: polystreams.v1alpha1.Branch
+	(*RepartitionOp)(nil),            // 35: polystreams.v1alpha1.RepartitionOp
+	(*ToStreamOp)(nil),               // 36: polystreams.v1alpha1.ToStreamOp
+	(*ToOp)(nil),                     // 37: polystreams.v1alpha1.ToOp
+	(*BuildRequest)(nil),             // 38: polystreams.v1alpha1.BuildRequest
+	(*BuildResponse)(nil),            // 39: polystreams.v1alpha1.BuildResponse
+	(*DescribeRequest)(nil),          // 40: polystreams.v1alpha1.DescribeRequest
+	(*DescribeResponse)(nil),         // 41: polystreams.v1alpha1.DescribeResponse
+	(*TopologyDescription)(nil),      // 42: polystreams.v1alpha1.TopologyDescription
+	(*Subtopology)(nil),              // 43: polystreams.v1alpha1.Subtopology
+	(*Node)(nil),                     // 44: polystreams.v1alpha1.Node
+	(*StartRequest)(nil),             // 45: polystreams.v1alpha1.StartRequest
+	(*StartResponse)(nil),            // 46: polystreams.v1alpha1.StartResponse
+	(*ExchangeRequest)(nil),          // 47: polystreams.v1alpha1.ExchangeRequest
+	(*ExchangeResponse)(nil),         // 48: polystreams.v1alpha1.ExchangeResponse
+	(*RecordContext)(nil),            // 49: polystreams.v1alpha1.RecordContext
+	(*Step)(nil),                     // 50: polystreams.v1alpha1.Step
+	(*Bundle)(nil),                   // 51: polystreams.v1alpha1.Bundle
+	(*BundleResult)(nil),             // 52: polystreams.v1alpha1.BundleResult
+	(*RecordFailure)(nil),            // 53: polystreams.v1alpha1.RecordFailure
+	(*RestoreProgress)(nil),          // 54: polystreams.v1alpha1.RestoreProgress
+	(*GetStateRequest)(nil),          // 55: polystreams.v1alpha1.GetStateRequest
+	(*GetStateResponse)(nil),         // 56: polystreams.v1alpha1.GetStateResponse
+	(*StopRequest)(nil),              // 57: polystreams.v1alpha1.StopRequest
+	(*StopResponse)(nil),             // 58: polystreams.v1alpha1.StopResponse
+	(*QueryRequest)(nil),             // 59: polystreams.v1alpha1.QueryRequest
+	(*WindowFetch)(nil),              // 60: polystreams.v1alpha1.WindowFetch
+	(*KeyRange)(nil),                 // 61: polystreams.v1alpha1.KeyRange
+	(*QueryResponse)(nil),            // 62: polystreams.v1alpha1.QueryResponse
+	(*GetMetricsRequest)(nil),        // 63: polystreams.v1alpha1.GetMetricsRequest
+	(*GetMetricsResponse)(nil),       // 64: polystreams.v1alpha1.GetMetricsResponse
+	(*NodeMetrics)(nil),              // 65: polystreams.v1alpha1.NodeMetrics
+	(*TaskMetrics)(nil),              // 66: polystreams.v1alpha1.TaskMetrics
+	(*PartitionLag)(nil),             // 67: polystreams.v1alpha1.PartitionLag
+	(*StoreMetrics)(nil),             // 68: polystreams.v1alpha1.StoreMetrics
+	nil,                              // 69: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	nil,                              // 70: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	nil,                              // 71: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
 }
 var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
-	64, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	65, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	69, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	70, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
 	0,  // 2: polystreams.v1alpha1.Handle.kind:type_name -> polystreams.v1alpha1.Kind
-	66, // 3: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
-	13, // 4: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
-	14, // 5: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
-	15, // 6: polystreams.v1alpha1.WindowedByOp.session:type_name -> polystreams.v1alpha1.SessionWindows
-	10, // 7: polystreams.v1alpha1.TableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	10, // 8: polystreams.v1alpha1.MapValuesOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	10, // 9: polystreams.v1alpha1.FilterOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	10, // 10: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	10, // 11: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	71, // 3: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	14, // 4: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
+	15, // 5: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
+	16, // 6: polystreams.v1alpha1.WindowedByOp.session:type_name -> polystreams.v1alpha1.SessionWindows
+	11, // 7: polystreams.v1alpha1.TableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	11, // 8: polystreams.v1alpha1.MapValuesOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	11, // 9: polystreams.v1alpha1.FilterOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	11, // 10: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	11, // 11: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
 	1,  // 12: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
-	10, // 13: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	10, // 14: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	11, // 15: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
-	18, // 16: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
-	19, // 17: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
-	20, // 18: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
-	21, // 19: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
-	22, // 20: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
-	23, // 21: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
-	24, // 22: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
-	25, // 23: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
-	26, // 24: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
-	27, // 25: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
-	28, // 26: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
-	31, // 27: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
-	32, // 28: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
-	29, // 29: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
-	30, // 30: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
-	17, // 31: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
-	12, // 32: polystreams.v1alpha1.BuildRequest.windowed_by:type_name -> polystreams.v1alpha1.WindowedByOp
-	16, // 33: polystreams.v1alpha1.BuildRequest.suppress:type_name -> polystreams.v1alpha1.SuppressOp
-	9,  // 34: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
-	37, // 35: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
-	38, // 36: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
-	39, // 37: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
-	4,  // 38: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
-	47, // 39: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
-	46, // 40: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
-	3,  // 41: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
-	44, // 42: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	49, // 43: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	2,  // 44: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
-	45, // 45: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
-	48, // 46: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
-	3,  // 47: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
-	44, // 48: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	49, // 49: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	56, // 50: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
-	55, // 51: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
-	3,  // 52: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
-	49, // 53: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	60, // 54: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
-	61, // 55: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
-	62, // 56: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
-	63, // 57: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
-	5,  // 58: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
-	7,  // 59: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
-	33, // 60: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
-	35, // 61: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
-	40, // 62: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
-	42, // 63: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
-	50, // 64: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
-	52, // 65: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
-	54, // 66: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
-	58, // 67: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
-	6,  // 68: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
-	8,  // 69: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
-	34, // 70: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
-	36, // 71: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
-	41, // 72: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
-	43, // 73: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
-	51, // 74: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
-	53, // 75: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
-	57, // 76: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
-	59, // 77: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
-	68, // [68:78] is the sub-list for method output_type
-	58, // [58:68] is the sub-list for method input_type
-	58, // [58:58] is the sub-list for extension type_name
-	58, // [58:58] is the sub-list for extension extendee
-	0,  // [0:58] is the sub-list for field type_name
+	11, // 13: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	11, // 14: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	34, // 15: polystreams.v1alpha1.SplitOp.branches:type_name -> polystreams.v1alpha1.Branch
+	12, // 16: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
+	19, // 17: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
+	20, // 18: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
+	21, // 19: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
+	22, // 20: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
+	23, // 21: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
+	24, // 22: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
+	25, // 23: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
+	26, // 24: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
+	27, // 25: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
+	28, // 26: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
+	29, // 27: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
+	36, // 28: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
+	37, // 29: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
+	30, // 30: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
+	31, // 31: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
+	18, // 32: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
+	13, // 33: polystreams.v1alpha1.BuildRequest.windowed_by:type_name -> polystreams.v1alpha1.WindowedByOp
+	17, // 34: polystreams.v1alpha1.BuildRequest.suppress:type_name -> polystreams.v1alpha1.SuppressOp
+	32, // 35: polystreams.v1alpha1.BuildRequest.merge:type_name -> polystreams.v1alpha1.MergeOp
+	33, // 36: polystreams.v1alpha1.BuildRequest.split:type_name -> polystreams.v1alpha1.SplitOp
+	35, // 37: polystreams.v1alpha1.BuildRequest.repartition:type_name -> polystreams.v1alpha1.RepartitionOp
+	10, // 38: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
+	10, // 39: polystreams.v1alpha1.BuildResponse.branches:type_name -> polystreams.v1alpha1.Handle
+	42, // 40: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
+	43, // 41: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
+	44, // 42: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
+	4,  // 43: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
+	52, // 44: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
+	51, // 45: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
+	3,  // 46: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
+	49, // 47: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	54, // 48: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	2,  // 49: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
+	50, // 50: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
+	53, // 51: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
+	5,  // 52: polystreams.v1alpha1.RecordFailure.kind:type_name -> polystreams.v1alpha1.RecordFailure.Kind
+	3,  // 53: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
+	49, // 54: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	54, // 55: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	61, // 56: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	60, // 57: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
+	3,  // 58: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
+	54, // 59: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	65, // 60: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
+	66, // 61: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
+	67, // 62: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
+	68, // 63: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
+	6,  // 64: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
+	8,  // 65: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
+	38, // 66: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
+	40, // 67: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
+	45, // 68: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
+	47, // 69: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
+	55, // 70: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
+	57, // 71: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
+	59, // 72: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
+	63, // 73: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
+	7,  // 74: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
+	9,  // 75: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
+	39, // 76: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
+	41, // 77: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
+	46, // 78: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
+	48, // 79: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
+	56, // 80: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
+	58, // 81: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
+	62, // 82: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
+	64, // 83: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
+	74, // [74:84] is the sub-list for method output_type
+	64, // [64:74] is the sub-list for method input_type
+	64, // [64:64] is the sub-list for extension type_name
+	64, // [64:64] is the sub-list for extension extendee
+	0,  // [0:64] is the sub-list for field type_name
 }
 
 func init() { file_polystreams_v1alpha1_engine_proto_init() }
@@ -5597,7 +6073,7 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		(*WindowedByOp_Sliding)(nil),
 		(*WindowedByOp_Session)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[28].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[32].OneofWrappers = []any{
 		(*BuildRequest_Stream)(nil),
 		(*BuildRequest_MapValues)(nil),
 		(*BuildRequest_Filter)(nil),
@@ -5617,23 +6093,26 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		(*BuildRequest_Table)(nil),
 		(*BuildRequest_WindowedBy)(nil),
 		(*BuildRequest_Suppress)(nil),
+		(*BuildRequest_Merge)(nil),
+		(*BuildRequest_Split)(nil),
+		(*BuildRequest_Repartition)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[49].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[53].OneofWrappers = []any{
 		(*QueryRequest_Get)(nil),
 		(*QueryRequest_Range)(nil),
 		(*QueryRequest_Prefix)(nil),
 		(*QueryRequest_All)(nil),
 		(*QueryRequest_WindowFetch)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[50].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[51].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[54].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[55].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_polystreams_v1alpha1_engine_proto_rawDesc), len(file_polystreams_v1alpha1_engine_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   62,
+			NumEnums:      6,
+			NumMessages:   66,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
