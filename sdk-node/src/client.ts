@@ -55,7 +55,14 @@ export class Client {
     this.url = url.replace(/\/+$/, "");
     this.timeoutMs = options.timeoutMs ?? 120_000;
     const caFile = options.caFile ?? process.env["POLYSTREAMS_CA_FILE"];
-    const ca = parsed.protocol === "https:" && caFile ? { ca: readFileSync(caFile) } : {};
+    let ca = {};
+    if (parsed.protocol === "https:" && caFile) {
+      try {
+        ca = { ca: readFileSync(caFile) };
+      } catch (e) {
+        throw new TypeError(`CA file ${JSON.stringify(caFile)}: ${(e as Error).message}`);
+      }
+    }
     this.sessions = new WideWindowSessions(this.url, undefined, { settings: { initialWindowSize: WINDOW }, ...ca });
     const token = options.token ?? process.env["POLYSTREAMS_TOKEN"];
     const interceptors: Interceptor[] = [];

@@ -65,6 +65,10 @@ describe("an engine with a token and TLS", () => {
     }
   });
 
+  test("a missing caFile is refused naming it", async () => {
+    await assert.rejects(App.create("sec-node", { engine: url, caFile: join(dir, "absent.pem"), token: TOKEN }), /CA file ".*absent\.pem"/);
+  });
+
   test("$POLYSTREAMS_TOKEN and $POLYSTREAMS_CA_FILE are the defaults", async () => {
     process.env["POLYSTREAMS_TOKEN"] = TOKEN;
     process.env["POLYSTREAMS_CA_FILE"] = ca;

@@ -76,7 +76,10 @@ class Client:
         ca_file = ca_file if ca_file is not None else os.environ.get("POLYSTREAMS_CA_FILE")
         self._tls: ssl.SSLContext | None = None
         if self._https:
-            self._tls = ssl.create_default_context(cafile=ca_file or None)
+            try:
+                self._tls = ssl.create_default_context(cafile=ca_file or None)
+            except (OSError, ssl.SSLError) as e:
+                raise ValueError(f"CA file {ca_file!r}: {e}") from None
         self._host = u.hostname
         self._port = u.port
         self._prefix = u.path.rstrip("/") + _SERVICE
