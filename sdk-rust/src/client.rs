@@ -410,6 +410,32 @@ mod tests {
     }
 
     #[test]
+    fn sends_the_token_as_a_bearer_header() {
+        let ln = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", ln.local_addr().unwrap());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let (s, _) = ln.accept().unwrap();
+            let mut r = BufReader::new(s);
+            let mut head = String::new();
+            loop {
+                let mut l = String::new();
+                r.read_line(&mut l).unwrap();
+                if l.trim_end().is_empty() {
+                    break;
+                }
+                head.push_str(&l);
+            }
+            r.get_mut().write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n").unwrap();
+            tx.send(head).unwrap();
+        });
+        let c = Client::with_auth(&url, Duration::from_secs(5), Some("s3cret"), None).unwrap();
+        c.get_state(&pb::GetStateRequest::default()).unwrap();
+        let head = rx.recv().unwrap();
+        assert!(head.contains("\r\nAuthorization: Bearer s3cret\r\n"), "{head}");
+    }
+
+    #[test]
     fn refuses_urls_it_cannot_speak_to() {
         assert!(Client::new("ftp://x:1", Duration::from_secs(1)).is_err());
         assert!(
