@@ -16,9 +16,9 @@ import (
 	"github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1/polystreamsv1alpha1connect"
 )
 
-// engine serves srv's protocol and /metrics behind RequireToken(token),
+// tokenEngine serves srv's protocol and /metrics behind RequireToken(token),
 // over TLS and HTTP/2; it returns the URL and a client trusting it.
-func engine(t *testing.T, token string, o server.Options) (string, *http.Client) {
+func tokenEngine(t *testing.T, token string, o server.Options) (string, *http.Client) {
 	t.Helper()
 	o.Brokers, o.StateDir = "127.0.0.1:1", t.TempDir()
 	srv := server.New(o)
@@ -38,7 +38,7 @@ func engine(t *testing.T, token string, o server.Options) (string, *http.Client)
 // them all, as a bearer token or (for browsers) a Basic password.
 func TestTokenIsRequiredEverywhere(t *testing.T) {
 	const token = "t0ken-for-tests"
-	url, hc := engine(t, token, server.Options{})
+	url, hc := tokenEngine(t, token, server.Options{})
 	ctx := context.Background()
 	for _, proto := range []struct {
 		name string
@@ -97,7 +97,7 @@ func basic(user, pass string) string {
 // nesting unknown groups past protobuf's recursion limit is refused as
 // malformed; neither harms the engine.
 func TestOversizedAndDeepRequestsAreRefused(t *testing.T) {
-	url, hc := engine(t, "", server.Options{MaxRequestBytes: 4096})
+	url, hc := tokenEngine(t, "", server.Options{MaxRequestBytes: 4096})
 	cl := polystreamsv1alpha1connect.NewEngineServiceClient(hc, url)
 	ctx := context.Background()
 	big := strings.Repeat("x", 5000)
@@ -107,7 +107,7 @@ func TestOversizedAndDeepRequestsAreRefused(t *testing.T) {
 	}
 	// Unknown field 15 as groups nested n deep (2n bytes): protobuf's
 	// recursion limit (10,000) refuses the deep one as malformed.
-	url2, hc2 := engine(t, "", server.Options{})
+	url2, hc2 := tokenEngine(t, "", server.Options{})
 	nested := func(n int) []byte {
 		var b []byte
 		for range n {

@@ -37,7 +37,7 @@ const (
 // maxCalls bounds one script, so that an input cannot run for long.
 const maxCalls = 48
 
-func script(t testing.TB, calls ...any) []byte {
+func fuzzScript(t testing.TB, calls ...any) []byte {
 	var out []byte
 	for i := 0; i < len(calls); i += 2 {
 		b, err := proto.Marshal(calls[i+1].(proto.Message))
@@ -51,7 +51,7 @@ func script(t testing.TB, calls ...any) []byte {
 	return out
 }
 
-func build(op any) *pb.BuildRequest {
+func fuzzBuild(op any) *pb.BuildRequest {
 	r := &pb.BuildRequest{}
 	switch o := op.(type) {
 	case *pb.StreamOp:
@@ -94,32 +94,32 @@ func build(op any) *pb.BuildRequest {
 func FuzzProtocol(f *testing.F) {
 	open := &pb.OpenSessionRequest{ApplicationId: "fuzz"}
 	reg := &pb.RegisterFunctionRequest{Name: "fn"}
-	f.Add(script(f, callOpenSession, open, callRegister, reg, callRegister, reg,
-		callBuild, build(&pb.StreamOp{Topics: []string{"lines"}, ValueSerde: "string"}),
-		callBuild, build(&pb.FlatMapValuesOp{Input: 1, Token: 1}),
-		callBuild, build(&pb.GroupByOp{Input: 2, Token: 2, KeySerde: "string"}),
-		callBuild, build(&pb.CountOp{Input: 3}),
-		callBuild, build(&pb.ToStreamOp{Input: 4}),
-		callBuild, build(&pb.ToOp{Input: 5, Topic: "counts"}),
+	f.Add(fuzzScript(f, callOpenSession, open, callRegister, reg, callRegister, reg,
+		callBuild, fuzzBuild(&pb.StreamOp{Topics: []string{"lines"}, ValueSerde: "string"}),
+		callBuild, fuzzBuild(&pb.FlatMapValuesOp{Input: 1, Token: 1}),
+		callBuild, fuzzBuild(&pb.GroupByOp{Input: 2, Token: 2, KeySerde: "string"}),
+		callBuild, fuzzBuild(&pb.CountOp{Input: 3}),
+		callBuild, fuzzBuild(&pb.ToStreamOp{Input: 4}),
+		callBuild, fuzzBuild(&pb.ToOp{Input: 5, Topic: "counts"}),
 		callDescribe, &pb.DescribeRequest{Format: "svg"}, callDescribe, &pb.DescribeRequest{Format: "mermaid"},
 		callGetState, &pb.GetStateRequest{}, callGetMetrics, &pb.GetMetricsRequest{}))
-	f.Add(script(f, callOpenSession, open, callRegister, reg,
-		callBuild, build(&pb.StreamOp{Topics: []string{"in"}, KeySerde: "string", ValueSerde: "long"}),
-		callBuild, build(&pb.GroupByKeyOp{Input: 1}),
-		callBuild, build(&pb.WindowedByOp{Input: 2, Windows: &pb.WindowedByOp_Time{Time: &pb.TimeWindows{SizeMs: 1000, AdvanceMs: 500, GraceMs: 10}}}),
-		callBuild, build(&pb.ReduceOp{Input: 3, Token: 1}),
-		callBuild, build(&pb.SuppressOp{Input: 4}),
-		callBuild, build(&pb.ToStreamOp{Input: 5}),
-		callBuild, build(&pb.ToOp{Input: 6, Topic: "out"}),
+	f.Add(fuzzScript(f, callOpenSession, open, callRegister, reg,
+		callBuild, fuzzBuild(&pb.StreamOp{Topics: []string{"in"}, KeySerde: "string", ValueSerde: "long"}),
+		callBuild, fuzzBuild(&pb.GroupByKeyOp{Input: 1}),
+		callBuild, fuzzBuild(&pb.WindowedByOp{Input: 2, Windows: &pb.WindowedByOp_Time{Time: &pb.TimeWindows{SizeMs: 1000, AdvanceMs: 500, GraceMs: 10}}}),
+		callBuild, fuzzBuild(&pb.ReduceOp{Input: 3, Token: 1}),
+		callBuild, fuzzBuild(&pb.SuppressOp{Input: 4}),
+		callBuild, fuzzBuild(&pb.ToStreamOp{Input: 5}),
+		callBuild, fuzzBuild(&pb.ToOp{Input: 6, Topic: "out"}),
 		callDescribe, &pb.DescribeRequest{Format: "json"},
 		callQuery, &pb.QueryRequest{Store: "KSTREAM-REDUCE-STATE-STORE-0000000001"},
 		callExchange, &pb.ExchangeRequest{WorkerId: strings.Repeat("w", 300)},
 		callExchange, &pb.ExchangeRequest{WorkerId: "w", MaxBundles: 4, WaitMs: 100,
 			Results: []*pb.BundleResult{{BundleId: 1, OutputCounts: []int32{1}, ValueLengths: []int32{3}, Values: []byte("abc")}}},
-		callStop, &pb.StopRequest{}, callBuild, build(&pb.StreamOp{Topics: []string{"late"}})))
-	f.Add(script(f, callOpenSession, open,
-		callBuild, build(&pb.TableOp{Topic: "t", KeySerde: "windowed(windowed(windowed(windowed(windowed(string,5),5),5),5),5)"}),
-		callBuild, build(&pb.MapValuesOp{Input: 9, Token: 77}),
+		callStop, &pb.StopRequest{}, callBuild, fuzzBuild(&pb.StreamOp{Topics: []string{"late"}})))
+	f.Add(fuzzScript(f, callOpenSession, open,
+		callBuild, fuzzBuild(&pb.TableOp{Topic: "t", KeySerde: "windowed(windowed(windowed(windowed(windowed(string,5),5),5),5),5)"}),
+		callBuild, fuzzBuild(&pb.MapValuesOp{Input: 9, Token: 77}),
 		callBuild, &pb.BuildRequest{},
 		callOpenSession, &pb.OpenSessionRequest{ApplicationId: "x", Config: map[string]string{"commit.interval.ms": "-5", "sasl.password": "p"}}))
 	dir := f.TempDir() // no session starts, so nothing is written here

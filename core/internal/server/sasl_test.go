@@ -25,19 +25,19 @@ import (
 	"github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1/polystreamsv1alpha1connect"
 )
 
-// lockedBuffer is a log sink safe for the engine's goroutines.
-type lockedBuffer struct {
+// secretLog is a log sink safe for the engine's goroutines.
+type secretLog struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
+func (l *secretLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-func (l *lockedBuffer) String() string {
+func (l *secretLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
@@ -69,12 +69,12 @@ func TestSASLToTheBroker(t *testing.T) {
 			}
 			defer c.Close()
 			addr := c.ListenAddrs()[0]
-			clientOpts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.SASL(mechanism(tc.mech, password))}
+			clientOpts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.SASL(saslMechanism(tc.mech, password))}
 			if tc.tls {
 				clientOpts = append(clientOpts, kgo.DialTLSConfig(&tls.Config{RootCAs: cert.Pool}))
 			}
 
-			logs := &lockedBuffer{}
+			logs := &secretLog{}
 			srv := server.New(server.Options{Brokers: addr, StateDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 			mux := http.NewServeMux()
 			mux.Handle(srv.Handler())
@@ -120,7 +120,7 @@ func TestSASLToTheBroker(t *testing.T) {
 			if done == nil {
 				t.Fatalf("Start with the right password: %s", seen["right Start"])
 			}
-			got := readN(t, clientOpts, "out", 2)
+			got := readSASLValues(t, clientOpts, "out", 2)
 			if strings.Join(got, ",") != "A,B" && strings.Join(got, ",") != "B,A" {
 				t.Errorf("out holds %q, want A and B", got)
 			}
@@ -156,7 +156,7 @@ func TestSASLToTheBroker(t *testing.T) {
 	}
 }
 
-func mechanism(name, password string) sasl.Mechanism {
+func saslMechanism(name, password string) sasl.Mechanism {
 	switch name {
 	case "PLAIN":
 		return plain.Auth{User: "alice", Pass: password}.AsMechanism()
@@ -166,8 +166,8 @@ func mechanism(name, password string) sasl.Mechanism {
 	return scram.Auth{User: "alice", Pass: password}.AsSha512Mechanism()
 }
 
-// readN reads n values of topic from the start.
-func readN(t *testing.T, opts []kgo.Opt, topic string, n int) []string {
+// readSASLValues reads n values of topic from the start.
+func readSASLValues(t *testing.T, opts []kgo.Opt, topic string, n int) []string {
 	t.Helper()
 	cl, err := kgo.NewClient(append(opts, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
 	if err != nil {

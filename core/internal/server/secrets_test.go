@@ -23,7 +23,7 @@ import (
 func TestCredentialsAreNeverEchoed(t *testing.T) {
 	const secret = "s3cr3t-p4ss"
 	const token = "engine-t0ken-planted"
-	logs := &lockedBuffer{}
+	logs := &secretLog{}
 	srv := server.New(server.Options{Brokers: "127.0.0.1:1", StateDir: t.TempDir(),
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	defer srv.Close(context.Background())
