@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"log/slog"
@@ -45,23 +46,33 @@ func (l *secretLog) String() string {
 
 // The broker credentials a session names reach the broker: against a kfake
 // cluster that requires SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; in the
-// clear and over TLS), a session with the right password processes
-// records, one with a wrong password fails naming the authentication, and
-// the password shows in no answer, error or log line.
+// clear and over TLS) or a client certificate (mutual TLS), a session with
+// the right password or certificate processes records, one with a wrong
+// password (or none) fails naming the authentication, and the password
+// shows in no answer, error or log line.
 func TestSASLToTheBroker(t *testing.T) {
 	const password = "broker-pw-73a1-planted"
 	cert := testcert.New(t)
 	for _, tc := range []struct {
-		mech string
+		mech string // "" for mutual TLS without SASL
 		tls  bool
-	}{{"PLAIN", false}, {"SCRAM-SHA-256", false}, {"SCRAM-SHA-512", true}} {
-		t.Run(tc.mech, func(t *testing.T) {
-			opts := []kfake.Opt{kfake.Ports(0), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(2),
-				kfake.EnableSASL(), kfake.Superuser(tc.mech, "alice", password), kfake.SeedTopics(2, "in", "out")}
+	}{{"PLAIN", false}, {"SCRAM-SHA-256", false}, {"SCRAM-SHA-512", true}, {"", true}} {
+		t.Run(cmp.Or(tc.mech, "mTLS"), func(t *testing.T) {
+			opts := []kfake.Opt{kfake.Ports(0), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(2), kfake.SeedTopics(2, "in", "out")}
 			protocol := "SASL_PLAINTEXT"
+			if tc.mech != "" {
+				opts = append(opts, kfake.EnableSASL(), kfake.Superuser(tc.mech, "alice", password))
+			}
 			if tc.tls {
-				opts = append(opts, kfake.TLS(cert.TLS))
+				serverTLS := cert.TLS.Clone()
+				if tc.mech == "" { // the broker requires the engine's certificate
+					serverTLS.ClientAuth, serverTLS.ClientCAs = tls.RequireAndVerifyClientCert, cert.Pool
+				}
+				opts = append(opts, kfake.TLS(serverTLS))
 				protocol = "SASL_SSL"
+			}
+			if tc.mech == "" {
+				protocol = "SSL"
 			}
 			c, err := kfake.NewCluster(opts...)
 			if err != nil {
@@ -69,9 +80,12 @@ func TestSASLToTheBroker(t *testing.T) {
 			}
 			defer c.Close()
 			addr := c.ListenAddrs()[0]
-			clientOpts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.SASL(saslMechanism(tc.mech, password))}
+			clientOpts := []kgo.Opt{kgo.SeedBrokers(addr)}
+			if tc.mech != "" {
+				clientOpts = append(clientOpts, kgo.SASL(saslMechanism(tc.mech, password)))
+			}
 			if tc.tls {
-				clientOpts = append(clientOpts, kgo.DialTLSConfig(&tls.Config{RootCAs: cert.Pool}))
+				clientOpts = append(clientOpts, kgo.DialTLSConfig(&tls.Config{RootCAs: cert.Pool, Certificates: cert.TLS.Certificates}))
 			}
 
 			logs := &secretLog{}
@@ -84,10 +98,15 @@ func TestSASLToTheBroker(t *testing.T) {
 			cl := polystreamsv1alpha1connect.NewEngineServiceClient(http.DefaultClient, hs.URL)
 			seen := map[string]string{}
 			run := func(appID, pass string) (*testHost, <-chan string) {
-				config := map[string]string{"security.protocol": protocol, "sasl.mechanism": tc.mech,
-					"sasl.username": "alice", "sasl.password": pass, "commit.interval.ms": "100"}
+				config := map[string]string{"security.protocol": protocol, "commit.interval.ms": "100"}
+				if tc.mech != "" {
+					config["sasl.mechanism"], config["sasl.username"], config["sasl.password"] = tc.mech, "alice", pass
+				}
 				if tc.tls {
 					config["ssl.ca.location"] = cert.CertFile
+				}
+				if tc.mech == "" && pass == password { // mTLS: the right "credential" is the client certificate
+					config["ssl.certificate.location"], config["ssl.key.location"] = cert.CertFile, cert.KeyFile
 				}
 				resp, err := cl.OpenSession(context.Background(), connect.NewRequest(&pb.OpenSessionRequest{ApplicationId: appID, Config: config}))
 				if err != nil {
@@ -142,9 +161,13 @@ func TestSASLToTheBroker(t *testing.T) {
 					time.Sleep(100 * time.Millisecond)
 				}
 			}
-			t.Logf("a wrong password: %s", seen["wrong Start"])
-			if msg := seen["wrong Start"]; !strings.Contains(msg, "SASL authentication or TLS failed; check security.protocol="+protocol+", sasl.mechanism="+tc.mech+`, sasl.username="alice"`) {
-				t.Errorf("a wrong password fails with %q, want an error naming SASL", msg)
+			t.Logf("wrong credentials: %s", seen["wrong Start"])
+			want := "tls: certificate required" // mTLS without the engine's certificate
+			if tc.mech != "" {
+				want = "SASL authentication or TLS failed; check security.protocol=" + protocol + ", sasl.mechanism=" + tc.mech + `, sasl.username="alice"`
+			}
+			if msg := seen["wrong Start"]; !strings.Contains(msg, want) {
+				t.Errorf("wrong credentials fail with %q, want %q", msg, want)
 			}
 			seen["log"] = logs.String()
 			for where, text := range seen {

@@ -19,7 +19,7 @@ import (
 )
 
 // Cert is a self-signed certificate for 127.0.0.1 and localhost, valid for
-// an hour, written to files.
+// an hour, written to files; it serves as a server's and as a client's.
 type Cert struct {
 	CertFile, KeyFile string         // PEM files in the test's temp dir
 	Pool              *x509.CertPool // trusts the certificate
@@ -38,7 +38,7 @@ func New(t testing.TB) *Cert {
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
 		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, IsCA: true, BasicConstraintsValid: true,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
