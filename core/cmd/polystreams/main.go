@@ -4,7 +4,9 @@
 //	polystreams serve     engine against any Kafka: --brokers host:port
 //	polystreams describe  a topology as text, json, mermaid, dot or svg
 //
-// Both bind 127.0.0.1 unless told otherwise, print the addresses they serve
+// Both bind 127.0.0.1 unless told otherwise (any other address needs a
+// token, $POLYSTREAMS_TOKEN or --token-file, or TLS: listen.go), print the
+// addresses they serve
 // ("polystreams: broker ..." and "polystreams: engine http://...") on
 // standard output, and stop cleanly on SIGINT/SIGTERM (or, with
 // --exit-on-stdin-close, when standard input closes: a parent that spawned
