@@ -85,7 +85,7 @@ chaos: deps build
 # FUZZFLAGS adds go test flags, e.g. -parallel=1 on a shared machine.
 FUZZTIME ?= 30s
 FUZZFLAGS ?=
-FUZZ_TARGETS ?= serde:FuzzValidate serde:FuzzWindowedKeys runtime:FuzzDecodeResult runtime:FuzzChangelog server:FuzzProtocol topology:FuzzParseDescription
+FUZZ_TARGETS ?= serde:FuzzValidate serde:FuzzWindowedKeys runtime:FuzzDecodeResult runtime:FuzzChangelog server:FuzzProtocol topology:FuzzParseDescription topology:FuzzWindowsFor
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; name=$${t#*:}; \
