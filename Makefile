@@ -7,7 +7,7 @@ ENGINE := $(CURDIR)/bin/polystreams
 export POLYSTREAMS_ENGINE := $(ENGINE)
 GO_TEST_FLAGS ?= -count=1 -timeout 15m
 
-.PHONY: all deps build generate check-generated lint test test-go test-python test-node test-rust conformance demo bench chaos clean
+.PHONY: all deps build generate check-generated lint test test-go test-python test-node test-rust conformance demo bench chaos fuzz clean
 
 all: build
 
@@ -77,6 +77,24 @@ chaos: deps build
 	POLYSTREAMS_CHAOS=1 POLYSTREAMS_CHAOS_GUARANTEE=exactly_once_v2 go test -count=1 -timeout 10m -run TestChaos ./core/internal/server/
 	POLYSTREAMS_CHAOS=1 POLYSTREAMS_CHAOS_GUARANTEE=at_least_once go test -count=1 -timeout 10m -run TestChaos ./core/internal/server/
 	POLYSTREAMS_CHAOS=1 go test -count=1 -timeout 30m -run TestFault ./core/internal/server/
+
+# Coverage-guided fuzzing, FUZZTIME (default 30s) per target: the serde
+# decoders, the bundle answer decoder, changelog keys and changes read back
+# from Kafka, scripts of protocol calls and the
+# topology file parser. Their seed corpora (f.Add, and testdata/fuzz/<Name>/)
+# run as ordinary tests in test-go; a crasher found here is written to
+# testdata/fuzz/<Name>/ by go test: fix it and commit the file.
+# FUZZ_TARGETS narrows it, e.g. FUZZ_TARGETS=runtime:FuzzDecodeResult;
+# FUZZFLAGS adds go test flags, e.g. -parallel=1 on a shared machine.
+FUZZTIME ?= 30s
+FUZZFLAGS ?=
+FUZZ_TARGETS ?= serde:FuzzValidate serde:FuzzWindowedKeys runtime:FuzzDecodeResult runtime:FuzzChangelog server:FuzzProtocol topology:FuzzParseDescription topology:FuzzWindowsFor
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t#*:}; \
+	  echo "fuzz: $$name in core/internal/$$pkg for $(FUZZTIME)"; \
+	  go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./core/internal/$$pkg/; \
+	done
 
 demo: deps build
 	PYTHONPATH=sdk-python/src $(PY) tools/demo/wordcount.py

@@ -12,7 +12,9 @@ apt_pkgs=(protobuf-compiler python3-protobuf python3-pytest python3-venv python3
   # sdk-rust builds offline from Debian's packaged crates (sdk-rust/.cargo/config.toml
   # points cargo at /usr/share/cargo/registry); crates.io is not reachable.
   librust-prost-dev librust-prost-build-dev librust-bytes-dev librust-serde-dev
-  librust-serde-derive-dev librust-serde-json-dev librust-libc-dev)
+  librust-serde-derive-dev librust-serde-json-dev librust-libc-dev
+  # https:// engines (rustls 0.20) and openssl for the SDKs' TLS tests' certificates.
+  librust-rustls-dev librust-rustls-pemfile-dev openssl)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -91,6 +91,10 @@ export interface AppOptions {
   config?: Config;
   /** Bounds each call to the engine, in milliseconds (default 120000). */
   timeoutMs?: number;
+  /** A running engine's bearer token (default `$POLYSTREAMS_TOKEN`). */
+  token?: string;
+  /** PEM CA file to verify an `https://` engine with (default `$POLYSTREAMS_CA_FILE`). */
+  caFile?: string;
   /** Receives the spawned engine's log lines (default: warnings and errors to stderr). */
   logger?: EngineLogger;
 }
@@ -257,7 +261,11 @@ export class App implements Builder {
     }
     let client: Client | undefined;
     try {
-      client = new EngineClient(url, { ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}) });
+      client = new EngineClient(url, {
+        ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+        ...(options.token !== undefined ? { token: options.token } : {}),
+        ...(options.caFile !== undefined ? { caFile: options.caFile } : {}),
+      });
       const resp = await client.call("openSession", { applicationId, config: props, hostFeatures: HOST_FEATURES });
       const brokers = engine?.broker || resp.config["bootstrap.servers"] || options.brokers || undefined;
       return new App({ applicationId, client, session: resp.sessionId, engine, config: resp.config, brokers });

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
 from helpers import FakeEngine, connect_error
@@ -108,3 +109,19 @@ def test_unreachable_engine_is_unavailable() -> None:
 def test_bad_url() -> None:
     with pytest.raises(ValueError):
         Client("127.0.0.1:8080")
+
+
+def test_token_goes_in_a_bearer_header(fake_engine: FakeEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POLYSTREAMS_TOKEN", "from-env")
+    fake_engine.handlers["GetState"] = lambda body: pb.GetStateResponse()
+    Client(fake_engine.url, token="explicit").get_state(pb.GetStateRequest())
+    Client(fake_engine.url).get_state(pb.GetStateRequest())
+    monkeypatch.delenv("POLYSTREAMS_TOKEN")
+    Client(fake_engine.url).get_state(pb.GetStateRequest())
+    auth = [headers.get("Authorization") for _, _, headers in fake_engine.calls]
+    assert auth == ["Bearer explicit", "Bearer from-env", None]
+
+
+def test_a_missing_ca_file_is_refused_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="absent.pem"):
+        Client("https://localhost:1", ca_file=str(tmp_path / "absent.pem"))

@@ -185,6 +185,8 @@ pub struct AppBuilder {
     brokers: Option<String>,
     timeout: Duration,
     workers: usize,
+    token: Option<String>,
+    ca_file: Option<std::path::PathBuf>,
 }
 
 impl AppBuilder {
@@ -193,7 +195,8 @@ impl AppBuilder {
         self.config = c;
         self
     }
-    /// A running engine's URL (`http://host:port`); else `$POLYSTREAMS_URL`,
+    /// A running engine's URL (`http://host:port` or `https://host:port`);
+    /// else `$POLYSTREAMS_URL`,
     /// else the App spawns one.
     pub fn engine(mut self, url: impl Into<String>) -> AppBuilder {
         self.engine = Some(url.into());
@@ -203,6 +206,18 @@ impl AppBuilder {
     /// instead of `dev` with its embedded broker).
     pub fn brokers(mut self, brokers: impl Into<String>) -> AppBuilder {
         self.brokers = Some(brokers.into());
+        self
+    }
+    /// The bearer token of an engine started with one, sent on every call
+    /// (default `$POLYSTREAMS_TOKEN`).
+    pub fn token(mut self, token: impl Into<String>) -> AppBuilder {
+        self.token = Some(token.into());
+        self
+    }
+    /// PEM CA certificates to verify an `https://` engine with (default
+    /// `$POLYSTREAMS_CA_FILE`, else the system's CA bundle).
+    pub fn ca_file(mut self, path: impl Into<std::path::PathBuf>) -> AppBuilder {
+        self.ca_file = Some(path.into());
         self
     }
     /// Bounds each call to the engine (default 120 s).
@@ -235,7 +250,10 @@ impl AppBuilder {
                 u
             }
         };
-        let client = Client::new(&url, self.timeout)?;
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let token = self.token.clone().or_else(|| env("POLYSTREAMS_TOKEN"));
+        let ca_file = self.ca_file.clone().or_else(|| env("POLYSTREAMS_CA_FILE").map(Into::into));
+        let client = Client::with_auth(&url, self.timeout, token.as_deref(), ca_file.as_deref())?;
         let resp = client.open_session(&pb::OpenSessionRequest {
             application_id: self.application_id.clone(),
             config: props.into_iter().collect(),
@@ -535,6 +553,8 @@ impl App {
             brokers: None,
             timeout: Duration::from_secs(120),
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            token: None,
+            ca_file: None,
         }
     }
 

@@ -6,11 +6,14 @@
 //! application/proto` and `Connect-Protocol-Version: 1`. Errors come back as
 //! non-200 responses with a JSON body `{"code": ..., "message": ...}` and
 //! become the matching [`Error`]. Every RPC of the protocol is unary, so
-//! nothing here needs HTTP/2.
+//! nothing here needs HTTP/2. An `https://` engine is spoken to over TLS
+//! (rustls), verified against a CA file; a token goes in
+//! `Authorization: Bearer <token>` on every call.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::sync::Mutex;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use prost::Message;
@@ -30,7 +33,43 @@ pub(crate) struct Client {
     addr: String,
     prefix: String,
     timeout: Duration,
-    idle: Mutex<Vec<BufReader<TcpStream>>>, // connections that completed a call
+    // "Authorization: Bearer <token>\r\n", or empty; never in an error.
+    auth: String,
+    tls: Option<(Arc<rustls::ClientConfig>, rustls::ServerName)>,
+    idle: Mutex<Vec<BufReader<Stream>>>, // connections that completed a call
+}
+
+/// The system's CA bundle (Debian's), trusted when no CA file is given.
+const SYSTEM_CAS: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// A connection to the engine, in the clear or over TLS.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.flush(),
+            Stream::Tls(s) => s.flush(),
+        }
+    }
 }
 
 /// An HTTP response: status, body, and whether the server will close the connection.
@@ -41,9 +80,25 @@ struct Response {
 }
 
 impl Client {
+    #[cfg(test)]
     pub(crate) fn new(url: &str, timeout: Duration) -> Result<Client> {
-        let bad = || Error::invalid(format!("engine URL {url:?}: want http://host:port"));
-        let rest = url.strip_prefix("http://").ok_or_else(bad)?;
+        Client::with_auth(url, timeout, None, None)
+    }
+
+    /// A client that sends `token` on every call and verifies an `https://`
+    /// engine against the PEM certificates of `ca_file` (default: the
+    /// system's CA bundle).
+    pub(crate) fn with_auth(
+        url: &str,
+        timeout: Duration,
+        token: Option<&str>,
+        ca_file: Option<&Path>,
+    ) -> Result<Client> {
+        let bad = || Error::invalid(format!("engine URL {url:?}: want http://host:port or https://host:port"));
+        let (https, rest) = match url.strip_prefix("https://") {
+            Some(rest) => (true, rest),
+            None => (false, url.strip_prefix("http://").ok_or_else(bad)?),
+        };
         let (addr, path) = match rest.find('/') {
             Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
             None => (rest, ""),
@@ -51,11 +106,30 @@ impl Client {
         if addr.is_empty() || !addr.contains(':') {
             return Err(bad());
         }
+        let tls = if https {
+            let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h).trim_start_matches('[').trim_end_matches(']');
+            // rustls 0.20 (Debian's) verifies certificates by DNS name only.
+            let name = match rustls::ServerName::try_from(host) {
+                Ok(n @ rustls::ServerName::DnsName(_)) => n,
+                _ => {
+                    return Err(Error::invalid(format!(
+                        "engine URL {url:?}: over https the Rust SDK verifies the engine's certificate by host name, \
+                         not IP address: use a name the certificate holds (e.g. https://localhost:{})",
+                        addr.rsplit_once(':').map_or("8086", |(_, p)| p)
+                    )))
+                }
+            };
+            Some((Arc::new(tls_config(ca_file.unwrap_or(Path::new(SYSTEM_CAS)))?), name))
+        } else {
+            None
+        };
         Ok(Client {
             url: url.trim_end_matches('/').to_owned(),
             addr: addr.to_owned(),
             prefix: format!("{path}{SERVICE}"),
             timeout,
+            auth: token.filter(|t| !t.is_empty()).map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n")),
+            tls,
             idle: Mutex::new(Vec::new()),
         })
     }
@@ -74,9 +148,10 @@ impl Client {
         let body = req.encode_to_vec();
         let mut head = format!(
             "POST {}{method} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/proto\r\n\
-             Connect-Protocol-Version: 1\r\nUser-Agent: {USER_AGENT}\r\nContent-Length: {}\r\n\r\n",
+             Connect-Protocol-Version: 1\r\nUser-Agent: {USER_AGENT}\r\n{}Content-Length: {}\r\n\r\n",
             self.prefix,
             self.addr,
+            self.auth,
             body.len()
         )
         .into_bytes();
@@ -107,7 +182,7 @@ impl Client {
         Error::from_code("unavailable", format!("{method}: engine at {} is unreachable: {e}", self.url))
     }
 
-    fn take(&self, fresh: bool) -> std::io::Result<(BufReader<TcpStream>, bool)> {
+    fn take(&self, fresh: bool) -> std::io::Result<(BufReader<Stream>, bool)> {
         if !fresh {
             if let Some(c) = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop() {
                 return Ok((c, true));
@@ -117,6 +192,14 @@ impl Client {
         s.set_nodelay(true)?;
         s.set_read_timeout(Some(self.timeout))?;
         s.set_write_timeout(Some(self.timeout))?;
+        let s = match &self.tls {
+            None => Stream::Plain(s),
+            Some((config, name)) => {
+                let conn = rustls::ClientConnection::new(config.clone(), name.clone())
+                    .map_err(|e| std::io::Error::new(std::io::ErrorKind::Other, e))?;
+                Stream::Tls(Box::new(rustls::StreamOwned::new(conn, s)))
+            }
+        };
         Ok((BufReader::with_capacity(64 * 1024, s), false))
     }
 
@@ -156,8 +239,9 @@ fn invalid_data(msg: impl Into<String>) -> std::io::Error {
 }
 
 /// Writes one request and reads its response (HTTP/1.1: Content-Length or chunked).
-fn exchange(conn: &mut BufReader<TcpStream>, request: &[u8]) -> std::io::Result<Response> {
+fn exchange(conn: &mut BufReader<Stream>, request: &[u8]) -> std::io::Result<Response> {
     conn.get_mut().write_all(request)?;
+    conn.get_mut().flush()?;
     let mut line = String::new();
     if conn.read_line(&mut line)? == 0 {
         return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "connection closed"));
@@ -220,6 +304,19 @@ fn exchange(conn: &mut BufReader<TcpStream>, request: &[u8]) -> std::io::Result<
         close = true;
     }
     Ok(Response { status, body, close })
+}
+
+/// A TLS client configuration trusting the PEM certificates of `ca_file`.
+fn tls_config(ca_file: &Path) -> Result<rustls::ClientConfig> {
+    let bad = |what: String| Error::invalid(format!("CA file {}: {what}", ca_file.display()));
+    let f = std::fs::File::open(ca_file).map_err(|e| bad(e.to_string()))?;
+    let certs = rustls_pemfile::certs(&mut BufReader::new(f)).map_err(|e| bad(e.to_string()))?;
+    let mut roots = rustls::RootCertStore::empty();
+    let (added, _) = roots.add_parsable_certificates(&certs);
+    if added == 0 {
+        return Err(bad("holds no PEM certificate".into()));
+    }
+    Ok(rustls::ClientConfig::builder().with_safe_defaults().with_root_certificates(roots).with_no_client_auth())
 }
 
 /// The error of a non-200 response: Connect's JSON body, else the HTTP status.
@@ -313,8 +410,39 @@ mod tests {
     }
 
     #[test]
+    fn sends_the_token_as_a_bearer_header() {
+        let ln = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", ln.local_addr().unwrap());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let (s, _) = ln.accept().unwrap();
+            let mut r = BufReader::new(s);
+            let mut head = String::new();
+            loop {
+                let mut l = String::new();
+                r.read_line(&mut l).unwrap();
+                if l.trim_end().is_empty() {
+                    break;
+                }
+                head.push_str(&l);
+            }
+            r.get_mut().write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n").unwrap();
+            tx.send(head).unwrap();
+        });
+        let c = Client::with_auth(&url, Duration::from_secs(5), Some("s3cret"), None).unwrap();
+        c.get_state(&pb::GetStateRequest::default()).unwrap();
+        let head = rx.recv().unwrap();
+        assert!(head.contains("\r\nAuthorization: Bearer s3cret\r\n"), "{head}");
+    }
+
+    #[test]
     fn refuses_urls_it_cannot_speak_to() {
-        assert!(Client::new("https://x:1", Duration::from_secs(1)).is_err());
+        assert!(Client::new("ftp://x:1", Duration::from_secs(1)).is_err());
+        assert!(
+            Client::with_auth("https://x:1", Duration::from_secs(1), None, Some(Path::new("/nonexistent"))).is_err()
+        );
+        let e = Client::with_auth("https://127.0.0.1:1", Duration::from_secs(1), None, None).err().unwrap();
+        assert!(e.to_string().contains("https://localhost:1"), "{e}");
         assert!(Client::new("http://", Duration::from_secs(1)).is_err());
         assert_eq!(
             Client::new("http://h:1/p/", Duration::from_secs(1)).unwrap().prefix,

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -35,6 +37,7 @@ func describe(args []string, stdout io.Writer) error {
 	engine := fs.String("engine", envOr("POLYSTREAMS_URL", "http://127.0.0.1:8086"), "URL of the running engine (default $POLYSTREAMS_URL or http://127.0.0.1:8086)")
 	appID := fs.String("application-id", "", "the application to describe, when the engine runs several")
 	format := fs.String("format", "text", "text (Kafka Streams' describe()), json, mermaid, dot or svg")
+	caFile := fs.String("ca-file", os.Getenv("POLYSTREAMS_CA_FILE"), "PEM CA certificates to trust for an https --engine (default $POLYSTREAMS_CA_FILE, else the system's)")
 	out := fs.String("o", "", "write to this file instead of standard output")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -46,7 +49,7 @@ func describe(args []string, stdout io.Writer) error {
 	switch fs.NArg() {
 	case 0:
 		var err error
-		if rendered, err = describeEngine(*engine, *appID, *format); err != nil {
+		if rendered, err = describeEngine(*engine, *appID, *format, *caFile); err != nil {
 			return err
 		}
 	case 1:
@@ -77,14 +80,34 @@ func describe(args []string, stdout io.Writer) error {
 	return err
 }
 
-func describeEngine(engine, appID, format string) (string, error) {
+// describeEngine asks the engine's /describe, with the bearer token of
+// $POLYSTREAMS_TOKEN when set.
+func describeEngine(engine, appID, format, caFile string) (string, error) {
 	q := url.Values{"format": {format}}
 	if appID != "" {
 		q.Set("application.id", appID)
 	}
 	u := strings.TrimSuffix(engine, "/") + "/describe?" + q.Encode()
 	cl := &http.Client{Timeout: 30 * time.Second}
-	resp, err := cl.Get(u)
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return "", fmt.Errorf("describe: --ca-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return "", fmt.Errorf("describe: --ca-file %s holds no PEM certificate", caFile)
+		}
+		cl.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	}
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		return "", fmt.Errorf("describe: the engine at %s: %w", engine, err)
+	}
+	if token := os.Getenv("POLYSTREAMS_TOKEN"); token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := cl.Do(req)
 	if err != nil {
 		return "", fmt.Errorf("describe: the engine at %s: %w", engine, err)
 	}

@@ -4,7 +4,9 @@
 //	polystreams serve     engine against any Kafka: --brokers host:port
 //	polystreams describe  a topology as text, json, mermaid, dot or svg
 //
-// Both bind 127.0.0.1 unless told otherwise, print the addresses they serve
+// Both bind 127.0.0.1 unless told otherwise (any other address needs a
+// token, $POLYSTREAMS_TOKEN or --token-file, or TLS: listen.go), print the
+// addresses they serve
 // ("polystreams: broker ..." and "polystreams: engine http://...") on
 // standard output, and stop cleanly on SIGINT/SIGTERM (or, with
 // --exit-on-stdin-close, when standard input closes: a parent that spawned
@@ -18,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -88,6 +89,10 @@ func run(args []string, dev bool) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json (log/slog's handlers), on standard error")
 	metricsOn := fs.Bool("metrics", true, "count node records, crossings, commits and drops (polystreams.metrics.enabled for sessions that do not set it)")
+	tokenFile := fs.String("token-file", "", "file holding the bearer token every request must carry (default $POLYSTREAMS_TOKEN; none: no token)")
+	tlsCert := fs.String("tls-cert", "", "PEM certificate (chain) to serve TLS with; needs --tls-key")
+	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
+	maxRequest := fs.Int("max-request-bytes", server.DefaultMaxRequestBytes, "refuse a request message larger than this")
 	sessionTimeout := fs.Duration("session-timeout", 60*time.Second, "stop a started session whose host has not called for this long")
 	var brokers, brokerAddr, topics, dataDir *string
 	var partitions *int
@@ -111,6 +116,10 @@ func run(args []string, dev bool) error {
 	}
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", *logLevel)
+	}
+	sec, err := loadSecurity(*tokenFile, *tlsCert, *tlsKey)
+	if err != nil {
+		return err
 	}
 	log, recent, err := logging.New(os.Stderr, *logFormat, level)
 	if err != nil {
@@ -141,24 +150,22 @@ func run(args []string, dev bool) error {
 	}
 
 	srv := server.New(server.Options{Brokers: bootstrap, StateDir: *stateDir, SessionTimeout: *sessionTimeout, Logger: log,
-		Recent: recent, Version: version, MetricsDisabled: !*metricsOn})
-	ln, err := net.Listen("tcp", *listen)
+		Recent: recent, Version: version, MetricsDisabled: !*metricsOn, MaxRequestBytes: *maxRequest})
+	ln, err := sec.listen(*listen)
 	if err != nil {
-		return fmt.Errorf("--listen %s: %w", *listen, err)
+		return err
 	}
 	mux := http.NewServeMux()
 	path, h := srv.Handler()
 	mux.Handle(path, h)
 	observe(mux, srv)
-	var protocols http.Protocols
-	protocols.SetHTTP1(true)
-	protocols.SetUnencryptedHTTP2(true)
-	hs := &http.Server{Handler: mux, Protocols: &protocols, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: server.RequireToken(sec.token, mux), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	fmt.Printf("polystreams: engine http://%s\n", ln.Addr())
+	go func() { served <- sec.serve(hs, ln) }()
+	fmt.Printf("polystreams: engine %s://%s\n", sec.scheme(), ln.Addr())
 	os.Stdout.Sync()
-	log.Info("engine serving", "address", ln.Addr().String(), "brokers", bootstrap, "version", version)
+	log.Info("engine serving", "address", ln.Addr().String(), "brokers", bootstrap, "version", version,
+		"token", sec.token != "", "tls", sec.tls != nil)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -56,8 +56,17 @@ func (s *syncBuffer) String() string {
 // startDev runs `polystreams dev` with args and returns its URL and stderr.
 func startDev(t *testing.T, args ...string) (string, *syncBuffer) {
 	t.Helper()
+	url, stderr, _ := startDevEnv(t, nil, args...)
+	return url, stderr
+}
+
+// startDevEnv is startDev with env added to the engine's environment; it
+// also returns what the engine prints on standard output.
+func startDevEnv(t *testing.T, env []string, args ...string) (string, *syncBuffer, *syncBuffer) {
+	t.Helper()
 	cmd := exec.Command(engineBinary(t), append([]string{"dev", "--listen", "127.0.0.1:0", "--broker", "127.0.0.1:0", "--state-dir", t.TempDir()}, args...)...)
-	stderr := &syncBuffer{}
+	cmd.Env = append(os.Environ(), env...)
+	stderr, out := &syncBuffer{}, &syncBuffer{}
 	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -72,13 +81,14 @@ func startDev(t *testing.T, args ...string) (string, *syncBuffer) {
 	})
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
+		out.Write([]byte(sc.Text() + "\n"))
 		if u, ok := strings.CutPrefix(sc.Text(), "polystreams: engine "); ok {
-			go io.Copy(io.Discard, stdout)
-			return u, stderr
+			go io.Copy(out, stdout)
+			return u, stderr, out
 		}
 	}
 	t.Fatalf("the engine never said where it serves; stderr:\n%s", stderr.String())
-	return "", nil
+	return "", nil, nil
 }
 
 func fetch(t *testing.T, url string) string {

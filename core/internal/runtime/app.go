@@ -239,7 +239,7 @@ func (a *App) begin(ctx context.Context) (err error) {
 	manual, err := a.ensureTopics(ctx)
 	if err != nil {
 		a.adm.Close()
-		return err
+		return a.cfg.explainAuth(err)
 	}
 	dir := filepath.Join(a.cfg.StateDir, a.cfg.ApplicationID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {

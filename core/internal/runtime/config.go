@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,6 +59,15 @@ type Config struct {
 	InstanceID string
 	// security.protocol, sasl.mechanism, sasl.username, sasl.password.
 	SecurityProtocol, SASLMechanism, SASLUsername, SASLPassword string
+	// ssl.ca.location: PEM CA certificates that sign the brokers' (SSL,
+	// SASL_SSL); empty trusts the system's. CARoots is the file parsed.
+	SSLCALocation string
+	CARoots       *x509.CertPool
+	// ssl.certificate.location and ssl.key.location: the PEM client
+	// certificate and key the engine presents to brokers that require one
+	// (mutual TLS). ClientCert is the pair loaded.
+	SSLCertLocation, SSLKeyLocation string
+	ClientCert                      *tls.Certificate
 	// MetricsDisabled is polystreams.metrics.enabled=false (default true):
 	// nodes, crossings, commits and drops are not counted.
 	MetricsDisabled bool
@@ -206,6 +216,17 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 				errs = append(errs, fmt.Errorf("%s = %q: want true or false", k, v))
 			}
 			c.MetricsDisabled = !b
+		case "ssl.certificate.location":
+			c.SSLCertLocation = v
+		case "ssl.key.location":
+			c.SSLKeyLocation = v
+		case "ssl.ca.location":
+			c.SSLCALocation = v
+			if pem, err := os.ReadFile(v); err != nil {
+				errs = append(errs, fmt.Errorf("ssl.ca.location: %w", err))
+			} else if c.CARoots = x509.NewCertPool(); !c.CARoots.AppendCertsFromPEM(pem) {
+				errs = append(errs, fmt.Errorf("ssl.ca.location = %q holds no PEM certificate", v))
+			}
 		case "default.deserialization.exception.handler", "deserialization.exception.handler", "processing.exception.handler":
 			p, topic, err := parsePolicy(k, v)
 			if err != nil {
@@ -267,6 +288,21 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 	if c.DeadLetterTopic != "" {
 		effective["errors.deadletterqueue.topic.name"] = c.DeadLetterTopic
 	}
+	if c.SSLCALocation != "" {
+		effective["ssl.ca.location"] = c.SSLCALocation
+	}
+	if (c.SSLCertLocation == "") != (c.SSLKeyLocation == "") {
+		errs = append(errs, errors.New("ssl.certificate.location and ssl.key.location go together: give both or neither"))
+	} else if c.SSLCertLocation != "" {
+		// The error names the files, never their content.
+		if pair, err := tls.LoadX509KeyPair(c.SSLCertLocation, c.SSLKeyLocation); err != nil {
+			errs = append(errs, fmt.Errorf("ssl.certificate.location %q / ssl.key.location %q: %w", c.SSLCertLocation, c.SSLKeyLocation, err))
+		} else {
+			c.ClientCert = &pair
+		}
+		effective["ssl.certificate.location"] = c.SSLCertLocation
+		effective["ssl.key.location"] = c.SSLKeyLocation
+	}
 	if c.SASLMechanism != "" {
 		effective["sasl.mechanism"] = c.SASLMechanism
 		effective["sasl.username"] = c.SASLUsername
@@ -280,7 +316,11 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 func (c *Config) clientOpts() []kgo.Opt {
 	opts := []kgo.Opt{kgo.SeedBrokers(c.Brokers...), kgo.ClientID("polystreams-" + c.ApplicationID)}
 	if c.SecurityProtocol == "SSL" || c.SecurityProtocol == "SASL_SSL" {
-		opts = append(opts, kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}))
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: c.CARoots}
+		if c.ClientCert != nil {
+			cfg.Certificates = []tls.Certificate{*c.ClientCert}
+		}
+		opts = append(opts, kgo.DialTLSConfig(cfg))
 	}
 	switch c.SASLMechanism {
 	case "PLAIN":

@@ -213,9 +213,13 @@ func decodeResult(s *step, recs []rec, res *pb.BundleResult) ([]rec, []failure, 
 		return nil, nil, bad("%d output counts for %d records", len(res.OutputCounts), len(recs))
 	}
 	total := 0
-	for _, c := range res.OutputCounts {
+	most := maxOutputs(s.steps)
+	for i, c := range res.OutputCounts {
 		if c < 0 {
 			return nil, nil, bad("negative output count %d", c)
+		}
+		if most >= 0 && c > most {
+			return nil, nil, bad("%d outputs for record %d; its chain makes at most %d", c, i, most)
 		}
 		total += int(c)
 	}

@@ -27,11 +27,37 @@ var known = []string{Bytes, String, JSON, Long, Integer, Double}
 // Check reports whether name is a known serde; the empty name is known (it
 // means "inherit"). The error names the serde and lists the known ones.
 func Check(name string) error {
+	if windowedDepth(name) > MaxWindowedDepth {
+		return fmt.Errorf("serde %.80q nests windowed serdes more than %d deep", name, MaxWindowedDepth)
+	}
+	return check(name)
+}
+
+// MaxWindowedDepth bounds how deeply windowed serdes nest (a windowed key of
+// a windowed key ...): Check refuses a name nesting deeper, so a crafted
+// name cannot make Check and Validate recurse without bound.
+const MaxWindowedDepth = 4
+
+// windowedDepth counts the windowed serdes name nests, without recursion,
+// up to MaxWindowedDepth+1.
+func windowedDepth(name string) int {
+	d := 0
+	for d <= MaxWindowedDepth {
+		inner, _, _, ok := ParseWindowed(name)
+		if !ok {
+			return d
+		}
+		name, d = inner, d+1
+	}
+	return d
+}
+
+func check(name string) error {
 	if name == "" {
 		return nil
 	}
 	if inner, _, _, ok := ParseWindowed(name); ok {
-		if err := Check(inner); err != nil || inner == "" {
+		if err := check(inner); err != nil || inner == "" {
 			return fmt.Errorf("windowed serde %q: inner serde %q is not known (known: %s)", name, inner, strings.Join(known, ", "))
 		}
 		return nil

@@ -47,6 +47,11 @@ type Options struct {
 	// MetricsDisabled sets polystreams.metrics.enabled=false for sessions
 	// that do not set it (the engine's --metrics=false).
 	MetricsDisabled bool
+	// MaxRequestBytes bounds one request message, overriding the default
+	// DefaultMaxRequestBytes; a larger one is refused with
+	// CodeResourceExhausted ("message size N is larger than configured max
+	// M").
+	MaxRequestBytes int
 }
 
 // Server implements polystreamsv1alpha1connect.EngineServiceHandler. Safe
@@ -77,6 +82,9 @@ func New(o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.MaxRequestBytes <= 0 {
+		o.MaxRequestBytes = DefaultMaxRequestBytes
+	}
 	s := &Server{opts: o, log: o.Logger, sessions: map[string]*session{}, stop: make(chan struct{}), started: time.Now()}
 	go s.janitor()
 	return s
@@ -84,7 +92,7 @@ func New(o Options) *Server {
 
 // Handler returns the Connect handler and the path it serves.
 func (s *Server) Handler() (string, http.Handler) {
-	return polystreamsv1alpha1connect.NewEngineServiceHandler(s)
+	return polystreamsv1alpha1connect.NewEngineServiceHandler(s, connect.WithReadMaxBytes(s.opts.MaxRequestBytes))
 }
 
 // Close stops every session (committing what they processed).
@@ -356,6 +364,9 @@ func (s *Server) Start(ctx context.Context, req *connect.Request[pb.StartRequest
 	return connect.NewResponse(&pb.StartResponse{}), nil
 }
 
+// maxWorkerID bounds an Exchange's worker_id.
+const maxWorkerID = 256
+
 func (s *Server) Exchange(ctx context.Context, req *connect.Request[pb.ExchangeRequest]) (*connect.Response[pb.ExchangeResponse], error) {
 	m := req.Msg
 	ss, err := s.session("Exchange", m.SessionId)
@@ -364,6 +375,10 @@ func (s *Server) Exchange(ctx context.Context, req *connect.Request[pb.ExchangeR
 	}
 	if m.WorkerId == "" {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("Exchange: worker_id is empty"))
+	}
+	if len(m.WorkerId) > maxWorkerID {
+		// The engine keeps every worker id it hears of while the session lives.
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("Exchange: worker_id is %d bytes; at most %d", len(m.WorkerId), maxWorkerID))
 	}
 	ss.dispatch.deliver(m.Results)
 	ss.mu.Lock()

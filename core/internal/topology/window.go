@@ -1,6 +1,8 @@
 package topology
 
 import (
+	"math"
+
 	"github.com/polystreams/polystreams/core/internal/serde"
 )
 
@@ -71,10 +73,21 @@ func (w *Windows) KeySerde(inner string) string {
 // For returns the starts of the time windows a record at ts falls into, in
 // ascending order (TimeWindows.windowsFor): every window with
 // start <= ts < start + size, starts aligned to the epoch by advance.
+//
+// Windows whose end would pass math.MaxInt64 are left out (Kafka Streams
+// refuses to make them: TimeWindow's end must follow its start), so a
+// timestamp near the end of time cannot make the loop overflow and run
+// forever. (franz-go hands the engine timestamps through time.Time's
+// nanoseconds, which keeps them within the year 2262, so today this guards
+// callers of For other than the engine's consumer.)
 func (w *Windows) For(ts int64, starts []int64) []int64 {
 	start := max(0, ts-w.Size+w.Advance) / w.Advance * w.Advance
-	for ; start <= ts; start += w.Advance {
+	last := min(ts, math.MaxInt64-w.Size)
+	for ; start <= last; start += w.Advance {
 		starts = append(starts, start)
+		if start > last-w.Advance {
+			break
+		}
 	}
 	return starts
 }

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
+import ssl
 import threading
 import urllib.parse
 from typing import TypeVar, cast
@@ -53,14 +55,31 @@ class Client:
     query does not wait behind a long-polling Exchange of the host loop.
     Calls made one after another reuse one connection. ``timeout`` bounds
     each call's socket operations, in seconds.
+
+    ``token`` (default ``$POLYSTREAMS_TOKEN``) is sent as
+    ``Authorization: Bearer <token>`` on every call, for an engine started
+    with one. An ``https://`` URL verifies the engine's certificate against
+    ``ca_file`` (PEM; default ``$POLYSTREAMS_CA_FILE``, else the system's
+    CAs).
     """
 
-    def __init__(self, url: str, *, timeout: float = 120.0) -> None:
+    def __init__(
+        self, url: str, *, timeout: float = 120.0, token: str | None = None, ca_file: str | None = None
+    ) -> None:
         u = urllib.parse.urlsplit(url)
         if u.scheme not in ("http", "https") or not u.hostname:
-            raise ValueError(f"engine URL {url!r}: want http://host:port")
+            raise ValueError(f"engine URL {url!r}: want http://host:port or https://host:port")
         self.url = url.rstrip("/")
         self._https = u.scheme == "https"
+        token = token if token is not None else os.environ.get("POLYSTREAMS_TOKEN")
+        self._auth = f"Bearer {token}" if token else None
+        ca_file = ca_file if ca_file is not None else os.environ.get("POLYSTREAMS_CA_FILE")
+        self._tls: ssl.SSLContext | None = None
+        if self._https:
+            try:
+                self._tls = ssl.create_default_context(cafile=ca_file or None)
+            except (OSError, ssl.SSLError) as e:
+                raise ValueError(f"CA file {ca_file!r}: {e}") from None
         self._host = u.hostname
         self._port = u.port
         self._prefix = u.path.rstrip("/") + _SERVICE
@@ -88,8 +107,9 @@ class Client:
             gen = self._generation
             if not fresh and self._idle:
                 return self._idle.pop(), True, gen
-        cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        return cls(self._host, self._port, timeout=self._timeout), False, gen
+        if self._tls is not None:
+            return http.client.HTTPSConnection(self._host, self._port, timeout=self._timeout, context=self._tls), False, gen
+        return http.client.HTTPConnection(self._host, self._port, timeout=self._timeout), False, gen
 
     def _put_back(self, conn: http.client.HTTPConnection, gen: int) -> None:
         with self._lock:
@@ -106,6 +126,8 @@ class Client:
             "Connect-Protocol-Version": "1",
             "User-Agent": _USER_AGENT,
         }
+        if self._auth is not None:
+            headers["Authorization"] = self._auth
         for attempt in (0, 1):
             conn, reused, gen = self._take(fresh=attempt > 0)
             try:

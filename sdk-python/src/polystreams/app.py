@@ -103,7 +103,10 @@ class App:
     ``App("wordcount")`` spawns an engine with an embedded Kafka broker
     (``polystreams dev``); ``App("x", brokers="host:9092")`` spawns one
     against that Kafka; ``App("x", engine="http://127.0.0.1:8086")`` (or the
-    environment variable ``POLYSTREAMS_URL``) uses a running engine. The
+    environment variable ``POLYSTREAMS_URL``) uses a running engine:
+    ``token`` (default ``$POLYSTREAMS_TOKEN``) is the bearer token of an
+    engine started with one, ``ca_file`` (default ``$POLYSTREAMS_CA_FILE``)
+    the PEM CA file to trust for an ``https://`` engine. The
     engine binary is ``$POLYSTREAMS_ENGINE``, else ``polystreams`` on PATH,
     else ``bin/polystreams`` of the repository this package sits in.
 
@@ -124,6 +127,8 @@ class App:
         engine: str | None = None,
         brokers: str | None = None,
         timeout: float = 120.0,
+        token: str | None = None,
+        ca_file: str | None = None,
     ) -> None:
         self.application_id = application_id
         props = config.properties() if isinstance(config, Config) else {str(k): str(v) for k, v in (config or {}).items()}
@@ -138,7 +143,7 @@ class App:
             # The child never outlives this App, even if close() is forgotten.
             self._closer = weakref.finalize(self, self._engine.close)
         self.engine_url: str = url
-        self._client = Client(url, timeout=timeout)
+        self._client = Client(url, timeout=timeout, token=token, ca_file=ca_file)
         self._functions: dict[int, Callable[..., Any]] = {}
         self._store_key_serdes: dict[str, str] = {}  # store name -> key serde, of the tables built
         self._listeners: list[StateListener] = []
