@@ -104,6 +104,10 @@ describe("merge, split and repartition against the real engine", { concurrency: 
       assert.throws(() => branched.branch(() => true), /built already/);
       await app.built(); // every refusal was seen where it happened
       assert.equal(called, false);
+      // A refused split nobody awaited is reported by the next built().
+      void strings.split({ name: "t-" }).branch(() => true, { name: "y" }).defaultBranch({ name: "y" });
+      await assert.rejects(app.built(), (e: unknown) => e instanceof InvalidArgumentError && /node "t-y", which exists already/.test(e.message));
+      await app.built();
     } finally {
       await app.close();
     }
