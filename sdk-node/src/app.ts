@@ -9,6 +9,7 @@ import { type EngineLogger, EngineProcess, findEngine } from "./engine.js";
 import { FailedPreconditionError, NotFoundError, PolystreamsError, ProcessingError } from "./errors.js";
 import { type DescribeFormat, type Metrics, metricsFrom } from "./metrics.js";
 import {
+  type BuildResponse,
   type BundleResult,
   type QueryResponse,
   type RestoreProgress as RestoreProgressMessage,
@@ -331,23 +332,65 @@ export class App implements Builder {
     method: string,
     input: { readonly [SETTLED]: Settled } | null,
     functions: readonly AnyFunction[],
-    operation: (input: bigint, tokens: readonly number[]) => Operation,
+    operation: (input: bigint, tokens: readonly number[], others: readonly bigint[]) => Operation,
+    others: readonly { readonly [SETTLED]: Settled }[] = [],
   ): { handle: Promise<Handle | undefined>; settled: Settled } {
-    const call: Call = { observed: false, error: undefined };
     const site: { stack?: string } = {};
     Error.captureStackTrace(site, this.build);
-    const run = async (): Promise<Handle | undefined> => {
-      let inputId = 0n;
-      if (input !== null) {
-        const h = await input[SETTLED];
+    const { outcome, result } = this.#build(site, method, input, others, functions, operation, (resp) => {
+      if (resp.handle === undefined) {
+        return undefined;
+      }
+      const h = handleFrom(resp.handle);
+      if (h.store && h.keySerde) {
+        this.#storeKeySerdes.set(h.store, h.keySerde);
+      }
+      return h;
+    });
+    const settled: Settled = result.catch((e: unknown) => e as PolystreamsError);
+    return { handle: outcome, settled };
+  }
+
+  /**
+   * Queues one Build call whose answer is the handles of a split's branches
+   * (see Builder).
+   * @internal
+   */
+  buildBranches<T>(
+    method: string,
+    input: { readonly [SETTLED]: Settled },
+    functions: readonly AnyFunction[],
+    operation: (input: bigint, tokens: readonly number[]) => Operation,
+    answer: (branches: readonly Handle[]) => T,
+  ): Promise<T> {
+    const site: { stack?: string } = {};
+    Error.captureStackTrace(site, this.buildBranches);
+    return this.#build(site, method, input, [], functions, operation, (resp) => answer(resp.branches.map(handleFrom))).outcome;
+  }
+
+  #build<T>(
+    site: { stack?: string },
+    method: string,
+    input: { readonly [SETTLED]: Settled } | null,
+    others: readonly { readonly [SETTLED]: Settled }[],
+    functions: readonly AnyFunction[],
+    operation: (input: bigint, tokens: readonly number[], others: readonly bigint[]) => Operation,
+    answer: (resp: BuildResponse) => T,
+  ): { outcome: Promise<T>; result: Promise<T> } {
+    const call: Call = { observed: false, error: undefined };
+    const run = async (): Promise<T> => {
+      const ids: bigint[] = [];
+      for (const node of input === null ? others : [input, ...others]) {
+        const h = await node[SETTLED];
         if (h instanceof PolystreamsError) {
           throw h; // built from a refused call: refused for the same reason, without asking the engine
         }
         if (h === undefined) {
           throw new PolystreamsError("internal", `${method}: its input has no handle`);
         }
-        inputId = h.id;
+        ids.push(h.id);
       }
+      const [inputId = 0n, ...otherIds] = input === null ? [0n, ...ids] : ids;
       const tokens: number[] = [];
       try {
         for (const fn of functions) {
@@ -355,15 +398,8 @@ export class App implements Builder {
           this.#functions.set(resp.token, fn);
           tokens.push(resp.token);
         }
-        const resp = await this.#client.call("build", { sessionId: this.#session, operation: operation(inputId, tokens) });
-        if (resp.handle === undefined) {
-          return undefined;
-        }
-        const h = handleFrom(resp.handle);
-        if (h.store && h.keySerde) {
-          this.#storeKeySerdes.set(h.store, h.keySerde);
-        }
-        return h;
+        const resp = await this.#client.call("build", { sessionId: this.#session, operation: operation(inputId, tokens, otherIds) });
+        return answer(resp);
       } catch (e) {
         for (const t of tokens) {
           this.#functions.delete(t); // registered for this call only
@@ -386,14 +422,13 @@ export class App implements Builder {
       throw err;
     });
     this.#queue = result.then(noop, noop);
-    const handle = Outcome.make(result, () => {
+    const outcome = Outcome.make(result, () => {
       call.observed = true;
       if (call.error !== undefined) {
         this.#unreported.delete(call.error);
       }
     });
-    const settled: Settled = result.catch((e: unknown) => e as PolystreamsError);
-    return { handle, settled };
+    return { outcome, result };
   }
 
   /**

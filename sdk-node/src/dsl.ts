@@ -151,8 +151,21 @@ export interface Builder {
     method: string,
     input: Node | null,
     functions: readonly AnyFunction[],
-    operation: (input: bigint, tokens: readonly number[]) => Operation,
+    operation: (input: bigint, tokens: readonly number[], others: readonly bigint[]) => Operation,
+    others?: readonly Node[],
   ): { handle: Promise<Handle | undefined>; settled: Settled };
+  /**
+   * Queues one Build call answered with branch handles (a split): the promise
+   * settles with `answer` of them, or rejects with the engine's error (the
+   * functions then unregistered).
+   */
+  buildBranches<T>(
+    method: string,
+    input: Node,
+    functions: readonly AnyFunction[],
+    operation: (input: bigint, tokens: readonly number[]) => Operation,
+    answer: (branches: readonly Handle[]) => T,
+  ): Promise<T>;
   /** The key-value store `name`, for interactive queries (App.store). */
   store<K, V>(name: string, options?: StoreOptions): KeyValueStore<K, V>;
   /** The window or session store `name`, for interactive queries (App.windowStore). */
@@ -362,6 +375,64 @@ export class KStream<K, V> extends Node {
   }
 
   /**
+   * One stream of this stream's and `other`'s records (`KStream.merge`);
+   * both must carry the same key and value serdes.
+   */
+  merge(other: KStream<K, V>, options: NamedOptions = {}): KStream<K, V> {
+    if (!(other instanceof KStream)) {
+      throw new TypeError(`merge: want a KStream to merge with, not ${other === null ? "null" : typeof other}`);
+    }
+    return new KStream(
+      this.builder,
+      this.builder.build(
+        "merge",
+        this,
+        [],
+        (input, _tokens, [otherId]) => ({ case: "merge", value: { input, other: otherId!, name: options.name ?? "" } }),
+        [other],
+      ),
+    );
+  }
+
+  /**
+   * Sends the stream through the topic `<application.id>-<name>-repartition`
+   * and on from a new sub-topology (`KStream.repartition`): `name` is
+   * `Repartitioned.as` (default `KSTREAM-REPARTITION-<n>`), `partitions` its
+   * partition count (`withNumberOfPartitions`; absent: as many as the
+   * sub-topology writing it). Records with a null key are dropped.
+   */
+  repartition(options: RepartitionOptions = {}): KStream<K, V> {
+    const partitions = options.partitions ?? 0;
+    if (!Number.isInteger(partitions) || partitions < 0 || partitions > 0x7fffffff) {
+      throw new TypeError(`repartition: partitions must be a positive integer, not ${String(partitions)}`);
+    }
+    return new KStream(
+      this.builder,
+      this.call("repartition", [], (input) => ({ case: "repartition", value: { input, name: options.name ?? "", partitions } })),
+    );
+  }
+
+  /**
+   * Routes each record to the first branch whose predicate passes it
+   * (`KStream.split`):
+   *
+   * ```ts
+   * const branches = await orders
+   *   .split({ name: "orders-" })
+   *   .branch((k, v) => v.total > 100, { name: "big" })
+   *   .branch((k, v) => v.country !== "NL", { name: "abroad" })
+   *   .defaultBranch({ name: "rest" });
+   * branches.get("orders-big")!.to("big-orders");
+   * ```
+   *
+   * The streams are keyed as Kafka Streams keys them: the split's name
+   * (default `KSTREAM-BRANCH-<n>`) followed by the branch's name or number.
+   */
+  split(options: NamedOptions = {}): BranchedKStream<K, V> {
+    return new BranchedKStream(this, this.builder, options.name ?? "");
+  }
+
+  /**
    * Writes the records to `topic` (`Produced.with(key, value)`); terminal.
    * The promise settles when the engine has answered (awaiting it is optional).
    */
@@ -370,6 +441,88 @@ export class KStream<K, V> extends Node {
       case: "to",
       value: { input, topic, keySerde: options.key ?? "", valueSerde: options.value ?? "", name: options.name ?? "" },
     })).handle as Promise<unknown> as Promise<void>;
+  }
+}
+
+/** Options of KStream.repartition (`Repartitioned`). */
+export interface RepartitionOptions extends NamedOptions {
+  /** The repartition topic's partition count; absent (or 0): as many as the sub-topology writing it. */
+  partitions?: number;
+}
+
+/**
+ * The branches of a `KStream.split` being made (Kafka Streams'
+ * `BranchedKStream`): add them with `branch`, then end with `defaultBranch`
+ * or `noDefaultBranch`, which build the split. Their promise settles with the
+ * branches' streams by name, or rejects with the engine's error when the
+ * split is refused (e.g. two branches of one name).
+ */
+export class BranchedKStream<K, V> {
+  readonly #stream: KStream<K, V>;
+  readonly #builder: Builder;
+  readonly #name: string;
+  readonly #predicates: AnyFunction[] = [];
+  readonly #names: string[] = [];
+  #done = false;
+
+  /** @internal */
+  constructor(stream: KStream<K, V>, builder: Builder, name: string) {
+    this.#stream = stream;
+    this.#builder = builder;
+    this.#name = name;
+  }
+
+  /**
+   * A branch for the records `predicate(key, value)` passes, of those no
+   * earlier branch took; `name` is `Branched.as` (default: its number, from 1).
+   */
+  branch(predicate: (key: K, value: V) => unknown, options: NamedOptions = {}): this {
+    this.#check();
+    this.#predicates.push(callable(predicate, "split: a branch's predicate"));
+    this.#names.push(options.name ?? "");
+    return this;
+  }
+
+  /**
+   * Ends the split with a branch for the records no predicate passed (named
+   * `name`, default `0`); settles with every branch's stream.
+   */
+  defaultBranch(options: NamedOptions = {}): Promise<Map<string, KStream<K, V>>> {
+    return this.#build(true, options.name ?? "");
+  }
+
+  /** Ends the split; records no predicate passed are dropped. Settles with every branch's stream. */
+  noDefaultBranch(): Promise<Map<string, KStream<K, V>>> {
+    return this.#build(false, "");
+  }
+
+  #check(): void {
+    if (this.#done) {
+      throw new TypeError("split: this split is built already; start another with KStream.split()");
+    }
+  }
+
+  #build(defaultBranch: boolean, defaultName: string): Promise<Map<string, KStream<K, V>>> {
+    this.#check();
+    this.#done = true;
+    const builder = this.#builder;
+    const names = this.#names;
+    return builder.buildBranches(
+      "split",
+      this.#stream,
+      this.#predicates,
+      (input, tokens) => ({
+        case: "split",
+        value: {
+          input,
+          name: this.#name,
+          branches: tokens.map((t, i) => ({ predicateToken: t, name: names[i]! })),
+          defaultBranch,
+          defaultName,
+        },
+      }),
+      (handles) => new Map(handles.map((h) => [h.node, new KStream<K, V>(builder, { handle: Promise.resolve(h), settled: Promise.resolve(h) })])),
+    );
   }
 }
 

@@ -19,7 +19,7 @@ export { App } from "./app.js";
 export type { AppOptions, CloseOptions, RestoreListener, RestoreProgress, RunOptions, State, StateListener, StreamOptions } from "./app.js";
 export type { Config, ProcessingGuarantee } from "./config.js";
 export type { DescribeFormat, Metrics, NodeMetrics, PartitionLag, TaskMetrics } from "./metrics.js";
-export { KGroupedStream, KGroupedTable, KStream, KTable, SessionWindowedKStream, TimeWindowedKStream } from "./dsl.js";
+export { BranchedKStream, KGroupedStream, KGroupedTable, KStream, KTable, SessionWindowedKStream, TimeWindowedKStream } from "./dsl.js";
 export type {
   AggregationOptions,
   Handle,
@@ -30,6 +30,7 @@ export type {
   MaybePromise,
   NamedOptions,
   Reducer,
+  RepartitionOptions,
   TableOperatorOptions,
   TableOptions,
   TableValueOptions,

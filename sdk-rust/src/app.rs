@@ -385,19 +385,33 @@ impl Inner {
         Ok(token)
     }
 
+    /// Forgets functions registered for a call the engine refused.
+    pub(crate) fn forget(&self, tokens: &[u32]) {
+        let mut f = lock(&self.functions);
+        for t in tokens {
+            f.remove(t);
+        }
+    }
+
+    /// One Build call; on refusal the functions registered for it are forgotten.
+    fn call_build(&self, op: Op, tokens: &[u32]) -> Result<pb::BuildResponse> {
+        let req = pb::BuildRequest { session_id: self.session.clone(), operation: Some(op) };
+        let resp = self.client.build(&req);
+        if resp.is_err() {
+            self.forget(tokens);
+        }
+        resp
+    }
+
+    /// A Build call answered with branch handles (a split), in the order the
+    /// engine gives them.
+    pub(crate) fn build_branches(&self, op: Op, tokens: &[u32]) -> Result<Vec<Handle>> {
+        self.call_build(op, tokens)?.branches.into_iter().map(Handle::from_proto).collect()
+    }
+
     /// One Build call; on refusal the functions registered for it are forgotten.
     pub(crate) fn build(&self, op: Op, tokens: &[u32]) -> Result<Option<Handle>> {
-        let req = pb::BuildRequest { session_id: self.session.clone(), operation: Some(op) };
-        let resp = match self.client.build(&req) {
-            Ok(r) => r,
-            Err(e) => {
-                let mut f = lock(&self.functions);
-                for t in tokens {
-                    f.remove(t);
-                }
-                return Err(e);
-            }
-        };
+        let resp = self.call_build(op, tokens)?;
         let h = resp.handle.map(Handle::from_proto).transpose()?;
         if let Some(h) = &h {
             if !h.store.is_empty() && !h.key_serde.is_empty() {

@@ -24,6 +24,7 @@
 #![warn(missing_debug_implementations)]
 
 mod app;
+mod branch;
 mod client;
 mod dsl;
 mod engine;
@@ -43,6 +44,7 @@ pub mod pb {
 }
 
 pub use app::{is_secret, App, AppBuilder, Config, ProcessingGuarantee, RestoreProgress, State, Topics};
+pub use branch::{BranchedKStream, Repartitioned};
 pub use dsl::{Handle, KGroupedStream, KGroupedTable, KStream, KTable, Kind, Materialized, Options, Reducer};
 pub use engine::find_engine;
 pub use error::{Error, Result};

@@ -585,3 +585,102 @@ fn a_hopping_window_host_aggregate_folds_each_record_into_its_windows() {
     runner.join().unwrap().unwrap();
     app.close(Duration::from_secs(30));
 }
+
+/// The partition count of `topic`, as kcat's metadata lists it (0: none).
+fn partition_count(brokers: &str, topic: &str) -> usize {
+    let out = Command::new("kcat").args(["-b", brokers, "-L", "-t", topic]).output().expect("kcat runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.contains(&format!("topic \"{topic}\" with "))).unwrap_or_default();
+    line.split_whitespace().rev().nth(1).and_then(|n| n.parse().ok()).unwrap_or(0)
+}
+
+#[test]
+fn merge_split_and_repartition() {
+    let app = app("branch");
+    let brokers = app.brokers().unwrap().to_owned();
+    let a: Vec<(String, i64)> = (0..200).map(|i| (format!("a-{i}"), i)).collect();
+    let b: Vec<(String, i64)> = (0..50).map(|i| (format!("b-{i}"), 1000 + i)).collect();
+    let text = |rs: &[(String, i64)]| rs.iter().map(|(k, v)| (k.clone(), v.to_string())).collect::<Vec<_>>();
+    let (ta, tb) = (text(&a), text(&b));
+    produce(&brokers, "a", &ta.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect::<Vec<_>>());
+    produce(&brokers, "b", &tb.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect::<Vec<_>>());
+    for t in ["big", "odd", "rest"] {
+        produce(&brokers, t, &[]);
+    }
+    let odd_saw = Arc::new(Mutex::new(Vec::new()));
+    let saw = odd_saw.clone();
+    let merged =
+        app.stream::<String, Json<i64>>("a").unwrap().merge(&app.stream::<String, Json<i64>>("b").unwrap()).unwrap();
+    assert_eq!(merged.handle().node, "KSTREAM-MERGE-0000000002");
+    let branches = merged
+        .split_with(Options::named("size-"))
+        .branch_with(|_, v: &Json<i64>| v.0 >= 100, Options::named("big"))
+        .branch(move |_, v: &Json<i64>| {
+            saw.lock().unwrap().push(v.0);
+            v.0 % 2 == 1
+        })
+        .default_branch_with(Options::named("rest"))
+        .unwrap();
+    let mut names: Vec<&str> = branches.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["size-2", "size-big", "size-rest"]);
+    for (name, s) in &branches {
+        assert_eq!(&s.handle().node, name);
+    }
+    branches["size-big"].to("big").unwrap();
+    branches["size-2"].to("odd").unwrap();
+    branches["size-rest"]
+        .repartition_with(polystreams::Repartitioned::named("by-key").partitions(3))
+        .unwrap()
+        .to("rest")
+        .unwrap();
+    let runner = serve(&app);
+    let want = |keep: &dyn Fn(i64) -> bool, from: &[&[(String, i64)]]| -> BTreeMap<String, String> {
+        from.iter()
+            .flat_map(|rs| rs.iter())
+            .filter(|(_, v)| keep(*v))
+            .map(|(k, v)| (k.clone(), v.to_string()))
+            .collect()
+    };
+    for (topic, expected) in [
+        ("big", want(&|v| v >= 100, &[&a, &b])),
+        ("odd", want(&|v| v < 100 && v % 2 == 1, &[&a])),
+        ("rest", want(&|v| v < 100 && v % 2 == 0, &[&a])),
+    ] {
+        let got = read_until(&brokers, topic, Duration::from_secs(60), |l| l.len() >= expected.len());
+        assert_eq!(got, expected, "{topic}");
+    }
+    assert_eq!(partition_count(&brokers, "it-branch-by-key-repartition"), 3);
+    app.stop();
+    runner.join().unwrap().unwrap();
+    app.close(Duration::from_secs(30));
+    let saw = odd_saw.lock().unwrap();
+    assert!(!saw.is_empty() && saw.iter().all(|v| *v < 100), "the second predicate saw a record the first one took");
+}
+
+#[test]
+fn split_and_merge_refusals_carry_the_engines_message() {
+    let app = app("branch-refusals");
+    let strings = app.stream::<String, String>("a").unwrap();
+    let longs = app.stream::<String, i64>("b").unwrap();
+    let e = strings.dynamic().merge(&longs.dynamic()).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument { .. }), "{e:?}");
+    assert!(e.message().contains("(string, string)") && e.message().contains("(string, long)"), "{}", e.message());
+    let e = strings
+        .split_with(Options::named("s-"))
+        .branch_with(|_, _| true, Options::named("x"))
+        .branch_with(|_, _| false, Options::named("x"))
+        .no_default_branch()
+        .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument { .. }), "{e:?}");
+    assert!(e.message().contains("node \"s-x\", which exists already"), "{}", e.message());
+    // The SDK's own check, when the split ends.
+    let e =
+        strings.split().branch_with(|_, _| true, Options::new().value_serde("json")).no_default_branch().unwrap_err();
+    assert_eq!(e.message(), "split: branch: takes no value_serde option");
+    // The session goes on.
+    let branches = strings.split().branch(|_, _| true).no_default_branch().unwrap();
+    assert_eq!(branches.len(), 1);
+    assert!(branches.keys().all(|k| k.starts_with("KSTREAM-BRANCH-") && k.ends_with('1')), "{branches:?}");
+    app.close(Duration::from_secs(30));
+}

@@ -67,6 +67,11 @@ export async function produce(broker: string, topic: string, records: readonly P
   await tool(["produce", broker, topic], JSON.stringify(records));
 }
 
+/** The partition count of topic (0: no such topic). */
+export async function partitionCount(broker: string, topic: string): Promise<number> {
+  return Number((await tool(["partitions", broker, topic])).trim());
+}
+
 /** A consumed record, its key and value as raw bytes. */
 export interface Consumed {
   partition: number;

@@ -7,6 +7,7 @@ Run with Debian's /usr/bin/python3.
     kafka_tool.py create BROKER TOPIC:PARTITIONS ...
     kafka_tool.py produce BROKER TOPIC < records.json   # [{"key": str|null, "value": str|null, "partition": int?, "timestamp": ms?}]
     kafka_tool.py consume BROKER TOPIC                  # prints [{"partition", "offset", "key", "value"}] (hex, null)
+    kafka_tool.py partitions BROKER TOPIC               # prints the topic's partition count (0: no such topic)
 
 consume reads every partition from the beginning up to its high watermark at
 the time of the call (read_committed).
@@ -77,6 +78,11 @@ def consume(broker, topic):
     print(json.dumps(out))
 
 
+def partitions(broker, topic):
+    md = AdminClient({"bootstrap.servers": broker}).list_topics(topic, timeout=10).topics.get(topic)
+    print(0 if md is None or md.error is not None else len(md.partitions))
+
+
 def main():
     cmd, broker, *rest = sys.argv[1:]
     if cmd == "create":
@@ -85,6 +91,8 @@ def main():
         produce(broker, rest[0])
     elif cmd == "consume":
         consume(broker, rest[0])
+    elif cmd == "partitions":
+        partitions(broker, rest[0])
     else:
         sys.exit(f"unknown command {cmd}")
 
