@@ -37,6 +37,9 @@ type (
 	MapValuesFunc = topology.MapValuesFunc
 	// PredicateFunc decides whether a record passes (Filter, FilterNot).
 	PredicateFunc = topology.PredicateFunc
+	// ValueJoinerFunc joins a stream value with a table value (nil: none,
+	// in a LeftJoin) into the output value (Join, LeftJoin).
+	ValueJoinerFunc = topology.ValueJoinerFunc
 	// FlatMapValuesFunc returns zero or more new values (FlatMapValues).
 	FlatMapValuesFunc = topology.FlatMapValuesFunc
 	// MapFunc returns a new key and value (Map).

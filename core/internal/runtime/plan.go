@@ -20,6 +20,7 @@ const (
 	stepFold // reduce / aggregate: host fold bundles, or a Go function
 	stepPass // to_stream, merge, a split's branches
 	stepBranch
+	stepJoin
 	stepSink
 	// Table operators (table.go).
 	stepTableSource
@@ -226,6 +227,18 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				}
 			case n.Op == topology.OpToStream || n.Op == topology.OpMerge || n.Op == topology.OpBranchChild:
 				s.kind = stepPass
+			case n.Op == topology.OpJoin || n.Op == topology.OpLeftJoin:
+				s.kind = stepJoin
+				// The table's store: its source's plan opens it.
+				if s.store = t.Stores[n.Stores[0]]; s.store == nil || len(n.Predecessors) != 1 {
+					return nil, fmt.Errorf("runtime: join %s needs its table's store and one predecessor", n.Name)
+				}
+				if n.Fn.Token != 0 {
+					s.steps = []*pb.Step{{Token: n.Fn.Token, Operation: pb.Operation_OPERATION_VALUE_JOIN, Node: n.Name}}
+					s.chain = []*topology.Node{n}
+					s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
+					s.outKey, s.outValue = n.KeySerde, n.ValueSerde
+				}
 			case n.Op == topology.OpBranch:
 				s.kind = stepBranch
 				if k := len(n.Successors) - len(n.Branches); k != 0 && k != 1 {
@@ -252,7 +265,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				}
 				s.next = append(s.next, c)
 			}
-			if cache && s.store != nil && len(s.next) > 0 && s.kind != stepSuppress {
+			if cache && s.store != nil && len(s.next) > 0 && s.kind != stepSuppress && s.kind != stepJoin {
 				// Appended after its successors: reversed below, upstream first.
 				s.cached = true
 				p.cached = append(p.cached, s)

@@ -589,6 +589,11 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 		if out, err = t.fold(ctx, s, recs); err != nil {
 			return err
 		}
+	case stepJoin:
+		var err error
+		if out, err = t.join(ctx, s, recs); err != nil {
+			return err
+		}
 	case stepBranch:
 		routed, err := t.branch(ctx, s, recs)
 		if err != nil {

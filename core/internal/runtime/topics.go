@@ -68,6 +68,36 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 			return nil, fmt.Errorf("runtime: source topic %s does not exist (Kafka Streams' MissingSourceTopicException); create it first", strings.Join(missing, ", "))
 		}
 	}
+	// A join's sub-topology joins partition p of the stream with partition
+	// p of the table: its user topics must have one partition count
+	// (Kafka Streams' co-partitioning), which its repartition topics take.
+	for _, sub := range a.topo.Subtopologies {
+		var join *topology.Node
+		for _, n := range sub.Nodes {
+			if n.Op == topology.OpJoin || n.Op == topology.OpLeftJoin {
+				join = n
+			}
+		}
+		if join == nil {
+			continue
+		}
+		var first string
+		for _, src := range subSources[sub.ID] {
+			switch {
+			case src.internal:
+			case first == "":
+				first = src.topic
+			case userParts[src.topic] != userParts[first]:
+				return nil, fmt.Errorf("runtime: %s joins topics that are not co-partitioned: %q has %d partitions and %q has %d (Kafka Streams' TopologyException); give them one partition count, e.g. by repartition() of the stream",
+					join.Name, first, userParts[first], src.topic, userParts[src.topic])
+			}
+		}
+		for _, src := range subSources[sub.ID] {
+			if src.internal && first != "" && fixed[src.topic] == 0 {
+				fixed[src.topic] = userParts[first]
+			}
+		}
+	}
 	// Partition counts, resolved until nothing changes (a repartition topic
 	// can be read by a sub-topology that writes another one).
 	subParts := map[int]int32{}

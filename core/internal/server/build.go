@@ -245,6 +245,12 @@ func (s *Server) Build(_ context.Context, req *connect.Request[pb.BuildRequest])
 	case *pb.BuildRequest_To:
 		v := o.To
 		err = b.To(v.Input, v.Topic, v.KeySerde, v.ValueSerde, v.Name)
+	case *pb.BuildRequest_Join:
+		v := o.Join
+		var f topology.Function
+		if f, err = fn(v.JoinerToken); err == nil {
+			h, err = b.Join(v.Input, v.Table, f, v.Left, v.ValueSerde, v.Name)
+		}
 	case *pb.BuildRequest_Merge:
 		v := o.Merge
 		h, err = b.Merge(v.Input, v.Other, v.Name)

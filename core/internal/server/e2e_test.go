@@ -127,6 +127,10 @@ func (h *testHost) build(op any) (*pb.Handle, error) {
 		req.Operation = &pb.BuildRequest_WindowedBy{WindowedBy: o}
 	case *pb.SuppressOp:
 		req.Operation = &pb.BuildRequest_Suppress{Suppress: o}
+	case *pb.SelectKeyOp:
+		req.Operation = &pb.BuildRequest_SelectKey{SelectKey: o}
+	case *pb.JoinOp:
+		req.Operation = &pb.BuildRequest_Join{Join: o}
 	case *pb.MergeOp:
 		req.Operation = &pb.BuildRequest_Merge{Merge: o}
 	case *pb.RepartitionOp:

@@ -37,6 +37,7 @@ type (
 	flatFn      func(v []byte) ([][]byte, error)
 	keyFn       func(k, v []byte) ([]byte, error)
 	kvFn        func(k, v []byte) ([]byte, []byte, error)
+	joinFn      func(v, other []byte) ([]byte, error)
 )
 
 func (h *testHost) register(name string, fn any) uint32 {
@@ -81,6 +82,10 @@ func (h *testHost) run(b *pb.Bundle) *pb.BundleResult {
 	res := &pb.BundleResult{BundleId: b.Id}
 	if len(b.Steps) == 1 && (b.Steps[0].Operation == pb.Operation_OPERATION_REDUCE || b.Steps[0].Operation == pb.Operation_OPERATION_AGGREGATE) {
 		h.fold(b, res)
+		return res
+	}
+	if len(b.Steps) == 1 && b.Steps[0].Operation == pb.Operation_OPERATION_VALUE_JOIN {
+		h.join(b, res)
 		return res
 	}
 	keysChange := false
@@ -371,6 +376,34 @@ func (h *testHost) program(b *pb.Bundle, res *pb.BundleResult) {
 			}
 			j++
 		}
+	}
+}
+
+// join runs a ValueJoiner bundle: value i with other value i.
+func (h *testHost) join(b *pb.Bundle, res *pb.BundleResult) {
+	h.mu.Lock()
+	fn := h.funcs[b.Steps[0].Token].(joinFn)
+	h.mu.Unlock()
+	vo, oo := 0, 0
+	col := func(buf []byte, off *int, l int32) []byte {
+		if l < 0 {
+			return nil
+		}
+		*off += int(l)
+		return buf[*off-int(l) : *off]
+	}
+	for i := range b.ValueLengths {
+		v := col(b.Values, &vo, b.ValueLengths[i])
+		o := col(b.OtherValues, &oo, b.OtherValueLengths[i])
+		out, err := fn(v, o)
+		if err != nil {
+			res.OutputCounts = append(res.OutputCounts, 0)
+			res.Failures = append(res.Failures, &pb.RecordFailure{Index: int32(i), Message: "Error: " + err.Error()})
+			continue
+		}
+		res.OutputCounts = append(res.OutputCounts, 1)
+		res.ValueLengths = append(res.ValueLengths, int32(len(out)))
+		res.Values = append(res.Values, out...)
 	}
 }
 

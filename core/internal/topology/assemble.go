@@ -53,9 +53,19 @@ func (b *Builder) Topology() (*Topology, error) {
 		root[n] = r
 		return r
 	}
+	storeUser := map[string]*Node{}
 	for _, n := range order {
 		for _, p := range n.Predecessors {
 			if a, b := find(n), find(p); a != b {
+				root[a] = b
+			}
+		}
+		// A store's users (a table and the stream joined with it) are
+		// one sub-topology.
+		for _, s := range n.Stores {
+			if u, ok := storeUser[s]; !ok {
+				storeUser[s] = n
+			} else if a, b := find(n), find(u); a != b {
 				root[a] = b
 			}
 		}

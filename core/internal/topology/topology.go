@@ -124,6 +124,12 @@ const (
 	// OpBranchChild is a branch of a split: a pass-through named
 	// <split name><branch name or number>.
 	OpBranchChild
+	// OpJoin and OpLeftJoin are KStreamKTableJoin: each stream record is
+	// joined (Fn, a ValueJoinerFunc or host joiner) with the value the
+	// table's store (Stores[0]) holds for its key; an inner join drops a
+	// record the table holds nothing for, a left join joins it with null.
+	OpJoin
+	OpLeftJoin
 )
 
 // Function is the user function of a stateless operator: a host token, or a
@@ -149,6 +155,9 @@ type (
 	ReduceFunc        func(aggregate, value []byte) ([]byte, error)
 	AggregateFunc     func(key, value, aggregate []byte) ([]byte, error)
 	InitializerFunc   func() ([]byte, error)
+	// ValueJoinerFunc joins a stream value with a table value (nil: none,
+	// in a left join); a nil result is a null value.
+	ValueJoinerFunc func(value, other []byte) ([]byte, error)
 )
 
 // Node is one node of the graph.

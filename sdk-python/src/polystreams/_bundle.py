@@ -43,6 +43,7 @@ _FOREACH = pb.OPERATION_FOREACH
 _REDUCE = pb.OPERATION_REDUCE
 _AGGREGATE = pb.OPERATION_AGGREGATE
 _FOLDS = frozenset({_REDUCE, _AGGREGATE})
+_VALUE_JOIN = pb.OPERATION_VALUE_JOIN
 
 _READS_KEY = frozenset({_FILTER, _FILTER_NOT, _MAP, _SELECT_KEY, _PEEK, _FOREACH})
 _CHANGES_KEY = frozenset({_MAP, _SELECT_KEY})
@@ -833,6 +834,90 @@ def _final_counts(sizes: list[int]) -> list[int]:
     return counts
 
 
+class _Join:
+    """A stream-table join's ValueJoiner (one step): ``joiner(value, table
+    value)`` for each record, the table value None where a left join found
+    none. A None result is a null value (Kafka Streams forwards it). A
+    record whose value or table value does not decode, or whose call
+    raises, fails alone."""
+
+    __slots__ = ("fn", "broken", "encode", "out_serde")
+
+    def __init__(self, bundle: pb.Bundle, functions: Mapping[int, Fn]) -> None:
+        st = bundle.steps[0]
+        self.broken: str | None = None
+        fn = functions.get(st.token)
+        if fn is None:
+            self.broken = f"LookupError: join step ({st.node}) names token {st.token}, which is not registered in this host"
+        self.fn: Fn = fn or _never
+        self.out_serde = bundle.output_value_serde or bundle.value_serde
+        enc = encoder(self.out_serde)
+        if enc is None:
+            self.broken = self.broken or f"ValueError: unknown serde {self.out_serde!r}"
+            enc = bytes
+        self.encode = enc
+
+    def run(self, b: pb.Bundle) -> pb.BundleResult:
+        lengths, other_lengths = list(b.value_lengths), list(b.other_value_lengths)
+        n = len(lengths)
+        result = pb.BundleResult(bundle_id=b.id)
+        broken = self.broken
+        if broken is None and len(other_lengths) != n:
+            broken = f"ValueError: malformed join bundle: {len(other_lengths)} table values for {n} records"
+        if broken is not None:
+            result.output_counts.extend([0] * n)
+            result.failures.extend(pb.RecordFailure(index=i, step=0, message=broken, kind=_PROCESSING) for i in range(n))
+            return result
+        vals, vfail = decode_column(b.value_serde, b.values, lengths)
+        others, ofail = decode_column(b.other_value_serde, b.other_values, other_lengths)
+        fn, enc = self.fn, self.encode
+        failed: dict[int, str] = {}
+        undecoded: set[int] = set()
+        counts: list[int] = []
+        out_lengths: list[int] = []
+        chunks: list[bytes] = []
+        for i in range(n):
+            bad = vfail.get(i)
+            if bad is None and i in ofail:
+                bad = f"{ofail[i]} (the table value)"
+            if bad is not None:
+                failed[i] = bad
+                undecoded.add(i)
+                counts.append(0)
+                continue
+            try:
+                out = fn(vals[i], others[i])
+                data = None if out is None else self._encode(enc, out)
+            except Exception as e:
+                failed[i] = _text(e)
+                counts.append(0)
+                continue
+            counts.append(1)
+            if data is None:
+                out_lengths.append(-1)
+            else:
+                out_lengths.append(len(data))
+                chunks.append(data)
+        result.output_counts.extend(counts)
+        result.value_lengths.extend(out_lengths)
+        result.values = b"".join(chunks)
+        result.failures.extend(
+            pb.RecordFailure(index=i, step=0, message=m, kind=_DESERIALIZATION if i in undecoded else _PROCESSING)
+            for i, m in sorted(failed.items())
+        )
+        return result
+
+    def _encode(self, enc: Callable[[Any], bytes], obj: Any) -> bytes:
+        """Encodes with the fast encoder; on its error, with the checking
+        one, whose error names the serde."""
+        try:
+            return enc(obj)
+        except Exception:
+            data = encode(self.out_serde, obj)
+            assert data is not None
+            return data
+
+
 class Executor:
     """Runs bundles with the functions registered under their tokens.
 
@@ -842,7 +927,7 @@ class Executor:
 
     def __init__(self, functions: Mapping[int, Fn]) -> None:
         self._functions = functions
-        self._chains: dict[tuple[Any, ...], _Chain | _Fold] = {}
+        self._chains: dict[tuple[Any, ...], _Chain | _Fold | _Join] = {}
 
     def process(self, bundle: pb.Bundle) -> pb.BundleResult:
         steps = bundle.steps
@@ -853,11 +938,14 @@ class Executor:
             bundle.output_key_serde,
             bundle.output_value_serde,
             bundle.aggregate_serde,
+            bundle.other_value_serde,
         )
         chain = self._chains.get(key)
         if chain is None:
             if len(steps) == 1 and steps[0].operation in _FOLDS:
                 chain = _Fold(bundle, self._functions)
+            elif len(steps) == 1 and steps[0].operation == _VALUE_JOIN:
+                chain = _Join(bundle, self._functions)
             else:
                 chain = _Chain(bundle, self._functions)
             self._chains[key] = chain

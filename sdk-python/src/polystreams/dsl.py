@@ -239,6 +239,45 @@ class KStream(_Node):
         Records with a null key are dropped."""
         return self._stream("repartition", pb.RepartitionOp(input=self.handle.id, name=_s(name), partitions=partitions))
 
+    def join(
+        self,
+        table: KTable,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        value: SerdeName | None = None,
+        name: str | None = None,
+    ) -> KStream:
+        """Joins each record with the value ``table`` holds for its key now
+        (``KStream.join(KTable)``): ``joiner(value, table value) -> new value``;
+        records whose key the table does not hold are dropped. The stream
+        and the table must be co-partitioned (one partition count); a stream
+        whose key changed upstream is repartitioned first. ``value`` is the
+        joined values' serde (default: the stream's)."""
+        return self._join("join", table, joiner, False, value, name)
+
+    def left_join(
+        self,
+        table: KTable,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        value: SerdeName | None = None,
+        name: str | None = None,
+    ) -> KStream:
+        """:meth:`join` that keeps every record: ``joiner`` gets None for a
+        key the table does not hold (``KStream.leftJoin(KTable)``)."""
+        return self._join("left_join", table, joiner, True, value, name)
+
+    def _join(
+        self, what: str, table: KTable, joiner: Callable[[Any, Any], Any], left: bool, value: SerdeName | None, name: str | None
+    ) -> KStream:
+        t = self._app._register(what, joiner)
+        op = pb.JoinOp(input=self.handle.id, table=table.handle.id, joiner_token=t, left=left, value_serde=_s(value), name=_s(name))
+        try:
+            return self._stream("join", op)
+        except PolystreamsError:
+            self._app._functions.pop(t, None)  # registered for this call only
+            raise
+
     def split(self, *, name: str | None = None) -> BranchedKStream:
         """Routes each record to the first branch whose predicate passes it
         (``KStream.split``)::

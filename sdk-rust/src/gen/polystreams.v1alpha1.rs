@@ -472,6 +472,35 @@ pub struct RepartitionOp {
     #[prost(int32, tag="3")]
     pub partitions: i32,
 }
+/// JoinOp is KStream.join(KTable) / KStream.leftJoin(KTable): each stream
+/// record is joined with the table's current value for its key (processor
+/// KSTREAM-JOIN-<n> / KSTREAM-LEFTJOIN-<n>, or name, which uses the table's
+/// store). An inner join drops a record whose key the table does not hold;
+/// a left join calls the joiner with a null table value. The stream and the
+/// table must be co-partitioned: a stream whose key changed upstream is
+/// repartitioned first, as Kafka Streams does; source topics of different
+/// partition counts are refused when the application starts.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct JoinOp {
+    /// A stream.
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    /// A table.
+    #[prost(uint64, tag="2")]
+    pub table: u64,
+    /// fn(stream value, table value) -> value: OPERATION_VALUE_JOIN.
+    #[prost(uint32, tag="3")]
+    pub joiner_token: u32,
+    #[prost(bool, tag="4")]
+    pub left: bool,
+    /// The joined values' serde (default: the stream's values').
+    #[prost(string, tag="5")]
+    pub value_serde: ::prost::alloc::string::String,
+    /// Joined.as: names the processor and any repartition topic.
+    #[prost(string, tag="6")]
+    pub name: ::prost::alloc::string::String,
+}
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ToStreamOp {
@@ -501,7 +530,7 @@ pub struct BuildRequest {
     #[prost(string, tag="1")]
     pub session_id: ::prost::alloc::string::String,
     /// One builder operator. New operators are added as new members.
-    #[prost(oneof="build_request::Operation", tags="10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31")]
+    #[prost(oneof="build_request::Operation", tags="10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32")]
     pub operation: ::core::option::Option<build_request::Operation>,
 }
 /// Nested message and enum types in `BuildRequest`.
@@ -554,6 +583,8 @@ pub mod build_request {
         Split(super::SplitOp),
         #[prost(message, tag="31")]
         Repartition(super::RepartitionOp),
+        #[prost(message, tag="32")]
+        Join(super::JoinOp),
     }
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
@@ -860,6 +891,14 @@ pub struct Bundle {
     pub merge_counts: ::prost::alloc::vec::Vec<i32>,
     #[prost(sint32, repeated, tag="25")]
     pub merge_refs: ::prost::alloc::vec::Vec<i32>,
+    /// OPERATION_VALUE_JOIN: record i's other value (the table's), columnar
+    /// like values (-1: none), in other_value_serde.
+    #[prost(sint32, repeated, tag="26")]
+    pub other_value_lengths: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bytes="vec", tag="27")]
+    pub other_values: ::prost::alloc::vec::Vec<u8>,
+    #[prost(string, tag="28")]
+    pub other_value_serde: ::prost::alloc::string::String,
 }
 /// BundleResult gives one outcome per input record: zero, one or many outputs,
 /// or a failure. For a fold bundle the records are its values: each value's
@@ -1292,6 +1331,10 @@ pub enum Operation {
     /// fn(key, value, aggregate) -> aggregate, started by the step's
     /// initializer fn(); a fold bundle (see Bundle)
     Aggregate = 10,
+    /// fn(value, other value) -> value: a stream-table join's ValueJoiner;
+    /// the bundle's other_values hold each record's table value (length -1:
+    /// none, for a left join). One step per bundle.
+    ValueJoin = 12,
 }
 impl Operation {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -1311,6 +1354,7 @@ impl Operation {
             Operation::Foreach => "OPERATION_FOREACH",
             Operation::Reduce => "OPERATION_REDUCE",
             Operation::Aggregate => "OPERATION_AGGREGATE",
+            Operation::ValueJoin => "OPERATION_VALUE_JOIN",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -1327,6 +1371,7 @@ impl Operation {
             "OPERATION_FOREACH" => Some(Self::Foreach),
             "OPERATION_REDUCE" => Some(Self::Reduce),
             "OPERATION_AGGREGATE" => Some(Self::Aggregate),
+            "OPERATION_VALUE_JOIN" => Some(Self::ValueJoin),
             _ => None,
         }
     }

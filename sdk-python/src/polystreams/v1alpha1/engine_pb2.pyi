@@ -23,6 +23,7 @@ OPERATION_PEEK: Operation
 OPERATION_REDUCE: Operation
 OPERATION_SELECT_KEY: Operation
 OPERATION_UNSPECIFIED: Operation
+OPERATION_VALUE_JOIN: Operation
 REDUCER_LATEST: Reducer
 REDUCER_MAX: Reducer
 REDUCER_MIN: Reducer
@@ -63,7 +64,7 @@ class Branch(_message.Message):
     def __init__(self, predicate_token: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
 
 class BuildRequest(_message.Message):
-    __slots__ = ["aggregate", "count", "filter", "filter_not", "flat_map_values", "foreach", "group_by", "group_by_key", "map", "map_values", "merge", "peek", "reduce", "repartition", "select_key", "session_id", "split", "stream", "suppress", "table", "to", "to_stream", "windowed_by"]
+    __slots__ = ["aggregate", "count", "filter", "filter_not", "flat_map_values", "foreach", "group_by", "group_by_key", "join", "map", "map_values", "merge", "peek", "reduce", "repartition", "select_key", "session_id", "split", "stream", "suppress", "table", "to", "to_stream", "windowed_by"]
     AGGREGATE_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
@@ -72,6 +73,7 @@ class BuildRequest(_message.Message):
     FOREACH_FIELD_NUMBER: _ClassVar[int]
     GROUP_BY_FIELD_NUMBER: _ClassVar[int]
     GROUP_BY_KEY_FIELD_NUMBER: _ClassVar[int]
+    JOIN_FIELD_NUMBER: _ClassVar[int]
     MAP_FIELD_NUMBER: _ClassVar[int]
     MAP_VALUES_FIELD_NUMBER: _ClassVar[int]
     MERGE_FIELD_NUMBER: _ClassVar[int]
@@ -95,6 +97,7 @@ class BuildRequest(_message.Message):
     foreach: ForeachOp
     group_by: GroupByOp
     group_by_key: GroupByKeyOp
+    join: JoinOp
     map: MapOp
     map_values: MapValuesOp
     merge: MergeOp
@@ -110,7 +113,7 @@ class BuildRequest(_message.Message):
     to: ToOp
     to_stream: ToStreamOp
     windowed_by: WindowedByOp
-    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ..., reduce: _Optional[_Union[ReduceOp, _Mapping]] = ..., aggregate: _Optional[_Union[AggregateOp, _Mapping]] = ..., table: _Optional[_Union[TableOp, _Mapping]] = ..., windowed_by: _Optional[_Union[WindowedByOp, _Mapping]] = ..., suppress: _Optional[_Union[SuppressOp, _Mapping]] = ..., merge: _Optional[_Union[MergeOp, _Mapping]] = ..., split: _Optional[_Union[SplitOp, _Mapping]] = ..., repartition: _Optional[_Union[RepartitionOp, _Mapping]] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ..., reduce: _Optional[_Union[ReduceOp, _Mapping]] = ..., aggregate: _Optional[_Union[AggregateOp, _Mapping]] = ..., table: _Optional[_Union[TableOp, _Mapping]] = ..., windowed_by: _Optional[_Union[WindowedByOp, _Mapping]] = ..., suppress: _Optional[_Union[SuppressOp, _Mapping]] = ..., merge: _Optional[_Union[MergeOp, _Mapping]] = ..., split: _Optional[_Union[SplitOp, _Mapping]] = ..., repartition: _Optional[_Union[RepartitionOp, _Mapping]] = ..., join: _Optional[_Union[JoinOp, _Mapping]] = ...) -> None: ...
 
 class BuildResponse(_message.Message):
     __slots__ = ["branches", "handle"]
@@ -121,7 +124,7 @@ class BuildResponse(_message.Message):
     def __init__(self, handle: _Optional[_Union[Handle, _Mapping]] = ..., branches: _Optional[_Iterable[_Union[Handle, _Mapping]]] = ...) -> None: ...
 
 class Bundle(_message.Message):
-    __slots__ = ["aggregate_lengths", "aggregate_serde", "aggregates", "final_only", "fold_bases", "group_sizes", "id", "key_lengths", "key_serde", "keys", "merge_counts", "merge_refs", "offsets", "old_value_lengths", "old_values", "output_key_serde", "output_value_serde", "partition", "steps", "timestamps", "topic", "value_lengths", "value_refs", "value_serde", "values"]
+    __slots__ = ["aggregate_lengths", "aggregate_serde", "aggregates", "final_only", "fold_bases", "group_sizes", "id", "key_lengths", "key_serde", "keys", "merge_counts", "merge_refs", "offsets", "old_value_lengths", "old_values", "other_value_lengths", "other_value_serde", "other_values", "output_key_serde", "output_value_serde", "partition", "steps", "timestamps", "topic", "value_lengths", "value_refs", "value_serde", "values"]
     AGGREGATES_FIELD_NUMBER: _ClassVar[int]
     AGGREGATE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
     AGGREGATE_SERDE_FIELD_NUMBER: _ClassVar[int]
@@ -137,6 +140,9 @@ class Bundle(_message.Message):
     OFFSETS_FIELD_NUMBER: _ClassVar[int]
     OLD_VALUES_FIELD_NUMBER: _ClassVar[int]
     OLD_VALUE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    OTHER_VALUES_FIELD_NUMBER: _ClassVar[int]
+    OTHER_VALUE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    OTHER_VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
@@ -162,6 +168,9 @@ class Bundle(_message.Message):
     offsets: _containers.RepeatedScalarFieldContainer[int]
     old_value_lengths: _containers.RepeatedScalarFieldContainer[int]
     old_values: bytes
+    other_value_lengths: _containers.RepeatedScalarFieldContainer[int]
+    other_value_serde: str
+    other_values: bytes
     output_key_serde: str
     output_value_serde: str
     partition: int
@@ -172,7 +181,7 @@ class Bundle(_message.Message):
     value_refs: _containers.RepeatedScalarFieldContainer[int]
     value_serde: str
     values: bytes
-    def __init__(self, id: _Optional[int] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., output_key_serde: _Optional[str] = ..., output_value_serde: _Optional[str] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., topic: _Optional[str] = ..., partition: _Optional[int] = ..., offsets: _Optional[_Iterable[int]] = ..., timestamps: _Optional[_Iterable[int]] = ..., group_sizes: _Optional[_Iterable[int]] = ..., aggregate_lengths: _Optional[_Iterable[int]] = ..., aggregates: _Optional[bytes] = ..., aggregate_serde: _Optional[str] = ..., old_value_lengths: _Optional[_Iterable[int]] = ..., old_values: _Optional[bytes] = ..., value_refs: _Optional[_Iterable[int]] = ..., final_only: bool = ..., fold_bases: _Optional[_Iterable[int]] = ..., merge_counts: _Optional[_Iterable[int]] = ..., merge_refs: _Optional[_Iterable[int]] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., output_key_serde: _Optional[str] = ..., output_value_serde: _Optional[str] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., topic: _Optional[str] = ..., partition: _Optional[int] = ..., offsets: _Optional[_Iterable[int]] = ..., timestamps: _Optional[_Iterable[int]] = ..., group_sizes: _Optional[_Iterable[int]] = ..., aggregate_lengths: _Optional[_Iterable[int]] = ..., aggregates: _Optional[bytes] = ..., aggregate_serde: _Optional[str] = ..., old_value_lengths: _Optional[_Iterable[int]] = ..., old_values: _Optional[bytes] = ..., value_refs: _Optional[_Iterable[int]] = ..., final_only: bool = ..., fold_bases: _Optional[_Iterable[int]] = ..., merge_counts: _Optional[_Iterable[int]] = ..., merge_refs: _Optional[_Iterable[int]] = ..., other_value_lengths: _Optional[_Iterable[int]] = ..., other_values: _Optional[bytes] = ..., other_value_serde: _Optional[str] = ...) -> None: ...
 
 class BundleResult(_message.Message):
     __slots__ = ["bundle_id", "failures", "key_lengths", "keys", "output_counts", "value_lengths", "values"]
@@ -379,6 +388,22 @@ class Handle(_message.Message):
     store: str
     value_serde: str
     def __init__(self, id: _Optional[int] = ..., kind: _Optional[_Union[Kind, str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., node: _Optional[str] = ..., store: _Optional[str] = ...) -> None: ...
+
+class JoinOp(_message.Message):
+    __slots__ = ["input", "joiner_token", "left", "name", "table", "value_serde"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    JOINER_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    LEFT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    joiner_token: int
+    left: bool
+    name: str
+    table: int
+    value_serde: str
+    def __init__(self, input: _Optional[int] = ..., table: _Optional[int] = ..., joiner_token: _Optional[int] = ..., left: bool = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
 
 class KeyRange(_message.Message):
     __slots__ = ["to"]

@@ -1,0 +1,104 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/polystreams/polystreams/core/internal/topology"
+)
+
+// join is KStreamKTableJoin: each stream record is joined with the value
+// its key has in the table's store now, the record's timestamp kept. A
+// record with a null value is dropped (counted); one with a null key is
+// dropped by an inner join and joined with null by a left join (KIP-962);
+// an inner join drops a record whose key the table does not hold (not
+// counted: it is no error). A host joiner crosses once per bundle, the
+// table values beside the stream values.
+func (t *task) join(ctx context.Context, s *step, recs []rec) ([]rec, error) {
+	left := s.node.Op == topology.OpLeftJoin
+	tx := t.stores[s.store.Name]
+	keep := make([]rec, 0, len(recs))
+	others := make([][]byte, 0, len(recs))
+	for _, r := range recs {
+		if r.value == nil || r.key == nil && !left {
+			t.app.dropped.Add(1) // "Skipping record due to null join key or value"
+			continue
+		}
+		var other []byte
+		if r.key != nil {
+			v, _, err := tx.get(r.key)
+			if err != nil {
+				return nil, recordError(r, s.node.Name, err)
+			}
+			if v == nil && !left {
+				continue
+			}
+			other = v
+		}
+		keep, others = append(keep, r), append(others, other)
+	}
+	if len(keep) == 0 {
+		return nil, nil
+	}
+	if f, ok := s.node.Fn.Native.(topology.ValueJoinerFunc); ok {
+		out := make([]rec, 0, len(keep))
+		for i, r := range keep {
+			v, err := f(r.value, others[i])
+			if err != nil {
+				if err := t.recordFailed(r, s.node.Name, kindOf(err), err); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			out = append(out, rec{key: r.key, value: v, ts: r.ts, in: r.in})
+		}
+		return out, nil
+	}
+	var out []rec
+	maxRecs, maxBytes := t.app.cfg.BundleMaxRecords, t.app.cfg.BundleMaxBytes
+	for start := 0; start < len(keep); {
+		end, size := start, 0
+		for end < len(keep) && (end == start || end-start < maxRecs && size+len(keep[end].value)+len(others[end]) <= maxBytes) {
+			size += len(keep[end].value) + len(others[end])
+			end++
+		}
+		got, err := t.crossJoin(ctx, s, keep[start:end], others[start:end])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+		start = end
+	}
+	return out, nil
+}
+
+// crossJoin sends one bundle of a host joiner: the stream records, and
+// each one's table value in the other_values column.
+func (t *task) crossJoin(ctx context.Context, s *step, recs []rec, others [][]byte) ([]rec, error) {
+	b := encodeBundle(s, recs)
+	b.Partition = t.id.partition
+	b.OtherValueSerde = s.store.ValueSerde
+	b.OtherValueLengths = make([]int32, len(others))
+	for i, o := range others {
+		b.OtherValueLengths[i] = length(o)
+		b.OtherValues = append(b.OtherValues, o...)
+	}
+	start := time.Now()
+	res, err := t.app.host.Process(ctx, b)
+	if s.stats != nil {
+		s.stats.crossing.ObserveSince(start)
+		s.stats.bundle.Observe(float64(len(recs)))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("runtime: task %s: bundle for node %s: %w", t.id, s.node.Name, err)
+	}
+	out, fails, err := decodeResult(s, recs, res)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.applyFailures(recs, fails); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

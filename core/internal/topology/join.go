@@ -1,0 +1,79 @@
+package topology
+
+import (
+	"reflect"
+
+	"github.com/polystreams/polystreams/core/internal/serde"
+)
+
+const (
+	prefixJoin     = "KSTREAM-JOIN-"
+	prefixLeftJoin = "KSTREAM-LEFTJOIN-"
+)
+
+// Join adds KStream.join(KTable) (left: KStream.leftJoin), as
+// KStreamImpl.doStreamTableJoin builds it: a KSTREAM-JOIN- (or
+// KSTREAM-LEFTJOIN-) processor under the stream that reads the table's
+// store, so the table's source and the stream land in one sub-topology
+// (their partitions are joined task by task). A table source is
+// materialized for it; a table operator that keeps no store is refused.
+// A stream whose key changed upstream is repartitioned first, through
+// "<name or the stream's node name>-repartition" (repartitionForJoin), as
+// in Kafka Streams. joiner is a ValueJoinerFunc or a host function;
+// valueSerde is the joined values' (default: the stream's).
+func (b *Builder) Join(input, table uint64, joiner Function, left bool, valueSerde, name string) (*Handle, error) {
+	op, prefix, kind := "join", prefixJoin, OpJoin
+	if left {
+		op, prefix, kind = "left_join", prefixLeftJoin, OpLeftJoin
+	}
+	c := b.begin(op)
+	in := c.input(input, KindStream)
+	tb := c.input(table, KindTable)
+	c.function(joiner, reflect.TypeFor[ValueJoinerFunc]())
+	c.serde("value", valueSerde)
+	var tn *Node
+	store := ""
+	if tb != nil {
+		tn = tb.handle.Node
+		_, _, _, windowed := serde.ParseWindowed(tb.handle.KeySerde)
+		switch {
+		case windowed:
+			c.invalid("%s: table handle %d (%s) is windowed; a stream joins a key-value table", op, table, tn.Name)
+		case len(tn.Stores) > 0:
+			store = tn.Stores[0]
+		case tn.Op == OpTableSource:
+			store = tn.pendingStore
+		default:
+			c.invalid("%s: table handle %d (%s) keeps no store to look keys up in; materialize it (Materialized with a store name)", op, table, tn.Name)
+		}
+		if in != nil && in.handle.KeySerde != tb.handle.KeySerde {
+			c.invalid("%s: stream handle %d has %s keys and table handle %d %s keys; join streams and tables of one key serde", op, input, in.handle.KeySerde, table, tb.handle.KeySerde)
+		}
+	}
+	var rp repartition
+	if in != nil && in.repartition {
+		prefix := name
+		if prefix == "" {
+			prefix = in.handle.Node.Name
+		}
+		rp = c.planRepartition(prefix, false)
+	}
+	nodeName := c.processorName(name, prefix)
+	if err := c.done(); err != nil {
+		return nil, err
+	}
+	g, from := in.g, in.handle.Node
+	if in.repartition {
+		g = b.repartition(&entry{handle: in.handle, g: in.g}, rp)
+		from = g.out
+	}
+	b.materialize(tn)
+	n := &Node{
+		Name: nodeName, Type: Processor, Op: kind, Stores: []string{store}, Fn: &joiner,
+		KeySerde: in.handle.KeySerde, ValueSerde: serde.Or(valueSerde, in.handle.ValueSerde),
+	}
+	b.nodes[n.Name] = n
+	link(from, n)
+	jg := b.add(g, &gnode{nodes: []*Node{n}, out: n})
+	return b.mint(&entry{handle: &Handle{Kind: KindStream, KeySerde: n.KeySerde, ValueSerde: n.ValueSerde, Node: n}, g: jg}), nil
+}

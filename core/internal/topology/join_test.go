@@ -1,0 +1,85 @@
+package topology
+
+import (
+	"strings"
+	"testing"
+)
+
+// KStream.join(KTable), as Kafka Streams prints it for
+// stream(in).join(table(compacted), joiner).to(out): the table's store
+// takes number 1 before its source (2) and table source (3); the join (4)
+// reads that store, which puts both sources in one sub-topology.
+func TestStreamTableJoinDescribe(t *testing.T) {
+	c := check{t}
+	b := NewBuilder()
+	s := c.stream(b, "test-kstream-input-topic")
+	tb := c.id(b.Table(TableOptions{Topic: "test-kstream-compacted-topic"}))
+	j := c.id(b.Join(s, tb, fn, false, "", ""))
+	c.ok(b.To(j, "test-kstream-output-topic", "", "", ""))
+	want := "Topologies:\n" +
+		"   Sub-topology: 0\n" +
+		"    Source: KSTREAM-SOURCE-0000000000 (topics: [test-kstream-input-topic])\n" +
+		"      --> KSTREAM-JOIN-0000000004\n" +
+		"    Processor: KSTREAM-JOIN-0000000004 (stores: [test-kstream-compacted-topic-STATE-STORE-0000000001])\n" +
+		"      --> KSTREAM-SINK-0000000005\n" +
+		"      <-- KSTREAM-SOURCE-0000000000\n" +
+		"    Source: KSTREAM-SOURCE-0000000002 (topics: [test-kstream-compacted-topic])\n" +
+		"      --> KTABLE-SOURCE-0000000003\n" +
+		"    Sink: KSTREAM-SINK-0000000005 (topic: test-kstream-output-topic)\n" +
+		"      <-- KSTREAM-JOIN-0000000004\n" +
+		"    Processor: KTABLE-SOURCE-0000000003 (stores: [test-kstream-compacted-topic-STATE-STORE-0000000001])\n" +
+		"      --> none\n" +
+		"      <-- KSTREAM-SOURCE-0000000002\n\n"
+	if got := describe(t, b); got != want {
+		t.Errorf("describe:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// A key-changed stream is repartitioned before the join, through a topic
+// named after the stream's node (KStreamImpl.repartitionForJoin), whose
+// numbers come before the join's; a left join is KSTREAM-LEFTJOIN-.
+func TestStreamTableJoinRepartitionsAKeyChangedStream(t *testing.T) {
+	c := check{t}
+	b := NewBuilder()
+	s := c.id(b.SelectKey(c.stream(b, "orders"), fn, "", ""))
+	tb := c.id(b.Table(TableOptions{Topic: "customers"}))
+	j, err := b.Join(s, tb, fn, true, "", "")
+	c.ok(err)
+	if j.Node.Name != "KSTREAM-LEFTJOIN-0000000008" {
+		t.Errorf("left join node %s", j.Node.Name)
+	}
+	d := describe(t, b)
+	for _, w := range []string{
+		"Sink: KSTREAM-SINK-0000000005 (topic: KSTREAM-KEY-SELECT-0000000001-repartition)",
+		"Source: KSTREAM-SOURCE-0000000007 (topics: [KSTREAM-KEY-SELECT-0000000001-repartition])",
+		"Processor: KSTREAM-LEFTJOIN-0000000008 (stores: [customers-STATE-STORE-0000000002])",
+	} {
+		if !strings.Contains(d, w) {
+			t.Errorf("describe lacks %q:\n%s", w, d)
+		}
+	}
+}
+
+func TestStreamTableJoinRefusals(t *testing.T) {
+	c := check{t}
+	b := NewBuilder()
+	s := c.id(b.Stream(StreamOptions{Topics: []string{"a"}, KeySerde: "string"}))
+	longs := c.id(b.Table(TableOptions{Topic: "t", KeySerde: "long"}))
+	strs := c.id(b.Table(TableOptions{Topic: "u", KeySerde: "string"}))
+	filtered := c.id(b.TableFilter(strs, fn, nil, ""))
+	g := c.id(b.GroupByKey(s, "", "", ""))
+	for _, tt := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"key serdes differ", func() error { _, err := b.Join(s, longs, fn, false, "", ""); return err }(), "string keys and table handle 2 long keys"},
+		{"table keeps no store", func() error { _, err := b.Join(s, filtered, fn, false, "", ""); return err }(), "keeps no store"},
+		{"not a table", func() error { _, err := b.Join(s, g, fn, false, "", ""); return err }(), "needs a table, but handle 5 is a grouped stream"},
+		{"no joiner", func() error { _, err := b.Join(s, strs, Function{}, false, "", ""); return err }(), "names no function"},
+	} {
+		if tt.err == nil || !strings.Contains(tt.err.Error(), tt.want) {
+			t.Errorf("%s: %v; want it to say %q", tt.name, tt.err, tt.want)
+		}
+	}
+}
