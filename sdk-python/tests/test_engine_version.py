@@ -1,0 +1,23 @@
+"""The SDK refuses an engine of an incompatible version, naming both."""
+
+import pytest
+
+from polystreams import __version__
+from polystreams._engine import check_engine_version
+from polystreams.errors import FailedPreconditionError
+
+
+@pytest.mark.parametrize("engine,sdk", [("0.1.0", "0.1.0"), ("0.1.7", "0.1.0"), ("1.4.0", "1.0.2"), ("dev", "0.1.0"), ("", "0.1.0")])
+def test_compatible(engine: str, sdk: str) -> None:
+    check_engine_version(engine, sdk)
+
+
+@pytest.mark.parametrize("engine,sdk", [("0.2.0", "0.1.0"), ("99.0.0", "0.1.0"), ("2.0.0", "1.3.0")])
+def test_incompatible_names_both(engine: str, sdk: str) -> None:
+    with pytest.raises(FailedPreconditionError) as e:
+        check_engine_version(engine, sdk)
+    assert engine in e.value.message and sdk in e.value.message
+
+
+def test_own_version_compatible() -> None:
+    check_engine_version(__version__, __version__)
