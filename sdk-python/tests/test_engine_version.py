@@ -21,3 +21,17 @@ def test_incompatible_names_both(engine: str, sdk: str) -> None:
 
 def test_own_version_compatible() -> None:
     check_engine_version(__version__, __version__)
+
+
+def test_versions_agree() -> None:
+    """VERSION, pyproject.toml, __version__, the npm and Cargo manifests agree
+    (tools/dist/version.py check), when running from a checkout."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tool = Path(__file__).resolve().parents[2] / "tools" / "dist" / "version.py"
+    if not tool.is_file():
+        pytest.skip("not a checkout of the repository")
+    r = subprocess.run([sys.executable, str(tool), "check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
