@@ -58,6 +58,25 @@ refuses() {
   fi
 }
 
+# Every artifact that carries an engine carries its architecture's (ELF
+# e_machine: 0x3e x86-64, 0xb7 aarch64); the other architecture's cannot run
+# here, so this is all that is checked of it.
+machine() { od -An -tx1 -j18 -N1 "$1" | tr -d ' '; }
+declare -A want_machine=([amd64]=3e [arm64]=b7) wheel_plat=([amd64]=manylinux_2_17_x86_64 [arm64]=manylinux_2_17_aarch64) npm_cpu=([amd64]=x64 [arm64]=arm64)
+mkdir -p "$work/unpack"
+for a in amd64 arm64; do
+  u=$work/unpack/$a && mkdir -p "$u/whl" "$u/npm" "$u/tar"
+  (cd "$u/whl" && /usr/bin/python3 -m zipfile -e "$dist/polystreams-$ver-py3-none-${wheel_plat[$a]}.whl" .)
+  tar -C "$u/npm" -xzf "$dist/polystreams-linux-${npm_cpu[$a]}-$ver.tgz"
+  tar -C "$u/tar" -xzf "$dist/polystreams-$ver-linux-$a.tar.gz"
+  for bin in "$u/whl/polystreams/_bin/polystreams" "$u/npm/package/bin/polystreams" "$u/tar/polystreams"; do
+    if [ "$(machine "$bin")" != "${want_machine[$a]}" ]; then
+      echo "test-dist: ${bin#"$u/"} in the $a artifacts: ELF machine $(machine "$bin"), want ${want_machine[$a]}"; fail=1
+    fi
+  done
+done
+[ $fail = 0 ] && echo "test-dist: the amd64 and arm64 wheels, npm packages and tarballs carry an engine of their architecture"
+
 # Python: the platform wheel.
 wheel=$dist/polystreams-$ver-py3-none-$plat.whl
 /usr/bin/python3 -m venv --system-site-packages "$work/venv"
