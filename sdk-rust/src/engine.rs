@@ -122,27 +122,6 @@ pub(crate) fn check_engine_version(engine: &str, sdk: &str) -> Result<()> {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::check_engine_version;
-
-    #[test]
-    fn engine_version_compatibility() {
-        for (engine, sdk) in
-            [("0.1.0", "0.1.0"), ("0.1.7", "0.1.0"), ("1.4.0", "1.0.2"), ("dev", "0.1.0"), ("", "0.1.0")]
-        {
-            assert!(check_engine_version(engine, sdk).is_ok(), "{engine} vs {sdk}");
-        }
-        for (engine, sdk) in [("0.2.0", "0.1.0"), ("99.0.0", "0.1.0"), ("2.0.0", "1.3.0")] {
-            let msg = check_engine_version(engine, sdk).expect_err("incompatible").to_string();
-            assert!(
-                msg.contains(&format!("engine version {engine} ")) && msg.contains(&format!("version {sdk}:")),
-                "{msg}"
-            );
-        }
-    }
-}
-
 /// An engine child process.
 pub(crate) struct EngineProcess {
     child: Child,
@@ -269,5 +248,26 @@ impl EngineProcess {
 impl Drop for EngineProcess {
     fn drop(&mut self) {
         self.close(Duration::from_secs(15));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_engine_version;
+
+    #[test]
+    fn engine_version_compatibility() {
+        for (engine, sdk) in
+            [("0.1.0", "0.1.0"), ("0.1.7", "0.1.0"), ("1.4.0", "1.0.2"), ("dev", "0.1.0"), ("", "0.1.0")]
+        {
+            assert!(check_engine_version(engine, sdk).is_ok(), "{engine} vs {sdk}");
+        }
+        for (engine, sdk) in [("0.2.0", "0.1.0"), ("99.0.0", "0.1.0"), ("2.0.0", "1.3.0")] {
+            let msg = check_engine_version(engine, sdk).expect_err("incompatible").to_string();
+            assert!(
+                msg.contains(&format!("engine version {engine} ")) && msg.contains(&format!("version {sdk}:")),
+                "{msg}"
+            );
+        }
     }
 }
