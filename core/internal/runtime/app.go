@@ -586,7 +586,14 @@ func (a *App) commitTxn() bool {
 	if a.ctx.Err() != nil {
 		return false
 	}
-	if err := a.endTxn(a.ctx, tasks); err != nil {
+	// A commit under way finishes even when the application is asked to
+	// stop meanwhile: cut short, its outcome would be unknown, and what
+	// the stop commits after it would be lost with it until a restart
+	// processed it again.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	err := a.endTxn(ctx, tasks)
+	cancel()
+	if err != nil {
 		if a.ctx.Err() != nil {
 			return false
 		}
