@@ -3,8 +3,6 @@
 //! each record's table value beside its value (`Bundle.other_values`;
 //! length -1: none, a left join's miss).
 
-use std::marker::PhantomData;
-
 use super::{column, fail_all, guarded, kind};
 use crate::pb;
 use crate::serdes::Serde;
@@ -21,12 +19,11 @@ type JoinFn<V, VT, VR> = dyn Fn(V, Option<VT>) -> Result<VR, String> + Send + Sy
 /// A ValueJoiner of stream values V and table values VT, making VR.
 pub(crate) struct ValueJoiner<V, VT, VR> {
     f: Box<JoinFn<V, VT, VR>>,
-    _types: PhantomData<fn() -> (V, VT, VR)>,
 }
 
 impl<V: Serde, VT: Serde, VR: Serde> ValueJoiner<V, VT, VR> {
     pub(crate) fn new(f: impl Fn(V, Option<VT>) -> Result<VR, String> + Send + Sync + 'static) -> Self {
-        ValueJoiner { f: Box::new(f), _types: PhantomData }
+        ValueJoiner { f: Box::new(f) }
     }
 }
 
