@@ -6,8 +6,10 @@ PY := /usr/bin/python3
 ENGINE := $(CURDIR)/bin/polystreams
 export POLYSTREAMS_ENGINE := $(ENGINE)
 GO_TEST_FLAGS ?= -count=1 -timeout 15m
+# One version for engine, protocol and SDKs (tools/dist/version.py checks the SDKs agree).
+VERSION := $(shell cat $(CURDIR)/VERSION)
 
-.PHONY: all deps build generate check-generated lint test test-go test-python test-node test-rust conformance demo bench chaos fuzz clean
+.PHONY: all deps build generate check-generated lint test test-go test-python test-node test-rust conformance demo bench chaos fuzz clean dist test-dist
 
 all: build
 
@@ -15,7 +17,7 @@ deps:
 	@tools/install-deps.sh
 
 build:
-	go build -o $(ENGINE) ./core/cmd/polystreams
+	go build -ldflags "-X main.version=$(VERSION)" -o $(ENGINE) ./core/cmd/polystreams
 
 # Regenerate the protocol's Go, Python, TypeScript and Rust code (committed;
 # never hand-edited). Rust's comes from prost-build (sdk-rust/codegen).
@@ -105,5 +107,19 @@ bench: deps build
 	cd sdk-rust && cargo build --quiet --release --example benchhost
 	go run ./core/internal/bench --repo $(CURDIR) --python $(PY) --rust $(CURDIR)/sdk-rust/target/release/examples/benchhost
 
+# Release artifacts of VERSION into dist/, for linux/amd64 and linux/arm64: a
+# Python wheel per platform carrying the engine (and a pure sdist), the npm
+# package with the engine in per-platform optional dependencies, the Rust
+# crate, the bare engine; docs/deploy.md.
+dist: deps
+	tools/dist/build.sh $(CURDIR)/dist
+
+# Installs each artifact of dist/ into a fresh, empty environment (a venv with
+# --no-index, an npm project --offline, a cargo project with a path dependency)
+# and runs the README's program there against the embedded broker; checks the
+# versions agree and that an SDK refuses an engine of another version.
+test-dist: dist build
+	tools/dist/test.sh $(CURDIR)/dist
+
 clean:
-	rm -rf bin .cache
+	rm -rf bin .cache dist

@@ -5,7 +5,7 @@ import { type AnyFunction, Executor } from "./bundle.js";
 import { type Client, Client as EngineClient } from "./client.js";
 import { type Config, properties, redact } from "./config.js";
 import { type Builder, type Handle, KStream, type KTable, type NamedOptions, type Operation, SETTLED, type Settled, type TableOptions, handleFrom, table } from "./dsl.js";
-import { type EngineLogger, EngineProcess, findEngine } from "./engine.js";
+import { type EngineLogger, EngineProcess, checkEngineVersion, findEngine } from "./engine.js";
 import { FailedPreconditionError, NotFoundError, PolystreamsError, ProcessingError } from "./errors.js";
 import { type DescribeFormat, type Metrics, metricsFrom } from "./metrics.js";
 import {
@@ -16,6 +16,7 @@ import {
   State as StateEnum,
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import type { SerdeName, SerdeType } from "./serde.js";
+import { VERSION } from "./version.js";
 import { KeyValueStore, type QueryTarget, type StoreOptions, WindowStore } from "./store.js";
 
 /**
@@ -268,6 +269,7 @@ export class App implements Builder {
         ...(options.caFile !== undefined ? { caFile: options.caFile } : {}),
       });
       const resp = await client.call("openSession", { applicationId, config: props, hostFeatures: HOST_FEATURES });
+      checkEngineVersion(resp.version, VERSION);
       const brokers = engine?.broker || resp.config["bootstrap.servers"] || options.brokers || undefined;
       return new App({ applicationId, client, session: resp.sessionId, engine, config: resp.config, brokers });
     } catch (e) {

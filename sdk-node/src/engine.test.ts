@@ -3,8 +3,8 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { EngineProcess, findEngine } from "./engine.js";
-import { EngineStartError, UnavailableError } from "./errors.js";
+import { EngineProcess, bundledEngine, checkEngineVersion, findEngine } from "./engine.js";
+import { EngineStartError, FailedPreconditionError, UnavailableError } from "./errors.js";
 
 const dir = mkdtempSync(join(tmpdir(), "polystreams-engine-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -86,4 +86,25 @@ describe("EngineProcess", () => {
       message: /engine `.*engine-silent serve --brokers kafka:9092 --listen 127\.0\.0\.1:0 --exit-on-stdin-close` did not report its address within 200 ms/,
     });
   });
+});
+
+describe("checkEngineVersion", () => {
+  test("accepts the same major (and, before 1.0, minor) version, dev builds and engines that report none", () => {
+    for (const [engine, sdk] of [["0.1.0", "0.1.0"], ["0.1.7", "0.1.0"], ["1.4.0", "1.0.2"], ["dev", "0.1.0"], ["", "0.1.0"]] as const) {
+      checkEngineVersion(engine, sdk);
+    }
+  });
+  test("refuses another, naming both versions", () => {
+    for (const [engine, sdk] of [["0.2.0", "0.1.0"], ["99.0.0", "0.1.0"], ["2.0.0", "1.3.0"]] as const) {
+      assert.throws(() => checkEngineVersion(engine, sdk), (e: unknown) => {
+        assert.ok(e instanceof FailedPreconditionError);
+        assert.match(e.message, new RegExp(`engine version ${engine.replaceAll(".", "\\.")} .*version ${sdk.replaceAll(".", "\\.")}`));
+        return true;
+      });
+    }
+  });
+});
+
+test("bundledEngine is undefined when no platform package is installed", () => {
+  assert.equal(bundledEngine("linux", "no-such-arch"), undefined);
 });

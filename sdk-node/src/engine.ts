@@ -11,12 +11,13 @@
  */
 
 import { type ChildProcessByStdio, spawn } from "node:child_process";
+import { createRequire } from "node:module";
 import { accessSync, constants, statSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
-import { EngineStartError } from "./errors.js";
+import { EngineStartError, FailedPreconditionError } from "./errors.js";
 
 const BROKER_LINE = "polystreams: broker ";
 const ENGINE_LINE = "polystreams: engine ";
@@ -49,9 +50,26 @@ function executable(path: string): boolean {
 }
 
 /**
- * The engine binary: `$POLYSTREAMS_ENGINE`, else `polystreams` on PATH, else
- * `bin/polystreams` in a directory above this package (a checkout of the
- * repository, after `make build`). Throws EngineStartError when none is found.
+ * The engine bundled for this platform: the binary of the optional dependency
+ * `@polystreams/<platform>-<arch>` (`@polystreams/linux-x64`,
+ * `@polystreams/linux-arm64`), which npm installs beside this package on the
+ * platform it is for (the esbuild pattern). Undefined when there is none.
+ */
+export function bundledEngine(platform: string = process.platform, arch: string = process.arch): string | undefined {
+  try {
+    const path = createRequire(import.meta.url).resolve(`@polystreams/${platform}-${arch}/bin/polystreams`);
+    return executable(path) ? path : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The engine binary: `$POLYSTREAMS_ENGINE`, else the one bundled for this
+ * platform ({@link bundledEngine}, of this package's own version), else
+ * `polystreams` on PATH, else `bin/polystreams` in a directory above this
+ * package (a checkout of the repository, after `make build`). Throws
+ * EngineStartError when none is found.
  */
 export function findEngine(env: NodeJS.ProcessEnv = process.env, from: string = dirname(fileURLToPath(import.meta.url))): string {
   const explicit = env["POLYSTREAMS_ENGINE"];
@@ -60,6 +78,10 @@ export function findEngine(env: NodeJS.ProcessEnv = process.env, from: string = 
       throw new EngineStartError("unavailable", `POLYSTREAMS_ENGINE=${explicit} is not an executable file`);
     }
     return explicit;
+  }
+  const bundled = bundledEngine();
+  if (bundled) {
+    return bundled;
   }
   for (const dir of (env["PATH"] ?? "").split(delimiter)) {
     if (dir && executable(join(dir, "polystreams"))) {
@@ -79,6 +101,34 @@ export function findEngine(env: NodeJS.ProcessEnv = process.env, from: string = 
     "unavailable",
     "the polystreams engine binary was not found: set POLYSTREAMS_ENGINE to its path, put `polystreams` on PATH, " +
       "give App.create(id, { engine: 'http://host:port' }) of a running engine, or build it in the repository with `make build`",
+  );
+}
+
+/** The part of a version that must match: major, and minor too before 1.0. */
+function compat(version: string): string | undefined {
+  const m = /^(\d+)\.(\d+)/.exec(version);
+  if (!m) {
+    return undefined;
+  }
+  return m[1] === "0" ? `0.${m[2]}` : m[1];
+}
+
+/**
+ * Throws FailedPreconditionError naming both versions when the engine's
+ * (OpenSessionResponse.version) is incompatible with this SDK's. Engine and
+ * SDKs share one version; they are compatible when their major versions (and,
+ * before 1.0, their minor versions) are equal. An engine that reports none
+ * (older than the field) or `dev` (an unstamped build) is accepted.
+ */
+export function checkEngineVersion(engine: string, sdk: string): void {
+  if (engine === "" || engine === "dev" || compat(engine) === compat(sdk)) {
+    return;
+  }
+  const same = sdk.startsWith("0.") ? "major and minor" : "major";
+  throw new FailedPreconditionError(
+    "failed_precondition",
+    `engine version ${engine} is incompatible with this SDK's version ${sdk}: engine, protocol and SDKs share ` +
+      `one version, and an SDK needs an engine of the same ${same} version (the one bundled in the package is)`,
   );
 }
 

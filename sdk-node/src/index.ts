@@ -54,5 +54,4 @@ export { SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed } fro
 export type { SuppressedOptions } from "./windows.js";
 export type { SerdeName, SerdeType, SerdeTypes } from "./serde.js";
 
-/** The version of this package. */
-export const VERSION = "0.1.0";
+export { VERSION } from "./version.js";

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::client::Client;
 use crate::dsl::{Handle, KStream, KTable, Options, KEY, MATERIALIZED, NAME, VALUE};
-use crate::engine::{find_engine, EngineProcess};
+use crate::engine::{check_engine_version, find_engine, EngineProcess};
 use crate::error::{record_context, Error, Result};
 use crate::host::{Executor, Func};
 use crate::pb::{self, build_request::Operation as Op};
@@ -259,6 +259,7 @@ impl AppBuilder {
             config: props.into_iter().collect(),
             host_features: HOST_FEATURES.iter().map(|f| (*f).to_owned()).collect(),
         })?;
+        check_engine_version(&resp.version, env!("CARGO_PKG_VERSION"))?;
         let brokers = engine
             .as_ref()
             .and_then(|e| e.broker.clone())

@@ -22,7 +22,13 @@ const ENGINE_LINE: &str = "polystreams: engine ";
 
 /// The engine binary: `$POLYSTREAMS_ENGINE`, else `polystreams` on `PATH`,
 /// else `bin/polystreams` in a directory above this crate (a checkout of the
-/// repository, after `make build`).
+/// repository, after `make build`), else, when this crate sits in a checkout
+/// of the repository and `go` is on `PATH`, that binary built now (once; a
+/// minute or more) with this crate's version stamped in.
+///
+/// The crate carries no binary: a crate is source, built for whatever target
+/// cargo builds for, and a 20 MB engine per platform does not belong in it
+/// (npm and pip packages do carry one; see docs/deploy.md).
 pub fn find_engine() -> Result<PathBuf> {
     if let Some(env) = std::env::var_os("POLYSTREAMS_ENGINE") {
         let p = PathBuf::from(&env);
@@ -47,11 +53,72 @@ pub fn find_engine() -> Result<PathBuf> {
             return Ok(p);
         }
     }
+    if let Some(repo) = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .find(|d| d.join("go.mod").is_file() && d.join("core/cmd/polystreams").is_dir())
+    {
+        return build_engine(repo);
+    }
     Err(Error::EngineStart {
         message: "the polystreams engine binary was not found: set POLYSTREAMS_ENGINE to its path, put `polystreams` on \
                   PATH, give AppBuilder::engine(\"http://host:port\") of a running engine, or build it in the repository \
                   with `make build`"
             .to_owned(),
+    })
+}
+
+/// Builds `bin/polystreams` in the repository checkout `repo` with `go`, as
+/// `make build` does, stamping this crate's version.
+fn build_engine(repo: &Path) -> Result<PathBuf> {
+    let out = repo.join("bin").join("polystreams");
+    eprintln!("polystreams: building the engine from {} (once; `make build` does the same)", repo.display());
+    let status = Command::new("go")
+        .current_dir(repo)
+        .args(["build", "-ldflags"])
+        .arg(format!("-X main.version={}", env!("CARGO_PKG_VERSION")))
+        .arg("-o")
+        .arg(&out)
+        .arg("./core/cmd/polystreams")
+        .status()
+        .map_err(|e| Error::EngineStart {
+            message: format!(
+                "the polystreams engine binary was not found and `go build` in {} could not run ({e}): set \
+                 POLYSTREAMS_ENGINE to its path or put `polystreams` on PATH",
+                repo.display()
+            ),
+        })?;
+    if !status.success() || !out.is_file() {
+        return Err(Error::EngineStart {
+            message: format!("`go build ./core/cmd/polystreams` in {} failed ({status})", repo.display()),
+        });
+    }
+    Ok(out)
+}
+
+/// The part of a version that must match: major, and minor too before 1.0.
+fn compat(version: &str) -> Option<(u64, Option<u64>)> {
+    let mut parts = version.split('.');
+    let major: u64 = parts.next()?.parse().ok()?;
+    let minor: u64 = parts.next()?.chars().take_while(char::is_ascii_digit).collect::<String>().parse().ok()?;
+    Some((major, if major == 0 { Some(minor) } else { None }))
+}
+
+/// Fails with [`Error::FailedPrecondition`] naming both versions when the
+/// engine's (`OpenSessionResponse.version`) is incompatible with this SDK's
+/// `sdk`. Engine and SDKs share one version; they are compatible when their
+/// major versions (and, before 1.0, their minor versions) are equal. An
+/// engine that reports none (older than the field) or `dev` (an unstamped
+/// build) is accepted.
+pub(crate) fn check_engine_version(engine: &str, sdk: &str) -> Result<()> {
+    if engine.is_empty() || engine == "dev" || compat(engine) == compat(sdk) {
+        return Ok(());
+    }
+    let same = if sdk.starts_with("0.") { "major and minor" } else { "major" };
+    Err(Error::FailedPrecondition {
+        message: format!(
+            "engine version {engine} is incompatible with this SDK's version {sdk}: engine, protocol and SDKs share \
+             one version, and an SDK needs an engine of the same {same} version"
+        ),
     })
 }
 
@@ -181,5 +248,26 @@ impl EngineProcess {
 impl Drop for EngineProcess {
     fn drop(&mut self) {
         self.close(Duration::from_secs(15));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_engine_version;
+
+    #[test]
+    fn engine_version_compatibility() {
+        for (engine, sdk) in
+            [("0.1.0", "0.1.0"), ("0.1.7", "0.1.0"), ("1.4.0", "1.0.2"), ("dev", "0.1.0"), ("", "0.1.0")]
+        {
+            assert!(check_engine_version(engine, sdk).is_ok(), "{engine} vs {sdk}");
+        }
+        for (engine, sdk) in [("0.2.0", "0.1.0"), ("99.0.0", "0.1.0"), ("2.0.0", "1.3.0")] {
+            let msg = check_engine_version(engine, sdk).expect_err("incompatible").to_string();
+            assert!(
+                msg.contains(&format!("engine version {engine} ")) && msg.contains(&format!("version {sdk}:")),
+                "{msg}"
+            );
+        }
     }
 }

@@ -48,7 +48,9 @@ page, /ui, on its --listen address.
 Run 'polystreams dev -h' or 'polystreams serve -h' for flags.
 `
 
-var version = "0.1.0-dev"
+// version is stamped from the repository's VERSION file by make (-ldflags -X
+// main.version=...); "dev" in a plain go build.
+var version = "dev"
 
 func main() {
 	if len(os.Args) < 2 {

@@ -8,6 +8,7 @@ package runtime
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -191,11 +192,18 @@ const brokerLogEvery = 10 * time.Second
 
 // unreachable reports whether err says that no broker could be reached
 // (nothing listening, no route, a name that does not resolve), as opposed
-// to a broker's answer.
+// to a broker's answer. A TLS handshake the broker refused (an alert, e.g.
+// "certificate required") or whose certificate does not verify is an
+// answer: the settings are wrong, and waiting would not mend them.
 func unreachable(err error) bool {
 	var op *net.OpError
 	var dns *net.DNSError
-	return err != nil && (errors.As(err, &op) || errors.As(err, &dns))
+	var alert tls.AlertError
+	var verify *tls.CertificateVerificationError
+	if err == nil || errors.As(err, &alert) || errors.As(err, &verify) || errors.As(err, &op) && op.Op == "remote error" {
+		return false
+	}
+	return errors.As(err, &op) || errors.As(err, &dns)
 }
 
 // startWhenReachable waits for a broker to answer, retrying with a backoff

@@ -246,7 +246,7 @@ func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSess
 	s.sessions[ss.id] = ss
 	s.mu.Unlock()
 	s.log.Info("session opened", "session", ss.id, "application.id", m.ApplicationId, "config", runtime.Redact(effective))
-	return connect.NewResponse(&pb.OpenSessionResponse{SessionId: ss.id, Config: runtime.Redact(effective)}), nil
+	return connect.NewResponse(&pb.OpenSessionResponse{SessionId: ss.id, Config: runtime.Redact(effective), Version: s.opts.Version}), nil
 }
 
 func withDefault(kv map[string]string, key, value string) map[string]string {

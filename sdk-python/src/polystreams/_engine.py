@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 from typing import IO, Callable
 
-from polystreams.errors import EngineStartError
+from polystreams.errors import EngineStartError, FailedPreconditionError
 
-__all__ = ["find_engine", "EngineProcess"]
+__all__ = ["find_engine", "check_engine_version", "EngineProcess"]
 
 log = logging.getLogger("polystreams.engine")
 
@@ -38,14 +38,19 @@ _LEVELS = {"DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING
 
 
 def find_engine() -> str:
-    """The engine binary: $POLYSTREAMS_ENGINE, else ``polystreams`` on PATH,
-    else ``bin/polystreams`` in a directory above this package (a checkout of
-    the repository, after ``make build``)."""
+    """The engine binary: $POLYSTREAMS_ENGINE, else the one bundled in this
+    package (``polystreams/_bin/polystreams``, present in the platform wheels
+    that ``make dist`` builds, of this package's own version), else
+    ``polystreams`` on PATH, else ``bin/polystreams`` in a directory above this
+    package (a checkout of the repository, after ``make build``)."""
     env = os.environ.get("POLYSTREAMS_ENGINE")
     if env:
         if not os.access(env, os.X_OK):
             raise EngineStartError("unavailable", f"POLYSTREAMS_ENGINE={env} is not an executable file")
         return env
+    bundled = Path(__file__).resolve().parent / "_bin" / "polystreams"
+    if bundled.is_file() and os.access(bundled, os.X_OK):
+        return str(bundled)
     found = shutil.which("polystreams")
     if found:
         return found
@@ -57,6 +62,32 @@ def find_engine() -> str:
         "unavailable",
         "the polystreams engine binary was not found: set POLYSTREAMS_ENGINE to its path, put `polystreams` on "
         "PATH, give App(engine='http://host:port') of a running engine, or build it in the repository with `make build`",
+    )
+
+
+def _compat(version: str) -> tuple[int, ...] | None:
+    """The part of a version that must match: the major version, and the
+    minor too before 1.0. None when it does not parse."""
+    m = re.match(r"(\d+)\.(\d+)", version)
+    if m is None:
+        return None
+    major, minor = int(m.group(1)), int(m.group(2))
+    return (major,) if major > 0 else (major, minor)
+
+
+def check_engine_version(engine: str, sdk: str) -> None:
+    """Raises FailedPreconditionError naming both versions when the engine's
+    (OpenSessionResponse.version) is incompatible with this SDK's. Engine and
+    SDKs share one version; they are compatible when their major versions
+    (and, before 1.0, their minor versions) are equal. An engine that reports
+    none (older than the field) or ``dev`` (an unstamped build) is accepted."""
+    if engine in ("", "dev") or _compat(engine) == _compat(sdk):
+        return
+    same = "major" if (_compat(sdk) or (0,))[0] > 0 else "major and minor"
+    raise FailedPreconditionError(
+        "failed_precondition",
+        f"engine version {engine} is incompatible with this SDK's version {sdk}: engine, protocol and SDKs share "
+        f"one version, and an SDK needs an engine of the same {same} version (the one bundled in the package is)",
     )
 
 

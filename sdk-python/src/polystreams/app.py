@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from polystreams._bundle import Executor
 from polystreams._client import Client
-from polystreams._engine import EngineProcess, find_engine
+from polystreams._engine import EngineProcess, check_engine_version, find_engine
 from polystreams.config import Config, redact
 from polystreams.dsl import Handle, KStream, KTable, Materialized, _materialize, topics_of
 from polystreams.errors import FailedPreconditionError, NotFoundError, PolystreamsError, ProcessingError
@@ -160,6 +160,9 @@ class App:
             resp = self._client.open_session(
                 pb.OpenSessionRequest(application_id=application_id, config=props, host_features=HOST_FEATURES)
             )
+            from polystreams import __version__
+
+            check_engine_version(resp.version, __version__)
         except BaseException:
             self._client.close()
             if self._engine is not None:

@@ -26,6 +26,13 @@ pub struct OpenSessionResponse {
     /// The effective configuration, credentials replaced by "\[hidden\]".
     #[prost(map="string, string", tag="2")]
     pub config: ::std::collections::HashMap<::prost::alloc::string::String, ::prost::alloc::string::String>,
+    /// The engine's version, which is also its protocol's: engine, protocol
+    /// and SDKs share one version (the repository's VERSION file). An SDK
+    /// refuses an engine whose major version (minor, before 1.0) differs from
+    /// its own. "dev" from an unstamped build (go build without make), which
+    /// SDKs accept; empty from engines older than this field.
+    #[prost(string, tag="3")]
+    pub version: ::prost::alloc::string::String,
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]

@@ -529,7 +529,7 @@ class OpenSessionRequest(_message.Message):
     def __init__(self, application_id: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ..., host_features: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class OpenSessionResponse(_message.Message):
-    __slots__ = ["config", "session_id"]
+    __slots__ = ["config", "session_id", "version"]
     class ConfigEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -539,9 +539,11 @@ class OpenSessionResponse(_message.Message):
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
     config: _containers.ScalarMap[str, str]
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    version: str
+    def __init__(self, session_id: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ..., version: _Optional[str] = ...) -> None: ...
 
 class PartitionLag(_message.Message):
     __slots__ = ["end", "lag", "partition", "position", "topic"]

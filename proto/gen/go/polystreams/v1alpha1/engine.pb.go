@@ -491,7 +491,13 @@ type OpenSessionResponse struct {
 	// Opaque; names the session in every later call.
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// The effective configuration, credentials replaced by "[hidden]".
-	Config        map[string]string `protobuf:"bytes,2,rep,name=config,proto3" json:"config,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Config map[string]string `protobuf:"bytes,2,rep,name=config,proto3" json:"config,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The engine's version, which is also its protocol's: engine, protocol
+	// and SDKs share one version (the repository's VERSION file). An SDK
+	// refuses an engine whose major version (minor, before 1.0) differs from
+	// its own. "dev" from an unstamped build (go build without make), which
+	// SDKs accept; empty from engines older than this field.
+	Version       string `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -538,6 +544,13 @@ func (x *OpenSessionResponse) GetConfig() map[string]string {
 		return x.Config
 	}
 	return nil
+}
+
+func (x *OpenSessionResponse) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
 }
 
 type RegisterFunctionRequest struct {
@@ -5575,11 +5588,12 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\rhost_features\x18\x03 \x03(\tR\fhostFeatures\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbe\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd8\x01\n" +
 	"\x13OpenSessionResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12M\n" +
-	"\x06config\x18\x02 \x03(\v25.polystreams.v1alpha1.OpenSessionResponse.ConfigEntryR\x06config\x1a9\n" +
+	"\x06config\x18\x02 \x03(\v25.polystreams.v1alpha1.OpenSessionResponse.ConfigEntryR\x06config\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\tR\aversion\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"L\n" +
