@@ -607,3 +607,106 @@ describe("table fold bundles", () => {
     assert.match(r.failures[0]!.message, /malformed fold bundle: .* with 0 old values/);
   });
 });
+
+describe("join bundles", () => {
+  const json = (v: unknown): Bytes => (v === undefined ? null : Buffer.from(JSON.stringify(v), "utf8"));
+
+  function joinBundle(values: Bytes[], others: Bytes[], fn: AnyFunction | null, opts: { out?: string; otherLengths?: number[] } = {}) {
+    const v = col(values);
+    const o = col(others);
+    const functions = new Map<number, AnyFunction>(fn === null ? [] : [[1, fn]]);
+    const bundle = create(BundleSchema, {
+      id: 3n,
+      steps: [{ token: 1, operation: Operation.VALUE_JOIN, node: "KSTREAM-JOIN-0000000004" }],
+      keySerde: "string",
+      valueSerde: "json",
+      outputKeySerde: "string",
+      outputValueSerde: opts.out ?? "json",
+      keyLengths: values.map(() => -1),
+      valueLengths: v.lengths,
+      values: v.data,
+      otherValueLengths: opts.otherLengths ?? o.lengths,
+      otherValues: o.data,
+      otherValueSerde: "string",
+      topic: "orders",
+    });
+    return new Executor(functions).process(bundle);
+  }
+
+  test("the joiner sees the value and the table value, null for a left join's miss", async () => {
+    const calls: unknown[] = [];
+    const r = await joinBundle([json({ id: 1 }), json({ id: 2 })], [str("ann"), null], (v: { id: number }, name: string | null) => {
+      calls.push([v, name]);
+      return { order: v.id, customer: name };
+    });
+    assert.deepEqual(r.outputCounts, [1, 1]);
+    assert.deepEqual(r.failures, []);
+    assert.deepEqual(outValues(r).map((s) => JSON.parse(s!)), [
+      { order: 1, customer: "ann" },
+      { order: 2, customer: null },
+    ]);
+    assert.deepEqual(calls, [
+      [{ id: 1 }, "ann"],
+      [{ id: 2 }, null],
+    ]);
+  });
+
+  test("async joiners are awaited; a throw or rejection fails its record alone; null and undefined are null values", async () => {
+    const r = await joinBundle(
+      [json({ id: 1 }), json({ id: 2 }), json({ id: 3 }), json({ id: 4 }), json({ id: 5 })],
+      [str("a"), str("b"), str("c"), str("d"), str("e")],
+      (v: { id: number }, name: string) => {
+        switch (v.id) {
+          case 2:
+            throw new RangeError("no");
+          case 3:
+            return null;
+          case 4:
+            return Promise.reject(new Error("later"));
+          case 5:
+            return undefined;
+          default:
+            return Promise.resolve(name);
+        }
+      },
+      { out: "string" },
+    );
+    assert.deepEqual(r.outputCounts, [1, 0, 1, 0, 1]);
+    assert.deepEqual(outValues(r), ["a", null, null]);
+    assert.deepEqual(
+      r.failures.map((f) => [f.index, f.message, f.kind]),
+      [
+        [1, "RangeError: no", RecordFailure_Kind.PROCESSING],
+        [3, "Error: later", RecordFailure_Kind.PROCESSING],
+      ],
+    );
+  });
+
+  test("a value or table value that does not decode fails as deserialization; an unencodable result as processing", async () => {
+    const r = await joinBundle([Buffer.from("{"), json({ id: 2 }), json({ id: 3 })], [str("a"), Buffer.from([0xff]), str("c")], () => 1n, {
+      out: "json",
+    });
+    assert.deepEqual(r.outputCounts, [0, 0, 0]);
+    assert.deepEqual(
+      r.failures.map((f) => [f.index, f.kind]),
+      [
+        [0, RecordFailure_Kind.DESERIALIZATION],
+        [1, RecordFailure_Kind.DESERIALIZATION],
+        [2, RecordFailure_Kind.PROCESSING],
+      ],
+    );
+    assert.match(r.failures[1]!.message, /\(the table value\)$/);
+  });
+
+  test("an unregistered joiner or a malformed bundle fails every record", async () => {
+    const r = await joinBundle([json({ id: 1 })], [str("a")], null);
+    assert.deepEqual(r.outputCounts, [0]);
+    assert.match(r.failures[0]!.message, /token 1, which is not registered/);
+    const m = await joinBundle([json({ id: 1 }), json({ id: 2 })], [str("a"), str("b")], (v: unknown) => v, { otherLengths: [1] });
+    assert.deepEqual(m.outputCounts, [0, 0]);
+    assert.deepEqual(
+      m.failures.map((f) => [f.index, f.message, f.kind]),
+      [0, 1].map((i) => [i, "RangeError: malformed join bundle: 1 table values for 2 records", RecordFailure_Kind.PROCESSING]),
+    );
+  });
+});

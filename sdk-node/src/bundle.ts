@@ -795,15 +795,107 @@ class Fold {
 }
 
 /**
+ * A stream-table join's bundle: one VALUE_JOIN step, `joiner(value, table
+ * value)` for each record, with the table's value beside each record's in
+ * `otherValues` (null where a left join found none). A null or undefined
+ * result is a null value (Kafka Streams forwards it). A record whose value
+ * or table value does not decode, whose call throws (or whose promise
+ * rejects), or whose result does not encode fails alone.
+ */
+class Join {
+  private readonly fn: AnyFunction | undefined;
+  private readonly broken: string | null = null;
+  private readonly outSerde: string;
+
+  constructor(bundle: Bundle, functions: ReadonlyMap<number, AnyFunction>) {
+    const st = bundle.steps[0]!;
+    this.fn = functions.get(st.token);
+    if (this.fn === undefined) {
+      this.broken = `ReferenceError: join step (${st.node}) names token ${st.token}, which is not registered in this host`;
+    }
+    this.outSerde = bundle.outputValueSerde || bundle.valueSerde;
+  }
+
+  async run(b: Bundle): Promise<BundleResult> {
+    const n = b.valueLengths.length;
+    const result = create(BundleResultSchema, { bundleId: b.id });
+    let broken = this.broken;
+    if (broken === null && b.otherValueLengths.length !== n) {
+      broken = `RangeError: malformed join bundle: ${b.otherValueLengths.length} table values for ${n} records`;
+    }
+    if (broken !== null) {
+      failEvery(result, n, 0, broken);
+      for (const f of result.failures) {
+        f.kind = RecordFailure_Kind.PROCESSING;
+      }
+      return result;
+    }
+    const values = decodeColumn(b.valueSerde, b.values, b.valueLengths);
+    const others = decodeColumn(b.otherValueSerde, b.otherValues, b.otherValueLengths);
+    const failed = new Map<number, string>();
+    const live: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const bad = values.failures.get(i) ?? others.failures.get(i);
+      if (bad === undefined) {
+        live.push(i);
+      } else {
+        failed.set(i, values.failures.has(i) ? bad : `${bad} (the table value)`);
+      }
+    }
+    const undecoded = new Set(failed.keys());
+    const applied = applyAll(
+      this.fn!,
+      live.map((i) => values.items[i]),
+      live.map((i) => others.items[i]),
+    );
+    const { out, failures } = applied instanceof Promise ? await applied : applied;
+    let rows: number[] = [];
+    let outs: unknown[] = [];
+    live.forEach((i, j) => {
+      const f = failures.get(j);
+      if (f === undefined) {
+        rows.push(i);
+        outs.push(out[j]);
+      } else {
+        failed.set(i, f);
+      }
+    });
+    // Encode; a record whose output does not encode fails alone.
+    for (;;) {
+      const enc = encodeColumn(this.outSerde, outs);
+      if (enc.failures.size === 0) {
+        result.valueLengths = enc.lengths;
+        result.values = enc.data;
+        break;
+      }
+      for (const [j, message] of enc.failures) {
+        failed.set(rows[j]!, message);
+      }
+      rows = rows.filter((_, j) => !enc.failures.has(j));
+      outs = outs.filter((_, j) => !enc.failures.has(j));
+    }
+    const counts = new Array<number>(n).fill(0);
+    for (const i of rows) {
+      counts[i] = 1;
+    }
+    result.outputCounts = counts;
+    result.failures = [...failed]
+      .sort((x, y) => x[0] - y[0])
+      .map(([index, message]) => create(RecordFailureSchema, { index, step: 0, message, kind: kindOf(undecoded, index) }));
+    return result;
+  }
+}
+
+/**
  * Runs bundles with the functions registered under their tokens: chains of
- * stream and table operators, and fold bundles of reduce/aggregate (of
- * grouped streams and grouped tables). Compiled
+ * stream and table operators, fold bundles of reduce/aggregate (of
+ * grouped streams and grouped tables) and stream-table joins. Compiled
  * chains are cached by their shape (steps and serdes). Several bundles may be
  * in flight at once (their async functions interleave); each bundle's steps
  * run in order.
  */
 export class Executor {
-  private readonly chains = new Map<string, Chain | Fold>();
+  private readonly chains = new Map<string, Chain | Fold | Join>();
 
   constructor(private readonly functions: ReadonlyMap<number, AnyFunction>) {}
 
@@ -815,11 +907,18 @@ export class Executor {
       bundle.outputKeySerde,
       bundle.outputValueSerde,
       bundle.aggregateSerde,
+      bundle.otherValueSerde,
     ].join("|");
     let chain = this.chains.get(key);
     if (chain === undefined) {
       const fold = bundle.steps.some((st) => FOLDS.has(st.operation));
-      chain = fold ? new Fold(bundle, this.functions) : new Chain(bundle, this.functions);
+      if (fold) {
+        chain = new Fold(bundle, this.functions);
+      } else if (bundle.steps.length === 1 && bundle.steps[0]!.operation === Operation.VALUE_JOIN) {
+        chain = new Join(bundle, this.functions);
+      } else {
+        chain = new Chain(bundle, this.functions);
+      }
       this.chains.set(key, chain);
     }
     return chain.run(bundle);

@@ -413,6 +413,50 @@ export class KStream<K, V> extends Node {
   }
 
   /**
+   * Joins each record with the value `table` holds for its key now
+   * (`KStream.join(KTable)`): `joiner(value, tableValue) -> new value`;
+   * records whose key the table does not hold are dropped. The stream and
+   * the table must be co-partitioned (one partition count); a stream whose
+   * key changed upstream is repartitioned first. `value` is the joined
+   * values' serde (default: the stream's); `name` is `Joined.as`.
+   */
+  join<VT, VR>(table: KTable<K, VT>, joiner: (value: V, tableValue: VT) => MaybePromise<VR>, options: ValueOptions = {}): KStream<K, VR> {
+    return this.joinWith("join", table, joiner, false, options);
+  }
+
+  /**
+   * {@link join} that keeps every record: `joiner` gets null for a key the
+   * table does not hold (`KStream.leftJoin(KTable)`).
+   */
+  leftJoin<VT, VR>(
+    table: KTable<K, VT>,
+    joiner: (value: V, tableValue: VT | null) => MaybePromise<VR>,
+    options: ValueOptions = {},
+  ): KStream<K, VR> {
+    return this.joinWith("leftJoin", table, joiner, true, options);
+  }
+
+  private joinWith<VR>(method: string, table: KTable<K, unknown>, joiner: unknown, left: boolean, options: ValueOptions): KStream<K, VR> {
+    if (!(table instanceof KTable)) {
+      throw new TypeError(`${method}: want a KTable to join with, not ${table === null ? "null" : typeof table}`);
+    }
+    const f = callable(joiner, method);
+    return new KStream(
+      this.builder,
+      this.builder.build(
+        method,
+        this,
+        [f],
+        (input, [token], [tableId]) => ({
+          case: "join",
+          value: { input, table: tableId!, joinerToken: token!, left, valueSerde: options.value ?? "", name: options.name ?? "" },
+        }),
+        [table],
+      ),
+    );
+  }
+
+  /**
    * Routes each record to the first branch whose predicate passes it
    * (`KStream.split`):
    *

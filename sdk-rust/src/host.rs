@@ -111,6 +111,8 @@ pub(crate) trait FoldRun: Send + Sync {
 pub(crate) enum Func {
     Step(Arc<StepFn>),
     Fold(Arc<dyn FoldRun>),
+    /// A stream-table join's joiner.
+    Join(Arc<dyn JoinRun>),
     /// The initializer or subtractor of a fold, run by the fold's Func.
     Part,
 }
@@ -212,16 +214,31 @@ impl Executor {
                 ),
             };
         }
+        let is_join = |s: &pb::Step| s.operation == pb::Operation::ValueJoin as i32;
+        if b.steps.len() == 1 && is_join(&b.steps[0]) {
+            let st = &b.steps[0];
+            return match self.functions.get(&st.token) {
+                Some(Func::Join(f)) => f.run(b),
+                _ => fail_all(
+                    b,
+                    0,
+                    format!(
+                        "join step ({}) names token {}, which is not a joiner registered in this host",
+                        st.node, st.token
+                    ),
+                ),
+            };
+        }
         let mut steps: Vec<(i32, &StepFn)> = Vec::with_capacity(b.steps.len());
         for (i, st) in b.steps.iter().enumerate() {
             match self.functions.get(&st.token) {
-                Some(Func::Step(f)) if !is_fold(st) => steps.push((st.operation, f)),
-                Some(_) if is_fold(st) => {
+                Some(Func::Step(f)) if !is_fold(st) && !is_join(st) => steps.push((st.operation, f)),
+                Some(_) if is_fold(st) || is_join(st) => {
                     return fail_all(
                         b,
                         i,
                         format!(
-                            "step {i} ({}) is a reduce or aggregate, which must be its bundle's only step",
+                            "step {i} ({}) is a reduce, aggregate or join, which must be its bundle's only step",
                             st.node
                         ),
                     )
@@ -651,6 +668,8 @@ impl<F: Folder> FoldRun for Fold<F> {
     }
 }
 
+mod join;
 mod program;
+pub(crate) use join::{JoinRun, ValueJoiner};
 #[cfg(test)]
 mod tests;

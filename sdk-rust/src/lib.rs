@@ -31,6 +31,7 @@ mod engine;
 mod error;
 mod fold;
 mod host;
+mod join;
 mod serdes;
 mod store;
 mod table;

@@ -684,3 +684,143 @@ fn split_and_merge_refusals_carry_the_engines_message() {
     assert!(branches.keys().all(|k| k.starts_with("KSTREAM-BRANCH-") && k.ends_with('1')), "{branches:?}");
     app.close(Duration::from_secs(30));
 }
+
+/// Produces keyed records placed by murmur2, as Kafka's Java clients and the
+/// engine place keys: a table written with librdkafka's default (CRC32)
+/// partitioner is not co-partitioned with what the engine repartitions (as
+/// with Kafka Streams).
+fn produce_murmur2(brokers: &str, topic: &str, records: &[(&str, &str)]) {
+    let mut kcat = Command::new("kcat")
+        .args(["-b", brokers, "-P", "-t", topic, "-K", "\t", "-z", "none", "-X", "partitioner=murmur2_random"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("kcat (apt kcat) runs");
+    let stdin = kcat.stdin.as_mut().unwrap();
+    for (k, v) in records {
+        writeln!(stdin, "{k}\t{v}").unwrap();
+    }
+    drop(kcat.stdin.take());
+    assert!(kcat.wait().unwrap().success(), "kcat produced to {topic}");
+}
+
+/// Every record of `topic` (not only each key's last; string keys and
+/// values), read with kcat until there are `n` or `timeout` passes.
+fn read_all(brokers: &str, topic: &str, timeout: Duration, n: usize) -> Vec<(String, String)> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let out = Command::new("kcat")
+            .args(["-b", brokers, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%k\t%s\n"])
+            .stderr(Stdio::null())
+            .output()
+            .expect("kcat runs");
+        let all: Vec<(String, String)> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_once('\t'))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        if all.len() >= n || Instant::now() > deadline {
+            return all;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+struct CustomerOrder {
+    customer: String,
+    total: i64,
+    #[serde(default)]
+    name: Option<String>,
+}
+
+#[test]
+fn orders_joined_with_a_customers_table_inner_and_left() {
+    let app = app("join");
+    let brokers = app.brokers().unwrap().to_owned();
+    let customers: Vec<(String, String)> = (0..5).map(|i| (format!("c{i}"), format!("name{i}"))).collect();
+    let orders: Vec<CustomerOrder> =
+        (0..60).map(|i| CustomerOrder { customer: format!("c{}", i % 7), total: i, name: None }).collect();
+    produce_murmur2(
+        &brokers,
+        "customers",
+        &customers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect::<Vec<_>>(),
+    );
+    // kcat creates a topic by writing to it: one order of a customer no
+    // table holds, which only the left join keeps.
+    produce(&brokers, "orders", &[("w", r#"{"customer":"nobody","total":-1}"#)]);
+    for t in ["enriched", "all-orders"] {
+        produce(&brokers, t, &[]);
+    }
+    let table = app.table::<String, String>("customers").unwrap();
+    let by_customer = app
+        .stream::<String, Json<CustomerOrder>>("orders")
+        .unwrap()
+        .select_key(|_, o: &Json<CustomerOrder>| o.0.customer.clone())
+        .unwrap();
+    let joined = by_customer
+        .join(&table, |o: Json<CustomerOrder>, name: String| Json(CustomerOrder { name: Some(name), ..o.0 }))
+        .unwrap();
+    assert!(joined.handle().node.starts_with("KSTREAM-JOIN-"), "{}", joined.handle().node);
+    joined.to("enriched").unwrap();
+    let left = by_customer
+        .left_join_with(
+            &table,
+            |o: Json<CustomerOrder>, name: Option<String>| Json(CustomerOrder { name, ..o.0 }),
+            Options::named("all"),
+        )
+        .unwrap();
+    assert_eq!(left.handle().node, "all");
+    left.to("all-orders").unwrap();
+    let runner = serve(&app);
+    // The table's rows are in before the orders are processed: the join
+    // sees the table as it is when each order comes.
+    let changelog = "it-join-customers-STATE-STORE-0000000000-changelog";
+    let rows = read_until(&brokers, changelog, Duration::from_secs(60), |l| l.len() == 5 || runner.is_finished());
+    assert!(!runner.is_finished(), "run ended: {:?}", runner.join());
+    assert_eq!(rows.len(), 5, "{changelog}: {rows:?}");
+    let texts: Vec<(String, String)> =
+        orders.iter().enumerate().map(|(i, o)| (i.to_string(), serde_json::to_string(o).unwrap())).collect();
+    produce(&brokers, "orders", &texts.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect::<Vec<_>>());
+    let known: Vec<&CustomerOrder> = orders.iter().filter(|o| o.customer[1..].parse::<i64>().unwrap() < 5).collect();
+    let enriched = read_all(&brokers, "enriched", Duration::from_secs(60), known.len());
+    let all = read_all(&brokers, "all-orders", Duration::from_secs(60), orders.len() + 1);
+    app.stop();
+    runner.join().unwrap().unwrap();
+    app.close(Duration::from_secs(30));
+
+    let decode = |rs: &[(String, String)]| -> Vec<CustomerOrder> {
+        let mut v: Vec<CustomerOrder> = rs.iter().map(|(_, v)| serde_json::from_str(v).unwrap()).collect();
+        v.sort_by_key(|o| o.total);
+        v
+    };
+    assert_eq!(enriched.len(), known.len(), "each known order once");
+    assert!(enriched.iter().all(|(k, v)| v.contains(&format!("\"customer\":\"{k}\""))), "keyed by customer");
+    let want: Vec<CustomerOrder> = known
+        .iter()
+        .map(|o| CustomerOrder { name: Some(format!("name{}", &o.customer[1..])), ..(*o).clone() })
+        .collect();
+    assert_eq!(decode(&enriched), want);
+    assert_eq!(all.len(), orders.len() + 1, "each order once");
+    let missed: Vec<i64> = decode(&all).into_iter().filter(|o| o.name.is_none()).map(|o| o.total).collect();
+    assert_eq!(missed, [-1].into_iter().chain((0..60).filter(|i| i % 7 >= 5)).collect::<Vec<_>>());
+}
+
+#[test]
+fn join_refusals_carry_the_engines_message() {
+    let app = app("join-refusals");
+    let table = app.table::<i64, String>("t").unwrap();
+    let stream = app.stream::<String, String>("s").unwrap();
+    let e = stream.dynamic().join(&table.dynamic(), |v, _| v).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument { .. }), "{e:?}");
+    assert!(
+        e.message().contains("string keys and table handle") && e.message().contains("long keys"),
+        "{}",
+        e.message()
+    );
+    let ok = app.table::<String, String>("u").unwrap();
+    let e = stream.join_with(&ok, |v, t| format!("{v}{t}"), Options::new().key_serde("long")).unwrap_err();
+    assert_eq!(e.message(), "join: takes no key_serde option");
+    // The session goes on.
+    stream.left_join(&ok, |v, t: Option<String>| format!("{v}{}", t.unwrap_or_default())).unwrap().to("out").unwrap();
+    app.close(Duration::from_secs(30));
+}

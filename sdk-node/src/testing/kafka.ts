@@ -63,8 +63,13 @@ export interface Produce {
   timestamp?: number;
 }
 
-export async function produce(broker: string, topic: string, records: readonly Produce[]): Promise<void> {
-  await tool(["produce", broker, topic], JSON.stringify(records));
+/**
+ * Produces records. `partitioner` is librdkafka's (default: its own CRC32
+ * one); `murmur2_random` places keys as Kafka's Java clients and the engine
+ * do, which a table joined with a repartitioned stream needs.
+ */
+export async function produce(broker: string, topic: string, records: readonly Produce[], options: { partitioner?: string } = {}): Promise<void> {
+  await tool(["produce", broker, topic, ...(options.partitioner ? [options.partitioner] : [])], JSON.stringify(records));
 }
 
 /** The partition count of topic (0: no such topic). */

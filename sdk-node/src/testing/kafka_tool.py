@@ -5,9 +5,13 @@ what the engine writes is checked by a client that shares no code with it.
 Run with Debian's /usr/bin/python3.
 
     kafka_tool.py create BROKER TOPIC:PARTITIONS ...
-    kafka_tool.py produce BROKER TOPIC < records.json   # [{"key": str|null, "value": str|null, "partition": int?, "timestamp": ms?}]
+    kafka_tool.py produce BROKER TOPIC [PARTITIONER] < records.json   # [{"key": str|null, "value": str|null, "partition": int?, "timestamp": ms?}]
     kafka_tool.py consume BROKER TOPIC                  # prints [{"partition", "offset", "key", "value"}] (hex, null)
     kafka_tool.py partitions BROKER TOPIC               # prints the topic's partition count (0: no such topic)
+
+produce's PARTITIONER is librdkafka's `partitioner` (default: its own,
+consistent_random); murmur2_random places keys as Kafka's Java clients and
+the engine do, which a table joined with a repartitioned stream needs.
 
 consume reads every partition from the beginning up to its high watermark at
 the time of the call (read_committed).
@@ -31,9 +35,12 @@ def create(broker, specs):
         f.result(timeout=30)
 
 
-def produce(broker, topic):
+def produce(broker, topic, partitioner=None):
     records = json.load(sys.stdin)
-    p = Producer({"bootstrap.servers": broker, "linger.ms": 5})
+    conf = {"bootstrap.servers": broker, "linger.ms": 5}
+    if partitioner:
+        conf["partitioner"] = partitioner
+    p = Producer(conf)
     for r in records:
         kw = {}
         if r.get("partition") is not None:
@@ -88,7 +95,7 @@ def main():
     if cmd == "create":
         create(broker, rest)
     elif cmd == "produce":
-        produce(broker, rest[0])
+        produce(broker, *rest[:2])
     elif cmd == "consume":
         consume(broker, rest[0])
     elif cmd == "partitions":

@@ -482,3 +482,77 @@ fn a_malformed_program_fails_every_value_naming_the_problem() {
     let r = spell(false).process(&program(Prog { bases: &[0, 1], ..base }));
     assert_eq!(outputs(&r.value_lengths, &r.values), vec![Some("s+r".into()), Some("s+r+r".into())]);
 }
+
+// Joins.
+
+fn join_bundle(token: u32, values: &[Option<&[u8]>], others: &[Option<&[u8]>]) -> pb::Bundle {
+    let (other_value_lengths, other_values) = cols(others);
+    let mut b = bundle(vec![step(token, pb::Operation::ValueJoin)], &vec![None; values.len()], values);
+    b.other_value_lengths = other_value_lengths;
+    b.other_values = other_values;
+    b.other_value_serde = "long".into();
+    b
+}
+
+/// A left joiner of string values and long table values, making nullable strings.
+fn describe_order() -> Func {
+    Func::Join(Arc::new(ValueJoiner::<String, i64, Option<String>>::new(|v, t| {
+        Ok(match t {
+            _ if v == "boom" => panic!("no booms"),
+            _ if v == "none" => None,
+            Some(t) => Some(format!("{v}:{t}")),
+            None => Some(format!("{v}:-")),
+        })
+    })))
+}
+
+#[test]
+fn a_joiner_sees_the_value_and_the_table_value_none_for_a_left_joins_miss() {
+    let ex = executor(vec![(1, describe_order())]);
+    let seven = 7i64.to_be_bytes();
+    let r = ex.process(&join_bundle(1, &[Some(b"a"), Some(b"b")], &[Some(&seven), None]));
+    assert_eq!(r.output_counts, vec![1, 1]);
+    assert!(r.failures.is_empty(), "{:?}", r.failures);
+    assert_eq!(outputs(&r.value_lengths, &r.values), vec![Some("a:7".to_owned()), Some("b:-".to_owned())]);
+}
+
+#[test]
+fn a_join_record_fails_alone_with_its_kind_and_a_null_result_is_a_null_value() {
+    let ex = executor(vec![(1, describe_order())]);
+    let seven = 7i64.to_be_bytes();
+    let r = ex.process(&join_bundle(
+        1,
+        &[Some(b"a"), Some(b"boom"), Some(b"none"), Some(b"c"), Some(b"\xff")],
+        &[Some(&seven), Some(&seven), Some(&seven), Some(b"xyz"), Some(&seven)],
+    ));
+    assert_eq!(r.output_counts, vec![1, 0, 1, 0, 0]);
+    assert_eq!(outputs(&r.value_lengths, &r.values), vec![Some("a:7".to_owned()), None]);
+    let got: Vec<(i32, i32)> = r.failures.iter().map(|f| (f.index, f.kind)).collect();
+    let (processing, deser) =
+        (pb::record_failure::Kind::Processing as i32, pb::record_failure::Kind::Deserialization as i32);
+    assert_eq!(got, vec![(1, processing), (3, deser), (4, deser)]);
+    assert!(r.failures[0].message.contains("no booms"), "{}", r.failures[0].message);
+    assert!(r.failures[1].message.starts_with("the table value does not decode"), "{}", r.failures[1].message);
+    assert!(r.failures[2].message.starts_with("the value does not decode"), "{}", r.failures[2].message);
+}
+
+#[test]
+fn an_unregistered_joiner_or_a_malformed_join_bundle_fails_every_record() {
+    let seven = 7i64.to_be_bytes();
+    let r = executor(vec![]).process(&join_bundle(9, &[Some(b"a")], &[Some(&seven)]));
+    assert_eq!(r.output_counts, vec![0]);
+    assert!(r.failures[0].message.contains("token 9, which is not a joiner"), "{}", r.failures[0].message);
+    let mut b = join_bundle(1, &[Some(b"a"), Some(b"b")], &[Some(&seven), Some(&seven)]);
+    b.other_value_lengths.truncate(1);
+    b.other_values.truncate(8);
+    let r = executor(vec![(1, describe_order())]).process(&b);
+    assert_eq!(r.output_counts, vec![0, 0]);
+    let msgs: Vec<&str> = r.failures.iter().map(|f| f.message.as_str()).collect();
+    assert_eq!(msgs, vec!["malformed join bundle: 1 table values for 2 records"; 2]);
+    assert!(r.failures.iter().all(|f| f.kind == pb::record_failure::Kind::Processing as i32));
+    // A joiner inside a chain is refused, not run as a step.
+    let mut b = join_bundle(1, &[Some(b"a")], &[Some(&seven)]);
+    b.steps.push(step(2, pb::Operation::MapValues));
+    let r = executor(vec![(1, describe_order()), (2, upper())]).process(&b);
+    assert!(r.failures[0].message.contains("must be its bundle's only step"), "{}", r.failures[0].message);
+}
