@@ -310,6 +310,9 @@ func (c *Case) rules() []violation {
 		if s.Op == "split" && s.As == "" {
 			add(p+".as", "a split's streams are reached only through its label: give one")
 		}
+		if s.DefaultName != "" && !s.DefaultBranch {
+			add(p+".default_name", "names a default branch, but default_branch is not true")
+		}
 		ref := func(field, label string, want kind) {
 			j, ok := labels[label]
 			switch {
