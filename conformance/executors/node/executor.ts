@@ -153,6 +153,10 @@ function fn(ref: FnRef, role: Role): Fn {
       }
     };
   }
+  if (name === "concat" && role === "joiner") {
+    // A left join's missing table value is the text null.
+    return (v: unknown, other: unknown) => str("concat", v) + a + (other === null ? "null" : str("concat", other));
+  }
   const folds: Record<string, [Fn, Fn]> = {
     add: [(agg, v) => arith("add", agg, v, 1), (_k, v, agg) => arith("add", agg, v, 1)],
     subtract: [(agg, v) => arith("subtract", agg, v, -1), (_k, v, agg) => arith("subtract", agg, v, -1)],
@@ -223,10 +227,6 @@ function fn(ref: FnRef, role: Role): Fn {
       return [...agg, v];
     },
   };
-  if (name === "concat" && role === "joiner") {
-    // A left join's missing table value is the text null.
-    return (v: unknown, other: unknown) => str("concat", v) + a + (other === null ? "null" : str("concat", other));
-  }
   const f = table[name];
   if (f === undefined) {
     throw new Error(`executor: catalogue function ${name} is not implemented`);
