@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -49,6 +50,42 @@ type Step struct {
 	Builtin      string        `json:"builtin,omitempty"`
 	Materialized *Materialized `json:"materialized,omitempty"`
 	Windows      *Windows      `json:"windows,omitempty"`
+	// Branch picks one stream of the split that From labels: its key in
+	// the split's map, "<split name><branch name or number>".
+	Branch string `json:"branch,omitempty"`
+	// Other is merge's other stream and Table a join's table, by label.
+	Other string `json:"other,omitempty"`
+	Table string `json:"table,omitempty"`
+	// Partitions is repartition's Repartitioned.withNumberOfPartitions
+	// (0: the writing sub-topology's count).
+	Partitions int `json:"partitions,omitempty"`
+	// Branches, DefaultBranch and DefaultName are split's.
+	Branches      []SplitBranch `json:"branches,omitempty"`
+	DefaultBranch bool          `json:"default_branch,omitempty"`
+	DefaultName   string        `json:"default_name,omitempty"`
+}
+
+// SplitBranch is one branch of a split: its predicate and Branched.as name
+// (empty: its number, from 1).
+type SplitBranch struct {
+	Fn   *FnRef `json:"fn"`
+	Name string `json:"name,omitempty"`
+}
+
+// branchKeys is the keys of a named split's map, in Kafka Streams' form;
+// nil when the split has no name (the engine numbers it).
+func (s Step) branchKeys() []string {
+	if s.Name == "" {
+		return nil
+	}
+	var keys []string
+	for i, b := range s.Branches {
+		keys = append(keys, s.Name+or(b.Name, fmt.Sprint(i+1)))
+	}
+	if s.DefaultBranch {
+		keys = append(keys, s.Name+or(s.DefaultName, "0"))
+	}
+	return keys
 }
 
 // Windows are windowed_by's windows (milliseconds); GraceMs nil means the
@@ -255,13 +292,51 @@ func (c *Case) rules() []violation {
 				add(p+".from", "names label %q, which no earlier step has", s.From)
 			}
 		}
+		in := c.inputKind(i, kinds)
+		if s.Branch != "" {
+			j, ok := labels[s.From]
+			switch {
+			case !ok || c.Topology[j].Op != "split":
+				add(p+".branch", "branch picks a stream of a split, but from names no split")
+			default:
+				if keys := c.Topology[j].branchKeys(); keys != nil && !slices.Contains(keys, s.Branch) {
+					add(p+".branch", "names branch %q, which the split does not make (it makes %s)", s.Branch, strings.Join(keys, ", "))
+				}
+			}
+		}
+		if in == kindBranches {
+			add(p+".branch", "the step applies to a split: give the branch it takes (\"<split name><branch name or number>\")")
+		}
+		if s.Op == "split" && s.As == "" {
+			add(p+".as", "a split's streams are reached only through its label: give one")
+		}
+		if s.DefaultName != "" && !s.DefaultBranch {
+			add(p+".default_name", "names a default branch, but default_branch is not true")
+		}
+		ref := func(field, label string, want kind) {
+			j, ok := labels[label]
+			switch {
+			case !ok:
+				add(p+"."+field, "names label %q, which no earlier step has", label)
+			case kinds[j] != want:
+				add(p+"."+field, "names label %q, a %s, not a %s", label, kinds[j], want)
+			}
+		}
+		if s.Op == "merge" {
+			ref("other", s.Other, kindStream)
+		}
+		if s.Op == "join" || s.Op == "left_join" {
+			ref("table", s.Table, kindTable)
+		}
+		if (s.Op == "merge" || s.Op == "split" || s.Op == "repartition" || s.Op == "join" || s.Op == "left_join") && in != kindStream {
+			add(p+".op", "%s applies to a stream, not a %s", s.Op, in)
+		}
 		if s.As != "" {
 			if j, ok := labels[s.As]; ok {
 				add(p+".as", "label %q is taken by step %d", s.As, j)
 			}
 			labels[s.As] = i
 		}
-		in := c.inputKind(i, kinds)
 		roles := stepRoles[s.Op]
 		if s.Op == "group_by" && in == kindTable {
 			roles.fn = roleMap // KTable.groupBy maps each row to a new (key, value)
@@ -289,6 +364,9 @@ func (c *Case) rules() []violation {
 		check("init", s.Init, roleInit)
 		check("subtractor", s.Subtractor, roles.fn)
 		check("merger", s.Merger, roleMerger)
+		for j, b := range s.Branches {
+			check(fmt.Sprintf("branches[%d].fn", j), b.Fn, rolePredicate)
+		}
 		if s.Subtractor != nil && in != kindGroupedTable {
 			add(p+".subtractor", "a subtractor is for a grouped table's %s, but the step applies to a %s", s.Op, in)
 		}
@@ -374,6 +452,9 @@ const (
 	// SessionWindowedKStream: their count, reduce and aggregate make tables.
 	kindWindowed        kind = "time-windowed stream"
 	kindSessionWindowed kind = "session-windowed stream"
+	// A split's streams by name (a later step takes one with from and
+	// branch).
+	kindBranches kind = "split"
 )
 
 // kinds returns the kind of each step's result, as the DSL types them, so
@@ -404,6 +485,8 @@ func (c *Case) kinds() []kind {
 			out[i] = kindGroupedStream
 		case "to", "foreach":
 			out[i] = kindNone
+		case "split":
+			out[i] = kindBranches
 		default: // flat_map_values, map, select_key, peek, to_stream
 			out[i] = kindStream
 		}
@@ -411,19 +494,23 @@ func (c *Case) kinds() []kind {
 	return out
 }
 
-// inputKind is the kind of step i's input: the labelled step's, else that
-// of the last step before it that made something.
+// inputKind is the kind of step i's input: the labelled step's (a stream
+// for a split's branch), else that of the last step before it that made
+// something other than a split.
 func (c *Case) inputKind(i int, kinds []kind) kind {
 	if from := c.Topology[i].From; from != "" {
 		for j := i - 1; j >= 0; j-- {
 			if c.Topology[j].As == from {
+				if kinds[j] == kindBranches && c.Topology[i].Branch != "" {
+					return kindStream
+				}
 				return kinds[j]
 			}
 		}
 		return kindNone
 	}
 	for j := i - 1; j >= 0; j-- {
-		if kinds[j] != kindNone {
+		if kinds[j] != kindNone && kinds[j] != kindBranches {
 			return kinds[j]
 		}
 	}

@@ -26,9 +26,10 @@ const (
 	roleInit                        // aggregate's initializer: () -> aggregate
 	roleAggregator                  // aggregate: (key, value, aggregate) -> aggregate
 	roleMerger                      // a session aggregate's merger: (key, aggregate1, aggregate2) -> aggregate
+	roleJoiner                      // join, left_join: (value, table value) -> value
 )
 
-var roleNames = []string{"mapper", "flat mapper", "predicate", "key selector", "key-value mapper", "action", "reducer", "initializer", "aggregator", "merger"}
+var roleNames = []string{"mapper", "flat mapper", "predicate", "key selector", "key-value mapper", "action", "reducer", "initializer", "aggregator", "merger", "joiner"}
 
 func (r role) has(x role) bool { return r&x != 0 }
 
@@ -45,7 +46,7 @@ func (r role) String() string {
 var stepRoles = map[string]struct{ fn role }{
 	"map_values": {roleMapper}, "flat_map_values": {roleFlat}, "filter": {rolePredicate}, "filter_not": {rolePredicate},
 	"select_key": {roleKey}, "group_by": {roleKey}, "map": {roleMap}, "peek": {roleAction}, "foreach": {roleAction},
-	"reduce": {roleReducer}, "aggregate": {roleAggregator},
+	"reduce": {roleReducer}, "aggregate": {roleAggregator}, "join": {roleJoiner}, "left_join": {roleJoiner},
 }
 
 type argKind int
@@ -71,6 +72,7 @@ type fnImpl struct {
 	reducer func(arg, agg, v any) (any, error)
 	agg     func(arg, k, v, agg any) (any, error)
 	merger  func(arg, k, a1, a2 any) (any, error)
+	joiner  func(arg, v, other any) (any, error)
 	raise   func(arg, v any) error
 }
 
@@ -230,9 +232,15 @@ var catalogue = map[string]fnImpl{
 	"subtract": {roles: roleReducer | roleAggregator,
 		reducer: func(_, agg, v any) (any, error) { return arith("subtract", agg, v, '-') },
 		agg:     func(_, _, v, agg any) (any, error) { return arith("subtract", agg, v, '-') }},
-	"concat": {roles: roleReducer | roleAggregator, arg: argOptional,
+	"concat": {roles: roleReducer | roleAggregator | roleJoiner, arg: argOptional,
 		reducer: func(arg, agg, v any) (any, error) { return concat(arg, agg, v, false) },
-		agg:     func(arg, _, v, agg any) (any, error) { return concat(arg, agg, v, true) }},
+		agg:     func(arg, _, v, agg any) (any, error) { return concat(arg, agg, v, true) },
+		joiner: func(arg, v, other any) (any, error) {
+			if other == nil {
+				other = "null" // a left join's missing table value
+			}
+			return concat(arg, v, other, false)
+		}},
 	"longer": {roles: roleReducer, reducer: func(_, agg, v any) (any, error) {
 		a, err := str("longer", agg)
 		if err != nil {

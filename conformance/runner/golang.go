@@ -114,9 +114,16 @@ func buildGo(c *Case, prefix string) (*streams.Builder, int, error) {
 		if st.From != "" {
 			in = labels[st.From]
 		}
-		out, err := goStep(b, st, in, prefix)
+		if st.Branch != "" {
+			in = in.(map[string]*streams.Stream)[st.Branch]
+		}
+		out, err := goStep(b, st, in, prefix, labels)
 		if err != nil {
 			return nil, i, err
+		}
+		if st.Op == "split" { // reached only through its label
+			labels[st.As] = out
+			continue
 		}
 		if out != nil {
 			prev = out
@@ -182,7 +189,7 @@ func or(s, def string) string {
 
 // goStep performs one step; it returns nil (and no error) for a terminal
 // step.
-func goStep(b *streams.Builder, st Step, in any, prefix string) (any, error) {
+func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[string]any) (any, error) {
 	if st.Op == "stream" {
 		topics := make([]string, len(st.Topics))
 		for i, t := range st.Topics {
@@ -224,6 +231,23 @@ func goStep(b *streams.Builder, st Step, in any, prefix string) (any, error) {
 			return nil, in.Foreach(actionFn(f, arg, ks, vs), opts(st, false, false)...)
 		case "to":
 			return nil, in.To(prefix+st.Topic, opts(st, true, true)...)
+		case "merge":
+			return in.Merge(labels[st.Other].(*streams.Stream), opts(st, false, false)...)
+		case "repartition":
+			return in.Repartition(st.Partitions, opts(st, false, false)...)
+		case "split":
+			branches := make([]streams.Branch, len(st.Branches))
+			for i, br := range st.Branches {
+				branches[i] = streams.Branch{Name: br.Name, Predicate: predFn(catalogue[br.Fn.Name], br.Fn.Arg, ks, vs)}
+			}
+			return in.Split(branches, st.DefaultBranch, st.DefaultName, opts(st, false, false)...)
+		case "join", "left_join":
+			table := labels[st.Table].(*streams.Table)
+			j := joinerFn(f, arg, vs, table.ValueSerde(), or(st.Value, vs))
+			if st.Op == "join" {
+				return in.Join(table, j, opts(st, false, true)...)
+			}
+			return in.LeftJoin(table, j, opts(st, false, true)...)
 		}
 	case *streams.GroupedStream:
 		vs := in.ValueSerde()
@@ -492,6 +516,29 @@ func aggFn(f fnImpl, arg any, ks, vs, aggSerde string) streams.AggregatorFunc {
 			return nil, err
 		}
 		return encodeValue(aggSerde, r)
+	}
+}
+
+func joinerFn(f fnImpl, arg any, vs, ts, out string) streams.ValueJoinerFunc {
+	return func(vb, ob []byte) ([]byte, error) {
+		v, err := decode(vs, vb)
+		if err != nil {
+			return nil, err
+		}
+		var o any // a left join's missing table value stays nil
+		if ob != nil {
+			if o, err = decode(ts, ob); err != nil {
+				return nil, err
+			}
+		}
+		if err := raised(f, arg, v); err != nil || f.raise != nil {
+			return vb, err
+		}
+		r, err := f.joiner(arg, v, o)
+		if err != nil {
+			return nil, err
+		}
+		return encodeValue(out, r)
 	}
 }
 

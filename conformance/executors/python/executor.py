@@ -128,7 +128,8 @@ def _raise_on(arg: str, v: Any) -> None:
 
 def function(ref: Any, role: str) -> Fn:
     """The native function a catalogue reference names, for a role: mapper,
-    flat, predicate, key, map, action, reducer, init, aggregator."""
+    flat, predicate, key, map, action, reducer, init, aggregator, merger,
+    joiner."""
     name, arg = (ref, None) if isinstance(ref, str) else (ref["name"], ref.get("arg"))
     a = "" if arg is None else str(arg)
     if name in ("raise_error", "raise_on"):
@@ -203,6 +204,8 @@ def function(ref: Any, role: str) -> Fn:
         "subtract": (lambda agg, v: agg - v, lambda k, v, agg: agg - v),
         "concat": (lambda agg, v: _concat(a, agg, v, False), lambda k, v, agg: _concat(a, agg, v, True)),
     }
+    if name == "concat" and role == "joiner":  # a left join's missing table value is the text null
+        return lambda v, other: _concat(a, v, "null" if other is None else other, False)
     if name == "add" and role == "merger":
         return lambda k, a1, a2: a1 + a2
     if name in folds:
@@ -242,9 +245,20 @@ def serde(step: Mapping[str, Any], field: str) -> SerdeName | None:
     return v
 
 
-def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str) -> Any:
+def split(node: KStream, step: Mapping[str, Any]) -> dict[str, KStream]:
+    """KStream.split: the branches in order, then the default branch or none."""
+    b = node.split(name=step.get("name"))
+    for br in step["branches"]:
+        b = b.branch(function(br["fn"], "predicate"), name=br.get("name"))
+    if step.get("default_branch"):
+        return b.default_branch(name=step.get("default_name"))
+    return b.no_default_branch()
+
+
+def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Mapping[str, Any]) -> Any:
     """Performs one builder step on node (the input); returns the result,
-    or None for a terminal step."""
+    None for a terminal step, or a split's streams by name. labels are the
+    labelled results so far (merge's other stream, a join's table)."""
     op, name = step["op"], step.get("name")
     key, value = serde(step, "key"), serde(step, "value")
     if op == "stream":
@@ -257,6 +271,16 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str) -> Any:
             return None
         if op == "group_by_key":
             return node.group_by_key(key=key, value=value, name=name)
+        if op == "merge":
+            return node.merge(labels[step["other"]], name=name)
+        if op == "repartition":
+            return node.repartition(name=name, partitions=step.get("partitions", 0))
+        if op == "split":
+            return split(node, step)
+        if op == "join":
+            return node.join(labels[step["table"]], function(step["fn"], "joiner"), value=value, name=name)
+        if op == "left_join":
+            return node.left_join(labels[step["table"]], function(step["fn"], "joiner"), value=value, name=name)
         fn = step["fn"]
         if op == "map_values":
             return node.map_values(function(fn, "mapper"), value=value, name=name)
@@ -364,12 +388,17 @@ def main() -> int:
         prev: Any = None
         for i, step in enumerate(case["topology"]):
             node = labels[step["from"]] if "from" in step else prev
+            if "branch" in step:
+                node = node[step["branch"]]
             try:
-                out = apply(app, step, node, prefix)
+                out = apply(app, step, node, prefix, labels)
             except Exception as e:  # noqa: BLE001 - reported to the runner
                 emit("build_error", step=i, code=code_of(e), message=getattr(e, "message", str(e)))
                 stop.wait()
                 return 0
+            if step["op"] == "split":  # reached only through its label
+                labels[step["as"]] = out
+                continue
             if out is not None:
                 prev = out
                 if "as" in step:

@@ -216,7 +216,8 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
 					s.outKey, s.outValue = n.KeySerde, s.store.ValueSerde
 				}
-			case n.Fn != nil && n.Fn.Native != nil:
+			case n.Fn != nil && n.Fn.Native != nil && n.Op != topology.OpJoin && n.Op != topology.OpLeftJoin:
+				// A join's native joiner runs in stepJoin, beside its table lookup.
 				s.kind = stepNative
 			case n.Op == topology.OpRepartitionFilter:
 				s.kind = stepDropNullKey

@@ -19,12 +19,13 @@
 //! windowed key encoding, which the runner decodes into
 //! `{"key", "start", "end"}`.
 
+use std::collections::HashMap;
 use std::io::BufRead;
 use std::sync::Arc;
 use std::time::Duration;
 
 use polystreams::{
-    App, Config, Error, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Options, Reducer,
+    App, Config, Error, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Options, Reducer, Repartitioned,
     SessionWindowedKStream, SessionWindows, SlidingWindows, TimeWindowedKStream, TimeWindows, Value, Windowed,
 };
 use serde_json::{json, Map, Value as J};
@@ -512,8 +513,38 @@ fn table_op(t: &KTable<Value, Value>, op: &str, step: &Map<String, J>, f: &FnRef
     })
 }
 
-/// Performs one builder step on `node`; None for a terminal step.
-fn apply(app: &App, step: &Map<String, J>, node: Option<&Node>, prefix: &str) -> Result<Option<Node>, BuildError> {
+/// KStream::split: the branches in order, then the default branch or none.
+fn split(
+    st: &KStream<Value, Value>,
+    step: &Map<String, J>,
+) -> Result<HashMap<String, KStream<Value, Value>>, BuildError> {
+    let mut b = st.split_with(options(step, false, false));
+    for br in step.get("branches").and_then(J::as_array).into_iter().flatten() {
+        let br = br.as_object().cloned().unwrap_or_default();
+        let p = predicate(&fn_of(&br, "fn"))?;
+        b = b.branch_with(move |k: &Value, v: &Value| ok(p(k, v)), options(&br, false, false));
+    }
+    if step.get("default_branch").and_then(J::as_bool).unwrap_or(false) {
+        let mut o = Options::new();
+        if let Some(n) = step.get("default_name").and_then(J::as_str) {
+            o = o.name(n);
+        }
+        return Ok(b.default_branch_with(o)?);
+    }
+    Ok(b.no_default_branch()?)
+}
+
+/// Performs one builder step on `node`; None for a terminal step. `labels`
+/// index `nodes` by label (merge's other stream, a join's table).
+fn apply(
+    app: &App,
+    step: &Map<String, J>,
+    node: Option<&Node>,
+    prefix: &str,
+    labels: &HashMap<String, usize>,
+    nodes: &[Node],
+) -> Result<Option<Node>, BuildError> {
+    let label = |l: &str| labels.get(l).map(|&n| &nodes[n]);
     let op = step.get("op").and_then(J::as_str).unwrap_or("");
     let str_list = |k: &str| -> Vec<String> {
         step.get(k)
@@ -543,6 +574,25 @@ fn apply(app: &App, step: &Map<String, J>, node: Option<&Node>, prefix: &str) ->
                 return Ok(None);
             }
             "group_by_key" => Node::Grouped(st.group_by_key_with(options(step, true, false))?),
+            "merge" => match label(step.get("other").and_then(J::as_str).unwrap_or("")) {
+                Some(Node::Stream(other)) => Node::Stream(st.merge_with(other, options(step, false, false))?),
+                _ => return Err("executor: merge's other is not a stream".to_owned().into()),
+            },
+            "repartition" => {
+                let mut r = Repartitioned::new();
+                if let Some(n) = step.get("name").and_then(J::as_str) {
+                    r = r.name(n);
+                }
+                if let Some(n) = step.get("partitions").and_then(J::as_u64) {
+                    r = r.partitions(u32::try_from(n).unwrap_or(u32::MAX));
+                }
+                Node::Stream(st.repartition_with(r)?)
+            }
+            // The Rust SDK gets KStream::join/left_join(KTable) with branch
+            // joinsdk; until then these cases are known failures.
+            "join" | "left_join" => {
+                return Err(BuildError::Executor(format!("executor: the Rust SDK has no KStream::{op}(KTable) yet")))
+            }
             "map_values" => {
                 let m = mapper(&f)?;
                 Node::Stream(st.map_values_with(move |v| ok(m(v)), options(step, true, false))?)
@@ -754,16 +804,34 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     };
     let wait_stop = || wait(&told);
 
-    let mut labels: std::collections::HashMap<String, usize> = Default::default();
+    let mut labels: HashMap<String, usize> = Default::default();
     let mut nodes: Vec<Node> = Vec::new();
+    // A split's streams, by its label (reached only through it).
+    let mut splits: HashMap<String, HashMap<String, KStream<Value, Value>>> = Default::default();
     let empty = Map::new();
     for (i, step) in case["topology"].as_array().into_iter().flatten().enumerate() {
         let step = step.as_object().unwrap_or(&empty);
-        let input = match step.get("from").and_then(J::as_str) {
-            Some(label) => labels.get(label).map(|&n| &nodes[n]),
-            None => nodes.last(),
+        let branch = step.get("branch").and_then(J::as_str).and_then(|b| {
+            let from = step.get("from").and_then(J::as_str)?;
+            splits.get(from)?.get(b).cloned().map(Node::Stream)
+        });
+        let input = match (&branch, step.get("from").and_then(J::as_str)) {
+            (Some(b), _) => Some(b),
+            (None, Some(label)) => labels.get(label).map(|&n| &nodes[n]),
+            (None, None) => nodes.last(),
         };
-        match apply(&app, step, input, prefix) {
+        let result = if step.get("op").and_then(J::as_str) == Some("split") {
+            match input {
+                Some(Node::Stream(st)) => split(st, step).map(|m| {
+                    splits.insert(step.get("as").and_then(J::as_str).unwrap_or("").to_owned(), m);
+                    None
+                }),
+                _ => Err("executor: split applies to a stream".to_owned().into()),
+            }
+        } else {
+            apply(&app, step, input, prefix, &labels, &nodes)
+        };
+        match result {
             Ok(Some(node)) => {
                 nodes.push(node);
                 if let Some(label) = step.get("as").and_then(J::as_str) {
