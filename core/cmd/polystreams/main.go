@@ -96,6 +96,7 @@ func run(args []string, dev bool) error {
 	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
 	maxRequest := fs.Int("max-request-bytes", server.DefaultMaxRequestBytes, "refuse a request message larger than this")
 	sessionTimeout := fs.Duration("session-timeout", 60*time.Second, "stop a started session whose host has not called for this long")
+	configFile := fs.String("config", "", "file of name = value lines setting these flags (names without dashes' prefix; # comments); a flag given on the command line wins, then $POLYSTREAMS_<NAME>, then the file")
 	var brokers, brokerAddr, topics, dataDir *string
 	var partitions *int
 	if dev {
@@ -110,6 +111,9 @@ func run(args []string, dev bool) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
+		return err
+	}
+	if err := settings(fs, *configFile, os.LookupEnv); err != nil {
 		return err
 	}
 	var level slog.Level
