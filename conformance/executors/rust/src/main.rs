@@ -325,6 +325,19 @@ fn aggregator(f: &FnRef) -> R<Agg> {
 }
 
 /// A session aggregate's merger: (key, aggregate1, aggregate2) -> aggregate.
+/// A stream-table joiner: (value, table value) -> value; a left join's
+/// missing table value is Null.
+fn joiner(f: &FnRef) -> R<Reduce> {
+    let a = f.arg.clone();
+    match f.name.as_str() {
+        "concat" => Ok(Arc::new(move |v, t| {
+            let t = if matches!(t, Value::Null | Value::Json(J::Null)) { Value::from("null") } else { t };
+            concat(&a, &v, &t, false)
+        })),
+        _ => Err(unknown(f, "joiner")),
+    }
+}
+
 fn merger(f: &FnRef) -> R<Agg> {
     match f.name.as_str() {
         "add" => Ok(Arc::new(|_, a1, a2| arith("add", &a1, &a2, false))),
@@ -588,10 +601,17 @@ fn apply(
                 }
                 Node::Stream(st.repartition_with(r)?)
             }
-            // The Rust SDK gets KStream::join/left_join(KTable) with branch
-            // joinsdk; until then these cases are known failures.
             "join" | "left_join" => {
-                return Err(BuildError::Executor(format!("executor: the Rust SDK has no KStream::{op}(KTable) yet")))
+                let Some(Node::Table(table)) = label(step.get("table").and_then(J::as_str).unwrap_or("")) else {
+                    return Err("executor: a join's table is not a table".to_owned().into());
+                };
+                let j = joiner(&f)?;
+                let o = options(step, true, false);
+                Node::Stream(if op == "join" {
+                    st.join_with(table, move |v, t| ok(j(v, t)), o)?
+                } else {
+                    st.left_join_with(table, move |v, t: Option<Value>| ok(j(v, t.unwrap_or(Value::Null))), o)?
+                })
             }
             "map_values" => {
                 let m = mapper(&f)?;
