@@ -110,7 +110,12 @@ func (t *task) applyFailures(recs []rec, fails []failure) error {
 // which outputs) and the records that failed, whose policy the caller
 // applies.
 func (t *task) crossOnce(ctx context.Context, s *step, recs []rec) ([]rec, *pb.BundleResult, []failure, error) {
-	b := encodeBundle(s, recs)
+	return t.cross(ctx, s, recs, encodeBundle(s, recs))
+}
+
+// cross sends b, the bundle of recs for s, and decodes the answer as
+// crossOnce does.
+func (t *task) cross(ctx context.Context, s *step, recs []rec, b *pb.Bundle) ([]rec, *pb.BundleResult, []failure, error) {
 	b.Partition = t.id.partition
 	start := time.Now()
 	res, err := t.app.host.Process(ctx, b)

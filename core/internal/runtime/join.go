@@ -2,8 +2,6 @@ package runtime
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
@@ -77,23 +75,13 @@ func (t *task) join(ctx context.Context, s *step, recs []rec) ([]rec, error) {
 // each one's table value in the other_values column.
 func (t *task) crossJoin(ctx context.Context, s *step, recs []rec, others [][]byte) ([]rec, error) {
 	b := encodeBundle(s, recs)
-	b.Partition = t.id.partition
 	b.OtherValueSerde = s.store.ValueSerde
 	b.OtherValueLengths = make([]int32, len(others))
 	for i, o := range others {
 		b.OtherValueLengths[i] = length(o)
 		b.OtherValues = append(b.OtherValues, o...)
 	}
-	start := time.Now()
-	res, err := t.app.host.Process(ctx, b)
-	if s.stats != nil {
-		s.stats.crossing.ObserveSince(start)
-		s.stats.bundle.Observe(float64(len(recs)))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("runtime: task %s: bundle for node %s: %w", t.id, s.node.Name, err)
-	}
-	out, fails, err := decodeResult(s, recs, res)
+	out, _, fails, err := t.cross(ctx, s, recs, b)
 	if err != nil {
 		return nil, err
 	}
