@@ -65,16 +65,11 @@ const (
 )
 
 // predicate runs a host predicate (a one-step filter chain) over recs in
-// bundles of at most polystreams.bundle.max.records / .max.bytes, setting
-// each record's outcome.
+// bundles (bundleBounds), setting each record's outcome.
 func (t *task) predicate(ctx context.Context, ps *step, recs []rec, pass []outcome) error {
-	maxRecs, maxBytes := t.app.cfg.BundleMaxRecords, t.app.cfg.BundleMaxBytes
-	for start := 0; start < len(recs); {
-		end, size := start, 0
-		for end < len(recs) && (end == start || end-start < maxRecs && size+len(recs[end].key)+len(recs[end].value) <= maxBytes) {
-			size += len(recs[end].key) + len(recs[end].value)
-			end++
-		}
+	bounds := t.bundleBounds(len(recs), func(i int) int { return len(recs[i].key) + len(recs[i].value) })
+	for j := range len(bounds) - 1 {
+		start, end := bounds[j], bounds[j+1]
 		_, res, fails, err := t.crossOnce(ctx, ps, recs[start:end])
 		if err != nil {
 			return err
@@ -82,15 +77,14 @@ func (t *task) predicate(ctx context.Context, ps *step, recs []rec, pass []outco
 		if err := t.applyFailures(recs[start:end], fails); err != nil {
 			return err
 		}
-		for j, c := range res.OutputCounts {
+		for i, c := range res.OutputCounts {
 			if c > 0 {
-				pass[start+j] = passed
+				pass[start+i] = passed
 			}
 		}
 		for _, f := range fails {
 			pass[start+f.index] = failed
 		}
-		start = end
 	}
 	return nil
 }

@@ -24,18 +24,11 @@ type Host interface {
 // bundles bounded by count and bytes, all in flight at once, answers
 // reassembled in order.
 func (t *task) runHost(ctx context.Context, s *step, recs []rec) ([]rec, error) {
-	maxRecs, maxBytes := t.app.cfg.BundleMaxRecords, t.app.cfg.BundleMaxBytes
-	var chunks [][]rec
-	start, size := 0, 0
-	for i, r := range recs {
-		sz := len(r.key) + len(r.value)
-		if i > start && (i-start >= maxRecs || size+sz > maxBytes) {
-			chunks = append(chunks, recs[start:i])
-			start, size = i, 0
-		}
-		size += sz
+	bounds := t.bundleBounds(len(recs), func(i int) int { return len(recs[i].key) + len(recs[i].value) })
+	chunks := make([][]rec, len(bounds)-1)
+	for i := range chunks {
+		chunks[i] = recs[bounds[i]:bounds[i+1]]
 	}
-	chunks = append(chunks, recs[start:])
 	if len(chunks) == 1 {
 		out, _, fails, err := t.crossOnce(ctx, s, chunks[0])
 		if err != nil {
@@ -103,6 +96,24 @@ func (t *task) applyFailures(recs []rec, fails []failure) error {
 		}
 	}
 	return nil
+}
+
+// bundleBounds splits n records, record i of size(i) bytes, into bundles
+// of at most polystreams.bundle.max.records and .max.bytes (a record
+// larger than that goes alone): bundle j is [bounds[j], bounds[j+1]).
+func (t *task) bundleBounds(n int, size func(i int) int) []int {
+	maxRecs, maxBytes := t.app.cfg.BundleMaxRecords, t.app.cfg.BundleMaxBytes
+	bounds := []int{0}
+	start, bytes := 0, 0
+	for i := range n {
+		sz := size(i)
+		if i > start && (i-start >= maxRecs || bytes+sz > maxBytes) {
+			bounds = append(bounds, i)
+			start, bytes = i, 0
+		}
+		bytes += sz
+	}
+	return append(bounds, n)
 }
 
 // crossOnce sends recs through s's chain in one bundle; it returns the

@@ -15,7 +15,7 @@ import (
 // table values beside the stream values.
 func (t *task) join(ctx context.Context, s *step, recs []rec) ([]rec, error) {
 	left := s.node.Op == topology.OpLeftJoin
-	tx := t.stores[s.store.Name]
+	tx := t.stores[s.table.Name]
 	keep := make([]rec, 0, len(recs))
 	others := make([][]byte, 0, len(recs))
 	for _, r := range recs {
@@ -54,19 +54,14 @@ func (t *task) join(ctx context.Context, s *step, recs []rec) ([]rec, error) {
 		return out, nil
 	}
 	var out []rec
-	maxRecs, maxBytes := t.app.cfg.BundleMaxRecords, t.app.cfg.BundleMaxBytes
-	for start := 0; start < len(keep); {
-		end, size := start, 0
-		for end < len(keep) && (end == start || end-start < maxRecs && size+len(keep[end].value)+len(others[end]) <= maxBytes) {
-			size += len(keep[end].value) + len(others[end])
-			end++
-		}
+	bounds := t.bundleBounds(len(keep), func(i int) int { return len(keep[i].value) + len(others[i]) })
+	for j := range len(bounds) - 1 {
+		start, end := bounds[j], bounds[j+1]
 		got, err := t.crossJoin(ctx, s, keep[start:end], others[start:end])
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, got...)
-		start = end
 	}
 	return out, nil
 }
@@ -75,7 +70,7 @@ func (t *task) join(ctx context.Context, s *step, recs []rec) ([]rec, error) {
 // each one's table value in the other_values column.
 func (t *task) crossJoin(ctx context.Context, s *step, recs []rec, others [][]byte) ([]rec, error) {
 	b := encodeBundle(s, recs)
-	b.OtherValueSerde = s.store.ValueSerde
+	b.OtherValueSerde = s.table.ValueSerde
 	b.OtherValueLengths = make([]int32, len(others))
 	for i, o := range others {
 		b.OtherValueLengths[i] = length(o)

@@ -46,8 +46,10 @@ type step struct {
 	steps                            []*pb.Step
 	keysChange                       bool
 	inKey, inValue, outKey, outValue string
-	// stepCount, stepFold
+	// stepCount, stepFold: the store the step owns
 	store *topology.Store
+	// stepJoin: the table's store it reads (its table source owns it)
+	table *topology.Store
 	// stepFold: whether the fold runs in the host (else native).
 	hostFold bool
 	// stepSink: the full topic name (internal topics prefixed).
@@ -230,8 +232,9 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				s.kind = stepPass
 			case n.Op == topology.OpJoin || n.Op == topology.OpLeftJoin:
 				s.kind = stepJoin
-				// The table's store: its source's plan opens it.
-				if s.store = t.Stores[n.Stores[0]]; s.store == nil || len(n.Predecessors) != 1 {
+				// The table's store: its source's step owns it (s.store
+				// would make the join a stateful, cached step).
+				if s.table = t.Stores[n.Stores[0]]; s.table == nil || len(n.Predecessors) != 1 {
 					return nil, fmt.Errorf("runtime: join %s needs its table's store and one predecessor", n.Name)
 				}
 				if n.Fn.Token != 0 {
@@ -266,7 +269,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				}
 				s.next = append(s.next, c)
 			}
-			if cache && s.store != nil && len(s.next) > 0 && s.kind != stepSuppress && s.kind != stepJoin {
+			if cache && s.store != nil && len(s.next) > 0 && s.kind != stepSuppress {
 				// Appended after its successors: reversed below, upstream first.
 				s.cached = true
 				p.cached = append(p.cached, s)

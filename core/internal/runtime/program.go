@@ -297,13 +297,16 @@ func (f *folder) run(ctx context.Context) ([][]byte, error) {
 		}
 	}
 	// The pool: every stored aggregate a fold starts from or merges.
+	pooled := func(a agg) {
+		if a.sym == aggBytes && a.b != nil {
+			b.AggregateLengths = append(b.AggregateLengths, int32(len(a.b)))
+			b.Aggregates = append(b.Aggregates, a.b...)
+		}
+	}
 	for _, i := range byPlace {
-		op := f.ops[i]
-		for _, a := range append([]agg{op.base}, op.merges...) {
-			if a.sym == aggBytes && a.b != nil {
-				b.AggregateLengths = append(b.AggregateLengths, int32(len(a.b)))
-				b.Aggregates = append(b.Aggregates, a.b...)
-			}
+		pooled(f.ops[i].base)
+		for _, m := range f.ops[i].merges {
+			pooled(m)
 		}
 	}
 	pool, nextPool := int32(len(b.AggregateLengths)), int32(0)
