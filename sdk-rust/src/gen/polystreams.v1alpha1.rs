@@ -490,23 +490,87 @@ pub struct RepartitionOp {
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct JoinOp {
-    /// A stream.
+    /// A stream (stream-stream, stream-table, stream-global-table joins) or a
+    /// table (table-table and foreign-key joins).
     #[prost(uint64, tag="1")]
     pub input: u64,
-    /// A table.
+    /// The other side: a table (stream-table, table-table, foreign-key), a
+    /// stream (stream-stream: windows required) or a global table
+    /// (stream-global-table: key_mapper_token required).
     #[prost(uint64, tag="2")]
     pub table: u64,
-    /// fn(stream value, table value) -> value: OPERATION_VALUE_JOIN.
+    /// fn(this value, other value) -> value: OPERATION_VALUE_JOIN (either
+    /// value may be absent in left and outer joins).
     #[prost(uint32, tag="3")]
     pub joiner_token: u32,
+    /// left and outer are exclusive; neither is an inner join.
     #[prost(bool, tag="4")]
     pub left: bool,
-    /// The joined values' serde (default: the stream's values').
+    /// The joined values' serde (default: the input's values').
     #[prost(string, tag="5")]
     pub value_serde: ::prost::alloc::string::String,
-    /// Joined.as: names the processor and any repartition topic.
+    /// Joined.as / StreamJoined.withName / Named: names the processors and any
+    /// repartition topic.
     #[prost(string, tag="6")]
     pub name: ::prost::alloc::string::String,
+    /// An outer join: stream-stream and table-table only.
+    #[prost(bool, tag="7")]
+    pub outer: bool,
+    /// Stream-stream joins: JoinWindows. Refused for any other join.
+    #[prost(message, optional, tag="8")]
+    pub windows: ::core::option::Option<JoinWindows>,
+    /// Stream-global-table joins: fn(key, value) -> the global table's key,
+    /// run as OPERATION_SELECT_KEY with the result in the global table's key
+    /// serde. Refused for any other join.
+    #[prost(uint32, tag="9")]
+    pub key_mapper_token: u32,
+    /// Stream-stream joins: StreamJoined.withStoreName, the prefix of both
+    /// window stores' names; empty means generated.
+    #[prost(string, tag="10")]
+    pub store_name: ::prost::alloc::string::String,
+    /// Table-table and foreign-key joins: Materialized for the result table.
+    #[prost(message, optional, tag="11")]
+    pub materialized: ::core::option::Option<Materialized>,
+    /// Foreign-key joins (input and table both tables): fn(value) -> the
+    /// other table's key, run as OPERATION_MAP_VALUES with the result in the
+    /// other table's key serde; a null result joins nothing.
+    #[prost(uint32, tag="12")]
+    pub foreign_key_token: u32,
+}
+/// JoinWindows: a record joins the other side's records whose timestamps lie
+/// in [ts - before_ms, ts + after_ms]; records later than the window's end
+/// plus grace_ms (stream time) are dropped (KIP-633). JoinWindows.of(d) in
+/// the SDKs sets before_ms = after_ms = d.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct JoinWindows {
+    #[prost(int64, tag="1")]
+    pub before_ms: i64,
+    #[prost(int64, tag="2")]
+    pub after_ms: i64,
+    /// ofTimeDifferenceAndGrace; 0 is ofTimeDifferenceWithNoGrace. Negative is
+    /// refused.
+    #[prost(int64, tag="3")]
+    pub grace_ms: i64,
+}
+/// GlobalTableOp is StreamsBuilder.globalTable: a table of every partition of
+/// topic, replicated to every instance and restored before processing.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct GlobalTableOp {
+    #[prost(string, tag="1")]
+    pub topic: ::prost::alloc::string::String,
+    #[prost(string, tag="2")]
+    pub key_serde: ::prost::alloc::string::String,
+    #[prost(string, tag="3")]
+    pub value_serde: ::prost::alloc::string::String,
+    /// Consumed.as: names the source node; empty means generated.
+    #[prost(string, tag="4")]
+    pub name: ::prost::alloc::string::String,
+    /// Materialized.as: names the store (queryable); empty means
+    /// "<topic>-STATE-STORE-<n>".
+    #[prost(message, optional, tag="5")]
+    pub materialized: ::core::option::Option<Materialized>,
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -537,7 +601,7 @@ pub struct BuildRequest {
     #[prost(string, tag="1")]
     pub session_id: ::prost::alloc::string::String,
     /// One builder operator. New operators are added as new members.
-    #[prost(oneof="build_request::Operation", tags="10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32")]
+    #[prost(oneof="build_request::Operation", tags="10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33")]
     pub operation: ::core::option::Option<build_request::Operation>,
 }
 /// Nested message and enum types in `BuildRequest`.
@@ -592,6 +656,8 @@ pub mod build_request {
         Repartition(super::RepartitionOp),
         #[prost(message, tag="32")]
         Join(super::JoinOp),
+        #[prost(message, tag="33")]
+        GlobalTable(super::GlobalTableOp),
     }
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
@@ -1240,6 +1306,8 @@ pub enum Kind {
     WindowedStream = 5,
     /// A SessionWindowedKStream (windowedBy with session windows).
     SessionWindowedStream = 6,
+    /// A GlobalKTable: every partition of its topic on every instance.
+    GlobalTable = 7,
 }
 impl Kind {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -1255,6 +1323,7 @@ impl Kind {
             Kind::GroupedTable => "KIND_GROUPED_TABLE",
             Kind::WindowedStream => "KIND_WINDOWED_STREAM",
             Kind::SessionWindowedStream => "KIND_SESSION_WINDOWED_STREAM",
+            Kind::GlobalTable => "KIND_GLOBAL_TABLE",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -1267,6 +1336,7 @@ impl Kind {
             "KIND_GROUPED_TABLE" => Some(Self::GroupedTable),
             "KIND_WINDOWED_STREAM" => Some(Self::WindowedStream),
             "KIND_SESSION_WINDOWED_STREAM" => Some(Self::SessionWindowedStream),
+            "KIND_GLOBAL_TABLE" => Some(Self::GlobalTable),
             _ => None,
         }
     }

@@ -5,6 +5,7 @@ from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+KIND_GLOBAL_TABLE: Kind
 KIND_GROUPED_STREAM: Kind
 KIND_GROUPED_TABLE: Kind
 KIND_SESSION_WINDOWED_STREAM: Kind
@@ -64,13 +65,14 @@ class Branch(_message.Message):
     def __init__(self, predicate_token: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
 
 class BuildRequest(_message.Message):
-    __slots__ = ["aggregate", "count", "filter", "filter_not", "flat_map_values", "foreach", "group_by", "group_by_key", "join", "map", "map_values", "merge", "peek", "reduce", "repartition", "select_key", "session_id", "split", "stream", "suppress", "table", "to", "to_stream", "windowed_by"]
+    __slots__ = ["aggregate", "count", "filter", "filter_not", "flat_map_values", "foreach", "global_table", "group_by", "group_by_key", "join", "map", "map_values", "merge", "peek", "reduce", "repartition", "select_key", "session_id", "split", "stream", "suppress", "table", "to", "to_stream", "windowed_by"]
     AGGREGATE_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     FILTER_NOT_FIELD_NUMBER: _ClassVar[int]
     FLAT_MAP_VALUES_FIELD_NUMBER: _ClassVar[int]
     FOREACH_FIELD_NUMBER: _ClassVar[int]
+    GLOBAL_TABLE_FIELD_NUMBER: _ClassVar[int]
     GROUP_BY_FIELD_NUMBER: _ClassVar[int]
     GROUP_BY_KEY_FIELD_NUMBER: _ClassVar[int]
     JOIN_FIELD_NUMBER: _ClassVar[int]
@@ -95,6 +97,7 @@ class BuildRequest(_message.Message):
     filter_not: FilterNotOp
     flat_map_values: FlatMapValuesOp
     foreach: ForeachOp
+    global_table: GlobalTableOp
     group_by: GroupByOp
     group_by_key: GroupByKeyOp
     join: JoinOp
@@ -113,7 +116,7 @@ class BuildRequest(_message.Message):
     to: ToOp
     to_stream: ToStreamOp
     windowed_by: WindowedByOp
-    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ..., reduce: _Optional[_Union[ReduceOp, _Mapping]] = ..., aggregate: _Optional[_Union[AggregateOp, _Mapping]] = ..., table: _Optional[_Union[TableOp, _Mapping]] = ..., windowed_by: _Optional[_Union[WindowedByOp, _Mapping]] = ..., suppress: _Optional[_Union[SuppressOp, _Mapping]] = ..., merge: _Optional[_Union[MergeOp, _Mapping]] = ..., split: _Optional[_Union[SplitOp, _Mapping]] = ..., repartition: _Optional[_Union[RepartitionOp, _Mapping]] = ..., join: _Optional[_Union[JoinOp, _Mapping]] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ..., reduce: _Optional[_Union[ReduceOp, _Mapping]] = ..., aggregate: _Optional[_Union[AggregateOp, _Mapping]] = ..., table: _Optional[_Union[TableOp, _Mapping]] = ..., windowed_by: _Optional[_Union[WindowedByOp, _Mapping]] = ..., suppress: _Optional[_Union[SuppressOp, _Mapping]] = ..., merge: _Optional[_Union[MergeOp, _Mapping]] = ..., split: _Optional[_Union[SplitOp, _Mapping]] = ..., repartition: _Optional[_Union[RepartitionOp, _Mapping]] = ..., join: _Optional[_Union[JoinOp, _Mapping]] = ..., global_table: _Optional[_Union[GlobalTableOp, _Mapping]] = ...) -> None: ...
 
 class BuildResponse(_message.Message):
     __slots__ = ["branches", "handle"]
@@ -347,6 +350,20 @@ class GetStateResponse(_message.Message):
     state: State
     def __init__(self, state: _Optional[_Union[State, str]] = ..., error: _Optional[str] = ..., failed_record: _Optional[_Union[RecordContext, _Mapping]] = ..., restore: _Optional[_Union[RestoreProgress, _Mapping]] = ..., dropped_records: _Optional[int] = ...) -> None: ...
 
+class GlobalTableOp(_message.Message):
+    __slots__ = ["key_serde", "materialized", "name", "topic", "value_serde"]
+    KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    MATERIALIZED_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    key_serde: str
+    materialized: Materialized
+    name: str
+    topic: str
+    value_serde: str
+    def __init__(self, topic: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ...) -> None: ...
+
 class GroupByKeyOp(_message.Message):
     __slots__ = ["input", "key_serde", "name", "value_serde"]
     INPUT_FIELD_NUMBER: _ClassVar[int]
@@ -390,20 +407,42 @@ class Handle(_message.Message):
     def __init__(self, id: _Optional[int] = ..., kind: _Optional[_Union[Kind, str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., node: _Optional[str] = ..., store: _Optional[str] = ...) -> None: ...
 
 class JoinOp(_message.Message):
-    __slots__ = ["input", "joiner_token", "left", "name", "table", "value_serde"]
+    __slots__ = ["foreign_key_token", "input", "joiner_token", "key_mapper_token", "left", "materialized", "name", "outer", "store_name", "table", "value_serde", "windows"]
+    FOREIGN_KEY_TOKEN_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
     JOINER_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    KEY_MAPPER_TOKEN_FIELD_NUMBER: _ClassVar[int]
     LEFT_FIELD_NUMBER: _ClassVar[int]
+    MATERIALIZED_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    OUTER_FIELD_NUMBER: _ClassVar[int]
+    STORE_NAME_FIELD_NUMBER: _ClassVar[int]
     TABLE_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    WINDOWS_FIELD_NUMBER: _ClassVar[int]
+    foreign_key_token: int
     input: int
     joiner_token: int
+    key_mapper_token: int
     left: bool
+    materialized: Materialized
     name: str
+    outer: bool
+    store_name: str
     table: int
     value_serde: str
-    def __init__(self, input: _Optional[int] = ..., table: _Optional[int] = ..., joiner_token: _Optional[int] = ..., left: bool = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+    windows: JoinWindows
+    def __init__(self, input: _Optional[int] = ..., table: _Optional[int] = ..., joiner_token: _Optional[int] = ..., left: bool = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., outer: bool = ..., windows: _Optional[_Union[JoinWindows, _Mapping]] = ..., key_mapper_token: _Optional[int] = ..., store_name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ..., foreign_key_token: _Optional[int] = ...) -> None: ...
+
+class JoinWindows(_message.Message):
+    __slots__ = ["after_ms", "before_ms", "grace_ms"]
+    AFTER_MS_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_MS_FIELD_NUMBER: _ClassVar[int]
+    GRACE_MS_FIELD_NUMBER: _ClassVar[int]
+    after_ms: int
+    before_ms: int
+    grace_ms: int
+    def __init__(self, before_ms: _Optional[int] = ..., after_ms: _Optional[int] = ..., grace_ms: _Optional[int] = ...) -> None: ...
 
 class KeyRange(_message.Message):
     __slots__ = ["to"]
