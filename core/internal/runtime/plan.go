@@ -30,6 +30,8 @@ const (
 	// Windowed operators (window.go).
 	stepWindow   // count, reduce, aggregate over time windows
 	stepSuppress // suppress(untilWindowCloses)
+	// stepStreamJoin is one side of a stream-stream join (join_stream.go).
+	stepStreamJoin
 )
 
 // step is a compiled node. The plan of a sub-topology is a DAG of steps
@@ -148,6 +150,10 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					s.steps = []*pb.Step{foldStep(n)}
 					s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
 					s.outKey, s.outValue = n.Predecessors[0].KeySerde, s.store.ValueSerde
+				}
+			case n.Op == topology.OpJoinWindow || n.Op == topology.OpStreamJoin:
+				if err := compileStreamJoin(t, p, s); err != nil {
+					return nil, err
 				}
 			case n.Op == topology.OpSuppress:
 				s.kind = stepSuppress

@@ -155,6 +155,9 @@ type task struct {
 	caches map[*step]*recCache
 	// wins are the windowed steps' stream times and buffers (window.go).
 	wins map[*step]*winState
+	// ssjoins are the stream-stream joins' states, by left store
+	// (join_stream.go).
+	ssjoins map[string]*ssState
 	// expandBuf is windowAggregate's scratch: a record per window.
 	expandBuf  []rec
 	cacheBytes int
@@ -592,6 +595,11 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 	case stepJoin:
 		var err error
 		if out, err = t.join(ctx, s, recs); err != nil {
+			return err
+		}
+	case stepStreamJoin:
+		var err error
+		if out, err = t.streamJoin(ctx, s, recs); err != nil {
 			return err
 		}
 	case stepBranch:

@@ -74,7 +74,7 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 	for _, sub := range a.topo.Subtopologies {
 		var join *topology.Node
 		for _, n := range sub.Nodes {
-			if n.Op == topology.OpJoin || n.Op == topology.OpLeftJoin {
+			if n.Op == topology.OpJoin || n.Op == topology.OpLeftJoin || n.Op == topology.OpStreamJoin {
 				join = n
 			}
 		}
@@ -142,7 +142,7 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 				t := a.fullTopic(st.ChangelogTopic, true)
 				want[t] = subParts[sub.ID]
 				configs[t] = map[string]*string{"cleanup.policy": &compact}
-				if st.Kind == topology.StoreWindow || st.Kind == topology.StoreSession {
+				if st.Kind == topology.StoreWindow || st.Kind == topology.StoreSession || st.Kind == topology.StoreJoinWindow {
 					// Kafka Streams' windowed changelogs: compacted and
 					// deleted after the store's retention plus
 					// windowstore.changelog.additional.retention.ms (1 day).
