@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from polystreams.errors import PolystreamsError
 from polystreams.serde import SerdeName, windowed_codec
 from polystreams.v1alpha1 import engine_pb2 as pb
-from polystreams.windows import Duration, SessionWindows, SlidingWindows, Suppressed, TimeWindows, _check_windows, to_ms
+from polystreams.windows import Duration, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, _check_windows, to_ms
 
 if TYPE_CHECKING:
     from polystreams.app import App
@@ -241,37 +241,91 @@ class KStream(_Node):
 
     def join(
         self,
-        table: KTable,
+        other: KTable | KStream,
         joiner: Callable[[Any, Any], Any],
+        windows: JoinWindows | None = None,
         *,
         value: SerdeName | None = None,
         name: str | None = None,
+        store_name: str | None = None,
     ) -> KStream:
-        """Joins each record with the value ``table`` holds for its key now
-        (``KStream.join(KTable)``): ``joiner(value, table value) -> new value``;
-        records whose key the table does not hold are dropped. The stream
-        and the table must be co-partitioned (one partition count); a stream
-        whose key changed upstream is repartitioned first. ``value`` is the
-        joined values' serde (default: the stream's)."""
-        return self._join("join", table, joiner, False, value, name)
+        """Joins each record with a table or, within ``windows``, a stream.
+
+        With a table (``KStream.join(KTable)``): ``joiner(value, table
+        value) -> new value`` with the value the table holds for the key
+        now; records whose key the table does not hold are dropped.
+
+        With a stream and :class:`JoinWindows` (``KStream.join(KStream,
+        ValueJoiner, JoinWindows, StreamJoined)``): ``joiner(value, other
+        value)`` for each record of the other stream with the same key
+        within the windows, stamped with the later timestamp; both streams
+        are kept in window stores (``store_name``:
+        ``StreamJoined.withStoreName``).
+
+        The two must be co-partitioned (one partition count); a stream whose
+        key changed upstream is repartitioned first. ``value`` is the joined
+        values' serde (default: this stream's)."""
+        return self._join("join", other, joiner, windows, False, False, value, name, store_name)
 
     def left_join(
         self,
-        table: KTable,
+        other: KTable | KStream,
         joiner: Callable[[Any, Any], Any],
+        windows: JoinWindows | None = None,
         *,
         value: SerdeName | None = None,
         name: str | None = None,
+        store_name: str | None = None,
     ) -> KStream:
-        """:meth:`join` that keeps every record: ``joiner`` gets None for a
-        key the table does not hold (``KStream.leftJoin(KTable)``)."""
-        return self._join("left_join", table, joiner, True, value, name)
+        """:meth:`join` that keeps every record of this stream: ``joiner``
+        gets None for a key the table does not hold
+        (``KStream.leftJoin(KTable)``), or, joining a stream, for a record
+        no other record joined, once its window closed
+        (``KStream.leftJoin(KStream, ...)``; since Kafka 3.1 never earlier)."""
+        return self._join("left_join", other, joiner, windows, True, False, value, name, store_name)
+
+    def outer_join(
+        self,
+        other: KStream,
+        joiner: Callable[[Any, Any], Any],
+        windows: JoinWindows,
+        *,
+        value: SerdeName | None = None,
+        name: str | None = None,
+        store_name: str | None = None,
+    ) -> KStream:
+        """:meth:`left_join` of two streams that keeps the other stream's
+        unjoined records too: ``joiner(None, other value)``
+        (``KStream.outerJoin(KStream, ...)``)."""
+        return self._join("outer_join", other, joiner, windows, False, True, value, name, store_name)
 
     def _join(
-        self, what: str, table: KTable, joiner: Callable[[Any, Any], Any], left: bool, value: SerdeName | None, name: str | None
+        self,
+        what: str,
+        other: KTable | KStream,
+        joiner: Callable[[Any, Any], Any],
+        windows: JoinWindows | None,
+        left: bool,
+        outer: bool,
+        value: SerdeName | None,
+        name: str | None,
+        store_name: str | None,
     ) -> KStream:
+        if windows is not None and not isinstance(windows, JoinWindows):
+            raise TypeError(f"{what}: windows must be JoinWindows, not {type(windows).__name__}")
         t = self._app._register(what, joiner)
-        op = pb.JoinOp(input=self.handle.id, table=table.handle.id, joiner_token=t, left=left, value_serde=_s(value), name=_s(name))
+        op = pb.JoinOp(
+            input=self.handle.id,
+            table=other.handle.id,
+            joiner_token=t,
+            left=left,
+            outer=outer,
+            value_serde=_s(value),
+            name=_s(name),
+            store_name=_s(store_name),
+        )
+        if windows is not None:
+            op.windows.CopyFrom(windows._pb())
         try:
             return self._stream("join", op)
         except PolystreamsError:
