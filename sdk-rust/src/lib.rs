@@ -32,6 +32,7 @@ mod error;
 mod fold;
 mod host;
 mod join;
+mod join_stream;
 mod serdes;
 mod store;
 mod table;
@@ -49,6 +50,7 @@ pub use branch::{BranchedKStream, Repartitioned};
 pub use dsl::{Handle, KGroupedStream, KGroupedTable, KStream, KTable, Kind, Materialized, Options, Reducer};
 pub use engine::find_engine;
 pub use error::{Error, Result};
+pub use join_stream::JoinWindows;
 pub use serdes::{to_bytes, Json, Serde, SerdeError, Value};
 pub use store::{KeyValueStore, WindowStore};
 pub use window::{
