@@ -46,7 +46,7 @@ func (r role) String() string {
 var stepRoles = map[string]struct{ fn role }{
 	"map_values": {roleMapper}, "flat_map_values": {roleFlat}, "filter": {rolePredicate}, "filter_not": {rolePredicate},
 	"select_key": {roleKey}, "group_by": {roleKey}, "map": {roleMap}, "peek": {roleAction}, "foreach": {roleAction},
-	"reduce": {roleReducer}, "aggregate": {roleAggregator}, "join": {roleJoiner}, "left_join": {roleJoiner},
+	"reduce": {roleReducer}, "aggregate": {roleAggregator}, "join": {roleJoiner}, "left_join": {roleJoiner}, "outer_join": {roleJoiner},
 }
 
 type argKind int
@@ -236,6 +236,9 @@ var catalogue = map[string]fnImpl{
 		reducer: func(arg, agg, v any) (any, error) { return concat(arg, agg, v, false) },
 		agg:     func(arg, _, v, agg any) (any, error) { return concat(arg, agg, v, true) },
 		joiner: func(arg, v, other any) (any, error) {
+			if v == nil {
+				v = "null" // an outer join's missing value of this stream
+			}
 			if other == nil {
 				other = "null" // a left join's missing table value
 			}
