@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::dsl::{fn_name, KStream, Options, NAME, VALUE};
+use crate::dsl::{fn_name, KStream, Options, MATERIALIZED, NAME, VALUE};
 use crate::error::Result;
 use crate::host::{Func, JoinRun, ValueJoiner};
 use crate::pb::{self, build_request::Operation as Op};
@@ -76,7 +76,9 @@ impl<K: Serde, V: Serde> KStream<K, V> {
     }
 
     /// [`join_stream`](Self::join_stream) with `name`
-    /// (`StreamJoined.withName`) and `value_serde` (the joined values').
+    /// (`StreamJoined.withName`), `value_serde` (the joined values') and
+    /// `materialized` naming the window stores (`StreamJoined.withStoreName`:
+    /// `<store name>-this-join-store`, ...; only its store name is used).
     pub fn join_stream_with<VO: Serde, VR: Serde, F>(
         &self,
         other: &KStream<K, VO>,
@@ -184,7 +186,8 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         joiner: Arc<dyn JoinRun>,
         o: Options,
     ) -> Result<KStream<K, VR>> {
-        o.check(op, NAME | VALUE)?;
+        o.check(op, NAME | VALUE | MATERIALIZED)?;
+        let store_name = o.materialized_proto().map(|m| m.store_name).unwrap_or_default();
         let token = self.app().register(&fn_type, Func::Join(joiner))?;
         let join = pb::JoinOp {
             input: self.handle().id,
@@ -195,6 +198,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
             value_serde: o.value_or(VR::NAME),
             name: o.name_or_empty(),
             windows: Some(windows.to_proto()),
+            store_name,
             ..Default::default()
         };
         let h = self.app().build(Op::Join(join), &[token])?;
