@@ -498,6 +498,11 @@ func (t *task) settleTxn(committed bool) {
 	}
 	t.settleMu.Lock()
 	defer t.settleMu.Unlock()
+	if !committed {
+		// The stream-stream joins' in-memory rows and stream time include
+		// the aborted batches: reload them from Pebble on next use.
+		clear(t.ssjoins)
+	}
 	for _, tx := range t.stores {
 		if committed && len(tx.txn) > 0 {
 			err := tx.part.Apply(writes(tx.txn))

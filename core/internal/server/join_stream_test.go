@@ -23,6 +23,12 @@ import (
 // changelogs are made with windowed configs, and the state survives an
 // engine restart.
 func TestStreamStreamJoin(t *testing.T) {
+	for _, guarantee := range []string{"at_least_once", "exactly_once_v2"} {
+		t.Run(guarantee, func(t *testing.T) { testStreamStreamJoin(t, guarantee) })
+	}
+}
+
+func testStreamStreamJoin(t *testing.T, guarantee string) {
 	e := newEnv(t, "clicks", "views", "joined")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker.Addr()))
 	if err != nil {
@@ -38,7 +44,7 @@ func TestStreamStreamJoin(t *testing.T) {
 	}
 	read := func() []string {
 		var got []string
-		e.readTopic("joined", false, func(r *kgo.Record) {
+		e.readTopic("joined", guarantee != "at_least_once", func(r *kgo.Record) {
 			got = append(got, fmt.Sprintf("%s:%s@%d", r.Key, r.Value, r.Timestamp.UnixMilli()))
 		})
 		slices.Sort(got)
@@ -56,7 +62,7 @@ func TestStreamStreamJoin(t *testing.T) {
 		t.Fatalf("%s: joined holds %q, want %q", what, got, want)
 	}
 	session := func() (*testHost, <-chan string) {
-		h := e.open("ssjoin", map[string]string{"commit.interval.ms": "100"})
+		h := e.open("ssjoin", map[string]string{"commit.interval.ms": "100", "processing.guarantee": guarantee})
 		joiner := h.register("joiner", joinFn(func(l, r []byte) ([]byte, error) {
 			if l == nil {
 				l = []byte("null")
