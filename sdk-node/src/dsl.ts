@@ -498,8 +498,8 @@ export class KStream<K, V> extends Node {
     if (a instanceof JoinWindows) {
       windows = a;
       options = b ?? {};
-    } else if (other instanceof KStream && a !== undefined) {
-      throw new TypeError(`${method}: joining two streams takes JoinWindows, not ${a === null ? "null" : typeof a}`);
+    } else if (other instanceof KStream) {
+      throw new TypeError(`${method}: joining two streams takes JoinWindows (a stream-stream join is windowed), not ${a === null ? "null" : typeof a}`);
     } else {
       options = (a as StreamJoinOptions | undefined) ?? {};
     }
