@@ -124,7 +124,7 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 	}
 	want := map[string]int32{}
 	configs := map[string]map[string]*string{}
-	compact, compactDelete := "compact", "compact,delete"
+	compact, compactDelete, deletePolicy := "compact", "compact,delete", "delete"
 	for t, sub := range writerOf {
 		want[a.fullTopic(t, true)] = subParts[sub]
 		if f := fixed[t]; f > 0 {
@@ -148,6 +148,11 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 					// windowstore.changelog.additional.retention.ms (1 day).
 					retention := strconv.FormatInt(st.Retention+24*time.Hour.Milliseconds(), 10)
 					configs[t]["cleanup.policy"], configs[t]["retention.ms"] = &compactDelete, &retention
+					if st.Kind == topology.StoreJoinWindow {
+						// A join window store keeps duplicates: nothing to
+						// compact (KAFKA-13345, Kafka 3.1).
+						configs[t]["cleanup.policy"] = &deletePolicy
+					}
 				}
 				for k, v := range st.ChangelogConfig {
 					configs[t][k] = &v
