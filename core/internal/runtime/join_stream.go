@@ -237,12 +237,14 @@ func (t *task) streamJoin(ctx context.Context, s *step, recs []rec) ([]rec, erro
 		}
 		seq := st.seq
 		st.seq++
-		rows := own.rows[string(r.key)]
+		// Kept across batches: not a view of the fetch buffer.
+		key, value := bytes.Clone(r.key), bytes.Clone(r.value)
+		rows := own.rows[string(key)]
 		i := len(rows) // after every row at or before ts: (ts, seq) order
 		for i > 0 && rows[i-1].ts > r.ts {
 			i--
 		}
-		own.rows[string(r.key)] = slices.Insert(rows, i, ssRow{ts: r.ts, seq: seq, value: r.value})
+		own.rows[string(key)] = slices.Insert(rows, i, ssRow{ts: r.ts, seq: seq, value: value})
 		own.tx.put(joinRowKey(r.key, r.ts, seq), r.value, r.ts)
 
 		if st.outer != nil && r.ts == st.streamTime {
@@ -271,10 +273,10 @@ func (t *task) streamJoin(ctx context.Context, s *step, recs []rec) ([]rec, erro
 		p := outerPrefix(r.ts, j.Left, r.key)
 		g := st.outer[string(p)]
 		if g == nil {
-			g = &ssOuter{key: r.key, ts: r.ts, left: j.Left}
+			g = &ssOuter{key: key, ts: r.ts, left: j.Left}
 			st.outer[string(p)] = g
 		}
-		g.seqs, g.vals = append(g.seqs, seq), append(g.vals, r.value)
+		g.seqs, g.vals = append(g.seqs, seq), append(g.vals, value)
 		st.outerTx.put(binary.BigEndian.AppendUint32(p, seq), r.value, r.ts)
 	}
 	if err := t.expireJoin(st, w); err != nil {
