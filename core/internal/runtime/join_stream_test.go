@@ -12,6 +12,7 @@ import (
 
 	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
+	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
 
 // ssHarness runs a stream-stream join of topics "left" and "right" into
@@ -39,6 +40,11 @@ func joinFnOf(left, right []byte) ([]byte, error) {
 
 func newSSHarness(t *testing.T, kind topology.JoinKind, w topology.JoinWindows, db *state.DB) *ssHarness {
 	t.Helper()
+	return newSSHarnessWith(t, kind, w, db, topology.Function{Native: topology.ValueJoinerFunc(joinFnOf)}, nil)
+}
+
+func newSSHarnessWith(t *testing.T, kind topology.JoinKind, w topology.JoinWindows, db *state.DB, joiner topology.Function, host Host) *ssHarness {
+	t.Helper()
 	b := topology.NewBuilder()
 	l, err := b.Stream(topology.StreamOptions{Topics: []string{"left"}})
 	if err != nil {
@@ -48,7 +54,7 @@ func newSSHarness(t *testing.T, kind topology.JoinKind, w topology.JoinWindows, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := b.StreamJoin(l.ID, r.ID, topology.Function{Native: topology.ValueJoinerFunc(joinFnOf)}, topology.StreamJoinOptions{Kind: kind, Windows: &w})
+	j, err := b.StreamJoin(l.ID, r.ID, joiner, topology.StreamJoinOptions{Kind: kind, Windows: &w})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +71,7 @@ func newSSHarness(t *testing.T, kind topology.JoinKind, w topology.JoinWindows, 
 		}
 		t.Cleanup(func() { db.Close() })
 	}
-	a := &App{cfg: Config{ApplicationID: "app"}, topo: topo, db: db}
+	a := &App{cfg: Config{ApplicationID: "app", BundleMaxRecords: 2000, BundleMaxBytes: 1 << 20}, topo: topo, db: db, host: host}
 	plans, err := compile(topo, a.fullTopic, false, false)
 	if err != nil {
 		t.Fatal(err)
@@ -230,5 +236,54 @@ func TestJoinWindowChangelogKeys(t *testing.T) {
 	}
 	if _, err := (joinWindowCodec{}).fromLog([]byte("short")); err == nil {
 		t.Errorf("a short key restored")
+	}
+}
+
+// joinHost answers VALUE_JOIN bundles with joinFnOf, counting crossings.
+type joinHost struct {
+	bundles []*pb.Bundle
+}
+
+func (h *joinHost) Process(_ context.Context, b *pb.Bundle) (*pb.BundleResult, error) {
+	h.bundles = append(h.bundles, b)
+	res := &pb.BundleResult{BundleId: b.Id}
+	vo, oo := 0, 0
+	col := func(buf []byte, off *int, l int32) []byte {
+		if l < 0 {
+			return nil
+		}
+		*off += int(l)
+		return buf[*off-int(l) : *off]
+	}
+	for i := range b.ValueLengths {
+		out, _ := joinFnOf(col(b.Values, &vo, b.ValueLengths[i]), col(b.OtherValues, &oo, b.OtherValueLengths[i]))
+		res.OutputCounts = append(res.OutputCounts, 1)
+		res.ValueLengths = append(res.ValueLengths, int32(len(out)))
+		res.Values = append(res.Values, out...)
+	}
+	return res, nil
+}
+
+// A host joiner crosses once per batch (one OPERATION_VALUE_JOIN bundle),
+// not once per record: the left values in values, the right ones in
+// other_values (-1: absent), whichever side the batch came from.
+func TestStreamJoinHostJoinerCrossesOncePerBundle(t *testing.T) {
+	host := &joinHost{}
+	h := newSSHarnessWith(t, topology.JoinOuter, topology.JoinWindows{Before: 10, After: 10}, nil, topology.Function{Token: 7}, host)
+	h.expect("lefts wait", h.send("left", "a:L1@100", "b:L2@100", "c:L3@100"))
+	if len(host.bundles) != 0 {
+		t.Fatalf("%d crossings for records that joined nothing", len(host.bundles))
+	}
+	got := h.send("right", "a:R1@105", "b:R2@105", "z:R9@200")
+	h.expect("one batch", got, "a:L1+R1@105", "b:L2+R2@105", "c:L3+null@100")
+	if len(host.bundles) != 1 {
+		t.Fatalf("%d crossings for one batch, want 1", len(host.bundles))
+	}
+	b := host.bundles[0]
+	if st := b.Steps; len(st) != 1 || st[0].Operation != pb.Operation_OPERATION_VALUE_JOIN || st[0].Token != 7 || st[0].Node != "KSTREAM-OUTEROTHER-0000000005" {
+		t.Errorf("steps %v", st)
+	}
+	if !slices.Equal(b.ValueLengths, []int32{2, 2, 2}) || !slices.Equal(b.OtherValueLengths, []int32{2, 2, -1}) {
+		t.Errorf("value lengths %v, other value lengths %v", b.ValueLengths, b.OtherValueLengths)
 	}
 }
