@@ -190,7 +190,8 @@ type ssPair struct {
 // joins the other side's records at [ts - before, ts + after] (the right
 // side: [ts - after, ts + before]), each result stamped max(ts, other's).
 // Records with a null key or value are dropped and counted
-// (StreamStreamJoinUtil.skipRecord); so is a record the window store
+// (StreamStreamJoinUtil.skipRecord), except that an outer side's null-key
+// record is joined with null at once (KIP-962); so is a record the window store
 // would not keep: ts <= stream time - (before + after + grace) (KIP-633).
 // In a left or outer join, a record of an outer side that joins nothing
 // waits in the shared store and is emitted with a null other value once
@@ -225,6 +226,11 @@ func (t *task) streamJoin(ctx context.Context, s *step, recs []rec) ([]rec, erro
 		if r.ts > st.streamTime {
 			st.streamTime = r.ts
 			st.sides[0].tx.put(ssMetaKey, binary.BigEndian.AppendUint64(nil, uint64(r.ts)), r.ts)
+		}
+		if r.key == nil && r.value != nil && j.Outer {
+			// KIP-962: an outer side's null-key record joins nothing, at once.
+			pair(r, nil, r.value, nil, r.ts)
+			continue
 		}
 		if r.key == nil || r.value == nil || r.ts < 0 {
 			t.app.dropped.Add(1) // "Skipping record due to null key or value"

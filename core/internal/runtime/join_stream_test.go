@@ -191,6 +191,13 @@ func TestStreamJoinLeftEmitsAtWindowClose(t *testing.T) {
 	h.expect("c closes", h.send("left", "e:L5@1300"), "c:L3+null@1100", "d:L4+null@1150")
 	// A left record whose window ended already is emitted at once.
 	h.expect("too late to wait", h.send("left", "f:L6@1150"), "f:L6+null@1150")
+	// KIP-962: a left null-key record joins nothing, at once; a right one
+	// is dropped (and counted), as is a null value.
+	h.expect("left null key", h.send("left", "null:L7@1300"), ":L7+null@1300")
+	h.expect("right null key, null value", h.send("right", "null:R7@1300", "g:null@1300"))
+	if got := h.app.dropped.Load(); got != 2 {
+		t.Errorf("dropped %d, want 2", got)
+	}
 }
 
 // Outer join: both sides' unmatched records are emitted at window close,
