@@ -68,6 +68,11 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 			return nil, fmt.Errorf("runtime: source topic %s does not exist (Kafka Streams' MissingSourceTopicException); create it first", strings.Join(missing, ", "))
 		}
 	}
+	// internalJoins are join sub-topologies that read only repartition
+	// topics (a join of two key-changed streams): those topics all take
+	// the largest count of their writers, so that they are co-partitioned
+	// (Kafka Streams' CopartitionedTopicsEnforcer).
+	var internalJoins []int
 	// A join's sub-topology joins partition p of the stream with partition
 	// p of the table: its user topics must have one partition count
 	// (Kafka Streams' co-partitioning), which its repartition topics take.
@@ -96,6 +101,9 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 			if src.internal && first != "" && fixed[src.topic] == 0 {
 				fixed[src.topic] = userParts[first]
 			}
+		}
+		if first == "" {
+			internalJoins = append(internalJoins, sub.ID)
 		}
 	}
 	// Partition counts, resolved until nothing changes (a repartition topic
@@ -129,6 +137,13 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 		want[a.fullTopic(t, true)] = subParts[sub]
 		if f := fixed[t]; f > 0 {
 			want[a.fullTopic(t, true)] = f
+		}
+	}
+	for _, id := range internalJoins {
+		for _, src := range subSources[id] {
+			if fixed[src.topic] == 0 {
+				want[a.fullTopic(src.topic, true)] = subParts[id]
+			}
 		}
 	}
 	changelogs := map[string]bool{}

@@ -222,3 +222,64 @@ func TestStreamStreamJoinRefusals(t *testing.T) {
 		t.Errorf("co-partitioning refusal %q does not name the join and both topics' counts", msg)
 	}
 }
+
+// Two key-changed streams of topics with different partition counts join
+// through two repartition topics, which take the larger count of their
+// writers so that they are co-partitioned (Kafka Streams'
+// CopartitionedTopicsEnforcer); the records then meet in one task.
+func TestStreamStreamJoinOfTwoRepartitionedStreams(t *testing.T) {
+	e := newEnv(t, "a", "joined")
+	adm, err := kadm.NewOptClient(kgo.SeedBrokers(e.broker.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	if _, err := adm.CreateTopic(context.Background(), 3, 1, nil, "c"); err != nil {
+		t.Fatal(err)
+	}
+	h := e.open("ssrekey", map[string]string{"commit.interval.ms": "100"})
+	joiner := h.register("joiner", joinFn(func(l, r []byte) ([]byte, error) { return []byte(string(l) + "+" + string(r)), nil }))
+	byValue := h.register("by-value", keyFn(func(_, v []byte) ([]byte, error) { return v[:1], nil }))
+	a := h.mustBuild(&pb.SelectKeyOp{Input: h.mustBuild(&pb.StreamOp{Topics: []string{"a"}, KeySerde: "string", ValueSerde: "string"}).Id, Token: byValue})
+	c := h.mustBuild(&pb.SelectKeyOp{Input: h.mustBuild(&pb.StreamOp{Topics: []string{"c"}, KeySerde: "string", ValueSerde: "string"}).Id, Token: byValue})
+	j := h.mustBuild(&pb.JoinOp{Input: a.Id, Table: c.Id, JoinerToken: joiner, Windows: &pb.JoinWindows{BeforeMs: 60_000, AfterMs: 60_000, GraceMs: 60_000}})
+	h.mustBuild(&pb.ToOp{Input: j.Id, Topic: "joined"})
+	h.start()
+	done := h.serveAsync()
+	defer h.stopServing(done)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var rs []*kgo.Record
+	want := map[string]bool{}
+	for i, k := range "pqrstuvw" {
+		rs = append(rs,
+			&kgo.Record{Topic: "a", Key: []byte(fmt.Sprint(i)), Value: []byte(fmt.Sprintf("%cL", k)), Timestamp: time.UnixMilli(1000)},
+			&kgo.Record{Topic: "c", Key: []byte(fmt.Sprint(i * 7)), Value: []byte(fmt.Sprintf("%cR", k)), Timestamp: time.UnixMilli(1000)})
+		want[fmt.Sprintf("%cL+%cR", k, k)] = true
+	}
+	if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && len(got) < len(want); time.Sleep(100 * time.Millisecond) {
+		e.readTopic("joined", false, func(r *kgo.Record) { got[string(r.Value)] = true })
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("joined %v, want %v", keys(got), keys(want))
+	}
+	parts, err := adm.ListTopics(context.Background(), "ssrekey-KSTREAM-KEY-SELECT-0000000001-repartition", "ssrekey-KSTREAM-KEY-SELECT-0000000003-repartition")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range parts.Sorted() {
+		if len(d.Partitions) != 4 {
+			t.Errorf("%s has %d partitions, want 4 (the larger writer's)", d.Topic, len(d.Partitions))
+		}
+	}
+	if len(parts) != 2 {
+		t.Errorf("repartition topics: %v", parts.Names())
+	}
+}
