@@ -30,6 +30,9 @@ const (
 	// Windowed operators (window.go).
 	stepWindow   // count, reduce, aggregate over time windows
 	stepSuppress // suppress(untilWindowCloses)
+	// Table-table joins (join_table.go).
+	stepTableJoin  // one side's join processor
+	stepTableMerge // the join's merge
 )
 
 // step is a compiled node. The plan of a sub-topology is a DAG of steps
@@ -218,6 +221,13 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
 					s.outKey, s.outValue = n.KeySerde, s.store.ValueSerde
 				}
+			case isTableJoin(n.Op):
+				if err := compileTableJoin(t, s, n); err != nil {
+					return nil, err
+				}
+			case n.Op == topology.OpTableMerge:
+				s.kind = stepTableMerge
+				useStore()
 			case n.Fn != nil && n.Fn.Native != nil && n.Op != topology.OpJoin && n.Op != topology.OpLeftJoin:
 				// A join's native joiner runs in stepJoin, beside its table lookup.
 				s.kind = stepNative

@@ -74,7 +74,7 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 	for _, sub := range a.topo.Subtopologies {
 		var join *topology.Node
 		for _, n := range sub.Nodes {
-			if n.Op == topology.OpJoin || n.Op == topology.OpLeftJoin {
+			if n.Op == topology.OpJoin || n.Op == topology.OpLeftJoin || n.Op == topology.OpTableMerge {
 				join = n
 			}
 		}

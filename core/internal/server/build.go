@@ -249,7 +249,16 @@ func (s *Server) Build(_ context.Context, req *connect.Request[pb.BuildRequest])
 		v := o.Join
 		var f topology.Function
 		if f, err = fn(v.JoinerToken); err == nil {
-			h, err = b.Join(v.Input, v.Table, f, v.Left, v.ValueSerde, v.Name)
+			switch {
+			case kind(v.Input) == topology.KindTable && v.ForeignKeyToken == 0:
+				h, err = tableJoin(b, method, v, f)
+			case kind(v.Table) == topology.KindTable:
+				if err = streamTableJoinOptions(method, v); err == nil {
+					h, err = b.Join(v.Input, v.Table, f, v.Left, v.ValueSerde, v.Name)
+				}
+			default:
+				h, err = b.Join(v.Input, v.Table, f, v.Left, v.ValueSerde, v.Name)
+			}
 		}
 	case *pb.BuildRequest_Merge:
 		v := o.Merge
