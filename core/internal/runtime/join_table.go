@@ -254,3 +254,18 @@ func isTableJoin(op topology.Op) bool {
 	_, _, ok := topology.TableJoin(op)
 	return ok
 }
+
+// feedsTableJoin reports whether s forwards to one side of a table-table
+// join. Such a step does not hold its updates in the record cache: the
+// join's other side looks keys up in s's store, which a cache would leave
+// ahead of what s has forwarded, and a change of both sides in one cache
+// interval would then be joined twice (once per side) with old values that
+// were never forwarded, so a downstream aggregation would count it twice.
+func feedsTableJoin(s *step) bool {
+	for _, n := range s.next {
+		if n.kind == stepTableJoin {
+			return true
+		}
+	}
+	return false
+}

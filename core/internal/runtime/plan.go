@@ -279,7 +279,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				}
 				s.next = append(s.next, c)
 			}
-			if cache && s.store != nil && len(s.next) > 0 && s.kind != stepSuppress {
+			if cache && s.store != nil && len(s.next) > 0 && s.kind != stepSuppress && !feedsTableJoin(s) {
 				// Appended after its successors: reversed below, upstream first.
 				s.cached = true
 				p.cached = append(p.cached, s)
