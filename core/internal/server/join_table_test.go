@@ -29,9 +29,9 @@ var tableJoiner = joinFn(func(v, o []byte) ([]byte, error) {
 // tableJoinStep is one record into a table and what each join forwards for
 // it: "key=value@ts", value "null" for a tombstone.
 type tableJoinStep struct {
-	topic, key, value string // value "": a tombstone
-	ts                       int64
-	inner, left, outer       []string
+	topic, key, value  string // value "": a tombstone
+	ts                 int64
+	inner, left, outer []string
 }
 
 // The update sequences of KTableKTableInnerJoin, KTableKTableLeftJoin (with

@@ -191,8 +191,14 @@ func TestTableTableJoinRefusals(t *testing.T) {
 		{"table keeps no store", func() error { _, err := b.TableJoin(filtered, other, fn, TableJoinOptions{}); return err }(), "this table handle 4 (KTABLE-FILTER-0000000007) keeps no store"},
 		{"grouped table", func() error { _, err := b.TableJoin(strs, grouped, fn, TableJoinOptions{}); return err }(), "join needs a table, but handle 5 is a grouped table"},
 		{"stream", func() error { _, err := b.TableJoin(s, strs, fn, TableJoinOptions{Left: true}); return err }(), "left_join needs a table, but handle 1 is a stream"},
-		{"left and outer", func() error { _, err := b.TableJoin(strs, other, fn, TableJoinOptions{Left: true, Outer: true}); return err }(), "left and outer are exclusive"},
-		{"no joiner", func() error { _, err := b.TableJoin(strs, other, Function{}, TableJoinOptions{Outer: true}); return err }(), "outer_join names no function"},
+		{"left and outer", func() error {
+			_, err := b.TableJoin(strs, other, fn, TableJoinOptions{Left: true, Outer: true})
+			return err
+		}(), "left and outer are exclusive"},
+		{"no joiner", func() error {
+			_, err := b.TableJoin(strs, other, Function{}, TableJoinOptions{Outer: true})
+			return err
+		}(), "outer_join names no function"},
 		{"store exists", func() error {
 			_, err := b.TableJoin(strs, other, fn, TableJoinOptions{Materialized: &Materialized{StoreName: "v"}})
 			return err
