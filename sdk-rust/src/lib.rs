@@ -32,6 +32,7 @@ mod error;
 mod fold;
 mod host;
 mod join;
+mod join_table;
 mod serdes;
 mod store;
 mod table;
