@@ -325,11 +325,17 @@ func (c *Case) rules() []violation {
 		if s.Op == "merge" {
 			ref("other", s.Other, kindStream)
 		}
-		if s.Op == "join" || s.Op == "left_join" {
+		if s.Op == "join" || s.Op == "left_join" || s.Op == "outer_join" {
 			ref("table", s.Table, kindTable)
 		}
-		if (s.Op == "merge" || s.Op == "split" || s.Op == "repartition" || s.Op == "join" || s.Op == "left_join") && in != kindStream {
+		if (s.Op == "merge" || s.Op == "split" || s.Op == "repartition") && in != kindStream {
 			add(p+".op", "%s applies to a stream, not a %s", s.Op, in)
+		}
+		if (s.Op == "join" || s.Op == "left_join") && in != kindStream && in != kindTable {
+			add(p+".op", "%s applies to a stream or a table, not a %s", s.Op, in)
+		}
+		if s.Op == "outer_join" && in != kindTable {
+			add(p+".op", "outer_join applies to a table (KStream has no outerJoin(KTable)), not a %s", in)
 		}
 		if s.As != "" {
 			if j, ok := labels[s.As]; ok {
@@ -467,8 +473,13 @@ func (c *Case) kinds() []kind {
 		switch s.Op {
 		case "stream":
 			out[i] = kindStream
-		case "table", "count", "reduce", "aggregate", "suppress":
+		case "table", "count", "reduce", "aggregate", "suppress", "outer_join":
 			out[i] = kindTable
+		case "join", "left_join":
+			out[i] = kindStream
+			if in == kindTable {
+				out[i] = kindTable
+			}
 		case "windowed_by":
 			out[i] = kindWindowed
 			if s.Windows != nil && s.Windows.Type == "session" {
