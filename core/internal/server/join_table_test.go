@@ -312,3 +312,77 @@ func TestTableTableJoinResultDownstreamWithCache(t *testing.T) {
 		t.Errorf("orders joined with the inner join's table: %v, want [k1=o1+a1+b1]", got)
 	}
 }
+
+// A joiner that fails fails its change whole: under fail (the default) the
+// application stops naming the join processor and the record; under
+// log_and_continue the change is skipped (no half-joined value is made up)
+// and the next ones are joined.
+func TestTableTableJoinerFailure(t *testing.T) {
+	failing := joinFn(func(v, o []byte) ([]byte, error) {
+		if string(v) == "bad" || string(o) == "bad" {
+			return nil, fmt.Errorf("joiner refuses %q and %q", v, o)
+		}
+		return tableJoiner(v, o)
+	})
+	build := func(h *testHost) {
+		joiner := h.register("joiner", failing)
+		ta := h.mustBuild(&pb.TableOp{Topic: "ta", KeySerde: "string", ValueSerde: "string"})
+		tb := h.mustBuild(&pb.TableOp{Topic: "tb", KeySerde: "string", ValueSerde: "string"})
+		j := h.mustBuild(&pb.JoinOp{Input: ta.Id, Table: tb.Id, JoinerToken: joiner, Outer: true})
+		h.mustBuild(&pb.ToOp{Input: h.mustBuild(&pb.ToStreamOp{Input: j.Id}).Id, Topic: "out"})
+	}
+	produce := func(e *env, rs ...*kgo.Record) {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker.Addr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		for _, r := range rs {
+			if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	t.Run("fail", func(t *testing.T) {
+		e := newEnv(t, "ta", "tb", "out")
+		h := e.open("tt-joiner-fails", nil)
+		build(h)
+		h.start()
+		done := h.serveAsync()
+		produce(e, &kgo.Record{Topic: "tb", Key: []byte("k1"), Value: []byte("bad")})
+		var msg string
+		select {
+		case msg = <-done: // the host's loop ends with the application
+		case <-time.After(30 * time.Second):
+			t.Fatal("the application did not fail within 30s")
+		}
+		for _, w := range []string{"STATE_ERROR", "KTABLE-JOINOTHER-0000000008", "tb/", `joiner refuses "" and "bad"`} {
+			if !strings.Contains(msg, w) {
+				t.Errorf("failure %q does not say %q", msg, w)
+			}
+		}
+	})
+	t.Run("log_and_continue", func(t *testing.T) {
+		e := newEnv(t, "ta", "tb", "out")
+		h := e.open("tt-joiner-skips", map[string]string{"processing.exception.handler": "log_and_continue"})
+		build(h)
+		h.start()
+		done := h.serveAsync()
+		defer h.stopServing(done)
+		produce(e, &kgo.Record{Topic: "ta", Key: []byte("k1"), Value: []byte("bad")})
+		produce(e, &kgo.Record{Topic: "ta", Key: []byte("k2"), Value: []byte("a2")})
+		var got []string
+		waitFor(t, "k2 joined", 30*time.Second, func() bool {
+			got = readJoined(e, "out")["out"]
+			return len(got) > 0
+		})
+		time.Sleep(200 * time.Millisecond) // anything more would show by now
+		if got = readJoined(e, "out")["out"]; len(got) != 1 || !strings.HasPrefix(got[0], "k2=a2+null@") {
+			t.Errorf("outputs %v, want only k2's", got)
+		}
+		if d := h.droppedRecords(); d != 1 {
+			t.Errorf("dropped_records %d, want 1", d)
+		}
+	})
+}
