@@ -92,18 +92,8 @@ func (t *task) tableJoin(ctx context.Context, s *step, recs []rec) ([]rec, error
 		}
 		none := ov == nil && r.value == nil && r.old == nil
 		switch kind {
-		case topology.TableJoinInner:
-			if ov == nil {
-				continue
-			}
-			if r.value != nil {
-				call(r.value, ov, false)
-			}
-			if sendOld && r.old != nil {
-				call(r.old, ov, true)
-			}
-		case topology.TableJoinLeft:
-			if none {
+		case topology.TableJoinInner, topology.TableJoinLeft:
+			if ov == nil && (kind == topology.TableJoinInner || none) {
 				continue
 			}
 			if r.value != nil {
@@ -193,16 +183,17 @@ func (t *task) joinValues(ctx context.Context, s *step, changes []rec, calls []j
 	for j := range len(bounds) - 1 {
 		start, end := bounds[j], bounds[j+1]
 		recs := make([]rec, end-start)
-		b := &pb.Bundle{OtherValueSerde: otherSerde, OtherValueLengths: make([]int32, end-start)}
 		for i, c := range calls[start:end] {
 			ch := changes[c.at]
 			recs[i] = rec{key: ch.key, value: c.a, ts: ch.ts, in: ch.in}
+		}
+		b := encodeBundle(s, recs)
+		b.OtherValueSerde, b.OtherValueLengths = otherSerde, make([]int32, end-start)
+		for i, c := range calls[start:end] {
 			b.OtherValueLengths[i] = length(c.b)
 			b.OtherValues = append(b.OtherValues, c.b...)
 		}
-		enc := encodeBundle(s, recs)
-		enc.OtherValueSerde, enc.OtherValueLengths, enc.OtherValues = b.OtherValueSerde, b.OtherValueLengths, b.OtherValues
-		out, res, fails, err := t.cross(ctx, s, recs, enc)
+		out, res, fails, err := t.cross(ctx, s, recs, b)
 		if err != nil {
 			return nil, nil, err
 		}
