@@ -215,3 +215,32 @@ func TestTableTableJoinRefusals(t *testing.T) {
 		t.Errorf("refused joins took numbers: counter %d, was %d", b.counter, before)
 	}
 }
+
+// A join's table goes on like any table: filtered, mapped and, once
+// materialized, joined again (its store is what the next join reads). An
+// unmaterialized result keeps no store, so joining it is refused.
+func TestTableTableJoinResultDownstream(t *testing.T) {
+	c := check{t}
+	b := NewBuilder()
+	a := c.id(b.Table(TableOptions{Topic: "A"}))
+	bt := c.id(b.Table(TableOptions{Topic: "B"}))
+	ct := c.id(b.Table(TableOptions{Topic: "C"}))
+	j := c.id(b.TableJoin(a, bt, fn, TableJoinOptions{}))
+	if _, err := b.TableJoin(j, ct, fn, TableJoinOptions{}); err == nil || !strings.Contains(err.Error(), "this table handle 4 (KTABLE-MERGE-0000000009) keeps no store") {
+		t.Errorf("joining an unmaterialized join: %v", err)
+	}
+	f := c.id(b.TableFilter(j, fn, nil, ""))
+	m, err := b.TableMapValues(f, fn, "", &Materialized{StoreName: "mapped"}, "")
+	c.ok(err)
+	j2, err := b.TableJoin(m.ID, ct, fn, TableJoinOptions{Left: true})
+	c.ok(err)
+	this := j2.Node.Predecessors[0]
+	if this.Predecessors[0] != m.Node || this.Stores[0] != "C-STATE-STORE-0000000006" || j2.Node.Predecessors[1].Stores[0] != "mapped" {
+		t.Errorf("second join: this side under %s reading %v, other side reading %v", this.Predecessors[0].Name, this.Stores, j2.Node.Predecessors[1].Stores)
+	}
+	topo, err := b.Topology()
+	c.ok(err)
+	if len(topo.Subtopologies) != 1 {
+		t.Errorf("the joins' tables are one sub-topology, got %d", len(topo.Subtopologies))
+	}
+}
