@@ -88,8 +88,12 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 			case first == "":
 				first = src.topic
 			case userParts[src.topic] != userParts[first]:
-				return nil, fmt.Errorf("runtime: %s joins topics that are not co-partitioned: %q has %d partitions and %q has %d (Kafka Streams' TopologyException); give them one partition count, e.g. by repartition() of the stream",
-					join.Name, first, userParts[first], src.topic, userParts[src.topic])
+				hint := "e.g. by repartition() of the stream"
+				if join.Op == topology.OpTableMerge {
+					hint = "a table's topic cannot be repartitioned by the join: write both tables with one partition count"
+				}
+				return nil, fmt.Errorf("runtime: %s joins topics that are not co-partitioned: %q has %d partitions and %q has %d (Kafka Streams' TopologyException); give them one partition count, %s",
+					join.Name, first, userParts[first], src.topic, userParts[src.topic], hint)
 			}
 		}
 		for _, src := range subSources[sub.ID] {

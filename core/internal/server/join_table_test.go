@@ -179,7 +179,7 @@ func TestTableTableJoinRefusesTopicsNotCoPartitioned(t *testing.T) {
 		msg = h.getState().Error
 		h.stopServing(done)
 	}
-	for _, w := range []string{"KTABLE-MERGE-0000000006", `"ta" has 4`, `"tb" has 3`} {
+	for _, w := range []string{"KTABLE-MERGE-0000000006", `"ta" has 4`, `"tb" has 3`, "write both tables with one partition count"} {
 		if !strings.Contains(msg, w) {
 			t.Errorf("refusal %q does not say %q", msg, w)
 		}
