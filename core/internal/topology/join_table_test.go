@@ -131,6 +131,19 @@ func TestTableTableJoinOfSources(t *testing.T) {
 	if got := describe(t, b); got != want {
 		t.Errorf("describe:\n%s\nwant:\n%s", got, want)
 	}
+	// Every rendering takes a merge node with two predecessors, and the
+	// text parsed back is the same text.
+	topo, err := b.Topology()
+	c.ok(err)
+	d := topo.Description()
+	for _, f := range []string{"text", "json", "mermaid", "dot", "svg"} {
+		if out, err := d.Render(f); err != nil || !strings.Contains(out, "KTABLE-MERGE-0000000006") {
+			t.Errorf("render %s: %v\n%s", f, err, out)
+		}
+	}
+	if p, err := ParseDescription([]byte(want)); err != nil || p.Text() != want {
+		t.Errorf("parsing the text back: %v", err)
+	}
 }
 
 // Named (NamedInternal.suffixWithOrElseGet) names the merge n and the
