@@ -349,16 +349,22 @@ func (c *Case) rules() []violation {
 				if s.JoinWindows == nil {
 					add(p+".join_windows", "a stream-stream join needs join_windows")
 				}
-			case s.Op == "outer_join":
-				add(p+".other", "an outer join takes another stream")
+				if in != kindStream {
+					add(p+".op", "a stream-stream %s applies to a stream, not a %s", s.Op, in)
+				}
+			case s.Op == "outer_join" && in != kindTable:
+				add(p+".other", "an outer join takes another stream (KStream.outerJoin) or applies to a table (KTable.outerJoin)")
 			default:
 				ref("table", s.Table, kindTable)
+				if in != kindStream && in != kindTable {
+					add(p+".op", "%s applies to a stream or a table, not a %s", s.Op, in)
+				}
 			}
 		}
 		if (s.JoinWindows != nil || s.StoreName != "") && s.Other == "" {
 			add(p+".join_windows", "join_windows and store_name are a stream-stream join's")
 		}
-		if (s.Op == "merge" || s.Op == "split" || s.Op == "repartition" || s.Op == "join" || s.Op == "left_join" || s.Op == "outer_join") && in != kindStream {
+		if (s.Op == "merge" || s.Op == "split" || s.Op == "repartition") && in != kindStream {
 			add(p+".op", "%s applies to a stream, not a %s", s.Op, in)
 		}
 		if s.As != "" {
@@ -497,8 +503,13 @@ func (c *Case) kinds() []kind {
 		switch s.Op {
 		case "stream":
 			out[i] = kindStream
-		case "table", "count", "reduce", "aggregate", "suppress":
+		case "table", "count", "reduce", "aggregate", "suppress", "outer_join":
 			out[i] = kindTable
+		case "join", "left_join":
+			out[i] = kindStream
+			if in == kindTable {
+				out[i] = kindTable
+			}
 		case "windowed_by":
 			out[i] = kindWindowed
 			if s.Windows != nil && s.Windows.Type == "session" {

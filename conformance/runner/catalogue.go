@@ -26,7 +26,7 @@ const (
 	roleInit                        // aggregate's initializer: () -> aggregate
 	roleAggregator                  // aggregate: (key, value, aggregate) -> aggregate
 	roleMerger                      // a session aggregate's merger: (key, aggregate1, aggregate2) -> aggregate
-	roleJoiner                      // join, left_join: (value, table value) -> value
+	roleJoiner                      // join, left_join, outer_join: (value, other value) -> value
 )
 
 var roleNames = []string{"mapper", "flat mapper", "predicate", "key selector", "key-value mapper", "action", "reducer", "initializer", "aggregator", "merger", "joiner"}
@@ -241,6 +241,9 @@ var catalogue = map[string]fnImpl{
 			}
 			if other == nil {
 				other = "null" // a left join's missing table value
+			}
+			if v == nil {
+				v = "null" // an outer join's missing value of this table
 			}
 			return concat(arg, v, other, false)
 		}},

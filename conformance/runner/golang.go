@@ -342,6 +342,20 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 			return in.GroupBy(kvFn(f, arg, ks, vs, or(st.Key, ks), or(st.Value, vs)), opts(st, true, true)...)
 		case "to_stream":
 			return in.ToStream(opts(st, false, false)...)
+		case "join", "left_join", "outer_join":
+			other := labels[st.Table].(*streams.Table)
+			out := or(st.Value, vs)
+			if st.Materialized != nil && st.Materialized.Value != "" {
+				out = st.Materialized.Value
+			}
+			j := joinerFn(f, arg, vs, other.ValueSerde(), out)
+			switch st.Op {
+			case "join":
+				return in.Join(other, j, opts(st, false, true)...)
+			case "left_join":
+				return in.LeftJoin(other, j, opts(st, false, true)...)
+			}
+			return in.OuterJoin(other, j, opts(st, false, true)...)
 		case "suppress":
 			return in.Suppress(opts(st, false, false)...)
 		}

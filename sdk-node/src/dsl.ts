@@ -998,6 +998,75 @@ export class KTable<K, V> extends Node {
       this.call("toStream", [], (input) => ({ case: "toStream", value: { input, name: options.name ?? "" } })),
     );
   }
+
+  /**
+   * Joins the table with `other` on the key (`KTable.join(KTable)`): the
+   * result holds `joiner(value, otherValue)` for each key both tables
+   * hold, updated whenever either side changes; deleting either side's row
+   * deletes the joined one. Both tables must be co-partitioned (one
+   * partition count) and kept in a store (a table read from a topic always
+   * is; a filtered or mapped one needs `materialized`). `value` is the
+   * joined values' serde (default: this table's); `materialized` keeps the
+   * result in a store (queryable when named); `name` names the join's
+   * nodes (`<name>-join-this`, `<name>-join-other`, and `name` for the merge).
+   */
+  join<VO, VR>(other: KTable<K, VO>, joiner: (value: V, otherValue: VO) => MaybePromise<VR>, options: TableValueOptions = {}): KTable<K, VR> {
+    return this.#tableJoin("join", other, joiner, options);
+  }
+
+  /**
+   * {@link join} that keeps every row of this table: `joiner` gets null for
+   * a key `other` does not hold (`KTable.leftJoin(KTable)`).
+   */
+  leftJoin<VO, VR>(
+    other: KTable<K, VO>,
+    joiner: (value: V, otherValue: VO | null) => MaybePromise<VR>,
+    options: TableValueOptions = {},
+  ): KTable<K, VR> {
+    return this.#tableJoin("leftJoin", other, joiner, options);
+  }
+
+  /**
+   * {@link join} that keeps every row of either table: `joiner` gets null
+   * for the side that does not hold the key (`KTable.outerJoin(KTable)`).
+   */
+  outerJoin<VO, VR>(
+    other: KTable<K, VO>,
+    joiner: (value: V | null, otherValue: VO | null) => MaybePromise<VR>,
+    options: TableValueOptions = {},
+  ): KTable<K, VR> {
+    return this.#tableJoin("outerJoin", other, joiner, options);
+  }
+
+  #tableJoin<VR>(method: "join" | "leftJoin" | "outerJoin", other: KTable<K, unknown>, joiner: unknown, options: TableValueOptions): KTable<K, VR> {
+    if (!(other instanceof KTable)) {
+      throw new TypeError(`${method}: want a KTable to join with, not ${other === null ? "null" : (other as object).constructor?.name ?? typeof other}`);
+    }
+    const f = callable(joiner, method);
+    const m = materialized(options.materialized, method);
+    return new KTable(
+      this.builder,
+      this.builder.build(
+        method,
+        this,
+        [f],
+        (input, [token], [otherId]) => ({
+          case: "join",
+          value: {
+            input,
+            table: otherId!,
+            joinerToken: token!,
+            left: method === "leftJoin",
+            outer: method === "outerJoin",
+            valueSerde: options.value ?? "",
+            name: options.name ?? "",
+            ...(m ? { materialized: m } : {}),
+          },
+        }),
+        [other],
+      ),
+    );
+  }
 }
 
 /**

@@ -33,6 +33,7 @@ mod fold;
 mod host;
 mod join;
 mod join_stream;
+mod join_table;
 mod serdes;
 mod store;
 mod table;

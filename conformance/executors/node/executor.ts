@@ -157,7 +157,7 @@ function fn(ref: FnRef, role: Role): Fn {
     };
   }
   if (name === "concat" && role === "joiner") {
-    // A left join's missing table value is the text null.
+    // A left or outer join's missing value is the text null.
     return (v: unknown, other: unknown) => (v === null ? "null" : str("concat", v)) + a + (other === null ? "null" : str("concat", other));
   }
   const folds: Record<string, [Fn, Fn]> = {
@@ -433,6 +433,15 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
       case "map_values":
         out = node.mapValues(fn(step.fn!, "mapper"), { ...value, ...opts });
         break;
+      case "join":
+      case "left_join":
+      case "outer_join": {
+        const other = labels.get(step.table!) as KTable<any, any>;
+        const j = fn(step.fn!, "joiner") as (v: unknown, o: unknown) => unknown;
+        const o = { ...value, ...opts };
+        out = step.op === "join" ? node.join(other, j, o) : step.op === "left_join" ? node.leftJoin(other, j, o) : node.outerJoin(other, j, o);
+        break;
+      }
       case "group_by":
         out = node.groupBy(fn(step.fn!, "map") as (k: unknown, v: unknown) => readonly [unknown, unknown], { ...key, ...value, ...named });
         break;

@@ -205,7 +205,7 @@ def function(ref: Any, role: str) -> Fn:
         "subtract": (lambda agg, v: agg - v, lambda k, v, agg: agg - v),
         "concat": (lambda agg, v: _concat(a, agg, v, False), lambda k, v, agg: _concat(a, agg, v, True)),
     }
-    if name == "concat" and role == "joiner":  # a left/outer join's missing value is the text null
+    if name == "concat" and role == "joiner":  # a left or outer join's missing value is the text null
         return lambda v, other: _concat(a, "null" if v is None else v, "null" if other is None else other, False)
     if name == "add" and role == "merger":
         return lambda k, a1, a2: a1 + a2
@@ -356,6 +356,9 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
             return node.filter_not(function(step["fn"], "predicate"), materialized=m, name=name)
         if op == "map_values":
             return node.map_values(function(step["fn"], "mapper"), value=value, materialized=m, name=name)
+        if op in ("join", "left_join", "outer_join"):
+            join = {"join": node.join, "left_join": node.left_join, "outer_join": node.outer_join}[op]
+            return join(labels[step["table"]], function(step["fn"], "joiner"), value=value, materialized=m, name=name)
         if op == "group_by":
             return node.group_by(function(step["fn"], "map"), key=key, value=value, name=name)
     if isinstance(node, KGroupedTable):

@@ -607,6 +607,16 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 		if out, err = t.streamJoin(ctx, s, recs); err != nil {
 			return err
 		}
+	case stepTableJoin:
+		var err error
+		if out, err = t.tableJoin(ctx, s, recs); err != nil {
+			return err
+		}
+	case stepTableMerge:
+		var err error
+		if out, err = t.tableMerge(s, recs); err != nil {
+			return err
+		}
 	case stepBranch:
 		routed, err := t.branch(ctx, s, recs)
 		if err != nil {

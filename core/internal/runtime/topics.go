@@ -79,7 +79,7 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 	for _, sub := range a.topo.Subtopologies {
 		var join *topology.Node
 		for _, n := range sub.Nodes {
-			if n.Op == topology.OpJoin || n.Op == topology.OpLeftJoin || n.Op == topology.OpStreamJoin {
+			if n.Op == topology.OpJoin || n.Op == topology.OpLeftJoin || n.Op == topology.OpStreamJoin || n.Op == topology.OpTableMerge {
 				join = n
 			}
 		}
@@ -93,8 +93,12 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 			case first == "":
 				first = src.topic
 			case userParts[src.topic] != userParts[first]:
-				return nil, fmt.Errorf("runtime: %s joins topics that are not co-partitioned: %q has %d partitions and %q has %d (Kafka Streams' TopologyException); give them one partition count, e.g. by repartition() of the stream",
-					join.Name, first, userParts[first], src.topic, userParts[src.topic])
+				hint := "e.g. by repartition() of the stream"
+				if join.Op == topology.OpTableMerge {
+					hint = "a table's topic cannot be repartitioned by the join: write both tables with one partition count"
+				}
+				return nil, fmt.Errorf("runtime: %s joins topics that are not co-partitioned: %q has %d partitions and %q has %d (Kafka Streams' TopologyException); give them one partition count, %s",
+					join.Name, first, userParts[first], src.topic, userParts[src.topic], hint)
 			}
 		}
 		for _, src := range subSources[sub.ID] {

@@ -744,6 +744,81 @@ class KTable(_Node):
         op = pb.SuppressOp(input=self.handle.id, name=suppressed.name)
         return KTable(self._app, self._app._build("suppress", op))
 
+    def join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        value: SerdeName | None = None,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """Joins the table with ``other`` on the key (``KTable.join(KTable)``):
+        the result holds ``joiner(value, other value)`` for each key both
+        tables hold, updated whenever either side changes; deleting either
+        side's row deletes the joined one. Both tables must be co-partitioned
+        (one partition count) and kept in a store (a table read from a topic
+        always is; a filtered or mapped one needs ``materialized``).
+        ``value`` is the joined values' serde (default: this table's);
+        ``materialized`` keeps the result in a store (queryable when named);
+        ``name`` names the join's nodes (``<name>-join-this``,
+        ``<name>-join-other`` and ``name`` for the merge)."""
+        return self._table_join("join", other, joiner, value, materialized, name)
+
+    def left_join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        value: SerdeName | None = None,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """:meth:`join` that keeps every row of this table: ``joiner`` gets
+        None for a key ``other`` does not hold (``KTable.leftJoin(KTable)``)."""
+        return self._table_join("left_join", other, joiner, value, materialized, name)
+
+    def outer_join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        value: SerdeName | None = None,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """:meth:`join` that keeps every row of either table: ``joiner`` gets
+        None for the side that does not hold the key
+        (``KTable.outerJoin(KTable)``)."""
+        return self._table_join("outer_join", other, joiner, value, materialized, name)
+
+    def _table_join(
+        self,
+        what: str,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        value: SerdeName | None,
+        materialized: str | Materialized | None,
+        name: str | None,
+    ) -> KTable:
+        if not isinstance(other, KTable):
+            raise TypeError(f"{what}: other must be a KTable, not {type(other).__name__}")
+        t = self._app._register(what, joiner)
+        op = pb.JoinOp(
+            input=self.handle.id,
+            table=other.handle.id,
+            joiner_token=t,
+            left=what == "left_join",
+            outer=what == "outer_join",
+            value_serde=_s(value),
+            name=_s(name),
+        )
+        try:
+            return self._table("join", op, materialized)
+        except PolystreamsError:
+            self._app._functions.pop(t, None)  # registered for this call only
+            raise
+
 
 class KGroupedTable(_Node):
     """A table regrouped by :meth:`KTable.group_by`, ready to aggregate

@@ -326,16 +326,13 @@ fn aggregator(f: &FnRef) -> R<Agg> {
 }
 
 /// A session aggregate's merger: (key, aggregate1, aggregate2) -> aggregate.
-/// A stream-table joiner: (value, table value) -> value; a left join's
-/// missing table value is Null.
+/// A joiner: (value, other value) -> value; a left or outer join's
+/// missing value is Null.
 fn joiner(f: &FnRef) -> R<Reduce> {
     let a = f.arg.clone();
+    let text_null = |x: Value| if matches!(x, Value::Null | Value::Json(J::Null)) { Value::from("null") } else { x };
     match f.name.as_str() {
-        "concat" => Ok(Arc::new(move |v, t| {
-            let null = |x: Value| if matches!(x, Value::Null | Value::Json(J::Null)) { Value::from("null") } else { x };
-            let (v, t) = (null(v), null(t));
-            concat(&a, &v, &t, false)
-        })),
+        "concat" => Ok(Arc::new(move |v, t| concat(&a, &text_null(v), &text_null(t), false))),
         _ => Err(unknown(f, "joiner")),
     }
 }
@@ -729,6 +726,23 @@ fn apply(
                 }
                 _ => return Err(format!("executor: {op} cannot apply to a grouped stream").into()),
             }
+        }
+        Some(Node::Table(t)) if matches!(op, "join" | "left_join" | "outer_join") => {
+            let Some(Node::Table(other)) = label(step.get("table").and_then(J::as_str).unwrap_or("")) else {
+                return Err("executor: a join's other table is not a table".to_owned().into());
+            };
+            let j = joiner(&f)?;
+            let o = options(step, true, true);
+            let or_null = |x: Option<Value>| x.unwrap_or(Value::Null);
+            Node::Table(match op {
+                "join" => t.join_with(other, move |v, w| ok(j(v, w)), o)?,
+                "left_join" => t.left_join_with(other, move |v, w: Option<Value>| ok(j(v, or_null(w))), o)?,
+                _ => t.outer_join_with(
+                    other,
+                    move |v: Option<Value>, w: Option<Value>| ok(j(or_null(v), or_null(w))),
+                    o,
+                )?,
+            })
         }
         Some(Node::Table(t)) => table_op(t, op, step, &f)?,
         Some(Node::WindowedTable(t)) => match op {
