@@ -92,10 +92,12 @@ func (b *Builder) ForeignKeyJoin(input, other uint64, extractor, joiner Function
 	respSourceName := c.fkName(name, "-subscription-response-source", prefixTableSource, true)
 	resolverName := c.fkName(name, "-subscription-response-resolver", prefixFKResolver, true)
 	resultName := c.fkName(name, "-result", prefixFKOutput, true)
-	if mat.StoreName == "" {
+	outputStore := mat.StoreName
+	if outputStore == "" {
 		// MaterializedInternal(materialized, builder, FK_JOIN_OUTPUT_NAME)
-		// names a store even when none is made.
-		c.burn()
+		// names a store even when none is made; it exists only when an
+		// operator downstream needs old values (KTableSource).
+		outputStore = fmt.Sprintf("%sSTATE-STORE-%010d", prefixFKOutput, c.burn())
 	}
 	for _, t := range []string{regTopic, respTopic} {
 		c.validName("topic", t)
@@ -133,9 +135,9 @@ func (b *Builder) ForeignKeyJoin(input, other uint64, extractor, joiner Function
 	respSource := &Node{Name: respSourceName, Type: Source, Topics: []string{respTopic}, Internal: true, Copartitioned: true, KeySerde: lk, ValueSerde: serde.Bytes}
 	resolver := &Node{Name: resolverName, Type: Processor, Op: OpFKResolve, Fn: &joiner, Stores: []string{fk.LeftStore}, FK: fk, KeySerde: lk, ValueSerde: resultValue}
 	result := &Node{Name: resultName, Type: Processor, Op: OpFKOutput, FK: fk, KeySerde: serde.Or(mat.KeySerde, lk), ValueSerde: resultValue}
+	result.pendingStore, result.pendingConfig = outputStore, mat.ChangelogConfig
 	if mat.StoreName != "" {
-		b.newStore(mat.StoreName, result.KeySerde, resultValue, mat.ChangelogConfig)
-		result.Stores = []string{mat.StoreName}
+		b.materialize(result)
 	}
 	for _, n := range []*Node{send, regSink, regSource, receive, subJoin, foreign, respSink, respSource, resolver, result} {
 		b.nodes[n.Name] = n

@@ -106,7 +106,7 @@ func (b *Builder) sendOldValues(n *Node) {
 	for {
 		n.SendOld = true
 		switch {
-		case n.Op == OpTableSource:
+		case n.Op == OpTableSource || n.Op == OpFKOutput:
 			b.materialize(n)
 			return
 		case len(n.Stores) > 0 || n.Op != OpTableFilter && n.Op != OpTableFilterNot && n.Op != OpTableMapValues:
