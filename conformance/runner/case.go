@@ -47,6 +47,9 @@ type Step struct {
 	Init         *FnRef        `json:"init,omitempty"`
 	Subtractor   *FnRef        `json:"subtractor,omitempty"`
 	Merger       *FnRef        `json:"merger,omitempty"`
+	// ForeignKey is a foreign-key join's extractor: value -> the other
+	// table's key (a mapper).
+	ForeignKey *FnRef `json:"foreign_key,omitempty"`
 	Builtin      string        `json:"builtin,omitempty"`
 	Materialized *Materialized `json:"materialized,omitempty"`
 	Windows      *Windows      `json:"windows,omitempty"`
@@ -325,8 +328,11 @@ func (c *Case) rules() []violation {
 		if s.Op == "merge" {
 			ref("other", s.Other, kindStream)
 		}
-		if s.Op == "join" || s.Op == "left_join" {
+		if s.Op == "join" || s.Op == "left_join" || isForeignKeyJoin(s.Op) {
 			ref("table", s.Table, kindTable)
+		}
+		if isForeignKeyJoin(s.Op) && in != kindTable {
+			add(p+".op", "%s applies to a table, not a %s", s.Op, in)
 		}
 		if (s.Op == "merge" || s.Op == "split" || s.Op == "repartition" || s.Op == "join" || s.Op == "left_join") && in != kindStream {
 			add(p+".op", "%s applies to a stream, not a %s", s.Op, in)
@@ -364,6 +370,10 @@ func (c *Case) rules() []violation {
 		check("init", s.Init, roleInit)
 		check("subtractor", s.Subtractor, roles.fn)
 		check("merger", s.Merger, roleMerger)
+		check("foreign_key", s.ForeignKey, roleMapper)
+		if (s.ForeignKey != nil) != isForeignKeyJoin(s.Op) {
+			add(p+".foreign_key", "a foreign key extractor goes with foreign_key_join and left_foreign_key_join, and only with them")
+		}
 		for j, b := range s.Branches {
 			check(fmt.Sprintf("branches[%d].fn", j), b.Fn, rolePredicate)
 		}
@@ -467,7 +477,7 @@ func (c *Case) kinds() []kind {
 		switch s.Op {
 		case "stream":
 			out[i] = kindStream
-		case "table", "count", "reduce", "aggregate", "suppress":
+		case "table", "count", "reduce", "aggregate", "suppress", "foreign_key_join", "left_foreign_key_join":
 			out[i] = kindTable
 		case "windowed_by":
 			out[i] = kindWindowed
@@ -515,4 +525,9 @@ func (c *Case) inputKind(i int, kinds []kind) kind {
 		}
 	}
 	return kindNone
+}
+
+// isForeignKeyJoin reports whether op is a foreign-key table-table join.
+func isForeignKeyJoin(op string) bool {
+	return op == "foreign_key_join" || op == "left_foreign_key_join"
 }

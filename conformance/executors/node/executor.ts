@@ -49,6 +49,7 @@ interface Step {
   init?: FnRef;
   subtractor?: FnRef;
   merger?: FnRef;
+  foreign_key?: FnRef;
   builtin?: Reducer;
   materialized?: { store?: string; key?: SerdeName; value?: SerdeName; retention_ms?: number };
   branch?: string;
@@ -406,6 +407,13 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
       case "map_values":
         out = node.mapValues(fn(step.fn!, "mapper"), { ...value, ...opts });
         break;
+      case "foreign_key_join":
+      case "left_foreign_key_join": {
+        const other = labels.get(step.table!) as KTable<any, any>;
+        const join = step.op === "foreign_key_join" ? node.foreignKeyJoin.bind(node) : node.leftForeignKeyJoin.bind(node);
+        out = join(other, fn(step.foreign_key!, "mapper"), fn(step.fn!, "joiner"), { ...value, ...opts });
+        break;
+      }
       case "group_by":
         out = node.groupBy(fn(step.fn!, "map") as (k: unknown, v: unknown) => readonly [unknown, unknown], { ...key, ...value, ...named });
         break;
