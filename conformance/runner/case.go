@@ -35,21 +35,21 @@ type Pins struct {
 
 // Step is one builder call.
 type Step struct {
-	Op           string        `json:"op"`
-	As           string        `json:"as,omitempty"`
-	From         string        `json:"from,omitempty"`
-	Name         string        `json:"name,omitempty"`
-	Topics       []string      `json:"topics,omitempty"`
-	Topic        string        `json:"topic,omitempty"`
-	Key          string        `json:"key,omitempty"`
-	Value        string        `json:"value,omitempty"`
-	Fn           *FnRef        `json:"fn,omitempty"`
-	Init         *FnRef        `json:"init,omitempty"`
-	Subtractor   *FnRef        `json:"subtractor,omitempty"`
-	Merger       *FnRef        `json:"merger,omitempty"`
+	Op         string   `json:"op"`
+	As         string   `json:"as,omitempty"`
+	From       string   `json:"from,omitempty"`
+	Name       string   `json:"name,omitempty"`
+	Topics     []string `json:"topics,omitempty"`
+	Topic      string   `json:"topic,omitempty"`
+	Key        string   `json:"key,omitempty"`
+	Value      string   `json:"value,omitempty"`
+	Fn         *FnRef   `json:"fn,omitempty"`
+	Init       *FnRef   `json:"init,omitempty"`
+	Subtractor *FnRef   `json:"subtractor,omitempty"`
+	Merger     *FnRef   `json:"merger,omitempty"`
 	// ForeignKey is a foreign-key join's extractor: value -> the other
 	// table's key (a mapper).
-	ForeignKey *FnRef `json:"foreign_key,omitempty"`
+	ForeignKey   *FnRef        `json:"foreign_key,omitempty"`
 	Builtin      string        `json:"builtin,omitempty"`
 	Materialized *Materialized `json:"materialized,omitempty"`
 	Windows      *Windows      `json:"windows,omitempty"`
