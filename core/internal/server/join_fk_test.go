@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +24,16 @@ import (
 // co-partitioned and every answer travels through the subscription
 // registration and response topics. Inner and left join run side by side.
 func TestForeignKeyJoin(t *testing.T) {
+	testForeignKeyJoin(t, nil)
+}
+
+// With the record cache on, the tables' and the result's updates wait in
+// the cache until a commit; the results are the same.
+func TestForeignKeyJoinCached(t *testing.T) {
+	testForeignKeyJoin(t, map[string]string{"statestore.cache.max.bytes": "10485760", "commit.interval.ms": "100"})
+}
+
+func testForeignKeyJoin(t *testing.T, config map[string]string) {
 	e := newEnv(t, "fk-inner", "fk-left")
 	adm, err := kadm.NewOptClient(kgo.SeedBrokers(e.broker.Addr()))
 	if err != nil {
@@ -53,7 +65,7 @@ func TestForeignKeyJoin(t *testing.T) {
 		}
 	}
 
-	h := e.open("fkjoin", nil)
+	h := e.open("fkjoin", config)
 	// An order's value is "<customer>|<item>"; "none" is no customer.
 	customerOf := h.register("customer-of", valueFn(func(v []byte) ([]byte, error) {
 		c, _, _ := strings.Cut(string(v), "|")
@@ -273,4 +285,77 @@ func TestForeignKeyJoinRefused(t *testing.T) {
 	if ok.Node != "KTABLE-FK-JOIN-OUTPUT-0000000019" {
 		t.Errorf("join after refusals: node %s", ok.Node)
 	}
+}
+
+// After a restart with the local state gone, every store of the join comes
+// back from its changelog: the subscription store (a customer's update
+// still reaches its orders) and the left table's (an order's foreign key
+// change still unsubscribes the old customer).
+func TestForeignKeyJoinRestoresItsStores(t *testing.T) {
+	e := newEnv(t, "fk-out")
+	adm, err := kadm.NewOptClient(kgo.SeedBrokers(e.broker.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	for topic, parts := range map[string]int32{"orders": 3, "customers": 5} {
+		if _, err := adm.CreateTopic(context.Background(), parts, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce := func(topic string, kvs ...string) {
+		t.Helper()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker.Addr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		for i := 0; i < len(kvs); i += 2 {
+			if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Key: []byte(kvs[i]), Value: []byte(kvs[i+1])}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	await := func(want map[string]string) {
+		t.Helper()
+		var got map[string]string
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			got = map[string]string{}
+			e.readTopic("fk-out", false, func(r *kgo.Record) { got[string(r.Key)] = string(r.Value) })
+			if sub(got, want) {
+				return
+			}
+		}
+		t.Fatalf("fk-out's last values %v, want %v", got, want)
+	}
+	run := func(phase func()) {
+		h := e.open("fkrestore", map[string]string{"commit.interval.ms": "100"})
+		fk := h.register("fk", valueFn(func(v []byte) ([]byte, error) { return v, nil }))
+		j := h.register("j", joinFn(func(v, o []byte) ([]byte, error) { return []byte(string(v) + ":" + string(o)), nil }))
+		orders := h.mustBuild(&pb.TableOp{Topic: "orders", KeySerde: "string", ValueSerde: "string"})
+		customers := h.mustBuild(&pb.TableOp{Topic: "customers", KeySerde: "string", ValueSerde: "string"})
+		joined := h.mustBuild(&pb.JoinOp{Input: orders.Id, Table: customers.Id, ForeignKeyToken: fk, JoinerToken: j})
+		h.mustBuild(&pb.ToOp{Input: h.mustBuild(&pb.ToStreamOp{Input: joined.Id}).Id, Topic: "fk-out"})
+		h.start()
+		done := h.serveAsync()
+		phase()
+		h.stop()
+		<-done
+		e.stopEngine()
+		e.startEngine()
+	}
+	run(func() {
+		produce("customers", "c1", "Ann", "c2", "Bob")
+		produce("orders", "o1", "c1", "o2", "c1")
+		await(map[string]string{"o1": "c1:Ann", "o2": "c1:Ann"})
+	})
+	if err := os.RemoveAll(filepath.Join(e.stateDir, "fkrestore")); err != nil {
+		t.Fatal(err)
+	}
+	run(func() {
+		produce("orders", "o2", "c2")
+		await(map[string]string{"o2": "c2:Bob"})
+		produce("customers", "c1", "ANN")
+		await(map[string]string{"o1": "c1:ANN", "o2": "c2:Bob"})
+	})
 }
