@@ -156,3 +156,28 @@ func TestForeignKeyJoinRefused(t *testing.T) {
 		t.Errorf("refused calls took numbers: counter %d, was %d", b.counter, counter)
 	}
 }
+
+// The result is a KTableSource whose Materialized named no store: an
+// operator that needs old values (groupBy) materializes it under the name
+// MaterializedInternal generated, KTABLE-FK-JOIN-OUTPUT-STATE-STORE-<n>.
+func TestForeignKeyJoinResultMaterializedForOldValues(t *testing.T) {
+	c := check{t}
+	b := NewBuilder()
+	l := c.id(b.Table(TableOptions{Topic: "t1"}))
+	r := c.id(b.Table(TableOptions{Topic: "t2"}))
+	j, err := b.ForeignKeyJoin(l, r, fn, fn, false, nil, "", "")
+	c.ok(err)
+	if len(j.Node.Stores) != 0 {
+		t.Fatalf("result stores %v before a groupBy", j.Node.Stores)
+	}
+	g := c.id(b.TableGroupBy(j.ID, fn, "", "", ""))
+	c.id(b.TableCount(g, nil, ""))
+	topo, err := b.Topology()
+	c.ok(err)
+	if st := topo.Stores["KTABLE-FK-JOIN-OUTPUT-STATE-STORE-0000000019"]; st == nil {
+		t.Errorf("no result store; stores %v", topo.Stores)
+	}
+	if d := describe(t, b); !strings.Contains(d, "Processor: KTABLE-FK-JOIN-OUTPUT-0000000018 (stores: [KTABLE-FK-JOIN-OUTPUT-STATE-STORE-0000000019])") {
+		t.Errorf("describe:\n%s", d)
+	}
+}
