@@ -35,18 +35,21 @@ type Pins struct {
 
 // Step is one builder call.
 type Step struct {
-	Op           string        `json:"op"`
-	As           string        `json:"as,omitempty"`
-	From         string        `json:"from,omitempty"`
-	Name         string        `json:"name,omitempty"`
-	Topics       []string      `json:"topics,omitempty"`
-	Topic        string        `json:"topic,omitempty"`
-	Key          string        `json:"key,omitempty"`
-	Value        string        `json:"value,omitempty"`
-	Fn           *FnRef        `json:"fn,omitempty"`
-	Init         *FnRef        `json:"init,omitempty"`
-	Subtractor   *FnRef        `json:"subtractor,omitempty"`
-	Merger       *FnRef        `json:"merger,omitempty"`
+	Op         string   `json:"op"`
+	As         string   `json:"as,omitempty"`
+	From       string   `json:"from,omitempty"`
+	Name       string   `json:"name,omitempty"`
+	Topics     []string `json:"topics,omitempty"`
+	Topic      string   `json:"topic,omitempty"`
+	Key        string   `json:"key,omitempty"`
+	Value      string   `json:"value,omitempty"`
+	Fn         *FnRef   `json:"fn,omitempty"`
+	Init       *FnRef   `json:"init,omitempty"`
+	Subtractor *FnRef   `json:"subtractor,omitempty"`
+	Merger     *FnRef   `json:"merger,omitempty"`
+	// ForeignKey is a foreign-key join's extractor: value -> the other
+	// table's key (a mapper).
+	ForeignKey   *FnRef        `json:"foreign_key,omitempty"`
 	Builtin      string        `json:"builtin,omitempty"`
 	Materialized *Materialized `json:"materialized,omitempty"`
 	Windows      *Windows      `json:"windows,omitempty"`
@@ -361,6 +364,12 @@ func (c *Case) rules() []violation {
 				}
 			}
 		}
+		if isForeignKeyJoin(s.Op) {
+			ref("table", s.Table, kindTable)
+			if in != kindTable {
+				add(p+".op", "%s applies to a table, not a %s", s.Op, in)
+			}
+		}
 		if (s.JoinWindows != nil || s.StoreName != "") && s.Other == "" {
 			add(p+".join_windows", "join_windows and store_name are a stream-stream join's")
 		}
@@ -400,6 +409,10 @@ func (c *Case) rules() []violation {
 		check("init", s.Init, roleInit)
 		check("subtractor", s.Subtractor, roles.fn)
 		check("merger", s.Merger, roleMerger)
+		check("foreign_key", s.ForeignKey, roleMapper)
+		if (s.ForeignKey != nil) != isForeignKeyJoin(s.Op) {
+			add(p+".foreign_key", "a foreign key extractor goes with foreign_key_join and left_foreign_key_join, and only with them")
+		}
 		for j, b := range s.Branches {
 			check(fmt.Sprintf("branches[%d].fn", j), b.Fn, rolePredicate)
 		}
@@ -503,9 +516,9 @@ func (c *Case) kinds() []kind {
 		switch s.Op {
 		case "stream":
 			out[i] = kindStream
-		case "table", "count", "reduce", "aggregate", "suppress", "outer_join":
+		case "table", "count", "reduce", "aggregate", "suppress", "foreign_key_join", "left_foreign_key_join":
 			out[i] = kindTable
-		case "join", "left_join":
+		case "join", "left_join", "outer_join":
 			out[i] = kindStream
 			if in == kindTable {
 				out[i] = kindTable
@@ -556,4 +569,9 @@ func (c *Case) inputKind(i int, kinds []kind) kind {
 		}
 	}
 	return kindNone
+}
+
+// isForeignKeyJoin reports whether op is a foreign-key table-table join.
+func isForeignKeyJoin(op string) bool {
+	return op == "foreign_key_join" || op == "left_foreign_key_join"
 }

@@ -47,6 +47,7 @@ var stepRoles = map[string]struct{ fn role }{
 	"map_values": {roleMapper}, "flat_map_values": {roleFlat}, "filter": {rolePredicate}, "filter_not": {rolePredicate},
 	"select_key": {roleKey}, "group_by": {roleKey}, "map": {roleMap}, "peek": {roleAction}, "foreach": {roleAction},
 	"reduce": {roleReducer}, "aggregate": {roleAggregator}, "join": {roleJoiner}, "left_join": {roleJoiner}, "outer_join": {roleJoiner},
+	"foreign_key_join": {roleJoiner}, "left_foreign_key_join": {roleJoiner},
 }
 
 type argKind int

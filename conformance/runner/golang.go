@@ -328,6 +328,14 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 	case *streams.Table:
 		ks, vs := in.KeySerde(), in.ValueSerde()
 		switch st.Op {
+		case "foreign_key_join", "left_foreign_key_join":
+			other := labels[st.Table].(*streams.Table)
+			fk := mapperFn(catalogue[st.ForeignKey.Name], st.ForeignKey.Arg, vs, other.KeySerde())
+			j := joinerFn(f, arg, vs, other.ValueSerde(), or(st.Value, vs))
+			if st.Op == "foreign_key_join" {
+				return in.ForeignKeyJoin(other, fk, j, opts(st, false, true)...)
+			}
+			return in.LeftForeignKeyJoin(other, fk, j, opts(st, false, true)...)
 		case "filter":
 			return in.Filter(predFn(f, arg, ks, vs), opts(st, false, false)...)
 		case "filter_not":

@@ -991,6 +991,79 @@ export class KTable<K, V> extends Node {
     );
   }
 
+  /**
+   * Joins each row with the row of `other` whose key `foreignKey(value)`
+   * names (`KTable.join(other, foreignKeyExtractor, joiner)`, KIP-213):
+   * `joiner(value, otherValue) -> new value`. The result is keyed as this
+   * table and updated when either side changes; a row whose foreign key is
+   * null, or names no row of `other`, has no result. The tables need not be
+   * co-partitioned: subscriptions travel through the internal topics
+   * `KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-<n>-topic` and
+   * `-RESPONSE-<n>-topic`. `value` is the joined values' serde; `name` is
+   * `TableJoined.as` (it names every node, store and topic of the join);
+   * `materialized` keeps the result in a store.
+   */
+  foreignKeyJoin<KO, VO, VR>(
+    other: KTable<KO, VO>,
+    foreignKey: (value: V) => MaybePromise<KO | null | undefined>,
+    joiner: (value: V, otherValue: VO) => MaybePromise<VR>,
+    options: TableValueOptions = {},
+  ): KTable<K, VR> {
+    return this.#foreignKeyJoin("foreignKeyJoin", other, foreignKey, joiner, false, options);
+  }
+
+  /**
+   * {@link foreignKeyJoin} that keeps every row: `joiner` gets null when the
+   * foreign key is null or names no row of `other`
+   * (`KTable.leftJoin(other, foreignKeyExtractor, joiner)`).
+   */
+  leftForeignKeyJoin<KO, VO, VR>(
+    other: KTable<KO, VO>,
+    foreignKey: (value: V) => MaybePromise<KO | null | undefined>,
+    joiner: (value: V, otherValue: VO | null) => MaybePromise<VR>,
+    options: TableValueOptions = {},
+  ): KTable<K, VR> {
+    return this.#foreignKeyJoin("leftForeignKeyJoin", other, foreignKey, joiner, true, options);
+  }
+
+  #foreignKeyJoin<VR>(
+    method: string,
+    other: KTable<unknown, unknown>,
+    foreignKey: unknown,
+    joiner: unknown,
+    left: boolean,
+    options: TableValueOptions,
+  ): KTable<K, VR> {
+    if (!(other instanceof KTable)) {
+      throw new TypeError(`${method}: want a KTable to join with, not ${other === null ? "null" : typeof other}`);
+    }
+    const fk = callable(foreignKey, method);
+    const j = callable(joiner, method);
+    const m = materialized(options.materialized, method);
+    return new KTable(
+      this.builder,
+      this.builder.build(
+        method,
+        this,
+        [fk, j],
+        (input, [fkToken, joinerToken], [otherId]) => ({
+          case: "join",
+          value: {
+            input,
+            table: otherId!,
+            foreignKeyToken: fkToken!,
+            joinerToken: joinerToken!,
+            left,
+            valueSerde: options.value ?? "",
+            name: options.name ?? "",
+            ...(m ? { materialized: m } : {}),
+          },
+        }),
+        [other],
+      ),
+    );
+  }
+
   /** The table's changes as a stream; a deleted row comes as a record with a null value. */
   toStream(options: NamedOptions = {}): KStream<K, V> {
     return new KStream(

@@ -32,6 +32,7 @@ mod error;
 mod fold;
 mod host;
 mod join;
+mod join_fk;
 mod join_stream;
 mod join_table;
 mod serdes;

@@ -50,6 +50,7 @@ interface Step {
   init?: FnRef;
   subtractor?: FnRef;
   merger?: FnRef;
+  foreign_key?: FnRef;
   builtin?: Reducer;
   materialized?: { store?: string; key?: SerdeName; value?: SerdeName; retention_ms?: number };
   branch?: string;
@@ -440,6 +441,13 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
         const j = fn(step.fn!, "joiner") as (v: unknown, o: unknown) => unknown;
         const o = { ...value, ...opts };
         out = step.op === "join" ? node.join(other, j, o) : step.op === "left_join" ? node.leftJoin(other, j, o) : node.outerJoin(other, j, o);
+        break;
+      }
+      case "foreign_key_join":
+      case "left_foreign_key_join": {
+        const other = labels.get(step.table!) as KTable<any, any>;
+        const join = step.op === "foreign_key_join" ? node.foreignKeyJoin.bind(node) : node.leftForeignKeyJoin.bind(node);
+        out = join(other, fn(step.foreign_key!, "mapper"), fn(step.fn!, "joiner"), { ...value, ...opts });
         break;
       }
       case "group_by":

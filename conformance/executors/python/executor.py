@@ -345,6 +345,10 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
         if op == "aggregate":
             return node.aggregate(function(step["init"], "init"), function(step["fn"], "aggregator"), materialized=m, name=name)
     if isinstance(node, KTable):
+        if op in ("foreign_key_join", "left_foreign_key_join"):
+            fk_join = node.foreign_key_join if op == "foreign_key_join" else node.left_foreign_key_join
+            fk, joiner = function(step["foreign_key"], "mapper"), function(step["fn"], "joiner")
+            return fk_join(labels[step["table"]], fk, joiner, value=value, materialized=materialized(step), name=name)
         if op == "to_stream":
             return node.to_stream(name=name)
         if op == "suppress":

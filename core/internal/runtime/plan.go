@@ -35,6 +35,12 @@ const (
 	// Table-table joins (join_table.go).
 	stepTableJoin  // one side's join processor
 	stepTableMerge // the join's merge
+	// Foreign-key join processors (join_fk.go).
+	stepFKSend
+	stepFKReceive
+	stepFKSubscriptionJoin
+	stepFKForeignJoin
+	stepFKResolve
 )
 
 // step is a compiled node. The plan of a sub-topology is a DAG of steps
@@ -53,12 +59,17 @@ type step struct {
 	inKey, inValue, outKey, outValue string
 	// stepCount, stepFold: the store the step owns
 	store *topology.Store
-	// stepJoin: the table's store it reads (its table source owns it)
+	// stepJoin: the table's store it reads (its table source owns it);
+	// the foreign-key join's steps: the store they read or write beside
+	// its owner (never cached)
 	table *topology.Store
 	// stepFold: whether the fold runs in the host (else native).
 	hostFold bool
 	// stepSink: the full topic name (internal topics prefixed).
 	topic string
+	// stepSink: a foreign-key join's response topic, written to the
+	// partition each response names.
+	byPartition bool
 	// stepSource, stepSink: records carry changes (a grouped table's
 	// repartition topic).
 	change bool
@@ -136,6 +147,10 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				}
 			}
 			switch {
+			case n.FK != nil && n.Type == topology.Processor:
+				if err := compileFK(t, p, s, n); err != nil {
+					return nil, err
+				}
 			case n.Windows != nil && n.Op != topology.OpSuppress:
 				s.kind = stepWindow
 				if useStore(); s.store == nil || len(n.Predecessors) != 1 {
@@ -170,6 +185,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				}
 			case n.Type == topology.Sink:
 				s.kind, s.topic, s.change = stepSink, fullTopic(n.Topic, n.Internal), n.Change
+				s.byPartition = n.FK != nil
 			case n.Op == topology.OpTableSource:
 				s.kind = stepTableSource
 				useStore()

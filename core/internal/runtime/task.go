@@ -617,6 +617,31 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 		if out, err = t.tableMerge(s, recs); err != nil {
 			return err
 		}
+	case stepFKSend:
+		var err error
+		if out, err = t.fkSend(ctx, s, recs); err != nil {
+			return err
+		}
+	case stepFKReceive:
+		var err error
+		if out, err = t.fkReceive(s, recs); err != nil {
+			return err
+		}
+	case stepFKSubscriptionJoin:
+		var err error
+		if out, err = t.fkSubscriptionJoin(s, recs); err != nil {
+			return err
+		}
+	case stepFKForeignJoin:
+		var err error
+		if out, err = t.fkForeignJoin(s, recs); err != nil {
+			return err
+		}
+	case stepFKResolve:
+		var err error
+		if out, err = t.fkResolve(ctx, s, recs); err != nil {
+			return err
+		}
 	case stepBranch:
 		routed, err := t.branch(ctx, s, recs)
 		if err != nil {
@@ -643,7 +668,15 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 			}
 			// The input record's headers go with what it became, as Kafka
 			// Streams forwards them (to repartition topics too).
-			t.out = append(t.out, &kgo.Record{Topic: s.topic, Key: r.key, Value: v, Timestamp: time.UnixMilli(r.ts), Headers: r.in.Headers})
+			out := &kgo.Record{Topic: s.topic, Key: r.key, Value: v, Timestamp: time.UnixMilli(r.ts), Headers: r.in.Headers}
+			if s.byPartition {
+				p, err := fkResponsePartition(v)
+				if err != nil {
+					return recordError(r, s.node.Name, err)
+				}
+				out.Partition = p
+			}
+			t.out = append(t.out, out)
 		}
 		return nil
 	}

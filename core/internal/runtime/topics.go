@@ -17,7 +17,8 @@ import (
 // ensureTopics checks the source topics and creates the internal ones as
 // Kafka Streams does: a repartition topic gets the partition count of the
 // sub-topology writing it, a changelog the count of its store's
-// sub-topology. It returns the changelog topics (written by partition).
+// sub-topology. It returns the topics written by partition: changelogs and
+// foreign-key joins' response topics.
 func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 	type srcInfo struct {
 		topic    string
@@ -26,6 +27,12 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 	subSources := map[int][]srcInfo{}
 	writerOf := map[string]int{} // internal topic -> sub-topology writing it
 	fixed := map[string]int32{}  // repartition topic -> Repartitioned's partition count
+	// follow: a foreign-key join's internal topic -> the sub-topology
+	// reading it, whose other sources' partition count it takes
+	// (copartitionSources); byPartition: its response topics, written to
+	// the partition each record names.
+	follow := map[string]int{}
+	var byPartition []string
 	var user []string
 	for _, sub := range a.topo.Subtopologies {
 		for _, n := range sub.Nodes {
@@ -34,10 +41,16 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 				if n.Partitions > 0 {
 					fixed[n.Topic] = n.Partitions
 				}
+				if n.Type == topology.Sink && n.FK != nil {
+					byPartition = append(byPartition, n.Topic)
+				}
 			}
 		}
 		for _, src := range sub.Sources {
 			for _, t := range src.Topics {
+				if src.Copartitioned {
+					follow[t] = sub.ID
+				}
 				subSources[sub.ID] = append(subSources[sub.ID], srcInfo{t, src.Internal})
 				if !src.Internal {
 					user = append(user, t)
@@ -118,6 +131,9 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 		for id, srcs := range subSources {
 			var n int32
 			for _, s := range srcs {
+				if _, ok := follow[s.topic]; ok {
+					continue
+				}
 				if f := fixed[s.topic]; f > 0 {
 					n = max(n, f)
 				} else if s.internal {
@@ -132,6 +148,11 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 		}
 		if !changed {
 			break
+		}
+	}
+	for t, sub := range follow {
+		if fixed[t] == 0 {
+			fixed[t] = subParts[sub]
 		}
 	}
 	want := map[string]int32{}
@@ -179,6 +200,9 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 				changelogs[t] = true
 			}
 		}
+	}
+	for _, t := range byPartition {
+		changelogs[a.fullTopic(t, true)] = true
 	}
 	if len(want) == 0 {
 		return changelogs, nil

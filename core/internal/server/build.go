@@ -247,6 +247,10 @@ func (s *Server) Build(_ context.Context, req *connect.Request[pb.BuildRequest])
 		err = b.To(v.Input, v.Topic, v.KeySerde, v.ValueSerde, v.Name)
 	case *pb.BuildRequest_Join:
 		v := o.Join
+		if v.ForeignKeyToken != 0 {
+			h, err = foreignKeyJoin(b, method, v, fn)
+			break
+		}
 		var f topology.Function
 		if f, err = fn(v.JoinerToken); err == nil {
 			h, err = join(b, method, v, f)

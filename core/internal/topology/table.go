@@ -109,7 +109,7 @@ func (b *Builder) sendOldValues(n *Node) {
 		case n.Op == OpTableMerge:
 			b.sendOldValuesJoin(n)
 			return
-		case n.Op == OpTableSource:
+		case n.Op == OpTableSource || n.Op == OpFKOutput:
 			b.materialize(n)
 			return
 		case len(n.Stores) > 0 || n.Op != OpTableFilter && n.Op != OpTableFilterNot && n.Op != OpTableMapValues:

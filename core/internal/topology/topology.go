@@ -136,6 +136,29 @@ const (
 	OpJoinWindow
 	// OpStreamJoin is KStreamKStreamJoin, one per side (Node.Join).
 	OpStreamJoin
+
+	// Foreign-key table-table join (KIP-213; join_fk.go): the nodes
+	// KTableImpl.doJoinOnForeignKey writes, sharing Node.FK.
+	//
+	// OpFKSend is SubscriptionSendProcessorSupplier: each change of the
+	// left table becomes subscriptions keyed by foreign key (Fn extracts
+	// it).
+	OpFKSend
+	// OpFKReceive is SubscriptionReceiveProcessorSupplier: it keeps the
+	// subscriptions in their store (Stores[0]).
+	OpFKReceive
+	// OpFKSubscriptionJoin is SubscriptionJoinProcessorSupplier: it answers
+	// a subscription with the right table's value (Stores[0]: its store).
+	OpFKSubscriptionJoin
+	// OpFKForeignJoin is ForeignTableJoinProcessorSupplier: it answers each
+	// subscription of a right table key that changed.
+	OpFKForeignJoin
+	// OpFKResolve is ResponseJoinProcessorSupplier: it drops stale answers
+	// and joins (Fn) the rest with the left table's value (Stores[0]).
+	OpFKResolve
+	// OpFKOutput is the join's result table (a KTableSource), stored when
+	// materialized with a store name.
+	OpFKOutput
 )
 
 // Function is the user function of a stateless operator: a host token, or a
@@ -198,6 +221,13 @@ type Node struct {
 	// Windows: an aggregation's windows (nil: not windowed); for
 	// OpSuppress, the windows of the aggregation it follows.
 	Windows *Windows
+	// FK is set on the processors and the response sink of a
+	// foreign-key join (join_fk.go).
+	FK *FKJoin
+	// Copartitioned marks a foreign-key join's internal source: its topic
+	// takes the partition count of the other sources of its sub-topology
+	// (InternalTopologyBuilder.copartitionSources), not of its writer's.
+	Copartitioned bool
 	// SendOld: this table node forwards old values with new ones (Kafka's
 	// sendOldValues), because an operator downstream needs them.
 	SendOld bool

@@ -705,6 +705,73 @@ class KTable(_Node):
         )
         return KGroupedTable(self._app, h)
 
+    def foreign_key_join(
+        self,
+        other: KTable,
+        foreign_key: Callable[[Any], Any],
+        joiner: Callable[[Any, Any], Any],
+        *,
+        value: SerdeName | None = None,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """Joins each row with the row of ``other`` whose key
+        ``foreign_key(value)`` names (``KTable.join(other,
+        foreignKeyExtractor, joiner)``, KIP-213): ``joiner(value, other
+        value) -> new value``. The result is keyed as this table and updated
+        when either side changes; a row whose foreign key is None, or names
+        no row of ``other``, has no result. The tables need not be
+        co-partitioned: subscriptions travel through the internal topics
+        ``KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-<n>-topic`` and
+        ``-RESPONSE-<n>-topic``. ``value`` is the joined values' serde;
+        ``name`` is ``TableJoined.as`` (it names every node, store and topic
+        of the join); ``materialized`` keeps the result in a store."""
+        return self._foreign_key_join("foreign_key_join", other, foreign_key, joiner, False, value, materialized, name)
+
+    def left_foreign_key_join(
+        self,
+        other: KTable,
+        foreign_key: Callable[[Any], Any],
+        joiner: Callable[[Any, Any], Any],
+        *,
+        value: SerdeName | None = None,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """:meth:`foreign_key_join` that keeps every row: ``joiner`` gets
+        None when the foreign key is None or names no row of ``other``
+        (``KTable.leftJoin(other, foreignKeyExtractor, joiner)``)."""
+        return self._foreign_key_join("left_foreign_key_join", other, foreign_key, joiner, True, value, materialized, name)
+
+    def _foreign_key_join(
+        self,
+        what: str,
+        other: KTable,
+        foreign_key: Callable[[Any], Any],
+        joiner: Callable[[Any, Any], Any],
+        left: bool,
+        value: SerdeName | None,
+        materialized: str | Materialized | None,
+        name: str | None,
+    ) -> KTable:
+        fk = self._app._register(what + ".foreign_key", foreign_key)
+        t = self._app._register(what, joiner)
+        op = pb.JoinOp(
+            input=self.handle.id,
+            table=other.handle.id,
+            foreign_key_token=fk,
+            joiner_token=t,
+            left=left,
+            value_serde=_s(value),
+            name=_s(name),
+        )
+        try:
+            return self._table("join", op, materialized)
+        except PolystreamsError:
+            for token in (fk, t):
+                self._app._functions.pop(token, None)  # registered for this call only
+            raise
+
     def to_stream(self, *, name: str | None = None) -> KStream:
         """The table's changes as a stream."""
         return KStream(self._app, self._app._build("to_stream", pb.ToStreamOp(input=self.handle.id, name=_s(name))))

@@ -525,6 +525,29 @@ fn table_op(t: &KTable<Value, Value>, op: &str, step: &Map<String, J>, f: &FnRef
     })
 }
 
+/// KTable::foreign_key_join / left_foreign_key_join: the extractor is a
+/// mapper whose null result is no foreign key.
+fn foreign_key_join(
+    t: &KTable<Value, Value>,
+    other: &KTable<Value, Value>,
+    op: &str,
+    step: &Map<String, J>,
+    f: &FnRef,
+) -> Result<Node, BuildError> {
+    let m = mapper(&fn_of(step, "foreign_key"))?;
+    let fk = move |v: &Value| match ok(m(v.clone())) {
+        Value::Null | Value::Json(J::Null) => None,
+        k => Some(k),
+    };
+    let j = joiner(f)?;
+    let o = options(step, true, true);
+    Ok(Node::Table(if op == "foreign_key_join" {
+        t.foreign_key_join_with(other, fk, move |v, o| ok(j(v, o)), o)?
+    } else {
+        t.left_foreign_key_join_with(other, fk, move |v, o: Option<Value>| ok(j(v, o.unwrap_or(Value::Null))), o)?
+    }))
+}
+
 /// KStream::split: the branches in order, then the default branch or none.
 fn split(
     st: &KStream<Value, Value>,
@@ -743,6 +766,12 @@ fn apply(
                     o,
                 )?,
             })
+        }
+        Some(Node::Table(t)) if op == "foreign_key_join" || op == "left_foreign_key_join" => {
+            let Some(Node::Table(other)) = label(step.get("table").and_then(J::as_str).unwrap_or("")) else {
+                return Err("executor: a foreign-key join's other side is not a table".to_owned().into());
+            };
+            foreign_key_join(t, other, op, step, &f)?
         }
         Some(Node::Table(t)) => table_op(t, op, step, &f)?,
         Some(Node::WindowedTable(t)) => match op {

@@ -1,0 +1,43 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	"github.com/polystreams/polystreams/core/internal/topology"
+	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
+)
+
+// foreignKeyJoin is a JoinOp with foreign_key_token: KTable.join /
+// leftJoin(other, foreignKeyExtractor, joiner[, Materialized]). The fields
+// of other joins are refused here, naming them; the builder checks the
+// handles.
+func foreignKeyJoin(b *topology.Builder, method string, v *pb.JoinOp, fn func(uint32) (topology.Function, error)) (*topology.Handle, error) {
+	var bad []string
+	if v.Windows != nil {
+		bad = append(bad, "windows (for stream-stream joins)")
+	}
+	if v.KeyMapperToken != 0 {
+		bad = append(bad, fmt.Sprintf("key_mapper_token %d (for stream-global-table joins)", v.KeyMapperToken))
+	}
+	if v.Outer {
+		bad = append(bad, "outer (a foreign-key join is inner or left)")
+	}
+	if v.StoreName != "" {
+		bad = append(bad, fmt.Sprintf("store_name %q (for stream-stream joins; name the result's store with materialized)", v.StoreName))
+	}
+	if len(bad) > 0 {
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: foreign_key_token %d makes a foreign-key table-table join, which takes no %s", method, v.ForeignKeyToken, strings.Join(bad, "; ")))
+	}
+	extractor, err := fn(v.ForeignKeyToken)
+	if err != nil {
+		return nil, err
+	}
+	joiner, err := fn(v.JoinerToken)
+	if err != nil {
+		return nil, err
+	}
+	return b.ForeignKeyJoin(v.Input, v.Table, extractor, joiner, v.Left, materialized(v.Materialized), v.ValueSerde, v.Name)
+}

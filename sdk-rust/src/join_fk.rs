@@ -1,0 +1,147 @@
+//! Foreign-key table-table joins (KIP-213): `KTable.join(other,
+//! foreignKeyExtractor, joiner)` and `KTable.leftJoin(...)`.
+
+use std::sync::Arc;
+
+use crate::dsl::{expect_handle, fn_name, KTable, Options, MATERIALIZED, NAME, VALUE};
+use crate::error::Result;
+use crate::host::{guarded, take, Func, JoinRun, Out, StepFn, ValueJoiner};
+use crate::pb::{self, build_request::Operation as Op};
+use crate::serdes::Serde;
+
+impl<K: Serde, V: Serde> KTable<K, V> {
+    /// Joins each row with the row of `other` whose key `foreign_key(value)`
+    /// names (`KTable.join(other, foreignKeyExtractor, joiner)`):
+    /// `f(value, other value) -> new value`. The result is keyed as this
+    /// table and updated when either side changes; a row whose foreign key
+    /// is `None`, or names no row of `other`, has no result. The tables need
+    /// not be co-partitioned: subscriptions travel through the internal
+    /// topics `KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-<n>-topic` and
+    /// `-RESPONSE-<n>-topic`.
+    pub fn foreign_key_join<KO: Serde, VO: Serde, VR: Serde, FK, F>(
+        &self,
+        other: &KTable<KO, VO>,
+        foreign_key: FK,
+        f: F,
+    ) -> Result<KTable<K, VR>>
+    where
+        FK: Fn(&V) -> Option<KO> + Send + Sync + 'static,
+        F: Fn(V, VO) -> VR + Send + Sync + 'static,
+    {
+        self.foreign_key_join_with(other, foreign_key, f, Options::new())
+    }
+
+    /// [`foreign_key_join`](Self::foreign_key_join) with `name`
+    /// (`TableJoined.as`: names every node, store and topic of the join),
+    /// `value_serde` (the joined values') and `materialized` (the result's
+    /// store).
+    pub fn foreign_key_join_with<KO: Serde, VO: Serde, VR: Serde, FK, F>(
+        &self,
+        other: &KTable<KO, VO>,
+        foreign_key: FK,
+        f: F,
+        o: Options,
+    ) -> Result<KTable<K, VR>>
+    where
+        FK: Fn(&V) -> Option<KO> + Send + Sync + 'static,
+        F: Fn(V, VO) -> VR + Send + Sync + 'static,
+    {
+        let joiner = ValueJoiner::<V, VO, VR>::new(move |v, o| match o {
+            Some(o) => Ok(f(v, o)),
+            None => Err("an inner join's answer came without the other table's value (a malformed bundle)".to_owned()),
+        });
+        let fk_type = fn_name::<FK>("foreign_key_join");
+        self.foreign_key_join_op::<KO, VR, FK>(
+            "foreign_key_join",
+            fk_type,
+            foreign_key,
+            fn_name::<F>("foreign_key_join"),
+            other.handle.id,
+            false,
+            Arc::new(joiner),
+            o,
+        )
+    }
+
+    /// [`foreign_key_join`](Self::foreign_key_join) that keeps every row:
+    /// `f` gets `None` when the foreign key is `None` or names no row of
+    /// `other` (`KTable.leftJoin(other, foreignKeyExtractor, joiner)`).
+    pub fn left_foreign_key_join<KO: Serde, VO: Serde, VR: Serde, FK, F>(
+        &self,
+        other: &KTable<KO, VO>,
+        foreign_key: FK,
+        f: F,
+    ) -> Result<KTable<K, VR>>
+    where
+        FK: Fn(&V) -> Option<KO> + Send + Sync + 'static,
+        F: Fn(V, Option<VO>) -> VR + Send + Sync + 'static,
+    {
+        self.left_foreign_key_join_with(other, foreign_key, f, Options::new())
+    }
+
+    /// [`left_foreign_key_join`](Self::left_foreign_key_join) with `name`,
+    /// `value_serde` and `materialized`.
+    pub fn left_foreign_key_join_with<KO: Serde, VO: Serde, VR: Serde, FK, F>(
+        &self,
+        other: &KTable<KO, VO>,
+        foreign_key: FK,
+        f: F,
+        o: Options,
+    ) -> Result<KTable<K, VR>>
+    where
+        FK: Fn(&V) -> Option<KO> + Send + Sync + 'static,
+        F: Fn(V, Option<VO>) -> VR + Send + Sync + 'static,
+    {
+        let joiner = ValueJoiner::<V, VO, VR>::new(move |v, o| Ok(f(v, o)));
+        let fk_type = fn_name::<FK>("left_foreign_key_join");
+        self.foreign_key_join_op::<KO, VR, FK>(
+            "left_foreign_key_join",
+            fk_type,
+            foreign_key,
+            fn_name::<F>("left_foreign_key_join"),
+            other.handle.id,
+            true,
+            Arc::new(joiner),
+            o,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn foreign_key_join_op<KO: Serde, VR: Serde, FK>(
+        &self,
+        op: &str,
+        fk_type: String,
+        foreign_key: FK,
+        joiner_type: String,
+        other: u64,
+        left: bool,
+        joiner: Arc<dyn JoinRun>,
+        o: Options,
+    ) -> Result<KTable<K, VR>>
+    where
+        FK: Fn(&V) -> Option<KO> + Send + Sync + 'static,
+    {
+        o.check(op, NAME | VALUE | MATERIALIZED)?;
+        // The extractor runs as OPERATION_MAP_VALUES, its result in the
+        // other table's key serde (None: a null foreign key).
+        let extractor = StepFn::new::<V, K, Option<KO>>(move |_, v| {
+            let v: V = take(v)?;
+            Ok(Out::One(None, Box::new(guarded(|| foreign_key(&v))?)))
+        });
+        let fk_token = self.app.register(&fk_type, Func::Step(Arc::new(extractor)))?;
+        let joiner_token = self.app.register(&joiner_type, Func::Join(joiner))?;
+        let join = pb::JoinOp {
+            input: self.handle.id,
+            table: other,
+            foreign_key_token: fk_token,
+            joiner_token,
+            left,
+            value_serde: o.value_or(VR::NAME),
+            name: o.name_or_empty(),
+            materialized: o.materialized_proto(),
+            ..Default::default()
+        };
+        let h = self.app.build(Op::Join(join), &[fk_token, joiner_token])?;
+        KTable::wrap(self.app.clone(), expect_handle(h, op)?)
+    }
+}
