@@ -50,6 +50,9 @@ type step struct {
 	store *topology.Store
 	// stepJoin: the table's store it reads (its table source owns it)
 	table *topology.Store
+	// stepJoin of a global table: the key mapper, a one-step host chain
+	// (no steps when it is native); see global.go.
+	mapper *step
 	// stepFold: whether the fold runs in the host (else native).
 	hostFold bool
 	// stepSink: the full topic name (internal topics prefixed).
@@ -218,6 +221,11 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
 					s.outKey, s.outValue = n.KeySerde, s.store.ValueSerde
 				}
+			case n.Op == topology.OpGlobalJoin || n.Op == topology.OpGlobalLeftJoin:
+				if err := compileGlobalJoin(t, s, n); err != nil {
+					return nil, err
+				}
+				p.host = p.host || len(s.mapper.steps) > 0
 			case n.Fn != nil && n.Fn.Native != nil && n.Op != topology.OpJoin && n.Op != topology.OpLeftJoin:
 				// A join's native joiner runs in stepJoin, beside its table lookup.
 				s.kind = stepNative
