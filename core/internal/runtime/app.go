@@ -541,6 +541,11 @@ func stopTasks(tasks []*task) {
 // callbacks run only between polls (BlockRebalanceOnPoll), so a task never
 // gets records of a partition it no longer owns.
 func (a *App) poll() {
+	// Nothing is fetched before the global stores are restored: the tasks
+	// could only hold it (awaitGlobals).
+	if !a.awaitGlobals(a.ctx, nil) {
+		return
+	}
 	last := time.Now()
 	for {
 		pctx := a.ctx
