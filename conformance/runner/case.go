@@ -56,6 +56,8 @@ type Step struct {
 	// Other is merge's other stream and Table a join's table, by label.
 	Other string `json:"other,omitempty"`
 	Table string `json:"table,omitempty"`
+	// KeyMapper is a join's with a global table (Table labels one).
+	KeyMapper *FnRef `json:"key_mapper,omitempty"`
 	// Partitions is repartition's Repartitioned.withNumberOfPartitions
 	// (0: the writing sub-topology's count).
 	Partitions int `json:"partitions,omitempty"`
@@ -147,11 +149,14 @@ type Record struct {
 }
 
 type Input struct {
-	Topic      string   `json:"topic"`
-	Key        string   `json:"key"`
-	Value      string   `json:"value"`
-	Partitions int      `json:"partitions,omitempty"`
-	Records    []Record `json:"records"`
+	Topic      string `json:"topic"`
+	Key        string `json:"key"`
+	Value      string `json:"value"`
+	Partitions int    `json:"partitions,omitempty"`
+	// BeforeStart: produced before the topology starts (a global table's
+	// rows, restored before any record is processed).
+	BeforeStart bool     `json:"before_start,omitempty"`
+	Records     []Record `json:"records"`
 }
 
 type Output struct {
@@ -284,8 +289,8 @@ func (c *Case) rules() []violation {
 	kinds := c.kinds()
 	for i, s := range c.Topology {
 		p := fmt.Sprintf("$.topology[%d]", i)
-		if i == 0 && s.Op != "stream" && s.Op != "table" {
-			add(p+".op", "the first step must be stream or table, got %s", s.Op)
+		if i == 0 && s.Op != "stream" && s.Op != "table" && s.Op != "global_table" {
+			add(p+".op", "the first step must be stream, table or global_table, got %s", s.Op)
 		}
 		if s.From != "" {
 			if _, ok := labels[s.From]; !ok {
@@ -325,8 +330,11 @@ func (c *Case) rules() []violation {
 		if s.Op == "merge" {
 			ref("other", s.Other, kindStream)
 		}
-		if s.Op == "join" || s.Op == "left_join" {
+		if (s.Op == "join" || s.Op == "left_join") && s.KeyMapper == nil {
 			ref("table", s.Table, kindTable)
+		}
+		if (s.Op == "join" || s.Op == "left_join") && s.KeyMapper != nil {
+			ref("table", s.Table, kindGlobalTable)
 		}
 		if (s.Op == "merge" || s.Op == "split" || s.Op == "repartition" || s.Op == "join" || s.Op == "left_join") && in != kindStream {
 			add(p+".op", "%s applies to a stream, not a %s", s.Op, in)
@@ -364,6 +372,7 @@ func (c *Case) rules() []violation {
 		check("init", s.Init, roleInit)
 		check("subtractor", s.Subtractor, roles.fn)
 		check("merger", s.Merger, roleMerger)
+		check("key_mapper", s.KeyMapper, roleKey)
 		for j, b := range s.Branches {
 			check(fmt.Sprintf("branches[%d].fn", j), b.Fn, rolePredicate)
 		}
@@ -455,6 +464,8 @@ const (
 	// A split's streams by name (a later step takes one with from and
 	// branch).
 	kindBranches kind = "split"
+	// A GlobalKTable: only a join takes it (by label).
+	kindGlobalTable kind = "global table"
 )
 
 // kinds returns the kind of each step's result, as the DSL types them, so
@@ -485,6 +496,8 @@ func (c *Case) kinds() []kind {
 			out[i] = kindGroupedStream
 		case "to", "foreach":
 			out[i] = kindNone
+		case "global_table":
+			out[i] = kindGlobalTable
 		case "split":
 			out[i] = kindBranches
 		default: // flat_map_values, map, select_key, peek, to_stream
@@ -515,4 +528,15 @@ func (c *Case) inputKind(i int, kinds []kind) kind {
 		}
 	}
 	return kindNone
+}
+
+// readByGlobalTable reports whether topic is a global table's, which the
+// application reads outside its group (no committed offsets to wait for).
+func (c *Case) readByGlobalTable(topic string) bool {
+	for _, s := range c.Topology {
+		if s.Op == "global_table" && s.Topic == topic {
+			return true
+		}
+	}
+	return false
 }

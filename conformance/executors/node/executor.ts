@@ -15,6 +15,7 @@ import { readFileSync } from "node:fs";
 import {
   App,
   type Config,
+  type GlobalKTable,
   KGroupedStream,
   KGroupedTable,
   KStream,
@@ -54,6 +55,7 @@ interface Step {
   branch?: string;
   other?: string;
   table?: string;
+  key_mapper?: FnRef;
   partitions?: number;
   branches?: { fn: FnRef; name?: string }[];
   default_branch?: boolean;
@@ -240,7 +242,8 @@ type AnyNode =
   | KTable<any, any>
   | KGroupedTable<any, any>
   | TimeWindowedKStream<any, any>
-  | SessionWindowedKStream<any, any>;
+  | SessionWindowedKStream<any, any>
+  | GlobalKTable<any, any>;
 
 function materialized(step: Step): Materialized | undefined {
   const m = step.materialized;
@@ -301,6 +304,9 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
   } else if (step.op === "table") {
     const m = materialized(step);
     out = app.table(prefix + step.topic, { ...key, ...value, ...named, ...(m !== undefined ? { materialized: m } : {}) });
+  } else if (step.op === "global_table") {
+    const m = materialized(step);
+    out = app.globalTable(prefix + step.topic, { ...key, ...value, ...named, ...(m !== undefined ? { materialized: m } : {}) });
   } else if (node instanceof KStream) {
     const f = step.fn;
     switch (step.op) {
@@ -321,6 +327,12 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
         break;
       case "join":
       case "left_join":
+        if (step.key_mapper !== undefined) {
+          const g = labels.get(step.table!) as GlobalKTable<any, any>;
+          const km = fn(step.key_mapper, "key") as (k: any, v: any) => unknown;
+          out = step.op === "join" ? node.join(g, km, fn(f!, "joiner"), { ...value, ...named }) : node.leftJoin(g, km, fn(f!, "joiner"), { ...value, ...named });
+          break;
+        }
         out = join(node, step.op === "join" ? "join" : "leftJoin", labels.get(step.table!) as KTable<any, any>, fn(f!, "joiner"), { ...value, ...named });
         break;
       case "map_values":

@@ -265,6 +265,8 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
         return app.stream([prefix + t for t in step["topics"]], key=key, value=value, name=name)
     if op == "table":
         return app.table(prefix + step["topic"], key=key, value=value, materialized=materialized(step), name=name)
+    if op == "global_table":
+        return app.global_table(prefix + step["topic"], key=key, value=value, materialized=materialized(step), name=name)
     if isinstance(node, KStream):
         if op == "to":
             node.to(prefix + step["topic"], key=key, value=value, name=name)
@@ -277,6 +279,9 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
             return node.repartition(name=name, partitions=step.get("partitions", 0))
         if op == "split":
             return split(node, step)
+        if op in ("join", "left_join") and "key_mapper" in step:
+            join = node.join if op == "join" else node.left_join
+            return join(labels[step["table"]], function(step["key_mapper"], "key"), function(step["fn"], "joiner"), value=value, name=name)
         if op == "join":
             return node.join(labels[step["table"]], function(step["fn"], "joiner"), value=value, name=name)
         if op == "left_join":
