@@ -52,10 +52,21 @@ func (g *GlobalStore) add(n *Node, stores map[string]*Store) {
 	}
 }
 
+// globalSuffix follows a global store's sub-topology id in describe().
+const globalSuffix = " for global store (will not generate tasks)"
+
+// described is g as a Description shows it.
+func (g *GlobalStore) described() DescribedSubtopology {
+	return DescribedSubtopology{ID: g.ID, Global: true, Nodes: []DescribedNode{
+		{Name: g.Source.Name, Type: TypeSource, Topics: []string{g.Topic()}, Successors: []string{g.Processor.Name}},
+		{Name: g.Processor.Name, Type: TypeProcessor, Stores: g.Processor.Stores, Predecessors: []string{g.Source.Name}},
+	}}
+}
+
 // describe writes GlobalStore.toString: the source and the processor, and,
 // unlike a Subtopology, no blank line after them.
 func (g *GlobalStore) describe(sb *strings.Builder) {
-	sb.WriteString("  Sub-topology: " + strconv.Itoa(g.ID) + " for global store (will not generate tasks)\n")
+	sb.WriteString("  Sub-topology: " + strconv.Itoa(g.ID) + globalSuffix + "\n")
 	sb.WriteString("    Source: " + g.Source.Name + " (topics: [" + g.Topic() + "])\n      --> " + g.Processor.Name + "\n")
 	sb.WriteString("    Processor: " + g.Processor.Name + " (stores: [" + strings.Join(g.Processor.Stores, ", ") + "])\n")
 	sb.WriteString("      --> none\n      <-- " + g.Source.Name + "\n")

@@ -104,6 +104,19 @@ func TestGlobalJoinInnerNameAndInterleaving(t *testing.T) {
 	}
 	topo, err := b.Topology()
 	c.ok(err)
+	// The structured description (json, mermaid, svg and the topology
+	// file) has the global store in its place, and prints the same text;
+	// parsed back from the text, it is the same.
+	d := topo.Description()
+	if len(d.Subtopologies) != 3 || !d.Subtopologies[1].Global || d.Subtopologies[1].ID != 1 {
+		t.Errorf("description %+v", d.Subtopologies)
+	}
+	if got := d.Text(); got != want {
+		t.Errorf("Description().Text():\n%s\nwant:\n%s", got, want)
+	}
+	if p, err := ParseDescription([]byte(want)); err != nil || p.JSON() != d.JSON() {
+		t.Errorf("parsed back: %v\n%s\nwant\n%s", err, p.JSON(), d.JSON())
+	}
 	if len(topo.Subtopologies) != 2 || len(topo.Globals) != 1 || topo.Globals[0].ID != 1 || topo.Globals[0].Topic() != "products" {
 		t.Fatalf("subtopologies %d, globals %+v", len(topo.Subtopologies), topo.Globals)
 	}
