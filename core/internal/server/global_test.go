@@ -3,6 +3,8 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,7 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/polystreams/polystreams/core/internal/server"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
+	"github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1/polystreamsv1alpha1connect"
 )
 
 func (h *testHost) buildGlobalTable(op *pb.GlobalTableOp) (*pb.Handle, error) {
@@ -308,4 +312,78 @@ func TestGlobalTableBadInput(t *testing.T) {
 	if !strings.Contains(msg, `topic "no-such-topic" of global table KTABLE-SOURCE-0000000002`) {
 		t.Errorf("Start: %q does not name the global table's missing topic", msg)
 	}
+}
+
+// secondEngine starts another engine on e's broker, with its own state
+// directory: another instance of an application.
+func (e *env) secondEngine() polystreamsv1alpha1connect.EngineServiceClient {
+	e.t.Helper()
+	srv := server.New(server.Options{Brokers: e.broker.Addr(), StateDir: e.t.TempDir()})
+	mux := http.NewServeMux()
+	mux.Handle(srv.Handler())
+	hs := httptest.NewServer(mux)
+	e.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		srv.Close(ctx)
+		hs.Close()
+	})
+	return polystreamsv1alpha1connect.NewEngineServiceClient(http.DefaultClient, hs.URL)
+}
+
+// Two instances of one application: the stream's partitions are divided
+// between them, but each holds every row of the global table (every
+// partition of its topic), so each joins its orders whatever product they
+// name; an update reaches both.
+func TestGlobalTableOnEveryInstance(t *testing.T) {
+	e := newEnv(t, "enriched", "all-orders")
+	e.createTopic("products", 3)
+	e.createTopic("orders", 4)
+	for p := range int32(3) {
+		e.produceTo("products", p, fmt.Sprintf("p%d=name%d", p, p), fmt.Sprintf("p%d=name%d", p+3, p+3))
+	}
+	h1 := e.open("global-two", nil)
+	second := *e
+	second.cl = e.secondEngine()
+	h2 := second.open("global-two", nil)
+	wantRows := map[string]string{"p0": "name0", "p1": "name1", "p2": "name2", "p3": "name3", "p4": "name4", "p5": "name5"}
+	var dones []<-chan string
+	for _, h := range []*testHost{h1, h2} {
+		buildGlobalJoin(t, h)
+		h.start()
+		dones = append(dones, h.serveAsync())
+	}
+	defer func() {
+		for i, h := range []*testHost{h1, h2} {
+			h.stopServing(dones[i])
+		}
+	}()
+	for i, h := range []*testHost{h1, h2} {
+		waitFor(t, fmt.Sprintf("instance %d's global store", i+1), 30*time.Second, func() bool {
+			return fmt.Sprint(h.queryAll("products-store")) == fmt.Sprint(wantRows)
+		})
+	}
+	// Both instances own stream partitions once the group settles.
+	waitFor(t, "both instances running", 30*time.Second, func() bool {
+		return h1.getState().State == pb.State_STATE_RUNNING && h2.getState().State == pb.State_STATE_RUNNING
+	})
+	e.produceTo("products", 2, "p2=renamed2")
+	for i, h := range []*testHost{h1, h2} {
+		waitFor(t, fmt.Sprintf("the update on instance %d", i+1), 30*time.Second, func() bool { return h.queryAll("products-store")["p2"] == "renamed2" })
+	}
+	want := map[string]string{}
+	for p := range int32(4) {
+		var kvs []string
+		for i := range 6 {
+			o := fmt.Sprintf("o%d-%d", p, i)
+			kvs = append(kvs, fmt.Sprintf("%s=p%d/%d", o, i, p))
+			name := fmt.Sprintf("name%d", i)
+			if i == 2 {
+				name = "renamed2"
+			}
+			want[o] = fmt.Sprintf("p%d/%d:%s", i, p, name)
+		}
+		e.produceTo("orders", p, kvs...)
+	}
+	waitValues(t, e, "all-orders", want)
 }
