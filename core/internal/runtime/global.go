@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/polystreams/polystreams/core/internal/serde"
 	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
@@ -56,6 +57,23 @@ type globalTopic struct {
 	g     *topology.GlobalStore
 	data  *state.Partition
 	parts map[int32]*globalPart
+}
+
+// check validates a record of gt's topic against the source's serdes, as
+// a task's source does (deserialize).
+func (gt *globalTopic) check(r *kgo.Record) error {
+	src := gt.g.Source
+	if serde.Checks(src.KeySerde) {
+		if err := serde.Validate(src.KeySerde, r.Key); err != nil {
+			return fmt.Errorf("key does not decode as %s: %w", src.KeySerde, err)
+		}
+	}
+	if r.Value != nil && serde.Checks(src.ValueSerde) {
+		if err := serde.Validate(src.ValueSerde, r.Value); err != nil {
+			return fmt.Errorf("value does not decode as %s: %w", src.ValueSerde, err)
+		}
+	}
+	return nil
 }
 
 // globalPart is one partition of a global table's topic.
@@ -266,6 +284,19 @@ func (gs *globals) run(ctx context.Context) {
 					// KTableSource: a record with a null key cannot be
 					// stored; it is skipped and counted.
 					a.dropped.Add(1)
+					continue
+				}
+				if err := gt.check(r); err != nil {
+					// The deserialization policy, as for a task's source
+					// (a dead letter is logged only: the global consumer
+					// writes nothing).
+					re := &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Node: gt.g.Source.Name, Err: err}
+					if a.cfg.DeserializationPolicy == PolicyFail {
+						ferr = fmt.Errorf("runtime: global store %s: %w", gt.g.Store.Name, re)
+						return
+					}
+					a.dropped.Add(1)
+					a.log.Warn("skipping record of a global table", "policy", a.cfg.DeserializationPolicy.String(), "error", re.Error())
 					continue
 				}
 				ws = append(ws, state.Write{Key: r.Key, Value: r.Value, TS: r.Timestamp.UnixMilli()})

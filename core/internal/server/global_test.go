@@ -149,9 +149,7 @@ func TestStreamGlobalTableJoin(t *testing.T) {
 	defer h.stopServing(done)
 	wantRows := map[string]string{"p0": "name0", "p1": "name1", "p2": "name2", "p3": "name3", "p4": "name4", "p5": "name5"}
 	waitFor(t, "the global store's rows", 30*time.Second, func() bool { return fmt.Sprint(h.queryAll("products-store")) == fmt.Sprint(wantRows) })
-	if st := h.getState().State; st != pb.State_STATE_RUNNING {
-		t.Errorf("state %v once the global store is restored", st)
-	}
+	waitFor(t, "STATE_RUNNING", 30*time.Second, func() bool { return h.getState().State == pb.State_STATE_RUNNING })
 	var kvs []string
 	want, wantAll := map[string]string{}, map[string]string{}
 	for i := range 20 {
@@ -386,4 +384,36 @@ func TestGlobalTableOnEveryInstance(t *testing.T) {
 		e.produceTo("orders", p, kvs...)
 	}
 	waitValues(t, e, "all-orders", want)
+}
+
+// A record of a global table's topic that does not decode as its serde
+// fails the application (the default deserialization policy), naming the
+// topic, partition, offset and source node.
+func TestGlobalTableUndecodableRecordFailsNamingIt(t *testing.T) {
+	e := newEnv(t, "out")
+	e.createTopic("rates", 2)
+	e.createTopic("orders", 1)
+	e.produceTo("rates", 1, "eur=12345678", "usd=abc")
+	h := e.open("global-undecodable", nil)
+	joiner := h.register("joiner", joinFn(func(v, o []byte) ([]byte, error) { return v, nil }))
+	mapper := h.register("mapper", keyFn(func(k, _ []byte) ([]byte, error) { return k, nil }))
+	g, err := h.buildGlobalTable(&pb.GlobalTableOp{Topic: "rates", KeySerde: "string", ValueSerde: "long"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := h.mustBuild(&pb.StreamOp{Topics: []string{"orders"}, KeySerde: "string"})
+	j := h.mustBuild(&pb.JoinOp{Input: s.Id, Table: g.Id, KeyMapperToken: mapper, JoinerToken: joiner})
+	h.mustBuild(&pb.ToOp{Input: j.Id, Topic: "out"})
+	h.start()
+	done := h.serveAsync()
+	waitFor(t, "the application to fail", 30*time.Second, func() bool { return h.getState().State == pb.State_STATE_ERROR })
+	msg := h.getState().Error
+	for _, w := range []string{"rates/1@1", "KSTREAM-SOURCE-0000000001", "value does not decode as long"} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("error %q does not say %q", msg, w)
+		}
+	}
+	if got := <-done; !strings.HasPrefix(got, "STATE_ERROR") {
+		t.Errorf("host loop ended with %q", got)
+	}
 }
