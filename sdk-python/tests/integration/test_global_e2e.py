@@ -147,3 +147,30 @@ def test_a_global_table_over_a_missing_topic_fails_start_naming_it(tmp_path: Pat
             runner.join(60)
             if runner.error is not None:
                 raise runner.error
+
+
+def test_the_key_mapper_gives_keys_in_the_global_tables_key_serde(tmp_path: Path, app_id: str) -> None:
+    """A stream of string keys joins a global table of long keys: the key
+    mapper's result is encoded with the global table's key serde."""
+    with App(app_id, config(tmp_path, commit_interval_ms=100)) as app:
+        assert app.brokers
+        create_topic(app.brokers, "rates", 2)
+        for t in ("payments", "converted"):
+            create_topic(app.brokers, t, 1)
+        p = Producer({"bootstrap.servers": app.brokers})
+        for i, (currency, rate) in enumerate([(1, "1.0"), (2, "1.1"), (3, "0.9")]):
+            p.produce("rates", key=currency.to_bytes(8, "big"), value=rate.encode(), partition=i % 2)
+        assert p.flush(30) == 0
+        rates = app.global_table("rates", key="long", value="string")
+        payments = app.stream("payments", key="string", value="json")
+        payments.left_join(
+            rates, lambda k, v: v["currency"], lambda v, rate: f"{v['amount']}@{rate}", value="string"
+        ).to("converted")
+        runner = Runner(app)
+        wait(lambda: len(list(rates.query().all())) == 3, "the global store's rows", runner)
+        assert rates.query().get(2) == "1.1"
+        produce_to(app.brokers, "payments", 0, [("a", json.dumps({"currency": 2, "amount": 10})), ("b", json.dumps({"currency": 7, "amount": 5}))])
+        got = read_until(app.brokers, "converted", lambda last: len(last) == 2, 60, runner)
+        app.stop()
+        runner.join(60)
+    assert got == {"a": b"10@1.1", "b": b"5@None"}
