@@ -64,6 +64,8 @@ type Step struct {
 	// and StreamJoined.withStoreName.
 	JoinWindows *JoinWindows `json:"join_windows,omitempty"`
 	StoreName   string       `json:"store_name,omitempty"`
+	// KeyMapper is a join's with a global table (Table labels one).
+	KeyMapper *FnRef `json:"key_mapper,omitempty"`
 	// Partitions is repartition's Repartitioned.withNumberOfPartitions
 	// (0: the writing sub-topology's count).
 	Partitions int `json:"partitions,omitempty"`
@@ -165,11 +167,14 @@ type Record struct {
 }
 
 type Input struct {
-	Topic      string   `json:"topic"`
-	Key        string   `json:"key"`
-	Value      string   `json:"value"`
-	Partitions int      `json:"partitions,omitempty"`
-	Records    []Record `json:"records"`
+	Topic      string `json:"topic"`
+	Key        string `json:"key"`
+	Value      string `json:"value"`
+	Partitions int    `json:"partitions,omitempty"`
+	// BeforeStart: produced before the topology starts (a global table's
+	// rows, restored before any record is processed).
+	BeforeStart bool     `json:"before_start,omitempty"`
+	Records     []Record `json:"records"`
 }
 
 type Output struct {
@@ -302,8 +307,8 @@ func (c *Case) rules() []violation {
 	kinds := c.kinds()
 	for i, s := range c.Topology {
 		p := fmt.Sprintf("$.topology[%d]", i)
-		if i == 0 && s.Op != "stream" && s.Op != "table" {
-			add(p+".op", "the first step must be stream or table, got %s", s.Op)
+		if i == 0 && s.Op != "stream" && s.Op != "table" && s.Op != "global_table" {
+			add(p+".op", "the first step must be stream, table or global_table, got %s", s.Op)
 		}
 		if s.From != "" {
 			if _, ok := labels[s.From]; !ok {
@@ -357,6 +362,11 @@ func (c *Case) rules() []violation {
 				}
 			case s.Op == "outer_join" && in != kindTable:
 				add(p+".other", "an outer join takes another stream (KStream.outerJoin) or applies to a table (KTable.outerJoin)")
+			case s.KeyMapper != nil:
+				ref("table", s.Table, kindGlobalTable)
+				if in != kindStream {
+					add(p+".op", "a join with a global table applies to a stream, not a %s", in)
+				}
 			default:
 				ref("table", s.Table, kindTable)
 				if in != kindStream && in != kindTable {
@@ -413,6 +423,7 @@ func (c *Case) rules() []violation {
 		if (s.ForeignKey != nil) != isForeignKeyJoin(s.Op) {
 			add(p+".foreign_key", "a foreign key extractor goes with foreign_key_join and left_foreign_key_join, and only with them")
 		}
+		check("key_mapper", s.KeyMapper, roleKey)
 		for j, b := range s.Branches {
 			check(fmt.Sprintf("branches[%d].fn", j), b.Fn, rolePredicate)
 		}
@@ -504,6 +515,8 @@ const (
 	// A split's streams by name (a later step takes one with from and
 	// branch).
 	kindBranches kind = "split"
+	// A GlobalKTable: only a join takes it (by label).
+	kindGlobalTable kind = "global table"
 )
 
 // kinds returns the kind of each step's result, as the DSL types them, so
@@ -539,6 +552,8 @@ func (c *Case) kinds() []kind {
 			out[i] = kindGroupedStream
 		case "to", "foreach":
 			out[i] = kindNone
+		case "global_table":
+			out[i] = kindGlobalTable
 		case "split":
 			out[i] = kindBranches
 		default: // flat_map_values, map, select_key, peek, to_stream
@@ -574,4 +589,15 @@ func (c *Case) inputKind(i int, kinds []kind) kind {
 // isForeignKeyJoin reports whether op is a foreign-key table-table join.
 func isForeignKeyJoin(op string) bool {
 	return op == "foreign_key_join" || op == "left_foreign_key_join"
+}
+
+// readByGlobalTable reports whether topic is a global table's, which the
+// application reads outside its group (no committed offsets to wait for).
+func (c *Case) readByGlobalTable(topic string) bool {
+	for _, s := range c.Topology {
+		if s.Op == "global_table" && s.Topic == topic {
+			return true
+		}
+	}
+	return false
 }

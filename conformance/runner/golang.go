@@ -217,6 +217,9 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 	if st.Op == "table" {
 		return b.Table(prefix+st.Topic, opts(st, true, true)...)
 	}
+	if st.Op == "global_table" {
+		return b.GlobalTable(prefix+st.Topic, opts(st, true, true)...)
+	}
 	var f fnImpl
 	var arg any
 	if st.Fn != nil {
@@ -274,6 +277,14 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 					return in.LeftJoinStream(other, j, w, o...)
 				}
 				return in.OuterJoinStream(other, j, w, o...)
+			}
+			if g, ok := labels[st.Table].(*streams.GlobalTable); ok && st.KeyMapper != nil {
+				km := keyFn(catalogue[st.KeyMapper.Name], st.KeyMapper.Arg, ks, vs, g.KeySerde())
+				j := joinerFn(f, arg, vs, g.ValueSerde(), or(st.Value, vs))
+				if st.Op == "join" {
+					return in.JoinGlobal(g, km, j, opts(st, false, true)...)
+				}
+				return in.LeftJoinGlobal(g, km, j, opts(st, false, true)...)
 			}
 			table := labels[st.Table].(*streams.Table)
 			j := joinerFn(f, arg, vs, table.ValueSerde(), or(st.Value, vs))

@@ -59,6 +59,10 @@ func (e *env) run(ctx context.Context, l language, c *Case, idx int) (res result
 			res.add("setup: %v", err)
 			return res
 		}
+		if err := e.produceBeforeStart(ctx, c, prefix); err != nil {
+			res.add("setup: %v", err)
+			return res
+		}
 	}
 	x, err := l.Launch(spec{Case: c.raw, Engine: e.engine, ApplicationID: appID, TopicPrefix: prefix, Config: cfg, Start: c.starts(), c: c, brokers: e.brokers})
 	if err != nil {
@@ -140,7 +144,12 @@ func (e *env) checkRun(ctx context.Context, x execution, c *Case, prefix string,
 	defer cl.Close()
 	var inputTopics []string
 	for _, in := range c.Inputs {
-		inputTopics = append(inputTopics, prefix+in.Topic)
+		if in.BeforeStart {
+			continue // produceBeforeStart
+		}
+		if !c.readByGlobalTable(in.Topic) { // no group commits a global table's offsets
+			inputTopics = append(inputTopics, prefix+in.Topic)
+		}
 		for j, r := range in.Records {
 			rec, err := record(prefix+in.Topic, in.Key, in.Value, r)
 			if err != nil {
@@ -509,7 +518,7 @@ func (e *env) createTopics(ctx context.Context, c *Case, prefix string) error {
 	}
 	for _, st := range c.Topology {
 		sources := st.Topics
-		if st.Op == "table" {
+		if st.Op == "table" || st.Op == "global_table" {
 			sources = []string{st.Topic}
 		}
 		for _, t := range sources {
@@ -525,6 +534,39 @@ func (e *env) createTopics(ctx context.Context, c *Case, prefix string) error {
 		}
 		if err != nil {
 			return fmt.Errorf("creating topic %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// produceBeforeStart produces the inputs marked before_start, before the
+// executor starts the topology: a global table's rows, say, which it
+// restores before processing any record.
+func (e *env) produceBeforeStart(ctx context.Context, c *Case, prefix string) error {
+	var rs []*kgo.Record
+	for _, in := range c.Inputs {
+		if !in.BeforeStart {
+			continue
+		}
+		for j, r := range in.Records {
+			rec, err := record(prefix+in.Topic, in.Key, in.Value, r)
+			if err != nil {
+				return fmt.Errorf("input %s[%d]: %w", in.Topic, j, err)
+			}
+			rs = append(rs, rec)
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.brokers))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for _, r := range rs {
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			return fmt.Errorf("producing input to %s: %w", r.Topic, err)
 		}
 	}
 	return nil

@@ -4,7 +4,22 @@ import { randomUUID } from "node:crypto";
 import { type AnyFunction, Executor } from "./bundle.js";
 import { type Client, Client as EngineClient } from "./client.js";
 import { type Config, properties, redact } from "./config.js";
-import { type Builder, type Handle, KStream, type KTable, type NamedOptions, type Operation, SETTLED, type Settled, type TableOptions, handleFrom, table } from "./dsl.js";
+import {
+  type Builder,
+  type GlobalKTable,
+  type GlobalTableOptions,
+  type Handle,
+  KStream,
+  type KTable,
+  type NamedOptions,
+  type Operation,
+  SETTLED,
+  type Settled,
+  type TableOptions,
+  globalTable,
+  handleFrom,
+  table,
+} from "./dsl.js";
 import { type EngineLogger, EngineProcess, checkEngineVersion, findEngine } from "./engine.js";
 import { FailedPreconditionError, NotFoundError, PolystreamsError, ProcessingError } from "./errors.js";
 import { type DescribeFormat, type Metrics, metricsFrom } from "./metrics.js";
@@ -323,6 +338,23 @@ export class App implements Builder {
     options: TableOptions<KS, VS> = {},
   ): KTable<SerdeType<KS>, SerdeType<VS>> {
     return table(this, topic, options);
+  }
+
+  /**
+   * A table of every partition of `topic`, kept whole by every engine
+   * instance (`StreamsBuilder.globalTable`): each record upserts its key, a
+   * null value deletes it. It is restored from `topic` (its changelog)
+   * before any record is processed, then kept up to date. Streams join it
+   * with `stream.join(globalTable, keyMapper, joiner)`, with no
+   * co-partitioning. `materialized` names its store (default
+   * `<topic>-STATE-STORE-<n>`), always queryable; `name` names the
+   * processor and, suffixed `-source`, the source node (`Consumed.as`).
+   */
+  globalTable<KS extends SerdeName = "bytes", VS extends SerdeName = "bytes">(
+    topic: string,
+    options: GlobalTableOptions<KS, VS> = {},
+  ): GlobalKTable<SerdeType<KS>, SerdeType<VS>> {
+    return globalTable(this, topic, options);
   }
 
   /**

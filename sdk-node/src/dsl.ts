@@ -25,7 +25,7 @@ import type { KeyValueStore, StoreOptions, WindowStore } from "./store.js";
 import { JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, type Windowed } from "./windows.js";
 
 /** What a handle stands for (`windowed_stream`: a TimeWindowedKStream, of time or sliding windows). */
-export type Kind = "stream" | "grouped_stream" | "table" | "grouped_table" | "windowed_stream" | "session_windowed_stream";
+export type Kind = "stream" | "grouped_stream" | "table" | "grouped_table" | "windowed_stream" | "session_windowed_stream" | "global_table";
 
 const KINDS: Partial<Record<KindEnum, Kind>> = {
   [KindEnum.STREAM]: "stream",
@@ -34,6 +34,7 @@ const KINDS: Partial<Record<KindEnum, Kind>> = {
   [KindEnum.GROUPED_TABLE]: "grouped_table",
   [KindEnum.WINDOWED_STREAM]: "windowed_stream",
   [KindEnum.SESSION_WINDOWED_STREAM]: "session_windowed_stream",
+  [KindEnum.GLOBAL_TABLE]: "global_table",
 };
 
 /**
@@ -439,8 +440,24 @@ export class KStream<K, V> extends Node {
     windows: JoinWindows,
     options?: StreamJoinOptions,
   ): KStream<K, VR>;
-  join<VR>(other: KTable<K, unknown> | KStream<K, unknown>, joiner: unknown, a?: unknown, b?: StreamJoinOptions): KStream<K, VR> {
-    return this.joinWith("join", other, joiner, false, false, a, b);
+  /**
+   * Joins each record with the value `globalTable` holds for the key
+   * `keyMapper(key, value)` gives (`KStream.join(GlobalKTable,
+   * KeyValueMapper, ValueJoiner)`): records whose mapped key the global
+   * table does not hold (or maps to null) are dropped; the output keeps
+   * the record's key. No co-partitioning is needed.
+   */
+  join<KG, VG, VR>(
+    globalTable: GlobalKTable<KG, VG>,
+    keyMapper: (key: K, value: V) => MaybePromise<KG>,
+    joiner: (value: V, globalValue: VG) => MaybePromise<VR>,
+    options?: ValueOptions,
+  ): KStream<K, VR>;
+  join<VR>(other: KTable<K, unknown> | KStream<K, unknown> | GlobalKTable<unknown, unknown>, joiner: unknown, a?: unknown, b?: unknown): KStream<K, VR> {
+    if (other instanceof GlobalKTable) {
+      return joinGlobal(this, this.builder, "join", other, joiner, a, false, (b ?? {}) as ValueOptions);
+    }
+    return this.joinWith("join", other, joiner, false, false, a, b as StreamJoinOptions | undefined);
   }
 
   /**
@@ -460,8 +477,22 @@ export class KStream<K, V> extends Node {
     windows: JoinWindows,
     options?: StreamJoinOptions,
   ): KStream<K, VR>;
-  leftJoin<VR>(other: KTable<K, unknown> | KStream<K, unknown>, joiner: unknown, a?: unknown, b?: StreamJoinOptions): KStream<K, VR> {
-    return this.joinWith("leftJoin", other, joiner, true, false, a, b);
+  /**
+   * {@link join} with a global table that keeps every record whose mapped
+   * key is not null: `joiner` gets null for a key the global table does not
+   * hold (`KStream.leftJoin(GlobalKTable, KeyValueMapper, ValueJoiner)`).
+   */
+  leftJoin<KG, VG, VR>(
+    globalTable: GlobalKTable<KG, VG>,
+    keyMapper: (key: K, value: V) => MaybePromise<KG>,
+    joiner: (value: V, globalValue: VG | null) => MaybePromise<VR>,
+    options?: ValueOptions,
+  ): KStream<K, VR>;
+  leftJoin<VR>(other: KTable<K, unknown> | KStream<K, unknown> | GlobalKTable<unknown, unknown>, joiner: unknown, a?: unknown, b?: unknown): KStream<K, VR> {
+    if (other instanceof GlobalKTable) {
+      return joinGlobal(this, this.builder, "leftJoin", other, joiner, a, true, (b ?? {}) as ValueOptions);
+    }
+    return this.joinWith("leftJoin", other, joiner, true, false, a, b as StreamJoinOptions | undefined);
   }
 
   /**
@@ -498,6 +529,8 @@ export class KStream<K, V> extends Node {
     if (a instanceof JoinWindows) {
       windows = a;
       options = b ?? {};
+    } else if (typeof a === "function") {
+      throw new TypeError(`${method}: a key mapper is for joins with a GlobalKTable`);
     } else if (other instanceof KStream) {
       throw new TypeError(`${method}: joining two streams takes JoinWindows (a stream-stream join is windowed), not ${a === null ? "null" : typeof a}`);
     } else {
@@ -1234,4 +1267,92 @@ export class KGroupedTable<K, V> extends Grouped<K> {
       })),
     );
   }
+}
+
+/** Options of App.globalTable (`StreamsBuilder.globalTable`). */
+export interface GlobalTableOptions<KS extends SerdeName, VS extends SerdeName> extends NamedOptions {
+  /** The topic's key serde (default `bytes`). */
+  key?: KS;
+  /** The topic's value serde (default `bytes`). */
+  value?: VS;
+  /**
+   * The store: a name, or a Materialized (serdes only). Absent: it is named
+   * `<topic>-STATE-STORE-<n>`. A global table's store is always queryable.
+   */
+  materialized?: string | Materialized;
+}
+
+/** App.globalTable's Build call. @internal */
+export function globalTable<KS extends SerdeName, VS extends SerdeName>(
+  builder: Builder,
+  topic: string,
+  options: GlobalTableOptions<KS, VS>,
+): GlobalKTable<SerdeType<KS>, SerdeType<VS>> {
+  if (typeof topic !== "string") {
+    throw new TypeError(`globalTable: the topic must be a string, not ${typeof topic}`);
+  }
+  const m = materialized(options.materialized, "globalTable");
+  return new GlobalKTable(
+    builder,
+    builder.build("globalTable", null, [], () => ({
+      case: "globalTable",
+      value: { topic, keySerde: options.key ?? "", valueSerde: options.value ?? "", name: options.name ?? "", ...(m ? { materialized: m } : {}) },
+    })),
+  );
+}
+
+/**
+ * A table of every partition of its topic, kept whole by every engine
+ * instance (`GlobalKTable`), from App.globalTable. A stream joins it
+ * through a key mapper (`stream.join(globalTable, keyMapper, joiner)`),
+ * with no co-partitioning; it is restored before any record is processed,
+ * and then follows its topic (the store's changelog).
+ */
+export class GlobalKTable<K, V> extends Node {
+  /** The name of the global table's store. Rejects as `handle` does. */
+  get store(): Promise<string> {
+    return this.handle.then((h) => h.store);
+  }
+
+  /** The global table's store, for interactive queries while the app runs. */
+  async query(options: StoreOptions = {}): Promise<KeyValueStore<K, V>> {
+    const h = await this.handle;
+    return this.builder.store<K, V>(h.store, options);
+  }
+}
+
+/** KStream.join / leftJoin of a GlobalKTable. */
+function joinGlobal<K, VR>(
+  stream: Node,
+  builder: Builder,
+  method: string,
+  global: GlobalKTable<unknown, unknown>,
+  keyMapper: unknown,
+  joiner: unknown,
+  left: boolean,
+  options: ValueOptions,
+): KStream<K, VR> {
+  const m = callable(keyMapper, `${method} (key mapper)`);
+  const j = callable(joiner, method);
+  return new KStream(
+    builder,
+    builder.build(
+      method,
+      stream,
+      [m, j],
+      (input, [mapper, token], [globalId]) => ({
+        case: "join",
+        value: {
+          input,
+          table: globalId!,
+          keyMapperToken: mapper!,
+          joinerToken: token!,
+          left,
+          valueSerde: options.value ?? "",
+          name: options.name ?? "",
+        },
+      }),
+      [global],
+    ),
+  );
 }

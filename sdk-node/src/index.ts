@@ -19,9 +19,10 @@ export { App } from "./app.js";
 export type { AppOptions, CloseOptions, RestoreListener, RestoreProgress, RunOptions, State, StateListener, StreamOptions } from "./app.js";
 export type { Config, ProcessingGuarantee } from "./config.js";
 export type { DescribeFormat, Metrics, NodeMetrics, PartitionLag, TaskMetrics } from "./metrics.js";
-export { BranchedKStream, KGroupedStream, KGroupedTable, KStream, KTable, SessionWindowedKStream, TimeWindowedKStream } from "./dsl.js";
+export { BranchedKStream, GlobalKTable, KGroupedStream, KGroupedTable, KStream, KTable, SessionWindowedKStream, TimeWindowedKStream } from "./dsl.js";
 export type {
   AggregationOptions,
+  GlobalTableOptions,
   Handle,
   KeyOptions,
   KeyValueOptions,

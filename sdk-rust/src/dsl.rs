@@ -28,6 +28,8 @@ pub enum Kind {
     WindowedStream,
     /// A SessionWindowedKStream.
     SessionWindowedStream,
+    /// A GlobalKTable.
+    GlobalTable,
 }
 
 /// The engine's answer to a builder call: an opaque id, the kind of thing it
@@ -53,6 +55,7 @@ impl Handle {
             Some(pb::Kind::GroupedTable) => Kind::GroupedTable,
             Some(pb::Kind::WindowedStream) => Kind::WindowedStream,
             Some(pb::Kind::SessionWindowedStream) => Kind::SessionWindowedStream,
+            Some(pb::Kind::GlobalTable) => Kind::GlobalTable,
             _ => {
                 return Err(Error::internal(format!(
                     "handle {} has kind {}, which this SDK does not know",
@@ -343,6 +346,19 @@ node!(KStream, Kind::Stream);
 node!(KGroupedStream, Kind::GroupedStream);
 node!(KTable, Kind::Table);
 node!(KGroupedTable, Kind::GroupedTable);
+node!(GlobalKTable, Kind::GlobalTable);
+
+/// A table of every partition of its topic, kept whole by every engine
+/// instance (`GlobalKTable<K, V>`), from [`App::global_table`](crate::App::global_table).
+/// A stream joins it through a key mapper
+/// ([`KStream::join_global`]), with no co-partitioning; it is restored
+/// before any record is processed, then follows its topic (the store's
+/// changelog).
+pub struct GlobalKTable<K, V> {
+    pub(crate) app: Arc<Inner>,
+    pub(crate) handle: Handle,
+    pub(crate) _types: PhantomData<fn() -> (K, V)>,
+}
 
 /// A step reading (key, value) and answering whether the record passes.
 pub(crate) fn predicate_step<K: Serde, V: Serde>(
@@ -634,7 +650,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
 }
 
 /// A step answering a new key from (key, value): select_key, a stream's group_by.
-fn key_step<K: Serde, V: Serde, K2: Serde>(f: impl Fn(&K, &V) -> K2 + Send + Sync + 'static) -> StepFn {
+pub(crate) fn key_step<K: Serde, V: Serde, K2: Serde>(f: impl Fn(&K, &V) -> K2 + Send + Sync + 'static) -> StepFn {
     StepFn::new::<V, K2, V>(move |key, v| {
         let k2 = {
             let value = v.downcast_ref::<V>().ok_or("the value in flight has another type")?;

@@ -30,6 +30,7 @@ mod dsl;
 mod engine;
 mod error;
 mod fold;
+mod global;
 mod host;
 mod join;
 mod join_fk;
@@ -49,7 +50,9 @@ pub mod pb {
 
 pub use app::{is_secret, App, AppBuilder, Config, ProcessingGuarantee, RestoreProgress, State, Topics};
 pub use branch::{BranchedKStream, Repartitioned};
-pub use dsl::{Handle, KGroupedStream, KGroupedTable, KStream, KTable, Kind, Materialized, Options, Reducer};
+pub use dsl::{
+    GlobalKTable, Handle, KGroupedStream, KGroupedTable, KStream, KTable, Kind, Materialized, Options, Reducer,
+};
 pub use engine::find_engine;
 pub use error::{Error, Result};
 pub use join_stream::JoinWindows;

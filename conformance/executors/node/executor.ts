@@ -16,6 +16,7 @@ import {
   App,
   type Config,
   JoinWindows,
+  type GlobalKTable,
   KGroupedStream,
   KGroupedTable,
   KStream,
@@ -58,6 +59,7 @@ interface Step {
   table?: string;
   join_windows?: { time_difference_ms: number; grace_ms?: number; before_ms?: number; after_ms?: number };
   store_name?: string;
+  key_mapper?: FnRef;
   partitions?: number;
   branches?: { fn: FnRef; name?: string }[];
   default_branch?: boolean;
@@ -244,7 +246,8 @@ type AnyNode =
   | KTable<any, any>
   | KGroupedTable<any, any>
   | TimeWindowedKStream<any, any>
-  | SessionWindowedKStream<any, any>;
+  | SessionWindowedKStream<any, any>
+  | GlobalKTable<any, any>;
 
 function materialized(step: Step): Materialized | undefined {
   const m = step.materialized;
@@ -305,6 +308,9 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
   } else if (step.op === "table") {
     const m = materialized(step);
     out = app.table(prefix + step.topic, { ...key, ...value, ...named, ...(m !== undefined ? { materialized: m } : {}) });
+  } else if (step.op === "global_table") {
+    const m = materialized(step);
+    out = app.globalTable(prefix + step.topic, { ...key, ...value, ...named, ...(m !== undefined ? { materialized: m } : {}) });
   } else if (node instanceof KStream) {
     const f = step.fn;
     switch (step.op) {
@@ -347,6 +353,12 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
               : step.op === "left_join"
                 ? node.leftJoin(other, joiner, w, options)
                 : node.outerJoin(other, joiner, w, options);
+          break;
+        }
+        if (step.key_mapper !== undefined) {
+          const g = labels.get(step.table!) as GlobalKTable<any, any>;
+          const km = fn(step.key_mapper, "key") as (k: any, v: any) => unknown;
+          out = step.op === "join" ? node.join(g, km, fn(f!, "joiner"), { ...value, ...named }) : node.leftJoin(g, km, fn(f!, "joiner"), { ...value, ...named });
           break;
         }
         out = join(node, step.op === "join" ? "join" : "leftJoin", labels.get(step.table!) as KTable<any, any>, fn(f!, "joiner"), { ...value, ...named });

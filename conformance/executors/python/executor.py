@@ -266,6 +266,8 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
         return app.stream([prefix + t for t in step["topics"]], key=key, value=value, name=name)
     if op == "table":
         return app.table(prefix + step["topic"], key=key, value=value, materialized=materialized(step), name=name)
+    if op == "global_table":
+        return app.global_table(prefix + step["topic"], key=key, value=value, materialized=materialized(step), name=name)
     if isinstance(node, KStream):
         if op == "to":
             node.to(prefix + step["topic"], key=key, value=value, name=name)
@@ -295,6 +297,9 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
             if op == "left_join":
                 return node.left_join(other, joiner, w, value=value, name=name, store_name=store_name)
             return node.outer_join(other, joiner, w, value=value, name=name, store_name=store_name)
+        if op in ("join", "left_join") and "key_mapper" in step:
+            gjoin = node.join if op == "join" else node.left_join
+            return gjoin(labels[step["table"]], function(step["key_mapper"], "key"), function(step["fn"], "joiner"), value=value, name=name)
         if op == "join":
             return node.join(labels[step["table"]], function(step["fn"], "joiner"), value=value, name=name)
         if op == "left_join":

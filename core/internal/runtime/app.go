@@ -113,6 +113,10 @@ type App struct {
 
 	// stats: counters for metrics (stats.go).
 	stats appStats
+
+	// globals reads the global tables (global.go); nil without any. Set
+	// by begin before any task runs.
+	globals *globals
 }
 
 // New prepares an application; Start runs it.
@@ -258,6 +262,11 @@ func (a *App) begin(ctx context.Context) (err error) {
 		a.adm.Close()
 		return fmt.Errorf("runtime: %w", err)
 	}
+	if err := a.startGlobals(ctx); err != nil {
+		a.db.Close()
+		a.adm.Close()
+		return a.cfg.explainAuth(err)
+	}
 	topics := make([]string, 0, len(a.planOf))
 	for t := range a.planOf {
 		topics = append(topics, t)
@@ -328,6 +337,7 @@ func (a *App) begin(ctx context.Context) (err error) {
 		return fmt.Errorf("runtime: %w", err)
 	}
 	a.setState(Rebalancing)
+	a.runGlobals()
 	go a.run()
 	return nil
 }
@@ -364,7 +374,7 @@ func (a *App) State() (State, error) {
 
 // stateLocked is State, with a.mu held.
 func (a *App) stateLocked() State {
-	if a.state == Running && !a.restores.progress().Done() {
+	if a.state == Running && !a.restores.progress().Done() || a.state == Rebalancing && a.globalsRestoring() {
 		return Restoring
 	}
 	return a.state
@@ -500,6 +510,7 @@ loop:
 		a.log.Warn("leaving the group", "error", err)
 	}
 	a.adm.Close()
+	a.stopGlobals()
 	if err := a.closeDB(); err != nil {
 		a.log.Error("closing state", "error", err)
 	}
@@ -530,6 +541,11 @@ func stopTasks(tasks []*task) {
 // callbacks run only between polls (BlockRebalanceOnPoll), so a task never
 // gets records of a partition it no longer owns.
 func (a *App) poll() {
+	// Nothing is fetched before the global stores are restored: the tasks
+	// could only hold it (awaitGlobals).
+	if !a.awaitGlobals(a.ctx, nil) {
+		return
+	}
 	last := time.Now()
 	for {
 		pctx := a.ctx
@@ -911,6 +927,9 @@ func (a *App) StorePartitions(store string) ([]*state.Partition, error) {
 	st, _ := a.State()
 	if st != Running && st != Rebalancing && st != Restoring {
 		return nil, fmt.Errorf("runtime: store %q is not queryable: the application is %s: %w", store, st, ErrNotQueryable)
+	}
+	if a.topo.Stores[store].Global {
+		return a.globalPartitions(a.topo.Stores[store]), nil
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()

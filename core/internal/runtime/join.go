@@ -14,6 +14,9 @@ import (
 // counted: it is no error). A host joiner crosses once per bundle, the
 // table values beside the stream values.
 func (t *task) join(ctx context.Context, s *step, recs []rec) ([]rec, error) {
+	if s.mapper != nil {
+		return t.globalJoin(ctx, s, recs) // global.go
+	}
 	left := s.node.Op == topology.OpLeftJoin
 	tx := t.stores[s.table.Name]
 	keep := make([]rec, 0, len(recs))

@@ -63,6 +63,9 @@ type step struct {
 	// the foreign-key join's steps: the store they read or write beside
 	// its owner (never cached)
 	table *topology.Store
+	// stepJoin of a global table: the key mapper, a one-step host chain
+	// (no steps when it is native); see global.go.
+	mapper *step
 	// stepFold: whether the fold runs in the host (else native).
 	hostFold bool
 	// stepSink: the full topic name (internal topics prefixed).
@@ -250,6 +253,11 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 			case n.Op == topology.OpTableMerge:
 				s.kind = stepTableMerge
 				useStore()
+			case n.Op == topology.OpGlobalJoin || n.Op == topology.OpGlobalLeftJoin:
+				if err := compileGlobalJoin(t, s, n); err != nil {
+					return nil, err
+				}
+				p.host = p.host || len(s.mapper.steps) > 0
 			case n.Fn != nil && n.Fn.Native != nil && n.Op != topology.OpJoin && n.Op != topology.OpLeftJoin:
 				// A join's native joiner runs in stepJoin, beside its table lookup.
 				s.kind = stepNative

@@ -232,6 +232,11 @@ func (t *task) run(ctx context.Context) {
 		}
 		t.stores[st.Name] = tx
 	}
+	// Kafka Streams starts no stream thread before the global stores are
+	// restored.
+	if !t.app.awaitGlobals(ctx, t.stop) {
+		return
+	}
 	t.restored.Store(true)
 	max := t.app.cfg.BundleMaxRecords
 	linger := t.app.cfg.BundleLinger

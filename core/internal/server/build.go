@@ -19,6 +19,7 @@ var kinds = map[topology.Kind]pb.Kind{
 
 	topology.KindWindowedStream:        pb.Kind_KIND_WINDOWED_STREAM,
 	topology.KindSessionWindowedStream: pb.Kind_KIND_SESSION_WINDOWED_STREAM,
+	topology.KindGlobalTable:           pb.Kind_KIND_GLOBAL_TABLE,
 }
 
 func handleProto(h *topology.Handle) *pb.Handle {
@@ -28,7 +29,7 @@ func handleProto(h *topology.Handle) *pb.Handle {
 	out := &pb.Handle{Id: h.ID, Kind: kinds[h.Kind], KeySerde: h.KeySerde, ValueSerde: h.ValueSerde}
 	if h.Node != nil {
 		out.Node = h.Node.Name
-		if h.Kind == topology.KindTable && len(h.Node.Stores) == 1 {
+		if (h.Kind == topology.KindTable || h.Kind == topology.KindGlobalTable) && len(h.Node.Stores) == 1 {
 			out.Store = h.Node.Stores[0]
 		}
 	}
@@ -245,15 +246,20 @@ func (s *Server) Build(_ context.Context, req *connect.Request[pb.BuildRequest])
 	case *pb.BuildRequest_To:
 		v := o.To
 		err = b.To(v.Input, v.Topic, v.KeySerde, v.ValueSerde, v.Name)
+	case *pb.BuildRequest_GlobalTable:
+		h, err = globalTable(b, o.GlobalTable) // global.go
 	case *pb.BuildRequest_Join:
 		v := o.Join
-		if v.ForeignKeyToken != 0 {
-			h, err = foreignKeyJoin(b, method, v, fn)
-			break
-		}
-		var f topology.Function
-		if f, err = fn(v.JoinerToken); err == nil {
-			h, err = join(b, method, v, f)
+		switch {
+		case v.ForeignKeyToken != 0:
+			h, err = foreignKeyJoin(b, method, v, fn) // join_fk.go
+		case isGlobalJoin(b, v):
+			h, err = globalJoin(b, method, v, fn) // global.go
+		default:
+			var f topology.Function
+			if f, err = fn(v.JoinerToken); err == nil {
+				h, err = join(b, method, v, f) // join_table.go
+			}
 		}
 	case *pb.BuildRequest_Merge:
 		v := o.Merge

@@ -71,17 +71,33 @@ func (b *Builder) Topology() (*Topology, error) {
 		}
 	}
 	t := &Topology{Stores: make(map[string]*Store, len(b.stores))}
+	// A global table's nodes are a sub-topology of their own, numbered
+	// with the others (makeNodeGroups numbers every node group) but
+	// described as a global store and given no tasks.
 	ids := map[*Node]int{}
+	subs := map[int]*Subtopology{}
+	globals := map[int]*GlobalStore{}
 	for _, n := range order {
 		r := find(n)
 		id, ok := ids[r]
 		if !ok {
-			id = len(t.Subtopologies)
+			id = len(ids)
 			ids[r] = id
-			t.Subtopologies = append(t.Subtopologies, &Subtopology{ID: id})
+			if n.global {
+				globals[id] = &GlobalStore{ID: id}
+				t.Globals = append(t.Globals, globals[id])
+			} else {
+				subs[id] = &Subtopology{ID: id}
+				t.Subtopologies = append(t.Subtopologies, subs[id])
+			}
 		}
-		sub, cp := t.Subtopologies[id], copies[n]
+		cp := copies[n]
 		n.Subtopology, cp.Subtopology = id, id
+		if g := globals[id]; g != nil {
+			g.add(cp, b.stores)
+			continue
+		}
+		sub := subs[id]
 		sub.Nodes = append(sub.Nodes, cp)
 		if cp.Type == Source {
 			sub.Sources = append(sub.Sources, cp)

@@ -29,7 +29,14 @@ func (t *Topology) Describe() string {
 	sb.WriteString("Topologies:\n ")
 	subs := slices.Clone(t.Subtopologies)
 	slices.SortStableFunc(subs, func(a, b *Subtopology) int { return a.ID - b.ID })
+	globals := slices.Clone(t.Globals)
+	slices.SortStableFunc(globals, func(a, b *GlobalStore) int { return a.ID - b.ID })
 	for _, s := range subs {
+		// TopologyDescription.toString interleaves the global stores by id.
+		for len(globals) > 0 && globals[0].ID < s.ID {
+			globals[0].describe(&sb)
+			globals = globals[1:]
+		}
 		l := s.describedLayout()
 		sb.WriteString("  Sub-topology: ")
 		sb.WriteString(strconv.Itoa(s.ID))
@@ -40,6 +47,9 @@ func (t *Topology) Describe() string {
 			sb.WriteString("\n")
 		}
 		sb.WriteString("\n")
+	}
+	for _, g := range globals {
+		g.describe(&sb)
 	}
 	return sb.String()
 }

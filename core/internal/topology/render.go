@@ -21,8 +21,11 @@ type Description struct {
 
 // DescribedSubtopology is one sub-topology of a Description.
 type DescribedSubtopology struct {
-	ID    int             `json:"id"`
-	Nodes []DescribedNode `json:"nodes"`
+	ID int `json:"id"`
+	// Global: a global table's sub-topology ("for global store (will not
+	// generate tasks)").
+	Global bool            `json:"global,omitempty"`
+	Nodes  []DescribedNode `json:"nodes"`
 }
 
 // DescribedNode is one node of a DescribedSubtopology.
@@ -75,6 +78,10 @@ func (t *Topology) Description() *Description {
 		}
 		d.Subtopologies = append(d.Subtopologies, ds)
 	}
+	for _, g := range t.Globals {
+		d.Subtopologies = append(d.Subtopologies, g.described())
+	}
+	slices.SortStableFunc(d.Subtopologies, func(a, b DescribedSubtopology) int { return a.ID - b.ID })
 	return d
 }
 
@@ -115,7 +122,11 @@ func (d *Description) Text() string {
 	var sb strings.Builder
 	sb.WriteString("Topologies:\n ")
 	for _, s := range d.Subtopologies {
-		sb.WriteString("  Sub-topology: " + strconv.Itoa(s.ID) + "\n")
+		if s.Global {
+			sb.WriteString("  Sub-topology: " + strconv.Itoa(s.ID) + globalSuffix + "\n")
+		} else {
+			sb.WriteString("  Sub-topology: " + strconv.Itoa(s.ID) + "\n")
+		}
 		for _, n := range s.Nodes {
 			switch n.Type {
 			case TypeSource:
@@ -131,7 +142,9 @@ func (d *Description) Text() string {
 			}
 			sb.WriteString("\n")
 		}
-		sb.WriteString("\n")
+		if !s.Global { // GlobalStore#toString ends with no blank line
+			sb.WriteString("\n")
+		}
 	}
 	return sb.String()
 }
@@ -220,7 +233,7 @@ func parseText(text string) (*Description, error) {
 			if err != nil {
 				return nil, bad()
 			}
-			d.Subtopologies = append(d.Subtopologies, DescribedSubtopology{ID: id, Nodes: []DescribedNode{}})
+			d.Subtopologies = append(d.Subtopologies, DescribedSubtopology{ID: id, Global: strings.HasSuffix(line, globalSuffix), Nodes: []DescribedNode{}})
 			sub = &d.Subtopologies[len(d.Subtopologies)-1]
 		case sub == nil:
 			return nil, bad()

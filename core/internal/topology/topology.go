@@ -20,6 +20,8 @@ const (
 	KindGroupedTable
 	KindWindowedStream
 	KindSessionWindowedStream
+	// KindGlobalTable is a GlobalKTable (global.go).
+	KindGlobalTable
 )
 
 func (k Kind) String() string {
@@ -36,6 +38,8 @@ func (k Kind) String() string {
 		return "windowed stream"
 	case KindSessionWindowedStream:
 		return "session-windowed stream"
+	case KindGlobalTable:
+		return "global table"
 	}
 	return "unknown kind"
 }
@@ -159,6 +163,11 @@ const (
 	// OpFKOutput is the join's result table (a KTableSource), stored when
 	// materialized with a store name.
 	OpFKOutput
+	// OpGlobalJoin and OpGlobalLeftJoin are KStreamGlobalKTableJoin
+	// (global.go): KeyMapper maps each stream record to a key of the global
+	// table's store (GlobalStore), whose value Fn joins with the record's.
+	OpGlobalJoin
+	OpGlobalLeftJoin
 )
 
 // Function is the user function of a stateless operator: a host token, or a
@@ -212,6 +221,13 @@ type Node struct {
 	Join *StreamJoin
 	// Merger is a session-windowed OpAggregate's merger.
 	Merger *Function
+	// KeyMapper is an OpGlobalJoin's (or OpGlobalLeftJoin's) key mapper
+	// (a SelectKeyFunc or a host function), GlobalStore the global table's
+	// store it looks keys up in. The store is not among Stores: Kafka
+	// Streams does not connect a global store to the processors reading it,
+	// so describe() prints none.
+	KeyMapper   *Function
+	GlobalStore string
 	// Branches are an OpBranch's predicates, one per successor in order
 	// (a successor beyond them is the default branch).
 	Branches []Function
@@ -250,6 +266,10 @@ type Node struct {
 	// pendingConfig is that store's changelog topic configs.
 	pendingConfig map[string]string
 
+	// global marks the nodes of a global table (global.go): their
+	// sub-topology is a GlobalStore, not a Subtopology.
+	global bool
+
 	// seq is the node's place in the order Kafka Streams writes nodes into
 	// its InternalTopologyBuilder; describe() needs it to reproduce Java's
 	// HashMap iteration order (see describe.go). Set by Builder.Topology.
@@ -274,6 +294,9 @@ type Store struct {
 	// JoinWindows: a stream-stream join's stores (StoreJoinWindow,
 	// StoreJoinOuter).
 	JoinWindows *JoinWindows
+	// Global: a global table's store (global.go), holding every partition
+	// of ChangelogTopic, a user topic (not prefixed), on every instance.
+	Global bool
 }
 
 // StoreKind is what a store holds.
@@ -315,7 +338,10 @@ type Subtopology struct {
 // Topology is a finished graph, as Builder.Topology returns it.
 type Topology struct {
 	Subtopologies []*Subtopology
-	Stores        map[string]*Store
+	// Globals are the global tables' sub-topologies, which make no tasks:
+	// every instance reads every partition of their topics (global.go).
+	Globals []*GlobalStore
+	Stores  map[string]*Store
 }
 
 // Errors a builder call may fail with; the returned error wraps one of these

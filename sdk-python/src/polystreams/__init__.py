@@ -17,6 +17,7 @@ from polystreams.config import Config, ProcessingGuarantee
 from polystreams.dsl import (
     BranchedKStream,
     BuiltinReducer,
+    GlobalKTable,
     Handle,
     KGroupedStream,
     KGroupedTable,
@@ -51,6 +52,7 @@ __all__ = [
     "DescribeFormat",
     "EngineStartError",
     "FailedPreconditionError",
+    "GlobalKTable",
     "Handle",
     "InvalidArgumentError",
     "JoinWindows",

@@ -19,7 +19,7 @@ from polystreams._bundle import Executor
 from polystreams._client import Client
 from polystreams._engine import EngineProcess, check_engine_version, find_engine
 from polystreams.config import Config, redact
-from polystreams.dsl import Handle, KStream, KTable, Materialized, _materialize, topics_of
+from polystreams.dsl import GlobalKTable, Handle, KStream, KTable, Materialized, _materialize, topics_of
 from polystreams.errors import FailedPreconditionError, NotFoundError, PolystreamsError, ProcessingError
 from polystreams.metrics import DescribeFormat, Metrics
 from polystreams.serde import SerdeName
@@ -223,6 +223,31 @@ class App:
         op = pb.TableOp(topic=topic, key_serde=key or "", value_serde=value or "", name=name or "")
         _materialize(op, "table", materialized)
         return KTable(self, self._build("table", op))
+
+    def global_table(
+        self,
+        topic: str,
+        *,
+        key: SerdeName | None = None,
+        value: SerdeName | None = None,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> GlobalKTable:
+        """A table of every partition of ``topic``, kept whole by every
+        engine instance (``StreamsBuilder.globalTable``): each record
+        upserts its key, a ``None`` value deletes it. It is restored from
+        ``topic`` (its changelog) before any record is processed, then
+        kept up to date. Streams join it with ``stream.join(global_table,
+        key_mapper, joiner)``, with no co-partitioning.
+
+        ``materialized`` names its store (default
+        ``<topic>-STATE-STORE-<n>``), which is always queryable. ``name``
+        names the processor and, suffixed ``-source``, the source node
+        (``Consumed.as``).
+        """
+        op = pb.GlobalTableOp(topic=topic, key_serde=key or "", value_serde=value or "", name=name or "")
+        _materialize(op, "global_table", materialized)
+        return GlobalKTable(self, self._build("global_table", op))
 
     def describe(self, *, format: DescribeFormat = "text") -> str:
         """The topology as Kafka Streams' ``Topology.describe().toString()``

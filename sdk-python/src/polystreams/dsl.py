@@ -30,11 +30,12 @@ __all__ = [
     "KGroupedStream",
     "KTable",
     "KGroupedTable",
+    "GlobalKTable",
     "SessionWindowedKStream",
     "TimeWindowedKStream",
 ]
 
-Kind = Literal["stream", "grouped_stream", "table", "grouped_table", "windowed_stream", "session_windowed_stream"]
+Kind = Literal["stream", "grouped_stream", "table", "grouped_table", "windowed_stream", "session_windowed_stream", "global_table"]
 """What a handle stands for (``windowed_stream``: a TimeWindowedKStream, of
 time or sliding windows)."""
 
@@ -57,6 +58,7 @@ _KINDS: dict[int, Kind] = {
     pb.KIND_GROUPED_TABLE: "grouped_table",
     pb.KIND_WINDOWED_STREAM: "windowed_stream",
     pb.KIND_SESSION_WINDOWED_STREAM: "session_windowed_stream",
+    pb.KIND_GLOBAL_TABLE: "global_table",
 }
 
 
@@ -239,17 +241,46 @@ class KStream(_Node):
         Records with a null key are dropped."""
         return self._stream("repartition", pb.RepartitionOp(input=self.handle.id, name=_s(name), partitions=partitions))
 
+    @overload
+    def join(
+        self, other: KTable, joiner: Callable[[Any, Any], Any], /, *, value: SerdeName | None = None, name: str | None = None
+    ) -> KStream: ...
+    @overload
     def join(
         self,
-        other: KTable | KStream,
+        other: KStream,
         joiner: Callable[[Any, Any], Any],
-        windows: JoinWindows | None = None,
+        windows: JoinWindows,
+        /,
+        *,
+        value: SerdeName | None = None,
+        name: str | None = None,
+        store_name: str | None = None,
+    ) -> KStream: ...
+    @overload
+    def join(
+        self,
+        other: GlobalKTable,
+        key_mapper: Callable[[Any, Any], Any],
+        joiner: Callable[[Any, Any], Any],
+        /,
+        *,
+        value: SerdeName | None = None,
+        name: str | None = None,
+    ) -> KStream: ...
+    def join(
+        self,
+        other: KTable | KStream | GlobalKTable,
+        joiner: Callable[[Any, Any], Any],
+        third: Any = None,
+        /,
         *,
         value: SerdeName | None = None,
         name: str | None = None,
         store_name: str | None = None,
     ) -> KStream:
-        """Joins each record with a table or, within ``windows``, a stream.
+        """Joins each record with a table, a stream within windows, or a
+        global table.
 
         With a table (``KStream.join(KTable)``): ``joiner(value, table
         value) -> new value`` with the value the table holds for the key
@@ -262,27 +293,64 @@ class KStream(_Node):
         are kept in window stores (``store_name``:
         ``StreamJoined.withStoreName``).
 
-        The two must be co-partitioned (one partition count); a stream whose
-        key changed upstream is repartitioned first. ``value`` is the joined
-        values' serde (default: this stream's)."""
-        return self._join("join", other, joiner, windows, False, False, value, name, store_name)
+        A table or stream must be co-partitioned with this stream (one
+        partition count); a stream whose key changed upstream is
+        repartitioned first.
 
+        With a :class:`GlobalKTable`, ``join(global_table, key_mapper,
+        joiner)`` (``KStream.join(GlobalKTable, KeyValueMapper,
+        ValueJoiner)``): ``key_mapper(key, value)`` gives the global table's
+        key to look up, and the record keeps its own key; no
+        co-partitioning is needed.
+
+        ``value`` is the joined values' serde (default: this stream's)."""
+        return self._join_any("join", other, joiner, third, False, False, value, name, store_name)
+
+    @overload
+    def left_join(
+        self, other: KTable, joiner: Callable[[Any, Any], Any], /, *, value: SerdeName | None = None, name: str | None = None
+    ) -> KStream: ...
+    @overload
     def left_join(
         self,
-        other: KTable | KStream,
+        other: KStream,
         joiner: Callable[[Any, Any], Any],
-        windows: JoinWindows | None = None,
+        windows: JoinWindows,
+        /,
+        *,
+        value: SerdeName | None = None,
+        name: str | None = None,
+        store_name: str | None = None,
+    ) -> KStream: ...
+    @overload
+    def left_join(
+        self,
+        other: GlobalKTable,
+        key_mapper: Callable[[Any, Any], Any],
+        joiner: Callable[[Any, Any], Any],
+        /,
+        *,
+        value: SerdeName | None = None,
+        name: str | None = None,
+    ) -> KStream: ...
+    def left_join(
+        self,
+        other: KTable | KStream | GlobalKTable,
+        joiner: Callable[[Any, Any], Any],
+        third: Any = None,
+        /,
         *,
         value: SerdeName | None = None,
         name: str | None = None,
         store_name: str | None = None,
     ) -> KStream:
         """:meth:`join` that keeps every record of this stream: ``joiner``
-        gets None for a key the table does not hold
-        (``KStream.leftJoin(KTable)``), or, joining a stream, for a record
-        no other record joined, once its window closed
-        (``KStream.leftJoin(KStream, ...)``; since Kafka 3.1 never earlier)."""
-        return self._join("left_join", other, joiner, windows, True, False, value, name, store_name)
+        gets None for a key the table (or global table, through
+        ``key_mapper``) does not hold (``KStream.leftJoin(KTable)``), or,
+        joining a stream, for a record no other record joined, once its
+        window closed (``KStream.leftJoin(KStream, ...)``; since Kafka 3.1
+        never earlier)."""
+        return self._join_any("left_join", other, joiner, third, True, False, value, name, store_name)
 
     def outer_join(
         self,
@@ -298,6 +366,26 @@ class KStream(_Node):
         unjoined records too: ``joiner(None, other value)``
         (``KStream.outerJoin(KStream, ...)``)."""
         return self._join("outer_join", other, joiner, windows, False, True, value, name, store_name)
+
+    def _join_any(
+        self,
+        what: str,
+        other: KTable | KStream | GlobalKTable,
+        first: Callable[[Any, Any], Any],
+        third: Any,
+        left: bool,
+        outer: bool,
+        value: SerdeName | None,
+        name: str | None,
+        store_name: str | None,
+    ) -> KStream:
+        if isinstance(other, GlobalKTable):
+            if store_name is not None:
+                raise TypeError(f"{what}({other!r}, ...): store_name is StreamJoined's (stream-stream joins), not a global table join's")
+            return _join_global(self, what, other, first, () if third is None else (third,), left, value, name)
+        if callable(third) and not isinstance(third, JoinWindows):
+            raise TypeError(f"{what}({other!r}, joiner, ...): a key mapper is for joins with a GlobalKTable")
+        return self._join(what, other, first, third, left, outer, value, name, store_name)
 
     def _join(
         self,
@@ -961,3 +1049,54 @@ def topics_of(topics: str | Sequence[str]) -> list[str]:
         if not isinstance(t, str):
             raise TypeError(f"stream: topics must be str, not {type(t).__name__}")
     return out
+
+
+class GlobalKTable(_Node):
+    """A table of every partition of its topic, kept whole by every engine
+    instance (``GlobalKTable``), from :meth:`App.global_table`. A stream
+    joins it through a key mapper (``stream.join(global_table, key_mapper,
+    joiner)``), with no co-partitioning; it is restored before any record
+    is processed, and then follows its topic (the store's changelog)."""
+
+    __slots__ = ()
+    _kind: Kind = "global_table"
+
+    @property
+    def store(self) -> str:
+        """The name of the global table's store (always queryable)."""
+        return self.handle.store
+
+    def query(self) -> KeyValueStore:
+        """The global table's store, for interactive queries while the app
+        runs (``app.store(global_table.store)``)."""
+        return self._app.store(self.handle.store)
+
+
+def _join_global(
+    stream: KStream,
+    what: str,
+    table: GlobalKTable,
+    key_mapper: Callable[[Any, Any], Any],
+    rest: tuple[Callable[[Any, Any], Any], ...],
+    left: bool,
+    value: SerdeName | None,
+    name: str | None,
+) -> KStream:
+    if len(rest) != 1:
+        raise TypeError(f"{what}({table!r}, key_mapper, joiner): a global table is joined through a key mapper and a joiner, {1 + len(rest)} functions given")
+    app = stream._app
+    km = app._register(what + " key mapper", key_mapper)
+    try:
+        jt = app._register(what, rest[0])
+    except BaseException:
+        app._functions.pop(km, None)
+        raise
+    op = pb.JoinOp(
+        input=stream.handle.id, table=table.handle.id, key_mapper_token=km, joiner_token=jt, left=left, value_serde=_s(value), name=_s(name)
+    )
+    try:
+        return stream._stream("join", op)
+    except PolystreamsError:
+        for t in (km, jt):
+            app._functions.pop(t, None)  # registered for this call only
+        raise

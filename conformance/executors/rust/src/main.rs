@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use polystreams::{
-    App, Config, Error, JoinWindows, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Options, Reducer,
+    App, Config, Error, GlobalKTable, JoinWindows, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Options, Reducer,
     Repartitioned, SessionWindowedKStream, SessionWindows, SlidingWindows, TimeWindowedKStream, TimeWindows, Value,
     Windowed,
 };
@@ -363,6 +363,7 @@ enum Node {
     TimeWindowed(TimeWindowedKStream<Value, Value>),
     SessionWindowed(SessionWindowedKStream<Value, Value>),
     WindowedTable(WindowedTable),
+    Global(GlobalKTable<Value, Value>),
 }
 
 /// A windowed aggregation's table, as the SDK types it: count's values are
@@ -593,6 +594,9 @@ fn apply(
             return Ok(Some(Node::Stream(app.stream_with(str_list("topics"), options(step, true, false))?)))
         }
         ("table", _) => return Ok(Some(Node::Table(app.table_with(&topic(), options(step, true, true))?))),
+        ("global_table", _) => {
+            return Ok(Some(Node::Global(app.global_table_with(&topic(), options(step, true, true))?)))
+        }
         _ => {}
     }
     if let Some(r) = step.get("materialized").and_then(|m| m.get("retention_ms")).and_then(J::as_i64) {
@@ -664,6 +668,24 @@ fn apply(
                         w,
                         o,
                     )?,
+                })
+            }
+            "join" | "left_join" if step.contains_key("key_mapper") => {
+                let Some(Node::Global(global)) = label(step.get("table").and_then(J::as_str).unwrap_or("")) else {
+                    return Err("executor: a join's global table is not a global table".to_owned().into());
+                };
+                let m = key_selector(&fn_of(step, "key_mapper"))?;
+                let j = joiner(&f)?;
+                let o = options(step, true, false);
+                Node::Stream(if op == "join" {
+                    st.join_global_with(global, move |k, v| ok(m(k, v)), move |v, g| ok(j(v, g)), o)?
+                } else {
+                    st.left_join_global_with(
+                        global,
+                        move |k, v| ok(m(k, v)),
+                        move |v, g: Option<Value>| ok(j(v, g.unwrap_or(Value::Null))),
+                        o,
+                    )?
                 })
             }
             "join" | "left_join" => {
@@ -865,6 +887,7 @@ fn apply(
                 _ => return Err(format!("executor: {op} cannot apply to a grouped table").into()),
             }
         }
+        Some(Node::Global(_)) => return Err(format!("executor: {op} does not apply to a global table").into()),
         None => return Err(format!("executor: {op} has no input").into()),
     }))
 }

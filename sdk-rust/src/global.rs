@@ -1,0 +1,151 @@
+//! Global tables (`StreamsBuilder.globalTable`) and stream-global-table
+//! joins: `KStream.join(GlobalKTable, KeyValueMapper, ValueJoiner)` and
+//! `KStream.leftJoin(GlobalKTable, ...)`.
+
+use std::sync::Arc;
+
+use crate::app::App;
+use crate::dsl::{expect_handle, fn_name, key_step, GlobalKTable, KStream, Options, KEY, MATERIALIZED, NAME, VALUE};
+use crate::error::Result;
+use crate::host::{Func, JoinRun, ValueJoiner};
+use crate::pb::{self, build_request::Operation as Op};
+use crate::serdes::Serde;
+
+impl App {
+    /// A table of every partition of `topic`, kept whole by every engine
+    /// instance (`StreamsBuilder.globalTable`): each record upserts its key,
+    /// a null value deletes it. It is restored from `topic` (its changelog)
+    /// before any record is processed, then kept up to date. Streams join
+    /// it with [`KStream::join_global`], with no co-partitioning.
+    pub fn global_table<K: Serde, V: Serde>(&self, topic: &str) -> Result<GlobalKTable<K, V>> {
+        self.global_table_with(topic, Options::new())
+    }
+
+    /// [`global_table`](Self::global_table) with `name` (`Consumed.as`: the
+    /// processor, and the source `<name>-source`), `key_serde`,
+    /// `value_serde` and `materialized` (the store's name; default
+    /// `<topic>-STATE-STORE-<n>`; always queryable).
+    pub fn global_table_with<K: Serde, V: Serde>(&self, topic: &str, o: Options) -> Result<GlobalKTable<K, V>> {
+        o.check("global_table", NAME | KEY | VALUE | MATERIALIZED)?;
+        let op = Op::GlobalTable(pb::GlobalTableOp {
+            topic: topic.to_owned(),
+            key_serde: o.key_or(K::NAME),
+            value_serde: o.value_or(V::NAME),
+            name: o.name_or_empty(),
+            materialized: o.materialized_proto(),
+        });
+        let h = self.inner.build(op, &[])?;
+        GlobalKTable::wrap(self.inner.clone(), expect_handle(h, "global_table")?)
+    }
+}
+
+impl<K: Serde, V: Serde> GlobalKTable<K, V> {
+    /// The name of the global table's store, for interactive queries
+    /// ([`App::store`]).
+    pub fn store(&self) -> &str {
+        &self.handle.store
+    }
+}
+
+impl<K: Serde, V: Serde> KStream<K, V> {
+    /// Joins each record with the value `global` holds for the key
+    /// `mapper(key, value)` gives (`KStream.join(GlobalKTable,
+    /// KeyValueMapper, ValueJoiner)`): `f(value, global value) -> new
+    /// value`; records whose mapped key the global table does not hold are
+    /// dropped. The output keeps the record's key; no co-partitioning is
+    /// needed.
+    pub fn join_global<KG: Serde, VG: Serde, VR: Serde, M, F>(
+        &self,
+        global: &GlobalKTable<KG, VG>,
+        mapper: M,
+        f: F,
+    ) -> Result<KStream<K, VR>>
+    where
+        M: Fn(&K, &V) -> KG + Send + Sync + 'static,
+        F: Fn(V, VG) -> VR + Send + Sync + 'static,
+    {
+        self.join_global_with(global, mapper, f, Options::new())
+    }
+
+    /// [`join_global`](Self::join_global) with `name` (`Named.as`) and
+    /// `value_serde` (the joined values').
+    pub fn join_global_with<KG: Serde, VG: Serde, VR: Serde, M, F>(
+        &self,
+        global: &GlobalKTable<KG, VG>,
+        mapper: M,
+        f: F,
+        o: Options,
+    ) -> Result<KStream<K, VR>>
+    where
+        M: Fn(&K, &V) -> KG + Send + Sync + 'static,
+        F: Fn(V, VG) -> VR + Send + Sync + 'static,
+    {
+        let joiner = ValueJoiner::<V, VG, VR>::new(move |v, g| match g {
+            Some(g) => Ok(f(v, g)),
+            None => Err("an inner join's record came without a global table value (a malformed bundle)".to_owned()),
+        });
+        let names = (fn_name::<M>("join_global"), fn_name::<F>("join_global"));
+        self.join_global_op("join", names, global, key_step(mapper), false, Arc::new(joiner), o)
+    }
+
+    /// [`join_global`](Self::join_global) that keeps every record whose
+    /// mapped key is not null: `f` gets `None` for a key the global table
+    /// does not hold (`KStream.leftJoin(GlobalKTable, ...)`).
+    pub fn left_join_global<KG: Serde, VG: Serde, VR: Serde, M, F>(
+        &self,
+        global: &GlobalKTable<KG, VG>,
+        mapper: M,
+        f: F,
+    ) -> Result<KStream<K, VR>>
+    where
+        M: Fn(&K, &V) -> KG + Send + Sync + 'static,
+        F: Fn(V, Option<VG>) -> VR + Send + Sync + 'static,
+    {
+        self.left_join_global_with(global, mapper, f, Options::new())
+    }
+
+    /// [`left_join_global`](Self::left_join_global) with `name` and `value_serde`.
+    pub fn left_join_global_with<KG: Serde, VG: Serde, VR: Serde, M, F>(
+        &self,
+        global: &GlobalKTable<KG, VG>,
+        mapper: M,
+        f: F,
+        o: Options,
+    ) -> Result<KStream<K, VR>>
+    where
+        M: Fn(&K, &V) -> KG + Send + Sync + 'static,
+        F: Fn(V, Option<VG>) -> VR + Send + Sync + 'static,
+    {
+        let joiner = ValueJoiner::<V, VG, VR>::new(move |v, g| Ok(f(v, g)));
+        let names = (fn_name::<M>("left_join_global"), fn_name::<F>("left_join_global"));
+        self.join_global_op("left_join", names, global, key_step(mapper), true, Arc::new(joiner), o)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn join_global_op<KG: Serde, VG: Serde, VR: Serde>(
+        &self,
+        op: &str,
+        names: (String, String),
+        global: &GlobalKTable<KG, VG>,
+        mapper: crate::host::StepFn,
+        left: bool,
+        joiner: Arc<dyn JoinRun>,
+        o: Options,
+    ) -> Result<KStream<K, VR>> {
+        o.check(op, NAME | VALUE)?;
+        let mapper_token = self.app.register(&names.0, Func::Step(Arc::new(mapper)))?;
+        let token = self.app.register(&names.1, Func::Join(joiner))?;
+        let join = pb::JoinOp {
+            input: self.handle.id,
+            table: global.handle.id,
+            key_mapper_token: mapper_token,
+            joiner_token: token,
+            left,
+            value_serde: o.value_or(VR::NAME),
+            name: o.name_or_empty(),
+            ..Default::default()
+        };
+        let h = self.app.build(Op::Join(join), &[mapper_token, token])?;
+        self.stream(h, op)
+    }
+}
