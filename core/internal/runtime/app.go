@@ -13,9 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -113,6 +115,10 @@ type App struct {
 
 	// stats: counters for metrics (stats.go).
 	stats appStats
+
+	// outputs: in test driver mode, what the tasks wrote to sink topics
+	// (testdriver.go); nil otherwise.
+	outputs *outputs
 }
 
 // New prepares an application; Start runs it.
@@ -131,6 +137,9 @@ func New(cfg Config, topo *topology.Topology, host Host) (*App, error) {
 	a.plans = plans
 	if !cfg.MetricsDisabled {
 		a.instrument()
+	}
+	if cfg.TestDriver {
+		a.outputs = newOutputs(slices.Collect(maps.Keys(a.SinkTopics())))
 	}
 	a.planOf = map[string]*plan{}
 	for _, p := range plans {
@@ -447,6 +456,10 @@ func (a *App) run() {
 	defer close(a.done)
 	commit := time.NewTicker(a.cfg.CommitInterval)
 	defer commit.Stop()
+	commits := commit.C
+	if a.cfg.TestDriver {
+		commits = nil // the test driver commits after each record (Quiesce)
+	}
 	polled := make(chan struct{})
 	go func() {
 		defer close(polled)
@@ -457,7 +470,7 @@ loop:
 		select {
 		case <-polled:
 			break loop
-		case <-commit.C:
+		case <-commits:
 			if !a.eos { // under EOS the poll loop commits
 				tasks := a.allTasks()
 				a.flushTasks(tasks)
@@ -808,6 +821,9 @@ func (a *App) produce(r *kgo.Record) { a.produceThen(r, nil) }
 
 // produceThen is produce, calling ok once the record is written.
 func (a *App) produceThen(r *kgo.Record, ok func(*kgo.Record)) {
+	if a.outputs != nil {
+		a.outputs.note(r)
+	}
 	a.cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
 		if err != nil {
 			a.produceFailed.Store(true)

@@ -128,6 +128,9 @@ type session struct {
 	// change to report to it. Each worker hears of every change once, in
 	// order, however short the state lasted.
 	reported map[string]int
+	// test: a test driver session's broker, state and clock
+	// (testdriver.go); nil for other sessions. Set at OpenSession.
+	test *testDriver
 }
 
 func (ss *session) touch() { ss.lastSeen.Store(time.Now().UnixNano()) }
@@ -154,6 +157,9 @@ func (ss *session) close(ctx context.Context) {
 		}
 	}
 	ss.dispatch.close()
+	if ss.test != nil {
+		ss.test.close()
+	}
 }
 
 func (s *Server) janitor() {
@@ -206,8 +212,18 @@ func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSess
 	if s.opts.MetricsDisabled {
 		kv = withDefault(kv, "polystreams.metrics.enabled", "false")
 	}
+	var td *testDriver
+	if isTestDriver(kv) {
+		var err error
+		if td, kv, err = openTestDriver(kv); err != nil {
+			return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("OpenSession: %w", err))
+		}
+	}
 	cfg, effective, err := runtime.ParseConfig(m.ApplicationId, kv, s.opts.Brokers)
 	if err != nil {
+		if td != nil {
+			td.close()
+		}
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("OpenSession: %w", err))
 	}
 	cfg.Logger = s.log
@@ -239,7 +255,7 @@ func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSess
 	ss := &session{
 		id: hex.EncodeToString(raw[:]), appID: m.ApplicationId, cfg: cfg,
 		builder: builder, funcs: map[uint32]string{}, reported: map[string]int{},
-		dispatch: newDispatcher(s.opts.HostTimeout),
+		dispatch: newDispatcher(s.opts.HostTimeout), test: td,
 	}
 	ss.touch()
 	s.mu.Lock()
@@ -351,6 +367,11 @@ func (s *Server) Start(ctx context.Context, req *connect.Request[pb.StartRequest
 	app, err := runtime.New(ss.cfg, topo, ss.dispatch)
 	if err != nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("Start: %w", err))
+	}
+	if ss.test != nil {
+		if err := ss.test.createSources(ctx, app.SourceTopics()); err != nil {
+			return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("Start: %w", err))
+		}
 	}
 	if err := app.Start(ctx); err != nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("Start: %w", err))
