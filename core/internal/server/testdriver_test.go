@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,18 +50,9 @@ func (h *testHost) readCounts(topic string) []string {
 	}
 	var out []string
 	for _, r := range resp.Msg.Records {
-		out = append(out, string(r.Key)+"="+itoa(int64(binary.BigEndian.Uint64(r.Value))))
+		out = append(out, string(r.Key)+"="+strconv.FormatUint(binary.BigEndian.Uint64(r.Value), 10))
 	}
 	return out
-}
-
-func itoa(n int64) string { return strings.TrimSpace(strings.Repeat(" ", 0) + string(appendInt(nil, n))) }
-
-func appendInt(b []byte, n int64) []byte {
-	if n >= 10 {
-		b = appendInt(b, n/10)
-	}
-	return append(b, byte('0'+n%10))
 }
 
 // With the record cache off, each piped line's word counts come out before
