@@ -36,6 +36,7 @@ type testDriver struct {
 	broker *broker.Embedded
 	dir    string
 	cl     *kgo.Client // writes piped records
+	closed sync.Once
 
 	mu sync.Mutex // guards clock; held for each test driver call
 	// clock is the virtual wall clock, epoch ms: the timestamp of records
@@ -84,10 +85,14 @@ func openTestDriver(config map[string]string) (*testDriver, map[string]string, e
 	return &testDriver{broker: b, dir: dir, cl: cl, clock: time.Now().UnixMilli()}, kv, nil
 }
 
+// close ends the broker and removes the state; a session may be closed
+// more than once (Stop, then expiry).
 func (td *testDriver) close() {
-	td.cl.Close()
-	td.broker.Close()
-	os.RemoveAll(td.dir)
+	td.closed.Do(func() {
+		td.cl.Close()
+		td.broker.Close()
+		os.RemoveAll(td.dir)
+	})
 }
 
 // createSources creates the topology's source topics, one partition each

@@ -38,7 +38,7 @@ from polystreams import serde
 from polystreams.app import App
 from polystreams.config import Config
 from polystreams.dsl import KStream, KTable, Materialized
-from polystreams.errors import FailedPreconditionError, InvalidArgumentError, ProcessingError
+from polystreams.errors import FailedPreconditionError, ProcessingError
 from polystreams.serde import SerdeName
 from polystreams.store import KeyValueStore, WindowStore
 from polystreams.v1alpha1 import engine_pb2 as pb
@@ -258,19 +258,22 @@ class TopologyTestDriver(App):
             out[r.key] = r.value
         return out
 
-    def get_store(self, name: str) -> KeyValueStore | WindowStore:
-        """The store ``name`` (TopologyTestDriver.getStateStore): a
-        :class:`KeyValueStore`, or a :class:`WindowStore` for a windowed
-        aggregation's. Raises NotFoundError naming the store (and those that
-        exist) when the topology has none of that name."""
+    def get_store(self, name: str) -> KeyValueStore:
+        """The key-value store ``name`` (TopologyTestDriver.getKeyValueStore),
+        to query. Raises NotFoundError naming the store (and those that
+        exist) when there is none of that name, and InvalidArgumentError for
+        a window or session store (see :meth:`get_window_store`)."""
         self._ensure_started()
-        try:
-            self._client.query(pb.QueryRequest(session_id=self._session, store=name, all=True, limit=1))
-        except InvalidArgumentError as e:
-            if "window store" in e.message or "session store" in e.message:
-                return self.window_store(name)
-            raise
+        self._client.query(pb.QueryRequest(session_id=self._session, store=name, all=True, limit=1))
         return self.store(name)
+
+    def get_window_store(self, name: str) -> WindowStore:
+        """The window store ``name`` of a windowed aggregation
+        (TopologyTestDriver.getWindowStore). Raises NotFoundError naming the
+        store when there is none of that name."""
+        self._ensure_started()
+        self._client.query(pb.QueryRequest(session_id=self._session, store=name, window_fetch=pb.WindowFetch(from_ms=0, to_ms=0), limit=1))
+        return self.window_store(name)
 
     def advance_wall_clock(self, millis: int | datetime.timedelta) -> int:
         """Moves the driver's wall clock forward (TopologyTestDriver.advanceWallClockTime)

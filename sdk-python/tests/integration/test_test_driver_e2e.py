@@ -88,6 +88,8 @@ def test_bad_topics_and_stores_are_named() -> None:
             driver.read_output("in")
         with pytest.raises(NotFoundError, match=r'store "missing" does not exist'):
             driver.get_store("missing")
+        with pytest.raises(NotFoundError, match=r'store "missing" does not exist'):
+            driver.get_window_store("missing")
         driver.pipe_input("in", None, "still works")
         assert [r.value for r in driver.read_output("out")] == ["still works"]
 
@@ -116,7 +118,7 @@ def test_window_store() -> None:
             .count(materialized="clicks-per-second"))
         driver.pipe_input("clicks", "u", "x", timestamp=100)
         driver.pipe_input("clicks", "u", "x", timestamp=900)
-        store = driver.get_store("clicks-per-second")
+        store = driver.get_window_store("clicks-per-second")
         assert [(w.start, n) for w, n in store.fetch("u", 0, 2000)] == [(0, 2)]
         driver.pipe_input("clicks", "u", "x", timestamp=1100)
         # Window [0, 1000) is past its retention (size + grace) at stream
