@@ -452,7 +452,7 @@ impl Inner {
         }
     }
 
-    fn send_stop(&self) {
+    pub(crate) fn send_stop(&self) {
         {
             let mut life = lock(&self.life);
             if life.stop_sent || life.closed {

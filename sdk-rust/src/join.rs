@@ -76,6 +76,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
             left,
             value_serde: o.value_or(VR::NAME),
             name: o.name_or_empty(),
+            ..Default::default()
         };
         let h = self.app.build(Op::Join(join), &[token])?;
         self.stream(h, op)
