@@ -20,6 +20,7 @@ import (
 
 	"github.com/polystreams/polystreams/core/internal/logging"
 	"github.com/polystreams/polystreams/core/internal/runtime"
+	"github.com/polystreams/polystreams/core/internal/testdriver"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 	"github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1/polystreamsv1alpha1connect"
@@ -130,7 +131,7 @@ type session struct {
 	reported map[string]int
 	// test: a test driver session's broker, state and clock
 	// (testdriver.go); nil for other sessions. Set at OpenSession.
-	test *testDriver
+	test *testdriver.Driver
 }
 
 func (ss *session) touch() { ss.lastSeen.Store(time.Now().UnixNano()) }
@@ -158,7 +159,7 @@ func (ss *session) close(ctx context.Context) {
 	}
 	ss.dispatch.close()
 	if ss.test != nil {
-		ss.test.close()
+		ss.test.Close()
 	}
 }
 
@@ -212,17 +213,17 @@ func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSess
 	if s.opts.MetricsDisabled {
 		kv = withDefault(kv, "polystreams.metrics.enabled", "false")
 	}
-	var td *testDriver
-	if isTestDriver(kv) {
+	var td *testdriver.Driver
+	if testdriver.Enabled(kv) {
 		var err error
-		if td, kv, err = openTestDriver(kv); err != nil {
+		if td, kv, err = testdriver.New(kv); err != nil {
 			return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("OpenSession: %w", err))
 		}
 	}
 	cfg, effective, err := runtime.ParseConfig(m.ApplicationId, kv, s.opts.Brokers)
 	if err != nil {
 		if td != nil {
-			td.close()
+			td.Close()
 		}
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("OpenSession: %w", err))
 	}
@@ -368,12 +369,11 @@ func (s *Server) Start(ctx context.Context, req *connect.Request[pb.StartRequest
 	if err != nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("Start: %w", err))
 	}
+	start := app.Start
 	if ss.test != nil {
-		if err := ss.test.createSources(ctx, app.SourceTopics()); err != nil {
-			return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("Start: %w", err))
-		}
+		start = func(ctx context.Context) error { return ss.test.Start(ctx, app) }
 	}
-	if err := app.Start(ctx); err != nil {
+	if err := start(ctx); err != nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("Start: %w", err))
 	}
 	ss.app = app
