@@ -223,6 +223,11 @@ func (d *TestDriver) AdvanceWallClock(by time.Duration) (int64, error) {
 	return ms, nil
 }
 
+// DroppedRecords counts the records the topology dropped (Kafka Streams'
+// dropped-records-total): a null key or value an aggregation skips, a
+// record too late for its windows.
+func (d *TestDriver) DroppedRecords() int64 { return d.app.DroppedRecords() }
+
 // Close stops the application and removes the driver's broker and state.
 func (d *TestDriver) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)

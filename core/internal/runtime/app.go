@@ -309,6 +309,10 @@ func (a *App) begin(ctx context.Context) (err error) {
 	}
 	opts = append(opts, kgo.InstanceID(instance))
 	a.instanceID = instance
+	// Rebalancing before the group's client exists: it joins at once, and
+	// its onAssigned (Running) may come before this function returns; set
+	// after, Rebalancing would hide a running application for good.
+	a.setState(Rebalancing)
 	if a.eos {
 		pid, err := processID(dir)
 		if err != nil {
@@ -336,7 +340,6 @@ func (a *App) begin(ctx context.Context) (err error) {
 		a.adm.Close()
 		return fmt.Errorf("runtime: %w", err)
 	}
-	a.setState(Rebalancing)
 	go a.run()
 	return nil
 }

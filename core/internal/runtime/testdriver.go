@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -164,8 +165,10 @@ func (a *App) awaitRunning(ctx context.Context) error {
 		}
 		select {
 		case <-changed:
+		case <-time.After(10 * time.Millisecond): // a derived state (restored) may change unannounced
 		case <-ctx.Done():
-			return fmt.Errorf("runtime: waiting for the tasks to be assigned: %w", ctx.Err())
+			st, _ := a.State()
+			return fmt.Errorf("runtime: waiting for the tasks to be assigned and restored (state %s): %w", st, ctx.Err())
 		}
 	}
 }
@@ -219,7 +222,7 @@ func (a *App) awaitProcessed(ctx context.Context, ends map[topicPartition]int64)
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
-			return fmt.Errorf("runtime: waiting for the topology to process its input: %w", ctx.Err())
+			return fmt.Errorf("runtime: waiting for the topology to process its input (%s): %w", a.behind(ends), ctx.Err())
 		}
 	}
 }
@@ -241,4 +244,29 @@ func (a *App) reachedAll(ends map[topicPartition]int64) bool {
 		}
 	}
 	return true
+}
+
+// behind says what Quiesce still waits for: the partitions not processed
+// to their end, and the records at tasks.
+func (a *App) behind(ends map[topicPartition]int64) string {
+	var parts []string
+	for tp, end := range ends {
+		if end <= 0 {
+			continue
+		}
+		t := a.taskFor(tp.topic, tp.partition)
+		if t == nil {
+			parts = append(parts, fmt.Sprintf("%s/%d has no task", tp.topic, tp.partition))
+			continue
+		}
+		t.mu.Lock()
+		reached := t.reached[tp.topic]
+		t.mu.Unlock()
+		if reached < end {
+			parts = append(parts, fmt.Sprintf("%s/%d processed to %d of %d", tp.topic, tp.partition, reached, end))
+		}
+	}
+	slices.Sort(parts)
+	st, _ := a.State()
+	return fmt.Sprintf("state %s, %d records at tasks; %s", st, a.pending.Load(), strings.Join(parts, ", "))
 }
