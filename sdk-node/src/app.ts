@@ -810,6 +810,15 @@ export class App implements Builder {
   }
 
   /**
+   * The engine session this app runs in (the conformance runner's test
+   * driver mode pipes into it).
+   * @internal
+   */
+  get sessionId(): string {
+    return this.#session;
+  }
+
+  /**
    * Calls an RPC for this app's session: the test driver's calls
    * (test_driver.ts), and Stop, which ends run()'s wait at once.
    * @internal

@@ -701,6 +701,13 @@ impl App {
         Ok(r.dropped_records)
     }
 
+    /// The engine session this app runs in (the conformance runner's test
+    /// driver mode pipes into it).
+    #[doc(hidden)]
+    pub fn session_id(&self) -> &str {
+        &self.inner.session
+    }
+
     /// Starts processing (creates internal topics, joins the group). Called
     /// by [`App::run`]; builder calls are refused after it.
     pub fn start(&self) -> Result<()> {
