@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -69,10 +71,14 @@ const startTimeout = time.Minute
 // c.Brokers is not used (the driver brings its broker); c.ApplicationID
 // defaults to "test-driver"; c.Properties are the application's settings
 // (e.g. statestore.cache.max.bytes=0 turns the record cache off; it is on
-// by default, as in Kafka Streams).
+// by default, as in Kafka Streams); c.Logger nil logs warnings and errors to
+// standard error.
 func NewTestDriver(b *Builder, c Config) (*TestDriver, error) {
 	if c.ApplicationID == "" {
 		c.ApplicationID = "test-driver"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	td, kv, err := testdriver.New(c.Properties)
 	if err != nil {

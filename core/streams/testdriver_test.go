@@ -2,63 +2,16 @@ package streams_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/polystreams/polystreams/core/streams"
 )
-
-// The example of docs/testing.md (Go): a word count tested with the
-// TestDriver. With the record cache off, every count update comes out, in
-// order, before PipeInput returns: the group_by's repartition topic included
-// (TopologyTestDriver.pipeInput processes a record completely and commits).
-func TestWordCountWithTheTestDriver(t *testing.T) {
-	b := streams.NewBuilder()
-	lines, err := b.Stream([]string{"lines"}, streams.ValueSerde(streams.String))
-	must(err)
-	words, err := lines.FlatMapValues(func(line []byte) ([][]byte, error) { return bytes.Fields(line), nil })
-	must(err)
-	grouped, err := words.GroupBy(func(_, word []byte) ([]byte, error) { return word, nil }, streams.KeySerde(streams.String))
-	must(err)
-	counts, err := grouped.Count(streams.Store("counts"))
-	must(err)
-	changes, err := counts.ToStream()
-	must(err)
-	must(changes.To("word-counts"))
-
-	d, err := streams.NewTestDriver(b, streams.Config{
-		ApplicationID: "wordcount",
-		Properties:    map[string]string{"statestore.cache.max.bytes": "0"},
-		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	must(d.PipeInput("lines", nil, []byte("the cat"), streams.Timestamp(1000)))
-	must(d.PipeInput("lines", nil, []byte("the dog"), streams.Timestamp(2000)))
-	out, err := d.ReadOutput("word-counts")
-	must(err)
-	var got []string
-	for _, r := range out {
-		got = append(got, string(r.Key)+"="+strconv.FormatUint(binary.BigEndian.Uint64(r.Value), 10))
-	}
-	if want := []string{"the=1", "cat=1", "the=2", "dog=1"}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("word-counts: %v, want %v", got, want)
-	}
-	store, err := d.GetStore("counts")
-	must(err)
-	if v, err := store.Get([]byte("the")); err != nil || binary.BigEndian.Uint64(v) != 2 {
-		t.Fatalf("counts[the] = %v, %v; want 2", v, err)
-	}
-}
 
 // Bad input is named: a topic the topology does not read or write, a store
 // it does not have; a failing function returns its RecordError.
