@@ -30,3 +30,20 @@ def test_word_count_with_the_record_cache() -> None:
         build_word_count(driver)
         driver.pipe_input("lines", None, "b a b")
         assert driver.read_key_values_to_map("word-counts") == {"a": 1, "b": 2}
+
+
+def test_the_guide_prints_the_examples_as_they_run() -> None:
+    # docs/testing.md shows each SDK's example file verbatim; this keeps
+    # the guide's code the code that is tested.
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[3]
+    guide = (repo / "docs" / "testing.md").read_text()
+    for example in [
+        "core/streams/testing_guide_test.go",
+        "sdk-node/src/testing_guide.e2e.test.ts",
+        "sdk-rust/tests/testing_guide.rs",
+    ]:
+        assert (repo / example).read_text() in guide, f"docs/testing.md does not show {example} as it is"
+    this = Path(__file__).read_text()
+    assert this[: this.index("\n\n\ndef test_the_guide")] in guide, "docs/testing.md does not show the Python example as it is"
