@@ -143,3 +143,24 @@ fn a_panicking_closure_fails_pipe_input_naming_the_record() {
         e => panic!("want a processing error, got {e}"),
     }
 }
+
+#[test]
+fn start_time_and_latency() {
+    // Measured, not asserted (tests never assert on wall-clock time); the
+    // figures go to docs/design/test-driver.md (`cargo test --test
+    // test_driver start_time -- --nocapture`).
+    let t0 = std::time::Instant::now();
+    let driver = TopologyTestDriver::new("td-timing").unwrap();
+    driver.stream::<(), String>("in").unwrap().map_values(|v: String| v.to_uppercase()).unwrap().to("out").unwrap();
+    driver.advance_wall_clock(Duration::ZERO).unwrap();
+    let ready = t0.elapsed();
+    let t1 = std::time::Instant::now();
+    for i in 0..200 {
+        driver.pipe_input("in", (), i.to_string()).unwrap();
+    }
+    let per = t1.elapsed() / 200;
+    assert_eq!(driver.read_output::<(), String>("out").unwrap().len(), 200);
+    let t2 = std::time::Instant::now();
+    drop(driver);
+    eprintln!("rust test driver: ready in {ready:?}, {per:?} per piped record, closed in {:?}", t2.elapsed());
+}
