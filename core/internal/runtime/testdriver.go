@@ -64,21 +64,20 @@ func (a *App) SourceTopics() []string {
 	return slices.Sorted(maps.Keys(set))
 }
 
-// SinkTopics are the user topics the topology writes, sorted, each with the
-// serdes its sinks write (empty when two sinks of one topic differ).
+// SinkTopics are the user topics the topology writes (to), each with the
+// key and value serdes its sinks write (both empty when two sinks of the
+// topic write different ones).
 func (a *App) SinkTopics() map[string][2]string {
 	out := map[string][2]string{}
-	seen := map[string]bool{}
 	for _, sub := range a.topo.Subtopologies {
 		for _, n := range sub.Nodes {
 			if n.Type != topology.Sink || n.Internal {
 				continue
 			}
 			s := [2]string{n.KeySerde, n.ValueSerde}
-			if prev, ok := out[n.Topic]; seen[n.Topic] && ok && prev != s {
+			if prev, ok := out[n.Topic]; ok && prev != s {
 				s = [2]string{}
 			}
-			seen[n.Topic] = true
 			out[n.Topic] = s
 		}
 	}
