@@ -53,9 +53,14 @@ type Step struct {
 	// Branch picks one stream of the split that From labels: its key in
 	// the split's map, "<split name><branch name or number>".
 	Branch string `json:"branch,omitempty"`
-	// Other is merge's other stream and Table a join's table, by label.
+	// Other is merge's and a stream-stream join's other stream and Table
+	// a stream-table join's table, by label.
 	Other string `json:"other,omitempty"`
 	Table string `json:"table,omitempty"`
+	// JoinWindows and StoreName are a stream-stream join's JoinWindows
+	// and StreamJoined.withStoreName.
+	JoinWindows *JoinWindows `json:"join_windows,omitempty"`
+	StoreName   string       `json:"store_name,omitempty"`
 	// Partitions is repartition's Repartitioned.withNumberOfPartitions
 	// (0: the writing sub-topology's count).
 	Partitions int `json:"partitions,omitempty"`
@@ -97,6 +102,16 @@ type Windows struct {
 	TimeDifferenceMs int64  `json:"time_difference_ms,omitempty"`
 	InactivityGapMs  int64  `json:"inactivity_gap_ms,omitempty"`
 	GraceMs          *int64 `json:"grace_ms,omitempty"`
+}
+
+// JoinWindows are a stream-stream join's windows (milliseconds), built as
+// JoinWindows.ofTimeDifferenceAndGrace (GraceMs nil:
+// ofTimeDifferenceWithNoGrace), then .before / .after when given.
+type JoinWindows struct {
+	TimeDifferenceMs int64  `json:"time_difference_ms"`
+	GraceMs          *int64 `json:"grace_ms,omitempty"`
+	BeforeMs         *int64 `json:"before_ms,omitempty"`
+	AfterMs          *int64 `json:"after_ms,omitempty"`
 }
 
 // FnRef names a catalogue function: "upper", or {"name": "prefix", "arg": "x-"}.
@@ -325,10 +340,31 @@ func (c *Case) rules() []violation {
 		if s.Op == "merge" {
 			ref("other", s.Other, kindStream)
 		}
-		if s.Op == "join" || s.Op == "left_join" {
-			ref("table", s.Table, kindTable)
+		if s.Op == "join" || s.Op == "left_join" || s.Op == "outer_join" {
+			switch {
+			case s.Other != "" && s.Table != "":
+				add(p+".other", "a join takes a table or another stream, not both")
+			case s.Other != "":
+				ref("other", s.Other, kindStream)
+				if s.JoinWindows == nil {
+					add(p+".join_windows", "a stream-stream join needs join_windows")
+				}
+				if in != kindStream {
+					add(p+".op", "a stream-stream %s applies to a stream, not a %s", s.Op, in)
+				}
+			case s.Op == "outer_join" && in != kindTable:
+				add(p+".other", "an outer join takes another stream (KStream.outerJoin) or applies to a table (KTable.outerJoin)")
+			default:
+				ref("table", s.Table, kindTable)
+				if in != kindStream && in != kindTable {
+					add(p+".op", "%s applies to a stream or a table, not a %s", s.Op, in)
+				}
+			}
 		}
-		if (s.Op == "merge" || s.Op == "split" || s.Op == "repartition" || s.Op == "join" || s.Op == "left_join") && in != kindStream {
+		if (s.JoinWindows != nil || s.StoreName != "") && s.Other == "" {
+			add(p+".join_windows", "join_windows and store_name are a stream-stream join's")
+		}
+		if (s.Op == "merge" || s.Op == "split" || s.Op == "repartition") && in != kindStream {
 			add(p+".op", "%s applies to a stream, not a %s", s.Op, in)
 		}
 		if s.As != "" {
@@ -467,8 +503,13 @@ func (c *Case) kinds() []kind {
 		switch s.Op {
 		case "stream":
 			out[i] = kindStream
-		case "table", "count", "reduce", "aggregate", "suppress":
+		case "table", "count", "reduce", "aggregate", "suppress", "outer_join":
 			out[i] = kindTable
+		case "join", "left_join":
+			out[i] = kindStream
+			if in == kindTable {
+				out[i] = kindTable
+			}
 		case "windowed_by":
 			out[i] = kindWindowed
 			if s.Windows != nil && s.Windows.Type == "session" {

@@ -26,7 +26,7 @@ const (
 	roleInit                        // aggregate's initializer: () -> aggregate
 	roleAggregator                  // aggregate: (key, value, aggregate) -> aggregate
 	roleMerger                      // a session aggregate's merger: (key, aggregate1, aggregate2) -> aggregate
-	roleJoiner                      // join, left_join: (value, table value) -> value
+	roleJoiner                      // join, left_join, outer_join: (value, other value) -> value
 )
 
 var roleNames = []string{"mapper", "flat mapper", "predicate", "key selector", "key-value mapper", "action", "reducer", "initializer", "aggregator", "merger", "joiner"}
@@ -46,7 +46,7 @@ func (r role) String() string {
 var stepRoles = map[string]struct{ fn role }{
 	"map_values": {roleMapper}, "flat_map_values": {roleFlat}, "filter": {rolePredicate}, "filter_not": {rolePredicate},
 	"select_key": {roleKey}, "group_by": {roleKey}, "map": {roleMap}, "peek": {roleAction}, "foreach": {roleAction},
-	"reduce": {roleReducer}, "aggregate": {roleAggregator}, "join": {roleJoiner}, "left_join": {roleJoiner},
+	"reduce": {roleReducer}, "aggregate": {roleAggregator}, "join": {roleJoiner}, "left_join": {roleJoiner}, "outer_join": {roleJoiner},
 }
 
 type argKind int
@@ -236,8 +236,14 @@ var catalogue = map[string]fnImpl{
 		reducer: func(arg, agg, v any) (any, error) { return concat(arg, agg, v, false) },
 		agg:     func(arg, _, v, agg any) (any, error) { return concat(arg, agg, v, true) },
 		joiner: func(arg, v, other any) (any, error) {
+			if v == nil {
+				v = "null" // an outer join's missing value of this stream
+			}
 			if other == nil {
 				other = "null" // a left join's missing table value
+			}
+			if v == nil {
+				v = "null" // an outer join's missing value of this table
 			}
 			return concat(arg, v, other, false)
 		}},

@@ -227,6 +227,23 @@ func opts(st Step, key, value bool) []streams.Option {
 	return o
 }
 
+// goJoinWindows is a stream-stream join's windows.
+func goJoinWindows(jw *JoinWindows) streams.JoinWindows {
+	d := time.Duration(jw.TimeDifferenceMs) * time.Millisecond
+	var grace time.Duration
+	if jw.GraceMs != nil {
+		grace = time.Duration(*jw.GraceMs) * time.Millisecond
+	}
+	w := streams.JoinTimeDifference(d, grace)
+	if jw.BeforeMs != nil {
+		w = w.Before(time.Duration(*jw.BeforeMs) * time.Millisecond)
+	}
+	if jw.AfterMs != nil {
+		w = w.After(time.Duration(*jw.AfterMs) * time.Millisecond)
+	}
+	return w
+}
+
 // goWindows is windowed_by's windows (no grace_ms: 0, as the
 // ...WithNoGrace factories).
 func goWindows(w *Windows) streams.Windows {
@@ -308,7 +325,23 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 				branches[i] = streams.Branch{Name: br.Name, Predicate: predFn(catalogue[br.Fn.Name], br.Fn.Arg, ks, vs)}
 			}
 			return in.Split(branches, st.DefaultBranch, st.DefaultName, opts(st, false, false)...)
-		case "join", "left_join":
+		case "join", "left_join", "outer_join":
+			if st.Other != "" {
+				other := labels[st.Other].(*streams.Stream)
+				j := joinerFn(f, arg, vs, other.ValueSerde(), or(st.Value, vs))
+				o := opts(st, false, true)
+				if st.StoreName != "" {
+					o = append(o, streams.Store(st.StoreName))
+				}
+				w := goJoinWindows(st.JoinWindows)
+				switch st.Op {
+				case "join":
+					return in.JoinStream(other, j, w, o...)
+				case "left_join":
+					return in.LeftJoinStream(other, j, w, o...)
+				}
+				return in.OuterJoinStream(other, j, w, o...)
+			}
 			table := labels[st.Table].(*streams.Table)
 			j := joinerFn(f, arg, vs, table.ValueSerde(), or(st.Value, vs))
 			if st.Op == "join" {
@@ -376,6 +409,20 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 			return in.GroupBy(kvFn(f, arg, ks, vs, or(st.Key, ks), or(st.Value, vs)), opts(st, true, true)...)
 		case "to_stream":
 			return in.ToStream(opts(st, false, false)...)
+		case "join", "left_join", "outer_join":
+			other := labels[st.Table].(*streams.Table)
+			out := or(st.Value, vs)
+			if st.Materialized != nil && st.Materialized.Value != "" {
+				out = st.Materialized.Value
+			}
+			j := joinerFn(f, arg, vs, other.ValueSerde(), out)
+			switch st.Op {
+			case "join":
+				return in.Join(other, j, opts(st, false, true)...)
+			case "left_join":
+				return in.LeftJoin(other, j, opts(st, false, true)...)
+			}
+			return in.OuterJoin(other, j, opts(st, false, true)...)
 		case "suppress":
 			return in.Suppress(opts(st, false, false)...)
 		}

@@ -37,8 +37,9 @@ type (
 	MapValuesFunc = topology.MapValuesFunc
 	// PredicateFunc decides whether a record passes (Filter, FilterNot).
 	PredicateFunc = topology.PredicateFunc
-	// ValueJoinerFunc joins a stream value with a table value (nil: none,
-	// in a LeftJoin) into the output value (Join, LeftJoin).
+	// ValueJoinerFunc joins a stream's or this table's value with the other
+	// table's value (nil: none, in a LeftJoin; either, in an OuterJoin)
+	// into the output value (Join, LeftJoin, OuterJoin).
 	ValueJoinerFunc = topology.ValueJoinerFunc
 	// FlatMapValuesFunc returns zero or more new values (FlatMapValues).
 	FlatMapValuesFunc = topology.FlatMapValuesFunc

@@ -22,7 +22,7 @@ import {
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import { type SerdeName, type SerdeType, isWindowedSerde } from "./serde.js";
 import type { KeyValueStore, StoreOptions, WindowStore } from "./store.js";
-import { SessionWindows, SlidingWindows, Suppressed, TimeWindows, type Windowed } from "./windows.js";
+import { JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, type Windowed } from "./windows.js";
 
 /** What a handle stands for (`windowed_stream`: a TimeWindowedKStream, of time or sliding windows). */
 export type Kind = "stream" | "grouped_stream" | "table" | "grouped_table" | "windowed_stream" | "session_windowed_stream";
@@ -94,6 +94,12 @@ export interface NamedOptions {
 export interface ValueOptions extends NamedOptions {
   /** The serde of the new values; absent keeps the input's. */
   value?: SerdeName;
+}
+
+/** Options of a stream-stream join (`StreamJoined`). */
+export interface StreamJoinOptions extends ValueOptions {
+  /** `StreamJoined.withStoreName`: the window stores are `<storeName>-this-join-store`, ...; absent: generated. */
+  storeName?: string;
 }
 
 /** Options of an operator that makes new keys. */
@@ -419,26 +425,83 @@ export class KStream<K, V> extends Node {
    * the table must be co-partitioned (one partition count); a stream whose
    * key changed upstream is repartitioned first. `value` is the joined
    * values' serde (default: the stream's); `name` is `Joined.as`.
+   *
+   * With another stream and {@link JoinWindows} (`KStream.join(KStream,
+   * ValueJoiner, JoinWindows, StreamJoined)`): `joiner(value, otherValue)`
+   * for each record of the other stream with the same key within the
+   * windows, stamped with the later timestamp; both streams are kept in
+   * window stores (`storeName`: `StreamJoined.withStoreName`).
    */
-  join<VT, VR>(table: KTable<K, VT>, joiner: (value: V, tableValue: VT) => MaybePromise<VR>, options: ValueOptions = {}): KStream<K, VR> {
-    return this.joinWith("join", table, joiner, false, options);
+  join<VT, VR>(table: KTable<K, VT>, joiner: (value: V, tableValue: VT) => MaybePromise<VR>, options?: ValueOptions): KStream<K, VR>;
+  join<VO, VR>(
+    other: KStream<K, VO>,
+    joiner: (value: V, otherValue: VO) => MaybePromise<VR>,
+    windows: JoinWindows,
+    options?: StreamJoinOptions,
+  ): KStream<K, VR>;
+  join<VR>(other: KTable<K, unknown> | KStream<K, unknown>, joiner: unknown, a?: unknown, b?: StreamJoinOptions): KStream<K, VR> {
+    return this.joinWith("join", other, joiner, false, false, a, b);
   }
 
   /**
    * {@link join} that keeps every record: `joiner` gets null for a key the
-   * table does not hold (`KStream.leftJoin(KTable)`).
+   * table does not hold (`KStream.leftJoin(KTable)`), or, joining a stream,
+   * for a record no other record joined, once its window closed
+   * (`KStream.leftJoin(KStream, ...)`; since Kafka 3.1 never earlier).
    */
   leftJoin<VT, VR>(
     table: KTable<K, VT>,
     joiner: (value: V, tableValue: VT | null) => MaybePromise<VR>,
-    options: ValueOptions = {},
-  ): KStream<K, VR> {
-    return this.joinWith("leftJoin", table, joiner, true, options);
+    options?: ValueOptions,
+  ): KStream<K, VR>;
+  leftJoin<VO, VR>(
+    other: KStream<K, VO>,
+    joiner: (value: V, otherValue: VO | null) => MaybePromise<VR>,
+    windows: JoinWindows,
+    options?: StreamJoinOptions,
+  ): KStream<K, VR>;
+  leftJoin<VR>(other: KTable<K, unknown> | KStream<K, unknown>, joiner: unknown, a?: unknown, b?: StreamJoinOptions): KStream<K, VR> {
+    return this.joinWith("leftJoin", other, joiner, true, false, a, b);
   }
 
-  private joinWith<VR>(method: string, table: KTable<K, unknown>, joiner: unknown, left: boolean, options: ValueOptions): KStream<K, VR> {
-    if (!(table instanceof KTable)) {
-      throw new TypeError(`${method}: want a KTable to join with, not ${table === null ? "null" : typeof table}`);
+  /**
+   * {@link leftJoin} of two streams that keeps the other stream's unjoined
+   * records too: `joiner(null, otherValue)` (`KStream.outerJoin(KStream,
+   * ...)`).
+   */
+  outerJoin<VO, VR>(
+    other: KStream<K, VO>,
+    joiner: (value: V | null, otherValue: VO | null) => MaybePromise<VR>,
+    windows: JoinWindows,
+    options: StreamJoinOptions = {},
+  ): KStream<K, VR> {
+    if (!(other instanceof KStream)) {
+      throw new TypeError(`outerJoin: want a KStream to join with, not ${other === null ? "null" : typeof other}`);
+    }
+    return this.joinWith("outerJoin", other, joiner, false, true, windows, options);
+  }
+
+  private joinWith<VR>(
+    method: string,
+    other: unknown,
+    joiner: unknown,
+    left: boolean,
+    outer: boolean,
+    a: unknown,
+    b: StreamJoinOptions | undefined,
+  ): KStream<K, VR> {
+    if (!(other instanceof KTable) && !(other instanceof KStream)) {
+      throw new TypeError(`${method}: want a KTable or a KStream to join with, not ${other === null ? "null" : typeof other}`);
+    }
+    let windows: JoinWindows | undefined;
+    let options: StreamJoinOptions;
+    if (a instanceof JoinWindows) {
+      windows = a;
+      options = b ?? {};
+    } else if (other instanceof KStream) {
+      throw new TypeError(`${method}: joining two streams takes JoinWindows (a stream-stream join is windowed), not ${a === null ? "null" : typeof a}`);
+    } else {
+      options = (a as StreamJoinOptions | undefined) ?? {};
     }
     const f = callable(joiner, method);
     return new KStream(
@@ -447,11 +510,21 @@ export class KStream<K, V> extends Node {
         method,
         this,
         [f],
-        (input, [token], [tableId]) => ({
+        (input, [token], [otherId]) => ({
           case: "join",
-          value: { input, table: tableId!, joinerToken: token!, left, valueSerde: options.value ?? "", name: options.name ?? "" },
+          value: {
+            input,
+            table: otherId!,
+            joinerToken: token!,
+            left,
+            outer,
+            valueSerde: options.value ?? "",
+            name: options.name ?? "",
+            storeName: options.storeName ?? "",
+            windows: windows?.toMessage(),
+          },
         }),
-        [table],
+        [other],
       ),
     );
   }
@@ -923,6 +996,75 @@ export class KTable<K, V> extends Node {
     return new KStream(
       this.builder,
       this.call("toStream", [], (input) => ({ case: "toStream", value: { input, name: options.name ?? "" } })),
+    );
+  }
+
+  /**
+   * Joins the table with `other` on the key (`KTable.join(KTable)`): the
+   * result holds `joiner(value, otherValue)` for each key both tables
+   * hold, updated whenever either side changes; deleting either side's row
+   * deletes the joined one. Both tables must be co-partitioned (one
+   * partition count) and kept in a store (a table read from a topic always
+   * is; a filtered or mapped one needs `materialized`). `value` is the
+   * joined values' serde (default: this table's); `materialized` keeps the
+   * result in a store (queryable when named); `name` names the join's
+   * nodes (`<name>-join-this`, `<name>-join-other`, and `name` for the merge).
+   */
+  join<VO, VR>(other: KTable<K, VO>, joiner: (value: V, otherValue: VO) => MaybePromise<VR>, options: TableValueOptions = {}): KTable<K, VR> {
+    return this.#tableJoin("join", other, joiner, options);
+  }
+
+  /**
+   * {@link join} that keeps every row of this table: `joiner` gets null for
+   * a key `other` does not hold (`KTable.leftJoin(KTable)`).
+   */
+  leftJoin<VO, VR>(
+    other: KTable<K, VO>,
+    joiner: (value: V, otherValue: VO | null) => MaybePromise<VR>,
+    options: TableValueOptions = {},
+  ): KTable<K, VR> {
+    return this.#tableJoin("leftJoin", other, joiner, options);
+  }
+
+  /**
+   * {@link join} that keeps every row of either table: `joiner` gets null
+   * for the side that does not hold the key (`KTable.outerJoin(KTable)`).
+   */
+  outerJoin<VO, VR>(
+    other: KTable<K, VO>,
+    joiner: (value: V | null, otherValue: VO | null) => MaybePromise<VR>,
+    options: TableValueOptions = {},
+  ): KTable<K, VR> {
+    return this.#tableJoin("outerJoin", other, joiner, options);
+  }
+
+  #tableJoin<VR>(method: "join" | "leftJoin" | "outerJoin", other: KTable<K, unknown>, joiner: unknown, options: TableValueOptions): KTable<K, VR> {
+    if (!(other instanceof KTable)) {
+      throw new TypeError(`${method}: want a KTable to join with, not ${other === null ? "null" : (other as object).constructor?.name ?? typeof other}`);
+    }
+    const f = callable(joiner, method);
+    const m = materialized(options.materialized, method);
+    return new KTable(
+      this.builder,
+      this.builder.build(
+        method,
+        this,
+        [f],
+        (input, [token], [otherId]) => ({
+          case: "join",
+          value: {
+            input,
+            table: otherId!,
+            joinerToken: token!,
+            left: method === "leftJoin",
+            outer: method === "outerJoin",
+            valueSerde: options.value ?? "",
+            name: options.name ?? "",
+            ...(m ? { materialized: m } : {}),
+          },
+        }),
+        [other],
+      ),
     );
   }
 }

@@ -33,6 +33,7 @@ export type {
   NamedOptions,
   Reducer,
   RepartitionOptions,
+  StreamJoinOptions,
   TableOperatorOptions,
   TableOptions,
   TableValueOptions,
@@ -52,7 +53,7 @@ export type { RecordContext } from "./errors.js";
 export { SERDE_NAMES, decode, encode } from "./serde.js";
 export { Entries, KeyValueStore, WindowStore } from "./store.js";
 export type { RangeOptions, StoreOptions, Time } from "./store.js";
-export { SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed } from "./windows.js";
+export { JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed } from "./windows.js";
 export type { SuppressedOptions } from "./windows.js";
 export type { SerdeName, SerdeType, SerdeTypes } from "./serde.js";
 

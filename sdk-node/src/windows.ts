@@ -87,6 +87,50 @@ export class TimeWindows {
 }
 
 /**
+ * A stream-stream join's windows (Kafka Streams' `JoinWindows`): a record
+ * at `ts` joins the other stream's records of its key at `[ts - before, ts +
+ * after]` (the other stream's records see the mirrored window). Records
+ * later than stream time minus `before + after + grace` are dropped; a
+ * left/outer join emits a record that joined nothing once its window closed.
+ */
+export class JoinWindows {
+  private constructor(
+    readonly beforeMs: number,
+    readonly afterMs: number,
+    readonly graceMs: number,
+  ) {
+    Object.freeze(this);
+  }
+
+  /** Records at most `timeDifferenceMs` apart join; no late record does. */
+  static ofTimeDifferenceWithNoGrace(timeDifferenceMs: number): JoinWindows {
+    const d = ms(timeDifferenceMs, "JoinWindows.ofTimeDifferenceWithNoGrace: time difference");
+    return new JoinWindows(d, d, 0);
+  }
+
+  /** Records at most `timeDifferenceMs` apart join; records up to `graceMs` late (in stream time) still do. */
+  static ofTimeDifferenceAndGrace(timeDifferenceMs: number, graceMs: number): JoinWindows {
+    const d = ms(timeDifferenceMs, "JoinWindows.ofTimeDifferenceAndGrace: time difference");
+    return new JoinWindows(d, d, ms(graceMs, "JoinWindows.ofTimeDifferenceAndGrace: grace"));
+  }
+
+  /** How much earlier the other stream's records may be (`JoinWindows.before`). */
+  before(timeDifferenceMs: number): JoinWindows {
+    return new JoinWindows(ms(timeDifferenceMs, "JoinWindows.before: time difference"), this.afterMs, this.graceMs);
+  }
+
+  /** How much later the other stream's records may be (`JoinWindows.after`). */
+  after(timeDifferenceMs: number): JoinWindows {
+    return new JoinWindows(this.beforeMs, ms(timeDifferenceMs, "JoinWindows.after: time difference"), this.graceMs);
+  }
+
+  /** @internal */
+  toMessage(): { beforeMs: bigint; afterMs: bigint; graceMs: bigint } {
+    return { beforeMs: BigInt(this.beforeMs), afterMs: BigInt(this.afterMs), graceMs: BigInt(this.graceMs) };
+  }
+}
+
+/**
  * Windows of a fixed time difference that slide with the records (Kafka
  * Streams' KStreamSlidingWindowAggregate): two records share a window when
  * at most `timeDifferenceMs` apart; both bounds are inclusive.

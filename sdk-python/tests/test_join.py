@@ -64,3 +64,20 @@ def test_unregistered_joiner_and_malformed_bundles_fail_every_record() -> None:
     del b.other_value_lengths[1:]
     r = Executor({1: lambda v, o: v}).process(b)
     assert list(r.output_counts) == [0, 0] and "1 table values for 2 records" in r.failures[0].message
+
+
+def test_a_stream_stream_outer_join_bundle_gives_none_for_either_absent_side() -> None:
+    # An outer join's unjoined records: the left value absent (length -1)
+    # for a right-only record, the right value absent for a left-only one.
+    b = join_bundle([{"id": 1}, None, {"id": 3}], ["r1", "r2", None], out="string")
+    b.steps[0].node = "KSTREAM-OUTERTHIS-0000000004"
+    calls: list[tuple[Any, Any]] = []
+
+    def joiner(v: Any, other: Any) -> Any:
+        calls.append((v, other))
+        return f"{v and v['id']}|{other}"
+
+    r = Executor({1: joiner}).process(b)
+    assert list(r.output_counts) == [1, 1, 1] and not r.failures
+    assert calls == [({"id": 1}, "r1"), (None, "r2"), ({"id": 3}, None)]
+    assert split_column(r.values, r.value_lengths, "string") == ["1|r1", "None|r2", "3|None"]

@@ -405,3 +405,19 @@ def test_dropped_records(engine: WindowEngine) -> None:
     engine.fake.handlers["GetState"] = lambda b: pb.GetStateResponse(state=pb.STATE_RUNNING, dropped_records=3)
     app = App("w", engine=engine.fake.url)
     assert app.dropped_records() == 3
+
+
+def test_join_windows() -> None:
+    from datetime import timedelta
+
+    from polystreams import JoinWindows
+
+    w = JoinWindows.of_time_difference_and_grace(timedelta(seconds=5), 100)
+    assert (w.before_ms, w.after_ms, w.grace_ms) == (5000, 5000, 100)
+    w = JoinWindows.of_time_difference_with_no_grace(10).before(0).after(timedelta(milliseconds=30))
+    assert (w.before_ms, w.after_ms, w.grace_ms) == (0, 30, 0)
+    assert w._pb().after_ms == 30
+    import pytest
+
+    with pytest.raises(TypeError, match="JoinWindows.before: time_difference"):
+        w.before("1s")  # type: ignore[arg-type]

@@ -824,3 +824,137 @@ fn join_refusals_carry_the_engines_message() {
     stream.left_join(&ok, |v, t: Option<String>| format!("{v}{}", t.unwrap_or_default())).unwrap().to("out").unwrap();
     app.close(Duration::from_secs(30));
 }
+
+/// Produces one record placed by murmur2; a None value is a Kafka null (a
+/// tombstone: kcat -Z sends an empty value as null).
+fn put_murmur2(brokers: &str, topic: &str, key: &str, value: Option<&str>) {
+    let mut kcat = Command::new("kcat")
+        .args(["-b", brokers, "-P", "-t", topic, "-K", "\t", "-Z", "-z", "none", "-X", "partitioner=murmur2_random"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("kcat (apt kcat) runs");
+    writeln!(kcat.stdin.as_mut().unwrap(), "{key}\t{}", value.unwrap_or("")).unwrap();
+    drop(kcat.stdin.take());
+    assert!(kcat.wait().unwrap().success(), "kcat produced to {topic}");
+}
+
+/// Every record of `topic` as "key=value" ("key=null" for a tombstone),
+/// grouped per key in order, read with kcat until there are `n`.
+fn read_changes(brokers: &str, topic: &str, n: usize) -> BTreeMap<String, Vec<String>> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = Command::new("kcat")
+            .args(["-b", brokers, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%k\t%S\t%s\n"])
+            .stderr(Stdio::null())
+            .output()
+            .expect("kcat runs");
+        let mut by_key: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut count = 0;
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let mut f = line.splitn(3, '\t');
+            let (k, len, v) = (f.next().unwrap(), f.next().unwrap_or("-1"), f.next().unwrap_or(""));
+            by_key.entry(k.to_owned()).or_default().push(if len == "-1" { "null".to_owned() } else { v.to_owned() });
+            count += 1;
+        }
+        if count >= n || Instant::now() > deadline {
+            return by_key;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Table-table joins (KTableKTableInnerJoin, KTableKTableLeftJoin with
+/// KTableKTableRightJoin on the other side, KTableKTableOuterJoin): each
+/// change of either table forwards the joined row, deletes included, one
+/// step at a time, read back with kcat.
+#[test]
+fn tables_joined_inner_left_and_outer_follow_updates_and_deletes() {
+    let app = app("table-join");
+    let brokers = app.brokers().unwrap().to_owned();
+    // kcat creates a topic by writing to it: a tombstone of a key neither
+    // table holds, which no join forwards anything for.
+    for t in ["ta", "tb"] {
+        put_murmur2(&brokers, t, "k0", None);
+    }
+    for t in ["inner", "left", "outer"] {
+        produce(&brokers, t, &[]);
+    }
+    let ta = app.table::<String, String>("ta").unwrap();
+    let tb = app.table::<String, String>("tb").unwrap();
+    let s = |v: Option<String>| v.unwrap_or_else(|| "null".to_owned());
+    let inner = ta.join(&tb, |a: String, b: String| format!("{a}+{b}")).unwrap();
+    assert_eq!(inner.handle().node, "KTABLE-MERGE-0000000006");
+    inner.to_stream().unwrap().to("inner").unwrap();
+    let left = ta.left_join_with(&tb, move |a: String, b| format!("{a}+{}", s(b)), Options::named("lj")).unwrap();
+    assert_eq!(left.handle().node, "lj");
+    left.to_stream().unwrap().to("left").unwrap();
+    let outer = ta
+        .outer_join_with(&tb, move |a, b| format!("{}+{}", s(a), s(b)), Options::new().materialized("outer-joined"))
+        .unwrap();
+    assert_eq!(outer.store(), Some("outer-joined"));
+    outer.to_stream().unwrap().to("outer").unwrap();
+    let runner = serve(&app);
+    type Step = (
+        &'static str,
+        &'static str,
+        Option<&'static str>,
+        &'static [&'static str],
+        &'static [&'static str],
+        &'static [&'static str],
+    );
+    let steps: [Step; 8] = [
+        ("ta", "k1", Some("a1"), &[], &["k1=a1+null"], &["k1=a1+null"]),
+        ("tb", "k1", Some("b1"), &["k1=a1+b1"], &["k1=a1+b1"], &["k1=a1+b1"]),
+        ("ta", "k1", Some("a2"), &["k1=a2+b1"], &["k1=a2+b1"], &["k1=a2+b1"]),
+        ("tb", "k2", Some("b2"), &[], &[], &["k2=null+b2"]),
+        ("tb", "k1", None, &["k1=null"], &["k1=a2+null"], &["k1=a2+null"]),
+        ("ta", "k1", None, &[], &["k1=null"], &["k1=null"]),
+        ("ta", "k2", Some("a3"), &["k2=a3+b2"], &["k2=a3+b2"], &["k2=a3+b2"]),
+        ("tb", "k2", None, &["k2=null"], &["k2=a3+null"], &["k2=a3+null"]),
+    ];
+    let mut want: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (i, (topic, key, value, inner, left, outer)) in steps.iter().enumerate() {
+        put_murmur2(&brokers, topic, key, *value);
+        for (t, lines) in [("inner", inner), ("left", left), ("outer", outer)] {
+            want.entry(t).or_default().extend(lines.iter());
+        }
+        // Each step makes the outer join forward; once all three joins
+        // have forwarded what they should, the next step may go.
+        for t in ["inner", "left", "outer"] {
+            let lines = &want[t];
+            let got = read_changes(&brokers, t, lines.len());
+            let mut per_key: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            for l in lines {
+                let (k, v) = l.split_once('=').unwrap();
+                per_key.entry(k.to_owned()).or_default().push(v.to_owned());
+            }
+            assert_eq!(got, per_key, "after step {} ({topic} {key}={value:?}): {t} join", i + 1);
+        }
+        assert!(!runner.is_finished(), "run ended: {:?}", runner.join());
+    }
+    let rows: Vec<(String, String)> = outer.query().unwrap().all().unwrap();
+    assert_eq!(rows, [("k2".to_owned(), "a3+null".to_owned())]);
+    app.stop();
+    runner.join().unwrap().unwrap();
+    app.close(Duration::from_secs(30));
+}
+
+#[test]
+fn table_join_refusals_carry_the_engines_message() {
+    let app = app("table-join-refusals");
+    let ta = app.table::<String, String>("ta").unwrap();
+    let longs = app.table::<i64, String>("tl").unwrap();
+    let e = ta.dynamic().join(&longs.dynamic(), |a, _| a).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument { .. }), "{e:?}");
+    assert!(e.message().contains("table handle 1 has string keys and table handle 2 long keys"), "{}", e.message());
+    let filtered = ta.filter(|_, _| true).unwrap();
+    let tc = app.table::<String, String>("tc").unwrap();
+    let e = filtered.left_join(&tc, |a, _b: Option<String>| a).unwrap_err();
+    assert!(e.message().contains("keeps no store to look keys up in"), "{}", e.message());
+    let e = ta
+        .outer_join_with(&tc, |a: Option<String>, _b: Option<String>| a, Options::new().key_serde("long"))
+        .unwrap_err();
+    assert_eq!(e.message(), "outer_join: takes no key_serde option");
+    // The session goes on.
+    ta.join(&tc, |a: String, b: String| a + &b).unwrap().to_stream().unwrap().to("out").unwrap();
+}

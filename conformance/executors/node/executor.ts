@@ -15,6 +15,7 @@ import { readFileSync } from "node:fs";
 import {
   App,
   type Config,
+  JoinWindows,
   KGroupedStream,
   KGroupedTable,
   KStream,
@@ -54,6 +55,8 @@ interface Step {
   branch?: string;
   other?: string;
   table?: string;
+  join_windows?: { time_difference_ms: number; grace_ms?: number; before_ms?: number; after_ms?: number };
+  store_name?: string;
   partitions?: number;
   branches?: { fn: FnRef; name?: string }[];
   default_branch?: boolean;
@@ -154,8 +157,8 @@ function fn(ref: FnRef, role: Role): Fn {
     };
   }
   if (name === "concat" && role === "joiner") {
-    // A left join's missing table value is the text null.
-    return (v: unknown, other: unknown) => str("concat", v) + a + (other === null ? "null" : str("concat", other));
+    // A left or outer join's missing value is the text null.
+    return (v: unknown, other: unknown) => (v === null ? "null" : str("concat", v)) + a + (other === null ? "null" : str("concat", other));
   }
   const folds: Record<string, [Fn, Fn]> = {
     add: [(agg, v) => arith("add", agg, v, 1), (_k, v, agg) => arith("add", agg, v, 1)],
@@ -321,6 +324,30 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
         break;
       case "join":
       case "left_join":
+      case "outer_join":
+        if (step.other !== undefined) {
+          const jw = step.join_windows!;
+          let w =
+            jw.grace_ms !== undefined
+              ? JoinWindows.ofTimeDifferenceAndGrace(jw.time_difference_ms, jw.grace_ms)
+              : JoinWindows.ofTimeDifferenceWithNoGrace(jw.time_difference_ms);
+          if (jw.before_ms !== undefined) {
+            w = w.before(jw.before_ms);
+          }
+          if (jw.after_ms !== undefined) {
+            w = w.after(jw.after_ms);
+          }
+          const other = labels.get(step.other) as KStream<any, any>;
+          const options = { ...value, ...named, ...(step.store_name !== undefined ? { storeName: step.store_name } : {}) };
+          const joiner = fn(f!, "joiner");
+          out =
+            step.op === "join"
+              ? node.join(other, joiner, w, options)
+              : step.op === "left_join"
+                ? node.leftJoin(other, joiner, w, options)
+                : node.outerJoin(other, joiner, w, options);
+          break;
+        }
         out = join(node, step.op === "join" ? "join" : "leftJoin", labels.get(step.table!) as KTable<any, any>, fn(f!, "joiner"), { ...value, ...named });
         break;
       case "map_values":
@@ -406,6 +433,15 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
       case "map_values":
         out = node.mapValues(fn(step.fn!, "mapper"), { ...value, ...opts });
         break;
+      case "join":
+      case "left_join":
+      case "outer_join": {
+        const other = labels.get(step.table!) as KTable<any, any>;
+        const j = fn(step.fn!, "joiner") as (v: unknown, o: unknown) => unknown;
+        const o = { ...value, ...opts };
+        out = step.op === "join" ? node.join(other, j, o) : step.op === "left_join" ? node.leftJoin(other, j, o) : node.outerJoin(other, j, o);
+        break;
+      }
       case "group_by":
         out = node.groupBy(fn(step.fn!, "map") as (k: unknown, v: unknown) => readonly [unknown, unknown], { ...key, ...value, ...named });
         break;

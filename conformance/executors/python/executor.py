@@ -21,6 +21,7 @@ from typing import Any
 from polystreams import (
     App,
     Config,
+    JoinWindows,
     KGroupedStream,
     KGroupedTable,
     KStream,
@@ -204,8 +205,8 @@ def function(ref: Any, role: str) -> Fn:
         "subtract": (lambda agg, v: agg - v, lambda k, v, agg: agg - v),
         "concat": (lambda agg, v: _concat(a, agg, v, False), lambda k, v, agg: _concat(a, agg, v, True)),
     }
-    if name == "concat" and role == "joiner":  # a left join's missing table value is the text null
-        return lambda v, other: _concat(a, v, "null" if other is None else other, False)
+    if name == "concat" and role == "joiner":  # a left or outer join's missing value is the text null
+        return lambda v, other: _concat(a, "null" if v is None else v, "null" if other is None else other, False)
     if name == "add" and role == "merger":
         return lambda k, a1, a2: a1 + a2
     if name in folds:
@@ -277,6 +278,23 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
             return node.repartition(name=name, partitions=step.get("partitions", 0))
         if op == "split":
             return split(node, step)
+        if op in ("join", "left_join", "outer_join") and "other" in step:
+            jw = step["join_windows"]
+            w = (
+                JoinWindows.of_time_difference_and_grace(jw["time_difference_ms"], jw["grace_ms"])
+                if "grace_ms" in jw
+                else JoinWindows.of_time_difference_with_no_grace(jw["time_difference_ms"])
+            )
+            if "before_ms" in jw:
+                w = w.before(jw["before_ms"])
+            if "after_ms" in jw:
+                w = w.after(jw["after_ms"])
+            other, joiner, store_name = labels[step["other"]], function(step["fn"], "joiner"), step.get("store_name")
+            if op == "join":
+                return node.join(other, joiner, w, value=value, name=name, store_name=store_name)
+            if op == "left_join":
+                return node.left_join(other, joiner, w, value=value, name=name, store_name=store_name)
+            return node.outer_join(other, joiner, w, value=value, name=name, store_name=store_name)
         if op == "join":
             return node.join(labels[step["table"]], function(step["fn"], "joiner"), value=value, name=name)
         if op == "left_join":
@@ -338,6 +356,9 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
             return node.filter_not(function(step["fn"], "predicate"), materialized=m, name=name)
         if op == "map_values":
             return node.map_values(function(step["fn"], "mapper"), value=value, materialized=m, name=name)
+        if op in ("join", "left_join", "outer_join"):
+            join = {"join": node.join, "left_join": node.left_join, "outer_join": node.outer_join}[op]
+            return join(labels[step["table"]], function(step["fn"], "joiner"), value=value, materialized=m, name=name)
         if op == "group_by":
             return node.group_by(function(step["fn"], "map"), key=key, value=value, name=name)
     if isinstance(node, KGroupedTable):

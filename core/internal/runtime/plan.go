@@ -30,6 +30,11 @@ const (
 	// Windowed operators (window.go).
 	stepWindow   // count, reduce, aggregate over time windows
 	stepSuppress // suppress(untilWindowCloses)
+	// stepStreamJoin is one side of a stream-stream join (join_stream.go).
+	stepStreamJoin
+	// Table-table joins (join_table.go).
+	stepTableJoin  // one side's join processor
+	stepTableMerge // the join's merge
 )
 
 // step is a compiled node. The plan of a sub-topology is a DAG of steps
@@ -149,6 +154,10 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
 					s.outKey, s.outValue = n.Predecessors[0].KeySerde, s.store.ValueSerde
 				}
+			case n.Op == topology.OpJoinWindow || n.Op == topology.OpStreamJoin:
+				if err := compileStreamJoin(t, p, s); err != nil {
+					return nil, err
+				}
 			case n.Op == topology.OpSuppress:
 				s.kind = stepSuppress
 				if useStore(); s.store == nil {
@@ -218,6 +227,13 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
 					s.outKey, s.outValue = n.KeySerde, s.store.ValueSerde
 				}
+			case isTableJoin(n.Op):
+				if err := compileTableJoin(t, s, n); err != nil {
+					return nil, err
+				}
+			case n.Op == topology.OpTableMerge:
+				s.kind = stepTableMerge
+				useStore()
 			case n.Fn != nil && n.Fn.Native != nil && n.Op != topology.OpJoin && n.Op != topology.OpLeftJoin:
 				// A join's native joiner runs in stepJoin, beside its table lookup.
 				s.kind = stepNative
@@ -269,7 +285,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				}
 				s.next = append(s.next, c)
 			}
-			if cache && s.store != nil && len(s.next) > 0 && s.kind != stepSuppress {
+			if cache && s.store != nil && len(s.next) > 0 && s.kind != stepSuppress && !feedsTableJoin(s) {
 				// Appended after its successors: reversed below, upstream first.
 				s.cached = true
 				p.cached = append(p.cached, s)

@@ -155,6 +155,9 @@ type task struct {
 	caches map[*step]*recCache
 	// wins are the windowed steps' stream times and buffers (window.go).
 	wins map[*step]*winState
+	// ssjoins are the stream-stream joins' states, by left store
+	// (join_stream.go).
+	ssjoins map[string]*ssState
 	// expandBuf is windowAggregate's scratch: a record per window.
 	expandBuf  []rec
 	cacheBytes int
@@ -505,6 +508,11 @@ func (t *task) settleTxn(committed bool) {
 	}
 	t.settleMu.Lock()
 	defer t.settleMu.Unlock()
+	if !committed {
+		// The stream-stream joins' in-memory rows and stream time include
+		// the aborted batches: reload them from Pebble on next use.
+		clear(t.ssjoins)
+	}
 	for _, tx := range t.stores {
 		if committed && len(tx.txn) > 0 {
 			err := tx.part.Apply(writes(tx.txn))
@@ -602,6 +610,21 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 	case stepJoin:
 		var err error
 		if out, err = t.join(ctx, s, recs); err != nil {
+			return err
+		}
+	case stepStreamJoin:
+		var err error
+		if out, err = t.streamJoin(ctx, s, recs); err != nil {
+			return err
+		}
+	case stepTableJoin:
+		var err error
+		if out, err = t.tableJoin(ctx, s, recs); err != nil {
+			return err
+		}
+	case stepTableMerge:
+		var err error
+		if out, err = t.tableMerge(s, recs); err != nil {
 			return err
 		}
 	case stepBranch:

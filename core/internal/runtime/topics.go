@@ -68,13 +68,18 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 			return nil, fmt.Errorf("runtime: source topic %s does not exist (Kafka Streams' MissingSourceTopicException); create it first", strings.Join(missing, ", "))
 		}
 	}
+	// internalJoins are join sub-topologies that read only repartition
+	// topics (a join of two key-changed streams): those topics all take
+	// the largest count of their writers, so that they are co-partitioned
+	// (Kafka Streams' CopartitionedTopicsEnforcer).
+	var internalJoins []int
 	// A join's sub-topology joins partition p of the stream with partition
 	// p of the table: its user topics must have one partition count
 	// (Kafka Streams' co-partitioning), which its repartition topics take.
 	for _, sub := range a.topo.Subtopologies {
 		var join *topology.Node
 		for _, n := range sub.Nodes {
-			if n.Op == topology.OpJoin || n.Op == topology.OpLeftJoin {
+			if n.Op == topology.OpJoin || n.Op == topology.OpLeftJoin || n.Op == topology.OpStreamJoin || n.Op == topology.OpTableMerge {
 				join = n
 			}
 		}
@@ -88,14 +93,21 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 			case first == "":
 				first = src.topic
 			case userParts[src.topic] != userParts[first]:
-				return nil, fmt.Errorf("runtime: %s joins topics that are not co-partitioned: %q has %d partitions and %q has %d (Kafka Streams' TopologyException); give them one partition count, e.g. by repartition() of the stream",
-					join.Name, first, userParts[first], src.topic, userParts[src.topic])
+				hint := "e.g. by repartition() of the stream"
+				if join.Op == topology.OpTableMerge {
+					hint = "a table's topic cannot be repartitioned by the join: write both tables with one partition count"
+				}
+				return nil, fmt.Errorf("runtime: %s joins topics that are not co-partitioned: %q has %d partitions and %q has %d (Kafka Streams' TopologyException); give them one partition count, %s",
+					join.Name, first, userParts[first], src.topic, userParts[src.topic], hint)
 			}
 		}
 		for _, src := range subSources[sub.ID] {
 			if src.internal && first != "" && fixed[src.topic] == 0 {
 				fixed[src.topic] = userParts[first]
 			}
+		}
+		if first == "" {
+			internalJoins = append(internalJoins, sub.ID)
 		}
 	}
 	// Partition counts, resolved until nothing changes (a repartition topic
@@ -124,11 +136,18 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 	}
 	want := map[string]int32{}
 	configs := map[string]map[string]*string{}
-	compact, compactDelete := "compact", "compact,delete"
+	compact, compactDelete, deletePolicy := "compact", "compact,delete", "delete"
 	for t, sub := range writerOf {
 		want[a.fullTopic(t, true)] = subParts[sub]
 		if f := fixed[t]; f > 0 {
 			want[a.fullTopic(t, true)] = f
+		}
+	}
+	for _, id := range internalJoins {
+		for _, src := range subSources[id] {
+			if fixed[src.topic] == 0 {
+				want[a.fullTopic(src.topic, true)] = subParts[id]
+			}
 		}
 	}
 	changelogs := map[string]bool{}
@@ -142,12 +161,17 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 				t := a.fullTopic(st.ChangelogTopic, true)
 				want[t] = subParts[sub.ID]
 				configs[t] = map[string]*string{"cleanup.policy": &compact}
-				if st.Kind == topology.StoreWindow || st.Kind == topology.StoreSession {
+				if st.Kind == topology.StoreWindow || st.Kind == topology.StoreSession || st.Kind == topology.StoreJoinWindow {
 					// Kafka Streams' windowed changelogs: compacted and
 					// deleted after the store's retention plus
 					// windowstore.changelog.additional.retention.ms (1 day).
 					retention := strconv.FormatInt(st.Retention+24*time.Hour.Milliseconds(), 10)
 					configs[t]["cleanup.policy"], configs[t]["retention.ms"] = &compactDelete, &retention
+					if st.Kind == topology.StoreJoinWindow {
+						// A join window store keeps duplicates: nothing to
+						// compact (KAFKA-13345, Kafka 3.1).
+						configs[t]["cleanup.policy"] = &deletePolicy
+					}
 				}
 				for k, v := range st.ChangelogConfig {
 					configs[t][k] = &v

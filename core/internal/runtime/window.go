@@ -62,6 +62,8 @@ func codecFor(st *topology.Store) keyCodec {
 		return sessionCodec{}
 	case topology.StoreSuppress:
 		return suppressCodec{w: st.Windows}
+	case topology.StoreJoinWindow:
+		return joinWindowCodec{}
 	}
 	return nil
 }

@@ -249,7 +249,7 @@ func (s *Server) Build(_ context.Context, req *connect.Request[pb.BuildRequest])
 		v := o.Join
 		var f topology.Function
 		if f, err = fn(v.JoinerToken); err == nil {
-			h, err = b.Join(v.Input, v.Table, f, v.Left, v.ValueSerde, v.Name)
+			h, err = join(b, method, v, f)
 		}
 	case *pb.BuildRequest_Merge:
 		v := o.Merge

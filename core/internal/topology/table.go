@@ -106,6 +106,9 @@ func (b *Builder) sendOldValues(n *Node) {
 	for {
 		n.SendOld = true
 		switch {
+		case n.Op == OpTableMerge:
+			b.sendOldValuesJoin(n)
+			return
 		case n.Op == OpTableSource:
 			b.materialize(n)
 			return

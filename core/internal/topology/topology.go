@@ -130,6 +130,12 @@ const (
 	// record the table holds nothing for, a left join joins it with null.
 	OpJoin
 	OpLeftJoin
+	// OpJoinWindow is KStreamJoinWindow: it keeps a stream-stream join
+	// side's records in its window store (Stores[0]) and forwards them to
+	// the side's join processor.
+	OpJoinWindow
+	// OpStreamJoin is KStreamKStreamJoin, one per side (Node.Join).
+	OpStreamJoin
 )
 
 // Function is the user function of a stateless operator: a host token, or a
@@ -179,6 +185,8 @@ type Node struct {
 	Init *Function
 	// Sub is OpTableReduce's and OpTableAggregate's subtractor.
 	Sub *Function
+	// Join is an OpStreamJoin's side, windows and stores.
+	Join *StreamJoin
 	// Merger is a session-windowed OpAggregate's merger.
 	Merger *Function
 	// Branches are an OpBranch's predicates, one per successor in order
@@ -233,6 +241,9 @@ type Store struct {
 	Kind      StoreKind
 	Windows   *Windows
 	Retention int64
+	// JoinWindows: a stream-stream join's stores (StoreJoinWindow,
+	// StoreJoinOuter).
+	JoinWindows *JoinWindows
 }
 
 // StoreKind is what a store holds.
@@ -248,6 +259,12 @@ const (
 	// StoreSuppress: the updates a suppression holds until their windows
 	// close.
 	StoreSuppress
+	// StoreJoinWindow: a stream-stream join side's records by key and
+	// timestamp, duplicates kept (Kafka Streams' join window store).
+	StoreJoinWindow
+	// StoreJoinOuter: a left/outer stream-stream join's records that
+	// joined nothing yet, by timestamp and side.
+	StoreJoinOuter
 )
 
 // Subtopology is a connected part of the graph; its tasks are its source

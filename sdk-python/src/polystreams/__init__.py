@@ -39,7 +39,7 @@ from polystreams.errors import (
 from polystreams.metrics import DescribeFormat, Metrics, NodeMetrics, PartitionLag, StoreMetrics, TaskMetrics
 from polystreams.serde import SerdeName
 from polystreams.store import KeyValueStore, WindowStore
-from polystreams.windows import SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed
+from polystreams.windows import JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed
 
 __version__ = "0.1.0"
 
@@ -53,6 +53,7 @@ __all__ = [
     "FailedPreconditionError",
     "Handle",
     "InvalidArgumentError",
+    "JoinWindows",
     "KGroupedStream",
     "KGroupedTable",
     "KStream",

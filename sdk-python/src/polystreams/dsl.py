@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from polystreams.errors import PolystreamsError
 from polystreams.serde import SerdeName, windowed_codec
 from polystreams.v1alpha1 import engine_pb2 as pb
-from polystreams.windows import Duration, SessionWindows, SlidingWindows, Suppressed, TimeWindows, _check_windows, to_ms
+from polystreams.windows import Duration, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, _check_windows, to_ms
 
 if TYPE_CHECKING:
     from polystreams.app import App
@@ -241,37 +241,91 @@ class KStream(_Node):
 
     def join(
         self,
-        table: KTable,
+        other: KTable | KStream,
         joiner: Callable[[Any, Any], Any],
+        windows: JoinWindows | None = None,
         *,
         value: SerdeName | None = None,
         name: str | None = None,
+        store_name: str | None = None,
     ) -> KStream:
-        """Joins each record with the value ``table`` holds for its key now
-        (``KStream.join(KTable)``): ``joiner(value, table value) -> new value``;
-        records whose key the table does not hold are dropped. The stream
-        and the table must be co-partitioned (one partition count); a stream
-        whose key changed upstream is repartitioned first. ``value`` is the
-        joined values' serde (default: the stream's)."""
-        return self._join("join", table, joiner, False, value, name)
+        """Joins each record with a table or, within ``windows``, a stream.
+
+        With a table (``KStream.join(KTable)``): ``joiner(value, table
+        value) -> new value`` with the value the table holds for the key
+        now; records whose key the table does not hold are dropped.
+
+        With a stream and :class:`JoinWindows` (``KStream.join(KStream,
+        ValueJoiner, JoinWindows, StreamJoined)``): ``joiner(value, other
+        value)`` for each record of the other stream with the same key
+        within the windows, stamped with the later timestamp; both streams
+        are kept in window stores (``store_name``:
+        ``StreamJoined.withStoreName``).
+
+        The two must be co-partitioned (one partition count); a stream whose
+        key changed upstream is repartitioned first. ``value`` is the joined
+        values' serde (default: this stream's)."""
+        return self._join("join", other, joiner, windows, False, False, value, name, store_name)
 
     def left_join(
         self,
-        table: KTable,
+        other: KTable | KStream,
         joiner: Callable[[Any, Any], Any],
+        windows: JoinWindows | None = None,
         *,
         value: SerdeName | None = None,
         name: str | None = None,
+        store_name: str | None = None,
     ) -> KStream:
-        """:meth:`join` that keeps every record: ``joiner`` gets None for a
-        key the table does not hold (``KStream.leftJoin(KTable)``)."""
-        return self._join("left_join", table, joiner, True, value, name)
+        """:meth:`join` that keeps every record of this stream: ``joiner``
+        gets None for a key the table does not hold
+        (``KStream.leftJoin(KTable)``), or, joining a stream, for a record
+        no other record joined, once its window closed
+        (``KStream.leftJoin(KStream, ...)``; since Kafka 3.1 never earlier)."""
+        return self._join("left_join", other, joiner, windows, True, False, value, name, store_name)
+
+    def outer_join(
+        self,
+        other: KStream,
+        joiner: Callable[[Any, Any], Any],
+        windows: JoinWindows,
+        *,
+        value: SerdeName | None = None,
+        name: str | None = None,
+        store_name: str | None = None,
+    ) -> KStream:
+        """:meth:`left_join` of two streams that keeps the other stream's
+        unjoined records too: ``joiner(None, other value)``
+        (``KStream.outerJoin(KStream, ...)``)."""
+        return self._join("outer_join", other, joiner, windows, False, True, value, name, store_name)
 
     def _join(
-        self, what: str, table: KTable, joiner: Callable[[Any, Any], Any], left: bool, value: SerdeName | None, name: str | None
+        self,
+        what: str,
+        other: KTable | KStream,
+        joiner: Callable[[Any, Any], Any],
+        windows: JoinWindows | None,
+        left: bool,
+        outer: bool,
+        value: SerdeName | None,
+        name: str | None,
+        store_name: str | None,
     ) -> KStream:
+        if windows is not None and not isinstance(windows, JoinWindows):
+            raise TypeError(f"{what}: windows must be JoinWindows, not {type(windows).__name__}")
         t = self._app._register(what, joiner)
-        op = pb.JoinOp(input=self.handle.id, table=table.handle.id, joiner_token=t, left=left, value_serde=_s(value), name=_s(name))
+        op = pb.JoinOp(
+            input=self.handle.id,
+            table=other.handle.id,
+            joiner_token=t,
+            left=left,
+            outer=outer,
+            value_serde=_s(value),
+            name=_s(name),
+            store_name=_s(store_name),
+        )
+        if windows is not None:
+            op.windows.CopyFrom(windows._pb())
         try:
             return self._stream("join", op)
         except PolystreamsError:
@@ -689,6 +743,81 @@ class KTable(_Node):
             raise TypeError(f"suppress: want a Suppressed, not {type(suppressed).__name__}")
         op = pb.SuppressOp(input=self.handle.id, name=suppressed.name)
         return KTable(self._app, self._app._build("suppress", op))
+
+    def join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        value: SerdeName | None = None,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """Joins the table with ``other`` on the key (``KTable.join(KTable)``):
+        the result holds ``joiner(value, other value)`` for each key both
+        tables hold, updated whenever either side changes; deleting either
+        side's row deletes the joined one. Both tables must be co-partitioned
+        (one partition count) and kept in a store (a table read from a topic
+        always is; a filtered or mapped one needs ``materialized``).
+        ``value`` is the joined values' serde (default: this table's);
+        ``materialized`` keeps the result in a store (queryable when named);
+        ``name`` names the join's nodes (``<name>-join-this``,
+        ``<name>-join-other`` and ``name`` for the merge)."""
+        return self._table_join("join", other, joiner, value, materialized, name)
+
+    def left_join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        value: SerdeName | None = None,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """:meth:`join` that keeps every row of this table: ``joiner`` gets
+        None for a key ``other`` does not hold (``KTable.leftJoin(KTable)``)."""
+        return self._table_join("left_join", other, joiner, value, materialized, name)
+
+    def outer_join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        value: SerdeName | None = None,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """:meth:`join` that keeps every row of either table: ``joiner`` gets
+        None for the side that does not hold the key
+        (``KTable.outerJoin(KTable)``)."""
+        return self._table_join("outer_join", other, joiner, value, materialized, name)
+
+    def _table_join(
+        self,
+        what: str,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        value: SerdeName | None,
+        materialized: str | Materialized | None,
+        name: str | None,
+    ) -> KTable:
+        if not isinstance(other, KTable):
+            raise TypeError(f"{what}: other must be a KTable, not {type(other).__name__}")
+        t = self._app._register(what, joiner)
+        op = pb.JoinOp(
+            input=self.handle.id,
+            table=other.handle.id,
+            joiner_token=t,
+            left=what == "left_join",
+            outer=what == "outer_join",
+            value_serde=_s(value),
+            name=_s(name),
+        )
+        try:
+            return self._table("join", op, materialized)
+        except PolystreamsError:
+            self._app._functions.pop(t, None)  # registered for this call only
+            raise
 
 
 class KGroupedTable(_Node):

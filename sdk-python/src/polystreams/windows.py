@@ -17,7 +17,7 @@ from typing import Any, Generic, TypeVar
 
 from polystreams.v1alpha1 import engine_pb2 as pb
 
-__all__ = ["Duration", "SessionWindows", "SlidingWindows", "Suppressed", "TimeWindows", "Windowed", "to_ms"]
+__all__ = ["Duration", "JoinWindows", "SessionWindows", "SlidingWindows", "Suppressed", "TimeWindows", "Windowed", "to_ms"]
 
 Duration = datetime.timedelta | int
 """A duration: a timedelta, or milliseconds."""
@@ -139,6 +139,45 @@ class SessionWindows:
 
 
 Windows = TimeWindows | SlidingWindows | SessionWindows
+
+
+@dataclass(frozen=True)
+class JoinWindows:
+    """A stream-stream join's windows (Kafka Streams' ``JoinWindows``): a
+    record at ``ts`` joins the other stream's records of its key at
+    ``[ts - before, ts + after]`` (the other stream's records see the
+    mirrored window). Records later than stream time minus
+    ``before + after + grace`` are dropped; a left/outer join emits a record
+    that joined nothing once its window closed."""
+
+    before_ms: int
+    after_ms: int
+    grace_ms: int
+
+    @classmethod
+    def of_time_difference_with_no_grace(cls, time_difference: Duration) -> JoinWindows:
+        """Records at most ``time_difference`` apart join; no late record does."""
+        d = to_ms(time_difference, "JoinWindows.of_time_difference_with_no_grace: time_difference")
+        return cls(d, d, 0)
+
+    @classmethod
+    def of_time_difference_and_grace(cls, time_difference: Duration, grace: Duration) -> JoinWindows:
+        """Records at most ``time_difference`` apart join; records up to
+        ``grace`` late (in stream time) still do."""
+        what = "JoinWindows.of_time_difference_and_grace"
+        d = to_ms(time_difference, f"{what}: time_difference")
+        return cls(d, d, to_ms(grace, f"{what}: grace"))
+
+    def before(self, time_difference: Duration) -> JoinWindows:
+        """How much earlier the other stream's records may be (``JoinWindows.before``)."""
+        return replace(self, before_ms=to_ms(time_difference, "JoinWindows.before: time_difference"))
+
+    def after(self, time_difference: Duration) -> JoinWindows:
+        """How much later the other stream's records may be (``JoinWindows.after``)."""
+        return replace(self, after_ms=to_ms(time_difference, "JoinWindows.after: time_difference"))
+
+    def _pb(self) -> pb.JoinWindows:
+        return pb.JoinWindows(before_ms=self.before_ms, after_ms=self.after_ms, grace_ms=self.grace_ms)
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use polystreams::{
-    App, Config, Error, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Options, Reducer, Repartitioned,
-    SessionWindowedKStream, SessionWindows, SlidingWindows, TimeWindowedKStream, TimeWindows, Value, Windowed,
+    App, Config, Error, JoinWindows, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Options, Reducer,
+    Repartitioned, SessionWindowedKStream, SessionWindows, SlidingWindows, TimeWindowedKStream, TimeWindows, Value,
+    Windowed,
 };
 use serde_json::{json, Map, Value as J};
 
@@ -325,15 +326,13 @@ fn aggregator(f: &FnRef) -> R<Agg> {
 }
 
 /// A session aggregate's merger: (key, aggregate1, aggregate2) -> aggregate.
-/// A stream-table joiner: (value, table value) -> value; a left join's
-/// missing table value is Null.
+/// A joiner: (value, other value) -> value; a left or outer join's
+/// missing value is Null.
 fn joiner(f: &FnRef) -> R<Reduce> {
     let a = f.arg.clone();
+    let text_null = |x: Value| if matches!(x, Value::Null | Value::Json(J::Null)) { Value::from("null") } else { x };
     match f.name.as_str() {
-        "concat" => Ok(Arc::new(move |v, t| {
-            let t = if matches!(t, Value::Null | Value::Json(J::Null)) { Value::from("null") } else { t };
-            concat(&a, &v, &t, false)
-        })),
+        "concat" => Ok(Arc::new(move |v, t| concat(&a, &text_null(v), &text_null(t), false))),
         _ => Err(unknown(f, "joiner")),
     }
 }
@@ -601,6 +600,49 @@ fn apply(
                 }
                 Node::Stream(st.repartition_with(r)?)
             }
+            "join" | "left_join" | "outer_join" if step.get("other").is_some() => {
+                let Some(Node::Stream(other)) = label(step.get("other").and_then(J::as_str).unwrap_or("")) else {
+                    return Err("executor: a stream-stream join's other is not a stream".to_owned().into());
+                };
+                let jw = step.get("join_windows").cloned().unwrap_or(J::Null);
+                let ms = |k: &str| jw.get(k).and_then(J::as_i64).map(|n| Duration::from_millis(n.max(0) as u64));
+                let d = ms("time_difference_ms").unwrap_or_default();
+                let mut w = match jw.get("grace_ms").and_then(J::as_i64) {
+                    Some(g) if g < 0 => {
+                        return Err(format!("executor: grace_ms {g}: a Duration is never negative").into())
+                    }
+                    Some(_) => JoinWindows::of_time_difference_and_grace(d, ms("grace_ms").unwrap_or_default()),
+                    None => JoinWindows::of_time_difference_with_no_grace(d),
+                };
+                if let Some(b) = ms("before_ms") {
+                    w = w.before(b);
+                }
+                if let Some(a) = ms("after_ms") {
+                    w = w.after(a);
+                }
+                let j = joiner(&f)?;
+                let mut o = options(step, true, false);
+                if let Some(s) = step.get("store_name").and_then(J::as_str) {
+                    o = o.materialized(s);
+                }
+                Node::Stream(match op {
+                    "join" => st.join_stream_with(other, move |v, t| ok(j(v, t)), w, o)?,
+                    "left_join" => st.left_join_stream_with(
+                        other,
+                        move |v, t: Option<Value>| ok(j(v, t.unwrap_or(Value::Null))),
+                        w,
+                        o,
+                    )?,
+                    _ => st.outer_join_stream_with(
+                        other,
+                        move |v: Option<Value>, t: Option<Value>| {
+                            ok(j(v.unwrap_or(Value::Null), t.unwrap_or(Value::Null)))
+                        },
+                        w,
+                        o,
+                    )?,
+                })
+            }
             "join" | "left_join" => {
                 let Some(Node::Table(table)) = label(step.get("table").and_then(J::as_str).unwrap_or("")) else {
                     return Err("executor: a join's table is not a table".to_owned().into());
@@ -684,6 +726,23 @@ fn apply(
                 }
                 _ => return Err(format!("executor: {op} cannot apply to a grouped stream").into()),
             }
+        }
+        Some(Node::Table(t)) if matches!(op, "join" | "left_join" | "outer_join") => {
+            let Some(Node::Table(other)) = label(step.get("table").and_then(J::as_str).unwrap_or("")) else {
+                return Err("executor: a join's other table is not a table".to_owned().into());
+            };
+            let j = joiner(&f)?;
+            let o = options(step, true, true);
+            let or_null = |x: Option<Value>| x.unwrap_or(Value::Null);
+            Node::Table(match op {
+                "join" => t.join_with(other, move |v, w| ok(j(v, w)), o)?,
+                "left_join" => t.left_join_with(other, move |v, w: Option<Value>| ok(j(v, or_null(w))), o)?,
+                _ => t.outer_join_with(
+                    other,
+                    move |v: Option<Value>, w: Option<Value>| ok(j(or_null(v), or_null(w))),
+                    o,
+                )?,
+            })
         }
         Some(Node::Table(t)) => table_op(t, op, step, &f)?,
         Some(Node::WindowedTable(t)) => match op {

@@ -1,0 +1,70 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	"github.com/polystreams/polystreams/core/internal/topology"
+	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
+)
+
+// join builds a JoinOp that names a joiner and neither a foreign key nor a
+// global table: stream-stream (join_stream.go), table-table or
+// stream-table.
+func join(b *topology.Builder, method string, v *pb.JoinOp, f topology.Function) (*topology.Handle, error) {
+	if h, handled, err := streamStreamJoin(method, b, v, f); handled {
+		return h, err
+	}
+	if k, _ := b.Kind(v.Input); k == topology.KindTable {
+		return tableJoin(b, method, v, f)
+	}
+	if k, _ := b.Kind(v.Table); k == topology.KindTable {
+		if err := streamTableJoinOptions(method, v); err != nil {
+			return nil, err
+		}
+	}
+	return b.Join(v.Input, v.Table, f, v.Left, v.ValueSerde, v.Name)
+}
+
+// tableJoin builds a JoinOp whose input and other side are tables and which
+// names no foreign key: KTable.join / leftJoin / outerJoin(KTable). Options
+// of other joins are refused, every one named.
+func tableJoin(b *topology.Builder, method string, v *pb.JoinOp, f topology.Function) (*topology.Handle, error) {
+	var bad []string
+	if v.Windows != nil {
+		bad = append(bad, "windows are for stream-stream joins; a table-table join has none")
+	}
+	if v.KeyMapperToken != 0 {
+		bad = append(bad, fmt.Sprintf("key_mapper_token %d is for stream-global-table joins; a table-table join joins on the key", v.KeyMapperToken))
+	}
+	if v.StoreName != "" {
+		bad = append(bad, fmt.Sprintf("store_name %q is StreamJoined's (stream-stream joins); name a table-table join's store with materialized", v.StoreName))
+	}
+	if len(bad) > 0 {
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: table handle %d with handle %d: %s", method, v.Input, v.Table, strings.Join(bad, "; ")))
+	}
+	return b.TableJoin(v.Input, v.Table, f, topology.TableJoinOptions{
+		Left: v.Left, Outer: v.Outer, ValueSerde: v.ValueSerde, Name: v.Name, Materialized: materialized(v.Materialized),
+	})
+}
+
+// streamTableJoinOptions refuses the options a stream-table join does not
+// take (KStream has no outerJoin(KTable), and the result is a stream).
+func streamTableJoinOptions(method string, v *pb.JoinOp) error {
+	var bad []string
+	if v.Outer {
+		bad = append(bad, "outer joins are for stream-stream and table-table joins; KStream joins a KTable with join or left_join")
+	}
+	if v.Materialized != nil {
+		bad = append(bad, "materialized is for table-table and foreign-key joins; a stream-table join makes a stream")
+	}
+	if v.Windows != nil {
+		bad = append(bad, "windows are for stream-stream joins; a stream-table join joins with the table's current value")
+	}
+	if len(bad) > 0 {
+		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: stream handle %d with table handle %d: %s", method, v.Input, v.Table, strings.Join(bad, "; ")))
+	}
+	return nil
+}
