@@ -143,3 +143,19 @@ def test_start_time_and_latency(capsys: pytest.CaptureFixture[str]) -> None:
     closed = time.perf_counter() - t2
     with capsys.disabled():
         print(f"\ntest driver: ready in {ready * 1000:.0f} ms, {per * 1000:.2f} ms per piped record, closed in {closed * 1000:.0f} ms")
+
+
+def test_pipe_key_values_and_records_keep_their_order() -> None:
+    # TestInputTopic.pipeKeyValueList: each record processed before the
+    # next, so a running total over one key sees them in order.
+    with TopologyTestDriver("td-lists", Config(statestore_cache_max_bytes=0)) as driver:
+        (driver.stream("in", key="string", value="long")
+            .group_by_key()
+            .reduce(lambda a, b: a * 10 + b)
+            .to_stream()
+            .to("out"))
+        driver.pipe_key_values("in", [("k", 1), ("k", 2)], timestamp=5)
+        driver.pipe_records([("in", "k", 3, 6, None), ("in", "j", 4, 7, {"h": b"x"})])
+        assert [(r.key, r.value, r.timestamp) for r in driver.read_output("out")] == [
+            ("k", 1, 5), ("k", 12, 5), ("k", 123, 6), ("j", 4, 7),
+        ]
