@@ -9,7 +9,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout 15m
 # One version for engine, protocol and SDKs (tools/dist/version.py checks the SDKs agree).
 VERSION := $(shell cat $(CURDIR)/VERSION)
 
-.PHONY: all deps build generate check-generated lint test test-go test-python test-node test-rust conformance demo bench chaos fuzz clean dist test-dist
+.PHONY: all deps build generate check-generated lint test test-go test-python test-node test-rust conformance conformance-driver demo bench chaos fuzz clean dist test-dist
 
 all: build
 
@@ -68,6 +68,13 @@ test-rust: deps build
 # CONFORMANCE_FLAGS narrows it, e.g. CONFORMANCE_FLAGS="-lang go -run count".
 conformance: deps build
 	go run ./conformance/runner -repo $(CURDIR) $(CONFORMANCE_FLAGS)
+
+# The same matrix through test driver sessions (docs/testing.md): each case
+# run as a TopologyTestDriver test would run it, one record at a time, no
+# shared broker; conformance/known-failures/driver.json lists what needs
+# more than one partition.
+conformance-driver: deps build
+	go run ./conformance/runner -repo $(CURDIR) -driver $(CONFORMANCE_FLAGS)
 
 # kill -9 soak: 10 kills while counting 220,000 records over 1,000 keys, under
 # exactly_once_v2 and at_least_once, checked by confluent-kafka too; and 10

@@ -25,6 +25,9 @@ type event struct {
 	// dropped_records: the application's dropped-records-total, reported
 	// when a started executor is told to stop (before it stops).
 	Count int64 `json:"count,omitempty"`
+	// started: the engine session the executor's app runs in (test driver
+	// mode pipes into it).
+	Session string `json:"session,omitempty"`
 }
 
 // spec is what an executor is told: the case and where and as what to

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/polystreams/polystreams/core/streams"
 )
 
@@ -30,6 +32,67 @@ type goExec struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 	log      *tail
+	// td is the test driver in test driver mode (set before "started").
+	td *streams.TestDriver
+}
+
+// driver is the execution's test driver (test driver mode).
+func (e *goExec) driver() driven { return goDriver{e.td} }
+
+// goDriver drives the Go executor's streams.TestDriver.
+type goDriver struct{ td *streams.TestDriver }
+
+func (d goDriver) Pipe(_ context.Context, recs []*kgo.Record) (*event, error) {
+	for _, r := range recs {
+		opts := []streams.PipeOption{streams.Timestamp(r.Timestamp.UnixMilli())}
+		for _, h := range r.Headers {
+			opts = append(opts, streams.WithHeader(h.Key, h.Value))
+		}
+		err := d.td.PipeInput(r.Topic, r.Key, r.Value, opts...)
+		var re *streams.RecordError
+		switch {
+		case errors.As(err, &re):
+			return &event{Event: "failed", Code: "aborted", Message: err.Error(), Topic: re.Topic, Partition: re.Partition, Offset: re.Offset, Node: re.Node}, nil
+		case err != nil:
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+func (d goDriver) Read(_ context.Context, topic string) ([]*kgo.Record, error) {
+	recs, err := d.td.ReadOutput(topic)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*kgo.Record, len(recs))
+	for i, r := range recs {
+		out[i] = &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Timestamp: time.UnixMilli(r.Timestamp)}
+		for _, h := range r.Headers {
+			out[i].Headers = append(out[i].Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+		}
+	}
+	return out, nil
+}
+
+// runDriven runs the built topology in a streams.TestDriver; the runner
+// pipes and reads through driver().
+func (e *goExec) runDriven(s spec, b *streams.Builder) {
+	td, err := streams.NewTestDriver(b, streams.Config{
+		ApplicationID: s.ApplicationID, Properties: s.Config,
+		Logger: slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		e.events <- event{Event: "failed", Code: goCode(err), Message: err.Error()}
+		<-e.stop
+		return
+	}
+	e.td = td
+	e.events <- event{Event: "started"}
+	<-e.stop
+	e.events <- event{Event: "dropped_records", Count: td.DroppedRecords()}
+	td.Close()
+	e.events <- event{Event: "stopped"}
 }
 
 func (e *goExec) Events() <-chan event { return e.events }
@@ -54,6 +117,10 @@ func (e *goExec) run(s spec) {
 	e.events <- event{Event: "built", Describe: text}
 	if !s.Start {
 		<-e.stop
+		return
+	}
+	if s.Config["polystreams.test.driver"] == "true" {
+		e.runDriven(s, b)
 		return
 	}
 	app, err := streams.New(b, streams.Config{

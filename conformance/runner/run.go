@@ -27,6 +27,8 @@ type env struct {
 	engine   string
 	stateDir string
 	adm      *kadm.Client
+	// driver: run each case in a test driver session (driver.go).
+	driver bool
 }
 
 // result is one case in one language.
@@ -54,7 +56,9 @@ func (e *env) run(ctx context.Context, l language, c *Case, idx int) (res result
 	for k, v := range c.Config {
 		cfg[k] = v
 	}
-	if c.starts() {
+	if e.driver {
+		cfg["polystreams.test.driver"] = "true"
+	} else if c.starts() {
 		if err := e.createTopics(ctx, c, prefix); err != nil {
 			res.add("setup: %v", err)
 			return res
@@ -119,6 +123,10 @@ func (e *env) run(ctx context.Context, l language, c *Case, idx int) (res result
 	}
 	if ev, ok = next(x, startTimeout); !ok || ev.Event != "started" {
 		res.add("start: want the topology started, got %s", eventText(ev))
+		return res
+	}
+	if e.driver {
+		e.checkDriven(ctx, x, ev, c, prefix, unprefix, &res)
 		return res
 	}
 	e.checkRun(ctx, x, c, prefix, unprefix, &res)
@@ -199,26 +207,11 @@ func (e *env) checkRun(ctx context.Context, x execution, c *Case, prefix string,
 			break
 		}
 	}
-	if f := c.Expect.Failure; f != nil {
-		switch {
-		case failed == nil:
-			res.add("failure: want the topology to fail on %s/%d@%d in node %s, got no failure within %s", f.Topic, f.Partition, f.Offset, f.Node, outputTimeout)
-		default:
-			msg := unprefix(failed.Message)
-			gotTopic := unprefix(failed.Topic)
-			if failed.Node != f.Node || gotTopic != f.Topic || failed.Partition != f.Partition || failed.Offset != f.Offset {
-				res.add("failure: want record %s/%d@%d in node %s, got %s/%d@%d in node %q (%s)", f.Topic, f.Partition, f.Offset, f.Node, gotTopic, failed.Partition, failed.Offset, failed.Node, msg)
-			}
-			for _, frag := range f.Contains {
-				if !strings.Contains(msg, frag) {
-					res.add("failure message: want it to contain %q, got %q", frag, msg)
-				}
-			}
-		}
+	if failed == nil && c.Expect.Failure != nil {
+		res.add("failure: want the topology to fail on %s/%d@%d in node %s, got no failure within %s", c.Expect.Failure.Topic, c.Expect.Failure.Partition, c.Expect.Failure.Offset, c.Expect.Failure.Node, outputTimeout)
 		return
 	}
-	if failed != nil {
-		res.add("the topology failed: %s: %s", failed.Code, unprefix(failed.Message))
+	if checkFailure(c, failed, unprefix, res) {
 		return
 	}
 	for _, t := range topics {

@@ -2,7 +2,7 @@
 
 import { randomUUID } from "node:crypto";
 import { type AnyFunction, Executor } from "./bundle.js";
-import { type Client, Client as EngineClient } from "./client.js";
+import { type Client, Client as EngineClient, type Input, type Method, type Output } from "./client.js";
 import { type Config, properties, redact } from "./config.js";
 import {
   type Builder,
@@ -839,6 +839,34 @@ export class App implements Builder {
     await this.#sendStop();
     this.#client.close();
     await this.#engine?.close();
+  }
+
+  /**
+   * The engine session this app runs in (the conformance runner's test
+   * driver mode pipes into it).
+   * @internal
+   */
+  get sessionId(): string {
+    return this.#session;
+  }
+
+  /**
+   * Calls an RPC for this app's session: the test driver's calls
+   * (test_driver.ts), and Stop, which ends run()'s wait at once.
+   * @internal
+   */
+  sessionCall<M extends "pipeInput" | "readOutput" | "advanceWallClock" | "query">(method: M, request: Omit<Input<M>, "sessionId">): Promise<Output<M>> {
+    return this.#client.call<Method & M>(method, { ...request, sessionId: this.#session } as Input<M>);
+  }
+
+  /**
+   * Sends Stop now, even while run() serves: the engine ends run()'s
+   * Exchange at once (a test driver closes without waiting out its wait).
+   * @internal
+   */
+  stopNow(): Promise<void> {
+    this.#stopRequested = true;
+    return this.#sendStop();
   }
 
   /** `await using app = await App.create(...)` closes the app at the end of the block. */

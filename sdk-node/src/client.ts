@@ -11,9 +11,12 @@ import { fromCallError } from "./errors.js";
 import { EngineService } from "./gen/polystreams/v1alpha1/engine_pb.js";
 
 type Service = typeof EngineService;
-type Method = keyof Service["method"] & keyof ConnectClient<Service>;
-type Input<M extends Method> = Parameters<ConnectClient<Service>[M]>[0];
-type Output<M extends Method> = Awaited<ReturnType<ConnectClient<Service>[M]>>;
+/** An RPC of EngineService, by its method name (e.g. "pipeInput"). */
+export type Method = keyof Service["method"] & keyof ConnectClient<Service>;
+/** The request of an RPC, as connect-es takes it. */
+export type Input<M extends Method> = Parameters<ConnectClient<Service>[M]>[0];
+/** The response of an RPC. */
+export type Output<M extends Method> = Awaited<ReturnType<ConnectClient<Service>[M]>>;
 
 /** Options of a Client. */
 export interface ClientOptions {

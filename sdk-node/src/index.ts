@@ -16,6 +16,8 @@
  */
 
 export { App } from "./app.js";
+export { TopologyTestDriver } from "./test_driver.js";
+export type { Headers, PipeOptions, TestDriverOptions, TestRecord } from "./test_driver.js";
 export type { AppOptions, CloseOptions, RestoreListener, RestoreProgress, RunOptions, State, StateListener, StreamOptions } from "./app.js";
 export type { Config, ProcessingGuarantee } from "./config.js";
 export type { DescribeFormat, Metrics, NodeMetrics, PartitionLag, TaskMetrics } from "./metrics.js";

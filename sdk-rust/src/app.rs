@@ -452,7 +452,7 @@ impl Inner {
         }
     }
 
-    fn send_stop(&self) {
+    pub(crate) fn send_stop(&self) {
         {
             let mut life = lock(&self.life);
             if life.stop_sent || life.closed {
@@ -699,6 +699,13 @@ impl App {
     pub fn dropped_records(&self) -> Result<i64> {
         let r = self.inner.client.get_state(&pb::GetStateRequest { session_id: self.inner.session.clone() })?;
         Ok(r.dropped_records)
+    }
+
+    /// The engine session this app runs in (the conformance runner's test
+    /// driver mode pipes into it).
+    #[doc(hidden)]
+    pub fn session_id(&self) -> &str {
+        &self.inner.session
     }
 
     /// Starts processing (creates internal topics, joins the group). Called

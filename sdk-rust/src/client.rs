@@ -232,6 +232,15 @@ impl Client {
     pub(crate) fn query(&self, r: &pb::QueryRequest) -> Result<pb::QueryResponse> {
         self.call("Query", r)
     }
+    pub(crate) fn pipe_input(&self, r: &pb::PipeInputRequest) -> Result<pb::PipeInputResponse> {
+        self.call("PipeInput", r)
+    }
+    pub(crate) fn read_output(&self, r: &pb::ReadOutputRequest) -> Result<pb::ReadOutputResponse> {
+        self.call("ReadOutput", r)
+    }
+    pub(crate) fn advance_wall_clock(&self, r: &pb::AdvanceWallClockRequest) -> Result<pb::AdvanceWallClockResponse> {
+        self.call("AdvanceWallClock", r)
+    }
 }
 
 fn invalid_data(msg: impl Into<String>) -> std::io::Error {

@@ -549,7 +549,7 @@ async function main(): Promise<void> {
       return;
     }
     await app.start();
-    emit("started");
+    emit("started", { session: app.sessionId }); // test driver mode (runner -driver) pipes into it
     void stop.then(async () => {
       try {
         emit("dropped_records", { count: await app.droppedRecords() });

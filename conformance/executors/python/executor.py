@@ -438,7 +438,7 @@ def main() -> int:
             stop.wait()
             return 0
         app.start()
-        emit("started")
+        emit("started", session=app._session)  # test driver mode (runner -driver) pipes into it
         def stop_when_told() -> None:
             stop.wait()
             try:

@@ -13,9 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -117,6 +119,9 @@ type App struct {
 	// globals reads the global tables (global.go); nil without any. Set
 	// by begin before any task runs.
 	globals *globals
+	// outputs: in test driver mode, what the tasks wrote to sink topics
+	// (testdriver.go); nil otherwise.
+	outputs *outputs
 }
 
 // New prepares an application; Start runs it.
@@ -135,6 +140,9 @@ func New(cfg Config, topo *topology.Topology, host Host) (*App, error) {
 	a.plans = plans
 	if !cfg.MetricsDisabled {
 		a.instrument()
+	}
+	if cfg.TestDriver {
+		a.outputs = newOutputs(slices.Collect(maps.Keys(a.SinkTopics())))
 	}
 	a.planOf = map[string]*plan{}
 	for _, p := range plans {
@@ -309,6 +317,10 @@ func (a *App) begin(ctx context.Context) (err error) {
 	}
 	opts = append(opts, kgo.InstanceID(instance))
 	a.instanceID = instance
+	// Rebalancing before the group's client exists: it joins at once, and
+	// its onAssigned (Running) may come before this function returns; set
+	// after, Rebalancing would hide a running application for good.
+	a.setState(Rebalancing)
 	if a.eos {
 		pid, err := processID(dir)
 		if err != nil {
@@ -336,7 +348,6 @@ func (a *App) begin(ctx context.Context) (err error) {
 		a.adm.Close()
 		return fmt.Errorf("runtime: %w", err)
 	}
-	a.setState(Rebalancing)
 	a.runGlobals()
 	go a.run()
 	return nil
@@ -457,6 +468,10 @@ func (a *App) run() {
 	defer close(a.done)
 	commit := time.NewTicker(a.cfg.CommitInterval)
 	defer commit.Stop()
+	commits := commit.C
+	if a.cfg.TestDriver {
+		commits = nil // the test driver commits after each record (Quiesce)
+	}
 	polled := make(chan struct{})
 	go func() {
 		defer close(polled)
@@ -467,7 +482,7 @@ loop:
 		select {
 		case <-polled:
 			break loop
-		case <-commit.C:
+		case <-commits:
 			if !a.eos { // under EOS the poll loop commits
 				tasks := a.allTasks()
 				a.flushTasks(tasks)
@@ -824,6 +839,9 @@ func (a *App) produce(r *kgo.Record) { a.produceThen(r, nil) }
 
 // produceThen is produce, calling ok once the record is written.
 func (a *App) produceThen(r *kgo.Record, ok func(*kgo.Record)) {
+	if a.outputs != nil {
+		a.outputs.note(r)
+	}
 	a.cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
 		if err != nil {
 			a.produceFailed.Store(true)

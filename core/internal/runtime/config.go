@@ -91,6 +91,11 @@ type Config struct {
 	// sliding windows.
 	FoldPrograms bool
 
+	// TestDriver is polystreams.test.driver=true: a test driver session
+	// (docs/design/test-driver.md); the record cache is flushed only when
+	// the session commits after each piped record, never on a timer.
+	TestDriver bool
+
 	Logger *slog.Logger
 }
 
@@ -210,6 +215,12 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 			default:
 				errs = append(errs, fmt.Errorf("sasl.mechanism = %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", v))
 			}
+		case "polystreams.test.driver":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s = %q: want true or false", k, v))
+			}
+			c.TestDriver = b
 		case "polystreams.metrics.enabled":
 			b, err := strconv.ParseBool(v)
 			if err != nil {
@@ -284,6 +295,9 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 
 		"default.deserialization.exception.handler": c.DeserializationPolicy.String(),
 		"processing.exception.handler":              c.ProcessingPolicy.String(),
+	}
+	if c.TestDriver {
+		effective["polystreams.test.driver"] = "true"
 	}
 	if c.DeadLetterTopic != "" {
 		effective["errors.deadletterqueue.topic.name"] = c.DeadLetterTopic

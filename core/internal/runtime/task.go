@@ -184,6 +184,10 @@ type task struct {
 	// ends: per input topic, the high watermark of the last fetch (guarded
 	// by mu); lag is measured to it.
 	ends map[string]int64
+	// reached: per input topic, the offset after the last record processed,
+	// cached updates included (guarded by mu); the test driver's Quiesce
+	// waits on it.
+	reached map[string]int64
 }
 
 func newTask(a *App, id taskID, p *plan) *task {
@@ -195,6 +199,7 @@ func newTask(a *App, id taskID, p *plan) *task {
 		stores:    map[string]*storeTx{},
 		offsets:   map[string]kgo.EpochOffset{},
 		processed: map[string]kgo.EpochOffset{},
+		reached:   map[string]int64{},
 		caches:    map[*step]*recCache{},
 		wins:      map[*step]*winState{},
 		flushReq:  make(chan chan error),
@@ -404,6 +409,11 @@ func (t *task) process(ctx context.Context, batch []*kgo.Record) error {
 	for _, r := range batch {
 		t.processed[r.Topic] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
 	}
+	t.mu.Lock()
+	for topic, eo := range t.processed {
+		t.reached[topic] = eo.Offset
+	}
+	t.mu.Unlock()
 	if t.cacheBytes == 0 {
 		t.settleOffsets()
 	}

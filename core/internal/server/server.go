@@ -20,6 +20,7 @@ import (
 
 	"github.com/polystreams/polystreams/core/internal/logging"
 	"github.com/polystreams/polystreams/core/internal/runtime"
+	"github.com/polystreams/polystreams/core/internal/testdriver"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 	"github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1/polystreamsv1alpha1connect"
@@ -128,6 +129,9 @@ type session struct {
 	// change to report to it. Each worker hears of every change once, in
 	// order, however short the state lasted.
 	reported map[string]int
+	// test: a test driver session's broker, state and clock
+	// (testdriver.go); nil for other sessions. Set at OpenSession.
+	test *testdriver.Driver
 }
 
 func (ss *session) touch() { ss.lastSeen.Store(time.Now().UnixNano()) }
@@ -154,6 +158,9 @@ func (ss *session) close(ctx context.Context) {
 		}
 	}
 	ss.dispatch.close()
+	if ss.test != nil {
+		ss.test.Close()
+	}
 }
 
 func (s *Server) janitor() {
@@ -206,8 +213,18 @@ func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSess
 	if s.opts.MetricsDisabled {
 		kv = withDefault(kv, "polystreams.metrics.enabled", "false")
 	}
+	var td *testdriver.Driver
+	if testdriver.Enabled(kv) {
+		var err error
+		if td, kv, err = testdriver.New(kv); err != nil {
+			return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("OpenSession: %w", err))
+		}
+	}
 	cfg, effective, err := runtime.ParseConfig(m.ApplicationId, kv, s.opts.Brokers)
 	if err != nil {
+		if td != nil {
+			td.Close()
+		}
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("OpenSession: %w", err))
 	}
 	cfg.Logger = s.log
@@ -239,7 +256,7 @@ func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSess
 	ss := &session{
 		id: hex.EncodeToString(raw[:]), appID: m.ApplicationId, cfg: cfg,
 		builder: builder, funcs: map[uint32]string{}, reported: map[string]int{},
-		dispatch: newDispatcher(s.opts.HostTimeout),
+		dispatch: newDispatcher(s.opts.HostTimeout), test: td,
 	}
 	ss.touch()
 	s.mu.Lock()
@@ -352,7 +369,11 @@ func (s *Server) Start(ctx context.Context, req *connect.Request[pb.StartRequest
 	if err != nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("Start: %w", err))
 	}
-	if err := app.Start(ctx); err != nil {
+	start := app.Start
+	if ss.test != nil {
+		start = func(ctx context.Context) error { return ss.test.Start(ctx, app) }
+	}
+	if err := start(ctx); err != nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("Start: %w", err))
 	}
 	ss.app = app

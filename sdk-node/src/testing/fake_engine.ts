@@ -64,6 +64,15 @@ export class FakeEngine {
         throw new ConnectError("Query: not in this fake", Code.Unimplemented);
       }),
       getMetrics: handle("getMetrics", () => ({ state: State.CREATED, metricsEnabled: true })),
+      pipeInput: handle("pipeInput", () => {
+        throw new ConnectError("PipeInput: not in this fake", Code.Unimplemented);
+      }),
+      readOutput: handle("readOutput", () => {
+        throw new ConnectError("ReadOutput: not in this fake", Code.Unimplemented);
+      }),
+      advanceWallClock: handle("advanceWallClock", () => {
+        throw new ConnectError("AdvanceWallClock: not in this fake", Code.Unimplemented);
+      }),
     };
     const server = createServer(connectNodeAdapter({ routes: (router) => void router.service(EngineService, impl) }));
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

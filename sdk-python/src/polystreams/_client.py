@@ -189,6 +189,15 @@ class Client:
     def get_metrics(self, req: pb.GetMetricsRequest) -> pb.GetMetricsResponse:
         return self.call("GetMetrics", req, pb.GetMetricsResponse)
 
+    def pipe_input(self, req: pb.PipeInputRequest) -> pb.PipeInputResponse:
+        return self.call("PipeInput", req, pb.PipeInputResponse)
+
+    def read_output(self, req: pb.ReadOutputRequest) -> pb.ReadOutputResponse:
+        return self.call("ReadOutput", req, pb.ReadOutputResponse)
+
+    def advance_wall_clock(self, req: pb.AdvanceWallClockRequest) -> pb.AdvanceWallClockResponse:
+        return self.call("AdvanceWallClock", req, pb.AdvanceWallClockResponse)
+
 
 def _error(method: str, status: int, data: bytes) -> PolystreamsError:
     code = message = ""

@@ -1289,6 +1289,101 @@ pub struct StoreMetrics {
     #[prost(int64, tag="2")]
     pub entries: i64,
 }
+/// TestRecord is a record piped into, or read from, a topic of a test driver
+/// session. Keys and values are serialized with the topic's serdes.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct TestRecord {
+    #[prost(string, tag="1")]
+    pub topic: ::prost::alloc::string::String,
+    /// Absent: a null key.
+    #[prost(bytes="vec", optional, tag="2")]
+    pub key: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+    /// Absent: a null value (a tombstone).
+    #[prost(bytes="vec", optional, tag="3")]
+    pub value: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+    /// The record's timestamp in epoch milliseconds. Absent in PipeInput: the
+    /// session's wall clock (see AdvanceWallClock).
+    #[prost(int64, optional, tag="4")]
+    pub timestamp_ms: ::core::option::Option<i64>,
+    #[prost(message, repeated, tag="5")]
+    pub headers: ::prost::alloc::vec::Vec<TestHeader>,
+}
+/// TestHeader is one record header; a header's key may repeat.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct TestHeader {
+    #[prost(string, tag="1")]
+    pub key: ::prost::alloc::string::String,
+    /// Absent: a null header value.
+    #[prost(bytes="vec", optional, tag="2")]
+    pub value: ::core::option::Option<::prost::alloc::vec::Vec<u8>>,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct PipeInputRequest {
+    #[prost(string, tag="1")]
+    pub session_id: ::prost::alloc::string::String,
+    /// Written and processed one after another, in this order.
+    #[prost(message, repeated, tag="2")]
+    pub records: ::prost::alloc::vec::Vec<TestRecord>,
+}
+/// A record that failed (a function raised, with processing.exception.handler
+/// fail) stops the session, as it stops a Kafka Streams application: the
+/// response says so and records after it are not written.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct PipeInputResponse {
+    /// The records written and processed (all of them unless error is set).
+    #[prost(int32, tag="1")]
+    pub processed: i32,
+    /// Set when the session failed: what failed, naming node, topic,
+    /// partition, offset.
+    #[prost(string, tag="2")]
+    pub error: ::prost::alloc::string::String,
+    /// Set with error when a record failed: the same, as fields.
+    #[prost(message, optional, tag="3")]
+    pub failed_record: ::core::option::Option<RecordContext>,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ReadOutputRequest {
+    #[prost(string, tag="1")]
+    pub session_id: ::prost::alloc::string::String,
+    /// A sink topic of the topology (to(), a repartition's topic is internal
+    /// and not readable).
+    #[prost(string, tag="2")]
+    pub topic: ::prost::alloc::string::String,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ReadOutputResponse {
+    /// Oldest first; empty when nothing was written since the last read.
+    #[prost(message, repeated, tag="1")]
+    pub records: ::prost::alloc::vec::Vec<TestRecord>,
+    /// The serdes of what the topology writes to the topic, to decode with;
+    /// empty when sinks of different serdes write to it.
+    #[prost(string, tag="2")]
+    pub key_serde: ::prost::alloc::string::String,
+    #[prost(string, tag="3")]
+    pub value_serde: ::prost::alloc::string::String,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct AdvanceWallClockRequest {
+    #[prost(string, tag="1")]
+    pub session_id: ::prost::alloc::string::String,
+    /// How far to move the wall clock, in milliseconds (not negative).
+    #[prost(int64, tag="2")]
+    pub millis: i64,
+}
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct AdvanceWallClockResponse {
+    /// The wall clock after the advance, in epoch milliseconds.
+    #[prost(int64, tag="1")]
+    pub wall_clock_ms: i64,
+}
 /// Kind is what a handle stands for; each operator accepts certain kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]

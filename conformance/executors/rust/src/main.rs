@@ -989,7 +989,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     }
     app.start()?;
-    emit(json!({"event": "started"}));
+    // Test driver mode (runner -driver) pipes into the session.
+    emit(json!({"event": "started", "session": app.session_id()}));
     let stopper = app.clone();
     let told2 = told.clone();
     std::thread::spawn(move || {

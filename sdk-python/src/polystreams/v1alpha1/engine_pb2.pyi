@@ -38,6 +38,20 @@ STATE_RUNNING: State
 STATE_STOPPED: State
 STATE_UNSPECIFIED: State
 
+class AdvanceWallClockRequest(_message.Message):
+    __slots__ = ["millis", "session_id"]
+    MILLIS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    millis: int
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., millis: _Optional[int] = ...) -> None: ...
+
+class AdvanceWallClockResponse(_message.Message):
+    __slots__ = ["wall_clock_ms"]
+    WALL_CLOCK_MS_FIELD_NUMBER: _ClassVar[int]
+    wall_clock_ms: int
+    def __init__(self, wall_clock_ms: _Optional[int] = ...) -> None: ...
+
 class AggregateOp(_message.Message):
     __slots__ = ["aggregator_token", "initializer_token", "input", "materialized", "merger_token", "name", "subtractor_token"]
     AGGREGATOR_TOKEN_FIELD_NUMBER: _ClassVar[int]
@@ -608,6 +622,24 @@ class PeekOp(_message.Message):
     token: int
     def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
 
+class PipeInputRequest(_message.Message):
+    __slots__ = ["records", "session_id"]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    records: _containers.RepeatedCompositeFieldContainer[TestRecord]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., records: _Optional[_Iterable[_Union[TestRecord, _Mapping]]] = ...) -> None: ...
+
+class PipeInputResponse(_message.Message):
+    __slots__ = ["error", "failed_record", "processed"]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    FAILED_RECORD_FIELD_NUMBER: _ClassVar[int]
+    PROCESSED_FIELD_NUMBER: _ClassVar[int]
+    error: str
+    failed_record: RecordContext
+    processed: int
+    def __init__(self, processed: _Optional[int] = ..., error: _Optional[str] = ..., failed_record: _Optional[_Union[RecordContext, _Mapping]] = ...) -> None: ...
+
 class QueryRequest(_message.Message):
     __slots__ = ["all", "get", "limit", "prefix", "range", "session_id", "store", "window_fetch"]
     ALL_FIELD_NUMBER: _ClassVar[int]
@@ -645,6 +677,24 @@ class QueryResponse(_message.Message):
     value_serde: str
     values: bytes
     def __init__(self, key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., truncated: bool = ...) -> None: ...
+
+class ReadOutputRequest(_message.Message):
+    __slots__ = ["session_id", "topic"]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    topic: str
+    def __init__(self, session_id: _Optional[str] = ..., topic: _Optional[str] = ...) -> None: ...
+
+class ReadOutputResponse(_message.Message):
+    __slots__ = ["key_serde", "records", "value_serde"]
+    KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    key_serde: str
+    records: _containers.RepeatedCompositeFieldContainer[TestRecord]
+    value_serde: str
+    def __init__(self, records: _Optional[_Iterable[_Union[TestRecord, _Mapping]]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ...) -> None: ...
 
 class RecordContext(_message.Message):
     __slots__ = ["node", "offset", "partition", "topic"]
@@ -866,6 +916,28 @@ class TaskMetrics(_message.Message):
     restored: bool
     stores: _containers.RepeatedCompositeFieldContainer[StoreMetrics]
     def __init__(self, id: _Optional[str] = ..., restored: bool = ..., inputs: _Optional[_Iterable[_Union[PartitionLag, _Mapping]]] = ..., stores: _Optional[_Iterable[_Union[StoreMetrics, _Mapping]]] = ...) -> None: ...
+
+class TestHeader(_message.Message):
+    __slots__ = ["key", "value"]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    value: bytes
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[bytes] = ...) -> None: ...
+
+class TestRecord(_message.Message):
+    __slots__ = ["headers", "key", "timestamp_ms", "topic", "value"]
+    HEADERS_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    headers: _containers.RepeatedCompositeFieldContainer[TestHeader]
+    key: bytes
+    timestamp_ms: int
+    topic: str
+    value: bytes
+    def __init__(self, topic: _Optional[str] = ..., key: _Optional[bytes] = ..., value: _Optional[bytes] = ..., timestamp_ms: _Optional[int] = ..., headers: _Optional[_Iterable[_Union[TestHeader, _Mapping]]] = ...) -> None: ...
 
 class TimeWindows(_message.Message):
     __slots__ = ["advance_ms", "grace_ms", "size_ms"]

@@ -5809,6 +5809,477 @@ func (x *StoreMetrics) GetEntries() int64 {
 	return 0
 }
 
+// TestRecord is a record piped into, or read from, a topic of a test driver
+// session. Keys and values are serialized with the topic's serdes.
+type TestRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Topic string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	// Absent: a null key.
+	Key []byte `protobuf:"bytes,2,opt,name=key,proto3,oneof" json:"key,omitempty"`
+	// Absent: a null value (a tombstone).
+	Value []byte `protobuf:"bytes,3,opt,name=value,proto3,oneof" json:"value,omitempty"`
+	// The record's timestamp in epoch milliseconds. Absent in PipeInput: the
+	// session's wall clock (see AdvanceWallClock).
+	TimestampMs   *int64        `protobuf:"varint,4,opt,name=timestamp_ms,json=timestampMs,proto3,oneof" json:"timestamp_ms,omitempty"`
+	Headers       []*TestHeader `protobuf:"bytes,5,rep,name=headers,proto3" json:"headers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TestRecord) Reset() {
+	*x = TestRecord{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TestRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TestRecord) ProtoMessage() {}
+
+func (x *TestRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TestRecord.ProtoReflect.Descriptor instead.
+func (*TestRecord) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *TestRecord) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *TestRecord) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *TestRecord) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *TestRecord) GetTimestampMs() int64 {
+	if x != nil && x.TimestampMs != nil {
+		return *x.TimestampMs
+	}
+	return 0
+}
+
+func (x *TestRecord) GetHeaders() []*TestHeader {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+// TestHeader is one record header; a header's key may repeat.
+type TestHeader struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// Absent: a null header value.
+	Value         []byte `protobuf:"bytes,2,opt,name=value,proto3,oneof" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TestHeader) Reset() {
+	*x = TestHeader{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TestHeader) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TestHeader) ProtoMessage() {}
+
+func (x *TestHeader) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TestHeader.ProtoReflect.Descriptor instead.
+func (*TestHeader) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *TestHeader) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *TestHeader) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+type PipeInputRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Written and processed one after another, in this order.
+	Records       []*TestRecord `protobuf:"bytes,2,rep,name=records,proto3" json:"records,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PipeInputRequest) Reset() {
+	*x = PipeInputRequest{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PipeInputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PipeInputRequest) ProtoMessage() {}
+
+func (x *PipeInputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PipeInputRequest.ProtoReflect.Descriptor instead.
+func (*PipeInputRequest) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *PipeInputRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *PipeInputRequest) GetRecords() []*TestRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+// A record that failed (a function raised, with processing.exception.handler
+// fail) stops the session, as it stops a Kafka Streams application: the
+// response says so and records after it are not written.
+type PipeInputResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The records written and processed (all of them unless error is set).
+	Processed int32 `protobuf:"varint,1,opt,name=processed,proto3" json:"processed,omitempty"`
+	// Set when the session failed: what failed, naming node, topic,
+	// partition, offset.
+	Error string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// Set with error when a record failed: the same, as fields.
+	FailedRecord  *RecordContext `protobuf:"bytes,3,opt,name=failed_record,json=failedRecord,proto3" json:"failed_record,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PipeInputResponse) Reset() {
+	*x = PipeInputResponse{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PipeInputResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PipeInputResponse) ProtoMessage() {}
+
+func (x *PipeInputResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PipeInputResponse.ProtoReflect.Descriptor instead.
+func (*PipeInputResponse) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *PipeInputResponse) GetProcessed() int32 {
+	if x != nil {
+		return x.Processed
+	}
+	return 0
+}
+
+func (x *PipeInputResponse) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *PipeInputResponse) GetFailedRecord() *RecordContext {
+	if x != nil {
+		return x.FailedRecord
+	}
+	return nil
+}
+
+type ReadOutputRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// A sink topic of the topology (to(), a repartition's topic is internal
+	// and not readable).
+	Topic         string `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadOutputRequest) Reset() {
+	*x = ReadOutputRequest{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadOutputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadOutputRequest) ProtoMessage() {}
+
+func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadOutputRequest.ProtoReflect.Descriptor instead.
+func (*ReadOutputRequest) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *ReadOutputRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ReadOutputRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+type ReadOutputResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Oldest first; empty when nothing was written since the last read.
+	Records []*TestRecord `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	// The serdes of what the topology writes to the topic, to decode with;
+	// empty when sinks of different serdes write to it.
+	KeySerde      string `protobuf:"bytes,2,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
+	ValueSerde    string `protobuf:"bytes,3,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadOutputResponse) Reset() {
+	*x = ReadOutputResponse{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadOutputResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadOutputResponse) ProtoMessage() {}
+
+func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadOutputResponse.ProtoReflect.Descriptor instead.
+func (*ReadOutputResponse) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *ReadOutputResponse) GetRecords() []*TestRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *ReadOutputResponse) GetKeySerde() string {
+	if x != nil {
+		return x.KeySerde
+	}
+	return ""
+}
+
+func (x *ReadOutputResponse) GetValueSerde() string {
+	if x != nil {
+		return x.ValueSerde
+	}
+	return ""
+}
+
+type AdvanceWallClockRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// How far to move the wall clock, in milliseconds (not negative).
+	Millis        int64 `protobuf:"varint,2,opt,name=millis,proto3" json:"millis,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdvanceWallClockRequest) Reset() {
+	*x = AdvanceWallClockRequest{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdvanceWallClockRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdvanceWallClockRequest) ProtoMessage() {}
+
+func (x *AdvanceWallClockRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdvanceWallClockRequest.ProtoReflect.Descriptor instead.
+func (*AdvanceWallClockRequest) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *AdvanceWallClockRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *AdvanceWallClockRequest) GetMillis() int64 {
+	if x != nil {
+		return x.Millis
+	}
+	return 0
+}
+
+type AdvanceWallClockResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The wall clock after the advance, in epoch milliseconds.
+	WallClockMs   int64 `protobuf:"varint,1,opt,name=wall_clock_ms,json=wallClockMs,proto3" json:"wall_clock_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdvanceWallClockResponse) Reset() {
+	*x = AdvanceWallClockResponse{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdvanceWallClockResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdvanceWallClockResponse) ProtoMessage() {}
+
+func (x *AdvanceWallClockResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdvanceWallClockResponse.ProtoReflect.Descriptor instead.
+func (*AdvanceWallClockResponse) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *AdvanceWallClockResponse) GetWallClockMs() int64 {
+	if x != nil {
+		return x.WallClockMs
+	}
+	return 0
+}
+
 var File_polystreams_v1alpha1_engine_proto protoreflect.FileDescriptor
 
 const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
@@ -6256,7 +6727,45 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x03lag\x18\x05 \x01(\x03R\x03lag\"<\n" +
 	"\fStoreMetrics\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
-	"\aentries\x18\x02 \x01(\x03R\aentries*\xc1\x01\n" +
+	"\aentries\x18\x02 \x01(\x03R\aentries\"\xdb\x01\n" +
+	"\n" +
+	"TestRecord\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x15\n" +
+	"\x03key\x18\x02 \x01(\fH\x00R\x03key\x88\x01\x01\x12\x19\n" +
+	"\x05value\x18\x03 \x01(\fH\x01R\x05value\x88\x01\x01\x12&\n" +
+	"\ftimestamp_ms\x18\x04 \x01(\x03H\x02R\vtimestampMs\x88\x01\x01\x12:\n" +
+	"\aheaders\x18\x05 \x03(\v2 .polystreams.v1alpha1.TestHeaderR\aheadersB\x06\n" +
+	"\x04_keyB\b\n" +
+	"\x06_valueB\x0f\n" +
+	"\r_timestamp_ms\"C\n" +
+	"\n" +
+	"TestHeader\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x19\n" +
+	"\x05value\x18\x02 \x01(\fH\x00R\x05value\x88\x01\x01B\b\n" +
+	"\x06_value\"m\n" +
+	"\x10PipeInputRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12:\n" +
+	"\arecords\x18\x02 \x03(\v2 .polystreams.v1alpha1.TestRecordR\arecords\"\x91\x01\n" +
+	"\x11PipeInputResponse\x12\x1c\n" +
+	"\tprocessed\x18\x01 \x01(\x05R\tprocessed\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12H\n" +
+	"\rfailed_record\x18\x03 \x01(\v2#.polystreams.v1alpha1.RecordContextR\ffailedRecord\"H\n" +
+	"\x11ReadOutputRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
+	"\x05topic\x18\x02 \x01(\tR\x05topic\"\x8e\x01\n" +
+	"\x12ReadOutputResponse\x12:\n" +
+	"\arecords\x18\x01 \x03(\v2 .polystreams.v1alpha1.TestRecordR\arecords\x12\x1b\n" +
+	"\tkey_serde\x18\x02 \x01(\tR\bkeySerde\x12\x1f\n" +
+	"\vvalue_serde\x18\x03 \x01(\tR\n" +
+	"valueSerde\"P\n" +
+	"\x17AdvanceWallClockRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x16\n" +
+	"\x06millis\x18\x02 \x01(\x03R\x06millis\">\n" +
+	"\x18AdvanceWallClockResponse\x12\"\n" +
+	"\rwall_clock_ms\x18\x01 \x01(\x03R\vwallClockMs*\xc1\x01\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vKIND_STREAM\x10\x01\x12\x17\n" +
@@ -6294,7 +6803,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\rSTATE_RUNNING\x10\x03\x12\x11\n" +
 	"\rSTATE_STOPPED\x10\x04\x12\x0f\n" +
 	"\vSTATE_ERROR\x10\x05\x12\x13\n" +
-	"\x0fSTATE_RESTORING\x10\x062\x9d\a\n" +
+	"\x0fSTATE_RESTORING\x10\x062\xcf\t\n" +
 	"\rEngineService\x12b\n" +
 	"\vOpenSession\x12(.polystreams.v1alpha1.OpenSessionRequest\x1a).polystreams.v1alpha1.OpenSessionResponse\x12q\n" +
 	"\x10RegisterFunction\x12-.polystreams.v1alpha1.RegisterFunctionRequest\x1a..polystreams.v1alpha1.RegisterFunctionResponse\x12P\n" +
@@ -6306,7 +6815,11 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x04Stop\x12!.polystreams.v1alpha1.StopRequest\x1a\".polystreams.v1alpha1.StopResponse\x12P\n" +
 	"\x05Query\x12\".polystreams.v1alpha1.QueryRequest\x1a#.polystreams.v1alpha1.QueryResponse\x12_\n" +
 	"\n" +
-	"GetMetrics\x12'.polystreams.v1alpha1.GetMetricsRequest\x1a(.polystreams.v1alpha1.GetMetricsResponseBZZXgithub.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1;polystreamsv1alpha1b\x06proto3"
+	"GetMetrics\x12'.polystreams.v1alpha1.GetMetricsRequest\x1a(.polystreams.v1alpha1.GetMetricsResponse\x12\\\n" +
+	"\tPipeInput\x12&.polystreams.v1alpha1.PipeInputRequest\x1a'.polystreams.v1alpha1.PipeInputResponse\x12_\n" +
+	"\n" +
+	"ReadOutput\x12'.polystreams.v1alpha1.ReadOutputRequest\x1a(.polystreams.v1alpha1.ReadOutputResponse\x12q\n" +
+	"\x10AdvanceWallClock\x12-.polystreams.v1alpha1.AdvanceWallClockRequest\x1a..polystreams.v1alpha1.AdvanceWallClockResponseBZZXgithub.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1;polystreamsv1alpha1b\x06proto3"
 
 var (
 	file_polystreams_v1alpha1_engine_proto_rawDescOnce sync.Once
@@ -6321,7 +6834,7 @@ func file_polystreams_v1alpha1_engine_proto_rawDescGZIP() []byte {
 }
 
 var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
+var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 77)
 var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(Kind)(0),                        // 0: polystreams.v1alpha1.Kind
 	(Reducer)(0),                     // 1: polystreams.v1alpha1.Reducer
@@ -6395,15 +6908,23 @@ var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(*TaskMetrics)(nil),              // 69: polystreams.v1alpha1.TaskMetrics
 	(*PartitionLag)(nil),             // 70: polystreams.v1alpha1.PartitionLag
 	(*StoreMetrics)(nil),             // 71: polystreams.v1alpha1.StoreMetrics
-	nil,                              // 72: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	nil,                              // 73: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
-	nil,                              // 74: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	(*TestRecord)(nil),               // 72: polystreams.v1alpha1.TestRecord
+	(*TestHeader)(nil),               // 73: polystreams.v1alpha1.TestHeader
+	(*PipeInputRequest)(nil),         // 74: polystreams.v1alpha1.PipeInputRequest
+	(*PipeInputResponse)(nil),        // 75: polystreams.v1alpha1.PipeInputResponse
+	(*ReadOutputRequest)(nil),        // 76: polystreams.v1alpha1.ReadOutputRequest
+	(*ReadOutputResponse)(nil),       // 77: polystreams.v1alpha1.ReadOutputResponse
+	(*AdvanceWallClockRequest)(nil),  // 78: polystreams.v1alpha1.AdvanceWallClockRequest
+	(*AdvanceWallClockResponse)(nil), // 79: polystreams.v1alpha1.AdvanceWallClockResponse
+	nil,                              // 80: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	nil,                              // 81: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	nil,                              // 82: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
 }
 var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
-	72, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	73, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	80, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	81, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
 	0,  // 2: polystreams.v1alpha1.Handle.kind:type_name -> polystreams.v1alpha1.Kind
-	74, // 3: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	82, // 3: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
 	14, // 4: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
 	15, // 5: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
 	16, // 6: polystreams.v1alpha1.WindowedByOp.session:type_name -> polystreams.v1alpha1.SessionWindows
@@ -6469,31 +6990,41 @@ var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
 	69, // 66: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
 	70, // 67: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
 	71, // 68: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
-	6,  // 69: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
-	8,  // 70: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
-	41, // 71: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
-	43, // 72: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
-	48, // 73: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
-	50, // 74: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
-	58, // 75: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
-	60, // 76: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
-	62, // 77: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
-	66, // 78: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
-	7,  // 79: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
-	9,  // 80: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
-	42, // 81: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
-	44, // 82: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
-	49, // 83: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
-	51, // 84: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
-	59, // 85: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
-	61, // 86: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
-	65, // 87: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
-	67, // 88: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
-	79, // [79:89] is the sub-list for method output_type
-	69, // [69:79] is the sub-list for method input_type
-	69, // [69:69] is the sub-list for extension type_name
-	69, // [69:69] is the sub-list for extension extendee
-	0,  // [0:69] is the sub-list for field type_name
+	73, // 69: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
+	72, // 70: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
+	52, // 71: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	72, // 72: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
+	6,  // 73: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
+	8,  // 74: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
+	41, // 75: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
+	43, // 76: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
+	48, // 77: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
+	50, // 78: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
+	58, // 79: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
+	60, // 80: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
+	62, // 81: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
+	66, // 82: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
+	74, // 83: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
+	76, // 84: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
+	78, // 85: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
+	7,  // 86: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
+	9,  // 87: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
+	42, // 88: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
+	44, // 89: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
+	49, // 90: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
+	51, // 91: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
+	59, // 92: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
+	61, // 93: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
+	65, // 94: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
+	67, // 95: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
+	75, // 96: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
+	77, // 97: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
+	79, // 98: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
+	86, // [86:99] is the sub-list for method output_type
+	73, // [73:86] is the sub-list for method input_type
+	73, // [73:73] is the sub-list for extension type_name
+	73, // [73:73] is the sub-list for extension extendee
+	0,  // [0:73] is the sub-list for field type_name
 }
 
 func init() { file_polystreams_v1alpha1_engine_proto_init() }
@@ -6541,13 +7072,15 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 	}
 	file_polystreams_v1alpha1_engine_proto_msgTypes[57].OneofWrappers = []any{}
 	file_polystreams_v1alpha1_engine_proto_msgTypes[58].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[66].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[67].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_polystreams_v1alpha1_engine_proto_rawDesc), len(file_polystreams_v1alpha1_engine_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   69,
+			NumMessages:   77,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

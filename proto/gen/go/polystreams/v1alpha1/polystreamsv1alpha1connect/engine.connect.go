@@ -65,6 +65,14 @@ const (
 	// EngineServiceGetMetricsProcedure is the fully-qualified name of the EngineService's GetMetrics
 	// RPC.
 	EngineServiceGetMetricsProcedure = "/polystreams.v1alpha1.EngineService/GetMetrics"
+	// EngineServicePipeInputProcedure is the fully-qualified name of the EngineService's PipeInput RPC.
+	EngineServicePipeInputProcedure = "/polystreams.v1alpha1.EngineService/PipeInput"
+	// EngineServiceReadOutputProcedure is the fully-qualified name of the EngineService's ReadOutput
+	// RPC.
+	EngineServiceReadOutputProcedure = "/polystreams.v1alpha1.EngineService/ReadOutput"
+	// EngineServiceAdvanceWallClockProcedure is the fully-qualified name of the EngineService's
+	// AdvanceWallClock RPC.
+	EngineServiceAdvanceWallClockProcedure = "/polystreams.v1alpha1.EngineService/AdvanceWallClock"
 )
 
 // EngineServiceClient is a client for the polystreams.v1alpha1.EngineService service.
@@ -97,6 +105,21 @@ type EngineServiceClient interface {
 	// records. The engine's /metrics endpoint serves the same in Prometheus'
 	// format.
 	GetMetrics(context.Context, *connect.Request[v1alpha1.GetMetricsRequest]) (*connect.Response[v1alpha1.GetMetricsResponse], error)
+	// PipeInput writes records to source topics of a test driver session
+	// (config polystreams.test.driver=true; docs/design/test-driver.md), one at
+	// a time: each is processed completely, through repartition topics, and
+	// the record cache flushed (Kafka Streams' TopologyTestDriver commits after
+	// each piped record) before the next is written. A topic the topology
+	// does not read is refused (InvalidArgument) before anything is written.
+	PipeInput(context.Context, *connect.Request[v1alpha1.PipeInputRequest]) (*connect.Response[v1alpha1.PipeInputResponse], error)
+	// ReadOutput answers the records the topology wrote to one of its sink
+	// topics since the last ReadOutput of that topic, in the order they were
+	// written (test driver sessions only). A topic the topology does not
+	// write is refused (InvalidArgument).
+	ReadOutput(context.Context, *connect.Request[v1alpha1.ReadOutputRequest]) (*connect.Response[v1alpha1.ReadOutputResponse], error)
+	// AdvanceWallClock moves a test driver session's virtual wall clock
+	// forward and commits (TopologyTestDriver.advanceWallClockTime).
+	AdvanceWallClock(context.Context, *connect.Request[v1alpha1.AdvanceWallClockRequest]) (*connect.Response[v1alpha1.AdvanceWallClockResponse], error)
 }
 
 // NewEngineServiceClient constructs a client for the polystreams.v1alpha1.EngineService service. By
@@ -170,6 +193,24 @@ func NewEngineServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(engineServiceMethods.ByName("GetMetrics")),
 			connect.WithClientOptions(opts...),
 		),
+		pipeInput: connect.NewClient[v1alpha1.PipeInputRequest, v1alpha1.PipeInputResponse](
+			httpClient,
+			baseURL+EngineServicePipeInputProcedure,
+			connect.WithSchema(engineServiceMethods.ByName("PipeInput")),
+			connect.WithClientOptions(opts...),
+		),
+		readOutput: connect.NewClient[v1alpha1.ReadOutputRequest, v1alpha1.ReadOutputResponse](
+			httpClient,
+			baseURL+EngineServiceReadOutputProcedure,
+			connect.WithSchema(engineServiceMethods.ByName("ReadOutput")),
+			connect.WithClientOptions(opts...),
+		),
+		advanceWallClock: connect.NewClient[v1alpha1.AdvanceWallClockRequest, v1alpha1.AdvanceWallClockResponse](
+			httpClient,
+			baseURL+EngineServiceAdvanceWallClockProcedure,
+			connect.WithSchema(engineServiceMethods.ByName("AdvanceWallClock")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -185,6 +226,9 @@ type engineServiceClient struct {
 	stop             *connect.Client[v1alpha1.StopRequest, v1alpha1.StopResponse]
 	query            *connect.Client[v1alpha1.QueryRequest, v1alpha1.QueryResponse]
 	getMetrics       *connect.Client[v1alpha1.GetMetricsRequest, v1alpha1.GetMetricsResponse]
+	pipeInput        *connect.Client[v1alpha1.PipeInputRequest, v1alpha1.PipeInputResponse]
+	readOutput       *connect.Client[v1alpha1.ReadOutputRequest, v1alpha1.ReadOutputResponse]
+	advanceWallClock *connect.Client[v1alpha1.AdvanceWallClockRequest, v1alpha1.AdvanceWallClockResponse]
 }
 
 // OpenSession calls polystreams.v1alpha1.EngineService.OpenSession.
@@ -237,6 +281,21 @@ func (c *engineServiceClient) GetMetrics(ctx context.Context, req *connect.Reque
 	return c.getMetrics.CallUnary(ctx, req)
 }
 
+// PipeInput calls polystreams.v1alpha1.EngineService.PipeInput.
+func (c *engineServiceClient) PipeInput(ctx context.Context, req *connect.Request[v1alpha1.PipeInputRequest]) (*connect.Response[v1alpha1.PipeInputResponse], error) {
+	return c.pipeInput.CallUnary(ctx, req)
+}
+
+// ReadOutput calls polystreams.v1alpha1.EngineService.ReadOutput.
+func (c *engineServiceClient) ReadOutput(ctx context.Context, req *connect.Request[v1alpha1.ReadOutputRequest]) (*connect.Response[v1alpha1.ReadOutputResponse], error) {
+	return c.readOutput.CallUnary(ctx, req)
+}
+
+// AdvanceWallClock calls polystreams.v1alpha1.EngineService.AdvanceWallClock.
+func (c *engineServiceClient) AdvanceWallClock(ctx context.Context, req *connect.Request[v1alpha1.AdvanceWallClockRequest]) (*connect.Response[v1alpha1.AdvanceWallClockResponse], error) {
+	return c.advanceWallClock.CallUnary(ctx, req)
+}
+
 // EngineServiceHandler is an implementation of the polystreams.v1alpha1.EngineService service.
 type EngineServiceHandler interface {
 	// OpenSession creates a session for one application. The session lives
@@ -267,6 +326,21 @@ type EngineServiceHandler interface {
 	// records. The engine's /metrics endpoint serves the same in Prometheus'
 	// format.
 	GetMetrics(context.Context, *connect.Request[v1alpha1.GetMetricsRequest]) (*connect.Response[v1alpha1.GetMetricsResponse], error)
+	// PipeInput writes records to source topics of a test driver session
+	// (config polystreams.test.driver=true; docs/design/test-driver.md), one at
+	// a time: each is processed completely, through repartition topics, and
+	// the record cache flushed (Kafka Streams' TopologyTestDriver commits after
+	// each piped record) before the next is written. A topic the topology
+	// does not read is refused (InvalidArgument) before anything is written.
+	PipeInput(context.Context, *connect.Request[v1alpha1.PipeInputRequest]) (*connect.Response[v1alpha1.PipeInputResponse], error)
+	// ReadOutput answers the records the topology wrote to one of its sink
+	// topics since the last ReadOutput of that topic, in the order they were
+	// written (test driver sessions only). A topic the topology does not
+	// write is refused (InvalidArgument).
+	ReadOutput(context.Context, *connect.Request[v1alpha1.ReadOutputRequest]) (*connect.Response[v1alpha1.ReadOutputResponse], error)
+	// AdvanceWallClock moves a test driver session's virtual wall clock
+	// forward and commits (TopologyTestDriver.advanceWallClockTime).
+	AdvanceWallClock(context.Context, *connect.Request[v1alpha1.AdvanceWallClockRequest]) (*connect.Response[v1alpha1.AdvanceWallClockResponse], error)
 }
 
 // NewEngineServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -336,6 +410,24 @@ func NewEngineServiceHandler(svc EngineServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(engineServiceMethods.ByName("GetMetrics")),
 		connect.WithHandlerOptions(opts...),
 	)
+	engineServicePipeInputHandler := connect.NewUnaryHandler(
+		EngineServicePipeInputProcedure,
+		svc.PipeInput,
+		connect.WithSchema(engineServiceMethods.ByName("PipeInput")),
+		connect.WithHandlerOptions(opts...),
+	)
+	engineServiceReadOutputHandler := connect.NewUnaryHandler(
+		EngineServiceReadOutputProcedure,
+		svc.ReadOutput,
+		connect.WithSchema(engineServiceMethods.ByName("ReadOutput")),
+		connect.WithHandlerOptions(opts...),
+	)
+	engineServiceAdvanceWallClockHandler := connect.NewUnaryHandler(
+		EngineServiceAdvanceWallClockProcedure,
+		svc.AdvanceWallClock,
+		connect.WithSchema(engineServiceMethods.ByName("AdvanceWallClock")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/polystreams.v1alpha1.EngineService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case EngineServiceOpenSessionProcedure:
@@ -358,6 +450,12 @@ func NewEngineServiceHandler(svc EngineServiceHandler, opts ...connect.HandlerOp
 			engineServiceQueryHandler.ServeHTTP(w, r)
 		case EngineServiceGetMetricsProcedure:
 			engineServiceGetMetricsHandler.ServeHTTP(w, r)
+		case EngineServicePipeInputProcedure:
+			engineServicePipeInputHandler.ServeHTTP(w, r)
+		case EngineServiceReadOutputProcedure:
+			engineServiceReadOutputHandler.ServeHTTP(w, r)
+		case EngineServiceAdvanceWallClockProcedure:
+			engineServiceAdvanceWallClockHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -405,4 +503,16 @@ func (UnimplementedEngineServiceHandler) Query(context.Context, *connect.Request
 
 func (UnimplementedEngineServiceHandler) GetMetrics(context.Context, *connect.Request[v1alpha1.GetMetricsRequest]) (*connect.Response[v1alpha1.GetMetricsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("polystreams.v1alpha1.EngineService.GetMetrics is not implemented"))
+}
+
+func (UnimplementedEngineServiceHandler) PipeInput(context.Context, *connect.Request[v1alpha1.PipeInputRequest]) (*connect.Response[v1alpha1.PipeInputResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("polystreams.v1alpha1.EngineService.PipeInput is not implemented"))
+}
+
+func (UnimplementedEngineServiceHandler) ReadOutput(context.Context, *connect.Request[v1alpha1.ReadOutputRequest]) (*connect.Response[v1alpha1.ReadOutputResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("polystreams.v1alpha1.EngineService.ReadOutput is not implemented"))
+}
+
+func (UnimplementedEngineServiceHandler) AdvanceWallClock(context.Context, *connect.Request[v1alpha1.AdvanceWallClockRequest]) (*connect.Response[v1alpha1.AdvanceWallClockResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("polystreams.v1alpha1.EngineService.AdvanceWallClock is not implemented"))
 }

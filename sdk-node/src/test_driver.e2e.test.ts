@@ -1,0 +1,80 @@
+/** TopologyTestDriver against the REAL engine binary (test driver sessions). */
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { InvalidArgumentError, NotFoundError, ProcessingError, TopologyTestDriver } from "./index.js";
+import { useEngine } from "./testing/app.js";
+
+useEngine();
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+test("close leaves no engine process behind", async () => {
+  let pid: number | undefined;
+  {
+    await using driver = await TopologyTestDriver.create("td-process");
+    driver.stream("in", { value: "string" }).to("out");
+    await driver.pipeInput("in", null, "x");
+    pid = driver.app.enginePid;
+    assert.ok(pid !== undefined && alive(pid));
+  }
+  assert.ok(!alive(pid), `engine ${pid} outlives the await using block`);
+});
+
+test("each record is processed completely through a repartition", async () => {
+  // TopologyTestDriver processes a piped record through every sub-topology
+  // (repartition topics included) before pipeInput returns.
+  await using driver = await TopologyTestDriver.create("td-repartition", { config: { statestoreCacheMaxBytes: 0 } });
+  driver.stream("lines", { value: "string" })
+    .flatMapValues((l) => l.split(" "))
+    .groupBy((_k, w) => w, { key: "string" })
+    .count()
+    .toStream()
+    .to("counts");
+  await driver.pipeInput("lines", null, "a b a", { timestamp: 10 });
+  assert.deepEqual((await driver.readOutput("counts")).map((r) => [r.key, r.value, r.timestamp]), [["a", 1n, 10], ["b", 1n, 10], ["a", 2n, 10]]);
+  assert.deepEqual(await driver.readOutput("counts"), []);
+});
+
+test("headers, the wall clock and tombstones", async () => {
+  await using driver = await TopologyTestDriver.create("td-records");
+  driver.stream("in", { key: "string", value: "string" }).mapValues((v) => (v === "del" ? null : v.toUpperCase())).to("out");
+  const now = await driver.advanceWallClock(0);
+  const later = await driver.advanceWallClock(5_000);
+  assert.equal(later, now + 5_000);
+  await driver.pipeInput("in", "k", "v", { headers: { h: "1" } });
+  await driver.pipeInput("in", "k", "del", { timestamp: new Date(7) });
+  assert.deepEqual(await driver.readOutput("out"), [
+    { key: "k", value: "V", timestamp: later, headers: [["h", new TextEncoder().encode("1")]] },
+    { key: "k", value: null, timestamp: 7, headers: [] },
+  ]);
+});
+
+test("bad topics and stores are named", async () => {
+  await using driver = await TopologyTestDriver.create("td-bad");
+  driver.stream("in", { value: "string" }).to("out");
+  await assert.rejects(driver.pipeInput("nope", null, "x"), (e: unknown) => e instanceof InvalidArgumentError && /topic "nope" is not read by the topology \(it reads "in"\)/.test(e.message));
+  await assert.rejects(driver.readOutput("in"), (e: unknown) => e instanceof InvalidArgumentError && /topic "in" is not written by the topology \(it writes "out"\)/.test(e.message));
+  await assert.rejects(driver.getStore("missing"), (e: unknown) => e instanceof NotFoundError && /store "missing" does not exist/.test(e.message));
+  await driver.pipeInput("in", null, "still works");
+  assert.deepEqual((await driver.readOutput("out")).map((r) => r.value), ["still works"]);
+});
+
+test("a throwing function fails pipeInput naming the record", async () => {
+  await using driver = await TopologyTestDriver.create("td-fail");
+  driver.stream("in", { value: "string" }).mapValues((v) => {
+    if (v === "bad") {
+      throw new Error("bad value");
+    }
+    return v;
+  }).to("out");
+  await driver.pipeInput("in", null, "ok");
+  await assert.rejects(driver.pipeInput("in", null, "bad"), (e: unknown) => e instanceof ProcessingError && /bad value/.test(e.message) && e.topic === "in" && e.offset === 1n);
+});

@@ -1,0 +1,166 @@
+//! TopologyTestDriver against the REAL engine binary (test driver sessions):
+//! `$POLYSTREAMS_ENGINE`, else `bin/polystreams` of the repository.
+
+use std::time::Duration;
+
+use polystreams::{Config, Error, TestRecord, TopologyTestDriver};
+
+fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+fn engine_pid(driver: &TopologyTestDriver) -> i32 {
+    // The engine the driver spawned listens on the URL's port; find its pid
+    // among this process's children.
+    let me = std::process::id();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+        if fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(me) && stat.contains("(polystreams)") {
+            return pid;
+        }
+    }
+    panic!("no engine child of {me} for {driver:?}");
+}
+
+#[test]
+fn drop_leaves_no_engine_process_behind() {
+    let pid;
+    {
+        let driver = TopologyTestDriver::new("td-process").unwrap();
+        driver.stream::<(), String>("in").unwrap().to("out").unwrap();
+        driver.pipe_input("in", (), "x".to_owned()).unwrap();
+        pid = engine_pid(&driver);
+        assert!(alive(pid));
+    }
+    // Reaped by close (wait), so kill(pid, 0) fails.
+    assert!(!alive(pid), "engine {pid} outlives the driver");
+}
+
+#[test]
+fn each_record_is_processed_completely_through_a_repartition() {
+    // TopologyTestDriver processes a piped record through every sub-topology
+    // (repartition topics included) before pipeInput returns.
+    let driver =
+        TopologyTestDriver::with_config("td-repartition", Config::new().statestore_cache_max_bytes(0)).unwrap();
+    driver
+        .stream::<(), String>("lines")
+        .unwrap()
+        .flat_map_values(|l| l.split(' ').map(str::to_owned).collect::<Vec<_>>())
+        .unwrap()
+        .group_by(|_, w: &String| w.clone())
+        .unwrap()
+        .count()
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("counts")
+        .unwrap();
+    driver.pipe_record("lines", (), "a b a".to_owned(), Some(10), &[]).unwrap();
+    let got: Vec<(String, i64, i64)> = driver
+        .read_output::<String, i64>("counts")
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.key, r.value, r.timestamp))
+        .collect();
+    assert_eq!(got, vec![("a".into(), 1, 10), ("b".into(), 1, 10), ("a".into(), 2, 10)]);
+    assert!(driver.read_output::<String, i64>("counts").unwrap().is_empty());
+}
+
+#[test]
+fn headers_wall_clock_and_tombstones() {
+    let driver = TopologyTestDriver::new("td-records").unwrap();
+    driver
+        .stream::<String, String>("in")
+        .unwrap()
+        .map_values(|v: String| if v == "del" { None } else { Some(v.to_uppercase()) })
+        .unwrap()
+        .to("out")
+        .unwrap();
+    let now = driver.advance_wall_clock(Duration::ZERO).unwrap();
+    let later = driver.advance_wall_clock(Duration::from_secs(5)).unwrap();
+    assert_eq!(later, now + 5_000);
+    driver.pipe_record("in", "k".to_owned(), "v".to_owned(), None, &[("h", Some(b"1"))]).unwrap();
+    driver.pipe_record("in", "k".to_owned(), "del".to_owned(), Some(7), &[]).unwrap();
+    let out = driver.read_output::<String, Option<String>>("out").unwrap();
+    assert_eq!(
+        out,
+        vec![
+            TestRecord {
+                key: "k".into(),
+                value: Some("V".into()),
+                timestamp: later,
+                headers: vec![("h".into(), Some(b"1".to_vec()))]
+            },
+            TestRecord { key: "k".into(), value: None, timestamp: 7, headers: vec![] },
+        ]
+    );
+}
+
+#[test]
+fn bad_topics_and_stores_are_named() {
+    let driver = TopologyTestDriver::new("td-bad").unwrap();
+    driver.stream::<(), String>("in").unwrap().to("out").unwrap();
+    let e = driver.pipe_input("nope", (), "x".to_owned()).unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidArgument { .. })
+            && e.message().contains(r#"topic "nope" is not read by the topology (it reads "in")"#),
+        "{e}"
+    );
+    let e = driver.read_output::<(), String>("in").unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidArgument { .. })
+            && e.message().contains(r#"topic "in" is not written by the topology (it writes "out")"#),
+        "{e}"
+    );
+    let e = driver.get_store::<String, i64>("missing").unwrap_err();
+    assert!(matches!(e, Error::NotFound { .. }) && e.message().contains(r#"store "missing" does not exist"#), "{e}");
+    driver.pipe_input("in", (), "still works".to_owned()).unwrap();
+    assert_eq!(driver.read_output::<(), String>("out").unwrap()[0].value, "still works");
+}
+
+#[test]
+fn a_panicking_closure_fails_pipe_input_naming_the_record() {
+    let driver = TopologyTestDriver::new("td-fail").unwrap();
+    driver
+        .stream::<(), String>("in")
+        .unwrap()
+        .map_values(|v: String| {
+            assert!(v != "bad", "bad value");
+            v
+        })
+        .unwrap()
+        .to("out")
+        .unwrap();
+    driver.pipe_input("in", (), "ok".to_owned()).unwrap();
+    match driver.pipe_input("in", (), "bad".to_owned()).unwrap_err() {
+        Error::Processing { message, topic, offset, .. } => {
+            assert!(message.contains("bad value"), "{message}");
+            assert_eq!((topic.as_deref(), offset), (Some("in"), Some(1)));
+        }
+        e => panic!("want a processing error, got {e}"),
+    }
+}
+
+#[test]
+fn start_time_and_latency() {
+    // Measured, not asserted (tests never assert on wall-clock time); the
+    // figures go to docs/design/test-driver.md (`cargo test --test
+    // test_driver start_time -- --nocapture`).
+    let t0 = std::time::Instant::now();
+    let driver = TopologyTestDriver::new("td-timing").unwrap();
+    driver.stream::<(), String>("in").unwrap().map_values(|v: String| v.to_uppercase()).unwrap().to("out").unwrap();
+    driver.advance_wall_clock(Duration::ZERO).unwrap();
+    let ready = t0.elapsed();
+    let t1 = std::time::Instant::now();
+    for i in 0..200 {
+        driver.pipe_input("in", (), i.to_string()).unwrap();
+    }
+    let per = t1.elapsed() / 200;
+    assert_eq!(driver.read_output::<(), String>("out").unwrap().len(), 200);
+    let t2 = std::time::Instant::now();
+    drop(driver);
+    eprintln!("rust test driver: ready in {ready:?}, {per:?} per piped record, closed in {:?}", t2.elapsed());
+}
