@@ -536,6 +536,10 @@ pub struct JoinOp {
     /// other table's key serde; a null result joins nothing.
     #[prost(uint32, tag="12")]
     pub foreign_key_token: u32,
+    /// A built-in joiner instead of joiner_token (give one of the two): runs in
+    /// the engine, no host crossing.
+    #[prost(enumeration="Joiner", tag="13")]
+    pub builtin_joiner: i32,
 }
 /// JoinWindows: a record joins the other side's records whose timestamps lie
 /// in [ts - before_ms, ts + after_ms]; records later than the window's end
@@ -1473,6 +1477,44 @@ impl Reducer {
             "REDUCER_MIN" => Some(Self::Min),
             "REDUCER_MAX" => Some(Self::Max),
             "REDUCER_LATEST" => Some(Self::Latest),
+            _ => None,
+        }
+    }
+}
+/// Joiner names a built-in ValueJoiner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum Joiner {
+    Unspecified = 0,
+    /// A JSON array [this value, other value], each decoded by its serde
+    /// (string, json, long, integer, double; null for a missing side); the
+    /// result's serde is json. Sides of serde bytes are refused at build.
+    Pair = 1,
+    /// This side's value (serde: this side's); null when missing.
+    This = 2,
+    /// The other side's value (serde: the other side's); null when missing.
+    Other = 3,
+}
+impl Joiner {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Joiner::Unspecified => "JOINER_UNSPECIFIED",
+            Joiner::Pair => "JOINER_PAIR",
+            Joiner::This => "JOINER_THIS",
+            Joiner::Other => "JOINER_OTHER",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "JOINER_UNSPECIFIED" => Some(Self::Unspecified),
+            "JOINER_PAIR" => Some(Self::Pair),
+            "JOINER_THIS" => Some(Self::This),
+            "JOINER_OTHER" => Some(Self::Other),
             _ => None,
         }
     }

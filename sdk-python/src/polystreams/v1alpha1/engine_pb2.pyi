@@ -5,6 +5,10 @@ from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+JOINER_OTHER: Joiner
+JOINER_PAIR: Joiner
+JOINER_THIS: Joiner
+JOINER_UNSPECIFIED: Joiner
 KIND_GLOBAL_TABLE: Kind
 KIND_GROUPED_STREAM: Kind
 KIND_GROUPED_TABLE: Kind
@@ -421,7 +425,8 @@ class Handle(_message.Message):
     def __init__(self, id: _Optional[int] = ..., kind: _Optional[_Union[Kind, str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., node: _Optional[str] = ..., store: _Optional[str] = ...) -> None: ...
 
 class JoinOp(_message.Message):
-    __slots__ = ["foreign_key_token", "input", "joiner_token", "key_mapper_token", "left", "materialized", "name", "outer", "store_name", "table", "value_serde", "windows"]
+    __slots__ = ["builtin_joiner", "foreign_key_token", "input", "joiner_token", "key_mapper_token", "left", "materialized", "name", "outer", "store_name", "table", "value_serde", "windows"]
+    BUILTIN_JOINER_FIELD_NUMBER: _ClassVar[int]
     FOREIGN_KEY_TOKEN_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
     JOINER_TOKEN_FIELD_NUMBER: _ClassVar[int]
@@ -434,6 +439,7 @@ class JoinOp(_message.Message):
     TABLE_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
     WINDOWS_FIELD_NUMBER: _ClassVar[int]
+    builtin_joiner: Joiner
     foreign_key_token: int
     input: int
     joiner_token: int
@@ -446,7 +452,7 @@ class JoinOp(_message.Message):
     table: int
     value_serde: str
     windows: JoinWindows
-    def __init__(self, input: _Optional[int] = ..., table: _Optional[int] = ..., joiner_token: _Optional[int] = ..., left: bool = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., outer: bool = ..., windows: _Optional[_Union[JoinWindows, _Mapping]] = ..., key_mapper_token: _Optional[int] = ..., store_name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ..., foreign_key_token: _Optional[int] = ...) -> None: ...
+    def __init__(self, input: _Optional[int] = ..., table: _Optional[int] = ..., joiner_token: _Optional[int] = ..., left: bool = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., outer: bool = ..., windows: _Optional[_Union[JoinWindows, _Mapping]] = ..., key_mapper_token: _Optional[int] = ..., store_name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ..., foreign_key_token: _Optional[int] = ..., builtin_joiner: _Optional[_Union[Joiner, str]] = ...) -> None: ...
 
 class JoinWindows(_message.Message):
     __slots__ = ["after_ms", "before_ms", "grace_ms"]
@@ -1003,6 +1009,9 @@ class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class Reducer(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class Joiner(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class Operation(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):

@@ -163,6 +163,64 @@ func (Reducer) EnumDescriptor() ([]byte, []int) {
 	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{1}
 }
 
+// Joiner names a built-in ValueJoiner.
+type Joiner int32
+
+const (
+	Joiner_JOINER_UNSPECIFIED Joiner = 0
+	// A JSON array [this value, other value], each decoded by its serde
+	// (string, json, long, integer, double; null for a missing side); the
+	// result's serde is json. Sides of serde bytes are refused at build.
+	Joiner_JOINER_PAIR Joiner = 1
+	// This side's value (serde: this side's); null when missing.
+	Joiner_JOINER_THIS Joiner = 2
+	// The other side's value (serde: the other side's); null when missing.
+	Joiner_JOINER_OTHER Joiner = 3
+)
+
+// Enum value maps for Joiner.
+var (
+	Joiner_name = map[int32]string{
+		0: "JOINER_UNSPECIFIED",
+		1: "JOINER_PAIR",
+		2: "JOINER_THIS",
+		3: "JOINER_OTHER",
+	}
+	Joiner_value = map[string]int32{
+		"JOINER_UNSPECIFIED": 0,
+		"JOINER_PAIR":        1,
+		"JOINER_THIS":        2,
+		"JOINER_OTHER":       3,
+	}
+)
+
+func (x Joiner) Enum() *Joiner {
+	p := new(Joiner)
+	*p = x
+	return p
+}
+
+func (x Joiner) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Joiner) Descriptor() protoreflect.EnumDescriptor {
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[2].Descriptor()
+}
+
+func (Joiner) Type() protoreflect.EnumType {
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[2]
+}
+
+func (x Joiner) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Joiner.Descriptor instead.
+func (Joiner) EnumDescriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{2}
+}
+
 // Operation is what a step of a bundle does with its function.
 type Operation int32
 
@@ -238,11 +296,11 @@ func (x Operation) String() string {
 }
 
 func (Operation) Descriptor() protoreflect.EnumDescriptor {
-	return file_polystreams_v1alpha1_engine_proto_enumTypes[2].Descriptor()
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[3].Descriptor()
 }
 
 func (Operation) Type() protoreflect.EnumType {
-	return &file_polystreams_v1alpha1_engine_proto_enumTypes[2]
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[3]
 }
 
 func (x Operation) Number() protoreflect.EnumNumber {
@@ -251,7 +309,7 @@ func (x Operation) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Operation.Descriptor instead.
 func (Operation) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{2}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{3}
 }
 
 type State int32
@@ -304,11 +362,11 @@ func (x State) String() string {
 }
 
 func (State) Descriptor() protoreflect.EnumDescriptor {
-	return file_polystreams_v1alpha1_engine_proto_enumTypes[3].Descriptor()
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[4].Descriptor()
 }
 
 func (State) Type() protoreflect.EnumType {
-	return &file_polystreams_v1alpha1_engine_proto_enumTypes[3]
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[4]
 }
 
 func (x State) Number() protoreflect.EnumNumber {
@@ -317,7 +375,7 @@ func (x State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use State.Descriptor instead.
 func (State) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{3}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{4}
 }
 
 type Node_Type int32
@@ -356,11 +414,11 @@ func (x Node_Type) String() string {
 }
 
 func (Node_Type) Descriptor() protoreflect.EnumDescriptor {
-	return file_polystreams_v1alpha1_engine_proto_enumTypes[4].Descriptor()
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[5].Descriptor()
 }
 
 func (Node_Type) Type() protoreflect.EnumType {
-	return &file_polystreams_v1alpha1_engine_proto_enumTypes[4]
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[5]
 }
 
 func (x Node_Type) Number() protoreflect.EnumNumber {
@@ -405,11 +463,11 @@ func (x RecordFailure_Kind) String() string {
 }
 
 func (RecordFailure_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_polystreams_v1alpha1_engine_proto_enumTypes[5].Descriptor()
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[6].Descriptor()
 }
 
 func (RecordFailure_Kind) Type() protoreflect.EnumType {
-	return &file_polystreams_v1alpha1_engine_proto_enumTypes[5]
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[6]
 }
 
 func (x RecordFailure_Kind) Number() protoreflect.EnumNumber {
@@ -2607,8 +2665,11 @@ type JoinOp struct {
 	// other table's key, run as OPERATION_MAP_VALUES with the result in the
 	// other table's key serde; a null result joins nothing.
 	ForeignKeyToken uint32 `protobuf:"varint,12,opt,name=foreign_key_token,json=foreignKeyToken,proto3" json:"foreign_key_token,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// A built-in joiner instead of joiner_token (give one of the two): runs in
+	// the engine, no host crossing.
+	BuiltinJoiner Joiner `protobuf:"varint,13,opt,name=builtin_joiner,json=builtinJoiner,proto3,enum=polystreams.v1alpha1.Joiner" json:"builtin_joiner,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JoinOp) Reset() {
@@ -2723,6 +2784,13 @@ func (x *JoinOp) GetForeignKeyToken() uint32 {
 		return x.ForeignKeyToken
 	}
 	return 0
+}
+
+func (x *JoinOp) GetBuiltinJoiner() Joiner {
+	if x != nil {
+		return x.BuiltinJoiner
+	}
+	return Joiner_JOINER_UNSPECIFIED
 }
 
 // JoinWindows: a record joins the other side's records whose timestamps lie
@@ -6452,7 +6520,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1e\n" +
 	"\n" +
 	"partitions\x18\x03 \x01(\x05R\n" +
-	"partitions\"\xb0\x03\n" +
+	"partitions\"\xf5\x03\n" +
 	"\x06JoinOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\x04R\x05table\x12!\n" +
@@ -6468,7 +6536,8 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"store_name\x18\n" +
 	" \x01(\tR\tstoreName\x12F\n" +
 	"\fmaterialized\x18\v \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\x12*\n" +
-	"\x11foreign_key_token\x18\f \x01(\rR\x0fforeignKeyToken\"`\n" +
+	"\x11foreign_key_token\x18\f \x01(\rR\x0fforeignKeyToken\x12C\n" +
+	"\x0ebuiltin_joiner\x18\r \x01(\x0e2\x1c.polystreams.v1alpha1.JoinerR\rbuiltinJoiner\"`\n" +
 	"\vJoinWindows\x12\x1b\n" +
 	"\tbefore_ms\x18\x01 \x01(\x03R\bbeforeMs\x12\x19\n" +
 	"\bafter_ms\x18\x02 \x01(\x03R\aafterMs\x12\x19\n" +
@@ -6781,7 +6850,12 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\vREDUCER_SUM\x10\x01\x12\x0f\n" +
 	"\vREDUCER_MIN\x10\x02\x12\x0f\n" +
 	"\vREDUCER_MAX\x10\x03\x12\x12\n" +
-	"\x0eREDUCER_LATEST\x10\x04*\xc7\x02\n" +
+	"\x0eREDUCER_LATEST\x10\x04*T\n" +
+	"\x06Joiner\x12\x16\n" +
+	"\x12JOINER_UNSPECIFIED\x10\x00\x12\x0f\n" +
+	"\vJOINER_PAIR\x10\x01\x12\x0f\n" +
+	"\vJOINER_THIS\x10\x02\x12\x10\n" +
+	"\fJOINER_OTHER\x10\x03*\xc7\x02\n" +
 	"\tOperation\x12\x19\n" +
 	"\x15OPERATION_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14OPERATION_MAP_VALUES\x10\x01\x12\x14\n" +
@@ -6833,198 +6907,200 @@ func file_polystreams_v1alpha1_engine_proto_rawDescGZIP() []byte {
 	return file_polystreams_v1alpha1_engine_proto_rawDescData
 }
 
-var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
 var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 77)
 var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(Kind)(0),                        // 0: polystreams.v1alpha1.Kind
 	(Reducer)(0),                     // 1: polystreams.v1alpha1.Reducer
-	(Operation)(0),                   // 2: polystreams.v1alpha1.Operation
-	(State)(0),                       // 3: polystreams.v1alpha1.State
-	(Node_Type)(0),                   // 4: polystreams.v1alpha1.Node.Type
-	(RecordFailure_Kind)(0),          // 5: polystreams.v1alpha1.RecordFailure.Kind
-	(*OpenSessionRequest)(nil),       // 6: polystreams.v1alpha1.OpenSessionRequest
-	(*OpenSessionResponse)(nil),      // 7: polystreams.v1alpha1.OpenSessionResponse
-	(*RegisterFunctionRequest)(nil),  // 8: polystreams.v1alpha1.RegisterFunctionRequest
-	(*RegisterFunctionResponse)(nil), // 9: polystreams.v1alpha1.RegisterFunctionResponse
-	(*Handle)(nil),                   // 10: polystreams.v1alpha1.Handle
-	(*Materialized)(nil),             // 11: polystreams.v1alpha1.Materialized
-	(*StreamOp)(nil),                 // 12: polystreams.v1alpha1.StreamOp
-	(*WindowedByOp)(nil),             // 13: polystreams.v1alpha1.WindowedByOp
-	(*TimeWindows)(nil),              // 14: polystreams.v1alpha1.TimeWindows
-	(*SlidingWindows)(nil),           // 15: polystreams.v1alpha1.SlidingWindows
-	(*SessionWindows)(nil),           // 16: polystreams.v1alpha1.SessionWindows
-	(*SuppressOp)(nil),               // 17: polystreams.v1alpha1.SuppressOp
-	(*TableOp)(nil),                  // 18: polystreams.v1alpha1.TableOp
-	(*MapValuesOp)(nil),              // 19: polystreams.v1alpha1.MapValuesOp
-	(*FilterOp)(nil),                 // 20: polystreams.v1alpha1.FilterOp
-	(*FilterNotOp)(nil),              // 21: polystreams.v1alpha1.FilterNotOp
-	(*FlatMapValuesOp)(nil),          // 22: polystreams.v1alpha1.FlatMapValuesOp
-	(*MapOp)(nil),                    // 23: polystreams.v1alpha1.MapOp
-	(*SelectKeyOp)(nil),              // 24: polystreams.v1alpha1.SelectKeyOp
-	(*PeekOp)(nil),                   // 25: polystreams.v1alpha1.PeekOp
-	(*ForeachOp)(nil),                // 26: polystreams.v1alpha1.ForeachOp
-	(*GroupByKeyOp)(nil),             // 27: polystreams.v1alpha1.GroupByKeyOp
-	(*GroupByOp)(nil),                // 28: polystreams.v1alpha1.GroupByOp
-	(*CountOp)(nil),                  // 29: polystreams.v1alpha1.CountOp
-	(*ReduceOp)(nil),                 // 30: polystreams.v1alpha1.ReduceOp
-	(*AggregateOp)(nil),              // 31: polystreams.v1alpha1.AggregateOp
-	(*MergeOp)(nil),                  // 32: polystreams.v1alpha1.MergeOp
-	(*SplitOp)(nil),                  // 33: polystreams.v1alpha1.SplitOp
-	(*Branch)(nil),                   // 34: polystreams.v1alpha1.Branch
-	(*RepartitionOp)(nil),            // 35: polystreams.v1alpha1.RepartitionOp
-	(*JoinOp)(nil),                   // 36: polystreams.v1alpha1.JoinOp
-	(*JoinWindows)(nil),              // 37: polystreams.v1alpha1.JoinWindows
-	(*GlobalTableOp)(nil),            // 38: polystreams.v1alpha1.GlobalTableOp
-	(*ToStreamOp)(nil),               // 39: polystreams.v1alpha1.ToStreamOp
-	(*ToOp)(nil),                     // 40: polystreams.v1alpha1.ToOp
-	(*BuildRequest)(nil),             // 41: polystreams.v1alpha1.BuildRequest
-	(*BuildResponse)(nil),            // 42: polystreams.v1alpha1.BuildResponse
-	(*DescribeRequest)(nil),          // 43: polystreams.v1alpha1.DescribeRequest
-	(*DescribeResponse)(nil),         // 44: polystreams.v1alpha1.DescribeResponse
-	(*TopologyDescription)(nil),      // 45: polystreams.v1alpha1.TopologyDescription
-	(*Subtopology)(nil),              // 46: polystreams.v1alpha1.Subtopology
-	(*Node)(nil),                     // 47: polystreams.v1alpha1.Node
-	(*StartRequest)(nil),             // 48: polystreams.v1alpha1.StartRequest
-	(*StartResponse)(nil),            // 49: polystreams.v1alpha1.StartResponse
-	(*ExchangeRequest)(nil),          // 50: polystreams.v1alpha1.ExchangeRequest
-	(*ExchangeResponse)(nil),         // 51: polystreams.v1alpha1.ExchangeResponse
-	(*RecordContext)(nil),            // 52: polystreams.v1alpha1.RecordContext
-	(*Step)(nil),                     // 53: polystreams.v1alpha1.Step
-	(*Bundle)(nil),                   // 54: polystreams.v1alpha1.Bundle
-	(*BundleResult)(nil),             // 55: polystreams.v1alpha1.BundleResult
-	(*RecordFailure)(nil),            // 56: polystreams.v1alpha1.RecordFailure
-	(*RestoreProgress)(nil),          // 57: polystreams.v1alpha1.RestoreProgress
-	(*GetStateRequest)(nil),          // 58: polystreams.v1alpha1.GetStateRequest
-	(*GetStateResponse)(nil),         // 59: polystreams.v1alpha1.GetStateResponse
-	(*StopRequest)(nil),              // 60: polystreams.v1alpha1.StopRequest
-	(*StopResponse)(nil),             // 61: polystreams.v1alpha1.StopResponse
-	(*QueryRequest)(nil),             // 62: polystreams.v1alpha1.QueryRequest
-	(*WindowFetch)(nil),              // 63: polystreams.v1alpha1.WindowFetch
-	(*KeyRange)(nil),                 // 64: polystreams.v1alpha1.KeyRange
-	(*QueryResponse)(nil),            // 65: polystreams.v1alpha1.QueryResponse
-	(*GetMetricsRequest)(nil),        // 66: polystreams.v1alpha1.GetMetricsRequest
-	(*GetMetricsResponse)(nil),       // 67: polystreams.v1alpha1.GetMetricsResponse
-	(*NodeMetrics)(nil),              // 68: polystreams.v1alpha1.NodeMetrics
-	(*TaskMetrics)(nil),              // 69: polystreams.v1alpha1.TaskMetrics
-	(*PartitionLag)(nil),             // 70: polystreams.v1alpha1.PartitionLag
-	(*StoreMetrics)(nil),             // 71: polystreams.v1alpha1.StoreMetrics
-	(*TestRecord)(nil),               // 72: polystreams.v1alpha1.TestRecord
-	(*TestHeader)(nil),               // 73: polystreams.v1alpha1.TestHeader
-	(*PipeInputRequest)(nil),         // 74: polystreams.v1alpha1.PipeInputRequest
-	(*PipeInputResponse)(nil),        // 75: polystreams.v1alpha1.PipeInputResponse
-	(*ReadOutputRequest)(nil),        // 76: polystreams.v1alpha1.ReadOutputRequest
-	(*ReadOutputResponse)(nil),       // 77: polystreams.v1alpha1.ReadOutputResponse
-	(*AdvanceWallClockRequest)(nil),  // 78: polystreams.v1alpha1.AdvanceWallClockRequest
-	(*AdvanceWallClockResponse)(nil), // 79: polystreams.v1alpha1.AdvanceWallClockResponse
-	nil,                              // 80: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	nil,                              // 81: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
-	nil,                              // 82: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	(Joiner)(0),                      // 2: polystreams.v1alpha1.Joiner
+	(Operation)(0),                   // 3: polystreams.v1alpha1.Operation
+	(State)(0),                       // 4: polystreams.v1alpha1.State
+	(Node_Type)(0),                   // 5: polystreams.v1alpha1.Node.Type
+	(RecordFailure_Kind)(0),          // 6: polystreams.v1alpha1.RecordFailure.Kind
+	(*OpenSessionRequest)(nil),       // 7: polystreams.v1alpha1.OpenSessionRequest
+	(*OpenSessionResponse)(nil),      // 8: polystreams.v1alpha1.OpenSessionResponse
+	(*RegisterFunctionRequest)(nil),  // 9: polystreams.v1alpha1.RegisterFunctionRequest
+	(*RegisterFunctionResponse)(nil), // 10: polystreams.v1alpha1.RegisterFunctionResponse
+	(*Handle)(nil),                   // 11: polystreams.v1alpha1.Handle
+	(*Materialized)(nil),             // 12: polystreams.v1alpha1.Materialized
+	(*StreamOp)(nil),                 // 13: polystreams.v1alpha1.StreamOp
+	(*WindowedByOp)(nil),             // 14: polystreams.v1alpha1.WindowedByOp
+	(*TimeWindows)(nil),              // 15: polystreams.v1alpha1.TimeWindows
+	(*SlidingWindows)(nil),           // 16: polystreams.v1alpha1.SlidingWindows
+	(*SessionWindows)(nil),           // 17: polystreams.v1alpha1.SessionWindows
+	(*SuppressOp)(nil),               // 18: polystreams.v1alpha1.SuppressOp
+	(*TableOp)(nil),                  // 19: polystreams.v1alpha1.TableOp
+	(*MapValuesOp)(nil),              // 20: polystreams.v1alpha1.MapValuesOp
+	(*FilterOp)(nil),                 // 21: polystreams.v1alpha1.FilterOp
+	(*FilterNotOp)(nil),              // 22: polystreams.v1alpha1.FilterNotOp
+	(*FlatMapValuesOp)(nil),          // 23: polystreams.v1alpha1.FlatMapValuesOp
+	(*MapOp)(nil),                    // 24: polystreams.v1alpha1.MapOp
+	(*SelectKeyOp)(nil),              // 25: polystreams.v1alpha1.SelectKeyOp
+	(*PeekOp)(nil),                   // 26: polystreams.v1alpha1.PeekOp
+	(*ForeachOp)(nil),                // 27: polystreams.v1alpha1.ForeachOp
+	(*GroupByKeyOp)(nil),             // 28: polystreams.v1alpha1.GroupByKeyOp
+	(*GroupByOp)(nil),                // 29: polystreams.v1alpha1.GroupByOp
+	(*CountOp)(nil),                  // 30: polystreams.v1alpha1.CountOp
+	(*ReduceOp)(nil),                 // 31: polystreams.v1alpha1.ReduceOp
+	(*AggregateOp)(nil),              // 32: polystreams.v1alpha1.AggregateOp
+	(*MergeOp)(nil),                  // 33: polystreams.v1alpha1.MergeOp
+	(*SplitOp)(nil),                  // 34: polystreams.v1alpha1.SplitOp
+	(*Branch)(nil),                   // 35: polystreams.v1alpha1.Branch
+	(*RepartitionOp)(nil),            // 36: polystreams.v1alpha1.RepartitionOp
+	(*JoinOp)(nil),                   // 37: polystreams.v1alpha1.JoinOp
+	(*JoinWindows)(nil),              // 38: polystreams.v1alpha1.JoinWindows
+	(*GlobalTableOp)(nil),            // 39: polystreams.v1alpha1.GlobalTableOp
+	(*ToStreamOp)(nil),               // 40: polystreams.v1alpha1.ToStreamOp
+	(*ToOp)(nil),                     // 41: polystreams.v1alpha1.ToOp
+	(*BuildRequest)(nil),             // 42: polystreams.v1alpha1.BuildRequest
+	(*BuildResponse)(nil),            // 43: polystreams.v1alpha1.BuildResponse
+	(*DescribeRequest)(nil),          // 44: polystreams.v1alpha1.DescribeRequest
+	(*DescribeResponse)(nil),         // 45: polystreams.v1alpha1.DescribeResponse
+	(*TopologyDescription)(nil),      // 46: polystreams.v1alpha1.TopologyDescription
+	(*Subtopology)(nil),              // 47: polystreams.v1alpha1.Subtopology
+	(*Node)(nil),                     // 48: polystreams.v1alpha1.Node
+	(*StartRequest)(nil),             // 49: polystreams.v1alpha1.StartRequest
+	(*StartResponse)(nil),            // 50: polystreams.v1alpha1.StartResponse
+	(*ExchangeRequest)(nil),          // 51: polystreams.v1alpha1.ExchangeRequest
+	(*ExchangeResponse)(nil),         // 52: polystreams.v1alpha1.ExchangeResponse
+	(*RecordContext)(nil),            // 53: polystreams.v1alpha1.RecordContext
+	(*Step)(nil),                     // 54: polystreams.v1alpha1.Step
+	(*Bundle)(nil),                   // 55: polystreams.v1alpha1.Bundle
+	(*BundleResult)(nil),             // 56: polystreams.v1alpha1.BundleResult
+	(*RecordFailure)(nil),            // 57: polystreams.v1alpha1.RecordFailure
+	(*RestoreProgress)(nil),          // 58: polystreams.v1alpha1.RestoreProgress
+	(*GetStateRequest)(nil),          // 59: polystreams.v1alpha1.GetStateRequest
+	(*GetStateResponse)(nil),         // 60: polystreams.v1alpha1.GetStateResponse
+	(*StopRequest)(nil),              // 61: polystreams.v1alpha1.StopRequest
+	(*StopResponse)(nil),             // 62: polystreams.v1alpha1.StopResponse
+	(*QueryRequest)(nil),             // 63: polystreams.v1alpha1.QueryRequest
+	(*WindowFetch)(nil),              // 64: polystreams.v1alpha1.WindowFetch
+	(*KeyRange)(nil),                 // 65: polystreams.v1alpha1.KeyRange
+	(*QueryResponse)(nil),            // 66: polystreams.v1alpha1.QueryResponse
+	(*GetMetricsRequest)(nil),        // 67: polystreams.v1alpha1.GetMetricsRequest
+	(*GetMetricsResponse)(nil),       // 68: polystreams.v1alpha1.GetMetricsResponse
+	(*NodeMetrics)(nil),              // 69: polystreams.v1alpha1.NodeMetrics
+	(*TaskMetrics)(nil),              // 70: polystreams.v1alpha1.TaskMetrics
+	(*PartitionLag)(nil),             // 71: polystreams.v1alpha1.PartitionLag
+	(*StoreMetrics)(nil),             // 72: polystreams.v1alpha1.StoreMetrics
+	(*TestRecord)(nil),               // 73: polystreams.v1alpha1.TestRecord
+	(*TestHeader)(nil),               // 74: polystreams.v1alpha1.TestHeader
+	(*PipeInputRequest)(nil),         // 75: polystreams.v1alpha1.PipeInputRequest
+	(*PipeInputResponse)(nil),        // 76: polystreams.v1alpha1.PipeInputResponse
+	(*ReadOutputRequest)(nil),        // 77: polystreams.v1alpha1.ReadOutputRequest
+	(*ReadOutputResponse)(nil),       // 78: polystreams.v1alpha1.ReadOutputResponse
+	(*AdvanceWallClockRequest)(nil),  // 79: polystreams.v1alpha1.AdvanceWallClockRequest
+	(*AdvanceWallClockResponse)(nil), // 80: polystreams.v1alpha1.AdvanceWallClockResponse
+	nil,                              // 81: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	nil,                              // 82: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	nil,                              // 83: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
 }
 var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
-	80, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	81, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	81, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	82, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
 	0,  // 2: polystreams.v1alpha1.Handle.kind:type_name -> polystreams.v1alpha1.Kind
-	82, // 3: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
-	14, // 4: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
-	15, // 5: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
-	16, // 6: polystreams.v1alpha1.WindowedByOp.session:type_name -> polystreams.v1alpha1.SessionWindows
-	11, // 7: polystreams.v1alpha1.TableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	11, // 8: polystreams.v1alpha1.MapValuesOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	11, // 9: polystreams.v1alpha1.FilterOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	11, // 10: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	11, // 11: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	83, // 3: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	15, // 4: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
+	16, // 5: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
+	17, // 6: polystreams.v1alpha1.WindowedByOp.session:type_name -> polystreams.v1alpha1.SessionWindows
+	12, // 7: polystreams.v1alpha1.TableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	12, // 8: polystreams.v1alpha1.MapValuesOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	12, // 9: polystreams.v1alpha1.FilterOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	12, // 10: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	12, // 11: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
 	1,  // 12: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
-	11, // 13: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	11, // 14: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	34, // 15: polystreams.v1alpha1.SplitOp.branches:type_name -> polystreams.v1alpha1.Branch
-	37, // 16: polystreams.v1alpha1.JoinOp.windows:type_name -> polystreams.v1alpha1.JoinWindows
-	11, // 17: polystreams.v1alpha1.JoinOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	11, // 18: polystreams.v1alpha1.GlobalTableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	12, // 19: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
-	19, // 20: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
-	20, // 21: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
-	21, // 22: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
-	22, // 23: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
-	23, // 24: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
-	24, // 25: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
-	25, // 26: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
-	26, // 27: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
-	27, // 28: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
-	28, // 29: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
-	29, // 30: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
-	39, // 31: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
-	40, // 32: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
-	30, // 33: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
-	31, // 34: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
-	18, // 35: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
-	13, // 36: polystreams.v1alpha1.BuildRequest.windowed_by:type_name -> polystreams.v1alpha1.WindowedByOp
-	17, // 37: polystreams.v1alpha1.BuildRequest.suppress:type_name -> polystreams.v1alpha1.SuppressOp
-	32, // 38: polystreams.v1alpha1.BuildRequest.merge:type_name -> polystreams.v1alpha1.MergeOp
-	33, // 39: polystreams.v1alpha1.BuildRequest.split:type_name -> polystreams.v1alpha1.SplitOp
-	35, // 40: polystreams.v1alpha1.BuildRequest.repartition:type_name -> polystreams.v1alpha1.RepartitionOp
-	36, // 41: polystreams.v1alpha1.BuildRequest.join:type_name -> polystreams.v1alpha1.JoinOp
-	38, // 42: polystreams.v1alpha1.BuildRequest.global_table:type_name -> polystreams.v1alpha1.GlobalTableOp
-	10, // 43: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
-	10, // 44: polystreams.v1alpha1.BuildResponse.branches:type_name -> polystreams.v1alpha1.Handle
-	45, // 45: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
-	46, // 46: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
-	47, // 47: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
-	4,  // 48: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
-	55, // 49: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
-	54, // 50: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
-	3,  // 51: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
-	52, // 52: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	57, // 53: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	2,  // 54: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
-	53, // 55: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
-	56, // 56: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
-	5,  // 57: polystreams.v1alpha1.RecordFailure.kind:type_name -> polystreams.v1alpha1.RecordFailure.Kind
-	3,  // 58: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
-	52, // 59: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	57, // 60: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	64, // 61: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
-	63, // 62: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
-	3,  // 63: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
-	57, // 64: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	68, // 65: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
-	69, // 66: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
-	70, // 67: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
-	71, // 68: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
-	73, // 69: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
-	72, // 70: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
-	52, // 71: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	72, // 72: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
-	6,  // 73: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
-	8,  // 74: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
-	41, // 75: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
-	43, // 76: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
-	48, // 77: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
-	50, // 78: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
-	58, // 79: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
-	60, // 80: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
-	62, // 81: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
-	66, // 82: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
-	74, // 83: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
-	76, // 84: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
-	78, // 85: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
-	7,  // 86: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
-	9,  // 87: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
-	42, // 88: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
-	44, // 89: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
-	49, // 90: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
-	51, // 91: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
-	59, // 92: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
-	61, // 93: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
-	65, // 94: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
-	67, // 95: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
-	75, // 96: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
-	77, // 97: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
-	79, // 98: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
-	86, // [86:99] is the sub-list for method output_type
-	73, // [73:86] is the sub-list for method input_type
-	73, // [73:73] is the sub-list for extension type_name
-	73, // [73:73] is the sub-list for extension extendee
-	0,  // [0:73] is the sub-list for field type_name
+	12, // 13: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	12, // 14: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	35, // 15: polystreams.v1alpha1.SplitOp.branches:type_name -> polystreams.v1alpha1.Branch
+	38, // 16: polystreams.v1alpha1.JoinOp.windows:type_name -> polystreams.v1alpha1.JoinWindows
+	12, // 17: polystreams.v1alpha1.JoinOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	2,  // 18: polystreams.v1alpha1.JoinOp.builtin_joiner:type_name -> polystreams.v1alpha1.Joiner
+	12, // 19: polystreams.v1alpha1.GlobalTableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	13, // 20: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
+	20, // 21: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
+	21, // 22: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
+	22, // 23: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
+	23, // 24: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
+	24, // 25: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
+	25, // 26: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
+	26, // 27: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
+	27, // 28: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
+	28, // 29: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
+	29, // 30: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
+	30, // 31: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
+	40, // 32: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
+	41, // 33: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
+	31, // 34: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
+	32, // 35: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
+	19, // 36: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
+	14, // 37: polystreams.v1alpha1.BuildRequest.windowed_by:type_name -> polystreams.v1alpha1.WindowedByOp
+	18, // 38: polystreams.v1alpha1.BuildRequest.suppress:type_name -> polystreams.v1alpha1.SuppressOp
+	33, // 39: polystreams.v1alpha1.BuildRequest.merge:type_name -> polystreams.v1alpha1.MergeOp
+	34, // 40: polystreams.v1alpha1.BuildRequest.split:type_name -> polystreams.v1alpha1.SplitOp
+	36, // 41: polystreams.v1alpha1.BuildRequest.repartition:type_name -> polystreams.v1alpha1.RepartitionOp
+	37, // 42: polystreams.v1alpha1.BuildRequest.join:type_name -> polystreams.v1alpha1.JoinOp
+	39, // 43: polystreams.v1alpha1.BuildRequest.global_table:type_name -> polystreams.v1alpha1.GlobalTableOp
+	11, // 44: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
+	11, // 45: polystreams.v1alpha1.BuildResponse.branches:type_name -> polystreams.v1alpha1.Handle
+	46, // 46: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
+	47, // 47: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
+	48, // 48: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
+	5,  // 49: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
+	56, // 50: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
+	55, // 51: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
+	4,  // 52: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
+	53, // 53: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	58, // 54: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	3,  // 55: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
+	54, // 56: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
+	57, // 57: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
+	6,  // 58: polystreams.v1alpha1.RecordFailure.kind:type_name -> polystreams.v1alpha1.RecordFailure.Kind
+	4,  // 59: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
+	53, // 60: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	58, // 61: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	65, // 62: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	64, // 63: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
+	4,  // 64: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
+	58, // 65: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	69, // 66: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
+	70, // 67: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
+	71, // 68: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
+	72, // 69: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
+	74, // 70: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
+	73, // 71: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
+	53, // 72: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	73, // 73: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
+	7,  // 74: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
+	9,  // 75: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
+	42, // 76: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
+	44, // 77: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
+	49, // 78: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
+	51, // 79: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
+	59, // 80: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
+	61, // 81: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
+	63, // 82: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
+	67, // 83: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
+	75, // 84: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
+	77, // 85: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
+	79, // 86: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
+	8,  // 87: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
+	10, // 88: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
+	43, // 89: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
+	45, // 90: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
+	50, // 91: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
+	52, // 92: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
+	60, // 93: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
+	62, // 94: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
+	66, // 95: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
+	68, // 96: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
+	76, // 97: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
+	78, // 98: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
+	80, // 99: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
+	87, // [87:100] is the sub-list for method output_type
+	74, // [74:87] is the sub-list for method input_type
+	74, // [74:74] is the sub-list for extension type_name
+	74, // [74:74] is the sub-list for extension extendee
+	0,  // [0:74] is the sub-list for field type_name
 }
 
 func init() { file_polystreams_v1alpha1_engine_proto_init() }
@@ -7079,7 +7155,7 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_polystreams_v1alpha1_engine_proto_rawDesc), len(file_polystreams_v1alpha1_engine_proto_rawDesc)),
-			NumEnums:      6,
+			NumEnums:      7,
 			NumMessages:   77,
 			NumExtensions: 0,
 			NumServices:   1,
