@@ -25,9 +25,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use polystreams::{
-    App, Config, Error, GlobalKTable, JoinWindows, KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Options, Reducer,
-    Repartitioned, SessionWindowedKStream, SessionWindows, SlidingWindows, TimeWindowedKStream, TimeWindows, Value,
-    Windowed,
+    App, Config, Error, GlobalKTable, JoinWindows, KGroupedStream, KGroupedTable, KStream, KTable, Materialized,
+    Options, Reducer, Repartitioned, SessionWindowedKStream, SessionWindows, SlidingWindows, TimeWindowedKStream,
+    TimeWindows, Value, Windowed,
 };
 use serde_json::{json, Map, Value as J};
 
