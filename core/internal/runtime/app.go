@@ -76,6 +76,8 @@ type App struct {
 	replaced atomic.Int64
 	// instanceID is the group.instance.id (static membership).
 	instanceID string
+	// balancer assigns the group's tasks and remembers this member's.
+	balancer *taskBalancer
 	// pending counts records handed to tasks and not yet processed (or
 	// dropped); a transaction commits only when it is 0, so that the offsets
 	// the session commits (those polled) are exactly those processed.
@@ -128,7 +130,7 @@ type App struct {
 func New(cfg Config, topo *topology.Topology, host Host) (*App, error) {
 	a := &App{cfg: cfg, topo: topo, host: host, log: cfg.Logger, tasks: map[taskID]*task{}, state: Created, done: make(chan struct{}),
 		changes: []State{Created}, changed: make(chan struct{}),
-		eos: cfg.Guarantee == ExactlyOnceV2}
+		eos: cfg.Guarantee == ExactlyOnceV2, balancer: newTaskBalancer(cfg.StandbyReplicas)}
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -284,9 +286,11 @@ func (a *App) begin(ctx context.Context) (err error) {
 		kgo.ConsumeTopics(topics...),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
-		// Range assignment gives a member the same partition numbers of
-		// every topic: the tasks of co-partitioned sources stay together.
-		kgo.Balancers(kgo.RangeBalancer()),
+		// Tasks (partition p of every source topic) go to members evenly
+		// and stickily (balancer.go); range, which also keeps partition p
+		// of every topic together, only while some member (an older
+		// engine, in a rolling upgrade) knows nothing else.
+		kgo.Balancers(a.balancer, kgo.RangeBalancer()),
 		// A paused partition is fetched again only after the broker's fetch
 		// in flight returns, which waits up to this long when nothing is new.
 		kgo.FetchMaxWait(100*time.Millisecond),
@@ -803,6 +807,8 @@ func (a *App) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][
 // onLost drops the tasks of lost partitions without committing: another
 // member may own them already.
 func (a *App) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	// This member's claim to them is void: it must not pull them back.
+	a.balancer.forget()
 	tasks := a.takeTasks(lost)
 	a.setState(Rebalancing)
 	stopTasks(tasks)
