@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -335,4 +336,158 @@ func TestScaleOutCountsExactlyOnceAcrossKillAndJoin(t *testing.T) {
 	for _, in := range c.instances[1:] {
 		in.stop()
 	}
+}
+
+// produceKeyed produces key -> value records to topic.
+func (c *scaleCluster) produceKeyed(topic string, kvs [][2]string) {
+	c.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.b.Addr()), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer cl.Close()
+	rs := make([]*kgo.Record, len(kvs))
+	for i, kv := range kvs {
+		rs[i] = &kgo.Record{Key: []byte(kv[0]), Value: []byte(kv[1])}
+	}
+	if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+		c.t.Fatalf("produce: %v", err)
+	}
+}
+
+// enrichments reads topic read_committed: each output value
+// "<order>|<customer>", by order.
+func (c *scaleCluster) enrichments(topic string) map[string][]string {
+	out := map[string][]string{}
+	c.e.readTopic(topic, true, func(r *kgo.Record) {
+		order, customer, _ := strings.Cut(string(r.Value), "|")
+		out[order] = append(out[order], customer)
+	})
+	return out
+}
+
+// A stream-table join keeps enriching correctly while its tasks move: two
+// engines (each with a Python host whose joiner builds the output), a third
+// added and the first stopped while orders flow. The table changes between
+// batches of orders, and a batch is produced only once probes show the
+// change joined for every key, so each order has exactly one right
+// enrichment: its batch's table version. Read read_committed, every order
+// is enriched exactly once (none dropped as a miss, none twice) and with
+// that version: a task that moved and restored its table store wrongly
+// (empty, or an older value) would show it. (KStreamKTableJoinProcessor
+// joins each record with the table's value as the store holds it when the
+// record is processed.)
+func TestScaleOutStreamTableJoinAcrossRebalances(t *testing.T) {
+	keys, perBatch := 60, scale(3000, 30_000)
+	c := newScaleCluster(t, 8, "scaleout-join", []string{"customers", "orders", "enriched"},
+		"--topology", "join", "--input", "orders", "--table", "customers", "--output", "enriched",
+		"--config", "processing.guarantee=exactly_once_v2",
+		"--config", "session.timeout.ms=6000",
+		"--config", "polystreams.bundle.max.records=200")
+	key := func(k int) string { return fmt.Sprintf("customer-%d", k) }
+	attempt := 0
+	// setTable sets every customer to version v and waits until probe
+	// orders show v joined for every key.
+	setTable := func(v int) {
+		t.Helper()
+		var kvs [][2]string
+		for k := range keys {
+			kvs = append(kvs, [2]string{key(k), fmt.Sprintf("v%d", v)})
+		}
+		c.produceKeyed("customers", kvs)
+		want := fmt.Sprintf("v%d", v)
+		waitFor(t, "probes to see table version "+want, time.Duration(scale(120, 300))*time.Second, func() bool {
+			c.checkHosts()
+			seen := map[string]bool{}
+			for order, cs := range c.enrichments("enriched") {
+				if k, ok := strings.CutPrefix(order, "probe-"); ok && slices.Contains(cs, want) {
+					seen[k[:strings.LastIndexByte(k, '-')]] = true
+				}
+			}
+			if len(seen) == keys {
+				return true
+			}
+			attempt++
+			var probes [][2]string
+			for k := range keys {
+				if !seen[key(k)] {
+					probes = append(probes, [2]string{key(k), fmt.Sprintf("probe-%s-%d", key(k), attempt)})
+				}
+			}
+			c.produceKeyed("orders", probes)
+			time.Sleep(300 * time.Millisecond)
+			return false
+		})
+	}
+	want := map[string]string{} // order -> the table version it must see
+	seq := 0
+	batch := func(v int) {
+		var kvs [][2]string
+		for range perBatch {
+			order := fmt.Sprintf("o-%d", seq)
+			kvs = append(kvs, [2]string{key(seq % keys), order})
+			want[order] = fmt.Sprintf("v%d", v)
+			seq++
+		}
+		c.produceKeyed("orders", kvs)
+	}
+	waitBatch := func() {
+		t.Helper()
+		waitFor(t, "the batch to be enriched", time.Duration(scale(120, 300))*time.Second, func() bool {
+			c.checkHosts()
+			n := 0
+			for order := range c.enrichments("enriched") {
+				if strings.HasPrefix(order, "o-") {
+					n++
+				}
+			}
+			return n >= seq
+		})
+	}
+	a := c.start("a", "")
+	c.start("b", "")
+	setTable(1)
+	batch(1)
+	c.waitProcessedOrders(seq / 4)
+	c.start("c", "") // joins while batch 1 is processed
+	waitBatch()
+	setTable(2)
+	batch(2)
+	c.waitProcessedOrders(seq - perBatch*3/4)
+	a.stop() // leaves while batch 2 is processed: its tasks move to b and c
+	waitBatch()
+	setTable(3)
+	batch(3)
+	waitBatch()
+	got := c.enrichments("enriched")
+	bad := 0
+	for order, v := range want {
+		if cs := got[order]; len(cs) != 1 || cs[0] != v {
+			if bad++; bad <= 10 {
+				t.Errorf("order %s enriched as %v, want exactly once with %s", order, cs, v)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%d of %d orders enriched wrongly", bad, len(want))
+	}
+	t.Logf("%d orders, each enriched exactly once with the table version current for it, across a join and a leave", len(want))
+	for _, in := range c.instances[1:] {
+		in.stop()
+	}
+}
+
+// waitProcessedOrders waits until n orders ("o-...") are enriched.
+func (c *scaleCluster) waitProcessedOrders(n int) {
+	c.t.Helper()
+	waitFor(c.t, "orders to be enriched", time.Duration(scale(120, 300))*time.Second, func() bool {
+		c.checkHosts()
+		got := 0
+		for order := range c.enrichments("enriched") {
+			if strings.HasPrefix(order, "o-") {
+				got++
+			}
+		}
+		return got >= n
+	})
 }
