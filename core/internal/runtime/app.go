@@ -104,10 +104,13 @@ type App struct {
 	// rebalance. Its entries follow tasks: added and dropped under mu.
 	restores restores
 
-	mu    sync.Mutex // guards tasks, state, err, changes, changed
+	mu    sync.Mutex // guards tasks, standby, state, err, changes, changed
 	tasks map[taskID]*task
-	state State
-	err   error
+	// standby keeps the stores of this assignment's standby tasks warm
+	// (standby.go); nil when it has none.
+	standby *standby
+	state   State
+	err     error
 	// changes: every state the application has been in, in order (as State
 	// reports them, Restoring included), so that each host worker can be
 	// told of every change, however short; see Changes.
@@ -528,6 +531,7 @@ loop:
 	if _, err := a.adm.LeaveGroup(ctx, kadm.LeaveGroup(a.cfg.ApplicationID).InstanceIDs(a.instanceID).Reason("polystreams: application stopped")); err != nil {
 		a.log.Warn("leaving the group", "error", err)
 	}
+	a.stopStandbys()
 	a.adm.Close()
 	a.stopGlobals()
 	if err := a.closeDB(); err != nil {
@@ -751,6 +755,9 @@ func (a *App) taskFor(topic string, partition int32) *task {
 }
 
 func (a *App) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	// The last assignment's standbys stop before any task starts: a task
+	// that was a standby here restores from where its standby got to.
+	a.stopStandbys()
 	a.mu.Lock()
 	var started []*task
 	var sps []storePartition
@@ -780,6 +787,7 @@ func (a *App) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][
 	for _, t := range started {
 		go t.run(a.ctx)
 	}
+	a.startStandbys(a.balancer.standbyTasks())
 	a.mu.Unlock()
 	a.log.Info("partitions assigned", "partitions", assigned)
 }

@@ -131,6 +131,8 @@ var (
 	descRestoreAll  = prometheus.NewDesc("polystreams_restore_total_records", "Changelog records to restore since the last rebalance.", app, nil)
 	descRestoring   = prometheus.NewDesc("polystreams_restore_restoring_partitions", "Store partitions still restoring.", app, nil)
 	descRestoreSize = prometheus.NewDesc("polystreams_restore_partitions", "Store partitions assigned at the last rebalance.", app, nil)
+	descStandby     = prometheus.NewDesc("polystreams_standby_partitions", "Store partitions this engine keeps warm as standbys (num.standby.replicas).", app, nil)
+	descStandbyRead = prometheus.NewDesc("polystreams_standby_read_records", "Changelog records the standbys applied since the last rebalance.", app, nil)
 	descStore       = prometheus.NewDesc("polystreams_store_entries", "Entries of a store partition (counted up to 100,000).", append(app, "store", "partition"), nil)
 )
 
@@ -195,6 +197,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descRestoreAll, float64(st.Restore.TotalRecords), v.appID)
 		gauge(descRestoring, float64(st.Restore.RestoringPartitions), v.appID)
 		gauge(descRestoreSize, float64(st.Restore.TotalPartitions), v.appID)
+		gauge(descStandby, float64(len(st.Standbys)), v.appID)
+		gauge(descStandbyRead, float64(st.StandbyRecords), v.appID)
 	}
 }
 
@@ -397,6 +401,18 @@ func (s *Server) StatusHandler() http.Handler {
 		enc := json.NewEncoder(w)
 		enc.Encode(s.Status())
 	})
+}
+
+// Standbys returns each started application's standby store partitions
+// with their positions, by application.id.
+func (s *Server) Standbys() map[string][]runtime.StandbyPartition {
+	out := map[string][]runtime.StandbyPartition{}
+	for _, v := range s.views() {
+		if v.app != nil {
+			out[v.appID], _ = v.app.Standbys()
+		}
+	}
+	return out
 }
 
 // Restores returns each started application's restore progress, by
