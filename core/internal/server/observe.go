@@ -29,6 +29,7 @@ type appView struct {
 	app            *runtime.App // nil before Start
 	topo           *topology.Topology
 	stopped        bool
+	dispatch       *dispatcher
 }
 
 // views returns the sessions, by application.id.
@@ -42,7 +43,7 @@ func (s *Server) views() []appView {
 	out := make([]appView, 0, len(all))
 	for _, ss := range all {
 		ss.mu.Lock()
-		v := appView{session: ss.id, appID: ss.appID, app: ss.app, stopped: ss.stopped}
+		v := appView{session: ss.id, appID: ss.appID, app: ss.app, stopped: ss.stopped, dispatch: ss.dispatch}
 		v.topo, _ = ss.builder.Topology()
 		ss.mu.Unlock()
 		out = append(out, v)
@@ -131,6 +132,8 @@ var (
 	descRestoreAll  = prometheus.NewDesc("polystreams_restore_total_records", "Changelog records to restore since the last rebalance.", app, nil)
 	descRestoring   = prometheus.NewDesc("polystreams_restore_restoring_partitions", "Store partitions still restoring.", app, nil)
 	descRestoreSize = prometheus.NewDesc("polystreams_restore_partitions", "Store partitions assigned at the last rebalance.", app, nil)
+	descWaiting     = prometheus.NewDesc("polystreams_host_bundles_waiting", "Bundles waiting for the host: queued, or taken by a worker and not answered yet.", app, nil)
+	descHostIdle    = prometheus.NewDesc("polystreams_host_idle_seconds", "Seconds since a host worker last called Exchange (how long the tasks are stalled, when bundles are waiting).", app, nil)
 	descStandby     = prometheus.NewDesc("polystreams_standby_partitions", "Store partitions this engine keeps warm as standbys (num.standby.replicas).", app, nil)
 	descStandbyRead = prometheus.NewDesc("polystreams_standby_read_records", "Changelog records the standbys applied since the last rebalance.", app, nil)
 	descStore       = prometheus.NewDesc("polystreams_store_entries", "Entries of a store partition (counted up to 100,000).", append(app, "store", "partition"), nil)
@@ -198,6 +201,11 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descRestoring, float64(st.Restore.RestoringPartitions), v.appID)
 		gauge(descRestoreSize, float64(st.Restore.TotalPartitions), v.appID)
 		gauge(descStandby, float64(len(st.Standbys)), v.appID)
+		if v.dispatch != nil {
+			ds := v.dispatch.peek(time.Now())
+			gauge(descWaiting, float64(ds.waiting), v.appID)
+			gauge(descHostIdle, ds.idle.Seconds(), v.appID)
+		}
 		gauge(descStandbyRead, float64(st.StandbyRecords), v.appID)
 	}
 }
