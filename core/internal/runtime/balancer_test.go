@@ -319,3 +319,31 @@ func has(m map[string][]int32, id string) bool {
 	_, ok := m[id]
 	return ok
 }
+
+// Kafka Streams' StickyTaskAssignorTest pins both:
+// shouldAssignMultipleReplicasOfStandbyTask (3 clients, tasks 0_0..0_2, 2
+// standbys: each client stands by for the two tasks it does not run) and
+// shouldNotAssignStandbyTaskReplicasWhenNoClientAvailableWithoutHavingTheTaskAssigned
+// (one client: no standby at all).
+func TestBalancerStandbysAsKafkaStreamsStickyTaskAssignor(t *testing.T) {
+	ms := []member{{topics: []string{"t"}}, {topics: []string{"t"}}, {topics: []string{"t"}}}
+	as := assignTasks(ms, map[string]int32{"t": 3}, 2)
+	for i, a := range as {
+		if len(a.tasks) != 1 {
+			t.Fatalf("member %d runs %v, want one task", i, a.tasks)
+		}
+		var others []int32
+		for p := range int32(3) {
+			if p != a.tasks[0] {
+				others = append(others, p)
+			}
+		}
+		if !slices.Equal(a.standby, others) {
+			t.Errorf("member %d runs %v and stands by for %v, want %v", i, a.tasks, a.standby, others)
+		}
+	}
+	as = assignTasks(ms[:1], map[string]int32{"t": 1}, 1)
+	if len(as[0].standby) != 0 {
+		t.Errorf("a lone member stands by for %v", as[0].standby)
+	}
+}
