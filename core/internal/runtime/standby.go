@@ -140,10 +140,25 @@ func (a *App) Standbys() (parts []StandbyPartition, applied int64) {
 // checkpoints (from the start, wiped, where none is trusted) until ctx is
 // done, applying each poll's records and then moving the checkpoints.
 func (a *App) tailStandbys(ctx context.Context, s *standby, parts []standbyPart) error {
+	// A task number past a sub-topology's partition count has no store
+	// partition there (its topics have fewer partitions): skip those.
+	var topics []string
+	for _, sp := range parts {
+		if !slices.Contains(topics, sp.changelog) {
+			topics = append(topics, sp.changelog)
+		}
+	}
+	ends, err := a.adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("listing changelog partitions: %w", err)
+	}
 	offsets := map[string]map[int32]kgo.Offset{}
 	byTP := map[string]map[int32]*standbyPart{}
 	for i := range parts {
 		sp := &parts[i]
+		if end, ok := ends.Lookup(sp.changelog, sp.sp.partition); !ok || end.Err != nil {
+			continue
+		}
 		from, ok, err := sp.part.Checkpoint()
 		if err != nil {
 			return err
@@ -161,6 +176,9 @@ func (a *App) tailStandbys(ctx context.Context, s *standby, parts []standbyPart)
 		offsets[sp.changelog][sp.sp.partition] = kgo.NewOffset().At(from)
 		sp.position.Store(from)
 		byTP[sp.changelog][sp.sp.partition] = sp
+	}
+	if len(offsets) == 0 {
+		return nil
 	}
 	opts := append(a.cfg.clientOpts(),
 		kgo.ConsumePartitions(offsets),

@@ -44,7 +44,7 @@ func (e *env) anotherWith(opts server.Options, logs io.Writer) *env {
 func TestHostlessTasksAreReportedAndMoveOnWhenTheSessionExpires(t *testing.T) {
 	e := newEnv(t, "lines", "word-counts")
 	var logs lockedBuffer
-	a := e.anotherWith(server.Options{SessionTimeout: 8 * time.Second}, &logs)
+	a := e.anotherWith(server.Options{SessionTimeout: 15 * time.Second}, &logs)
 	config := eosConfig()
 	want := map[string]int64{}
 	feed := func(n, offset int) {
