@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -47,6 +48,8 @@ type instance struct {
 	mu        sync.Mutex
 	hostState string
 	hostDone  chan struct{}
+	// ending: the test is stopping or killing the instance.
+	ending atomic.Bool
 }
 
 // tail returns the last n lines written to l.
@@ -172,6 +175,16 @@ func prefixed(w *lockedBuffer, prefix string) *os.File {
 	return wr
 }
 
+// ownedTasks reports whether the engine's log says it was assigned a task.
+func (in *instance) ownedTasks() bool {
+	for _, l := range strings.Split(in.logs.String(), "\n") {
+		if strings.Contains(l, `msg="partitions assigned"`) && !strings.Contains(l, `partitions=map[]`) {
+			return true
+		}
+	}
+	return false
+}
+
 func (in *instance) state() string {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -181,6 +194,7 @@ func (in *instance) state() string {
 // kill ends the engine with SIGKILL (no commit, no leaving the group), and
 // its host with it. Idempotent.
 func (in *instance) kill() {
+	in.ending.Store(true)
 	if in.engine.ProcessState == nil {
 		in.engine.Process.Signal(syscall.SIGKILL)
 		in.engine.Wait()
@@ -195,6 +209,7 @@ func (in *instance) kill() {
 // commits and leaves the group), then the engine.
 func (in *instance) stop() {
 	in.t.Helper()
+	in.ending.Store(true)
 	in.host.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-in.hostDone:
@@ -249,7 +264,7 @@ func (c *scaleCluster) checkHosts() {
 	for _, in := range c.instances {
 		select {
 		case <-in.hostDone:
-			if in.engine.ProcessState == nil {
+			if !in.ending.Load() {
 				c.t.Fatalf("%s: the host ended while its engine runs (last state %q):\n%s", in.name, in.state(), in.logs.tail(30))
 			}
 		default:
@@ -299,26 +314,55 @@ func TestScaleOutCountsExactlyOnceAcrossKillAndJoin(t *testing.T) {
 		c.produceCounted("events", sent, n, keys, want)
 		sent += n
 	}
+	// feedSteadily produces n records in small batches in the background,
+	// so that the instances are busy whenever the test kills or adds one;
+	// the returned channel closes when all are produced.
+	feedSteadily := func(n int) <-chan struct{} {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for left := n; left > 0; left -= 1000 {
+				feed(min(1000, left))
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+		return done
+	}
 	feed(quarter)
 	a := c.start("a", "")
 	c.start("b", "")
 	c.start("c", "")
 	c.waitProcessed("event-counts", quarter/4, "the three instances to process a part of the first quarter")
-	feed(quarter)
-	// a dies in the middle of its work: its transaction in progress is
-	// aborted (by the broker's timeout or its restart fencing it), its
-	// partitions move on once its session times out.
+	fed := feedSteadily(2 * quarter)
+	// a dies in the middle of its work, records still arriving: its
+	// transaction in progress is aborted (by the broker's timeout or its
+	// restart fencing it), its partitions move on once its session times
+	// out.
 	c.waitProcessed("event-counts", quarter+quarter/4, "processing of the second quarter to begin")
+	if !a.ownedTasks() {
+		t.Fatalf("a was never assigned a task: the kill would show nothing")
+	}
 	a.kill()
-	t.Logf("a killed after %d of %d records were produced", sent, total)
-	feed(quarter)
-	c.waitProcessed("event-counts", 2*quarter+quarter/4, "b and c to go on without a")
+	t.Logf("a killed once %d of %d records were counted", quarter+quarter/4, total)
+	c.waitProcessed("event-counts", 2*quarter, "b and c to go on without a")
 	// a comes back on its state directory: same static member, same
 	// transactional id (fencing whatever its predecessor left open).
 	c.start("a2", a.stateDir)
-	feed(quarter / 2)
-	c.start("d", "")
-	feed(total - sent)
+	c.waitProcessed("event-counts", 2*quarter+quarter/2, "a2 to rejoin while records arrive")
+	<-fed
+	// d joins while records keep arriving, until it holds tasks.
+	d := c.start("d", "")
+	joinBy := time.Now().Add(time.Duration(scale(60, 120)) * time.Second)
+	for !d.ownedTasks() {
+		if time.Now().After(joinBy) {
+			t.Fatalf("d, the instance added, was not assigned a task within %v", time.Duration(scale(60, 120))*time.Second)
+		}
+		c.checkHosts()
+		feed(200)
+		time.Sleep(100 * time.Millisecond)
+	}
+	feed(max(0, total-sent))
+	total = sent
 	var last error
 	deadline := time.Now().Add(time.Duration(scale(120, 600)) * time.Second)
 	for {
@@ -421,9 +465,25 @@ func TestScaleOutStreamTableJoinAcrossRebalances(t *testing.T) {
 	}
 	want := map[string]string{} // order -> the table version it must see
 	seq := 0
-	batch := func(v int) {
+	var orders func(v, n int)
+	// ordersUntil keeps producing orders of table version v, in small
+	// batches, until done holds: the rebalance meets orders in flight.
+	ordersUntil := func(v int, what string, done func() bool) {
+		t.Helper()
+		by := time.Now().Add(time.Duration(scale(60, 120)) * time.Second)
+		for !done() {
+			if time.Now().After(by) {
+				t.Fatalf("%s: not within %v", what, time.Duration(scale(60, 120))*time.Second)
+			}
+			c.checkHosts()
+			orders(v, 100)
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	batch := func(v int) { orders(v, perBatch) }
+	orders = func(v, n int) {
 		var kvs [][2]string
-		for range perBatch {
+		for range n {
 			order := fmt.Sprintf("o-%d", seq)
 			kvs = append(kvs, [2]string{key(seq % keys), order})
 			want[order] = fmt.Sprintf("v%d", v)
@@ -449,12 +509,26 @@ func TestScaleOutStreamTableJoinAcrossRebalances(t *testing.T) {
 	setTable(1)
 	batch(1)
 	c.waitProcessedOrders(seq / 4)
-	c.start("c", "") // joins while batch 1 is processed
+	cc := c.start("c", "") // joins while orders of version 1 flow
+	ordersUntil(1, "c, the instance added, to be assigned tasks", cc.ownedTasks)
 	waitBatch()
 	setTable(2)
 	batch(2)
 	c.waitProcessedOrders(seq - perBatch*3/4)
-	a.stop() // leaves while batch 2 is processed: its tasks move to b and c
+	// a leaves while orders of version 2 flow: its tasks move to b and c.
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		a.stop()
+	}()
+	ordersUntil(2, "a to stop", func() bool {
+		select {
+		case <-stopped:
+			return true
+		default:
+			return false
+		}
+	})
 	waitBatch()
 	setTable(3)
 	batch(3)
