@@ -92,6 +92,10 @@ func TestHostlessTasksAreReportedAndMoveOnWhenTheSessionExpires(t *testing.T) {
 	if !strings.Contains(string(body), "polystreams_host_bundles_waiting{") || !strings.Contains(string(body), "polystreams_host_idle_seconds{") {
 		t.Errorf("/metrics lacks polystreams_host_bundles_waiting or polystreams_host_idle_seconds")
 	}
+	_, status := get(t, a.srv.StatusHandler(), "/ui/api/status")
+	if !strings.Contains(status, `"stalled":true`) {
+		t.Errorf("/ui/api/status does not show the stall: %s", status)
+	}
 	// The session expires; a's application leaves the group and b counts
 	// the rest, exactly once.
 	waitExactlyOnceWhile(t, e, "word-counts", want, doneB)

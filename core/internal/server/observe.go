@@ -315,6 +315,18 @@ type StatusApp struct {
 	// DeadLetteredRecords: failed records written to the dead letter topic.
 	DeadLetteredRecords int64          `json:"dead_lettered_records"`
 	Errors              []logEntryJSON `json:"errors"`
+	// Host: the bundles waiting for this engine's host, and how long no
+	// host worker called Exchange; Stalled once bundles have waited
+	// stallAfter with none (docs/scale-out.md).
+	Host statusHost `json:"host"`
+	// Standbys: store partitions kept warm for tasks of other instances.
+	Standbys []runtime.StandbyPartition `json:"standbys"`
+}
+
+type statusHost struct {
+	BundlesWaiting int     `json:"bundles_waiting"`
+	IdleSeconds    float64 `json:"idle_seconds"`
+	Stalled        bool    `json:"stalled"`
 }
 
 type statusRestore struct {
@@ -373,6 +385,11 @@ func (s *Server) Status() Status {
 				a.Error = rs.Err.Error()
 			}
 			a.DroppedRecords, a.FailedRecords, a.DeadLetteredRecords = rs.DroppedRecords, rs.FailedRecords, rs.DeadLetteredRecords
+			a.Standbys = rs.Standbys
+			if v.dispatch != nil {
+				ds := v.dispatch.peek(time.Now())
+				a.Host = statusHost{BundlesWaiting: ds.waiting, IdleSeconds: ds.idle.Seconds(), Stalled: ds.waiting > 0 && ds.idle >= stallAfter}
+			}
 			for _, n := range rs.Nodes {
 				sn := statusNode{Name: n.Name, Subtopology: n.Subtopology, Records: n.Records, FusedInto: n.FusedInto}
 				if n.Crossing != nil && n.Crossing.Count > 0 {
