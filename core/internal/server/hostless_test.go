@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/polystreams/polystreams/core/internal/server"
 	"github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1/polystreamsv1alpha1connect"
 )
@@ -47,12 +49,25 @@ func TestHostlessTasksAreReportedAndMoveOnWhenTheSessionExpires(t *testing.T) {
 	a := e.anotherWith(server.Options{SessionTimeout: 15 * time.Second}, &logs)
 	config := eosConfig()
 	want := map[string]int64{}
+	// Lines go round-robin to every partition (keyless records would go
+	// to one, maybe none of a's), so that a's tasks have host work.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker.Addr()), kgo.DefaultProduceTopic("lines"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
 	feed := func(n, offset int) {
 		ls, w := lines(n, offset)
 		for k, v := range w {
 			want[k] += v
 		}
-		e.produce("lines", ls...)
+		rs := make([]*kgo.Record, len(ls))
+		for i, l := range ls {
+			rs[i] = &kgo.Record{Value: []byte(l)}
+		}
+		if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	feed(1000, 0)
 	ha := a.open("hostless", config)
