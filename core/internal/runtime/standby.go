@@ -26,8 +26,10 @@ import (
 // the standbys of one assignment are stopped before the next assignment's
 // tasks start (onAssigned).
 
-// standby tails the changelogs of one assignment's standby tasks. Not safe
-// for concurrent use: started and stopped by the group's callbacks.
+// standby tails the changelogs of one assignment's standby tasks. Started
+// and stopped by the group's callbacks; its fields are set before it is
+// published in App.standby (under App.mu) and only read after, except the
+// atomic counters, which Standbys reads concurrently.
 type standby struct {
 	cancel context.CancelFunc
 	done   chan struct{}
