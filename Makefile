@@ -81,11 +81,15 @@ conformance-driver: deps build
 # kills while suppressing 1 s windows (exactly_once_v2): every window's final
 # result exactly once. Then the long broker fault tests (docs/reliability.md):
 # the zombie, the transaction error matrix, the data path, broker restarts and
-# a broker absent for 60 s at start, all under exactly_once_v2.
+# a broker absent for 60 s at start, all under exactly_once_v2. Last, scale-out
+# (docs/scale-out.md): 240,000 records counted by 3 engine processes with Python
+# hosts, one killed and restarted, a fourth added; a stream-table join across
+# rebalances.
 chaos: deps build
 	POLYSTREAMS_CHAOS=1 POLYSTREAMS_CHAOS_GUARANTEE=exactly_once_v2 go test -count=1 -timeout 10m -run TestChaos ./core/internal/server/
 	POLYSTREAMS_CHAOS=1 POLYSTREAMS_CHAOS_GUARANTEE=at_least_once go test -count=1 -timeout 10m -run TestChaos ./core/internal/server/
 	POLYSTREAMS_CHAOS=1 go test -count=1 -timeout 30m -run TestFault ./core/internal/server/
+	POLYSTREAMS_CHAOS=1 go test -count=1 -timeout 20m -run TestScaleOut ./core/internal/server/
 
 # Coverage-guided fuzzing, FUZZTIME (default 30s) per target: the serde
 # decoders, the bundle answer decoder, changelog keys and changes read back

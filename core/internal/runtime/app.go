@@ -76,6 +76,8 @@ type App struct {
 	replaced atomic.Int64
 	// instanceID is the group.instance.id (static membership).
 	instanceID string
+	// balancer assigns the group's tasks and remembers this member's.
+	balancer *taskBalancer
 	// pending counts records handed to tasks and not yet processed (or
 	// dropped); a transaction commits only when it is 0, so that the offsets
 	// the session commits (those polled) are exactly those processed.
@@ -102,10 +104,13 @@ type App struct {
 	// rebalance. Its entries follow tasks: added and dropped under mu.
 	restores restores
 
-	mu    sync.Mutex // guards tasks, state, err, changes, changed
+	mu    sync.Mutex // guards tasks, standby, state, err, changes, changed
 	tasks map[taskID]*task
-	state State
-	err   error
+	// standby keeps the stores of this assignment's standby tasks warm
+	// (standby.go); nil when it has none.
+	standby *standby
+	state   State
+	err     error
 	// changes: every state the application has been in, in order (as State
 	// reports them, Restoring included), so that each host worker can be
 	// told of every change, however short; see Changes.
@@ -128,7 +133,7 @@ type App struct {
 func New(cfg Config, topo *topology.Topology, host Host) (*App, error) {
 	a := &App{cfg: cfg, topo: topo, host: host, log: cfg.Logger, tasks: map[taskID]*task{}, state: Created, done: make(chan struct{}),
 		changes: []State{Created}, changed: make(chan struct{}),
-		eos: cfg.Guarantee == ExactlyOnceV2}
+		eos: cfg.Guarantee == ExactlyOnceV2, balancer: newTaskBalancer(cfg.StandbyReplicas)}
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -284,9 +289,11 @@ func (a *App) begin(ctx context.Context) (err error) {
 		kgo.ConsumeTopics(topics...),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
-		// Range assignment gives a member the same partition numbers of
-		// every topic: the tasks of co-partitioned sources stay together.
-		kgo.Balancers(kgo.RangeBalancer()),
+		// Tasks (partition p of every source topic) go to members evenly
+		// and stickily (balancer.go); range, which also keeps partition p
+		// of every topic together, only while some member (an older
+		// engine, in a rolling upgrade) knows nothing else.
+		kgo.Balancers(a.balancer, kgo.RangeBalancer()),
 		// A paused partition is fetched again only after the broker's fetch
 		// in flight returns, which waits up to this long when nothing is new.
 		kgo.FetchMaxWait(100*time.Millisecond),
@@ -524,6 +531,7 @@ loop:
 	if _, err := a.adm.LeaveGroup(ctx, kadm.LeaveGroup(a.cfg.ApplicationID).InstanceIDs(a.instanceID).Reason("polystreams: application stopped")); err != nil {
 		a.log.Warn("leaving the group", "error", err)
 	}
+	a.stopStandbys()
 	a.adm.Close()
 	a.stopGlobals()
 	if err := a.closeDB(); err != nil {
@@ -747,6 +755,9 @@ func (a *App) taskFor(topic string, partition int32) *task {
 }
 
 func (a *App) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	// The last assignment's standbys stop before any task starts: a task
+	// that was a standby here restores from where its standby got to.
+	a.stopStandbys()
 	a.mu.Lock()
 	var started []*task
 	var sps []storePartition
@@ -776,6 +787,7 @@ func (a *App) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][
 	for _, t := range started {
 		go t.run(a.ctx)
 	}
+	a.startStandbys(a.balancer.standbyTasks())
 	a.mu.Unlock()
 	a.log.Info("partitions assigned", "partitions", assigned)
 }
@@ -803,6 +815,8 @@ func (a *App) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][
 // onLost drops the tasks of lost partitions without committing: another
 // member may own them already.
 func (a *App) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	// This member's claim to them is void: it must not pull them back.
+	a.balancer.forget()
 	tasks := a.takeTasks(lost)
 	a.setState(Rebalancing)
 	stopTasks(tasks)

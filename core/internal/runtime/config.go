@@ -50,6 +50,11 @@ type Config struct {
 	BundleMaxRecords int
 	BundleMaxBytes   int
 	BundleLinger     time.Duration
+	// num.standby.replicas; default 0 (Kafka Streams'). Each task gets
+	// this many standbys on other instances, which keep warm copies of its
+	// stores by tailing their changelogs, so that the task restores little
+	// when it moves to one of them (balancer.go, standby.go).
+	StandbyReplicas int
 	// session.timeout.ms of the consumer group; 0 keeps the client's 45 s.
 	SessionTimeout time.Duration
 	// group.instance.id: static membership, so a restarted instance takes
@@ -179,6 +184,8 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 			commitMs = num()
 		case "statestore.cache.max.bytes", "cache.max.bytes.buffering":
 			c.CacheMaxBytes = num()
+		case "num.standby.replicas":
+			c.StandbyReplicas = int(min(num(), 1<<10))
 		case "session.timeout.ms":
 			c.SessionTimeout = time.Duration(num()) * time.Millisecond
 		case "group.instance.id":
@@ -290,6 +297,7 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 		"polystreams.bundle.max.bytes":   strconv.Itoa(c.BundleMaxBytes),
 		"polystreams.bundle.linger.ms":   strconv.FormatInt(c.BundleLinger.Milliseconds(), 10),
 		"statestore.cache.max.bytes":     strconv.FormatInt(c.CacheMaxBytes, 10),
+		"num.standby.replicas":           strconv.Itoa(c.StandbyReplicas),
 		"security.protocol":              c.SecurityProtocol,
 		"polystreams.metrics.enabled":    strconv.FormatBool(!c.MetricsDisabled),
 

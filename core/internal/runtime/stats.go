@@ -103,6 +103,11 @@ type Stats struct {
 	Nodes   []NodeStats
 	Tasks   []TaskStats
 	Restore RestoreProgress
+	// Standbys are the store partitions this instance keeps warm as
+	// standbys (num.standby.replicas), and StandbyRecords the changelog
+	// records they applied since the last rebalance.
+	Standbys       []StandbyPartition
+	StandbyRecords int64
 	// DroppedRecords (null key or value, late; Kafka Streams'
 	// dropped-records) and FailedRecords over all tasks since Start.
 	DroppedRecords, FailedRecords int64
@@ -167,6 +172,7 @@ const StoreCountLimit = 100_000
 func (a *App) Stats() Stats {
 	st := Stats{Restore: a.Restore(), MetricsEnabled: !a.cfg.MetricsDisabled}
 	st.State, st.Err = a.State()
+	st.Standbys, st.StandbyRecords = a.Standbys()
 	if a.stats.commit != nil {
 		c, t := a.stats.commit.Snapshot(), a.stats.txn.Snapshot()
 		st.Commit, st.Transaction = &c, &t

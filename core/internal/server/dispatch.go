@@ -22,9 +22,13 @@ type dispatcher struct {
 	// this long are handed out again.
 	hostTimeout time.Duration
 
-	mu       sync.Mutex // guards inflight and workers
+	mu       sync.Mutex // guards inflight, workers, lastExchange, stallLogged
 	inflight map[uint64]*pending
 	workers  map[string]time.Time // worker id -> last Exchange
+	// lastExchange: the last Exchange of any worker (the dispatcher's
+	// creation before the first); stallLogged: when a stall was last
+	// logged (see stalled).
+	lastExchange, stallLogged time.Time
 }
 
 type pending struct {
@@ -36,12 +40,56 @@ type pending struct {
 
 func newDispatcher(hostTimeout time.Duration) *dispatcher {
 	return &dispatcher{
-		queue:       make(chan *pending, 1024),
-		closed:      make(chan struct{}),
-		hostTimeout: hostTimeout,
-		inflight:    map[uint64]*pending{},
-		workers:     map[string]time.Time{},
+		queue:        make(chan *pending, 1024),
+		closed:       make(chan struct{}),
+		hostTimeout:  hostTimeout,
+		inflight:     map[uint64]*pending{},
+		workers:      map[string]time.Time{},
+		lastExchange: time.Now(),
 	}
+}
+
+// stallAfter: bundles waiting this long with no worker calling Exchange
+// mean no host serves the session: its tasks are stalled.
+const stallAfter = 5 * time.Second
+
+// stallLogEvery: how often, at most, a stall is logged.
+const stallLogEvery = 10 * time.Second
+
+// stall describes the dispatcher's tasks waiting for a host: the bundles
+// waiting (queued or held by workers), and how long no worker has called
+// Exchange.
+type stall struct {
+	waiting int
+	idle    time.Duration
+}
+
+// peek returns the bundles waiting and how long no worker called Exchange.
+func (d *dispatcher) peek(now time.Time) stall {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.peekLocked(now)
+}
+
+func (d *dispatcher) peekLocked(now time.Time) stall {
+	return stall{waiting: len(d.inflight), idle: now.Sub(d.lastExchange)}
+}
+
+// stalled reports the dispatcher's stall at now, if it has one: bundles
+// waiting and no Exchange for stallAfter; log is set when this stall should
+// be logged (at most every stallLogEvery).
+func (d *dispatcher) stalled(now time.Time) (st stall, ok, log bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st = d.peekLocked(now)
+	if st.waiting == 0 || st.idle < stallAfter {
+		return st, false, false
+	}
+	if now.Sub(d.stallLogged) >= stallLogEvery {
+		d.stallLogged = now
+		log = true
+	}
+	return st, true, log
 }
 
 var errClosed = errors.New("session closed")
@@ -93,6 +141,7 @@ func (d *dispatcher) deliver(results []*pb.BundleResult) {
 func (d *dispatcher) take(ctx context.Context, worker string, max int, wait time.Duration) []*pb.Bundle {
 	d.mu.Lock()
 	d.workers[worker] = time.Now()
+	d.lastExchange = d.workers[worker]
 	d.mu.Unlock()
 	if max <= 0 {
 		return nil
@@ -126,6 +175,7 @@ func (d *dispatcher) take(ctx context.Context, worker string, max int, wait time
 		out = append(out, p.b)
 	}
 	d.workers[worker] = time.Now()
+	d.lastExchange = d.workers[worker]
 	d.mu.Unlock()
 	return out
 }

@@ -29,6 +29,7 @@ type appView struct {
 	app            *runtime.App // nil before Start
 	topo           *topology.Topology
 	stopped        bool
+	dispatch       *dispatcher
 }
 
 // views returns the sessions, by application.id.
@@ -42,7 +43,7 @@ func (s *Server) views() []appView {
 	out := make([]appView, 0, len(all))
 	for _, ss := range all {
 		ss.mu.Lock()
-		v := appView{session: ss.id, appID: ss.appID, app: ss.app, stopped: ss.stopped}
+		v := appView{session: ss.id, appID: ss.appID, app: ss.app, stopped: ss.stopped, dispatch: ss.dispatch}
 		v.topo, _ = ss.builder.Topology()
 		ss.mu.Unlock()
 		out = append(out, v)
@@ -131,6 +132,10 @@ var (
 	descRestoreAll  = prometheus.NewDesc("polystreams_restore_total_records", "Changelog records to restore since the last rebalance.", app, nil)
 	descRestoring   = prometheus.NewDesc("polystreams_restore_restoring_partitions", "Store partitions still restoring.", app, nil)
 	descRestoreSize = prometheus.NewDesc("polystreams_restore_partitions", "Store partitions assigned at the last rebalance.", app, nil)
+	descWaiting     = prometheus.NewDesc("polystreams_host_bundles_waiting", "Bundles waiting for the host: queued, or taken by a worker and not answered yet.", app, nil)
+	descHostIdle    = prometheus.NewDesc("polystreams_host_idle_seconds", "Seconds since a host worker last called Exchange (how long the tasks are stalled, when bundles are waiting).", app, nil)
+	descStandby     = prometheus.NewDesc("polystreams_standby_partitions", "Store partitions this engine keeps warm as standbys (num.standby.replicas).", app, nil)
+	descStandbyRead = prometheus.NewDesc("polystreams_standby_read_records", "Changelog records the standbys applied since the last rebalance.", app, nil)
 	descStore       = prometheus.NewDesc("polystreams_store_entries", "Entries of a store partition (counted up to 100,000).", append(app, "store", "partition"), nil)
 )
 
@@ -195,6 +200,13 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descRestoreAll, float64(st.Restore.TotalRecords), v.appID)
 		gauge(descRestoring, float64(st.Restore.RestoringPartitions), v.appID)
 		gauge(descRestoreSize, float64(st.Restore.TotalPartitions), v.appID)
+		gauge(descStandby, float64(len(st.Standbys)), v.appID)
+		if v.dispatch != nil {
+			ds := v.dispatch.peek(time.Now())
+			gauge(descWaiting, float64(ds.waiting), v.appID)
+			gauge(descHostIdle, ds.idle.Seconds(), v.appID)
+		}
+		gauge(descStandbyRead, float64(st.StandbyRecords), v.appID)
 	}
 }
 
@@ -303,6 +315,18 @@ type StatusApp struct {
 	// DeadLetteredRecords: failed records written to the dead letter topic.
 	DeadLetteredRecords int64          `json:"dead_lettered_records"`
 	Errors              []logEntryJSON `json:"errors"`
+	// Host: the bundles waiting for this engine's host, and how long no
+	// host worker called Exchange; Stalled once bundles have waited
+	// stallAfter with none (docs/scale-out.md).
+	Host statusHost `json:"host"`
+	// Standbys: store partitions kept warm for tasks of other instances.
+	Standbys []runtime.StandbyPartition `json:"standbys"`
+}
+
+type statusHost struct {
+	BundlesWaiting int     `json:"bundles_waiting"`
+	IdleSeconds    float64 `json:"idle_seconds"`
+	Stalled        bool    `json:"stalled"`
 }
 
 type statusRestore struct {
@@ -361,6 +385,11 @@ func (s *Server) Status() Status {
 				a.Error = rs.Err.Error()
 			}
 			a.DroppedRecords, a.FailedRecords, a.DeadLetteredRecords = rs.DroppedRecords, rs.FailedRecords, rs.DeadLetteredRecords
+			a.Standbys = rs.Standbys
+			if v.dispatch != nil {
+				ds := v.dispatch.peek(time.Now())
+				a.Host = statusHost{BundlesWaiting: ds.waiting, IdleSeconds: ds.idle.Seconds(), Stalled: ds.waiting > 0 && ds.idle >= stallAfter}
+			}
 			for _, n := range rs.Nodes {
 				sn := statusNode{Name: n.Name, Subtopology: n.Subtopology, Records: n.Records, FusedInto: n.FusedInto}
 				if n.Crossing != nil && n.Crossing.Count > 0 {
@@ -397,6 +426,18 @@ func (s *Server) StatusHandler() http.Handler {
 		enc := json.NewEncoder(w)
 		enc.Encode(s.Status())
 	})
+}
+
+// Standbys returns each started application's standby store partitions
+// with their positions, by application.id.
+func (s *Server) Standbys() map[string][]runtime.StandbyPartition {
+	out := map[string][]runtime.StandbyPartition{}
+	for _, v := range s.views() {
+		if v.app != nil {
+			out[v.appID], _ = v.app.Standbys()
+		}
+	}
+	return out
 }
 
 // Restores returns each started application's restore progress, by

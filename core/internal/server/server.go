@@ -180,6 +180,14 @@ func (s *Server) janitor() {
 				if !ss.started() && !ss.isStopped() {
 					limit *= 10
 				}
+				if st, stalled, log := ss.dispatch.stalled(now); stalled && log && ss.started() {
+					// No host serves this engine's tasks: they wait, and
+					// hold their partitions, until the session expires and
+					// the application leaves the group. Say so.
+					s.log.Warn("no host is taking bundles: this engine's tasks are stalled until a host calls Exchange or the session expires",
+						"session", ss.id, "application.id", ss.appID, "bundles.waiting", st.waiting,
+						"no.exchange.for", st.idle.Round(time.Second), "session.expires.in", max(limit-idle, 0).Round(time.Second))
+				}
 				if idle > limit {
 					expired = append(expired, ss)
 					delete(s.sessions, id)

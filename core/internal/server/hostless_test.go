@@ -1,0 +1,118 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/polystreams/polystreams/core/internal/server"
+	"github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1/polystreamsv1alpha1connect"
+)
+
+// anotherWith starts another engine on e's broker with opts (its broker and
+// state directory filled in), logging to logs.
+func (e *env) anotherWith(opts server.Options, logs io.Writer) *env {
+	e.t.Helper()
+	o := &env{t: e.t, broker: e.broker, stateDir: e.t.TempDir()}
+	opts.Brokers, opts.StateDir = e.broker.Addr(), o.stateDir
+	opts.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(logs, os.Stderr), nil))
+	o.srv = server.New(opts)
+	mux := http.NewServeMux()
+	mux.Handle(o.srv.Handler())
+	mux.Handle("/metrics", o.srv.MetricsHandler())
+	o.http = httptest.NewServer(mux)
+	o.cl = polystreamsv1alpha1connect.NewEngineServiceClient(http.DefaultClient, o.http.URL)
+	e.t.Cleanup(o.stopEngine)
+	return o
+}
+
+// Tasks whose operators have no host attached: an engine's tasks cross to
+// the host of the session that started them, on that engine; when that
+// host dies (stops calling Exchange), the tasks' bundles wait and their
+// partitions stay with this instance. The engine says so in its log
+// (naming the application, the bundles waiting and when the session
+// expires) and in /metrics (polystreams_host_bundles_waiting,
+// polystreams_host_idle_seconds); when the session expires, the
+// application stops and leaves the group, and the other instance takes the
+// tasks over: every count is still exact (exactly_once_v2).
+func TestHostlessTasksAreReportedAndMoveOnWhenTheSessionExpires(t *testing.T) {
+	e := newEnv(t, "lines", "word-counts")
+	var logs lockedBuffer
+	a := e.anotherWith(server.Options{SessionTimeout: 15 * time.Second}, &logs)
+	config := eosConfig()
+	want := map[string]int64{}
+	// Lines go round-robin to every partition (keyless records would go
+	// to one, maybe none of a's), so that a's tasks have host work.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker.Addr()), kgo.DefaultProduceTopic("lines"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	feed := func(n, offset int) {
+		ls, w := lines(n, offset)
+		for k, v := range w {
+			want[k] += v
+		}
+		rs := make([]*kgo.Record, len(ls))
+		for i, l := range ls {
+			rs[i] = &kgo.Record{Value: []byte(l)}
+		}
+		if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	feed(1000, 0)
+	ha := a.open("hostless", config)
+	ha.buildWordCount("lines", "word-counts")
+	ha.start()
+	ctx, cancel := context.WithCancel(context.Background())
+	go ha.serve(ctx)
+	hb := e.open("hostless", config)
+	hb.buildWordCount("lines", "word-counts")
+	hb.start()
+	doneB := hb.serveAsync()
+	waitExactlyOnce(t, e, "word-counts", want)
+	// a's host dies: nothing calls a's session any more.
+	cancel()
+	feed(1000, 1000)
+	waitFor(t, "a's engine to report its stalled tasks", 30*time.Second, func() bool {
+		return strings.Contains(logs.String(), "no host is taking bundles")
+	})
+	line := logs.String()[strings.Index(logs.String(), "no host is taking bundles"):]
+	line = line[:strings.IndexByte(line, '\n')]
+	for _, want := range []string{"application.id=hostless", "bundles.waiting=", "session.expires.in="} {
+		if !strings.Contains(line, want) {
+			t.Errorf("the stall's log line lacks %q: %s", want, line)
+		}
+	}
+	resp, err := http.Get(a.http.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(l, "polystreams_host_bundles_waiting{") && strings.HasSuffix(l, " 0") {
+			t.Errorf("/metrics shows no bundles waiting: %s", l)
+		}
+	}
+	if !strings.Contains(string(body), "polystreams_host_bundles_waiting{") || !strings.Contains(string(body), "polystreams_host_idle_seconds{") {
+		t.Errorf("/metrics lacks polystreams_host_bundles_waiting or polystreams_host_idle_seconds")
+	}
+	_, status := get(t, a.srv.StatusHandler(), "/ui/api/status")
+	if !strings.Contains(status, `"stalled":true`) {
+		t.Errorf("/ui/api/status does not show the stall: %s", status)
+	}
+	// The session expires; a's application leaves the group and b counts
+	// the rest, exactly once.
+	waitExactlyOnceWhile(t, e, "word-counts", want, doneB)
+	hb.stopServing(doneB)
+}
