@@ -42,14 +42,14 @@ const globalDataPartition = 0
 // the only writer of their stores; tasks and queries read them through
 // Partitions of their own.
 type globals struct {
-	a     *App
-	opts  []kgo.Opt // of the consumer, which run creates
-	cl    *kgo.Client
-	tops  []*globalTopic
+	a    *App
+	opts []kgo.Opt // of the consumer, which run creates
+	cl   *kgo.Client
+	tops []*globalTopic
 	// byTopic: tops by topic name.
 	byTopic map[string]*globalTopic
 	ready   chan struct{} // closed once every global store is restored
-	done  chan struct{} // closed when run returns
+	done    chan struct{} // closed when run returns
 	// restoring is set until ready is closed (State reads it).
 	restoring atomic.Bool
 }
