@@ -126,3 +126,28 @@ func TestTestDriverGlobalTableJoin(t *testing.T) {
 }
 
 func strp(s string) *string { return &s }
+
+// A record of a global table's topic that does not deserialize fails the
+// application under the default deserialization.exception.handler (Kafka's
+// LogAndFailExceptionHandler; GlobalStateUpdateTask#update deserializes
+// through the global source node): PipeInput returns the RecordError naming
+// the record and the global source, rather than waiting for it.
+func TestTestDriverGlobalTableRecordThatDoesNotDecode(t *testing.T) {
+	b := streams.NewBuilder()
+	prices, err := b.GlobalTable("prices", streams.KeySerde(streams.String), streams.ValueSerde(streams.Long))
+	must(err)
+	orders, err := b.Stream([]string{"orders"}, streams.KeySerde(streams.String), streams.ValueSerde(streams.String))
+	must(err)
+	joined, err := orders.LeftJoinGlobal(prices, func(k, _ []byte) ([]byte, error) { return k, nil }, func(o, p []byte) ([]byte, error) { return o, nil })
+	must(err)
+	must(joined.To("out"))
+	d, err := streams.NewTestDriver(b, streams.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var re *streams.RecordError
+	if err := d.PipeInput("prices", []byte("apple"), []byte("x")); !errors.As(err, &re) || re.Topic != "prices" || re.Offset != 0 || re.Node != "KSTREAM-SOURCE-0000000001" {
+		t.Fatalf("PipeInput(prices, undecodable long): %v, want a RecordError at prices@0 in KSTREAM-SOURCE-0000000001 (the store is named first: prices-STATE-STORE-0000000000)", err)
+	}
+}
