@@ -272,7 +272,7 @@ func (a *App) behind(ends map[topicPartition]int64) string {
 		}
 		reached, ok := a.reached(tp)
 		if !ok {
-			parts = append(parts, fmt.Sprintf("%s/%d has no task", tp.topic, tp.partition))
+			parts = append(parts, fmt.Sprintf("%s/%d has no task (or global reader)", tp.topic, tp.partition))
 			continue
 		}
 		if reached < end {
