@@ -78,3 +78,24 @@ test("a throwing function fails pipeInput naming the record", async () => {
   await driver.pipeInput("in", null, "ok");
   await assert.rejects(driver.pipeInput("in", null, "bad"), (e: unknown) => e instanceof ProcessingError && /bad value/.test(e.message) && e.topic === "in" && e.offset === 1n);
 });
+
+test("a global table is updated before pipeInput resolves", async () => {
+  // Kafka's TopologyTestDriver#pipeRecord hands a record of a global
+  // table's topic to processGlobalRecord (globalStateTask.update, then
+  // flushState) before it returns: the next stream record joins with it.
+  await using driver = await TopologyTestDriver.create("td-global", { config: { statestoreCacheMaxBytes: 0 } });
+  const prices = driver.globalTable("prices", { key: "string", value: "long", materialized: "prices" });
+  driver.stream("orders", { key: "string", value: "string" })
+    .join(prices, (_k, order) => order.split(" ")[0], (order, price) => `${order}@${price}`)
+    .to("priced");
+  await assert.rejects(driver.pipeInput("nope", null, "x"), (e: unknown) => e instanceof InvalidArgumentError && /\(it reads "orders", "prices"\)/.test(e.message));
+  await assert.rejects(driver.readOutput("prices"), (e: unknown) => e instanceof InvalidArgumentError && /topic "prices" is not written by the topology \(it writes "priced"\)/.test(e.message));
+  const store = await driver.getStore<string, bigint>("prices");
+  const steps: [bigint | null, string[]][] = [[1n, ["apple x0@1"]], [5n, ["apple x1@5"]], [null, []], [7n, ["apple x3@7"]]];
+  for (const [i, [price, want]] of steps.entries()) {
+    await driver.pipeInput("prices", "apple", price, { timestamp: i });
+    assert.equal(await store.get("apple"), price ?? undefined, `step ${i}: the global store right after pipeInput`);
+    await driver.pipeInput("orders", `o${i}`, `apple x${i}`, { timestamp: i });
+    assert.deepEqual((await driver.readOutput("priced")).map((r) => r.value), want, `step ${i}`);
+  }
+});

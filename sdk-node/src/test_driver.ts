@@ -13,7 +13,7 @@
 
 import { App, type AppOptions, type StreamOptions } from "./app.js";
 import { properties } from "./config.js";
-import type { KStream, KTable, TableOptions } from "./dsl.js";
+import type { GlobalKTable, GlobalTableOptions, KStream, KTable, TableOptions } from "./dsl.js";
 import { ProcessingError } from "./errors.js";
 import type { TestHeader, TestRecord as TestRecordProto } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import { type SerdeName, type SerdeType, decode, encode } from "./serde.js";
@@ -44,7 +44,7 @@ export type TestDriverOptions = Omit<AppOptions, "brokers">;
 
 /**
  * Kafka Streams' TopologyTestDriver over an App: build the topology with
- * stream() and table() (and the operators of what they return), then
+ * stream(), table() and globalTable() (and the operators of what they return), then
  * pipeInput(), readOutput(), readKeyValuesToMap(), getStore() and
  * advanceWallClock(); the first of those starts it. `config` is the App's
  * (e.g. `{ statestoreCacheMaxBytes: 0 }` turns the record cache off; it is
@@ -95,6 +95,21 @@ export class TopologyTestDriver {
     const t = this.app.table(topic, options);
     this.#serdes.set(topic, t.handle.then((h) => [h.keySerde || "bytes", h.valueSerde || "bytes"]));
     return t;
+  }
+
+  /**
+   * App.globalTable, remembering the topic's serdes. A record piped into
+   * `topic` is in the global store when pipeInput() resolves, so the next
+   * stream record joins with it (TopologyTestDriver updates a global store
+   * at once).
+   */
+  globalTable<KS extends SerdeName = "bytes", VS extends SerdeName = "bytes">(
+    topic: string,
+    options: GlobalTableOptions<KS, VS> = {},
+  ): GlobalKTable<SerdeType<KS>, SerdeType<VS>> {
+    const g = this.app.globalTable(topic, options);
+    this.#serdes.set(topic, g.handle.then((h) => [h.keySerde || "bytes", h.valueSerde || "bytes"]));
+    return g;
   }
 
   #start(): Promise<void> {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use polystreams::{Config, Error, TestRecord, TopologyTestDriver};
+use polystreams::{Config, Error, Options, TestRecord, TopologyTestDriver};
 
 fn alive(pid: i32) -> bool {
     // SAFETY: signal 0 only checks that the process exists.
@@ -163,4 +163,47 @@ fn start_time_and_latency() {
     let t2 = std::time::Instant::now();
     drop(driver);
     eprintln!("rust test driver: ready in {ready:?}, {per:?} per piped record, closed in {:?}", t2.elapsed());
+}
+
+#[test]
+fn a_global_table_is_updated_before_pipe_input_returns() {
+    // Kafka's TopologyTestDriver#pipeRecord hands a record of a global
+    // table's topic to processGlobalRecord (globalStateTask.update, then
+    // flushState) before it returns: the next stream record joins with it.
+    let driver = TopologyTestDriver::with_config("td-global", Config::new().statestore_cache_max_bytes(0)).unwrap();
+    let prices = driver.global_table_with::<String, i64>("prices", Options::new().materialized("prices")).unwrap();
+    driver
+        .stream::<String, String>("orders")
+        .unwrap()
+        .join_global(
+            &prices,
+            |_: &String, order: &String| order.split(' ').next().unwrap_or_default().to_owned(),
+            |order: String, price: i64| format!("{order}@{price}"),
+        )
+        .unwrap()
+        .to("priced")
+        .unwrap();
+    let e = driver.pipe_input("nope", (), "x".to_owned()).unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidArgument { .. }) && e.message().contains(r#"(it reads "orders", "prices")"#),
+        "{e}"
+    );
+    let e = driver.read_output::<String, String>("prices").unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidArgument { .. })
+            && e.message().contains(r#"topic "prices" is not written by the topology (it writes "priced")"#),
+        "{e}"
+    );
+    let store = driver.get_store::<String, i64>("prices").unwrap();
+    let steps: [(Option<i64>, &[&str]); 4] =
+        [(Some(1), &["apple x0@1"]), (Some(5), &["apple x1@5"]), (None, &[]), (Some(7), &["apple x3@7"])];
+    for (i, (price, want)) in steps.into_iter().enumerate() {
+        let ts = Some(i as i64);
+        driver.pipe_record("prices", "apple".to_owned(), price, ts, &[]).unwrap();
+        assert_eq!(store.get(&"apple".to_owned()).unwrap(), price, "step {i}: the global store right after pipe_input");
+        driver.pipe_record("orders", format!("o{i}"), format!("apple x{i}"), ts, &[]).unwrap();
+        let got: Vec<String> =
+            driver.read_output::<String, String>("priced").unwrap().into_iter().map(|r| r.value).collect();
+        assert_eq!(got, *want, "step {i}");
+    }
 }

@@ -42,12 +42,14 @@ const globalDataPartition = 0
 // the only writer of their stores; tasks and queries read them through
 // Partitions of their own.
 type globals struct {
-	a     *App
-	opts  []kgo.Opt // of the consumer, which run creates
-	cl    *kgo.Client
-	tops  []*globalTopic
-	ready chan struct{} // closed once every global store is restored
-	done  chan struct{} // closed when run returns
+	a    *App
+	opts []kgo.Opt // of the consumer, which run creates
+	cl   *kgo.Client
+	tops []*globalTopic
+	// byTopic: tops by topic name.
+	byTopic map[string]*globalTopic
+	ready   chan struct{} // closed once every global store is restored
+	done    chan struct{} // closed when run returns
 	// restoring is set until ready is closed (State reads it).
 	restoring atomic.Bool
 }
@@ -84,6 +86,9 @@ type globalPart struct {
 	from, next, end int64
 	entry           *restoreEntry
 	restored        bool
+	// applied is next once the rows before it are in the store: what
+	// others (the test driver's quiescence) read, as run owns next.
+	applied atomic.Int64
 }
 
 // startGlobals checks the global tables' topics and positions each
@@ -94,10 +99,7 @@ func (a *App) startGlobals(ctx context.Context) error {
 	if len(a.topo.Globals) == 0 {
 		return nil
 	}
-	topics := make([]string, 0, len(a.topo.Globals))
-	for _, g := range a.topo.Globals {
-		topics = append(topics, g.Topic())
-	}
+	topics := a.globalTopics()
 	details, err := a.adm.ListTopics(ctx, topics...)
 	if err != nil {
 		return fmt.Errorf("runtime: reading metadata of global tables' topics: %w", err)
@@ -120,7 +122,7 @@ func (a *App) startGlobals(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("runtime: listing end offsets of global tables' topics: %w", err)
 	}
-	gs := &globals{a: a, ready: make(chan struct{}), done: make(chan struct{})}
+	gs := &globals{a: a, byTopic: map[string]*globalTopic{}, ready: make(chan struct{}), done: make(chan struct{})}
 	consume := map[string]map[int32]kgo.Offset{}
 	var sps []storePartition
 	for _, g := range a.topo.Globals {
@@ -160,10 +162,12 @@ func (a *App) startGlobals(ctx context.Context) error {
 		consume[g.Topic()] = map[int32]kgo.Offset{}
 		for p, gp := range gt.parts {
 			gp.from = gp.next
+			gp.applied.Store(gp.next)
 			consume[g.Topic()][p] = kgo.NewOffset().At(gp.next)
 			sps = append(sps, storePartition{g.Store.Name, p})
 		}
 		gs.tops = append(gs.tops, gt)
+		gs.byTopic[g.Topic()] = gt
 	}
 	opts := append(a.cfg.clientOpts(),
 		kgo.ConsumePartitions(consume),
@@ -202,6 +206,34 @@ func (a *App) awaitGlobals(ctx context.Context, stop <-chan struct{}) bool {
 	case <-stop:
 		return false
 	}
+}
+
+// globalTopics are the global tables' topics, sorted.
+func (a *App) globalTopics() []string {
+	topics := make([]string, 0, len(a.topo.Globals))
+	for _, g := range a.topo.Globals {
+		topics = append(topics, g.Topic())
+	}
+	sort.Strings(topics)
+	return topics
+}
+
+// globalApplied is the next offset of topic/partition that the global
+// reader has not applied yet; ok false when topic is no global table's or
+// the reader has not started.
+func (a *App) globalApplied(topic string, partition int32) (next int64, ok bool) {
+	if a.globals == nil {
+		return 0, false
+	}
+	gt := a.globals.byTopic[topic]
+	if gt == nil {
+		return 0, false
+	}
+	gp := gt.parts[partition]
+	if gp == nil {
+		return 0, false
+	}
+	return gp.applied.Load(), true
 }
 
 // globalsRestoring reports whether the global stores are still restoring.
@@ -243,9 +275,7 @@ func (gs *globals) run(ctx context.Context) {
 	}
 	defer gs.cl.Close()
 	start := time.Now()
-	byTopic := map[string]*globalTopic{}
 	for _, gt := range gs.tops {
-		byTopic[gt.g.Topic()] = gt
 		for _, gp := range gt.parts {
 			if gp.next >= gp.end {
 				gp.restored = true
@@ -269,7 +299,7 @@ func (gs *globals) run(ctx context.Context) {
 		})
 		var ferr error
 		fs.EachPartition(func(ftp kgo.FetchTopicPartition) {
-			gt := byTopic[ftp.Topic]
+			gt := gs.byTopic[ftp.Topic]
 			if gt == nil || len(ftp.Records) == 0 || ferr != nil {
 				return
 			}
@@ -305,6 +335,7 @@ func (gs *globals) run(ctx context.Context) {
 				ferr = fmt.Errorf("runtime: global store %s: %w", gt.g.Store.Name, err)
 				return
 			}
+			gp.applied.Store(gp.next)
 			if !gp.restored {
 				a.restores.advance(gp.entry, gp.next-gp.from)
 				if gp.next >= gp.end {

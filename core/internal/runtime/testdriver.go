@@ -49,9 +49,14 @@ func (o *outputs) note(r *kgo.Record) {
 	o.mu.Unlock()
 }
 
-// SourceTopics are the user topics the topology reads, sorted.
+// SourceTopics are the user topics the topology reads, sorted: its
+// sources' and its global tables' (TopologyTestDriver pipes into a global
+// table's topic too, and updates the global store at once).
 func (a *App) SourceTopics() []string {
 	set := map[string]bool{}
+	for _, t := range a.globalTopics() {
+		set[t] = true
+	}
 	for _, sub := range a.topo.Subtopologies {
 		for _, src := range sub.Sources {
 			if !src.Internal {
@@ -184,9 +189,10 @@ type topicPartition struct {
 	partition int32
 }
 
-// endOffsets are the end offsets of every partition the application reads.
+// endOffsets are the end offsets of every partition the application reads,
+// global tables' topics included.
 func (a *App) endOffsets(ctx context.Context) (map[topicPartition]int64, error) {
-	topics := slices.Collect(maps.Keys(a.planOf))
+	topics := append(slices.Collect(maps.Keys(a.planOf)), a.globalTopics()...)
 	lo, err := a.adm.ListEndOffsets(ctx, topics...)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: listing end offsets: %w", err)
@@ -207,7 +213,9 @@ func (a *App) endOffsets(ctx context.Context) (map[topicPartition]int64, error) 
 }
 
 // awaitProcessed waits until the tasks have processed every partition up to
-// ends, with nothing of it still at a host.
+// ends, with nothing of it still at a host, and the global reader has
+// applied its topics up to ends (a record piped into a global table's topic
+// is in the store when PipeInput returns, as in TopologyTestDriver).
 func (a *App) awaitProcessed(ctx context.Context, ends map[topicPartition]int64) error {
 	tick := time.NewTicker(quiesceTick)
 	defer tick.Stop()
@@ -231,18 +239,27 @@ func (a *App) reachedAll(ends map[topicPartition]int64) bool {
 		if end <= 0 {
 			continue
 		}
-		t := a.taskFor(tp.topic, tp.partition)
-		if t == nil {
-			return false
-		}
-		t.mu.Lock()
-		reached := t.reached[tp.topic]
-		t.mu.Unlock()
-		if reached < end {
+		if reached, ok := a.reached(tp); !ok || reached < end {
 			return false
 		}
 	}
 	return true
+}
+
+// reached is the offset up to which tp is processed: by its task, or by
+// the global reader for a global table's topic; ok false when no task (or
+// reader) has it.
+func (a *App) reached(tp topicPartition) (offset int64, ok bool) {
+	if _, task := a.planOf[tp.topic]; !task {
+		return a.globalApplied(tp.topic, tp.partition)
+	}
+	t := a.taskFor(tp.topic, tp.partition)
+	if t == nil {
+		return 0, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.reached[tp.topic], true
 }
 
 // behind says what Quiesce still waits for: the partitions not processed
@@ -253,14 +270,11 @@ func (a *App) behind(ends map[topicPartition]int64) string {
 		if end <= 0 {
 			continue
 		}
-		t := a.taskFor(tp.topic, tp.partition)
-		if t == nil {
-			parts = append(parts, fmt.Sprintf("%s/%d has no task", tp.topic, tp.partition))
+		reached, ok := a.reached(tp)
+		if !ok {
+			parts = append(parts, fmt.Sprintf("%s/%d has no task (or global reader)", tp.topic, tp.partition))
 			continue
 		}
-		t.mu.Lock()
-		reached := t.reached[tp.topic]
-		t.mu.Unlock()
 		if reached < end {
 			parts = append(parts, fmt.Sprintf("%s/%d processed to %d of %d", tp.topic, tp.partition, reached, end))
 		}

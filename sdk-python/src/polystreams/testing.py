@@ -37,7 +37,7 @@ from typing import Any
 from polystreams import serde
 from polystreams.app import App
 from polystreams.config import Config
-from polystreams.dsl import KStream, KTable, Materialized
+from polystreams.dsl import GlobalKTable, KStream, KTable, Materialized
 from polystreams.errors import FailedPreconditionError, ProcessingError
 from polystreams.serde import SerdeName
 from polystreams.store import KeyValueStore, WindowStore
@@ -69,7 +69,7 @@ class TopologyTestDriver(App):
     fed by the test, one record at a time.
 
     Build the topology on the driver with the usual methods (``stream``,
-    ``table`` and the operators of what they return); the first call of
+    ``table``, ``global_table`` and the operators of what they return); the first call of
     :meth:`pipe_input`, :meth:`read_output`, :meth:`get_store` or
     :meth:`advance_wall_clock` starts it. ``config`` is the application's
     configuration as for App (e.g. ``Config(statestore_cache_max_bytes=0)``
@@ -133,6 +133,23 @@ class TopologyTestDriver(App):
         t = super().table(topic, key=key, value=value, materialized=materialized, name=name)
         self._serdes[topic] = (t.handle.key_serde or "bytes", t.handle.value_serde or "bytes")
         return t
+
+    def global_table(
+        self,
+        topic: str,
+        *,
+        key: SerdeName | None = None,
+        value: SerdeName | None = None,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> GlobalKTable:
+        """As :meth:`App.global_table`; a record piped into ``topic`` is in
+        the global store when :meth:`pipe_input` returns, so the next
+        stream record joins with it (TopologyTestDriver updates a global
+        store at once)."""
+        g = super().global_table(topic, key=key, value=value, materialized=materialized, name=name)
+        self._serdes[topic] = (g.handle.key_serde or "bytes", g.handle.value_serde or "bytes")
+        return g
 
     # Driving.
 

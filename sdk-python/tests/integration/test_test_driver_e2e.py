@@ -159,3 +159,23 @@ def test_pipe_key_values_and_records_keep_their_order() -> None:
         assert [(r.key, r.value, r.timestamp) for r in driver.read_output("out")] == [
             ("k", 1, 5), ("k", 12, 5), ("k", 123, 6), ("j", 4, 7),
         ]
+
+
+def test_a_global_table_is_updated_before_pipe_input_returns() -> None:
+    # Kafka's TopologyTestDriver#pipeRecord hands a record of a global
+    # table's topic to processGlobalRecord (globalStateTask.update, then
+    # flushState) before it returns: the next stream record joins with it.
+    with TopologyTestDriver("td-global", Config(statestore_cache_max_bytes=0)) as driver:
+        prices = driver.global_table("prices", key="string", value="long", materialized="prices")
+        orders = driver.stream("orders", key="string", value="string")
+        orders.join(prices, lambda _k, order: order.split()[0], lambda order, price: f"{order}@{price}").to("priced")
+        with pytest.raises(InvalidArgumentError, match=r'topic "nope" is not read by the topology \(it reads "orders", "prices"\)'):
+            driver.pipe_input("nope", None, "x")
+        with pytest.raises(InvalidArgumentError, match=r'topic "prices" is not written by the topology \(it writes "priced"\)'):
+            driver.read_output("prices")
+        store = driver.get_store("prices")
+        for i, (price, want) in enumerate([(1, ["apple x0@1"]), (5, ["apple x1@5"]), (None, []), (7, ["apple x3@7"])]):
+            driver.pipe_input("prices", "apple", price, timestamp=i)
+            assert store.get("apple") == price
+            driver.pipe_input("orders", f"o{i}", f"apple x{i}", timestamp=i)
+            assert [r.value for r in driver.read_output("priced")] == want, f"step {i}"
