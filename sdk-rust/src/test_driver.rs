@@ -45,7 +45,7 @@ pub struct TestRecord<K, V> {
 /// use polystreams::TopologyTestDriver;
 /// # fn main() -> polystreams::Result<()> {
 /// let driver = TopologyTestDriver::new("upper")?;
-/// driver.stream::<String, String>("in")?.map_values(|v: &String| v.to_uppercase())?.to("out")?;
+/// driver.stream::<String, String>("in")?.map_values(|v: String| v.to_uppercase())?.to("out")?;
 /// driver.pipe_input("in", "k".to_owned(), "v".to_owned())?;
 /// let out = driver.read_output::<String, String>("out")?;
 /// assert_eq!(out[0].value, "V");
