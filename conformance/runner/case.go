@@ -49,13 +49,13 @@ type Step struct {
 	Merger     *FnRef   `json:"merger,omitempty"`
 	// ForeignKey is a foreign-key join's extractor: value -> the other
 	// table's key (a mapper).
-	ForeignKey   *FnRef        `json:"foreign_key,omitempty"`
-	Builtin      string        `json:"builtin,omitempty"`
+	ForeignKey *FnRef `json:"foreign_key,omitempty"`
+	Builtin    string `json:"builtin,omitempty"`
 	// BuiltinJoiner is a join's built-in joiner (pair, this, other),
 	// instead of Fn.
-	BuiltinJoiner string `json:"builtin_joiner,omitempty"`
-	Materialized *Materialized `json:"materialized,omitempty"`
-	Windows      *Windows      `json:"windows,omitempty"`
+	BuiltinJoiner string        `json:"builtin_joiner,omitempty"`
+	Materialized  *Materialized `json:"materialized,omitempty"`
+	Windows       *Windows      `json:"windows,omitempty"`
 	// Branch picks one stream of the split that From labels: its key in
 	// the split's map, "<split name><branch name or number>".
 	Branch string `json:"branch,omitempty"`
