@@ -49,10 +49,13 @@ type Step struct {
 	Merger     *FnRef   `json:"merger,omitempty"`
 	// ForeignKey is a foreign-key join's extractor: value -> the other
 	// table's key (a mapper).
-	ForeignKey   *FnRef        `json:"foreign_key,omitempty"`
-	Builtin      string        `json:"builtin,omitempty"`
-	Materialized *Materialized `json:"materialized,omitempty"`
-	Windows      *Windows      `json:"windows,omitempty"`
+	ForeignKey *FnRef `json:"foreign_key,omitempty"`
+	Builtin    string `json:"builtin,omitempty"`
+	// BuiltinJoiner is a join's built-in joiner (pair, this, other),
+	// instead of Fn.
+	BuiltinJoiner string        `json:"builtin_joiner,omitempty"`
+	Materialized  *Materialized `json:"materialized,omitempty"`
+	Windows       *Windows      `json:"windows,omitempty"`
 	// Branch picks one stream of the split that From labels: its key in
 	// the split's map, "<split name><branch name or number>".
 	Branch string `json:"branch,omitempty"`
@@ -445,6 +448,9 @@ func (c *Case) rules() []violation {
 		if s.Op == "reduce" && (s.Fn == nil) == (s.Builtin == "") {
 			add(p, "reduce needs exactly one of fn and builtin")
 		}
+		if isJoin(s.Op) && (s.Fn == nil) == (s.BuiltinJoiner == "") {
+			add(p, "%s needs exactly one of fn and builtin_joiner", s.Op)
+		}
 	}
 	e := c.Expect
 	if e.Describe == nil && e.BuildError == nil && len(e.Outputs) == 0 && e.Failure == nil {
@@ -598,6 +604,16 @@ func (c *Case) readByGlobalTable(topic string) bool {
 		if s.Op == "global_table" && s.Topic == topic {
 			return true
 		}
+	}
+	return false
+}
+
+// isJoin reports whether op is a join step (stream-table, stream-stream,
+// table-table, stream-global-table or foreign-key), which takes a joiner.
+func isJoin(op string) bool {
+	switch op {
+	case "join", "left_join", "outer_join", "foreign_key_join", "left_foreign_key_join":
+		return true
 	}
 	return false
 }

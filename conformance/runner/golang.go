@@ -331,7 +331,7 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 		case "join", "left_join", "outer_join":
 			if st.Other != "" {
 				other := labels[st.Other].(*streams.Stream)
-				j := joinerFn(f, arg, vs, other.ValueSerde(), or(st.Value, vs))
+				j := joiner(st, joinerFn(f, arg, vs, other.ValueSerde(), or(st.Value, vs)))
 				o := opts(st, false, true)
 				if st.StoreName != "" {
 					o = append(o, streams.Store(st.StoreName))
@@ -347,14 +347,14 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 			}
 			if g, ok := labels[st.Table].(*streams.GlobalTable); ok && st.KeyMapper != nil {
 				km := keyFn(catalogue[st.KeyMapper.Name], st.KeyMapper.Arg, ks, vs, g.KeySerde())
-				j := joinerFn(f, arg, vs, g.ValueSerde(), or(st.Value, vs))
+				j := joiner(st, joinerFn(f, arg, vs, g.ValueSerde(), or(st.Value, vs)))
 				if st.Op == "join" {
 					return in.JoinGlobal(g, km, j, opts(st, false, true)...)
 				}
 				return in.LeftJoinGlobal(g, km, j, opts(st, false, true)...)
 			}
 			table := labels[st.Table].(*streams.Table)
-			j := joinerFn(f, arg, vs, table.ValueSerde(), or(st.Value, vs))
+			j := joiner(st, joinerFn(f, arg, vs, table.ValueSerde(), or(st.Value, vs)))
 			if st.Op == "join" {
 				return in.Join(table, j, opts(st, false, true)...)
 			}
@@ -409,7 +409,7 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 		case "foreign_key_join", "left_foreign_key_join":
 			other := labels[st.Table].(*streams.Table)
 			fk := mapperFn(catalogue[st.ForeignKey.Name], st.ForeignKey.Arg, vs, other.KeySerde())
-			j := joinerFn(f, arg, vs, other.ValueSerde(), or(st.Value, vs))
+			j := joiner(st, joinerFn(f, arg, vs, other.ValueSerde(), or(st.Value, vs)))
 			if st.Op == "foreign_key_join" {
 				return in.ForeignKeyJoin(other, fk, j, opts(st, false, true)...)
 			}
@@ -434,7 +434,7 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 			if st.Materialized != nil && st.Materialized.Value != "" {
 				out = st.Materialized.Value
 			}
-			j := joinerFn(f, arg, vs, other.ValueSerde(), out)
+			j := joiner(st, joinerFn(f, arg, vs, other.ValueSerde(), out))
 			switch st.Op {
 			case "join":
 				return in.Join(other, j, opts(st, false, true)...)
@@ -698,3 +698,17 @@ func mergerFn(f fnImpl, arg any, ks, aggSerde string) streams.AggregatorFunc {
 }
 
 var _ io.Writer = (*tail)(nil)
+
+// joiner is the step's built-in joiner (builtin_joiner) when it names one,
+// else fn.
+func joiner(st Step, fn streams.ValueJoinerFunc) streams.ValueJoinerFunc {
+	switch st.BuiltinJoiner {
+	case "pair":
+		return streams.PairJoiner
+	case "this":
+		return streams.ThisJoiner
+	case "other":
+		return streams.OtherJoiner
+	}
+	return fn
+}

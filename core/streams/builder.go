@@ -2,6 +2,7 @@ package streams
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/polystreams/polystreams/core/internal/topology"
@@ -348,6 +349,21 @@ func (g *GroupedStream) Aggregate(init InitializerFunc, fn AggregatorFunc, opts 
 		return nil, err
 	}
 	return g.b.table(g.b.b.Aggregate(g.h.ID, native("initializer", init), native("aggregate", fn), o.mat, o.name))
+}
+
+// joinerFunction is native for a joiner, which may be one of the built-in
+// joiners (PairJoiner, ThisJoiner, OtherJoiner): the builder resolves
+// those for the serdes of the values joined.
+func joinerFunction(name string, joiner ValueJoinerFunc) topology.Function {
+	if joiner != nil {
+		p := reflect.ValueOf(joiner).Pointer()
+		for b, f := range builtinJoiners {
+			if reflect.ValueOf(f).Pointer() == p {
+				return topology.Function{Name: b, Builtin: b}
+			}
+		}
+	}
+	return native(name, joiner)
 }
 
 // native wraps a Go function; the builder refuses a nil one, naming the

@@ -59,5 +59,5 @@ func (s *Stream) joinGlobal(op string, global *GlobalTable, keyMapper KeyValueMa
 	if err != nil {
 		return nil, err
 	}
-	return s.b.stream(s.b.b.GlobalJoin(s.h.ID, global.h.ID, native("key mapper", keyMapper), native("join", joiner), left, o.valueSerde, o.name))
+	return s.b.stream(s.b.b.GlobalJoin(s.h.ID, global.h.ID, native("key mapper", keyMapper), joinerFunction("join", joiner), left, o.valueSerde, o.name))
 }

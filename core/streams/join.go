@@ -21,5 +21,5 @@ func (s *Stream) join(op string, table *Table, joiner ValueJoinerFunc, left bool
 	if err != nil {
 		return nil, err
 	}
-	return s.b.stream(s.b.b.Join(s.h.ID, table.h.ID, native("join", joiner), left, o.valueSerde, o.name))
+	return s.b.stream(s.b.b.Join(s.h.ID, table.h.ID, joinerFunction("join", joiner), left, o.valueSerde, o.name))
 }

@@ -27,5 +27,5 @@ func (t *Table) foreignKeyJoin(op string, other *Table, foreignKey MapValuesFunc
 	if err != nil {
 		return nil, err
 	}
-	return t.b.table(t.b.b.ForeignKeyJoin(t.h.ID, other.h.ID, native("foreign_key", foreignKey), native("joiner", joiner), left, o.mat, o.valueSerde, o.name))
+	return t.b.table(t.b.b.ForeignKeyJoin(t.h.ID, other.h.ID, native("foreign_key", foreignKey), joinerFunction("joiner", joiner), left, o.mat, o.valueSerde, o.name))
 }

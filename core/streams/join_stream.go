@@ -68,7 +68,7 @@ func (s *Stream) joinStream(op string, other *Stream, joiner ValueJoinerFunc, w 
 	if o.mat != nil {
 		store = o.mat.StoreName
 	}
-	return s.b.stream(s.b.b.StreamJoin(s.h.ID, other.h.ID, native("join", joiner), topology.StreamJoinOptions{
+	return s.b.stream(s.b.b.StreamJoin(s.h.ID, other.h.ID, joinerFunction("join", joiner), topology.StreamJoinOptions{
 		Kind: kind, Windows: &w.w, ValueSerde: o.valueSerde, Name: o.name, StoreName: store,
 	}))
 }

@@ -35,5 +35,5 @@ func (t *Table) join(op string, other *Table, joiner ValueJoinerFunc, jo topolog
 		return nil, err
 	}
 	jo.ValueSerde, jo.Name, jo.Materialized = o.valueSerde, o.name, o.mat
-	return t.b.table(t.b.b.TableJoin(t.h.ID, other.h.ID, native("join", joiner), jo))
+	return t.b.table(t.b.b.TableJoin(t.h.ID, other.h.ID, joinerFunction("join", joiner), jo))
 }

@@ -25,6 +25,7 @@
 package streams
 
 import (
+	"errors"
 	"github.com/polystreams/polystreams/core/internal/runtime"
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
@@ -79,6 +80,41 @@ const (
 	Max    Builtin = topology.BuiltinMax
 	Latest Builtin = topology.BuiltinLatest
 )
+
+// The built-in joiners, passed where a join takes a joiner (every kind of
+// join): they run in the engine, never calling Go code per record.
+// PairJoiner makes the JSON array [this value, other value], each side
+// decoded by its serde (String, JSON, Long, Integer, Double; null for a
+// missing side; a side of Bytes is refused when the join is built), in JSON.
+// ThisJoiner keeps this side's value and OtherJoiner the other side's (nil
+// when missing), in that side's value serde. With a built-in, a ValueSerde
+// option other than the built-in's result serde is refused: the engine
+// does not convert. Called directly, they return an error.
+var (
+	PairJoiner  ValueJoinerFunc = pairJoiner
+	ThisJoiner  ValueJoinerFunc = thisJoiner
+	OtherJoiner ValueJoinerFunc = otherJoiner
+)
+
+func pairJoiner(_, _ []byte) ([]byte, error) {
+	return nil, errors.New("streams: PairJoiner runs in the engine; pass it to a join")
+}
+
+func thisJoiner(_, _ []byte) ([]byte, error) {
+	return nil, errors.New("streams: ThisJoiner runs in the engine; pass it to a join")
+}
+
+func otherJoiner(_, _ []byte) ([]byte, error) {
+	return nil, errors.New("streams: OtherJoiner runs in the engine; pass it to a join")
+}
+
+// builtinJoiners maps the builder's names of the built-in joiners to their
+// values here (compared by function pointer).
+var builtinJoiners = map[string]ValueJoinerFunc{
+	topology.JoinerPair:  pairJoiner,
+	topology.JoinerThis:  thisJoiner,
+	topology.JoinerOther: otherJoiner,
+}
 
 // Errors builder calls wrap: ErrNotFound for a stream that belongs to
 // another Builder, ErrInvalid for everything else (a wrong kind, an unknown

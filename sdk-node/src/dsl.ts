@@ -18,6 +18,7 @@ import {
   type BuildRequestSchema,
   type Handle as HandleMessage,
   Kind as KindEnum,
+  Joiner as JoinerEnum,
   Reducer as ReducerEnum,
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import { type SerdeName, type SerdeType, isWindowedSerde } from "./serde.js";
@@ -207,6 +208,34 @@ function callable(fn: unknown, method: string): AnyFunction {
     throw new TypeError(`${method}: want a function, got ${fn === null ? "null" : typeof fn}`);
   }
   return fn as AnyFunction;
+}
+
+/**
+ * A joiner that runs in the engine and never crosses to this process, in
+ * every kind of join: `"pair"` makes the JSON array `[value, otherValue]`
+ * (each side decoded by its serde, which must not be `bytes`; null for a
+ * missing side) with serde `json`; `"this"` keeps this side's value and
+ * `"other"` the other side's (null when missing), in that side's serde.
+ * With a built-in, a `value` serde other than its result's is refused.
+ */
+export type BuiltinJoiner = "pair" | "this" | "other";
+
+const BUILTIN_JOINERS: Record<BuiltinJoiner, JoinerEnum> = {
+  pair: JoinerEnum.PAIR,
+  this: JoinerEnum.THIS,
+  other: JoinerEnum.OTHER,
+};
+
+/** A join's joiner: a function to register, or a built-in's enum value. */
+function joinerOf(joiner: unknown, method: string): { fns: AnyFunction[]; builtin: JoinerEnum } {
+  if (typeof joiner === "string") {
+    const builtin = Object.hasOwn(BUILTIN_JOINERS, joiner) ? BUILTIN_JOINERS[joiner as BuiltinJoiner] : undefined;
+    if (builtin === undefined) {
+      throw new TypeError(`${method}: unknown joiner ${JSON.stringify(joiner)} (want a function, or one of ${Object.keys(BUILTIN_JOINERS).join(", ")})`);
+    }
+    return { fns: [], builtin };
+  }
+  return { fns: [callable(joiner, method)], builtin: JoinerEnum.UNSPECIFIED };
 }
 
 /** What every node has: the App it belongs to and its handle. */
@@ -433,10 +462,10 @@ export class KStream<K, V> extends Node {
    * windows, stamped with the later timestamp; both streams are kept in
    * window stores (`storeName`: `StreamJoined.withStoreName`).
    */
-  join<VT, VR>(table: KTable<K, VT>, joiner: (value: V, tableValue: VT) => MaybePromise<VR>, options?: ValueOptions): KStream<K, VR>;
+  join<VT, VR>(table: KTable<K, VT>, joiner: ((value: V, tableValue: VT) => MaybePromise<VR>) | BuiltinJoiner, options?: ValueOptions): KStream<K, VR>;
   join<VO, VR>(
     other: KStream<K, VO>,
-    joiner: (value: V, otherValue: VO) => MaybePromise<VR>,
+    joiner: ((value: V, otherValue: VO) => MaybePromise<VR>) | BuiltinJoiner,
     windows: JoinWindows,
     options?: StreamJoinOptions,
   ): KStream<K, VR>;
@@ -450,7 +479,7 @@ export class KStream<K, V> extends Node {
   join<KG, VG, VR>(
     globalTable: GlobalKTable<KG, VG>,
     keyMapper: (key: K, value: V) => MaybePromise<KG>,
-    joiner: (value: V, globalValue: VG) => MaybePromise<VR>,
+    joiner: ((value: V, globalValue: VG) => MaybePromise<VR>) | BuiltinJoiner,
     options?: ValueOptions,
   ): KStream<K, VR>;
   join<VR>(other: KTable<K, unknown> | KStream<K, unknown> | GlobalKTable<unknown, unknown>, joiner: unknown, a?: unknown, b?: unknown): KStream<K, VR> {
@@ -468,12 +497,12 @@ export class KStream<K, V> extends Node {
    */
   leftJoin<VT, VR>(
     table: KTable<K, VT>,
-    joiner: (value: V, tableValue: VT | null) => MaybePromise<VR>,
+    joiner: ((value: V, tableValue: VT | null) => MaybePromise<VR>) | BuiltinJoiner,
     options?: ValueOptions,
   ): KStream<K, VR>;
   leftJoin<VO, VR>(
     other: KStream<K, VO>,
-    joiner: (value: V, otherValue: VO | null) => MaybePromise<VR>,
+    joiner: ((value: V, otherValue: VO | null) => MaybePromise<VR>) | BuiltinJoiner,
     windows: JoinWindows,
     options?: StreamJoinOptions,
   ): KStream<K, VR>;
@@ -485,7 +514,7 @@ export class KStream<K, V> extends Node {
   leftJoin<KG, VG, VR>(
     globalTable: GlobalKTable<KG, VG>,
     keyMapper: (key: K, value: V) => MaybePromise<KG>,
-    joiner: (value: V, globalValue: VG | null) => MaybePromise<VR>,
+    joiner: ((value: V, globalValue: VG | null) => MaybePromise<VR>) | BuiltinJoiner,
     options?: ValueOptions,
   ): KStream<K, VR>;
   leftJoin<VR>(other: KTable<K, unknown> | KStream<K, unknown> | GlobalKTable<unknown, unknown>, joiner: unknown, a?: unknown, b?: unknown): KStream<K, VR> {
@@ -502,7 +531,7 @@ export class KStream<K, V> extends Node {
    */
   outerJoin<VO, VR>(
     other: KStream<K, VO>,
-    joiner: (value: V | null, otherValue: VO | null) => MaybePromise<VR>,
+    joiner: ((value: V | null, otherValue: VO | null) => MaybePromise<VR>) | BuiltinJoiner,
     windows: JoinWindows,
     options: StreamJoinOptions = {},
   ): KStream<K, VR> {
@@ -536,19 +565,20 @@ export class KStream<K, V> extends Node {
     } else {
       options = (a as StreamJoinOptions | undefined) ?? {};
     }
-    const f = callable(joiner, method);
+    const j = joinerOf(joiner, method);
     return new KStream(
       this.builder,
       this.builder.build(
         method,
         this,
-        [f],
+        j.fns,
         (input, [token], [otherId]) => ({
           case: "join",
           value: {
             input,
             table: otherId!,
-            joinerToken: token!,
+            joinerToken: token ?? 0,
+            builtinJoiner: j.builtin,
             left,
             outer,
             valueSerde: options.value ?? "",
@@ -1039,7 +1069,7 @@ export class KTable<K, V> extends Node {
   foreignKeyJoin<KO, VO, VR>(
     other: KTable<KO, VO>,
     foreignKey: (value: V) => MaybePromise<KO | null | undefined>,
-    joiner: (value: V, otherValue: VO) => MaybePromise<VR>,
+    joiner: ((value: V, otherValue: VO) => MaybePromise<VR>) | BuiltinJoiner,
     options: TableValueOptions = {},
   ): KTable<K, VR> {
     return this.#foreignKeyJoin("foreignKeyJoin", other, foreignKey, joiner, false, options);
@@ -1053,7 +1083,7 @@ export class KTable<K, V> extends Node {
   leftForeignKeyJoin<KO, VO, VR>(
     other: KTable<KO, VO>,
     foreignKey: (value: V) => MaybePromise<KO | null | undefined>,
-    joiner: (value: V, otherValue: VO | null) => MaybePromise<VR>,
+    joiner: ((value: V, otherValue: VO | null) => MaybePromise<VR>) | BuiltinJoiner,
     options: TableValueOptions = {},
   ): KTable<K, VR> {
     return this.#foreignKeyJoin("leftForeignKeyJoin", other, foreignKey, joiner, true, options);
@@ -1071,21 +1101,22 @@ export class KTable<K, V> extends Node {
       throw new TypeError(`${method}: want a KTable to join with, not ${other === null ? "null" : typeof other}`);
     }
     const fk = callable(foreignKey, method);
-    const j = callable(joiner, method);
+    const j = joinerOf(joiner, method);
     const m = materialized(options.materialized, method);
     return new KTable(
       this.builder,
       this.builder.build(
         method,
         this,
-        [fk, j],
+        [fk, ...j.fns],
         (input, [fkToken, joinerToken], [otherId]) => ({
           case: "join",
           value: {
             input,
             table: otherId!,
             foreignKeyToken: fkToken!,
-            joinerToken: joinerToken!,
+            joinerToken: joinerToken ?? 0,
+            builtinJoiner: j.builtin,
             left,
             valueSerde: options.value ?? "",
             name: options.name ?? "",
@@ -1116,7 +1147,7 @@ export class KTable<K, V> extends Node {
    * result in a store (queryable when named); `name` names the join's
    * nodes (`<name>-join-this`, `<name>-join-other`, and `name` for the merge).
    */
-  join<VO, VR>(other: KTable<K, VO>, joiner: (value: V, otherValue: VO) => MaybePromise<VR>, options: TableValueOptions = {}): KTable<K, VR> {
+  join<VO, VR>(other: KTable<K, VO>, joiner: ((value: V, otherValue: VO) => MaybePromise<VR>) | BuiltinJoiner, options: TableValueOptions = {}): KTable<K, VR> {
     return this.#tableJoin("join", other, joiner, options);
   }
 
@@ -1126,7 +1157,7 @@ export class KTable<K, V> extends Node {
    */
   leftJoin<VO, VR>(
     other: KTable<K, VO>,
-    joiner: (value: V, otherValue: VO | null) => MaybePromise<VR>,
+    joiner: ((value: V, otherValue: VO | null) => MaybePromise<VR>) | BuiltinJoiner,
     options: TableValueOptions = {},
   ): KTable<K, VR> {
     return this.#tableJoin("leftJoin", other, joiner, options);
@@ -1138,7 +1169,7 @@ export class KTable<K, V> extends Node {
    */
   outerJoin<VO, VR>(
     other: KTable<K, VO>,
-    joiner: (value: V | null, otherValue: VO | null) => MaybePromise<VR>,
+    joiner: ((value: V | null, otherValue: VO | null) => MaybePromise<VR>) | BuiltinJoiner,
     options: TableValueOptions = {},
   ): KTable<K, VR> {
     return this.#tableJoin("outerJoin", other, joiner, options);
@@ -1148,20 +1179,21 @@ export class KTable<K, V> extends Node {
     if (!(other instanceof KTable)) {
       throw new TypeError(`${method}: want a KTable to join with, not ${other === null ? "null" : (other as object).constructor?.name ?? typeof other}`);
     }
-    const f = callable(joiner, method);
+    const j = joinerOf(joiner, method);
     const m = materialized(options.materialized, method);
     return new KTable(
       this.builder,
       this.builder.build(
         method,
         this,
-        [f],
+        j.fns,
         (input, [token], [otherId]) => ({
           case: "join",
           value: {
             input,
             table: otherId!,
-            joinerToken: token!,
+            joinerToken: token ?? 0,
+            builtinJoiner: j.builtin,
             left: method === "leftJoin",
             outer: method === "outerJoin",
             valueSerde: options.value ?? "",
@@ -1333,20 +1365,21 @@ function joinGlobal<K, VR>(
   options: ValueOptions,
 ): KStream<K, VR> {
   const m = callable(keyMapper, `${method} (key mapper)`);
-  const j = callable(joiner, method);
+  const j = joinerOf(joiner, method);
   return new KStream(
     builder,
     builder.build(
       method,
       stream,
-      [m, j],
+      [m, ...j.fns],
       (input, [mapper, token], [globalId]) => ({
         case: "join",
         value: {
           input,
           table: globalId!,
           keyMapperToken: mapper!,
-          joinerToken: token!,
+          joinerToken: token ?? 0,
+          builtinJoiner: j.builtin,
           left,
           valueSerde: options.value ?? "",
           name: options.name ?? "",

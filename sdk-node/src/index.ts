@@ -24,6 +24,7 @@ export type { DescribeFormat, Metrics, NodeMetrics, PartitionLag, TaskMetrics } 
 export { BranchedKStream, GlobalKTable, KGroupedStream, KGroupedTable, KStream, KTable, SessionWindowedKStream, TimeWindowedKStream } from "./dsl.js";
 export type {
   AggregationOptions,
+  BuiltinJoiner,
   GlobalTableOptions,
   Handle,
   KeyOptions,

@@ -234,6 +234,51 @@ impl Reducer {
     }
 }
 
+/// A joiner that runs in the engine and never crosses to the host, for the
+/// `*_builtin` joins: `Pair` makes the JSON array `[value, other value]`
+/// (each side decoded by its serde, which must not be `bytes`; null for a
+/// missing side), so its result type is JSON (`serde_json::Value` or
+/// [`Json`](crate::Json)); `This` keeps this side's value and `Other` the
+/// other side's (`None` when missing), so the result type is that side's.
+/// A value serde other than the built-in's result is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Joiner {
+    Pair,
+    This,
+    Other,
+}
+
+impl Joiner {
+    pub(crate) fn to_proto(self) -> i32 {
+        (match self {
+            Joiner::Pair => pb::Joiner::Pair,
+            Joiner::This => pb::Joiner::This,
+            Joiner::Other => pb::Joiner::Other,
+        }) as i32
+    }
+}
+
+/// A join's joiner: a host function (its type name, for registering) or a
+/// built-in.
+pub(crate) enum JoinFn {
+    Host(String, std::sync::Arc<dyn crate::host::JoinRun>),
+    Builtin(Joiner),
+}
+
+impl JoinFn {
+    /// Registers a host joiner; returns (joiner_token, builtin_joiner) and
+    /// the tokens the Build call registered.
+    pub(crate) fn register(self, app: &crate::app::Inner) -> crate::error::Result<(u32, i32, Vec<u32>)> {
+        match self {
+            JoinFn::Host(fn_type, joiner) => {
+                let token = app.register(&fn_type, crate::host::Func::Join(joiner))?;
+                Ok((token, 0, vec![token]))
+            }
+            JoinFn::Builtin(j) => Ok((0, j.to_proto(), vec![])),
+        }
+    }
+}
+
 pub(crate) fn fn_name<F>(op: &str) -> String {
     format!("{op} {}", std::any::type_name::<F>())
 }

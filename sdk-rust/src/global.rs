@@ -5,9 +5,11 @@
 use std::sync::Arc;
 
 use crate::app::App;
-use crate::dsl::{expect_handle, fn_name, key_step, GlobalKTable, KStream, Options, KEY, MATERIALIZED, NAME, VALUE};
+use crate::dsl::{
+    expect_handle, fn_name, key_step, GlobalKTable, JoinFn, Joiner, KStream, Options, KEY, MATERIALIZED, NAME, VALUE,
+};
 use crate::error::Result;
-use crate::host::{Func, JoinRun, ValueJoiner};
+use crate::host::{Func, ValueJoiner};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::Serde;
 
@@ -84,8 +86,8 @@ impl<K: Serde, V: Serde> KStream<K, V> {
             Some(g) => Ok(f(v, g)),
             None => Err("an inner join's record came without a global table value (a malformed bundle)".to_owned()),
         });
-        let names = (fn_name::<M>("join_global"), fn_name::<F>("join_global"));
-        self.join_global_op("join", names, global, key_step(mapper), false, Arc::new(joiner), o)
+        let joiner = JoinFn::Host(fn_name::<F>("join_global"), Arc::new(joiner));
+        self.join_global_op("join", fn_name::<M>("join_global"), global, key_step(mapper), false, joiner, o)
     }
 
     /// [`join_global`](Self::join_global) that keeps every record whose
@@ -117,35 +119,76 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         F: Fn(V, Option<VG>) -> VR + Send + Sync + 'static,
     {
         let joiner = ValueJoiner::<V, VG, VR>::new(move |v, g| Ok(f(v, g)));
-        let names = (fn_name::<M>("left_join_global"), fn_name::<F>("left_join_global"));
-        self.join_global_op("left_join", names, global, key_step(mapper), true, Arc::new(joiner), o)
+        let joiner = JoinFn::Host(fn_name::<F>("left_join_global"), Arc::new(joiner));
+        self.join_global_op("left_join", fn_name::<M>("left_join_global"), global, key_step(mapper), true, joiner, o)
+    }
+
+    /// [`join_global_with`](Self::join_global_with) with a built-in
+    /// [`Joiner`] that runs in the engine (the key mapper stays a host
+    /// function); `VR` is its result's type.
+    pub fn join_global_builtin<KG: Serde, VG: Serde, VR: Serde, M>(
+        &self,
+        global: &GlobalKTable<KG, VG>,
+        mapper: M,
+        j: Joiner,
+        o: Options,
+    ) -> Result<KStream<K, VR>>
+    where
+        M: Fn(&K, &V) -> KG + Send + Sync + 'static,
+    {
+        self.join_global_op("join", fn_name::<M>("join_global"), global, key_step(mapper), false, JoinFn::Builtin(j), o)
+    }
+
+    /// [`left_join_global_with`](Self::left_join_global_with) with a
+    /// built-in [`Joiner`].
+    pub fn left_join_global_builtin<KG: Serde, VG: Serde, VR: Serde, M>(
+        &self,
+        global: &GlobalKTable<KG, VG>,
+        mapper: M,
+        j: Joiner,
+        o: Options,
+    ) -> Result<KStream<K, VR>>
+    where
+        M: Fn(&K, &V) -> KG + Send + Sync + 'static,
+    {
+        self.join_global_op(
+            "left_join",
+            fn_name::<M>("left_join_global"),
+            global,
+            key_step(mapper),
+            true,
+            JoinFn::Builtin(j),
+            o,
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
     fn join_global_op<KG: Serde, VG: Serde, VR: Serde>(
         &self,
         op: &str,
-        names: (String, String),
+        mapper_type: String,
         global: &GlobalKTable<KG, VG>,
         mapper: crate::host::StepFn,
         left: bool,
-        joiner: Arc<dyn JoinRun>,
+        joiner: JoinFn,
         o: Options,
     ) -> Result<KStream<K, VR>> {
         o.check(op, NAME | VALUE)?;
-        let mapper_token = self.app.register(&names.0, Func::Step(Arc::new(mapper)))?;
-        let token = self.app.register(&names.1, Func::Join(joiner))?;
+        let mapper_token = self.app.register(&mapper_type, Func::Step(Arc::new(mapper)))?;
+        let (token, builtin_joiner, mut tokens) = joiner.register(&self.app)?;
+        tokens.insert(0, mapper_token);
         let join = pb::JoinOp {
             input: self.handle.id,
             table: global.handle.id,
             key_mapper_token: mapper_token,
             joiner_token: token,
+            builtin_joiner,
             left,
             value_serde: o.value_or(VR::NAME),
             name: o.name_or_empty(),
             ..Default::default()
         };
-        let h = self.app.build(Op::Join(join), &[mapper_token, token])?;
+        let h = self.app.build(Op::Join(join), &tokens)?;
         self.stream(h, op)
     }
 }

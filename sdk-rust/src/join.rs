@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use crate::dsl::{fn_name, KStream, KTable, Options, NAME, VALUE};
+use crate::dsl::{fn_name, JoinFn, Joiner, KStream, KTable, Options, NAME, VALUE};
 use crate::error::Result;
-use crate::host::{Func, JoinRun, ValueJoiner};
+use crate::host::ValueJoiner;
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::Serde;
 
@@ -32,7 +32,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
             Some(t) => Ok(f(v, t)),
             None => Err("an inner join's record came without a table value (a malformed bundle)".to_owned()),
         });
-        self.join_op("join", fn_name::<F>("join"), table.handle.id, false, Arc::new(joiner), o)
+        self.join_op("join", table.handle.id, false, JoinFn::Host(fn_name::<F>("join"), Arc::new(joiner)), o)
     }
 
     /// [`join`](Self::join) that keeps every record: `f` gets `None` for a
@@ -55,30 +55,53 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         F: Fn(V, Option<VT>) -> VR + Send + Sync + 'static,
     {
         let joiner = ValueJoiner::<V, VT, VR>::new(move |v, t| Ok(f(v, t)));
-        self.join_op("left_join", fn_name::<F>("left_join"), table.handle.id, true, Arc::new(joiner), o)
+        self.join_op("left_join", table.handle.id, true, JoinFn::Host(fn_name::<F>("left_join"), Arc::new(joiner)), o)
+    }
+
+    /// [`join_with`](Self::join_with) with a built-in [`Joiner`] that runs
+    /// in the engine; `VR` is its result's type (`Pair`: JSON, e.g.
+    /// `serde_json::Value`; `This`: `V`; `Other`: `VT`).
+    pub fn join_builtin<VT: Serde, VR: Serde>(
+        &self,
+        table: &KTable<K, VT>,
+        j: Joiner,
+        o: Options,
+    ) -> Result<KStream<K, VR>> {
+        self.join_op("join", table.handle.id, false, JoinFn::Builtin(j), o)
+    }
+
+    /// [`left_join_with`](Self::left_join_with) with a built-in [`Joiner`]
+    /// (null for a key the table does not hold).
+    pub fn left_join_builtin<VT: Serde, VR: Serde>(
+        &self,
+        table: &KTable<K, VT>,
+        j: Joiner,
+        o: Options,
+    ) -> Result<KStream<K, VR>> {
+        self.join_op("left_join", table.handle.id, true, JoinFn::Builtin(j), o)
     }
 
     fn join_op<VR: Serde>(
         &self,
         op: &str,
-        fn_type: String,
         table: u64,
         left: bool,
-        joiner: Arc<dyn JoinRun>,
+        joiner: JoinFn,
         o: Options,
     ) -> Result<KStream<K, VR>> {
         o.check(op, NAME | VALUE)?;
-        let token = self.app.register(&fn_type, Func::Join(joiner))?;
+        let (token, builtin, tokens) = joiner.register(&self.app)?;
         let join = pb::JoinOp {
             input: self.handle.id,
             table,
             joiner_token: token,
+            builtin_joiner: builtin,
             left,
             value_serde: o.value_or(VR::NAME),
             name: o.name_or_empty(),
             ..Default::default()
         };
-        let h = self.app.build(Op::Join(join), &[token])?;
+        let h = self.app.build(Op::Join(join), &tokens)?;
         self.stream(h, op)
     }
 }

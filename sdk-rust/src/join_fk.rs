@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use crate::dsl::{expect_handle, fn_name, KTable, Options, MATERIALIZED, NAME, VALUE};
+use crate::dsl::{expect_handle, fn_name, JoinFn, Joiner, KTable, Options, MATERIALIZED, NAME, VALUE};
 use crate::error::Result;
-use crate::host::{guarded, take, Func, JoinRun, Out, StepFn, ValueJoiner};
+use crate::host::{guarded, take, Func, Out, StepFn, ValueJoiner};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::Serde;
 
@@ -55,10 +55,9 @@ impl<K: Serde, V: Serde> KTable<K, V> {
             "foreign_key_join",
             fk_type,
             foreign_key,
-            fn_name::<F>("foreign_key_join"),
             other.handle.id,
             false,
-            Arc::new(joiner),
+            JoinFn::Host(fn_name::<F>("foreign_key_join"), Arc::new(joiner)),
             o,
         )
     }
@@ -98,10 +97,58 @@ impl<K: Serde, V: Serde> KTable<K, V> {
             "left_foreign_key_join",
             fk_type,
             foreign_key,
-            fn_name::<F>("left_foreign_key_join"),
             other.handle.id,
             true,
-            Arc::new(joiner),
+            JoinFn::Host(fn_name::<F>("left_foreign_key_join"), Arc::new(joiner)),
+            o,
+        )
+    }
+
+    /// [`foreign_key_join_with`](Self::foreign_key_join_with) with a
+    /// built-in [`Joiner`] that runs in the engine (the extractor stays a
+    /// host function); `VR` is its result's type.
+    pub fn foreign_key_join_builtin<KO: Serde, VO: Serde, VR: Serde, FK>(
+        &self,
+        other: &KTable<KO, VO>,
+        foreign_key: FK,
+        j: Joiner,
+        o: Options,
+    ) -> Result<KTable<K, VR>>
+    where
+        FK: Fn(&V) -> Option<KO> + Send + Sync + 'static,
+    {
+        let fk_type = fn_name::<FK>("foreign_key_join");
+        self.foreign_key_join_op::<KO, VR, FK>(
+            "foreign_key_join",
+            fk_type,
+            foreign_key,
+            other.handle.id,
+            false,
+            JoinFn::Builtin(j),
+            o,
+        )
+    }
+
+    /// [`left_foreign_key_join_with`](Self::left_foreign_key_join_with)
+    /// with a built-in [`Joiner`].
+    pub fn left_foreign_key_join_builtin<KO: Serde, VO: Serde, VR: Serde, FK>(
+        &self,
+        other: &KTable<KO, VO>,
+        foreign_key: FK,
+        j: Joiner,
+        o: Options,
+    ) -> Result<KTable<K, VR>>
+    where
+        FK: Fn(&V) -> Option<KO> + Send + Sync + 'static,
+    {
+        let fk_type = fn_name::<FK>("left_foreign_key_join");
+        self.foreign_key_join_op::<KO, VR, FK>(
+            "left_foreign_key_join",
+            fk_type,
+            foreign_key,
+            other.handle.id,
+            true,
+            JoinFn::Builtin(j),
             o,
         )
     }
@@ -112,10 +159,9 @@ impl<K: Serde, V: Serde> KTable<K, V> {
         op: &str,
         fk_type: String,
         foreign_key: FK,
-        joiner_type: String,
         other: u64,
         left: bool,
-        joiner: Arc<dyn JoinRun>,
+        joiner: JoinFn,
         o: Options,
     ) -> Result<KTable<K, VR>>
     where
@@ -129,19 +175,21 @@ impl<K: Serde, V: Serde> KTable<K, V> {
             Ok(Out::One(None, Box::new(guarded(|| foreign_key(&v))?)))
         });
         let fk_token = self.app.register(&fk_type, Func::Step(Arc::new(extractor)))?;
-        let joiner_token = self.app.register(&joiner_type, Func::Join(joiner))?;
+        let (joiner_token, builtin_joiner, mut tokens) = joiner.register(&self.app)?;
+        tokens.insert(0, fk_token);
         let join = pb::JoinOp {
             input: self.handle.id,
             table: other,
             foreign_key_token: fk_token,
             joiner_token,
+            builtin_joiner,
             left,
             value_serde: o.value_or(VR::NAME),
             name: o.name_or_empty(),
             materialized: o.materialized_proto(),
             ..Default::default()
         };
-        let h = self.app.build(Op::Join(join), &[fk_token, joiner_token])?;
+        let h = self.app.build(Op::Join(join), &tokens)?;
         KTable::wrap(self.app.clone(), expect_handle(h, op)?)
     }
 }

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::dsl::{fn_name, KStream, Options, MATERIALIZED, NAME, VALUE};
+use crate::dsl::{fn_name, JoinFn, Joiner, KStream, Options, MATERIALIZED, NAME, VALUE};
 use crate::error::Result;
-use crate::host::{Func, JoinRun, ValueJoiner};
+use crate::host::ValueJoiner;
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::Serde;
 
@@ -93,7 +93,15 @@ impl<K: Serde, V: Serde> KStream<K, V> {
             Some(t) => Ok(f(v, t)),
             None => Err("an inner join's record came without the other value (a malformed bundle)".to_owned()),
         });
-        self.stream_join_op("join", fn_name::<F>("join"), other.handle().id, windows, false, false, Arc::new(joiner), o)
+        self.stream_join_op(
+            "join",
+            other.handle().id,
+            windows,
+            false,
+            false,
+            JoinFn::Host(fn_name::<F>("join"), Arc::new(joiner)),
+            o,
+        )
     }
 
     /// [`join_stream`](Self::join_stream) that keeps this stream's records
@@ -125,12 +133,11 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         let joiner = ValueJoiner::<V, VO, VR>::new(move |v, t| Ok(f(v, t)));
         self.stream_join_op(
             "left_join",
-            fn_name::<F>("left_join"),
             other.handle().id,
             windows,
             true,
             false,
-            Arc::new(joiner),
+            JoinFn::Host(fn_name::<F>("left_join"), Arc::new(joiner)),
             o,
         )
     }
@@ -164,35 +171,70 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         let joiner = ValueJoiner::<Option<V>, VO, VR>::new(move |v, t| Ok(f(v, t)));
         self.stream_join_op(
             "outer_join",
-            fn_name::<F>("outer_join"),
             other.handle().id,
             windows,
             false,
             true,
-            Arc::new(joiner),
+            JoinFn::Host(fn_name::<F>("outer_join"), Arc::new(joiner)),
             o,
         )
+    }
+
+    /// [`join_stream_with`](Self::join_stream_with) with a built-in
+    /// [`Joiner`] that runs in the engine; `VR` is its result's type.
+    pub fn join_stream_builtin<VO: Serde, VR: Serde>(
+        &self,
+        other: &KStream<K, VO>,
+        j: Joiner,
+        windows: JoinWindows,
+        o: Options,
+    ) -> Result<KStream<K, VR>> {
+        self.stream_join_op("join", other.handle().id, windows, false, false, JoinFn::Builtin(j), o)
+    }
+
+    /// [`left_join_stream_with`](Self::left_join_stream_with) with a
+    /// built-in [`Joiner`].
+    pub fn left_join_stream_builtin<VO: Serde, VR: Serde>(
+        &self,
+        other: &KStream<K, VO>,
+        j: Joiner,
+        windows: JoinWindows,
+        o: Options,
+    ) -> Result<KStream<K, VR>> {
+        self.stream_join_op("left_join", other.handle().id, windows, true, false, JoinFn::Builtin(j), o)
+    }
+
+    /// [`outer_join_stream_with`](Self::outer_join_stream_with) with a
+    /// built-in [`Joiner`].
+    pub fn outer_join_stream_builtin<VO: Serde, VR: Serde>(
+        &self,
+        other: &KStream<K, VO>,
+        j: Joiner,
+        windows: JoinWindows,
+        o: Options,
+    ) -> Result<KStream<K, VR>> {
+        self.stream_join_op("outer_join", other.handle().id, windows, false, true, JoinFn::Builtin(j), o)
     }
 
     #[allow(clippy::too_many_arguments)]
     fn stream_join_op<VR: Serde>(
         &self,
         op: &str,
-        fn_type: String,
         other: u64,
         windows: JoinWindows,
         left: bool,
         outer: bool,
-        joiner: Arc<dyn JoinRun>,
+        joiner: JoinFn,
         o: Options,
     ) -> Result<KStream<K, VR>> {
         o.check(op, NAME | VALUE | MATERIALIZED)?;
         let store_name = o.materialized_proto().map(|m| m.store_name).unwrap_or_default();
-        let token = self.app().register(&fn_type, Func::Join(joiner))?;
+        let (token, builtin, tokens) = joiner.register(self.app())?;
         let join = pb::JoinOp {
             input: self.handle().id,
             table: other,
             joiner_token: token,
+            builtin_joiner: builtin,
             left,
             outer,
             value_serde: o.value_or(VR::NAME),
@@ -201,7 +243,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
             store_name,
             ..Default::default()
         };
-        let h = self.app().build(Op::Join(join), &[token])?;
+        let h = self.app().build(Op::Join(join), &tokens)?;
         self.stream(h, op)
     }
 }

@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
-use crate::dsl::{expect_handle, fn_name, KTable, Options, MATERIALIZED, NAME, VALUE};
+use crate::dsl::{expect_handle, fn_name, JoinFn, Joiner, KTable, Options, MATERIALIZED, NAME, VALUE};
 use crate::error::Result;
-use crate::host::{Func, JoinRun, ValueJoiner};
+use crate::host::ValueJoiner;
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::Serde;
 
@@ -38,7 +38,13 @@ impl<K: Serde, V: Serde> KTable<K, V> {
             Some(t) => Ok(f(v, t)),
             None => Err("an inner join's row came without the other table's value (a malformed bundle)".to_owned()),
         });
-        self.table_join_op("join", fn_name::<F>("join"), other.handle.id, (false, false), Arc::new(joiner), o)
+        self.table_join_op(
+            "join",
+            other.handle.id,
+            (false, false),
+            JoinFn::Host(fn_name::<F>("join"), Arc::new(joiner)),
+            o,
+        )
     }
 
     /// [`join`](Self::join) that keeps every row of this table: `f` gets
@@ -61,7 +67,13 @@ impl<K: Serde, V: Serde> KTable<K, V> {
         F: Fn(V, Option<VO>) -> VR + Send + Sync + 'static,
     {
         let joiner = ValueJoiner::<V, VO, VR>::new(move |v, t| Ok(f(v, t)));
-        self.table_join_op("left_join", fn_name::<F>("left_join"), other.handle.id, (true, false), Arc::new(joiner), o)
+        self.table_join_op(
+            "left_join",
+            other.handle.id,
+            (true, false),
+            JoinFn::Host(fn_name::<F>("left_join"), Arc::new(joiner)),
+            o,
+        )
     }
 
     /// [`join`](Self::join) that keeps every row of either table: `f` gets
@@ -87,29 +99,59 @@ impl<K: Serde, V: Serde> KTable<K, V> {
         let joiner = ValueJoiner::<Option<V>, VO, VR>::new(move |v, t| Ok(f(v, t)));
         self.table_join_op(
             "outer_join",
-            fn_name::<F>("outer_join"),
             other.handle.id,
             (false, true),
-            Arc::new(joiner),
+            JoinFn::Host(fn_name::<F>("outer_join"), Arc::new(joiner)),
             o,
         )
+    }
+
+    /// [`join_with`](Self::join_with) with a built-in [`Joiner`] that runs
+    /// in the engine; `VR` is its result's type.
+    pub fn join_builtin<VO: Serde, VR: Serde>(
+        &self,
+        other: &KTable<K, VO>,
+        j: Joiner,
+        o: Options,
+    ) -> Result<KTable<K, VR>> {
+        self.table_join_op("join", other.handle.id, (false, false), JoinFn::Builtin(j), o)
+    }
+
+    /// [`left_join_with`](Self::left_join_with) with a built-in [`Joiner`].
+    pub fn left_join_builtin<VO: Serde, VR: Serde>(
+        &self,
+        other: &KTable<K, VO>,
+        j: Joiner,
+        o: Options,
+    ) -> Result<KTable<K, VR>> {
+        self.table_join_op("left_join", other.handle.id, (true, false), JoinFn::Builtin(j), o)
+    }
+
+    /// [`outer_join_with`](Self::outer_join_with) with a built-in [`Joiner`].
+    pub fn outer_join_builtin<VO: Serde, VR: Serde>(
+        &self,
+        other: &KTable<K, VO>,
+        j: Joiner,
+        o: Options,
+    ) -> Result<KTable<K, VR>> {
+        self.table_join_op("outer_join", other.handle.id, (false, true), JoinFn::Builtin(j), o)
     }
 
     fn table_join_op<VR: Serde>(
         &self,
         op: &str,
-        fn_type: String,
         other: u64,
         (left, outer): (bool, bool),
-        joiner: Arc<dyn JoinRun>,
+        joiner: JoinFn,
         o: Options,
     ) -> Result<KTable<K, VR>> {
         o.check(op, NAME | VALUE | MATERIALIZED)?;
-        let token = self.app.register(&fn_type, Func::Join(joiner))?;
+        let (token, builtin, tokens) = joiner.register(&self.app)?;
         let join = pb::JoinOp {
             input: self.handle.id,
             table: other,
             joiner_token: token,
+            builtin_joiner: builtin,
             left,
             outer,
             value_serde: o.value_or(VR::NAME),
@@ -117,7 +159,7 @@ impl<K: Serde, V: Serde> KTable<K, V> {
             materialized: o.materialized_proto(),
             ..Default::default()
         };
-        let h = self.app.build(Op::Join(join), &[token])?;
+        let h = self.app.build(Op::Join(join), &tokens)?;
         KTable::wrap(self.app.clone(), expect_handle(h, op)?)
     }
 }

@@ -52,7 +52,7 @@ pub mod pb {
 pub use app::{is_secret, App, AppBuilder, Config, ProcessingGuarantee, RestoreProgress, State, Topics};
 pub use branch::{BranchedKStream, Repartitioned};
 pub use dsl::{
-    GlobalKTable, Handle, KGroupedStream, KGroupedTable, KStream, KTable, Kind, Materialized, Options, Reducer,
+    GlobalKTable, Handle, Joiner, KGroupedStream, KGroupedTable, KStream, KTable, Kind, Materialized, Options, Reducer,
 };
 pub use engine::find_engine;
 pub use error::{Error, Result};

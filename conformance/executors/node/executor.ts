@@ -14,6 +14,7 @@
 import { readFileSync } from "node:fs";
 import {
   App,
+  type BuiltinJoiner,
   type Config,
   JoinWindows,
   type GlobalKTable,
@@ -53,6 +54,7 @@ interface Step {
   merger?: FnRef;
   foreign_key?: FnRef;
   builtin?: Reducer;
+  builtin_joiner?: BuiltinJoiner;
   materialized?: { store?: string; key?: SerdeName; value?: SerdeName; retention_ms?: number };
   branch?: string;
   other?: string;
@@ -126,6 +128,11 @@ class ConformanceError extends Error {}
 
 function canonical(v: unknown): string {
   return JSON.stringify(v, (_k, x: unknown) => (typeof x === "bigint" ? Number(x) : x)) ?? "null";
+}
+
+/** The step's joiner: its built-in (builtin_joiner), else fn. */
+function joinerOf(step: Step): any {
+  return step.builtin_joiner ?? fn(step.fn!, "joiner");
 }
 
 function fn(ref: FnRef, role: Role): Fn {
@@ -346,7 +353,7 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
           }
           const other = labels.get(step.other) as KStream<any, any>;
           const options = { ...value, ...named, ...(step.store_name !== undefined ? { storeName: step.store_name } : {}) };
-          const joiner = fn(f!, "joiner");
+          const joiner = joinerOf(step);
           out =
             step.op === "join"
               ? node.join(other, joiner, w, options)
@@ -358,10 +365,10 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
         if (step.key_mapper !== undefined) {
           const g = labels.get(step.table!) as GlobalKTable<any, any>;
           const km = fn(step.key_mapper, "key") as (k: any, v: any) => unknown;
-          out = step.op === "join" ? node.join(g, km, fn(f!, "joiner"), { ...value, ...named }) : node.leftJoin(g, km, fn(f!, "joiner"), { ...value, ...named });
+          out = step.op === "join" ? node.join(g, km, joinerOf(step), { ...value, ...named }) : node.leftJoin(g, km, joinerOf(step), { ...value, ...named });
           break;
         }
-        out = join(node, step.op === "join" ? "join" : "leftJoin", labels.get(step.table!) as KTable<any, any>, fn(f!, "joiner"), { ...value, ...named });
+        out = join(node, step.op === "join" ? "join" : "leftJoin", labels.get(step.table!) as KTable<any, any>, joinerOf(step), { ...value, ...named });
         break;
       case "map_values":
         out = node.mapValues(fn(f!, "mapper"), { ...value, ...named });
@@ -450,7 +457,7 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
       case "left_join":
       case "outer_join": {
         const other = labels.get(step.table!) as KTable<any, any>;
-        const j = fn(step.fn!, "joiner") as (v: unknown, o: unknown) => unknown;
+        const j = joinerOf(step);
         const o = { ...value, ...opts };
         out = step.op === "join" ? node.join(other, j, o) : step.op === "left_join" ? node.leftJoin(other, j, o) : node.outerJoin(other, j, o);
         break;
@@ -459,7 +466,7 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
       case "left_foreign_key_join": {
         const other = labels.get(step.table!) as KTable<any, any>;
         const join = step.op === "foreign_key_join" ? node.foreignKeyJoin.bind(node) : node.leftForeignKeyJoin.bind(node);
-        out = join(other, fn(step.foreign_key!, "mapper"), fn(step.fn!, "joiner"), { ...value, ...opts });
+        out = join(other, fn(step.foreign_key!, "mapper"), joinerOf(step), { ...value, ...opts });
         break;
       }
       case "group_by":

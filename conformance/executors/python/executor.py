@@ -127,6 +127,13 @@ def _raise_on(arg: str, v: Any) -> None:
         raise ConformanceError(f"conformance: raise_on {v}")
 
 
+def joiner_of(step: Mapping[str, Any]) -> Any:
+    """The step's joiner: its built-in (builtin_joiner), else fn."""
+    if "builtin_joiner" in step:
+        return step["builtin_joiner"]
+    return function(step["fn"], "joiner")
+
+
 def function(ref: Any, role: str) -> Fn:
     """The native function a catalogue reference names, for a role: mapper,
     flat, predicate, key, map, action, reducer, init, aggregator, merger,
@@ -291,7 +298,7 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
                 w = w.before(jw["before_ms"])
             if "after_ms" in jw:
                 w = w.after(jw["after_ms"])
-            other, joiner, store_name = labels[step["other"]], function(step["fn"], "joiner"), step.get("store_name")
+            other, joiner, store_name = labels[step["other"]], joiner_of(step), step.get("store_name")
             if op == "join":
                 return node.join(other, joiner, w, value=value, name=name, store_name=store_name)
             if op == "left_join":
@@ -299,11 +306,11 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
             return node.outer_join(other, joiner, w, value=value, name=name, store_name=store_name)
         if op in ("join", "left_join") and "key_mapper" in step:
             gjoin = node.join if op == "join" else node.left_join
-            return gjoin(labels[step["table"]], function(step["key_mapper"], "key"), function(step["fn"], "joiner"), value=value, name=name)
+            return gjoin(labels[step["table"]], function(step["key_mapper"], "key"), joiner_of(step), value=value, name=name)
         if op == "join":
-            return node.join(labels[step["table"]], function(step["fn"], "joiner"), value=value, name=name)
+            return node.join(labels[step["table"]], joiner_of(step), value=value, name=name)
         if op == "left_join":
-            return node.left_join(labels[step["table"]], function(step["fn"], "joiner"), value=value, name=name)
+            return node.left_join(labels[step["table"]], joiner_of(step), value=value, name=name)
         fn = step["fn"]
         if op == "map_values":
             return node.map_values(function(fn, "mapper"), value=value, name=name)
@@ -352,7 +359,7 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
     if isinstance(node, KTable):
         if op in ("foreign_key_join", "left_foreign_key_join"):
             fk_join = node.foreign_key_join if op == "foreign_key_join" else node.left_foreign_key_join
-            fk, joiner = function(step["foreign_key"], "mapper"), function(step["fn"], "joiner")
+            fk, joiner = function(step["foreign_key"], "mapper"), joiner_of(step)
             return fk_join(labels[step["table"]], fk, joiner, value=value, materialized=materialized(step), name=name)
         if op == "to_stream":
             return node.to_stream(name=name)
@@ -367,7 +374,7 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
             return node.map_values(function(step["fn"], "mapper"), value=value, materialized=m, name=name)
         if op in ("join", "left_join", "outer_join"):
             join = {"join": node.join, "left_join": node.left_join, "outer_join": node.outer_join}[op]
-            return join(labels[step["table"]], function(step["fn"], "joiner"), value=value, materialized=m, name=name)
+            return join(labels[step["table"]], joiner_of(step), value=value, materialized=m, name=name)
         if op == "group_by":
             return node.group_by(function(step["fn"], "map"), key=key, value=value, name=name)
     if isinstance(node, KGroupedTable):

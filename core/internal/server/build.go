@@ -257,7 +257,7 @@ func (s *Server) Build(_ context.Context, req *connect.Request[pb.BuildRequest])
 			h, err = globalJoin(b, method, v, fn) // global.go
 		default:
 			var f topology.Function
-			if f, err = fn(v.JoinerToken); err == nil {
+			if f, err = joiner(method, v, fn); err == nil {
 				h, err = join(b, method, v, f) // join_table.go
 			}
 		}

@@ -52,9 +52,9 @@ func globalJoin(b *topology.Builder, method string, v *pb.JoinOp, fn func(uint32
 	if err != nil {
 		return nil, err
 	}
-	joiner, err := fn(v.JoinerToken)
+	f, err := joiner(method, v, fn)
 	if err != nil {
 		return nil, err
 	}
-	return b.GlobalJoin(v.Input, v.Table, mapper, joiner, v.Left, v.ValueSerde, v.Name)
+	return b.GlobalJoin(v.Input, v.Table, mapper, f, v.Left, v.ValueSerde, v.Name)
 }

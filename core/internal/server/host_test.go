@@ -24,8 +24,9 @@ type testHost struct {
 
 	mu    sync.Mutex
 	funcs map[uint32]any
-	// bundles counts bundles served, records the records in them.
-	bundles, records int
+	// bundles counts bundles served, records the records in them, joins
+	// the OPERATION_VALUE_JOIN bundles.
+	bundles, records, joins int
 }
 
 type (
@@ -85,6 +86,9 @@ func (h *testHost) run(b *pb.Bundle) *pb.BundleResult {
 		return res
 	}
 	if len(b.Steps) == 1 && b.Steps[0].Operation == pb.Operation_OPERATION_VALUE_JOIN {
+		h.mu.Lock()
+		h.joins++
+		h.mu.Unlock()
 		h.join(b, res)
 		return res
 	}

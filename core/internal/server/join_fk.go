@@ -35,9 +35,9 @@ func foreignKeyJoin(b *topology.Builder, method string, v *pb.JoinOp, fn func(ui
 	if err != nil {
 		return nil, err
 	}
-	joiner, err := fn(v.JoinerToken)
+	f, err := joiner(method, v, fn)
 	if err != nil {
 		return nil, err
 	}
-	return b.ForeignKeyJoin(v.Input, v.Table, extractor, joiner, v.Left, materialized(v.Materialized), v.ValueSerde, v.Name)
+	return b.ForeignKeyJoin(v.Input, v.Table, extractor, f, v.Left, materialized(v.Materialized), v.ValueSerde, v.Name)
 }

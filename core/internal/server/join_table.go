@@ -68,3 +68,31 @@ func streamTableJoinOptions(method string, v *pb.JoinOp) error {
 	}
 	return nil
 }
+
+// builtinJoiners are JoinOp.builtin_joiner's names in the builder.
+var builtinJoiners = map[pb.Joiner]string{
+	pb.Joiner_JOINER_PAIR:  topology.JoinerPair,
+	pb.Joiner_JOINER_THIS:  topology.JoinerThis,
+	pb.Joiner_JOINER_OTHER: topology.JoinerOther,
+}
+
+// joiner resolves a JoinOp's joiner, for every kind of join: a host
+// function (joiner_token, through fn, which names an unregistered token)
+// or a built-in (builtin_joiner), which the builder resolves for the
+// serdes of the values it joins. It names the fields when the JoinOp gives
+// both or neither.
+func joiner(method string, v *pb.JoinOp, fn func(uint32) (topology.Function, error)) (topology.Function, error) {
+	switch {
+	case v.JoinerToken != 0 && v.BuiltinJoiner != pb.Joiner_JOINER_UNSPECIFIED:
+		return topology.Function{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: join names both joiner_token %d and builtin_joiner %v; give one", method, v.JoinerToken, v.BuiltinJoiner))
+	case v.BuiltinJoiner != pb.Joiner_JOINER_UNSPECIFIED:
+		name, ok := builtinJoiners[v.BuiltinJoiner]
+		if !ok {
+			return topology.Function{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: builtin_joiner %d is not known (known: JOINER_PAIR, JOINER_THIS, JOINER_OTHER)", method, v.BuiltinJoiner))
+		}
+		return topology.Function{Builtin: name, Name: name}, nil
+	case v.JoinerToken == 0:
+		return topology.Function{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: join names no joiner; give joiner_token (a host function) or builtin_joiner (JOINER_PAIR, JOINER_THIS, JOINER_OTHER)", method))
+	}
+	return fn(v.JoinerToken)
+}

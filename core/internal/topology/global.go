@@ -161,7 +161,7 @@ func (b *Builder) GlobalJoin(input, global uint64, keyMapper, joiner Function, l
 	km.op, km.problems = op+" (key mapper)", nil
 	km.function(keyMapper, reflect.TypeFor[SelectKeyFunc]())
 	c.problems = append(c.problems, km.problems...)
-	c.function(joiner, reflect.TypeFor[ValueJoinerFunc]())
+	c.joiner(&joiner, in, gt, &valueSerde, "")
 	c.serde("value", valueSerde)
 	nodeName := c.processorName(name, prefixLeftJoin)
 	if err := c.done(); err != nil {

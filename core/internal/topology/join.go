@@ -1,8 +1,6 @@
 package topology
 
 import (
-	"reflect"
-
 	"github.com/polystreams/polystreams/core/internal/serde"
 )
 
@@ -29,7 +27,7 @@ func (b *Builder) Join(input, table uint64, joiner Function, left bool, valueSer
 	c := b.begin(op)
 	in := c.input(input, KindStream)
 	tb := c.input(table, KindTable)
-	c.function(joiner, reflect.TypeFor[ValueJoinerFunc]())
+	c.joiner(&joiner, in, tb, &valueSerde, "")
 	c.serde("value", valueSerde)
 	var tn *Node
 	store := ""

@@ -59,7 +59,6 @@ func (b *Builder) ForeignKeyJoin(input, other uint64, extractor, joiner Function
 	lt := c.fkTable(op, "left", input)
 	rt := c.fkTable(op, "right", other)
 	c.function(extractor, reflect.TypeFor[MapValuesFunc]())
-	c.function(joiner, reflect.TypeFor[ValueJoinerFunc]())
 	c.serde("value", valueSerde)
 	if name != "" {
 		c.validName("name", name)
@@ -77,6 +76,7 @@ func (b *Builder) ForeignKeyJoin(input, other uint64, extractor, joiner Function
 			c.invalid("%s names store %q, which exists already", op, mat.StoreName)
 		}
 	}
+	c.joiner(&joiner, lt, rt, &valueSerde, mat.ValueSerde)
 	// Numbers in doJoinOnForeignKey's order (NamedInternal.suffixWithOrElseGet
 	// burns one even for a given name).
 	regTopic := c.fkName(name, "-subscription-registration", prefixFKRegistration, false) + fkTopicSuffix

@@ -1,8 +1,6 @@
 package topology
 
 import (
-	"reflect"
-
 	"github.com/polystreams/polystreams/core/internal/serde"
 )
 
@@ -110,7 +108,7 @@ func (b *Builder) StreamJoin(input, other uint64, joiner Function, o StreamJoinO
 	c := b.begin(op)
 	in := c.input(input, KindStream)
 	ot := c.input(other, KindStream)
-	c.function(joiner, reflect.TypeFor[ValueJoinerFunc]())
+	c.joiner(&joiner, in, ot, &o.ValueSerde, "")
 	c.serde("value", o.ValueSerde)
 	var w JoinWindows
 	switch {

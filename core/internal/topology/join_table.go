@@ -2,7 +2,6 @@ package topology
 
 import (
 	"fmt"
-	"reflect"
 
 	"github.com/polystreams/polystreams/core/internal/serde"
 )
@@ -112,7 +111,6 @@ func (b *Builder) TableJoin(input, other uint64, joiner Function, o TableJoinOpt
 	}
 	in := c.input(input, KindTable)
 	ot := c.input(other, KindTable)
-	c.function(joiner, reflect.TypeFor[ValueJoinerFunc]())
 	c.serde("value", o.ValueSerde)
 	thisStore := c.joinStore(in, input, "this")
 	otherStore := c.joinStore(ot, other, "other")
@@ -138,6 +136,7 @@ func (b *Builder) TableJoin(input, other uint64, joiner Function, o TableJoinOpt
 			store = fmt.Sprintf("%sSTATE-STORE-%010d", prefixTableMerge, c.burn())
 		}
 	}
+	c.joiner(&joiner, in, ot, &o.ValueSerde, mat.ValueSerde)
 	mergeName := c.processorName(o.Name, prefixTableMerge)
 	thisName := c.suffixedName(o.Name, "-join-this", prefixTableJoinThis)
 	otherName := c.suffixedName(o.Name, "-join-other", prefixTableJoinOther)

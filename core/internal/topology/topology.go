@@ -177,8 +177,9 @@ type Function struct {
 	Token  uint32
 	Name   string
 	Native any
-	// Builtin names a built-in reducer (sum, min, max, latest) for reduce;
-	// the builder resolves it to Native for the grouped stream's serde.
+	// Builtin names a built-in reducer (sum, min, max, latest) for reduce,
+	// or a built-in joiner (pair, this, other) for a join; the builder
+	// resolves it to Native for the serdes of the values it reads.
 	Builtin string
 }
 

@@ -16,6 +16,7 @@ from polystreams.app import App, RestoreProgress, State, StateListener
 from polystreams.config import Config, ProcessingGuarantee
 from polystreams.dsl import (
     BranchedKStream,
+    BuiltinJoiner,
     BuiltinReducer,
     GlobalKTable,
     Handle,
@@ -47,6 +48,7 @@ __version__ = "0.1.0"
 __all__ = [
     "App",
     "BranchedKStream",
+    "BuiltinJoiner",
     "BuiltinReducer",
     "Config",
     "DescribeFormat",

@@ -44,6 +44,24 @@ BuiltinReducer = Literal["sum", "min", "max", "latest"]
 ``min`` and ``max`` need ``long`` or ``double`` values; ``latest`` keeps the
 last value (any serde)."""
 
+BuiltinJoiner = Literal["pair", "this", "other"]
+"""A joiner that runs in the engine and never crosses to the host, for
+every kind of join: ``pair`` makes the JSON array ``[value, other value]``
+(each side decoded by its serde, which must not be ``bytes``; None for a
+missing side) with result serde ``json``; ``this`` keeps this side's value
+and ``other`` the other side's (None when missing), in that side's serde.
+With a built-in, a ``value`` serde other than its result's is refused."""
+
+ValueJoiner = Callable[[Any, Any], Any] | BuiltinJoiner
+"""A join's joiner: ``joiner(value, other value) -> new value`` run in this
+process, or a :data:`BuiltinJoiner` run in the engine."""
+
+_BUILTIN_JOINERS: dict[str, pb.Joiner] = {
+    "pair": pb.JOINER_PAIR,
+    "this": pb.JOINER_THIS,
+    "other": pb.JOINER_OTHER,
+}
+
 _BUILTIN_REDUCERS: dict[str, pb.Reducer] = {
     "sum": pb.REDUCER_SUM,
     "min": pb.REDUCER_MIN,
@@ -243,13 +261,13 @@ class KStream(_Node):
 
     @overload
     def join(
-        self, other: KTable, joiner: Callable[[Any, Any], Any], /, *, value: SerdeName | None = None, name: str | None = None
+        self, other: KTable, joiner: ValueJoiner, /, *, value: SerdeName | None = None, name: str | None = None
     ) -> KStream: ...
     @overload
     def join(
         self,
         other: KStream,
-        joiner: Callable[[Any, Any], Any],
+        joiner: ValueJoiner,
         windows: JoinWindows,
         /,
         *,
@@ -262,7 +280,7 @@ class KStream(_Node):
         self,
         other: GlobalKTable,
         key_mapper: Callable[[Any, Any], Any],
-        joiner: Callable[[Any, Any], Any],
+        joiner: ValueJoiner,
         /,
         *,
         value: SerdeName | None = None,
@@ -271,7 +289,7 @@ class KStream(_Node):
     def join(
         self,
         other: KTable | KStream | GlobalKTable,
-        joiner: Callable[[Any, Any], Any],
+        joiner: ValueJoiner,
         third: Any = None,
         /,
         *,
@@ -308,13 +326,13 @@ class KStream(_Node):
 
     @overload
     def left_join(
-        self, other: KTable, joiner: Callable[[Any, Any], Any], /, *, value: SerdeName | None = None, name: str | None = None
+        self, other: KTable, joiner: ValueJoiner, /, *, value: SerdeName | None = None, name: str | None = None
     ) -> KStream: ...
     @overload
     def left_join(
         self,
         other: KStream,
-        joiner: Callable[[Any, Any], Any],
+        joiner: ValueJoiner,
         windows: JoinWindows,
         /,
         *,
@@ -327,7 +345,7 @@ class KStream(_Node):
         self,
         other: GlobalKTable,
         key_mapper: Callable[[Any, Any], Any],
-        joiner: Callable[[Any, Any], Any],
+        joiner: ValueJoiner,
         /,
         *,
         value: SerdeName | None = None,
@@ -336,7 +354,7 @@ class KStream(_Node):
     def left_join(
         self,
         other: KTable | KStream | GlobalKTable,
-        joiner: Callable[[Any, Any], Any],
+        joiner: ValueJoiner,
         third: Any = None,
         /,
         *,
@@ -355,7 +373,7 @@ class KStream(_Node):
     def outer_join(
         self,
         other: KStream,
-        joiner: Callable[[Any, Any], Any],
+        joiner: ValueJoiner,
         windows: JoinWindows,
         *,
         value: SerdeName | None = None,
@@ -371,7 +389,7 @@ class KStream(_Node):
         self,
         what: str,
         other: KTable | KStream | GlobalKTable,
-        first: Callable[[Any, Any], Any],
+        first: Any,
         third: Any,
         left: bool,
         outer: bool,
@@ -391,7 +409,7 @@ class KStream(_Node):
         self,
         what: str,
         other: KTable | KStream,
-        joiner: Callable[[Any, Any], Any],
+        joiner: ValueJoiner,
         windows: JoinWindows | None,
         left: bool,
         outer: bool,
@@ -401,11 +419,9 @@ class KStream(_Node):
     ) -> KStream:
         if windows is not None and not isinstance(windows, JoinWindows):
             raise TypeError(f"{what}: windows must be JoinWindows, not {type(windows).__name__}")
-        t = self._app._register(what, joiner)
         op = pb.JoinOp(
             input=self.handle.id,
             table=other.handle.id,
-            joiner_token=t,
             left=left,
             outer=outer,
             value_serde=_s(value),
@@ -414,6 +430,7 @@ class KStream(_Node):
         )
         if windows is not None:
             op.windows.CopyFrom(windows._pb())
+        t = _set_joiner(self._app, what, op, joiner)
         try:
             return self._stream("join", op)
         except PolystreamsError:
@@ -509,6 +526,20 @@ def _count(node: _Node, materialized: str | Materialized | None, name: str | Non
     op = pb.CountOp(input=node.handle.id, name=_s(name))
     _materialize(op, "count", materialized)
     return KTable(node._app, node._app._build("count", op))
+
+
+def _set_joiner(app: App, what: str, op: pb.JoinOp, joiner: ValueJoiner) -> int:
+    """Sets op's joiner: a built-in's name (no token: returns 0) or a
+    function registered for this call, whose token it returns."""
+    if isinstance(joiner, str):
+        builtin = _BUILTIN_JOINERS.get(joiner)
+        if builtin is None:
+            raise ValueError(f"{what}: {joiner!r} is not a built-in joiner (want a function or one of {', '.join(_BUILTIN_JOINERS)})")
+        op.builtin_joiner = builtin
+        return 0
+    t = app._register(what, joiner)
+    op.joiner_token = t
+    return t
 
 
 def _reduce(
@@ -797,7 +828,7 @@ class KTable(_Node):
         self,
         other: KTable,
         foreign_key: Callable[[Any], Any],
-        joiner: Callable[[Any, Any], Any],
+        joiner: ValueJoiner,
         *,
         value: SerdeName | None = None,
         materialized: str | Materialized | None = None,
@@ -820,7 +851,7 @@ class KTable(_Node):
         self,
         other: KTable,
         foreign_key: Callable[[Any], Any],
-        joiner: Callable[[Any, Any], Any],
+        joiner: ValueJoiner,
         *,
         value: SerdeName | None = None,
         materialized: str | Materialized | None = None,
@@ -836,23 +867,26 @@ class KTable(_Node):
         what: str,
         other: KTable,
         foreign_key: Callable[[Any], Any],
-        joiner: Callable[[Any, Any], Any],
+        joiner: ValueJoiner,
         left: bool,
         value: SerdeName | None,
         materialized: str | Materialized | None,
         name: str | None,
     ) -> KTable:
-        fk = self._app._register(what + ".foreign_key", foreign_key)
-        t = self._app._register(what, joiner)
         op = pb.JoinOp(
             input=self.handle.id,
             table=other.handle.id,
-            foreign_key_token=fk,
-            joiner_token=t,
             left=left,
             value_serde=_s(value),
             name=_s(name),
         )
+        fk = self._app._register(what + ".foreign_key", foreign_key)
+        op.foreign_key_token = fk
+        try:
+            t = _set_joiner(self._app, what, op, joiner)
+        except BaseException:
+            self._app._functions.pop(fk, None)
+            raise
         try:
             return self._table("join", op, materialized)
         except PolystreamsError:
@@ -902,7 +936,7 @@ class KTable(_Node):
     def join(
         self,
         other: KTable,
-        joiner: Callable[[Any, Any], Any],
+        joiner: ValueJoiner,
         *,
         value: SerdeName | None = None,
         materialized: str | Materialized | None = None,
@@ -923,7 +957,7 @@ class KTable(_Node):
     def left_join(
         self,
         other: KTable,
-        joiner: Callable[[Any, Any], Any],
+        joiner: ValueJoiner,
         *,
         value: SerdeName | None = None,
         materialized: str | Materialized | None = None,
@@ -936,7 +970,7 @@ class KTable(_Node):
     def outer_join(
         self,
         other: KTable,
-        joiner: Callable[[Any, Any], Any],
+        joiner: ValueJoiner,
         *,
         value: SerdeName | None = None,
         materialized: str | Materialized | None = None,
@@ -951,23 +985,22 @@ class KTable(_Node):
         self,
         what: str,
         other: KTable,
-        joiner: Callable[[Any, Any], Any],
+        joiner: ValueJoiner,
         value: SerdeName | None,
         materialized: str | Materialized | None,
         name: str | None,
     ) -> KTable:
         if not isinstance(other, KTable):
             raise TypeError(f"{what}: other must be a KTable, not {type(other).__name__}")
-        t = self._app._register(what, joiner)
         op = pb.JoinOp(
             input=self.handle.id,
             table=other.handle.id,
-            joiner_token=t,
             left=what == "left_join",
             outer=what == "outer_join",
             value_serde=_s(value),
             name=_s(name),
         )
+        t = _set_joiner(self._app, what, op, joiner)
         try:
             return self._table("join", op, materialized)
         except PolystreamsError:
@@ -1077,7 +1110,7 @@ def _join_global(
     what: str,
     table: GlobalKTable,
     key_mapper: Callable[[Any, Any], Any],
-    rest: tuple[Callable[[Any, Any], Any], ...],
+    rest: tuple[ValueJoiner, ...],
     left: bool,
     value: SerdeName | None,
     name: str | None,
@@ -1086,14 +1119,12 @@ def _join_global(
         raise TypeError(f"{what}({table!r}, key_mapper, joiner): a global table is joined through a key mapper and a joiner, {1 + len(rest)} functions given")
     app = stream._app
     km = app._register(what + " key mapper", key_mapper)
+    op = pb.JoinOp(input=stream.handle.id, table=table.handle.id, key_mapper_token=km, left=left, value_serde=_s(value), name=_s(name))
     try:
-        jt = app._register(what, rest[0])
+        jt = _set_joiner(app, what, op, rest[0])
     except BaseException:
         app._functions.pop(km, None)
         raise
-    op = pb.JoinOp(
-        input=stream.handle.id, table=table.handle.id, key_mapper_token=km, joiner_token=jt, left=left, value_serde=_s(value), name=_s(name)
-    )
     try:
         return stream._stream("join", op)
     except PolystreamsError:

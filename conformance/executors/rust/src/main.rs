@@ -25,9 +25,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use polystreams::{
-    App, Config, Error, GlobalKTable, JoinWindows, KGroupedStream, KGroupedTable, KStream, KTable, Materialized,
-    Options, Reducer, Repartitioned, SessionWindowedKStream, SessionWindows, SlidingWindows, TimeWindowedKStream,
-    TimeWindows, Value, Windowed,
+    App, Config, Error, GlobalKTable, JoinWindows, Joiner, KGroupedStream, KGroupedTable, KStream, KTable,
+    Materialized, Options, Reducer, Repartitioned, SessionWindowedKStream, SessionWindows, SlidingWindows,
+    TimeWindowedKStream, TimeWindows, Value, Windowed,
 };
 use serde_json::{json, Map, Value as J};
 
@@ -485,6 +485,17 @@ impl From<String> for BuildError {
     }
 }
 
+/// The step's built-in joiner (builtin_joiner), if it names one.
+fn builtin_joiner(step: &Map<String, J>) -> R<Option<Joiner>> {
+    Ok(match step.get("builtin_joiner").and_then(J::as_str) {
+        None => None,
+        Some("pair") => Some(Joiner::Pair),
+        Some("this") => Some(Joiner::This),
+        Some("other") => Some(Joiner::Other),
+        Some(other) => return Err(format!("join: {other:?} is not a built-in joiner")),
+    })
+}
+
 fn builtin(name: &str) -> R<Reducer> {
     Ok(match name {
         "sum" => Reducer::Sum,
@@ -540,8 +551,15 @@ fn foreign_key_join(
         Value::Null | Value::Json(J::Null) => None,
         k => Some(k),
     };
-    let j = joiner(f)?;
     let o = options(step, true, true);
+    if let Some(b) = builtin_joiner(step)? {
+        return Ok(Node::Table(if op == "foreign_key_join" {
+            t.foreign_key_join_builtin(other, fk, b, o)?
+        } else {
+            t.left_foreign_key_join_builtin(other, fk, b, o)?
+        }));
+    }
+    let j = joiner(f)?;
     Ok(Node::Table(if op == "foreign_key_join" {
         t.foreign_key_join_with(other, fk, move |v, o| ok(j(v, o)), o)?
     } else {
@@ -647,11 +665,18 @@ fn apply(
                 if let Some(a) = ms("after_ms") {
                     w = w.after(a);
                 }
-                let j = joiner(&f)?;
                 let mut o = options(step, true, false);
                 if let Some(s) = step.get("store_name").and_then(J::as_str) {
                     o = o.materialized(s);
                 }
+                if let Some(b) = builtin_joiner(step)? {
+                    return Ok(Some(Node::Stream(match op {
+                        "join" => st.join_stream_builtin(other, b, w, o)?,
+                        "left_join" => st.left_join_stream_builtin(other, b, w, o)?,
+                        _ => st.outer_join_stream_builtin(other, b, w, o)?,
+                    })));
+                }
+                let j = joiner(&f)?;
                 Node::Stream(match op {
                     "join" => st.join_stream_with(other, move |v, t| ok(j(v, t)), w, o)?,
                     "left_join" => st.left_join_stream_with(
@@ -675,8 +700,16 @@ fn apply(
                     return Err("executor: a join's global table is not a global table".to_owned().into());
                 };
                 let m = key_selector(&fn_of(step, "key_mapper"))?;
-                let j = joiner(&f)?;
                 let o = options(step, true, false);
+                if let Some(b) = builtin_joiner(step)? {
+                    let m = move |k: &Value, v: &Value| ok(m(k, v));
+                    return Ok(Some(Node::Stream(if op == "join" {
+                        st.join_global_builtin(global, m, b, o)?
+                    } else {
+                        st.left_join_global_builtin(global, m, b, o)?
+                    })));
+                }
+                let j = joiner(&f)?;
                 Node::Stream(if op == "join" {
                     st.join_global_with(global, move |k, v| ok(m(k, v)), move |v, g| ok(j(v, g)), o)?
                 } else {
@@ -692,8 +725,15 @@ fn apply(
                 let Some(Node::Table(table)) = label(step.get("table").and_then(J::as_str).unwrap_or("")) else {
                     return Err("executor: a join's table is not a table".to_owned().into());
                 };
-                let j = joiner(&f)?;
                 let o = options(step, true, false);
+                if let Some(b) = builtin_joiner(step)? {
+                    return Ok(Some(Node::Stream(if op == "join" {
+                        st.join_builtin(table, b, o)?
+                    } else {
+                        st.left_join_builtin(table, b, o)?
+                    })));
+                }
+                let j = joiner(&f)?;
                 Node::Stream(if op == "join" {
                     st.join_with(table, move |v, t| ok(j(v, t)), o)?
                 } else {
@@ -776,8 +816,15 @@ fn apply(
             let Some(Node::Table(other)) = label(step.get("table").and_then(J::as_str).unwrap_or("")) else {
                 return Err("executor: a join's other table is not a table".to_owned().into());
             };
-            let j = joiner(&f)?;
             let o = options(step, true, true);
+            if let Some(b) = builtin_joiner(step)? {
+                return Ok(Some(Node::Table(match op {
+                    "join" => t.join_builtin(other, b, o)?,
+                    "left_join" => t.left_join_builtin(other, b, o)?,
+                    _ => t.outer_join_builtin(other, b, o)?,
+                })));
+            }
+            let j = joiner(&f)?;
             let or_null = |x: Option<Value>| x.unwrap_or(Value::Null);
             Node::Table(match op {
                 "join" => t.join_with(other, move |v, w| ok(j(v, w)), o)?,
