@@ -269,8 +269,7 @@ func (t *task) run(ctx context.Context) {
 			}
 		default:
 		}
-		batch := t.in.take(max)
-		if len(batch) == 0 {
+		if t.in.len() == 0 {
 			t.resumeIfDrained()
 			select {
 			case <-t.stop:
@@ -286,14 +285,14 @@ func (t *task) run(ctx context.Context) {
 			}
 		}
 		// Fewer than a full bundle buffered: wait a short linger for more,
-		// so bundles are big under load while latency stays low.
-		if len(batch) < max && linger > 0 {
+		// so bundles are big under load while latency stays low. What is
+		// fetched meanwhile is merged by timestamp with what was buffered.
+		if t.in.len() < max && linger > 0 {
 			timer.Reset(linger)
 		wait:
-			for len(batch) < max {
+			for t.in.len() < max {
 				select {
 				case <-t.in.signal:
-					batch = append(batch, t.in.take(max-len(batch))...)
 				case <-timer.C:
 					break wait
 				case <-t.stop:
@@ -302,6 +301,7 @@ func (t *task) run(ctx context.Context) {
 			}
 			timer.Stop()
 		}
+		batch := t.in.take(max)
 		t.resumeIfDrained()
 		err := t.process(ctx, batch)
 		t.app.pending.Add(-int64(len(batch)))
@@ -368,6 +368,13 @@ func (t *task) enqueue(topic string, rs []*kgo.Record) {
 	case in.signal <- struct{}{}:
 	default:
 	}
+}
+
+// len is how many records the queues hold.
+func (in *inbox) len() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.n
 }
 
 // take cuts up to n records from the queues, merged as Kafka Streams'
