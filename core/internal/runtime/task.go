@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -212,11 +214,11 @@ func (t *task) run(ctx context.Context) {
 	defer func() {
 		// Records the task will not process no longer hold up a commit.
 		t.in.mu.Lock()
-		if len(t.in.recs) > 0 {
-			t.app.pending.Add(-int64(len(t.in.recs)))
+		if t.in.n > 0 {
+			t.app.pending.Add(-int64(t.in.n))
 			t.app.workDropped.Store(true)
 		}
-		t.in.recs = nil
+		t.in.queues, t.in.n = nil, 0
 		t.in.mu.Unlock()
 	}()
 	for _, st := range t.plan.stores {
@@ -267,8 +269,7 @@ func (t *task) run(ctx context.Context) {
 			}
 		default:
 		}
-		batch := t.in.take(max)
-		if len(batch) == 0 {
+		if t.in.len() == 0 {
 			t.resumeIfDrained()
 			select {
 			case <-t.stop:
@@ -284,14 +285,14 @@ func (t *task) run(ctx context.Context) {
 			}
 		}
 		// Fewer than a full bundle buffered: wait a short linger for more,
-		// so bundles are big under load while latency stays low.
-		if len(batch) < max && linger > 0 {
+		// so bundles are big under load while latency stays low. What is
+		// fetched meanwhile is merged by timestamp with what was buffered.
+		if t.in.len() < max && linger > 0 {
 			timer.Reset(linger)
 		wait:
-			for len(batch) < max {
+			for t.in.len() < max {
 				select {
 				case <-t.in.signal:
-					batch = append(batch, t.in.take(max-len(batch))...)
 				case <-timer.C:
 					break wait
 				case <-t.stop:
@@ -300,6 +301,7 @@ func (t *task) run(ctx context.Context) {
 			}
 			timer.Stop()
 		}
+		batch := t.in.take(max)
 		t.resumeIfDrained()
 		err := t.process(ctx, batch)
 		t.app.pending.Add(-int64(len(batch)))
@@ -315,23 +317,46 @@ func (t *task) run(ctx context.Context) {
 	}
 }
 
-// inbox holds fetched records between the poll loop and the task. It is
-// unbounded so that the poll loop never waits on a slow task (other tasks
-// would starve); instead a partition whose inbox is full is paused in the
-// consumer and resumed once drained.
+// inbox holds fetched records between the poll loop and the task, one
+// queue per source topic (the task's partition of each), as Kafka Streams'
+// PartitionGroup keeps one RecordQueue per partition. It is unbounded so
+// that the poll loop never waits on a slow task (other tasks would
+// starve); instead a partition whose queue is full is paused in the
+// consumer and resumed once drained (Kafka Streams'
+// buffered.records.per.partition, here inboxHigh).
 type inbox struct {
-	mu     sync.Mutex // guards recs, paused
-	recs   []*kgo.Record
+	mu sync.Mutex // guards queues, n, paused
+	// queues are in topic name order, the order that breaks timestamp
+	// ties in take.
+	queues []*topicQueue
+	n      int             // records in all queues
 	paused map[string]bool // topic -> this task's partition of it is paused
-	// signal has a token when recs became non-empty.
+	// signal has a token when a queue became non-empty.
 	signal chan struct{}
+}
+
+// topicQueue is the fetched records of one partition, in offset order.
+type topicQueue struct {
+	topic string
+	recs  []*kgo.Record
+}
+
+// queue returns topic's queue, made on first use. Called with mu held.
+func (in *inbox) queue(topic string) *topicQueue {
+	i, found := slices.BinarySearchFunc(in.queues, topic, func(q *topicQueue, topic string) int { return strings.Compare(q.topic, topic) })
+	if !found {
+		in.queues = slices.Insert(in.queues, i, &topicQueue{topic: topic})
+	}
+	return in.queues[i]
 }
 
 func (t *task) enqueue(topic string, rs []*kgo.Record) {
 	in := &t.in
 	in.mu.Lock()
-	in.recs = append(in.recs, rs...)
-	full := len(in.recs) >= t.app.inboxHigh() && !in.paused[topic]
+	q := in.queue(topic)
+	q.recs = append(q.recs, rs...)
+	in.n += len(rs)
+	full := len(q.recs) >= t.app.inboxHigh() && !in.paused[topic]
 	if full {
 		in.paused[topic] = true
 	}
@@ -345,30 +370,80 @@ func (t *task) enqueue(topic string, rs []*kgo.Record) {
 	}
 }
 
+// len is how many records the queues hold.
+func (in *inbox) len() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.n
+}
+
+// take cuts up to n records from the queues, merged as Kafka Streams'
+// PartitionGroup.nextRecord picks them: always the head record with the
+// smallest timestamp (ties: the topic first in name order), so each
+// partition stays in offset order and a table update at t=5 is applied
+// before a stream record at t=7 is joined, whatever order they were
+// fetched in. A queue with nothing buffered holds no other back (Kafka's
+// max.task.idle.ms = -1: see docs/design/joins.md).
 func (in *inbox) take(n int) []*kgo.Record {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	n = min(n, len(in.recs))
-	out := in.recs[:n:n]
-	in.recs = in.recs[n:]
-	if len(in.recs) == 0 {
-		in.recs = nil
+	n = min(n, in.n)
+	if n == 0 {
+		return nil
 	}
+	out := make([]*kgo.Record, 0, n)
+	for len(out) < n {
+		// head is the queue to take from; next the one whose head comes
+		// right after head's (nil: no other queue has records).
+		var head, next *topicQueue
+		for _, q := range in.queues {
+			switch {
+			case len(q.recs) == 0:
+			case head == nil || before(q, head):
+				head, next = q, head
+			case next == nil || before(q, next):
+				next = q
+			}
+		}
+		// Take head's records while they still come first: a run, cut
+		// with one scan of the queues.
+		k := 1
+		for k < len(head.recs) && len(out)+k < n && (next == nil || headBefore(head, k, next)) {
+			k++
+		}
+		out = append(out, head.recs[:k]...)
+		if head.recs = head.recs[k:]; len(head.recs) == 0 {
+			head.recs = nil
+		}
+	}
+	in.n -= n
 	return out
 }
 
-// resumeIfDrained resumes fetching the task's paused partitions once its
-// inbox is below half its bound.
+// before reports whether q's head record is taken before p's.
+func before(q, p *topicQueue) bool { return headBefore(q, 0, p) }
+
+// headBefore reports whether q's record i is taken before p's head: an
+// earlier timestamp, or the same one in a topic earlier in name order.
+func headBefore(q *topicQueue, i int, p *topicQueue) bool {
+	qt, pt := q.recs[i].Timestamp.UnixMilli(), p.recs[0].Timestamp.UnixMilli()
+	return qt < pt || qt == pt && q.topic < p.topic
+}
+
+// resumeIfDrained resumes fetching the task's paused partitions whose
+// queue is below half its bound.
 func (t *task) resumeIfDrained() {
 	in := &t.in
 	in.mu.Lock()
 	var resume map[string][]int32
-	if len(in.recs) < t.app.inboxHigh()/2 && len(in.paused) > 0 {
-		resume = map[string][]int32{}
-		for topic := range in.paused {
+	for topic := range in.paused {
+		if len(in.queue(topic).recs) < t.app.inboxHigh()/2 {
+			if resume == nil {
+				resume = map[string][]int32{}
+			}
 			resume[topic] = []int32{t.id.partition}
+			delete(in.paused, topic)
 		}
-		clear(in.paused)
 	}
 	in.mu.Unlock()
 	if resume != nil {
@@ -380,23 +455,9 @@ func (t *task) resumeIfDrained() {
 // fails, its state changes and outputs are discarded and its offsets are not
 // advanced, so nothing of it is committed.
 func (t *task) process(ctx context.Context, batch []*kgo.Record) error {
-	bySource := map[*step][]rec{}
-	var order []*step
-	for _, r := range batch {
-		s := t.plan.sources[r.Topic]
-		if s == nil {
-			return fmt.Errorf("runtime: task %s got a record of topic %q, which it does not read", t.id, r.Topic)
-		}
-		if _, ok := bySource[s]; !ok {
-			order = append(order, s)
-		}
-		bySource[s] = append(bySource[s], rec{key: r.Key, value: r.Value, ts: r.Timestamp.UnixMilli(), in: r})
-	}
 	t.begin()
-	for _, s := range order {
-		if err := t.push(ctx, s, bySource[s]); err != nil {
-			return err
-		}
+	if err := t.pushBatch(ctx, batch); err != nil {
+		return err
 	}
 	if t.cacheBytes > t.app.cacheBudget() {
 		if err := t.flushCaches(ctx); err != nil {
@@ -406,6 +467,8 @@ func (t *task) process(ctx context.Context, batch []*kgo.Record) error {
 	if err := t.finish(); err != nil {
 		return err
 	}
+	// Each topic's records are in offset order: its last one in the batch
+	// is the last processed.
 	for _, r := range batch {
 		t.processed[r.Topic] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
 	}
@@ -416,6 +479,37 @@ func (t *task) process(ctx context.Context, batch []*kgo.Record) error {
 	t.mu.Unlock()
 	if t.cacheBytes == 0 {
 		t.settleOffsets()
+	}
+	return nil
+}
+
+// pushBatch pushes a batch through the plan in the batch's order (take's
+// merge by timestamp): each maximal run of consecutive records of one
+// source step goes through as one push, so a host operator crosses once
+// per run. A task reading one topic has one run per batch; records of
+// two topics whose timestamps alternate make runs of one record.
+func (t *task) pushBatch(ctx context.Context, batch []*kgo.Record) error {
+	recs := make([]rec, len(batch))
+	srcs := make([]*step, len(batch))
+	for i, r := range batch {
+		s := t.plan.sources[r.Topic]
+		if s == nil {
+			return fmt.Errorf("runtime: task %s got a record of topic %q, which it does not read", t.id, r.Topic)
+		}
+		srcs[i] = s
+		recs[i] = rec{key: r.Key, value: r.Value, ts: r.Timestamp.UnixMilli(), in: r}
+	}
+	for i := 0; i < len(recs); {
+		j := i + 1
+		for j < len(recs) && srcs[j] == srcs[i] {
+			j++
+		}
+		// A run's slice ends at its capacity: a step appending to its input
+		// cannot overwrite the next run.
+		if err := t.push(ctx, srcs[i], recs[i:j:j]); err != nil {
+			return err
+		}
+		i = j
 	}
 	return nil
 }
