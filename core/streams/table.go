@@ -43,7 +43,7 @@ func (g *GroupedTable) ValueSerde() string { return g.h.ValueSerde }
 // Table reads topic as a table (StreamsBuilder.table): each record upserts
 // its key, a nil value deletes it, a record with a nil key is dropped.
 // Options: KeySerde, ValueSerde (default bytes), Name (Consumed.as: the
-// source node, and "<name>-table-source"), Store (makes the table's store
+// table source, and the source node "<name>-source"), Store (makes the table's store
 // exist and be queryable; absent, it is "<topic>-STATE-STORE-<n>" and exists
 // only when an operator downstream needs old values), StoreSerdes.
 func (b *Builder) Table(topic string, opts ...Option) (*Table, error) {

@@ -31,8 +31,10 @@ const (
 type TableOptions struct {
 	Topic                string
 	KeySerde, ValueSerde string
-	// Name is Consumed.as: it names the source node, and the table source
-	// "<Name>-table-source".
+	// Name is Consumed.as: it names the table source processor, and the
+	// source node "<Name>-source" (InternalStreamsBuilder#table since Kafka
+	// 3.x; 2.x named them the other way round, "<Name>" and
+	// "<Name>-table-source").
 	Name string
 	// Materialized: a StoreName makes the table's store exist and be
 	// queryable; otherwise the store is named "<topic>-STATE-STORE-<n>" and
@@ -67,8 +69,8 @@ func (b *Builder) Table(o TableOptions) (*Handle, error) {
 	} else {
 		store = fmt.Sprintf("%s-STATE-STORE-%010d", o.Topic, c.burn())
 	}
-	sourceName := c.processorName(o.Name, prefixSource)
-	tableName := c.suffixedName(o.Name, "-table-source", prefixTableSource)
+	sourceName := c.suffixedName(o.Name, "-source", prefixSource)
+	tableName := c.processorName(o.Name, prefixTableSource)
 	if err := c.done(); err != nil {
 		return nil, err
 	}

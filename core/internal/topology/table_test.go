@@ -143,8 +143,10 @@ func TestDescribeTableGoldens(t *testing.T) {
 		want: tableOnly("KTABLE-FILTER-0000000003", "store-name"),
 	}, {
 		// StreamsBuilder.table with Materialized.as: the named store takes no
-		// number; with Consumed.as, the table source is "<name>-table-source"
-		// (NamedInternal.suffixWithOrElseGet) and numbers are still taken.
+		// number; with Consumed.as, the source is "<name>-source" and the
+		// table source "<name>" (InternalStreamsBuilder#table,
+		// InternalStreamsBuilderTest#shouldUseSpecifiedNameForTableSourceProcessor
+		// as of Kafka 3.x) and numbers are still taken.
 		name: "table Materialized.as Consumed.as toStream to",
 		build: func(c check, b *Builder) {
 			h := c.id(b.Table(TableOptions{Topic: "users", Name: "users-in", Materialized: &Materialized{StoreName: "users-store"}}))
@@ -153,14 +155,14 @@ func TestDescribeTableGoldens(t *testing.T) {
 		},
 		want: "Topologies:\n" +
 			"   Sub-topology: 0\n" +
-			"    Source: users-in (topics: [users])\n" +
-			"      --> users-in-table-source\n" +
-			"    Processor: users-in-table-source (stores: [users-store])\n" +
+			"    Source: users-in-source (topics: [users])\n" +
+			"      --> users-in\n" +
+			"    Processor: users-in (stores: [users-store])\n" +
 			"      --> KTABLE-TOSTREAM-0000000002\n" +
-			"      <-- users-in\n" +
+			"      <-- users-in-source\n" +
 			"    Processor: KTABLE-TOSTREAM-0000000002 (stores: [])\n" +
 			"      --> KSTREAM-SINK-0000000003\n" +
-			"      <-- users-in-table-source\n" +
+			"      <-- users-in\n" +
 			"    Sink: KSTREAM-SINK-0000000003 (topic: out)\n" +
 			"      <-- KTABLE-TOSTREAM-0000000002\n\n",
 	}}

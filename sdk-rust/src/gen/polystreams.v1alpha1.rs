@@ -208,8 +208,8 @@ pub struct TableOp {
     pub key_serde: ::prost::alloc::string::String,
     #[prost(string, tag="3")]
     pub value_serde: ::prost::alloc::string::String,
-    /// Consumed.as: names the source node, and the table source node as
-    /// "<name>-table-source"; empty means generated.
+    /// Consumed.as: names the table source node, and the source node
+    /// "<name>-source" (Kafka 3.x); empty means generated.
     #[prost(string, tag="4")]
     pub name: ::prost::alloc::string::String,
     /// Materialized.as: a named store makes the table queryable. Absent or with

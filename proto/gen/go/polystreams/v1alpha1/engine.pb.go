@@ -1320,8 +1320,8 @@ type TableOp struct {
 	// Serdes of the topic's records; empty means bytes.
 	KeySerde   string `protobuf:"bytes,2,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
 	ValueSerde string `protobuf:"bytes,3,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
-	// Consumed.as: names the source node, and the table source node as
-	// "<name>-table-source"; empty means generated.
+	// Consumed.as: names the table source node, and the source node
+	// "<name>-source" (Kafka 3.x); empty means generated.
 	Name string `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
 	// Materialized.as: a named store makes the table queryable. Absent or with
 	// an empty store_name, the store is named "<topic>-STATE-STORE-<n>" and

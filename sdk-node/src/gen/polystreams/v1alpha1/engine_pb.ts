@@ -483,8 +483,8 @@ export type TableOp = Message<"polystreams.v1alpha1.TableOp"> & {
   valueSerde: string;
 
   /**
-   * Consumed.as: names the source node, and the table source node as
-   * "<name>-table-source"; empty means generated.
+   * Consumed.as: names the table source node, and the source node
+   * "<name>-source" (Kafka 3.x); empty means generated.
    *
    * @generated from field: string name = 4;
    */
