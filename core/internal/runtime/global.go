@@ -471,33 +471,7 @@ func (t *task) globalJoin(ctx context.Context, s *step, recs []rec) ([]rec, erro
 		}
 		keep, others = append(keep, r), append(others, other)
 	}
-	if len(keep) == 0 {
-		return nil, nil
-	}
-	if f, ok := s.node.Fn.Native.(topology.ValueJoinerFunc); ok {
-		out := make([]rec, 0, len(keep))
-		for i, r := range keep {
-			v, err := f(r.value, others[i])
-			if err != nil {
-				if err := t.recordFailed(r, s.node.Name, kindOf(err), err); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			out = append(out, rec{key: r.key, value: v, ts: r.ts, in: r.in})
-		}
-		return out, nil
-	}
-	var out []rec
-	bounds := t.bundleBounds(len(keep), func(i int) int { return len(keep[i].value) + len(others[i]) })
-	for j := range len(bounds) - 1 {
-		got, err := t.crossJoin(ctx, s, keep[bounds[j]:bounds[j+1]], others[bounds[j]:bounds[j+1]])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, got...)
-	}
-	return out, nil
+	return t.joinWithOthers(ctx, s, keep, others) // join.go
 }
 
 // mapGlobalKeys runs a global join's key mapper over recs: keys[i] is

@@ -39,6 +39,14 @@ func (t *task) join(ctx context.Context, s *step, recs []rec) ([]rec, error) {
 		}
 		keep, others = append(keep, r), append(others, other)
 	}
+	return t.joinWithOthers(ctx, s, keep, others)
+}
+
+// joinWithOthers joins each kept stream record's value with its other value
+// (nil: none) by the step's joiner, keeping the record's key and timestamp:
+// a native joiner record by record, a host joiner once per bundle. A
+// joiner that fails a record fails it under the error policy.
+func (t *task) joinWithOthers(ctx context.Context, s *step, keep []rec, others [][]byte) ([]rec, error) {
 	if len(keep) == 0 {
 		return nil, nil
 	}
