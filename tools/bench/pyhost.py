@@ -11,11 +11,12 @@ against its in-process engine; serves bundles until SIGTERM.
 --topology stream-table-join: JSON orders -> join(table(--table) of JSON
     customers, joiner) -> to (joins table, arm (j1)).
 --topology stream-stream-join: JSON orders join JSON payments (--other) of the
-    same key within 10 s (JoinWindows) -> to (joins table, arm (j2)).
+    same key within --window-ms (JoinWindows) -> to (joins table, arm (j2)).
 """
 from __future__ import annotations
 
 import argparse
+import os
 
 from polystreams import App, Config, JoinWindows, Materialized, TimeWindows
 
@@ -30,6 +31,8 @@ def main() -> None:
     ap.add_argument("--topology", choices=["map_values", "aggregate", "window-aggregate", "stream-table-join", "stream-stream-join"], default="map_values")
     ap.add_argument("--table", help="the customers topic (stream-table-join)")
     ap.add_argument("--other", help="the payments topic (stream-stream-join)")
+    ap.add_argument("--window-ms", type=int, default=300_000, help="JoinWindows time difference (stream-stream-join)")
+    ap.add_argument("--cprofile", help="write a cProfile of the host (pstats) to this file at exit (POLYSTREAMS_BENCH_CPROFILE sets it too)")
     ap.add_argument("--commit-ms", type=int, default=-1, help="commit.interval.ms (aggregate); -1: the default")
     ap.add_argument("--metrics", choices=["true", "false"], default="true", help="polystreams.metrics.enabled")
     args = ap.parse_args()
@@ -50,7 +53,7 @@ def main() -> None:
         payments = app.stream(args.other, key="string", value="json")
         orders.join(payments, lambda order, payment: {
             "order": order["order"], "amount": order["amount"], "paid": payment["paid"]},
-            JoinWindows.of_time_difference_with_no_grace(10_000), value="json").to(args.output)
+            JoinWindows.of_time_difference_with_no_grace(args.window_ms), value="json").to(args.output)
     else:
         app = App(args.app, Config(processing_guarantee="exactly_once_v2",
                                     commit_interval_ms=args.commit_ms if args.commit_ms >= 0 else None, extra=extra), engine=args.engine)
@@ -63,7 +66,15 @@ def main() -> None:
             table = grouped.aggregate(lambda: 0, lambda key, v, total: total + v["amount"],
                                       materialized=Materialized(value="long"))
         table.to_stream().to(args.output)
-    app.run()
+    profile = args.cprofile or os.environ.get("POLYSTREAMS_BENCH_CPROFILE")
+    if profile:
+        import cProfile
+
+        prof = cProfile.Profile()
+        prof.runcall(app.run)
+        prof.dump_stats(f"{profile}.{args.app}")
+    else:
+        app.run()
     app.close()
 
 

@@ -267,7 +267,7 @@ func (bn *bench) joinHost(lang, topology string, in joinInput) (time.Duration, i
 		second = "--other"
 	}
 	cmd := bn.host(lang, "--engine", bn.engine, "--app", appID, "--input", in.orders, second, in.other, "--output", out,
-		"--topology", topology)
+		"--topology", topology, "--window-ms", strconv.Itoa(joinWindowMs))
 	var loaded func() bool
 	if topology == "stream-table-join" {
 		loaded = func() bool { return bn.metric("polystreams_store_entries", appID) >= int64(*joinKeys) }
