@@ -38,6 +38,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,6 +52,7 @@ var (
 	joinTable   = flag.Bool("join", false, "measure the joins table (make bench-join)")
 	joinRecords = flag.Int("join-records", 200_000, "orders of the stream-table join arms; orders + payments of the stream-stream arm")
 	joinKeys    = flag.Int("join-keys", 10_000, "customers (table rows) of the stream-table join arms")
+	joinRounds  = flag.Int("join-rounds", 3, "rounds of each join arm and its baseline")
 	joinArms    = flag.String("join-arms", "tsr", "which join arms to run (any of t stream-table (j1), s stream-stream (j2), r Rust stream-table (j3), with --rust)")
 )
 
@@ -323,38 +325,78 @@ func (bn *bench) joinDict(mode string, in joinInput) time.Duration {
 	return took
 }
 
-// joinTableRun runs the selected join arms, each beside its baseline, and
-// prints the table.
+// joinTableRun runs the selected join arms, each beside its baseline
+// --join-rounds times (alternating which goes first: the machine is
+// shared), and prints the medians.
 func (bn *bench) joinTableRun() {
-	fmt.Printf("Joins: %d partitions, at_least_once, JSON values; stream-table: %d orders over a table of %d customers; stream-stream: %d orders and %d payments keyed by order id, JoinWindows of %d s without grace:\n\n",
-		*partitions, *joinRecords, *joinKeys, *joinRecords/2, *joinRecords/2, joinWindowMs/1000)
+	fmt.Printf("Joins: %d partitions, at_least_once, JSON values; stream-table: %d orders over a table of %d customers; stream-stream: %d orders and %d payments keyed by order id, JoinWindows of %d s without grace; medians of %d rounds:\n\n",
+		*partitions, *joinRecords, *joinKeys, *joinRecords/2, *joinRecords/2, joinWindowMs/1000, *joinRounds)
 	has := func(arm rune) bool { return strings.ContainsRune(*joinArms, arm) }
-	fmt.Println("| arm | polystreams records/s | dict loop records/s | polystreams / dict | crossings per record | target |")
-	fmt.Println("|---|---:|---:|---:|---:|---|")
-	row := func(name string, in joinInput, p time.Duration, crossings int64, d time.Duration) {
+	fmt.Println("| arm | polystreams records/s | dict loop records/s | polystreams / dict | crossings per record | polystreams CPU µs/record | dict CPU µs/record | runs (polystreams / dict) |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---|")
+	median := func(xs []float64) float64 {
+		s := slices.Clone(xs)
+		slices.Sort(s)
+		if len(s)%2 == 1 {
+			return s[len(s)/2]
+		}
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	arm := func(name string, in joinInput, fresh func() joinInput, dict func(joinInput) time.Duration, host func(joinInput) (time.Duration, int64)) {
+		var ps, ds, ratios, pcpu, dcpu []float64
+		var crossings int64
+		runs := ""
 		n := float64(in.inputs)
-		fmt.Printf("| %s | %s | %s | %.2fx | %.4f (%d bundles) | ≥ 1.0x |\n", name, human(n/p.Seconds()), human(n/d.Seconds()),
-			d.Seconds()/p.Seconds(), float64(crossings)/n, crossings)
+		for r := range *joinRounds {
+			var p, d time.Duration
+			runDict := func() {
+				c := cpuTime()
+				d = dict(fresh())
+				dcpu = append(dcpu, float64((cpuTime()-c).Microseconds())/n)
+			}
+			runHost := func() {
+				c := cpuTime()
+				p, crossings = host(fresh())
+				pcpu = append(pcpu, float64((cpuTime()-c).Microseconds())/n)
+			}
+			if r%2 == 0 {
+				runDict()
+				runHost()
+			} else {
+				runHost()
+				runDict()
+			}
+			ps, ds, ratios = append(ps, n/p.Seconds()), append(ds, n/d.Seconds()), append(ratios, d.Seconds()/p.Seconds())
+			if r > 0 {
+				runs += ", "
+			}
+			runs += human(n/p.Seconds()) + " / " + human(n/d.Seconds())
+		}
+		fmt.Printf("| %s | %s | %s | %.2fx | %.4f (%d bundles) | %.2f | %.2f | %s |\n", name, human(median(ps)), human(median(ds)),
+			median(ratios), float64(crossings)/n, crossings, median(pcpu), median(dcpu), runs)
 	}
 	var table joinInput
 	if has('t') || has('r') && *rust != "" {
 		table = bn.seedJoinTable(*joinRecords, *joinKeys)
 	}
+	tableFresh := func() joinInput { return bn.newOrders(table) }
 	if has('t') {
-		d := bn.joinDict("table", bn.newOrders(table))
-		p, c := bn.joinHost("python", "stream-table-join", bn.newOrders(table))
-		row("(j1) stream-table join, Python joiner", table, p, c, d)
+		arm("(j1) stream-table join, Python joiner", table, tableFresh,
+			func(in joinInput) time.Duration { return bn.joinDict("table", in) },
+			func(in joinInput) (time.Duration, int64) { return bn.joinHost("python", "stream-table-join", in) })
 	}
 	if has('s') {
 		in := bn.seedJoinStreams(*joinRecords)
-		d := bn.joinDict("stream", in)
-		p, c := bn.joinHost("python", "stream-stream-join", in)
-		row("(j2) stream-stream join (windowed), Python joiner", in, p, c, d)
+		arm("(j2) stream-stream join (windowed), Python joiner", in, func() joinInput { return in },
+			func(in joinInput) time.Duration { return bn.joinDict("stream", in) },
+			func(in joinInput) (time.Duration, int64) { return bn.joinHost("python", "stream-stream-join", in) })
 	}
 	if has('r') && *rust != "" {
-		d := bn.joinDict("table", bn.newOrders(table))
-		p, c := bn.joinHost("rust", "stream-table-join", bn.newOrders(table))
-		row("(j3) stream-table join, Rust joiner", table, p, c, d)
+		arm("(j3) stream-table join, Rust joiner", table, tableFresh,
+			func(in joinInput) time.Duration { return bn.joinDict("table", in) },
+			func(in joinInput) (time.Duration, int64) { return bn.joinHost("rust", "stream-table-join", in) })
 	}
+	fmt.Println()
+	fmt.Println("polystreams / dict is the median of the rounds' ratios; crossings per record are the last round's bundles to the host over its input records; CPU is user + system time of every process of the arm (this one: broker, engine, writer and reader of the topics; and the host or the dict program), per input record.")
 	fmt.Println()
 }
