@@ -98,7 +98,9 @@ fn main() -> polystreams::Result<()> {
                 })?
                 .to(&arg("output"))?
         }
-        other => panic!("benchhost: --topology {other:?}: want map_values, aggregate, window-aggregate or stream-table-join"),
+        other => {
+            panic!("benchhost: --topology {other:?}: want map_values, aggregate, window-aggregate or stream-table-join")
+        }
     }
     // SAFETY: on_term only stores to an atomic, which is async-signal-safe.
     unsafe {

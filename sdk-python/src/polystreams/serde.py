@@ -14,7 +14,6 @@ bytes plus a list of lengths, where -1 is a null.
 from __future__ import annotations
 
 import json
-import json.scanner
 import operator
 import re
 import struct
@@ -43,7 +42,9 @@ _json_decode = _json_decoder.decode
 # raw_decode, two whitespace regex matches) costs as much again per record
 # as the C scan itself (1.6 vs 0.75 µs for a small object, measured for the
 # joins benchmark, where the host decodes a table value per record).
-_json_scan = json.scanner.make_scanner(_json_decoder)
+# JSONDecoder() sets scan_once (json.scanner.make_scanner(self)); typeshed
+# does not declare it.
+_json_scan: Callable[[str, int], tuple[Any, int]] = getattr(_json_decoder, "scan_once")
 _json_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
