@@ -9,7 +9,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout 15m
 # One version for engine, protocol and SDKs (tools/dist/version.py checks the SDKs agree).
 VERSION := $(shell cat $(CURDIR)/VERSION)
 
-.PHONY: all deps build generate check-generated lint test test-go test-python test-node test-rust conformance conformance-driver demo bench chaos fuzz clean dist test-dist
+.PHONY: all deps build generate check-generated lint test test-go test-python test-node test-rust conformance conformance-driver demo bench bench-join chaos fuzz clean dist test-dist
 
 all: build
 
@@ -117,6 +117,14 @@ demo: deps build
 bench: deps build
 	cd sdk-rust && cargo build --quiet --release --example benchhost
 	go run ./core/internal/bench --repo $(CURDIR) --python $(PY) --rust $(CURDIR)/sdk-rust/target/release/examples/benchhost
+
+# The joins table only (core/internal/bench/join.go): stream-table and
+# stream-stream joins with a Python joiner, and the stream-table join with
+# a Rust one, each beside a confluent-kafka dict loop (tools/bench/joindict.py).
+bench-join: deps build
+	cd sdk-rust && cargo build --quiet --release --example benchhost
+	go run ./core/internal/bench --repo $(CURDIR) --python $(PY) --rust $(CURDIR)/sdk-rust/target/release/examples/benchhost \
+		-crossing=false -sweep=false -agg=false -win=false -join
 
 # Release artifacts of VERSION into dist/, for linux/amd64 and linux/arm64: a
 # Python wheel per platform carrying the engine (and a pure sdist), the npm

@@ -146,3 +146,21 @@ def test_fast_encoder_agrees_with_encode(name: str, good: list[object], bad: lis
         with pytest.raises(Exception):
             serde.encode(name, v)
     assert serde.encoder("avro") is None
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b'{"a": [1, 2.5, "x"], "b": null}', b' {"a": 1}', b'{"a": 1}\n', b"NaN", b'"\xc3\xa9"', b"[]", b"7"],
+)
+def test_json_decodes_as_json_loads(raw: bytes) -> None:
+    # The JSON decoder calls json's scanner directly (a fast path); it must
+    # agree with json.loads, surrounding whitespace included.
+    assert repr(serde.decode("json", raw)) == repr(json.loads(raw))
+
+
+@pytest.mark.parametrize("raw", [b'{"a": 1} x', b'{"a": 1}{}', b"", b"  ", b"{"])
+def test_json_refuses_what_json_loads_refuses(raw: bytes) -> None:
+    with pytest.raises(ValueError):
+        json.loads(raw)
+    values, failures = serde.decode_column("json", raw, [len(raw)])
+    assert values == [None] and 0 in failures

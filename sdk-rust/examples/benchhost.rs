@@ -9,6 +9,8 @@
 //!     exactly_once_v2 (aggregation table, arm (a''));
 //! --topology window-aggregate: the same aggregate per key and 60 s window
 //!     advancing by 5 s (windows table, arm (w4)).
+//! --topology stream-table-join: JSON orders -> join(table(--table) of JSON
+//!     customers, joiner) -> to (joins table, arm (j3)).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -18,6 +20,26 @@ use polystreams::{App, Config, Json, ProcessingGuarantee, TimeWindows};
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Amount {
     amount: i64,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Order {
+    order: i64,
+    amount: i64,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Customer {
+    name: String,
+    tier: i64,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Enriched {
+    order: i64,
+    amount: i64,
+    name: String,
+    tier: i64,
 }
 
 static TERM: AtomicBool = AtomicBool::new(false);
@@ -68,7 +90,17 @@ fn main() -> polystreams::Result<()> {
             .aggregate(|| 0i64, |_, v: Json<Amount>, total: i64| total + v.0.amount)?
             .to_stream()?
             .to(&arg("output"))?,
-        other => panic!("benchhost: --topology {other:?}: want map_values, aggregate or window-aggregate"),
+        "stream-table-join" => {
+            let customers = app.table::<String, Json<Customer>>(&arg("table"))?;
+            app.stream::<String, Json<Order>>(arg("input").as_str())?
+                .join(&customers, |o: Json<Order>, c: Json<Customer>| {
+                    Json(Enriched { order: o.0.order, amount: o.0.amount, name: c.0.name, tier: c.0.tier })
+                })?
+                .to(&arg("output"))?
+        }
+        other => {
+            panic!("benchhost: --topology {other:?}: want map_values, aggregate, window-aggregate or stream-table-join")
+        }
     }
     // SAFETY: on_term only stores to an atomic, which is async-signal-safe.
     unsafe {

@@ -33,8 +33,8 @@ class Stop:
         self.requested = True
 
 
-def clients(args: argparse.Namespace) -> tuple[Consumer, Producer]:
-    """The consumer, subscribed to args.input, and the producer."""
+def clients(args: argparse.Namespace, topics: list[str] | None = None) -> tuple[Consumer, Producer]:
+    """The consumer, subscribed to topics (by default args.input), and the producer."""
     consumer = Consumer({
         "bootstrap.servers": args.brokers,
         "group.id": args.group,
@@ -48,5 +48,5 @@ def clients(args: argparse.Namespace) -> tuple[Consumer, Producer]:
         "queue.buffering.max.messages": 1000000,
         "queue.buffering.max.kbytes": 1048576,
     })
-    consumer.subscribe([args.input])
+    consumer.subscribe(topics or [args.input])
     return consumer, producer

@@ -12,7 +12,9 @@
 //
 // A second table (agg.go) compares aggregations: a Python, a Node and a Rust
 // aggregate and the built-in sum, both exactly_once_v2 with durable state, against a
-// hand-written confluent-kafka dict loop.
+// hand-written confluent-kafka dict loop; a third (window.go) windowed
+// aggregations, and a fourth (join.go, -join: make bench-join) joins, each
+// against the dict loop a Python user would write.
 //
 // Run it with `make bench`; it prints a Markdown table for
 // docs/performance.md. It asserts nothing about speed.
@@ -98,6 +100,7 @@ func main() {
 	check(err)
 	mux := http.NewServeMux()
 	mux.Handle(srv.Handler())
+	mux.Handle("/metrics", srv.MetricsHandler()) // the join arms' crossings
 	// HTTP/1.1 for the Python SDK, h2c for the Node SDK, as the engine's CLI serves.
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
@@ -184,6 +187,9 @@ func main() {
 	}
 	if *win {
 		bn.winTable(stateDir)
+	}
+	if *joinTable {
+		bn.joinTableRun()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
