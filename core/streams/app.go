@@ -20,9 +20,10 @@ type Config struct {
 	// Properties has bootstrap.servers.
 	Brokers string
 	// Properties are further settings under their Kafka Streams names
-	// (processing.guarantee, commit.interval.ms, state.dir, ...), with the
-	// defaults the engine documents: at_least_once, commit.interval.ms 30000
-	// (100 under exactly_once_v2), state.dir <tmp>/polystreams.
+	// (processing.guarantee, commit.interval.ms, num.standby.replicas,
+	// state.dir, ...), with the defaults the engine documents: at_least_once,
+	// commit.interval.ms 30000 (100 under exactly_once_v2),
+	// num.standby.replicas 0, state.dir <tmp>/polystreams.
 	Properties map[string]string
 	// Logger receives the runtime's log; nil logs to standard error.
 	Logger *slog.Logger

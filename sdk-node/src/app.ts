@@ -68,6 +68,23 @@ export interface RestoreProgress {
   readonly totalPartitions: number;
 }
 
+/**
+ * This session's host as its engine sees it: whether the host processes
+ * (this one and any other serving the same session) take the bundles the
+ * engine's tasks hand them (docs/scale-out.md). `bundlesWaiting` counts the
+ * bundles handed to the host and not answered yet, whether queued for a
+ * worker or being processed by one; `idleMs` is how long no worker has
+ * called the engine for bundles (0 while one waits for them); `stalled` is
+ * set once bundles have waited 5 s with no worker calling: the tasks make no
+ * progress until a host serves them or the session expires, while state()
+ * stays `running`. All zero before start().
+ */
+export interface HostHealth {
+  readonly bundlesWaiting: number;
+  readonly idleMs: number;
+  readonly stalled: boolean;
+}
+
 /** A callback of App.onStateChange: `(newState, oldState)`. */
 export type StateListener = (newState: State, oldState: State) => unknown;
 
@@ -534,6 +551,16 @@ export class App implements Builder {
   async droppedRecords(): Promise<number> {
     const resp = await this.#client.call("getState", { sessionId: this.#session });
     return Number(resp.droppedRecords);
+  }
+
+  /**
+   * Whether this session's host takes its bundles, as the engine reports it
+   * now; e.g. a health check that fails while `(await app.hostHealth()).stalled`.
+   * See HostHealth.
+   */
+  async hostHealth(): Promise<HostHealth> {
+    const resp = await this.#client.call("getState", { sessionId: this.#session });
+    return Object.freeze({ bundlesWaiting: resp.bundlesWaiting, idleMs: Number(resp.hostIdleMs), stalled: resp.hostStalled });
   }
 
   /**

@@ -11,7 +11,8 @@ export type ProcessingGuarantee = "at_least_once" | "exactly_once_v2";
  * "PLAIN", "sasl.username": "u", "sasl.password": "p",
  * "polystreams.bundle.max.records": 5000 } }`. An absent field leaves the
  * setting at the engine's documented default (`processing.guarantee`
- * at_least_once; `commit.interval.ms` 30000, or 100 under exactly_once_v2).
+ * at_least_once; `commit.interval.ms` 30000, or 100 under exactly_once_v2;
+ * `num.standby.replicas` 0).
  * What a failed record does is set in `extra` too, by Kafka Streams' names:
  * `default.deserialization.exception.handler` and
  * `processing.exception.handler` (`fail`, `log_and_continue` or
@@ -25,6 +26,12 @@ export interface Config {
    * update per key at each commit; 0 forwards every update at once.
    */
   statestoreCacheMaxBytes?: number;
+  /**
+   * `num.standby.replicas` (default 0): warm copies of each task's stores
+   * kept on that many other instances, so that a task moving there restores
+   * little (docs/scale-out.md).
+   */
+  numStandbyReplicas?: number;
   stateDir?: string;
   extra?: Readonly<Record<string, string | number | boolean>>;
 }
@@ -43,6 +50,9 @@ export function properties(config: Config = {}): Record<string, string> {
   }
   if (config.commitIntervalMs !== undefined) {
     out["commit.interval.ms"] = String(config.commitIntervalMs);
+  }
+  if (config.numStandbyReplicas !== undefined) {
+    out["num.standby.replicas"] = String(config.numStandbyReplicas);
   }
   if (config.stateDir !== undefined) {
     out["state.dir"] = config.stateDir;

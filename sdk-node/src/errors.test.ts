@@ -69,6 +69,14 @@ describe("config", () => {
     assert.deepEqual(properties(), {});
   });
 
+  test("numStandbyReplicas is Kafka Streams' num.standby.replicas", () => {
+    assert.deepEqual(properties({ numStandbyReplicas: 1, commitIntervalMs: 100 }), {
+      "num.standby.replicas": "1",
+      "commit.interval.ms": "100",
+    });
+    assert.equal(properties({ commitIntervalMs: 100 })["num.standby.replicas"], undefined); // unset: the engine's default, 0
+  });
+
   test("credentials are hidden", () => {
     assert.deepEqual(redact({ "sasl.password": "p", "ssl.key": "k", "sasl.username": "u" }), {
       "sasl.password": "[hidden]",

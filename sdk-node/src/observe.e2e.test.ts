@@ -79,4 +79,36 @@ describe("observability against the real engine", { concurrency: false }, () => 
       await app.close();
     }
   });
+
+  test("hostHealth() of a serving host: nothing waits, not stalled", async () => {
+    // core/internal/server's TestGetStateReportsAHostThatStopsExchanging
+    // covers the stall. The engine takes num.standby.replicas from the
+    // typed config.
+    const app = await open({ config: { numStandbyReplicas: 1 } });
+    try {
+      assert.deepEqual(await app.hostHealth(), { bundlesWaiting: 0, idleMs: 0, stalled: false }); // before start
+      assert.ok(app.brokers);
+      await createTopics(app.brokers, { lines: 2, "word-counts": 2 });
+      await produce(app.brokers, "lines", [{ value: "a b" }, { value: "b" }]);
+      wordCount(app);
+      const runner = new Runner(app);
+      await readUntil(
+        app.brokers,
+        "word-counts",
+        (records) => {
+          const last = new Map(records.map((r) => [r.key!.toString(), r.value!.readBigInt64BE(0)]));
+          return last.get("a") === 1n && last.get("b") === 2n;
+        },
+        { timeoutMs: 60_000, check: runner.check },
+      );
+      const h = await app.hostHealth();
+      await app.stop();
+      await runner.done;
+      assert.equal(h.bundlesWaiting, 0);
+      assert.equal(h.stalled, false);
+      assert.equal(typeof h.idleMs, "number");
+    } finally {
+      await app.close();
+    }
+  });
 });

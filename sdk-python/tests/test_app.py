@@ -14,6 +14,7 @@ from polystreams import (
     App,
     Config,
     FailedPreconditionError,
+    HostHealth,
     InvalidArgumentError,
     KGroupedStream,
     KStream,
@@ -289,6 +290,24 @@ def test_config_goes_on_the_wire_and_secrets_stay_hidden(engine: Engine) -> None
     assert app.config["sasl.password"] == "[hidden]"
     assert app.brokers == "k1:9092"
     assert "hunter2" not in repr(app)
+
+
+def test_num_standby_replicas_is_kafka_streams_num_standby_replicas(engine: Engine) -> None:
+    cfg = Config(num_standby_replicas=1, commit_interval_ms=100)
+    assert cfg.properties() == {"num.standby.replicas": "1", "commit.interval.ms": "100"}
+    assert "num_standby_replicas=1" in repr(cfg)
+    assert "num.standby.replicas" not in Config().properties()  # unset: the engine's default, 0
+    App("standby", cfg, engine=engine.fake.url)
+    assert engine.fake.requests("OpenSession", pb.OpenSessionRequest)[0].config["num.standby.replicas"] == "1"
+
+
+def test_host_health_reads_get_state(engine: Engine) -> None:
+    app = App("health", engine=engine.fake.url)
+    engine.fake.handlers["GetState"] = lambda body: pb.GetStateResponse(
+        state=pb.STATE_RUNNING, bundles_waiting=3, host_idle_ms=7250, host_stalled=True
+    )
+    assert app.host_health() == HostHealth(bundles_waiting=3, idle_ms=7250, stalled=True)
+    assert app.state() == "running"  # a stalled host leaves the state alone
 
 
 def test_mapping_config(engine: Engine) -> None:

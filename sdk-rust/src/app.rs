@@ -107,6 +107,29 @@ impl RestoreProgress {
     }
 }
 
+/// This session's host as its engine sees it: whether the host processes
+/// (this one and any other serving the same session) take the bundles the
+/// engine's tasks hand them (docs/scale-out.md). All zero before start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostHealth {
+    /// Bundles handed to the host and not answered yet, whether queued for a
+    /// worker or being processed by one.
+    pub bundles_waiting: i32,
+    /// How long no worker has called the engine for bundles (0 while one
+    /// waits for them).
+    pub idle_ms: i64,
+    /// Bundles have waited 5 s with no worker calling: the tasks make no
+    /// progress until a host serves them or the session expires, while
+    /// [`App::state`] stays running.
+    pub stalled: bool,
+}
+
+impl HostHealth {
+    fn from_proto(r: &pb::GetStateResponse) -> HostHealth {
+        HostHealth { bundles_waiting: r.bundles_waiting, idle_ms: r.host_idle_ms, stalled: r.host_stalled }
+    }
+}
+
 /// Kafka Streams' `processing.guarantee`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProcessingGuarantee {
@@ -120,8 +143,8 @@ pub enum ProcessingGuarantee {
 /// [`Config::set`] under its Kafka Streams (or `polystreams.*`) name. Unset,
 /// a setting keeps the engine's documented default (`processing.guarantee`
 /// at_least_once; `commit.interval.ms` 30000, or 100 under exactly_once_v2;
-/// `statestore.cache.max.bytes` 10 MiB). Credential values never appear in
-/// its Debug output.
+/// `statestore.cache.max.bytes` 10 MiB; `num.standby.replicas` 0).
+/// Credential values never appear in its Debug output.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct Config {
     props: BTreeMap<String, String>,
@@ -143,6 +166,12 @@ impl Config {
     }
     pub fn statestore_cache_max_bytes(self, bytes: u64) -> Config {
         self.set("statestore.cache.max.bytes", bytes.to_string())
+    }
+    /// `num.standby.replicas`: warm copies of each task's stores kept on
+    /// that many other instances, so that a task moving there restores
+    /// little (docs/scale-out.md).
+    pub fn num_standby_replicas(self, n: u32) -> Config {
+        self.set("num.standby.replicas", n.to_string())
     }
     pub fn state_dir(self, dir: impl Into<String>) -> Config {
         self.set("state.dir", dir)
@@ -701,6 +730,14 @@ impl App {
         Ok(r.dropped_records)
     }
 
+    /// Whether this session's host takes its bundles, as the engine reports
+    /// it now, from any thread; e.g. a health check that fails while
+    /// `app.host_health()?.stalled`. See [`HostHealth`].
+    pub fn host_health(&self) -> Result<HostHealth> {
+        let r = self.inner.client.get_state(&pb::GetStateRequest { session_id: self.inner.session.clone() })?;
+        Ok(HostHealth::from_proto(&r))
+    }
+
     /// The engine session this app runs in (the conformance runner's test
     /// driver mode pipes into it).
     #[doc(hidden)]
@@ -846,5 +883,28 @@ impl Drop for Inner {
 impl std::fmt::Debug for App {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "App({:?}, engine={:?})", self.inner.application_id, self.inner.client.url())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn num_standby_replicas_is_kafka_streams_num_standby_replicas() {
+        let c = Config::new().num_standby_replicas(1).commit_interval_ms(100);
+        let want: BTreeMap<String, String> = [("commit.interval.ms", "100"), ("num.standby.replicas", "1")]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .into();
+        assert_eq!(c.properties(), &want);
+        // Unset: the engine's default, 0.
+        assert!(!Config::new().properties().contains_key("num.standby.replicas"));
+    }
+
+    #[test]
+    fn host_health_reads_get_state() {
+        let r =
+            pb::GetStateResponse { bundles_waiting: 3, host_idle_ms: 7250, host_stalled: true, ..Default::default() };
+        assert_eq!(HostHealth::from_proto(&r), HostHealth { bundles_waiting: 3, idle_ms: 7250, stalled: true });
     }
 }

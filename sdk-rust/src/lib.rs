@@ -49,7 +49,7 @@ pub mod pb {
     include!("gen/polystreams.v1alpha1.rs");
 }
 
-pub use app::{is_secret, App, AppBuilder, Config, ProcessingGuarantee, RestoreProgress, State, Topics};
+pub use app::{is_secret, App, AppBuilder, Config, HostHealth, ProcessingGuarantee, RestoreProgress, State, Topics};
 pub use branch::{BranchedKStream, Repartitioned};
 pub use dsl::{
     GlobalKTable, Handle, Joiner, KGroupedStream, KGroupedTable, KStream, KTable, Kind, Materialized, Options, Reducer,

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use polystreams::{App, Config, Error, Json, Materialized, Options, State};
+use polystreams::{App, Config, Error, HostHealth, Json, Materialized, Options, State};
 
 const WORDCOUNT_DESCRIBE: &str = "\
 Topologies:
@@ -145,6 +145,7 @@ fn word_count_end_to_end_with_queries_and_state() {
     let keyed: Vec<(&str, &str)> = lines.iter().map(|l| ("k", l.as_str())).collect();
     produce(&brokers, "lines", &keyed);
     produce(&brokers, "word-counts", &[]);
+    assert_eq!(app.host_health().unwrap(), HostHealth::default(), "before start: nothing");
 
     let states = Arc::new(Mutex::new(Vec::new()));
     let seen = states.clone();
@@ -184,6 +185,11 @@ fn word_count_end_to_end_with_queries_and_state() {
     assert!(range.iter().all(|(k, _)| k.as_str() >= "w1" && k.as_str() <= "w2"));
     assert_eq!(store.prefix(b"w3").unwrap().len(), expected.keys().filter(|k| k.starts_with("w3")).count());
     assert_eq!(app.state().unwrap(), State::Running);
+    // A serving host, its input counted: nothing waits for it, not stalled
+    // (core/internal/server's TestGetStateReportsAHostThatStopsExchanging
+    // covers the stall).
+    let health = app.host_health().unwrap();
+    assert!(health.bundles_waiting == 0 && !health.stalled, "{health:?}");
 
     app.stop();
     runner.join().unwrap().expect("run returns cleanly after stop");

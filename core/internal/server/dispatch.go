@@ -22,9 +22,13 @@ type dispatcher struct {
 	// this long are handed out again.
 	hostTimeout time.Duration
 
-	mu       sync.Mutex // guards inflight, workers, lastExchange, stallLogged
+	mu       sync.Mutex // guards inflight, workers, exchanging, lastExchange, stallLogged
 	inflight map[uint64]*pending
 	workers  map[string]time.Time // worker id -> last Exchange
+	// exchanging: workers in an Exchange call now. A worker waiting there
+	// for bundles is serving the session, however long it waits, so the
+	// host counts as idle only while none is.
+	exchanging int
 	// lastExchange: the last Exchange of any worker (the dispatcher's
 	// creation before the first); stallLogged: when a stall was last
 	// logged (see stalled).
@@ -58,11 +62,14 @@ const stallLogEvery = 10 * time.Second
 
 // stall describes the dispatcher's tasks waiting for a host: the bundles
 // waiting (queued or held by workers), and how long no worker has called
-// Exchange.
+// Exchange (0 while one is in an Exchange call).
 type stall struct {
 	waiting int
 	idle    time.Duration
 }
+
+// stalled: bundles wait and no worker has called Exchange for stallAfter.
+func (s stall) stalled() bool { return s.waiting > 0 && s.idle >= stallAfter }
 
 // peek returns the bundles waiting and how long no worker called Exchange.
 func (d *dispatcher) peek(now time.Time) stall {
@@ -72,7 +79,11 @@ func (d *dispatcher) peek(now time.Time) stall {
 }
 
 func (d *dispatcher) peekLocked(now time.Time) stall {
-	return stall{waiting: len(d.inflight), idle: now.Sub(d.lastExchange)}
+	st := stall{waiting: len(d.inflight)}
+	if d.exchanging == 0 {
+		st.idle = max(now.Sub(d.lastExchange), 0)
+	}
+	return st
 }
 
 // stalled reports the dispatcher's stall at now, if it has one: bundles
@@ -82,7 +93,7 @@ func (d *dispatcher) stalled(now time.Time) (st stall, ok, log bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st = d.peekLocked(now)
-	if st.waiting == 0 || st.idle < stallAfter {
+	if !st.stalled() {
 		return st, false, false
 	}
 	if now.Sub(d.stallLogged) >= stallLogEvery {
@@ -142,7 +153,13 @@ func (d *dispatcher) take(ctx context.Context, worker string, max int, wait time
 	d.mu.Lock()
 	d.workers[worker] = time.Now()
 	d.lastExchange = d.workers[worker]
+	d.exchanging++
 	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		d.exchanging--
+		d.mu.Unlock()
+	}()
 	if max <= 0 {
 		return nil
 	}

@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/server"
+	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 	"github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1/polystreamsv1alpha1connect"
 )
 
@@ -115,4 +117,71 @@ func TestHostlessTasksAreReportedAndMoveOnWhenTheSessionExpires(t *testing.T) {
 	// the rest, exactly once.
 	waitExactlyOnceWhile(t, e, "word-counts", want, doneB)
 	hb.stopServing(doneB)
+}
+
+// GetState tells the host's own program what the log, /metrics and /ui
+// tell an operator (docs/scale-out.md): a session whose host workers stop
+// calling Exchange while its tasks have bundles for them reports the
+// bundles waiting, how long no worker called, and, after 5 s, that the
+// host is stalled, while the state stays running. A host that exchanges
+// reports none of it: nothing waits once its answers are in, and a worker
+// waiting in Exchange for bundles is not idle however long it waits.
+func TestGetStateReportsAHostThatStopsExchanging(t *testing.T) {
+	e := newEnv(t, "lines", "word-counts")
+	h := e.open("stallstate", nil)
+	h.buildWordCount("lines", "word-counts")
+	if st := h.getState(); st.BundlesWaiting != 0 || st.HostIdleMs != 0 || st.HostStalled {
+		t.Errorf("before Start: bundles_waiting=%d host_idle_ms=%d host_stalled=%v, want none", st.BundlesWaiting, st.HostIdleMs, st.HostStalled)
+	}
+	h.start()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() { defer close(served); _, _, _ = h.serve(ctx) }()
+	ls, want := lines(500, 0)
+	e.produce("lines", ls...)
+	waitCounts(t, e, "word-counts", want)
+	if st := h.getState(); st.State != pb.State_STATE_RUNNING || st.BundlesWaiting != 0 || st.HostStalled {
+		t.Errorf("a serving host, its input counted: %v bundles_waiting=%d host_stalled=%v, want running with none", st.State, st.BundlesWaiting, st.HostStalled)
+	}
+	cancel()
+	<-served
+	// A worker waiting in Exchange for bundles that do not come is serving
+	// the session: the host is not idle while it waits. (The worker of
+	// serve, which has heard of every state change: a new worker would be
+	// told of them at once rather than wait.)
+	waitFor(t, "the host to be idle", 10*time.Second, func() bool { return h.getState().HostIdleMs >= 500 })
+	exchanged := make(chan struct{})
+	go func() {
+		defer close(exchanged)
+		_, _ = h.cl.Exchange(context.Background(), connect.NewRequest(&pb.ExchangeRequest{SessionId: h.session, WorkerId: "go-test", MaxBundles: 1, WaitMs: 5000}))
+	}()
+	time.Sleep(time.Second)
+	st := h.getState()
+	select {
+	case <-exchanged:
+		t.Fatal("the worker's Exchange returned before its 5 s wait: nothing to check the idle time against")
+	default:
+	}
+	if st.HostIdleMs != 0 {
+		t.Errorf("host_idle_ms=%d while a worker waits in Exchange, want 0", st.HostIdleMs)
+	}
+	<-exchanged
+	// The host stops exchanging; records come, and their bundles wait.
+	ls, more := lines(500, 500)
+	for k, v := range more {
+		want[k] += v
+	}
+	e.produce("lines", ls...)
+	waitFor(t, "GetState to report the stalled host", 30*time.Second, func() bool { return h.getState().HostStalled })
+	st = h.getState()
+	if st.State != pb.State_STATE_RUNNING || st.BundlesWaiting == 0 || st.HostIdleMs < 5000 {
+		t.Errorf("a stalled host: %v bundles_waiting=%d host_idle_ms=%d, want running, bundles waiting, no Exchange for 5 s or more", st.State, st.BundlesWaiting, st.HostIdleMs)
+	}
+	// The host comes back: the bundles are answered, the stall is over.
+	done := h.serveAsync()
+	waitCounts(t, e, "word-counts", want)
+	if st := h.getState(); st.BundlesWaiting != 0 || st.HostStalled {
+		t.Errorf("the host back, its input counted: bundles_waiting=%d host_stalled=%v, want none", st.BundlesWaiting, st.HostStalled)
+	}
+	h.stopServing(done)
 }

@@ -133,7 +133,7 @@ var (
 	descRestoring   = prometheus.NewDesc("polystreams_restore_restoring_partitions", "Store partitions still restoring.", app, nil)
 	descRestoreSize = prometheus.NewDesc("polystreams_restore_partitions", "Store partitions assigned at the last rebalance.", app, nil)
 	descWaiting     = prometheus.NewDesc("polystreams_host_bundles_waiting", "Bundles waiting for the host: queued, or taken by a worker and not answered yet.", app, nil)
-	descHostIdle    = prometheus.NewDesc("polystreams_host_idle_seconds", "Seconds since a host worker last called Exchange (how long the tasks are stalled, when bundles are waiting).", app, nil)
+	descHostIdle    = prometheus.NewDesc("polystreams_host_idle_seconds", "Seconds since a host worker last called Exchange, 0 while one is in an Exchange call (how long the tasks are stalled, when bundles are waiting).", app, nil)
 	descStandby     = prometheus.NewDesc("polystreams_standby_partitions", "Store partitions this engine keeps warm as standbys (num.standby.replicas).", app, nil)
 	descStandbyRead = prometheus.NewDesc("polystreams_standby_read_records", "Changelog records the standbys applied since the last rebalance.", app, nil)
 	descStore       = prometheus.NewDesc("polystreams_store_entries", "Entries of a store partition (counted up to 100,000).", append(app, "store", "partition"), nil)
@@ -388,7 +388,7 @@ func (s *Server) Status() Status {
 			a.Standbys = rs.Standbys
 			if v.dispatch != nil {
 				ds := v.dispatch.peek(time.Now())
-				a.Host = statusHost{BundlesWaiting: ds.waiting, IdleSeconds: ds.idle.Seconds(), Stalled: ds.waiting > 0 && ds.idle >= stallAfter}
+				a.Host = statusHost{BundlesWaiting: ds.waiting, IdleSeconds: ds.idle.Seconds(), Stalled: ds.stalled()}
 			}
 			for _, n := range rs.Nodes {
 				sn := statusNode{Name: n.Name, Subtopology: n.Subtopology, Records: n.Records, FusedInto: n.FusedInto}

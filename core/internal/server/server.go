@@ -500,6 +500,8 @@ func (s *Server) GetState(_ context.Context, req *connect.Request[pb.GetStateReq
 		resp.State, resp.Error, resp.FailedRecord = stateProto(app.State())
 		resp.Restore = restoreProto(app)
 		resp.DroppedRecords = app.DroppedRecords()
+		st := ss.dispatch.peek(time.Now())
+		resp.BundlesWaiting, resp.HostIdleMs, resp.HostStalled = int32(st.waiting), st.idle.Milliseconds(), st.stalled()
 	}
 	return connect.NewResponse(resp), nil
 }

@@ -12,7 +12,7 @@
     app.run()
 """
 
-from polystreams.app import App, RestoreProgress, State, StateListener
+from polystreams.app import App, HostHealth, RestoreProgress, State, StateListener
 from polystreams.config import Config, ProcessingGuarantee
 from polystreams.dsl import (
     BranchedKStream,
@@ -56,6 +56,7 @@ __all__ = [
     "FailedPreconditionError",
     "GlobalKTable",
     "Handle",
+    "HostHealth",
     "InvalidArgumentError",
     "JoinWindows",
     "KGroupedStream",

@@ -26,7 +26,7 @@ from polystreams.serde import SerdeName
 from polystreams.store import KeyValueStore, WindowStore
 from polystreams.v1alpha1 import engine_pb2 as pb
 
-__all__ = ["App", "RestoreProgress", "State", "StateListener"]
+__all__ = ["App", "HostHealth", "RestoreProgress", "State", "StateListener"]
 
 log = logging.getLogger("polystreams")
 
@@ -78,6 +78,30 @@ class RestoreProgress:
     @classmethod
     def from_proto(cls, p: pb.RestoreProgress) -> RestoreProgress:
         return cls(p.restored_records, p.total_records, p.restoring_partitions, p.total_partitions)
+
+
+@dataclass(frozen=True)
+class HostHealth:
+    """This session's host as its engine sees it: whether the host
+    processes (this one and any other serving the same session) take the
+    bundles the engine's tasks hand them (docs/scale-out.md).
+
+    ``bundles_waiting`` counts the bundles handed to the host and not
+    answered yet, whether queued for a worker or being processed by one;
+    ``idle_ms`` is how long no worker has called the engine for bundles (0
+    while one waits for them); ``stalled`` is set once bundles have waited
+    5 s with no worker calling: the tasks make no progress until a host
+    serves them or the session expires, while :meth:`App.state` stays
+    ``running``. All zero before :meth:`App.start`.
+    """
+
+    bundles_waiting: int = 0
+    idle_ms: int = 0
+    stalled: bool = False
+
+    @classmethod
+    def from_proto(cls, p: pb.GetStateResponse) -> HostHealth:
+        return cls(p.bundles_waiting, p.host_idle_ms, p.host_stalled)
 
 
 # What this host understands beyond the protocol's base (OpenSession): fold
@@ -366,6 +390,13 @@ class App:
         records with a null key or value that an aggregation skips."""
         resp = self._client.get_state(pb.GetStateRequest(session_id=self._session))
         return resp.dropped_records
+
+    def host_health(self) -> HostHealth:
+        """Whether this session's host takes its bundles, as the engine
+        reports it now — from any thread; e.g. a health check that fails
+        while ``app.host_health().stalled``. See :class:`HostHealth`."""
+        resp = self._client.get_state(pb.GetStateRequest(session_id=self._session))
+        return HostHealth.from_proto(resp)
 
     def start(self) -> None:
         """Starts processing (creates internal topics, joins the group). Called

@@ -36,7 +36,9 @@ class Config:
     (``processing.guarantee`` at_least_once; ``commit.interval.ms`` 30000, or
     100 under exactly_once_v2; ``statestore.cache.max.bytes`` 10 MiB: tables
     forward the latest update per key at each commit, 0 forwards every update
-    at once). Credential values never appear in repr().
+    at once; ``num.standby.replicas`` 0: warm copies of each task's stores
+    kept on that many other instances, docs/scale-out.md). Credential values
+    never appear in repr().
 
     What a failed record does is set in ``extra`` too, by Kafka Streams'
     names: ``default.deserialization.exception.handler`` and
@@ -50,6 +52,7 @@ class Config:
     statestore_cache_max_bytes: int | None = None
     state_dir: str | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
+    num_standby_replicas: int | None = None
 
     def properties(self) -> dict[str, str]:
         """The configuration as the engine takes it: Kafka Streams' dotted names."""
@@ -60,6 +63,8 @@ class Config:
             out["commit.interval.ms"] = str(self.commit_interval_ms)
         if self.statestore_cache_max_bytes is not None:
             out["statestore.cache.max.bytes"] = str(self.statestore_cache_max_bytes)
+        if self.num_standby_replicas is not None:
+            out["num.standby.replicas"] = str(self.num_standby_replicas)
         if self.state_dir is not None:
             out["state.dir"] = self.state_dir
         return out
@@ -67,7 +72,13 @@ class Config:
     def __repr__(self) -> str:
         parts = [
             f"{name}={getattr(self, name)!r}"
-            for name in ("processing_guarantee", "commit_interval_ms", "statestore_cache_max_bytes", "state_dir")
+            for name in (
+                "processing_guarantee",
+                "commit_interval_ms",
+                "statestore_cache_max_bytes",
+                "num_standby_replicas",
+                "state_dir",
+            )
             if getattr(self, name) is not None
         ]
         if self.extra:

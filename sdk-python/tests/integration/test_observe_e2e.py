@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from test_engine_e2e import Runner, config, create_topic, produce, read_until, word_count
 
-from polystreams import App, DescribeFormat
+from polystreams import App, DescribeFormat, HostHealth
 
 GOLDENS = Path(__file__).resolve().parents[3] / "core" / "internal" / "topology" / "testdata" / "render"
 
@@ -59,3 +59,24 @@ def test_metrics_summary(tmp_path: Path, app_id: str) -> None:
     entries = sum(s.entries for t in m.tasks for s in t.stores)
     assert entries == len(want)
     assert m.dropped_records == 0 and m.failed_records == 0
+
+
+def test_host_health_of_a_serving_host(tmp_path: Path, app_id: str) -> None:
+    # A host that serves its session: once its input is counted nothing
+    # waits for it and it is not stalled (core/internal/server's
+    # TestGetStateReportsAHostThatStopsExchanging covers the stall). The
+    # engine takes num.standby.replicas from the typed config.
+    with App(app_id, config(tmp_path, num_standby_replicas=1)) as app:
+        assert app.host_health() == HostHealth()  # before start: nothing
+        assert app.brokers
+        create_topic(app.brokers, "lines", 2)
+        create_topic(app.brokers, "word-counts", 2)
+        produce(app.brokers, "lines", ["a b", "b"])
+        word_count(app)
+        runner = Runner(app)
+        read_until(app.brokers, "word-counts",
+                   lambda last: {k: struct.unpack(">q", v)[0] for k, v in last.items()} == {"a": 1, "b": 2}, 60, runner)
+        h = app.host_health()
+        app.stop()
+        runner.join(60)
+    assert h.bundles_waiting == 0 and not h.stalled, h

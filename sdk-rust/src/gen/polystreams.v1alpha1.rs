@@ -1099,6 +1099,23 @@ pub struct GetStateResponse {
     /// skips, a record too late for every window it falls in.
     #[prost(int64, tag="5")]
     pub dropped_records: i64,
+    /// The host's health as this engine sees it (docs/scale-out.md), 0 and
+    /// false before the topology started.
+    /// bundles_waiting: bundles this session's tasks handed to the host and
+    /// have no answer for yet, whether queued for a worker or taken by one and
+    /// being processed (0: the tasks wait for no host).
+    #[prost(int32, tag="6")]
+    pub bundles_waiting: i32,
+    /// host_idle_ms: milliseconds since a host worker of this session last
+    /// called Exchange (since the session opened, before the first call); 0
+    /// while a worker is in an Exchange call.
+    #[prost(int64, tag="7")]
+    pub host_idle_ms: i64,
+    /// host_stalled: bundles are waiting and no worker has called Exchange
+    /// for 5 s. The tasks make no progress until a host calls Exchange or the
+    /// session expires; the state stays STATE_RUNNING meanwhile.
+    #[prost(bool, tag="8")]
+    pub host_stalled: bool,
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
 #[derive(Clone, PartialEq, ::prost::Message)]

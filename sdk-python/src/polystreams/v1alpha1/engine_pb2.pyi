@@ -355,18 +355,24 @@ class GetStateRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ...) -> None: ...
 
 class GetStateResponse(_message.Message):
-    __slots__ = ["dropped_records", "error", "failed_record", "restore", "state"]
+    __slots__ = ["bundles_waiting", "dropped_records", "error", "failed_record", "host_idle_ms", "host_stalled", "restore", "state"]
+    BUNDLES_WAITING_FIELD_NUMBER: _ClassVar[int]
     DROPPED_RECORDS_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     FAILED_RECORD_FIELD_NUMBER: _ClassVar[int]
+    HOST_IDLE_MS_FIELD_NUMBER: _ClassVar[int]
+    HOST_STALLED_FIELD_NUMBER: _ClassVar[int]
     RESTORE_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
+    bundles_waiting: int
     dropped_records: int
     error: str
     failed_record: RecordContext
+    host_idle_ms: int
+    host_stalled: bool
     restore: RestoreProgress
     state: State
-    def __init__(self, state: _Optional[_Union[State, str]] = ..., error: _Optional[str] = ..., failed_record: _Optional[_Union[RecordContext, _Mapping]] = ..., restore: _Optional[_Union[RestoreProgress, _Mapping]] = ..., dropped_records: _Optional[int] = ...) -> None: ...
+    def __init__(self, state: _Optional[_Union[State, str]] = ..., error: _Optional[str] = ..., failed_record: _Optional[_Union[RecordContext, _Mapping]] = ..., restore: _Optional[_Union[RestoreProgress, _Mapping]] = ..., dropped_records: _Optional[int] = ..., bundles_waiting: _Optional[int] = ..., host_idle_ms: _Optional[int] = ..., host_stalled: bool = ...) -> None: ...
 
 class GlobalTableOp(_message.Message):
     __slots__ = ["key_serde", "materialized", "name", "topic", "value_serde"]

@@ -4911,8 +4911,22 @@ type GetStateResponse struct {
 	// Streams' dropped-records-total): a null key or value an aggregation
 	// skips, a record too late for every window it falls in.
 	DroppedRecords int64 `protobuf:"varint,5,opt,name=dropped_records,json=droppedRecords,proto3" json:"dropped_records,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The host's health as this engine sees it (docs/scale-out.md), 0 and
+	// false before the topology started.
+	// bundles_waiting: bundles this session's tasks handed to the host and
+	// have no answer for yet, whether queued for a worker or taken by one and
+	// being processed (0: the tasks wait for no host).
+	BundlesWaiting int32 `protobuf:"varint,6,opt,name=bundles_waiting,json=bundlesWaiting,proto3" json:"bundles_waiting,omitempty"`
+	// host_idle_ms: milliseconds since a host worker of this session last
+	// called Exchange (since the session opened, before the first call); 0
+	// while a worker is in an Exchange call.
+	HostIdleMs int64 `protobuf:"varint,7,opt,name=host_idle_ms,json=hostIdleMs,proto3" json:"host_idle_ms,omitempty"`
+	// host_stalled: bundles are waiting and no worker has called Exchange
+	// for 5 s. The tasks make no progress until a host calls Exchange or the
+	// session expires; the state stays STATE_RUNNING meanwhile.
+	HostStalled   bool `protobuf:"varint,8,opt,name=host_stalled,json=hostStalled,proto3" json:"host_stalled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetStateResponse) Reset() {
@@ -4978,6 +4992,27 @@ func (x *GetStateResponse) GetDroppedRecords() int64 {
 		return x.DroppedRecords
 	}
 	return 0
+}
+
+func (x *GetStateResponse) GetBundlesWaiting() int32 {
+	if x != nil {
+		return x.BundlesWaiting
+	}
+	return 0
+}
+
+func (x *GetStateResponse) GetHostIdleMs() int64 {
+	if x != nil {
+		return x.HostIdleMs
+	}
+	return 0
+}
+
+func (x *GetStateResponse) GetHostStalled() bool {
+	if x != nil {
+		return x.HostStalled
+	}
+	return false
 }
 
 type StopRequest struct {
@@ -6722,13 +6757,17 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x10total_partitions\x18\x04 \x01(\x05R\x0ftotalPartitions\"0\n" +
 	"\x0fGetStateRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"\x8f\x02\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\xfd\x02\n" +
 	"\x10GetStateResponse\x121\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x1b.polystreams.v1alpha1.StateR\x05state\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12H\n" +
 	"\rfailed_record\x18\x03 \x01(\v2#.polystreams.v1alpha1.RecordContextR\ffailedRecord\x12?\n" +
 	"\arestore\x18\x04 \x01(\v2%.polystreams.v1alpha1.RestoreProgressR\arestore\x12'\n" +
-	"\x0fdropped_records\x18\x05 \x01(\x03R\x0edroppedRecords\",\n" +
+	"\x0fdropped_records\x18\x05 \x01(\x03R\x0edroppedRecords\x12'\n" +
+	"\x0fbundles_waiting\x18\x06 \x01(\x05R\x0ebundlesWaiting\x12 \n" +
+	"\fhost_idle_ms\x18\a \x01(\x03R\n" +
+	"hostIdleMs\x12!\n" +
+	"\fhost_stalled\x18\b \x01(\bR\vhostStalled\",\n" +
 	"\vStopRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x0e\n" +
