@@ -283,7 +283,11 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 // no state: its restore would wipe it. A task whose sum is 0 has nothing to
 // restore and is not reported.
 func (a *App) localTaskState() map[int32]int64 {
-	if a.db == nil {
+	// The group's client is closed before the db, but a failing begin
+	// may close the db first: hold it open while reading.
+	a.stats.dbMu.RLock()
+	defer a.stats.dbMu.RUnlock()
+	if a.db == nil || a.stats.dbClosed {
 		return nil
 	}
 	out := map[int32]int64{}
