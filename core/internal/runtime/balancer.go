@@ -293,14 +293,23 @@ func assignTasks(members []member, partitions map[string]int32, standbys int) []
 		})
 	}
 	// Quotas: floor(n/m) each, and one more for n mod m members, chosen
-	// among those claiming the most (they then keep the most), ties in
-	// member order.
+	// among those claiming the most (they then keep the most), then those
+	// with local state for the most tasks, ties in member order.
 	base, extra := int(n)/len(members), int(n)%len(members)
 	order := make([]int, len(members))
+	warm := make([]int, len(members))
 	for i := range order {
 		order[i] = i
+		for p := range n {
+			if members[i].stateFor(p) > 0 {
+				warm[i]++
+			}
+		}
 	}
-	sort.SliceStable(order, func(a, b int) bool { return len(claims[order[a]]) > len(claims[order[b]]) })
+	sort.SliceStable(order, func(a, b int) bool {
+		ca, cb := len(claims[order[a]]), len(claims[order[b]])
+		return ca > cb || (ca == cb && warm[order[a]] > warm[order[b]])
+	})
 	quota := make([]int, len(members))
 	for k, i := range order {
 		quota[i] = base

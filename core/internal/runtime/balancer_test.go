@@ -383,8 +383,8 @@ func TestBalancerGivesARestartedMemberTheTasksItHasStateFor(t *testing.T) {
 	g.join("a", "b", "c")
 	g.withState("c", map[int32]int64{0: 1, 1: 1, 2: 1, 3: 1, 4: 1, 5: 1, 6: 1})
 	parts, _ = g.rebalance() // check: floor/ceil, 2 or 3 each
-	if got := tasks(parts)["c"]; len(got) < 2 {
-		t.Errorf("the member with all the state holds %v", got)
+	if got := tasks(parts)["c"]; len(got) != 3 {
+		t.Errorf("the member with all the state holds %v, want 3 tasks: the extra one of 7 goes where state is", got)
 	}
 }
 
