@@ -134,6 +134,7 @@ func New(cfg Config, topo *topology.Topology, host Host) (*App, error) {
 	a := &App{cfg: cfg, topo: topo, host: host, log: cfg.Logger, tasks: map[taskID]*task{}, state: Created, done: make(chan struct{}),
 		changes: []State{Created}, changed: make(chan struct{}),
 		eos: cfg.Guarantee == ExactlyOnceV2, balancer: newTaskBalancer(cfg.StandbyReplicas)}
+	a.balancer.localState = a.localTaskState
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}

@@ -27,14 +27,29 @@ import (
 //   - each member's JoinGroup metadata (kmsg.ConsumerMemberMetadata) names
 //     the partitions it owned after the last rebalance (OwnedPartitions, as
 //     the cooperative-sticky protocol does), with the generation it owned
-//     them in, and in UserData the standby tasks it kept;
+//     them in, and in UserData the standby tasks it kept and the tasks it
+//     has local state for, with their checkpointed offset sums (Kafka
+//     Streams' SubscriptionInfo carries these as taskOffsetSums);
 //   - the leader gives every member floor(n/m) or ceil(n/m) of the n tasks,
 //     leaving each task with its owner where balance allows (a claim of an
 //     older generation loses to a newer one: a member that was dropped from
-//     the group must not pull back what moved on);
+//     the group must not pull back what moved on); a task nobody keeps goes
+//     preferably to a member with local state for it, the most caught up
+//     (highest offset sum) first, so that a restarted instance gets back
+//     the tasks whose stores it still holds and restores them from its
+//     checkpoints rather than from scratch;
 //   - with num.standby.replicas = k, each task gets up to k standbys on
 //     members other than its active owner, where standbys stay put too,
-//     carried in each member's assignment's UserData.
+//     then preferably on members with local state for the task, carried in
+//     each member's assignment's UserData.
+//
+// Stickiness comes first: a task owned by a live member stays with it even
+// when a returning member holds local state for it, unless balance makes
+// the owner give up tasks anyway (it then gives up first those that another
+// member has state for). Kafka Streams' HighAvailabilityTaskAssignor goes
+// further: it moves a task back to a caught-up client only once that client
+// is within acceptable.recovery.lag, warming it up meanwhile with a warmup
+// replica and probing rebalances; this balancer has no warmup replicas.
 //
 // The protocol is eager, as range was: every member gives up its tasks
 // before the rebalance and is handed its new ones after it.
@@ -42,14 +57,25 @@ import (
 // balancerProtocol is the group protocol's name.
 const balancerProtocol = "polystreams-sticky"
 
-// userDataVersion heads the UserData this balancer writes.
+// userDataVersion heads the UserData of an assignment (standby tasks), and
+// the JoinGroup UserData of members that send only their standby tasks.
 const userDataVersion = 1
+
+// memberDataVersion heads the JoinGroup UserData that also carries the
+// member's local state: its standby tasks, then each task with local state
+// and its offset sum.
+const memberDataVersion = 2
 
 // taskBalancer is a kgo.GroupBalancer assigning tasks. It remembers the
 // member's own last assignment (ParseSyncAssignment) to claim it at the next
 // join. Safe for concurrent use.
 type taskBalancer struct {
 	standbys int // num.standby.replicas, used when this member leads
+	// localState, when set, returns the tasks this member has local state
+	// for (checkpointed store partitions, of active or standby tasks), each
+	// with its offset sum: the sum of the checkpointed changelog offsets of
+	// the task's store partitions. Called at each JoinGroup.
+	localState func() map[int32]int64
 
 	mu sync.Mutex // guards owned, standby
 	// owned: the partitions (by topic) of the last assignment; standby:
@@ -82,7 +108,11 @@ func (b *taskBalancer) JoinGroupMetadata(topics []string, _ map[string][]int32, 
 		op.Partitions = slices.Sorted(slices.Values(owned[t]))
 		meta.OwnedPartitions = append(meta.OwnedPartitions, op)
 	}
-	meta.UserData = encodeTasks(standby)
+	var local map[int32]int64
+	if b.localState != nil {
+		local = b.localState()
+	}
+	meta.UserData = encodeMemberData(standby, local)
 	return meta.AppendTo(nil)
 }
 
@@ -139,8 +169,10 @@ func (b *taskBalancer) Balance(cb *kgo.ConsumerBalancer, partitions map[string]i
 			m.owned = append(m.owned, op.Partitions...)
 		}
 		m.owned = uniqueSorted(m.owned)
-		if sb, err := decodeTasks(meta.UserData); err == nil {
-			m.standby = sb
+		// Member data that cannot be read (another version's) counts as
+		// no standbys and no local state.
+		if sb, local, err := decodeMemberData(meta.UserData); err == nil {
+			m.standby, m.local = sb, local
 		}
 		ms = append(ms, m)
 		ids = append(ids, jm.MemberID)
@@ -168,13 +200,18 @@ func (s syncAssignment) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignm
 
 // member is what the leader knows of a group member: the topics it
 // subscribes to, the tasks it claims (owned in generation), and the
-// standby tasks it kept.
+// standby tasks it kept, and the tasks it has local state for, with their
+// offset sums (higher: more caught up).
 type member struct {
 	topics     []string
 	owned      []int32
 	generation int32
 	standby    []int32
+	local      map[int32]int64
 }
+
+// stateFor is m's offset sum for task p, 0 when it has no local state.
+func (m *member) stateFor(p int32) int64 { return m.local[p] }
 
 // assignment is one member's share: its partitions by topic (its active
 // tasks', for the topics it subscribes to) and its standby tasks.
@@ -231,15 +268,48 @@ func assignTasks(members []member, partitions map[string]int32, standbys int) []
 			claims[i] = append(claims[i], int32(p))
 		}
 	}
+	// A member over its quota gives up first the tasks another member has
+	// local state for (they move at the smallest restore), then the
+	// highest-numbered; the order below is the order it keeps them in.
+	for i := range claims {
+		elsewhere := func(p int32) bool {
+			for j := range members {
+				if j != i && members[j].stateFor(p) > 0 {
+					return true
+				}
+			}
+			return false
+		}
+		slices.SortStableFunc(claims[i], func(a, b int32) int {
+			ea, eb := elsewhere(a), elsewhere(b)
+			switch {
+			case ea == eb:
+				return int(a - b)
+			case eb:
+				return -1
+			default:
+				return 1
+			}
+		})
+	}
 	// Quotas: floor(n/m) each, and one more for n mod m members, chosen
-	// among those claiming the most (they then keep the most), ties in
-	// member order.
+	// among those claiming the most (they then keep the most), then those
+	// with local state for the most tasks, ties in member order.
 	base, extra := int(n)/len(members), int(n)%len(members)
 	order := make([]int, len(members))
+	warm := make([]int, len(members))
 	for i := range order {
 		order[i] = i
+		for p := range n {
+			if members[i].stateFor(p) > 0 {
+				warm[i]++
+			}
+		}
 	}
-	sort.SliceStable(order, func(a, b int) bool { return len(claims[order[a]]) > len(claims[order[b]]) })
+	sort.SliceStable(order, func(a, b int) bool {
+		ca, cb := len(claims[order[a]]), len(claims[order[b]])
+		return ca > cb || (ca == cb && warm[order[a]] > warm[order[b]])
+	})
 	quota := make([]int, len(members))
 	for k, i := range order {
 		quota[i] = base
@@ -258,8 +328,27 @@ func assignTasks(members []member, partitions map[string]int32, standbys int) []
 			out[i].tasks = append(out[i].tasks, p)
 		}
 	}
-	// Free tasks, in order, go to the member furthest below its quota
-	// (ties in member order).
+	// Free tasks go first, in order, to the member below its quota with
+	// the most caught-up local state for them (Kafka Streams'
+	// ClientState.lagFor: the least lag; ties in member order).
+	for p := range owner {
+		if owner[p] >= 0 {
+			continue
+		}
+		best := -1
+		for i := range members {
+			s := members[i].stateFor(int32(p))
+			if s > 0 && len(out[i].tasks) < quota[i] && (best < 0 || s > members[best].stateFor(int32(p))) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			owner[p] = best
+			out[best].tasks = append(out[best].tasks, int32(p))
+		}
+	}
+	// The rest, in order, go to the member furthest below its quota (ties
+	// in member order).
 	for p := range owner {
 		if owner[p] >= 0 {
 			continue
@@ -303,8 +392,10 @@ func assignTasks(members []member, partitions map[string]int32, standbys int) []
 
 // assignStandbys gives each task up to standbys standbys on members other
 // than its owner, none twice on one member: first where the task's standby
-// was (sticky), then on the members with the fewest tasks (active and
-// standby), ties in member order.
+// was (sticky), then on a member with local state for it (the most caught
+// up) whose load is at most one above the least loaded candidate's, else on
+// the members with the fewest tasks (active and standby), ties in member
+// order.
 func assignStandbys(members []member, owner []int, standbys int, out []assignment) {
 	if standbys <= 0 || len(members) < 2 {
 		return
@@ -341,6 +432,19 @@ func assignStandbys(members []member, owner []int, standbys int, out []assignmen
 				if best < 0 || load[i] < load[best] {
 					best = i
 				}
+			}
+			warm := -1
+			for i := range members {
+				s := members[i].stateFor(int32(p))
+				if i == owner[p] || has[i][int32(p)] || s <= 0 || load[i] > load[best]+1 {
+					continue
+				}
+				if warm < 0 || s > members[warm].stateFor(int32(p)) {
+					warm = i
+				}
+			}
+			if warm >= 0 {
+				best = warm
 			}
 			give(best, int32(p))
 			count[p]++
@@ -383,4 +487,70 @@ func decodeTasks(b []byte) ([]int32, error) {
 		b = b[n:]
 	}
 	return out, nil
+}
+
+// encodeMemberData is a member's JoinGroup UserData: memberDataVersion,
+// the number of standby tasks and each (uvarints), then each task with
+// local state and its offset sum (uvarints), in task order. Without local
+// state it is the version-1 encoding, which members of earlier versions
+// read.
+func encodeMemberData(standby []int32, local map[int32]int64) []byte {
+	if len(local) == 0 {
+		return encodeTasks(standby)
+	}
+	out := []byte{memberDataVersion}
+	out = binary.AppendUvarint(out, uint64(len(standby)))
+	for _, p := range standby {
+		out = binary.AppendUvarint(out, uint64(p))
+	}
+	for _, p := range slices.Sorted(maps.Keys(local)) {
+		out = binary.AppendUvarint(out, uint64(p))
+		out = binary.AppendUvarint(out, uint64(max(local[p], 0)))
+	}
+	return out
+}
+
+// decodeMemberData reads a member's JoinGroup UserData: version 1 (standby
+// tasks only, no local state) or 2.
+func decodeMemberData(b []byte) (standby []int32, local map[int32]int64, err error) {
+	if len(b) == 0 || b[0] == userDataVersion {
+		standby, err = decodeTasks(b)
+		return standby, nil, err
+	}
+	if b[0] != memberDataVersion {
+		return nil, nil, fmt.Errorf("member data version %d, want %d or %d", b[0], userDataVersion, memberDataVersion)
+	}
+	b = b[1:]
+	next := func(limit uint64) (uint64, error) {
+		v, n := binary.Uvarint(b)
+		if n <= 0 || v > limit {
+			return 0, errors.New("member data: a malformed number")
+		}
+		b = b[n:]
+		return v, nil
+	}
+	count, err := next(uint64(len(b)))
+	if err != nil {
+		return nil, nil, err
+	}
+	for range count {
+		p, err := next(1<<31 - 1)
+		if err != nil {
+			return nil, nil, err
+		}
+		standby = append(standby, int32(p))
+	}
+	local = map[int32]int64{}
+	for len(b) > 0 {
+		p, err := next(1<<31 - 1)
+		if err != nil {
+			return nil, nil, err
+		}
+		sum, err := next(1<<63 - 1)
+		if err != nil {
+			return nil, nil, err
+		}
+		local[int32(p)] = int64(sum)
+	}
+	return standby, local, nil
 }

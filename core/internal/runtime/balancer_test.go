@@ -347,3 +347,118 @@ func TestBalancerStandbysAsKafkaStreamsStickyTaskAssignor(t *testing.T) {
 		t.Errorf("a lone member stands by for %v", as[0].standby)
 	}
 }
+
+// withState gives member id of g the local state local (task -> offset
+// sum), as its state directory's checkpoints would.
+func (g *group) withState(id string, local map[int32]int64) {
+	g.members[id].localState = func() map[int32]int64 { return local }
+}
+
+// A restarted instance (same state directory: it owns nothing, but its
+// stores still hold tasks 0-2 with their checkpoints) gets tasks 0-2 back
+// when nobody owns them, rather than an arbitrary fair share: it restores
+// them from its checkpoints. Kafka Streams' SubscriptionInfo carries each
+// client's taskOffsetSums for this, and HighAvailabilityTaskAssignor gives
+// a task to the client with the least lag (ClientState.lagFor).
+func TestBalancerGivesARestartedMemberTheTasksItHasStateFor(t *testing.T) {
+	g := newGroup(t, map[string]int32{"events": 6, "events-2": 6}, 0)
+	g.join("a", "b") // b restarts: a sorts first, so member order alone would not favour b
+	g.withState("b", map[int32]int64{0: 500, 1: 480, 2: 510})
+	parts, _ := g.rebalance()
+	if got := tasks(parts)["b"]; !slices.Equal(got, []int32{0, 1, 2}) {
+		t.Errorf("the restarted member got %v, want its tasks 0, 1, 2", got)
+	}
+	// The most caught up wins: both have state for task 0 and 3, b more
+	// of 3, a more of 0.
+	g = newGroup(t, map[string]int32{"events": 4}, 0)
+	g.join("a", "b")
+	g.withState("a", map[int32]int64{0: 90, 3: 10})
+	g.withState("b", map[int32]int64{0: 50, 3: 70})
+	parts, _ = g.rebalance()
+	if ts := tasks(parts); !slices.Contains(ts["a"], 0) || !slices.Contains(ts["b"], 3) {
+		t.Errorf("tasks did not go to the most caught-up member: %v", ts)
+	}
+	// Balance holds even when one member has state for everything.
+	g = newGroup(t, map[string]int32{"events": 7}, 0)
+	g.join("a", "b", "c")
+	g.withState("c", map[int32]int64{0: 1, 1: 1, 2: 1, 3: 1, 4: 1, 5: 1, 6: 1})
+	parts, _ = g.rebalance() // check: floor/ceil, 2 or 3 each
+	if got := tasks(parts)["c"]; len(got) != 3 {
+		t.Errorf("the member with all the state holds %v, want 3 tasks: the extra one of 7 goes where state is", got)
+	}
+}
+
+// Stickiness first: tasks a live member owns stay with it even when a
+// returning member has state for them; only the tasks that balance moves
+// anyway go to the member with state. (Kafka Streams would also move them
+// back once the returning client caught up through a warmup replica and a
+// probing rebalance; this balancer has no warmups.)
+func TestBalancerKeepsOwnedTasksOverLocalState(t *testing.T) {
+	// b and c own 0-2 and 3-5; a restarts with state for 0-2. Quotas are
+	// 2, 2, 2: b and c each give up one task. b keeps 0, 1 (sticky) and
+	// gives up 2, c gives up 5 (no state anywhere: its highest).
+	g := newGroup(t, map[string]int32{"events": 6}, 0)
+	g.join("b", "c")
+	g.members["b"].owned = map[string][]int32{"events": {0, 1, 2}}
+	g.members["c"].owned = map[string][]int32{"events": {3, 4, 5}}
+	g.join("a")
+	g.withState("a", map[int32]int64{0: 100, 1: 100, 2: 100})
+	parts, _ := g.rebalance()
+	ts := tasks(parts)
+	if !slices.Equal(ts["b"], []int32{0, 1}) || !slices.Equal(ts["c"], []int32{3, 4}) || !slices.Equal(ts["a"], []int32{2, 5}) {
+		t.Errorf("got %v, want b [0 1], c [3 4], a [2 5]", ts)
+	}
+	// b took over all of a's and its own tasks while a was away; a comes
+	// back with state for 0-2: b must give up three, and gives up those a
+	// has state for.
+	g = newGroup(t, map[string]int32{"events": 6}, 0)
+	g.join("b")
+	g.members["b"].owned = map[string][]int32{"events": {0, 1, 2, 3, 4, 5}}
+	g.join("a")
+	g.withState("a", map[int32]int64{0: 100, 1: 100, 2: 100})
+	parts, _ = g.rebalance()
+	if got := tasks(parts)["a"]; !slices.Equal(got, []int32{0, 1, 2}) {
+		t.Errorf("a got %v, want 0, 1, 2: the tasks b had to give up, chosen where a has state", got)
+	}
+}
+
+// Standbys go preferably where the task's state already is: a member with
+// local state for a task stands by for it rather than one starting from
+// scratch.
+func TestBalancerPlacesStandbysWhereStateIs(t *testing.T) {
+	g := newGroup(t, map[string]int32{"events": 3}, 1)
+	g.join("a", "b", "c")
+	g.members["a"].owned = map[string][]int32{"events": {0}}
+	g.members["b"].owned = map[string][]int32{"events": {1}}
+	g.members["c"].owned = map[string][]int32{"events": {2}}
+	g.withState("c", map[int32]int64{0: 40})
+	g.withState("a", map[int32]int64{1: 40})
+	_, sb := g.rebalance()
+	if !slices.Contains(sb["c"], 0) || !slices.Contains(sb["a"], 1) {
+		t.Errorf("standbys %v: want task 0's on c and task 1's on a, where their state is", sb)
+	}
+}
+
+// Members of an earlier version send version-1 UserData (standby tasks
+// only): they count as having no local state. Version 2 round-trips;
+// malformed data is refused.
+func TestBalancerMemberData(t *testing.T) {
+	sb, local, err := decodeMemberData(encodeTasks([]int32{3, 4}))
+	if err != nil || !slices.Equal(sb, []int32{3, 4}) || len(local) != 0 {
+		t.Errorf("version 1: %v %v %v", sb, local, err)
+	}
+	if sb, local, err = decodeMemberData(nil); err != nil || sb != nil || local != nil {
+		t.Errorf("empty: %v %v %v", sb, local, err)
+	}
+	in := map[int32]int64{0: 1, 7: 1 << 40, 70000: 3}
+	sb, local, err = decodeMemberData(encodeMemberData([]int32{2}, in))
+	if err != nil || !slices.Equal(sb, []int32{2}) || fmt.Sprint(local) != fmt.Sprint(in) {
+		t.Errorf("version 2 round trip: %v %v %v", sb, local, err)
+	}
+	if _, _, err := decodeMemberData([]byte{memberDataVersion, 1}); err == nil {
+		t.Error("a truncated standby list was accepted")
+	}
+	if _, _, err := decodeMemberData([]byte{memberDataVersion, 0, 1}); err == nil {
+		t.Error("a task without its offset sum was accepted")
+	}
+}

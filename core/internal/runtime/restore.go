@@ -273,3 +273,45 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 		"from", from, "to", end.Offset, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
+
+// localTaskState returns the tasks this instance has local state for, with
+// their offset sums (the sum of the checkpointed changelog offsets of the
+// task's store partitions, as Kafka Streams' taskOffsetSums): what the
+// balancer's JoinGroup metadata reports, so that the group leader gives a
+// task back to the instance whose stores hold it. A store partition without
+// a checkpoint (running under at-least-once, or never restored) counts as
+// no state: its restore would wipe it. A task whose sum is 0 has nothing to
+// restore and is not reported.
+func (a *App) localTaskState() map[int32]int64 {
+	// The group's client is closed before the db, but a failing begin
+	// may close the db first: hold it open while reading.
+	a.stats.dbMu.RLock()
+	defer a.stats.dbMu.RUnlock()
+	if a.db == nil || a.stats.dbClosed {
+		return nil
+	}
+	out := map[int32]int64{}
+	seen := map[string]bool{}
+	for _, p := range a.plans {
+		for _, s := range p.stores {
+			if s.Global || seen[s.Name] {
+				continue
+			}
+			seen[s.Name] = true
+			ckpts, err := a.db.Checkpoints(s.Name)
+			if err != nil {
+				a.log.Warn("listing local state for the group", "store", s.Name, "error", err)
+				continue
+			}
+			for part, off := range ckpts {
+				out[part] += off
+			}
+		}
+	}
+	for p, sum := range out {
+		if sum <= 0 {
+			delete(out, p)
+		}
+	}
+	return out
+}

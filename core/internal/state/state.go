@@ -194,6 +194,30 @@ func (p *Partition) SetCheckpoint(offset int64) error {
 	return nil
 }
 
+// Checkpoints returns the checkpointed changelog offset of every partition
+// of store that has one: the store partitions whose local data can be
+// restored from where it is rather than from the changelog's start.
+func (d *DB) Checkpoints(store string) (map[int32]int64, error) {
+	prefix := append(append([]byte{checkpointTag}, store...), 0)
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: PrefixEnd(prefix)})
+	if err != nil {
+		return nil, fmt.Errorf("state: list checkpoints of store %s: %w", store, err)
+	}
+	defer it.Close()
+	out := map[int32]int64{}
+	for it.First(); it.Valid(); it.Next() {
+		k, v := it.Key(), it.Value()
+		if len(k) != len(prefix)+4 || len(v) != 8 {
+			continue
+		}
+		out[int32(binary.BigEndian.Uint32(k[len(prefix):]))] = int64(binary.BigEndian.Uint64(v))
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("state: list checkpoints of store %s: %w", store, err)
+	}
+	return out, nil
+}
+
 // ClearCheckpoint removes the checkpoint, durably: until a new one is written
 // the data is not trusted (a crash then means wipe and restore).
 func (p *Partition) ClearCheckpoint() error {

@@ -64,3 +64,39 @@ func TestPartitionsAreIsolatedAndCheckpointed(t *testing.T) {
 		t.Errorf("wiping store counts touched store counts2: %q", v)
 	}
 }
+
+// Checkpoints lists one store's checkpointed partitions, not a store whose
+// name extends it, nor cleared checkpoints; they survive a reopen.
+func TestCheckpointsListsAStoresCheckpointedPartitions(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		store string
+		part  int32
+		at    int64
+	}{{"counts", 0, 40}, {"counts", 3, 7}, {"counts", 5, 9}, {"counts2", 1, 100}} {
+		if err := db.Partition(c.store, c.part).SetCheckpoint(c.at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Partition("counts", 5).ClearCheckpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	got, err := db.Checkpoints("counts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0] != 40 || got[3] != 7 {
+		t.Errorf("checkpoints of counts: %v, want map[0:40 3:7]", got)
+	}
+}
