@@ -68,6 +68,7 @@ test-rust: deps build
 # CONFORMANCE_FLAGS narrows it, e.g. CONFORMANCE_FLAGS="-lang go -run count".
 conformance: deps build
 	go run ./conformance/runner -repo $(CURDIR) $(CONFORMANCE_FLAGS)
+	go run ./conformance/runner -repo $(CURDIR) -driver -lang go,python $(CONFORMANCE_FLAGS)
 
 # The same matrix through test driver sessions (docs/testing.md): each case
 # run as a TopologyTestDriver test would run it, one record at a time, no
