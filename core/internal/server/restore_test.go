@@ -36,7 +36,7 @@ func (e *env) gateRestore(topic string) (release func()) {
 	id := details[topic].ID
 	open := make(chan struct{})
 	var once sync.Once
-	c := e.broker.Cluster()
+	c := kfakeCluster(e.t, e.broker)
 	c.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		held := false
