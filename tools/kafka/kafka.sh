@@ -81,9 +81,13 @@ fetch() {
 }
 
 free_port() {
-	local p
+	# Below the kernel's ephemeral range, where no outgoing connection takes
+	# the port between this check and the broker's bind.
+	local p low
+	low="$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)"
+	((low > 12000)) || low=32768
 	for _ in $(seq 1 50); do
-		p=$((20000 + RANDOM % 40000))
+		p=$((10000 + RANDOM % (low - 10000)))
 		# A refused connection means nothing listens there.
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			echo "$p"
@@ -210,9 +214,9 @@ serve() {
 	trap 'stop_broker; exit 143' TERM
 	died() {
 		echo "kafka: the broker (pid $pid) exited with status $1 while $2; the tail of $data/server.log:" >&2
-		tail -25 "$data/server.log" "$data/stdout.log" >&2 || true
+		tail -n 25 "$data/server.log" "$data/stdout.log" >&2 || true
 		local cause
-		cause="$(grep -hoE 'Address already in use|Failed to bind[^(]*|No meta.properties[^.]*|Invalid value [^ ]* for configuration [^:]*|Missing required configuration "[^"]*"|ClassNotFoundException: [^ ]*|UnsupportedClassVersionError[^,]*' "$data/server.log" "$data/stdout.log" | head -1 || true)"
+		cause="$(grep -hoiE '(failed to bind to|bind to) [0-9.]+:[0-9]+[^.]*|Address already in use|Failed to bind[^(]*|No meta.properties[^.]*|Invalid value [^ ]* for configuration [^:]*|Missing required configuration "[^"]*"|ClassNotFoundException: [^ ]*|UnsupportedClassVersionError[^,]*' "$data/server.log" "$data/stdout.log" | head -1 || true)"
 		[[ -z "$cause" ]] || echo "kafka: cause: $cause" >&2
 		[[ -z "$temp" ]] || rm -rf "$temp"
 		exit 1
@@ -227,7 +231,7 @@ serve() {
 		fi
 		if ((SECONDS - start >= timeout)); then
 			echo "kafka: the broker did not log 'Kafka Server started' within ${timeout} s (KAFKA_START_TIMEOUT); the tail of $data/server.log:" >&2
-			tail -25 "$data/server.log" >&2 || true
+			tail -n 25 "$data/server.log" >&2 || true
 			stop_broker
 			exit 1
 		fi

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -166,13 +167,28 @@ func (b *Broker) loadPorts() error {
 	return os.WriteFile(file, []byte(out.String()), 0o644)
 }
 
+// freePort picks a port that binds on 127.0.0.1, below the kernel's
+// ephemeral range: a port from that range could be taken as the source
+// port of some outgoing connection while the broker is down between a Stop
+// and a Restart, and the broker could not bind it again.
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("kafkatest: finding a free port: %w", err)
+	low := 32768
+	if data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(data)); len(f) > 0 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 12000 {
+				low = n
+			}
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	for range 100 {
+		p := 10000 + rand.IntN(low-10000)
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err == nil {
+			ln.Close()
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("kafkatest: no free port on 127.0.0.1 below %d in 100 tries", low)
 }
 
 // script is tools/kafka/kafka.sh of this source tree.
