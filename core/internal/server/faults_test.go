@@ -219,6 +219,7 @@ func isCommit(req kmsg.Request) bool { return req.(*kmsg.EndTxnRequest).Commit }
 // the producer is fenced, the client replaced) and its records processed
 // again: read_committed, every count is exact.
 func TestFaultEndTxnErrors(t *testing.T) {
+	needKfake(t)
 	cases := []struct {
 		name string
 		err  *kerr.Error // nil: the connection closes
@@ -274,6 +275,7 @@ func txnOffsetCommitAnswer(code int16) func(kmsg.Request) (kmsg.Response, error)
 // member a rebalance left behind). The transaction aborts; nothing is lost
 // or counted twice.
 func TestFaultTxnOffsetCommitErrors(t *testing.T) {
+	needKfake(t)
 	for _, code := range []*kerr.Error{kerr.IllegalGeneration, kerr.UnknownMemberID} {
 		t.Run(code.Message, func(t *testing.T) {
 			e := newEnv(t, "lines", "word-counts")
@@ -292,6 +294,7 @@ func TestFaultTxnOffsetCommitErrors(t *testing.T) {
 // transactional id still ending) a few times at start; the engine retries
 // and then counts everything exactly once.
 func TestFaultInitProducerIDConcurrentTransactions(t *testing.T) {
+	needKfake(t)
 	e := newEnv(t, "lines", "word-counts")
 	f := answerEvery(kfakeCluster(t, e.broker), kmsg.InitProducerID, 1, scale(3, 8), nil, func(r kmsg.Request) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
@@ -312,6 +315,7 @@ func sleepFor(d time.Duration) func() { return func() { time.Sleep(d) } }
 // three-broker cluster, partition leaders and group/transaction
 // coordinators moved every few hundred milliseconds while the count runs.
 func TestFaultDataPath(t *testing.T) {
+	needKfake(t)
 	e := newEnv(t, "lines", "word-counts")
 	c := kfakeCluster(t, e.broker)
 	for range 2 {
@@ -506,6 +510,7 @@ func fromInstance(req kmsg.Request, id string) bool {
 // work with B. Both instances still run at the end, and every count
 // update is committed exactly once.
 func TestFaultZombie(t *testing.T) {
+	needKfake(t)
 	a := newEnv(t, "lines", "word-counts")
 	c := kfakeCluster(t, a.broker)
 	ra := startFaultRun(t, a, "zombie")

@@ -74,6 +74,7 @@ func (h *testHost) getState() *pb.GetStateResponse {
 // progress that only grows, up to the total, then STATE_RUNNING, in GetState
 // and in Exchange; the restored store equals the store before.
 func TestRestoreProgressIsReported(t *testing.T) {
+	needKfake(t)
 	e := newEnv(t, "lines", "word-counts")
 	const app = "restore"
 	changelog := app + "-" + wcStore + "-changelog"

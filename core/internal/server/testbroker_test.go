@@ -72,6 +72,17 @@ type sharedKafka struct{ *kafkatest.Broker }
 
 func (sharedKafka) Close() {}
 
+// needKfake skips a test that injects broker faults through kfake's
+// request interception when the tests run against real Kafka.
+func needKfake(t testing.TB) {
+	t.Helper()
+	if kafkatest.Enabled() {
+		t.Skip(kfakeOnly)
+	}
+}
+
+const kfakeOnly = "needs kfake's request interception to inject broker faults; a real Apache Kafka broker cannot be made to answer so"
+
 // kfakeCluster is the kfake cluster behind b, for tests that inject faults
 // through its request interception; against real Kafka such a test is
 // skipped, since a real broker cannot be made to answer that way.
@@ -79,7 +90,7 @@ func kfakeCluster(t testing.TB, b testBroker) *kfake.Cluster {
 	t.Helper()
 	e, ok := b.(*broker.Embedded)
 	if !ok {
-		t.Skip("needs kfake's request interception to inject broker faults; a real Apache Kafka broker cannot be made to answer so")
+		t.Skip(kfakeOnly)
 	}
 	return e.Cluster()
 }
