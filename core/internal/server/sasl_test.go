@@ -169,12 +169,18 @@ func TestSASLToTheBroker(t *testing.T) {
 				}
 			}
 			t.Logf("wrong credentials: %s", seen["wrong Start"])
-			want := "tls: certificate required" // mTLS without the engine's certificate
+			// mTLS without the engine's certificate: the broker's TLS alert
+			// (Apache Kafka's bad_certificate, kfake's certificate_required)
+			// and the settings to check.
+			want := "remote error: tls: "
 			if tc.mech != "" {
 				want = "SASL authentication or TLS failed; check security.protocol=" + protocol + ", sasl.mechanism=" + tc.mech + `, sasl.username="alice"`
 			}
 			if msg := seen["wrong Start"]; !strings.Contains(msg, want) {
 				t.Errorf("wrong credentials fail with %q, want %q", msg, want)
+			}
+			if msg := seen["wrong Start"]; tc.mech == "" && !strings.Contains(msg, "check security.protocol=SSL, ssl.ca.location, and ssl.certificate.location with ssl.key.location") {
+				t.Errorf("a refused certificate fails with %q, which does not name the settings to check", msg)
 			}
 			seen["log"] = logs.String()
 			for where, text := range seen {
