@@ -66,7 +66,7 @@ kafka:
 # part of make test; test-kafka runs every server test (those that need
 # kfake's fault injection skip, saying why), the exactly_once_v2 kill -9
 # count checked by confluent-kafka, and the long scale-out run.
-KAFKA_QUICK := TestBroker|TestPortInUse|TestWordCountCrossesInBundles|TestCountsContinueAfterRestart|TestExactlyOnceSurvivesKills|TestStreamTableJoin$$|TestStreamStreamJoin$$|TestSuppressEmitsEachWindowOnce|TestStandbyReplicasShortenTheTakeoverRestore|TestScaleOutCountsExactlyOnceAcrossKillAndJoin|TestFaultBrokerRestart|TestSASLToTheBroker
+KAFKA_QUICK := TestPortInUse|TestWordCountCrossesInBundles|TestCountsContinueAfterRestart|TestExactlyOnceSurvivesKills|TestStreamTableJoin$$|TestStreamStreamJoin$$|TestSuppressEmitsEachWindowOnce|TestStandbyReplicasShortenTheTakeoverRestore|TestScaleOutCountsExactlyOnceAcrossKillAndJoin|TestFaultBrokerRestart|TestSASLToTheBroker
 test-kafka-quick: build
 	POLYSTREAMS_TEST_BROKER=kafka go test -count=1 -timeout 15m -run '$(KAFKA_QUICK)' ./core/internal/kafkatest/ ./core/internal/server/
 

@@ -21,13 +21,13 @@
 #   --ready log|metadata  what "started" means: the broker's log line, or (default) also an
 #                         answer to a metadata request from a Java admin client
 #
-# Environment: KAFKA_START_TIMEOUT (s, default 90), KAFKA_HEAP_OPTS (default -Xms256m -Xmx1g),
+# Environment: KAFKA_VERSION (default tools/kafka/VERSION), KAFKA_START_TIMEOUT (s, default 90), KAFKA_HEAP_OPTS (default -Xms256m -Xmx1g),
 # JAVA_HOME (else java on PATH), MVN (default mvn).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-version="$(tr -d '[:space:]' < "$here/VERSION")"
+version="${KAFKA_VERSION:-$(tr -d "[:space:]" < "$here/VERSION")}"
 cache="${KAFKA_CACHE:-$root/.cache/kafka}"
 libs="$cache/$version/libs"
 timeout="${KAFKA_START_TIMEOUT:-90}"
@@ -69,7 +69,7 @@ fetch() {
 	echo "kafka: resolving org.apache.kafka:kafka_2.13:$version and its runtime dependencies into $libs" >&2
 	if ! out="$("$mvn" -q -B -f "$here/pom.xml" -Dkafka.version="$version" dependency:copy-dependencies \
 		-DincludeScope=runtime -DoutputDirectory="$libs" 2>&1)"; then
-		echo "$out" | grep -E 'ERROR|Could not|not found|resolve' | head -20 >&2 || echo "$out" | tail -20 >&2
+		echo "$out" | sed 's/\x1b\[[0-9;]*m//g' | grep -E 'Could not|Failed to|Unknown host|Connection' | head -5 >&2 || echo "$out" | tail -20 >&2
 		rm -rf "$libs"
 		exec 9>&-
 		die "Maven could not resolve org.apache.kafka:kafka_2.13:$version (output above)"
@@ -118,6 +118,8 @@ serve() {
 		*) die "serve: unknown option $1 (see the head of $0)" ;;
 		esac
 	done
+	[[ -z "$port" ]] || port_free_or_die "$port" "choose another with --port"
+	[[ -z "$cport" ]] || port_free_or_die "$cport" "choose another with --controller-port"
 	local java
 	java="$(java_bin)"
 	fetch > /dev/null
