@@ -1,6 +1,8 @@
 // Command polystreams runs the polystreams engine.
 //
-//	polystreams dev       engine + embedded Kafka broker (kfake), for development, demos and tests
+//	polystreams dev       engine + embedded Kafka broker (kfake), for development, demos and tests:
+//	                      topics a topology reads or writes are created when missing, and
+//	                      commit.interval.ms defaults to 1000 (results show within a second)
 //	polystreams serve     engine against any Kafka: --brokers host:port
 //	polystreams describe  a topology as text, json, mermaid, dot or svg
 //
@@ -35,7 +37,10 @@ import (
 const usage = `polystreams: Kafka Streams for Python, Node.js and Rust, on one Go engine.
 
 Usage:
-  polystreams dev   [flags]   run the engine with an embedded Kafka broker
+  polystreams dev   [flags]   run the engine with an embedded Kafka broker; it
+                              creates the topics a topology reads or writes when
+                              missing, and commits every 1000 ms unless
+                              commit.interval.ms is set
   polystreams serve [flags]   run the engine against Kafka at --brokers
   polystreams describe [flags] [TOPOLOGY-FILE]
                               print a topology (of a running engine, or a file)
@@ -156,7 +161,7 @@ func run(args []string, dev bool) error {
 	}
 
 	srv := server.New(server.Options{Brokers: bootstrap, StateDir: *stateDir, SessionTimeout: *sessionTimeout, Logger: log,
-		Recent: recent, Version: version, MetricsDisabled: !*metricsOn, MaxRequestBytes: *maxRequest})
+		Recent: recent, Version: version, MetricsDisabled: !*metricsOn, MaxRequestBytes: *maxRequest, Embedded: dev})
 	ln, err := sec.listen(*listen)
 	if err != nil {
 		return err

@@ -96,6 +96,14 @@ type Config struct {
 	// sliding windows.
 	FoldPrograms bool
 
+	// CreateMissingTopics: the brokers are the engine's embedded broker
+	// (polystreams dev), so Start creates the topics the topology reads or
+	// writes that do not exist yet, with the broker's default partition
+	// count, and says so in one log line. Against any other broker a
+	// missing source topic fails Start (Kafka Streams'
+	// MissingSourceTopicException). Set by the engine, not a config key.
+	CreateMissingTopics bool
+
 	// TestDriver is polystreams.test.driver=true: a test driver session
 	// (docs/design/test-driver.md); the record cache is flushed only when
 	// the session commits after each piped record, never on a timer.
