@@ -143,6 +143,11 @@ class EngineProcess:
                 errors="replace",
                 preexec_fn=_pdeathsig(),
                 close_fds=True,
+                # Its own session, so its own process group: a Ctrl-C at the
+                # terminal reaches this program, which stops the app cleanly,
+                # and not the engine mid-commit (which would leave Stop an
+                # "engine unreachable" error). As the Node and Rust SDKs do.
+                start_new_session=True,
             )
         except OSError as e:
             raise EngineStartError("unavailable", f"cannot start the engine {binary}: {e}") from None
