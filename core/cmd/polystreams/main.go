@@ -31,6 +31,7 @@ import (
 
 	"github.com/polystreams/polystreams/core/internal/broker"
 	"github.com/polystreams/polystreams/core/internal/logging"
+	"github.com/polystreams/polystreams/core/internal/runtime"
 	"github.com/polystreams/polystreams/core/internal/server"
 )
 
@@ -101,6 +102,7 @@ func run(args []string, dev bool) error {
 	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
 	maxRequest := fs.Int("max-request-bytes", server.DefaultMaxRequestBytes, "refuse a request message larger than this")
 	sessionTimeout := fs.Duration("session-timeout", 60*time.Second, "stop a started session whose host has not called for this long")
+	brokerWait := fs.Duration("broker-wait", runtime.DefaultBrokerWait, "how long a session's start waits for a broker to answer before it fails (polystreams.broker.wait.ms for sessions that do not set it; 0 fails at once)")
 	configFile := fs.String("config", "", "file of name = value lines setting these flags (names without dashes' prefix; # comments); a flag given on the command line wins, then $POLYSTREAMS_<NAME>, then the file")
 	var brokers, brokerAddr, topics, dataDir *string
 	var partitions *int
@@ -161,7 +163,7 @@ func run(args []string, dev bool) error {
 	}
 
 	srv := server.New(server.Options{Brokers: bootstrap, StateDir: *stateDir, SessionTimeout: *sessionTimeout, Logger: log,
-		Recent: recent, Version: version, MetricsDisabled: !*metricsOn, MaxRequestBytes: *maxRequest, Embedded: dev})
+		Recent: recent, Version: version, MetricsDisabled: !*metricsOn, MaxRequestBytes: *maxRequest, Embedded: dev, BrokerWait: brokerWait})
 	ln, err := sec.listen(*listen)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -122,3 +123,31 @@ func TestMissingSourceTopicOutsideEmbedded(t *testing.T) {
 		t.Errorf("topics were created for a session with its own bootstrap.servers:\n%s", logs.String())
 	}
 }
+
+// The engine's --broker-wait (Options.BrokerWait) is
+// polystreams.broker.wait.ms for sessions that do not set it; without it
+// the runtime's default holds.
+func TestBrokerWaitDefault(t *testing.T) {
+	for _, tc := range []struct {
+		wait   *time.Duration
+		config map[string]string
+		want   string
+	}{
+		{nil, nil, "60000"},
+		{ptr(2500 * time.Millisecond), nil, "2500"},
+		{ptr(time.Duration(0)), nil, "0"},
+		{ptr(2500 * time.Millisecond), map[string]string{"polystreams.broker.wait.ms": "700"}, "700"},
+	} {
+		srv := server.New(server.Options{Brokers: "127.0.0.1:9", StateDir: t.TempDir(), BrokerWait: tc.wait})
+		resp, err := srv.OpenSession(context.Background(), connect.NewRequest(&pb.OpenSessionRequest{ApplicationId: "wait", Config: tc.config}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.Msg.Config["polystreams.broker.wait.ms"]; got != tc.want {
+			t.Errorf("BrokerWait %v, config %v: polystreams.broker.wait.ms = %s, want %s", tc.wait, tc.config, got, tc.want)
+		}
+		srv.Close(context.Background())
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +62,11 @@ type Options struct {
 	// exactly_once_v2 its default, 100 ms, is shorter already): results
 	// show in about a second, not Kafka Streams' 30 s.
 	Embedded bool
+	// BrokerWait, when not nil, sets polystreams.broker.wait.ms for
+	// sessions that do not set it (the engine's --broker-wait; 0 fails a
+	// start at once when no broker answers); nil keeps the runtime's
+	// default, runtime.DefaultBrokerWait.
+	BrokerWait *time.Duration
 }
 
 // DevCommitInterval is commit.interval.ms of sessions on the embedded
@@ -232,6 +238,9 @@ func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSess
 	kv := withDefault(m.Config, "state.dir", s.opts.StateDir)
 	if s.opts.MetricsDisabled {
 		kv = withDefault(kv, "polystreams.metrics.enabled", "false")
+	}
+	if s.opts.BrokerWait != nil {
+		kv = withDefault(kv, "polystreams.broker.wait.ms", strconv.FormatInt(s.opts.BrokerWait.Milliseconds(), 10))
 	}
 	var td *testdriver.Driver
 	if testdriver.Enabled(kv) {
