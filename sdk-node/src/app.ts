@@ -20,7 +20,7 @@ import {
   handleFrom,
   table,
 } from "./dsl.js";
-import { type EngineLogger, EngineProcess, checkEngineVersion, findEngine } from "./engine.js";
+import { type EngineLogger, EngineProcess, checkEngineVersion, feedHint, findEngine } from "./engine.js";
 import { FailedPreconditionError, NotFoundError, PolystreamsError, ProcessingError } from "./errors.js";
 import { type DescribeFormat, type Metrics, metricsFrom } from "./metrics.js";
 import {
@@ -258,6 +258,8 @@ export class App implements Builder {
   #idle: Promise<void> = Promise.resolve();
   /** Store name -> key serde, of the tables this app built (and what queries learned). */
   readonly #storeKeySerdes = new Map<string, string>();
+  /** The topics streams and tables read, in builder order (for the embedded broker's hint). */
+  readonly #sources: string[] = [];
   readonly #stateListeners: StateListener[] = [];
   readonly #restoreListeners: RestoreListener[] = [];
   #lastState: State = "created"; // as run() last saw it
@@ -334,6 +336,7 @@ export class App implements Builder {
         throw new TypeError(`stream: topics must be strings, not ${typeof t}`);
       }
     }
+    this.#sources.push(...list);
     return new KStream(
       this,
       this.build("stream", null, [], () => ({
@@ -354,6 +357,7 @@ export class App implements Builder {
     topic: string,
     options: TableOptions<KS, VS> = {},
   ): KTable<SerdeType<KS>, SerdeType<VS>> {
+    this.#sources.push(topic);
     return table(this, topic, options);
   }
 
@@ -371,6 +375,7 @@ export class App implements Builder {
     topic: string,
     options: GlobalTableOptions<KS, VS> = {},
   ): GlobalKTable<SerdeType<KS>, SerdeType<VS>> {
+    this.#sources.push(topic);
     return globalTable(this, topic, options);
   }
 
@@ -690,6 +695,9 @@ export class App implements Builder {
     await this.built();
     await this.#client.call("start", { sessionId: this.#session });
     this.#started = true;
+    if (this.#engine?.broker) {
+      process.stderr.write(feedHint(this.#engine.broker, this.#sources, this.config["commit.interval.ms"] ?? "?") + "\n");
+    }
   }
 
   /**

@@ -40,6 +40,18 @@ export const defaultLogger: EngineLogger = (level, line) => {
   }
 };
 
+/**
+ * The line an App that spawned `polystreams dev` prints when it starts:
+ * where the embedded broker is, and a way to feed it records (kcat, one
+ * record per line of input).
+ */
+export function feedHint(broker: string, topics: readonly string[], commitIntervalMs: string): string {
+  return (
+    `polystreams: embedded Kafka broker at ${broker} (app.brokers; missing topics are created, results ` +
+    `commit every ${commitIntervalMs} ms); feed it: printf 'to be or not to be\\n' | kcat -P -b ${broker} -t ${topics[0] ?? "<topic>"}`
+  );
+}
+
 function executable(path: string): boolean {
   try {
     accessSync(path, constants.X_OK);

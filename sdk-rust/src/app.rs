@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::client::Client;
 use crate::dsl::{Handle, KStream, KTable, Options, KEY, MATERIALIZED, NAME, VALUE};
-use crate::engine::{check_engine_version, find_engine, EngineProcess};
+use crate::engine::{check_engine_version, feed_hint, find_engine, EngineProcess};
 use crate::error::{record_context, Error, Result};
 use crate::host::{Executor, Func};
 use crate::pb::{self, build_request::Operation as Op};
@@ -316,6 +316,7 @@ impl AppBuilder {
                 idle: Condvar::new(),
                 stop_requested: AtomicBool::new(false),
                 engine: Mutex::new(engine),
+                sources: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -370,6 +371,9 @@ pub(crate) struct Inner {
     idle: Condvar,
     stop_requested: AtomicBool,
     engine: Mutex<Option<EngineProcess>>,
+    /// The topics streams and tables read, in builder order (for the
+    /// embedded broker's hint).
+    sources: Mutex<Vec<String>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -441,7 +445,14 @@ impl Inner {
 
     /// One Build call; on refusal the functions registered for it are forgotten.
     pub(crate) fn build(&self, op: Op, tokens: &[u32]) -> Result<Option<Handle>> {
+        let topics = match &op {
+            Op::Stream(s) => s.topics.clone(),
+            Op::Table(t) => vec![t.topic.clone()],
+            Op::GlobalTable(g) => vec![g.topic.clone()],
+            _ => Vec::new(),
+        };
         let resp = self.call_build(op, tokens)?;
+        lock(&self.sources).extend(topics);
         let h = resp.handle.map(Handle::from_proto).transpose()?;
         if let Some(h) = &h {
             if !h.store.is_empty() && !h.key_serde.is_empty() {
@@ -761,6 +772,10 @@ impl App {
         }
         self.inner.client.start(&pb::StartRequest { session_id: self.inner.session.clone() })?;
         lock(&self.inner.life).started = true;
+        if let Some(broker) = lock(&self.inner.engine).as_ref().and_then(|e| e.broker.clone()) {
+            let commit = self.inner.config.get("commit.interval.ms").map_or("?", String::as_str);
+            eprintln!("{}", feed_hint(&broker, &lock(&self.inner.sources), commit));
+        }
         Ok(())
     }
 

@@ -251,6 +251,17 @@ impl Drop for EngineProcess {
     }
 }
 
+/// The line an App that spawned `polystreams dev` prints when it starts:
+/// where the embedded broker is, and a way to feed it records (kcat, one
+/// record per line of input).
+pub(crate) fn feed_hint(broker: &str, topics: &[String], commit_interval_ms: &str) -> String {
+    let topic = topics.first().map_or("<topic>", String::as_str);
+    format!(
+        "polystreams: embedded Kafka broker at {broker} (app.brokers(); missing topics are created, results commit \
+         every {commit_interval_ms} ms); feed it: printf 'to be or not to be\\n' | kcat -P -b {broker} -t {topic}"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::check_engine_version;

@@ -1,6 +1,8 @@
 // Command polystreams runs the polystreams engine.
 //
-//	polystreams dev       engine + embedded Kafka broker (kfake), for development, demos and tests
+//	polystreams dev       engine + embedded Kafka broker (kfake), for development, demos and tests:
+//	                      topics a topology reads or writes are created when missing, and
+//	                      commit.interval.ms defaults to 1000 (results show within a second)
 //	polystreams serve     engine against any Kafka: --brokers host:port
 //	polystreams describe  a topology as text, json, mermaid, dot or svg
 //
@@ -29,13 +31,17 @@ import (
 
 	"github.com/polystreams/polystreams/core/internal/broker"
 	"github.com/polystreams/polystreams/core/internal/logging"
+	"github.com/polystreams/polystreams/core/internal/runtime"
 	"github.com/polystreams/polystreams/core/internal/server"
 )
 
 const usage = `polystreams: Kafka Streams for Python, Node.js and Rust, on one Go engine.
 
 Usage:
-  polystreams dev   [flags]   run the engine with an embedded Kafka broker
+  polystreams dev   [flags]   run the engine with an embedded Kafka broker; it
+                              creates the topics a topology reads or writes when
+                              missing, and commits every 1000 ms unless
+                              commit.interval.ms is set
   polystreams serve [flags]   run the engine against Kafka at --brokers
   polystreams describe [flags] [TOPOLOGY-FILE]
                               print a topology (of a running engine, or a file)
@@ -96,6 +102,7 @@ func run(args []string, dev bool) error {
 	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
 	maxRequest := fs.Int("max-request-bytes", server.DefaultMaxRequestBytes, "refuse a request message larger than this")
 	sessionTimeout := fs.Duration("session-timeout", 60*time.Second, "stop a started session whose host has not called for this long")
+	brokerWait := fs.Duration("broker-wait", runtime.DefaultBrokerWait, "how long a session's start waits for a broker to answer before it fails (polystreams.broker.wait.ms for sessions that do not set it; 0 fails at once)")
 	configFile := fs.String("config", "", "file of name = value lines setting these flags (names without dashes' prefix; # comments); a flag given on the command line wins, then $POLYSTREAMS_<NAME>, then the file")
 	var brokers, brokerAddr, topics, dataDir *string
 	var partitions *int
@@ -156,7 +163,7 @@ func run(args []string, dev bool) error {
 	}
 
 	srv := server.New(server.Options{Brokers: bootstrap, StateDir: *stateDir, SessionTimeout: *sessionTimeout, Logger: log,
-		Recent: recent, Version: version, MetricsDisabled: !*metricsOn, MaxRequestBytes: *maxRequest})
+		Recent: recent, Version: version, MetricsDisabled: !*metricsOn, MaxRequestBytes: *maxRequest, Embedded: dev, BrokerWait: brokerWait})
 	ln, err := sec.listen(*listen)
 	if err != nil {
 		return err

@@ -189,9 +189,17 @@ func (a *App) Start(ctx context.Context) error {
 	}
 	a.adm = kadm.NewClient(admCl)
 	if _, err := a.adm.BrokerMetadata(ctx); unreachable(err) {
+		if a.cfg.BrokerWait <= 0 {
+			a.adm.Close()
+			a.cancel()
+			close(a.done)
+			return a.noBroker(err)
+		}
 		// As Kafka Streams' start(): no broker answers yet, which is no
-		// error. The application is Rebalancing until one does.
-		a.log.Warn("waiting for the brokers", "brokers", strings.Join(a.cfg.Brokers, ","), "error", err)
+		// error. The application is Rebalancing until one does, for
+		// polystreams.broker.wait.ms at most.
+		a.log.Warn("waiting for the brokers", "brokers", strings.Join(a.cfg.Brokers, ","),
+			"polystreams.broker.wait.ms", a.cfg.BrokerWait.Milliseconds(), "error", err)
 		a.setState(Rebalancing)
 		go a.startWhenReachable()
 		return nil
@@ -224,9 +232,17 @@ func unreachable(err error) bool {
 	return errors.As(err, &op) || errors.As(err, &dns)
 }
 
+// noBroker is the error of an application none of whose brokers answered
+// within polystreams.broker.wait.ms; last is the last attempt's error.
+func (a *App) noBroker(last error) error {
+	return fmt.Errorf("runtime: no broker of bootstrap.servers %s answered within %v (polystreams.broker.wait.ms = %d): %w",
+		strings.Join(a.cfg.Brokers, ","), a.cfg.BrokerWait, a.cfg.BrokerWait.Milliseconds(), last)
+}
+
 // startWhenReachable waits for a broker to answer, retrying with a backoff
 // up to 2 s and logging at most once per brokerLogEvery, then begins
-// processing; Stop ends the wait. Start's errors that a broker's answers
+// processing; Stop ends the wait, and so does polystreams.broker.wait.ms
+// passing, failing the application (noBroker). Start's errors that a broker's answers
 // decide (a missing source topic, ...) then fail the application.
 func (a *App) startWhenReachable() {
 	since, logged := time.Now(), time.Now()
@@ -242,6 +258,12 @@ func (a *App) startWhenReachable() {
 		_, err := a.adm.BrokerMetadata(a.ctx)
 		if !unreachable(err) {
 			break
+		}
+		if a.ctx.Err() == nil && time.Since(since) >= a.cfg.BrokerWait {
+			a.adm.Close()
+			a.fail(a.noBroker(err))
+			close(a.done)
+			return
 		}
 		if time.Since(logged) >= brokerLogEvery {
 			logged = time.Now()

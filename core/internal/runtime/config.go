@@ -50,6 +50,13 @@ type Config struct {
 	BundleMaxRecords int
 	BundleMaxBytes   int
 	BundleLinger     time.Duration
+	// polystreams.broker.wait.ms; default 60000. How long Start waits for
+	// a broker of bootstrap.servers to answer before the application fails,
+	// naming the brokers and the last connection error (the wait survives a
+	// broker that is still starting; a wrong address fails instead of
+	// retrying forever). 0 fails at once. Kafka Streams has no such key: its
+	// threads retry for as long as the process lives.
+	BrokerWait time.Duration
 	// num.standby.replicas; default 0 (Kafka Streams'). Each task gets
 	// this many standbys on other instances, which keep warm copies of its
 	// stores by tailing their changelogs, so that the task restores little
@@ -96,6 +103,14 @@ type Config struct {
 	// sliding windows.
 	FoldPrograms bool
 
+	// CreateMissingTopics: the brokers are the engine's embedded broker
+	// (polystreams dev), so Start creates the topics the topology reads or
+	// writes that do not exist yet, with the broker's default partition
+	// count, and says so in one log line. Against any other broker a
+	// missing source topic fails Start (Kafka Streams'
+	// MissingSourceTopicException). Set by the engine, not a config key.
+	CreateMissingTopics bool
+
 	// TestDriver is polystreams.test.driver=true: a test driver session
 	// (docs/design/test-driver.md); the record cache is flushed only when
 	// the session commits after each piped record, never on a timer.
@@ -103,6 +118,9 @@ type Config struct {
 
 	Logger *slog.Logger
 }
+
+// DefaultBrokerWait is polystreams.broker.wait.ms's default.
+const DefaultBrokerWait = 60 * time.Second
 
 // Keys whose values are credentials: never echoed, logged or described.
 func sensitive(key string) bool {
@@ -137,6 +155,7 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 		BundleLinger:      2 * time.Millisecond,
 		SecurityProtocol:  "PLAINTEXT",
 		CacheMaxBytes:     10 << 20,
+		BrokerWait:        DefaultBrokerWait,
 	}
 	var errs []error
 	var deadLetterOf map[string]string // handler key -> topic named in dead_letter(topic)
@@ -206,6 +225,8 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 			if c.BundleMaxBytes = int(num()); c.BundleMaxBytes == 0 {
 				errs = append(errs, fmt.Errorf("%s must be at least 1", k))
 			}
+		case "polystreams.broker.wait.ms":
+			c.BrokerWait = time.Duration(num()) * time.Millisecond
 		case "polystreams.bundle.linger.ms":
 			c.BundleLinger = time.Duration(num()) * time.Millisecond
 		case "security.protocol":
@@ -268,10 +289,14 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 		case "sasl.password":
 			c.SASLPassword = v
 		default:
+			hint := ""
+			if near := nearestKey(k); near != "" {
+				hint = fmt.Sprintf(" (did you mean %s?)", near)
+			}
 			if sensitive(k) {
-				errs = append(errs, fmt.Errorf("config key %q is not known (its value is hidden)", k))
+				errs = append(errs, fmt.Errorf("config key %q is not known%s (its value is hidden)", k, hint))
 			} else {
-				errs = append(errs, fmt.Errorf("config key %q is not known", k))
+				errs = append(errs, fmt.Errorf("config key %q is not known%s", k, hint))
 			}
 		}
 	}
@@ -296,6 +321,7 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 		"polystreams.bundle.max.records": strconv.Itoa(c.BundleMaxRecords),
 		"polystreams.bundle.max.bytes":   strconv.Itoa(c.BundleMaxBytes),
 		"polystreams.bundle.linger.ms":   strconv.FormatInt(c.BundleLinger.Milliseconds(), 10),
+		"polystreams.broker.wait.ms":     strconv.FormatInt(c.BrokerWait.Milliseconds(), 10),
 		"statestore.cache.max.bytes":     strconv.FormatInt(c.CacheMaxBytes, 10),
 		"num.standby.replicas":           strconv.Itoa(c.StandbyReplicas),
 		"security.protocol":              c.SecurityProtocol,

@@ -62,6 +62,11 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 	if err := a.ensureDeadLetterTopic(ctx); err != nil {
 		return nil, err
 	}
+	if a.cfg.CreateMissingTopics {
+		if err := a.createMissingTopics(ctx); err != nil {
+			return nil, err
+		}
+	}
 	userParts := map[string]int32{}
 	if len(user) > 0 {
 		details, err := a.listExisting(ctx, user)
@@ -343,4 +348,87 @@ func (a *App) ensureDeadLetterTopic(ctx context.Context) error {
 	}
 	a.log.Info("created dead letter topic", "topic", t)
 	return nil
+}
+
+// createMissingTopics creates, on the embedded broker only
+// (Config.CreateMissingTopics), the topics the topology reads (streams,
+// tables, global tables) or writes (sinks) that do not exist, with the
+// broker's default partition count, and logs them in one line: in
+// development the first run of a program needs no topic set up first.
+// Internal topics are ensureTopics' business.
+func (a *App) createMissingTopics(ctx context.Context) error {
+	seen := map[string]bool{}
+	var topics []string
+	add := func(t string) {
+		if t != "" && !seen[t] {
+			seen[t] = true
+			topics = append(topics, t)
+		}
+	}
+	for _, sub := range a.topo.Subtopologies {
+		for _, src := range sub.Sources {
+			if !src.Internal {
+				for _, t := range src.Topics {
+					add(t)
+				}
+			}
+		}
+		for _, n := range sub.Nodes {
+			if n.Type == topology.Sink && !n.Internal {
+				add(n.Topic)
+			}
+		}
+	}
+	for _, g := range a.topo.Globals {
+		add(g.Topic())
+	}
+	if len(topics) == 0 {
+		return nil
+	}
+	sort.Strings(topics)
+	details, err := a.adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("runtime: reading metadata of the topology's topics: %w", err)
+	}
+	var missing []string
+	for _, t := range topics {
+		if d, ok := details[t]; !ok || d.Err != nil || len(d.Partitions) == 0 {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	resps, err := a.adm.CreateTopics(ctx, -1, -1, nil, missing...)
+	if err != nil {
+		return fmt.Errorf("runtime: creating missing topics %s on the embedded broker: %w", strings.Join(missing, ", "), err)
+	}
+	for _, t := range missing {
+		if r, ok := resps[t]; ok && r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("runtime: creating missing topic %q on the embedded broker: %w", t, r.Err)
+		}
+	}
+	parts := int32(-1)
+	if r, ok := resps[missing[0]]; ok {
+		parts = r.NumPartitions
+	}
+	a.log.Info("created missing topics on the embedded broker (development only: with --brokers a missing source topic is an error)",
+		"topics", strings.Join(missing, ","), "partitions", parts)
+	// The client's metadata may be younger than MetadataMinAge: wait until
+	// it shows the new topics, as for internal topics.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		got, err := a.adm.ListTopics(ctx, missing...)
+		ready := err == nil
+		for _, t := range missing {
+			if d, ok := got[t]; !ok || d.Err != nil || len(d.Partitions) == 0 {
+				ready = false
+			}
+		}
+		if ready {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("runtime: created topics %s did not appear in metadata within 30s", strings.Join(missing, ", "))
+		}
+	}
 }

@@ -13,9 +13,11 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -23,18 +25,21 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/polystreams/polystreams/core/internal/broker"
 	"github.com/polystreams/polystreams/core/internal/server"
+	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 	"github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1/polystreamsv1alpha1connect"
 )
 
@@ -75,8 +80,16 @@ func eosConfig() map[string]string {
 // count lines -> word-counts, starts it and serves it.
 func startFaultRun(t *testing.T, e *env, appID string) *faultRun {
 	t.Helper()
+	return startFaultRunWith(t, e, appID, nil)
+}
+
+// startFaultRunWith is startFaultRun with further config settings.
+func startFaultRunWith(t *testing.T, e *env, appID string, extra map[string]string) *faultRun {
+	t.Helper()
 	r := &faultRun{t: t, e: e, want: map[string]int64{}}
-	r.h = e.open(appID, eosConfig())
+	config := eosConfig()
+	maps.Copy(config, extra)
+	r.h = e.open(appID, config)
 	r.h.buildWordCount("lines", "word-counts")
 	r.h.start()
 	r.done = r.h.serveAsync()
@@ -648,7 +661,8 @@ func (r *faultRun) processed() int {
 
 // TestFaultBrokerAbsentAtStart: the engine starts (session opened, built,
 // started) with no broker at its address; the broker appears after 5 s
-// (60 s under make chaos). Start does not fail, the engine neither crashes
+// (60 s under make chaos), within polystreams.broker.wait.ms (set to the
+// absence plus a minute). Start does not fail, the engine neither crashes
 // nor loops failing, it logs the wait at most once per 10 s (plus the
 // first), and once the broker is up it processes everything exactly once.
 func TestFaultBrokerAbsentAtStart(t *testing.T) {
@@ -662,7 +676,7 @@ func TestFaultBrokerAbsentAtStart(t *testing.T) {
 	e := brokerlessEnv(t, addr, &logs)
 	absence := time.Duration(scale(5, 60)) * time.Second
 	began := time.Now()
-	r := startFaultRun(t, e, "absent")
+	r := startFaultRunWith(t, e, "absent", map[string]string{"polystreams.broker.wait.ms": strconv.FormatInt((absence + time.Minute).Milliseconds(), 10)})
 	time.Sleep(absence - time.Since(began))
 	select {
 	case st := <-r.done:
@@ -700,6 +714,36 @@ func brokerlessEnv(t *testing.T, addr string, logs io.Writer) *env {
 		}
 	})
 	return e
+}
+
+// TestFaultBrokerNeverAnswers: with no broker at its address for longer
+// than polystreams.broker.wait.ms the application fails, the error naming
+// the brokers, the setting and the connection's error; so does Start at
+// once with a wait of 0.
+func TestFaultBrokerNeverAnswers(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var logs lockedBuffer
+	e := brokerlessEnv(t, addr, &logs)
+	h := e.open("never", map[string]string{"polystreams.broker.wait.ms": "1500"})
+	h.buildWordCount("lines", "word-counts")
+	h.start()
+	st := <-h.serveAsync()
+	for _, want := range []string{"STATE_ERROR", "no broker of bootstrap.servers " + addr + " answered", "polystreams.broker.wait.ms = 1500", "connection refused"} {
+		if !strings.Contains(st, want) {
+			t.Errorf("the session ended with %q, which does not say %q", st, want)
+		}
+	}
+	h0 := e.open("never-0", map[string]string{"polystreams.broker.wait.ms": "0"})
+	h0.buildWordCount("lines", "word-counts")
+	_, err = h0.cl.Start(context.Background(), connect.NewRequest(&pb.StartRequest{SessionId: h0.session}))
+	if err == nil || !strings.Contains(err.Error(), "no broker of bootstrap.servers "+addr+" answered") {
+		t.Errorf("Start with polystreams.broker.wait.ms = 0: %v, want the brokers named", err)
+	}
 }
 
 // TestFaultBrokerAbsentStop: a session waiting for an absent broker stops

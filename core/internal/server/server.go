@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,7 +54,24 @@ type Options struct {
 	// CodeResourceExhausted ("message size N is larger than configured max
 	// M").
 	MaxRequestBytes int
+	// Embedded says Brokers is the engine's embedded broker (polystreams
+	// dev). Sessions that name no bootstrap.servers of their own then
+	// create the topics their topology reads or writes when missing
+	// (runtime.Config.CreateMissingTopics), and commit every
+	// DevCommitInterval unless commit.interval.ms is set (under
+	// exactly_once_v2 its default, 100 ms, is shorter already): results
+	// show in about a second, not Kafka Streams' 30 s.
+	Embedded bool
+	// BrokerWait, when not nil, sets polystreams.broker.wait.ms for
+	// sessions that do not set it (the engine's --broker-wait; 0 fails a
+	// start at once when no broker answers); nil keeps the runtime's
+	// default, runtime.DefaultBrokerWait.
+	BrokerWait *time.Duration
 }
+
+// DevCommitInterval is commit.interval.ms of sessions on the embedded
+// broker that set none (Options.Embedded), under at_least_once.
+const DevCommitInterval = "1000"
 
 // Server implements polystreamsv1alpha1connect.EngineServiceHandler. Safe
 // for concurrent use.
@@ -221,12 +239,20 @@ func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSess
 	if s.opts.MetricsDisabled {
 		kv = withDefault(kv, "polystreams.metrics.enabled", "false")
 	}
+	if s.opts.BrokerWait != nil {
+		kv = withDefault(kv, "polystreams.broker.wait.ms", strconv.FormatInt(s.opts.BrokerWait.Milliseconds(), 10))
+	}
 	var td *testdriver.Driver
 	if testdriver.Enabled(kv) {
 		var err error
 		if td, kv, err = testdriver.New(kv); err != nil {
 			return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("OpenSession: %w", err))
 		}
+	}
+	_, ownBrokers := kv["bootstrap.servers"]
+	embedded := s.opts.Embedded && td == nil && !ownBrokers
+	if embedded && kv["processing.guarantee"] != runtime.ExactlyOnceV2 {
+		kv = withDefault(kv, "commit.interval.ms", DevCommitInterval)
 	}
 	cfg, effective, err := runtime.ParseConfig(m.ApplicationId, kv, s.opts.Brokers)
 	if err != nil {
@@ -236,6 +262,7 @@ func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSess
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("OpenSession: %w", err))
 	}
 	cfg.Logger = s.log
+	cfg.CreateMissingTopics = embedded
 	cfg.FoldValueRefs = slices.Contains(m.HostFeatures, "fold_value_refs")
 	cfg.FoldPrograms = slices.Contains(m.HostFeatures, "fold_programs")
 	// One session per application.id per engine: a new one replaces the old

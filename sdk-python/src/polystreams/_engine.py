@@ -27,7 +27,7 @@ from typing import IO, Callable
 
 from polystreams.errors import EngineStartError, FailedPreconditionError
 
-__all__ = ["find_engine", "check_engine_version", "EngineProcess"]
+__all__ = ["find_engine", "check_engine_version", "EngineProcess", "feed_hint"]
 
 log = logging.getLogger("polystreams.engine")
 
@@ -62,6 +62,17 @@ def find_engine() -> str:
         "unavailable",
         "the polystreams engine binary was not found: set POLYSTREAMS_ENGINE to its path, put `polystreams` on "
         "PATH, give App(engine='http://host:port') of a running engine, or build it in the repository with `make build`",
+    )
+
+
+def feed_hint(broker: str, topics: list[str], commit_interval_ms: str) -> str:
+    """The line an App that spawned ``polystreams dev`` prints when it
+    starts: where the embedded broker is, and a way to feed it records (kcat,
+    one record per line of input)."""
+    topic = topics[0] if topics else "<topic>"
+    return (
+        f"polystreams: embedded Kafka broker at {broker} (app.brokers; missing topics are created, results "
+        f"commit every {commit_interval_ms} ms); feed it: printf 'to be or not to be\\n' | kcat -P -b {broker} -t {topic}"
     )
 
 
@@ -143,6 +154,11 @@ class EngineProcess:
                 errors="replace",
                 preexec_fn=_pdeathsig(),
                 close_fds=True,
+                # Its own session, so its own process group: a Ctrl-C at the
+                # terminal reaches this program, which stops the app cleanly,
+                # and not the engine mid-commit (which would leave Stop an
+                # "engine unreachable" error). As the Node and Rust SDKs do.
+                start_new_session=True,
             )
         except OSError as e:
             raise EngineStartError("unavailable", f"cannot start the engine {binary}: {e}") from None

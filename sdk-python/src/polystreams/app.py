@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 import uuid
@@ -17,7 +18,7 @@ from typing import Any, Literal
 
 from polystreams._bundle import Executor
 from polystreams._client import Client
-from polystreams._engine import EngineProcess, check_engine_version, find_engine
+from polystreams._engine import EngineProcess, check_engine_version, feed_hint, find_engine
 from polystreams.config import Config, redact
 from polystreams.dsl import GlobalKTable, Handle, KStream, KTable, Materialized, _materialize, topics_of
 from polystreams.errors import FailedPreconditionError, NotFoundError, PolystreamsError, ProcessingError
@@ -170,6 +171,7 @@ class App:
         self._client = Client(url, timeout=timeout, token=token, ca_file=ca_file)
         self._functions: dict[int, Callable[..., Any]] = {}
         self._store_key_serdes: dict[str, str] = {}  # store name -> key serde, of the tables built
+        self._sources: list[str] = []  # the topics streams and tables read, in builder order
         self._listeners: list[StateListener] = []
         self._last_state: State = "created"  # as run() last saw it
         self._lock = threading.Lock()  # guards the lifecycle flags below
@@ -308,6 +310,10 @@ class App:
         if not resp.HasField("handle"):
             raise PolystreamsError("internal", f"Build({op}): the engine answered no handle")
         h = Handle.from_proto(resp.handle)
+        if isinstance(message, pb.StreamOp):
+            self._sources.extend(message.topics)
+        elif isinstance(message, (pb.TableOp, pb.GlobalTableOp)):
+            self._sources.append(message.topic)
         if h.store and h.key_serde:
             self._store_key_serdes[h.store] = h.key_serde
         return h
@@ -409,6 +415,9 @@ class App:
         self._client.start(pb.StartRequest(session_id=self._session))
         with self._lock:
             self._started = True
+        if self._engine is not None and self._engine.broker:
+            hint = feed_hint(self._engine.broker, self._sources, self.config.get("commit.interval.ms", "?"))
+            print(hint, file=sys.stderr, flush=True)
 
     def run(self) -> None:
         """Starts the topology and serves its bundles until it stops.

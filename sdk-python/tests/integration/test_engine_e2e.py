@@ -274,3 +274,58 @@ def test_signal_stops_cleanly_and_ends_the_engine(tmp_path: Path, app_id: str, s
         time.sleep(0.1)
     else:
         pytest.fail(f"engine {engine_pid} still running after the app exited")
+
+
+WAITING_SCRIPT = """
+import sys
+sys.path.insert(0, {src!r})
+from polystreams import App, Config
+with App({app_id!r}, Config(state_dir={state!r}), brokers={brokers!r}) as app:
+    app.stream("in", value="string").map_values(str.upper).to("out")
+    print("built", flush=True)
+    app.run()
+print("returned", flush=True)
+"""
+
+
+def test_ctrl_c_while_waiting_for_brokers_is_clean(tmp_path: Path, app_id: str) -> None:
+    """Ctrl-C at a terminal (SIGINT to the whole foreground process group)
+    while the engine waits for brokers that do not answer: the program
+    returns cleanly, with no "engine unreachable" error (the engine, in its
+    own process group, is stopped by the app, not by the signal)."""
+    import os
+    import select
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:  # a port where nothing listens
+        s.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{s.getsockname()[1]}"
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    script = WAITING_SCRIPT.format(src=src, app_id=app_id, state=str(tmp_path / "state"), brokers=dead)
+    p = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        assert p.stdout is not None and p.stderr is not None
+        ready, _, _ = select.select([p.stdout], [], [], 60)
+        assert ready, "the app did not build within 60s"
+        assert p.stdout.readline().strip() == "built", p.stderr.read()
+        # Wait until the engine says it is waiting for the brokers.
+        waited = ""
+        while "waiting for the brokers" not in waited:
+            ready, _, _ = select.select([p.stderr], [], [], 60)
+            assert ready, f"the engine never said it waits for the brokers: {waited}"
+            line = p.stderr.readline()
+            assert line, f"stderr closed: {waited}"
+            waited += line
+        os.killpg(p.pid, signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert p.returncode == 0, waited + err
+    assert "unreachable" not in err, err
+    assert "Traceback" not in err, err
+    assert out.strip() == "returned"

@@ -1,0 +1,174 @@
+//! The README program runs verbatim: the first ```rust block of
+//! sdk-rust/README.md becomes `src/main.rs` of a fresh binary crate that
+//! depends on this one by path, is built with cargo and run against its own
+//! engine and embedded broker, fed a few lines with kcat; its word counts
+//! are read back with kcat.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const LINES: &[&str] = &["to be or not to be", "to do is to be"];
+const WANT: &[(&str, i64)] = &[("be", 3), ("do", 1), ("is", 1), ("not", 1), ("or", 1), ("to", 4)];
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn engine() -> PathBuf {
+    let p = std::env::var_os("POLYSTREAMS_ENGINE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate_dir().join("../bin/polystreams"));
+    assert!(p.is_file(), "the polystreams engine binary {} does not exist: `make build`", p.display());
+    p
+}
+
+/// The first fenced code block of `readme` in language `lang`.
+fn first_block(readme: &Path, lang: &str) -> String {
+    let text = std::fs::read_to_string(readme).unwrap();
+    let open = format!("```{lang}\n");
+    let start = text.find(&open).unwrap_or_else(|| panic!("{} has no {open} block", readme.display())) + open.len();
+    let end = text[start..].find("\n```").expect("the block ends") + start + 1;
+    text[start..end].to_owned()
+}
+
+/// The last count per word on `topic` (values as Serdes.Long), read with
+/// kcat until it equals WANT or `timeout` passes.
+fn read_counts(broker: &str, topic: &str, timeout: Duration) -> BTreeMap<String, i64> {
+    let want: BTreeMap<String, i64> = WANT.iter().map(|(w, n)| ((*w).to_owned(), *n)).collect();
+    let deadline = Instant::now() + timeout;
+    loop {
+        let out = Command::new("kcat")
+            .args(["-b", broker, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-s", "value=q", "-f", "%k\t%s\n"])
+            .stderr(Stdio::null())
+            .output()
+            .expect("kcat (apt kcat) runs");
+        let mut last = BTreeMap::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            if let Some((k, v)) = line.split_once('\t') {
+                last.insert(k.to_owned(), v.trim().parse::<i64>().unwrap_or(-1));
+            }
+        }
+        if last == want || Instant::now() > deadline {
+            return last;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn readme_opens_with_its_title_then_the_program() {
+    let text = std::fs::read_to_string(crate_dir().join("README.md")).unwrap();
+    assert!(text.starts_with("# polystreams for Rust\n\n```rust\n"), "{}", &text[..80.min(text.len())]);
+}
+
+#[test]
+fn readme_program_runs_verbatim() {
+    let engine = engine();
+    // Under target/, so that cargo reads this checkout's .cargo/config.toml
+    // (if any) as it does for the crate; built into the crate's target dir
+    // (cargo does not hold its lock while tests run), sharing what it can.
+    let target = crate_dir().join("target");
+    let dir = target.join("readme-program");
+    let _ = std::fs::remove_dir_all(dir.join("src"));
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("src/main.rs"), first_block(&crate_dir().join("README.md"), "rust")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"wordcount\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
+             [dependencies]\npolystreams = {{ path = {:?} }}\n\n[workspace]\n",
+            crate_dir()
+        ),
+    )
+    .unwrap();
+    std::fs::copy(crate_dir().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let build = Command::new(&cargo)
+        .args(["build", "--quiet"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .expect("cargo runs");
+    assert!(build.status.success(), "the README program does not build:\n{}", String::from_utf8_lossy(&build.stderr));
+
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut child = Killed(
+        Command::new(target.join("debug/wordcount"))
+            .env("POLYSTREAMS_ENGINE", &engine)
+            .env_remove("POLYSTREAMS_URL")
+            .env("TMPDIR", &tmp)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .expect("the README program starts"),
+    );
+    let (tx, rx) = mpsc::channel();
+    let stderr = child.0.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let stdout = child.0.stdout.take().unwrap();
+    let (out_tx, out_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+            if out_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = String::new();
+    let (broker, topic) = loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("the program never printed the embedded broker's address; its stderr:\n{seen}"));
+        seen.push_str(&line);
+        seen.push('\n');
+        if let Some(rest) = line.strip_prefix("polystreams: embedded Kafka broker at ") {
+            let broker = rest.split_whitespace().next().unwrap().to_owned();
+            let topic = line.rsplit(" -t ").next().unwrap().trim().to_owned();
+            break (broker, topic);
+        }
+    };
+    assert_eq!(topic, "lines");
+    let mut kcat = Command::new("kcat")
+        .args(["-b", &broker, "-P", "-t", &topic, "-z", "none"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("kcat (apt kcat) runs");
+    let mut stdin = kcat.stdin.take().unwrap();
+    for l in LINES {
+        writeln!(stdin, "{l}").unwrap();
+    }
+    drop(stdin);
+    assert!(kcat.wait().unwrap().success(), "kcat produced to {topic}");
+    let got = read_counts(&broker, "word-counts", Duration::from_secs(60));
+    let want: BTreeMap<String, i64> = WANT.iter().map(|(w, n)| ((*w).to_owned(), *n)).collect();
+    assert_eq!(got, want, "the README program's word counts");
+    let mut out = String::new();
+    while !out.contains("Source: KSTREAM-SOURCE-0000000000 (topics: [lines])") {
+        match out_rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(line) => out.push_str(&(line + "\n")),
+            Err(_) => panic!("the program did not print describe(); its stdout:\n{out}"),
+        }
+    }
+}
