@@ -363,3 +363,64 @@ func (c *call) suffixedName(given, suffix, prefix string) string {
 	c.claim(name)
 	return name
 }
+
+const prefixToTable = "KSTREAM-TOTABLE-"
+
+// ToTable adds KStream.toTable: a KTableSource processor (KSTREAM-TOTABLE-<n>,
+// or name) that turns the stream's records into upserts, dropping those
+// with a null key. Numbers are taken as KStreamImpl.toTable takes them: the
+// processor's, then the store's unless m names it (toTable() passes
+// Materialized.with, so an unnamed store always takes one), then a
+// repartition's when an upstream operator changed the key (topic
+// "<processor name>-repartition"). The store exists when m names it, or
+// when a downstream operator needs it.
+func (b *Builder) ToTable(input uint64, name string, m *Materialized) (*Handle, error) {
+	c := b.begin("to_table")
+	in := c.input(input, KindStream)
+	var mat Materialized
+	if m != nil {
+		mat = *m
+		c.serde("materialized key", mat.KeySerde)
+		c.serde("materialized value", mat.ValueSerde)
+		c.changelogConfig(mat)
+		if mat.Retention != 0 {
+			c.invalid("to_table: materialized retention_ms %d is for window and session stores; a table's store is a key-value store", mat.Retention)
+		}
+	}
+	nodeName := c.processorName(name, prefixToTable)
+	store := mat.StoreName
+	if store != "" {
+		if c.validName("store", store) && b.stores[store] != nil {
+			c.invalid("to_table names store %q, which exists already", store)
+		}
+	} else {
+		store = fmt.Sprintf("%sSTATE-STORE-%010d", prefixToTable, c.burn())
+	}
+	var rp repartition
+	if in != nil && in.repartition {
+		rp = c.planRepartition(nodeName, false)
+	}
+	if err := c.done(); err != nil {
+		return nil, err
+	}
+	k := serde.Or(mat.KeySerde, in.handle.KeySerde)
+	v := serde.Or(mat.ValueSerde, in.handle.ValueSerde)
+	g, from := in.g, in.handle.Node
+	if in.repartition {
+		h := *in.handle
+		h.KeySerde, h.ValueSerde = k, v
+		g = b.repartition(&entry{handle: &h, g: in.g}, rp)
+		from = g.out
+	}
+	n := &Node{
+		Name: nodeName, Type: Processor, Op: OpTableSource, KeySerde: k, ValueSerde: v,
+		pendingStore: store, pendingConfig: mat.ChangelogConfig,
+	}
+	b.nodes[n.Name] = n
+	link(from, n)
+	tg := b.add(g, &gnode{nodes: []*Node{n}, out: n})
+	if mat.StoreName != "" {
+		b.materialize(n)
+	}
+	return b.mint(&entry{handle: &Handle{Kind: KindTable, KeySerde: k, ValueSerde: v, Node: n}, g: tg}), nil
+}
