@@ -187,7 +187,40 @@ func (b *Builder) tableOp(t tableOp, input uint64, fn Function, valueSerde strin
 	}
 	g := b.hang(in, n)
 	b.materialize(n)
+	if t.kind == OpTableFilter || t.kind == OpTableFilterNot {
+		// KTableFilter's constructor: "If upstream is already
+		// materialized, enable sending old values to avoid sending
+		// unnecessary tombstones" (enableSendingOldValues(false)).
+		if b.sendOldValuesIfKept(in.handle.Node) {
+			n.SendOld = true
+		}
+	}
 	return b.mint(&entry{handle: &Handle{Kind: KindTable, KeySerde: n.KeySerde, ValueSerde: n.ValueSerde, Node: n}, g: g}), nil
+}
+
+// sendOldValuesIfKept is KTableImpl.enableSendingOldValues(false): n and
+// the table operators above it send old values when that needs no new
+// store (a table source only when materialized; a filter or mapValues when
+// it keeps a table, or its input can; an aggregation always), and it
+// reports whether they do. For other operators it changes nothing and
+// reports false.
+func (b *Builder) sendOldValuesIfKept(n *Node) bool {
+	switch {
+	case n.Op == OpTableSource:
+		if len(n.Stores) == 0 {
+			return false
+		}
+	case n.Op == OpTableFilter || n.Op == OpTableFilterNot || n.Op == OpTableMapValues:
+		if len(n.Stores) == 0 && !b.sendOldValuesIfKept(n.Predecessors[0]) {
+			return false
+		}
+	case n.Op == OpCount || n.Op == OpReduce || n.Op == OpAggregate ||
+		n.Op == OpTableCount || n.Op == OpTableReduce || n.Op == OpTableAggregate:
+	default:
+		return false
+	}
+	n.SendOld = true
+	return true
 }
 
 // TableGroupBy adds KTable.groupBy: a KTABLE-SELECT processor mapping each
