@@ -3,16 +3,20 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/polystreams/polystreams/core/internal/broker"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
+	"github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1/polystreamsv1alpha1connect"
 )
 
 // caughtUp reports whether group has committed every record of topic.
@@ -105,4 +109,119 @@ func TestEmitOnWindowCloseAcrossRestarts(t *testing.T) {
 	// Restored from the changelog: [10000,20000) closes with 4 records,
 	// [0,10000) is still not emitted again; 1000 is too late and dropped.
 	run([]int64{1000, 21000}, []string{"a@0=3@9999", "a@10000=4@12000"})
+}
+
+// committed is how many records of topic group has committed.
+func (e *env) committed(group, topic string) int64 {
+	e.t.Helper()
+	adm, err := kadm.NewOptClient(kgo.SeedBrokers(e.broker.Addr()))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer adm.Close()
+	offsets, err := adm.FetchOffsets(context.Background(), group)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	offsets.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == topic && o.Err == nil {
+			n += o.At
+		}
+	})
+	return n
+}
+
+// An engine killed with SIGKILL while it aggregates with
+// emitOnWindowClose under exactly_once_v2 emits each window's final count
+// exactly once, and right, across the restarts: what a killed engine emitted
+// in an aborted transaction is not read (read_committed), and what it
+// committed, with the close time it reached, is not emitted again.
+func TestKilledEngineEmitsEachFinalWindowOnce(t *testing.T) {
+	bin := engineBinary(t)
+	b, err := broker.Start(broker.Options{Addr: "127.0.0.1:0", Partitions: 4, Topics: []string{"events", "finals"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	e := &env{t: t, broker: b}
+	stateDir := t.TempDir()
+	// buildEmitOnCloseCount's windows: 10 s tumbling, 1 s grace.
+	const app, keys, perRound, rounds, size = "emit-kill", 20, 100000, 4, 10000
+	config := map[string]string{"commit.interval.ms": "100", "processing.guarantee": "exactly_once_v2",
+		"session.timeout.ms": "6000", "polystreams.bundle.max.records": "200"}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	want := map[string]int64{} // "key@start" -> count, for the windows that close
+	produce := func(from, n int) {
+		var rs []*kgo.Record
+		for i := from; i < from+n; i++ {
+			k := fmt.Sprintf("k%02d", i%keys)
+			ts := int64(i) * 50 // each key: one record a second, 10 per window
+			want[fmt.Sprintf("%s@%d", k, ts/size*size)]++
+			rs = append(rs, &kgo.Record{Topic: "events", Key: []byte(k), Value: []byte("x"), Timestamp: time.UnixMilli(ts)})
+		}
+		if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round := range rounds {
+		produce(round*perRound, perRound)
+		if round == rounds-1 {
+			// Every key's last record closes all its windows but its own
+			// (whose count is not wanted): every partition gets one.
+			var rs []*kgo.Record
+			for k := range keys {
+				rs = append(rs, &kgo.Record{Topic: "events", Key: []byte(fmt.Sprintf("k%02d", k)), Value: []byte("x"), Timestamp: time.UnixMilli(1_000_000_000)})
+			}
+			if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmd, url := startEngineProcess(t, bin, b.Addr(), stateDir)
+		e.cl = polystreamsv1alpha1connect.NewEngineServiceClient(http.DefaultClient, url)
+		h := e.open(app, config)
+		h.buildEmitOnCloseCount()
+		h.start()
+		ctx, cancel := context.WithCancel(context.Background())
+		go h.serve(ctx)
+		if round < rounds-1 {
+			before := e.committed(app, "events")
+			waitFor(t, "processing to commit", 60*time.Second, func() bool { return e.committed(app, "events") > before })
+			time.Sleep(time.Duration(round*100) * time.Millisecond)
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			cancel()
+			t.Logf("round %d: killed with %d of %d inputs committed", round, e.committed(app, "events"), (round+1)*perRound)
+			continue
+		}
+		waitFor(t, "every input to be committed", 120*time.Second, func() bool { return e.caughtUp(app, "events") })
+		cancel()
+		h.stop()
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}
+	got := map[string][]int64{}
+	e.readTopic("finals", true, func(r *kgo.Record) {
+		got[windowed(r.Key)] = append(got[windowed(r.Key)], decodeLong(r.Value))
+	})
+	if len(got) != len(want) {
+		t.Errorf("%d windows emitted, want %d", len(got), len(want))
+	}
+	bad := 0
+	for w, n := range want {
+		if c := got[w]; len(c) != 1 || c[0] != n {
+			if bad++; bad <= 10 {
+				t.Errorf("window %s: emitted %v, want [%d] once", w, c, n)
+			}
+		}
+	}
+	for w := range got {
+		if _, ok := want[w]; !ok {
+			t.Errorf("window %s emitted, but it never closed", w)
+		}
+	}
 }
