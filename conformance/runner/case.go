@@ -76,6 +76,8 @@ type Step struct {
 	Branches      []SplitBranch `json:"branches,omitempty"`
 	DefaultBranch bool          `json:"default_branch,omitempty"`
 	DefaultName   string        `json:"default_name,omitempty"`
+	// Strategy is emit_strategy's: on_window_update | on_window_close.
+	Strategy string `json:"strategy,omitempty"`
 }
 
 // SplitBranch is one branch of a split: its predicate and Branched.as name
@@ -439,10 +441,19 @@ func (c *Case) rules() []violation {
 		if s.Op == "windowed_by" && in != kindGroupedStream {
 			add(p+".op", "windowed_by applies to a grouped stream, not a %s", in)
 		}
+		if s.Op == "emit_strategy" && in != kindWindowed && in != kindSessionWindowed {
+			add(p+".op", "emit_strategy applies to a windowed stream, not a %s", in)
+		}
+		if (s.Strategy != "") != (s.Op == "emit_strategy") {
+			add(p+".strategy", "a strategy goes with emit_strategy, and emit_strategy needs one")
+		}
+		if s.Op == "to_table" && in != kindStream {
+			add(p+".op", "to_table applies to a stream, not a %s", in)
+		}
 		if s.Op == "suppress" && in != kindTable {
 			add(p+".op", "suppress applies to a table, not a %s", in)
 		}
-		if s.Materialized != nil && in == kindStream {
+		if s.Materialized != nil && in == kindStream && s.Op != "to_table" {
 			add(p+".materialized", "materialized is for table operators, but %s applies to a stream", s.Op)
 		}
 		if s.Op == "reduce" && (s.Fn == nil) == (s.Builtin == "") {
@@ -535,7 +546,7 @@ func (c *Case) kinds() []kind {
 		switch s.Op {
 		case "stream":
 			out[i] = kindStream
-		case "table", "count", "reduce", "aggregate", "suppress", "foreign_key_join", "left_foreign_key_join":
+		case "table", "count", "reduce", "aggregate", "suppress", "foreign_key_join", "left_foreign_key_join", "to_table":
 			out[i] = kindTable
 		case "join", "left_join", "outer_join":
 			out[i] = kindStream
@@ -547,7 +558,7 @@ func (c *Case) kinds() []kind {
 			if s.Windows != nil && s.Windows.Type == "session" {
 				out[i] = kindSessionWindowed
 			}
-		case "map_values", "filter", "filter_not":
+		case "map_values", "filter", "filter_not", "emit_strategy":
 			out[i] = in
 		case "group_by":
 			out[i] = kindGroupedStream

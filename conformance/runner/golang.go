@@ -318,6 +318,8 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 			return nil, in.Foreach(actionFn(f, arg, ks, vs), opts(st, false, false)...)
 		case "to":
 			return nil, in.To(prefix+st.Topic, opts(st, true, true)...)
+		case "to_table":
+			return in.ToTable(opts(st, false, false)...)
 		case "merge":
 			return in.Merge(labels[st.Other].(*streams.Stream), opts(st, false, false)...)
 		case "repartition":
@@ -387,6 +389,12 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 			aggSerde = st.Materialized.Value
 		}
 		switch st.Op {
+		case "emit_strategy":
+			strategy := streams.OnWindowUpdate
+			if st.Strategy == "on_window_close" {
+				strategy = streams.OnWindowClose
+			}
+			return in.EmitStrategy(strategy)
 		case "count":
 			return in.Count(opts(st, false, false)...)
 		case "reduce":

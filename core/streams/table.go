@@ -110,6 +110,20 @@ func (t *Table) GroupBy(fn MapFunc, opts ...Option) (*GroupedTable, error) {
 	return &GroupedTable{b: t.b, h: h}, nil
 }
 
+// ToTable turns the stream into a table of its records as upserts
+// (KStream.toTable): a nil value deletes its key, a record with a nil key is
+// dropped. Node KSTREAM-TOTABLE-<n>; a stream whose key an upstream
+// operator changed is repartitioned first. Options: Name, Store (the store
+// exists and is queryable; unnamed, it exists only when a later operator
+// needs it), StoreSerdes, ChangelogConfig.
+func (s *Stream) ToTable(opts ...Option) (*Table, error) {
+	o, err := parse("ToTable", opts, optName, optStore, optStoreSerdes, optChangelogConfig)
+	if err != nil {
+		return nil, err
+	}
+	return s.b.table(s.b.b.ToTable(s.h.ID, o.name, o.mat))
+}
+
 // ToStream is the table's changes as a stream (KTable.toStream); a deleted
 // row comes as a record with a nil value. Options: Name.
 func (t *Table) ToStream(opts ...Option) (*Stream, error) {

@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/polystreams/polystreams/core/internal/topology"
@@ -57,6 +58,36 @@ func (g *GroupedStream) WindowedBy(w Windows) (*WindowedStream, error) {
 		return nil, err
 	}
 	return &WindowedStream{b: g.b, h: h}, nil
+}
+
+// EmitStrategy is when a windowed aggregation forwards its results
+// (Kafka Streams' EmitStrategy, KIP-825).
+type EmitStrategy int
+
+const (
+	// OnWindowUpdate forwards every update of a window (the default;
+	// EmitStrategy.onWindowUpdate()).
+	OnWindowUpdate EmitStrategy = iota
+	// OnWindowClose forwards only each window's final result, once, when
+	// stream time passes the window's end plus grace (for session windows,
+	// end + inactivity gap + grace); EmitStrategy.onWindowClose(). The last
+	// close time emitted is kept with the store, so a restart neither emits
+	// a window again nor loses one.
+	OnWindowClose
+)
+
+// EmitStrategy sets when the windowed stream's aggregations forward their
+// results (TimeWindowedKStream.emitStrategy /
+// SessionWindowedKStream.emitStrategy). It adds no node.
+func (w *WindowedStream) EmitStrategy(s EmitStrategy) (*WindowedStream, error) {
+	if s != OnWindowUpdate && s != OnWindowClose {
+		return nil, fmt.Errorf("streams: EmitStrategy(%d): want OnWindowUpdate or OnWindowClose: %w", s, ErrInvalid)
+	}
+	h, err := w.b.b.EmitStrategy(w.h.ID, s == OnWindowClose)
+	if err != nil {
+		return nil, err
+	}
+	return &WindowedStream{b: w.b, h: h}, nil
 }
 
 // Count counts each key's records per window. Options: Store, StoreSerdes,

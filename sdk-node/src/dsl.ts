@@ -23,7 +23,7 @@ import {
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import { type SerdeName, type SerdeType, isWindowedSerde } from "./serde.js";
 import type { KeyValueStore, StoreOptions, WindowStore } from "./store.js";
-import { JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, type Windowed } from "./windows.js";
+import { EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, type Windowed } from "./windows.js";
 
 /** What a handle stands for (`windowed_stream`: a TimeWindowedKStream, of time or sliding windows). */
 export type Kind = "stream" | "grouped_stream" | "table" | "grouped_table" | "windowed_stream" | "session_windowed_stream" | "global_table";
@@ -398,6 +398,22 @@ export class KStream<K, V> extends Node {
       case: "foreach",
       value: { input, token: token!, name: options.name ?? "" },
     })).handle as Promise<unknown> as Promise<void>;
+  }
+
+  /**
+   * The stream as a table of upserts (`KStream.toTable`): a null value
+   * deletes its key, a record with a null key is dropped. The node is
+   * `KSTREAM-TOTABLE-<n>` unless `name` names it; a stream whose key changed
+   * upstream is repartitioned first. `materialized` naming a store makes
+   * the table's store exist and be queryable; otherwise it exists only if a
+   * later operator needs it.
+   */
+  toTable(options: TableOperatorOptions = {}): KTable<K, V> {
+    const m = materialized(options.materialized, "toTable");
+    return new KTable(
+      this.builder,
+      this.call("toTable", [], (input) => ({ case: "toTable", value: { input, name: options.name ?? "", ...(m ? { materialized: m } : {}) } })),
+    );
   }
 
   /** Groups by the current key (`Grouped.with(key, value)`, `Grouped.as(name)`). */
@@ -810,6 +826,14 @@ function reduceCall(node: Node, reducer: ((aggregate: never, value: never) => un
   }));
 }
 
+/** The Build call of emitStrategy on a windowed stream. */
+function emitStrategyCall(node: Node, strategy: EmitStrategy) {
+  if (!(strategy instanceof EmitStrategy)) {
+    throw new TypeError(`emitStrategy: want an EmitStrategy, not ${strategy === null ? "null" : typeof strategy}`);
+  }
+  return node.callFor("emitStrategy", [], (input) => ({ case: "emitStrategy", value: { input, strategy: strategy.toProto() } }));
+}
+
 /** What TimeWindowedKStream and SessionWindowedKStream share: count and reduce per key and window. */
 abstract class WindowedStream<K, V> extends Node {
   /** Counts the records per key and window into a table of `long` counts (bigints). Runs in the engine. */
@@ -842,6 +866,15 @@ abstract class WindowedStream<K, V> extends Node {
  */
 export class TimeWindowedKStream<K, V> extends WindowedStream<K, V> {
   /**
+   * When this windowed stream's count, reduce and aggregate forward their
+   * results (`emitStrategy`, KIP-825): `EmitStrategy.onWindowClose()` only
+   * each window's final result, once it closes; `EmitStrategy.onWindowUpdate()`
+   * (the default) every update. Adds no node.
+   */
+  emitStrategy(strategy: EmitStrategy): TimeWindowedKStream<K, V> {
+    return new TimeWindowedKStream(this.builder, emitStrategyCall(this, strategy));
+  }
+  /**
    * `initializer()` starts each window's aggregate, `aggregator(key, value,
    * aggregate) -> aggregate` adds a value (the key is the grouped key).
    * `materialized.value` is the aggregate's serde (default: the values').
@@ -871,6 +904,15 @@ export class TimeWindowedKStream<K, V> extends WindowedStream<K, V> {
  * are deleted (tombstones).
  */
 export class SessionWindowedKStream<K, V> extends WindowedStream<K, V> {
+  /**
+   * When this windowed stream's count, reduce and aggregate forward their
+   * results (`emitStrategy`, KIP-825): `EmitStrategy.onWindowClose()` only
+   * each window's final result, once it closes; `EmitStrategy.onWindowUpdate()`
+   * (the default) every update. Adds no node.
+   */
+  emitStrategy(strategy: EmitStrategy): SessionWindowedKStream<K, V> {
+    return new SessionWindowedKStream(this.builder, emitStrategyCall(this, strategy));
+  }
   /**
    * `initializer()` and `aggregator(key, value, aggregate)` as for time
    * windows; `merger(key, aggregate1, aggregate2) -> aggregate` merges two

@@ -2,7 +2,7 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { InvalidArgumentError, NotFoundError, ProcessingError, TopologyTestDriver } from "./index.js";
+import { EmitStrategy, InvalidArgumentError, NotFoundError, ProcessingError, SlidingWindows, TopologyTestDriver } from "./index.js";
 import { useEngine } from "./testing/app.js";
 
 useEngine();
@@ -55,6 +55,33 @@ test("headers, the wall clock and tombstones", async () => {
     { key: "k", value: "V", timestamp: later, headers: [["h", new TextEncoder().encode("1")]] },
     { key: "k", value: null, timestamp: 7, headers: [] },
   ]);
+});
+
+test("emitStrategy(onWindowClose) forwards only final results; toTable upserts", async () => {
+  // KIP-825 over sliding windows (difference 10): a window [s, s+10]
+  // comes out once stream time passes its end, by start then key.
+  {
+    await using driver = await TopologyTestDriver.create("td-emit", { config: { statestoreCacheMaxBytes: 0 } });
+    driver.stream("in", { key: "string", value: "string" })
+      .groupByKey()
+      .windowedBy(SlidingWindows.ofTimeDifferenceWithNoGrace(10))
+      .emitStrategy(EmitStrategy.onWindowClose())
+      .count()
+      .toStream()
+      .to("out");
+    const outs: unknown[] = [];
+    for (const [k, ts] of [["a", 5], ["a", 8], ["b", 12], ["a", 16]] as const) {
+      await driver.pipeInput("in", k, "x", { timestamp: ts });
+      outs.push((await driver.readOutput("out")).map((r) => [(r.key as { key: string }).key, (r.key as { start: number }).start, r.value, r.timestamp]));
+    }
+    assert.deepEqual(outs, [[], [], [["a", 0, 2n, 8]], [["b", 2, 1n, 12]]]);
+  }
+  await using driver = await TopologyTestDriver.create("td-to-table", { config: { statestoreCacheMaxBytes: 0 } });
+  driver.stream("in", { key: "string", value: "string" }).toTable({ materialized: "latest" }).toStream().to("out");
+  await driver.pipeInput("in", "a", "1", { timestamp: 1 });
+  await driver.pipeInput("in", null, "2", { timestamp: 2 });
+  await driver.pipeInput("in", "a", null, { timestamp: 3 });
+  assert.deepEqual((await driver.readOutput("out")).map((r) => [r.key, r.value, r.timestamp]), [["a", "1", 1], ["a", null, 3]]);
 });
 
 test("bad topics and stores are named", async () => {

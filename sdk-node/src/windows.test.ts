@@ -14,6 +14,7 @@ import {
   type BuildRequest,
   BuildResponseSchema,
   BundleSchema,
+  EmitStrategy as EmitStrategyEnum,
   GetStateResponseSchema,
   Kind,
   Operation,
@@ -26,6 +27,7 @@ import {
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import {
   App,
+  EmitStrategy,
   InvalidArgumentError,
   PolystreamsError,
   SessionWindowedKStream,
@@ -382,6 +384,7 @@ describe("windowed builds, queries and dropped records against a fake engine", {
     builds = [];
     let next = 0n;
     let token = 0;
+    const windowedKinds = new Map<bigint, Kind>();
     engine.handlers.registerFunction = () => ({ token: ++token });
     engine.handlers.build = (req: BuildRequest) => {
       builds.push(req);
@@ -401,7 +404,12 @@ describe("windowed builds, queries and dropped records against a fake engine", {
               ? op.value.windows.case === "session"
                 ? Kind.SESSION_WINDOWED_STREAM
                 : Kind.WINDOWED_STREAM
-              : Kind.TABLE;
+              : op.case === "emitStrategy"
+                ? (windowedKinds.get(op.value.input) ?? Kind.WINDOWED_STREAM)
+                : Kind.TABLE;
+      if (op.case === "windowedBy") {
+        windowedKinds.set(next + 1n, kind);
+      }
       const table = kind === Kind.TABLE;
       return create(BuildResponseSchema, {
         handle: { id: ++next, kind, keySerde: table ? "windowed(string,60000)" : "string", valueSerde: "long", node: `N-${op.case}`, store: table ? "wcounts" : "" },
@@ -455,6 +463,33 @@ describe("windowed builds, queries and dropped records against a fake engine", {
     assert.equal((await c.windowStore()).name, "wcounts");
     const sup = builds[8]!.operation;
     assert.ok(sup.case === "suppress" && sup.value.name === "final" && sup.value.input === (await c.handle).id);
+  });
+
+  test("emitStrategy on windowed streams and toTable on the wire", async () => {
+    app = await App.create("w", { engine: engine.url });
+    const s = app.stream("in", { key: "string", value: "long" });
+    const g = s.groupByKey();
+    const tw = g.windowedBy(TimeWindows.ofSizeWithNoGrace(60_000)).emitStrategy(EmitStrategy.onWindowClose());
+    const ss = g.windowedBy(SessionWindows.ofInactivityGapWithNoGrace(60_000)).emitStrategy(EmitStrategy.onWindowUpdate());
+    assert.ok(tw instanceof TimeWindowedKStream && ss instanceof SessionWindowedKStream);
+    tw.count();
+    s.toTable({ name: "as-table", materialized: "latest" });
+    await app.built();
+    assert.equal((await ss.handle).kind, "session_windowed_stream");
+    assert.deepEqual(
+      builds.map((b) => b.operation.case),
+      ["stream", "groupByKey", "windowedBy", "emitStrategy", "windowedBy", "emitStrategy", "count", "toTable"],
+    );
+    const e1 = builds[3]!.operation;
+    assert.ok(e1.case === "emitStrategy" && e1.value.strategy === EmitStrategyEnum.ON_WINDOW_CLOSE);
+    const e2 = builds[5]!.operation;
+    assert.ok(e2.case === "emitStrategy" && e2.value.strategy === EmitStrategyEnum.ON_WINDOW_UPDATE);
+    const count = builds[6]!.operation;
+    assert.ok(count.case === "count" && count.value.input === (await tw.handle).id);
+    const tt = builds[7]!.operation;
+    assert.ok(tt.case === "toTable" && tt.value.name === "as-table" && tt.value.materialized?.storeName === "latest");
+    assert.equal(tt.value.input, (await s.handle).id);
+    assert.throws(() => tw.emitStrategy("onWindowClose" as unknown as EmitStrategy), /emitStrategy: want an EmitStrategy, not string/);
   });
 
   test("the engine's refusal reaches the user unchanged; argument checks", async () => {

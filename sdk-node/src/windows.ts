@@ -10,7 +10,7 @@
  */
 
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { WindowedByOpSchema } from "./gen/polystreams/v1alpha1/engine_pb.js";
+import { EmitStrategy as EmitStrategyEnum, type WindowedByOpSchema } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import { typeName } from "./serde.js";
 
 /**
@@ -186,6 +186,36 @@ export class SessionWindows {
   /** @internal */
   toWindows(): WindowsMessage {
     return { case: "session", value: { inactivityGapMs: BigInt(this.inactivityGapMs), graceMs: BigInt(this.graceMs) } };
+  }
+}
+
+/**
+ * When a windowed aggregation forwards its results (Kafka Streams'
+ * `EmitStrategy`, KIP-825), set with `emitStrategy` on a windowed stream.
+ * `onWindowUpdate()` (the default) forwards every update of a window;
+ * `onWindowClose()` only each window's final result, once, when stream time
+ * passes the window's end plus grace (session windows: end + inactivity gap
+ * + grace). The engine keeps the last close time it emitted with the store,
+ * so a restart neither emits a window again nor loses one.
+ */
+export class EmitStrategy {
+  private constructor(readonly type: "onWindowUpdate" | "onWindowClose") {
+    Object.freeze(this);
+  }
+
+  /** `EmitStrategy.onWindowUpdate()`: every update (the default). */
+  static onWindowUpdate(): EmitStrategy {
+    return new EmitStrategy("onWindowUpdate");
+  }
+
+  /** `EmitStrategy.onWindowClose()`: only final results. */
+  static onWindowClose(): EmitStrategy {
+    return new EmitStrategy("onWindowClose");
+  }
+
+  /** @internal */
+  toProto(): EmitStrategyEnum {
+    return this.type === "onWindowClose" ? EmitStrategyEnum.ON_WINDOW_CLOSE : EmitStrategyEnum.ON_WINDOW_UPDATE;
   }
 }
 

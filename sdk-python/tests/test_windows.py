@@ -14,6 +14,7 @@ from test_fold import AGGREGATE, NONE, REDUCE, Calls, fold_bundle, outputs, run
 
 from polystreams import (
     App,
+    EmitStrategy,
     Handle,
     InvalidArgumentError,
     KTable,
@@ -117,6 +118,12 @@ def test_functions_after_to_stream_see_windowed_keys_and_may_make_them() -> None
 class WindowEngine(Engine):
     """Answers windowed builds with windowed handles."""
 
+    windowed_kinds: dict[int, int]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.windowed_kinds = {}
+
     KINDS = {
         "stream": pb.KIND_STREAM,
         "group_by_key": pb.KIND_GROUPED_STREAM,
@@ -125,6 +132,7 @@ class WindowEngine(Engine):
         "reduce": pb.KIND_TABLE,
         "aggregate": pb.KIND_TABLE,
         "suppress": pb.KIND_TABLE,
+        "to_table": pb.KIND_TABLE,
     }
 
     def build(self, body: bytes) -> Any:
@@ -137,6 +145,9 @@ class WindowEngine(Engine):
             if w.HasField("time") and w.time.size_ms <= 0:
                 return connect_error("invalid_argument", f"topology: windowed_by: size_ms {w.time.size_ms} must be > 0")
             kind = pb.KIND_SESSION_WINDOWED_STREAM if w.HasField("session") else pb.KIND_WINDOWED_STREAM
+            self.windowed_kinds[self.next_handle + 1] = kind
+        elif op == "emit_strategy":
+            kind = self.windowed_kinds[req.emit_strategy.input]
         else:
             kind = self.KINDS[op]
         self.next_handle += 1
@@ -421,3 +432,25 @@ def test_join_windows() -> None:
 
     with pytest.raises(TypeError, match="JoinWindows.before: time_difference"):
         w.before("1s")  # type: ignore[arg-type]
+
+
+def test_emit_strategy_and_to_table_on_the_wire(engine: WindowEngine) -> None:
+    app = App("w", engine=engine.fake.url)
+    s = app.stream("in", key="string", value="long")
+    g = s.group_by_key()
+    tw = g.windowed_by(TimeWindows.of_size_with_no_grace(MINUTE)).emit_strategy(EmitStrategy.on_window_close())
+    ss = g.windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(MINUTE)).emit_strategy(EmitStrategy.on_window_update())
+    assert isinstance(tw, TimeWindowedKStream) and isinstance(ss, SessionWindowedKStream)
+    t = s.to_table(materialized=Materialized("latest"), name="as-table")
+    assert isinstance(t, KTable)
+    b = engine.builds()
+    assert [x.WhichOneof("operation") for x in b] == [
+        "stream", "group_by_key", "windowed_by", "emit_strategy", "windowed_by", "emit_strategy", "to_table"]
+    assert b[3].emit_strategy.input == tw.handle.id - 1 and b[3].emit_strategy.strategy == pb.EMIT_STRATEGY_ON_WINDOW_CLOSE
+    assert b[5].emit_strategy.strategy == pb.EMIT_STRATEGY_ON_WINDOW_UPDATE
+    assert b[6].to_table.input == s.handle.id and b[6].to_table.name == "as-table"
+    assert b[6].to_table.materialized.store_name == "latest"
+    with pytest.raises(TypeError, match="emit_strategy: want an EmitStrategy"):
+        tw.emit_strategy("on_window_close")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="EmitStrategy: type must be"):
+        EmitStrategy("sometimes")._pb()  # type: ignore[arg-type]

@@ -646,6 +646,27 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         KGroupedStream::wrap(self.app.clone(), expect_handle(self.app.build(op, &[])?, "group_by_key")?)
     }
 
+    /// The stream as a table of upserts (`KStream.toTable`): a `None` value
+    /// deletes its key, a record with a `None` key is dropped. The node is
+    /// `KSTREAM-TOTABLE-<n>`; a stream whose key changed upstream is
+    /// repartitioned first. The table's store exists only if a later
+    /// operator needs it (see [`to_table_with`](Self::to_table_with)).
+    pub fn to_table(&self) -> Result<KTable<K, V>> {
+        self.to_table_with(Options::new())
+    }
+
+    /// [`to_table`](Self::to_table) with `name` (`Named.as`) and
+    /// `materialized` (a named store exists and is queryable).
+    pub fn to_table_with(&self, o: Options) -> Result<KTable<K, V>> {
+        o.check("to_table", NAME | MATERIALIZED)?;
+        let op = Op::ToTable(pb::ToTableOp {
+            input: self.handle.id,
+            name: o.name_or_empty(),
+            materialized: o.materialized_proto(),
+        });
+        KTable::wrap(self.app.clone(), expect_handle(self.app.build(op, &[])?, "to_table")?)
+    }
+
     /// Groups by `f(key, value) -> new key`; the records are repartitioned by
     /// the new key, through `<application.id>-<name>-repartition` (`KStream.groupBy`).
     pub fn group_by<K2: Serde, F>(&self, f: F) -> Result<KGroupedStream<K2, V>>

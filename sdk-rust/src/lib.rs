@@ -61,5 +61,6 @@ pub use serdes::{to_bytes, Json, Serde, SerdeError, Value};
 pub use store::{KeyValueStore, WindowStore};
 pub use test_driver::{TestRecord, TopologyTestDriver};
 pub use window::{
-    SessionWindowedKStream, SessionWindows, SlidingWindows, TimeWindowedKStream, TimeWindows, Windowed, Windows,
+    EmitStrategy, SessionWindowedKStream, SessionWindows, SlidingWindows, TimeWindowedKStream, TimeWindows, Windowed,
+    Windows,
 };

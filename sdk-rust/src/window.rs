@@ -140,6 +140,42 @@ impl<K: Serde> Serde for Windowed<K> {
     }
 }
 
+/// When a windowed aggregation forwards its results (Kafka Streams'
+/// `EmitStrategy`, KIP-825), set with `emit_strategy` on a windowed stream.
+/// The engine keeps the last close time it emitted with the store, so a
+/// restart neither emits a window again nor loses one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum EmitStrategy {
+    /// `EmitStrategy.onWindowUpdate()`: every update of a window (the default).
+    #[default]
+    OnWindowUpdate,
+    /// `EmitStrategy.onWindowClose()`: only each window's final result,
+    /// once, when stream time passes the window's end plus grace (session
+    /// windows: end + inactivity gap + grace).
+    OnWindowClose,
+}
+
+impl EmitStrategy {
+    fn to_proto(self) -> i32 {
+        match self {
+            EmitStrategy::OnWindowUpdate => pb::EmitStrategy::OnWindowUpdate as i32,
+            EmitStrategy::OnWindowClose => pb::EmitStrategy::OnWindowClose as i32,
+        }
+    }
+}
+
+/// The Build call of `emit_strategy`: the windowed stream's new handle,
+/// checked to be of `kind`.
+fn emit_strategy_handle(app: &Inner, input: u64, s: EmitStrategy, kind: Kind) -> Result<Handle> {
+    let op = Op::EmitStrategy(pb::EmitStrategyOp { input, strategy: s.to_proto() });
+    let h = expect_handle(app.build(op, &[])?, "emit_strategy")?;
+    if h.kind != kind {
+        return Err(Error::internal(format!("emit_strategy answered handle {}, a {:?}", h.id, h.kind)));
+    }
+    Ok(h)
+}
+
 /// A grouped stream windowed by time (`TimeWindowedKStream<K, V>`): its
 /// aggregations keep one aggregate per key and window, in a table keyed by
 /// [`Windowed<K>`].
@@ -295,6 +331,13 @@ impl<K: Serde, V: Serde> SessionWindowedKStream<K, V> {
         &self.handle
     }
 
+    /// When this windowed stream's count, reduce and aggregate forward their
+    /// results (`emitStrategy`, KIP-825). Adds no node.
+    pub fn emit_strategy(&self, s: EmitStrategy) -> Result<SessionWindowedKStream<K, V>> {
+        let handle = emit_strategy_handle(&self.app, self.handle.id, s, Kind::SessionWindowedStream)?;
+        Ok(SessionWindowedKStream { app: self.app.clone(), handle, _types: PhantomData })
+    }
+
     /// Counts the records per key and session, in the engine.
     pub fn count(&self) -> Result<KTable<Windowed<K>, i64>> {
         self.count_with(Options::new())
@@ -378,6 +421,14 @@ impl<K: Serde, V: Serde> TimeWindowedKStream<K, V> {
     /// The engine's handle.
     pub fn handle(&self) -> &Handle {
         &self.handle
+    }
+
+    /// When this windowed stream's count, reduce and aggregate forward their
+    /// results (`emitStrategy`, KIP-825): [`EmitStrategy::OnWindowClose`]
+    /// only each window's final result, once it closes. Adds no node.
+    pub fn emit_strategy(&self, s: EmitStrategy) -> Result<TimeWindowedKStream<K, V>> {
+        let handle = emit_strategy_handle(&self.app, self.handle.id, s, Kind::WindowedStream)?;
+        Ok(TimeWindowedKStream { app: self.app.clone(), handle, _types: PhantomData })
     }
 
     /// Counts the records per key and window, in the engine.

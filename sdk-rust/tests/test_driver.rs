@@ -207,3 +207,60 @@ fn a_global_table_is_updated_before_pipe_input_returns() {
         assert_eq!(got, *want, "step {i}");
     }
 }
+
+#[test]
+fn emit_on_window_close_forwards_only_final_results() {
+    // As KStreamWindowAggregateTest's emitFinal cases: a tumbling 10 ms
+    // count emits each window once, when stream time reaches its end.
+    use polystreams::{EmitStrategy, TimeWindows, Windowed};
+    let driver = TopologyTestDriver::with_config("td-emit", Config::new().statestore_cache_max_bytes(0)).unwrap();
+    driver
+        .stream::<String, String>("in")
+        .unwrap()
+        .group_by_key()
+        .unwrap()
+        .windowed_by(TimeWindows::of_size_with_no_grace(Duration::from_millis(10)))
+        .unwrap()
+        .emit_strategy(EmitStrategy::OnWindowClose)
+        .unwrap()
+        .count()
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("out")
+        .unwrap();
+    let mut got = Vec::new();
+    for (k, ts) in [("a", 5), ("a", 7), ("b", 12), ("a", 21)] {
+        driver.pipe_record("in", k.to_owned(), "x".to_owned(), Some(ts), &[]).unwrap();
+        let out = driver.read_output::<Windowed<String>, i64>("out").unwrap();
+        got.push(out.into_iter().map(|r| (r.key.key, r.key.start_ms, r.value, r.timestamp)).collect::<Vec<_>>());
+    }
+    assert_eq!(
+        got,
+        vec![vec![], vec![], vec![("a".to_owned(), 0, 2, 7)], vec![("b".to_owned(), 10, 1, 12)]],
+        "outputs after each record"
+    );
+}
+
+#[test]
+fn to_table_upserts_and_drops_null_keys() {
+    let driver = TopologyTestDriver::with_config("td-totable", Config::new().statestore_cache_max_bytes(0)).unwrap();
+    let table = driver
+        .stream::<Option<String>, Option<String>>("in")
+        .unwrap()
+        .to_table_with(Options::new().name("as-table").materialized("latest"))
+        .unwrap();
+    assert_eq!(table.store(), Some("latest"));
+    table.to_stream().unwrap().to("out").unwrap();
+    assert!(driver.describe().unwrap().contains("Processor: as-table (stores: [latest])"));
+    driver.pipe_record("in", Some("a".to_owned()), Some("1".to_owned()), Some(1), &[]).unwrap();
+    driver.pipe_record("in", None::<String>, Some("2".to_owned()), Some(2), &[]).unwrap();
+    driver.pipe_record("in", Some("a".to_owned()), None::<String>, Some(3), &[]).unwrap();
+    let got: Vec<(Option<String>, Option<String>, i64)> = driver
+        .read_output::<Option<String>, Option<String>>("out")
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.key, r.value, r.timestamp))
+        .collect();
+    assert_eq!(got, vec![(Some("a".into()), Some("1".into()), 1), (Some("a".into()), None, 3)]);
+}

@@ -16,6 +16,7 @@ import {
   App,
   type BuiltinJoiner,
   type Config,
+  EmitStrategy,
   JoinWindows,
   type GlobalKTable,
   KGroupedStream,
@@ -63,6 +64,7 @@ interface Step {
   store_name?: string;
   key_mapper?: FnRef;
   partitions?: number;
+  strategy?: "on_window_update" | "on_window_close";
   branches?: { fn: FnRef; name?: string }[];
   default_branch?: boolean;
   default_name?: string;
@@ -337,6 +339,11 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
       case "merge":
         out = node.merge(labels.get(step.other!) as KStream<any, any>, named);
         break;
+      case "to_table": {
+        const m = materialized(step);
+        out = node.toTable({ ...named, ...(m !== undefined ? { materialized: m } : {}) });
+        break;
+      }
       case "repartition":
         out = node.repartition({ ...named, ...(step.partitions !== undefined ? { partitions: step.partitions } : {}) });
         break;
@@ -403,6 +410,11 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
     const m = materialized(step);
     const opts = { ...named, ...(m !== undefined ? { materialized: m } : {}) };
     switch (step.op) {
+      case "emit_strategy": {
+        const strategy = step.strategy === "on_window_close" ? EmitStrategy.onWindowClose() : EmitStrategy.onWindowUpdate();
+        out = node instanceof SessionWindowedKStream ? node.emitStrategy(strategy) : node.emitStrategy(strategy);
+        break;
+      }
       case "count":
         out = node.count(opts);
         break;

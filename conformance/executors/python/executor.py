@@ -21,6 +21,7 @@ from typing import Any
 from polystreams import (
     App,
     Config,
+    EmitStrategy,
     JoinWindows,
     KGroupedStream,
     KGroupedTable,
@@ -288,6 +289,8 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
             return node.repartition(name=name, partitions=step.get("partitions", 0))
         if op == "split":
             return split(node, step)
+        if op == "to_table":
+            return node.to_table(materialized=materialized(step), name=name)
         if op in ("join", "left_join", "outer_join") and "other" in step:
             jw = step["join_windows"]
             w = (
@@ -333,6 +336,9 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
             node.foreach(function(fn, "action"), name=name)
             return None
     if isinstance(node, (TimeWindowedKStream, SessionWindowedKStream)):
+        if op == "emit_strategy":
+            strategy = EmitStrategy.on_window_close() if step["strategy"] == "on_window_close" else EmitStrategy.on_window_update()
+            return node.emit_strategy(strategy)
         m = materialized(step)
         if op == "count":
             return node.count(materialized=m, name=name)

@@ -309,7 +309,11 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				}
 				s.next = append(s.next, c)
 			}
-			if cache && s.store != nil && len(s.next) > 0 && s.kind != stepSuppress && !feedsTableJoin(s) {
+			// A window that emits on close forwards its final result at
+			// once, past the cache (Kafka Streams' TimestampedTupleForwarder
+			// without a cache flush listener).
+			emitsOnClose := s.kind == stepWindow && n.Windows != nil && n.Windows.EmitOnClose
+			if cache && s.store != nil && len(s.next) > 0 && s.kind != stepSuppress && !feedsTableJoin(s) && !emitsOnClose {
 				// Appended after its successors: reversed below, upstream first.
 				s.cached = true
 				p.cached = append(p.cached, s)

@@ -55,11 +55,11 @@ func codecFor(st *topology.Store) keyCodec {
 	switch st.Kind {
 	case topology.StoreWindow:
 		if st.Windows.Kind == topology.SlidingWindows {
-			return slidingCodec{}
+			return emitCodec{slidingCodec{}}
 		}
-		return windowCodec{}
+		return emitCodec{windowCodec{}}
 	case topology.StoreSession:
-		return sessionCodec{}
+		return emitCodec{sessionCodec{}}
 	case topology.StoreSuppress:
 		return suppressCodec{w: st.Windows}
 	case topology.StoreJoinWindow:
@@ -152,6 +152,12 @@ type winState struct {
 	starts map[string][]int64
 	// Time windows: the open windows, in memory (nil past maxOpenWindows).
 	open *openWindows
+	// Emit on window close (emit.go): the close time last emitted (noEmit
+	// before any), once loaded from the store; holdExpiry keeps windows
+	// past retention until their final results went out.
+	lastEmit   int64
+	emitLoaded bool
+	holdExpiry bool
 }
 
 // maxOpenWindows bounds a task's in-memory open windows; past it, the task
@@ -294,6 +300,14 @@ func (ws *winState) advance(tx *storeTx, ts int64) {
 // forwarded with the windowed key. All windows of all records of the batch
 // fold in one crossing for a host function.
 func (t *task) windowAggregate(ctx context.Context, s *step, recs []rec) ([]rec, error) {
+	if s.node.Windows.EmitOnClose {
+		return t.emitOnClose(ctx, s, recs) // emit.go
+	}
+	return t.windowUpdates(ctx, s, recs)
+}
+
+// windowUpdates runs a windowed aggregation and returns its updates.
+func (t *task) windowUpdates(ctx context.Context, s *step, recs []rec) ([]rec, error) {
 	w := s.node.Windows
 	switch w.Kind {
 	case topology.SessionWindows:
@@ -379,7 +393,7 @@ func (t *task) expire(ws *winState, tx *storeTx, st *topology.Store) error {
 // moved by half the retention (at least a minute) since the last one.
 func (ws *winState) expiryDue(st *topology.Store, now int64) (int64, bool) {
 	cutoff := now - st.Retention
-	if cutoff < 0 || ws.lastExpiry != math.MinInt64 && cutoff-ws.lastExpiry < max(st.Retention/2, 60_000) {
+	if cutoff < 0 || ws.holdExpiry || ws.lastExpiry != math.MinInt64 && cutoff-ws.lastExpiry < max(st.Retention/2, 60_000) {
 		return cutoff, false
 	}
 	ws.lastExpiry = cutoff

@@ -237,6 +237,19 @@ func (s *Server) Build(_ context.Context, req *connect.Request[pb.BuildRequest])
 			w = topology.Windows{Kind: topology.SessionWindows, Size: ws.Session.InactivityGapMs, Grace: ws.Session.GraceMs}
 		}
 		h, err = b.WindowedBy(v.Input, w)
+	case *pb.BuildRequest_EmitStrategy:
+		v := o.EmitStrategy
+		switch v.Strategy {
+		case pb.EmitStrategy_EMIT_STRATEGY_UNSPECIFIED, pb.EmitStrategy_EMIT_STRATEGY_ON_WINDOW_UPDATE:
+			h, err = b.EmitStrategy(v.Input, false)
+		case pb.EmitStrategy_EMIT_STRATEGY_ON_WINDOW_CLOSE:
+			h, err = b.EmitStrategy(v.Input, true)
+		default:
+			err = fmt.Errorf("topology: emit_strategy names strategy %d, which does not exist (on_window_update or on_window_close): %w", v.Strategy, topology.ErrInvalid)
+		}
+	case *pb.BuildRequest_ToTable:
+		v := o.ToTable
+		h, err = b.ToTable(v.Input, v.Name, materialized(v.Materialized))
 	case *pb.BuildRequest_Suppress:
 		v := o.Suppress
 		h, err = b.Suppress(v.Input, v.Name)

@@ -137,6 +137,10 @@ func (h *testHost) build(op any) (*pb.Handle, error) {
 		req.Operation = &pb.BuildRequest_Repartition{Repartition: o}
 	case *pb.SplitOp:
 		req.Operation = &pb.BuildRequest_Split{Split: o}
+	case *pb.EmitStrategyOp:
+		req.Operation = &pb.BuildRequest_EmitStrategy{EmitStrategy: o}
+	case *pb.ToTableOp:
+		req.Operation = &pb.BuildRequest_ToTable{ToTable: o}
 	default:
 		h.t.Fatalf("build: unsupported op %T", op)
 	}

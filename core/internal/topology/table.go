@@ -187,7 +187,40 @@ func (b *Builder) tableOp(t tableOp, input uint64, fn Function, valueSerde strin
 	}
 	g := b.hang(in, n)
 	b.materialize(n)
+	if t.kind == OpTableFilter || t.kind == OpTableFilterNot {
+		// KTableFilter's constructor: "If upstream is already
+		// materialized, enable sending old values to avoid sending
+		// unnecessary tombstones" (enableSendingOldValues(false)).
+		if b.sendOldValuesIfKept(in.handle.Node) {
+			n.SendOld = true
+		}
+	}
 	return b.mint(&entry{handle: &Handle{Kind: KindTable, KeySerde: n.KeySerde, ValueSerde: n.ValueSerde, Node: n}, g: g}), nil
+}
+
+// sendOldValuesIfKept is KTableImpl.enableSendingOldValues(false): n and
+// the table operators above it send old values when that needs no new
+// store (a table source only when materialized; a filter or mapValues when
+// it keeps a table, or its input can; an aggregation always), and it
+// reports whether they do. For other operators it changes nothing and
+// reports false.
+func (b *Builder) sendOldValuesIfKept(n *Node) bool {
+	switch {
+	case n.Op == OpTableSource:
+		if len(n.Stores) == 0 {
+			return false
+		}
+	case n.Op == OpTableFilter || n.Op == OpTableFilterNot || n.Op == OpTableMapValues:
+		if len(n.Stores) == 0 && !b.sendOldValuesIfKept(n.Predecessors[0]) {
+			return false
+		}
+	case n.Op == OpCount || n.Op == OpReduce || n.Op == OpAggregate ||
+		n.Op == OpTableCount || n.Op == OpTableReduce || n.Op == OpTableAggregate:
+	default:
+		return false
+	}
+	n.SendOld = true
+	return true
 }
 
 // TableGroupBy adds KTable.groupBy: a KTABLE-SELECT processor mapping each
@@ -362,4 +395,65 @@ func (c *call) suffixedName(given, suffix, prefix string) string {
 	name := fmt.Sprintf("%s%010d", prefix, n)
 	c.claim(name)
 	return name
+}
+
+const prefixToTable = "KSTREAM-TOTABLE-"
+
+// ToTable adds KStream.toTable: a KTableSource processor (KSTREAM-TOTABLE-<n>,
+// or name) that turns the stream's records into upserts, dropping those
+// with a null key. Numbers are taken as KStreamImpl.toTable takes them: the
+// processor's, then the store's unless m names it (toTable() passes
+// Materialized.with, so an unnamed store always takes one), then a
+// repartition's when an upstream operator changed the key (topic
+// "<processor name>-repartition"). The store exists when m names it, or
+// when a downstream operator needs it.
+func (b *Builder) ToTable(input uint64, name string, m *Materialized) (*Handle, error) {
+	c := b.begin("to_table")
+	in := c.input(input, KindStream)
+	var mat Materialized
+	if m != nil {
+		mat = *m
+		c.serde("materialized key", mat.KeySerde)
+		c.serde("materialized value", mat.ValueSerde)
+		c.changelogConfig(mat)
+		if mat.Retention != 0 {
+			c.invalid("to_table: materialized retention_ms %d is for window and session stores; a table's store is a key-value store", mat.Retention)
+		}
+	}
+	nodeName := c.processorName(name, prefixToTable)
+	store := mat.StoreName
+	if store != "" {
+		if c.validName("store", store) && b.stores[store] != nil {
+			c.invalid("to_table names store %q, which exists already", store)
+		}
+	} else {
+		store = fmt.Sprintf("%sSTATE-STORE-%010d", prefixToTable, c.burn())
+	}
+	var rp repartition
+	if in != nil && in.repartition {
+		rp = c.planRepartition(nodeName, false)
+	}
+	if err := c.done(); err != nil {
+		return nil, err
+	}
+	k := serde.Or(mat.KeySerde, in.handle.KeySerde)
+	v := serde.Or(mat.ValueSerde, in.handle.ValueSerde)
+	g, from := in.g, in.handle.Node
+	if in.repartition {
+		h := *in.handle
+		h.KeySerde, h.ValueSerde = k, v
+		g = b.repartition(&entry{handle: &h, g: in.g}, rp)
+		from = g.out
+	}
+	n := &Node{
+		Name: nodeName, Type: Processor, Op: OpTableSource, KeySerde: k, ValueSerde: v,
+		pendingStore: store, pendingConfig: mat.ChangelogConfig,
+	}
+	b.nodes[n.Name] = n
+	link(from, n)
+	tg := b.add(g, &gnode{nodes: []*Node{n}, out: n})
+	if mat.StoreName != "" {
+		b.materialize(n)
+	}
+	return b.mint(&entry{handle: &Handle{Kind: KindTable, KeySerde: k, ValueSerde: v, Node: n}, g: tg}), nil
 }

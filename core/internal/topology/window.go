@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/polystreams/polystreams/core/internal/serde"
@@ -49,6 +50,20 @@ type Windows struct {
 	// Advance: time windows only (Size for tumbling).
 	Advance int64
 	Grace   int64
+	// EmitOnClose is EmitStrategy.onWindowClose (KIP-825): the aggregation
+	// forwards each window's final result once, when the window closes,
+	// and no update before.
+	EmitOnClose bool
+}
+
+// CloseGrace is how far stream time must pass a window's end before the
+// window closes: grace, and for session windows also the inactivity gap
+// (KStreamSessionWindowAggregate's windowCloseTime).
+func (w *Windows) CloseGrace() int64 {
+	if w.Kind == SessionWindows {
+		return w.Grace + w.Size
+	}
+	return w.Grace
 }
 
 // KeySize is the size of the windows as Kafka's TimeWindowedDeserializer
@@ -131,6 +146,29 @@ func (b *Builder) WindowedBy(input uint64, w Windows) (*Handle, error) {
 		handle:  &Handle{Kind: kind, KeySerde: in.handle.KeySerde, ValueSerde: in.handle.ValueSerde, Node: in.handle.Node},
 		grouped: in, windows: &w,
 	}), nil
+}
+
+// EmitStrategy adds TimeWindowedKStream.emitStrategy /
+// SessionWindowedKStream.emitStrategy (KIP-825): the windowed stream's
+// aggregations emit each window's final result when it closes (onClose), or
+// every update (the default). Like Kafka Streams', it adds no node and takes
+// no name number; the handle made is a windowed stream of the same windows.
+func (b *Builder) EmitStrategy(input uint64, onClose bool) (*Handle, error) {
+	c := b.begin("emit_strategy")
+	e := b.handles[input]
+	switch {
+	case e == nil:
+		c.problems = append(c.problems, problem{ErrNotFound, fmt.Sprintf("emit_strategy names handle %d, which does not exist", input)})
+	case e.windows == nil:
+		c.invalid("emit_strategy needs a windowed stream (windowed_by with time, sliding or session windows), but handle %d is a %s", input, e.handle.Kind)
+	}
+	if err := c.done(); err != nil {
+		return nil, err
+	}
+	w := *e.windows
+	w.EmitOnClose = onClose
+	h := *e.handle
+	return b.mint(&entry{handle: &h, grouped: e.grouped, windows: &w}), nil
 }
 
 // Suppress adds KTable.suppress(Suppressed.untilWindowCloses(unbounded())):

@@ -41,7 +41,7 @@ from polystreams.errors import (
 from polystreams.metrics import DescribeFormat, Metrics, NodeMetrics, PartitionLag, StoreMetrics, TaskMetrics
 from polystreams.serde import SerdeName
 from polystreams.store import KeyValueStore, WindowStore
-from polystreams.windows import JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed
+from polystreams.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed
 
 __version__ = "0.1.0"
 
@@ -52,6 +52,7 @@ __all__ = [
     "BuiltinReducer",
     "Config",
     "DescribeFormat",
+    "EmitStrategy",
     "EngineStartError",
     "FailedPreconditionError",
     "GlobalKTable",

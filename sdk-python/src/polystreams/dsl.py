@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from polystreams.errors import PolystreamsError
 from polystreams.serde import SerdeName, windowed_codec
 from polystreams.v1alpha1 import engine_pb2 as pb
-from polystreams.windows import Duration, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, _check_windows, to_ms
+from polystreams.windows import Duration, EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, _check_windows, to_ms
 
 if TYPE_CHECKING:
     from polystreams.app import App
@@ -220,6 +220,17 @@ class KStream(_Node):
         """Calls ``fn(key, value)`` for each record; terminal."""
         t = self._app._register("foreach", fn)
         self._app._build_terminal("foreach", pb.ForeachOp(input=self.handle.id, token=t, name=_s(name)))
+
+    def to_table(self, *, materialized: str | Materialized | None = None, name: str | None = None) -> KTable:
+        """The stream as a table of upserts (``KStream.toTable``): a
+        ``None`` value deletes its key, a record with a ``None`` key is
+        dropped. The node is ``KSTREAM-TOTABLE-<n>`` unless ``name`` names
+        it; a stream whose key changed upstream is repartitioned first.
+        ``materialized`` naming a store makes the table's store exist and be
+        queryable; otherwise it exists only if a later operator needs it."""
+        op = pb.ToTableOp(input=self.handle.id, name=_s(name))
+        _materialize(op, "to_table", materialized)
+        return KTable(self._app, self._app._build("to_table", op))
 
     def group_by_key(
         self, *, key: SerdeName | None = None, value: SerdeName | None = None, name: str | None = None
@@ -664,6 +675,17 @@ class TimeWindowedKStream(_Node):
     __slots__ = ()
     _kind: Kind = "windowed_stream"
 
+    def emit_strategy(self, strategy: EmitStrategy) -> TimeWindowedKStream:
+        """When this windowed stream's count, reduce and aggregate forward
+        their results (``emitStrategy``, KIP-825):
+        ``EmitStrategy.on_window_close()`` forwards only each window's final
+        result, once it closes; ``EmitStrategy.on_window_update()`` (the
+        default) every update. Adds no node."""
+        if not isinstance(strategy, EmitStrategy):
+            raise TypeError(f"emit_strategy: want an EmitStrategy, not {type(strategy).__name__}")
+        op = pb.EmitStrategyOp(input=self.handle.id, strategy=strategy._pb())
+        return TimeWindowedKStream(self._app, self._app._build("emit_strategy", op))
+
     def count(self, *, materialized: str | Materialized | None = None, name: str | None = None) -> KTable:
         """Counts the records per key and window (``long`` counts)."""
         return _count(self, materialized, name)
@@ -703,6 +725,17 @@ class SessionWindowedKStream(_Node):
 
     __slots__ = ()
     _kind: Kind = "session_windowed_stream"
+
+    def emit_strategy(self, strategy: EmitStrategy) -> SessionWindowedKStream:
+        """When this windowed stream's count, reduce and aggregate forward
+        their results (``emitStrategy``, KIP-825):
+        ``EmitStrategy.on_window_close()`` forwards only each window's final
+        result, once it closes; ``EmitStrategy.on_window_update()`` (the
+        default) every update. Adds no node."""
+        if not isinstance(strategy, EmitStrategy):
+            raise TypeError(f"emit_strategy: want an EmitStrategy, not {type(strategy).__name__}")
+        op = pb.EmitStrategyOp(input=self.handle.id, strategy=strategy._pb())
+        return SessionWindowedKStream(self._app, self._app._build("emit_strategy", op))
 
     def count(self, *, materialized: str | Materialized | None = None, name: str | None = None) -> KTable:
         """Counts the records per key and session."""

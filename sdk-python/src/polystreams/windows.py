@@ -13,11 +13,11 @@ from __future__ import annotations
 import datetime
 import operator
 from dataclasses import dataclass, replace
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from polystreams.v1alpha1 import engine_pb2 as pb
 
-__all__ = ["Duration", "JoinWindows", "SessionWindows", "SlidingWindows", "Suppressed", "TimeWindows", "Windowed", "to_ms"]
+__all__ = ["Duration", "EmitStrategy", "JoinWindows", "SessionWindows", "SlidingWindows", "Suppressed", "TimeWindows", "Windowed", "to_ms"]
 
 Duration = datetime.timedelta | int
 """A duration: a timedelta, or milliseconds."""
@@ -178,6 +178,37 @@ class JoinWindows:
 
     def _pb(self) -> pb.JoinWindows:
         return pb.JoinWindows(before_ms=self.before_ms, after_ms=self.after_ms, grace_ms=self.grace_ms)
+
+
+@dataclass(frozen=True)
+class EmitStrategy:
+    """When a windowed aggregation forwards its results (Kafka Streams'
+    ``EmitStrategy``, KIP-825), set with ``emit_strategy`` on a windowed
+    stream. :meth:`on_window_update` (the default) forwards every update of
+    a window; :meth:`on_window_close` only each window's final result, once,
+    when stream time passes the window's end plus grace (session windows:
+    end + inactivity gap + grace). The engine keeps the last close time it
+    emitted with the store, so a restart neither emits a window again nor
+    loses one."""
+
+    type: Literal["on_window_update", "on_window_close"] = "on_window_update"
+
+    @classmethod
+    def on_window_update(cls) -> EmitStrategy:
+        """``EmitStrategy.onWindowUpdate()``: every update (the default)."""
+        return cls("on_window_update")
+
+    @classmethod
+    def on_window_close(cls) -> EmitStrategy:
+        """``EmitStrategy.onWindowClose()``: only final results."""
+        return cls("on_window_close")
+
+    def _pb(self) -> pb.EmitStrategy:
+        if self.type == "on_window_close":
+            return pb.EMIT_STRATEGY_ON_WINDOW_CLOSE
+        if self.type == "on_window_update":
+            return pb.EMIT_STRATEGY_ON_WINDOW_UPDATE
+        raise ValueError(f"EmitStrategy: type must be 'on_window_update' or 'on_window_close', not {self.type!r}")
 
 
 @dataclass(frozen=True)

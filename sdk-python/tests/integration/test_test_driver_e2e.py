@@ -179,3 +179,34 @@ def test_a_global_table_is_updated_before_pipe_input_returns() -> None:
             assert store.get("apple") == price
             driver.pipe_input("orders", f"o{i}", f"apple x{i}", timestamp=i)
             assert [r.value for r in driver.read_output("priced")] == want, f"step {i}"
+
+
+def test_emit_on_window_close_and_to_table() -> None:
+    # KIP-825: a session count that emits on window close forwards each
+    # session once, when stream time passes its end + gap, stamped with its
+    # end; as KStreamSessionWindowAggregateProcessorTest's emitFinal cases.
+    from polystreams import EmitStrategy, SessionWindows, Windowed
+
+    with TopologyTestDriver("td-emit", Config(statestore_cache_max_bytes=0)) as driver:
+        (driver.stream("in", key="string", value="string")
+            .group_by_key()
+            .windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(5))
+            .emit_strategy(EmitStrategy.on_window_close())
+            .count()
+            .to_stream()
+            .to("out"))
+        outs = []
+        for key, ts in [("a", 1), ("a", 4), ("b", 5), ("a", 20)]:
+            driver.pipe_input("in", key, "x", timestamp=ts)
+            outs.append([(r.key, r.value, r.timestamp) for r in driver.read_output("out")])
+        assert outs == [[], [], [], [(Windowed("a", 1, 4), 2, 4), (Windowed("b", 5, 5), 1, 5)]]
+
+    with TopologyTestDriver("td-to-table", Config(statestore_cache_max_bytes=0)) as driver:
+        table = driver.stream("in", key="string", value="string").to_table(materialized="latest")
+        table.to_stream().to("out")
+        assert "Processor: KSTREAM-TOTABLE-0000000001 (stores: [latest])" in driver.describe()
+        driver.pipe_input("in", "a", "1", timestamp=1)
+        driver.pipe_input("in", None, "2", timestamp=2)
+        driver.pipe_input("in", "a", None, timestamp=3)
+        assert driver.read_output("out") == [TestRecord("a", "1", 1), TestRecord("a", None, 3)]
+        assert driver.get_store("latest").get("a") is None

@@ -182,6 +182,41 @@ pub struct SessionWindows {
     #[prost(int64, tag="2")]
     pub grace_ms: i64,
 }
+/// EmitStrategyOp is TimeWindowedKStream.emitStrategy /
+/// SessionWindowedKStream.emitStrategy: the windowed stream's count, reduce
+/// and aggregate emit as strategy says. It adds no node and takes no name
+/// number; the handle made is a windowed stream of the same kind.
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct EmitStrategyOp {
+    /// A windowed stream (time, sliding or session windows).
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    /// Unspecified means onWindowUpdate.
+    #[prost(enumeration="EmitStrategy", tag="2")]
+    pub strategy: i32,
+}
+/// ToTableOp is KStream.toTable: a table of the stream's records, as upserts
+/// (a null value deletes its key; a record with a null key is dropped and
+/// counted). Node KSTREAM-TOTABLE-<n> (a KTableSource), or name. A stream
+/// whose key an upstream operator changed is repartitioned first (topic
+/// "<node name>-repartition").
+#[allow(clippy::derive_partial_eq_without_eq)]
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ToTableOp {
+    #[prost(uint64, tag="1")]
+    pub input: u64,
+    /// Named: the processor's name; empty means generated.
+    #[prost(string, tag="2")]
+    pub name: ::prost::alloc::string::String,
+    /// Materialized: a store_name makes the table's store exist and be
+    /// queryable; absent or with an empty store_name, the store is named
+    /// "KSTREAM-TOTABLE-STATE-STORE-<n>" and exists only if a downstream
+    /// operator needs it (as in Kafka Streams). Its serdes, when given,
+    /// replace the stream's.
+    #[prost(message, optional, tag="3")]
+    pub materialized: ::core::option::Option<Materialized>,
+}
 /// SuppressOp is KTable.suppress(Suppressed.untilWindowCloses(unbounded())):
 /// on a windowed aggregation's table, exactly one result per window, once
 /// stream time passes the window's end plus grace.
@@ -605,7 +640,7 @@ pub struct BuildRequest {
     #[prost(string, tag="1")]
     pub session_id: ::prost::alloc::string::String,
     /// One builder operator. New operators are added as new members.
-    #[prost(oneof="build_request::Operation", tags="10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33")]
+    #[prost(oneof="build_request::Operation", tags="10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35")]
     pub operation: ::core::option::Option<build_request::Operation>,
 }
 /// Nested message and enum types in `BuildRequest`.
@@ -662,6 +697,10 @@ pub mod build_request {
         Join(super::JoinOp),
         #[prost(message, tag="33")]
         GlobalTable(super::GlobalTableOp),
+        #[prost(message, tag="34")]
+        EmitStrategy(super::EmitStrategyOp),
+        #[prost(message, tag="35")]
+        ToTable(super::ToTableOp),
     }
 }
 #[allow(clippy::derive_partial_eq_without_eq)]
@@ -1453,6 +1492,44 @@ impl Kind {
             "KIND_WINDOWED_STREAM" => Some(Self::WindowedStream),
             "KIND_SESSION_WINDOWED_STREAM" => Some(Self::SessionWindowedStream),
             "KIND_GLOBAL_TABLE" => Some(Self::GlobalTable),
+            _ => None,
+        }
+    }
+}
+/// EmitStrategy is when a windowed aggregation forwards its results (KIP-825,
+/// EmitStrategy.onWindowUpdate / onWindowClose).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum EmitStrategy {
+    /// The default: onWindowUpdate.
+    Unspecified = 0,
+    /// EmitStrategy.onWindowUpdate: every update of a window is forwarded (as
+    /// the record cache lets it through).
+    OnWindowUpdate = 1,
+    /// EmitStrategy.onWindowClose: only each window's final result, once, when
+    /// stream time passes the window's end plus grace (for session windows,
+    /// end + inactivity gap + grace); no intermediate updates. The last close
+    /// time emitted is kept with the store, so a restart does not emit again.
+    OnWindowClose = 2,
+}
+impl EmitStrategy {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            EmitStrategy::Unspecified => "EMIT_STRATEGY_UNSPECIFIED",
+            EmitStrategy::OnWindowUpdate => "EMIT_STRATEGY_ON_WINDOW_UPDATE",
+            EmitStrategy::OnWindowClose => "EMIT_STRATEGY_ON_WINDOW_CLOSE",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "EMIT_STRATEGY_UNSPECIFIED" => Some(Self::Unspecified),
+            "EMIT_STRATEGY_ON_WINDOW_UPDATE" => Some(Self::OnWindowUpdate),
+            "EMIT_STRATEGY_ON_WINDOW_CLOSE" => Some(Self::OnWindowClose),
             _ => None,
         }
     }

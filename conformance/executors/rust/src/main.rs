@@ -25,8 +25,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use polystreams::{
-    App, Config, Error, GlobalKTable, JoinWindows, Joiner, KGroupedStream, KGroupedTable, KStream, KTable,
-    Materialized, Options, Reducer, Repartitioned, SessionWindowedKStream, SessionWindows, SlidingWindows,
+    App, Config, EmitStrategy, Error, GlobalKTable, JoinWindows, Joiner, KGroupedStream, KGroupedTable, KStream,
+    KTable, Materialized, Options, Reducer, Repartitioned, SessionWindowedKStream, SessionWindows, SlidingWindows,
     TimeWindowedKStream, TimeWindows, Value, Windowed,
 };
 use serde_json::{json, Map, Value as J};
@@ -441,6 +441,14 @@ fn windowed_by(g: &KGroupedStream<Value, Value>, w: &Map<String, J>) -> Result<N
     })
 }
 
+/// emit_strategy's strategy: on_window_close, else on_window_update.
+fn emit_strategy(step: &Map<String, J>) -> EmitStrategy {
+    match step.get("strategy").and_then(J::as_str) {
+        Some("on_window_close") => EmitStrategy::OnWindowClose,
+        _ => EmitStrategy::OnWindowUpdate,
+    }
+}
+
 fn options(step: &Map<String, J>, with_serdes: bool, with_materialized: bool) -> Options {
     let mut o = Options::new();
     if let Some(n) = step.get("name").and_then(J::as_str) {
@@ -637,6 +645,7 @@ fn apply(
                 return Ok(None);
             }
             "group_by_key" => Node::Grouped(st.group_by_key_with(options(step, true, false))?),
+            "to_table" => Node::Table(st.to_table_with(options(step, false, true))?),
             "merge" => match label(step.get("other").and_then(J::as_str).unwrap_or("")) {
                 Some(Node::Stream(other)) => Node::Stream(st.merge_with(other, options(step, false, false))?),
                 _ => return Err("executor: merge's other is not a stream".to_owned().into()),
@@ -853,6 +862,12 @@ fn apply(
             "suppress" => Node::WindowedTable(t.suppress(options(step, false, false))?),
             _ => table_op(&t.dynamic(), op, step, &f)?,
         },
+        Some(Node::TimeWindowed(w)) if op == "emit_strategy" => {
+            Node::TimeWindowed(w.emit_strategy(emit_strategy(step))?)
+        }
+        Some(Node::SessionWindowed(w)) if op == "emit_strategy" => {
+            Node::SessionWindowed(w.emit_strategy(emit_strategy(step))?)
+        }
         Some(Node::TimeWindowed(w)) => {
             let o = options(step, false, true);
             Node::WindowedTable(match op {

@@ -5,6 +5,9 @@ from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+EMIT_STRATEGY_ON_WINDOW_CLOSE: EmitStrategy
+EMIT_STRATEGY_ON_WINDOW_UPDATE: EmitStrategy
+EMIT_STRATEGY_UNSPECIFIED: EmitStrategy
 JOINER_OTHER: Joiner
 JOINER_PAIR: Joiner
 JOINER_THIS: Joiner
@@ -83,9 +86,10 @@ class Branch(_message.Message):
     def __init__(self, predicate_token: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
 
 class BuildRequest(_message.Message):
-    __slots__ = ["aggregate", "count", "filter", "filter_not", "flat_map_values", "foreach", "global_table", "group_by", "group_by_key", "join", "map", "map_values", "merge", "peek", "reduce", "repartition", "select_key", "session_id", "split", "stream", "suppress", "table", "to", "to_stream", "windowed_by"]
+    __slots__ = ["aggregate", "count", "emit_strategy", "filter", "filter_not", "flat_map_values", "foreach", "global_table", "group_by", "group_by_key", "join", "map", "map_values", "merge", "peek", "reduce", "repartition", "select_key", "session_id", "split", "stream", "suppress", "table", "to", "to_stream", "to_table", "windowed_by"]
     AGGREGATE_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
+    EMIT_STRATEGY_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     FILTER_NOT_FIELD_NUMBER: _ClassVar[int]
     FLAT_MAP_VALUES_FIELD_NUMBER: _ClassVar[int]
@@ -108,9 +112,11 @@ class BuildRequest(_message.Message):
     TABLE_FIELD_NUMBER: _ClassVar[int]
     TO_FIELD_NUMBER: _ClassVar[int]
     TO_STREAM_FIELD_NUMBER: _ClassVar[int]
+    TO_TABLE_FIELD_NUMBER: _ClassVar[int]
     WINDOWED_BY_FIELD_NUMBER: _ClassVar[int]
     aggregate: AggregateOp
     count: CountOp
+    emit_strategy: EmitStrategyOp
     filter: FilterOp
     filter_not: FilterNotOp
     flat_map_values: FlatMapValuesOp
@@ -133,8 +139,9 @@ class BuildRequest(_message.Message):
     table: TableOp
     to: ToOp
     to_stream: ToStreamOp
+    to_table: ToTableOp
     windowed_by: WindowedByOp
-    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ..., reduce: _Optional[_Union[ReduceOp, _Mapping]] = ..., aggregate: _Optional[_Union[AggregateOp, _Mapping]] = ..., table: _Optional[_Union[TableOp, _Mapping]] = ..., windowed_by: _Optional[_Union[WindowedByOp, _Mapping]] = ..., suppress: _Optional[_Union[SuppressOp, _Mapping]] = ..., merge: _Optional[_Union[MergeOp, _Mapping]] = ..., split: _Optional[_Union[SplitOp, _Mapping]] = ..., repartition: _Optional[_Union[RepartitionOp, _Mapping]] = ..., join: _Optional[_Union[JoinOp, _Mapping]] = ..., global_table: _Optional[_Union[GlobalTableOp, _Mapping]] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ..., reduce: _Optional[_Union[ReduceOp, _Mapping]] = ..., aggregate: _Optional[_Union[AggregateOp, _Mapping]] = ..., table: _Optional[_Union[TableOp, _Mapping]] = ..., windowed_by: _Optional[_Union[WindowedByOp, _Mapping]] = ..., suppress: _Optional[_Union[SuppressOp, _Mapping]] = ..., merge: _Optional[_Union[MergeOp, _Mapping]] = ..., split: _Optional[_Union[SplitOp, _Mapping]] = ..., repartition: _Optional[_Union[RepartitionOp, _Mapping]] = ..., join: _Optional[_Union[JoinOp, _Mapping]] = ..., global_table: _Optional[_Union[GlobalTableOp, _Mapping]] = ..., emit_strategy: _Optional[_Union[EmitStrategyOp, _Mapping]] = ..., to_table: _Optional[_Union[ToTableOp, _Mapping]] = ...) -> None: ...
 
 class BuildResponse(_message.Message):
     __slots__ = ["branches", "handle"]
@@ -249,6 +256,14 @@ class DescribeResponse(_message.Message):
     text: str
     topology: TopologyDescription
     def __init__(self, text: _Optional[str] = ..., topology: _Optional[_Union[TopologyDescription, _Mapping]] = ..., output: _Optional[str] = ...) -> None: ...
+
+class EmitStrategyOp(_message.Message):
+    __slots__ = ["input", "strategy"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    STRATEGY_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    strategy: EmitStrategy
+    def __init__(self, input: _Optional[int] = ..., strategy: _Optional[_Union[EmitStrategy, str]] = ...) -> None: ...
 
 class ExchangeRequest(_message.Message):
     __slots__ = ["max_bundles", "results", "session_id", "wait_ms", "worker_id"]
@@ -983,6 +998,16 @@ class ToStreamOp(_message.Message):
     name: str
     def __init__(self, input: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
 
+class ToTableOp(_message.Message):
+    __slots__ = ["input", "materialized", "name"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    MATERIALIZED_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    materialized: Materialized
+    name: str
+    def __init__(self, input: _Optional[int] = ..., name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ...) -> None: ...
+
 class TopologyDescription(_message.Message):
     __slots__ = ["subtopologies"]
     SUBTOPOLOGIES_FIELD_NUMBER: _ClassVar[int]
@@ -1012,6 +1037,9 @@ class WindowedByOp(_message.Message):
     def __init__(self, input: _Optional[int] = ..., time: _Optional[_Union[TimeWindows, _Mapping]] = ..., sliding: _Optional[_Union[SlidingWindows, _Mapping]] = ..., session: _Optional[_Union[SessionWindows, _Mapping]] = ...) -> None: ...
 
 class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class EmitStrategy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class Reducer(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):

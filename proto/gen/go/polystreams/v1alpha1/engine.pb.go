@@ -102,6 +102,64 @@ func (Kind) EnumDescriptor() ([]byte, []int) {
 	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{0}
 }
 
+// EmitStrategy is when a windowed aggregation forwards its results (KIP-825,
+// EmitStrategy.onWindowUpdate / onWindowClose).
+type EmitStrategy int32
+
+const (
+	// The default: onWindowUpdate.
+	EmitStrategy_EMIT_STRATEGY_UNSPECIFIED EmitStrategy = 0
+	// EmitStrategy.onWindowUpdate: every update of a window is forwarded (as
+	// the record cache lets it through).
+	EmitStrategy_EMIT_STRATEGY_ON_WINDOW_UPDATE EmitStrategy = 1
+	// EmitStrategy.onWindowClose: only each window's final result, once, when
+	// stream time passes the window's end plus grace (for session windows,
+	// end + inactivity gap + grace); no intermediate updates. The last close
+	// time emitted is kept with the store, so a restart does not emit again.
+	EmitStrategy_EMIT_STRATEGY_ON_WINDOW_CLOSE EmitStrategy = 2
+)
+
+// Enum value maps for EmitStrategy.
+var (
+	EmitStrategy_name = map[int32]string{
+		0: "EMIT_STRATEGY_UNSPECIFIED",
+		1: "EMIT_STRATEGY_ON_WINDOW_UPDATE",
+		2: "EMIT_STRATEGY_ON_WINDOW_CLOSE",
+	}
+	EmitStrategy_value = map[string]int32{
+		"EMIT_STRATEGY_UNSPECIFIED":      0,
+		"EMIT_STRATEGY_ON_WINDOW_UPDATE": 1,
+		"EMIT_STRATEGY_ON_WINDOW_CLOSE":  2,
+	}
+)
+
+func (x EmitStrategy) Enum() *EmitStrategy {
+	p := new(EmitStrategy)
+	*p = x
+	return p
+}
+
+func (x EmitStrategy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (EmitStrategy) Descriptor() protoreflect.EnumDescriptor {
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[1].Descriptor()
+}
+
+func (EmitStrategy) Type() protoreflect.EnumType {
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[1]
+}
+
+func (x EmitStrategy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use EmitStrategy.Descriptor instead.
+func (EmitStrategy) EnumDescriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{1}
+}
+
 // Reducer is a built-in reduce that runs in the engine and never crosses.
 // The grouped stream's values must be long or double.
 type Reducer int32
@@ -147,11 +205,11 @@ func (x Reducer) String() string {
 }
 
 func (Reducer) Descriptor() protoreflect.EnumDescriptor {
-	return file_polystreams_v1alpha1_engine_proto_enumTypes[1].Descriptor()
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[2].Descriptor()
 }
 
 func (Reducer) Type() protoreflect.EnumType {
-	return &file_polystreams_v1alpha1_engine_proto_enumTypes[1]
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[2]
 }
 
 func (x Reducer) Number() protoreflect.EnumNumber {
@@ -160,7 +218,7 @@ func (x Reducer) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reducer.Descriptor instead.
 func (Reducer) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{1}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{2}
 }
 
 // Joiner names a built-in ValueJoiner.
@@ -205,11 +263,11 @@ func (x Joiner) String() string {
 }
 
 func (Joiner) Descriptor() protoreflect.EnumDescriptor {
-	return file_polystreams_v1alpha1_engine_proto_enumTypes[2].Descriptor()
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[3].Descriptor()
 }
 
 func (Joiner) Type() protoreflect.EnumType {
-	return &file_polystreams_v1alpha1_engine_proto_enumTypes[2]
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[3]
 }
 
 func (x Joiner) Number() protoreflect.EnumNumber {
@@ -218,7 +276,7 @@ func (x Joiner) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Joiner.Descriptor instead.
 func (Joiner) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{2}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{3}
 }
 
 // Operation is what a step of a bundle does with its function.
@@ -296,11 +354,11 @@ func (x Operation) String() string {
 }
 
 func (Operation) Descriptor() protoreflect.EnumDescriptor {
-	return file_polystreams_v1alpha1_engine_proto_enumTypes[3].Descriptor()
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[4].Descriptor()
 }
 
 func (Operation) Type() protoreflect.EnumType {
-	return &file_polystreams_v1alpha1_engine_proto_enumTypes[3]
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[4]
 }
 
 func (x Operation) Number() protoreflect.EnumNumber {
@@ -309,7 +367,7 @@ func (x Operation) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Operation.Descriptor instead.
 func (Operation) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{3}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{4}
 }
 
 type State int32
@@ -362,11 +420,11 @@ func (x State) String() string {
 }
 
 func (State) Descriptor() protoreflect.EnumDescriptor {
-	return file_polystreams_v1alpha1_engine_proto_enumTypes[4].Descriptor()
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[5].Descriptor()
 }
 
 func (State) Type() protoreflect.EnumType {
-	return &file_polystreams_v1alpha1_engine_proto_enumTypes[4]
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[5]
 }
 
 func (x State) Number() protoreflect.EnumNumber {
@@ -375,7 +433,7 @@ func (x State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use State.Descriptor instead.
 func (State) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{4}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{5}
 }
 
 type Node_Type int32
@@ -414,11 +472,11 @@ func (x Node_Type) String() string {
 }
 
 func (Node_Type) Descriptor() protoreflect.EnumDescriptor {
-	return file_polystreams_v1alpha1_engine_proto_enumTypes[5].Descriptor()
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[6].Descriptor()
 }
 
 func (Node_Type) Type() protoreflect.EnumType {
-	return &file_polystreams_v1alpha1_engine_proto_enumTypes[5]
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[6]
 }
 
 func (x Node_Type) Number() protoreflect.EnumNumber {
@@ -427,7 +485,7 @@ func (x Node_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Node_Type.Descriptor instead.
 func (Node_Type) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{41, 0}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{43, 0}
 }
 
 type RecordFailure_Kind int32
@@ -463,11 +521,11 @@ func (x RecordFailure_Kind) String() string {
 }
 
 func (RecordFailure_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_polystreams_v1alpha1_engine_proto_enumTypes[6].Descriptor()
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[7].Descriptor()
 }
 
 func (RecordFailure_Kind) Type() protoreflect.EnumType {
-	return &file_polystreams_v1alpha1_engine_proto_enumTypes[6]
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[7]
 }
 
 func (x RecordFailure_Kind) Number() protoreflect.EnumNumber {
@@ -476,7 +534,7 @@ func (x RecordFailure_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RecordFailure_Kind.Descriptor instead.
 func (RecordFailure_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{50, 0}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{52, 0}
 }
 
 type OpenSessionRequest struct {
@@ -1254,6 +1312,135 @@ func (x *SessionWindows) GetGraceMs() int64 {
 	return 0
 }
 
+// EmitStrategyOp is TimeWindowedKStream.emitStrategy /
+// SessionWindowedKStream.emitStrategy: the windowed stream's count, reduce
+// and aggregate emit as strategy says. It adds no node and takes no name
+// number; the handle made is a windowed stream of the same kind.
+type EmitStrategyOp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A windowed stream (time, sliding or session windows).
+	Input uint64 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
+	// Unspecified means onWindowUpdate.
+	Strategy      EmitStrategy `protobuf:"varint,2,opt,name=strategy,proto3,enum=polystreams.v1alpha1.EmitStrategy" json:"strategy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EmitStrategyOp) Reset() {
+	*x = EmitStrategyOp{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EmitStrategyOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EmitStrategyOp) ProtoMessage() {}
+
+func (x *EmitStrategyOp) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EmitStrategyOp.ProtoReflect.Descriptor instead.
+func (*EmitStrategyOp) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *EmitStrategyOp) GetInput() uint64 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+func (x *EmitStrategyOp) GetStrategy() EmitStrategy {
+	if x != nil {
+		return x.Strategy
+	}
+	return EmitStrategy_EMIT_STRATEGY_UNSPECIFIED
+}
+
+// ToTableOp is KStream.toTable: a table of the stream's records, as upserts
+// (a null value deletes its key; a record with a null key is dropped and
+// counted). Node KSTREAM-TOTABLE-<n> (a KTableSource), or name. A stream
+// whose key an upstream operator changed is repartitioned first (topic
+// "<node name>-repartition").
+type ToTableOp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Input uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
+	// Named: the processor's name; empty means generated.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Materialized: a store_name makes the table's store exist and be
+	// queryable; absent or with an empty store_name, the store is named
+	// "KSTREAM-TOTABLE-STATE-STORE-<n>" and exists only if a downstream
+	// operator needs it (as in Kafka Streams). Its serdes, when given,
+	// replace the stream's.
+	Materialized  *Materialized `protobuf:"bytes,3,opt,name=materialized,proto3" json:"materialized,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToTableOp) Reset() {
+	*x = ToTableOp{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToTableOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToTableOp) ProtoMessage() {}
+
+func (x *ToTableOp) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToTableOp.ProtoReflect.Descriptor instead.
+func (*ToTableOp) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ToTableOp) GetInput() uint64 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+func (x *ToTableOp) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToTableOp) GetMaterialized() *Materialized {
+	if x != nil {
+		return x.Materialized
+	}
+	return nil
+}
+
 // SuppressOp is KTable.suppress(Suppressed.untilWindowCloses(unbounded())):
 // on a windowed aggregation's table, exactly one result per window, once
 // stream time passes the window's end plus grace.
@@ -1270,7 +1457,7 @@ type SuppressOp struct {
 
 func (x *SuppressOp) Reset() {
 	*x = SuppressOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[11]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1282,7 +1469,7 @@ func (x *SuppressOp) String() string {
 func (*SuppressOp) ProtoMessage() {}
 
 func (x *SuppressOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[11]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1295,7 +1482,7 @@ func (x *SuppressOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuppressOp.ProtoReflect.Descriptor instead.
 func (*SuppressOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{11}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SuppressOp) GetInput() uint64 {
@@ -1333,7 +1520,7 @@ type TableOp struct {
 
 func (x *TableOp) Reset() {
 	*x = TableOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[12]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1345,7 +1532,7 @@ func (x *TableOp) String() string {
 func (*TableOp) ProtoMessage() {}
 
 func (x *TableOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[12]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1358,7 +1545,7 @@ func (x *TableOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableOp.ProtoReflect.Descriptor instead.
 func (*TableOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{12}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TableOp) GetTopic() string {
@@ -1412,7 +1599,7 @@ type MapValuesOp struct {
 
 func (x *MapValuesOp) Reset() {
 	*x = MapValuesOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[13]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1424,7 +1611,7 @@ func (x *MapValuesOp) String() string {
 func (*MapValuesOp) ProtoMessage() {}
 
 func (x *MapValuesOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[13]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1437,7 +1624,7 @@ func (x *MapValuesOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapValuesOp.ProtoReflect.Descriptor instead.
 func (*MapValuesOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{13}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *MapValuesOp) GetInput() uint64 {
@@ -1490,7 +1677,7 @@ type FilterOp struct {
 
 func (x *FilterOp) Reset() {
 	*x = FilterOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[14]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1502,7 +1689,7 @@ func (x *FilterOp) String() string {
 func (*FilterOp) ProtoMessage() {}
 
 func (x *FilterOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[14]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1515,7 +1702,7 @@ func (x *FilterOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterOp.ProtoReflect.Descriptor instead.
 func (*FilterOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{14}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FilterOp) GetInput() uint64 {
@@ -1559,7 +1746,7 @@ type FilterNotOp struct {
 
 func (x *FilterNotOp) Reset() {
 	*x = FilterNotOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[15]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1571,7 +1758,7 @@ func (x *FilterNotOp) String() string {
 func (*FilterNotOp) ProtoMessage() {}
 
 func (x *FilterNotOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[15]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1584,7 +1771,7 @@ func (x *FilterNotOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterNotOp.ProtoReflect.Descriptor instead.
 func (*FilterNotOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{15}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FilterNotOp) GetInput() uint64 {
@@ -1627,7 +1814,7 @@ type FlatMapValuesOp struct {
 
 func (x *FlatMapValuesOp) Reset() {
 	*x = FlatMapValuesOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[16]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1639,7 +1826,7 @@ func (x *FlatMapValuesOp) String() string {
 func (*FlatMapValuesOp) ProtoMessage() {}
 
 func (x *FlatMapValuesOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[16]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1652,7 +1839,7 @@ func (x *FlatMapValuesOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlatMapValuesOp.ProtoReflect.Descriptor instead.
 func (*FlatMapValuesOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{16}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FlatMapValuesOp) GetInput() uint64 {
@@ -1697,7 +1884,7 @@ type MapOp struct {
 
 func (x *MapOp) Reset() {
 	*x = MapOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[17]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1709,7 +1896,7 @@ func (x *MapOp) String() string {
 func (*MapOp) ProtoMessage() {}
 
 func (x *MapOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[17]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1722,7 +1909,7 @@ func (x *MapOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapOp.ProtoReflect.Descriptor instead.
 func (*MapOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{17}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *MapOp) GetInput() uint64 {
@@ -1772,7 +1959,7 @@ type SelectKeyOp struct {
 
 func (x *SelectKeyOp) Reset() {
 	*x = SelectKeyOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1784,7 +1971,7 @@ func (x *SelectKeyOp) String() string {
 func (*SelectKeyOp) ProtoMessage() {}
 
 func (x *SelectKeyOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1797,7 +1984,7 @@ func (x *SelectKeyOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectKeyOp.ProtoReflect.Descriptor instead.
 func (*SelectKeyOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{18}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SelectKeyOp) GetInput() uint64 {
@@ -1839,7 +2026,7 @@ type PeekOp struct {
 
 func (x *PeekOp) Reset() {
 	*x = PeekOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1851,7 +2038,7 @@ func (x *PeekOp) String() string {
 func (*PeekOp) ProtoMessage() {}
 
 func (x *PeekOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1864,7 +2051,7 @@ func (x *PeekOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeekOp.ProtoReflect.Descriptor instead.
 func (*PeekOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{19}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PeekOp) GetInput() uint64 {
@@ -1899,7 +2086,7 @@ type ForeachOp struct {
 
 func (x *ForeachOp) Reset() {
 	*x = ForeachOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1911,7 +2098,7 @@ func (x *ForeachOp) String() string {
 func (*ForeachOp) ProtoMessage() {}
 
 func (x *ForeachOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1924,7 +2111,7 @@ func (x *ForeachOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForeachOp.ProtoReflect.Descriptor instead.
 func (*ForeachOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{20}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ForeachOp) GetInput() uint64 {
@@ -1962,7 +2149,7 @@ type GroupByKeyOp struct {
 
 func (x *GroupByKeyOp) Reset() {
 	*x = GroupByKeyOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1974,7 +2161,7 @@ func (x *GroupByKeyOp) String() string {
 func (*GroupByKeyOp) ProtoMessage() {}
 
 func (x *GroupByKeyOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1987,7 +2174,7 @@ func (x *GroupByKeyOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupByKeyOp.ProtoReflect.Descriptor instead.
 func (*GroupByKeyOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{21}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GroupByKeyOp) GetInput() uint64 {
@@ -2034,7 +2221,7 @@ type GroupByOp struct {
 
 func (x *GroupByOp) Reset() {
 	*x = GroupByOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2046,7 +2233,7 @@ func (x *GroupByOp) String() string {
 func (*GroupByOp) ProtoMessage() {}
 
 func (x *GroupByOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2059,7 +2246,7 @@ func (x *GroupByOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupByOp.ProtoReflect.Descriptor instead.
 func (*GroupByOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{22}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GroupByOp) GetInput() uint64 {
@@ -2111,7 +2298,7 @@ type CountOp struct {
 
 func (x *CountOp) Reset() {
 	*x = CountOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2123,7 +2310,7 @@ func (x *CountOp) String() string {
 func (*CountOp) ProtoMessage() {}
 
 func (x *CountOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2136,7 +2323,7 @@ func (x *CountOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountOp.ProtoReflect.Descriptor instead.
 func (*CountOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{23}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CountOp) GetInput() uint64 {
@@ -2183,7 +2370,7 @@ type ReduceOp struct {
 
 func (x *ReduceOp) Reset() {
 	*x = ReduceOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2195,7 +2382,7 @@ func (x *ReduceOp) String() string {
 func (*ReduceOp) ProtoMessage() {}
 
 func (x *ReduceOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2208,7 +2395,7 @@ func (x *ReduceOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceOp.ProtoReflect.Descriptor instead.
 func (*ReduceOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{24}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ReduceOp) GetInput() uint64 {
@@ -2276,7 +2463,7 @@ type AggregateOp struct {
 
 func (x *AggregateOp) Reset() {
 	*x = AggregateOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2288,7 +2475,7 @@ func (x *AggregateOp) String() string {
 func (*AggregateOp) ProtoMessage() {}
 
 func (x *AggregateOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2301,7 +2488,7 @@ func (x *AggregateOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateOp.ProtoReflect.Descriptor instead.
 func (*AggregateOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{25}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *AggregateOp) GetInput() uint64 {
@@ -2367,7 +2554,7 @@ type MergeOp struct {
 
 func (x *MergeOp) Reset() {
 	*x = MergeOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2379,7 +2566,7 @@ func (x *MergeOp) String() string {
 func (*MergeOp) ProtoMessage() {}
 
 func (x *MergeOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2392,7 +2579,7 @@ func (x *MergeOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeOp.ProtoReflect.Descriptor instead.
 func (*MergeOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{26}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *MergeOp) GetInput() uint64 {
@@ -2438,7 +2625,7 @@ type SplitOp struct {
 
 func (x *SplitOp) Reset() {
 	*x = SplitOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2450,7 +2637,7 @@ func (x *SplitOp) String() string {
 func (*SplitOp) ProtoMessage() {}
 
 func (x *SplitOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2463,7 +2650,7 @@ func (x *SplitOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitOp.ProtoReflect.Descriptor instead.
 func (*SplitOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{27}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SplitOp) GetInput() uint64 {
@@ -2513,7 +2700,7 @@ type Branch struct {
 
 func (x *Branch) Reset() {
 	*x = Branch{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2525,7 +2712,7 @@ func (x *Branch) String() string {
 func (*Branch) ProtoMessage() {}
 
 func (x *Branch) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2538,7 +2725,7 @@ func (x *Branch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Branch.ProtoReflect.Descriptor instead.
 func (*Branch) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{28}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Branch) GetPredicateToken() uint32 {
@@ -2572,7 +2759,7 @@ type RepartitionOp struct {
 
 func (x *RepartitionOp) Reset() {
 	*x = RepartitionOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2584,7 +2771,7 @@ func (x *RepartitionOp) String() string {
 func (*RepartitionOp) ProtoMessage() {}
 
 func (x *RepartitionOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2597,7 +2784,7 @@ func (x *RepartitionOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepartitionOp.ProtoReflect.Descriptor instead.
 func (*RepartitionOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RepartitionOp) GetInput() uint64 {
@@ -2674,7 +2861,7 @@ type JoinOp struct {
 
 func (x *JoinOp) Reset() {
 	*x = JoinOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2686,7 +2873,7 @@ func (x *JoinOp) String() string {
 func (*JoinOp) ProtoMessage() {}
 
 func (x *JoinOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2699,7 +2886,7 @@ func (x *JoinOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinOp.ProtoReflect.Descriptor instead.
 func (*JoinOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{30}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *JoinOp) GetInput() uint64 {
@@ -2810,7 +2997,7 @@ type JoinWindows struct {
 
 func (x *JoinWindows) Reset() {
 	*x = JoinWindows{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2822,7 +3009,7 @@ func (x *JoinWindows) String() string {
 func (*JoinWindows) ProtoMessage() {}
 
 func (x *JoinWindows) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2835,7 +3022,7 @@ func (x *JoinWindows) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinWindows.ProtoReflect.Descriptor instead.
 func (*JoinWindows) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{31}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *JoinWindows) GetBeforeMs() int64 {
@@ -2877,7 +3064,7 @@ type GlobalTableOp struct {
 
 func (x *GlobalTableOp) Reset() {
 	*x = GlobalTableOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2889,7 +3076,7 @@ func (x *GlobalTableOp) String() string {
 func (*GlobalTableOp) ProtoMessage() {}
 
 func (x *GlobalTableOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2902,7 +3089,7 @@ func (x *GlobalTableOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GlobalTableOp.ProtoReflect.Descriptor instead.
 func (*GlobalTableOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{32}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GlobalTableOp) GetTopic() string {
@@ -2950,7 +3137,7 @@ type ToStreamOp struct {
 
 func (x *ToStreamOp) Reset() {
 	*x = ToStreamOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2962,7 +3149,7 @@ func (x *ToStreamOp) String() string {
 func (*ToStreamOp) ProtoMessage() {}
 
 func (x *ToStreamOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2975,7 +3162,7 @@ func (x *ToStreamOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToStreamOp.ProtoReflect.Descriptor instead.
 func (*ToStreamOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{33}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ToStreamOp) GetInput() uint64 {
@@ -3006,7 +3193,7 @@ type ToOp struct {
 
 func (x *ToOp) Reset() {
 	*x = ToOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3018,7 +3205,7 @@ func (x *ToOp) String() string {
 func (*ToOp) ProtoMessage() {}
 
 func (x *ToOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3031,7 +3218,7 @@ func (x *ToOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToOp.ProtoReflect.Descriptor instead.
 func (*ToOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ToOp) GetInput() uint64 {
@@ -3100,6 +3287,8 @@ type BuildRequest struct {
 	//	*BuildRequest_Repartition
 	//	*BuildRequest_Join
 	//	*BuildRequest_GlobalTable
+	//	*BuildRequest_EmitStrategy
+	//	*BuildRequest_ToTable
 	Operation     isBuildRequest_Operation `protobuf_oneof:"operation"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3107,7 +3296,7 @@ type BuildRequest struct {
 
 func (x *BuildRequest) Reset() {
 	*x = BuildRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3119,7 +3308,7 @@ func (x *BuildRequest) String() string {
 func (*BuildRequest) ProtoMessage() {}
 
 func (x *BuildRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3132,7 +3321,7 @@ func (x *BuildRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildRequest.ProtoReflect.Descriptor instead.
 func (*BuildRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{35}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *BuildRequest) GetSessionId() string {
@@ -3365,6 +3554,24 @@ func (x *BuildRequest) GetGlobalTable() *GlobalTableOp {
 	return nil
 }
 
+func (x *BuildRequest) GetEmitStrategy() *EmitStrategyOp {
+	if x != nil {
+		if x, ok := x.Operation.(*BuildRequest_EmitStrategy); ok {
+			return x.EmitStrategy
+		}
+	}
+	return nil
+}
+
+func (x *BuildRequest) GetToTable() *ToTableOp {
+	if x != nil {
+		if x, ok := x.Operation.(*BuildRequest_ToTable); ok {
+			return x.ToTable
+		}
+	}
+	return nil
+}
+
 type isBuildRequest_Operation interface {
 	isBuildRequest_Operation()
 }
@@ -3465,6 +3672,14 @@ type BuildRequest_GlobalTable struct {
 	GlobalTable *GlobalTableOp `protobuf:"bytes,33,opt,name=global_table,json=globalTable,proto3,oneof"`
 }
 
+type BuildRequest_EmitStrategy struct {
+	EmitStrategy *EmitStrategyOp `protobuf:"bytes,34,opt,name=emit_strategy,json=emitStrategy,proto3,oneof"`
+}
+
+type BuildRequest_ToTable struct {
+	ToTable *ToTableOp `protobuf:"bytes,35,opt,name=to_table,json=toTable,proto3,oneof"`
+}
+
 func (*BuildRequest_Stream) isBuildRequest_Operation() {}
 
 func (*BuildRequest_MapValues) isBuildRequest_Operation() {}
@@ -3513,6 +3728,10 @@ func (*BuildRequest_Join) isBuildRequest_Operation() {}
 
 func (*BuildRequest_GlobalTable) isBuildRequest_Operation() {}
 
+func (*BuildRequest_EmitStrategy) isBuildRequest_Operation() {}
+
+func (*BuildRequest_ToTable) isBuildRequest_Operation() {}
+
 type BuildResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The handle made; absent for terminal operators (to, foreach) and split.
@@ -3526,7 +3745,7 @@ type BuildResponse struct {
 
 func (x *BuildResponse) Reset() {
 	*x = BuildResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3538,7 +3757,7 @@ func (x *BuildResponse) String() string {
 func (*BuildResponse) ProtoMessage() {}
 
 func (x *BuildResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3551,7 +3770,7 @@ func (x *BuildResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildResponse.ProtoReflect.Descriptor instead.
 func (*BuildResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{36}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *BuildResponse) GetHandle() *Handle {
@@ -3580,7 +3799,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3592,7 +3811,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3605,7 +3824,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{37}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DescribeRequest) GetSessionId() string {
@@ -3636,7 +3855,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3648,7 +3867,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3661,7 +3880,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *DescribeResponse) GetText() string {
@@ -3694,7 +3913,7 @@ type TopologyDescription struct {
 
 func (x *TopologyDescription) Reset() {
 	*x = TopologyDescription{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3706,7 +3925,7 @@ func (x *TopologyDescription) String() string {
 func (*TopologyDescription) ProtoMessage() {}
 
 func (x *TopologyDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3719,7 +3938,7 @@ func (x *TopologyDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologyDescription.ProtoReflect.Descriptor instead.
 func (*TopologyDescription) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{39}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *TopologyDescription) GetSubtopologies() []*Subtopology {
@@ -3739,7 +3958,7 @@ type Subtopology struct {
 
 func (x *Subtopology) Reset() {
 	*x = Subtopology{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3751,7 +3970,7 @@ func (x *Subtopology) String() string {
 func (*Subtopology) ProtoMessage() {}
 
 func (x *Subtopology) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3764,7 +3983,7 @@ func (x *Subtopology) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subtopology.ProtoReflect.Descriptor instead.
 func (*Subtopology) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{40}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Subtopology) GetId() int32 {
@@ -3800,7 +4019,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3812,7 +4031,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3825,7 +4044,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{41}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Node) GetName() string {
@@ -3886,7 +4105,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3898,7 +4117,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3911,7 +4130,7 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{42}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *StartRequest) GetSessionId() string {
@@ -3929,7 +4148,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3941,7 +4160,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3954,7 +4173,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{43}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{45}
 }
 
 type ExchangeRequest struct {
@@ -3975,7 +4194,7 @@ type ExchangeRequest struct {
 
 func (x *ExchangeRequest) Reset() {
 	*x = ExchangeRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3987,7 +4206,7 @@ func (x *ExchangeRequest) String() string {
 func (*ExchangeRequest) ProtoMessage() {}
 
 func (x *ExchangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4000,7 +4219,7 @@ func (x *ExchangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeRequest.ProtoReflect.Descriptor instead.
 func (*ExchangeRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{44}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ExchangeRequest) GetSessionId() string {
@@ -4056,7 +4275,7 @@ type ExchangeResponse struct {
 
 func (x *ExchangeResponse) Reset() {
 	*x = ExchangeResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4068,7 +4287,7 @@ func (x *ExchangeResponse) String() string {
 func (*ExchangeResponse) ProtoMessage() {}
 
 func (x *ExchangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4081,7 +4300,7 @@ func (x *ExchangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeResponse.ProtoReflect.Descriptor instead.
 func (*ExchangeResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{45}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ExchangeResponse) GetBundles() []*Bundle {
@@ -4132,7 +4351,7 @@ type RecordContext struct {
 
 func (x *RecordContext) Reset() {
 	*x = RecordContext{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4144,7 +4363,7 @@ func (x *RecordContext) String() string {
 func (*RecordContext) ProtoMessage() {}
 
 func (x *RecordContext) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4157,7 +4376,7 @@ func (x *RecordContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordContext.ProtoReflect.Descriptor instead.
 func (*RecordContext) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{46}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RecordContext) GetTopic() string {
@@ -4210,7 +4429,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4222,7 +4441,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4235,7 +4454,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{47}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Step) GetToken() uint32 {
@@ -4379,7 +4598,7 @@ type Bundle struct {
 
 func (x *Bundle) Reset() {
 	*x = Bundle{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4391,7 +4610,7 @@ func (x *Bundle) String() string {
 func (*Bundle) ProtoMessage() {}
 
 func (x *Bundle) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4404,7 +4623,7 @@ func (x *Bundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bundle.ProtoReflect.Descriptor instead.
 func (*Bundle) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{48}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Bundle) GetId() uint64 {
@@ -4626,7 +4845,7 @@ type BundleResult struct {
 
 func (x *BundleResult) Reset() {
 	*x = BundleResult{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4638,7 +4857,7 @@ func (x *BundleResult) String() string {
 func (*BundleResult) ProtoMessage() {}
 
 func (x *BundleResult) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4651,7 +4870,7 @@ func (x *BundleResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleResult.ProtoReflect.Descriptor instead.
 func (*BundleResult) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{49}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *BundleResult) GetBundleId() uint64 {
@@ -4724,7 +4943,7 @@ type RecordFailure struct {
 
 func (x *RecordFailure) Reset() {
 	*x = RecordFailure{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4736,7 +4955,7 @@ func (x *RecordFailure) String() string {
 func (*RecordFailure) ProtoMessage() {}
 
 func (x *RecordFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4749,7 +4968,7 @@ func (x *RecordFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordFailure.ProtoReflect.Descriptor instead.
 func (*RecordFailure) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{50}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RecordFailure) GetIndex() int32 {
@@ -4799,7 +5018,7 @@ type RestoreProgress struct {
 
 func (x *RestoreProgress) Reset() {
 	*x = RestoreProgress{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4811,7 +5030,7 @@ func (x *RestoreProgress) String() string {
 func (*RestoreProgress) ProtoMessage() {}
 
 func (x *RestoreProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4824,7 +5043,7 @@ func (x *RestoreProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreProgress.ProtoReflect.Descriptor instead.
 func (*RestoreProgress) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{51}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RestoreProgress) GetRestoredRecords() int64 {
@@ -4864,7 +5083,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4876,7 +5095,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4889,7 +5108,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{52}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *GetStateRequest) GetSessionId() string {
@@ -4931,7 +5150,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4943,7 +5162,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4956,7 +5175,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{53}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *GetStateResponse) GetState() State {
@@ -5024,7 +5243,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5036,7 +5255,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5049,7 +5268,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{54}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *StopRequest) GetSessionId() string {
@@ -5067,7 +5286,7 @@ type StopResponse struct {
 
 func (x *StopResponse) Reset() {
 	*x = StopResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5079,7 +5298,7 @@ func (x *StopResponse) String() string {
 func (*StopResponse) ProtoMessage() {}
 
 func (x *StopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5092,7 +5311,7 @@ func (x *StopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
 func (*StopResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{55}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{57}
 }
 
 type QueryRequest struct {
@@ -5120,7 +5339,7 @@ type QueryRequest struct {
 
 func (x *QueryRequest) Reset() {
 	*x = QueryRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5132,7 +5351,7 @@ func (x *QueryRequest) String() string {
 func (*QueryRequest) ProtoMessage() {}
 
 func (x *QueryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5145,7 +5364,7 @@ func (x *QueryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRequest.ProtoReflect.Descriptor instead.
 func (*QueryRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{56}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *QueryRequest) GetSessionId() string {
@@ -5277,7 +5496,7 @@ type WindowFetch struct {
 
 func (x *WindowFetch) Reset() {
 	*x = WindowFetch{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5289,7 +5508,7 @@ func (x *WindowFetch) String() string {
 func (*WindowFetch) ProtoMessage() {}
 
 func (x *WindowFetch) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5302,7 +5521,7 @@ func (x *WindowFetch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WindowFetch.ProtoReflect.Descriptor instead.
 func (*WindowFetch) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{57}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *WindowFetch) GetKey() []byte {
@@ -5336,7 +5555,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5348,7 +5567,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5361,7 +5580,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{58}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *KeyRange) GetFrom() []byte {
@@ -5397,7 +5616,7 @@ type QueryResponse struct {
 
 func (x *QueryResponse) Reset() {
 	*x = QueryResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5409,7 +5628,7 @@ func (x *QueryResponse) String() string {
 func (*QueryResponse) ProtoMessage() {}
 
 func (x *QueryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5422,7 +5641,7 @@ func (x *QueryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryResponse.ProtoReflect.Descriptor instead.
 func (*QueryResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{59}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *QueryResponse) GetKeyLengths() []int32 {
@@ -5483,7 +5702,7 @@ type GetMetricsRequest struct {
 
 func (x *GetMetricsRequest) Reset() {
 	*x = GetMetricsRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5495,7 +5714,7 @@ func (x *GetMetricsRequest) String() string {
 func (*GetMetricsRequest) ProtoMessage() {}
 
 func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5508,7 +5727,7 @@ func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsRequest.ProtoReflect.Descriptor instead.
 func (*GetMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{60}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *GetMetricsRequest) GetSessionId() string {
@@ -5541,7 +5760,7 @@ type GetMetricsResponse struct {
 
 func (x *GetMetricsResponse) Reset() {
 	*x = GetMetricsResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5553,7 +5772,7 @@ func (x *GetMetricsResponse) String() string {
 func (*GetMetricsResponse) ProtoMessage() {}
 
 func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5566,7 +5785,7 @@ func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsResponse.ProtoReflect.Descriptor instead.
 func (*GetMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{61}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *GetMetricsResponse) GetState() State {
@@ -5638,7 +5857,7 @@ type NodeMetrics struct {
 
 func (x *NodeMetrics) Reset() {
 	*x = NodeMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5650,7 +5869,7 @@ func (x *NodeMetrics) String() string {
 func (*NodeMetrics) ProtoMessage() {}
 
 func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5663,7 +5882,7 @@ func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetrics.ProtoReflect.Descriptor instead.
 func (*NodeMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{62}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *NodeMetrics) GetName() string {
@@ -5723,7 +5942,7 @@ type TaskMetrics struct {
 
 func (x *TaskMetrics) Reset() {
 	*x = TaskMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5735,7 +5954,7 @@ func (x *TaskMetrics) String() string {
 func (*TaskMetrics) ProtoMessage() {}
 
 func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5748,7 +5967,7 @@ func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskMetrics.ProtoReflect.Descriptor instead.
 func (*TaskMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{63}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *TaskMetrics) GetId() string {
@@ -5795,7 +6014,7 @@ type PartitionLag struct {
 
 func (x *PartitionLag) Reset() {
 	*x = PartitionLag{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5807,7 +6026,7 @@ func (x *PartitionLag) String() string {
 func (*PartitionLag) ProtoMessage() {}
 
 func (x *PartitionLag) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5820,7 +6039,7 @@ func (x *PartitionLag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLag.ProtoReflect.Descriptor instead.
 func (*PartitionLag) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{64}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *PartitionLag) GetTopic() string {
@@ -5870,7 +6089,7 @@ type StoreMetrics struct {
 
 func (x *StoreMetrics) Reset() {
 	*x = StoreMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5882,7 +6101,7 @@ func (x *StoreMetrics) String() string {
 func (*StoreMetrics) ProtoMessage() {}
 
 func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5895,7 +6114,7 @@ func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMetrics.ProtoReflect.Descriptor instead.
 func (*StoreMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{65}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *StoreMetrics) GetName() string {
@@ -5931,7 +6150,7 @@ type TestRecord struct {
 
 func (x *TestRecord) Reset() {
 	*x = TestRecord{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5943,7 +6162,7 @@ func (x *TestRecord) String() string {
 func (*TestRecord) ProtoMessage() {}
 
 func (x *TestRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5956,7 +6175,7 @@ func (x *TestRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestRecord.ProtoReflect.Descriptor instead.
 func (*TestRecord) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{66}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *TestRecord) GetTopic() string {
@@ -6006,7 +6225,7 @@ type TestHeader struct {
 
 func (x *TestHeader) Reset() {
 	*x = TestHeader{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6018,7 +6237,7 @@ func (x *TestHeader) String() string {
 func (*TestHeader) ProtoMessage() {}
 
 func (x *TestHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6031,7 +6250,7 @@ func (x *TestHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestHeader.ProtoReflect.Descriptor instead.
 func (*TestHeader) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{67}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *TestHeader) GetKey() string {
@@ -6059,7 +6278,7 @@ type PipeInputRequest struct {
 
 func (x *PipeInputRequest) Reset() {
 	*x = PipeInputRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6071,7 +6290,7 @@ func (x *PipeInputRequest) String() string {
 func (*PipeInputRequest) ProtoMessage() {}
 
 func (x *PipeInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6084,7 +6303,7 @@ func (x *PipeInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipeInputRequest.ProtoReflect.Descriptor instead.
 func (*PipeInputRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{68}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *PipeInputRequest) GetSessionId() string {
@@ -6119,7 +6338,7 @@ type PipeInputResponse struct {
 
 func (x *PipeInputResponse) Reset() {
 	*x = PipeInputResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6131,7 +6350,7 @@ func (x *PipeInputResponse) String() string {
 func (*PipeInputResponse) ProtoMessage() {}
 
 func (x *PipeInputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6144,7 +6363,7 @@ func (x *PipeInputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipeInputResponse.ProtoReflect.Descriptor instead.
 func (*PipeInputResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{69}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *PipeInputResponse) GetProcessed() int32 {
@@ -6180,7 +6399,7 @@ type ReadOutputRequest struct {
 
 func (x *ReadOutputRequest) Reset() {
 	*x = ReadOutputRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6192,7 +6411,7 @@ func (x *ReadOutputRequest) String() string {
 func (*ReadOutputRequest) ProtoMessage() {}
 
 func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6205,7 +6424,7 @@ func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputRequest.ProtoReflect.Descriptor instead.
 func (*ReadOutputRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{70}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ReadOutputRequest) GetSessionId() string {
@@ -6236,7 +6455,7 @@ type ReadOutputResponse struct {
 
 func (x *ReadOutputResponse) Reset() {
 	*x = ReadOutputResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6248,7 +6467,7 @@ func (x *ReadOutputResponse) String() string {
 func (*ReadOutputResponse) ProtoMessage() {}
 
 func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6261,7 +6480,7 @@ func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputResponse.ProtoReflect.Descriptor instead.
 func (*ReadOutputResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{71}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ReadOutputResponse) GetRecords() []*TestRecord {
@@ -6296,7 +6515,7 @@ type AdvanceWallClockRequest struct {
 
 func (x *AdvanceWallClockRequest) Reset() {
 	*x = AdvanceWallClockRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6308,7 +6527,7 @@ func (x *AdvanceWallClockRequest) String() string {
 func (*AdvanceWallClockRequest) ProtoMessage() {}
 
 func (x *AdvanceWallClockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6321,7 +6540,7 @@ func (x *AdvanceWallClockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdvanceWallClockRequest.ProtoReflect.Descriptor instead.
 func (*AdvanceWallClockRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{72}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *AdvanceWallClockRequest) GetSessionId() string {
@@ -6348,7 +6567,7 @@ type AdvanceWallClockResponse struct {
 
 func (x *AdvanceWallClockResponse) Reset() {
 	*x = AdvanceWallClockResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6360,7 +6579,7 @@ func (x *AdvanceWallClockResponse) String() string {
 func (*AdvanceWallClockResponse) ProtoMessage() {}
 
 func (x *AdvanceWallClockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6373,7 +6592,7 @@ func (x *AdvanceWallClockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdvanceWallClockResponse.ProtoReflect.Descriptor instead.
 func (*AdvanceWallClockResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{73}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *AdvanceWallClockResponse) GetWallClockMs() int64 {
@@ -6450,7 +6669,14 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\bgrace_ms\x18\x02 \x01(\x03R\agraceMs\"W\n" +
 	"\x0eSessionWindows\x12*\n" +
 	"\x11inactivity_gap_ms\x18\x01 \x01(\x03R\x0finactivityGapMs\x12\x19\n" +
-	"\bgrace_ms\x18\x02 \x01(\x03R\agraceMs\"6\n" +
+	"\bgrace_ms\x18\x02 \x01(\x03R\agraceMs\"f\n" +
+	"\x0eEmitStrategyOp\x12\x14\n" +
+	"\x05input\x18\x01 \x01(\x04R\x05input\x12>\n" +
+	"\bstrategy\x18\x02 \x01(\x0e2\".polystreams.v1alpha1.EmitStrategyR\bstrategy\"}\n" +
+	"\tToTableOp\x12\x14\n" +
+	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12F\n" +
+	"\fmaterialized\x18\x03 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\"6\n" +
 	"\n" +
 	"SuppressOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x12\n" +
@@ -6594,7 +6820,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\tkey_serde\x18\x03 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x04 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
-	"\x04name\x18\x05 \x01(\tR\x04name\"\x89\f\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\"\x94\r\n" +
 	"\fBuildRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x128\n" +
@@ -6627,7 +6853,9 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x05split\x18\x1e \x01(\v2\x1d.polystreams.v1alpha1.SplitOpH\x00R\x05split\x12G\n" +
 	"\vrepartition\x18\x1f \x01(\v2#.polystreams.v1alpha1.RepartitionOpH\x00R\vrepartition\x122\n" +
 	"\x04join\x18  \x01(\v2\x1c.polystreams.v1alpha1.JoinOpH\x00R\x04join\x12H\n" +
-	"\fglobal_table\x18! \x01(\v2#.polystreams.v1alpha1.GlobalTableOpH\x00R\vglobalTableB\v\n" +
+	"\fglobal_table\x18! \x01(\v2#.polystreams.v1alpha1.GlobalTableOpH\x00R\vglobalTable\x12K\n" +
+	"\remit_strategy\x18\" \x01(\v2$.polystreams.v1alpha1.EmitStrategyOpH\x00R\femitStrategy\x12<\n" +
+	"\bto_table\x18# \x01(\v2\x1f.polystreams.v1alpha1.ToTableOpH\x00R\atoTableB\v\n" +
 	"\toperation\"\x7f\n" +
 	"\rBuildResponse\x124\n" +
 	"\x06handle\x18\x01 \x01(\v2\x1c.polystreams.v1alpha1.HandleR\x06handle\x128\n" +
@@ -6883,7 +7111,11 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x12KIND_GROUPED_TABLE\x10\x04\x12\x18\n" +
 	"\x14KIND_WINDOWED_STREAM\x10\x05\x12 \n" +
 	"\x1cKIND_SESSION_WINDOWED_STREAM\x10\x06\x12\x15\n" +
-	"\x11KIND_GLOBAL_TABLE\x10\a*i\n" +
+	"\x11KIND_GLOBAL_TABLE\x10\a*t\n" +
+	"\fEmitStrategy\x12\x1d\n" +
+	"\x19EMIT_STRATEGY_UNSPECIFIED\x10\x00\x12\"\n" +
+	"\x1eEMIT_STRATEGY_ON_WINDOW_UPDATE\x10\x01\x12!\n" +
+	"\x1dEMIT_STRATEGY_ON_WINDOW_CLOSE\x10\x02*i\n" +
 	"\aReducer\x12\x17\n" +
 	"\x13REDUCER_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vREDUCER_SUM\x10\x01\x12\x0f\n" +
@@ -6946,200 +7178,207 @@ func file_polystreams_v1alpha1_engine_proto_rawDescGZIP() []byte {
 	return file_polystreams_v1alpha1_engine_proto_rawDescData
 }
 
-var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 77)
+var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
+var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
 var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(Kind)(0),                        // 0: polystreams.v1alpha1.Kind
-	(Reducer)(0),                     // 1: polystreams.v1alpha1.Reducer
-	(Joiner)(0),                      // 2: polystreams.v1alpha1.Joiner
-	(Operation)(0),                   // 3: polystreams.v1alpha1.Operation
-	(State)(0),                       // 4: polystreams.v1alpha1.State
-	(Node_Type)(0),                   // 5: polystreams.v1alpha1.Node.Type
-	(RecordFailure_Kind)(0),          // 6: polystreams.v1alpha1.RecordFailure.Kind
-	(*OpenSessionRequest)(nil),       // 7: polystreams.v1alpha1.OpenSessionRequest
-	(*OpenSessionResponse)(nil),      // 8: polystreams.v1alpha1.OpenSessionResponse
-	(*RegisterFunctionRequest)(nil),  // 9: polystreams.v1alpha1.RegisterFunctionRequest
-	(*RegisterFunctionResponse)(nil), // 10: polystreams.v1alpha1.RegisterFunctionResponse
-	(*Handle)(nil),                   // 11: polystreams.v1alpha1.Handle
-	(*Materialized)(nil),             // 12: polystreams.v1alpha1.Materialized
-	(*StreamOp)(nil),                 // 13: polystreams.v1alpha1.StreamOp
-	(*WindowedByOp)(nil),             // 14: polystreams.v1alpha1.WindowedByOp
-	(*TimeWindows)(nil),              // 15: polystreams.v1alpha1.TimeWindows
-	(*SlidingWindows)(nil),           // 16: polystreams.v1alpha1.SlidingWindows
-	(*SessionWindows)(nil),           // 17: polystreams.v1alpha1.SessionWindows
-	(*SuppressOp)(nil),               // 18: polystreams.v1alpha1.SuppressOp
-	(*TableOp)(nil),                  // 19: polystreams.v1alpha1.TableOp
-	(*MapValuesOp)(nil),              // 20: polystreams.v1alpha1.MapValuesOp
-	(*FilterOp)(nil),                 // 21: polystreams.v1alpha1.FilterOp
-	(*FilterNotOp)(nil),              // 22: polystreams.v1alpha1.FilterNotOp
-	(*FlatMapValuesOp)(nil),          // 23: polystreams.v1alpha1.FlatMapValuesOp
-	(*MapOp)(nil),                    // 24: polystreams.v1alpha1.MapOp
-	(*SelectKeyOp)(nil),              // 25: polystreams.v1alpha1.SelectKeyOp
-	(*PeekOp)(nil),                   // 26: polystreams.v1alpha1.PeekOp
-	(*ForeachOp)(nil),                // 27: polystreams.v1alpha1.ForeachOp
-	(*GroupByKeyOp)(nil),             // 28: polystreams.v1alpha1.GroupByKeyOp
-	(*GroupByOp)(nil),                // 29: polystreams.v1alpha1.GroupByOp
-	(*CountOp)(nil),                  // 30: polystreams.v1alpha1.CountOp
-	(*ReduceOp)(nil),                 // 31: polystreams.v1alpha1.ReduceOp
-	(*AggregateOp)(nil),              // 32: polystreams.v1alpha1.AggregateOp
-	(*MergeOp)(nil),                  // 33: polystreams.v1alpha1.MergeOp
-	(*SplitOp)(nil),                  // 34: polystreams.v1alpha1.SplitOp
-	(*Branch)(nil),                   // 35: polystreams.v1alpha1.Branch
-	(*RepartitionOp)(nil),            // 36: polystreams.v1alpha1.RepartitionOp
-	(*JoinOp)(nil),                   // 37: polystreams.v1alpha1.JoinOp
-	(*JoinWindows)(nil),              // 38: polystreams.v1alpha1.JoinWindows
-	(*GlobalTableOp)(nil),            // 39: polystreams.v1alpha1.GlobalTableOp
-	(*ToStreamOp)(nil),               // 40: polystreams.v1alpha1.ToStreamOp
-	(*ToOp)(nil),                     // 41: polystreams.v1alpha1.ToOp
-	(*BuildRequest)(nil),             // 42: polystreams.v1alpha1.BuildRequest
-	(*BuildResponse)(nil),            // 43: polystreams.v1alpha1.BuildResponse
-	(*DescribeRequest)(nil),          // 44: polystreams.v1alpha1.DescribeRequest
-	(*DescribeResponse)(nil),         // 45: polystreams.v1alpha1.DescribeResponse
-	(*TopologyDescription)(nil),      // 46: polystreams.v1alpha1.TopologyDescription
-	(*Subtopology)(nil),              // 47: polystreams.v1alpha1.Subtopology
-	(*Node)(nil),                     // 48: polystreams.v1alpha1.Node
-	(*StartRequest)(nil),             // 49: polystreams.v1alpha1.StartRequest
-	(*StartResponse)(nil),            // 50: polystreams.v1alpha1.StartResponse
-	(*ExchangeRequest)(nil),          // 51: polystreams.v1alpha1.ExchangeRequest
-	(*ExchangeResponse)(nil),         // 52: polystreams.v1alpha1.ExchangeResponse
-	(*RecordContext)(nil),            // 53: polystreams.v1alpha1.RecordContext
-	(*Step)(nil),                     // 54: polystreams.v1alpha1.Step
-	(*Bundle)(nil),                   // 55: polystreams.v1alpha1.Bundle
-	(*BundleResult)(nil),             // 56: polystreams.v1alpha1.BundleResult
-	(*RecordFailure)(nil),            // 57: polystreams.v1alpha1.RecordFailure
-	(*RestoreProgress)(nil),          // 58: polystreams.v1alpha1.RestoreProgress
-	(*GetStateRequest)(nil),          // 59: polystreams.v1alpha1.GetStateRequest
-	(*GetStateResponse)(nil),         // 60: polystreams.v1alpha1.GetStateResponse
-	(*StopRequest)(nil),              // 61: polystreams.v1alpha1.StopRequest
-	(*StopResponse)(nil),             // 62: polystreams.v1alpha1.StopResponse
-	(*QueryRequest)(nil),             // 63: polystreams.v1alpha1.QueryRequest
-	(*WindowFetch)(nil),              // 64: polystreams.v1alpha1.WindowFetch
-	(*KeyRange)(nil),                 // 65: polystreams.v1alpha1.KeyRange
-	(*QueryResponse)(nil),            // 66: polystreams.v1alpha1.QueryResponse
-	(*GetMetricsRequest)(nil),        // 67: polystreams.v1alpha1.GetMetricsRequest
-	(*GetMetricsResponse)(nil),       // 68: polystreams.v1alpha1.GetMetricsResponse
-	(*NodeMetrics)(nil),              // 69: polystreams.v1alpha1.NodeMetrics
-	(*TaskMetrics)(nil),              // 70: polystreams.v1alpha1.TaskMetrics
-	(*PartitionLag)(nil),             // 71: polystreams.v1alpha1.PartitionLag
-	(*StoreMetrics)(nil),             // 72: polystreams.v1alpha1.StoreMetrics
-	(*TestRecord)(nil),               // 73: polystreams.v1alpha1.TestRecord
-	(*TestHeader)(nil),               // 74: polystreams.v1alpha1.TestHeader
-	(*PipeInputRequest)(nil),         // 75: polystreams.v1alpha1.PipeInputRequest
-	(*PipeInputResponse)(nil),        // 76: polystreams.v1alpha1.PipeInputResponse
-	(*ReadOutputRequest)(nil),        // 77: polystreams.v1alpha1.ReadOutputRequest
-	(*ReadOutputResponse)(nil),       // 78: polystreams.v1alpha1.ReadOutputResponse
-	(*AdvanceWallClockRequest)(nil),  // 79: polystreams.v1alpha1.AdvanceWallClockRequest
-	(*AdvanceWallClockResponse)(nil), // 80: polystreams.v1alpha1.AdvanceWallClockResponse
-	nil,                              // 81: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	nil,                              // 82: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
-	nil,                              // 83: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	(EmitStrategy)(0),                // 1: polystreams.v1alpha1.EmitStrategy
+	(Reducer)(0),                     // 2: polystreams.v1alpha1.Reducer
+	(Joiner)(0),                      // 3: polystreams.v1alpha1.Joiner
+	(Operation)(0),                   // 4: polystreams.v1alpha1.Operation
+	(State)(0),                       // 5: polystreams.v1alpha1.State
+	(Node_Type)(0),                   // 6: polystreams.v1alpha1.Node.Type
+	(RecordFailure_Kind)(0),          // 7: polystreams.v1alpha1.RecordFailure.Kind
+	(*OpenSessionRequest)(nil),       // 8: polystreams.v1alpha1.OpenSessionRequest
+	(*OpenSessionResponse)(nil),      // 9: polystreams.v1alpha1.OpenSessionResponse
+	(*RegisterFunctionRequest)(nil),  // 10: polystreams.v1alpha1.RegisterFunctionRequest
+	(*RegisterFunctionResponse)(nil), // 11: polystreams.v1alpha1.RegisterFunctionResponse
+	(*Handle)(nil),                   // 12: polystreams.v1alpha1.Handle
+	(*Materialized)(nil),             // 13: polystreams.v1alpha1.Materialized
+	(*StreamOp)(nil),                 // 14: polystreams.v1alpha1.StreamOp
+	(*WindowedByOp)(nil),             // 15: polystreams.v1alpha1.WindowedByOp
+	(*TimeWindows)(nil),              // 16: polystreams.v1alpha1.TimeWindows
+	(*SlidingWindows)(nil),           // 17: polystreams.v1alpha1.SlidingWindows
+	(*SessionWindows)(nil),           // 18: polystreams.v1alpha1.SessionWindows
+	(*EmitStrategyOp)(nil),           // 19: polystreams.v1alpha1.EmitStrategyOp
+	(*ToTableOp)(nil),                // 20: polystreams.v1alpha1.ToTableOp
+	(*SuppressOp)(nil),               // 21: polystreams.v1alpha1.SuppressOp
+	(*TableOp)(nil),                  // 22: polystreams.v1alpha1.TableOp
+	(*MapValuesOp)(nil),              // 23: polystreams.v1alpha1.MapValuesOp
+	(*FilterOp)(nil),                 // 24: polystreams.v1alpha1.FilterOp
+	(*FilterNotOp)(nil),              // 25: polystreams.v1alpha1.FilterNotOp
+	(*FlatMapValuesOp)(nil),          // 26: polystreams.v1alpha1.FlatMapValuesOp
+	(*MapOp)(nil),                    // 27: polystreams.v1alpha1.MapOp
+	(*SelectKeyOp)(nil),              // 28: polystreams.v1alpha1.SelectKeyOp
+	(*PeekOp)(nil),                   // 29: polystreams.v1alpha1.PeekOp
+	(*ForeachOp)(nil),                // 30: polystreams.v1alpha1.ForeachOp
+	(*GroupByKeyOp)(nil),             // 31: polystreams.v1alpha1.GroupByKeyOp
+	(*GroupByOp)(nil),                // 32: polystreams.v1alpha1.GroupByOp
+	(*CountOp)(nil),                  // 33: polystreams.v1alpha1.CountOp
+	(*ReduceOp)(nil),                 // 34: polystreams.v1alpha1.ReduceOp
+	(*AggregateOp)(nil),              // 35: polystreams.v1alpha1.AggregateOp
+	(*MergeOp)(nil),                  // 36: polystreams.v1alpha1.MergeOp
+	(*SplitOp)(nil),                  // 37: polystreams.v1alpha1.SplitOp
+	(*Branch)(nil),                   // 38: polystreams.v1alpha1.Branch
+	(*RepartitionOp)(nil),            // 39: polystreams.v1alpha1.RepartitionOp
+	(*JoinOp)(nil),                   // 40: polystreams.v1alpha1.JoinOp
+	(*JoinWindows)(nil),              // 41: polystreams.v1alpha1.JoinWindows
+	(*GlobalTableOp)(nil),            // 42: polystreams.v1alpha1.GlobalTableOp
+	(*ToStreamOp)(nil),               // 43: polystreams.v1alpha1.ToStreamOp
+	(*ToOp)(nil),                     // 44: polystreams.v1alpha1.ToOp
+	(*BuildRequest)(nil),             // 45: polystreams.v1alpha1.BuildRequest
+	(*BuildResponse)(nil),            // 46: polystreams.v1alpha1.BuildResponse
+	(*DescribeRequest)(nil),          // 47: polystreams.v1alpha1.DescribeRequest
+	(*DescribeResponse)(nil),         // 48: polystreams.v1alpha1.DescribeResponse
+	(*TopologyDescription)(nil),      // 49: polystreams.v1alpha1.TopologyDescription
+	(*Subtopology)(nil),              // 50: polystreams.v1alpha1.Subtopology
+	(*Node)(nil),                     // 51: polystreams.v1alpha1.Node
+	(*StartRequest)(nil),             // 52: polystreams.v1alpha1.StartRequest
+	(*StartResponse)(nil),            // 53: polystreams.v1alpha1.StartResponse
+	(*ExchangeRequest)(nil),          // 54: polystreams.v1alpha1.ExchangeRequest
+	(*ExchangeResponse)(nil),         // 55: polystreams.v1alpha1.ExchangeResponse
+	(*RecordContext)(nil),            // 56: polystreams.v1alpha1.RecordContext
+	(*Step)(nil),                     // 57: polystreams.v1alpha1.Step
+	(*Bundle)(nil),                   // 58: polystreams.v1alpha1.Bundle
+	(*BundleResult)(nil),             // 59: polystreams.v1alpha1.BundleResult
+	(*RecordFailure)(nil),            // 60: polystreams.v1alpha1.RecordFailure
+	(*RestoreProgress)(nil),          // 61: polystreams.v1alpha1.RestoreProgress
+	(*GetStateRequest)(nil),          // 62: polystreams.v1alpha1.GetStateRequest
+	(*GetStateResponse)(nil),         // 63: polystreams.v1alpha1.GetStateResponse
+	(*StopRequest)(nil),              // 64: polystreams.v1alpha1.StopRequest
+	(*StopResponse)(nil),             // 65: polystreams.v1alpha1.StopResponse
+	(*QueryRequest)(nil),             // 66: polystreams.v1alpha1.QueryRequest
+	(*WindowFetch)(nil),              // 67: polystreams.v1alpha1.WindowFetch
+	(*KeyRange)(nil),                 // 68: polystreams.v1alpha1.KeyRange
+	(*QueryResponse)(nil),            // 69: polystreams.v1alpha1.QueryResponse
+	(*GetMetricsRequest)(nil),        // 70: polystreams.v1alpha1.GetMetricsRequest
+	(*GetMetricsResponse)(nil),       // 71: polystreams.v1alpha1.GetMetricsResponse
+	(*NodeMetrics)(nil),              // 72: polystreams.v1alpha1.NodeMetrics
+	(*TaskMetrics)(nil),              // 73: polystreams.v1alpha1.TaskMetrics
+	(*PartitionLag)(nil),             // 74: polystreams.v1alpha1.PartitionLag
+	(*StoreMetrics)(nil),             // 75: polystreams.v1alpha1.StoreMetrics
+	(*TestRecord)(nil),               // 76: polystreams.v1alpha1.TestRecord
+	(*TestHeader)(nil),               // 77: polystreams.v1alpha1.TestHeader
+	(*PipeInputRequest)(nil),         // 78: polystreams.v1alpha1.PipeInputRequest
+	(*PipeInputResponse)(nil),        // 79: polystreams.v1alpha1.PipeInputResponse
+	(*ReadOutputRequest)(nil),        // 80: polystreams.v1alpha1.ReadOutputRequest
+	(*ReadOutputResponse)(nil),       // 81: polystreams.v1alpha1.ReadOutputResponse
+	(*AdvanceWallClockRequest)(nil),  // 82: polystreams.v1alpha1.AdvanceWallClockRequest
+	(*AdvanceWallClockResponse)(nil), // 83: polystreams.v1alpha1.AdvanceWallClockResponse
+	nil,                              // 84: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	nil,                              // 85: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	nil,                              // 86: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
 }
 var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
-	81, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	82, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	84, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	85, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
 	0,  // 2: polystreams.v1alpha1.Handle.kind:type_name -> polystreams.v1alpha1.Kind
-	83, // 3: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
-	15, // 4: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
-	16, // 5: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
-	17, // 6: polystreams.v1alpha1.WindowedByOp.session:type_name -> polystreams.v1alpha1.SessionWindows
-	12, // 7: polystreams.v1alpha1.TableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	12, // 8: polystreams.v1alpha1.MapValuesOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	12, // 9: polystreams.v1alpha1.FilterOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	12, // 10: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	12, // 11: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	1,  // 12: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
-	12, // 13: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	12, // 14: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	35, // 15: polystreams.v1alpha1.SplitOp.branches:type_name -> polystreams.v1alpha1.Branch
-	38, // 16: polystreams.v1alpha1.JoinOp.windows:type_name -> polystreams.v1alpha1.JoinWindows
-	12, // 17: polystreams.v1alpha1.JoinOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	2,  // 18: polystreams.v1alpha1.JoinOp.builtin_joiner:type_name -> polystreams.v1alpha1.Joiner
-	12, // 19: polystreams.v1alpha1.GlobalTableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	13, // 20: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
-	20, // 21: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
-	21, // 22: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
-	22, // 23: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
-	23, // 24: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
-	24, // 25: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
-	25, // 26: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
-	26, // 27: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
-	27, // 28: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
-	28, // 29: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
-	29, // 30: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
-	30, // 31: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
-	40, // 32: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
-	41, // 33: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
-	31, // 34: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
-	32, // 35: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
-	19, // 36: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
-	14, // 37: polystreams.v1alpha1.BuildRequest.windowed_by:type_name -> polystreams.v1alpha1.WindowedByOp
-	18, // 38: polystreams.v1alpha1.BuildRequest.suppress:type_name -> polystreams.v1alpha1.SuppressOp
-	33, // 39: polystreams.v1alpha1.BuildRequest.merge:type_name -> polystreams.v1alpha1.MergeOp
-	34, // 40: polystreams.v1alpha1.BuildRequest.split:type_name -> polystreams.v1alpha1.SplitOp
-	36, // 41: polystreams.v1alpha1.BuildRequest.repartition:type_name -> polystreams.v1alpha1.RepartitionOp
-	37, // 42: polystreams.v1alpha1.BuildRequest.join:type_name -> polystreams.v1alpha1.JoinOp
-	39, // 43: polystreams.v1alpha1.BuildRequest.global_table:type_name -> polystreams.v1alpha1.GlobalTableOp
-	11, // 44: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
-	11, // 45: polystreams.v1alpha1.BuildResponse.branches:type_name -> polystreams.v1alpha1.Handle
-	46, // 46: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
-	47, // 47: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
-	48, // 48: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
-	5,  // 49: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
-	56, // 50: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
-	55, // 51: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
-	4,  // 52: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
-	53, // 53: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	58, // 54: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	3,  // 55: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
-	54, // 56: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
-	57, // 57: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
-	6,  // 58: polystreams.v1alpha1.RecordFailure.kind:type_name -> polystreams.v1alpha1.RecordFailure.Kind
-	4,  // 59: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
-	53, // 60: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	58, // 61: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	65, // 62: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
-	64, // 63: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
-	4,  // 64: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
-	58, // 65: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	69, // 66: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
-	70, // 67: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
-	71, // 68: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
-	72, // 69: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
-	74, // 70: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
-	73, // 71: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
-	53, // 72: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	73, // 73: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
-	7,  // 74: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
-	9,  // 75: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
-	42, // 76: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
-	44, // 77: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
-	49, // 78: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
-	51, // 79: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
-	59, // 80: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
-	61, // 81: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
-	63, // 82: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
-	67, // 83: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
-	75, // 84: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
-	77, // 85: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
-	79, // 86: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
-	8,  // 87: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
-	10, // 88: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
-	43, // 89: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
-	45, // 90: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
-	50, // 91: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
-	52, // 92: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
-	60, // 93: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
-	62, // 94: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
-	66, // 95: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
-	68, // 96: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
-	76, // 97: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
-	78, // 98: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
-	80, // 99: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
-	87, // [87:100] is the sub-list for method output_type
-	74, // [74:87] is the sub-list for method input_type
-	74, // [74:74] is the sub-list for extension type_name
-	74, // [74:74] is the sub-list for extension extendee
-	0,  // [0:74] is the sub-list for field type_name
+	86, // 3: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	16, // 4: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
+	17, // 5: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
+	18, // 6: polystreams.v1alpha1.WindowedByOp.session:type_name -> polystreams.v1alpha1.SessionWindows
+	1,  // 7: polystreams.v1alpha1.EmitStrategyOp.strategy:type_name -> polystreams.v1alpha1.EmitStrategy
+	13, // 8: polystreams.v1alpha1.ToTableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	13, // 9: polystreams.v1alpha1.TableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	13, // 10: polystreams.v1alpha1.MapValuesOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	13, // 11: polystreams.v1alpha1.FilterOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	13, // 12: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	13, // 13: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	2,  // 14: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
+	13, // 15: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	13, // 16: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	38, // 17: polystreams.v1alpha1.SplitOp.branches:type_name -> polystreams.v1alpha1.Branch
+	41, // 18: polystreams.v1alpha1.JoinOp.windows:type_name -> polystreams.v1alpha1.JoinWindows
+	13, // 19: polystreams.v1alpha1.JoinOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	3,  // 20: polystreams.v1alpha1.JoinOp.builtin_joiner:type_name -> polystreams.v1alpha1.Joiner
+	13, // 21: polystreams.v1alpha1.GlobalTableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	14, // 22: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
+	23, // 23: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
+	24, // 24: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
+	25, // 25: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
+	26, // 26: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
+	27, // 27: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
+	28, // 28: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
+	29, // 29: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
+	30, // 30: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
+	31, // 31: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
+	32, // 32: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
+	33, // 33: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
+	43, // 34: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
+	44, // 35: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
+	34, // 36: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
+	35, // 37: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
+	22, // 38: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
+	15, // 39: polystreams.v1alpha1.BuildRequest.windowed_by:type_name -> polystreams.v1alpha1.WindowedByOp
+	21, // 40: polystreams.v1alpha1.BuildRequest.suppress:type_name -> polystreams.v1alpha1.SuppressOp
+	36, // 41: polystreams.v1alpha1.BuildRequest.merge:type_name -> polystreams.v1alpha1.MergeOp
+	37, // 42: polystreams.v1alpha1.BuildRequest.split:type_name -> polystreams.v1alpha1.SplitOp
+	39, // 43: polystreams.v1alpha1.BuildRequest.repartition:type_name -> polystreams.v1alpha1.RepartitionOp
+	40, // 44: polystreams.v1alpha1.BuildRequest.join:type_name -> polystreams.v1alpha1.JoinOp
+	42, // 45: polystreams.v1alpha1.BuildRequest.global_table:type_name -> polystreams.v1alpha1.GlobalTableOp
+	19, // 46: polystreams.v1alpha1.BuildRequest.emit_strategy:type_name -> polystreams.v1alpha1.EmitStrategyOp
+	20, // 47: polystreams.v1alpha1.BuildRequest.to_table:type_name -> polystreams.v1alpha1.ToTableOp
+	12, // 48: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
+	12, // 49: polystreams.v1alpha1.BuildResponse.branches:type_name -> polystreams.v1alpha1.Handle
+	49, // 50: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
+	50, // 51: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
+	51, // 52: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
+	6,  // 53: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
+	59, // 54: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
+	58, // 55: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
+	5,  // 56: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
+	56, // 57: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	61, // 58: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	4,  // 59: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
+	57, // 60: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
+	60, // 61: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
+	7,  // 62: polystreams.v1alpha1.RecordFailure.kind:type_name -> polystreams.v1alpha1.RecordFailure.Kind
+	5,  // 63: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
+	56, // 64: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	61, // 65: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	68, // 66: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	67, // 67: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
+	5,  // 68: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
+	61, // 69: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	72, // 70: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
+	73, // 71: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
+	74, // 72: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
+	75, // 73: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
+	77, // 74: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
+	76, // 75: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
+	56, // 76: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	76, // 77: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
+	8,  // 78: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
+	10, // 79: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
+	45, // 80: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
+	47, // 81: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
+	52, // 82: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
+	54, // 83: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
+	62, // 84: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
+	64, // 85: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
+	66, // 86: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
+	70, // 87: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
+	78, // 88: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
+	80, // 89: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
+	82, // 90: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
+	9,  // 91: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
+	11, // 92: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
+	46, // 93: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
+	48, // 94: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
+	53, // 95: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
+	55, // 96: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
+	63, // 97: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
+	65, // 98: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
+	69, // 99: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
+	71, // 100: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
+	79, // 101: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
+	81, // 102: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
+	83, // 103: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
+	91, // [91:104] is the sub-list for method output_type
+	78, // [78:91] is the sub-list for method input_type
+	78, // [78:78] is the sub-list for extension type_name
+	78, // [78:78] is the sub-list for extension extendee
+	0,  // [0:78] is the sub-list for field type_name
 }
 
 func init() { file_polystreams_v1alpha1_engine_proto_init() }
@@ -7152,7 +7391,7 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		(*WindowedByOp_Sliding)(nil),
 		(*WindowedByOp_Session)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[35].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[37].OneofWrappers = []any{
 		(*BuildRequest_Stream)(nil),
 		(*BuildRequest_MapValues)(nil),
 		(*BuildRequest_Filter)(nil),
@@ -7177,25 +7416,27 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		(*BuildRequest_Repartition)(nil),
 		(*BuildRequest_Join)(nil),
 		(*BuildRequest_GlobalTable)(nil),
+		(*BuildRequest_EmitStrategy)(nil),
+		(*BuildRequest_ToTable)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[56].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[58].OneofWrappers = []any{
 		(*QueryRequest_Get)(nil),
 		(*QueryRequest_Range)(nil),
 		(*QueryRequest_Prefix)(nil),
 		(*QueryRequest_All)(nil),
 		(*QueryRequest_WindowFetch)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[57].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[58].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[66].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[67].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[59].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[60].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[68].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[69].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_polystreams_v1alpha1_engine_proto_rawDesc), len(file_polystreams_v1alpha1_engine_proto_rawDesc)),
-			NumEnums:      7,
-			NumMessages:   77,
+			NumEnums:      8,
+			NumMessages:   79,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
