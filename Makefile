@@ -9,7 +9,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout 15m
 # One version for engine, protocol and SDKs (tools/dist/version.py checks the SDKs agree).
 VERSION := $(shell cat $(CURDIR)/VERSION)
 
-.PHONY: all deps build generate check-generated lint test test-go test-python test-node test-rust conformance conformance-driver demo bench bench-join chaos fuzz clean dist test-dist
+.PHONY: all deps build generate check-generated lint test test-go kafka test-kafka test-kafka-quick test-python test-node test-rust conformance conformance-driver demo bench bench-join chaos fuzz clean dist test-dist
 
 all: build
 
@@ -45,13 +45,35 @@ lint: deps
 	cd sdk-rust && cargo fmt --all --check
 	cd sdk-rust && cargo clippy --quiet --all-targets -p polystreams -p polystreams-conformance -- -D warnings
 
-test: deps check-generated lint build test-go test-python test-node test-rust conformance
+test: deps check-generated lint build test-go test-kafka-quick test-python test-node test-rust conformance
 
 test-go: build
 	go test $(GO_TEST_FLAGS) ./...
 	# -race instruments this process only: tests that run the engine as a
 	# separate process (kill, scale-out) gain nothing from it and are skipped.
 	go test -race $(GO_TEST_FLAGS) -skip 'TestScaleOut|TestKilledEngine|TestChaos' ./core/internal/runtime/ ./core/internal/server/
+
+# A real Apache Kafka broker (tools/kafka/VERSION; jars resolved by Maven
+# into .cache/kafka) in the foreground, on free loopback ports: prints its
+# bootstrap address once it answers metadata; Ctrl-C stops it.
+# KAFKA_FLAGS adds tools/kafka/kafka.sh serve options, e.g. --port 9092.
+KAFKA_FLAGS ?=
+kafka:
+	@tools/kafka/kafka.sh serve $(KAFKA_FLAGS)
+
+# The suites that carry Kafka compatibility against a real Apache Kafka
+# broker (POLYSTREAMS_TEST_BROKER=kafka; docs/kafka.md): the quick subset is
+# part of make test; test-kafka runs every server test (those that need
+# kfake's fault injection skip, saying why), the exactly_once_v2 kill -9
+# count checked by confluent-kafka, and the long scale-out run.
+KAFKA_QUICK := TestPortInUse|TestWordCountCrossesInBundles|TestCountsContinueAfterRestart|TestExactlyOnceSurvivesKills|TestStreamTableJoin$$|TestStreamStreamJoin$$|TestSuppressEmitsEachWindowOnce|TestStandbyReplicasShortenTheTakeoverRestore|TestScaleOutCountsExactlyOnceAcrossKillAndJoin|TestFaultBrokerRestart|TestSASLToTheBroker
+test-kafka-quick: build
+	POLYSTREAMS_TEST_BROKER=kafka go test -count=1 -timeout 15m -run '$(KAFKA_QUICK)' ./core/internal/kafkatest/ ./core/internal/server/
+
+test-kafka: build
+	POLYSTREAMS_TEST_BROKER=kafka go test -count=1 -timeout 45m ./core/internal/kafkatest/ ./core/internal/server/
+	POLYSTREAMS_TEST_BROKER=kafka POLYSTREAMS_CHAOS=1 POLYSTREAMS_CHAOS_KILLS=5 POLYSTREAMS_CHAOS_GUARANTEE=exactly_once_v2 go test -count=1 -timeout 15m -run TestChaosKillsWhileCounting ./core/internal/server/
+	POLYSTREAMS_TEST_BROKER=kafka POLYSTREAMS_CHAOS=1 go test -count=1 -timeout 20m -run TestScaleOut ./core/internal/server/
 
 test-python: build
 	cd sdk-python && PYTHONPATH=src $(PY) -m pytest -q tests

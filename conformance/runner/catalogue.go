@@ -205,6 +205,14 @@ var catalogue = map[string]fnImpl{
 		r, err := field("region_of", v, "region")
 		return r, v, err
 	}},
+	// No pair at all (Go: a nil key and value) for a row without a region.
+	"region_or_none": {roles: roleMap, kv: func(_, _, v any) (any, any, error) {
+		r, err := field("region_or_none", v, "region")
+		if r == nil || err != nil {
+			return nil, nil, err
+		}
+		return r, v, nil
+	}},
 	"region_amount": {roles: roleMap, kv: func(_, _, v any) (any, any, error) {
 		r, err := field("region_amount", v, "region")
 		if err != nil {

@@ -12,7 +12,7 @@
  */
 
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { AnyFunction } from "./bundle.js";
+import { type AnyFunction, isThenable } from "./bundle.js";
 import type { PolystreamsError } from "./errors.js";
 import {
   type BuildRequestSchema,
@@ -208,6 +208,22 @@ function callable(fn: unknown, method: string): AnyFunction {
     throw new TypeError(`${method}: want a function, got ${fn === null ? "null" : typeof fn}`);
   }
   return fn as AnyFunction;
+}
+
+/**
+ * A table's groupBy mapper that may return no pair (null or undefined):
+ * Kafka Streams skips that side of the row's change
+ * (KTableRepartitionMap), as it skips a pair with a null key, which is
+ * what the engine is sent for it. Keeps the function's name.
+ */
+function pairOrSkip(fn: AnyFunction): AnyFunction {
+  const orSkip = (p: unknown): unknown => (p === null || p === undefined ? [null, null] : p);
+  const mapper = (key: unknown, value: unknown): unknown => {
+    const p = fn(key, value);
+    return isThenable(p) ? Promise.resolve(p).then(orSkip) : orSkip(p);
+  };
+  Object.defineProperty(mapper, "name", { value: fn.name });
+  return mapper;
 }
 
 /**
@@ -1040,11 +1056,17 @@ export class KTable<K, V> extends Node {
    * update removes the row's old pair from its group and then adds the new
    * one (Kafka Streams' KTableRepartitionMap), so aggregations of the result
    * take an adder and a subtractor. A pair with a null key or value is
-   * skipped. `key`/`value` are the new pairs' serdes; `name` names the
-   * repartition topic (`<application.id>-<name>-repartition`).
+   * skipped, and so is a row for which `fn` returns no pair (null or
+   * undefined); the other side of the change still applies (a row that
+   * maps to nothing any more is removed from its old group). `key`/`value`
+   * are the new pairs' serdes; `name` names the repartition topic
+   * (`<application.id>-<name>-repartition`).
    */
-  groupBy<KR, VR>(fn: (key: K, value: V) => MaybePromise<readonly [KR, VR]>, options: KeyValueOptions = {}): KGroupedTable<KR, VR> {
-    const f = callable(fn, "groupBy");
+  groupBy<KR, VR>(
+    fn: (key: K, value: V) => MaybePromise<readonly [KR, VR] | null | undefined>,
+    options: KeyValueOptions = {},
+  ): KGroupedTable<KR, VR> {
+    const f = pairOrSkip(callable(fn, "groupBy"));
     return new KGroupedTable(
       this.builder,
       this.call("groupBy", [f], (input, [token]) => ({

@@ -99,3 +99,17 @@ test("a global table is updated before pipeInput resolves", async () => {
     assert.deepEqual((await driver.readOutput("priced")).map((r) => r.value), want, `step ${i}`);
   }
 });
+
+test("a table's groupBy mapper that returns no pair skips the row (KTableRepartitionMap)", async () => {
+  await using driver = await TopologyTestDriver.create("td-no-pair", { config: { statestoreCacheMaxBytes: 0 } });
+  driver.table("accounts", { key: "string", value: "json" })
+    .groupBy((_k, v: { region?: string }) => (v.region === undefined ? null : ([v.region, v] as const)))
+    .count()
+    .toStream()
+    .to("counts");
+  await driver.pipeInput("accounts", "a1", { region: "eu" });
+  await driver.pipeInput("accounts", "a2", {});
+  await driver.pipeInput("accounts", "a1", {});
+  // a2 maps to no pair: nothing; a1 leaves eu for no pair: eu is back to 0.
+  assert.deepEqual((await driver.readOutput("counts")).map((r) => [r.key, r.value]), [["eu", 1n], ["eu", 0n]]);
+});

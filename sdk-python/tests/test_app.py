@@ -26,6 +26,7 @@ from polystreams.v1alpha1 import engine_pb2 as pb
 
 KIND_OF = {
     "stream": pb.KIND_STREAM,
+    "table": pb.KIND_TABLE,
     "map_values": pb.KIND_STREAM,
     "filter": pb.KIND_STREAM,
     "filter_not": pb.KIND_STREAM,
@@ -514,3 +515,21 @@ def test_slow_bundles_deliver_results_early(engine: Engine, monkeypatch: pytest.
     reqs = engine.exchange_requests
     assert [[r.bundle_id for r in q.results] for q in reqs] == [[], [1], [2], []]
     assert [q.max_bundles for q in reqs] == [8, 0, 0, 8]
+
+
+def test_table_group_by_mapper_may_return_no_pair(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """KTableRepartitionMap skips a row whose mapper returns null: the
+    registered function sends it as a pair with a None key and value, which
+    the engine skips; a pair passes unchanged; the name is the user's."""
+    monkeypatch.setitem(KIND_OF, "group_by", pb.KIND_GROUPED_TABLE)
+    app = App("regroup", engine=engine.fake.url)
+
+    def region(key: Any, row: dict[str, Any]) -> tuple[Any, Any] | None:
+        return (row["region"], row) if "region" in row else None
+
+    app.table("accounts", key="string", value="json").group_by(region).count()
+    names = [r.name for r in engine.fake.requests("RegisterFunction", pb.RegisterFunctionRequest)]
+    assert names == ["test_table_group_by_mapper_may_return_no_pair.<locals>.region"]
+    registered = app._functions[engine.builds()[1].group_by.token]
+    assert registered("a1", {"region": "eu"}) == ("eu", {"region": "eu"})
+    assert registered("a2", {}) == (None, None)

@@ -101,7 +101,9 @@ impl<K: Serde, V: Serde> KTable<K, V> {
     /// Regroups the table: `f(key, value) -> (new key, new value)`
     /// (`KTable.groupBy`). Each update removes the row's old pair from its
     /// group and adds the new one, so aggregations of the result take an
-    /// adder and a subtractor.
+    /// adder and a subtractor. A pair whose key or value is null (with an
+    /// `Option` key type: `None`) is skipped, as Kafka Streams skips a
+    /// mapper's null pair: a row that maps to none leaves its old group.
     pub fn group_by<K2: Serde, V2: Serde, F>(&self, f: F) -> Result<KGroupedTable<K2, V2>>
     where
         F: Fn(&K, V) -> (K2, V2) + Send + Sync + 'static,

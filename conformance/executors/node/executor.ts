@@ -226,6 +226,10 @@ function fn(ref: FnRef, role: Role): Fn {
     upper_both: (k, v) => [mapStr("upper_both", k, (s) => s.toUpperCase()), mapStr("upper_both", v, (s) => s.toUpperCase())],
     word_one: (_k, v) => [v, 1],
     region_of: (_k, v) => [field("region_of", v, "region"), v],
+    region_or_none: (_k, v) => {
+      const r = field("region_or_none", v, "region");
+      return r === null || r === undefined ? null : [r, v];
+    },
     region_amount: (_k, v) => [field("region_amount", v, "region"), field("region_amount", v, "amount")],
     noop: () => undefined,
     zero: () => 0,

@@ -196,6 +196,7 @@ def function(ref: Any, role: str) -> Fn:
         "upper_both": lambda k, v: (_map_str("upper_both", k, str.upper), _map_str("upper_both", v, str.upper)),
         "word_one": lambda k, v: (v, 1),
         "region_of": lambda k, v: (_field("region_of", v, "region"), v),
+        "region_or_none": lambda k, v: None if _field("region_or_none", v, "region") is None else (v["region"], v),
         "region_amount": lambda k, v: (_field("region_amount", v, "region"), _field("region_amount", v, "amount")),
         "noop": lambda k, v: None,
         "zero": lambda: 0,

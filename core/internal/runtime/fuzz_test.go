@@ -135,6 +135,7 @@ func FuzzChangelog(f *testing.F) {
 	f.Add(sessionCodec{}.toLog(sessionKey([]byte("k"), session{5, 9})), false)
 	f.Add(slidingCodec{}.toLog(slidingKey([]byte("k"), 7)), false)
 	f.Add(metaLogKey, false)
+	f.Add(storeTimeLogKey, false)
 	f.Add(encodeChange([]byte("new"), []byte("old")), true)
 	f.Add(encodeChange(nil, []byte("old")), true)
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 2}, true)

@@ -100,7 +100,7 @@ func (a *App) startGlobals(ctx context.Context) error {
 		return nil
 	}
 	topics := a.globalTopics()
-	details, err := a.adm.ListTopics(ctx, topics...)
+	details, err := a.listExisting(ctx, topics)
 	if err != nil {
 		return fmt.Errorf("runtime: reading metadata of global tables' topics: %w", err)
 	}

@@ -78,10 +78,24 @@ type ssRow struct {
 }
 
 // ssSide is one side's window store and its rows, by key, in (ts, seq)
-// order.
+// order. time is the store's own observed time, the largest timestamp
+// written to it (AbstractRocksDBSegmentedBytesStore.observedStreamTime):
+// a fetch finds no row older than time - retention + 1, and a write older
+// than its live segments is dropped. It is the largest row timestamp, so
+// a restart recomputes it from the rows, as Kafka Streams' restore does.
 type ssSide struct {
 	tx   *storeTx
 	rows map[string][]ssRow
+	time int64
+}
+
+// live says whether a window store whose observed time is now keeps a row
+// at ts: its segment (segment interval max(retention / 2, 1 minute), as
+// Stores.persistentWindowStore) is not older than that of now - retention
+// (AbstractSegments#getOrCreateSegmentIfLive).
+func (sd *ssSide) live(w topology.JoinWindows, ts int64) bool {
+	interval := max(w.Retention()/2, 60_000)
+	return ts/interval >= (sd.time-w.Retention())/interval
 }
 
 // ssOuter is a shared-store entry group: the unmatched records of one
@@ -123,7 +137,7 @@ func (t *task) ssJoinState(j *topology.StreamJoin) (*ssState, error) {
 		if tx == nil {
 			return nil, fmt.Errorf("runtime: task %s: join store %s is not open", t.id, name)
 		}
-		sd := &ssSide{tx: tx, rows: map[string][]ssRow{}}
+		sd := &ssSide{tx: tx, rows: map[string][]ssRow{}, time: -1}
 		err := tx.part.ScanRange(nil, nil, func(k, v []byte, _ int64) error {
 			if bytes.Equal(k, ssMetaKey) {
 				if len(v) == 8 {
@@ -137,6 +151,7 @@ func (t *task) ssJoinState(j *topology.StreamJoin) (*ssState, error) {
 			key := string(k[4 : len(k)-12])
 			r := ssRow{ts: int64(binary.BigEndian.Uint64(k[len(k)-12:])), seq: binary.BigEndian.Uint32(k[len(k)-4:]), value: bytes.Clone(v)}
 			maxSeq = max(maxSeq, r.seq)
+			sd.time = max(sd.time, r.ts)
 			sd.rows[key] = append(sd.rows[key], r) // key order is (ts, seq) order
 			return nil
 		})
@@ -191,9 +206,11 @@ type ssPair struct {
 // side: [ts - after, ts + before]), each result stamped max(ts, other's).
 // Records with a null key or value are dropped and counted
 // (StreamStreamJoinUtil.skipRecord), except that an outer side's null-key
-// record is joined with null at once (KIP-962); so is a record the window store
-// would not keep: ts <= stream time - (before + after + grace) (KIP-633).
-// In a left or outer join, a record of an outer side that joins nothing
+// record is joined with null at once (KIP-962). Each side's window store
+// goes by its own observed time (ssSide.time): a record joins the other
+// side's rows that its store still shows, and a record whose segment its
+// own store no longer keeps is joined but not stored (counted as dropped,
+// as the store's put counts it). In a left or outer join, a record of an outer side that joins nothing
 // waits in the shared store and is emitted with a null other value once
 // its window closed (ts + after + grace < stream time; KAFKA-10847); one
 // whose window already ended is emitted at once. The joiner runs in one
@@ -236,22 +253,25 @@ func (t *task) streamJoin(ctx context.Context, s *step, recs []rec) ([]rec, erro
 			t.app.dropped.Add(1) // "Skipping record due to null key or value"
 			continue
 		}
-		expired := st.streamTime - w.Retention()
-		if r.ts <= expired {
-			t.app.dropped.Add(1) // "Skipping record for expired segment"
-			continue
-		}
 		seq := st.seq
 		st.seq++
 		// Kept across batches: not a view of the fetch buffer.
 		key, value := bytes.Clone(r.key), bytes.Clone(r.value)
-		rows := own.rows[string(key)]
-		i := len(rows) // after every row at or before ts: (ts, seq) order
-		for i > 0 && rows[i-1].ts > r.ts {
-			i--
+		own.time = max(own.time, r.ts)
+		if own.live(w, r.ts) {
+			rows := own.rows[string(key)]
+			i := len(rows) // after every row at or before ts: (ts, seq) order
+			for i > 0 && rows[i-1].ts > r.ts {
+				i--
+			}
+			own.rows[string(key)] = slices.Insert(rows, i, ssRow{ts: r.ts, seq: seq, value: value})
+			own.tx.put(joinRowKey(r.key, r.ts, seq), r.value, r.ts)
+		} else {
+			t.app.dropped.Add(1) // the store's put: "Skipping record for expired segment"
 		}
-		own.rows[string(key)] = slices.Insert(rows, i, ssRow{ts: r.ts, seq: seq, value: value})
-		own.tx.put(joinRowKey(r.key, r.ts, seq), r.value, r.ts)
+		// The other store shows no row older than its time - retention + 1
+		// (AbstractRocksDBSegmentedBytesStore#getActualFrom).
+		visible := other.time - w.Retention() + 1
 
 		if st.outer != nil && r.ts == st.streamTime {
 			pairs = append(pairs, st.emitClosed(w, r, after)...)
@@ -259,7 +279,7 @@ func (t *task) streamJoin(ctx context.Context, s *step, recs []rec) ([]rec, erro
 		from, to := max(0, r.ts-before), max(0, r.ts+after)
 		matched := false
 		for _, o := range other.rows[string(r.key)] {
-			if o.ts < from || o.ts > to || o.ts <= expired {
+			if o.ts < from || o.ts > to || o.ts < visible {
 				continue
 			}
 			matched = true
@@ -345,8 +365,9 @@ func (st *ssState) emitClosed(w topology.JoinWindows, r rec, after int64) []ssPa
 	return out
 }
 
-// expireJoin drops the rows retention no longer keeps (ts <= stream time -
-// retention) from memory and Pebble, when the cutoff moved by half the
+// expireJoin drops the rows retention no longer keeps (ts <= the side's
+// observed time - retention, which no fetch shows) from memory and
+// Pebble, when the stream time's cutoff moved by half the
 // retention (at least a minute) since the last time. The changelog is not
 // tombstoned: its retention deletes them, as Kafka Streams' window
 // changelogs do.
@@ -358,6 +379,7 @@ func (t *task) expireJoin(st *ssState, w topology.JoinWindows) error {
 	st.lastExpiry = cutoff
 	for _, sd := range st.sides {
 		var doomed []state.Write
+		cutoff := sd.time - w.Retention()
 		for key, rows := range sd.rows {
 			n := 0
 			for n < len(rows) && rows[n].ts <= cutoff {

@@ -154,23 +154,47 @@ func TestStreamJoinAsymmetricWindows(t *testing.T) {
 	h.expect("left joins only the later right", h.send("left", "k:L2@100"), "k:L2+R1@140")
 }
 
-// Grace (KIP-633): a record older than stream time - (before + after +
-// grace) is dropped and counted; a null key or value is dropped and
-// counted (StreamStreamJoinUtil.skipRecord).
-func TestStreamJoinDropsLateAndNullRecords(t *testing.T) {
+// Each side's window store goes by its own observed time (the largest
+// timestamp written to it), as Kafka Streams' segmented stores do: a fetch
+// shows no row older than that time - retention + 1, and a record whose
+// segment (max(retention / 2, 1 minute) wide) is older than the store's
+// live ones is joined but not stored, and counted as dropped; a record
+// that is merely older than retention is stored. A null key or value is
+// dropped and counted (StreamStreamJoinUtil.skipRecord).
+func TestStreamJoinLateRecordsFollowTheStores(t *testing.T) {
 	h := newSSHarness(t, topology.JoinInner, topology.JoinWindows{Before: 10, After: 10, Grace: 5}, nil)
 	h.send("left", "k:L1@100")
-	h.send("right", "x:R@1000")                           // stream time 1000
-	h.expect("late right", h.send("right", "k:late@975")) // 975 <= 1000 - 25
+	h.send("right", "x:R@200000") // right store time 200000; retention 25
+	h.expect("late right, expired segment", h.send("right", "k:late@100005"))
+	if got := h.app.dropped.Load(); got != 1 {
+		t.Errorf("dropped %d, want 1 (segment 1 is older than the live segment 3)", got)
+	}
+	h.expect("old right in a live segment: stored, not dropped", h.send("right", "k:old@199970"))
 	if got := h.app.dropped.Load(); got != 1 {
 		t.Errorf("dropped %d, want 1", got)
 	}
-	h.send("left", "k:L2@980")
-	h.expect("right within grace joins", h.send("right", "k:ok@976"), "k:L2+ok@980")
+	// The right store (time 200000) shows rows from 199976 on: old@199970
+	// is stored but no longer found.
+	h.expect("left does not see the right row past retention", h.send("left", "k:L2@199975"))
+	h.expect("right row within retention joins", h.send("right", "k:ok@199980"), "k:L2+ok@199980")
+	// The left store's time is 199975: the right record at 199980 saw L2.
 	h.expect("nulls", h.send("left", "null:v@1000", "k:null@1000"))
 	if got := h.app.dropped.Load(); got != 3 {
 		t.Errorf("dropped %d, want 3", got)
 	}
+}
+
+// The window a record fetches from the other store is bounded by that
+// store's observed time, not by the join's stream time: with
+// ofTimeDifferenceWithNoGrace(100).before(0), a right record at 100 still
+// finds a left record at 0 (left store time 1, retention 100), though the
+// stream time (100) is a full retention past it
+// (KStreamKStreamLeftJoinTest#shouldNotEmitLeftJoinResultForAsymmetricWindow).
+func TestStreamJoinOtherStoreTimeBoundsTheFetch(t *testing.T) {
+	h := newSSHarness(t, topology.JoinLeft, topology.JoinWindows{Before: 0, After: 100, Grace: 0}, nil)
+	h.expect("lefts wait", h.send("left", "0:A0@0", "1:A1@1"))
+	h.expect("right at 100 joins left at 0", h.send("right", "0:a0@100"), "0:A0+a0@100")
+	h.expect("A1's window closes", h.send("right", "1:a1@102"), "1:A1+null@1")
 }
 
 // Left join since Kafka 3.1 (KAFKA-10847, KStreamKStreamLeftJoinTest's
@@ -221,10 +245,12 @@ func TestStreamJoinStateSurvivesRestart(t *testing.T) {
 	h.expect("joins the stored left record", h.send("right", "b:R@1050"), "b:L2+R@1050")
 	h.expect("the pending one is emitted at close, once", h.send("right", "z:R@1200"), "a:L1+null@1000")
 	h = newSSHarness(t, topology.JoinLeft, w, h.db)
-	h.expect("stream time restored: late record dropped", h.send("left", "b:late@999"))
-	if h.app.dropped.Load() != 1 {
-		t.Errorf("dropped %d, want 1", h.app.dropped.Load())
-	}
+	// Stream time 1200 is restored: a left record whose window ended
+	// (900 + 100 < 1200) is emitted with null at once.
+	h.expect("stream time restored", h.send("left", "f:L6@900"), "f:L6+null@900")
+	// The right store's time (1200) is recomputed from its rows: R at
+	// 1050 is still found (1050 >= 1200 - 200 + 1).
+	h.expect("store time restored", h.send("left", "b:L7@1000"), "b:L7+R@1050")
 }
 
 // The join window store's changelog key is Kafka Streams' window-store key

@@ -91,6 +91,7 @@ type folder struct {
 	// What undo puts back, and the records the pass dropped (counted when
 	// it ends well).
 	time0    int64
+	store0   int64
 	sessions map[string]keyIndex[session]
 	starts   map[string]keyIndex[int64]
 	drops    int64
@@ -115,7 +116,7 @@ func (e *foldFailed) Error() string {
 func (t *task) newFolder(s *step, ws *winState, skip map[int]bool) *folder {
 	return &folder{
 		t: t, s: s, tx: t.stores[s.store.Name], ws: ws, host: s.hostFold, skip: skip,
-		rows: map[string]aggRow{}, time0: ws.streamTime,
+		rows: map[string]aggRow{}, time0: ws.streamTime, store0: ws.storeTime,
 		sessions: map[string]keyIndex[session]{}, starts: map[string]keyIndex[int64]{},
 	}
 }
@@ -158,6 +159,10 @@ func (f *folder) undo() {
 	if f.ws.streamTime != f.time0 {
 		f.ws.streamTime = f.time0
 		f.tx.put(metaKey, binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(f.time0)), f.time0)
+	}
+	if f.ws.storeTime != f.store0 {
+		f.ws.storeTime = f.store0
+		f.tx.put(storeTimeKey, binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(f.store0)), f.store0)
 	}
 }
 

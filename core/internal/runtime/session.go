@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -20,6 +21,36 @@ import (
 
 type session struct{ start, end int64 }
 
+// storeTimeKey is the store key of a session store's own observed time
+// (winState.storeTime), next to the watermark row; storeTimeLogKey is its
+// changelog key, shorter than any session key (at least 16 bytes).
+var (
+	storeTimeKey    = append(bytes.Clone(metaKey), 1)
+	storeTimeLogKey = []byte{1}
+)
+
+// writeStoreTime moves the session store's observed time on to end.
+func (ws *winState) writeStoreTime(tx *storeTx, end int64) {
+	if end > ws.storeTime {
+		ws.storeTime = end
+		tx.put(storeTimeKey, binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(end)), end)
+	}
+}
+
+// loadStoreTime reads the session store's observed time; a store written
+// before it was kept starts from the stream time.
+func (ws *winState) loadStoreTime(tx *storeTx) error {
+	v, _, err := tx.get(storeTimeKey)
+	if err != nil {
+		return err
+	}
+	ws.storeTime = ws.streamTime
+	if len(v) == 8 {
+		ws.storeTime = int64(binary.BigEndian.Uint64(v))
+	}
+	return nil
+}
+
 func sessionKey(key []byte, s session) []byte {
 	out := binary.BigEndian.AppendUint32(make([]byte, 0, 20+len(key)), uint32(len(key)))
 	out = binary.BigEndian.AppendUint64(append(out, key...), uint64(s.end))
@@ -29,15 +60,21 @@ func sessionKey(key []byte, s session) []byte {
 type sessionCodec struct{}
 
 func (sessionCodec) toLog(sk []byte) []byte {
-	if string(sk) == string(metaKey) {
+	switch string(sk) {
+	case string(metaKey):
 		return metaLogKey
+	case string(storeTimeKey):
+		return storeTimeLogKey
 	}
 	return sk[4:]
 }
 
 func (sessionCodec) fromLog(lk []byte) ([]byte, error) {
-	if string(lk) == string(metaLogKey) {
+	switch string(lk) {
+	case string(metaLogKey):
 		return metaKey, nil
+	case string(storeTimeLogKey):
+		return storeTimeKey, nil
 	}
 	key, start, end, err := serde.SplitSessionWindowed(lk)
 	if err != nil {
@@ -114,8 +151,9 @@ func (t *task) sessionPass(f *folder, recs []rec) error {
 		var touched []session
 		var touchedAggs []agg
 		// Kafka Streams' session store finds no session that ends before
-		// stream time - retention + 1, whether or not it was deleted yet.
-		visible := ws.streamTime - s.store.Retention + 1
+		// its own observed time - retention + 1, whether or not it was
+		// deleted yet (AbstractRocksDBSegmentedBytesStore#getActualFrom).
+		visible := ws.storeTime - s.store.Retention + 1
 		for _, ss := range all {
 			if ss.end < r.ts-w.Size || ss.start > r.ts+w.Size || ss.end < visible {
 				continue
@@ -148,6 +186,7 @@ func (t *task) sessionPass(f *folder, recs []rec) error {
 			return f.fail(err)
 		}
 		f.put(sessionKey(r.key, merged), a, merged.end)
+		ws.writeStoreTime(f.tx, merged.end)
 		f.emit(rec{key: serde.AppendSessionWindowed(nil, r.key, merged.start, merged.end), ts: merged.end, in: r.in}, a, agg{sym: aggBytes})
 		kept := all[:0:0]
 		for _, ss := range all {
@@ -243,11 +282,12 @@ func sessionAdd(n *topology.Node, r rec, agg []byte) ([]byte, error) {
 	return n.Fn.Native.(topology.AggregateFunc)(r.key, r.value, agg)
 }
 
-// expireSessions deletes the sessions that end before stream time -
-// retention (Kafka Streams' session segments expire by end time), in steps
+// expireSessions deletes the sessions that end before the store's observed
+// time - retention (Kafka Streams' session segments expire by end time,
+// as the store sees time), in steps
 // of half the retention (at least a minute): a scan of the store.
 func (t *task) expireSessions(ws *winState, tx *storeTx, st *topology.Store) error {
-	cutoff, due := ws.expiryDue(st)
+	cutoff, due := ws.expiryDue(st, ws.storeTime)
 	if !due {
 		return nil
 	}

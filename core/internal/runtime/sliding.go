@@ -298,7 +298,7 @@ func (sl *slider) early(all []int64) {
 // expireSliding deletes the windows that start at or before stream time -
 // retention, in steps of half the retention (at least a minute).
 func (t *task) expireSliding(ws *winState, tx *storeTx, st *topology.Store) error {
-	cutoff, due := ws.expiryDue(st)
+	cutoff, due := ws.expiryDue(st, ws.streamTime)
 	if !due {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/polystreams/polystreams/core/internal/topology"
@@ -68,7 +69,7 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 	}
 	userParts := map[string]int32{}
 	if len(user) > 0 {
-		details, err := a.adm.ListTopics(ctx, user...)
+		details, err := a.listExisting(ctx, user)
 		if err != nil {
 			return nil, fmt.Errorf("runtime: reading metadata of source topics: %w", err)
 		}
@@ -254,6 +255,39 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 			return nil, fmt.Errorf("runtime: internal topics %v did not appear in metadata within 30s", names)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// missingTopicGrace is how long listExisting asks again for topics that
+// metadata does not show.
+const missingTopicGrace = 5 * time.Second
+
+// listExisting lists topics' metadata, asking again for up to
+// missingTopicGrace while some are missing. Apache Kafka answers
+// CreateTopics once the controller committed the topic, and a broker's
+// metadata shows it a moment later: a topic created just before Start must
+// not fail the start as missing. (kfake shows it at once.)
+func (a *App) listExisting(ctx context.Context, topics []string) (kadm.TopicDetails, error) {
+	deadline := time.Now().Add(missingTopicGrace)
+	for {
+		details, err := a.adm.ListTopics(ctx, topics...)
+		if err != nil {
+			return nil, err
+		}
+		complete := true
+		for _, t := range topics {
+			if d, ok := details[t]; !ok || d.Err != nil || len(d.Partitions) == 0 {
+				complete = false
+			}
+		}
+		if complete || time.Now().After(deadline) {
+			return details, nil
+		}
+		select {
+		case <-ctx.Done():
+			return details, nil
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 

@@ -141,8 +141,13 @@ type winState struct {
 	// order (a heap; keys emitted or deleted since are skipped).
 	pending map[string]rec
 	order   keyHeap
-	// Session windows: the sessions of each key read so far.
-	sessions map[string][]session
+	// Session windows: the sessions of each key read so far, and the
+	// session store's observed time: the largest session end written to
+	// it (AbstractRocksDBSegmentedBytesStore.observedStreamTime, what its
+	// lookups and expiry go by). It lags stream time: the record being
+	// aggregated and the records dropped as late have not moved it.
+	sessions  map[string][]session
+	storeTime int64
 	// Sliding windows: the window starts of each key read so far.
 	starts map[string][]int64
 	// Time windows: the open windows, in memory (nil past maxOpenWindows).
@@ -246,6 +251,11 @@ func (t *task) winState(s *step, tx *storeTx) (*winState, error) {
 		}
 		if ws.open != nil {
 			tx.front = ws.open
+		}
+	}
+	if s.kind == stepWindow && s.node.Windows.Kind == topology.SessionWindows {
+		if err := ws.loadStoreTime(tx); err != nil {
+			return nil, fmt.Errorf("runtime: task %s: reading the observed time of session store %s: %w", t.id, tx.store.Name, err)
 		}
 	}
 	if s.kind == stepSuppress {
@@ -353,7 +363,7 @@ func (t *task) windowAggregate(ctx context.Context, s *step, recs []rec) ([]rec,
 // segments, not each window. The changelog is not tombstoned: its own
 // retention (retention + 1 day) deletes them, as in Kafka Streams.
 func (t *task) expire(ws *winState, tx *storeTx, st *topology.Store) error {
-	cutoff, due := ws.expiryDue(st)
+	cutoff, due := ws.expiryDue(st, ws.streamTime)
 	if !due {
 		return nil
 	}
@@ -364,11 +374,11 @@ func (t *task) expire(ws *winState, tx *storeTx, st *topology.Store) error {
 	return nil
 }
 
-// expiryDue returns the retention cutoff (stream time - retention), and
-// whether the store is due a trim: the cutoff moved by half the retention
-// (at least a minute) since the last one.
-func (ws *winState) expiryDue(st *topology.Store) (int64, bool) {
-	cutoff := ws.streamTime - st.Retention
+// expiryDue returns the retention cutoff (now - retention, now being the
+// time the store goes by), and whether the store is due a trim: the cutoff
+// moved by half the retention (at least a minute) since the last one.
+func (ws *winState) expiryDue(st *topology.Store, now int64) (int64, bool) {
+	cutoff := now - st.Retention
 	if cutoff < 0 || ws.lastExpiry != math.MinInt64 && cutoff-ws.lastExpiry < max(st.Retention/2, 60_000) {
 		return cutoff, false
 	}

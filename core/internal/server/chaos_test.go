@@ -43,7 +43,7 @@ func TestChaosKillsWhileCounting(t *testing.T) {
 		kills = n
 	}
 	bin := engineBinary(t)
-	b, err := broker.Start(broker.Options{Addr: "127.0.0.1:0", Partitions: 4, Topics: []string{"events", "event-counts"}})
+	b, err := startBroker(broker.Options{Addr: "127.0.0.1:0", Partitions: 4, Topics: []string{"events", "event-counts"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestChaosKillsWhileWindowing(t *testing.T) {
 		kills = n
 	}
 	bin := engineBinary(t)
-	b, err := broker.Start(broker.Options{Addr: "127.0.0.1:0", Partitions: 4, Topics: []string{"clicks", "clicks-per-second"}})
+	b, err := startBroker(broker.Options{Addr: "127.0.0.1:0", Partitions: 4, Topics: []string{"clicks", "clicks-per-second"}})
 	if err != nil {
 		t.Fatal(err)
 	}

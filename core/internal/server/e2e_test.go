@@ -28,7 +28,7 @@ import (
 // env is an embedded broker plus an engine serving on a real loopback port.
 type env struct {
 	t        *testing.T
-	broker   *broker.Embedded
+	broker   testBroker
 	srv      *server.Server
 	http     *httptest.Server
 	cl       polystreamsv1alpha1connect.EngineServiceClient
@@ -37,7 +37,7 @@ type env struct {
 
 func newEnv(t *testing.T, topics ...string) *env {
 	t.Helper()
-	b, err := broker.Start(broker.Options{Addr: "127.0.0.1:0", Partitions: 4, Topics: topics})
+	b, err := startBroker(broker.Options{Addr: "127.0.0.1:0", Partitions: 4, Topics: topics})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -499,7 +499,7 @@ func TestCheckpointAheadOfChangelogWipesState(t *testing.T) {
 	stateDir := t.TempDir()
 	ls, want := lines(300, 0)
 	for range 2 {
-		b, err := broker.Start(broker.Options{Addr: "127.0.0.1:0", Partitions: 2, Topics: []string{"lines", "word-counts"}})
+		b, err := startBroker(broker.Options{Addr: "127.0.0.1:0", Partitions: 2, Topics: []string{"lines", "word-counts"}})
 		if err != nil {
 			t.Fatal(err)
 		}

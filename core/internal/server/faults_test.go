@@ -232,6 +232,7 @@ func isCommit(req kmsg.Request) bool { return req.(*kmsg.EndTxnRequest).Commit }
 // the producer is fenced, the client replaced) and its records processed
 // again: read_committed, every count is exact.
 func TestFaultEndTxnErrors(t *testing.T) {
+	needKfake(t)
 	cases := []struct {
 		name string
 		err  *kerr.Error // nil: the connection closes
@@ -252,7 +253,7 @@ func TestFaultEndTxnErrors(t *testing.T) {
 				answer = endTxnAnswer(tc.err.Code)
 			}
 			// Every 3rd commit fails, 3 times (10 in the long version).
-			f := answerEvery(e.broker.Cluster(), kmsg.EndTxn, 3, scale(3, 10), isCommit, answer)
+			f := answerEvery(kfakeCluster(t, e.broker), kmsg.EndTxn, 3, scale(3, 10), isCommit, answer)
 			r.feedOver(scale(1500, 20000), time.Duration(scale(2, 20))*time.Second)
 			r.feedUntil(f, int64(scale(3, 10)), "EndTxn "+tc.name)
 			f.assertFired(t, "EndTxn "+tc.name)
@@ -287,11 +288,12 @@ func txnOffsetCommitAnswer(code int16) func(kmsg.Request) (kmsg.Response, error)
 // member a rebalance left behind). The transaction aborts; nothing is lost
 // or counted twice.
 func TestFaultTxnOffsetCommitErrors(t *testing.T) {
+	needKfake(t)
 	for _, code := range []*kerr.Error{kerr.IllegalGeneration, kerr.UnknownMemberID} {
 		t.Run(code.Message, func(t *testing.T) {
 			e := newEnv(t, "lines", "word-counts")
 			r := startFaultRun(t, e, "txnoffsets")
-			f := answerEvery(e.broker.Cluster(), kmsg.TxnOffsetCommit, 3, scale(3, 10), nil, txnOffsetCommitAnswer(code.Code))
+			f := answerEvery(kfakeCluster(t, e.broker), kmsg.TxnOffsetCommit, 3, scale(3, 10), nil, txnOffsetCommitAnswer(code.Code))
 			r.feedOver(scale(1500, 20000), time.Duration(scale(2, 20))*time.Second)
 			r.feedUntil(f, int64(scale(3, 10)), "TxnOffsetCommit "+code.Message)
 			f.assertFired(t, "TxnOffsetCommit "+code.Message)
@@ -305,8 +307,9 @@ func TestFaultTxnOffsetCommitErrors(t *testing.T) {
 // transactional id still ending) a few times at start; the engine retries
 // and then counts everything exactly once.
 func TestFaultInitProducerIDConcurrentTransactions(t *testing.T) {
+	needKfake(t)
 	e := newEnv(t, "lines", "word-counts")
-	f := answerEvery(e.broker.Cluster(), kmsg.InitProducerID, 1, scale(3, 8), nil, func(r kmsg.Request) (kmsg.Response, error) {
+	f := answerEvery(kfakeCluster(t, e.broker), kmsg.InitProducerID, 1, scale(3, 8), nil, func(r kmsg.Request) (kmsg.Response, error) {
 		resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 		resp.ErrorCode = kerr.ConcurrentTransactions.Code
 		return resp, nil
@@ -325,8 +328,9 @@ func sleepFor(d time.Duration) func() { return func() { time.Sleep(d) } }
 // three-broker cluster, partition leaders and group/transaction
 // coordinators moved every few hundred milliseconds while the count runs.
 func TestFaultDataPath(t *testing.T) {
+	needKfake(t)
 	e := newEnv(t, "lines", "word-counts")
-	c := e.broker.Cluster()
+	c := kfakeCluster(t, e.broker)
 	for range 2 {
 		if _, _, err := c.AddNode(-1, 0); err != nil {
 			t.Fatal(err)
@@ -519,8 +523,9 @@ func fromInstance(req kmsg.Request, id string) bool {
 // work with B. Both instances still run at the end, and every count
 // update is committed exactly once.
 func TestFaultZombie(t *testing.T) {
+	needKfake(t)
 	a := newEnv(t, "lines", "word-counts")
-	c := a.broker.Cluster()
+	c := kfakeCluster(t, a.broker)
 	ra := startFaultRun(t, a, "zombie")
 	ra.feed(scale(500, 5000))
 	waitFor(t, "A to process records", 30*time.Second, func() bool {
@@ -618,7 +623,7 @@ func TestFaultZombie(t *testing.T) {
 // the rest after, and every count update is committed exactly once.
 func TestFaultBrokerRestart(t *testing.T) {
 	dataDir := t.TempDir()
-	b, err := broker.Start(broker.Options{Addr: "127.0.0.1:0", Partitions: 4, Topics: []string{"lines", "word-counts"}, DataDir: dataDir})
+	b, err := startBroker(broker.Options{Addr: "127.0.0.1:0", Partitions: 4, Topics: []string{"lines", "word-counts"}, DataDir: dataDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -638,7 +643,7 @@ func TestFaultBrokerRestart(t *testing.T) {
 		last = r.processed()
 		e.broker.Close()
 		time.Sleep(outage)
-		if e.broker, err = broker.Start(broker.Options{Addr: addr, Partitions: 4, DataDir: dataDir}); err != nil {
+		if e.broker, err = startBroker(broker.Options{Addr: addr, Partitions: 4, DataDir: dataDir}); err != nil {
 			t.Fatalf("restart %d: %v", i+1, err)
 		}
 		t.Logf("restart %d: the broker was away %v", i+1, outage)
@@ -686,7 +691,7 @@ func TestFaultBrokerAbsentAtStart(t *testing.T) {
 		t.Fatalf("the engine logged the wait %d times in %v, want at most %d (once per 10 s)", waits, absence, max)
 	}
 	t.Logf("the broker was absent %v; the engine logged the wait %d times", absence, waits)
-	if e.broker, err = broker.Start(broker.Options{Addr: addr, Partitions: 4, Topics: []string{"lines", "word-counts"}}); err != nil {
+	if e.broker, err = startBroker(broker.Options{Addr: addr, Partitions: 4, Topics: []string{"lines", "word-counts"}}); err != nil {
 		t.Fatal(err)
 	}
 	r.feedOver(scale(1000, 10000), time.Duration(scale(1, 10))*time.Second)

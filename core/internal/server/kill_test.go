@@ -70,7 +70,7 @@ func startEngineProcess(t *testing.T, bin, brokers, stateDir string) (*exec.Cmd,
 func killWordCount(t *testing.T, appID string, config map[string]string, rounds, perRound int, check func(e *env, total map[string]int64)) {
 	t.Helper()
 	bin := engineBinary(t)
-	b, err := broker.Start(broker.Options{Addr: "127.0.0.1:0", Partitions: 4, Topics: []string{"lines", "word-counts"}})
+	b, err := startBroker(broker.Options{Addr: "127.0.0.1:0", Partitions: 4, Topics: []string{"lines", "word-counts"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func (e *env) gateRestore(topic string) (release func()) {
 	id := details[topic].ID
 	open := make(chan struct{})
 	var once sync.Once
-	c := e.broker.Cluster()
+	c := kfakeCluster(e.t, e.broker)
 	c.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		held := false
@@ -74,6 +74,7 @@ func (h *testHost) getState() *pb.GetStateResponse {
 // progress that only grows, up to the total, then STATE_RUNNING, in GetState
 // and in Exchange; the restored store equals the store before.
 func TestRestoreProgressIsReported(t *testing.T) {
+	needKfake(t)
 	e := newEnv(t, "lines", "word-counts")
 	const app = "restore"
 	changelog := app + "-" + wcStore + "-changelog"

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/polystreams/polystreams/core/internal/kafkatest"
 	"github.com/polystreams/polystreams/core/internal/server"
 	"github.com/polystreams/polystreams/core/internal/testcert"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
@@ -44,42 +45,48 @@ func (l *secretLog) String() string {
 	return l.b.String()
 }
 
-// The broker credentials a session names reach the broker: against a kfake
-// cluster that requires SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; in the
-// clear and over TLS) or a client certificate (mutual TLS), a session with
-// the right password or certificate processes records, one with a wrong
-// password (or none) fails naming the authentication, and the password
-// shows in no answer, error or log line.
+// The broker credentials a session names reach the broker: against a broker
+// (kfake, or the listeners of a real Apache Kafka broker with
+// POLYSTREAMS_TEST_BROKER=kafka) that requires SASL (PLAIN, SCRAM-SHA-256,
+// SCRAM-SHA-512; in the clear and over TLS) or a client certificate (mutual
+// TLS), a session with the right password or certificate processes records,
+// one with a wrong password (or none) fails naming the authentication, and
+// the password shows in no answer, error or log line.
 func TestSASLToTheBroker(t *testing.T) {
 	const password = "broker-pw-73a1-planted"
 	cert := testcert.New(t)
+	var real *kafkatest.Broker // with POLYSTREAMS_TEST_BROKER=kafka: one broker, a listener per case
+	if kafkatest.Enabled() {
+		b, err := kafkatest.Start(kafkatest.Options{Partitions: 2, Topics: []string{"in", "out"},
+			CertFile: cert.CertFile, KeyFile: cert.KeyFile, ClientCA: cert.CertFile, Users: map[string]string{"alice": password}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		real = b
+	}
 	for _, tc := range []struct {
 		mech string // "" for mutual TLS without SASL
 		tls  bool
 	}{{"PLAIN", false}, {"SCRAM-SHA-256", false}, {"SCRAM-SHA-512", true}, {"", true}} {
 		t.Run(cmp.Or(tc.mech, "mTLS"), func(t *testing.T) {
-			opts := []kfake.Opt{kfake.Ports(0), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(2), kfake.SeedTopics(2, "in", "out")}
 			protocol := "SASL_PLAINTEXT"
-			if tc.mech != "" {
-				opts = append(opts, kfake.EnableSASL(), kfake.Superuser(tc.mech, "alice", password))
-			}
 			if tc.tls {
-				serverTLS := cert.TLS.Clone()
-				if tc.mech == "" { // the broker requires the engine's certificate
-					serverTLS.ClientAuth, serverTLS.ClientCAs = tls.RequireAndVerifyClientCert, cert.Pool
-				}
-				opts = append(opts, kfake.TLS(serverTLS))
 				protocol = "SASL_SSL"
 			}
 			if tc.mech == "" {
 				protocol = "SSL"
 			}
-			c, err := kfake.NewCluster(opts...)
-			if err != nil {
-				t.Fatal(err)
+			var addr string
+			if real != nil {
+				addr = real.ListenerAddr(protocol)
+				// Each case starts from empty topics: "right" reads "out" from the start.
+				if err := real.Reset(2, "in", "out"); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				addr = kfakeSASL(t, cert, tc.mech, tc.tls, password)
 			}
-			defer c.Close()
-			addr := c.ListenAddrs()[0]
 			clientOpts := []kgo.Opt{kgo.SeedBrokers(addr)}
 			if tc.mech != "" {
 				clientOpts = append(clientOpts, kgo.SASL(saslMechanism(tc.mech, password)))
@@ -162,12 +169,18 @@ func TestSASLToTheBroker(t *testing.T) {
 				}
 			}
 			t.Logf("wrong credentials: %s", seen["wrong Start"])
-			want := "tls: certificate required" // mTLS without the engine's certificate
+			// mTLS without the engine's certificate: the broker's TLS alert
+			// (Apache Kafka's bad_certificate, kfake's certificate_required)
+			// and the settings to check.
+			want := "remote error: tls: "
 			if tc.mech != "" {
 				want = "SASL authentication or TLS failed; check security.protocol=" + protocol + ", sasl.mechanism=" + tc.mech + `, sasl.username="alice"`
 			}
 			if msg := seen["wrong Start"]; !strings.Contains(msg, want) {
 				t.Errorf("wrong credentials fail with %q, want %q", msg, want)
+			}
+			if msg := seen["wrong Start"]; tc.mech == "" && !strings.Contains(msg, "check security.protocol=SSL, ssl.ca.location, and ssl.certificate.location with ssl.key.location") {
+				t.Errorf("a refused certificate fails with %q, which does not name the settings to check", msg)
 			}
 			seen["log"] = logs.String()
 			for where, text := range seen {
@@ -177,6 +190,28 @@ func TestSASLToTheBroker(t *testing.T) {
 			}
 		})
 	}
+}
+
+// kfakeSASL starts a kfake cluster requiring mech (SASL) and/or TLS (mutual
+// TLS when mech is ""); it returns its address.
+func kfakeSASL(t *testing.T, cert *testcert.Cert, mech string, withTLS bool, password string) string {
+	opts := []kfake.Opt{kfake.Ports(0), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(2), kfake.SeedTopics(2, "in", "out")}
+	if mech != "" {
+		opts = append(opts, kfake.EnableSASL(), kfake.Superuser(mech, "alice", password))
+	}
+	if withTLS {
+		serverTLS := cert.TLS.Clone()
+		if mech == "" { // the broker requires the engine's certificate
+			serverTLS.ClientAuth, serverTLS.ClientCAs = tls.RequireAndVerifyClientCert, cert.Pool
+		}
+		opts = append(opts, kfake.TLS(serverTLS))
+	}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()[0]
 }
 
 func saslMechanism(name, password string) sasl.Mechanism {

@@ -62,7 +62,7 @@ func (l *lockedBuffer) tail(n int) string {
 type scaleCluster struct {
 	t         *testing.T
 	bin       string
-	b         *broker.Embedded
+	b         testBroker
 	e         *env
 	appID     string
 	hostArgs  []string
@@ -75,7 +75,7 @@ func newScaleCluster(t *testing.T, partitions int, appID string, topics []string
 		t.Skip("scale-out tests need Debian's /usr/bin/python3")
 	}
 	bin := engineBinary(t)
-	b, err := broker.Start(broker.Options{Addr: "127.0.0.1:0", Partitions: partitions, Topics: topics})
+	b, err := startBroker(broker.Options{Addr: "127.0.0.1:0", Partitions: partitions, Topics: topics})
 	if err != nil {
 		t.Fatal(err)
 	}

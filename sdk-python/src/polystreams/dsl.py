@@ -8,6 +8,7 @@ under a token, and the engine later sends records to be run through it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -806,7 +807,7 @@ class KTable(_Node):
 
     def group_by(
         self,
-        fn: Callable[[Any, Any], tuple[Any, Any]],
+        fn: Callable[[Any, Any], tuple[Any, Any] | None],
         *,
         key: SerdeName | None = None,
         value: SerdeName | None = None,
@@ -815,9 +816,12 @@ class KTable(_Node):
         """Regroups the table: ``fn(key, value) -> (new key, new value)``.
         Each update removes the row's old pair from its group and adds the new
         one, so aggregations of the result take an adder and a subtractor
-        (``KTable.groupBy``). ``key``/``value`` are the new pairs' serdes;
-        ``name`` names the repartition topic."""
-        t = self._app._register("group_by", fn)
+        (``KTable.groupBy``). A pair with a None key or value is skipped, and
+        so is a row for which ``fn`` returns None (no pair); the other side of
+        the update still applies (a row that maps to nothing any more leaves
+        its old group). ``key``/``value`` are the new pairs' serdes; ``name``
+        names the repartition topic."""
+        t = self._app._register("group_by", _pair_or_skip(fn))
         h = self._app._build(
             "group_by",
             pb.GroupByOp(input=self.handle.id, token=t, key_serde=_s(key), value_serde=_s(value), name=_s(name)),
@@ -1006,6 +1010,19 @@ class KTable(_Node):
         except PolystreamsError:
             self._app._functions.pop(t, None)  # registered for this call only
             raise
+
+
+def _pair_or_skip(fn: Callable[[Any, Any], tuple[Any, Any] | None]) -> Callable[[Any, Any], tuple[Any, Any]]:
+    """A table's group_by mapper that may return no pair (None): Kafka
+    Streams skips that side of the row's update (KTableRepartitionMap), as
+    it skips a pair with a None key, which is what the engine is sent."""
+
+    @functools.wraps(fn)
+    def pair(key: Any, value: Any) -> tuple[Any, Any]:
+        p = fn(key, value)
+        return (None, None) if p is None else p
+
+    return pair
 
 
 class KGroupedTable(_Node):
