@@ -180,15 +180,33 @@ fn global_join_refusals_carry_the_engines_message() {
         .join_global_with(&global, |k, _| k.clone(), |v, g| format!("{v}{g}"), Options::new().key_serde("long"))
         .unwrap_err();
     assert_eq!(e.message(), "join: takes no key_serde option");
-    // The session goes on; the missing topic is named when the app starts.
-    let brokers = app.brokers().unwrap().to_owned();
-    create_topic(&brokers, "s", 1);
+    // The session goes on: the join is built.
     stream
         .left_join_global(&global, |k, _| k.clone(), |v, g: Option<String>| format!("{v}{}", g.unwrap_or_default()))
         .unwrap()
         .to("out")
         .unwrap();
-    let e = app.run().unwrap_err();
+    // Against a broker given by address (`serve --brokers`, not the
+    // embedded broker's development mode, which creates missing topics)
+    // the missing topic is named when the app starts.
+    let brokers = app.brokers().unwrap().to_owned();
+    create_topic(&brokers, "s", 1);
+    let dir = std::env::temp_dir().join(format!("polystreams-rust-global-refusals-serve-{}", std::process::id()));
+    let served = App::builder("it-global-refusals-serve")
+        .brokers(brokers)
+        .config(Config::new().commit_interval_ms(100).state_dir(dir.to_string_lossy()))
+        .build()
+        .expect("the app opens a session on a serve engine");
+    let global = served.global_table::<String, String>("no-such-products").unwrap();
+    served
+        .stream::<String, String>("s")
+        .unwrap()
+        .left_join_global(&global, |k, _| k.clone(), |v, g: Option<String>| format!("{v}{}", g.unwrap_or_default()))
+        .unwrap()
+        .to("out")
+        .unwrap();
+    let e = served.run().unwrap_err();
     assert!(e.message().contains("topic \"no-such-products\" of global table KTABLE-SOURCE-0000000002"), "{e:?}");
+    served.close(Duration::from_secs(30));
     app.close(Duration::from_secs(30));
 }

@@ -137,7 +137,9 @@ def test_global_table_refusals_name_the_offender(tmp_path: Path, app_id: str) ->
 
 
 def test_a_global_table_over_a_missing_topic_fails_start_naming_it(tmp_path: Path, app_id: str) -> None:
-    with App(app_id, config(tmp_path)) as app:
+    # An engine against a broker given by address (`serve --brokers`): the
+    # embedded broker's development mode would create the missing topic.
+    with App(app_id + "-dev", config(tmp_path / "dev")) as dev, App(app_id, config(tmp_path), brokers=dev.brokers) as app:
         assert app.brokers
         create_topic(app.brokers, "orders", 1)
         products = app.global_table("no-such-products", key="string", value="string")
