@@ -1,12 +1,17 @@
-// Command runner is the conformance runner (make conformance): it starts the
-// engine with its embedded broker, runs every case of conformance/cases in
-// every language — Go through core/streams in this process, Python and Node
+// Command runner is the conformance runner (make conformance): it runs every
+// case of conformance/cases through Kafka Streams itself (the reference
+// column, java.go: TopologyTestDriver in one JVM, results cached), then
+// starts the engine with its embedded broker and runs every case in every
+// language — Go through core/streams in this process, Python, Node and Rust
 // through their executors, which build each case with their SDK's public
-// API — and owns every assertion: it produces the inputs, reads the outputs
-// read_committed, compares, and prints a matrix of case x language with
-// want/got for every mismatch. It exits non-zero on any mismatch that
-// conformance/known-failures/<language>.json does not list, and on a listed
-// one that passes.
+// API — and owns every assertion: it checks each case against Kafka
+// Streams, each SDK's build against Kafka Streams', produces the inputs,
+// reads the outputs read_committed, compares, and prints a matrix of case x
+// column with want/got for every mismatch. It exits non-zero on any
+// mismatch that conformance/known-failures/<language>.json does not list,
+// on any difference from Kafka Streams that
+// conformance/known-differences.json does not list, and on a listed one
+// that passes.
 package main
 
 import (
