@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -401,4 +402,73 @@ func compareWithKafkaStreams(ks *ksResult, built event, unprefix func(string) st
 		}
 	}
 	return nil
+}
+
+// says prints what Kafka Streams did with each case, in the case's own
+// terms (-kafka-streams-says): describe(), the refusal or failure, each
+// expected output topic's records decoded with the case's serdes
+// (timestamps included) and dropped-records-total. It helps write a case's
+// expectation; it never writes one.
+func says(w io.Writer, cases []*Case, results map[string]*ksResult) error {
+	for _, c := range cases {
+		ks := results[c.Name]
+		fmt.Fprintf(w, "=== %s (Kafka Streams %s)\n", c.Name, ks.KafkaStreams)
+		switch {
+		case ks.Error != "":
+			fmt.Fprintf(w, "not run: %s\n", ks.Error)
+			continue
+		case ks.Refused != nil:
+			fmt.Fprintf(w, "refused at step %d: %s: %s\n", ks.Refused.Step, ks.Refused.Class, ks.Refused.Message)
+			continue
+		}
+		if ks.Describe != nil {
+			fmt.Fprintf(w, "describe: %s\n", jsonText(*ks.Describe))
+		}
+		if f := ks.Failure; f != nil {
+			fmt.Fprintf(w, "failure: %s/%d@%d in node %s: %s: %s\n", f.Topic, f.Partition, f.Offset, f.Node, f.Class, f.Message)
+		}
+		for _, o := range c.Expect.Outputs {
+			recs, err := ks.records(o.Topic)
+			if err != nil {
+				return err
+			}
+			var out []map[string]any
+			for _, r := range recs {
+				m := map[string]any{"timestamp": r.Timestamp.UnixMilli()}
+				for field, b := range map[string][]byte{"key": r.Key, "value": r.Value} {
+					serde := o.Value
+					if field == "key" {
+						serde = o.Key
+					}
+					v, err := decode(serde, b)
+					if err != nil {
+						return fmt.Errorf("case %s: output %s: %s: %w", c.Name, o.Topic, field, err)
+					}
+					if bs, ok := v.([]byte); ok {
+						v = base64.StdEncoding.EncodeToString(bs)
+					}
+					m[field] = v
+				}
+				out = append(out, m)
+			}
+			fmt.Fprintf(w, "output: %s\n", jsonText(map[string]any{"topic": o.Topic, "records": out}))
+		}
+		if ks.DroppedRecords != nil {
+			fmt.Fprintf(w, "dropped_records: %d\n", *ks.DroppedRecords)
+		}
+	}
+	return nil
+}
+
+// jsonText is v as indented JSON, without HTML escapes (describe() has
+// arrows).
+func jsonText(v any) string {
+	var b strings.Builder
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	e.SetIndent("", "  ")
+	if err := e.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSpace(b.String())
 }

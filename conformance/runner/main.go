@@ -41,12 +41,13 @@ func main() {
 	parallel := flag.Int("parallel", 6, "case runs at once")
 	python := flag.String("python", "/usr/bin/python3", "the Python interpreter")
 	validate := flag.Bool("validate", false, "only validate the case files")
+	ksSays := flag.Bool("kafka-streams-says", false, "print what Kafka Streams does with each case (-run selects them), in the case's terms, and exit: an aid to writing expectations")
 	driver := flag.Bool("driver", false, "run each case in a test driver session (TopologyTestDriver's mode: one record at a time, each processed completely), as the SDKs' test drivers do")
 	flag.Parse()
-	os.Exit(run(*repo, *langs, *only, *parallel, *python, *validate, *driver))
+	os.Exit(run(*repo, *langs, *only, *parallel, *python, *validate, *driver, *ksSays))
 }
 
-func run(repo, langs, only string, parallel int, python string, validateOnly, driver bool) int {
+func run(repo, langs, only string, parallel int, python string, validateOnly, driver, ksSays bool) int {
 	began := time.Now()
 	root, err := filepath.Abs(repo)
 	if err != nil {
@@ -84,6 +85,16 @@ func run(repo, langs, only string, parallel int, python string, validateOnly, dr
 		return fail(err)
 	}
 	defer os.RemoveAll(tmp)
+	if ksSays {
+		ks, err := runKafkaStreams(root, cases, tmp)
+		if err == nil {
+			err = says(os.Stdout, cases, ks)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		return 0
+	}
 
 	var languages []language
 	known := map[string]map[string]string{}
