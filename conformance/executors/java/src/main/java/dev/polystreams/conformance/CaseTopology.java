@@ -14,6 +14,7 @@ import org.apache.kafka.streams.kstream.Aggregator;
 import org.apache.kafka.streams.kstream.Branched;
 import org.apache.kafka.streams.kstream.BranchedKStream;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.EmitStrategy;
 import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.Initializer;
@@ -316,6 +317,13 @@ final class CaseTopology {
       case "left_join":
       case "outer_join":
         return streamJoin(st, op, in, s, f);
+      case "to_table": {
+        Materialized m = mat(st);
+        KTable r = n == null ? (m == null ? s.toTable() : s.toTable(m)) : (m == null ? s.toTable(n) : s.toTable(n, m));
+        JsonNode mj = st.get("materialized");
+        String outK = mj != null && mj.hasNonNull("key") ? mj.get("key").asText() : ks;
+        return new Handle(Handle.Kind.TABLE, r, outK, or(matValue(st), vs), in.windowSize, in.sessionWindowed);
+      }
       default:
         throw new IllegalArgumentException(op + " cannot apply to a stream");
     }
@@ -462,6 +470,29 @@ final class CaseTopology {
     Materialized m = mat(st);
     Fn f = Fn.of(st.get("fn"));
     String aggSerde = or(matValue(st), in.valueSerde);
+    if (op.equals("emit_strategy")) {
+      String strategy = text(st, "strategy");
+      EmitStrategy e;
+      switch (strategy) {
+        case "on_window_close":
+          e = EmitStrategy.onWindowClose();
+          break;
+        case "on_window_update":
+          e = EmitStrategy.onWindowUpdate();
+          break;
+        default:
+          throw new IllegalArgumentException("emit_strategy " + strategy + " is not known");
+      }
+      Object r;
+      if (in.kind == Handle.Kind.TIME_WINDOWED) {
+        r = ((TimeWindowedKStream) in.dsl).emitStrategy(e);
+      } else if (in.kind == Handle.Kind.SESSION_WINDOWED) {
+        r = ((SessionWindowedKStream) in.dsl).emitStrategy(e);
+      } else {
+        throw new IllegalArgumentException("emit_strategy applies to a windowed stream, not a " + in.kind);
+      }
+      return in.with(in.kind, r, in.valueSerde);
+    }
     if (op.equals("windowed_by")) {
       KGroupedStream g = (KGroupedStream) in.dsl;
       JsonNode w = st.get("windows");
