@@ -63,8 +63,8 @@ final class CaseRun {
     Properties props = new Properties();
     props.put(StreamsConfig.APPLICATION_ID_CONFIG, "conformance-java");
     props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:9");
-    props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes2.Universal.class.getName());
-    props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes2.Universal.class.getName());
+    props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, CaseSerdes.Universal.class.getName());
+    props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, CaseSerdes.Universal.class.getName());
     props.put(StreamsConfig.STATE_DIR_CONFIG, state.toString());
     item.path("config").fields().forEachRemaining(e -> props.put(e.getKey(), e.getValue().asText()));
     try {

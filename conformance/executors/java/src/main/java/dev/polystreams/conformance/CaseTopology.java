@@ -114,7 +114,7 @@ final class CaseTopology {
   }
 
   private static Serde<Object> serde(String name) {
-    return Serdes2.natural(name);
+    return CaseSerdes.natural(name);
   }
 
   /** The step's Materialized, or null when it gives none. */
@@ -279,7 +279,7 @@ final class CaseTopology {
         return null;
       case "to": {
         Handle sink = new Handle(Handle.Kind.STREAM, s, or(text(st, "key"), ks), or(text(st, "value"), vs), in.windowSize, in.sessionWindowed);
-        Produced p = Produced.with(Serdes2.keySerde(sink), serde(sink.valueSerde));
+        Produced p = Produced.with(CaseSerdes.keySerde(sink), serde(sink.valueSerde));
         if (name != null) {
           p = p.withName(name);
         }
@@ -292,7 +292,7 @@ final class CaseTopology {
         return in.with(Handle.Kind.STREAM, n == null ? s.merge(o) : s.merge(o, n), vs);
       }
       case "repartition": {
-        Repartitioned r = name == null ? Repartitioned.with(Serdes2.keySerde(in), serde(vs)) : Repartitioned.as(name).withKeySerde(Serdes2.keySerde(in)).withValueSerde(serde(vs));
+        Repartitioned r = name == null ? Repartitioned.with(CaseSerdes.keySerde(in), serde(vs)) : Repartitioned.as(name).withKeySerde(CaseSerdes.keySerde(in)).withValueSerde(serde(vs));
         if (st.hasNonNull("partitions")) {
           r = r.withNumberOfPartitions(st.get("partitions").asInt());
         }
@@ -387,7 +387,7 @@ final class CaseTopology {
       if (jw.hasNonNull("after_ms")) {
         w = w.after(Duration.ofMillis(jw.get("after_ms").asLong()));
       }
-      StreamJoined sj = StreamJoined.with(Serdes2.keySerde(in), serde(vs), serde(other.valueSerde));
+      StreamJoined sj = StreamJoined.with(CaseSerdes.keySerde(in), serde(vs), serde(other.valueSerde));
       if (st.hasNonNull("store_name")) {
         sj = sj.withStoreName(text(st, "store_name"));
       }
@@ -425,7 +425,7 @@ final class CaseTopology {
       }
       return in.with(Handle.Kind.STREAM, r, out);
     }
-    Joined joined = Joined.with(Serdes2.keySerde(in), serde(vs), serde(table.valueSerde));
+    Joined joined = Joined.with(CaseSerdes.keySerde(in), serde(vs), serde(table.valueSerde));
     if (name != null) {
       joined = joined.withName(name);
     }

@@ -9,8 +9,8 @@ import org.apache.kafka.common.serialization.Serializer;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
 
 /** The Kafka serdes the executor gives Kafka Streams. */
-final class Serdes2 {
-  private Serdes2() {}
+final class CaseSerdes {
+  private CaseSerdes() {}
 
   /** A case serde over natural values: the bytes every SDK writes and reads. */
   static Serde<Object> natural(String name) {
