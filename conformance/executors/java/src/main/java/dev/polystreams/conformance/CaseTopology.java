@@ -241,7 +241,7 @@ final class CaseTopology {
         String outV = or(text(st, "value"), vs);
         KeyValueMapper<Object, Object, KeyValue<Object, Object>> m = (k, v) -> {
           Object[] kv = f.keyValue(k, v);
-          return KeyValue.pair(Codec.coerce(outK, kv[0]), Codec.coerce(outV, kv[1]));
+          return kv == null ? null : KeyValue.pair(Codec.coerce(outK, kv[0]), Codec.coerce(outV, kv[1]));
         };
         KStream r = n == null ? s.map(m) : s.map(m, n);
         return new Handle(Handle.Kind.STREAM, r, outK, outV, null, false);
@@ -602,7 +602,7 @@ final class CaseTopology {
         String outV = or(text(st, "value"), vs);
         KeyValueMapper<Object, Object, KeyValue<Object, Object>> mapper = (k, v) -> {
           Object[] kv = f.keyValue(k, v);
-          return KeyValue.pair(Codec.coerce(outK, kv[0]), Codec.coerce(outV, kv[1]));
+          return kv == null ? null : KeyValue.pair(Codec.coerce(outK, kv[0]), Codec.coerce(outV, kv[1]));
         };
         Grouped g = (name == null ? Grouped.with(serde(outK), serde(outV)) : Grouped.as(name).withKeySerde(serde(outK)).withValueSerde(serde(outV)));
         return new Handle(Handle.Kind.GROUPED_TABLE, t.groupBy(mapper, g), outK, outV, null, false);

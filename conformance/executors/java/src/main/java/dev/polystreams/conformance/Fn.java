@@ -195,7 +195,7 @@ final class Fn {
     }
   }
 
-  /** A key-value mapper: the new key and value. */
+  /** A key-value mapper: the new key and value, or null for no pair at all. */
   Object[] keyValue(Object k, Object v) {
     if (raises(v)) {
       return new Object[] {k, v};
@@ -209,6 +209,10 @@ final class Fn {
         return new Object[] {v, 1L};
       case "region_of":
         return new Object[] {field(v, "region"), v};
+      case "region_or_none": {
+        Object region = field(v, "region");
+        return region == null ? null : new Object[] {region, v};
+      }
       case "region_amount":
         return new Object[] {field(v, "region"), field(v, "amount")};
       default:
