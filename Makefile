@@ -8,8 +8,12 @@ export POLYSTREAMS_ENGINE := $(ENGINE)
 GO_TEST_FLAGS ?= -count=1 -timeout 15m
 # One version for engine, protocol and SDKs (tools/dist/version.py checks the SDKs agree).
 VERSION := $(shell cat $(CURDIR)/VERSION)
+# The Apache Kafka (and Kafka Streams) version: one pin for everything Java.
+KAFKA_VERSION := $(shell cat $(CURDIR)/tools/kafka/VERSION)
+JAVA_EXECUTOR_DIR := conformance/executors/java
+JAVA_EXECUTOR := $(JAVA_EXECUTOR_DIR)/target/conformance-java.jar
 
-.PHONY: all deps build generate check-generated lint test test-go kafka test-kafka test-kafka-quick test-python test-node test-rust conformance conformance-driver demo bench bench-join chaos fuzz clean dist test-dist
+.PHONY: all deps build generate check-generated lint test test-go kafka test-kafka test-kafka-quick test-python test-node test-rust java-executor conformance conformance-java conformance-driver demo bench bench-join chaos fuzz clean dist test-dist
 
 all: build
 
@@ -86,13 +90,29 @@ test-node: deps build
 test-rust: deps build
 	cd sdk-rust && cargo test --quiet -p polystreams
 
-# The conformance matrix: every case of conformance/cases in Go (core/streams),
-# Python, Node and Rust, against one engine and embedded broker; fails on any
-# mismatch not listed in conformance/known-failures/<language>.json.
-# CONFORMANCE_FLAGS narrows it, e.g. CONFORMANCE_FLAGS="-lang go -run count".
-conformance: deps build
+# The conformance matrix: every case of conformance/cases through Kafka
+# Streams itself (the reference: TopologyTestDriver, conformance/executors/java),
+# then Go (core/streams), Python, Node and Rust against one engine and embedded
+# broker; fails on any mismatch not listed in
+# conformance/known-failures/<language>.json, and on any difference from Kafka
+# Streams not listed in conformance/known-differences.json.
+# CONFORMANCE_FLAGS narrows it, e.g. CONFORMANCE_FLAGS="-lang java,go -run count".
+conformance: deps build java-executor
 	go run ./conformance/runner -repo $(CURDIR) $(CONFORMANCE_FLAGS)
 	go run ./conformance/runner -repo $(CURDIR) -driver -lang go,python $(CONFORMANCE_FLAGS)
+
+# The Kafka Streams column alone: no engine, no broker; results are cached in
+# .cache/conformance-java/ per case file, executor and Kafka version.
+conformance-java: java-executor
+	go run ./conformance/runner -repo $(CURDIR) -lang java $(CONFORMANCE_FLAGS)
+
+# The Kafka Streams executor: Maven resolves kafka-streams and
+# kafka-streams-test-utils $(KAFKA_VERSION) from Maven Central into ~/.m2.
+java-executor: $(JAVA_EXECUTOR)
+
+$(JAVA_EXECUTOR): $(JAVA_EXECUTOR_DIR)/pom.xml tools/kafka/VERSION $(shell find $(JAVA_EXECUTOR_DIR)/src -type f)
+	cd $(JAVA_EXECUTOR_DIR) && mvn -q -B -Dkafka.version=$(KAFKA_VERSION) package
+	@touch $@
 
 # The same matrix through test driver sessions (docs/testing.md): each case
 # run as a TopologyTestDriver test would run it, one record at a time, no

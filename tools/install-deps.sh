@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 
 apt_pkgs=(protobuf-compiler python3-protobuf python3-pytest python3-venv python3-pip
   python3-setuptools python3-confluent-kafka kcat mypy
+  # The conformance matrix's reference column runs Kafka Streams
+  # (conformance/executors/java, built by Maven from Maven Central).
+  openjdk-17-jdk-headless maven
   # /ui is tested end to end in headless Chromium (sdk-node/src/ui.e2e.test.ts).
   chromium
   # sdk-rust builds offline from Debian's packaged crates (sdk-rust/.cargo/config.toml

@@ -1,12 +1,17 @@
-// Command runner is the conformance runner (make conformance): it starts the
-// engine with its embedded broker, runs every case of conformance/cases in
-// every language — Go through core/streams in this process, Python and Node
+// Command runner is the conformance runner (make conformance): it runs every
+// case of conformance/cases through Kafka Streams itself (the reference
+// column, java.go: TopologyTestDriver in one JVM, results cached), then
+// starts the engine with its embedded broker and runs every case in every
+// language — Go through core/streams in this process, Python, Node and Rust
 // through their executors, which build each case with their SDK's public
-// API — and owns every assertion: it produces the inputs, reads the outputs
-// read_committed, compares, and prints a matrix of case x language with
-// want/got for every mismatch. It exits non-zero on any mismatch that
-// conformance/known-failures/<language>.json does not list, and on a listed
-// one that passes.
+// API — and owns every assertion: it checks each case against Kafka
+// Streams, each SDK's build against Kafka Streams', produces the inputs,
+// reads the outputs read_committed, compares, and prints a matrix of case x
+// column with want/got for every mismatch. It exits non-zero on any
+// mismatch that conformance/known-failures/<language>.json does not list,
+// on any difference from Kafka Streams that
+// conformance/known-differences.json does not list, and on a listed one
+// that passes.
 package main
 
 import (
@@ -31,17 +36,18 @@ import (
 
 func main() {
 	repo := flag.String("repo", ".", "the repository's root")
-	langs := flag.String("lang", "go,python,node,rust", "languages to run, comma-separated")
+	langs := flag.String("lang", "java,go,python,node,rust", "columns to run, comma-separated: java (Kafka Streams, the reference), go, python, node, rust")
 	only := flag.String("run", "", "run only the cases whose name matches this regular expression")
 	parallel := flag.Int("parallel", 6, "case runs at once")
 	python := flag.String("python", "/usr/bin/python3", "the Python interpreter")
 	validate := flag.Bool("validate", false, "only validate the case files")
+	ksSays := flag.Bool("kafka-streams-says", false, "print what Kafka Streams does with each case (-run selects them), in the case's terms, and exit: an aid to writing expectations")
 	driver := flag.Bool("driver", false, "run each case in a test driver session (TopologyTestDriver's mode: one record at a time, each processed completely), as the SDKs' test drivers do")
 	flag.Parse()
-	os.Exit(run(*repo, *langs, *only, *parallel, *python, *validate, *driver))
+	os.Exit(run(*repo, *langs, *only, *parallel, *python, *validate, *driver, *ksSays))
 }
 
-func run(repo, langs, only string, parallel int, python string, validateOnly, driver bool) int {
+func run(repo, langs, only string, parallel int, python string, validateOnly, driver, ksSays bool) int {
 	began := time.Now()
 	root, err := filepath.Abs(repo)
 	if err != nil {
@@ -79,12 +85,24 @@ func run(repo, langs, only string, parallel int, python string, validateOnly, dr
 		return fail(err)
 	}
 	defer os.RemoveAll(tmp)
+	if ksSays {
+		ks, err := runKafkaStreams(root, cases, tmp)
+		if err == nil {
+			err = says(os.Stdout, cases, ks)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		return 0
+	}
 
 	var languages []language
 	known := map[string]map[string]string{}
 	for _, name := range strings.Split(langs, ",") {
 		var l language
 		switch name = strings.TrimSpace(name); name {
+		case "java":
+			l = javaLang{}
 		case "go":
 			l = goLang{}
 		case "python":
@@ -102,9 +120,14 @@ func run(repo, langs, only string, parallel int, python string, validateOnly, dr
 			}
 			l = &procLang{name: "rust", command: []string{bin}, dir: root, tmp: tmp}
 		default:
-			return fail(fmt.Errorf("-lang: %q is not a language (go, python, node, rust)", name))
+			return fail(fmt.Errorf("-lang: %q is not a language (java, go, python, node, rust)", name))
 		}
 		k, err := loadKnown(filepath.Join(dir, "known-failures", name+".json"), all)
+		if name == "java" {
+			// The Kafka Streams column's known differences are the
+			// divergences polystreams keeps (report prints them).
+			k, err = map[string]string{}, nil
+		}
 		if err != nil {
 			return fail(err)
 		}
@@ -123,22 +146,40 @@ func run(repo, langs, only string, parallel int, python string, validateOnly, dr
 		languages = append(languages, l)
 	}
 
-	eng, err := startEngine(filepath.Join(root, "bin", "polystreams"), tmp)
+	diffs, err := loadKnown(filepath.Join(dir, "known-differences.json"), all)
 	if err != nil {
 		return fail(err)
 	}
-	defer eng.close()
-	adm, err := kgo.NewClient(kgo.SeedBrokers(eng.broker))
-	if err != nil {
-		return fail(err)
+	e := &env{stateDir: filepath.Join(tmp, "go-state"), driver: driver}
+	sdks := 0
+	for _, l := range languages {
+		if _, ok := l.(javaLang); ok {
+			if e.ks, err = runKafkaStreams(root, cases, tmp); err != nil {
+				return fail(err)
+			}
+		} else {
+			sdks++
+		}
 	}
-	defer adm.Close()
-	e := &env{brokers: eng.broker, engine: eng.url, stateDir: filepath.Join(tmp, "go-state"), adm: kadm.NewClient(adm), driver: driver}
-	fmt.Printf("conformance: %d cases x %d languages; broker %s, engine %s\n", len(cases), len(languages), eng.broker, eng.url)
+	var eng *engine
+	if sdks > 0 { // the Kafka Streams column needs no engine
+		eng, err = startEngine(filepath.Join(root, "bin", "polystreams"), tmp)
+		if err != nil {
+			return fail(err)
+		}
+		defer eng.close()
+		adm, err := kgo.NewClient(kgo.SeedBrokers(eng.broker))
+		if err != nil {
+			return fail(err)
+		}
+		defer adm.Close()
+		e.brokers, e.engine, e.adm = eng.broker, eng.url, kadm.NewClient(adm)
+		fmt.Printf("conformance: %d cases x %d languages; broker %s, engine %s\n", len(cases), len(languages), eng.broker, eng.url)
+	}
 
 	results := runAll(e, cases, languages, parallel)
-	code := report(os.Stdout, cases, languages, results, known)
-	if code != 0 {
+	code := report(os.Stdout, cases, languages, results, known, diffs)
+	if code != 0 && eng != nil {
 		fmt.Printf("\nengine log (tail):\n%s\n", eng.log.String())
 	}
 	fmt.Printf("conformance: %s\n", time.Since(began).Round(100*time.Millisecond))
@@ -219,8 +260,12 @@ func runAll(e *env, cases []*Case, languages []language, parallel int) map[cell]
 }
 
 // report prints the matrix and the details of every cell that is not a
-// plain pass; it returns the exit code.
-func report(w io.Writer, cases []*Case, languages []language, results map[cell]result, known map[string]map[string]string) int {
+// plain pass; it returns the exit code. A cell fails on a problem its
+// language's known failures do not list, and on a difference from Kafka
+// Streams that known-differences.json does not list; a listed case that
+// passes is XPASS (the list must stay true): for known failures in the
+// language's column, for known differences in the Kafka Streams column.
+func report(w io.Writer, cases []*Case, languages []language, results map[cell]result, known map[string]map[string]string, diffs map[string]string) int {
 	width := len("case")
 	for _, c := range cases {
 		width = max(width, len(c.Name))
@@ -236,18 +281,31 @@ func report(w io.Writer, cases []*Case, languages []language, results map[cell]r
 		fmt.Fprintf(w, "%-*s", width, c.Name)
 		for li, l := range languages {
 			r := results[cell{ci, li}]
+			_, isJava := l.(javaLang)
 			reason, isKnown := known[l.Name()][c.Name]
+			diff, isDiff := diffs[c.Name]
+			// A language's known failure covers its cell's differences
+			// from Kafka Streams too (the language cannot express the
+			// case); known-differences covers every column's.
+			failed := (len(r.problems) > 0 && !isKnown) || (len(r.ks) > 0 && !isDiff && !isKnown)
 			status := "ok"
 			switch {
+			case failed:
+				status = "FAIL"
+				details = append(details, fmt.Sprintf("--- %s [%s]: FAIL (%s)\n%s", c.Name, l.Name(), c.file, problemsText(r)))
 			case len(r.problems) == 0 && isKnown:
 				status = "XPASS"
 				details = append(details, fmt.Sprintf("--- %s [%s]: passes, but known-failures/%s.json lists it (%s): remove the entry", c.Name, l.Name(), l.Name(), reason))
-			case len(r.problems) > 0 && isKnown:
+			case isJava && len(r.ks) == 0 && isDiff:
+				status = "XPASS"
+				details = append(details, fmt.Sprintf("--- %s [%s]: agrees with Kafka Streams, but known-differences.json lists it (%s): remove the entry", c.Name, l.Name(), diff))
+			case len(r.problems) > 0 || len(r.ks) > 0:
 				status = "known"
-				details = append(details, fmt.Sprintf("--- %s [%s]: known failure (%s)\n%s", c.Name, l.Name(), reason, problemsText(r)))
-			case len(r.problems) > 0:
-				status = "FAIL"
-				details = append(details, fmt.Sprintf("--- %s [%s]: FAIL (%s)\n%s", c.Name, l.Name(), c.file, problemsText(r)))
+				why := "known failure (" + reason + ")"
+				if len(r.ks) > 0 && isDiff {
+					why = "known difference from Kafka Streams (" + diff + ")"
+				}
+				details = append(details, fmt.Sprintf("--- %s [%s]: %s\n%s", c.Name, l.Name(), why, problemsText(r)))
 			}
 			counts[status]++
 			fmt.Fprintf(w, "  %-8s", status)
@@ -257,7 +315,13 @@ func report(w io.Writer, cases []*Case, languages []language, results map[cell]r
 	for _, d := range details {
 		fmt.Fprintf(w, "\n%s\n", d)
 	}
-	fmt.Fprintf(w, "\nconformance: %d ok, %d known failures, %d FAIL, %d XPASS\n", counts["ok"], counts["known"], counts["FAIL"], counts["XPASS"])
+	if len(diffs) > 0 {
+		fmt.Fprintf(w, "\nknown differences from Kafka Streams (conformance/known-differences.json):\n")
+		for _, name := range sortedKeys(diffs) {
+			fmt.Fprintf(w, "  %s: %s\n", name, diffs[name])
+		}
+	}
+	fmt.Fprintf(w, "\nconformance: %d ok, %d known, %d FAIL, %d XPASS\n", counts["ok"], counts["known"], counts["FAIL"], counts["XPASS"])
 	if counts["FAIL"] > 0 || counts["XPASS"] > 0 {
 		return 1
 	}
@@ -268,6 +332,9 @@ func problemsText(r result) string {
 	var b strings.Builder
 	for _, p := range r.problems {
 		fmt.Fprintf(&b, "  %s\n", strings.ReplaceAll(p, "\n", "\n  "))
+	}
+	for _, p := range r.ks {
+		fmt.Fprintf(&b, "  vs Kafka Streams: %s\n", strings.ReplaceAll(p, "\n", "\n  "))
 	}
 	if r.diag != "" {
 		fmt.Fprintf(&b, "  executor diagnostics:\n    %s\n", strings.ReplaceAll(r.diag, "\n", "\n    "))

@@ -29,13 +29,21 @@ type env struct {
 	adm      *kadm.Client
 	// driver: run each case in a test driver session (driver.go).
 	driver bool
+	// ks is Kafka Streams' result for each case (by name), when the
+	// Kafka Streams column runs (java.go).
+	ks map[string]*ksResult
 }
 
 // result is one case in one language.
 type result struct {
 	problems []string // each mismatch, with want and got
-	diag     string   // the executor's diagnostics, when something failed
-	elapsed  time.Duration
+	// ks are the differences from Kafka Streams: in the Kafka Streams
+	// column, between the case and Kafka Streams; in an SDK's, between its
+	// build (refusal, describe()) and Kafka Streams'.
+	// conformance/known-differences.json may list the case.
+	ks      []string
+	diag    string // the executor's diagnostics, when something failed
+	elapsed time.Duration
 }
 
 func (r *result) add(format string, args ...any) {
@@ -47,6 +55,10 @@ func (r *result) add(format string, args ...any) {
 func (e *env) run(ctx context.Context, l language, c *Case, idx int) (res result) {
 	began := time.Now()
 	defer func() { res.elapsed = time.Since(began) }()
+	if _, ok := l.(javaLang); ok {
+		r := checkKafkaStreams(c, e.ks[c.Name])
+		return result{ks: r.problems}
+	}
 	prefix := fmt.Sprintf("%s-%03d-", l.Name(), idx)
 	appID := "conformance-" + strings.TrimSuffix(prefix, "-")
 	unprefix := func(s string) string { return strings.ReplaceAll(s, prefix, "") }
@@ -85,6 +97,9 @@ func (e *env) run(ctx context.Context, l language, c *Case, idx int) (res result
 	if !ok {
 		res.add("the executor ended or hung before reporting its build (%s)", eventText(ev))
 		return res
+	}
+	if e.ks != nil {
+		res.ks = compareWithKafkaStreams(e.ks[c.Name], ev, unprefix)
 	}
 	want := c.Expect
 	switch ev.Event {

@@ -216,7 +216,37 @@ func TestReportExitCode(t *testing.T) {
 		{"listed but passes", map[cell]result{}, map[string]string{"a": "engine gap"}, 1, "XPASS"},
 	} {
 		var out strings.Builder
-		code := report(&out, cases, langs, tc.results, map[string]map[string]string{"go": tc.known})
+		code := report(&out, cases, langs, tc.results, map[string]map[string]string{"go": tc.known}, nil)
+		if code != tc.code || !strings.Contains(out.String(), tc.says) {
+			t.Errorf("%s: exit %d, want %d; output does not say %q:\n%s", tc.name, code, tc.code, tc.says, out.String())
+		}
+	}
+}
+
+// A difference from Kafka Streams fails the cell unless known-differences
+// lists the case; a listed case that agrees with Kafka Streams is XPASS in
+// the Kafka Streams column, and the list is printed.
+func TestReportKafkaStreamsDifferences(t *testing.T) {
+	cases := []*Case{{Name: "a"}, {Name: "b"}}
+	langs := []language{javaLang{}, goLang{}}
+	differs := result{ks: []string{"output out: want X, got Y"}}
+	for _, tc := range []struct {
+		name    string
+		results map[cell]result
+		diffs   map[string]string
+		known   map[string]string // go's known failures
+		code    int
+		says    string
+	}{
+		{"agrees", map[cell]result{}, nil, nil, 0, "4 ok"},
+		{"unlisted difference", map[cell]result{{1, 0}: differs}, nil, nil, 1, "--- b [java]: FAIL"},
+		{"unlisted describe difference in an SDK", map[cell]result{{0, 1}: differs}, nil, nil, 1, "--- a [go]: FAIL"},
+		{"listed difference", map[cell]result{{1, 0}: differs, {1, 1}: differs}, map[string]string{"b": "kept on purpose"}, nil, 0, "b: kept on purpose"},
+		{"listed but agrees", map[cell]result{}, map[string]string{"a": "kept on purpose"}, nil, 1, "--- a [java]: agrees with Kafka Streams, but known-differences.json lists it"},
+		{"a known failure of the language covers it", map[cell]result{{1, 1}: {problems: []string{"x"}, ks: []string{"y"}}}, nil, map[string]string{"b": "not expressible in go"}, 0, "known failure (not expressible in go)"},
+	} {
+		var out strings.Builder
+		code := report(&out, cases, langs, tc.results, map[string]map[string]string{"go": tc.known}, tc.diffs)
 		if code != tc.code || !strings.Contains(out.String(), tc.says) {
 			t.Errorf("%s: exit %d, want %d; output does not say %q:\n%s", tc.name, code, tc.code, tc.says, out.String())
 		}

@@ -425,8 +425,9 @@ func compileGlobalJoin(t *topology.Topology, s *step, n *topology.Node) error {
 // it holds; the output keeps the record's key and timestamp. A record with
 // a null value is dropped and counted, before its key is mapped (Kafka
 // maps it and then drops it). A null mapped key drops the record
-// (counted), except in a left join of a record whose own key is null,
-// which is joined with null (KIP-962). An inner join drops a record whose
+// (counted) in an inner join; a left join joins it with null (Kafka 4.1's
+// KStreamKTableJoinProcessor#maybeDropRecord keeps a left join's record
+// whose mapped key is null, KIP-962). An inner join drops a record whose
 // mapped key the store does not hold (not counted). Host key mappers and
 // joiners cross once per bundle each.
 func (t *task) globalJoin(ctx context.Context, s *step, recs []rec) ([]rec, error) {
@@ -455,7 +456,7 @@ func (t *task) globalJoin(ctx context.Context, s *step, recs []rec) ([]rec, erro
 		}
 		var other []byte
 		switch {
-		case keys[i] == nil && left && r.key == nil:
+		case keys[i] == nil && left:
 		case keys[i] == nil:
 			t.app.dropped.Add(1) // "Skipping record due to null join key or value"
 			continue

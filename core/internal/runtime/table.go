@@ -119,17 +119,26 @@ func (t *task) evalTable(ctx context.Context, s *step, ins []rec) ([]tableOut, e
 }
 
 // tableTransform is KTableFilter / KTableMapValues: the function applies to
-// the new value and, when the node sends old values, to the old one. A
+// the new value and, when the node sends old values, to the old one; a
+// node with a store of its own (Materialized.as) takes the old value from
+// that store instead, its predecessor sending none (computeOldValue). A
 // filtered-out value becomes null; a change whose both values are null is
 // not forwarded when old values are sent (Kafka: "unnecessary to forward
 // here"), and is otherwise (a tombstone downstream).
 func (t *task) tableTransform(ctx context.Context, s *step, recs []rec) ([]rec, error) {
+	var tx *storeTx
+	if s.store != nil {
+		tx = t.stores[s.store.Name]
+	}
+	// computeOld: the old value is the function's of the predecessor's
+	// old value (a materialized node reads its own store instead).
+	computeOld := s.node.SendOld && tx == nil
 	var ins []rec
 	for _, r := range recs {
 		if r.value != nil {
 			ins = append(ins, r)
 		}
-		if s.node.SendOld && r.old != nil {
+		if computeOld && r.old != nil {
 			ins = append(ins, rec{key: r.key, value: r.old, ts: r.ts, in: r.in})
 		}
 	}
@@ -147,10 +156,6 @@ func (t *task) tableTransform(ctx context.Context, s *step, recs []rec) ([]rec, 
 		}
 		return o.value
 	}
-	var tx *storeTx
-	if s.store != nil {
-		tx = t.stores[s.store.Name]
-	}
 	out := make([]rec, 0, len(recs))
 	j := 0
 	for _, r := range recs {
@@ -160,7 +165,7 @@ func (t *task) tableTransform(ctx context.Context, s *step, recs []rec) ([]rec, 
 			nv, skip = apply(r.value, res[j]), res[j].failed
 			j++
 		}
-		if s.node.SendOld && r.old != nil {
+		if computeOld && r.old != nil {
 			ov, skip = apply(r.old, res[j]), skip || res[j].failed
 			j++
 		}
@@ -168,6 +173,13 @@ func (t *task) tableTransform(ctx context.Context, s *step, recs []rec) ([]rec, 
 			continue
 		}
 		if tx != nil {
+			if s.node.SendOld {
+				old, _, err := tx.get(r.key)
+				if err != nil {
+					return nil, recordError(r, s.node.Name, err)
+				}
+				ov = old
+			}
 			tx.put(r.key, nv, r.ts)
 		}
 		if s.node.SendOld && nv == nil && ov == nil {

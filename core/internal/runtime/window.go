@@ -328,7 +328,15 @@ func (t *task) windowUpdates(ctx context.Context, s *step, recs []rec) ([]rec, e
 		expanded = make([]rec, 0, need)
 	}
 	defer func() { t.expandBuf = expanded[:0] }()
-	for _, r := range t.dropNulls(recs) {
+	for _, r := range recs {
+		// KStreamWindowAggregate skips a record with a null key only: a
+		// null value is counted by count and handed to an aggregator
+		// (Kafka 3.1+). A reduce has nothing to fold it with (as for
+		// sessions, sessionPass).
+		if r.key == nil || r.value == nil && s.node.Op == topology.OpReduce {
+			t.app.dropped.Add(1)
+			continue
+		}
 		if r.ts < 0 {
 			t.app.dropped.Add(1) // no window holds a negative time
 			continue

@@ -574,3 +574,26 @@ func diffLines(got, want string) string {
 	}
 	return "(texts differ only in length)"
 }
+
+// KGroupedTable.reduce names its store KTABLE-AGGREGATE-STATE-STORE-, as
+// count and aggregate do (KGroupedTableImpl builds every
+// MaterializedInternal with AGGREGATE_NAME); its processor is
+// KTABLE-REDUCE-. Kafka Streams 4.1.1 prints this text for
+// table("accounts").groupBy(f).reduce(adder, subtractor) (the conformance
+// case table_reduce_adder_subtractor runs it through Kafka Streams).
+func TestDescribeTableReduceStoreName(t *testing.T) {
+	c := check{t}
+	b := NewBuilder()
+	tbl := c.id(b.Table(TableOptions{Topic: "accounts"}))
+	g := c.id(b.TableGroupBy(tbl, fn, "", "", ""))
+	c.id(b.TableReduce(g, fn, fn, nil, ""))
+	got := describe(t, b)
+	for _, want := range []string{
+		"Sink: KSTREAM-SINK-0000000005 (topic: KTABLE-AGGREGATE-STATE-STORE-0000000004-repartition)",
+		"Processor: KTABLE-REDUCE-0000000007 (stores: [KTABLE-AGGREGATE-STATE-STORE-0000000004])",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("describe() lacks %q:\n%s", want, got)
+		}
+	}
+}

@@ -323,7 +323,11 @@ func (b *Builder) tableAggregation(f fold, input uint64, m *Materialized, name s
 	}
 	store := mat.StoreName
 	if store == "" {
-		store = fmt.Sprintf("%sSTATE-STORE-%010d", f.prefix, c.burn())
+		// Every KGroupedTable aggregation names its store
+		// KTABLE-AGGREGATE-STATE-STORE-, reduce's too (KGroupedTableImpl
+		// builds each MaterializedInternal with AGGREGATE_NAME); only the
+		// processor is KTABLE-REDUCE-.
+		store = fmt.Sprintf("%sSTATE-STORE-%010d", prefixTableAggregate, c.burn())
 	}
 	if b.stores[store] != nil {
 		c.invalid("%s names store %q, which exists already", f.op, store)

@@ -184,11 +184,15 @@ func (b *Builder) Suppress(input uint64, name string) (*Handle, error) {
 			c.invalid("suppress(untilWindowCloses) needs the table of a windowed aggregation: window close time is only defined for windowed computations, and handle %d (node %s) is not one", input, in.handle.Node.Name)
 		}
 	}
-	nodeName := c.processorName(name, prefixSuppress)
-	storeNumber := c.burn()
-	store := name + "-store"
+	// KTableImpl#suppress: a name names the node and its store
+	// ("<name>-store") and takes no number; an anonymous suppression takes
+	// one for its node, then one for its store.
+	nodeName, store := name, name+"-store"
 	if name == "" {
-		store = prefixSuppress + "STATE-STORE-" + pad(storeNumber)
+		nodeName = c.processorName("", prefixSuppress)
+		store = prefixSuppress + "STATE-STORE-" + pad(c.burn())
+	} else if c.validName("node", name) {
+		c.claim(name)
 	}
 	if b.stores[store] != nil {
 		c.invalid("suppress names store %q, which exists already", store)

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -30,11 +31,14 @@ func TestDescribeWindowGoldens(t *testing.T) {
 	tumbling := Windows{Kind: TimeWindows, Size: 1}
 	session := Windows{Kind: SessionWindows, Size: 1}
 	// SuppressTopologyTest#shouldUseNumberingForAnonymousFinalSuppressionNode
-	// and #shouldApplyNameToFinalSuppressionNode: the suppression takes two
-	// numbers (node and store) whether or not it is named. The repartition
-	// nodes are named after the topic, as in the current test (older
-	// releases numbered them).
-	finalSuppression := func(suppress, store string) string {
+	// and #shouldApplyNameToFinalSuppressionNode: an anonymous suppression
+	// takes two numbers (node and store), a named one none ("without the
+	// name, the suppression node does not increment the topology index";
+	// KTableImpl#suppress). next is the number of the node after it. The
+	// repartition nodes are named after the topic, as in the current test
+	// (older releases numbered them).
+	finalSuppression := func(suppress, store string, next int) string {
+		n := func(i int) string { return fmt.Sprintf("%010d", next+i) }
 		return "Topologies:\n" +
 			"   Sub-topology: 0\n" +
 			"    Source: KSTREAM-SOURCE-0000000000 (topics: [input])\n" +
@@ -55,16 +59,16 @@ func TestDescribeWindowGoldens(t *testing.T) {
 			"      --> " + suppress + "\n" +
 			"      <-- counts-repartition-source\n" +
 			"    Processor: " + suppress + " (stores: [" + store + "])\n" +
-			"      --> KTABLE-TOSTREAM-0000000008\n" +
+			"      --> KTABLE-TOSTREAM-" + n(0) + "\n" +
 			"      <-- KSTREAM-AGGREGATE-0000000002\n" +
-			"    Processor: KTABLE-TOSTREAM-0000000008 (stores: [])\n" +
-			"      --> KSTREAM-MAP-0000000009\n" +
+			"    Processor: KTABLE-TOSTREAM-" + n(0) + " (stores: [])\n" +
+			"      --> KSTREAM-MAP-" + n(1) + "\n" +
 			"      <-- " + suppress + "\n" +
-			"    Processor: KSTREAM-MAP-0000000009 (stores: [])\n" +
-			"      --> KSTREAM-SINK-0000000010\n" +
-			"      <-- KTABLE-TOSTREAM-0000000008\n" +
-			"    Sink: KSTREAM-SINK-0000000010 (topic: output-suppressed)\n" +
-			"      <-- KSTREAM-MAP-0000000009\n" +
+			"    Processor: KSTREAM-MAP-" + n(1) + " (stores: [])\n" +
+			"      --> KSTREAM-SINK-" + n(2) + "\n" +
+			"      <-- KTABLE-TOSTREAM-" + n(0) + "\n" +
+			"    Sink: KSTREAM-SINK-" + n(2) + " (topic: output-suppressed)\n" +
+			"      <-- KSTREAM-MAP-" + n(1) + "\n" +
 			"\n"
 	}
 	suppressed := func(name string) func(c check, b *Builder) {
@@ -96,8 +100,8 @@ func TestDescribeWindowGoldens(t *testing.T) {
 		{"session windows count Materialized.as", windowedCount(session, &Materialized{StoreName: "count-store"}), countOnly("KSTREAM-AGGREGATE-0000000001", "count-store")},
 		// TopologyTest#sessionWindowAnonymousMaterializedCountShouldPreserveTopologyStructure.
 		{"session windows count Materialized.with", windowedCount(session, &Materialized{ValueSerde: "long"}), countOnly("KSTREAM-AGGREGATE-0000000003", "KSTREAM-AGGREGATE-STATE-STORE-0000000002")},
-		{"anonymous final suppression", suppressed(""), finalSuppression("KTABLE-SUPPRESS-0000000006", "KTABLE-SUPPRESS-STATE-STORE-0000000007")},
-		{"named final suppression", suppressed("myname"), finalSuppression("myname", "myname-store")},
+		{"anonymous final suppression", suppressed(""), finalSuppression("KTABLE-SUPPRESS-0000000006", "KTABLE-SUPPRESS-STATE-STORE-0000000007", 8)},
+		{"named final suppression", suppressed("myname"), finalSuppression("myname", "myname-store", 6)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
