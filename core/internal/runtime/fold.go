@@ -52,6 +52,21 @@ func (t *task) dropNulls(recs []rec) []rec {
 	return recs
 }
 
+// dropNullKeys drops (and counts) records with a null key: a time-window
+// count skips only those (KStreamWindowAggregate: "Skipping record due to
+// null key").
+func (t *task) dropNullKeys(recs []rec) []rec {
+	kept := recs[:0:0]
+	for _, r := range recs {
+		if r.key == nil {
+			t.app.dropped.Add(1)
+			continue
+		}
+		kept = append(kept, r)
+	}
+	return kept
+}
+
 // count is KStreamAggregate counting: each record adds one to its key's
 // count (in its store key), forwarded as an update.
 func (t *task) count(s *step, tx *storeTx, recs []rec) ([]rec, error) {

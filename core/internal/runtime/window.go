@@ -314,7 +314,15 @@ func (t *task) windowAggregate(ctx context.Context, s *step, recs []rec) ([]rec,
 		expanded = make([]rec, 0, need)
 	}
 	defer func() { t.expandBuf = expanded[:0] }()
-	for _, r := range t.dropNulls(recs) {
+	var kept []rec
+	if s.node.Op == topology.OpCount {
+		// KStreamWindowAggregate skips only null keys, and count's
+		// aggregator adds one for any value: a null value is counted.
+		kept = t.dropNullKeys(recs)
+	} else {
+		kept = t.dropNulls(recs)
+	}
+	for _, r := range kept {
 		if r.ts < 0 {
 			t.app.dropped.Add(1) // no window holds a negative time
 			continue
