@@ -210,11 +210,12 @@ type ssPair struct {
 // goes by its own observed time (ssSide.time): a record joins the other
 // side's rows that its store still shows, and a record whose segment its
 // own store no longer keeps is joined but not stored (counted as dropped,
-// as the store's put counts it). In a left or outer join, a record of an outer side that joins nothing
-// waits in the shared store and is emitted with a null other value once
-// its window closed (ts + after + grace < stream time; KAFKA-10847); one
-// whose window already ended is emitted at once. The joiner runs in one
-// crossing per bundle with (left, right) values.
+// as the store's put counts it). In a left or outer join, a record of an
+// outer side that joins nothing waits in the shared store and is emitted
+// with a null other value once its window closed (ts + after + grace <
+// stream time; KAFKA-10847); one whose window already ended is emitted at
+// once. The joiner runs in one crossing per bundle with (left, right)
+// values.
 func (t *task) streamJoin(ctx context.Context, s *step, recs []rec) ([]rec, error) {
 	j := s.node.Join
 	st, err := t.ssJoinState(j)

@@ -283,9 +283,9 @@ func sessionAdd(n *topology.Node, r rec, agg []byte) ([]byte, error) {
 }
 
 // expireSessions deletes the sessions that end before the store's observed
-// time - retention (Kafka Streams' session segments expire by end time,
-// as the store sees time), in steps
-// of half the retention (at least a minute): a scan of the store.
+// time - retention (Kafka Streams' session segments expire by end time, as
+// the store sees time), in steps of half the retention (at least a
+// minute): a scan of the store.
 func (t *task) expireSessions(ws *winState, tx *storeTx, st *topology.Store) error {
 	cutoff, due := ws.expiryDue(st, ws.storeTime)
 	if !due {
