@@ -20,9 +20,8 @@ build:
 	go build -ldflags "-X main.version=$(VERSION)" -o $(ENGINE) ./core/cmd/polystreams
 
 # Regenerate the protocol's Go, Python, TypeScript and Rust code (committed;
-# never hand-edited). Rust's comes from prost-build (sdk-rust/codegen).
-# cargo runs inside sdk-rust, whose .cargo/config.toml builds offline from
-# Debian's packaged crates.
+# never hand-edited). Rust's comes from prost-build (sdk-rust/codegen), the
+# same prost version as the crate's.
 generate: deps
 	cd proto && ../node_modules/.bin/buf generate
 	cd sdk-rust && cargo run --quiet -p polystreams-codegen
