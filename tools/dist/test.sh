@@ -87,14 +87,18 @@ done
 
 # The registries' own checks of the packages: no warning, no error.
 for tgz in "polystreams-$ver.tgz" "polystreams-linux-$cpu-$ver.tgz"; do
-  if out=$(cd "$work" && npm publish --dry-run --loglevel=warn "$dist/$tgz" 2>&1) && ! grep -qi "warn\|error" <<<"$out"; then
+  # (Not logged in to the registry, npm warns so even in a dry run; that warning is not the package's.)
+  if out=$(cd "$work" && npm publish --dry-run --loglevel=warn "$dist/$tgz" 2>&1) \
+    && ! grep -i "warn\|error" <<<"$out" | grep -vq "requires you to be logged in"; then
     echo "test-dist: npm publish --dry-run $tgz: clean"
   else
     echo "test-dist: npm publish --dry-run $tgz:"; sed 's/^/  /' <<<"$out"; fail=1
   fi
 done
 export CARGO_TARGET_DIR=$root/.cache/test-dist-cargo
-if out=$(cd sdk-rust && cargo publish --dry-run --locked --allow-dirty -p polystreams 2>&1) && ! grep -q "^warning\|^error" <<<"$out"; then
+# (cargo always ends a dry run with "warning: aborting upload due to dry run".)
+if out=$(cd sdk-rust && cargo publish --dry-run --locked --allow-dirty -p polystreams 2>&1) \
+  && ! grep "^warning\|^error" <<<"$out" | grep -vqx "warning: aborting upload due to dry run"; then
   echo "test-dist: cargo publish --dry-run polystreams: clean (packaged crate verified: it builds from crates.io)"
 else
   echo "test-dist: cargo publish --dry-run polystreams:"; sed 's/^/  /' <<<"$out"; fail=1
@@ -111,11 +115,13 @@ pb_min=$(/usr/bin/python3 -c '
 import re, tomllib
 deps = tomllib.load(open("sdk-python/pyproject.toml", "rb"))["project"]["dependencies"]
 print(next(re.search(r">=([\d.]+)", d)[1] for d in deps if d.startswith("protobuf")))')
-interpreter() { # python3.X: on PATH, else the newest pyenv has
-  command -v "python$1" 2>/dev/null && return
-  local d
+interpreter() { # python3.X: the newest pyenv has, else on PATH (one that runs: not a pyenv shim for another version)
+  local d c
   d=$(ls -d "$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")/versions/$1".* 2>/dev/null | sort -V | tail -1)
-  [ -n "$d" ] && [ -x "$d/bin/python$1" ] && echo "$d/bin/python$1"
+  for c in ${d:+"$d/bin/python$1"} "$(command -v "python$1" 2>/dev/null)"; do
+    [ -n "$c" ] && "$c" -c pass 2>/dev/null && { echo "$c"; return; }
+  done
+  return 1
 }
 tested=()
 for pv in "${pyversions[@]}"; do
