@@ -82,7 +82,7 @@ done
 say "Python: polystreams-$ver.tar.gz (the sdist, no engine)"
 pybuild sdist
 say "Python: twine check --strict"
-"$pytools/bin/twine" check --strict "$out"/*.whl "$out/polystreams-$ver.tar.gz" | sed 's/^/  /'
+"$pytools/bin/twine" --no-color check --strict "$out"/*.whl "$out/polystreams-$ver.tar.gz" | sed 's/^/  /'
 
 # The crate: source only (see find_engine in sdk-rust/src/engine.rs).
 # make test-dist builds it as a dependency, and runs cargo publish --dry-run.
