@@ -24,9 +24,8 @@ build:
 	go build -ldflags "-X main.version=$(VERSION)" -o $(ENGINE) ./core/cmd/polystreams
 
 # Regenerate the protocol's Go, Python, TypeScript and Rust code (committed;
-# never hand-edited). Rust's comes from prost-build (sdk-rust/codegen).
-# cargo runs inside sdk-rust, whose .cargo/config.toml builds offline from
-# Debian's packaged crates.
+# never hand-edited). Rust's comes from prost-build (sdk-rust/codegen), the
+# same prost version as the crate's.
 generate: deps
 	cd proto && ../node_modules/.bin/buf generate
 	cd sdk-rust && cargo run --quiet -p polystreams-codegen
@@ -178,10 +177,12 @@ bench-join: deps build
 dist: deps
 	tools/dist/build.sh $(CURDIR)/dist
 
-# Installs each artifact of dist/ into a fresh, empty environment (a venv with
-# --no-index, an npm project --offline, a cargo project with a path dependency)
-# and runs the README's program there against the embedded broker; checks the
-# versions agree and that an SDK refuses an engine of another version.
+# Does what the README's Install section says, each in a fresh environment:
+# pip install of the wheel into a plain venv per supported Python (protobuf
+# from PyPI), npm install of the tarballs into a fresh folder (plus a strict
+# tsc of the types), cargo new + cargo add polystreams --path sdk-rust; runs
+# the README's program in each against the embedded broker; npm and cargo
+# publish --dry-run; checks that an SDK refuses an engine of another version.
 test-dist: dist build
 	tools/dist/test.sh $(CURDIR)/dist
 

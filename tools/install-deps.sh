@@ -12,12 +12,8 @@ apt_pkgs=(protobuf-compiler python3-protobuf python3-pytest python3-venv python3
   openjdk-17-jdk-headless maven
   # /ui is tested end to end in headless Chromium (sdk-node/src/ui.e2e.test.ts).
   chromium
-  # sdk-rust builds offline from Debian's packaged crates (sdk-rust/.cargo/config.toml
-  # points cargo at /usr/share/cargo/registry); crates.io is not reachable.
-  librust-prost-dev librust-prost-build-dev librust-bytes-dev librust-serde-dev
-  librust-serde-derive-dev librust-serde-json-dev librust-libc-dev
-  # https:// engines (rustls 0.20) and openssl for the SDKs' TLS tests' certificates.
-  librust-rustls-dev librust-rustls-pemfile-dev openssl)
+  # openssl makes the certificates of the SDKs' TLS tests.
+  openssl)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -49,6 +45,13 @@ fi
 # clippy are their components (make lint runs both).
 export PATH="$HOME/.cargo/bin:$PATH"
 if ! command -v cargo >/dev/null; then
-  echo "install-deps: cargo is not installed (want Rust >= 1.70 with rustfmt and clippy)" >&2
+  echo "install-deps: cargo is not installed (want Rust >= 1.85 with rustfmt and clippy)" >&2
   exit 1
+fi
+
+# sdk-rust's crates come from crates.io at Cargo.lock's versions; fetched
+# here once so that builds (and the conformance runner's) need no network.
+if [ ! -f .cache/cargo-fetched ] || [ sdk-rust/Cargo.lock -nt .cache/cargo-fetched ]; then
+  echo "install-deps: cargo fetch (sdk-rust)"
+  (cd sdk-rust && cargo fetch --locked --quiet) && touch .cache/cargo-fetched
 fi

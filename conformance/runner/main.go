@@ -113,7 +113,7 @@ func run(repo, langs, only string, parallel int, python string, validateOnly, dr
 				dir: filepath.Join(root, "sdk-node"), tmp: tmp}
 		case "rust":
 			// The executor is a binary of sdk-rust's cargo workspace, built
-			// (offline, Debian's crates) before the matrix runs.
+			// (crates.io, at sdk-rust/Cargo.lock's versions) before the matrix runs.
 			bin, err := buildRust(root)
 			if err != nil {
 				return fail(err)

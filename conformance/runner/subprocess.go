@@ -117,11 +117,13 @@ func (e *procExec) Diagnostics() string {
 }
 
 // buildRust builds the Rust executor (conformance/executors/rust, a member
-// of sdk-rust's cargo workspace) and answers its binary. cargo runs in
-// sdk-rust, whose .cargo/config.toml builds offline from Debian's crates.
+// of sdk-rust's cargo workspace) and answers its binary. The crates come
+// from crates.io at the versions of sdk-rust/Cargo.lock (--locked), out of
+// cargo's cache once make deps has fetched them; CARGO_NET_OFFLINE=true
+// makes cargo say so rather than reach the registry.
 func buildRust(root string) (string, error) {
 	dir := filepath.Join(root, "sdk-rust")
-	cmd := exec.Command("cargo", "build", "--quiet", "--offline", "-p", "polystreams-conformance")
+	cmd := exec.Command("cargo", "build", "--quiet", "--locked", "-p", "polystreams-conformance")
 	cmd.Dir = dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -34,6 +34,16 @@ import type { SerdeName, SerdeType } from "./serde.js";
 import { VERSION } from "./version.js";
 import { KeyValueStore, type QueryTarget, type StoreOptions, WindowStore } from "./store.js";
 
+// App and TestDriver implement `await using` ([Symbol.asyncDispose]), which
+// Node >= 20.4 provides at run time. Declared here too (as @types/node and
+// TypeScript's esnext.disposable lib do, which merge with it) so that the
+// published types check in a project that has neither.
+declare global {
+  interface SymbolConstructor {
+    readonly asyncDispose: unique symbol;
+  }
+}
+
 /**
  * The state of an application, as the engine reports it: `created` (being
  * built), `rebalancing` (joining the group), `restoring` (restoring stores

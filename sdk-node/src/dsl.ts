@@ -154,6 +154,7 @@ export interface Builder {
    * for a source); `functions` are registered first and their tokens handed
    * to `operation`, with the input's handle id. Returns the call's outcome
    * for the user and a never-rejecting twin for the builder.
+   * @internal
    */
   build(
     method: string,
@@ -166,6 +167,7 @@ export interface Builder {
    * Queues one Build call answered with branch handles (a split): the promise
    * settles with `answer` of them, or rejects with the engine's error (the
    * functions then unregistered).
+   * @internal
    */
   buildBranches<T>(
     method: string,

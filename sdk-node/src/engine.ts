@@ -83,7 +83,7 @@ export function bundledEngine(platform: string = process.platform, arch: string 
  * package (a checkout of the repository, after `make build`). Throws
  * EngineStartError when none is found.
  */
-export function findEngine(env: NodeJS.ProcessEnv = process.env, from: string = dirname(fileURLToPath(import.meta.url))): string {
+export function findEngine(env: Readonly<Record<string, string | undefined>> = process.env, from: string = dirname(fileURLToPath(import.meta.url))): string {
   const explicit = env["POLYSTREAMS_ENGINE"];
   if (explicit) {
     if (!executable(explicit)) {

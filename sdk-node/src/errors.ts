@@ -110,7 +110,10 @@ export function errorForCode(code: string, message: string): PolystreamsError {
   return new cls(code, message);
 }
 
-/** `Code.InvalidArgument` -> `"invalid_argument"`, as the Connect protocol spells codes. */
+/**
+ * `Code.InvalidArgument` -> `"invalid_argument"`, as the Connect protocol spells codes.
+ * @internal
+ */
 export function codeName(code: Code): string {
   const name = Code[code] ?? "unknown";
   return name.replace(/[A-Z]/g, (c, i: number) => (i === 0 ? "" : "_") + c.toLowerCase());

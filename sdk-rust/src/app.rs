@@ -41,7 +41,7 @@ pub enum State {
 
 impl State {
     fn from_proto(s: i32) -> Option<State> {
-        Some(match pb::State::from_i32(s)? {
+        Some(match pb::State::try_from(s).ok()? {
             pb::State::Created => State::Created,
             pb::State::Rebalancing => State::Rebalancing,
             pb::State::Restoring => State::Restoring,

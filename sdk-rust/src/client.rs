@@ -1,5 +1,6 @@
-//! A Connect-protocol unary client for EngineService over HTTP/1.1, on the
-//! standard library alone (as the Python SDK's is on `http.client`).
+//! A Connect-protocol unary client for EngineService, on reqwest's blocking
+//! client (hyper underneath: HTTP/1.1 keep-alive pooling, chunked bodies,
+//! retry of a request that met a connection the engine had just closed).
 //!
 //! Every call is a POST of a binary protobuf body to
 //! `/polystreams.v1alpha1.EngineService/<Method>` with `Content-Type:
@@ -7,16 +8,17 @@
 //! non-200 responses with a JSON body `{"code": ..., "message": ...}` and
 //! become the matching [`Error`]. Every RPC of the protocol is unary, so
 //! nothing here needs HTTP/2. An `https://` engine is spoken to over TLS
-//! (rustls), verified against a CA file; a token goes in
-//! `Authorization: Bearer <token>` on every call.
+//! (rustls), verified against a CA file by host name or IP address; a token
+//! goes in `Authorization: Bearer <token>` on every call.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use prost::Message;
+use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
 
 use crate::error::{Error, Result};
 use crate::pb;
@@ -24,59 +26,25 @@ use crate::pb;
 const SERVICE: &str = "/polystreams.v1alpha1.EngineService/";
 const USER_AGENT: &str = concat!("polystreams-rust/", env!("CARGO_PKG_VERSION"));
 
-/// One engine's client. Safe for concurrent use: each call takes an idle
-/// keep-alive connection from a small pool (or opens one) and puts it back
-/// when done, so an interactive query does not wait behind a long-polling
-/// Exchange. `timeout` bounds each call's socket reads and writes.
-pub(crate) struct Client {
-    url: String,
-    addr: String,
-    prefix: String,
-    timeout: Duration,
-    // "Authorization: Bearer <token>\r\n", or empty; never in an error.
-    auth: String,
-    tls: Option<(Arc<rustls::ClientConfig>, rustls::ServerName)>,
-    idle: Mutex<Vec<BufReader<Stream>>>, // connections that completed a call
-}
-
 /// The system's CA bundle (Debian's), trusted when no CA file is given.
 const SYSTEM_CAS: &str = "/etc/ssl/certs/ca-certificates.crt";
 
-/// A connection to the engine, in the clear or over TLS.
-enum Stream {
-    Plain(TcpStream),
-    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
-}
-
-impl Read for Stream {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            Stream::Plain(s) => s.read(buf),
-            Stream::Tls(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Stream {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self {
-            Stream::Plain(s) => s.write(buf),
-            Stream::Tls(s) => s.write(buf),
-        }
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        match self {
-            Stream::Plain(s) => s.flush(),
-            Stream::Tls(s) => s.flush(),
-        }
-    }
-}
-
-/// An HTTP response: status, body, and whether the server will close the connection.
-struct Response {
-    status: u16,
-    body: Vec<u8>,
-    close: bool,
+/// One engine's client. Safe for concurrent use: reqwest keeps a pool of
+/// keep-alive connections, so an interactive query does not wait behind a
+/// long-polling Exchange. `timeout` bounds each call, from sending the
+/// request to reading the whole response.
+pub(crate) struct Client {
+    url: String,
+    // The URL of EngineService's methods: scheme, authority, path prefix, SERVICE.
+    prefix: String,
+    timeout: Duration,
+    // Content-Type, Connect-Protocol-Version and, with a token, Authorization
+    // (marked sensitive: never in a Debug output or an error).
+    headers: HeaderMap,
+    tls: Arc<rustls::ClientConfig>,
+    // The HTTP client; taken (its connections and its runtime thread ended)
+    // by close, built again by a call after it.
+    http: Mutex<Option<reqwest::blocking::Client>>,
 }
 
 impl Client {
@@ -106,101 +74,81 @@ impl Client {
         if addr.is_empty() || !addr.contains(':') {
             return Err(bad());
         }
-        let tls = if https {
-            let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h).trim_start_matches('[').trim_end_matches(']');
-            // rustls 0.20 (Debian's) verifies certificates by DNS name only.
-            let name = match rustls::ServerName::try_from(host) {
-                Ok(n @ rustls::ServerName::DnsName(_)) => n,
-                _ => {
-                    return Err(Error::invalid(format!(
-                        "engine URL {url:?}: over https the Rust SDK verifies the engine's certificate by host name, \
-                         not IP address: use a name the certificate holds (e.g. https://localhost:{})",
-                        addr.rsplit_once(':').map_or("8086", |(_, p)| p)
-                    )))
-                }
-            };
-            Some((Arc::new(tls_config(ca_file.unwrap_or(Path::new(SYSTEM_CAS)))?), name))
-        } else {
-            None
-        };
-        Ok(Client {
-            url: url.trim_end_matches('/').to_owned(),
-            addr: addr.to_owned(),
-            prefix: format!("{path}{SERVICE}"),
-            timeout,
-            auth: token.filter(|t| !t.is_empty()).map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n")),
-            tls,
-            idle: Mutex::new(Vec::new()),
-        })
+        let prefix = format!("{}://{addr}{path}{SERVICE}", if https { "https" } else { "http" });
+        reqwest::Url::parse(&prefix).map_err(|e| Error::invalid(format!("engine URL {url:?}: {e}")))?;
+        // reqwest is built without a TLS provider of its own: an http:// engine
+        // gets a configuration trusting nothing, which no connection uses.
+        let roots =
+            if https { ca_roots(ca_file.unwrap_or(Path::new(SYSTEM_CAS)))? } else { rustls::RootCertStore::empty() };
+        let tls = Arc::new(tls_config(roots)?);
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/proto"));
+        headers.insert("connect-protocol-version", HeaderValue::from_static("1"));
+        if let Some(t) = token.filter(|t| !t.is_empty()) {
+            let mut v = HeaderValue::from_str(&format!("Bearer {t}"))
+                .map_err(|_| Error::invalid("token: holds a character an HTTP header cannot carry"))?;
+            v.set_sensitive(true);
+            headers.insert(AUTHORIZATION, v);
+        }
+        let client =
+            Client { url: url.trim_end_matches('/').to_owned(), prefix, timeout, headers, tls, http: Mutex::new(None) };
+        client.http()?;
+        Ok(client)
     }
 
     pub(crate) fn url(&self) -> &str {
         &self.url
     }
 
-    /// Closes the idle connections.
+    /// Closes the idle connections (a later call opens new ones).
     pub(crate) fn close(&self) {
-        self.idle.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        let http = self.http.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(http);
+    }
+
+    /// The HTTP client, built on first use and after close.
+    fn http(&self) -> Result<reqwest::blocking::Client> {
+        let mut http = self.http.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = http.as_ref() {
+            return Ok(c.clone());
+        }
+        let b = reqwest::blocking::Client::builder()
+            .user_agent(USER_AGENT)
+            .default_headers(self.headers.clone())
+            .timeout(self.timeout)
+            .connect_timeout(self.timeout)
+            .tcp_nodelay(true)
+            .http1_only()
+            // The engine is addressed directly, never through HTTP_PROXY, and
+            // a Connect server does not redirect.
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .tls_backend_preconfigured(rustls::ClientConfig::clone(&self.tls));
+        let c =
+            b.build().map_err(|e| Error::internal(format!("engine at {}: HTTP client: {}", self.url, chain(&e))))?;
+        *http = Some(c.clone());
+        Ok(c)
     }
 
     /// Calls EngineService/<method>.
     pub(crate) fn call<Req: Message, Resp: Message + Default>(&self, method: &str, req: &Req) -> Result<Resp> {
-        let body = req.encode_to_vec();
-        let mut head = format!(
-            "POST {}{method} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/proto\r\n\
-             Connect-Protocol-Version: 1\r\nUser-Agent: {USER_AGENT}\r\n{}Content-Length: {}\r\n\r\n",
-            self.prefix,
-            self.addr,
-            self.auth,
-            body.len()
-        )
-        .into_bytes();
-        head.extend_from_slice(&body);
-        let mut attempt = 0;
-        let resp = loop {
-            let (mut conn, reused) = self.take(attempt > 0).map_err(|e| self.unreachable(method, &e))?;
-            match exchange(&mut conn, &head) {
-                Ok(resp) => {
-                    if !resp.close {
-                        self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(conn);
-                    }
-                    break resp;
-                }
-                // The engine closed the idle connection we reused: once more on a new one.
-                Err(_) if reused && attempt == 0 => attempt += 1,
-                Err(e) => return Err(self.unreachable(method, &e)),
-            }
-        };
-        if resp.status != 200 {
-            return Err(error_of(method, resp.status, &resp.body));
+        let http = self.http()?;
+        let resp = http
+            .post(format!("{}{method}", self.prefix))
+            .body(req.encode_to_vec())
+            .send()
+            .map_err(|e| self.unreachable(method, &e))?;
+        let status = resp.status().as_u16();
+        let body = resp.bytes().map_err(|e| self.unreachable(method, &e))?;
+        if status != 200 {
+            return Err(error_of(method, status, &body));
         }
-        Resp::decode(resp.body.as_slice())
-            .map_err(|e| Error::internal(format!("{method}: the engine's response does not parse: {e}")))
+        Resp::decode(body).map_err(|e| Error::internal(format!("{method}: the engine's response does not parse: {e}")))
     }
 
-    fn unreachable(&self, method: &str, e: &std::io::Error) -> Error {
-        Error::from_code("unavailable", format!("{method}: engine at {} is unreachable: {e}", self.url))
-    }
-
-    fn take(&self, fresh: bool) -> std::io::Result<(BufReader<Stream>, bool)> {
-        if !fresh {
-            if let Some(c) = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop() {
-                return Ok((c, true));
-            }
-        }
-        let s = TcpStream::connect(&self.addr)?;
-        s.set_nodelay(true)?;
-        s.set_read_timeout(Some(self.timeout))?;
-        s.set_write_timeout(Some(self.timeout))?;
-        let s = match &self.tls {
-            None => Stream::Plain(s),
-            Some((config, name)) => {
-                let conn = rustls::ClientConnection::new(config.clone(), name.clone())
-                    .map_err(|e| std::io::Error::new(std::io::ErrorKind::Other, e))?;
-                Stream::Tls(Box::new(rustls::StreamOwned::new(conn, s)))
-            }
-        };
-        Ok((BufReader::with_capacity(64 * 1024, s), false))
+    fn unreachable(&self, method: &str, e: &reqwest::Error) -> Error {
+        let what = if e.is_timeout() { format!("did not answer within {:?}", self.timeout) } else { chain(e) };
+        Error::from_code("unavailable", format!("{method}: engine at {} is unreachable: {what}", self.url))
     }
 
     // Typed methods, one per RPC.
@@ -243,89 +191,51 @@ impl Client {
     }
 }
 
-fn invalid_data(msg: impl Into<String>) -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::InvalidData, msg.into())
+/// An error and its causes, "outer: inner: ...", without reqwest's "for url
+/// (...)" (the caller names the engine) and without repeats.
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        let text = err.to_string();
+        let text = match text.find(" for url (") {
+            Some(i) => text[..i].to_owned(),
+            None => text,
+        };
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        cur = err.source();
+    }
+    parts.join(": ")
 }
 
-/// Writes one request and reads its response (HTTP/1.1: Content-Length or chunked).
-fn exchange(conn: &mut BufReader<Stream>, request: &[u8]) -> std::io::Result<Response> {
-    conn.get_mut().write_all(request)?;
-    conn.get_mut().flush()?;
-    let mut line = String::new();
-    if conn.read_line(&mut line)? == 0 {
-        return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "connection closed"));
-    }
-    let status: u16 = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| invalid_data(format!("bad status line {:?}", line.trim_end())))?;
-    let mut length: Option<usize> = None;
-    let mut chunked = false;
-    let mut close = line.starts_with("HTTP/1.0");
-    loop {
-        line.clear();
-        if conn.read_line(&mut line)? == 0 {
-            return Err(invalid_data("connection closed in the headers"));
-        }
-        let h = line.trim_end();
-        if h.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = h.split_once(':') {
-            let value = value.trim();
-            match name.trim().to_ascii_lowercase().as_str() {
-                "content-length" => length = Some(value.parse().map_err(|_| invalid_data("bad Content-Length"))?),
-                "transfer-encoding" => chunked = value.eq_ignore_ascii_case("chunked"),
-                "connection" => close = value.eq_ignore_ascii_case("close"),
-                _ => {}
-            }
-        }
-    }
-    let mut body = Vec::new();
-    if chunked {
-        loop {
-            line.clear();
-            conn.read_line(&mut line)?;
-            let size = usize::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16)
-                .map_err(|_| invalid_data("bad chunk size"))?;
-            if size == 0 {
-                // Trailers, then the blank line.
-                loop {
-                    line.clear();
-                    if conn.read_line(&mut line)? == 0 || line.trim_end().is_empty() {
-                        break;
-                    }
-                }
-                break;
-            }
-            let start = body.len();
-            body.resize(start + size, 0);
-            conn.read_exact(&mut body[start..])?;
-            line.clear();
-            conn.read_line(&mut line)?; // the chunk's CRLF
-        }
-    } else if let Some(n) = length {
-        body.resize(n, 0);
-        conn.read_exact(&mut body)?;
-    } else {
-        conn.read_to_end(&mut body)?;
-        close = true;
-    }
-    Ok(Response { status, body, close })
-}
-
-/// A TLS client configuration trusting the PEM certificates of `ca_file`.
-fn tls_config(ca_file: &Path) -> Result<rustls::ClientConfig> {
+/// The PEM certificates of `ca_file`, as trust anchors.
+fn ca_roots(ca_file: &Path) -> Result<rustls::RootCertStore> {
     let bad = |what: String| Error::invalid(format!("CA file {}: {what}", ca_file.display()));
-    let f = std::fs::File::open(ca_file).map_err(|e| bad(e.to_string()))?;
-    let certs = rustls_pemfile::certs(&mut BufReader::new(f)).map_err(|e| bad(e.to_string()))?;
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(ca_file)
+        .map_err(|e| bad(e.to_string()))?
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| bad(e.to_string()))?;
     let mut roots = rustls::RootCertStore::empty();
-    let (added, _) = roots.add_parsable_certificates(&certs);
+    let (added, _) = roots.add_parsable_certificates(certs);
     if added == 0 {
         return Err(bad("holds no PEM certificate".into()));
     }
-    Ok(rustls::ClientConfig::builder().with_safe_defaults().with_root_certificates(roots).with_no_client_auth())
+    Ok(roots)
+}
+
+/// A TLS client configuration (rustls with ring) trusting `roots`; rustls
+/// verifies the engine's certificate by the URL's host name or IP address.
+fn tls_config(roots: rustls::RootCertStore) -> Result<rustls::ClientConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Error::internal(format!("TLS: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
 }
 
 /// The error of a non-200 response: Connect's JSON body, else the HTTP status.
@@ -361,6 +271,7 @@ fn error_of(method: &str, status: u16, body: &[u8]) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{BufRead, BufReader, Read, Write};
     use std::net::TcpListener;
 
     /// Serves the given raw responses, one per accepted request, on one connection.
@@ -441,7 +352,16 @@ mod tests {
         let c = Client::with_auth(&url, Duration::from_secs(5), Some("s3cret"), None).unwrap();
         c.get_state(&pb::GetStateRequest::default()).unwrap();
         let head = rx.recv().unwrap();
-        assert!(head.contains("\r\nAuthorization: Bearer s3cret\r\n"), "{head}");
+        let header = |name: &str| {
+            head.lines()
+                .filter_map(|l| l.split_once(':'))
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.trim().to_owned())
+        };
+        assert!(head.starts_with("POST /polystreams.v1alpha1.EngineService/GetState HTTP/1.1\r\n"), "{head}");
+        assert_eq!(header("authorization").as_deref(), Some("Bearer s3cret"), "{head}");
+        assert_eq!(header("content-type").as_deref(), Some("application/proto"), "{head}");
+        assert_eq!(header("connect-protocol-version").as_deref(), Some("1"), "{head}");
     }
 
     #[test]
@@ -450,12 +370,23 @@ mod tests {
         assert!(
             Client::with_auth("https://x:1", Duration::from_secs(1), None, Some(Path::new("/nonexistent"))).is_err()
         );
-        let e = Client::with_auth("https://127.0.0.1:1", Duration::from_secs(1), None, None).err().unwrap();
-        assert!(e.to_string().contains("https://localhost:1"), "{e}");
         assert!(Client::new("http://", Duration::from_secs(1)).is_err());
+        assert!(Client::new("http://h:x", Duration::from_secs(1)).is_err());
         assert_eq!(
             Client::new("http://h:1/p/", Duration::from_secs(1)).unwrap().prefix,
-            "/p/polystreams.v1alpha1.EngineService/"
+            "http://h:1/p/polystreams.v1alpha1.EngineService/"
         );
+    }
+
+    #[test]
+    fn an_unreachable_engine_is_unavailable_naming_it() {
+        let ln = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", ln.local_addr().unwrap());
+        drop(ln);
+        let c = Client::new(&url, Duration::from_secs(5)).unwrap();
+        let e = c.get_state(&pb::GetStateRequest::default()).unwrap_err();
+        assert_eq!(e.code(), "unavailable", "{e}");
+        assert!(e.message().starts_with(&format!("GetState: engine at {url} is unreachable: ")), "{e}");
+        assert!(!e.message().contains("for url"), "{e}");
     }
 }

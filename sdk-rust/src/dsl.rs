@@ -48,7 +48,7 @@ pub struct Handle {
 
 impl Handle {
     pub(crate) fn from_proto(h: pb::Handle) -> Result<Handle> {
-        let kind = match pb::Kind::from_i32(h.kind) {
+        let kind = match pb::Kind::try_from(h.kind).ok() {
             Some(pb::Kind::Stream) => Kind::Stream,
             Some(pb::Kind::GroupedStream) => Kind::GroupedStream,
             Some(pb::Kind::Table) => Kind::Table,
