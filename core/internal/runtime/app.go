@@ -229,6 +229,7 @@ func unreachable(err error) bool {
 // processing; Stop ends the wait. Start's errors that a broker's answers
 // decide (a missing source topic, ...) then fail the application.
 func (a *App) startWhenReachable() {
+	defer a.recovered("start")
 	since, logged := time.Now(), time.Now()
 	for backoff := 250 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
 		select {
@@ -474,6 +475,7 @@ func (a *App) Stop(ctx context.Context) error {
 // run is the poll loop, then the shutdown.
 func (a *App) run() {
 	defer close(a.done)
+	defer a.recovered("commit loop")
 	commit := time.NewTicker(a.cfg.CommitInterval)
 	defer commit.Stop()
 	commits := commit.C
@@ -483,6 +485,7 @@ func (a *App) run() {
 	polled := make(chan struct{})
 	go func() {
 		defer close(polled)
+		defer a.recovered("poll loop")
 		a.poll()
 	}()
 loop:

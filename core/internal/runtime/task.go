@@ -210,6 +210,7 @@ func newTask(a *App, id taskID, p *plan) *task {
 
 // run restores the task's stores, then processes batches until stopped.
 func (t *task) run(ctx context.Context) {
+	defer t.app.recovered("task " + t.id.String())
 	defer close(t.done)
 	defer func() {
 		// Records the task will not process no longer hold up a commit.
