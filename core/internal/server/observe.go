@@ -25,7 +25,7 @@ import (
 
 // appView is one session, as the observability endpoints see it.
 type appView struct {
-	session, appID string
+	session, appID string       // session: the label, never the id
 	app            *runtime.App // nil before Start
 	topo           *topology.Topology
 	stopped        bool
@@ -43,7 +43,7 @@ func (s *Server) views() []appView {
 	out := make([]appView, 0, len(all))
 	for _, ss := range all {
 		ss.mu.Lock()
-		v := appView{session: ss.id, appID: ss.appID, app: ss.app, stopped: ss.stopped, dispatch: ss.dispatch}
+		v := appView{session: ss.label, appID: ss.appID, app: ss.app, stopped: ss.stopped, dispatch: ss.dispatch}
 		v.topo, _ = ss.builder.Topology()
 		ss.mu.Unlock()
 		out = append(out, v)
@@ -300,7 +300,9 @@ type Status struct {
 
 // StatusApp is one application in Status.
 type StatusApp struct {
-	ApplicationID  string                `json:"application_id"`
+	ApplicationID string `json:"application_id"`
+	// Session is the session's label (a digest of its id), never the id:
+	// the id is the capability to control the application.
 	Session        string                `json:"session"`
 	State          string                `json:"state"`
 	Error          string                `json:"error,omitempty"`

@@ -51,9 +51,19 @@ type Options struct {
 	// MaxRequestBytes bounds one request message, overriding the default
 	// DefaultMaxRequestBytes; a larger one is refused with
 	// CodeResourceExhausted ("message size N is larger than configured max
-	// M").
+	// M"). A body whose Content-Length says more is refused before a byte
+	// of it is read; one without is cut off as it streams past the bound.
 	MaxRequestBytes int
+	// MaxSessions bounds the sessions open at once, overriding the default
+	// DefaultMaxSessions; OpenSession beyond it is refused with
+	// CodeResourceExhausted.
+	MaxSessions int
 }
+
+// DefaultMaxSessions bounds the sessions of one engine unless
+// Options.MaxSessions says otherwise. Each session is an application with
+// its own Kafka clients and stores.
+const DefaultMaxSessions = 64
 
 // Server implements polystreamsv1alpha1connect.EngineServiceHandler. Safe
 // for concurrent use.
@@ -86,6 +96,9 @@ func New(o Options) *Server {
 	if o.MaxRequestBytes <= 0 {
 		o.MaxRequestBytes = DefaultMaxRequestBytes
 	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
 	s := &Server{opts: o, log: o.Logger, sessions: map[string]*session{}, stop: make(chan struct{}), started: time.Now()}
 	go s.janitor()
 	return s
@@ -93,7 +106,9 @@ func New(o Options) *Server {
 
 // Handler returns the Connect handler and the path it serves.
 func (s *Server) Handler() (string, http.Handler) {
-	return polystreamsv1alpha1connect.NewEngineServiceHandler(s, connect.WithReadMaxBytes(s.opts.MaxRequestBytes))
+	path, h := polystreamsv1alpha1connect.NewEngineServiceHandler(s,
+		connect.WithReadMaxBytes(s.opts.MaxRequestBytes), connect.WithInterceptors(boundErrors{}))
+	return path, limitBody(s.opts.MaxRequestBytes, h)
 }
 
 // Close stops every session (committing what they processed).
@@ -112,8 +127,15 @@ func (s *Server) Close(ctx context.Context) {
 }
 
 // session is one application's builder and runtime.
+//
+// Its id is the capability to control it: 128 random bits, answered only
+// to the client that opened the session, and required by every call on it.
+// Nothing else the engine says (logs, /ui, /metrics, errors about other
+// sessions) contains it; they name the session by its label
+// (docs/design/isolation.md).
 type session struct {
 	id       string
+	label    string // sessionLabel(id): names the session where id must not show
 	appID    string
 	cfg      runtime.Config
 	lastSeen atomic.Int64 // unix nanos of the last call
@@ -154,7 +176,7 @@ func (ss *session) close(ctx context.Context) {
 	ss.mu.Unlock()
 	if app != nil {
 		if err := app.Stop(ctx); err != nil {
-			slog.Warn("stopping session", "session", ss.id, "error", err)
+			slog.Warn("stopping session", "session", ss.label, "application.id", ss.appID, "error", err)
 		}
 	}
 	ss.dispatch.close()
@@ -185,7 +207,7 @@ func (s *Server) janitor() {
 					// hold their partitions, until the session expires and
 					// the application leaves the group. Say so.
 					s.log.Warn("no host is taking bundles: this engine's tasks are stalled until a host calls Exchange or the session expires",
-						"session", ss.id, "application.id", ss.appID, "bundles.waiting", st.waiting,
+						"session", ss.label, "application.id", ss.appID, "bundles.waiting", st.waiting,
 						"no.exchange.for", st.idle.Round(time.Second), "session.expires.in", max(limit-idle, 0).Round(time.Second))
 				}
 				if idle > limit {
@@ -195,7 +217,7 @@ func (s *Server) janitor() {
 			}
 			s.mu.Unlock()
 			for _, ss := range expired {
-				s.log.Warn("session expired: no call for too long", "session", ss.id, "application.id", ss.appID)
+				s.log.Warn("session expired: no call for too long", "session", ss.label, "application.id", ss.appID)
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				ss.close(ctx)
 				cancel()
@@ -209,7 +231,9 @@ func (s *Server) session(method, id string) (*session, error) {
 	ss := s.sessions[id]
 	s.mu.Unlock()
 	if ss == nil {
-		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("%s: session %q does not exist (never opened, stopped, or expired)", method, id))
+		// The id is the caller's own: echoing it gives nothing away, but
+		// it is bounded (an answer is never much larger than its request).
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("%s: session %s does not exist (never opened, stopped, or expired)", method, quoteBounded(id, 64)))
 	}
 	ss.touch()
 	return ss, nil
@@ -252,7 +276,7 @@ func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSess
 	}
 	s.mu.Unlock()
 	for _, ss := range old {
-		s.log.Warn("session replaced by a new session for the same application.id", "session", ss.id, "application.id", ss.appID)
+		s.log.Warn("session replaced by a new session for the same application.id", "session", ss.label, "application.id", ss.appID)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		ss.close(ctx)
 		cancel()
@@ -261,16 +285,25 @@ func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSess
 	rand.Read(raw[:])
 	builder := topology.NewBuilder()
 	builder.FoldPrograms = cfg.FoldPrograms
+	id := hex.EncodeToString(raw[:])
 	ss := &session{
-		id: hex.EncodeToString(raw[:]), appID: m.ApplicationId, cfg: cfg,
+		id: id, label: sessionLabel(id), appID: m.ApplicationId, cfg: cfg,
 		builder: builder, funcs: map[uint32]string{}, reported: map[string]int{},
 		dispatch: newDispatcher(s.opts.HostTimeout), test: td,
 	}
 	ss.touch()
 	s.mu.Lock()
+	if len(s.sessions) >= s.opts.MaxSessions {
+		s.mu.Unlock()
+		ss.dispatch.close()
+		if td != nil {
+			td.Close()
+		}
+		return nil, connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("OpenSession: the engine holds %d sessions, its most (--max-sessions); stop one or raise the bound", s.opts.MaxSessions))
+	}
 	s.sessions[ss.id] = ss
 	s.mu.Unlock()
-	s.log.Info("session opened", "session", ss.id, "application.id", m.ApplicationId, "config", runtime.Redact(effective))
+	s.log.Info("session opened", "session", ss.label, "application.id", m.ApplicationId, "config", runtime.Redact(effective))
 	return connect.NewResponse(&pb.OpenSessionResponse{SessionId: ss.id, Config: runtime.Redact(effective), Version: s.opts.Version}), nil
 }
 
@@ -389,7 +422,7 @@ func (s *Server) Start(ctx context.Context, req *connect.Request[pb.StartRequest
 		<-app.Done()
 		ss.dispatch.close()
 	}()
-	s.log.Info("session started", "session", ss.id, "application.id", ss.appID)
+	s.log.Info("session started", "session", ss.label, "application.id", ss.appID)
 	return connect.NewResponse(&pb.StartResponse{}), nil
 }
 
@@ -520,7 +553,7 @@ func (s *Server) Stop(ctx context.Context, req *connect.Request[pb.StopRequest])
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	ss.close(ctx)
-	s.log.Info("session stopped", "session", ss.id, "application.id", ss.appID)
+	s.log.Info("session stopped", "session", ss.label, "application.id", ss.appID)
 	return connect.NewResponse(&pb.StopResponse{}), nil
 }
 
