@@ -125,6 +125,13 @@ func TestApplicationsCannotControlEachOther(t *testing.T) {
 		}
 	}
 
+	// Knowing the application.id is not enough either: a session for
+	// orders while its host serves it is refused, not a replacement.
+	_, err = e.cl.OpenSession(ctx, connect.NewRequest(&pb.OpenSessionRequest{ApplicationId: "orders"}))
+	if connect.CodeOf(err) != connect.CodeFailedPrecondition || !strings.Contains(err.Error(), "whose host is serving it") {
+		t.Errorf("OpenSession for the live orders application: %v, want failed_precondition", err)
+	}
+
 	// The orders application runs on, and its own client controls it.
 	if got := orders.getState(); got.State != pb.State_STATE_RUNNING {
 		t.Errorf("orders: %v, want running", got.State)

@@ -239,7 +239,7 @@ func (s *Server) session(method, id string) (*session, error) {
 	return ss, nil
 }
 
-func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSessionRequest]) (*connect.Response[pb.OpenSessionResponse], error) {
+func (s *Server) OpenSession(ctx context.Context, req *connect.Request[pb.OpenSessionRequest]) (*connect.Response[pb.OpenSessionResponse], error) {
 	m := req.Msg
 	kv := withDefault(m.Config, "state.dir", s.opts.StateDir)
 	if s.opts.MetricsDisabled {
@@ -263,9 +263,17 @@ func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSess
 	cfg.FoldValueRefs = slices.Contains(m.HostFeatures, "fold_value_refs")
 	cfg.FoldPrograms = slices.Contains(m.HostFeatures, "fold_programs")
 	// One session per application.id per engine: a new one replaces the old
-	// (its host restarted). The old one stops first, so that its group
-	// membership and state directory are free; its uncommitted work is done
-	// again by the new one.
+	// once the old one's host is gone (it restarted). The old one stops
+	// first, so that its group membership and state directory are free; its
+	// uncommitted work is done again by the new one. A session whose host
+	// still serves it is not replaced: it belongs to the client that opened
+	// it, and knowing its application.id is not enough to end it.
+	if err := s.awaitSilent(ctx, m.ApplicationId); err != nil {
+		if td != nil {
+			td.Close()
+		}
+		return nil, err
+	}
 	s.mu.Lock()
 	var old []*session
 	for id, ss := range s.sessions {
@@ -305,6 +313,46 @@ func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSess
 	s.mu.Unlock()
 	s.log.Info("session opened", "session", ss.label, "application.id", m.ApplicationId, "config", runtime.Redact(effective))
 	return connect.NewResponse(&pb.OpenSessionResponse{SessionId: ss.id, Config: runtime.Redact(effective), Version: s.opts.Version}), nil
+}
+
+// A started session's host is live while a worker is in an Exchange call
+// or called within liveHost; a new session for its application.id waits
+// up to replaceWait for it to fall silent (a host that was killed, whose
+// replacement is starting), then is refused.
+const (
+	liveHost    = 2 * time.Second
+	replaceWait = 2*liveHost + time.Second
+)
+
+// awaitSilent returns once no session of appID has a live host, or an
+// error when one stays live for replaceWait.
+func (s *Server) awaitSilent(ctx context.Context, appID string) error {
+	deadline := time.Now().Add(replaceWait)
+	for {
+		now := time.Now()
+		if !s.liveHost(appID, now) {
+			return nil
+		}
+		if now.After(deadline) {
+			return connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("OpenSession: application.id %s has a session on this engine whose host is serving it (it called Exchange within the last %v); one engine runs one session per application.id: stop that session first, or open this one on another engine", appID, liveHost))
+		}
+		select {
+		case <-ctx.Done():
+			return connect.NewError(connect.CodeCanceled, fmt.Errorf("OpenSession: %w", ctx.Err()))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Server) liveHost(appID string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ss := range s.sessions {
+		if ss.appID == appID && ss.started() && !ss.isStopped() && ss.dispatch.peek(now).idle < liveHost {
+			return true
+		}
+	}
+	return false
 }
 
 func withDefault(kv map[string]string, key, value string) map[string]string {
