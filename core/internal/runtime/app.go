@@ -54,9 +54,10 @@ func (s State) String() string {
 
 // App runs one topology. Safe for concurrent use.
 type App struct {
-	cfg   Config
-	topo  *topology.Topology
-	plans []*plan
+	cfg    Config
+	health *brokerHealth // the brokers' answers, for the broker watch
+	topo   *topology.Topology
+	plans  []*plan
 	// planOf maps a full source topic name to the plan reading it.
 	planOf map[string]*plan
 	host   Host
@@ -135,6 +136,8 @@ func New(cfg Config, topo *topology.Topology, host Host) (*App, error) {
 		changes: []State{Created}, changed: make(chan struct{}),
 		eos: cfg.Guarantee == ExactlyOnceV2, balancer: newTaskBalancer(cfg.StandbyReplicas)}
 	a.balancer.localState = a.localTaskState
+	a.health = &brokerHealth{}
+	a.cfg.health = a.health
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -179,6 +182,8 @@ func (a *App) Start(ctx context.Context) error {
 	// Before any client exists: the group's callbacks (which start tasks
 	// with this context) may run as soon as the consumer client does.
 	a.ctx, a.cancel = context.WithCancel(context.Background())
+	a.health.lastOK.Store(time.Now().UnixNano())
+	go a.watchBrokers()
 	// Metadata younger than MetadataMinAge is served from cache; internal
 	// topics created here must show up quickly.
 	admCl, err := kgo.NewClient(append(a.cfg.clientOpts(), kgo.MetadataMinAge(100*time.Millisecond))...)

@@ -103,6 +103,9 @@ type Config struct {
 	TestDriver bool
 
 	Logger *slog.Logger
+
+	// health hears every request of every client (New sets it).
+	health *brokerHealth
 }
 
 // Keys whose values are credentials: never echoed, logged or described.
@@ -408,6 +411,9 @@ func withoutPath(err error) error {
 // brokers and security.
 func (c *Config) clientOpts() []kgo.Opt {
 	opts := []kgo.Opt{kgo.SeedBrokers(c.Brokers...), kgo.ClientID("polystreams-" + c.ApplicationID)}
+	if c.health != nil {
+		opts = append(opts, kgo.WithHooks(c.health))
+	}
 	if c.SecurityProtocol == "SSL" || c.SecurityProtocol == "SASL_SSL" {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: c.CARoots}
 		if c.ClientCert != nil {

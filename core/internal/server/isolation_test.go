@@ -26,26 +26,7 @@ import (
 // labels, or anything else but the id the opener got, is refused as
 // not found; and after all of it the other application still runs.
 func TestApplicationsCannotControlEachOther(t *testing.T) {
-	b, err := broker.Start(broker.Options{Addr: "127.0.0.1:0", Partitions: 2, Topics: []string{"orders-in", "orders-out", "payments-in", "payments-out"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	logs := &lockedBuffer{}
-	log, recent, err := logging.New(logs, "text", slog.LevelDebug)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, broker: b, stateDir: t.TempDir()}
-	e.srv = server.New(server.Options{Brokers: b.Addr(), StateDir: e.stateDir, Logger: log, Recent: recent, SessionTimeout: time.Minute})
-	mux := http.NewServeMux()
-	mux.Handle(e.srv.Handler())
-	mux.Handle("/metrics", e.srv.MetricsHandler())
-	mux.Handle("/describe", e.srv.DescribeHandler())
-	mux.Handle("/ui/api/status", e.srv.StatusHandler())
-	e.http = httptest.NewServer(mux)
-	e.cl = polystreamsv1alpha1connect.NewEngineServiceClient(http.DefaultClient, e.http.URL)
-	defer e.stopEngine()
+	e, logs := newLoggedEnv(t, "orders-in", "orders-out", "payments-in", "payments-out")
 
 	orders, payments := e.open("orders", nil), e.open("payments", nil)
 	for _, h := range []*testHost{orders, payments} {
@@ -127,7 +108,7 @@ func TestApplicationsCannotControlEachOther(t *testing.T) {
 
 	// Knowing the application.id is not enough either: a session for
 	// orders while its host serves it is refused, not a replacement.
-	_, err = e.cl.OpenSession(ctx, connect.NewRequest(&pb.OpenSessionRequest{ApplicationId: "orders"}))
+	_, err := e.cl.OpenSession(ctx, connect.NewRequest(&pb.OpenSessionRequest{ApplicationId: "orders"}))
 	if connect.CodeOf(err) != connect.CodeFailedPrecondition || !strings.Contains(err.Error(), "whose host is serving it") {
 		t.Errorf("OpenSession for the live orders application: %v, want failed_precondition", err)
 	}
@@ -141,4 +122,34 @@ func TestApplicationsCannotControlEachOther(t *testing.T) {
 	if _, err := e.cl.GetMetrics(ctx, connect.NewRequest(&pb.GetMetricsRequest{SessionId: orders.session})); err != nil {
 		t.Errorf("orders' own GetMetrics: %v", err)
 	}
+}
+
+// newLoggedEnv is newEnv with the engine's log (debug level, with /ui's
+// recent warnings) kept, and /metrics, /describe and /ui/api/status
+// served beside the protocol.
+func newLoggedEnv(t *testing.T, topics ...string) (*env, *lockedBuffer) {
+	t.Helper()
+	b, err := broker.Start(broker.Options{Addr: "127.0.0.1:0", Partitions: 2, Topics: topics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	log, recent, err := logging.New(logs, "text", slog.LevelDebug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, broker: b, stateDir: t.TempDir()}
+	e.srv = server.New(server.Options{Brokers: b.Addr(), StateDir: e.stateDir, Logger: log, Recent: recent, SessionTimeout: time.Minute})
+	mux := http.NewServeMux()
+	mux.Handle(e.srv.Handler())
+	mux.Handle("/metrics", e.srv.MetricsHandler())
+	mux.Handle("/describe", e.srv.DescribeHandler())
+	mux.Handle("/ui/api/status", e.srv.StatusHandler())
+	e.http = httptest.NewServer(mux)
+	e.cl = polystreamsv1alpha1connect.NewEngineServiceClient(http.DefaultClient, e.http.URL)
+	t.Cleanup(func() {
+		e.stopEngine()
+		b.Close()
+	})
+	return e, logs
 }
