@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"connectrpc.com/connect"
 )
@@ -20,7 +22,15 @@ import (
 // it streams (http.MaxBytesReader ends the read at max+1 bytes, and the
 // Connect handler answers resource_exhausted). Connect's own
 // WithReadMaxBytes still bounds a compressed body's decompressed size.
+//
+// All requests together may hold at most max bytes of bodies read and not
+// yet answered (a budget): a request that would read past it is refused
+// with resource_exhausted rather than wait (two large requests waiting for
+// each other's bytes would wait forever). So concurrent bodies without a
+// Content-Length, which are read until they pass max, cost max in all,
+// not max each.
 func limitBody(max int, next http.Handler) http.Handler {
+	budget := &readBudget{left: int64(max)}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > int64(max) {
 			// Not read: the connection is closed after the answer rather
@@ -29,9 +39,58 @@ func limitBody(max int, next http.Handler) http.Handler {
 			writeTooLarge(w, r, fmt.Sprintf("request body of %d bytes is larger than configured max %d (--max-request-bytes)", r.ContentLength, max))
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, int64(max))
+		body := &budgetedBody{ReadCloser: http.MaxBytesReader(w, r.Body, int64(max)), budget: budget}
+		defer body.release()
+		r.Body = body
 		next.ServeHTTP(w, r)
 	})
+}
+
+// readBudget is the bytes of request bodies the engine may hold at once.
+// Safe for concurrent use.
+type readBudget struct {
+	mu   sync.Mutex // guards left
+	left int64
+}
+
+func (b *readBudget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n > b.left {
+		return false
+	}
+	b.left -= n
+	return true
+}
+
+func (b *readBudget) give(n int64) {
+	b.mu.Lock()
+	b.left += n
+	b.mu.Unlock()
+}
+
+// budgetedBody takes what it reads from the budget, and gives it back
+// when the request is answered. Read by one goroutine, the handler's.
+type budgetedBody struct {
+	io.ReadCloser
+	budget *readBudget
+	taken  int64
+}
+
+func (b *budgetedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		if !b.budget.take(int64(n)) {
+			return 0, connect.NewError(connect.CodeResourceExhausted, errors.New("the engine holds as many request bytes as it may at once (--max-request-bytes); retry"))
+		}
+		b.taken += int64(n)
+	}
+	return n, err
+}
+
+func (b *budgetedBody) release() {
+	b.budget.give(b.taken)
+	b.taken = 0
 }
 
 // writeTooLarge answers resource_exhausted in the request's protocol:

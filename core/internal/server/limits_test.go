@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -318,6 +319,37 @@ func TestLargeRequestBodiesAreRefusedUnread(t *testing.T) {
 	}
 	if alloc > 64<<20 {
 		t.Errorf("refusing a 1 GiB chunked body allocated %d bytes", alloc)
+	}
+	// Sixteen at once: together they may hold the bound (4 MiB), not 16
+	// times it; each is refused.
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var wg sync.WaitGroup
+	refused := make(chan bool, 16)
+	for range 16 {
+		wg.Go(func() {
+			req, _ := http.NewRequest("POST", url+"/polystreams.v1alpha1.EngineService/OpenSession", io.LimitReader(zeros{}, 1<<30))
+			req.Header.Set("Content-Type", "application/proto")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				refused <- true
+				return
+			}
+			resp.Body.Close()
+			refused <- resp.StatusCode == http.StatusTooManyRequests
+		})
+	}
+	wg.Wait()
+	runtime.ReadMemStats(&after)
+	close(refused)
+	for r := range refused {
+		if !r {
+			t.Error("one of sixteen 1 GiB chunked bodies was not refused")
+		}
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 48<<20 {
+		t.Errorf("refusing sixteen 1 GiB chunked bodies at once allocated %d bytes", alloc)
 	}
 }
 
