@@ -23,12 +23,13 @@ import (
 // Connect handler answers resource_exhausted). Connect's own
 // WithReadMaxBytes still bounds a compressed body's decompressed size.
 //
-// All requests together may hold at most max bytes of bodies read and not
-// yet answered (a budget): a request that would read past it is refused
-// with resource_exhausted rather than wait (two large requests waiting for
-// each other's bytes would wait forever). So concurrent bodies without a
-// Content-Length, which are read until they pass max, cost max in all,
-// not max each.
+// All requests together may hold at most max bytes of bodies being read (a
+// budget; a body's bytes return to it once it is read to its end, or
+// refused): a request that would read past it is refused with
+// resource_exhausted rather than wait (two large requests waiting for each
+// other's bytes would wait forever). So concurrent bodies without a
+// Content-Length, which are read until they pass max, cost max in all, not
+// max each; an Exchange waiting for bundles holds none of it.
 func limitBody(max int, next http.Handler) http.Handler {
 	budget := &readBudget{left: int64(max)}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -70,20 +71,29 @@ func (b *readBudget) give(n int64) {
 }
 
 // budgetedBody takes what it reads from the budget, and gives it back
-// when the request is answered. Read by one goroutine, the handler's.
+// when the body ends (or fails), at the latest when the request is
+// answered. Read by one goroutine, the handler's.
 type budgetedBody struct {
 	io.ReadCloser
 	budget *readBudget
 	taken  int64
+	ended  error // the error that ended the body: later reads take nothing
 }
 
 func (b *budgetedBody) Read(p []byte) (int, error) {
+	if b.ended != nil {
+		return 0, b.ended
+	}
 	n, err := b.ReadCloser.Read(p)
-	if n > 0 {
-		if !b.budget.take(int64(n)) {
-			return 0, connect.NewError(connect.CodeResourceExhausted, errors.New("the engine holds as many request bytes as it may at once (--max-request-bytes); retry"))
-		}
+	if n > 0 && !b.budget.take(int64(n)) {
+		n, err = 0, connect.NewError(connect.CodeResourceExhausted, errors.New("the engine is reading as many request bytes as it may at once (--max-request-bytes); retry"))
+	} else {
 		b.taken += int64(n)
+	}
+	if err != nil {
+		// Read to its end, or refused: decoded or dropped next.
+		b.ended = err
+		b.release()
 	}
 	return n, err
 }
