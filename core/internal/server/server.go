@@ -345,10 +345,17 @@ func (s *Server) awaitSilent(ctx context.Context, appID string) error {
 }
 
 func (s *Server) liveHost(appID string, now time.Time) bool {
+	var same []*session
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, ss := range s.sessions {
-		if ss.appID == appID && ss.started() && !ss.isStopped() && ss.dispatch.peek(now).idle < liveHost {
+		if ss.appID == appID {
+			same = append(same, ss)
+		}
+	}
+	s.mu.Unlock()
+	// Outside s.mu: a session's own lock may be held through its Start.
+	for _, ss := range same {
+		if ss.started() && !ss.isStopped() && ss.dispatch.peek(now).idle < liveHost {
 			return true
 		}
 	}
