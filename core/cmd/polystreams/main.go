@@ -96,6 +96,7 @@ func run(args []string, dev bool) error {
 	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
 	tlsClientCA := fs.String("tls-client-ca", "", "PEM CA certificates that client certificates must chain to: every caller must present a verified one (mutual TLS); needs --tls-cert")
 	maxSessions := fs.Int("max-sessions", server.DefaultMaxSessions, "refuse OpenSession while this many sessions are open")
+	maxCache := fs.Int64("max-cache-bytes", server.DefaultMaxCacheBytes, "refuse a session whose statestore.cache.max.bytes is larger")
 	maxRequest := fs.Int("max-request-bytes", server.DefaultMaxRequestBytes, "refuse a request message larger than this")
 	sessionTimeout := fs.Duration("session-timeout", 60*time.Second, "stop a started session whose host has not called for this long")
 	configFile := fs.String("config", "", "file of name = value lines setting these flags (names without dashes' prefix; # comments); a flag given on the command line wins, then $POLYSTREAMS_<NAME>, then the file")
@@ -162,7 +163,7 @@ func run(args []string, dev bool) error {
 	}
 
 	srv := server.New(server.Options{Brokers: bootstrap, StateDir: *stateDir, SessionTimeout: *sessionTimeout, Logger: log,
-		Recent: recent, Version: version, MetricsDisabled: !*metricsOn, MaxRequestBytes: *maxRequest, MaxSessions: *maxSessions})
+		Recent: recent, Version: version, MetricsDisabled: !*metricsOn, MaxRequestBytes: *maxRequest, MaxSessions: *maxSessions, MaxCacheBytes: *maxCache})
 	ln, err := sec.listen(*listen)
 	if err != nil {
 		return err

@@ -175,6 +175,8 @@ func TestConfigIsBoundedAndNeverEchoed(t *testing.T) {
 			[]string{"polystreams.bundle.max.records: want an integer from 1 to 100000"}},
 		{"bundle.max.bytes", "bundles", map[string]string{"polystreams.bundle.max.bytes": "0"},
 			[]string{"polystreams.bundle.max.bytes: want an integer from 1 to 16777216"}},
+		{"a record cache larger than the engine allows", "cache", map[string]string{"statestore.cache.max.bytes": "1073741825"},
+			[]string{"statestore.cache.max.bytes: at most 1073741824 on this engine (--max-cache-bytes)"}},
 		{"values not echoed", "echo", map[string]string{
 			"processing.guarantee": "planted-guarantee", "commit.interval.ms": "planted-interval",
 			"replication.factor": "planted-rf", "security.protocol": "planted-protocol",
@@ -205,7 +207,7 @@ func TestConfigIsBoundedAndNeverEchoed(t *testing.T) {
 	}
 	// At the bounds: accepted.
 	if _, err := cl.OpenSession(ctx, connect.NewRequest(&pb.OpenSessionRequest{ApplicationId: strings.Repeat("a", 249),
-		Config: map[string]string{"polystreams.bundle.max.records": "100000", "polystreams.bundle.max.bytes": "16777216"}})); err != nil {
+		Config: map[string]string{"polystreams.bundle.max.records": "100000", "polystreams.bundle.max.bytes": "16777216", "statestore.cache.max.bytes": "1073741824"}})); err != nil {
 		t.Errorf("249 characters and the largest bundles: %v", err)
 	}
 }

@@ -58,7 +58,19 @@ type Options struct {
 	// DefaultMaxSessions; OpenSession beyond it is refused with
 	// CodeResourceExhausted.
 	MaxSessions int
+	// MaxCacheBytes bounds one application's record cache
+	// (statestore.cache.max.bytes), overriding the default
+	// DefaultMaxCacheBytes; a session asking for more is refused with
+	// CodeInvalidArgument.
+	MaxCacheBytes int64
 }
+
+// DefaultMaxCacheBytes bounds one application's statestore.cache.max.bytes
+// unless Options.MaxCacheBytes says otherwise: 1 GiB, a hundred times Kafka
+// Streams' default of 10 MiB. Kafka Streams has no bound (one JVM, one
+// application); an engine that several applications share must not let
+// one of them claim its memory.
+const DefaultMaxCacheBytes = 1 << 30
 
 // DefaultMaxSessions bounds the sessions of one engine unless
 // Options.MaxSessions says otherwise. Each session is an application with
@@ -98,6 +110,9 @@ func New(o Options) *Server {
 	}
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.MaxCacheBytes <= 0 {
+		o.MaxCacheBytes = DefaultMaxCacheBytes
 	}
 	s := &Server{opts: o, log: o.Logger, sessions: map[string]*session{}, stop: make(chan struct{}), started: time.Now()}
 	go s.janitor()
@@ -253,6 +268,9 @@ func (s *Server) OpenSession(ctx context.Context, req *connect.Request[pb.OpenSe
 		}
 	}
 	cfg, effective, err := runtime.ParseConfig(m.ApplicationId, kv, s.opts.Brokers)
+	if cfg.CacheMaxBytes > s.opts.MaxCacheBytes {
+		err = errors.Join(err, fmt.Errorf("statestore.cache.max.bytes: at most %d on this engine (--max-cache-bytes)", s.opts.MaxCacheBytes))
+	}
 	if err != nil {
 		if td != nil {
 			td.Close()
