@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -11,20 +12,23 @@ import (
 )
 
 // security is how the engine's listener is protected: a bearer token every
-// request must carry, and TLS. Both are optional on a loopback address; one
-// of them is required anywhere else.
+// request must carry, TLS, and client certificates verified against
+// --tls-client-ca (mutual TLS). All are optional on a loopback address;
+// anywhere else the engine needs a way to tell who calls: a token, or
+// verified client certificates. TLS alone encrypts, but lets anyone in.
 type security struct {
 	token    string // from $POLYSTREAMS_TOKEN or --token-file; never logged
 	certFile string // --tls-cert
 	keyFile  string // --tls-key
+	clientCA string // --tls-client-ca
 	tls      *tls.Config
 }
 
 // loadSecurity reads the token (the file wins over the environment) and
 // the TLS key pair. The token never comes from a flag's value, so that it
 // does not show in ps.
-func loadSecurity(tokenFile, certFile, keyFile string) (*security, error) {
-	s := &security{token: strings.TrimSpace(os.Getenv("POLYSTREAMS_TOKEN")), certFile: certFile, keyFile: keyFile}
+func loadSecurity(tokenFile, certFile, keyFile, clientCA string) (*security, error) {
+	s := &security{token: strings.TrimSpace(os.Getenv("POLYSTREAMS_TOKEN")), certFile: certFile, keyFile: keyFile, clientCA: clientCA}
 	if tokenFile != "" {
 		b, err := os.ReadFile(tokenFile)
 		if err != nil {
@@ -44,21 +48,47 @@ func loadSecurity(tokenFile, certFile, keyFile string) (*security, error) {
 		}
 		s.tls = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 	}
+	if clientCA != "" {
+		if s.tls == nil {
+			return nil, errors.New("--tls-client-ca needs --tls-cert and --tls-key: client certificates are verified over TLS")
+		}
+		pem, err := os.ReadFile(clientCA)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-client-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--tls-client-ca %s holds no PEM certificate", clientCA)
+		}
+		s.tls.ClientCAs, s.tls.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
 	return s, nil
 }
 
+// authenticates says whether the engine can tell its callers apart from
+// anyone: a token, or client certificates it verifies.
+func (s *security) authenticates() bool {
+	return s.token != "" || s.clientCA != ""
+}
+
 // listen binds addr. An address that is not loopback (0.0.0.0, a LAN or
-// public address, a name resolving to one) is refused unless a token or TLS
-// protects it: the engine runs the user's topology with the user's broker
-// credentials, so an open port on a network is not a default.
+// public address, a name resolving to one) is refused unless callers
+// authenticate (a token, or client certificates verified against
+// --tls-client-ca): the engine runs the user's topology with the user's
+// broker credentials, so an open port on a network is not a default. TLS
+// without either is refused too: it hides the traffic but lets anyone who
+// reaches the port open sessions.
 func (s *security) listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--listen %s: %w", addr, err)
 	}
-	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && s.token == "" && s.tls == nil {
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && !s.authenticates() {
 		ln.Close()
-		return nil, fmt.Errorf("--listen %s is not a loopback address: set a token (POLYSTREAMS_TOKEN or --token-file) or TLS (--tls-cert and --tls-key), or bind 127.0.0.1", addr)
+		if s.tls != nil {
+			return nil, fmt.Errorf("--listen %s is not a loopback address, and TLS alone lets anyone who reaches it in: set a token (POLYSTREAMS_TOKEN or --token-file) or verify client certificates (--tls-client-ca), or bind 127.0.0.1", addr)
+		}
+		return nil, fmt.Errorf("--listen %s is not a loopback address: set a token (POLYSTREAMS_TOKEN or --token-file) or verify client certificates (--tls-cert, --tls-key and --tls-client-ca), or bind 127.0.0.1", addr)
 	}
 	return ln, nil
 }

@@ -100,6 +100,9 @@ func run(args []string, dev bool) error {
 	tokenFile := fs.String("token-file", "", "file holding the bearer token every request must carry (default $POLYSTREAMS_TOKEN; none: no token)")
 	tlsCert := fs.String("tls-cert", "", "PEM certificate (chain) to serve TLS with; needs --tls-key")
 	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
+	tlsClientCA := fs.String("tls-client-ca", "", "PEM CA certificates that client certificates must chain to: every caller must present a verified one (mutual TLS); needs --tls-cert")
+	maxSessions := fs.Int("max-sessions", server.DefaultMaxSessions, "refuse OpenSession while this many sessions are open")
+	maxCache := fs.Int64("max-cache-bytes", server.DefaultMaxCacheBytes, "refuse a session whose statestore.cache.max.bytes is larger")
 	maxRequest := fs.Int("max-request-bytes", server.DefaultMaxRequestBytes, "refuse a request message larger than this")
 	sessionTimeout := fs.Duration("session-timeout", 60*time.Second, "stop a started session whose host has not called for this long")
 	brokerWait := fs.Duration("broker-wait", runtime.DefaultBrokerWait, "how long a session's start waits for a broker to answer before it fails (polystreams.broker.wait.ms for sessions that do not set it; 0 fails at once)")
@@ -130,7 +133,7 @@ func run(args []string, dev bool) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", *logLevel)
 	}
-	sec, err := loadSecurity(*tokenFile, *tlsCert, *tlsKey)
+	sec, err := loadSecurity(*tokenFile, *tlsCert, *tlsKey, *tlsClientCA)
 	if err != nil {
 		return err
 	}
@@ -160,10 +163,15 @@ func run(args []string, dev bool) error {
 		if bootstrap == "" {
 			return errors.New("serve needs --brokers host:port (or use 'polystreams dev' for an embedded broker)")
 		}
+		if strings.Contains(bootstrap, "@") {
+			// Never echoed: it holds a credential.
+			return errors.New("--brokers holds 'user:password@': Kafka takes credentials from the session's sasl.username and sasl.password, never from bootstrap.servers")
+		}
 	}
 
 	srv := server.New(server.Options{Brokers: bootstrap, StateDir: *stateDir, SessionTimeout: *sessionTimeout, Logger: log,
-		Recent: recent, Version: version, MetricsDisabled: !*metricsOn, MaxRequestBytes: *maxRequest, Embedded: dev, BrokerWait: brokerWait})
+		Recent: recent, Version: version, MetricsDisabled: !*metricsOn, MaxRequestBytes: *maxRequest, MaxSessions: *maxSessions, MaxCacheBytes: *maxCache,
+		Embedded: dev, BrokerWait: brokerWait})
 	ln, err := sec.listen(*listen)
 	if err != nil {
 		return err
@@ -178,7 +186,7 @@ func run(args []string, dev bool) error {
 	fmt.Printf("polystreams: engine %s://%s\n", sec.scheme(), ln.Addr())
 	os.Stdout.Sync()
 	log.Info("engine serving", "address", ln.Addr().String(), "brokers", bootstrap, "version", version,
-		"token", sec.token != "", "tls", sec.tls != nil)
+		"token", sec.token != "", "tls", sec.tls != nil, "tls.client.ca", sec.clientCA != "")
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

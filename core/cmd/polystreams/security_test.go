@@ -180,14 +180,14 @@ func TestLoadSecurity(t *testing.T) {
 	empty := filepath.Join(dir, "empty")
 	os.WriteFile(empty, []byte("\n"), 0o600)
 	t.Setenv("POLYSTREAMS_TOKEN", " from-env ")
-	if s, err := loadSecurity("", "", ""); err != nil || s.token != "from-env" || s.scheme() != "http" {
+	if s, err := loadSecurity("", "", "", ""); err != nil || s.token != "from-env" || s.scheme() != "http" {
 		t.Errorf("from the environment: %+v %v", s, err)
 	}
-	if s, err := loadSecurity(tokenFile, "", ""); err != nil || s.token != "from-file" {
+	if s, err := loadSecurity(tokenFile, "", "", ""); err != nil || s.token != "from-file" {
 		t.Errorf("from a file: %+v %v", s, err)
 	}
 	tc := testcert.New(t)
-	if s, err := loadSecurity("", tc.CertFile, tc.KeyFile); err != nil || s.scheme() != "https" {
+	if s, err := loadSecurity("", tc.CertFile, tc.KeyFile, ""); err != nil || s.scheme() != "https" {
 		t.Errorf("TLS: %+v %v", s, err)
 	}
 	for _, c := range []struct{ token, cert, key, want string }{
@@ -196,7 +196,7 @@ func TestLoadSecurity(t *testing.T) {
 		{"", tc.KeyFile, tc.CertFile, "--tls-cert " + tc.KeyFile},
 		{filepath.Join(dir, "absent"), "", "", "--token-file"},
 	} {
-		if _, err := loadSecurity(c.token, c.cert, c.key); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := loadSecurity(c.token, c.cert, c.key, ""); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("loadSecurity(%q, %q, %q): %v, want %q", c.token, c.cert, c.key, err, c.want)
 		}
 	}

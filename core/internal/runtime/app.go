@@ -54,9 +54,10 @@ func (s State) String() string {
 
 // App runs one topology. Safe for concurrent use.
 type App struct {
-	cfg   Config
-	topo  *topology.Topology
-	plans []*plan
+	cfg    Config
+	health *brokerHealth // the brokers' answers, for the broker watch
+	topo   *topology.Topology
+	plans  []*plan
 	// planOf maps a full source topic name to the plan reading it.
 	planOf map[string]*plan
 	host   Host
@@ -135,6 +136,8 @@ func New(cfg Config, topo *topology.Topology, host Host) (*App, error) {
 		changes: []State{Created}, changed: make(chan struct{}),
 		eos: cfg.Guarantee == ExactlyOnceV2, balancer: newTaskBalancer(cfg.StandbyReplicas)}
 	a.balancer.localState = a.localTaskState
+	a.health = &brokerHealth{}
+	a.cfg.health = a.health
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -179,6 +182,8 @@ func (a *App) Start(ctx context.Context) error {
 	// Before any client exists: the group's callbacks (which start tasks
 	// with this context) may run as soon as the consumer client does.
 	a.ctx, a.cancel = context.WithCancel(context.Background())
+	a.health.lastOK.Store(time.Now().UnixNano())
+	go a.watchBrokers()
 	// Metadata younger than MetadataMinAge is served from cache; internal
 	// topics created here must show up quickly.
 	admCl, err := kgo.NewClient(append(a.cfg.clientOpts(), kgo.MetadataMinAge(100*time.Millisecond))...)
@@ -245,6 +250,7 @@ func (a *App) noBroker(last error) error {
 // passing, failing the application (noBroker). Start's errors that a broker's answers
 // decide (a missing source topic, ...) then fail the application.
 func (a *App) startWhenReachable() {
+	defer a.recovered("start")
 	since, logged := time.Now(), time.Now()
 	for backoff := 250 * time.Millisecond; ; backoff = min(2*backoff, 2*time.Second) {
 		select {
@@ -496,6 +502,7 @@ func (a *App) Stop(ctx context.Context) error {
 // run is the poll loop, then the shutdown.
 func (a *App) run() {
 	defer close(a.done)
+	defer a.recovered("commit loop")
 	commit := time.NewTicker(a.cfg.CommitInterval)
 	defer commit.Stop()
 	commits := commit.C
@@ -505,6 +512,7 @@ func (a *App) run() {
 	polled := make(chan struct{})
 	go func() {
 		defer close(polled)
+		defer a.recovered("poll loop")
 		a.poll()
 	}()
 loop:

@@ -138,6 +138,7 @@ func (a *App) flushTasks(tasks []*task) {
 	for _, t := range tasks {
 		go func() {
 			defer func() { done <- struct{}{} }()
+			defer a.recovered("flushing task " + t.id.String())
 			if !t.restored.Load() {
 				return // restoring: it has processed nothing
 			}

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -117,6 +118,9 @@ type Config struct {
 	TestDriver bool
 
 	Logger *slog.Logger
+
+	// health hears every request of every client (New sets it).
+	health *brokerHealth
 }
 
 // DefaultBrokerWait is polystreams.broker.wait.ms's default.
@@ -159,10 +163,8 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 	}
 	var errs []error
 	var deadLetterOf map[string]string // handler key -> topic named in dead_letter(topic)
-	if applicationID == "" {
-		errs = append(errs, errors.New("application.id is empty"))
-	} else if strings.ContainsAny(applicationID, "/\\ \t\n") || applicationID == "." || applicationID == ".." {
-		errs = append(errs, fmt.Errorf("application.id %q may not contain '/', '\\' or spaces", applicationID))
+	if err := checkApplicationID(applicationID); err != nil {
+		errs = append(errs, err)
 	}
 	brokers := defaultBrokers
 	if b, ok := kv["bootstrap.servers"]; ok {
@@ -175,6 +177,10 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 	}
 	if len(c.Brokers) == 0 {
 		errs = append(errs, errors.New("bootstrap.servers is not set and the engine has no --brokers"))
+	} else if strings.Contains(brokers, "@") {
+		// Not echoed, not kept: it holds a credential.
+		c.Brokers = nil
+		errs = append(errs, errors.New("bootstrap.servers holds 'user:password@': Kafka takes credentials from sasl.username and sasl.password, never from bootstrap.servers"))
 	}
 	commitMs := int64(-1)
 	keys := make([]string, 0, len(kv))
@@ -187,17 +193,25 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 		num := func() int64 {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n < 0 {
-				errs = append(errs, fmt.Errorf("%s = %q: want a non-negative integer", k, v))
+				errs = append(errs, fmt.Errorf("%s: want a non-negative integer", k))
 				return 0
 			}
 			return n
+		}
+		bounded := func(lo, hi int64) (int64, bool) {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < lo || n > hi {
+				errs = append(errs, fmt.Errorf("%s: want an integer from %d to %d", k, lo, hi))
+				return 0, false
+			}
+			return n, true
 		}
 		switch k {
 		case "bootstrap.servers", "application.id":
 		case "processing.guarantee":
 			c.Guarantee = v
 			if v != AtLeastOnce && v != ExactlyOnceV2 {
-				errs = append(errs, fmt.Errorf("processing.guarantee = %q: want at_least_once or exactly_once_v2", v))
+				errs = append(errs, errors.New("processing.guarantee: want at_least_once or exactly_once_v2"))
 			}
 		case "commit.interval.ms":
 			commitMs = num()
@@ -214,45 +228,47 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 		case "replication.factor":
 			n, err := strconv.ParseInt(v, 10, 16)
 			if err != nil || n == 0 || n < -1 {
-				errs = append(errs, fmt.Errorf("replication.factor = %q: want -1 or a positive integer", v))
+				errs = append(errs, errors.New("replication.factor: want -1 or a positive integer"))
 			}
 			c.ReplicationFactor = int16(n)
 		case "polystreams.bundle.max.records":
-			if c.BundleMaxRecords = int(num()); c.BundleMaxRecords == 0 {
-				errs = append(errs, fmt.Errorf("%s must be at least 1", k))
+			if n, ok := bounded(1, MaxBundleRecords); ok {
+				c.BundleMaxRecords = int(n)
 			}
 		case "polystreams.bundle.max.bytes":
-			if c.BundleMaxBytes = int(num()); c.BundleMaxBytes == 0 {
-				errs = append(errs, fmt.Errorf("%s must be at least 1", k))
+			if n, ok := bounded(1, MaxBundleBytes); ok {
+				c.BundleMaxBytes = int(n)
 			}
 		case "polystreams.broker.wait.ms":
 			c.BrokerWait = time.Duration(num()) * time.Millisecond
 		case "polystreams.bundle.linger.ms":
-			c.BundleLinger = time.Duration(num()) * time.Millisecond
+			if n, ok := bounded(0, maxBundleLingerMs); ok {
+				c.BundleLinger = time.Duration(n) * time.Millisecond
+			}
 		case "security.protocol":
 			c.SecurityProtocol = strings.ToUpper(v)
 			switch c.SecurityProtocol {
 			case "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
 			default:
-				errs = append(errs, fmt.Errorf("security.protocol = %q: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", v))
+				errs = append(errs, errors.New("security.protocol: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"))
 			}
 		case "sasl.mechanism":
 			c.SASLMechanism = strings.ToUpper(v)
 			switch c.SASLMechanism {
 			case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
 			default:
-				errs = append(errs, fmt.Errorf("sasl.mechanism = %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", v))
+				errs = append(errs, errors.New("sasl.mechanism: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"))
 			}
 		case "polystreams.test.driver":
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s = %q: want true or false", k, v))
+				errs = append(errs, fmt.Errorf("%s: want true or false", k))
 			}
 			c.TestDriver = b
 		case "polystreams.metrics.enabled":
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s = %q: want true or false", k, v))
+				errs = append(errs, fmt.Errorf("%s: want true or false", k))
 			}
 			c.MetricsDisabled = !b
 		case "ssl.certificate.location":
@@ -262,9 +278,9 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 		case "ssl.ca.location":
 			c.SSLCALocation = v
 			if pem, err := os.ReadFile(v); err != nil {
-				errs = append(errs, fmt.Errorf("ssl.ca.location: %w", err))
+				errs = append(errs, fmt.Errorf("ssl.ca.location: %w", withoutPath(err)))
 			} else if c.CARoots = x509.NewCertPool(); !c.CARoots.AppendCertsFromPEM(pem) {
-				errs = append(errs, fmt.Errorf("ssl.ca.location = %q holds no PEM certificate", v))
+				errs = append(errs, errors.New("ssl.ca.location: the file holds no PEM certificate"))
 			}
 		case "default.deserialization.exception.handler", "deserialization.exception.handler", "processing.exception.handler":
 			p, topic, err := parsePolicy(k, v)
@@ -344,7 +360,14 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 	} else if c.SSLCertLocation != "" {
 		// The error names the files, never their content.
 		if pair, err := tls.LoadX509KeyPair(c.SSLCertLocation, c.SSLKeyLocation); err != nil {
-			errs = append(errs, fmt.Errorf("ssl.certificate.location %q / ssl.key.location %q: %w", c.SSLCertLocation, c.SSLKeyLocation, err))
+			what := "ssl.certificate.location / ssl.key.location"
+			var pe *fs.PathError
+			if errors.As(err, &pe) && pe.Path == c.SSLKeyLocation {
+				what = "ssl.key.location"
+			} else if errors.As(err, &pe) && pe.Path == c.SSLCertLocation {
+				what = "ssl.certificate.location"
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", what, withoutPath(err)))
 		} else {
 			c.ClientCert = &pair
 		}
@@ -359,10 +382,64 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 	return c, effective, errors.Join(errs...)
 }
 
+// Bounds of the bundle settings: one bundle is one message each way, and
+// every bundle in flight is held in memory until its answer comes.
+const (
+	// MaxBundleRecords bounds polystreams.bundle.max.records.
+	MaxBundleRecords = 100_000
+	// MaxBundleBytes bounds polystreams.bundle.max.bytes: 16 MiB, a
+	// quarter of the engine's default request bound, so that an answer
+	// that grows the bundle (flat_map_values) still fits in one request.
+	MaxBundleBytes = 16 << 20
+	// maxBundleLingerMs bounds polystreams.bundle.linger.ms.
+	maxBundleLingerMs = 60_000
+)
+
+// maxApplicationID is Kafka's limit on a topic name; internal topics'
+// names begin with the application.id.
+const maxApplicationID = 249
+
+// checkApplicationID checks application.id against Kafka's rules for topic
+// names, which internal topics (<application.id>-<store>-changelog) begin
+// with, and which the state directory's name is: at most 249 characters of
+// ASCII letters, digits, '.', '_' and '-', and not "." or "..". The error
+// does not repeat the id (it may be megabytes): it names the first
+// character at fault.
+func checkApplicationID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("application.id is empty")
+	case len(id) > maxApplicationID:
+		return fmt.Errorf("application.id is %d bytes long; at most %d (Kafka's limit on topic names, which internal topics begin with)", len(id), maxApplicationID)
+	case id == "." || id == "..":
+		return errors.New("application.id may not be '.' or '..'")
+	}
+	for i := 0; i < len(id); i++ {
+		b := id[i]
+		if !('a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '.' || b == '_' || b == '-') {
+			return fmt.Errorf("application.id has byte 0x%02x at offset %d: use ASCII letters, digits, '.', '_' and '-' (Kafka's characters for topic names, which internal topics begin with)", b, i)
+		}
+	}
+	return nil
+}
+
+// withoutPath is err without the file name an *fs.PathError carries: the
+// name is a config value, and errors about config name keys, not values.
+func withoutPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("cannot %s the file: %w", pe.Op, pe.Err)
+	}
+	return err
+}
+
 // clientOpts are the kgo options every client of the application shares:
 // brokers and security.
 func (c *Config) clientOpts() []kgo.Opt {
 	opts := []kgo.Opt{kgo.SeedBrokers(c.Brokers...), kgo.ClientID("polystreams-" + c.ApplicationID)}
+	if c.health != nil {
+		opts = append(opts, kgo.WithHooks(c.health))
+	}
 	if c.SecurityProtocol == "SSL" || c.SecurityProtocol == "SASL_SSL" {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: c.CARoots}
 		if c.ClientCert != nil {

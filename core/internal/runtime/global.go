@@ -267,6 +267,7 @@ func (a *App) globalPartitions(st *topology.Store) []*state.Partition {
 // the end.
 func (gs *globals) run(ctx context.Context) {
 	defer close(gs.done)
+	defer gs.a.recovered("global stores")
 	a := gs.a
 	var err error
 	if gs.cl, err = kgo.NewClient(gs.opts...); err != nil {

@@ -47,6 +47,7 @@ func (t *task) runHost(ctx context.Context, s *step, recs []rec) ([]rec, error) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer t.app.recoverInto(&errs[i], "crossing of node "+s.node.Name)
 			outs[i], _, fails[i], errs[i] = t.crossOnce(ctx, s, c)
 		}()
 	}

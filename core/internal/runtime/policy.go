@@ -60,7 +60,7 @@ func parsePolicy(key, v string) (Policy, string, error) {
 	if strings.HasPrefix(name, "dead_letter(") && strings.HasSuffix(name, ")") {
 		topic := strings.TrimSpace(name[len("dead_letter(") : len(name)-1])
 		if topic == "" {
-			return PolicyFail, "", fmt.Errorf("%s = %q: dead_letter() names no topic", key, v)
+			return PolicyFail, "", fmt.Errorf("%s: dead_letter() names no topic", key)
 		}
 		return PolicyDeadLetter, topic, nil
 	}
@@ -74,7 +74,7 @@ func parsePolicy(key, v string) (Policy, string, error) {
 	case cont:
 		return PolicyContinue, "", nil
 	}
-	return PolicyFail, "", fmt.Errorf("%s = %q: want fail (log_and_fail), log_and_continue, dead_letter or dead_letter(<topic>), or %s or %s", key, v, fail, cont)
+	return PolicyFail, "", fmt.Errorf("%s: want fail (log_and_fail), log_and_continue, dead_letter or dead_letter(<topic>), or %s or %s", key, fail, cont)
 }
 
 // resolveDeadLetter settles the dead letter topic: dead_letter(topic) in a

@@ -34,9 +34,9 @@ func TestParseConfigErrorPolicies(t *testing.T) {
 		{kv: map[string]string{"processing.exception.handler": "dead_letter"},
 			error: "processing.exception.handler = dead_letter needs errors.deadletterqueue.topic.name"},
 		{kv: map[string]string{"processing.exception.handler": "skip"},
-			error: `processing.exception.handler = "skip": want fail (log_and_fail), log_and_continue, dead_letter or dead_letter(<topic>), or LogAndFailProcessingExceptionHandler or LogAndContinueProcessingExceptionHandler`},
+			error: `processing.exception.handler: want fail (log_and_fail), log_and_continue, dead_letter or dead_letter(<topic>), or LogAndFailProcessingExceptionHandler or LogAndContinueProcessingExceptionHandler`},
 		{kv: map[string]string{"processing.exception.handler": "LogAndContinueExceptionHandler"},
-			error: `processing.exception.handler = "LogAndContinueExceptionHandler": want`},
+			error: `processing.exception.handler: want`},
 		{kv: map[string]string{"processing.exception.handler": "dead_letter(a)", "errors.deadletterqueue.topic.name": "b"},
 			error: "processing.exception.handler = dead_letter(a) names another topic than b"},
 	}

@@ -23,12 +23,14 @@ func TestBrokerTLSConfig(t *testing.T) {
 		want string
 	}{
 		{map[string]string{"ssl.certificate.location": cert.CertFile}, "ssl.certificate.location and ssl.key.location go together"},
-		{map[string]string{"ssl.certificate.location": cert.CertFile, "ssl.key.location": "/nonexistent.pem"}, `ssl.key.location "/nonexistent.pem"`},
-		{map[string]string{"ssl.ca.location": "/nonexistent-ca.pem"}, "ssl.ca.location: open /nonexistent-ca.pem"},
+		{map[string]string{"ssl.certificate.location": cert.CertFile, "ssl.key.location": "/nonexistent.pem"}, "ssl.key.location: cannot open the file: no such file or directory"},
+		{map[string]string{"ssl.ca.location": "/nonexistent-ca.pem"}, "ssl.ca.location: cannot open the file"},
 		{map[string]string{"ssl.ca.location": cert.KeyFile}, "holds no PEM certificate"},
 	} {
 		if _, _, err := ParseConfig("app", bad.kv, "127.0.0.1:9092"); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("ParseConfig(%v): %v, want %q", bad.kv, err, bad.want)
+		} else if strings.Contains(err.Error(), "nonexistent") || strings.Contains(err.Error(), cert.KeyFile) {
+			t.Errorf("ParseConfig(%v): %v echoes a config value", bad.kv, err)
 		}
 	}
 }

@@ -93,6 +93,7 @@ func (a *App) startStandbys(tasks []int32) {
 	a.standby = s
 	go func() {
 		defer close(s.done)
+		defer a.recovered("standby tasks")
 		if err := a.tailStandbys(ctx, s, parts); err != nil && ctx.Err() == nil {
 			// A standby is an optimisation: its failure costs a longer
 			// restore later, never correctness. Its partitions' checkpoints

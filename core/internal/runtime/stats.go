@@ -119,6 +119,8 @@ type Stats struct {
 	Commit, Transaction *metrics.HistogramSnapshot
 	// MetricsEnabled is polystreams.metrics.enabled.
 	MetricsEnabled bool
+	// Brokers: whether any broker answers the application.
+	Brokers BrokerHealth
 }
 
 // NodeStats are one node's counters.
@@ -170,7 +172,7 @@ const StoreCountLimit = 100_000
 // Stats returns a's metrics now. Safe for concurrent use; it scans stores
 // (up to StoreCountLimit entries each).
 func (a *App) Stats() Stats {
-	st := Stats{Restore: a.Restore(), MetricsEnabled: !a.cfg.MetricsDisabled}
+	st := Stats{Restore: a.Restore(), MetricsEnabled: !a.cfg.MetricsDisabled, Brokers: a.health.snapshot(time.Now())}
 	st.State, st.Err = a.State()
 	st.Standbys, st.StandbyRecords = a.Standbys()
 	if a.stats.commit != nil {

@@ -210,6 +210,7 @@ func newTask(a *App, id taskID, p *plan) *task {
 
 // run restores the task's stores, then processes batches until stopped.
 func (t *task) run(ctx context.Context) {
+	defer t.app.recovered("task " + t.id.String())
 	defer close(t.done)
 	defer func() {
 		// Records the task will not process no longer hold up a commit.
@@ -634,10 +635,30 @@ func recordError(r rec, node string, err error) error {
 
 var empty = []byte{}
 
+// maxWindowUpdates bounds the window updates of one pass of a hopping
+// window aggregation: a batch whose records fall into more windows than
+// this goes through the aggregation and everything downstream in slices of
+// records, in order, so that what it holds at once (the expanded records,
+// their outputs, the updates the record cache and the store batch take)
+// grows with this bound and not with the batch times the windows per
+// record (topology.MaxWindowsPerRecord).
+const maxWindowUpdates = 1 << 16
+
 // push runs recs through step s and everything downstream of it.
 func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 	if len(recs) == 0 {
 		return nil
+	}
+	if s.kind == stepWindow {
+		if per := int(s.node.Windows.PerRecord()); per > 1 && len(recs)*per > maxWindowUpdates {
+			n := max(1, maxWindowUpdates/per)
+			for len(recs) > n {
+				if err := t.push(ctx, s, recs[:n]); err != nil {
+					return err
+				}
+				recs = recs[n:]
+			}
+		}
 	}
 	if s.stats != nil {
 		s.stats.records.Add(int64(len(recs)))

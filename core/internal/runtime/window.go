@@ -324,7 +324,7 @@ func (t *task) windowUpdates(ctx context.Context, s *step, recs []rec) ([]rec, e
 	// One entry per record and window: reused from batch to batch (the
 	// fold's outputs are new slices).
 	expanded := t.expandBuf[:0]
-	if need := len(recs) * int((w.Size+w.Advance-1)/w.Advance); cap(expanded) < need {
+	if need := len(recs) * int(w.PerRecord()); cap(expanded) < need {
 		expanded = make([]rec, 0, need)
 	}
 	defer func() { t.expandBuf = expanded[:0] }()

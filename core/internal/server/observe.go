@@ -25,7 +25,7 @@ import (
 
 // appView is one session, as the observability endpoints see it.
 type appView struct {
-	session, appID string
+	session, appID string       // session: the label, never the id
 	app            *runtime.App // nil before Start
 	topo           *topology.Topology
 	stopped        bool
@@ -43,7 +43,7 @@ func (s *Server) views() []appView {
 	out := make([]appView, 0, len(all))
 	for _, ss := range all {
 		ss.mu.Lock()
-		v := appView{session: ss.id, appID: ss.appID, app: ss.app, stopped: ss.stopped, dispatch: ss.dispatch}
+		v := appView{session: ss.label, appID: ss.appID, app: ss.app, stopped: ss.stopped, dispatch: ss.dispatch}
 		v.topo, _ = ss.builder.Topology()
 		ss.mu.Unlock()
 		out = append(out, v)
@@ -136,6 +136,8 @@ var (
 	descHostIdle    = prometheus.NewDesc("polystreams_host_idle_seconds", "Seconds since a host worker last called Exchange, 0 while one is in an Exchange call (how long the tasks are stalled, when bundles are waiting).", app, nil)
 	descStandby     = prometheus.NewDesc("polystreams_standby_partitions", "Store partitions this engine keeps warm as standbys (num.standby.replicas).", app, nil)
 	descStandbyRead = prometheus.NewDesc("polystreams_standby_read_records", "Changelog records the standbys applied since the last rebalance.", app, nil)
+	descUnreachable = prometheus.NewDesc("polystreams_brokers_unreachable", "1 while no broker has answered any of the application's requests for 10 s or more, else 0.", app, nil)
+	descOutages     = prometheus.NewDesc("polystreams_broker_outages_total", "Times the brokers became unreachable (no answer for 10 s) since Start.", app, nil)
 	descStore       = prometheus.NewDesc("polystreams_store_entries", "Entries of a store partition (counted up to 100,000).", append(app, "store", "partition"), nil)
 )
 
@@ -168,6 +170,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descState, b2f(n == state), v.appID, n)
 		}
 		gauge(descTasks, float64(len(st.Tasks)), v.appID)
+		gauge(descUnreachable, b2f(st.Brokers.Unreachable), v.appID)
+		ch <- prometheus.MustNewConstMetric(descOutages, prometheus.CounterValue, float64(st.Brokers.Outages), v.appID)
 		ch <- prometheus.MustNewConstMetric(descFailed, prometheus.CounterValue, float64(st.FailedRecords), v.appID)
 		ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(st.DroppedRecords), v.appID)
 		ch <- prometheus.MustNewConstMetric(descDeadLetter, prometheus.CounterValue, float64(st.DeadLetteredRecords), v.appID)
@@ -300,7 +304,9 @@ type Status struct {
 
 // StatusApp is one application in Status.
 type StatusApp struct {
-	ApplicationID  string                `json:"application_id"`
+	ApplicationID string `json:"application_id"`
+	// Session is the session's label (a digest of its id), never the id:
+	// the id is the capability to control the application.
 	Session        string                `json:"session"`
 	State          string                `json:"state"`
 	Error          string                `json:"error,omitempty"`
@@ -321,6 +327,14 @@ type StatusApp struct {
 	Host statusHost `json:"host"`
 	// Standbys: store partitions kept warm for tasks of other instances.
 	Standbys []runtime.StandbyPartition `json:"standbys"`
+	// Brokers: whether any broker answers the application.
+	Brokers statusBrokers `json:"brokers"`
+}
+
+type statusBrokers struct {
+	Unreachable        bool    `json:"unreachable"`
+	UnreachableSeconds float64 `json:"unreachable_seconds"`
+	Outages            int64   `json:"outages"`
 }
 
 type statusHost struct {
@@ -386,6 +400,7 @@ func (s *Server) Status() Status {
 			}
 			a.DroppedRecords, a.FailedRecords, a.DeadLetteredRecords = rs.DroppedRecords, rs.FailedRecords, rs.DeadLetteredRecords
 			a.Standbys = rs.Standbys
+			a.Brokers = statusBrokers{Unreachable: rs.Brokers.Unreachable, UnreachableSeconds: rs.Brokers.UnreachableFor.Seconds(), Outages: rs.Brokers.Outages}
 			if v.dispatch != nil {
 				ds := v.dispatch.peek(time.Now())
 				a.Host = statusHost{BundlesWaiting: ds.waiting, IdleSeconds: ds.idle.Seconds(), Stalled: ds.stalled()}

@@ -220,7 +220,7 @@ func TestMetricsDisabled(t *testing.T) {
 	if strings.Contains(text, "polystreams_node_records_total") || !strings.Contains(text, `polystreams_application_state{application_id="wc-quiet",state="running"} 1`) {
 		t.Errorf("/metrics with metrics off:\n%s", text)
 	}
-	if _, err := e.cl.OpenSession(context.Background(), connect.NewRequest(&pb.OpenSessionRequest{ApplicationId: "x", Config: map[string]string{"polystreams.metrics.enabled": "maybe"}})); err == nil || !strings.Contains(err.Error(), `polystreams.metrics.enabled = "maybe": want true or false`) {
+	if _, err := e.cl.OpenSession(context.Background(), connect.NewRequest(&pb.OpenSessionRequest{ApplicationId: "x", Config: map[string]string{"polystreams.metrics.enabled": "maybe"}})); err == nil || !strings.Contains(err.Error(), `polystreams.metrics.enabled: want true or false`) {
 		t.Errorf("bad polystreams.metrics.enabled: %v", err)
 	}
 	h.stopServing(done)

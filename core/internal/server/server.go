@@ -52,7 +52,8 @@ type Options struct {
 	// MaxRequestBytes bounds one request message, overriding the default
 	// DefaultMaxRequestBytes; a larger one is refused with
 	// CodeResourceExhausted ("message size N is larger than configured max
-	// M").
+	// M"). A body whose Content-Length says more is refused before a byte
+	// of it is read; one without is cut off as it streams past the bound.
 	MaxRequestBytes int
 	// Embedded says Brokers is the engine's embedded broker (polystreams
 	// dev). Sessions that name no bootstrap.servers of their own then
@@ -67,11 +68,32 @@ type Options struct {
 	// start at once when no broker answers); nil keeps the runtime's
 	// default, runtime.DefaultBrokerWait.
 	BrokerWait *time.Duration
+	// MaxSessions bounds the sessions open at once, overriding the default
+	// DefaultMaxSessions; OpenSession beyond it is refused with
+	// CodeResourceExhausted.
+	MaxSessions int
+	// MaxCacheBytes bounds one application's record cache
+	// (statestore.cache.max.bytes), overriding the default
+	// DefaultMaxCacheBytes; a session asking for more is refused with
+	// CodeInvalidArgument.
+	MaxCacheBytes int64
 }
 
 // DevCommitInterval is commit.interval.ms of sessions on the embedded
 // broker that set none (Options.Embedded), under at_least_once.
 const DevCommitInterval = "1000"
+
+// DefaultMaxCacheBytes bounds one application's statestore.cache.max.bytes
+// unless Options.MaxCacheBytes says otherwise: 1 GiB, a hundred times Kafka
+// Streams' default of 10 MiB. Kafka Streams has no bound (one JVM, one
+// application); an engine that several applications share must not let
+// one of them claim its memory.
+const DefaultMaxCacheBytes = 1 << 30
+
+// DefaultMaxSessions bounds the sessions of one engine unless
+// Options.MaxSessions says otherwise. Each session is an application with
+// its own Kafka clients and stores.
+const DefaultMaxSessions = 64
 
 // Server implements polystreamsv1alpha1connect.EngineServiceHandler. Safe
 // for concurrent use.
@@ -104,6 +126,12 @@ func New(o Options) *Server {
 	if o.MaxRequestBytes <= 0 {
 		o.MaxRequestBytes = DefaultMaxRequestBytes
 	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.MaxCacheBytes <= 0 {
+		o.MaxCacheBytes = DefaultMaxCacheBytes
+	}
 	s := &Server{opts: o, log: o.Logger, sessions: map[string]*session{}, stop: make(chan struct{}), started: time.Now()}
 	go s.janitor()
 	return s
@@ -111,7 +139,9 @@ func New(o Options) *Server {
 
 // Handler returns the Connect handler and the path it serves.
 func (s *Server) Handler() (string, http.Handler) {
-	return polystreamsv1alpha1connect.NewEngineServiceHandler(s, connect.WithReadMaxBytes(s.opts.MaxRequestBytes))
+	path, h := polystreamsv1alpha1connect.NewEngineServiceHandler(s,
+		connect.WithReadMaxBytes(s.opts.MaxRequestBytes), connect.WithInterceptors(boundErrors{}))
+	return path, limitBody(s.opts.MaxRequestBytes, h)
 }
 
 // Close stops every session (committing what they processed).
@@ -130,8 +160,15 @@ func (s *Server) Close(ctx context.Context) {
 }
 
 // session is one application's builder and runtime.
+//
+// Its id is the capability to control it: 128 random bits, answered only
+// to the client that opened the session, and required by every call on it.
+// Nothing else the engine says (logs, /ui, /metrics, errors about other
+// sessions) contains it; they name the session by its label
+// (docs/design/isolation.md).
 type session struct {
 	id       string
+	label    string // sessionLabel(id): names the session where id must not show
 	appID    string
 	cfg      runtime.Config
 	lastSeen atomic.Int64 // unix nanos of the last call
@@ -172,7 +209,7 @@ func (ss *session) close(ctx context.Context) {
 	ss.mu.Unlock()
 	if app != nil {
 		if err := app.Stop(ctx); err != nil {
-			slog.Warn("stopping session", "session", ss.id, "error", err)
+			slog.Warn("stopping session", "session", ss.label, "application.id", ss.appID, "error", err)
 		}
 	}
 	ss.dispatch.close()
@@ -203,7 +240,7 @@ func (s *Server) janitor() {
 					// hold their partitions, until the session expires and
 					// the application leaves the group. Say so.
 					s.log.Warn("no host is taking bundles: this engine's tasks are stalled until a host calls Exchange or the session expires",
-						"session", ss.id, "application.id", ss.appID, "bundles.waiting", st.waiting,
+						"session", ss.label, "application.id", ss.appID, "bundles.waiting", st.waiting,
 						"no.exchange.for", st.idle.Round(time.Second), "session.expires.in", max(limit-idle, 0).Round(time.Second))
 				}
 				if idle > limit {
@@ -213,7 +250,7 @@ func (s *Server) janitor() {
 			}
 			s.mu.Unlock()
 			for _, ss := range expired {
-				s.log.Warn("session expired: no call for too long", "session", ss.id, "application.id", ss.appID)
+				s.log.Warn("session expired: no call for too long", "session", ss.label, "application.id", ss.appID)
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				ss.close(ctx)
 				cancel()
@@ -227,13 +264,15 @@ func (s *Server) session(method, id string) (*session, error) {
 	ss := s.sessions[id]
 	s.mu.Unlock()
 	if ss == nil {
-		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("%s: session %q does not exist (never opened, stopped, or expired)", method, id))
+		// The id is the caller's own: echoing it gives nothing away, but
+		// it is bounded (an answer is never much larger than its request).
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("%s: session %s does not exist (never opened, stopped, or expired)", method, quoteBounded(id, 64)))
 	}
 	ss.touch()
 	return ss, nil
 }
 
-func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSessionRequest]) (*connect.Response[pb.OpenSessionResponse], error) {
+func (s *Server) OpenSession(ctx context.Context, req *connect.Request[pb.OpenSessionRequest]) (*connect.Response[pb.OpenSessionResponse], error) {
 	m := req.Msg
 	kv := withDefault(m.Config, "state.dir", s.opts.StateDir)
 	if s.opts.MetricsDisabled {
@@ -255,6 +294,9 @@ func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSess
 		kv = withDefault(kv, "commit.interval.ms", DevCommitInterval)
 	}
 	cfg, effective, err := runtime.ParseConfig(m.ApplicationId, kv, s.opts.Brokers)
+	if cfg.CacheMaxBytes > s.opts.MaxCacheBytes {
+		err = errors.Join(err, fmt.Errorf("statestore.cache.max.bytes: at most %d on this engine (--max-cache-bytes)", s.opts.MaxCacheBytes))
+	}
 	if err != nil {
 		if td != nil {
 			td.Close()
@@ -266,9 +308,17 @@ func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSess
 	cfg.FoldValueRefs = slices.Contains(m.HostFeatures, "fold_value_refs")
 	cfg.FoldPrograms = slices.Contains(m.HostFeatures, "fold_programs")
 	// One session per application.id per engine: a new one replaces the old
-	// (its host restarted). The old one stops first, so that its group
-	// membership and state directory are free; its uncommitted work is done
-	// again by the new one.
+	// once the old one's host is gone (it restarted). The old one stops
+	// first, so that its group membership and state directory are free; its
+	// uncommitted work is done again by the new one. A session whose host
+	// still serves it is not replaced: it belongs to the client that opened
+	// it, and knowing its application.id is not enough to end it.
+	if err := s.awaitSilent(ctx, m.ApplicationId); err != nil {
+		if td != nil {
+			td.Close()
+		}
+		return nil, err
+	}
 	s.mu.Lock()
 	var old []*session
 	for id, ss := range s.sessions {
@@ -279,7 +329,7 @@ func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSess
 	}
 	s.mu.Unlock()
 	for _, ss := range old {
-		s.log.Warn("session replaced by a new session for the same application.id", "session", ss.id, "application.id", ss.appID)
+		s.log.Warn("session replaced by a new session for the same application.id", "session", ss.label, "application.id", ss.appID)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		ss.close(ctx)
 		cancel()
@@ -288,17 +338,73 @@ func (s *Server) OpenSession(_ context.Context, req *connect.Request[pb.OpenSess
 	rand.Read(raw[:])
 	builder := topology.NewBuilder()
 	builder.FoldPrograms = cfg.FoldPrograms
+	id := hex.EncodeToString(raw[:])
 	ss := &session{
-		id: hex.EncodeToString(raw[:]), appID: m.ApplicationId, cfg: cfg,
+		id: id, label: sessionLabel(id), appID: m.ApplicationId, cfg: cfg,
 		builder: builder, funcs: map[uint32]string{}, reported: map[string]int{},
 		dispatch: newDispatcher(s.opts.HostTimeout), test: td,
 	}
 	ss.touch()
 	s.mu.Lock()
+	if len(s.sessions) >= s.opts.MaxSessions {
+		s.mu.Unlock()
+		ss.dispatch.close()
+		if td != nil {
+			td.Close()
+		}
+		return nil, connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("OpenSession: the engine holds %d sessions, its most (--max-sessions); stop one or raise the bound", s.opts.MaxSessions))
+	}
 	s.sessions[ss.id] = ss
 	s.mu.Unlock()
-	s.log.Info("session opened", "session", ss.id, "application.id", m.ApplicationId, "config", runtime.Redact(effective))
+	s.log.Info("session opened", "session", ss.label, "application.id", m.ApplicationId, "config", runtime.Redact(effective))
 	return connect.NewResponse(&pb.OpenSessionResponse{SessionId: ss.id, Config: runtime.Redact(effective), Version: s.opts.Version}), nil
+}
+
+// A started session's host is live while a worker is in an Exchange call
+// or called within liveHost; a new session for its application.id waits
+// up to replaceWait for it to fall silent (a host that was killed, whose
+// replacement is starting), then is refused.
+const (
+	liveHost    = 2 * time.Second
+	replaceWait = 2*liveHost + time.Second
+)
+
+// awaitSilent returns once no session of appID has a live host, or an
+// error when one stays live for replaceWait.
+func (s *Server) awaitSilent(ctx context.Context, appID string) error {
+	deadline := time.Now().Add(replaceWait)
+	for {
+		now := time.Now()
+		if !s.liveHost(appID, now) {
+			return nil
+		}
+		if now.After(deadline) {
+			return connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("OpenSession: application.id %s has a session on this engine whose host is serving it (it called Exchange within the last %v); one engine runs one session per application.id: stop that session first, or open this one on another engine", appID, liveHost))
+		}
+		select {
+		case <-ctx.Done():
+			return connect.NewError(connect.CodeCanceled, fmt.Errorf("OpenSession: %w", ctx.Err()))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Server) liveHost(appID string, now time.Time) bool {
+	var same []*session
+	s.mu.Lock()
+	for _, ss := range s.sessions {
+		if ss.appID == appID {
+			same = append(same, ss)
+		}
+	}
+	s.mu.Unlock()
+	// Outside s.mu: a session's own lock may be held through its Start.
+	for _, ss := range same {
+		if ss.started() && !ss.isStopped() && ss.dispatch.peek(now).idle < liveHost {
+			return true
+		}
+	}
+	return false
 }
 
 func withDefault(kv map[string]string, key, value string) map[string]string {
@@ -416,7 +522,7 @@ func (s *Server) Start(ctx context.Context, req *connect.Request[pb.StartRequest
 		<-app.Done()
 		ss.dispatch.close()
 	}()
-	s.log.Info("session started", "session", ss.id, "application.id", ss.appID)
+	s.log.Info("session started", "session", ss.label, "application.id", ss.appID)
 	return connect.NewResponse(&pb.StartResponse{}), nil
 }
 
@@ -547,7 +653,7 @@ func (s *Server) Stop(ctx context.Context, req *connect.Request[pb.StopRequest])
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	ss.close(ctx)
-	s.log.Info("session stopped", "session", ss.id, "application.id", ss.appID)
+	s.log.Info("session stopped", "session", ss.label, "application.id", ss.appID)
 	return connect.NewResponse(&pb.StopResponse{}), nil
 }
 

@@ -65,7 +65,7 @@ func (s *Server) PipeInput(ctx context.Context, req *connect.Request[pb.PipeInpu
 	n, failure, err := ss.test.Pipe(ctx, recs)
 	if err != nil {
 		// Logged too: a client whose deadline ended the call sees only that.
-		s.log.Warn("PipeInput failed", "session", ss.id, "application.id", ss.appID, "error", err)
+		s.log.Warn("PipeInput failed", "session", ss.label, "application.id", ss.appID, "error", err)
 		return nil, testError("PipeInput", err)
 	}
 	resp := &pb.PipeInputResponse{Processed: int32(n)}

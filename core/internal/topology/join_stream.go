@@ -1,6 +1,8 @@
 package topology
 
 import (
+	"math"
+
 	"github.com/polystreams/polystreams/core/internal/serde"
 )
 
@@ -121,6 +123,14 @@ func (b *Builder) StreamJoin(input, other uint64, joiner Function, o StreamJoinO
 		}
 		if w.Size() < 0 {
 			c.invalid("%s: join windows before_ms %d and after_ms %d make an empty window: before_ms + after_ms must not be negative", op, w.Before, w.After)
+		}
+		// The stores keep records for before + after + grace: each part
+		// and the sum must fit in int64 (Kafka Streams refuses a negative
+		// retention, which is what an overflowing sum becomes).
+		if w.Before > math.MaxInt64/4 || w.After > math.MaxInt64/4 || w.Before < math.MinInt64/4 || w.After < math.MinInt64/4 ||
+			w.Grace > math.MaxInt64/2 {
+			c.invalid("%s: join windows before_ms %d, after_ms %d and grace_ms %d: before_ms and after_ms must be within ±%d and grace_ms at most %d, so that the stores' retention (before + after + grace) is a time in milliseconds",
+				op, w.Before, w.After, w.Grace, int64(math.MaxInt64/4), int64(math.MaxInt64/2))
 		}
 	}
 	if in != nil && ot != nil && in.handle.KeySerde != ot.handle.KeySerde {

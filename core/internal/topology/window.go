@@ -85,6 +85,25 @@ func (w *Windows) KeySerde(inner string) string {
 	return serde.TimeWindowed(inner, w.Size)
 }
 
+// MaxWindowsPerRecord bounds the time windows one record falls into
+// (size_ms / advance_ms, rounded up): a hopping window that passes it is
+// refused at Build. Kafka Streams has no bound (TimeWindows.windowsFor
+// makes every window of a record, so size 10^12 ms advancing by 1 ms
+// exhausts any heap at the first record); here one application's window
+// definition must not take the memory of the engine that others share.
+// 10,000 allows a day advancing every 10 s, or a week every 2 minutes.
+const MaxWindowsPerRecord = 10_000
+
+// PerRecord is how many time windows a record falls into: size_ms /
+// advance_ms rounded up (1 for sliding and session windows, which are made
+// per record rather than per window).
+func (w *Windows) PerRecord() int64 {
+	if w == nil || w.Kind != TimeWindows || w.Advance <= 0 || w.Size <= 0 {
+		return 1
+	}
+	return (w.Size-1)/w.Advance + 1
+}
+
 // For returns the starts of the time windows a record at ts falls into, in
 // ascending order (TimeWindows.windowsFor): every window with
 // start <= ts < start + size, starts aligned to the epoch by advance.
@@ -123,6 +142,9 @@ func (b *Builder) WindowedBy(input uint64, w Windows) (*Handle, error) {
 		}
 		if w.Advance <= 0 || (w.Size > 0 && w.Advance > w.Size) {
 			c.invalid("windowed_by: time windows advance_ms %d: the advance must be positive and at most size_ms %d", w.Advance, w.Size)
+		} else if n := w.PerRecord(); n > MaxWindowsPerRecord {
+			c.invalid("windowed_by: time windows of size_ms %d advancing by advance_ms %d put each record in %d windows; at most %d (advance by at least %d ms)",
+				w.Size, w.Advance, n, MaxWindowsPerRecord, (w.Size-1)/MaxWindowsPerRecord+1)
 		}
 	case SlidingWindows:
 		if w.Size <= 0 {
@@ -138,6 +160,17 @@ func (b *Builder) WindowedBy(input uint64, w Windows) (*Handle, error) {
 	}
 	if w.Grace < 0 {
 		c.invalid("windowed_by: %s grace_ms %d: the grace period must not be negative", w.Kind, w.Grace)
+	} else if w.Size > 0 {
+		// The store keeps windows for size + grace (sliding: twice the
+		// time difference + grace): a sum past int64 has no meaning, and
+		// Kafka Streams refuses it as a negative retention.
+		overflow, what := w.Size > math.MaxInt64-w.Grace, "size_ms + grace_ms"
+		if w.Kind == SlidingWindows {
+			overflow, what = w.Size > (math.MaxInt64-w.Grace)/2, "2 * time_difference_ms + grace_ms"
+		}
+		if overflow {
+			c.invalid("windowed_by: %s of %d ms and grace_ms %d: %s, the window store's retention, passes the largest time in milliseconds (%d)", w.Kind, w.Size, w.Grace, what, int64(math.MaxInt64))
+		}
 	}
 	if err := c.done(); err != nil {
 		return nil, err

@@ -1,0 +1,111 @@
+package runtime
+
+import (
+	"net"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Broker outages (issue 21, finding 8): while no broker answers the
+// application's clients, the application cannot make progress, and until
+// now said nothing. brokerHealth hears every request's end from every
+// client of the application (a kgo hook); the application's broker watch
+// turns a silence of brokerSilence into a WARN naming the brokers, a
+// counted outage and Stats.Brokers.Unreachable, and its end into an INFO.
+
+// brokerSilence is how long no broker may answer any request of the
+// application before it counts as unreachable. A healthy application hears
+// from a broker far more often: every fetch returns within its long poll
+// (5 s) and group members heartbeat every few seconds.
+const brokerSilence = 10 * time.Second
+
+// brokerHealth is a kgo hook shared by an application's clients. Safe for
+// concurrent use.
+type brokerHealth struct {
+	lastOK      atomic.Int64 // unix nanos of the last request a broker answered
+	lastErr     atomic.Pointer[string]
+	unreachable atomic.Bool
+	since       atomic.Int64 // unix nanos: when the current outage began
+	outages     atomic.Int64
+}
+
+var (
+	_ kgo.HookBrokerE2E     = (*brokerHealth)(nil)
+	_ kgo.HookBrokerConnect = (*brokerHealth)(nil)
+)
+
+func (h *brokerHealth) OnBrokerE2E(_ kgo.BrokerMetadata, _ int16, e kgo.BrokerE2E) {
+	if err := e.Err(); err != nil {
+		s := err.Error()
+		h.lastErr.Store(&s)
+		return
+	}
+	h.lastOK.Store(time.Now().UnixNano())
+}
+
+func (h *brokerHealth) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err != nil {
+		s := err.Error()
+		h.lastErr.Store(&s)
+	}
+}
+
+// BrokerHealth is what Stats says of the brokers.
+type BrokerHealth struct {
+	// Unreachable: no broker has answered any of the application's
+	// requests for 10 s or more; UnreachableFor says how long.
+	Unreachable    bool
+	UnreachableFor time.Duration
+	// Outages counts the times the brokers became unreachable since Start.
+	Outages int64
+}
+
+func (h *brokerHealth) snapshot(now time.Time) BrokerHealth {
+	b := BrokerHealth{Unreachable: h.unreachable.Load(), Outages: h.outages.Load()}
+	if b.Unreachable {
+		b.UnreachableFor = now.Sub(time.Unix(0, h.since.Load()))
+	}
+	return b
+}
+
+// watchBrokers checks the brokers' health every second until the
+// application ends.
+func (a *App) watchBrokers() {
+	defer a.recovered("broker watch")
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.ctx.Done():
+			return
+		case now := <-t.C:
+			a.checkBrokers(now)
+		}
+	}
+}
+
+// checkBrokers logs the start and the end of an outage.
+func (a *App) checkBrokers(now time.Time) {
+	h := a.health
+	last := time.Unix(0, h.lastOK.Load())
+	silent := now.Sub(last)
+	brokers := strings.Join(a.cfg.Brokers, ",")
+	switch {
+	case silent >= brokerSilence && !h.unreachable.Load():
+		h.since.Store(last.UnixNano())
+		h.unreachable.Store(true)
+		h.outages.Add(1)
+		var lastErr string
+		if p := h.lastErr.Load(); p != nil {
+			lastErr = *p
+		}
+		a.log.Warn("brokers unreachable: no broker has answered; processing waits and goes on by itself once one answers",
+			"brokers", brokers, "silent.for", silent.Round(time.Second), "last.error", lastErr)
+	case silent < brokerSilence && h.unreachable.Load():
+		h.unreachable.Store(false)
+		a.log.Info("brokers reachable again", "brokers", brokers, "unreachable.for", now.Sub(time.Unix(0, h.since.Load())).Round(time.Second))
+	}
+}
