@@ -6,7 +6,9 @@ bundle exchange, records per second through a map_values over the embedded
 broker). Prints a table for docs/performance.md; asserts nothing.
 
     python -m venv /tmp/cbench && /tmp/cbench/bin/pip install connect-python==0.9.0
-    PYTHONPATH=sdk-python/src /tmp/cbench/bin/python tools/bench/connect_python.py
+    PYTHONPATH=sdk-python/src /tmp/cbench/bin/python tools/bench/connect_python.py [rounds] [data]
+
+rounds (default 3) interleaves the variants; "data" skips the control plane.
 
 connect-python is not a dependency of the SDK: this script swaps it in by
 subclassing Client (same call signature, errors, headers) for the run.
@@ -62,6 +64,10 @@ def connect_client(compress: bool) -> type[Client]:
     return ConnectPythonClient
 
 
+class _Skip(Exception):
+    pass
+
+
 SESSIONS = iter(range(1 << 62))
 
 
@@ -104,7 +110,9 @@ def data_plane(records: int) -> float:
 
 
 def main() -> None:
-    n, records, rounds = 2000, 100_000, 3
+    n, records = 2000, 100_000
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    data_only = len(sys.argv) > 2 and sys.argv[2] == "data"
     variants: list[tuple[str, type[Client]]] = [
         ("http.client (stdlib, the SDK's)", Client),
         ("connect-python 0.9.0, identity", connect_client(False)),
@@ -114,6 +122,8 @@ def main() -> None:
     cp: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in variants}
     engine = App("bench-engine")  # spawns the engine; its own client is not used below
     try:
+        if data_only:
+            raise _Skip
         clients = [(name, cls(engine._client.url)) for name, cls in variants]
         for _, c in clients:
             control_plane(c, 200)  # warm-up
@@ -122,6 +132,8 @@ def main() -> None:
                 cp[name].append(control_plane(c, n))
         for _, c in clients:
             c.close()
+    except _Skip:
+        pass
     finally:
         engine.close()
     dp: dict[str, list[float]] = {name: [] for name, _ in variants}
@@ -130,13 +142,16 @@ def main() -> None:
             polystreams.app.Client = cls  # type: ignore[misc]
             dp[name].append(data_plane(records))
     polystreams.app.Client = Client  # type: ignore[misc]
-    rows = [(name, min(o for o, _ in cp[name]), min(b for _, b in cp[name]), max(dp[name])) for name, _ in variants]
+    base = statistics.median(dp[variants[0][0]])
     print(f"Python {sys.version.split()[0]}; control plane: median of {n} calls, best of {rounds} rounds; "
-          f"data plane: {records:,} records through map_values(str.upper), best of {rounds}")
-    print("| client | OpenSession µs | Build µs | map_values records/s |")
-    print("|---|---:|---:|---:|")
-    for name, o, b, r in rows:
-        print(f"| {name} | {o:.0f} | {b:.0f} | {r:,.0f} |")
+          f"data plane: {records:,} records through map_values(str.upper), {rounds} rounds")
+    print("| client | OpenSession µs | Build µs | map_values records/s, median (min–max) | vs http.client |")
+    print("|---|---:|---:|---:|---:|")
+    for name, _ in variants:
+        o = f"{min(o for o, _ in cp[name]):.0f}" if cp[name] else "–"
+        b = f"{min(b for _, b in cp[name]):.0f}" if cp[name] else "–"
+        r = statistics.median(dp[name])
+        print(f"| {name} | {o} | {b} | {r:,.0f} ({min(dp[name]):,.0f}–{max(dp[name]):,.0f}) | {r / base:.2f}x |")
 
 
 if __name__ == "__main__":
