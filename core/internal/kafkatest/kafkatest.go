@@ -77,11 +77,12 @@ type Broker struct {
 	dir     string // data folder
 	temp    bool   // dir is ours to remove
 	ports   map[string]int
-	mu      sync.Mutex // guards cmd, done, stderr
+	mu      sync.Mutex // guards cmd, done, stderr, stdin
 	cmd     *exec.Cmd
 	done    chan struct{} // closed when cmd exited
 	stderr  *bytes.Buffer
-	started time.Duration // how long the last start took
+	stdin   io.WriteCloser // never written: its closing stops the broker
+	started time.Duration  // how long the last start took
 }
 
 // Listener names, for ListenerAddr.
@@ -200,7 +201,7 @@ func script() string {
 // start runs kafka.sh serve and waits for the bootstrap address it prints.
 func (b *Broker) start() error {
 	began := time.Now()
-	args := []string{"serve", "--data", b.dir, "--ready", "log",
+	args := []string{"serve", "--data", b.dir, "--ready", "log", "--watch-stdin",
 		"--port", strconv.Itoa(b.ports[Plaintext]), "--controller-port", strconv.Itoa(b.ports["CONTROLLER"])}
 	for _, name := range []string{SSL, SASLPlaintext, SASLSSL} {
 		if p, ok := b.ports[name]; ok {
@@ -218,10 +219,15 @@ func (b *Broker) start() error {
 		}
 	}
 	cmd := exec.Command(script(), args...)
-	// Its own process group, so that Stop and Kill reach the JVM too; and
-	// if this test binary dies (a panic, go test's timeout) the script is
-	// told and stops the JVM: no orphan broker.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	// Its own process group, so that Stop and Kill reach the JVM too. The
+	// script's standard input is a pipe this process holds open: when the
+	// test binary ends in any way (a panic, go test's timeout, SIGKILL) the
+	// pipe closes and the script stops the JVM: no orphan broker.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return fmt.Errorf("kafkatest: %w", err)
+	}
 	stderr := &bytes.Buffer{}
 	cmd.Stderr = &lockedWriter{w: stderr, mu: &b.mu}
 	stdout, err := cmd.StdoutPipe()
@@ -233,7 +239,7 @@ func (b *Broker) start() error {
 	}
 	done := make(chan struct{})
 	b.mu.Lock()
-	b.cmd, b.done, b.stderr = cmd, done, stderr
+	b.cmd, b.done, b.stderr, b.stdin = cmd, done, stderr, stdin
 	b.mu.Unlock()
 	lines := make(chan string, 1)
 	go func() {

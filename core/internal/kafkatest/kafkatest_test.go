@@ -94,3 +94,5 @@ func TestPortInUseIsNamed(t *testing.T) {
 		t.Fatalf("start on a port in use: %v, want an error naming port %d in use", err, port)
 	}
 }
+
+func TestMain(m *testing.M) { os.Exit(Main(m)) }
