@@ -445,14 +445,39 @@ func (b *Broker) Stop() {
 	}
 }
 
-// Kill stops the broker with SIGKILL, as a crash would.
+// Kill stops the broker with SIGKILL, as a crash would, and returns once
+// the JVM is gone (its ports free again).
 func (b *Broker) Kill() {
 	done, ok := b.running()
 	if !ok {
 		return
 	}
+	jvm := b.jvmPid()
 	b.signal(syscall.SIGKILL)
 	<-done
+	// The script is reaped at once; the JVM, its child, may take a moment
+	// longer to die and release its listeners.
+	for deadline := time.Now().Add(30 * time.Second); jvm > 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if err := syscall.Kill(jvm, 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		// A zombie (nobody reaped it yet) holds no sockets.
+		if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", jvm)); err == nil {
+			if _, rest, ok := strings.Cut(string(stat), ") "); ok && strings.HasPrefix(rest, "Z") {
+				return
+			}
+		}
+	}
+}
+
+// jvmPid is the broker JVM's pid as kafka.sh recorded it, or 0.
+func (b *Broker) jvmPid() int {
+	data, err := os.ReadFile(filepath.Join(b.dir, "broker.pid"))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	return pid
 }
 
 // Restart starts the broker again on the same ports and data, after Stop
