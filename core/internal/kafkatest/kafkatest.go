@@ -440,44 +440,42 @@ func (b *Broker) Stop() {
 	b.signal(syscall.SIGTERM)
 	select {
 	case <-done:
+		b.waitPortsFree()
 	case <-time.After(60 * time.Second):
 		b.Kill()
 	}
 }
 
 // Kill stops the broker with SIGKILL, as a crash would, and returns once
-// the JVM is gone (its ports free again).
+// its ports are free again.
 func (b *Broker) Kill() {
 	done, ok := b.running()
 	if !ok {
 		return
 	}
-	jvm := b.jvmPid()
 	b.signal(syscall.SIGKILL)
 	<-done
-	// The script is reaped at once; the JVM, its child, may take a moment
-	// longer to die and release its listeners.
-	for deadline := time.Now().Add(30 * time.Second); jvm > 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if err := syscall.Kill(jvm, 0); errors.Is(err, syscall.ESRCH) {
-			return
-		}
-		// A zombie (nobody reaped it yet) holds no sockets.
-		if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", jvm)); err == nil {
-			if _, rest, ok := strings.Cut(string(stat), ") "); ok && strings.HasPrefix(rest, "Z") {
-				return
-			}
-		}
-	}
+	b.waitPortsFree()
 }
 
-// jvmPid is the broker JVM's pid as kafka.sh recorded it, or 0.
-func (b *Broker) jvmPid() int {
-	data, err := os.ReadFile(filepath.Join(b.dir, "broker.pid"))
-	if err != nil {
-		return 0
+// waitPortsFree waits (up to 30 s) until every port of the broker binds
+// again: the script is reaped at once, but the JVM, its child, takes a
+// moment longer to die (its threads one by one) and release its listeners.
+func (b *Broker) waitPortsFree() {
+	deadline := time.Now().Add(30 * time.Second)
+	for _, p := range b.ports {
+		for {
+			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+			if err == nil {
+				ln.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				return // start names the port in use
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-	return pid
 }
 
 // Restart starts the broker again on the same ports and data, after Stop
