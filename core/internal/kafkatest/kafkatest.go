@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -501,7 +502,7 @@ func (b *Broker) cleanup() {
 // CreateTopics creates topics with the given partition count (replication
 // factor 1), retrying while an earlier deletion of the same names ends.
 func (b *Broker) CreateTopics(partitions int, topics ...string) error {
-	adm, err := kadm.NewOptClient(kgo.SeedBrokers(b.Addr()))
+	adm, err := kadm.NewOptClient(kgo.SeedBrokers(b.Addr()), kgo.MetadataMinAge(50*time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("kafkatest: %w", err)
 	}
@@ -525,7 +526,7 @@ func (b *Broker) CreateTopics(partitions int, topics ...string) error {
 			}
 		}
 		if len(retry) == 0 {
-			return nil
+			return b.waitServed(ctx, adm, partitions, topics)
 		}
 		left = retry
 		select {
@@ -536,11 +537,45 @@ func (b *Broker) CreateTopics(partitions int, topics ...string) error {
 	}
 }
 
+// waitServed waits until metadata shows every topic with its partitions
+// led: a broker shows a created topic a moment after CreateTopics answers,
+// and a test producing to it at once would fail with
+// UNKNOWN_TOPIC_OR_PARTITION.
+func (b *Broker) waitServed(ctx context.Context, adm *kadm.Client, partitions int, topics []string) error {
+	for {
+		// The client caches metadata for 50 ms only (MetadataMinAge).
+		details, err := adm.ListTopics(ctx, topics...)
+		if err == nil {
+			served := true
+			for _, t := range topics {
+				d, ok := details[t]
+				if !ok || d.Err != nil || len(d.Partitions) != partitions {
+					served = false
+					break
+				}
+				for _, p := range d.Partitions {
+					if p.Err != nil || p.Leader < 0 {
+						served = false
+					}
+				}
+			}
+			if served {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kafkatest: topics %v not served within 60 s of their creation (last error: %v)", topics, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // Reset empties the broker for the next test: every topic but Kafka's
 // internal ones and every consumer group are deleted (waiting until the
 // deletions are seen), then topics are created with partitions partitions.
 func (b *Broker) Reset(partitions int, topics ...string) error {
-	adm, err := kadm.NewOptClient(kgo.SeedBrokers(b.Addr()))
+	adm, err := kadm.NewOptClient(kgo.SeedBrokers(b.Addr()), kgo.MetadataMinAge(50*time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("kafkatest: %w", err)
 	}
@@ -563,7 +598,15 @@ func (b *Broker) Reset(partitions int, topics ...string) error {
 	if err != nil {
 		return fmt.Errorf("kafkatest: reset: listing topics: %w", err)
 	}
-	if names := listed.Names(); len(names) > 0 {
+	// The topics to create are deleted too: one created a moment ago (by
+	// the previous test) may not be listed yet.
+	names := listed.Names()
+	for _, t := range topics {
+		if !slices.Contains(names, t) {
+			names = append(names, t)
+		}
+	}
+	if len(names) > 0 {
 		resp, err := adm.DeleteTopics(ctx, names...)
 		if err != nil {
 			return fmt.Errorf("kafkatest: reset: deleting topics %v: %w", names, err)
