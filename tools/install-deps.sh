@@ -14,7 +14,10 @@ apt_pkgs=(protobuf-compiler python3-protobuf python3-pytest python3-venv python3
   librust-prost-dev librust-prost-build-dev librust-bytes-dev librust-serde-dev
   librust-serde-derive-dev librust-serde-json-dev librust-libc-dev
   # https:// engines (rustls 0.20) and openssl for the SDKs' TLS tests' certificates.
-  librust-rustls-dev librust-rustls-pemfile-dev openssl)
+  librust-rustls-dev librust-rustls-pemfile-dev openssl
+  # A real Apache Kafka broker for make kafka / test-kafka (tools/kafka): Java 17 runs it,
+  # Maven resolves its jars into .cache/kafka.
+  openjdk-17-jre-headless maven)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
