@@ -560,7 +560,22 @@ func (b *Broker) waitServed(ctx context.Context, adm *kadm.Client, partitions in
 				}
 			}
 			if served {
-				return nil
+				// And every partition's leader has set up its replica
+				// (until then Kafka answers a produce by topic ID with
+				// UNKNOWN_TOPIC_ID, a ListOffsets with NOT_LEADER_OR_FOLLOWER).
+				ends, lerr := adm.ListEndOffsets(ctx, topics...)
+				if lerr == nil {
+					ends.Each(func(o kadm.ListedOffset) {
+						if o.Err != nil {
+							served, err = false, o.Err
+						}
+					})
+					if served {
+						return nil
+					}
+				} else {
+					err = lerr
+				}
 			}
 		}
 		select {
