@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 apt_pkgs=(protobuf-compiler python3-protobuf python3-pytest python3-venv python3-pip
   python3-setuptools python3-confluent-kafka kcat mypy
   # The conformance matrix's reference column runs Kafka Streams
-  # (conformance/executors/java, built by Maven from Maven Central).
+  # (conformance/executors/java, built by Maven from Maven Central), and
+  # make kafka / test-kafka run a real Apache Kafka broker (tools/kafka:
+  # Java 17 runs it, Maven resolves its jars into .cache/kafka).
   openjdk-17-jdk-headless maven
   # /ui is tested end to end in headless Chromium (sdk-node/src/ui.e2e.test.ts).
   chromium

@@ -20,6 +20,9 @@
 #                         'SCRAM-SHA-256=[name=alice,password=secret]' (repeatable)
 #   --ready log|metadata  what "started" means: the broker's log line, or (default) also an
 #                         answer to a metadata request from a Java admin client
+#   --watch-stdin         stop the broker when standard input closes: a test harness gives it
+#                         a pipe, so the broker ends with the process that started it, however
+#                         that ends (core/internal/kafkatest)
 #
 # Environment: KAFKA_VERSION (default tools/kafka/VERSION), KAFKA_START_TIMEOUT (s, default 90), KAFKA_HEAP_OPTS (default -Xms256m -Xmx1g),
 # JAVA_HOME (else java on PATH), MVN (default mvn).
@@ -104,7 +107,7 @@ port_free_or_die() {
 }
 
 serve() {
-	local data="" port="" cport="" props="" ready=metadata
+	local data="" port="" cport="" props="" ready=metadata watch=0
 	local -a listeners=() scram=()
 	while (($#)); do
 		case "$1" in
@@ -115,11 +118,15 @@ serve() {
 		--props) props="$2"; shift 2 ;;
 		--scram) scram+=("$2"); shift 2 ;;
 		--ready) ready="$2"; shift 2 ;;
+		--watch-stdin) watch=1; shift ;;
 		*) die "serve: unknown option $1 (see the head of $0)" ;;
 		esac
 	done
 	[[ -z "$port" ]] || port_free_or_die "$port" "choose another with --port"
 	[[ -z "$cport" ]] || port_free_or_die "$cport" "choose another with --controller-port"
+	# Whoever reads our output may be gone (a test binary that died): a
+	# write must then fail, not kill this script before it stops the broker.
+	trap '' PIPE
 	local java
 	java="$(java_bin)"
 	fetch > /dev/null
@@ -196,9 +203,27 @@ serve() {
 	"$java" "${jvm[@]}" -cp "$cp" kafka.Kafka "$data/server.properties" > "$data/stdout.log" 2>&1 &
 	local pid=$!
 	echo "$pid" > "$data/broker.pid"
+	local watcher=""
+	if ((watch)); then
+		# Background commands read /dev/null unless told otherwise: hand
+		# the watcher our standard input through fd 3.
+		exec 3<&0
+		(
+			cat <&3 > /dev/null 2>&1
+			echo "kafka: standard input closed (the process that started the broker ended): stopping it"
+			kill -TERM "$pid" 2>/dev/null
+			for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+			kill -KILL "$pid" 2>/dev/null
+			kill -TERM $$ 2>/dev/null
+		) >> "$data/watch.log" 2>&1 &
+		watcher=$!
+		exec 3<&-
+	fi
 	stopping=0
 	stop_broker() {
 		stopping=1
+		# The watcher is ours to end (it would otherwise signal these pids later).
+		[[ -z "$watcher" ]] || kill "$watcher" 2>/dev/null || true
 		if kill -0 "$pid" 2>/dev/null; then
 			echo "kafka: stopping the broker (pid $pid)" >&2
 			kill -TERM "$pid" 2>/dev/null || true

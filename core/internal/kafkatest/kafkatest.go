@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,11 +78,12 @@ type Broker struct {
 	dir     string // data folder
 	temp    bool   // dir is ours to remove
 	ports   map[string]int
-	mu      sync.Mutex // guards cmd, done, stderr
+	mu      sync.Mutex // guards cmd, done, stderr, stdin
 	cmd     *exec.Cmd
 	done    chan struct{} // closed when cmd exited
 	stderr  *bytes.Buffer
-	started time.Duration // how long the last start took
+	stdin   io.WriteCloser // never written: its closing stops the broker
+	started time.Duration  // how long the last start took
 }
 
 // Listener names, for ListenerAddr.
@@ -200,7 +202,7 @@ func script() string {
 // start runs kafka.sh serve and waits for the bootstrap address it prints.
 func (b *Broker) start() error {
 	began := time.Now()
-	args := []string{"serve", "--data", b.dir, "--ready", "log",
+	args := []string{"serve", "--data", b.dir, "--ready", "log", "--watch-stdin",
 		"--port", strconv.Itoa(b.ports[Plaintext]), "--controller-port", strconv.Itoa(b.ports["CONTROLLER"])}
 	for _, name := range []string{SSL, SASLPlaintext, SASLSSL} {
 		if p, ok := b.ports[name]; ok {
@@ -218,10 +220,15 @@ func (b *Broker) start() error {
 		}
 	}
 	cmd := exec.Command(script(), args...)
-	// Its own process group, so that Stop and Kill reach the JVM too; and
-	// if this test binary dies (a panic, go test's timeout) the script is
-	// told and stops the JVM: no orphan broker.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	// Its own process group, so that Stop and Kill reach the JVM too. The
+	// script's standard input is a pipe this process holds open: when the
+	// test binary ends in any way (a panic, go test's timeout, SIGKILL) the
+	// pipe closes and the script stops the JVM: no orphan broker.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return fmt.Errorf("kafkatest: %w", err)
+	}
 	stderr := &bytes.Buffer{}
 	cmd.Stderr = &lockedWriter{w: stderr, mu: &b.mu}
 	stdout, err := cmd.StdoutPipe()
@@ -233,7 +240,7 @@ func (b *Broker) start() error {
 	}
 	done := make(chan struct{})
 	b.mu.Lock()
-	b.cmd, b.done, b.stderr = cmd, done, stderr
+	b.cmd, b.done, b.stderr, b.stdin = cmd, done, stderr, stdin
 	b.mu.Unlock()
 	lines := make(chan string, 1)
 	go func() {
@@ -434,12 +441,14 @@ func (b *Broker) Stop() {
 	b.signal(syscall.SIGTERM)
 	select {
 	case <-done:
+		b.waitPortsFree()
 	case <-time.After(60 * time.Second):
 		b.Kill()
 	}
 }
 
-// Kill stops the broker with SIGKILL, as a crash would.
+// Kill stops the broker with SIGKILL, as a crash would, and returns once
+// its ports are free again.
 func (b *Broker) Kill() {
 	done, ok := b.running()
 	if !ok {
@@ -447,6 +456,27 @@ func (b *Broker) Kill() {
 	}
 	b.signal(syscall.SIGKILL)
 	<-done
+	b.waitPortsFree()
+}
+
+// waitPortsFree waits (up to 30 s) until every port of the broker binds
+// again: the script is reaped at once, but the JVM, its child, takes a
+// moment longer to die (its threads one by one) and release its listeners.
+func (b *Broker) waitPortsFree() {
+	deadline := time.Now().Add(30 * time.Second)
+	for _, p := range b.ports {
+		for {
+			ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+			if err == nil {
+				ln.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				return // start names the port in use
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 }
 
 // Restart starts the broker again on the same ports and data, after Stop
@@ -472,7 +502,7 @@ func (b *Broker) cleanup() {
 // CreateTopics creates topics with the given partition count (replication
 // factor 1), retrying while an earlier deletion of the same names ends.
 func (b *Broker) CreateTopics(partitions int, topics ...string) error {
-	adm, err := kadm.NewOptClient(kgo.SeedBrokers(b.Addr()))
+	adm, err := kadm.NewOptClient(kgo.SeedBrokers(b.Addr()), kgo.MetadataMinAge(50*time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("kafkatest: %w", err)
 	}
@@ -496,7 +526,7 @@ func (b *Broker) CreateTopics(partitions int, topics ...string) error {
 			}
 		}
 		if len(retry) == 0 {
-			return nil
+			return b.waitServed(ctx, adm, partitions, topics)
 		}
 		left = retry
 		select {
@@ -507,11 +537,60 @@ func (b *Broker) CreateTopics(partitions int, topics ...string) error {
 	}
 }
 
+// waitServed waits until metadata shows every topic with its partitions
+// led: a broker shows a created topic a moment after CreateTopics answers,
+// and a test producing to it at once would fail with
+// UNKNOWN_TOPIC_OR_PARTITION.
+func (b *Broker) waitServed(ctx context.Context, adm *kadm.Client, partitions int, topics []string) error {
+	for {
+		// The client caches metadata for 50 ms only (MetadataMinAge).
+		details, err := adm.ListTopics(ctx, topics...)
+		if err == nil {
+			served := true
+			for _, t := range topics {
+				d, ok := details[t]
+				if !ok || d.Err != nil || len(d.Partitions) != partitions {
+					served = false
+					break
+				}
+				for _, p := range d.Partitions {
+					if p.Err != nil || p.Leader < 0 {
+						served = false
+					}
+				}
+			}
+			if served {
+				// And every partition's leader has set up its replica
+				// (until then Kafka answers a produce by topic ID with
+				// UNKNOWN_TOPIC_ID, a ListOffsets with NOT_LEADER_OR_FOLLOWER).
+				ends, lerr := adm.ListEndOffsets(ctx, topics...)
+				if lerr == nil {
+					ends.Each(func(o kadm.ListedOffset) {
+						if o.Err != nil {
+							served, err = false, o.Err
+						}
+					})
+					if served {
+						return nil
+					}
+				} else {
+					err = lerr
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kafkatest: topics %v not served within 60 s of their creation (last error: %v)", topics, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // Reset empties the broker for the next test: every topic but Kafka's
 // internal ones and every consumer group are deleted (waiting until the
 // deletions are seen), then topics are created with partitions partitions.
 func (b *Broker) Reset(partitions int, topics ...string) error {
-	adm, err := kadm.NewOptClient(kgo.SeedBrokers(b.Addr()))
+	adm, err := kadm.NewOptClient(kgo.SeedBrokers(b.Addr()), kgo.MetadataMinAge(50*time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("kafkatest: %w", err)
 	}
@@ -534,7 +613,15 @@ func (b *Broker) Reset(partitions int, topics ...string) error {
 	if err != nil {
 		return fmt.Errorf("kafkatest: reset: listing topics: %w", err)
 	}
-	if names := listed.Names(); len(names) > 0 {
+	// The topics to create are deleted too: one created a moment ago (by
+	// the previous test) may not be listed yet.
+	names := listed.Names()
+	for _, t := range topics {
+		if !slices.Contains(names, t) {
+			names = append(names, t)
+		}
+	}
+	if len(names) > 0 {
 		resp, err := adm.DeleteTopics(ctx, names...)
 		if err != nil {
 			return fmt.Errorf("kafkatest: reset: deleting topics %v: %w", names, err)

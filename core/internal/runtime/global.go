@@ -118,7 +118,7 @@ func (a *App) startGlobals(ctx context.Context) error {
 	if a.eos {
 		list = a.adm.ListCommittedOffsets // the last stable offset
 	}
-	ends, err := list(ctx, topics...)
+	ends, err := settledOffsets(ctx, list, topics...)
 	if err != nil {
 		return fmt.Errorf("runtime: listing end offsets of global tables' topics: %w", err)
 	}
@@ -136,7 +136,7 @@ func (a *App) startGlobals(ctx context.Context) error {
 			}
 			end, eok := ends.Lookup(g.Topic(), pd.Partition)
 			if !eok || end.Err != nil {
-				return fmt.Errorf("runtime: global store %s: no end offset for %s/%d", g.Store.Name, g.Topic(), pd.Partition)
+				return fmt.Errorf("runtime: global store %s: no end offset for %s/%d: %v", g.Store.Name, g.Topic(), pd.Partition, end.Err)
 			}
 			if !ok || from > end.Offset {
 				// No checkpoint (a first start, or a store of another

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/state"
@@ -151,6 +153,39 @@ func storePartitionsOf(id taskID, p *plan) []storePartition {
 	return out
 }
 
+// offsetsSettle bounds how long settledOffsets asks again.
+const offsetsSettle = 30 * time.Second
+
+// settledOffsets lists offsets with list (end offsets, or the last stable
+// ones), asking again for up to offsetsSettle while a partition answers
+// with a retriable error. Apache Kafka answers NOT_LEADER_OR_FOLLOWER or
+// UNKNOWN_TOPIC_OR_PARTITION for a partition of a topic created a moment
+// ago whose replica the broker has not set up yet (kfake never does): a
+// changelog created at start is then restored, not failed.
+func settledOffsets(ctx context.Context, list func(context.Context, ...string) (kadm.ListedOffsets, error), topics ...string) (kadm.ListedOffsets, error) {
+	deadline := time.Now().Add(offsetsSettle)
+	for {
+		ends, err := list(ctx, topics...)
+		if err != nil {
+			return nil, err
+		}
+		settled := true
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Err != nil && kerr.IsRetriable(o.Err) {
+				settled = false
+			}
+		})
+		if settled || time.Now().After(deadline) {
+			return ends, nil
+		}
+		select {
+		case <-ctx.Done():
+			return ends, nil
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // restore brings a store partition up to date with its changelog: from the
 // checkpoint if there is one, else wiped and from the start. The checkpoint
 // is then cleared: until the next clean close, the data is ahead of it, and
@@ -181,13 +216,13 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 	if a.eos {
 		list = a.adm.ListCommittedOffsets // the last stable offset
 	}
-	ends, err := list(ctx, tx.changelog)
+	ends, err := settledOffsets(ctx, list, tx.changelog)
 	if err != nil {
 		return fmt.Errorf("restoring store %s partition %d: listing end offset of %s: %w", tx.store.Name, tx.part.Number, tx.changelog, err)
 	}
 	end, ok := ends.Lookup(tx.changelog, tx.part.Number)
 	if !ok || end.Err != nil {
-		return fmt.Errorf("restoring store %s partition %d: no end offset for %s/%d", tx.store.Name, tx.part.Number, tx.changelog, tx.part.Number)
+		return fmt.Errorf("restoring store %s partition %d: no end offset for %s/%d: %v", tx.store.Name, tx.part.Number, tx.changelog, tx.part.Number, end.Err)
 	}
 	if from > end.Offset {
 		// The checkpoint is ahead of the changelog: the topic was

@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,4 +64,43 @@ func TestSourceTopicShownLateInMetadataIsNotMissing(t *testing.T) {
 	})
 	h.stopServing(done)
 	f.assertFired(t, "metadata not knowing the topic yet")
+}
+
+// Apache Kafka answers ListOffsets for a partition of a topic created a
+// moment ago with NOT_LEADER_OR_FOLLOWER until its replica is set up. A
+// changelog created at start is restored once the broker answers, not
+// failed ("no end offset"): the first answers for it are that error here.
+func TestChangelogOffsetsNotYetServedAreAskedAgain(t *testing.T) {
+	needKfake(t)
+	e := newEnv(t, "lines", "word-counts")
+	ls, want := lines(200, 0)
+	e.produce("lines", ls...)
+	h := e.open("fresh-changelog", nil)
+	h.buildWordCount("lines", "word-counts")
+	namesChangelog := func(req kmsg.Request) bool {
+		for _, rt := range req.(*kmsg.ListOffsetsRequest).Topics {
+			if strings.HasSuffix(rt.Topic, "-changelog") {
+				return true
+			}
+		}
+		return false
+	}
+	f := answerEvery(kfakeCluster(t, e.broker), kmsg.ListOffsets, 1, 3, namesChangelog, func(r kmsg.Request) (kmsg.Response, error) {
+		req := r.(*kmsg.ListOffsetsRequest)
+		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+		resp.SetVersion(req.GetVersion())
+		for _, rt := range req.Topics {
+			st := kmsg.ListOffsetsResponseTopic{Topic: rt.Topic}
+			for _, rp := range rt.Partitions {
+				st.Partitions = append(st.Partitions, kmsg.ListOffsetsResponseTopicPartition{Partition: rp.Partition, ErrorCode: kerr.NotLeaderForPartition.Code, Offset: -1, Timestamp: -1})
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil
+	})
+	h.start()
+	done := h.serveAsync()
+	waitCounts(t, e, "word-counts", want)
+	h.stopServing(done)
+	f.assertFired(t, "ListOffsets of a changelog not served yet")
 }
