@@ -54,7 +54,7 @@ var (
 )
 
 func (g *fuzzGen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
-func (g *fuzzGen) chance(p float64) bool     { return g.r.Float64() < p }
+func (g *fuzzGen) chance(p float64) bool    { return g.r.Float64() < p }
 
 // MarshalJSON writes f in the case's form: "name" or {"name", "arg"}.
 func (f FnRef) MarshalJSON() ([]byte, error) {
@@ -195,7 +195,12 @@ func (g *fuzzGen) gen() *Case {
 	steps = append(steps, Step{Op: "to", Topic: "output"})
 	c.Topology = steps
 	if hasTopic(steps, "table") {
-		c.Inputs = append(c.Inputs, g.input("table", nullValues))
+		// The table's rows come first, before the topology starts, so
+		// that a saved case means the same against the broker (which
+		// interleaves topics) as in the test drivers.
+		t := g.input("table", nullValues)
+		t.BeforeStart = true
+		c.Inputs = append(c.Inputs, t)
 	}
 	c.Inputs = append(c.Inputs, g.input("input", nullValues))
 	c.Expect.Outputs = []Output{out}
@@ -499,6 +504,17 @@ func shrinkCandidates(c *Case, sch *schema) []*Case {
 			out = append(out, p)
 		}
 	}
+	// Halves first: a difference that needs few records (or none: a
+	// build) shrinks in a few rounds.
+	for i, in := range c.Inputs {
+		if n := len(in.Records); n > 1 {
+			for _, half := range [][2]int{{0, n / 2}, {n / 2, n}} {
+				k := cloneCase(c)
+				k.Inputs[i].Records = k.Inputs[i].Records[half[0]:half[1]]
+				add(k)
+			}
+		}
+	}
 	for i, in := range c.Inputs {
 		for j := range in.Records {
 			k := cloneCase(c)
@@ -569,9 +585,30 @@ func shrink(x *javaExecutor, c *Case, diff []string, sch *schema, tmp string) (*
 	return c, diff, nil
 }
 
+// fuzzSignature is what two differences share when they are very likely
+// one divergence: the topology's operators and functions and what
+// differed (build, failure, output, dropped records).
+func fuzzSignature(c *Case, diff []string) string {
+	var b strings.Builder
+	for _, st := range c.Topology {
+		b.WriteString(st.Op)
+		if st.Fn != nil {
+			b.WriteString("(" + st.Fn.Name + ")")
+		}
+		if st.Windows != nil {
+			b.WriteString("[" + st.Windows.Type + "]")
+		}
+		b.WriteString(" ")
+	}
+	kind, _, _ := strings.Cut(diff[0], ":")
+	return strings.TrimSpace(b.String()) + " / " + kind
+}
+
 // fuzzFound writes (or prints) a shrunk case: its expectation is what
-// Kafka Streams did, its description what Go did differently.
-func fuzzFound(root string, c *Case, diff []string, want *fuzzRun, seed uint64, n int, sch *schema, save bool) error {
+// Kafka Streams did, its description what Go did differently. It reports
+// true when the case is already saved (a known divergence: its name is the
+// hash of its topology, inputs and config, and c.Name becomes that name).
+func fuzzFound(root string, c *Case, diff []string, want *fuzzRun, seed uint64, n int, sch *schema, save bool) (bool, error) {
 	k := cloneCase(c)
 	for i := range k.Expect.Outputs {
 		o := &k.Expect.Outputs[i]
@@ -585,14 +622,14 @@ func fuzzFound(root string, c *Case, diff []string, want *fuzzRun, seed uint64, 
 				}
 				v, err := decode(serde, b)
 				if err != nil {
-					return fmt.Errorf("output %s: %s: %w", o.Topic, field, err)
+					return false, fmt.Errorf("output %s: %s: %w", o.Topic, field, err)
 				}
 				if bs, ok := v.([]byte); ok {
 					v = base64.StdEncoding.EncodeToString(bs)
 				}
 				raw, err := json.Marshal(v)
 				if err != nil {
-					return err
+					return false, err
 				}
 				if field == "key" {
 					rec.Key = raw
@@ -606,7 +643,7 @@ func fuzzFound(root string, c *Case, diff []string, want *fuzzRun, seed uint64, 
 		}
 	}
 	if want.failure != "" || want.refused != "" {
-		return fmt.Errorf("a case Kafka Streams refuses or fails is not saved (%s%s): %s", want.refused, want.failure, strings.Join(diff, "; "))
+		return false, fmt.Errorf("a case Kafka Streams refuses or fails is not saved (%s%s): %s", want.refused, want.failure, strings.Join(diff, "; "))
 	}
 	k.Expect.DroppedRecords = want.dropped
 	h := sha256.New()
@@ -617,21 +654,25 @@ func fuzzFound(root string, c *Case, diff []string, want *fuzzRun, seed uint64, 
 	}{k.Topology, k.Inputs, k.Config})
 	h.Write(data)
 	name := "fuzz_" + hex.EncodeToString(h.Sum(nil))[:10]
+	c.Name = name
+	file := filepath.Join(root, "conformance", "cases", name+".json")
+	if _, err := os.Stat(file); err == nil {
+		return true, nil
+	}
 	desc := fmt.Sprintf("Found by the conformance fuzzer (make fuzz-conformance, seed %d, case %d) and shrunk; the expectation is what Kafka Streams did. Go's test driver differed: %s", seed, n, strings.Join(diff, "; "))
 	p, err := fuzzCase(k, name, desc, sch)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !save {
 		fmt.Printf("%s\n", p.raw)
-		return nil
+		return false, nil
 	}
-	file := filepath.Join(root, "conformance", "cases", name+".json")
 	if err := os.WriteFile(file, p.raw, 0o644); err != nil {
-		return err
+		return false, err
 	}
 	fmt.Printf("fuzz: wrote %s\n", file)
-	return nil
+	return false, nil
 }
 
 // runFuzz generates, runs and compares batches of random cases until the
@@ -649,7 +690,8 @@ func runFuzz(root string, sch *schema, o fuzzOptions) int {
 	defer os.RemoveAll(tmp)
 	g := &fuzzGen{r: rand.New(rand.NewPCG(o.seed, 0x9e3779b97f4a7c15))}
 	ran, refused, failed, found, records := 0, 0, 0, 0, 0
-	seen := map[string]bool{} // the first difference of each shrunk case
+	seen := map[string]bool{} // fuzzSignature of each difference shrunk
+	known := 0                // differences already saved as cases
 	for (o.cases == 0 || ran < o.cases) && (o.duration == 0 || time.Since(began) < o.duration) {
 		size := o.batch
 		if o.cases > 0 {
@@ -685,6 +727,12 @@ func runFuzz(root string, sch *schema, o fuzzOptions) int {
 			}
 			n := 0
 			fmt.Sscanf(c.Name, "fuzz_%d", &n)
+			sig := fuzzSignature(c, d)
+			if seen[sig] {
+				fmt.Printf("fuzz: case %d differs as an earlier one did (%s); not shrunk again\n", n, sig)
+				continue
+			}
+			seen[sig] = true
 			fmt.Printf("fuzz: case %d differs: %s\n", n, strings.Join(d, "; "))
 			small, sd, err := shrink(x, c, d, sch, tmp)
 			if err != nil {
@@ -694,20 +742,22 @@ func runFuzz(root string, sch *schema, o fuzzOptions) int {
 			if err != nil {
 				return fail(err)
 			}
-			key := fmt.Sprint(small.Topology, small.Inputs)
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			found++
 			fmt.Printf("fuzz: shrunk to %d steps, %d records: %s\n", len(small.Topology), countRecords(small), strings.Join(sd, "; "))
-			if err := fuzzFound(root, small, sd, wr[small.Name], o.seed, n, sch, o.save); err != nil {
+			saved, err := fuzzFound(root, small, sd, wr[small.Name], o.seed, n, sch, o.save)
+			switch {
+			case err != nil:
 				fmt.Printf("fuzz: %v\n", err)
+				found++
+			case saved:
+				fmt.Printf("fuzz: known: the shrunk case is already conformance/cases/%s.json (the matrix tracks it)\n", small.Name)
+				known++
+			default:
+				found++
 			}
 		}
 		fmt.Printf("fuzz: %d cases run (Kafka Streams refused %d, failed %d, wrote %d output records), %d differences, %s\n", ran, refused, failed, records, found, time.Since(began).Round(100*time.Millisecond))
 	}
-	fmt.Printf("fuzz: seed %d: %d random cases through Kafka Streams and Go's test driver, %d differences found, in %s\n", o.seed, ran, found, time.Since(began).Round(100*time.Millisecond))
+	fmt.Printf("fuzz: seed %d: %d random cases through Kafka Streams and Go's test driver, %d new differences found (%d known: saved cases), in %s\n", o.seed, ran, found, known, time.Since(began).Round(100*time.Millisecond))
 	if found > 0 {
 		return 1
 	}
