@@ -586,15 +586,12 @@ func shrink(x *javaExecutor, c *Case, diff []string, sch *schema, tmp string) (*
 }
 
 // fuzzSignature is what two differences share when they are very likely
-// one divergence: the topology's operators and functions and what
+// one divergence: the topology's operators, window types and what
 // differed (build, failure, output, dropped records).
 func fuzzSignature(c *Case, diff []string) string {
 	var b strings.Builder
 	for _, st := range c.Topology {
 		b.WriteString(st.Op)
-		if st.Fn != nil {
-			b.WriteString("(" + st.Fn.Name + ")")
-		}
 		if st.Windows != nil {
 			b.WriteString("[" + st.Windows.Type + "]")
 		}
