@@ -73,7 +73,7 @@ func fn(name string, arg ...any) *FnRef {
 }
 
 // stateless is a random stateless step over a string/string stream; nulls
-// says whether it may turn values into null.
+// says whether it may turn values into null (to_null, swap of a null key).
 func (g *fuzzGen) stateless(nulls bool) Step {
 	switch g.r.IntN(5) {
 	case 0:
@@ -91,6 +91,9 @@ func (g *fuzzGen) stateless(nulls bool) Step {
 	case 3:
 		fs := []*FnRef{fn("first_word_key"), fn("key_upper"), fn("first_letter"), fn("value_as_key")}
 		return Step{Op: "select_key", Fn: fs[g.r.IntN(len(fs))]}
+	}
+	if !nulls { // swap turns a null key into a null value
+		return Step{Op: "map", Fn: fn("upper_both")}
 	}
 	return Step{Op: "map", Fn: fn(g.pick("swap", "upper_both"))}
 }
@@ -587,8 +590,17 @@ func shrink(x *javaExecutor, c *Case, diff []string, sch *schema, tmp string) (*
 
 // fuzzSignature is what two differences share when they are very likely
 // one divergence: the topology's operators, window types and what
-// differed (build, failure, output, dropped records).
+// differed (build, failure, output, dropped records); for a refusal, the
+// refusal's text without numbers.
 func fuzzSignature(c *Case, diff []string) string {
+	if strings.HasPrefix(diff[0], "build:") { // the refusal, whatever the steps
+		return strings.Map(func(r rune) rune {
+			if r >= '0' && r <= '9' {
+				return -1
+			}
+			return r
+		}, strings.ReplaceAll(diff[0], "left_join", "join"))
+	}
 	var b strings.Builder
 	for _, st := range c.Topology {
 		b.WriteString(st.Op)
