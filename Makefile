@@ -13,7 +13,7 @@ KAFKA_VERSION := $(shell cat $(CURDIR)/tools/kafka/VERSION)
 JAVA_EXECUTOR_DIR := conformance/executors/java
 JAVA_EXECUTOR := $(JAVA_EXECUTOR_DIR)/target/conformance-java.jar
 
-.PHONY: all deps build generate check-generated lint test test-go kafka test-kafka test-kafka-quick test-python test-node test-rust java-executor conformance conformance-java conformance-driver demo bench bench-join chaos fuzz clean dist test-dist
+.PHONY: all deps build generate check-generated lint test test-go kafka test-kafka test-kafka-quick test-python test-node test-rust java-executor conformance conformance-java conformance-driver fuzz-conformance demo bench bench-join chaos fuzz clean dist test-dist
 
 all: build
 
@@ -105,6 +105,19 @@ conformance: deps build java-executor
 # .cache/conformance-java/ per case file, executor and Kafka version.
 conformance-java: java-executor
 	go run ./conformance/runner -repo $(CURDIR) -lang java $(CONFORMANCE_FLAGS)
+
+# Differential testing against Kafka Streams (conformance/README.md): random
+# cases through Kafka Streams (TopologyTestDriver) and Go's test driver,
+# compared in order; each difference is shrunk and written as
+# conformance/cases/fuzz_<hash>.json (FUZZ_SAVE=false: printed). Fails on a
+# difference not saved yet. FUZZ_DURATION (e.g. 5m) instead of FUZZ_CASES
+# runs for a time.
+FUZZ_SEED ?= 1
+FUZZ_CASES ?= 200
+FUZZ_DURATION ?= 0
+FUZZ_SAVE ?= true
+fuzz-conformance: java-executor
+	go run ./conformance/runner -repo $(CURDIR) -fuzz -fuzz-seed $(FUZZ_SEED) -fuzz-cases $(FUZZ_CASES) -fuzz-duration $(FUZZ_DURATION) -fuzz-save=$(FUZZ_SAVE)
 
 # The Kafka Streams executor: Maven resolves kafka-streams and
 # kafka-streams-test-utils $(KAFKA_VERSION) from Maven Central into ~/.m2.

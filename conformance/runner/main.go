@@ -43,7 +43,17 @@ func main() {
 	validate := flag.Bool("validate", false, "only validate the case files")
 	ksSays := flag.Bool("kafka-streams-says", false, "print what Kafka Streams does with each case (-run selects them), in the case's terms, and exit: an aid to writing expectations")
 	driver := flag.Bool("driver", false, "run each case in a test driver session (TopologyTestDriver's mode: one record at a time, each processed completely), as the SDKs' test drivers do")
+	fuzz := flag.Bool("fuzz", false, "differential testing: run random cases through Kafka Streams and Go's test driver, compare, shrink and save each difference (fuzz.go)")
+	var fo fuzzOptions
+	flag.Uint64Var(&fo.seed, "fuzz-seed", 1, "the fuzzer's random seed")
+	flag.IntVar(&fo.cases, "fuzz-cases", 0, "stop after this many random cases (0: no limit; give this or -fuzz-duration)")
+	flag.DurationVar(&fo.duration, "fuzz-duration", 0, "stop starting batches after this long (0: no limit)")
+	flag.IntVar(&fo.batch, "fuzz-batch", 100, "random cases per Kafka Streams run (one JVM)")
+	flag.BoolVar(&fo.save, "fuzz-save", true, "write each shrunk difference as conformance/cases/fuzz_<hash>.json (false: print it)")
 	flag.Parse()
+	if *fuzz {
+		os.Exit(fuzzMain(*repo, fo))
+	}
 	os.Exit(run(*repo, *langs, *only, *parallel, *python, *validate, *driver, *ksSays))
 }
 
@@ -184,6 +194,24 @@ func run(repo, langs, only string, parallel int, python string, validateOnly, dr
 	}
 	fmt.Printf("conformance: %s\n", time.Since(began).Round(100*time.Millisecond))
 	return code
+}
+
+func fuzzMain(repo string, o fuzzOptions) int {
+	root, err := filepath.Abs(repo)
+	if err != nil {
+		return fail(err)
+	}
+	if o.cases <= 0 && o.duration <= 0 {
+		return fail(fmt.Errorf("-fuzz: give -fuzz-cases or -fuzz-duration"))
+	}
+	if o.batch <= 0 {
+		return fail(fmt.Errorf("-fuzz-batch: %d is not a positive count", o.batch))
+	}
+	sch, err := loadSchema(filepath.Join(root, "conformance", "schema", "case.schema.json"))
+	if err != nil {
+		return fail(err)
+	}
+	return runFuzz(root, sch, o)
 }
 
 func fail(err error) int {
