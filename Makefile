@@ -13,7 +13,7 @@ KAFKA_VERSION := $(shell cat $(CURDIR)/tools/kafka/VERSION)
 JAVA_EXECUTOR_DIR := conformance/executors/java
 JAVA_EXECUTOR := $(JAVA_EXECUTOR_DIR)/target/conformance-java.jar
 
-.PHONY: all deps build generate check-generated lint test test-go kafka test-kafka test-kafka-quick test-python test-node test-rust java-executor conformance conformance-java conformance-driver fuzz-conformance demo bench bench-join chaos fuzz clean dist test-dist
+.PHONY: all deps build generate check-generated lint test test-go kafka test-kafka test-kafka-quick interop-jvm test-interop test-python test-node test-rust java-executor conformance conformance-java conformance-driver fuzz-conformance demo bench bench-join chaos fuzz clean dist test-dist
 
 all: build
 
@@ -78,6 +78,17 @@ test-kafka-quick: build
 test-kafka: build
 	POLYSTREAMS_TEST_BROKER=kafka go test -count=1 -timeout 45m ./core/internal/kafkatest/ ./core/internal/server/
 	POLYSTREAMS_TEST_BROKER=kafka POLYSTREAMS_CHAOS=1 POLYSTREAMS_CHAOS_GUARANTEE=exactly_once_v2 go test -count=1 -timeout 15m -run 'TestChaosKillsWhileCounting|TestChaosKillsWhileWindowing' ./core/internal/server/
+	$(MAKE) test-interop
+
+# Interoperability with JVM Kafka Streams (docs/kafka.md): a Kafka Streams
+# application (tools/interop/jvm, kafka-streams at tools/kafka/VERSION, built
+# by Maven into its target/) and a polystreams application read each other's
+# outputs on the real broker (core/internal/interop).
+interop-jvm:
+	mvn -q -B -Dkafka.version=$$(tr -d '[:space:]' < tools/kafka/VERSION) -f tools/interop/jvm/pom.xml package dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=target/lib
+
+test-interop: interop-jvm
+	POLYSTREAMS_TEST_BROKER=kafka go test -count=1 -timeout 15m -v -run TestInterop ./core/internal/interop/
 
 test-python: build
 	cd sdk-python && PYTHONPATH=src $(PY) -m pytest -q tests
@@ -201,4 +212,4 @@ test-dist: dist build
 	tools/dist/test.sh $(CURDIR)/dist
 
 clean:
-	rm -rf bin .cache dist
+	rm -rf bin .cache dist tools/interop/jvm/target

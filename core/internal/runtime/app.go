@@ -329,7 +329,7 @@ func (a *App) begin(ctx context.Context) (err error) {
 		kgo.OnPartitionsAssigned(a.onAssigned),
 		kgo.OnPartitionsRevoked(a.onRevoked),
 		kgo.OnPartitionsLost(a.onLost),
-		kgo.RecordPartitioner(changelogPartitioner(manual)),
+		kgo.RecordPartitioner(changelogPartitioner(manual, windowedSinkTopics(a.topo))),
 		// As Kafka's Java producer (allow.auto.create.topics=true): a sink
 		// topic that does not exist is created where the broker allows it.
 		kgo.AllowAutoTopicCreation(),
@@ -391,21 +391,48 @@ func (a *App) begin(ctx context.Context) (err error) {
 
 // changelogPartitioner writes changelog records to their task's partition
 // and everything else as Kafka's default partitioner does (murmur2 of the
-// key), so repartition topics agree with Kafka Streams'.
-func changelogPartitioner(manual map[string]bool) kgo.Partitioner {
-	return partitioner{manual: manual, def: kgo.UniformBytesPartitioner(64<<10, true, true, nil)}
+// key), so repartition topics agree with Kafka Streams'. Topics that sinks
+// write with windowed keys (windowedSinkTopics) are partitioned by the
+// windowed key's inner key, as Kafka Streams' WindowedStreamPartitioner
+// does: every window of a key goes to the key's partition.
+func changelogPartitioner(manual map[string]bool, windowed map[string]int) kgo.Partitioner {
+	return partitioner{manual: manual, windowed: windowed, def: kgo.UniformBytesPartitioner(64<<10, true, true, nil)}
 }
 
 type partitioner struct {
 	manual map[string]bool
-	def    kgo.Partitioner
+	// windowed: topic -> the length of the window suffix of its keys
+	// (8: a time window's start; 16: a session's start and end).
+	windowed map[string]int
+	def      kgo.Partitioner
 }
 
 func (p partitioner) ForTopic(t string) kgo.TopicPartitioner {
 	if p.manual[t] {
 		return kgo.ManualPartitioner().ForTopic(t)
 	}
+	if suffix, ok := p.windowed[t]; ok {
+		return innerKeyPartitioner{suffix: suffix, keyed: kgo.StickyKeyPartitioner(nil).ForTopic(t)}
+	}
 	return p.def.ForTopic(t)
+}
+
+// innerKeyPartitioner hashes a windowed key's inner key (the key without
+// its window suffix) as Kafka's default partitioner hashes keys.
+type innerKeyPartitioner struct {
+	suffix int
+	keyed  kgo.TopicPartitioner
+}
+
+func (innerKeyPartitioner) RequiresConsistency(*kgo.Record) bool { return true }
+
+func (p innerKeyPartitioner) Partition(r *kgo.Record, n int) int {
+	if len(r.Key) < p.suffix {
+		return p.keyed.Partition(r, n) // not a windowed key: hashed whole
+	}
+	inner := *r
+	inner.Key = r.Key[:len(r.Key)-p.suffix]
+	return p.keyed.Partition(&inner, n)
 }
 
 // DroppedRecords counts the records the tasks dropped since the start.

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/polystreams/polystreams/core/internal/serde"
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
@@ -431,4 +432,27 @@ func (a *App) createMissingTopics(ctx context.Context) error {
 			return fmt.Errorf("runtime: created topics %s did not appear in metadata within 30s", strings.Join(missing, ", "))
 		}
 	}
+}
+
+// windowedSinkTopics are the topics that sinks write with a windowed key
+// serde (KStream.to with WindowedSerdes), each with the length of its keys'
+// window suffix. Kafka Streams partitions what such a sink writes by the
+// inner key (WindowedStreamPartitioner), and so does the engine
+// (changelogPartitioner).
+func windowedSinkTopics(topo *topology.Topology) map[string]int {
+	out := map[string]int{}
+	for _, sub := range topo.Subtopologies {
+		for _, n := range sub.Nodes {
+			if n.Type != topology.Sink || n.Internal || n.FK != nil {
+				continue
+			}
+			if _, _, session, ok := serde.ParseWindowed(n.KeySerde); ok {
+				out[n.Topic] = 8
+				if session {
+					out[n.Topic] = 16
+				}
+			}
+		}
+	}
+	return out
 }
