@@ -261,6 +261,8 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 			case n.Fn != nil && n.Fn.Native != nil && n.Op != topology.OpJoin && n.Op != topology.OpLeftJoin:
 				// A join's native joiner runs in stepJoin, beside its table lookup.
 				s.kind = stepNative
+			case n.Op == topology.OpRepartitionFilter && n.KeepNullKeys:
+				s.kind = stepPass // a join downstream joins null keys with null
 			case n.Op == topology.OpRepartitionFilter:
 				s.kind = stepDropNullKey
 			case n.Op == topology.OpCount:

@@ -37,6 +37,7 @@ func (b *Builder) Topology() (*Topology, error) {
 			cp.Predecessors = append(cp.Predecessors, copies[p])
 		}
 	}
+	relaxNullKeyFilters(b.roots, copies)
 
 	// Sub-topologies are the connected parts of the graph (InternalTopology-
 	// Builder's nodeGrouper unites each node with its predecessors, and the
@@ -150,4 +151,39 @@ func (q *byPrio) Pop() any {
 	g := old[len(old)-1]
 	*q = old[:len(old)-1]
 	return g
+}
+
+// relaxNullKeyFilters is InternalStreamsBuilder.rewriteRepartitionNodes
+// (Kafka 3.7+, KIP-962): a repartition's filter drops null-key records
+// unless a join that joins them with null (a graph node labelled
+// NULL_KEY_RELAXED_JOIN) is downstream of it, however far
+// (NodesWithRelaxedNullKeyJoinDownstream); then it passes every record
+// and marks the copy of its filter in copies KeepNullKeys. The filter
+// stays in the topology either way, so describe() does not change.
+func relaxNullKeyFilters(roots []*gnode, copies map[*Node]*Node) {
+	relaxed := map[*gnode]bool{} // visited: whether a relaxed join is below
+	var visit func(g *gnode) bool
+	visit = func(g *gnode) bool {
+		if r, ok := relaxed[g]; ok {
+			return r
+		}
+		r := false
+		for _, c := range g.children {
+			// Every child is visited: Kafka's traversal goes on past the
+			// first hit.
+			if visit(c) || c.relaxedNullKeyJoin {
+				r = true
+			}
+		}
+		relaxed[g] = r
+		return r
+	}
+	for _, g := range roots {
+		visit(g)
+	}
+	for g, r := range relaxed {
+		if r && len(g.nodes) > 0 && g.nodes[0].Op == OpRepartitionFilter {
+			copies[g.nodes[0]].KeepNullKeys = true
+		}
+	}
 }

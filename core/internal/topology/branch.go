@@ -114,7 +114,8 @@ func (b *Builder) Split(input uint64, name string, branches []Branch, defaultBra
 // prefix), and comes out of a new sub-topology. partitions is
 // Repartitioned.withNumberOfPartitions (0: the partition count of the
 // sub-topology writing it). Records with a null key are dropped, as the
-// repartition filter drops them.
+// repartition filter drops them, unless a left join follows
+// (relaxNullKeyFilters).
 func (b *Builder) Repartition(input uint64, name string, partitions int32) (*Handle, error) {
 	c := b.begin("repartition")
 	in := c.input(input, KindStream)

@@ -108,6 +108,11 @@ type gnode struct {
 	nodes    []*Node // in the order Kafka writes them
 	out      *Node   // the node the graph node's children hang off
 	children []*gnode
+	// relaxedNullKeyJoin is Kafka's NULL_KEY_RELAXED_JOIN label: a left
+	// stream-table or stream-global join, or a left or outer stream-stream
+	// join, which joins a null-key record with null (KIP-962). A
+	// repartition upstream of one keeps null keys (relaxNullKeyFilters).
+	relaxedNullKeyJoin bool
 }
 
 // NewBuilder returns an empty Builder.
@@ -538,7 +543,8 @@ func (c *call) planRepartition(prefix string, reuse bool) repartition {
 }
 
 // repartition adds (or, for a named grouped stream, adds again) the
-// repartition graph node: filter (drops null keys), sink and source, in the
+// repartition graph node: filter (drops null keys, unless a join that
+// relaxes them is downstream: relaxNullKeyFilters), sink and source, in the
 // order OptimizableRepartitionNode writes them. The source starts a new
 // sub-topology.
 func (b *Builder) repartition(in *entry, rp repartition) *gnode {

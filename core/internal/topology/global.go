@@ -173,6 +173,7 @@ func (b *Builder) GlobalJoin(input, global uint64, keyMapper, joiner Function, l
 		KeySerde:    in.handle.KeySerde, ValueSerde: serde.Or(valueSerde, in.handle.ValueSerde),
 	}
 	g := b.hang(in, n)
+	g.relaxedNullKeyJoin = left
 	return b.mint(&entry{
 		handle: &Handle{Kind: KindStream, KeySerde: n.KeySerde, ValueSerde: n.ValueSerde, Node: n},
 		g:      g, repartition: in.repartition,

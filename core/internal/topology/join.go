@@ -72,6 +72,6 @@ func (b *Builder) Join(input, table uint64, joiner Function, left bool, valueSer
 	}
 	b.nodes[n.Name] = n
 	link(from, n)
-	jg := b.add(g, &gnode{nodes: []*Node{n}, out: n})
+	jg := b.add(g, &gnode{nodes: []*Node{n}, out: n, relaxedNullKeyJoin: left})
 	return b.mint(&entry{handle: &Handle{Kind: KindStream, KeySerde: n.KeySerde, ValueSerde: n.ValueSerde, Node: n}, g: jg}), nil
 }

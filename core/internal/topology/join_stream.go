@@ -265,7 +265,7 @@ func (b *Builder) StreamJoin(input, other uint64, joiner Function, o StreamJoinO
 	// StreamStreamJoinNode writes this join, the other, then the merge;
 	// InternalStreamsBuilder.addGraphNode(parents, child) adds it under
 	// each parent in turn.
-	jg := &gnode{nodes: []*Node{tj, oj, mg}, out: mg}
+	jg := &gnode{nodes: []*Node{tj, oj, mg}, out: mg, relaxedNullKeyJoin: leftOuter || rightOuter}
 	b.add(thisG, jg)
 	b.add(otherG, jg)
 	return b.mint(&entry{handle: &Handle{Kind: KindStream, KeySerde: key, ValueSerde: out, Node: mg}, g: jg}), nil

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"maps"
 	"strings"
 	"testing"
 )
@@ -82,4 +83,65 @@ func TestStreamTableJoinRefusals(t *testing.T) {
 			t.Errorf("%s: %v; want it to say %q", tt.name, tt.err, tt.want)
 		}
 	}
+}
+
+// keptNullKeys maps each repartition filter of b's topology to whether it
+// keeps null keys.
+func keptNullKeys(t *testing.T, b *Builder) map[string]bool {
+	t.Helper()
+	top, err := b.Topology()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := map[string]bool{}
+	for _, s := range top.Subtopologies {
+		for _, n := range s.Nodes {
+			if n.Op == OpRepartitionFilter {
+				kept[n.Name] = n.KeepNullKeys
+			}
+		}
+	}
+	return kept
+}
+
+// A repartition's filter keeps null keys when a left join is downstream of
+// it, however far (InternalStreamsBuilder.rewriteRepartitionNodes,
+// KIP-962), and drops them before an inner join; the filter node is there
+// either way.
+func TestRepartitionKeepsNullKeysForALeftJoinDownstream(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		left bool
+	}{{"inner", false}, {"left", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := check{t}
+			b := NewBuilder()
+			s := c.id(b.SelectKey(c.stream(b, "orders"), fn, "", ""))
+			tb := c.id(b.Table(TableOptions{Topic: "customers"}))
+			c.id(b.Join(s, tb, fn, tc.left, "", ""))
+			want := map[string]bool{"KSTREAM-FILTER-0000000006": tc.left}
+			if got := keptNullKeys(t, b); !maps.Equal(got, want) {
+				t.Errorf("repartition filters keeping null keys: %v, want %v", got, want)
+			}
+		})
+	}
+	t.Run("past an aggregation", func(t *testing.T) {
+		c := check{t}
+		b := NewBuilder()
+		s := c.id(b.SelectKey(c.stream(b, "orders"), fn, "", ""))
+		counts := c.id(b.Count(c.id(b.GroupByKey(s, "", "", "")), nil, ""))
+		changes := c.id(b.ToStream(counts, ""))
+		before := keptNullKeys(t, b)
+		tb := c.id(b.Table(TableOptions{Topic: "customers"}))
+		c.id(b.Join(changes, tb, fn, true, "", ""))
+		after := keptNullKeys(t, b)
+		if len(after) != 1 {
+			t.Fatalf("repartition filters: %v, want the count's only", after)
+		}
+		for name, kept := range after {
+			if !kept || before[name] {
+				t.Errorf("filter %s keeps null keys: %v before the left join, %v after; want false, true", name, before[name], kept)
+			}
+		}
+	})
 }

@@ -79,7 +79,8 @@ const (
 	OpPeek
 	OpForeach
 	// OpRepartitionFilter drops records with a null key before a repartition
-	// sink (Kafka Streams' "-repartition-filter" / KSTREAM-FILTER node).
+	// sink (Kafka Streams' "-repartition-filter" / KSTREAM-FILTER node),
+	// unless Node.KeepNullKeys.
 	OpRepartitionFilter
 	// OpCount is KStreamAggregate counting: the store holds a long per key,
 	// and each update is forwarded as a table change (key, long).
@@ -248,6 +249,10 @@ type Node struct {
 	// SendOld: this table node forwards old values with new ones (Kafka's
 	// sendOldValues), because an operator downstream needs them.
 	SendOld bool
+	// KeepNullKeys: this OpRepartitionFilter passes null-key records too,
+	// because a join downstream joins them with null (KIP-962; Kafka's
+	// InternalStreamsBuilder.rewriteRepartitionNodes).
+	KeepNullKeys bool
 	// Change marks a repartition sink and source of a grouped table: their
 	// records carry a change (new and old value), encoded as Kafka Streams'
 	// ChangedSerializer does.
