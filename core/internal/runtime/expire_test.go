@@ -124,3 +124,38 @@ func TestAbortedTransactionKeepsExpiredWindows(t *testing.T) {
 		t.Errorf("window a@0 after the committed expiry: %v (err %v), want deleted", v, err)
 	}
 }
+
+// A transaction that aborts while its tasks keep running (a rebalance or a
+// failed heartbeat came first: the session rewinds to the committed offsets
+// and the same tasks process its records again) takes the tasks' window
+// state with it: the stream time, the close time last emitted and the open
+// windows in memory are the last commit's again, so the records count once
+// and their windows close and emit once, as after a restart.
+func TestAbortedTransactionResetsWindowState(t *testing.T) {
+	db, err := state.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tk, p := eosEmitTask(t, db)
+	if got := txn(t, tk, p, true, "a@0", "a@1000", "b@2000"); got != nil {
+		t.Fatalf("first transaction emitted %v, want nothing (no window closed)", got)
+	}
+	// Aborted: a@9000 counted in an open window, b@9500 and a@70000
+	// closing it (with a trim).
+	want := []string{"a@0=3", "b@0=2"}
+	if got := txn(t, tk, p, false, "a@9000", "b@9500", "a@70000"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("aborted transaction emitted %v, want %v", got, want)
+	}
+	// The same records again, in two transactions, the first leaving
+	// [0,10000) open.
+	if got := txn(t, tk, p, false, "a@9000"); got != nil {
+		t.Fatalf("second aborted transaction emitted %v, want nothing", got)
+	}
+	if got := txn(t, tk, p, true, "a@9000", "b@9500"); got != nil {
+		t.Fatalf("after the aborts, a@9000 b@9500 emitted %v, want nothing", got)
+	}
+	if got := txn(t, tk, p, true, "a@70000"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("after the aborts, emitted %v, want %v", got, want)
+	}
+}

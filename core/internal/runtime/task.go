@@ -628,9 +628,19 @@ func (t *task) settleTxn(committed bool) {
 	t.settleMu.Lock()
 	defer t.settleMu.Unlock()
 	if !committed {
-		// The stream-stream joins' in-memory rows and stream time include
-		// the aborted batches: reload them from Pebble on next use.
+		// The stream-stream joins' in-memory rows and stream time, and the
+		// windowed steps' stream times, close times emitted, open windows
+		// and buffers, include the aborted batches: reload them from
+		// Pebble on next use, as Kafka Streams revives a task whose
+		// transaction aborted from its stores. Else the session's rewind
+		// to the committed offsets would count the records again into the
+		// open windows, and drop them as late, and never emit the windows
+		// the aborted batches closed.
 		clear(t.ssjoins)
+		clear(t.wins)
+		for _, tx := range t.stores {
+			tx.front = nil
+		}
 	}
 	for _, tx := range t.stores {
 		if committed && (len(tx.txn) > 0 || len(tx.expired) > 0) {
