@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -158,4 +159,48 @@ func TestAbortedTransactionResetsWindowState(t *testing.T) {
 	if got := txn(t, tk, p, true, "a@70000"); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("after the aborts, emitted %v, want %v", got, want)
 	}
+}
+
+// The stream-stream join's expired rows go with the transaction too: after
+// one that aborts, the join finds the rows the last commit left.
+func TestAbortedTransactionKeepsExpiredJoinRows(t *testing.T) {
+	h := newSSHarness(t, topology.JoinInner, topology.JoinWindows{Before: 100, After: 100, Grace: 1000}, nil)
+	h.app.eos = true
+	h.task.restored.Store(true)
+	for _, tx := range h.task.stores {
+		tx.lastOffset.Store(-1)
+	}
+	// One batch, "key:value@ts" each, in a transaction that then commits
+	// or aborts; the outputs as "key:value@ts".
+	send := func(commit bool, topic string, recs ...string) []string {
+		t.Helper()
+		var in []rec
+		for i, s := range recs {
+			var k, v string
+			var ts int64
+			if _, err := fmt.Sscanf(strings.NewReplacer(":", " ", "@", " ").Replace(s), "%s %s %d", &k, &v, &ts); err != nil {
+				t.Fatalf("record %q: %v", s, err)
+			}
+			in = append(in, rec{key: []byte(k), value: []byte(v), ts: ts, in: &kgo.Record{Topic: topic, Offset: int64(i)}})
+		}
+		h.task.begin()
+		if err := h.task.push(context.Background(), h.plan.sources[topic], in); err != nil {
+			t.Fatal(err)
+		}
+		for _, tx := range h.task.stores { // finish, under exactly_once_v2
+			for k, v := range tx.dirty {
+				tx.txn[k] = v
+			}
+		}
+		h.task.settleTxn(commit)
+		var got []string
+		for _, r := range h.task.out {
+			got = append(got, fmt.Sprintf("%s:%s@%d", r.Key, r.Value, r.Timestamp.UnixMilli()))
+		}
+		return got
+	}
+	h.expect("left alone", send(true, "left", "a:L1@1000"))
+	// Aborted: the left side's time jumps, a:L1 expires.
+	h.expect("far ahead", send(false, "left", "x:L2@100000"))
+	h.expect("after the abort", send(true, "right", "a:R1@1050"), "a:L1+R1@1050")
 }
