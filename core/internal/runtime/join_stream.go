@@ -397,7 +397,12 @@ func (t *task) expireJoin(st *ssState, w topology.JoinWindows) error {
 		for _, w := range doomed {
 			delete(sd.tx.dirty, string(w.Key))
 		}
-		if err := sd.tx.part.Apply(doomed); err != nil {
+		if t.app.eos {
+			// With the transaction (storeTx.expire): an abort keeps them.
+			for _, w := range doomed {
+				sd.tx.expire(true, w.Key, append(bytes.Clone(w.Key), 0))
+			}
+		} else if err := sd.tx.part.Apply(doomed); err != nil {
 			return fmt.Errorf("runtime: task %s: expiring join store %s: %w", t.id, sd.tx.store.Name, err)
 		}
 	}

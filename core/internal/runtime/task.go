@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -64,6 +65,13 @@ type storeTx struct {
 	front front
 	dirty map[string]row
 	txn   map[string]row
+	// expired: under exactly_once_v2, the key ranges [lo, hi) that
+	// retention expired in the open transaction. They reach Pebble after
+	// its writes, once it committed: deleted at once, a transaction that
+	// then aborts (or a killed engine) would leave Pebble without rows its
+	// checkpoint still holds (a window not emitted yet, say), and no
+	// restore from the checkpoint would bring them back.
+	expired [][2][]byte
 	// lastOffset is the offset of the last changelog record of the open
 	// transaction, -1 when none (set by produce promises).
 	lastOffset atomic.Int64
@@ -98,6 +106,17 @@ func (s *storeTx) put(key, value []byte, ts int64) {
 	if s.front != nil {
 		s.front.store(key, row{value, ts})
 	}
+}
+
+// expire deletes the rows in [lo, hi) (nil: open) that retention no
+// longer keeps: at once under at-least-once (whose checkpoint is cleared
+// while running), with the open transaction under exactly_once_v2.
+func (s *storeTx) expire(eos bool, lo, hi []byte) error {
+	if eos {
+		s.expired = append(s.expired, [2][]byte{bytes.Clone(lo), bytes.Clone(hi)})
+		return nil
+	}
+	return s.part.DeleteRange(lo, hi)
 }
 
 // front is an in-memory view of part of a store that knows every row in
@@ -609,13 +628,28 @@ func (t *task) settleTxn(committed bool) {
 	t.settleMu.Lock()
 	defer t.settleMu.Unlock()
 	if !committed {
-		// The stream-stream joins' in-memory rows and stream time include
-		// the aborted batches: reload them from Pebble on next use.
+		// The stream-stream joins' in-memory rows and stream time, and the
+		// windowed steps' stream times, close times emitted, open windows
+		// and buffers, include the aborted batches: reload them from
+		// Pebble on next use, as Kafka Streams revives a task whose
+		// transaction aborted from its stores. Else the session's rewind
+		// to the committed offsets would count the records again into the
+		// open windows, and drop them as late, and never emit the windows
+		// the aborted batches closed.
 		clear(t.ssjoins)
+		clear(t.wins)
+		for _, tx := range t.stores {
+			tx.front = nil
+		}
 	}
 	for _, tx := range t.stores {
-		if committed && len(tx.txn) > 0 {
+		if committed && (len(tx.txn) > 0 || len(tx.expired) > 0) {
 			err := tx.part.Apply(writes(tx.txn))
+			for _, r := range tx.expired {
+				if err == nil {
+					err = tx.part.DeleteRange(r[0], r[1])
+				}
+			}
 			if last := tx.lastOffset.Load(); err == nil && last >= 0 {
 				err = tx.part.SetCheckpoint(last + 1)
 			}
@@ -624,6 +658,7 @@ func (t *task) settleTxn(committed bool) {
 			}
 		}
 		clear(tx.txn)
+		tx.expired = nil
 		tx.lastOffset.Store(-1)
 	}
 }

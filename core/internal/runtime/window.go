@@ -383,14 +383,15 @@ func (t *task) windowUpdates(ctx context.Context, s *step, recs []rec) ([]rec, e
 // start at or before stream time - retention. It trims in steps of half
 // the retention (at least a minute), as Kafka Streams drops whole
 // segments, not each window. The changelog is not tombstoned: its own
-// retention (retention + 1 day) deletes them, as in Kafka Streams.
+// retention (retention + 1 day) deletes them, as in Kafka Streams. Under
+// exactly_once_v2 the rows go with the transaction (storeTx.expire).
 func (t *task) expire(ws *winState, tx *storeTx, st *topology.Store) error {
 	cutoff, due := ws.expiryDue(st, ws.streamTime)
 	if !due {
 		return nil
 	}
 	upper := binary.BigEndian.AppendUint64(nil, uint64(cutoff)+1)
-	if err := tx.part.DeleteRange(nil, upper); err != nil {
+	if err := tx.expire(t.app.eos, nil, upper); err != nil {
 		return fmt.Errorf("runtime: task %s: expiring windows of store %s: %w", t.id, st.Name, err)
 	}
 	return nil
@@ -420,7 +421,7 @@ func (t *task) trimScan(tx *storeTx, doomed func(k []byte) bool) error {
 	})
 	for _, k := range keys {
 		if err == nil {
-			err = tx.part.DeleteRange(k, append(k, 0))
+			err = tx.expire(t.app.eos, k, append(k, 0))
 		}
 	}
 	if err != nil {
