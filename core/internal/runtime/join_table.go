@@ -265,14 +265,16 @@ func isTableJoin(op topology.Op) bool {
 }
 
 // feedsTableJoin reports whether s forwards to one side of a table-table
-// join. Such a step does not hold its updates in the record cache: the
-// join's other side looks keys up in s's store, which a cache would leave
-// ahead of what s has forwarded, and a change of both sides in one cache
+// join, directly or through store-less table operators (filter,
+// filter_not, map_values: the join's other side reads s's store through
+// their value getter). Such a step does not hold its updates in the record
+// cache: the join's other side looks keys up in s's store, which a cache
+// would leave ahead of what s has forwarded, and a change of both sides in one cache
 // interval would then be joined twice (once per side) with old values that
 // were never forwarded, so a downstream aggregation would count it twice.
 func feedsTableJoin(s *step) bool {
 	for _, n := range s.next {
-		if n.kind == stepTableJoin {
+		if n.kind == stepTableJoin || n.kind == stepTableTransform && n.store == nil && feedsTableJoin(n) {
 			return true
 		}
 	}
