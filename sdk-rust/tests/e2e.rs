@@ -953,7 +953,10 @@ fn table_join_refusals_carry_the_engines_message() {
     let e = ta.dynamic().join(&longs.dynamic(), |a, _| a).unwrap_err();
     assert!(matches!(e, Error::InvalidArgument { .. }), "{e:?}");
     assert!(e.message().contains("table handle 1 has string keys and table handle 2 long keys"), "{}", e.message());
-    let filtered = ta.filter(|_, _| true).unwrap();
+    // A filter reads through its value getter; over an unmaterialized join
+    // result it reaches no store.
+    let te = app.table::<String, String>("te").unwrap();
+    let filtered = ta.join(&te, |a: String, b: String| a + &b).unwrap().filter(|_, _| true).unwrap();
     let tc = app.table::<String, String>("tc").unwrap();
     let e = filtered.left_join(&tc, |a, _b: Option<String>| a).unwrap_err();
     assert!(e.message().contains("keeps no store to look keys up in"), "{}", e.message());

@@ -403,6 +403,7 @@ func compileGlobalJoin(t *topology.Topology, s *step, n *topology.Node) error {
 		return fmt.Errorf("runtime: global join %s needs its global table's store, a key mapper and one predecessor", n.Name)
 	}
 	in := n.Predecessors[0]
+	s.otherSerde = s.table.ValueSerde
 	s.mapper = &step{kind: stepHost, node: n}
 	if n.KeyMapper.Token != 0 {
 		s.mapper.chain = []*topology.Node{n}

@@ -7,7 +7,9 @@ import (
 )
 
 // join is KStreamKTableJoin: each stream record is joined with the value
-// its key has in the table's store now, the record's timestamp kept. A
+// its key has in the table now (read from the table's store, through its
+// value getter when the table is derived: getter.go), the record's
+// timestamp kept. A
 // record with a null value is dropped (counted); one with a null key is
 // dropped by an inner join and joined with null by a left join (KIP-962);
 // an inner join drops a record whose key the table does not hold (not
@@ -32,13 +34,24 @@ func (t *task) join(ctx context.Context, s *step, recs []rec) ([]rec, error) {
 			if err != nil {
 				return nil, recordError(r, s.node.Name, err)
 			}
-			if v == nil && !left {
-				continue
-			}
 			other = v
 		}
 		keep, others = append(keep, r), append(others, other)
 	}
+	// A derived table's value is its value getter's (getter.go).
+	skip, err := t.readThrough(ctx, s, keep, others)
+	if err != nil {
+		return nil, err
+	}
+	j := 0
+	for i, r := range keep {
+		if skip[i] || others[i] == nil && !left {
+			continue
+		}
+		keep[j], others[j] = r, others[i]
+		j++
+	}
+	keep, others = keep[:j], others[:j]
 	return t.joinWithOthers(ctx, s, keep, others)
 }
 
@@ -81,7 +94,7 @@ func (t *task) joinWithOthers(ctx context.Context, s *step, keep []rec, others [
 // each one's table value in the other_values column.
 func (t *task) crossJoin(ctx context.Context, s *step, recs []rec, others [][]byte) ([]rec, error) {
 	b := encodeBundle(s, recs)
-	b.OtherValueSerde = s.table.ValueSerde
+	b.OtherValueSerde = s.otherSerde
 	b.OtherValueLengths = make([]int32, len(others))
 	for i, o := range others {
 		b.OtherValueLengths[i] = length(o)

@@ -181,13 +181,17 @@ func compileFK(t *topology.Topology, p *plan, s *step, n *topology.Node) error {
 		s.table, err = store(fk.SubscriptionStore)
 	case topology.OpFKSubscriptionJoin:
 		s.kind = stepFKSubscriptionJoin
-		s.table, err = store(fk.RightStore)
+		if s.table, err = store(fk.RightStore); err == nil {
+			err = compileGetter(s, n)
+		}
 	case topology.OpFKForeignJoin:
 		s.kind = stepFKForeignJoin
 		s.table, err = store(fk.SubscriptionStore)
 	case topology.OpFKResolve:
 		s.kind = stepFKResolve
-		s.table, err = store(fk.LeftStore)
+		if s.table, err = store(fk.LeftStore); err == nil {
+			err = compileGetter(s, n)
+		}
 		if n.Fn.Token != 0 {
 			s.chain = []*topology.Node{n}
 			s.steps = []*pb.Step{{Token: n.Fn.Token, Operation: pb.Operation_OPERATION_VALUE_JOIN, Node: n.Name}}
@@ -375,24 +379,36 @@ func (t *task) fkReceive(s *step, recs []rec) ([]rec, error) {
 // subscription with the right table's value for its foreign key, as its
 // instruction says, keyed by the left key; the answer's timestamp is the
 // later of the subscription's and the right row's.
-func (t *task) fkSubscriptionJoin(s *step, recs []rec) ([]rec, error) {
+func (t *task) fkSubscriptionJoin(ctx context.Context, s *step, recs []rec) ([]rec, error) {
 	tx := t.stores[s.table.Name]
-	out := make([]rec, 0, len(recs))
-	for _, r := range recs {
-		sub, err := decodeSubscription(r.value)
-		if err != nil {
-			return nil, recordError(r, s.node.Name, err) // fkReceive decoded it
-		}
-		var fv []byte
-		ts := r.ts
+	fvs := make([][]byte, len(recs))
+	vtss := make([]int64, len(recs))
+	for i, r := range recs {
 		if r.key != nil {
 			v, vts, err := tx.get(r.key)
 			if err != nil {
 				return nil, recordError(r, s.node.Name, err)
 			}
-			if fv = v; v != nil {
-				ts = max(ts, vts)
-			}
+			fvs[i], vtss[i] = v, vts
+		}
+	}
+	// A derived right table's value is its value getter's (getter.go).
+	skip, err := t.readThrough(ctx, s, recs, fvs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]rec, 0, len(recs))
+	for i, r := range recs {
+		if skip[i] {
+			continue
+		}
+		sub, err := decodeSubscription(r.value)
+		if err != nil {
+			return nil, recordError(r, s.node.Name, err) // fkReceive decoded it
+		}
+		fv, ts := fvs[i], r.ts
+		if fv != nil {
+			ts = max(ts, vtss[i])
 		}
 		answer := func(v []byte) {
 			out = append(out, rec{key: sub.pk, value: encodeResponse(response{hash: sub.hash, partition: sub.partition, value: v}), ts: ts, in: r.in})
@@ -488,6 +504,9 @@ func (t *task) fkResolve(ctx context.Context, s *step, recs []rec) ([]rec, error
 	results := make([]result, 0, len(recs))
 	var lefts []rec
 	var others [][]byte
+	resps := make([]response, 0, len(recs))
+	keyed := make([]rec, 0, len(recs))
+	curs := make([][]byte, 0, len(recs))
 	for _, r := range recs {
 		resp, err := decodeResponse(r.value)
 		if err != nil {
@@ -499,6 +518,18 @@ func (t *task) fkResolve(ctx context.Context, s *step, recs []rec) ([]rec, error
 		cur, _, err := tx.get(r.key)
 		if err != nil {
 			return nil, recordError(r, s.node.Name, err)
+		}
+		resps, keyed, curs = append(resps, resp), append(keyed, r), append(curs, cur)
+	}
+	// A derived left table's value is its value getter's (getter.go).
+	skip, err := t.readThrough(ctx, s, keyed, curs)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range keyed {
+		resp, cur := resps[i], curs[i]
+		if skip[i] {
+			continue
 		}
 		if !bytes.Equal(resp.hash, fkHash(cur)) {
 			continue // stale: "Dropping FK-join response due to hash mismatch"

@@ -39,6 +39,9 @@ func compileTableJoin(t *topology.Topology, s *step, n *topology.Node) error {
 		return fmt.Errorf("runtime: table join %s needs the other table's store and one predecessor", n.Name)
 	}
 	s.table = t.Stores[n.Stores[0]]
+	if err := compileGetter(s, n); err != nil {
+		return err
+	}
 	if n.Fn.Token != 0 {
 		s.steps = []*pb.Step{{Token: n.Fn.Token, Operation: pb.Operation_OPERATION_VALUE_JOIN, Node: n.Name}}
 		s.chain = []*topology.Node{n}
@@ -54,9 +57,9 @@ func compileTableJoin(t *topology.Topology, s *step, n *topology.Node) error {
 func joinSerdes(s *step) (this, other string) {
 	in := s.node.Predecessors[0].ValueSerde
 	if _, reversed, _ := topology.TableJoin(s.node.Op); reversed {
-		return s.table.ValueSerde, in
+		return s.otherSerde, in
 	}
-	return in, s.table.ValueSerde
+	return in, s.otherSerde
 }
 
 // joinCall is one joiner call: (this table's value, other table's value).
@@ -81,6 +84,9 @@ func (t *task) tableJoin(ctx context.Context, s *step, recs []rec) ([]rec, error
 		}
 		calls = append(calls, c)
 	}
+	keyed := make([]rec, 0, len(recs))
+	ovs := make([][]byte, 0, len(recs))
+	otss := make([]int64, 0, len(recs))
 	for _, r := range recs {
 		if r.key == nil {
 			t.app.dropped.Add(1) // "Skipping record due to null key"
@@ -90,6 +96,18 @@ func (t *task) tableJoin(ctx context.Context, s *step, recs []rec) ([]rec, error
 		if err != nil {
 			return nil, recordError(r, s.node.Name, err)
 		}
+		keyed, ovs, otss = append(keyed, r), append(ovs, ov), append(otss, ots)
+	}
+	// A derived other table's value is its value getter's (getter.go).
+	skip, err := t.readThrough(ctx, s, keyed, ovs)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range keyed {
+		if skip[i] {
+			continue
+		}
+		ov, ots := ovs[i], otss[i]
 		none := ov == nil && r.value == nil && r.old == nil
 		switch kind {
 		case topology.TableJoinInner, topology.TableJoinLeft:
@@ -247,14 +265,16 @@ func isTableJoin(op topology.Op) bool {
 }
 
 // feedsTableJoin reports whether s forwards to one side of a table-table
-// join. Such a step does not hold its updates in the record cache: the
-// join's other side looks keys up in s's store, which a cache would leave
-// ahead of what s has forwarded, and a change of both sides in one cache
+// join, directly or through store-less table operators (filter,
+// filter_not, map_values: the join's other side reads s's store through
+// their value getter). Such a step does not hold its updates in the record
+// cache: the join's other side looks keys up in s's store, which a cache
+// would leave ahead of what s has forwarded, and a change of both sides in one cache
 // interval would then be joined twice (once per side) with old values that
 // were never forwarded, so a downstream aggregation would count it twice.
 func feedsTableJoin(s *step) bool {
 	for _, n := range s.next {
-		if n.kind == stepTableJoin {
+		if n.kind == stepTableJoin || n.kind == stepTableTransform && n.store == nil && feedsTableJoin(n) {
 			return true
 		}
 	}

@@ -45,6 +45,13 @@ func newJoinHarness(tb testing.TB, o topology.TableJoinOptions, regroup bool, co
 	} else if err := b.To(must(b.ToStream(j, "")), "out", "", "", ""); err != nil {
 		tb.Fatal(err)
 	}
+	return newHarness(tb, b, config)
+}
+
+// newHarness is a joinHarness for the topology b built, the first task of
+// an App (never started) with its stores open.
+func newHarness(tb testing.TB, b *topology.Builder, config map[string]string) *joinHarness {
+	tb.Helper()
 	topo, err := b.Topology()
 	if err != nil {
 		tb.Fatal(err)

@@ -63,6 +63,12 @@ type step struct {
 	// the foreign-key join's steps: the store they read or write beside
 	// its owner (never cached)
 	table *topology.Store
+	// stepJoin, stepTableJoin: the table operators (filter, filter_not,
+	// map_values) that a value read from table passes through, upstream
+	// first (the joined table's value getter; see getter.go), and the
+	// serde of the values they make (table's when there are none).
+	getters    []*step
+	otherSerde string
 	// stepJoin of a global table: the key mapper, a one-step host chain
 	// (no steps when it is native); see global.go.
 	mapper *step
@@ -201,13 +207,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				if len(n.Predecessors) != 1 {
 					return nil, fmt.Errorf("runtime: node %s has %d predecessors; table operators need one", n.Name, len(n.Predecessors))
 				}
-				if n.Fn.Token != 0 {
-					s.chain = []*topology.Node{n}
-					s.steps = []*pb.Step{{Token: n.Fn.Token, Operation: tableOps[n.Op], Node: n.Name}}
-					s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
-					s.outKey, s.outValue = n.KeySerde, n.ValueSerde
-					s.keysChange = n.Op == topology.OpTableSelect
-				}
+				tableFnStep(s, n)
 			case isHost(n):
 				s.kind = stepHost
 				s.chain = []*topology.Node{n}
@@ -279,6 +279,9 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				if s.table = t.Stores[n.Stores[0]]; s.table == nil || len(n.Predecessors) != 1 {
 					return nil, fmt.Errorf("runtime: join %s needs its table's store and one predecessor", n.Name)
 				}
+				if err := compileGetter(s, n); err != nil {
+					return nil, err
+				}
 				if n.Fn.Token != 0 {
 					s.steps = []*pb.Step{{Token: n.Fn.Token, Operation: pb.Operation_OPERATION_VALUE_JOIN, Node: n.Name}}
 					s.chain = []*topology.Node{n}
@@ -320,7 +323,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				s.cached = true
 				p.cached = append(p.cached, s)
 			}
-			if len(s.steps) > 0 || slices.ContainsFunc(s.preds, func(p *step) bool { return p != nil }) {
+			if len(s.steps) > 0 || slices.ContainsFunc(s.preds, func(p *step) bool { return p != nil }) || s.getterHost() {
 				p.host = true
 			}
 			return s, nil

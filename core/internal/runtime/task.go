@@ -794,7 +794,7 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 		}
 	case stepFKSubscriptionJoin:
 		var err error
-		if out, err = t.fkSubscriptionJoin(s, recs); err != nil {
+		if out, err = t.fkSubscriptionJoin(ctx, s, recs); err != nil {
 			return err
 		}
 	case stepFKForeignJoin:

@@ -13,8 +13,11 @@ const (
 // KStreamImpl.doStreamTableJoin builds it: a KSTREAM-JOIN- (or
 // KSTREAM-LEFTJOIN-) processor under the stream that reads the table's
 // store, so the table's source and the stream land in one sub-topology
-// (their partitions are joined task by task). A table source is
-// materialized for it; a table operator that keeps no store is refused.
+// (their partitions are joined task by task). A table derived by
+// store-less filter, filter_not or map_values operators is read through
+// their value getter (Node.Getter) from the store of the table it derives
+// from; a table source is materialized for it; a table whose getter
+// reaches no store is refused.
 // A stream whose key changed upstream is repartitioned first, through
 // "<name or the stream's node name>-repartition" (repartitionForJoin), as
 // in Kafka Streams. joiner is a ValueJoinerFunc or a host function;
@@ -30,18 +33,18 @@ func (b *Builder) Join(input, table uint64, joiner Function, left bool, valueSer
 	c.joiner(&joiner, in, tb, &valueSerde, "")
 	c.serde("value", valueSerde)
 	var tn *Node
+	var getter []*Node
 	store := ""
 	if tb != nil {
 		tn = tb.handle.Node
 		_, _, _, windowed := serde.ParseWindowed(tb.handle.KeySerde)
+		// The table's value getter: its store, or the store of the table
+		// it is derived from by store-less operators.
+		store, getter = valueGetter(tn)
 		switch {
 		case windowed:
 			c.invalid("%s: table handle %d (%s) is windowed; a stream joins a key-value table", op, table, tn.Name)
-		case len(tn.Stores) > 0:
-			store = tn.Stores[0]
-		case tn.Op == OpTableSource:
-			store = tn.pendingStore
-		default:
+		case store == "":
 			c.invalid("%s: table handle %d (%s) keeps no store to look keys up in; materialize it (Materialized with a store name)", op, table, tn.Name)
 		}
 		if in != nil && in.handle.KeySerde != tb.handle.KeySerde {
@@ -65,9 +68,9 @@ func (b *Builder) Join(input, table uint64, joiner Function, left bool, valueSer
 		g = b.repartition(&entry{handle: in.handle, g: in.g}, rp)
 		from = g.out
 	}
-	b.materialize(tn)
+	b.materialize(getterRoot(tn))
 	n := &Node{
-		Name: nodeName, Type: Processor, Op: kind, Stores: []string{store}, Fn: &joiner,
+		Name: nodeName, Type: Processor, Op: kind, Stores: []string{store}, Getter: getter, Fn: &joiner,
 		KeySerde: in.handle.KeySerde, ValueSerde: serde.Or(valueSerde, in.handle.ValueSerde),
 	}
 	b.nodes[n.Name] = n

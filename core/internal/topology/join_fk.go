@@ -48,8 +48,10 @@ type FKJoin struct {
 // MapValuesFunc or host function; nil means no foreign key), joiner joins
 // the left value with the right one (a ValueJoinerFunc or host function).
 // valueSerde is the result's (default: m's value serde, else the left
-// table's). Both tables are materialized; a table operator that keeps no
-// store is refused.
+// table's). Both tables are read through their value getter (a table
+// derived by store-less filter, filter_not or map_values from the store of
+// the table it derives from), their table sources materialized; a table
+// whose getter reaches no store is refused.
 func (b *Builder) ForeignKeyJoin(input, other uint64, extractor, joiner Function, left bool, m *Materialized, valueSerde, name string) (*Handle, error) {
 	op := "join"
 	if left {
@@ -115,10 +117,12 @@ func (b *Builder) ForeignKeyJoin(input, other uint64, extractor, joiner Function
 	ln, rn := lt.handle.Node, rt.handle.Node
 	b.sendOldValues(rn)
 	b.sendOldValues(ln)
-	b.materialize(ln)
-	b.materialize(rn)
+	b.materialize(getterRoot(ln))
+	b.materialize(getterRoot(rn))
+	leftStore, leftGetter := valueGetter(ln)
+	rightStore, rightGetter := valueGetter(rn)
 	fk := &FKJoin{
-		Left: left, LeftStore: ln.Stores[0], RightStore: rn.Stores[0], SubscriptionStore: subStore,
+		Left: left, LeftStore: leftStore, RightStore: rightStore, SubscriptionStore: subStore,
 		LeftKeySerde: lt.handle.KeySerde, LeftValueSerde: lt.handle.ValueSerde,
 		RightKeySerde: rt.handle.KeySerde, RightValueSerde: rt.handle.ValueSerde,
 	}
@@ -129,11 +133,11 @@ func (b *Builder) ForeignKeyJoin(input, other uint64, extractor, joiner Function
 	regSink := &Node{Name: regSinkName, Type: Sink, Topic: regTopic, Internal: true, KeySerde: rk, ValueSerde: serde.Bytes}
 	regSource := &Node{Name: regSourceName, Type: Source, Topics: []string{regTopic}, Internal: true, Copartitioned: true, KeySerde: rk, ValueSerde: serde.Bytes}
 	receive := &Node{Name: receiveName, Type: Processor, Op: OpFKReceive, Stores: []string{subStore}, FK: fk, KeySerde: rk, ValueSerde: serde.Bytes}
-	subJoin := &Node{Name: subJoinName, Type: Processor, Op: OpFKSubscriptionJoin, Stores: []string{fk.RightStore}, FK: fk, KeySerde: lk, ValueSerde: serde.Bytes}
+	subJoin := &Node{Name: subJoinName, Type: Processor, Op: OpFKSubscriptionJoin, Stores: []string{fk.RightStore}, Getter: rightGetter, FK: fk, KeySerde: lk, ValueSerde: serde.Bytes}
 	foreign := &Node{Name: foreignName, Type: Processor, Op: OpFKForeignJoin, Stores: []string{subStore}, FK: fk, KeySerde: lk, ValueSerde: serde.Bytes}
 	respSink := &Node{Name: respSinkName, Type: Sink, Topic: respTopic, Internal: true, FK: fk, KeySerde: lk, ValueSerde: serde.Bytes}
 	respSource := &Node{Name: respSourceName, Type: Source, Topics: []string{respTopic}, Internal: true, Copartitioned: true, KeySerde: lk, ValueSerde: serde.Bytes}
-	resolver := &Node{Name: resolverName, Type: Processor, Op: OpFKResolve, Fn: &joiner, Stores: []string{fk.LeftStore}, FK: fk, KeySerde: lk, ValueSerde: resultValue}
+	resolver := &Node{Name: resolverName, Type: Processor, Op: OpFKResolve, Fn: &joiner, Stores: []string{fk.LeftStore}, Getter: leftGetter, FK: fk, KeySerde: lk, ValueSerde: resultValue}
 	result := &Node{Name: resultName, Type: Processor, Op: OpFKOutput, FK: fk, KeySerde: serde.Or(mat.KeySerde, lk), ValueSerde: resultValue}
 	result.pendingStore, result.pendingConfig = outputStore, mat.ChangelogConfig
 	if mat.StoreName != "" {
@@ -169,8 +173,9 @@ func (b *Builder) ForeignKeyJoin(input, other uint64, extractor, joiner Function
 	return b.mint(&entry{handle: &Handle{Kind: KindTable, KeySerde: result.KeySerde, ValueSerde: result.ValueSerde, Node: result}, g: gResult}), nil
 }
 
-// fkTable looks up one side of a foreign-key join: a key-value table that
-// keeps (or, a table source, can keep) a store.
+// fkTable looks up one side of a foreign-key join: a key-value table whose
+// value getter reads a store (its own, one a table source can keep, or the
+// one of the table it is derived from by store-less operators).
 func (c *call) fkTable(op, side string, id uint64) *entry {
 	e := c.b.handles[id]
 	switch {
@@ -186,7 +191,7 @@ func (c *call) fkTable(op, side string, id uint64) *entry {
 		c.invalid("%s with a foreign key: %s table handle %d (%s) is windowed; a foreign-key join joins key-value tables", op, side, id, n.Name)
 		return nil
 	}
-	if len(n.Stores) == 0 && n.Op != OpTableSource {
+	if store, _ := valueGetter(n); store == "" {
 		c.invalid("%s with a foreign key: %s table handle %d (%s) keeps no store to look keys up in; materialize it (Materialized with a store name)", op, side, id, n.Name)
 		return nil
 	}

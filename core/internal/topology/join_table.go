@@ -112,8 +112,8 @@ func (b *Builder) TableJoin(input, other uint64, joiner Function, o TableJoinOpt
 	in := c.input(input, KindTable)
 	ot := c.input(other, KindTable)
 	c.serde("value", o.ValueSerde)
-	thisStore := c.joinStore(in, input, "this")
-	otherStore := c.joinStore(ot, other, "other")
+	thisStore, thisGetter := c.joinStore(in, input, "this")
+	otherStore, otherGetter := c.joinStore(ot, other, "other")
 	if in != nil && ot != nil && in.handle.KeySerde != ot.handle.KeySerde {
 		c.invalid("%s: table handle %d has %s keys and table handle %d %s keys; join tables of one key serde", op, input, in.handle.KeySerde, other, ot.handle.KeySerde)
 	}
@@ -143,8 +143,8 @@ func (b *Builder) TableJoin(input, other uint64, joiner Function, o TableJoinOpt
 	if err := c.done(); err != nil {
 		return nil, err
 	}
-	b.materialize(in.handle.Node)
-	b.materialize(ot.handle.Node)
+	b.materialize(getterRoot(in.handle.Node))
+	b.materialize(getterRoot(ot.handle.Node))
 	if o.Left || o.Outer {
 		b.sendOldValues(in.handle.Node)
 	}
@@ -153,8 +153,8 @@ func (b *Builder) TableJoin(input, other uint64, joiner Function, o TableJoinOpt
 	}
 	keySerde := serde.Or(mat.KeySerde, in.handle.KeySerde)
 	valueSerde := serde.Or(mat.ValueSerde, serde.Or(o.ValueSerde, in.handle.ValueSerde))
-	thisN := &Node{Name: thisName, Type: Processor, Op: thisOp, Stores: []string{otherStore}, Fn: &joiner, KeySerde: keySerde, ValueSerde: valueSerde}
-	otherN := &Node{Name: otherName, Type: Processor, Op: otherOp, Stores: []string{thisStore}, Fn: &joiner, KeySerde: keySerde, ValueSerde: valueSerde}
+	thisN := &Node{Name: thisName, Type: Processor, Op: thisOp, Stores: []string{otherStore}, Getter: otherGetter, Fn: &joiner, KeySerde: keySerde, ValueSerde: valueSerde}
+	otherN := &Node{Name: otherName, Type: Processor, Op: otherOp, Stores: []string{thisStore}, Getter: thisGetter, Fn: &joiner, KeySerde: keySerde, ValueSerde: valueSerde}
 	merge := &Node{Name: mergeName, Type: Processor, Op: OpTableMerge, KeySerde: keySerde, ValueSerde: valueSerde}
 	for _, n := range []*Node{thisN, otherN, merge} {
 		b.nodes[n.Name] = n
@@ -176,25 +176,58 @@ func (b *Builder) TableJoin(input, other uint64, joiner Function, o TableJoinOpt
 }
 
 // joinStore is the store a table-table join looks e's keys up in (its
-// valueGetterSupplier's): the table's own, or the one its table source
-// reserved. A windowed table, or one that keeps no store, is refused.
-func (c *call) joinStore(e *entry, id uint64, side string) string {
+// valueGetterSupplier's) and the getter chain that derives e's values from
+// it (valueGetter): the table's own store, or the one of the table it is
+// derived from by store-less filter, filter_not and map_values operators
+// (a table source reserves one). A windowed table, or one whose getter
+// reaches no store, is refused.
+func (c *call) joinStore(e *entry, id uint64, side string) (string, []*Node) {
 	if e == nil {
-		return ""
+		return "", nil
 	}
 	n := e.handle.Node
 	if _, _, _, windowed := serde.ParseWindowed(e.handle.KeySerde); windowed {
 		c.invalid("%s: %s table handle %d (%s) is windowed; table-table joins join key-value tables", c.op, side, id, n.Name)
-		return ""
+		return "", nil
 	}
-	switch {
-	case len(n.Stores) > 0:
-		return n.Stores[0]
-	case n.Op == OpTableSource:
-		return n.pendingStore
+	store, getter := valueGetter(n)
+	if store == "" {
+		c.invalid("%s: %s table handle %d (%s) keeps no store to look keys up in; materialize it (Materialized with a store name)", c.op, side, id, n.Name)
 	}
-	c.invalid("%s: %s table handle %d (%s) keeps no store to look keys up in; materialize it (Materialized with a store name)", c.op, side, id, n.Name)
-	return ""
+	return store, getter
+}
+
+// valueGetter is Kafka's KTableImpl.valueGetterSupplier for table node n:
+// the store its values are read from (empty: none) and the store-less
+// filter, filter_not and map_values operators between that store's node
+// and n, upstream first, that apply to a value read (KTableFilter#view,
+// KTableMapValues#view). A table source's store is the one it reserved;
+// the caller materializes it (getterRoot).
+func valueGetter(n *Node) (string, []*Node) {
+	var getter []*Node
+	for {
+		switch {
+		case len(n.Stores) > 0:
+			return n.Stores[0], getter
+		case n.Op == OpTableSource:
+			return n.pendingStore, getter
+		case n.Op == OpTableFilter || n.Op == OpTableFilterNot || n.Op == OpTableMapValues:
+			getter = append([]*Node{n}, getter...)
+			n = n.Predecessors[0]
+		default:
+			return "", nil
+		}
+	}
+}
+
+// getterRoot is the node whose store a value getter for n reads: n, or
+// the table n is derived from by store-less table operators.
+func getterRoot(n *Node) *Node {
+	_, getter := valueGetter(n)
+	if len(getter) > 0 {
+		return getter[0].Predecessors[0]
+	}
+	return n
 }
 
 // sendOldValuesJoin is KTableKTableJoinMerger.enableSendingOldValues: both

@@ -67,7 +67,9 @@ func TestStreamTableJoinRefusals(t *testing.T) {
 	s := c.id(b.Stream(StreamOptions{Topics: []string{"a"}, KeySerde: "string"}))
 	longs := c.id(b.Table(TableOptions{Topic: "t", KeySerde: "long"}))
 	strs := c.id(b.Table(TableOptions{Topic: "u", KeySerde: "string"}))
-	filtered := c.id(b.TableFilter(strs, fn, nil, ""))
+	// A filter reads through its value getter; one over an unmaterialized
+	// join result reaches no store.
+	filtered := c.id(b.TableFilter(c.id(b.TableJoin(strs, strs, fn, TableJoinOptions{})), fn, nil, ""))
 	g := c.id(b.GroupByKey(s, "", "", ""))
 	for _, tt := range []struct {
 		name string
@@ -76,7 +78,7 @@ func TestStreamTableJoinRefusals(t *testing.T) {
 	}{
 		{"key serdes differ", func() error { _, err := b.Join(s, longs, fn, false, "", ""); return err }(), "string keys and table handle 2 long keys"},
 		{"table keeps no store", func() error { _, err := b.Join(s, filtered, fn, false, "", ""); return err }(), "keeps no store"},
-		{"not a table", func() error { _, err := b.Join(s, g, fn, false, "", ""); return err }(), "needs a table, but handle 5 is a grouped stream"},
+		{"not a table", func() error { _, err := b.Join(s, g, fn, false, "", ""); return err }(), "needs a table, but handle 6 is a grouped stream"},
 		{"no joiner", func() error { _, err := b.Join(s, strs, Function{}, false, "", ""); return err }(), "names no function"},
 	} {
 		if tt.err == nil || !strings.Contains(tt.err.Error(), tt.want) {

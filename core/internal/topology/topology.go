@@ -246,6 +246,14 @@ type Node struct {
 	// takes the partition count of the other sources of its sub-topology
 	// (InternalTopologyBuilder.copartitionSources), not of its writer's.
 	Copartitioned bool
+	// Getter, on a join that looks a table up (stream-table, table-table),
+	// is the chain of table operators without a store of their own
+	// (filter, filter_not, map_values), upstream first, that the looked-up
+	// value passes through: the table joined is derived from the one whose
+	// store Stores[0] is, and is read through its value getter (Kafka's
+	// KTableValueGetterSupplier: a filtered-out value reads as null, a
+	// mapper applies on lookup). Empty: the value is read as stored.
+	Getter []*Node
 	// SendOld: this table node forwards old values with new ones (Kafka's
 	// sendOldValues), because an operator downstream needs them.
 	SendOld bool

@@ -120,7 +120,9 @@ def test_table_join_refusals_name_the_offender(tmp_path: Path, app_id: str) -> N
         grouped = ta.group_by(lambda k, v: (v, k), key="string", value="string")
         with pytest.raises(TypeError, match="other must be a KTable, not KGroupedTable"):
             ta.outer_join(grouped, joiner)  # type: ignore[arg-type]
-        filtered = ta.filter(lambda k, v: True)
+        # A filter reads through its value getter; over an unmaterialized
+        # join result it reaches no store.
+        filtered = ta.join(app.table("te", key="string", value="string"), joiner).filter(lambda k, v: True)
         with pytest.raises(InvalidArgumentError, match=r"this table handle \d+ \(KTABLE-FILTER-\d+\) keeps no store"):
             filtered.left_join(app.table("tc", key="string", value="string"), joiner)
         # A Materialized with serdes only still keeps the result in a store.
