@@ -277,6 +277,26 @@ func TestSessionsAreBoundedAndExpire(t *testing.T) {
 	openSession(t, cl, "d")
 }
 
+// A stopped session stays known until it expires (answering STATE_STOPPED)
+// but no longer counts toward the bound: an engine that ran many short
+// applications one after another (a test suite) is not full of finished ones.
+func TestStoppedSessionsDoNotCountTowardTheBound(t *testing.T) {
+	_, cl, _ := brokerless(t, server.Options{MaxSessions: 2})
+	ctx := context.Background()
+	for i := range 5 {
+		id := openSession(t, cl, fmt.Sprintf("app-%d", i))
+		if _, err := cl.Stop(ctx, connect.NewRequest(&pb.StopRequest{SessionId: id})); err != nil {
+			t.Fatalf("Stop app-%d: %v", i, err)
+		}
+	}
+	openSession(t, cl, "x")
+	openSession(t, cl, "y")
+	_, err := cl.OpenSession(ctx, connect.NewRequest(&pb.OpenSessionRequest{ApplicationId: "z"}))
+	if connect.CodeOf(err) != connect.CodeResourceExhausted {
+		t.Errorf("a third open session: %v, want resource_exhausted", err)
+	}
+}
+
 // Finding 4: a request body larger than the bound is refused before it is
 // buffered: a 1 GiB body with its Content-Length is answered without
 // reading it, and one without (chunked) is cut off at the bound. The

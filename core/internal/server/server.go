@@ -173,6 +173,10 @@ type session struct {
 	cfg      runtime.Config
 	lastSeen atomic.Int64 // unix nanos of the last call
 	dispatch *dispatcher
+	// ended: Stop was called. An ended session stays known until it
+	// expires (calls answer STATE_STOPPED) but holds no application, so it
+	// does not count toward Options.MaxSessions.
+	ended atomic.Bool
 
 	mu        sync.Mutex // guards builder, funcs, nextToken, app, stopped, reported
 	stopped   bool       // by Stop: calls answer STATE_STOPPED until it expires
@@ -346,7 +350,7 @@ func (s *Server) OpenSession(ctx context.Context, req *connect.Request[pb.OpenSe
 	}
 	ss.touch()
 	s.mu.Lock()
-	if len(s.sessions) >= s.opts.MaxSessions {
+	if s.openSessionsLocked() >= s.opts.MaxSessions {
 		s.mu.Unlock()
 		ss.dispatch.close()
 		if td != nil {
@@ -650,11 +654,24 @@ func (s *Server) Stop(ctx context.Context, req *connect.Request[pb.StopRequest])
 	ss.mu.Lock()
 	ss.stopped = true
 	ss.mu.Unlock()
+	ss.ended.Store(true)
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	ss.close(ctx)
 	s.log.Info("session stopped", "session", ss.label, "application.id", ss.appID)
 	return connect.NewResponse(&pb.StopResponse{}), nil
+}
+
+// openSessionsLocked counts the sessions that hold (or may still start) an
+// application: the ones Stop has not ended. s.mu is held.
+func (s *Server) openSessionsLocked() int {
+	n := 0
+	for _, ss := range s.sessions {
+		if !ss.ended.Load() {
+			n++
+		}
+	}
+	return n
 }
 
 func errStopped(method string) error {
