@@ -212,11 +212,16 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 			return err
 		}
 	}
-	list := a.adm.ListEndOffsets
-	if a.eos {
-		list = a.adm.ListCommittedOffsets // the last stable offset
-	}
-	ends, err := settledOffsets(ctx, list, tx.changelog)
+	// The end is the high watermark even under exactly_once_v2, read
+	// read_committed up to it (as Kafka Streams since KAFKA-10167): the
+	// last stable offset would stop short of a transaction the partition's
+	// previous owner committed a moment ago whose markers the broker has
+	// not written yet (Apache Kafka writes them after EndTxn answers),
+	// while this member's committed input offsets, fetched require_stable,
+	// already include it: the restored state would miss that transaction's
+	// changes for good. Read read_committed, the position passes the high
+	// watermark only once every transaction below it is decided.
+	ends, err := settledOffsets(ctx, a.adm.ListEndOffsets, tx.changelog)
 	if err != nil {
 		return fmt.Errorf("restoring store %s partition %d: listing end offset of %s: %w", tx.store.Name, tx.part.Number, tx.changelog, err)
 	}
