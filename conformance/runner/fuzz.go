@@ -23,9 +23,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -311,38 +309,21 @@ type fuzzRun struct {
 func runKSBatch(x *javaExecutor, cases []*Case, tmp string) (map[string]*ksResult, error) {
 	var batch []ksItem
 	for i, c := range cases {
-		inputs, err := ksInputs(c)
+		it, err := newKSItem(c, filepath.Join(tmp, fmt.Sprintf("ks-%d.json", i)))
 		if err != nil {
-			return nil, fmt.Errorf("case %s: %w", c.Name, err)
+			return nil, err
 		}
-		var outputs []string
-		for _, o := range c.Expect.Outputs {
-			outputs = append(outputs, o.Topic)
-		}
-		batch = append(batch, ksItem{Name: c.Name, Case: c.raw, Config: ksConfig(c), Inputs: inputs, Outputs: outputs, Result: filepath.Join(tmp, fmt.Sprintf("ks-%d.json", i))})
+		batch = append(batch, it)
 	}
-	data, err := json.Marshal(batch)
+	out, err := x.execute(batch, filepath.Join(tmp, "kafka-streams-fuzz-batch.json"))
 	if err != nil {
 		return nil, err
-	}
-	bf := filepath.Join(tmp, "kafka-streams-fuzz-batch.json")
-	if err := os.WriteFile(bf, data, 0o644); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	threads := max(1, min(runtime.NumCPU(), 4))
-	cmd := exec.CommandContext(ctx, "java", "-cp", x.classpath, "dev.polystreams.conformance.Main", bf, fmt.Sprint(threads))
-	out := &tail{max: 4000}
-	cmd.Stderr, cmd.Stdout = out, out
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("the Kafka Streams executor failed: %v\n%s", err, out.String())
 	}
 	results := map[string]*ksResult{}
 	for _, it := range batch {
 		r, err := readKS(it.Result)
 		if err != nil {
-			return nil, fmt.Errorf("case %s: the Kafka Streams executor wrote no result: %v\n%s", it.Name, err, out.String())
+			return nil, fmt.Errorf("case %s: the Kafka Streams executor wrote no result: %v\n%s", it.Name, err, out)
 		}
 		if r.Error != "" {
 			return nil, fmt.Errorf("case %s: the Kafka Streams executor could not run it: %s", it.Name, r.Error)

@@ -236,39 +236,21 @@ func runKafkaStreams(root string, cases []*Case, tmp string) (map[string]*ksResu
 			results[c.Name] = r
 			continue
 		}
-		inputs, err := ksInputs(c)
+		it, err := newKSItem(c, file+".tmp")
 		if err != nil {
-			return nil, fmt.Errorf("case %s: %w", c.Name, err)
+			return nil, err
 		}
-		var outputs []string
-		for _, o := range c.Expect.Outputs {
-			outputs = append(outputs, o.Topic)
-		}
-		batch = append(batch, ksItem{Name: c.Name, Case: c.raw, Config: ksConfig(c), Inputs: inputs, Outputs: outputs, Result: file + ".tmp"})
+		batch = append(batch, it)
 	}
 	if len(batch) > 0 {
-		data, err := json.Marshal(batch)
+		out, err := x.execute(batch, filepath.Join(tmp, "kafka-streams-batch.json"))
 		if err != nil {
 			return nil, err
-		}
-		bf := filepath.Join(tmp, "kafka-streams-batch.json")
-		if err := os.WriteFile(bf, data, 0o644); err != nil {
-			return nil, err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		threads := max(1, min(runtime.NumCPU(), 4))
-		cmd := exec.CommandContext(ctx, "java", "-cp", x.classpath, "dev.polystreams.conformance.Main", bf, fmt.Sprint(threads))
-		stderr := &tail{max: 4000}
-		cmd.Stderr = stderr
-		cmd.Stdout = stderr
-		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("the Kafka Streams executor failed: %v\n%s", err, stderr.String())
 		}
 		for _, it := range batch {
 			r, err := readKS(it.Result)
 			if err != nil {
-				return nil, fmt.Errorf("case %s: the Kafka Streams executor wrote no result: %v\n%s", it.Name, err, stderr.String())
+				return nil, fmt.Errorf("case %s: the Kafka Streams executor wrote no result: %v\n%s", it.Name, err, out)
 			}
 			results[it.Name] = r
 			if r.Error == "" { // a case the executor could not run is retried next time
@@ -280,6 +262,43 @@ func runKafkaStreams(root string, cases []*Case, tmp string) (map[string]*ksResu
 	}
 	fmt.Printf("conformance: Kafka Streams %s: %d cases (%d run, %d cached) in %s\n", x.kafka, len(cases), len(batch), len(cases)-len(batch), time.Since(began).Round(100*time.Millisecond))
 	return results, nil
+}
+
+// newKSItem is case c as the Kafka Streams executor takes it, its result
+// to be written to result.
+func newKSItem(c *Case, result string) (ksItem, error) {
+	inputs, err := ksInputs(c)
+	if err != nil {
+		return ksItem{}, fmt.Errorf("case %s: %w", c.Name, err)
+	}
+	var outputs []string
+	for _, o := range c.Expect.Outputs {
+		outputs = append(outputs, o.Topic)
+	}
+	return ksItem{Name: c.Name, Case: c.raw, Config: ksConfig(c), Inputs: inputs, Outputs: outputs, Result: result}, nil
+}
+
+// execute runs batch through Kafka Streams in one JVM (at most four cases
+// at once), the batch written to file first; it returns the tail of what
+// the executor printed, for a report.
+func (x *javaExecutor) execute(batch []ksItem, file string) (string, error) {
+	data, err := json.Marshal(batch)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	threads := max(1, min(runtime.NumCPU(), 4))
+	cmd := exec.CommandContext(ctx, "java", "-cp", x.classpath, "dev.polystreams.conformance.Main", file, fmt.Sprint(threads))
+	out := &tail{max: 4000}
+	cmd.Stderr, cmd.Stdout = out, out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("the Kafka Streams executor failed: %v\n%s", err, out.String())
+	}
+	return out.String(), nil
 }
 
 func readKS(file string) (*ksResult, error) {
