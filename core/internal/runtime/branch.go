@@ -6,14 +6,37 @@ import (
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
-// branch is KStreamBranch (KStream.split): each record goes to the first
-// branch whose predicate it passes, else to the default branch when there
-// is one, else nowhere. A predicate sees only the records no earlier one
-// took, as in Kafka Streams; a host predicate crosses once per batch (per
-// bundle of records) with them. A record whose predicate fails goes to no
-// branch: the processing policy has it (recordFailed). It returns the
-// records of each branch, in s.next's order.
-func (t *task) branch(ctx context.Context, s *step, recs []rec) ([][]rec, error) {
+// branchOp is KStreamBranch (KStream.split): each record goes to the
+// first branch whose predicate it passes, else to the default branch when
+// there is one, else nowhere. A predicate sees only the records no earlier
+// one took, as in Kafka Streams; a host predicate crosses once per batch
+// (per bundle of records) with them. A record whose predicate fails goes to
+// no branch: the processing policy has it (recordFailed).
+type branchOp struct {
+	t *task
+	s *step
+}
+
+func newBranchOp(t *task, s *step) operator { return &branchOp{t: t, s: s} }
+
+// process pushes each branch its records, in branch order, and forwards
+// nothing to all children.
+func (o *branchOp) process(ctx context.Context, recs []rec) ([]rec, error) {
+	routed, err := o.route(ctx, recs)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range o.s.next {
+		if err := o.t.push(ctx, c, routed[i]); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// route returns the records of each branch, in s.next's order.
+func (o *branchOp) route(ctx context.Context, recs []rec) ([][]rec, error) {
+	t, s := o.t, o.s
 	n := s.node
 	routed := make([][]rec, len(s.next))
 	rest := recs
@@ -35,7 +58,7 @@ func (t *task) branch(ctx context.Context, s *step, recs []rec) ([][]rec, error)
 					pass[j] = passed
 				}
 			}
-		} else if err := t.predicate(ctx, s.preds[i], rest, pass); err != nil {
+		} else if err := o.predicate(ctx, s.preds[i], rest, pass); err != nil {
 			return nil, err
 		}
 		var kept []rec
@@ -66,7 +89,8 @@ const (
 
 // predicate runs a host predicate (a one-step filter chain) over recs in
 // bundles (bundleBounds), setting each record's outcome.
-func (t *task) predicate(ctx context.Context, ps *step, recs []rec, pass []outcome) error {
+func (o *branchOp) predicate(ctx context.Context, ps *step, recs []rec, pass []outcome) error {
+	t := o.t
 	bounds := t.bundleBounds(len(recs), func(i int) int { return len(recs[i].key) + len(recs[i].value) })
 	for j := range len(bounds) - 1 {
 		start, end := bounds[j], bounds[j+1]

@@ -71,9 +71,9 @@ const noEmit = -1
 // aggregation (its updates discarded), the final results of the windows
 // that closed, then the expiry of windows past retention, which must not
 // take a window before its final result went out.
-func (t *task) emitOnClose(ctx context.Context, s *step, recs []rec) ([]rec, error) {
-	tx := t.stores[s.store.Name]
-	ws, err := t.winState(s, tx)
+func (o *windowOp) emitOnClose(ctx context.Context, recs []rec) ([]rec, error) {
+	t, s, tx := o.t, o.s, o.tx
+	ws, err := o.state()
 	if err != nil {
 		return nil, err
 	}
@@ -89,22 +89,22 @@ func (t *task) emitOnClose(ctx context.Context, s *step, recs []rec) ([]rec, err
 	}
 	before := ws.streamTime
 	ws.holdExpiry = true
-	_, err = t.windowUpdates(ctx, s, recs)
+	_, err = o.updates(ctx, recs)
 	ws.holdExpiry = false
 	if err != nil {
 		return nil, err
 	}
-	out, err := t.emitFinal(s, ws, tx, before, recs)
+	out, err := o.emitFinal(ws, tx, before, recs)
 	if err != nil {
 		return nil, err
 	}
 	switch w := s.node.Windows; w.Kind {
 	case topology.SessionWindows:
-		err = t.expireSessions(ws, tx, s.store)
+		err = o.expireSessions(ws, tx, s.store)
 	case topology.SlidingWindows:
-		err = t.expireSliding(ws, tx, s.store)
+		err = o.expireSliding(ws, tx, s.store)
 	default:
-		err = t.expire(ws, tx, s.store)
+		err = o.expire(ws, tx, s.store)
 	}
 	return out, err
 }
@@ -121,7 +121,8 @@ type closed struct {
 
 // emitFinal forwards the final results the batch's records made due, each
 // record in turn, as maybeForwardFinalResult after each process() call.
-func (t *task) emitFinal(s *step, ws *winState, tx *storeTx, streamTime int64, recs []rec) ([]rec, error) {
+func (o *windowOp) emitFinal(ws *winState, tx *storeTx, streamTime int64, recs []rec) ([]rec, error) {
+	s := o.s
 	n, w := s.node, s.node.Windows
 	// The emits, in order: the close time each record made and its range.
 	type emit struct {
@@ -173,7 +174,7 @@ func (t *task) emitFinal(s *step, ws *winState, tx *storeTx, streamTime int64, r
 	if len(emits) == 0 {
 		return nil, nil
 	}
-	windows, err := t.closedWindows(tx, w, emits[0].lower, emits[len(emits)-1].upper)
+	windows, err := o.closedWindows(tx, w, emits[0].lower, emits[len(emits)-1].upper)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +197,8 @@ func (t *task) emitFinal(s *step, ws *winState, tx *storeTx, streamTime int64, r
 // closedWindows returns the windows of the store whose emit bound (start,
 // or a session's end) lies in [lower, upper], in the order Kafka Streams'
 // time-ordered stores return them, as the batch left the store.
-func (t *task) closedWindows(tx *storeTx, w *topology.Windows, lower, upper int64) ([]closed, error) {
+func (o *windowOp) closedWindows(tx *storeTx, w *topology.Windows, lower, upper int64) ([]closed, error) {
+	t := o.t
 	var lo, hi []byte
 	if w.Kind == topology.TimeWindows {
 		// Time first: start(8) ‖ key, one range.

@@ -7,16 +7,23 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/polystreams/polystreams/core/internal/serde"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
 
-// fold runs reduce / aggregate over recs: each record's key aggregate is
+// aggregateOp runs reduce / aggregate over recs: each record's key aggregate is
 // updated in order and forwarded as a table update (no cache: every update,
 // as Kafka Streams without caching). Records with a null key or value are
 // skipped, as Kafka Streams' KStreamAggregate/KStreamReduce skip them.
-func (t *task) fold(ctx context.Context, s *step, recs []rec) ([]rec, error) {
+type aggregateOp struct {
+	t *task
+	s *step
+}
+
+func newAggregateOp(t *task, s *step) operator { return &aggregateOp{t: t, s: s} }
+
+func (o *aggregateOp) process(ctx context.Context, recs []rec) ([]rec, error) {
+	t, s := o.t, o.s
 	return t.foldKept(ctx, s, t.dropNulls(recs))
 }
 
@@ -50,30 +57,6 @@ func (t *task) dropNulls(recs []rec) []rec {
 		}
 	}
 	return recs
-}
-
-// count is KStreamAggregate counting: each record adds one to its key's
-// count (in its store key), forwarded as an update.
-func (t *task) count(s *step, tx *storeTx, recs []rec) ([]rec, error) {
-	out := make([]rec, 0, len(recs))
-	for _, r := range recs {
-		sk := r.storeKey()
-		cur, curTS, err := tx.get(sk)
-		if err != nil {
-			return nil, recordError(r, s.node.Name, err)
-		}
-		var n int64
-		if cur != nil {
-			if n, err = serde.DecodeLong(cur); err != nil {
-				return nil, recordError(r, s.node.Name, fmt.Errorf("store %s holds a bad count: %w", s.store.Name, err))
-			}
-		}
-		v := serde.AppendLong(make([]byte, 0, 8), n+1)
-		ts := aggTime(r.ts, cur, curTS)
-		tx.put(sk, v, ts)
-		out = append(out, rec{key: r.key, skey: r.skey, value: v, old: cur, ts: ts, in: r.in})
-	}
-	return out, nil
 }
 
 // foldNative folds recs with a Go (or built-in) reducer or aggregator; a

@@ -31,7 +31,7 @@ func compileGetter(s *step, n *topology.Node) error {
 		if tableOps[g.Op] == 0 || g.Op == topology.OpTableSelect || len(g.Predecessors) != 1 || g.Fn == nil {
 			return fmt.Errorf("runtime: join %s reads its table through node %s, which is no filter, filter_not or map_values", n.Name, g.Name)
 		}
-		gs := &step{kind: stepTableTransform, node: g}
+		gs := &step{node: g}
 		tableFnStep(gs, g)
 		s.getters = append(s.getters, gs)
 		s.otherSerde = g.ValueSerde

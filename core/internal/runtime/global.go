@@ -62,7 +62,7 @@ type globalTopic struct {
 }
 
 // check validates a record of gt's topic against the source's serdes, as
-// a task's source does (deserialize).
+// a task's source does (sourceOp).
 func (gt *globalTopic) check(r *kgo.Record) error {
 	src := gt.g.Source
 	if serde.Checks(src.KeySerde) {
@@ -398,13 +398,13 @@ func (gs *globals) checkpoint() {
 // whose keys come back in the global table's key serde, or a native
 // function) and the joiner (OPERATION_VALUE_JOIN, as a stream-table join's).
 func compileGlobalJoin(t *topology.Topology, s *step, n *topology.Node) error {
-	s.kind = stepJoin
+	s.open = newJoinOp
 	if s.table = t.Stores[n.GlobalStore]; s.table == nil || !s.table.Global || n.KeyMapper == nil || len(n.Predecessors) != 1 {
 		return fmt.Errorf("runtime: global join %s needs its global table's store, a key mapper and one predecessor", n.Name)
 	}
 	in := n.Predecessors[0]
 	s.otherSerde = s.table.ValueSerde
-	s.mapper = &step{kind: stepHost, node: n}
+	s.mapper = &step{node: n}
 	if n.KeyMapper.Token != 0 {
 		s.mapper.chain = []*topology.Node{n}
 		s.mapper.steps = []*pb.Step{{Token: n.KeyMapper.Token, Operation: pb.Operation_OPERATION_SELECT_KEY, Node: n.Name}}
@@ -432,7 +432,8 @@ func compileGlobalJoin(t *topology.Topology, s *step, n *topology.Node) error {
 // whose mapped key is null, KIP-962). An inner join drops a record whose
 // mapped key the store does not hold (not counted). Host key mappers and
 // joiners cross once per bundle each.
-func (t *task) globalJoin(ctx context.Context, s *step, recs []rec) ([]rec, error) {
+func (o *joinOp) globalJoin(ctx context.Context, recs []rec) ([]rec, error) {
+	t, s := o.t, o.s
 	left := s.node.Op == topology.OpGlobalLeftJoin
 	in := make([]rec, 0, len(recs))
 	for _, r := range recs {
@@ -445,7 +446,7 @@ func (t *task) globalJoin(ctx context.Context, s *step, recs []rec) ([]rec, erro
 	if len(in) == 0 {
 		return nil, nil
 	}
-	keys, mapped, err := t.mapGlobalKeys(ctx, s, in)
+	keys, mapped, err := o.mapGlobalKeys(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -474,13 +475,14 @@ func (t *task) globalJoin(ctx context.Context, s *step, recs []rec) ([]rec, erro
 		}
 		keep, others = append(keep, r), append(others, other)
 	}
-	return t.joinWithOthers(ctx, s, keep, others) // join.go
+	return o.joinWithOthers(ctx, keep, others) // join.go
 }
 
 // mapGlobalKeys runs a global join's key mapper over recs: keys[i] is
 // record i's mapped key (nil: null), mapped[i] false when its mapper failed
 // and the processing policy skipped the record.
-func (t *task) mapGlobalKeys(ctx context.Context, s *step, recs []rec) (keys [][]byte, mapped []bool, err error) {
+func (o *joinOp) mapGlobalKeys(ctx context.Context, recs []rec) (keys [][]byte, mapped []bool, err error) {
+	t, s := o.t, o.s
 	keys, mapped = make([][]byte, len(recs)), make([]bool, len(recs))
 	if f, ok := s.node.KeyMapper.Native.(topology.SelectKeyFunc); ok {
 		for i, r := range recs {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
@@ -18,53 +17,6 @@ import (
 // engine sets the bundle's id.
 type Host interface {
 	Process(ctx context.Context, b *pb.Bundle) (*pb.BundleResult, error)
-}
-
-// runHost sends recs through a fused chain of host operators: split into
-// bundles bounded by count and bytes, all in flight at once, answers
-// reassembled in order.
-func (t *task) runHost(ctx context.Context, s *step, recs []rec) ([]rec, error) {
-	bounds := t.bundleBounds(len(recs), func(i int) int { return len(recs[i].key) + len(recs[i].value) })
-	chunks := make([][]rec, len(bounds)-1)
-	for i := range chunks {
-		chunks[i] = recs[bounds[i]:bounds[i+1]]
-	}
-	if len(chunks) == 1 {
-		out, _, fails, err := t.crossOnce(ctx, s, chunks[0])
-		if err != nil {
-			return nil, err
-		}
-		if err := t.applyFailures(chunks[0], fails); err != nil {
-			return nil, err
-		}
-		return out, nil
-	}
-	outs := make([][]rec, len(chunks))
-	fails := make([][]failure, len(chunks))
-	errs := make([]error, len(chunks))
-	var wg sync.WaitGroup
-	for i, c := range chunks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer t.app.recoverInto(&errs[i], "crossing of node "+s.node.Name)
-			outs[i], _, fails[i], errs[i] = t.crossOnce(ctx, s, c)
-		}()
-	}
-	wg.Wait()
-	var out []rec
-	for i := range chunks {
-		// The first failing chunk in record order names the failure; the
-		// policy sees failed records in record order.
-		if errs[i] != nil {
-			return nil, errs[i]
-		}
-		if err := t.applyFailures(chunks[i], fails[i]); err != nil {
-			return nil, err
-		}
-		out = append(out, outs[i]...)
-	}
-	return out, nil
 }
 
 // failure is a record of a bundle that failed on the host.

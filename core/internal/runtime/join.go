@@ -6,7 +6,7 @@ import (
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
-// join is KStreamKTableJoin: each stream record is joined with the value
+// joinOp is KStreamKTableJoin: each stream record is joined with the value
 // its key has in the table now (read from the table's store, through its
 // value getter when the table is derived: getter.go), the record's
 // timestamp kept. A
@@ -15,12 +15,23 @@ import (
 // an inner join drops a record whose key the table does not hold (not
 // counted: it is no error). A host joiner crosses once per bundle, the
 // table values beside the stream values.
-func (t *task) join(ctx context.Context, s *step, recs []rec) ([]rec, error) {
+type joinOp struct {
+	t  *task
+	s  *step
+	tx *storeTx // s.table's
+}
+
+func newJoinOp(t *task, s *step) operator {
+	return &joinOp{t: t, s: s, tx: t.storeOf(s.table)}
+}
+
+func (o *joinOp) process(ctx context.Context, recs []rec) ([]rec, error) {
+	t, s := o.t, o.s
 	if s.mapper != nil {
-		return t.globalJoin(ctx, s, recs) // global.go
+		return o.globalJoin(ctx, recs) // global.go
 	}
 	left := s.node.Op == topology.OpLeftJoin
-	tx := t.stores[s.table.Name]
+	tx := o.tx
 	keep := make([]rec, 0, len(recs))
 	others := make([][]byte, 0, len(recs))
 	for _, r := range recs {
@@ -52,14 +63,15 @@ func (t *task) join(ctx context.Context, s *step, recs []rec) ([]rec, error) {
 		j++
 	}
 	keep, others = keep[:j], others[:j]
-	return t.joinWithOthers(ctx, s, keep, others)
+	return o.joinWithOthers(ctx, keep, others)
 }
 
 // joinWithOthers joins each kept stream record's value with its other value
 // (nil: none) by the step's joiner, keeping the record's key and timestamp:
 // a native joiner record by record, a host joiner once per bundle. A
 // joiner that fails a record fails it under the error policy.
-func (t *task) joinWithOthers(ctx context.Context, s *step, keep []rec, others [][]byte) ([]rec, error) {
+func (o *joinOp) joinWithOthers(ctx context.Context, keep []rec, others [][]byte) ([]rec, error) {
+	t, s := o.t, o.s
 	if len(keep) == 0 {
 		return nil, nil
 	}
@@ -81,7 +93,7 @@ func (t *task) joinWithOthers(ctx context.Context, s *step, keep []rec, others [
 	bounds := t.bundleBounds(len(keep), func(i int) int { return len(keep[i].value) + len(others[i]) })
 	for j := range len(bounds) - 1 {
 		start, end := bounds[j], bounds[j+1]
-		got, err := t.crossJoin(ctx, s, keep[start:end], others[start:end])
+		got, err := o.crossJoin(ctx, keep[start:end], others[start:end])
 		if err != nil {
 			return nil, err
 		}
@@ -92,7 +104,8 @@ func (t *task) joinWithOthers(ctx context.Context, s *step, keep []rec, others [
 
 // crossJoin sends one bundle of a host joiner: the stream records, and
 // each one's table value in the other_values column.
-func (t *task) crossJoin(ctx context.Context, s *step, recs []rec, others [][]byte) ([]rec, error) {
+func (o *joinOp) crossJoin(ctx context.Context, recs []rec, others [][]byte) ([]rec, error) {
+	t, s := o.t, o.s
 	b := encodeBundle(s, recs)
 	b.OtherValueSerde = s.otherSerde
 	b.OtherValueLengths = make([]int32, len(others))

@@ -170,25 +170,25 @@ func compileFK(t *topology.Topology, p *plan, s *step, n *topology.Node) error {
 	var err error
 	switch n.Op {
 	case topology.OpFKSend:
-		s.kind = stepFKSend
+		s.open = newFKSendOp
 		if n.Fn.Token != 0 {
 			s.chain = []*topology.Node{n}
 			s.steps = []*pb.Step{{Token: n.Fn.Token, Operation: pb.Operation_OPERATION_MAP_VALUES, Node: n.Name}}
 			s.inKey, s.inValue, s.outKey, s.outValue = fk.LeftKeySerde, fk.LeftValueSerde, fk.LeftKeySerde, fk.RightKeySerde
 		}
 	case topology.OpFKReceive:
-		s.kind = stepFKReceive
+		s.open = newFKReceiveOp
 		s.table, err = store(fk.SubscriptionStore)
 	case topology.OpFKSubscriptionJoin:
-		s.kind = stepFKSubscriptionJoin
+		s.open = newFKSubscriptionJoinOp
 		if s.table, err = store(fk.RightStore); err == nil {
 			err = compileGetter(s, n)
 		}
 	case topology.OpFKForeignJoin:
-		s.kind = stepFKForeignJoin
+		s.open = newFKForeignJoinOp
 		s.table, err = store(fk.SubscriptionStore)
 	case topology.OpFKResolve:
-		s.kind = stepFKResolve
+		s.open = newFKResolveOp
 		if s.table, err = store(fk.LeftStore); err == nil {
 			err = compileGetter(s, n)
 		}
@@ -200,7 +200,7 @@ func compileFK(t *topology.Topology, p *plan, s *step, n *topology.Node) error {
 	case topology.OpFKOutput:
 		// The result is a KTableSource: stored (when materialized) and
 		// forwarded with the value it replaced.
-		s.kind = stepTableSource
+		s.open = newTableSourceOp
 		if len(n.Stores) == 1 {
 			if s.store = t.Stores[n.Stores[0]]; s.store == nil {
 				return fmt.Errorf("runtime: node %s needs store %q, which the topology lacks", n.Name, n.Stores[0])
@@ -213,12 +213,20 @@ func compileFK(t *topology.Topology, p *plan, s *step, n *topology.Node) error {
 	return err
 }
 
-// fkSend is SubscriptionSendProcessorSupplier: each change of the left
+// fkSendOp is SubscriptionSendProcessorSupplier: each change of the left
 // table unsubscribes from its old foreign key when that changed, and
 // subscribes to its new one; the instructions say which answers the
 // subscription wants. An extractor runs over the new and the old values of
 // the batch in one crossing per bundle.
-func (t *task) fkSend(ctx context.Context, s *step, recs []rec) ([]rec, error) {
+type fkSendOp struct {
+	t *task
+	s *step
+}
+
+func newFKSendOp(t *task, s *step) operator { return &fkSendOp{t: t, s: s} }
+
+func (o *fkSendOp) process(ctx context.Context, recs []rec) ([]rec, error) {
+	t, s := o.t, o.s
 	left := s.node.FK.Left
 	var ins []rec
 	for _, r := range recs {
@@ -229,7 +237,7 @@ func (t *task) fkSend(ctx context.Context, s *step, recs []rec) ([]rec, error) {
 			ins = append(ins, rec{key: r.key, value: r.old, ts: r.ts, in: r.in})
 		}
 	}
-	fks, failed, err := t.extractFK(ctx, s, ins)
+	fks, failed, err := o.extractFK(ctx, ins)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +299,8 @@ func (t *task) fkSend(ctx context.Context, s *step, recs []rec) ([]rec, error) {
 // extractFK runs the foreign-key extractor over ins: natively per record,
 // or for a host function in bundles, one crossing each. A value whose
 // extraction failed is marked failed (its policy skipped it).
-func (t *task) extractFK(ctx context.Context, s *step, ins []rec) ([][]byte, []bool, error) {
+func (o *fkSendOp) extractFK(ctx context.Context, ins []rec) ([][]byte, []bool, error) {
+	t, s := o.t, o.s
 	fks := make([][]byte, len(ins))
 	failed := make([]bool, len(ins))
 	n := s.node
@@ -342,12 +351,23 @@ func (t *task) extractFK(ctx context.Context, s *step, ins []rec) ([][]byte, []b
 	return fks, failed, nil
 }
 
-// fkReceive is SubscriptionReceiveProcessorSupplier: it records each
+// fkReceiveOp is SubscriptionReceiveProcessorSupplier: it records each
 // subscription in the subscription store (or removes it) and passes it on.
 // A subscription without a foreign key is dropped unless it asks for a
 // null answer (a left join's).
-func (t *task) fkReceive(s *step, recs []rec) ([]rec, error) {
-	tx := t.stores[s.table.Name]
+type fkReceiveOp struct {
+	t  *task
+	s  *step
+	tx *storeTx // s.table's
+}
+
+func newFKReceiveOp(t *task, s *step) operator {
+	return &fkReceiveOp{t: t, s: s, tx: t.storeOf(s.table)}
+}
+
+func (o *fkReceiveOp) process(_ context.Context, recs []rec) ([]rec, error) {
+	t, s := o.t, o.s
+	tx := o.tx
 	out := make([]rec, 0, len(recs))
 	for _, r := range recs {
 		sub, err := decodeSubscription(r.value)
@@ -375,12 +395,23 @@ func (t *task) fkReceive(s *step, recs []rec) ([]rec, error) {
 	return out, nil
 }
 
-// fkSubscriptionJoin is SubscriptionJoinProcessorSupplier: it answers a
+// fkSubscriptionJoinOp is SubscriptionJoinProcessorSupplier: it answers a
 // subscription with the right table's value for its foreign key, as its
 // instruction says, keyed by the left key; the answer's timestamp is the
 // later of the subscription's and the right row's.
-func (t *task) fkSubscriptionJoin(ctx context.Context, s *step, recs []rec) ([]rec, error) {
-	tx := t.stores[s.table.Name]
+type fkSubscriptionJoinOp struct {
+	t  *task
+	s  *step
+	tx *storeTx // s.table's
+}
+
+func newFKSubscriptionJoinOp(t *task, s *step) operator {
+	return &fkSubscriptionJoinOp{t: t, s: s, tx: t.storeOf(s.table)}
+}
+
+func (o *fkSubscriptionJoinOp) process(ctx context.Context, recs []rec) ([]rec, error) {
+	t, s := o.t, o.s
+	tx := o.tx
 	fvs := make([][]byte, len(recs))
 	vtss := make([]int64, len(recs))
 	for i, r := range recs {
@@ -427,11 +458,22 @@ func (t *task) fkSubscriptionJoin(ctx context.Context, s *step, recs []rec) ([]r
 	return out, nil
 }
 
-// fkForeignJoin is ForeignTableJoinProcessorSupplier: a change of a right
+// fkForeignJoinOp is ForeignTableJoinProcessorSupplier: a change of a right
 // table key answers every subscription to it (a prefix scan of the
 // subscription store), with the new value (null: deleted).
-func (t *task) fkForeignJoin(s *step, recs []rec) ([]rec, error) {
-	tx := t.stores[s.table.Name]
+type fkForeignJoinOp struct {
+	t  *task
+	s  *step
+	tx *storeTx // s.table's
+}
+
+func newFKForeignJoinOp(t *task, s *step) operator {
+	return &fkForeignJoinOp{t: t, s: s, tx: t.storeOf(s.table)}
+}
+
+func (o *fkForeignJoinOp) process(_ context.Context, recs []rec) ([]rec, error) {
+	t, s := o.t, o.s
+	tx := o.tx
 	var out []rec
 	for _, r := range recs {
 		if r.key == nil {
@@ -488,14 +530,25 @@ func (s *storeTx) scanPrefix(prefix []byte, fn func(key, value []byte) error) er
 	return nil
 }
 
-// fkResolve is ResponseJoinProcessorSupplier: an answer whose hash is not
+// fkResolveOp is ResponseJoinProcessorSupplier: an answer whose hash is not
 // the hash of the left value held now is stale (the left row changed since)
 // and dropped; otherwise a null right value is a tombstone (inner join) and
 // any other is joined with the left value. A host joiner crosses once per
 // bundle, the right values beside the left ones.
-func (t *task) fkResolve(ctx context.Context, s *step, recs []rec) ([]rec, error) {
+type fkResolveOp struct {
+	t  *task
+	s  *step
+	tx *storeTx // s.table's
+}
+
+func newFKResolveOp(t *task, s *step) operator {
+	return &fkResolveOp{t: t, s: s, tx: t.storeOf(s.table)}
+}
+
+func (o *fkResolveOp) process(ctx context.Context, recs []rec) ([]rec, error) {
+	t, s := o.t, o.s
 	left := s.node.FK.Left
-	tx := t.stores[s.table.Name]
+	tx := o.tx
 	type result struct {
 		r     rec
 		join  bool   // the joiner makes the value
@@ -542,7 +595,7 @@ func (t *task) fkResolve(ctx context.Context, s *step, recs []rec) ([]rec, error
 		}
 		results = append(results, res)
 	}
-	joined, failed, err := t.fkJoinValues(ctx, s, lefts, others)
+	joined, failed, err := o.fkJoinValues(ctx, lefts, others)
 	if err != nil {
 		return nil, err
 	}
@@ -563,7 +616,8 @@ func (t *task) fkResolve(ctx context.Context, s *step, recs []rec) ([]rec, error
 }
 
 // fkJoinValues joins each left value with its right one (nil: none).
-func (t *task) fkJoinValues(ctx context.Context, s *step, lefts []rec, others [][]byte) ([][]byte, []bool, error) {
+func (o *fkResolveOp) fkJoinValues(ctx context.Context, lefts []rec, others [][]byte) ([][]byte, []bool, error) {
+	t, s := o.t, o.s
 	vals := make([][]byte, len(lefts))
 	failed := make([]bool, len(lefts))
 	n := s.node

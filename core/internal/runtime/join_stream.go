@@ -121,14 +121,29 @@ type ssState struct {
 	outer      map[string]*ssOuter // by outerPrefix
 }
 
-// ssJoinState returns the join's state, loading it on first use.
-func (t *task) ssJoinState(j *topology.StreamJoin) (*ssState, error) {
+// ssLeftStore names a join by its left side's store: both sides of one
+// join name the same.
+func ssLeftStore(j *topology.StreamJoin) string {
+	if j.Left {
+		return j.OwnStore
+	}
+	return j.OtherStore
+}
+
+// ssCell holds a join's state in a task once loaded; nil until then, and
+// after an abort (revive).
+type ssCell struct {
+	st *ssState
+}
+
+// load returns the join's state, loading it on first use.
+func (c *ssCell) load(t *task, j *topology.StreamJoin) (*ssState, error) {
+	if c.st != nil {
+		return c.st, nil
+	}
 	leftStore, rightStore := j.OwnStore, j.OtherStore
 	if !j.Left {
 		leftStore, rightStore = rightStore, leftStore
-	}
-	if st := t.ssjoins[leftStore]; st != nil {
-		return st, nil
 	}
 	st := &ssState{streamTime: -1, minTime: math.MaxInt64, lastExpiry: math.MinInt64}
 	var maxSeq uint32
@@ -187,10 +202,7 @@ func (t *task) ssJoinState(j *topology.StreamJoin) (*ssState, error) {
 		}
 	}
 	st.seq = maxSeq + 1
-	if t.ssjoins == nil {
-		t.ssjoins = map[string]*ssState{}
-	}
-	t.ssjoins[leftStore] = st
+	c.st = st
 	return st, nil
 }
 
@@ -201,7 +213,7 @@ type ssPair struct {
 	left, right []byte
 }
 
-// streamJoin is KStreamKStreamJoin for one side's records: a record at ts
+// streamJoinOp is KStreamKStreamJoin for one side's records: a record at ts
 // joins the other side's records at [ts - before, ts + after] (the right
 // side: [ts - after, ts + before]), each result stamped max(ts, other's).
 // Records with a null key or value are dropped and counted
@@ -216,9 +228,30 @@ type ssPair struct {
 // stream time; KAFKA-10847); one whose window already ended is emitted at
 // once. The joiner runs in one crossing per bundle with (left, right)
 // values.
-func (t *task) streamJoin(ctx context.Context, s *step, recs []rec) ([]rec, error) {
+type streamJoinOp struct {
+	t *task
+	s *step
+	// state is the join's state in the task, shared by both sides'
+	// operators.
+	state *ssCell
+}
+
+func newStreamJoinOp(t *task, s *step) operator {
+	o := &streamJoinOp{t: t, s: s, state: &ssCell{}}
+	for _, op := range t.ops {
+		if j, ok := op.(*streamJoinOp); ok && ssLeftStore(j.s.node.Join) == ssLeftStore(s.node.Join) {
+			o.state = j.state // the other side's, made first
+		}
+	}
+	return o
+}
+
+func (o *streamJoinOp) revive() { o.state.st = nil }
+
+func (o *streamJoinOp) process(ctx context.Context, recs []rec) ([]rec, error) {
+	t, s := o.t, o.s
 	j := s.node.Join
-	st, err := t.ssJoinState(j)
+	st, err := o.state.load(t, j)
 	if err != nil {
 		return nil, err
 	}
@@ -306,10 +339,10 @@ func (t *task) streamJoin(ctx context.Context, s *step, recs []rec) ([]rec, erro
 		g.seqs, g.vals = append(g.seqs, seq), append(g.vals, value)
 		st.outerTx.put(binary.BigEndian.AppendUint32(p, seq), r.value, r.ts)
 	}
-	if err := t.expireJoin(st, w); err != nil {
+	if err := o.expireJoin(st, w); err != nil {
 		return nil, err
 	}
-	return t.runJoiner(ctx, s, pairs)
+	return o.runJoiner(ctx, pairs)
 }
 
 // dropOuter removes a shared-store group: its record joined after all.
@@ -372,7 +405,8 @@ func (st *ssState) emitClosed(w topology.JoinWindows, r rec, after int64) []ssPa
 // retention (at least a minute) since the last time. The changelog is not
 // tombstoned: its retention deletes them, as Kafka Streams' window
 // changelogs do.
-func (t *task) expireJoin(st *ssState, w topology.JoinWindows) error {
+func (o *streamJoinOp) expireJoin(st *ssState, w topology.JoinWindows) error {
+	t := o.t
 	cutoff := st.streamTime - w.Retention()
 	if cutoff < 0 || st.lastExpiry != math.MinInt64 && cutoff-st.lastExpiry < max(w.Retention()/2, 60_000) {
 		return nil
@@ -412,7 +446,8 @@ func (t *task) expireJoin(st *ssState, w topology.JoinWindows) error {
 // runJoiner calls the joiner for each pair: a native one per pair, a host
 // one in bundles (left values in values, right values beside them in
 // other_values; -1: none).
-func (t *task) runJoiner(ctx context.Context, s *step, pairs []ssPair) ([]rec, error) {
+func (o *streamJoinOp) runJoiner(ctx context.Context, pairs []ssPair) ([]rec, error) {
+	t, s := o.t, o.s
 	if len(pairs) == 0 {
 		return nil, nil
 	}
@@ -482,14 +517,14 @@ func compileStreamJoin(t *topology.Topology, p *plan, s *step) error {
 		return fmt.Errorf("runtime: join node %s has %d predecessors; it needs one", n.Name, len(n.Predecessors))
 	}
 	if n.Op == topology.OpJoinWindow {
-		s.kind = stepPass
+		s.open = newPassOp
 		return open(n.Stores[0])
 	}
 	j := n.Join
 	if j == nil || n.Fn == nil {
 		return fmt.Errorf("runtime: join node %s has no join or joiner", n.Name)
 	}
-	s.kind = stepStreamJoin
+	s.open = newStreamJoinOp
 	for _, name := range []string{j.OwnStore, j.OtherStore, j.SharedStore} {
 		if name == "" {
 			continue

@@ -34,7 +34,7 @@ import (
 
 // compileTableJoin makes s, node n, a table-table join step.
 func compileTableJoin(t *topology.Topology, s *step, n *topology.Node) error {
-	s.kind = stepTableJoin
+	s.open = newTableJoinOp
 	if len(n.Stores) != 1 || t.Stores[n.Stores[0]] == nil || len(n.Predecessors) != 1 {
 		return fmt.Errorf("runtime: table join %s needs the other table's store and one predecessor", n.Name)
 	}
@@ -69,12 +69,23 @@ type joinCall struct {
 	old  bool
 }
 
-// tableJoin runs one side of a table-table join over recs, its table's
+// tableJoinOp runs one side of a table-table join over recs, its table's
 // changes.
-func (t *task) tableJoin(ctx context.Context, s *step, recs []rec) ([]rec, error) {
+type tableJoinOp struct {
+	t  *task
+	s  *step
+	tx *storeTx // s.table's
+}
+
+func newTableJoinOp(t *task, s *step) operator {
+	return &tableJoinOp{t: t, s: s, tx: t.storeOf(s.table)}
+}
+
+func (o *tableJoinOp) process(ctx context.Context, recs []rec) ([]rec, error) {
+	t, s := o.t, o.s
 	kind, reversed, _ := topology.TableJoin(s.node.Op)
 	sendOld := s.node.SendOld
-	tx := t.stores[s.table.Name]
+	tx := o.tx
 	changes := make([]rec, 0, len(recs))
 	var calls []joinCall
 	call := func(mine, theirs []byte, old bool) {
@@ -148,7 +159,7 @@ func (t *task) tableJoin(ctx context.Context, s *step, recs []rec) ([]rec, error
 	if len(changes) == 0 {
 		return nil, nil
 	}
-	results, failed, err := t.joinValues(ctx, s, changes, calls)
+	results, failed, err := o.joinValues(ctx, changes, calls)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +184,8 @@ func (t *task) tableJoin(ctx context.Context, s *step, recs []rec) ([]rec, error
 // other_values; -1 length for null). It returns each call's result and
 // which changes failed (the policy skipped them: the whole change is
 // skipped, no value made up).
-func (t *task) joinValues(ctx context.Context, s *step, changes []rec, calls []joinCall) ([][]byte, []bool, error) {
+func (o *tableJoinOp) joinValues(ctx context.Context, changes []rec, calls []joinCall) ([][]byte, []bool, error) {
+	t, s := o.t, o.s
 	results := make([][]byte, len(calls))
 	failed := make([]bool, len(changes))
 	if len(calls) == 0 {
@@ -237,14 +249,24 @@ func (t *task) joinValues(ctx context.Context, s *step, changes []rec, calls []j
 	return results, failed, nil
 }
 
-// tableMerge is KTableKTableJoinMerger: it forwards both join processors'
+// tableMergeOp is KTableKTableJoinMerger: it forwards both join processors'
 // changes; a materialized join keeps each in its store first (the change's
 // old value is then the store's).
-func (t *task) tableMerge(s *step, recs []rec) ([]rec, error) {
+type tableMergeOp struct {
+	s  *step
+	tx *storeTx // s.store's; nil when not materialized
+}
+
+func newTableMergeOp(t *task, s *step) operator {
+	return &tableMergeOp{s: s, tx: t.storeOf(s.store)}
+}
+
+func (o *tableMergeOp) process(_ context.Context, recs []rec) ([]rec, error) {
+	s := o.s
 	if s.store == nil {
 		return recs, nil
 	}
-	tx := t.stores[s.store.Name]
+	tx := o.tx
 	out := make([]rec, 0, len(recs))
 	for _, r := range recs {
 		old, _, err := tx.get(r.key)
@@ -274,7 +296,13 @@ func isTableJoin(op topology.Op) bool {
 // were never forwarded, so a downstream aggregation would count it twice.
 func feedsTableJoin(s *step) bool {
 	for _, n := range s.next {
-		if n.kind == stepTableJoin || n.kind == stepTableTransform && n.store == nil && feedsTableJoin(n) {
+		// As compile makes them: a tableJoinOp, or a store-less
+		// tableTransformOp that forwards to one.
+		nd := n.node
+		if nd.FK != nil || nd.Windows != nil {
+			continue
+		}
+		if isTableJoin(nd.Op) || tableOps[nd.Op] != 0 && nd.Op != topology.OpTableSelect && n.store == nil && feedsTableJoin(n) {
 			return true
 		}
 	}

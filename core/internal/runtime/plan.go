@@ -8,84 +8,60 @@ import (
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
 
-// stepKind is how the runtime executes one node (or one fused chain).
-type stepKind int
-
-const (
-	stepSource      stepKind = iota + 1 // validates records against the source's serdes
-	stepHost                            // a fused chain of host operators: one crossing per bundle
-	stepNative                          // a Go function, per record
-	stepDropNullKey                     // the filter before a repartition sink
-	stepCount
-	stepFold // reduce / aggregate: host fold bundles, or a Go function
-	stepPass // to_stream, merge, a split's branches
-	stepBranch
-	stepJoin
-	stepSink
-	// Table operators (table.go).
-	stepTableSource
-	stepTableTransform // filter, filter_not, map_values
-	stepTableSelect    // group_by
-	stepTableFold      // count, reduce, aggregate of a grouped table
-	// Windowed operators (window.go).
-	stepWindow   // count, reduce, aggregate over time windows
-	stepSuppress // suppress(untilWindowCloses)
-	// stepStreamJoin is one side of a stream-stream join (join_stream.go).
-	stepStreamJoin
-	// Table-table joins (join_table.go).
-	stepTableJoin  // one side's join processor
-	stepTableMerge // the join's merge
-	// Foreign-key join processors (join_fk.go).
-	stepFKSend
-	stepFKReceive
-	stepFKSubscriptionJoin
-	stepFKForeignJoin
-	stepFKResolve
-)
-
 // step is a compiled node. The plan of a sub-topology is a DAG of steps
-// rooted at its sources; a task pushes each batch through it.
+// rooted at its sources; a task pushes each batch through it, each step
+// running as the operator its open makes (operator.go). A step is the
+// same for every task of its plan; what changes as records pass is in the
+// operators.
 type step struct {
-	kind stepKind
 	node *topology.Node // the node; for a host chain its first node
 	next []*step
+	// open makes the step's operator in a task (operator.go); index is
+	// the step's place in plan.steps and in each task's operators.
+	open  opener
+	index int
+	// slice, when positive, bounds the records pushed through the step
+	// (and everything downstream) at once: a hopping window aggregation's
+	// (maxWindowUpdates).
+	slice int
 
-	// stepSource
+	// sourceOp
 	keySerde, valueSerde string
-	// stepHost
+	// chainOp (and a fold, join or predicate that runs in a host: host.go)
 	chain                            []*topology.Node
 	steps                            []*pb.Step
 	keysChange                       bool
 	inKey, inValue, outKey, outValue string
-	// stepCount, stepFold: the store the step owns
+	// countOp, aggregateOp, windowOp, the table operators: the store the
+	// step owns
 	store *topology.Store
-	// stepJoin: the table's store it reads (its table source owns it);
+	// joinOp: the table's store it reads (its table source owns it);
 	// the foreign-key join's steps: the store they read or write beside
 	// its owner (never cached)
 	table *topology.Store
-	// stepJoin, stepTableJoin: the table operators (filter, filter_not,
+	// joinOp, tableJoinOp: the table operators (filter, filter_not,
 	// map_values) that a value read from table passes through, upstream
 	// first (the joined table's value getter; see getter.go), and the
 	// serde of the values they make (table's when there are none).
 	getters    []*step
 	otherSerde string
-	// stepJoin of a global table: the key mapper, a one-step host chain
+	// joinOp of a global table: the key mapper, a one-step host chain
 	// (no steps when it is native); see global.go.
 	mapper *step
-	// stepFold: whether the fold runs in the host (else native).
+	// aggregateOp, windowOp, tableFoldOp: whether the fold runs in the host (else native).
 	hostFold bool
-	// stepSink: the full topic name (internal topics prefixed).
+	// sinkOp: the full topic name (internal topics prefixed).
 	topic string
-	// stepSink: a foreign-key join's response topic, written to the
+	// sinkOp: a foreign-key join's response topic, written to the
 	// partition each response names.
 	byPartition bool
-	// stepSource, stepSink: records carry changes (a grouped table's
+	// sourceOp, sinkOp: records carry changes (a grouped table's
 	// repartition topic).
 	change bool
 	// cached: the step's updates wait in the record cache (cache.go): a
 	// stateful step with a successor.
 	cached bool
-	// stepBranch: each host predicate's one-step filter chain (nil for a
+	// branchOp: each host predicate's one-step filter chain (nil for a
 	// native predicate), in branch order; next are the branches, in order,
 	// the default one last.
 	preds []*step
@@ -97,7 +73,9 @@ type step struct {
 type plan struct {
 	id      int
 	sources map[string]*step // by full topic name
-	stores  []*topology.Store
+	// steps are the plan's steps, by index.
+	steps  []*step
+	stores []*topology.Store
 	// cached are the caching steps, upstream ones first.
 	cached []*step
 	// host: some step crosses to a host.
@@ -145,8 +123,9 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 			if s, ok := seen[n]; ok {
 				return s, nil
 			}
-			s := &step{node: n}
+			s := &step{node: n, index: len(p.steps)}
 			seen[n] = s
+			p.steps = append(p.steps, s)
 			last := n
 			// useStore gives s the node's store, when it has one.
 			useStore := func() {
@@ -161,9 +140,12 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					return nil, err
 				}
 			case n.Windows != nil && n.Op != topology.OpSuppress:
-				s.kind = stepWindow
+				s.open = newWindowOp
 				if useStore(); s.store == nil || len(n.Predecessors) != 1 {
 					return nil, fmt.Errorf("runtime: node %s needs one store and one predecessor", n.Name)
+				}
+				if per := int(n.Windows.PerRecord()); per > 1 {
+					s.slice = max(1, maxWindowUpdates/per)
 				}
 				s.hostFold = n.Fn != nil && n.Fn.Token != 0
 				if s.hostFold && n.Windows.Kind != topology.TimeWindows && !programs {
@@ -183,25 +165,27 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					return nil, err
 				}
 			case n.Op == topology.OpSuppress:
-				s.kind = stepSuppress
+				s.open = newSuppressOp
 				if useStore(); s.store == nil {
 					return nil, fmt.Errorf("runtime: suppression %s has no store", n.Name)
 				}
 			case n.Type == topology.Source:
-				s.kind, s.keySerde, s.valueSerde, s.change = stepSource, n.KeySerde, n.ValueSerde, n.Change
+				s.keySerde, s.valueSerde, s.change = n.KeySerde, n.ValueSerde, n.Change
+				s.open = newSourceOp
 				if n.Change {
 					s.valueSerde = "" // the change's values are validated downstream
 				}
 			case n.Type == topology.Sink:
-				s.kind, s.topic, s.change = stepSink, fullTopic(n.Topic, n.Internal), n.Change
+				s.topic, s.change = fullTopic(n.Topic, n.Internal), n.Change
+				s.open = newSinkOp
 				s.byPartition = n.FK != nil
 			case n.Op == topology.OpTableSource:
-				s.kind = stepTableSource
+				s.open = newTableSourceOp
 				useStore()
 			case tableOps[n.Op] != 0:
-				s.kind = stepTableTransform
+				s.open = newTableTransformOp
 				if n.Op == topology.OpTableSelect {
-					s.kind = stepTableSelect
+					s.open = newTableSelectOp
 				}
 				useStore()
 				if len(n.Predecessors) != 1 {
@@ -209,7 +193,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				}
 				tableFnStep(s, n)
 			case isHost(n):
-				s.kind = stepHost
+				s.open = newChainOp
 				s.chain = []*topology.Node{n}
 				// Fuse a linear run of host operators into one crossing.
 				for len(last.Successors) == 1 && isHost(last.Successors[0]) && len(last.Successors[0].Predecessors) == 1 {
@@ -233,9 +217,9 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				}
 			case n.Op == topology.OpReduce || n.Op == topology.OpAggregate ||
 				n.Op == topology.OpTableCount || n.Op == topology.OpTableReduce || n.Op == topology.OpTableAggregate:
-				s.kind = stepFold
+				s.open = newAggregateOp
 				if n.Op != topology.OpReduce && n.Op != topology.OpAggregate {
-					s.kind = stepTableFold
+					s.open = newTableFoldOp
 				}
 				if useStore(); s.store == nil || len(n.Predecessors) != 1 {
 					return nil, fmt.Errorf("runtime: node %s needs one store and one predecessor", n.Name)
@@ -251,7 +235,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					return nil, err
 				}
 			case n.Op == topology.OpTableMerge:
-				s.kind = stepTableMerge
+				s.open = newTableMergeOp
 				useStore()
 			case n.Op == topology.OpGlobalJoin || n.Op == topology.OpGlobalLeftJoin:
 				if err := compileGlobalJoin(t, s, n); err != nil {
@@ -259,21 +243,21 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				}
 				p.host = p.host || len(s.mapper.steps) > 0
 			case n.Fn != nil && n.Fn.Native != nil && n.Op != topology.OpJoin && n.Op != topology.OpLeftJoin:
-				// A join's native joiner runs in stepJoin, beside its table lookup.
-				s.kind = stepNative
+				// A join's native joiner runs in joinOp, beside its table lookup.
+				s.open = newNativeOp
 			case n.Op == topology.OpRepartitionFilter && n.KeepNullKeys:
-				s.kind = stepPass // a join downstream joins null keys with null
+				s.open = newPassOp // a join downstream joins null keys with null
 			case n.Op == topology.OpRepartitionFilter:
-				s.kind = stepDropNullKey
+				s.open = newDropNullKeyOp
 			case n.Op == topology.OpCount:
-				s.kind = stepCount
+				s.open = newCountOp
 				if useStore(); s.store == nil {
 					return nil, fmt.Errorf("runtime: count node %s has no store", n.Name)
 				}
 			case n.Op == topology.OpToStream || n.Op == topology.OpMerge || n.Op == topology.OpBranchChild:
-				s.kind = stepPass
+				s.open = newPassOp
 			case n.Op == topology.OpJoin || n.Op == topology.OpLeftJoin:
-				s.kind = stepJoin
+				s.open = newJoinOp
 				// The table's store: its source's step owns it (s.store
 				// would make the join a stateful, cached step).
 				if s.table = t.Stores[n.Stores[0]]; s.table == nil || len(n.Predecessors) != 1 {
@@ -289,7 +273,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					s.outKey, s.outValue = n.KeySerde, n.ValueSerde
 				}
 			case n.Op == topology.OpBranch:
-				s.kind = stepBranch
+				s.open = newBranchOp
 				if k := len(n.Successors) - len(n.Branches); k != 0 && k != 1 {
 					return nil, fmt.Errorf("runtime: split %s has %d predicates and %d branches", n.Name, len(n.Branches), len(n.Successors))
 				}
@@ -299,7 +283,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 						continue
 					}
 					s.preds = append(s.preds, &step{
-						kind: stepHost, node: n, chain: []*topology.Node{n},
+						node: n, chain: []*topology.Node{n},
 						steps: []*pb.Step{{Token: p.Token, Operation: pb.Operation_OPERATION_FILTER, Node: n.Name}},
 						inKey: n.KeySerde, inValue: n.ValueSerde, outKey: n.KeySerde, outValue: n.ValueSerde,
 					})
@@ -317,8 +301,8 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 			// A window that emits on close forwards its final result at
 			// once, past the cache (Kafka Streams' TimestampedTupleForwarder
 			// without a cache flush listener).
-			emitsOnClose := s.kind == stepWindow && n.Windows != nil && n.Windows.EmitOnClose
-			if cache && s.store != nil && len(s.next) > 0 && s.kind != stepSuppress && !feedsTableJoin(s) && !emitsOnClose {
+			emitsOnClose := n.Windows != nil && n.Op != topology.OpSuppress && n.Windows.EmitOnClose
+			if cache && s.store != nil && len(s.next) > 0 && n.Op != topology.OpSuppress && !feedsTableJoin(s) && !emitsOnClose {
 				// Appended after its successors: reversed below, upstream first.
 				s.cached = true
 				p.cached = append(p.cached, s)

@@ -69,7 +69,7 @@ type outAgg struct {
 // the folder, and the window state it changes (stream time, the key
 // indexes) can be put back. So a pass in which a fold failed is undone and
 // run again without the failed records, once the error policy has skipped
-// them (windowPasses); under the fail policy the failure fails the batch.
+// them (windowOp.passes); under the fail policy the failure fails the batch.
 type folder struct {
 	t    *task
 	s    *step
@@ -113,7 +113,8 @@ func (e *foldFailed) Error() string {
 	return fmt.Sprintf("runtime: %d folds failed", len(e.fails))
 }
 
-func (t *task) newFolder(s *step, ws *winState, skip map[int]bool) *folder {
+func (o *windowOp) newFolder(ws *winState, skip map[int]bool) *folder {
+	t, s := o.t, o.s
 	return &folder{
 		t: t, s: s, tx: t.stores[s.store.Name], ws: ws, host: s.hostFold, skip: skip,
 		rows: map[string]aggRow{}, time0: ws.streamTime, store0: ws.storeTime,
@@ -392,18 +393,19 @@ func (f *folder) run(ctx context.Context) ([][]byte, error) {
 	return outs, nil
 }
 
-// windowPasses runs pass over recs (a session or sliding pass) until one
+// passes runs pass over recs (a session or sliding pass) until one
 // ends well: a pass in which folds failed is undone, the failed records go
 // to the error policy (the fail policy fails the batch), and the pass runs
 // again skipping them. Each failed pass skips at least one more record.
-func (t *task) windowPasses(ctx context.Context, s *step, recs []rec, pass func(f *folder, recs []rec) error) ([]rec, *winState, error) {
-	ws, err := t.winState(s, t.stores[s.store.Name])
+func (o *windowOp) passes(ctx context.Context, recs []rec, pass func(f *folder, recs []rec) error) ([]rec, *winState, error) {
+	t, s := o.t, o.s
+	ws, err := o.state()
 	if err != nil {
 		return nil, nil, err
 	}
 	skip := map[int]bool{}
 	for {
-		f := t.newFolder(s, ws, skip)
+		f := o.newFolder(ws, skip)
 		err := pass(f, recs)
 		var out []rec
 		if err == nil {

@@ -85,7 +85,7 @@ func (sessionCodec) fromLog(lk []byte) ([]byte, error) {
 
 // sessionsOf returns key's sessions, in (end, start) order, reading them
 // from the store the first time.
-func (t *task) sessionsOf(ws *winState, tx *storeTx, key []byte) ([]session, error) {
+func (o *windowOp) sessionsOf(ws *winState, tx *storeTx, key []byte) ([]session, error) {
 	if ss, ok := ws.sessions[string(key)]; ok {
 		return ss, nil
 	}
@@ -113,19 +113,19 @@ func (t *task) sessionsOf(ws *winState, tx *storeTx, key []byte) ([]session, err
 // its end. A merged session that ends before stream time - grace - gap is
 // too late: the record is dropped and counted. Only records with a null key
 // are skipped; count counts null values, as Kafka Streams' does.
-func (t *task) sessionAggregate(ctx context.Context, s *step, recs []rec) ([]rec, error) {
-	out, ws, err := t.windowPasses(ctx, s, recs, t.sessionPass)
+func (o *windowOp) sessionAggregate(ctx context.Context, recs []rec) ([]rec, error) {
+	out, ws, err := o.passes(ctx, recs, o.sessionPass)
 	if err != nil {
 		return nil, err
 	}
-	if err := t.expireSessions(ws, t.stores[s.store.Name], s.store); err != nil {
+	if err := o.expireSessions(ws, o.tx, o.s.store); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
 // sessionPass is one pass of sessionAggregate over recs.
-func (t *task) sessionPass(f *folder, recs []rec) error {
+func (o *windowOp) sessionPass(f *folder, recs []rec) error {
 	n, w, s, ws := f.s.node, f.s.node.Windows, f.s, f.ws
 	f.out = make([]rec, 0, len(recs))
 	for i, r := range recs {
@@ -143,7 +143,7 @@ func (t *task) sessionPass(f *folder, recs []rec) error {
 			continue
 		}
 		closeTime := ws.streamTime - w.Grace - w.Size
-		all, err := t.sessionsOf(ws, f.tx, r.key)
+		all, err := o.sessionsOf(ws, f.tx, r.key)
 		if err != nil {
 			return recordError(r, n.Name, err)
 		}
@@ -286,12 +286,12 @@ func sessionAdd(n *topology.Node, r rec, agg []byte) ([]byte, error) {
 // time - retention (Kafka Streams' session segments expire by end time, as
 // the store sees time), in steps of half the retention (at least a
 // minute): a scan of the store.
-func (t *task) expireSessions(ws *winState, tx *storeTx, st *topology.Store) error {
+func (o *windowOp) expireSessions(ws *winState, tx *storeTx, st *topology.Store) error {
 	cutoff, due := ws.expiryDue(st, ws.storeTime)
 	if !due {
 		return nil
 	}
-	if err := t.trimScan(tx, func(k []byte) bool {
+	if err := o.trimScan(tx, func(k []byte) bool {
 		return len(k) >= 20 && int64(binary.BigEndian.Uint64(k[len(k)-16:])) < cutoff
 	}); err != nil {
 		return err

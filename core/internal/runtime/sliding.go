@@ -51,7 +51,7 @@ func (slidingCodec) fromLog(lk []byte) ([]byte, error) {
 
 // slidingStarts returns key's window starts, ascending, reading them from
 // the store the first time.
-func (t *task) slidingStarts(ws *winState, tx *storeTx, key []byte) ([]int64, error) {
+func (o *windowOp) slidingStarts(ws *winState, tx *storeTx, key []byte) ([]int64, error) {
 	if ss, ok := ws.starts[string(key)]; ok {
 		return ss, nil
 	}
@@ -144,19 +144,20 @@ func (sl *slider) init() window {
 // slidingAggregate runs KStreamSlidingWindowAggregate over recs: records
 // with a null key or value are skipped, a record whose windows all closed
 // (ts + 1 + d <= stream time - grace) is dropped and counted.
-func (t *task) slidingAggregate(ctx context.Context, s *step, recs []rec) ([]rec, error) {
-	out, ws, err := t.windowPasses(ctx, s, t.dropNulls(recs), t.slidingPass)
+func (o *windowOp) slidingAggregate(ctx context.Context, recs []rec) ([]rec, error) {
+	out, ws, err := o.passes(ctx, o.t.dropNulls(recs), o.slidingPass)
 	if err != nil {
 		return nil, err
 	}
-	if err := t.expireSliding(ws, t.stores[s.store.Name], s.store); err != nil {
+	if err := o.expireSliding(ws, o.tx, o.s.store); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
 // slidingPass is one pass of slidingAggregate over recs.
-func (t *task) slidingPass(f *folder, recs []rec) error {
+func (o *windowOp) slidingPass(f *folder, recs []rec) error {
+	t := o.t
 	s, ws, w := f.s, f.ws, f.s.node.Windows
 	for i, r := range recs {
 		f.cur = i
@@ -173,7 +174,7 @@ func (t *task) slidingPass(f *folder, recs []rec) error {
 			f.drop()
 			continue
 		}
-		starts, err := t.slidingStarts(ws, f.tx, r.key)
+		starts, err := o.slidingStarts(ws, f.tx, r.key)
 		if err != nil {
 			return recordError(r, s.node.Name, err)
 		}
@@ -297,12 +298,12 @@ func (sl *slider) early(all []int64) {
 
 // expireSliding deletes the windows that start at or before stream time -
 // retention, in steps of half the retention (at least a minute).
-func (t *task) expireSliding(ws *winState, tx *storeTx, st *topology.Store) error {
+func (o *windowOp) expireSliding(ws *winState, tx *storeTx, st *topology.Store) error {
 	cutoff, due := ws.expiryDue(st, ws.streamTime)
 	if !due {
 		return nil
 	}
-	if err := t.trimScan(tx, func(k []byte) bool {
+	if err := o.trimScan(tx, func(k []byte) bool {
 		return len(k) >= 12 && int64(binary.BigEndian.Uint64(k[len(k)-8:])) <= cutoff
 	}); err != nil {
 		return err

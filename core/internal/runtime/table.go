@@ -16,14 +16,22 @@ import (
 // KTableSource, KTableFilter, KTableMapValues, KTableRepartitionMap,
 // KTableAggregate and KTableReduce.
 
-// tableSource upserts each record into the table's store, when it has one,
+// tableSourceOp upserts each record into the table's store, when it has one,
 // and forwards the change. A record with a null key cannot be upserted and
 // is dropped (KTableSource: "Skipping record due to null key").
-func (t *task) tableSource(s *step, recs []rec) ([]rec, error) {
-	var tx *storeTx
-	if s.store != nil {
-		tx = t.stores[s.store.Name]
-	}
+type tableSourceOp struct {
+	t  *task
+	s  *step
+	tx *storeTx // s.store's
+}
+
+func newTableSourceOp(t *task, s *step) operator {
+	return &tableSourceOp{t: t, s: s, tx: t.storeOf(s.store)}
+}
+
+func (o *tableSourceOp) process(_ context.Context, recs []rec) ([]rec, error) {
+	t, s := o.t, o.s
+	tx := o.tx
 	out := make([]rec, 0, len(recs))
 	for _, r := range recs {
 		if r.key == nil {
@@ -118,18 +126,26 @@ func (t *task) evalTable(ctx context.Context, s *step, ins []rec) ([]tableOut, e
 	return outs, nil
 }
 
-// tableTransform is KTableFilter / KTableMapValues: the function applies to
+// tableTransformOp is KTableFilter / KTableMapValues: the function applies to
 // the new value and, when the node sends old values, to the old one; a
 // node with a store of its own (Materialized.as) takes the old value from
 // that store instead, its predecessor sending none (computeOldValue). A
 // filtered-out value becomes null; a change whose both values are null is
 // not forwarded when old values are sent (Kafka: "unnecessary to forward
 // here"), and is otherwise (a tombstone downstream).
-func (t *task) tableTransform(ctx context.Context, s *step, recs []rec) ([]rec, error) {
-	var tx *storeTx
-	if s.store != nil {
-		tx = t.stores[s.store.Name]
-	}
+type tableTransformOp struct {
+	t  *task
+	s  *step
+	tx *storeTx // s.store's
+}
+
+func newTableTransformOp(t *task, s *step) operator {
+	return &tableTransformOp{t: t, s: s, tx: t.storeOf(s.store)}
+}
+
+func (o *tableTransformOp) process(ctx context.Context, recs []rec) ([]rec, error) {
+	t, s := o.t, o.s
+	tx := o.tx
 	// computeOld: the old value is the function's of the predecessor's
 	// old value (a materialized node reads its own store instead).
 	computeOld := s.node.SendOld && tx == nil
@@ -190,12 +206,20 @@ func (t *task) tableTransform(ctx context.Context, s *step, recs []rec) ([]rec, 
 	return out, nil
 }
 
-// tableSelect is KTableRepartitionMap (KTable.groupBy): each change's old
+// tableSelectOp is KTableRepartitionMap (KTable.groupBy): each change's old
 // and new value are mapped to the grouped table's (key, value); a pair with
 // a null key or value is skipped. When both map to one key, one change
 // carries both; otherwise the old pair is forwarded first, as a removal,
 // then the new one.
-func (t *task) tableSelect(ctx context.Context, s *step, recs []rec) ([]rec, error) {
+type tableSelectOp struct {
+	t *task
+	s *step
+}
+
+func newTableSelectOp(t *task, s *step) operator { return &tableSelectOp{t: t, s: s} }
+
+func (o *tableSelectOp) process(ctx context.Context, recs []rec) ([]rec, error) {
+	t, s := o.t, o.s
 	var ins []rec
 	for _, r := range recs {
 		if r.value != nil {
@@ -244,13 +268,24 @@ func (t *task) tableSelect(ctx context.Context, s *step, recs []rec) ([]rec, err
 	return out, nil
 }
 
-// tableFold is KTableAggregate / KTableReduce (count is an aggregate that
+// tableFoldOp is KTableAggregate / KTableReduce (count is an aggregate that
 // adds and takes away one): per change, in order, the subtractor removes
 // the old value from the key's aggregate (when both exist), then the adder
 // adds the new value (to the initializer's aggregate, or for reduce by
 // becoming the aggregate, when there is none). The aggregate is stored (a
 // null one deletes the key) and forwarded with the one it replaced.
-func (t *task) tableFold(ctx context.Context, s *step, recs []rec) ([]rec, error) {
+type tableFoldOp struct {
+	t  *task
+	s  *step
+	tx *storeTx // s.store's
+}
+
+func newTableFoldOp(t *task, s *step) operator {
+	return &tableFoldOp{t: t, s: s, tx: t.storeOf(s.store)}
+}
+
+func (o *tableFoldOp) process(ctx context.Context, recs []rec) ([]rec, error) {
+	t, s := o.t, o.s
 	kept := recs[:0:0]
 	for _, r := range recs {
 		if r.key == nil {
@@ -262,7 +297,7 @@ func (t *task) tableFold(ctx context.Context, s *step, recs []rec) ([]rec, error
 	if len(kept) == 0 {
 		return nil, nil
 	}
-	tx := t.stores[s.store.Name]
+	tx := o.tx
 	if s.hostFold {
 		return t.foldHost(ctx, s, tx, kept)
 	}

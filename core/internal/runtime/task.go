@@ -12,7 +12,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/polystreams/polystreams/core/internal/serde"
 	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
@@ -171,16 +170,12 @@ type task struct {
 
 	stores map[string]*storeTx
 	out    []*kgo.Record
+	// ops are the plan's steps' operators in this task, by step index
+	// (operator.go); made on first use.
+	ops []operator
 	// caches hold the record cache's updates per caching step (cache.go);
 	// cacheBytes is their size.
-	caches map[*step]*recCache
-	// wins are the windowed steps' stream times and buffers (window.go).
-	wins map[*step]*winState
-	// ssjoins are the stream-stream joins' states, by left store
-	// (join_stream.go).
-	ssjoins map[string]*ssState
-	// expandBuf is windowAggregate's scratch: a record per window.
-	expandBuf  []rec
+	caches     map[*step]*recCache
 	cacheBytes int
 	// flushReq asks the task to flush its record cache; the answer goes to
 	// the channel sent.
@@ -222,7 +217,6 @@ func newTask(a *App, id taskID, p *plan) *task {
 		processed: map[string]kgo.EpochOffset{},
 		reached:   map[string]int64{},
 		caches:    map[*step]*recCache{},
-		wins:      map[*step]*winState{},
 		flushReq:  make(chan chan error),
 	}
 }
@@ -636,8 +630,11 @@ func (t *task) settleTxn(committed bool) {
 		// to the committed offsets would count the records again into the
 		// open windows, and drop them as late, and never emit the windows
 		// the aborted batches closed.
-		clear(t.ssjoins)
-		clear(t.wins)
+		for _, op := range t.ops {
+			if r, ok := op.(reviver); ok {
+				r.revive()
+			}
+		}
 		for _, tx := range t.stores {
 			tx.front = nil
 		}
@@ -679,171 +676,27 @@ var empty = []byte{}
 // record (topology.MaxWindowsPerRecord).
 const maxWindowUpdates = 1 << 16
 
-// push runs recs through step s and everything downstream of it.
+// push runs recs through step s and everything downstream of it: s's
+// operator, then each child in turn with what it forwarded (or the record
+// cache, for a caching step).
 func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	if s.kind == stepWindow {
-		if per := int(s.node.Windows.PerRecord()); per > 1 && len(recs)*per > maxWindowUpdates {
-			n := max(1, maxWindowUpdates/per)
-			for len(recs) > n {
-				if err := t.push(ctx, s, recs[:n]); err != nil {
-					return err
-				}
-				recs = recs[n:]
+	if s.slice > 0 {
+		for len(recs) > s.slice {
+			if err := t.push(ctx, s, recs[:s.slice]); err != nil {
+				return err
 			}
+			recs = recs[s.slice:]
 		}
 	}
 	if s.stats != nil {
 		s.stats.records.Add(int64(len(recs)))
 	}
-	var out []rec
-	switch s.kind {
-	case stepSource:
-		var err error
-		if out, err = t.deserialize(s, recs); err != nil {
-			return err
-		}
-	case stepTableSource:
-		var err error
-		if out, err = t.tableSource(s, recs); err != nil {
-			return err
-		}
-	case stepTableTransform:
-		var err error
-		if out, err = t.tableTransform(ctx, s, recs); err != nil {
-			return err
-		}
-	case stepTableSelect:
-		var err error
-		if out, err = t.tableSelect(ctx, s, recs); err != nil {
-			return err
-		}
-	case stepTableFold:
-		var err error
-		if out, err = t.tableFold(ctx, s, recs); err != nil {
-			return err
-		}
-	case stepHost:
-		var err error
-		if out, err = t.runHost(ctx, s, recs); err != nil {
-			return err
-		}
-	case stepNative:
-		var err error
-		if out, err = runNative(s.node, recs, t.recordFailed); err != nil {
-			return err
-		}
-	case stepDropNullKey:
-		out = make([]rec, 0, len(recs))
-		for _, r := range recs {
-			if r.key != nil {
-				out = append(out, r)
-			}
-		}
-	case stepCount:
-		var err error
-		if out, err = t.count(s, t.stores[s.store.Name], t.dropNulls(recs)); err != nil {
-			return err
-		}
-	case stepWindow:
-		var err error
-		if out, err = t.windowAggregate(ctx, s, recs); err != nil {
-			return err
-		}
-	case stepSuppress:
-		var err error
-		if out, err = t.suppress(s, recs); err != nil {
-			return err
-		}
-	case stepFold:
-		var err error
-		if out, err = t.fold(ctx, s, recs); err != nil {
-			return err
-		}
-	case stepJoin:
-		var err error
-		if out, err = t.join(ctx, s, recs); err != nil {
-			return err
-		}
-	case stepStreamJoin:
-		var err error
-		if out, err = t.streamJoin(ctx, s, recs); err != nil {
-			return err
-		}
-	case stepTableJoin:
-		var err error
-		if out, err = t.tableJoin(ctx, s, recs); err != nil {
-			return err
-		}
-	case stepTableMerge:
-		var err error
-		if out, err = t.tableMerge(s, recs); err != nil {
-			return err
-		}
-	case stepFKSend:
-		var err error
-		if out, err = t.fkSend(ctx, s, recs); err != nil {
-			return err
-		}
-	case stepFKReceive:
-		var err error
-		if out, err = t.fkReceive(s, recs); err != nil {
-			return err
-		}
-	case stepFKSubscriptionJoin:
-		var err error
-		if out, err = t.fkSubscriptionJoin(ctx, s, recs); err != nil {
-			return err
-		}
-	case stepFKForeignJoin:
-		var err error
-		if out, err = t.fkForeignJoin(s, recs); err != nil {
-			return err
-		}
-	case stepFKResolve:
-		var err error
-		if out, err = t.fkResolve(ctx, s, recs); err != nil {
-			return err
-		}
-	case stepBranch:
-		routed, err := t.branch(ctx, s, recs)
-		if err != nil {
-			return err
-		}
-		for i, c := range s.next {
-			if len(routed[i]) > 0 {
-				if err := t.push(ctx, c, routed[i]); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	case stepPass:
-		out = recs
-	case stepSink:
-		for _, r := range recs {
-			v := r.value
-			if s.change {
-				if v == nil && r.old == nil {
-					continue
-				}
-				v = encodeChange(r.value, r.old)
-			}
-			// The input record's headers go with what it became, as Kafka
-			// Streams forwards them (to repartition topics too).
-			out := &kgo.Record{Topic: s.topic, Key: r.key, Value: v, Timestamp: time.UnixMilli(r.ts), Headers: r.in.Headers}
-			if s.byPartition {
-				p, err := fkResponsePartition(v)
-				if err != nil {
-					return recordError(r, s.node.Name, err)
-				}
-				out.Partition = p
-			}
-			t.out = append(t.out, out)
-		}
-		return nil
+	out, err := t.op(s).process(ctx, recs)
+	if err != nil {
+		return err
 	}
 	if s.cached {
 		t.cache(s, out)
@@ -855,97 +708,4 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 		}
 	}
 	return nil
-}
-
-// runNative runs a Go function node per record; a record whose function
-// fails goes to failed (recordFailed: nil skips it).
-func runNative(n *topology.Node, recs []rec, failed func(rec, string, failKind, error) error) ([]rec, error) {
-	out := make([]rec, 0, len(recs))
-	for _, r := range recs {
-		var err error
-		switch f := n.Fn.Native.(type) {
-		case topology.MapValuesFunc:
-			var v []byte
-			if v, err = f(r.value); err == nil {
-				r.value = v
-				out = append(out, r)
-			}
-		case topology.PredicateFunc:
-			var keep bool
-			if keep, err = f(r.key, r.value); err == nil && keep == (n.Op != topology.OpFilterNot) {
-				out = append(out, r)
-			}
-		case topology.FlatMapValuesFunc:
-			var vs [][]byte
-			if vs, err = f(r.value); err == nil {
-				for _, v := range vs {
-					out = append(out, rec{key: r.key, value: v, ts: r.ts, in: r.in})
-				}
-			}
-		case topology.MapFunc:
-			var k, v []byte
-			if k, v, err = f(r.key, r.value); err == nil {
-				r.key, r.value = k, v
-				out = append(out, r)
-			}
-		case topology.SelectKeyFunc:
-			var k []byte
-			if k, err = f(r.key, r.value); err == nil {
-				r.key = k
-				out = append(out, r)
-			}
-		case topology.ForeachFunc:
-			if err = f(r.key, r.value); err == nil && n.Op == topology.OpPeek {
-				out = append(out, r)
-			}
-		default:
-			return nil, fmt.Errorf("runtime: node %s has a native function of type %T, which does not fit its operation", n.Name, f)
-		}
-		if err != nil {
-			if err = failed(r, n.Name, kindOf(err), err); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return out, nil
-}
-
-// deserialize checks a source's records against its serdes, as Kafka
-// Streams' source node deserializes them, and for a change source splits
-// each value into new and old. A record that does not decode goes to the
-// deserialization policy: skipped, or its error fails the batch.
-func (t *task) deserialize(s *step, recs []rec) ([]rec, error) {
-	checkKey, checkValue := serde.Checks(s.keySerde), serde.Checks(s.valueSerde)
-	if !checkKey && !checkValue && !s.change {
-		return recs, nil
-	}
-	out := make([]rec, 0, len(recs))
-	for _, r := range recs {
-		var err error
-		if checkKey && r.key != nil {
-			if e := serde.Validate(s.keySerde, r.key); e != nil {
-				err = fmt.Errorf("key does not decode as %s: %w", s.keySerde, e)
-			}
-		}
-		if err == nil && checkValue && r.value != nil {
-			if e := serde.Validate(s.valueSerde, r.value); e != nil {
-				err = fmt.Errorf("value does not decode as %s: %w", s.valueSerde, e)
-			}
-		}
-		if err == nil && s.change {
-			nv, ov, e := decodeChange(r.value)
-			if e != nil {
-				err = fmt.Errorf("value is not a change: %w", e)
-			}
-			r.value, r.old = nv, ov
-		}
-		if err != nil {
-			if err = t.recordFailed(r, s.node.Name, kindDeserialization, err); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		out = append(out, r)
-	}
-	return out, nil
 }

@@ -2,14 +2,11 @@ package runtime
 
 import (
 	"bytes"
-	"container/heap"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/serde"
 	"github.com/polystreams/polystreams/core/internal/state"
@@ -239,10 +236,10 @@ func openWindowsOf(tx *storeTx, w *topology.Windows, streamTime int64) (*openWin
 	return o, err
 }
 
-func (t *task) winState(s *step, tx *storeTx) (*winState, error) {
-	if ws := t.wins[s]; ws != nil {
-		return ws, nil
-	}
+// loadWinState reads a windowed step's stream time in task t from its
+// store; the operator loads the rest of its state (windowOp.state,
+// suppressOp.state).
+func (t *task) loadWinState(tx *storeTx) (*winState, error) {
 	ws := &winState{streamTime: -1, lastExpiry: math.MinInt64, sessions: map[string][]session{}, starts: map[string][]int64{}}
 	v, _, err := tx.get(metaKey)
 	if err != nil {
@@ -251,35 +248,6 @@ func (t *task) winState(s *step, tx *storeTx) (*winState, error) {
 	if len(v) == 8 {
 		ws.streamTime = int64(binary.BigEndian.Uint64(v))
 	}
-	if s.kind == stepWindow && s.node.Windows.Kind == topology.TimeWindows {
-		if ws.open, err = openWindowsOf(tx, s.node.Windows, ws.streamTime); err != nil {
-			return nil, fmt.Errorf("runtime: task %s: loading the open windows of store %s: %w", t.id, tx.store.Name, err)
-		}
-		if ws.open != nil {
-			tx.front = ws.open
-		}
-	}
-	if s.kind == stepWindow && s.node.Windows.Kind == topology.SessionWindows {
-		if err := ws.loadStoreTime(tx); err != nil {
-			return nil, fmt.Errorf("runtime: task %s: reading the observed time of session store %s: %w", t.id, tx.store.Name, err)
-		}
-	}
-	if s.kind == stepSuppress {
-		ws.pending = map[string]rec{}
-		err := tx.part.ScanRange(nil, metaKey, func(k, v []byte, ts int64) error {
-			bk := string(k)
-			// The update's input record is gone: errors name the buffer.
-			in := &kgo.Record{Topic: tx.changelog, Partition: t.id.partition, Offset: -1}
-			ws.pending[bk] = rec{key: append([]byte(nil), k[8:]...), value: append([]byte(nil), v...), ts: ts, in: in}
-			ws.order = append(ws.order, bk)
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("runtime: task %s: loading suppression buffer %s: %w", t.id, tx.store.Name, err)
-		}
-		heap.Init(&ws.order)
-	}
-	t.wins[s] = ws
 	return ws, nil
 }
 
@@ -292,42 +260,94 @@ func (ws *winState) advance(tx *storeTx, ts int64) {
 	}
 }
 
-// windowAggregate is KStreamWindowAggregate (count, reduce, aggregate over
+// windowOp is a windowed aggregation (count, reduce, aggregate over time,
+// session or sliding windows), emitting each update or, with
+// emitStrategy(onWindowClose), each window's final result (emit.go). Its
+// state in the task, loaded from its store on first use, is the stream
+// time, the open windows or sessions, and the close time emitted.
+type windowOp struct {
+	t  *task
+	s  *step
+	tx *storeTx
+	ws *winState // nil: load on next use
+	// expand is the time windows' scratch: a record per window.
+	expand []rec
+}
+
+func newWindowOp(t *task, s *step) operator {
+	return &windowOp{t: t, s: s, tx: t.storeOf(s.store)}
+}
+
+func (o *windowOp) revive() { o.ws = nil }
+
+// state returns the aggregation's state, loading it on first use: the
+// stream time, and the open time windows or the sessions' observed time.
+func (o *windowOp) state() (*winState, error) {
+	if o.ws != nil {
+		return o.ws, nil
+	}
+	t, tx := o.t, o.tx
+	ws, err := t.loadWinState(tx)
+	if err != nil {
+		return nil, err
+	}
+	switch w := o.s.node.Windows; w.Kind {
+	case topology.TimeWindows:
+		if ws.open, err = openWindowsOf(tx, w, ws.streamTime); err != nil {
+			return nil, fmt.Errorf("runtime: task %s: loading the open windows of store %s: %w", t.id, tx.store.Name, err)
+		}
+		if ws.open != nil {
+			tx.front = ws.open
+		}
+	case topology.SessionWindows:
+		if err := ws.loadStoreTime(tx); err != nil {
+			return nil, fmt.Errorf("runtime: task %s: reading the observed time of session store %s: %w", t.id, tx.store.Name, err)
+		}
+	}
+	o.ws = ws
+	return ws, nil
+}
+
+func (o *windowOp) process(ctx context.Context, recs []rec) ([]rec, error) {
+	if o.s.node.Windows.EmitOnClose {
+		return o.emitOnClose(ctx, recs) // emit.go
+	}
+	return o.updates(ctx, recs)
+}
+
+// updates runs the aggregation and returns its updates.
+func (o *windowOp) updates(ctx context.Context, recs []rec) ([]rec, error) {
+	switch o.s.node.Windows.Kind {
+	case topology.SessionWindows:
+		return o.sessionAggregate(ctx, recs) // session.go
+	case topology.SlidingWindows:
+		return o.slidingAggregate(ctx, recs) // sliding.go
+	}
+	return o.timeAggregate(ctx, recs)
+}
+
+// timeAggregate is KStreamWindowAggregate (count, reduce, aggregate over
 // time windows): each record updates every window it falls into that is
 // still open: w.end > stream time - grace, stream time including this
 // record. A record too late for a window is dropped for it and counted
 // (dropped-records), as Kafka Streams counts it. Each window's update is
 // forwarded with the windowed key. All windows of all records of the batch
 // fold in one crossing for a host function.
-func (t *task) windowAggregate(ctx context.Context, s *step, recs []rec) ([]rec, error) {
-	if s.node.Windows.EmitOnClose {
-		return t.emitOnClose(ctx, s, recs) // emit.go
-	}
-	return t.windowUpdates(ctx, s, recs)
-}
-
-// windowUpdates runs a windowed aggregation and returns its updates.
-func (t *task) windowUpdates(ctx context.Context, s *step, recs []rec) ([]rec, error) {
+func (o *windowOp) timeAggregate(ctx context.Context, recs []rec) ([]rec, error) {
+	t, s, tx := o.t, o.s, o.tx
 	w := s.node.Windows
-	switch w.Kind {
-	case topology.SessionWindows:
-		return t.sessionAggregate(ctx, s, recs)
-	case topology.SlidingWindows:
-		return t.slidingAggregate(ctx, s, recs)
-	}
-	tx := t.stores[s.store.Name]
-	ws, err := t.winState(s, tx)
+	ws, err := o.state()
 	if err != nil {
 		return nil, err
 	}
 	var starts []int64
 	// One entry per record and window: reused from batch to batch (the
 	// fold's outputs are new slices).
-	expanded := t.expandBuf[:0]
+	expanded := o.expand[:0]
 	if need := len(recs) * int(w.PerRecord()); cap(expanded) < need {
 		expanded = make([]rec, 0, need)
 	}
-	defer func() { t.expandBuf = expanded[:0] }()
+	defer func() { o.expand = expanded[:0] }()
 	for _, r := range recs {
 		// KStreamWindowAggregate skips a record with a null key only: a
 		// null value is counted by count and handed to an aggregator
@@ -355,7 +375,7 @@ func (t *task) windowUpdates(ctx context.Context, s *step, recs []rec) ([]rec, e
 	}
 	var out []rec
 	if s.node.Op == topology.OpCount {
-		out, err = t.count(s, tx, expanded)
+		out, err = count(s, tx, expanded)
 	} else {
 		out, err = t.foldKept(ctx, s, expanded)
 	}
@@ -373,7 +393,7 @@ func (t *task) windowUpdates(ctx context.Context, s *step, recs []rec) ([]rec, e
 			ws.open, tx.front = nil, nil // too many: read the store
 		}
 	}
-	if err := t.expire(ws, tx, s.store); err != nil {
+	if err := o.expire(ws, tx, s.store); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -385,7 +405,8 @@ func (t *task) windowUpdates(ctx context.Context, s *step, recs []rec) ([]rec, e
 // segments, not each window. The changelog is not tombstoned: its own
 // retention (retention + 1 day) deletes them, as in Kafka Streams. Under
 // exactly_once_v2 the rows go with the transaction (storeTx.expire).
-func (t *task) expire(ws *winState, tx *storeTx, st *topology.Store) error {
+func (o *windowOp) expire(ws *winState, tx *storeTx, st *topology.Store) error {
+	t := o.t
 	cutoff, due := ws.expiryDue(st, ws.streamTime)
 	if !due {
 		return nil
@@ -411,7 +432,8 @@ func (ws *winState) expiryDue(st *topology.Store, now int64) (int64, bool) {
 
 // trimScan deletes the rows of a key-first store (sessions, sliding
 // windows) that doomed picks: a scan of the store partition.
-func (t *task) trimScan(tx *storeTx, doomed func(k []byte) bool) error {
+func (o *windowOp) trimScan(tx *storeTx, doomed func(k []byte) bool) error {
+	t := o.t
 	var keys [][]byte
 	err := tx.part.ScanRange(nil, metaKey, func(k, _ []byte, _ int64) error {
 		if doomed(k) {
@@ -428,75 +450,4 @@ func (t *task) trimScan(tx *storeTx, doomed func(k []byte) bool) error {
 		return fmt.Errorf("runtime: task %s: expiring rows of store %s: %w", t.id, tx.store.Name, err)
 	}
 	return nil
-}
-
-// suppress is KTableSuppressProcessor with untilWindowCloses: it keeps
-// each window's latest update and forwards it, once, when its stream time
-// (the largest timestamp of the updates it received) reaches the window's
-// end plus grace. A tombstone takes the window's pending update away.
-func (t *task) suppress(s *step, recs []rec) ([]rec, error) {
-	w := s.node.Windows
-	tx := t.stores[s.store.Name]
-	ws, err := t.winState(s, tx)
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range recs {
-		end, err := windowEnd(w, r.key)
-		if err != nil {
-			if err = t.recordFailed(r, s.node.Name, kindDeserialization, fmt.Errorf("key is not windowed: %w", err)); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		ws.advance(tx, r.ts)
-		bk := bufferKey(end, r.key)
-		if r.value == nil {
-			delete(ws.pending, string(bk))
-			tx.put(bk, nil, r.ts)
-			continue
-		}
-		if _, ok := ws.pending[string(bk)]; !ok {
-			heap.Push(&ws.order, string(bk))
-		}
-		r.old = nil
-		ws.pending[string(bk)] = r
-		tx.put(bk, r.value, r.ts)
-	}
-	// Emit what closed: end + grace <= stream time (for a session, end +
-	// gap + grace: KTableImpl's window grace of a session aggregation).
-	grace := w.Grace
-	if w.Kind == topology.SessionWindows {
-		grace += w.Size
-	}
-	var out []rec
-	for len(ws.order) > 0 {
-		bk := ws.order[0]
-		if int64(binary.BigEndian.Uint64([]byte(bk[:8])))+grace > ws.streamTime {
-			break
-		}
-		heap.Pop(&ws.order)
-		r, ok := ws.pending[bk]
-		if !ok {
-			continue // deleted, or a second entry of a key emitted already
-		}
-		delete(ws.pending, bk)
-		tx.put([]byte(bk), nil, r.ts)
-		out = append(out, r)
-	}
-	return out, nil
-}
-
-// keyHeap orders buffer keys: by window end, then windowed key.
-type keyHeap []string
-
-func (h keyHeap) Len() int           { return len(h) }
-func (h keyHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h keyHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *keyHeap) Push(x any)        { *h = append(*h, x.(string)) }
-func (h *keyHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }
