@@ -59,6 +59,16 @@ func (t *task) dropNulls(recs []rec) []rec {
 	return recs
 }
 
+// aggTime is the timestamp of an aggregate updated by a record at ts: the
+// later of ts and the previous aggregate's, as Kafka Streams' aggregations
+// since timestamped stores (KIP-258) have it.
+func aggTime(ts int64, prev []byte, prevTS int64) int64 {
+	if prev != nil && prevTS > ts {
+		return prevTS
+	}
+	return ts
+}
+
 // foldNative folds recs with a Go (or built-in) reducer or aggregator; a
 // record whose call fails goes to failed (recordFailed: nil skips it, and
 // its key's aggregate stays as it was).

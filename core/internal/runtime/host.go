@@ -19,6 +19,9 @@ type Host interface {
 	Process(ctx context.Context, b *pb.Bundle) (*pb.BundleResult, error)
 }
 
+// empty is a value that is empty but not null (nil is null).
+var empty = []byte{}
+
 // failure is a record of a bundle that failed on the host.
 type failure struct {
 	index int // into the bundle's records

@@ -214,3 +214,24 @@ func exceptionName(msg string, kind failKind) string {
 	}
 	return "polystreams.ProcessingError"
 }
+
+// RecordError is a record that failed in a node: its input record's topic,
+// partition and offset, and the node.
+type RecordError struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Node      string
+	Err       error
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("runtime: record at %s/%d@%d failed in node %s: %v", e.Topic, e.Partition, e.Offset, e.Node, e.Err)
+}
+
+func (e *RecordError) Unwrap() error { return e.Err }
+
+// recordError names the record, the node and what went wrong.
+func recordError(r rec, node string, err error) error {
+	return &RecordError{Topic: r.in.Topic, Partition: r.in.Partition, Offset: r.in.Offset, Node: node, Err: err}
+}

@@ -1,11 +1,8 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/state"
-	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
 // taskID is Kafka Streams' task id: sub-topology x partition.
@@ -45,116 +41,6 @@ func (r *rec) storeKey() []byte {
 		return r.skey
 	}
 	return r.key
-}
-
-// storeTx is a store partition plus the writes of the batch in progress,
-// which reach Pebble and the changelog only when the batch succeeds.
-//
-// Under exactly_once_v2 a batch's writes move on to txn, the writes of the
-// open transaction, which reach the changelog just before the transaction
-// ends and Pebble only once it committed.
-type storeTx struct {
-	store     *topology.Store
-	part      *state.Partition
-	changelog string
-	// keys maps store keys to changelog keys and back (window.go); nil for
-	// a key-value store, whose keys are the same.
-	keys keyCodec
-	// front, when set, answers gets in its range (window.go).
-	front front
-	dirty map[string]row
-	txn   map[string]row
-	// expired: under exactly_once_v2, the key ranges [lo, hi) that
-	// retention expired in the open transaction. They reach Pebble after
-	// its writes, once it committed: deleted at once, a transaction that
-	// then aborts (or a killed engine) would leave Pebble without rows its
-	// checkpoint still holds (a window not emitted yet, say), and no
-	// restore from the checkpoint would bring them back.
-	expired [][2][]byte
-	// lastOffset is the offset of the last changelog record of the open
-	// transaction, -1 when none (set by produce promises).
-	lastOffset atomic.Int64
-}
-
-// row is a store's value for a key with its timestamp; a nil value is a
-// deleted key.
-type row struct {
-	value []byte
-	ts    int64
-}
-
-// get returns key's value (nil when absent) and its timestamp.
-func (s *storeTx) get(key []byte) ([]byte, int64, error) {
-	if s.front != nil {
-		if r, known := s.front.lookup(key); known {
-			return r.value, r.ts, nil
-		}
-	}
-	if r, ok := s.dirty[string(key)]; ok {
-		return r.value, r.ts, nil
-	}
-	if r, ok := s.txn[string(key)]; ok {
-		return r.value, r.ts, nil
-	}
-	return s.part.Get(key)
-}
-
-// put sets key's value (nil deletes it) as of timestamp ts.
-func (s *storeTx) put(key, value []byte, ts int64) {
-	s.dirty[string(key)] = row{value, ts}
-	if s.front != nil {
-		s.front.store(key, row{value, ts})
-	}
-}
-
-// expire deletes the rows in [lo, hi) (nil: open) that retention no
-// longer keeps: at once under at-least-once (whose checkpoint is cleared
-// while running), with the open transaction under exactly_once_v2.
-func (s *storeTx) expire(eos bool, lo, hi []byte) error {
-	if eos {
-		s.expired = append(s.expired, [2][]byte{bytes.Clone(lo), bytes.Clone(hi)})
-		return nil
-	}
-	return s.part.DeleteRange(lo, hi)
-}
-
-// front is an in-memory view of part of a store that knows every row in
-// its range, in front of the batch, transaction and Pebble (window.go's
-// open windows).
-type front interface {
-	// lookup returns key's row, and whether the front knows it (a key in
-	// its range that it does not hold is absent).
-	lookup(key []byte) (row, bool)
-	store(key []byte, r row)
-}
-
-// writes turns rows into store writes.
-func writes(rows map[string]row) []state.Write {
-	ws := make([]state.Write, 0, len(rows))
-	for k, r := range rows {
-		ws = append(ws, state.Write{Key: []byte(k), Value: r.value, TS: r.ts})
-	}
-	return ws
-}
-
-// changelogRecord is the changelog record of a store change: the plain
-// value, with the row's timestamp as the record's.
-func (s *storeTx) changelogRecord(partition int32, w state.Write) *kgo.Record {
-	key := w.Key
-	if s.keys != nil {
-		key = s.keys.toLog(key)
-	}
-	return &kgo.Record{Topic: s.changelog, Partition: partition, Key: key, Value: w.Value, Timestamp: time.UnixMilli(w.TS)}
-}
-
-// aggTime is the timestamp of an aggregate updated by a record at ts: the
-// later of ts and the previous aggregate's, as Kafka Streams' aggregations
-// since timestamped stores (KIP-258) have it.
-func aggTime(ts int64, prev []byte, prevTS int64) int64 {
-	if prev != nil && prevTS > ts {
-		return prevTS
-	}
-	return ts
 }
 
 // task processes the records of one partition of one sub-topology, in offset
@@ -331,140 +217,6 @@ func (t *task) run(ctx context.Context) {
 	}
 }
 
-// inbox holds fetched records between the poll loop and the task, one
-// queue per source topic (the task's partition of each), as Kafka Streams'
-// PartitionGroup keeps one RecordQueue per partition. It is unbounded so
-// that the poll loop never waits on a slow task (other tasks would
-// starve); instead a partition whose queue is full is paused in the
-// consumer and resumed once drained (Kafka Streams'
-// buffered.records.per.partition, here inboxHigh).
-type inbox struct {
-	mu sync.Mutex // guards queues, n, paused
-	// queues are in topic name order, the order that breaks timestamp
-	// ties in take.
-	queues []*topicQueue
-	n      int             // records in all queues
-	paused map[string]bool // topic -> this task's partition of it is paused
-	// signal has a token when a queue became non-empty.
-	signal chan struct{}
-}
-
-// topicQueue is the fetched records of one partition, in offset order.
-type topicQueue struct {
-	topic string
-	recs  []*kgo.Record
-}
-
-// queue returns topic's queue, made on first use. Called with mu held.
-func (in *inbox) queue(topic string) *topicQueue {
-	i, found := slices.BinarySearchFunc(in.queues, topic, func(q *topicQueue, topic string) int { return strings.Compare(q.topic, topic) })
-	if !found {
-		in.queues = slices.Insert(in.queues, i, &topicQueue{topic: topic})
-	}
-	return in.queues[i]
-}
-
-func (t *task) enqueue(topic string, rs []*kgo.Record) {
-	in := &t.in
-	in.mu.Lock()
-	q := in.queue(topic)
-	q.recs = append(q.recs, rs...)
-	in.n += len(rs)
-	full := len(q.recs) >= t.app.inboxHigh() && !in.paused[topic]
-	if full {
-		in.paused[topic] = true
-	}
-	in.mu.Unlock()
-	if full {
-		t.app.cl.PauseFetchPartitions(map[string][]int32{topic: {t.id.partition}})
-	}
-	select {
-	case in.signal <- struct{}{}:
-	default:
-	}
-}
-
-// len is how many records the queues hold.
-func (in *inbox) len() int {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.n
-}
-
-// take cuts up to n records from the queues, merged as Kafka Streams'
-// PartitionGroup.nextRecord picks them: always the head record with the
-// smallest timestamp (ties: the topic first in name order), so each
-// partition stays in offset order and a table update at t=5 is applied
-// before a stream record at t=7 is joined, whatever order they were
-// fetched in. A queue with nothing buffered holds no other back (Kafka's
-// max.task.idle.ms = -1: see docs/design/joins.md).
-func (in *inbox) take(n int) []*kgo.Record {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	n = min(n, in.n)
-	if n == 0 {
-		return nil
-	}
-	out := make([]*kgo.Record, 0, n)
-	for len(out) < n {
-		// head is the queue to take from; next the one whose head comes
-		// right after head's (nil: no other queue has records).
-		var head, next *topicQueue
-		for _, q := range in.queues {
-			switch {
-			case len(q.recs) == 0:
-			case head == nil || before(q, head):
-				head, next = q, head
-			case next == nil || before(q, next):
-				next = q
-			}
-		}
-		// Take head's records while they still come first: a run, cut
-		// with one scan of the queues.
-		k := 1
-		for k < len(head.recs) && len(out)+k < n && (next == nil || headBefore(head, k, next)) {
-			k++
-		}
-		out = append(out, head.recs[:k]...)
-		if head.recs = head.recs[k:]; len(head.recs) == 0 {
-			head.recs = nil
-		}
-	}
-	in.n -= n
-	return out
-}
-
-// before reports whether q's head record is taken before p's.
-func before(q, p *topicQueue) bool { return headBefore(q, 0, p) }
-
-// headBefore reports whether q's record i is taken before p's head: an
-// earlier timestamp, or the same one in a topic earlier in name order.
-func headBefore(q *topicQueue, i int, p *topicQueue) bool {
-	qt, pt := q.recs[i].Timestamp.UnixMilli(), p.recs[0].Timestamp.UnixMilli()
-	return qt < pt || qt == pt && q.topic < p.topic
-}
-
-// resumeIfDrained resumes fetching the task's paused partitions whose
-// queue is below half its bound.
-func (t *task) resumeIfDrained() {
-	in := &t.in
-	in.mu.Lock()
-	var resume map[string][]int32
-	for topic := range in.paused {
-		if len(in.queue(topic).recs) < t.app.inboxHigh()/2 {
-			if resume == nil {
-				resume = map[string][]int32{}
-			}
-			resume[topic] = []int32{t.id.partition}
-			delete(in.paused, topic)
-		}
-	}
-	in.mu.Unlock()
-	if resume != nil {
-		t.app.cl.ResumeFetchPartitions(resume)
-	}
-}
-
 // process runs one batch through the plan. A batch is atomic: if any record
 // fails, its state changes and outputs are discarded and its offsets are not
 // advanced, so nothing of it is committed.
@@ -528,6 +280,40 @@ func (t *task) pushBatch(ctx context.Context, batch []*kgo.Record) error {
 	return nil
 }
 
+// push runs recs through step s and everything downstream of it: s's
+// operator, then each child in turn with what it forwarded (or the record
+// cache, for a caching step).
+func (t *task) push(ctx context.Context, s *step, recs []rec) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if s.slice > 0 {
+		for len(recs) > s.slice {
+			if err := t.push(ctx, s, recs[:s.slice]); err != nil {
+				return err
+			}
+			recs = recs[s.slice:]
+		}
+	}
+	if s.stats != nil {
+		s.stats.records.Add(int64(len(recs)))
+	}
+	out, err := t.op(s).process(ctx, recs)
+	if err != nil {
+		return err
+	}
+	if s.cached {
+		t.cache(s, out)
+		return nil
+	}
+	for _, c := range s.next {
+		if err := t.push(ctx, c, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // settleOffsets makes the processed offsets committable: every update of
 // their records went out (none waits in the record cache).
 func (t *task) settleOffsets() {
@@ -573,22 +359,6 @@ func (t *task) finish() error {
 	}
 	return nil
 }
-
-// RecordError is a record that failed in a node: its input record's topic,
-// partition and offset, and the node.
-type RecordError struct {
-	Topic     string
-	Partition int32
-	Offset    int64
-	Node      string
-	Err       error
-}
-
-func (e *RecordError) Error() string {
-	return fmt.Sprintf("runtime: record at %s/%d@%d failed in node %s: %v", e.Topic, e.Partition, e.Offset, e.Node, e.Err)
-}
-
-func (e *RecordError) Unwrap() error { return e.Err }
 
 // writeChangelogs hands the open transaction's store changes to the
 // producer: the latest value of each key changed (Kafka Streams' cache
@@ -658,54 +428,4 @@ func (t *task) settleTxn(committed bool) {
 		tx.expired = nil
 		tx.lastOffset.Store(-1)
 	}
-}
-
-// recordError names the record, the node and what went wrong.
-func recordError(r rec, node string, err error) error {
-	return &RecordError{Topic: r.in.Topic, Partition: r.in.Partition, Offset: r.in.Offset, Node: node, Err: err}
-}
-
-var empty = []byte{}
-
-// maxWindowUpdates bounds the window updates of one pass of a hopping
-// window aggregation: a batch whose records fall into more windows than
-// this goes through the aggregation and everything downstream in slices of
-// records, in order, so that what it holds at once (the expanded records,
-// their outputs, the updates the record cache and the store batch take)
-// grows with this bound and not with the batch times the windows per
-// record (topology.MaxWindowsPerRecord).
-const maxWindowUpdates = 1 << 16
-
-// push runs recs through step s and everything downstream of it: s's
-// operator, then each child in turn with what it forwarded (or the record
-// cache, for a caching step).
-func (t *task) push(ctx context.Context, s *step, recs []rec) error {
-	if len(recs) == 0 {
-		return nil
-	}
-	if s.slice > 0 {
-		for len(recs) > s.slice {
-			if err := t.push(ctx, s, recs[:s.slice]); err != nil {
-				return err
-			}
-			recs = recs[s.slice:]
-		}
-	}
-	if s.stats != nil {
-		s.stats.records.Add(int64(len(recs)))
-	}
-	out, err := t.op(s).process(ctx, recs)
-	if err != nil {
-		return err
-	}
-	if s.cached {
-		t.cache(s, out)
-		return nil
-	}
-	for _, c := range s.next {
-		if err := t.push(ctx, c, out); err != nil {
-			return err
-		}
-	}
-	return nil
 }

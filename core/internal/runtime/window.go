@@ -126,6 +126,15 @@ func windowEnd(w *topology.Windows, windowed []byte) (int64, error) {
 	return start + w.Size, err
 }
 
+// maxWindowUpdates bounds the window updates of one pass of a hopping
+// window aggregation: a batch whose records fall into more windows than
+// this goes through the aggregation and everything downstream in slices of
+// records, in order, so that what it holds at once (the expanded records,
+// their outputs, the updates the record cache and the store batch take)
+// grows with this bound and not with the batch times the windows per
+// record (topology.MaxWindowsPerRecord).
+const maxWindowUpdates = 1 << 16
+
 // winState is a windowed step's state in one task: the stream time (the
 // largest timestamp seen; -1 before any) and, for a suppression, the
 // updates it holds. Loaded from the store on first use, so it is what the
