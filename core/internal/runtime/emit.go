@@ -71,7 +71,7 @@ const noEmit = -1
 // aggregation (its updates discarded), the final results of the windows
 // that closed, then the expiry of windows past retention, which must not
 // take a window before its final result went out.
-func (o *windowOp) emitOnClose(ctx context.Context, recs []rec) ([]rec, error) {
+func (o *windowed) emitOnClose(ctx context.Context, recs []rec, a windowAggregation) ([]rec, error) {
 	t, s, tx := o.t, o.s, o.tx
 	ws, err := o.state()
 	if err != nil {
@@ -89,7 +89,7 @@ func (o *windowOp) emitOnClose(ctx context.Context, recs []rec) ([]rec, error) {
 	}
 	before := ws.streamTime
 	ws.holdExpiry = true
-	_, err = o.updates(ctx, recs)
+	_, err = a.aggregate(ctx, recs)
 	ws.holdExpiry = false
 	if err != nil {
 		return nil, err
@@ -98,15 +98,7 @@ func (o *windowOp) emitOnClose(ctx context.Context, recs []rec) ([]rec, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch w := s.node.Windows; w.Kind {
-	case topology.SessionWindows:
-		err = o.expireSessions(ws, tx, s.store)
-	case topology.SlidingWindows:
-		err = o.expireSliding(ws, tx, s.store)
-	default:
-		err = o.expire(ws, tx, s.store)
-	}
-	return out, err
+	return out, a.expire(ws, tx, s.store)
 }
 
 // closed is a window whose final result is due: its order key, its
@@ -121,7 +113,7 @@ type closed struct {
 
 // emitFinal forwards the final results the batch's records made due, each
 // record in turn, as maybeForwardFinalResult after each process() call.
-func (o *windowOp) emitFinal(ws *winState, tx *storeTx, streamTime int64, recs []rec) ([]rec, error) {
+func (o *windowed) emitFinal(ws *winState, tx *storeTx, streamTime int64, recs []rec) ([]rec, error) {
 	s := o.s
 	n, w := s.node, s.node.Windows
 	// The emits, in order: the close time each record made and its range.
@@ -197,7 +189,7 @@ func (o *windowOp) emitFinal(ws *winState, tx *storeTx, streamTime int64, recs [
 // closedWindows returns the windows of the store whose emit bound (start,
 // or a session's end) lies in [lower, upper], in the order Kafka Streams'
 // time-ordered stores return them, as the batch left the store.
-func (o *windowOp) closedWindows(tx *storeTx, w *topology.Windows, lower, upper int64) ([]closed, error) {
+func (o *windowed) closedWindows(tx *storeTx, w *topology.Windows, lower, upper int64) ([]closed, error) {
 	t := o.t
 	var lo, hi []byte
 	if w.Kind == topology.TimeWindows {

@@ -32,8 +32,8 @@ type step struct {
 	steps                            []*pb.Step
 	keysChange                       bool
 	inKey, inValue, outKey, outValue string
-	// countOp, aggregateOp, windowOp, the table operators: the store the
-	// step owns
+	// countOp, aggregateOp, the windowed aggregations, the table
+	// operators: the store the step owns
 	store *topology.Store
 	// joinOp: the table's store it reads (its table source owns it);
 	// the foreign-key join's steps: the store they read or write beside
@@ -48,7 +48,8 @@ type step struct {
 	// joinOp of a global table: the key mapper, a one-step host chain
 	// (no steps when it is native); see global.go.
 	mapper *step
-	// aggregateOp, windowOp, tableFoldOp: whether the fold runs in the host (else native).
+	// aggregateOp, the windowed aggregations, tableFoldOp: whether the
+	// fold runs in the host (else native).
 	hostFold bool
 	// sinkOp: the full topic name (internal topics prefixed).
 	topic string
@@ -140,7 +141,14 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					return nil, err
 				}
 			case n.Windows != nil && n.Op != topology.OpSuppress:
-				s.open = newWindowOp
+				switch n.Windows.Kind {
+				case topology.SessionWindows:
+					s.open = newSessionWindowOp
+				case topology.SlidingWindows:
+					s.open = newSlidingWindowOp
+				default:
+					s.open = newTimeWindowOp
+				}
 				if useStore(); s.store == nil || len(n.Predecessors) != 1 {
 					return nil, fmt.Errorf("runtime: node %s needs one store and one predecessor", n.Name)
 				}

@@ -69,7 +69,7 @@ type outAgg struct {
 // the folder, and the window state it changes (stream time, the key
 // indexes) can be put back. So a pass in which a fold failed is undone and
 // run again without the failed records, once the error policy has skipped
-// them (windowOp.passes); under the fail policy the failure fails the batch.
+// them (windowed.passes); under the fail policy the failure fails the batch.
 type folder struct {
 	t    *task
 	s    *step
@@ -113,7 +113,7 @@ func (e *foldFailed) Error() string {
 	return fmt.Sprintf("runtime: %d folds failed", len(e.fails))
 }
 
-func (o *windowOp) newFolder(ws *winState, skip map[int]bool) *folder {
+func (o *windowed) newFolder(ws *winState, skip map[int]bool) *folder {
 	t, s := o.t, o.s
 	return &folder{
 		t: t, s: s, tx: t.stores[s.store.Name], ws: ws, host: s.hostFold, skip: skip,
@@ -397,7 +397,7 @@ func (f *folder) run(ctx context.Context) ([][]byte, error) {
 // ends well: a pass in which folds failed is undone, the failed records go
 // to the error policy (the fail policy fails the batch), and the pass runs
 // again skipping them. Each failed pass skips at least one more record.
-func (o *windowOp) passes(ctx context.Context, recs []rec, pass func(f *folder, recs []rec) error) ([]rec, *winState, error) {
+func (o *windowed) passes(ctx context.Context, recs []rec, pass func(f *folder, recs []rec) error) ([]rec, *winState, error) {
 	t, s := o.t, o.s
 	ws, err := o.state()
 	if err != nil {

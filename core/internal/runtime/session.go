@@ -85,7 +85,7 @@ func (sessionCodec) fromLog(lk []byte) ([]byte, error) {
 
 // sessionsOf returns key's sessions, in (end, start) order, reading them
 // from the store the first time.
-func (o *windowOp) sessionsOf(ws *winState, tx *storeTx, key []byte) ([]session, error) {
+func (o *sessionWindowOp) sessionsOf(ws *winState, tx *storeTx, key []byte) ([]session, error) {
 	if ss, ok := ws.sessions[string(key)]; ok {
 		return ss, nil
 	}
@@ -106,26 +106,43 @@ func (o *windowOp) sessionsOf(ws *winState, tx *storeTx, key []byte) ([]session,
 	return ss, nil
 }
 
-// sessionAggregate is KStreamSessionWindowAggregate: a record at ts joins
+// sessionWindowOp is KStreamSessionWindowAggregate: count, reduce,
+// aggregate over session windows.
+type sessionWindowOp struct {
+	windowed
+}
+
+func newSessionWindowOp(t *task, s *step) operator {
+	return &sessionWindowOp{windowed{t: t, s: s, tx: t.storeOf(s.store)}}
+}
+
+func (o *sessionWindowOp) process(ctx context.Context, recs []rec) ([]rec, error) {
+	if o.s.node.Windows.EmitOnClose {
+		return o.emitOnClose(ctx, recs, o) // emit.go
+	}
+	return o.aggregate(ctx, recs)
+}
+
+// aggregate is KStreamSessionWindowAggregate's process: a record at ts joins
 // (and merges) every session of its key that ends at or after ts - gap and
 // starts at or before ts + gap; the merged sessions are removed (a
 // tombstone forwarded for each) and the merged one forwarded, stamped with
 // its end. A merged session that ends before stream time - grace - gap is
 // too late: the record is dropped and counted. Only records with a null key
 // are skipped; count counts null values, as Kafka Streams' does.
-func (o *windowOp) sessionAggregate(ctx context.Context, recs []rec) ([]rec, error) {
+func (o *sessionWindowOp) aggregate(ctx context.Context, recs []rec) ([]rec, error) {
 	out, ws, err := o.passes(ctx, recs, o.sessionPass)
 	if err != nil {
 		return nil, err
 	}
-	if err := o.expireSessions(ws, o.tx, o.s.store); err != nil {
+	if err := o.expire(ws, o.tx, o.s.store); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// sessionPass is one pass of sessionAggregate over recs.
-func (o *windowOp) sessionPass(f *folder, recs []rec) error {
+// sessionPass is one pass of aggregate over recs.
+func (o *sessionWindowOp) sessionPass(f *folder, recs []rec) error {
 	n, w, s, ws := f.s.node, f.s.node.Windows, f.s, f.ws
 	f.out = make([]rec, 0, len(recs))
 	for i, r := range recs {
@@ -282,11 +299,11 @@ func sessionAdd(n *topology.Node, r rec, agg []byte) ([]byte, error) {
 	return n.Fn.Native.(topology.AggregateFunc)(r.key, r.value, agg)
 }
 
-// expireSessions deletes the sessions that end before the store's observed
+// expire deletes the sessions that end before the store's observed
 // time - retention (Kafka Streams' session segments expire by end time, as
 // the store sees time), in steps of half the retention (at least a
 // minute): a scan of the store.
-func (o *windowOp) expireSessions(ws *winState, tx *storeTx, st *topology.Store) error {
+func (o *sessionWindowOp) expire(ws *winState, tx *storeTx, st *topology.Store) error {
 	cutoff, due := ws.expiryDue(st, ws.storeTime)
 	if !due {
 		return nil

@@ -51,7 +51,7 @@ func (slidingCodec) fromLog(lk []byte) ([]byte, error) {
 
 // slidingStarts returns key's window starts, ascending, reading them from
 // the store the first time.
-func (o *windowOp) slidingStarts(ws *winState, tx *storeTx, key []byte) ([]int64, error) {
+func (o *slidingWindowOp) slidingStarts(ws *winState, tx *storeTx, key []byte) ([]int64, error) {
 	if ss, ok := ws.starts[string(key)]; ok {
 		return ss, nil
 	}
@@ -141,22 +141,39 @@ func (sl *slider) init() window {
 	return window{a, sl.r.ts}
 }
 
-// slidingAggregate runs KStreamSlidingWindowAggregate over recs: records
+// slidingWindowOp is KStreamSlidingWindowAggregate: count, reduce,
+// aggregate over sliding windows.
+type slidingWindowOp struct {
+	windowed
+}
+
+func newSlidingWindowOp(t *task, s *step) operator {
+	return &slidingWindowOp{windowed{t: t, s: s, tx: t.storeOf(s.store)}}
+}
+
+func (o *slidingWindowOp) process(ctx context.Context, recs []rec) ([]rec, error) {
+	if o.s.node.Windows.EmitOnClose {
+		return o.emitOnClose(ctx, recs, o) // emit.go
+	}
+	return o.aggregate(ctx, recs)
+}
+
+// aggregate runs KStreamSlidingWindowAggregate over recs: records
 // with a null key or value are skipped, a record whose windows all closed
 // (ts + 1 + d <= stream time - grace) is dropped and counted.
-func (o *windowOp) slidingAggregate(ctx context.Context, recs []rec) ([]rec, error) {
+func (o *slidingWindowOp) aggregate(ctx context.Context, recs []rec) ([]rec, error) {
 	out, ws, err := o.passes(ctx, o.t.dropNulls(recs), o.slidingPass)
 	if err != nil {
 		return nil, err
 	}
-	if err := o.expireSliding(ws, o.tx, o.s.store); err != nil {
+	if err := o.expire(ws, o.tx, o.s.store); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// slidingPass is one pass of slidingAggregate over recs.
-func (o *windowOp) slidingPass(f *folder, recs []rec) error {
+// slidingPass is one pass of aggregate over recs.
+func (o *slidingWindowOp) slidingPass(f *folder, recs []rec) error {
 	t := o.t
 	s, ws, w := f.s, f.ws, f.s.node.Windows
 	for i, r := range recs {
@@ -296,9 +313,9 @@ func (sl *slider) early(all []int64) {
 	}
 }
 
-// expireSliding deletes the windows that start at or before stream time -
+// expire deletes the windows that start at or before stream time -
 // retention, in steps of half the retention (at least a minute).
-func (o *windowOp) expireSliding(ws *winState, tx *storeTx, st *topology.Store) error {
+func (o *slidingWindowOp) expire(ws *winState, tx *storeTx, st *topology.Store) error {
 	cutoff, due := ws.expiryDue(st, ws.streamTime)
 	if !due {
 		return nil

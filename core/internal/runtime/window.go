@@ -246,7 +246,7 @@ func openWindowsOf(tx *storeTx, w *topology.Windows, streamTime int64) (*openWin
 }
 
 // loadWinState reads a windowed step's stream time in task t from its
-// store; the operator loads the rest of its state (windowOp.state,
+// store; the operator loads the rest of its state (windowed.state,
 // suppressOp.state).
 func (t *task) loadWinState(tx *storeTx) (*winState, error) {
 	ws := &winState{streamTime: -1, lastExpiry: math.MinInt64, sessions: map[string][]session{}, starts: map[string][]int64{}}
@@ -269,29 +269,32 @@ func (ws *winState) advance(tx *storeTx, ts int64) {
 	}
 }
 
-// windowOp is a windowed aggregation (count, reduce, aggregate over time,
-// session or sliding windows), emitting each update or, with
-// emitStrategy(onWindowClose), each window's final result (emit.go). Its
-// state in the task, loaded from its store on first use, is the stream
-// time, the open windows or sessions, and the close time emitted.
-type windowOp struct {
+// windowed is what the windowed aggregations (timeWindowOp,
+// sessionWindowOp, slidingWindowOp) share: their store, and their state in
+// the task, loaded from the store on first use: the stream time, the open
+// windows or the sessions' observed time, the close time emitted. Each
+// emits every update or, with emitStrategy(onWindowClose), each window's
+// final result (emit.go).
+type windowed struct {
 	t  *task
 	s  *step
 	tx *storeTx
 	ws *winState // nil: load on next use
-	// expand is the time windows' scratch: a record per window.
-	expand []rec
 }
 
-func newWindowOp(t *task, s *step) operator {
-	return &windowOp{t: t, s: s, tx: t.storeOf(s.store)}
-}
+func (o *windowed) revive() { o.ws = nil }
 
-func (o *windowOp) revive() { o.ws = nil }
+// windowAggregation is what a windowed aggregation adds to windowed: its
+// aggregation of a run of records, and the expiry of the windows its
+// store's retention no longer keeps.
+type windowAggregation interface {
+	aggregate(ctx context.Context, recs []rec) ([]rec, error)
+	expire(ws *winState, tx *storeTx, st *topology.Store) error
+}
 
 // state returns the aggregation's state, loading it on first use: the
 // stream time, and the open time windows or the sessions' observed time.
-func (o *windowOp) state() (*winState, error) {
+func (o *windowed) state() (*winState, error) {
 	if o.ws != nil {
 		return o.ws, nil
 	}
@@ -317,32 +320,33 @@ func (o *windowOp) state() (*winState, error) {
 	return ws, nil
 }
 
-func (o *windowOp) process(ctx context.Context, recs []rec) ([]rec, error) {
+// timeWindowOp is KStreamWindowAggregate: count, reduce, aggregate over
+// time windows (tumbling, hopping).
+type timeWindowOp struct {
+	windowed
+	// expand is the aggregation's scratch: a record per window.
+	expand []rec
+}
+
+func newTimeWindowOp(t *task, s *step) operator {
+	return &timeWindowOp{windowed: windowed{t: t, s: s, tx: t.storeOf(s.store)}}
+}
+
+func (o *timeWindowOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 	if o.s.node.Windows.EmitOnClose {
-		return o.emitOnClose(ctx, recs) // emit.go
+		return o.emitOnClose(ctx, recs, o) // emit.go
 	}
-	return o.updates(ctx, recs)
+	return o.aggregate(ctx, recs)
 }
 
-// updates runs the aggregation and returns its updates.
-func (o *windowOp) updates(ctx context.Context, recs []rec) ([]rec, error) {
-	switch o.s.node.Windows.Kind {
-	case topology.SessionWindows:
-		return o.sessionAggregate(ctx, recs) // session.go
-	case topology.SlidingWindows:
-		return o.slidingAggregate(ctx, recs) // sliding.go
-	}
-	return o.timeAggregate(ctx, recs)
-}
-
-// timeAggregate is KStreamWindowAggregate (count, reduce, aggregate over
+// aggregate is KStreamWindowAggregate's process (count, reduce, aggregate over
 // time windows): each record updates every window it falls into that is
 // still open: w.end > stream time - grace, stream time including this
 // record. A record too late for a window is dropped for it and counted
 // (dropped-records), as Kafka Streams counts it. Each window's update is
 // forwarded with the windowed key. All windows of all records of the batch
 // fold in one crossing for a host function.
-func (o *windowOp) timeAggregate(ctx context.Context, recs []rec) ([]rec, error) {
+func (o *timeWindowOp) aggregate(ctx context.Context, recs []rec) ([]rec, error) {
 	t, s, tx := o.t, o.s, o.tx
 	w := s.node.Windows
 	ws, err := o.state()
@@ -414,7 +418,7 @@ func (o *windowOp) timeAggregate(ctx context.Context, recs []rec) ([]rec, error)
 // segments, not each window. The changelog is not tombstoned: its own
 // retention (retention + 1 day) deletes them, as in Kafka Streams. Under
 // exactly_once_v2 the rows go with the transaction (storeTx.expire).
-func (o *windowOp) expire(ws *winState, tx *storeTx, st *topology.Store) error {
+func (o *timeWindowOp) expire(ws *winState, tx *storeTx, st *topology.Store) error {
 	t := o.t
 	cutoff, due := ws.expiryDue(st, ws.streamTime)
 	if !due {
@@ -441,7 +445,7 @@ func (ws *winState) expiryDue(st *topology.Store, now int64) (int64, bool) {
 
 // trimScan deletes the rows of a key-first store (sessions, sliding
 // windows) that doomed picks: a scan of the store partition.
-func (o *windowOp) trimScan(tx *storeTx, doomed func(k []byte) bool) error {
+func (o *windowed) trimScan(tx *storeTx, doomed func(k []byte) bool) error {
 	t := o.t
 	var keys [][]byte
 	err := tx.part.ScanRange(nil, metaKey, func(k, _ []byte, _ int64) error {
