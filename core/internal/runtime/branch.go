@@ -12,12 +12,9 @@ import (
 // one took, as in Kafka Streams; a host predicate crosses once per batch
 // (per bundle of records) with them. A record whose predicate fails goes to
 // no branch: the processing policy has it (recordFailed).
-type branchOp struct {
-	t *task
-	s *step
-}
+type branchOp struct{ opBase }
 
-func newBranchOp(t *task, s *step) operator { return &branchOp{t: t, s: s} }
+func newBranchOp(t *task, s *step) operator { return &branchOp{baseOf(t, s, nil)} }
 
 // process pushes each branch its records, in branch order, and forwards
 // nothing to all children.

@@ -8,12 +8,9 @@ import (
 // chainOp is a fused chain of stateless host operators (map_values,
 // filter, flat_map_values, map, select_key, peek, foreach whose functions
 // live in a host): one crossing per bundle for the whole chain (host.go).
-type chainOp struct {
-	t *task
-	s *step
-}
+type chainOp struct{ opBase }
 
-func newChainOp(t *task, s *step) operator { return &chainOp{t: t, s: s} }
+func newChainOp(t *task, s *step) operator { return &chainOp{baseOf(t, s, nil)} }
 
 // process sends recs through the chain: split into bundles bounded by
 // count and bytes, all in flight at once, answers reassembled in order.

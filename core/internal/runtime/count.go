@@ -10,15 +10,9 @@ import (
 // countOp is KStream.groupBy(...).count(): KStreamAggregate counting into
 // its store, each update forwarded (or cached). Records with a null key
 // or value are dropped and counted, as for every aggregation.
-type countOp struct {
-	t  *task
-	s  *step
-	tx *storeTx
-}
+type countOp struct{ opBase }
 
-func newCountOp(t *task, s *step) operator {
-	return &countOp{t: t, s: s, tx: t.storeOf(s.store)}
-}
+func newCountOp(t *task, s *step) operator { return &countOp{baseOf(t, s, s.store)} }
 
 func (o *countOp) process(_ context.Context, recs []rec) ([]rec, error) {
 	return count(o.s, o.tx, o.t.dropNulls(recs))

@@ -71,7 +71,7 @@ const noEmit = -1
 // aggregation (its updates discarded), the final results of the windows
 // that closed, then the expiry of windows past retention, which must not
 // take a window before its final result went out.
-func (o *windowed) emitOnClose(ctx context.Context, recs []rec, a windowAggregation) ([]rec, error) {
+func (o *windowed) emitOnClose(ctx context.Context, recs []rec) ([]rec, error) {
 	t, s, tx := o.t, o.s, o.tx
 	ws, err := o.state()
 	if err != nil {
@@ -89,7 +89,7 @@ func (o *windowed) emitOnClose(ctx context.Context, recs []rec, a windowAggregat
 	}
 	before := ws.streamTime
 	ws.holdExpiry = true
-	_, err = a.aggregate(ctx, recs)
+	_, err = o.agg.aggregate(ctx, recs)
 	ws.holdExpiry = false
 	if err != nil {
 		return nil, err
@@ -98,7 +98,7 @@ func (o *windowed) emitOnClose(ctx context.Context, recs []rec, a windowAggregat
 	if err != nil {
 		return nil, err
 	}
-	return out, a.expire(ws, tx, s.store)
+	return out, o.agg.expire(ws, tx, s.store)
 }
 
 // closed is a window whose final result is due: its order key, its

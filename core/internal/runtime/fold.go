@@ -15,12 +15,9 @@ import (
 // updated in order and forwarded as a table update (no cache: every update,
 // as Kafka Streams without caching). Records with a null key or value are
 // skipped, as Kafka Streams' KStreamAggregate/KStreamReduce skip them.
-type aggregateOp struct {
-	t *task
-	s *step
-}
+type aggregateOp struct{ opBase }
 
-func newAggregateOp(t *task, s *step) operator { return &aggregateOp{t: t, s: s} }
+func newAggregateOp(t *task, s *step) operator { return &aggregateOp{baseOf(t, s, nil)} }
 
 func (o *aggregateOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 	t, s := o.t, o.s

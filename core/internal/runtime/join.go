@@ -15,15 +15,9 @@ import (
 // an inner join drops a record whose key the table does not hold (not
 // counted: it is no error). A host joiner crosses once per bundle, the
 // table values beside the stream values.
-type joinOp struct {
-	t  *task
-	s  *step
-	tx *storeTx // s.table's
-}
+type joinOp struct{ opBase }
 
-func newJoinOp(t *task, s *step) operator {
-	return &joinOp{t: t, s: s, tx: t.storeOf(s.table)}
-}
+func newJoinOp(t *task, s *step) operator { return &joinOp{baseOf(t, s, s.table)} }
 
 func (o *joinOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 	t, s := o.t, o.s

@@ -218,12 +218,9 @@ func compileFK(t *topology.Topology, p *plan, s *step, n *topology.Node) error {
 // subscribes to its new one; the instructions say which answers the
 // subscription wants. An extractor runs over the new and the old values of
 // the batch in one crossing per bundle.
-type fkSendOp struct {
-	t *task
-	s *step
-}
+type fkSendOp struct{ opBase }
 
-func newFKSendOp(t *task, s *step) operator { return &fkSendOp{t: t, s: s} }
+func newFKSendOp(t *task, s *step) operator { return &fkSendOp{baseOf(t, s, nil)} }
 
 func (o *fkSendOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 	t, s := o.t, o.s
@@ -355,15 +352,9 @@ func (o *fkSendOp) extractFK(ctx context.Context, ins []rec) ([][]byte, []bool, 
 // subscription in the subscription store (or removes it) and passes it on.
 // A subscription without a foreign key is dropped unless it asks for a
 // null answer (a left join's).
-type fkReceiveOp struct {
-	t  *task
-	s  *step
-	tx *storeTx // s.table's
-}
+type fkReceiveOp struct{ opBase }
 
-func newFKReceiveOp(t *task, s *step) operator {
-	return &fkReceiveOp{t: t, s: s, tx: t.storeOf(s.table)}
-}
+func newFKReceiveOp(t *task, s *step) operator { return &fkReceiveOp{baseOf(t, s, s.table)} }
 
 func (o *fkReceiveOp) process(_ context.Context, recs []rec) ([]rec, error) {
 	t, s := o.t, o.s
@@ -399,14 +390,10 @@ func (o *fkReceiveOp) process(_ context.Context, recs []rec) ([]rec, error) {
 // subscription with the right table's value for its foreign key, as its
 // instruction says, keyed by the left key; the answer's timestamp is the
 // later of the subscription's and the right row's.
-type fkSubscriptionJoinOp struct {
-	t  *task
-	s  *step
-	tx *storeTx // s.table's
-}
+type fkSubscriptionJoinOp struct{ opBase }
 
 func newFKSubscriptionJoinOp(t *task, s *step) operator {
-	return &fkSubscriptionJoinOp{t: t, s: s, tx: t.storeOf(s.table)}
+	return &fkSubscriptionJoinOp{baseOf(t, s, s.table)}
 }
 
 func (o *fkSubscriptionJoinOp) process(ctx context.Context, recs []rec) ([]rec, error) {
@@ -461,15 +448,9 @@ func (o *fkSubscriptionJoinOp) process(ctx context.Context, recs []rec) ([]rec, 
 // fkForeignJoinOp is ForeignTableJoinProcessorSupplier: a change of a right
 // table key answers every subscription to it (a prefix scan of the
 // subscription store), with the new value (null: deleted).
-type fkForeignJoinOp struct {
-	t  *task
-	s  *step
-	tx *storeTx // s.table's
-}
+type fkForeignJoinOp struct{ opBase }
 
-func newFKForeignJoinOp(t *task, s *step) operator {
-	return &fkForeignJoinOp{t: t, s: s, tx: t.storeOf(s.table)}
-}
+func newFKForeignJoinOp(t *task, s *step) operator { return &fkForeignJoinOp{baseOf(t, s, s.table)} }
 
 func (o *fkForeignJoinOp) process(_ context.Context, recs []rec) ([]rec, error) {
 	t, s := o.t, o.s
@@ -535,15 +516,9 @@ func (s *storeTx) scanPrefix(prefix []byte, fn func(key, value []byte) error) er
 // and dropped; otherwise a null right value is a tombstone (inner join) and
 // any other is joined with the left value. A host joiner crosses once per
 // bundle, the right values beside the left ones.
-type fkResolveOp struct {
-	t  *task
-	s  *step
-	tx *storeTx // s.table's
-}
+type fkResolveOp struct{ opBase }
 
-func newFKResolveOp(t *task, s *step) operator {
-	return &fkResolveOp{t: t, s: s, tx: t.storeOf(s.table)}
-}
+func newFKResolveOp(t *task, s *step) operator { return &fkResolveOp{baseOf(t, s, s.table)} }
 
 func (o *fkResolveOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 	t, s := o.t, o.s

@@ -229,15 +229,14 @@ type ssPair struct {
 // once. The joiner runs in one crossing per bundle with (left, right)
 // values.
 type streamJoinOp struct {
-	t *task
-	s *step
+	opBase
 	// state is the join's state in the task, shared by both sides'
 	// operators.
 	state *ssCell
 }
 
 func newStreamJoinOp(t *task, s *step) operator {
-	o := &streamJoinOp{t: t, s: s, state: &ssCell{}}
+	o := &streamJoinOp{opBase: baseOf(t, s, nil), state: &ssCell{}}
 	for _, op := range t.ops {
 		if j, ok := op.(*streamJoinOp); ok && ssLeftStore(j.s.node.Join) == ssLeftStore(s.node.Join) {
 			o.state = j.state // the other side's, made first

@@ -71,15 +71,9 @@ type joinCall struct {
 
 // tableJoinOp runs one side of a table-table join over recs, its table's
 // changes.
-type tableJoinOp struct {
-	t  *task
-	s  *step
-	tx *storeTx // s.table's
-}
+type tableJoinOp struct{ opBase }
 
-func newTableJoinOp(t *task, s *step) operator {
-	return &tableJoinOp{t: t, s: s, tx: t.storeOf(s.table)}
-}
+func newTableJoinOp(t *task, s *step) operator { return &tableJoinOp{baseOf(t, s, s.table)} }
 
 func (o *tableJoinOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 	t, s := o.t, o.s
@@ -252,14 +246,9 @@ func (o *tableJoinOp) joinValues(ctx context.Context, changes []rec, calls []joi
 // tableMergeOp is KTableKTableJoinMerger: it forwards both join processors'
 // changes; a materialized join keeps each in its store first (the change's
 // old value is then the store's).
-type tableMergeOp struct {
-	s  *step
-	tx *storeTx // s.store's; nil when not materialized
-}
+type tableMergeOp struct{ opBase }
 
-func newTableMergeOp(t *task, s *step) operator {
-	return &tableMergeOp{s: s, tx: t.storeOf(s.store)}
-}
+func newTableMergeOp(t *task, s *step) operator { return &tableMergeOp{baseOf(t, s, s.store)} }
 
 func (o *tableMergeOp) process(_ context.Context, recs []rec) ([]rec, error) {
 	s := o.s

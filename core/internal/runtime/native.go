@@ -10,12 +10,9 @@ import (
 // nativeOp is a stateless operator whose function is Go (map_values,
 // filter, flat_map_values, map, select_key, peek, foreach of the Go API):
 // it runs in the engine, record by record, with no crossing.
-type nativeOp struct {
-	t *task
-	s *step
-}
+type nativeOp struct{ opBase }
 
-func newNativeOp(t *task, s *step) operator { return &nativeOp{t: t, s: s} }
+func newNativeOp(t *task, s *step) operator { return &nativeOp{baseOf(t, s, nil)} }
 
 func (o *nativeOp) process(_ context.Context, recs []rec) ([]rec, error) {
 	return runNative(o.s.node, recs, o.t.recordFailed)

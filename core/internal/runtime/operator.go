@@ -50,8 +50,22 @@ func (t *task) op(s *step) operator {
 	return t.ops[s.index]
 }
 
-// storeOf returns st's partition in the task (nil for a nil st): an
-// operator takes its stores when it is made (task.op).
+// opBase is what an operator holds: the task it runs in, its step and,
+// when the step has one, the store it owns or reads (taken when the
+// operator is made: task.op).
+type opBase struct {
+	t  *task
+	s  *step
+	tx *storeTx
+}
+
+// baseOf is the base of an operator of step s in t reading or writing
+// store st (nil: none).
+func baseOf(t *task, s *step, st *topology.Store) opBase {
+	return opBase{t: t, s: s, tx: t.storeOf(st)}
+}
+
+// storeOf returns st's partition in the task (nil for a nil st).
 func (t *task) storeOf(st *topology.Store) *storeTx {
 	if st == nil {
 		return nil

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -39,13 +38,5 @@ func BenchmarkProcessCount(b *testing.B) {
 	for i := range batch {
 		batch[i] = &kgo.Record{Topic: "in", Offset: int64(i), Key: []byte(fmt.Sprintf("key-%d", i%1000)), Value: []byte("v")}
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := cpuTime()
-	for range b.N {
-		if err := task.process(context.Background(), batch); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*len(batch)), "cpu-ns/record")
+	benchProcess(b, task, batch)
 }

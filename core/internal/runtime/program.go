@@ -397,11 +397,12 @@ func (f *folder) run(ctx context.Context) ([][]byte, error) {
 // ends well: a pass in which folds failed is undone, the failed records go
 // to the error policy (the fail policy fails the batch), and the pass runs
 // again skipping them. Each failed pass skips at least one more record.
-func (o *windowed) passes(ctx context.Context, recs []rec, pass func(f *folder, recs []rec) error) ([]rec, *winState, error) {
+// Then the windows past retention expire.
+func (o *windowed) passes(ctx context.Context, recs []rec, pass func(f *folder, recs []rec) error) ([]rec, error) {
 	t, s := o.t, o.s
 	ws, err := o.state()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	skip := map[int]bool{}
 	for {
@@ -410,17 +411,20 @@ func (o *windowed) passes(ctx context.Context, recs []rec, pass func(f *folder, 
 		var out []rec
 		if err == nil {
 			if out, err = f.finish(ctx); err == nil {
-				return out, ws, nil
+				if err := o.agg.expire(ws, o.tx, s.store); err != nil {
+					return nil, err
+				}
+				return out, nil
 			}
 		}
 		var ff *foldFailed
 		if !errors.As(err, &ff) {
-			return nil, nil, err
+			return nil, err
 		}
 		f.undo()
 		slices.SortFunc(ff.fails, func(a, b failure) int { return a.index - b.index })
 		if skip[ff.fails[0].index] && len(ff.fails) == 1 {
-			return nil, nil, fmt.Errorf("runtime: node %s: record %d failed again after it was skipped", s.node.Name, ff.fails[0].index)
+			return nil, fmt.Errorf("runtime: node %s: record %d failed again after it was skipped", s.node.Name, ff.fails[0].index)
 		}
 		for _, fl := range ff.fails {
 			if skip[fl.index] {
@@ -428,7 +432,7 @@ func (o *windowed) passes(ctx context.Context, recs []rec, pass func(f *folder, 
 			}
 			skip[fl.index] = true
 			if err := t.recordFailed(recs[fl.index], fl.node, fl.kind, fl.err); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 		}
 	}

@@ -108,19 +108,12 @@ func (o *sessionWindowOp) sessionsOf(ws *winState, tx *storeTx, key []byte) ([]s
 
 // sessionWindowOp is KStreamSessionWindowAggregate: count, reduce,
 // aggregate over session windows.
-type sessionWindowOp struct {
-	windowed
-}
+type sessionWindowOp struct{ windowed }
 
 func newSessionWindowOp(t *task, s *step) operator {
-	return &sessionWindowOp{windowed{t: t, s: s, tx: t.storeOf(s.store)}}
-}
-
-func (o *sessionWindowOp) process(ctx context.Context, recs []rec) ([]rec, error) {
-	if o.s.node.Windows.EmitOnClose {
-		return o.emitOnClose(ctx, recs, o) // emit.go
-	}
-	return o.aggregate(ctx, recs)
+	o := &sessionWindowOp{}
+	o.windowed = windowed{opBase: baseOf(t, s, s.store), agg: o}
+	return o
 }
 
 // aggregate is KStreamSessionWindowAggregate's process: a record at ts joins
@@ -131,14 +124,7 @@ func (o *sessionWindowOp) process(ctx context.Context, recs []rec) ([]rec, error
 // too late: the record is dropped and counted. Only records with a null key
 // are skipped; count counts null values, as Kafka Streams' does.
 func (o *sessionWindowOp) aggregate(ctx context.Context, recs []rec) ([]rec, error) {
-	out, ws, err := o.passes(ctx, recs, o.sessionPass)
-	if err != nil {
-		return nil, err
-	}
-	if err := o.expire(ws, o.tx, o.s.store); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return o.passes(ctx, recs, o.sessionPass)
 }
 
 // sessionPass is one pass of aggregate over recs.

@@ -10,12 +10,9 @@ import (
 // sinkOp is a sink node: it turns records into output records of its
 // topic, which the task hands to the producer when the batch succeeds. It
 // forwards nothing.
-type sinkOp struct {
-	t *task
-	s *step
-}
+type sinkOp struct{ opBase }
 
-func newSinkOp(t *task, s *step) operator { return &sinkOp{t: t, s: s} }
+func newSinkOp(t *task, s *step) operator { return &sinkOp{baseOf(t, s, nil)} }
 
 func (o *sinkOp) process(_ context.Context, recs []rec) ([]rec, error) {
 	s := o.s

@@ -143,33 +143,19 @@ func (sl *slider) init() window {
 
 // slidingWindowOp is KStreamSlidingWindowAggregate: count, reduce,
 // aggregate over sliding windows.
-type slidingWindowOp struct {
-	windowed
-}
+type slidingWindowOp struct{ windowed }
 
 func newSlidingWindowOp(t *task, s *step) operator {
-	return &slidingWindowOp{windowed{t: t, s: s, tx: t.storeOf(s.store)}}
-}
-
-func (o *slidingWindowOp) process(ctx context.Context, recs []rec) ([]rec, error) {
-	if o.s.node.Windows.EmitOnClose {
-		return o.emitOnClose(ctx, recs, o) // emit.go
-	}
-	return o.aggregate(ctx, recs)
+	o := &slidingWindowOp{}
+	o.windowed = windowed{opBase: baseOf(t, s, s.store), agg: o}
+	return o
 }
 
 // aggregate runs KStreamSlidingWindowAggregate over recs: records
 // with a null key or value are skipped, a record whose windows all closed
 // (ts + 1 + d <= stream time - grace) is dropped and counted.
 func (o *slidingWindowOp) aggregate(ctx context.Context, recs []rec) ([]rec, error) {
-	out, ws, err := o.passes(ctx, o.t.dropNulls(recs), o.slidingPass)
-	if err != nil {
-		return nil, err
-	}
-	if err := o.expire(ws, o.tx, o.s.store); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return o.passes(ctx, o.t.dropNulls(recs), o.slidingPass)
 }
 
 // slidingPass is one pass of aggregate over recs.

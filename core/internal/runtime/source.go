@@ -9,12 +9,9 @@ import (
 
 // sourceOp is a source node (KStream/KTable source, a repartition topic's
 // reader): records enter the plan through it.
-type sourceOp struct {
-	t *task
-	s *step
-}
+type sourceOp struct{ opBase }
 
-func newSourceOp(t *task, s *step) operator { return &sourceOp{t: t, s: s} }
+func newSourceOp(t *task, s *step) operator { return &sourceOp{baseOf(t, s, nil)} }
 
 // process checks a source's records against its serdes, as Kafka
 // Streams' source node deserializes them, and for a change source splits

@@ -17,44 +17,34 @@ import (
 // end plus grace. A tombstone takes the window's pending update away. Its
 // buffer is in memory, and in its store.
 type suppressOp struct {
-	t  *task
-	s  *step
-	tx *storeTx
+	opBase
 	ws *winState // nil: load on next use
 }
 
-func newSuppressOp(t *task, s *step) operator {
-	return &suppressOp{t: t, s: s, tx: t.storeOf(s.store)}
-}
+func newSuppressOp(t *task, s *step) operator { return &suppressOp{opBase: baseOf(t, s, s.store)} }
 
 func (o *suppressOp) revive() { o.ws = nil }
 
 // state returns the suppression's state, loading it on first use: the
 // stream time and the buffer.
 func (o *suppressOp) state() (*winState, error) {
-	if o.ws != nil {
-		return o.ws, nil
-	}
-	t, tx := o.t, o.tx
-	ws, err := t.loadWinState(tx)
-	if err != nil {
-		return nil, err
-	}
-	ws.pending = map[string]rec{}
-	err = tx.part.ScanRange(nil, metaKey, func(k, v []byte, ts int64) error {
-		bk := string(k)
-		// The update's input record is gone: errors name the buffer.
-		in := &kgo.Record{Topic: tx.changelog, Partition: t.id.partition, Offset: -1}
-		ws.pending[bk] = rec{key: append([]byte(nil), k[8:]...), value: append([]byte(nil), v...), ts: ts, in: in}
-		ws.order = append(ws.order, bk)
+	return o.t.winStateOf(&o.ws, o.tx, func(ws *winState) error {
+		t, tx := o.t, o.tx
+		ws.pending = map[string]rec{}
+		err := tx.part.ScanRange(nil, metaKey, func(k, v []byte, ts int64) error {
+			bk := string(k)
+			// The update's input record is gone: errors name the buffer.
+			in := &kgo.Record{Topic: tx.changelog, Partition: t.id.partition, Offset: -1}
+			ws.pending[bk] = rec{key: append([]byte(nil), k[8:]...), value: append([]byte(nil), v...), ts: ts, in: in}
+			ws.order = append(ws.order, bk)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("runtime: task %s: loading suppression buffer %s: %w", t.id, tx.store.Name, err)
+		}
+		heap.Init(&ws.order)
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("runtime: task %s: loading suppression buffer %s: %w", t.id, tx.store.Name, err)
-	}
-	heap.Init(&ws.order)
-	o.ws = ws
-	return ws, nil
 }
 
 func (o *suppressOp) process(_ context.Context, recs []rec) ([]rec, error) {

@@ -19,15 +19,9 @@ import (
 // tableSourceOp upserts each record into the table's store, when it has one,
 // and forwards the change. A record with a null key cannot be upserted and
 // is dropped (KTableSource: "Skipping record due to null key").
-type tableSourceOp struct {
-	t  *task
-	s  *step
-	tx *storeTx // s.store's
-}
+type tableSourceOp struct{ opBase }
 
-func newTableSourceOp(t *task, s *step) operator {
-	return &tableSourceOp{t: t, s: s, tx: t.storeOf(s.store)}
-}
+func newTableSourceOp(t *task, s *step) operator { return &tableSourceOp{baseOf(t, s, s.store)} }
 
 func (o *tableSourceOp) process(_ context.Context, recs []rec) ([]rec, error) {
 	t, s := o.t, o.s
@@ -133,15 +127,9 @@ func (t *task) evalTable(ctx context.Context, s *step, ins []rec) ([]tableOut, e
 // filtered-out value becomes null; a change whose both values are null is
 // not forwarded when old values are sent (Kafka: "unnecessary to forward
 // here"), and is otherwise (a tombstone downstream).
-type tableTransformOp struct {
-	t  *task
-	s  *step
-	tx *storeTx // s.store's
-}
+type tableTransformOp struct{ opBase }
 
-func newTableTransformOp(t *task, s *step) operator {
-	return &tableTransformOp{t: t, s: s, tx: t.storeOf(s.store)}
-}
+func newTableTransformOp(t *task, s *step) operator { return &tableTransformOp{baseOf(t, s, s.store)} }
 
 func (o *tableTransformOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 	t, s := o.t, o.s
@@ -211,12 +199,9 @@ func (o *tableTransformOp) process(ctx context.Context, recs []rec) ([]rec, erro
 // a null key or value is skipped. When both map to one key, one change
 // carries both; otherwise the old pair is forwarded first, as a removal,
 // then the new one.
-type tableSelectOp struct {
-	t *task
-	s *step
-}
+type tableSelectOp struct{ opBase }
 
-func newTableSelectOp(t *task, s *step) operator { return &tableSelectOp{t: t, s: s} }
+func newTableSelectOp(t *task, s *step) operator { return &tableSelectOp{baseOf(t, s, nil)} }
 
 func (o *tableSelectOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 	t, s := o.t, o.s
@@ -274,15 +259,9 @@ func (o *tableSelectOp) process(ctx context.Context, recs []rec) ([]rec, error) 
 // adds the new value (to the initializer's aggregate, or for reduce by
 // becoming the aggregate, when there is none). The aggregate is stored (a
 // null one deletes the key) and forwarded with the one it replaced.
-type tableFoldOp struct {
-	t  *task
-	s  *step
-	tx *storeTx // s.store's
-}
+type tableFoldOp struct{ opBase }
 
-func newTableFoldOp(t *task, s *step) operator {
-	return &tableFoldOp{t: t, s: s, tx: t.storeOf(s.store)}
-}
+func newTableFoldOp(t *task, s *step) operator { return &tableFoldOp{baseOf(t, s, s.store)} }
 
 func (o *tableFoldOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 	t, s := o.t, o.s

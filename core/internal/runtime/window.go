@@ -245,19 +245,25 @@ func openWindowsOf(tx *storeTx, w *topology.Windows, streamTime int64) (*openWin
 	return o, err
 }
 
-// loadWinState reads a windowed step's stream time in task t from its
-// store; the operator loads the rest of its state (windowed.state,
-// suppressOp.state).
-func (t *task) loadWinState(tx *storeTx) (*winState, error) {
-	ws := &winState{streamTime: -1, lastExpiry: math.MinInt64, sessions: map[string][]session{}, starts: map[string][]int64{}}
+// winStateOf returns *ws, loading it first when nil: the stream time from
+// tx, then the rest of the operator's state with more.
+func (t *task) winStateOf(ws **winState, tx *storeTx, more func(*winState) error) (*winState, error) {
+	if *ws != nil {
+		return *ws, nil
+	}
+	loaded := &winState{streamTime: -1, lastExpiry: math.MinInt64, sessions: map[string][]session{}, starts: map[string][]int64{}}
 	v, _, err := tx.get(metaKey)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: task %s: reading the stream time of store %s: %w", t.id, tx.store.Name, err)
 	}
 	if len(v) == 8 {
-		ws.streamTime = int64(binary.BigEndian.Uint64(v))
+		loaded.streamTime = int64(binary.BigEndian.Uint64(v))
 	}
-	return ws, nil
+	if err := more(loaded); err != nil {
+		return nil, err
+	}
+	*ws = loaded
+	return loaded, nil
 }
 
 // advance moves the stream time to ts when later, and records it in the
@@ -276,13 +282,19 @@ func (ws *winState) advance(tx *storeTx, ts int64) {
 // emits every update or, with emitStrategy(onWindowClose), each window's
 // final result (emit.go).
 type windowed struct {
-	t  *task
-	s  *step
-	tx *storeTx
-	ws *winState // nil: load on next use
+	opBase
+	ws  *winState // nil: load on next use
+	agg windowAggregation
 }
 
 func (o *windowed) revive() { o.ws = nil }
+
+func (o *windowed) process(ctx context.Context, recs []rec) ([]rec, error) {
+	if o.s.node.Windows.EmitOnClose {
+		return o.emitOnClose(ctx, recs) // emit.go
+	}
+	return o.agg.aggregate(ctx, recs)
+}
 
 // windowAggregation is what a windowed aggregation adds to windowed: its
 // aggregation of a run of records, and the expiry of the windows its
@@ -295,29 +307,24 @@ type windowAggregation interface {
 // state returns the aggregation's state, loading it on first use: the
 // stream time, and the open time windows or the sessions' observed time.
 func (o *windowed) state() (*winState, error) {
-	if o.ws != nil {
-		return o.ws, nil
-	}
-	t, tx := o.t, o.tx
-	ws, err := t.loadWinState(tx)
-	if err != nil {
-		return nil, err
-	}
-	switch w := o.s.node.Windows; w.Kind {
-	case topology.TimeWindows:
-		if ws.open, err = openWindowsOf(tx, w, ws.streamTime); err != nil {
-			return nil, fmt.Errorf("runtime: task %s: loading the open windows of store %s: %w", t.id, tx.store.Name, err)
+	return o.t.winStateOf(&o.ws, o.tx, func(ws *winState) error {
+		t, tx := o.t, o.tx
+		var err error
+		switch w := o.s.node.Windows; w.Kind {
+		case topology.TimeWindows:
+			if ws.open, err = openWindowsOf(tx, w, ws.streamTime); err != nil {
+				return fmt.Errorf("runtime: task %s: loading the open windows of store %s: %w", t.id, tx.store.Name, err)
+			}
+			if ws.open != nil {
+				tx.front = ws.open
+			}
+		case topology.SessionWindows:
+			if err := ws.loadStoreTime(tx); err != nil {
+				return fmt.Errorf("runtime: task %s: reading the observed time of session store %s: %w", t.id, tx.store.Name, err)
+			}
 		}
-		if ws.open != nil {
-			tx.front = ws.open
-		}
-	case topology.SessionWindows:
-		if err := ws.loadStoreTime(tx); err != nil {
-			return nil, fmt.Errorf("runtime: task %s: reading the observed time of session store %s: %w", t.id, tx.store.Name, err)
-		}
-	}
-	o.ws = ws
-	return ws, nil
+		return nil
+	})
 }
 
 // timeWindowOp is KStreamWindowAggregate: count, reduce, aggregate over
@@ -329,14 +336,9 @@ type timeWindowOp struct {
 }
 
 func newTimeWindowOp(t *task, s *step) operator {
-	return &timeWindowOp{windowed: windowed{t: t, s: s, tx: t.storeOf(s.store)}}
-}
-
-func (o *timeWindowOp) process(ctx context.Context, recs []rec) ([]rec, error) {
-	if o.s.node.Windows.EmitOnClose {
-		return o.emitOnClose(ctx, recs, o) // emit.go
-	}
-	return o.aggregate(ctx, recs)
+	o := &timeWindowOp{}
+	o.windowed = windowed{opBase: baseOf(t, s, s.store), agg: o}
+	return o
 }
 
 // aggregate is KStreamWindowAggregate's process (count, reduce, aggregate over
