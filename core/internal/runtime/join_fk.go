@@ -357,8 +357,7 @@ type fkReceiveOp struct{ opBase }
 func newFKReceiveOp(t *task, s *step) operator { return &fkReceiveOp{baseOf(t, s, s.table)} }
 
 func (o *fkReceiveOp) process(_ context.Context, recs []rec) ([]rec, error) {
-	t, s := o.t, o.s
-	tx := o.tx
+	t, s, tx := o.t, o.s, o.tx
 	out := make([]rec, 0, len(recs))
 	for _, r := range recs {
 		sub, err := decodeSubscription(r.value)
@@ -397,8 +396,7 @@ func newFKSubscriptionJoinOp(t *task, s *step) operator {
 }
 
 func (o *fkSubscriptionJoinOp) process(ctx context.Context, recs []rec) ([]rec, error) {
-	t, s := o.t, o.s
-	tx := o.tx
+	t, s, tx := o.t, o.s, o.tx
 	fvs := make([][]byte, len(recs))
 	vtss := make([]int64, len(recs))
 	for i, r := range recs {
@@ -453,8 +451,7 @@ type fkForeignJoinOp struct{ opBase }
 func newFKForeignJoinOp(t *task, s *step) operator { return &fkForeignJoinOp{baseOf(t, s, s.table)} }
 
 func (o *fkForeignJoinOp) process(_ context.Context, recs []rec) ([]rec, error) {
-	t, s := o.t, o.s
-	tx := o.tx
+	t, s, tx := o.t, o.s, o.tx
 	var out []rec
 	for _, r := range recs {
 		if r.key == nil {

@@ -24,8 +24,7 @@ type tableSourceOp struct{ opBase }
 func newTableSourceOp(t *task, s *step) operator { return &tableSourceOp{baseOf(t, s, s.store)} }
 
 func (o *tableSourceOp) process(_ context.Context, recs []rec) ([]rec, error) {
-	t, s := o.t, o.s
-	tx := o.tx
+	t, s, tx := o.t, o.s, o.tx
 	out := make([]rec, 0, len(recs))
 	for _, r := range recs {
 		if r.key == nil {
@@ -132,8 +131,7 @@ type tableTransformOp struct{ opBase }
 func newTableTransformOp(t *task, s *step) operator { return &tableTransformOp{baseOf(t, s, s.store)} }
 
 func (o *tableTransformOp) process(ctx context.Context, recs []rec) ([]rec, error) {
-	t, s := o.t, o.s
-	tx := o.tx
+	t, s, tx := o.t, o.s, o.tx
 	// computeOld: the old value is the function's of the predecessor's
 	// old value (a materialized node reads its own store instead).
 	computeOld := s.node.SendOld && tx == nil
