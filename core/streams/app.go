@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/polystreams/polystreams/core/internal/runtime"
 	"github.com/polystreams/polystreams/core/internal/topology"
@@ -127,6 +128,33 @@ func (a *App) Stop(ctx context.Context) error { return a.rt.Stop(ctx) }
 // State returns the application's state and, once it failed, why (a
 // *RecordError when a record failed).
 func (a *App) State() (State, error) { return a.rt.State() }
+
+// BrokerOutage: no broker has answered the application for 10 s or more,
+// and it is Degraded.
+type BrokerOutage struct {
+	// Brokers are the application's bootstrap.servers.
+	Brokers []string
+	// Since is when a broker last answered: the outage began then.
+	Since time.Time
+	// LastError is the last error a request to a broker ended with (""
+	// when the requests hang, as with a frozen broker).
+	LastError string
+	// Outages counts the outages since Start, this one included.
+	Outages int64
+}
+
+// BrokerOutage returns the outage that makes the application Degraded
+// now, and false in any other state.
+func (a *App) BrokerOutage() (BrokerOutage, bool) {
+	if st, _ := a.rt.State(); st != Degraded {
+		return BrokerOutage{}, false
+	}
+	b := a.rt.Brokers()
+	if !b.Unreachable {
+		return BrokerOutage{}, false
+	}
+	return BrokerOutage{Brokers: b.Brokers, Since: b.Since, LastError: b.LastError, Outages: b.Outages}, true
+}
 
 // Done is closed when the application has stopped, by Stop or a failure.
 func (a *App) Done() <-chan struct{} { return a.rt.Done() }

@@ -89,6 +89,9 @@ func TestOnStateChangeHearsDegradedWhileTheBrokerIsFrozen(t *testing.T) {
 	}
 	read("before")
 	waitState(streams.Running)
+	if o, ok := app.BrokerOutage(); ok {
+		t.Errorf("BrokerOutage() = %+v while running", o)
+	}
 
 	wake := make(chan struct{})
 	cluster.Control(func(kmsg.Request) (kmsg.Response, error, bool) {
@@ -104,8 +107,14 @@ func TestOnStateChangeHearsDegradedWhileTheBrokerIsFrozen(t *testing.T) {
 	if st, err := app.State(); st != streams.Degraded || err != nil {
 		t.Errorf("State() = %s, %v while the broker is frozen; want degraded", st, err)
 	}
+	if o, ok := app.BrokerOutage(); !ok || !slices.Equal(o.Brokers, []string{brokers}) || o.Outages != 1 || o.Since.IsZero() || o.Since.After(time.Now()) {
+		t.Errorf("BrokerOutage() = %+v, %v while degraded; want brokers [%s], 1 outage, a since in the past", o, ok, brokers)
+	}
 	close(wake)
 	waitState(streams.Running)
+	if o, ok := app.BrokerOutage(); ok {
+		t.Errorf("BrokerOutage() = %+v once running again", o)
+	}
 	read("after")
 	must(app.Stop(ctx))
 	waitState(streams.Stopped)
