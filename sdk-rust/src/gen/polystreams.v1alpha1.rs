@@ -1079,8 +1079,8 @@ pub struct BrokerOutage {
     /// none of which answers.
     #[prost(string, repeated, tag = "1")]
     pub brokers: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
-    /// When a broker last answered (the outage began then), in Unix epoch
-    /// milliseconds.
+    /// When a broker last answered (the outage began then), or the topology
+    /// started if none has answered since, in Unix epoch milliseconds.
     #[prost(int64, tag = "2")]
     pub since_ms: i64,
     /// The last error a request to a broker ended with ("" when the requests

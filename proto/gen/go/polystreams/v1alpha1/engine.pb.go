@@ -5015,8 +5015,8 @@ type BrokerOutage struct {
 	// The brokers the application reaches Kafka by (its bootstrap.servers),
 	// none of which answers.
 	Brokers []string `protobuf:"bytes,1,rep,name=brokers,proto3" json:"brokers,omitempty"`
-	// When a broker last answered (the outage began then), in Unix epoch
-	// milliseconds.
+	// When a broker last answered (the outage began then), or the topology
+	// started if none has answered since, in Unix epoch milliseconds.
 	SinceMs int64 `protobuf:"varint,2,opt,name=since_ms,json=sinceMs,proto3" json:"since_ms,omitempty"`
 	// The last error a request to a broker ended with ("" when the requests
 	// hang rather than fail, as with a frozen broker).

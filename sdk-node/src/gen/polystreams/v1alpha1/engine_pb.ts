@@ -2454,8 +2454,8 @@ export type BrokerOutage = Message<"polystreams.v1alpha1.BrokerOutage"> & {
   brokers: string[];
 
   /**
-   * When a broker last answered (the outage began then), in Unix epoch
-   * milliseconds.
+   * When a broker last answered (the outage began then), or the topology
+   * started if none has answered since, in Unix epoch milliseconds.
    *
    * @generated from field: int64 since_ms = 2;
    */
