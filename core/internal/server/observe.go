@@ -117,7 +117,7 @@ func (collector) Describe(chan<- *prometheus.Desc) {}
 var (
 	app             = []string{"application_id"}
 	descBuild       = prometheus.NewDesc("polystreams_build_info", "The engine's version; always 1.", []string{"version"}, nil)
-	descState       = prometheus.NewDesc("polystreams_application_state", "1 for the state the application is in (created, rebalancing, restoring, running, stopped, error), 0 for the others.", append(app, "state"), nil)
+	descState       = prometheus.NewDesc("polystreams_application_state", "1 for the state the application is in (created, rebalancing, restoring, running, degraded, stopped, error), 0 for the others.", append(app, "state"), nil)
 	descTasks       = prometheus.NewDesc("polystreams_tasks", "Tasks (sub-topology x partition) this engine runs.", app, nil)
 	descRecords     = prometheus.NewDesc("polystreams_node_records_total", "Records into a node (into its first node, for a chain of host operators fused into one crossing).", append(app, "subtopology", "node"), nil)
 	descDropped     = prometheus.NewDesc("polystreams_dropped_records_total", "Records the tasks dropped (Kafka Streams' dropped-records): a null key or value an aggregation skips, a record too late for its window, a failed record its error policy skipped.", app, nil)
@@ -141,7 +141,7 @@ var (
 	descStore       = prometheus.NewDesc("polystreams_store_entries", "Entries of a store partition (counted up to 100,000).", append(app, "store", "partition"), nil)
 )
 
-var stateNames = []string{"created", "rebalancing", "restoring", "running", "stopped", "error"}
+var stateNames = []string{"created", "rebalancing", "restoring", "running", "degraded", "stopped", "error"}
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descBuild, prometheus.GaugeValue, 1, c.s.opts.Version)
@@ -332,9 +332,11 @@ type StatusApp struct {
 }
 
 type statusBrokers struct {
-	Unreachable        bool    `json:"unreachable"`
-	UnreachableSeconds float64 `json:"unreachable_seconds"`
-	Outages            int64   `json:"outages"`
+	// Addresses: the application's bootstrap.servers.
+	Addresses          []string `json:"addresses"`
+	Unreachable        bool     `json:"unreachable"`
+	UnreachableSeconds float64  `json:"unreachable_seconds"`
+	Outages            int64    `json:"outages"`
 }
 
 type statusHost struct {
@@ -400,7 +402,7 @@ func (s *Server) Status() Status {
 			}
 			a.DroppedRecords, a.FailedRecords, a.DeadLetteredRecords = rs.DroppedRecords, rs.FailedRecords, rs.DeadLetteredRecords
 			a.Standbys = rs.Standbys
-			a.Brokers = statusBrokers{Unreachable: rs.Brokers.Unreachable, UnreachableSeconds: rs.Brokers.UnreachableFor.Seconds(), Outages: rs.Brokers.Outages}
+			a.Brokers = statusBrokers{Addresses: v.app.Brokers().Brokers, Unreachable: rs.Brokers.Unreachable, UnreachableSeconds: rs.Brokers.UnreachableFor.Seconds(), Outages: rs.Brokers.Outages}
 			if v.dispatch != nil {
 				ds := v.dispatch.peek(time.Now())
 				a.Host = statusHost{BundlesWaiting: ds.waiting, IdleSeconds: ds.idle.Seconds(), Stalled: ds.stalled()}

@@ -590,6 +590,17 @@ func restoreProto(app *runtime.App) *pb.RestoreProgress {
 	}
 }
 
+// brokerOutageProto says which brokers the application cannot reach, and
+// since when.
+func brokerOutageProto(app *runtime.App) *pb.BrokerOutage {
+	b := app.Brokers()
+	o := &pb.BrokerOutage{Brokers: b.Brokers, LastError: b.LastError, Outages: b.Outages}
+	if !b.Since.IsZero() {
+		o.SinceMs = b.Since.UnixMilli()
+	}
+	return o
+}
+
 // stateProto gives st its protocol form; with STATE_ERROR, err (the
 // application's error) too.
 func stateProto(st runtime.State, err error) (pb.State, string, *pb.RecordContext) {
@@ -601,6 +612,8 @@ func stateProto(st runtime.State, err error) (pb.State, string, *pb.RecordContex
 		ps = pb.State_STATE_RESTORING
 	case runtime.Running:
 		ps = pb.State_STATE_RUNNING
+	case runtime.Degraded:
+		ps = pb.State_STATE_DEGRADED
 	case runtime.Stopped:
 		ps = pb.State_STATE_STOPPED
 		if err != nil {
@@ -635,6 +648,9 @@ func (s *Server) GetState(_ context.Context, req *connect.Request[pb.GetStateReq
 		resp.State = pb.State_STATE_STOPPED
 	} else if app != nil {
 		resp.State, resp.Error, resp.FailedRecord = stateProto(app.State())
+		if resp.State == pb.State_STATE_DEGRADED {
+			resp.BrokerOutage = brokerOutageProto(app)
+		}
 		resp.Restore = restoreProto(app)
 		resp.DroppedRecords = app.DroppedRecords()
 		st := ss.dispatch.peek(time.Now())
