@@ -102,6 +102,8 @@ type memory struct {
 	// released is closed, and replaced, when bundles in flight are
 	// answered: a bundle waiting to be sent looks again.
 	released chan struct{}
+	// waiting counts the bundles waiting to be sent.
+	waiting atomic.Int32
 }
 
 func newMemory(limit int64) *memory {
@@ -147,9 +149,12 @@ func (m *memory) admit(ctx context.Context, n int64) error {
 		}
 		wait := m.released
 		m.mu.Unlock()
+		m.waiting.Add(1)
 		select {
 		case <-wait:
+			m.waiting.Add(-1)
 		case <-ctx.Done():
+			m.waiting.Add(-1)
 			return ctx.Err()
 		}
 	}
