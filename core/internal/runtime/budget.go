@@ -175,12 +175,12 @@ func (m *memory) release(c int, n int64) {
 // Usage is what an application holds in memory, by component, in bytes.
 type Usage struct {
 	// Limit is polystreams.memory.max.bytes.
-	Limit int64
+	Limit int64 `json:"limit"`
 	// Total is the sum of Components.
-	Total int64
+	Total int64 `json:"total"`
 	// Components: component name -> bytes; Pebble's fixed share is
 	// "Pebble (block cache, memtables)".
-	Components map[string]int64
+	Components map[string]int64 `json:"components"`
 }
 
 // pebbleName names Pebble's share in Usage and errors.
