@@ -11,6 +11,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/polystreams/polystreams/core/internal/server"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
 
@@ -200,4 +201,41 @@ func TestSlowHostWaitsWithinTheBudget(t *testing.T) {
 		}
 	}
 	h.stopServing(done)
+}
+
+// polystreams.memory.max.bytes is the engine's --max-app-memory unless a
+// session sets less; more, or less than the smallest budget, is refused.
+func TestMemoryBudgetIsBoundedAtOpenSession(t *testing.T) {
+	_, cl, _ := brokerless(t, server.Options{MaxAppMemory: 64 << 20})
+	ctx := context.Background()
+	resp, err := cl.OpenSession(ctx, connect.NewRequest(&pb.OpenSessionRequest{ApplicationId: "default"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Msg.Config["polystreams.memory.max.bytes"]; got != strconv.Itoa(64<<20) {
+		t.Errorf("a session that sets none gets %q, want the engine's --max-app-memory", got)
+	}
+	resp, err = cl.OpenSession(ctx, connect.NewRequest(&pb.OpenSessionRequest{ApplicationId: "less",
+		Config: map[string]string{"polystreams.memory.max.bytes": strconv.Itoa(40 << 20)}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Msg.Config["polystreams.memory.max.bytes"]; got != strconv.Itoa(40<<20) {
+		t.Errorf("a session that sets 40 MiB gets %q", got)
+	}
+	for value, want := range map[string]string{
+		strconv.Itoa(128 << 20): "polystreams.memory.max.bytes: at most 67108864 on this engine (--max-app-memory)",
+		"1000":                  "polystreams.memory.max.bytes: want an integer from 33554432",
+	} {
+		_, err := cl.OpenSession(ctx, connect.NewRequest(&pb.OpenSessionRequest{ApplicationId: "more",
+			Config: map[string]string{"polystreams.memory.max.bytes": value}}))
+		if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want invalid_argument saying %q", value, err, want)
+		}
+	}
+	_, err = cl.OpenSession(ctx, connect.NewRequest(&pb.OpenSessionRequest{ApplicationId: "typo",
+		Config: map[string]string{"polystreams.memory.max.byte": "67108864"}}))
+	if err == nil || !strings.Contains(err.Error(), "did you mean polystreams.memory.max.bytes?") {
+		t.Errorf("a typo: %v", err)
+	}
 }
