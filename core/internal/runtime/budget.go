@@ -432,12 +432,19 @@ func joinRowBytes[K string | []byte](key K, value []byte) int64 {
 	return int64(len(key) + len(value) + rowOverhead)
 }
 
-// tookFetched uncounts the records a batch took from the task's inbox.
+// tookFetched uncounts the records a batch took from the task's inbox,
+// at the average size of the records waiting (what is left when none
+// is), so that the batch's records need not be read once more.
 func (t *task) tookFetched(batch []*kgo.Record) {
 	if len(batch) == 0 {
 		return
 	}
-	t.in.mu.Lock()
-	t.fetched(-recordsBytes(batch))
-	t.in.mu.Unlock()
+	in := &t.in
+	in.mu.Lock()
+	taken := in.bytes
+	if in.n > 0 {
+		taken = in.bytes * int64(len(batch)) / int64(in.n+len(batch))
+	}
+	t.fetched(-taken)
+	in.mu.Unlock()
 }
