@@ -39,7 +39,7 @@ import (
 // component per batch; bundles count once per bundle, fetched records once
 // per fetch and per batch.
 
-// Memory components, in the order errors list equal sizes.
+// Memory components: what the engine holds for an application.
 const (
 	memCache       = iota // the record cache (cache.go)
 	memOpenWindows        // time windows' in-memory open windows (window.go)
