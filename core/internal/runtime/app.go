@@ -136,6 +136,9 @@ type App struct {
 	// outputs: in test driver mode, what the tasks wrote to sink topics
 	// (testdriver.go); nil otherwise.
 	outputs *outputs
+
+	// mem: the memory budget and what the application holds (budget.go).
+	mem *memory
 }
 
 // New prepares an application; Start runs it.
@@ -144,6 +147,10 @@ func New(cfg Config, topo *topology.Topology, host Host) (*App, error) {
 		changes: []State{Created}, changed: make(chan struct{}),
 		eos: cfg.Guarantee == ExactlyOnceV2, balancer: newTaskBalancer(cfg.StandbyReplicas)}
 	a.balancer.localState = a.localTaskState
+	a.mem = newMemory(cfg.MemoryMaxBytes)
+	if host != nil {
+		a.host = budgetedHost{host, a.mem}
+	}
 	a.health = &brokerHealth{}
 	a.cfg.health = a.health
 	if a.log == nil {

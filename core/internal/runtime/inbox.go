@@ -21,6 +21,7 @@ type inbox struct {
 	// ties in take.
 	queues []*topicQueue
 	n      int             // records in all queues
+	bytes  int64           // what they hold (budget.go)
 	paused map[string]bool // topic -> this task's partition of it is paused
 	// signal has a token when a queue became non-empty.
 	signal chan struct{}
@@ -47,7 +48,9 @@ func (t *task) enqueue(topic string, rs []*kgo.Record) {
 	q := in.queue(topic)
 	q.recs = append(q.recs, rs...)
 	in.n += len(rs)
-	full := len(q.recs) >= t.app.inboxHigh() && !in.paused[topic]
+	t.fetched(recordsBytes(rs))
+	// Paused when full, or when the application is at its memory budget.
+	full := (len(q.recs) >= t.app.inboxHigh() || t.app.mem.over()) && !in.paused[topic]
 	if full {
 		in.paused[topic] = true
 	}
@@ -128,7 +131,9 @@ func (t *task) resumeIfDrained() {
 	in.mu.Lock()
 	var resume map[string][]int32
 	for topic := range in.paused {
-		if len(in.queue(topic).recs) < t.app.inboxHigh()/2 {
+		// At its memory budget, the application fetches for a task only
+		// once its queue is empty.
+		if n := len(in.queue(topic).recs); n < t.app.inboxHigh()/2 && (n == 0 || !t.app.mem.over()) {
 			if resume == nil {
 				resume = map[string][]int32{}
 			}

@@ -119,6 +119,8 @@ type ssState struct {
 	sides      [2]*ssSide // left, right
 	outerTx    *storeTx
 	outer      map[string]*ssOuter // by outerPrefix
+	// bytes is what the rows and outer hold (budget.go).
+	bytes int64
 }
 
 // ssLeftStore names a join by its left side's store: both sides of one
@@ -168,6 +170,7 @@ func (c *ssCell) load(t *task, j *topology.StreamJoin) (*ssState, error) {
 			maxSeq = max(maxSeq, r.seq)
 			sd.time = max(sd.time, r.ts)
 			sd.rows[key] = append(sd.rows[key], r) // key order is (ts, seq) order
+			st.bytes += joinRowBytes(key, r.value)
 			return nil
 		})
 		if err != nil {
@@ -194,6 +197,7 @@ func (c *ssCell) load(t *task, j *topology.StreamJoin) (*ssState, error) {
 			seq := binary.BigEndian.Uint32(k[len(k)-4:])
 			maxSeq = max(maxSeq, seq)
 			g.seqs, g.vals = append(g.seqs, seq), append(g.vals, bytes.Clone(v))
+			st.bytes += joinRowBytes(g.key, v)
 			st.minTime = min(st.minTime, g.ts)
 			return nil
 		})
@@ -247,6 +251,14 @@ func newStreamJoinOp(t *task, s *step) operator {
 
 func (o *streamJoinOp) revive() { o.state.st = nil }
 
+// memoryHeld counts the join's rows (budget.go), once: on its left side's
+// operator, as both sides share them.
+func (o *streamJoinOp) memoryHeld(held *[memComponents]int64) {
+	if st := o.state.st; st != nil && o.s.node.Join.Left {
+		held[memJoin] += st.bytes
+	}
+}
+
 func (o *streamJoinOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 	t, s := o.t, o.s
 	j := s.node.Join
@@ -298,6 +310,7 @@ func (o *streamJoinOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 				i--
 			}
 			own.rows[string(key)] = slices.Insert(rows, i, ssRow{ts: r.ts, seq: seq, value: value})
+			st.bytes += joinRowBytes(key, value)
 			own.tx.put(joinRowKey(r.key, r.ts, seq), r.value, r.ts)
 		} else {
 			t.app.dropped.Add(1) // the store's put: "Skipping record for expired segment"
@@ -336,6 +349,7 @@ func (o *streamJoinOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 			st.outer[string(p)] = g
 		}
 		g.seqs, g.vals = append(g.seqs, seq), append(g.vals, value)
+		st.bytes += joinRowBytes(key, value)
 		st.outerTx.put(binary.BigEndian.AppendUint32(p, seq), r.value, r.ts)
 	}
 	if err := o.expireJoin(st, w); err != nil {
@@ -350,8 +364,9 @@ func (st *ssState) dropOuter(p []byte) {
 	if g == nil {
 		return
 	}
-	for _, seq := range g.seqs {
+	for i, seq := range g.seqs {
 		st.outerTx.put(binary.BigEndian.AppendUint32(bytes.Clone(p), seq), nil, g.ts)
+		st.bytes -= joinRowBytes(g.key, g.vals[i])
 	}
 	delete(st.outer, string(p))
 }
@@ -418,6 +433,7 @@ func (o *streamJoinOp) expireJoin(st *ssState, w topology.JoinWindows) error {
 			n := 0
 			for n < len(rows) && rows[n].ts <= cutoff {
 				doomed = append(doomed, state.Write{Key: joinRowKey([]byte(key), rows[n].ts, rows[n].seq)})
+				st.bytes -= joinRowBytes(key, rows[n].value)
 				n++
 			}
 			switch {

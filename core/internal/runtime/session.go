@@ -102,7 +102,7 @@ func (o *sessionWindowOp) sessionsOf(ws *winState, tx *storeTx, key []byte) ([]s
 	if err != nil {
 		return nil, err
 	}
-	ws.sessions[string(key)] = ss
+	setIndex(ws, ws.sessions, string(key), ss, true)
 	return ss, nil
 }
 
@@ -205,7 +205,7 @@ func (o *sessionWindowOp) sessionPass(f *folder, recs []rec) error {
 			return cmpInt(a.start, b.start)
 		})
 		f.touchSessions(r.key)
-		ws.sessions[string(r.key)] = kept
+		setIndex(ws, ws.sessions, string(r.key), kept, true)
 	}
 	return nil
 }
@@ -306,11 +306,7 @@ func (o *sessionWindowOp) expire(ws *winState, tx *storeTx, st *topology.Store) 
 				kept = append(kept, s)
 			}
 		}
-		if len(kept) == 0 {
-			delete(ws.sessions, key)
-		} else {
-			ws.sessions[key] = kept
-		}
+		setIndex(ws, ws.sessions, key, kept, len(kept) > 0)
 	}
 	return nil
 }

@@ -36,6 +36,7 @@ func (o *suppressOp) state() (*winState, error) {
 			// The update's input record is gone: errors name the buffer.
 			in := &kgo.Record{Topic: tx.changelog, Partition: t.id.partition, Offset: -1}
 			ws.pending[bk] = rec{key: append([]byte(nil), k[8:]...), value: append([]byte(nil), v...), ts: ts, in: in}
+			ws.bytes += pendingBytes(bk, v)
 			ws.order = append(ws.order, bk)
 			return nil
 		})
@@ -45,6 +46,13 @@ func (o *suppressOp) state() (*winState, error) {
 		heap.Init(&ws.order)
 		return nil
 	})
+}
+
+// memoryHeld counts the suppression buffer (budget.go).
+func (o *suppressOp) memoryHeld(held *[memComponents]int64) {
+	if o.ws != nil {
+		held[memSuppress] += o.ws.bytes
+	}
 }
 
 func (o *suppressOp) process(_ context.Context, recs []rec) ([]rec, error) {
@@ -64,6 +72,9 @@ func (o *suppressOp) process(_ context.Context, recs []rec) ([]rec, error) {
 		}
 		ws.advance(tx, r.ts)
 		bk := bufferKey(end, r.key)
+		if old, ok := ws.pending[string(bk)]; ok {
+			ws.bytes -= pendingBytes(string(bk), old.value)
+		}
 		if r.value == nil {
 			delete(ws.pending, string(bk))
 			tx.put(bk, nil, r.ts)
@@ -74,6 +85,7 @@ func (o *suppressOp) process(_ context.Context, recs []rec) ([]rec, error) {
 		}
 		r.old = nil
 		ws.pending[string(bk)] = r
+		ws.bytes += pendingBytes(string(bk), r.value)
 		tx.put(bk, r.value, r.ts)
 	}
 	// Emit what closed: end + grace <= stream time (for a session, end +
@@ -94,6 +106,7 @@ func (o *suppressOp) process(_ context.Context, recs []rec) ([]rec, error) {
 			continue // deleted, or a second entry of a key emitted already
 		}
 		delete(ws.pending, bk)
+		ws.bytes -= pendingBytes(bk, r.value)
 		tx.put([]byte(bk), nil, r.ts)
 		out = append(out, r)
 	}

@@ -63,6 +63,9 @@ type task struct {
 	// cacheBytes is their size.
 	caches     map[*step]*recCache
 	cacheBytes int
+	// mem is what the task counts in its application's memory budget
+	// (budget.go).
+	mem taskMemory
 	// flushReq asks the task to flush its record cache; the answer goes to
 	// the channel sent.
 	flushReq chan chan error
@@ -111,6 +114,8 @@ func newTask(a *App, id taskID, p *plan) *task {
 func (t *task) run(ctx context.Context) {
 	defer t.app.recovered("task " + t.id.String())
 	defer close(t.done)
+	defer t.releaseMemory()
+	ctx = t.memoryContext(ctx)
 	defer func() {
 		// Records the task will not process no longer hold up a commit.
 		t.in.mu.Lock()
@@ -151,6 +156,7 @@ func (t *task) run(ctx context.Context) {
 	timer.Stop()
 	flush := func(reply chan error) bool {
 		err := t.flushNow(ctx)
+		t.publishMemory()
 		reply <- err
 		if err != nil {
 			t.app.workDropped.Store(true)
@@ -202,6 +208,7 @@ func (t *task) run(ctx context.Context) {
 			timer.Stop()
 		}
 		batch := t.in.take(max)
+		t.tookFetched(batch)
 		t.resumeIfDrained()
 		err := t.process(ctx, batch)
 		t.app.pending.Add(-int64(len(batch)))
@@ -225,10 +232,13 @@ func (t *task) process(ctx context.Context, batch []*kgo.Record) error {
 	if err := t.pushBatch(ctx, batch); err != nil {
 		return err
 	}
-	if t.cacheBytes > t.app.cacheBudget() {
+	if t.cacheBytes > t.app.cacheBudget() || t.cacheBytes > 0 && t.memoryOver() {
 		if err := t.flushCaches(ctx); err != nil {
 			return err
 		}
+	}
+	if err := t.checkMemory(); err != nil {
+		return err
 	}
 	if err := t.finish(); err != nil {
 		return err

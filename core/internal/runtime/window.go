@@ -164,6 +164,8 @@ type winState struct {
 	lastEmit   int64
 	emitLoaded bool
 	holdExpiry bool
+	// bytes is what pending, or sessions and starts, hold (budget.go).
+	bytes int64
 }
 
 // maxOpenWindows bounds a task's in-memory open windows; past it, the task
@@ -180,6 +182,7 @@ type openWindows struct {
 	lowest  int64
 	n       int
 	buckets map[int64]map[string]row // start -> inner key -> row
+	bytes   int64                    // what the rows hold (budget.go)
 }
 
 func (o *openWindows) lookup(key []byte) (row, bool) {
@@ -206,9 +209,13 @@ func (o *openWindows) store(key []byte, r row) {
 		b = map[string]row{}
 		o.buckets[start] = b
 	}
-	if _, ok := b[string(key[8:])]; !ok {
+	if old, ok := b[string(key[8:])]; !ok {
 		o.n++
+		o.bytes += int64(len(key) - 8 + rowOverhead)
+	} else {
+		o.bytes -= int64(len(old.value))
 	}
+	o.bytes += int64(len(r.value))
 	b[string(key[8:])] = r
 }
 
@@ -221,6 +228,9 @@ func (o *openWindows) close(closeTime int64) {
 	for start, b := range o.buckets {
 		if start < lowest {
 			o.n -= len(b)
+			for k, r := range b {
+				o.bytes -= int64(len(k) + len(r.value) + rowOverhead)
+			}
 			delete(o.buckets, start)
 		}
 	}
@@ -294,6 +304,26 @@ func (o *windowed) process(ctx context.Context, recs []rec) ([]rec, error) {
 		return o.emitOnClose(ctx, recs) // emit.go
 	}
 	return o.agg.aggregate(ctx, recs)
+}
+
+// memoryHeld counts the open windows and the session and sliding windows'
+// indexes (budget.go).
+func (o *windowed) memoryHeld(held *[memComponents]int64) {
+	if o.ws == nil {
+		return
+	}
+	if o.ws.open != nil {
+		held[memOpenWindows] += o.ws.open.bytes
+	}
+	held[memWindowIndex] += o.ws.bytes
+}
+
+// releaseMemory drops the open windows over the budget: the aggregation
+// reads the store from then on (budget.go).
+func (o *windowed) releaseMemory() {
+	if o.ws != nil && o.ws.open != nil {
+		o.ws.open, o.tx.front = nil, nil
+	}
 }
 
 // windowAggregation is what a windowed aggregation adds to windowed: its

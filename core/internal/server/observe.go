@@ -138,6 +138,8 @@ var (
 	descStandbyRead = prometheus.NewDesc("polystreams_standby_read_records", "Changelog records the standbys applied since the last rebalance.", app, nil)
 	descUnreachable = prometheus.NewDesc("polystreams_brokers_unreachable", "1 while no broker has answered any of the application's requests for 10 s or more, else 0.", app, nil)
 	descOutages     = prometheus.NewDesc("polystreams_broker_outages_total", "Times the brokers became unreachable (no answer for 10 s) since Start.", app, nil)
+	descMemory      = prometheus.NewDesc("polystreams_memory_bytes", "What the engine holds in memory for the application, by component (polystreams.memory.max.bytes bounds their sum; Pebble's share is fixed).", append(app, "component"), nil)
+	descMemoryLimit = prometheus.NewDesc("polystreams_memory_limit_bytes", "The application's memory budget, polystreams.memory.max.bytes.", app, nil)
 	descStore       = prometheus.NewDesc("polystreams_store_entries", "Entries of a store partition (counted up to 100,000).", append(app, "store", "partition"), nil)
 )
 
@@ -211,6 +213,11 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descHostIdle, ds.idle.Seconds(), v.appID)
 		}
 		gauge(descStandbyRead, float64(st.StandbyRecords), v.appID)
+		mem := v.app.MemoryUsage()
+		gauge(descMemoryLimit, float64(mem.Limit), v.appID)
+		for name, n := range mem.Components {
+			gauge(descMemory, float64(n), v.appID, name)
+		}
 	}
 }
 
@@ -329,6 +336,9 @@ type StatusApp struct {
 	Standbys []runtime.StandbyPartition `json:"standbys"`
 	// Brokers: whether any broker answers the application.
 	Brokers statusBrokers `json:"brokers"`
+	// Memory: what the engine holds in memory for the application, and
+	// its budget (polystreams.memory.max.bytes); absent before Start.
+	Memory *runtime.Usage `json:"memory,omitempty"`
 }
 
 type statusBrokers struct {
@@ -402,6 +412,8 @@ func (s *Server) Status() Status {
 			}
 			a.DroppedRecords, a.FailedRecords, a.DeadLetteredRecords = rs.DroppedRecords, rs.FailedRecords, rs.DeadLetteredRecords
 			a.Standbys = rs.Standbys
+			mem := v.app.MemoryUsage()
+			a.Memory = &mem
 			a.Brokers = statusBrokers{Addresses: v.app.Brokers().Brokers, Unreachable: rs.Brokers.Unreachable, UnreachableSeconds: rs.Brokers.UnreachableFor.Seconds(), Outages: rs.Brokers.Outages}
 			if v.dispatch != nil {
 				ds := v.dispatch.peek(time.Now())
