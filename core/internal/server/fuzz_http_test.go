@@ -280,11 +280,11 @@ func checkAnswer(t testing.TB, method string, req []byte, a answer, maxOK int) {
 	}
 }
 
-// namesTheCall: an error names the method it refuses ("Build: ...") or
-// the request message connect-go could not read, or says which bound the
-// body passed.
+// namesTheCall: an error names the method it refuses ("Build: ...",
+// "Build(map_values): ...") or the request message that could not be
+// read, or says which bound the body passed.
 func namesTheCall(method, msg string) bool {
-	for _, s := range []string{method + ":", method + "Request", "--max-request-bytes", "message size"} {
+	for _, s := range []string{method + ":", method + "(", method + "Request", "--max-request-bytes", "message size"} {
 		if strings.Contains(msg, s) {
 			return true
 		}
