@@ -25,17 +25,20 @@ build:
 
 # Regenerate the protocol's Go, Python, TypeScript and Rust code (committed;
 # never hand-edited). Rust's comes from prost-build (sdk-rust/codegen), the
-# same prost version as the crate's.
+# same prost version as the crate's. Then the host test vectors
+# (conformance/vectors, docs/design/host-vectors.md), made by the engine's
+# own bundle encoder and result decoder.
 generate: deps
 	cd proto && ../node_modules/.bin/buf generate
 	cd sdk-rust && cargo run --quiet -p polystreams-codegen
+	go test -count=1 -run '^TestHostVectors$$' ./core/internal/runtime/ -args -write-vectors
 
 # Fails when the committed generated code is not what `make generate` makes.
 check-generated: generate
-	@git diff --exit-code -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen sdk-rust/src/gen \
+	@git diff --exit-code -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen sdk-rust/src/gen conformance/vectors \
 	  || { echo "generated code is stale: run 'make generate' and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen sdk-rust/src/gen)" \
-	  || { echo "generated code is not committed: run 'make generate' and commit"; git status --porcelain -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen sdk-rust/src/gen; exit 1; }
+	@test -z "$$(git status --porcelain -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen sdk-rust/src/gen conformance/vectors)" \
+	  || { echo "generated code is not committed: run 'make generate' and commit"; git status --porcelain -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen sdk-rust/src/gen conformance/vectors; exit 1; }
 
 lint: deps
 	cd proto && ../node_modules/.bin/buf lint && ../node_modules/.bin/buf format --diff --exit-code

@@ -343,7 +343,7 @@ const STEPS = new Map<Operation, StepFn>([
 
 export function failEvery(result: BundleResult, n: number, step: number, message: string): BundleResult {
   result.outputCounts = new Array<number>(n).fill(0);
-  result.failures = Array.from({ length: n }, (_, index) => create(RecordFailureSchema, { index, step, message }));
+  result.failures = Array.from({ length: n }, (_, index) => create(RecordFailureSchema, { index, step, message, kind: RecordFailure_Kind.PROCESSING }));
   return result;
 }
 

@@ -437,10 +437,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         F: Fn(V) -> V2 + Send + Sync + 'static,
     {
         o.check("map_values", NAME | VALUE)?;
-        let step = StepFn::new::<V, K, V2>(move |_, v| {
-            let v: V = take(v)?;
-            Ok(Out::One(None, Box::new(guarded(|| f(v))?)))
-        });
+        let step = map_values_step::<K, V, V2>(f);
         let input = self.handle.id;
         let h = build_step(&self.app, fn_name::<F>("map_values"), step, |token| {
             Op::MapValues(pb::MapValuesOp {
@@ -513,11 +510,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         F: Fn(V) -> I + Send + Sync + 'static,
     {
         o.check("flat_map_values", NAME | VALUE)?;
-        let step = StepFn::new::<V, K, V2>(move |_, v| {
-            let v: V = take(v)?;
-            let out = guarded(|| f(v).into_iter().map(|x| Box::new(x) as crate::host::AnyBox).collect())?;
-            Ok(Out::Many(out))
-        });
+        let step = flat_map_values_step::<K, V, V2, I>(f);
         let input = self.handle.id;
         let h = build_step(&self.app, fn_name::<F>("flat_map_values"), step, |token| {
             Op::FlatMapValues(pb::FlatMapValuesOp {
@@ -545,12 +538,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         F: Fn(&K, V) -> (K2, V2) + Send + Sync + 'static,
     {
         o.check("map", NAME | KEY | VALUE)?;
-        let step = StepFn::new::<V, K2, V2>(move |key, v| {
-            let v: V = take(v)?;
-            let k = key.get::<K>()?;
-            let (k2, v2) = guarded(|| f(k, v))?;
-            Ok(Out::One(Some(Arc::new(k2)), Box::new(v2)))
-        });
+        let step = map_step::<K, V, K2, V2>(f);
         let input = self.handle.id;
         let h = build_step(&self.app, fn_name::<F>("map"), step, |token| {
             Op::Map(pb::MapOp {
@@ -727,8 +715,39 @@ pub(crate) fn key_step<K: Serde, V: Serde, K2: Serde>(f: impl Fn(&K, &V) -> K2 +
     })
 }
 
+/// A step answering a new value from the value: map_values.
+pub(crate) fn map_values_step<K: Serde, V: Serde, V2: Serde>(f: impl Fn(V) -> V2 + Send + Sync + 'static) -> StepFn {
+    StepFn::new::<V, K, V2>(move |_, v| {
+        let v: V = take(v)?;
+        Ok(Out::One(None, Box::new(guarded(|| f(v))?)))
+    })
+}
+
+/// A step answering zero, one or many values from the value: flat_map_values.
+pub(crate) fn flat_map_values_step<K: Serde, V: Serde, V2: Serde, I: IntoIterator<Item = V2>>(
+    f: impl Fn(V) -> I + Send + Sync + 'static,
+) -> StepFn {
+    StepFn::new::<V, K, V2>(move |_, v| {
+        let v: V = take(v)?;
+        let out = guarded(|| f(v).into_iter().map(|x| Box::new(x) as crate::host::AnyBox).collect())?;
+        Ok(Out::Many(out))
+    })
+}
+
+/// A step answering a new key and value from (key, value): map.
+pub(crate) fn map_step<K: Serde, V: Serde, K2: Serde, V2: Serde>(
+    f: impl Fn(&K, V) -> (K2, V2) + Send + Sync + 'static,
+) -> StepFn {
+    StepFn::new::<V, K2, V2>(move |key, v| {
+        let v: V = take(v)?;
+        let k = key.get::<K>()?;
+        let (k2, v2) = guarded(|| f(k, v))?;
+        Ok(Out::One(Some(Arc::new(k2)), Box::new(v2)))
+    })
+}
+
 /// peek (pass) or foreach (nothing passes).
-fn action_step<K: Serde, V: Serde>(pass: bool, f: impl Fn(&K, &V) + Send + Sync + 'static) -> StepFn {
+pub(crate) fn action_step<K: Serde, V: Serde>(pass: bool, f: impl Fn(&K, &V) + Send + Sync + 'static) -> StepFn {
     StepFn::new::<V, K, V>(move |key, v| {
         {
             let value = v.downcast_ref::<V>().ok_or("the value in flight has another type")?;
