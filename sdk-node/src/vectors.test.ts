@@ -10,7 +10,8 @@ import { join } from "node:path";
 import { describe, test } from "node:test";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { type AnyFunction, Executor } from "./bundle.js";
+import { Executor } from "./bundle.js";
+import type { AnyFunction } from "./outcomes.js";
 import { BundleResultSchema, BundleSchema, RecordFailure_Kind } from "./gen/polystreams/v1alpha1/engine_pb.js";
 
 const REPO = join(fileURLToPath(new URL(".", import.meta.url)), "..", "..");

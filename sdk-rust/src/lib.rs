@@ -36,7 +36,9 @@ mod join;
 mod join_fk;
 mod join_stream;
 mod join_table;
+mod options;
 mod serdes;
+mod session;
 mod store;
 mod table;
 mod test_driver;
@@ -51,16 +53,16 @@ pub mod pb {
 
 pub use app::{is_secret, App, AppBuilder, Config, HostHealth, ProcessingGuarantee, RestoreProgress, State, Topics};
 pub use branch::{BranchedKStream, Repartitioned};
-pub use dsl::{
-    GlobalKTable, Handle, Joiner, KGroupedStream, KGroupedTable, KStream, KTable, Kind, Materialized, Options, Reducer,
-};
+pub use dsl::{GlobalKTable, Joiner, KGroupedStream, KGroupedTable, KStream, KTable};
 pub use engine::find_engine;
 pub use error::{Error, Result};
+pub use fold::Reducer;
 pub use join_stream::JoinWindows;
-pub use serdes::{to_bytes, Json, Serde, SerdeError, Value};
+pub use options::{Materialized, Options};
+pub use serdes::{to_bytes, Json, Serde, SerdeError, Value, Windowed};
+pub use session::{Handle, Kind};
 pub use store::{KeyValueStore, WindowStore};
 pub use test_driver::{TestRecord, TopologyTestDriver};
 pub use window::{
-    EmitStrategy, SessionWindowedKStream, SessionWindows, SlidingWindows, TimeWindowedKStream, TimeWindows, Windowed,
-    Windows,
+    EmitStrategy, SessionWindowedKStream, SessionWindows, SlidingWindows, TimeWindowedKStream, TimeWindows, Windows,
 };
