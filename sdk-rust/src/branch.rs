@@ -3,9 +3,9 @@
 
 use std::collections::HashMap;
 
+use crate::bundle::{Func, StepFn};
 use crate::dsl::{predicate_step, KStream};
-use crate::error::{Error, Result};
-use crate::host::{Func, StepFn};
+use crate::errors::{Error, Result};
 use crate::options::{Options, NAME};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::Serde;

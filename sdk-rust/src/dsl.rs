@@ -9,9 +9,9 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::bundle::{guarded, take, Fold, Func, KeySlot, Out, StepFn};
+use crate::errors::{Error, Result};
 use crate::fold::{Aggregate, AggregateNames, Aggregations, Reducer, StreamReduce};
-use crate::host::{guarded, take, Fold, Func, KeySlot, Out, StepFn};
 use crate::options::{Options, KEY, MATERIALIZED, NAME, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::{Serde, Value};
@@ -45,17 +45,17 @@ impl Joiner {
 /// A join's joiner: a host function (its type name, for registering) or a
 /// built-in.
 pub(crate) enum JoinFn {
-    Host(String, std::sync::Arc<dyn crate::host::JoinRun>),
+    Host(String, std::sync::Arc<dyn crate::bundle::JoinRun>),
     Builtin(Joiner),
 }
 
 impl JoinFn {
     /// Registers a host joiner; returns (joiner_token, builtin_joiner) and
     /// the tokens the Build call registered.
-    pub(crate) fn register(self, app: &crate::session::Session) -> crate::error::Result<(u32, i32, Vec<u32>)> {
+    pub(crate) fn register(self, app: &crate::session::Session) -> crate::errors::Result<(u32, i32, Vec<u32>)> {
         match self {
             JoinFn::Host(fn_type, joiner) => {
-                let token = app.register(&fn_type, crate::host::Func::Join(joiner))?;
+                let token = app.register(&fn_type, crate::bundle::Func::Join(joiner))?;
                 Ok((token, 0, vec![token]))
             }
             JoinFn::Builtin(j) => Ok((0, j.to_proto(), vec![])),
@@ -505,7 +505,7 @@ pub(crate) fn flat_map_values_step<K: Serde, V: Serde, V2: Serde, I: IntoIterato
 ) -> StepFn {
     StepFn::new::<V, K, V2>(move |_, v| {
         let v: V = take(v)?;
-        let out = guarded(|| f(v).into_iter().map(|x| Box::new(x) as crate::host::AnyBox).collect())?;
+        let out = guarded(|| f(v).into_iter().map(|x| Box::new(x) as crate::bundle::AnyBox).collect())?;
         Ok(Out::Many(out))
     })
 }

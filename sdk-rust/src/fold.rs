@@ -5,8 +5,8 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::error::Result;
-use crate::host::{Folder, Func};
+use crate::bundle::{Folder, Func};
+use crate::errors::Result;
 use crate::options::{Options, MATERIALIZED, NAME};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::Serde;
@@ -216,7 +216,7 @@ impl Aggregations<'_> {
 
     pub(crate) fn reduce(
         &self,
-        fold: Arc<dyn crate::host::FoldRun>,
+        fold: Arc<dyn crate::bundle::FoldRun>,
         names: (String, Option<String>),
         o: &Options,
     ) -> Result<Handle> {
@@ -239,7 +239,7 @@ impl Aggregations<'_> {
 
     pub(crate) fn aggregate(
         &self,
-        fold: Arc<dyn crate::host::FoldRun>,
+        fold: Arc<dyn crate::bundle::FoldRun>,
         names: AggregateNames,
         agg_serde: &str,
         o: &Options,

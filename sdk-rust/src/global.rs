@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use crate::app::App;
+use crate::bundle::{Func, ValueJoiner};
 use crate::dsl::{key_step, GlobalKTable, JoinFn, Joiner, KStream};
-use crate::error::Result;
-use crate::host::{Func, ValueJoiner};
+use crate::errors::Result;
 use crate::options::{Options, KEY, MATERIALIZED, NAME, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::Serde;
@@ -168,7 +168,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         op: &str,
         mapper_type: String,
         global: &GlobalKTable<KG, VG>,
-        mapper: crate::host::StepFn,
+        mapper: crate::bundle::StepFn,
         left: bool,
         joiner: JoinFn,
         o: Options,

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use crate::bundle::{guarded, take, Func, Out, StepFn, ValueJoiner};
 use crate::dsl::{JoinFn, Joiner, KTable};
-use crate::error::Result;
-use crate::host::{guarded, take, Func, Out, StepFn, ValueJoiner};
+use crate::errors::Result;
 use crate::options::{Options, MATERIALIZED, NAME, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::Serde;

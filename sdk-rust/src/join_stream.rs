@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::bundle::ValueJoiner;
 use crate::dsl::{JoinFn, Joiner, KStream};
-use crate::error::Result;
-use crate::host::ValueJoiner;
+use crate::errors::Result;
 use crate::options::{Options, MATERIALIZED, NAME, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::Serde;

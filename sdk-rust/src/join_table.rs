@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
+use crate::bundle::ValueJoiner;
 use crate::dsl::{JoinFn, Joiner, KTable};
-use crate::error::Result;
-use crate::host::ValueJoiner;
+use crate::errors::Result;
 use crate::options::{Options, MATERIALIZED, NAME, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::Serde;

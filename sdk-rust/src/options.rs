@@ -1,7 +1,7 @@
 //! The options of an operator ([`Options`]) and of a state store
 //! ([`Materialized`]).
 
-use crate::error::{Error, Result};
+use crate::errors::{Error, Result};
 use crate::pb;
 
 /// Names and types a state store (Kafka Streams' `Materialized`).

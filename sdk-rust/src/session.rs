@@ -8,9 +8,9 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
+use crate::bundle::Func;
 use crate::client::Client;
-use crate::error::{Error, Result};
-use crate::host::Func;
+use crate::errors::{Error, Result};
 use crate::pb::{self, build_request::Operation as Op};
 
 /// What a handle stands for.

@@ -4,8 +4,8 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
-use crate::host::column;
+use crate::bundle::column;
+use crate::errors::{Error, Result};
 use crate::pb::{self, query_request::Query};
 use crate::serdes::{inner_serde, Windowed};
 use crate::serdes::{to_bytes, Serde};

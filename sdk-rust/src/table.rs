@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
+use crate::bundle::{guarded, take, Fold, Out, StepFn};
 use crate::dsl::{build_step, predicate_step, KGroupedTable, KStream, KTable};
-use crate::error::{Error, Result};
+use crate::errors::{Error, Result};
 use crate::fold::Reducer;
 use crate::fold::{Aggregate, AggregateNames, Aggregations, TableReduce};
-use crate::host::{guarded, take, Fold, Out, StepFn};
 use crate::options::{Options, KEY, MATERIALIZED, NAME, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::Serde;

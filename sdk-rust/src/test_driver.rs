@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::app::{App, Config};
-use crate::error::{Error, Result};
+use crate::errors::{Error, Result};
 use crate::pb;
 use crate::serdes::Serde;
 use crate::store::{KeyValueStore, WindowStore};

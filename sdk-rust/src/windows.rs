@@ -6,11 +6,11 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::bundle::Fold;
 use crate::dsl::{KGroupedStream, KTable};
-use crate::error::{Error, Result};
+use crate::errors::{Error, Result};
 use crate::fold::Reducer;
 use crate::fold::{Aggregate, AggregateNames, Aggregations, StreamReduce};
-use crate::host::Fold;
 use crate::options::Options;
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::{Serde, Windowed};
