@@ -13,7 +13,7 @@
 """
 
 from polystreams._version import __version__
-from polystreams.app import App, HostHealth, RestoreProgress, State, StateListener
+from polystreams.app import App, BrokerOutage, HostHealth, RestoreProgress, State, StateListener
 from polystreams.config import Config, ProcessingGuarantee
 from polystreams.dsl import (
     BranchedKStream,
@@ -48,6 +48,7 @@ from polystreams.windows import EmitStrategy, JoinWindows, SessionWindows, Slidi
 __all__ = [
     "App",
     "BranchedKStream",
+    "BrokerOutage",
     "BuiltinJoiner",
     "BuiltinReducer",
     "Config",
