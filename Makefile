@@ -185,14 +185,14 @@ demo: deps build
 # bundle size; prints the tables of docs/performance.md. Asserts nothing.
 bench: deps build
 	cd sdk-rust && cargo build --quiet --release --example benchhost
-	go run ./core/internal/bench --repo $(CURDIR) --python $(PY) --rust $(CURDIR)/sdk-rust/target/release/examples/benchhost
+	go run ./core/cmd/bench --repo $(CURDIR) --python $(PY) --rust $(CURDIR)/sdk-rust/target/release/examples/benchhost
 
-# The joins table only (core/internal/bench/join.go): stream-table and
+# The joins table only (core/cmd/bench/join.go): stream-table and
 # stream-stream joins with a Python joiner, and the stream-table join with
 # a Rust one, each beside a confluent-kafka dict loop (tools/bench/joindict.py).
 bench-join: deps build
 	cd sdk-rust && cargo build --quiet --release --example benchhost
-	go run ./core/internal/bench --repo $(CURDIR) --python $(PY) --rust $(CURDIR)/sdk-rust/target/release/examples/benchhost \
+	go run ./core/cmd/bench --repo $(CURDIR) --python $(PY) --rust $(CURDIR)/sdk-rust/target/release/examples/benchhost \
 		-crossing=false -sweep=false -agg=false -win=false -join
 
 # polystreams beside Kafka Streams (JVM), Quix Streams, Faust and a
