@@ -174,6 +174,7 @@ class Arm:
     commands: Callable[["Context", dict[str, str]], list[list[str]]]
     out: str  # how counts and sums are written: "long" or "json"
     engine: bool = False  # the first command is a polystreams engine that prints its URL
+    cwd: Path | None = None  # where the arm's last command runs (the Node host: sdk-node, for tsx)
 
 
 @dataclasses.dataclass
@@ -208,6 +209,10 @@ ARMS = {arm.name: arm for arm in [
     Arm("kstreams", "Kafka Streams (JVM)",
         lambda c, a: [[c.java, "-Xms256m", "-Xmx1g", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
                        "-cp", c.jvm_classpath, "io.polystreams.bench.Peers", *common_args(a)]], "long"),
+    Arm("ps-node", "polystreams, Node host",
+        lambda c, a: [engine_cmd(c, a), [c.node, "--import", "tsx", str(HERE / "arms" / "polystreams_node.mts"),
+                                         *common_args(a), "--engine", "{engine}"]],
+        "long", engine=True, cwd=REPO / "sdk-node"),
     Arm("quix", "Quix Streams",
         lambda c, a: [[c.python, str(HERE / "arms" / "quix.py"), *common_args(a)]], "json"),
     Arm("faust", "Faust (faust-streaming)",
@@ -221,12 +226,12 @@ class Proc:
     """A process the harness started, in its own session so that stopping it
     stops whatever it started; its output goes to a log file."""
 
-    def __init__(self, cmd: list[str], log: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, cmd: list[str], log: Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
         self.cmd = cmd
         self.log = log
         self._out = open(log, "wb")
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._out,
-                                  start_new_session=True, env=env)
+                                  start_new_session=True, env=env, cwd=cwd)
         self.lines: list[str] = []
         self._cond = threading.Condition()
         threading.Thread(target=self._pump, daemon=True).start()
@@ -506,9 +511,10 @@ def start_arm(arm: Arm, ctx: Context, a: dict[str, str], logs: Path) -> list[Pro
     procs: list[Proc] = []
     engine = ""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    for i, cmd in enumerate(arm.commands(ctx, a)):
+    cmds = arm.commands(ctx, a)
+    for i, cmd in enumerate(cmds):
         cmd = [part.replace("{engine}", engine) for part in cmd]
-        p = Proc(cmd, logs / f"{a['app']}.{i}.log", env)
+        p = Proc(cmd, logs / f"{a['app']}.{i}.log", env, arm.cwd if i == len(cmds) - 1 else None)
         procs.append(p)
         if arm.engine and i == 0:
             engine = p.wait_line(lambda l: l.startswith("polystreams: engine "), 60).split()[-1]
