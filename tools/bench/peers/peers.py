@@ -728,7 +728,13 @@ def main() -> None:
     ap.add_argument("--rust", default="")
     ap.add_argument("--work", default=str(REPO / ".cache" / "bench-peers" / "work"))
     ap.add_argument("--json", help="write every run here (default: <work>/runs-<time>.json)")
+    ap.add_argument("--report", help="only print the tables of the runs in this JSON file (a sitting's --json)")
     args = ap.parse_args()
+    if args.report:
+        saved = [Run(**r) for r in json.loads(Path(args.report).read_text())]
+        order = [a for a in ARMS if any(r.arm == a for r in saved)]
+        print(report(saved, {}, order, args.baseline if args.baseline in order else order[0]))
+        return
     arms = [a for a in args.arms.split(",") if a]
     topos = [t for t in args.topologies.split(",") if t]
     for a in arms:

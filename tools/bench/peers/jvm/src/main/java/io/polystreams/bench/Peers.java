@@ -70,10 +70,6 @@ public final class Peers {
         p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
                 topology.equals("sum_eos") ? StreamsConfig.EXACTLY_ONCE_V2 : StreamsConfig.AT_LEAST_ONCE);
         p.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
-        // Kafka Streams' default (-1: the broker's default) makes kfake fail the
-        // creation of internal topics ("id should be positive, id: -1"); one
-        // broker means 1 on either broker.
-        p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
         // A JVM user on a 2-core machine runs one stream thread per core.
         p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, args.getOrDefault("threads", "2"));
 
