@@ -33,12 +33,12 @@ import statistics
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
-from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -171,7 +171,7 @@ class Arm:
     title: str
     # The command lines of the arm's processes, given the run's context;
     # "{engine}" in a later command is the engine URL the first printed.
-    commands: Callable[["Context", dict[str, str]], list[list[str]]]
+    commands: Callable[[Context, dict[str, str]], list[list[str]]]
     out: str  # how counts and sums are written: "long" or "json"
     engine: bool = False  # the first command is a polystreams engine that prints its URL
     cwd: Path | None = None  # where the arm's last command runs (the Node host: sdk-node, for tsx)
@@ -229,7 +229,7 @@ class Proc:
     def __init__(self, cmd: list[str], log: Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
         self.cmd = cmd
         self.log = log
-        self._out = open(log, "wb")
+        self._out = open(log, "wb")  # noqa: SIM115 - closed by stop()
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._out,
                                   start_new_session=True, env=env, cwd=cwd)
         self.lines: list[str] = []
@@ -344,7 +344,7 @@ class Sampler:
             return 0.0
         if t <= s[0][0]:
             return s[0][1]
-        for (t0, c0, _), (t1, c1, _) in zip(s, s[1:]):
+        for (t0, c0, _), (t1, c1, _) in pairwise(s):
             if t0 <= t <= t1:
                 return c0 + (c1 - c0) * (t - t0) / max(t1 - t0, 1e-9)
         return s[-1][1]
@@ -429,7 +429,7 @@ class Kafka:
         from confluent_kafka import ConsumerGroupState
         try:
             d = self.admin.describe_consumer_groups([group], request_timeout=5)[group].result(10)
-        except Exception:
+        except Exception:  # noqa: BLE001 - not there yet, or a slow answer: the next poll asks again
             return False
         return d.state == ConsumerGroupState.STABLE and len(d.members) > 0
 
@@ -438,7 +438,7 @@ class Kafka:
         try:
             fut = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=5)
             res = fut[group].result(10)
-        except Exception:
+        except Exception:  # noqa: BLE001 - the next poll asks again
             return {}
         return {tp.partition: tp.offset for tp in res.topic_partitions if tp.topic == topic and tp.offset >= 0}
 
@@ -450,7 +450,7 @@ class Kafka:
             fs = self.admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in range(PARTITIONS)},
                                          request_timeout=5)
             return sum(f.result(10).offset for f in fs.values())
-        except Exception:
+        except Exception:  # noqa: BLE001 - the next poll asks again
             return -1
 
     def read_all(self, topic: str) -> list[tuple[int, bytes | None, bytes]]:

@@ -60,7 +60,7 @@ def test_sums_decode_json_numbers_and_json_keys_for_the_python_frameworks() -> N
 
 
 def test_a_key_on_two_partitions_a_missing_and_an_extra_key_are_reported() -> None:
-    recs, want = seeded("amounts", "count")
+    _, want = seeded("amounts", "count")
     keys = sorted(want.latest)
     got = [(0, k, LONG(want.latest[k])) for k in keys[1:]]
     got.append((3, keys[1], LONG(want.latest[keys[1]])))
