@@ -663,9 +663,9 @@ def report(runs: list[Run], lat: dict[str, dict[str, dict[str, float]]], arms: l
                 mine = sorted((r for r in rs if r.arm == arm), key=lambda r: r.round)
                 if not mine:
                     continue
-                ok = [r for r in mine if r.ok]
+                ok = [r for r in mine if r.rate]  # verified, and timed
                 med = statistics.median(r.rate for r in ok) if ok else 0.0
-                rounds = ", ".join(human(r.rate) if r.ok else "FAILED" for r in mine)
+                rounds = ", ".join(human(r.rate) if r.rate else "untimed" if r.ok else "FAILED" for r in mine)
                 ratios = ", ".join(
                     f"{r.rate / base[r.round].rate:.2f}x" if r.rate and r.round in base and base[r.round].rate else "—"
                     for r in mine)
