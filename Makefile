@@ -160,17 +160,24 @@ chaos: deps build
 	POLYSTREAMS_CHAOS=1 go test -count=1 -timeout 30m -run TestFault ./core/internal/server/
 	POLYSTREAMS_CHAOS=1 go test -count=1 -timeout 20m -run TestScaleOut ./core/internal/server/
 
-# Coverage-guided fuzzing, FUZZTIME (default 30s) per target: the serde
-# decoders, the bundle answer decoder, changelog keys and changes read back
-# from Kafka, scripts of protocol calls and the
-# topology file parser. Their seed corpora (f.Add, and testdata/fuzz/<Name>/)
-# run as ordinary tests in test-go; a crasher found here is written to
-# testdata/fuzz/<Name>/ by go test: fix it and commit the file.
-# FUZZ_TARGETS narrows it, e.g. FUZZ_TARGETS=runtime:FuzzDecodeResult;
+# Coverage-guided fuzzing, FUZZTIME (default 2m) per target, one target at
+# a time: the serde decoders, the bundle answer decoder and the bundle
+# codecs' round trip, changelog keys and changes read back from Kafka,
+# scripts of protocol calls, each RPC's raw request bytes (protobuf, JSON,
+# gzip; with and without a Content-Length) and the HTTP endpoints through
+# the engine's whole handler stack, and the topology file parser
+# (docs/security.md#fuzzing). Their seed corpora (f.Add, and
+# testdata/fuzz/<Name>/) run as ordinary tests in test-go; a crasher found
+# here is written to testdata/fuzz/<Name>/ by go test: fix it and commit
+# the file. FUZZ_TARGETS narrows it, e.g. FUZZ_TARGETS=runtime:FuzzDecodeResult;
 # FUZZFLAGS adds go test flags, e.g. -parallel=1 on a shared machine.
-FUZZTIME ?= 30s
+FUZZTIME ?= 2m
 FUZZFLAGS ?=
-FUZZ_TARGETS ?= serde:FuzzValidate serde:FuzzWindowedKeys runtime:FuzzDecodeResult runtime:FuzzChangelog server:FuzzProtocol topology:FuzzParseDescription topology:FuzzWindowsFor
+FUZZ_TARGETS ?= serde:FuzzValidate serde:FuzzWindowedKeys runtime:FuzzDecodeResult runtime:FuzzBundleRoundTrip runtime:FuzzChangelog \
+	server:FuzzProtocol server:FuzzOpenSession server:FuzzRegisterFunction server:FuzzBuild server:FuzzDescribe server:FuzzStart \
+	server:FuzzExchange server:FuzzGetState server:FuzzGetMetrics server:FuzzQuery server:FuzzStop server:FuzzPipeInput \
+	server:FuzzReadOutput server:FuzzAdvanceWallClock server:FuzzHTTPEndpoints \
+	topology:FuzzParseDescription topology:FuzzWindowsFor
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; name=$${t#*:}; \
