@@ -671,7 +671,7 @@ def report(runs: list[Run], lat: dict[str, dict[str, dict[str, float]]], arms: l
                     for r in mine)
                 cpu = statistics.median(r.cpu_seconds / r.records * 1e6 for r in ok) if ok else 0.0
                 rss = max((r.peak_rss for r in ok), default=0) / 2**20
-                lines.append(f"| {ARMS[arm].title} | {human(med) if ok else 'FAILED'} | {rounds} | {ratios} | {cpu:.1f} | {rss:.0f} |")
+                lines.append(f"| {ARMS[arm].title} | {human(med) if ok else 'untimed' if all(r.ok for r in mine) else 'FAILED'} | {rounds} | {ratios} | {cpu:.1f} | {rss:.0f} |")
             lines.append("")
             for r in rs:
                 if r.problems:
