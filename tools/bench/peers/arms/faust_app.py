@@ -7,9 +7,8 @@ each word to a second agent keyed by the word). Values out are JSON numbers
 (Faust's json serializer) where the engines write 8-byte longs."""
 from __future__ import annotations
 
-import faust
-
 import common
+import faust
 
 
 def main() -> None:

@@ -14,9 +14,8 @@ import signal
 import struct
 import time
 
-from confluent_kafka import Consumer, KafkaException, Producer
-
 import common
+from confluent_kafka import Consumer, KafkaException, Producer
 
 
 def main() -> None:

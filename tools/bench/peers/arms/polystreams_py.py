@@ -3,9 +3,8 @@ as sdk-python/README.md writes it, against an engine the harness started
 (polystreams serve)."""
 from __future__ import annotations
 
-from polystreams import App, Config, Materialized
-
 import common
+from polystreams import App, Config, Materialized
 
 
 def main() -> None:

@@ -6,9 +6,8 @@ group_by to re-key (a repartition topic), to_topic to write. Values out are
 JSON numbers (Quix's default serializer) where the engines write 8-byte longs."""
 from __future__ import annotations
 
-from quixstreams import Application, State
-
 import common
+from quixstreams import Application, State
 
 
 def count(_value: object, state: State) -> int:
