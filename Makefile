@@ -13,7 +13,7 @@ KAFKA_VERSION := $(shell cat $(CURDIR)/tools/kafka/VERSION)
 JAVA_EXECUTOR_DIR := conformance/executors/java
 JAVA_EXECUTOR := $(JAVA_EXECUTOR_DIR)/target/conformance-java.jar
 
-.PHONY: all deps build generate check-generated lint test test-go kafka test-kafka test-kafka-quick interop-jvm test-interop test-python test-node test-rust java-executor conformance conformance-java conformance-driver fuzz-conformance demo bench bench-join chaos fuzz clean dist test-dist
+.PHONY: all deps build generate check-generated lint test test-go kafka test-kafka test-kafka-quick interop-jvm test-interop test-python test-node test-rust java-executor conformance conformance-java conformance-driver fuzz-conformance demo bench bench-join bench-peers chaos fuzz clean dist test-dist
 
 all: build
 
@@ -195,15 +195,28 @@ demo: deps build
 # bundle size; prints the tables of docs/performance.md. Asserts nothing.
 bench: deps build
 	cd sdk-rust && cargo build --quiet --release --example benchhost
-	go run ./core/internal/bench --repo $(CURDIR) --python $(PY) --rust $(CURDIR)/sdk-rust/target/release/examples/benchhost
+	go run ./core/cmd/bench --repo $(CURDIR) --python $(PY) --rust $(CURDIR)/sdk-rust/target/release/examples/benchhost
 
-# The joins table only (core/internal/bench/join.go): stream-table and
+# The joins table only (core/cmd/bench/join.go): stream-table and
 # stream-stream joins with a Python joiner, and the stream-table join with
 # a Rust one, each beside a confluent-kafka dict loop (tools/bench/joindict.py).
 bench-join: deps build
 	cd sdk-rust && cargo build --quiet --release --example benchhost
-	go run ./core/internal/bench --repo $(CURDIR) --python $(PY) --rust $(CURDIR)/sdk-rust/target/release/examples/benchhost \
+	go run ./core/cmd/bench --repo $(CURDIR) --python $(PY) --rust $(CURDIR)/sdk-rust/target/release/examples/benchhost \
 		-crossing=false -sweep=false -agg=false -win=false -join
+
+# polystreams beside Kafka Streams (JVM), Quix Streams, Faust and a
+# confluent-kafka loop, on kfake then on Apache Kafka, interleaved rounds,
+# every output verified (tools/bench/peers, docs/design/bench-peers.md).
+# Installs the peers into .cache/bench-peers/venv from PyPI and Kafka Streams
+# through Maven. BENCH_PEERS_SMOKE=1: tiny sizes, one round (checks the
+# harness, measures nothing); BENCH_PEERS_FLAGS: more flags (peers.py -h).
+BENCH_PEERS_VENV := .cache/bench-peers/venv
+bench-peers: deps build
+	test -x $(BENCH_PEERS_VENV)/bin/python || python3 -m venv $(BENCH_PEERS_VENV)
+	$(BENCH_PEERS_VENV)/bin/pip install -q -r tools/bench/peers/requirements.txt -e sdk-python
+	$(BENCH_PEERS_VENV)/bin/python tools/bench/peers/peers.py \
+		$(if $(BENCH_PEERS_SMOKE),--records 3000 --keys 100 --rounds 1 --latency-seconds 2 --timeout 180) $(BENCH_PEERS_FLAGS)
 
 # Release artifacts of VERSION into dist/, for linux/amd64 and linux/arm64: a
 # Python wheel per platform carrying the engine (and a pure sdist), the npm
