@@ -234,3 +234,109 @@ func TestChaosKillsWhileWindowing(t *testing.T) {
 		t.Logf("%d windows, each with exactly one final result, after %d kills", len(want), kills)
 	}
 }
+
+// chaosGuarantee is POLYSTREAMS_CHAOS_GUARANTEE, by default exactly_once_v2.
+func chaosGuarantee() string {
+	if g := os.Getenv("POLYSTREAMS_CHAOS_GUARANTEE"); g != "" {
+		return g
+	}
+	return "exactly_once_v2"
+}
+
+// TestChaosKillsHost is the host half of the kill -9 soak: the process
+// that runs the user's functions (the Python SDK, tools/scaleout/host.py:
+// map_values(str.upper) before a count) is killed with SIGKILL 10 times
+// (POLYSTREAMS_CHAOS_KILLS) while it works, and a new one attached to the
+// same engine each time; the engine keeps running. Each kill hits a host
+// that is running and took bundles since the last. The new host's session
+// replaces the dead one's, whose bundles in flight (answered by nobody) are
+// processed again. Under exactly_once_v2 every key's committed updates are
+// exactly 1..n; under at_least_once no key's last count is below n, and
+// the records counted twice are reported.
+func TestChaosKillsHost(t *testing.T) {
+	if !chaosOn() {
+		t.Skip("set POLYSTREAMS_CHAOS=1 (make chaos) to run the host kill -9 soak")
+	}
+	guarantee := chaosGuarantee()
+	kills, perRound, keys := 10, 20_000, 1_000
+	if n, err := strconv.Atoi(os.Getenv("POLYSTREAMS_CHAOS_KILLS")); err == nil {
+		kills = n
+	}
+	began := time.Now()
+	args := []string{"--topology", "count", "--input", "events", "--output", "event-counts",
+		"--config", "processing.guarantee=" + guarantee,
+		"--config", "session.timeout.ms=6000",
+		"--config", "polystreams.bundle.max.records=500",
+		"--config", "statestore.cache.max.bytes=0"}
+	if guarantee == "at_least_once" {
+		args = append(args, "--config", "commit.interval.ms=200")
+	}
+	c := newScaleCluster(t, 4, "host-kills", []string{"events", "event-counts"}, args...)
+	want := map[string]int64{}
+	sent := 0
+	in := c.start("a", "")
+	rng := rand.New(rand.NewPCG(5, 6))
+	processed := func() int {
+		got := 0
+		for _, n := range c.e.lastCounts("event-counts") {
+			got += int(n)
+		}
+		return got
+	}
+	midWork := 0
+	for round := 0; round < kills; round++ {
+		c.produceCounted("events", sent, perRound, keys, want)
+		sent += perRound
+		before := processed()
+		waitFor(t, "the host to process records", 120*time.Second, func() bool {
+			c.checkHosts()
+			return in.state() == "running" && processed() > before
+		})
+		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+		in.killHost()
+		if processed() < sent {
+			midWork++
+		}
+		t.Logf("round %d: host killed", round)
+		c.startHost(in)
+	}
+	if kills > 0 && midWork == 0 {
+		t.Fatalf("none of the %d kills hit the host while records were left to process", kills)
+	}
+	c.produceCounted("events", sent, perRound, keys, want)
+	sent += perRound
+	dups := int64(0)
+	if guarantee == "exactly_once_v2" {
+		var last error
+		deadline := time.Now().Add(time.Duration(scale(120, 300)) * time.Second)
+		for {
+			c.checkHosts()
+			if last = exactlyOnce(c.e.committedSequences("event-counts"), want); last == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("exactly-once never held: %v", last)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		c.verifyIndependently("event-counts", want)
+	} else {
+		var got map[string]int64
+		waitFor(t, "every key to reach its count", 300*time.Second, func() bool {
+			c.checkHosts()
+			got = c.e.lastCounts("event-counts")
+			for k, n := range want {
+				if got[k] < n {
+					return false
+				}
+			}
+			return true
+		})
+		for k, n := range want {
+			dups += got[k] - n
+		}
+	}
+	in.stop()
+	t.Logf("chaos figures: host kills (%s): %d records, %d keys, %d host kills (%d while records were left), keys exact %d/%d, duplicates %d, %v",
+		guarantee, sent, keys, kills, midWork, len(want), len(want), dups, time.Since(began).Round(time.Second))
+}
