@@ -159,8 +159,9 @@ func TestChaosBrokerFreeze(t *testing.T) {
 	r := startFaultRun(t, e, "freeze")
 	for i := range freezes {
 		before := r.processed()
-		// Lines arrive until the freeze: the engine is mid-transaction.
-		r.feedOver(perFreeze, 3*time.Second)
+		// A batch at once, and the freeze as soon as its processing
+		// begins: the engine is mid-transaction, records in flight.
+		r.feed(perFreeze)
 		waitFor(t, "processing before the freeze", 60*time.Second, func() bool { return r.processed() > before })
 		at := r.processed()
 		b.Freeze()
@@ -185,7 +186,7 @@ func TestChaosBrokerFreeze(t *testing.T) {
 			t.Fatalf("freeze %d: the session ended: %s", i+1, st)
 		default:
 		}
-		t.Logf("freeze %d: the broker answered nothing for %v (a metadata request: %v); the host had processed %d records when it froze", i+1, away.Round(100*time.Millisecond), probe, at)
+		t.Logf("freeze %d: the broker answered nothing for %v (a metadata request: %v); when it froze the host had processed %d records, %d lines fed in all", i+1, away.Round(100*time.Millisecond), probe, at, r.sent)
 	}
 	r.feedOver(perFreeze, 3*time.Second)
 	r.check()
