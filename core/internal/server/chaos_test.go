@@ -223,13 +223,23 @@ func TestChaosKillsWhileWindowing(t *testing.T) {
 			continue
 		}
 		var got map[string][]int64
-		waitFor(t, "every window's final result", 120*time.Second, func() bool {
+		deadline := time.Now().Add(300 * time.Second)
+		for {
 			got = map[string][]int64{}
 			e.readTopic("clicks-per-second", true, func(r *kgo.Record) {
 				got[windowed(r.Key)] = append(got[windowed(r.Key)], decodeLong(r.Value))
 			})
-			return len(got) >= len(want)
-		})
+			if len(got) >= len(want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				cancel()
+				t.Fatalf("after 300 s, %d of %d windows have a final result", len(got), len(want))
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
 		cancel()
 		h.stop()
 		cmd.Process.Signal(syscall.SIGTERM)
