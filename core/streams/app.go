@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
+	"time"
 
 	"github.com/polystreams/polystreams/core/internal/runtime"
 	"github.com/polystreams/polystreams/core/internal/topology"
@@ -34,6 +37,9 @@ type Config struct {
 type App struct {
 	rt   *runtime.App
 	topo *topology.Topology
+
+	mu        sync.Mutex // guards listeners
+	listeners []func(newState, oldState State)
 }
 
 // New prepares an application for the topology b has built so far; later
@@ -59,7 +65,61 @@ func New(b *Builder, c Config) (*App, error) {
 // Start creates the internal topics, opens the state, joins the consumer
 // group and begins processing; it returns once processing has begun (or
 // failed to begin). The source topics must exist.
-func (a *App) Start(ctx context.Context) error { return a.rt.Start(ctx) }
+func (a *App) Start(ctx context.Context) error {
+	a.mu.Lock()
+	listeners := slices.Clone(a.listeners)
+	a.mu.Unlock()
+	if len(listeners) > 0 {
+		go a.notify(listeners)
+	}
+	return a.rt.Start(ctx)
+}
+
+// OnStateChange makes f be called with each change of the application's
+// state, new and old (Kafka Streams' setStateListener): typically Created
+// -> Rebalancing -> Restoring -> Running (back through Rebalancing and
+// Restoring when the group rebalances, and through Degraded while no broker
+// answers) -> Stopped or Failed. Every change is told once, in order,
+// however short, from one goroutine of the App's own: f must not block for
+// long. Listeners are set before Start; one set later is not called.
+func (a *App) OnStateChange(f func(newState, oldState State)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.listeners = append(a.listeners, f)
+}
+
+// notify tells listeners of every change of state until the application
+// has stopped.
+func (a *App) notify(listeners []func(newState, oldState State)) {
+	old, next := Created, 1
+	for {
+		states, first, changed := a.rt.Changes(next)
+		if first == next {
+			for _, s := range states {
+				for _, f := range listeners {
+					f(s, old)
+				}
+				old = s
+			}
+			next = first + len(states)
+			continue
+		}
+		select {
+		case <-changed:
+		case <-a.rt.Done():
+			// The last change (to Stopped or Failed) comes before Done.
+			if states, first, _ := a.rt.Changes(next); first == next {
+				for _, s := range states {
+					for _, f := range listeners {
+						f(s, old)
+					}
+					old = s
+				}
+			}
+			return
+		}
+	}
+}
 
 // Stop commits what is processed, leaves the group and closes, waiting
 // until ctx is done at most.
@@ -68,6 +128,33 @@ func (a *App) Stop(ctx context.Context) error { return a.rt.Stop(ctx) }
 // State returns the application's state and, once it failed, why (a
 // *RecordError when a record failed).
 func (a *App) State() (State, error) { return a.rt.State() }
+
+// BrokerOutage: no broker has answered the application for 10 s or more,
+// and it is Degraded.
+type BrokerOutage struct {
+	// Brokers are the application's bootstrap.servers.
+	Brokers []string
+	// Since is when a broker last answered: the outage began then.
+	Since time.Time
+	// LastError is the last error a request to a broker ended with (""
+	// when the requests hang, as with a frozen broker).
+	LastError string
+	// Outages counts the outages since Start, this one included.
+	Outages int64
+}
+
+// BrokerOutage returns the outage that makes the application Degraded
+// now, and false in any other state.
+func (a *App) BrokerOutage() (BrokerOutage, bool) {
+	if st, _ := a.rt.State(); st != Degraded {
+		return BrokerOutage{}, false
+	}
+	b := a.rt.Brokers()
+	if !b.Unreachable {
+		return BrokerOutage{}, false
+	}
+	return BrokerOutage{Brokers: b.Brokers, Since: b.Since, LastError: b.LastError, Outages: b.Outages}, true
+}
 
 // Done is closed when the application has stopped, by Stop or a failure.
 func (a *App) Done() <-chan struct{} { return a.rt.Done() }

@@ -132,11 +132,19 @@ type RecordError = runtime.RecordError
 // State is an application's state.
 type State = runtime.State
 
-// The states of an App, in the order it passes through them.
+// The states of an App, in the order it passes through them. Restoring
+// comes between Rebalancing and Running while tasks restore their stores
+// from the changelogs. Degraded stands for Running (or Rebalancing, or
+// Restoring) while no broker has answered the application for 10 s; it
+// is entered at most 11 s after the last answer, and left by itself within
+// 1 s of a broker answering again. The application does not fail because of
+// it (docs/observability.md).
 const (
 	Created     = runtime.Created
 	Rebalancing = runtime.Rebalancing
+	Restoring   = runtime.Restoring
 	Running     = runtime.Running
+	Degraded    = runtime.Degraded
 	Stopped     = runtime.Stopped
 	Failed      = runtime.Failed
 )

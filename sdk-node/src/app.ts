@@ -48,15 +48,18 @@ declare global {
  * The state of an application, as the engine reports it: `created` (being
  * built), `rebalancing` (joining the group), `restoring` (restoring stores
  * from their changelogs before processing; see App.restoreProgress),
- * `running`, `stopped`, `error`.
+ * `running`, `degraded` (no Kafka broker has answered the engine for 10 s:
+ * processing waits, and the state goes back to `running` or `rebalancing`
+ * by itself once one answers; see App.brokerOutage), `stopped`, `error`.
  */
-export type State = "created" | "rebalancing" | "restoring" | "running" | "stopped" | "error";
+export type State = "created" | "rebalancing" | "restoring" | "running" | "degraded" | "stopped" | "error";
 
 const STATES: Partial<Record<StateEnum, State>> = {
   [StateEnum.CREATED]: "created",
   [StateEnum.REBALANCING]: "rebalancing",
   [StateEnum.RESTORING]: "restoring",
   [StateEnum.RUNNING]: "running",
+  [StateEnum.DEGRADED]: "degraded",
   [StateEnum.STOPPED]: "stopped",
   [StateEnum.ERROR]: "error",
 };
@@ -93,6 +96,21 @@ export interface HostHealth {
   readonly bundlesWaiting: number;
   readonly idleMs: number;
   readonly stalled: boolean;
+}
+
+/**
+ * No Kafka broker has answered the application for 10 s or more: the state
+ * is `degraded` (see App.brokerOutage). `brokers` are the application's
+ * `bootstrap.servers`; `sinceMs` is when a broker last answered (epoch
+ * milliseconds); `lastError` the last error a request to a broker ended with
+ * (`""` when the requests hang, as with a frozen broker); `outages` counts
+ * the outages since the topology started, this one included.
+ */
+export interface BrokerOutage {
+  readonly brokers: readonly string[];
+  readonly sinceMs: number;
+  readonly lastError: string;
+  readonly outages: number;
 }
 
 /** A callback of App.onStateChange: `(newState, oldState)`. */
@@ -579,6 +597,20 @@ export class App implements Builder {
   }
 
   /**
+   * The outage that makes the application `degraded` now: which brokers do
+   * not answer, and since when; undefined in any other state. See
+   * BrokerOutage.
+   */
+  async brokerOutage(): Promise<BrokerOutage | undefined> {
+    const resp = await this.#client.call("getState", { sessionId: this.#session });
+    const o = resp.brokerOutage;
+    if (resp.state !== StateEnum.DEGRADED || o === undefined) {
+      return undefined;
+    }
+    return Object.freeze({ brokers: Object.freeze([...o.brokers]), sinceMs: Number(o.sinceMs), lastError: o.lastError, outages: Number(o.outages) });
+  }
+
+  /**
    * Restore progress as the engine last reported it (to run()'s exchanges or
    * to state()): undefined before the topology started. See RestoreProgress.
    */
@@ -590,7 +622,8 @@ export class App implements Builder {
    * Calls `listener(newState, oldState)` whenever the application's state
    * changes (Kafka Streams' `setStateListener`): typically `created` ->
    * `rebalancing` -> (`restoring` ->) `running` (and back through
-   * `rebalancing` when the group rebalances) -> `stopped` or `error`. The
+   * `rebalancing` when the group rebalances, and through `degraded` while
+   * no broker answers) -> `stopped` or `error`. The
    * listeners see the states the engine reports to run(), in order, each
    * change once; when run() returns cleanly they see `stopped`. A listener
    * that throws (or whose promise rejects) is reported with

@@ -26,8 +26,10 @@ const DELIVER_AFTER: Duration = Duration::from_secs(5);
 /// What this host understands beyond the protocol's base (OpenSessionRequest.host_features).
 const HOST_FEATURES: &[&str] = &["fold_value_refs", "fold_programs"];
 
-/// The state of an application, as the engine reports it.
+/// The state of an application, as the engine reports it. More states may
+/// come: a `match` needs a `_` arm.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum State {
     #[default]
     Created,
@@ -35,6 +37,10 @@ pub enum State {
     /// Its tasks restore their stores from the changelogs (see [`App::restore_progress`]).
     Restoring,
     Running,
+    /// No Kafka broker has answered the engine for 10 s: processing waits,
+    /// and the state goes back to running (or rebalancing) by itself once
+    /// one answers (see [`App::broker_outage`]).
+    Degraded,
     Stopped,
     Error,
 }
@@ -46,6 +52,7 @@ impl State {
             pb::State::Rebalancing => State::Rebalancing,
             pb::State::Restoring => State::Restoring,
             pb::State::Running => State::Running,
+            pb::State::Degraded => State::Degraded,
             pb::State::Stopped => State::Stopped,
             pb::State::Error => State::Error,
             pb::State::Unspecified => return None,
@@ -59,6 +66,7 @@ impl State {
             State::Rebalancing => "rebalancing",
             State::Restoring => "restoring",
             State::Running => "running",
+            State::Degraded => "degraded",
             State::Stopped => "stopped",
             State::Error => "error",
         }
@@ -127,6 +135,28 @@ pub struct HostHealth {
 impl HostHealth {
     fn from_proto(r: &pb::GetStateResponse) -> HostHealth {
         HostHealth { bundles_waiting: r.bundles_waiting, idle_ms: r.host_idle_ms, stalled: r.host_stalled }
+    }
+}
+
+/// No Kafka broker has answered the application for 10 s or more: the
+/// state is [`State::Degraded`] (see [`App::broker_outage`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BrokerOutage {
+    /// The application's `bootstrap.servers`.
+    pub brokers: Vec<String>,
+    /// When a broker last answered (the outage began then), in Unix epoch
+    /// milliseconds.
+    pub since_ms: i64,
+    /// The last error a request to a broker ended with (empty when the
+    /// requests hang, as with a frozen broker).
+    pub last_error: String,
+    /// Outages since the topology started, this one included.
+    pub outages: i64,
+}
+
+impl BrokerOutage {
+    fn from_proto(o: pb::BrokerOutage) -> BrokerOutage {
+        BrokerOutage { brokers: o.brokers, since_ms: o.since_ms, last_error: o.last_error, outages: o.outages }
     }
 }
 
@@ -715,10 +745,21 @@ impl App {
         Ok(RestoreProgress::from_proto(r.restore.unwrap_or_default()))
     }
 
+    /// The outage that makes the application [`State::Degraded`] now: which
+    /// brokers do not answer, and since when; `None` in any other state.
+    pub fn broker_outage(&self) -> Result<Option<BrokerOutage>> {
+        let r = self.inner.client.get_state(&pb::GetStateRequest { session_id: self.inner.session.clone() })?;
+        if r.state != pb::State::Degraded as i32 {
+            return Ok(None);
+        }
+        Ok(r.broker_outage.map(BrokerOutage::from_proto))
+    }
+
     /// Calls `f(new_state, old_state)` whenever the application's state
     /// changes (Kafka Streams' `setStateListener`): typically created ->
     /// rebalancing -> restoring -> running (and back through rebalancing and
-    /// restoring when the group rebalances) -> stopped or error. Listeners
+    /// restoring when the group rebalances, and through degraded while no
+    /// broker answers) -> stopped or error. Listeners
     /// run in a thread of [`App::run`]; the engine tells it every change
     /// once, in order, so none is missed. A listener that panics is ignored.
     pub fn on_state_change(&self, f: impl Fn(State, State) + Send + Sync + 'static) {

@@ -49,7 +49,9 @@ pub mod pb {
     include!("gen/polystreams.v1alpha1.rs");
 }
 
-pub use app::{is_secret, App, AppBuilder, Config, HostHealth, ProcessingGuarantee, RestoreProgress, State, Topics};
+pub use app::{
+    is_secret, App, AppBuilder, BrokerOutage, Config, HostHealth, ProcessingGuarantee, RestoreProgress, State, Topics,
+};
 pub use branch::{BranchedKStream, Repartitioned};
 pub use dsl::{
     GlobalKTable, Handle, Joiner, KGroupedStream, KGroupedTable, KStream, KTable, Kind, Materialized, Options, Reducer,

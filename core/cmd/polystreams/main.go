@@ -103,6 +103,7 @@ func run(args []string, dev bool) error {
 	tlsClientCA := fs.String("tls-client-ca", "", "PEM CA certificates that client certificates must chain to: every caller must present a verified one (mutual TLS); needs --tls-cert")
 	maxSessions := fs.Int("max-sessions", server.DefaultMaxSessions, "refuse OpenSession while this many sessions are open")
 	maxCache := fs.Int64("max-cache-bytes", server.DefaultMaxCacheBytes, "refuse a session whose statestore.cache.max.bytes is larger")
+	maxAppMemory := fs.Int64("max-app-memory", runtime.DefaultMemoryMaxBytes, "polystreams.memory.max.bytes of sessions that set none, and the most a session may set: what the engine holds in memory for one application")
 	maxRequest := fs.Int("max-request-bytes", server.DefaultMaxRequestBytes, "refuse a request message larger than this")
 	sessionTimeout := fs.Duration("session-timeout", 60*time.Second, "stop a started session whose host has not called for this long")
 	brokerWait := fs.Duration("broker-wait", runtime.DefaultBrokerWait, "how long a session's start waits for a broker to answer before it fails (polystreams.broker.wait.ms for sessions that do not set it; 0 fails at once)")
@@ -132,6 +133,9 @@ func run(args []string, dev bool) error {
 	}
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", *logLevel)
+	}
+	if *maxAppMemory < runtime.MinMemoryMaxBytes {
+		return fmt.Errorf("--max-app-memory %d: want at least %d (Pebble's share of an application and a few bundles)", *maxAppMemory, runtime.MinMemoryMaxBytes)
 	}
 	sec, err := loadSecurity(*tokenFile, *tlsCert, *tlsKey, *tlsClientCA)
 	if err != nil {
@@ -171,7 +175,7 @@ func run(args []string, dev bool) error {
 
 	srv := server.New(server.Options{Brokers: bootstrap, StateDir: *stateDir, SessionTimeout: *sessionTimeout, Logger: log,
 		Recent: recent, Version: version, MetricsDisabled: !*metricsOn, MaxRequestBytes: *maxRequest, MaxSessions: *maxSessions, MaxCacheBytes: *maxCache,
-		Embedded: dev, BrokerWait: brokerWait})
+		MaxAppMemory: *maxAppMemory, Embedded: dev, BrokerWait: brokerWait})
 	ln, err := sec.listen(*listen)
 	if err != nil {
 		return err

@@ -46,10 +46,15 @@ const (
 	// Restoring: assigned, and some task is restoring its stores from their
 	// changelogs; see App.Restore.
 	Restoring
+	// Degraded: started, and no broker has answered any of the
+	// application's requests for brokerSilence (10 s). It stands for
+	// Running, Rebalancing or Restoring, which come back by themselves once
+	// a broker answers; see App.BrokerOutage.
+	Degraded
 )
 
 func (s State) String() string {
-	return [...]string{"", "created", "rebalancing", "running", "stopped", "error", "restoring"}[s]
+	return [...]string{"", "created", "rebalancing", "running", "stopped", "error", "restoring", "degraded"}[s]
 }
 
 // App runs one topology. Safe for concurrent use.
@@ -112,13 +117,16 @@ type App struct {
 	// rebalance. Its entries follow tasks: added and dropped under mu.
 	restores restores
 
-	mu    sync.Mutex // guards tasks, standby, state, err, changes, changed
+	mu    sync.Mutex // guards tasks, standby, state, degraded, err, changes, changed
 	tasks map[taskID]*task
 	// standby keeps the stores of this assignment's standby tasks warm
 	// (standby.go); nil when it has none.
 	standby *standby
 	state   State
-	err     error
+	// degraded: the broker watch finds the brokers unreachable (brokers.go);
+	// State is then Degraded in place of Running, Rebalancing or Restoring.
+	degraded bool
+	err      error
 	// changes: every state the application has been in, in order (as State
 	// reports them, Restoring included), so that each host worker can be
 	// told of every change, however short; see Changes.
@@ -135,6 +143,9 @@ type App struct {
 	// outputs: in test driver mode, what the tasks wrote to sink topics
 	// (testdriver.go); nil otherwise.
 	outputs *outputs
+
+	// mem: the memory budget and what the application holds (budget.go).
+	mem *memory
 }
 
 // New prepares an application; Start runs it.
@@ -143,6 +154,10 @@ func New(cfg Config, topo *topology.Topology, host Host) (*App, error) {
 		changes: []State{Created}, changed: make(chan struct{}),
 		eos: cfg.Guarantee == ExactlyOnceV2, balancer: newTaskBalancer(cfg.StandbyReplicas)}
 	a.balancer.localState = a.localTaskState
+	a.mem = newMemory(cfg.MemoryMaxBytes)
+	if host != nil {
+		a.host = budgetedHost{host, a.mem}
+	}
 	a.health = &brokerHealth{}
 	a.cfg.health = a.health
 	if a.log == nil {
@@ -455,10 +470,14 @@ func (a *App) State() (State, error) {
 
 // stateLocked is State, with a.mu held.
 func (a *App) stateLocked() State {
-	if a.state == Running && !a.restores.progress().Done() || a.state == Rebalancing && a.globalsRestoring() {
-		return Restoring
+	s := a.state
+	if s == Running && !a.restores.progress().Done() || s == Rebalancing && a.globalsRestoring() {
+		s = Restoring
 	}
-	return a.state
+	if a.degraded && (s == Running || s == Rebalancing || s == Restoring) {
+		return Degraded
+	}
+	return s
 }
 
 // Changes returns the states the application has been in from the from-th
@@ -1050,7 +1069,7 @@ func (a *App) StorePartitions(store string) ([]*state.Partition, error) {
 		return nil, fmt.Errorf("runtime: store %q does not exist", store)
 	}
 	st, _ := a.State()
-	if st != Running && st != Rebalancing && st != Restoring {
+	if st != Running && st != Rebalancing && st != Restoring && st != Degraded {
 		return nil, fmt.Errorf("runtime: store %q is not queryable: the application is %s: %w", store, st, ErrNotQueryable)
 	}
 	if a.topo.Stores[store].Global {

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -13,8 +14,12 @@ import (
 // application's clients, the application cannot make progress, and until
 // now said nothing. brokerHealth hears every request's end from every
 // client of the application (a kgo hook); the application's broker watch
-// turns a silence of brokerSilence into a WARN naming the brokers, a
-// counted outage and Stats.Brokers.Unreachable, and its end into an INFO.
+// turns a silence of brokerSilence into the Degraded state, a WARN naming
+// the brokers, a counted outage and Stats.Brokers.Unreachable, and its end
+// (within a second of a broker answering) into the state the application
+// would be in otherwise and an INFO. The application does not fail because
+// of an outage: its clients retry, and under exactly_once_v2 a transaction
+// that cannot end is aborted and retried as for any other failure.
 
 // brokerSilence is how long no broker may answer any request of the
 // application before it counts as unreachable. A healthy application hears
@@ -53,21 +58,40 @@ func (h *brokerHealth) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ 
 	}
 }
 
-// BrokerHealth is what Stats says of the brokers.
+// BrokerHealth is what Stats and App.Brokers say of the brokers.
 type BrokerHealth struct {
 	// Unreachable: no broker has answered any of the application's
-	// requests for 10 s or more; UnreachableFor says how long.
+	// requests for 10 s or more (the application is Degraded);
+	// UnreachableFor says how long, Since since when (the last answer).
 	Unreachable    bool
 	UnreachableFor time.Duration
+	Since          time.Time
+	// LastError is the last error a request to a broker ended with during
+	// the outage ("" when the requests hang rather than fail).
+	LastError string
 	// Outages counts the times the brokers became unreachable since Start.
 	Outages int64
+	// Brokers are the application's bootstrap.servers (App.Brokers only).
+	Brokers []string
 }
 
 func (h *brokerHealth) snapshot(now time.Time) BrokerHealth {
 	b := BrokerHealth{Unreachable: h.unreachable.Load(), Outages: h.outages.Load()}
 	if b.Unreachable {
-		b.UnreachableFor = now.Sub(time.Unix(0, h.since.Load()))
+		b.Since = time.Unix(0, h.since.Load())
+		b.UnreachableFor = now.Sub(b.Since)
+		if p := h.lastErr.Load(); p != nil {
+			b.LastError = *p
+		}
 	}
+	return b
+}
+
+// Brokers says whether the brokers answer the application. Safe for
+// concurrent use.
+func (a *App) Brokers() BrokerHealth {
+	b := a.health.snapshot(time.Now())
+	b.Brokers = slices.Clone(a.cfg.Brokers)
 	return b
 }
 
@@ -87,7 +111,8 @@ func (a *App) watchBrokers() {
 	}
 }
 
-// checkBrokers logs the start and the end of an outage.
+// checkBrokers notes the start and the end of an outage: the state, the
+// log, the count.
 func (a *App) checkBrokers(now time.Time) {
 	h := a.health
 	last := time.Unix(0, h.lastOK.Load())
@@ -96,16 +121,27 @@ func (a *App) checkBrokers(now time.Time) {
 	switch {
 	case silent >= brokerSilence && !h.unreachable.Load():
 		h.since.Store(last.UnixNano())
-		h.unreachable.Store(true)
 		h.outages.Add(1)
+		h.unreachable.Store(true)
+		a.setDegraded(true)
 		var lastErr string
 		if p := h.lastErr.Load(); p != nil {
 			lastErr = *p
 		}
-		a.log.Warn("brokers unreachable: no broker has answered; processing waits and goes on by itself once one answers",
+		a.log.Warn("brokers unreachable: no broker has answered; the application is degraded, processing waits and goes on by itself once one answers",
 			"brokers", brokers, "silent.for", silent.Round(time.Second), "last.error", lastErr)
 	case silent < brokerSilence && h.unreachable.Load():
 		h.unreachable.Store(false)
+		h.lastErr.Store(nil) // the next outage reports its own
+		a.setDegraded(false)
 		a.log.Info("brokers reachable again", "brokers", brokers, "unreachable.for", now.Sub(time.Unix(0, h.since.Load())).Round(time.Second))
 	}
+}
+
+// setDegraded enters or leaves the Degraded state.
+func (a *App) setDegraded(on bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.degraded = on
+	a.noteLocked()
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -81,6 +82,12 @@ type Config struct {
 	// (mutual TLS). ClientCert is the pair loaded.
 	SSLCertLocation, SSLKeyLocation string
 	ClientCert                      *tls.Certificate
+	// polystreams.memory.max.bytes; default DefaultMemoryMaxBytes (1 GiB),
+	// at least MinMemoryMaxBytes. What the engine may hold in memory for
+	// the application: record cache, windows and join rows in memory,
+	// bundles in flight, fetched records, the producer's buffer and
+	// Pebble's share (budget.go). Kafka Streams has no such key.
+	MemoryMaxBytes int64
 	// MetricsDisabled is polystreams.metrics.enabled=false (default true):
 	// nodes, crossings, commits and drops are not counted.
 	MetricsDisabled bool
@@ -159,6 +166,7 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 		BundleLinger:      2 * time.Millisecond,
 		SecurityProtocol:  "PLAINTEXT",
 		CacheMaxBytes:     10 << 20,
+		MemoryMaxBytes:    DefaultMemoryMaxBytes,
 		BrokerWait:        DefaultBrokerWait,
 	}
 	var errs []error
@@ -238,6 +246,10 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 		case "polystreams.bundle.max.bytes":
 			if n, ok := bounded(1, MaxBundleBytes); ok {
 				c.BundleMaxBytes = int(n)
+			}
+		case "polystreams.memory.max.bytes":
+			if n, ok := bounded(MinMemoryMaxBytes, math.MaxInt64); ok {
+				c.MemoryMaxBytes = n
 			}
 		case "polystreams.broker.wait.ms":
 			c.BrokerWait = time.Duration(num()) * time.Millisecond
@@ -339,6 +351,7 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 		"polystreams.bundle.linger.ms":   strconv.FormatInt(c.BundleLinger.Milliseconds(), 10),
 		"polystreams.broker.wait.ms":     strconv.FormatInt(c.BrokerWait.Milliseconds(), 10),
 		"statestore.cache.max.bytes":     strconv.FormatInt(c.CacheMaxBytes, 10),
+		"polystreams.memory.max.bytes":   strconv.FormatInt(c.MemoryMaxBytes, 10),
 		"num.standby.replicas":           strconv.Itoa(c.StandbyReplicas),
 		"security.protocol":              c.SecurityProtocol,
 		"polystreams.metrics.enabled":    strconv.FormatBool(!c.MetricsDisabled),

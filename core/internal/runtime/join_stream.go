@@ -119,6 +119,8 @@ type ssState struct {
 	sides      [2]*ssSide // left, right
 	outerTx    *storeTx
 	outer      map[string]*ssOuter // by outerPrefix
+	// bytes is what the rows and outer hold (budget.go).
+	bytes int64
 }
 
 // ssJoinState returns the join's state, loading it on first use.
@@ -153,6 +155,7 @@ func (t *task) ssJoinState(j *topology.StreamJoin) (*ssState, error) {
 			maxSeq = max(maxSeq, r.seq)
 			sd.time = max(sd.time, r.ts)
 			sd.rows[key] = append(sd.rows[key], r) // key order is (ts, seq) order
+			st.bytes += joinRowBytes(key, r.value)
 			return nil
 		})
 		if err != nil {
@@ -179,6 +182,7 @@ func (t *task) ssJoinState(j *topology.StreamJoin) (*ssState, error) {
 			seq := binary.BigEndian.Uint32(k[len(k)-4:])
 			maxSeq = max(maxSeq, seq)
 			g.seqs, g.vals = append(g.seqs, seq), append(g.vals, bytes.Clone(v))
+			st.bytes += joinRowBytes(g.key, v)
 			st.minTime = min(st.minTime, g.ts)
 			return nil
 		})
@@ -266,6 +270,7 @@ func (t *task) streamJoin(ctx context.Context, s *step, recs []rec) ([]rec, erro
 				i--
 			}
 			own.rows[string(key)] = slices.Insert(rows, i, ssRow{ts: r.ts, seq: seq, value: value})
+			st.bytes += joinRowBytes(key, value)
 			own.tx.put(joinRowKey(r.key, r.ts, seq), r.value, r.ts)
 		} else {
 			t.app.dropped.Add(1) // the store's put: "Skipping record for expired segment"
@@ -304,6 +309,7 @@ func (t *task) streamJoin(ctx context.Context, s *step, recs []rec) ([]rec, erro
 			st.outer[string(p)] = g
 		}
 		g.seqs, g.vals = append(g.seqs, seq), append(g.vals, value)
+		st.bytes += joinRowBytes(key, value)
 		st.outerTx.put(binary.BigEndian.AppendUint32(p, seq), r.value, r.ts)
 	}
 	if err := t.expireJoin(st, w); err != nil {
@@ -318,8 +324,9 @@ func (st *ssState) dropOuter(p []byte) {
 	if g == nil {
 		return
 	}
-	for _, seq := range g.seqs {
+	for i, seq := range g.seqs {
 		st.outerTx.put(binary.BigEndian.AppendUint32(bytes.Clone(p), seq), nil, g.ts)
+		st.bytes -= joinRowBytes(g.key, g.vals[i])
 	}
 	delete(st.outer, string(p))
 }
@@ -385,6 +392,7 @@ func (t *task) expireJoin(st *ssState, w topology.JoinWindows) error {
 			n := 0
 			for n < len(rows) && rows[n].ts <= cutoff {
 				doomed = append(doomed, state.Write{Key: joinRowKey([]byte(key), rows[n].ts, rows[n].seq)})
+				st.bytes -= joinRowBytes(key, rows[n].value)
 				n++
 			}
 			switch {

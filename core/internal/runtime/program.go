@@ -143,18 +143,10 @@ func (f *folder) touchStarts(key []byte) {
 // undo puts the window state back as it was before the pass.
 func (f *folder) undo() {
 	for k, e := range f.sessions {
-		if e.had {
-			f.ws.sessions[k] = e.v
-		} else {
-			delete(f.ws.sessions, k)
-		}
+		setIndex(f.ws, f.ws.sessions, k, e.v, e.had)
 	}
 	for k, e := range f.starts {
-		if e.had {
-			f.ws.starts[k] = e.v
-		} else {
-			delete(f.ws.starts, k)
-		}
+		setIndex(f.ws, f.ws.starts, k, e.v, e.had)
 	}
 	if f.ws.streamTime != f.time0 {
 		f.ws.streamTime = f.time0

@@ -102,7 +102,7 @@ func (t *task) sessionsOf(ws *winState, tx *storeTx, key []byte) ([]session, err
 	if err != nil {
 		return nil, err
 	}
-	ws.sessions[string(key)] = ss
+	setIndex(ws, ws.sessions, string(key), ss, true)
 	return ss, nil
 }
 
@@ -202,7 +202,7 @@ func (t *task) sessionPass(f *folder, recs []rec) error {
 			return cmpInt(a.start, b.start)
 		})
 		f.touchSessions(r.key)
-		ws.sessions[string(r.key)] = kept
+		setIndex(ws, ws.sessions, string(r.key), kept, true)
 	}
 	return nil
 }
@@ -303,11 +303,7 @@ func (t *task) expireSessions(ws *winState, tx *storeTx, st *topology.Store) err
 				kept = append(kept, s)
 			}
 		}
-		if len(kept) == 0 {
-			delete(ws.sessions, key)
-		} else {
-			ws.sessions[key] = kept
-		}
+		setIndex(ws, ws.sessions, key, kept, len(kept) > 0)
 	}
 	return nil
 }

@@ -66,7 +66,7 @@ func (t *task) slidingStarts(ws *winState, tx *storeTx, key []byte) ([]int64, er
 	if err != nil {
 		return nil, err
 	}
-	ws.starts[string(key)] = ss
+	setIndex(ws, ws.starts, string(key), ss, true)
 	return ss, nil
 }
 
@@ -128,7 +128,7 @@ func (sl *slider) put(start int64, w window) {
 	starts := sl.ws.starts[string(sl.r.key)]
 	if i, found := slices.BinarySearch(starts, start); !found {
 		sl.f.touchStarts(sl.r.key)
-		sl.ws.starts[string(sl.r.key)] = slices.Insert(starts, i, start)
+		setIndex(sl.ws, sl.ws.starts, string(sl.r.key), slices.Insert(starts, i, start), true)
 	}
 	sl.f.emit(rec{key: serde.AppendTimeWindowed(nil, sl.r.key, start), ts: w.ts, in: sl.r.in}, w.agg, agg{sym: aggBytes})
 }
@@ -309,11 +309,7 @@ func (t *task) expireSliding(ws *winState, tx *storeTx, st *topology.Store) erro
 	}
 	for key, ss := range ws.starts {
 		i, _ := slices.BinarySearch(ss, cutoff+1)
-		if i == len(ss) {
-			delete(ws.starts, key)
-		} else {
-			ws.starts[key] = ss[i:]
-		}
+		setIndex(ws, ws.starts, key, ss[i:], i < len(ss))
 	}
 	return nil
 }

@@ -182,6 +182,9 @@ type task struct {
 	// expandBuf is windowAggregate's scratch: a record per window.
 	expandBuf  []rec
 	cacheBytes int
+	// mem is what the task counts in its application's memory budget
+	// (budget.go).
+	mem taskMemory
 	// flushReq asks the task to flush its record cache; the answer goes to
 	// the channel sent.
 	flushReq chan chan error
@@ -231,6 +234,8 @@ func newTask(a *App, id taskID, p *plan) *task {
 func (t *task) run(ctx context.Context) {
 	defer t.app.recovered("task " + t.id.String())
 	defer close(t.done)
+	defer t.releaseMemory()
+	ctx = t.memoryContext(ctx)
 	defer func() {
 		// Records the task will not process no longer hold up a commit.
 		t.in.mu.Lock()
@@ -271,6 +276,7 @@ func (t *task) run(ctx context.Context) {
 	timer.Stop()
 	flush := func(reply chan error) bool {
 		err := t.flushNow(ctx)
+		t.publishMemory()
 		reply <- err
 		if err != nil {
 			t.app.workDropped.Store(true)
@@ -322,6 +328,7 @@ func (t *task) run(ctx context.Context) {
 			timer.Stop()
 		}
 		batch := t.in.take(max)
+		t.tookFetched(batch)
 		t.resumeIfDrained()
 		err := t.process(ctx, batch)
 		t.app.pending.Add(-int64(len(batch)))
@@ -350,6 +357,7 @@ type inbox struct {
 	// ties in take.
 	queues []*topicQueue
 	n      int             // records in all queues
+	bytes  int64           // what they hold (budget.go)
 	paused map[string]bool // topic -> this task's partition of it is paused
 	// signal has a token when a queue became non-empty.
 	signal chan struct{}
@@ -376,7 +384,9 @@ func (t *task) enqueue(topic string, rs []*kgo.Record) {
 	q := in.queue(topic)
 	q.recs = append(q.recs, rs...)
 	in.n += len(rs)
-	full := len(q.recs) >= t.app.inboxHigh() && !in.paused[topic]
+	t.fetched(recordsBytes(rs))
+	// Paused when full, or when the application is at its memory budget.
+	full := (len(q.recs) >= t.app.inboxHigh() || t.app.mem.over()) && !in.paused[topic]
 	if full {
 		in.paused[topic] = true
 	}
@@ -457,7 +467,9 @@ func (t *task) resumeIfDrained() {
 	in.mu.Lock()
 	var resume map[string][]int32
 	for topic := range in.paused {
-		if len(in.queue(topic).recs) < t.app.inboxHigh()/2 {
+		// At its memory budget, the application fetches for a task only
+		// once its queue is empty.
+		if n := len(in.queue(topic).recs); n < t.app.inboxHigh()/2 && (n == 0 || !t.app.mem.over()) {
 			if resume == nil {
 				resume = map[string][]int32{}
 			}
@@ -479,10 +491,13 @@ func (t *task) process(ctx context.Context, batch []*kgo.Record) error {
 	if err := t.pushBatch(ctx, batch); err != nil {
 		return err
 	}
-	if t.cacheBytes > t.app.cacheBudget() {
+	if t.cacheBytes > t.app.cacheBudget() || t.cacheBytes > 0 && t.memoryOver() {
 		if err := t.flushCaches(ctx); err != nil {
 			return err
 		}
+	}
+	if err := t.checkMemory(); err != nil {
+		return err
 	}
 	if err := t.finish(); err != nil {
 		return err

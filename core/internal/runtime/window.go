@@ -158,6 +158,8 @@ type winState struct {
 	lastEmit   int64
 	emitLoaded bool
 	holdExpiry bool
+	// bytes is what pending, or sessions and starts, hold (budget.go).
+	bytes int64
 }
 
 // maxOpenWindows bounds a task's in-memory open windows; past it, the task
@@ -174,6 +176,7 @@ type openWindows struct {
 	lowest  int64
 	n       int
 	buckets map[int64]map[string]row // start -> inner key -> row
+	bytes   int64                    // what the rows hold (budget.go)
 }
 
 func (o *openWindows) lookup(key []byte) (row, bool) {
@@ -200,9 +203,13 @@ func (o *openWindows) store(key []byte, r row) {
 		b = map[string]row{}
 		o.buckets[start] = b
 	}
-	if _, ok := b[string(key[8:])]; !ok {
+	if old, ok := b[string(key[8:])]; !ok {
 		o.n++
+		o.bytes += int64(len(key) - 8 + rowOverhead)
+	} else {
+		o.bytes -= int64(len(old.value))
 	}
+	o.bytes += int64(len(r.value))
 	b[string(key[8:])] = r
 }
 
@@ -215,6 +222,9 @@ func (o *openWindows) close(closeTime int64) {
 	for start, b := range o.buckets {
 		if start < lowest {
 			o.n -= len(b)
+			for k, r := range b {
+				o.bytes -= int64(len(k) + len(r.value) + rowOverhead)
+			}
 			delete(o.buckets, start)
 		}
 	}
@@ -271,6 +281,7 @@ func (t *task) winState(s *step, tx *storeTx) (*winState, error) {
 			// The update's input record is gone: errors name the buffer.
 			in := &kgo.Record{Topic: tx.changelog, Partition: t.id.partition, Offset: -1}
 			ws.pending[bk] = rec{key: append([]byte(nil), k[8:]...), value: append([]byte(nil), v...), ts: ts, in: in}
+			ws.bytes += pendingBytes(bk, v)
 			ws.order = append(ws.order, bk)
 			return nil
 		})
@@ -451,6 +462,9 @@ func (t *task) suppress(s *step, recs []rec) ([]rec, error) {
 		}
 		ws.advance(tx, r.ts)
 		bk := bufferKey(end, r.key)
+		if old, ok := ws.pending[string(bk)]; ok {
+			ws.bytes -= pendingBytes(string(bk), old.value)
+		}
 		if r.value == nil {
 			delete(ws.pending, string(bk))
 			tx.put(bk, nil, r.ts)
@@ -461,6 +475,7 @@ func (t *task) suppress(s *step, recs []rec) ([]rec, error) {
 		}
 		r.old = nil
 		ws.pending[string(bk)] = r
+		ws.bytes += pendingBytes(string(bk), r.value)
 		tx.put(bk, r.value, r.ts)
 	}
 	// Emit what closed: end + grace <= stream time (for a session, end +
@@ -481,6 +496,7 @@ func (t *task) suppress(s *step, recs []rec) ([]rec, error) {
 			continue // deleted, or a second entry of a key emitted already
 		}
 		delete(ws.pending, bk)
+		ws.bytes -= pendingBytes(bk, r.value)
 		tx.put([]byte(bk), nil, r.ts)
 		out = append(out, r)
 	}

@@ -27,6 +27,8 @@ type testHost struct {
 	// bundles counts bundles served, records the records in them, joins
 	// the OPERATION_VALUE_JOIN bundles.
 	bundles, records, joins int
+	// states: the states serve heard of, each change once, in order.
+	states []pb.State
 }
 
 type (
@@ -65,6 +67,11 @@ func (h *testHost) serve(ctx context.Context) (pb.State, string, error) {
 			return 0, "", err
 		}
 		m := resp.Msg
+		h.mu.Lock()
+		if n := len(h.states); n == 0 || h.states[n-1] != m.State {
+			h.states = append(h.states, m.State)
+		}
+		h.mu.Unlock()
 		if m.State == pb.State_STATE_STOPPED || m.State == pb.State_STATE_ERROR {
 			return m.State, m.Error, nil
 		}

@@ -117,7 +117,7 @@ func (collector) Describe(chan<- *prometheus.Desc) {}
 var (
 	app             = []string{"application_id"}
 	descBuild       = prometheus.NewDesc("polystreams_build_info", "The engine's version; always 1.", []string{"version"}, nil)
-	descState       = prometheus.NewDesc("polystreams_application_state", "1 for the state the application is in (created, rebalancing, restoring, running, stopped, error), 0 for the others.", append(app, "state"), nil)
+	descState       = prometheus.NewDesc("polystreams_application_state", "1 for the state the application is in (created, rebalancing, restoring, running, degraded, stopped, error), 0 for the others.", append(app, "state"), nil)
 	descTasks       = prometheus.NewDesc("polystreams_tasks", "Tasks (sub-topology x partition) this engine runs.", app, nil)
 	descRecords     = prometheus.NewDesc("polystreams_node_records_total", "Records into a node (into its first node, for a chain of host operators fused into one crossing).", append(app, "subtopology", "node"), nil)
 	descDropped     = prometheus.NewDesc("polystreams_dropped_records_total", "Records the tasks dropped (Kafka Streams' dropped-records): a null key or value an aggregation skips, a record too late for its window, a failed record its error policy skipped.", app, nil)
@@ -138,10 +138,12 @@ var (
 	descStandbyRead = prometheus.NewDesc("polystreams_standby_read_records", "Changelog records the standbys applied since the last rebalance.", app, nil)
 	descUnreachable = prometheus.NewDesc("polystreams_brokers_unreachable", "1 while no broker has answered any of the application's requests for 10 s or more, else 0.", app, nil)
 	descOutages     = prometheus.NewDesc("polystreams_broker_outages_total", "Times the brokers became unreachable (no answer for 10 s) since Start.", app, nil)
+	descMemory      = prometheus.NewDesc("polystreams_memory_bytes", "What the engine holds in memory for the application, by component (polystreams.memory.max.bytes bounds their sum; Pebble's share is fixed).", append(app, "component"), nil)
+	descMemoryLimit = prometheus.NewDesc("polystreams_memory_limit_bytes", "The application's memory budget, polystreams.memory.max.bytes.", app, nil)
 	descStore       = prometheus.NewDesc("polystreams_store_entries", "Entries of a store partition (counted up to 100,000).", append(app, "store", "partition"), nil)
 )
 
-var stateNames = []string{"created", "rebalancing", "restoring", "running", "stopped", "error"}
+var stateNames = []string{"created", "rebalancing", "restoring", "running", "degraded", "stopped", "error"}
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descBuild, prometheus.GaugeValue, 1, c.s.opts.Version)
@@ -211,6 +213,11 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descHostIdle, ds.idle.Seconds(), v.appID)
 		}
 		gauge(descStandbyRead, float64(st.StandbyRecords), v.appID)
+		mem := v.app.MemoryUsage()
+		gauge(descMemoryLimit, float64(mem.Limit), v.appID)
+		for name, n := range mem.Components {
+			gauge(descMemory, float64(n), v.appID, name)
+		}
 	}
 }
 
@@ -329,12 +336,17 @@ type StatusApp struct {
 	Standbys []runtime.StandbyPartition `json:"standbys"`
 	// Brokers: whether any broker answers the application.
 	Brokers statusBrokers `json:"brokers"`
+	// Memory: what the engine holds in memory for the application, and
+	// its budget (polystreams.memory.max.bytes); absent before Start.
+	Memory *runtime.Usage `json:"memory,omitempty"`
 }
 
 type statusBrokers struct {
-	Unreachable        bool    `json:"unreachable"`
-	UnreachableSeconds float64 `json:"unreachable_seconds"`
-	Outages            int64   `json:"outages"`
+	// Addresses: the application's bootstrap.servers.
+	Addresses          []string `json:"addresses"`
+	Unreachable        bool     `json:"unreachable"`
+	UnreachableSeconds float64  `json:"unreachable_seconds"`
+	Outages            int64    `json:"outages"`
 }
 
 type statusHost struct {
@@ -400,7 +412,9 @@ func (s *Server) Status() Status {
 			}
 			a.DroppedRecords, a.FailedRecords, a.DeadLetteredRecords = rs.DroppedRecords, rs.FailedRecords, rs.DeadLetteredRecords
 			a.Standbys = rs.Standbys
-			a.Brokers = statusBrokers{Unreachable: rs.Brokers.Unreachable, UnreachableSeconds: rs.Brokers.UnreachableFor.Seconds(), Outages: rs.Brokers.Outages}
+			mem := v.app.MemoryUsage()
+			a.Memory = &mem
+			a.Brokers = statusBrokers{Addresses: v.app.Brokers().Brokers, Unreachable: rs.Brokers.Unreachable, UnreachableSeconds: rs.Brokers.UnreachableFor.Seconds(), Outages: rs.Brokers.Outages}
 			if v.dispatch != nil {
 				ds := v.dispatch.peek(time.Now())
 				a.Host = statusHost{BundlesWaiting: ds.waiting, IdleSeconds: ds.idle.Seconds(), Stalled: ds.stalled()}

@@ -77,6 +77,12 @@ type Options struct {
 	// DefaultMaxCacheBytes; a session asking for more is refused with
 	// CodeInvalidArgument.
 	MaxCacheBytes int64
+	// MaxAppMemory is polystreams.memory.max.bytes of sessions that set
+	// none, and the most a session may set (a session asking for more is
+	// refused with CodeInvalidArgument); default
+	// runtime.DefaultMemoryMaxBytes. What the engine holds in memory for
+	// one application (runtime/budget.go).
+	MaxAppMemory int64
 }
 
 // DevCommitInterval is commit.interval.ms of sessions on the embedded
@@ -131,6 +137,9 @@ func New(o Options) *Server {
 	}
 	if o.MaxCacheBytes <= 0 {
 		o.MaxCacheBytes = DefaultMaxCacheBytes
+	}
+	if o.MaxAppMemory <= 0 {
+		o.MaxAppMemory = runtime.DefaultMemoryMaxBytes
 	}
 	s := &Server{opts: o, log: o.Logger, sessions: map[string]*session{}, stop: make(chan struct{}), started: time.Now()}
 	go s.janitor()
@@ -282,6 +291,7 @@ func (s *Server) OpenSession(ctx context.Context, req *connect.Request[pb.OpenSe
 	if s.opts.MetricsDisabled {
 		kv = withDefault(kv, "polystreams.metrics.enabled", "false")
 	}
+	kv = withDefault(kv, "polystreams.memory.max.bytes", strconv.FormatInt(s.opts.MaxAppMemory, 10))
 	if s.opts.BrokerWait != nil {
 		kv = withDefault(kv, "polystreams.broker.wait.ms", strconv.FormatInt(s.opts.BrokerWait.Milliseconds(), 10))
 	}
@@ -300,6 +310,9 @@ func (s *Server) OpenSession(ctx context.Context, req *connect.Request[pb.OpenSe
 	cfg, effective, err := runtime.ParseConfig(m.ApplicationId, kv, s.opts.Brokers)
 	if cfg.CacheMaxBytes > s.opts.MaxCacheBytes {
 		err = errors.Join(err, fmt.Errorf("statestore.cache.max.bytes: at most %d on this engine (--max-cache-bytes)", s.opts.MaxCacheBytes))
+	}
+	if cfg.MemoryMaxBytes > s.opts.MaxAppMemory {
+		err = errors.Join(err, fmt.Errorf("polystreams.memory.max.bytes: at most %d on this engine (--max-app-memory)", s.opts.MaxAppMemory))
 	}
 	if err != nil {
 		if td != nil {
@@ -590,6 +603,17 @@ func restoreProto(app *runtime.App) *pb.RestoreProgress {
 	}
 }
 
+// brokerOutageProto says which brokers the application cannot reach, and
+// since when.
+func brokerOutageProto(app *runtime.App) *pb.BrokerOutage {
+	b := app.Brokers()
+	o := &pb.BrokerOutage{Brokers: b.Brokers, LastError: b.LastError, Outages: b.Outages}
+	if !b.Since.IsZero() {
+		o.SinceMs = b.Since.UnixMilli()
+	}
+	return o
+}
+
 // stateProto gives st its protocol form; with STATE_ERROR, err (the
 // application's error) too.
 func stateProto(st runtime.State, err error) (pb.State, string, *pb.RecordContext) {
@@ -601,6 +625,8 @@ func stateProto(st runtime.State, err error) (pb.State, string, *pb.RecordContex
 		ps = pb.State_STATE_RESTORING
 	case runtime.Running:
 		ps = pb.State_STATE_RUNNING
+	case runtime.Degraded:
+		ps = pb.State_STATE_DEGRADED
 	case runtime.Stopped:
 		ps = pb.State_STATE_STOPPED
 		if err != nil {
@@ -635,6 +661,9 @@ func (s *Server) GetState(_ context.Context, req *connect.Request[pb.GetStateReq
 		resp.State = pb.State_STATE_STOPPED
 	} else if app != nil {
 		resp.State, resp.Error, resp.FailedRecord = stateProto(app.State())
+		if resp.State == pb.State_STATE_DEGRADED {
+			resp.BrokerOutage = brokerOutageProto(app)
+		}
 		resp.Restore = restoreProto(app)
 		resp.DroppedRecords = app.DroppedRecords()
 		st := ss.dispatch.peek(time.Now())

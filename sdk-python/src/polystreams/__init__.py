@@ -12,7 +12,7 @@
     app.run()
 """
 
-from polystreams.app import App, HostHealth, RestoreProgress, State, StateListener
+from polystreams.app import App, BrokerOutage, HostHealth, RestoreProgress, State, StateListener
 from polystreams.config import Config, ProcessingGuarantee
 from polystreams.dsl import (
     BranchedKStream,
@@ -48,6 +48,7 @@ __version__ = "0.1.0"
 __all__ = [
     "App",
     "BranchedKStream",
+    "BrokerOutage",
     "BuiltinJoiner",
     "BuiltinReducer",
     "Config",

@@ -27,14 +27,17 @@ from polystreams.serde import SerdeName
 from polystreams.store import KeyValueStore, WindowStore
 from polystreams.v1alpha1 import engine_pb2 as pb
 
-__all__ = ["App", "HostHealth", "RestoreProgress", "State", "StateListener"]
+__all__ = ["App", "BrokerOutage", "HostHealth", "RestoreProgress", "State", "StateListener"]
 
 log = logging.getLogger("polystreams")
 
-State = Literal["created", "rebalancing", "restoring", "running", "stopped", "error"]
+State = Literal["created", "rebalancing", "restoring", "running", "degraded", "stopped", "error"]
 """The state of an application, as the engine reports it: ``restoring``
 while its tasks restore their stores from the changelogs (see
-:meth:`App.restore_progress`)."""
+:meth:`App.restore_progress`); ``degraded`` while no Kafka broker has
+answered the engine for 10 s (see :meth:`App.broker_outage`): processing
+waits, and the state goes back to ``running`` (or ``rebalancing``) by
+itself once a broker answers."""
 
 StateListener = Callable[[State, State], object]
 """A callback of :meth:`App.on_state_change`: ``(new_state, old_state)``."""
@@ -44,6 +47,7 @@ _STATES: dict[int, State] = {
     pb.STATE_REBALANCING: "rebalancing",
     pb.STATE_RESTORING: "restoring",
     pb.STATE_RUNNING: "running",
+    pb.STATE_DEGRADED: "degraded",
     pb.STATE_STOPPED: "stopped",
     pb.STATE_ERROR: "error",
 }
@@ -79,6 +83,28 @@ class RestoreProgress:
     @classmethod
     def from_proto(cls, p: pb.RestoreProgress) -> RestoreProgress:
         return cls(p.restored_records, p.total_records, p.restoring_partitions, p.total_partitions)
+
+
+@dataclass(frozen=True)
+class BrokerOutage:
+    """No Kafka broker has answered the application for 10 s or more: the
+    state is ``degraded`` (see :meth:`App.broker_outage`).
+
+    ``brokers`` are the application's ``bootstrap.servers``; ``since_ms``
+    is when a broker last answered (epoch milliseconds); ``last_error`` the
+    last error a request to a broker ended with (``""`` when the requests
+    hang, as with a frozen broker); ``outages`` counts the outages since
+    the topology started, this one included.
+    """
+
+    brokers: tuple[str, ...]
+    since_ms: int
+    last_error: str
+    outages: int
+
+    @classmethod
+    def from_proto(cls, p: pb.BrokerOutage) -> BrokerOutage:
+        return cls(tuple(p.brokers), p.since_ms, p.last_error, p.outages)
 
 
 @dataclass(frozen=True)
@@ -339,6 +365,19 @@ class App:
         resp = self._client.get_state(pb.GetStateRequest(session_id=self._session))
         return RestoreProgress.from_proto(resp.restore)
 
+    def broker_outage(self) -> BrokerOutage | None:
+        """The outage that makes the application ``degraded`` now: which
+        brokers do not answer, and since when; ``None`` in any other state.
+        From any thread::
+
+            if (outage := app.broker_outage()) is not None:
+                print(f"no answer from {', '.join(outage.brokers)} since {outage.since_ms}")
+        """
+        resp = self._client.get_state(pb.GetStateRequest(session_id=self._session))
+        if resp.state != pb.STATE_DEGRADED or not resp.HasField("broker_outage"):
+            return None
+        return BrokerOutage.from_proto(resp.broker_outage)
+
     def metrics(self) -> Metrics:
         """A summary of the engine's metrics for this application now:
         state, records per node, lag and store entries per task, restore
@@ -353,7 +392,9 @@ class App:
         back through ``rebalancing`` and ``restoring`` when the group
         rebalances) -> ``stopped`` or ``error``. ``restoring`` comes after each
         assignment of tasks with stores, however short (see
-        :meth:`restore_progress`). Callbacks run in the thread of :meth:`run`;
+        :meth:`restore_progress`). ``degraded`` comes while no broker
+        answers (``running`` -> ``degraded`` -> ``running``; see
+        :meth:`broker_outage`). Callbacks run in the thread of :meth:`run`;
         the engine tells it of every change once, in order, so none is missed.
         An exception in a callback is logged and ignored.
         Returns ``callback``, so it may be used as a decorator."""

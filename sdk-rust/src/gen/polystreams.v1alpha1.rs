@@ -1072,6 +1072,26 @@ pub mod record_failure {
         }
     }
 }
+/// BrokerOutage: no broker has answered the application for 10 s or more.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct BrokerOutage {
+    /// The brokers the application reaches Kafka by (its bootstrap.servers),
+    /// none of which answers.
+    #[prost(string, repeated, tag = "1")]
+    pub brokers: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// When a broker last answered (the outage began then), or the topology
+    /// started if none has answered since, in Unix epoch milliseconds.
+    #[prost(int64, tag = "2")]
+    pub since_ms: i64,
+    /// The last error a request to a broker ended with ("" when the requests
+    /// hang rather than fail, as with a frozen broker).
+    #[prost(string, tag = "3")]
+    pub last_error: ::prost::alloc::string::String,
+    /// Times the brokers became unreachable since the topology started, this
+    /// outage included.
+    #[prost(int64, tag = "4")]
+    pub outages: i64,
+}
 /// RestoreProgress says how far restoring stores from their changelogs has
 /// come: over the store partitions this engine restores or restored since its
 /// last rebalance. restored_records counts changelog records read so far;
@@ -1129,6 +1149,10 @@ pub struct GetStateResponse {
     /// session expires; the state stays STATE_RUNNING meanwhile.
     #[prost(bool, tag = "8")]
     pub host_stalled: bool,
+    /// Set with STATE_DEGRADED: the brokers that do not answer, and since when
+    /// (absent in every other state).
+    #[prost(message, optional, tag = "9")]
+    pub broker_outage: ::core::option::Option<BrokerOutage>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct StopRequest {
@@ -1651,6 +1675,14 @@ pub enum State {
     Error = 5,
     /// Restoring stores from their changelogs before processing; see restore.
     Restoring = 6,
+    /// Started, and no broker has answered any of the application's requests
+    /// for 10 s (entered at most 11 s after the last answer): processing waits,
+    /// and the state goes back to STATE_RUNNING, STATE_REBALANCING or
+    /// STATE_RESTORING by itself within 1 s of a broker answering again. The
+    /// application does not fail because of it. Kafka Streams has no such
+    /// state (it stays RUNNING and logs); see docs/observability.md. Details in
+    /// GetStateResponse.brokers.
+    Degraded = 7,
 }
 impl State {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -1666,6 +1698,7 @@ impl State {
             Self::Stopped => "STATE_STOPPED",
             Self::Error => "STATE_ERROR",
             Self::Restoring => "STATE_RESTORING",
+            Self::Degraded => "STATE_DEGRADED",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -1678,6 +1711,7 @@ impl State {
             "STATE_STOPPED" => Some(Self::Stopped),
             "STATE_ERROR" => Some(Self::Error),
             "STATE_RESTORING" => Some(Self::Restoring),
+            "STATE_DEGRADED" => Some(Self::Degraded),
             _ => None,
         }
     }

@@ -63,6 +63,11 @@ function render(st) {
     state.textContent = a.state;
     state.className = "state " + a.state;
     el.querySelector(".app-error").textContent = a.error || "";
+    const down = el.querySelector(".brokers-down");
+    down.hidden = !a.brokers.unreachable;
+    down.textContent = a.brokers.unreachable
+      ? `degraded: no broker (${a.brokers.addresses.join(", ")}) has answered for ${Math.round(a.brokers.unreachable_seconds)} s; processing waits and goes on by itself once one answers`
+      : "";
     el.querySelector(".dropped").textContent = fmt(a.dropped_records);
     el.querySelector(".failed").textContent = fmt(a.failed_records);
     el.querySelector(".metrics-off").hidden = a.metrics_enabled || a.state === "created";

@@ -38,6 +38,7 @@ REDUCER_MIN: Reducer
 REDUCER_SUM: Reducer
 REDUCER_UNSPECIFIED: Reducer
 STATE_CREATED: State
+STATE_DEGRADED: State
 STATE_ERROR: State
 STATE_REBALANCING: State
 STATE_RESTORING: State
@@ -84,6 +85,18 @@ class Branch(_message.Message):
     name: str
     predicate_token: int
     def __init__(self, predicate_token: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
+
+class BrokerOutage(_message.Message):
+    __slots__ = ["brokers", "last_error", "outages", "since_ms"]
+    BROKERS_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    OUTAGES_FIELD_NUMBER: _ClassVar[int]
+    SINCE_MS_FIELD_NUMBER: _ClassVar[int]
+    brokers: _containers.RepeatedScalarFieldContainer[str]
+    last_error: str
+    outages: int
+    since_ms: int
+    def __init__(self, brokers: _Optional[_Iterable[str]] = ..., since_ms: _Optional[int] = ..., last_error: _Optional[str] = ..., outages: _Optional[int] = ...) -> None: ...
 
 class BuildRequest(_message.Message):
     __slots__ = ["aggregate", "count", "emit_strategy", "filter", "filter_not", "flat_map_values", "foreach", "global_table", "group_by", "group_by_key", "join", "map", "map_values", "merge", "peek", "reduce", "repartition", "select_key", "session_id", "split", "stream", "suppress", "table", "to", "to_stream", "to_table", "windowed_by"]
@@ -370,7 +383,8 @@ class GetStateRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ...) -> None: ...
 
 class GetStateResponse(_message.Message):
-    __slots__ = ["bundles_waiting", "dropped_records", "error", "failed_record", "host_idle_ms", "host_stalled", "restore", "state"]
+    __slots__ = ["broker_outage", "bundles_waiting", "dropped_records", "error", "failed_record", "host_idle_ms", "host_stalled", "restore", "state"]
+    BROKER_OUTAGE_FIELD_NUMBER: _ClassVar[int]
     BUNDLES_WAITING_FIELD_NUMBER: _ClassVar[int]
     DROPPED_RECORDS_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
@@ -379,6 +393,7 @@ class GetStateResponse(_message.Message):
     HOST_STALLED_FIELD_NUMBER: _ClassVar[int]
     RESTORE_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
+    broker_outage: BrokerOutage
     bundles_waiting: int
     dropped_records: int
     error: str
@@ -387,7 +402,7 @@ class GetStateResponse(_message.Message):
     host_stalled: bool
     restore: RestoreProgress
     state: State
-    def __init__(self, state: _Optional[_Union[State, str]] = ..., error: _Optional[str] = ..., failed_record: _Optional[_Union[RecordContext, _Mapping]] = ..., restore: _Optional[_Union[RestoreProgress, _Mapping]] = ..., dropped_records: _Optional[int] = ..., bundles_waiting: _Optional[int] = ..., host_idle_ms: _Optional[int] = ..., host_stalled: bool = ...) -> None: ...
+    def __init__(self, state: _Optional[_Union[State, str]] = ..., error: _Optional[str] = ..., failed_record: _Optional[_Union[RecordContext, _Mapping]] = ..., restore: _Optional[_Union[RestoreProgress, _Mapping]] = ..., dropped_records: _Optional[int] = ..., bundles_waiting: _Optional[int] = ..., host_idle_ms: _Optional[int] = ..., host_stalled: bool = ..., broker_outage: _Optional[_Union[BrokerOutage, _Mapping]] = ...) -> None: ...
 
 class GlobalTableOp(_message.Message):
     __slots__ = ["key_serde", "materialized", "name", "topic", "value_serde"]

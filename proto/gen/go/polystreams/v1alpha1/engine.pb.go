@@ -385,6 +385,14 @@ const (
 	State_STATE_ERROR State = 5
 	// Restoring stores from their changelogs before processing; see restore.
 	State_STATE_RESTORING State = 6
+	// Started, and no broker has answered any of the application's requests
+	// for 10 s (entered at most 11 s after the last answer): processing waits,
+	// and the state goes back to STATE_RUNNING, STATE_REBALANCING or
+	// STATE_RESTORING by itself within 1 s of a broker answering again. The
+	// application does not fail because of it. Kafka Streams has no such
+	// state (it stays RUNNING and logs); see docs/observability.md. Details in
+	// GetStateResponse.brokers.
+	State_STATE_DEGRADED State = 7
 )
 
 // Enum value maps for State.
@@ -397,6 +405,7 @@ var (
 		4: "STATE_STOPPED",
 		5: "STATE_ERROR",
 		6: "STATE_RESTORING",
+		7: "STATE_DEGRADED",
 	}
 	State_value = map[string]int32{
 		"STATE_UNSPECIFIED": 0,
@@ -406,6 +415,7 @@ var (
 		"STATE_STOPPED":     4,
 		"STATE_ERROR":       5,
 		"STATE_RESTORING":   6,
+		"STATE_DEGRADED":    7,
 	}
 )
 
@@ -4999,6 +5009,83 @@ func (x *RecordFailure) GetKind() RecordFailure_Kind {
 	return RecordFailure_KIND_UNSPECIFIED
 }
 
+// BrokerOutage: no broker has answered the application for 10 s or more.
+type BrokerOutage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The brokers the application reaches Kafka by (its bootstrap.servers),
+	// none of which answers.
+	Brokers []string `protobuf:"bytes,1,rep,name=brokers,proto3" json:"brokers,omitempty"`
+	// When a broker last answered (the outage began then), or the topology
+	// started if none has answered since, in Unix epoch milliseconds.
+	SinceMs int64 `protobuf:"varint,2,opt,name=since_ms,json=sinceMs,proto3" json:"since_ms,omitempty"`
+	// The last error a request to a broker ended with ("" when the requests
+	// hang rather than fail, as with a frozen broker).
+	LastError string `protobuf:"bytes,3,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	// Times the brokers became unreachable since the topology started, this
+	// outage included.
+	Outages       int64 `protobuf:"varint,4,opt,name=outages,proto3" json:"outages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BrokerOutage) Reset() {
+	*x = BrokerOutage{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BrokerOutage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BrokerOutage) ProtoMessage() {}
+
+func (x *BrokerOutage) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BrokerOutage.ProtoReflect.Descriptor instead.
+func (*BrokerOutage) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *BrokerOutage) GetBrokers() []string {
+	if x != nil {
+		return x.Brokers
+	}
+	return nil
+}
+
+func (x *BrokerOutage) GetSinceMs() int64 {
+	if x != nil {
+		return x.SinceMs
+	}
+	return 0
+}
+
+func (x *BrokerOutage) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *BrokerOutage) GetOutages() int64 {
+	if x != nil {
+		return x.Outages
+	}
+	return 0
+}
+
 // RestoreProgress says how far restoring stores from their changelogs has
 // come: over the store partitions this engine restores or restored since its
 // last rebalance. restored_records counts changelog records read so far;
@@ -5018,7 +5105,7 @@ type RestoreProgress struct {
 
 func (x *RestoreProgress) Reset() {
 	*x = RestoreProgress{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5030,7 +5117,7 @@ func (x *RestoreProgress) String() string {
 func (*RestoreProgress) ProtoMessage() {}
 
 func (x *RestoreProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5043,7 +5130,7 @@ func (x *RestoreProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreProgress.ProtoReflect.Descriptor instead.
 func (*RestoreProgress) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{53}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RestoreProgress) GetRestoredRecords() int64 {
@@ -5083,7 +5170,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5095,7 +5182,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5108,7 +5195,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{54}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *GetStateRequest) GetSessionId() string {
@@ -5143,14 +5230,17 @@ type GetStateResponse struct {
 	// host_stalled: bundles are waiting and no worker has called Exchange
 	// for 5 s. The tasks make no progress until a host calls Exchange or the
 	// session expires; the state stays STATE_RUNNING meanwhile.
-	HostStalled   bool `protobuf:"varint,8,opt,name=host_stalled,json=hostStalled,proto3" json:"host_stalled,omitempty"`
+	HostStalled bool `protobuf:"varint,8,opt,name=host_stalled,json=hostStalled,proto3" json:"host_stalled,omitempty"`
+	// Set with STATE_DEGRADED: the brokers that do not answer, and since when
+	// (absent in every other state).
+	BrokerOutage  *BrokerOutage `protobuf:"bytes,9,opt,name=broker_outage,json=brokerOutage,proto3" json:"broker_outage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5162,7 +5252,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5175,7 +5265,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{55}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *GetStateResponse) GetState() State {
@@ -5234,6 +5324,13 @@ func (x *GetStateResponse) GetHostStalled() bool {
 	return false
 }
 
+func (x *GetStateResponse) GetBrokerOutage() *BrokerOutage {
+	if x != nil {
+		return x.BrokerOutage
+	}
+	return nil
+}
+
 type StopRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -5243,7 +5340,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5255,7 +5352,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5268,7 +5365,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{56}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *StopRequest) GetSessionId() string {
@@ -5286,7 +5383,7 @@ type StopResponse struct {
 
 func (x *StopResponse) Reset() {
 	*x = StopResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5298,7 +5395,7 @@ func (x *StopResponse) String() string {
 func (*StopResponse) ProtoMessage() {}
 
 func (x *StopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5311,7 +5408,7 @@ func (x *StopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
 func (*StopResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{57}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{58}
 }
 
 type QueryRequest struct {
@@ -5339,7 +5436,7 @@ type QueryRequest struct {
 
 func (x *QueryRequest) Reset() {
 	*x = QueryRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5351,7 +5448,7 @@ func (x *QueryRequest) String() string {
 func (*QueryRequest) ProtoMessage() {}
 
 func (x *QueryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5364,7 +5461,7 @@ func (x *QueryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRequest.ProtoReflect.Descriptor instead.
 func (*QueryRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{58}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *QueryRequest) GetSessionId() string {
@@ -5496,7 +5593,7 @@ type WindowFetch struct {
 
 func (x *WindowFetch) Reset() {
 	*x = WindowFetch{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5508,7 +5605,7 @@ func (x *WindowFetch) String() string {
 func (*WindowFetch) ProtoMessage() {}
 
 func (x *WindowFetch) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5521,7 +5618,7 @@ func (x *WindowFetch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WindowFetch.ProtoReflect.Descriptor instead.
 func (*WindowFetch) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{59}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *WindowFetch) GetKey() []byte {
@@ -5555,7 +5652,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5567,7 +5664,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5580,7 +5677,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{60}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *KeyRange) GetFrom() []byte {
@@ -5616,7 +5713,7 @@ type QueryResponse struct {
 
 func (x *QueryResponse) Reset() {
 	*x = QueryResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5628,7 +5725,7 @@ func (x *QueryResponse) String() string {
 func (*QueryResponse) ProtoMessage() {}
 
 func (x *QueryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5641,7 +5738,7 @@ func (x *QueryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryResponse.ProtoReflect.Descriptor instead.
 func (*QueryResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{61}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *QueryResponse) GetKeyLengths() []int32 {
@@ -5702,7 +5799,7 @@ type GetMetricsRequest struct {
 
 func (x *GetMetricsRequest) Reset() {
 	*x = GetMetricsRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5714,7 +5811,7 @@ func (x *GetMetricsRequest) String() string {
 func (*GetMetricsRequest) ProtoMessage() {}
 
 func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5727,7 +5824,7 @@ func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsRequest.ProtoReflect.Descriptor instead.
 func (*GetMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{62}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *GetMetricsRequest) GetSessionId() string {
@@ -5760,7 +5857,7 @@ type GetMetricsResponse struct {
 
 func (x *GetMetricsResponse) Reset() {
 	*x = GetMetricsResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5772,7 +5869,7 @@ func (x *GetMetricsResponse) String() string {
 func (*GetMetricsResponse) ProtoMessage() {}
 
 func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5785,7 +5882,7 @@ func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsResponse.ProtoReflect.Descriptor instead.
 func (*GetMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{63}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *GetMetricsResponse) GetState() State {
@@ -5857,7 +5954,7 @@ type NodeMetrics struct {
 
 func (x *NodeMetrics) Reset() {
 	*x = NodeMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5869,7 +5966,7 @@ func (x *NodeMetrics) String() string {
 func (*NodeMetrics) ProtoMessage() {}
 
 func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5882,7 +5979,7 @@ func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetrics.ProtoReflect.Descriptor instead.
 func (*NodeMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{64}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *NodeMetrics) GetName() string {
@@ -5942,7 +6039,7 @@ type TaskMetrics struct {
 
 func (x *TaskMetrics) Reset() {
 	*x = TaskMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5954,7 +6051,7 @@ func (x *TaskMetrics) String() string {
 func (*TaskMetrics) ProtoMessage() {}
 
 func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5967,7 +6064,7 @@ func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskMetrics.ProtoReflect.Descriptor instead.
 func (*TaskMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{65}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *TaskMetrics) GetId() string {
@@ -6014,7 +6111,7 @@ type PartitionLag struct {
 
 func (x *PartitionLag) Reset() {
 	*x = PartitionLag{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6026,7 +6123,7 @@ func (x *PartitionLag) String() string {
 func (*PartitionLag) ProtoMessage() {}
 
 func (x *PartitionLag) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6039,7 +6136,7 @@ func (x *PartitionLag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLag.ProtoReflect.Descriptor instead.
 func (*PartitionLag) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{66}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *PartitionLag) GetTopic() string {
@@ -6089,7 +6186,7 @@ type StoreMetrics struct {
 
 func (x *StoreMetrics) Reset() {
 	*x = StoreMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6101,7 +6198,7 @@ func (x *StoreMetrics) String() string {
 func (*StoreMetrics) ProtoMessage() {}
 
 func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6114,7 +6211,7 @@ func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMetrics.ProtoReflect.Descriptor instead.
 func (*StoreMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{67}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *StoreMetrics) GetName() string {
@@ -6150,7 +6247,7 @@ type TestRecord struct {
 
 func (x *TestRecord) Reset() {
 	*x = TestRecord{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6162,7 +6259,7 @@ func (x *TestRecord) String() string {
 func (*TestRecord) ProtoMessage() {}
 
 func (x *TestRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6175,7 +6272,7 @@ func (x *TestRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestRecord.ProtoReflect.Descriptor instead.
 func (*TestRecord) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{68}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *TestRecord) GetTopic() string {
@@ -6225,7 +6322,7 @@ type TestHeader struct {
 
 func (x *TestHeader) Reset() {
 	*x = TestHeader{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6237,7 +6334,7 @@ func (x *TestHeader) String() string {
 func (*TestHeader) ProtoMessage() {}
 
 func (x *TestHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6250,7 +6347,7 @@ func (x *TestHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestHeader.ProtoReflect.Descriptor instead.
 func (*TestHeader) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{69}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *TestHeader) GetKey() string {
@@ -6278,7 +6375,7 @@ type PipeInputRequest struct {
 
 func (x *PipeInputRequest) Reset() {
 	*x = PipeInputRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6290,7 +6387,7 @@ func (x *PipeInputRequest) String() string {
 func (*PipeInputRequest) ProtoMessage() {}
 
 func (x *PipeInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6303,7 +6400,7 @@ func (x *PipeInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipeInputRequest.ProtoReflect.Descriptor instead.
 func (*PipeInputRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{70}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *PipeInputRequest) GetSessionId() string {
@@ -6338,7 +6435,7 @@ type PipeInputResponse struct {
 
 func (x *PipeInputResponse) Reset() {
 	*x = PipeInputResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6350,7 +6447,7 @@ func (x *PipeInputResponse) String() string {
 func (*PipeInputResponse) ProtoMessage() {}
 
 func (x *PipeInputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6363,7 +6460,7 @@ func (x *PipeInputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipeInputResponse.ProtoReflect.Descriptor instead.
 func (*PipeInputResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{71}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *PipeInputResponse) GetProcessed() int32 {
@@ -6399,7 +6496,7 @@ type ReadOutputRequest struct {
 
 func (x *ReadOutputRequest) Reset() {
 	*x = ReadOutputRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6411,7 +6508,7 @@ func (x *ReadOutputRequest) String() string {
 func (*ReadOutputRequest) ProtoMessage() {}
 
 func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6424,7 +6521,7 @@ func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputRequest.ProtoReflect.Descriptor instead.
 func (*ReadOutputRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{72}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ReadOutputRequest) GetSessionId() string {
@@ -6455,7 +6552,7 @@ type ReadOutputResponse struct {
 
 func (x *ReadOutputResponse) Reset() {
 	*x = ReadOutputResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6467,7 +6564,7 @@ func (x *ReadOutputResponse) String() string {
 func (*ReadOutputResponse) ProtoMessage() {}
 
 func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6480,7 +6577,7 @@ func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputResponse.ProtoReflect.Descriptor instead.
 func (*ReadOutputResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{73}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ReadOutputResponse) GetRecords() []*TestRecord {
@@ -6515,7 +6612,7 @@ type AdvanceWallClockRequest struct {
 
 func (x *AdvanceWallClockRequest) Reset() {
 	*x = AdvanceWallClockRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6527,7 +6624,7 @@ func (x *AdvanceWallClockRequest) String() string {
 func (*AdvanceWallClockRequest) ProtoMessage() {}
 
 func (x *AdvanceWallClockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6540,7 +6637,7 @@ func (x *AdvanceWallClockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdvanceWallClockRequest.ProtoReflect.Descriptor instead.
 func (*AdvanceWallClockRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{74}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *AdvanceWallClockRequest) GetSessionId() string {
@@ -6567,7 +6664,7 @@ type AdvanceWallClockResponse struct {
 
 func (x *AdvanceWallClockResponse) Reset() {
 	*x = AdvanceWallClockResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6579,7 +6676,7 @@ func (x *AdvanceWallClockResponse) String() string {
 func (*AdvanceWallClockResponse) ProtoMessage() {}
 
 func (x *AdvanceWallClockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6592,7 +6689,7 @@ func (x *AdvanceWallClockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdvanceWallClockResponse.ProtoReflect.Descriptor instead.
 func (*AdvanceWallClockResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{75}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *AdvanceWallClockResponse) GetWallClockMs() int64 {
@@ -6977,7 +7074,13 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14KIND_DESERIALIZATION\x10\x01\x12\x13\n" +
-	"\x0fKIND_PROCESSING\x10\x02\"\xbf\x01\n" +
+	"\x0fKIND_PROCESSING\x10\x02\"|\n" +
+	"\fBrokerOutage\x12\x18\n" +
+	"\abrokers\x18\x01 \x03(\tR\abrokers\x12\x19\n" +
+	"\bsince_ms\x18\x02 \x01(\x03R\asinceMs\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\x03 \x01(\tR\tlastError\x12\x18\n" +
+	"\aoutages\x18\x04 \x01(\x03R\aoutages\"\xbf\x01\n" +
 	"\x0fRestoreProgress\x12)\n" +
 	"\x10restored_records\x18\x01 \x01(\x03R\x0frestoredRecords\x12#\n" +
 	"\rtotal_records\x18\x02 \x01(\x03R\ftotalRecords\x121\n" +
@@ -6985,7 +7088,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x10total_partitions\x18\x04 \x01(\x05R\x0ftotalPartitions\"0\n" +
 	"\x0fGetStateRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"\xfd\x02\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\xc6\x03\n" +
 	"\x10GetStateResponse\x121\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x1b.polystreams.v1alpha1.StateR\x05state\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12H\n" +
@@ -6995,7 +7098,8 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x0fbundles_waiting\x18\x06 \x01(\x05R\x0ebundlesWaiting\x12 \n" +
 	"\fhost_idle_ms\x18\a \x01(\x03R\n" +
 	"hostIdleMs\x12!\n" +
-	"\fhost_stalled\x18\b \x01(\bR\vhostStalled\",\n" +
+	"\fhost_stalled\x18\b \x01(\bR\vhostStalled\x12G\n" +
+	"\rbroker_outage\x18\t \x01(\v2\".polystreams.v1alpha1.BrokerOutageR\fbrokerOutage\",\n" +
 	"\vStopRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x0e\n" +
@@ -7140,7 +7244,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x10OPERATION_REDUCE\x10\t\x12\x17\n" +
 	"\x13OPERATION_AGGREGATE\x10\n" +
 	"\x12\x18\n" +
-	"\x14OPERATION_VALUE_JOIN\x10\f\"\x04\b\v\x10\v*\x0fOPERATION_MERGE*\x94\x01\n" +
+	"\x14OPERATION_VALUE_JOIN\x10\f\"\x04\b\v\x10\v*\x0fOPERATION_MERGE*\xa8\x01\n" +
 	"\x05State\x12\x15\n" +
 	"\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rSTATE_CREATED\x10\x01\x12\x15\n" +
@@ -7148,7 +7252,8 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\rSTATE_RUNNING\x10\x03\x12\x11\n" +
 	"\rSTATE_STOPPED\x10\x04\x12\x0f\n" +
 	"\vSTATE_ERROR\x10\x05\x12\x13\n" +
-	"\x0fSTATE_RESTORING\x10\x062\xcf\t\n" +
+	"\x0fSTATE_RESTORING\x10\x06\x12\x12\n" +
+	"\x0eSTATE_DEGRADED\x10\a2\xcf\t\n" +
 	"\rEngineService\x12b\n" +
 	"\vOpenSession\x12(.polystreams.v1alpha1.OpenSessionRequest\x1a).polystreams.v1alpha1.OpenSessionResponse\x12q\n" +
 	"\x10RegisterFunction\x12-.polystreams.v1alpha1.RegisterFunctionRequest\x1a..polystreams.v1alpha1.RegisterFunctionResponse\x12P\n" +
@@ -7179,7 +7284,7 @@ func file_polystreams_v1alpha1_engine_proto_rawDescGZIP() []byte {
 }
 
 var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
+var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
 var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(Kind)(0),                        // 0: polystreams.v1alpha1.Kind
 	(EmitStrategy)(0),                // 1: polystreams.v1alpha1.EmitStrategy
@@ -7242,38 +7347,39 @@ var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(*Bundle)(nil),                   // 58: polystreams.v1alpha1.Bundle
 	(*BundleResult)(nil),             // 59: polystreams.v1alpha1.BundleResult
 	(*RecordFailure)(nil),            // 60: polystreams.v1alpha1.RecordFailure
-	(*RestoreProgress)(nil),          // 61: polystreams.v1alpha1.RestoreProgress
-	(*GetStateRequest)(nil),          // 62: polystreams.v1alpha1.GetStateRequest
-	(*GetStateResponse)(nil),         // 63: polystreams.v1alpha1.GetStateResponse
-	(*StopRequest)(nil),              // 64: polystreams.v1alpha1.StopRequest
-	(*StopResponse)(nil),             // 65: polystreams.v1alpha1.StopResponse
-	(*QueryRequest)(nil),             // 66: polystreams.v1alpha1.QueryRequest
-	(*WindowFetch)(nil),              // 67: polystreams.v1alpha1.WindowFetch
-	(*KeyRange)(nil),                 // 68: polystreams.v1alpha1.KeyRange
-	(*QueryResponse)(nil),            // 69: polystreams.v1alpha1.QueryResponse
-	(*GetMetricsRequest)(nil),        // 70: polystreams.v1alpha1.GetMetricsRequest
-	(*GetMetricsResponse)(nil),       // 71: polystreams.v1alpha1.GetMetricsResponse
-	(*NodeMetrics)(nil),              // 72: polystreams.v1alpha1.NodeMetrics
-	(*TaskMetrics)(nil),              // 73: polystreams.v1alpha1.TaskMetrics
-	(*PartitionLag)(nil),             // 74: polystreams.v1alpha1.PartitionLag
-	(*StoreMetrics)(nil),             // 75: polystreams.v1alpha1.StoreMetrics
-	(*TestRecord)(nil),               // 76: polystreams.v1alpha1.TestRecord
-	(*TestHeader)(nil),               // 77: polystreams.v1alpha1.TestHeader
-	(*PipeInputRequest)(nil),         // 78: polystreams.v1alpha1.PipeInputRequest
-	(*PipeInputResponse)(nil),        // 79: polystreams.v1alpha1.PipeInputResponse
-	(*ReadOutputRequest)(nil),        // 80: polystreams.v1alpha1.ReadOutputRequest
-	(*ReadOutputResponse)(nil),       // 81: polystreams.v1alpha1.ReadOutputResponse
-	(*AdvanceWallClockRequest)(nil),  // 82: polystreams.v1alpha1.AdvanceWallClockRequest
-	(*AdvanceWallClockResponse)(nil), // 83: polystreams.v1alpha1.AdvanceWallClockResponse
-	nil,                              // 84: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	nil,                              // 85: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
-	nil,                              // 86: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	(*BrokerOutage)(nil),             // 61: polystreams.v1alpha1.BrokerOutage
+	(*RestoreProgress)(nil),          // 62: polystreams.v1alpha1.RestoreProgress
+	(*GetStateRequest)(nil),          // 63: polystreams.v1alpha1.GetStateRequest
+	(*GetStateResponse)(nil),         // 64: polystreams.v1alpha1.GetStateResponse
+	(*StopRequest)(nil),              // 65: polystreams.v1alpha1.StopRequest
+	(*StopResponse)(nil),             // 66: polystreams.v1alpha1.StopResponse
+	(*QueryRequest)(nil),             // 67: polystreams.v1alpha1.QueryRequest
+	(*WindowFetch)(nil),              // 68: polystreams.v1alpha1.WindowFetch
+	(*KeyRange)(nil),                 // 69: polystreams.v1alpha1.KeyRange
+	(*QueryResponse)(nil),            // 70: polystreams.v1alpha1.QueryResponse
+	(*GetMetricsRequest)(nil),        // 71: polystreams.v1alpha1.GetMetricsRequest
+	(*GetMetricsResponse)(nil),       // 72: polystreams.v1alpha1.GetMetricsResponse
+	(*NodeMetrics)(nil),              // 73: polystreams.v1alpha1.NodeMetrics
+	(*TaskMetrics)(nil),              // 74: polystreams.v1alpha1.TaskMetrics
+	(*PartitionLag)(nil),             // 75: polystreams.v1alpha1.PartitionLag
+	(*StoreMetrics)(nil),             // 76: polystreams.v1alpha1.StoreMetrics
+	(*TestRecord)(nil),               // 77: polystreams.v1alpha1.TestRecord
+	(*TestHeader)(nil),               // 78: polystreams.v1alpha1.TestHeader
+	(*PipeInputRequest)(nil),         // 79: polystreams.v1alpha1.PipeInputRequest
+	(*PipeInputResponse)(nil),        // 80: polystreams.v1alpha1.PipeInputResponse
+	(*ReadOutputRequest)(nil),        // 81: polystreams.v1alpha1.ReadOutputRequest
+	(*ReadOutputResponse)(nil),       // 82: polystreams.v1alpha1.ReadOutputResponse
+	(*AdvanceWallClockRequest)(nil),  // 83: polystreams.v1alpha1.AdvanceWallClockRequest
+	(*AdvanceWallClockResponse)(nil), // 84: polystreams.v1alpha1.AdvanceWallClockResponse
+	nil,                              // 85: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	nil,                              // 86: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	nil,                              // 87: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
 }
 var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
-	84, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	85, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	85, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	86, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
 	0,  // 2: polystreams.v1alpha1.Handle.kind:type_name -> polystreams.v1alpha1.Kind
-	86, // 3: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	87, // 3: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
 	16, // 4: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
 	17, // 5: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
 	18, // 6: polystreams.v1alpha1.WindowedByOp.session:type_name -> polystreams.v1alpha1.SessionWindows
@@ -7328,57 +7434,58 @@ var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
 	58, // 55: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
 	5,  // 56: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
 	56, // 57: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	61, // 58: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	62, // 58: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
 	4,  // 59: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
 	57, // 60: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
 	60, // 61: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
 	7,  // 62: polystreams.v1alpha1.RecordFailure.kind:type_name -> polystreams.v1alpha1.RecordFailure.Kind
 	5,  // 63: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
 	56, // 64: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	61, // 65: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	68, // 66: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
-	67, // 67: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
-	5,  // 68: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
-	61, // 69: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	72, // 70: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
-	73, // 71: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
-	74, // 72: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
-	75, // 73: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
-	77, // 74: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
-	76, // 75: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
-	56, // 76: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	76, // 77: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
-	8,  // 78: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
-	10, // 79: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
-	45, // 80: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
-	47, // 81: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
-	52, // 82: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
-	54, // 83: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
-	62, // 84: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
-	64, // 85: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
-	66, // 86: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
-	70, // 87: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
-	78, // 88: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
-	80, // 89: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
-	82, // 90: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
-	9,  // 91: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
-	11, // 92: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
-	46, // 93: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
-	48, // 94: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
-	53, // 95: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
-	55, // 96: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
-	63, // 97: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
-	65, // 98: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
-	69, // 99: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
-	71, // 100: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
-	79, // 101: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
-	81, // 102: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
-	83, // 103: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
-	91, // [91:104] is the sub-list for method output_type
-	78, // [78:91] is the sub-list for method input_type
-	78, // [78:78] is the sub-list for extension type_name
-	78, // [78:78] is the sub-list for extension extendee
-	0,  // [0:78] is the sub-list for field type_name
+	62, // 65: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	61, // 66: polystreams.v1alpha1.GetStateResponse.broker_outage:type_name -> polystreams.v1alpha1.BrokerOutage
+	69, // 67: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	68, // 68: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
+	5,  // 69: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
+	62, // 70: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	73, // 71: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
+	74, // 72: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
+	75, // 73: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
+	76, // 74: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
+	78, // 75: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
+	77, // 76: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
+	56, // 77: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	77, // 78: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
+	8,  // 79: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
+	10, // 80: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
+	45, // 81: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
+	47, // 82: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
+	52, // 83: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
+	54, // 84: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
+	63, // 85: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
+	65, // 86: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
+	67, // 87: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
+	71, // 88: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
+	79, // 89: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
+	81, // 90: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
+	83, // 91: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
+	9,  // 92: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
+	11, // 93: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
+	46, // 94: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
+	48, // 95: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
+	53, // 96: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
+	55, // 97: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
+	64, // 98: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
+	66, // 99: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
+	70, // 100: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
+	72, // 101: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
+	80, // 102: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
+	82, // 103: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
+	84, // 104: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
+	92, // [92:105] is the sub-list for method output_type
+	79, // [79:92] is the sub-list for method input_type
+	79, // [79:79] is the sub-list for extension type_name
+	79, // [79:79] is the sub-list for extension extendee
+	0,  // [0:79] is the sub-list for field type_name
 }
 
 func init() { file_polystreams_v1alpha1_engine_proto_init() }
@@ -7419,24 +7526,24 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		(*BuildRequest_EmitStrategy)(nil),
 		(*BuildRequest_ToTable)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[58].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[59].OneofWrappers = []any{
 		(*QueryRequest_Get)(nil),
 		(*QueryRequest_Range)(nil),
 		(*QueryRequest_Prefix)(nil),
 		(*QueryRequest_All)(nil),
 		(*QueryRequest_WindowFetch)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[59].OneofWrappers = []any{}
 	file_polystreams_v1alpha1_engine_proto_msgTypes[60].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[68].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[61].OneofWrappers = []any{}
 	file_polystreams_v1alpha1_engine_proto_msgTypes[69].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[70].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_polystreams_v1alpha1_engine_proto_rawDesc), len(file_polystreams_v1alpha1_engine_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   79,
+			NumMessages:   80,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
