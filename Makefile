@@ -25,17 +25,20 @@ build:
 
 # Regenerate the protocol's Go, Python, TypeScript and Rust code (committed;
 # never hand-edited). Rust's comes from prost-build (sdk-rust/codegen), the
-# same prost version as the crate's.
+# same prost version as the crate's. Then the host test vectors
+# (conformance/vectors, docs/design/host-vectors.md), made by the engine's
+# own bundle encoder and result decoder.
 generate: deps
 	cd proto && ../node_modules/.bin/buf generate
 	cd sdk-rust && cargo run --quiet -p polystreams-codegen
+	go test -count=1 -run '^TestHostVectors$$' ./core/internal/runtime/ -args -write-vectors
 
 # Fails when the committed generated code is not what `make generate` makes.
 check-generated: generate
-	@git diff --exit-code -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen sdk-rust/src/gen \
+	@git diff --exit-code -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen sdk-rust/src/gen conformance/vectors \
 	  || { echo "generated code is stale: run 'make generate' and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen sdk-rust/src/gen)" \
-	  || { echo "generated code is not committed: run 'make generate' and commit"; git status --porcelain -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen sdk-rust/src/gen; exit 1; }
+	@test -z "$$(git status --porcelain -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen sdk-rust/src/gen conformance/vectors)" \
+	  || { echo "generated code is not committed: run 'make generate' and commit"; git status --porcelain -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen sdk-rust/src/gen conformance/vectors; exit 1; }
 
 lint: deps
 	cd proto && ../node_modules/.bin/buf lint && ../node_modules/.bin/buf format --diff --exit-code
@@ -168,17 +171,24 @@ chaos: deps build
 	    go test -count=1 -timeout 20m $(CHAOS_FLAGS) -run 'TestChaos' ./core/internal/server/; \
 	done
 
-# Coverage-guided fuzzing, FUZZTIME (default 30s) per target: the serde
-# decoders, the bundle answer decoder, changelog keys and changes read back
-# from Kafka, scripts of protocol calls and the
-# topology file parser. Their seed corpora (f.Add, and testdata/fuzz/<Name>/)
-# run as ordinary tests in test-go; a crasher found here is written to
-# testdata/fuzz/<Name>/ by go test: fix it and commit the file.
-# FUZZ_TARGETS narrows it, e.g. FUZZ_TARGETS=runtime:FuzzDecodeResult;
+# Coverage-guided fuzzing, FUZZTIME (default 2m) per target, one target at
+# a time: the serde decoders, the bundle answer decoder and the bundle
+# codecs' round trip, changelog keys and changes read back from Kafka,
+# scripts of protocol calls, each RPC's raw request bytes (protobuf, JSON,
+# gzip; with and without a Content-Length) and the HTTP endpoints through
+# the engine's whole handler stack, and the topology file parser
+# (docs/security.md#fuzzing). Their seed corpora (f.Add, and
+# testdata/fuzz/<Name>/) run as ordinary tests in test-go; a crasher found
+# here is written to testdata/fuzz/<Name>/ by go test: fix it and commit
+# the file. FUZZ_TARGETS narrows it, e.g. FUZZ_TARGETS=runtime:FuzzDecodeResult;
 # FUZZFLAGS adds go test flags, e.g. -parallel=1 on a shared machine.
-FUZZTIME ?= 30s
+FUZZTIME ?= 2m
 FUZZFLAGS ?=
-FUZZ_TARGETS ?= serde:FuzzValidate serde:FuzzWindowedKeys runtime:FuzzDecodeResult runtime:FuzzChangelog server:FuzzProtocol topology:FuzzParseDescription topology:FuzzWindowsFor
+FUZZ_TARGETS ?= serde:FuzzValidate serde:FuzzWindowedKeys runtime:FuzzDecodeResult runtime:FuzzBundleRoundTrip runtime:FuzzChangelog \
+	server:FuzzProtocol server:FuzzOpenSession server:FuzzRegisterFunction server:FuzzBuild server:FuzzDescribe server:FuzzStart \
+	server:FuzzExchange server:FuzzGetState server:FuzzGetMetrics server:FuzzQuery server:FuzzStop server:FuzzPipeInput \
+	server:FuzzReadOutput server:FuzzAdvanceWallClock server:FuzzHTTPEndpoints \
+	topology:FuzzParseDescription topology:FuzzWindowsFor
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; name=$${t#*:}; \

@@ -181,9 +181,8 @@ func run(args []string, dev bool) error {
 		return err
 	}
 	mux := http.NewServeMux()
-	path, h := srv.Handler()
-	mux.Handle(path, h)
-	observe(mux, srv)
+	srv.Mount(mux)
+	observe(mux)
 	hs := &http.Server{Handler: server.RequireToken(sec.token, mux), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- sec.serve(hs, ln) }()

@@ -12,12 +12,9 @@ import (
 	"github.com/polystreams/polystreams/core/internal/ui"
 )
 
-// observe mounts the engine's observability endpoints beside the protocol:
-// /metrics (Prometheus), /describe, and the live page /ui with its JSON.
-func observe(mux *http.ServeMux, srv *server.Server) {
-	mux.Handle("/metrics", srv.MetricsHandler())
-	mux.Handle("/describe", srv.DescribeHandler())
-	mux.Handle("/ui/api/status", srv.StatusHandler())
+// observe mounts the live page /ui beside what server.Mount serves (the
+// protocol, /metrics, /describe and /ui's JSON, /ui/api/status).
+func observe(mux *http.ServeMux) {
 	mux.Handle("/ui/", ui.Handler("/ui/"))
 	mux.Handle("/ui", http.RedirectHandler("/ui/", http.StatusFound))
 }

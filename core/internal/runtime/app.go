@@ -164,8 +164,24 @@ func New(cfg Config, topo *topology.Topology, host Host) (*App, error) {
 		a.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	a.log = a.log.With("application.id", cfg.ApplicationID)
-	plans, err := compile(topo, a.fullTopic, cfg.CacheMaxBytes > 0, cfg.FoldPrograms)
+	var internal []string // every internal topic's name in Kafka
+	full := func(name string, isInternal bool) string {
+		t := a.fullTopic(name, isInternal)
+		if isInternal {
+			internal = append(internal, t)
+		}
+		return t
+	}
+	plans, err := compile(topo, full, cfg.CacheMaxBytes > 0, cfg.FoldPrograms)
 	if err != nil {
+		return nil, err
+	}
+	for _, st := range topo.Stores {
+		if !st.Global {
+			internal = append(internal, a.fullTopic(st.ChangelogTopic, true))
+		}
+	}
+	if err := checkInternalTopics(cfg.ApplicationID, internal); err != nil {
 		return nil, err
 	}
 	a.plans = plans
@@ -185,6 +201,21 @@ func New(cfg Config, topo *topology.Topology, host Host) (*App, error) {
 		}
 	}
 	return a, nil
+}
+
+// checkInternalTopics refuses internal topic names Kafka would refuse
+// when the application creates them (longer than its limit on topic
+// names): an application.id Kafka allows can still make one, with a
+// store's or operator's name after it.
+func checkInternalTopics(appID string, names []string) error {
+	slices.Sort(names)
+	for _, t := range slices.Compact(names) {
+		if len(t) > maxApplicationID {
+			return fmt.Errorf("runtime: internal topic %s is %d characters; Kafka allows at most %d: use a shorter application.id (it is %d) or give the store or operator a shorter name",
+				t, len(t), maxApplicationID, len(appID))
+		}
+	}
+	return nil
 }
 
 // fullTopic is the topic's name in Kafka: internal topics are prefixed with

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,14 +34,15 @@ import (
 func limitBody(max int, next http.Handler) http.Handler {
 	budget := &readBudget{left: int64(max)}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		call := path.Base(r.URL.Path) // the method, on the protocol's paths
 		if r.ContentLength > int64(max) {
 			// Not read: the connection is closed after the answer rather
 			// than drained.
 			w.Header().Set("Connection", "close")
-			writeTooLarge(w, r, fmt.Sprintf("request body of %d bytes is larger than configured max %d (--max-request-bytes)", r.ContentLength, max))
+			writeTooLarge(w, r, fmt.Sprintf("%s: request body of %d bytes is larger than configured max %d (--max-request-bytes)", call, r.ContentLength, max))
 			return
 		}
-		body := &budgetedBody{ReadCloser: http.MaxBytesReader(w, r.Body, int64(max)), budget: budget}
+		body := &budgetedBody{ReadCloser: http.MaxBytesReader(w, r.Body, int64(max)), budget: budget, call: call}
 		defer body.release()
 		r.Body = body
 		next.ServeHTTP(w, r)
@@ -76,6 +78,7 @@ func (b *readBudget) give(n int64) {
 type budgetedBody struct {
 	io.ReadCloser
 	budget *readBudget
+	call   string // the method, for errors
 	taken  int64
 	ended  error // the error that ended the body: later reads take nothing
 }
@@ -85,8 +88,14 @@ func (b *budgetedBody) Read(p []byte) (int, error) {
 		return 0, b.ended
 	}
 	n, err := b.ReadCloser.Read(p)
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		// Connect would say "exceeded N byte http.MaxBytesReader limit":
+		// name the call and the engine's setting instead.
+		err = connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("%s: request body is larger than configured max %d (--max-request-bytes)", b.call, tooLarge.Limit))
+	}
 	if n > 0 && !b.budget.take(int64(n)) {
-		n, err = 0, connect.NewError(connect.CodeResourceExhausted, errors.New("the engine is reading as many request bytes as it may at once (--max-request-bytes); retry"))
+		n, err = 0, connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("%s: the engine is reading as many request bytes as it may at once (--max-request-bytes); retry", b.call))
 	} else {
 		b.taken += int64(n)
 	}

@@ -148,8 +148,8 @@ func New(o Options) *Server {
 
 // Handler returns the Connect handler and the path it serves.
 func (s *Server) Handler() (string, http.Handler) {
-	path, h := polystreamsv1alpha1connect.NewEngineServiceHandler(s,
-		connect.WithReadMaxBytes(s.opts.MaxRequestBytes), connect.WithInterceptors(boundErrors{}))
+	opts := append(jsonCodecs(), connect.WithReadMaxBytes(s.opts.MaxRequestBytes), connect.WithInterceptors(boundErrors{}))
+	path, h := polystreamsv1alpha1connect.NewEngineServiceHandler(s, opts...)
 	return path, limitBody(s.opts.MaxRequestBytes, h)
 }
 
