@@ -71,16 +71,13 @@ kafka:
 # broker (POLYSTREAMS_TEST_BROKER=kafka; docs/kafka.md): the quick subset is
 # part of make test; test-kafka runs every server test (those that need
 # kfake's fault injection skip, saying why; scale-out with three engines
-# included) and make chaos's kill -9 soaks under exactly_once_v2: 10 kills
-# while counting 220,000 records, checked read_committed by confluent-kafka,
-# and 10 kills while suppressing windows.
+# included); make chaos runs the long fault suite on Kafka too.
 KAFKA_QUICK := TestPortInUse|TestWordCountCrossesInBundles|TestCountsContinueAfterRestart|TestExactlyOnceSurvivesKills|TestStreamTableJoin$$|TestStreamStreamJoin$$|TestSuppressEmitsEachWindowOnce|TestStandbyReplicasShortenTheTakeoverRestore|TestScaleOutCountsExactlyOnceAcrossKillAndJoin|TestFaultBrokerRestart|TestSASLToTheBroker
 test-kafka-quick: build
 	POLYSTREAMS_TEST_BROKER=kafka go test -count=1 -timeout 15m -run '$(KAFKA_QUICK)' ./core/internal/kafkatest/ ./core/internal/server/
 
 test-kafka: build
 	POLYSTREAMS_TEST_BROKER=kafka go test -count=1 -timeout 45m ./core/internal/kafkatest/ ./core/internal/server/
-	POLYSTREAMS_TEST_BROKER=kafka POLYSTREAMS_CHAOS=1 POLYSTREAMS_CHAOS_GUARANTEE=exactly_once_v2 go test -count=1 -timeout 15m -run 'TestChaosKillsWhileCounting|TestChaosKillsWhileWindowing' ./core/internal/server/
 	$(MAKE) test-interop
 
 # Interoperability with JVM Kafka Streams (docs/kafka.md): a Kafka Streams
@@ -148,20 +145,31 @@ $(JAVA_EXECUTOR): $(JAVA_EXECUTOR_DIR)/pom.xml tools/kafka/VERSION $(shell find 
 conformance-driver: deps build
 	go run ./conformance/runner -repo $(CURDIR) -driver $(CONFORMANCE_FLAGS)
 
-# kill -9 soak: 10 kills while counting 220,000 records over 1,000 keys, under
-# exactly_once_v2 and at_least_once, checked by confluent-kafka too; and 10
-# kills while suppressing 1 s windows (exactly_once_v2): every window's final
-# result exactly once. Then the long broker fault tests (docs/reliability.md):
-# the zombie, the transaction error matrix, the data path, broker restarts and
-# a broker absent for 60 s at start, all under exactly_once_v2. Last, scale-out
-# (docs/scale-out.md): 240,000 records counted by 3 engine processes with Python
-# hosts, one killed and restarted, a fourth added; a stream-table join across
-# rebalances.
+# The fault suite (docs/reliability.md), long versions (POLYSTREAMS_CHAOS=1),
+# once per broker of CHAOS_BROKERS: kfake (embedded), then Apache Kafka
+# (POLYSTREAMS_TEST_BROKER=kafka, core/internal/kafkatest); CHAOS_BROKERS=kafka
+# runs one. Under exactly_once_v2: kill -9 of the engine (counting 220,000
+# records over 1,000 keys, and suppressing 1 s windows) and of the Python host,
+# 10 kills each; the broker frozen (SIGSTOP) 15 s twice; a rebalance storm of 12
+# membership changes among three engines; poison pills under fail, dead_letter
+# and log_and_continue; the broker fault tests (kfake's request interception
+# ones skip on Kafka; broker restarts run on both); scale-out. Under
+# at_least_once: the engine and host kills again (no loss; duplicates
+# reported). CHAOS_FLAGS adds go test flags: -v prints each test's
+# "chaos figures:" line.
+CHAOS_BROKERS ?= kfake kafka
+CHAOS_FLAGS ?=
+CHAOS_POISON := TestDeadLetterHoldsExactlyThePoisonRecords|TestLogAndContinueSkipsExactlyThePoisonRecords|TestFailNeverCommitsPastThePoisonRecord
 chaos: deps build
-	POLYSTREAMS_CHAOS=1 POLYSTREAMS_CHAOS_GUARANTEE=exactly_once_v2 go test -count=1 -timeout 10m -run TestChaos ./core/internal/server/
-	POLYSTREAMS_CHAOS=1 POLYSTREAMS_CHAOS_GUARANTEE=at_least_once go test -count=1 -timeout 10m -run TestChaos ./core/internal/server/
-	POLYSTREAMS_CHAOS=1 go test -count=1 -timeout 30m -run TestFault ./core/internal/server/
-	POLYSTREAMS_CHAOS=1 go test -count=1 -timeout 20m -run TestScaleOut ./core/internal/server/
+	@set -e; for b in $(CHAOS_BROKERS); do \
+	  case $$b in kfake) broker= ;; kafka) broker=kafka ;; *) echo "CHAOS_BROKERS: unknown broker '$$b' (kfake or kafka)"; exit 2 ;; esac; \
+	  echo "chaos: $$b, exactly_once_v2"; \
+	  POLYSTREAMS_TEST_BROKER=$$broker POLYSTREAMS_CHAOS=1 POLYSTREAMS_CHAOS_GUARANTEE=exactly_once_v2 \
+	    go test -count=1 -timeout 40m $(CHAOS_FLAGS) -run 'TestChaos|TestFault|TestScaleOut|$(CHAOS_POISON)' ./core/internal/server/; \
+	  echo "chaos: $$b, at_least_once"; \
+	  POLYSTREAMS_TEST_BROKER=$$broker POLYSTREAMS_CHAOS=1 POLYSTREAMS_CHAOS_GUARANTEE=at_least_once \
+	    go test -count=1 -timeout 20m $(CHAOS_FLAGS) -run 'TestChaos' ./core/internal/server/; \
+	done
 
 # Coverage-guided fuzzing, FUZZTIME (default 2m) per target, one target at
 # a time: the serde decoders, the bundle answer decoder and the bundle
