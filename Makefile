@@ -13,7 +13,7 @@ KAFKA_VERSION := $(shell cat $(CURDIR)/tools/kafka/VERSION)
 JAVA_EXECUTOR_DIR := conformance/executors/java
 JAVA_EXECUTOR := $(JAVA_EXECUTOR_DIR)/target/conformance-java.jar
 
-.PHONY: all deps build generate check-generated lint test test-go kafka test-kafka test-kafka-quick interop-jvm test-interop test-python test-node test-rust java-executor conformance conformance-java conformance-driver fuzz-conformance demo bench bench-join chaos fuzz clean dist test-dist
+.PHONY: all deps build generate check-generated lint test test-go kafka test-kafka test-kafka-quick interop-jvm test-interop test-python test-node test-rust java-executor conformance conformance-java conformance-driver fuzz-conformance demo bench bench-join bench-peers chaos fuzz clean dist test-dist
 
 all: build
 
@@ -25,17 +25,20 @@ build:
 
 # Regenerate the protocol's Go, Python, TypeScript and Rust code (committed;
 # never hand-edited). Rust's comes from prost-build (sdk-rust/codegen), the
-# same prost version as the crate's.
+# same prost version as the crate's. Then the host test vectors
+# (conformance/vectors, docs/design/host-vectors.md), made by the engine's
+# own bundle encoder and result decoder.
 generate: deps
 	cd proto && ../node_modules/.bin/buf generate
 	cd sdk-rust && cargo run --quiet -p polystreams-codegen
+	go test -count=1 -run '^TestHostVectors$$' ./core/internal/runtime/ -args -write-vectors
 
 # Fails when the committed generated code is not what `make generate` makes.
 check-generated: generate
-	@git diff --exit-code -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen sdk-rust/src/gen \
+	@git diff --exit-code -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen sdk-rust/src/gen conformance/vectors \
 	  || { echo "generated code is stale: run 'make generate' and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen sdk-rust/src/gen)" \
-	  || { echo "generated code is not committed: run 'make generate' and commit"; git status --porcelain -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen sdk-rust/src/gen; exit 1; }
+	@test -z "$$(git status --porcelain -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen sdk-rust/src/gen conformance/vectors)" \
+	  || { echo "generated code is not committed: run 'make generate' and commit"; git status --porcelain -- proto/gen sdk-python/src/polystreams/v1alpha1 sdk-node/src/gen sdk-rust/src/gen conformance/vectors; exit 1; }
 
 lint: deps
 	cd proto && ../node_modules/.bin/buf lint && ../node_modules/.bin/buf format --diff --exit-code
@@ -68,16 +71,13 @@ kafka:
 # broker (POLYSTREAMS_TEST_BROKER=kafka; docs/kafka.md): the quick subset is
 # part of make test; test-kafka runs every server test (those that need
 # kfake's fault injection skip, saying why; scale-out with three engines
-# included) and make chaos's kill -9 soaks under exactly_once_v2: 10 kills
-# while counting 220,000 records, checked read_committed by confluent-kafka,
-# and 10 kills while suppressing windows.
+# included); make chaos runs the long fault suite on Kafka too.
 KAFKA_QUICK := TestPortInUse|TestWordCountCrossesInBundles|TestCountsContinueAfterRestart|TestExactlyOnceSurvivesKills|TestStreamTableJoin$$|TestStreamStreamJoin$$|TestSuppressEmitsEachWindowOnce|TestStandbyReplicasShortenTheTakeoverRestore|TestScaleOutCountsExactlyOnceAcrossKillAndJoin|TestFaultBrokerRestart|TestSASLToTheBroker
 test-kafka-quick: build
 	POLYSTREAMS_TEST_BROKER=kafka go test -count=1 -timeout 15m -run '$(KAFKA_QUICK)' ./core/internal/kafkatest/ ./core/internal/server/
 
 test-kafka: build
 	POLYSTREAMS_TEST_BROKER=kafka go test -count=1 -timeout 45m ./core/internal/kafkatest/ ./core/internal/server/
-	POLYSTREAMS_TEST_BROKER=kafka POLYSTREAMS_CHAOS=1 POLYSTREAMS_CHAOS_GUARANTEE=exactly_once_v2 go test -count=1 -timeout 15m -run 'TestChaosKillsWhileCounting|TestChaosKillsWhileWindowing' ./core/internal/server/
 	$(MAKE) test-interop
 
 # Interoperability with JVM Kafka Streams (docs/kafka.md): a Kafka Streams
@@ -145,20 +145,31 @@ $(JAVA_EXECUTOR): $(JAVA_EXECUTOR_DIR)/pom.xml tools/kafka/VERSION $(shell find 
 conformance-driver: deps build
 	go run ./conformance/runner -repo $(CURDIR) -driver $(CONFORMANCE_FLAGS)
 
-# kill -9 soak: 10 kills while counting 220,000 records over 1,000 keys, under
-# exactly_once_v2 and at_least_once, checked by confluent-kafka too; and 10
-# kills while suppressing 1 s windows (exactly_once_v2): every window's final
-# result exactly once. Then the long broker fault tests (docs/reliability.md):
-# the zombie, the transaction error matrix, the data path, broker restarts and
-# a broker absent for 60 s at start, all under exactly_once_v2. Last, scale-out
-# (docs/scale-out.md): 240,000 records counted by 3 engine processes with Python
-# hosts, one killed and restarted, a fourth added; a stream-table join across
-# rebalances.
+# The fault suite (docs/reliability.md), long versions (POLYSTREAMS_CHAOS=1),
+# once per broker of CHAOS_BROKERS: kfake (embedded), then Apache Kafka
+# (POLYSTREAMS_TEST_BROKER=kafka, core/internal/kafkatest); CHAOS_BROKERS=kafka
+# runs one. Under exactly_once_v2: kill -9 of the engine (counting 220,000
+# records over 1,000 keys, and suppressing 1 s windows) and of the Python host,
+# 10 kills each; the broker frozen (SIGSTOP) 15 s twice; a rebalance storm of 12
+# membership changes among three engines; poison pills under fail, dead_letter
+# and log_and_continue; the broker fault tests (kfake's request interception
+# ones skip on Kafka; broker restarts run on both); scale-out. Under
+# at_least_once: the engine and host kills again (no loss; duplicates
+# reported). CHAOS_FLAGS adds go test flags: -v prints each test's
+# "chaos figures:" line.
+CHAOS_BROKERS ?= kfake kafka
+CHAOS_FLAGS ?=
+CHAOS_POISON := TestDeadLetterHoldsExactlyThePoisonRecords|TestLogAndContinueSkipsExactlyThePoisonRecords|TestFailNeverCommitsPastThePoisonRecord
 chaos: deps build
-	POLYSTREAMS_CHAOS=1 POLYSTREAMS_CHAOS_GUARANTEE=exactly_once_v2 go test -count=1 -timeout 10m -run TestChaos ./core/internal/server/
-	POLYSTREAMS_CHAOS=1 POLYSTREAMS_CHAOS_GUARANTEE=at_least_once go test -count=1 -timeout 10m -run TestChaos ./core/internal/server/
-	POLYSTREAMS_CHAOS=1 go test -count=1 -timeout 30m -run TestFault ./core/internal/server/
-	POLYSTREAMS_CHAOS=1 go test -count=1 -timeout 20m -run TestScaleOut ./core/internal/server/
+	@set -e; for b in $(CHAOS_BROKERS); do \
+	  case $$b in kfake) broker= ;; kafka) broker=kafka ;; *) echo "CHAOS_BROKERS: unknown broker '$$b' (kfake or kafka)"; exit 2 ;; esac; \
+	  echo "chaos: $$b, exactly_once_v2"; \
+	  POLYSTREAMS_TEST_BROKER=$$broker POLYSTREAMS_CHAOS=1 POLYSTREAMS_CHAOS_GUARANTEE=exactly_once_v2 \
+	    go test -count=1 -timeout 40m $(CHAOS_FLAGS) -run 'TestChaos|TestFault|TestScaleOut|$(CHAOS_POISON)' ./core/internal/server/; \
+	  echo "chaos: $$b, at_least_once"; \
+	  POLYSTREAMS_TEST_BROKER=$$broker POLYSTREAMS_CHAOS=1 POLYSTREAMS_CHAOS_GUARANTEE=at_least_once \
+	    go test -count=1 -timeout 20m $(CHAOS_FLAGS) -run 'TestChaos' ./core/internal/server/; \
+	done
 
 # Coverage-guided fuzzing, FUZZTIME (default 2m) per target, one target at
 # a time: the serde decoders, the bundle answer decoder and the bundle
@@ -192,15 +203,28 @@ demo: deps build
 # bundle size; prints the tables of docs/performance.md. Asserts nothing.
 bench: deps build
 	cd sdk-rust && cargo build --quiet --release --example benchhost
-	go run ./core/internal/bench --repo $(CURDIR) --python $(PY) --rust $(CURDIR)/sdk-rust/target/release/examples/benchhost
+	go run ./core/cmd/bench --repo $(CURDIR) --python $(PY) --rust $(CURDIR)/sdk-rust/target/release/examples/benchhost
 
-# The joins table only (core/internal/bench/join.go): stream-table and
+# The joins table only (core/cmd/bench/join.go): stream-table and
 # stream-stream joins with a Python joiner, and the stream-table join with
 # a Rust one, each beside a confluent-kafka dict loop (tools/bench/joindict.py).
 bench-join: deps build
 	cd sdk-rust && cargo build --quiet --release --example benchhost
-	go run ./core/internal/bench --repo $(CURDIR) --python $(PY) --rust $(CURDIR)/sdk-rust/target/release/examples/benchhost \
+	go run ./core/cmd/bench --repo $(CURDIR) --python $(PY) --rust $(CURDIR)/sdk-rust/target/release/examples/benchhost \
 		-crossing=false -sweep=false -agg=false -win=false -join
+
+# polystreams beside Kafka Streams (JVM), Quix Streams, Faust and a
+# confluent-kafka loop, on kfake then on Apache Kafka, interleaved rounds,
+# every output verified (tools/bench/peers, docs/design/bench-peers.md).
+# Installs the peers into .cache/bench-peers/venv from PyPI and Kafka Streams
+# through Maven. BENCH_PEERS_SMOKE=1: tiny sizes, one round (checks the
+# harness, measures nothing); BENCH_PEERS_FLAGS: more flags (peers.py -h).
+BENCH_PEERS_VENV := .cache/bench-peers/venv
+bench-peers: deps build
+	test -x $(BENCH_PEERS_VENV)/bin/python || python3 -m venv $(BENCH_PEERS_VENV)
+	$(BENCH_PEERS_VENV)/bin/pip install -q -r tools/bench/peers/requirements.txt -e sdk-python
+	$(BENCH_PEERS_VENV)/bin/python tools/bench/peers/peers.py \
+		$(if $(BENCH_PEERS_SMOKE),--records 3000 --keys 100 --rounds 1 --latency-seconds 2 --timeout 180) $(BENCH_PEERS_FLAGS)
 
 # Release artifacts of VERSION into dist/, for linux/amd64 and linux/arm64: a
 # Python wheel per platform carrying the engine (and a pure sdist), the npm

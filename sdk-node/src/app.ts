@@ -1,7 +1,8 @@
 /** App: one polystreams application — its engine session, its builder and its host loop. */
 
 import { randomUUID } from "node:crypto";
-import { type AnyFunction, Executor } from "./bundle.js";
+import { Executor } from "./bundle.js";
+import type { AnyFunction } from "./outcomes.js";
 import { type Client, Client as EngineClient, type Input, type Method, type Output } from "./client.js";
 import { type Config, properties, redact } from "./config.js";
 import {

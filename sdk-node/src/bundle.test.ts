@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { describe, test } from "node:test";
 import { create } from "@bufbuild/protobuf";
-import { type AnyFunction, Executor } from "./bundle.js";
+import { Executor } from "./bundle.js";
+import type { AnyFunction } from "./outcomes.js";
 import { type BundleResult, BundleSchema, Operation, RecordFailure_Kind } from "./gen/polystreams/v1alpha1/engine_pb.js";
 
 // Columns are built and read here with Buffer directly, not with serde.ts, so

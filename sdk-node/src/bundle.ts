@@ -29,11 +29,10 @@ import {
   RecordFailureSchema,
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import { Buffer } from "node:buffer";
+import { type AnyFunction, byRefs, failEvery, isThenable } from "./outcomes.js";
 import { type ProgramStep, runProgram } from "./program.js";
-import { type DecodedColumn, decodeColumn, encode, encodeColumn, errorText, typeName } from "./serde.js";
-
-/** A user function as the executor calls it. */
-export type AnyFunction = (...args: any[]) => unknown;
+import { typeName } from "./errors.js";
+import { decodeColumn, encode, encodeColumn, errorText } from "./serde.js";
 
 /** Marks an element whose function threw. */
 const FAILED: unique symbol = Symbol("failed");
@@ -47,14 +46,6 @@ const READS_KEY = new Set<Operation>([
   Operation.FOREACH,
 ]);
 const CHANGES_KEY = new Set<Operation>([Operation.MAP, Operation.SELECT_KEY]);
-
-export function isThenable(v: unknown): v is PromiseLike<unknown> {
-  return (
-    v !== null &&
-    (typeof v === "object" || typeof v === "function") &&
-    typeof (v as { then?: unknown }).then === "function"
-  );
-}
 
 /** The elements of a bundle in flight between steps. */
 class Column {
@@ -341,12 +332,6 @@ const STEPS = new Map<Operation, StepFn>([
   [Operation.FOREACH, stepForeach],
 ]);
 
-export function failEvery(result: BundleResult, n: number, step: number, message: string): BundleResult {
-  result.outputCounts = new Array<number>(n).fill(0);
-  result.failures = Array.from({ length: n }, (_, index) => create(RecordFailureSchema, { index, step, message }));
-  return result;
-}
-
 /**
  * A compiled chain: the steps of a bundle with their functions resolved and
  * what the chain needs (decoded keys? output keys?) worked out once.
@@ -474,24 +459,6 @@ interface FoldOutputs {
   readonly encoded: (Uint8Array | null | undefined)[];
   readonly failures: Map<number, string>;
   readonly serde: string;
-}
-
-/** A decoded column of records as fold values: value i is record refs[i] (each record decoded once); no refs: as it is. */
-export function byRefs(column: DecodedColumn, refs: readonly number[]): DecodedColumn {
-  if (refs.length === 0) {
-    return column;
-  }
-  const items = refs.map((j) => column.items[j]);
-  const failures = new Map<number, string>();
-  if (column.failures.size > 0) {
-    refs.forEach((j, i) => {
-      const f = column.failures.get(j);
-      if (f !== undefined) {
-        failures.set(i, f);
-      }
-    });
-  }
-  return { items, failures };
 }
 
 /** The items of a decoded column, with ABSENT for its nulls (length -1), which the serde may not tell from a null value. */

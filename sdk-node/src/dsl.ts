@@ -12,7 +12,7 @@
  */
 
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { type AnyFunction, isThenable } from "./bundle.js";
+import { type AnyFunction, isThenable } from "./outcomes.js";
 import type { PolystreamsError } from "./errors.js";
 import {
   type BuildRequestSchema,

@@ -140,3 +140,15 @@ export function fromCallError(method: string, url: string, err: unknown): Polyst
   const text = err instanceof Error ? err.message : String(err);
   return new UnavailableError("unavailable", `${method}: engine at ${url} is unreachable: ${text}`);
 }
+
+/** The name of a value's type for error messages: `string`, `number`, `null`, `Array`, `Map`, ... */
+export function typeName(v: unknown): string {
+  if (v === null) {
+    return "null";
+  }
+  if (typeof v === "object") {
+    const ctor = (v as { constructor?: { name?: unknown } }).constructor?.name;
+    return typeof ctor === "string" && ctor ? ctor : "object";
+  }
+  return typeof v;
+}

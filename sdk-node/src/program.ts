@@ -23,7 +23,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Buffer } from "node:buffer";
 import { type Bundle, type BundleResult, Operation, RecordFailure_Kind, RecordFailureSchema } from "./gen/polystreams/v1alpha1/engine_pb.js";
-import { type AnyFunction, byRefs, failEvery, isThenable } from "./bundle.js";
+import { type AnyFunction, byRefs, failEvery, isThenable } from "./outcomes.js";
 import { decode, decodeColumn, encode, errorText } from "./serde.js";
 
 /** The step of a program with its functions resolved. */

@@ -18,6 +18,7 @@
  */
 
 import { Buffer, isAscii, isUtf8 } from "node:buffer";
+import { typeName } from "./errors.js";
 import { Windowed } from "./windows.js";
 
 /**
@@ -73,18 +74,6 @@ export function errorText(e: unknown): string {
     return `${name}: ${e.message}`;
   }
   return `${typeName(e)}: ${String(e)}`;
-}
-
-/** The name of a value's type for error messages: `string`, `number`, `null`, `Array`, `Map`, ... */
-export function typeName(v: unknown): string {
-  if (v === null) {
-    return "null";
-  }
-  if (typeof v === "object") {
-    const ctor = (v as { constructor?: { name?: unknown } }).constructor?.name;
-    return typeof ctor === "string" && ctor ? ctor : "object";
-  }
-  return typeof v;
 }
 
 const FIXED_SIZE: Partial<Record<string, number>> = { long: 8, integer: 4, double: 8 };

@@ -6,9 +6,9 @@
 
 import { Buffer } from "node:buffer";
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { PolystreamsError } from "./errors.js";
+import { PolystreamsError, typeName } from "./errors.js";
 import type { QueryRequestSchema, QueryResponse } from "./gen/polystreams/v1alpha1/engine_pb.js";
-import { decodeColumn, encode, typeName } from "./serde.js";
+import { decodeColumn, encode } from "./serde.js";
 import { Windowed } from "./windows.js";
 
 /** Entries asked for per Query call by default; longer answers are read page by page. */

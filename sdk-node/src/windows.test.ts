@@ -9,7 +9,8 @@ import { Buffer } from "node:buffer";
 import { afterEach, beforeEach, describe, test } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { type AnyFunction, Executor } from "./bundle.js";
+import { Executor } from "./bundle.js";
+import type { AnyFunction } from "./outcomes.js";
 import {
   type BuildRequest,
   BuildResponseSchema,

@@ -11,7 +11,7 @@
 
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { EmitStrategy as EmitStrategyEnum, type WindowedByOpSchema } from "./gen/polystreams/v1alpha1/engine_pb.js";
-import { typeName } from "./serde.js";
+import { typeName } from "./errors.js";
 
 /**
  * A key of a windowed aggregation: the grouped key and its window, `start`

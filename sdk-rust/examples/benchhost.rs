@@ -1,5 +1,5 @@
 //! Rust-hosted benchmark arms, started by the Go benchmark
-//! (core/internal/bench) against its in-process engine; serves bundles until
+//! (core/cmd/bench) against its in-process engine; serves bundles until
 //! SIGTERM. The twin of tools/bench/pyhost.py and nodehost.mts, built with
 //! `cargo build --release --example benchhost` (make bench does).
 //!

@@ -1,18 +1,20 @@
 //! App: one polystreams application — its engine session, its builder and
 //! its host loop.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::bundle::Executor;
 use crate::client::Client;
-use crate::dsl::{Handle, KStream, KTable, Options, KEY, MATERIALIZED, NAME, VALUE};
+use crate::dsl::{KStream, KTable};
 use crate::engine::{check_engine_version, feed_hint, find_engine, EngineProcess};
-use crate::error::{record_context, Error, Result};
-use crate::host::{Executor, Func};
+use crate::errors::{record_context, Error, Result};
+use crate::options::{Options, KEY, MATERIALIZED, NAME, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::Serde;
+use crate::session::{lock, Session};
 use crate::store::KeyValueStore;
 
 /// Bundles a worker takes per Exchange, and how long the engine may hold a
@@ -331,14 +333,10 @@ impl AppBuilder {
             .collect();
         Ok(App {
             inner: Arc::new(Inner {
-                application_id: self.application_id,
-                session: resp.session_id,
-                client,
+                session: Arc::new(Session::new(self.application_id, resp.session_id, client)),
                 config,
                 brokers,
                 workers: self.workers,
-                functions: Mutex::new(HashMap::new()),
-                store_key_serdes: Mutex::new(HashMap::new()),
                 listeners: Mutex::new(Vec::new()),
                 restore_listeners: Mutex::new(Vec::new()),
                 last_restore: Mutex::new(None),
@@ -346,7 +344,6 @@ impl AppBuilder {
                 idle: Condvar::new(),
                 stop_requested: AtomicBool::new(false),
                 engine: Mutex::new(engine),
-                sources: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -383,15 +380,11 @@ struct Life {
 }
 
 pub(crate) struct Inner {
-    pub(crate) application_id: String,
-    pub(crate) session: String,
-    pub(crate) client: Client,
+    /// The engine session: what the builder and the stores use.
+    pub(crate) session: Arc<Session>,
     config: BTreeMap<String, String>,
     brokers: Option<String>,
     workers: usize,
-    functions: Mutex<HashMap<u32, Func>>,
-    /// Store name -> key serde, of the tables built.
-    pub(crate) store_key_serdes: Mutex<HashMap<String, String>>,
     listeners: Mutex<Vec<Listener>>,
     restore_listeners: Mutex<Vec<RestoreListener>>,
     /// The restore progress run() last reported.
@@ -401,13 +394,6 @@ pub(crate) struct Inner {
     idle: Condvar,
     stop_requested: AtomicBool,
     engine: Mutex<Option<EngineProcess>>,
-    /// The topics streams and tables read, in builder order (for the
-    /// embedded broker's hint).
-    sources: Mutex<Vec<String>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Something a topic list can be made of: `"t"`, `["a", "b"]`, a `Vec<String>`.
@@ -442,56 +428,6 @@ impl Topics for Vec<String> {
 }
 
 impl Inner {
-    pub(crate) fn register(&self, name: &str, f: Func) -> Result<u32> {
-        let req = pb::RegisterFunctionRequest { session_id: self.session.clone(), name: name.to_owned() };
-        let token = self.client.register_function(&req)?.token;
-        lock(&self.functions).insert(token, f);
-        Ok(token)
-    }
-
-    /// Forgets functions registered for a call the engine refused.
-    pub(crate) fn forget(&self, tokens: &[u32]) {
-        let mut f = lock(&self.functions);
-        for t in tokens {
-            f.remove(t);
-        }
-    }
-
-    /// One Build call; on refusal the functions registered for it are forgotten.
-    fn call_build(&self, op: Op, tokens: &[u32]) -> Result<pb::BuildResponse> {
-        let req = pb::BuildRequest { session_id: self.session.clone(), operation: Some(op) };
-        let resp = self.client.build(&req);
-        if resp.is_err() {
-            self.forget(tokens);
-        }
-        resp
-    }
-
-    /// A Build call answered with branch handles (a split), in the order the
-    /// engine gives them.
-    pub(crate) fn build_branches(&self, op: Op, tokens: &[u32]) -> Result<Vec<Handle>> {
-        self.call_build(op, tokens)?.branches.into_iter().map(Handle::from_proto).collect()
-    }
-
-    /// One Build call; on refusal the functions registered for it are forgotten.
-    pub(crate) fn build(&self, op: Op, tokens: &[u32]) -> Result<Option<Handle>> {
-        let topics = match &op {
-            Op::Stream(s) => s.topics.clone(),
-            Op::Table(t) => vec![t.topic.clone()],
-            Op::GlobalTable(g) => vec![g.topic.clone()],
-            _ => Vec::new(),
-        };
-        let resp = self.call_build(op, tokens)?;
-        lock(&self.sources).extend(topics);
-        let h = resp.handle.map(Handle::from_proto).transpose()?;
-        if let Some(h) = &h {
-            if !h.store.is_empty() && !h.key_serde.is_empty() {
-                lock(&self.store_key_serdes).insert(h.store.clone(), h.key_serde.clone());
-            }
-        }
-        Ok(h)
-    }
-
     fn set_state(&self, new: State) {
         let (old, listeners) = {
             let mut life = lock(&self.life);
@@ -530,9 +466,9 @@ impl Inner {
             }
             life.stop_sent = true;
         }
-        match self.client.stop(&pb::StopRequest { session_id: self.session.clone() }) {
+        match self.session.client.stop(&pb::StopRequest { session_id: self.session.id.clone() }) {
             Ok(_) | Err(Error::NotFound { .. }) => {}
-            Err(e) => eprintln!("polystreams: stopping app {:?}: {e}", self.application_id),
+            Err(e) => eprintln!("polystreams: stopping app {:?}: {e}", self.session.application_id),
         }
     }
 
@@ -542,13 +478,13 @@ impl Inner {
         loop {
             let stopping = self.stop_requested.load(Ordering::SeqCst) || done.load(Ordering::SeqCst);
             let req = pb::ExchangeRequest {
-                session_id: self.session.clone(),
+                session_id: self.session.id.clone(),
                 worker_id: worker.clone(),
                 results: std::mem::take(&mut results),
                 max_bundles: if stopping { 0 } else { MAX_BUNDLES },
                 wait_ms: if stopping { 0 } else { WAIT_MS },
             };
-            let resp = match self.client.exchange(&req) {
+            let resp = match self.session.client.exchange(&req) {
                 Ok(r) => r,
                 Err(Error::NotFound { .. })
                     if self.stop_requested.load(Ordering::SeqCst) || lock(&self.life).stop_sent =>
@@ -570,7 +506,7 @@ impl Inner {
                     self.set_state(State::Error);
                     self.send_stop();
                     let message = if resp.error.is_empty() {
-                        format!("app {:?} failed (the engine gave no reason)", self.application_id)
+                        format!("app {:?} failed (the engine gave no reason)", self.session.application_id)
                     } else {
                         resp.error
                     };
@@ -590,13 +526,13 @@ impl Inner {
                     // Slow functions: hand over what is done, so the engine's
                     // tasks go on and it does not take this worker for dead.
                     let req = pb::ExchangeRequest {
-                        session_id: self.session.clone(),
+                        session_id: self.session.id.clone(),
                         worker_id: worker.clone(),
                         results: std::mem::take(&mut results),
                         max_bundles: 0,
                         wait_ms: 0,
                     };
-                    self.client.exchange(&req)?;
+                    self.session.client.exchange(&req)?;
                     last_call = Instant::now();
                 }
             }
@@ -644,12 +580,12 @@ impl App {
     }
 
     pub fn application_id(&self) -> &str {
-        &self.inner.application_id
+        &self.inner.session.application_id
     }
 
     /// The engine's URL.
     pub fn engine_url(&self) -> &str {
-        self.inner.client.url()
+        self.inner.session.client.url()
     }
 
     /// The Kafka bootstrap servers the application uses (the embedded
@@ -682,9 +618,10 @@ impl App {
         });
         let h = self
             .inner
+            .session
             .build(op, &[])?
             .ok_or_else(|| Error::internal("Build(stream): the engine answered no handle"))?;
-        KStream::wrap(self.inner.clone(), h)
+        KStream::wrap(self.inner.session.clone(), h)
     }
 
     /// A table of the latest value per key of `topic` (`StreamsBuilder.table`):
@@ -704,51 +641,58 @@ impl App {
             name: o.name_or_empty(),
             materialized: o.materialized_proto(),
         });
-        let h =
-            self.inner.build(op, &[])?.ok_or_else(|| Error::internal("Build(table): the engine answered no handle"))?;
-        KTable::wrap(self.inner.clone(), h)
+        let h = self
+            .inner
+            .session
+            .build(op, &[])?
+            .ok_or_else(|| Error::internal("Build(table): the engine answered no handle"))?;
+        KTable::wrap(self.inner.session.clone(), h)
     }
 
     /// The topology as Kafka Streams' `Topology.describe().toString()` prints it.
     pub fn describe(&self) -> Result<String> {
         Ok(self
             .inner
+            .session
             .client
-            .describe(&pb::DescribeRequest { session_id: self.inner.session.clone(), format: String::new() })?
+            .describe(&pb::DescribeRequest { session_id: self.inner.session.id.clone(), format: String::new() })?
             .text)
     }
 
     /// The key-value store `name` (e.g. a table's [`KTable::store`]), for
     /// interactive queries while [`App::run`] serves the topology.
     pub fn store<K: Serde, V: Serde>(&self, name: &str) -> KeyValueStore<K, V> {
-        KeyValueStore::new(self.inner.clone(), name)
+        KeyValueStore::new(self.inner.session.clone(), name)
     }
 
     /// The window or session store `name` (a windowed aggregation's), for
     /// interactive queries while [`App::run`] serves the topology.
     pub fn window_store<K: Serde, V: Serde>(&self, name: &str) -> crate::store::WindowStore<K, V> {
-        crate::store::WindowStore::new(self.inner.clone(), name)
+        crate::store::WindowStore::new(self.inner.session.clone(), name)
     }
 
     // Running.
 
     /// The application's state, as the engine reports it now.
     pub fn state(&self) -> Result<State> {
-        let r = self.inner.client.get_state(&pb::GetStateRequest { session_id: self.inner.session.clone() })?;
+        let r =
+            self.inner.session.client.get_state(&pb::GetStateRequest { session_id: self.inner.session.id.clone() })?;
         Ok(State::from_proto(r.state).unwrap_or(State::Created))
     }
 
     /// How far the engine's restore of this application's stores has come
     /// (all zeros before start).
     pub fn restore_progress(&self) -> Result<RestoreProgress> {
-        let r = self.inner.client.get_state(&pb::GetStateRequest { session_id: self.inner.session.clone() })?;
+        let r =
+            self.inner.session.client.get_state(&pb::GetStateRequest { session_id: self.inner.session.id.clone() })?;
         Ok(RestoreProgress::from_proto(r.restore.unwrap_or_default()))
     }
 
     /// The outage that makes the application [`State::Degraded`] now: which
     /// brokers do not answer, and since when; `None` in any other state.
     pub fn broker_outage(&self) -> Result<Option<BrokerOutage>> {
-        let r = self.inner.client.get_state(&pb::GetStateRequest { session_id: self.inner.session.clone() })?;
+        let r =
+            self.inner.session.client.get_state(&pb::GetStateRequest { session_id: self.inner.session.id.clone() })?;
         if r.state != pb::State::Degraded as i32 {
             return Ok(None);
         }
@@ -778,7 +722,8 @@ impl App {
     /// Streams' dropped-records-total): a null key or value an aggregation
     /// skips, a record too late for every window it falls in.
     pub fn dropped_records(&self) -> Result<i64> {
-        let r = self.inner.client.get_state(&pb::GetStateRequest { session_id: self.inner.session.clone() })?;
+        let r =
+            self.inner.session.client.get_state(&pb::GetStateRequest { session_id: self.inner.session.id.clone() })?;
         Ok(r.dropped_records)
     }
 
@@ -786,7 +731,8 @@ impl App {
     /// it now, from any thread; e.g. a health check that fails while
     /// `app.host_health()?.stalled`. See [`HostHealth`].
     pub fn host_health(&self) -> Result<HostHealth> {
-        let r = self.inner.client.get_state(&pb::GetStateRequest { session_id: self.inner.session.clone() })?;
+        let r =
+            self.inner.session.client.get_state(&pb::GetStateRequest { session_id: self.inner.session.id.clone() })?;
         Ok(HostHealth::from_proto(&r))
     }
 
@@ -794,7 +740,7 @@ impl App {
     /// driver mode pipes into it).
     #[doc(hidden)]
     pub fn session_id(&self) -> &str {
-        &self.inner.session
+        &self.inner.session.id
     }
 
     /// Starts processing (creates internal topics, joins the group). Called
@@ -804,18 +750,18 @@ impl App {
             let life = lock(&self.inner.life);
             if life.closed || life.stop_sent {
                 return Err(Error::FailedPrecondition {
-                    message: format!("start: app {:?} is stopped", self.inner.application_id),
+                    message: format!("start: app {:?} is stopped", self.inner.session.application_id),
                 });
             }
             if life.started {
                 return Ok(());
             }
         }
-        self.inner.client.start(&pb::StartRequest { session_id: self.inner.session.clone() })?;
+        self.inner.session.client.start(&pb::StartRequest { session_id: self.inner.session.id.clone() })?;
         lock(&self.inner.life).started = true;
         if let Some(broker) = lock(&self.inner.engine).as_ref().and_then(|e| e.broker.clone()) {
             let commit = self.inner.config.get("commit.interval.ms").map_or("?", String::as_str);
-            eprintln!("{}", feed_hint(&broker, &lock(&self.inner.sources), commit));
+            eprintln!("{}", feed_hint(&broker, &lock(&self.inner.session.sources), commit));
         }
         Ok(())
     }
@@ -837,7 +783,7 @@ impl App {
             }
             if life.closed {
                 return Err(Error::FailedPrecondition {
-                    message: format!("run: app {:?} is closed", inner.application_id),
+                    message: format!("run: app {:?} is closed", inner.session.application_id),
                 });
             }
             if life.stop_sent {
@@ -848,7 +794,7 @@ impl App {
         let result = (|| {
             if !inner.stop_requested.load(Ordering::SeqCst) {
                 self.start()?;
-                let exec = Executor { functions: Arc::new(lock(&inner.functions).clone()) };
+                let exec = Executor { functions: Arc::new(lock(&inner.session.functions).clone()) };
                 let done = AtomicBool::new(false);
                 let nanos =
                     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
@@ -920,7 +866,7 @@ impl App {
         }
         self.inner.send_stop();
         lock(&self.inner.life).closed = true;
-        self.inner.client.close();
+        self.inner.session.client.close();
         if let Some(mut e) = lock(&self.inner.engine).take() {
             e.close(Duration::from_secs(15));
         }
@@ -938,7 +884,7 @@ impl Drop for Inner {
 
 impl std::fmt::Debug for App {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "App({:?}, engine={:?})", self.inner.application_id, self.inner.client.url())
+        write!(f, "App({:?}, engine={:?})", self.inner.session.application_id, self.inner.session.client.url())
     }
 }
 

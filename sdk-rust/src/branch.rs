@@ -3,11 +3,13 @@
 
 use std::collections::HashMap;
 
-use crate::dsl::{fn_name, predicate_step, KStream, Options, NAME};
-use crate::error::{Error, Result};
-use crate::host::{Func, StepFn};
+use crate::bundle::{Func, StepFn};
+use crate::dsl::{predicate_step, KStream};
+use crate::errors::{Error, Result};
+use crate::options::{Options, NAME};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::Serde;
+use crate::session::fn_name;
 
 /// How [`KStream::repartition_with`] repartitions (Kafka Streams'
 /// `Repartitioned`): the topic's name and its partition count.

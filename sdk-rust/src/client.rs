@@ -20,7 +20,7 @@ use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 
-use crate::error::{Error, Result};
+use crate::errors::{Error, Result};
 use crate::pb;
 
 const SERVICE: &str = "/polystreams.v1alpha1.EngineService/";

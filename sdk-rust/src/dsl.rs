@@ -9,230 +9,14 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::app::Inner;
-use crate::error::{Error, Result};
-use crate::fold::{Aggregate, AggregateNames, Aggregations, StreamReduce};
-use crate::host::{guarded, take, Fold, Func, KeySlot, Out, StepFn};
+use crate::bundle::{guarded, take, Fold, Func, KeySlot, Out, StepFn};
+use crate::errors::{Error, Result};
+use crate::fold::{Aggregate, AggregateNames, Aggregations, Reducer, StreamReduce};
+use crate::options::{Options, KEY, MATERIALIZED, NAME, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::{Serde, Value};
-
-/// What a handle stands for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Kind {
-    Stream,
-    GroupedStream,
-    Table,
-    GroupedTable,
-    /// A TimeWindowedKStream.
-    WindowedStream,
-    /// A SessionWindowedKStream.
-    SessionWindowedStream,
-    /// A GlobalKTable.
-    GlobalTable,
-}
-
-/// The engine's answer to a builder call: an opaque id, the kind of thing it
-/// names, the serdes of its records and the processor node they come out of
-/// (e.g. `KSTREAM-MAPVALUES-0000000001`); for a table kept in a store, the
-/// store's name (else empty).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Handle {
-    pub id: u64,
-    pub kind: Kind,
-    pub key_serde: String,
-    pub value_serde: String,
-    pub node: String,
-    pub store: String,
-}
-
-impl Handle {
-    pub(crate) fn from_proto(h: pb::Handle) -> Result<Handle> {
-        let kind = match pb::Kind::try_from(h.kind).ok() {
-            Some(pb::Kind::Stream) => Kind::Stream,
-            Some(pb::Kind::GroupedStream) => Kind::GroupedStream,
-            Some(pb::Kind::Table) => Kind::Table,
-            Some(pb::Kind::GroupedTable) => Kind::GroupedTable,
-            Some(pb::Kind::WindowedStream) => Kind::WindowedStream,
-            Some(pb::Kind::SessionWindowedStream) => Kind::SessionWindowedStream,
-            Some(pb::Kind::GlobalTable) => Kind::GlobalTable,
-            _ => {
-                return Err(Error::internal(format!(
-                    "handle {} has kind {}, which this SDK does not know",
-                    h.id, h.kind
-                )))
-            }
-        };
-        Ok(Handle { id: h.id, kind, key_serde: h.key_serde, value_serde: h.value_serde, node: h.node, store: h.store })
-    }
-}
-
-/// Names and types a state store (Kafka Streams' `Materialized`).
-///
-/// `Materialized::named("counts")` names the store (and so its changelog
-/// topic, `<application.id>-counts-changelog`) and makes it queryable;
-/// `Materialized::new().value_serde("long")` gives serdes only, and the
-/// store's name is generated. `.changelog_config("min.compaction.lag.ms",
-/// "60000")` is `Materialized.withLoggingEnabled`: topic configs of the
-/// store's changelog, applied when the engine creates it (a key-value
-/// store's changelog stays compacted).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Materialized {
-    store_name: String,
-    key_serde: String,
-    value_serde: String,
-    changelog_config: std::collections::BTreeMap<String, String>,
-    retention_ms: i64,
-}
-
-impl Materialized {
-    /// Materialized with a generated name.
-    pub fn new() -> Materialized {
-        Materialized::default()
-    }
-    /// `Materialized.as(name)`.
-    pub fn named(store_name: impl Into<String>) -> Materialized {
-        Materialized { store_name: store_name.into(), ..Materialized::default() }
-    }
-    /// The store's key serde (a serde name: bytes, string, json, long, integer, double).
-    pub fn key_serde(mut self, serde: impl Into<String>) -> Materialized {
-        self.key_serde = serde.into();
-        self
-    }
-    /// The store's value serde.
-    pub fn value_serde(mut self, serde: impl Into<String>) -> Materialized {
-        self.value_serde = serde.into();
-        self
-    }
-    /// A topic config of the store's changelog (`Materialized.withLoggingEnabled`).
-    pub fn changelog_config(mut self, key: impl Into<String>, value: impl Into<String>) -> Materialized {
-        self.changelog_config.insert(key.into(), value.into());
-        self
-    }
-    /// `Materialized.withRetention(retention)`: how long a windowed
-    /// aggregation's store keeps its windows (at least window size plus
-    /// grace; the engine refuses less). Unset, the engine's default.
-    pub fn retention(mut self, retention: std::time::Duration) -> Materialized {
-        self.retention_ms = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
-        self
-    }
-    fn to_proto(&self) -> pb::Materialized {
-        pb::Materialized {
-            store_name: self.store_name.clone(),
-            key_serde: self.key_serde.clone(),
-            value_serde: self.value_serde.clone(),
-            changelog_config: self.changelog_config.clone().into_iter().collect(),
-            retention_ms: self.retention_ms,
-        }
-    }
-}
-
-impl From<&str> for Materialized {
-    fn from(name: &str) -> Materialized {
-        Materialized::named(name)
-    }
-}
-
-/// The options of an operator, as Kafka Streams' `Named`, `Grouped`,
-/// `Produced`, `Consumed` and `Materialized` give them: `name` names the
-/// processor node (or the repartition topic, for a grouping; the source, for
-/// a stream or table); `key_serde` and `value_serde` override the serdes the
-/// Rust types would give; `materialized` keeps an aggregation's or a
-/// table operator's result in a store. Each `*_with` method says which it
-/// takes, and refuses the others.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Options {
-    name: Option<String>,
-    key_serde: Option<String>,
-    value_serde: Option<String>,
-    materialized: Option<Materialized>,
-}
-
-pub(crate) const NAME: u8 = 1;
-pub(crate) const KEY: u8 = 2;
-pub(crate) const VALUE: u8 = 4;
-pub(crate) const MATERIALIZED: u8 = 8;
-
-impl Options {
-    pub fn new() -> Options {
-        Options::default()
-    }
-    /// Options naming the node: `Named.as(name)`.
-    pub fn named(name: impl Into<String>) -> Options {
-        Options::new().name(name)
-    }
-    pub fn name(mut self, name: impl Into<String>) -> Options {
-        self.name = Some(name.into());
-        self
-    }
-    /// A serde name: bytes, string, json, long, integer, double.
-    pub fn key_serde(mut self, serde: impl Into<String>) -> Options {
-        self.key_serde = Some(serde.into());
-        self
-    }
-    pub fn value_serde(mut self, serde: impl Into<String>) -> Options {
-        self.value_serde = Some(serde.into());
-        self
-    }
-    /// A store: `Materialized::named("counts")`, or just `"counts"`.
-    pub fn materialized(mut self, m: impl Into<Materialized>) -> Options {
-        self.materialized = Some(m.into());
-        self
-    }
-
-    pub(crate) fn check(&self, op: &str, allowed: u8) -> Result<()> {
-        let mut bad = Vec::new();
-        for (set, bit, what) in [
-            (self.name.is_some(), NAME, "name"),
-            (self.key_serde.is_some(), KEY, "key_serde"),
-            (self.value_serde.is_some(), VALUE, "value_serde"),
-            (self.materialized.is_some(), MATERIALIZED, "materialized"),
-        ] {
-            if set && allowed & bit == 0 {
-                bad.push(what);
-            }
-        }
-        if bad.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::invalid(format!("{op}: takes no {} option", bad.join(" or "))))
-        }
-    }
-    pub(crate) fn name_or_empty(&self) -> String {
-        self.name.clone().unwrap_or_default()
-    }
-    pub(crate) fn key_or(&self, default: &str) -> String {
-        self.key_serde.clone().unwrap_or_else(|| default.to_owned())
-    }
-    pub(crate) fn value_or(&self, default: &str) -> String {
-        self.value_serde.clone().unwrap_or_else(|| default.to_owned())
-    }
-    pub(crate) fn materialized_proto(&self) -> Option<pb::Materialized> {
-        self.materialized.as_ref().map(Materialized::to_proto)
-    }
-}
-
-/// A built-in reduce that runs in the engine and never crosses to the host:
-/// `Sum`, `Min` and `Max` need `long` or `double` values; `Latest` keeps the
-/// last value (any serde).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reducer {
-    Sum,
-    Min,
-    Max,
-    Latest,
-}
-
-impl Reducer {
-    pub(crate) fn to_proto(self) -> i32 {
-        (match self {
-            Reducer::Sum => pb::Reducer::Sum,
-            Reducer::Min => pb::Reducer::Min,
-            Reducer::Max => pb::Reducer::Max,
-            Reducer::Latest => pb::Reducer::Latest,
-        }) as i32
-    }
-}
+use crate::session::Session;
+use crate::session::{expect_handle, fn_name, Handle, Kind};
 
 /// A joiner that runs in the engine and never crosses to the host, for the
 /// `*_builtin` joins: `Pair` makes the JSON array `[value, other value]`
@@ -261,17 +45,17 @@ impl Joiner {
 /// A join's joiner: a host function (its type name, for registering) or a
 /// built-in.
 pub(crate) enum JoinFn {
-    Host(String, std::sync::Arc<dyn crate::host::JoinRun>),
+    Host(String, std::sync::Arc<dyn crate::bundle::JoinRun>),
     Builtin(Joiner),
 }
 
 impl JoinFn {
     /// Registers a host joiner; returns (joiner_token, builtin_joiner) and
     /// the tokens the Build call registered.
-    pub(crate) fn register(self, app: &crate::app::Inner) -> crate::error::Result<(u32, i32, Vec<u32>)> {
+    pub(crate) fn register(self, app: &crate::session::Session) -> crate::errors::Result<(u32, i32, Vec<u32>)> {
         match self {
             JoinFn::Host(fn_type, joiner) => {
-                let token = app.register(&fn_type, crate::host::Func::Join(joiner))?;
+                let token = app.register(&fn_type, crate::bundle::Func::Join(joiner))?;
                 Ok((token, 0, vec![token]))
             }
             JoinFn::Builtin(j) => Ok((0, j.to_proto(), vec![])),
@@ -279,13 +63,9 @@ impl JoinFn {
     }
 }
 
-pub(crate) fn fn_name<F>(op: &str) -> String {
-    format!("{op} {}", std::any::type_name::<F>())
-}
-
 /// Registers a step and builds an operator naming it.
 pub(crate) fn build_step(
-    app: &Arc<Inner>,
+    app: &Arc<Session>,
     fn_type: String,
     step: StepFn,
     op: impl FnOnce(u32) -> Op,
@@ -294,20 +74,16 @@ pub(crate) fn build_step(
     app.build(op(token), &[token])
 }
 
-pub(crate) fn expect_handle(h: Option<Handle>, op: &str) -> Result<Handle> {
-    h.ok_or_else(|| Error::internal(format!("Build({op}): the engine answered no handle")))
-}
-
 /// A stream of records (Kafka Streams' `KStream<K, V>`).
 pub struct KStream<K, V> {
-    pub(crate) app: Arc<Inner>,
+    pub(crate) app: Arc<Session>,
     pub(crate) handle: Handle,
     pub(crate) _types: PhantomData<fn() -> (K, V)>,
 }
 
 /// A stream grouped by key, ready to aggregate (`KGroupedStream<K, V>`).
 pub struct KGroupedStream<K, V> {
-    pub(crate) app: Arc<Inner>,
+    pub(crate) app: Arc<Session>,
     pub(crate) handle: Handle,
     pub(crate) _types: PhantomData<fn() -> (K, V)>,
 }
@@ -317,7 +93,7 @@ pub struct KGroupedStream<K, V> {
 /// forward tombstones as Kafka Streams does (the engine never calls a
 /// table operator's function for one).
 pub struct KTable<K, V> {
-    pub(crate) app: Arc<Inner>,
+    pub(crate) app: Arc<Session>,
     pub(crate) handle: Handle,
     pub(crate) _types: PhantomData<fn() -> (K, V)>,
 }
@@ -326,7 +102,7 @@ pub struct KTable<K, V> {
 /// (`KGroupedTable<K, V>`): each update of the source table removes its old
 /// value from one group (the subtractor) and adds its new one (the adder).
 pub struct KGroupedTable<K, V> {
-    pub(crate) app: Arc<Inner>,
+    pub(crate) app: Arc<Session>,
     pub(crate) handle: Handle,
     pub(crate) _types: PhantomData<fn() -> (K, V)>,
 }
@@ -334,7 +110,7 @@ pub struct KGroupedTable<K, V> {
 macro_rules! node {
     ($t:ident, $kind:expr) => {
         impl<K: Serde, V: Serde> $t<K, V> {
-            pub(crate) fn wrap(app: Arc<Inner>, handle: Handle) -> Result<Self> {
+            pub(crate) fn wrap(app: Arc<Session>, handle: Handle) -> Result<Self> {
                 if handle.kind != $kind {
                     return Err(Error::internal(format!(
                         "{} cannot wrap handle {}, a {:?}",
@@ -350,7 +126,7 @@ macro_rules! node {
                 &self.handle
             }
             #[allow(dead_code)] // used by some kinds only
-            pub(crate) fn app(&self) -> &Arc<Inner> {
+            pub(crate) fn app(&self) -> &Arc<Session> {
                 &self.app
             }
             /// The same, with values that may be null (`Option<V>`, of V's
@@ -400,7 +176,7 @@ node!(GlobalKTable, Kind::GlobalTable);
 /// before any record is processed, then follows its topic (the store's
 /// changelog).
 pub struct GlobalKTable<K, V> {
-    pub(crate) app: Arc<Inner>,
+    pub(crate) app: Arc<Session>,
     pub(crate) handle: Handle,
     pub(crate) _types: PhantomData<fn() -> (K, V)>,
 }
@@ -437,10 +213,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         F: Fn(V) -> V2 + Send + Sync + 'static,
     {
         o.check("map_values", NAME | VALUE)?;
-        let step = StepFn::new::<V, K, V2>(move |_, v| {
-            let v: V = take(v)?;
-            Ok(Out::One(None, Box::new(guarded(|| f(v))?)))
-        });
+        let step = map_values_step::<K, V, V2>(f);
         let input = self.handle.id;
         let h = build_step(&self.app, fn_name::<F>("map_values"), step, |token| {
             Op::MapValues(pb::MapValuesOp {
@@ -513,11 +286,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         F: Fn(V) -> I + Send + Sync + 'static,
     {
         o.check("flat_map_values", NAME | VALUE)?;
-        let step = StepFn::new::<V, K, V2>(move |_, v| {
-            let v: V = take(v)?;
-            let out = guarded(|| f(v).into_iter().map(|x| Box::new(x) as crate::host::AnyBox).collect())?;
-            Ok(Out::Many(out))
-        });
+        let step = flat_map_values_step::<K, V, V2, I>(f);
         let input = self.handle.id;
         let h = build_step(&self.app, fn_name::<F>("flat_map_values"), step, |token| {
             Op::FlatMapValues(pb::FlatMapValuesOp {
@@ -545,12 +314,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         F: Fn(&K, V) -> (K2, V2) + Send + Sync + 'static,
     {
         o.check("map", NAME | KEY | VALUE)?;
-        let step = StepFn::new::<V, K2, V2>(move |key, v| {
-            let v: V = take(v)?;
-            let k = key.get::<K>()?;
-            let (k2, v2) = guarded(|| f(k, v))?;
-            Ok(Out::One(Some(Arc::new(k2)), Box::new(v2)))
-        });
+        let step = map_step::<K, V, K2, V2>(f);
         let input = self.handle.id;
         let h = build_step(&self.app, fn_name::<F>("map"), step, |token| {
             Op::Map(pb::MapOp {
@@ -727,8 +491,39 @@ pub(crate) fn key_step<K: Serde, V: Serde, K2: Serde>(f: impl Fn(&K, &V) -> K2 +
     })
 }
 
+/// A step answering a new value from the value: map_values.
+pub(crate) fn map_values_step<K: Serde, V: Serde, V2: Serde>(f: impl Fn(V) -> V2 + Send + Sync + 'static) -> StepFn {
+    StepFn::new::<V, K, V2>(move |_, v| {
+        let v: V = take(v)?;
+        Ok(Out::One(None, Box::new(guarded(|| f(v))?)))
+    })
+}
+
+/// A step answering zero, one or many values from the value: flat_map_values.
+pub(crate) fn flat_map_values_step<K: Serde, V: Serde, V2: Serde, I: IntoIterator<Item = V2>>(
+    f: impl Fn(V) -> I + Send + Sync + 'static,
+) -> StepFn {
+    StepFn::new::<V, K, V2>(move |_, v| {
+        let v: V = take(v)?;
+        let out = guarded(|| f(v).into_iter().map(|x| Box::new(x) as crate::bundle::AnyBox).collect())?;
+        Ok(Out::Many(out))
+    })
+}
+
+/// A step answering a new key and value from (key, value): map.
+pub(crate) fn map_step<K: Serde, V: Serde, K2: Serde, V2: Serde>(
+    f: impl Fn(&K, V) -> (K2, V2) + Send + Sync + 'static,
+) -> StepFn {
+    StepFn::new::<V, K2, V2>(move |key, v| {
+        let v: V = take(v)?;
+        let k = key.get::<K>()?;
+        let (k2, v2) = guarded(|| f(k, v))?;
+        Ok(Out::One(Some(Arc::new(k2)), Box::new(v2)))
+    })
+}
+
 /// peek (pass) or foreach (nothing passes).
-fn action_step<K: Serde, V: Serde>(pass: bool, f: impl Fn(&K, &V) + Send + Sync + 'static) -> StepFn {
+pub(crate) fn action_step<K: Serde, V: Serde>(pass: bool, f: impl Fn(&K, &V) + Send + Sync + 'static) -> StepFn {
     StepFn::new::<V, K, V>(move |key, v| {
         {
             let value = v.downcast_ref::<V>().ok_or("the value in flight has another type")?;

@@ -15,7 +15,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, Result};
+use crate::errors::{Error, Result};
 
 const BROKER_LINE: &str = "polystreams: broker ";
 const ENGINE_LINE: &str = "polystreams: engine ";

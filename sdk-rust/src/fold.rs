@@ -5,12 +5,35 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::app::Inner;
-use crate::dsl::{expect_handle, Handle, Options, Reducer, MATERIALIZED, NAME};
-use crate::error::Result;
-use crate::host::{Folder, Func};
+use crate::bundle::{Folder, Func};
+use crate::errors::Result;
+use crate::options::{Options, MATERIALIZED, NAME};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::Serde;
+use crate::session::Session;
+use crate::session::{expect_handle, Handle};
+
+/// A built-in reduce that runs in the engine and never crosses to the host:
+/// `Sum`, `Min` and `Max` need `long` or `double` values; `Latest` keeps the
+/// last value (any serde).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reducer {
+    Sum,
+    Min,
+    Max,
+    Latest,
+}
+
+impl Reducer {
+    pub(crate) fn to_proto(self) -> i32 {
+        (match self {
+            Reducer::Sum => pb::Reducer::Sum,
+            Reducer::Min => pb::Reducer::Min,
+            Reducer::Max => pb::Reducer::Max,
+            Reducer::Latest => pb::Reducer::Latest,
+        }) as i32
+    }
+}
 
 pub(crate) struct StreamReduce<V, F> {
     f: F,
@@ -166,7 +189,7 @@ pub(crate) struct AggregateNames {
 
 /// count, reduce and aggregate, shared by grouped streams and grouped tables.
 pub(crate) struct Aggregations<'a> {
-    pub(crate) app: &'a Arc<Inner>,
+    pub(crate) app: &'a Arc<Session>,
     pub(crate) input: u64,
 }
 
@@ -193,7 +216,7 @@ impl Aggregations<'_> {
 
     pub(crate) fn reduce(
         &self,
-        fold: Arc<dyn crate::host::FoldRun>,
+        fold: Arc<dyn crate::bundle::FoldRun>,
         names: (String, Option<String>),
         o: &Options,
     ) -> Result<Handle> {
@@ -216,7 +239,7 @@ impl Aggregations<'_> {
 
     pub(crate) fn aggregate(
         &self,
-        fold: Arc<dyn crate::host::FoldRun>,
+        fold: Arc<dyn crate::bundle::FoldRun>,
         names: AggregateNames,
         agg_serde: &str,
         o: &Options,

@@ -5,13 +5,13 @@
 use std::sync::Arc;
 
 use crate::app::App;
-use crate::dsl::{
-    expect_handle, fn_name, key_step, GlobalKTable, JoinFn, Joiner, KStream, Options, KEY, MATERIALIZED, NAME, VALUE,
-};
-use crate::error::Result;
-use crate::host::{Func, ValueJoiner};
+use crate::bundle::{Func, ValueJoiner};
+use crate::dsl::{key_step, GlobalKTable, JoinFn, Joiner, KStream};
+use crate::errors::Result;
+use crate::options::{Options, KEY, MATERIALIZED, NAME, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::Serde;
+use crate::session::{expect_handle, fn_name};
 
 impl App {
     /// A table of every partition of `topic`, kept whole by every engine
@@ -36,8 +36,8 @@ impl App {
             name: o.name_or_empty(),
             materialized: o.materialized_proto(),
         });
-        let h = self.inner.build(op, &[])?;
-        GlobalKTable::wrap(self.inner.clone(), expect_handle(h, "global_table")?)
+        let h = self.inner.session.build(op, &[])?;
+        GlobalKTable::wrap(self.inner.session.clone(), expect_handle(h, "global_table")?)
     }
 }
 
@@ -168,7 +168,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         op: &str,
         mapper_type: String,
         global: &GlobalKTable<KG, VG>,
-        mapper: crate::host::StepFn,
+        mapper: crate::bundle::StepFn,
         left: bool,
         joiner: JoinFn,
         o: Options,

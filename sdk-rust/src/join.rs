@@ -2,11 +2,13 @@
 
 use std::sync::Arc;
 
-use crate::dsl::{fn_name, JoinFn, Joiner, KStream, KTable, Options, NAME, VALUE};
-use crate::error::Result;
-use crate::host::ValueJoiner;
+use crate::bundle::ValueJoiner;
+use crate::dsl::{JoinFn, Joiner, KStream, KTable};
+use crate::errors::Result;
+use crate::options::{Options, NAME, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::Serde;
+use crate::session::fn_name;
 
 impl<K: Serde, V: Serde> KStream<K, V> {
     /// Joins each record with the value `table` holds for its key now

@@ -3,11 +3,13 @@
 
 use std::sync::Arc;
 
-use crate::dsl::{expect_handle, fn_name, JoinFn, Joiner, KTable, Options, MATERIALIZED, NAME, VALUE};
-use crate::error::Result;
-use crate::host::{guarded, take, Func, Out, StepFn, ValueJoiner};
+use crate::bundle::{guarded, take, Func, Out, StepFn, ValueJoiner};
+use crate::dsl::{JoinFn, Joiner, KTable};
+use crate::errors::Result;
+use crate::options::{Options, MATERIALIZED, NAME, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::Serde;
+use crate::session::{expect_handle, fn_name};
 
 impl<K: Serde, V: Serde> KTable<K, V> {
     /// Joins each row with the row of `other` whose key `foreign_key(value)`

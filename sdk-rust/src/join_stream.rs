@@ -4,11 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::dsl::{fn_name, JoinFn, Joiner, KStream, Options, MATERIALIZED, NAME, VALUE};
-use crate::error::Result;
-use crate::host::ValueJoiner;
+use crate::bundle::ValueJoiner;
+use crate::dsl::{JoinFn, Joiner, KStream};
+use crate::errors::Result;
+use crate::options::{Options, MATERIALIZED, NAME, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::Serde;
+use crate::session::fn_name;
 
 /// A stream-stream join's windows (Kafka Streams' `JoinWindows`): a record
 /// at `ts` joins the other stream's records of its key at `[ts - before,

@@ -438,3 +438,97 @@ mod tests {
         assert_eq!(to_bytes("long", &Value::Null).unwrap(), None);
     }
 }
+
+/// A key and the window it is aggregated in: the key type of a windowed
+/// aggregation's table. Encoded as Kafka Streams' `TimeWindowedSerializer`
+/// writes it (the inner key, then the window start as 8-byte big-endian
+/// epoch millis; the end is start + size), or `SessionWindowedSerializer`
+/// (inner key, end, start).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Windowed<K> {
+    pub key: K,
+    /// Epoch millis, inclusive.
+    pub start_ms: i64,
+    /// Epoch millis, exclusive for time windows.
+    pub end_ms: i64,
+}
+
+/// The parts of a windowed serde name: "windowed(<inner>,<size ms>)" or
+/// "session-windowed(<inner>)".
+enum WindowedSerde<'a> {
+    Time(&'a str, i64),
+    Session(&'a str),
+}
+
+fn parse(serde: &str) -> Result<WindowedSerde<'_>, SerdeError> {
+    let bad = || {
+        SerdeError(format!(
+            "windowed key: serde {serde:?} is not windowed(<serde>,<size>) or session-windowed(<serde>)"
+        ))
+    };
+    if let Some(inner) = serde.strip_prefix("session-windowed(").and_then(|s| s.strip_suffix(')')) {
+        return Ok(WindowedSerde::Session(inner));
+    }
+    let inner = serde.strip_prefix("windowed(").and_then(|s| s.strip_suffix(')')).ok_or_else(bad)?;
+    let (inner, size) = inner.rsplit_once(',').ok_or_else(bad)?;
+    Ok(WindowedSerde::Time(inner, size.trim().parse().map_err(|_| bad())?))
+}
+
+/// The inner key serde of a windowed serde name.
+pub(crate) fn inner_serde(serde: &str) -> Option<&str> {
+    match parse(serde).ok()? {
+        WindowedSerde::Time(inner, _) | WindowedSerde::Session(inner) => Some(inner),
+    }
+}
+
+fn be(b: &[u8]) -> i64 {
+    i64::from_be_bytes(b.try_into().expect("8 bytes"))
+}
+
+impl<K: Serde> Serde for Windowed<K> {
+    /// Named by the engine: the table's key serde.
+    const NAME: &'static str = "";
+
+    fn decode(serde: &str, data: Option<&[u8]>) -> Result<Self, SerdeError> {
+        let d = data.ok_or_else(|| SerdeError("windowed key: the key is null".into()))?;
+        let short = |n: usize| SerdeError(format!("windowed key: want at least {n} bytes, got {}", d.len()));
+        match parse(serde)? {
+            WindowedSerde::Time(inner, size) => {
+                let cut = d.len().checked_sub(8).ok_or_else(|| short(8))?;
+                let start_ms = be(&d[cut..]);
+                Ok(Windowed {
+                    key: K::decode(inner, Some(&d[..cut]))?,
+                    start_ms,
+                    end_ms: start_ms.saturating_add(size),
+                })
+            }
+            WindowedSerde::Session(inner) => {
+                let cut = d.len().checked_sub(16).ok_or_else(|| short(16))?;
+                Ok(Windowed {
+                    key: K::decode(inner, Some(&d[..cut]))?,
+                    end_ms: be(&d[cut..cut + 8]),
+                    start_ms: be(&d[cut + 8..]),
+                })
+            }
+        }
+    }
+
+    fn encode(&self, serde: &str, out: &mut Vec<u8>) -> Result<bool, SerdeError> {
+        match parse(serde)? {
+            WindowedSerde::Time(inner, _) => {
+                if !self.key.encode(inner, out)? {
+                    return Err(SerdeError("windowed key: the inner key is null".into()));
+                }
+                out.extend_from_slice(&self.start_ms.to_be_bytes());
+            }
+            WindowedSerde::Session(inner) => {
+                if !self.key.encode(inner, out)? {
+                    return Err(SerdeError("windowed key: the inner key is null".into()));
+                }
+                out.extend_from_slice(&self.end_ms.to_be_bytes());
+                out.extend_from_slice(&self.start_ms.to_be_bytes());
+            }
+        }
+        Ok(true)
+    }
+}

@@ -4,12 +4,12 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::app::Inner;
-use crate::error::{Error, Result};
-use crate::host::column;
+use crate::bundle::column;
+use crate::errors::{Error, Result};
 use crate::pb::{self, query_request::Query};
+use crate::serdes::{inner_serde, Windowed};
 use crate::serdes::{to_bytes, Serde};
-use crate::window::{inner_serde, Windowed};
+use crate::session::Session;
 
 /// Entries asked for per Query call; longer answers are read page by page.
 const PAGE: i32 = 10_000;
@@ -26,13 +26,13 @@ const PAGE: i32 = 10_000;
 /// runs they return [`Error::FailedPrecondition`], and a store that does
 /// not exist [`Error::NotFound`] naming it and the stores that do.
 pub struct KeyValueStore<K, V> {
-    app: Arc<Inner>,
+    app: Arc<Session>,
     name: String,
     _types: PhantomData<fn() -> (K, V)>,
 }
 
 impl<K: Serde, V: Serde> KeyValueStore<K, V> {
-    pub(crate) fn new(app: Arc<Inner>, name: &str) -> Self {
+    pub(crate) fn new(app: Arc<Session>, name: &str) -> Self {
         KeyValueStore { app, name: name.to_owned(), _types: PhantomData }
     }
 
@@ -93,8 +93,7 @@ impl<K: Serde, V: Serde> KeyValueStore<K, V> {
     #[allow(clippy::type_complexity)]
     fn query(&self, q: Query) -> Result<(Vec<(Vec<u8>, K, V)>, bool)> {
         let limit = if matches!(q, Query::Get(_)) { 0 } else { PAGE };
-        let req =
-            pb::QueryRequest { session_id: self.app.session.clone(), store: self.name.clone(), query: Some(q), limit };
+        let req = pb::QueryRequest { session_id: self.app.id.clone(), store: self.name.clone(), query: Some(q), limit };
         let resp = self.app.client.query(&req)?;
         let bad =
             |e: String| Error::internal(format!("Query {:?}: the engine's answer does not decode: {e}", self.name));
@@ -153,13 +152,13 @@ impl<K, V> std::fmt::Debug for KeyValueStore<K, V> {
 /// or [`App::window_store`](crate::App::window_store)): Kafka Streams'
 /// `ReadOnlyWindowStore.fetch` / `fetchAll` and `SessionStore.findSessions`.
 pub struct WindowStore<K, V> {
-    app: Arc<Inner>,
+    app: Arc<Session>,
     name: String,
     _types: PhantomData<fn() -> (K, V)>,
 }
 
 impl<K: Serde, V: Serde> WindowStore<K, V> {
-    pub(crate) fn new(app: Arc<Inner>, name: &str) -> Self {
+    pub(crate) fn new(app: Arc<Session>, name: &str) -> Self {
         WindowStore { app, name: name.to_owned(), _types: PhantomData }
     }
 
@@ -193,7 +192,7 @@ impl<K: Serde, V: Serde> WindowStore<K, V> {
 
     fn fetch_windows(&self, key: Option<Vec<u8>>, from_ms: i64, to_ms: i64) -> Result<Vec<(Windowed<K>, V)>> {
         let req = pb::QueryRequest {
-            session_id: self.app.session.clone(),
+            session_id: self.app.id.clone(),
             store: self.name.clone(),
             query: Some(Query::WindowFetch(pb::WindowFetch { key, from_ms, to_ms })),
             limit: 0,

@@ -2,15 +2,15 @@
 
 use std::sync::Arc;
 
-use crate::dsl::{
-    build_step, expect_handle, fn_name, predicate_step, Handle, KGroupedTable, KStream, KTable, Options, Reducer, KEY,
-    MATERIALIZED, NAME, VALUE,
-};
-use crate::error::{Error, Result};
+use crate::bundle::{guarded, take, Fold, Out, StepFn};
+use crate::dsl::{build_step, predicate_step, KGroupedTable, KStream, KTable};
+use crate::errors::{Error, Result};
+use crate::fold::Reducer;
 use crate::fold::{Aggregate, AggregateNames, Aggregations, TableReduce};
-use crate::host::{guarded, take, Fold, Out, StepFn};
+use crate::options::{Options, KEY, MATERIALIZED, NAME, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::Serde;
+use crate::session::{expect_handle, fn_name, Handle};
 use crate::store::KeyValueStore;
 
 impl<K: Serde, V: Serde> KTable<K, V> {

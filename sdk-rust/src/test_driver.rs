@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::app::{App, Config};
-use crate::error::{Error, Result};
+use crate::errors::{Error, Result};
 use crate::pb;
 use crate::serdes::Serde;
 use crate::store::{KeyValueStore, WindowStore};
@@ -98,7 +98,7 @@ impl TopologyTestDriver {
     }
 
     fn session(&self) -> String {
-        self.app.inner.session.clone()
+        self.app.inner.session.id.clone()
     }
 
     fn ensure_started(&self) -> Result<()> {
@@ -112,6 +112,7 @@ impl TopologyTestDriver {
         // Returns once the tasks are assigned (the session waits for them).
         self.app
             .inner
+            .session
             .client
             .advance_wall_clock(&pb::AdvanceWallClockRequest { session_id: self.session(), millis: 0 })?;
         Ok(())
@@ -169,6 +170,7 @@ impl TopologyTestDriver {
         let resp = self
             .app
             .inner
+            .session
             .client
             .pipe_input(&pb::PipeInputRequest { session_id: self.session(), records: vec![rec] })?;
         if !resp.error.is_empty() {
@@ -186,6 +188,7 @@ impl TopologyTestDriver {
         let resp = self
             .app
             .inner
+            .session
             .client
             .read_output(&pb::ReadOutputRequest { session_id: self.session(), topic: topic.to_owned() })?;
         let undecodable = |what: &str, e: crate::SerdeError| {
@@ -224,7 +227,7 @@ impl TopologyTestDriver {
             limit: 1,
             query: Some(pb::query_request::Query::All(true)),
         };
-        self.app.inner.client.query(&q)?;
+        self.app.inner.session.client.query(&q)?;
         Ok(self.app.store(name))
     }
 
@@ -239,7 +242,7 @@ impl TopologyTestDriver {
             limit: 1,
             query: Some(pb::query_request::Query::WindowFetch(pb::WindowFetch { key: None, from_ms: 0, to_ms: 0 })),
         };
-        self.app.inner.client.query(&q)?;
+        self.app.inner.session.client.query(&q)?;
         Ok(self.app.window_store(name))
     }
 
@@ -252,6 +255,7 @@ impl TopologyTestDriver {
         Ok(self
             .app
             .inner
+            .session
             .client
             .advance_wall_clock(&pb::AdvanceWallClockRequest { session_id: self.session(), millis })?
             .wall_clock_ms)

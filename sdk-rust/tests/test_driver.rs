@@ -11,18 +11,40 @@ fn alive(pid: i32) -> bool {
 }
 
 fn engine_pid(driver: &TopologyTestDriver) -> i32 {
-    // The engine the driver spawned listens on the URL's port; find its pid
-    // among this process's children.
+    // The engine the driver spawned listens on the port of its URL (in the
+    // driver's Debug). Other tests run their own engines, children of this
+    // process too, in parallel: pick the child holding that listening socket.
+    let shown = format!("{driver:?}");
+    let port: u16 = shown
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.trim_end_matches(|c: char| !c.is_ascii_digit()).parse().ok())
+        .unwrap_or_else(|| panic!("no engine port in {shown}"));
+    let wanted = format!(":{port:04X}");
+    let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    // Columns: sl local_address rem_address st ... inode (10th); 0A = LISTEN.
+    let inode = tcp
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.len() > 9 && f[1].ends_with(&wanted) && f[3] == "0A")
+        .map(|f| f[9].to_owned())
+        .unwrap_or_else(|| panic!("nothing listens on port {port} ({shown})"));
+    let socket = format!("socket:[{inode}]");
     let me = std::process::id();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
         let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
-        if fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(me) && stat.contains("(polystreams)") {
+        if fields.get(1).and_then(|p| p.parse::<u32>().ok()) != Some(me) || !stat.contains("(polystreams)") {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { continue };
+        if fds.flatten().any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l.to_string_lossy() == socket)) {
             return pid;
         }
     }
-    panic!("no engine child of {me} for {driver:?}");
+    panic!("no engine child of {me} listens on port {port} ({shown})");
 }
 
 #[test]

@@ -7,7 +7,7 @@ produce every updated sum as an 8-byte big-endian long (Kafka's Serdes.Long)
 to the output topic. Outputs are flushed and offsets committed every second
 (at-least-once). No durability: the dict dies with the process.
 
-Started by the Go benchmark (core/internal/bench); exits after --records
+Started by the Go benchmark (core/cmd/bench); exits after --records
 records, or on SIGTERM.
 """
 from __future__ import annotations

@@ -16,7 +16,7 @@ durability):
     its own; records older than the largest timestamp seen minus
     --window-ms are forgotten, in arrival order.
 
-Started by the Go benchmark (core/internal/bench); exits after --records
+Started by the Go benchmark (core/cmd/bench); exits after --records
 input records, or on SIGTERM.
 """
 from __future__ import annotations

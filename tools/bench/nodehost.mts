@@ -1,5 +1,5 @@
 /**
- * Node-hosted benchmark arms, started by the Go benchmark (core/internal/bench)
+ * Node-hosted benchmark arms, started by the Go benchmark (core/cmd/bench)
  * against its in-process engine; serves bundles until SIGTERM. The twin of
  * pyhost.py, run from sdk-node/ with `node --import tsx ../tools/bench/nodehost.mts`.
  *

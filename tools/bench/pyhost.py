@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Python-hosted benchmark arms, started by the Go benchmark (core/internal/bench)
+"""Python-hosted benchmark arms, started by the Go benchmark (core/cmd/bench)
 against its in-process engine; serves bundles until SIGTERM.
 
 --topology map_values: stream -> map_values(str.upper) -> to (crossing table, arm (a));

@@ -11,7 +11,7 @@ them (key, then the window start as 8 bytes big-endian), the value an
 8-byte big-endian long, then commits (at-least-once). No grace handling, no
 expiry, no durability: the dict dies with the process.
 
-Started by the Go benchmark (core/internal/bench); exits after --records
+Started by the Go benchmark (core/cmd/bench); exits after --records
 records, or on SIGTERM.
 """
 from __future__ import annotations

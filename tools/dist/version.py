@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # file, pattern whose group 2 is the version (groups 1 and 3 are kept as they are)
 PLACES = [
     ("sdk-python/pyproject.toml", r'(?m)(^\[project\][^\[]*?^version = ")([^"]+)(")'),
-    ("sdk-python/src/polystreams/__init__.py", r'(?m)(^__version__ = ")([^"]+)(")'),
+    ("sdk-python/src/polystreams/_version.py", r'(?m)(^__version__ = ")([^"]+)(")'),
     ("sdk-node/package.json", r'(?m)(^  "version": ")([^"]+)(")'),
     ("sdk-node/src/version.ts", r'(export const VERSION = ")([^"]+)(")'),
     ("sdk-node/npm/linux-x64/package.json", r'(?m)(^  "version": ")([^"]+)(")'),

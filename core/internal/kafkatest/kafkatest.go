@@ -439,6 +439,7 @@ func (b *Broker) Stop() {
 		return
 	}
 	b.signal(syscall.SIGTERM)
+	b.signal(syscall.SIGCONT) // a frozen broker acts on SIGTERM once resumed
 	select {
 	case <-done:
 		b.waitPortsFree()
@@ -478,6 +479,17 @@ func (b *Broker) waitPortsFree() {
 		}
 	}
 }
+
+// Freeze stops every process of the broker (the script and its JVM) with
+// SIGSTOP, as a stalled machine or a long stop-the-world pause would: its
+// connections stay open, the kernel still accepts new ones, and nothing
+// answers until Thaw. A frozen broker's harness no longer watches the test
+// binary's end: call Thaw before the test ends (a t.Cleanup).
+func (b *Broker) Freeze() { b.signal(syscall.SIGSTOP) }
+
+// Thaw resumes a broker stopped by Freeze (SIGCONT); it does nothing to a
+// running broker.
+func (b *Broker) Thaw() { b.signal(syscall.SIGCONT) }
 
 // Restart starts the broker again on the same ports and data, after Stop
 // or Kill.

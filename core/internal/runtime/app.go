@@ -105,6 +105,13 @@ type App struct {
 	// produceFailed is set once any output or changelog record could not
 	// be written; from then on nothing is committed or checkpointed.
 	produceFailed atomic.Bool
+	// fenced holds the first error of a record refused because the broker
+	// fenced the transactional producer (its epoch bumped by a transaction
+	// timeout, or another producer with the transactional id): under
+	// exactly_once_v2 the open transaction cannot commit, and the poll loop
+	// replaces the session (replaceSession), as Kafka Streams' record
+	// collector turns a fenced send into a TaskMigratedException.
+	fenced atomic.Pointer[error]
 
 	// restores: the progress of the tasks' store restores since the last
 	// rebalance. Its entries follow tasks: added and dropped under mu.
@@ -618,7 +625,7 @@ loop:
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if a.eos {
-		if a.produceFailed.Load() || a.workDropped.Load() {
+		if a.produceFailed.Load() || a.workDropped.Load() || a.fenced.Load() != nil {
 			if _, err := a.sess.End(ctx, kgo.TryAbort); err != nil {
 				a.log.Warn("aborting the last transaction", "error", err)
 			}
@@ -789,6 +796,7 @@ func (a *App) replaceSession(cause error) bool {
 		a.fail(fmt.Errorf("runtime: ending a transaction: %w", cause))
 		return false
 	}
+	a.fenced.Store(nil) // the new producer starts unfenced
 	n := a.replaced.Add(1)
 	a.log.Warn("transaction failed: closing the tasks dirty and replacing the producer; the tasks restore from their changelogs and process the transaction's records again",
 		"error", cause, "replacements", n)
@@ -831,10 +839,24 @@ func (a *App) endTxn(ctx context.Context, tasks []*task) error {
 		t.writeChangelogs()
 	}
 	start := time.Now()
-	committed, err := a.sess.End(ctx, kgo.TryCommit)
+	// Flushed first, so that every record's outcome is known before the
+	// commit: a transaction missing a record it holds must abort, never
+	// commit (End would commit what was written).
+	committed := false
+	err := a.cl.Flush(ctx)
+	if err == nil {
+		how := kgo.TryCommit
+		if a.fenced.Load() != nil || a.produceFailed.Load() {
+			how = kgo.TryAbort
+		}
+		committed, err = a.sess.End(ctx, how)
+	}
 	observeSince(a.stats.txn, start)
 	if err == nil && a.produceFailed.Load() {
 		err = errors.New("a record of the transaction could not be written")
+	}
+	if f := a.fenced.Load(); err == nil && f != nil {
+		err = *f
 	}
 	for _, t := range tasks {
 		t.settleTxn(committed && err == nil)
@@ -965,6 +987,11 @@ func (a *App) produceThen(r *kgo.Record, ok func(*kgo.Record)) {
 		a.outputs.note(r)
 	}
 	a.cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
+		if err != nil && a.eos && producerFenced(err) {
+			err = fmt.Errorf("runtime: producing to %s/%d: %w", r.Topic, r.Partition, err)
+			a.fenced.CompareAndSwap(nil, &err)
+			return
+		}
 		if err != nil {
 			a.produceFailed.Store(true)
 			a.fail(fmt.Errorf("runtime: producing to %s/%d: %w", r.Topic, r.Partition, err))
@@ -974,6 +1001,14 @@ func (a *App) produceThen(r *kgo.Record, ok func(*kgo.Record)) {
 			ok(r)
 		}
 	})
+}
+
+// producerFenced reports whether a record's error says the transactional
+// producer was fenced: its transaction is over, and a new producer (a
+// replaced session) processes its records again.
+func producerFenced(err error) bool {
+	return errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.ProducerFenced) ||
+		errors.Is(err, kerr.InvalidProducerIDMapping) || errors.Is(err, kerr.TransactionAbortable)
 }
 
 // commitTasks commits the input offsets of completed batches: offsets are

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -42,6 +43,8 @@ func TestChaosKillsWhileCounting(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("POLYSTREAMS_CHAOS_KILLS")); err == nil {
 		kills = n
 	}
+	began := time.Now()
+	dups, exact := int64(0), keys
 	bin := engineBinary(t)
 	b, err := startBroker(broker.Options{Addr: "127.0.0.1:0", Partitions: 4, Topics: []string{"events", "event-counts"}})
 	if err != nil {
@@ -95,8 +98,9 @@ func TestChaosKillsWhileCounting(t *testing.T) {
 		if guarantee == "exactly_once_v2" {
 			waitExactlyOnce(t, e, "event-counts", total)
 		} else {
+			var got map[string]int64
 			waitFor(t, "every key to reach its count", 120*time.Second, func() bool {
-				got := e.lastCounts("event-counts")
+				got = e.lastCounts("event-counts")
 				for k, n := range total {
 					if got[k] < n {
 						return false
@@ -104,6 +108,13 @@ func TestChaosKillsWhileCounting(t *testing.T) {
 				}
 				return true
 			})
+			exact = 0
+			for k, n := range total {
+				dups += got[k] - n
+				if got[k] == n {
+					exact++
+				}
+			}
 		}
 		cancel()
 		h.stop()
@@ -128,6 +139,8 @@ func TestChaosKillsWhileCounting(t *testing.T) {
 		t.Fatalf("the independent check failed: %v", err)
 	}
 	fmt.Println(string(out))
+	t.Logf("chaos figures: engine kills, counting (%s): %d records, %d keys, %d engine kills, keys exact %d/%d, duplicates %d, %v",
+		guarantee, seq, keys, kills, exact, len(total), dups, time.Since(began).Round(time.Second))
 }
 
 // TestChaosKillsWhileWindowing is the windows half of `make chaos` (under
@@ -147,6 +160,7 @@ func TestChaosKillsWhileWindowing(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("POLYSTREAMS_CHAOS_KILLS")); err == nil {
 		kills = n
 	}
+	began := time.Now()
 	bin := engineBinary(t)
 	b, err := startBroker(broker.Options{Addr: "127.0.0.1:0", Partitions: 4, Topics: []string{"clicks", "clicks-per-second"}})
 	if err != nil {
@@ -209,13 +223,23 @@ func TestChaosKillsWhileWindowing(t *testing.T) {
 			continue
 		}
 		var got map[string][]int64
-		waitFor(t, "every window's final result", 120*time.Second, func() bool {
+		deadline := time.Now().Add(300 * time.Second)
+		for {
 			got = map[string][]int64{}
 			e.readTopic("clicks-per-second", true, func(r *kgo.Record) {
 				got[windowed(r.Key)] = append(got[windowed(r.Key)], decodeLong(r.Value))
 			})
-			return len(got) >= len(want)
-		})
+			if len(got) >= len(want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				cancel()
+				t.Fatalf("after 300 s, %d of %d windows have a final result", len(got), len(want))
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
 		cancel()
 		h.stop()
 		cmd.Process.Signal(syscall.SIGTERM)
@@ -232,5 +256,147 @@ func TestChaosKillsWhileWindowing(t *testing.T) {
 			t.Errorf("%d windows have final results, want %d", len(got), len(want))
 		}
 		t.Logf("%d windows, each with exactly one final result, after %d kills", len(want), kills)
+		t.Logf("chaos figures: engine kills, windowing (exactly_once_v2): %d records, %d windows, %d engine kills, windows exact %d/%d, duplicates 0, %v",
+			seq+keys, len(want), kills, len(want)-bad, len(want), time.Since(began).Round(time.Second))
 	}
+}
+
+// chaosGuarantee is POLYSTREAMS_CHAOS_GUARANTEE, by default exactly_once_v2.
+func chaosGuarantee() string {
+	if g := os.Getenv("POLYSTREAMS_CHAOS_GUARANTEE"); g != "" {
+		return g
+	}
+	return "exactly_once_v2"
+}
+
+// TestChaosKillsHost is the host half of the kill -9 soak: the process
+// that runs the user's functions (the Python SDK, tools/scaleout/host.py:
+// map_values(str.upper) before a count) is killed with SIGKILL 10 times
+// (POLYSTREAMS_CHAOS_KILLS) while it works, and a new one attached to the
+// same engine each time; the engine keeps running. Each kill hits a host
+// that is running and took bundles since the last. The new host's session
+// replaces the dead one's, whose bundles in flight (answered by nobody) are
+// processed again. Under exactly_once_v2 every key's committed updates are
+// exactly 1..n; under at_least_once no key's last count is below n, and
+// the records counted twice are reported.
+func TestChaosKillsHost(t *testing.T) {
+	if !chaosOn() {
+		t.Skip("set POLYSTREAMS_CHAOS=1 (make chaos) to run the host kill -9 soak")
+	}
+	guarantee := chaosGuarantee()
+	kills, perRound, keys := 10, 20_000, 1_000
+	if n, err := strconv.Atoi(os.Getenv("POLYSTREAMS_CHAOS_KILLS")); err == nil {
+		kills = n
+	}
+	began := time.Now()
+	args := []string{"--topology", "count", "--input", "events", "--output", "event-counts",
+		"--config", "processing.guarantee=" + guarantee,
+		"--config", "session.timeout.ms=6000",
+		"--config", "polystreams.bundle.max.records=500",
+		"--config", "statestore.cache.max.bytes=0"}
+	if guarantee == "at_least_once" {
+		args = append(args, "--config", "commit.interval.ms=200")
+	}
+	c := newScaleCluster(t, 4, "host-kills", []string{"events", "event-counts"}, args...)
+	want := map[string]int64{}
+	sent := 0
+	in := c.start("a", "")
+	rng := rand.New(rand.NewPCG(5, 6))
+	// processed: the records counted, as far as committed (read_committed).
+	processed := func() int {
+		got := 0
+		for _, s := range c.e.committedSequences("event-counts") {
+			got += int(s[len(s)-1])
+		}
+		return got
+	}
+	// Records arrive all through the kills (up to kills x perRound, 1,000
+	// every 100 ms), so that each kill meets bundles in flight; the feeder
+	// keeps its own expected counts, merged once it is done.
+	fedWant := map[string]int64{}
+	var fedN atomic.Int64
+	stopFeed, fed := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(fed)
+		for from := 0; from < kills*perRound; from += 1_000 {
+			select {
+			case <-stopFeed:
+				return
+			default:
+			}
+			c.produceCounted("events", from, 1_000, keys, fedWant)
+			fedN.Add(1_000)
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	midWork := 0
+	for round := 0; round < kills; round++ {
+		before := processed()
+		// Work for this host whatever the feeder's pace: 2,000 records.
+		c.produceCounted("events", sent, 2_000, keys, want)
+		sent += 2_000
+		waitFor(t, "the host to process records", 120*time.Second, func() bool {
+			c.checkHosts()
+			return in.state() == "running" && processed() > before
+		})
+		time.Sleep(time.Duration(rng.IntN(500)) * time.Millisecond)
+		done := processed()
+		in.killHost()
+		// The fault fired: the host was running, had processed records
+		// since the last kill, and died of the SIGKILL.
+		if ws, ok := in.host.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			t.Fatalf("round %d: the host ended with %v, not by the SIGKILL", round, in.host.ProcessState)
+		}
+		if done < sent+int(fedN.Load()) {
+			midWork++ // records were produced that it had not yet committed
+		}
+		t.Logf("round %d: host killed", round)
+		c.startHost(in)
+	}
+	close(stopFeed)
+	<-fed
+	for k, n := range fedWant {
+		want[k] += n
+	}
+	sent += int(fedN.Load())
+	c.produceCounted("events", sent, perRound, keys, want)
+	sent += perRound
+	dups, exact := int64(0), len(want)
+	if guarantee == "exactly_once_v2" {
+		var last error
+		deadline := time.Now().Add(time.Duration(scale(120, 300)) * time.Second)
+		for {
+			c.checkHosts()
+			if last = exactlyOnce(c.e.committedSequences("event-counts"), want); last == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("exactly-once never held: %v", last)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		c.verifyIndependently("event-counts", want)
+	} else {
+		var got map[string]int64
+		waitFor(t, "every key to reach its count", 300*time.Second, func() bool {
+			c.checkHosts()
+			got = c.e.lastCounts("event-counts")
+			for k, n := range want {
+				if got[k] < n {
+					return false
+				}
+			}
+			return true
+		})
+		exact = 0
+		for k, n := range want {
+			dups += got[k] - n
+			if got[k] == n {
+				exact++
+			}
+		}
+	}
+	in.stop()
+	t.Logf("chaos figures: host kills (%s): %d records, %d keys, %d host kills (%d with records produced and not yet committed), keys exact %d/%d, duplicates %d, %v",
+		guarantee, sent, keys, kills, midWork, exact, len(want), dups, time.Since(began).Round(time.Second))
 }

@@ -73,6 +73,21 @@ func (h *testHost) buildPoisonMap(in, out string) {
 
 var poison = map[int]string{17: "json", 1234: "raise", 2500: "undecodable", 3999: "raise", 4990: "json"} // 0.1% of 5000
 
+// poisonRun is the size of a poison-pill run and its poison records: 5,000
+// records with those above, or under make chaos 50,000 with 0.1% poison
+// (51, the three kinds in turn, every 997th record from the 17th).
+func poisonRun() (int, map[int]string) {
+	if !chaosOn() {
+		return 5000, poison
+	}
+	at := map[int]string{}
+	kinds := []string{"json", "raise", "undecodable"}
+	for i, n := 17, 0; i < 50_000; i, n = i+997, n+1 {
+		at[i] = kinds[n%len(kinds)]
+	}
+	return 50_000, at
+}
+
 func (h *testHost) droppedRecords() int64 {
 	h.t.Helper()
 	resp, err := h.cl.GetState(context.Background(), connectReq(&pb.GetStateRequest{SessionId: h.session}))
@@ -88,7 +103,8 @@ func (h *testHost) droppedRecords() int64 {
 // offset), committed, and the output exactly the others.
 func TestDeadLetterHoldsExactlyThePoisonRecords(t *testing.T) {
 	e := newEnv(t, "in", "out")
-	all, bad := e.poisoned("in", 5000, poison)
+	n, at := poisonRun()
+	all, bad := e.poisoned("in", n, at)
 	h := e.open("dlq", map[string]string{
 		"processing.guarantee":                      "exactly_once_v2",
 		"default.deserialization.exception.handler": "dead_letter",
@@ -99,7 +115,7 @@ func TestDeadLetterHoldsExactlyThePoisonRecords(t *testing.T) {
 	h.start()
 	done := h.serveAsync()
 	outs := 0
-	waitFor(t, "all outputs", 60*time.Second, func() bool {
+	waitFor(t, "all outputs", time.Duration(scale(60, 180))*time.Second, func() bool {
 		outs = 0
 		e.readTopic("out", true, func(*kgo.Record) { outs++ })
 		return outs >= len(all)-len(bad)
@@ -159,6 +175,7 @@ func TestDeadLetterHoldsExactlyThePoisonRecords(t *testing.T) {
 	if d := h.droppedRecords(); d != int64(len(bad)) {
 		t.Errorf("dropped_records %d, want %d", d, len(bad))
 	}
+	t.Logf("chaos figures: poison pills, dead_letter (exactly_once_v2): %d records, %d poison, %d dead letters each at its poison's partition@offset, %d outputs each once", len(all), len(bad), len(got), len(seen))
 	_, text := get(t, e.srv.MetricsHandler(), "/metrics")
 	for series, want := range map[string]float64{
 		`polystreams_dead_lettered_records_total{application_id="dlq"}`: float64(len(bad)),
@@ -176,7 +193,8 @@ func TestDeadLetterHoldsExactlyThePoisonRecords(t *testing.T) {
 // running and the output holds every other record once.
 func TestLogAndContinueSkipsExactlyThePoisonRecords(t *testing.T) {
 	e := newEnv(t, "in", "out")
-	all, bad := e.poisoned("in", 5000, poison)
+	n, at := poisonRun()
+	all, bad := e.poisoned("in", n, at)
 	h := e.open("skip", map[string]string{
 		"default.deserialization.exception.handler": "LogAndContinueExceptionHandler",
 		"processing.exception.handler":              "log_and_continue",
@@ -186,7 +204,7 @@ func TestLogAndContinueSkipsExactlyThePoisonRecords(t *testing.T) {
 	h.start()
 	done := h.serveAsync()
 	var seen map[string]int
-	waitFor(t, "all outputs", 60*time.Second, func() bool {
+	waitFor(t, "all outputs", time.Duration(scale(60, 180))*time.Second, func() bool {
 		seen = map[string]int{}
 		e.readTopic("out", false, func(r *kgo.Record) { seen[string(r.Value)]++ })
 		return len(seen) >= len(all)-len(bad)
@@ -201,6 +219,7 @@ func TestLogAndContinueSkipsExactlyThePoisonRecords(t *testing.T) {
 	if d := h.droppedRecords(); d != int64(len(bad)) {
 		t.Errorf("dropped_records %d, want %d", d, len(bad))
 	}
+	t.Logf("chaos figures: poison pills, log_and_continue (at_least_once): %d records, %d poison skipped by partition@offset, %d outputs each once", len(all), len(bad), len(seen))
 	// The input is committed to its end: skipped records do not hold it.
 	adm, _ := kadm.NewOptClient(kgo.SeedBrokers(e.broker.Addr()))
 	defer adm.Close()
@@ -274,6 +293,7 @@ func TestFailNeverCommitsPastThePoisonRecord(t *testing.T) {
 	if outs != 3000 {
 		t.Errorf("%d outputs committed, want the 3000 of the records before the failing one", outs)
 	}
+	t.Logf("chaos figures: poison pills, fail (exactly_once_v2): 5001 records, 1 poison at in/0@3000; the application failed naming it, committed offset %d, %d outputs committed", committed(), outs)
 }
 
 // A reduce whose reducer raises on a value skips that value under

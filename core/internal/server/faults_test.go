@@ -254,7 +254,7 @@ func TestFaultEndTxnErrors(t *testing.T) {
 			}
 			// Every 3rd commit fails, 3 times (10 in the long version).
 			f := answerEvery(kfakeCluster(t, e.broker), kmsg.EndTxn, 3, scale(3, 10), isCommit, answer)
-			r.feedOver(scale(1500, 20000), time.Duration(scale(2, 20))*time.Second)
+			r.feedOver(scale(1500, 10000), time.Duration(scale(2, 10))*time.Second)
 			r.feedUntil(f, int64(scale(3, 10)), "EndTxn "+tc.name)
 			f.assertFired(t, "EndTxn "+tc.name)
 			r.check()
@@ -294,7 +294,7 @@ func TestFaultTxnOffsetCommitErrors(t *testing.T) {
 			e := newEnv(t, "lines", "word-counts")
 			r := startFaultRun(t, e, "txnoffsets")
 			f := answerEvery(kfakeCluster(t, e.broker), kmsg.TxnOffsetCommit, 3, scale(3, 10), nil, txnOffsetCommitAnswer(code.Code))
-			r.feedOver(scale(1500, 20000), time.Duration(scale(2, 20))*time.Second)
+			r.feedOver(scale(1500, 10000), time.Duration(scale(2, 10))*time.Second)
 			r.feedUntil(f, int64(scale(3, 10)), "TxnOffsetCommit "+code.Message)
 			f.assertFired(t, "TxnOffsetCommit "+code.Message)
 			r.check()
@@ -635,10 +635,10 @@ func TestFaultBrokerRestart(t *testing.T) {
 		e.broker.Close()
 	})
 	r := startFaultRun(t, e, "restart")
-	restarts, outage := scale(2, 5), time.Duration(scale(1, 10))*time.Second
+	restarts, outage := scale(2, 3), time.Duration(scale(1, 10))*time.Second
 	last := 0 // records processed when the broker last stopped
 	for i := range restarts {
-		r.feedOver(scale(1000, 10000), time.Duration(scale(1, 10))*time.Second)
+		r.feedOver(scale(1000, 10000), time.Duration(scale(1, 5))*time.Second)
 		waitFor(t, "processing before the restart", 60*time.Second, func() bool { return r.processed() > last })
 		last = r.processed()
 		e.broker.Close()
@@ -661,7 +661,7 @@ func (r *faultRun) processed() int {
 
 // TestFaultBrokerAbsentAtStart: the engine starts (session opened, built,
 // started) with no broker at its address; the broker appears after 5 s
-// (60 s under make chaos), within polystreams.broker.wait.ms (set to the
+// (30 s under make chaos), within polystreams.broker.wait.ms (set to the
 // absence plus a minute). Start does not fail, the engine neither crashes
 // nor loops failing, it logs the wait at most once per 10 s (plus the
 // first), and once the broker is up it processes everything exactly once.
@@ -674,7 +674,7 @@ func TestFaultBrokerAbsentAtStart(t *testing.T) {
 	ln.Close() // nothing listens there until the broker starts
 	var logs lockedBuffer
 	e := brokerlessEnv(t, addr, &logs)
-	absence := time.Duration(scale(5, 60)) * time.Second
+	absence := time.Duration(scale(5, 30)) * time.Second
 	began := time.Now()
 	r := startFaultRunWith(t, e, "absent", map[string]string{"polystreams.broker.wait.ms": strconv.FormatInt((absence + time.Minute).Milliseconds(), 10)})
 	time.Sleep(absence - time.Since(began))

@@ -47,6 +47,14 @@ func startEngineProcess(t *testing.T, bin, brokers, stateDir string) (*exec.Cmd,
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// A test that fails leaves no engine behind (the engines it killed
+	// or stopped itself are already reaped).
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		if url, ok := strings.CutPrefix(sc.Text(), "polystreams: engine "); ok {

@@ -258,7 +258,7 @@ func (s *Server) DescribeHandler() http.Handler {
 			http.Error(w, "describe: the engine runs no application", http.StatusNotFound)
 			return
 		case len(match) == 0:
-			http.Error(w, "describe: no application "+strconv.Quote(id)+" (the engine runs "+strconv.Quote(joinIDs(ids))+")", http.StatusNotFound)
+			http.Error(w, "describe: no application "+quoteBounded(id, 256)+" (the engine runs "+strconv.Quote(joinIDs(ids))+")", http.StatusNotFound)
 			return
 		case len(match) > 1:
 			http.Error(w, "describe: the engine runs several applications ("+joinIDs(ids)+"): name one with ?application.id=", http.StatusBadRequest)

@@ -192,6 +192,11 @@ func TestMetricsOfAWordCount(t *testing.T) {
 	if code, msg := get(t, e.srv.DescribeHandler(), "/describe?application.id=nope"); code != 404 || !strings.Contains(msg, `no application "nope" (the engine runs "wc-metrics")`) {
 		t.Errorf("/describe of an unknown application: %d %s", code, msg)
 	}
+	// An unknown id is quoted cut short: the answer stays small however
+	// long the query (it once quoted 100 KiB whole).
+	if code, msg := get(t, e.srv.DescribeHandler(), "/describe?application.id="+strings.Repeat("x", 100_000)); code != 404 || len(msg) > 1024 || !strings.Contains(msg, "(100000 bytes)") {
+		t.Errorf("/describe of a 100,000-byte unknown application.id: %d, %d bytes: %.200s", code, len(msg), msg)
+	}
 	if code, msg := get(t, e.srv.DescribeHandler(), "/describe?format=png"); code != 400 || !strings.Contains(msg, `"png" is not one of`) {
 		t.Errorf("/describe?format=png: %d %s", code, msg)
 	}

@@ -130,10 +130,24 @@ func (c *scaleCluster) start(name, stateDir string) *instance {
 		for sc.Scan() {
 		}
 	}()
+	c.startHost(in)
+	c.instances = append(c.instances, in)
+	return in
+}
+
+// startHost attaches a new Python host to in's engine (after the last one
+// was killed: killHost).
+func (c *scaleCluster) startHost(in *instance) {
+	c.t.Helper()
+	in.mu.Lock()
+	in.hostState = ""
+	in.mu.Unlock()
+	in.hostDone = make(chan struct{})
+	in.ending.Store(false)
 	args := append([]string{filepath.Join(repoRoot(), "tools/scaleout/host.py"), "--engine", in.url, "--app", c.appID}, c.hostArgs...)
 	in.host = exec.Command("/usr/bin/python3", args...)
 	in.host.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(repoRoot(), "sdk-python/src"))
-	in.host.Stderr = prefixed(in.logs, name+" host: ")
+	in.host.Stderr = prefixed(in.logs, in.name+" host: ")
 	hout, err := in.host.StdoutPipe()
 	if err != nil {
 		c.t.Fatal(err)
@@ -141,12 +155,13 @@ func (c *scaleCluster) start(name, stateDir string) *instance {
 	if err := in.host.Start(); err != nil {
 		c.t.Fatal(err)
 	}
+	done := in.hostDone
 	go func() {
-		defer close(in.hostDone)
+		defer close(done)
 		hs := bufio.NewScanner(hout)
 		for hs.Scan() {
 			line := hs.Text()
-			fmt.Fprintf(in.logs, "%s host: %s\n", name, line)
+			fmt.Fprintf(in.logs, "%s host: %s\n", in.name, line)
 			if st, ok := strings.CutPrefix(line, "host: "); ok {
 				in.mu.Lock()
 				in.hostState = st
@@ -154,8 +169,16 @@ func (c *scaleCluster) start(name, stateDir string) *instance {
 			}
 		}
 	}()
-	c.instances = append(c.instances, in)
-	return in
+}
+
+// killHost ends in's host with SIGKILL, leaving its engine running.
+func (in *instance) killHost() {
+	in.ending.Store(true)
+	if in.host.ProcessState == nil {
+		in.host.Process.Signal(syscall.SIGKILL)
+		in.host.Wait()
+	}
+	<-in.hostDone
 }
 
 // prefixed writes each line of a process's output to w with a prefix.

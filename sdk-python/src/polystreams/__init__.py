@@ -12,6 +12,7 @@
     app.run()
 """
 
+from polystreams._version import __version__
 from polystreams.app import App, BrokerOutage, HostHealth, RestoreProgress, State, StateListener
 from polystreams.config import Config, ProcessingGuarantee
 from polystreams.dsl import (
@@ -43,7 +44,6 @@ from polystreams.serde import SerdeName
 from polystreams.store import KeyValueStore, WindowStore
 from polystreams.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed
 
-__version__ = "0.1.0"
 
 __all__ = [
     "App",

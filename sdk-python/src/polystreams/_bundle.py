@@ -276,7 +276,7 @@ class _Chain:
         if self.broken is not None:
             result.output_counts.extend([0] * n)
             step, msg = self.broken
-            result.failures.extend(pb.RecordFailure(index=i, step=step, message=msg) for i in range(n))
+            result.failures.extend(pb.RecordFailure(index=i, step=step, message=msg, kind=_PROCESSING) for i in range(n))
             return result
 
         failed: dict[int, tuple[int, str]] = {}
@@ -459,7 +459,7 @@ class _Fold:
                     olds[i] = _BAD
         if broken is not None:
             result.output_counts.extend([0] * n)
-            result.failures.extend(pb.RecordFailure(index=i, step=0, message=broken) for i in range(n))
+            result.failures.extend(pb.RecordFailure(index=i, step=0, message=broken, kind=_PROCESSING) for i in range(n))
             return result
 
         failed: dict[int, str] = {}
@@ -672,7 +672,7 @@ class _Fold:
         chunks, bad = self._program(b, sizes, keys, kfail, agg_lengths, vals, failed)
         if bad is not None:
             result.output_counts.extend([0] * n)
-            result.failures.extend(pb.RecordFailure(index=i, step=0, message=bad) for i in range(n))
+            result.failures.extend(pb.RecordFailure(index=i, step=0, message=bad, kind=_PROCESSING) for i in range(n))
             return result
         result.output_counts.extend(0 if i in failed else 1 for i in range(n))
         result.failures.extend(

@@ -20,11 +20,13 @@ from polystreams._bundle import Executor
 from polystreams._client import Client
 from polystreams._engine import EngineProcess, check_engine_version, feed_hint, find_engine
 from polystreams.config import Config, redact
-from polystreams.dsl import GlobalKTable, Handle, KStream, KTable, Materialized, _materialize, topics_of
+from polystreams._session import Handle
+from polystreams._version import __version__
+from polystreams.dsl import GlobalKTable, KStream, KTable, Materialized, _materialize, topics_of
 from polystreams.errors import FailedPreconditionError, NotFoundError, PolystreamsError, ProcessingError
 from polystreams.metrics import DescribeFormat, Metrics
 from polystreams.serde import SerdeName
-from polystreams.store import KeyValueStore, WindowStore
+from polystreams.store import KeyValueStore, WindowStore, open_store, open_window_store
 from polystreams.v1alpha1 import engine_pb2 as pb
 
 __all__ = ["App", "BrokerOutage", "HostHealth", "RestoreProgress", "State", "StateListener"]
@@ -212,8 +214,6 @@ class App:
             resp = self._client.open_session(
                 pb.OpenSessionRequest(application_id=application_id, config=props, host_features=HOST_FEATURES)
             )
-            from polystreams import __version__
-
             check_engine_version(resp.version, __version__)
         except BaseException:
             self._client.close()
@@ -422,13 +422,13 @@ class App:
         """The key-value store ``name`` (e.g. ``table.store``, or a
         ``materialized`` name), for interactive queries while :meth:`run`
         serves the topology — from any thread. See :class:`KeyValueStore`."""
-        return KeyValueStore(self, name, self._store_key_serdes.get(name))
+        return open_store(self, name)
 
     def window_store(self, name: str) -> WindowStore:
         """The window or session store ``name`` of a windowed aggregation
         (e.g. ``table.store``), for interactive queries while :meth:`run`
         serves the topology — from any thread. See :class:`WindowStore`."""
-        return WindowStore(self, name, self._store_key_serdes.get(name))
+        return open_window_store(self, name)
 
     def dropped_records(self) -> int:
         """Records the engine's tasks dropped since the topology started

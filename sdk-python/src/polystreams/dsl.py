@@ -11,16 +11,15 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import Any, Literal, overload
 
+from polystreams._session import Handle, Kind, Session
 from polystreams.errors import PolystreamsError
 from polystreams.serde import SerdeName, windowed_codec
+from polystreams.store import KeyValueStore, WindowStore, open_store, open_window_store
 from polystreams.v1alpha1 import engine_pb2 as pb
 from polystreams.windows import Duration, EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, _check_windows, to_ms
 
-if TYPE_CHECKING:
-    from polystreams.app import App
-    from polystreams.store import KeyValueStore, WindowStore
 
 __all__ = [
     "BuiltinReducer",
@@ -35,10 +34,6 @@ __all__ = [
     "SessionWindowedKStream",
     "TimeWindowedKStream",
 ]
-
-Kind = Literal["stream", "grouped_stream", "table", "grouped_table", "windowed_stream", "session_windowed_stream", "global_table"]
-"""What a handle stands for (``windowed_stream``: a TimeWindowedKStream, of
-time or sliding windows)."""
 
 BuiltinReducer = Literal["sum", "min", "max", "latest"]
 """A reduce that runs in the engine and never crosses to the host: ``sum``,
@@ -69,39 +64,6 @@ _BUILTIN_REDUCERS: dict[str, pb.Reducer] = {
     "max": pb.REDUCER_MAX,
     "latest": pb.REDUCER_LATEST,
 }
-
-_KINDS: dict[int, Kind] = {
-    pb.KIND_STREAM: "stream",
-    pb.KIND_GROUPED_STREAM: "grouped_stream",
-    pb.KIND_TABLE: "table",
-    pb.KIND_GROUPED_TABLE: "grouped_table",
-    pb.KIND_WINDOWED_STREAM: "windowed_stream",
-    pb.KIND_SESSION_WINDOWED_STREAM: "session_windowed_stream",
-    pb.KIND_GLOBAL_TABLE: "global_table",
-}
-
-
-@dataclass(frozen=True)
-class Handle:
-    """The engine's answer to a builder call: an opaque id, the kind of
-    thing it names, the serdes of its records and the processor node they
-    come out of (e.g. ``KSTREAM-MAPVALUES-0000000001``); for a table kept
-    in a store, the store's name (for interactive queries, else "")."""
-
-    id: int
-    kind: Kind
-    key_serde: str
-    value_serde: str
-    node: str
-    store: str = ""
-
-    @classmethod
-    def from_proto(cls, h: pb.Handle) -> Handle:
-        kind = _KINDS.get(h.kind)
-        if kind is None:
-            raise ValueError(f"handle {h.id} has kind {h.kind}, which this SDK does not know")
-        return cls(h.id, kind, h.key_serde, h.value_serde, h.node, h.store)
-
 
 @dataclass(frozen=True)
 class Materialized:
@@ -146,7 +108,7 @@ class _Node:
 
     _kind: Kind
 
-    def __init__(self, app: App, handle: Handle) -> None:
+    def __init__(self, app: Session, handle: Handle) -> None:
         if handle.kind != self._kind:
             raise TypeError(f"{type(self).__name__} cannot wrap handle {handle.id}, a {handle.kind}")
         self._app = app
@@ -540,7 +502,7 @@ def _count(node: _Node, materialized: str | Materialized | None, name: str | Non
     return KTable(node._app, node._app._build("count", op))
 
 
-def _set_joiner(app: App, what: str, op: pb.JoinOp, joiner: ValueJoiner) -> int:
+def _set_joiner(app: Session, what: str, op: pb.JoinOp, joiner: ValueJoiner) -> int:
     """Sets op's joiner: a built-in's name (no token: returns 0) or a
     function registered for this call, whose token it returns."""
     if isinstance(joiner, str):
@@ -948,7 +910,7 @@ class KTable(_Node):
             raise TypeError(f"{self!r} is kept in no store, so it cannot be queried")
         if windowed_codec(self.handle.key_serde):
             raise TypeError(f"{self!r} is a windowed aggregation's table: query it with window_store()")
-        return self._app.store(self.handle.store)
+        return open_store(self._app, self.handle.store)
 
     def window_store(self) -> WindowStore:
         """A windowed aggregation's window (or session) store, for
@@ -956,7 +918,7 @@ class KTable(_Node):
         (``app.window_store(table.store)``)."""
         if not self.handle.store:
             raise TypeError(f"{self!r} is kept in no store, so it cannot be queried")
-        return self._app.window_store(self.handle.store)
+        return open_window_store(self._app, self.handle.store)
 
     def suppress(self, suppressed: Suppressed) -> KTable:
         """Holds back a windowed aggregation's updates
@@ -1152,7 +1114,7 @@ class GlobalKTable(_Node):
     def query(self) -> KeyValueStore:
         """The global table's store, for interactive queries while the app
         runs (``app.store(global_table.store)``)."""
-        return self._app.store(self.handle.store)
+        return open_store(self._app, self.handle.store)
 
 
 def _join_global(

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from polystreams import serde
+from polystreams._session import Session
 from polystreams.errors import PolystreamsError
 from polystreams.v1alpha1 import engine_pb2 as pb
 from polystreams.windows import Windowed, to_ms
-
-if TYPE_CHECKING:
-    from polystreams.app import App
 
 __all__ = ["KeyValueStore", "WindowStore"]
 
@@ -43,7 +41,7 @@ class KeyValueStore:
     the first page is read by the call itself (so errors raise there).
     """
 
-    def __init__(self, app: App, name: str, key_serde: str | None = None) -> None:
+    def __init__(self, app: Session, name: str, key_serde: str | None = None) -> None:
         self._app = app
         self.name = name
         self._key_serde = key_serde or None
@@ -182,7 +180,7 @@ class WindowStore:
     100,000 windows raises: ask for a shorter time range.
     """
 
-    def __init__(self, app: App, name: str, key_serde: str | None = None) -> None:
+    def __init__(self, app: Session, name: str, key_serde: str | None = None) -> None:
         self._kv = KeyValueStore(app, name, key_serde)
         self.name = name
 
@@ -237,3 +235,14 @@ def _inner_serde(windowed: str) -> str:
     if windowed.endswith(")") and "(" in windowed:
         return windowed[windowed.index("(") + 1 : -1].split(",", 1)[0]
     return windowed
+
+
+def open_store(session: Session, name: str) -> KeyValueStore:
+    """The key-value store ``name`` of session (App.store, table.query())."""
+    return KeyValueStore(session, name, session._store_key_serdes.get(name))
+
+
+def open_window_store(session: Session, name: str) -> WindowStore:
+    """The window or session store ``name`` of session (App.window_store,
+    table.window_store())."""
+    return WindowStore(session, name, session._store_key_serdes.get(name))

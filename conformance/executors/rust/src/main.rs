@@ -38,7 +38,80 @@ fn emit(event: J) {
 }
 
 // The catalogue (conformance/README.md defines each function; the runner's
-// catalogue.go is the reference).
+// catalogue.go is the reference). Functions conformance/catalogue.json
+// defines by an expr are built from it; the others are written here.
+
+const CATALOGUE: &str = include_str!("../../../catalogue.json");
+
+/// The expr conformance/catalogue.json defines `name` by, if any.
+fn expr_of(name: &str) -> Option<J> {
+    thread_local! {
+        static FUNCTIONS: J = serde_json::from_str::<J>(CATALOGUE).expect("catalogue.json is JSON")["functions"].clone();
+    }
+    FUNCTIONS.with(|f| f.get(name).and_then(|e| e.get("expr")).cloned())
+}
+
+/// What an expr evaluates to: a value, a list of values, or a boolean.
+enum Ev {
+    One(Value),
+    Many(Vec<Value>),
+    Bool(bool),
+}
+
+/// A catalogue expr's value (var, const, list, not_null) for key k and value v.
+fn eval(e: &J, k: &Value, v: &Value) -> R<Ev> {
+    let (op, x) =
+        e.as_object().and_then(|m| m.iter().next()).ok_or_else(|| format!("catalogue expr {e}: not an operation"))?;
+    Ok(match op.as_str() {
+        "var" => Ev::One(match x.as_str() {
+            Some("key") => k.clone(),
+            Some("value") => v.clone(),
+            _ => return Err(format!("catalogue expr: no variable {x}")),
+        }),
+        "const" => match x {
+            J::Bool(b) => Ev::Bool(*b),
+            J::Number(n) if n.is_i64() => Ev::One(Value::Long(n.as_i64().unwrap_or_default())),
+            J::String(s) => Ev::One(Value::from(s.as_str())),
+            other => Ev::One(Value::from_json(other.clone())),
+        },
+        "list" => Ev::Many(
+            x.as_array()
+                .ok_or("catalogue expr: list of no list")?
+                .iter()
+                .map(|i| match eval(i, k, v)? {
+                    Ev::One(v) => Ok(v),
+                    _ => Err("catalogue expr: a list holds values".to_owned()),
+                })
+                .collect::<R<_>>()?,
+        ),
+        "not_null" => match eval(x, k, v)? {
+            Ev::One(v) => Ev::Bool(!v.is_null()),
+            _ => return Err("catalogue expr: not_null of no value".to_owned()),
+        },
+        other => return Err(format!("catalogue expr: unknown operation {other}")),
+    })
+}
+
+fn one(e: R<Ev>) -> R<Value> {
+    match e? {
+        Ev::One(v) => Ok(v),
+        _ => Err("catalogue expr: want a value".to_owned()),
+    }
+}
+
+fn many(e: R<Ev>) -> R<Vec<Value>> {
+    match e? {
+        Ev::Many(v) => Ok(v),
+        _ => Err("catalogue expr: want a list".to_owned()),
+    }
+}
+
+fn boolean(e: R<Ev>) -> R<bool> {
+    match e? {
+        Ev::Bool(b) => Ok(b),
+        _ => Err("catalogue expr: want a boolean".to_owned()),
+    }
+}
 
 fn describe(v: &Value) -> &'static str {
     match v {
@@ -169,6 +242,9 @@ fn mapper(f: &FnRef) -> R<Mapper> {
     if let Some(check) = raises(f) {
         return Ok(Arc::new(move |v| check(&v).map(|_| v)));
     }
+    if let Some(e) = expr_of(&f.name) {
+        return Ok(Arc::new(move |v| one(eval(&e, &Value::Null, &v))));
+    }
     let a = f.arg.clone();
     Ok(match f.name.as_str() {
         "upper" => Arc::new(|v| map_str("upper", v, str::to_uppercase)),
@@ -182,8 +258,6 @@ fn mapper(f: &FnRef) -> R<Mapper> {
             Ok(Value::Json(J::Object(m)))
         }),
         "twice" => Arc::new(|v| arith("twice", &v, &v, false)),
-        "to_null" => Arc::new(|_| Ok(Value::Null)),
-        "identity" => Arc::new(Ok),
         "to_text" => Arc::new(|v| match &v {
             Value::Null => Ok(Value::Null),
             _ if v.as_str().is_some() => Ok(v),
@@ -207,10 +281,11 @@ fn flat(f: &FnRef) -> R<Flat> {
     if let Some(check) = raises(f) {
         return Ok(Arc::new(move |v| check(&v).map(|_| vec![v])));
     }
+    if let Some(e) = expr_of(&f.name) {
+        return Ok(Arc::new(move |v| many(eval(&e, &Value::Null, &v))));
+    }
     Ok(match f.name.as_str() {
         "split_words" => Arc::new(|v| Ok(s("split_words", &v)?.split_whitespace().map(Value::from).collect())),
-        "duplicate" => Arc::new(|v| Ok(vec![v.clone(), v])),
-        "nothing" => Arc::new(|_| Ok(vec![])),
         _ => return Err(unknown(f, "flat mapper")),
     })
 }
@@ -219,6 +294,9 @@ fn predicate(f: &FnRef) -> R<Pred> {
     if let Some(check) = raises(f) {
         return Ok(Arc::new(move |_, v| check(v).map(|_| true)));
     }
+    if let Some(e) = expr_of(&f.name) {
+        return Ok(Arc::new(move |k, v| boolean(eval(&e, k, v))));
+    }
     let a = f.arg.clone();
     Ok(match f.name.as_str() {
         "is_even" => Arc::new(|_, v| match v {
@@ -226,11 +304,8 @@ fn predicate(f: &FnRef) -> R<Pred> {
             _ => int(v).map(|i| i % 2 == 0).ok_or_else(|| format!("is_even: want an integer, got {}", describe(v))),
         }),
         "is_long_word" => Arc::new(|_, v| Ok(!v.is_null() && s("is_long_word", v)?.chars().count() >= 5)),
-        "has_key" => Arc::new(|k, _| Ok(!k.is_null())),
         "value_contains" => Arc::new(move |_, v| Ok(!v.is_null() && s("value_contains", v)?.contains(a.as_str()))),
         "key_starts_with" => Arc::new(move |k, _| Ok(!k.is_null() && s("key_starts_with", k)?.starts_with(a.as_str()))),
-        "always" => Arc::new(|_, _| Ok(true)),
-        "never" => Arc::new(|_, _| Ok(false)),
         _ => return Err(unknown(f, "predicate")),
     })
 }
@@ -239,18 +314,19 @@ fn key_selector(f: &FnRef) -> R<KeyFn> {
     if let Some(check) = raises(f) {
         return Ok(Arc::new(move |k, v| check(v).map(|_| k.clone())));
     }
+    if let Some(e) = expr_of(&f.name) {
+        return Ok(Arc::new(move |k, v| one(eval(&e, k, v))));
+    }
     let a = f.arg.clone();
     Ok(match f.name.as_str() {
         "first_word_key" => {
             Arc::new(|_, v| Ok(s("first_word_key", v)?.split_whitespace().next().map_or(Value::Null, Value::from)))
         }
-        "value_as_key" => Arc::new(|_, v| Ok(v.clone())),
         "key_upper" => Arc::new(|k, _| map_str("key_upper", k.clone(), str::to_uppercase)),
         "field_key" => Arc::new(move |_, v| field("field_key", v, &a)),
         "first_letter" => Arc::new(|_, v| {
             Ok(s("first_letter", v)?.chars().next().map_or(Value::Null, |c| Value::String(c.to_string())))
         }),
-        "null_key" => Arc::new(|_, _| Ok(Value::Null)),
         _ => return Err(unknown(f, "key selector")),
     })
 }
@@ -259,12 +335,16 @@ fn kv_mapper(f: &FnRef) -> R<KvFn> {
     if let Some(check) = raises(f) {
         return Ok(Arc::new(move |k, v| check(&v).map(|_| (k.clone(), v))));
     }
+    if let Some(e) = expr_of(&f.name) {
+        return Ok(Arc::new(move |k, v| match many(eval(&e, k, &v))?.as_slice() {
+            [k2, v2] => Ok((k2.clone(), v2.clone())),
+            _ => Err("catalogue expr: a key-value mapper gives a pair".to_owned()),
+        }));
+    }
     Ok(match f.name.as_str() {
-        "swap" => Arc::new(|k, v| Ok((v, k.clone()))),
         "upper_both" => Arc::new(|k, v| {
             Ok((map_str("upper_both", k.clone(), str::to_uppercase)?, map_str("upper_both", v, str::to_uppercase)?))
         }),
-        "word_one" => Arc::new(|_, v| Ok((v, Value::Long(1)))),
         "region_of" => Arc::new(|_, v| Ok((field("region_of", &v, "region")?, v))),
         // A Rust group_by mapper always returns a pair: a null key is how it
         // says there is none (Kafka Streams skips both alike).
@@ -283,9 +363,10 @@ fn action(f: &FnRef) -> R<Pred> {
     if let Some(check) = raises(f) {
         return Ok(Arc::new(move |_, v| check(v).map(|_| true)));
     }
-    match f.name.as_str() {
-        "noop" => Ok(Arc::new(|_, _| Ok(true))),
-        _ => Err(unknown(f, "action")),
+    match expr_of(&f.name) {
+        // An action gives nothing: its expr is what it computes, and no one reads it.
+        Some(e) => Ok(Arc::new(move |k, v| eval(&e, k, v).map(|_| true))),
+        None => Err(unknown(f, "action")),
     }
 }
 
@@ -350,13 +431,13 @@ fn merger(f: &FnRef) -> R<Agg> {
     }
 }
 
-fn initializer(f: &FnRef) -> R<fn() -> Value> {
-    Ok(match f.name.as_str() {
-        "zero" => || Value::Long(0),
-        "empty_string" => || Value::from(""),
-        "empty_list" => || Value::Json(J::Array(vec![])),
-        _ => return Err(unknown(f, "initializer")),
-    })
+type Init = Arc<dyn Fn() -> Value + Send + Sync>;
+
+fn initializer(f: &FnRef) -> R<Init> {
+    match expr_of(&f.name) {
+        Some(e) => Ok(Arc::new(move || ok(one(eval(&e, &Value::Null, &Value::Null))))),
+        None => Err(unknown(f, "initializer")),
+    }
 }
 
 // Building a case.
@@ -822,7 +903,7 @@ fn apply(
                 "aggregate" => {
                     let init = initializer(&fn_of(step, "init"))?;
                     let a = aggregator(&f)?;
-                    Node::Table(g.aggregate_with(init, move |k, v, agg| ok(a(k, v, agg)), o)?)
+                    Node::Table(g.aggregate_with(move || init(), move |k, v, agg| ok(a(k, v, agg)), o)?)
                 }
                 _ => return Err(format!("executor: {op} cannot apply to a grouped stream").into()),
             }
@@ -882,7 +963,7 @@ fn apply(
                 "aggregate" => {
                     let init = initializer(&fn_of(step, "init"))?;
                     let a = aggregator(&f)?;
-                    WindowedTable::Values(w.aggregate_with(init, move |k, v, agg| ok(a(k, v, agg)), o)?)
+                    WindowedTable::Values(w.aggregate_with(move || init(), move |k, v, agg| ok(a(k, v, agg)), o)?)
                 }
                 _ => return Err(format!("executor: {op} cannot apply to a time-windowed stream").into()),
             })
@@ -911,7 +992,7 @@ fn apply(
                     let a = aggregator(&f)?;
                     let m = merger(&m)?;
                     WindowedTable::Values(w.aggregate_with(
-                        init,
+                        move || init(),
                         move |k, v, agg| ok(a(k, v, agg)),
                         move |k, a1, a2| ok(m(k, a1, a2)),
                         o,
@@ -946,7 +1027,7 @@ fn apply(
                     let a = aggregator(&f)?;
                     let s = aggregator(&sub.ok_or_else(|| need_sub("aggregate"))?)?;
                     Node::Table(g.aggregate_with(
-                        init,
+                        move || init(),
                         move |k, v, agg| ok(a(k, v, agg)),
                         move |k, v, agg| ok(s(k, v, agg)),
                         o,

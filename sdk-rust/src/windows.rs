@@ -6,13 +6,16 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::app::Inner;
-use crate::dsl::{expect_handle, Handle, KGroupedStream, KTable, Kind, Options, Reducer};
-use crate::error::{Error, Result};
+use crate::bundle::Fold;
+use crate::dsl::{KGroupedStream, KTable};
+use crate::errors::{Error, Result};
+use crate::fold::Reducer;
 use crate::fold::{Aggregate, AggregateNames, Aggregations, StreamReduce};
-use crate::host::Fold;
+use crate::options::Options;
 use crate::pb::{self, build_request::Operation as Op};
-use crate::serdes::{Serde, SerdeError};
+use crate::serdes::{Serde, Windowed};
+use crate::session::Session;
+use crate::session::{expect_handle, Handle, Kind};
 use crate::store::WindowStore;
 
 /// Fixed-size windows aligned to the epoch (Kafka Streams' `TimeWindows`):
@@ -46,100 +49,6 @@ impl TimeWindows {
     }
 }
 
-/// A key and the window it is aggregated in: the key type of a windowed
-/// aggregation's table. Encoded as Kafka Streams' `TimeWindowedSerializer`
-/// writes it (the inner key, then the window start as 8-byte big-endian
-/// epoch millis; the end is start + size), or `SessionWindowedSerializer`
-/// (inner key, end, start).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Windowed<K> {
-    pub key: K,
-    /// Epoch millis, inclusive.
-    pub start_ms: i64,
-    /// Epoch millis, exclusive for time windows.
-    pub end_ms: i64,
-}
-
-/// The parts of a windowed serde name: "windowed(<inner>,<size ms>)" or
-/// "session-windowed(<inner>)".
-enum WindowedSerde<'a> {
-    Time(&'a str, i64),
-    Session(&'a str),
-}
-
-fn parse(serde: &str) -> Result<WindowedSerde<'_>, SerdeError> {
-    let bad = || {
-        SerdeError(format!(
-            "windowed key: serde {serde:?} is not windowed(<serde>,<size>) or session-windowed(<serde>)"
-        ))
-    };
-    if let Some(inner) = serde.strip_prefix("session-windowed(").and_then(|s| s.strip_suffix(')')) {
-        return Ok(WindowedSerde::Session(inner));
-    }
-    let inner = serde.strip_prefix("windowed(").and_then(|s| s.strip_suffix(')')).ok_or_else(bad)?;
-    let (inner, size) = inner.rsplit_once(',').ok_or_else(bad)?;
-    Ok(WindowedSerde::Time(inner, size.trim().parse().map_err(|_| bad())?))
-}
-
-/// The inner key serde of a windowed serde name.
-pub(crate) fn inner_serde(serde: &str) -> Option<&str> {
-    match parse(serde).ok()? {
-        WindowedSerde::Time(inner, _) | WindowedSerde::Session(inner) => Some(inner),
-    }
-}
-
-fn be(b: &[u8]) -> i64 {
-    i64::from_be_bytes(b.try_into().expect("8 bytes"))
-}
-
-impl<K: Serde> Serde for Windowed<K> {
-    /// Named by the engine: the table's key serde.
-    const NAME: &'static str = "";
-
-    fn decode(serde: &str, data: Option<&[u8]>) -> Result<Self, SerdeError> {
-        let d = data.ok_or_else(|| SerdeError("windowed key: the key is null".into()))?;
-        let short = |n: usize| SerdeError(format!("windowed key: want at least {n} bytes, got {}", d.len()));
-        match parse(serde)? {
-            WindowedSerde::Time(inner, size) => {
-                let cut = d.len().checked_sub(8).ok_or_else(|| short(8))?;
-                let start_ms = be(&d[cut..]);
-                Ok(Windowed {
-                    key: K::decode(inner, Some(&d[..cut]))?,
-                    start_ms,
-                    end_ms: start_ms.saturating_add(size),
-                })
-            }
-            WindowedSerde::Session(inner) => {
-                let cut = d.len().checked_sub(16).ok_or_else(|| short(16))?;
-                Ok(Windowed {
-                    key: K::decode(inner, Some(&d[..cut]))?,
-                    end_ms: be(&d[cut..cut + 8]),
-                    start_ms: be(&d[cut + 8..]),
-                })
-            }
-        }
-    }
-
-    fn encode(&self, serde: &str, out: &mut Vec<u8>) -> Result<bool, SerdeError> {
-        match parse(serde)? {
-            WindowedSerde::Time(inner, _) => {
-                if !self.key.encode(inner, out)? {
-                    return Err(SerdeError("windowed key: the inner key is null".into()));
-                }
-                out.extend_from_slice(&self.start_ms.to_be_bytes());
-            }
-            WindowedSerde::Session(inner) => {
-                if !self.key.encode(inner, out)? {
-                    return Err(SerdeError("windowed key: the inner key is null".into()));
-                }
-                out.extend_from_slice(&self.end_ms.to_be_bytes());
-                out.extend_from_slice(&self.start_ms.to_be_bytes());
-            }
-        }
-        Ok(true)
-    }
-}
-
 /// When a windowed aggregation forwards its results (Kafka Streams'
 /// `EmitStrategy`, KIP-825), set with `emit_strategy` on a windowed stream.
 /// The engine keeps the last close time it emitted with the store, so a
@@ -167,7 +76,7 @@ impl EmitStrategy {
 
 /// The Build call of `emit_strategy`: the windowed stream's new handle,
 /// checked to be of `kind`.
-fn emit_strategy_handle(app: &Inner, input: u64, s: EmitStrategy, kind: Kind) -> Result<Handle> {
+fn emit_strategy_handle(app: &Session, input: u64, s: EmitStrategy, kind: Kind) -> Result<Handle> {
     let op = Op::EmitStrategy(pb::EmitStrategyOp { input, strategy: s.to_proto() });
     let h = expect_handle(app.build(op, &[])?, "emit_strategy")?;
     if h.kind != kind {
@@ -180,7 +89,7 @@ fn emit_strategy_handle(app: &Inner, input: u64, s: EmitStrategy, kind: Kind) ->
 /// aggregations keep one aggregate per key and window, in a table keyed by
 /// [`Windowed<K>`].
 pub struct TimeWindowedKStream<K, V> {
-    app: Arc<Inner>,
+    app: Arc<Session>,
     handle: Handle,
     _types: PhantomData<fn() -> (K, V)>,
 }
@@ -314,7 +223,7 @@ impl Windows for SessionWindows {
 /// its aggregations keep one aggregate per key and session, in a table
 /// keyed by [`Windowed<K>`] (the session's start and end).
 pub struct SessionWindowedKStream<K, V> {
-    app: Arc<Inner>,
+    app: Arc<Session>,
     handle: Handle,
     _types: PhantomData<fn() -> (K, V)>,
 }
@@ -512,7 +421,7 @@ impl<K: Serde, V: Serde> KTable<Windowed<K>, V> {
     /// [`suppress_until_window_closes`](Self::suppress_until_window_closes)
     /// with `name` (`Suppressed.withName`; its store is `<name>-store`).
     pub fn suppress_until_window_closes_with(&self, o: Options) -> Result<KTable<Windowed<K>, V>> {
-        o.check("suppress", crate::dsl::NAME)?;
+        o.check("suppress", crate::options::NAME)?;
         let op = Op::Suppress(pb::SuppressOp { input: self.handle().id, name: o.name_or_empty() });
         KTable::wrap(self.app().clone(), expect_handle(self.app().build(op, &[])?, "suppress")?)
     }

@@ -3,7 +3,7 @@
 //! each record's table value beside its value (`Bundle.other_values`;
 //! length -1: none, a left join's miss).
 
-use super::{column, fail_all, guarded, kind};
+use super::{column, fail_all, fail_unreadable, guarded, kind};
 use crate::pb;
 use crate::serdes::Serde;
 
@@ -45,7 +45,7 @@ impl<V: Serde, VT: Serde, VR: Serde> JoinRun for ValueJoiner<V, VT, VR> {
             column(&b.values, &b.value_lengths).and_then(|v| Ok((v, column(&b.other_values, &b.other_value_lengths)?)));
         let (values, others) = match cols {
             Ok(c) => c,
-            Err(e) => return fail_all(b, 0, e),
+            Err(e) => return fail_unreadable(b, e),
         };
         let out_serde = if b.output_value_serde.is_empty() { &b.value_serde } else { &b.output_value_serde };
         let mut result = pb::BundleResult { bundle_id: b.id, output_counts: vec![0; n], ..Default::default() };

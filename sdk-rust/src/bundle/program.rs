@@ -13,7 +13,7 @@
 //! A value whose call panics fails alone, and so does every value that
 //! refers to its output.
 
-use super::{column, fail_all, guarded, kind, outcomes, Folder};
+use super::{column, fail_all, fail_unreadable, guarded, kind, outcomes, Folder};
 use crate::pb;
 use crate::serdes::Serde;
 
@@ -186,7 +186,7 @@ pub(super) fn run<F: Folder>(f: &F, b: &pb::Bundle) -> pb::BundleResult {
     })();
     let (values, keys, pool) = match cols {
         Ok(c) => c,
-        Err(e) => return fail_all(b, 0, e),
+        Err(e) => return fail_unreadable(b, e),
     };
     let serde: &str = [&b.aggregate_serde, &b.output_value_serde, &b.value_serde]
         .into_iter()

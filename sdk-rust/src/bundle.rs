@@ -272,12 +272,28 @@ fn kind(undecodable: bool) -> i32 {
 
 /// A result that fails every record of the bundle at one step.
 pub(crate) fn fail_all(b: &pb::Bundle, step: usize, msg: String) -> pb::BundleResult {
+    fail_all_as(b, step, msg, false)
+}
+
+/// A result that fails every record of a bundle whose columns do not
+/// split (a malformed bundle): deserialization failures, as the records'
+/// bytes cannot be read.
+pub(crate) fn fail_unreadable(b: &pb::Bundle, msg: String) -> pb::BundleResult {
+    fail_all_as(b, 0, msg, true)
+}
+
+fn fail_all_as(b: &pb::Bundle, step: usize, msg: String, undecodable: bool) -> pb::BundleResult {
     let n = outcomes(b);
     pb::BundleResult {
         bundle_id: b.id,
         output_counts: vec![0; n],
         failures: (0..n)
-            .map(|i| pb::RecordFailure { index: i as i32, step: step as i32, message: msg.clone(), kind: kind(false) })
+            .map(|i| pb::RecordFailure {
+                index: i as i32,
+                step: step as i32,
+                message: msg.clone(),
+                kind: kind(undecodable),
+            })
             .collect(),
         ..Default::default()
     }
@@ -303,12 +319,12 @@ fn run_chain(b: &pb::Bundle, steps: &[(i32, &StepFn)]) -> pb::BundleResult {
     let n = b.value_lengths.len();
     let values = match column(&b.values, &b.value_lengths) {
         Ok(v) => v,
-        Err(e) => return fail_all(b, 0, e),
+        Err(e) => return fail_unreadable(b, e),
     };
     let keys = if b.key_lengths.len() == n {
         match column(&b.keys, &b.key_lengths) {
             Ok(k) => k,
-            Err(e) => return fail_all(b, 0, e),
+            Err(e) => return fail_unreadable(b, e),
         }
     } else {
         vec![None; n]
@@ -503,18 +519,20 @@ impl<F: Folder> FoldRun for Fold<F> {
                 ),
             );
         }
+        // An error: its message, and whether a column did not split.
         let cols = (|| {
-            let values = column(&b.values, &b.value_lengths)?;
-            let keys = column(&b.keys, &b.key_lengths)?;
-            let aggs = column(&b.aggregates, &b.aggregate_lengths)?;
+            let unreadable = |e: String| (e, true);
+            let values = column(&b.values, &b.value_lengths).map_err(unreadable)?;
+            let keys = column(&b.keys, &b.key_lengths).map_err(unreadable)?;
+            let aggs = column(&b.aggregates, &b.aggregate_lengths).map_err(unreadable)?;
             let olds = if table {
                 if b.old_value_lengths.len() != n {
-                    return Err(format!(
-                        "malformed table fold bundle: {} old values for {n} values",
-                        b.old_value_lengths.len()
+                    return Err((
+                        format!("malformed table fold bundle: {} old values for {n} values", b.old_value_lengths.len()),
+                        false,
                     ));
                 }
-                column(&b.old_values, &b.old_value_lengths)?
+                column(&b.old_values, &b.old_value_lengths).map_err(unreadable)?
             } else {
                 Vec::new()
             };
@@ -524,7 +542,10 @@ impl<F: Folder> FoldRun for Fold<F> {
                 let mut refd = Vec::with_capacity(n);
                 for &r in &b.value_refs {
                     let v = usize::try_from(r).ok().and_then(|r| values.get(r)).ok_or_else(|| {
-                        format!("malformed fold bundle: value ref {r} names none of its {} values", values.len())
+                        (
+                            format!("malformed fold bundle: value ref {r} names none of its {} values", values.len()),
+                            false,
+                        )
                     })?;
                     refd.push(*v);
                 }
@@ -534,7 +555,7 @@ impl<F: Folder> FoldRun for Fold<F> {
         })();
         let (values, keys, aggs, olds) = match cols {
             Ok(c) => c,
-            Err(e) => return fail_all(b, 0, e),
+            Err((e, unreadable)) => return fail_all_as(b, 0, e, unreadable),
         };
         let agg_serde: &str = [&b.aggregate_serde, &b.output_value_serde, &b.value_serde]
             .into_iter()
@@ -673,3 +694,5 @@ mod program;
 pub(crate) use join::{JoinRun, ValueJoiner};
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod vectors;

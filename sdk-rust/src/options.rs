@@ -1,0 +1,150 @@
+//! The options of an operator ([`Options`]) and of a state store
+//! ([`Materialized`]).
+
+use crate::errors::{Error, Result};
+use crate::pb;
+
+/// Names and types a state store (Kafka Streams' `Materialized`).
+///
+/// `Materialized::named("counts")` names the store (and so its changelog
+/// topic, `<application.id>-counts-changelog`) and makes it queryable;
+/// `Materialized::new().value_serde("long")` gives serdes only, and the
+/// store's name is generated. `.changelog_config("min.compaction.lag.ms",
+/// "60000")` is `Materialized.withLoggingEnabled`: topic configs of the
+/// store's changelog, applied when the engine creates it (a key-value
+/// store's changelog stays compacted).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Materialized {
+    store_name: String,
+    key_serde: String,
+    value_serde: String,
+    changelog_config: std::collections::BTreeMap<String, String>,
+    retention_ms: i64,
+}
+
+impl Materialized {
+    /// Materialized with a generated name.
+    pub fn new() -> Materialized {
+        Materialized::default()
+    }
+    /// `Materialized.as(name)`.
+    pub fn named(store_name: impl Into<String>) -> Materialized {
+        Materialized { store_name: store_name.into(), ..Materialized::default() }
+    }
+    /// The store's key serde (a serde name: bytes, string, json, long, integer, double).
+    pub fn key_serde(mut self, serde: impl Into<String>) -> Materialized {
+        self.key_serde = serde.into();
+        self
+    }
+    /// The store's value serde.
+    pub fn value_serde(mut self, serde: impl Into<String>) -> Materialized {
+        self.value_serde = serde.into();
+        self
+    }
+    /// A topic config of the store's changelog (`Materialized.withLoggingEnabled`).
+    pub fn changelog_config(mut self, key: impl Into<String>, value: impl Into<String>) -> Materialized {
+        self.changelog_config.insert(key.into(), value.into());
+        self
+    }
+    /// `Materialized.withRetention(retention)`: how long a windowed
+    /// aggregation's store keeps its windows (at least window size plus
+    /// grace; the engine refuses less). Unset, the engine's default.
+    pub fn retention(mut self, retention: std::time::Duration) -> Materialized {
+        self.retention_ms = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+        self
+    }
+    pub(crate) fn to_proto(&self) -> pb::Materialized {
+        pb::Materialized {
+            store_name: self.store_name.clone(),
+            key_serde: self.key_serde.clone(),
+            value_serde: self.value_serde.clone(),
+            changelog_config: self.changelog_config.clone().into_iter().collect(),
+            retention_ms: self.retention_ms,
+        }
+    }
+}
+
+impl From<&str> for Materialized {
+    fn from(name: &str) -> Materialized {
+        Materialized::named(name)
+    }
+}
+
+/// The options of an operator, as Kafka Streams' `Named`, `Grouped`,
+/// `Produced`, `Consumed` and `Materialized` give them: `name` names the
+/// processor node (or the repartition topic, for a grouping; the source, for
+/// a stream or table); `key_serde` and `value_serde` override the serdes the
+/// Rust types would give; `materialized` keeps an aggregation's or a
+/// table operator's result in a store. Each `*_with` method says which it
+/// takes, and refuses the others.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Options {
+    name: Option<String>,
+    key_serde: Option<String>,
+    value_serde: Option<String>,
+    materialized: Option<Materialized>,
+}
+
+pub(crate) const NAME: u8 = 1;
+pub(crate) const KEY: u8 = 2;
+pub(crate) const VALUE: u8 = 4;
+pub(crate) const MATERIALIZED: u8 = 8;
+
+impl Options {
+    pub fn new() -> Options {
+        Options::default()
+    }
+    /// Options naming the node: `Named.as(name)`.
+    pub fn named(name: impl Into<String>) -> Options {
+        Options::new().name(name)
+    }
+    pub fn name(mut self, name: impl Into<String>) -> Options {
+        self.name = Some(name.into());
+        self
+    }
+    /// A serde name: bytes, string, json, long, integer, double.
+    pub fn key_serde(mut self, serde: impl Into<String>) -> Options {
+        self.key_serde = Some(serde.into());
+        self
+    }
+    pub fn value_serde(mut self, serde: impl Into<String>) -> Options {
+        self.value_serde = Some(serde.into());
+        self
+    }
+    /// A store: `Materialized::named("counts")`, or just `"counts"`.
+    pub fn materialized(mut self, m: impl Into<Materialized>) -> Options {
+        self.materialized = Some(m.into());
+        self
+    }
+
+    pub(crate) fn check(&self, op: &str, allowed: u8) -> Result<()> {
+        let mut bad = Vec::new();
+        for (set, bit, what) in [
+            (self.name.is_some(), NAME, "name"),
+            (self.key_serde.is_some(), KEY, "key_serde"),
+            (self.value_serde.is_some(), VALUE, "value_serde"),
+            (self.materialized.is_some(), MATERIALIZED, "materialized"),
+        ] {
+            if set && allowed & bit == 0 {
+                bad.push(what);
+            }
+        }
+        if bad.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::invalid(format!("{op}: takes no {} option", bad.join(" or "))))
+        }
+    }
+    pub(crate) fn name_or_empty(&self) -> String {
+        self.name.clone().unwrap_or_default()
+    }
+    pub(crate) fn key_or(&self, default: &str) -> String {
+        self.key_serde.clone().unwrap_or_else(|| default.to_owned())
+    }
+    pub(crate) fn value_or(&self, default: &str) -> String {
+        self.value_serde.clone().unwrap_or_else(|| default.to_owned())
+    }
+    pub(crate) fn materialized_proto(&self) -> Option<pb::Materialized> {
+        self.materialized.as_ref().map(Materialized::to_proto)
+    }
+}

@@ -1,0 +1,62 @@
+/**
+ * make bench-peers arm: each topology with the polystreams Node SDK, written as
+ * sdk-node/README.md writes it, against an engine the harness started
+ * (polystreams serve). Run from sdk-node/ with `node --import tsx`; takes the
+ * flags every arm takes (arms/common.py).
+ */
+
+import { parseArgs } from "node:util";
+import { App, type Config } from "../../../../sdk-node/src/index.js";
+
+const { values: args } = parseArgs({
+  options: {
+    brokers: { type: "string" },
+    app: { type: "string" },
+    input: { type: "string" },
+    output: { type: "string" },
+    topology: { type: "string" },
+    "commit-ms": { type: "string" },
+    "state-dir": { type: "string" },
+    engine: { type: "string" },
+  },
+});
+for (const required of ["engine", "app", "input", "output", "topology", "commit-ms", "state-dir"] as const) {
+  if (!args[required]) {
+    throw new Error(`polystreams_node: --${required} is required`);
+  }
+}
+
+const topology = args.topology!;
+const config: Config = {
+  processingGuarantee: topology === "sum_eos" ? "exactly_once_v2" : "at_least_once",
+  commitIntervalMs: Number(args["commit-ms"]),
+  extra: { "state.dir": args["state-dir"]! },
+};
+const app = await App.create(args.app!, { engine: args.engine!, config });
+if (topology === "map_values") {
+  app.stream(args.input!, { value: "string" }).mapValues((v) => v.toUpperCase()).to(args.output!);
+} else if (topology === "word_count") {
+  app.stream(args.input!, { value: "string" })
+    .flatMapValues((line) => line.split(/\s+/).filter(Boolean))
+    .groupBy((_key, word) => word, { key: "string" })
+    .count()
+    .toStream()
+    .to(args.output!);
+} else if (topology === "count") {
+  app.stream(args.input!, { key: "string", value: "string" }).groupByKey().count().toStream().to(args.output!);
+} else if (topology === "sum_eos" || topology === "sum_alos") {
+  app
+    .stream(args.input!, { key: "string", value: "json" })
+    .groupByKey()
+    .aggregate(
+      () => 0n,
+      (_key, v: { amount: number }, total: bigint) => total + BigInt(v.amount),
+      { materialized: { value: "long" } },
+    )
+    .toStream()
+    .to(args.output!);
+} else {
+  throw new Error(`polystreams_node: unknown --topology ${JSON.stringify(topology)}`);
+}
+await app.run(); // until SIGTERM
+await app.close();

@@ -1,0 +1,39 @@
+"""make bench-peers arm: each topology with the polystreams Python SDK, written
+as sdk-python/README.md writes it, against an engine the harness started
+(polystreams serve)."""
+from __future__ import annotations
+
+import common
+from polystreams import App, Config, Materialized
+
+
+def main() -> None:
+    args = common.parser(__doc__ or "").parse_args()
+    guarantee = "exactly_once_v2" if common.exactly_once(args.topology) else "at_least_once"
+    app = App(args.app, Config(processing_guarantee=guarantee, commit_interval_ms=args.commit_ms,
+                               extra={"state.dir": args.state_dir}), engine=args.engine)
+    t = args.topology
+    if t == "map_values":
+        app.stream(args.input, value="string").map_values(str.upper).to(args.output)
+    elif t == "word_count":
+        (app.stream(args.input, value="string")
+            .flat_map_values(str.split)
+            .group_by(lambda key, word: word, key="string")
+            .count()
+            .to_stream()
+            .to(args.output))
+    elif t == "count":
+        app.stream(args.input, key="string", value="string").group_by_key().count().to_stream().to(args.output)
+    else:
+        (app.stream(args.input, key="string", value="json")
+            .group_by_key()
+            .aggregate(lambda: 0, lambda key, v, total: total + v["amount"],
+                       materialized=Materialized(value="long"))
+            .to_stream()
+            .to(args.output))
+    app.run()
+    app.close()
+
+
+if __name__ == "__main__":
+    main()

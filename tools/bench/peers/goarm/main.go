@@ -1,0 +1,149 @@
+// Command goarm is the make bench-peers arm with Go functions: each topology
+// built with polystreams' Go API (core/streams), the functions running inside
+// the engine (no host crossing), the engine embedded in this process. It
+// takes the flags every arm takes (tools/bench/peers/arms/common.py) and runs
+// until SIGTERM.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/polystreams/polystreams/core/streams"
+)
+
+func main() {
+	brokers := flag.String("brokers", "", "bootstrap.servers")
+	app := flag.String("app", "", "application.id")
+	input := flag.String("input", "", "input topic")
+	output := flag.String("output", "", "output topic")
+	topo := flag.String("topology", "", "map_values, word_count, count, sum_eos or sum_alos")
+	commitMs := flag.Int("commit-ms", 100, "commit.interval.ms")
+	stateDir := flag.String("state-dir", "", "state.dir")
+	flag.String("engine", "", "unused (the engine is embedded)")
+	flag.Parse()
+	if err := run(*brokers, *app, *input, *output, *topo, *commitMs, *stateDir); err != nil {
+		fmt.Fprintln(os.Stderr, "goarm:", err)
+		os.Exit(1)
+	}
+}
+
+func build(b *streams.Builder, input, output, topo string) error {
+	switch topo {
+	case "map_values":
+		s, err := b.Stream([]string{input}, streams.ValueSerde(streams.String))
+		if err != nil {
+			return err
+		}
+		up, err := s.MapValues(func(v []byte) ([]byte, error) { return bytes.ToUpper(v), nil })
+		if err != nil {
+			return err
+		}
+		return up.To(output)
+	case "word_count":
+		s, err := b.Stream([]string{input}, streams.KeySerde(streams.String), streams.ValueSerde(streams.String))
+		if err != nil {
+			return err
+		}
+		words, err := s.FlatMapValues(func(line []byte) ([][]byte, error) { return bytes.Fields(line), nil })
+		if err != nil {
+			return err
+		}
+		g, err := words.GroupBy(func(_, word []byte) ([]byte, error) { return word, nil })
+		if err != nil {
+			return err
+		}
+		return countTo(g, output)
+	case "count", "sum_eos", "sum_alos":
+		s, err := b.Stream([]string{input}, streams.KeySerde(streams.String), streams.ValueSerde(streams.String))
+		if err != nil {
+			return err
+		}
+		g, err := s.GroupByKey()
+		if err != nil {
+			return err
+		}
+		if topo == "count" {
+			return countTo(g, output)
+		}
+		t, err := g.Aggregate(
+			func() ([]byte, error) { return make([]byte, 8), nil },
+			func(_, value, agg []byte) ([]byte, error) {
+				var v struct{ Amount int64 }
+				if err := json.Unmarshal(value, &v); err != nil {
+					return nil, err
+				}
+				return binary.BigEndian.AppendUint64(nil, binary.BigEndian.Uint64(agg)+uint64(v.Amount)), nil
+			},
+			streams.StoreSerdes(streams.String, streams.Long))
+		if err != nil {
+			return err
+		}
+		return toStream(t, output)
+	}
+	return fmt.Errorf("unknown --topology %q", topo)
+}
+
+func countTo(g *streams.GroupedStream, output string) error {
+	t, err := g.Count()
+	if err != nil {
+		return err
+	}
+	return toStream(t, output)
+}
+
+func toStream(t *streams.Table, output string) error {
+	s, err := t.ToStream()
+	if err != nil {
+		return err
+	}
+	return s.To(output)
+}
+
+func run(brokers, app, input, output, topo string, commitMs int, stateDir string) error {
+	b := streams.NewBuilder()
+	if err := build(b, input, output, topo); err != nil {
+		return fmt.Errorf("topology %s: %w", topo, err)
+	}
+	guarantee := "at_least_once"
+	if topo == "sum_eos" {
+		guarantee = "exactly_once_v2"
+	}
+	a, err := streams.New(b, streams.Config{
+		ApplicationID: app,
+		Brokers:       brokers,
+		Properties: map[string]string{
+			"processing.guarantee": guarantee,
+			"commit.interval.ms":   strconv.Itoa(commitMs),
+			"state.dir":            stateDir,
+		},
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	start, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := a.Start(start); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case <-a.Done():
+	}
+	end, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel2()
+	return a.Stop(end)
+}

@@ -1,0 +1,111 @@
+package io.polystreams.bench;
+
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.CountDownLatch;
+
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+
+/**
+ * The Kafka Streams arm of make bench-peers: each topology as a Kafka Streams
+ * user writes it (the DSL, RocksDB stores with changelogs, Serdes.Long
+ * counts). Takes the flags every arm takes (tools/bench/peers/arms/common.py)
+ * and runs until SIGTERM.
+ */
+public final class Peers {
+    public static void main(String[] argv) throws InterruptedException {
+        Map<String, String> args = new HashMap<>();
+        for (int i = 0; i + 1 < argv.length; i += 2) {
+            if (!argv[i].startsWith("--")) {
+                throw new IllegalArgumentException("peers: expected --flag value pairs, got " + Arrays.toString(argv));
+            }
+            args.put(argv[i].substring(2), argv[i + 1]);
+        }
+        String topology = require(args, "topology");
+        String input = require(args, "input");
+        String output = require(args, "output");
+
+        StreamsBuilder b = new StreamsBuilder();
+        switch (topology) {
+            case "map_values" -> b.stream(input, Consumed.with(Serdes.ByteArray(), Serdes.String()))
+                    .mapValues(v -> v.toUpperCase(Locale.ROOT))
+                    .to(output, Produced.with(Serdes.ByteArray(), Serdes.String()));
+            case "word_count" -> b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                    .flatMapValues(line -> Arrays.asList(line.split(" ")))
+                    .groupBy((key, word) -> word, Grouped.with(Serdes.String(), Serdes.String()))
+                    .count()
+                    .toStream()
+                    .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+            case "count" -> b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                    .groupByKey()
+                    .count()
+                    .toStream()
+                    .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+            case "sum_eos", "sum_alos" -> b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                    .groupByKey()
+                    .aggregate(() -> 0L, (key, value, total) -> total + Amount.of(value),
+                            Materialized.with(Serdes.String(), Serdes.Long()))
+                    .toStream()
+                    .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+            default -> throw new IllegalArgumentException("peers: unknown --topology " + topology);
+        }
+
+        Properties p = new Properties();
+        p.put(StreamsConfig.APPLICATION_ID_CONFIG, require(args, "app"));
+        p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, require(args, "brokers"));
+        p.put(StreamsConfig.STATE_DIR_CONFIG, require(args, "state-dir"));
+        p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, require(args, "commit-ms"));
+        p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
+                topology.equals("sum_eos") ? StreamsConfig.EXACTLY_ONCE_V2 : StreamsConfig.AT_LEAST_ONCE);
+        p.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
+        // A JVM user on a 2-core machine runs one stream thread per core.
+        p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, args.getOrDefault("threads", "2"));
+
+        KafkaStreams streams = new KafkaStreams(b.build(), p);
+        CountDownLatch done = new CountDownLatch(1);
+        streams.setStateListener((now, before) -> {
+            if (now == KafkaStreams.State.ERROR || now == KafkaStreams.State.NOT_RUNNING) {
+                done.countDown();
+            }
+        });
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            streams.close();
+            done.countDown();
+        }));
+        streams.start();
+        done.await();
+    }
+
+    private static String require(Map<String, String> args, String name) {
+        String v = args.get(name);
+        if (v == null) {
+            throw new IllegalArgumentException("peers: --" + name + " is required");
+        }
+        return v;
+    }
+
+    /** The "amount" of a JSON object {"amount": n}, read as a Kafka Streams user reads JSON: with Jackson. */
+    static final class Amount {
+        private static final com.fasterxml.jackson.databind.ObjectMapper JSON = new com.fasterxml.jackson.databind.ObjectMapper();
+
+        static long of(String value) {
+            try {
+                return JSON.readTree(value).get("amount").asLong();
+            } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+                throw new IllegalArgumentException("peers: value is not JSON with an amount: " + value, e);
+            }
+        }
+    }
+}
