@@ -213,8 +213,8 @@ bench-join: deps build
 	go run ./core/cmd/bench --repo $(CURDIR) --python $(PY) --rust $(CURDIR)/sdk-rust/target/release/examples/benchhost \
 		-crossing=false -sweep=false -agg=false -win=false -join
 
-# polystreams beside Kafka Streams (JVM), Quix Streams, Faust and a
-# confluent-kafka loop, on kfake then on Apache Kafka, interleaved rounds,
+# polystreams (Python, Go, Node, Rust) beside Kafka Streams (JVM), Quix
+# Streams, Faust and a confluent-kafka loop, on kfake then on Apache Kafka, interleaved rounds,
 # every output verified (tools/bench/peers, docs/design/bench-peers.md).
 # Installs the peers into .cache/bench-peers/venv from PyPI and Kafka Streams
 # through Maven. BENCH_PEERS_SMOKE=1: tiny sizes, one round (checks the
@@ -223,6 +223,7 @@ BENCH_PEERS_VENV := .cache/bench-peers/venv
 bench-peers: deps build
 	test -x $(BENCH_PEERS_VENV)/bin/python || python3 -m venv $(BENCH_PEERS_VENV)
 	$(BENCH_PEERS_VENV)/bin/pip install -q -r tools/bench/peers/requirements.txt -e sdk-python
+	cd sdk-rust && cargo build --quiet --release --example benchpeers
 	$(BENCH_PEERS_VENV)/bin/python tools/bench/peers/peers.py \
 		$(if $(BENCH_PEERS_SMOKE),--records 3000 --keys 100 --rounds 1 --latency-seconds 2 --timeout 180) $(BENCH_PEERS_FLAGS)
 

@@ -40,6 +40,8 @@ from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 
+from arms.common import window_starts
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 PARTITIONS = 8
@@ -53,10 +55,16 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 class Topology:
     name: str
     title: str
-    input: str  # the seeded topic it reads (one of Seed's kinds)
-    output: str  # "values" (a multiset of values) or "latest" (each key's last value)
+    input: str  # the seeded topic it reads (one of generate's kinds)
+    # "values" (a multiset of values), "latest" (each key's last value) or
+    # "windows" (each key and window's last value)
+    output: str
     commit_ms: int  # commit interval given to every arm
+    window: tuple[int, int] | None = None  # (size ms, advance ms) of a windowed aggregation
+    table: str | None = None  # the seeded topic read as a table (a stream-table join)
 
+
+MINUTE = 60_000
 
 TOPOLOGIES = {t.name: t for t in [
     Topology("map_values", "map_values(upper)", "text", "values", 1000),
@@ -64,7 +72,27 @@ TOPOLOGIES = {t.name: t for t in [
     Topology("count", "count by key", "amounts", "latest", 1000),
     Topology("sum_eos", "JSON-sum aggregate, exactly-once", "amounts", "latest", 100),
     Topology("sum_alos", "JSON-sum aggregate, at-least-once", "amounts", "latest", 1000),
+    Topology("tumbling_count", "tumbling 60 s window count", "events", "windows", 1000, window=(MINUTE, MINUTE)),
+    Topology("hopping_count", "hopping 60 s / 15 s window count", "events", "windows", 1000, window=(MINUTE, MINUTE // 4)),
+    Topology("hopping_sum", "hopping 60 s / 15 s aggregate, a host function summing JSON amounts", "events", "windows",
+             1000, window=(MINUTE, MINUTE // 4)),
+    Topology("join", "stream-table join: events × rates → amount·rate", "events", "values", 1000, table="rates"),
 ]}
+
+# The events of the windowed topologies and the join carry explicit
+# timestamps, so that every arm puts every record in the same windows: the
+# i-th of n at origin + i * EVENT_SPAN_MS // n, in order on each partition (no
+# record is late, whatever the grace). The origin is an hour boundary an hour
+# before seeding, near enough to now for brokers and frameworks that measure
+# retention from the wall clock. The rates table's rows are older than every
+# event, so a join that processes records in timestamp order sees the whole
+# table first.
+EVENT_SPAN_MS = 10 * MINUTE
+
+
+def origin_ms(now_s: float) -> int:
+    hour = 60 * MINUTE
+    return int(now_s * 1000) // hour * hour - hour
 
 
 def digest(value: bytes) -> int:
@@ -81,35 +109,69 @@ class Expected:
     latest: dict[bytes, int] = dataclasses.field(default_factory=dict)
 
 
-def generate(kind: str, n: int, keys: int, rng: random.Random) -> Callable[[int], tuple[bytes | None, bytes]]:
+Record = tuple[bytes | None, bytes, int | None]  # key, value, timestamp (None: the producer's clock)
+
+
+def generate(kind: str, n: int, keys: int, rng: random.Random, origin: int = 0) -> Callable[[int], Record]:
     """The i-th record of a seeded topic of this kind."""
     if kind == "text":
         letters = "abcdefghijklmnopqrstuvwxyz     "
         base = "".join(rng.choice(letters) for _ in range(1 << 16)).encode()
-        return lambda i: (None, base[(i * 7919) % ((1 << 16) - 100):][:100])
+        return lambda i: (None, base[(i * 7919) % ((1 << 16) - 100):][:100], None)
     if kind == "lines":
         vocab = [f"w{j}".encode() for j in range(keys)]
-        return lambda i: (None, b" ".join(rng.choice(vocab) for _ in range(8)))
+        return lambda i: (None, b" ".join(rng.choice(vocab) for _ in range(8)), None)
     if kind == "amounts":
-        return lambda i: (str((i * 7919) % keys).encode(), b'{"amount": %d}' % ((i * 31) % 1000))
+        return lambda i: (str((i * 7919) % keys).encode(), b'{"amount": %d}' % ((i * 31) % 1000), None)
+    if kind == "events":
+        return lambda i: (str((i * 7919) % keys).encode(), b'{"amount": %d}' % ((i * 31) % 1000),
+                          origin + i * EVENT_SPAN_MS // n)
+    if kind == "rates":  # one row per key (n is ignored: the table has keys rows)
+        return lambda i: (str(i).encode(), b'{"rate": %d}' % (i % 7 + 1), origin - MINUTE)
     raise ValueError(f"peers: unknown input kind {kind!r}")
 
 
-def expect(topology: str, records: list[tuple[bytes | None, bytes]]) -> Expected:
+def window_key(key: bytes, start: int) -> bytes:
+    """How the expectation and the verification name one key's window."""
+    return key + b"@%d" % start
+
+
+def expect(topology: str, records: list[Record], table: list[Record] | None = None) -> Expected:
     e = Expected()
+    topo = TOPOLOGIES.get(topology)
     if topology == "map_values":
         e.records = len(records)
-        e.digest_sum = sum(digest(v.upper()) for _, v in records) % (1 << 64)
+        e.digest_sum = sum(digest(v.upper()) for _, v, _ in records) % (1 << 64)
     elif topology == "word_count":
-        e.latest = dict(Counter(w for _, v in records for w in v.split()))
+        e.latest = dict(Counter(w for _, v, _ in records for w in v.split()))
     elif topology == "count":
-        e.latest = dict(Counter(k for k, _ in records if k is not None))
+        e.latest = dict(Counter(k for k, _, _ in records if k is not None))
     elif topology in ("sum_eos", "sum_alos"):
         sums: dict[bytes, int] = {}
-        for k, v in records:
+        for k, v, _ in records:
             assert k is not None
             sums[k] = sums.get(k, 0) + json.loads(v)["amount"]
         e.latest = sums
+    elif topo is not None and topo.window is not None:
+        size, advance = topo.window
+        agg: dict[bytes, int] = {}
+        for k, v, ts in records:
+            assert k is not None and ts is not None
+            add = json.loads(v)["amount"] if topology == "hopping_sum" else 1
+            for start in window_starts(ts, size, advance):
+                wk = window_key(k, start)
+                agg[wk] = agg.get(wk, 0) + add
+        e.latest = agg
+    elif topology == "join":
+        # Each event joined with its key's rate, written as the decimal
+        # amount * rate; every key has a row, so every event has one output.
+        rates = {k: json.loads(v)["rate"] for k, v, _ in table or []}
+        for k, v, _ in records:
+            assert k is not None
+            if k in rates:
+                e.records += 1
+                e.digest_sum += digest(k + b"=" + b"%d" % (json.loads(v)["amount"] * rates[k]))
+        e.digest_sum %= 1 << 64
     else:
         raise ValueError(f"peers: no expectation for topology {topology!r}")
     return e
@@ -125,6 +187,22 @@ def decode_number(value: bytes, fmt: str) -> int:
     return int(json.loads(value))
 
 
+def windowed(key: bytes, value: bytes, fmt: str) -> tuple[bytes, int]:
+    """One windowed aggregation's output record as (window_key, number).
+    "long": the key as Kafka Streams' TimeWindowedSerializer writes it (the
+    key's bytes, then the window start as 8 bytes big-endian) and a
+    Serdes.Long value; "json": the plain key and a JSON object with the
+    window's "start" and "value" (Quix Streams' window results)."""
+    if fmt == "long":
+        if len(key) < 8:
+            raise ValueError(f"{len(key)}-byte key {key!r} is not a windowed key (key, 8-byte start)")
+        return window_key(key[:-8], struct.unpack(">q", key[-8:])[0]), decode_number(value, fmt)
+    obj = json.loads(value)
+    if not isinstance(obj, dict) or "start" not in obj or "value" not in obj:
+        raise ValueError(f"value {value[:60]!r} is not a JSON window result with start and value")
+    return window_key(key, int(obj["start"])), int(obj["value"])
+
+
 def verify(topology: Topology, want: Expected, got: list[tuple[int, bytes | None, bytes]], fmt: str) -> list[str]:
     """Every way the output (partition, key, value in offset order) differs
     from want; empty when it matches."""
@@ -132,9 +210,14 @@ def verify(topology: Topology, want: Expected, got: list[tuple[int, bytes | None
     if topology.output == "values":
         if len(got) != want.records:
             problems.append(f"{len(got)} output records, want {want.records}")
-        d = sum(digest(v) for _, _, v in got) % (1 << 64)
+        if topology.table is not None:  # a join: the key with the joined value
+            d = sum(digest((k or b"") + b"=" + v) for _, k, v in got) % (1 << 64)
+            what = "the keys and joined values are not each event's key with amount * rate"
+        else:
+            d = sum(digest(v) for _, _, v in got) % (1 << 64)
+            what = "the output values are not the upper-cased input values"
         if d != want.digest_sum:
-            problems.append("the output values are not the upper-cased input values (digest differs)")
+            problems.append(what + " (digest differs)")
         return problems
     latest: dict[bytes, int] = {}
     where: dict[bytes, int] = {}
@@ -144,12 +227,17 @@ def verify(topology: Topology, want: Expected, got: list[tuple[int, bytes | None
             continue
         if key.startswith(b'"'):
             key = json.loads(key).encode()
-        if where.setdefault(key, partition) != partition:
-            problems.append(f"key {key!r} written to partitions {where[key]} and {partition}")
         try:
-            latest[key] = decode_number(value, fmt)
+            if topology.output == "windows":
+                key, n = windowed(key, value, fmt)
+            else:
+                n = decode_number(value, fmt)
         except ValueError as e:
             problems.append(f"key {key!r} on partition {partition}: {e}")
+            continue
+        if where.setdefault(key, partition) != partition:
+            problems.append(f"key {key!r} written to partitions {where[key]} and {partition}")
+        latest[key] = n
     missing = [k for k in want.latest if k not in latest]
     extra = [k for k in latest if k not in want.latest]
     wrong = [k for k in want.latest if k in latest and latest[k] != want.latest[k]]
@@ -175,6 +263,9 @@ class Arm:
     out: str  # how counts and sums are written: "long" or "json"
     engine: bool = False  # the first command is a polystreams engine that prints its URL
     cwd: Path | None = None  # where the arm's last command runs (the Node host: sdk-node, for tsx)
+    # The topologies the arm cannot express, each with the reason; a sitting
+    # skips them and says so.
+    cannot: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -189,8 +280,9 @@ class Context:
 
 
 def common_args(a: dict[str, str]) -> list[str]:
+    table = ["--table", a["table"]] if a.get("table") else []
     return ["--brokers", a["brokers"], "--app", a["app"], "--input", a["input"], "--output", a["output"],
-            "--topology", a["topology"], "--commit-ms", a["commit_ms"], "--state-dir", a["state_dir"]]
+            "--topology", a["topology"], "--commit-ms", a["commit_ms"], "--state-dir", a["state_dir"], *table]
 
 
 def engine_cmd(c: Context, a: dict[str, str]) -> list[str]:
@@ -215,8 +307,12 @@ ARMS = {arm.name: arm for arm in [
         "long", engine=True, cwd=REPO / "sdk-node"),
     Arm("quix", "Quix Streams",
         lambda c, a: [[c.python, str(HERE / "arms" / "quix.py"), *common_args(a)]], "json"),
+    Arm("ps-rust", "polystreams, Rust host",
+        lambda c, a: [engine_cmd(c, a), [c.rust, *common_args(a), "--engine", "{engine}"]],
+        "long", engine=True),
     Arm("faust", "Faust (faust-streaming)",
-        lambda c, a: [[c.python, str(HERE / "arms" / "faust_app.py"), *common_args(a)]], "json"),
+        lambda c, a: [[c.python, str(HERE / "arms" / "faust_app.py"), *common_args(a)]], "json",
+        cannot={"join": "Faust has no stream-table join (its documentation lists joins as not implemented)"}),
 ]}
 
 
@@ -386,7 +482,7 @@ class Kafka:
         fs = self.admin.create_topics([NewTopic(topic, partitions, 1)])
         fs[topic].result(30)
 
-    def seed(self, topic: str, gen: Callable[[int], tuple[bytes | None, bytes]], n: int) -> list[tuple[bytes | None, bytes]]:
+    def seed(self, topic: str, gen: Callable[[int], Record], n: int) -> list[Record]:
         from confluent_kafka import Producer
         self.create(topic)
         p = Producer({"bootstrap.servers": self.brokers, "linger.ms": 20, "batch.num.messages": 10000,
@@ -400,15 +496,15 @@ class Kafka:
 
         records = []
         for i in range(n):
-            k, v = gen(i)
-            records.append((k, v))
+            k, v, ts = gen(i)
+            records.append((k, v, ts))
             while True:
                 try:
                     # Keyless records are spread round-robin over the partitions.
                     if k is None:
-                        p.produce(topic, v, partition=i % PARTITIONS, on_delivery=report)
+                        p.produce(topic, v, partition=i % PARTITIONS, on_delivery=report, timestamp=ts or 0)
                     else:
-                        p.produce(topic, v, k, on_delivery=report)
+                        p.produce(topic, v, k, on_delivery=report, timestamp=ts or 0)
                     break
                 except BufferError:
                     p.poll(0.1)
@@ -522,7 +618,8 @@ def start_arm(arm: Arm, ctx: Context, a: dict[str, str], logs: Path) -> list[Pro
 
 
 def run_once(k: Kafka, arm: Arm, topo: Topology, ctx: Context, r: int, n: int, input_topic: str,
-             ends: dict[int, int], want: Expected, work: Path, timeout: float, broker: str) -> Run:
+             ends: dict[int, int], want: Expected, work: Path, timeout: float, broker: str,
+             table_topic: str = "") -> Run:
     run = Run(broker, topo.name, arm.name, r, n)
     app = f"peers-{topo.name.replace('_', '-')}-{arm.name}-{r}-{os.getpid()}-{int(time.time() * 1000) % 10**8}"
     output = f"{app}-out"
@@ -530,7 +627,7 @@ def run_once(k: Kafka, arm: Arm, topo: Topology, ctx: Context, r: int, n: int, i
     state = work / "state" / app
     state.mkdir(parents=True)
     a = {"brokers": k.brokers, "app": app, "input": input_topic, "output": output, "topology": topo.name,
-         "commit_ms": str(topo.commit_ms), "state_dir": str(state)}
+         "commit_ms": str(topo.commit_ms), "state_dir": str(state), "table": table_topic}
     procs = start_arm(arm, ctx, a, work / "logs")
     sampler = Sampler([p.p.pid for p in procs])
     total = sum(ends.values())
@@ -725,7 +822,8 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=900, help="seconds one run may take before it is reported as failed")
     ap.add_argument("--polystreams", default=str(REPO / "bin" / "polystreams"))
     ap.add_argument("--node", default="node")
-    ap.add_argument("--rust", default="")
+    ap.add_argument("--rust", default=str(REPO / "sdk-rust" / "target" / "release" / "examples" / "benchpeers"),
+                    help="the Rust host arm's binary (cargo build --release --example benchpeers)")
     ap.add_argument("--work", default=str(REPO / ".cache" / "bench-peers" / "work"))
     ap.add_argument("--json", help="write every run here (default: <work>/runs-<time>.json)")
     ap.add_argument("--report", help="only print the tables of the runs in this JSON file (a sitting's --json)")
@@ -758,21 +856,32 @@ def main() -> None:
         broker = Broker(broker_kind, work, ctx)
         try:
             k = Kafka(broker.address)
-            seeded: dict[str, tuple[str, list[tuple[bytes | None, bytes]], dict[int, int]]] = {}
+            seeded: dict[str, tuple[str, list[Record], dict[int, int]]] = {}
+            origin = origin_ms(time.time())
             for t in topos:
                 topo = TOPOLOGIES[t]
-                if topo.input not in seeded:
-                    topic = f"peers-{topo.input}"
+                # The table first: its rows are older than the events.
+                for kind in [topo.table, topo.input]:
+                    if kind is None or kind in seeded:
+                        continue
+                    topic = f"peers-{kind}"
+                    n = args.keys if kind == "rates" else args.records
                     t_seed = time.monotonic()
-                    recs = k.seed(topic, generate(topo.input, args.records, args.keys, random.Random(23)), args.records)
-                    seeded[topo.input] = (topic, recs, k.end_offsets(topic))
-                    print(f"[{broker_kind}] seeded {topic}: {args.records:,} records in {time.monotonic() - t_seed:.1f} s", flush=True)
+                    recs = k.seed(topic, generate(kind, n, args.keys, random.Random(23), origin), n)
+                    seeded[kind] = (topic, recs, k.end_offsets(topic))
+                    print(f"[{broker_kind}] seeded {topic}: {n:,} records in {time.monotonic() - t_seed:.1f} s", flush=True)
                 topic, recs, ends = seeded[topo.input]
-                want = expect(t, recs)
+                table_topic, table = (seeded[topo.table][0], seeded[topo.table][1]) if topo.table else ("", None)
+                want = expect(t, recs, table)
                 for r in range(1, args.rounds + 1):
                     order = arms[(r - 1) % len(arms):] + arms[:(r - 1) % len(arms)]
                     for arm in order:
-                        run = run_once(k, ARMS[arm], topo, ctx, r, args.records, topic, ends, want, work, args.timeout, broker_kind)
+                        if t in ARMS[arm].cannot:
+                            if r == 1:
+                                print(f"[{broker_kind}] {t}: {arm} skipped: {ARMS[arm].cannot[t]}", flush=True)
+                            continue
+                        run = run_once(k, ARMS[arm], topo, ctx, r, args.records, topic, ends, want, work, args.timeout,
+                                       broker_kind, table_topic)
                         runs.append(run)
                         status = "ok" if run.ok else "FAILED: " + "; ".join(run.problems)
                         print(f"[{broker_kind}] {t} round {r} {arm}: {human(run.rate)} rec/s, {run.seconds:.1f} s, "

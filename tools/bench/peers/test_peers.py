@@ -12,21 +12,28 @@ import peers
 LONG = struct.Struct(">q").pack
 
 
-def seeded(kind: str, topology: str, n: int = 500, keys: int = 20) -> tuple[list[tuple[bytes | None, bytes]], peers.Expected]:
-    gen = peers.generate(kind, n, keys, random.Random(1))
+ORIGIN = peers.origin_ms(1_796_190_000.5)
+
+
+def seeded(kind: str, topology: str, n: int = 500, keys: int = 20) -> tuple[list[peers.Record], peers.Expected]:
+    gen = peers.generate(kind, n, keys, random.Random(1), ORIGIN)
     recs = [gen(i) for i in range(n)]
-    return recs, peers.expect(topology, recs)
+    table = None
+    if peers.TOPOLOGIES[topology].table:
+        rows = peers.generate("rates", keys, keys, random.Random(1), ORIGIN)
+        table = [rows(i) for i in range(keys)]
+    return recs, peers.expect(topology, recs, table)
 
 
 def test_map_values_passes_the_upper_cased_multiset_in_any_order() -> None:
     recs, want = seeded("text", "map_values")
-    got = [(i % 8, None, v.upper()) for i, (_, v) in enumerate(reversed(recs))]
+    got = [(i % 8, None, v.upper()) for i, (_, v, _) in enumerate(reversed(recs))]
     assert peers.verify(peers.TOPOLOGIES["map_values"], want, got, "long") == []
 
 
 def test_map_values_fails_a_lost_a_duplicated_and_an_unchanged_record() -> None:
     recs, want = seeded("text", "map_values")
-    good = [(0, None, v.upper()) for _, v in recs]
+    good = [(0, None, v.upper()) for _, v, _ in recs]
     topo = peers.TOPOLOGIES["map_values"]
     assert "499 output records, want 500" in peers.verify(topo, want, good[1:], "long")[0]
     assert peers.verify(topo, want, good + good[:1], "long")
@@ -50,7 +57,7 @@ def test_word_count_takes_the_last_value_per_key_in_offset_order() -> None:
 def test_sums_decode_json_numbers_and_json_keys_for_the_python_frameworks() -> None:
     recs, want = seeded("amounts", "sum_eos")
     assert want.latest == peers.expect("sum_alos", recs).latest
-    total = sum(json.loads(v)["amount"] for _, v in recs)
+    total = sum(json.loads(v)["amount"] for _, v, _ in recs)
     assert sum(want.latest.values()) == total
     got = [(2, json.dumps(k.decode()).encode(), str(v).encode()) for k, v in want.latest.items()]
     assert peers.verify(peers.TOPOLOGIES["sum_eos"], want, got, "json") == []
@@ -88,5 +95,95 @@ def test_every_arm_names_a_known_output_encoding_and_every_topology_a_known_inpu
     for arm in peers.ARMS.values():
         assert arm.out in ("long", "json"), arm.name
     for topo in peers.TOPOLOGIES.values():
-        assert topo.input in ("text", "lines", "amounts"), topo.name
-        assert topo.output in ("values", "latest"), topo.name
+        assert topo.input in ("text", "lines", "amounts", "events"), topo.name
+        assert topo.output in ("values", "latest", "windows"), topo.name
+        assert (topo.output == "windows") == (topo.window is not None), topo.name
+        assert topo.table in (None, "rates"), topo.name
+    for arm in peers.ARMS.values():
+        assert set(arm.cannot) <= set(peers.TOPOLOGIES), arm.name
+
+
+def test_window_starts_are_kafka_streams_windows_for() -> None:
+    # TimeWindows.windowsFor: every start k * advance with start <= ts < start + size.
+    for ts in [0, 1, 14_999, 15_000, 59_999, 60_000, 61_234, 1_796_187_654_321]:
+        for size, advance in [(60_000, 60_000), (60_000, 15_000)]:
+            want = [s for s in range(max(0, ts - size), ts + 1) if s % advance == 0 and s <= ts < s + size]
+            assert list(peers.window_starts(ts, size, advance)) == want, (ts, size, advance)
+    assert list(peers.window_starts(61_234, 60_000, 15_000)) == [15_000, 30_000, 45_000, 60_000]
+    assert list(peers.window_starts(10, 60_000, 15_000)) == [0]
+
+
+def test_events_are_ordered_in_time_and_span_ten_minutes_from_an_hour_boundary() -> None:
+    recs, _ = seeded("events", "tumbling_count", n=1000)
+    stamps = [ts for _, _, ts in recs]
+    assert stamps == sorted(stamps)
+    assert ORIGIN % 3_600_000 == 0 and stamps[0] == ORIGIN
+    assert stamps[-1] - stamps[0] < peers.EVENT_SPAN_MS <= stamps[-1] - stamps[0] + peers.EVENT_SPAN_MS // 1000
+
+
+def windowed_long(key: bytes, start: int, n: int) -> tuple[bytes, bytes]:
+    """A record as Kafka Streams writes a windowed count: key + 8-byte start, Serdes.Long."""
+    return key + struct.pack(">q", start), LONG(n)
+
+
+def test_windowed_expectations_count_each_record_once_per_window() -> None:
+    recs, tumbling = seeded("events", "tumbling_count", n=1000)
+    _, hopping = seeded("events", "hopping_count", n=1000)
+    _, sums = seeded("events", "hopping_sum", n=1000)
+    assert sum(tumbling.latest.values()) == len(recs)
+    # Hopping 60 s / 15 s: a record is in 4 windows (none near the epoch).
+    assert sum(hopping.latest.values()) == 4 * len(recs)
+    assert sum(sums.latest.values()) == 4 * sum(json.loads(v)["amount"] for _, v, _ in recs)
+    # Ten minutes of events from an hour boundary: 10 tumbling windows a key.
+    assert {int(k.split(b"@")[1]) for k in tumbling.latest} == {ORIGIN + m * 60_000 for m in range(10)}
+
+
+def test_windowed_output_in_kafka_streams_encoding_passes_and_a_lost_window_fails() -> None:
+    _, want = seeded("events", "hopping_count")
+    topo = peers.TOPOLOGIES["hopping_count"]
+    got = []
+    for wk, n in want.latest.items():
+        key, start = wk.rsplit(b"@", 1)
+        got.append((1, *windowed_long(key, int(start), n - 1)))
+        got.append((1, *windowed_long(key, int(start), n)))
+    assert peers.verify(topo, want, got, "long") == []
+    problems = peers.verify(topo, want, got[:-1], "long")
+    assert problems and "wrong final value" in problems[0]
+    problems = peers.verify(topo, want, got[:-2], "long")
+    assert problems and "1 of" in problems[0] and "keys missing" in problems[0]
+    # A window a second off is another window: missing, and unexpected.
+    key, start = next(iter(want.latest)).rsplit(b"@", 1)
+    shifted = [r for r in got if r[1] != key + struct.pack(">q", int(start))]
+    shifted.append((1, *windowed_long(key, int(start) + 1000, want.latest[key + b"@" + start])))
+    text = "\n".join(peers.verify(topo, want, shifted, "long"))
+    assert "keys missing" in text and "1 unexpected keys" in text
+
+
+def test_windowed_output_as_quix_json_passes_and_a_plain_long_key_is_refused() -> None:
+    _, want = seeded("events", "tumbling_count")
+    topo = peers.TOPOLOGIES["tumbling_count"]
+    got = []
+    for wk, n in want.latest.items():
+        key, start = wk.rsplit(b"@", 1)
+        value = json.dumps({"start": int(start), "end": int(start) + 60_000, "value": n}).encode()
+        got.append((2, json.dumps(key.decode()).encode(), value))
+    assert peers.verify(topo, want, got, "json") == []
+    bare = [(0, b"7", LONG(3))]  # an unwindowed count is not a window result
+    assert "is not a windowed key" in peers.verify(topo, want, bare, "long")[0]
+    assert "not a JSON window result" in peers.verify(topo, want, [(0, b"7", b"3")], "json")[0]
+
+
+def test_join_output_is_each_event_key_with_amount_times_rate() -> None:
+    recs, want = seeded("events", "join")
+    topo = peers.TOPOLOGIES["join"]
+    assert want.records == len(recs)  # every key has a rate
+    rates = {str(j).encode(): j % 7 + 1 for j in range(20)}
+    got = [(0, k, b"%d" % (json.loads(v)["amount"] * rates[k])) for k, v, _ in recs if k is not None]
+    assert peers.verify(topo, want, got, "long") == []
+    # The amount alone (the table not joined) and one lost event both fail.
+    unjoined = [(0, k, b"%d" % json.loads(v)["amount"]) for k, v, _ in recs]
+    assert any("digest differs" in p for p in peers.verify(topo, want, unjoined, "long"))
+    assert "499 output records, want 500" in peers.verify(topo, want, got[1:], "long")[0]
+    # The same values under other keys fail too: the key is part of the check.
+    rekeyed = [(0, b"x" + k, v) for _, k, v in got]
+    assert any("digest differs" in p for p in peers.verify(topo, want, rekeyed, "long"))

@@ -4,7 +4,15 @@ Tables (a dict backed by a changelog topic; the in-memory store, since the
 RocksDB store needs a native build that faust-streaming does not ship), and
 for the word count the repartition its own example does (an agent sending
 each word to a second agent keyed by the word). Values out are JSON numbers
-(Faust's json serializer) where the engines write 8-byte longs."""
+(Faust's json serializer) where the engines write 8-byte longs.
+
+The windowed topologies are windowed Tables (Table.tumbling / .hopping,
+relative_to_stream: each record's Kafka timestamp picks its windows), `+=`
+updating every window the record falls in; after each update the agent
+writes each of those windows' values (table[key][window_range], over
+table.window.ranges(timestamp)) as {"start": ms, "value": n}, the shape Quix
+gives its window results. There is no join: Faust has no stream-table join
+(its documentation lists joins as not implemented)."""
 from __future__ import annotations
 
 import common
@@ -50,6 +58,24 @@ def main() -> None:
                 for word in line.decode().split():
                     await count_words.send(key=word.encode(), value=word.encode())
 
+    elif t in common.WINDOWS:
+        size, advance = (ms / 1000 for ms in common.WINDOWS[t])
+        base = app.Table("windows", default=int)
+        # Windows expire an hour after their start, in stream time.
+        windows = base.tumbling(size, expires=3600) if size == advance else base.hopping(size, advance, expires=3600)
+        windows = windows.relative_to_stream()
+        events = app.topic(args.input, key_type=bytes, value_serializer="json")
+
+        @app.agent(events)
+        async def aggregate_windows(stream: faust.StreamT) -> None:
+            async for event in stream.events():
+                key = event.key
+                windows[key] += event.value["amount"] if t == "hopping_sum" else 1
+                for w in windows.table.window.ranges(event.message.timestamp):
+                    await sink.send(key=key, value={"start": round(w[0] * 1000), "value": windows[key][w]})
+
+    elif t == "join":
+        raise SystemExit("faust_app: Faust has no stream-table join (--topology join)")
     else:
         table = app.Table("totals", default=int)
         json_in = t in ("sum_eos", "sum_alos")

@@ -6,7 +6,13 @@ flushed and offsets committed every --commit-ms (at-least-once); for sum_eos
 each commit interval is one Kafka transaction carrying the outputs and the
 input offsets (send_offsets_to_transaction). The dict is not durable: it dies
 with the process, which is what the engines' state stores and changelogs
-cost them."""
+cost them.
+
+The windowed topologies keep a dict per (key, window start) and write each
+update with Kafka Streams' windowed key (the key, then the start as 8 bytes
+big-endian), the windows taken from each record's timestamp. The join reads
+the whole table topic into a dict first (a second consumer, to its end
+offsets), then joins each event with it."""
 from __future__ import annotations
 
 import json
@@ -15,7 +21,30 @@ import struct
 import time
 
 import common
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+
+def load_table(brokers: str, topic: str) -> dict[bytes, int]:
+    """Every row of the table topic: key -> its JSON "rate"."""
+    c = Consumer({"bootstrap.servers": brokers, "group.id": "unused", "enable.auto.commit": False,
+                  "enable.partition.eof": True, "isolation.level": "read_committed"})
+    parts = list(c.list_topics(topic, timeout=30).topics[topic].partitions)
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+    rows: dict[bytes, int] = {}
+    left = set(parts)
+    while left:
+        for m in c.consume(10000, 1.0):
+            err = m.error()
+            if err is not None:
+                if err.code() != KafkaError._PARTITION_EOF:
+                    raise KafkaException(err)
+                left.discard(m.partition())
+            elif m.value() is None:
+                rows.pop(m.key(), None)
+            else:
+                rows[m.key()] = json.loads(m.value())["rate"]
+    c.close()
+    return rows
 
 
 def main() -> None:
@@ -50,6 +79,10 @@ def main() -> None:
     out = args.output
     state: dict[bytes, int] = {}
     t = args.topology
+    rates = load_table(args.brokers, args.table) if t == "join" else {}
+    size, advance = common.WINDOWS.get(t, (0, 0))
+    windows: dict[tuple[bytes, int], int] = {}
+    starts = common.window_starts
     interval = args.commit_ms / 1000
     last = time.monotonic()
     dirty = False
@@ -68,6 +101,17 @@ def main() -> None:
                 raise KafkaException(m.error())
             if t == "map_values":
                 send(m.value().decode().upper().encode(), m.key())
+            elif size:
+                k = m.key()
+                add = loads(m.value())["amount"] if t == "hopping_sum" else 1
+                for start in starts(m.timestamp()[1], size, advance):
+                    n = windows.get((k, start), 0) + add
+                    windows[(k, start)] = n
+                    send(pack(n), k + pack(start))
+            elif t == "join":
+                rate = rates.get(m.key())
+                if rate is not None:
+                    send(b"%d" % (loads(m.value())["amount"] * rate), m.key())
             elif t == "word_count":
                 for word in m.value().split():
                     n = state.get(word, 0) + 1

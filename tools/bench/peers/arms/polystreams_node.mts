@@ -6,7 +6,7 @@
  */
 
 import { parseArgs } from "node:util";
-import { App, type Config } from "../../../../sdk-node/src/index.js";
+import { App, type Config, TimeWindows } from "../../../../sdk-node/src/index.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -17,6 +17,7 @@ const { values: args } = parseArgs({
     topology: { type: "string" },
     "commit-ms": { type: "string" },
     "state-dir": { type: "string" },
+    table: { type: "string" },
     engine: { type: "string" },
   },
 });
@@ -54,6 +55,31 @@ if (topology === "map_values") {
       { materialized: { value: "long" } },
     )
     .toStream()
+    .to(args.output!);
+} else if (topology === "tumbling_count" || topology === "hopping_count" || topology === "hopping_sum") {
+  // Records arrive in timestamp order on each partition: no grace. The
+  // output keys are windowed(string, 60000), as Kafka Streams writes them.
+  const windows = TimeWindows.ofSizeWithNoGrace(60_000).advanceBy(topology === "tumbling_count" ? 60_000 : 15_000);
+  const windowed = app.stream(args.input!, { key: "string", value: "json" }).groupByKey().windowedBy(windows);
+  const results =
+    topology === "hopping_sum"
+      ? windowed.aggregate(
+          () => 0n,
+          (_key, v: { amount: number }, total: bigint) => total + BigInt(v.amount),
+          { materialized: { value: "long" } },
+        )
+      : windowed.count();
+  results.toStream().to(args.output!);
+} else if (topology === "join") {
+  if (!args.table) {
+    throw new Error("polystreams_node: --table is required for the join");
+  }
+  const rates = app.table(args.table, { key: "string", value: "json" });
+  app
+    .stream(args.input!, { key: "string", value: "json" })
+    .join(rates, (event: { amount: number }, rate: { rate: number }) => String(event.amount * rate.rate), {
+      value: "string",
+    })
     .to(args.output!);
 } else {
   throw new Error(`polystreams_node: unknown --topology ${JSON.stringify(topology)}`);

@@ -4,7 +4,7 @@ as sdk-python/README.md writes it, against an engine the harness started
 from __future__ import annotations
 
 import common
-from polystreams import App, Config, Materialized
+from polystreams import App, Config, Materialized, TimeWindows
 
 
 def main() -> None:
@@ -24,6 +24,23 @@ def main() -> None:
             .to(args.output))
     elif t == "count":
         app.stream(args.input, key="string", value="string").group_by_key().count().to_stream().to(args.output)
+    elif t in common.WINDOWS:
+        # Records arrive in timestamp order on each partition: no grace.
+        size, advance = common.WINDOWS[t]
+        windowed = (app.stream(args.input, key="string", value="json")
+                    .group_by_key()
+                    .windowed_by(TimeWindows.of_size_with_no_grace(size).advance_by(advance)))
+        if t == "hopping_sum":
+            sums = windowed.aggregate(lambda: 0, lambda key, v, total: total + v["amount"],
+                                      materialized=Materialized(value="long"))
+        else:
+            sums = windowed.count()
+        sums.to_stream().to(args.output)  # keys: windowed(string, size), as Kafka Streams writes them
+    elif t == "join":
+        rates = app.table(args.table, key="string", value="json")
+        (app.stream(args.input, key="string", value="json")
+            .join(rates, lambda event, rate: str(event["amount"] * rate["rate"]), value="string")
+            .to(args.output))
     else:
         (app.stream(args.input, key="string", value="json")
             .group_by_key()

@@ -27,19 +27,24 @@ func main() {
 	app := flag.String("app", "", "application.id")
 	input := flag.String("input", "", "input topic")
 	output := flag.String("output", "", "output topic")
-	topo := flag.String("topology", "", "map_values, word_count, count, sum_eos or sum_alos")
+	topo := flag.String("topology", "", "map_values, word_count, count, sum_eos, sum_alos, tumbling_count, hopping_count, hopping_sum or join")
 	commitMs := flag.Int("commit-ms", 100, "commit.interval.ms")
 	stateDir := flag.String("state-dir", "", "state.dir")
+	table := flag.String("table", "", "the topic read as a table (join)")
 	flag.String("engine", "", "unused (the engine is embedded)")
 	flag.Parse()
-	if err := run(*brokers, *app, *input, *output, *topo, *commitMs, *stateDir); err != nil {
+	if err := run(*brokers, *app, *input, *table, *output, *topo, *commitMs, *stateDir); err != nil {
 		fmt.Fprintln(os.Stderr, "goarm:", err)
 		os.Exit(1)
 	}
 }
 
-func build(b *streams.Builder, input, output, topo string) error {
+func build(b *streams.Builder, input, table, output, topo string) error {
 	switch topo {
+	case "tumbling_count", "hopping_count", "hopping_sum":
+		return windowed(b, input, output, topo)
+	case "join":
+		return join(b, input, table, output)
 	case "map_values":
 		s, err := b.Stream([]string{input}, streams.ValueSerde(streams.String))
 		if err != nil {
@@ -76,22 +81,84 @@ func build(b *streams.Builder, input, output, topo string) error {
 		if topo == "count" {
 			return countTo(g, output)
 		}
-		t, err := g.Aggregate(
-			func() ([]byte, error) { return make([]byte, 8), nil },
-			func(_, value, agg []byte) ([]byte, error) {
-				var v struct{ Amount int64 }
-				if err := json.Unmarshal(value, &v); err != nil {
-					return nil, err
-				}
-				return binary.BigEndian.AppendUint64(nil, binary.BigEndian.Uint64(agg)+uint64(v.Amount)), nil
-			},
-			streams.StoreSerdes(streams.String, streams.Long))
+		t, err := g.Aggregate(zero, addAmount, streams.StoreSerdes(streams.String, streams.Long))
 		if err != nil {
 			return err
 		}
 		return toStream(t, output)
 	}
 	return fmt.Errorf("unknown --topology %q", topo)
+}
+
+func zero() ([]byte, error) { return make([]byte, 8), nil }
+
+// addAmount adds a JSON value's "amount" to an 8-byte big-endian sum.
+func addAmount(_, value, agg []byte) ([]byte, error) {
+	var v struct{ Amount int64 }
+	if err := json.Unmarshal(value, &v); err != nil {
+		return nil, err
+	}
+	return binary.BigEndian.AppendUint64(nil, binary.BigEndian.Uint64(agg)+uint64(v.Amount)), nil
+}
+
+// windowed counts (or sums) each key's records per window: tumbling 60 s,
+// or hopping 60 s every 15 s. The records arrive in timestamp order on each
+// partition, so no grace. The output keys are windowed(string, 60000), as
+// Kafka Streams' TimeWindowedSerializer writes them.
+func windowed(b *streams.Builder, input, output, topo string) error {
+	s, err := b.Stream([]string{input}, streams.KeySerde(streams.String), streams.ValueSerde(streams.String))
+	if err != nil {
+		return err
+	}
+	g, err := s.GroupByKey()
+	if err != nil {
+		return err
+	}
+	w := streams.HoppingWindows(time.Minute, 15*time.Second, 0)
+	if topo == "tumbling_count" {
+		w = streams.TumblingWindows(time.Minute, 0)
+	}
+	ws, err := g.WindowedBy(w)
+	if err != nil {
+		return err
+	}
+	var t *streams.Table
+	if topo == "hopping_sum" {
+		t, err = ws.Aggregate(zero, addAmount, streams.StoreSerdes(streams.String, streams.Long))
+	} else {
+		t, err = ws.Count()
+	}
+	if err != nil {
+		return err
+	}
+	return toStream(t, output)
+}
+
+// join joins each event with its key's rate: the decimal amount * rate.
+func join(b *streams.Builder, input, table, output string) error {
+	rates, err := b.Table(table, streams.KeySerde(streams.String), streams.ValueSerde(streams.String))
+	if err != nil {
+		return err
+	}
+	s, err := b.Stream([]string{input}, streams.KeySerde(streams.String), streams.ValueSerde(streams.String))
+	if err != nil {
+		return err
+	}
+	j, err := s.Join(rates, func(event, rate []byte) ([]byte, error) {
+		var e struct{ Amount int64 }
+		var r struct{ Rate int64 }
+		if err := json.Unmarshal(event, &e); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(rate, &r); err != nil {
+			return nil, err
+		}
+		return strconv.AppendInt(nil, e.Amount*r.Rate, 10), nil
+	})
+	if err != nil {
+		return err
+	}
+	return j.To(output)
 }
 
 func countTo(g *streams.GroupedStream, output string) error {
@@ -110,9 +177,9 @@ func toStream(t *streams.Table, output string) error {
 	return s.To(output)
 }
 
-func run(brokers, app, input, output, topo string, commitMs int, stateDir string) error {
+func run(brokers, app, input, table, output, topo string, commitMs int, stateDir string) error {
 	b := streams.NewBuilder()
-	if err := build(b, input, output, topo); err != nil {
+	if err := build(b, input, table, output, topo); err != nil {
 		return fmt.Errorf("topology %s: %w", topo, err)
 	}
 	guarantee := "at_least_once"

@@ -1,5 +1,6 @@
 package io.polystreams.bench;
 
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Locale;
@@ -14,14 +15,18 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
-import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.TimeWindowedKStream;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
 
 /**
  * The Kafka Streams arm of make bench-peers: each topology as a Kafka Streams
  * user writes it (the DSL, RocksDB stores with changelogs, Serdes.Long
- * counts). Takes the flags every arm takes (tools/bench/peers/arms/common.py)
+ * counts; windowed results keyed as TimeWindowedSerializer writes them). Takes the flags every arm takes (tools/bench/peers/arms/common.py)
  * and runs until SIGTERM.
  */
 public final class Peers {
@@ -55,10 +60,34 @@ public final class Peers {
                     .to(output, Produced.with(Serdes.String(), Serdes.Long()));
             case "sum_eos", "sum_alos" -> b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
                     .groupByKey()
-                    .aggregate(() -> 0L, (key, value, total) -> total + Amount.of(value),
+                    .aggregate(() -> 0L, (key, value, total) -> total + Json.number(value, "amount"),
                             Materialized.with(Serdes.String(), Serdes.Long()))
                     .toStream()
                     .to(output, Produced.with(Serdes.String(), Serdes.Long()));
+            case "tumbling_count", "hopping_count", "hopping_sum" -> {
+                // Records arrive in timestamp order on each partition: no grace.
+                Duration size = Duration.ofMinutes(1);
+                TimeWindows windows = topology.equals("tumbling_count")
+                        ? TimeWindows.ofSizeWithNoGrace(size)
+                        : TimeWindows.ofSizeWithNoGrace(size).advanceBy(Duration.ofSeconds(15));
+                TimeWindowedKStream<String, String> windowed = b
+                        .stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                        .groupByKey()
+                        .windowedBy(windows);
+                KTable<Windowed<String>, Long> results = topology.equals("hopping_sum")
+                        ? windowed.aggregate(() -> 0L, (key, value, total) -> total + Json.number(value, "amount"),
+                                Materialized.with(Serdes.String(), Serdes.Long()))
+                        : windowed.count();
+                results.toStream().to(output, Produced.with(
+                        WindowedSerdes.timeWindowedSerdeFrom(String.class, size.toMillis()), Serdes.Long()));
+            }
+            case "join" -> {
+                KTable<String, String> rates = b.table(require(args, "table"),
+                        Consumed.with(Serdes.String(), Serdes.String()));
+                b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                        .join(rates, (event, rate) -> Long.toString(Json.number(event, "amount") * Json.number(rate, "rate")))
+                        .to(output, Produced.with(Serdes.String(), Serdes.String()));
+            }
             default -> throw new IllegalArgumentException("peers: unknown --topology " + topology);
         }
 
@@ -96,15 +125,19 @@ public final class Peers {
         return v;
     }
 
-    /** The "amount" of a JSON object {"amount": n}, read as a Kafka Streams user reads JSON: with Jackson. */
-    static final class Amount {
-        private static final com.fasterxml.jackson.databind.ObjectMapper JSON = new com.fasterxml.jackson.databind.ObjectMapper();
+    /** A number field of a JSON object such as {"amount": n}, read as a Kafka Streams user reads JSON: with Jackson. */
+    static final class Json {
+        private static final com.fasterxml.jackson.databind.ObjectMapper MAPPER = new com.fasterxml.jackson.databind.ObjectMapper();
 
-        static long of(String value) {
+        static long number(String value, String field) {
             try {
-                return JSON.readTree(value).get("amount").asLong();
+                com.fasterxml.jackson.databind.JsonNode n = MAPPER.readTree(value).get(field);
+                if (n == null) {
+                    throw new IllegalArgumentException("peers: value has no " + field + ": " + value);
+                }
+                return n.asLong();
             } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-                throw new IllegalArgumentException("peers: value is not JSON with an amount: " + value, e);
+                throw new IllegalArgumentException("peers: value is not JSON with " + field + ": " + value, e);
             }
         }
     }
