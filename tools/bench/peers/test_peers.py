@@ -187,3 +187,9 @@ def test_join_output_is_each_event_key_with_amount_times_rate() -> None:
     # The same values under other keys fail too: the key is part of the check.
     rekeyed = [(0, b"x" + k, v) for _, k, v in got]
     assert any("digest differs" in p for p in peers.verify(topo, want, rekeyed, "long"))
+
+
+def test_the_arms_flags_know_every_topology_and_its_windows() -> None:
+    from arms import common
+    assert common.TOPOLOGIES == list(peers.TOPOLOGIES)
+    assert common.WINDOWS == {t.name: t.window for t in peers.TOPOLOGIES.values() if t.window}
