@@ -770,11 +770,10 @@ def report(runs: list[Run], lat: dict[str, dict[str, dict[str, float]]], arms: l
                 rss = max((r.peak_rss for r in ok), default=0) / 2**20
                 lines.append(f"| {ARMS[arm].title} | {human(med) if ok else 'untimed' if all(r.ok for r in mine) else 'FAILED'} | {rounds} | {ratios} | {cpu:.1f} | {rss:.0f} |")
             lines.append("")
-            for r in rs:
-                if r.problems:
-                    lines.append(f"- {ARMS[r.arm].title}, round {r.round}: " + "; ".join(r.problems))
-            if any(r.problems for r in rs):
-                lines.append("")
+            notes = [f"- {ARMS[a].title}: not run: {ARMS[a].cannot[topo]}" for a in arms if topo in ARMS[a].cannot]
+            notes += [f"- {ARMS[r.arm].title}, round {r.round}: " + "; ".join(r.problems) for r in rs if r.problems]
+            if notes:
+                lines.extend([*notes, ""])
         lb = lat.get(broker)
         if lb:
             lines.append(f"### End-to-end latency, map_values at 10% of each arm's median rate — {broker}")

@@ -89,6 +89,9 @@ def test_report_prints_medians_rounds_ratios_and_failures() -> None:
     assert "| confluent-kafka loop (dict) | 91k |" in text
     assert "| Quix Streams | FAILED | FAILED | — |" in text
     assert "Quix Streams, round 1: 3 keys with a wrong final value" in text
+    joined = [peers.Run("kfake", "join", "loop", 1, 1000, 1.0, 0.1, 1 << 20)]
+    text = peers.report(joined, {}, ["loop", "faust"], "loop")
+    assert "- Faust (faust-streaming): not run: Faust has no stream-table join" in text
 
 
 def test_every_arm_names_a_known_output_encoding_and_every_topology_a_known_input() -> None:
