@@ -4,7 +4,7 @@
 //! SIGTERM. It takes the flags every arm takes
 //! (tools/bench/peers/arms/common.py): --brokers (unused: the engine has
 //! them), --app, --input, --output, --topology, --commit-ms, --state-dir,
-//! --table (the join) and --engine. Built by `make bench-peers` with
+//! --table (the joins) and --engine. Built by `make bench-peers` with
 //! `cargo build --release --example benchpeers`.
 //!
 //! Counts and sums are 8-byte big-endian longs (`i64`, Serdes.Long); windowed
@@ -89,6 +89,17 @@ fn main() -> polystreams::Result<()> {
             let rates = app.table::<String, Json<Rate>>(&arg("table"))?;
             app.stream::<String, Json<Amount>>(input.as_str())?
                 .join(&rates, |event: Json<Amount>, rate: Json<Rate>| (event.0.amount * rate.0.rate).to_string())?
+                .to(&output)?
+        }
+        "join_global" => {
+            // A global table is restored whole before any event is processed.
+            let rates = app.global_table::<String, Json<Rate>>(&arg("table"))?;
+            app.stream::<String, Json<Amount>>(input.as_str())?
+                .join_global(
+                    &rates,
+                    |key: &String, _: &Json<Amount>| key.clone(),
+                    |event: Json<Amount>, rate: Json<Rate>| (event.0.amount * rate.0.rate).to_string(),
+                )?
                 .to(&output)?
         }
         other => panic!("benchpeers: unknown --topology {other:?}"),

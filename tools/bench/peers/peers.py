@@ -77,6 +77,8 @@ TOPOLOGIES = {t.name: t for t in [
     Topology("hopping_sum", "hopping 60 s / 15 s aggregate, a host function summing JSON amounts", "events", "windows",
              1000, window=(MINUTE, MINUTE // 4)),
     Topology("join", "stream-table join: events × rates → amount·rate", "events", "values", 1000, table="rates"),
+    Topology("join_global", "stream-global-table join: events × rates → amount·rate", "events", "values", 1000,
+             table="rates"),
 ]}
 
 # The events of the windowed topologies and the join carry explicit
@@ -162,7 +164,7 @@ def expect(topology: str, records: list[Record], table: list[Record] | None = No
                 wk = window_key(k, start)
                 agg[wk] = agg.get(wk, 0) + add
         e.latest = agg
-    elif topology == "join":
+    elif topology in ("join", "join_global"):
         # Each event joined with its key's rate, written as the decimal
         # amount * rate; every key has a row, so every event has one output.
         rates = {k: json.loads(v)["rate"] for k, v, _ in table or []}
@@ -306,13 +308,15 @@ ARMS = {arm.name: arm for arm in [
                                          *common_args(a), "--engine", "{engine}"]],
         "long", engine=True, cwd=REPO / "sdk-node"),
     Arm("quix", "Quix Streams",
-        lambda c, a: [[c.python, str(HERE / "arms" / "quix.py"), *common_args(a)]], "json"),
+        lambda c, a: [[c.python, str(HERE / "arms" / "quix.py"), *common_args(a)]], "json",
+        cannot={"join_global": "Quix Streams has no global table (its enrichment join, join_asof, is the join topology)"}),
     Arm("ps-rust", "polystreams, Rust host",
         lambda c, a: [engine_cmd(c, a), [c.rust, *common_args(a), "--engine", "{engine}"]],
         "long", engine=True),
     Arm("faust", "Faust (faust-streaming)",
         lambda c, a: [[c.python, str(HERE / "arms" / "faust_app.py"), *common_args(a)]], "json",
-        cannot={"join": "Faust has no stream-table join (its documentation lists joins as not implemented)"}),
+        cannot={"join": "Faust has no stream-table join (its documentation lists joins as not implemented)",
+                "join_global": "Faust has no global tables nor joins"}),
 ]}
 
 

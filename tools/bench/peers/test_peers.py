@@ -196,3 +196,9 @@ def test_the_arms_flags_know_every_topology_and_its_windows() -> None:
     from arms import common
     assert common.TOPOLOGIES == list(peers.TOPOLOGIES)
     assert common.WINDOWS == {t.name: t.window for t in peers.TOPOLOGIES.values() if t.window}
+
+
+def test_the_global_table_join_expects_what_the_table_join_does() -> None:
+    _, want = seeded("events", "join_global")
+    assert want == seeded("events", "join")[1]
+    assert "join_global" in peers.ARMS["quix"].cannot and "join_global" in peers.ARMS["faust"].cannot

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 TOPOLOGIES = ["map_values", "word_count", "count", "sum_eos", "sum_alos",
-              "tumbling_count", "hopping_count", "hopping_sum", "join"]
+              "tumbling_count", "hopping_count", "hopping_sum", "join", "join_global"]
 
 # (size, advance) in milliseconds of the windowed topologies (peers.py's
 # Topology.window says the same).
@@ -22,7 +22,7 @@ def parser(doc: str) -> argparse.ArgumentParser:
     ap.add_argument("--topology", required=True, choices=TOPOLOGIES)
     ap.add_argument("--commit-ms", type=int, required=True)
     ap.add_argument("--state-dir", required=True)
-    ap.add_argument("--table", help="the topic read as a table (the join)")
+    ap.add_argument("--table", help="the topic read as a table (the joins)")
     ap.add_argument("--engine", help="polystreams engine URL (polystreams arms)")
     return ap
 

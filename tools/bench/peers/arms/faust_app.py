@@ -74,8 +74,8 @@ def main() -> None:
                 for w in windows.table.window.ranges(event.message.timestamp):
                     await sink.send(key=key, value={"start": round(w[0] * 1000), "value": windows[key][w]})
 
-    elif t == "join":
-        raise SystemExit("faust_app: Faust has no stream-table join (--topology join)")
+    elif t in ("join", "join_global"):
+        raise SystemExit(f"faust_app: Faust has no stream-table join (--topology {t})")
     else:
         table = app.Table("totals", default=int)
         json_in = t in ("sum_eos", "sum_alos")

@@ -79,7 +79,7 @@ def main() -> None:
     out = args.output
     state: dict[bytes, int] = {}
     t = args.topology
-    rates = load_table(args.brokers, args.table) if t == "join" else {}
+    rates = load_table(args.brokers, args.table) if t in ("join", "join_global") else {}
     size, advance = common.WINDOWS.get(t, (0, 0))
     windows: dict[tuple[bytes, int], int] = {}
     starts = common.window_starts
@@ -108,7 +108,7 @@ def main() -> None:
                     n = windows.get((k, start), 0) + add
                     windows[(k, start)] = n
                     send(pack(n), k + pack(start))
-            elif t == "join":
+            elif t in ("join", "join_global"):  # the whole table first: a global table
                 rate = rates.get(m.key())
                 if rate is not None:
                     send(b"%d" % (loads(m.value())["amount"] * rate), m.key())

@@ -28,6 +28,9 @@ for (const required of ["engine", "app", "input", "output", "topology", "commit-
 }
 
 const topology = args.topology!;
+if (topology.startsWith("join") && !args.table) {
+  throw new Error(`polystreams_node: --table is required for ${topology}`);
+}
 const config: Config = {
   processingGuarantee: topology === "sum_eos" ? "exactly_once_v2" : "at_least_once",
   commitIntervalMs: Number(args["commit-ms"]),
@@ -71,15 +74,24 @@ if (topology === "map_values") {
       : windowed.count();
   results.toStream().to(args.output!);
 } else if (topology === "join") {
-  if (!args.table) {
-    throw new Error("polystreams_node: --table is required for the join");
-  }
-  const rates = app.table(args.table, { key: "string", value: "json" });
+  const rates = app.table(args.table!, { key: "string", value: "json" });
   app
     .stream(args.input!, { key: "string", value: "json" })
     .join(rates, (event: { amount: number }, rate: { rate: number }) => String(event.amount * rate.rate), {
       value: "string",
     })
+    .to(args.output!);
+} else if (topology === "join_global") {
+  // A global table is restored whole before any event is processed.
+  const rates = app.globalTable(args.table!, { key: "string", value: "json" });
+  app
+    .stream(args.input!, { key: "string", value: "json" })
+    .join(
+      rates,
+      (key: string) => key,
+      (event: { amount: number }, rate: { rate: number }) => String(event.amount * rate.rate),
+      { value: "string" },
+    )
     .to(args.output!);
 } else {
   throw new Error(`polystreams_node: unknown --topology ${JSON.stringify(topology)}`);

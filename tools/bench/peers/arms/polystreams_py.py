@@ -41,6 +41,13 @@ def main() -> None:
         (app.stream(args.input, key="string", value="json")
             .join(rates, lambda event, rate: str(event["amount"] * rate["rate"]), value="string")
             .to(args.output))
+    elif t == "join_global":
+        # A global table is restored whole before any event is processed.
+        global_rates = app.global_table(args.table, key="string", value="json")
+        (app.stream(args.input, key="string", value="json")
+            .join(global_rates, lambda key, event: key, lambda event, rate: str(event["amount"] * rate["rate"]),
+                  value="string")
+            .to(args.output))
     else:
         (app.stream(args.input, key="string", value="json")
             .group_by_key()

@@ -48,6 +48,8 @@ def main() -> None:
     )
     t = args.topology
     json_in = t in ("sum_eos", "sum_alos", "join", *common.WINDOWS)
+    if t == "join_global":
+        raise SystemExit("quix: Quix Streams has no global table (--topology join_global)")
     source = app.topic(args.input, key_deserializer="string",
                        value_deserializer="json" if json_in else "string")
     sink = app.topic(args.output, key_serializer="string",

@@ -27,7 +27,7 @@ func main() {
 	app := flag.String("app", "", "application.id")
 	input := flag.String("input", "", "input topic")
 	output := flag.String("output", "", "output topic")
-	topo := flag.String("topology", "", "map_values, word_count, count, sum_eos, sum_alos, tumbling_count, hopping_count, hopping_sum or join")
+	topo := flag.String("topology", "", "map_values, word_count, count, sum_eos, sum_alos, tumbling_count, hopping_count, hopping_sum join or join_global")
 	commitMs := flag.Int("commit-ms", 100, "commit.interval.ms")
 	stateDir := flag.String("state-dir", "", "state.dir")
 	table := flag.String("table", "", "the topic read as a table (join)")
@@ -43,8 +43,8 @@ func build(b *streams.Builder, input, table, output, topo string) error {
 	switch topo {
 	case "tumbling_count", "hopping_count", "hopping_sum":
 		return windowed(b, input, output, topo)
-	case "join":
-		return join(b, input, table, output)
+	case "join", "join_global":
+		return join(b, input, table, output, topo == "join_global")
 	case "map_values":
 		s, err := b.Stream([]string{input}, streams.ValueSerde(streams.String))
 		if err != nil {
@@ -134,17 +134,15 @@ func windowed(b *streams.Builder, input, output, topo string) error {
 	return toStream(t, output)
 }
 
-// join joins each event with its key's rate: the decimal amount * rate.
-func join(b *streams.Builder, input, table, output string) error {
-	rates, err := b.Table(table, streams.KeySerde(streams.String), streams.ValueSerde(streams.String))
-	if err != nil {
-		return err
-	}
+// join joins each event with its key's rate, from a table or (global) a
+// global table, restored whole before any event is processed: the decimal
+// amount * rate.
+func join(b *streams.Builder, input, table, output string, global bool) error {
 	s, err := b.Stream([]string{input}, streams.KeySerde(streams.String), streams.ValueSerde(streams.String))
 	if err != nil {
 		return err
 	}
-	j, err := s.Join(rates, func(event, rate []byte) ([]byte, error) {
+	joiner := func(event, rate []byte) ([]byte, error) {
 		var e struct{ Amount int64 }
 		var r struct{ Rate int64 }
 		if err := json.Unmarshal(event, &e); err != nil {
@@ -154,9 +152,24 @@ func join(b *streams.Builder, input, table, output string) error {
 			return nil, err
 		}
 		return strconv.AppendInt(nil, e.Amount*r.Rate, 10), nil
-	})
-	if err != nil {
-		return err
+	}
+	var j *streams.Stream
+	if global {
+		rates, err := b.GlobalTable(table, streams.KeySerde(streams.String), streams.ValueSerde(streams.String))
+		if err != nil {
+			return err
+		}
+		if j, err = s.JoinGlobal(rates, func(key, _ []byte) ([]byte, error) { return key, nil }, joiner); err != nil {
+			return err
+		}
+	} else {
+		rates, err := b.Table(table, streams.KeySerde(streams.String), streams.ValueSerde(streams.String))
+		if err != nil {
+			return err
+		}
+		if j, err = s.Join(rates, joiner); err != nil {
+			return err
+		}
 	}
 	return j.To(output)
 }

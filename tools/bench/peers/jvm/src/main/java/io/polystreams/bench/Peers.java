@@ -14,6 +14,7 @@ import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
@@ -86,6 +87,15 @@ public final class Peers {
                         Consumed.with(Serdes.String(), Serdes.String()));
                 b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
                         .join(rates, (event, rate) -> Long.toString(Json.number(event, "amount") * Json.number(rate, "rate")))
+                        .to(output, Produced.with(Serdes.String(), Serdes.String()));
+            }
+            case "join_global" -> {
+                // A global table is restored whole before any event is processed.
+                GlobalKTable<String, String> rates = b.globalTable(require(args, "table"),
+                        Consumed.with(Serdes.String(), Serdes.String()));
+                b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                        .join(rates, (key, event) -> key,
+                                (event, rate) -> Long.toString(Json.number(event, "amount") * Json.number(rate, "rate")))
                         .to(output, Produced.with(Serdes.String(), Serdes.String()));
             }
             default -> throw new IllegalArgumentException("peers: unknown --topology " + topology);
