@@ -92,6 +92,7 @@ test-interop: interop-jvm
 
 test-python: build
 	cd sdk-python && PYTHONPATH=src $(PY) -m pytest -q tests
+	cd tools/bench/peers && $(PY) -m pytest -q -p no:cacheprovider test_peers.py
 
 # Node SDK: unit tests, the real engine end to end, and the packed tarball.
 test-node: deps build
