@@ -161,13 +161,25 @@ const offsetsSettle = 30 * time.Second
 // with a retriable error. Apache Kafka answers NOT_LEADER_OR_FOLLOWER or
 // UNKNOWN_TOPIC_OR_PARTITION for a partition of a topic created a moment
 // ago whose replica the broker has not set up yet (kfake never does): a
-// changelog created at start is then restored, not failed.
+// changelog created at start is then restored, not failed. A request
+// that fails as a whole with a retriable error is asked again the same
+// way: a broker back from a freeze or a restart answers
+// LEADER_NOT_AVAILABLE while it elects leaders again (found by
+// TestChaosBrokerFreeze on Apache Kafka: the task failed its restore).
 func settledOffsets(ctx context.Context, list func(context.Context, ...string) (kadm.ListedOffsets, error), topics ...string) (kadm.ListedOffsets, error) {
 	deadline := time.Now().Add(offsetsSettle)
 	for {
 		ends, err := list(ctx, topics...)
 		if err != nil {
-			return nil, err
+			if !kerr.IsRetriable(err) || time.Now().After(deadline) || ctx.Err() != nil {
+				return nil, err
+			}
+			select {
+			case <-ctx.Done():
+				return nil, err
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
 		}
 		settled := true
 		ends.Each(func(o kadm.ListedOffset) {
