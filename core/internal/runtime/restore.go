@@ -170,29 +170,18 @@ func settledOffsets(ctx context.Context, list func(context.Context, ...string) (
 	deadline := time.Now().Add(offsetsSettle)
 	for {
 		ends, err := list(ctx, topics...)
-		if err != nil {
-			if !kerr.IsRetriable(err) || time.Now().After(deadline) || ctx.Err() != nil {
-				return nil, err
-			}
-			select {
-			case <-ctx.Done():
-				return nil, err
-			case <-time.After(100 * time.Millisecond):
-			}
-			continue
-		}
-		settled := true
+		settled := err == nil || !kerr.IsRetriable(err)
 		ends.Each(func(o kadm.ListedOffset) {
 			if o.Err != nil && kerr.IsRetriable(o.Err) {
 				settled = false
 			}
 		})
 		if settled || time.Now().After(deadline) {
-			return ends, nil
+			return ends, err
 		}
 		select {
 		case <-ctx.Done():
-			return ends, nil
+			return ends, err
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
