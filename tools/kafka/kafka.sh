@@ -191,7 +191,14 @@ serve() {
 		"-Dlog4j2.configurationFile=$data/log4j2.properties")
 	if [[ ! -f "$data/logs/meta.properties" ]]; then
 		local id
-		id="$(head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
+		# A cluster id is 16 random bytes in URL-safe base64. One that starts
+		# with '-' would be read as an option (StorageTool then says the
+		# cluster id is missing: 1 format in 64 failed so), as Kafka's own
+		# Uuid.randomUuid avoids too.
+		id=-
+		while [[ "$id" == -* ]]; do
+			id="$(head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
+		done
 		local -a fmt=(format -t "$id" -c "$data/server.properties")
 		for l in ${scram[@]+"${scram[@]}"}; do fmt+=(--add-scram "$l"); done
 		if ! out="$("$java" "${jvm[@]}" -cp "$cp" kafka.tools.StorageTool "${fmt[@]}" 2>&1)"; then
