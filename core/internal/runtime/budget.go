@@ -25,8 +25,9 @@ import (
 //     wait): bundles to the host are not sent, fetching pauses, and the
 //     producer's buffer drains on its own;
 //   - it lets go (as Kafka Streams' record cache evicts): the record cache
-//     forwards its updates early, the in-memory view of open windows is
-//     dropped and the aggregation reads the store;
+//     forwards its updates early, the stores' read caches are emptied, the
+//     in-memory view of open windows is dropped and the aggregation reads
+//     the store;
 //   - it fails the application alone (as Kafka Streams' suppression buffer
 //     with BufferConfig.shutDownWhenFull): the suppression buffers, the
 //     stream-stream joins' windows and the session and sliding window
@@ -42,6 +43,7 @@ import (
 // Memory components: what the engine holds for an application.
 const (
 	memCache       = iota // the record cache (cache.go)
+	memReadCache          // the stores' read caches (state/cache.go)
 	memOpenWindows        // time windows' in-memory open windows (window.go)
 	memSuppress           // suppression buffers (window.go)
 	memWindowIndex        // session and sliding windows' per-key indexes
@@ -55,6 +57,7 @@ const (
 
 var memNames = [memComponents]string{
 	memCache:       "record cache",
+	memReadCache:   "store read caches",
 	memOpenWindows: "open windows",
 	memSuppress:    "suppression buffers",
 	memWindowIndex: "session and sliding window indexes",
@@ -264,6 +267,9 @@ type memoryReleaser interface {
 // sums of the byte counts its record cache and its operators keep.
 func (t *task) memoryHeld() (held [memComponents]int64) {
 	held[memCache] = int64(t.cacheBytes)
+	for _, tx := range t.stores {
+		held[memReadCache] += int64(tx.part.CacheBytes())
+	}
 	for _, op := range t.ops {
 		if h, ok := op.(memoryHolder); ok {
 			h.memoryHeld(&held)
@@ -312,6 +318,9 @@ func (t *task) checkMemory() error {
 		if r, ok := op.(memoryReleaser); ok {
 			r.releaseMemory()
 		}
+	}
+	for _, tx := range t.stores {
+		tx.part.DropCache()
 	}
 	t.publishMemory()
 	if m.held() <= m.limit {

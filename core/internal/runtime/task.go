@@ -334,11 +334,18 @@ func (t *task) settleOffsets() {
 	t.mu.Unlock()
 }
 
-// begin starts a batch: no outputs, no store changes yet.
+// begin starts a batch: no outputs, no store changes yet. Each store's
+// read cache (state/cache.go) gets its share of the task's share of
+// statestore.cache.max.bytes, which changes as tasks come and go.
 func (t *task) begin() {
 	t.out = t.out[:0]
+	var share int
+	if len(t.stores) > 0 {
+		share = t.app.cacheBudget() / len(t.stores)
+	}
 	for _, tx := range t.stores {
 		clear(tx.dirty)
+		tx.part.SetCacheLimit(share)
 	}
 }
 
