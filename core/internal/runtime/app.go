@@ -143,6 +143,8 @@ type App struct {
 	// outputs: in test driver mode, what the tasks wrote to sink topics
 	// (testdriver.go); nil otherwise.
 	outputs *outputs
+	// promise is produced as a kgo promise, made once (produceThen).
+	promise func(*kgo.Record, error)
 
 	// mem: the memory budget and what the application holds (budget.go).
 	mem *memory
@@ -154,6 +156,7 @@ func New(cfg Config, topo *topology.Topology, host Host) (*App, error) {
 		changes: []State{Created}, changed: make(chan struct{}),
 		eos: cfg.Guarantee == ExactlyOnceV2, balancer: newTaskBalancer(cfg.StandbyReplicas)}
 	a.balancer.localState = a.localTaskState
+	a.promise = func(r *kgo.Record, err error) { a.produced(r, err) }
 	a.mem = newMemory(cfg.MemoryMaxBytes)
 	if host != nil {
 		a.host = budgetedHost{host, a.mem}
@@ -986,21 +989,34 @@ func (a *App) produceThen(r *kgo.Record, ok func(*kgo.Record)) {
 	if a.outputs != nil {
 		a.outputs.note(r)
 	}
+	if ok == nil {
+		// Every output, repartition and changelog record of a batch comes
+		// here: one promise for them all, not a closure per record.
+		a.cl.Produce(context.Background(), r, a.promise)
+		return
+	}
 	a.cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
-		if err != nil && a.eos && producerFenced(err) {
-			err = fmt.Errorf("runtime: producing to %s/%d: %w", r.Topic, r.Partition, err)
-			a.fenced.CompareAndSwap(nil, &err)
-			return
-		}
-		if err != nil {
-			a.produceFailed.Store(true)
-			a.fail(fmt.Errorf("runtime: producing to %s/%d: %w", r.Topic, r.Partition, err))
-			return
-		}
-		if ok != nil {
+		if a.produced(r, err) {
 			ok(r)
 		}
 	})
+}
+
+// produced is a record's outcome: whether it was written; a record that
+// was not fails the application, or, under exactly_once_v2, marks the
+// producer fenced.
+func (a *App) produced(r *kgo.Record, err error) bool {
+	if err != nil && a.eos && producerFenced(err) {
+		err = fmt.Errorf("runtime: producing to %s/%d: %w", r.Topic, r.Partition, err)
+		a.fenced.CompareAndSwap(nil, &err)
+		return false
+	}
+	if err != nil {
+		a.produceFailed.Store(true)
+		a.fail(fmt.Errorf("runtime: producing to %s/%d: %w", r.Topic, r.Partition, err))
+		return false
+	}
+	return true
 }
 
 // producerFenced reports whether a record's error says the transactional
