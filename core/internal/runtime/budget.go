@@ -266,7 +266,7 @@ type memoryReleaser interface {
 // memoryHeld measures what the task holds in its components now: the
 // sums of the byte counts its record cache and its operators keep.
 func (t *task) memoryHeld() (held [memComponents]int64) {
-	held[memCache] = int64(t.cacheBytes)
+	held[memCache] = int64(t.cacheBytes + t.unloggedBytes)
 	for _, tx := range t.stores {
 		held[memReadCache] += int64(tx.part.CacheBytes())
 	}

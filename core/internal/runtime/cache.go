@@ -10,7 +10,9 @@ import (
 // does not forward each update at once but keeps the latest one per key,
 // with the value the key had before its first cached update, and forwards
 // them at commit, or when the task's share of the cache is full. The store
-// itself is written as before; only forwarding waits. A key whose cached
+// itself is written as before; only forwarding waits, and under
+// at_least_once a key-value store's changelog records, which go out with
+// the flush, once per key (storeTx.unlogged). A key whose cached
 // update leaves it as absent as it was (inserted, then deleted) is not
 // forwarded (CachingKeyValueStore: neither value is non-null).
 //
@@ -84,7 +86,7 @@ func (t *task) flushCaches(ctx context.Context) error {
 // outputs and store changes go out as a batch's do, then the processed
 // offsets become committable.
 func (t *task) flushNow(ctx context.Context) error {
-	if t.cacheBytes > 0 {
+	if t.cacheBytes > 0 || t.unloggedBytes > 0 {
 		t.begin()
 		if err := t.flushCaches(ctx); err != nil {
 			return err
@@ -103,7 +105,7 @@ func (t *task) flushNow(ctx context.Context) error {
 // is work dropped: its offsets are not committed (at-least-once) and the
 // transaction aborts (exactly-once).
 func (t *task) flushOnStop(ctx context.Context) {
-	if t.cacheBytes == 0 {
+	if t.cacheBytes == 0 && t.unloggedBytes == 0 {
 		return
 	}
 	if ctx.Err() != nil {

@@ -28,6 +28,13 @@ type storeTx struct {
 	front front
 	dirty map[string]row
 	txn   map[string]row
+	// unlogged, when not nil (logLater: under at_least_once with the
+	// record cache on, a key-value store): the store's changes since the
+	// task's record cache last emptied, latest per key. Pebble has them
+	// (queries read it); the changelog gets them once the cache empties
+	// (task.finish), once per key, as Kafka Streams' caching store logs
+	// at flush rather than per update.
+	unlogged map[string]row
 	// expired: under exactly_once_v2, the key ranges [lo, hi) that
 	// retention expired in the open transaction. They reach Pebble after
 	// its writes, once it committed: deleted at once, a transaction that
@@ -90,6 +97,21 @@ type front interface {
 	// its range that it does not hold is absent).
 	lookup(key []byte) (row, bool)
 	store(key []byte, r row)
+}
+
+// logLater adds the batch's changes to unlogged and returns by how much
+// that grew it, in record cache bytes.
+func (s *storeTx) logLater() int {
+	n := 0
+	for k, r := range s.dirty {
+		if old, ok := s.unlogged[k]; ok {
+			n += len(r.value) - len(old.value)
+		} else {
+			n += len(k) + len(r.value) + cacheOverhead
+		}
+		s.unlogged[k] = r
+	}
+	return n
 }
 
 // writes turns rows into store writes.

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/state"
+	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
 // taskID is Kafka Streams' task id: sub-topology x partition.
@@ -63,6 +64,10 @@ type task struct {
 	// cacheBytes is their size.
 	caches     map[*step]*recCache
 	cacheBytes int
+	// unloggedBytes is the size of the stores' changes whose changelog
+	// records wait for the record cache to empty (storeTx.unlogged),
+	// counted as the record cache's.
+	unloggedBytes int
 	// mem is what the task counts in its application's memory budget
 	// (budget.go).
 	mem taskMemory
@@ -134,6 +139,9 @@ func (t *task) run(ctx context.Context) {
 			dirty:     map[string]row{},
 			txn:       map[string]row{},
 			keys:      codecFor(st),
+		}
+		if !t.app.eos && t.app.cfg.CacheMaxBytes > 0 && st.Kind == topology.StoreKeyValue {
+			tx.unlogged = map[string]row{}
 		}
 		tx.lastOffset.Store(-1)
 		if err := t.app.restore(ctx, tx); err != nil {
@@ -232,7 +240,7 @@ func (t *task) process(ctx context.Context, batch []*kgo.Record) error {
 	if err := t.pushBatch(ctx, batch); err != nil {
 		return err
 	}
-	if t.cacheBytes > t.app.cacheBudget() || t.cacheBytes > 0 && t.memoryOver() {
+	if t.cacheBytes+t.unloggedBytes > t.app.cacheBudget() || t.cacheBytes > 0 && t.memoryOver() {
 		if err := t.flushCaches(ctx); err != nil {
 			return err
 		}
@@ -351,7 +359,11 @@ func (t *task) begin() {
 
 // finish ends a batch that succeeded: its store changes are applied (under
 // exactly_once_v2 they join the transaction instead) and its outputs and
-// changelog records are handed to the producer.
+// changelog records are handed to the producer; the changelog records of
+// a store that logs later (storeTx.unlogged) wait until the record cache
+// is empty. Offsets settle only with the cache empty (process, flushNow),
+// so every settled offset's store changes are in the changelog, as
+// at-least-once requires.
 func (t *task) finish() error {
 	for _, tx := range t.stores {
 		if len(tx.dirty) == 0 {
@@ -364,12 +376,26 @@ func (t *task) finish() error {
 			continue
 		}
 		ws := writes(tx.dirty)
-		for _, w := range ws {
-			t.out = append(t.out, tx.changelogRecord(t.id.partition, w))
+		if tx.unlogged != nil {
+			t.unloggedBytes += tx.logLater()
+		} else {
+			for _, w := range ws {
+				t.out = append(t.out, tx.changelogRecord(t.id.partition, w))
+			}
 		}
 		if err := tx.part.Apply(ws); err != nil {
 			return fmt.Errorf("runtime: task %s: %w", t.id, err)
 		}
+	}
+	if t.cacheBytes == 0 && t.unloggedBytes > 0 {
+		for _, tx := range t.stores {
+			for k, r := range tx.unlogged {
+				w := state.Write{Key: []byte(k), Value: r.value, TS: r.ts}
+				t.out = append(t.out, tx.changelogRecord(t.id.partition, w))
+			}
+			clear(tx.unlogged)
+		}
+		t.unloggedBytes = 0
 	}
 	for _, r := range t.out {
 		t.app.produce(r)
