@@ -1007,8 +1007,10 @@ func (a *App) produceThen(r *kgo.Record, ok func(*kgo.Record)) {
 // producer fenced.
 func (a *App) produced(r *kgo.Record, err error) bool {
 	if err != nil && a.eos && producerFenced(err) {
-		err = fmt.Errorf("runtime: producing to %s/%d: %w", r.Topic, r.Partition, err)
-		a.fenced.CompareAndSwap(nil, &err)
+		// Its own variable: taking err's address would move err to the
+		// heap on every call, written or not.
+		fenced := fmt.Errorf("runtime: producing to %s/%d: %w", r.Topic, r.Partition, err)
+		a.fenced.CompareAndSwap(nil, &fenced)
 		return false
 	}
 	if err != nil {
