@@ -81,13 +81,16 @@ func main() {
 	rttBundles := flag.Int("rtt-bundles", 2, "bundles per round (round-trip alternatives)")
 	scan := flag.Int("scan", 1000, "entries per range read")
 	rounds := flag.Int("rounds", 5, "rounds; the median and lowest are reported")
-	python := flag.String("python", "/usr/bin/python3", "python for rtt-python; empty skips it")
+	python := flag.String("python", "/usr/bin/python3", "python for rtt-python and the Python host loop; empty skips them")
+	hostLoop = flag.String("hostloop", "tools/bench/processor/hostloop.py", "the Python host loop's script")
 	flag.Parse()
 	if err := run(*records, *distinct, *stored, *valueSize, *bundles, *rttBundles, *scan, *rounds, *python); err != nil {
 		fmt.Fprintln(os.Stderr, "processor bench:", err)
 		os.Exit(1)
 	}
 }
+
+var hostLoop *string
 
 // rec is one input record as the engine holds it.
 type rec struct {
@@ -852,6 +855,7 @@ func run(perBundle, distinct, stored, valueSize, nBundles, rttBundles, scan, rou
 		}
 		return len(msg) + len(res), calls, nil
 	}
+	var reads []float64 // ns per record of the store reads alone
 	for round := range rounds {
 		runtime.GC()
 		start := time.Now()
@@ -885,6 +889,22 @@ func run(perBundle, distinct, stored, valueSize, nBundles, rttBundles, scan, rou
 			r.bytesRec = float64(total+callBytes) / float64(a.bundles*perBundle)
 			r.callsRec = float64(calls) / float64(a.bundles*perBundle)
 		}
+		// The store reads alone, which every alternative (and a native
+		// operator) pays: one get per distinct key of a bundle.
+		runtime.GC()
+		start = time.Now()
+		for _, recs := range bs {
+			seen := map[string]bool{}
+			for _, r := range recs {
+				if !seen[string(r.key)] {
+					seen[string(r.key)] = true
+					if _, _, err := e.get(r.key); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		reads = append(reads, float64(time.Since(start).Nanoseconds())/float64(nBundles*perBundle))
 		fmt.Fprintf(os.Stderr, "round %d of %d done\n", round+1, rounds)
 	}
 	// A range read of scan entries (a punctuator's all()).
@@ -916,9 +936,23 @@ func run(perBundle, distinct, stored, valueSize, nBundles, rttBundles, scan, rou
 	}
 
 	var py []float64
+	var loop map[string][]float64
 	if python != "" {
 		if py, err = pythonRTT(ctx, e, srv, python, rounds); err != nil {
 			return fmt.Errorf("rtt-python: %w", err)
+		}
+		out, err := exec.CommandContext(ctx, python, *hostLoop, fmt.Sprint(perBundle), fmt.Sprint(distinct), fmt.Sprint(valueSize), fmt.Sprint(rounds)).Output()
+		if err != nil {
+			return fmt.Errorf("%s: %w", *hostLoop, err)
+		}
+		loop = map[string][]float64{}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			var name string
+			var ns float64
+			if _, err := fmt.Sscan(line, &name, &ns); err != nil {
+				return fmt.Errorf("%s printed %q", *hostLoop, line)
+			}
+			loop[name] = append(loop[name], ns)
 		}
 	}
 
@@ -940,6 +974,11 @@ func run(perBundle, distinct, stored, valueSize, nBundles, rttBundles, scan, rou
 		sort.Float64s(py)
 		fmt.Printf("| rtt-python: Read calls alone, from python3's http.client (HTTP/1.1) | | | 1 | %.0f (lowest %.0f) |\n", median(py)/1000, py[0]/1000)
 	}
+	if loop != nil {
+		fmt.Printf("\nThe Python host's loop alone (%s, no protobuf): map_values %.2f µs per record, the processor with its overlay and op columns %.2f (medians).\n",
+			*hostLoop, median(loop["stateless"])/1000, median(loop["processor"])/1000)
+	}
+	fmt.Printf("\nOf the prefetch, the engine's store reads alone (one Pebble get per distinct key): %.2f µs per record (median).\n", median(reads)/1000)
 	s := slices.Clone(rangeRes.nsPerRec)
 	sort.Float64s(s)
 	fmt.Printf("\nRange read of %d entries over h2c: %.0f µs per call (median; lowest %.0f), %.3f µs per entry.\n", scan, median(s)/1000, s[0]/1000, median(rangeRes.perEntry)/1000)
