@@ -4,6 +4,9 @@ protobuf runtime decodes a bytes column without copying it per record).
 
   stateless   split the records' columns, value -> value, join the outputs
               (a map_values bundle: the floor).
+  metadata    stateless, each call also given a RecordMetadata object
+              (timestamp, headers, topic, partition, offset): what a
+              function that did not opt in would pay if every call got one.
   processor   the same records plus a store view (the current entry of each
               distinct key), an overlay dict built from it, per record
               get / put / forward through a ProcessorContext-like object,
@@ -62,6 +65,17 @@ class Store:
         self.ops.append((1, 0, key, value))
 
 
+class RecordMetadata:
+    __slots__ = ("timestamp", "headers", "topic", "partition", "offset")
+
+    def __init__(self, timestamp, headers, topic, partition, offset):
+        self.timestamp = timestamp
+        self.headers = headers
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+
+
 class Context:
     __slots__ = ("ops", "ts")
 
@@ -90,6 +104,16 @@ def main():
         out = [v.upper() for v in vs]
         return column(out)
 
+    tss = list(range(records))
+
+    def metadata():
+        vs = split(vl, vc)
+        out = [upper(v, RecordMetadata(t, (), "orders", 3, t)) for v, t in zip(vs, tss)]
+        return column(out)
+
+    def upper(v, meta):
+        return v.upper()
+
     def processor():
         ks, vs = split(kl, kc), split(vl, vc)
         ops = []
@@ -108,12 +132,12 @@ def main():
         targets = [o[1] for o in ops]
         return counts, kinds, targets, column(o[2] for o in ops), column(o[3] for o in ops)
 
-    for fn in (stateless, processor):
+    for fn in (stateless, metadata, processor):
         for _ in range(3):
             fn()
     n = 200
     for _ in range(rounds):
-        for name, fn in (("stateless", stateless), ("processor", processor)):
+        for name, fn in (("stateless", stateless), ("metadata", metadata), ("processor", processor)):
             t = time.perf_counter_ns()
             for _ in range(n):
                 fn()
