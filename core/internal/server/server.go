@@ -23,6 +23,7 @@ import (
 	"github.com/polystreams/polystreams/core/internal/runtime"
 	"github.com/polystreams/polystreams/core/internal/testdriver"
 	"github.com/polystreams/polystreams/core/internal/topology"
+	"github.com/polystreams/polystreams/core/internal/topology/frompb"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 	"github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1/polystreamsv1alpha1connect"
 )
@@ -457,6 +458,44 @@ func (s *Server) RegisterFunction(_ context.Context, req *connect.Request[pb.Reg
 	return connect.NewResponse(&pb.RegisterFunctionResponse{Token: ss.nextToken}), nil
 }
 
+// Build applies one operator (frompb translates it). Everything is checked
+// before the builder is touched, and the builder itself changes nothing on a
+// refused call.
+func (s *Server) Build(_ context.Context, req *connect.Request[pb.BuildRequest]) (*connect.Response[pb.BuildResponse], error) {
+	m := req.Msg
+	ss, err := s.session("Build", m.SessionId)
+	if err != nil {
+		return nil, err
+	}
+	op := frompb.OperationName(m)
+	method := "Build(" + op + ")"
+	if op == "" {
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("Build: the request names no operation"))
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.stopped {
+		return nil, errStopped(method)
+	}
+	if ss.app != nil {
+		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("%s: the topology is started; builder calls are refused after Start", method))
+	}
+	resp, err := frompb.Build(ss.builder, ss.funcs, m)
+	if err != nil {
+		return nil, connect.NewError(topologyCode(err), err)
+	}
+	return connect.NewResponse(resp), nil
+}
+
+// topologyCode is the Connect code of a topology error: NotFound for a
+// handle (or token) that does not exist, InvalidArgument for the rest.
+func topologyCode(err error) connect.Code {
+	if errors.Is(err, topology.ErrNotFound) {
+		return connect.CodeNotFound
+	}
+	return connect.CodeInvalidArgument
+}
+
 func (s *Server) Describe(_ context.Context, req *connect.Request[pb.DescribeRequest]) (*connect.Response[pb.DescribeResponse], error) {
 	ss, err := s.session("Describe", req.Msg.SessionId)
 	if err != nil {
@@ -709,9 +748,5 @@ func errStopped(method string) error {
 
 // builderError gives a topology error its Connect code.
 func builderError(method string, err error) error {
-	code := connect.CodeInvalidArgument
-	if errors.Is(err, topology.ErrNotFound) {
-		code = connect.CodeNotFound
-	}
-	return connect.NewError(code, fmt.Errorf("%s: %w", method, err))
+	return connect.NewError(topologyCode(err), fmt.Errorf("%s: %w", method, err))
 }

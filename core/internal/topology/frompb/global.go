@@ -1,10 +1,6 @@
-package server
+package frompb
 
 import (
-	"fmt"
-
-	"connectrpc.com/connect"
-
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
@@ -12,29 +8,27 @@ import (
 // globalTable applies GlobalTableOp (StreamsBuilder.globalTable). Whether
 // the topic exists is checked at Start, where the engine first reads the
 // brokers' metadata, and the error names it.
-func globalTable(b *topology.Builder, v *pb.GlobalTableOp) (*topology.Handle, error) {
-	return b.GlobalTable(topology.GlobalTableOptions{Topic: v.Topic, KeySerde: v.KeySerde, ValueSerde: v.ValueSerde, Name: v.Name, Materialized: materialized(v.Materialized)})
+func (c *call) globalTable(v *pb.GlobalTableOp) (*topology.Handle, error) {
+	return c.b.GlobalTable(topology.GlobalTableOptions{Topic: v.Topic, KeySerde: v.KeySerde, ValueSerde: v.ValueSerde, Name: v.Name, Materialized: materialized(v.Materialized)})
 }
 
 // isGlobalJoin reports whether a JoinOp is a stream-global-table join: its
 // other side is a global table, or it names a key mapper (which only that
 // join takes; globalJoin then refuses it naming the handle's kind).
-func isGlobalJoin(b *topology.Builder, v *pb.JoinOp) bool {
-	k, _ := b.Kind(v.Table)
+func (c *call) isGlobalJoin(v *pb.JoinOp) bool {
+	k, _ := c.b.Kind(v.Table)
 	return k == topology.KindGlobalTable || v.KeyMapperToken != 0
 }
 
 // globalJoin applies a stream-global-table JoinOp: the key mapper
-// (key_mapper_token, required) and the joiner resolve through fn, which
+// (key_mapper_token, required) and the joiner resolve through c.fn, which
 // names an unregistered token; options of other joins are refused.
-func globalJoin(b *topology.Builder, method string, v *pb.JoinOp, fn func(uint32) (topology.Function, error)) (*topology.Handle, error) {
-	invalid := func(format string, args ...any) error {
-		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: "+format, append([]any{method}, args...)...))
-	}
-	k, ok := b.Kind(v.Table)
+func (c *call) globalJoin(v *pb.JoinOp) (*topology.Handle, error) {
+	invalid := c.invalid
+	k, ok := c.b.Kind(v.Table)
 	switch {
 	case !ok:
-		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("%s: join names handle %d, which does not exist", method, v.Table))
+		return nil, c.notFound("join names handle %d, which does not exist", v.Table)
 	case k != topology.KindGlobalTable:
 		return nil, invalid("key_mapper_token %d is for joins with a global table, but handle %d is a %s", v.KeyMapperToken, v.Table, k)
 	case v.KeyMapperToken == 0:
@@ -48,13 +42,13 @@ func globalJoin(b *topology.Builder, method string, v *pb.JoinOp, fn func(uint32
 	case v.ForeignKeyToken != 0:
 		return nil, invalid("foreign_key_token is for foreign-key table joins; handle %d is a global table", v.Table)
 	}
-	mapper, err := fn(v.KeyMapperToken)
+	mapper, err := c.fn(v.KeyMapperToken)
 	if err != nil {
 		return nil, err
 	}
-	f, err := joiner(method, v, fn)
+	f, err := c.joiner(v)
 	if err != nil {
 		return nil, err
 	}
-	return b.GlobalJoin(v.Input, v.Table, mapper, f, v.Left, v.ValueSerde, v.Name)
+	return c.b.GlobalJoin(v.Input, v.Table, mapper, f, v.Left, v.ValueSerde, v.Name)
 }

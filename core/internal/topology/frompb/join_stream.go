@@ -1,10 +1,6 @@
-package server
+package frompb
 
 import (
-	"fmt"
-
-	"connectrpc.com/connect"
-
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
@@ -13,16 +9,16 @@ import (
 // stream-stream join (windows required, left or outer allowed). It
 // returns handled=false for any other JoinOp, refusing windows given for
 // a join whose other side is no stream.
-func streamStreamJoin(method string, b *topology.Builder, v *pb.JoinOp, joiner topology.Function) (h *topology.Handle, handled bool, err error) {
-	k, _ := b.Kind(v.Table)
+func (c *call) streamStreamJoin(v *pb.JoinOp, joiner topology.Function) (h *topology.Handle, handled bool, err error) {
+	k, _ := c.b.Kind(v.Table)
 	if k != topology.KindStream {
 		if v.Windows != nil && k != 0 {
-			return nil, true, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: windows are for stream-stream joins, but handle %d (the other side) is a %s", method, v.Table, k))
+			return nil, true, c.invalid("windows are for stream-stream joins, but handle %d (the other side) is a %s", v.Table, k)
 		}
 		return nil, false, nil
 	}
 	if v.Left && v.Outer {
-		return nil, true, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: left and outer are exclusive; give one (neither: an inner join)", method))
+		return nil, true, c.invalid("left and outer are exclusive; give one (neither: an inner join)")
 	}
 	o := topology.StreamJoinOptions{ValueSerde: v.ValueSerde, Name: v.Name, StoreName: v.StoreName}
 	switch {
@@ -34,6 +30,6 @@ func streamStreamJoin(method string, b *topology.Builder, v *pb.JoinOp, joiner t
 	if w := v.Windows; w != nil {
 		o.Windows = &topology.JoinWindows{Before: w.BeforeMs, After: w.AfterMs, Grace: w.GraceMs}
 	}
-	h, err = b.StreamJoin(v.Input, v.Table, joiner, o)
+	h, err = c.b.StreamJoin(v.Input, v.Table, joiner, o)
 	return h, true, err
 }

@@ -1,10 +1,8 @@
-package server
+package frompb
 
 import (
 	"fmt"
 	"strings"
-
-	"connectrpc.com/connect"
 
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
@@ -14,7 +12,7 @@ import (
 // leftJoin(other, foreignKeyExtractor, joiner[, Materialized]). The fields
 // of other joins are refused here, naming them; the builder checks the
 // handles.
-func foreignKeyJoin(b *topology.Builder, method string, v *pb.JoinOp, fn func(uint32) (topology.Function, error)) (*topology.Handle, error) {
+func (c *call) foreignKeyJoin(v *pb.JoinOp) (*topology.Handle, error) {
 	var bad []string
 	if v.Windows != nil {
 		bad = append(bad, "windows (for stream-stream joins)")
@@ -29,15 +27,15 @@ func foreignKeyJoin(b *topology.Builder, method string, v *pb.JoinOp, fn func(ui
 		bad = append(bad, fmt.Sprintf("store_name %q (for stream-stream joins; name the result's store with materialized)", v.StoreName))
 	}
 	if len(bad) > 0 {
-		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: foreign_key_token %d makes a foreign-key table-table join, which takes no %s", method, v.ForeignKeyToken, strings.Join(bad, "; ")))
+		return nil, c.invalid("foreign_key_token %d makes a foreign-key table-table join, which takes no %s", v.ForeignKeyToken, strings.Join(bad, "; "))
 	}
-	extractor, err := fn(v.ForeignKeyToken)
+	extractor, err := c.fn(v.ForeignKeyToken)
 	if err != nil {
 		return nil, err
 	}
-	f, err := joiner(method, v, fn)
+	f, err := c.joiner(v)
 	if err != nil {
 		return nil, err
 	}
-	return b.ForeignKeyJoin(v.Input, v.Table, extractor, f, v.Left, materialized(v.Materialized), v.ValueSerde, v.Name)
+	return c.b.ForeignKeyJoin(v.Input, v.Table, extractor, f, v.Left, materialized(v.Materialized), v.ValueSerde, v.Name)
 }

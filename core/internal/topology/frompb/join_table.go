@@ -1,37 +1,35 @@
-package server
+package frompb
 
 import (
 	"fmt"
 	"strings"
 
-	"connectrpc.com/connect"
-
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
 
-// join builds a JoinOp that names a joiner and neither a foreign key nor a
-// global table: stream-stream (join_stream.go), table-table or
+// keyJoin builds a JoinOp that names a joiner and neither a foreign key nor
+// a global table: stream-stream (join_stream.go), table-table or
 // stream-table.
-func join(b *topology.Builder, method string, v *pb.JoinOp, f topology.Function) (*topology.Handle, error) {
-	if h, handled, err := streamStreamJoin(method, b, v, f); handled {
+func (c *call) keyJoin(v *pb.JoinOp, f topology.Function) (*topology.Handle, error) {
+	if h, handled, err := c.streamStreamJoin(v, f); handled {
 		return h, err
 	}
-	if k, _ := b.Kind(v.Input); k == topology.KindTable {
-		return tableJoin(b, method, v, f)
+	if k, _ := c.b.Kind(v.Input); k == topology.KindTable {
+		return c.tableJoin(v, f)
 	}
-	if k, _ := b.Kind(v.Table); k == topology.KindTable {
-		if err := streamTableJoinOptions(method, v); err != nil {
+	if k, _ := c.b.Kind(v.Table); k == topology.KindTable {
+		if err := c.streamTableJoinOptions(v); err != nil {
 			return nil, err
 		}
 	}
-	return b.Join(v.Input, v.Table, f, v.Left, v.ValueSerde, v.Name)
+	return c.b.Join(v.Input, v.Table, f, v.Left, v.ValueSerde, v.Name)
 }
 
 // tableJoin builds a JoinOp whose input and other side are tables and which
 // names no foreign key: KTable.join / leftJoin / outerJoin(KTable). Options
 // of other joins are refused, every one named.
-func tableJoin(b *topology.Builder, method string, v *pb.JoinOp, f topology.Function) (*topology.Handle, error) {
+func (c *call) tableJoin(v *pb.JoinOp, f topology.Function) (*topology.Handle, error) {
 	var bad []string
 	if v.Windows != nil {
 		bad = append(bad, "windows are for stream-stream joins; a table-table join has none")
@@ -43,16 +41,16 @@ func tableJoin(b *topology.Builder, method string, v *pb.JoinOp, f topology.Func
 		bad = append(bad, fmt.Sprintf("store_name %q is StreamJoined's (stream-stream joins); name a table-table join's store with materialized", v.StoreName))
 	}
 	if len(bad) > 0 {
-		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: table handle %d with handle %d: %s", method, v.Input, v.Table, strings.Join(bad, "; ")))
+		return nil, c.invalid("table handle %d with handle %d: %s", v.Input, v.Table, strings.Join(bad, "; "))
 	}
-	return b.TableJoin(v.Input, v.Table, f, topology.TableJoinOptions{
+	return c.b.TableJoin(v.Input, v.Table, f, topology.TableJoinOptions{
 		Left: v.Left, Outer: v.Outer, ValueSerde: v.ValueSerde, Name: v.Name, Materialized: materialized(v.Materialized),
 	})
 }
 
 // streamTableJoinOptions refuses the options a stream-table join does not
 // take (KStream has no outerJoin(KTable), and the result is a stream).
-func streamTableJoinOptions(method string, v *pb.JoinOp) error {
+func (c *call) streamTableJoinOptions(v *pb.JoinOp) error {
 	var bad []string
 	if v.Outer {
 		bad = append(bad, "outer joins are for stream-stream and table-table joins; KStream joins a KTable with join or left_join")
@@ -64,7 +62,7 @@ func streamTableJoinOptions(method string, v *pb.JoinOp) error {
 		bad = append(bad, "windows are for stream-stream joins; a stream-table join joins with the table's current value")
 	}
 	if len(bad) > 0 {
-		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: stream handle %d with table handle %d: %s", method, v.Input, v.Table, strings.Join(bad, "; ")))
+		return c.invalid("stream handle %d with table handle %d: %s", v.Input, v.Table, strings.Join(bad, "; "))
 	}
 	return nil
 }
@@ -77,22 +75,22 @@ var builtinJoiners = map[pb.Joiner]string{
 }
 
 // joiner resolves a JoinOp's joiner, for every kind of join: a host
-// function (joiner_token, through fn, which names an unregistered token)
+// function (joiner_token, through c.fn, which names an unregistered token)
 // or a built-in (builtin_joiner), which the builder resolves for the
 // serdes of the values it joins. It names the fields when the JoinOp gives
 // both or neither.
-func joiner(method string, v *pb.JoinOp, fn func(uint32) (topology.Function, error)) (topology.Function, error) {
+func (c *call) joiner(v *pb.JoinOp) (topology.Function, error) {
 	switch {
 	case v.JoinerToken != 0 && v.BuiltinJoiner != pb.Joiner_JOINER_UNSPECIFIED:
-		return topology.Function{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: join names both joiner_token %d and builtin_joiner %v; give one", method, v.JoinerToken, v.BuiltinJoiner))
+		return topology.Function{}, c.invalid("join names both joiner_token %d and builtin_joiner %v; give one", v.JoinerToken, v.BuiltinJoiner)
 	case v.BuiltinJoiner != pb.Joiner_JOINER_UNSPECIFIED:
 		name, ok := builtinJoiners[v.BuiltinJoiner]
 		if !ok {
-			return topology.Function{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: builtin_joiner %d is not known (known: JOINER_PAIR, JOINER_THIS, JOINER_OTHER)", method, v.BuiltinJoiner))
+			return topology.Function{}, c.invalid("builtin_joiner %d is not known (known: JOINER_PAIR, JOINER_THIS, JOINER_OTHER)", v.BuiltinJoiner)
 		}
 		return topology.Function{Builtin: name, Name: name}, nil
 	case v.JoinerToken == 0:
-		return topology.Function{}, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: join names no joiner; give joiner_token (a host function) or builtin_joiner (JOINER_PAIR, JOINER_THIS, JOINER_OTHER)", method))
+		return topology.Function{}, c.invalid("join names no joiner; give joiner_token (a host function) or builtin_joiner (JOINER_PAIR, JOINER_THIS, JOINER_OTHER)")
 	}
-	return fn(v.JoinerToken)
+	return c.fn(v.JoinerToken)
 }
