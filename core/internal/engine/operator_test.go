@@ -15,7 +15,7 @@ import (
 // never ends: nothing is produced): the stateful hot path, operator calls
 // and store reads and writes included.
 //
-//	go test ./core/internal/runtime -run '^$' -bench ProcessCount -count 10
+//	go test ./core/internal/engine -run '^$' -bench ProcessCount -count 10
 func BenchmarkProcessCount(b *testing.B) {
 	tb := topology.NewBuilder()
 	s, err := tb.Stream(topology.StreamOptions{Topics: []string{"in"}, KeySerde: "string", ValueSerde: "string"})

@@ -94,7 +94,7 @@ func TestStatsCountNodeRecords(t *testing.T) {
 // BenchmarkProcessMetrics pushes 2,000-record batches through a 4-node Go
 // plan with metrics on and off: the cost of counting on the hot path.
 //
-//	go test ./core/internal/runtime -run '^$' -bench ProcessMetrics -count 10
+//	go test ./core/internal/engine -run '^$' -bench ProcessMetrics -count 10
 func BenchmarkProcessMetrics(b *testing.B) {
 	for _, on := range []bool{true, false} {
 		b.Run(fmt.Sprintf("metrics=%v", on), func(b *testing.B) {

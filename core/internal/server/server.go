@@ -82,7 +82,7 @@ type Options struct {
 	// none, and the most a session may set (a session asking for more is
 	// refused with CodeInvalidArgument); default
 	// engine.DefaultMemoryMaxBytes. What the engine holds in memory for
-	// one application (runtime/budget.go).
+	// one application (engine/budget.go).
 	MaxAppMemory int64
 }
 
