@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/polystreams/polystreams/core/internal/group"
 	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
@@ -83,7 +84,7 @@ type App struct {
 	// instanceID is the group.instance.id (static membership).
 	instanceID string
 	// balancer assigns the group's tasks and remembers this member's.
-	balancer *taskBalancer
+	balancer *group.Balancer
 	// pending counts records handed to tasks and not yet processed (or
 	// dropped); a transaction commits only when it is 0, so that the offsets
 	// the session commits (those polled) are exactly those processed.
@@ -152,8 +153,8 @@ type App struct {
 func New(cfg Config, topo *topology.Topology, host Host) (*App, error) {
 	a := &App{cfg: cfg, topo: topo, host: host, log: cfg.Logger, tasks: map[taskID]*task{}, state: Created, done: make(chan struct{}),
 		changes: []State{Created}, changed: make(chan struct{}),
-		eos: cfg.Guarantee == ExactlyOnceV2, balancer: newTaskBalancer(cfg.StandbyReplicas)}
-	a.balancer.localState = a.localTaskState
+		eos: cfg.Guarantee == ExactlyOnceV2, balancer: group.NewBalancer(cfg.StandbyReplicas)}
+	a.balancer.LocalState = a.localTaskState
 	a.mem = newMemory(cfg.MemoryMaxBytes)
 	if host != nil {
 		a.host = budgetedHost{host, a.mem}
@@ -372,7 +373,7 @@ func (a *App) begin(ctx context.Context) (err error) {
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		// Tasks (partition p of every source topic) go to members evenly
-		// and stickily (balancer.go); range, which also keeps partition p
+		// and stickily (group/balancer.go); range, which also keeps partition p
 		// of every topic together, only while some member (an older
 		// engine, in a rolling upgrade) knows nothing else.
 		kgo.Balancers(a.balancer, kgo.RangeBalancer()),
@@ -917,7 +918,7 @@ func (a *App) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][
 	for _, t := range started {
 		go t.run(a.ctx)
 	}
-	a.startStandbys(a.balancer.standbyTasks())
+	a.startStandbys(a.balancer.StandbyTasks())
 	a.mu.Unlock()
 	a.log.Info("partitions assigned", "partitions", assigned)
 }
@@ -946,7 +947,7 @@ func (a *App) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][
 // member may own them already.
 func (a *App) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
 	// This member's claim to them is void: it must not pull them back.
-	a.balancer.forget()
+	a.balancer.Forget()
 	tasks := a.takeTasks(lost)
 	a.setState(Rebalancing)
 	stopTasks(tasks)

@@ -62,7 +62,7 @@ type Config struct {
 	// num.standby.replicas; default 0 (Kafka Streams'). Each task gets
 	// this many standbys on other instances, which keep warm copies of its
 	// stores by tailing their changelogs, so that the task restores little
-	// when it moves to one of them (balancer.go, standby.go).
+	// when it moves to one of them (group/balancer.go, standby.go).
 	StandbyReplicas int
 	// session.timeout.ms of the consumer group; 0 keeps the client's 45 s.
 	SessionTimeout time.Duration

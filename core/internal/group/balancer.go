@@ -1,4 +1,8 @@
-package engine
+// Package group is the consumer group's assignment of tasks: a
+// kgo.GroupBalancer that keeps co-partitioned partitions together, sticky,
+// with standby tasks and local state (Kafka Streams' StreamsPartitionAssignor
+// and HighAvailabilityTaskAssignor).
+package group
 
 import (
 	"encoding/binary"
@@ -66,16 +70,16 @@ const userDataVersion = 1
 // and its offset sum.
 const memberDataVersion = 2
 
-// taskBalancer is a kgo.GroupBalancer assigning tasks. It remembers the
+// Balancer is a kgo.GroupBalancer assigning tasks. It remembers the
 // member's own last assignment (ParseSyncAssignment) to claim it at the next
 // join. Safe for concurrent use.
-type taskBalancer struct {
+type Balancer struct {
 	standbys int // num.standby.replicas, used when this member leads
-	// localState, when set, returns the tasks this member has local state
+	// LocalState, when set, returns the tasks this member has local state
 	// for (checkpointed store partitions, of active or standby tasks), each
 	// with its offset sum: the sum of the checkpointed changelog offsets of
 	// the task's store partitions. Called at each JoinGroup.
-	localState func() map[int32]int64
+	LocalState func() map[int32]int64
 
 	mu sync.Mutex // guards owned, standby
 	// owned: the partitions (by topic) of the last assignment; standby:
@@ -84,17 +88,17 @@ type taskBalancer struct {
 	standby []int32
 }
 
-var _ kgo.GroupBalancer = (*taskBalancer)(nil)
+var _ kgo.GroupBalancer = (*Balancer)(nil)
 
-func newTaskBalancer(standbys int) *taskBalancer { return &taskBalancer{standbys: standbys} }
+func NewBalancer(standbys int) *Balancer { return &Balancer{standbys: standbys} }
 
-func (*taskBalancer) ProtocolName() string { return balancerProtocol }
-func (*taskBalancer) IsCooperative() bool  { return false }
+func (*Balancer) ProtocolName() string { return balancerProtocol }
+func (*Balancer) IsCooperative() bool  { return false }
 
 // JoinGroupMetadata claims what this member was assigned last. kgo passes
 // an eager member nothing as currentAssignment (it revoked all), so the
 // balancer's own memory is the claim.
-func (b *taskBalancer) JoinGroupMetadata(topics []string, _ map[string][]int32, generation int32) []byte {
+func (b *Balancer) JoinGroupMetadata(topics []string, _ map[string][]int32, generation int32) []byte {
 	b.mu.Lock()
 	owned, standby := b.owned, b.standby
 	b.mu.Unlock()
@@ -109,15 +113,15 @@ func (b *taskBalancer) JoinGroupMetadata(topics []string, _ map[string][]int32, 
 		meta.OwnedPartitions = append(meta.OwnedPartitions, op)
 	}
 	var local map[int32]int64
-	if b.localState != nil {
-		local = b.localState()
+	if b.LocalState != nil {
+		local = b.LocalState()
 	}
 	meta.UserData = encodeMemberData(standby, local)
 	return meta.AppendTo(nil)
 }
 
 // ParseSyncAssignment reads this member's assignment and remembers it.
-func (b *taskBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, error) {
+func (b *Balancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, error) {
 	var a kmsg.ConsumerMemberAssignment
 	if err := a.ReadFrom(assignment); err != nil {
 		return nil, fmt.Errorf("runtime: the group's assignment cannot be read: %w", err)
@@ -136,22 +140,22 @@ func (b *taskBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int3
 	return m, nil
 }
 
-// standbyTasks returns the standby tasks of the last assignment.
-func (b *taskBalancer) standbyTasks() []int32 {
+// StandbyTasks returns the standby tasks of the last assignment.
+func (b *Balancer) StandbyTasks() []int32 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return slices.Clone(b.standby)
 }
 
-// forget drops the remembered assignment (its partitions were lost: another
+// Forget drops the remembered assignment (its partitions were lost: another
 // member may own them now).
-func (b *taskBalancer) forget() {
+func (b *Balancer) Forget() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.owned, b.standby = nil, nil
 }
 
-func (b *taskBalancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {
+func (b *Balancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {
 	cb, err := kgo.NewConsumerBalancer(b, members)
 	if err != nil {
 		return nil, nil, err
@@ -160,7 +164,7 @@ func (b *taskBalancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (k
 }
 
 // Balance implements kgo.ConsumerBalancerBalance: the leader's assignment.
-func (b *taskBalancer) Balance(cb *kgo.ConsumerBalancer, partitions map[string]int32) kgo.IntoSyncAssignment {
+func (b *Balancer) Balance(cb *kgo.ConsumerBalancer, partitions map[string]int32) kgo.IntoSyncAssignment {
 	var ms []member
 	var ids []string
 	cb.EachMember(func(jm *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {

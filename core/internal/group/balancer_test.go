@@ -1,4 +1,4 @@
-package engine
+package group
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// group simulates a consumer group of taskBalancers through the real
+// group simulates a consumer group of Balancers through the real
 // protocol bytes: each member's JoinGroupMetadata goes to the leader's
 // Balance, each member's share back through ParseSyncAssignment, as kgo and
 // the broker pass them.
@@ -18,12 +18,12 @@ type group struct {
 	topics     []string
 	partitions map[string]int32
 	standbys   int
-	members    map[string]*taskBalancer // by instance id
+	members    map[string]*Balancer // by instance id
 	generation int32
 }
 
 func newGroup(t *testing.T, partitions map[string]int32, standbys int) *group {
-	g := &group{t: t, partitions: partitions, standbys: standbys, members: map[string]*taskBalancer{}}
+	g := &group{t: t, partitions: partitions, standbys: standbys, members: map[string]*Balancer{}}
 	for topic := range partitions {
 		g.topics = append(g.topics, topic)
 	}
@@ -33,7 +33,7 @@ func newGroup(t *testing.T, partitions map[string]int32, standbys int) *group {
 
 func (g *group) join(ids ...string) {
 	for _, id := range ids {
-		g.members[id] = newTaskBalancer(g.standbys)
+		g.members[id] = NewBalancer(g.standbys)
 	}
 }
 
@@ -83,7 +83,7 @@ func (g *group) rebalance() (map[string]map[string][]int32, map[string][]int32) 
 			g.t.Fatal(err)
 		}
 		parts[id] = m
-		standby[id] = g.members[id].standbyTasks()
+		standby[id] = g.members[id].StandbyTasks()
 	}
 	if len(parts) != len(ids) {
 		g.t.Fatalf("%d members assigned, want %d", len(parts), len(ids))
@@ -351,7 +351,7 @@ func TestBalancerStandbysAsKafkaStreamsStickyTaskAssignor(t *testing.T) {
 // withState gives member id of g the local state local (task -> offset
 // sum), as its state directory's checkpoints would.
 func (g *group) withState(id string, local map[int32]int64) {
-	g.members[id].localState = func() map[int32]int64 { return local }
+	g.members[id].LocalState = func() map[int32]int64 { return local }
 }
 
 // A restarted instance (same state directory: it owns nothing, but its
