@@ -31,7 +31,7 @@ import (
 
 	"github.com/polystreams/polystreams/core/internal/broker"
 	"github.com/polystreams/polystreams/core/internal/config"
-	"github.com/polystreams/polystreams/core/internal/logging"
+	"github.com/polystreams/polystreams/core/internal/observe/logging"
 	"github.com/polystreams/polystreams/core/internal/server"
 )
 

@@ -21,7 +21,7 @@ import (
 
 	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/engine"
-	"github.com/polystreams/polystreams/core/internal/logging"
+	"github.com/polystreams/polystreams/core/internal/observe/logging"
 	"github.com/polystreams/polystreams/core/internal/testdriver"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	"github.com/polystreams/polystreams/core/internal/topology/frompb"
