@@ -21,7 +21,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/broker"
-	"github.com/polystreams/polystreams/core/internal/runtime"
+	"github.com/polystreams/polystreams/core/internal/config"
+	"github.com/polystreams/polystreams/core/internal/engine"
 )
 
 // ConfigKey is the configuration key that asks for a test driver.
@@ -54,19 +55,19 @@ type Driver struct {
 	closed sync.Once
 
 	mu  sync.Mutex // guards app, clock; held for each call
-	app *runtime.App
+	app *engine.App
 	// clock is the virtual wall clock, epoch ms: the timestamp of records
 	// piped without one.
 	clock int64
 }
 
 // New starts a test driver's broker and state directory and returns the
-// configuration the application runs with: config with ConfigKey true,
+// configuration the application runs with: user's with ConfigKey true,
 // bootstrap.servers and state.dir the driver's, processing.guarantee
 // at_least_once (one instance with no failures writes the same either way,
 // and quiescence needs writes visible before a commit), and a bundle linger
 // of 0 unless set (a test pipes one record at a time).
-func New(config map[string]string) (*Driver, map[string]string, error) {
+func New(user map[string]string) (*Driver, map[string]string, error) {
 	b, err := broker.Start(broker.Options{Partitions: 1})
 	if err != nil {
 		return nil, nil, fmt.Errorf("test driver: %w", err)
@@ -82,14 +83,14 @@ func New(config map[string]string) (*Driver, map[string]string, error) {
 		os.RemoveAll(dir)
 		return nil, nil, fmt.Errorf("test driver: %w", err)
 	}
-	kv := make(map[string]string, len(config)+5)
-	for k, v := range config {
+	kv := make(map[string]string, len(user)+5)
+	for k, v := range user {
 		kv[k] = v
 	}
 	kv[ConfigKey] = "true"
 	kv["bootstrap.servers"] = b.Addr()
 	kv["state.dir"] = dir
-	kv["processing.guarantee"] = runtime.AtLeastOnce
+	kv["processing.guarantee"] = config.AtLeastOnce
 	if _, ok := kv["polystreams.bundle.linger.ms"]; !ok {
 		kv["polystreams.bundle.linger.ms"] = "0"
 	}
@@ -100,7 +101,7 @@ func New(config map[string]string) (*Driver, map[string]string, error) {
 // TopologyTestDriver runs every task as partition 0) and starts app, which
 // must run with the configuration New returned. It does not wait for the
 // tasks: Ready does.
-func (d *Driver) Start(ctx context.Context, app *runtime.App) error {
+func (d *Driver) Start(ctx context.Context, app *engine.App) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.app != nil {
@@ -125,7 +126,7 @@ func (d *Driver) Start(ctx context.Context, app *runtime.App) error {
 }
 
 // started is the application, or an error before Start.
-func (d *Driver) started() (*runtime.App, error) {
+func (d *Driver) started() (*engine.App, error) {
 	if d.app == nil {
 		return nil, errors.New("test driver: the topology is not started")
 	}
@@ -146,7 +147,7 @@ type Record struct {
 // does not read fails the call (wrapping ErrUnknownTopic) before anything is
 // written. When the application fails on a record (a function failed, with
 // processing.exception.handler fail), Pipe stops there and returns how many
-// records were processed and the failure (a *runtime.RecordError for a
+// records were processed and the failure (a *engine.RecordError for a
 // record's); err is for the call itself (a write that failed, ctx).
 func (d *Driver) Pipe(ctx context.Context, recs []Record) (processed int, failure, err error) {
 	d.mu.Lock()
