@@ -1126,14 +1126,39 @@ func (a *App) StorePartitions(store string) ([]*state.Partition, error) {
 		return a.globalPartitions(a.topo.Stores[store]), nil
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	var parts []*state.Partition
+	var held []*task
 	for id, t := range a.tasks {
 		for _, s := range t.plan.stores {
 			// A store partition answers once restored: the same moment it
 			// stops counting toward Restoring.
 			if s.Name == store && a.restores.restored(storePartition{store, id.partition}) {
 				parts = append(parts, a.db.Partition(store, id.partition))
+				held = append(held, t)
+			}
+		}
+	}
+	a.mu.Unlock()
+	// A held store's changes reach Pebble with the record cache's flush
+	// (storeTx.unlogged): each task writes them now, between batches,
+	// so that the query sees every batch processed, as Kafka Streams'
+	// queries read through the cache.
+	if !a.eos && a.cfg.CacheMaxBytes > 0 && a.topo.Stores[store].Kind == topology.StoreKeyValue {
+		for _, t := range held {
+			if !t.restored.Load() {
+				continue
+			}
+			reply := make(chan error, 1)
+			select {
+			case t.syncReq <- reply:
+				select {
+				case err := <-reply:
+					if err != nil {
+						return nil, fmt.Errorf("runtime: store %q partition %d: %w", store, t.id.partition, err)
+					}
+				case <-t.done:
+				}
+			case <-t.done:
 			}
 		}
 	}

@@ -27,12 +27,15 @@ type storeTx struct {
 	// front, when set, answers gets in its range (window.go).
 	front front
 	dirty map[string]row
-	txn   map[string]row
-	// unlogged, when not nil (logLater: under at_least_once with the
+	// txn: the open transaction's writes under exactly_once_v2; a held
+	// store's writes not yet in Pebble under at_least_once (unlogged).
+	txn map[string]row
+	// unlogged, when not nil (a held store: under at_least_once with the
 	// record cache on, a key-value store): the store's changes since the
-	// task's record cache last emptied, latest per key. Pebble has them
-	// (queries read it); the changelog gets them once the cache empties
-	// (task.finish), once per key, as Kafka Streams' caching store logs
+	// task's record cache last emptied, latest per key. They wait in txn
+	// until then too, and reach Pebble once per key (task.finish), or
+	// sooner when a query asks (task.sync); the changelog gets them once
+	// the cache empties, as Kafka Streams' caching store writes and logs
 	// at flush rather than per update.
 	unlogged map[string]row
 	// expired: under exactly_once_v2, the key ranges [lo, hi) that

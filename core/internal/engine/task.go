@@ -74,6 +74,9 @@ type task struct {
 	// flushReq asks the task to flush its record cache; the answer goes to
 	// the channel sent.
 	flushReq chan chan error
+	// syncReq asks the task to write what its held stores hold to Pebble
+	// (sync) before a query reads it; the answer goes to the channel sent.
+	syncReq chan chan error
 	// restored is set once the task's stores are restored: from then on
 	// they answer queries.
 	restored atomic.Bool
@@ -112,6 +115,7 @@ func newTask(a *App, id taskID, p *plan) *task {
 		reached:   map[string]int64{},
 		caches:    map[*step]*recCache{},
 		flushReq:  make(chan chan error),
+		syncReq:   make(chan chan error),
 	}
 }
 
@@ -175,10 +179,24 @@ func (t *task) run(ctx context.Context) {
 		}
 		return true
 	}
+	sync := func(reply chan error) bool {
+		err := t.sync()
+		reply <- err
+		if err != nil {
+			t.app.workDropped.Store(true)
+			t.app.fail(err)
+			return false
+		}
+		return true
+	}
 	for {
 		select {
 		case reply := <-t.flushReq:
 			if !flush(reply) {
+				return
+			}
+		case reply := <-t.syncReq:
+			if !sync(reply) {
 				return
 			}
 		default:
@@ -193,6 +211,11 @@ func (t *task) run(ctx context.Context) {
 				continue
 			case reply := <-t.flushReq:
 				if !flush(reply) {
+					return
+				}
+				continue
+			case reply := <-t.syncReq:
+				if !sync(reply) {
 					return
 				}
 				continue
@@ -375,19 +398,26 @@ func (t *task) finish() error {
 			}
 			continue
 		}
-		ws := writes(tx.dirty)
 		if tx.unlogged != nil {
+			// Held until the cache empties, or a query asks (sync).
 			t.unloggedBytes += tx.logLater()
-		} else {
-			for _, w := range ws {
-				t.out = append(t.out, tx.changelogRecord(t.id.partition, w))
+			for k, r := range tx.dirty {
+				tx.txn[k] = r
 			}
+			continue
+		}
+		ws := writes(tx.dirty)
+		for _, w := range ws {
+			t.out = append(t.out, tx.changelogRecord(t.id.partition, w))
 		}
 		if err := tx.part.Apply(ws); err != nil {
 			return fmt.Errorf("runtime: task %s: %w", t.id, err)
 		}
 	}
 	if t.cacheBytes == 0 && t.unloggedBytes > 0 {
+		if err := t.sync(); err != nil {
+			return err
+		}
 		for _, tx := range t.stores {
 			for k, r := range tx.unlogged {
 				w := state.Write{Key: []byte(k), Value: r.value, TS: r.ts}
@@ -399,6 +429,24 @@ func (t *task) finish() error {
 	}
 	for _, r := range t.out {
 		t.app.produce(r)
+	}
+	return nil
+}
+
+// sync writes the changes that held stores hold (storeTx.unlogged) to
+// Pebble, so that a query, which reads Pebble, sees every batch
+// processed; their changelog records still wait for the record cache.
+// Only the task's goroutine calls it: at the end of a batch, or between
+// batches when StorePartitions asks.
+func (t *task) sync() error {
+	for _, tx := range t.stores {
+		if tx.unlogged == nil || len(tx.txn) == 0 {
+			continue
+		}
+		if err := tx.part.Apply(writes(tx.txn)); err != nil {
+			return fmt.Errorf("runtime: task %s: %w", t.id, err)
+		}
+		clear(tx.txn)
 	}
 	return nil
 }
