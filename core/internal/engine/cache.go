@@ -9,12 +9,14 @@ import (
 // stores have it: a stateful node (an aggregation, a materialized table)
 // does not forward each update at once but keeps the latest one per key,
 // with the value the key had before its first cached update, and forwards
-// them at commit, or when the task's share of the cache is full. The store
-// itself is written as before; only forwarding waits, and under
-// at_least_once a key-value store's changelog records, which go out with
-// the flush, once per key (storeTx.unlogged). A key whose cached
-// update leaves it as absent as it was (inserted, then deleted) is not
-// forwarded (CachingKeyValueStore: neither value is non-null).
+// them at commit, or when the task's share of the cache is full. Under
+// at_least_once a key-value store's changes wait too and go to Pebble and
+// the changelog with the flush, once per key (storeTx.unlogged; a query
+// has them written to Pebble first: task.sync); other stores are written
+// batch by batch, and under exactly_once_v2 every store at commit. A key
+// whose cached update leaves it as absent as it was (inserted, then
+// deleted) is not forwarded (CachingKeyValueStore: neither value is
+// non-null).
 //
 // Commits move only offsets whose records' cached updates were forwarded
 // (task.offsets lags task.processed while the cache holds updates), and
