@@ -64,6 +64,16 @@ type Config struct {
 	// stores by tailing their changelogs, so that the task restores little
 	// when it moves to one of them (balancer.go, standby.go).
 	StandbyReplicas int
+	// max.task.idle.ms; default 0 (Kafka Streams'). How long a task
+	// that reads several partitions (a join, a merge, a repartition topic
+	// beside a table) waits on one of them that has nothing buffered before
+	// it processes the others' records (idle.go, Kafka Streams'
+	// PartitionGroup.readyToProcess): at 0 and above it always waits while
+	// the empty partition has records on the broker not fetched yet (or its
+	// lag is not known yet), and, once the partition is caught up, up to
+	// this many milliseconds more for new records; -1 (MaxTaskIdleDisabled)
+	// never waits.
+	MaxTaskIdleMs int64
 	// session.timeout.ms of the consumer group; 0 keeps the client's 45 s.
 	SessionTimeout time.Duration
 	// group.instance.id: static membership, so a restarted instance takes
@@ -129,6 +139,10 @@ type Config struct {
 	// health hears every request of every client (New sets it).
 	health *brokerHealth
 }
+
+// MaxTaskIdleDisabled is max.task.idle.ms = -1: a task never waits on an
+// empty partition (Kafka Streams' StreamsConfig.MAX_TASK_IDLE_MS_DISABLED).
+const MaxTaskIdleDisabled = -1
 
 // DefaultBrokerWait is polystreams.broker.wait.ms's default.
 const DefaultBrokerWait = 60 * time.Second
@@ -227,6 +241,12 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 			c.CacheMaxBytes = num()
 		case "num.standby.replicas":
 			c.StandbyReplicas = int(min(num(), 1<<10))
+		case "max.task.idle.ms":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < MaxTaskIdleDisabled {
+				errs = append(errs, fmt.Errorf("%s: want -1 (never wait), 0 (wait only for records already on the broker; the default) or a positive number of milliseconds", k))
+			}
+			c.MaxTaskIdleMs = n
 		case "session.timeout.ms":
 			c.SessionTimeout = time.Duration(num()) * time.Millisecond
 		case "group.instance.id":
@@ -353,6 +373,7 @@ func ParseConfig(applicationID string, kv map[string]string, defaultBrokers stri
 		"statestore.cache.max.bytes":     strconv.FormatInt(c.CacheMaxBytes, 10),
 		"polystreams.memory.max.bytes":   strconv.FormatInt(c.MemoryMaxBytes, 10),
 		"num.standby.replicas":           strconv.Itoa(c.StandbyReplicas),
+		"max.task.idle.ms":               strconv.FormatInt(c.MaxTaskIdleMs, 10),
 		"security.protocol":              c.SecurityProtocol,
 		"polystreams.metrics.enabled":    strconv.FormatBool(!c.MetricsDisabled),
 
