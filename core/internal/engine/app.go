@@ -737,8 +737,8 @@ func (a *App) poll() {
 			a.log.Warn("fetch", "topic", topic, "partition", p, "error", err)
 		})
 		fs.EachPartition(func(ftp kgo.FetchTopicPartition) {
-			if ftp.Err != nil {
-				return
+			if ftp.Err != nil && len(ftp.Records) == 0 {
+				return // its end is not known from this fetch
 			}
 			if t := a.taskFor(ftp.Topic, ftp.Partition); t != nil {
 				t.fetchedPartition(ftp)

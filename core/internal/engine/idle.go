@@ -153,7 +153,7 @@ func (t *task) wake() {
 // answers currentLag with a ListOffsets request when it has no fetch to go
 // by. A failed ask is made again every askEvery while the task needs it.
 func (t *task) askLag(ctx context.Context) {
-	if t.app.adm == nil || !t.asking.CompareAndSwap(false, true) {
+	if t.app.adm == nil || len(t.in.unknownLags()) == 0 || !t.asking.CompareAndSwap(false, true) {
 		return
 	}
 	go func() {
@@ -270,7 +270,7 @@ func (t *task) noteEnd(topic string, end int64) {
 	in := &t.in
 	in.mu.Lock()
 	q := in.queue(topic)
-	known := q.pos >= 0 && q.end != end
+	known := q.pos >= 0 && end >= 0 && q.end != end
 	if known {
 		q.end = end
 	}

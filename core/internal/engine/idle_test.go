@@ -1,9 +1,13 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // fakeClock is a clock tests move by hand.
@@ -190,5 +194,68 @@ func TestMaxTaskIdleConfig(t *testing.T) {
 	}
 	if _, _, err := ParseConfig("x", map[string]string{"max.task.idle": "0"}, "127.0.0.1:1"); err == nil || err.Error() != `config key "max.task.idle" is not known (did you mean max.task.idle.ms?)` {
 		t.Errorf("typo: %v", err)
+	}
+}
+
+// A partition that ends with a transaction marker is caught up once its
+// last record is fetched: the consumer keeps the marker (poll's client
+// runs with KeepControlRecords) and fetchedPartition counts it in the
+// position but hands only the records to the task. Without it the task
+// would see a lag of 1 it can never fetch, and wait out fetchStall.
+func TestFetchedPartitionCountsTransactionMarkers(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "a", "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	txn, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.TransactionalID("w"), kgo.DefaultProduceTopic("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, &kgo.Record{Value: []byte("a1")}, &kgo.Record{Value: []byte("a2")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics("a"), kgo.KeepControlRecords(),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	tk, _ := idleTask(t, 0)
+	tk.app.eos = true // reads read_committed: the end is the last stable offset
+	for polled := 0; polled < 3; {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			polled += len(p.Records)
+			tk.fetchedPartition(p)
+		})
+	}
+	tk.in.mu.Lock()
+	q := tk.in.queue("a")
+	lag, known := q.lag()
+	pos, n := q.pos, len(q.recs)
+	tk.in.mu.Unlock()
+	if n != 2 || tk.app.pending.Load() != 2 || pos != 3 || !known || lag != 0 {
+		t.Errorf("queue holds %d records (pending %d), position %d, lag %d (known %v); want the 2 records, position 3 (past the marker), lag 0", n, tk.app.pending.Load(), pos, lag, known)
+	}
+	tk.noteLag("b", 0, 0)
+	var got []string
+	for _, r := range tk.in.taken(10) {
+		got = append(got, string(r.Value))
+	}
+	if fmt.Sprint(got) != "[a1 a2]" {
+		t.Errorf("took %v, want [a1 a2]", got)
 	}
 }
