@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/polystreams/polystreams/core/internal/config"
 )
 
 // Task idling (max.task.idle.ms): a task that reads several partitions (a
@@ -73,7 +75,7 @@ func (q *topicQueue) lag() (int64, bool) {
 // Streams' PartitionGroup.readyToProcess decides (and, like it, it stops
 // at the first partition that must be waited for). Called with mu held.
 func (in *inbox) ready(now time.Time) readiness {
-	if in.idleMs == MaxTaskIdleDisabled || in.forced != nil && in.forced.Load() {
+	if in.idleMs == config.MaxTaskIdleDisabled || in.forced != nil && in.forced.Load() {
 		return readiness{ok: true}
 	}
 	var r readiness

@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/polystreams/polystreams/core/internal/config"
 )
 
 // fakeClock is a clock tests move by hand.
@@ -86,7 +88,7 @@ func TestIdleZeroTakesAtOnceWhenCaughtUp(t *testing.T) {
 // max.task.idle.ms = -1 never waits: a partition's records go while the
 // other's lag is not known (the engine's behaviour before the key existed).
 func TestIdleDisabledNeverWaits(t *testing.T) {
-	tk, _ := idleTask(t, MaxTaskIdleDisabled)
+	tk, _ := idleTask(t, config.MaxTaskIdleDisabled)
 	tk.fetch(fetched("b", 0, "=b5@5"))
 	if got, want := names(tk.in.taken(10)), "b/b5@5"; got != want {
 		t.Fatalf("took %s, want %s", got, want)
@@ -171,29 +173,6 @@ func TestIdleForcedEndsTheWait(t *testing.T) {
 	tk.app.idleForced.Store(true)
 	if got, want := names(tk.in.taken(10)), "b/b1@1"; got != want {
 		t.Fatalf("took %s once forced, want %s", got, want)
-	}
-}
-
-// max.task.idle.ms takes -1, 0 and positive milliseconds; anything else
-// is refused naming the key, and a typo gets a hint.
-func TestMaxTaskIdleConfig(t *testing.T) {
-	for v, want := range map[string]int64{"": 0, "-1": -1, "0": 0, "250": 250} {
-		kv := map[string]string{}
-		if v != "" {
-			kv["max.task.idle.ms"] = v
-		}
-		c, eff, err := ParseConfig("x", kv, "127.0.0.1:1")
-		if err != nil || c.MaxTaskIdleMs != want || eff["max.task.idle.ms"] != fmt.Sprint(want) {
-			t.Errorf("max.task.idle.ms %q: %d (effective %q), %v; want %d", v, c.MaxTaskIdleMs, eff["max.task.idle.ms"], err, want)
-		}
-	}
-	for _, v := range []string{"-2", "soon", "1.5"} {
-		if _, _, err := ParseConfig("x", map[string]string{"max.task.idle.ms": v}, "127.0.0.1:1"); err == nil || err.Error() != "max.task.idle.ms: want -1 (never wait), 0 (wait only for records already on the broker; the default) or a positive number of milliseconds" {
-			t.Errorf("max.task.idle.ms %q: %v", v, err)
-		}
-	}
-	if _, _, err := ParseConfig("x", map[string]string{"max.task.idle": "0"}, "127.0.0.1:1"); err == nil || err.Error() != `config key "max.task.idle" is not known (did you mean max.task.idle.ms?)` {
-		t.Errorf("typo: %v", err)
 	}
 }
 
