@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/config"
@@ -215,6 +217,9 @@ func (a *App) partitionLags(ctx context.Context, topics []string, partition int3
 		return nil, fmt.Errorf("listing start offsets: %w", err)
 	}
 	committed, err := a.adm.FetchOffsetsForTopics(ctx, a.cfg.ApplicationID, topics...)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		committed, err = nil, nil // no group, so nothing committed (kfake answers so)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("fetching committed offsets: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -236,5 +237,65 @@ func TestFetchedPartitionCountsTransactionMarkers(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[a1 a2]" {
 		t.Errorf("took %v, want [a1 a2]", got)
+	}
+}
+
+// The brokers' answer for a partition nothing was fetched of: the
+// consumer's position is the group's committed offset, or the log start
+// offset when none is committed (or the committed one is below it), and
+// the end is the high watermark (the last stable offset under
+// exactly_once_v2).
+func TestPartitionLagsAskTheBrokers(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "a", "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for range 5 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tk, _ := idleTask(t, 0)
+	tk.app.adm = kadm.NewClient(cl)
+	lags, err := tk.app.partitionLags(ctx, []string{"a", "b"}, 0)
+	if err != nil || fmt.Sprint(lags) != "map[a:[0 5] b:[0 0]]" {
+		t.Fatalf("nothing committed: %v, %v; want a at 0 of 5, b at 0 of 0", lags, err)
+	}
+	if _, err := tk.app.adm.CommitOffsets(ctx, "order", kadm.OffsetsFromRecords(kgo.Record{Topic: "a", Partition: 0, Offset: 2})); err != nil {
+		t.Fatal(err)
+	}
+	if lags, err = tk.app.partitionLags(ctx, []string{"a"}, 0); err != nil || fmt.Sprint(lags) != "map[a:[3 5]]" {
+		t.Fatalf("3 committed: %v, %v; want a at 3 of 5", lags, err)
+	}
+	if _, err := tk.app.adm.DeleteRecords(ctx, kadm.Offsets{"a": {0: kadm.Offset{Topic: "a", Partition: 0, At: 4}}}); err != nil {
+		t.Fatal(err)
+	}
+	if lags, err = tk.app.partitionLags(ctx, []string{"a"}, 0); err != nil || fmt.Sprint(lags) != "map[a:[4 5]]" {
+		t.Fatalf("3 committed, the log starting at 4: %v, %v; want a at 4 of 5", lags, err)
+	}
+	// The task's ask sets what it does not know, and wakes it.
+	tk.fetch(fetched("b", 0, "=b1@1"))
+	tk.askLag(ctx)
+	select {
+	case <-tk.in.signal:
+	case <-ctx.Done():
+		t.Fatal("the ask never answered")
+	}
+	for tk.asking.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	tk.in.mu.Lock()
+	lag, known := tk.in.queue("a").lag()
+	tk.in.mu.Unlock()
+	if !known || lag != 1 {
+		t.Errorf("a's lag after the ask: %d (known %v), want 1", lag, known)
 	}
 }
