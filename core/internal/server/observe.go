@@ -328,8 +328,11 @@ type StatusApp struct {
 	DroppedRecords int64                 `json:"dropped_records"`
 	FailedRecords  int64                 `json:"failed_records"`
 	// DeadLetteredRecords: failed records written to the dead letter topic.
-	DeadLetteredRecords int64          `json:"dead_lettered_records"`
-	Errors              []logEntryJSON `json:"errors"`
+	DeadLetteredRecords int64 `json:"dead_lettered_records"`
+	// EnforcedProcessing: records processed while a partition of their
+	// task, empty, was given up on (max.task.idle.ms).
+	EnforcedProcessing int64          `json:"enforced_processing"`
+	Errors             []logEntryJSON `json:"errors"`
 	// Host: the bundles waiting for this engine's host, and how long no
 	// host worker called Exchange; Stalled once bundles have waited
 	// stallAfter with none (docs/scale-out.md).
@@ -413,6 +416,7 @@ func (s *Server) Status() Status {
 				a.Error = rs.Err.Error()
 			}
 			a.DroppedRecords, a.FailedRecords, a.DeadLetteredRecords = rs.DroppedRecords, rs.FailedRecords, rs.DeadLetteredRecords
+			a.EnforcedProcessing = rs.EnforcedProcessing
 			a.Standbys = rs.Standbys
 			mem := v.app.MemoryUsage()
 			a.Memory = &mem
