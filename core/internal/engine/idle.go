@@ -77,8 +77,15 @@ func (q *topicQueue) lag() (int64, bool) {
 // Streams' PartitionGroup.readyToProcess decides (and, like it, it stops
 // at the first partition that must be waited for). Called with mu held.
 func (in *inbox) ready(now time.Time) readiness {
-	if in.idleMs == config.MaxTaskIdleDisabled || in.forced != nil && in.forced.Load() {
+	if in.idleMs == config.MaxTaskIdleDisabled {
 		return readiness{ok: true}
+	}
+	if in.forced != nil && in.forced.Load() {
+		r := readiness{ok: true}
+		for _, q := range in.queues {
+			r.enforced = r.enforced || len(q.recs) == 0
+		}
+		return r
 	}
 	var r readiness
 	queued := false

@@ -175,6 +175,9 @@ func TestIdleForcedEndsTheWait(t *testing.T) {
 	if got, want := names(tk.in.taken(10)), "b/b1@1"; got != want {
 		t.Fatalf("took %s once forced, want %s", got, want)
 	}
+	if n := tk.app.stats.enforced.Load(); n != 1 {
+		t.Errorf("enforced processing counted %d records, want 1", n)
+	}
 }
 
 // A partition that ends with a transaction marker is caught up once its
