@@ -22,8 +22,9 @@ import (
 // A stream-table join whose stream records were produced (so fetched)
 // before the table's updates: each order joins the row the table held at
 // the order's timestamp, as Kafka Streams' PartitionGroup.nextRecord
-// processes a task's partitions by head timestamp. The linger keeps the
-// task waiting until both topics' records are buffered.
+// processes a task's partitions by head timestamp; it waits until both
+// topics' records are fetched (max.task.idle.ms 0), whatever the order of
+// the fetches.
 func TestStreamTableJoinByTimestampEndToEnd(t *testing.T) {
 	e := newEnv(t, "customers", "orders", "enriched")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(e.broker.Addr()))
@@ -40,7 +41,7 @@ func TestStreamTableJoinByTimestampEndToEnd(t *testing.T) {
 	if err := cl.ProduceSync(context.Background(), at("customers", "c1", "alice", 2), at("customers", "c1", "alicia", 5)).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	h := e.open("order", map[string]string{"polystreams.bundle.linger.ms": "1000"})
+	h := e.open("order", nil)
 	joiner := h.register("joiner", joinFn(func(v, o []byte) ([]byte, error) { return []byte(string(v) + "+" + string(o)), nil }))
 	tbl := h.mustBuild(&pb.TableOp{Topic: "customers", KeySerde: "string", ValueSerde: "string"})
 	orders := h.mustBuild(&pb.StreamOp{Topics: []string{"orders"}, KeySerde: "string", ValueSerde: "string"})
