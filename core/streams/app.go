@@ -25,9 +25,12 @@ type Config struct {
 	Brokers string
 	// Properties are further settings under their Kafka Streams names
 	// (processing.guarantee, commit.interval.ms, num.standby.replicas,
-	// state.dir, ...), with the defaults the engine documents: at_least_once,
-	// commit.interval.ms 30000 (100 under exactly_once_v2),
-	// num.standby.replicas 0, state.dir <tmp>/polystreams.
+	// max.task.idle.ms, state.dir, ...), with the defaults the engine
+	// documents: at_least_once, commit.interval.ms 30000 (100 under
+	// exactly_once_v2), num.standby.replicas 0, max.task.idle.ms 0 (a task
+	// reading several partitions waits for the records already on the
+	// broker of each before it picks the next by timestamp; -1 never waits),
+	// state.dir <tmp>/polystreams.
 	Properties map[string]string
 	// Logger receives the runtime's log; nil logs to standard error.
 	Logger *slog.Logger

@@ -12,7 +12,7 @@ export type ProcessingGuarantee = "at_least_once" | "exactly_once_v2";
  * "polystreams.bundle.max.records": 5000 } }`. An absent field leaves the
  * setting at the engine's documented default (`processing.guarantee`
  * at_least_once; `commit.interval.ms` 30000, or 100 under exactly_once_v2;
- * `num.standby.replicas` 0).
+ * `num.standby.replicas` 0; `max.task.idle.ms` 0).
  * What a failed record does is set in `extra` too, by Kafka Streams' names:
  * `default.deserialization.exception.handler` and
  * `processing.exception.handler` (`fail`, `log_and_continue` or
@@ -32,6 +32,13 @@ export interface Config {
    * little (docs/scale-out.md).
    */
   numStandbyReplicas?: number;
+  /**
+   * `max.task.idle.ms` (default 0): a task reading several partitions (a
+   * join's, a merge's) waits for the records already on the broker of each
+   * before it picks the next record by timestamp; -1 never waits; a positive
+   * value also waits that long for new records (docs/design/joins.md).
+   */
+  maxTaskIdleMs?: number;
   stateDir?: string;
   extra?: Readonly<Record<string, string | number | boolean>>;
 }
@@ -53,6 +60,9 @@ export function properties(config: Config = {}): Record<string, string> {
   }
   if (config.numStandbyReplicas !== undefined) {
     out["num.standby.replicas"] = String(config.numStandbyReplicas);
+  }
+  if (config.maxTaskIdleMs !== undefined) {
+    out["max.task.idle.ms"] = String(config.maxTaskIdleMs);
   }
   if (config.stateDir !== undefined) {
     out["state.dir"] = config.stateDir;

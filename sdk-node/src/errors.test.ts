@@ -77,6 +77,11 @@ describe("config", () => {
     assert.equal(properties({ commitIntervalMs: 100 })["num.standby.replicas"], undefined); // unset: the engine's default, 0
   });
 
+  test("maxTaskIdleMs is Kafka Streams' max.task.idle.ms", () => {
+    assert.deepEqual(properties({ maxTaskIdleMs: -1 }), { "max.task.idle.ms": "-1" });
+    assert.equal(properties({})["max.task.idle.ms"], undefined); // unset: the engine's default, 0
+  });
+
   test("credentials are hidden", () => {
     assert.deepEqual(redact({ "sasl.password": "p", "ssl.key": "k", "sasl.username": "u" }), {
       "sasl.password": "[hidden]",

@@ -302,6 +302,15 @@ def test_num_standby_replicas_is_kafka_streams_num_standby_replicas(engine: Engi
     assert engine.fake.requests("OpenSession", pb.OpenSessionRequest)[0].config["num.standby.replicas"] == "1"
 
 
+def test_max_task_idle_ms_is_kafka_streams_max_task_idle_ms(engine: Engine) -> None:
+    cfg = Config(max_task_idle_ms=-1)
+    assert cfg.properties() == {"max.task.idle.ms": "-1"}
+    assert "max_task_idle_ms=-1" in repr(cfg)
+    assert "max.task.idle.ms" not in Config().properties()  # unset: the engine's default, 0
+    App("idle", cfg, engine=engine.fake.url)
+    assert engine.fake.requests("OpenSession", pb.OpenSessionRequest)[0].config["max.task.idle.ms"] == "-1"
+
+
 def test_host_health_reads_get_state(engine: Engine) -> None:
     app = App("health", engine=engine.fake.url)
     engine.fake.handlers["GetState"] = lambda body: pb.GetStateResponse(

@@ -175,7 +175,8 @@ pub enum ProcessingGuarantee {
 /// [`Config::set`] under its Kafka Streams (or `polystreams.*`) name. Unset,
 /// a setting keeps the engine's documented default (`processing.guarantee`
 /// at_least_once; `commit.interval.ms` 30000, or 100 under exactly_once_v2;
-/// `statestore.cache.max.bytes` 10 MiB; `num.standby.replicas` 0).
+/// `statestore.cache.max.bytes` 10 MiB; `num.standby.replicas` 0;
+/// `max.task.idle.ms` 0).
 /// Credential values never appear in its Debug output.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct Config {
@@ -204,6 +205,14 @@ impl Config {
     /// little (docs/scale-out.md).
     pub fn num_standby_replicas(self, n: u32) -> Config {
         self.set("num.standby.replicas", n.to_string())
+    }
+    /// `max.task.idle.ms` (default 0): a task reading several partitions (a
+    /// join's, a merge's) waits for the records already on the broker of
+    /// each before it picks the next record by timestamp; -1 never waits; a
+    /// positive value also waits that long for new records
+    /// (docs/design/joins.md).
+    pub fn max_task_idle_ms(self, ms: i64) -> Config {
+        self.set("max.task.idle.ms", ms.to_string())
     }
     pub fn state_dir(self, dir: impl Into<String>) -> Config {
         self.set("state.dir", dir)
@@ -901,6 +910,14 @@ mod tests {
         assert_eq!(c.properties(), &want);
         // Unset: the engine's default, 0.
         assert!(!Config::new().properties().contains_key("num.standby.replicas"));
+    }
+
+    #[test]
+    fn max_task_idle_ms_is_kafka_streams_max_task_idle_ms() {
+        let c = Config::new().max_task_idle_ms(-1);
+        assert_eq!(c.properties().get("max.task.idle.ms").map(String::as_str), Some("-1"));
+        // Unset: the engine's default, 0.
+        assert!(!Config::new().properties().contains_key("max.task.idle.ms"));
     }
 
     #[test]

@@ -68,6 +68,16 @@ type App struct {
 	// stores by tailing their changelogs, so that the task restores little
 	// when it moves to one of them (group/balancer.go, standby.go).
 	StandbyReplicas int
+	// max.task.idle.ms; default 0 (Kafka Streams'). How long a task
+	// that reads several partitions (a join, a merge, a repartition topic
+	// beside a table) waits on one of them that has nothing buffered before
+	// it processes the others' records (engine/idle.go, Kafka Streams'
+	// PartitionGroup.readyToProcess): at 0 and above it always waits while
+	// the empty partition has records on the broker not fetched yet (or its
+	// lag is not known yet), and, once the partition is caught up, up to
+	// this many milliseconds more for new records; -1 (MaxTaskIdleDisabled)
+	// never waits.
+	MaxTaskIdleMs int64
 	// session.timeout.ms of the consumer group; 0 keeps the client's 45 s.
 	SessionTimeout time.Duration
 	// group.instance.id: static membership, so a restarted instance takes
@@ -130,6 +140,10 @@ type App struct {
 
 	Logger *slog.Logger
 }
+
+// MaxTaskIdleDisabled is max.task.idle.ms = -1: a task never waits on an
+// empty partition (Kafka Streams' StreamsConfig.MAX_TASK_IDLE_MS_DISABLED).
+const MaxTaskIdleDisabled = -1
 
 // DefaultBrokerWait is polystreams.broker.wait.ms's default.
 const DefaultBrokerWait = 60 * time.Second
@@ -238,6 +252,12 @@ func Parse(applicationID string, kv map[string]string, defaultBrokers string) (A
 			c.CacheMaxBytes = num()
 		case "num.standby.replicas":
 			c.StandbyReplicas = int(min(num(), 1<<10))
+		case "max.task.idle.ms":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < MaxTaskIdleDisabled {
+				errs = append(errs, fmt.Errorf("%s: want -1 (never wait), 0 (wait only for records already on the broker; the default) or a positive number of milliseconds", k))
+			}
+			c.MaxTaskIdleMs = n
 		case "session.timeout.ms":
 			c.SessionTimeout = time.Duration(num()) * time.Millisecond
 		case "group.instance.id":
@@ -364,6 +384,7 @@ func Parse(applicationID string, kv map[string]string, defaultBrokers string) (A
 		"statestore.cache.max.bytes":     strconv.FormatInt(c.CacheMaxBytes, 10),
 		"polystreams.memory.max.bytes":   strconv.FormatInt(c.MemoryMaxBytes, 10),
 		"num.standby.replicas":           strconv.Itoa(c.StandbyReplicas),
+		"max.task.idle.ms":               strconv.FormatInt(c.MaxTaskIdleMs, 10),
 		"security.protocol":              c.SecurityProtocol,
 		"polystreams.metrics.enabled":    strconv.FormatBool(!c.MetricsDisabled),
 

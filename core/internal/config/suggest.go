@@ -11,7 +11,7 @@ var configKeys = []string{
 	"polystreams.test.driver", "polystreams.metrics.enabled", "ssl.certificate.location",
 	"ssl.key.location", "ssl.ca.location", "default.deserialization.exception.handler",
 	"deserialization.exception.handler", "processing.exception.handler",
-	"errors.deadletterqueue.topic.name", "polystreams.memory.max.bytes",
+	"errors.deadletterqueue.topic.name", "polystreams.memory.max.bytes", "max.task.idle.ms",
 }
 
 // nearestKey returns the known config key closest to key by edit distance,

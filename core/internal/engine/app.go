@@ -90,6 +90,14 @@ type App struct {
 	// dropped); a transaction commits only when it is 0, so that the offsets
 	// the session commits (those polled) are exactly those processed.
 	pending atomic.Int64
+	// idling counts the tasks waiting with records buffered that they may
+	// not take yet (max.task.idle.ms; idle.go); under exactly_once_v2 a
+	// transaction waits for no such task (commitTxn). idleForced ends
+	// their waits: set when they put off a transaction too long.
+	idling     atomic.Int64
+	idleForced atomic.Bool
+	// clock is what tasks measure max.task.idle.ms by (time.Now).
+	clock func() time.Time
 	// workDropped is set when a task stopped with polled records it did not
 	// process: the transaction open then must abort, not commit (its
 	// session would commit their offsets).
@@ -154,7 +162,7 @@ type App struct {
 
 // New prepares an application; Start runs it.
 func New(cfg config.App, topo *topology.Topology, host Host) (*App, error) {
-	a := &App{cfg: cfg, topo: topo, host: host, log: cfg.Logger, tasks: map[taskID]*task{}, state: Created, done: make(chan struct{}),
+	a := &App{cfg: cfg, topo: topo, host: host, log: cfg.Logger, tasks: map[taskID]*task{}, state: Created, done: make(chan struct{}), clock: time.Now,
 		changes: []State{Created}, changed: make(chan struct{}),
 		eos: cfg.Guarantee == config.ExactlyOnceV2, balancer: group.NewBalancer(cfg.StandbyReplicas)}
 	a.balancer.LocalState = a.localTaskState
@@ -375,6 +383,9 @@ func (a *App) begin(ctx context.Context) (err error) {
 		kgo.ConsumeTopics(topics...),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
+		// Transaction markers tell the consumer's position past them,
+		// which the tasks' lags need (idle.go); poll drops them.
+		kgo.KeepControlRecords(),
 		// Tasks (partition p of every source topic) go to members evenly
 		// and stickily (group/balancer.go); range, which also keeps partition p
 		// of every topic together, only while some member (an older
@@ -689,19 +700,32 @@ func (a *App) poll() {
 		return
 	}
 	last := time.Now()
+	// putOff: since when the end of the transaction has been put off for
+	// idling tasks (zero: it is not).
+	var putOff time.Time
 	for {
 		pctx := a.ctx
 		var cancel context.CancelFunc = func() {}
 		if a.eos {
 			if time.Since(last) >= a.cfg.CommitInterval {
-				if !a.commitTxn() {
+				switch a.commitTxn(putOff) {
+				case txnStopping:
 					a.cl.AllowRebalance()
 					return
+				case txnPutOff:
+					if putOff.IsZero() {
+						putOff = time.Now()
+					}
+				case txnEnded:
+					last, putOff = time.Now(), time.Time{}
 				}
-				last = time.Now()
 			}
 			// Come back to commit on time even when nothing arrives.
-			pctx, cancel = context.WithDeadline(a.ctx, last.Add(a.cfg.CommitInterval))
+			due := last.Add(a.cfg.CommitInterval)
+			if !putOff.IsZero() {
+				due = time.Now().Add(idleRecheck)
+			}
+			pctx, cancel = context.WithDeadline(a.ctx, due)
 		}
 		fs := a.cl.PollRecords(pctx, 10000)
 		cancel()
@@ -716,33 +740,54 @@ func (a *App) poll() {
 			a.log.Warn("fetch", "topic", topic, "partition", p, "error", err)
 		})
 		fs.EachPartition(func(ftp kgo.FetchTopicPartition) {
-			if len(ftp.Records) == 0 {
-				return
+			if ftp.Err != nil && len(ftp.Records) == 0 {
+				return // its end is not known from this fetch
 			}
 			if t := a.taskFor(ftp.Topic, ftp.Partition); t != nil {
-				t.noteEnd(ftp.Topic, ftp.HighWatermark)
-				a.pending.Add(int64(len(ftp.Records)))
-				t.enqueue(ftp.Topic, ftp.Records)
+				t.fetchedPartition(ftp)
 			}
 		})
 		a.cl.AllowRebalance()
 	}
 }
 
+// What commitTxn did.
+type txnOutcome int
+
+const (
+	txnEnded    txnOutcome = iota // the transaction ended; the next began
+	txnPutOff                     // not yet: a task is idling (idle.go)
+	txnStopping                   // the application is stopping or failed
+)
+
 // commitTxn ends the transaction once every polled record is processed, and
-// begins the next. It reports false when the application is stopping or
-// failed.
-func (a *App) commitTxn() bool {
+// begins the next. A task idling with records it may not take yet
+// (max.task.idle.ms) may need more fetched first: then the end is put off
+// (txnPutOff), so that the poll loop keeps fetching; once it has been put
+// off since putOff for commitPutOffMax, the tasks stop waiting.
+func (a *App) commitTxn(putOff time.Time) txnOutcome {
 	for a.pending.Load() > 0 {
 		if a.ctx.Err() != nil {
-			return false
+			return txnStopping
+		}
+		if a.idling.Load() > 0 && !a.idleForced.Load() {
+			if putOff.IsZero() || time.Since(putOff) < commitPutOffMax {
+				return txnPutOff
+			}
+			a.log.Warn("idling tasks put off the end of a transaction too long: they process what they hold (enforced processing)",
+				"put off", time.Since(putOff).Round(time.Millisecond), "max.task.idle.ms", a.cfg.MaxTaskIdleMs)
+			a.idleForced.Store(true)
+			for _, t := range a.allTasks() {
+				t.wake()
+			}
 		}
 		time.Sleep(200 * time.Microsecond)
 	}
+	a.idleForced.Store(false)
 	tasks := a.allTasks()
 	a.flushTasks(tasks)
 	if a.ctx.Err() != nil {
-		return false
+		return txnStopping
 	}
 	// A commit under way finishes even when the application is asked to
 	// stop meanwhile: cut short, its outcome would be unknown, and what
@@ -753,15 +798,23 @@ func (a *App) commitTxn() bool {
 	cancel()
 	if err != nil {
 		if a.ctx.Err() != nil {
-			return false
+			return txnStopping
 		}
-		return a.replaceSession(err)
+		return txnAfterReplace(a.replaceSession(err))
 	}
 	a.workDropped.Store(false) // what was dropped went with that transaction
 	if err := a.sess.Begin(); err != nil {
-		return a.replaceSession(fmt.Errorf("beginning a transaction: %w", err))
+		return txnAfterReplace(a.replaceSession(fmt.Errorf("beginning a transaction: %w", err)))
 	}
-	return true
+	return txnEnded
+}
+
+// txnAfterReplace is commitTxn's outcome after replaceSession reported ok.
+func txnAfterReplace(ok bool) txnOutcome {
+	if ok {
+		return txnEnded
+	}
+	return txnStopping
 }
 
 // openSession opens the transaction session (the group consumer and

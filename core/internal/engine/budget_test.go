@@ -269,21 +269,22 @@ func TestMemoryJoinWindowsGoUpAndDown(t *testing.T) {
 func TestMemoryFetchedRecordsGoUpAndDown(t *testing.T) {
 	h := newMemHarness(t, config.DefaultMemoryMaxBytes, false, func(b *topology.Builder, l, _ *topology.Handle) *topology.Handle { return l })
 	rs := []*kgo.Record{{Topic: "left", Key: []byte("k"), Value: make([]byte, 1000)}, {Topic: "left", Value: make([]byte, 24)}}
-	h.task.enqueue("left", rs)
+	h.task.fetch(rs)
+	h.task.caughtUp()
 	if got, want := h.app.mem.used[memFetched].Load(), int64(1+1000+24+2*recordOverhead); got != want {
 		t.Fatalf("fetched records count %d, want %d", got, want)
 	}
 	// Taken out at the average size of what waits.
-	h.task.tookFetched(h.task.in.take(1))
+	h.task.tookFetched(h.task.in.taken(1))
 	total := int64(1 + 1000 + 24 + 2*recordOverhead)
 	if got, want := h.app.mem.used[memFetched].Load(), total-total/2; got != want {
 		t.Fatalf("fetched records count %d after one was taken, want %d", got, want)
 	}
-	h.task.tookFetched(h.task.in.take(1))
+	h.task.tookFetched(h.task.in.taken(1))
 	if got := h.app.mem.used[memFetched].Load(); got != 0 {
 		t.Fatalf("fetched records count %d once all were taken", got)
 	}
-	h.task.enqueue("left", rs)
+	h.task.fetch(rs)
 	// A stopping task lets go of everything it held.
 	h.task.releaseMemory()
 	if u := h.app.MemoryUsage(); u.Total != PebbleMemory {

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -16,41 +18,75 @@ import (
 // consumer and resumed once drained (Kafka Streams'
 // buffered.records.per.partition, here inboxHigh).
 type inbox struct {
-	mu sync.Mutex // guards queues, n, paused
+	mu sync.Mutex // guards queues, n, bytes, paused
 	// queues are in topic name order, the order that breaks timestamp
-	// ties in take.
+	// ties in take. A task has one per source topic from the start, so
+	// that a partition with nothing fetched yet holds the others back
+	// (idle.go).
 	queues []*topicQueue
 	n      int             // records in all queues
 	bytes  int64           // what they hold (budget.go)
 	paused map[string]bool // topic -> this task's partition of it is paused
-	// signal has a token when a queue became non-empty.
+	// signal has a token when a queue became non-empty, or what the task
+	// knows of a partition's lag changed.
 	signal chan struct{}
+
+	// idleMs is max.task.idle.ms (idle.go); now is the clock its waits
+	// are measured by (time.Now; tests set their own).
+	idleMs int64
+	now    func() time.Time
+	// enforced counts the records taken while some partition, empty, was
+	// given up on (the application's EnforcedProcessing); forced, when
+	// set, ends every wait (an exactly_once_v2 commit put off too long).
+	// Nil in tests that build a bare inbox.
+	enforced *atomic.Int64
+	forced   *atomic.Bool
 }
 
-// topicQueue is the fetched records of one partition, in offset order.
+// topicQueue is the fetched records of one partition, in offset order,
+// and what the task knows of the partition's lag (idle.go).
 type topicQueue struct {
 	topic string
 	recs  []*kgo.Record
+	// pos is the consumer's position in the partition as far as the task
+	// knows: the offset after the last record fetched since the task
+	// started (transaction markers included), or before any, the
+	// committed offset the brokers reported (askLag); -1: not known.
+	pos int64
+	// end is the partition's end offset as the last fetch (or ask) that
+	// told it: its high watermark, or last stable offset under
+	// read_committed; -1: not known.
+	end int64
+	// waitSince: since when the task has waited, this queue empty, for
+	// records on the broker (lag above 0 or not known); deadline: until
+	// when it waits, this queue empty and caught up, for new ones
+	// (max.task.idle.ms; Kafka's idlePartitionDeadlines). Zero: not
+	// waiting.
+	waitSince, deadline time.Time
 }
 
 // queue returns topic's queue, made on first use. Called with mu held.
 func (in *inbox) queue(topic string) *topicQueue {
 	i, found := slices.BinarySearchFunc(in.queues, topic, func(q *topicQueue, topic string) int { return strings.Compare(q.topic, topic) })
 	if !found {
-		in.queues = slices.Insert(in.queues, i, &topicQueue{topic: topic})
+		in.queues = slices.Insert(in.queues, i, &topicQueue{topic: topic, pos: -1, end: -1})
 	}
 	return in.queues[i]
 }
 
-func (t *task) enqueue(topic string, rs []*kgo.Record) {
+// enqueue appends a fetch's records of topic (transaction markers left
+// out) to its queue; next is the offset after the last record the fetch
+// brought (markers included), end the partition's end as it told.
+func (t *task) enqueue(topic string, rs []*kgo.Record, next, end int64) {
 	in := &t.in
 	in.mu.Lock()
 	q := in.queue(topic)
 	q.recs = append(q.recs, rs...)
+	q.pos, q.end = next, end
 	in.n += len(rs)
 	t.fetched(recordsBytes(rs))
 	// Paused when full, or when the application is at its memory budget.
-	full := (len(q.recs) >= t.app.inboxHigh() || t.app.mem.over()) && !in.paused[topic]
+	full := len(rs) > 0 && (len(q.recs) >= t.app.inboxHigh() || t.app.mem.over()) && !in.paused[topic]
 	if full {
 		in.paused[topic] = true
 	}
@@ -58,10 +94,19 @@ func (t *task) enqueue(topic string, rs []*kgo.Record) {
 	if full {
 		t.app.cl.PauseFetchPartitions(map[string][]int32{topic: {t.id.partition}})
 	}
-	select {
-	case in.signal <- struct{}{}:
-	default:
+	t.wake()
+}
+
+// end is the end offset of topic's partition as the task last heard it
+// (-1: not known).
+func (in *inbox) end(topic string) int64 {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	i, found := slices.BinarySearchFunc(in.queues, topic, func(q *topicQueue, topic string) int { return strings.Compare(q.topic, topic) })
+	if !found {
+		return -1
 	}
+	return in.queues[i].end
 }
 
 // len is how many records the queues hold.
@@ -76,14 +121,22 @@ func (in *inbox) len() int {
 // smallest timestamp (ties: the topic first in name order), so each
 // partition stays in offset order and a table update at t=5 is applied
 // before a stream record at t=7 is joined, whatever order they were
-// fetched in. A queue with nothing buffered holds no other back (Kafka's
-// max.task.idle.ms = -1: see docs/design/joins.md).
-func (in *inbox) take(n int) []*kgo.Record {
+// fetched in. Before each record, as Kafka Streams' StreamTask.process,
+// it asks ready (idle.go) whether the task may go on: a queue that runs
+// empty may hold the others back (max.task.idle.ms). When it takes
+// nothing for that reason, it returns when to look again (zero: at the
+// next fetch or lag answer).
+func (in *inbox) take(n int) ([]*kgo.Record, time.Time) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	n = min(n, in.n)
 	if n == 0 {
-		return nil
+		return nil, time.Time{}
+	}
+	now := in.now()
+	r := in.ready(now)
+	if !r.ok {
+		return nil, r.wake
 	}
 	out := make([]*kgo.Record, 0, n)
 	for len(out) < n {
@@ -106,12 +159,19 @@ func (in *inbox) take(n int) []*kgo.Record {
 			k++
 		}
 		out = append(out, head.recs[:k]...)
+		if r.enforced && in.enforced != nil {
+			in.enforced.Add(int64(k))
+		}
 		if head.recs = head.recs[k:]; len(head.recs) == 0 {
 			head.recs = nil
+			// Readiness changes only when a queue runs empty.
+			if r = in.ready(now); !r.ok {
+				break
+			}
 		}
 	}
-	in.n -= n
-	return out
+	in.n -= len(out)
+	return out, time.Time{}
 }
 
 // before reports whether q's head record is taken before p's.

@@ -34,6 +34,32 @@ func fetched(topic string, first int64, specs ...string) []*kgo.Record {
 	return rs
 }
 
+// fetch hands the task rs as one fetch of their topic that reached the
+// partition's end: its lag is 0 once they are taken.
+func (tk *task) fetch(rs []*kgo.Record) {
+	next := rs[len(rs)-1].Offset + 1
+	tk.enqueue(rs[0].Topic, rs, next, next)
+}
+
+// caughtUp makes every partition of the task whose lag is not known
+// caught up (nothing on the broker), for tests of what a batch does, not
+// of when it may be taken.
+func (tk *task) caughtUp() {
+	tk.in.mu.Lock()
+	defer tk.in.mu.Unlock()
+	for _, q := range tk.in.queues {
+		if q.pos < 0 {
+			q.pos, q.end = 0, 0
+		}
+	}
+}
+
+// taken is take's records.
+func (in *inbox) taken(n int) []*kgo.Record {
+	rs, _ := in.take(n)
+	return rs
+}
+
 func names(rs []*kgo.Record) string {
 	var out []string
 	for _, r := range rs {
@@ -78,20 +104,20 @@ func newOrderTask(tb testing.TB, topo *topology.Topology, host Host, kv map[stri
 // RecordQueue's do. take(n) stops at n, and the rest comes next.
 func TestInboxTakesTheEarliestHeadFirst(t *testing.T) {
 	tk := newOrderTask(t, twoStreams(t, nil), nil, nil)
-	tk.enqueue("b", fetched("b", 0, "=b3@3", "=b4@4", "=b8@8", "=b2@2", "=b9@9"))
-	tk.enqueue("a", fetched("a", 0, "=a1@1", "=a4@4", "=a5@5", "=a12@12"))
-	got := names(tk.in.take(4))
+	tk.fetch(fetched("b", 0, "=b3@3", "=b4@4", "=b8@8", "=b2@2", "=b9@9"))
+	tk.fetch(fetched("a", 0, "=a1@1", "=a4@4", "=a5@5", "=a12@12"))
+	got := names(tk.in.taken(4))
 	if want := "a/a1@1 b/b3@3 a/a4@4 b/b4@4"; got != want {
 		t.Errorf("first take:\n got %s\nwant %s", got, want)
 	}
 	// A fetch arriving meanwhile joins its queue's tail: a6 waits behind
 	// a12.
-	tk.enqueue("a", fetched("a", 4, "=a6@6"))
-	got = names(tk.in.take(100))
+	tk.fetch(fetched("a", 4, "=a6@6"))
+	got = names(tk.in.taken(100))
 	if want := "a/a5@5 b/b8@8 b/b2@2 b/b9@9 a/a12@12 a/a6@6"; got != want {
 		t.Errorf("second take:\n got %s\nwant %s", got, want)
 	}
-	if tk.in.n != 0 || tk.in.take(10) != nil {
+	if tk.in.n != 0 || tk.in.taken(10) != nil {
 		t.Errorf("inbox holds %d records after taking all", tk.in.n)
 	}
 }
@@ -107,8 +133,8 @@ func TestInboxPausesAFullPartitionOnly(t *testing.T) {
 	for i := range high {
 		many = append(many, fmt.Sprintf("=x@%d", 10+i))
 	}
-	tk.enqueue("a", fetched("a", 0, many...))
-	tk.enqueue("b", fetched("b", 0, "=y@1", "=y@2"))
+	tk.fetch(fetched("a", 0, many...))
+	tk.fetch(fetched("b", 0, "=y@1", "=y@2"))
 	if p := tk.app.cl.PauseFetchPartitions(nil); fmt.Sprint(p) != "map[a:[0]]" {
 		t.Errorf("paused %v, want a's partition only", p)
 	}
@@ -116,7 +142,7 @@ func TestInboxPausesAFullPartitionOnly(t *testing.T) {
 	if p := tk.app.cl.PauseFetchPartitions(nil); len(p) != 1 {
 		t.Errorf("resumed before draining: paused %v", p)
 	}
-	if got := tk.in.take(high/2 + 3); len(got) != high/2+3 || got[0].Topic != "b" || got[1].Topic != "b" {
+	if got := tk.in.taken(high/2 + 3); len(got) != high/2+3 || got[0].Topic != "b" || got[1].Topic != "b" {
 		t.Fatalf("took %d records, first of %s", len(got), got[0].Topic)
 	}
 	tk.resumeIfDrained()
@@ -162,9 +188,9 @@ func twoStreams(tb testing.TB, seen *[]string, host ...bool) *topology.Topology 
 func TestProcessKeepsTheMergedOrderAndOffsets(t *testing.T) {
 	var seen []string
 	tk := newOrderTask(t, twoStreams(t, &seen), nil, nil)
-	tk.enqueue("b", fetched("b", 10, "=b2@2", "=b3@3", "=b7@7"))
-	tk.enqueue("a", fetched("a", 20, "=a1@1", "=a5@5"))
-	if err := tk.process(context.Background(), tk.in.take(100)); err != nil {
+	tk.fetch(fetched("b", 10, "=b2@2", "=b3@3", "=b7@7"))
+	tk.fetch(fetched("a", 20, "=a1@1", "=a5@5"))
+	if err := tk.process(context.Background(), tk.in.taken(100)); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(seen, " "); got != "a1 b2 b3 a5 b7" {
@@ -182,10 +208,11 @@ func TestProcessKeepsTheMergedOrderAndOffsets(t *testing.T) {
 func (tk *task) feed(tb testing.TB, fetches ...[]*kgo.Record) []string {
 	tb.Helper()
 	for _, f := range fetches {
-		tk.enqueue(f[0].Topic, f)
+		tk.fetch(f)
 	}
+	tk.caughtUp()
 	tk.begin()
-	if err := tk.pushBatch(context.Background(), tk.in.take(tk.in.n)); err != nil {
+	if err := tk.pushBatch(context.Background(), tk.in.taken(tk.in.n)); err != nil {
 		tb.Fatal(err)
 	}
 	for _, tx := range tk.stores {

@@ -32,6 +32,10 @@ type appStats struct {
 	failed      atomic.Int64       // records that failed in a node (under any policy)
 	// deadLettered counts records written to the dead letter topic.
 	deadLettered atomic.Int64
+	// enforced counts records processed while a partition of their task,
+	// empty, was given up on (Kafka Streams' enforced-processing-total;
+	// idle.go).
+	enforced atomic.Int64
 
 	dbMu     sync.RWMutex // held to read stores for Stats; Lock to close the db
 	dbClosed bool         // guarded by dbMu
@@ -76,17 +80,6 @@ func eachStep(p *plan, f func(*step)) {
 	}
 }
 
-// noteEnd records a fetch's high watermark of the task's partition of
-// topic: the end its lag is measured to.
-func (t *task) noteEnd(topic string, hw int64) {
-	t.mu.Lock()
-	if t.ends == nil {
-		t.ends = map[string]int64{}
-	}
-	t.ends[topic] = hw
-	t.mu.Unlock()
-}
-
 // closeDB closes the state, waiting for Stats reading it.
 func (a *App) closeDB() error {
 	a.stats.dbMu.Lock()
@@ -114,6 +107,10 @@ type Stats struct {
 	// DeadLetteredRecords: failed records written to
 	// errors.deadletterqueue.topic.name (also counted as dropped).
 	DeadLetteredRecords int64
+	// EnforcedProcessing: records processed while a partition of their
+	// task, empty and caught up, was given up on (max.task.idle.ms; Kafka
+	// Streams' enforced-processing-total).
+	EnforcedProcessing int64
 	// Commit: offset commits (at_least_once); Transaction: transaction ends
 	// (exactly_once_v2). Nil with metrics off.
 	Commit, Transaction *metrics.HistogramSnapshot
@@ -148,8 +145,9 @@ type TaskStats struct {
 }
 
 // PartitionLag is a task's input partition: the next offset to commit, the
-// end (high watermark) seen at the last fetch, and the lag between them
-// (-1 when either is not known yet).
+// end seen at the last fetch (the high watermark; the last stable offset
+// under exactly_once_v2, which reads read_committed), and the lag between
+// them (-1 when either is not known yet).
 type PartitionLag struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
@@ -181,6 +179,7 @@ func (a *App) Stats() Stats {
 	}
 	st.FailedRecords, st.DroppedRecords = a.stats.failed.Load(), a.DroppedRecords()
 	st.DeadLetteredRecords = a.stats.deadLettered.Load()
+	st.EnforcedProcessing = a.stats.enforced.Load()
 	for _, p := range a.plans {
 		eachStep(p, func(s *step) {
 			ns := NodeStats{Name: s.node.Name, Subtopology: p.id}
@@ -222,9 +221,7 @@ func (a *App) Stats() Stats {
 			if eo, ok := t.offsets[topic]; ok {
 				pl.Position = eo.Offset
 			}
-			if end, ok := t.ends[topic]; ok {
-				pl.End = end
-			}
+			pl.End = t.in.end(topic)
 			if pl.Position >= 0 && pl.End >= 0 {
 				pl.Lag = max(pl.End-pl.Position, 0)
 			}

@@ -94,9 +94,8 @@ type task struct {
 	// the record cache. Only the task's goroutine touches it.
 	processed map[string]kgo.EpochOffset
 
-	// ends: per input topic, the high watermark of the last fetch (guarded
-	// by mu); lag is measured to it.
-	ends map[string]int64
+	// asking is set while the task asks the brokers for lags (askLag).
+	asking atomic.Bool
 	// reached: per input topic, the offset after the last record processed,
 	// cached updates included (guarded by mu); the test driver's Quiesce
 	// waits on it.
@@ -104,9 +103,10 @@ type task struct {
 }
 
 func newTask(a *App, id taskID, p *plan) *task {
-	return &task{
+	t := &task{
 		id: id, app: a, plan: p,
-		in:        inbox{signal: make(chan struct{}, 1), paused: map[string]bool{}},
+		in: inbox{signal: make(chan struct{}, 1), paused: map[string]bool{},
+			idleMs: a.cfg.MaxTaskIdleMs, now: a.clock, enforced: &a.stats.enforced, forced: &a.idleForced},
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 		stores:    map[string]*storeTx{},
@@ -117,6 +117,13 @@ func newTask(a *App, id taskID, p *plan) *task {
 		flushReq:  make(chan chan error),
 		syncReq:   make(chan chan error),
 	}
+	if t.in.now == nil { // an App not made by New (tests)
+		t.in.now = time.Now
+	}
+	for topic := range p.sources {
+		t.in.queue(topic)
+	}
+	return t
 }
 
 // run restores the task's stores, then processes batches until stopped.
@@ -238,7 +245,15 @@ func (t *task) run(ctx context.Context) {
 			}
 			timer.Stop()
 		}
-		batch := t.in.take(max)
+		batch, wake := t.in.take(max)
+		if len(batch) == 0 {
+			// Records the task may not take yet: another of its
+			// partitions holds them back (idle.go).
+			if !t.idle(ctx, wake, flush) {
+				return
+			}
+			continue
+		}
 		t.tookFetched(batch)
 		t.resumeIfDrained()
 		err := t.process(ctx, batch)

@@ -125,7 +125,8 @@ var (
 	descFailed      = prometheus.NewDesc("polystreams_failed_records_total", "Records that failed in a node.", app, nil)
 	descCrossing    = prometheus.NewDesc("polystreams_crossing_duration_seconds", "Round trip of a bundle to the host and back, by the node whose chain crosses and the tokens of its functions.", append(app, "node", "tokens"), nil)
 	descBundle      = prometheus.NewDesc("polystreams_bundle_size_records", "Records per bundle crossing to the host.", append(app, "node", "tokens"), nil)
-	descLag         = prometheus.NewDesc("polystreams_consumer_lag_records", "Records between a task's committable position and the partition's high watermark at the last fetch.", append(app, "topic", "partition"), nil)
+	descLag         = prometheus.NewDesc("polystreams_consumer_lag_records", "Records between a task's committable position and the partition's end at the last fetch (its high watermark; its last stable offset under exactly_once_v2).", append(app, "topic", "partition"), nil)
+	descEnforced    = prometheus.NewDesc("polystreams_enforced_processing_total", "Records a task processed while one of its partitions, empty and caught up, was given up on after max.task.idle.ms (Kafka Streams' enforced-processing-total).", app, nil)
 	descCommit      = prometheus.NewDesc("polystreams_commit_duration_seconds", "Flushing outputs and committing input offsets (at_least_once).", app, nil)
 	descTxn         = prometheus.NewDesc("polystreams_transaction_duration_seconds", "Ending a transaction (exactly_once_v2).", app, nil)
 	descRestored    = prometheus.NewDesc("polystreams_restore_restored_records", "Changelog records restored since the last rebalance.", app, nil)
@@ -177,6 +178,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descFailed, prometheus.CounterValue, float64(st.FailedRecords), v.appID)
 		ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(st.DroppedRecords), v.appID)
 		ch <- prometheus.MustNewConstMetric(descDeadLetter, prometheus.CounterValue, float64(st.DeadLetteredRecords), v.appID)
+		ch <- prometheus.MustNewConstMetric(descEnforced, prometheus.CounterValue, float64(st.EnforcedProcessing), v.appID)
 		if st.MetricsEnabled {
 			for _, n := range st.Nodes {
 				if n.FusedInto != "" {
@@ -326,8 +328,11 @@ type StatusApp struct {
 	DroppedRecords int64                 `json:"dropped_records"`
 	FailedRecords  int64                 `json:"failed_records"`
 	// DeadLetteredRecords: failed records written to the dead letter topic.
-	DeadLetteredRecords int64          `json:"dead_lettered_records"`
-	Errors              []logEntryJSON `json:"errors"`
+	DeadLetteredRecords int64 `json:"dead_lettered_records"`
+	// EnforcedProcessing: records processed while a partition of their
+	// task, empty, was given up on (max.task.idle.ms).
+	EnforcedProcessing int64          `json:"enforced_processing"`
+	Errors             []logEntryJSON `json:"errors"`
 	// Host: the bundles waiting for this engine's host, and how long no
 	// host worker called Exchange; Stalled once bundles have waited
 	// stallAfter with none (docs/scale-out.md).
@@ -411,6 +416,7 @@ func (s *Server) Status() Status {
 				a.Error = rs.Err.Error()
 			}
 			a.DroppedRecords, a.FailedRecords, a.DeadLetteredRecords = rs.DroppedRecords, rs.FailedRecords, rs.DeadLetteredRecords
+			a.EnforcedProcessing = rs.EnforcedProcessing
 			a.Standbys = rs.Standbys
 			mem := v.app.MemoryUsage()
 			a.Memory = &mem

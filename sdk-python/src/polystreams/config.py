@@ -37,7 +37,11 @@ class Config:
     100 under exactly_once_v2; ``statestore.cache.max.bytes`` 10 MiB: tables
     forward the latest update per key at each commit, 0 forwards every update
     at once; ``num.standby.replicas`` 0: warm copies of each task's stores
-    kept on that many other instances, docs/scale-out.md). Credential values
+    kept on that many other instances, docs/scale-out.md;
+    ``max.task.idle.ms`` 0: a task reading several partitions, a join's or a
+    merge's, waits for the records already on the broker of each before it
+    picks the next record by timestamp, -1 never waits, a positive value also
+    waits that long for new ones, docs/design/joins.md). Credential values
     never appear in repr().
 
     What a failed record does is set in ``extra`` too, by Kafka Streams'
@@ -53,6 +57,7 @@ class Config:
     state_dir: str | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
     num_standby_replicas: int | None = None
+    max_task_idle_ms: int | None = None
 
     def properties(self) -> dict[str, str]:
         """The configuration as the engine takes it: Kafka Streams' dotted names."""
@@ -65,6 +70,8 @@ class Config:
             out["statestore.cache.max.bytes"] = str(self.statestore_cache_max_bytes)
         if self.num_standby_replicas is not None:
             out["num.standby.replicas"] = str(self.num_standby_replicas)
+        if self.max_task_idle_ms is not None:
+            out["max.task.idle.ms"] = str(self.max_task_idle_ms)
         if self.state_dir is not None:
             out["state.dir"] = self.state_dir
         return out
@@ -77,6 +84,7 @@ class Config:
                 "commit_interval_ms",
                 "statestore_cache_max_bytes",
                 "num_standby_replicas",
+                "max_task_idle_ms",
                 "state_dir",
             )
             if getattr(self, name) is not None
