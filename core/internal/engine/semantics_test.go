@@ -806,6 +806,10 @@ var flatMapValues = map[string]func(string) topology.FlatMapValuesFunc{
 }
 
 var maps = map[string]func(string) topology.MapFunc{
+	// noop: KeyValue.pair(key, value) (MockMapper.noOpKeyValueMapper).
+	"noop": func(string) topology.MapFunc {
+		return func(k, v []byte) ([]byte, []byte, error) { return k, v, nil }
+	},
 	// swap: KeyValue.pair(value, key) (KStreamMapTest).
 	"swap": func(string) topology.MapFunc {
 		return func(k, v []byte) ([]byte, []byte, error) { return v, k, nil }
