@@ -343,9 +343,10 @@ type dsl struct {
 
 // step is one "op arg key=value ..." of a chain.
 type step struct {
-	op   string
-	args []string
-	opts map[string]string
+	op    string
+	args  []string
+	opts  map[string]string
+	order []string // opts' keys as written
 }
 
 func parseStep(text string) step {
@@ -357,6 +358,7 @@ func parseStep(text string) step {
 	for _, a := range f[min(1, len(f)):] {
 		if k, v, ok := strings.Cut(a, "="); ok {
 			s.opts[k] = v
+			s.order = append(s.order, k)
 		} else {
 			s.args = append(s.args, a)
 		}
@@ -461,7 +463,7 @@ func (b *dsl) other(s step) (*topology.Handle, error) {
 func (b *dsl) split(h *topology.Handle, s step) error {
 	var branches []topology.Branch
 	var names []string
-	for _, k := range slices.Sorted(mapKeys(s.opts)) {
+	for _, k := range s.order {
 		if k == "default" {
 			continue
 		}
@@ -774,6 +776,21 @@ var predicates = map[string]func(string) topology.PredicateFunc{
 			return n != 0 && d%n == 0, err
 		}
 	},
+	// keyMultipleOf:N: key % N == 0 (KStreamFilterTest, KStreamSplitTest).
+	"keyMultipleOf": func(x string) topology.PredicateFunc {
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return func(k, _ []byte) (bool, error) {
+			d, err := decimal(k)
+			return n != 0 && d%n == 0, err
+		}
+	},
+	// keyNegative: key < 0.
+	"keyNegative": func(string) topology.PredicateFunc {
+		return func(k, _ []byte) (bool, error) {
+			d, err := decimal(k)
+			return d < 0, err
+		}
+	},
 	// keyStartsWith:X.
 	"keyStartsWith": func(x string) topology.PredicateFunc {
 		return func(k, _ []byte) (bool, error) { return strings.HasPrefix(string(k), x), nil }
@@ -789,6 +806,12 @@ var flatMapValues = map[string]func(string) topology.FlatMapValuesFunc{
 				out = append(out, []byte(w))
 			}
 			return out, nil
+		}
+	},
+	// lowerUpper: "v" + value, "V" + value (KStreamFlatMapValuesTest).
+	"lowerUpper": func(string) topology.FlatMapValuesFunc {
+		return func(v []byte) ([][]byte, error) {
+			return [][]byte{[]byte("v" + text(v)), []byte("V" + text(v))}, nil
 		}
 	},
 	// upTo: the numbers 0 .. value-1 (KStreamFlatMapValuesTest's mapper
