@@ -891,6 +891,10 @@ func arith(a, v []byte, sign int64) ([]byte, error) {
 }
 
 var initializers = map[string]func(string) topology.InitializerFunc{
+	// empty: "" (() -> "").
+	"empty": func(string) topology.InitializerFunc {
+		return func() ([]byte, error) { return []byte{}, nil }
+	},
 	// zero: "0" (MockInitializer.STRING_INIT).
 	"zero": func(string) topology.InitializerFunc {
 		return func() ([]byte, error) { return []byte("0"), nil }
