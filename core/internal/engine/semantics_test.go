@@ -849,6 +849,10 @@ var maps = map[string]func(string) topology.MapFunc{
 }
 
 var keySelectors = map[string]func(string) topology.SelectKeyFunc{
+	// key: the key stays ((k, v) -> k).
+	"key": func(string) topology.SelectKeyFunc {
+		return func(k, _ []byte) ([]byte, error) { return k, nil }
+	},
 	// value: the value is the key (MockMapper.selectValueMapper).
 	"value": func(string) topology.SelectKeyFunc {
 		return func(_, v []byte) ([]byte, error) { return v, nil }
