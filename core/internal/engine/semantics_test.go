@@ -207,7 +207,9 @@ func nullable(s string) []byte {
 }
 
 // output prints the records written to topic=... since its last output,
-// one "key:value@ts" a line, decoded with the sinks' serdes.
+// one "key:value@ts" a line, decoded with the sinks' serdes; with latest,
+// only the latest value per key, "key:value" in key order
+// (TestOutputTopic.readKeyValuesToMap).
 func (s *semantics) output(d *datadriven.TestData) (string, error) {
 	var topic string
 	d.ScanArgs(s.t, "topic", &topic)
@@ -219,8 +221,19 @@ func (s *semantics) output(d *datadriven.TestData) (string, error) {
 		return "", err
 	}
 	var b strings.Builder
-	for _, r := range recs {
-		fmt.Fprintf(&b, "%s:%s@%d\n", show(serdes[0], r.Key), show(serdes[1], r.Value), r.Timestamp.UnixMilli())
+	if d.HasArg("latest") {
+		// TestOutputTopic.readKeyValuesToMap: the latest value per key.
+		latest := map[string]string{}
+		for _, r := range recs {
+			latest[show(serdes[0], r.Key)] = show(serdes[1], r.Value)
+		}
+		for _, k := range slices.Sorted(mapKeys(latest)) {
+			fmt.Fprintf(&b, "%s:%s\n", k, latest[k])
+		}
+	} else {
+		for _, r := range recs {
+			fmt.Fprintf(&b, "%s:%s@%d\n", show(serdes[0], r.Key), show(serdes[1], r.Value), r.Timestamp.UnixMilli())
+		}
 	}
 	if len(recs) == 0 {
 		b.WriteString("(none)\n")
@@ -229,7 +242,7 @@ func (s *semantics) output(d *datadriven.TestData) (string, error) {
 }
 
 // store prints the key-value store name=... as Pebble holds it: one
-// "key:value@ts" a line in key order.
+// "key:value@ts" a line in key order ("key:value" with no-ts).
 func (s *semantics) store(d *datadriven.TestData) (string, error) {
 	var name string
 	d.ScanArgs(s.t, "name", &name)
@@ -250,6 +263,10 @@ func (s *semantics) store(d *datadriven.TestData) (string, error) {
 	var b strings.Builder
 	for _, p := range parts {
 		if err := p.Scan(func(k, v []byte, ts int64) error {
+			if d.HasArg("no-ts") {
+				fmt.Fprintf(&b, "%s:%s\n", show(st.KeySerde, k), show(st.ValueSerde, v))
+				return nil
+			}
 			fmt.Fprintf(&b, "%s:%s@%d\n", show(st.KeySerde, k), show(st.ValueSerde, v), ts)
 			return nil
 		}); err != nil {
@@ -307,7 +324,8 @@ func show(name string, b []byte) string {
 }
 
 // buildTopology builds the topology a `topology` directive describes: one
-// chain a line, "[name =] source | step | step ...". A source is
+// chain a line, "[name =] source | step | step ..." (steps separated by
+// " | ", so that a function argument may hold a bare "|"). A source is
 // "stream topic[,topic]", "table topic [store=name]" or an earlier chain's
 // name; a chain's name stands for its last handle. Steps (Kafka Streams'
 // DSL; functions are named in fns below):
@@ -400,7 +418,7 @@ func (b *dsl) chain(line string) error {
 	if n, rest, ok := strings.Cut(line, "="); ok && !strings.ContainsAny(n, "|") && len(strings.Fields(n)) == 1 {
 		name, line = strings.TrimSpace(n), rest
 	}
-	parts := strings.Split(line, "|")
+	parts := strings.Split(line, " | ")
 	h, err := b.source(parseStep(parts[0]))
 	if err != nil {
 		return err
@@ -742,8 +760,15 @@ var mapValues = map[string]func(string) topology.MapValuesFunc{
 			return []byte(strconv.FormatInt(d*n, 10)), err
 		}
 	},
+	// before:SEP is the part before the first SEP ("value.split(SEP)[0]");
 	// after:SEP is the part after the first SEP (a foreign key extractor:
 	// "value.split(SEP)[1]"); none when there is no SEP.
+	"before": func(sep string) topology.MapValuesFunc {
+		return func(v []byte) ([]byte, error) {
+			fk, _, _ := strings.Cut(string(v), sep)
+			return []byte(fk), nil
+		}
+	},
 	"after": func(sep string) topology.MapValuesFunc {
 		return func(v []byte) ([]byte, error) {
 			if _, fk, ok := strings.Cut(string(v), sep); ok {
@@ -917,6 +942,10 @@ var aggregators = map[string]func(string) topology.AggregateFunc{
 }
 
 var joiners = map[string]func(string) topology.ValueJoinerFunc{
+	// tuple: "(" + value1 + "," + value2 + ")" (the foreign-key join tests').
+	"tuple": func(string) topology.ValueJoinerFunc {
+		return func(v, o []byte) ([]byte, error) { return []byte("(" + text(v) + "," + text(o) + ")"), nil }
+	},
 	// pair: value1 + "+" + value2 (MockValueJoiner.TOSTRING_JOINER).
 	"pair": func(string) topology.ValueJoinerFunc {
 		return func(v, o []byte) ([]byte, error) { return []byte(text(v) + "+" + text(o)), nil }
