@@ -866,6 +866,31 @@ var maps = map[string]func(string) topology.MapFunc{
 	"byValue": func(string) topology.MapFunc {
 		return func(_, v []byte) ([]byte, []byte, error) { return v, v, nil }
 	},
+	// byValueNullKeys: byValue, except that key "null" maps to a null key
+	// and key "NULL" to a null pair (KTableAggregateTest.testAggRepartition;
+	// a Go MapFunc has no null pair, so it is a null key and value here:
+	// both are dropped by the grouping).
+	"byValueNullKeys": func(string) topology.MapFunc {
+		return func(k, v []byte) ([]byte, []byte, error) {
+			switch string(k) {
+			case "null":
+				return nil, v, nil
+			case "NULL":
+				return nil, nil, nil
+			}
+			return v, v, nil
+		}
+	},
+	// keyChars: KeyValue.pair(key.charAt(0), key.charAt(1))
+	// (KTableAggregateTest.testRemoveOldBeforeAddNew).
+	"keyChars": func(string) topology.MapFunc {
+		return func(k, _ []byte) ([]byte, []byte, error) {
+			if len(k) < 2 {
+				return nil, nil, fmt.Errorf("key %q has fewer than 2 characters", k)
+			}
+			return k[:1], k[1:2], nil
+		}
+	},
 	// keyPrefix:N: KeyValue.pair(key.substring(0, N), value).
 	"keyPrefix": func(x string) topology.MapFunc {
 		n, _ := strconv.Atoi(x)
@@ -934,6 +959,14 @@ var aggregators = map[string]func(string) topology.AggregateFunc{
 	// adder: aggregate + "+" + value (MockAggregator.TOSTRING_ADDER).
 	"adder": func(string) topology.AggregateFunc {
 		return func(_, v, a []byte) ([]byte, error) { return []byte(text(a) + "+" + text(v)), nil }
+	},
+	// append: aggregate + value.
+	"append": func(string) topology.AggregateFunc {
+		return func(_, v, a []byte) ([]byte, error) { return []byte(text(a) + text(v)), nil }
+	},
+	// removeAll: aggregate.replaceAll(value, "").
+	"removeAll": func(string) topology.AggregateFunc {
+		return func(_, v, a []byte) ([]byte, error) { return []byte(strings.ReplaceAll(text(a), text(v), "")), nil }
 	},
 	// remover: aggregate + "-" + value (MockAggregator.TOSTRING_REMOVER).
 	"remover": func(string) topology.AggregateFunc {
