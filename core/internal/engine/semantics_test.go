@@ -748,6 +748,15 @@ var mapValues = map[string]func(string) topology.MapValuesFunc{
 	"upper": func(string) topology.MapValuesFunc {
 		return func(v []byte) ([]byte, error) { return []byte(strings.ToUpper(string(v))), nil }
 	},
+	// digit: value.charAt(0) - 48 (KTableMapValuesTest).
+	"digit": func(string) topology.MapValuesFunc {
+		return func(v []byte) ([]byte, error) {
+			if len(v) == 0 {
+				return nil, fmt.Errorf("value is empty")
+			}
+			return []byte(strconv.Itoa(int(v[0]) - 48)), nil
+		}
+	},
 	// suffix:X appends X.
 	"suffix": func(x string) topology.MapValuesFunc {
 		return func(v []byte) ([]byte, error) { return []byte(text(v) + x), nil }
