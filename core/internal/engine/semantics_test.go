@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/engine"
@@ -207,7 +208,8 @@ func nullable(s string) []byte {
 }
 
 // output prints the records written to topic=... since its last output,
-// one "key:value@ts" a line, decoded with the sinks' serdes; with latest,
+// one "key:value@ts" a line, decoded with the sinks' serdes (with sorted,
+// by key text and then timestamp, as some Kafka tests compare); with latest,
 // only the latest value per key, "key:value" in key order
 // (TestOutputTopic.readKeyValuesToMap).
 func (s *semantics) output(d *datadriven.TestData) (string, error) {
@@ -231,6 +233,16 @@ func (s *semantics) output(d *datadriven.TestData) (string, error) {
 			fmt.Fprintf(&b, "%s:%s\n", k, latest[k])
 		}
 	} else {
+		if d.HasArg("sorted") {
+			// Kafka's tests that sort what they read: by the key's text,
+			// then timestamp, keeping the order written among equals.
+			slices.SortStableFunc(recs, func(x, y *kgo.Record) int {
+				if c := strings.Compare(show(serdes[0], x.Key), show(serdes[0], y.Key)); c != 0 {
+					return c
+				}
+				return x.Timestamp.Compare(y.Timestamp)
+			})
+		}
 		for _, r := range recs {
 			fmt.Fprintf(&b, "%s:%s@%d\n", show(serdes[0], r.Key), show(serdes[1], r.Value), r.Timestamp.UnixMilli())
 		}
