@@ -81,23 +81,13 @@ func (s *semantics) do(d *datadriven.TestData) (string, error) {
 		return s.output(d)
 	case "store":
 		return s.store(d)
-	case "advance-wall-clock":
-		var ms int64
-		d.ScanArgs(s.t, "ms", &ms)
-		if s.td == nil {
-			return "", fmt.Errorf("advance-wall-clock before topology")
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), semanticsTimeout)
-		defer cancel()
-		_, err := s.td.AdvanceWallClock(ctx, ms)
-		return "", err
 	case "dropped":
 		if s.app == nil {
 			return "", fmt.Errorf("dropped before topology")
 		}
 		return fmt.Sprintf("%d\n", s.app.DroppedRecords()), nil
 	}
-	return "", fmt.Errorf("unknown directive %q (known: topology, describe, pipe, output, store, advance-wall-clock, dropped)", d.Cmd)
+	return "", fmt.Errorf("unknown directive %q (known: topology, describe, pipe, output, store, dropped)", d.Cmd)
 }
 
 // start stops the running topology, if any, builds d's and starts it under
@@ -342,6 +332,7 @@ func show(name string, b []byte) string {
 // name; a chain's name stands for its last handle. Steps (Kafka Streams'
 // DSL; functions are named in fns below):
 //
+//	(store=S names a step's store; retention=N is its withRetention)
 //	mapValues F, filter F, filterNot F, flatMapValues F, map F, selectKey F,
 //	merge NAME, split NAME=F ... [default=NAME] (last step; names the branches),
 //	groupByKey, groupBy F, count [store=S], reduce F [F2] [store=S],
@@ -415,14 +406,16 @@ func (s step) num(key string) (int64, error) {
 	return n, nil
 }
 
+// materialized is the step's Materialized: store=S names the store,
+// retention=N (ms) is withRetention; nil when neither is given and
+// valueSerde is empty (Kafka's no-Materialized overload).
 func (s step) materialized(valueSerde string) *topology.Materialized {
-	if name, ok := s.opts["store"]; ok {
-		return &topology.Materialized{StoreName: name, ValueSerde: valueSerde}
+	name, named := s.opts["store"]
+	retention, _ := strconv.ParseInt(s.opts["retention"], 10, 64)
+	if !named && retention == 0 && valueSerde == "" {
+		return nil
 	}
-	if valueSerde != "" {
-		return &topology.Materialized{ValueSerde: valueSerde}
-	}
-	return nil
+	return &topology.Materialized{StoreName: name, ValueSerde: valueSerde, Retention: retention}
 }
 
 func (b *dsl) chain(line string) error {
