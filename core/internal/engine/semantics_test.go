@@ -336,7 +336,8 @@ func show(name string, b []byte) string {
 //	mapValues F, filter F, filterNot F, flatMapValues F, map F, selectKey F,
 //	merge NAME, split NAME=F ... [default=NAME] (last step; names the branches),
 //	groupByKey, groupBy F, count [store=S], reduce F [F2] [store=S],
-//	aggregate INIT F [F2] [store=S] (F2: a table aggregation's subtractor),
+//	aggregate INIT F [F2] [store=S] (F2: a table aggregation's subtractor or
+//	a session aggregation's merger),
 //	windowedBy tumbling|hopping|sliding|session size=N [advance=N] [grace=N],
 //	emitOnClose, suppress, toStream, toTable [store=S], to TOPIC,
 //	join|leftJoin|outerJoin NAME F [before=N after=N grace=N] [store=S],
@@ -612,6 +613,13 @@ func (b *dsl) apply(h *topology.Handle, s step) (*topology.Handle, error) {
 				return nil, err
 			}
 			return b.b.TableAggregate(h.ID, init, f, sub, s.materialized(serde.String), "")
+		}
+		if h.Kind == topology.KindSessionWindowedStream {
+			merger, err := fnArg[topology.AggregateFunc](aggregators, s, 2)
+			if err != nil {
+				return nil, err
+			}
+			return b.b.AggregateSessions(h.ID, init, f, merger, s.materialized(serde.String), "")
 		}
 		return b.b.Aggregate(h.ID, init, f, s.materialized(serde.String), "")
 	case "windowedBy":
@@ -973,6 +981,11 @@ var aggregators = map[string]func(string) topology.AggregateFunc{
 	// adder: aggregate + "+" + value (MockAggregator.TOSTRING_ADDER).
 	"adder": func(string) topology.AggregateFunc {
 		return func(_, v, a []byte) ([]byte, error) { return []byte(text(a) + "+" + text(v)), nil }
+	},
+	// merge: aggOne + "+" + aggTwo (SessionWindowedKStreamImplTest's
+	// sessionMerger; the engine passes the sessions as value and aggregate).
+	"merge": func(string) topology.AggregateFunc {
+		return func(_, one, two []byte) ([]byte, error) { return []byte(text(one) + "+" + text(two)), nil }
 	},
 	// append: aggregate + value.
 	"append": func(string) topology.AggregateFunc {
