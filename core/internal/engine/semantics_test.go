@@ -913,6 +913,16 @@ var maps = map[string]func(string) topology.MapFunc{
 			return k[:1], k[1:2], nil
 		}
 	},
+	// letterIndex: KeyValue.pair(key.charAt(0) - 'A', value) (an Integer
+	// key in Kafka's test; its decimal text here).
+	"letterIndex": func(string) topology.MapFunc {
+		return func(k, v []byte) ([]byte, []byte, error) {
+			if len(k) == 0 {
+				return nil, nil, fmt.Errorf("key is empty")
+			}
+			return []byte(strconv.Itoa(int(k[0]) - 'A')), v, nil
+		}
+	},
 	// keyPrefix:N: KeyValue.pair(key.substring(0, N), value).
 	"keyPrefix": func(x string) topology.MapFunc {
 		n, _ := strconv.Atoi(x)
