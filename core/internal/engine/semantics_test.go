@@ -14,7 +14,8 @@ package engine_test
 //
 // and compare the diff with the Kafka test before committing it: a rewrite
 // that disagrees with Kafka Streams is a bug in the engine, not in the file.
-// The directives are documented in docs/testing.md ("Semantics as data").
+// The directives are documented in docs/testing.md ("Operator semantics as
+// data").
 
 import (
 	"context"
@@ -22,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,6 +61,7 @@ type semantics struct {
 }
 
 func (s *semantics) run(t *testing.T, d *datadriven.TestData) string {
+	s.t = t // a directive's argument errors fail the test that runs it
 	out, err := s.do(d)
 	if err != nil {
 		return "error: " + err.Error() + "\n"
@@ -219,7 +222,7 @@ func (s *semantics) output(d *datadriven.TestData) (string, error) {
 		for _, r := range recs {
 			latest[show(serdes[0], r.Key)] = show(serdes[1], r.Value)
 		}
-		for _, k := range slices.Sorted(mapKeys(latest)) {
+		for _, k := range slices.Sorted(maps.Keys(latest)) {
 			fmt.Fprintf(&b, "%s:%s\n", k, latest[k])
 		}
 	} else {
@@ -253,7 +256,7 @@ func (s *semantics) store(d *datadriven.TestData) (string, error) {
 	}
 	st, ok := s.topo.Stores[name]
 	if !ok {
-		return "", fmt.Errorf("store %q does not exist (stores: %s)", name, strings.Join(slices.Sorted(mapKeys(s.topo.Stores)), ", "))
+		return "", fmt.Errorf("store %q does not exist (stores: %s)", name, strings.Join(slices.Sorted(maps.Keys(s.topo.Stores)), ", "))
 	}
 	if st.Kind != topology.StoreKeyValue {
 		return "", fmt.Errorf("store %q is not a key-value store; print its changes with output instead", name)
@@ -279,16 +282,6 @@ func (s *semantics) store(d *datadriven.TestData) (string, error) {
 		b.WriteString("(empty)\n")
 	}
 	return b.String(), nil
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // show prints b as serde name encodes it: strings as they are, numbers in
@@ -329,10 +322,10 @@ func show(name string, b []byte) string {
 // chain a line, "[name =] source | step | step ..." (steps separated by
 // " | ", so that a function argument may hold a bare "|"). A source is
 // "stream topic[,topic]", "table topic [store=name]" or an earlier chain's
-// name; a chain's name stands for its last handle. Steps (Kafka Streams'
-// DSL; functions are named in fns below):
+// name; a chain's name stands for its last handle. Steps are Kafka Streams'
+// DSL operators; F names a function of the catalogue below; store=S names a
+// step's store and retention=N is its Materialized.withRetention:
 //
-//	(store=S names a step's store; retention=N is its withRetention)
 //	mapValues F, filter F, filterNot F, flatMapValues F, map F, selectKey F,
 //	merge NAME, split NAME=F ... [default=NAME] (last step; names the branches),
 //	groupByKey, groupBy F, count [store=S], reduce F [F2] [store=S],
@@ -388,6 +381,20 @@ func parseStep(text string) step {
 	return s
 }
 
+// knownOpts are the key=value options a step (other than split, whose
+// keys name its branches) may take.
+var knownOpts = map[string]bool{"store": true, "retention": true, "size": true, "advance": true, "grace": true, "before": true, "after": true}
+
+func (s step) unknownOpts() []string {
+	var bad []string
+	for _, k := range s.order {
+		if !knownOpts[k] {
+			bad = append(bad, k)
+		}
+	}
+	return bad
+}
+
 func (s step) arg(i int) (string, error) {
 	if i >= len(s.args) {
 		return "", fmt.Errorf("%s needs %d argument(s), got %d", s.op, i+1, len(s.args))
@@ -436,6 +443,9 @@ func (b *dsl) chain(line string) error {
 				return fmt.Errorf("split must be the chain's last step")
 			}
 			return b.split(h, st)
+		}
+		if bad := st.unknownOpts(); len(bad) > 0 {
+			return fmt.Errorf("%s: unknown option(s) %s", st.op, strings.Join(bad, ", "))
 		}
 		if h, err = b.apply(h, st); err != nil {
 			return fmt.Errorf("%s: %w", st.op, err)
@@ -548,7 +558,7 @@ func (b *dsl) apply(h *topology.Handle, s step) (*topology.Handle, error) {
 		}
 		return b.b.FlatMapValues(h.ID, f, "", "")
 	case "map":
-		f, err := fnArg[topology.MapFunc](maps, s, 0)
+		f, err := fnArg[topology.MapFunc](mappers, s, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -569,7 +579,7 @@ func (b *dsl) apply(h *topology.Handle, s step) (*topology.Handle, error) {
 		return b.b.GroupByKey(h.ID, "", "", "")
 	case "groupBy":
 		if table {
-			f, err := fnArg[topology.MapFunc](maps, s, 0)
+			f, err := fnArg[topology.MapFunc](mappers, s, 0)
 			if err != nil {
 				return nil, err
 			}
@@ -733,11 +743,11 @@ func fnArg[F any](catalogue map[string]func(arg string) F, s step, i int) (topol
 
 func fn[F any](catalogue map[string]func(arg string) F, name string) (topology.Function, error) {
 	base, arg, _ := strings.Cut(name, ":")
-	make, ok := catalogue[base]
+	mk, ok := catalogue[base]
 	if !ok {
-		return topology.Function{}, fmt.Errorf("function %q is not in the catalogue (known: %s)", base, strings.Join(slices.Sorted(mapKeys(catalogue)), ", "))
+		return topology.Function{}, fmt.Errorf("function %q is not in the catalogue (known: %s)", base, strings.Join(slices.Sorted(maps.Keys(catalogue)), ", "))
 	}
-	return topology.Function{Name: name, Native: make(arg)}, nil
+	return topology.Function{Name: name, Native: mk(arg)}, nil
 }
 
 // text is Java's string concatenation of a value: null prints "null".
@@ -875,7 +885,7 @@ var flatMapValues = map[string]func(string) topology.FlatMapValuesFunc{
 	},
 }
 
-var maps = map[string]func(string) topology.MapFunc{
+var mappers = map[string]func(string) topology.MapFunc{
 	// noop: KeyValue.pair(key, value) (MockMapper.noOpKeyValueMapper).
 	"noop": func(string) topology.MapFunc {
 		return func(k, v []byte) ([]byte, []byte, error) { return k, v, nil }
