@@ -48,6 +48,7 @@ func TestSemantics(t *testing.T) {
 		s := &semantics{t: t}
 		defer s.stop()
 		datadriven.RunTest(t, path, s.run)
+		s.endDivergence()
 	})
 }
 
@@ -58,15 +59,50 @@ type semantics struct {
 	topo *topology.Topology
 	app  *engine.App
 	td   *testdriver.Driver
+
+	// divergence is the skip=... of the running case's topology: a known
+	// difference from Kafka Streams. Its directives still run, but the
+	// case keeps Kafka's expected text (a rewrite does not touch it);
+	// diverged records whether the engine still differs, and where.
+	divergence, divergencePos string
+	diverged                  bool
 }
 
 func (s *semantics) run(t *testing.T, d *datadriven.TestData) string {
 	s.t = t // a directive's argument errors fail the test that runs it
+	if d.Cmd == "topology" {
+		s.endDivergence()
+		s.divergence, s.divergencePos, s.diverged = "", "", false
+		if d.HasArg("skip") {
+			d.ScanArgs(t, "skip", &s.divergence)
+			s.divergencePos = d.Pos
+		}
+	}
 	out, err := s.do(d)
 	if err != nil {
-		return "error: " + err.Error() + "\n"
+		out = "error: " + err.Error() + "\n"
+	}
+	if s.divergence != "" {
+		if out != d.Expected && !s.diverged {
+			s.diverged = true
+			t.Logf("%s: known divergence %q: got\n%s", d.Pos, s.divergence, out)
+		}
+		return d.Expected
 	}
 	return out
+}
+
+// endDivergence ends a case marked skip=...: it fails when the engine no
+// longer differs from Kafka's expectations there, so that the mark is
+// removed once the engine is fixed.
+func (s *semantics) endDivergence() {
+	if s.divergence == "" {
+		return
+	}
+	if !s.diverged {
+		s.t.Errorf("%s: the case is marked skip=%s (a known divergence from Kafka Streams) but the engine now matches Kafka's expectations: remove the mark", s.divergencePos, s.divergence)
+	}
+	s.divergence = ""
 }
 
 func (s *semantics) do(d *datadriven.TestData) (string, error) {
@@ -95,7 +131,8 @@ func (s *semantics) do(d *datadriven.TestData) (string, error) {
 
 // start stops the running topology, if any, builds d's and starts it under
 // a new test driver. Arguments: cache=on|off (statestore.cache.max.bytes
-// 10 MiB or 0; default on, as in Kafka Streams).
+// 10 MiB or 0; default on, as in Kafka Streams), skip=REASON (a known
+// divergence, see semantics.divergence).
 func (s *semantics) start(d *datadriven.TestData) error {
 	s.stop()
 	props := map[string]string{}
@@ -104,8 +141,9 @@ func (s *semantics) start(d *datadriven.TestData) error {
 		case a.Key == "cache" && len(a.Vals) == 1 && a.Vals[0] == "off":
 			props["statestore.cache.max.bytes"] = "0"
 		case a.Key == "cache" && len(a.Vals) == 1 && a.Vals[0] == "on":
+		case a.Key == "skip": // run read it
 		default:
-			return fmt.Errorf("topology: unknown argument %s (known: cache=on|off)", a)
+			return fmt.Errorf("topology: unknown argument %s (known: cache=on|off, skip=REASON)", a)
 		}
 	}
 	topo, err := buildTopology(d.Input)
@@ -1025,6 +1063,10 @@ var joiners = map[string]func(string) topology.ValueJoinerFunc{
 	// tuple: "(" + value1 + "," + value2 + ")" (the foreign-key join tests').
 	"tuple": func(string) topology.ValueJoinerFunc {
 		return func(v, o []byte) ([]byte, error) { return []byte("(" + text(v) + "," + text(o) + ")"), nil }
+	},
+	// percent: p1 + "%" + p2 (KStreamWindowAggregateTest.testJoin).
+	"percent": func(string) topology.ValueJoinerFunc {
+		return func(v, o []byte) ([]byte, error) { return []byte(text(v) + "%" + text(o)), nil }
 	},
 	// pair: value1 + "+" + value2 (MockValueJoiner.TOSTRING_JOINER).
 	"pair": func(string) topology.ValueJoinerFunc {
