@@ -839,6 +839,10 @@ var mapValues = map[string]func(string) topology.MapValuesFunc{
 			return []byte(fk), nil
 		}
 	},
+	// none: no foreign key (value -> null).
+	"none": func(string) topology.MapValuesFunc {
+		return func([]byte) ([]byte, error) { return nil, nil }
+	},
 	"after": func(sep string) topology.MapValuesFunc {
 		return func(v []byte) ([]byte, error) {
 			if _, fk, ok := strings.Cut(string(v), sep); ok {
