@@ -237,6 +237,17 @@ var keySelectors = map[string]func(string) topology.SelectKeyFunc{
 	"value": func(string) topology.SelectKeyFunc {
 		return func(_, v []byte) ([]byte, error) { return v, nil }
 	},
+	// numberName: keyMap.get(value), {1: ONE, 2: TWO, 3: THREE}
+	// (KStreamSelectKeyTest); null for another value.
+	"numberName": func(string) topology.SelectKeyFunc {
+		names := map[string]string{"1": "ONE", "2": "TWO", "3": "THREE"}
+		return func(_, v []byte) ([]byte, error) {
+			if n, ok := names[string(v)]; ok {
+				return []byte(n), nil
+			}
+			return nil, nil
+		}
+	},
 	// keyPrefix:N: key.substring(0, N).
 	"keyPrefix": func(x string) topology.SelectKeyFunc {
 		n, _ := strconv.Atoi(x)
