@@ -33,6 +33,14 @@ VALUE_JOIN = pb.OPERATION_VALUE_JOIN
 BOUND_S = 5.0
 
 
+def run(functions: dict[int, Callable[..., Any]], b: pb.Bundle, **kw: Any) -> pb.BundleResult:
+    ex = Executor(functions, **kw)
+    try:
+        return ex.process(b)
+    finally:
+        ex.close()
+
+
 def values_of(r: pb.BundleResult, serde_name: str = "string") -> list[Any]:
     return split_column(r.values, r.value_lengths, serde_name)
 
@@ -77,7 +85,7 @@ def test_results_in_record_order_when_later_records_finish_first() -> None:
         finished.append(v)
         return f"v{v}"
 
-    r = Executor({1: slow_first}).process(make_bundle([(MAP_VALUES, 1)], ["0", "1", "2", "3", "4"]))
+    r = run({1: slow_first}, make_bundle([(MAP_VALUES, 1)], ["0", "1", "2", "3", "4"]))
     assert finished == ["4", "3", "2", "1", "0"]  # they did finish in reverse
     assert values_of(r) == ["v0", "v1", "v2", "v3", "v4"]
     assert list(r.output_counts) == [1] * 5 and not r.failures
@@ -91,7 +99,7 @@ def test_a_bundles_awaitables_run_together() -> None:
         await barrier.wait()  # times out, failing the record, unless all n run at once
         return v.upper()
 
-    r = Executor({1: f}).process(make_bundle([(MAP_VALUES, 1)], [f"r{i}" for i in range(n)]))
+    r = run({1: f}, make_bundle([(MAP_VALUES, 1)], [f"r{i}" for i in range(n)]))
     assert failures_of(r) == []
     assert values_of(r) == [f"R{i}" for i in range(n)]
 
@@ -103,7 +111,7 @@ def test_an_exception_fails_its_own_record_only() -> None:
             raise ValueError(f"cannot take {v}")
         return v + "!"
 
-    r = Executor({1: f}).process(make_bundle([(MAP_VALUES, 1)], ["a", "bad", "c"]))
+    r = run({1: f}, make_bundle([(MAP_VALUES, 1)], ["a", "bad", "c"]))
     assert list(r.output_counts) == [1, 0, 1]
     assert values_of(r) == ["a!", "c!"]
     assert failures_of(r) == [(1, 0, "ValueError: cannot take bad")]
@@ -134,7 +142,7 @@ def test_every_stream_step_awaits_and_steps_run_in_order() -> None:
     steps = [(FILTER, 1), (FLAT_MAP_VALUES, 2), (MAP, 3), (SELECT_KEY, 4), (PEEK, 5)]
     fns = {1: keep, 2: split, 3: pair, 4: key_of, 5: peek}
     b = make_bundle(steps, ["a-b", "drop", "c"], keys=["k1", "k2", "k3"])
-    r = Executor(fns).process(b)
+    r = run(fns, b)
     assert list(r.output_counts) == [2, 0, 1]
     assert split_column(r.keys, r.key_lengths, "string") == ["A", "B", "C"]
     assert values_of(r) == ["k1", "k1", "k3"]
@@ -149,7 +157,7 @@ def test_async_generators_for_flat_map_values_and_foreach() -> None:
                 raise RuntimeError("boom in the generator")
             yield w
 
-    r = Executor({1: words}).process(make_bundle([(FLAT_MAP_VALUES, 1)], ["a b", "", "x boom", "c"]))
+    r = run({1: words}, make_bundle([(FLAT_MAP_VALUES, 1)], ["a b", "", "x boom", "c"]))
     assert list(r.output_counts) == [2, 0, 0, 1]
     assert values_of(r) == ["a", "b", "c"]
     assert failures_of(r) == [(2, 0, "RuntimeError: boom in the generator")]
@@ -162,7 +170,7 @@ def test_async_generators_for_flat_map_values_and_foreach() -> None:
             raise OSError("the sink refused bad")
         done.append(v)
 
-    r = Executor({1: sink}).process(make_bundle([(FOREACH, 1)], ["a", "bad", "c"]))
+    r = run({1: sink}, make_bundle([(FOREACH, 1)], ["a", "bad", "c"]))
     assert done == ["a", "c"]
     assert list(r.output_counts) == [0, 0, 0]
     assert failures_of(r) == [(1, 0, "OSError: the sink refused bad")]
@@ -185,10 +193,10 @@ def test_a_plain_function_returning_awaitables_is_awaited() -> None:
     assert values_of(r) == ["aa", "bb"] and calls == 2
     r = ex.process(make_bundle([(MAP_VALUES, 1)], ["c"], bundle_id=2))
     assert values_of(r) == ["cc"] and calls == 3
+    ex.close()
 
     # A function async for some records only, once known to return awaitables.
-    mixed = Executor({1: lambda v: fetch(v) if v.startswith("x") else v.upper()})
-    r = mixed.process(make_bundle([(MAP_VALUES, 1)], ["xa", "b", "xc"]))
+    r = run({1: lambda v: fetch(v) if v.startswith("x") else v.upper()}, make_bundle([(MAP_VALUES, 1)], ["xa", "b", "xc"]))
     assert values_of(r) == ["xaxa", "B", "xcxc"]
 
 
@@ -196,7 +204,7 @@ def test_filter_with_a_plain_function_returning_awaitables() -> None:
     async def check(v: str) -> bool:
         return v.startswith("k")
 
-    r = Executor({1: lambda k, v: check(v)}).process(make_bundle([(FILTER, 1)], ["keep", "drop", "kept"]))
+    r = run({1: lambda k, v: check(v)}, make_bundle([(FILTER, 1)], ["keep", "drop", "kept"]))
     assert values_of(r) == ["keep", "kept"]
     assert list(r.output_counts) == [1, 0, 1]
 
@@ -207,7 +215,7 @@ def test_a_wait_past_the_bound_fails_its_record_naming_the_function() -> None:
             await asyncio.Event().wait()  # never set
         return v
 
-    r = Executor({7: stuck}, async_timeout=0.2).process(make_bundle([(MAP_VALUES, 7)], ["a", "stuck", "b"]))
+    r = run({7: stuck}, make_bundle([(MAP_VALUES, 7)], ["a", "stuck", "b"]), async_timeout=0.2)
     assert values_of(r) == ["a", "b"]
     assert failures_of(r) == [
         (1, 0, f"TimeoutError: map_values function {stuck.__qualname__} (token 7, step 0, node NODE-0) "
@@ -279,7 +287,7 @@ def test_value_join_awaits_joiners_together() -> None:
     b.other_value_serde = "string"
     b.other_values, lengths = column("string", ["x", None, "z"])
     b.other_value_lengths.extend(lengths)
-    r = Executor({1: joiner}).process(b)
+    r = run({1: joiner}, b)
     assert values_of(r) == ["a+x", "c+z"]
     assert failures_of(r) == [(1, 0, "KeyError: 'bad'")]
 
@@ -301,7 +309,7 @@ def test_fold_groups_run_together_and_each_group_in_order() -> None:
         return agg + v
 
     b = fold_bundle(AGGREGATE, [("a", NONE, [1, 5, 2]), ("b", 10, [1, 3]), ("c", NONE, [1])], token=2, initializer_token=1)
-    r = Executor({1: lambda: 0, 2: add}).process(b)
+    r = run({1: lambda: 0, 2: add}, b)
     assert not r.failures
     assert outputs(r) == [1, 6, 8, 11, 14, 1]
     assert [v for k, v in order if k == "a"] == [1, 5, 2]
@@ -360,12 +368,12 @@ def test_async_folds_answer_as_sync_folds_do(
 ) -> None:
     b = bundle()
     b.final_only = final_only
-    want = Executor(functions).process(b)
+    want = run(functions, b)
     assert want.failures, f"{name}: the case fails some values"
     for which in functions:  # each function async in turn, then all
         fns = {t: asynced(f) if t == which else f for t, f in functions.items()}
-        assert Executor(fns).process(b) == want, f"{name}: token {which} async"
-    assert Executor({t: asynced(f) for t, f in functions.items()}).process(b) == want, f"{name}: all async"
+        assert run(fns, b) == want, f"{name}: token {which} async"
+    assert run({t: asynced(f) for t, f in functions.items()}, b) == want, f"{name}: all async"
 
 
 def test_a_plain_reducer_returning_awaitables_is_awaited() -> None:
@@ -378,3 +386,4 @@ def test_a_plain_reducer_returning_awaitables_is_awaited() -> None:
     assert outputs(r) == [1, 3, 6, 15] and not r.failures
     r = ex.process(fold_bundle(REDUCE, [("a", 6, [4])], bundle_id=2))
     assert outputs(r) == [10] and not r.failures
+    ex.close()
