@@ -154,12 +154,10 @@ fn outputs_keep_record_order_while_a_bundles_futures_run_together() {
     app.close(Duration::from_secs(30));
 }
 
-fn score(v: String) -> impl Future<Output = String> {
-    async move {
-        Yield(1).await;
-        assert!(v != "7" && v != "13", "cannot score {v}");
-        format!("s{v}")
-    }
+async fn score(v: String) -> String {
+    Yield(1).await;
+    assert!(v != "7" && v != "13", "cannot score {v}");
+    format!("s{v}")
 }
 
 #[test]
