@@ -8,7 +8,9 @@
 //!
 //! Futures that need a runtime's reactor or timer (tokio's) cannot run
 //! here: polling one panics ("no reactor running"), which fails its record
-//! with that message.
+//! with that message. With the crate's feature "tokio", [`run`] runs them on
+//! a current-thread tokio runtime of the host thread instead (its I/O and
+//! time drivers enabled), with the same outcomes.
 
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
@@ -18,11 +20,13 @@ use std::time::Instant;
 use super::{guarded, LocalFuture};
 
 /// The futures woken since the executor last looked, and the thread to unpark.
+#[cfg_attr(feature = "tokio", allow(dead_code))]
 struct Ready {
     woken: Mutex<Vec<usize>>,
     thread: Thread,
 }
 
+#[cfg_attr(feature = "tokio", allow(dead_code))]
 struct FutureWaker {
     index: usize,
     ready: Arc<Ready>,
@@ -39,14 +43,23 @@ impl Wake for FutureWaker {
     }
 }
 
-/// Polls futures until each is ready or `deadline` passes; answers their
-/// outcomes in order: Some(Ok) / Some(Err) as the future answered, Some(Err)
-/// with the message of a panic, None for a future still pending at the
-/// deadline.
-pub(crate) fn run<T>(
+/// Runs futures together until each is ready or `deadline` passes; answers
+/// their outcomes in order: Some(Ok) / Some(Err) as the future answered,
+/// Some(Err) with the message of a panic, None for a future still pending at
+/// the deadline (dropped).
+pub(crate) fn run<T: 'static>(
     futures: Vec<LocalFuture<Result<T, String>>>,
     deadline: Instant,
 ) -> Vec<Option<Result<T, String>>> {
+    #[cfg(feature = "tokio")]
+    return on_tokio(futures, deadline);
+    #[cfg(not(feature = "tokio"))]
+    return here(futures, deadline);
+}
+
+/// [`run`] on this thread, parking it while no future is woken.
+#[cfg_attr(feature = "tokio", allow(dead_code))]
+fn here<T>(futures: Vec<LocalFuture<Result<T, String>>>, deadline: Instant) -> Vec<Option<Result<T, String>>> {
     let n = futures.len();
     let ready = Arc::new(Ready { woken: Mutex::new((0..n).collect()), thread: thread::current() });
     let wakers: Vec<Waker> =
@@ -80,6 +93,55 @@ pub(crate) fn run<T>(
         }
     }
     out
+}
+
+/// [`run`] on a tokio runtime: each future a task of a LocalSet (they need
+/// not be Send), bounded by the deadline, awaited in order.
+#[cfg(feature = "tokio")]
+fn on_tokio<T: 'static>(
+    futures: Vec<LocalFuture<Result<T, String>>>,
+    deadline: Instant,
+) -> Vec<Option<Result<T, String>>> {
+    thread_local! {
+        static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("polystreams: a tokio runtime for async functions");
+    }
+    RUNTIME.with(|rt| {
+        let local = tokio::task::LocalSet::new();
+        local.block_on(rt, async move {
+            let until = tokio::time::Instant::from_std(deadline);
+            let tasks: Vec<_> = futures
+                .into_iter()
+                .map(|f| tokio::task::spawn_local(tokio::time::timeout_at(until, Guarded(f))))
+                .collect();
+            let mut out = Vec::with_capacity(tasks.len());
+            for t in tasks {
+                out.push(match t.await {
+                    Ok(Ok(r)) => Some(r),
+                    Ok(Err(_elapsed)) => None,
+                    Err(e) => Some(Err(format!("the future's task failed: {e}"))),
+                });
+            }
+            out
+        })
+    })
+}
+
+/// A future whose panics are its record's failure (the message as guarded gives it).
+#[cfg(feature = "tokio")]
+struct Guarded<T>(LocalFuture<Result<T, String>>);
+
+#[cfg(feature = "tokio")]
+impl<T> std::future::Future for Guarded<T> {
+    type Output = Result<T, String>;
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match guarded(|| self.0.as_mut().poll(cx)) {
+            Ok(p) => p,
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -121,7 +183,7 @@ mod tests {
         let state = Arc::new(Mutex::new((0, Vec::new())));
         let futures: Vec<LocalFuture<Result<usize, String>>> =
             (0..5).map(|_| Box::pin(Barrier { state: state.clone(), n: 5, counted: false }) as _).collect();
-        let out = run(futures, Instant::now() + Duration::from_secs(10));
+        let out = here(futures, Instant::now() + Duration::from_secs(10));
         assert_eq!(out, vec![Some(Ok(5)); 5]);
     }
 
@@ -134,10 +196,36 @@ mod tests {
             Box::pin(Barrier { state, n: 2, counted: false }), // never 2: pending for ever
             Box::pin(async { Err("answered an error".to_owned()) }),
         ];
-        let out = run(futures, Instant::now() + Duration::from_millis(50));
+        let out = here(futures, Instant::now() + Duration::from_millis(50));
         assert_eq!(out[0], Some(Ok(1)));
         assert!(matches!(&out[1], Some(Err(m)) if m.contains("boom in a future")), "{:?}", out[1]);
         assert_eq!(out[2], None);
         assert_eq!(out[3], Some(Err("answered an error".to_owned())));
+    }
+
+    #[cfg(feature = "tokio")]
+    #[test]
+    fn on_tokio_futures_use_its_timers_and_keep_their_order() {
+        let finished = Arc::new(Mutex::new(Vec::new()));
+        let mut futures: Vec<LocalFuture<Result<u64, String>>> = (0..5u64)
+            .map(|i| {
+                let fin = finished.clone();
+                Box::pin(async move {
+                    tokio::time::sleep(Duration::from_millis(10 * (5 - i))).await; // later ones finish first
+                    fin.lock().unwrap().push(i);
+                    Ok(i)
+                }) as LocalFuture<Result<u64, String>>
+            })
+            .collect();
+        futures.push(Box::pin(async { panic!("boom on tokio") }));
+        futures.push(Box::pin(async {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Ok(99)
+        }));
+        let out = run(futures, Instant::now() + Duration::from_millis(500));
+        assert_eq!(out[..5], (0..5).map(|i| Some(Ok(i))).collect::<Vec<_>>()[..]);
+        assert!(matches!(&out[5], Some(Err(m)) if m.contains("boom on tokio")), "{:?}", out[5]);
+        assert_eq!(out[6], None);
+        assert_eq!(*finished.lock().unwrap(), vec![4, 3, 2, 1, 0]);
     }
 }
