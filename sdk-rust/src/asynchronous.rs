@@ -19,8 +19,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use crate::bundle::{take, AnyBox, LocalFuture, Out, StepFn};
-use crate::dsl::{build_step, KStream};
+use crate::bundle::{take, AnyBox, LocalFuture, Out, StepFn, ValueJoiner};
+use crate::dsl::{build_step, JoinFn, KStream, KTable};
 use crate::errors::Result;
 use crate::options::{Options, KEY, NAME, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
@@ -264,6 +264,70 @@ impl<K: Serde, V: Serde> KStream<K, V> {
             Op::Foreach(pb::ForeachOp { input, token, name: o.name_or_empty() })
         })?;
         Ok(())
+    }
+}
+
+impl<K: Serde, V: Serde> KStream<K, V> {
+    /// [`join`](Self::join) with an async joiner: `f(value, table value)`
+    /// resolves to the new value (`KStream.join(KTable)`), e.g. an
+    /// enrichment that also calls a service.
+    pub fn join_async<VT: Serde, VR: Serde, F, Fut>(&self, table: &KTable<K, VT>, f: F) -> Result<KStream<K, VR>>
+    where
+        F: Fn(V, VT) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = VR> + 'static,
+    {
+        self.join_async_with(table, f, Options::new())
+    }
+
+    /// [`join_async`](Self::join_async) with `name` and `value_serde`.
+    pub fn join_async_with<VT: Serde, VR: Serde, F, Fut>(
+        &self,
+        table: &KTable<K, VT>,
+        f: F,
+        o: Options,
+    ) -> Result<KStream<K, VR>>
+    where
+        F: Fn(V, VT) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = VR> + 'static,
+    {
+        let name = fn_name::<F>("join");
+        let joiner = ValueJoiner::<V, VT, VR>::new_async(name.clone(), move |v, t| match t {
+            Some(t) => {
+                let fut = f(v, t);
+                Ok(Box::pin(async move { Ok(fut.await) }) as LocalFuture<_>)
+            }
+            None => Err("an inner join's record came without a table value (a malformed bundle)".to_owned()),
+        });
+        self.join_with_joiner("join", table, false, JoinFn::Host(name, Arc::new(joiner)), o)
+    }
+
+    /// [`left_join`](Self::left_join) with an async joiner: `f` gets `None`
+    /// for a key the table does not hold.
+    pub fn left_join_async<VT: Serde, VR: Serde, F, Fut>(&self, table: &KTable<K, VT>, f: F) -> Result<KStream<K, VR>>
+    where
+        F: Fn(V, Option<VT>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = VR> + 'static,
+    {
+        self.left_join_async_with(table, f, Options::new())
+    }
+
+    /// [`left_join_async`](Self::left_join_async) with `name` and `value_serde`.
+    pub fn left_join_async_with<VT: Serde, VR: Serde, F, Fut>(
+        &self,
+        table: &KTable<K, VT>,
+        f: F,
+        o: Options,
+    ) -> Result<KStream<K, VR>>
+    where
+        F: Fn(V, Option<VT>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = VR> + 'static,
+    {
+        let name = fn_name::<F>("left_join");
+        let joiner = ValueJoiner::<V, VT, VR>::new_async(name.clone(), move |v, t| {
+            let fut = f(v, t);
+            Ok(Box::pin(async move { Ok(fut.await) }) as LocalFuture<_>)
+        });
+        self.join_with_joiner("left_join", table, true, JoinFn::Host(name, Arc::new(joiner)), o)
     }
 }
 

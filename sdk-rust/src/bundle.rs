@@ -261,7 +261,7 @@ impl Executor {
         if b.steps.len() == 1 && is_join(&b.steps[0]) {
             let st = &b.steps[0];
             return match self.functions.get(&st.token) {
-                Some(Func::Join(f)) => f.run(b),
+                Some(Func::Join(f)) => f.run(b, self.async_timeout),
                 _ => fail_all(
                     b,
                     0,

@@ -787,4 +787,29 @@ mod async_steps {
         let own = |a: &str, b: &str| (a.to_owned(), b.to_owned());
         assert_eq!(*seen.lock().unwrap(), vec![own("A", "k1"), own("B", "k1"), own("C", "k3")]);
     }
+
+    #[test]
+    fn an_async_joiner_runs_a_bundles_calls_together_and_fails_records_alone() {
+        let barrier = Barrier::new(3);
+        let joiner = ValueJoiner::<String, i64, String>::new_async("join j".into(), move |v, t| {
+            let wait = barrier.wait();
+            Ok(Box::pin(async move {
+                wait.await;
+                assert!(v != "boom", "no booms");
+                Ok(format!("{v}:{}", t.unwrap_or(-1)))
+            }) as LocalFuture<_>)
+        });
+        let ex = executor(vec![(1, Func::Join(Arc::new(joiner)))]);
+        let seven = 7i64.to_be_bytes();
+        let r = ex.process(&join_bundle(
+            1,
+            &[Some(b"a"), Some(b"\xff"), Some(b"boom"), Some(b"c")],
+            &[Some(&seven), Some(&seven), Some(&seven), None],
+        ));
+        assert_eq!(r.output_counts, vec![1, 0, 0, 1]);
+        assert_eq!(outputs(&r.value_lengths, &r.values), vec![Some("a:7".to_owned()), Some("c:-1".to_owned())]);
+        let got: Vec<i32> = r.failures.iter().map(|f| f.index).collect();
+        assert_eq!(got, vec![1, 2]);
+        assert!(r.failures[1].message.contains("no booms"), "{}", r.failures[1].message);
+    }
 }
