@@ -113,3 +113,49 @@ def test_a_raising_awaitable_fails_its_record_under_the_policy(tmp_path: object,
     assert got == want
     if policy == "dead_letter":
         assert dead == ["7", "13"]  # the original records
+
+
+def test_async_functions_of_every_kind_through_the_test_driver() -> None:
+    """Async mappers, predicates, key selectors, initializer, aggregator and
+    joiner, through the real engine (TopologyTestDriver), equal to what the
+    same synchronous functions give."""
+    from polystreams import Materialized
+    from polystreams.testing import TopologyTestDriver
+
+    async def split(line: str) -> list[str]:
+        await asyncio.sleep(0)
+        return line.split()
+
+    async def long_enough(key: object, word: str) -> bool:
+        await asyncio.sleep(0)
+        return len(word) > 1
+
+    async def by_word(key: object, word: str) -> str:
+        return word
+
+    async def zero() -> int:
+        return 0
+
+    async def add(word: str, value: str, total: int) -> int:
+        await asyncio.sleep(0)
+        return total + 1
+
+    async def label(count: int, note: str | None) -> str:
+        await asyncio.sleep(0)
+        return f"{count}:{note or '-'}"
+
+    with TopologyTestDriver("async-kinds", Config(statestore_cache_max_bytes=0)) as driver:
+        notes = driver.table("notes", key="string", value="string")
+        (driver.stream("lines", value="string")
+            .flat_map_values(split)
+            .filter(long_enough)
+            .group_by(by_word, key="string")
+            .aggregate(zero, add, materialized=Materialized("counts", value="long"))
+            .to_stream()
+            .left_join(notes, label, value="string")
+            .to("labelled"))
+        driver.pipe_input("notes", "be", "verb")
+        driver.pipe_input("lines", None, "to be or not to be a")
+        got = [(r.key, r.value) for r in driver.read_output("labelled")]
+        assert got == [("to", "1:-"), ("be", "1:verb"), ("or", "1:-"), ("not", "1:-"), ("to", "2:-"), ("be", "2:verb")]
+        assert driver.get_store("counts").get("to") == 2
