@@ -1198,7 +1198,8 @@ class _Join:
         out_lengths: list[int] = []
         chunks: list[bytes] = []
         joined: dict[int, Any] = {}
-        if self.call.awaits:
+        together = self.call.awaits
+        if together:
             # Async: every call first, in record order, then the awaitables together.
             live = [i for i in range(n) if i not in vfail and i not in ofail]
             outs, fails = self.call.map_all([vals[i] for i in live], [others[i] for i in live])
@@ -1214,7 +1215,7 @@ class _Join:
                 counts.append(0)
                 continue
             try:
-                if joined:
+                if together:
                     out = joined[i]
                     if type(out) is _Failure:
                         failed[i] = out.message
