@@ -19,9 +19,10 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use crate::bundle::{take, AnyBox, LocalFuture, Out, StepFn, ValueJoiner};
-use crate::dsl::{build_step, JoinFn, KStream, KTable};
+use crate::bundle::{take, AnyBox, AsyncFold, LocalFuture, Out, StepFn, ValueJoiner};
+use crate::dsl::{build_step, JoinFn, KGroupedStream, KStream, KTable};
 use crate::errors::Result;
+use crate::fold::{AggregateNames, Aggregations};
 use crate::options::{Options, KEY, NAME, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::Serde;
@@ -328,6 +329,72 @@ impl<K: Serde, V: Serde> KStream<K, V> {
             Ok(Box::pin(async move { Ok(fut.await) }) as LocalFuture<_>)
         });
         self.join_with_joiner("left_join", table, true, JoinFn::Host(name, Arc::new(joiner)), o)
+    }
+}
+
+impl<K: Serde, V: Serde> KGroupedStream<K, V> {
+    /// [`reduce`](Self::reduce) with an async reducer: `f(aggregate, value)`
+    /// resolves to the new aggregate. A bundle's keys fold together, each
+    /// key's values in order (each future awaited before the key's next
+    /// value); a key's first value becomes its aggregate without a call.
+    pub fn reduce_async<F, Fut>(&self, f: F) -> Result<KTable<K, V>>
+    where
+        F: Fn(V, V) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = V> + 'static,
+    {
+        self.reduce_async_with(f, Options::new())
+    }
+
+    /// [`reduce_async`](Self::reduce_async) with `name` and `materialized`.
+    pub fn reduce_async_with<F, Fut>(&self, f: F, o: Options) -> Result<KTable<K, V>>
+    where
+        F: Fn(V, V) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = V> + 'static,
+    {
+        let name = fn_name::<F>("reduce");
+        let fold = AsyncFold::<(), V, V>::new(
+            name.clone(),
+            Arc::new(|_: &(), v: V| Box::pin(std::future::ready(v)) as LocalFuture<V>),
+            Arc::new(move |_: &(), agg: V, v: V| Box::pin(f(agg, v)) as LocalFuture<V>),
+        );
+        let aggregations = Aggregations { app: &self.app, input: self.handle.id };
+        KTable::wrap(self.app.clone(), aggregations.reduce(Arc::new(fold), (name, None), &o)?)
+    }
+
+    /// [`aggregate`](Self::aggregate) with an async aggregator: `init()`
+    /// starts a key's aggregate, `f(key, value, aggregate)` resolves to the
+    /// new one. A bundle's keys fold together, each key's values in order.
+    pub fn aggregate_async<A: Serde, I, F, Fut>(&self, init: I, f: F) -> Result<KTable<K, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = A> + 'static,
+    {
+        self.aggregate_async_with(init, f, Options::new())
+    }
+
+    /// [`aggregate_async`](Self::aggregate_async) with `name` and `materialized`.
+    pub fn aggregate_async_with<A: Serde, I, F, Fut>(&self, init: I, f: F, o: Options) -> Result<KTable<K, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = A> + 'static,
+    {
+        let names = AggregateNames {
+            init: fn_name::<I>("aggregate initializer"),
+            aggregator: fn_name::<F>("aggregate"),
+            subtractor: None,
+            merger: None,
+        };
+        let f = Arc::new(f);
+        let g = f.clone();
+        let fold = AsyncFold::<K, V, A>::new(
+            names.aggregator.clone(),
+            Arc::new(move |k: &K, v: V| Box::pin(g(k, v, init())) as LocalFuture<A>),
+            Arc::new(move |k: &K, agg: A, v: V| Box::pin(f(k, v, agg)) as LocalFuture<A>),
+        );
+        let aggregations = Aggregations { app: &self.app, input: self.handle.id };
+        KTable::wrap(self.app.clone(), aggregations.aggregate(Arc::new(fold), names, A::NAME, &o)?)
     }
 }
 

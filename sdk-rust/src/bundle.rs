@@ -137,7 +137,7 @@ pub(crate) fn take<V: 'static>(v: AnyBox) -> Result<V, String> {
 
 /// A registered reduce or aggregate, which runs a whole fold bundle.
 pub(crate) trait FoldRun: Send + Sync {
-    fn run(&self, b: &pb::Bundle) -> pb::BundleResult;
+    fn run(&self, b: &pb::Bundle, async_timeout: Duration) -> pb::BundleResult;
 }
 
 /// A function registered under a token.
@@ -246,7 +246,7 @@ impl Executor {
         if b.steps.len() == 1 && is_fold(&b.steps[0]) {
             let st = &b.steps[0];
             return match self.functions.get(&st.token) {
-                Some(Func::Fold(f)) => f.run(b),
+                Some(Func::Fold(f)) => f.run(b, self.async_timeout),
                 _ => fail_all(
                     b,
                     0,
@@ -588,7 +588,7 @@ pub(crate) trait Folder: Send + Sync + 'static {
 pub(crate) struct Fold<F: Folder>(pub(crate) F);
 
 impl<F: Folder> FoldRun for Fold<F> {
-    fn run(&self, b: &pb::Bundle) -> pb::BundleResult {
+    fn run(&self, b: &pb::Bundle, _: Duration) -> pb::BundleResult {
         let f = &self.0;
         if !b.fold_bases.is_empty() {
             return program::run(f, b);
@@ -789,8 +789,10 @@ impl<F: Folder> FoldRun for Fold<F> {
 }
 
 mod await_all;
+mod fold_async;
 mod join;
 mod program;
+pub(crate) use fold_async::AsyncFold;
 pub(crate) use join::{JoinRun, ValueJoiner};
 #[cfg(test)]
 mod tests;

@@ -206,3 +206,38 @@ fn a_panicking_future_fails_its_record_under_each_policy() {
         app.close(Duration::from_secs(30));
     }
 }
+
+#[test]
+fn an_async_aggregate_folds_each_keys_values_in_order() {
+    let app = app("aggregate", Config::new().statestore_cache_max_bytes(0));
+    let brokers = app.brokers().unwrap().to_owned();
+    produce(&brokers, "in", &(1..=5).map(|i| i.to_string()).collect::<Vec<_>>());
+    produce(&brokers, "sums", &[]);
+    app.stream::<String, String>("in")
+        .unwrap()
+        .group_by_key()
+        .unwrap()
+        .aggregate_async(
+            || 0i64,
+            |_k: &String, v: String, sum: i64| async move {
+                Yield(1).await;
+                sum + v.parse::<i64>().unwrap()
+            },
+        )
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .map_values(|n: i64| n.to_string())
+        .unwrap()
+        .to("sums")
+        .unwrap();
+    let runner = {
+        let app = app.clone();
+        std::thread::spawn(move || app.run())
+    };
+    let got = read_values(&brokers, "sums", 5, Duration::from_secs(60));
+    app.stop();
+    runner.join().unwrap().expect("run returns cleanly after stop");
+    assert_eq!(got, ["1", "3", "6", "10", "15"]);
+    app.close(Duration::from_secs(30));
+}

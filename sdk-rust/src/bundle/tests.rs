@@ -812,4 +812,47 @@ mod async_steps {
         assert_eq!(got, vec![1, 2]);
         assert!(r.failures[1].message.contains("no booms"), "{}", r.failures[1].message);
     }
+
+    fn adder(_: &String, v: i64, a: i64) -> i64 {
+        assert!(v != 13, "unlucky");
+        a + v
+    }
+
+    #[test]
+    fn an_async_aggregate_answers_as_the_sync_one_does() {
+        let b = fold_bundle(
+            false,
+            &[("a", None, 3), ("b", Some(100), 3), ("c", None, 2)],
+            &[Some(1), Some(13), Some(2), Some(5), None, Some(6), Some(13), Some(4)],
+            &[],
+        );
+        let sync = executor(vec![
+            (1, Func::Fold(Arc::new(Fold(crate::fold::Aggregate::<String, i64, i64>::new(|| 10, adder, None))))),
+            (2, Func::Part),
+        ])
+        .process(&b);
+        assert_eq!(sync.failures.len(), 3, "{:?}", sync.failures);
+        // The first values of groups a and c (b has a stored aggregate)
+        // wait for each other: the groups fold together.
+        let first = Barrier::new(2);
+        let fold = AsyncFold::<String, i64, i64>::new(
+            "aggregate f".into(),
+            Arc::new(move |k: &String, v: i64| {
+                let (k, wait) = (k.clone(), first.wait());
+                Box::pin(async move {
+                    wait.await;
+                    adder(&k, v, 10)
+                }) as LocalFuture<i64>
+            }),
+            Arc::new(move |k: &String, a: i64, v: i64| {
+                let k = k.clone();
+                Box::pin(async move {
+                    Yield(1).await;
+                    adder(&k, v, a)
+                }) as LocalFuture<i64>
+            }),
+        );
+        let r = executor(vec![(1, Func::Fold(Arc::new(fold))), (2, Func::Part)]).process(&b);
+        assert_eq!(r, sync);
+    }
 }
