@@ -159,19 +159,31 @@ class Loop:
         return out
 
     def close(self) -> None:
-        """Stops and closes the loop (cancelling what still runs on it)."""
+        """Cancels what still runs on the loop, then closes it."""
         loop, self._loop = self._loop, None
         if loop is None:
             return
         if self._thread is not None:
+            # The loop runs in its own thread (this one may run another loop).
+            try:
+                asyncio.run_coroutine_threadsafe(_shutdown(loop), loop).result(_CANCEL_GRACE_S + 5)
+            except Exception:
+                pass  # closed regardless
             loop.call_soon_threadsafe(loop.stop)
             self._thread.join(5)
             self._thread = None
-        try:
-            if not loop.is_running():
-                for t in asyncio.all_tasks(loop):
-                    t.cancel()
-                loop.run_until_complete(loop.shutdown_asyncgens())
-        finally:
-            if not loop.is_running():
-                loop.close()
+        else:
+            loop.run_until_complete(_shutdown(loop))
+        if not loop.is_running():
+            loop.close()
+
+
+async def _shutdown(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancels the loop's other tasks (giving them a moment to finish) and
+    closes its async generators."""
+    tasks = [t for t in asyncio.all_tasks(loop) if t is not asyncio.current_task()]
+    for t in tasks:
+        t.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=_CANCEL_GRACE_S)
+    await loop.shutdown_asyncgens()

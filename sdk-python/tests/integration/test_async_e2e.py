@@ -20,15 +20,16 @@ from polystreams import App, Config, ProcessingError
 BOUND_S = 20.0
 
 
-def read_values(brokers: str, topic: str, n: int, runner: Runner, timeout: float = 60) -> list[str]:
-    """The first n values of partition 0 of topic, in offset order."""
+def read_values(brokers: str, topic: str, n: int, runner: Runner | None, timeout: float = 60) -> list[str]:
+    """The first n values of partition 0 of topic, in offset order (failing
+    at once when runner's app.run() failed)."""
     c = Consumer({"bootstrap.servers": brokers, "group.id": "verify-" + topic, "enable.auto.commit": False})
     got: list[str] = []
     deadline = time.monotonic() + timeout
     try:
         c.assign([TopicPartition(topic, 0, 0)])
         while len(got) < n and time.monotonic() < deadline:
-            assert runner.error is None, f"app.run() failed: {runner.error!r}"
+            assert runner is None or runner.error is None, f"app.run() failed: {runner.error!r}"
             for m in c.consume(1000, timeout=0.5):
                 if not m.error():
                     got.append(m.value().decode())
@@ -159,3 +160,44 @@ def test_async_functions_of_every_kind_through_the_test_driver() -> None:
         got = [(r.key, r.value) for r in driver.read_output("labelled")]
         assert got == [("to", "1:-"), ("be", "1:verb"), ("or", "1:-"), ("not", "1:-"), ("to", "2:-"), ("be", "2:verb")]
         assert driver.get_store("counts").get("to") == 2
+
+
+def test_app_run_from_inside_a_coroutine(tmp_path: object, app_id: str) -> None:
+    """app.run() called by a coroutine (its thread runs an event loop): the
+    SDK's loop runs in a thread of its own and the functions are awaited."""
+    import threading
+
+    loops: set[int] = set()
+
+    async def tag(v: str) -> str:
+        loops.add(id(asyncio.get_running_loop()))
+        await asyncio.sleep(0)
+        return f"<{v}>"
+
+    with App(app_id, config(tmp_path)) as app:  # type: ignore[arg-type]
+        assert app.brokers
+        create_topic(app.brokers, "in", 1)
+        create_topic(app.brokers, "out", 1)
+        produce(app.brokers, "in", ["a", "b", "c"], partition=0)
+        app.stream("in", value="string").map_values(tag).to("out")
+        errors: list[BaseException] = []
+        outer: list[int] = []
+
+        async def main() -> None:
+            outer.append(id(asyncio.get_running_loop()))
+            app.run()
+
+        def serve() -> None:
+            try:
+                asyncio.run(main())
+            except BaseException as e:
+                errors.append(e)
+
+        t = threading.Thread(target=serve, daemon=True)
+        t.start()
+        got = read_values(app.brokers, "out", 3, None)
+        app.stop()
+        t.join(60)
+    assert not t.is_alive() and not errors, errors
+    assert got == ["<a>", "<b>", "<c>"]
+    assert loops and not loops & set(outer)  # the SDK's own loop, not the caller's
