@@ -96,12 +96,19 @@ fn here<T>(futures: Vec<LocalFuture<Result<T, String>>>, deadline: Instant) -> V
 }
 
 /// [`run`] on a tokio runtime: each future a task of a LocalSet (they need
-/// not be Send), bounded by the deadline, awaited in order.
+/// not be Send), bounded by the deadline, awaited in order. On a thread
+/// already in a runtime's context (`app.run()` from async code, through
+/// `block_in_place`), where a runtime cannot be started, the futures run
+/// [`here`] in that context instead: a multi-thread runtime's other workers
+/// drive their timers and I/O.
 #[cfg(feature = "tokio")]
 fn on_tokio<T: 'static>(
     futures: Vec<LocalFuture<Result<T, String>>>,
     deadline: Instant,
 ) -> Vec<Option<Result<T, String>>> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return here(futures, deadline);
+    }
     thread_local! {
         static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -227,5 +234,25 @@ mod tests {
         assert!(matches!(&out[5], Some(Err(m)) if m.contains("boom on tokio")), "{:?}", out[5]);
         assert_eq!(out[6], None);
         assert_eq!(*finished.lock().unwrap(), vec![4, 3, 2, 1, 0]);
+    }
+
+    #[cfg(feature = "tokio")]
+    #[test]
+    fn inside_a_runtime_futures_run_here_in_its_context_instead_of_panicking() {
+        // app.run() blocking a current-thread runtime's only thread: nothing
+        // drives its timers, so a sleep stays pending until the bound (a
+        // multi-thread runtime's other workers would drive it).
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let out = rt.block_on(async {
+            let futures: Vec<LocalFuture<Result<u64, String>>> = vec![
+                Box::pin(async { Ok(1) }),
+                Box::pin(async {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    Ok(2)
+                }),
+            ];
+            run(futures, Instant::now() + Duration::from_millis(100))
+        });
+        assert_eq!(out, vec![Some(Ok(1)), None]);
     }
 }
