@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::bundle::Executor;
+use crate::bundle::{Executor, ASYNC_TIMEOUT};
 use crate::client::Client;
 use crate::dsl::{KStream, KTable};
 use crate::engine::{check_engine_version, feed_hint, find_engine, EngineProcess};
@@ -803,7 +803,10 @@ impl App {
         let result = (|| {
             if !inner.stop_requested.load(Ordering::SeqCst) {
                 self.start()?;
-                let exec = Executor { functions: Arc::new(lock(&inner.session.functions).clone()) };
+                let exec = Executor {
+                    functions: Arc::new(lock(&inner.session.functions).clone()),
+                    async_timeout: ASYNC_TIMEOUT,
+                };
                 let done = AtomicBool::new(false);
                 let nanos =
                     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());

@@ -11,12 +11,22 @@
 //! A closure that panics fails its record alone: the panic is caught, the
 //! record's outputs are dropped and a RecordFailure names it (with the
 //! panic's message and location); the rest of the bundle goes on.
+//!
+//! A step may be async (`map_values_async` and friends): its closure is
+//! called for every element first, in record order, and the futures it
+//! returns are then run together on this thread ([`await_all`]); their
+//! outputs go on in record order. A future that panics or answers an error
+//! fails its record alone, and one still pending when the bundle's bound
+//! passes is dropped and fails its record, naming the function.
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
 use std::sync::{Arc, Once};
+use std::time::{Duration, Instant};
 
 use crate::pb;
 use crate::serdes::{Serde, SerdeError};
@@ -66,13 +76,23 @@ fn mismatch<T>(what: &str) -> String {
 }
 
 type Call = dyn Fn(&mut KeySlot<'_>, AnyBox) -> Result<Out, String> + Send + Sync;
+/// A future of a user function, run on the thread that made it.
+pub(crate) type LocalFuture<T> = Pin<Box<dyn Future<Output = T>>>;
+type AsyncCall = dyn Fn(&mut KeySlot<'_>, AnyBox) -> Result<LocalFuture<Result<Out, String>>, String> + Send + Sync;
+
+/// How a step calls its function: at once, or through a future.
+enum Calls {
+    Sync(Box<Call>),
+    /// The function's name for messages, and the call.
+    Async(String, Box<AsyncCall>),
+}
 type DecodeValue = fn(&str, Option<&[u8]>) -> Result<AnyBox, SerdeError>;
 type EncodeKey = fn(&(dyn Any + Send + Sync), &str, &mut Vec<u8>) -> Result<bool, SerdeError>;
 type EncodeValue = fn(&(dyn Any + Send), &str, &mut Vec<u8>) -> Result<bool, SerdeError>;
 
 /// A registered stream operator: the closure, and the serdes of its types.
 pub(crate) struct StepFn {
-    call: Box<Call>,
+    call: Calls,
     decode_value: DecodeValue,
     encode_key: EncodeKey,
     encode_value: EncodeValue,
@@ -83,8 +103,22 @@ impl StepFn {
     pub(crate) fn new<V: Serde, K2: Serde, V2: Serde>(
         call: impl Fn(&mut KeySlot<'_>, AnyBox) -> Result<Out, String> + Send + Sync + 'static,
     ) -> StepFn {
+        StepFn::with_calls::<V, K2, V2>(Calls::Sync(Box::new(call)))
+    }
+
+    /// An async step (see the module doc): `call` decodes what it reads and
+    /// answers the future of the element's outcome; `name` names the
+    /// function in a timeout's message.
+    pub(crate) fn new_async<V: Serde, K2: Serde, V2: Serde>(
+        name: String,
+        call: impl Fn(&mut KeySlot<'_>, AnyBox) -> Result<LocalFuture<Result<Out, String>>, String> + Send + Sync + 'static,
+    ) -> StepFn {
+        StepFn::with_calls::<V, K2, V2>(Calls::Async(name, Box::new(call)))
+    }
+
+    fn with_calls<V: Serde, K2: Serde, V2: Serde>(call: Calls) -> StepFn {
         StepFn {
-            call: Box::new(call),
+            call,
             decode_value: |s, d| V::decode(s, d).map(|v| Box::new(v) as AnyBox),
             encode_key: |k, s, out| {
                 k.downcast_ref::<K2>().ok_or_else(|| SerdeError(mismatch::<K2>("key")))?.encode(s, out)
@@ -103,7 +137,7 @@ pub(crate) fn take<V: 'static>(v: AnyBox) -> Result<V, String> {
 
 /// A registered reduce or aggregate, which runs a whole fold bundle.
 pub(crate) trait FoldRun: Send + Sync {
-    fn run(&self, b: &pb::Bundle) -> pb::BundleResult;
+    fn run(&self, b: &pb::Bundle, async_timeout: Duration) -> pb::BundleResult;
 }
 
 /// A function registered under a token.
@@ -190,9 +224,18 @@ pub(crate) fn column<'a>(data: &'a [u8], lengths: &[i32]) -> Result<Vec<Option<&
     Ok(out)
 }
 
-/// Runs bundles with the functions registered under their tokens.
+/// How long the futures of one bundle's async functions may take together:
+/// then those still pending are dropped and fail their records, naming the
+/// function, before the engine's 30 s host timeout hands the bundle to
+/// another worker.
+pub const ASYNC_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Runs bundles with the functions registered under their tokens. Safe for
+/// concurrent use: each bundle's futures run on the thread processing it.
 pub(crate) struct Executor {
     pub(crate) functions: Arc<HashMap<u32, Func>>,
+    /// The bound of a bundle's futures ([`ASYNC_TIMEOUT`]).
+    pub(crate) async_timeout: Duration,
 }
 
 impl Executor {
@@ -203,7 +246,7 @@ impl Executor {
         if b.steps.len() == 1 && is_fold(&b.steps[0]) {
             let st = &b.steps[0];
             return match self.functions.get(&st.token) {
-                Some(Func::Fold(f)) => f.run(b),
+                Some(Func::Fold(f)) => f.run(b, self.async_timeout),
                 _ => fail_all(
                     b,
                     0,
@@ -218,7 +261,7 @@ impl Executor {
         if b.steps.len() == 1 && is_join(&b.steps[0]) {
             let st = &b.steps[0];
             return match self.functions.get(&st.token) {
-                Some(Func::Join(f)) => f.run(b),
+                Some(Func::Join(f)) => f.run(b, self.async_timeout),
                 _ => fail_all(
                     b,
                     0,
@@ -255,7 +298,7 @@ impl Executor {
                 }
             }
         }
-        run_chain(b, &steps)
+        run_chain(b, &steps, self.async_timeout)
     }
 }
 
@@ -315,7 +358,7 @@ struct Elem {
     origin: usize,
 }
 
-fn run_chain(b: &pb::Bundle, steps: &[(i32, &StepFn)]) -> pb::BundleResult {
+fn run_chain(b: &pb::Bundle, steps: &[(i32, &StepFn)], async_timeout: Duration) -> pb::BundleResult {
     let n = b.value_lengths.len();
     let values = match column(&b.values, &b.value_lengths) {
         Ok(v) => v,
@@ -346,30 +389,59 @@ fn run_chain(b: &pb::Bundle, steps: &[(i32, &StepFn)]) -> pb::BundleResult {
             }
         }
     }
+    // The bound of this bundle's futures, from its first async step on.
+    let mut deadline: Option<Instant> = None;
     for (s, &(_, step)) in steps.iter().enumerate() {
         let mut next = Vec::with_capacity(elems.len());
         let mut failed_now = false;
-        for mut e in elems {
-            if failed.contains_key(&e.origin) {
-                continue;
-            }
-            let mut slot =
-                KeySlot { decoded: &mut e.key, raw: keys[e.origin], serde: &b.key_serde, undecodable: false };
-            let out = (step.call)(&mut slot, e.value);
-            if slot.undecodable {
-                undecoded.insert(e.origin);
-            }
-            match out {
-                Ok(Out::One(k, value)) => next.push(Elem { key: k.or(e.key), value, origin: e.origin }),
-                Ok(Out::Many(vs)) => {
-                    for value in vs {
-                        next.push(Elem { key: e.key.clone(), value, origin: e.origin });
+        match &step.call {
+            Calls::Sync(call) => {
+                for mut e in elems {
+                    if failed.contains_key(&e.origin) {
+                        continue;
                     }
+                    let mut slot =
+                        KeySlot { decoded: &mut e.key, raw: keys[e.origin], serde: &b.key_serde, undecodable: false };
+                    let out = call(&mut slot, e.value);
+                    if slot.undecodable {
+                        undecoded.insert(e.origin);
+                    }
+                    failed_now |= settle(&mut next, &mut failed, s, e.origin, e.key, out);
                 }
-                Ok(Out::Nothing) => {}
-                Err(msg) => {
-                    failed.insert(e.origin, (s, msg));
-                    failed_now = true;
+            }
+            Calls::Async(name, call) => {
+                // Every call first, in record order; then the futures
+                // together; then their outcomes, in record order.
+                let mut made = Vec::with_capacity(elems.len());
+                let mut futures = Vec::with_capacity(elems.len());
+                for mut e in elems {
+                    if failed.contains_key(&e.origin) {
+                        continue;
+                    }
+                    let mut slot =
+                        KeySlot { decoded: &mut e.key, raw: keys[e.origin], serde: &b.key_serde, undecodable: false };
+                    let call = guarded(|| call(&mut slot, e.value)).and_then(|r| r);
+                    if slot.undecodable {
+                        undecoded.insert(e.origin);
+                    }
+                    made.push((e.origin, e.key, call.map(|f| futures.push(f))));
+                }
+                let until = *deadline.get_or_insert_with(|| Instant::now() + async_timeout);
+                let mut done = await_all::run(futures, until).into_iter();
+                let st = &b.steps[s];
+                for (origin, key, call) in made {
+                    let out = match call {
+                        Err(msg) => Err(msg),
+                        Ok(()) => done.next().flatten().unwrap_or_else(|| {
+                            Err(format!(
+                                "TimeoutError: {name} (token {}, step {s}, node {}) did not finish within {} s (cancelled)",
+                                st.token,
+                                st.node,
+                                async_timeout.as_secs_f64()
+                            ))
+                        }),
+                    };
+                    failed_now |= settle(&mut next, &mut failed, s, origin, key, out);
                 }
             }
         }
@@ -451,6 +523,33 @@ fn run_chain(b: &pb::Bundle, steps: &[(i32, &StepFn)]) -> pb::BundleResult {
     result
 }
 
+/// Puts an element's outcome at step s into next (or failed); answers
+/// whether it failed.
+#[inline]
+fn settle(
+    next: &mut Vec<Elem>,
+    failed: &mut BTreeMap<usize, (usize, String)>,
+    s: usize,
+    origin: usize,
+    key: Option<AnyKey>,
+    out: Result<Out, String>,
+) -> bool {
+    match out {
+        Ok(Out::One(k, value)) => next.push(Elem { key: k.or(key), value, origin }),
+        Ok(Out::Many(vs)) => {
+            for value in vs {
+                next.push(Elem { key: key.clone(), value, origin });
+            }
+        }
+        Ok(Out::Nothing) => {}
+        Err(msg) => {
+            failed.insert(origin, (s, msg));
+            return true;
+        }
+    }
+    false
+}
+
 fn push_cell(lengths: &mut Vec<i32>, out: &mut Vec<u8>, buf: &[u8], cell: Option<(usize, usize)>) {
     match cell {
         Some((a, z)) => {
@@ -489,7 +588,7 @@ pub(crate) trait Folder: Send + Sync + 'static {
 pub(crate) struct Fold<F: Folder>(pub(crate) F);
 
 impl<F: Folder> FoldRun for Fold<F> {
-    fn run(&self, b: &pb::Bundle) -> pb::BundleResult {
+    fn run(&self, b: &pb::Bundle, _: Duration) -> pb::BundleResult {
         let f = &self.0;
         if !b.fold_bases.is_empty() {
             return program::run(f, b);
@@ -689,8 +788,11 @@ impl<F: Folder> FoldRun for Fold<F> {
     }
 }
 
+mod await_all;
+mod fold_async;
 mod join;
 mod program;
+pub(crate) use fold_async::AsyncFold;
 pub(crate) use join::{JoinRun, ValueJoiner};
 #[cfg(test)]
 mod tests;

@@ -83,6 +83,18 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         self.join_op("left_join", table.handle.id, true, JoinFn::Builtin(j), o)
     }
 
+    /// A join of `table` with a joiner made elsewhere (the async joins).
+    pub(crate) fn join_with_joiner<VT: Serde, VR: Serde>(
+        &self,
+        op: &str,
+        table: &KTable<K, VT>,
+        left: bool,
+        joiner: JoinFn,
+        o: Options,
+    ) -> Result<KStream<K, VR>> {
+        self.join_op(op, table.handle.id, left, joiner, o)
+    }
+
     fn join_op<VR: Serde>(
         &self,
         op: &str,

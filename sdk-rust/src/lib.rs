@@ -24,6 +24,7 @@
 #![warn(missing_debug_implementations)]
 
 mod app;
+mod asynchronous;
 mod branch;
 mod bundle;
 mod client;
@@ -55,6 +56,7 @@ pub use app::{
     is_secret, App, AppBuilder, BrokerOutage, Config, HostHealth, ProcessingGuarantee, RestoreProgress, State, Topics,
 };
 pub use branch::{BranchedKStream, Repartitioned};
+pub use bundle::ASYNC_TIMEOUT;
 pub use dsl::{GlobalKTable, Joiner, KGroupedStream, KGroupedTable, KStream, KTable};
 pub use engine::find_engine;
 pub use errors::{Error, Result};

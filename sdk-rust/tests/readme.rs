@@ -75,22 +75,23 @@ fn readme_opens_with_its_title_then_the_program() {
     assert!(text.starts_with("# polystreams for Rust\n\n```rust\n"), "{}", &text[..80.min(text.len())]);
 }
 
-#[test]
-fn readme_program_runs_verbatim() {
-    let engine = engine();
+/// Builds `source` as `src/main.rs` of a binary crate `name` that depends on
+/// this one by path (`polystreams` given as `polystreams_dep`'s table, plus
+/// `more_deps` lines); answers its directory and the binary.
+fn build_program(name: &str, source: &str, polystreams_dep: &str, more_deps: &str) -> (PathBuf, PathBuf) {
     // Under target/, so that cargo reads this checkout's .cargo/config.toml
     // (if any) as it does for the crate; built into the crate's target dir
     // (cargo does not hold its lock while tests run), sharing what it can.
     let target = crate_dir().join("target");
-    let dir = target.join("readme-program");
+    let dir = target.join(format!("readme-{name}"));
     let _ = std::fs::remove_dir_all(dir.join("src"));
     std::fs::create_dir_all(dir.join("src")).unwrap();
-    std::fs::write(dir.join("src/main.rs"), first_block(&crate_dir().join("README.md"), "rust")).unwrap();
+    std::fs::write(dir.join("src/main.rs"), source).unwrap();
     std::fs::write(
         dir.join("Cargo.toml"),
         format!(
-            "[package]\nname = \"wordcount\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
-             [dependencies]\npolystreams = {{ path = {:?} }}\n\n[workspace]\n",
+            "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
+             [dependencies]\npolystreams = {{ path = {:?}{polystreams_dep} }}\n{more_deps}\n[workspace]\n",
             crate_dir()
         ),
     )
@@ -103,12 +104,22 @@ fn readme_program_runs_verbatim() {
         .env("CARGO_TARGET_DIR", &target)
         .output()
         .expect("cargo runs");
-    assert!(build.status.success(), "the README program does not build:\n{}", String::from_utf8_lossy(&build.stderr));
+    assert!(
+        build.status.success(),
+        "the README program {name} does not build:\n{}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    (dir, target.join("debug").join(name))
+}
 
+#[test]
+fn readme_program_runs_verbatim() {
+    let engine = engine();
+    let (dir, bin) = build_program("wordcount", &first_block(&crate_dir().join("README.md"), "rust"), "", "");
     let tmp = dir.join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
     let mut child = Killed(
-        Command::new(target.join("debug/wordcount"))
+        Command::new(bin)
             .env("POLYSTREAMS_ENGINE", &engine)
             .env_remove("POLYSTREAMS_URL")
             .env("TMPDIR", &tmp)
@@ -171,4 +182,85 @@ fn readme_program_runs_verbatim() {
             Err(_) => panic!("the program did not print describe(); its stdout:\n{out}"),
         }
     }
+}
+
+/// The first fenced code block in language `lang` after the line `heading`.
+fn section_block(readme: &Path, heading: &str, lang: &str) -> String {
+    let text = std::fs::read_to_string(readme).unwrap();
+    let at = text.find(&format!("\n{heading}\n")).unwrap_or_else(|| panic!("{} has no {heading:?}", readme.display()));
+    let open = format!("```{lang}\n");
+    let start = text[at..].find(&open).expect("a block after the heading") + at + open.len();
+    let end = text[start..].find("\n```").expect("the block ends") + start + 1;
+    text[start..end].to_owned()
+}
+
+/// The README's async example (feature "tokio", tokio's timer), built and
+/// run against its own engine: orders in with kcat, checked orders out.
+#[test]
+fn readme_async_example_runs_verbatim() {
+    let engine = engine();
+    let source = section_block(&crate_dir().join("README.md"), "### Async operators", "rust");
+    let (dir, bin) = build_program(
+        "check_orders",
+        &source,
+        ", features = [\"tokio\"]",
+        "tokio = { version = \"1\", features = [\"time\"] }\n",
+    );
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut child = Killed(
+        Command::new(bin)
+            .env("POLYSTREAMS_ENGINE", &engine)
+            .env_remove("POLYSTREAMS_URL")
+            .env("TMPDIR", &tmp)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .expect("the async example starts"),
+    );
+    let stderr = BufReader::new(child.0.stderr.take().unwrap());
+    let mut seen = String::new();
+    let mut lines = stderr.lines().map_while(|l| l.ok());
+    let (broker, topic) = loop {
+        let line = lines.next().unwrap_or_else(|| panic!("the example never printed the broker's address:\n{seen}"));
+        seen.push_str(&line);
+        seen.push('\n');
+        if let Some(rest) = line.strip_prefix("polystreams: embedded Kafka broker at ") {
+            let broker = rest.split_whitespace().next().unwrap().to_owned();
+            break (broker, line.rsplit(" -t ").next().unwrap().trim().to_owned());
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop)); // keep draining its stderr
+    assert_eq!(topic, "orders");
+    let mut kcat = Command::new("kcat")
+        .args(["-b", &broker, "-P", "-t", &topic, "-K", "\t", "-z", "none"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("kcat (apt kcat) runs");
+    let mut stdin = kcat.stdin.take().unwrap();
+    for i in 0..5 {
+        writeln!(stdin, "o{i}\torder {i}").unwrap();
+    }
+    drop(stdin);
+    assert!(kcat.wait().unwrap().success(), "kcat produced to {topic}");
+    let want: BTreeMap<String, String> = (0..5).map(|i| (format!("o{i}"), format!("order {i} checked"))).collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let got = loop {
+        let out = Command::new("kcat")
+            .args(["-b", &broker, "-C", "-t", "checked-orders", "-o", "beginning", "-e", "-q", "-f", "%k\t%s\n"])
+            .stderr(Stdio::null())
+            .output()
+            .expect("kcat runs");
+        let got: BTreeMap<String, String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_once('\t'))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        if got == want || Instant::now() > deadline {
+            break got;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(got, want, "the async example's checked orders");
 }

@@ -20,11 +20,12 @@ session and sliding windows come as fold programs (``_Fold._program``).
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from collections import Counter
 from itertools import chain, compress, repeat
 from typing import Any
 
+from polystreams._aio import Failed, Loop, function_name, is_async, is_awaitable
 from polystreams.serde import decode, decode_column, encode, encode_column, encoder
 from polystreams.v1alpha1 import engine_pb2 as pb
 
@@ -53,7 +54,14 @@ _SEQUENCES = frozenset({list, tuple})  # flat_map_values results used as they ar
 
 
 def _text(e: BaseException) -> str:
+    if type(e) is _Raised:
+        return str(e)  # the message of what an awaitable raised, as it is
     return f"{type(e).__name__}: {e}"
+
+
+class _Raised(Exception):
+    """An awaitable raised (or timed out): its message, already in the form
+    of a failure's."""
 
 
 class _Column:
@@ -96,39 +104,118 @@ class _Column:
             self.keys = list(compress(self.keys, keep))
 
 
-def _map_all(fn: Fn, *columns: list[Any], post: Callable[[Any], Any] | None = None) -> tuple[list[Any], dict[int, str]]:
+def _map_all(
+    fn: Fn, *columns: list[Any], post: Callable[[Any], Any] | None = None, probe: bool = False
+) -> tuple[list[Any], dict[int, str], bool]:
     """[post(fn(*args)) for args in zip(*columns)], in C, resuming after a raise.
 
     A failed element holds _FAILED; failures maps its position to the error.
-    No function is called twice for one element.
+    No function is called twice for one element. With probe, the first
+    element's result is looked at alone: when it is an awaitable, no result
+    is passed through post and the third value answered is True (the
+    caller awaits them).
     """
     out: list[Any] = []
     failures: dict[int, str] = {}
     its = [iter(c) for c in columns]
+    awaits = False
+    if probe and columns and len(columns[0]) > 0:
+        args = [next(it) for it in its]
+        try:
+            r = fn(*args)
+            if is_awaitable(r):
+                awaits, post = True, None
+            elif post is not None:
+                r = post(r)
+            out.append(r)
+        except Exception as e:
+            failures[0] = _text(e)
+            out.append(_FAILED)
     while True:
         try:
             if post is None:
                 out.extend(map(fn, *its))
             else:
                 out.extend(map(post, map(fn, *its)))
-            return out, failures
+            return out, failures, awaits
         except Exception as e:
             # map had taken the failing element's arguments before calling.
             failures[len(out)] = _text(e)
             out.append(_FAILED)
 
 
-def _step_map_values(col: _Column, fn: Fn, step: int) -> None:
-    vals, failures = _map_all(fn, col.vals)
+class _Fn:
+    """A step's user function as its step calls it: for every element,
+    awaiting the awaitables it returns together (see _aio).
+
+    ``awaits``: every result is checked for an awaitable. Set for an
+    ``async def`` (by its type) and, from then on, for a function whose
+    result for a bundle's first element was an awaitable; otherwise only
+    that first result is looked at, so a synchronous function pays nothing
+    per record."""
+
+    __slots__ = ("fn", "awaits", "loop", "op", "token", "step", "node")
+
+    def __init__(self, fn: Fn, loop: Loop, op: str, token: int, step: int, node: str) -> None:
+        self.fn = fn
+        self.awaits = is_async(fn)
+        self.loop = loop
+        self.op, self.token, self.step, self.node = op, token, step, node
+
+    def what(self) -> str:
+        return f"{self.op} function {function_name(self.fn)} (token {self.token}, step {self.step}, node {self.node})"
+
+    def map_all(self, *columns: list[Any], post: Callable[[Any], Any] | None = None) -> tuple[list[Any], dict[int, str]]:
+        """_map_all of the function, with its awaitables awaited (in record
+        order; an awaitable that raises fails its element)."""
+        if not self.awaits:
+            out, failures, awaits = _map_all(self.fn, *columns, post=post, probe=True)
+            if not awaits:
+                return out, failures
+            self.awaits = True
+        else:
+            out, failures, _ = _map_all(self.fn, *columns)
+        pending = [j for j, r in enumerate(out) if r is not _FAILED and is_awaitable(r)]
+        if pending:
+            for j, r in zip(pending, self.loop.gather([out[j] for j in pending], self.what)):
+                if type(r) is Failed:
+                    failures[j] = r.message
+                    out[j] = _FAILED
+                else:
+                    out[j] = r
+        if post is not None:
+            for j, r in enumerate(out):
+                if r is not _FAILED:
+                    try:
+                        out[j] = post(r)
+                    except Exception as e:
+                        failures[j] = _text(e)
+                        out[j] = _FAILED
+        return out, failures
+
+    def collect(self, iterables: dict[int, Any]) -> dict[int, list[Any] | Failed]:
+        """The values of async iterables (an async generator's), each
+        collected to a list; a Failed for one that raised."""
+        keys = list(iterables)
+        got = self.loop.gather([_collect(iterables[j]) for j in keys], self.what)
+        return dict(zip(keys, got))
+
+
+async def _collect(it: AsyncIterable[Any]) -> list[Any]:
+    return [x async for x in it]
+
+
+def _step_map_values(col: _Column, f: _Fn, step: int) -> None:
+    vals, failures = f.map_all(col.vals)
     col.vals = vals
     if failures:
         col.fail(failures, step)
 
 
-def _step_filter(col: _Column, fn: Fn, step: int, negate: bool) -> None:
+def _step_filter(col: _Column, f: _Fn, step: int, negate: bool) -> None:
     keys = col.keys
     assert keys is not None
-    mask, failures = _map_all(fn, keys, col.vals, post=operator.not_ if negate else operator.truth)
+    mask, failures = f.map_all(keys, col.vals, post=operator.not_ if negate else operator.truth)
     if failures:
         origin = col.origins()
         for j, msg in failures.items():
@@ -143,11 +230,20 @@ def _step_filter(col: _Column, fn: Fn, step: int, negate: bool) -> None:
         col.drop_failed()
 
 
-def _step_flat_map_values(col: _Column, fn: Fn, step: int) -> None:
-    results, failures = _map_all(fn, col.vals)
+def _step_flat_map_values(col: _Column, f: _Fn, step: int) -> None:
+    results, failures = f.map_all(col.vals)
     if failures or not set(map(type, results)) <= _SEQUENCES:
         # Some call raised or returned a generator (or a mistake): make every
         # result a list, failing the records whose result is not iterable.
+        # Async iterables (an async generator function's) are collected on
+        # the loop, together.
+        aiters = {j: r for j, r in enumerate(results) if j not in failures and hasattr(r, "__aiter__")}
+        if aiters:
+            for j, got in f.collect(aiters).items():
+                if type(got) is Failed:
+                    failures[j] = got.message
+                else:
+                    results[j] = got
         for j, r in enumerate(results):
             if j in failures:
                 results[j] = ()
@@ -173,10 +269,10 @@ def _step_flat_map_values(col: _Column, fn: Fn, step: int) -> None:
         col.drop_failed()
 
 
-def _step_map(col: _Column, fn: Fn, step: int) -> None:
+def _step_map(col: _Column, f: _Fn, step: int) -> None:
     keys = col.keys
     assert keys is not None
-    pairs, failures = _map_all(fn, keys, col.vals)
+    pairs, failures = f.map_all(keys, col.vals)
     if not failures:
         try:
             col.keys = [k for k, _ in pairs]
@@ -201,30 +297,44 @@ def _step_map(col: _Column, fn: Fn, step: int) -> None:
     col.fail(failures, step)
 
 
-def _step_select_key(col: _Column, fn: Fn, step: int) -> None:
+def _step_select_key(col: _Column, f: _Fn, step: int) -> None:
     assert col.keys is not None
-    keys, failures = _map_all(fn, col.keys, col.vals)
+    keys, failures = f.map_all(col.keys, col.vals)
     col.keys = keys
     if failures:
         col.fail(failures, step)
 
 
-def _step_peek(col: _Column, fn: Fn, step: int) -> None:
+def _step_peek(col: _Column, f: _Fn, step: int) -> None:
     assert col.keys is not None
-    _, failures = _map_all(fn, col.keys, col.vals)
+    _, failures = f.map_all(col.keys, col.vals)
     if failures:
         col.fail(failures, step)
 
 
-def _step_foreach(col: _Column, fn: Fn, step: int) -> None:
-    _step_peek(col, fn, step)
+def _step_foreach(col: _Column, f: _Fn, step: int) -> None:
+    _step_peek(col, f, step)
     col.origin = []
     col.vals = []
     if col.keys is not None:
         col.keys = []
 
 
-_STEPS: dict[int, Callable[[_Column, Fn, int], None]] = {
+_OP_NAMES = {
+    _MAP_VALUES: "map_values",
+    _FILTER: "filter",
+    _FILTER_NOT: "filter_not",
+    _FLAT_MAP_VALUES: "flat_map_values",
+    _MAP: "map",
+    _SELECT_KEY: "select_key",
+    _PEEK: "peek",
+    _FOREACH: "foreach",
+    _REDUCE: "reduce",
+    _AGGREGATE: "aggregate",
+    _VALUE_JOIN: "value_join",
+}
+
+_STEPS: dict[int, Callable[[_Column, _Fn, int], None]] = {
     _MAP_VALUES: _step_map_values,
     _FILTER: lambda col, fn, step: _step_filter(col, fn, step, False),
     _FILTER_NOT: lambda col, fn, step: _step_filter(col, fn, step, True),
@@ -242,8 +352,8 @@ class _Chain:
 
     __slots__ = ("steps", "key_serde", "value_serde", "out_key_serde", "out_value_serde", "reads_keys", "changes_keys", "broken")
 
-    def __init__(self, bundle: pb.Bundle, functions: Mapping[int, Fn]) -> None:
-        self.steps: list[tuple[Callable[[_Column, Fn, int], None], Fn, int]] = []
+    def __init__(self, bundle: pb.Bundle, functions: Mapping[int, Fn], loop: Loop) -> None:
+        self.steps: list[tuple[Callable[[_Column, _Fn, int], None], _Fn, int]] = []
         self.broken: tuple[int, str] | None = None  # (step, error): fails every record
         ops = []
         for s, st in enumerate(bundle.steps):
@@ -261,7 +371,7 @@ class _Chain:
             if fn is None:
                 self.broken = self.broken or (s, f"LookupError: step {s} ({st.node}) names token {token}, which is not registered in this host")
                 continue
-            self.steps.append((run, fn, s))
+            self.steps.append((run, _Fn(fn, loop, _OP_NAMES[op], token, s, st.node), s))
         self.key_serde = bundle.key_serde
         self.value_serde = bundle.value_serde
         self.out_key_serde = bundle.output_key_serde or bundle.key_serde
@@ -366,9 +476,12 @@ class _Fold:
     see ``_program``.
     """
 
-    __slots__ = ("reduce", "fn", "init", "merger", "sub", "key_serde", "value_serde", "agg_serde", "encode", "broken")
+    __slots__ = (
+        "reduce", "fn", "init", "merger", "sub", "key_serde", "value_serde", "agg_serde", "encode", "broken",
+        "loop", "awaits", "what",
+    )
 
-    def __init__(self, bundle: pb.Bundle, functions: Mapping[int, Fn]) -> None:
+    def __init__(self, bundle: pb.Bundle, functions: Mapping[int, Fn], loop: Loop) -> None:
         st = bundle.steps[0]
         self.reduce = st.operation == _REDUCE
         what = "reduce" if self.reduce else "aggregate"
@@ -421,6 +534,28 @@ class _Fold:
             self.broken = self.broken or f"ValueError: unknown serde {self.agg_serde!r}"
             enc = bytes
         self.encode = enc
+        # Async functions (see _aio): with any, a bundle's groups fold
+        # concurrently, each group's values in order (_fold_async). A plain
+        # function found returning an awaitable (it does not encode) is
+        # awaited where it is found, and the fold is async from then on.
+        self.loop = loop
+        funcs: list[Fn] = [self.fn, self.init, self.merger]
+        if self.sub is not None:
+            funcs.append(self.sub)
+        self.awaits = any(is_async(f) for f in funcs if f is not _never)
+        self.what = f"{what} functions of token {st.token} (node {st.node})"
+
+    def _what(self) -> str:
+        return self.what
+
+    def _await(self, x: Any) -> Any:
+        """x, awaited when it is an awaitable (on the loop; raises what it raised)."""
+        if not is_awaitable(x):
+            return x
+        got = self.loop.gather([x], self._what)[0]
+        if type(got) is Failed:
+            raise _Raised(got.message)
+        return got
 
     def run(self, b: pb.Bundle) -> pb.BundleResult:
         value_lengths = list(b.value_lengths)
@@ -494,6 +629,8 @@ class _Fold:
         final = b.final_only and self.sub is None
         skipped: list[int] = []
         pos = 0
+        if self.awaits:
+            return self._answer_async(result, n, sizes, keys, kfail, agg_lengths, aggs, afail, vals, olds, failed, undecoded, final)
         if final and not (failed or afail or kfail) and fold == self._fold_aggregate:
             fast = self._final_aggregates(sizes, keys, agg_lengths, aggs, vals)
             if fast is not None:
@@ -539,6 +676,146 @@ class _Fold:
             result.value_lengths.extend(map(len, chunks))
         result.values = b"".join(chunks)
         return result
+
+    def _answer_async(
+        self,
+        result: pb.BundleResult,
+        n: int,
+        sizes: list[int],
+        keys: list[Any],
+        kfail: dict[int, str],
+        agg_lengths: list[int],
+        aggs: list[Any],
+        afail: dict[int, str],
+        vals: list[Any],
+        olds: list[Any],
+        failed: dict[int, str],
+        undecoded: set[int],
+        final: bool,
+    ) -> pb.BundleResult:
+        """The answer of a fold with async functions: its groups fold
+        concurrently on the loop, each group's values in order (each call's
+        awaitable awaited before the next value of the group), with the
+        outcomes of the synchronous path (_fold_reduce, _fold_aggregate,
+        _fold_table)."""
+        outs: list[bytes | None | _Failure] = [_UNSET] * n  # _UNSET: no output (failed, or skipped)
+        groups = []
+        pos = 0
+        for g, size in enumerate(sizes):
+            end = pos + size
+            bad = kfail.get(g) or afail.get(g)
+            if bad is not None:
+                what = "key" if g in kfail else "stored aggregate"
+                for i in range(pos, end):
+                    failed.setdefault(i, f"{bad} (the {what} of this group)")
+                    undecoded.add(i)
+            else:
+                groups.append((pos, end, self._fold_group_async(keys[g], agg_lengths[g] < 0, aggs[g], vals, olds, pos, end, outs, failed)))
+            pos = end
+        done = self.loop.gather([c for _, _, c in groups], self._what)
+        for (start, end, _), r in zip(groups, done):
+            if type(r) is Failed:  # the group's wait passed its bound: its values not folded yet fail
+                for i in range(start, end):
+                    if outs[i] is _UNSET:
+                        failed.setdefault(i, r.message)
+        counts = [0] * n
+        chunks: list[bytes] = []
+        lengths: list[int] = []
+        pos = 0
+        for size in sizes:
+            end = pos + size
+            last = end - 1
+            whole = all(outs[i] is not _UNSET and i not in failed for i in range(pos, end))
+            for i in range(pos, end):
+                o = outs[i]
+                if o is _UNSET or i in failed or (final and whole and i != last and self.sub is None):
+                    continue
+                counts[i] = 1
+                if o is None:
+                    lengths.append(-1)
+                else:
+                    assert isinstance(o, bytes)
+                    lengths.append(len(o))
+                    chunks.append(o)
+            pos = end
+        result.output_counts.extend(counts)
+        result.value_lengths.extend(lengths)
+        result.values = b"".join(chunks)
+        result.failures.extend(
+            pb.RecordFailure(index=i, step=0, message=m, kind=_DESERIALIZATION if i in undecoded else _PROCESSING)
+            for i, m in sorted(failed.items())
+        )
+        return result
+
+    async def _fold_group_async(
+        self,
+        key: Any,
+        fresh: bool,
+        agg: Any,
+        vals: list[Any],
+        olds: list[Any],
+        pos: int,
+        end: int,
+        outs: list[Any],
+        failed: dict[int, str],
+    ) -> None:
+        """Folds values pos..end-1 of one group, as the synchronous folds
+        do; outs[i] gets value i's encoded aggregate (None: a table change
+        left the key with none)."""
+        reduce, add, init, sub, table = self.reduce, self.fn, self.init, self.sub, self.sub is not None
+        for i in range(pos, end):
+            v = vals[i]
+            old = olds[i] if table else None
+            if v is _BAD or old is _BAD or i in failed:
+                continue
+            cur, has = agg, not fresh
+            try:
+                if table:
+                    assert sub is not None
+                    if old is not None and has:
+                        cur = await _maybe(sub(cur, old) if reduce else sub(key, old, cur))
+                        has = cur is not None
+                    if v is not None:
+                        if reduce:
+                            cur = await _maybe(add(cur, v)) if has else v
+                        else:
+                            cur = await _maybe(add(key, v, cur if has else await _maybe(init())))
+                        if cur is None:
+                            failed[i] = "TypeError: the adder returned None; an aggregate cannot be null"
+                            continue
+                        has = True
+                elif reduce:
+                    cur = v if fresh else await _maybe(add(agg, v))
+                    if cur is None:
+                        failed[i] = (
+                            "TypeError: the value is null, so it cannot become the key's first aggregate"
+                            if fresh
+                            else "TypeError: reduce returned None; an aggregate cannot be null"
+                        )
+                        continue
+                    has = True
+                else:
+                    cur = await _maybe(add(key, v, await _maybe(init()) if fresh else agg))
+                    if cur is None:
+                        failed[i] = "TypeError: aggregate returned None; an aggregate cannot be null"
+                        continue
+                    has = True
+            except Exception as e:
+                failed[i] = _text(e)
+                continue
+            if not has:
+                outs[i] = None
+                agg, fresh = None, True
+                continue
+            try:
+                data = self.encode(cur)
+            except Exception:
+                slow = self._encode_slow(cur, i, failed)
+                if slow is None:
+                    continue
+                data = slow
+            outs[i] = data
+            agg, fresh = cur, False
 
     def _fold_table(
         self,
@@ -620,10 +897,10 @@ class _Fold:
             try:
                 data = enc(nxt)
             except Exception:
-                slow = self._encode_slow(nxt, i, failed)
-                if slow is None:
+                late = self._encode_late(nxt, i, failed, "TypeError: reduce returned None; an aggregate cannot be null")
+                if late is None:
                     continue
-                data = slow
+                nxt, data = late
             agg = nxt
             fresh = False
             append(data)
@@ -648,10 +925,10 @@ class _Fold:
             try:
                 data = enc(nxt)
             except Exception:
-                slow = self._encode_slow(nxt, i, failed)
-                if slow is None:
+                late = self._encode_late(nxt, i, failed, "TypeError: aggregate returned None; an aggregate cannot be null")
+                if late is None:
                     continue
-                data = slow
+                nxt, data = late
             agg = nxt
             fresh = False
             append(data)
@@ -738,9 +1015,13 @@ class _Fold:
             return [], f"ValueError: malformed fold program: aggregate lengths account for {off} bytes, the column holds {len(b.aggregates)}"
         outs: list[bytes | None] = [None] * n
 
+        # A program's values refer to each other's outputs: async functions
+        # are awaited one call at a time.
+        aw: Callable[[Any], Any] = self._await if self.awaits else _same
+
         def resolve(r: int) -> Any:
             if r == -1:
-                return _NONE if reduce else init()
+                return _NONE if reduce else aw(init())
             if r < pool:
                 return decode(serde, pool_bytes[r])
             data = outs[r - pool]
@@ -761,13 +1042,13 @@ class _Fold:
                     for r in mrefs[starts[i] : starts[i] + counts[i]]:
                         other = resolve(r)
                         if reduce:
-                            acc = other if acc is _NONE else fn(acc, other)
+                            acc = other if acc is _NONE else aw(fn(acc, other))
                         else:
-                            acc = merger(key, acc, other)
+                            acc = aw(merger(key, acc, other))
                         if acc is None:
                             raise TypeError(f"{'reduce' if reduce else 'merger'} returned None; an aggregate cannot be null")
                     v = vals[i]
-                    acc = (v if acc is _NONE else fn(acc, v)) if reduce else fn(key, v, acc)
+                    acc = (v if acc is _NONE else aw(fn(acc, v))) if reduce else aw(fn(key, v, acc))
                     if acc is None:
                         raise TypeError(f"{'reduce' if reduce else 'aggregate'} returned None; an aggregate cannot be null")
                 except _Depends as e:
@@ -808,6 +1089,24 @@ class _Fold:
             return None
         return out
 
+    def _encode_late(self, obj: Any, i: int, failed: dict[int, str], null: str) -> tuple[Any, bytes] | None:
+        """(aggregate, its encoding) when the fast encoder refused obj: an
+        awaitable (a plain function returned one; it never encodes) is
+        awaited first, and the fold is async from the next bundle on. None
+        when value i fails (recorded in failed)."""
+        if is_awaitable(obj):
+            self.awaits = True
+            try:
+                obj = self._await(obj)
+            except _Raised as e:
+                failed[i] = str(e)
+                return None
+            if obj is None:
+                failed[i] = null
+                return None
+        data = self._encode_slow(obj, i, failed)
+        return None if data is None else (obj, data)
+
     def _encode_slow(self, obj: Any, i: int, failed: dict[int, str]) -> bytes | None:
         """Encodes obj with the serde's checking encoder, whose error names
         the serde; on failure records it for value i and answers None."""
@@ -819,6 +1118,27 @@ class _Fold:
 
 
 _NONE: Any = object()  # a reduce's missing aggregate in a fold program
+_UNSET: Any = object()  # no outcome (yet) of a fold value
+
+
+def _same(x: Any) -> Any:
+    return x
+
+
+async def _maybe(x: Any) -> Any:
+    """x, awaited when it is an awaitable (a function may be async for some calls only)."""
+    if is_awaitable(x):
+        return await x
+    return x
+
+
+class _Failure:
+    """A call that failed, in a column of results."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str) -> None:
+        self.message = message
 
 
 class _Depends(Exception):
@@ -841,15 +1161,16 @@ class _Join:
     record whose value or table value does not decode, or whose call
     raises, fails alone."""
 
-    __slots__ = ("fn", "broken", "encode", "out_serde")
+    __slots__ = ("fn", "broken", "encode", "out_serde", "call")
 
-    def __init__(self, bundle: pb.Bundle, functions: Mapping[int, Fn]) -> None:
+    def __init__(self, bundle: pb.Bundle, functions: Mapping[int, Fn], loop: Loop) -> None:
         st = bundle.steps[0]
         self.broken: str | None = None
         fn = functions.get(st.token)
         if fn is None:
             self.broken = f"LookupError: join step ({st.node}) names token {st.token}, which is not registered in this host"
         self.fn: Fn = fn or _never
+        self.call = _Fn(self.fn, loop, "value_join", st.token, 0, st.node)
         self.out_serde = bundle.output_value_serde or bundle.value_serde
         enc = encoder(self.out_serde)
         if enc is None:
@@ -876,6 +1197,14 @@ class _Join:
         counts: list[int] = []
         out_lengths: list[int] = []
         chunks: list[bytes] = []
+        joined: dict[int, Any] = {}
+        together = self.call.awaits
+        if together:
+            # Async: every call first, in record order, then the awaitables together.
+            live = [i for i in range(n) if i not in vfail and i not in ofail]
+            outs, fails = self.call.map_all([vals[i] for i in live], [others[i] for i in live])
+            for j, i in enumerate(live):
+                joined[i] = _Failure(fails[j]) if j in fails else outs[j]
         for i in range(n):
             bad = vfail.get(i)
             if bad is None and i in ofail:
@@ -886,8 +1215,27 @@ class _Join:
                 counts.append(0)
                 continue
             try:
-                out = fn(vals[i], others[i])
-                data = None if out is None else self._encode(enc, out)
+                if together:
+                    out = joined[i]
+                    if type(out) is _Failure:
+                        failed[i] = out.message
+                        counts.append(0)
+                        continue
+                else:
+                    out = fn(vals[i], others[i])
+                try:
+                    data = None if out is None else enc(out)
+                except Exception:
+                    if is_awaitable(out):
+                        # A plain joiner that returns awaitables (they never
+                        # encode): awaited here, together from the next bundle on.
+                        self.call.awaits = True
+                        out = self.call.loop.gather([out], self.call.what)[0]
+                        if type(out) is Failed:
+                            failed[i] = out.message
+                            counts.append(0)
+                            continue
+                    data = None if out is None else self._encode(enc, out)
             except Exception as e:
                 failed[i] = _text(e)
                 counts.append(0)
@@ -921,13 +1269,20 @@ class _Join:
 class Executor:
     """Runs bundles with the functions registered under their tokens.
 
-    Compiled chains are cached by their shape (steps and serdes). Not safe
-    for concurrent use.
+    Compiled chains are cached by their shape (steps and serdes). Async
+    functions are awaited on the executor's own event loop (see _aio), each
+    bundle's waits bounded by ``async_timeout`` seconds; :meth:`close`
+    closes it. Not safe for concurrent use: one host session thread uses it.
     """
 
-    def __init__(self, functions: Mapping[int, Fn]) -> None:
+    def __init__(self, functions: Mapping[int, Fn], *, async_timeout: float = 20.0) -> None:
         self._functions = functions
         self._chains: dict[tuple[Any, ...], _Chain | _Fold | _Join] = {}
+        self._loop = Loop(async_timeout)
+
+    def close(self) -> None:
+        """Closes the event loop of async functions (if a bundle made one)."""
+        self._loop.close()
 
     def process(self, bundle: pb.Bundle) -> pb.BundleResult:
         steps = bundle.steps
@@ -943,12 +1298,13 @@ class Executor:
         chain = self._chains.get(key)
         if chain is None:
             if len(steps) == 1 and steps[0].operation in _FOLDS:
-                chain = _Fold(bundle, self._functions)
+                chain = _Fold(bundle, self._functions, self._loop)
             elif len(steps) == 1 and steps[0].operation == _VALUE_JOIN:
-                chain = _Join(bundle, self._functions)
+                chain = _Join(bundle, self._functions, self._loop)
             else:
-                chain = _Chain(bundle, self._functions)
+                chain = _Chain(bundle, self._functions, self._loop)
             self._chains[key] = chain
+        self._loop.start_bundle()
         return chain.run(bundle)
 
     def process_all(self, bundles: Iterable[pb.Bundle]) -> list[pb.BundleResult]:

@@ -147,6 +147,11 @@ WAIT_MS = 500
 # are delivered before going on (the engine re-dispatches the bundles of a
 # worker silent for 30 s).
 DELIVER_AFTER_S = 5.0
+# How long the awaitables of one bundle's async functions may take together
+# (polystreams._aio): then those still running are cancelled and fail their
+# records, naming the function, before the engine's 30 s host timeout hands
+# the bundle to another worker.
+ASYNC_TIMEOUT_S = 20.0
 
 
 class App:
@@ -499,8 +504,14 @@ class App:
                 self._idle.set()
 
     def _serve(self) -> None:
+        executor = Executor(self._functions, async_timeout=ASYNC_TIMEOUT_S)
+        try:
+            self._serve_with(executor)
+        finally:
+            executor.close()
+
+    def _serve_with(self, executor: Executor) -> None:
         worker = uuid.uuid4().hex
-        executor = Executor(self._functions)
         results: list[pb.BundleResult] = []
         exchange = self._client.exchange
         while True:

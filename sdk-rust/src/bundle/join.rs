@@ -3,36 +3,57 @@
 //! each record's table value beside its value (`Bundle.other_values`;
 //! length -1: none, a left join's miss).
 
-use super::{column, fail_all, fail_unreadable, guarded, kind};
+use std::time::{Duration, Instant};
+
+use super::{await_all, column, fail_all, fail_unreadable, guarded, kind, LocalFuture};
 use crate::pb;
 use crate::serdes::Serde;
 
-/// A registered joiner, which runs a whole join bundle.
+/// A registered joiner, which runs a whole join bundle (its futures, for
+/// an async joiner, bounded by `async_timeout`).
 pub(crate) trait JoinRun: Send + Sync {
-    fn run(&self, b: &pb::Bundle) -> pb::BundleResult;
+    fn run(&self, b: &pb::Bundle, async_timeout: Duration) -> pb::BundleResult;
 }
 
 /// The joiner as the host calls it: the table value is None where a left
 /// join found none; an Err fails the record.
 type JoinFn<V, VT, VR> = dyn Fn(V, Option<VT>) -> Result<VR, String> + Send + Sync;
+/// An async joiner as the host calls it: the future of the joined value.
+type AsyncJoinFn<V, VT, VR> = dyn Fn(V, Option<VT>) -> Result<LocalFuture<Result<VR, String>>, String> + Send + Sync;
+
+enum Joins<V, VT, VR> {
+    Sync(Box<JoinFn<V, VT, VR>>),
+    /// The function's name for messages, and the call.
+    Async(String, Box<AsyncJoinFn<V, VT, VR>>),
+}
 
 /// A ValueJoiner of stream values V and table values VT, making VR.
 pub(crate) struct ValueJoiner<V, VT, VR> {
-    f: Box<JoinFn<V, VT, VR>>,
+    f: Joins<V, VT, VR>,
 }
 
 impl<V: Serde, VT: Serde, VR: Serde> ValueJoiner<V, VT, VR> {
     pub(crate) fn new(f: impl Fn(V, Option<VT>) -> Result<VR, String> + Send + Sync + 'static) -> Self {
-        ValueJoiner { f: Box::new(f) }
+        ValueJoiner { f: Joins::Sync(Box::new(f)) }
+    }
+
+    /// An async joiner: every record's call first, in record order, then
+    /// the futures together (see the bundle module).
+    pub(crate) fn new_async(
+        name: String,
+        f: impl Fn(V, Option<VT>) -> Result<LocalFuture<Result<VR, String>>, String> + Send + Sync + 'static,
+    ) -> Self {
+        ValueJoiner { f: Joins::Async(name, Box::new(f)) }
     }
 }
 
 impl<V: Serde, VT: Serde, VR: Serde> JoinRun for ValueJoiner<V, VT, VR> {
     /// `f(value, table value)` for each record. A record whose value or
     /// table value does not decode (a deserialization failure), whose call
-    /// panics or whose result does not encode fails alone; a null result
-    /// (VR encodes to none) is a null value, as Kafka Streams forwards it.
-    fn run(&self, b: &pb::Bundle) -> pb::BundleResult {
+    /// panics (or whose future does, or passes the bound) or whose result
+    /// does not encode fails alone; a null result (VR encodes to none) is a
+    /// null value, as Kafka Streams forwards it.
+    fn run(&self, b: &pb::Bundle, async_timeout: Duration) -> pb::BundleResult {
         let n = b.value_lengths.len();
         if b.other_value_lengths.len() != n {
             return fail_all(
@@ -55,6 +76,7 @@ impl<V: Serde, VT: Serde, VR: Serde> JoinRun for ValueJoiner<V, VT, VR> {
         let mut lengths = Vec::with_capacity(n);
         let mut out = Vec::new();
         let mut counts = vec![0; n];
+        let mut futures: Vec<(usize, LocalFuture<Result<VR, String>>)> = Vec::new();
         for i in 0..n {
             let v = match V::decode(&b.value_serde, values[i]) {
                 Ok(v) => v,
@@ -73,7 +95,17 @@ impl<V: Serde, VT: Serde, VR: Serde> JoinRun for ValueJoiner<V, VT, VR> {
                     }
                 },
             };
-            let joined = match guarded(|| (self.f)(v, other)).and_then(|r| r) {
+            let joined = match &self.f {
+                Joins::Sync(f) => guarded(|| f(v, other)).and_then(|r| r),
+                Joins::Async(_, f) => {
+                    match guarded(|| f(v, other)).and_then(|r| r) {
+                        Ok(fut) => futures.push((i, fut)),
+                        Err(msg) => fail(i, msg, false),
+                    }
+                    continue;
+                }
+            };
+            let joined = match joined {
                 Ok(j) => j,
                 Err(msg) => {
                     fail(i, msg, false);
@@ -95,7 +127,45 @@ impl<V: Serde, VT: Serde, VR: Serde> JoinRun for ValueJoiner<V, VT, VR> {
             }
             counts[i] = 1;
         }
+        if let Joins::Async(name, _) = &self.f {
+            // The futures together, then their outcomes in record order.
+            let (rows, futures): (Vec<usize>, Vec<_>) = futures.into_iter().unzip();
+            let done = await_all::run(futures, Instant::now() + async_timeout);
+            let st = b.steps.first();
+            for (i, joined) in rows.into_iter().zip(done) {
+                let joined = joined.unwrap_or_else(|| {
+                    Err(format!(
+                        "TimeoutError: {name} (token {}, step 0, node {}) did not finish within {} s (cancelled)",
+                        st.map_or(0, |s| s.token),
+                        st.map_or("", |s| s.node.as_str()),
+                        async_timeout.as_secs_f64()
+                    ))
+                });
+                let joined = match joined {
+                    Ok(j) => j,
+                    Err(msg) => {
+                        fail(i, msg, false);
+                        continue;
+                    }
+                };
+                let start = out.len();
+                match joined.encode(out_serde, &mut out) {
+                    Ok(true) => lengths.push((out.len() - start) as i32),
+                    Ok(false) => {
+                        out.truncate(start);
+                        lengths.push(-1);
+                    }
+                    Err(e) => {
+                        out.truncate(start);
+                        fail(i, format!("the value does not encode: {e}"), false);
+                        continue;
+                    }
+                }
+                counts[i] = 1;
+            }
+        }
         result.output_counts = counts;
+        result.failures.sort_by_key(|f| f.index); // an async joiner's fail after the others
         result.value_lengths = lengths;
         result.values = out;
         result

@@ -42,7 +42,7 @@ fn outputs(lengths: &[i32], data: &[u8]) -> Vec<Option<String>> {
 }
 
 fn executor(fns: Vec<(u32, Func)>) -> Executor {
-    Executor { functions: Arc::new(fns.into_iter().collect()) }
+    Executor { functions: Arc::new(fns.into_iter().collect()), async_timeout: crate::bundle::ASYNC_TIMEOUT }
 }
 
 fn upper() -> Func {
@@ -555,4 +555,304 @@ fn an_unregistered_joiner_or_a_malformed_join_bundle_fails_every_record() {
     b.steps.push(step(2, pb::Operation::MapValues));
     let r = executor(vec![(1, describe_order()), (2, upper())]).process(&b);
     assert!(r.failures[0].message.contains("must be its bundle's only step"), "{}", r.failures[0].message);
+}
+
+// Async steps: futures run together within a bundle, outcomes in record order.
+
+mod async_steps {
+    use super::*;
+    use crate::asynchronous::{
+        action_step_async, flat_map_values_step_async, key_step_async, map_step_async, map_values_step_async,
+        predicate_step_async,
+    };
+    use std::future::Future;
+    use std::sync::Mutex;
+    use std::task::{Context, Poll, Waker};
+
+    /// Pending `n` polls (waking itself each time), then ready.
+    struct Yield(usize);
+
+    impl Future for Yield {
+        type Output = ();
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+            if self.0 == 0 {
+                return Poll::Ready(());
+            }
+            self.0 -= 1;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+
+    /// Opens once `n` futures wait on it: a future that waits finishes only
+    /// when all `n` run together (else it stays pending until the bundle's
+    /// bound drops it and fails its record).
+    #[derive(Clone)]
+    struct Barrier(Arc<Mutex<(usize, usize, Vec<Waker>)>>);
+
+    impl Barrier {
+        fn new(n: usize) -> Barrier {
+            Barrier(Arc::new(Mutex::new((n, 0, Vec::new()))))
+        }
+
+        fn wait(&self) -> impl Future<Output = ()> {
+            let state = self.0.clone();
+            let mut counted = false;
+            std::future::poll_fn(move |cx| {
+                let mut st = state.lock().unwrap();
+                if !counted {
+                    counted = true;
+                    st.1 += 1;
+                }
+                if st.1 >= st.0 {
+                    st.2.drain(..).for_each(Waker::wake);
+                    return Poll::Ready(());
+                }
+                st.2.push(cx.waker().clone());
+                Poll::Pending
+            })
+        }
+    }
+
+    fn values(items: &[&str]) -> Vec<Option<Vec<u8>>> {
+        items.iter().map(|s| Some(s.as_bytes().to_vec())).collect()
+    }
+
+    fn run(
+        fns: Vec<(u32, StepFn)>,
+        steps: Vec<pb::Step>,
+        keys: &[&str],
+        vals: &[&str],
+        timeout: Duration,
+    ) -> pb::BundleResult {
+        let k = values(keys);
+        let v = values(vals);
+        let kr: Vec<Option<&[u8]>> = k.iter().map(|x| x.as_deref()).collect();
+        let vr: Vec<Option<&[u8]>> = v.iter().map(|x| x.as_deref()).collect();
+        let exec = Executor {
+            functions: Arc::new(fns.into_iter().map(|(t, f)| (t, Func::Step(Arc::new(f)))).collect()),
+            async_timeout: timeout,
+        };
+        exec.process(&bundle(steps, &kr, &vr))
+    }
+
+    #[test]
+    fn outputs_keep_record_order_when_later_records_finish_first() {
+        let finished = Arc::new(Mutex::new(Vec::new()));
+        let fin = finished.clone();
+        let f = map_values_step_async::<String, String, String, _>("map_values f".into(), move |v: String| {
+            let fin = fin.clone();
+            async move {
+                let i: usize = v.parse().unwrap();
+                Yield(10 * (5 - i)).await; // record 0 waits longest
+                fin.lock().unwrap().push(i);
+                format!("v{v}")
+            }
+        });
+        let r = run(
+            vec![(1, f)],
+            vec![step(1, pb::Operation::MapValues)],
+            &["k"; 5],
+            &["0", "1", "2", "3", "4"],
+            ASYNC_TIMEOUT,
+        );
+        assert_eq!(*finished.lock().unwrap(), vec![4, 3, 2, 1, 0]);
+        assert_eq!(outputs(&r.value_lengths, &r.values), ["v0", "v1", "v2", "v3", "v4"].map(|s| Some(s.to_owned())));
+        assert_eq!(r.output_counts, vec![1; 5]);
+        assert!(r.failures.is_empty());
+    }
+
+    #[test]
+    fn a_bundles_futures_run_together() {
+        let n = 40;
+        let barrier = Barrier::new(n);
+        let f = map_values_step_async::<String, String, String, _>("map_values f".into(), move |v: String| {
+            let wait = barrier.wait();
+            async move {
+                wait.await;
+                v.to_uppercase()
+            }
+        });
+        let vals: Vec<String> = (0..n).map(|i| format!("r{i}")).collect();
+        let refs: Vec<&str> = vals.iter().map(String::as_str).collect();
+        // Run one at a time, the first would wait for ever: the bound fails it.
+        let r =
+            run(vec![(1, f)], vec![step(1, pb::Operation::MapValues)], &vec!["k"; n], &refs, Duration::from_secs(10));
+        assert!(r.failures.is_empty(), "{:?}", r.failures);
+        let want: Vec<Option<String>> = (0..n).map(|i| Some(format!("R{i}"))).collect();
+        assert_eq!(outputs(&r.value_lengths, &r.values), want);
+    }
+
+    #[test]
+    fn a_panicking_future_fails_its_record_alone() {
+        let f = map_values_step_async::<String, String, String, _>("map_values f".into(), |v: String| async move {
+            Yield(1).await;
+            assert!(v != "bad", "cannot take {v}");
+            v + "!"
+        });
+        let r =
+            run(vec![(1, f)], vec![step(1, pb::Operation::MapValues)], &["k"; 3], &["a", "bad", "c"], ASYNC_TIMEOUT);
+        assert_eq!(r.output_counts, vec![1, 0, 1]);
+        assert_eq!(outputs(&r.value_lengths, &r.values), [Some("a!".to_owned()), Some("c!".to_owned())]);
+        assert_eq!(r.failures.len(), 1);
+        let f0 = &r.failures[0];
+        assert_eq!((f0.index, f0.step), (1, 0));
+        assert!(f0.message.starts_with("panicked at ") && f0.message.ends_with("cannot take bad"), "{}", f0.message);
+        assert_eq!(f0.kind, pb::record_failure::Kind::Processing as i32);
+    }
+
+    #[test]
+    fn a_future_past_the_bound_fails_its_record_naming_the_function() {
+        let never = Barrier::new(usize::MAX);
+        let f = map_values_step_async::<String, String, String, _>("map_values stuck".into(), move |v: String| {
+            let wait = (v == "stuck").then(|| never.wait());
+            async move {
+                if let Some(w) = wait {
+                    w.await;
+                }
+                v
+            }
+        });
+        let r = run(
+            vec![(7, f)],
+            vec![step(7, pb::Operation::MapValues)],
+            &["k"; 3],
+            &["a", "stuck", "b"],
+            Duration::from_millis(100),
+        );
+        assert_eq!(outputs(&r.value_lengths, &r.values), [Some("a".to_owned()), Some("b".to_owned())]);
+        assert_eq!(r.failures.len(), 1);
+        assert_eq!(
+            r.failures[0].message,
+            "TimeoutError: map_values stuck (token 7, step 0, node NODE-7) did not finish within 0.1 s (cancelled)"
+        );
+    }
+
+    #[test]
+    fn every_async_step_kind_in_one_chain() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let peeked = seen.clone();
+        let fns = vec![
+            (
+                1,
+                predicate_step_async::<String, String, _>("filter".into(), false, |_k: &String, v: &String| {
+                    let keep = v != "drop";
+                    async move {
+                        Yield(1).await;
+                        keep
+                    }
+                }),
+            ),
+            (
+                2,
+                flat_map_values_step_async::<String, String, String, Vec<String>, _>(
+                    "flat".into(),
+                    |v: String| async move { v.split('-').map(str::to_owned).collect() },
+                ),
+            ),
+            (
+                3,
+                map_step_async::<String, String, String, String, _>("map".into(), |k: &String, v: String| {
+                    let k = k.clone();
+                    async move { (v, k) }
+                }),
+            ),
+            (
+                4,
+                key_step_async::<String, String, String, _>("key".into(), |k: &String, _v: &String| {
+                    let k = k.to_uppercase();
+                    async move { k }
+                }),
+            ),
+            (
+                5,
+                action_step_async::<String, String, _>("peek".into(), true, move |k: &String, v: &String| {
+                    let (seen, k, v) = (peeked.clone(), k.clone(), v.clone());
+                    async move { seen.lock().unwrap().push((k, v)) }
+                }),
+            ),
+        ];
+        let steps = vec![
+            step(1, pb::Operation::Filter),
+            step(2, pb::Operation::FlatMapValues),
+            step(3, pb::Operation::Map),
+            step(4, pb::Operation::SelectKey),
+            step(5, pb::Operation::Peek),
+        ];
+        let r = run(fns, steps, &["k1", "k2", "k3"], &["a-b", "drop", "c"], ASYNC_TIMEOUT);
+        assert!(r.failures.is_empty(), "{:?}", r.failures);
+        assert_eq!(r.output_counts, vec![2, 0, 1]);
+        assert_eq!(outputs(&r.key_lengths, &r.keys), ["A", "B", "C"].map(|s| Some(s.to_owned())));
+        assert_eq!(outputs(&r.value_lengths, &r.values), ["k1", "k1", "k3"].map(|s| Some(s.to_owned())));
+        let own = |a: &str, b: &str| (a.to_owned(), b.to_owned());
+        assert_eq!(*seen.lock().unwrap(), vec![own("A", "k1"), own("B", "k1"), own("C", "k3")]);
+    }
+
+    #[test]
+    fn an_async_joiner_runs_a_bundles_calls_together_and_fails_records_alone() {
+        let barrier = Barrier::new(3);
+        let joiner = ValueJoiner::<String, i64, String>::new_async("join j".into(), move |v, t| {
+            let wait = barrier.wait();
+            Ok(Box::pin(async move {
+                wait.await;
+                assert!(v != "boom", "no booms");
+                Ok(format!("{v}:{}", t.unwrap_or(-1)))
+            }) as LocalFuture<_>)
+        });
+        let ex = executor(vec![(1, Func::Join(Arc::new(joiner)))]);
+        let seven = 7i64.to_be_bytes();
+        let r = ex.process(&join_bundle(
+            1,
+            &[Some(b"a"), Some(b"\xff"), Some(b"boom"), Some(b"c")],
+            &[Some(&seven), Some(&seven), Some(&seven), None],
+        ));
+        assert_eq!(r.output_counts, vec![1, 0, 0, 1]);
+        assert_eq!(outputs(&r.value_lengths, &r.values), vec![Some("a:7".to_owned()), Some("c:-1".to_owned())]);
+        let got: Vec<i32> = r.failures.iter().map(|f| f.index).collect();
+        assert_eq!(got, vec![1, 2]);
+        assert!(r.failures[1].message.contains("no booms"), "{}", r.failures[1].message);
+    }
+
+    fn adder(_: &String, v: i64, a: i64) -> i64 {
+        assert!(v != 13, "unlucky");
+        a + v
+    }
+
+    #[test]
+    fn an_async_aggregate_answers_as_the_sync_one_does() {
+        let b = fold_bundle(
+            false,
+            &[("a", None, 3), ("b", Some(100), 3), ("c", None, 2)],
+            &[Some(1), Some(13), Some(2), Some(5), None, Some(6), Some(13), Some(4)],
+            &[],
+        );
+        let sync = executor(vec![
+            (1, Func::Fold(Arc::new(Fold(crate::fold::Aggregate::<String, i64, i64>::new(|| 10, adder, None))))),
+            (2, Func::Part),
+        ])
+        .process(&b);
+        assert_eq!(sync.failures.len(), 3, "{:?}", sync.failures);
+        // The first values of groups a and c (b has a stored aggregate)
+        // wait for each other: the groups fold together.
+        let first = Barrier::new(2);
+        let fold = AsyncFold::<String, i64, i64>::new(
+            "aggregate f".into(),
+            Arc::new(move |k: &String, v: i64| {
+                let (k, wait) = (k.clone(), first.wait());
+                Box::pin(async move {
+                    wait.await;
+                    adder(&k, v, 10)
+                }) as LocalFuture<i64>
+            }),
+            Arc::new(move |k: &String, a: i64, v: i64| {
+                let k = k.clone();
+                Box::pin(async move {
+                    Yield(1).await;
+                    adder(&k, v, a)
+                }) as LocalFuture<i64>
+            }),
+        );
+        let r = executor(vec![(1, Func::Fold(Arc::new(fold))), (2, Func::Part)]).process(&b);
+        assert_eq!(r, sync);
+    }
 }

@@ -271,7 +271,7 @@ fn every_vector_gives_its_result() {
                 .map(|f| (f["token"].as_u64().unwrap() as u32, FnRef::of(&f["fn"])))
                 .collect();
             let bundle = pb::Bundle::decode(from_base64(v["bundle"].as_str().unwrap()).as_slice()).expect("a bundle");
-            let ex = Executor { functions: Arc::new(functions(&refs, &bundle)) };
+            let ex = Executor { functions: Arc::new(functions(&refs, &bundle)), async_timeout: super::ASYNC_TIMEOUT };
             let mut got = ex.process(&bundle);
             ran += 1;
             let want_failures = v.get("failures").and_then(J::as_array).cloned().unwrap_or_default();

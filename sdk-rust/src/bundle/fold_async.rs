@@ -1,0 +1,222 @@
+//! Async reduce and aggregate of grouped streams (`reduce_async`,
+//! `aggregate_async`): a fold bundle's groups (keys) fold together, each
+//! group's values in order, every call's future awaited before the group's
+//! next value. The outcomes are those of the synchronous [`Fold`](super::Fold)
+//! of a stream: each value's output is the key's aggregate after it; a value
+//! whose call panics (or whose future does), whose aggregate is null or does
+//! not encode fails alone, and the group goes on from the aggregate before
+//! it. Values of a group still folding when the bundle's bound passes fail,
+//! naming the function; those before keep their outputs.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use super::{await_all, column, fail_all, fail_all_as, guarded, kind, outcomes, FoldRun, LocalFuture};
+use crate::pb;
+use crate::serdes::Serde;
+
+/// A key's first value to its aggregate (reduce: the value, without a call).
+type First<K, V, A> = Arc<dyn Fn(&K, V) -> LocalFuture<A> + Send + Sync>;
+/// The next aggregate from the key, the aggregate and the value.
+type Next<K, V, A> = Arc<dyn Fn(&K, A, V) -> LocalFuture<A> + Send + Sync>;
+
+/// An async stream fold of keys K, values V and aggregates A.
+pub(crate) struct AsyncFold<K, V, A> {
+    name: String,
+    first: First<K, V, A>,
+    next: Next<K, V, A>,
+}
+
+impl<K, V, A> AsyncFold<K, V, A> {
+    /// `name` names the function in a timeout's message.
+    pub(crate) fn new(name: String, first: First<K, V, A>, next: Next<K, V, A>) -> Self {
+        AsyncFold { name, first, next }
+    }
+}
+
+/// A value's outcome: its encoded aggregate, or why it failed (and whether
+/// its value did not decode).
+type Outcome = Result<Vec<u8>, (String, bool)>;
+
+/// Polls a future, turning its panic into the panic's message.
+struct CatchPanic<A>(LocalFuture<A>);
+
+impl<A> Future for CatchPanic<A> {
+    type Output = Result<A, String>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match guarded(|| self.0.as_mut().poll(cx)) {
+            Ok(Poll::Ready(a)) => Poll::Ready(Ok(a)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
+    }
+}
+
+impl<K: Serde, V: Serde, A: Serde> FoldRun for AsyncFold<K, V, A> {
+    fn run(&self, b: &pb::Bundle, async_timeout: Duration) -> pb::BundleResult {
+        let n = outcomes(b);
+        if !b.fold_bases.is_empty()
+            || !b.value_refs.is_empty()
+            || b.steps.first().is_some_and(|s| s.subtractor_token != 0)
+        {
+            return fail_all(
+                b,
+                0,
+                "an async fold got a windowed or table fold bundle, which only synchronous folds take".to_owned(),
+            );
+        }
+        let sizes = &b.group_sizes;
+        let total: i64 = sizes.iter().map(|&s| i64::from(s)).sum();
+        if b.aggregate_lengths.len() != sizes.len()
+            || b.key_lengths.len() != sizes.len()
+            || total != n as i64
+            || sizes.iter().any(|&s| s < 0)
+        {
+            return fail_all(
+                b,
+                0,
+                format!(
+                    "malformed fold bundle: {} group sizes adding up to {total}, {} keys, {} aggregates and {n} values",
+                    sizes.len(),
+                    b.key_lengths.len(),
+                    b.aggregate_lengths.len()
+                ),
+            );
+        }
+        let cols = column(&b.values, &b.value_lengths)
+            .and_then(|v| Ok((v, column(&b.keys, &b.key_lengths)?, column(&b.aggregates, &b.aggregate_lengths)?)));
+        let (values, keys, aggs) = match cols {
+            Ok(c) => c,
+            Err(e) => return fail_all_as(b, 0, e, true),
+        };
+        let agg_serde: String = [&b.aggregate_serde, &b.output_value_serde, &b.value_serde]
+            .into_iter()
+            .find(|s| !s.is_empty())
+            .cloned()
+            .unwrap_or_default();
+        let outs: Rc<RefCell<Vec<Option<Outcome>>>> = Rc::new(RefCell::new(vec![None; n]));
+        let mut groups = Vec::new(); // (first value, end) of each group folding
+        let mut futures: Vec<LocalFuture<Result<(), String>>> = Vec::new();
+        let mut pos = 0usize;
+        for (g, &size) in sizes.iter().enumerate() {
+            let end = pos + size as usize;
+            let start = (|| {
+                let key = K::decode(&b.key_serde, keys[g])
+                    .map_err(|e| format!("the key of this group does not decode: {e}"))?;
+                let agg = match aggs[g] {
+                    None => None,
+                    Some(bytes) => Some(
+                        A::decode(&agg_serde, Some(bytes))
+                            .map_err(|e| format!("the stored aggregate of this group does not decode: {e}"))?,
+                    ),
+                };
+                Ok::<_, String>((key, agg, aggs[g].map(<[u8]>::to_vec)))
+            })();
+            let (key, agg, good) = match start {
+                Ok(s) => s,
+                Err(e) => {
+                    let mut o = outs.borrow_mut();
+                    (pos..end).for_each(|i| o[i] = Some(Err((e.clone(), true))));
+                    pos = end;
+                    continue;
+                }
+            };
+            let vals: Vec<Result<V, String>> = (pos..end)
+                .map(|i| V::decode(&b.value_serde, values[i]).map_err(|e| format!("the value does not decode: {e}")))
+                .collect();
+            let (first, next, outs, serde) = (self.first.clone(), self.next.clone(), outs.clone(), agg_serde.clone());
+            let start = pos;
+            futures.push(Box::pin(async move {
+                let restore = |good: &Option<Vec<u8>>| good.as_ref().and_then(|g| A::decode(&serde, Some(g)).ok());
+                let (mut cur, mut good) = (agg, good);
+                for (j, v) in vals.into_iter().enumerate() {
+                    let i = start + j;
+                    let v = match v {
+                        Ok(v) => v,
+                        Err(e) => {
+                            outs.borrow_mut()[i] = Some(Err((e, true)));
+                            continue;
+                        }
+                    };
+                    let prev = cur.take();
+                    let called = guarded(|| match prev {
+                        Some(a) => next(&key, a, v),
+                        None => first(&key, v),
+                    });
+                    let folded = match called {
+                        Ok(fut) => CatchPanic(fut).await,
+                        Err(panic) => Err(panic),
+                    };
+                    let mut buf = Vec::new();
+                    let outcome = match folded.map(|a| (a.encode(&serde, &mut buf), a)) {
+                        Ok((Ok(true), a)) => {
+                            good = Some(buf.clone());
+                            cur = Some(a);
+                            Ok(buf)
+                        }
+                        Ok((Ok(false), _)) => Err("the aggregate is null; an aggregate cannot be null".to_owned()),
+                        Ok((Err(e), _)) => Err(format!("the aggregate does not encode: {e}")),
+                        Err(msg) => Err(msg),
+                    };
+                    if outcome.is_err() {
+                        cur = restore(&good);
+                    }
+                    outs.borrow_mut()[i] = Some(outcome.map_err(|m| (m, false)));
+                }
+                Ok(())
+            }));
+            groups.push((pos, end));
+            pos = end;
+        }
+        let done = await_all::run(futures, Instant::now() + async_timeout);
+        let st = b.steps.first();
+        let timeout = format!(
+            "TimeoutError: {} (token {}, step 0, node {}) did not finish within {} s (cancelled)",
+            self.name,
+            st.map_or(0, |s| s.token),
+            st.map_or("", |s| s.node.as_str()),
+            async_timeout.as_secs_f64()
+        );
+        let mut outs = outs.borrow_mut();
+        for ((start, end), r) in groups.into_iter().zip(done) {
+            let why = match r {
+                None => timeout.clone(),
+                Some(Err(panic)) => panic, // outside a call: not expected
+                Some(Ok(())) => continue,
+            };
+            for o in &mut outs[start..end] {
+                if o.is_none() {
+                    *o = Some(Err((why.clone(), false)));
+                }
+            }
+        }
+        let mut result = pb::BundleResult { bundle_id: b.id, output_counts: vec![0; n], ..Default::default() };
+        for (i, o) in outs.iter_mut().enumerate() {
+            match o.take() {
+                Some(Ok(bytes)) => {
+                    result.output_counts[i] = 1;
+                    result.value_lengths.push(bytes.len() as i32);
+                    result.values.extend_from_slice(&bytes);
+                }
+                Some(Err((message, undecodable))) => result.failures.push(pb::RecordFailure {
+                    index: i as i32,
+                    step: 0,
+                    message,
+                    kind: kind(undecodable),
+                }),
+                None => result.failures.push(pb::RecordFailure {
+                    index: i as i32,
+                    step: 0,
+                    message: timeout.clone(),
+                    kind: kind(false),
+                }),
+            }
+        }
+        result
+    }
+}
