@@ -8,7 +8,7 @@ import (
 )
 
 // nativeOp is a stateless operator whose function is Go (map_values,
-// filter, flat_map_values, map, select_key, peek, foreach of the Go API):
+// filter, flat_map_values, flat_map, map, select_key, peek, foreach of the Go API):
 // it runs in the engine, record by record, with no crossing.
 type nativeOp struct{ opBase }
 
@@ -41,6 +41,29 @@ func runNative(n *topology.Node, recs []rec, failed func(rec, string, failKind, 
 			if vs, err = f(r.value); err == nil {
 				for _, v := range vs {
 					out = append(out, rec{key: r.key, value: v, ts: r.ts, in: r.in})
+				}
+			}
+		case topology.MapValuesWithKeyFunc:
+			var v []byte
+			if v, err = f(r.key, r.value); err == nil {
+				r.value = v
+				out = append(out, r)
+			}
+		case topology.FlatMapValuesWithKeyFunc:
+			var vs [][]byte
+			if vs, err = f(r.key, r.value); err == nil {
+				for _, v := range vs {
+					out = append(out, rec{key: r.key, value: v, ts: r.ts, in: r.in})
+				}
+			}
+		case topology.FlatMapFunc:
+			var ks, vs [][]byte
+			if ks, vs, err = f(r.key, r.value); err == nil && len(ks) != len(vs) {
+				err = fmt.Errorf("flat_map made %d keys for %d values", len(ks), len(vs))
+			}
+			if err == nil {
+				for i, v := range vs {
+					out = append(out, rec{key: ks[i], value: v, ts: r.ts, in: r.in})
 				}
 			}
 		case topology.MapFunc:
