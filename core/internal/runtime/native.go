@@ -57,13 +57,10 @@ func runNative(n *topology.Node, recs []rec, failed func(rec, string, failKind, 
 				}
 			}
 		case topology.FlatMapFunc:
-			var ks, vs [][]byte
-			if ks, vs, err = f(r.key, r.value); err == nil && len(ks) != len(vs) {
-				err = fmt.Errorf("flat_map made %d keys for %d values", len(ks), len(vs))
-			}
-			if err == nil {
-				for i, v := range vs {
-					out = append(out, rec{key: ks[i], value: v, ts: r.ts, in: r.in})
+			var kvs []topology.KeyValue
+			if kvs, err = f(r.key, r.value); err == nil {
+				for _, kv := range kvs {
+					out = append(out, rec{key: kv.Key, value: kv.Value, ts: r.ts, in: r.in})
 				}
 			}
 		case topology.MapFunc:

@@ -103,10 +103,19 @@ func (s *Server) Build(_ context.Context, req *connect.Request[pb.BuildRequest])
 		v := o.MapValues
 		var f topology.Function
 		if f, err = fn(v.Token); err == nil {
-			if kind(v.Input) == topology.KindTable {
+			switch {
+			case kind(v.Input) == topology.KindTable && v.WithKey:
+				err = connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s: map_values with_key (token %d) is for streams, but handle %d is a table", method, v.Token, v.Input))
+			case kind(v.Input) == topology.KindTable:
 				h, err = b.TableMapValues(v.Input, f, v.ValueSerde, materialized(v.Materialized), v.Name)
-			} else if err = streamOnly(v.Input, v.Materialized); err == nil {
-				h, err = b.MapValues(v.Input, f, v.ValueSerde, v.Name)
+			case v.WithKey:
+				if err = streamOnly(v.Input, v.Materialized); err == nil {
+					h, err = b.MapValuesWithKey(v.Input, f, v.ValueSerde, v.Name)
+				}
+			default:
+				if err = streamOnly(v.Input, v.Materialized); err == nil {
+					h, err = b.MapValues(v.Input, f, v.ValueSerde, v.Name)
+				}
 			}
 		}
 	case *pb.BuildRequest_Filter:
@@ -133,7 +142,17 @@ func (s *Server) Build(_ context.Context, req *connect.Request[pb.BuildRequest])
 		v := o.FlatMapValues
 		var f topology.Function
 		if f, err = fn(v.Token); err == nil {
-			h, err = b.FlatMapValues(v.Input, f, v.ValueSerde, v.Name)
+			if v.WithKey {
+				h, err = b.FlatMapValuesWithKey(v.Input, f, v.ValueSerde, v.Name)
+			} else {
+				h, err = b.FlatMapValues(v.Input, f, v.ValueSerde, v.Name)
+			}
+		}
+	case *pb.BuildRequest_FlatMap:
+		v := o.FlatMap
+		var f topology.Function
+		if f, err = fn(v.Token); err == nil {
+			h, err = b.FlatMap(v.Input, f, v.KeySerde, v.ValueSerde, v.Name)
 		}
 	case *pb.BuildRequest_Map:
 		v := o.Map

@@ -199,9 +199,8 @@ type (
 	PredicateFunc     func(key, value []byte) (bool, error)
 	FlatMapValuesFunc func(value []byte) ([][]byte, error)
 	MapFunc           func(key, value []byte) (newKey, newValue []byte, err error)
-	// FlatMapFunc is flatMap's mapper: the new records' keys and values,
-	// keys[i] with values[i] (the two have the same length).
-	FlatMapFunc func(key, value []byte) (keys, values [][]byte, err error)
+	// FlatMapFunc is flatMap's mapper: the new records, in order.
+	FlatMapFunc func(key, value []byte) ([]KeyValue, error)
 	// MapValuesWithKeyFunc and FlatMapValuesWithKeyFunc are
 	// ValueMapperWithKey: mapValues and flatMapValues reading the key.
 	MapValuesWithKeyFunc     func(key, value []byte) ([]byte, error)
@@ -215,6 +214,9 @@ type (
 	// in a left join); a nil result is a null value.
 	ValueJoinerFunc func(value, other []byte) ([]byte, error)
 )
+
+// KeyValue is one record a FlatMapFunc makes (nil is null).
+type KeyValue struct{ Key, Value []byte }
 
 // Node is one node of the graph.
 type Node struct {
