@@ -153,6 +153,44 @@ class KStream(_Node):
             "flat_map_values", pb.FlatMapValuesOp(input=self.handle.id, token=t, value_serde=_s(value), name=_s(name))
         )
 
+    def map_values_with_key(
+        self, fn: Callable[[Any, Any], Any], *, value: SerdeName | None = None, name: str | None = None
+    ) -> KStream:
+        """``fn(key, value) -> new value`` (Kafka Streams' ``ValueMapperWithKey``):
+        reads the key, keeps it; no repartition follows."""
+        t = self._app._register("map_values", fn)
+        return self._stream(
+            "map_values", pb.MapValuesOp(input=self.handle.id, token=t, value_serde=_s(value), name=_s(name), with_key=True)
+        )
+
+    def flat_map_values_with_key(
+        self, fn: Callable[[Any, Any], Iterable[Any]], *, value: SerdeName | None = None, name: str | None = None
+    ) -> KStream:
+        """``fn(key, value) -> iterable of values``, each a record with the
+        input's key and timestamp (``ValueMapperWithKey``)."""
+        t = self._app._register("flat_map_values", fn)
+        return self._stream(
+            "flat_map_values",
+            pb.FlatMapValuesOp(input=self.handle.id, token=t, value_serde=_s(value), name=_s(name), with_key=True),
+        )
+
+    def flat_map(
+        self,
+        fn: Callable[[Any, Any], Iterable[tuple[Any, Any]]],
+        *,
+        key: SerdeName | None = None,
+        value: SerdeName | None = None,
+        name: str | None = None,
+    ) -> KStream:
+        """``fn(key, value) -> iterable of (new key, new value)``: zero, one
+        or many records per record, each with the input's timestamp and
+        headers (``KStream.flatMap``). Like ``map``, it marks the stream for
+        repartitioning before a grouping or join."""
+        t = self._app._register("flat_map", fn)
+        return self._stream(
+            "flat_map", pb.FlatMapOp(input=self.handle.id, token=t, key_serde=_s(key), value_serde=_s(value), name=_s(name))
+        )
+
     def map(
         self,
         fn: Callable[[Any, Any], tuple[Any, Any]],
@@ -893,9 +931,25 @@ class KTable(_Node):
                 self._app._functions.pop(token, None)  # registered for this call only
             raise
 
-    def to_stream(self, *, name: str | None = None) -> KStream:
-        """The table's changes as a stream."""
-        return KStream(self._app, self._app._build("to_stream", pb.ToStreamOp(input=self.handle.id, name=_s(name))))
+    def to_stream(
+        self,
+        mapper: Callable[[Any, Any], Any] | None = None,
+        /,
+        *,
+        key: SerdeName | None = None,
+        name: str | None = None,
+    ) -> KStream:
+        """The table's changes as a stream. With ``mapper``, ``mapper(key,
+        value) -> new key`` keys the stream (``KTable.toStream(KeyValueMapper)``):
+        as in Kafka Streams, a ``to_stream`` node (named ``name``) followed by
+        a ``select_key`` node, so a grouping downstream repartitions. ``key``
+        is the new keys' serde (only with ``mapper``)."""
+        if mapper is None and key is not None:
+            raise TypeError(f"{self!r}.to_stream: key names the serde of a mapper's keys, but no mapper was given")
+        stream = KStream(self._app, self._app._build("to_stream", pb.ToStreamOp(input=self.handle.id, name=_s(name))))
+        if mapper is None:
+            return stream
+        return stream.select_key(mapper, key=key)
 
     @property
     def store(self) -> str | None:
