@@ -447,6 +447,9 @@ func (c *Case) rules() []violation {
 		if (s.Strategy != "") != (s.Op == "emit_strategy") {
 			add(p+".strategy", "a strategy goes with emit_strategy, and emit_strategy needs one")
 		}
+		if s.Op == "to_stream" && in != kindTable {
+			add(p+".op", "to_stream applies to a table, not a %s", in)
+		}
 		if s.Op == "to_table" && in != kindStream {
 			add(p+".op", "to_table applies to a stream, not a %s", in)
 		}
@@ -573,7 +576,7 @@ func (c *Case) kinds() []kind {
 			out[i] = kindGlobalTable
 		case "split":
 			out[i] = kindBranches
-		default: // flat_map_values, map, select_key, peek, to_stream
+		default: // flat_map_values, flat_map, the with-key mappers, map, select_key, peek, to_stream
 			out[i] = kindStream
 		}
 	}

@@ -300,6 +300,12 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 			return in.MapValues(mapperFn(f, arg, vs, or(st.Value, vs)), opts(st, false, true)...)
 		case "flat_map_values":
 			return in.FlatMapValues(flatFn(f, arg, vs, or(st.Value, vs)), opts(st, false, true)...)
+		case "map_values_with_key":
+			return in.MapValuesWithKey(mapperKFn(f, arg, ks, vs, or(st.Value, vs)), opts(st, false, true)...)
+		case "flat_map_values_with_key":
+			return in.FlatMapValuesWithKey(flatKFn(f, arg, ks, vs, or(st.Value, vs)), opts(st, false, true)...)
+		case "flat_map":
+			return in.FlatMap(flatKVFn(f, arg, ks, vs, or(st.Key, ks), or(st.Value, vs)), opts(st, true, true)...)
 		case "filter":
 			return in.Filter(predFn(f, arg, ks, vs), opts(st, false, false)...)
 		case "filter_not":
@@ -435,6 +441,9 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 		case "group_by":
 			return in.GroupBy(kvFn(f, arg, ks, vs, or(st.Key, ks), or(st.Value, vs)), opts(st, true, true)...)
 		case "to_stream":
+			if st.Fn != nil {
+				return in.ToStreamKeyed(keyFn(f, arg, ks, vs, or(st.Key, ks)), opts(st, true, false)...)
+			}
 			return in.ToStream(opts(st, false, false)...)
 		case "join", "left_join", "outer_join":
 			other := labels[st.Table].(*streams.Table)
@@ -531,6 +540,72 @@ func flatFn(f fnImpl, arg any, in, out string) streams.FlatMapValuesFunc {
 		outs := make([][]byte, len(rs))
 		for i, r := range rs {
 			if outs[i], err = encodeValue(out, r); err != nil {
+				return nil, err
+			}
+		}
+		return outs, nil
+	}
+}
+
+func mapperKFn(f fnImpl, arg any, ks, vs, out string) streams.MapValuesWithKeyFunc {
+	return func(kb, vb []byte) ([]byte, error) {
+		k, v, err := decodeKV(ks, vs, kb, vb)
+		if err != nil {
+			return nil, err
+		}
+		if err := raised(f, arg, v); err != nil || f.raise != nil {
+			return vb, err
+		}
+		r, err := f.mapperK(arg, k, v)
+		if err != nil {
+			return nil, err
+		}
+		return encodeValue(out, r)
+	}
+}
+
+func flatKFn(f fnImpl, arg any, ks, vs, out string) streams.FlatMapValuesWithKeyFunc {
+	return func(kb, vb []byte) ([][]byte, error) {
+		k, v, err := decodeKV(ks, vs, kb, vb)
+		if err != nil {
+			return nil, err
+		}
+		if err := raised(f, arg, v); err != nil || f.raise != nil {
+			return [][]byte{vb}, err
+		}
+		rs, err := f.flatK(arg, k, v)
+		if err != nil {
+			return nil, err
+		}
+		outs := make([][]byte, len(rs))
+		for i, r := range rs {
+			if outs[i], err = encodeValue(out, r); err != nil {
+				return nil, err
+			}
+		}
+		return outs, nil
+	}
+}
+
+func flatKVFn(f fnImpl, arg any, ks, vs, outK, outV string) streams.FlatMapFunc {
+	return func(kb, vb []byte) ([]streams.KeyValue, error) {
+		k, v, err := decodeKV(ks, vs, kb, vb)
+		if err != nil {
+			return nil, err
+		}
+		if err := raised(f, arg, v); err != nil || f.raise != nil {
+			return []streams.KeyValue{{Key: kb, Value: vb}}, err
+		}
+		rs, err := f.flatKV(arg, k, v)
+		if err != nil {
+			return nil, err
+		}
+		outs := make([]streams.KeyValue, len(rs))
+		for i, r := range rs {
+			if outs[i].Key, err = encodeValue(outK, r[0]); err != nil {
+				return nil, err
+			}
+			if outs[i].Value, err = encodeValue(outV, r[1]); err != nil {
 				return nil, err
 			}
 		}
