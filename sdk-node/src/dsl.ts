@@ -355,6 +355,62 @@ export class KStream<K, V> extends Node {
   }
 
   /**
+   * `fn(key, value) -> new value` (Kafka Streams' `ValueMapperWithKey`):
+   * reads the key, keeps it; no repartition follows.
+   */
+  mapValuesWithKey<VR>(fn: (key: K, value: V) => MaybePromise<VR>, options: ValueOptions = {}): KStream<K, VR> {
+    const f = callable(fn, "mapValuesWithKey");
+    return new KStream(
+      this.builder,
+      this.call("mapValuesWithKey", [f], (input, [token]) => ({
+        case: "mapValues",
+        value: { input, token: token!, valueSerde: options.value ?? "", name: options.name ?? "", withKey: true },
+      })),
+    );
+  }
+
+  /**
+   * `fn(key, value) -> iterable of values` (`ValueMapperWithKey`), each a
+   * record with the input's key and timestamp.
+   */
+  flatMapValuesWithKey<VR>(
+    fn: (key: K, value: V) => Iterable<VR> | AsyncIterable<VR> | PromiseLike<Iterable<VR>>,
+    options: ValueOptions = {},
+  ): KStream<K, VR> {
+    const f = callable(fn, "flatMapValuesWithKey");
+    return new KStream(
+      this.builder,
+      this.call("flatMapValuesWithKey", [f], (input, [token]) => ({
+        case: "flatMapValues",
+        value: { input, token: token!, valueSerde: options.value ?? "", name: options.name ?? "", withKey: true },
+      })),
+    );
+  }
+
+  /**
+   * `fn(key, value) -> iterable of [new key, new value]` (`KStream.flatMap`):
+   * zero, one or many records per record, each with the input's timestamp
+   * and headers. Like `map`, it marks the stream for repartitioning before a
+   * grouping or join.
+   */
+  flatMap<KR, VR>(
+    fn: (
+      key: K,
+      value: V,
+    ) => Iterable<readonly [KR, VR]> | AsyncIterable<readonly [KR, VR]> | PromiseLike<Iterable<readonly [KR, VR]>>,
+    options: KeyValueOptions = {},
+  ): KStream<KR, VR> {
+    const f = callable(fn, "flatMap");
+    return new KStream(
+      this.builder,
+      this.call("flatMap", [f], (input, [token]) => ({
+        case: "flatMap",
+        value: { input, token: token!, keySerde: options.key ?? "", valueSerde: options.value ?? "", name: options.name ?? "" },
+      })),
+    );
+  }
+
+  /**
    * `fn(key, value) -> [new key, new value]`. Changing keys marks the stream
    * for repartitioning before a grouping.
    */
@@ -1194,12 +1250,33 @@ export class KTable<K, V> extends Node {
     );
   }
 
-  /** The table's changes as a stream; a deleted row comes as a record with a null value. */
-  toStream(options: NamedOptions = {}): KStream<K, V> {
-    return new KStream(
+  /**
+   * The table's changes as a stream; a deleted row comes as a record with a
+   * null value. With `mapper`, `mapper(key, value) -> new key` keys the
+   * stream (`KTable.toStream(KeyValueMapper)`): as in Kafka Streams, a
+   * toStream node (named `options.name`) then a selectKey node, so a
+   * grouping downstream repartitions; `options.key` is the new keys' serde.
+   */
+  toStream(options?: NamedOptions): KStream<K, V>;
+  toStream<KR>(mapper: (key: K, value: V) => MaybePromise<KR>, options?: KeyOptions): KStream<KR, V>;
+  toStream<KR>(
+    mapperOrOptions?: NamedOptions | ((key: K, value: V) => MaybePromise<KR>),
+    maybeOptions: KeyOptions = {},
+  ): KStream<K, V> | KStream<KR, V> {
+    const mapper = typeof mapperOrOptions === "function" ? mapperOrOptions : undefined;
+    const options: KeyOptions = typeof mapperOrOptions === "function" ? maybeOptions : (mapperOrOptions ?? {});
+    if (mapper === undefined && options.key !== undefined) {
+      throw new TypeError(`toStream: key names the serde of a mapper's keys, but no mapper was given`);
+    }
+    const f = mapper === undefined ? undefined : callable(mapper, "toStream");
+    const stream = new KStream<K, V>(
       this.builder,
       this.call("toStream", [], (input) => ({ case: "toStream", value: { input, name: options.name ?? "" } })),
     );
+    if (f === undefined) {
+      return stream;
+    }
+    return stream.selectKey(f as (key: K, value: V) => MaybePromise<KR>, options.key === undefined ? {} : { key: options.key });
   }
 
   /**
