@@ -31,7 +31,7 @@ build:
 generate: deps
 	cd proto && ../node_modules/.bin/buf generate
 	cd sdk-rust && cargo run --quiet -p polystreams-codegen
-	go test -count=1 -run '^TestHostVectors$$' ./core/internal/runtime/ -args -write-vectors
+	go test -count=1 -run '^TestHostVectors$$' ./core/internal/engine/ -args -write-vectors
 
 # Fails when the committed generated code is not what `make generate` makes.
 check-generated: generate
@@ -57,7 +57,7 @@ test-go: build
 	go test $(GO_TEST_FLAGS) ./...
 	# -race instruments this process only: tests that run the engine as a
 	# separate process (kill, scale-out) gain nothing from it and are skipped.
-	go test -race $(GO_TEST_FLAGS) -skip 'TestScaleOut|TestKilledEngine|TestChaos' ./core/internal/runtime/ ./core/internal/server/
+	go test -race $(GO_TEST_FLAGS) -skip 'TestScaleOut|TestKilledEngine|TestChaos' ./core/internal/engine/ ./core/internal/server/
 
 # A real Apache Kafka broker (tools/kafka/VERSION; jars resolved by Maven
 # into .cache/kafka) in the foreground, on free loopback ports: prints its

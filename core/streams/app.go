@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/polystreams/polystreams/core/internal/runtime"
+	"github.com/polystreams/polystreams/core/internal/engine"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
@@ -35,7 +35,7 @@ type Config struct {
 // App runs a topology built by a Builder (KafkaStreams). Safe for
 // concurrent use.
 type App struct {
-	rt   *runtime.App
+	rt   *engine.App
 	topo *topology.Topology
 
 	mu        sync.Mutex // guards listeners
@@ -46,7 +46,7 @@ type App struct {
 // calls on b do not change it. Every configuration problem is reported at
 // once.
 func New(b *Builder, c Config) (*App, error) {
-	cfg, _, err := runtime.ParseConfig(c.ApplicationID, c.Properties, c.Brokers)
+	cfg, _, err := engine.ParseConfig(c.ApplicationID, c.Properties, c.Brokers)
 	if err != nil {
 		return nil, fmt.Errorf("streams: %w", err)
 	}
@@ -55,7 +55,7 @@ func New(b *Builder, c Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt, err := runtime.New(cfg, topo, noHost{})
+	rt, err := engine.New(cfg, topo, noHost{})
 	if err != nil {
 		return nil, err
 	}

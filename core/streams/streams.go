@@ -26,7 +26,7 @@ package streams
 
 import (
 	"errors"
-	"github.com/polystreams/polystreams/core/internal/runtime"
+	"github.com/polystreams/polystreams/core/internal/engine"
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
@@ -138,10 +138,10 @@ var (
 
 // RecordError is the error of an application stopped by a failed record:
 // the record's topic, partition and offset, and the node it failed in.
-type RecordError = runtime.RecordError
+type RecordError = engine.RecordError
 
 // State is an application's state.
-type State = runtime.State
+type State = engine.State
 
 // The states of an App, in the order it passes through them. Restoring
 // comes between Rebalancing and Running while tasks restore their stores
@@ -151,11 +151,11 @@ type State = runtime.State
 // 1 s of a broker answering again. The application does not fail because of
 // it (docs/observability.md).
 const (
-	Created     = runtime.Created
-	Rebalancing = runtime.Rebalancing
-	Restoring   = runtime.Restoring
-	Running     = runtime.Running
-	Degraded    = runtime.Degraded
-	Stopped     = runtime.Stopped
-	Failed      = runtime.Failed
+	Created     = engine.Created
+	Rebalancing = engine.Rebalancing
+	Restoring   = engine.Restoring
+	Running     = engine.Running
+	Degraded    = engine.Degraded
+	Stopped     = engine.Stopped
+	Failed      = engine.Failed
 )

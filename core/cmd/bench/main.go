@@ -43,7 +43,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/broker"
-	"github.com/polystreams/polystreams/core/internal/runtime"
+	"github.com/polystreams/polystreams/core/internal/engine"
 	"github.com/polystreams/polystreams/core/internal/server"
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
@@ -323,14 +323,14 @@ func (bn *bench) nativeArmWith(in string, n, bundle int, stateDir string, metric
 	topo, err := b.Topology()
 	check(err)
 	appID := bn.name("native")
-	cfg, _, err := runtime.ParseConfig(appID, map[string]string{
+	cfg, _, err := engine.ParseConfig(appID, map[string]string{
 		"state.dir":                      stateDir,
 		"polystreams.bundle.max.records": strconv.Itoa(bundle),
 		"polystreams.metrics.enabled":    strconv.FormatBool(metrics),
 	}, bn.brokers)
 	check(err)
 	cfg.Logger = bn.log
-	app, err := runtime.New(cfg, topo, nil)
+	app, err := engine.New(cfg, topo, nil)
 	check(err)
 	took := bn.measure(appID, out, n, func() { check(app.Start(context.Background())) })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

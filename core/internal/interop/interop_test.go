@@ -477,7 +477,7 @@ func TestInterop(t *testing.T) {
 				}
 				sort.Strings(keys)
 				// The engine's window store logs its stream time as a record
-				// of key 0x00 (runtime/window.go, metaLogKey) for restores;
+				// of key 0x00 (engine/window.go, metaLogKey) for restores;
 				// Kafka Streams' window store changelog has no such record
 				// (docs/kafka.md lists this difference).
 				if store == "wcounts" {

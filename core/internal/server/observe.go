@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/polystreams/polystreams/core/internal/engine"
 	"github.com/polystreams/polystreams/core/internal/metrics"
-	"github.com/polystreams/polystreams/core/internal/runtime"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
@@ -25,8 +25,8 @@ import (
 
 // appView is one session, as the observability endpoints see it.
 type appView struct {
-	session, appID string       // session: the label, never the id
-	app            *runtime.App // nil before Start
+	session, appID string      // session: the label, never the id
+	app            *engine.App // nil before Start
 	topo           *topology.Topology
 	stopped        bool
 	dispatch       *dispatcher
@@ -108,7 +108,7 @@ func (s *Server) MetricsHandler() http.Handler {
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
 
-// collector reads the sessions' runtime.Stats at each scrape. It is
+// collector reads the sessions' engine.Stats at each scrape. It is
 // unchecked (Describe sends nothing): its series come and go with sessions.
 type collector struct{ s *Server }
 
@@ -333,12 +333,12 @@ type StatusApp struct {
 	// stallAfter with none (docs/scale-out.md).
 	Host statusHost `json:"host"`
 	// Standbys: store partitions kept warm for tasks of other instances.
-	Standbys []runtime.StandbyPartition `json:"standbys"`
+	Standbys []engine.StandbyPartition `json:"standbys"`
 	// Brokers: whether any broker answers the application.
 	Brokers statusBrokers `json:"brokers"`
 	// Memory: what the engine holds in memory for the application, and
 	// its budget (polystreams.memory.max.bytes); absent before Start.
-	Memory *runtime.Usage `json:"memory,omitempty"`
+	Memory *engine.Usage `json:"memory,omitempty"`
 }
 
 type statusBrokers struct {
@@ -372,11 +372,11 @@ type statusNode struct {
 }
 
 type statusTask struct {
-	ID       string                 `json:"id"`
-	Restored bool                   `json:"restored"`
-	Lag      int64                  `json:"lag"`
-	Inputs   []runtime.PartitionLag `json:"inputs"`
-	Stores   []runtime.StoreStats   `json:"stores"`
+	ID       string                `json:"id"`
+	Restored bool                  `json:"restored"`
+	Lag      int64                 `json:"lag"`
+	Inputs   []engine.PartitionLag `json:"inputs"`
+	Stores   []engine.StoreStats   `json:"stores"`
 }
 
 type logEntryJSON struct {
@@ -429,10 +429,10 @@ func (s *Server) Status() Status {
 			for _, t := range rs.Tasks {
 				stt := statusTask{ID: t.ID, Restored: t.Restored, Inputs: t.Inputs, Stores: t.Stores, Lag: -1}
 				if stt.Inputs == nil {
-					stt.Inputs = []runtime.PartitionLag{}
+					stt.Inputs = []engine.PartitionLag{}
 				}
 				if stt.Stores == nil {
-					stt.Stores = []runtime.StoreStats{}
+					stt.Stores = []engine.StoreStats{}
 				}
 				for _, in := range t.Inputs {
 					if in.Lag >= 0 {
@@ -459,8 +459,8 @@ func (s *Server) StatusHandler() http.Handler {
 
 // Standbys returns each started application's standby store partitions
 // with their positions, by application.id.
-func (s *Server) Standbys() map[string][]runtime.StandbyPartition {
-	out := map[string][]runtime.StandbyPartition{}
+func (s *Server) Standbys() map[string][]engine.StandbyPartition {
+	out := map[string][]engine.StandbyPartition{}
 	for _, v := range s.views() {
 		if v.app != nil {
 			out[v.appID], _ = v.app.Standbys()
@@ -471,8 +471,8 @@ func (s *Server) Standbys() map[string][]runtime.StandbyPartition {
 
 // Restores returns each started application's restore progress, by
 // application.id.
-func (s *Server) Restores() map[string]runtime.RestoreProgress {
-	out := map[string]runtime.RestoreProgress{}
+func (s *Server) Restores() map[string]engine.RestoreProgress {
+	out := map[string]engine.RestoreProgress{}
 	for _, v := range s.views() {
 		if v.app != nil {
 			out[v.appID] = v.app.Restore()

@@ -12,7 +12,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/polystreams/polystreams/core/internal/runtime"
+	"github.com/polystreams/polystreams/core/internal/engine"
 	"github.com/polystreams/polystreams/core/internal/serde"
 	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
@@ -72,7 +72,7 @@ func (s *Server) Query(_ context.Context, req *connect.Request[pb.QueryRequest])
 	parts, err := app.StorePartitions(m.Store)
 	if err != nil {
 		code := connect.CodeFailedPrecondition
-		if !errors.Is(err, runtime.ErrNotQueryable) {
+		if !errors.Is(err, engine.ErrNotQueryable) {
 			code = connect.CodeNotFound
 		}
 		return nil, connect.NewError(code, fmt.Errorf("Query: %w", err))
@@ -146,7 +146,7 @@ func (s *Server) Query(_ context.Context, req *connect.Request[pb.QueryRequest])
 // deleted: as in Kafka Streams, a fetch starts no earlier than stream time
 // - retention + 1.
 func fetchWindows(p *state.Partition, st *topology.Store, f *pb.WindowFetch, collect func(k, v []byte, ts int64) error) error {
-	streamTime, err := runtime.StreamTime(p)
+	streamTime, err := engine.StreamTime(p)
 	if err != nil {
 		return err
 	}

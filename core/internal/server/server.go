@@ -19,10 +19,11 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/polystreams/polystreams/core/internal/engine"
 	"github.com/polystreams/polystreams/core/internal/logging"
-	"github.com/polystreams/polystreams/core/internal/runtime"
 	"github.com/polystreams/polystreams/core/internal/testdriver"
 	"github.com/polystreams/polystreams/core/internal/topology"
+	"github.com/polystreams/polystreams/core/internal/topology/frompb"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 	"github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1/polystreamsv1alpha1connect"
 )
@@ -58,7 +59,7 @@ type Options struct {
 	// Embedded says Brokers is the engine's embedded broker (polystreams
 	// dev). Sessions that name no bootstrap.servers of their own then
 	// create the topics their topology reads or writes when missing
-	// (runtime.Config.CreateMissingTopics), and commit every
+	// (engine.Config.CreateMissingTopics), and commit every
 	// DevCommitInterval unless commit.interval.ms is set (under
 	// exactly_once_v2 its default, 100 ms, is shorter already): results
 	// show in about a second, not Kafka Streams' 30 s.
@@ -66,7 +67,7 @@ type Options struct {
 	// BrokerWait, when not nil, sets polystreams.broker.wait.ms for
 	// sessions that do not set it (the engine's --broker-wait; 0 fails a
 	// start at once when no broker answers); nil keeps the runtime's
-	// default, runtime.DefaultBrokerWait.
+	// default, engine.DefaultBrokerWait.
 	BrokerWait *time.Duration
 	// MaxSessions bounds the sessions open at once, overriding the default
 	// DefaultMaxSessions; OpenSession beyond it is refused with
@@ -80,8 +81,8 @@ type Options struct {
 	// MaxAppMemory is polystreams.memory.max.bytes of sessions that set
 	// none, and the most a session may set (a session asking for more is
 	// refused with CodeInvalidArgument); default
-	// runtime.DefaultMemoryMaxBytes. What the engine holds in memory for
-	// one application (runtime/budget.go).
+	// engine.DefaultMemoryMaxBytes. What the engine holds in memory for
+	// one application (engine/budget.go).
 	MaxAppMemory int64
 }
 
@@ -139,7 +140,7 @@ func New(o Options) *Server {
 		o.MaxCacheBytes = DefaultMaxCacheBytes
 	}
 	if o.MaxAppMemory <= 0 {
-		o.MaxAppMemory = runtime.DefaultMemoryMaxBytes
+		o.MaxAppMemory = engine.DefaultMemoryMaxBytes
 	}
 	s := &Server{opts: o, log: o.Logger, sessions: map[string]*session{}, stop: make(chan struct{}), started: time.Now()}
 	go s.janitor()
@@ -179,7 +180,7 @@ type session struct {
 	id       string
 	label    string // sessionLabel(id): names the session where id must not show
 	appID    string
-	cfg      runtime.Config
+	cfg      engine.Config
 	lastSeen atomic.Int64 // unix nanos of the last call
 	dispatch *dispatcher
 	// ended: Stop was called. An ended session stays known until it
@@ -192,7 +193,7 @@ type session struct {
 	builder   *topology.Builder
 	funcs     map[uint32]string // token -> display name
 	nextToken uint32
-	app       *runtime.App
+	app       *engine.App
 	// reported: per worker, the index (in app.Changes) of the next state
 	// change to report to it. Each worker hears of every change once, in
 	// order, however short the state lasted.
@@ -304,10 +305,10 @@ func (s *Server) OpenSession(ctx context.Context, req *connect.Request[pb.OpenSe
 	}
 	_, ownBrokers := kv["bootstrap.servers"]
 	embedded := s.opts.Embedded && td == nil && !ownBrokers
-	if embedded && kv["processing.guarantee"] != runtime.ExactlyOnceV2 {
+	if embedded && kv["processing.guarantee"] != engine.ExactlyOnceV2 {
 		kv = withDefault(kv, "commit.interval.ms", DevCommitInterval)
 	}
-	cfg, effective, err := runtime.ParseConfig(m.ApplicationId, kv, s.opts.Brokers)
+	cfg, effective, err := engine.ParseConfig(m.ApplicationId, kv, s.opts.Brokers)
 	if cfg.CacheMaxBytes > s.opts.MaxCacheBytes {
 		err = errors.Join(err, fmt.Errorf("statestore.cache.max.bytes: at most %d on this engine (--max-cache-bytes)", s.opts.MaxCacheBytes))
 	}
@@ -373,8 +374,8 @@ func (s *Server) OpenSession(ctx context.Context, req *connect.Request[pb.OpenSe
 	}
 	s.sessions[ss.id] = ss
 	s.mu.Unlock()
-	s.log.Info("session opened", "session", ss.label, "application.id", m.ApplicationId, "config", runtime.Redact(effective))
-	return connect.NewResponse(&pb.OpenSessionResponse{SessionId: ss.id, Config: runtime.Redact(effective), Version: s.opts.Version}), nil
+	s.log.Info("session opened", "session", ss.label, "application.id", m.ApplicationId, "config", engine.Redact(effective))
+	return connect.NewResponse(&pb.OpenSessionResponse{SessionId: ss.id, Config: engine.Redact(effective), Version: s.opts.Version}), nil
 }
 
 // A started session's host is live while a worker is in an Exchange call
@@ -457,6 +458,44 @@ func (s *Server) RegisterFunction(_ context.Context, req *connect.Request[pb.Reg
 	return connect.NewResponse(&pb.RegisterFunctionResponse{Token: ss.nextToken}), nil
 }
 
+// Build applies one operator (frompb translates it). Everything is checked
+// before the builder is touched, and the builder itself changes nothing on a
+// refused call.
+func (s *Server) Build(_ context.Context, req *connect.Request[pb.BuildRequest]) (*connect.Response[pb.BuildResponse], error) {
+	m := req.Msg
+	ss, err := s.session("Build", m.SessionId)
+	if err != nil {
+		return nil, err
+	}
+	op := frompb.OperationName(m)
+	method := "Build(" + op + ")"
+	if op == "" {
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("Build: the request names no operation"))
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.stopped {
+		return nil, errStopped(method)
+	}
+	if ss.app != nil {
+		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("%s: the topology is started; builder calls are refused after Start", method))
+	}
+	resp, err := frompb.Build(ss.builder, ss.funcs, m)
+	if err != nil {
+		return nil, connect.NewError(topologyCode(err), err)
+	}
+	return connect.NewResponse(resp), nil
+}
+
+// topologyCode is the Connect code of a topology error: NotFound for a
+// handle (or token) that does not exist, InvalidArgument for the rest.
+func topologyCode(err error) connect.Code {
+	if errors.Is(err, topology.ErrNotFound) {
+		return connect.CodeNotFound
+	}
+	return connect.CodeInvalidArgument
+}
+
 func (s *Server) Describe(_ context.Context, req *connect.Request[pb.DescribeRequest]) (*connect.Response[pb.DescribeResponse], error) {
 	ss, err := s.session("Describe", req.Msg.SessionId)
 	if err != nil {
@@ -523,7 +562,7 @@ func (s *Server) Start(ctx context.Context, req *connect.Request[pb.StartRequest
 	if err != nil {
 		return nil, builderError("Start", err)
 	}
-	app, err := runtime.New(ss.cfg, topo, ss.dispatch)
+	app, err := engine.New(ss.cfg, topo, ss.dispatch)
 	if err != nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("Start: %w", err))
 	}
@@ -595,7 +634,7 @@ func (s *Server) Exchange(ctx context.Context, req *connect.Request[pb.ExchangeR
 	return connect.NewResponse(resp), nil
 }
 
-func restoreProto(app *runtime.App) *pb.RestoreProgress {
+func restoreProto(app *engine.App) *pb.RestoreProgress {
 	p := app.Restore()
 	return &pb.RestoreProgress{
 		RestoredRecords: p.RestoredRecords, TotalRecords: p.TotalRecords,
@@ -605,7 +644,7 @@ func restoreProto(app *runtime.App) *pb.RestoreProgress {
 
 // brokerOutageProto says which brokers the application cannot reach, and
 // since when.
-func brokerOutageProto(app *runtime.App) *pb.BrokerOutage {
+func brokerOutageProto(app *engine.App) *pb.BrokerOutage {
 	b := app.Brokers()
 	o := &pb.BrokerOutage{Brokers: b.Brokers, LastError: b.LastError, Outages: b.Outages}
 	if !b.Since.IsZero() {
@@ -616,23 +655,23 @@ func brokerOutageProto(app *runtime.App) *pb.BrokerOutage {
 
 // stateProto gives st its protocol form; with STATE_ERROR, err (the
 // application's error) too.
-func stateProto(st runtime.State, err error) (pb.State, string, *pb.RecordContext) {
+func stateProto(st engine.State, err error) (pb.State, string, *pb.RecordContext) {
 	var ps pb.State
 	switch st {
-	case runtime.Rebalancing:
+	case engine.Rebalancing:
 		ps = pb.State_STATE_REBALANCING
-	case runtime.Restoring:
+	case engine.Restoring:
 		ps = pb.State_STATE_RESTORING
-	case runtime.Running:
+	case engine.Running:
 		ps = pb.State_STATE_RUNNING
-	case runtime.Degraded:
+	case engine.Degraded:
 		ps = pb.State_STATE_DEGRADED
-	case runtime.Stopped:
+	case engine.Stopped:
 		ps = pb.State_STATE_STOPPED
 		if err != nil {
 			ps = pb.State_STATE_ERROR
 		}
-	case runtime.Failed:
+	case engine.Failed:
 		ps = pb.State_STATE_ERROR
 	default:
 		ps = pb.State_STATE_CREATED
@@ -641,7 +680,7 @@ func stateProto(st runtime.State, err error) (pb.State, string, *pb.RecordContex
 		return ps, "", nil
 	}
 	var rc *pb.RecordContext
-	var re *runtime.RecordError
+	var re *engine.RecordError
 	if errors.As(err, &re) {
 		rc = &pb.RecordContext{Topic: re.Topic, Partition: re.Partition, Offset: re.Offset, Node: re.Node}
 	}
@@ -709,9 +748,5 @@ func errStopped(method string) error {
 
 // builderError gives a topology error its Connect code.
 func builderError(method string, err error) error {
-	code := connect.CodeInvalidArgument
-	if errors.Is(err, topology.ErrNotFound) {
-		code = connect.CodeNotFound
-	}
-	return connect.NewError(code, fmt.Errorf("%s: %w", method, err))
+	return connect.NewError(topologyCode(err), fmt.Errorf("%s: %w", method, err))
 }

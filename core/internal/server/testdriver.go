@@ -12,7 +12,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/polystreams/polystreams/core/internal/runtime"
+	"github.com/polystreams/polystreams/core/internal/engine"
 	"github.com/polystreams/polystreams/core/internal/testdriver"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
@@ -71,7 +71,7 @@ func (s *Server) PipeInput(ctx context.Context, req *connect.Request[pb.PipeInpu
 	resp := &pb.PipeInputResponse{Processed: int32(n)}
 	if failure != nil {
 		resp.Error = failure.Error()
-		var re *runtime.RecordError
+		var re *engine.RecordError
 		if errors.As(failure, &re) {
 			resp.FailedRecord = &pb.RecordContext{Topic: re.Topic, Partition: re.Partition, Offset: re.Offset, Node: re.Node}
 		}

@@ -21,7 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/broker"
-	"github.com/polystreams/polystreams/core/internal/runtime"
+	"github.com/polystreams/polystreams/core/internal/engine"
 )
 
 // ConfigKey is the configuration key that asks for a test driver.
@@ -54,7 +54,7 @@ type Driver struct {
 	closed sync.Once
 
 	mu  sync.Mutex // guards app, clock; held for each call
-	app *runtime.App
+	app *engine.App
 	// clock is the virtual wall clock, epoch ms: the timestamp of records
 	// piped without one.
 	clock int64
@@ -89,7 +89,7 @@ func New(config map[string]string) (*Driver, map[string]string, error) {
 	kv[ConfigKey] = "true"
 	kv["bootstrap.servers"] = b.Addr()
 	kv["state.dir"] = dir
-	kv["processing.guarantee"] = runtime.AtLeastOnce
+	kv["processing.guarantee"] = engine.AtLeastOnce
 	if _, ok := kv["polystreams.bundle.linger.ms"]; !ok {
 		kv["polystreams.bundle.linger.ms"] = "0"
 	}
@@ -100,7 +100,7 @@ func New(config map[string]string) (*Driver, map[string]string, error) {
 // TopologyTestDriver runs every task as partition 0) and starts app, which
 // must run with the configuration New returned. It does not wait for the
 // tasks: Ready does.
-func (d *Driver) Start(ctx context.Context, app *runtime.App) error {
+func (d *Driver) Start(ctx context.Context, app *engine.App) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.app != nil {
@@ -125,7 +125,7 @@ func (d *Driver) Start(ctx context.Context, app *runtime.App) error {
 }
 
 // started is the application, or an error before Start.
-func (d *Driver) started() (*runtime.App, error) {
+func (d *Driver) started() (*engine.App, error) {
 	if d.app == nil {
 		return nil, errors.New("test driver: the topology is not started")
 	}
@@ -146,7 +146,7 @@ type Record struct {
 // does not read fails the call (wrapping ErrUnknownTopic) before anything is
 // written. When the application fails on a record (a function failed, with
 // processing.exception.handler fail), Pipe stops there and returns how many
-// records were processed and the failure (a *runtime.RecordError for a
+// records were processed and the failure (a *engine.RecordError for a
 // record's); err is for the call itself (a write that failed, ctx).
 func (d *Driver) Pipe(ctx context.Context, recs []Record) (processed int, failure, err error) {
 	d.mu.Lock()

@@ -1,0 +1,472 @@
+package engine
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// Guarantees, as Kafka Streams names them (processing.guarantee).
+const (
+	AtLeastOnce   = "at_least_once"
+	ExactlyOnceV2 = "exactly_once_v2"
+)
+
+// Config configures an application's runtime. Keys that Kafka Streams users
+// know keep their Kafka Streams names; see ParseConfig for the defaults.
+type Config struct {
+	ApplicationID string
+	// bootstrap.servers
+	Brokers []string
+	// processing.guarantee; default at_least_once.
+	Guarantee string
+	// commit.interval.ms; default 30000 under at_least_once (Kafka Streams').
+	CommitInterval time.Duration
+	// statestore.cache.max.bytes; default 10 MiB (Kafka Streams'). The
+	// record cache in front of each task's stores holds the latest update
+	// per key and emits it downstream at commit, or earlier when the cache
+	// is full (split evenly between the instance's tasks); 0 emits every
+	// update at once. The deprecated cache.max.bytes.buffering is read too.
+	CacheMaxBytes int64
+	// state.dir; default <tmp>/polystreams. The application's state lives in
+	// <state.dir>/<application.id>.
+	StateDir string
+	// replication.factor of internal topics; default -1 (the broker's).
+	ReplicationFactor int16
+	// polystreams.bundle.max.records (default 2000), .max.bytes (default
+	// 1 MiB), .linger.ms (default 2): how records are bundled for the host.
+	BundleMaxRecords int
+	BundleMaxBytes   int
+	BundleLinger     time.Duration
+	// polystreams.broker.wait.ms; default 60000. How long Start waits for
+	// a broker of bootstrap.servers to answer before the application fails,
+	// naming the brokers and the last connection error (the wait survives a
+	// broker that is still starting; a wrong address fails instead of
+	// retrying forever). 0 fails at once. Kafka Streams has no such key: its
+	// threads retry for as long as the process lives.
+	BrokerWait time.Duration
+	// num.standby.replicas; default 0 (Kafka Streams'). Each task gets
+	// this many standbys on other instances, which keep warm copies of its
+	// stores by tailing their changelogs, so that the task restores little
+	// when it moves to one of them (group/balancer.go, standby.go).
+	StandbyReplicas int
+	// session.timeout.ms of the consumer group; 0 keeps the client's 45 s.
+	SessionTimeout time.Duration
+	// group.instance.id: static membership, so a restarted instance takes
+	// its tasks back without waiting for its old session to time out.
+	// Default: "<application.id>-<process id>", the process id kept in the
+	// state directory (so: one per instance, the same across restarts).
+	InstanceID string
+	// security.protocol, sasl.mechanism, sasl.username, sasl.password.
+	SecurityProtocol, SASLMechanism, SASLUsername, SASLPassword string
+	// ssl.ca.location: PEM CA certificates that sign the brokers' (SSL,
+	// SASL_SSL); empty trusts the system's. CARoots is the file parsed.
+	SSLCALocation string
+	CARoots       *x509.CertPool
+	// ssl.certificate.location and ssl.key.location: the PEM client
+	// certificate and key the engine presents to brokers that require one
+	// (mutual TLS). ClientCert is the pair loaded.
+	SSLCertLocation, SSLKeyLocation string
+	ClientCert                      *tls.Certificate
+	// polystreams.memory.max.bytes; default DefaultMemoryMaxBytes (1 GiB),
+	// at least MinMemoryMaxBytes. What the engine may hold in memory for
+	// the application: record cache, windows and join rows in memory,
+	// bundles in flight, fetched records, the producer's buffer and
+	// Pebble's share (budget.go). Kafka Streams has no such key.
+	MemoryMaxBytes int64
+	// MetricsDisabled is polystreams.metrics.enabled=false (default true):
+	// nodes, crossings, commits and drops are not counted.
+	MetricsDisabled bool
+
+	// default.deserialization.exception.handler (also read as
+	// deserialization.exception.handler) and processing.exception.handler
+	// (KIP-1033): what happens to a record whose key or value does not
+	// decode, and to one whose user function raises. Default: fail.
+	DeserializationPolicy, ProcessingPolicy Policy
+	// errors.deadletterqueue.topic.name (KIP-1034): where dead_letter (and,
+	// as in Kafka Streams, log_and_continue when it is set) writes failed
+	// records. Empty: none.
+	DeadLetterTopic string
+
+	// FoldValueRefs: the host understands Bundle.value_refs (its SDK said
+	// so with the "fold_value_refs" host feature), so a windowed fold
+	// sends each record once.
+	FoldValueRefs bool
+	// FoldPrograms: the host runs fold programs (Bundle.fold_bases; host
+	// feature "fold_programs"), so host functions fold over session and
+	// sliding windows.
+	FoldPrograms bool
+
+	// CreateMissingTopics: the brokers are the engine's embedded broker
+	// (polystreams dev), so Start creates the topics the topology reads or
+	// writes that do not exist yet, with the broker's default partition
+	// count, and says so in one log line. Against any other broker a
+	// missing source topic fails Start (Kafka Streams'
+	// MissingSourceTopicException). Set by the engine, not a config key.
+	CreateMissingTopics bool
+
+	// TestDriver is polystreams.test.driver=true: a test driver session
+	// (docs/design/test-driver.md); the record cache is flushed only when
+	// the session commits after each piped record, never on a timer.
+	TestDriver bool
+
+	Logger *slog.Logger
+
+	// health hears every request of every client (New sets it).
+	health *brokerHealth
+}
+
+// DefaultBrokerWait is polystreams.broker.wait.ms's default.
+const DefaultBrokerWait = 60 * time.Second
+
+// Keys whose values are credentials: never echoed, logged or described.
+func sensitive(key string) bool {
+	k := strings.ToLower(key)
+	return strings.Contains(k, "password") || strings.Contains(k, "secret") ||
+		strings.Contains(k, "jaas") || strings.HasSuffix(k, ".key") || strings.Contains(k, "token")
+}
+
+// Redact returns config with credential values replaced by "[hidden]".
+func Redact(config map[string]string) map[string]string {
+	out := make(map[string]string, len(config))
+	for k, v := range config {
+		if sensitive(k) {
+			v = "[hidden]"
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// ParseConfig reads Kafka Streams style configuration. defaultBrokers is used
+// when bootstrap.servers is absent. Every problem is reported at once; errors
+// never contain credential values.
+func ParseConfig(applicationID string, kv map[string]string, defaultBrokers string) (Config, map[string]string, error) {
+	c := Config{
+		ApplicationID:     applicationID,
+		Guarantee:         AtLeastOnce,
+		StateDir:          filepath.Join(os.TempDir(), "polystreams"),
+		ReplicationFactor: -1,
+		BundleMaxRecords:  2000,
+		BundleMaxBytes:    1 << 20,
+		BundleLinger:      2 * time.Millisecond,
+		SecurityProtocol:  "PLAINTEXT",
+		CacheMaxBytes:     10 << 20,
+		MemoryMaxBytes:    DefaultMemoryMaxBytes,
+		BrokerWait:        DefaultBrokerWait,
+	}
+	var errs []error
+	var deadLetterOf map[string]string // handler key -> topic named in dead_letter(topic)
+	if err := checkApplicationID(applicationID); err != nil {
+		errs = append(errs, err)
+	}
+	brokers := defaultBrokers
+	if b, ok := kv["bootstrap.servers"]; ok {
+		brokers = b
+	}
+	for _, b := range strings.Split(brokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			c.Brokers = append(c.Brokers, b)
+		}
+	}
+	if len(c.Brokers) == 0 {
+		errs = append(errs, errors.New("bootstrap.servers is not set and the engine has no --brokers"))
+	} else if strings.Contains(brokers, "@") {
+		// Not echoed, not kept: it holds a credential.
+		c.Brokers = nil
+		errs = append(errs, errors.New("bootstrap.servers holds 'user:password@': Kafka takes credentials from sasl.username and sasl.password, never from bootstrap.servers"))
+	}
+	commitMs := int64(-1)
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := kv[k]
+		num := func() int64 {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				errs = append(errs, fmt.Errorf("%s: want a non-negative integer", k))
+				return 0
+			}
+			return n
+		}
+		bounded := func(lo, hi int64) (int64, bool) {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < lo || n > hi {
+				errs = append(errs, fmt.Errorf("%s: want an integer from %d to %d", k, lo, hi))
+				return 0, false
+			}
+			return n, true
+		}
+		switch k {
+		case "bootstrap.servers", "application.id":
+		case "processing.guarantee":
+			c.Guarantee = v
+			if v != AtLeastOnce && v != ExactlyOnceV2 {
+				errs = append(errs, errors.New("processing.guarantee: want at_least_once or exactly_once_v2"))
+			}
+		case "commit.interval.ms":
+			commitMs = num()
+		case "statestore.cache.max.bytes", "cache.max.bytes.buffering":
+			c.CacheMaxBytes = num()
+		case "num.standby.replicas":
+			c.StandbyReplicas = int(min(num(), 1<<10))
+		case "session.timeout.ms":
+			c.SessionTimeout = time.Duration(num()) * time.Millisecond
+		case "group.instance.id":
+			c.InstanceID = v
+		case "state.dir":
+			c.StateDir = v
+		case "replication.factor":
+			n, err := strconv.ParseInt(v, 10, 16)
+			if err != nil || n == 0 || n < -1 {
+				errs = append(errs, errors.New("replication.factor: want -1 or a positive integer"))
+			}
+			c.ReplicationFactor = int16(n)
+		case "polystreams.bundle.max.records":
+			if n, ok := bounded(1, MaxBundleRecords); ok {
+				c.BundleMaxRecords = int(n)
+			}
+		case "polystreams.bundle.max.bytes":
+			if n, ok := bounded(1, MaxBundleBytes); ok {
+				c.BundleMaxBytes = int(n)
+			}
+		case "polystreams.memory.max.bytes":
+			if n, ok := bounded(MinMemoryMaxBytes, math.MaxInt64); ok {
+				c.MemoryMaxBytes = n
+			}
+		case "polystreams.broker.wait.ms":
+			c.BrokerWait = time.Duration(num()) * time.Millisecond
+		case "polystreams.bundle.linger.ms":
+			if n, ok := bounded(0, maxBundleLingerMs); ok {
+				c.BundleLinger = time.Duration(n) * time.Millisecond
+			}
+		case "security.protocol":
+			c.SecurityProtocol = strings.ToUpper(v)
+			switch c.SecurityProtocol {
+			case "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
+			default:
+				errs = append(errs, errors.New("security.protocol: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"))
+			}
+		case "sasl.mechanism":
+			c.SASLMechanism = strings.ToUpper(v)
+			switch c.SASLMechanism {
+			case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+			default:
+				errs = append(errs, errors.New("sasl.mechanism: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"))
+			}
+		case "polystreams.test.driver":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: want true or false", k))
+			}
+			c.TestDriver = b
+		case "polystreams.metrics.enabled":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: want true or false", k))
+			}
+			c.MetricsDisabled = !b
+		case "ssl.certificate.location":
+			c.SSLCertLocation = v
+		case "ssl.key.location":
+			c.SSLKeyLocation = v
+		case "ssl.ca.location":
+			c.SSLCALocation = v
+			if pem, err := os.ReadFile(v); err != nil {
+				errs = append(errs, fmt.Errorf("ssl.ca.location: %w", withoutPath(err)))
+			} else if c.CARoots = x509.NewCertPool(); !c.CARoots.AppendCertsFromPEM(pem) {
+				errs = append(errs, errors.New("ssl.ca.location: the file holds no PEM certificate"))
+			}
+		case "default.deserialization.exception.handler", "deserialization.exception.handler", "processing.exception.handler":
+			p, topic, err := parsePolicy(k, v)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if k == "processing.exception.handler" {
+				c.ProcessingPolicy = p
+			} else {
+				c.DeserializationPolicy = p
+			}
+			if topic != "" {
+				if deadLetterOf == nil {
+					deadLetterOf = map[string]string{}
+				}
+				deadLetterOf[k] = topic
+			}
+		case "errors.deadletterqueue.topic.name":
+			c.DeadLetterTopic = strings.TrimSpace(v)
+		case "sasl.username":
+			c.SASLUsername = v
+		case "sasl.password":
+			c.SASLPassword = v
+		default:
+			hint := ""
+			if near := nearestKey(k); near != "" {
+				hint = fmt.Sprintf(" (did you mean %s?)", near)
+			}
+			if sensitive(k) {
+				errs = append(errs, fmt.Errorf("config key %q is not known%s (its value is hidden)", k, hint))
+			} else {
+				errs = append(errs, fmt.Errorf("config key %q is not known%s", k, hint))
+			}
+		}
+	}
+	if commitMs < 0 {
+		commitMs = 30000
+		if c.Guarantee == ExactlyOnceV2 {
+			commitMs = 100
+		}
+	}
+	c.CommitInterval = time.Duration(commitMs) * time.Millisecond
+	errs = append(errs, c.resolveDeadLetter(deadLetterOf)...)
+	if strings.HasPrefix(c.SecurityProtocol, "SASL") && c.SASLMechanism == "" {
+		c.SASLMechanism = "PLAIN"
+	}
+	effective := map[string]string{
+		"application.id":                 applicationID,
+		"bootstrap.servers":              strings.Join(c.Brokers, ","),
+		"processing.guarantee":           c.Guarantee,
+		"commit.interval.ms":             strconv.FormatInt(commitMs, 10),
+		"state.dir":                      c.StateDir,
+		"replication.factor":             strconv.Itoa(int(c.ReplicationFactor)),
+		"polystreams.bundle.max.records": strconv.Itoa(c.BundleMaxRecords),
+		"polystreams.bundle.max.bytes":   strconv.Itoa(c.BundleMaxBytes),
+		"polystreams.bundle.linger.ms":   strconv.FormatInt(c.BundleLinger.Milliseconds(), 10),
+		"polystreams.broker.wait.ms":     strconv.FormatInt(c.BrokerWait.Milliseconds(), 10),
+		"statestore.cache.max.bytes":     strconv.FormatInt(c.CacheMaxBytes, 10),
+		"polystreams.memory.max.bytes":   strconv.FormatInt(c.MemoryMaxBytes, 10),
+		"num.standby.replicas":           strconv.Itoa(c.StandbyReplicas),
+		"security.protocol":              c.SecurityProtocol,
+		"polystreams.metrics.enabled":    strconv.FormatBool(!c.MetricsDisabled),
+
+		"default.deserialization.exception.handler": c.DeserializationPolicy.String(),
+		"processing.exception.handler":              c.ProcessingPolicy.String(),
+	}
+	if c.TestDriver {
+		effective["polystreams.test.driver"] = "true"
+	}
+	if c.DeadLetterTopic != "" {
+		effective["errors.deadletterqueue.topic.name"] = c.DeadLetterTopic
+	}
+	if c.SSLCALocation != "" {
+		effective["ssl.ca.location"] = c.SSLCALocation
+	}
+	if (c.SSLCertLocation == "") != (c.SSLKeyLocation == "") {
+		errs = append(errs, errors.New("ssl.certificate.location and ssl.key.location go together: give both or neither"))
+	} else if c.SSLCertLocation != "" {
+		// The error names the files, never their content.
+		if pair, err := tls.LoadX509KeyPair(c.SSLCertLocation, c.SSLKeyLocation); err != nil {
+			what := "ssl.certificate.location / ssl.key.location"
+			var pe *fs.PathError
+			if errors.As(err, &pe) && pe.Path == c.SSLKeyLocation {
+				what = "ssl.key.location"
+			} else if errors.As(err, &pe) && pe.Path == c.SSLCertLocation {
+				what = "ssl.certificate.location"
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", what, withoutPath(err)))
+		} else {
+			c.ClientCert = &pair
+		}
+		effective["ssl.certificate.location"] = c.SSLCertLocation
+		effective["ssl.key.location"] = c.SSLKeyLocation
+	}
+	if c.SASLMechanism != "" {
+		effective["sasl.mechanism"] = c.SASLMechanism
+		effective["sasl.username"] = c.SASLUsername
+		effective["sasl.password"] = "[hidden]"
+	}
+	return c, effective, errors.Join(errs...)
+}
+
+// Bounds of the bundle settings: one bundle is one message each way, and
+// every bundle in flight is held in memory until its answer comes.
+const (
+	// MaxBundleRecords bounds polystreams.bundle.max.records.
+	MaxBundleRecords = 100_000
+	// MaxBundleBytes bounds polystreams.bundle.max.bytes: 16 MiB, a
+	// quarter of the engine's default request bound, so that an answer
+	// that grows the bundle (flat_map_values) still fits in one request.
+	MaxBundleBytes = 16 << 20
+	// maxBundleLingerMs bounds polystreams.bundle.linger.ms.
+	maxBundleLingerMs = 60_000
+)
+
+// maxApplicationID is Kafka's limit on a topic name; internal topics'
+// names begin with the application.id.
+const maxApplicationID = 249
+
+// checkApplicationID checks application.id against Kafka's rules for topic
+// names, which internal topics (<application.id>-<store>-changelog) begin
+// with, and which the state directory's name is: at most 249 characters of
+// ASCII letters, digits, '.', '_' and '-', and not "." or "..". The error
+// does not repeat the id (it may be megabytes): it names the first
+// character at fault.
+func checkApplicationID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("application.id is empty")
+	case len(id) > maxApplicationID:
+		return fmt.Errorf("application.id is %d bytes long; at most %d (Kafka's limit on topic names, which internal topics begin with)", len(id), maxApplicationID)
+	case id == "." || id == "..":
+		return errors.New("application.id may not be '.' or '..'")
+	}
+	for i := 0; i < len(id); i++ {
+		b := id[i]
+		if !('a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '.' || b == '_' || b == '-') {
+			return fmt.Errorf("application.id has byte 0x%02x at offset %d: use ASCII letters, digits, '.', '_' and '-' (Kafka's characters for topic names, which internal topics begin with)", b, i)
+		}
+	}
+	return nil
+}
+
+// withoutPath is err without the file name an *fs.PathError carries: the
+// name is a config value, and errors about config name keys, not values.
+func withoutPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("cannot %s the file: %w", pe.Op, pe.Err)
+	}
+	return err
+}
+
+// clientOpts are the kgo options every client of the application shares:
+// brokers and security.
+func (c *Config) clientOpts() []kgo.Opt {
+	opts := []kgo.Opt{kgo.SeedBrokers(c.Brokers...), kgo.ClientID("polystreams-" + c.ApplicationID)}
+	if c.health != nil {
+		opts = append(opts, kgo.WithHooks(c.health))
+	}
+	if c.SecurityProtocol == "SSL" || c.SecurityProtocol == "SASL_SSL" {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: c.CARoots}
+		if c.ClientCert != nil {
+			cfg.Certificates = []tls.Certificate{*c.ClientCert}
+		}
+		opts = append(opts, kgo.DialTLSConfig(cfg))
+	}
+	switch c.SASLMechanism {
+	case "PLAIN":
+		opts = append(opts, kgo.SASL(plain.Auth{User: c.SASLUsername, Pass: c.SASLPassword}.AsMechanism()))
+	case "SCRAM-SHA-256":
+		opts = append(opts, kgo.SASL(scram.Auth{User: c.SASLUsername, Pass: c.SASLPassword}.AsSha256Mechanism()))
+	case "SCRAM-SHA-512":
+		opts = append(opts, kgo.SASL(scram.Auth{User: c.SASLUsername, Pass: c.SASLPassword}.AsSha512Mechanism()))
+	}
+	return opts
+}

@@ -1,0 +1,315 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/polystreams/polystreams/core/internal/topology"
+	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
+)
+
+// aggregateOp runs reduce / aggregate over recs: each record's key aggregate is
+// updated in order and forwarded as a table update (no cache: every update,
+// as Kafka Streams without caching). Records with a null key or value are
+// skipped, as Kafka Streams' KStreamAggregate/KStreamReduce skip them.
+type aggregateOp struct{ opBase }
+
+func newAggregateOp(t *task, s *step) operator { return &aggregateOp{baseOf(t, s, nil)} }
+
+func (o *aggregateOp) process(ctx context.Context, recs []rec) ([]rec, error) {
+	t, s := o.t, o.s
+	return t.foldKept(ctx, s, t.dropNulls(recs))
+}
+
+// foldKept folds recs, none with a null key or value, in their store keys.
+func (t *task) foldKept(ctx context.Context, s *step, recs []rec) ([]rec, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	tx := t.stores[s.store.Name]
+	if s.hostFold {
+		return t.foldHost(ctx, s, tx, recs)
+	}
+	return foldNative(s.node, tx, recs, t.recordFailed)
+}
+
+// dropNulls drops (and counts) records with a null key or value: an
+// aggregation skips them (KStreamAggregate: "Skipping record due to null
+// key or value").
+func (t *task) dropNulls(recs []rec) []rec {
+	for i, r := range recs {
+		if r.key == nil || r.value == nil {
+			kept := append(make([]rec, 0, len(recs)-1), recs[:i]...)
+			for _, r := range recs[i:] {
+				if r.key == nil || r.value == nil {
+					t.app.dropped.Add(1)
+					continue
+				}
+				kept = append(kept, r)
+			}
+			return kept
+		}
+	}
+	return recs
+}
+
+// aggTime is the timestamp of an aggregate updated by a record at ts: the
+// later of ts and the previous aggregate's, as Kafka Streams' aggregations
+// since timestamped stores (KIP-258) have it.
+func aggTime(ts int64, prev []byte, prevTS int64) int64 {
+	if prev != nil && prevTS > ts {
+		return prevTS
+	}
+	return ts
+}
+
+// foldNative folds recs with a Go (or built-in) reducer or aggregator; a
+// record whose call fails goes to failed (recordFailed: nil skips it, and
+// its key's aggregate stays as it was).
+func foldNative(n *topology.Node, tx *storeTx, recs []rec, failed func(rec, string, failKind, error) error) ([]rec, error) {
+	out := make([]rec, 0, len(recs))
+	var failedIn map[*kgo.Record]bool
+	for _, r := range recs {
+		cur, curTS, err := tx.get(r.storeKey())
+		if err != nil {
+			return nil, recordError(r, n.Name, err)
+		}
+		agg := cur
+		switch f := n.Fn.Native.(type) {
+		case topology.ReduceFunc:
+			if agg == nil {
+				agg = r.value // the first value becomes the aggregate, no call
+			} else {
+				agg, err = f(agg, r.value)
+			}
+		case topology.AggregateFunc:
+			if agg == nil {
+				init, ok := n.Init.Native.(topology.InitializerFunc)
+				if !ok {
+					return nil, fmt.Errorf("runtime: node %s has no native initializer", n.Name)
+				}
+				if agg, err = init(); err != nil {
+					err = fmt.Errorf("initializer: %w", err)
+					break
+				}
+			}
+			agg, err = f(r.key, r.value, agg)
+		default:
+			return nil, fmt.Errorf("runtime: node %s has a native function of type %T, which does not fold", n.Name, f)
+		}
+		if err == nil && agg == nil {
+			err = errors.New("the aggregate is null")
+		}
+		if err != nil {
+			// A windowed fold folds a record into each of its windows: it
+			// fails (and is dead-lettered) once.
+			if failedIn[r.in] {
+				continue
+			}
+			if err = failed(r, n.Name, kindOf(err), err); err != nil {
+				return nil, err
+			}
+			if failedIn == nil {
+				failedIn = map[*kgo.Record]bool{}
+			}
+			failedIn[r.in] = true
+			continue
+		}
+		ts := aggTime(r.ts, cur, curTS)
+		tx.put(r.storeKey(), agg, ts)
+		out = append(out, rec{key: r.key, skey: r.skey, value: agg, old: cur, ts: ts, in: r.in})
+	}
+	return out, nil
+}
+
+// foldHost sends one fold bundle: the records grouped by key (first
+// appearance order), each group's current aggregate once, then its values in
+// order. One crossing however many values a hot key has. For a table fold
+// each value is a change: its old value rides beside it, and the new one
+// may be null.
+func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) ([]rec, error) {
+	table := s.node.Sub != nil
+	index := map[string]int{}
+	var groups [][]int // group -> indexes into recs, in order
+	for i, r := range recs {
+		g, ok := index[string(r.storeKey())]
+		if !ok {
+			g = len(groups)
+			index[string(r.storeKey())] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	b := &pb.Bundle{
+		Steps: s.steps, KeySerde: s.inKey, ValueSerde: s.inValue,
+		OutputKeySerde: s.outKey, OutputValueSerde: s.outValue, AggregateSerde: s.outValue,
+		Topic: recs[0].in.Topic, Partition: t.id.partition,
+		GroupSizes:       make([]int32, len(groups)),
+		AggregateLengths: make([]int32, len(groups)),
+		KeyLengths:       make([]int32, len(groups)),
+		ValueLengths:     make([]int32, 0, len(recs)),
+		Offsets:          make([]int64, 0, len(recs)),
+		Timestamps:       make([]int64, 0, len(recs)),
+	}
+	if table {
+		b.OldValueLengths = make([]int32, 0, len(recs))
+	} else {
+		// The record cache keeps only each key's last update.
+		b.FinalOnly = s.cached
+	}
+	// A windowed fold repeats each record in every window it falls into;
+	// a host that takes value_refs gets each record once.
+	var recIndex map[*kgo.Record]int32
+	if s.node.Windows != nil && t.app.cfg.FoldValueRefs {
+		recIndex = make(map[*kgo.Record]int32, len(recs))
+		b.ValueRefs = make([]int32, 0, len(recs))
+	}
+	order := make([]int, 0, len(recs))     // value position -> index into recs
+	groupOf := make([]int32, 0, len(recs)) // value position -> its group
+	prev := make([]row, len(groups))       // each group's aggregate before its next value
+	for g, members := range groups {
+		key := recs[members[0]].key
+		agg, aggTS, err := tx.get(recs[members[0]].storeKey())
+		if err != nil {
+			return nil, recordError(recs[members[0]], s.node.Name, err)
+		}
+		b.GroupSizes[g] = int32(len(members))
+		b.KeyLengths[g] = int32(len(key))
+		b.Keys = append(b.Keys, key...)
+		prev[g] = row{agg, aggTS}
+		if agg == nil {
+			b.AggregateLengths[g] = -1
+		} else {
+			b.AggregateLengths[g] = int32(len(agg))
+			b.Aggregates = append(b.Aggregates, agg...)
+		}
+		for _, i := range members {
+			r := recs[i]
+			order = append(order, i)
+			groupOf = append(groupOf, int32(g))
+			if recIndex != nil {
+				ref, seen := recIndex[r.in]
+				if !seen {
+					ref = int32(len(recIndex))
+					recIndex[r.in] = ref
+				}
+				if b.ValueRefs = append(b.ValueRefs, ref); seen {
+					continue // sent with its first window
+				}
+			}
+			b.ValueLengths = append(b.ValueLengths, length(r.value))
+			b.Values = append(b.Values, r.value...)
+			if table {
+				b.OldValueLengths = append(b.OldValueLengths, length(r.old))
+				b.OldValues = append(b.OldValues, r.old...)
+			}
+			b.Offsets = append(b.Offsets, r.in.Offset)
+			b.Timestamps = append(b.Timestamps, r.ts)
+		}
+	}
+	res, err := t.app.host.Process(ctx, b)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: task %s: fold bundle for node %s: %w", t.id, s.node.Name, err)
+	}
+	// The answer is one output (the aggregate after it) per value, in the
+	// bundle's value order, or with final_only possibly only each group's
+	// last; decodeResult checks it against that order.
+	inOrder := make([]rec, len(order))
+	for j, i := range order {
+		inOrder[j] = recs[i]
+	}
+	aggs, fails, err := decodeResult(s, inOrder, res)
+	if err != nil {
+		return nil, err
+	}
+	// A value that failed has no aggregate (output count 0) and leaves its
+	// group's aggregate as it was before it: the host folds the group's next
+	// value into that one.
+	var failedAt map[int]bool
+	if len(fails) > 0 {
+		if err := t.applyFailures(inOrder, fails); err != nil {
+			return nil, err
+		}
+		failedAt = make(map[int]bool, len(fails))
+		for _, f := range res.Failures {
+			failedAt[int(f.Index)] = true
+		}
+	}
+	// With final_only a group's aggregate comes after its last value that
+	// did not fail: lastOK[g] is that value's position.
+	lastOK := make([]int, len(groups))
+	for j := range res.OutputCounts {
+		if !failedAt[j] {
+			lastOK[groupOf[j]] = j
+		}
+	}
+	for j, c := range res.OutputCounts {
+		if failedAt[j] {
+			if c != 0 {
+				return nil, fmt.Errorf("runtime: host answered fold bundle %d for node %s with an output count of %d for value %d, which failed; a failed value has no aggregate", res.BundleId, s.node.Name, c, j)
+			}
+			continue
+		}
+		last := j == lastOK[groupOf[j]]
+		if c != 1 && !(b.FinalOnly && c == 0 && !last) {
+			return nil, fmt.Errorf("runtime: host answered fold bundle %d for node %s with an output count of %d for value %d; a fold gives one aggregate per value (with final_only: per group, after its last value)", res.BundleId, s.node.Name, c, j)
+		}
+	}
+	// Each value's aggregate, or for one skipped (final_only) the time the
+	// next one starts from.
+	has := make([]bool, len(recs))
+	skipped := make([]bool, len(groups)) // the group's last update was not sent
+	out := make([]rec, len(recs))
+	k := 0
+	for j, c := range res.OutputCounts {
+		g := groupOf[j]
+		if failedAt[j] {
+			continue
+		}
+		if c == 0 {
+			// An intermediate aggregate, not sent: it exists (a stream
+			// fold's aggregate is never null) and moves the time on; the
+			// group's next update still replaces the one before the bundle.
+			ts := aggTime(inOrder[j].ts, empty, prev[g].ts)
+			if prev[g].value == nil {
+				ts = inOrder[j].ts
+			}
+			skipped[g], prev[g].ts = true, ts
+			continue
+		}
+		a := aggs[k]
+		k++
+		if a.value == nil && !table {
+			return nil, recordError(inOrder[j], s.node.Name, errors.New("the host returned a null aggregate"))
+		}
+		if skipped[g] {
+			a.ts = max(a.ts, prev[g].ts)
+		} else {
+			a.ts = aggTime(a.ts, prev[g].value, prev[g].ts)
+		}
+		a.old, prev[g], skipped[g] = prev[g].value, row{a.value, a.ts}, false
+		out[order[j]], has[order[j]] = a, true
+		tx.put(a.storeKey(), a.value, a.ts) // values in order: the last one per key stays
+	}
+	if k == len(recs) {
+		return out, nil
+	}
+	kept := out[:0]
+	for i, r := range out {
+		if has[i] {
+			kept = append(kept, r)
+		}
+	}
+	return kept, nil
+}
+
+// length is a column length: -1 for null.
+func length(b []byte) int32 {
+	if b == nil {
+		return -1
+	}
+	return int32(len(b))
+}

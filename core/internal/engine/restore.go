@@ -1,0 +1,358 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/polystreams/polystreams/core/internal/state"
+)
+
+// RestoreProgress says how far restoring stores from their changelogs has
+// come, over the store partitions of the tasks assigned at the last
+// rebalance (a rebalance forgets the partitions restored before it).
+type RestoreProgress struct {
+	// RestoredRecords counts the changelog offsets read so far (records,
+	// and the transaction markers and compacted-away records between them);
+	// TotalRecords what the restores had to read when each began: changelog
+	// end offset minus checkpoint. A store partition counts toward
+	// TotalRecords once its end offset is known, so the total may grow
+	// while partitions are starting; when all are done, both are equal.
+	RestoredRecords, TotalRecords int64
+	// RestoringPartitions are store partitions not restored yet (waiting to
+	// start or reading their changelog), of TotalPartitions.
+	RestoringPartitions, TotalPartitions int
+}
+
+// Done reports whether no store partition is restoring.
+func (p RestoreProgress) Done() bool { return p.RestoringPartitions == 0 }
+
+// restoreLogEvery is how often, at most, a long restore of one store
+// partition logs its progress.
+const restoreLogEvery = 5 * time.Second
+
+// storePartition names one partition of one store.
+type storePartition struct {
+	store     string
+	partition int32
+}
+
+// restoreEntry is one store partition's restore.
+type restoreEntry struct {
+	restored, total int64
+	done            bool
+}
+
+// restores tracks the restores of the store partitions of the tasks
+// assigned at the last rebalance. Safe for concurrent use: restores run in
+// the tasks' goroutines, reads come from the server's handlers.
+type restores struct {
+	mu    sync.Mutex // guards parts
+	parts map[storePartition]*restoreEntry
+}
+
+// assign begins a rebalance's count: partitions restored before it are
+// forgotten, those still restoring stay, and sps are added as waiting.
+func (r *restores) assign(sps []storePartition) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for sp, e := range r.parts {
+		if e.done {
+			delete(r.parts, sp)
+		}
+	}
+	if r.parts == nil {
+		r.parts = map[storePartition]*restoreEntry{}
+	}
+	for _, sp := range sps {
+		r.parts[sp] = &restoreEntry{}
+	}
+}
+
+// drop forgets the store partitions of tasks taken away.
+func (r *restores) drop(sps []storePartition) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, sp := range sps {
+		delete(r.parts, sp)
+	}
+}
+
+// begin records that sp's restore has total offsets to read. The entry it
+// returns is nil when sp is not tracked (its task was taken away); the
+// methods below accept nil.
+func (r *restores) begin(sp storePartition, total int64) *restoreEntry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.parts[sp]
+	if e != nil {
+		e.total, e.restored = total, 0
+	}
+	return e
+}
+
+// advance records that restored of the entry's offsets are read.
+func (r *restores) advance(e *restoreEntry, restored int64) {
+	if e == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e.restored = min(restored, e.total)
+}
+
+// finish records that the entry's restore is complete.
+func (r *restores) finish(e *restoreEntry) {
+	if e == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e.restored, e.done = e.total, true
+}
+
+// restored reports whether sp, a store partition of a current task, is
+// restored: its entry is done, or gone (a rebalance forgot it as done).
+func (r *restores) restored(sp storePartition) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.parts[sp]
+	return e == nil || e.done
+}
+
+func (r *restores) progress() RestoreProgress {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var p RestoreProgress
+	for _, e := range r.parts {
+		p.TotalPartitions++
+		if !e.done {
+			p.RestoringPartitions++
+		}
+		p.RestoredRecords += e.restored
+		p.TotalRecords += e.total
+	}
+	return p
+}
+
+// Restore returns the progress of restoring the stores of this instance's
+// tasks since the last rebalance. Safe for concurrent use.
+func (a *App) Restore() RestoreProgress { return a.restores.progress() }
+
+// storePartitionsOf lists the store partitions of task id running p.
+func storePartitionsOf(id taskID, p *plan) []storePartition {
+	out := make([]storePartition, 0, len(p.stores))
+	for _, s := range p.stores {
+		out = append(out, storePartition{s.Name, id.partition})
+	}
+	return out
+}
+
+// offsetsSettle bounds how long settledOffsets asks again.
+const offsetsSettle = 30 * time.Second
+
+// settledOffsets lists offsets with list (end offsets, or the last stable
+// ones), asking again for up to offsetsSettle while a partition answers
+// with a retriable error. Apache Kafka answers NOT_LEADER_OR_FOLLOWER or
+// UNKNOWN_TOPIC_OR_PARTITION for a partition of a topic created a moment
+// ago whose replica the broker has not set up yet (kfake never does): a
+// changelog created at start is then restored, not failed. A request
+// that fails as a whole with a retriable error is asked again the same
+// way: a broker back from a freeze or a restart answers
+// LEADER_NOT_AVAILABLE while it elects leaders again (found by
+// TestChaosBrokerFreeze on Apache Kafka: the task failed its restore).
+func settledOffsets(ctx context.Context, list func(context.Context, ...string) (kadm.ListedOffsets, error), topics ...string) (kadm.ListedOffsets, error) {
+	deadline := time.Now().Add(offsetsSettle)
+	for {
+		ends, err := list(ctx, topics...)
+		settled := err == nil || !kerr.IsRetriable(err)
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Err != nil && kerr.IsRetriable(o.Err) {
+				settled = false
+			}
+		})
+		if settled || time.Now().After(deadline) {
+			return ends, err
+		}
+		select {
+		case <-ctx.Done():
+			return ends, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// restore brings a store partition up to date with its changelog: from the
+// checkpoint if there is one, else wiped and from the start. The checkpoint
+// is then cleared: until the next clean close, the data is ahead of it, and
+// a crash means wipe and restore. Progress goes to a.restores and, for a
+// long restore, to the log every restoreLogEvery.
+func (a *App) restore(ctx context.Context, tx *storeTx) error {
+	sp := storePartition{tx.store.Name, tx.part.Number}
+	from, ok, err := tx.part.Checkpoint()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if err := tx.part.Wipe(); err != nil {
+			return err
+		}
+		from = 0
+	}
+	if !a.eos {
+		// Under at-least-once the data runs ahead of the checkpoint from
+		// here on; a crash means wipe and restore. (Under exactly_once_v2
+		// only committed transactions reach Pebble, each moving the
+		// checkpoint, so it stays valid.)
+		if err := tx.part.ClearCheckpoint(); err != nil {
+			return err
+		}
+	}
+	// The end is the high watermark even under exactly_once_v2, read
+	// read_committed up to it (as Kafka Streams since KAFKA-10167): the
+	// last stable offset would stop short of a transaction the partition's
+	// previous owner committed a moment ago whose markers the broker has
+	// not written yet (Apache Kafka writes them after EndTxn answers),
+	// while this member's committed input offsets, fetched require_stable,
+	// already include it: the restored state would miss that transaction's
+	// changes for good. Read read_committed, the position passes the high
+	// watermark only once every transaction below it is decided.
+	ends, err := settledOffsets(ctx, a.adm.ListEndOffsets, tx.changelog)
+	if err != nil {
+		return fmt.Errorf("restoring store %s partition %d: listing end offset of %s: %w", tx.store.Name, tx.part.Number, tx.changelog, err)
+	}
+	end, ok := ends.Lookup(tx.changelog, tx.part.Number)
+	if !ok || end.Err != nil {
+		return fmt.Errorf("restoring store %s partition %d: no end offset for %s/%d: %v", tx.store.Name, tx.part.Number, tx.changelog, tx.part.Number, end.Err)
+	}
+	if from > end.Offset {
+		// The checkpoint is ahead of the changelog: the topic was
+		// recreated or truncated (a new broker, say). The local state
+		// belongs to another history; start over from the changelog.
+		a.log.Warn("checkpoint ahead of changelog: wiping local state", "store", tx.store.Name,
+			"partition", tx.part.Number, "checkpoint", from, "changelog.end", end.Offset)
+		if err := tx.part.Wipe(); err != nil {
+			return err
+		}
+		from = 0
+	}
+	entry := a.restores.begin(sp, end.Offset-from)
+	if end.Offset <= from {
+		a.restores.finish(entry)
+		a.noteRestored()
+		return nil
+	}
+	total := end.Offset - from
+	start := time.Now()
+	a.log.Info("restoring store", "store", tx.store.Name, "partition", tx.part.Number, "changelog", tx.changelog,
+		"from", from, "to", end.Offset, "records", total)
+	opts := append(a.cfg.clientOpts(),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{tx.changelog: {tx.part.Number: kgo.NewOffset().At(from)}}),
+		// Transaction markers take offsets: keep them so that the position
+		// reaches the end offset.
+		kgo.KeepControlRecords(),
+	)
+	if a.eos {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var applied int64
+	next := from
+	logged := start
+	for next < end.Offset {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) { ferr = fmt.Errorf("%s/%d: %w", t, p, err) })
+		if ferr != nil {
+			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.part.Number, ferr)
+		}
+		var ws []state.Write
+		var kerr error
+		fs.EachRecord(func(r *kgo.Record) {
+			next = r.Offset + 1
+			if r.Attrs.IsControl() || kerr != nil {
+				return
+			}
+			key := r.Key
+			if tx.keys != nil {
+				if key, kerr = tx.keys.fromLog(r.Key); kerr != nil {
+					kerr = fmt.Errorf("%s/%d@%d: %w", r.Topic, r.Partition, r.Offset, kerr)
+					return
+				}
+			}
+			ws = append(ws, state.Write{Key: key, Value: r.Value, TS: r.Timestamp.UnixMilli()})
+		})
+		if kerr != nil {
+			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.part.Number, kerr)
+		}
+		if err := tx.part.Apply(ws); err != nil {
+			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.part.Number, err)
+		}
+		applied += int64(len(ws))
+		a.restores.advance(entry, next-from)
+		if now := time.Now(); now.Sub(logged) >= restoreLogEvery && next < end.Offset {
+			logged = now
+			a.log.Info("restoring store: progress", "store", tx.store.Name, "partition", tx.part.Number,
+				"restored", next-from, "of", total, "percent", (next-from)*100/total)
+		}
+	}
+	a.restores.finish(entry)
+	a.noteRestored()
+	a.log.Info("restored store", "store", tx.store.Name, "partition", tx.part.Number, "records", applied,
+		"from", from, "to", end.Offset, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// localTaskState returns the tasks this instance has local state for, with
+// their offset sums (the sum of the checkpointed changelog offsets of the
+// task's store partitions, as Kafka Streams' taskOffsetSums): what the
+// balancer's JoinGroup metadata reports, so that the group leader gives a
+// task back to the instance whose stores hold it. A store partition without
+// a checkpoint (running under at-least-once, or never restored) counts as
+// no state: its restore would wipe it. A task whose sum is 0 has nothing to
+// restore and is not reported.
+func (a *App) localTaskState() map[int32]int64 {
+	// The group's client is closed before the db, but a failing begin
+	// may close the db first: hold it open while reading.
+	a.stats.dbMu.RLock()
+	defer a.stats.dbMu.RUnlock()
+	if a.db == nil || a.stats.dbClosed {
+		return nil
+	}
+	out := map[int32]int64{}
+	seen := map[string]bool{}
+	for _, p := range a.plans {
+		for _, s := range p.stores {
+			if s.Global || seen[s.Name] {
+				continue
+			}
+			seen[s.Name] = true
+			ckpts, err := a.db.Checkpoints(s.Name)
+			if err != nil {
+				a.log.Warn("listing local state for the group", "store", s.Name, "error", err)
+				continue
+			}
+			for part, off := range ckpts {
+				out[part] += off
+			}
+		}
+	}
+	for p, sum := range out {
+		if sum <= 0 {
+			delete(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,55 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/polystreams/polystreams/core/internal/serde"
+)
+
+// sourceOp is a source node (KStream/KTable source, a repartition topic's
+// reader): records enter the plan through it.
+type sourceOp struct{ opBase }
+
+func newSourceOp(t *task, s *step) operator { return &sourceOp{baseOf(t, s, nil)} }
+
+// process checks a source's records against its serdes, as Kafka
+// Streams' source node deserializes them, and for a change source splits
+// each value into new and old. A record that does not decode goes to the
+// deserialization policy: skipped, or its error fails the batch.
+func (o *sourceOp) process(_ context.Context, recs []rec) ([]rec, error) {
+	t, s := o.t, o.s
+	checkKey, checkValue := serde.Checks(s.keySerde), serde.Checks(s.valueSerde)
+	if !checkKey && !checkValue && !s.change {
+		return recs, nil
+	}
+	out := make([]rec, 0, len(recs))
+	for _, r := range recs {
+		var err error
+		if checkKey && r.key != nil {
+			if e := serde.Validate(s.keySerde, r.key); e != nil {
+				err = fmt.Errorf("key does not decode as %s: %w", s.keySerde, e)
+			}
+		}
+		if err == nil && checkValue && r.value != nil {
+			if e := serde.Validate(s.valueSerde, r.value); e != nil {
+				err = fmt.Errorf("value does not decode as %s: %w", s.valueSerde, e)
+			}
+		}
+		if err == nil && s.change {
+			nv, ov, e := decodeChange(r.value)
+			if e != nil {
+				err = fmt.Errorf("value is not a change: %w", e)
+			}
+			r.value, r.old = nv, ov
+		}
+		if err != nil {
+			if err = t.recordFailed(r, s.node.Name, kindDeserialization, err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

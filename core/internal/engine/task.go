@@ -1,0 +1,441 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/polystreams/polystreams/core/internal/state"
+)
+
+// taskID is Kafka Streams' task id: sub-topology x partition.
+type taskID struct {
+	sub       int
+	partition int32
+}
+
+func (id taskID) String() string { return fmt.Sprintf("%d_%d", id.sub, id.partition) }
+
+// rec is a record inside a task. Values are serialized bytes; nil is null.
+type rec struct {
+	key, value []byte
+	// old is a table change's old value, when the node sends old values
+	// (nil otherwise, and for stream records).
+	old []byte
+	ts  int64
+	// in is the input record this one descends from: its topic, partition
+	// and offset name it in errors.
+	in *kgo.Record
+	// skey is the record's key in a store, when it differs from key: a
+	// windowed aggregation's (window.go).
+	skey []byte
+}
+
+// storeKey is r's key in the store of the step it is in.
+func (r *rec) storeKey() []byte {
+	if r.skey != nil {
+		return r.skey
+	}
+	return r.key
+}
+
+// task processes the records of one partition of one sub-topology, in offset
+// order, one batch at a time. Its goroutine is the only one touching its
+// stores and buffers; mu guards only offsets, which the committer reads.
+type task struct {
+	id   taskID
+	app  *App
+	plan *plan
+	in   inbox
+	stop chan struct{}
+	done chan struct{}
+
+	stores map[string]*storeTx
+	out    []*kgo.Record
+	// ops are the plan's steps' operators in this task, by step index
+	// (operator.go); made on first use.
+	ops []operator
+	// caches hold the record cache's updates per caching step (cache.go);
+	// cacheBytes is their size.
+	caches     map[*step]*recCache
+	cacheBytes int
+	// mem is what the task counts in its application's memory budget
+	// (budget.go).
+	mem taskMemory
+	// flushReq asks the task to flush its record cache; the answer goes to
+	// the channel sent.
+	flushReq chan chan error
+	// restored is set once the task's stores are restored: from then on
+	// they answer queries.
+	restored atomic.Bool
+	// settleMu serializes settleTxn: the poll loop settles the transaction
+	// it ended while a rebalance callback may be dropping the same task's
+	// changes (onRevoked, onLost).
+	settleMu sync.Mutex
+
+	mu sync.Mutex
+	// offsets: per input topic, the next offset to consume; only batches
+	// that completed (outputs handed to the producer, their cached updates
+	// forwarded) move it.
+	offsets map[string]kgo.EpochOffset
+	// processed is offsets, including batches whose updates still wait in
+	// the record cache. Only the task's goroutine touches it.
+	processed map[string]kgo.EpochOffset
+
+	// ends: per input topic, the high watermark of the last fetch (guarded
+	// by mu); lag is measured to it.
+	ends map[string]int64
+	// reached: per input topic, the offset after the last record processed,
+	// cached updates included (guarded by mu); the test driver's Quiesce
+	// waits on it.
+	reached map[string]int64
+}
+
+func newTask(a *App, id taskID, p *plan) *task {
+	return &task{
+		id: id, app: a, plan: p,
+		in:        inbox{signal: make(chan struct{}, 1), paused: map[string]bool{}},
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+		stores:    map[string]*storeTx{},
+		offsets:   map[string]kgo.EpochOffset{},
+		processed: map[string]kgo.EpochOffset{},
+		reached:   map[string]int64{},
+		caches:    map[*step]*recCache{},
+		flushReq:  make(chan chan error),
+	}
+}
+
+// run restores the task's stores, then processes batches until stopped.
+func (t *task) run(ctx context.Context) {
+	defer t.app.recovered("task " + t.id.String())
+	defer close(t.done)
+	defer t.releaseMemory()
+	ctx = t.memoryContext(ctx)
+	defer func() {
+		// Records the task will not process no longer hold up a commit.
+		t.in.mu.Lock()
+		if t.in.n > 0 {
+			t.app.pending.Add(-int64(t.in.n))
+			t.app.workDropped.Store(true)
+		}
+		t.in.queues, t.in.n = nil, 0
+		t.in.mu.Unlock()
+	}()
+	for _, st := range t.plan.stores {
+		tx := &storeTx{
+			store:     st,
+			part:      t.app.db.Partition(st.Name, t.id.partition),
+			changelog: t.app.fullTopic(st.ChangelogTopic, true),
+			dirty:     map[string]row{},
+			txn:       map[string]row{},
+			keys:      codecFor(st),
+		}
+		tx.lastOffset.Store(-1)
+		if err := t.app.restore(ctx, tx); err != nil {
+			if ctx.Err() == nil { // else: stopping, not failing
+				t.app.fail(fmt.Errorf("runtime: task %s: %w", t.id, err))
+			}
+			return
+		}
+		t.stores[st.Name] = tx
+	}
+	// Kafka Streams starts no stream thread before the global stores are
+	// restored.
+	if !t.app.awaitGlobals(ctx, t.stop) {
+		return
+	}
+	t.restored.Store(true)
+	max := t.app.cfg.BundleMaxRecords
+	linger := t.app.cfg.BundleLinger
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	flush := func(reply chan error) bool {
+		err := t.flushNow(ctx)
+		t.publishMemory()
+		reply <- err
+		if err != nil {
+			t.app.workDropped.Store(true)
+			if ctx.Err() == nil {
+				t.app.fail(err)
+			}
+			return false
+		}
+		return true
+	}
+	for {
+		select {
+		case reply := <-t.flushReq:
+			if !flush(reply) {
+				return
+			}
+		default:
+		}
+		if t.in.len() == 0 {
+			t.resumeIfDrained()
+			select {
+			case <-t.stop:
+				t.flushOnStop(ctx)
+				return
+			case <-t.in.signal:
+				continue
+			case reply := <-t.flushReq:
+				if !flush(reply) {
+					return
+				}
+				continue
+			}
+		}
+		// Fewer than a full bundle buffered: wait a short linger for more,
+		// so bundles are big under load while latency stays low. What is
+		// fetched meanwhile is merged by timestamp with what was buffered.
+		if t.in.len() < max && linger > 0 {
+			timer.Reset(linger)
+		wait:
+			for t.in.len() < max {
+				select {
+				case <-t.in.signal:
+				case <-timer.C:
+					break wait
+				case <-t.stop:
+					break wait
+				}
+			}
+			timer.Stop()
+		}
+		batch := t.in.take(max)
+		t.tookFetched(batch)
+		t.resumeIfDrained()
+		err := t.process(ctx, batch)
+		t.app.pending.Add(-int64(len(batch)))
+		if err != nil {
+			// A batch cut short by Stop is not a failure: it was not
+			// committed and is processed again after a restart.
+			t.app.workDropped.Store(true)
+			if ctx.Err() == nil {
+				t.app.fail(err)
+			}
+			return
+		}
+	}
+}
+
+// process runs one batch through the plan. A batch is atomic: if any record
+// fails, its state changes and outputs are discarded and its offsets are not
+// advanced, so nothing of it is committed.
+func (t *task) process(ctx context.Context, batch []*kgo.Record) error {
+	t.begin()
+	if err := t.pushBatch(ctx, batch); err != nil {
+		return err
+	}
+	if t.cacheBytes > t.app.cacheBudget() || t.cacheBytes > 0 && t.memoryOver() {
+		if err := t.flushCaches(ctx); err != nil {
+			return err
+		}
+	}
+	if err := t.checkMemory(); err != nil {
+		return err
+	}
+	if err := t.finish(); err != nil {
+		return err
+	}
+	// Each topic's records are in offset order: its last one in the batch
+	// is the last processed.
+	for _, r := range batch {
+		t.processed[r.Topic] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
+	}
+	t.mu.Lock()
+	for topic, eo := range t.processed {
+		t.reached[topic] = eo.Offset
+	}
+	t.mu.Unlock()
+	if t.cacheBytes == 0 {
+		t.settleOffsets()
+	}
+	return nil
+}
+
+// pushBatch pushes a batch through the plan in the batch's order (take's
+// merge by timestamp): each maximal run of consecutive records of one
+// source step goes through as one push, so a host operator crosses once
+// per run. A task reading one topic has one run per batch; records of
+// two topics whose timestamps alternate make runs of one record.
+func (t *task) pushBatch(ctx context.Context, batch []*kgo.Record) error {
+	recs := make([]rec, len(batch))
+	srcs := make([]*step, len(batch))
+	for i, r := range batch {
+		s := t.plan.sources[r.Topic]
+		if s == nil {
+			return fmt.Errorf("runtime: task %s got a record of topic %q, which it does not read", t.id, r.Topic)
+		}
+		srcs[i] = s
+		recs[i] = rec{key: r.Key, value: r.Value, ts: r.Timestamp.UnixMilli(), in: r}
+	}
+	for i := 0; i < len(recs); {
+		j := i + 1
+		for j < len(recs) && srcs[j] == srcs[i] {
+			j++
+		}
+		// A run's slice ends at its capacity: a step appending to its input
+		// cannot overwrite the next run.
+		if err := t.push(ctx, srcs[i], recs[i:j:j]); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+// push runs recs through step s and everything downstream of it: s's
+// operator, then each child in turn with what it forwarded (or the record
+// cache, for a caching step).
+func (t *task) push(ctx context.Context, s *step, recs []rec) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if s.slice > 0 {
+		for len(recs) > s.slice {
+			if err := t.push(ctx, s, recs[:s.slice]); err != nil {
+				return err
+			}
+			recs = recs[s.slice:]
+		}
+	}
+	if s.stats != nil {
+		s.stats.records.Add(int64(len(recs)))
+	}
+	out, err := t.op(s).process(ctx, recs)
+	if err != nil {
+		return err
+	}
+	if s.cached {
+		t.cache(s, out)
+		return nil
+	}
+	for _, c := range s.next {
+		if err := t.push(ctx, c, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settleOffsets makes the processed offsets committable: every update of
+// their records went out (none waits in the record cache).
+func (t *task) settleOffsets() {
+	t.mu.Lock()
+	for topic, eo := range t.processed {
+		t.offsets[topic] = eo
+	}
+	t.mu.Unlock()
+}
+
+// begin starts a batch: no outputs, no store changes yet.
+func (t *task) begin() {
+	t.out = t.out[:0]
+	for _, tx := range t.stores {
+		clear(tx.dirty)
+	}
+}
+
+// finish ends a batch that succeeded: its store changes are applied (under
+// exactly_once_v2 they join the transaction instead) and its outputs and
+// changelog records are handed to the producer.
+func (t *task) finish() error {
+	for _, tx := range t.stores {
+		if len(tx.dirty) == 0 {
+			continue
+		}
+		if t.app.eos {
+			for k, v := range tx.dirty {
+				tx.txn[k] = v
+			}
+			continue
+		}
+		ws := writes(tx.dirty)
+		for _, w := range ws {
+			t.out = append(t.out, tx.changelogRecord(t.id.partition, w))
+		}
+		if err := tx.part.Apply(ws); err != nil {
+			return fmt.Errorf("runtime: task %s: %w", t.id, err)
+		}
+	}
+	for _, r := range t.out {
+		t.app.produce(r)
+	}
+	return nil
+}
+
+// writeChangelogs hands the open transaction's store changes to the
+// producer: the latest value of each key changed (Kafka Streams' cache
+// flush at commit). Called only while the task is idle.
+func (t *task) writeChangelogs() {
+	if !t.restored.Load() {
+		return // still restoring: it has processed nothing
+	}
+	for _, tx := range t.stores {
+		for k, r := range tx.txn {
+			w := state.Write{Key: []byte(k), Value: r.value, TS: r.ts}
+			t.app.produceThen(tx.changelogRecord(t.id.partition, w), func(r *kgo.Record) {
+				for {
+					cur := tx.lastOffset.Load()
+					if r.Offset <= cur || tx.lastOffset.CompareAndSwap(cur, r.Offset) {
+						return
+					}
+				}
+			})
+		}
+	}
+}
+
+// settleTxn applies the ended transaction's store changes to Pebble when it
+// committed, with a checkpoint just past its changelog records, or drops
+// them when it aborted. Called only while the task is idle.
+func (t *task) settleTxn(committed bool) {
+	if !t.restored.Load() {
+		return
+	}
+	t.settleMu.Lock()
+	defer t.settleMu.Unlock()
+	if !committed {
+		// The stream-stream joins' in-memory rows and stream time, and the
+		// windowed steps' stream times, close times emitted, open windows
+		// and buffers, include the aborted batches: reload them from
+		// Pebble on next use, as Kafka Streams revives a task whose
+		// transaction aborted from its stores. Else the session's rewind
+		// to the committed offsets would count the records again into the
+		// open windows, and drop them as late, and never emit the windows
+		// the aborted batches closed.
+		for _, op := range t.ops {
+			if r, ok := op.(reviver); ok {
+				r.revive()
+			}
+		}
+		for _, tx := range t.stores {
+			tx.front = nil
+		}
+	}
+	for _, tx := range t.stores {
+		if committed && (len(tx.txn) > 0 || len(tx.expired) > 0) {
+			err := tx.part.Apply(writes(tx.txn))
+			for _, r := range tx.expired {
+				if err == nil {
+					err = tx.part.DeleteRange(r[0], r[1])
+				}
+			}
+			if last := tx.lastOffset.Load(); err == nil && last >= 0 {
+				err = tx.part.SetCheckpoint(last + 1)
+			}
+			if err != nil {
+				t.app.fail(fmt.Errorf("runtime: task %s: applying a committed transaction: %w", t.id, err))
+			}
+		}
+		clear(tx.txn)
+		tx.expired = nil
+		tx.lastOffset.Store(-1)
+	}
+}
