@@ -149,7 +149,7 @@ fn kv_mapper(f: FnRef) -> impl Fn(&Value, Value) -> (Value, Value) + Send + Sync
 }
 
 fn mapper_with_key(f: FnRef) -> impl Fn(&Value, Value) -> Value + Send + Sync + 'static {
-    move |k, v| match f.name.as_str() {
+    move |k, _| match f.name.as_str() {
         "key_as_value" => k.clone(),
         other => panic!("{other} is not a mapper with key of the vectors' catalogue"),
     }
