@@ -8,7 +8,7 @@ import (
 )
 
 // nativeOp is a stateless operator whose function is Go (map_values,
-// filter, flat_map_values, flat_map, map, select_key, peek, foreach of the Go API):
+// filter, flat_map_values, flat_map, map, select_key, peek, foreach, print of the Go API):
 // it runs in the engine, record by record, with no crossing.
 type nativeOp struct{ opBase }
 

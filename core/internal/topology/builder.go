@@ -23,6 +23,7 @@ const (
 	prefixMapValues     = "KSTREAM-MAPVALUES-"
 	prefixFlatMapValues = "KSTREAM-FLATMAPVALUES-"
 	prefixFlatMap       = "KSTREAM-FLATMAP-"
+	prefixPrinter       = "KSTREAM-PRINTER-"
 	prefixKeySelect     = "KSTREAM-KEY-SELECT-" // selectKey and groupBy's key selector
 	prefixPeek          = "KSTREAM-PEEK-"
 	prefixForeach       = "KSTREAM-FOREACH-"
@@ -229,6 +230,7 @@ var (
 	opSelectKey     = stateless{op: "select_key", kind: OpSelectKey, prefix: prefixKeySelect, native: reflect.TypeFor[SelectKeyFunc](), keyChanging: true}
 	opPeek          = stateless{op: "peek", kind: OpPeek, prefix: prefixPeek, native: reflect.TypeFor[ForeachFunc]()}
 	opForeach       = stateless{op: "foreach", kind: OpForeach, prefix: prefixForeach, native: reflect.TypeFor[ForeachFunc](), terminal: true}
+	opPrint         = stateless{op: "print", kind: OpPrint, prefix: prefixPrinter, native: reflect.TypeFor[ForeachFunc](), terminal: true}
 	opFlatMap       = stateless{op: "flat_map", kind: OpFlatMap, prefix: prefixFlatMap, native: reflect.TypeFor[FlatMapFunc](), keyChanging: true}
 	// The with-key mappers name their nodes as the plain ones do (Kafka
 	// Streams wraps a ValueMapper into a ValueMapperWithKey: one processor).
@@ -274,6 +276,13 @@ func (b *Builder) FlatMapValuesWithKey(input uint64, fn Function, valueSerde, na
 // input's.
 func (b *Builder) FlatMap(input uint64, fn Function, keySerde, valueSerde, name string) (*Handle, error) {
 	return b.stateless(opFlatMap, input, fn, keySerde, valueSerde, name)
+}
+
+// Print adds KStream.print (KSTREAM-PRINTER-<n>), a terminal operator: fn
+// prints each record (a ForeachAction made from Printed).
+func (b *Builder) Print(input uint64, fn Function, name string) error {
+	_, err := b.stateless(opPrint, input, fn, "", "", name)
+	return err
 }
 
 // Map adds KStream.map; the result needs a repartition before an

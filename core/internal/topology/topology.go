@@ -178,6 +178,9 @@ const (
 	// key too, but cannot change it.
 	OpMapValuesWithKey
 	OpFlatMapValuesWithKey
+	// OpPrint is KStreamPrint (KStream.print): a terminal foreach whose
+	// function prints each record where it runs.
+	OpPrint
 )
 
 // Function is the user function of a stateless operator: a host token, or a

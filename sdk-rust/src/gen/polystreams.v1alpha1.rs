@@ -368,6 +368,21 @@ pub struct ForeachOp {
     #[prost(string, tag = "3")]
     pub name: ::prost::alloc::string::String,
 }
+/// PrintOp is KStream.print(Printed): a terminal node KSTREAM-PRINTER-<n>
+/// (or name) whose function prints each record in the host, as a foreach
+/// does. The SDK makes the function from Printed: it writes
+/// "\[<label>\]: <mapper(key, value)>" and a newline, the label being
+/// Printed.withLabel's or, by default, the name of the node the stream comes
+/// from, the mapper Printed.withKeyValueMapper's or "<key>, <value>".
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PrintOp {
+    #[prost(uint64, tag = "1")]
+    pub input: u64,
+    #[prost(uint32, tag = "2")]
+    pub token: u32,
+    #[prost(string, tag = "3")]
+    pub name: ::prost::alloc::string::String,
+}
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct GroupByKeyOp {
     #[prost(uint64, tag = "1")]
@@ -638,7 +653,7 @@ pub struct BuildRequest {
     /// One builder operator. New operators are added as new members.
     #[prost(
         oneof = "build_request::Operation",
-        tags = "10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36"
+        tags = "10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37"
     )]
     pub operation: ::core::option::Option<build_request::Operation>,
 }
@@ -701,6 +716,8 @@ pub mod build_request {
         ToTable(super::ToTableOp),
         #[prost(message, tag = "36")]
         FlatMap(super::FlatMapOp),
+        #[prost(message, tag = "37")]
+        Print(super::PrintOp),
     }
 }
 #[derive(Clone, PartialEq, ::prost::Message)]

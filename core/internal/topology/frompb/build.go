@@ -57,6 +57,8 @@ func Build(b *topology.Builder, funcs map[uint32]string, m *pb.BuildRequest) (*p
 		h, err = c.peek(o.Peek)
 	case *pb.BuildRequest_Foreach:
 		err = c.foreach(o.Foreach)
+	case *pb.BuildRequest_Print:
+		err = c.print(o.Print)
 	case *pb.BuildRequest_Merge:
 		h, err = c.merge(o.Merge)
 	case *pb.BuildRequest_Repartition:

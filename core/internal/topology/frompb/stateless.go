@@ -141,3 +141,12 @@ func (c *call) split(v *pb.SplitOp) ([]*topology.Handle, error) {
 	}
 	return c.b.Split(v.Input, v.Name, branches, v.DefaultBranch, v.DefaultName)
 }
+
+// print applies PrintOp (KStream.print), a terminal operator.
+func (c *call) print(v *pb.PrintOp) error {
+	f, err := c.fn(v.Token)
+	if err != nil {
+		return err
+	}
+	return c.b.Print(v.Input, f, v.Name)
+}

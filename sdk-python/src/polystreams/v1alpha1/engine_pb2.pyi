@@ -102,7 +102,7 @@ class BrokerOutage(_message.Message):
     def __init__(self, brokers: _Optional[_Iterable[str]] = ..., since_ms: _Optional[int] = ..., last_error: _Optional[str] = ..., outages: _Optional[int] = ...) -> None: ...
 
 class BuildRequest(_message.Message):
-    __slots__ = ["aggregate", "count", "emit_strategy", "filter", "filter_not", "flat_map", "flat_map_values", "foreach", "global_table", "group_by", "group_by_key", "join", "map", "map_values", "merge", "peek", "reduce", "repartition", "select_key", "session_id", "split", "stream", "suppress", "table", "to", "to_stream", "to_table", "windowed_by"]
+    __slots__ = ["aggregate", "count", "emit_strategy", "filter", "filter_not", "flat_map", "flat_map_values", "foreach", "global_table", "group_by", "group_by_key", "join", "map", "map_values", "merge", "peek", "print", "reduce", "repartition", "select_key", "session_id", "split", "stream", "suppress", "table", "to", "to_stream", "to_table", "windowed_by"]
     AGGREGATE_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     EMIT_STRATEGY_FIELD_NUMBER: _ClassVar[int]
@@ -119,6 +119,7 @@ class BuildRequest(_message.Message):
     MAP_VALUES_FIELD_NUMBER: _ClassVar[int]
     MERGE_FIELD_NUMBER: _ClassVar[int]
     PEEK_FIELD_NUMBER: _ClassVar[int]
+    PRINT_FIELD_NUMBER: _ClassVar[int]
     REDUCE_FIELD_NUMBER: _ClassVar[int]
     REPARTITION_FIELD_NUMBER: _ClassVar[int]
     SELECT_KEY_FIELD_NUMBER: _ClassVar[int]
@@ -147,6 +148,7 @@ class BuildRequest(_message.Message):
     map_values: MapValuesOp
     merge: MergeOp
     peek: PeekOp
+    print: PrintOp
     reduce: ReduceOp
     repartition: RepartitionOp
     select_key: SelectKeyOp
@@ -159,7 +161,7 @@ class BuildRequest(_message.Message):
     to_stream: ToStreamOp
     to_table: ToTableOp
     windowed_by: WindowedByOp
-    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ..., reduce: _Optional[_Union[ReduceOp, _Mapping]] = ..., aggregate: _Optional[_Union[AggregateOp, _Mapping]] = ..., table: _Optional[_Union[TableOp, _Mapping]] = ..., windowed_by: _Optional[_Union[WindowedByOp, _Mapping]] = ..., suppress: _Optional[_Union[SuppressOp, _Mapping]] = ..., merge: _Optional[_Union[MergeOp, _Mapping]] = ..., split: _Optional[_Union[SplitOp, _Mapping]] = ..., repartition: _Optional[_Union[RepartitionOp, _Mapping]] = ..., join: _Optional[_Union[JoinOp, _Mapping]] = ..., global_table: _Optional[_Union[GlobalTableOp, _Mapping]] = ..., emit_strategy: _Optional[_Union[EmitStrategyOp, _Mapping]] = ..., to_table: _Optional[_Union[ToTableOp, _Mapping]] = ..., flat_map: _Optional[_Union[FlatMapOp, _Mapping]] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ..., reduce: _Optional[_Union[ReduceOp, _Mapping]] = ..., aggregate: _Optional[_Union[AggregateOp, _Mapping]] = ..., table: _Optional[_Union[TableOp, _Mapping]] = ..., windowed_by: _Optional[_Union[WindowedByOp, _Mapping]] = ..., suppress: _Optional[_Union[SuppressOp, _Mapping]] = ..., merge: _Optional[_Union[MergeOp, _Mapping]] = ..., split: _Optional[_Union[SplitOp, _Mapping]] = ..., repartition: _Optional[_Union[RepartitionOp, _Mapping]] = ..., join: _Optional[_Union[JoinOp, _Mapping]] = ..., global_table: _Optional[_Union[GlobalTableOp, _Mapping]] = ..., emit_strategy: _Optional[_Union[EmitStrategyOp, _Mapping]] = ..., to_table: _Optional[_Union[ToTableOp, _Mapping]] = ..., flat_map: _Optional[_Union[FlatMapOp, _Mapping]] = ..., print: _Optional[_Union[PrintOp, _Mapping]] = ...) -> None: ...
 
 class BuildResponse(_message.Message):
     __slots__ = ["branches", "handle"]
@@ -704,6 +706,16 @@ class PipeInputResponse(_message.Message):
     failed_record: RecordContext
     processed: int
     def __init__(self, processed: _Optional[int] = ..., error: _Optional[str] = ..., failed_record: _Optional[_Union[RecordContext, _Mapping]] = ...) -> None: ...
+
+class PrintOp(_message.Message):
+    __slots__ = ["input", "name", "token"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    name: str
+    token: int
+    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
 
 class QueryRequest(_message.Message):
     __slots__ = ["all", "get", "limit", "prefix", "range", "session_id", "store", "window_fetch"]

@@ -507,7 +507,7 @@ func (x Node_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Node_Type.Descriptor instead.
 func (Node_Type) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{44, 0}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{45, 0}
 }
 
 type RecordFailure_Kind int32
@@ -556,7 +556,7 @@ func (x RecordFailure_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RecordFailure_Kind.Descriptor instead.
 func (RecordFailure_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{53, 0}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{54, 0}
 }
 
 type OpenSessionRequest struct {
@@ -2257,6 +2257,72 @@ func (x *ForeachOp) GetName() string {
 	return ""
 }
 
+// PrintOp is KStream.print(Printed): a terminal node KSTREAM-PRINTER-<n>
+// (or name) whose function prints each record in the host, as a foreach
+// does. The SDK makes the function from Printed: it writes
+// "[<label>]: <mapper(key, value)>" and a newline, the label being
+// Printed.withLabel's or, by default, the name of the node the stream comes
+// from, the mapper Printed.withKeyValueMapper's or "<key>, <value>".
+type PrintOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Input         uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
+	Token         uint32                 `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrintOp) Reset() {
+	*x = PrintOp{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrintOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrintOp) ProtoMessage() {}
+
+func (x *PrintOp) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrintOp.ProtoReflect.Descriptor instead.
+func (*PrintOp) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *PrintOp) GetInput() uint64 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+func (x *PrintOp) GetToken() uint32 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *PrintOp) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 type GroupByKeyOp struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Input uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
@@ -2271,7 +2337,7 @@ type GroupByKeyOp struct {
 
 func (x *GroupByKeyOp) Reset() {
 	*x = GroupByKeyOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2283,7 +2349,7 @@ func (x *GroupByKeyOp) String() string {
 func (*GroupByKeyOp) ProtoMessage() {}
 
 func (x *GroupByKeyOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2296,7 +2362,7 @@ func (x *GroupByKeyOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupByKeyOp.ProtoReflect.Descriptor instead.
 func (*GroupByKeyOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{24}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GroupByKeyOp) GetInput() uint64 {
@@ -2343,7 +2409,7 @@ type GroupByOp struct {
 
 func (x *GroupByOp) Reset() {
 	*x = GroupByOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2355,7 +2421,7 @@ func (x *GroupByOp) String() string {
 func (*GroupByOp) ProtoMessage() {}
 
 func (x *GroupByOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2368,7 +2434,7 @@ func (x *GroupByOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupByOp.ProtoReflect.Descriptor instead.
 func (*GroupByOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{25}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GroupByOp) GetInput() uint64 {
@@ -2420,7 +2486,7 @@ type CountOp struct {
 
 func (x *CountOp) Reset() {
 	*x = CountOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2432,7 +2498,7 @@ func (x *CountOp) String() string {
 func (*CountOp) ProtoMessage() {}
 
 func (x *CountOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2445,7 +2511,7 @@ func (x *CountOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountOp.ProtoReflect.Descriptor instead.
 func (*CountOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{26}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CountOp) GetInput() uint64 {
@@ -2492,7 +2558,7 @@ type ReduceOp struct {
 
 func (x *ReduceOp) Reset() {
 	*x = ReduceOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2504,7 +2570,7 @@ func (x *ReduceOp) String() string {
 func (*ReduceOp) ProtoMessage() {}
 
 func (x *ReduceOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2517,7 +2583,7 @@ func (x *ReduceOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceOp.ProtoReflect.Descriptor instead.
 func (*ReduceOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{27}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ReduceOp) GetInput() uint64 {
@@ -2585,7 +2651,7 @@ type AggregateOp struct {
 
 func (x *AggregateOp) Reset() {
 	*x = AggregateOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2597,7 +2663,7 @@ func (x *AggregateOp) String() string {
 func (*AggregateOp) ProtoMessage() {}
 
 func (x *AggregateOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2610,7 +2676,7 @@ func (x *AggregateOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateOp.ProtoReflect.Descriptor instead.
 func (*AggregateOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{28}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *AggregateOp) GetInput() uint64 {
@@ -2676,7 +2742,7 @@ type MergeOp struct {
 
 func (x *MergeOp) Reset() {
 	*x = MergeOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2688,7 +2754,7 @@ func (x *MergeOp) String() string {
 func (*MergeOp) ProtoMessage() {}
 
 func (x *MergeOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2701,7 +2767,7 @@ func (x *MergeOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeOp.ProtoReflect.Descriptor instead.
 func (*MergeOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *MergeOp) GetInput() uint64 {
@@ -2747,7 +2813,7 @@ type SplitOp struct {
 
 func (x *SplitOp) Reset() {
 	*x = SplitOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2759,7 +2825,7 @@ func (x *SplitOp) String() string {
 func (*SplitOp) ProtoMessage() {}
 
 func (x *SplitOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2772,7 +2838,7 @@ func (x *SplitOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitOp.ProtoReflect.Descriptor instead.
 func (*SplitOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{30}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SplitOp) GetInput() uint64 {
@@ -2822,7 +2888,7 @@ type Branch struct {
 
 func (x *Branch) Reset() {
 	*x = Branch{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2834,7 +2900,7 @@ func (x *Branch) String() string {
 func (*Branch) ProtoMessage() {}
 
 func (x *Branch) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2847,7 +2913,7 @@ func (x *Branch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Branch.ProtoReflect.Descriptor instead.
 func (*Branch) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{31}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Branch) GetPredicateToken() uint32 {
@@ -2881,7 +2947,7 @@ type RepartitionOp struct {
 
 func (x *RepartitionOp) Reset() {
 	*x = RepartitionOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2893,7 +2959,7 @@ func (x *RepartitionOp) String() string {
 func (*RepartitionOp) ProtoMessage() {}
 
 func (x *RepartitionOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2906,7 +2972,7 @@ func (x *RepartitionOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepartitionOp.ProtoReflect.Descriptor instead.
 func (*RepartitionOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{32}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RepartitionOp) GetInput() uint64 {
@@ -2983,7 +3049,7 @@ type JoinOp struct {
 
 func (x *JoinOp) Reset() {
 	*x = JoinOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2995,7 +3061,7 @@ func (x *JoinOp) String() string {
 func (*JoinOp) ProtoMessage() {}
 
 func (x *JoinOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3008,7 +3074,7 @@ func (x *JoinOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinOp.ProtoReflect.Descriptor instead.
 func (*JoinOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{33}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *JoinOp) GetInput() uint64 {
@@ -3119,7 +3185,7 @@ type JoinWindows struct {
 
 func (x *JoinWindows) Reset() {
 	*x = JoinWindows{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3131,7 +3197,7 @@ func (x *JoinWindows) String() string {
 func (*JoinWindows) ProtoMessage() {}
 
 func (x *JoinWindows) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3144,7 +3210,7 @@ func (x *JoinWindows) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinWindows.ProtoReflect.Descriptor instead.
 func (*JoinWindows) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *JoinWindows) GetBeforeMs() int64 {
@@ -3186,7 +3252,7 @@ type GlobalTableOp struct {
 
 func (x *GlobalTableOp) Reset() {
 	*x = GlobalTableOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3198,7 +3264,7 @@ func (x *GlobalTableOp) String() string {
 func (*GlobalTableOp) ProtoMessage() {}
 
 func (x *GlobalTableOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3211,7 +3277,7 @@ func (x *GlobalTableOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GlobalTableOp.ProtoReflect.Descriptor instead.
 func (*GlobalTableOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{35}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GlobalTableOp) GetTopic() string {
@@ -3259,7 +3325,7 @@ type ToStreamOp struct {
 
 func (x *ToStreamOp) Reset() {
 	*x = ToStreamOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3271,7 +3337,7 @@ func (x *ToStreamOp) String() string {
 func (*ToStreamOp) ProtoMessage() {}
 
 func (x *ToStreamOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3284,7 +3350,7 @@ func (x *ToStreamOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToStreamOp.ProtoReflect.Descriptor instead.
 func (*ToStreamOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{36}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ToStreamOp) GetInput() uint64 {
@@ -3315,7 +3381,7 @@ type ToOp struct {
 
 func (x *ToOp) Reset() {
 	*x = ToOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3327,7 +3393,7 @@ func (x *ToOp) String() string {
 func (*ToOp) ProtoMessage() {}
 
 func (x *ToOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3340,7 +3406,7 @@ func (x *ToOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToOp.ProtoReflect.Descriptor instead.
 func (*ToOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{37}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ToOp) GetInput() uint64 {
@@ -3412,6 +3478,7 @@ type BuildRequest struct {
 	//	*BuildRequest_EmitStrategy
 	//	*BuildRequest_ToTable
 	//	*BuildRequest_FlatMap
+	//	*BuildRequest_Print
 	Operation     isBuildRequest_Operation `protobuf_oneof:"operation"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3419,7 +3486,7 @@ type BuildRequest struct {
 
 func (x *BuildRequest) Reset() {
 	*x = BuildRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3431,7 +3498,7 @@ func (x *BuildRequest) String() string {
 func (*BuildRequest) ProtoMessage() {}
 
 func (x *BuildRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3444,7 +3511,7 @@ func (x *BuildRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildRequest.ProtoReflect.Descriptor instead.
 func (*BuildRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *BuildRequest) GetSessionId() string {
@@ -3704,6 +3771,15 @@ func (x *BuildRequest) GetFlatMap() *FlatMapOp {
 	return nil
 }
 
+func (x *BuildRequest) GetPrint() *PrintOp {
+	if x != nil {
+		if x, ok := x.Operation.(*BuildRequest_Print); ok {
+			return x.Print
+		}
+	}
+	return nil
+}
+
 type isBuildRequest_Operation interface {
 	isBuildRequest_Operation()
 }
@@ -3816,6 +3892,10 @@ type BuildRequest_FlatMap struct {
 	FlatMap *FlatMapOp `protobuf:"bytes,36,opt,name=flat_map,json=flatMap,proto3,oneof"`
 }
 
+type BuildRequest_Print struct {
+	Print *PrintOp `protobuf:"bytes,37,opt,name=print,proto3,oneof"`
+}
+
 func (*BuildRequest_Stream) isBuildRequest_Operation() {}
 
 func (*BuildRequest_MapValues) isBuildRequest_Operation() {}
@@ -3870,6 +3950,8 @@ func (*BuildRequest_ToTable) isBuildRequest_Operation() {}
 
 func (*BuildRequest_FlatMap) isBuildRequest_Operation() {}
 
+func (*BuildRequest_Print) isBuildRequest_Operation() {}
+
 type BuildResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The handle made; absent for terminal operators (to, foreach) and split.
@@ -3883,7 +3965,7 @@ type BuildResponse struct {
 
 func (x *BuildResponse) Reset() {
 	*x = BuildResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3895,7 +3977,7 @@ func (x *BuildResponse) String() string {
 func (*BuildResponse) ProtoMessage() {}
 
 func (x *BuildResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3908,7 +3990,7 @@ func (x *BuildResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildResponse.ProtoReflect.Descriptor instead.
 func (*BuildResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{39}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *BuildResponse) GetHandle() *Handle {
@@ -3937,7 +4019,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3949,7 +4031,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3962,7 +4044,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{40}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *DescribeRequest) GetSessionId() string {
@@ -3993,7 +4075,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4005,7 +4087,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4018,7 +4100,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{41}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *DescribeResponse) GetText() string {
@@ -4051,7 +4133,7 @@ type TopologyDescription struct {
 
 func (x *TopologyDescription) Reset() {
 	*x = TopologyDescription{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4063,7 +4145,7 @@ func (x *TopologyDescription) String() string {
 func (*TopologyDescription) ProtoMessage() {}
 
 func (x *TopologyDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4076,7 +4158,7 @@ func (x *TopologyDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologyDescription.ProtoReflect.Descriptor instead.
 func (*TopologyDescription) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{42}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *TopologyDescription) GetSubtopologies() []*Subtopology {
@@ -4096,7 +4178,7 @@ type Subtopology struct {
 
 func (x *Subtopology) Reset() {
 	*x = Subtopology{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4108,7 +4190,7 @@ func (x *Subtopology) String() string {
 func (*Subtopology) ProtoMessage() {}
 
 func (x *Subtopology) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4121,7 +4203,7 @@ func (x *Subtopology) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subtopology.ProtoReflect.Descriptor instead.
 func (*Subtopology) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{43}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Subtopology) GetId() int32 {
@@ -4157,7 +4239,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4169,7 +4251,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4182,7 +4264,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{44}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Node) GetName() string {
@@ -4243,7 +4325,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4255,7 +4337,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4268,7 +4350,7 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{45}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *StartRequest) GetSessionId() string {
@@ -4286,7 +4368,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4298,7 +4380,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4311,7 +4393,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{46}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{47}
 }
 
 type ExchangeRequest struct {
@@ -4332,7 +4414,7 @@ type ExchangeRequest struct {
 
 func (x *ExchangeRequest) Reset() {
 	*x = ExchangeRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4344,7 +4426,7 @@ func (x *ExchangeRequest) String() string {
 func (*ExchangeRequest) ProtoMessage() {}
 
 func (x *ExchangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4357,7 +4439,7 @@ func (x *ExchangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeRequest.ProtoReflect.Descriptor instead.
 func (*ExchangeRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{47}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ExchangeRequest) GetSessionId() string {
@@ -4413,7 +4495,7 @@ type ExchangeResponse struct {
 
 func (x *ExchangeResponse) Reset() {
 	*x = ExchangeResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4425,7 +4507,7 @@ func (x *ExchangeResponse) String() string {
 func (*ExchangeResponse) ProtoMessage() {}
 
 func (x *ExchangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4438,7 +4520,7 @@ func (x *ExchangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeResponse.ProtoReflect.Descriptor instead.
 func (*ExchangeResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{48}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ExchangeResponse) GetBundles() []*Bundle {
@@ -4489,7 +4571,7 @@ type RecordContext struct {
 
 func (x *RecordContext) Reset() {
 	*x = RecordContext{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4501,7 +4583,7 @@ func (x *RecordContext) String() string {
 func (*RecordContext) ProtoMessage() {}
 
 func (x *RecordContext) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4514,7 +4596,7 @@ func (x *RecordContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordContext.ProtoReflect.Descriptor instead.
 func (*RecordContext) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{49}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RecordContext) GetTopic() string {
@@ -4567,7 +4649,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4579,7 +4661,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4592,7 +4674,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{50}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Step) GetToken() uint32 {
@@ -4736,7 +4818,7 @@ type Bundle struct {
 
 func (x *Bundle) Reset() {
 	*x = Bundle{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4748,7 +4830,7 @@ func (x *Bundle) String() string {
 func (*Bundle) ProtoMessage() {}
 
 func (x *Bundle) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4761,7 +4843,7 @@ func (x *Bundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bundle.ProtoReflect.Descriptor instead.
 func (*Bundle) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{51}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Bundle) GetId() uint64 {
@@ -4983,7 +5065,7 @@ type BundleResult struct {
 
 func (x *BundleResult) Reset() {
 	*x = BundleResult{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4995,7 +5077,7 @@ func (x *BundleResult) String() string {
 func (*BundleResult) ProtoMessage() {}
 
 func (x *BundleResult) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5008,7 +5090,7 @@ func (x *BundleResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleResult.ProtoReflect.Descriptor instead.
 func (*BundleResult) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{52}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *BundleResult) GetBundleId() uint64 {
@@ -5081,7 +5163,7 @@ type RecordFailure struct {
 
 func (x *RecordFailure) Reset() {
 	*x = RecordFailure{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5093,7 +5175,7 @@ func (x *RecordFailure) String() string {
 func (*RecordFailure) ProtoMessage() {}
 
 func (x *RecordFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5106,7 +5188,7 @@ func (x *RecordFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordFailure.ProtoReflect.Descriptor instead.
 func (*RecordFailure) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{53}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RecordFailure) GetIndex() int32 {
@@ -5158,7 +5240,7 @@ type BrokerOutage struct {
 
 func (x *BrokerOutage) Reset() {
 	*x = BrokerOutage{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5170,7 +5252,7 @@ func (x *BrokerOutage) String() string {
 func (*BrokerOutage) ProtoMessage() {}
 
 func (x *BrokerOutage) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5183,7 +5265,7 @@ func (x *BrokerOutage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrokerOutage.ProtoReflect.Descriptor instead.
 func (*BrokerOutage) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{54}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *BrokerOutage) GetBrokers() []string {
@@ -5233,7 +5315,7 @@ type RestoreProgress struct {
 
 func (x *RestoreProgress) Reset() {
 	*x = RestoreProgress{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5245,7 +5327,7 @@ func (x *RestoreProgress) String() string {
 func (*RestoreProgress) ProtoMessage() {}
 
 func (x *RestoreProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5258,7 +5340,7 @@ func (x *RestoreProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreProgress.ProtoReflect.Descriptor instead.
 func (*RestoreProgress) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{55}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *RestoreProgress) GetRestoredRecords() int64 {
@@ -5298,7 +5380,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5310,7 +5392,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5323,7 +5405,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{56}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetStateRequest) GetSessionId() string {
@@ -5368,7 +5450,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5380,7 +5462,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5393,7 +5475,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{57}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GetStateResponse) GetState() State {
@@ -5468,7 +5550,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5480,7 +5562,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5493,7 +5575,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{58}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *StopRequest) GetSessionId() string {
@@ -5511,7 +5593,7 @@ type StopResponse struct {
 
 func (x *StopResponse) Reset() {
 	*x = StopResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5523,7 +5605,7 @@ func (x *StopResponse) String() string {
 func (*StopResponse) ProtoMessage() {}
 
 func (x *StopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5536,7 +5618,7 @@ func (x *StopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
 func (*StopResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{59}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{60}
 }
 
 type QueryRequest struct {
@@ -5564,7 +5646,7 @@ type QueryRequest struct {
 
 func (x *QueryRequest) Reset() {
 	*x = QueryRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5576,7 +5658,7 @@ func (x *QueryRequest) String() string {
 func (*QueryRequest) ProtoMessage() {}
 
 func (x *QueryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5589,7 +5671,7 @@ func (x *QueryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRequest.ProtoReflect.Descriptor instead.
 func (*QueryRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{60}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *QueryRequest) GetSessionId() string {
@@ -5721,7 +5803,7 @@ type WindowFetch struct {
 
 func (x *WindowFetch) Reset() {
 	*x = WindowFetch{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5733,7 +5815,7 @@ func (x *WindowFetch) String() string {
 func (*WindowFetch) ProtoMessage() {}
 
 func (x *WindowFetch) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5746,7 +5828,7 @@ func (x *WindowFetch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WindowFetch.ProtoReflect.Descriptor instead.
 func (*WindowFetch) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{61}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *WindowFetch) GetKey() []byte {
@@ -5780,7 +5862,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5792,7 +5874,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5805,7 +5887,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{62}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *KeyRange) GetFrom() []byte {
@@ -5841,7 +5923,7 @@ type QueryResponse struct {
 
 func (x *QueryResponse) Reset() {
 	*x = QueryResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5853,7 +5935,7 @@ func (x *QueryResponse) String() string {
 func (*QueryResponse) ProtoMessage() {}
 
 func (x *QueryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5866,7 +5948,7 @@ func (x *QueryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryResponse.ProtoReflect.Descriptor instead.
 func (*QueryResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{63}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *QueryResponse) GetKeyLengths() []int32 {
@@ -5927,7 +6009,7 @@ type GetMetricsRequest struct {
 
 func (x *GetMetricsRequest) Reset() {
 	*x = GetMetricsRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5939,7 +6021,7 @@ func (x *GetMetricsRequest) String() string {
 func (*GetMetricsRequest) ProtoMessage() {}
 
 func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5952,7 +6034,7 @@ func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsRequest.ProtoReflect.Descriptor instead.
 func (*GetMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{64}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *GetMetricsRequest) GetSessionId() string {
@@ -5985,7 +6067,7 @@ type GetMetricsResponse struct {
 
 func (x *GetMetricsResponse) Reset() {
 	*x = GetMetricsResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5997,7 +6079,7 @@ func (x *GetMetricsResponse) String() string {
 func (*GetMetricsResponse) ProtoMessage() {}
 
 func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6010,7 +6092,7 @@ func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsResponse.ProtoReflect.Descriptor instead.
 func (*GetMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{65}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *GetMetricsResponse) GetState() State {
@@ -6082,7 +6164,7 @@ type NodeMetrics struct {
 
 func (x *NodeMetrics) Reset() {
 	*x = NodeMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6094,7 +6176,7 @@ func (x *NodeMetrics) String() string {
 func (*NodeMetrics) ProtoMessage() {}
 
 func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6107,7 +6189,7 @@ func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetrics.ProtoReflect.Descriptor instead.
 func (*NodeMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{66}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *NodeMetrics) GetName() string {
@@ -6167,7 +6249,7 @@ type TaskMetrics struct {
 
 func (x *TaskMetrics) Reset() {
 	*x = TaskMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6179,7 +6261,7 @@ func (x *TaskMetrics) String() string {
 func (*TaskMetrics) ProtoMessage() {}
 
 func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6192,7 +6274,7 @@ func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskMetrics.ProtoReflect.Descriptor instead.
 func (*TaskMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{67}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *TaskMetrics) GetId() string {
@@ -6239,7 +6321,7 @@ type PartitionLag struct {
 
 func (x *PartitionLag) Reset() {
 	*x = PartitionLag{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6251,7 +6333,7 @@ func (x *PartitionLag) String() string {
 func (*PartitionLag) ProtoMessage() {}
 
 func (x *PartitionLag) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6264,7 +6346,7 @@ func (x *PartitionLag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLag.ProtoReflect.Descriptor instead.
 func (*PartitionLag) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{68}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *PartitionLag) GetTopic() string {
@@ -6314,7 +6396,7 @@ type StoreMetrics struct {
 
 func (x *StoreMetrics) Reset() {
 	*x = StoreMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6326,7 +6408,7 @@ func (x *StoreMetrics) String() string {
 func (*StoreMetrics) ProtoMessage() {}
 
 func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6339,7 +6421,7 @@ func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMetrics.ProtoReflect.Descriptor instead.
 func (*StoreMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{69}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *StoreMetrics) GetName() string {
@@ -6375,7 +6457,7 @@ type TestRecord struct {
 
 func (x *TestRecord) Reset() {
 	*x = TestRecord{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6387,7 +6469,7 @@ func (x *TestRecord) String() string {
 func (*TestRecord) ProtoMessage() {}
 
 func (x *TestRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6400,7 +6482,7 @@ func (x *TestRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestRecord.ProtoReflect.Descriptor instead.
 func (*TestRecord) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{70}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *TestRecord) GetTopic() string {
@@ -6450,7 +6532,7 @@ type TestHeader struct {
 
 func (x *TestHeader) Reset() {
 	*x = TestHeader{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6462,7 +6544,7 @@ func (x *TestHeader) String() string {
 func (*TestHeader) ProtoMessage() {}
 
 func (x *TestHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6475,7 +6557,7 @@ func (x *TestHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestHeader.ProtoReflect.Descriptor instead.
 func (*TestHeader) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{71}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *TestHeader) GetKey() string {
@@ -6503,7 +6585,7 @@ type PipeInputRequest struct {
 
 func (x *PipeInputRequest) Reset() {
 	*x = PipeInputRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6515,7 +6597,7 @@ func (x *PipeInputRequest) String() string {
 func (*PipeInputRequest) ProtoMessage() {}
 
 func (x *PipeInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6528,7 +6610,7 @@ func (x *PipeInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipeInputRequest.ProtoReflect.Descriptor instead.
 func (*PipeInputRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{72}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *PipeInputRequest) GetSessionId() string {
@@ -6563,7 +6645,7 @@ type PipeInputResponse struct {
 
 func (x *PipeInputResponse) Reset() {
 	*x = PipeInputResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6575,7 +6657,7 @@ func (x *PipeInputResponse) String() string {
 func (*PipeInputResponse) ProtoMessage() {}
 
 func (x *PipeInputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6588,7 +6670,7 @@ func (x *PipeInputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipeInputResponse.ProtoReflect.Descriptor instead.
 func (*PipeInputResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{73}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *PipeInputResponse) GetProcessed() int32 {
@@ -6624,7 +6706,7 @@ type ReadOutputRequest struct {
 
 func (x *ReadOutputRequest) Reset() {
 	*x = ReadOutputRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6636,7 +6718,7 @@ func (x *ReadOutputRequest) String() string {
 func (*ReadOutputRequest) ProtoMessage() {}
 
 func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6649,7 +6731,7 @@ func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputRequest.ProtoReflect.Descriptor instead.
 func (*ReadOutputRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{74}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ReadOutputRequest) GetSessionId() string {
@@ -6680,7 +6762,7 @@ type ReadOutputResponse struct {
 
 func (x *ReadOutputResponse) Reset() {
 	*x = ReadOutputResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6692,7 +6774,7 @@ func (x *ReadOutputResponse) String() string {
 func (*ReadOutputResponse) ProtoMessage() {}
 
 func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6705,7 +6787,7 @@ func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputResponse.ProtoReflect.Descriptor instead.
 func (*ReadOutputResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{75}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ReadOutputResponse) GetRecords() []*TestRecord {
@@ -6740,7 +6822,7 @@ type AdvanceWallClockRequest struct {
 
 func (x *AdvanceWallClockRequest) Reset() {
 	*x = AdvanceWallClockRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6752,7 +6834,7 @@ func (x *AdvanceWallClockRequest) String() string {
 func (*AdvanceWallClockRequest) ProtoMessage() {}
 
 func (x *AdvanceWallClockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6765,7 +6847,7 @@ func (x *AdvanceWallClockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdvanceWallClockRequest.ProtoReflect.Descriptor instead.
 func (*AdvanceWallClockRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{76}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *AdvanceWallClockRequest) GetSessionId() string {
@@ -6792,7 +6874,7 @@ type AdvanceWallClockResponse struct {
 
 func (x *AdvanceWallClockResponse) Reset() {
 	*x = AdvanceWallClockResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6804,7 +6886,7 @@ func (x *AdvanceWallClockResponse) String() string {
 func (*AdvanceWallClockResponse) ProtoMessage() {}
 
 func (x *AdvanceWallClockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6817,7 +6899,7 @@ func (x *AdvanceWallClockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdvanceWallClockResponse.ProtoReflect.Descriptor instead.
 func (*AdvanceWallClockResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{77}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *AdvanceWallClockResponse) GetWallClockMs() int64 {
@@ -6964,6 +7046,10 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\tForeachOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\rR\x05token\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"I\n" +
+	"\aPrintOp\x12\x14\n" +
+	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\rR\x05token\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\"v\n" +
 	"\fGroupByKeyOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x1b\n" +
@@ -7054,7 +7140,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\tkey_serde\x18\x03 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x04 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
-	"\x04name\x18\x05 \x01(\tR\x04name\"\xd2\r\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\"\x89\x0e\n" +
 	"\fBuildRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x128\n" +
@@ -7090,7 +7176,8 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\fglobal_table\x18! \x01(\v2#.polystreams.v1alpha1.GlobalTableOpH\x00R\vglobalTable\x12K\n" +
 	"\remit_strategy\x18\" \x01(\v2$.polystreams.v1alpha1.EmitStrategyOpH\x00R\femitStrategy\x12<\n" +
 	"\bto_table\x18# \x01(\v2\x1f.polystreams.v1alpha1.ToTableOpH\x00R\atoTable\x12<\n" +
-	"\bflat_map\x18$ \x01(\v2\x1f.polystreams.v1alpha1.FlatMapOpH\x00R\aflatMapB\v\n" +
+	"\bflat_map\x18$ \x01(\v2\x1f.polystreams.v1alpha1.FlatMapOpH\x00R\aflatMap\x125\n" +
+	"\x05print\x18% \x01(\v2\x1d.polystreams.v1alpha1.PrintOpH\x00R\x05printB\v\n" +
 	"\toperation\"\x7f\n" +
 	"\rBuildResponse\x124\n" +
 	"\x06handle\x18\x01 \x01(\v2\x1c.polystreams.v1alpha1.HandleR\x06handle\x128\n" +
@@ -7425,7 +7512,7 @@ func file_polystreams_v1alpha1_engine_proto_rawDescGZIP() []byte {
 }
 
 var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
+var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
 var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(Kind)(0),                        // 0: polystreams.v1alpha1.Kind
 	(EmitStrategy)(0),                // 1: polystreams.v1alpha1.EmitStrategy
@@ -7459,69 +7546,70 @@ var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(*SelectKeyOp)(nil),              // 29: polystreams.v1alpha1.SelectKeyOp
 	(*PeekOp)(nil),                   // 30: polystreams.v1alpha1.PeekOp
 	(*ForeachOp)(nil),                // 31: polystreams.v1alpha1.ForeachOp
-	(*GroupByKeyOp)(nil),             // 32: polystreams.v1alpha1.GroupByKeyOp
-	(*GroupByOp)(nil),                // 33: polystreams.v1alpha1.GroupByOp
-	(*CountOp)(nil),                  // 34: polystreams.v1alpha1.CountOp
-	(*ReduceOp)(nil),                 // 35: polystreams.v1alpha1.ReduceOp
-	(*AggregateOp)(nil),              // 36: polystreams.v1alpha1.AggregateOp
-	(*MergeOp)(nil),                  // 37: polystreams.v1alpha1.MergeOp
-	(*SplitOp)(nil),                  // 38: polystreams.v1alpha1.SplitOp
-	(*Branch)(nil),                   // 39: polystreams.v1alpha1.Branch
-	(*RepartitionOp)(nil),            // 40: polystreams.v1alpha1.RepartitionOp
-	(*JoinOp)(nil),                   // 41: polystreams.v1alpha1.JoinOp
-	(*JoinWindows)(nil),              // 42: polystreams.v1alpha1.JoinWindows
-	(*GlobalTableOp)(nil),            // 43: polystreams.v1alpha1.GlobalTableOp
-	(*ToStreamOp)(nil),               // 44: polystreams.v1alpha1.ToStreamOp
-	(*ToOp)(nil),                     // 45: polystreams.v1alpha1.ToOp
-	(*BuildRequest)(nil),             // 46: polystreams.v1alpha1.BuildRequest
-	(*BuildResponse)(nil),            // 47: polystreams.v1alpha1.BuildResponse
-	(*DescribeRequest)(nil),          // 48: polystreams.v1alpha1.DescribeRequest
-	(*DescribeResponse)(nil),         // 49: polystreams.v1alpha1.DescribeResponse
-	(*TopologyDescription)(nil),      // 50: polystreams.v1alpha1.TopologyDescription
-	(*Subtopology)(nil),              // 51: polystreams.v1alpha1.Subtopology
-	(*Node)(nil),                     // 52: polystreams.v1alpha1.Node
-	(*StartRequest)(nil),             // 53: polystreams.v1alpha1.StartRequest
-	(*StartResponse)(nil),            // 54: polystreams.v1alpha1.StartResponse
-	(*ExchangeRequest)(nil),          // 55: polystreams.v1alpha1.ExchangeRequest
-	(*ExchangeResponse)(nil),         // 56: polystreams.v1alpha1.ExchangeResponse
-	(*RecordContext)(nil),            // 57: polystreams.v1alpha1.RecordContext
-	(*Step)(nil),                     // 58: polystreams.v1alpha1.Step
-	(*Bundle)(nil),                   // 59: polystreams.v1alpha1.Bundle
-	(*BundleResult)(nil),             // 60: polystreams.v1alpha1.BundleResult
-	(*RecordFailure)(nil),            // 61: polystreams.v1alpha1.RecordFailure
-	(*BrokerOutage)(nil),             // 62: polystreams.v1alpha1.BrokerOutage
-	(*RestoreProgress)(nil),          // 63: polystreams.v1alpha1.RestoreProgress
-	(*GetStateRequest)(nil),          // 64: polystreams.v1alpha1.GetStateRequest
-	(*GetStateResponse)(nil),         // 65: polystreams.v1alpha1.GetStateResponse
-	(*StopRequest)(nil),              // 66: polystreams.v1alpha1.StopRequest
-	(*StopResponse)(nil),             // 67: polystreams.v1alpha1.StopResponse
-	(*QueryRequest)(nil),             // 68: polystreams.v1alpha1.QueryRequest
-	(*WindowFetch)(nil),              // 69: polystreams.v1alpha1.WindowFetch
-	(*KeyRange)(nil),                 // 70: polystreams.v1alpha1.KeyRange
-	(*QueryResponse)(nil),            // 71: polystreams.v1alpha1.QueryResponse
-	(*GetMetricsRequest)(nil),        // 72: polystreams.v1alpha1.GetMetricsRequest
-	(*GetMetricsResponse)(nil),       // 73: polystreams.v1alpha1.GetMetricsResponse
-	(*NodeMetrics)(nil),              // 74: polystreams.v1alpha1.NodeMetrics
-	(*TaskMetrics)(nil),              // 75: polystreams.v1alpha1.TaskMetrics
-	(*PartitionLag)(nil),             // 76: polystreams.v1alpha1.PartitionLag
-	(*StoreMetrics)(nil),             // 77: polystreams.v1alpha1.StoreMetrics
-	(*TestRecord)(nil),               // 78: polystreams.v1alpha1.TestRecord
-	(*TestHeader)(nil),               // 79: polystreams.v1alpha1.TestHeader
-	(*PipeInputRequest)(nil),         // 80: polystreams.v1alpha1.PipeInputRequest
-	(*PipeInputResponse)(nil),        // 81: polystreams.v1alpha1.PipeInputResponse
-	(*ReadOutputRequest)(nil),        // 82: polystreams.v1alpha1.ReadOutputRequest
-	(*ReadOutputResponse)(nil),       // 83: polystreams.v1alpha1.ReadOutputResponse
-	(*AdvanceWallClockRequest)(nil),  // 84: polystreams.v1alpha1.AdvanceWallClockRequest
-	(*AdvanceWallClockResponse)(nil), // 85: polystreams.v1alpha1.AdvanceWallClockResponse
-	nil,                              // 86: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	nil,                              // 87: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
-	nil,                              // 88: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	(*PrintOp)(nil),                  // 32: polystreams.v1alpha1.PrintOp
+	(*GroupByKeyOp)(nil),             // 33: polystreams.v1alpha1.GroupByKeyOp
+	(*GroupByOp)(nil),                // 34: polystreams.v1alpha1.GroupByOp
+	(*CountOp)(nil),                  // 35: polystreams.v1alpha1.CountOp
+	(*ReduceOp)(nil),                 // 36: polystreams.v1alpha1.ReduceOp
+	(*AggregateOp)(nil),              // 37: polystreams.v1alpha1.AggregateOp
+	(*MergeOp)(nil),                  // 38: polystreams.v1alpha1.MergeOp
+	(*SplitOp)(nil),                  // 39: polystreams.v1alpha1.SplitOp
+	(*Branch)(nil),                   // 40: polystreams.v1alpha1.Branch
+	(*RepartitionOp)(nil),            // 41: polystreams.v1alpha1.RepartitionOp
+	(*JoinOp)(nil),                   // 42: polystreams.v1alpha1.JoinOp
+	(*JoinWindows)(nil),              // 43: polystreams.v1alpha1.JoinWindows
+	(*GlobalTableOp)(nil),            // 44: polystreams.v1alpha1.GlobalTableOp
+	(*ToStreamOp)(nil),               // 45: polystreams.v1alpha1.ToStreamOp
+	(*ToOp)(nil),                     // 46: polystreams.v1alpha1.ToOp
+	(*BuildRequest)(nil),             // 47: polystreams.v1alpha1.BuildRequest
+	(*BuildResponse)(nil),            // 48: polystreams.v1alpha1.BuildResponse
+	(*DescribeRequest)(nil),          // 49: polystreams.v1alpha1.DescribeRequest
+	(*DescribeResponse)(nil),         // 50: polystreams.v1alpha1.DescribeResponse
+	(*TopologyDescription)(nil),      // 51: polystreams.v1alpha1.TopologyDescription
+	(*Subtopology)(nil),              // 52: polystreams.v1alpha1.Subtopology
+	(*Node)(nil),                     // 53: polystreams.v1alpha1.Node
+	(*StartRequest)(nil),             // 54: polystreams.v1alpha1.StartRequest
+	(*StartResponse)(nil),            // 55: polystreams.v1alpha1.StartResponse
+	(*ExchangeRequest)(nil),          // 56: polystreams.v1alpha1.ExchangeRequest
+	(*ExchangeResponse)(nil),         // 57: polystreams.v1alpha1.ExchangeResponse
+	(*RecordContext)(nil),            // 58: polystreams.v1alpha1.RecordContext
+	(*Step)(nil),                     // 59: polystreams.v1alpha1.Step
+	(*Bundle)(nil),                   // 60: polystreams.v1alpha1.Bundle
+	(*BundleResult)(nil),             // 61: polystreams.v1alpha1.BundleResult
+	(*RecordFailure)(nil),            // 62: polystreams.v1alpha1.RecordFailure
+	(*BrokerOutage)(nil),             // 63: polystreams.v1alpha1.BrokerOutage
+	(*RestoreProgress)(nil),          // 64: polystreams.v1alpha1.RestoreProgress
+	(*GetStateRequest)(nil),          // 65: polystreams.v1alpha1.GetStateRequest
+	(*GetStateResponse)(nil),         // 66: polystreams.v1alpha1.GetStateResponse
+	(*StopRequest)(nil),              // 67: polystreams.v1alpha1.StopRequest
+	(*StopResponse)(nil),             // 68: polystreams.v1alpha1.StopResponse
+	(*QueryRequest)(nil),             // 69: polystreams.v1alpha1.QueryRequest
+	(*WindowFetch)(nil),              // 70: polystreams.v1alpha1.WindowFetch
+	(*KeyRange)(nil),                 // 71: polystreams.v1alpha1.KeyRange
+	(*QueryResponse)(nil),            // 72: polystreams.v1alpha1.QueryResponse
+	(*GetMetricsRequest)(nil),        // 73: polystreams.v1alpha1.GetMetricsRequest
+	(*GetMetricsResponse)(nil),       // 74: polystreams.v1alpha1.GetMetricsResponse
+	(*NodeMetrics)(nil),              // 75: polystreams.v1alpha1.NodeMetrics
+	(*TaskMetrics)(nil),              // 76: polystreams.v1alpha1.TaskMetrics
+	(*PartitionLag)(nil),             // 77: polystreams.v1alpha1.PartitionLag
+	(*StoreMetrics)(nil),             // 78: polystreams.v1alpha1.StoreMetrics
+	(*TestRecord)(nil),               // 79: polystreams.v1alpha1.TestRecord
+	(*TestHeader)(nil),               // 80: polystreams.v1alpha1.TestHeader
+	(*PipeInputRequest)(nil),         // 81: polystreams.v1alpha1.PipeInputRequest
+	(*PipeInputResponse)(nil),        // 82: polystreams.v1alpha1.PipeInputResponse
+	(*ReadOutputRequest)(nil),        // 83: polystreams.v1alpha1.ReadOutputRequest
+	(*ReadOutputResponse)(nil),       // 84: polystreams.v1alpha1.ReadOutputResponse
+	(*AdvanceWallClockRequest)(nil),  // 85: polystreams.v1alpha1.AdvanceWallClockRequest
+	(*AdvanceWallClockResponse)(nil), // 86: polystreams.v1alpha1.AdvanceWallClockResponse
+	nil,                              // 87: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	nil,                              // 88: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	nil,                              // 89: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
 }
 var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
-	86, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	87, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	87, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	88, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
 	0,  // 2: polystreams.v1alpha1.Handle.kind:type_name -> polystreams.v1alpha1.Kind
-	88, // 3: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	89, // 3: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
 	16, // 4: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
 	17, // 5: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
 	18, // 6: polystreams.v1alpha1.WindowedByOp.session:type_name -> polystreams.v1alpha1.SessionWindows
@@ -7535,8 +7623,8 @@ var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
 	2,  // 14: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
 	13, // 15: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
 	13, // 16: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	39, // 17: polystreams.v1alpha1.SplitOp.branches:type_name -> polystreams.v1alpha1.Branch
-	42, // 18: polystreams.v1alpha1.JoinOp.windows:type_name -> polystreams.v1alpha1.JoinWindows
+	40, // 17: polystreams.v1alpha1.SplitOp.branches:type_name -> polystreams.v1alpha1.Branch
+	43, // 18: polystreams.v1alpha1.JoinOp.windows:type_name -> polystreams.v1alpha1.JoinWindows
 	13, // 19: polystreams.v1alpha1.JoinOp.materialized:type_name -> polystreams.v1alpha1.Materialized
 	3,  // 20: polystreams.v1alpha1.JoinOp.builtin_joiner:type_name -> polystreams.v1alpha1.Joiner
 	13, // 21: polystreams.v1alpha1.GlobalTableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
@@ -7549,86 +7637,87 @@ var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
 	29, // 28: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
 	30, // 29: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
 	31, // 30: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
-	32, // 31: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
-	33, // 32: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
-	34, // 33: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
-	44, // 34: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
-	45, // 35: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
-	35, // 36: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
-	36, // 37: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
+	33, // 31: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
+	34, // 32: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
+	35, // 33: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
+	45, // 34: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
+	46, // 35: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
+	36, // 36: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
+	37, // 37: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
 	22, // 38: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
 	15, // 39: polystreams.v1alpha1.BuildRequest.windowed_by:type_name -> polystreams.v1alpha1.WindowedByOp
 	21, // 40: polystreams.v1alpha1.BuildRequest.suppress:type_name -> polystreams.v1alpha1.SuppressOp
-	37, // 41: polystreams.v1alpha1.BuildRequest.merge:type_name -> polystreams.v1alpha1.MergeOp
-	38, // 42: polystreams.v1alpha1.BuildRequest.split:type_name -> polystreams.v1alpha1.SplitOp
-	40, // 43: polystreams.v1alpha1.BuildRequest.repartition:type_name -> polystreams.v1alpha1.RepartitionOp
-	41, // 44: polystreams.v1alpha1.BuildRequest.join:type_name -> polystreams.v1alpha1.JoinOp
-	43, // 45: polystreams.v1alpha1.BuildRequest.global_table:type_name -> polystreams.v1alpha1.GlobalTableOp
+	38, // 41: polystreams.v1alpha1.BuildRequest.merge:type_name -> polystreams.v1alpha1.MergeOp
+	39, // 42: polystreams.v1alpha1.BuildRequest.split:type_name -> polystreams.v1alpha1.SplitOp
+	41, // 43: polystreams.v1alpha1.BuildRequest.repartition:type_name -> polystreams.v1alpha1.RepartitionOp
+	42, // 44: polystreams.v1alpha1.BuildRequest.join:type_name -> polystreams.v1alpha1.JoinOp
+	44, // 45: polystreams.v1alpha1.BuildRequest.global_table:type_name -> polystreams.v1alpha1.GlobalTableOp
 	19, // 46: polystreams.v1alpha1.BuildRequest.emit_strategy:type_name -> polystreams.v1alpha1.EmitStrategyOp
 	20, // 47: polystreams.v1alpha1.BuildRequest.to_table:type_name -> polystreams.v1alpha1.ToTableOp
 	27, // 48: polystreams.v1alpha1.BuildRequest.flat_map:type_name -> polystreams.v1alpha1.FlatMapOp
-	12, // 49: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
-	12, // 50: polystreams.v1alpha1.BuildResponse.branches:type_name -> polystreams.v1alpha1.Handle
-	50, // 51: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
-	51, // 52: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
-	52, // 53: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
-	6,  // 54: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
-	60, // 55: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
-	59, // 56: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
-	5,  // 57: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
-	57, // 58: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	63, // 59: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	4,  // 60: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
-	58, // 61: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
-	61, // 62: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
-	7,  // 63: polystreams.v1alpha1.RecordFailure.kind:type_name -> polystreams.v1alpha1.RecordFailure.Kind
-	5,  // 64: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
-	57, // 65: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	63, // 66: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	62, // 67: polystreams.v1alpha1.GetStateResponse.broker_outage:type_name -> polystreams.v1alpha1.BrokerOutage
-	70, // 68: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
-	69, // 69: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
-	5,  // 70: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
-	63, // 71: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	74, // 72: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
-	75, // 73: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
-	76, // 74: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
-	77, // 75: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
-	79, // 76: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
-	78, // 77: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
-	57, // 78: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	78, // 79: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
-	8,  // 80: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
-	10, // 81: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
-	46, // 82: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
-	48, // 83: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
-	53, // 84: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
-	55, // 85: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
-	64, // 86: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
-	66, // 87: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
-	68, // 88: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
-	72, // 89: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
-	80, // 90: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
-	82, // 91: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
-	84, // 92: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
-	9,  // 93: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
-	11, // 94: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
-	47, // 95: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
-	49, // 96: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
-	54, // 97: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
-	56, // 98: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
-	65, // 99: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
-	67, // 100: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
-	71, // 101: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
-	73, // 102: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
-	81, // 103: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
-	83, // 104: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
-	85, // 105: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
-	93, // [93:106] is the sub-list for method output_type
-	80, // [80:93] is the sub-list for method input_type
-	80, // [80:80] is the sub-list for extension type_name
-	80, // [80:80] is the sub-list for extension extendee
-	0,  // [0:80] is the sub-list for field type_name
+	32, // 49: polystreams.v1alpha1.BuildRequest.print:type_name -> polystreams.v1alpha1.PrintOp
+	12, // 50: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
+	12, // 51: polystreams.v1alpha1.BuildResponse.branches:type_name -> polystreams.v1alpha1.Handle
+	51, // 52: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
+	52, // 53: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
+	53, // 54: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
+	6,  // 55: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
+	61, // 56: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
+	60, // 57: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
+	5,  // 58: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
+	58, // 59: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	64, // 60: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	4,  // 61: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
+	59, // 62: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
+	62, // 63: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
+	7,  // 64: polystreams.v1alpha1.RecordFailure.kind:type_name -> polystreams.v1alpha1.RecordFailure.Kind
+	5,  // 65: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
+	58, // 66: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	64, // 67: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	63, // 68: polystreams.v1alpha1.GetStateResponse.broker_outage:type_name -> polystreams.v1alpha1.BrokerOutage
+	71, // 69: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	70, // 70: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
+	5,  // 71: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
+	64, // 72: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	75, // 73: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
+	76, // 74: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
+	77, // 75: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
+	78, // 76: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
+	80, // 77: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
+	79, // 78: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
+	58, // 79: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	79, // 80: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
+	8,  // 81: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
+	10, // 82: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
+	47, // 83: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
+	49, // 84: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
+	54, // 85: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
+	56, // 86: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
+	65, // 87: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
+	67, // 88: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
+	69, // 89: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
+	73, // 90: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
+	81, // 91: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
+	83, // 92: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
+	85, // 93: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
+	9,  // 94: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
+	11, // 95: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
+	48, // 96: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
+	50, // 97: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
+	55, // 98: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
+	57, // 99: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
+	66, // 100: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
+	68, // 101: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
+	72, // 102: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
+	74, // 103: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
+	82, // 104: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
+	84, // 105: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
+	86, // 106: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
+	94, // [94:107] is the sub-list for method output_type
+	81, // [81:94] is the sub-list for method input_type
+	81, // [81:81] is the sub-list for extension type_name
+	81, // [81:81] is the sub-list for extension extendee
+	0,  // [0:81] is the sub-list for field type_name
 }
 
 func init() { file_polystreams_v1alpha1_engine_proto_init() }
@@ -7641,7 +7730,7 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		(*WindowedByOp_Sliding)(nil),
 		(*WindowedByOp_Session)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[38].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[39].OneofWrappers = []any{
 		(*BuildRequest_Stream)(nil),
 		(*BuildRequest_MapValues)(nil),
 		(*BuildRequest_Filter)(nil),
@@ -7669,25 +7758,26 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		(*BuildRequest_EmitStrategy)(nil),
 		(*BuildRequest_ToTable)(nil),
 		(*BuildRequest_FlatMap)(nil),
+		(*BuildRequest_Print)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[60].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[61].OneofWrappers = []any{
 		(*QueryRequest_Get)(nil),
 		(*QueryRequest_Range)(nil),
 		(*QueryRequest_Prefix)(nil),
 		(*QueryRequest_All)(nil),
 		(*QueryRequest_WindowFetch)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[61].OneofWrappers = []any{}
 	file_polystreams_v1alpha1_engine_proto_msgTypes[62].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[70].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[63].OneofWrappers = []any{}
 	file_polystreams_v1alpha1_engine_proto_msgTypes[71].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[72].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_polystreams_v1alpha1_engine_proto_rawDesc), len(file_polystreams_v1alpha1_engine_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   81,
+			NumMessages:   82,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -43,6 +43,7 @@ import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.ValueJoiner;
 import org.apache.kafka.streams.kstream.ValueMapper;
 import org.apache.kafka.streams.kstream.ValueMapperWithKey;
+import org.apache.kafka.streams.kstream.Printed;
 import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
@@ -307,6 +308,17 @@ final class CaseTopology {
           s.foreach(f::act, n);
         }
         return null;
+      case "print": {
+        Printed<Object, Object> p = Printed.toSysOut();
+        if (st.hasNonNull("label")) {
+          p = p.withLabel(st.get("label").asText());
+        }
+        if (name != null) {
+          p = p.withName(name);
+        }
+        s.print(p);
+        return null;
+      }
       case "to": {
         Handle sink = new Handle(Handle.Kind.STREAM, s, or(text(st, "key"), ks), or(text(st, "value"), vs), in.windowSize, in.sessionWindowed);
         Produced p = Produced.with(CaseSerdes.keySerde(sink), serde(sink.valueSerde));
