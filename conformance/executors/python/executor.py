@@ -341,6 +341,9 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
             return node.join(labels[step["table"]], joiner_of(step), value=value, name=name)
         if op == "left_join":
             return node.left_join(labels[step["table"]], joiner_of(step), value=value, name=name)
+        if op == "print":
+            node.print(label=step.get("label"), name=name)
+            return None
         fn = step["fn"]
         if op == "map_values":
             return node.map_values(function(fn, "mapper"), value=value, name=name)

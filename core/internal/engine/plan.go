@@ -100,6 +100,7 @@ var hostOps = map[topology.Op]pb.Operation{
 	topology.OpPeek:                 pb.Operation_OPERATION_PEEK,
 	topology.OpForeach:              pb.Operation_OPERATION_FOREACH,
 	topology.OpFlatMap:              pb.Operation_OPERATION_FLAT_MAP,
+	topology.OpPrint:                pb.Operation_OPERATION_FOREACH,
 	topology.OpMapValuesWithKey:     pb.Operation_OPERATION_MAP_VALUES_WITH_KEY,
 	topology.OpFlatMapValuesWithKey: pb.Operation_OPERATION_FLAT_MAP_VALUES_WITH_KEY,
 }

@@ -9,9 +9,11 @@ under a token, and the engine later sends records to be run through it.
 from __future__ import annotations
 
 import functools
+import json
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
-from typing import Any, Literal, overload
+from typing import Any, Literal, TextIO, overload
 
 from polystreams._session import Handle, Kind, Session
 from polystreams.errors import PolystreamsError
@@ -101,6 +103,27 @@ class Materialized:
 
 def _s(name: str | None) -> str:
     return name or ""
+
+
+def _print_text(x: Any) -> str:
+    """A key or value as print shows it, as Java's String.valueOf shows the
+    deserialized object: ``null``, ``true``/``false``, text as it is,
+    numbers in decimal, bytes in hex, JSON objects and lists as JSON."""
+    if x is None:
+        return "null"
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    if isinstance(x, str):
+        return x
+    if isinstance(x, (bytes, bytearray)):
+        return bytes(x).hex()
+    if isinstance(x, (dict, list)):
+        return json.dumps(x, separators=(",", ":"))
+    return str(x)
+
+
+def _key_value_text(key: Any, value: Any) -> str:
+    return f"{_print_text(key)}, {_print_text(value)}"
 
 
 class _Node:
@@ -220,6 +243,32 @@ class KStream(_Node):
         """Calls ``fn(key, value)`` for each record; terminal."""
         t = self._app._register("foreach", fn)
         self._app._build_terminal("foreach", pb.ForeachOp(input=self.handle.id, token=t, name=_s(name)))
+
+    def print(
+        self,
+        *,
+        label: str | None = None,
+        mapper: Callable[[Any, Any], str] | None = None,
+        file: TextIO | None = None,
+        name: str | None = None,
+    ) -> None:
+        """Writes ``[<label>]: <key>, <value>`` and a newline per record
+        (``KStream.print(Printed)``); terminal, node ``KSTREAM-PRINTER-<n>``.
+        ``label`` is ``Printed.withLabel`` (default: the name of the node the
+        stream comes from, as in Kafka Streams), ``mapper(key, value) -> str``
+        is ``Printed.withKeyValueMapper`` (default: ``"<key>, <value>"``, with
+        ``None`` as ``null``), ``file`` where lines go (default: ``sys.stdout``
+        as it is when a record prints; each line is flushed)."""
+        text = mapper if mapper is not None else _key_value_text
+        prefix = f"[{label if label is not None else self.handle.node}]: "
+
+        def printer(key: Any, value: Any) -> None:
+            out = file if file is not None else sys.stdout
+            out.write(prefix + text(key, value) + "\n")
+            out.flush()
+
+        t = self._app._register("print", printer)
+        self._app._build_terminal("print", pb.PrintOp(input=self.handle.id, token=t, name=_s(name)))
 
     def to_table(self, *, materialized: str | Materialized | None = None, name: str | None = None) -> KTable:
         """The stream as a table of upserts (``KStream.toTable``): a
