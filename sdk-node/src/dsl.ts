@@ -11,6 +11,8 @@
  * engine later sends records to be run through it.
  */
 
+import { Buffer } from "node:buffer";
+import process from "node:process";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type AnyFunction, isThenable } from "./outcomes.js";
 import type { PolystreamsError } from "./errors.js";
@@ -90,6 +92,37 @@ export type Reducer = "sum" | "min" | "max" | "latest";
 /** Options of an operator that only names its processor node (`Named.as`). */
 export interface NamedOptions {
   name?: string;
+}
+
+/** KStream.print's options (Kafka Streams' `Printed`). */
+export interface PrintOptions<K, V> extends NamedOptions {
+  /** `Printed.withLabel`; absent: the name of the node the stream comes from. */
+  label?: string;
+  /** `Printed.withKeyValueMapper`: the text after the label. */
+  mapper?: (key: K, value: V) => string;
+  /** Where lines go; absent: `process.stdout`. */
+  to?: { write(line: string): unknown };
+}
+
+/**
+ * A key or value as print shows it, as Java's String.valueOf shows the
+ * deserialized object: `null`, text as it is, numbers and bigints in
+ * decimal, bytes in hex, other objects as JSON.
+ */
+export function printText(x: unknown): string {
+  if (x === null || x === undefined) {
+    return "null";
+  }
+  if (typeof x === "string") {
+    return x;
+  }
+  if (x instanceof Uint8Array) {
+    return Buffer.from(x.buffer, x.byteOffset, x.byteLength).toString("hex");
+  }
+  if (typeof x === "object") {
+    return JSON.stringify(x, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
+  }
+  return String(x);
 }
 
 /** Options of an operator that makes new values. */
@@ -454,6 +487,33 @@ export class KStream<K, V> extends Node {
     const f = callable(fn, "foreach");
     return this.call("foreach", [f], (input, [token]) => ({
       case: "foreach",
+      value: { input, token: token!, name: options.name ?? "" },
+    })).handle as Promise<unknown> as Promise<void>;
+  }
+
+  /**
+   * Writes `[<label>]: <key>, <value>` and a newline per record
+   * (`KStream.print(Printed)`); terminal, node `KSTREAM-PRINTER-<n>`.
+   * `label` is `Printed.withLabel` (default: the name of the node the stream
+   * comes from, as in Kafka Streams); `mapper(key, value) → string` is
+   * `Printed.withKeyValueMapper` (default: `"<key>, <value>"`, a null as
+   * `null`); `to` is where lines go (default: `process.stdout`).
+   */
+  print(options: PrintOptions<K, V> = {}): Promise<void> {
+    const text = options.mapper ?? ((k: K, v: V) => `${printText(k)}, ${printText(v)}`);
+    const labelled: Promise<string> =
+      options.label !== undefined ? Promise.resolve(options.label) : (this.handle as Promise<Handle>).then((h) => h.node);
+    let label: string | undefined;
+    void labelled.then(
+      (l) => void (label = l),
+      () => undefined, // a refused build rejects the call's promise instead
+    );
+    const write = (l: string, k: K, v: V): void => {
+      (options.to ?? process.stdout).write(`[${l}]: ${text(k, v)}\n`);
+    };
+    const f = callable((k: K, v: V) => (label !== undefined ? write(label, k, v) : labelled.then((l) => write(l, k, v))), "print");
+    return this.call("print", [f], (input, [token]) => ({
+      case: "print",
       value: { input, token: token!, name: options.name ?? "" },
     })).handle as Promise<unknown> as Promise<void>;
   }

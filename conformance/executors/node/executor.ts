@@ -45,6 +45,7 @@ interface Step {
   name?: string;
   topics?: string[];
   topic?: string;
+  label?: string;
   key?: SerdeName;
   value?: SerdeName;
   fn?: FnRef;
@@ -166,6 +167,9 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
         return undefined;
       case "foreach":
         await node.foreach(fn(f!, "action"), named);
+        return undefined;
+      case "print":
+        await node.print({ ...(step.label === undefined ? {} : { label: step.label }), ...named });
         return undefined;
       case "group_by_key":
         out = node.groupByKey({ ...key, ...value, ...named });
