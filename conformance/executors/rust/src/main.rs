@@ -26,8 +26,8 @@ use std::time::Duration;
 
 use polystreams::{
     App, Config, EmitStrategy, Error, GlobalKTable, JoinWindows, Joiner, KGroupedStream, KGroupedTable, KStream,
-    KTable, Materialized, Options, Reducer, Repartitioned, SessionWindowedKStream, SessionWindows, SlidingWindows,
-    TimeWindowedKStream, TimeWindows, Value, Windowed,
+    KTable, Materialized, Options, Printed, Reducer, Repartitioned, SessionWindowedKStream, SessionWindows,
+    SlidingWindows, TimeWindowedKStream, TimeWindows, Value, Windowed,
 };
 use serde_json::{json, Map, Value as J};
 
@@ -946,6 +946,14 @@ fn apply(
                     },
                     options(step, false, false),
                 )?;
+                return Ok(None);
+            }
+            "print" => {
+                let mut p = Printed::to_sys_out();
+                if let Some(label) = step.get("label").and_then(J::as_str) {
+                    p = p.label(label);
+                }
+                st.print_with(p, options(step, false, false))?;
                 return Ok(None);
             }
             _ => return Err(format!("executor: {op} cannot apply to a stream").into()),
