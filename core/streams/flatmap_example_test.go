@@ -65,3 +65,23 @@ func ExampleStream_FlatMap() {
 	// BE=1
 	// BE=2
 }
+
+// Print writes "[label]: key, value" per record (KStream.print); without a
+// label, the label is the name of the node the stream comes from.
+func ExampleStream_Print() {
+	b := streams.NewBuilder()
+	in, err := b.Stream([]string{"clicks"}, streams.KeySerde(streams.String), streams.ValueSerde(streams.Long))
+	must(err)
+	must(in.Print(streams.Printed{}))
+	must(in.Print(streams.Printed{Label: "clicks"}, streams.Name("show")))
+	d, err := streams.NewTestDriver(b, streams.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	must(err)
+	defer d.Close()
+	must(d.PipeInput("clicks", []byte("ann"), binary.BigEndian.AppendUint64(nil, 3)))
+	must(d.PipeInput("clicks", nil, nil))
+	// Output:
+	// [KSTREAM-SOURCE-0000000000]: ann, 3
+	// [clicks]: ann, 3
+	// [KSTREAM-SOURCE-0000000000]: null, null
+	// [clicks]: null, null
+}

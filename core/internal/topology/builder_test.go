@@ -87,6 +87,11 @@ func TestRefusedCalls(t *testing.T) {
 			_, err := b.MapValuesWithKey(1, Function{Native: MapValuesFunc(func(v []byte) ([]byte, error) { return v, nil })}, "", "")
 			return err
 		}, "topology: map_values needs a native function of type topology.MapValuesWithKeyFunc, got topology.MapValuesFunc", ErrInvalid},
+		{"print on a grouped stream", func(b *Builder) error { return b.Print(2, fn, "") },
+			"topology: print needs a stream, but handle 2 is a grouped stream", ErrInvalid},
+		{"print with a mapper's function type", func(b *Builder) error {
+			return b.Print(1, Function{Native: MapValuesFunc(func(v []byte) ([]byte, error) { return v, nil })}, "")
+		}, "topology: print needs a native function of type topology.ForeachFunc, got topology.MapValuesFunc", ErrInvalid},
 		{"flat_map_values with a key on a grouped stream", func(b *Builder) error { _, err := b.FlatMapValuesWithKey(2, fn, "", ""); return err },
 			"topology: flat_map_values needs a stream, but handle 2 is a grouped stream", ErrInvalid},
 		{"count on a stream", func(b *Builder) error { _, err := b.Count(1, nil, ""); return err },
