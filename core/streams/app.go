@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/engine"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
@@ -46,7 +47,7 @@ type App struct {
 // calls on b do not change it. Every configuration problem is reported at
 // once.
 func New(b *Builder, c Config) (*App, error) {
-	cfg, _, err := engine.ParseConfig(c.ApplicationID, c.Properties, c.Brokers)
+	cfg, _, err := config.Parse(c.ApplicationID, c.Properties, c.Brokers)
 	if err != nil {
 		return nil, fmt.Errorf("streams: %w", err)
 	}

@@ -36,6 +36,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/engine"
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
@@ -198,11 +199,11 @@ func (bn *bench) aggNative(in aggInput, stateDir string) time.Duration {
 func (bn *bench) runNative(appID string, b *topology.Builder, stateDir string, commitMs int, out string, in aggInput) time.Duration {
 	topo, err := b.Topology()
 	check(err)
-	kv := map[string]string{"state.dir": stateDir, "processing.guarantee": engine.ExactlyOnceV2}
+	kv := map[string]string{"state.dir": stateDir, "processing.guarantee": config.ExactlyOnceV2}
 	if commitMs >= 0 {
 		kv["commit.interval.ms"] = strconv.Itoa(commitMs)
 	}
-	cfg, _, err := engine.ParseConfig(appID, kv, bn.brokers)
+	cfg, _, err := config.Parse(appID, kv, bn.brokers)
 	check(err)
 	cfg.Logger = bn.log
 	app, err := engine.New(cfg, topo, nil)

@@ -43,6 +43,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/broker"
+	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/engine"
 	"github.com/polystreams/polystreams/core/internal/server"
 	"github.com/polystreams/polystreams/core/internal/topology"
@@ -323,7 +324,7 @@ func (bn *bench) nativeArmWith(in string, n, bundle int, stateDir string, metric
 	topo, err := b.Topology()
 	check(err)
 	appID := bn.name("native")
-	cfg, _, err := engine.ParseConfig(appID, map[string]string{
+	cfg, _, err := config.Parse(appID, map[string]string{
 		"state.dir":                      stateDir,
 		"polystreams.bundle.max.records": strconv.Itoa(bundle),
 		"polystreams.metrics.enabled":    strconv.FormatBool(metrics),

@@ -30,8 +30,8 @@ import (
 	"time"
 
 	"github.com/polystreams/polystreams/core/internal/broker"
-	"github.com/polystreams/polystreams/core/internal/engine"
-	"github.com/polystreams/polystreams/core/internal/logging"
+	"github.com/polystreams/polystreams/core/internal/config"
+	"github.com/polystreams/polystreams/core/internal/observe/logging"
 	"github.com/polystreams/polystreams/core/internal/server"
 )
 
@@ -103,10 +103,10 @@ func run(args []string, dev bool) error {
 	tlsClientCA := fs.String("tls-client-ca", "", "PEM CA certificates that client certificates must chain to: every caller must present a verified one (mutual TLS); needs --tls-cert")
 	maxSessions := fs.Int("max-sessions", server.DefaultMaxSessions, "refuse OpenSession while this many sessions are open")
 	maxCache := fs.Int64("max-cache-bytes", server.DefaultMaxCacheBytes, "refuse a session whose statestore.cache.max.bytes is larger")
-	maxAppMemory := fs.Int64("max-app-memory", engine.DefaultMemoryMaxBytes, "polystreams.memory.max.bytes of sessions that set none, and the most a session may set: what the engine holds in memory for one application")
+	maxAppMemory := fs.Int64("max-app-memory", config.DefaultMemoryMaxBytes, "polystreams.memory.max.bytes of sessions that set none, and the most a session may set: what the engine holds in memory for one application")
 	maxRequest := fs.Int("max-request-bytes", server.DefaultMaxRequestBytes, "refuse a request message larger than this")
 	sessionTimeout := fs.Duration("session-timeout", 60*time.Second, "stop a started session whose host has not called for this long")
-	brokerWait := fs.Duration("broker-wait", engine.DefaultBrokerWait, "how long a session's start waits for a broker to answer before it fails (polystreams.broker.wait.ms for sessions that do not set it; 0 fails at once)")
+	brokerWait := fs.Duration("broker-wait", config.DefaultBrokerWait, "how long a session's start waits for a broker to answer before it fails (polystreams.broker.wait.ms for sessions that do not set it; 0 fails at once)")
 	configFile := fs.String("config", "", "file of name = value lines setting these flags (names without dashes' prefix; # comments); a flag given on the command line wins, then $POLYSTREAMS_<NAME>, then the file")
 	var brokers, brokerAddr, topics, dataDir *string
 	var partitions *int
@@ -134,8 +134,8 @@ func run(args []string, dev bool) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", *logLevel)
 	}
-	if *maxAppMemory < engine.MinMemoryMaxBytes {
-		return fmt.Errorf("--max-app-memory %d: want at least %d (Pebble's share of an application and a few bundles)", *maxAppMemory, engine.MinMemoryMaxBytes)
+	if *maxAppMemory < config.MinMemoryMaxBytes {
+		return fmt.Errorf("--max-app-memory %d: want at least %d (Pebble's share of an application and a few bundles)", *maxAppMemory, config.MinMemoryMaxBytes)
 	}
 	sec, err := loadSecurity(*tokenFile, *tlsCert, *tlsKey, *tlsClientCA)
 	if err != nil {

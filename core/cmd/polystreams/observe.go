@@ -7,9 +7,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/polystreams/polystreams/core/internal/progress"
+	"github.com/polystreams/polystreams/core/internal/observe/progress"
+	"github.com/polystreams/polystreams/core/internal/observe/ui"
 	"github.com/polystreams/polystreams/core/internal/server"
-	"github.com/polystreams/polystreams/core/internal/ui"
 )
 
 // observe mounts the live page /ui beside what server.Mount serves (the

@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/group"
 	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
@@ -60,7 +61,7 @@ func (s State) String() string {
 
 // App runs one topology. Safe for concurrent use.
 type App struct {
-	cfg    Config
+	cfg    config.App
 	health *brokerHealth // the brokers' answers, for the broker watch
 	topo   *topology.Topology
 	plans  []*plan
@@ -150,17 +151,16 @@ type App struct {
 }
 
 // New prepares an application; Start runs it.
-func New(cfg Config, topo *topology.Topology, host Host) (*App, error) {
+func New(cfg config.App, topo *topology.Topology, host Host) (*App, error) {
 	a := &App{cfg: cfg, topo: topo, host: host, log: cfg.Logger, tasks: map[taskID]*task{}, state: Created, done: make(chan struct{}),
 		changes: []State{Created}, changed: make(chan struct{}),
-		eos: cfg.Guarantee == ExactlyOnceV2, balancer: group.NewBalancer(cfg.StandbyReplicas)}
+		eos: cfg.Guarantee == config.ExactlyOnceV2, balancer: group.NewBalancer(cfg.StandbyReplicas)}
 	a.balancer.LocalState = a.localTaskState
 	a.mem = newMemory(cfg.MemoryMaxBytes)
 	if host != nil {
 		a.host = budgetedHost{host, a.mem}
 	}
 	a.health = &brokerHealth{}
-	a.cfg.health = a.health
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -211,9 +211,9 @@ func New(cfg Config, topo *topology.Topology, host Host) (*App, error) {
 func checkInternalTopics(appID string, names []string) error {
 	slices.Sort(names)
 	for _, t := range slices.Compact(names) {
-		if len(t) > maxApplicationID {
+		if len(t) > config.MaxTopicName {
 			return fmt.Errorf("runtime: internal topic %s is %d characters; Kafka allows at most %d: use a shorter application.id (it is %d) or give the store or operator a shorter name",
-				t, len(t), maxApplicationID, len(appID))
+				t, len(t), config.MaxTopicName, len(appID))
 		}
 	}
 	return nil
@@ -240,7 +240,7 @@ func (a *App) Start(ctx context.Context) error {
 	go a.watchBrokers()
 	// Metadata younger than MetadataMinAge is served from cache; internal
 	// topics created here must show up quickly.
-	admCl, err := kgo.NewClient(append(a.cfg.clientOpts(), kgo.MetadataMinAge(100*time.Millisecond))...)
+	admCl, err := kgo.NewClient(append(a.clientOpts(), kgo.MetadataMinAge(100*time.Millisecond))...)
 	if err != nil { // nothing runs: Stop and Done must not wait
 		a.cancel()
 		close(a.done)
@@ -347,7 +347,7 @@ func (a *App) begin(ctx context.Context) (err error) {
 	manual, err := a.ensureTopics(ctx)
 	if err != nil {
 		a.adm.Close()
-		return a.cfg.explainAuth(err)
+		return a.cfg.ExplainAuth(err)
 	}
 	dir := filepath.Join(a.cfg.StateDir, a.cfg.ApplicationID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -361,13 +361,13 @@ func (a *App) begin(ctx context.Context) (err error) {
 	if err := a.startGlobals(ctx); err != nil {
 		a.db.Close()
 		a.adm.Close()
-		return a.cfg.explainAuth(err)
+		return a.cfg.ExplainAuth(err)
 	}
 	topics := make([]string, 0, len(a.planOf))
 	for t := range a.planOf {
 		topics = append(topics, t)
 	}
-	opts := append(a.cfg.clientOpts(),
+	opts := append(a.clientOpts(),
 		kgo.ConsumerGroup(a.cfg.ApplicationID),
 		kgo.ConsumeTopics(topics...),
 		kgo.DisableAutoCommit(),

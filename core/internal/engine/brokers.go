@@ -27,6 +27,10 @@ import (
 // (5 s) and group members heartbeat every few seconds.
 const brokerSilence = 10 * time.Second
 
+// clientOpts are the kgo options of every client of the application: the
+// configuration's brokers and security, and the broker watch's hook.
+func (a *App) clientOpts() []kgo.Opt { return a.cfg.ClientOpts(a.health) }
+
 // brokerHealth is a kgo hook shared by an application's clients. Safe for
 // concurrent use.
 type brokerHealth struct {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/polystreams/polystreams/core/internal/config"
 )
 
 // The broker watch's bound, on a clock of its own: 10 s without any answer
@@ -16,7 +18,7 @@ import (
 // Restoring, never for Created, Stopped or Failed.
 func TestBrokerWatchDegradesAfterTenSilentSeconds(t *testing.T) {
 	var logs bytes.Buffer
-	a := &App{cfg: Config{ApplicationID: "app", Brokers: []string{"k1:9092", "k2:9092"}}, health: &brokerHealth{},
+	a := &App{cfg: config.App{ApplicationID: "app", Brokers: []string{"k1:9092", "k2:9092"}}, health: &brokerHealth{},
 		log: slog.New(slog.NewTextHandler(&logs, nil)), changes: []State{Created}, changed: make(chan struct{})}
 	a.setState(Running)
 	t0 := time.Unix(1_000_000, 0)

@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
+
+	"github.com/polystreams/polystreams/core/internal/config"
 )
 
 // The memory budget of one application (polystreams.memory.max.bytes):
@@ -70,14 +72,9 @@ var memNames = [memComponents]string{
 // application's own progress.
 var memHeld = []int{memSuppress, memWindowIndex, memJoin}
 
-// Bounds and defaults of polystreams.memory.max.bytes.
+// Pebble's share of polystreams.memory.max.bytes (its bounds and default:
+// config.DefaultMemoryMaxBytes, config.MinMemoryMaxBytes).
 const (
-	// DefaultMemoryMaxBytes is the budget of an application that sets
-	// none, on an engine that sets no other (serve's --max-app-memory).
-	DefaultMemoryMaxBytes = 1 << 30
-	// MinMemoryMaxBytes is the smallest budget: Pebble's share and a few
-	// bundles.
-	MinMemoryMaxBytes = 32 << 20
 	// PebbleMemory is Pebble's share of every application's budget, fixed:
 	// each application has its own Pebble database with Pebble's default
 	// block cache (8 MiB) and at most two memtables of 4 MiB
@@ -108,7 +105,7 @@ type memory struct {
 
 func newMemory(limit int64) *memory {
 	if limit <= 0 {
-		limit = DefaultMemoryMaxBytes
+		limit = config.DefaultMemoryMaxBytes
 	}
 	return &memory{limit: limit, released: make(chan struct{})}
 }

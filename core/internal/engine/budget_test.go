@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
@@ -51,7 +52,7 @@ func newMemHarness(t *testing.T, limit int64, caching bool, build func(b *topolo
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	cfg := Config{ApplicationID: "greedy", BundleMaxRecords: 2000, BundleMaxBytes: 1 << 20, CacheMaxBytes: 1 << 30}
+	cfg := config.App{ApplicationID: "greedy", BundleMaxRecords: 2000, BundleMaxBytes: 1 << 20, CacheMaxBytes: 1 << 30}
 	a := &App{cfg: cfg, topo: topo, db: db, mem: newMemory(limit), tasks: map[taskID]*task{}}
 	plans, err := compile(topo, a.fullTopic, caching, false)
 	if err != nil {
@@ -133,7 +134,7 @@ func must(t *testing.T) func(*topology.Handle, error) *topology.Handle {
 
 // The record cache counts what it holds, and nothing once flushed.
 func TestMemoryRecordCacheGoesUpAndDown(t *testing.T) {
-	h := newMemHarness(t, DefaultMemoryMaxBytes, true, func(b *topology.Builder, l, _ *topology.Handle) *topology.Handle {
+	h := newMemHarness(t, config.DefaultMemoryMaxBytes, true, func(b *topology.Builder, l, _ *topology.Handle) *topology.Handle {
 		g := must(t)(b.GroupByKey(l.ID, "", "", ""))
 		return must(t)(b.ToStream(must(t)(b.Count(g.ID, nil, "")).ID, ""))
 	})
@@ -153,7 +154,7 @@ func TestMemoryRecordCacheGoesUpAndDown(t *testing.T) {
 // The open windows of a time-window aggregation count while open and
 // leave as stream time closes them.
 func TestMemoryOpenWindowsGoUpAndDown(t *testing.T) {
-	h := newMemHarness(t, DefaultMemoryMaxBytes, false, func(b *topology.Builder, l, _ *topology.Handle) *topology.Handle {
+	h := newMemHarness(t, config.DefaultMemoryMaxBytes, false, func(b *topology.Builder, l, _ *topology.Handle) *topology.Handle {
 		c := windowedCount(t, b, l, topology.Windows{Kind: topology.TimeWindows, Size: 1000, Advance: 1000})
 		return must(t)(b.ToStream(c.ID, ""))
 	})
@@ -169,7 +170,7 @@ func TestMemoryOpenWindowsGoUpAndDown(t *testing.T) {
 
 // A suppression buffer counts its pending updates until it emits them.
 func TestMemorySuppressionBufferGoesUpAndDown(t *testing.T) {
-	h := newMemHarness(t, DefaultMemoryMaxBytes, false, func(b *topology.Builder, l, _ *topology.Handle) *topology.Handle {
+	h := newMemHarness(t, config.DefaultMemoryMaxBytes, false, func(b *topology.Builder, l, _ *topology.Handle) *topology.Handle {
 		c := windowedCount(t, b, l, topology.Windows{Kind: topology.TimeWindows, Size: 1000, Advance: 1000})
 		s := must(t)(b.Suppress(c.ID, ""))
 		return must(t)(b.ToStream(s.ID, ""))
@@ -195,7 +196,7 @@ func TestMemoryWindowIndexesGoUpAndDown(t *testing.T) {
 		{Kind: topology.SlidingWindows, Size: 100},
 	} {
 		t.Run(fmt.Sprint(w.Kind), func(t *testing.T) {
-			h := newMemHarness(t, DefaultMemoryMaxBytes, false, func(b *topology.Builder, l, _ *topology.Handle) *topology.Handle {
+			h := newMemHarness(t, config.DefaultMemoryMaxBytes, false, func(b *topology.Builder, l, _ *topology.Handle) *topology.Handle {
 				return must(t)(b.ToStream(windowedCount(t, b, l, w).ID, ""))
 			})
 			first := h.send("left", "a:x@1000", "b:x@1010", "a:x@1020")[memWindowIndex]
@@ -214,7 +215,7 @@ func TestMemoryWindowIndexesGoUpAndDown(t *testing.T) {
 
 // A stream-stream join's rows count while the join window keeps them.
 func TestMemoryJoinWindowsGoUpAndDown(t *testing.T) {
-	h := newMemHarness(t, DefaultMemoryMaxBytes, false, func(b *topology.Builder, l, r *topology.Handle) *topology.Handle {
+	h := newMemHarness(t, config.DefaultMemoryMaxBytes, false, func(b *topology.Builder, l, r *topology.Handle) *topology.Handle {
 		w := topology.JoinWindows{Before: 100, After: 100}
 		return must(t)(b.StreamJoin(l.ID, r.ID, topology.Function{Native: topology.ValueJoinerFunc(joinFnOf)}, topology.StreamJoinOptions{Kind: topology.JoinLeft, Windows: &w}))
 	})
@@ -238,7 +239,7 @@ func TestMemoryJoinWindowsGoUpAndDown(t *testing.T) {
 
 // Fetched records count from the fetch until their batch takes them.
 func TestMemoryFetchedRecordsGoUpAndDown(t *testing.T) {
-	h := newMemHarness(t, DefaultMemoryMaxBytes, false, func(b *topology.Builder, l, _ *topology.Handle) *topology.Handle { return l })
+	h := newMemHarness(t, config.DefaultMemoryMaxBytes, false, func(b *topology.Builder, l, _ *topology.Handle) *topology.Handle { return l })
 	rs := []*kgo.Record{{Topic: "left", Key: []byte("k"), Value: make([]byte, 1000)}, {Topic: "left", Value: make([]byte, 24)}}
 	h.task.enqueue("left", rs)
 	if got, want := h.app.mem.used[memFetched].Load(), int64(1+1000+24+2*recordOverhead); got != want {
@@ -370,7 +371,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // only progress releases still passes the budget, it fails naming the
 // application, the key, the budget and what held the memory.
 func TestMemoryOverBudget(t *testing.T) {
-	h := newMemHarness(t, MinMemoryMaxBytes, true, func(b *topology.Builder, l, _ *topology.Handle) *topology.Handle {
+	h := newMemHarness(t, config.MinMemoryMaxBytes, true, func(b *topology.Builder, l, _ *topology.Handle) *topology.Handle {
 		c := windowedCount(t, b, l, topology.Windows{Kind: topology.TimeWindows, Size: 1000, Advance: 1000})
 		return must(t)(b.ToStream(c.ID, ""))
 	})
@@ -419,22 +420,22 @@ func TestMemoryOverBudget(t *testing.T) {
 }
 
 func TestMemoryConfig(t *testing.T) {
-	cfg, eff, err := ParseConfig("app", map[string]string{}, "b:9092")
-	if err != nil || cfg.MemoryMaxBytes != DefaultMemoryMaxBytes || eff["polystreams.memory.max.bytes"] != "1073741824" {
+	cfg, eff, err := config.Parse("app", map[string]string{}, "b:9092")
+	if err != nil || cfg.MemoryMaxBytes != config.DefaultMemoryMaxBytes || eff["polystreams.memory.max.bytes"] != "1073741824" {
 		t.Fatalf("default: %d, %q, %v", cfg.MemoryMaxBytes, eff["polystreams.memory.max.bytes"], err)
 	}
-	if cfg, _, err = ParseConfig("app", map[string]string{"polystreams.memory.max.bytes": "67108864"}, "b:9092"); err != nil || cfg.MemoryMaxBytes != 64<<20 {
+	if cfg, _, err = config.Parse("app", map[string]string{"polystreams.memory.max.bytes": "67108864"}, "b:9092"); err != nil || cfg.MemoryMaxBytes != 64<<20 {
 		t.Fatalf("64 MiB: %d, %v", cfg.MemoryMaxBytes, err)
 	}
 	for v, want := range map[string]string{
 		"1000": "polystreams.memory.max.bytes: want an integer from 33554432 to 9223372036854775807",
 		"lots": "polystreams.memory.max.bytes: want an integer from 33554432",
 	} {
-		if _, _, err := ParseConfig("app", map[string]string{"polystreams.memory.max.bytes": v}, "b:9092"); err == nil || !strings.Contains(err.Error(), want) {
+		if _, _, err := config.Parse("app", map[string]string{"polystreams.memory.max.bytes": v}, "b:9092"); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", v, err, want)
 		}
 	}
-	if _, _, err := ParseConfig("app", map[string]string{"polystreams.memory.max.byte": "67108864"}, "b:9092"); err == nil || !strings.Contains(err.Error(), "did you mean polystreams.memory.max.bytes?") {
+	if _, _, err := config.Parse("app", map[string]string{"polystreams.memory.max.byte": "67108864"}, "b:9092"); err == nil || !strings.Contains(err.Error(), "did you mean polystreams.memory.max.bytes?") {
 		t.Errorf("a typo: %v", err)
 	}
 }
@@ -443,7 +444,7 @@ func TestMemoryConfig(t *testing.T) {
 // in and out of the inbox, publishing what the task holds and checking
 // the budget.
 func BenchmarkMemoryAccountingPerBatch(b *testing.B) {
-	h := newMemHarness(&testing.T{}, DefaultMemoryMaxBytes, false, func(_ *topology.Builder, l, _ *topology.Handle) *topology.Handle { return l })
+	h := newMemHarness(&testing.T{}, config.DefaultMemoryMaxBytes, false, func(_ *topology.Builder, l, _ *topology.Handle) *topology.Handle { return l })
 	rs := make([]*kgo.Record, 2000)
 	for i := range rs {
 		rs[i] = &kgo.Record{Topic: "left", Key: []byte("key"), Value: make([]byte, 100)}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/serde"
 	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
@@ -42,7 +43,7 @@ func eosEmitTask(t *testing.T, db *state.DB) (*task, *plan) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &App{cfg: Config{ApplicationID: "app", BundleMaxRecords: 2000, BundleMaxBytes: 1 << 20}, topo: topo, db: db, eos: true}
+	a := &App{cfg: config.App{ApplicationID: "app", BundleMaxRecords: 2000, BundleMaxBytes: 1 << 20}, topo: topo, db: db, eos: true}
 	plans, err := compile(topo, a.fullTopic, false, false)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/serde"
 	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
@@ -169,7 +170,7 @@ func (a *App) startGlobals(ctx context.Context) error {
 		gs.tops = append(gs.tops, gt)
 		gs.byTopic[g.Topic()] = gt
 	}
-	opts := append(a.cfg.clientOpts(),
+	opts := append(a.clientOpts(),
 		kgo.ConsumePartitions(consume),
 		// Transaction markers take offsets: keep them so that the position
 		// reaches the end offset.
@@ -322,7 +323,7 @@ func (gs *globals) run(ctx context.Context) {
 					// (a dead letter is logged only: the global consumer
 					// writes nothing).
 					re := &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Node: gt.g.Source.Name, Err: err}
-					if a.cfg.DeserializationPolicy == PolicyFail {
+					if a.cfg.DeserializationPolicy == config.PolicyFail {
 						ferr = fmt.Errorf("runtime: global store %s: %w", gt.g.Store.Name, re)
 						return
 					}

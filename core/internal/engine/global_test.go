@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
@@ -95,7 +96,7 @@ func globalJoinTask(t *testing.T, left bool) (*task, *globalJoinHost, *state.Par
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, _, err := ParseConfig("global", map[string]string{"polystreams.bundle.max.records": "2"}, "127.0.0.1:1")
+	cfg, _, err := config.Parse("global", map[string]string{"polystreams.bundle.max.records": "2"}, "127.0.0.1:1")
 	if err != nil {
 		t.Fatal(err)
 	}

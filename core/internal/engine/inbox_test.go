@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
@@ -43,9 +44,9 @@ func names(rs []*kgo.Record) string {
 
 // newOrderTask is task 0_0 of topo (an App never started, no broker; its
 // client has an unreachable seed and is only paused and resumed).
-func newOrderTask(tb testing.TB, topo *topology.Topology, host Host, config map[string]string) *task {
+func newOrderTask(tb testing.TB, topo *topology.Topology, host Host, kv map[string]string) *task {
 	tb.Helper()
-	cfg, _, err := ParseConfig("order", config, "127.0.0.1:1")
+	cfg, _, err := config.Parse("order", kv, "127.0.0.1:1")
 	if err != nil {
 		tb.Fatal(err)
 	}

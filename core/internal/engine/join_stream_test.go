@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
@@ -71,7 +72,7 @@ func newSSHarnessWith(t *testing.T, kind topology.JoinKind, w topology.JoinWindo
 		}
 		t.Cleanup(func() { db.Close() })
 	}
-	a := &App{cfg: Config{ApplicationID: "app", BundleMaxRecords: 2000, BundleMaxBytes: 1 << 20}, topo: topo, db: db, host: host}
+	a := &App{cfg: config.App{ApplicationID: "app", BundleMaxRecords: 2000, BundleMaxBytes: 1 << 20}, topo: topo, db: db, host: host}
 	plans, err := compile(topo, a.fullTopic, false, false)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
@@ -23,7 +24,7 @@ type joinHarness struct {
 	t *task
 }
 
-func newJoinHarness(tb testing.TB, o topology.TableJoinOptions, regroup bool, config map[string]string) *joinHarness {
+func newJoinHarness(tb testing.TB, o topology.TableJoinOptions, regroup bool, kv map[string]string) *joinHarness {
 	tb.Helper()
 	must := func(h *topology.Handle, err error) uint64 {
 		tb.Helper()
@@ -45,18 +46,18 @@ func newJoinHarness(tb testing.TB, o topology.TableJoinOptions, regroup bool, co
 	} else if err := b.To(must(b.ToStream(j, "")), "out", "", "", ""); err != nil {
 		tb.Fatal(err)
 	}
-	return newHarness(tb, b, config)
+	return newHarness(tb, b, kv)
 }
 
 // newHarness is a joinHarness for the topology b built, the first task of
 // an App (never started) with its stores open.
-func newHarness(tb testing.TB, b *topology.Builder, config map[string]string) *joinHarness {
+func newHarness(tb testing.TB, b *topology.Builder, kv map[string]string) *joinHarness {
 	tb.Helper()
 	topo, err := b.Topology()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cfg, _, err := ParseConfig("tt", config, "127.0.0.1:1")
+	cfg, _, err := config.Parse("tt", kv, "127.0.0.1:1")
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -251,7 +251,7 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 	start := time.Now()
 	a.log.Info("restoring store", "store", tx.store.Name, "partition", tx.part.Number, "changelog", tx.changelog,
 		"from", from, "to", end.Offset, "records", total)
-	opts := append(a.cfg.clientOpts(),
+	opts := append(a.clientOpts(),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{tx.changelog: {tx.part.Number: kgo.NewOffset().At(from)}}),
 		// Transaction markers take offsets: keep them so that the position
 		// reaches the end offset.

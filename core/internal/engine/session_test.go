@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/serde"
 	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
@@ -52,7 +53,7 @@ func newSessionHarness(t *testing.T, w topology.Windows, db *state.DB) *sessionH
 		}
 		t.Cleanup(func() { db.Close() })
 	}
-	a := &App{cfg: Config{ApplicationID: "app", BundleMaxRecords: 2000, BundleMaxBytes: 1 << 20}, topo: topo, db: db}
+	a := &App{cfg: config.App{ApplicationID: "app", BundleMaxRecords: 2000, BundleMaxBytes: 1 << 20}, topo: topo, db: db}
 	plans, err := compile(topo, a.fullTopic, false, false)
 	if err != nil {
 		t.Fatal(err)

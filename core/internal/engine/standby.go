@@ -183,7 +183,7 @@ func (a *App) tailStandbys(ctx context.Context, s *standby, parts []standbyPart)
 	if len(offsets) == 0 {
 		return nil
 	}
-	opts := append(a.cfg.clientOpts(),
+	opts := append(a.clientOpts(),
 		kgo.ConsumePartitions(offsets),
 		kgo.KeepControlRecords(), // markers take offsets: the checkpoint passes them
 		kgo.FetchMaxWait(500*time.Millisecond),

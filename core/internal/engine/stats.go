@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/polystreams/polystreams/core/internal/metrics"
+	"github.com/polystreams/polystreams/core/internal/observe/metrics"
 )
 
 // Metrics: what the runtime counts for /metrics, /ui and the SDKs' metrics

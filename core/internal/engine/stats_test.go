@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
@@ -32,7 +33,7 @@ func statelessApp(tb testing.TB, metrics bool) *task {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cfg, _, err := ParseConfig("stats", map[string]string{"polystreams.metrics.enabled": fmt.Sprint(metrics)}, "127.0.0.1:1")
+	cfg, _, err := config.Parse("stats", map[string]string{"polystreams.metrics.enabled": fmt.Sprint(metrics)}, "127.0.0.1:1")
 	if err != nil {
 		tb.Fatal(err)
 	}

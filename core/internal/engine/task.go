@@ -72,9 +72,9 @@ type task struct {
 	// restored is set once the task's stores are restored: from then on
 	// they answer queries.
 	restored atomic.Bool
-	// settleMu serializes settleTxn: the poll loop settles the transaction
-	// it ended while a rebalance callback may be dropping the same task's
-	// changes (onRevoked, onLost).
+	// settleMu serializes settleTxn and writeChangelogs: the poll loop
+	// ends and settles a transaction while a rebalance callback may be
+	// dropping the same task's changes (onRevoked, onLost).
 	settleMu sync.Mutex
 
 	mu sync.Mutex
@@ -377,6 +377,12 @@ func (t *task) writeChangelogs() {
 	if !t.restored.Load() {
 		return // still restoring: it has processed nothing
 	}
+	// onRevoked and onLost settle a task's transaction from the group's
+	// goroutine while the poll loop may be ending it (a data race -race
+	// found): one at a time. A transaction settled first leaves nothing
+	// to write; one settled after aborts anyway (the session lost it).
+	t.settleMu.Lock()
+	defer t.settleMu.Unlock()
 	for _, tx := range t.stores {
 		for k, r := range tx.txn {
 			w := state.Write{Key: []byte(k), Value: r.value, TS: r.ts}

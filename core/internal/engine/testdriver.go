@@ -1,6 +1,6 @@
 package engine
 
-// Test driver mode (Config.TestDriver, polystreams.test.driver=true): the
+// Test driver mode (config.App.TestDriver, polystreams.test.driver=true): the
 // application runs on its own in-process broker, and the session pipes one
 // record at a time and waits until the topology is quiescent before the next
 // (Kafka Streams' TopologyTestDriver). See docs/design/test-driver.md.

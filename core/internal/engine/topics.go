@@ -352,7 +352,7 @@ func (a *App) ensureDeadLetterTopic(ctx context.Context) error {
 }
 
 // createMissingTopics creates, on the embedded broker only
-// (Config.CreateMissingTopics), the topics the topology reads (streams,
+// (config.App.CreateMissingTopics), the topics the topology reads (streams,
 // tables, global tables) or writes (sinks) that do not exist, with the
 // broker's default partition count, and logs them in one line: in
 // development the first run of a program needs no topic set up first.

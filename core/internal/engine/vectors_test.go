@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/serde"
 	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
@@ -327,9 +328,9 @@ func vecMarshal(tb testing.TB, m proto.Message) []byte {
 // runVectorTopology runs input through the tasks of topo's sub-topologies
 // (partition 0 each, an App never started): a task's records to an
 // internal topic go on to the task that reads it.
-func vecRun(tb testing.TB, topo *topology.Topology, host Host, config map[string]string, batches [][]*kgo.Record) {
+func vecRun(tb testing.TB, topo *topology.Topology, host Host, kv map[string]string, batches [][]*kgo.Record) {
 	tb.Helper()
-	cfg, _, err := ParseConfig("vectors", config, "127.0.0.1:1")
+	cfg, _, err := config.Parse("vectors", kv, "127.0.0.1:1")
 	if err != nil {
 		tb.Fatal(err)
 	}

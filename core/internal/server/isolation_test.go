@@ -13,7 +13,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/polystreams/polystreams/core/internal/broker"
-	"github.com/polystreams/polystreams/core/internal/logging"
+	"github.com/polystreams/polystreams/core/internal/observe/logging"
 	"github.com/polystreams/polystreams/core/internal/server"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 	"github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1/polystreamsv1alpha1connect"

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/polystreams/polystreams/core/internal/engine"
-	"github.com/polystreams/polystreams/core/internal/metrics"
+	"github.com/polystreams/polystreams/core/internal/observe/metrics"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )

@@ -19,8 +19,9 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/engine"
-	"github.com/polystreams/polystreams/core/internal/logging"
+	"github.com/polystreams/polystreams/core/internal/observe/logging"
 	"github.com/polystreams/polystreams/core/internal/testdriver"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	"github.com/polystreams/polystreams/core/internal/topology/frompb"
@@ -59,7 +60,7 @@ type Options struct {
 	// Embedded says Brokers is the engine's embedded broker (polystreams
 	// dev). Sessions that name no bootstrap.servers of their own then
 	// create the topics their topology reads or writes when missing
-	// (engine.Config.CreateMissingTopics), and commit every
+	// (config.App.CreateMissingTopics), and commit every
 	// DevCommitInterval unless commit.interval.ms is set (under
 	// exactly_once_v2 its default, 100 ms, is shorter already): results
 	// show in about a second, not Kafka Streams' 30 s.
@@ -67,7 +68,7 @@ type Options struct {
 	// BrokerWait, when not nil, sets polystreams.broker.wait.ms for
 	// sessions that do not set it (the engine's --broker-wait; 0 fails a
 	// start at once when no broker answers); nil keeps the runtime's
-	// default, engine.DefaultBrokerWait.
+	// default, config.DefaultBrokerWait.
 	BrokerWait *time.Duration
 	// MaxSessions bounds the sessions open at once, overriding the default
 	// DefaultMaxSessions; OpenSession beyond it is refused with
@@ -81,7 +82,7 @@ type Options struct {
 	// MaxAppMemory is polystreams.memory.max.bytes of sessions that set
 	// none, and the most a session may set (a session asking for more is
 	// refused with CodeInvalidArgument); default
-	// engine.DefaultMemoryMaxBytes. What the engine holds in memory for
+	// config.DefaultMemoryMaxBytes. What the engine holds in memory for
 	// one application (engine/budget.go).
 	MaxAppMemory int64
 }
@@ -140,7 +141,7 @@ func New(o Options) *Server {
 		o.MaxCacheBytes = DefaultMaxCacheBytes
 	}
 	if o.MaxAppMemory <= 0 {
-		o.MaxAppMemory = engine.DefaultMemoryMaxBytes
+		o.MaxAppMemory = config.DefaultMemoryMaxBytes
 	}
 	s := &Server{opts: o, log: o.Logger, sessions: map[string]*session{}, stop: make(chan struct{}), started: time.Now()}
 	go s.janitor()
@@ -180,7 +181,7 @@ type session struct {
 	id       string
 	label    string // sessionLabel(id): names the session where id must not show
 	appID    string
-	cfg      engine.Config
+	cfg      config.App
 	lastSeen atomic.Int64 // unix nanos of the last call
 	dispatch *dispatcher
 	// ended: Stop was called. An ended session stays known until it
@@ -305,10 +306,10 @@ func (s *Server) OpenSession(ctx context.Context, req *connect.Request[pb.OpenSe
 	}
 	_, ownBrokers := kv["bootstrap.servers"]
 	embedded := s.opts.Embedded && td == nil && !ownBrokers
-	if embedded && kv["processing.guarantee"] != engine.ExactlyOnceV2 {
+	if embedded && kv["processing.guarantee"] != config.ExactlyOnceV2 {
 		kv = withDefault(kv, "commit.interval.ms", DevCommitInterval)
 	}
-	cfg, effective, err := engine.ParseConfig(m.ApplicationId, kv, s.opts.Brokers)
+	cfg, effective, err := config.Parse(m.ApplicationId, kv, s.opts.Brokers)
 	if cfg.CacheMaxBytes > s.opts.MaxCacheBytes {
 		err = errors.Join(err, fmt.Errorf("statestore.cache.max.bytes: at most %d on this engine (--max-cache-bytes)", s.opts.MaxCacheBytes))
 	}
@@ -374,8 +375,8 @@ func (s *Server) OpenSession(ctx context.Context, req *connect.Request[pb.OpenSe
 	}
 	s.sessions[ss.id] = ss
 	s.mu.Unlock()
-	s.log.Info("session opened", "session", ss.label, "application.id", m.ApplicationId, "config", engine.Redact(effective))
-	return connect.NewResponse(&pb.OpenSessionResponse{SessionId: ss.id, Config: engine.Redact(effective), Version: s.opts.Version}), nil
+	s.log.Info("session opened", "session", ss.label, "application.id", m.ApplicationId, "config", config.Redact(effective))
+	return connect.NewResponse(&pb.OpenSessionResponse{SessionId: ss.id, Config: config.Redact(effective), Version: s.opts.Version}), nil
 }
 
 // A started session's host is live while a worker is in an Exchange call

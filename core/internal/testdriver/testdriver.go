@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/broker"
+	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/engine"
 )
 
@@ -61,12 +62,12 @@ type Driver struct {
 }
 
 // New starts a test driver's broker and state directory and returns the
-// configuration the application runs with: config with ConfigKey true,
+// configuration the application runs with: user's with ConfigKey true,
 // bootstrap.servers and state.dir the driver's, processing.guarantee
 // at_least_once (one instance with no failures writes the same either way,
 // and quiescence needs writes visible before a commit), and a bundle linger
 // of 0 unless set (a test pipes one record at a time).
-func New(config map[string]string) (*Driver, map[string]string, error) {
+func New(user map[string]string) (*Driver, map[string]string, error) {
 	b, err := broker.Start(broker.Options{Partitions: 1})
 	if err != nil {
 		return nil, nil, fmt.Errorf("test driver: %w", err)
@@ -82,14 +83,14 @@ func New(config map[string]string) (*Driver, map[string]string, error) {
 		os.RemoveAll(dir)
 		return nil, nil, fmt.Errorf("test driver: %w", err)
 	}
-	kv := make(map[string]string, len(config)+5)
-	for k, v := range config {
+	kv := make(map[string]string, len(user)+5)
+	for k, v := range user {
 		kv[k] = v
 	}
 	kv[ConfigKey] = "true"
 	kv["bootstrap.servers"] = b.Addr()
 	kv["state.dir"] = dir
-	kv["processing.guarantee"] = engine.AtLeastOnce
+	kv["processing.guarantee"] = config.AtLeastOnce
 	if _, ok := kv["polystreams.bundle.linger.ms"]; !ok {
 		kv["polystreams.bundle.linger.ms"] = "0"
 	}

@@ -1,4 +1,8 @@
-package engine
+// Package config is an application's configuration: Kafka Streams' keys
+// (application.id, processing.guarantee, commit.interval.ms, ...) and
+// polystreams' own (polystreams.*), parsed and checked in one place, every
+// problem reported at once.
+package config
 
 import (
 	"crypto/tls"
@@ -26,9 +30,9 @@ const (
 	ExactlyOnceV2 = "exactly_once_v2"
 )
 
-// Config configures an application's runtime. Keys that Kafka Streams users
-// know keep their Kafka Streams names; see ParseConfig for the defaults.
-type Config struct {
+// App configures one application. Keys that Kafka Streams users know keep
+// their Kafka Streams names; see Parse for the defaults.
+type App struct {
 	ApplicationID string
 	// bootstrap.servers
 	Brokers []string
@@ -125,13 +129,20 @@ type Config struct {
 	TestDriver bool
 
 	Logger *slog.Logger
-
-	// health hears every request of every client (New sets it).
-	health *brokerHealth
 }
 
 // DefaultBrokerWait is polystreams.broker.wait.ms's default.
 const DefaultBrokerWait = 60 * time.Second
+
+// Bounds and defaults of polystreams.memory.max.bytes.
+const (
+	// DefaultMemoryMaxBytes is the budget of an application that sets
+	// none, on an engine that sets no other (serve's --max-app-memory).
+	DefaultMemoryMaxBytes = 1 << 30
+	// MinMemoryMaxBytes is the smallest budget: Pebble's share and a few
+	// bundles.
+	MinMemoryMaxBytes = 32 << 20
+)
 
 // Keys whose values are credentials: never echoed, logged or described.
 func sensitive(key string) bool {
@@ -152,11 +163,11 @@ func Redact(config map[string]string) map[string]string {
 	return out
 }
 
-// ParseConfig reads Kafka Streams style configuration. defaultBrokers is used
+// Parse reads Kafka Streams style configuration. defaultBrokers is used
 // when bootstrap.servers is absent. Every problem is reported at once; errors
 // never contain credential values.
-func ParseConfig(applicationID string, kv map[string]string, defaultBrokers string) (Config, map[string]string, error) {
-	c := Config{
+func Parse(applicationID string, kv map[string]string, defaultBrokers string) (App, map[string]string, error) {
+	c := App{
 		ApplicationID:     applicationID,
 		Guarantee:         AtLeastOnce,
 		StateDir:          filepath.Join(os.TempDir(), "polystreams"),
@@ -408,9 +419,9 @@ const (
 	maxBundleLingerMs = 60_000
 )
 
-// maxApplicationID is Kafka's limit on a topic name; internal topics'
-// names begin with the application.id.
-const maxApplicationID = 249
+// MaxTopicName is Kafka's limit on a topic name, and so on application.id:
+// internal topics' names begin with it.
+const MaxTopicName = 249
 
 // checkApplicationID checks application.id against Kafka's rules for topic
 // names, which internal topics (<application.id>-<store>-changelog) begin
@@ -422,8 +433,8 @@ func checkApplicationID(id string) error {
 	switch {
 	case id == "":
 		return errors.New("application.id is empty")
-	case len(id) > maxApplicationID:
-		return fmt.Errorf("application.id is %d bytes long; at most %d (Kafka's limit on topic names, which internal topics begin with)", len(id), maxApplicationID)
+	case len(id) > MaxTopicName:
+		return fmt.Errorf("application.id is %d bytes long; at most %d (Kafka's limit on topic names, which internal topics begin with)", len(id), MaxTopicName)
 	case id == "." || id == "..":
 		return errors.New("application.id may not be '.' or '..'")
 	}
@@ -446,12 +457,12 @@ func withoutPath(err error) error {
 	return err
 }
 
-// clientOpts are the kgo options every client of the application shares:
-// brokers and security.
-func (c *Config) clientOpts() []kgo.Opt {
+// ClientOpts are the kgo options every client of the application shares:
+// brokers, security, and hooks (the engine's broker watch).
+func (c *App) ClientOpts(hooks ...kgo.Hook) []kgo.Opt {
 	opts := []kgo.Opt{kgo.SeedBrokers(c.Brokers...), kgo.ClientID("polystreams-" + c.ApplicationID)}
-	if c.health != nil {
-		opts = append(opts, kgo.WithHooks(c.health))
+	if len(hooks) > 0 {
+		opts = append(opts, kgo.WithHooks(hooks...))
 	}
 	if c.SecurityProtocol == "SSL" || c.SecurityProtocol == "SASL_SSL" {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: c.CARoots}

@@ -1,4 +1,4 @@
-package engine
+package config
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 // that is not there is refused naming the keys and files.
 func TestBrokerTLSConfig(t *testing.T) {
 	cert := testcert.New(t)
-	c, eff, err := ParseConfig("app", map[string]string{"security.protocol": "SSL", "ssl.ca.location": cert.CertFile,
+	c, eff, err := Parse("app", map[string]string{"security.protocol": "SSL", "ssl.ca.location": cert.CertFile,
 		"ssl.certificate.location": cert.CertFile, "ssl.key.location": cert.KeyFile}, "127.0.0.1:9092")
 	if err != nil || c.ClientCert == nil || c.CARoots == nil || eff["ssl.key.location"] != cert.KeyFile {
 		t.Fatalf("a full TLS config: %v %+v", err, eff)
@@ -27,10 +27,10 @@ func TestBrokerTLSConfig(t *testing.T) {
 		{map[string]string{"ssl.ca.location": "/nonexistent-ca.pem"}, "ssl.ca.location: cannot open the file"},
 		{map[string]string{"ssl.ca.location": cert.KeyFile}, "holds no PEM certificate"},
 	} {
-		if _, _, err := ParseConfig("app", bad.kv, "127.0.0.1:9092"); err == nil || !strings.Contains(err.Error(), bad.want) {
-			t.Errorf("ParseConfig(%v): %v, want %q", bad.kv, err, bad.want)
+		if _, _, err := Parse("app", bad.kv, "127.0.0.1:9092"); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("Parse(%v): %v, want %q", bad.kv, err, bad.want)
 		} else if strings.Contains(err.Error(), "nonexistent") || strings.Contains(err.Error(), cert.KeyFile) {
-			t.Errorf("ParseConfig(%v): %v echoes a config value", bad.kv, err)
+			t.Errorf("Parse(%v): %v echoes a config value", bad.kv, err)
 		}
 	}
 }
@@ -39,16 +39,16 @@ func TestBrokerTLSConfig(t *testing.T) {
 // (never the password) only when there are some.
 func TestExplainAuth(t *testing.T) {
 	eof := fmt.Errorf("runtime: reading metadata: %w", io.EOF)
-	plain := &Config{SecurityProtocol: "PLAINTEXT"}
-	if got := plain.explainAuth(eof); got != eof {
+	plain := &App{SecurityProtocol: "PLAINTEXT"}
+	if got := plain.ExplainAuth(eof); got != eof {
 		t.Errorf("PLAINTEXT: %v", got)
 	}
-	sasl := &Config{SecurityProtocol: "SASL_SSL", SASLMechanism: "SCRAM-SHA-512", SASLUsername: "bob", SASLPassword: "pw-123"}
-	got := sasl.explainAuth(eof).Error()
+	sasl := &App{SecurityProtocol: "SASL_SSL", SASLMechanism: "SCRAM-SHA-512", SASLUsername: "bob", SASLPassword: "pw-123"}
+	got := sasl.ExplainAuth(eof).Error()
 	if !strings.Contains(got, `check security.protocol=SASL_SSL, sasl.mechanism=SCRAM-SHA-512, sasl.username="bob" and its sasl.password`) || strings.Contains(got, "pw-123") {
 		t.Errorf("SASL: %s", got)
 	}
-	if other := fmt.Errorf("unknown topic"); sasl.explainAuth(other) != other {
+	if other := fmt.Errorf("unknown topic"); sasl.ExplainAuth(other) != other {
 		t.Errorf("an unrelated error was explained")
 	}
 }

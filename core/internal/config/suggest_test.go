@@ -1,17 +1,17 @@
-package engine
+package config
 
 import (
 	"strings"
 	"testing"
 )
 
-// Every key of configKeys is one ParseConfig knows (a value it may refuse,
+// Every key of configKeys is one Parse knows (a value it may refuse,
 // but never as an unknown key).
 func TestConfigKeysAreKnown(t *testing.T) {
 	for _, k := range configKeys {
-		_, _, err := ParseConfig("app", map[string]string{k: "x"}, "127.0.0.1:9092")
+		_, _, err := Parse("app", map[string]string{k: "x"}, "127.0.0.1:9092")
 		if err != nil && strings.Contains(err.Error(), "is not known") {
-			t.Errorf("configKeys lists %q, which ParseConfig does not know: %v", k, err)
+			t.Errorf("configKeys lists %q, which Parse does not know: %v", k, err)
 		}
 	}
 }
@@ -26,12 +26,12 @@ func TestUnknownConfigKeySuggests(t *testing.T) {
 		{"sasl.passwords", `config key "sasl.passwords" is not known (did you mean sasl.password?) (its value is hidden)`},
 		{"polystreams.broker.wait", `(did you mean polystreams.broker.wait.ms?)`},
 	} {
-		_, _, err := ParseConfig("app", map[string]string{tc.key: "1"}, "127.0.0.1:9092")
+		_, _, err := Parse("app", map[string]string{tc.key: "1"}, "127.0.0.1:9092")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.key, err, tc.want)
 		}
 	}
-	_, _, err := ParseConfig("app", map[string]string{"linger.ms": "1"}, "127.0.0.1:9092")
+	_, _, err := Parse("app", map[string]string{"linger.ms": "1"}, "127.0.0.1:9092")
 	if err == nil || strings.Contains(err.Error(), "did you mean") {
 		t.Errorf("linger.ms: %v, want unknown with no suggestion", err)
 	}
@@ -39,15 +39,15 @@ func TestUnknownConfigKeySuggests(t *testing.T) {
 
 // polystreams.broker.wait.ms: 60 s unless set, in the effective config.
 func TestBrokerWaitConfig(t *testing.T) {
-	c, eff, err := ParseConfig("app", nil, "127.0.0.1:9092")
+	c, eff, err := Parse("app", nil, "127.0.0.1:9092")
 	if err != nil || c.BrokerWait != DefaultBrokerWait || eff["polystreams.broker.wait.ms"] != "60000" {
 		t.Errorf("default: %v, %v, %q", err, c.BrokerWait, eff["polystreams.broker.wait.ms"])
 	}
-	c, _, err = ParseConfig("app", map[string]string{"polystreams.broker.wait.ms": "2500"}, "127.0.0.1:9092")
+	c, _, err = Parse("app", map[string]string{"polystreams.broker.wait.ms": "2500"}, "127.0.0.1:9092")
 	if err != nil || c.BrokerWait.Milliseconds() != 2500 {
 		t.Errorf("2500: %v, %v", err, c.BrokerWait)
 	}
-	if _, _, err = ParseConfig("app", map[string]string{"polystreams.broker.wait.ms": "soon"}, "127.0.0.1:9092"); err == nil || !strings.Contains(err.Error(), "polystreams.broker.wait.ms") {
+	if _, _, err = Parse("app", map[string]string{"polystreams.broker.wait.ms": "soon"}, "127.0.0.1:9092"); err == nil || !strings.Contains(err.Error(), "polystreams.broker.wait.ms") {
 		t.Errorf("soon: %v, want the key named", err)
 	}
 }

@@ -1,6 +1,6 @@
-package engine
+package config
 
-// configKeys are the keys ParseConfig knows, for "did you mean" hints on a
+// configKeys are the keys Parse knows, for "did you mean" hints on a
 // key it does not (config_test.go checks each is accepted).
 var configKeys = []string{
 	"application.id", "bootstrap.servers", "processing.guarantee", "commit.interval.ms",

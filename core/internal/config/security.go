@@ -1,4 +1,4 @@
-package engine
+package config
 
 import (
 	"errors"
@@ -10,13 +10,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// explainAuth adds the session's broker security settings to a broker error
+// ExplainAuth adds the session's broker security settings to a broker error
 // that they may have caused: a broker refusing SASL credentials answers
 // SASL_AUTHENTICATION_FAILED (Apache Kafka) or just closes the connection
 // (kfake, and a TLS listener spoken to in the clear), which franz-go
 // reports as a bare EOF. It names the protocol, mechanism and user, never
 // the password.
-func (c *Config) explainAuth(err error) error {
+func (c *App) ExplainAuth(err error) error {
 	if err == nil || (c.SASLMechanism == "" && c.SSLCALocation == "" && c.SecurityProtocol != "SSL") {
 		return err
 	}
