@@ -145,6 +145,8 @@ type App struct {
 	// outputs: in test driver mode, what the tasks wrote to sink topics
 	// (testdriver.go); nil otherwise.
 	outputs *outputs
+	// promise is produced as a kgo promise, made once (produceThen).
+	promise func(*kgo.Record, error)
 
 	// mem: the memory budget and what the application holds (budget.go).
 	mem *memory
@@ -156,6 +158,7 @@ func New(cfg config.App, topo *topology.Topology, host Host) (*App, error) {
 		changes: []State{Created}, changed: make(chan struct{}),
 		eos: cfg.Guarantee == config.ExactlyOnceV2, balancer: group.NewBalancer(cfg.StandbyReplicas)}
 	a.balancer.LocalState = a.localTaskState
+	a.promise = func(r *kgo.Record, err error) { a.produced(r, err) }
 	a.mem = newMemory(cfg.MemoryMaxBytes)
 	if host != nil {
 		a.host = budgetedHost{host, a.mem}
@@ -987,21 +990,36 @@ func (a *App) produceThen(r *kgo.Record, ok func(*kgo.Record)) {
 	if a.outputs != nil {
 		a.outputs.note(r)
 	}
+	if ok == nil {
+		// Every output, repartition and changelog record of a batch comes
+		// here: one promise for them all, not a closure per record.
+		a.cl.Produce(context.Background(), r, a.promise)
+		return
+	}
 	a.cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
-		if err != nil && a.eos && producerFenced(err) {
-			err = fmt.Errorf("runtime: producing to %s/%d: %w", r.Topic, r.Partition, err)
-			a.fenced.CompareAndSwap(nil, &err)
-			return
-		}
-		if err != nil {
-			a.produceFailed.Store(true)
-			a.fail(fmt.Errorf("runtime: producing to %s/%d: %w", r.Topic, r.Partition, err))
-			return
-		}
-		if ok != nil {
+		if a.produced(r, err) {
 			ok(r)
 		}
 	})
+}
+
+// produced is a record's outcome: whether it was written; a record that
+// was not fails the application, or, under exactly_once_v2, marks the
+// producer fenced.
+func (a *App) produced(r *kgo.Record, err error) bool {
+	if err != nil && a.eos && producerFenced(err) {
+		// Its own variable: taking err's address would move err to the
+		// heap on every call, written or not.
+		fenced := fmt.Errorf("runtime: producing to %s/%d: %w", r.Topic, r.Partition, err)
+		a.fenced.CompareAndSwap(nil, &fenced)
+		return false
+	}
+	if err != nil {
+		a.produceFailed.Store(true)
+		a.fail(fmt.Errorf("runtime: producing to %s/%d: %w", r.Topic, r.Partition, err))
+		return false
+	}
+	return true
 }
 
 // producerFenced reports whether a record's error says the transactional
@@ -1108,14 +1126,39 @@ func (a *App) StorePartitions(store string) ([]*state.Partition, error) {
 		return a.globalPartitions(a.topo.Stores[store]), nil
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	var parts []*state.Partition
+	var held []*task
 	for id, t := range a.tasks {
 		for _, s := range t.plan.stores {
 			// A store partition answers once restored: the same moment it
 			// stops counting toward Restoring.
 			if s.Name == store && a.restores.restored(storePartition{store, id.partition}) {
 				parts = append(parts, a.db.Partition(store, id.partition))
+				held = append(held, t)
+			}
+		}
+	}
+	a.mu.Unlock()
+	// A held store's changes reach Pebble with the record cache's flush
+	// (storeTx.unlogged): each task writes them now, between batches,
+	// so that the query sees every batch processed, as Kafka Streams'
+	// queries read through the cache.
+	if !a.eos && a.cfg.CacheMaxBytes > 0 && a.topo.Stores[store].Kind == topology.StoreKeyValue {
+		for _, t := range held {
+			if !t.restored.Load() {
+				continue
+			}
+			reply := make(chan error, 1)
+			select {
+			case t.syncReq <- reply:
+				select {
+				case err := <-reply:
+					if err != nil {
+						return nil, fmt.Errorf("runtime: store %q partition %d: %w", store, t.id.partition, err)
+					}
+				case <-t.done:
+				}
+			case <-t.done:
 			}
 		}
 	}

@@ -27,8 +27,9 @@ import (
 //     wait): bundles to the host are not sent, fetching pauses, and the
 //     producer's buffer drains on its own;
 //   - it lets go (as Kafka Streams' record cache evicts): the record cache
-//     forwards its updates early, the in-memory view of open windows is
-//     dropped and the aggregation reads the store;
+//     forwards its updates early, the stores' read caches are emptied, the
+//     in-memory view of open windows is dropped and the aggregation reads
+//     the store;
 //   - it fails the application alone (as Kafka Streams' suppression buffer
 //     with BufferConfig.shutDownWhenFull): the suppression buffers, the
 //     stream-stream joins' windows and the session and sliding window
@@ -44,6 +45,7 @@ import (
 // Memory components: what the engine holds for an application.
 const (
 	memCache       = iota // the record cache (cache.go)
+	memReadCache          // the stores' read caches (state/cache.go)
 	memOpenWindows        // time windows' in-memory open windows (window.go)
 	memSuppress           // suppression buffers (window.go)
 	memWindowIndex        // session and sliding windows' per-key indexes
@@ -57,6 +59,7 @@ const (
 
 var memNames = [memComponents]string{
 	memCache:       "record cache",
+	memReadCache:   "store read caches",
 	memOpenWindows: "open windows",
 	memSuppress:    "suppression buffers",
 	memWindowIndex: "session and sliding window indexes",
@@ -260,7 +263,10 @@ type memoryReleaser interface {
 // memoryHeld measures what the task holds in its components now: the
 // sums of the byte counts its record cache and its operators keep.
 func (t *task) memoryHeld() (held [memComponents]int64) {
-	held[memCache] = int64(t.cacheBytes)
+	held[memCache] = int64(t.cacheBytes + t.unloggedBytes)
+	for _, tx := range t.stores {
+		held[memReadCache] += int64(tx.part.CacheBytes())
+	}
 	for _, op := range t.ops {
 		if h, ok := op.(memoryHolder); ok {
 			h.memoryHeld(&held)
@@ -309,6 +315,9 @@ func (t *task) checkMemory() error {
 		if r, ok := op.(memoryReleaser); ok {
 			r.releaseMemory()
 		}
+	}
+	for _, tx := range t.stores {
+		tx.part.DropCache()
 	}
 	t.publishMemory()
 	if m.held() <= m.limit {

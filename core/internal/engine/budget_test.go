@@ -151,6 +151,34 @@ func TestMemoryRecordCacheGoesUpAndDown(t *testing.T) {
 	}
 }
 
+// The stores' read caches count what they hold, and are emptied when the
+// application is over its budget.
+func TestMemoryStoreReadCachesCountAndEmpty(t *testing.T) {
+	h := newMemHarness(t, PebbleMemory+100, false, func(b *topology.Builder, l, _ *topology.Handle) *topology.Handle {
+		g := must(t)(b.GroupByKey(l.ID, "", "", ""))
+		return must(t)(b.ToStream(must(t)(b.Count(g.ID, nil, "")).ID, ""))
+	})
+	used := h.send("left", "a:x@1", "b:x@2", "a:x@3")
+	var held int64
+	for _, tx := range h.task.stores {
+		held += int64(tx.part.CacheBytes())
+	}
+	if held == 0 || used[memReadCache] != held {
+		t.Fatalf("store read caches count %d, the stores hold %d (want the same, more than 0)", used[memReadCache], held)
+	}
+	if err := h.task.checkMemory(); err != nil {
+		t.Fatal(err)
+	}
+	if used = h.used(); used[memReadCache] != 0 {
+		t.Fatalf("store read caches count %d over the budget, want them emptied", used[memReadCache])
+	}
+	for _, tx := range h.task.stores {
+		if v, _, err := tx.part.Get([]byte("a")); err != nil || len(v) != 8 || v[7] != 2 {
+			t.Fatalf("store %s reads a = %v (%v) once its cache is emptied, want the count 2", tx.store.Name, v, err)
+		}
+	}
+}
+
 // The open windows of a time-window aggregation count while open and
 // leave as stream time closes them.
 func TestMemoryOpenWindowsGoUpAndDown(t *testing.T) {

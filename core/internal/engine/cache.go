@@ -9,10 +9,14 @@ import (
 // stores have it: a stateful node (an aggregation, a materialized table)
 // does not forward each update at once but keeps the latest one per key,
 // with the value the key had before its first cached update, and forwards
-// them at commit, or when the task's share of the cache is full. The store
-// itself is written as before; only forwarding waits. A key whose cached
-// update leaves it as absent as it was (inserted, then deleted) is not
-// forwarded (CachingKeyValueStore: neither value is non-null).
+// them at commit, or when the task's share of the cache is full. Under
+// at_least_once a key-value store's changes wait too and go to Pebble and
+// the changelog with the flush, once per key (storeTx.unlogged; a query
+// has them written to Pebble first: task.sync); other stores are written
+// batch by batch, and under exactly_once_v2 every store at commit. A key
+// whose cached update leaves it as absent as it was (inserted, then
+// deleted) is not forwarded (CachingKeyValueStore: neither value is
+// non-null).
 //
 // Commits move only offsets whose records' cached updates were forwarded
 // (task.offsets lags task.processed while the cache holds updates), and
@@ -84,7 +88,7 @@ func (t *task) flushCaches(ctx context.Context) error {
 // outputs and store changes go out as a batch's do, then the processed
 // offsets become committable.
 func (t *task) flushNow(ctx context.Context) error {
-	if t.cacheBytes > 0 {
+	if t.cacheBytes > 0 || t.unloggedBytes > 0 {
 		t.begin()
 		if err := t.flushCaches(ctx); err != nil {
 			return err
@@ -103,7 +107,7 @@ func (t *task) flushNow(ctx context.Context) error {
 // is work dropped: its offsets are not committed (at-least-once) and the
 // transaction aborts (exactly-once).
 func (t *task) flushOnStop(ctx context.Context) {
-	if t.cacheBytes == 0 {
+	if t.cacheBytes == 0 && t.unloggedBytes == 0 {
 		return
 	}
 	if ctx.Err() != nil {

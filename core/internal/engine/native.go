@@ -21,6 +21,9 @@ func (o *nativeOp) process(_ context.Context, recs []rec) ([]rec, error) {
 // runNative runs a Go function node per record; a record whose function
 // fails goes to failed (recordFailed: nil skips it).
 func runNative(n *topology.Node, recs []rec, failed func(rec, string, failKind, error) error) ([]rec, error) {
+	if f, ok := n.Fn.Native.(topology.FlatMapValuesFunc); ok {
+		return flatMapValuesNative(n, f, recs, failed)
+	}
 	out := make([]rec, 0, len(recs))
 	for _, r := range recs {
 		var err error
@@ -35,13 +38,6 @@ func runNative(n *topology.Node, recs []rec, failed func(rec, string, failKind, 
 			var keep bool
 			if keep, err = f(r.key, r.value); err == nil && keep == (n.Op != topology.OpFilterNot) {
 				out = append(out, r)
-			}
-		case topology.FlatMapValuesFunc:
-			var vs [][]byte
-			if vs, err = f(r.value); err == nil {
-				for _, v := range vs {
-					out = append(out, rec{key: r.key, value: v, ts: r.ts, in: r.in})
-				}
 			}
 		case topology.MapValuesWithKeyFunc:
 			var v []byte
@@ -86,6 +82,33 @@ func runNative(n *topology.Node, recs []rec, failed func(rec, string, failKind, 
 			if err = failed(r, n.Name, kindOf(err), err); err != nil {
 				return nil, err
 			}
+		}
+	}
+	return out, nil
+}
+
+// flatMapValuesNative is runNative for flat_map_values: every record's
+// values first, then the output at its full size, since a slice of recs
+// grown record by record copies them (and their pointers, under the
+// garbage collector's write barrier) each time it grows.
+func flatMapValuesNative(n *topology.Node, f topology.FlatMapValuesFunc, recs []rec, failed func(rec, string, failKind, error) error) ([]rec, error) {
+	values := make([][][]byte, len(recs))
+	total := 0
+	for i, r := range recs {
+		vs, err := f(r.value)
+		if err != nil {
+			if err = failed(r, n.Name, kindOf(err), err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		values[i] = vs
+		total += len(vs)
+	}
+	out := make([]rec, 0, total)
+	for i, r := range recs {
+		for _, v := range values[i] {
+			out = append(out, rec{key: r.key, value: v, ts: r.ts, in: r.in})
 		}
 	}
 	return out, nil

@@ -19,11 +19,18 @@ type dropNullKeyOp struct{}
 func newDropNullKeyOp(*task, *step) operator { return dropNullKeyOp{} }
 
 func (dropNullKeyOp) process(_ context.Context, recs []rec) ([]rec, error) {
-	out := make([]rec, 0, len(recs))
-	for _, r := range recs {
-		if r.key != nil {
-			out = append(out, r)
+	for i, r := range recs {
+		if r.key == nil {
+			// Copied only from the first null key on: most batches have
+			// none, and go on as they came.
+			out := append(make([]rec, 0, len(recs)-1), recs[:i]...)
+			for _, r := range recs[i+1:] {
+				if r.key != nil {
+					out = append(out, r)
+				}
+			}
+			return out, nil
 		}
 	}
-	return out, nil
+	return recs, nil
 }

@@ -23,8 +23,14 @@ func (o *sourceOp) process(_ context.Context, recs []rec) ([]rec, error) {
 	if !checkKey && !checkValue && !s.change {
 		return recs, nil
 	}
-	out := make([]rec, 0, len(recs))
-	for _, r := range recs {
+	// A change source rewrites every record; otherwise the records go on
+	// as they came, copied only from the first one that fails on.
+	copied := s.change
+	var out []rec
+	if copied {
+		out = make([]rec, 0, len(recs))
+	}
+	for i, r := range recs {
 		var err error
 		if checkKey && r.key != nil {
 			if e := serde.Validate(s.keySerde, r.key); e != nil {
@@ -47,9 +53,17 @@ func (o *sourceOp) process(_ context.Context, recs []rec) ([]rec, error) {
 			if err = t.recordFailed(r, s.node.Name, kindDeserialization, err); err != nil {
 				return nil, err
 			}
+			if !copied {
+				out, copied = append(make([]rec, 0, len(recs)-1), recs[:i]...), true
+			}
 			continue
 		}
-		out = append(out, r)
+		if copied {
+			out = append(out, r)
+		}
+	}
+	if !copied {
+		return recs, nil
 	}
 	return out, nil
 }

@@ -27,7 +27,17 @@ type storeTx struct {
 	// front, when set, answers gets in its range (window.go).
 	front front
 	dirty map[string]row
-	txn   map[string]row
+	// txn: the open transaction's writes under exactly_once_v2; a held
+	// store's writes not yet in Pebble under at_least_once (unlogged).
+	txn map[string]row
+	// unlogged, when not nil (a held store: under at_least_once with the
+	// record cache on, a key-value store): the store's changes since the
+	// task's record cache last emptied, latest per key. They wait in txn
+	// until then too, and reach Pebble once per key (task.finish), or
+	// sooner when a query asks (task.sync); the changelog gets them once
+	// the cache empties, as Kafka Streams' caching store writes and logs
+	// at flush rather than per update.
+	unlogged map[string]row
 	// expired: under exactly_once_v2, the key ranges [lo, hi) that
 	// retention expired in the open transaction. They reach Pebble after
 	// its writes, once it committed: deleted at once, a transaction that
@@ -90,6 +100,21 @@ type front interface {
 	// its range that it does not hold is absent).
 	lookup(key []byte) (row, bool)
 	store(key []byte, r row)
+}
+
+// logLater adds the batch's changes to unlogged and returns by how much
+// that grew it, in record cache bytes.
+func (s *storeTx) logLater() int {
+	n := 0
+	for k, r := range s.dirty {
+		if old, ok := s.unlogged[k]; ok {
+			n += len(r.value) - len(old.value)
+		} else {
+			n += len(k) + len(r.value) + cacheOverhead
+		}
+		s.unlogged[k] = r
+	}
+	return n
 }
 
 // writes turns rows into store writes.

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/state"
+	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
 // taskID is Kafka Streams' task id: sub-topology x partition.
@@ -63,12 +64,19 @@ type task struct {
 	// cacheBytes is their size.
 	caches     map[*step]*recCache
 	cacheBytes int
+	// unloggedBytes is the size of the stores' changes whose changelog
+	// records wait for the record cache to empty (storeTx.unlogged),
+	// counted as the record cache's.
+	unloggedBytes int
 	// mem is what the task counts in its application's memory budget
 	// (budget.go).
 	mem taskMemory
 	// flushReq asks the task to flush its record cache; the answer goes to
 	// the channel sent.
 	flushReq chan chan error
+	// syncReq asks the task to write what its held stores hold to Pebble
+	// (sync) before a query reads it; the answer goes to the channel sent.
+	syncReq chan chan error
 	// restored is set once the task's stores are restored: from then on
 	// they answer queries.
 	restored atomic.Bool
@@ -107,6 +115,7 @@ func newTask(a *App, id taskID, p *plan) *task {
 		reached:   map[string]int64{},
 		caches:    map[*step]*recCache{},
 		flushReq:  make(chan chan error),
+		syncReq:   make(chan chan error),
 	}
 }
 
@@ -134,6 +143,9 @@ func (t *task) run(ctx context.Context) {
 			dirty:     map[string]row{},
 			txn:       map[string]row{},
 			keys:      codecFor(st),
+		}
+		if !t.app.eos && t.app.cfg.CacheMaxBytes > 0 && st.Kind == topology.StoreKeyValue {
+			tx.unlogged = map[string]row{}
 		}
 		tx.lastOffset.Store(-1)
 		if err := t.app.restore(ctx, tx); err != nil {
@@ -167,10 +179,24 @@ func (t *task) run(ctx context.Context) {
 		}
 		return true
 	}
+	sync := func(reply chan error) bool {
+		err := t.sync()
+		reply <- err
+		if err != nil {
+			t.app.workDropped.Store(true)
+			t.app.fail(err)
+			return false
+		}
+		return true
+	}
 	for {
 		select {
 		case reply := <-t.flushReq:
 			if !flush(reply) {
+				return
+			}
+		case reply := <-t.syncReq:
+			if !sync(reply) {
 				return
 			}
 		default:
@@ -185,6 +211,11 @@ func (t *task) run(ctx context.Context) {
 				continue
 			case reply := <-t.flushReq:
 				if !flush(reply) {
+					return
+				}
+				continue
+			case reply := <-t.syncReq:
+				if !sync(reply) {
 					return
 				}
 				continue
@@ -232,7 +263,7 @@ func (t *task) process(ctx context.Context, batch []*kgo.Record) error {
 	if err := t.pushBatch(ctx, batch); err != nil {
 		return err
 	}
-	if t.cacheBytes > t.app.cacheBudget() || t.cacheBytes > 0 && t.memoryOver() {
+	if t.cacheBytes+t.unloggedBytes > t.app.cacheBudget() || t.cacheBytes > 0 && t.memoryOver() {
 		if err := t.flushCaches(ctx); err != nil {
 			return err
 		}
@@ -334,17 +365,28 @@ func (t *task) settleOffsets() {
 	t.mu.Unlock()
 }
 
-// begin starts a batch: no outputs, no store changes yet.
+// begin starts a batch: no outputs, no store changes yet. Each store's
+// read cache (state/cache.go) gets its share of the task's share of
+// statestore.cache.max.bytes, which changes as tasks come and go.
 func (t *task) begin() {
 	t.out = t.out[:0]
+	var share int
+	if len(t.stores) > 0 {
+		share = t.app.cacheBudget() / len(t.stores)
+	}
 	for _, tx := range t.stores {
 		clear(tx.dirty)
+		tx.part.SetCacheLimit(share)
 	}
 }
 
 // finish ends a batch that succeeded: its store changes are applied (under
 // exactly_once_v2 they join the transaction instead) and its outputs and
-// changelog records are handed to the producer.
+// changelog records are handed to the producer; the changelog records of
+// a store that logs later (storeTx.unlogged) wait until the record cache
+// is empty. Offsets settle only with the cache empty (process, flushNow),
+// so every settled offset's store changes are in the changelog, as
+// at-least-once requires.
 func (t *task) finish() error {
 	for _, tx := range t.stores {
 		if len(tx.dirty) == 0 {
@@ -356,6 +398,14 @@ func (t *task) finish() error {
 			}
 			continue
 		}
+		if tx.unlogged != nil {
+			// Held until the cache empties, or a query asks (sync).
+			t.unloggedBytes += tx.logLater()
+			for k, r := range tx.dirty {
+				tx.txn[k] = r
+			}
+			continue
+		}
 		ws := writes(tx.dirty)
 		for _, w := range ws {
 			t.out = append(t.out, tx.changelogRecord(t.id.partition, w))
@@ -364,8 +414,39 @@ func (t *task) finish() error {
 			return fmt.Errorf("runtime: task %s: %w", t.id, err)
 		}
 	}
+	if t.cacheBytes == 0 && t.unloggedBytes > 0 {
+		if err := t.sync(); err != nil {
+			return err
+		}
+		for _, tx := range t.stores {
+			for k, r := range tx.unlogged {
+				w := state.Write{Key: []byte(k), Value: r.value, TS: r.ts}
+				t.out = append(t.out, tx.changelogRecord(t.id.partition, w))
+			}
+			clear(tx.unlogged)
+		}
+		t.unloggedBytes = 0
+	}
 	for _, r := range t.out {
 		t.app.produce(r)
+	}
+	return nil
+}
+
+// sync writes the changes that held stores hold (storeTx.unlogged) to
+// Pebble, so that a query, which reads Pebble, sees every batch
+// processed; their changelog records still wait for the record cache.
+// Only the task's goroutine calls it: at the end of a batch, or between
+// batches when StorePartitions asks.
+func (t *task) sync() error {
+	for _, tx := range t.stores {
+		if tx.unlogged == nil || len(tx.txn) == 0 {
+			continue
+		}
+		if err := tx.part.Apply(writes(tx.txn)); err != nil {
+			return fmt.Errorf("runtime: task %s: %w", t.id, err)
+		}
+		clear(tx.txn)
 	}
 	return nil
 }

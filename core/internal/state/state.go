@@ -71,6 +71,8 @@ type Partition struct {
 	prefix  []byte
 	ckptKey []byte
 	keyBuf  []byte
+	// cache is the read cache (cache.go), nil unless enabled.
+	cache *rowCache
 }
 
 func (p *Partition) dataKey(key []byte) []byte {
@@ -85,10 +87,19 @@ func (p *Partition) end() []byte {
 }
 
 // Get returns a copy of the value of key and its timestamp, or a nil value
-// when absent.
+// when absent. With the read cache enabled, a key it holds is answered
+// from it, and a key read from Pebble is cached.
 func (p *Partition) Get(key []byte) ([]byte, int64, error) {
+	if p.cache != nil {
+		if v, ts, ok := p.cache.lookup(key); ok {
+			return v, ts, nil
+		}
+	}
 	v, closer, err := p.db.Get(p.dataKey(key))
 	if errors.Is(err, pebble.ErrNotFound) {
+		if p.cache != nil {
+			p.cache.store(key, nil, 0)
+		}
 		return nil, 0, nil
 	}
 	if err != nil {
@@ -98,6 +109,9 @@ func (p *Partition) Get(key []byte) ([]byte, int64, error) {
 	value, ts, err := split(v)
 	if err != nil {
 		return nil, 0, fmt.Errorf("state: get from store %s partition %d: key %q: %w", p.Store, p.Number, key, err)
+	}
+	if p.cache != nil {
+		p.cache.store(key, value, ts)
 	}
 	return append(make([]byte, 0, len(value)), value...), ts, nil
 }
@@ -139,7 +153,14 @@ func (p *Partition) Apply(ws []Write) error {
 		}
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
+		// What the batch left in Pebble is not known: nor is what to cache.
+		p.DropCache()
 		return fmt.Errorf("state: commit to store %s partition %d: %w", p.Store, p.Number, err)
+	}
+	if p.cache != nil {
+		for _, w := range ws {
+			p.cache.store(w.Key, w.Value, w.TS)
+		}
 	}
 	return nil
 }
@@ -147,6 +168,7 @@ func (p *Partition) Apply(ws []Write) error {
 // DeleteRange deletes the keys k with lower <= k < upper (a nil bound is
 // open), at once, without a write per key.
 func (p *Partition) DeleteRange(lower, upper []byte) error {
+	p.DropCache()
 	lo, hi := p.prefix, p.end()
 	if lower != nil {
 		lo = append(append([]byte(nil), p.prefix...), lower...)
@@ -162,6 +184,7 @@ func (p *Partition) DeleteRange(lower, upper []byte) error {
 
 // Wipe deletes every key of the partition and its checkpoint.
 func (p *Partition) Wipe() error {
+	p.DropCache()
 	if err := p.db.DeleteRange(p.prefix, p.end(), pebble.NoSync); err != nil {
 		return fmt.Errorf("state: wipe store %s partition %d: %w", p.Store, p.Number, err)
 	}

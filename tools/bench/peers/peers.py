@@ -275,6 +275,8 @@ class Context:
     python: str  # the venv's interpreter
     polystreams: str  # the engine binary
     goarm: str
+    goarm_base: str  # --goarm-base: a Go arm built from another commit (arm ps-go-base), or ""
+    go_profiles: str  # --go-cpuprofile: a folder for the Go arms' CPU profiles, or ""
     java: str
     jvm_classpath: str
     node: str
@@ -285,6 +287,11 @@ def common_args(a: dict[str, str]) -> list[str]:
     table = ["--table", a["table"]] if a.get("table") else []
     return ["--brokers", a["brokers"], "--app", a["app"], "--input", a["input"], "--output", a["output"],
             "--topology", a["topology"], "--commit-ms", a["commit_ms"], "--state-dir", a["state_dir"], *table]
+
+
+def go_profile(c: Context, a: dict[str, str]) -> list[str]:
+    """The Go arm's --cpuprofile flag, one file per run, when --go-cpuprofile is given."""
+    return ["--cpuprofile", str(Path(c.go_profiles) / f"{a['app']}.pprof")] if c.go_profiles else []
 
 
 def engine_cmd(c: Context, a: dict[str, str]) -> list[str]:
@@ -299,7 +306,9 @@ ARMS = {arm.name: arm for arm in [
         lambda c, a: [engine_cmd(c, a), [c.python, str(HERE / "arms" / "polystreams_py.py"), *common_args(a), "--engine", "{engine}"]],
         "long", engine=True),
     Arm("ps-go", "polystreams, Go functions",
-        lambda c, a: [[c.goarm, *common_args(a)]], "long"),
+        lambda c, a: [[c.goarm, *common_args(a), *go_profile(c, a)]], "long"),
+    Arm("ps-go-base", "polystreams, Go functions, --goarm-base build",
+        lambda c, a: [[c.goarm_base, *common_args(a), *go_profile(c, a)]], "long"),
     Arm("kstreams", "Kafka Streams (JVM)",
         lambda c, a: [[c.java, "-Xms256m", "-Xmx1g", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
                        "-cp", c.jvm_classpath, "io.polystreams.bench.Peers", *common_args(a)]], "long"),
@@ -807,7 +816,10 @@ def build(ctx_args: argparse.Namespace, cache: Path) -> Context:
                         "dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory=target/lib"], check=True)
         stamp.touch()
     java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else shutil.which("java") or "java"
-    return Context(python=sys.executable, polystreams=ctx_args.polystreams, goarm=str(goarm), java=java,
+    if ctx_args.go_cpuprofile:
+        Path(ctx_args.go_cpuprofile).mkdir(parents=True, exist_ok=True)
+    return Context(python=sys.executable, polystreams=ctx_args.polystreams, goarm=str(goarm),
+                   goarm_base=ctx_args.goarm_base or "", go_profiles=ctx_args.go_cpuprofile or "", java=java,
                    jvm_classpath=f"{jvm / 'target' / 'classes'}:{jvm / 'target' / 'lib'}/*",
                    node=ctx_args.node, rust=ctx_args.rust)
 
@@ -827,6 +839,10 @@ def main() -> None:
     ap.add_argument("--node", default="node")
     ap.add_argument("--rust", default=str(REPO / "sdk-rust" / "target" / "release" / "examples" / "benchpeers"),
                     help="the Rust host arm's binary (cargo build --release --example benchpeers)")
+    ap.add_argument("--goarm-base", help="the arm ps-go-base's binary: the Go arm built from another commit "
+                    "(git worktree add /tmp/base main && cd /tmp/base && go build -o /tmp/goarm-base ./tools/bench/peers/goarm), "
+                    "to measure a change beside its base in one sitting")
+    ap.add_argument("--go-cpuprofile", help="a folder: each Go arm run writes its CPU profile there (<app>.pprof)")
     ap.add_argument("--work", default=str(REPO / ".cache" / "bench-peers" / "work"))
     ap.add_argument("--json", help="write every run here (default: <work>/runs-<time>.json)")
     ap.add_argument("--report", help="only print the tables of the runs in this JSON file (a sitting's --json)")
@@ -844,6 +860,8 @@ def main() -> None:
     for t in topos:
         if t not in TOPOLOGIES:
             ap.error(f"--topologies: unknown topology {t!r} (known: {', '.join(TOPOLOGIES)})")
+    if "ps-go-base" in arms and not args.goarm_base:
+        ap.error("--arms ps-go-base needs --goarm-base")
     if args.baseline not in arms:
         args.baseline = arms[0]
     work = Path(args.work)

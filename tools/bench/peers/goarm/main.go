@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 	"time"
@@ -32,8 +33,22 @@ func main() {
 	stateDir := flag.String("state-dir", "", "state.dir")
 	table := flag.String("table", "", "the topic read as a table (join)")
 	flag.String("engine", "", "unused (the engine is embedded)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (the engine and the functions, not the broker) to this file, from start to SIGTERM")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "goarm: -cpuprofile:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(*brokers, *app, *input, *table, *output, *topo, *commitMs, *stateDir); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "goarm:", err)
 		os.Exit(1)
 	}
