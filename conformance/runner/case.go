@@ -35,18 +35,20 @@ type Pins struct {
 
 // Step is one builder call.
 type Step struct {
-	Op         string   `json:"op"`
-	As         string   `json:"as,omitempty"`
-	From       string   `json:"from,omitempty"`
-	Name       string   `json:"name,omitempty"`
-	Topics     []string `json:"topics,omitempty"`
-	Topic      string   `json:"topic,omitempty"`
-	Key        string   `json:"key,omitempty"`
-	Value      string   `json:"value,omitempty"`
-	Fn         *FnRef   `json:"fn,omitempty"`
-	Init       *FnRef   `json:"init,omitempty"`
-	Subtractor *FnRef   `json:"subtractor,omitempty"`
-	Merger     *FnRef   `json:"merger,omitempty"`
+	Op     string   `json:"op"`
+	As     string   `json:"as,omitempty"`
+	From   string   `json:"from,omitempty"`
+	Name   string   `json:"name,omitempty"`
+	Topics []string `json:"topics,omitempty"`
+	Topic  string   `json:"topic,omitempty"`
+	// Label is print's Printed.withLabel (absent: the default label).
+	Label      string `json:"label,omitempty"`
+	Key        string `json:"key,omitempty"`
+	Value      string `json:"value,omitempty"`
+	Fn         *FnRef `json:"fn,omitempty"`
+	Init       *FnRef `json:"init,omitempty"`
+	Subtractor *FnRef `json:"subtractor,omitempty"`
+	Merger     *FnRef `json:"merger,omitempty"`
 	// ForeignKey is a foreign-key join's extractor: value -> the other
 	// table's key (a mapper).
 	ForeignKey *FnRef `json:"foreign_key,omitempty"`
@@ -199,6 +201,9 @@ type Expect struct {
 	// DroppedRecords is the application's dropped-records-total once the
 	// inputs are processed (executors report it when told to stop).
 	DroppedRecords *int64 `json:"dropped_records,omitempty"`
+	// Printed are the lines print steps write, in order, once the inputs
+	// are processed (Printed.toSysOut; the Java executor prints to a file).
+	Printed []string `json:"printed,omitempty"`
 }
 
 type BuildError struct {
@@ -447,6 +452,15 @@ func (c *Case) rules() []violation {
 		if (s.Strategy != "") != (s.Op == "emit_strategy") {
 			add(p+".strategy", "a strategy goes with emit_strategy, and emit_strategy needs one")
 		}
+		if s.Op == "to_stream" && in != kindTable {
+			add(p+".op", "to_stream applies to a table, not a %s", in)
+		}
+		if s.Label != "" && s.Op != "print" {
+			add(p+".label", "a label is print's (Printed.withLabel)")
+		}
+		if s.Op == "print" && in != kindStream {
+			add(p+".op", "print applies to a stream, not a %s", in)
+		}
 		if s.Op == "to_table" && in != kindStream {
 			add(p+".op", "to_table applies to a stream, not a %s", in)
 		}
@@ -464,8 +478,12 @@ func (c *Case) rules() []violation {
 		}
 	}
 	e := c.Expect
-	if e.Describe == nil && e.BuildError == nil && len(e.Outputs) == 0 && e.Failure == nil {
-		add("$.expect", "expects nothing: give describe, build_error, outputs or failure")
+	if e.Describe == nil && e.BuildError == nil && len(e.Outputs) == 0 && e.Failure == nil && e.Printed == nil {
+		add("$.expect", "expects nothing: give describe, build_error, outputs, printed or failure")
+	}
+	printing := slices.ContainsFunc(c.Topology, func(s Step) bool { return s.Op == "print" })
+	if e.Printed != nil && !printing {
+		add("$.expect.printed", "expects printed lines, but no step prints")
 	}
 	if e.DroppedRecords != nil && len(e.Outputs) == 0 {
 		add("$.expect.dropped_records", "goes with outputs: it is read once they are in")
@@ -567,13 +585,13 @@ func (c *Case) kinds() []kind {
 			}
 		case "group_by_key":
 			out[i] = kindGroupedStream
-		case "to", "foreach":
+		case "to", "foreach", "print":
 			out[i] = kindNone
 		case "global_table":
 			out[i] = kindGlobalTable
 		case "split":
 			out[i] = kindBranches
-		default: // flat_map_values, map, select_key, peek, to_stream
+		default: // flat_map_values, flat_map, the with-key mappers, map, select_key, peek, to_stream
 			out[i] = kindStream
 		}
 	}

@@ -16,20 +16,23 @@ import (
 type role int
 
 const (
-	roleMapper     role = 1 << iota // map_values: value -> value
-	roleFlat                        // flat_map_values: value -> values
-	rolePredicate                   // filter, filter_not: (key, value) -> bool
-	roleKey                         // select_key, group_by: (key, value) -> key
-	roleMap                         // map: (key, value) -> (key, value)
-	roleAction                      // peek, foreach: (key, value)
-	roleReducer                     // reduce: (aggregate, value) -> aggregate
-	roleInit                        // aggregate's initializer: () -> aggregate
-	roleAggregator                  // aggregate: (key, value, aggregate) -> aggregate
-	roleMerger                      // a session aggregate's merger: (key, aggregate1, aggregate2) -> aggregate
-	roleJoiner                      // join, left_join, outer_join: (value, other value) -> value
+	roleMapper        role = 1 << iota // map_values: value -> value
+	roleFlat                           // flat_map_values: value -> values
+	rolePredicate                      // filter, filter_not: (key, value) -> bool
+	roleKey                            // select_key, group_by: (key, value) -> key
+	roleMap                            // map: (key, value) -> (key, value)
+	roleAction                         // peek, foreach: (key, value)
+	roleReducer                        // reduce: (aggregate, value) -> aggregate
+	roleInit                           // aggregate's initializer: () -> aggregate
+	roleAggregator                     // aggregate: (key, value, aggregate) -> aggregate
+	roleMerger                         // a session aggregate's merger: (key, aggregate1, aggregate2) -> aggregate
+	roleJoiner                         // join, left_join, outer_join: (value, other value) -> value
+	roleMapperWithKey                  // map_values_with_key: (key, value) -> value
+	roleFlatWithKey                    // flat_map_values_with_key: (key, value) -> values
+	roleFlatMap                        // flat_map: (key, value) -> (key, value) pairs
 )
 
-var roleNames = []string{"mapper", "flat mapper", "predicate", "key selector", "key-value mapper", "action", "reducer", "initializer", "aggregator", "merger", "joiner"}
+var roleNames = []string{"mapper", "flat mapper", "predicate", "key selector", "key-value mapper", "action", "reducer", "initializer", "aggregator", "merger", "joiner", "mapper with key", "flat mapper with key", "flat key-value mapper"}
 
 func (r role) has(x role) bool { return r&x != 0 }
 
@@ -48,6 +51,8 @@ var stepRoles = map[string]struct{ fn role }{
 	"select_key": {roleKey}, "group_by": {roleKey}, "map": {roleMap}, "peek": {roleAction}, "foreach": {roleAction},
 	"reduce": {roleReducer}, "aggregate": {roleAggregator}, "join": {roleJoiner}, "left_join": {roleJoiner}, "outer_join": {roleJoiner},
 	"foreign_key_join": {roleJoiner}, "left_foreign_key_join": {roleJoiner},
+	"map_values_with_key": {roleMapperWithKey}, "flat_map_values_with_key": {roleFlatWithKey}, "flat_map": {roleFlatMap},
+	"to_stream": {roleKey}, // KTable.toStream(KeyValueMapper): the fn is optional
 }
 
 type argKind int
@@ -74,10 +79,14 @@ type fnImpl struct {
 	agg     func(arg, k, v, agg any) (any, error)
 	merger  func(arg, k, a1, a2 any) (any, error)
 	joiner  func(arg, v, other any) (any, error)
+	mapperK func(arg, k, v any) (any, error)
+	flatK   func(arg, k, v any) ([]any, error)
+	flatKV  func(arg, k, v any) ([][2]any, error)
 	raise   func(arg, v any) error
 }
 
-const allStateless = roleMapper | roleFlat | rolePredicate | roleKey | roleMap | roleAction | roleReducer | roleAggregator
+const allStateless = roleMapper | roleFlat | rolePredicate | roleKey | roleMap | roleAction | roleReducer | roleAggregator |
+	roleMapperWithKey | roleFlatWithKey | roleFlatMap
 
 var catalogue = map[string]fnImpl{
 	// Mappers.
@@ -129,7 +138,15 @@ var catalogue = map[string]fnImpl{
 		return out, err
 	}},
 	"duplicate": {roles: roleFlat, flat: func(_, v any) ([]any, error) { return []any{v, v}, nil }},
-	"nothing":   {roles: roleFlat, flat: func(_, _ any) ([]any, error) { return nil, nil }},
+	"nothing": {roles: roleFlat | roleFlatWithKey | roleFlatMap,
+		flat:   func(_, _ any) ([]any, error) { return nil, nil },
+		flatK:  func(_, _, _ any) ([]any, error) { return nil, nil },
+		flatKV: func(_, _, _ any) ([][2]any, error) { return nil, nil }},
+	// With-key mappers (ValueMapperWithKey).
+	"key_as_value":  {roles: roleMapperWithKey, mapperK: func(_, k, _ any) (any, error) { return k, nil }},
+	"key_and_value": {roles: roleFlatWithKey, flatK: func(_, k, v any) ([]any, error) { return []any{k, v}, nil }},
+	// Flat key-value mappers (flat_map).
+	"swap_and_keep": {roles: roleFlatMap, flatKV: func(_, k, v any) ([][2]any, error) { return [][2]any{{v, k}, {k, v}}, nil }},
 	// Predicates.
 	"is_even": {roles: rolePredicate, pred: func(_, _, v any) (bool, error) {
 		if v == nil {

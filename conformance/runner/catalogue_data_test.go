@@ -23,7 +23,7 @@ type catalogueData struct {
 }
 
 // dataRoles are the executors' role names, in role bit order.
-var dataRoles = []string{"mapper", "flat", "predicate", "key", "map", "action", "reducer", "init", "aggregator", "merger", "joiner"}
+var dataRoles = []string{"mapper", "flat", "predicate", "key", "map", "action", "reducer", "init", "aggregator", "merger", "joiner", "mapper_with_key", "flat_with_key", "flat_map"}
 
 func loadCatalogueData(t *testing.T) catalogueData {
 	t.Helper()
@@ -162,6 +162,20 @@ func TestCatalogueExprsComputeTheReference(t *testing.T) {
 						var nk, nv any
 						nk, nv, err = impl.kv(nil, k, v)
 						want = []any{nk, nv}
+					case "mapper_with_key":
+						want, err = impl.mapperK(nil, k, v)
+					case "flat_with_key":
+						var w []any
+						w, err = impl.flatK(nil, k, v)
+						want = append([]any{}, w...)
+					case "flat_map":
+						var w [][2]any
+						w, err = impl.flatKV(nil, k, v)
+						pairs := []any{}
+						for _, p := range w {
+							pairs = append(pairs, []any{p[0], p[1]})
+						}
+						want = pairs
 					case "init":
 						want, err = impl.init(nil)
 					case "action":

@@ -134,6 +134,9 @@ func (e *env) checkDriven(ctx context.Context, x execution, started event, c *Ca
 		}
 		compareOutput(&o, got, res)
 	}
+	if want := c.Expect.Printed; want != nil {
+		comparePrinted(want, awaitPrinted(x, len(want)), res)
+	}
 	if want := c.Expect.DroppedRecords; want != nil {
 		got, ok := droppedOnStop(x)
 		switch {

@@ -57,6 +57,9 @@ type execution interface {
 	// Diagnostics is the tail of what it wrote besides events (stderr),
 	// and how it ended, for a report.
 	Diagnostics() string
+	// Printed are the lines print steps wrote so far, in order: what a
+	// process executor wrote to standard output besides events.
+	Printed() []string
 }
 
 // language runs cases in one language.

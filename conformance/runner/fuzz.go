@@ -73,7 +73,22 @@ func fn(name string, arg ...any) *FnRef {
 // stateless is a random stateless step over a string/string stream; nulls
 // says whether it may turn values into null (to_null, swap of a null key).
 func (g *fuzzGen) stateless(nulls bool) Step {
-	switch g.r.IntN(5) {
+	switch g.r.IntN(7) {
+	case 5:
+		// The with-key mappers: a null key becomes a null value.
+		if !nulls {
+			return Step{Op: "map_values_with_key", Fn: fn("raise_on", "never-a-value")}
+		}
+		if g.r.IntN(2) == 0 {
+			return Step{Op: "map_values_with_key", Fn: fn("key_as_value")}
+		}
+		return Step{Op: "flat_map_values_with_key", Fn: fn(g.pick("key_and_value", "nothing"))}
+	case 6:
+		// flat_map re-keys; swap_and_keep turns a null key into a null value.
+		if !nulls {
+			return Step{Op: "flat_map", Fn: fn("nothing")}
+		}
+		return Step{Op: "flat_map", Fn: fn(g.pick("swap_and_keep", "nothing"))}
 	case 0:
 		fs := []*FnRef{fn("upper"), fn("lower"), fn("prefix", "p-"), fn("identity")}
 		if nulls {

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,6 +36,36 @@ type goExec struct {
 	log      *tail
 	// td is the test driver in test driver mode (set before "started").
 	td *streams.TestDriver
+	// printed receives what print steps write.
+	printed lines
+}
+
+// lines is an io.Writer keeping the complete lines written to it; safe for
+// concurrent use.
+type lines struct {
+	mu      sync.Mutex // guards partial and done
+	partial []byte
+	done    []string
+}
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.partial = append(l.partial, p...)
+	for {
+		i := bytes.IndexByte(l.partial, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		l.done = append(l.done, string(l.partial[:i]))
+		l.partial = l.partial[i+1:]
+	}
+}
+
+func (l *lines) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.done)
 }
 
 // driver is the execution's test driver (test driver mode).
@@ -99,10 +131,11 @@ func (e *goExec) Events() <-chan event { return e.events }
 func (e *goExec) Stop()                { e.stopOnce.Do(func() { close(e.stop) }) }
 func (e *goExec) Kill()                { e.Stop() }
 func (e *goExec) Diagnostics() string  { return e.log.String() }
+func (e *goExec) Printed() []string    { return e.printed.get() }
 
 func (e *goExec) run(s spec) {
 	defer close(e.events)
-	b, step, err := buildGo(s.c, s.TopicPrefix)
+	b, step, err := buildGo(s.c, s.TopicPrefix, &e.printed)
 	if err != nil {
 		e.events <- event{Event: "build_error", Step: step, Code: goCode(err), Message: err.Error()}
 		<-e.stop
@@ -172,7 +205,7 @@ func goCode(err error) string {
 
 // buildGo replays the case's steps on a streams.Builder. On a refused step
 // it returns the step's index.
-func buildGo(c *Case, prefix string) (*streams.Builder, int, error) {
+func buildGo(c *Case, prefix string, printer io.Writer) (*streams.Builder, int, error) {
 	b := streams.NewBuilder()
 	labels := map[string]any{}
 	var prev any
@@ -184,7 +217,7 @@ func buildGo(c *Case, prefix string) (*streams.Builder, int, error) {
 		if st.Branch != "" {
 			in = in.(map[string]*streams.Stream)[st.Branch]
 		}
-		out, err := goStep(b, st, in, prefix, labels)
+		out, err := goStep(b, st, in, prefix, labels, printer)
 		if err != nil {
 			return nil, i, err
 		}
@@ -273,7 +306,7 @@ func or(s, def string) string {
 
 // goStep performs one step; it returns nil (and no error) for a terminal
 // step.
-func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[string]any) (any, error) {
+func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[string]any, printer io.Writer) (any, error) {
 	if st.Op == "stream" {
 		topics := make([]string, len(st.Topics))
 		for i, t := range st.Topics {
@@ -300,6 +333,12 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 			return in.MapValues(mapperFn(f, arg, vs, or(st.Value, vs)), opts(st, false, true)...)
 		case "flat_map_values":
 			return in.FlatMapValues(flatFn(f, arg, vs, or(st.Value, vs)), opts(st, false, true)...)
+		case "map_values_with_key":
+			return in.MapValuesWithKey(mapperKFn(f, arg, ks, vs, or(st.Value, vs)), opts(st, false, true)...)
+		case "flat_map_values_with_key":
+			return in.FlatMapValuesWithKey(flatKFn(f, arg, ks, vs, or(st.Value, vs)), opts(st, false, true)...)
+		case "flat_map":
+			return in.FlatMap(flatKVFn(f, arg, ks, vs, or(st.Key, ks), or(st.Value, vs)), opts(st, true, true)...)
 		case "filter":
 			return in.Filter(predFn(f, arg, ks, vs), opts(st, false, false)...)
 		case "filter_not":
@@ -316,6 +355,8 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 			return in.Peek(actionFn(f, arg, ks, vs), opts(st, false, false)...)
 		case "foreach":
 			return nil, in.Foreach(actionFn(f, arg, ks, vs), opts(st, false, false)...)
+		case "print":
+			return nil, in.Print(streams.Printed{Writer: printer, Label: st.Label}, opts(st, false, false)...)
 		case "to":
 			return nil, in.To(prefix+st.Topic, opts(st, true, true)...)
 		case "to_table":
@@ -435,6 +476,9 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 		case "group_by":
 			return in.GroupBy(kvFn(f, arg, ks, vs, or(st.Key, ks), or(st.Value, vs)), opts(st, true, true)...)
 		case "to_stream":
+			if st.Fn != nil {
+				return in.ToStreamKeyed(keyFn(f, arg, ks, vs, or(st.Key, ks)), opts(st, true, false)...)
+			}
 			return in.ToStream(opts(st, false, false)...)
 		case "join", "left_join", "outer_join":
 			other := labels[st.Table].(*streams.Table)
@@ -531,6 +575,72 @@ func flatFn(f fnImpl, arg any, in, out string) streams.FlatMapValuesFunc {
 		outs := make([][]byte, len(rs))
 		for i, r := range rs {
 			if outs[i], err = encodeValue(out, r); err != nil {
+				return nil, err
+			}
+		}
+		return outs, nil
+	}
+}
+
+func mapperKFn(f fnImpl, arg any, ks, vs, out string) streams.MapValuesWithKeyFunc {
+	return func(kb, vb []byte) ([]byte, error) {
+		k, v, err := decodeKV(ks, vs, kb, vb)
+		if err != nil {
+			return nil, err
+		}
+		if err := raised(f, arg, v); err != nil || f.raise != nil {
+			return vb, err
+		}
+		r, err := f.mapperK(arg, k, v)
+		if err != nil {
+			return nil, err
+		}
+		return encodeValue(out, r)
+	}
+}
+
+func flatKFn(f fnImpl, arg any, ks, vs, out string) streams.FlatMapValuesWithKeyFunc {
+	return func(kb, vb []byte) ([][]byte, error) {
+		k, v, err := decodeKV(ks, vs, kb, vb)
+		if err != nil {
+			return nil, err
+		}
+		if err := raised(f, arg, v); err != nil || f.raise != nil {
+			return [][]byte{vb}, err
+		}
+		rs, err := f.flatK(arg, k, v)
+		if err != nil {
+			return nil, err
+		}
+		outs := make([][]byte, len(rs))
+		for i, r := range rs {
+			if outs[i], err = encodeValue(out, r); err != nil {
+				return nil, err
+			}
+		}
+		return outs, nil
+	}
+}
+
+func flatKVFn(f fnImpl, arg any, ks, vs, outK, outV string) streams.FlatMapFunc {
+	return func(kb, vb []byte) ([]streams.KeyValue, error) {
+		k, v, err := decodeKV(ks, vs, kb, vb)
+		if err != nil {
+			return nil, err
+		}
+		if err := raised(f, arg, v); err != nil || f.raise != nil {
+			return []streams.KeyValue{{Key: kb, Value: vb}}, err
+		}
+		rs, err := f.flatKV(arg, k, v)
+		if err != nil {
+			return nil, err
+		}
+		outs := make([]streams.KeyValue, len(rs))
+		for i, r := range rs {
+			if outs[i].Key, err = encodeValue(outK, r[0]); err != nil {
+				return nil, err
+			}
+			if outs[i].Value, err = encodeValue(outV, r[1]); err != nil {
 				return nil, err
 			}
 		}

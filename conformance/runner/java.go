@@ -61,6 +61,8 @@ type ksResult struct {
 	} `json:"failure"`
 	Outputs        map[string][]ksRecord `json:"outputs"`
 	DroppedRecords *int64                `json:"dropped_records"`
+	// Printed: the lines print steps wrote (Printed.toSysOut), in order.
+	Printed []string `json:"printed"`
 	// Error: the executor could not run the case (not Kafka Streams' doing).
 	Error string `json:"error"`
 }
@@ -400,6 +402,9 @@ func checkKafkaStreams(c *Case, ks *ksResult) (res result) {
 	if w := want.DroppedRecords; w != nil && ks.DroppedRecords != nil && *w != *ks.DroppedRecords {
 		res.add("dropped records (dropped-records-total): the case wants %d, Kafka Streams %d", *w, *ks.DroppedRecords)
 	}
+	if want.Printed != nil {
+		comparePrinted(want.Printed, ks.Printed, &res)
+	}
 	return res
 }
 
@@ -474,6 +479,9 @@ func says(w io.Writer, cases []*Case, results map[string]*ksResult) error {
 		}
 		if ks.DroppedRecords != nil {
 			fmt.Fprintf(w, "dropped_records: %d\n", *ks.DroppedRecords)
+		}
+		for _, line := range ks.Printed {
+			fmt.Fprintf(w, "printed: %s\n", jsonText(line))
 		}
 	}
 	return nil

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -232,6 +234,9 @@ func (e *env) checkRun(ctx context.Context, x execution, c *Case, prefix string,
 	for _, t := range topics {
 		compareOutput(outs[t], got[t], res)
 	}
+	if want := c.Expect.Printed; want != nil {
+		comparePrinted(want, awaitPrinted(x, len(want)), res)
+	}
 	if want := c.Expect.DroppedRecords; want != nil {
 		got, ok := droppedOnStop(x)
 		switch {
@@ -239,6 +244,40 @@ func (e *env) checkRun(ctx context.Context, x execution, c *Case, prefix string,
 			res.add("dropped records: want %d, got no dropped_records report when the executor stopped", *want)
 		case got != *want:
 			res.add("dropped records: want %d, got %d", *want, got)
+		}
+	}
+}
+
+// awaitPrinted answers the lines x printed once it printed n, or after a
+// short wait (a line written before the inputs' commit may still be in the
+// pipe) with what it printed then.
+func awaitPrinted(x execution, n int) []string {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := x.Printed()
+		if len(got) >= n || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// comparePrinted reports every line that differs from the case's.
+func comparePrinted(want, got []string, res *result) {
+	if slices.Equal(want, got) {
+		return
+	}
+	res.add("printed: want %d lines, got %d", len(want), len(got))
+	for i := range max(len(want), len(got)) {
+		var w, g string = "(none)", "(none)"
+		if i < len(want) {
+			w = strconv.Quote(want[i])
+		}
+		if i < len(got) {
+			g = strconv.Quote(got[i])
+		}
+		if w != g {
+			res.add("  printed[%d]: want %s, got %s", i, w, g)
 		}
 	}
 }

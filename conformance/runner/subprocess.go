@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 )
 
@@ -61,8 +62,9 @@ type procExec struct {
 	other  *tail // stdout lines that are not events
 
 	once    sync.Once
-	mu      sync.Mutex // guards waitErr
+	mu      sync.Mutex // guards waitErr and printed
 	waitErr error
+	printed []string // stdout lines that are not events: print steps' lines
 }
 
 func (e *procExec) read(stdout io.Reader) {
@@ -72,6 +74,9 @@ func (e *procExec) read(stdout io.Reader) {
 		var ev event
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil || ev.Event == "" {
 			fmt.Fprintln(e.other, sc.Text())
+			e.mu.Lock()
+			e.printed = append(e.printed, sc.Text())
+			e.mu.Unlock()
 			continue
 		}
 		e.events <- ev
@@ -84,6 +89,12 @@ func (e *procExec) read(stdout io.Reader) {
 }
 
 func (e *procExec) Events() <-chan event { return e.events }
+
+func (e *procExec) Printed() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.printed)
+}
 
 func (e *procExec) Stop() {
 	e.once.Do(func() {

@@ -229,6 +229,40 @@ func (s *Stream) FlatMapValues(fn FlatMapValuesFunc, opts ...Option) (*Stream, e
 	return s.b.stream(s.b.b.FlatMapValues(s.h.ID, native("flat_map_values", fn), o.valueSerde, o.name))
 }
 
+// MapValuesWithKey maps each value, reading its key (KStream.mapValues
+// with a ValueMapperWithKey); keys are unchanged. Options: ValueSerde,
+// Name.
+func (s *Stream) MapValuesWithKey(fn MapValuesWithKeyFunc, opts ...Option) (*Stream, error) {
+	o, err := parse("MapValuesWithKey", opts, optName, optValueSerde)
+	if err != nil {
+		return nil, err
+	}
+	return s.b.stream(s.b.b.MapValuesWithKey(s.h.ID, native("map_values", fn), o.valueSerde, o.name))
+}
+
+// FlatMapValuesWithKey maps each value to zero or more values, reading its
+// key (KStream.flatMapValues with a ValueMapperWithKey); each keeps the
+// record's key and timestamp. Options: ValueSerde, Name.
+func (s *Stream) FlatMapValuesWithKey(fn FlatMapValuesWithKeyFunc, opts ...Option) (*Stream, error) {
+	o, err := parse("FlatMapValuesWithKey", opts, optName, optValueSerde)
+	if err != nil {
+		return nil, err
+	}
+	return s.b.stream(s.b.b.FlatMapValuesWithKey(s.h.ID, native("flat_map_values", fn), o.valueSerde, o.name))
+}
+
+// FlatMap maps each record to zero or more records with new keys and
+// values (KStream.flatMap), each with the record's timestamp and headers;
+// as Map, it marks the stream for repartitioning before a grouping or
+// join. Options: KeySerde, ValueSerde, Name.
+func (s *Stream) FlatMap(fn FlatMapFunc, opts ...Option) (*Stream, error) {
+	o, err := parse("FlatMap", opts, optName, optKeySerde, optValueSerde)
+	if err != nil {
+		return nil, err
+	}
+	return s.b.stream(s.b.b.FlatMap(s.h.ID, native("flat_map", fn), o.keySerde, o.valueSerde, o.name))
+}
+
 // Map maps each record to a new key and value (KStream.map); a later
 // grouping repartitions. Options: KeySerde, ValueSerde, Name.
 func (s *Stream) Map(fn MapFunc, opts ...Option) (*Stream, error) {

@@ -46,6 +46,17 @@ type (
 	FlatMapValuesFunc = topology.FlatMapValuesFunc
 	// MapFunc returns a new key and value (Map).
 	MapFunc = topology.MapFunc
+	// FlatMapFunc returns zero or more new records, keys and values
+	// (FlatMap).
+	FlatMapFunc = topology.FlatMapFunc
+	// KeyValue is one record a FlatMapFunc returns.
+	KeyValue = topology.KeyValue
+	// MapValuesWithKeyFunc returns the new value; it reads the key but
+	// cannot change it (MapValuesWithKey: Kafka's ValueMapperWithKey).
+	MapValuesWithKeyFunc = topology.MapValuesWithKeyFunc
+	// FlatMapValuesWithKeyFunc returns zero or more new values, reading the
+	// key (FlatMapValuesWithKey).
+	FlatMapValuesWithKeyFunc = topology.FlatMapValuesWithKeyFunc
 	// KeyValueMapper returns a new key (SelectKey, GroupBy).
 	KeyValueMapper = topology.SelectKeyFunc
 	// ForeachFunc sees each record (Peek, Foreach).

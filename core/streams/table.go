@@ -134,6 +134,23 @@ func (t *Table) ToStream(opts ...Option) (*Stream, error) {
 	return t.b.stream(t.b.b.ToStream(t.h.ID, o.name))
 }
 
+// ToStreamKeyed is the table's changes as a stream whose keys fn makes
+// (KTable.toStream(KeyValueMapper)): Kafka Streams' toStream followed by
+// selectKey, two nodes (KTABLE-TOSTREAM-<n>, KSTREAM-KEY-SELECT-<n+1>);
+// Name names the first. A later grouping repartitions. Options: Name,
+// KeySerde (the new keys' serde).
+func (t *Table) ToStreamKeyed(fn KeyValueMapper, opts ...Option) (*Stream, error) {
+	o, err := parse("ToStreamKeyed", opts, optName, optKeySerde)
+	if err != nil {
+		return nil, err
+	}
+	s, err := t.b.stream(t.b.b.ToStream(t.h.ID, o.name))
+	if err != nil {
+		return nil, err
+	}
+	return s.b.stream(s.b.b.SelectKey(s.h.ID, native("select_key", fn), o.keySerde, ""))
+}
+
 // Count counts the rows of each group into a table of longs
 // (KGroupedTable.count); a group whose rows all left keeps a count of 0.
 // Options: Store, StoreSerdes, Name.

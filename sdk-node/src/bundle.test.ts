@@ -121,6 +121,47 @@ describe("bundle executor", () => {
     assert.deepEqual(failures(r), [[1, 0, "TypeError: flatMapValues must return an iterable of values, not string"]]);
   });
 
+  test("flatMap: [key, value] pairs in record order, with a key column", async () => {
+    const r = await run({
+      steps: [[Operation.FLAT_MAP, (k: string | null, v: string) => v.split(" ").filter(Boolean).map((w) => [w, k] as const)]],
+      keys: [str("k1"), str("k2"), null],
+      values: [str("a b"), str(""), str("c")],
+    });
+    assert.deepEqual(r.outputCounts, [2, 0, 1]);
+    assert.deepEqual(outKeys(r), ["a", "b", "c"]);
+    assert.deepEqual(outValues(r), ["k1", "k1", null]);
+    assert.deepEqual(r.failures, []);
+  });
+
+  test("flatMap fails a record whose result is no iterable of pairs, and that record only", async () => {
+    const r = await run({
+      steps: [[Operation.FLAT_MAP, (k: string, v: string) => (v === "s" ? v : v === "x" ? [[k, v], v] : [[v, k]])]],
+      keys: [str("k1"), str("k2"), str("k3")],
+      values: [str("s"), str("x"), str("y")],
+    });
+    assert.deepEqual(r.outputCounts, [0, 0, 1]);
+    assert.deepEqual(outKeys(r), ["y"]);
+    assert.deepEqual(outValues(r), ["k3"]);
+    assert.deepEqual(failures(r), [
+      [0, 0, "TypeError: flatMap must return an iterable of [key, value] pairs, not string"],
+      [1, 0, "TypeError: flatMap must return [key, value] pairs, not string"],
+    ]);
+  });
+
+  test("the with-key mappers read the key and keep it", async () => {
+    const m = await run({
+      steps: [[Operation.MAP_VALUES_WITH_KEY, (k: string | null, v: string) => `${k}:${v}`]],
+      keys: [str("k1"), null],
+      values: [str("a"), str("b")],
+    });
+    assert.deepEqual(outValues(m), ["k1:a", "null:b"]);
+    assert.deepEqual(m.keyLengths, []);
+    const f = await run({ steps: [[Operation.FLAT_MAP_VALUES_WITH_KEY, async (k: string, v: string) => [k, v]]], keys: [str("k1")], values: [str("a")] });
+    assert.deepEqual(f.outputCounts, [2]);
+    assert.deepEqual(outValues(f), ["k1", "a"]);
+    assert.deepEqual(f.keyLengths, []);
+  });
+
   test("filter none, filter all, filterNot", async () => {
     const none = await run({ steps: [[Operation.FILTER, () => false]], values: [str("a"), str("b")] });
     assert.deepEqual(none.outputCounts, [0, 0]);

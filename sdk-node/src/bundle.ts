@@ -44,8 +44,11 @@ const READS_KEY = new Set<Operation>([
   Operation.SELECT_KEY,
   Operation.PEEK,
   Operation.FOREACH,
+  Operation.FLAT_MAP,
+  Operation.MAP_VALUES_WITH_KEY,
+  Operation.FLAT_MAP_VALUES_WITH_KEY,
 ]);
-const CHANGES_KEY = new Set<Operation>([Operation.MAP, Operation.SELECT_KEY]);
+const CHANGES_KEY = new Set<Operation>([Operation.MAP, Operation.SELECT_KEY, Operation.FLAT_MAP]);
 
 /** The elements of a bundle in flight between steps. */
 class Column {
@@ -194,12 +197,19 @@ function stepFilter(negate: boolean): StepFn {
     });
 }
 
-function flatMapError(r: unknown): TypeError {
-  return new TypeError(`flatMapValues must return an iterable of values, not ${typeName(r)}`);
+function stepMapValuesWithKey(col: Column, fn: AnyFunction, step: number): void | Promise<void> {
+  return then(applyAll(fn, col.keys!, col.vals), ({ out, failures }) => {
+    col.vals = out;
+    col.fail(failures, step);
+  });
 }
 
-/** A flatMapValues result as an array, or a promise of one for an async iterable. */
-function toValues(r: unknown): unknown[] | Promise<unknown[]> {
+function flatMapError(r: unknown, what: string): TypeError {
+  return new TypeError(`${what === "flatMap" ? "flatMap must return an iterable of [key, value] pairs" : "flatMapValues must return an iterable of values"}, not ${typeName(r)}`);
+}
+
+/** A flatMapValues (or flatMap) result as an array, or a promise of one for an async iterable. */
+function toValues(r: unknown, what = "flatMapValues"): unknown[] | Promise<unknown[]> {
   if (Array.isArray(r)) {
     return r;
   }
@@ -217,11 +227,21 @@ function toValues(r: unknown): unknown[] | Promise<unknown[]> {
       })();
     }
   }
-  throw flatMapError(r); // strings are iterable but not values: refused, as in the other SDKs
+  throw flatMapError(r, what); // strings are iterable but not values: refused, as in the other SDKs
 }
 
-function stepFlatMapValues(col: Column, fn: AnyFunction, step: number): void | Promise<void> {
-  return then(applyAll(fn, col.vals, null), ({ out, failures }) => {
+/**
+ * flatMapValues (withKey: reading the key) and flatMap (pairs: each output
+ * a [key, value] pair that re-keys it).
+ */
+function stepFlat(withKey: boolean, pairs: boolean): StepFn {
+  const what = pairs ? "flatMap" : "flatMapValues";
+  return (col, fn, step) => flatStep(col, fn, step, withKey || pairs, pairs, what);
+}
+
+function flatStep(col: Column, fn: AnyFunction, step: number, withKey: boolean, pairs: boolean, what: string): void | Promise<void> {
+  const applied = withKey ? applyAll(fn, col.keys!, col.vals) : applyAll(fn, col.vals, null);
+  return then(applied, ({ out, failures }) => {
     const lists = new Array<unknown[]>(out.length);
     let waits: Promise<void>[] | null = null;
     for (let j = 0; j < out.length; j++) {
@@ -231,7 +251,7 @@ function stepFlatMapValues(col: Column, fn: AnyFunction, step: number): void | P
         continue;
       }
       try {
-        const values = toValues(r);
+        const values = toValues(r, what);
         if (Array.isArray(values)) {
           lists[j] = values;
         } else {
@@ -247,6 +267,15 @@ function stepFlatMapValues(col: Column, fn: AnyFunction, step: number): void | P
       }
     }
     const finish = (): void => {
+      if (pairs) {
+        for (let j = 0; j < lists.length; j++) {
+          const list = lists[j]!;
+          const bad = failures.has(j) ? -1 : list.findIndex((p) => !Array.isArray(p) || p.length !== 2);
+          if (bad >= 0) {
+            failures.set(j, `TypeError: flatMap must return [key, value] pairs, not ${typeName(list[bad])}`);
+          }
+        }
+      }
       col.mark(failures, step);
       const origin = col.origin;
       const keys = col.keys;
@@ -261,8 +290,14 @@ function stepFlatMapValues(col: Column, fn: AnyFunction, step: number): void | P
         const i = origin === null ? j : origin[j]!;
         for (const x of values) {
           o.push(i);
-          v.push(x);
-          k?.push(keys![j]);
+          if (pairs) {
+            const [nk, nv] = x as [unknown, unknown];
+            k!.push(nk);
+            v.push(nv);
+          } else {
+            v.push(x);
+            k?.push(keys![j]);
+          }
         }
       }
       col.origin = o;
@@ -325,7 +360,10 @@ const STEPS = new Map<Operation, StepFn>([
   [Operation.MAP_VALUES, stepMapValues],
   [Operation.FILTER, stepFilter(false)],
   [Operation.FILTER_NOT, stepFilter(true)],
-  [Operation.FLAT_MAP_VALUES, stepFlatMapValues],
+  [Operation.FLAT_MAP_VALUES, stepFlat(false, false)],
+  [Operation.FLAT_MAP, stepFlat(true, true)],
+  [Operation.MAP_VALUES_WITH_KEY, stepMapValuesWithKey],
+  [Operation.FLAT_MAP_VALUES_WITH_KEY, stepFlat(true, false)],
   [Operation.MAP, stepMap],
   [Operation.SELECT_KEY, stepSelectKey],
   [Operation.PEEK, stepPeek],

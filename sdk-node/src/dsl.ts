@@ -11,6 +11,8 @@
  * engine later sends records to be run through it.
  */
 
+import { Buffer } from "node:buffer";
+import process from "node:process";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type AnyFunction, isThenable } from "./outcomes.js";
 import type { PolystreamsError } from "./errors.js";
@@ -90,6 +92,37 @@ export type Reducer = "sum" | "min" | "max" | "latest";
 /** Options of an operator that only names its processor node (`Named.as`). */
 export interface NamedOptions {
   name?: string;
+}
+
+/** KStream.print's options (Kafka Streams' `Printed`). */
+export interface PrintOptions<K, V> extends NamedOptions {
+  /** `Printed.withLabel`; absent: the name of the node the stream comes from. */
+  label?: string;
+  /** `Printed.withKeyValueMapper`: the text after the label. */
+  mapper?: (key: K, value: V) => string;
+  /** Where lines go; absent: `process.stdout`. */
+  to?: { write(line: string): unknown };
+}
+
+/**
+ * A key or value as print shows it, as Java's String.valueOf shows the
+ * deserialized object: `null`, text as it is, numbers and bigints in
+ * decimal, bytes in hex, other objects as JSON.
+ */
+export function printText(x: unknown): string {
+  if (x === null || x === undefined) {
+    return "null";
+  }
+  if (typeof x === "string") {
+    return x;
+  }
+  if (x instanceof Uint8Array) {
+    return Buffer.from(x.buffer, x.byteOffset, x.byteLength).toString("hex");
+  }
+  if (typeof x === "object") {
+    return JSON.stringify(x, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
+  }
+  return String(x);
 }
 
 /** Options of an operator that makes new values. */
@@ -355,6 +388,62 @@ export class KStream<K, V> extends Node {
   }
 
   /**
+   * `fn(key, value) -> new value` (Kafka Streams' `ValueMapperWithKey`):
+   * reads the key, keeps it; no repartition follows.
+   */
+  mapValuesWithKey<VR>(fn: (key: K, value: V) => MaybePromise<VR>, options: ValueOptions = {}): KStream<K, VR> {
+    const f = callable(fn, "mapValuesWithKey");
+    return new KStream(
+      this.builder,
+      this.call("mapValuesWithKey", [f], (input, [token]) => ({
+        case: "mapValues",
+        value: { input, token: token!, valueSerde: options.value ?? "", name: options.name ?? "", withKey: true },
+      })),
+    );
+  }
+
+  /**
+   * `fn(key, value) -> iterable of values` (`ValueMapperWithKey`), each a
+   * record with the input's key and timestamp.
+   */
+  flatMapValuesWithKey<VR>(
+    fn: (key: K, value: V) => Iterable<VR> | AsyncIterable<VR> | PromiseLike<Iterable<VR>>,
+    options: ValueOptions = {},
+  ): KStream<K, VR> {
+    const f = callable(fn, "flatMapValuesWithKey");
+    return new KStream(
+      this.builder,
+      this.call("flatMapValuesWithKey", [f], (input, [token]) => ({
+        case: "flatMapValues",
+        value: { input, token: token!, valueSerde: options.value ?? "", name: options.name ?? "", withKey: true },
+      })),
+    );
+  }
+
+  /**
+   * `fn(key, value) -> iterable of [new key, new value]` (`KStream.flatMap`):
+   * zero, one or many records per record, each with the input's timestamp
+   * and headers. Like `map`, it marks the stream for repartitioning before a
+   * grouping or join.
+   */
+  flatMap<KR, VR>(
+    fn: (
+      key: K,
+      value: V,
+    ) => Iterable<readonly [KR, VR]> | AsyncIterable<readonly [KR, VR]> | PromiseLike<Iterable<readonly [KR, VR]>>,
+    options: KeyValueOptions = {},
+  ): KStream<KR, VR> {
+    const f = callable(fn, "flatMap");
+    return new KStream(
+      this.builder,
+      this.call("flatMap", [f], (input, [token]) => ({
+        case: "flatMap",
+        value: { input, token: token!, keySerde: options.key ?? "", valueSerde: options.value ?? "", name: options.name ?? "" },
+      })),
+    );
+  }
+
+  /**
    * `fn(key, value) -> [new key, new value]`. Changing keys marks the stream
    * for repartitioning before a grouping.
    */
@@ -398,6 +487,33 @@ export class KStream<K, V> extends Node {
     const f = callable(fn, "foreach");
     return this.call("foreach", [f], (input, [token]) => ({
       case: "foreach",
+      value: { input, token: token!, name: options.name ?? "" },
+    })).handle as Promise<unknown> as Promise<void>;
+  }
+
+  /**
+   * Writes `[<label>]: <key>, <value>` and a newline per record
+   * (`KStream.print(Printed)`); terminal, node `KSTREAM-PRINTER-<n>`.
+   * `label` is `Printed.withLabel` (default: the name of the node the stream
+   * comes from, as in Kafka Streams); `mapper(key, value) → string` is
+   * `Printed.withKeyValueMapper` (default: `"<key>, <value>"`, a null as
+   * `null`); `to` is where lines go (default: `process.stdout`).
+   */
+  print(options: PrintOptions<K, V> = {}): Promise<void> {
+    const text = options.mapper ?? ((k: K, v: V) => `${printText(k)}, ${printText(v)}`);
+    const labelled: Promise<string> =
+      options.label !== undefined ? Promise.resolve(options.label) : (this.handle as Promise<Handle>).then((h) => h.node);
+    let label: string | undefined;
+    void labelled.then(
+      (l) => void (label = l),
+      () => undefined, // a refused build rejects the call's promise instead
+    );
+    const write = (l: string, k: K, v: V): void => {
+      (options.to ?? process.stdout).write(`[${l}]: ${text(k, v)}\n`);
+    };
+    const f = callable((k: K, v: V) => (label !== undefined ? write(label, k, v) : labelled.then((l) => write(l, k, v))), "print");
+    return this.call("print", [f], (input, [token]) => ({
+      case: "print",
       value: { input, token: token!, name: options.name ?? "" },
     })).handle as Promise<unknown> as Promise<void>;
   }
@@ -1194,12 +1310,33 @@ export class KTable<K, V> extends Node {
     );
   }
 
-  /** The table's changes as a stream; a deleted row comes as a record with a null value. */
-  toStream(options: NamedOptions = {}): KStream<K, V> {
-    return new KStream(
+  /**
+   * The table's changes as a stream; a deleted row comes as a record with a
+   * null value. With `mapper`, `mapper(key, value) -> new key` keys the
+   * stream (`KTable.toStream(KeyValueMapper)`): as in Kafka Streams, a
+   * toStream node (named `options.name`) then a selectKey node, so a
+   * grouping downstream repartitions; `options.key` is the new keys' serde.
+   */
+  toStream(options?: NamedOptions): KStream<K, V>;
+  toStream<KR>(mapper: (key: K, value: V) => MaybePromise<KR>, options?: KeyOptions): KStream<KR, V>;
+  toStream<KR>(
+    mapperOrOptions?: NamedOptions | ((key: K, value: V) => MaybePromise<KR>),
+    maybeOptions: KeyOptions = {},
+  ): KStream<K, V> | KStream<KR, V> {
+    const mapper = typeof mapperOrOptions === "function" ? mapperOrOptions : undefined;
+    const options: KeyOptions = typeof mapperOrOptions === "function" ? maybeOptions : (mapperOrOptions ?? {});
+    if (mapper === undefined && options.key !== undefined) {
+      throw new TypeError(`toStream: key names the serde of a mapper's keys, but no mapper was given`);
+    }
+    const f = mapper === undefined ? undefined : callable(mapper, "toStream");
+    const stream = new KStream<K, V>(
       this.builder,
       this.call("toStream", [], (input) => ({ case: "toStream", value: { input, name: options.name ?? "" } })),
     );
+    if (f === undefined) {
+      return stream;
+    }
+    return stream.selectKey(f as (key: K, value: V) => MaybePromise<KR>, options.key === undefined ? {} : { key: options.key });
   }
 
   /**

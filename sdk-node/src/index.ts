@@ -33,6 +33,7 @@ export type {
   Materialized,
   MaybePromise,
   NamedOptions,
+  PrintOptions,
   Reducer,
   RepartitionOptions,
   StreamJoinOptions,

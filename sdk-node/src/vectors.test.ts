@@ -20,7 +20,21 @@ const VECTORS = join(REPO, "conformance", "vectors");
 // The conformance executor's catalogue binds the names the vectors use
 // (loaded by path: it lives outside this package's sources).
 type FnRef = string | { name: string; arg: string | number };
-type Role = "mapper" | "flat" | "predicate" | "key" | "map" | "action" | "reducer" | "init" | "aggregator" | "merger" | "joiner";
+type Role =
+  | "mapper"
+  | "flat"
+  | "predicate"
+  | "key"
+  | "map"
+  | "action"
+  | "reducer"
+  | "init"
+  | "aggregator"
+  | "merger"
+  | "joiner"
+  | "mapper_with_key"
+  | "flat_with_key"
+  | "flat_map";
 const catalogue = pathToFileURL(join(REPO, "conformance", "executors", "node", "catalogue.ts")).href;
 const { fn } = (await import(catalogue)) as { fn: (ref: FnRef, role: Role) => AnyFunction };
 

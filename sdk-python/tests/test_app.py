@@ -40,6 +40,7 @@ KIND_OF = {
     "reduce": pb.KIND_TABLE,
     "aggregate": pb.KIND_TABLE,
     "to_stream": pb.KIND_STREAM,
+    "flat_map": pb.KIND_STREAM,
 }
 
 
@@ -73,7 +74,7 @@ class Engine:
     def build(self, body: bytes) -> Any:
         req = pb.BuildRequest.FromString(body)
         op = req.WhichOneof("operation")
-        if op in ("to", "foreach"):
+        if op in ("to", "foreach", "print"):
             return pb.BuildResponse()
         if op not in KIND_OF:
             return connect_error("invalid_argument", f"Build: unknown op {op}")
@@ -173,6 +174,33 @@ def test_every_operator_and_its_options(engine: Engine) -> None:
     assert m.HasField("materialized") and m.materialized.store_name == "" and m.materialized.key_serde == "string"
     assert m.materialized.value_serde == "long" and m.name == "cnt"
     assert b[11].count.materialized.store_name == "store-b"
+
+
+def test_flat_map_with_key_mappers_to_stream_mapper_and_print_on_the_wire(engine: Engine, capsys: pytest.CaptureFixture[str]) -> None:
+    app = App("more-ops", engine=engine.fake.url)
+    s = app.stream("in", key="string", value="string")
+    fm = s.flat_map(lambda k, v: [(v, k)], key="string", value="string", name="fm")
+    mv = fm.map_values_with_key(lambda k, v: k, value="string")
+    mv.flat_map_values_with_key(lambda k, v: [k, v], name="fmv")
+    table = app.table("t", key="string", value="string")
+    with pytest.raises(TypeError, match="no mapper was given"):
+        table.to_stream(key="string")
+    table.to_stream(lambda k, v: v, key="string", name="changes")
+    fm.print()
+    fm.print(label="lbl", mapper=lambda k, v: f"{k}={v}", name="show")
+    b = engine.builds()
+    ops = [x.WhichOneof("operation") for x in b]
+    assert ops == ["stream", "flat_map", "map_values", "flat_map_values", "table", "to_stream", "select_key", "print", "print"]
+    assert b[1].flat_map.key_serde == "string" and b[1].flat_map.value_serde == "string" and b[1].flat_map.name == "fm"
+    assert b[2].map_values.with_key and b[2].map_values.input == b[1].flat_map.input + 1
+    assert b[3].flat_map_values.with_key and b[3].flat_map_values.name == "fmv"
+    assert b[5].to_stream.name == "changes" and b[6].select_key.key_serde == "string" and b[6].select_key.name == ""
+    assert b[7].print.name == "" and b[8].print.name == "show"
+    # The printers print where they run: the default label is the node the
+    # stream comes from (the handle's node), None prints as null.
+    app._functions[b[7].print.token]("k", None)
+    app._functions[b[8].print.token]("k", "v")
+    assert capsys.readouterr().out == "[N-flat_map]: k, null\n[lbl]: k=v\n"
 
 
 def test_reduce_and_aggregate_builders(engine: Engine) -> None:

@@ -271,3 +271,36 @@ def test_large_bundle_round_trip() -> None:
     r = run({1: str.split}, make_bundle([(FLAT_MAP_VALUES, 1)], values))
     assert list(r.output_counts) == [5] * 5000
     assert values_of(r)[:5] == ["line", "0", "with", "some", "words"]
+
+
+FLAT_MAP = pb.OPERATION_FLAT_MAP
+MAP_VALUES_WITH_KEY = pb.OPERATION_MAP_VALUES_WITH_KEY
+FLAT_MAP_VALUES_WITH_KEY = pb.OPERATION_FLAT_MAP_VALUES_WITH_KEY
+
+
+def test_flat_map_pairs_in_record_order_with_a_key_column() -> None:
+    r = run({1: lambda k, v: [(w, k) for w in v.split()]}, make_bundle([(FLAT_MAP, 1)], ["a b", "", "c"], keys=["k1", "k2", None]))
+    assert list(r.output_counts) == [2, 0, 1]
+    assert keys_of(r) == ["a", "b", "c"]
+    assert values_of(r) == ["k1", "k1", None]
+    assert not r.failures
+
+
+def test_flat_map_fails_a_record_whose_result_is_no_iterable_of_pairs() -> None:
+    fns = {1: lambda k, v: "ab" if v == "s" else [(k, v), v] if v == "x" else [(v, k)]}
+    r = run(fns, make_bundle([(FLAT_MAP, 1)], ["s", "x", "y"], keys=["k1", "k2", "k3"]))
+    assert list(r.output_counts) == [0, 0, 1]
+    assert keys_of(r) == ["y"] and values_of(r) == ["k3"]
+    assert failures_of(r) == [
+        (0, 0, "TypeError: flat_map must return an iterable of (key, value) pairs, not str"),
+        (1, 0, "TypeError: flat_map must return (key, value) pairs, not str"),
+    ]
+
+
+def test_with_key_mappers_read_the_key_and_keep_it() -> None:
+    r = run({1: lambda k, v: f"{k}:{v}"}, make_bundle([(MAP_VALUES_WITH_KEY, 1)], ["a", "b"], keys=["k1", None]))
+    assert values_of(r) == ["k1:a", "None:b"]
+    assert list(r.key_lengths) == []
+    r = run({1: lambda k, v: [k, v]}, make_bundle([(FLAT_MAP_VALUES_WITH_KEY, 1)], ["a"], keys=["k1"]))
+    assert list(r.output_counts) == [2] and values_of(r) == ["k1", "a"]
+    assert list(r.key_lengths) == []

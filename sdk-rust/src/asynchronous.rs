@@ -67,6 +67,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
                 value_serde: o.value_or(V2::NAME),
                 name: o.name_or_empty(),
                 materialized: None,
+                with_key: false,
             })
         })?;
         self.stream(h, "map_values")
@@ -152,6 +153,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
                 token,
                 value_serde: o.value_or(V2::NAME),
                 name: o.name_or_empty(),
+                with_key: false,
             })
         })?;
         self.stream(h, "flat_map_values")

@@ -42,6 +42,8 @@ pub(crate) enum Out {
     One(Option<AnyKey>, AnyBox),
     /// flat_map_values: the values, each with the element's key.
     Many(Vec<AnyBox>),
+    /// flat_map: new keys with their values.
+    Pairs(Vec<(AnyKey, AnyBox)>),
     /// Nothing passes (filtered out, foreach).
     Nothing,
 }
@@ -454,8 +456,11 @@ fn run_chain(b: &pb::Bundle, steps: &[(i32, &StepFn)], async_timeout: Duration) 
 
     // Encode with the last step's output types.
     let last = steps[steps.len() - 1].1;
-    let changes_keys =
-        steps.iter().any(|(op, _)| *op == pb::Operation::Map as i32 || *op == pb::Operation::SelectKey as i32);
+    let changes_keys = steps.iter().any(|(op, _)| {
+        *op == pb::Operation::Map as i32
+            || *op == pb::Operation::SelectKey as i32
+            || *op == pb::Operation::FlatMap as i32
+    });
     let key_serde = if b.output_key_serde.is_empty() { &b.key_serde } else { &b.output_key_serde };
     let value_serde = if b.output_value_serde.is_empty() { &b.value_serde } else { &b.output_value_serde };
     let last_step = steps.len() - 1;
@@ -539,6 +544,11 @@ fn settle(
         Ok(Out::Many(vs)) => {
             for value in vs {
                 next.push(Elem { key: key.clone(), value, origin });
+            }
+        }
+        Ok(Out::Pairs(kvs)) => {
+            for (k, value) in kvs {
+                next.push(Elem { key: Some(k), value, origin });
             }
         }
         Ok(Out::Nothing) => {}

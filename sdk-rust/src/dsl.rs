@@ -222,6 +222,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
                 value_serde: o.value_or(V2::NAME),
                 name: o.name_or_empty(),
                 materialized: None,
+                with_key: false,
             })
         })?;
         self.stream(h, "map_values")
@@ -294,9 +295,104 @@ impl<K: Serde, V: Serde> KStream<K, V> {
                 token,
                 value_serde: o.value_or(V2::NAME),
                 name: o.name_or_empty(),
+                with_key: false,
             })
         })?;
         self.stream(h, "flat_map_values")
+    }
+
+    /// `f(key, value) -> new value` (`KStream.mapValues` with a
+    /// `ValueMapperWithKey`): reads the key, keeps it; no repartition follows.
+    pub fn map_values_with_key<V2: Serde, F>(&self, f: F) -> Result<KStream<K, V2>>
+    where
+        F: Fn(&K, V) -> V2 + Send + Sync + 'static,
+    {
+        self.map_values_with_key_with(f, Options::new())
+    }
+
+    /// [`map_values_with_key`](Self::map_values_with_key) with `name` and `value_serde`.
+    pub fn map_values_with_key_with<V2: Serde, F>(&self, f: F, o: Options) -> Result<KStream<K, V2>>
+    where
+        F: Fn(&K, V) -> V2 + Send + Sync + 'static,
+    {
+        o.check("map_values_with_key", NAME | VALUE)?;
+        let step = map_values_with_key_step::<K, V, V2>(f);
+        let input = self.handle.id;
+        let h = build_step(&self.app, fn_name::<F>("map_values"), step, |token| {
+            Op::MapValues(pb::MapValuesOp {
+                input,
+                token,
+                value_serde: o.value_or(V2::NAME),
+                name: o.name_or_empty(),
+                materialized: None,
+                with_key: true,
+            })
+        })?;
+        self.stream(h, "map_values_with_key")
+    }
+
+    /// `f(key, value) -> values` (`KStream.flatMapValues` with a
+    /// `ValueMapperWithKey`): each value a record with the input's key.
+    pub fn flat_map_values_with_key<V2: Serde, I, F>(&self, f: F) -> Result<KStream<K, V2>>
+    where
+        I: IntoIterator<Item = V2>,
+        F: Fn(&K, V) -> I + Send + Sync + 'static,
+    {
+        self.flat_map_values_with_key_with(f, Options::new())
+    }
+
+    /// [`flat_map_values_with_key`](Self::flat_map_values_with_key) with `name` and `value_serde`.
+    pub fn flat_map_values_with_key_with<V2: Serde, I, F>(&self, f: F, o: Options) -> Result<KStream<K, V2>>
+    where
+        I: IntoIterator<Item = V2>,
+        F: Fn(&K, V) -> I + Send + Sync + 'static,
+    {
+        o.check("flat_map_values_with_key", NAME | VALUE)?;
+        let step = flat_map_values_with_key_step::<K, V, V2, I>(f);
+        let input = self.handle.id;
+        let h = build_step(&self.app, fn_name::<F>("flat_map_values"), step, |token| {
+            Op::FlatMapValues(pb::FlatMapValuesOp {
+                input,
+                token,
+                value_serde: o.value_or(V2::NAME),
+                name: o.name_or_empty(),
+                with_key: true,
+            })
+        })?;
+        self.stream(h, "flat_map_values_with_key")
+    }
+
+    /// `f(key, value) -> (new key, new value) pairs` (`KStream.flatMap`):
+    /// zero, one or many records per record, each with the input's timestamp
+    /// and headers. Like [`map`](Self::map), it marks the stream for
+    /// repartitioning before a grouping or join.
+    pub fn flat_map<K2: Serde, V2: Serde, I, F>(&self, f: F) -> Result<KStream<K2, V2>>
+    where
+        I: IntoIterator<Item = (K2, V2)>,
+        F: Fn(&K, V) -> I + Send + Sync + 'static,
+    {
+        self.flat_map_with(f, Options::new())
+    }
+
+    /// [`flat_map`](Self::flat_map) with `name`, `key_serde` and `value_serde`.
+    pub fn flat_map_with<K2: Serde, V2: Serde, I, F>(&self, f: F, o: Options) -> Result<KStream<K2, V2>>
+    where
+        I: IntoIterator<Item = (K2, V2)>,
+        F: Fn(&K, V) -> I + Send + Sync + 'static,
+    {
+        o.check("flat_map", NAME | KEY | VALUE)?;
+        let step = flat_map_step::<K, V, K2, V2, I>(f);
+        let input = self.handle.id;
+        let h = build_step(&self.app, fn_name::<F>("flat_map"), step, |token| {
+            Op::FlatMap(pb::FlatMapOp {
+                input,
+                token,
+                key_serde: o.key_or(K2::NAME),
+                value_serde: o.value_or(V2::NAME),
+                name: o.name_or_empty(),
+            })
+        })?;
+        self.stream(h, "flat_map")
     }
 
     /// `f(key, value) -> (new key, new value)` (`KStream.map`). Changing
@@ -507,6 +603,47 @@ pub(crate) fn flat_map_values_step<K: Serde, V: Serde, V2: Serde, I: IntoIterato
         let v: V = take(v)?;
         let out = guarded(|| f(v).into_iter().map(|x| Box::new(x) as crate::bundle::AnyBox).collect())?;
         Ok(Out::Many(out))
+    })
+}
+
+/// A step answering a new value from (key, value): map_values with a key.
+pub(crate) fn map_values_with_key_step<K: Serde, V: Serde, V2: Serde>(
+    f: impl Fn(&K, V) -> V2 + Send + Sync + 'static,
+) -> StepFn {
+    StepFn::new::<V, K, V2>(move |key, v| {
+        let v: V = take(v)?;
+        let k = key.get::<K>()?;
+        Ok(Out::One(None, Box::new(guarded(|| f(k, v))?)))
+    })
+}
+
+/// A step answering zero, one or many values from (key, value):
+/// flat_map_values with a key.
+pub(crate) fn flat_map_values_with_key_step<K: Serde, V: Serde, V2: Serde, I: IntoIterator<Item = V2>>(
+    f: impl Fn(&K, V) -> I + Send + Sync + 'static,
+) -> StepFn {
+    StepFn::new::<V, K, V2>(move |key, v| {
+        let v: V = take(v)?;
+        let k = key.get::<K>()?;
+        let out = guarded(|| f(k, v).into_iter().map(|x| Box::new(x) as crate::bundle::AnyBox).collect())?;
+        Ok(Out::Many(out))
+    })
+}
+
+/// A step answering zero, one or many new (key, value) pairs: flat_map.
+pub(crate) fn flat_map_step<K: Serde, V: Serde, K2: Serde, V2: Serde, I: IntoIterator<Item = (K2, V2)>>(
+    f: impl Fn(&K, V) -> I + Send + Sync + 'static,
+) -> StepFn {
+    StepFn::new::<V, K2, V2>(move |key, v| {
+        let v: V = take(v)?;
+        let k = key.get::<K>()?;
+        let out = guarded(|| {
+            f(k, v)
+                .into_iter()
+                .map(|(k2, v2)| (Arc::new(k2) as crate::bundle::AnyKey, Box::new(v2) as crate::bundle::AnyBox))
+                .collect()
+        })?;
+        Ok(Out::Pairs(out))
     })
 }
 

@@ -135,6 +135,14 @@ impl Options {
             Err(Error::invalid(format!("{op}: takes no {} option", bad.join(" or "))))
         }
     }
+    /// These options' name alone.
+    pub(crate) fn name_only(&self) -> Options {
+        Options { name: self.name.clone(), ..Options::default() }
+    }
+    /// These options' key serde alone.
+    pub(crate) fn key_only(&self) -> Options {
+        Options { key_serde: self.key_serde.clone(), ..Options::default() }
+    }
     pub(crate) fn name_or_empty(&self) -> String {
         self.name.clone().unwrap_or_default()
     }

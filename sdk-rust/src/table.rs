@@ -93,6 +93,7 @@ impl<K: Serde, V: Serde> KTable<K, V> {
                 value_serde: o.value_or(V2::NAME),
                 name: o.name_or_empty(),
                 materialized: o.materialized_proto(),
+                with_key: false,
             })
         })?;
         self.table(h, "map_values")
@@ -147,6 +148,27 @@ impl<K: Serde, V: Serde> KTable<K, V> {
         o.check("to_stream", NAME)?;
         let op = Op::ToStream(pb::ToStreamOp { input: self.handle.id, name: o.name_or_empty() });
         KStream::wrap(self.app.clone(), expect_handle(self.app.build(op, &[])?, "to_stream")?)
+    }
+
+    /// The table's changes as a stream keyed by `f(key, value)`
+    /// (`KTable.toStream(KeyValueMapper)`): as in Kafka Streams, a to_stream
+    /// node then a select_key node, so a grouping downstream repartitions.
+    pub fn to_stream_keyed<K2: Serde, F>(&self, f: F) -> Result<KStream<K2, V>>
+    where
+        F: Fn(&K, &V) -> K2 + Send + Sync + 'static,
+    {
+        self.to_stream_keyed_with(f, Options::new())
+    }
+
+    /// [`to_stream_keyed`](Self::to_stream_keyed) with `name` (the to_stream
+    /// node's) and `key_serde` (the new keys').
+    pub fn to_stream_keyed_with<K2: Serde, F>(&self, f: F, o: Options) -> Result<KStream<K2, V>>
+    where
+        F: Fn(&K, &V) -> K2 + Send + Sync + 'static,
+    {
+        o.check("to_stream_keyed", NAME | KEY)?;
+        let stream = self.to_stream_with(o.name_only())?;
+        stream.select_key_with(f, o.key_only())
     }
 
     /// The name of the store the table is kept in (generated when not given

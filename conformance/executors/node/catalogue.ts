@@ -9,7 +9,21 @@ import { readFileSync } from "node:fs";
 
 export type Fn = (...args: any[]) => unknown;
 export type FnRef = string | { name: string; arg: string | number };
-export type Role = "mapper" | "flat" | "predicate" | "key" | "map" | "action" | "reducer" | "init" | "aggregator" | "merger" | "joiner";
+export type Role =
+  | "mapper"
+  | "flat"
+  | "predicate"
+  | "key"
+  | "map"
+  | "action"
+  | "reducer"
+  | "init"
+  | "aggregator"
+  | "merger"
+  | "joiner"
+  | "mapper_with_key"
+  | "flat_with_key"
+  | "flat_map";
 
 // The catalogue (conformance/README.md defines each function; the runner's
 // catalogue.go is the reference). Functions conformance/catalogue.json
@@ -37,6 +51,9 @@ function fromExpr(e: Expr, role: Role): Fn {
     case "predicate":
     case "key":
     case "map":
+    case "mapper_with_key":
+    case "flat_with_key":
+    case "flat_map":
       return (k, v) => evaluate(e, { key: k, value: v });
     case "action":
       return () => undefined;
@@ -112,7 +129,10 @@ export function fn(ref: FnRef, role: Role): Fn {
       check(v);
       switch (role) {
         case "flat":
+        case "flat_with_key":
           return [v];
+        case "flat_map":
+          return [[args[0], v]];
         case "predicate":
           return true;
         case "key":

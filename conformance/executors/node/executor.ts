@@ -45,6 +45,7 @@ interface Step {
   name?: string;
   topics?: string[];
   topic?: string;
+  label?: string;
   key?: SerdeName;
   value?: SerdeName;
   fn?: FnRef;
@@ -167,6 +168,9 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
       case "foreach":
         await node.foreach(fn(f!, "action"), named);
         return undefined;
+      case "print":
+        await node.print({ ...(step.label === undefined ? {} : { label: step.label }), ...named });
+        return undefined;
       case "group_by_key":
         out = node.groupByKey({ ...key, ...value, ...named });
         break;
@@ -220,6 +224,19 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
         break;
       case "flat_map_values":
         out = node.flatMapValues(fn(f!, "flat") as (v: unknown) => Iterable<unknown>, { ...value, ...named });
+        break;
+      case "map_values_with_key":
+        out = node.mapValuesWithKey(fn(f!, "mapper_with_key"), { ...value, ...named });
+        break;
+      case "flat_map_values_with_key":
+        out = node.flatMapValuesWithKey(fn(f!, "flat_with_key") as (k: unknown, v: unknown) => Iterable<unknown>, { ...value, ...named });
+        break;
+      case "flat_map":
+        out = node.flatMap(fn(f!, "flat_map") as (k: unknown, v: unknown) => Iterable<readonly [unknown, unknown]>, {
+          ...key,
+          ...value,
+          ...named,
+        });
         break;
       case "filter":
         out = node.filter(fn(f!, "predicate"), named);
@@ -289,7 +306,7 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
     const opts = { ...named, ...(m !== undefined ? { materialized: m } : {}) };
     switch (step.op) {
       case "to_stream":
-        out = node.toStream(named);
+        out = step.fn === undefined ? node.toStream(named) : node.toStream(fn(step.fn, "key"), { ...key, ...named });
         break;
       case "suppress":
         out = node.suppress(Suppressed.untilWindowCloses(named));

@@ -73,8 +73,10 @@ def _from_expr(expr: Mapping[str, Any], role: str) -> Fn:
     """The function an expr defines, called as the role calls it."""
     if role in ("mapper", "flat"):
         return lambda v: _eval(expr, {"value": v})
-    if role in ("predicate", "key"):
+    if role in ("predicate", "key", "mapper_with_key", "flat_with_key"):
         return lambda k, v: _eval(expr, {"key": k, "value": v})
+    if role == "flat_map":
+        return lambda k, v: [tuple(p) for p in _eval(expr, {"key": k, "value": v})]
     if role == "map":
         return lambda k, v: tuple(_eval(expr, {"key": k, "value": v}))
     if role == "action":
@@ -189,8 +191,10 @@ def function(ref: Any, role: str) -> Fn:
             # the aggregator, whose value comes second.
             v = args[1] if role == "aggregator" else args[-1]
             check(v)
-            if role == "flat":
+            if role in ("flat", "flat_with_key"):
                 return [v]
+            if role == "flat_map":
+                return [(args[0], v)]
             if role == "predicate":
                 return True
             if role == "key":
@@ -337,11 +341,20 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
             return node.join(labels[step["table"]], joiner_of(step), value=value, name=name)
         if op == "left_join":
             return node.left_join(labels[step["table"]], joiner_of(step), value=value, name=name)
+        if op == "print":
+            node.print(label=step.get("label"), name=name)
+            return None
         fn = step["fn"]
         if op == "map_values":
             return node.map_values(function(fn, "mapper"), value=value, name=name)
         if op == "flat_map_values":
             return node.flat_map_values(function(fn, "flat"), value=value, name=name)
+        if op == "map_values_with_key":
+            return node.map_values_with_key(function(fn, "mapper_with_key"), value=value, name=name)
+        if op == "flat_map_values_with_key":
+            return node.flat_map_values_with_key(function(fn, "flat_with_key"), value=value, name=name)
+        if op == "flat_map":
+            return node.flat_map(function(fn, "flat_map"), key=key, value=value, name=name)
         if op == "filter":
             return node.filter(function(fn, "predicate"), name=name)
         if op == "filter_not":
@@ -391,6 +404,8 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
             fk, joiner = function(step["foreign_key"], "mapper"), joiner_of(step)
             return fk_join(labels[step["table"]], fk, joiner, value=value, materialized=materialized(step), name=name)
         if op == "to_stream":
+            if "fn" in step:
+                return node.to_stream(function(step["fn"], "key"), key=key, name=name)
             return node.to_stream(name=name)
         if op == "suppress":
             return node.suppress(Suppressed.until_window_closes(name=name))

@@ -10,6 +10,7 @@ var singleOutput = map[pb.Operation]bool{
 	pb.Operation_OPERATION_MAP_VALUES: true, pb.Operation_OPERATION_FILTER: true, pb.Operation_OPERATION_FILTER_NOT: true,
 	pb.Operation_OPERATION_MAP: true, pb.Operation_OPERATION_SELECT_KEY: true, pb.Operation_OPERATION_PEEK: true,
 	pb.Operation_OPERATION_FOREACH: true, pb.Operation_OPERATION_REDUCE: true, pb.Operation_OPERATION_AGGREGATE: true,
+	pb.Operation_OPERATION_MAP_VALUES_WITH_KEY: true,
 }
 
 // maxOutputs is the most outputs one input record of a chain of steps can

@@ -8,7 +8,7 @@ import (
 )
 
 // nativeOp is a stateless operator whose function is Go (map_values,
-// filter, flat_map_values, map, select_key, peek, foreach of the Go API):
+// filter, flat_map_values, flat_map, map, select_key, peek, foreach, print of the Go API):
 // it runs in the engine, record by record, with no crossing.
 type nativeOp struct{ opBase }
 
@@ -38,6 +38,26 @@ func runNative(n *topology.Node, recs []rec, failed func(rec, string, failKind, 
 			var keep bool
 			if keep, err = f(r.key, r.value); err == nil && keep == (n.Op != topology.OpFilterNot) {
 				out = append(out, r)
+			}
+		case topology.MapValuesWithKeyFunc:
+			var v []byte
+			if v, err = f(r.key, r.value); err == nil {
+				r.value = v
+				out = append(out, r)
+			}
+		case topology.FlatMapValuesWithKeyFunc:
+			var vs [][]byte
+			if vs, err = f(r.key, r.value); err == nil {
+				for _, v := range vs {
+					out = append(out, rec{key: r.key, value: v, ts: r.ts, in: r.in})
+				}
+			}
+		case topology.FlatMapFunc:
+			var kvs []topology.KeyValue
+			if kvs, err = f(r.key, r.value); err == nil {
+				for _, kv := range kvs {
+					out = append(out, rec{key: kv.Key, value: kv.Value, ts: r.ts, in: r.in})
+				}
 			}
 		case topology.MapFunc:
 			var k, v []byte

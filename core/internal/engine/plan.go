@@ -91,14 +91,18 @@ func isHost(n *topology.Node) bool {
 }
 
 var hostOps = map[topology.Op]pb.Operation{
-	topology.OpMapValues:     pb.Operation_OPERATION_MAP_VALUES,
-	topology.OpFilter:        pb.Operation_OPERATION_FILTER,
-	topology.OpFilterNot:     pb.Operation_OPERATION_FILTER_NOT,
-	topology.OpFlatMapValues: pb.Operation_OPERATION_FLAT_MAP_VALUES,
-	topology.OpMap:           pb.Operation_OPERATION_MAP,
-	topology.OpSelectKey:     pb.Operation_OPERATION_SELECT_KEY,
-	topology.OpPeek:          pb.Operation_OPERATION_PEEK,
-	topology.OpForeach:       pb.Operation_OPERATION_FOREACH,
+	topology.OpMapValues:            pb.Operation_OPERATION_MAP_VALUES,
+	topology.OpFilter:               pb.Operation_OPERATION_FILTER,
+	topology.OpFilterNot:            pb.Operation_OPERATION_FILTER_NOT,
+	topology.OpFlatMapValues:        pb.Operation_OPERATION_FLAT_MAP_VALUES,
+	topology.OpMap:                  pb.Operation_OPERATION_MAP,
+	topology.OpSelectKey:            pb.Operation_OPERATION_SELECT_KEY,
+	topology.OpPeek:                 pb.Operation_OPERATION_PEEK,
+	topology.OpForeach:              pb.Operation_OPERATION_FOREACH,
+	topology.OpFlatMap:              pb.Operation_OPERATION_FLAT_MAP,
+	topology.OpPrint:                pb.Operation_OPERATION_FOREACH,
+	topology.OpMapValuesWithKey:     pb.Operation_OPERATION_MAP_VALUES_WITH_KEY,
+	topology.OpFlatMapValuesWithKey: pb.Operation_OPERATION_FLAT_MAP_VALUES_WITH_KEY,
 }
 
 // tableOps are the table operators that run one function per value, and
@@ -218,7 +222,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					if !ok {
 						return nil, fmt.Errorf("runtime: node %s: operation %d cannot run in a host", c.Name, c.Op)
 					}
-					if c.Op == topology.OpMap || c.Op == topology.OpSelectKey {
+					if c.Op == topology.OpMap || c.Op == topology.OpSelectKey || c.Op == topology.OpFlatMap {
 						s.keysChange = true
 					}
 					s.steps = append(s.steps, &pb.Step{Token: c.Fn.Token, Operation: op, Node: c.Name})

@@ -85,6 +85,24 @@ func vecMap(ref any) vecStep {
 	}
 }
 
+func vecFlatMap(ref any) vecStep {
+	return func(b *topology.Builder, fn vecFn, in uint64) (*topology.Handle, error) {
+		return b.FlatMap(in, fn("flat_map", ref), "string", "string", "")
+	}
+}
+
+func vecMapValuesWithKey(ref any) vecStep {
+	return func(b *topology.Builder, fn vecFn, in uint64) (*topology.Handle, error) {
+		return b.MapValuesWithKey(in, fn("mapper_with_key", ref), "", "")
+	}
+}
+
+func vecFlatMapValuesWithKey(ref any) vecStep {
+	return func(b *topology.Builder, fn vecFn, in uint64) (*topology.Handle, error) {
+		return b.FlatMapValuesWithKey(in, fn("flat_with_key", ref), "", "")
+	}
+}
+
 func vecPeek(ref any) vecStep {
 	return func(b *topology.Builder, fn vecFn, in uint64) (*topology.Handle, error) {
 		return b.Peek(in, fn("action", ref), "")
@@ -189,6 +207,41 @@ var hostVectors = []vecSpec{
 			"a", "1", 1,
 			nil, "x", 2)},
 		answers: [][]vecOutcome{{vecOutKV("1", "a"), vecOutKV("x", nil)}},
+	},
+	{
+		file: "chains", name: "flat_map_swap_and_keep",
+		about: "flat_map (OPERATION_FLAT_MAP): zero, one or many (key, value) pairs per record, in record order; the result carries a key column (a null key as length -1)",
+		build: vecChain("string", vecFlatMap("swap_and_keep")),
+		batches: [][]*kgo.Record{vecRecords("in", 0,
+			"a", "1", 1,
+			nil, "x", 2)},
+		answers: [][]vecOutcome{{vecOutKV("1", "a", "a", "1"), vecOutKV("x", nil, nil, "x")}},
+	},
+	{
+		file: "chains", name: "flat_map_nothing",
+		about: "flat_map with no pairs: no outputs, and still a (here empty) key column",
+		build: vecChain("string", vecFlatMap("nothing")),
+		batches: [][]*kgo.Record{vecRecords("in", 0,
+			"a", "1", 1)},
+		answers: [][]vecOutcome{{vecOutKV()}},
+	},
+	{
+		file: "chains", name: "map_values_with_key_key_as_value",
+		about: "map_values with a key (OPERATION_MAP_VALUES_WITH_KEY): the function reads the key; keys unchanged (no key column)",
+		build: vecChain("string", vecMapValuesWithKey("key_as_value")),
+		batches: [][]*kgo.Record{vecRecords("in", 0,
+			"k1", "a", 1,
+			nil, "b", 2)},
+		answers: [][]vecOutcome{{vecOut("k1"), vecOut(nil)}},
+	},
+	{
+		file: "chains", name: "flat_map_values_with_key_key_and_value",
+		about: "flat_map_values with a key (OPERATION_FLAT_MAP_VALUES_WITH_KEY): values from (key, value), each keeping the record's key (no key column)",
+		build: vecChain("string", vecFlatMapValuesWithKey("key_and_value")),
+		batches: [][]*kgo.Record{vecRecords("in", 0,
+			"k1", "a", 1,
+			nil, "b", 2)},
+		answers: [][]vecOutcome{{vecOut("k1", "a"), vecOut(nil, "b")}},
 	},
 	{
 		file: "chains", name: "fused_four_steps",

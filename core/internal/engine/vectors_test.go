@@ -166,7 +166,8 @@ func vecAnswer(b *pb.Bundle, vecOutcomes []vecOutcome) (*pb.BundleResult, error)
 	}
 	keysChange := false
 	for _, s := range b.Steps {
-		keysChange = keysChange || s.Operation == pb.Operation_OPERATION_MAP || s.Operation == pb.Operation_OPERATION_SELECT_KEY
+		keysChange = keysChange || s.Operation == pb.Operation_OPERATION_MAP || s.Operation == pb.Operation_OPERATION_SELECT_KEY ||
+			s.Operation == pb.Operation_OPERATION_FLAT_MAP
 	}
 	res := &pb.BundleResult{BundleId: b.Id, OutputCounts: make([]int32, n)}
 	for i, o := range vecOutcomes {

@@ -109,6 +109,10 @@ func (h *testHost) build(op any) (*pb.Handle, error) {
 		req.Operation = &pb.BuildRequest_Table{Table: o}
 	case *pb.FlatMapValuesOp:
 		req.Operation = &pb.BuildRequest_FlatMapValues{FlatMapValues: o}
+	case *pb.FlatMapOp:
+		req.Operation = &pb.BuildRequest_FlatMap{FlatMap: o}
+	case *pb.PrintOp:
+		req.Operation = &pb.BuildRequest_Print{Print: o}
 	case *pb.GroupByOp:
 		req.Operation = &pb.BuildRequest_GroupBy{GroupBy: o}
 	case *pb.GroupByKeyOp:

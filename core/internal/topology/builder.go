@@ -22,6 +22,8 @@ const (
 	prefixMap           = "KSTREAM-MAP-"
 	prefixMapValues     = "KSTREAM-MAPVALUES-"
 	prefixFlatMapValues = "KSTREAM-FLATMAPVALUES-"
+	prefixFlatMap       = "KSTREAM-FLATMAP-"
+	prefixPrinter       = "KSTREAM-PRINTER-"
 	prefixKeySelect     = "KSTREAM-KEY-SELECT-" // selectKey and groupBy's key selector
 	prefixPeek          = "KSTREAM-PEEK-"
 	prefixForeach       = "KSTREAM-FOREACH-"
@@ -228,6 +230,12 @@ var (
 	opSelectKey     = stateless{op: "select_key", kind: OpSelectKey, prefix: prefixKeySelect, native: reflect.TypeFor[SelectKeyFunc](), keyChanging: true}
 	opPeek          = stateless{op: "peek", kind: OpPeek, prefix: prefixPeek, native: reflect.TypeFor[ForeachFunc]()}
 	opForeach       = stateless{op: "foreach", kind: OpForeach, prefix: prefixForeach, native: reflect.TypeFor[ForeachFunc](), terminal: true}
+	opPrint         = stateless{op: "print", kind: OpPrint, prefix: prefixPrinter, native: reflect.TypeFor[ForeachFunc](), terminal: true}
+	opFlatMap       = stateless{op: "flat_map", kind: OpFlatMap, prefix: prefixFlatMap, native: reflect.TypeFor[FlatMapFunc](), keyChanging: true}
+	// The with-key mappers name their nodes as the plain ones do (Kafka
+	// Streams wraps a ValueMapper into a ValueMapperWithKey: one processor).
+	opMapValuesWithKey     = stateless{op: "map_values", kind: OpMapValuesWithKey, prefix: prefixMapValues, native: reflect.TypeFor[MapValuesWithKeyFunc]()}
+	opFlatMapValuesWithKey = stateless{op: "flat_map_values", kind: OpFlatMapValuesWithKey, prefix: prefixFlatMapValues, native: reflect.TypeFor[FlatMapValuesWithKeyFunc]()}
 )
 
 // MapValues adds KStream.mapValues; an empty valueSerde keeps the input's.
@@ -248,6 +256,33 @@ func (b *Builder) FilterNot(input uint64, fn Function, name string) (*Handle, er
 // FlatMapValues adds KStream.flatMapValues.
 func (b *Builder) FlatMapValues(input uint64, fn Function, valueSerde, name string) (*Handle, error) {
 	return b.stateless(opFlatMapValues, input, fn, "", valueSerde, name)
+}
+
+// MapValuesWithKey adds KStream.mapValues with a ValueMapperWithKey:
+// fn(key, value) -> value; an empty valueSerde keeps the input's.
+func (b *Builder) MapValuesWithKey(input uint64, fn Function, valueSerde, name string) (*Handle, error) {
+	return b.stateless(opMapValuesWithKey, input, fn, "", valueSerde, name)
+}
+
+// FlatMapValuesWithKey adds KStream.flatMapValues with a
+// ValueMapperWithKey: fn(key, value) -> values.
+func (b *Builder) FlatMapValuesWithKey(input uint64, fn Function, valueSerde, name string) (*Handle, error) {
+	return b.stateless(opFlatMapValuesWithKey, input, fn, "", valueSerde, name)
+}
+
+// FlatMap adds KStream.flatMap (KSTREAM-FLATMAP-<n>): fn(key, value) ->
+// (key, value) pairs. As KStream.map, it changes keys: the result needs a
+// repartition before an aggregation or a join. Empty serdes keep the
+// input's.
+func (b *Builder) FlatMap(input uint64, fn Function, keySerde, valueSerde, name string) (*Handle, error) {
+	return b.stateless(opFlatMap, input, fn, keySerde, valueSerde, name)
+}
+
+// Print adds KStream.print (KSTREAM-PRINTER-<n>), a terminal operator: fn
+// prints each record (a ForeachAction made from Printed).
+func (b *Builder) Print(input uint64, fn Function, name string) error {
+	_, err := b.stateless(opPrint, input, fn, "", "", name)
+	return err
 }
 
 // Map adds KStream.map; the result needs a repartition before an

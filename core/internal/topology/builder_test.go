@@ -77,6 +77,23 @@ func TestRefusedCalls(t *testing.T) {
 			"topology: filter names handle 0, which does not exist", ErrNotFound},
 		{"map_values on a grouped stream", func(b *Builder) error { _, err := b.MapValues(2, fn, "", ""); return err },
 			"topology: map_values needs a stream, but handle 2 is a grouped stream", ErrInvalid},
+		{"flat_map on a grouped stream", func(b *Builder) error { _, err := b.FlatMap(2, fn, "", "", ""); return err },
+			"topology: flat_map needs a stream, but handle 2 is a grouped stream", ErrInvalid},
+		{"flat_map without a function", func(b *Builder) error { _, err := b.FlatMap(1, Function{}, "", "", ""); return err },
+			"topology: flat_map names no function: token 0 and no native function", ErrInvalid},
+		{"flat_map with an unknown key serde", func(b *Builder) error { _, err := b.FlatMap(1, fn, "avro", "", ""); return err },
+			`topology: flat_map (key serde): serde "avro" is not known ` + known, ErrInvalid},
+		{"map_values with a key, given a plain mapper", func(b *Builder) error {
+			_, err := b.MapValuesWithKey(1, Function{Native: MapValuesFunc(func(v []byte) ([]byte, error) { return v, nil })}, "", "")
+			return err
+		}, "topology: map_values needs a native function of type topology.MapValuesWithKeyFunc, got topology.MapValuesFunc", ErrInvalid},
+		{"print on a grouped stream", func(b *Builder) error { return b.Print(2, fn, "") },
+			"topology: print needs a stream, but handle 2 is a grouped stream", ErrInvalid},
+		{"print with a mapper's function type", func(b *Builder) error {
+			return b.Print(1, Function{Native: MapValuesFunc(func(v []byte) ([]byte, error) { return v, nil })}, "")
+		}, "topology: print needs a native function of type topology.ForeachFunc, got topology.MapValuesFunc", ErrInvalid},
+		{"flat_map_values with a key on a grouped stream", func(b *Builder) error { _, err := b.FlatMapValuesWithKey(2, fn, "", ""); return err },
+			"topology: flat_map_values needs a stream, but handle 2 is a grouped stream", ErrInvalid},
 		{"count on a stream", func(b *Builder) error { _, err := b.Count(1, nil, ""); return err },
 			"topology: count needs a grouped stream or a windowed stream, but handle 1 is a stream", ErrInvalid},
 		{"to_stream on a stream", func(b *Builder) error { _, err := b.ToStream(1, ""); return err },
@@ -188,6 +205,51 @@ func TestRefusedCallBurnsNoNumber(t *testing.T) {
 	}
 	if h.ID != 4 {
 		t.Errorf("count minted handle %d, want 4", h.ID)
+	}
+}
+
+// flatMap changes keys as map does (KStreamImpl.flatMap:
+// keyChangingOperation): an aggregation after it repartitions, one after a
+// with-key mapper does not.
+func TestFlatMapMarksRepartition(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		op          func(b *Builder, in uint64) (*Handle, error)
+		node        string
+		repartition bool
+	}{
+		{"flat_map", func(b *Builder, in uint64) (*Handle, error) { return b.FlatMap(in, fn, "", "", "") }, "KSTREAM-FLATMAP-0000000001", true},
+		{"map_values with a key", func(b *Builder, in uint64) (*Handle, error) { return b.MapValuesWithKey(in, fn, "", "") }, "KSTREAM-MAPVALUES-0000000001", false},
+		{"flat_map_values with a key", func(b *Builder, in uint64) (*Handle, error) { return b.FlatMapValuesWithKey(in, fn, "", "") }, "KSTREAM-FLATMAPVALUES-0000000001", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBuilder()
+			s, err := b.Stream(StreamOptions{Topics: []string{"in"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := tc.op(b, s.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Node.Name != tc.node {
+				t.Errorf("node %s, want %s", h.Node.Name, tc.node)
+			}
+			g, err := b.GroupByKey(h.ID, "", "", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.Count(g.ID, nil, ""); err != nil {
+				t.Fatal(err)
+			}
+			topo, err := b.Topology()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(topo.Subtopologies) == 2; got != tc.repartition {
+				t.Errorf("%d sub-topologies; repartition %v, want %v", len(topo.Subtopologies), got, tc.repartition)
+			}
+		})
 	}
 }
 

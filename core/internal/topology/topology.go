@@ -169,6 +169,18 @@ const (
 	// table's store (GlobalStore), whose value Fn joins with the record's.
 	OpGlobalJoin
 	OpGlobalLeftJoin
+
+	// OpFlatMap is KStreamFlatMap (KStream.flatMap): zero or more records
+	// with new keys and values per record. It changes keys.
+	OpFlatMap
+	// OpMapValuesWithKey and OpFlatMapValuesWithKey are KStream.mapValues
+	// and flatMapValues with a ValueMapperWithKey: the function reads the
+	// key too, but cannot change it.
+	OpMapValuesWithKey
+	OpFlatMapValuesWithKey
+	// OpPrint is KStreamPrint (KStream.print): a terminal foreach whose
+	// function prints each record where it runs.
+	OpPrint
 )
 
 // Function is the user function of a stateless operator: a host token, or a
@@ -190,15 +202,24 @@ type (
 	PredicateFunc     func(key, value []byte) (bool, error)
 	FlatMapValuesFunc func(value []byte) ([][]byte, error)
 	MapFunc           func(key, value []byte) (newKey, newValue []byte, err error)
-	SelectKeyFunc     func(key, value []byte) ([]byte, error)
-	ForeachFunc       func(key, value []byte) error // peek and foreach
-	ReduceFunc        func(aggregate, value []byte) ([]byte, error)
-	AggregateFunc     func(key, value, aggregate []byte) ([]byte, error)
-	InitializerFunc   func() ([]byte, error)
+	// FlatMapFunc is flatMap's mapper: the new records, in order.
+	FlatMapFunc func(key, value []byte) ([]KeyValue, error)
+	// MapValuesWithKeyFunc and FlatMapValuesWithKeyFunc are
+	// ValueMapperWithKey: mapValues and flatMapValues reading the key.
+	MapValuesWithKeyFunc     func(key, value []byte) ([]byte, error)
+	FlatMapValuesWithKeyFunc func(key, value []byte) ([][]byte, error)
+	SelectKeyFunc            func(key, value []byte) ([]byte, error)
+	ForeachFunc              func(key, value []byte) error // peek and foreach
+	ReduceFunc               func(aggregate, value []byte) ([]byte, error)
+	AggregateFunc            func(key, value, aggregate []byte) ([]byte, error)
+	InitializerFunc          func() ([]byte, error)
 	// ValueJoinerFunc joins a stream value with a table value (nil: none,
 	// in a left join); a nil result is a null value.
 	ValueJoinerFunc func(value, other []byte) ([]byte, error)
 )
+
+// KeyValue is one record a FlatMapFunc makes (nil is null).
+type KeyValue struct{ Key, Value []byte }
 
 // Node is one node of the graph.
 type Node struct {

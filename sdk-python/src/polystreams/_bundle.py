@@ -45,9 +45,14 @@ _REDUCE = pb.OPERATION_REDUCE
 _AGGREGATE = pb.OPERATION_AGGREGATE
 _FOLDS = frozenset({_REDUCE, _AGGREGATE})
 _VALUE_JOIN = pb.OPERATION_VALUE_JOIN
+_FLAT_MAP = pb.OPERATION_FLAT_MAP
+_MAP_VALUES_WITH_KEY = pb.OPERATION_MAP_VALUES_WITH_KEY
+_FLAT_MAP_VALUES_WITH_KEY = pb.OPERATION_FLAT_MAP_VALUES_WITH_KEY
 
-_READS_KEY = frozenset({_FILTER, _FILTER_NOT, _MAP, _SELECT_KEY, _PEEK, _FOREACH})
-_CHANGES_KEY = frozenset({_MAP, _SELECT_KEY})
+_READS_KEY = frozenset(
+    {_FILTER, _FILTER_NOT, _MAP, _SELECT_KEY, _PEEK, _FOREACH, _FLAT_MAP, _MAP_VALUES_WITH_KEY, _FLAT_MAP_VALUES_WITH_KEY}
+)
+_CHANGES_KEY = frozenset({_MAP, _SELECT_KEY, _FLAT_MAP})
 
 _FAILED: Any = object()  # marks an element whose function raised
 _SEQUENCES = frozenset({list, tuple})  # flat_map_values results used as they are
@@ -212,6 +217,14 @@ def _step_map_values(col: _Column, f: _Fn, step: int) -> None:
         col.fail(failures, step)
 
 
+def _step_map_values_with_key(col: _Column, f: _Fn, step: int) -> None:
+    assert col.keys is not None
+    vals, failures = f.map_all(col.keys, col.vals)
+    col.vals = vals
+    if failures:
+        col.fail(failures, step)
+
+
 def _step_filter(col: _Column, f: _Fn, step: int, negate: bool) -> None:
     keys = col.keys
     assert keys is not None
@@ -230,8 +243,10 @@ def _step_filter(col: _Column, f: _Fn, step: int, negate: bool) -> None:
         col.drop_failed()
 
 
-def _step_flat_map_values(col: _Column, f: _Fn, step: int) -> None:
-    results, failures = f.map_all(col.vals)
+def _flatten(col: _Column, f: _Fn, results: list[Any], failures: dict[int, str], step: int, what: str, items: str) -> list[int]:
+    """Makes every result of a flat step a sequence, failing the records whose
+    result is not iterable (or whose call raised, in failures); returns the
+    number of outputs per element."""
     if failures or not set(map(type, results)) <= _SEQUENCES:
         # Some call raised or returned a generator (or a mistake): make every
         # result a list, failing the records whose result is not iterable.
@@ -250,7 +265,7 @@ def _step_flat_map_values(col: _Column, f: _Fn, step: int) -> None:
             elif type(r) not in _SEQUENCES:
                 try:
                     if isinstance(r, (str, bytes)):
-                        raise TypeError(f"flat_map_values must return an iterable of values, not {type(r).__name__}")
+                        raise TypeError(f"{what} must return an iterable of {items}, not {type(r).__name__}")
                     results[j] = list(r)
                 except Exception as e:
                     failures[j] = _text(e)
@@ -262,10 +277,44 @@ def _step_flat_map_values(col: _Column, f: _Fn, step: int) -> None:
     counts = list(map(len, results))
     origin_in: Iterable[int] = col.origin if col.origin is not None else range(len(results))
     col.origin = list(chain.from_iterable(map(repeat, origin_in, counts)))  # type: ignore[arg-type]
+    return counts
+
+
+def _step_flat_map_values(col: _Column, f: _Fn, step: int, with_key: bool = False) -> None:
+    if with_key:
+        assert col.keys is not None
+        results, failures = f.map_all(col.keys, col.vals)
+    else:
+        results, failures = f.map_all(col.vals)
+    counts = _flatten(col, f, results, failures, step, "flat_map_values", "values")
     col.vals = list(chain.from_iterable(results))
     if col.keys is not None:
         col.keys = list(chain.from_iterable(map(repeat, col.keys, counts)))
     if failures:
+        col.drop_failed()
+
+
+def _step_flat_map(col: _Column, f: _Fn, step: int) -> None:
+    assert col.keys is not None
+    results, failures = f.map_all(col.keys, col.vals)
+    _flatten(col, f, results, failures, step, "flat_map", "(key, value) pairs")
+    origin = col.origins()
+    keys: list[Any] = []
+    vals: list[Any] = []
+    bad: dict[int, str] = {}
+    for pairs in results:
+        for p in pairs:
+            try:
+                k, v = p
+            except (TypeError, ValueError):
+                bad[len(keys)] = f"TypeError: flat_map must return (key, value) pairs, not {type(p).__name__}"
+                k = v = None
+            keys.append(k)
+            vals.append(v)
+    col.keys, col.vals = keys, vals
+    for j, msg in bad.items():
+        col.failed.setdefault(origin[j], (step, msg))
+    if failures or bad:
         col.drop_failed()
 
 
@@ -332,6 +381,9 @@ _OP_NAMES = {
     _REDUCE: "reduce",
     _AGGREGATE: "aggregate",
     _VALUE_JOIN: "value_join",
+    _FLAT_MAP: "flat_map",
+    _MAP_VALUES_WITH_KEY: "map_values_with_key",
+    _FLAT_MAP_VALUES_WITH_KEY: "flat_map_values_with_key",
 }
 
 _STEPS: dict[int, Callable[[_Column, _Fn, int], None]] = {
@@ -343,6 +395,9 @@ _STEPS: dict[int, Callable[[_Column, _Fn, int], None]] = {
     _SELECT_KEY: _step_select_key,
     _PEEK: _step_peek,
     _FOREACH: _step_foreach,
+    _FLAT_MAP: _step_flat_map,
+    _MAP_VALUES_WITH_KEY: _step_map_values_with_key,
+    _FLAT_MAP_VALUES_WITH_KEY: lambda col, fn, step: _step_flat_map_values(col, fn, step, True),
 }
 
 

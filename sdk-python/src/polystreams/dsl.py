@@ -9,9 +9,11 @@ under a token, and the engine later sends records to be run through it.
 from __future__ import annotations
 
 import functools
+import json
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
-from typing import Any, Literal, overload
+from typing import Any, Literal, TextIO, overload
 
 from polystreams._session import Handle, Kind, Session
 from polystreams.errors import PolystreamsError
@@ -103,6 +105,27 @@ def _s(name: str | None) -> str:
     return name or ""
 
 
+def _print_text(x: Any) -> str:
+    """A key or value as print shows it, as Java's String.valueOf shows the
+    deserialized object: ``null``, ``true``/``false``, text as it is,
+    numbers in decimal, bytes in hex, JSON objects and lists as JSON."""
+    if x is None:
+        return "null"
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    if isinstance(x, str):
+        return x
+    if isinstance(x, (bytes, bytearray)):
+        return bytes(x).hex()
+    if isinstance(x, (dict, list)):
+        return json.dumps(x, separators=(",", ":"))
+    return str(x)
+
+
+def _key_value_text(key: Any, value: Any) -> str:
+    return f"{_print_text(key)}, {_print_text(value)}"
+
+
 class _Node:
     __slots__ = ("_app", "handle")
 
@@ -153,6 +176,44 @@ class KStream(_Node):
             "flat_map_values", pb.FlatMapValuesOp(input=self.handle.id, token=t, value_serde=_s(value), name=_s(name))
         )
 
+    def map_values_with_key(
+        self, fn: Callable[[Any, Any], Any], *, value: SerdeName | None = None, name: str | None = None
+    ) -> KStream:
+        """``fn(key, value) -> new value`` (Kafka Streams' ``ValueMapperWithKey``):
+        reads the key, keeps it; no repartition follows."""
+        t = self._app._register("map_values", fn)
+        return self._stream(
+            "map_values", pb.MapValuesOp(input=self.handle.id, token=t, value_serde=_s(value), name=_s(name), with_key=True)
+        )
+
+    def flat_map_values_with_key(
+        self, fn: Callable[[Any, Any], Iterable[Any]], *, value: SerdeName | None = None, name: str | None = None
+    ) -> KStream:
+        """``fn(key, value) -> iterable of values``, each a record with the
+        input's key and timestamp (``ValueMapperWithKey``)."""
+        t = self._app._register("flat_map_values", fn)
+        return self._stream(
+            "flat_map_values",
+            pb.FlatMapValuesOp(input=self.handle.id, token=t, value_serde=_s(value), name=_s(name), with_key=True),
+        )
+
+    def flat_map(
+        self,
+        fn: Callable[[Any, Any], Iterable[tuple[Any, Any]]],
+        *,
+        key: SerdeName | None = None,
+        value: SerdeName | None = None,
+        name: str | None = None,
+    ) -> KStream:
+        """``fn(key, value) -> iterable of (new key, new value)``: zero, one
+        or many records per record, each with the input's timestamp and
+        headers (``KStream.flatMap``). Like ``map``, it marks the stream for
+        repartitioning before a grouping or join."""
+        t = self._app._register("flat_map", fn)
+        return self._stream(
+            "flat_map", pb.FlatMapOp(input=self.handle.id, token=t, key_serde=_s(key), value_serde=_s(value), name=_s(name))
+        )
+
     def map(
         self,
         fn: Callable[[Any, Any], tuple[Any, Any]],
@@ -182,6 +243,32 @@ class KStream(_Node):
         """Calls ``fn(key, value)`` for each record; terminal."""
         t = self._app._register("foreach", fn)
         self._app._build_terminal("foreach", pb.ForeachOp(input=self.handle.id, token=t, name=_s(name)))
+
+    def print(
+        self,
+        *,
+        label: str | None = None,
+        mapper: Callable[[Any, Any], str] | None = None,
+        file: TextIO | None = None,
+        name: str | None = None,
+    ) -> None:
+        """Writes ``[<label>]: <key>, <value>`` and a newline per record
+        (``KStream.print(Printed)``); terminal, node ``KSTREAM-PRINTER-<n>``.
+        ``label`` is ``Printed.withLabel`` (default: the name of the node the
+        stream comes from, as in Kafka Streams), ``mapper(key, value) -> str``
+        is ``Printed.withKeyValueMapper`` (default: ``"<key>, <value>"``, with
+        ``None`` as ``null``), ``file`` where lines go (default: ``sys.stdout``
+        as it is when a record prints; each line is flushed)."""
+        text = mapper if mapper is not None else _key_value_text
+        prefix = f"[{label if label is not None else self.handle.node}]: "
+
+        def printer(key: Any, value: Any) -> None:
+            out = file if file is not None else sys.stdout
+            out.write(prefix + text(key, value) + "\n")
+            out.flush()
+
+        t = self._app._register("print", printer)
+        self._app._build_terminal("print", pb.PrintOp(input=self.handle.id, token=t, name=_s(name)))
 
     def to_table(self, *, materialized: str | Materialized | None = None, name: str | None = None) -> KTable:
         """The stream as a table of upserts (``KStream.toTable``): a
@@ -893,9 +980,25 @@ class KTable(_Node):
                 self._app._functions.pop(token, None)  # registered for this call only
             raise
 
-    def to_stream(self, *, name: str | None = None) -> KStream:
-        """The table's changes as a stream."""
-        return KStream(self._app, self._app._build("to_stream", pb.ToStreamOp(input=self.handle.id, name=_s(name))))
+    def to_stream(
+        self,
+        mapper: Callable[[Any, Any], Any] | None = None,
+        /,
+        *,
+        key: SerdeName | None = None,
+        name: str | None = None,
+    ) -> KStream:
+        """The table's changes as a stream. With ``mapper``, ``mapper(key,
+        value) -> new key`` keys the stream (``KTable.toStream(KeyValueMapper)``):
+        as in Kafka Streams, a ``to_stream`` node (named ``name``) followed by
+        a ``select_key`` node, so a grouping downstream repartitions. ``key``
+        is the new keys' serde (only with ``mapper``)."""
+        if mapper is None and key is not None:
+            raise TypeError(f"{self!r}.to_stream: key names the serde of a mapper's keys, but no mapper was given")
+        stream = KStream(self._app, self._app._build("to_stream", pb.ToStreamOp(input=self.handle.id, name=_s(name))))
+        if mapper is None:
+            return stream
+        return stream.select_key(mapper, key=key)
 
     @property
     def store(self) -> str | None:

@@ -16,7 +16,10 @@ use prost::Message;
 use serde_json::Value as J;
 
 use super::{Executor, Fold, Func, StepFn, ValueJoiner};
-use crate::dsl::{action_step, flat_map_values_step, key_step, map_step, map_values_step, predicate_step};
+use crate::dsl::{
+    action_step, flat_map_step, flat_map_values_step, flat_map_values_with_key_step, key_step, map_step,
+    map_values_step, map_values_with_key_step, predicate_step,
+};
 use crate::fold::{Aggregate, StreamReduce, TableReduce};
 use crate::pb;
 use crate::serdes::Value;
@@ -145,6 +148,29 @@ fn kv_mapper(f: FnRef) -> impl Fn(&Value, Value) -> (Value, Value) + Send + Sync
     }
 }
 
+fn mapper_with_key(f: FnRef) -> impl Fn(&Value, Value) -> Value + Send + Sync + 'static {
+    move |k, _| match f.name.as_str() {
+        "key_as_value" => k.clone(),
+        other => panic!("{other} is not a mapper with key of the vectors' catalogue"),
+    }
+}
+
+fn flat_with_key(f: FnRef) -> impl Fn(&Value, Value) -> Vec<Value> + Send + Sync + 'static {
+    move |k, v| match f.name.as_str() {
+        "key_and_value" => vec![k.clone(), v],
+        "nothing" => vec![],
+        other => panic!("{other} is not a flat mapper with key of the vectors' catalogue"),
+    }
+}
+
+fn flat_kv(f: FnRef) -> impl Fn(&Value, Value) -> Vec<(Value, Value)> + Send + Sync + 'static {
+    move |k, v| match f.name.as_str() {
+        "swap_and_keep" => vec![(v.clone(), k.clone()), (k.clone(), v)],
+        "nothing" => vec![],
+        other => panic!("{other} is not a flat key-value mapper of the vectors' catalogue"),
+    }
+}
+
 /// A reducer, or (aggregator) an aggregator's (aggregate, value) -> aggregate.
 fn reducer(f: FnRef, aggregator: bool) -> impl Fn(Value, Value) -> Value + Send + Sync + 'static {
     move |agg, v| match f.name.as_str() {
@@ -199,6 +225,9 @@ fn functions(refs: &HashMap<u32, FnRef>, b: &pb::Bundle) -> HashMap<u32, Func> {
             pb::Operation::FilterNot => predicate_step::<V, V>(true, predicate(f)),
             pb::Operation::SelectKey => key_step::<V, V, V>(key_selector(f)),
             pb::Operation::Map => map_step::<V, V, V, V>(kv_mapper(f)),
+            pb::Operation::FlatMap => flat_map_step::<V, V, V, V, _>(flat_kv(f)),
+            pb::Operation::MapValuesWithKey => map_values_with_key_step::<V, V, V>(mapper_with_key(f)),
+            pb::Operation::FlatMapValuesWithKey => flat_map_values_with_key_step::<V, V, V, _>(flat_with_key(f)),
             pb::Operation::Peek | pb::Operation::Foreach => {
                 assert_eq!(f.name, "noop", "the vectors' actions");
                 action_step::<V, V>(op == pb::Operation::Peek, |_, _| {})

@@ -262,6 +262,10 @@ pub struct MapValuesOp {
     /// Tables only: materialize the result in a store (queryable when named).
     #[prost(message, optional, tag = "5")]
     pub materialized: ::core::option::Option<Materialized>,
+    /// The function takes the key too (Kafka Streams' ValueMapperWithKey):
+    /// fn(key, value) -> value. Streams only. False: fn(value) -> value.
+    #[prost(bool, tag = "6")]
+    pub with_key: bool,
 }
 /// FilterOp is KStream.filter, or KTable.filter when input is a table (a
 /// table forwards a tombstone for a record that does not pass).
@@ -298,6 +302,27 @@ pub struct FlatMapValuesOp {
     #[prost(string, tag = "3")]
     pub value_serde: ::prost::alloc::string::String,
     #[prost(string, tag = "4")]
+    pub name: ::prost::alloc::string::String,
+    /// The function takes the key too (ValueMapperWithKey):
+    /// fn(key, value) -> iterable of values. False: fn(value) -> values.
+    #[prost(bool, tag = "5")]
+    pub with_key: bool,
+}
+/// FlatMapOp is KStream.flatMap: fn(key, value) -> iterable of (key, value)
+/// pairs, each a record with the input's timestamp and headers. It changes
+/// keys: an aggregation or join downstream repartitions first.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct FlatMapOp {
+    #[prost(uint64, tag = "1")]
+    pub input: u64,
+    #[prost(uint32, tag = "2")]
+    pub token: u32,
+    /// Serdes of the new keys and values; empty keeps the input's.
+    #[prost(string, tag = "3")]
+    pub key_serde: ::prost::alloc::string::String,
+    #[prost(string, tag = "4")]
+    pub value_serde: ::prost::alloc::string::String,
+    #[prost(string, tag = "5")]
     pub name: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
@@ -336,6 +361,21 @@ pub struct PeekOp {
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ForeachOp {
+    #[prost(uint64, tag = "1")]
+    pub input: u64,
+    #[prost(uint32, tag = "2")]
+    pub token: u32,
+    #[prost(string, tag = "3")]
+    pub name: ::prost::alloc::string::String,
+}
+/// PrintOp is KStream.print(Printed): a terminal node KSTREAM-PRINTER-<n>
+/// (or name) whose function prints each record in the host, as a foreach
+/// does. The SDK makes the function from Printed: it writes
+/// "\[<label>\]: <mapper(key, value)>" and a newline, the label being
+/// Printed.withLabel's or, by default, the name of the node the stream comes
+/// from, the mapper Printed.withKeyValueMapper's or "<key>, <value>".
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PrintOp {
     #[prost(uint64, tag = "1")]
     pub input: u64,
     #[prost(uint32, tag = "2")]
@@ -613,7 +653,7 @@ pub struct BuildRequest {
     /// One builder operator. New operators are added as new members.
     #[prost(
         oneof = "build_request::Operation",
-        tags = "10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35"
+        tags = "10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37"
     )]
     pub operation: ::core::option::Option<build_request::Operation>,
 }
@@ -674,6 +714,10 @@ pub mod build_request {
         EmitStrategy(super::EmitStrategyOp),
         #[prost(message, tag = "35")]
         ToTable(super::ToTableOp),
+        #[prost(message, tag = "36")]
+        FlatMap(super::FlatMapOp),
+        #[prost(message, tag = "37")]
+        Print(super::PrintOp),
     }
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -1619,6 +1663,12 @@ pub enum Operation {
     /// the bundle's other_values hold each record's table value (length -1:
     /// none, for a left join). One step per bundle.
     ValueJoin = 12,
+    /// fn(key, value) -> iterable of (key, value) pairs
+    FlatMap = 13,
+    /// fn(key, value) -> value (ValueMapperWithKey)
+    MapValuesWithKey = 14,
+    /// fn(key, value) -> iterable of values (ValueMapperWithKey)
+    FlatMapValuesWithKey = 15,
 }
 impl Operation {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -1639,6 +1689,9 @@ impl Operation {
             Self::Reduce => "OPERATION_REDUCE",
             Self::Aggregate => "OPERATION_AGGREGATE",
             Self::ValueJoin => "OPERATION_VALUE_JOIN",
+            Self::FlatMap => "OPERATION_FLAT_MAP",
+            Self::MapValuesWithKey => "OPERATION_MAP_VALUES_WITH_KEY",
+            Self::FlatMapValuesWithKey => "OPERATION_FLAT_MAP_VALUES_WITH_KEY",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -1656,6 +1709,9 @@ impl Operation {
             "OPERATION_REDUCE" => Some(Self::Reduce),
             "OPERATION_AGGREGATE" => Some(Self::Aggregate),
             "OPERATION_VALUE_JOIN" => Some(Self::ValueJoin),
+            "OPERATION_FLAT_MAP" => Some(Self::FlatMap),
+            "OPERATION_MAP_VALUES_WITH_KEY" => Some(Self::MapValuesWithKey),
+            "OPERATION_FLAT_MAP_VALUES_WITH_KEY" => Some(Self::FlatMapValuesWithKey),
             _ => None,
         }
     }

@@ -26,8 +26,8 @@ use std::time::Duration;
 
 use polystreams::{
     App, Config, EmitStrategy, Error, GlobalKTable, JoinWindows, Joiner, KGroupedStream, KGroupedTable, KStream,
-    KTable, Materialized, Options, Reducer, Repartitioned, SessionWindowedKStream, SessionWindows, SlidingWindows,
-    TimeWindowedKStream, TimeWindows, Value, Windowed,
+    KTable, Materialized, Options, Printed, Reducer, Repartitioned, SessionWindowedKStream, SessionWindows,
+    SlidingWindows, TimeWindowedKStream, TimeWindows, Value, Windowed,
 };
 use serde_json::{json, Map, Value as J};
 
@@ -231,6 +231,9 @@ type Flat = Arc<dyn Fn(Value) -> R<Vec<Value>> + Send + Sync>;
 type Pred = Arc<dyn Fn(&Value, &Value) -> R<bool> + Send + Sync>;
 type KeyFn = Arc<dyn Fn(&Value, &Value) -> R<Value> + Send + Sync>;
 type KvFn = Arc<dyn Fn(&Value, Value) -> R<(Value, Value)> + Send + Sync>;
+type KeyedMapper = Arc<dyn Fn(&Value, Value) -> R<Value> + Send + Sync>;
+type KeyedFlat = Arc<dyn Fn(&Value, Value) -> R<Vec<Value>> + Send + Sync>;
+type FlatKv = Arc<dyn Fn(&Value, Value) -> R<Vec<(Value, Value)>> + Send + Sync>;
 type Reduce = Arc<dyn Fn(Value, Value) -> R<Value> + Send + Sync>;
 type Agg = Arc<dyn Fn(&Value, Value, Value) -> R<Value> + Send + Sync>;
 
@@ -288,6 +291,51 @@ fn flat(f: &FnRef) -> R<Flat> {
         "split_words" => Arc::new(|v| Ok(s("split_words", &v)?.split_whitespace().map(Value::from).collect())),
         _ => return Err(unknown(f, "flat mapper")),
     })
+}
+
+fn mapper_with_key(f: &FnRef) -> R<KeyedMapper> {
+    if let Some(check) = raises(f) {
+        return Ok(Arc::new(move |_, v| check(&v).map(|_| v)));
+    }
+    match expr_of(&f.name) {
+        Some(e) => Ok(Arc::new(move |k, v| one(eval(&e, k, &v)))),
+        None => Err(unknown(f, "mapper with key")),
+    }
+}
+
+fn flat_with_key(f: &FnRef) -> R<KeyedFlat> {
+    if let Some(check) = raises(f) {
+        return Ok(Arc::new(move |_, v| check(&v).map(|_| vec![v])));
+    }
+    match expr_of(&f.name) {
+        Some(e) => Ok(Arc::new(move |k, v| many(eval(&e, k, &v)))),
+        None => Err(unknown(f, "flat mapper with key")),
+    }
+}
+
+fn flat_kv(f: &FnRef) -> R<FlatKv> {
+    if let Some(check) = raises(f) {
+        return Ok(Arc::new(move |k, v| check(&v).map(|_| vec![(k.clone(), v)])));
+    }
+    match expr_of(&f.name) {
+        // A list of pairs: each item is a list of two (eval's lists hold values).
+        Some(e) => {
+            let items =
+                e.get("list").and_then(J::as_array).cloned().ok_or_else(|| {
+                    format!("catalogue expr of {}: a flat key-value mapper is a list of pairs", f.name)
+                })?;
+            Ok(Arc::new(move |k, v| {
+                items
+                    .iter()
+                    .map(|p| match many(eval(p, k, &v))?.as_slice() {
+                        [k2, v2] => Ok((k2.clone(), v2.clone())),
+                        _ => Err("catalogue expr: a flat key-value mapper gives pairs".to_owned()),
+                    })
+                    .collect()
+            }))
+        }
+        None => Err(unknown(f, "flat key-value mapper")),
+    }
 }
 
 fn predicate(f: &FnRef) -> R<Pred> {
@@ -608,6 +656,10 @@ fn fn_of(step: &Map<String, J>, key: &str) -> FnRef {
 /// A step on a table.
 fn table_op(t: &KTable<Value, Value>, op: &str, step: &Map<String, J>, f: &FnRef) -> Result<Node, BuildError> {
     Ok(match op {
+            "to_stream" if !f.name.is_empty() => {
+                let m = key_selector(f)?;
+                Node::Stream(t.to_stream_keyed_with(move |k, v| ok(m(k, v)), options(step, true, false))?)
+            }
             "to_stream" => Node::Stream(t.to_stream_with(options(step, false, false))?),
             "filter" | "filter_not" => {
                 let p = predicate(f)?;
@@ -844,6 +896,18 @@ fn apply(
                 let m = flat(&f)?;
                 Node::Stream(st.flat_map_values_with(move |v| ok(m(v)), options(step, true, false))?)
             }
+            "map_values_with_key" => {
+                let m = mapper_with_key(&f)?;
+                Node::Stream(st.map_values_with_key_with(move |k, v| ok(m(k, v)), options(step, true, false))?)
+            }
+            "flat_map_values_with_key" => {
+                let m = flat_with_key(&f)?;
+                Node::Stream(st.flat_map_values_with_key_with(move |k, v| ok(m(k, v)), options(step, true, false))?)
+            }
+            "flat_map" => {
+                let m = flat_kv(&f)?;
+                Node::Stream(st.flat_map_with(move |k, v| ok(m(k, v)), options(step, true, false))?)
+            }
             "filter" | "filter_not" => {
                 let p = predicate(&f)?;
                 let g = move |k: &Value, v: &Value| ok(p(k, v));
@@ -882,6 +946,14 @@ fn apply(
                     },
                     options(step, false, false),
                 )?;
+                return Ok(None);
+            }
+            "print" => {
+                let mut p = Printed::to_sys_out();
+                if let Some(label) = step.get("label").and_then(J::as_str) {
+                    p = p.label(label);
+                }
+                st.print_with(p, options(step, false, false))?;
                 return Ok(None);
             }
             _ => return Err(format!("executor: {op} cannot apply to a stream").into()),

@@ -47,6 +47,8 @@ func Build(b *topology.Builder, funcs map[uint32]string, m *pb.BuildRequest) (*p
 		h, err = c.filterNot(o.FilterNot)
 	case *pb.BuildRequest_FlatMapValues:
 		h, err = c.flatMapValues(o.FlatMapValues)
+	case *pb.BuildRequest_FlatMap:
+		h, err = c.flatMap(o.FlatMap)
 	case *pb.BuildRequest_Map:
 		h, err = c.mapKeyValue(o.Map)
 	case *pb.BuildRequest_SelectKey:
@@ -55,6 +57,8 @@ func Build(b *topology.Builder, funcs map[uint32]string, m *pb.BuildRequest) (*p
 		h, err = c.peek(o.Peek)
 	case *pb.BuildRequest_Foreach:
 		err = c.foreach(o.Foreach)
+	case *pb.BuildRequest_Print:
+		err = c.print(o.Print)
 	case *pb.BuildRequest_Merge:
 		h, err = c.merge(o.Merge)
 	case *pb.BuildRequest_Repartition:

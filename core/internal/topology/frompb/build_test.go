@@ -41,6 +41,11 @@ func TestBuildErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := src.Handle.Id
+	table, err := Build(b, funcs, &pb.BuildRequest{Operation: &pb.BuildRequest_Table{Table: &pb.TableOp{Topic: "t"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := table.Handle.Id
 	cases := []struct {
 		about string
 		req   *pb.BuildRequest
@@ -60,6 +65,12 @@ func TestBuildErrors(t *testing.T) {
 			topology.ErrInvalid, "Build(emit_strategy): topology: emit_strategy names strategy 42"},
 		{"join without a joiner", &pb.BuildRequest{Operation: &pb.BuildRequest_Join{Join: &pb.JoinOp{Input: in, Table: in}}},
 			topology.ErrInvalid, "Build(join): join names no joiner"},
+		{"with_key map_values on a table", &pb.BuildRequest{Operation: &pb.BuildRequest_MapValues{MapValues: &pb.MapValuesOp{Input: tbl, Token: 1, WithKey: true}}},
+			topology.ErrInvalid, "Build(map_values): with_key (token 1) is for streams, but handle 2 is a table"},
+		{"flat_map with an unregistered token", &pb.BuildRequest{Operation: &pb.BuildRequest_FlatMap{FlatMap: &pb.FlatMapOp{Input: in, Token: 5}}},
+			topology.ErrNotFound, "Build(flat_map): token 5 is not registered in this session"},
+		{"print on a table", &pb.BuildRequest{Operation: &pb.BuildRequest_Print{Print: &pb.PrintOp{Input: tbl, Token: 1}}},
+			topology.ErrInvalid, "Build(print): topology: print needs a stream, but handle 2 is a table"},
 		{"global join of a missing handle", &pb.BuildRequest{Operation: &pb.BuildRequest_Join{Join: &pb.JoinOp{Input: in, Table: 55, KeyMapperToken: 1}}},
 			topology.ErrNotFound, "Build(join): join names handle 55, which does not exist"},
 	}

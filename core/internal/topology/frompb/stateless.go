@@ -5,17 +5,24 @@ import (
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
 
-// mapValues applies MapValuesOp to a stream or, materialized or not, a table.
+// mapValues applies MapValuesOp to a stream or, materialized or not, a
+// table; with_key (ValueMapperWithKey) to a stream only.
 func (c *call) mapValues(v *pb.MapValuesOp) (*topology.Handle, error) {
 	f, err := c.fn(v.Token)
 	if err != nil {
 		return nil, err
 	}
 	if c.kind(v.Input) == topology.KindTable {
+		if v.WithKey {
+			return nil, c.invalid("with_key (token %d) is for streams, but handle %d is a table", v.Token, v.Input)
+		}
 		return c.b.TableMapValues(v.Input, f, v.ValueSerde, materialized(v.Materialized), v.Name)
 	}
 	if err := c.streamOnly(v.Input, v.Materialized); err != nil {
 		return nil, err
+	}
+	if v.WithKey {
+		return c.b.MapValuesWithKey(v.Input, f, v.ValueSerde, v.Name)
 	}
 	return c.b.MapValues(v.Input, f, v.ValueSerde, v.Name)
 }
@@ -56,7 +63,19 @@ func (c *call) flatMapValues(v *pb.FlatMapValuesOp) (*topology.Handle, error) {
 	if err != nil {
 		return nil, err
 	}
+	if v.WithKey {
+		return c.b.FlatMapValuesWithKey(v.Input, f, v.ValueSerde, v.Name)
+	}
 	return c.b.FlatMapValues(v.Input, f, v.ValueSerde, v.Name)
+}
+
+// flatMap applies FlatMapOp (KStream.flatMap).
+func (c *call) flatMap(v *pb.FlatMapOp) (*topology.Handle, error) {
+	f, err := c.fn(v.Token)
+	if err != nil {
+		return nil, err
+	}
+	return c.b.FlatMap(v.Input, f, v.KeySerde, v.ValueSerde, v.Name)
 }
 
 // mapKeyValue applies MapOp (KStream.map; map is Go's keyword).
@@ -121,4 +140,13 @@ func (c *call) split(v *pb.SplitOp) ([]*topology.Handle, error) {
 		branches = append(branches, topology.Branch{Predicate: f, Name: br.Name})
 	}
 	return c.b.Split(v.Input, v.Name, branches, v.DefaultBranch, v.DefaultName)
+}
+
+// print applies PrintOp (KStream.print), a terminal operator.
+func (c *call) print(v *pb.PrintOp) error {
+	f, err := c.fn(v.Token)
+	if err != nil {
+		return err
+	}
+	return c.b.Print(v.Input, f, v.Name)
 }

@@ -23,10 +23,13 @@ KIND_WINDOWED_STREAM: Kind
 OPERATION_AGGREGATE: Operation
 OPERATION_FILTER: Operation
 OPERATION_FILTER_NOT: Operation
+OPERATION_FLAT_MAP: Operation
 OPERATION_FLAT_MAP_VALUES: Operation
+OPERATION_FLAT_MAP_VALUES_WITH_KEY: Operation
 OPERATION_FOREACH: Operation
 OPERATION_MAP: Operation
 OPERATION_MAP_VALUES: Operation
+OPERATION_MAP_VALUES_WITH_KEY: Operation
 OPERATION_PEEK: Operation
 OPERATION_REDUCE: Operation
 OPERATION_SELECT_KEY: Operation
@@ -99,12 +102,13 @@ class BrokerOutage(_message.Message):
     def __init__(self, brokers: _Optional[_Iterable[str]] = ..., since_ms: _Optional[int] = ..., last_error: _Optional[str] = ..., outages: _Optional[int] = ...) -> None: ...
 
 class BuildRequest(_message.Message):
-    __slots__ = ["aggregate", "count", "emit_strategy", "filter", "filter_not", "flat_map_values", "foreach", "global_table", "group_by", "group_by_key", "join", "map", "map_values", "merge", "peek", "reduce", "repartition", "select_key", "session_id", "split", "stream", "suppress", "table", "to", "to_stream", "to_table", "windowed_by"]
+    __slots__ = ["aggregate", "count", "emit_strategy", "filter", "filter_not", "flat_map", "flat_map_values", "foreach", "global_table", "group_by", "group_by_key", "join", "map", "map_values", "merge", "peek", "print", "reduce", "repartition", "select_key", "session_id", "split", "stream", "suppress", "table", "to", "to_stream", "to_table", "windowed_by"]
     AGGREGATE_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     EMIT_STRATEGY_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     FILTER_NOT_FIELD_NUMBER: _ClassVar[int]
+    FLAT_MAP_FIELD_NUMBER: _ClassVar[int]
     FLAT_MAP_VALUES_FIELD_NUMBER: _ClassVar[int]
     FOREACH_FIELD_NUMBER: _ClassVar[int]
     GLOBAL_TABLE_FIELD_NUMBER: _ClassVar[int]
@@ -115,6 +119,7 @@ class BuildRequest(_message.Message):
     MAP_VALUES_FIELD_NUMBER: _ClassVar[int]
     MERGE_FIELD_NUMBER: _ClassVar[int]
     PEEK_FIELD_NUMBER: _ClassVar[int]
+    PRINT_FIELD_NUMBER: _ClassVar[int]
     REDUCE_FIELD_NUMBER: _ClassVar[int]
     REPARTITION_FIELD_NUMBER: _ClassVar[int]
     SELECT_KEY_FIELD_NUMBER: _ClassVar[int]
@@ -132,6 +137,7 @@ class BuildRequest(_message.Message):
     emit_strategy: EmitStrategyOp
     filter: FilterOp
     filter_not: FilterNotOp
+    flat_map: FlatMapOp
     flat_map_values: FlatMapValuesOp
     foreach: ForeachOp
     global_table: GlobalTableOp
@@ -142,6 +148,7 @@ class BuildRequest(_message.Message):
     map_values: MapValuesOp
     merge: MergeOp
     peek: PeekOp
+    print: PrintOp
     reduce: ReduceOp
     repartition: RepartitionOp
     select_key: SelectKeyOp
@@ -154,7 +161,7 @@ class BuildRequest(_message.Message):
     to_stream: ToStreamOp
     to_table: ToTableOp
     windowed_by: WindowedByOp
-    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ..., reduce: _Optional[_Union[ReduceOp, _Mapping]] = ..., aggregate: _Optional[_Union[AggregateOp, _Mapping]] = ..., table: _Optional[_Union[TableOp, _Mapping]] = ..., windowed_by: _Optional[_Union[WindowedByOp, _Mapping]] = ..., suppress: _Optional[_Union[SuppressOp, _Mapping]] = ..., merge: _Optional[_Union[MergeOp, _Mapping]] = ..., split: _Optional[_Union[SplitOp, _Mapping]] = ..., repartition: _Optional[_Union[RepartitionOp, _Mapping]] = ..., join: _Optional[_Union[JoinOp, _Mapping]] = ..., global_table: _Optional[_Union[GlobalTableOp, _Mapping]] = ..., emit_strategy: _Optional[_Union[EmitStrategyOp, _Mapping]] = ..., to_table: _Optional[_Union[ToTableOp, _Mapping]] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ..., reduce: _Optional[_Union[ReduceOp, _Mapping]] = ..., aggregate: _Optional[_Union[AggregateOp, _Mapping]] = ..., table: _Optional[_Union[TableOp, _Mapping]] = ..., windowed_by: _Optional[_Union[WindowedByOp, _Mapping]] = ..., suppress: _Optional[_Union[SuppressOp, _Mapping]] = ..., merge: _Optional[_Union[MergeOp, _Mapping]] = ..., split: _Optional[_Union[SplitOp, _Mapping]] = ..., repartition: _Optional[_Union[RepartitionOp, _Mapping]] = ..., join: _Optional[_Union[JoinOp, _Mapping]] = ..., global_table: _Optional[_Union[GlobalTableOp, _Mapping]] = ..., emit_strategy: _Optional[_Union[EmitStrategyOp, _Mapping]] = ..., to_table: _Optional[_Union[ToTableOp, _Mapping]] = ..., flat_map: _Optional[_Union[FlatMapOp, _Mapping]] = ..., print: _Optional[_Union[PrintOp, _Mapping]] = ...) -> None: ...
 
 class BuildResponse(_message.Message):
     __slots__ = ["branches", "handle"]
@@ -330,17 +337,33 @@ class FilterOp(_message.Message):
     token: int
     def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ...) -> None: ...
 
-class FlatMapValuesOp(_message.Message):
-    __slots__ = ["input", "name", "token", "value_serde"]
+class FlatMapOp(_message.Message):
+    __slots__ = ["input", "key_serde", "name", "token", "value_serde"]
     INPUT_FIELD_NUMBER: _ClassVar[int]
+    KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
     input: int
+    key_serde: str
     name: str
     token: int
     value_serde: str
-    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class FlatMapValuesOp(_message.Message):
+    __slots__ = ["input", "name", "token", "value_serde", "with_key"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    WITH_KEY_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    name: str
+    token: int
+    value_serde: str
+    with_key: bool
+    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., with_key: bool = ...) -> None: ...
 
 class ForeachOp(_message.Message):
     __slots__ = ["input", "name", "token"]
@@ -522,18 +545,20 @@ class MapOp(_message.Message):
     def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
 
 class MapValuesOp(_message.Message):
-    __slots__ = ["input", "materialized", "name", "token", "value_serde"]
+    __slots__ = ["input", "materialized", "name", "token", "value_serde", "with_key"]
     INPUT_FIELD_NUMBER: _ClassVar[int]
     MATERIALIZED_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    WITH_KEY_FIELD_NUMBER: _ClassVar[int]
     input: int
     materialized: Materialized
     name: str
     token: int
     value_serde: str
-    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ...) -> None: ...
+    with_key: bool
+    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ..., with_key: bool = ...) -> None: ...
 
 class Materialized(_message.Message):
     __slots__ = ["changelog_config", "key_serde", "retention_ms", "store_name", "value_serde"]
@@ -681,6 +706,16 @@ class PipeInputResponse(_message.Message):
     failed_record: RecordContext
     processed: int
     def __init__(self, processed: _Optional[int] = ..., error: _Optional[str] = ..., failed_record: _Optional[_Union[RecordContext, _Mapping]] = ...) -> None: ...
+
+class PrintOp(_message.Message):
+    __slots__ = ["input", "name", "token"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    name: str
+    token: int
+    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
 
 class QueryRequest(_message.Message):
     __slots__ = ["all", "get", "limit", "prefix", "range", "session_id", "store", "window_fetch"]

@@ -309,6 +309,12 @@ const (
 	// the bundle's other_values hold each record's table value (length -1:
 	// none, for a left join). One step per bundle.
 	Operation_OPERATION_VALUE_JOIN Operation = 12
+	// fn(key, value) -> iterable of (key, value) pairs
+	Operation_OPERATION_FLAT_MAP Operation = 13
+	// fn(key, value) -> value (ValueMapperWithKey)
+	Operation_OPERATION_MAP_VALUES_WITH_KEY Operation = 14
+	// fn(key, value) -> iterable of values (ValueMapperWithKey)
+	Operation_OPERATION_FLAT_MAP_VALUES_WITH_KEY Operation = 15
 )
 
 // Enum value maps for Operation.
@@ -326,20 +332,26 @@ var (
 		9:  "OPERATION_REDUCE",
 		10: "OPERATION_AGGREGATE",
 		12: "OPERATION_VALUE_JOIN",
+		13: "OPERATION_FLAT_MAP",
+		14: "OPERATION_MAP_VALUES_WITH_KEY",
+		15: "OPERATION_FLAT_MAP_VALUES_WITH_KEY",
 	}
 	Operation_value = map[string]int32{
-		"OPERATION_UNSPECIFIED":     0,
-		"OPERATION_MAP_VALUES":      1,
-		"OPERATION_FILTER":          2,
-		"OPERATION_FILTER_NOT":      3,
-		"OPERATION_FLAT_MAP_VALUES": 4,
-		"OPERATION_MAP":             5,
-		"OPERATION_SELECT_KEY":      6,
-		"OPERATION_PEEK":            7,
-		"OPERATION_FOREACH":         8,
-		"OPERATION_REDUCE":          9,
-		"OPERATION_AGGREGATE":       10,
-		"OPERATION_VALUE_JOIN":      12,
+		"OPERATION_UNSPECIFIED":              0,
+		"OPERATION_MAP_VALUES":               1,
+		"OPERATION_FILTER":                   2,
+		"OPERATION_FILTER_NOT":               3,
+		"OPERATION_FLAT_MAP_VALUES":          4,
+		"OPERATION_MAP":                      5,
+		"OPERATION_SELECT_KEY":               6,
+		"OPERATION_PEEK":                     7,
+		"OPERATION_FOREACH":                  8,
+		"OPERATION_REDUCE":                   9,
+		"OPERATION_AGGREGATE":                10,
+		"OPERATION_VALUE_JOIN":               12,
+		"OPERATION_FLAT_MAP":                 13,
+		"OPERATION_MAP_VALUES_WITH_KEY":      14,
+		"OPERATION_FLAT_MAP_VALUES_WITH_KEY": 15,
 	}
 )
 
@@ -495,7 +507,7 @@ func (x Node_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Node_Type.Descriptor instead.
 func (Node_Type) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{43, 0}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{45, 0}
 }
 
 type RecordFailure_Kind int32
@@ -544,7 +556,7 @@ func (x RecordFailure_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RecordFailure_Kind.Descriptor instead.
 func (RecordFailure_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{52, 0}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{54, 0}
 }
 
 type OpenSessionRequest struct {
@@ -1602,7 +1614,10 @@ type MapValuesOp struct {
 	ValueSerde string `protobuf:"bytes,3,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
 	Name       string `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
 	// Tables only: materialize the result in a store (queryable when named).
-	Materialized  *Materialized `protobuf:"bytes,5,opt,name=materialized,proto3" json:"materialized,omitempty"`
+	Materialized *Materialized `protobuf:"bytes,5,opt,name=materialized,proto3" json:"materialized,omitempty"`
+	// The function takes the key too (Kafka Streams' ValueMapperWithKey):
+	// fn(key, value) -> value. Streams only. False: fn(value) -> value.
+	WithKey       bool `protobuf:"varint,6,opt,name=with_key,json=withKey,proto3" json:"with_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1670,6 +1685,13 @@ func (x *MapValuesOp) GetMaterialized() *Materialized {
 		return x.Materialized
 	}
 	return nil
+}
+
+func (x *MapValuesOp) GetWithKey() bool {
+	if x != nil {
+		return x.WithKey
+	}
+	return false
 }
 
 // FilterOp is KStream.filter, or KTable.filter when input is a table (a
@@ -1813,11 +1835,14 @@ func (x *FilterNotOp) GetMaterialized() *Materialized {
 }
 
 type FlatMapValuesOp struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Input         uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
-	Token         uint32                 `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
-	ValueSerde    string                 `protobuf:"bytes,3,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
-	Name          string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Input      uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
+	Token      uint32                 `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
+	ValueSerde string                 `protobuf:"bytes,3,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
+	Name       string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	// The function takes the key too (ValueMapperWithKey):
+	// fn(key, value) -> iterable of values. False: fn(value) -> values.
+	WithKey       bool `protobuf:"varint,5,opt,name=with_key,json=withKey,proto3" json:"with_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1880,6 +1905,93 @@ func (x *FlatMapValuesOp) GetName() string {
 	return ""
 }
 
+func (x *FlatMapValuesOp) GetWithKey() bool {
+	if x != nil {
+		return x.WithKey
+	}
+	return false
+}
+
+// FlatMapOp is KStream.flatMap: fn(key, value) -> iterable of (key, value)
+// pairs, each a record with the input's timestamp and headers. It changes
+// keys: an aggregation or join downstream repartitions first.
+type FlatMapOp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Input uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
+	Token uint32                 `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
+	// Serdes of the new keys and values; empty keeps the input's.
+	KeySerde      string `protobuf:"bytes,3,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
+	ValueSerde    string `protobuf:"bytes,4,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
+	Name          string `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FlatMapOp) Reset() {
+	*x = FlatMapOp{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FlatMapOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FlatMapOp) ProtoMessage() {}
+
+func (x *FlatMapOp) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FlatMapOp.ProtoReflect.Descriptor instead.
+func (*FlatMapOp) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *FlatMapOp) GetInput() uint64 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+func (x *FlatMapOp) GetToken() uint32 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *FlatMapOp) GetKeySerde() string {
+	if x != nil {
+		return x.KeySerde
+	}
+	return ""
+}
+
+func (x *FlatMapOp) GetValueSerde() string {
+	if x != nil {
+		return x.ValueSerde
+	}
+	return ""
+}
+
+func (x *FlatMapOp) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 type MapOp struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Input uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
@@ -1894,7 +2006,7 @@ type MapOp struct {
 
 func (x *MapOp) Reset() {
 	*x = MapOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1906,7 +2018,7 @@ func (x *MapOp) String() string {
 func (*MapOp) ProtoMessage() {}
 
 func (x *MapOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1919,7 +2031,7 @@ func (x *MapOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapOp.ProtoReflect.Descriptor instead.
 func (*MapOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{19}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *MapOp) GetInput() uint64 {
@@ -1969,7 +2081,7 @@ type SelectKeyOp struct {
 
 func (x *SelectKeyOp) Reset() {
 	*x = SelectKeyOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1981,7 +2093,7 @@ func (x *SelectKeyOp) String() string {
 func (*SelectKeyOp) ProtoMessage() {}
 
 func (x *SelectKeyOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1994,7 +2106,7 @@ func (x *SelectKeyOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectKeyOp.ProtoReflect.Descriptor instead.
 func (*SelectKeyOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{20}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SelectKeyOp) GetInput() uint64 {
@@ -2036,7 +2148,7 @@ type PeekOp struct {
 
 func (x *PeekOp) Reset() {
 	*x = PeekOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2048,7 +2160,7 @@ func (x *PeekOp) String() string {
 func (*PeekOp) ProtoMessage() {}
 
 func (x *PeekOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2061,7 +2173,7 @@ func (x *PeekOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeekOp.ProtoReflect.Descriptor instead.
 func (*PeekOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{21}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PeekOp) GetInput() uint64 {
@@ -2096,7 +2208,7 @@ type ForeachOp struct {
 
 func (x *ForeachOp) Reset() {
 	*x = ForeachOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2108,7 +2220,7 @@ func (x *ForeachOp) String() string {
 func (*ForeachOp) ProtoMessage() {}
 
 func (x *ForeachOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2121,7 +2233,7 @@ func (x *ForeachOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForeachOp.ProtoReflect.Descriptor instead.
 func (*ForeachOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{22}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ForeachOp) GetInput() uint64 {
@@ -2145,6 +2257,72 @@ func (x *ForeachOp) GetName() string {
 	return ""
 }
 
+// PrintOp is KStream.print(Printed): a terminal node KSTREAM-PRINTER-<n>
+// (or name) whose function prints each record in the host, as a foreach
+// does. The SDK makes the function from Printed: it writes
+// "[<label>]: <mapper(key, value)>" and a newline, the label being
+// Printed.withLabel's or, by default, the name of the node the stream comes
+// from, the mapper Printed.withKeyValueMapper's or "<key>, <value>".
+type PrintOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Input         uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
+	Token         uint32                 `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrintOp) Reset() {
+	*x = PrintOp{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrintOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrintOp) ProtoMessage() {}
+
+func (x *PrintOp) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrintOp.ProtoReflect.Descriptor instead.
+func (*PrintOp) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *PrintOp) GetInput() uint64 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+func (x *PrintOp) GetToken() uint32 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *PrintOp) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 type GroupByKeyOp struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Input uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
@@ -2159,7 +2337,7 @@ type GroupByKeyOp struct {
 
 func (x *GroupByKeyOp) Reset() {
 	*x = GroupByKeyOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2171,7 +2349,7 @@ func (x *GroupByKeyOp) String() string {
 func (*GroupByKeyOp) ProtoMessage() {}
 
 func (x *GroupByKeyOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2184,7 +2362,7 @@ func (x *GroupByKeyOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupByKeyOp.ProtoReflect.Descriptor instead.
 func (*GroupByKeyOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{23}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GroupByKeyOp) GetInput() uint64 {
@@ -2231,7 +2409,7 @@ type GroupByOp struct {
 
 func (x *GroupByOp) Reset() {
 	*x = GroupByOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2243,7 +2421,7 @@ func (x *GroupByOp) String() string {
 func (*GroupByOp) ProtoMessage() {}
 
 func (x *GroupByOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2256,7 +2434,7 @@ func (x *GroupByOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupByOp.ProtoReflect.Descriptor instead.
 func (*GroupByOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{24}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GroupByOp) GetInput() uint64 {
@@ -2308,7 +2486,7 @@ type CountOp struct {
 
 func (x *CountOp) Reset() {
 	*x = CountOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2320,7 +2498,7 @@ func (x *CountOp) String() string {
 func (*CountOp) ProtoMessage() {}
 
 func (x *CountOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2333,7 +2511,7 @@ func (x *CountOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountOp.ProtoReflect.Descriptor instead.
 func (*CountOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{25}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CountOp) GetInput() uint64 {
@@ -2380,7 +2558,7 @@ type ReduceOp struct {
 
 func (x *ReduceOp) Reset() {
 	*x = ReduceOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2392,7 +2570,7 @@ func (x *ReduceOp) String() string {
 func (*ReduceOp) ProtoMessage() {}
 
 func (x *ReduceOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2405,7 +2583,7 @@ func (x *ReduceOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceOp.ProtoReflect.Descriptor instead.
 func (*ReduceOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{26}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ReduceOp) GetInput() uint64 {
@@ -2473,7 +2651,7 @@ type AggregateOp struct {
 
 func (x *AggregateOp) Reset() {
 	*x = AggregateOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2485,7 +2663,7 @@ func (x *AggregateOp) String() string {
 func (*AggregateOp) ProtoMessage() {}
 
 func (x *AggregateOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2498,7 +2676,7 @@ func (x *AggregateOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateOp.ProtoReflect.Descriptor instead.
 func (*AggregateOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{27}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *AggregateOp) GetInput() uint64 {
@@ -2564,7 +2742,7 @@ type MergeOp struct {
 
 func (x *MergeOp) Reset() {
 	*x = MergeOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2576,7 +2754,7 @@ func (x *MergeOp) String() string {
 func (*MergeOp) ProtoMessage() {}
 
 func (x *MergeOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2589,7 +2767,7 @@ func (x *MergeOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeOp.ProtoReflect.Descriptor instead.
 func (*MergeOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{28}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *MergeOp) GetInput() uint64 {
@@ -2635,7 +2813,7 @@ type SplitOp struct {
 
 func (x *SplitOp) Reset() {
 	*x = SplitOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2647,7 +2825,7 @@ func (x *SplitOp) String() string {
 func (*SplitOp) ProtoMessage() {}
 
 func (x *SplitOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2660,7 +2838,7 @@ func (x *SplitOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitOp.ProtoReflect.Descriptor instead.
 func (*SplitOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SplitOp) GetInput() uint64 {
@@ -2710,7 +2888,7 @@ type Branch struct {
 
 func (x *Branch) Reset() {
 	*x = Branch{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2722,7 +2900,7 @@ func (x *Branch) String() string {
 func (*Branch) ProtoMessage() {}
 
 func (x *Branch) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2735,7 +2913,7 @@ func (x *Branch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Branch.ProtoReflect.Descriptor instead.
 func (*Branch) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{30}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Branch) GetPredicateToken() uint32 {
@@ -2769,7 +2947,7 @@ type RepartitionOp struct {
 
 func (x *RepartitionOp) Reset() {
 	*x = RepartitionOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2781,7 +2959,7 @@ func (x *RepartitionOp) String() string {
 func (*RepartitionOp) ProtoMessage() {}
 
 func (x *RepartitionOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2794,7 +2972,7 @@ func (x *RepartitionOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepartitionOp.ProtoReflect.Descriptor instead.
 func (*RepartitionOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{31}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RepartitionOp) GetInput() uint64 {
@@ -2871,7 +3049,7 @@ type JoinOp struct {
 
 func (x *JoinOp) Reset() {
 	*x = JoinOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2883,7 +3061,7 @@ func (x *JoinOp) String() string {
 func (*JoinOp) ProtoMessage() {}
 
 func (x *JoinOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2896,7 +3074,7 @@ func (x *JoinOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinOp.ProtoReflect.Descriptor instead.
 func (*JoinOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{32}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *JoinOp) GetInput() uint64 {
@@ -3007,7 +3185,7 @@ type JoinWindows struct {
 
 func (x *JoinWindows) Reset() {
 	*x = JoinWindows{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3019,7 +3197,7 @@ func (x *JoinWindows) String() string {
 func (*JoinWindows) ProtoMessage() {}
 
 func (x *JoinWindows) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3032,7 +3210,7 @@ func (x *JoinWindows) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinWindows.ProtoReflect.Descriptor instead.
 func (*JoinWindows) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{33}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *JoinWindows) GetBeforeMs() int64 {
@@ -3074,7 +3252,7 @@ type GlobalTableOp struct {
 
 func (x *GlobalTableOp) Reset() {
 	*x = GlobalTableOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3086,7 +3264,7 @@ func (x *GlobalTableOp) String() string {
 func (*GlobalTableOp) ProtoMessage() {}
 
 func (x *GlobalTableOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3099,7 +3277,7 @@ func (x *GlobalTableOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GlobalTableOp.ProtoReflect.Descriptor instead.
 func (*GlobalTableOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GlobalTableOp) GetTopic() string {
@@ -3147,7 +3325,7 @@ type ToStreamOp struct {
 
 func (x *ToStreamOp) Reset() {
 	*x = ToStreamOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3159,7 +3337,7 @@ func (x *ToStreamOp) String() string {
 func (*ToStreamOp) ProtoMessage() {}
 
 func (x *ToStreamOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3172,7 +3350,7 @@ func (x *ToStreamOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToStreamOp.ProtoReflect.Descriptor instead.
 func (*ToStreamOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{35}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ToStreamOp) GetInput() uint64 {
@@ -3203,7 +3381,7 @@ type ToOp struct {
 
 func (x *ToOp) Reset() {
 	*x = ToOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3215,7 +3393,7 @@ func (x *ToOp) String() string {
 func (*ToOp) ProtoMessage() {}
 
 func (x *ToOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3228,7 +3406,7 @@ func (x *ToOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToOp.ProtoReflect.Descriptor instead.
 func (*ToOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{36}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ToOp) GetInput() uint64 {
@@ -3299,6 +3477,8 @@ type BuildRequest struct {
 	//	*BuildRequest_GlobalTable
 	//	*BuildRequest_EmitStrategy
 	//	*BuildRequest_ToTable
+	//	*BuildRequest_FlatMap
+	//	*BuildRequest_Print
 	Operation     isBuildRequest_Operation `protobuf_oneof:"operation"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3306,7 +3486,7 @@ type BuildRequest struct {
 
 func (x *BuildRequest) Reset() {
 	*x = BuildRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3318,7 +3498,7 @@ func (x *BuildRequest) String() string {
 func (*BuildRequest) ProtoMessage() {}
 
 func (x *BuildRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3331,7 +3511,7 @@ func (x *BuildRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildRequest.ProtoReflect.Descriptor instead.
 func (*BuildRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{37}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *BuildRequest) GetSessionId() string {
@@ -3582,6 +3762,24 @@ func (x *BuildRequest) GetToTable() *ToTableOp {
 	return nil
 }
 
+func (x *BuildRequest) GetFlatMap() *FlatMapOp {
+	if x != nil {
+		if x, ok := x.Operation.(*BuildRequest_FlatMap); ok {
+			return x.FlatMap
+		}
+	}
+	return nil
+}
+
+func (x *BuildRequest) GetPrint() *PrintOp {
+	if x != nil {
+		if x, ok := x.Operation.(*BuildRequest_Print); ok {
+			return x.Print
+		}
+	}
+	return nil
+}
+
 type isBuildRequest_Operation interface {
 	isBuildRequest_Operation()
 }
@@ -3690,6 +3888,14 @@ type BuildRequest_ToTable struct {
 	ToTable *ToTableOp `protobuf:"bytes,35,opt,name=to_table,json=toTable,proto3,oneof"`
 }
 
+type BuildRequest_FlatMap struct {
+	FlatMap *FlatMapOp `protobuf:"bytes,36,opt,name=flat_map,json=flatMap,proto3,oneof"`
+}
+
+type BuildRequest_Print struct {
+	Print *PrintOp `protobuf:"bytes,37,opt,name=print,proto3,oneof"`
+}
+
 func (*BuildRequest_Stream) isBuildRequest_Operation() {}
 
 func (*BuildRequest_MapValues) isBuildRequest_Operation() {}
@@ -3742,6 +3948,10 @@ func (*BuildRequest_EmitStrategy) isBuildRequest_Operation() {}
 
 func (*BuildRequest_ToTable) isBuildRequest_Operation() {}
 
+func (*BuildRequest_FlatMap) isBuildRequest_Operation() {}
+
+func (*BuildRequest_Print) isBuildRequest_Operation() {}
+
 type BuildResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The handle made; absent for terminal operators (to, foreach) and split.
@@ -3755,7 +3965,7 @@ type BuildResponse struct {
 
 func (x *BuildResponse) Reset() {
 	*x = BuildResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3767,7 +3977,7 @@ func (x *BuildResponse) String() string {
 func (*BuildResponse) ProtoMessage() {}
 
 func (x *BuildResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3780,7 +3990,7 @@ func (x *BuildResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildResponse.ProtoReflect.Descriptor instead.
 func (*BuildResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *BuildResponse) GetHandle() *Handle {
@@ -3809,7 +4019,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3821,7 +4031,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3834,7 +4044,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{39}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *DescribeRequest) GetSessionId() string {
@@ -3865,7 +4075,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3877,7 +4087,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3890,7 +4100,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{40}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *DescribeResponse) GetText() string {
@@ -3923,7 +4133,7 @@ type TopologyDescription struct {
 
 func (x *TopologyDescription) Reset() {
 	*x = TopologyDescription{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3935,7 +4145,7 @@ func (x *TopologyDescription) String() string {
 func (*TopologyDescription) ProtoMessage() {}
 
 func (x *TopologyDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3948,7 +4158,7 @@ func (x *TopologyDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologyDescription.ProtoReflect.Descriptor instead.
 func (*TopologyDescription) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{41}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *TopologyDescription) GetSubtopologies() []*Subtopology {
@@ -3968,7 +4178,7 @@ type Subtopology struct {
 
 func (x *Subtopology) Reset() {
 	*x = Subtopology{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3980,7 +4190,7 @@ func (x *Subtopology) String() string {
 func (*Subtopology) ProtoMessage() {}
 
 func (x *Subtopology) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3993,7 +4203,7 @@ func (x *Subtopology) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subtopology.ProtoReflect.Descriptor instead.
 func (*Subtopology) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{42}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Subtopology) GetId() int32 {
@@ -4029,7 +4239,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4041,7 +4251,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4054,7 +4264,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{43}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Node) GetName() string {
@@ -4115,7 +4325,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4127,7 +4337,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4140,7 +4350,7 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{44}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *StartRequest) GetSessionId() string {
@@ -4158,7 +4368,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4170,7 +4380,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4183,7 +4393,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{45}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{47}
 }
 
 type ExchangeRequest struct {
@@ -4204,7 +4414,7 @@ type ExchangeRequest struct {
 
 func (x *ExchangeRequest) Reset() {
 	*x = ExchangeRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4216,7 +4426,7 @@ func (x *ExchangeRequest) String() string {
 func (*ExchangeRequest) ProtoMessage() {}
 
 func (x *ExchangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4229,7 +4439,7 @@ func (x *ExchangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeRequest.ProtoReflect.Descriptor instead.
 func (*ExchangeRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{46}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ExchangeRequest) GetSessionId() string {
@@ -4285,7 +4495,7 @@ type ExchangeResponse struct {
 
 func (x *ExchangeResponse) Reset() {
 	*x = ExchangeResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4297,7 +4507,7 @@ func (x *ExchangeResponse) String() string {
 func (*ExchangeResponse) ProtoMessage() {}
 
 func (x *ExchangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4310,7 +4520,7 @@ func (x *ExchangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeResponse.ProtoReflect.Descriptor instead.
 func (*ExchangeResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{47}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ExchangeResponse) GetBundles() []*Bundle {
@@ -4361,7 +4571,7 @@ type RecordContext struct {
 
 func (x *RecordContext) Reset() {
 	*x = RecordContext{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4373,7 +4583,7 @@ func (x *RecordContext) String() string {
 func (*RecordContext) ProtoMessage() {}
 
 func (x *RecordContext) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4386,7 +4596,7 @@ func (x *RecordContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordContext.ProtoReflect.Descriptor instead.
 func (*RecordContext) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{48}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RecordContext) GetTopic() string {
@@ -4439,7 +4649,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4451,7 +4661,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4464,7 +4674,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{49}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Step) GetToken() uint32 {
@@ -4608,7 +4818,7 @@ type Bundle struct {
 
 func (x *Bundle) Reset() {
 	*x = Bundle{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4620,7 +4830,7 @@ func (x *Bundle) String() string {
 func (*Bundle) ProtoMessage() {}
 
 func (x *Bundle) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4633,7 +4843,7 @@ func (x *Bundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bundle.ProtoReflect.Descriptor instead.
 func (*Bundle) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{50}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Bundle) GetId() uint64 {
@@ -4855,7 +5065,7 @@ type BundleResult struct {
 
 func (x *BundleResult) Reset() {
 	*x = BundleResult{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4867,7 +5077,7 @@ func (x *BundleResult) String() string {
 func (*BundleResult) ProtoMessage() {}
 
 func (x *BundleResult) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4880,7 +5090,7 @@ func (x *BundleResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleResult.ProtoReflect.Descriptor instead.
 func (*BundleResult) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{51}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *BundleResult) GetBundleId() uint64 {
@@ -4953,7 +5163,7 @@ type RecordFailure struct {
 
 func (x *RecordFailure) Reset() {
 	*x = RecordFailure{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4965,7 +5175,7 @@ func (x *RecordFailure) String() string {
 func (*RecordFailure) ProtoMessage() {}
 
 func (x *RecordFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4978,7 +5188,7 @@ func (x *RecordFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordFailure.ProtoReflect.Descriptor instead.
 func (*RecordFailure) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{52}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RecordFailure) GetIndex() int32 {
@@ -5030,7 +5240,7 @@ type BrokerOutage struct {
 
 func (x *BrokerOutage) Reset() {
 	*x = BrokerOutage{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5042,7 +5252,7 @@ func (x *BrokerOutage) String() string {
 func (*BrokerOutage) ProtoMessage() {}
 
 func (x *BrokerOutage) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5055,7 +5265,7 @@ func (x *BrokerOutage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrokerOutage.ProtoReflect.Descriptor instead.
 func (*BrokerOutage) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{53}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *BrokerOutage) GetBrokers() []string {
@@ -5105,7 +5315,7 @@ type RestoreProgress struct {
 
 func (x *RestoreProgress) Reset() {
 	*x = RestoreProgress{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5117,7 +5327,7 @@ func (x *RestoreProgress) String() string {
 func (*RestoreProgress) ProtoMessage() {}
 
 func (x *RestoreProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5130,7 +5340,7 @@ func (x *RestoreProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreProgress.ProtoReflect.Descriptor instead.
 func (*RestoreProgress) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{54}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *RestoreProgress) GetRestoredRecords() int64 {
@@ -5170,7 +5380,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5182,7 +5392,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5195,7 +5405,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{55}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetStateRequest) GetSessionId() string {
@@ -5240,7 +5450,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5252,7 +5462,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5265,7 +5475,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{56}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GetStateResponse) GetState() State {
@@ -5340,7 +5550,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5352,7 +5562,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5365,7 +5575,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{57}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *StopRequest) GetSessionId() string {
@@ -5383,7 +5593,7 @@ type StopResponse struct {
 
 func (x *StopResponse) Reset() {
 	*x = StopResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5395,7 +5605,7 @@ func (x *StopResponse) String() string {
 func (*StopResponse) ProtoMessage() {}
 
 func (x *StopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5408,7 +5618,7 @@ func (x *StopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
 func (*StopResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{58}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{60}
 }
 
 type QueryRequest struct {
@@ -5436,7 +5646,7 @@ type QueryRequest struct {
 
 func (x *QueryRequest) Reset() {
 	*x = QueryRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5448,7 +5658,7 @@ func (x *QueryRequest) String() string {
 func (*QueryRequest) ProtoMessage() {}
 
 func (x *QueryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5461,7 +5671,7 @@ func (x *QueryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRequest.ProtoReflect.Descriptor instead.
 func (*QueryRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{59}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *QueryRequest) GetSessionId() string {
@@ -5593,7 +5803,7 @@ type WindowFetch struct {
 
 func (x *WindowFetch) Reset() {
 	*x = WindowFetch{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5605,7 +5815,7 @@ func (x *WindowFetch) String() string {
 func (*WindowFetch) ProtoMessage() {}
 
 func (x *WindowFetch) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5618,7 +5828,7 @@ func (x *WindowFetch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WindowFetch.ProtoReflect.Descriptor instead.
 func (*WindowFetch) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{60}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *WindowFetch) GetKey() []byte {
@@ -5652,7 +5862,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5664,7 +5874,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5677,7 +5887,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{61}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *KeyRange) GetFrom() []byte {
@@ -5713,7 +5923,7 @@ type QueryResponse struct {
 
 func (x *QueryResponse) Reset() {
 	*x = QueryResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5725,7 +5935,7 @@ func (x *QueryResponse) String() string {
 func (*QueryResponse) ProtoMessage() {}
 
 func (x *QueryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5738,7 +5948,7 @@ func (x *QueryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryResponse.ProtoReflect.Descriptor instead.
 func (*QueryResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{62}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *QueryResponse) GetKeyLengths() []int32 {
@@ -5799,7 +6009,7 @@ type GetMetricsRequest struct {
 
 func (x *GetMetricsRequest) Reset() {
 	*x = GetMetricsRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5811,7 +6021,7 @@ func (x *GetMetricsRequest) String() string {
 func (*GetMetricsRequest) ProtoMessage() {}
 
 func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5824,7 +6034,7 @@ func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsRequest.ProtoReflect.Descriptor instead.
 func (*GetMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{63}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *GetMetricsRequest) GetSessionId() string {
@@ -5857,7 +6067,7 @@ type GetMetricsResponse struct {
 
 func (x *GetMetricsResponse) Reset() {
 	*x = GetMetricsResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5869,7 +6079,7 @@ func (x *GetMetricsResponse) String() string {
 func (*GetMetricsResponse) ProtoMessage() {}
 
 func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5882,7 +6092,7 @@ func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsResponse.ProtoReflect.Descriptor instead.
 func (*GetMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{64}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *GetMetricsResponse) GetState() State {
@@ -5954,7 +6164,7 @@ type NodeMetrics struct {
 
 func (x *NodeMetrics) Reset() {
 	*x = NodeMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5966,7 +6176,7 @@ func (x *NodeMetrics) String() string {
 func (*NodeMetrics) ProtoMessage() {}
 
 func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5979,7 +6189,7 @@ func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetrics.ProtoReflect.Descriptor instead.
 func (*NodeMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{65}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *NodeMetrics) GetName() string {
@@ -6039,7 +6249,7 @@ type TaskMetrics struct {
 
 func (x *TaskMetrics) Reset() {
 	*x = TaskMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6051,7 +6261,7 @@ func (x *TaskMetrics) String() string {
 func (*TaskMetrics) ProtoMessage() {}
 
 func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6064,7 +6274,7 @@ func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskMetrics.ProtoReflect.Descriptor instead.
 func (*TaskMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{66}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *TaskMetrics) GetId() string {
@@ -6111,7 +6321,7 @@ type PartitionLag struct {
 
 func (x *PartitionLag) Reset() {
 	*x = PartitionLag{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6123,7 +6333,7 @@ func (x *PartitionLag) String() string {
 func (*PartitionLag) ProtoMessage() {}
 
 func (x *PartitionLag) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6136,7 +6346,7 @@ func (x *PartitionLag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLag.ProtoReflect.Descriptor instead.
 func (*PartitionLag) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{67}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *PartitionLag) GetTopic() string {
@@ -6186,7 +6396,7 @@ type StoreMetrics struct {
 
 func (x *StoreMetrics) Reset() {
 	*x = StoreMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6198,7 +6408,7 @@ func (x *StoreMetrics) String() string {
 func (*StoreMetrics) ProtoMessage() {}
 
 func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6211,7 +6421,7 @@ func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMetrics.ProtoReflect.Descriptor instead.
 func (*StoreMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{68}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *StoreMetrics) GetName() string {
@@ -6247,7 +6457,7 @@ type TestRecord struct {
 
 func (x *TestRecord) Reset() {
 	*x = TestRecord{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6259,7 +6469,7 @@ func (x *TestRecord) String() string {
 func (*TestRecord) ProtoMessage() {}
 
 func (x *TestRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6272,7 +6482,7 @@ func (x *TestRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestRecord.ProtoReflect.Descriptor instead.
 func (*TestRecord) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{69}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *TestRecord) GetTopic() string {
@@ -6322,7 +6532,7 @@ type TestHeader struct {
 
 func (x *TestHeader) Reset() {
 	*x = TestHeader{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6334,7 +6544,7 @@ func (x *TestHeader) String() string {
 func (*TestHeader) ProtoMessage() {}
 
 func (x *TestHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6347,7 +6557,7 @@ func (x *TestHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestHeader.ProtoReflect.Descriptor instead.
 func (*TestHeader) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{70}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *TestHeader) GetKey() string {
@@ -6375,7 +6585,7 @@ type PipeInputRequest struct {
 
 func (x *PipeInputRequest) Reset() {
 	*x = PipeInputRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6387,7 +6597,7 @@ func (x *PipeInputRequest) String() string {
 func (*PipeInputRequest) ProtoMessage() {}
 
 func (x *PipeInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6400,7 +6610,7 @@ func (x *PipeInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipeInputRequest.ProtoReflect.Descriptor instead.
 func (*PipeInputRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{71}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *PipeInputRequest) GetSessionId() string {
@@ -6435,7 +6645,7 @@ type PipeInputResponse struct {
 
 func (x *PipeInputResponse) Reset() {
 	*x = PipeInputResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6447,7 +6657,7 @@ func (x *PipeInputResponse) String() string {
 func (*PipeInputResponse) ProtoMessage() {}
 
 func (x *PipeInputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6460,7 +6670,7 @@ func (x *PipeInputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipeInputResponse.ProtoReflect.Descriptor instead.
 func (*PipeInputResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{72}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *PipeInputResponse) GetProcessed() int32 {
@@ -6496,7 +6706,7 @@ type ReadOutputRequest struct {
 
 func (x *ReadOutputRequest) Reset() {
 	*x = ReadOutputRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6508,7 +6718,7 @@ func (x *ReadOutputRequest) String() string {
 func (*ReadOutputRequest) ProtoMessage() {}
 
 func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6521,7 +6731,7 @@ func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputRequest.ProtoReflect.Descriptor instead.
 func (*ReadOutputRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{73}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ReadOutputRequest) GetSessionId() string {
@@ -6552,7 +6762,7 @@ type ReadOutputResponse struct {
 
 func (x *ReadOutputResponse) Reset() {
 	*x = ReadOutputResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6564,7 +6774,7 @@ func (x *ReadOutputResponse) String() string {
 func (*ReadOutputResponse) ProtoMessage() {}
 
 func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6577,7 +6787,7 @@ func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputResponse.ProtoReflect.Descriptor instead.
 func (*ReadOutputResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{74}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ReadOutputResponse) GetRecords() []*TestRecord {
@@ -6612,7 +6822,7 @@ type AdvanceWallClockRequest struct {
 
 func (x *AdvanceWallClockRequest) Reset() {
 	*x = AdvanceWallClockRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6624,7 +6834,7 @@ func (x *AdvanceWallClockRequest) String() string {
 func (*AdvanceWallClockRequest) ProtoMessage() {}
 
 func (x *AdvanceWallClockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6637,7 +6847,7 @@ func (x *AdvanceWallClockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdvanceWallClockRequest.ProtoReflect.Descriptor instead.
 func (*AdvanceWallClockRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{75}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *AdvanceWallClockRequest) GetSessionId() string {
@@ -6664,7 +6874,7 @@ type AdvanceWallClockResponse struct {
 
 func (x *AdvanceWallClockResponse) Reset() {
 	*x = AdvanceWallClockResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6676,7 +6886,7 @@ func (x *AdvanceWallClockResponse) String() string {
 func (*AdvanceWallClockResponse) ProtoMessage() {}
 
 func (x *AdvanceWallClockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6689,7 +6899,7 @@ func (x *AdvanceWallClockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdvanceWallClockResponse.ProtoReflect.Descriptor instead.
 func (*AdvanceWallClockResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{76}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *AdvanceWallClockResponse) GetWallClockMs() int64 {
@@ -6784,14 +6994,15 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\vvalue_serde\x18\x03 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12F\n" +
-	"\fmaterialized\x18\x05 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\"\xb6\x01\n" +
+	"\fmaterialized\x18\x05 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\"\xd1\x01\n" +
 	"\vMapValuesOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\rR\x05token\x12\x1f\n" +
 	"\vvalue_serde\x18\x03 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12F\n" +
-	"\fmaterialized\x18\x05 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\"\x92\x01\n" +
+	"\fmaterialized\x18\x05 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\x12\x19\n" +
+	"\bwith_key\x18\x06 \x01(\bR\awithKey\"\x92\x01\n" +
 	"\bFilterOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\rR\x05token\x12\x12\n" +
@@ -6801,13 +7012,21 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\rR\x05token\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12F\n" +
-	"\fmaterialized\x18\x04 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\"r\n" +
+	"\fmaterialized\x18\x04 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\"\x8d\x01\n" +
 	"\x0fFlatMapValuesOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\rR\x05token\x12\x1f\n" +
 	"\vvalue_serde\x18\x03 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
-	"\x04name\x18\x04 \x01(\tR\x04name\"\x85\x01\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12\x19\n" +
+	"\bwith_key\x18\x05 \x01(\bR\awithKey\"\x89\x01\n" +
+	"\tFlatMapOp\x12\x14\n" +
+	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\rR\x05token\x12\x1b\n" +
+	"\tkey_serde\x18\x03 \x01(\tR\bkeySerde\x12\x1f\n" +
+	"\vvalue_serde\x18\x04 \x01(\tR\n" +
+	"valueSerde\x12\x12\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\"\x85\x01\n" +
 	"\x05MapOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\rR\x05token\x12\x1b\n" +
@@ -6825,6 +7044,10 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x05token\x18\x02 \x01(\rR\x05token\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\"K\n" +
 	"\tForeachOp\x12\x14\n" +
+	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\rR\x05token\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"I\n" +
+	"\aPrintOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\rR\x05token\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\"v\n" +
@@ -6917,7 +7140,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\tkey_serde\x18\x03 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x04 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
-	"\x04name\x18\x05 \x01(\tR\x04name\"\x94\r\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\"\x89\x0e\n" +
 	"\fBuildRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x128\n" +
@@ -6952,7 +7175,9 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x04join\x18  \x01(\v2\x1c.polystreams.v1alpha1.JoinOpH\x00R\x04join\x12H\n" +
 	"\fglobal_table\x18! \x01(\v2#.polystreams.v1alpha1.GlobalTableOpH\x00R\vglobalTable\x12K\n" +
 	"\remit_strategy\x18\" \x01(\v2$.polystreams.v1alpha1.EmitStrategyOpH\x00R\femitStrategy\x12<\n" +
-	"\bto_table\x18# \x01(\v2\x1f.polystreams.v1alpha1.ToTableOpH\x00R\atoTableB\v\n" +
+	"\bto_table\x18# \x01(\v2\x1f.polystreams.v1alpha1.ToTableOpH\x00R\atoTable\x12<\n" +
+	"\bflat_map\x18$ \x01(\v2\x1f.polystreams.v1alpha1.FlatMapOpH\x00R\aflatMap\x125\n" +
+	"\x05print\x18% \x01(\v2\x1d.polystreams.v1alpha1.PrintOpH\x00R\x05printB\v\n" +
 	"\toperation\"\x7f\n" +
 	"\rBuildResponse\x124\n" +
 	"\x06handle\x18\x01 \x01(\v2\x1c.polystreams.v1alpha1.HandleR\x06handle\x128\n" +
@@ -7230,7 +7455,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x12JOINER_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vJOINER_PAIR\x10\x01\x12\x0f\n" +
 	"\vJOINER_THIS\x10\x02\x12\x10\n" +
-	"\fJOINER_OTHER\x10\x03*\xc7\x02\n" +
+	"\fJOINER_OTHER\x10\x03*\xaa\x03\n" +
 	"\tOperation\x12\x19\n" +
 	"\x15OPERATION_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14OPERATION_MAP_VALUES\x10\x01\x12\x14\n" +
@@ -7244,7 +7469,10 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x10OPERATION_REDUCE\x10\t\x12\x17\n" +
 	"\x13OPERATION_AGGREGATE\x10\n" +
 	"\x12\x18\n" +
-	"\x14OPERATION_VALUE_JOIN\x10\f\"\x04\b\v\x10\v*\x0fOPERATION_MERGE*\xa8\x01\n" +
+	"\x14OPERATION_VALUE_JOIN\x10\f\x12\x16\n" +
+	"\x12OPERATION_FLAT_MAP\x10\r\x12!\n" +
+	"\x1dOPERATION_MAP_VALUES_WITH_KEY\x10\x0e\x12&\n" +
+	"\"OPERATION_FLAT_MAP_VALUES_WITH_KEY\x10\x0f\"\x04\b\v\x10\v*\x0fOPERATION_MERGE*\xa8\x01\n" +
 	"\x05State\x12\x15\n" +
 	"\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rSTATE_CREATED\x10\x01\x12\x15\n" +
@@ -7284,7 +7512,7 @@ func file_polystreams_v1alpha1_engine_proto_rawDescGZIP() []byte {
 }
 
 var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
+var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
 var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(Kind)(0),                        // 0: polystreams.v1alpha1.Kind
 	(EmitStrategy)(0),                // 1: polystreams.v1alpha1.EmitStrategy
@@ -7313,73 +7541,75 @@ var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(*FilterOp)(nil),                 // 24: polystreams.v1alpha1.FilterOp
 	(*FilterNotOp)(nil),              // 25: polystreams.v1alpha1.FilterNotOp
 	(*FlatMapValuesOp)(nil),          // 26: polystreams.v1alpha1.FlatMapValuesOp
-	(*MapOp)(nil),                    // 27: polystreams.v1alpha1.MapOp
-	(*SelectKeyOp)(nil),              // 28: polystreams.v1alpha1.SelectKeyOp
-	(*PeekOp)(nil),                   // 29: polystreams.v1alpha1.PeekOp
-	(*ForeachOp)(nil),                // 30: polystreams.v1alpha1.ForeachOp
-	(*GroupByKeyOp)(nil),             // 31: polystreams.v1alpha1.GroupByKeyOp
-	(*GroupByOp)(nil),                // 32: polystreams.v1alpha1.GroupByOp
-	(*CountOp)(nil),                  // 33: polystreams.v1alpha1.CountOp
-	(*ReduceOp)(nil),                 // 34: polystreams.v1alpha1.ReduceOp
-	(*AggregateOp)(nil),              // 35: polystreams.v1alpha1.AggregateOp
-	(*MergeOp)(nil),                  // 36: polystreams.v1alpha1.MergeOp
-	(*SplitOp)(nil),                  // 37: polystreams.v1alpha1.SplitOp
-	(*Branch)(nil),                   // 38: polystreams.v1alpha1.Branch
-	(*RepartitionOp)(nil),            // 39: polystreams.v1alpha1.RepartitionOp
-	(*JoinOp)(nil),                   // 40: polystreams.v1alpha1.JoinOp
-	(*JoinWindows)(nil),              // 41: polystreams.v1alpha1.JoinWindows
-	(*GlobalTableOp)(nil),            // 42: polystreams.v1alpha1.GlobalTableOp
-	(*ToStreamOp)(nil),               // 43: polystreams.v1alpha1.ToStreamOp
-	(*ToOp)(nil),                     // 44: polystreams.v1alpha1.ToOp
-	(*BuildRequest)(nil),             // 45: polystreams.v1alpha1.BuildRequest
-	(*BuildResponse)(nil),            // 46: polystreams.v1alpha1.BuildResponse
-	(*DescribeRequest)(nil),          // 47: polystreams.v1alpha1.DescribeRequest
-	(*DescribeResponse)(nil),         // 48: polystreams.v1alpha1.DescribeResponse
-	(*TopologyDescription)(nil),      // 49: polystreams.v1alpha1.TopologyDescription
-	(*Subtopology)(nil),              // 50: polystreams.v1alpha1.Subtopology
-	(*Node)(nil),                     // 51: polystreams.v1alpha1.Node
-	(*StartRequest)(nil),             // 52: polystreams.v1alpha1.StartRequest
-	(*StartResponse)(nil),            // 53: polystreams.v1alpha1.StartResponse
-	(*ExchangeRequest)(nil),          // 54: polystreams.v1alpha1.ExchangeRequest
-	(*ExchangeResponse)(nil),         // 55: polystreams.v1alpha1.ExchangeResponse
-	(*RecordContext)(nil),            // 56: polystreams.v1alpha1.RecordContext
-	(*Step)(nil),                     // 57: polystreams.v1alpha1.Step
-	(*Bundle)(nil),                   // 58: polystreams.v1alpha1.Bundle
-	(*BundleResult)(nil),             // 59: polystreams.v1alpha1.BundleResult
-	(*RecordFailure)(nil),            // 60: polystreams.v1alpha1.RecordFailure
-	(*BrokerOutage)(nil),             // 61: polystreams.v1alpha1.BrokerOutage
-	(*RestoreProgress)(nil),          // 62: polystreams.v1alpha1.RestoreProgress
-	(*GetStateRequest)(nil),          // 63: polystreams.v1alpha1.GetStateRequest
-	(*GetStateResponse)(nil),         // 64: polystreams.v1alpha1.GetStateResponse
-	(*StopRequest)(nil),              // 65: polystreams.v1alpha1.StopRequest
-	(*StopResponse)(nil),             // 66: polystreams.v1alpha1.StopResponse
-	(*QueryRequest)(nil),             // 67: polystreams.v1alpha1.QueryRequest
-	(*WindowFetch)(nil),              // 68: polystreams.v1alpha1.WindowFetch
-	(*KeyRange)(nil),                 // 69: polystreams.v1alpha1.KeyRange
-	(*QueryResponse)(nil),            // 70: polystreams.v1alpha1.QueryResponse
-	(*GetMetricsRequest)(nil),        // 71: polystreams.v1alpha1.GetMetricsRequest
-	(*GetMetricsResponse)(nil),       // 72: polystreams.v1alpha1.GetMetricsResponse
-	(*NodeMetrics)(nil),              // 73: polystreams.v1alpha1.NodeMetrics
-	(*TaskMetrics)(nil),              // 74: polystreams.v1alpha1.TaskMetrics
-	(*PartitionLag)(nil),             // 75: polystreams.v1alpha1.PartitionLag
-	(*StoreMetrics)(nil),             // 76: polystreams.v1alpha1.StoreMetrics
-	(*TestRecord)(nil),               // 77: polystreams.v1alpha1.TestRecord
-	(*TestHeader)(nil),               // 78: polystreams.v1alpha1.TestHeader
-	(*PipeInputRequest)(nil),         // 79: polystreams.v1alpha1.PipeInputRequest
-	(*PipeInputResponse)(nil),        // 80: polystreams.v1alpha1.PipeInputResponse
-	(*ReadOutputRequest)(nil),        // 81: polystreams.v1alpha1.ReadOutputRequest
-	(*ReadOutputResponse)(nil),       // 82: polystreams.v1alpha1.ReadOutputResponse
-	(*AdvanceWallClockRequest)(nil),  // 83: polystreams.v1alpha1.AdvanceWallClockRequest
-	(*AdvanceWallClockResponse)(nil), // 84: polystreams.v1alpha1.AdvanceWallClockResponse
-	nil,                              // 85: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	nil,                              // 86: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
-	nil,                              // 87: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	(*FlatMapOp)(nil),                // 27: polystreams.v1alpha1.FlatMapOp
+	(*MapOp)(nil),                    // 28: polystreams.v1alpha1.MapOp
+	(*SelectKeyOp)(nil),              // 29: polystreams.v1alpha1.SelectKeyOp
+	(*PeekOp)(nil),                   // 30: polystreams.v1alpha1.PeekOp
+	(*ForeachOp)(nil),                // 31: polystreams.v1alpha1.ForeachOp
+	(*PrintOp)(nil),                  // 32: polystreams.v1alpha1.PrintOp
+	(*GroupByKeyOp)(nil),             // 33: polystreams.v1alpha1.GroupByKeyOp
+	(*GroupByOp)(nil),                // 34: polystreams.v1alpha1.GroupByOp
+	(*CountOp)(nil),                  // 35: polystreams.v1alpha1.CountOp
+	(*ReduceOp)(nil),                 // 36: polystreams.v1alpha1.ReduceOp
+	(*AggregateOp)(nil),              // 37: polystreams.v1alpha1.AggregateOp
+	(*MergeOp)(nil),                  // 38: polystreams.v1alpha1.MergeOp
+	(*SplitOp)(nil),                  // 39: polystreams.v1alpha1.SplitOp
+	(*Branch)(nil),                   // 40: polystreams.v1alpha1.Branch
+	(*RepartitionOp)(nil),            // 41: polystreams.v1alpha1.RepartitionOp
+	(*JoinOp)(nil),                   // 42: polystreams.v1alpha1.JoinOp
+	(*JoinWindows)(nil),              // 43: polystreams.v1alpha1.JoinWindows
+	(*GlobalTableOp)(nil),            // 44: polystreams.v1alpha1.GlobalTableOp
+	(*ToStreamOp)(nil),               // 45: polystreams.v1alpha1.ToStreamOp
+	(*ToOp)(nil),                     // 46: polystreams.v1alpha1.ToOp
+	(*BuildRequest)(nil),             // 47: polystreams.v1alpha1.BuildRequest
+	(*BuildResponse)(nil),            // 48: polystreams.v1alpha1.BuildResponse
+	(*DescribeRequest)(nil),          // 49: polystreams.v1alpha1.DescribeRequest
+	(*DescribeResponse)(nil),         // 50: polystreams.v1alpha1.DescribeResponse
+	(*TopologyDescription)(nil),      // 51: polystreams.v1alpha1.TopologyDescription
+	(*Subtopology)(nil),              // 52: polystreams.v1alpha1.Subtopology
+	(*Node)(nil),                     // 53: polystreams.v1alpha1.Node
+	(*StartRequest)(nil),             // 54: polystreams.v1alpha1.StartRequest
+	(*StartResponse)(nil),            // 55: polystreams.v1alpha1.StartResponse
+	(*ExchangeRequest)(nil),          // 56: polystreams.v1alpha1.ExchangeRequest
+	(*ExchangeResponse)(nil),         // 57: polystreams.v1alpha1.ExchangeResponse
+	(*RecordContext)(nil),            // 58: polystreams.v1alpha1.RecordContext
+	(*Step)(nil),                     // 59: polystreams.v1alpha1.Step
+	(*Bundle)(nil),                   // 60: polystreams.v1alpha1.Bundle
+	(*BundleResult)(nil),             // 61: polystreams.v1alpha1.BundleResult
+	(*RecordFailure)(nil),            // 62: polystreams.v1alpha1.RecordFailure
+	(*BrokerOutage)(nil),             // 63: polystreams.v1alpha1.BrokerOutage
+	(*RestoreProgress)(nil),          // 64: polystreams.v1alpha1.RestoreProgress
+	(*GetStateRequest)(nil),          // 65: polystreams.v1alpha1.GetStateRequest
+	(*GetStateResponse)(nil),         // 66: polystreams.v1alpha1.GetStateResponse
+	(*StopRequest)(nil),              // 67: polystreams.v1alpha1.StopRequest
+	(*StopResponse)(nil),             // 68: polystreams.v1alpha1.StopResponse
+	(*QueryRequest)(nil),             // 69: polystreams.v1alpha1.QueryRequest
+	(*WindowFetch)(nil),              // 70: polystreams.v1alpha1.WindowFetch
+	(*KeyRange)(nil),                 // 71: polystreams.v1alpha1.KeyRange
+	(*QueryResponse)(nil),            // 72: polystreams.v1alpha1.QueryResponse
+	(*GetMetricsRequest)(nil),        // 73: polystreams.v1alpha1.GetMetricsRequest
+	(*GetMetricsResponse)(nil),       // 74: polystreams.v1alpha1.GetMetricsResponse
+	(*NodeMetrics)(nil),              // 75: polystreams.v1alpha1.NodeMetrics
+	(*TaskMetrics)(nil),              // 76: polystreams.v1alpha1.TaskMetrics
+	(*PartitionLag)(nil),             // 77: polystreams.v1alpha1.PartitionLag
+	(*StoreMetrics)(nil),             // 78: polystreams.v1alpha1.StoreMetrics
+	(*TestRecord)(nil),               // 79: polystreams.v1alpha1.TestRecord
+	(*TestHeader)(nil),               // 80: polystreams.v1alpha1.TestHeader
+	(*PipeInputRequest)(nil),         // 81: polystreams.v1alpha1.PipeInputRequest
+	(*PipeInputResponse)(nil),        // 82: polystreams.v1alpha1.PipeInputResponse
+	(*ReadOutputRequest)(nil),        // 83: polystreams.v1alpha1.ReadOutputRequest
+	(*ReadOutputResponse)(nil),       // 84: polystreams.v1alpha1.ReadOutputResponse
+	(*AdvanceWallClockRequest)(nil),  // 85: polystreams.v1alpha1.AdvanceWallClockRequest
+	(*AdvanceWallClockResponse)(nil), // 86: polystreams.v1alpha1.AdvanceWallClockResponse
+	nil,                              // 87: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	nil,                              // 88: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	nil,                              // 89: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
 }
 var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
-	85, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	86, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	87, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	88, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
 	0,  // 2: polystreams.v1alpha1.Handle.kind:type_name -> polystreams.v1alpha1.Kind
-	87, // 3: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	89, // 3: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
 	16, // 4: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
 	17, // 5: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
 	18, // 6: polystreams.v1alpha1.WindowedByOp.session:type_name -> polystreams.v1alpha1.SessionWindows
@@ -7393,8 +7623,8 @@ var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
 	2,  // 14: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
 	13, // 15: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
 	13, // 16: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	38, // 17: polystreams.v1alpha1.SplitOp.branches:type_name -> polystreams.v1alpha1.Branch
-	41, // 18: polystreams.v1alpha1.JoinOp.windows:type_name -> polystreams.v1alpha1.JoinWindows
+	40, // 17: polystreams.v1alpha1.SplitOp.branches:type_name -> polystreams.v1alpha1.Branch
+	43, // 18: polystreams.v1alpha1.JoinOp.windows:type_name -> polystreams.v1alpha1.JoinWindows
 	13, // 19: polystreams.v1alpha1.JoinOp.materialized:type_name -> polystreams.v1alpha1.Materialized
 	3,  // 20: polystreams.v1alpha1.JoinOp.builtin_joiner:type_name -> polystreams.v1alpha1.Joiner
 	13, // 21: polystreams.v1alpha1.GlobalTableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
@@ -7403,89 +7633,91 @@ var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
 	24, // 24: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
 	25, // 25: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
 	26, // 26: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
-	27, // 27: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
-	28, // 28: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
-	29, // 29: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
-	30, // 30: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
-	31, // 31: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
-	32, // 32: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
-	33, // 33: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
-	43, // 34: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
-	44, // 35: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
-	34, // 36: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
-	35, // 37: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
+	28, // 27: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
+	29, // 28: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
+	30, // 29: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
+	31, // 30: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
+	33, // 31: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
+	34, // 32: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
+	35, // 33: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
+	45, // 34: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
+	46, // 35: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
+	36, // 36: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
+	37, // 37: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
 	22, // 38: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
 	15, // 39: polystreams.v1alpha1.BuildRequest.windowed_by:type_name -> polystreams.v1alpha1.WindowedByOp
 	21, // 40: polystreams.v1alpha1.BuildRequest.suppress:type_name -> polystreams.v1alpha1.SuppressOp
-	36, // 41: polystreams.v1alpha1.BuildRequest.merge:type_name -> polystreams.v1alpha1.MergeOp
-	37, // 42: polystreams.v1alpha1.BuildRequest.split:type_name -> polystreams.v1alpha1.SplitOp
-	39, // 43: polystreams.v1alpha1.BuildRequest.repartition:type_name -> polystreams.v1alpha1.RepartitionOp
-	40, // 44: polystreams.v1alpha1.BuildRequest.join:type_name -> polystreams.v1alpha1.JoinOp
-	42, // 45: polystreams.v1alpha1.BuildRequest.global_table:type_name -> polystreams.v1alpha1.GlobalTableOp
+	38, // 41: polystreams.v1alpha1.BuildRequest.merge:type_name -> polystreams.v1alpha1.MergeOp
+	39, // 42: polystreams.v1alpha1.BuildRequest.split:type_name -> polystreams.v1alpha1.SplitOp
+	41, // 43: polystreams.v1alpha1.BuildRequest.repartition:type_name -> polystreams.v1alpha1.RepartitionOp
+	42, // 44: polystreams.v1alpha1.BuildRequest.join:type_name -> polystreams.v1alpha1.JoinOp
+	44, // 45: polystreams.v1alpha1.BuildRequest.global_table:type_name -> polystreams.v1alpha1.GlobalTableOp
 	19, // 46: polystreams.v1alpha1.BuildRequest.emit_strategy:type_name -> polystreams.v1alpha1.EmitStrategyOp
 	20, // 47: polystreams.v1alpha1.BuildRequest.to_table:type_name -> polystreams.v1alpha1.ToTableOp
-	12, // 48: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
-	12, // 49: polystreams.v1alpha1.BuildResponse.branches:type_name -> polystreams.v1alpha1.Handle
-	49, // 50: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
-	50, // 51: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
-	51, // 52: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
-	6,  // 53: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
-	59, // 54: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
-	58, // 55: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
-	5,  // 56: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
-	56, // 57: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	62, // 58: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	4,  // 59: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
-	57, // 60: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
-	60, // 61: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
-	7,  // 62: polystreams.v1alpha1.RecordFailure.kind:type_name -> polystreams.v1alpha1.RecordFailure.Kind
-	5,  // 63: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
-	56, // 64: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	62, // 65: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	61, // 66: polystreams.v1alpha1.GetStateResponse.broker_outage:type_name -> polystreams.v1alpha1.BrokerOutage
-	69, // 67: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
-	68, // 68: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
-	5,  // 69: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
-	62, // 70: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	73, // 71: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
-	74, // 72: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
-	75, // 73: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
-	76, // 74: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
-	78, // 75: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
-	77, // 76: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
-	56, // 77: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	77, // 78: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
-	8,  // 79: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
-	10, // 80: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
-	45, // 81: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
-	47, // 82: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
-	52, // 83: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
-	54, // 84: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
-	63, // 85: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
-	65, // 86: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
-	67, // 87: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
-	71, // 88: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
-	79, // 89: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
-	81, // 90: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
-	83, // 91: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
-	9,  // 92: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
-	11, // 93: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
-	46, // 94: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
-	48, // 95: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
-	53, // 96: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
-	55, // 97: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
-	64, // 98: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
-	66, // 99: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
-	70, // 100: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
-	72, // 101: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
-	80, // 102: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
-	82, // 103: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
-	84, // 104: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
-	92, // [92:105] is the sub-list for method output_type
-	79, // [79:92] is the sub-list for method input_type
-	79, // [79:79] is the sub-list for extension type_name
-	79, // [79:79] is the sub-list for extension extendee
-	0,  // [0:79] is the sub-list for field type_name
+	27, // 48: polystreams.v1alpha1.BuildRequest.flat_map:type_name -> polystreams.v1alpha1.FlatMapOp
+	32, // 49: polystreams.v1alpha1.BuildRequest.print:type_name -> polystreams.v1alpha1.PrintOp
+	12, // 50: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
+	12, // 51: polystreams.v1alpha1.BuildResponse.branches:type_name -> polystreams.v1alpha1.Handle
+	51, // 52: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
+	52, // 53: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
+	53, // 54: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
+	6,  // 55: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
+	61, // 56: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
+	60, // 57: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
+	5,  // 58: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
+	58, // 59: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	64, // 60: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	4,  // 61: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
+	59, // 62: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
+	62, // 63: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
+	7,  // 64: polystreams.v1alpha1.RecordFailure.kind:type_name -> polystreams.v1alpha1.RecordFailure.Kind
+	5,  // 65: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
+	58, // 66: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	64, // 67: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	63, // 68: polystreams.v1alpha1.GetStateResponse.broker_outage:type_name -> polystreams.v1alpha1.BrokerOutage
+	71, // 69: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	70, // 70: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
+	5,  // 71: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
+	64, // 72: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	75, // 73: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
+	76, // 74: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
+	77, // 75: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
+	78, // 76: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
+	80, // 77: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
+	79, // 78: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
+	58, // 79: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	79, // 80: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
+	8,  // 81: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
+	10, // 82: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
+	47, // 83: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
+	49, // 84: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
+	54, // 85: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
+	56, // 86: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
+	65, // 87: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
+	67, // 88: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
+	69, // 89: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
+	73, // 90: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
+	81, // 91: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
+	83, // 92: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
+	85, // 93: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
+	9,  // 94: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
+	11, // 95: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
+	48, // 96: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
+	50, // 97: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
+	55, // 98: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
+	57, // 99: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
+	66, // 100: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
+	68, // 101: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
+	72, // 102: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
+	74, // 103: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
+	82, // 104: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
+	84, // 105: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
+	86, // 106: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
+	94, // [94:107] is the sub-list for method output_type
+	81, // [81:94] is the sub-list for method input_type
+	81, // [81:81] is the sub-list for extension type_name
+	81, // [81:81] is the sub-list for extension extendee
+	0,  // [0:81] is the sub-list for field type_name
 }
 
 func init() { file_polystreams_v1alpha1_engine_proto_init() }
@@ -7498,7 +7730,7 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		(*WindowedByOp_Sliding)(nil),
 		(*WindowedByOp_Session)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[37].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[39].OneofWrappers = []any{
 		(*BuildRequest_Stream)(nil),
 		(*BuildRequest_MapValues)(nil),
 		(*BuildRequest_Filter)(nil),
@@ -7525,25 +7757,27 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		(*BuildRequest_GlobalTable)(nil),
 		(*BuildRequest_EmitStrategy)(nil),
 		(*BuildRequest_ToTable)(nil),
+		(*BuildRequest_FlatMap)(nil),
+		(*BuildRequest_Print)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[59].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[61].OneofWrappers = []any{
 		(*QueryRequest_Get)(nil),
 		(*QueryRequest_Range)(nil),
 		(*QueryRequest_Prefix)(nil),
 		(*QueryRequest_All)(nil),
 		(*QueryRequest_WindowFetch)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[60].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[61].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[69].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[70].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[62].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[63].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[71].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[72].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_polystreams_v1alpha1_engine_proto_rawDesc), len(file_polystreams_v1alpha1_engine_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   80,
+			NumMessages:   82,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

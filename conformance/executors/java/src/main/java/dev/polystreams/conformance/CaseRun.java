@@ -52,6 +52,19 @@ final class CaseRun {
   }
 
   ObjectNode run() {
+    PrintCapture.begin();
+    try {
+      return runCase();
+    } finally {
+      List<String> printed = PrintCapture.end();
+      if (!printed.isEmpty()) {
+        ArrayNode p = result.putArray("printed");
+        printed.forEach(p::add);
+      }
+    }
+  }
+
+  private ObjectNode runCase() {
     JsonNode c = item.get("case");
     Path state;
     try {

@@ -42,6 +42,8 @@ import org.apache.kafka.streams.kstream.TimeWindowedKStream;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.ValueJoiner;
 import org.apache.kafka.streams.kstream.ValueMapper;
+import org.apache.kafka.streams.kstream.ValueMapperWithKey;
+import org.apache.kafka.streams.kstream.Printed;
 import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
@@ -225,6 +227,35 @@ final class CaseTopology {
         };
         return in.with(Handle.Kind.STREAM, n == null ? s.flatMapValues(m) : s.flatMapValues(m, n), out);
       }
+      case "map_values_with_key": {
+        String out = or(text(st, "value"), vs);
+        ValueMapperWithKey<Object, Object, Object> m = (k, v) -> Codec.coerce(out, f.mapWithKey(k, v));
+        return in.with(Handle.Kind.STREAM, n == null ? s.mapValues(m) : s.mapValues(m, n), out);
+      }
+      case "flat_map_values_with_key": {
+        String out = or(text(st, "value"), vs);
+        ValueMapperWithKey<Object, Object, Iterable<Object>> m = (k, v) -> {
+          List<Object> r = new ArrayList<>();
+          for (Object x : f.flatWithKey(k, v)) {
+            r.add(Codec.coerce(out, x));
+          }
+          return r;
+        };
+        return in.with(Handle.Kind.STREAM, n == null ? s.flatMapValues(m) : s.flatMapValues(m, n), out);
+      }
+      case "flat_map": {
+        String outK = or(text(st, "key"), ks);
+        String outV = or(text(st, "value"), vs);
+        KeyValueMapper<Object, Object, Iterable<KeyValue<Object, Object>>> m = (k, v) -> {
+          List<KeyValue<Object, Object>> r = new ArrayList<>();
+          for (Object[] kv : f.flatKeyValue(k, v)) {
+            r.add(KeyValue.pair(Codec.coerce(outK, kv[0]), Codec.coerce(outV, kv[1])));
+          }
+          return r;
+        };
+        KStream r = n == null ? s.flatMap(m) : s.flatMap(m, n);
+        return new Handle(Handle.Kind.STREAM, r, outK, outV, null, false);
+      }
       case "filter":
       case "filter_not": {
         Predicate<Object, Object> p = f::test;
@@ -277,6 +308,17 @@ final class CaseTopology {
           s.foreach(f::act, n);
         }
         return null;
+      case "print": {
+        Printed<Object, Object> p = Printed.toSysOut();
+        if (st.hasNonNull("label")) {
+          p = p.withLabel(st.get("label").asText());
+        }
+        if (name != null) {
+          p = p.withName(name);
+        }
+        s.print(p);
+        return null;
+      }
       case "to": {
         Handle sink = new Handle(Handle.Kind.STREAM, s, or(text(st, "key"), ks), or(text(st, "value"), vs), in.windowSize, in.sessionWindowed);
         Produced p = Produced.with(CaseSerdes.keySerde(sink), serde(sink.valueSerde));
@@ -607,8 +649,15 @@ final class CaseTopology {
         Grouped g = (name == null ? Grouped.with(serde(outK), serde(outV)) : Grouped.as(name).withKeySerde(serde(outK)).withValueSerde(serde(outV)));
         return new Handle(Handle.Kind.GROUPED_TABLE, t.groupBy(mapper, g), outK, outV, null, false);
       }
-      case "to_stream":
-        return in.with(Handle.Kind.STREAM, n == null ? t.toStream() : t.toStream(n), vs);
+      case "to_stream": {
+        if (f == null) {
+          return in.with(Handle.Kind.STREAM, n == null ? t.toStream() : t.toStream(n), vs);
+        }
+        String outK = or(text(st, "key"), in.keySerde);
+        KeyValueMapper<Object, Object, Object> mapper = (k, v) -> Codec.coerce(outK, f.key(k, v));
+        KStream r = n == null ? t.toStream(mapper) : t.toStream(mapper, n);
+        return new Handle(Handle.Kind.STREAM, r, outK, vs, null, false);
+      }
       case "suppress": {
         Suppressed s = Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded());
         if (name != null) {

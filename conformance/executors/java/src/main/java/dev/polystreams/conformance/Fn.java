@@ -134,6 +134,47 @@ final class Fn {
     }
   }
 
+  /** A mapper with key (ValueMapperWithKey): the new value. */
+  Object mapWithKey(Object k, Object v) {
+    if (raises(v)) {
+      return v;
+    }
+    if (name.equals("key_as_value")) {
+      return k;
+    }
+    throw noRole("mapper with key");
+  }
+
+  /** A flat mapper with key (ValueMapperWithKey): the new values. */
+  List<Object> flatWithKey(Object k, Object v) {
+    if (raises(v)) {
+      return List.of(v);
+    }
+    switch (name) {
+      case "key_and_value":
+        return Arrays.asList(k, v);
+      case "nothing":
+        return List.of();
+      default:
+        throw noRole("flat mapper with key");
+    }
+  }
+
+  /** A flat key-value mapper (flatMap): the new pairs, in order. */
+  List<Object[]> flatKeyValue(Object k, Object v) {
+    if (raises(v)) {
+      return List.<Object[]>of(new Object[] {k, v});
+    }
+    switch (name) {
+      case "swap_and_keep":
+        return List.of(new Object[] {v, k}, new Object[] {k, v});
+      case "nothing":
+        return List.of();
+      default:
+        throw noRole("flat key-value mapper");
+    }
+  }
+
   boolean test(Object k, Object v) {
     if (raises(v)) {
       return true;

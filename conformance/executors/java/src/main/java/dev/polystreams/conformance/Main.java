@@ -42,6 +42,7 @@ public final class Main {
       System.exit(2);
     }
     JsonNode batch = Codec.JSON.readTree(new File(args[0]));
+    PrintCapture.install();
     int threads = args.length > 1 ? Integer.parseInt(args[1]) : 1;
     String version = kafkaVersion();
     ExecutorService pool = Executors.newFixedThreadPool(Math.max(1, threads));
