@@ -1,7 +1,7 @@
 // Package metrics holds the engine's lock-free instruments and serves them
-// in Prometheus' format. The runtime records into plain atomics and
+// in Prometheus' format. The engine records into plain atomics and
 // Histograms on its hot path (per batch or bundle, never per record taking
-// a lock or allocating); the Prometheus collector (collector.go) reads them
+// a lock or allocating); the Prometheus collector (core/internal/server/observe.go) reads them
 // only when scraped.
 package metrics
 
