@@ -522,6 +522,7 @@ func (b *Broker) CreateTopics(partitions int, topics ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	left := topics
+	ids := map[string]kadm.TopicID{}
 	for {
 		resp, err := adm.CreateTopics(ctx, int32(partitions), 1, nil, left...)
 		if err != nil {
@@ -531,6 +532,7 @@ func (b *Broker) CreateTopics(partitions int, topics ...string) error {
 		for _, r := range resp.Sorted() {
 			switch {
 			case r.Err == nil:
+				ids[r.Topic] = r.ID
 			case errors.Is(r.Err, kerr.TopicAlreadyExists) || errors.Is(r.Err, kerr.UnknownTopicOrPartition):
 				retry = append(retry, r.Topic)
 			default:
@@ -538,7 +540,7 @@ func (b *Broker) CreateTopics(partitions int, topics ...string) error {
 			}
 		}
 		if len(retry) == 0 {
-			return b.waitServed(ctx, adm, partitions, topics)
+			return b.waitServed(ctx, adm, partitions, topics, ids)
 		}
 		left = retry
 		select {
@@ -552,8 +554,13 @@ func (b *Broker) CreateTopics(partitions int, topics ...string) error {
 // waitServed waits until metadata shows every topic with its partitions
 // led: a broker shows a created topic a moment after CreateTopics answers,
 // and a test producing to it at once would fail with
-// UNKNOWN_TOPIC_OR_PARTITION.
-func (b *Broker) waitServed(ctx context.Context, adm *kadm.Client, partitions int, topics []string) error {
+// UNKNOWN_TOPIC_OR_PARTITION. Each topic must show the ID its creation
+// answered (when the broker gave one): a topic just deleted (Reset) and
+// created again under its name can be shown a moment longer as it was,
+// and a client that took that metadata wrote to the deleted topic (a
+// record lost) or read it forever.
+func (b *Broker) waitServed(ctx context.Context, adm *kadm.Client, partitions int, topics []string, ids map[string]kadm.TopicID) error {
+	var zero kadm.TopicID
 	for {
 		// The client caches metadata for 50 ms only (MetadataMinAge).
 		details, err := adm.ListTopics(ctx, topics...)
@@ -563,6 +570,11 @@ func (b *Broker) waitServed(ctx context.Context, adm *kadm.Client, partitions in
 				d, ok := details[t]
 				if !ok || d.Err != nil || len(d.Partitions) != partitions {
 					served = false
+					break
+				}
+				if id, ok := ids[t]; ok && id != zero && d.ID != id {
+					served = false
+					err = fmt.Errorf("topic %s is still shown with ID %s, created as %s", t, d.ID, id)
 					break
 				}
 				for _, p := range d.Partitions {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -268,11 +269,17 @@ func (e *env) readTopic(topic string, committed bool, fn func(*kgo.Record)) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	var fetchErr error // the last a fetch reported, for the failure's message
 	for len(want) > 0 {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			e.t.Fatalf("reading %s: %v (still waiting for %v)", topic, ctx.Err(), want)
+			e.t.Fatalf("reading %s: %v (still waiting for %v; last fetch error: %v)", topic, ctx.Err(), want, fetchErr)
 		}
+		fs.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				fetchErr = fmt.Errorf("%s/%d: %w", t, p, err)
+			}
+		})
 		fs.EachRecord(func(r *kgo.Record) {
 			if !r.Attrs.IsControl() {
 				fn(r)
