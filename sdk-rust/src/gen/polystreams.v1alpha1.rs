@@ -16,7 +16,10 @@ pub struct OpenSessionRequest {
     >,
     /// What the SDK's host understands beyond this protocol's base, so that
     /// the engine may use it: "fold_value_refs" (Bundle.value_refs) and
-    /// "fold_programs" (Bundle.fold_bases). Unknown features are ignored.
+    /// "fold_programs" (Bundle.fold_bases), "processors" (processor steps:
+    /// Bundle.stores, inits, after; BundleResult ops) and "metadata" (header
+    /// columns and output timestamps for functions registered with metadata).
+    /// Unknown features are ignored.
     #[prost(string, repeated, tag = "3")]
     pub host_features: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
@@ -47,6 +50,11 @@ pub struct RegisterFunctionRequest {
     /// and error messages only. May be empty.
     #[prost(string, tag = "2")]
     pub name: ::prost::alloc::string::String,
+    /// Whether the function is given the record's metadata (timestamp,
+    /// headers, topic, partition, offset) as one more argument, and may set the
+    /// timestamp and headers of its outputs. Processors always get it.
+    #[prost(enumeration = "Metadata", tag = "3")]
+    pub metadata: i32,
 }
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct RegisterFunctionResponse {
@@ -383,6 +391,121 @@ pub struct PrintOp {
     #[prost(string, tag = "3")]
     pub name: ::prost::alloc::string::String,
 }
+/// AddStateStoreOp is StreamsBuilder.addStateStore (processors name the
+/// store in ProcessOp.stores) or Topology.addStateStore (processors listed
+/// here, as connectProcessorAndStateStores). Answered without a handle.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct AddStateStoreOp {
+    /// The store's name: a valid Kafka topic name part; unique in the topology.
+    #[prost(string, tag = "1")]
+    pub name: ::prost::alloc::string::String,
+    #[prost(enumeration = "StoreType", tag = "2")]
+    pub r#type: i32,
+    /// Serdes of the store's keys and values; empty means bytes.
+    #[prost(string, tag = "3")]
+    pub key_serde: ::prost::alloc::string::String,
+    #[prost(string, tag = "4")]
+    pub value_serde: ::prost::alloc::string::String,
+    /// Window stores: how long (ms) a window is kept, its size, and whether a
+    /// key may hold several values per window (retainDuplicates).
+    #[prost(int64, tag = "5")]
+    pub retention_ms: i64,
+    #[prost(int64, tag = "6")]
+    pub window_size_ms: i64,
+    #[prost(bool, tag = "7")]
+    pub retain_duplicates: bool,
+    /// withLoggingDisabled: no changelog topic (the store is rebuilt from
+    /// nothing after a restart). Default (false): logged, as Kafka Streams.
+    #[prost(bool, tag = "8")]
+    pub logging_disabled: bool,
+    /// withCachingEnabled.
+    #[prost(bool, tag = "9")]
+    pub caching: bool,
+    /// Topology.addStateStore(store, processorNames...): processors (added
+    /// before, by AddProcessorOp) connected to it.
+    #[prost(string, repeated, tag = "10")]
+    pub processors: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// withLoggingEnabled(config): the changelog topic's configs.
+    #[prost(map = "string, string", tag = "11")]
+    pub changelog_config: ::std::collections::HashMap<
+        ::prost::alloc::string::String,
+        ::prost::alloc::string::String,
+    >,
+}
+/// ProcessOp is KStream.process (api.ProcessorSupplier; Kafka 3.3+) or, with
+/// values_only, KStream.processValues (api.FixedKeyProcessorSupplier). token
+/// names the host's processor supplier: the host makes one processor per
+/// task. The result is a stream of what the processor forwards.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ProcessOp {
+    #[prost(uint64, tag = "1")]
+    pub input: u64,
+    #[prost(uint32, tag = "2")]
+    pub token: u32,
+    /// Named.as: the processor node's name; empty means generated
+    /// (KSTREAM-PROCESSOR-<n>, KSTREAM-PROCESSVALUES-<n>).
+    #[prost(string, tag = "3")]
+    pub name: ::prost::alloc::string::String,
+    /// The state stores (added by AddStateStoreOp) the processor uses.
+    #[prost(string, repeated, tag = "4")]
+    pub stores: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(bool, tag = "5")]
+    pub values_only: bool,
+    /// Serdes of the forwarded keys and values; empty keeps the input's.
+    #[prost(string, tag = "6")]
+    pub key_serde: ::prost::alloc::string::String,
+    #[prost(string, tag = "7")]
+    pub value_serde: ::prost::alloc::string::String,
+}
+/// AddSourceOp is Topology.addSource: a source node reading topics, for a
+/// topology built without the DSL. Answered without a handle; processors and
+/// sinks name it as a parent.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AddSourceOp {
+    #[prost(string, tag = "1")]
+    pub name: ::prost::alloc::string::String,
+    #[prost(string, repeated, tag = "2")]
+    pub topics: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(string, tag = "3")]
+    pub key_serde: ::prost::alloc::string::String,
+    #[prost(string, tag = "4")]
+    pub value_serde: ::prost::alloc::string::String,
+}
+/// AddProcessorOp is Topology.addProcessor(name, supplier, parentNames...).
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AddProcessorOp {
+    #[prost(string, tag = "1")]
+    pub name: ::prost::alloc::string::String,
+    #[prost(uint32, tag = "2")]
+    pub token: u32,
+    #[prost(string, repeated, tag = "3")]
+    pub parents: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// Stores (added before) connected to it; AddStateStoreOp.processors does
+    /// the same from the store's side.
+    #[prost(string, repeated, tag = "4")]
+    pub stores: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// Serdes of the records it forwards; empty keeps its parents' (which
+    /// must then agree).
+    #[prost(string, tag = "5")]
+    pub key_serde: ::prost::alloc::string::String,
+    #[prost(string, tag = "6")]
+    pub value_serde: ::prost::alloc::string::String,
+}
+/// AddSinkOp is Topology.addSink(name, topic, parentNames...).
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AddSinkOp {
+    #[prost(string, tag = "1")]
+    pub name: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub topic: ::prost::alloc::string::String,
+    #[prost(string, repeated, tag = "3")]
+    pub parents: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// Serdes to write with; empty keeps its parents'.
+    #[prost(string, tag = "4")]
+    pub key_serde: ::prost::alloc::string::String,
+    #[prost(string, tag = "5")]
+    pub value_serde: ::prost::alloc::string::String,
+}
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct GroupByKeyOp {
     #[prost(uint64, tag = "1")]
@@ -653,7 +776,7 @@ pub struct BuildRequest {
     /// One builder operator. New operators are added as new members.
     #[prost(
         oneof = "build_request::Operation",
-        tags = "10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37"
+        tags = "10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42"
     )]
     pub operation: ::core::option::Option<build_request::Operation>,
 }
@@ -718,6 +841,16 @@ pub mod build_request {
         FlatMap(super::FlatMapOp),
         #[prost(message, tag = "37")]
         Print(super::PrintOp),
+        #[prost(message, tag = "38")]
+        AddStateStore(super::AddStateStoreOp),
+        #[prost(message, tag = "39")]
+        Process(super::ProcessOp),
+        #[prost(message, tag = "40")]
+        AddSource(super::AddSourceOp),
+        #[prost(message, tag = "41")]
+        AddProcessor(super::AddProcessorOp),
+        #[prost(message, tag = "42")]
+        AddSink(super::AddSinkOp),
     }
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -906,6 +1039,16 @@ pub struct Step {
     /// programs call for their merge operands.
     #[prost(uint32, tag = "6")]
     pub merger_token: u32,
+    /// Processor steps: the stores the processor may use (Bundle.stores holds
+    /// their prefetched entries) and its children's names, for
+    /// forward(record, child); op targets index them.
+    #[prost(string, repeated, tag = "7")]
+    pub stores: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(string, repeated, tag = "8")]
+    pub children: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// The function was registered with metadata (RegisterFunctionRequest).
+    #[prost(enumeration = "Metadata", tag = "9")]
+    pub metadata: i32,
 }
 /// Bundle is a run of records of one partition, in offset order, to be passed
 /// through a chain of host operators. The layout is columnar: record i's key is
@@ -1028,6 +1171,137 @@ pub struct Bundle {
     pub other_values: ::prost::alloc::vec::Vec<u8>,
     #[prost(string, tag = "28")]
     pub other_value_serde: ::prost::alloc::string::String,
+    /// Processor bundles (a step with OPERATION_PROCESS*, to a host with the
+    /// "processors" feature). task names the task ("<subtopology>_<partition>"):
+    /// the host keeps one processor instance per task and step's node.
+    #[prost(string, tag = "29")]
+    pub task: ::prost::alloc::string::String,
+    /// The current entries, in the stores the steps declare, of the keys the
+    /// records touch (docs/design/processor.md, "What is prefetched").
+    #[prost(message, repeated, tag = "30")]
+    pub stores: ::prost::alloc::vec::Vec<StoreView>,
+    /// Entries before the records: KIND_INIT of instances to make and init.
+    #[prost(message, repeated, tag = "31")]
+    pub inits: ::prost::alloc::vec::Vec<BundleEntry>,
+    /// Entries after the records: punctuations, then closes.
+    #[prost(message, repeated, tag = "32")]
+    pub after: ::prost::alloc::vec::Vec<BundleEntry>,
+    /// Record headers, sent when a step asked for metadata or is a processor:
+    /// record i has header_counts\[i\] headers, the next ones in the header
+    /// columns (a value length of -1 is a null header value). Empty: no record
+    /// has headers.
+    #[prost(sint32, repeated, tag = "33")]
+    pub header_counts: ::prost::alloc::vec::Vec<i32>,
+    #[prost(sint32, repeated, tag = "34")]
+    pub header_key_lengths: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bytes = "vec", tag = "35")]
+    pub header_keys: ::prost::alloc::vec::Vec<u8>,
+    #[prost(sint32, repeated, tag = "36")]
+    pub header_value_lengths: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bytes = "vec", tag = "37")]
+    pub header_values: ::prost::alloc::vec::Vec<u8>,
+}
+/// StoreView is the prefetched part of one store for one bundle: entry j has
+/// key j and value j (value length -1: known absent). A window store's rows
+/// each carry their window start (keys then repeat); uncovered lists keys
+/// (serialized, columnar) whose window rows were not prefetched: their
+/// fetches are Reads.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct StoreView {
+    #[prost(string, tag = "1")]
+    pub store: ::prost::alloc::string::String,
+    /// The store's serdes, to decode with.
+    #[prost(string, tag = "2")]
+    pub key_serde: ::prost::alloc::string::String,
+    #[prost(string, tag = "3")]
+    pub value_serde: ::prost::alloc::string::String,
+    #[prost(enumeration = "StoreType", tag = "4")]
+    pub r#type: i32,
+    #[prost(sint32, repeated, tag = "5")]
+    pub key_lengths: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bytes = "vec", tag = "6")]
+    pub keys: ::prost::alloc::vec::Vec<u8>,
+    #[prost(sint32, repeated, tag = "7")]
+    pub value_lengths: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bytes = "vec", tag = "8")]
+    pub values: ::prost::alloc::vec::Vec<u8>,
+    /// Timestamped stores: each value's timestamp.
+    #[prost(int64, repeated, tag = "9")]
+    pub timestamps: ::prost::alloc::vec::Vec<i64>,
+    /// Window stores: each row's window start.
+    #[prost(int64, repeated, tag = "10")]
+    pub windows: ::prost::alloc::vec::Vec<i64>,
+    #[prost(sint32, repeated, tag = "11")]
+    pub uncovered_lengths: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bytes = "vec", tag = "12")]
+    pub uncovered: ::prost::alloc::vec::Vec<u8>,
+}
+/// BundleEntry is a step's work in a processor bundle that is not a record.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct BundleEntry {
+    #[prost(enumeration = "bundle_entry::Kind", tag = "1")]
+    pub kind: i32,
+    /// The step's index in Bundle.steps.
+    #[prost(int32, tag = "2")]
+    pub step: i32,
+    /// Punctuations: the id the host gave the schedule (BundleResult.op_schedules).
+    #[prost(uint64, tag = "3")]
+    pub schedule: u64,
+    /// Punctuations: the time the punctuator is called with.
+    #[prost(int64, tag = "4")]
+    pub time_ms: i64,
+}
+/// Nested message and enum types in `BundleEntry`.
+pub mod bundle_entry {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum Kind {
+        Unspecified = 0,
+        /// Make the step's processor for this task and call init(context).
+        Init = 1,
+        /// Call the punctuator schedule names with time_ms (stream time).
+        PunctuateStreamTime = 2,
+        /// Call the punctuator schedule names with time_ms (wall-clock time).
+        PunctuateWallClock = 3,
+        /// Call close() on the step's processor for this task and drop it.
+        Close = 4,
+    }
+    impl Kind {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Unspecified => "KIND_UNSPECIFIED",
+                Self::Init => "KIND_INIT",
+                Self::PunctuateStreamTime => "KIND_PUNCTUATE_STREAM_TIME",
+                Self::PunctuateWallClock => "KIND_PUNCTUATE_WALL_CLOCK",
+                Self::Close => "KIND_CLOSE",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "KIND_UNSPECIFIED" => Some(Self::Unspecified),
+                "KIND_INIT" => Some(Self::Init),
+                "KIND_PUNCTUATE_STREAM_TIME" => Some(Self::PunctuateStreamTime),
+                "KIND_PUNCTUATE_WALL_CLOCK" => Some(Self::PunctuateWallClock),
+                "KIND_CLOSE" => Some(Self::Close),
+                _ => None,
+            }
+        }
+    }
 }
 /// BundleResult gives one outcome per input record: zero, one or many outputs,
 /// or a failure. For a fold bundle the records are its values: each value's
@@ -1053,6 +1327,68 @@ pub struct BundleResult {
     pub values: ::prost::alloc::vec::Vec<u8>,
     #[prost(message, repeated, tag = "7")]
     pub failures: ::prost::alloc::vec::Vec<RecordFailure>,
+    /// Processor bundles: one op group per entry, in order (Bundle.inits, the
+    /// records, then Bundle.after); op_counts\[e\] ops belong to entry e, in
+    /// call order. Op j is op_kinds\[j\] with: op_steps\[j\], the step that made
+    /// it; op_targets\[j\] (PUT/DELETE: index in the step's stores; FORWARD:
+    /// child index + 1, 0 for all children; SCHEDULE: 1 stream time, 2
+    /// wall-clock time); a key and value in the op key and value columns
+    /// (lengths -1: null; DELETE, SCHEDULE and CANCEL carry -1 values);
+    /// op_timestamps\[j\] (PUT: the value's timestamp or window start; FORWARD:
+    /// the record's; SCHEDULE: the interval in ms; others 0); op_schedules\[j\]
+    /// (SCHEDULE/CANCEL: the host's schedule id, else 0). A FORWARD's headers
+    /// are in the op header columns: op_header_counts\[f\] for the f-th forward,
+    /// -1 meaning "the input record's headers". A failure's index counts
+    /// entries, so a failed init or punctuation is reported as a record is;
+    /// the failed entry's ops before the raise are kept.
+    #[prost(sint32, repeated, tag = "8")]
+    pub op_counts: ::prost::alloc::vec::Vec<i32>,
+    #[prost(enumeration = "OpKind", repeated, tag = "9")]
+    pub op_kinds: ::prost::alloc::vec::Vec<i32>,
+    #[prost(sint32, repeated, tag = "10")]
+    pub op_steps: ::prost::alloc::vec::Vec<i32>,
+    #[prost(sint32, repeated, tag = "11")]
+    pub op_targets: ::prost::alloc::vec::Vec<i32>,
+    #[prost(sint32, repeated, tag = "12")]
+    pub op_key_lengths: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bytes = "vec", tag = "13")]
+    pub op_keys: ::prost::alloc::vec::Vec<u8>,
+    #[prost(sint32, repeated, tag = "14")]
+    pub op_value_lengths: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bytes = "vec", tag = "15")]
+    pub op_values: ::prost::alloc::vec::Vec<u8>,
+    #[prost(int64, repeated, tag = "16")]
+    pub op_timestamps: ::prost::alloc::vec::Vec<i64>,
+    #[prost(uint64, repeated, tag = "17")]
+    pub op_schedules: ::prost::alloc::vec::Vec<u64>,
+    #[prost(sint32, repeated, tag = "18")]
+    pub op_header_counts: ::prost::alloc::vec::Vec<i32>,
+    #[prost(sint32, repeated, tag = "19")]
+    pub op_header_key_lengths: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bytes = "vec", tag = "20")]
+    pub op_header_keys: ::prost::alloc::vec::Vec<u8>,
+    #[prost(sint32, repeated, tag = "21")]
+    pub op_header_value_lengths: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bytes = "vec", tag = "22")]
+    pub op_header_values: ::prost::alloc::vec::Vec<u8>,
+    /// Per store of the bundle (Bundle.stores order): how many prefetched keys
+    /// the processors read, for adaptive prefetch.
+    #[prost(int32, repeated, tag = "23")]
+    pub prefetch_hits: ::prost::alloc::vec::Vec<i32>,
+    /// Chains with a METADATA_WRITE step: output j's timestamp and headers
+    /// (output_header_counts\[j\] = -1: the input record's headers).
+    #[prost(int64, repeated, tag = "24")]
+    pub output_timestamps: ::prost::alloc::vec::Vec<i64>,
+    #[prost(sint32, repeated, tag = "25")]
+    pub output_header_counts: ::prost::alloc::vec::Vec<i32>,
+    #[prost(sint32, repeated, tag = "26")]
+    pub output_header_key_lengths: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bytes = "vec", tag = "27")]
+    pub output_header_keys: ::prost::alloc::vec::Vec<u8>,
+    #[prost(sint32, repeated, tag = "28")]
+    pub output_header_value_lengths: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bytes = "vec", tag = "29")]
+    pub output_header_values: ::prost::alloc::vec::Vec<u8>,
 }
 /// RecordFailure says why one record of a bundle failed.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
@@ -1250,6 +1586,65 @@ pub mod query_request {
 /// session store: sessions ending at or after from_ms and starting at or
 /// before to_ms). Answered with windowed keys, in the store's windowed key
 /// serde.
+/// ReadRequest is a processor's store read during a bundle.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ReadRequest {
+    #[prost(string, tag = "1")]
+    pub session_id: ::prost::alloc::string::String,
+    /// The bundle the host is running (Bundle.id).
+    #[prost(uint64, tag = "2")]
+    pub bundle_id: u64,
+    /// A store the bundle's steps declare.
+    #[prost(string, tag = "3")]
+    pub store: ::prost::alloc::string::String,
+    /// Keys in descending order (reverseRange, reverseAll, backwardFetch).
+    #[prost(bool, tag = "9")]
+    pub reverse: bool,
+    /// From ReadResponse.continuation: the next chunk of the same query.
+    #[prost(bytes = "vec", tag = "10")]
+    pub continuation: ::prost::alloc::vec::Vec<u8>,
+    #[prost(oneof = "read_request::Query", tags = "4, 5, 6, 7, 8")]
+    pub query: ::core::option::Option<read_request::Query>,
+}
+/// Nested message and enum types in `ReadRequest`.
+pub mod read_request {
+    #[derive(Clone, PartialEq, Eq, Hash, ::prost::Oneof)]
+    pub enum Query {
+        #[prost(bytes, tag = "4")]
+        Get(::prost::alloc::vec::Vec<u8>),
+        #[prost(message, tag = "5")]
+        Range(super::KeyRange),
+        #[prost(bytes, tag = "6")]
+        Prefix(::prost::alloc::vec::Vec<u8>),
+        #[prost(bool, tag = "7")]
+        All(bool),
+        /// Window stores: WindowStore.fetch(key, from, to) / fetchAll.
+        #[prost(message, tag = "8")]
+        WindowFetch(super::WindowFetch),
+    }
+}
+/// ReadResponse: the entries, columnar, in key order (window stores: key,
+/// then window start), serialized by the store's serdes.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ReadResponse {
+    #[prost(sint32, repeated, tag = "1")]
+    pub key_lengths: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bytes = "vec", tag = "2")]
+    pub keys: ::prost::alloc::vec::Vec<u8>,
+    #[prost(sint32, repeated, tag = "3")]
+    pub value_lengths: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bytes = "vec", tag = "4")]
+    pub values: ::prost::alloc::vec::Vec<u8>,
+    /// Timestamped stores: each value's timestamp.
+    #[prost(int64, repeated, tag = "5")]
+    pub timestamps: ::prost::alloc::vec::Vec<i64>,
+    /// Window stores: each entry's window start.
+    #[prost(int64, repeated, tag = "6")]
+    pub windows: ::prost::alloc::vec::Vec<i64>,
+    /// Not empty: more entries follow; ask again with it.
+    #[prost(bytes = "vec", tag = "7")]
+    pub continuation: ::prost::alloc::vec::Vec<u8>,
+}
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct WindowFetch {
     #[prost(bytes = "vec", optional, tag = "1")]
@@ -1464,6 +1859,39 @@ pub struct AdvanceWallClockResponse {
     #[prost(int64, tag = "1")]
     pub wall_clock_ms: i64,
 }
+/// Metadata is what a registered function sees of a record besides its key
+/// and value. Functions that do not ask pay nothing for it on the crossing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum Metadata {
+    Unspecified = 0,
+    /// Timestamp, headers, topic, partition and offset, read-only.
+    Read = 1,
+    /// As READ, and the function may set its outputs' timestamp and headers.
+    Write = 2,
+}
+impl Metadata {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "METADATA_UNSPECIFIED",
+            Self::Read => "METADATA_READ",
+            Self::Write => "METADATA_WRITE",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "METADATA_UNSPECIFIED" => Some(Self::Unspecified),
+            "METADATA_READ" => Some(Self::Read),
+            "METADATA_WRITE" => Some(Self::Write),
+            _ => None,
+        }
+    }
+}
 /// Kind is what a handle stands for; each operator accepts certain kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
@@ -1550,6 +1978,47 @@ impl EmitStrategy {
             "EMIT_STRATEGY_UNSPECIFIED" => Some(Self::Unspecified),
             "EMIT_STRATEGY_ON_WINDOW_UPDATE" => Some(Self::OnWindowUpdate),
             "EMIT_STRATEGY_ON_WINDOW_CLOSE" => Some(Self::OnWindowClose),
+            _ => None,
+        }
+    }
+}
+/// StoreType is the kind of a state store a topology declares for its
+/// processors (Kafka Streams' Stores.*StoreBuilder).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum StoreType {
+    Unspecified = 0,
+    /// Stores.keyValueStoreBuilder: get/put/delete/range/all/prefixScan.
+    KeyValue = 1,
+    /// Stores.timestampedKeyValueStoreBuilder: values carry a timestamp.
+    TimestampedKeyValue = 2,
+    /// Stores.windowStoreBuilder: put(key, value, windowStart), fetch.
+    Window = 3,
+    /// Stores.timestampedWindowStoreBuilder.
+    TimestampedWindow = 4,
+}
+impl StoreType {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "STORE_TYPE_UNSPECIFIED",
+            Self::KeyValue => "STORE_TYPE_KEY_VALUE",
+            Self::TimestampedKeyValue => "STORE_TYPE_TIMESTAMPED_KEY_VALUE",
+            Self::Window => "STORE_TYPE_WINDOW",
+            Self::TimestampedWindow => "STORE_TYPE_TIMESTAMPED_WINDOW",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "STORE_TYPE_UNSPECIFIED" => Some(Self::Unspecified),
+            "STORE_TYPE_KEY_VALUE" => Some(Self::KeyValue),
+            "STORE_TYPE_TIMESTAMPED_KEY_VALUE" => Some(Self::TimestampedKeyValue),
+            "STORE_TYPE_WINDOW" => Some(Self::Window),
+            "STORE_TYPE_TIMESTAMPED_WINDOW" => Some(Self::TimestampedWindow),
             _ => None,
         }
     }
@@ -1669,6 +2138,13 @@ pub enum Operation {
     MapValuesWithKey = 14,
     /// fn(key, value) -> iterable of values (ValueMapperWithKey)
     FlatMapValuesWithKey = 15,
+    /// A processor (api.Processor): process(record) with access to the step's
+    /// stores, forwarding zero or more records; answered with ops
+    /// (BundleResult.op_*). docs/design/processor.md.
+    Process = 16,
+    /// A fixed-key processor (processValues): as PROCESS, forwards keep the
+    /// input's key.
+    ProcessValues = 17,
 }
 impl Operation {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -1692,6 +2168,8 @@ impl Operation {
             Self::FlatMap => "OPERATION_FLAT_MAP",
             Self::MapValuesWithKey => "OPERATION_MAP_VALUES_WITH_KEY",
             Self::FlatMapValuesWithKey => "OPERATION_FLAT_MAP_VALUES_WITH_KEY",
+            Self::Process => "OPERATION_PROCESS",
+            Self::ProcessValues => "OPERATION_PROCESS_VALUES",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -1712,6 +2190,52 @@ impl Operation {
             "OPERATION_FLAT_MAP" => Some(Self::FlatMap),
             "OPERATION_MAP_VALUES_WITH_KEY" => Some(Self::MapValuesWithKey),
             "OPERATION_FLAT_MAP_VALUES_WITH_KEY" => Some(Self::FlatMapValuesWithKey),
+            "OPERATION_PROCESS" => Some(Self::Process),
+            "OPERATION_PROCESS_VALUES" => Some(Self::ProcessValues),
+            _ => None,
+        }
+    }
+}
+/// OpKind is one thing a processor did, in BundleResult's op columns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum OpKind {
+    Unspecified = 0,
+    /// store.put(key, value\[, timestamp | window start\]).
+    Put = 1,
+    /// store.delete(key).
+    Delete = 2,
+    /// context.forward(record\[, child\]).
+    Forward = 3,
+    /// context.schedule(interval, type, punctuator).
+    Schedule = 4,
+    /// Cancellable.cancel().
+    Cancel = 5,
+}
+impl OpKind {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "OP_KIND_UNSPECIFIED",
+            Self::Put => "OP_KIND_PUT",
+            Self::Delete => "OP_KIND_DELETE",
+            Self::Forward => "OP_KIND_FORWARD",
+            Self::Schedule => "OP_KIND_SCHEDULE",
+            Self::Cancel => "OP_KIND_CANCEL",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "OP_KIND_UNSPECIFIED" => Some(Self::Unspecified),
+            "OP_KIND_PUT" => Some(Self::Put),
+            "OP_KIND_DELETE" => Some(Self::Delete),
+            "OP_KIND_FORWARD" => Some(Self::Forward),
+            "OP_KIND_SCHEDULE" => Some(Self::Schedule),
+            "OP_KIND_CANCEL" => Some(Self::Cancel),
             _ => None,
         }
     }

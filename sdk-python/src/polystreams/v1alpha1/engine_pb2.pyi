@@ -20,6 +20,9 @@ KIND_STREAM: Kind
 KIND_TABLE: Kind
 KIND_UNSPECIFIED: Kind
 KIND_WINDOWED_STREAM: Kind
+METADATA_READ: Metadata
+METADATA_UNSPECIFIED: Metadata
+METADATA_WRITE: Metadata
 OPERATION_AGGREGATE: Operation
 OPERATION_FILTER: Operation
 OPERATION_FILTER_NOT: Operation
@@ -31,10 +34,18 @@ OPERATION_MAP: Operation
 OPERATION_MAP_VALUES: Operation
 OPERATION_MAP_VALUES_WITH_KEY: Operation
 OPERATION_PEEK: Operation
+OPERATION_PROCESS: Operation
+OPERATION_PROCESS_VALUES: Operation
 OPERATION_REDUCE: Operation
 OPERATION_SELECT_KEY: Operation
 OPERATION_UNSPECIFIED: Operation
 OPERATION_VALUE_JOIN: Operation
+OP_KIND_CANCEL: OpKind
+OP_KIND_DELETE: OpKind
+OP_KIND_FORWARD: OpKind
+OP_KIND_PUT: OpKind
+OP_KIND_SCHEDULE: OpKind
+OP_KIND_UNSPECIFIED: OpKind
 REDUCER_LATEST: Reducer
 REDUCER_MAX: Reducer
 REDUCER_MIN: Reducer
@@ -48,6 +59,86 @@ STATE_RESTORING: State
 STATE_RUNNING: State
 STATE_STOPPED: State
 STATE_UNSPECIFIED: State
+STORE_TYPE_KEY_VALUE: StoreType
+STORE_TYPE_TIMESTAMPED_KEY_VALUE: StoreType
+STORE_TYPE_TIMESTAMPED_WINDOW: StoreType
+STORE_TYPE_UNSPECIFIED: StoreType
+STORE_TYPE_WINDOW: StoreType
+
+class AddProcessorOp(_message.Message):
+    __slots__ = ["key_serde", "name", "parents", "stores", "token", "value_serde"]
+    KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARENTS_FIELD_NUMBER: _ClassVar[int]
+    STORES_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    key_serde: str
+    name: str
+    parents: _containers.RepeatedScalarFieldContainer[str]
+    stores: _containers.RepeatedScalarFieldContainer[str]
+    token: int
+    value_serde: str
+    def __init__(self, name: _Optional[str] = ..., token: _Optional[int] = ..., parents: _Optional[_Iterable[str]] = ..., stores: _Optional[_Iterable[str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ...) -> None: ...
+
+class AddSinkOp(_message.Message):
+    __slots__ = ["key_serde", "name", "parents", "topic", "value_serde"]
+    KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARENTS_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    key_serde: str
+    name: str
+    parents: _containers.RepeatedScalarFieldContainer[str]
+    topic: str
+    value_serde: str
+    def __init__(self, name: _Optional[str] = ..., topic: _Optional[str] = ..., parents: _Optional[_Iterable[str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ...) -> None: ...
+
+class AddSourceOp(_message.Message):
+    __slots__ = ["key_serde", "name", "topics", "value_serde"]
+    KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    key_serde: str
+    name: str
+    topics: _containers.RepeatedScalarFieldContainer[str]
+    value_serde: str
+    def __init__(self, name: _Optional[str] = ..., topics: _Optional[_Iterable[str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ...) -> None: ...
+
+class AddStateStoreOp(_message.Message):
+    __slots__ = ["caching", "changelog_config", "key_serde", "logging_disabled", "name", "processors", "retain_duplicates", "retention_ms", "type", "value_serde", "window_size_ms"]
+    class ChangelogConfigEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CACHING_FIELD_NUMBER: _ClassVar[int]
+    CHANGELOG_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    LOGGING_DISABLED_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PROCESSORS_FIELD_NUMBER: _ClassVar[int]
+    RETAIN_DUPLICATES_FIELD_NUMBER: _ClassVar[int]
+    RETENTION_MS_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_SIZE_MS_FIELD_NUMBER: _ClassVar[int]
+    caching: bool
+    changelog_config: _containers.ScalarMap[str, str]
+    key_serde: str
+    logging_disabled: bool
+    name: str
+    processors: _containers.RepeatedScalarFieldContainer[str]
+    retain_duplicates: bool
+    retention_ms: int
+    type: StoreType
+    value_serde: str
+    window_size_ms: int
+    def __init__(self, name: _Optional[str] = ..., type: _Optional[_Union[StoreType, str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., retention_ms: _Optional[int] = ..., window_size_ms: _Optional[int] = ..., retain_duplicates: bool = ..., logging_disabled: bool = ..., caching: bool = ..., processors: _Optional[_Iterable[str]] = ..., changelog_config: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class AdvanceWallClockRequest(_message.Message):
     __slots__ = ["millis", "session_id"]
@@ -102,7 +193,11 @@ class BrokerOutage(_message.Message):
     def __init__(self, brokers: _Optional[_Iterable[str]] = ..., since_ms: _Optional[int] = ..., last_error: _Optional[str] = ..., outages: _Optional[int] = ...) -> None: ...
 
 class BuildRequest(_message.Message):
-    __slots__ = ["aggregate", "count", "emit_strategy", "filter", "filter_not", "flat_map", "flat_map_values", "foreach", "global_table", "group_by", "group_by_key", "join", "map", "map_values", "merge", "peek", "print", "reduce", "repartition", "select_key", "session_id", "split", "stream", "suppress", "table", "to", "to_stream", "to_table", "windowed_by"]
+    __slots__ = ["add_processor", "add_sink", "add_source", "add_state_store", "aggregate", "count", "emit_strategy", "filter", "filter_not", "flat_map", "flat_map_values", "foreach", "global_table", "group_by", "group_by_key", "join", "map", "map_values", "merge", "peek", "print", "process", "reduce", "repartition", "select_key", "session_id", "split", "stream", "suppress", "table", "to", "to_stream", "to_table", "windowed_by"]
+    ADD_PROCESSOR_FIELD_NUMBER: _ClassVar[int]
+    ADD_SINK_FIELD_NUMBER: _ClassVar[int]
+    ADD_SOURCE_FIELD_NUMBER: _ClassVar[int]
+    ADD_STATE_STORE_FIELD_NUMBER: _ClassVar[int]
     AGGREGATE_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     EMIT_STRATEGY_FIELD_NUMBER: _ClassVar[int]
@@ -120,6 +215,7 @@ class BuildRequest(_message.Message):
     MERGE_FIELD_NUMBER: _ClassVar[int]
     PEEK_FIELD_NUMBER: _ClassVar[int]
     PRINT_FIELD_NUMBER: _ClassVar[int]
+    PROCESS_FIELD_NUMBER: _ClassVar[int]
     REDUCE_FIELD_NUMBER: _ClassVar[int]
     REPARTITION_FIELD_NUMBER: _ClassVar[int]
     SELECT_KEY_FIELD_NUMBER: _ClassVar[int]
@@ -132,6 +228,10 @@ class BuildRequest(_message.Message):
     TO_STREAM_FIELD_NUMBER: _ClassVar[int]
     TO_TABLE_FIELD_NUMBER: _ClassVar[int]
     WINDOWED_BY_FIELD_NUMBER: _ClassVar[int]
+    add_processor: AddProcessorOp
+    add_sink: AddSinkOp
+    add_source: AddSourceOp
+    add_state_store: AddStateStoreOp
     aggregate: AggregateOp
     count: CountOp
     emit_strategy: EmitStrategyOp
@@ -149,6 +249,7 @@ class BuildRequest(_message.Message):
     merge: MergeOp
     peek: PeekOp
     print: PrintOp
+    process: ProcessOp
     reduce: ReduceOp
     repartition: RepartitionOp
     select_key: SelectKeyOp
@@ -161,7 +262,7 @@ class BuildRequest(_message.Message):
     to_stream: ToStreamOp
     to_table: ToTableOp
     windowed_by: WindowedByOp
-    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ..., reduce: _Optional[_Union[ReduceOp, _Mapping]] = ..., aggregate: _Optional[_Union[AggregateOp, _Mapping]] = ..., table: _Optional[_Union[TableOp, _Mapping]] = ..., windowed_by: _Optional[_Union[WindowedByOp, _Mapping]] = ..., suppress: _Optional[_Union[SuppressOp, _Mapping]] = ..., merge: _Optional[_Union[MergeOp, _Mapping]] = ..., split: _Optional[_Union[SplitOp, _Mapping]] = ..., repartition: _Optional[_Union[RepartitionOp, _Mapping]] = ..., join: _Optional[_Union[JoinOp, _Mapping]] = ..., global_table: _Optional[_Union[GlobalTableOp, _Mapping]] = ..., emit_strategy: _Optional[_Union[EmitStrategyOp, _Mapping]] = ..., to_table: _Optional[_Union[ToTableOp, _Mapping]] = ..., flat_map: _Optional[_Union[FlatMapOp, _Mapping]] = ..., print: _Optional[_Union[PrintOp, _Mapping]] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ..., reduce: _Optional[_Union[ReduceOp, _Mapping]] = ..., aggregate: _Optional[_Union[AggregateOp, _Mapping]] = ..., table: _Optional[_Union[TableOp, _Mapping]] = ..., windowed_by: _Optional[_Union[WindowedByOp, _Mapping]] = ..., suppress: _Optional[_Union[SuppressOp, _Mapping]] = ..., merge: _Optional[_Union[MergeOp, _Mapping]] = ..., split: _Optional[_Union[SplitOp, _Mapping]] = ..., repartition: _Optional[_Union[RepartitionOp, _Mapping]] = ..., join: _Optional[_Union[JoinOp, _Mapping]] = ..., global_table: _Optional[_Union[GlobalTableOp, _Mapping]] = ..., emit_strategy: _Optional[_Union[EmitStrategyOp, _Mapping]] = ..., to_table: _Optional[_Union[ToTableOp, _Mapping]] = ..., flat_map: _Optional[_Union[FlatMapOp, _Mapping]] = ..., print: _Optional[_Union[PrintOp, _Mapping]] = ..., add_state_store: _Optional[_Union[AddStateStoreOp, _Mapping]] = ..., process: _Optional[_Union[ProcessOp, _Mapping]] = ..., add_source: _Optional[_Union[AddSourceOp, _Mapping]] = ..., add_processor: _Optional[_Union[AddProcessorOp, _Mapping]] = ..., add_sink: _Optional[_Union[AddSinkOp, _Mapping]] = ...) -> None: ...
 
 class BuildResponse(_message.Message):
     __slots__ = ["branches", "handle"]
@@ -172,14 +273,21 @@ class BuildResponse(_message.Message):
     def __init__(self, handle: _Optional[_Union[Handle, _Mapping]] = ..., branches: _Optional[_Iterable[_Union[Handle, _Mapping]]] = ...) -> None: ...
 
 class Bundle(_message.Message):
-    __slots__ = ["aggregate_lengths", "aggregate_serde", "aggregates", "final_only", "fold_bases", "group_sizes", "id", "key_lengths", "key_serde", "keys", "merge_counts", "merge_refs", "offsets", "old_value_lengths", "old_values", "other_value_lengths", "other_value_serde", "other_values", "output_key_serde", "output_value_serde", "partition", "steps", "timestamps", "topic", "value_lengths", "value_refs", "value_serde", "values"]
+    __slots__ = ["after", "aggregate_lengths", "aggregate_serde", "aggregates", "final_only", "fold_bases", "group_sizes", "header_counts", "header_key_lengths", "header_keys", "header_value_lengths", "header_values", "id", "inits", "key_lengths", "key_serde", "keys", "merge_counts", "merge_refs", "offsets", "old_value_lengths", "old_values", "other_value_lengths", "other_value_serde", "other_values", "output_key_serde", "output_value_serde", "partition", "steps", "stores", "task", "timestamps", "topic", "value_lengths", "value_refs", "value_serde", "values"]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
     AGGREGATES_FIELD_NUMBER: _ClassVar[int]
     AGGREGATE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
     AGGREGATE_SERDE_FIELD_NUMBER: _ClassVar[int]
     FINAL_ONLY_FIELD_NUMBER: _ClassVar[int]
     FOLD_BASES_FIELD_NUMBER: _ClassVar[int]
     GROUP_SIZES_FIELD_NUMBER: _ClassVar[int]
+    HEADER_COUNTS_FIELD_NUMBER: _ClassVar[int]
+    HEADER_KEYS_FIELD_NUMBER: _ClassVar[int]
+    HEADER_KEY_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    HEADER_VALUES_FIELD_NUMBER: _ClassVar[int]
+    HEADER_VALUE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
+    INITS_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
     KEY_LENGTHS_FIELD_NUMBER: _ClassVar[int]
     KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
@@ -195,19 +303,28 @@ class Bundle(_message.Message):
     OUTPUT_VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
+    STORES_FIELD_NUMBER: _ClassVar[int]
+    TASK_FIELD_NUMBER: _ClassVar[int]
     TIMESTAMPS_FIELD_NUMBER: _ClassVar[int]
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     VALUES_FIELD_NUMBER: _ClassVar[int]
     VALUE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
     VALUE_REFS_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    after: _containers.RepeatedCompositeFieldContainer[BundleEntry]
     aggregate_lengths: _containers.RepeatedScalarFieldContainer[int]
     aggregate_serde: str
     aggregates: bytes
     final_only: bool
     fold_bases: _containers.RepeatedScalarFieldContainer[int]
     group_sizes: _containers.RepeatedScalarFieldContainer[int]
+    header_counts: _containers.RepeatedScalarFieldContainer[int]
+    header_key_lengths: _containers.RepeatedScalarFieldContainer[int]
+    header_keys: bytes
+    header_value_lengths: _containers.RepeatedScalarFieldContainer[int]
+    header_values: bytes
     id: int
+    inits: _containers.RepeatedCompositeFieldContainer[BundleEntry]
     key_lengths: _containers.RepeatedScalarFieldContainer[int]
     key_serde: str
     keys: bytes
@@ -223,31 +340,96 @@ class Bundle(_message.Message):
     output_value_serde: str
     partition: int
     steps: _containers.RepeatedCompositeFieldContainer[Step]
+    stores: _containers.RepeatedCompositeFieldContainer[StoreView]
+    task: str
     timestamps: _containers.RepeatedScalarFieldContainer[int]
     topic: str
     value_lengths: _containers.RepeatedScalarFieldContainer[int]
     value_refs: _containers.RepeatedScalarFieldContainer[int]
     value_serde: str
     values: bytes
-    def __init__(self, id: _Optional[int] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., output_key_serde: _Optional[str] = ..., output_value_serde: _Optional[str] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., topic: _Optional[str] = ..., partition: _Optional[int] = ..., offsets: _Optional[_Iterable[int]] = ..., timestamps: _Optional[_Iterable[int]] = ..., group_sizes: _Optional[_Iterable[int]] = ..., aggregate_lengths: _Optional[_Iterable[int]] = ..., aggregates: _Optional[bytes] = ..., aggregate_serde: _Optional[str] = ..., old_value_lengths: _Optional[_Iterable[int]] = ..., old_values: _Optional[bytes] = ..., value_refs: _Optional[_Iterable[int]] = ..., final_only: bool = ..., fold_bases: _Optional[_Iterable[int]] = ..., merge_counts: _Optional[_Iterable[int]] = ..., merge_refs: _Optional[_Iterable[int]] = ..., other_value_lengths: _Optional[_Iterable[int]] = ..., other_values: _Optional[bytes] = ..., other_value_serde: _Optional[str] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., output_key_serde: _Optional[str] = ..., output_value_serde: _Optional[str] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., topic: _Optional[str] = ..., partition: _Optional[int] = ..., offsets: _Optional[_Iterable[int]] = ..., timestamps: _Optional[_Iterable[int]] = ..., group_sizes: _Optional[_Iterable[int]] = ..., aggregate_lengths: _Optional[_Iterable[int]] = ..., aggregates: _Optional[bytes] = ..., aggregate_serde: _Optional[str] = ..., old_value_lengths: _Optional[_Iterable[int]] = ..., old_values: _Optional[bytes] = ..., value_refs: _Optional[_Iterable[int]] = ..., final_only: bool = ..., fold_bases: _Optional[_Iterable[int]] = ..., merge_counts: _Optional[_Iterable[int]] = ..., merge_refs: _Optional[_Iterable[int]] = ..., other_value_lengths: _Optional[_Iterable[int]] = ..., other_values: _Optional[bytes] = ..., other_value_serde: _Optional[str] = ..., task: _Optional[str] = ..., stores: _Optional[_Iterable[_Union[StoreView, _Mapping]]] = ..., inits: _Optional[_Iterable[_Union[BundleEntry, _Mapping]]] = ..., after: _Optional[_Iterable[_Union[BundleEntry, _Mapping]]] = ..., header_counts: _Optional[_Iterable[int]] = ..., header_key_lengths: _Optional[_Iterable[int]] = ..., header_keys: _Optional[bytes] = ..., header_value_lengths: _Optional[_Iterable[int]] = ..., header_values: _Optional[bytes] = ...) -> None: ...
+
+class BundleEntry(_message.Message):
+    __slots__ = ["kind", "schedule", "step", "time_ms"]
+    class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = []
+    KIND_CLOSE: BundleEntry.Kind
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    KIND_INIT: BundleEntry.Kind
+    KIND_PUNCTUATE_STREAM_TIME: BundleEntry.Kind
+    KIND_PUNCTUATE_WALL_CLOCK: BundleEntry.Kind
+    KIND_UNSPECIFIED: BundleEntry.Kind
+    SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    kind: BundleEntry.Kind
+    schedule: int
+    step: int
+    time_ms: int
+    def __init__(self, kind: _Optional[_Union[BundleEntry.Kind, str]] = ..., step: _Optional[int] = ..., schedule: _Optional[int] = ..., time_ms: _Optional[int] = ...) -> None: ...
 
 class BundleResult(_message.Message):
-    __slots__ = ["bundle_id", "failures", "key_lengths", "keys", "output_counts", "value_lengths", "values"]
+    __slots__ = ["bundle_id", "failures", "key_lengths", "keys", "op_counts", "op_header_counts", "op_header_key_lengths", "op_header_keys", "op_header_value_lengths", "op_header_values", "op_key_lengths", "op_keys", "op_kinds", "op_schedules", "op_steps", "op_targets", "op_timestamps", "op_value_lengths", "op_values", "output_counts", "output_header_counts", "output_header_key_lengths", "output_header_keys", "output_header_value_lengths", "output_header_values", "output_timestamps", "prefetch_hits", "value_lengths", "values"]
     BUNDLE_ID_FIELD_NUMBER: _ClassVar[int]
     FAILURES_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
     KEY_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    OP_COUNTS_FIELD_NUMBER: _ClassVar[int]
+    OP_HEADER_COUNTS_FIELD_NUMBER: _ClassVar[int]
+    OP_HEADER_KEYS_FIELD_NUMBER: _ClassVar[int]
+    OP_HEADER_KEY_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    OP_HEADER_VALUES_FIELD_NUMBER: _ClassVar[int]
+    OP_HEADER_VALUE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    OP_KEYS_FIELD_NUMBER: _ClassVar[int]
+    OP_KEY_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    OP_KINDS_FIELD_NUMBER: _ClassVar[int]
+    OP_SCHEDULES_FIELD_NUMBER: _ClassVar[int]
+    OP_STEPS_FIELD_NUMBER: _ClassVar[int]
+    OP_TARGETS_FIELD_NUMBER: _ClassVar[int]
+    OP_TIMESTAMPS_FIELD_NUMBER: _ClassVar[int]
+    OP_VALUES_FIELD_NUMBER: _ClassVar[int]
+    OP_VALUE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_COUNTS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_HEADER_COUNTS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_HEADER_KEYS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_HEADER_KEY_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_HEADER_VALUES_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_HEADER_VALUE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_TIMESTAMPS_FIELD_NUMBER: _ClassVar[int]
+    PREFETCH_HITS_FIELD_NUMBER: _ClassVar[int]
     VALUES_FIELD_NUMBER: _ClassVar[int]
     VALUE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
     bundle_id: int
     failures: _containers.RepeatedCompositeFieldContainer[RecordFailure]
     key_lengths: _containers.RepeatedScalarFieldContainer[int]
     keys: bytes
+    op_counts: _containers.RepeatedScalarFieldContainer[int]
+    op_header_counts: _containers.RepeatedScalarFieldContainer[int]
+    op_header_key_lengths: _containers.RepeatedScalarFieldContainer[int]
+    op_header_keys: bytes
+    op_header_value_lengths: _containers.RepeatedScalarFieldContainer[int]
+    op_header_values: bytes
+    op_key_lengths: _containers.RepeatedScalarFieldContainer[int]
+    op_keys: bytes
+    op_kinds: _containers.RepeatedScalarFieldContainer[OpKind]
+    op_schedules: _containers.RepeatedScalarFieldContainer[int]
+    op_steps: _containers.RepeatedScalarFieldContainer[int]
+    op_targets: _containers.RepeatedScalarFieldContainer[int]
+    op_timestamps: _containers.RepeatedScalarFieldContainer[int]
+    op_value_lengths: _containers.RepeatedScalarFieldContainer[int]
+    op_values: bytes
     output_counts: _containers.RepeatedScalarFieldContainer[int]
+    output_header_counts: _containers.RepeatedScalarFieldContainer[int]
+    output_header_key_lengths: _containers.RepeatedScalarFieldContainer[int]
+    output_header_keys: bytes
+    output_header_value_lengths: _containers.RepeatedScalarFieldContainer[int]
+    output_header_values: bytes
+    output_timestamps: _containers.RepeatedScalarFieldContainer[int]
+    prefetch_hits: _containers.RepeatedScalarFieldContainer[int]
     value_lengths: _containers.RepeatedScalarFieldContainer[int]
     values: bytes
-    def __init__(self, bundle_id: _Optional[int] = ..., output_counts: _Optional[_Iterable[int]] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., failures: _Optional[_Iterable[_Union[RecordFailure, _Mapping]]] = ...) -> None: ...
+    def __init__(self, bundle_id: _Optional[int] = ..., output_counts: _Optional[_Iterable[int]] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., failures: _Optional[_Iterable[_Union[RecordFailure, _Mapping]]] = ..., op_counts: _Optional[_Iterable[int]] = ..., op_kinds: _Optional[_Iterable[_Union[OpKind, str]]] = ..., op_steps: _Optional[_Iterable[int]] = ..., op_targets: _Optional[_Iterable[int]] = ..., op_key_lengths: _Optional[_Iterable[int]] = ..., op_keys: _Optional[bytes] = ..., op_value_lengths: _Optional[_Iterable[int]] = ..., op_values: _Optional[bytes] = ..., op_timestamps: _Optional[_Iterable[int]] = ..., op_schedules: _Optional[_Iterable[int]] = ..., op_header_counts: _Optional[_Iterable[int]] = ..., op_header_key_lengths: _Optional[_Iterable[int]] = ..., op_header_keys: _Optional[bytes] = ..., op_header_value_lengths: _Optional[_Iterable[int]] = ..., op_header_values: _Optional[bytes] = ..., prefetch_hits: _Optional[_Iterable[int]] = ..., output_timestamps: _Optional[_Iterable[int]] = ..., output_header_counts: _Optional[_Iterable[int]] = ..., output_header_key_lengths: _Optional[_Iterable[int]] = ..., output_header_keys: _Optional[bytes] = ..., output_header_value_lengths: _Optional[_Iterable[int]] = ..., output_header_values: _Optional[bytes] = ...) -> None: ...
 
 class CountOp(_message.Message):
     __slots__ = ["input", "materialized", "name"]
@@ -717,6 +899,24 @@ class PrintOp(_message.Message):
     token: int
     def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
 
+class ProcessOp(_message.Message):
+    __slots__ = ["input", "key_serde", "name", "stores", "token", "value_serde", "values_only"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    STORES_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    VALUES_ONLY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    key_serde: str
+    name: str
+    stores: _containers.RepeatedScalarFieldContainer[str]
+    token: int
+    value_serde: str
+    values_only: bool
+    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., name: _Optional[str] = ..., stores: _Optional[_Iterable[str]] = ..., values_only: bool = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ...) -> None: ...
+
 class QueryRequest(_message.Message):
     __slots__ = ["all", "get", "limit", "prefix", "range", "session_id", "store", "window_fetch"]
     ALL_FIELD_NUMBER: _ClassVar[int]
@@ -773,6 +973,48 @@ class ReadOutputResponse(_message.Message):
     value_serde: str
     def __init__(self, records: _Optional[_Iterable[_Union[TestRecord, _Mapping]]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ...) -> None: ...
 
+class ReadRequest(_message.Message):
+    __slots__ = ["all", "bundle_id", "continuation", "get", "prefix", "range", "reverse", "session_id", "store", "window_fetch"]
+    ALL_FIELD_NUMBER: _ClassVar[int]
+    BUNDLE_ID_FIELD_NUMBER: _ClassVar[int]
+    CONTINUATION_FIELD_NUMBER: _ClassVar[int]
+    GET_FIELD_NUMBER: _ClassVar[int]
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    RANGE_FIELD_NUMBER: _ClassVar[int]
+    REVERSE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    STORE_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FETCH_FIELD_NUMBER: _ClassVar[int]
+    all: bool
+    bundle_id: int
+    continuation: bytes
+    get: bytes
+    prefix: bytes
+    range: KeyRange
+    reverse: bool
+    session_id: str
+    store: str
+    window_fetch: WindowFetch
+    def __init__(self, session_id: _Optional[str] = ..., bundle_id: _Optional[int] = ..., store: _Optional[str] = ..., get: _Optional[bytes] = ..., range: _Optional[_Union[KeyRange, _Mapping]] = ..., prefix: _Optional[bytes] = ..., all: bool = ..., window_fetch: _Optional[_Union[WindowFetch, _Mapping]] = ..., reverse: bool = ..., continuation: _Optional[bytes] = ...) -> None: ...
+
+class ReadResponse(_message.Message):
+    __slots__ = ["continuation", "key_lengths", "keys", "timestamps", "value_lengths", "values", "windows"]
+    CONTINUATION_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    KEY_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMPS_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    VALUE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    WINDOWS_FIELD_NUMBER: _ClassVar[int]
+    continuation: bytes
+    key_lengths: _containers.RepeatedScalarFieldContainer[int]
+    keys: bytes
+    timestamps: _containers.RepeatedScalarFieldContainer[int]
+    value_lengths: _containers.RepeatedScalarFieldContainer[int]
+    values: bytes
+    windows: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., timestamps: _Optional[_Iterable[int]] = ..., windows: _Optional[_Iterable[int]] = ..., continuation: _Optional[bytes] = ...) -> None: ...
+
 class RecordContext(_message.Message):
     __slots__ = ["node", "offset", "partition", "topic"]
     NODE_FIELD_NUMBER: _ClassVar[int]
@@ -819,12 +1061,14 @@ class ReduceOp(_message.Message):
     def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., builtin: _Optional[_Union[Reducer, str]] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ..., name: _Optional[str] = ..., subtractor_token: _Optional[int] = ...) -> None: ...
 
 class RegisterFunctionRequest(_message.Message):
-    __slots__ = ["name", "session_id"]
+    __slots__ = ["metadata", "name", "session_id"]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    metadata: Metadata
     name: str
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., name: _Optional[str] = ..., metadata: _Optional[_Union[Metadata, str]] = ...) -> None: ...
 
 class RegisterFunctionResponse(_message.Message):
     __slots__ = ["token"]
@@ -907,20 +1151,26 @@ class StartResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class Step(_message.Message):
-    __slots__ = ["initializer_token", "merger_token", "node", "operation", "subtractor_token", "token"]
+    __slots__ = ["children", "initializer_token", "merger_token", "metadata", "node", "operation", "stores", "subtractor_token", "token"]
+    CHILDREN_FIELD_NUMBER: _ClassVar[int]
     INITIALIZER_TOKEN_FIELD_NUMBER: _ClassVar[int]
     MERGER_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
     NODE_FIELD_NUMBER: _ClassVar[int]
     OPERATION_FIELD_NUMBER: _ClassVar[int]
+    STORES_FIELD_NUMBER: _ClassVar[int]
     SUBTRACTOR_TOKEN_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
+    children: _containers.RepeatedScalarFieldContainer[str]
     initializer_token: int
     merger_token: int
+    metadata: Metadata
     node: str
     operation: Operation
+    stores: _containers.RepeatedScalarFieldContainer[str]
     subtractor_token: int
     token: int
-    def __init__(self, token: _Optional[int] = ..., operation: _Optional[_Union[Operation, str]] = ..., node: _Optional[str] = ..., initializer_token: _Optional[int] = ..., subtractor_token: _Optional[int] = ..., merger_token: _Optional[int] = ...) -> None: ...
+    def __init__(self, token: _Optional[int] = ..., operation: _Optional[_Union[Operation, str]] = ..., node: _Optional[str] = ..., initializer_token: _Optional[int] = ..., subtractor_token: _Optional[int] = ..., merger_token: _Optional[int] = ..., stores: _Optional[_Iterable[str]] = ..., children: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Union[Metadata, str]] = ...) -> None: ...
 
 class StopRequest(_message.Message):
     __slots__ = ["session_id"]
@@ -939,6 +1189,34 @@ class StoreMetrics(_message.Message):
     entries: int
     name: str
     def __init__(self, name: _Optional[str] = ..., entries: _Optional[int] = ...) -> None: ...
+
+class StoreView(_message.Message):
+    __slots__ = ["key_lengths", "key_serde", "keys", "store", "timestamps", "type", "uncovered", "uncovered_lengths", "value_lengths", "value_serde", "values", "windows"]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    KEY_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    STORE_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMPS_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    UNCOVERED_FIELD_NUMBER: _ClassVar[int]
+    UNCOVERED_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    VALUE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    WINDOWS_FIELD_NUMBER: _ClassVar[int]
+    key_lengths: _containers.RepeatedScalarFieldContainer[int]
+    key_serde: str
+    keys: bytes
+    store: str
+    timestamps: _containers.RepeatedScalarFieldContainer[int]
+    type: StoreType
+    uncovered: bytes
+    uncovered_lengths: _containers.RepeatedScalarFieldContainer[int]
+    value_lengths: _containers.RepeatedScalarFieldContainer[int]
+    value_serde: str
+    values: bytes
+    windows: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, store: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., type: _Optional[_Union[StoreType, str]] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., timestamps: _Optional[_Iterable[int]] = ..., windows: _Optional[_Iterable[int]] = ..., uncovered_lengths: _Optional[_Iterable[int]] = ..., uncovered: _Optional[bytes] = ...) -> None: ...
 
 class StreamOp(_message.Message):
     __slots__ = ["key_serde", "name", "topics", "value_serde"]
@@ -1086,10 +1364,16 @@ class WindowedByOp(_message.Message):
     time: TimeWindows
     def __init__(self, input: _Optional[int] = ..., time: _Optional[_Union[TimeWindows, _Mapping]] = ..., sliding: _Optional[_Union[SlidingWindows, _Mapping]] = ..., session: _Optional[_Union[SessionWindows, _Mapping]] = ...) -> None: ...
 
+class Metadata(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
 class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class EmitStrategy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class StoreType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class Reducer(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
@@ -1099,6 +1383,9 @@ class Joiner(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class Operation(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class OpKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class State(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):

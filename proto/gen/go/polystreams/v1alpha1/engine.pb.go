@@ -30,6 +30,59 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Metadata is what a registered function sees of a record besides its key
+// and value. Functions that do not ask pay nothing for it on the crossing.
+type Metadata int32
+
+const (
+	Metadata_METADATA_UNSPECIFIED Metadata = 0
+	// Timestamp, headers, topic, partition and offset, read-only.
+	Metadata_METADATA_READ Metadata = 1
+	// As READ, and the function may set its outputs' timestamp and headers.
+	Metadata_METADATA_WRITE Metadata = 2
+)
+
+// Enum value maps for Metadata.
+var (
+	Metadata_name = map[int32]string{
+		0: "METADATA_UNSPECIFIED",
+		1: "METADATA_READ",
+		2: "METADATA_WRITE",
+	}
+	Metadata_value = map[string]int32{
+		"METADATA_UNSPECIFIED": 0,
+		"METADATA_READ":        1,
+		"METADATA_WRITE":       2,
+	}
+)
+
+func (x Metadata) Enum() *Metadata {
+	p := new(Metadata)
+	*p = x
+	return p
+}
+
+func (x Metadata) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Metadata) Descriptor() protoreflect.EnumDescriptor {
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[0].Descriptor()
+}
+
+func (Metadata) Type() protoreflect.EnumType {
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[0]
+}
+
+func (x Metadata) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Metadata.Descriptor instead.
+func (Metadata) EnumDescriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{0}
+}
+
 // Kind is what a handle stands for; each operator accepts certain kinds.
 type Kind int32
 
@@ -86,11 +139,11 @@ func (x Kind) String() string {
 }
 
 func (Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_polystreams_v1alpha1_engine_proto_enumTypes[0].Descriptor()
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[1].Descriptor()
 }
 
 func (Kind) Type() protoreflect.EnumType {
-	return &file_polystreams_v1alpha1_engine_proto_enumTypes[0]
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[1]
 }
 
 func (x Kind) Number() protoreflect.EnumNumber {
@@ -99,7 +152,7 @@ func (x Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Kind.Descriptor instead.
 func (Kind) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{0}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{1}
 }
 
 // EmitStrategy is when a windowed aggregation forwards its results (KIP-825,
@@ -144,11 +197,11 @@ func (x EmitStrategy) String() string {
 }
 
 func (EmitStrategy) Descriptor() protoreflect.EnumDescriptor {
-	return file_polystreams_v1alpha1_engine_proto_enumTypes[1].Descriptor()
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[2].Descriptor()
 }
 
 func (EmitStrategy) Type() protoreflect.EnumType {
-	return &file_polystreams_v1alpha1_engine_proto_enumTypes[1]
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[2]
 }
 
 func (x EmitStrategy) Number() protoreflect.EnumNumber {
@@ -157,7 +210,68 @@ func (x EmitStrategy) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use EmitStrategy.Descriptor instead.
 func (EmitStrategy) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{1}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{2}
+}
+
+// StoreType is the kind of a state store a topology declares for its
+// processors (Kafka Streams' Stores.*StoreBuilder).
+type StoreType int32
+
+const (
+	StoreType_STORE_TYPE_UNSPECIFIED StoreType = 0
+	// Stores.keyValueStoreBuilder: get/put/delete/range/all/prefixScan.
+	StoreType_STORE_TYPE_KEY_VALUE StoreType = 1
+	// Stores.timestampedKeyValueStoreBuilder: values carry a timestamp.
+	StoreType_STORE_TYPE_TIMESTAMPED_KEY_VALUE StoreType = 2
+	// Stores.windowStoreBuilder: put(key, value, windowStart), fetch.
+	StoreType_STORE_TYPE_WINDOW StoreType = 3
+	// Stores.timestampedWindowStoreBuilder.
+	StoreType_STORE_TYPE_TIMESTAMPED_WINDOW StoreType = 4
+)
+
+// Enum value maps for StoreType.
+var (
+	StoreType_name = map[int32]string{
+		0: "STORE_TYPE_UNSPECIFIED",
+		1: "STORE_TYPE_KEY_VALUE",
+		2: "STORE_TYPE_TIMESTAMPED_KEY_VALUE",
+		3: "STORE_TYPE_WINDOW",
+		4: "STORE_TYPE_TIMESTAMPED_WINDOW",
+	}
+	StoreType_value = map[string]int32{
+		"STORE_TYPE_UNSPECIFIED":           0,
+		"STORE_TYPE_KEY_VALUE":             1,
+		"STORE_TYPE_TIMESTAMPED_KEY_VALUE": 2,
+		"STORE_TYPE_WINDOW":                3,
+		"STORE_TYPE_TIMESTAMPED_WINDOW":    4,
+	}
+)
+
+func (x StoreType) Enum() *StoreType {
+	p := new(StoreType)
+	*p = x
+	return p
+}
+
+func (x StoreType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (StoreType) Descriptor() protoreflect.EnumDescriptor {
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[3].Descriptor()
+}
+
+func (StoreType) Type() protoreflect.EnumType {
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[3]
+}
+
+func (x StoreType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use StoreType.Descriptor instead.
+func (StoreType) EnumDescriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{3}
 }
 
 // Reducer is a built-in reduce that runs in the engine and never crosses.
@@ -205,11 +319,11 @@ func (x Reducer) String() string {
 }
 
 func (Reducer) Descriptor() protoreflect.EnumDescriptor {
-	return file_polystreams_v1alpha1_engine_proto_enumTypes[2].Descriptor()
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[4].Descriptor()
 }
 
 func (Reducer) Type() protoreflect.EnumType {
-	return &file_polystreams_v1alpha1_engine_proto_enumTypes[2]
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[4]
 }
 
 func (x Reducer) Number() protoreflect.EnumNumber {
@@ -218,7 +332,7 @@ func (x Reducer) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Reducer.Descriptor instead.
 func (Reducer) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{2}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{4}
 }
 
 // Joiner names a built-in ValueJoiner.
@@ -263,11 +377,11 @@ func (x Joiner) String() string {
 }
 
 func (Joiner) Descriptor() protoreflect.EnumDescriptor {
-	return file_polystreams_v1alpha1_engine_proto_enumTypes[3].Descriptor()
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[5].Descriptor()
 }
 
 func (Joiner) Type() protoreflect.EnumType {
-	return &file_polystreams_v1alpha1_engine_proto_enumTypes[3]
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[5]
 }
 
 func (x Joiner) Number() protoreflect.EnumNumber {
@@ -276,7 +390,7 @@ func (x Joiner) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Joiner.Descriptor instead.
 func (Joiner) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{3}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{5}
 }
 
 // Operation is what a step of a bundle does with its function.
@@ -315,6 +429,13 @@ const (
 	Operation_OPERATION_MAP_VALUES_WITH_KEY Operation = 14
 	// fn(key, value) -> iterable of values (ValueMapperWithKey)
 	Operation_OPERATION_FLAT_MAP_VALUES_WITH_KEY Operation = 15
+	// A processor (api.Processor): process(record) with access to the step's
+	// stores, forwarding zero or more records; answered with ops
+	// (BundleResult.op_*). docs/design/processor.md.
+	Operation_OPERATION_PROCESS Operation = 16
+	// A fixed-key processor (processValues): as PROCESS, forwards keep the
+	// input's key.
+	Operation_OPERATION_PROCESS_VALUES Operation = 17
 )
 
 // Enum value maps for Operation.
@@ -335,6 +456,8 @@ var (
 		13: "OPERATION_FLAT_MAP",
 		14: "OPERATION_MAP_VALUES_WITH_KEY",
 		15: "OPERATION_FLAT_MAP_VALUES_WITH_KEY",
+		16: "OPERATION_PROCESS",
+		17: "OPERATION_PROCESS_VALUES",
 	}
 	Operation_value = map[string]int32{
 		"OPERATION_UNSPECIFIED":              0,
@@ -352,6 +475,8 @@ var (
 		"OPERATION_FLAT_MAP":                 13,
 		"OPERATION_MAP_VALUES_WITH_KEY":      14,
 		"OPERATION_FLAT_MAP_VALUES_WITH_KEY": 15,
+		"OPERATION_PROCESS":                  16,
+		"OPERATION_PROCESS_VALUES":           17,
 	}
 )
 
@@ -366,11 +491,11 @@ func (x Operation) String() string {
 }
 
 func (Operation) Descriptor() protoreflect.EnumDescriptor {
-	return file_polystreams_v1alpha1_engine_proto_enumTypes[4].Descriptor()
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[6].Descriptor()
 }
 
 func (Operation) Type() protoreflect.EnumType {
-	return &file_polystreams_v1alpha1_engine_proto_enumTypes[4]
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[6]
 }
 
 func (x Operation) Number() protoreflect.EnumNumber {
@@ -379,7 +504,71 @@ func (x Operation) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Operation.Descriptor instead.
 func (Operation) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{4}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{6}
+}
+
+// OpKind is one thing a processor did, in BundleResult's op columns.
+type OpKind int32
+
+const (
+	OpKind_OP_KIND_UNSPECIFIED OpKind = 0
+	// store.put(key, value[, timestamp | window start]).
+	OpKind_OP_KIND_PUT OpKind = 1
+	// store.delete(key).
+	OpKind_OP_KIND_DELETE OpKind = 2
+	// context.forward(record[, child]).
+	OpKind_OP_KIND_FORWARD OpKind = 3
+	// context.schedule(interval, type, punctuator).
+	OpKind_OP_KIND_SCHEDULE OpKind = 4
+	// Cancellable.cancel().
+	OpKind_OP_KIND_CANCEL OpKind = 5
+)
+
+// Enum value maps for OpKind.
+var (
+	OpKind_name = map[int32]string{
+		0: "OP_KIND_UNSPECIFIED",
+		1: "OP_KIND_PUT",
+		2: "OP_KIND_DELETE",
+		3: "OP_KIND_FORWARD",
+		4: "OP_KIND_SCHEDULE",
+		5: "OP_KIND_CANCEL",
+	}
+	OpKind_value = map[string]int32{
+		"OP_KIND_UNSPECIFIED": 0,
+		"OP_KIND_PUT":         1,
+		"OP_KIND_DELETE":      2,
+		"OP_KIND_FORWARD":     3,
+		"OP_KIND_SCHEDULE":    4,
+		"OP_KIND_CANCEL":      5,
+	}
+)
+
+func (x OpKind) Enum() *OpKind {
+	p := new(OpKind)
+	*p = x
+	return p
+}
+
+func (x OpKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OpKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[7].Descriptor()
+}
+
+func (OpKind) Type() protoreflect.EnumType {
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[7]
+}
+
+func (x OpKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OpKind.Descriptor instead.
+func (OpKind) EnumDescriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{7}
 }
 
 type State int32
@@ -442,11 +631,11 @@ func (x State) String() string {
 }
 
 func (State) Descriptor() protoreflect.EnumDescriptor {
-	return file_polystreams_v1alpha1_engine_proto_enumTypes[5].Descriptor()
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[8].Descriptor()
 }
 
 func (State) Type() protoreflect.EnumType {
-	return &file_polystreams_v1alpha1_engine_proto_enumTypes[5]
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[8]
 }
 
 func (x State) Number() protoreflect.EnumNumber {
@@ -455,7 +644,7 @@ func (x State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use State.Descriptor instead.
 func (State) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{5}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{8}
 }
 
 type Node_Type int32
@@ -494,11 +683,11 @@ func (x Node_Type) String() string {
 }
 
 func (Node_Type) Descriptor() protoreflect.EnumDescriptor {
-	return file_polystreams_v1alpha1_engine_proto_enumTypes[6].Descriptor()
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[9].Descriptor()
 }
 
 func (Node_Type) Type() protoreflect.EnumType {
-	return &file_polystreams_v1alpha1_engine_proto_enumTypes[6]
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[9]
 }
 
 func (x Node_Type) Number() protoreflect.EnumNumber {
@@ -507,7 +696,66 @@ func (x Node_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Node_Type.Descriptor instead.
 func (Node_Type) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{45, 0}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{50, 0}
+}
+
+type BundleEntry_Kind int32
+
+const (
+	BundleEntry_KIND_UNSPECIFIED BundleEntry_Kind = 0
+	// Make the step's processor for this task and call init(context).
+	BundleEntry_KIND_INIT BundleEntry_Kind = 1
+	// Call the punctuator schedule names with time_ms (stream time).
+	BundleEntry_KIND_PUNCTUATE_STREAM_TIME BundleEntry_Kind = 2
+	// Call the punctuator schedule names with time_ms (wall-clock time).
+	BundleEntry_KIND_PUNCTUATE_WALL_CLOCK BundleEntry_Kind = 3
+	// Call close() on the step's processor for this task and drop it.
+	BundleEntry_KIND_CLOSE BundleEntry_Kind = 4
+)
+
+// Enum value maps for BundleEntry_Kind.
+var (
+	BundleEntry_Kind_name = map[int32]string{
+		0: "KIND_UNSPECIFIED",
+		1: "KIND_INIT",
+		2: "KIND_PUNCTUATE_STREAM_TIME",
+		3: "KIND_PUNCTUATE_WALL_CLOCK",
+		4: "KIND_CLOSE",
+	}
+	BundleEntry_Kind_value = map[string]int32{
+		"KIND_UNSPECIFIED":           0,
+		"KIND_INIT":                  1,
+		"KIND_PUNCTUATE_STREAM_TIME": 2,
+		"KIND_PUNCTUATE_WALL_CLOCK":  3,
+		"KIND_CLOSE":                 4,
+	}
+)
+
+func (x BundleEntry_Kind) Enum() *BundleEntry_Kind {
+	p := new(BundleEntry_Kind)
+	*p = x
+	return p
+}
+
+func (x BundleEntry_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BundleEntry_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[10].Descriptor()
+}
+
+func (BundleEntry_Kind) Type() protoreflect.EnumType {
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[10]
+}
+
+func (x BundleEntry_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BundleEntry_Kind.Descriptor instead.
+func (BundleEntry_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{59, 0}
 }
 
 type RecordFailure_Kind int32
@@ -543,11 +791,11 @@ func (x RecordFailure_Kind) String() string {
 }
 
 func (RecordFailure_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_polystreams_v1alpha1_engine_proto_enumTypes[7].Descriptor()
+	return file_polystreams_v1alpha1_engine_proto_enumTypes[11].Descriptor()
 }
 
 func (RecordFailure_Kind) Type() protoreflect.EnumType {
-	return &file_polystreams_v1alpha1_engine_proto_enumTypes[7]
+	return &file_polystreams_v1alpha1_engine_proto_enumTypes[11]
 }
 
 func (x RecordFailure_Kind) Number() protoreflect.EnumNumber {
@@ -556,7 +804,7 @@ func (x RecordFailure_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RecordFailure_Kind.Descriptor instead.
 func (RecordFailure_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{54, 0}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{61, 0}
 }
 
 type OpenSessionRequest struct {
@@ -571,7 +819,10 @@ type OpenSessionRequest struct {
 	Config map[string]string `protobuf:"bytes,2,rep,name=config,proto3" json:"config,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// What the SDK's host understands beyond this protocol's base, so that
 	// the engine may use it: "fold_value_refs" (Bundle.value_refs) and
-	// "fold_programs" (Bundle.fold_bases). Unknown features are ignored.
+	// "fold_programs" (Bundle.fold_bases), "processors" (processor steps:
+	// Bundle.stores, inits, after; BundleResult ops) and "metadata" (header
+	// columns and output timestamps for functions registered with metadata).
+	// Unknown features are ignored.
 	HostFeatures  []string `protobuf:"bytes,3,rep,name=host_features,json=hostFeatures,proto3" json:"host_features,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -700,7 +951,11 @@ type RegisterFunctionRequest struct {
 	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// A human-readable name (e.g. a Python qualname), used in describe output
 	// and error messages only. May be empty.
-	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Whether the function is given the record's metadata (timestamp,
+	// headers, topic, partition, offset) as one more argument, and may set the
+	// timestamp and headers of its outputs. Processors always get it.
+	Metadata      Metadata `protobuf:"varint,3,opt,name=metadata,proto3,enum=polystreams.v1alpha1.Metadata" json:"metadata,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -747,6 +1002,13 @@ func (x *RegisterFunctionRequest) GetName() string {
 		return x.Name
 	}
 	return ""
+}
+
+func (x *RegisterFunctionRequest) GetMetadata() Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return Metadata_METADATA_UNSPECIFIED
 }
 
 type RegisterFunctionResponse struct {
@@ -2323,6 +2585,481 @@ func (x *PrintOp) GetName() string {
 	return ""
 }
 
+// AddStateStoreOp is StreamsBuilder.addStateStore (processors name the
+// store in ProcessOp.stores) or Topology.addStateStore (processors listed
+// here, as connectProcessorAndStateStores). Answered without a handle.
+type AddStateStoreOp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The store's name: a valid Kafka topic name part; unique in the topology.
+	Name string    `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Type StoreType `protobuf:"varint,2,opt,name=type,proto3,enum=polystreams.v1alpha1.StoreType" json:"type,omitempty"`
+	// Serdes of the store's keys and values; empty means bytes.
+	KeySerde   string `protobuf:"bytes,3,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
+	ValueSerde string `protobuf:"bytes,4,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
+	// Window stores: how long (ms) a window is kept, its size, and whether a
+	// key may hold several values per window (retainDuplicates).
+	RetentionMs      int64 `protobuf:"varint,5,opt,name=retention_ms,json=retentionMs,proto3" json:"retention_ms,omitempty"`
+	WindowSizeMs     int64 `protobuf:"varint,6,opt,name=window_size_ms,json=windowSizeMs,proto3" json:"window_size_ms,omitempty"`
+	RetainDuplicates bool  `protobuf:"varint,7,opt,name=retain_duplicates,json=retainDuplicates,proto3" json:"retain_duplicates,omitempty"`
+	// withLoggingDisabled: no changelog topic (the store is rebuilt from
+	// nothing after a restart). Default (false): logged, as Kafka Streams.
+	LoggingDisabled bool `protobuf:"varint,8,opt,name=logging_disabled,json=loggingDisabled,proto3" json:"logging_disabled,omitempty"`
+	// withCachingEnabled.
+	Caching bool `protobuf:"varint,9,opt,name=caching,proto3" json:"caching,omitempty"`
+	// Topology.addStateStore(store, processorNames...): processors (added
+	// before, by AddProcessorOp) connected to it.
+	Processors []string `protobuf:"bytes,10,rep,name=processors,proto3" json:"processors,omitempty"`
+	// withLoggingEnabled(config): the changelog topic's configs.
+	ChangelogConfig map[string]string `protobuf:"bytes,11,rep,name=changelog_config,json=changelogConfig,proto3" json:"changelog_config,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *AddStateStoreOp) Reset() {
+	*x = AddStateStoreOp{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddStateStoreOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddStateStoreOp) ProtoMessage() {}
+
+func (x *AddStateStoreOp) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddStateStoreOp.ProtoReflect.Descriptor instead.
+func (*AddStateStoreOp) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *AddStateStoreOp) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AddStateStoreOp) GetType() StoreType {
+	if x != nil {
+		return x.Type
+	}
+	return StoreType_STORE_TYPE_UNSPECIFIED
+}
+
+func (x *AddStateStoreOp) GetKeySerde() string {
+	if x != nil {
+		return x.KeySerde
+	}
+	return ""
+}
+
+func (x *AddStateStoreOp) GetValueSerde() string {
+	if x != nil {
+		return x.ValueSerde
+	}
+	return ""
+}
+
+func (x *AddStateStoreOp) GetRetentionMs() int64 {
+	if x != nil {
+		return x.RetentionMs
+	}
+	return 0
+}
+
+func (x *AddStateStoreOp) GetWindowSizeMs() int64 {
+	if x != nil {
+		return x.WindowSizeMs
+	}
+	return 0
+}
+
+func (x *AddStateStoreOp) GetRetainDuplicates() bool {
+	if x != nil {
+		return x.RetainDuplicates
+	}
+	return false
+}
+
+func (x *AddStateStoreOp) GetLoggingDisabled() bool {
+	if x != nil {
+		return x.LoggingDisabled
+	}
+	return false
+}
+
+func (x *AddStateStoreOp) GetCaching() bool {
+	if x != nil {
+		return x.Caching
+	}
+	return false
+}
+
+func (x *AddStateStoreOp) GetProcessors() []string {
+	if x != nil {
+		return x.Processors
+	}
+	return nil
+}
+
+func (x *AddStateStoreOp) GetChangelogConfig() map[string]string {
+	if x != nil {
+		return x.ChangelogConfig
+	}
+	return nil
+}
+
+// ProcessOp is KStream.process (api.ProcessorSupplier; Kafka 3.3+) or, with
+// values_only, KStream.processValues (api.FixedKeyProcessorSupplier). token
+// names the host's processor supplier: the host makes one processor per
+// task. The result is a stream of what the processor forwards.
+type ProcessOp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Input uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
+	Token uint32                 `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
+	// Named.as: the processor node's name; empty means generated
+	// (KSTREAM-PROCESSOR-<n>, KSTREAM-PROCESSVALUES-<n>).
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// The state stores (added by AddStateStoreOp) the processor uses.
+	Stores     []string `protobuf:"bytes,4,rep,name=stores,proto3" json:"stores,omitempty"`
+	ValuesOnly bool     `protobuf:"varint,5,opt,name=values_only,json=valuesOnly,proto3" json:"values_only,omitempty"`
+	// Serdes of the forwarded keys and values; empty keeps the input's.
+	KeySerde      string `protobuf:"bytes,6,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
+	ValueSerde    string `protobuf:"bytes,7,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProcessOp) Reset() {
+	*x = ProcessOp{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProcessOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProcessOp) ProtoMessage() {}
+
+func (x *ProcessOp) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProcessOp.ProtoReflect.Descriptor instead.
+func (*ProcessOp) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ProcessOp) GetInput() uint64 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+func (x *ProcessOp) GetToken() uint32 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *ProcessOp) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ProcessOp) GetStores() []string {
+	if x != nil {
+		return x.Stores
+	}
+	return nil
+}
+
+func (x *ProcessOp) GetValuesOnly() bool {
+	if x != nil {
+		return x.ValuesOnly
+	}
+	return false
+}
+
+func (x *ProcessOp) GetKeySerde() string {
+	if x != nil {
+		return x.KeySerde
+	}
+	return ""
+}
+
+func (x *ProcessOp) GetValueSerde() string {
+	if x != nil {
+		return x.ValueSerde
+	}
+	return ""
+}
+
+// AddSourceOp is Topology.addSource: a source node reading topics, for a
+// topology built without the DSL. Answered without a handle; processors and
+// sinks name it as a parent.
+type AddSourceOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Topics        []string               `protobuf:"bytes,2,rep,name=topics,proto3" json:"topics,omitempty"`
+	KeySerde      string                 `protobuf:"bytes,3,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
+	ValueSerde    string                 `protobuf:"bytes,4,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddSourceOp) Reset() {
+	*x = AddSourceOp{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddSourceOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddSourceOp) ProtoMessage() {}
+
+func (x *AddSourceOp) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddSourceOp.ProtoReflect.Descriptor instead.
+func (*AddSourceOp) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *AddSourceOp) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AddSourceOp) GetTopics() []string {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+func (x *AddSourceOp) GetKeySerde() string {
+	if x != nil {
+		return x.KeySerde
+	}
+	return ""
+}
+
+func (x *AddSourceOp) GetValueSerde() string {
+	if x != nil {
+		return x.ValueSerde
+	}
+	return ""
+}
+
+// AddProcessorOp is Topology.addProcessor(name, supplier, parentNames...).
+type AddProcessorOp struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Name    string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Token   uint32                 `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
+	Parents []string               `protobuf:"bytes,3,rep,name=parents,proto3" json:"parents,omitempty"`
+	// Stores (added before) connected to it; AddStateStoreOp.processors does
+	// the same from the store's side.
+	Stores []string `protobuf:"bytes,4,rep,name=stores,proto3" json:"stores,omitempty"`
+	// Serdes of the records it forwards; empty keeps its parents' (which
+	// must then agree).
+	KeySerde      string `protobuf:"bytes,5,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
+	ValueSerde    string `protobuf:"bytes,6,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddProcessorOp) Reset() {
+	*x = AddProcessorOp{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddProcessorOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddProcessorOp) ProtoMessage() {}
+
+func (x *AddProcessorOp) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddProcessorOp.ProtoReflect.Descriptor instead.
+func (*AddProcessorOp) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *AddProcessorOp) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AddProcessorOp) GetToken() uint32 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *AddProcessorOp) GetParents() []string {
+	if x != nil {
+		return x.Parents
+	}
+	return nil
+}
+
+func (x *AddProcessorOp) GetStores() []string {
+	if x != nil {
+		return x.Stores
+	}
+	return nil
+}
+
+func (x *AddProcessorOp) GetKeySerde() string {
+	if x != nil {
+		return x.KeySerde
+	}
+	return ""
+}
+
+func (x *AddProcessorOp) GetValueSerde() string {
+	if x != nil {
+		return x.ValueSerde
+	}
+	return ""
+}
+
+// AddSinkOp is Topology.addSink(name, topic, parentNames...).
+type AddSinkOp struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Name    string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Topic   string                 `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
+	Parents []string               `protobuf:"bytes,3,rep,name=parents,proto3" json:"parents,omitempty"`
+	// Serdes to write with; empty keeps its parents'.
+	KeySerde      string `protobuf:"bytes,4,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
+	ValueSerde    string `protobuf:"bytes,5,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddSinkOp) Reset() {
+	*x = AddSinkOp{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddSinkOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddSinkOp) ProtoMessage() {}
+
+func (x *AddSinkOp) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddSinkOp.ProtoReflect.Descriptor instead.
+func (*AddSinkOp) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *AddSinkOp) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AddSinkOp) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *AddSinkOp) GetParents() []string {
+	if x != nil {
+		return x.Parents
+	}
+	return nil
+}
+
+func (x *AddSinkOp) GetKeySerde() string {
+	if x != nil {
+		return x.KeySerde
+	}
+	return ""
+}
+
+func (x *AddSinkOp) GetValueSerde() string {
+	if x != nil {
+		return x.ValueSerde
+	}
+	return ""
+}
+
 type GroupByKeyOp struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Input uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
@@ -2337,7 +3074,7 @@ type GroupByKeyOp struct {
 
 func (x *GroupByKeyOp) Reset() {
 	*x = GroupByKeyOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2349,7 +3086,7 @@ func (x *GroupByKeyOp) String() string {
 func (*GroupByKeyOp) ProtoMessage() {}
 
 func (x *GroupByKeyOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2362,7 +3099,7 @@ func (x *GroupByKeyOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupByKeyOp.ProtoReflect.Descriptor instead.
 func (*GroupByKeyOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{25}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GroupByKeyOp) GetInput() uint64 {
@@ -2409,7 +3146,7 @@ type GroupByOp struct {
 
 func (x *GroupByOp) Reset() {
 	*x = GroupByOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2421,7 +3158,7 @@ func (x *GroupByOp) String() string {
 func (*GroupByOp) ProtoMessage() {}
 
 func (x *GroupByOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2434,7 +3171,7 @@ func (x *GroupByOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupByOp.ProtoReflect.Descriptor instead.
 func (*GroupByOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{26}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GroupByOp) GetInput() uint64 {
@@ -2486,7 +3223,7 @@ type CountOp struct {
 
 func (x *CountOp) Reset() {
 	*x = CountOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2498,7 +3235,7 @@ func (x *CountOp) String() string {
 func (*CountOp) ProtoMessage() {}
 
 func (x *CountOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2511,7 +3248,7 @@ func (x *CountOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountOp.ProtoReflect.Descriptor instead.
 func (*CountOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{27}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CountOp) GetInput() uint64 {
@@ -2558,7 +3295,7 @@ type ReduceOp struct {
 
 func (x *ReduceOp) Reset() {
 	*x = ReduceOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2570,7 +3307,7 @@ func (x *ReduceOp) String() string {
 func (*ReduceOp) ProtoMessage() {}
 
 func (x *ReduceOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2583,7 +3320,7 @@ func (x *ReduceOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceOp.ProtoReflect.Descriptor instead.
 func (*ReduceOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{28}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ReduceOp) GetInput() uint64 {
@@ -2651,7 +3388,7 @@ type AggregateOp struct {
 
 func (x *AggregateOp) Reset() {
 	*x = AggregateOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2663,7 +3400,7 @@ func (x *AggregateOp) String() string {
 func (*AggregateOp) ProtoMessage() {}
 
 func (x *AggregateOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2676,7 +3413,7 @@ func (x *AggregateOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateOp.ProtoReflect.Descriptor instead.
 func (*AggregateOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *AggregateOp) GetInput() uint64 {
@@ -2742,7 +3479,7 @@ type MergeOp struct {
 
 func (x *MergeOp) Reset() {
 	*x = MergeOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2754,7 +3491,7 @@ func (x *MergeOp) String() string {
 func (*MergeOp) ProtoMessage() {}
 
 func (x *MergeOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2767,7 +3504,7 @@ func (x *MergeOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeOp.ProtoReflect.Descriptor instead.
 func (*MergeOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{30}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *MergeOp) GetInput() uint64 {
@@ -2813,7 +3550,7 @@ type SplitOp struct {
 
 func (x *SplitOp) Reset() {
 	*x = SplitOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2825,7 +3562,7 @@ func (x *SplitOp) String() string {
 func (*SplitOp) ProtoMessage() {}
 
 func (x *SplitOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2838,7 +3575,7 @@ func (x *SplitOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitOp.ProtoReflect.Descriptor instead.
 func (*SplitOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{31}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SplitOp) GetInput() uint64 {
@@ -2888,7 +3625,7 @@ type Branch struct {
 
 func (x *Branch) Reset() {
 	*x = Branch{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2900,7 +3637,7 @@ func (x *Branch) String() string {
 func (*Branch) ProtoMessage() {}
 
 func (x *Branch) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2913,7 +3650,7 @@ func (x *Branch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Branch.ProtoReflect.Descriptor instead.
 func (*Branch) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{32}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Branch) GetPredicateToken() uint32 {
@@ -2947,7 +3684,7 @@ type RepartitionOp struct {
 
 func (x *RepartitionOp) Reset() {
 	*x = RepartitionOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2959,7 +3696,7 @@ func (x *RepartitionOp) String() string {
 func (*RepartitionOp) ProtoMessage() {}
 
 func (x *RepartitionOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2972,7 +3709,7 @@ func (x *RepartitionOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepartitionOp.ProtoReflect.Descriptor instead.
 func (*RepartitionOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{33}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RepartitionOp) GetInput() uint64 {
@@ -3049,7 +3786,7 @@ type JoinOp struct {
 
 func (x *JoinOp) Reset() {
 	*x = JoinOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3061,7 +3798,7 @@ func (x *JoinOp) String() string {
 func (*JoinOp) ProtoMessage() {}
 
 func (x *JoinOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3074,7 +3811,7 @@ func (x *JoinOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinOp.ProtoReflect.Descriptor instead.
 func (*JoinOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *JoinOp) GetInput() uint64 {
@@ -3185,7 +3922,7 @@ type JoinWindows struct {
 
 func (x *JoinWindows) Reset() {
 	*x = JoinWindows{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3197,7 +3934,7 @@ func (x *JoinWindows) String() string {
 func (*JoinWindows) ProtoMessage() {}
 
 func (x *JoinWindows) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3210,7 +3947,7 @@ func (x *JoinWindows) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinWindows.ProtoReflect.Descriptor instead.
 func (*JoinWindows) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{35}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *JoinWindows) GetBeforeMs() int64 {
@@ -3252,7 +3989,7 @@ type GlobalTableOp struct {
 
 func (x *GlobalTableOp) Reset() {
 	*x = GlobalTableOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3264,7 +4001,7 @@ func (x *GlobalTableOp) String() string {
 func (*GlobalTableOp) ProtoMessage() {}
 
 func (x *GlobalTableOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3277,7 +4014,7 @@ func (x *GlobalTableOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GlobalTableOp.ProtoReflect.Descriptor instead.
 func (*GlobalTableOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{36}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GlobalTableOp) GetTopic() string {
@@ -3325,7 +4062,7 @@ type ToStreamOp struct {
 
 func (x *ToStreamOp) Reset() {
 	*x = ToStreamOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3337,7 +4074,7 @@ func (x *ToStreamOp) String() string {
 func (*ToStreamOp) ProtoMessage() {}
 
 func (x *ToStreamOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3350,7 +4087,7 @@ func (x *ToStreamOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToStreamOp.ProtoReflect.Descriptor instead.
 func (*ToStreamOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{37}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ToStreamOp) GetInput() uint64 {
@@ -3381,7 +4118,7 @@ type ToOp struct {
 
 func (x *ToOp) Reset() {
 	*x = ToOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3393,7 +4130,7 @@ func (x *ToOp) String() string {
 func (*ToOp) ProtoMessage() {}
 
 func (x *ToOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3406,7 +4143,7 @@ func (x *ToOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToOp.ProtoReflect.Descriptor instead.
 func (*ToOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ToOp) GetInput() uint64 {
@@ -3479,6 +4216,11 @@ type BuildRequest struct {
 	//	*BuildRequest_ToTable
 	//	*BuildRequest_FlatMap
 	//	*BuildRequest_Print
+	//	*BuildRequest_AddStateStore
+	//	*BuildRequest_Process
+	//	*BuildRequest_AddSource
+	//	*BuildRequest_AddProcessor
+	//	*BuildRequest_AddSink
 	Operation     isBuildRequest_Operation `protobuf_oneof:"operation"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3486,7 +4228,7 @@ type BuildRequest struct {
 
 func (x *BuildRequest) Reset() {
 	*x = BuildRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3498,7 +4240,7 @@ func (x *BuildRequest) String() string {
 func (*BuildRequest) ProtoMessage() {}
 
 func (x *BuildRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3511,7 +4253,7 @@ func (x *BuildRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildRequest.ProtoReflect.Descriptor instead.
 func (*BuildRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{39}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *BuildRequest) GetSessionId() string {
@@ -3780,6 +4522,51 @@ func (x *BuildRequest) GetPrint() *PrintOp {
 	return nil
 }
 
+func (x *BuildRequest) GetAddStateStore() *AddStateStoreOp {
+	if x != nil {
+		if x, ok := x.Operation.(*BuildRequest_AddStateStore); ok {
+			return x.AddStateStore
+		}
+	}
+	return nil
+}
+
+func (x *BuildRequest) GetProcess() *ProcessOp {
+	if x != nil {
+		if x, ok := x.Operation.(*BuildRequest_Process); ok {
+			return x.Process
+		}
+	}
+	return nil
+}
+
+func (x *BuildRequest) GetAddSource() *AddSourceOp {
+	if x != nil {
+		if x, ok := x.Operation.(*BuildRequest_AddSource); ok {
+			return x.AddSource
+		}
+	}
+	return nil
+}
+
+func (x *BuildRequest) GetAddProcessor() *AddProcessorOp {
+	if x != nil {
+		if x, ok := x.Operation.(*BuildRequest_AddProcessor); ok {
+			return x.AddProcessor
+		}
+	}
+	return nil
+}
+
+func (x *BuildRequest) GetAddSink() *AddSinkOp {
+	if x != nil {
+		if x, ok := x.Operation.(*BuildRequest_AddSink); ok {
+			return x.AddSink
+		}
+	}
+	return nil
+}
+
 type isBuildRequest_Operation interface {
 	isBuildRequest_Operation()
 }
@@ -3896,6 +4683,26 @@ type BuildRequest_Print struct {
 	Print *PrintOp `protobuf:"bytes,37,opt,name=print,proto3,oneof"`
 }
 
+type BuildRequest_AddStateStore struct {
+	AddStateStore *AddStateStoreOp `protobuf:"bytes,38,opt,name=add_state_store,json=addStateStore,proto3,oneof"`
+}
+
+type BuildRequest_Process struct {
+	Process *ProcessOp `protobuf:"bytes,39,opt,name=process,proto3,oneof"`
+}
+
+type BuildRequest_AddSource struct {
+	AddSource *AddSourceOp `protobuf:"bytes,40,opt,name=add_source,json=addSource,proto3,oneof"`
+}
+
+type BuildRequest_AddProcessor struct {
+	AddProcessor *AddProcessorOp `protobuf:"bytes,41,opt,name=add_processor,json=addProcessor,proto3,oneof"`
+}
+
+type BuildRequest_AddSink struct {
+	AddSink *AddSinkOp `protobuf:"bytes,42,opt,name=add_sink,json=addSink,proto3,oneof"`
+}
+
 func (*BuildRequest_Stream) isBuildRequest_Operation() {}
 
 func (*BuildRequest_MapValues) isBuildRequest_Operation() {}
@@ -3952,6 +4759,16 @@ func (*BuildRequest_FlatMap) isBuildRequest_Operation() {}
 
 func (*BuildRequest_Print) isBuildRequest_Operation() {}
 
+func (*BuildRequest_AddStateStore) isBuildRequest_Operation() {}
+
+func (*BuildRequest_Process) isBuildRequest_Operation() {}
+
+func (*BuildRequest_AddSource) isBuildRequest_Operation() {}
+
+func (*BuildRequest_AddProcessor) isBuildRequest_Operation() {}
+
+func (*BuildRequest_AddSink) isBuildRequest_Operation() {}
+
 type BuildResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The handle made; absent for terminal operators (to, foreach) and split.
@@ -3965,7 +4782,7 @@ type BuildResponse struct {
 
 func (x *BuildResponse) Reset() {
 	*x = BuildResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3977,7 +4794,7 @@ func (x *BuildResponse) String() string {
 func (*BuildResponse) ProtoMessage() {}
 
 func (x *BuildResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3990,7 +4807,7 @@ func (x *BuildResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildResponse.ProtoReflect.Descriptor instead.
 func (*BuildResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{40}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *BuildResponse) GetHandle() *Handle {
@@ -4019,7 +4836,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4031,7 +4848,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4044,7 +4861,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{41}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *DescribeRequest) GetSessionId() string {
@@ -4075,7 +4892,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4087,7 +4904,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4100,7 +4917,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{42}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *DescribeResponse) GetText() string {
@@ -4133,7 +4950,7 @@ type TopologyDescription struct {
 
 func (x *TopologyDescription) Reset() {
 	*x = TopologyDescription{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4145,7 +4962,7 @@ func (x *TopologyDescription) String() string {
 func (*TopologyDescription) ProtoMessage() {}
 
 func (x *TopologyDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4158,7 +4975,7 @@ func (x *TopologyDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologyDescription.ProtoReflect.Descriptor instead.
 func (*TopologyDescription) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{43}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *TopologyDescription) GetSubtopologies() []*Subtopology {
@@ -4178,7 +4995,7 @@ type Subtopology struct {
 
 func (x *Subtopology) Reset() {
 	*x = Subtopology{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4190,7 +5007,7 @@ func (x *Subtopology) String() string {
 func (*Subtopology) ProtoMessage() {}
 
 func (x *Subtopology) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4203,7 +5020,7 @@ func (x *Subtopology) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subtopology.ProtoReflect.Descriptor instead.
 func (*Subtopology) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{44}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Subtopology) GetId() int32 {
@@ -4239,7 +5056,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4251,7 +5068,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4264,7 +5081,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{45}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Node) GetName() string {
@@ -4325,7 +5142,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4337,7 +5154,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4350,7 +5167,7 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{46}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *StartRequest) GetSessionId() string {
@@ -4368,7 +5185,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4380,7 +5197,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4393,7 +5210,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{47}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{52}
 }
 
 type ExchangeRequest struct {
@@ -4414,7 +5231,7 @@ type ExchangeRequest struct {
 
 func (x *ExchangeRequest) Reset() {
 	*x = ExchangeRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4426,7 +5243,7 @@ func (x *ExchangeRequest) String() string {
 func (*ExchangeRequest) ProtoMessage() {}
 
 func (x *ExchangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4439,7 +5256,7 @@ func (x *ExchangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeRequest.ProtoReflect.Descriptor instead.
 func (*ExchangeRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{48}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ExchangeRequest) GetSessionId() string {
@@ -4495,7 +5312,7 @@ type ExchangeResponse struct {
 
 func (x *ExchangeResponse) Reset() {
 	*x = ExchangeResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4507,7 +5324,7 @@ func (x *ExchangeResponse) String() string {
 func (*ExchangeResponse) ProtoMessage() {}
 
 func (x *ExchangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4520,7 +5337,7 @@ func (x *ExchangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeResponse.ProtoReflect.Descriptor instead.
 func (*ExchangeResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{49}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ExchangeResponse) GetBundles() []*Bundle {
@@ -4571,7 +5388,7 @@ type RecordContext struct {
 
 func (x *RecordContext) Reset() {
 	*x = RecordContext{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4583,7 +5400,7 @@ func (x *RecordContext) String() string {
 func (*RecordContext) ProtoMessage() {}
 
 func (x *RecordContext) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4596,7 +5413,7 @@ func (x *RecordContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordContext.ProtoReflect.Descriptor instead.
 func (*RecordContext) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{50}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RecordContext) GetTopic() string {
@@ -4642,14 +5459,21 @@ type Step struct {
 	// An aggregate over session windows: the merger's token, fn(key,
 	// aggregate1, aggregate2) -> aggregate (Merger.apply), which fold
 	// programs call for their merge operands.
-	MergerToken   uint32 `protobuf:"varint,6,opt,name=merger_token,json=mergerToken,proto3" json:"merger_token,omitempty"`
+	MergerToken uint32 `protobuf:"varint,6,opt,name=merger_token,json=mergerToken,proto3" json:"merger_token,omitempty"`
+	// Processor steps: the stores the processor may use (Bundle.stores holds
+	// their prefetched entries) and its children's names, for
+	// forward(record, child); op targets index them.
+	Stores   []string `protobuf:"bytes,7,rep,name=stores,proto3" json:"stores,omitempty"`
+	Children []string `protobuf:"bytes,8,rep,name=children,proto3" json:"children,omitempty"`
+	// The function was registered with metadata (RegisterFunctionRequest).
+	Metadata      Metadata `protobuf:"varint,9,opt,name=metadata,proto3,enum=polystreams.v1alpha1.Metadata" json:"metadata,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4661,7 +5485,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4674,7 +5498,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{51}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *Step) GetToken() uint32 {
@@ -4717,6 +5541,27 @@ func (x *Step) GetMergerToken() uint32 {
 		return x.MergerToken
 	}
 	return 0
+}
+
+func (x *Step) GetStores() []string {
+	if x != nil {
+		return x.Stores
+	}
+	return nil
+}
+
+func (x *Step) GetChildren() []string {
+	if x != nil {
+		return x.Children
+	}
+	return nil
+}
+
+func (x *Step) GetMetadata() Metadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return Metadata_METADATA_UNSPECIFIED
 }
 
 // Bundle is a run of records of one partition, in offset order, to be passed
@@ -4812,13 +5657,33 @@ type Bundle struct {
 	OtherValueLengths []int32 `protobuf:"zigzag32,26,rep,packed,name=other_value_lengths,json=otherValueLengths,proto3" json:"other_value_lengths,omitempty"`
 	OtherValues       []byte  `protobuf:"bytes,27,opt,name=other_values,json=otherValues,proto3" json:"other_values,omitempty"`
 	OtherValueSerde   string  `protobuf:"bytes,28,opt,name=other_value_serde,json=otherValueSerde,proto3" json:"other_value_serde,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Processor bundles (a step with OPERATION_PROCESS*, to a host with the
+	// "processors" feature). task names the task ("<subtopology>_<partition>"):
+	// the host keeps one processor instance per task and step's node.
+	Task string `protobuf:"bytes,29,opt,name=task,proto3" json:"task,omitempty"`
+	// The current entries, in the stores the steps declare, of the keys the
+	// records touch (docs/design/processor.md, "What is prefetched").
+	Stores []*StoreView `protobuf:"bytes,30,rep,name=stores,proto3" json:"stores,omitempty"`
+	// Entries before the records: KIND_INIT of instances to make and init.
+	Inits []*BundleEntry `protobuf:"bytes,31,rep,name=inits,proto3" json:"inits,omitempty"`
+	// Entries after the records: punctuations, then closes.
+	After []*BundleEntry `protobuf:"bytes,32,rep,name=after,proto3" json:"after,omitempty"`
+	// Record headers, sent when a step asked for metadata or is a processor:
+	// record i has header_counts[i] headers, the next ones in the header
+	// columns (a value length of -1 is a null header value). Empty: no record
+	// has headers.
+	HeaderCounts       []int32 `protobuf:"zigzag32,33,rep,packed,name=header_counts,json=headerCounts,proto3" json:"header_counts,omitempty"`
+	HeaderKeyLengths   []int32 `protobuf:"zigzag32,34,rep,packed,name=header_key_lengths,json=headerKeyLengths,proto3" json:"header_key_lengths,omitempty"`
+	HeaderKeys         []byte  `protobuf:"bytes,35,opt,name=header_keys,json=headerKeys,proto3" json:"header_keys,omitempty"`
+	HeaderValueLengths []int32 `protobuf:"zigzag32,36,rep,packed,name=header_value_lengths,json=headerValueLengths,proto3" json:"header_value_lengths,omitempty"`
+	HeaderValues       []byte  `protobuf:"bytes,37,opt,name=header_values,json=headerValues,proto3" json:"header_values,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Bundle) Reset() {
 	*x = Bundle{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4830,7 +5695,7 @@ func (x *Bundle) String() string {
 func (*Bundle) ProtoMessage() {}
 
 func (x *Bundle) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4843,7 +5708,7 @@ func (x *Bundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bundle.ProtoReflect.Descriptor instead.
 func (*Bundle) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{52}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Bundle) GetId() uint64 {
@@ -5042,6 +5907,281 @@ func (x *Bundle) GetOtherValueSerde() string {
 	return ""
 }
 
+func (x *Bundle) GetTask() string {
+	if x != nil {
+		return x.Task
+	}
+	return ""
+}
+
+func (x *Bundle) GetStores() []*StoreView {
+	if x != nil {
+		return x.Stores
+	}
+	return nil
+}
+
+func (x *Bundle) GetInits() []*BundleEntry {
+	if x != nil {
+		return x.Inits
+	}
+	return nil
+}
+
+func (x *Bundle) GetAfter() []*BundleEntry {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+func (x *Bundle) GetHeaderCounts() []int32 {
+	if x != nil {
+		return x.HeaderCounts
+	}
+	return nil
+}
+
+func (x *Bundle) GetHeaderKeyLengths() []int32 {
+	if x != nil {
+		return x.HeaderKeyLengths
+	}
+	return nil
+}
+
+func (x *Bundle) GetHeaderKeys() []byte {
+	if x != nil {
+		return x.HeaderKeys
+	}
+	return nil
+}
+
+func (x *Bundle) GetHeaderValueLengths() []int32 {
+	if x != nil {
+		return x.HeaderValueLengths
+	}
+	return nil
+}
+
+func (x *Bundle) GetHeaderValues() []byte {
+	if x != nil {
+		return x.HeaderValues
+	}
+	return nil
+}
+
+// StoreView is the prefetched part of one store for one bundle: entry j has
+// key j and value j (value length -1: known absent). A window store's rows
+// each carry their window start (keys then repeat); uncovered lists keys
+// (serialized, columnar) whose window rows were not prefetched: their
+// fetches are Reads.
+type StoreView struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Store string                 `protobuf:"bytes,1,opt,name=store,proto3" json:"store,omitempty"`
+	// The store's serdes, to decode with.
+	KeySerde     string    `protobuf:"bytes,2,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
+	ValueSerde   string    `protobuf:"bytes,3,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
+	Type         StoreType `protobuf:"varint,4,opt,name=type,proto3,enum=polystreams.v1alpha1.StoreType" json:"type,omitempty"`
+	KeyLengths   []int32   `protobuf:"zigzag32,5,rep,packed,name=key_lengths,json=keyLengths,proto3" json:"key_lengths,omitempty"`
+	Keys         []byte    `protobuf:"bytes,6,opt,name=keys,proto3" json:"keys,omitempty"`
+	ValueLengths []int32   `protobuf:"zigzag32,7,rep,packed,name=value_lengths,json=valueLengths,proto3" json:"value_lengths,omitempty"`
+	Values       []byte    `protobuf:"bytes,8,opt,name=values,proto3" json:"values,omitempty"`
+	// Timestamped stores: each value's timestamp.
+	Timestamps []int64 `protobuf:"varint,9,rep,packed,name=timestamps,proto3" json:"timestamps,omitempty"`
+	// Window stores: each row's window start.
+	Windows          []int64 `protobuf:"varint,10,rep,packed,name=windows,proto3" json:"windows,omitempty"`
+	UncoveredLengths []int32 `protobuf:"zigzag32,11,rep,packed,name=uncovered_lengths,json=uncoveredLengths,proto3" json:"uncovered_lengths,omitempty"`
+	Uncovered        []byte  `protobuf:"bytes,12,opt,name=uncovered,proto3" json:"uncovered,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *StoreView) Reset() {
+	*x = StoreView{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreView) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreView) ProtoMessage() {}
+
+func (x *StoreView) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreView.ProtoReflect.Descriptor instead.
+func (*StoreView) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *StoreView) GetStore() string {
+	if x != nil {
+		return x.Store
+	}
+	return ""
+}
+
+func (x *StoreView) GetKeySerde() string {
+	if x != nil {
+		return x.KeySerde
+	}
+	return ""
+}
+
+func (x *StoreView) GetValueSerde() string {
+	if x != nil {
+		return x.ValueSerde
+	}
+	return ""
+}
+
+func (x *StoreView) GetType() StoreType {
+	if x != nil {
+		return x.Type
+	}
+	return StoreType_STORE_TYPE_UNSPECIFIED
+}
+
+func (x *StoreView) GetKeyLengths() []int32 {
+	if x != nil {
+		return x.KeyLengths
+	}
+	return nil
+}
+
+func (x *StoreView) GetKeys() []byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *StoreView) GetValueLengths() []int32 {
+	if x != nil {
+		return x.ValueLengths
+	}
+	return nil
+}
+
+func (x *StoreView) GetValues() []byte {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *StoreView) GetTimestamps() []int64 {
+	if x != nil {
+		return x.Timestamps
+	}
+	return nil
+}
+
+func (x *StoreView) GetWindows() []int64 {
+	if x != nil {
+		return x.Windows
+	}
+	return nil
+}
+
+func (x *StoreView) GetUncoveredLengths() []int32 {
+	if x != nil {
+		return x.UncoveredLengths
+	}
+	return nil
+}
+
+func (x *StoreView) GetUncovered() []byte {
+	if x != nil {
+		return x.Uncovered
+	}
+	return nil
+}
+
+// BundleEntry is a step's work in a processor bundle that is not a record.
+type BundleEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  BundleEntry_Kind       `protobuf:"varint,1,opt,name=kind,proto3,enum=polystreams.v1alpha1.BundleEntry_Kind" json:"kind,omitempty"`
+	// The step's index in Bundle.steps.
+	Step int32 `protobuf:"varint,2,opt,name=step,proto3" json:"step,omitempty"`
+	// Punctuations: the id the host gave the schedule (BundleResult.op_schedules).
+	Schedule uint64 `protobuf:"varint,3,opt,name=schedule,proto3" json:"schedule,omitempty"`
+	// Punctuations: the time the punctuator is called with.
+	TimeMs        int64 `protobuf:"varint,4,opt,name=time_ms,json=timeMs,proto3" json:"time_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BundleEntry) Reset() {
+	*x = BundleEntry{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BundleEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BundleEntry) ProtoMessage() {}
+
+func (x *BundleEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BundleEntry.ProtoReflect.Descriptor instead.
+func (*BundleEntry) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *BundleEntry) GetKind() BundleEntry_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return BundleEntry_KIND_UNSPECIFIED
+}
+
+func (x *BundleEntry) GetStep() int32 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *BundleEntry) GetSchedule() uint64 {
+	if x != nil {
+		return x.Schedule
+	}
+	return 0
+}
+
+func (x *BundleEntry) GetTimeMs() int64 {
+	if x != nil {
+		return x.TimeMs
+	}
+	return 0
+}
+
 // BundleResult gives one outcome per input record: zero, one or many outputs,
 // or a failure. For a fold bundle the records are its values: each value's
 // outcome is one output, the key's aggregate after folding it in (so the
@@ -5054,18 +6194,58 @@ type BundleResult struct {
 	OutputCounts []int32 `protobuf:"zigzag32,2,rep,packed,name=output_counts,json=outputCounts,proto3" json:"output_counts,omitempty"`
 	// Output keys, columnar like Bundle.keys. Empty when no step of the chain
 	// changes keys: output j then keeps its input record's key.
-	KeyLengths    []int32          `protobuf:"zigzag32,3,rep,packed,name=key_lengths,json=keyLengths,proto3" json:"key_lengths,omitempty"`
-	Keys          []byte           `protobuf:"bytes,4,opt,name=keys,proto3" json:"keys,omitempty"`
-	ValueLengths  []int32          `protobuf:"zigzag32,5,rep,packed,name=value_lengths,json=valueLengths,proto3" json:"value_lengths,omitempty"`
-	Values        []byte           `protobuf:"bytes,6,opt,name=values,proto3" json:"values,omitempty"`
-	Failures      []*RecordFailure `protobuf:"bytes,7,rep,name=failures,proto3" json:"failures,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	KeyLengths   []int32          `protobuf:"zigzag32,3,rep,packed,name=key_lengths,json=keyLengths,proto3" json:"key_lengths,omitempty"`
+	Keys         []byte           `protobuf:"bytes,4,opt,name=keys,proto3" json:"keys,omitempty"`
+	ValueLengths []int32          `protobuf:"zigzag32,5,rep,packed,name=value_lengths,json=valueLengths,proto3" json:"value_lengths,omitempty"`
+	Values       []byte           `protobuf:"bytes,6,opt,name=values,proto3" json:"values,omitempty"`
+	Failures     []*RecordFailure `protobuf:"bytes,7,rep,name=failures,proto3" json:"failures,omitempty"`
+	// Processor bundles: one op group per entry, in order (Bundle.inits, the
+	// records, then Bundle.after); op_counts[e] ops belong to entry e, in
+	// call order. Op j is op_kinds[j] with: op_steps[j], the step that made
+	// it; op_targets[j] (PUT/DELETE: index in the step's stores; FORWARD:
+	// child index + 1, 0 for all children; SCHEDULE: 1 stream time, 2
+	// wall-clock time); a key and value in the op key and value columns
+	// (lengths -1: null; DELETE, SCHEDULE and CANCEL carry -1 values);
+	// op_timestamps[j] (PUT: the value's timestamp or window start; FORWARD:
+	// the record's; SCHEDULE: the interval in ms; others 0); op_schedules[j]
+	// (SCHEDULE/CANCEL: the host's schedule id, else 0). A FORWARD's headers
+	// are in the op header columns: op_header_counts[f] for the f-th forward,
+	// -1 meaning "the input record's headers". A failure's index counts
+	// entries, so a failed init or punctuation is reported as a record is;
+	// the failed entry's ops before the raise are kept.
+	OpCounts             []int32  `protobuf:"zigzag32,8,rep,packed,name=op_counts,json=opCounts,proto3" json:"op_counts,omitempty"`
+	OpKinds              []OpKind `protobuf:"varint,9,rep,packed,name=op_kinds,json=opKinds,proto3,enum=polystreams.v1alpha1.OpKind" json:"op_kinds,omitempty"`
+	OpSteps              []int32  `protobuf:"zigzag32,10,rep,packed,name=op_steps,json=opSteps,proto3" json:"op_steps,omitempty"`
+	OpTargets            []int32  `protobuf:"zigzag32,11,rep,packed,name=op_targets,json=opTargets,proto3" json:"op_targets,omitempty"`
+	OpKeyLengths         []int32  `protobuf:"zigzag32,12,rep,packed,name=op_key_lengths,json=opKeyLengths,proto3" json:"op_key_lengths,omitempty"`
+	OpKeys               []byte   `protobuf:"bytes,13,opt,name=op_keys,json=opKeys,proto3" json:"op_keys,omitempty"`
+	OpValueLengths       []int32  `protobuf:"zigzag32,14,rep,packed,name=op_value_lengths,json=opValueLengths,proto3" json:"op_value_lengths,omitempty"`
+	OpValues             []byte   `protobuf:"bytes,15,opt,name=op_values,json=opValues,proto3" json:"op_values,omitempty"`
+	OpTimestamps         []int64  `protobuf:"varint,16,rep,packed,name=op_timestamps,json=opTimestamps,proto3" json:"op_timestamps,omitempty"`
+	OpSchedules          []uint64 `protobuf:"varint,17,rep,packed,name=op_schedules,json=opSchedules,proto3" json:"op_schedules,omitempty"`
+	OpHeaderCounts       []int32  `protobuf:"zigzag32,18,rep,packed,name=op_header_counts,json=opHeaderCounts,proto3" json:"op_header_counts,omitempty"`
+	OpHeaderKeyLengths   []int32  `protobuf:"zigzag32,19,rep,packed,name=op_header_key_lengths,json=opHeaderKeyLengths,proto3" json:"op_header_key_lengths,omitempty"`
+	OpHeaderKeys         []byte   `protobuf:"bytes,20,opt,name=op_header_keys,json=opHeaderKeys,proto3" json:"op_header_keys,omitempty"`
+	OpHeaderValueLengths []int32  `protobuf:"zigzag32,21,rep,packed,name=op_header_value_lengths,json=opHeaderValueLengths,proto3" json:"op_header_value_lengths,omitempty"`
+	OpHeaderValues       []byte   `protobuf:"bytes,22,opt,name=op_header_values,json=opHeaderValues,proto3" json:"op_header_values,omitempty"`
+	// Per store of the bundle (Bundle.stores order): how many prefetched keys
+	// the processors read, for adaptive prefetch.
+	PrefetchHits []int32 `protobuf:"varint,23,rep,packed,name=prefetch_hits,json=prefetchHits,proto3" json:"prefetch_hits,omitempty"`
+	// Chains with a METADATA_WRITE step: output j's timestamp and headers
+	// (output_header_counts[j] = -1: the input record's headers).
+	OutputTimestamps         []int64 `protobuf:"varint,24,rep,packed,name=output_timestamps,json=outputTimestamps,proto3" json:"output_timestamps,omitempty"`
+	OutputHeaderCounts       []int32 `protobuf:"zigzag32,25,rep,packed,name=output_header_counts,json=outputHeaderCounts,proto3" json:"output_header_counts,omitempty"`
+	OutputHeaderKeyLengths   []int32 `protobuf:"zigzag32,26,rep,packed,name=output_header_key_lengths,json=outputHeaderKeyLengths,proto3" json:"output_header_key_lengths,omitempty"`
+	OutputHeaderKeys         []byte  `protobuf:"bytes,27,opt,name=output_header_keys,json=outputHeaderKeys,proto3" json:"output_header_keys,omitempty"`
+	OutputHeaderValueLengths []int32 `protobuf:"zigzag32,28,rep,packed,name=output_header_value_lengths,json=outputHeaderValueLengths,proto3" json:"output_header_value_lengths,omitempty"`
+	OutputHeaderValues       []byte  `protobuf:"bytes,29,opt,name=output_header_values,json=outputHeaderValues,proto3" json:"output_header_values,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *BundleResult) Reset() {
 	*x = BundleResult{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5077,7 +6257,7 @@ func (x *BundleResult) String() string {
 func (*BundleResult) ProtoMessage() {}
 
 func (x *BundleResult) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5090,7 +6270,7 @@ func (x *BundleResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleResult.ProtoReflect.Descriptor instead.
 func (*BundleResult) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{53}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *BundleResult) GetBundleId() uint64 {
@@ -5142,6 +6322,160 @@ func (x *BundleResult) GetFailures() []*RecordFailure {
 	return nil
 }
 
+func (x *BundleResult) GetOpCounts() []int32 {
+	if x != nil {
+		return x.OpCounts
+	}
+	return nil
+}
+
+func (x *BundleResult) GetOpKinds() []OpKind {
+	if x != nil {
+		return x.OpKinds
+	}
+	return nil
+}
+
+func (x *BundleResult) GetOpSteps() []int32 {
+	if x != nil {
+		return x.OpSteps
+	}
+	return nil
+}
+
+func (x *BundleResult) GetOpTargets() []int32 {
+	if x != nil {
+		return x.OpTargets
+	}
+	return nil
+}
+
+func (x *BundleResult) GetOpKeyLengths() []int32 {
+	if x != nil {
+		return x.OpKeyLengths
+	}
+	return nil
+}
+
+func (x *BundleResult) GetOpKeys() []byte {
+	if x != nil {
+		return x.OpKeys
+	}
+	return nil
+}
+
+func (x *BundleResult) GetOpValueLengths() []int32 {
+	if x != nil {
+		return x.OpValueLengths
+	}
+	return nil
+}
+
+func (x *BundleResult) GetOpValues() []byte {
+	if x != nil {
+		return x.OpValues
+	}
+	return nil
+}
+
+func (x *BundleResult) GetOpTimestamps() []int64 {
+	if x != nil {
+		return x.OpTimestamps
+	}
+	return nil
+}
+
+func (x *BundleResult) GetOpSchedules() []uint64 {
+	if x != nil {
+		return x.OpSchedules
+	}
+	return nil
+}
+
+func (x *BundleResult) GetOpHeaderCounts() []int32 {
+	if x != nil {
+		return x.OpHeaderCounts
+	}
+	return nil
+}
+
+func (x *BundleResult) GetOpHeaderKeyLengths() []int32 {
+	if x != nil {
+		return x.OpHeaderKeyLengths
+	}
+	return nil
+}
+
+func (x *BundleResult) GetOpHeaderKeys() []byte {
+	if x != nil {
+		return x.OpHeaderKeys
+	}
+	return nil
+}
+
+func (x *BundleResult) GetOpHeaderValueLengths() []int32 {
+	if x != nil {
+		return x.OpHeaderValueLengths
+	}
+	return nil
+}
+
+func (x *BundleResult) GetOpHeaderValues() []byte {
+	if x != nil {
+		return x.OpHeaderValues
+	}
+	return nil
+}
+
+func (x *BundleResult) GetPrefetchHits() []int32 {
+	if x != nil {
+		return x.PrefetchHits
+	}
+	return nil
+}
+
+func (x *BundleResult) GetOutputTimestamps() []int64 {
+	if x != nil {
+		return x.OutputTimestamps
+	}
+	return nil
+}
+
+func (x *BundleResult) GetOutputHeaderCounts() []int32 {
+	if x != nil {
+		return x.OutputHeaderCounts
+	}
+	return nil
+}
+
+func (x *BundleResult) GetOutputHeaderKeyLengths() []int32 {
+	if x != nil {
+		return x.OutputHeaderKeyLengths
+	}
+	return nil
+}
+
+func (x *BundleResult) GetOutputHeaderKeys() []byte {
+	if x != nil {
+		return x.OutputHeaderKeys
+	}
+	return nil
+}
+
+func (x *BundleResult) GetOutputHeaderValueLengths() []int32 {
+	if x != nil {
+		return x.OutputHeaderValueLengths
+	}
+	return nil
+}
+
+func (x *BundleResult) GetOutputHeaderValues() []byte {
+	if x != nil {
+		return x.OutputHeaderValues
+	}
+	return nil
+}
+
 // RecordFailure says why one record of a bundle failed.
 type RecordFailure struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -5163,7 +6497,7 @@ type RecordFailure struct {
 
 func (x *RecordFailure) Reset() {
 	*x = RecordFailure{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5175,7 +6509,7 @@ func (x *RecordFailure) String() string {
 func (*RecordFailure) ProtoMessage() {}
 
 func (x *RecordFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5188,7 +6522,7 @@ func (x *RecordFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordFailure.ProtoReflect.Descriptor instead.
 func (*RecordFailure) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{54}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *RecordFailure) GetIndex() int32 {
@@ -5240,7 +6574,7 @@ type BrokerOutage struct {
 
 func (x *BrokerOutage) Reset() {
 	*x = BrokerOutage{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5252,7 +6586,7 @@ func (x *BrokerOutage) String() string {
 func (*BrokerOutage) ProtoMessage() {}
 
 func (x *BrokerOutage) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5265,7 +6599,7 @@ func (x *BrokerOutage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrokerOutage.ProtoReflect.Descriptor instead.
 func (*BrokerOutage) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{55}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *BrokerOutage) GetBrokers() []string {
@@ -5315,7 +6649,7 @@ type RestoreProgress struct {
 
 func (x *RestoreProgress) Reset() {
 	*x = RestoreProgress{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5327,7 +6661,7 @@ func (x *RestoreProgress) String() string {
 func (*RestoreProgress) ProtoMessage() {}
 
 func (x *RestoreProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5340,7 +6674,7 @@ func (x *RestoreProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreProgress.ProtoReflect.Descriptor instead.
 func (*RestoreProgress) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{56}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *RestoreProgress) GetRestoredRecords() int64 {
@@ -5380,7 +6714,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5392,7 +6726,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5405,7 +6739,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{57}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *GetStateRequest) GetSessionId() string {
@@ -5450,7 +6784,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5462,7 +6796,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5475,7 +6809,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{58}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *GetStateResponse) GetState() State {
@@ -5550,7 +6884,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5562,7 +6896,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5575,7 +6909,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{59}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *StopRequest) GetSessionId() string {
@@ -5593,7 +6927,7 @@ type StopResponse struct {
 
 func (x *StopResponse) Reset() {
 	*x = StopResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5605,7 +6939,7 @@ func (x *StopResponse) String() string {
 func (*StopResponse) ProtoMessage() {}
 
 func (x *StopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5618,7 +6952,7 @@ func (x *StopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
 func (*StopResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{60}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{67}
 }
 
 type QueryRequest struct {
@@ -5646,7 +6980,7 @@ type QueryRequest struct {
 
 func (x *QueryRequest) Reset() {
 	*x = QueryRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5658,7 +6992,7 @@ func (x *QueryRequest) String() string {
 func (*QueryRequest) ProtoMessage() {}
 
 func (x *QueryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5671,7 +7005,7 @@ func (x *QueryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRequest.ProtoReflect.Descriptor instead.
 func (*QueryRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{61}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *QueryRequest) GetSessionId() string {
@@ -5792,6 +7126,279 @@ func (*QueryRequest_WindowFetch) isQueryRequest_Query() {}
 // session store: sessions ending at or after from_ms and starting at or
 // before to_ms). Answered with windowed keys, in the store's windowed key
 // serde.
+// ReadRequest is a processor's store read during a bundle.
+type ReadRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The bundle the host is running (Bundle.id).
+	BundleId uint64 `protobuf:"varint,2,opt,name=bundle_id,json=bundleId,proto3" json:"bundle_id,omitempty"`
+	// A store the bundle's steps declare.
+	Store string `protobuf:"bytes,3,opt,name=store,proto3" json:"store,omitempty"`
+	// Types that are valid to be assigned to Query:
+	//
+	//	*ReadRequest_Get
+	//	*ReadRequest_Range
+	//	*ReadRequest_Prefix
+	//	*ReadRequest_All
+	//	*ReadRequest_WindowFetch
+	Query isReadRequest_Query `protobuf_oneof:"query"`
+	// Keys in descending order (reverseRange, reverseAll, backwardFetch).
+	Reverse bool `protobuf:"varint,9,opt,name=reverse,proto3" json:"reverse,omitempty"`
+	// From ReadResponse.continuation: the next chunk of the same query.
+	Continuation  []byte `protobuf:"bytes,10,opt,name=continuation,proto3" json:"continuation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadRequest) Reset() {
+	*x = ReadRequest{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadRequest) ProtoMessage() {}
+
+func (x *ReadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
+func (*ReadRequest) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *ReadRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ReadRequest) GetBundleId() uint64 {
+	if x != nil {
+		return x.BundleId
+	}
+	return 0
+}
+
+func (x *ReadRequest) GetStore() string {
+	if x != nil {
+		return x.Store
+	}
+	return ""
+}
+
+func (x *ReadRequest) GetQuery() isReadRequest_Query {
+	if x != nil {
+		return x.Query
+	}
+	return nil
+}
+
+func (x *ReadRequest) GetGet() []byte {
+	if x != nil {
+		if x, ok := x.Query.(*ReadRequest_Get); ok {
+			return x.Get
+		}
+	}
+	return nil
+}
+
+func (x *ReadRequest) GetRange() *KeyRange {
+	if x != nil {
+		if x, ok := x.Query.(*ReadRequest_Range); ok {
+			return x.Range
+		}
+	}
+	return nil
+}
+
+func (x *ReadRequest) GetPrefix() []byte {
+	if x != nil {
+		if x, ok := x.Query.(*ReadRequest_Prefix); ok {
+			return x.Prefix
+		}
+	}
+	return nil
+}
+
+func (x *ReadRequest) GetAll() bool {
+	if x != nil {
+		if x, ok := x.Query.(*ReadRequest_All); ok {
+			return x.All
+		}
+	}
+	return false
+}
+
+func (x *ReadRequest) GetWindowFetch() *WindowFetch {
+	if x != nil {
+		if x, ok := x.Query.(*ReadRequest_WindowFetch); ok {
+			return x.WindowFetch
+		}
+	}
+	return nil
+}
+
+func (x *ReadRequest) GetReverse() bool {
+	if x != nil {
+		return x.Reverse
+	}
+	return false
+}
+
+func (x *ReadRequest) GetContinuation() []byte {
+	if x != nil {
+		return x.Continuation
+	}
+	return nil
+}
+
+type isReadRequest_Query interface {
+	isReadRequest_Query()
+}
+
+type ReadRequest_Get struct {
+	Get []byte `protobuf:"bytes,4,opt,name=get,proto3,oneof"`
+}
+
+type ReadRequest_Range struct {
+	Range *KeyRange `protobuf:"bytes,5,opt,name=range,proto3,oneof"`
+}
+
+type ReadRequest_Prefix struct {
+	Prefix []byte `protobuf:"bytes,6,opt,name=prefix,proto3,oneof"`
+}
+
+type ReadRequest_All struct {
+	All bool `protobuf:"varint,7,opt,name=all,proto3,oneof"`
+}
+
+type ReadRequest_WindowFetch struct {
+	// Window stores: WindowStore.fetch(key, from, to) / fetchAll.
+	WindowFetch *WindowFetch `protobuf:"bytes,8,opt,name=window_fetch,json=windowFetch,proto3,oneof"`
+}
+
+func (*ReadRequest_Get) isReadRequest_Query() {}
+
+func (*ReadRequest_Range) isReadRequest_Query() {}
+
+func (*ReadRequest_Prefix) isReadRequest_Query() {}
+
+func (*ReadRequest_All) isReadRequest_Query() {}
+
+func (*ReadRequest_WindowFetch) isReadRequest_Query() {}
+
+// ReadResponse: the entries, columnar, in key order (window stores: key,
+// then window start), serialized by the store's serdes.
+type ReadResponse struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	KeyLengths   []int32                `protobuf:"zigzag32,1,rep,packed,name=key_lengths,json=keyLengths,proto3" json:"key_lengths,omitempty"`
+	Keys         []byte                 `protobuf:"bytes,2,opt,name=keys,proto3" json:"keys,omitempty"`
+	ValueLengths []int32                `protobuf:"zigzag32,3,rep,packed,name=value_lengths,json=valueLengths,proto3" json:"value_lengths,omitempty"`
+	Values       []byte                 `protobuf:"bytes,4,opt,name=values,proto3" json:"values,omitempty"`
+	// Timestamped stores: each value's timestamp.
+	Timestamps []int64 `protobuf:"varint,5,rep,packed,name=timestamps,proto3" json:"timestamps,omitempty"`
+	// Window stores: each entry's window start.
+	Windows []int64 `protobuf:"varint,6,rep,packed,name=windows,proto3" json:"windows,omitempty"`
+	// Not empty: more entries follow; ask again with it.
+	Continuation  []byte `protobuf:"bytes,7,opt,name=continuation,proto3" json:"continuation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadResponse) Reset() {
+	*x = ReadResponse{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadResponse) ProtoMessage() {}
+
+func (x *ReadResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
+func (*ReadResponse) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *ReadResponse) GetKeyLengths() []int32 {
+	if x != nil {
+		return x.KeyLengths
+	}
+	return nil
+}
+
+func (x *ReadResponse) GetKeys() []byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *ReadResponse) GetValueLengths() []int32 {
+	if x != nil {
+		return x.ValueLengths
+	}
+	return nil
+}
+
+func (x *ReadResponse) GetValues() []byte {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *ReadResponse) GetTimestamps() []int64 {
+	if x != nil {
+		return x.Timestamps
+	}
+	return nil
+}
+
+func (x *ReadResponse) GetWindows() []int64 {
+	if x != nil {
+		return x.Windows
+	}
+	return nil
+}
+
+func (x *ReadResponse) GetContinuation() []byte {
+	if x != nil {
+		return x.Continuation
+	}
+	return nil
+}
+
 type WindowFetch struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3,oneof" json:"key,omitempty"`
@@ -5803,7 +7410,7 @@ type WindowFetch struct {
 
 func (x *WindowFetch) Reset() {
 	*x = WindowFetch{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5815,7 +7422,7 @@ func (x *WindowFetch) String() string {
 func (*WindowFetch) ProtoMessage() {}
 
 func (x *WindowFetch) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5828,7 +7435,7 @@ func (x *WindowFetch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WindowFetch.ProtoReflect.Descriptor instead.
 func (*WindowFetch) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{62}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *WindowFetch) GetKey() []byte {
@@ -5862,7 +7469,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5874,7 +7481,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5887,7 +7494,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{63}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *KeyRange) GetFrom() []byte {
@@ -5923,7 +7530,7 @@ type QueryResponse struct {
 
 func (x *QueryResponse) Reset() {
 	*x = QueryResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5935,7 +7542,7 @@ func (x *QueryResponse) String() string {
 func (*QueryResponse) ProtoMessage() {}
 
 func (x *QueryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5948,7 +7555,7 @@ func (x *QueryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryResponse.ProtoReflect.Descriptor instead.
 func (*QueryResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{64}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *QueryResponse) GetKeyLengths() []int32 {
@@ -6009,7 +7616,7 @@ type GetMetricsRequest struct {
 
 func (x *GetMetricsRequest) Reset() {
 	*x = GetMetricsRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6021,7 +7628,7 @@ func (x *GetMetricsRequest) String() string {
 func (*GetMetricsRequest) ProtoMessage() {}
 
 func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6034,7 +7641,7 @@ func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsRequest.ProtoReflect.Descriptor instead.
 func (*GetMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{65}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *GetMetricsRequest) GetSessionId() string {
@@ -6067,7 +7674,7 @@ type GetMetricsResponse struct {
 
 func (x *GetMetricsResponse) Reset() {
 	*x = GetMetricsResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6079,7 +7686,7 @@ func (x *GetMetricsResponse) String() string {
 func (*GetMetricsResponse) ProtoMessage() {}
 
 func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6092,7 +7699,7 @@ func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsResponse.ProtoReflect.Descriptor instead.
 func (*GetMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{66}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *GetMetricsResponse) GetState() State {
@@ -6164,7 +7771,7 @@ type NodeMetrics struct {
 
 func (x *NodeMetrics) Reset() {
 	*x = NodeMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6176,7 +7783,7 @@ func (x *NodeMetrics) String() string {
 func (*NodeMetrics) ProtoMessage() {}
 
 func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6189,7 +7796,7 @@ func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetrics.ProtoReflect.Descriptor instead.
 func (*NodeMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{67}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *NodeMetrics) GetName() string {
@@ -6249,7 +7856,7 @@ type TaskMetrics struct {
 
 func (x *TaskMetrics) Reset() {
 	*x = TaskMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6261,7 +7868,7 @@ func (x *TaskMetrics) String() string {
 func (*TaskMetrics) ProtoMessage() {}
 
 func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6274,7 +7881,7 @@ func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskMetrics.ProtoReflect.Descriptor instead.
 func (*TaskMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{68}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *TaskMetrics) GetId() string {
@@ -6321,7 +7928,7 @@ type PartitionLag struct {
 
 func (x *PartitionLag) Reset() {
 	*x = PartitionLag{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6333,7 +7940,7 @@ func (x *PartitionLag) String() string {
 func (*PartitionLag) ProtoMessage() {}
 
 func (x *PartitionLag) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6346,7 +7953,7 @@ func (x *PartitionLag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLag.ProtoReflect.Descriptor instead.
 func (*PartitionLag) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{69}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *PartitionLag) GetTopic() string {
@@ -6396,7 +8003,7 @@ type StoreMetrics struct {
 
 func (x *StoreMetrics) Reset() {
 	*x = StoreMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6408,7 +8015,7 @@ func (x *StoreMetrics) String() string {
 func (*StoreMetrics) ProtoMessage() {}
 
 func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6421,7 +8028,7 @@ func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMetrics.ProtoReflect.Descriptor instead.
 func (*StoreMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{70}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *StoreMetrics) GetName() string {
@@ -6457,7 +8064,7 @@ type TestRecord struct {
 
 func (x *TestRecord) Reset() {
 	*x = TestRecord{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6469,7 +8076,7 @@ func (x *TestRecord) String() string {
 func (*TestRecord) ProtoMessage() {}
 
 func (x *TestRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6482,7 +8089,7 @@ func (x *TestRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestRecord.ProtoReflect.Descriptor instead.
 func (*TestRecord) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{71}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *TestRecord) GetTopic() string {
@@ -6532,7 +8139,7 @@ type TestHeader struct {
 
 func (x *TestHeader) Reset() {
 	*x = TestHeader{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6544,7 +8151,7 @@ func (x *TestHeader) String() string {
 func (*TestHeader) ProtoMessage() {}
 
 func (x *TestHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6557,7 +8164,7 @@ func (x *TestHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestHeader.ProtoReflect.Descriptor instead.
 func (*TestHeader) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{72}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *TestHeader) GetKey() string {
@@ -6585,7 +8192,7 @@ type PipeInputRequest struct {
 
 func (x *PipeInputRequest) Reset() {
 	*x = PipeInputRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6597,7 +8204,7 @@ func (x *PipeInputRequest) String() string {
 func (*PipeInputRequest) ProtoMessage() {}
 
 func (x *PipeInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6610,7 +8217,7 @@ func (x *PipeInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipeInputRequest.ProtoReflect.Descriptor instead.
 func (*PipeInputRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{73}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *PipeInputRequest) GetSessionId() string {
@@ -6645,7 +8252,7 @@ type PipeInputResponse struct {
 
 func (x *PipeInputResponse) Reset() {
 	*x = PipeInputResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6657,7 +8264,7 @@ func (x *PipeInputResponse) String() string {
 func (*PipeInputResponse) ProtoMessage() {}
 
 func (x *PipeInputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6670,7 +8277,7 @@ func (x *PipeInputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipeInputResponse.ProtoReflect.Descriptor instead.
 func (*PipeInputResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{74}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *PipeInputResponse) GetProcessed() int32 {
@@ -6706,7 +8313,7 @@ type ReadOutputRequest struct {
 
 func (x *ReadOutputRequest) Reset() {
 	*x = ReadOutputRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6718,7 +8325,7 @@ func (x *ReadOutputRequest) String() string {
 func (*ReadOutputRequest) ProtoMessage() {}
 
 func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6731,7 +8338,7 @@ func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputRequest.ProtoReflect.Descriptor instead.
 func (*ReadOutputRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{75}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ReadOutputRequest) GetSessionId() string {
@@ -6762,7 +8369,7 @@ type ReadOutputResponse struct {
 
 func (x *ReadOutputResponse) Reset() {
 	*x = ReadOutputResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6774,7 +8381,7 @@ func (x *ReadOutputResponse) String() string {
 func (*ReadOutputResponse) ProtoMessage() {}
 
 func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6787,7 +8394,7 @@ func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputResponse.ProtoReflect.Descriptor instead.
 func (*ReadOutputResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{76}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ReadOutputResponse) GetRecords() []*TestRecord {
@@ -6822,7 +8429,7 @@ type AdvanceWallClockRequest struct {
 
 func (x *AdvanceWallClockRequest) Reset() {
 	*x = AdvanceWallClockRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6834,7 +8441,7 @@ func (x *AdvanceWallClockRequest) String() string {
 func (*AdvanceWallClockRequest) ProtoMessage() {}
 
 func (x *AdvanceWallClockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6847,7 +8454,7 @@ func (x *AdvanceWallClockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdvanceWallClockRequest.ProtoReflect.Descriptor instead.
 func (*AdvanceWallClockRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{77}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *AdvanceWallClockRequest) GetSessionId() string {
@@ -6874,7 +8481,7 @@ type AdvanceWallClockResponse struct {
 
 func (x *AdvanceWallClockResponse) Reset() {
 	*x = AdvanceWallClockResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6886,7 +8493,7 @@ func (x *AdvanceWallClockResponse) String() string {
 func (*AdvanceWallClockResponse) ProtoMessage() {}
 
 func (x *AdvanceWallClockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6899,7 +8506,7 @@ func (x *AdvanceWallClockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdvanceWallClockResponse.ProtoReflect.Descriptor instead.
 func (*AdvanceWallClockResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{78}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *AdvanceWallClockResponse) GetWallClockMs() int64 {
@@ -6928,11 +8535,12 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\aversion\x18\x03 \x01(\tR\aversion\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"L\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x88\x01\n" +
 	"\x17RegisterFunctionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"0\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12:\n" +
+	"\bmetadata\x18\x03 \x01(\x0e2\x1e.polystreams.v1alpha1.MetadataR\bmetadata\"0\n" +
 	"\x18RegisterFunctionResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\rR\x05token\"\xb0\x01\n" +
 	"\x06Handle\x12\x0e\n" +
@@ -7050,7 +8658,57 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\aPrintOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\rR\x05token\x12\x12\n" +
-	"\x04name\x18\x03 \x01(\tR\x04name\"v\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"\x9e\x04\n" +
+	"\x0fAddStateStoreOp\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x123\n" +
+	"\x04type\x18\x02 \x01(\x0e2\x1f.polystreams.v1alpha1.StoreTypeR\x04type\x12\x1b\n" +
+	"\tkey_serde\x18\x03 \x01(\tR\bkeySerde\x12\x1f\n" +
+	"\vvalue_serde\x18\x04 \x01(\tR\n" +
+	"valueSerde\x12!\n" +
+	"\fretention_ms\x18\x05 \x01(\x03R\vretentionMs\x12$\n" +
+	"\x0ewindow_size_ms\x18\x06 \x01(\x03R\fwindowSizeMs\x12+\n" +
+	"\x11retain_duplicates\x18\a \x01(\bR\x10retainDuplicates\x12)\n" +
+	"\x10logging_disabled\x18\b \x01(\bR\x0floggingDisabled\x12\x18\n" +
+	"\acaching\x18\t \x01(\bR\acaching\x12\x1e\n" +
+	"\n" +
+	"processors\x18\n" +
+	" \x03(\tR\n" +
+	"processors\x12e\n" +
+	"\x10changelog_config\x18\v \x03(\v2:.polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntryR\x0fchangelogConfig\x1aB\n" +
+	"\x14ChangelogConfigEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc2\x01\n" +
+	"\tProcessOp\x12\x14\n" +
+	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\rR\x05token\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x16\n" +
+	"\x06stores\x18\x04 \x03(\tR\x06stores\x12\x1f\n" +
+	"\vvalues_only\x18\x05 \x01(\bR\n" +
+	"valuesOnly\x12\x1b\n" +
+	"\tkey_serde\x18\x06 \x01(\tR\bkeySerde\x12\x1f\n" +
+	"\vvalue_serde\x18\a \x01(\tR\n" +
+	"valueSerde\"w\n" +
+	"\vAddSourceOp\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06topics\x18\x02 \x03(\tR\x06topics\x12\x1b\n" +
+	"\tkey_serde\x18\x03 \x01(\tR\bkeySerde\x12\x1f\n" +
+	"\vvalue_serde\x18\x04 \x01(\tR\n" +
+	"valueSerde\"\xaa\x01\n" +
+	"\x0eAddProcessorOp\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\rR\x05token\x12\x18\n" +
+	"\aparents\x18\x03 \x03(\tR\aparents\x12\x16\n" +
+	"\x06stores\x18\x04 \x03(\tR\x06stores\x12\x1b\n" +
+	"\tkey_serde\x18\x05 \x01(\tR\bkeySerde\x12\x1f\n" +
+	"\vvalue_serde\x18\x06 \x01(\tR\n" +
+	"valueSerde\"\x8d\x01\n" +
+	"\tAddSinkOp\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x18\n" +
+	"\aparents\x18\x03 \x03(\tR\aparents\x12\x1b\n" +
+	"\tkey_serde\x18\x04 \x01(\tR\bkeySerde\x12\x1f\n" +
+	"\vvalue_serde\x18\x05 \x01(\tR\n" +
+	"valueSerde\"v\n" +
 	"\fGroupByKeyOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x1b\n" +
 	"\tkey_serde\x18\x02 \x01(\tR\bkeySerde\x12\x1f\n" +
@@ -7140,7 +8798,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\tkey_serde\x18\x03 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x04 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
-	"\x04name\x18\x05 \x01(\tR\x04name\"\x89\x0e\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\"\xe6\x10\n" +
 	"\fBuildRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x128\n" +
@@ -7177,7 +8835,13 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\remit_strategy\x18\" \x01(\v2$.polystreams.v1alpha1.EmitStrategyOpH\x00R\femitStrategy\x12<\n" +
 	"\bto_table\x18# \x01(\v2\x1f.polystreams.v1alpha1.ToTableOpH\x00R\atoTable\x12<\n" +
 	"\bflat_map\x18$ \x01(\v2\x1f.polystreams.v1alpha1.FlatMapOpH\x00R\aflatMap\x125\n" +
-	"\x05print\x18% \x01(\v2\x1d.polystreams.v1alpha1.PrintOpH\x00R\x05printB\v\n" +
+	"\x05print\x18% \x01(\v2\x1d.polystreams.v1alpha1.PrintOpH\x00R\x05print\x12O\n" +
+	"\x0fadd_state_store\x18& \x01(\v2%.polystreams.v1alpha1.AddStateStoreOpH\x00R\raddStateStore\x12;\n" +
+	"\aprocess\x18' \x01(\v2\x1f.polystreams.v1alpha1.ProcessOpH\x00R\aprocess\x12B\n" +
+	"\n" +
+	"add_source\x18( \x01(\v2!.polystreams.v1alpha1.AddSourceOpH\x00R\taddSource\x12K\n" +
+	"\radd_processor\x18) \x01(\v2$.polystreams.v1alpha1.AddProcessorOpH\x00R\faddProcessor\x12<\n" +
+	"\badd_sink\x18* \x01(\v2\x1f.polystreams.v1alpha1.AddSinkOpH\x00R\aaddSinkB\v\n" +
 	"\toperation\"\x7f\n" +
 	"\rBuildResponse\x124\n" +
 	"\x06handle\x18\x01 \x01(\v2\x1c.polystreams.v1alpha1.HandleR\x06handle\x128\n" +
@@ -7232,14 +8896,18 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x12\n" +
-	"\x04node\x18\x04 \x01(\tR\x04node\"\xea\x01\n" +
+	"\x04node\x18\x04 \x01(\tR\x04node\"\xda\x02\n" +
 	"\x04Step\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\rR\x05token\x12=\n" +
 	"\toperation\x18\x02 \x01(\x0e2\x1f.polystreams.v1alpha1.OperationR\toperation\x12\x12\n" +
 	"\x04node\x18\x03 \x01(\tR\x04node\x12+\n" +
 	"\x11initializer_token\x18\x04 \x01(\rR\x10initializerToken\x12)\n" +
 	"\x10subtractor_token\x18\x05 \x01(\rR\x0fsubtractorToken\x12!\n" +
-	"\fmerger_token\x18\x06 \x01(\rR\vmergerToken\"\xc0\a\n" +
+	"\fmerger_token\x18\x06 \x01(\rR\vmergerToken\x12\x16\n" +
+	"\x06stores\x18\a \x03(\tR\x06stores\x12\x1a\n" +
+	"\bchildren\x18\b \x03(\tR\bchildren\x12:\n" +
+	"\bmetadata\x18\t \x01(\x0e2\x1e.polystreams.v1alpha1.MetadataR\bmetadata\"\xca\n" +
+	"\n" +
 	"\x06Bundle\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x120\n" +
 	"\x05steps\x18\x02 \x03(\v2\x1a.polystreams.v1alpha1.StepR\x05steps\x12\x1b\n" +
@@ -7281,7 +8949,47 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"merge_refs\x18\x19 \x03(\x11R\tmergeRefs\x12.\n" +
 	"\x13other_value_lengths\x18\x1a \x03(\x11R\x11otherValueLengths\x12!\n" +
 	"\fother_values\x18\x1b \x01(\fR\votherValues\x12*\n" +
-	"\x11other_value_serde\x18\x1c \x01(\tR\x0fotherValueSerde\"\x83\x02\n" +
+	"\x11other_value_serde\x18\x1c \x01(\tR\x0fotherValueSerde\x12\x12\n" +
+	"\x04task\x18\x1d \x01(\tR\x04task\x127\n" +
+	"\x06stores\x18\x1e \x03(\v2\x1f.polystreams.v1alpha1.StoreViewR\x06stores\x127\n" +
+	"\x05inits\x18\x1f \x03(\v2!.polystreams.v1alpha1.BundleEntryR\x05inits\x127\n" +
+	"\x05after\x18  \x03(\v2!.polystreams.v1alpha1.BundleEntryR\x05after\x12#\n" +
+	"\rheader_counts\x18! \x03(\x11R\fheaderCounts\x12,\n" +
+	"\x12header_key_lengths\x18\" \x03(\x11R\x10headerKeyLengths\x12\x1f\n" +
+	"\vheader_keys\x18# \x01(\fR\n" +
+	"headerKeys\x120\n" +
+	"\x14header_value_lengths\x18$ \x03(\x11R\x12headerValueLengths\x12#\n" +
+	"\rheader_values\x18% \x01(\fR\fheaderValues\"\x8b\x03\n" +
+	"\tStoreView\x12\x14\n" +
+	"\x05store\x18\x01 \x01(\tR\x05store\x12\x1b\n" +
+	"\tkey_serde\x18\x02 \x01(\tR\bkeySerde\x12\x1f\n" +
+	"\vvalue_serde\x18\x03 \x01(\tR\n" +
+	"valueSerde\x123\n" +
+	"\x04type\x18\x04 \x01(\x0e2\x1f.polystreams.v1alpha1.StoreTypeR\x04type\x12\x1f\n" +
+	"\vkey_lengths\x18\x05 \x03(\x11R\n" +
+	"keyLengths\x12\x12\n" +
+	"\x04keys\x18\x06 \x01(\fR\x04keys\x12#\n" +
+	"\rvalue_lengths\x18\a \x03(\x11R\fvalueLengths\x12\x16\n" +
+	"\x06values\x18\b \x01(\fR\x06values\x12\x1e\n" +
+	"\n" +
+	"timestamps\x18\t \x03(\x03R\n" +
+	"timestamps\x12\x18\n" +
+	"\awindows\x18\n" +
+	" \x03(\x03R\awindows\x12+\n" +
+	"\x11uncovered_lengths\x18\v \x03(\x11R\x10uncoveredLengths\x12\x1c\n" +
+	"\tuncovered\x18\f \x01(\fR\tuncovered\"\x8e\x02\n" +
+	"\vBundleEntry\x12:\n" +
+	"\x04kind\x18\x01 \x01(\x0e2&.polystreams.v1alpha1.BundleEntry.KindR\x04kind\x12\x12\n" +
+	"\x04step\x18\x02 \x01(\x05R\x04step\x12\x1a\n" +
+	"\bschedule\x18\x03 \x01(\x04R\bschedule\x12\x17\n" +
+	"\atime_ms\x18\x04 \x01(\x03R\x06timeMs\"z\n" +
+	"\x04Kind\x12\x14\n" +
+	"\x10KIND_UNSPECIFIED\x10\x00\x12\r\n" +
+	"\tKIND_INIT\x10\x01\x12\x1e\n" +
+	"\x1aKIND_PUNCTUATE_STREAM_TIME\x10\x02\x12\x1d\n" +
+	"\x19KIND_PUNCTUATE_WALL_CLOCK\x10\x03\x12\x0e\n" +
+	"\n" +
+	"KIND_CLOSE\x10\x04\"\xa3\t\n" +
 	"\fBundleResult\x12\x1b\n" +
 	"\tbundle_id\x18\x01 \x01(\x04R\bbundleId\x12#\n" +
 	"\routput_counts\x18\x02 \x03(\x11R\foutputCounts\x12\x1f\n" +
@@ -7290,7 +8998,31 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x04keys\x18\x04 \x01(\fR\x04keys\x12#\n" +
 	"\rvalue_lengths\x18\x05 \x03(\x11R\fvalueLengths\x12\x16\n" +
 	"\x06values\x18\x06 \x01(\fR\x06values\x12?\n" +
-	"\bfailures\x18\a \x03(\v2#.polystreams.v1alpha1.RecordFailureR\bfailures\"\xde\x01\n" +
+	"\bfailures\x18\a \x03(\v2#.polystreams.v1alpha1.RecordFailureR\bfailures\x12\x1b\n" +
+	"\top_counts\x18\b \x03(\x11R\bopCounts\x127\n" +
+	"\bop_kinds\x18\t \x03(\x0e2\x1c.polystreams.v1alpha1.OpKindR\aopKinds\x12\x19\n" +
+	"\bop_steps\x18\n" +
+	" \x03(\x11R\aopSteps\x12\x1d\n" +
+	"\n" +
+	"op_targets\x18\v \x03(\x11R\topTargets\x12$\n" +
+	"\x0eop_key_lengths\x18\f \x03(\x11R\fopKeyLengths\x12\x17\n" +
+	"\aop_keys\x18\r \x01(\fR\x06opKeys\x12(\n" +
+	"\x10op_value_lengths\x18\x0e \x03(\x11R\x0eopValueLengths\x12\x1b\n" +
+	"\top_values\x18\x0f \x01(\fR\bopValues\x12#\n" +
+	"\rop_timestamps\x18\x10 \x03(\x03R\fopTimestamps\x12!\n" +
+	"\fop_schedules\x18\x11 \x03(\x04R\vopSchedules\x12(\n" +
+	"\x10op_header_counts\x18\x12 \x03(\x11R\x0eopHeaderCounts\x121\n" +
+	"\x15op_header_key_lengths\x18\x13 \x03(\x11R\x12opHeaderKeyLengths\x12$\n" +
+	"\x0eop_header_keys\x18\x14 \x01(\fR\fopHeaderKeys\x125\n" +
+	"\x17op_header_value_lengths\x18\x15 \x03(\x11R\x14opHeaderValueLengths\x12(\n" +
+	"\x10op_header_values\x18\x16 \x01(\fR\x0eopHeaderValues\x12#\n" +
+	"\rprefetch_hits\x18\x17 \x03(\x05R\fprefetchHits\x12+\n" +
+	"\x11output_timestamps\x18\x18 \x03(\x03R\x10outputTimestamps\x120\n" +
+	"\x14output_header_counts\x18\x19 \x03(\x11R\x12outputHeaderCounts\x129\n" +
+	"\x19output_header_key_lengths\x18\x1a \x03(\x11R\x16outputHeaderKeyLengths\x12,\n" +
+	"\x12output_header_keys\x18\x1b \x01(\fR\x10outputHeaderKeys\x12=\n" +
+	"\x1boutput_header_value_lengths\x18\x1c \x03(\x11R\x18outputHeaderValueLengths\x120\n" +
+	"\x14output_header_values\x18\x1d \x01(\fR\x12outputHeaderValues\"\xde\x01\n" +
 	"\rRecordFailure\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x12\n" +
 	"\x04step\x18\x02 \x01(\x05R\x04step\x12\x18\n" +
@@ -7339,7 +9071,32 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x03all\x18\x06 \x01(\bH\x00R\x03all\x12F\n" +
 	"\fwindow_fetch\x18\b \x01(\v2!.polystreams.v1alpha1.WindowFetchH\x00R\vwindowFetch\x12\x14\n" +
 	"\x05limit\x18\a \x01(\x05R\x05limitB\a\n" +
-	"\x05query\"Z\n" +
+	"\x05query\"\xe8\x02\n" +
+	"\vReadRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
+	"\tbundle_id\x18\x02 \x01(\x04R\bbundleId\x12\x14\n" +
+	"\x05store\x18\x03 \x01(\tR\x05store\x12\x12\n" +
+	"\x03get\x18\x04 \x01(\fH\x00R\x03get\x126\n" +
+	"\x05range\x18\x05 \x01(\v2\x1e.polystreams.v1alpha1.KeyRangeH\x00R\x05range\x12\x18\n" +
+	"\x06prefix\x18\x06 \x01(\fH\x00R\x06prefix\x12\x12\n" +
+	"\x03all\x18\a \x01(\bH\x00R\x03all\x12F\n" +
+	"\fwindow_fetch\x18\b \x01(\v2!.polystreams.v1alpha1.WindowFetchH\x00R\vwindowFetch\x12\x18\n" +
+	"\areverse\x18\t \x01(\bR\areverse\x12\"\n" +
+	"\fcontinuation\x18\n" +
+	" \x01(\fR\fcontinuationB\a\n" +
+	"\x05query\"\xde\x01\n" +
+	"\fReadResponse\x12\x1f\n" +
+	"\vkey_lengths\x18\x01 \x03(\x11R\n" +
+	"keyLengths\x12\x12\n" +
+	"\x04keys\x18\x02 \x01(\fR\x04keys\x12#\n" +
+	"\rvalue_lengths\x18\x03 \x03(\x11R\fvalueLengths\x12\x16\n" +
+	"\x06values\x18\x04 \x01(\fR\x06values\x12\x1e\n" +
+	"\n" +
+	"timestamps\x18\x05 \x03(\x03R\n" +
+	"timestamps\x12\x18\n" +
+	"\awindows\x18\x06 \x03(\x03R\awindows\x12\"\n" +
+	"\fcontinuation\x18\a \x01(\fR\fcontinuation\"Z\n" +
 	"\vWindowFetch\x12\x15\n" +
 	"\x03key\x18\x01 \x01(\fH\x00R\x03key\x88\x01\x01\x12\x17\n" +
 	"\afrom_ms\x18\x02 \x01(\x03R\x06fromMs\x12\x13\n" +
@@ -7430,7 +9187,11 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x16\n" +
 	"\x06millis\x18\x02 \x01(\x03R\x06millis\">\n" +
 	"\x18AdvanceWallClockResponse\x12\"\n" +
-	"\rwall_clock_ms\x18\x01 \x01(\x03R\vwallClockMs*\xc1\x01\n" +
+	"\rwall_clock_ms\x18\x01 \x01(\x03R\vwallClockMs*K\n" +
+	"\bMetadata\x12\x18\n" +
+	"\x14METADATA_UNSPECIFIED\x10\x00\x12\x11\n" +
+	"\rMETADATA_READ\x10\x01\x12\x12\n" +
+	"\x0eMETADATA_WRITE\x10\x02*\xc1\x01\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vKIND_STREAM\x10\x01\x12\x17\n" +
@@ -7444,7 +9205,13 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\fEmitStrategy\x12\x1d\n" +
 	"\x19EMIT_STRATEGY_UNSPECIFIED\x10\x00\x12\"\n" +
 	"\x1eEMIT_STRATEGY_ON_WINDOW_UPDATE\x10\x01\x12!\n" +
-	"\x1dEMIT_STRATEGY_ON_WINDOW_CLOSE\x10\x02*i\n" +
+	"\x1dEMIT_STRATEGY_ON_WINDOW_CLOSE\x10\x02*\xa1\x01\n" +
+	"\tStoreType\x12\x1a\n" +
+	"\x16STORE_TYPE_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14STORE_TYPE_KEY_VALUE\x10\x01\x12$\n" +
+	" STORE_TYPE_TIMESTAMPED_KEY_VALUE\x10\x02\x12\x15\n" +
+	"\x11STORE_TYPE_WINDOW\x10\x03\x12!\n" +
+	"\x1dSTORE_TYPE_TIMESTAMPED_WINDOW\x10\x04*i\n" +
 	"\aReducer\x12\x17\n" +
 	"\x13REDUCER_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vREDUCER_SUM\x10\x01\x12\x0f\n" +
@@ -7455,7 +9222,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x12JOINER_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vJOINER_PAIR\x10\x01\x12\x0f\n" +
 	"\vJOINER_THIS\x10\x02\x12\x10\n" +
-	"\fJOINER_OTHER\x10\x03*\xaa\x03\n" +
+	"\fJOINER_OTHER\x10\x03*\xdf\x03\n" +
 	"\tOperation\x12\x19\n" +
 	"\x15OPERATION_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14OPERATION_MAP_VALUES\x10\x01\x12\x14\n" +
@@ -7472,7 +9239,16 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x14OPERATION_VALUE_JOIN\x10\f\x12\x16\n" +
 	"\x12OPERATION_FLAT_MAP\x10\r\x12!\n" +
 	"\x1dOPERATION_MAP_VALUES_WITH_KEY\x10\x0e\x12&\n" +
-	"\"OPERATION_FLAT_MAP_VALUES_WITH_KEY\x10\x0f\"\x04\b\v\x10\v*\x0fOPERATION_MERGE*\xa8\x01\n" +
+	"\"OPERATION_FLAT_MAP_VALUES_WITH_KEY\x10\x0f\x12\x15\n" +
+	"\x11OPERATION_PROCESS\x10\x10\x12\x1c\n" +
+	"\x18OPERATION_PROCESS_VALUES\x10\x11\"\x04\b\v\x10\v*\x0fOPERATION_MERGE*\x85\x01\n" +
+	"\x06OpKind\x12\x17\n" +
+	"\x13OP_KIND_UNSPECIFIED\x10\x00\x12\x0f\n" +
+	"\vOP_KIND_PUT\x10\x01\x12\x12\n" +
+	"\x0eOP_KIND_DELETE\x10\x02\x12\x13\n" +
+	"\x0fOP_KIND_FORWARD\x10\x03\x12\x14\n" +
+	"\x10OP_KIND_SCHEDULE\x10\x04\x12\x12\n" +
+	"\x0eOP_KIND_CANCEL\x10\x05*\xa8\x01\n" +
 	"\x05State\x12\x15\n" +
 	"\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rSTATE_CREATED\x10\x01\x12\x15\n" +
@@ -7481,7 +9257,8 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\rSTATE_STOPPED\x10\x04\x12\x0f\n" +
 	"\vSTATE_ERROR\x10\x05\x12\x13\n" +
 	"\x0fSTATE_RESTORING\x10\x06\x12\x12\n" +
-	"\x0eSTATE_DEGRADED\x10\a2\xcf\t\n" +
+	"\x0eSTATE_DEGRADED\x10\a2\x9e\n" +
+	"\n" +
 	"\rEngineService\x12b\n" +
 	"\vOpenSession\x12(.polystreams.v1alpha1.OpenSessionRequest\x1a).polystreams.v1alpha1.OpenSessionResponse\x12q\n" +
 	"\x10RegisterFunction\x12-.polystreams.v1alpha1.RegisterFunctionRequest\x1a..polystreams.v1alpha1.RegisterFunctionResponse\x12P\n" +
@@ -7497,7 +9274,8 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\tPipeInput\x12&.polystreams.v1alpha1.PipeInputRequest\x1a'.polystreams.v1alpha1.PipeInputResponse\x12_\n" +
 	"\n" +
 	"ReadOutput\x12'.polystreams.v1alpha1.ReadOutputRequest\x1a(.polystreams.v1alpha1.ReadOutputResponse\x12q\n" +
-	"\x10AdvanceWallClock\x12-.polystreams.v1alpha1.AdvanceWallClockRequest\x1a..polystreams.v1alpha1.AdvanceWallClockResponseBZZXgithub.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1;polystreamsv1alpha1b\x06proto3"
+	"\x10AdvanceWallClock\x12-.polystreams.v1alpha1.AdvanceWallClockRequest\x1a..polystreams.v1alpha1.AdvanceWallClockResponse\x12M\n" +
+	"\x04Read\x12!.polystreams.v1alpha1.ReadRequest\x1a\".polystreams.v1alpha1.ReadResponseBZZXgithub.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1;polystreamsv1alpha1b\x06proto3"
 
 var (
 	file_polystreams_v1alpha1_engine_proto_rawDescOnce sync.Once
@@ -7511,213 +9289,246 @@ func file_polystreams_v1alpha1_engine_proto_rawDescGZIP() []byte {
 	return file_polystreams_v1alpha1_engine_proto_rawDescData
 }
 
-var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
+var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
+var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 92)
 var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
-	(Kind)(0),                        // 0: polystreams.v1alpha1.Kind
-	(EmitStrategy)(0),                // 1: polystreams.v1alpha1.EmitStrategy
-	(Reducer)(0),                     // 2: polystreams.v1alpha1.Reducer
-	(Joiner)(0),                      // 3: polystreams.v1alpha1.Joiner
-	(Operation)(0),                   // 4: polystreams.v1alpha1.Operation
-	(State)(0),                       // 5: polystreams.v1alpha1.State
-	(Node_Type)(0),                   // 6: polystreams.v1alpha1.Node.Type
-	(RecordFailure_Kind)(0),          // 7: polystreams.v1alpha1.RecordFailure.Kind
-	(*OpenSessionRequest)(nil),       // 8: polystreams.v1alpha1.OpenSessionRequest
-	(*OpenSessionResponse)(nil),      // 9: polystreams.v1alpha1.OpenSessionResponse
-	(*RegisterFunctionRequest)(nil),  // 10: polystreams.v1alpha1.RegisterFunctionRequest
-	(*RegisterFunctionResponse)(nil), // 11: polystreams.v1alpha1.RegisterFunctionResponse
-	(*Handle)(nil),                   // 12: polystreams.v1alpha1.Handle
-	(*Materialized)(nil),             // 13: polystreams.v1alpha1.Materialized
-	(*StreamOp)(nil),                 // 14: polystreams.v1alpha1.StreamOp
-	(*WindowedByOp)(nil),             // 15: polystreams.v1alpha1.WindowedByOp
-	(*TimeWindows)(nil),              // 16: polystreams.v1alpha1.TimeWindows
-	(*SlidingWindows)(nil),           // 17: polystreams.v1alpha1.SlidingWindows
-	(*SessionWindows)(nil),           // 18: polystreams.v1alpha1.SessionWindows
-	(*EmitStrategyOp)(nil),           // 19: polystreams.v1alpha1.EmitStrategyOp
-	(*ToTableOp)(nil),                // 20: polystreams.v1alpha1.ToTableOp
-	(*SuppressOp)(nil),               // 21: polystreams.v1alpha1.SuppressOp
-	(*TableOp)(nil),                  // 22: polystreams.v1alpha1.TableOp
-	(*MapValuesOp)(nil),              // 23: polystreams.v1alpha1.MapValuesOp
-	(*FilterOp)(nil),                 // 24: polystreams.v1alpha1.FilterOp
-	(*FilterNotOp)(nil),              // 25: polystreams.v1alpha1.FilterNotOp
-	(*FlatMapValuesOp)(nil),          // 26: polystreams.v1alpha1.FlatMapValuesOp
-	(*FlatMapOp)(nil),                // 27: polystreams.v1alpha1.FlatMapOp
-	(*MapOp)(nil),                    // 28: polystreams.v1alpha1.MapOp
-	(*SelectKeyOp)(nil),              // 29: polystreams.v1alpha1.SelectKeyOp
-	(*PeekOp)(nil),                   // 30: polystreams.v1alpha1.PeekOp
-	(*ForeachOp)(nil),                // 31: polystreams.v1alpha1.ForeachOp
-	(*PrintOp)(nil),                  // 32: polystreams.v1alpha1.PrintOp
-	(*GroupByKeyOp)(nil),             // 33: polystreams.v1alpha1.GroupByKeyOp
-	(*GroupByOp)(nil),                // 34: polystreams.v1alpha1.GroupByOp
-	(*CountOp)(nil),                  // 35: polystreams.v1alpha1.CountOp
-	(*ReduceOp)(nil),                 // 36: polystreams.v1alpha1.ReduceOp
-	(*AggregateOp)(nil),              // 37: polystreams.v1alpha1.AggregateOp
-	(*MergeOp)(nil),                  // 38: polystreams.v1alpha1.MergeOp
-	(*SplitOp)(nil),                  // 39: polystreams.v1alpha1.SplitOp
-	(*Branch)(nil),                   // 40: polystreams.v1alpha1.Branch
-	(*RepartitionOp)(nil),            // 41: polystreams.v1alpha1.RepartitionOp
-	(*JoinOp)(nil),                   // 42: polystreams.v1alpha1.JoinOp
-	(*JoinWindows)(nil),              // 43: polystreams.v1alpha1.JoinWindows
-	(*GlobalTableOp)(nil),            // 44: polystreams.v1alpha1.GlobalTableOp
-	(*ToStreamOp)(nil),               // 45: polystreams.v1alpha1.ToStreamOp
-	(*ToOp)(nil),                     // 46: polystreams.v1alpha1.ToOp
-	(*BuildRequest)(nil),             // 47: polystreams.v1alpha1.BuildRequest
-	(*BuildResponse)(nil),            // 48: polystreams.v1alpha1.BuildResponse
-	(*DescribeRequest)(nil),          // 49: polystreams.v1alpha1.DescribeRequest
-	(*DescribeResponse)(nil),         // 50: polystreams.v1alpha1.DescribeResponse
-	(*TopologyDescription)(nil),      // 51: polystreams.v1alpha1.TopologyDescription
-	(*Subtopology)(nil),              // 52: polystreams.v1alpha1.Subtopology
-	(*Node)(nil),                     // 53: polystreams.v1alpha1.Node
-	(*StartRequest)(nil),             // 54: polystreams.v1alpha1.StartRequest
-	(*StartResponse)(nil),            // 55: polystreams.v1alpha1.StartResponse
-	(*ExchangeRequest)(nil),          // 56: polystreams.v1alpha1.ExchangeRequest
-	(*ExchangeResponse)(nil),         // 57: polystreams.v1alpha1.ExchangeResponse
-	(*RecordContext)(nil),            // 58: polystreams.v1alpha1.RecordContext
-	(*Step)(nil),                     // 59: polystreams.v1alpha1.Step
-	(*Bundle)(nil),                   // 60: polystreams.v1alpha1.Bundle
-	(*BundleResult)(nil),             // 61: polystreams.v1alpha1.BundleResult
-	(*RecordFailure)(nil),            // 62: polystreams.v1alpha1.RecordFailure
-	(*BrokerOutage)(nil),             // 63: polystreams.v1alpha1.BrokerOutage
-	(*RestoreProgress)(nil),          // 64: polystreams.v1alpha1.RestoreProgress
-	(*GetStateRequest)(nil),          // 65: polystreams.v1alpha1.GetStateRequest
-	(*GetStateResponse)(nil),         // 66: polystreams.v1alpha1.GetStateResponse
-	(*StopRequest)(nil),              // 67: polystreams.v1alpha1.StopRequest
-	(*StopResponse)(nil),             // 68: polystreams.v1alpha1.StopResponse
-	(*QueryRequest)(nil),             // 69: polystreams.v1alpha1.QueryRequest
-	(*WindowFetch)(nil),              // 70: polystreams.v1alpha1.WindowFetch
-	(*KeyRange)(nil),                 // 71: polystreams.v1alpha1.KeyRange
-	(*QueryResponse)(nil),            // 72: polystreams.v1alpha1.QueryResponse
-	(*GetMetricsRequest)(nil),        // 73: polystreams.v1alpha1.GetMetricsRequest
-	(*GetMetricsResponse)(nil),       // 74: polystreams.v1alpha1.GetMetricsResponse
-	(*NodeMetrics)(nil),              // 75: polystreams.v1alpha1.NodeMetrics
-	(*TaskMetrics)(nil),              // 76: polystreams.v1alpha1.TaskMetrics
-	(*PartitionLag)(nil),             // 77: polystreams.v1alpha1.PartitionLag
-	(*StoreMetrics)(nil),             // 78: polystreams.v1alpha1.StoreMetrics
-	(*TestRecord)(nil),               // 79: polystreams.v1alpha1.TestRecord
-	(*TestHeader)(nil),               // 80: polystreams.v1alpha1.TestHeader
-	(*PipeInputRequest)(nil),         // 81: polystreams.v1alpha1.PipeInputRequest
-	(*PipeInputResponse)(nil),        // 82: polystreams.v1alpha1.PipeInputResponse
-	(*ReadOutputRequest)(nil),        // 83: polystreams.v1alpha1.ReadOutputRequest
-	(*ReadOutputResponse)(nil),       // 84: polystreams.v1alpha1.ReadOutputResponse
-	(*AdvanceWallClockRequest)(nil),  // 85: polystreams.v1alpha1.AdvanceWallClockRequest
-	(*AdvanceWallClockResponse)(nil), // 86: polystreams.v1alpha1.AdvanceWallClockResponse
-	nil,                              // 87: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	nil,                              // 88: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
-	nil,                              // 89: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	(Metadata)(0),                    // 0: polystreams.v1alpha1.Metadata
+	(Kind)(0),                        // 1: polystreams.v1alpha1.Kind
+	(EmitStrategy)(0),                // 2: polystreams.v1alpha1.EmitStrategy
+	(StoreType)(0),                   // 3: polystreams.v1alpha1.StoreType
+	(Reducer)(0),                     // 4: polystreams.v1alpha1.Reducer
+	(Joiner)(0),                      // 5: polystreams.v1alpha1.Joiner
+	(Operation)(0),                   // 6: polystreams.v1alpha1.Operation
+	(OpKind)(0),                      // 7: polystreams.v1alpha1.OpKind
+	(State)(0),                       // 8: polystreams.v1alpha1.State
+	(Node_Type)(0),                   // 9: polystreams.v1alpha1.Node.Type
+	(BundleEntry_Kind)(0),            // 10: polystreams.v1alpha1.BundleEntry.Kind
+	(RecordFailure_Kind)(0),          // 11: polystreams.v1alpha1.RecordFailure.Kind
+	(*OpenSessionRequest)(nil),       // 12: polystreams.v1alpha1.OpenSessionRequest
+	(*OpenSessionResponse)(nil),      // 13: polystreams.v1alpha1.OpenSessionResponse
+	(*RegisterFunctionRequest)(nil),  // 14: polystreams.v1alpha1.RegisterFunctionRequest
+	(*RegisterFunctionResponse)(nil), // 15: polystreams.v1alpha1.RegisterFunctionResponse
+	(*Handle)(nil),                   // 16: polystreams.v1alpha1.Handle
+	(*Materialized)(nil),             // 17: polystreams.v1alpha1.Materialized
+	(*StreamOp)(nil),                 // 18: polystreams.v1alpha1.StreamOp
+	(*WindowedByOp)(nil),             // 19: polystreams.v1alpha1.WindowedByOp
+	(*TimeWindows)(nil),              // 20: polystreams.v1alpha1.TimeWindows
+	(*SlidingWindows)(nil),           // 21: polystreams.v1alpha1.SlidingWindows
+	(*SessionWindows)(nil),           // 22: polystreams.v1alpha1.SessionWindows
+	(*EmitStrategyOp)(nil),           // 23: polystreams.v1alpha1.EmitStrategyOp
+	(*ToTableOp)(nil),                // 24: polystreams.v1alpha1.ToTableOp
+	(*SuppressOp)(nil),               // 25: polystreams.v1alpha1.SuppressOp
+	(*TableOp)(nil),                  // 26: polystreams.v1alpha1.TableOp
+	(*MapValuesOp)(nil),              // 27: polystreams.v1alpha1.MapValuesOp
+	(*FilterOp)(nil),                 // 28: polystreams.v1alpha1.FilterOp
+	(*FilterNotOp)(nil),              // 29: polystreams.v1alpha1.FilterNotOp
+	(*FlatMapValuesOp)(nil),          // 30: polystreams.v1alpha1.FlatMapValuesOp
+	(*FlatMapOp)(nil),                // 31: polystreams.v1alpha1.FlatMapOp
+	(*MapOp)(nil),                    // 32: polystreams.v1alpha1.MapOp
+	(*SelectKeyOp)(nil),              // 33: polystreams.v1alpha1.SelectKeyOp
+	(*PeekOp)(nil),                   // 34: polystreams.v1alpha1.PeekOp
+	(*ForeachOp)(nil),                // 35: polystreams.v1alpha1.ForeachOp
+	(*PrintOp)(nil),                  // 36: polystreams.v1alpha1.PrintOp
+	(*AddStateStoreOp)(nil),          // 37: polystreams.v1alpha1.AddStateStoreOp
+	(*ProcessOp)(nil),                // 38: polystreams.v1alpha1.ProcessOp
+	(*AddSourceOp)(nil),              // 39: polystreams.v1alpha1.AddSourceOp
+	(*AddProcessorOp)(nil),           // 40: polystreams.v1alpha1.AddProcessorOp
+	(*AddSinkOp)(nil),                // 41: polystreams.v1alpha1.AddSinkOp
+	(*GroupByKeyOp)(nil),             // 42: polystreams.v1alpha1.GroupByKeyOp
+	(*GroupByOp)(nil),                // 43: polystreams.v1alpha1.GroupByOp
+	(*CountOp)(nil),                  // 44: polystreams.v1alpha1.CountOp
+	(*ReduceOp)(nil),                 // 45: polystreams.v1alpha1.ReduceOp
+	(*AggregateOp)(nil),              // 46: polystreams.v1alpha1.AggregateOp
+	(*MergeOp)(nil),                  // 47: polystreams.v1alpha1.MergeOp
+	(*SplitOp)(nil),                  // 48: polystreams.v1alpha1.SplitOp
+	(*Branch)(nil),                   // 49: polystreams.v1alpha1.Branch
+	(*RepartitionOp)(nil),            // 50: polystreams.v1alpha1.RepartitionOp
+	(*JoinOp)(nil),                   // 51: polystreams.v1alpha1.JoinOp
+	(*JoinWindows)(nil),              // 52: polystreams.v1alpha1.JoinWindows
+	(*GlobalTableOp)(nil),            // 53: polystreams.v1alpha1.GlobalTableOp
+	(*ToStreamOp)(nil),               // 54: polystreams.v1alpha1.ToStreamOp
+	(*ToOp)(nil),                     // 55: polystreams.v1alpha1.ToOp
+	(*BuildRequest)(nil),             // 56: polystreams.v1alpha1.BuildRequest
+	(*BuildResponse)(nil),            // 57: polystreams.v1alpha1.BuildResponse
+	(*DescribeRequest)(nil),          // 58: polystreams.v1alpha1.DescribeRequest
+	(*DescribeResponse)(nil),         // 59: polystreams.v1alpha1.DescribeResponse
+	(*TopologyDescription)(nil),      // 60: polystreams.v1alpha1.TopologyDescription
+	(*Subtopology)(nil),              // 61: polystreams.v1alpha1.Subtopology
+	(*Node)(nil),                     // 62: polystreams.v1alpha1.Node
+	(*StartRequest)(nil),             // 63: polystreams.v1alpha1.StartRequest
+	(*StartResponse)(nil),            // 64: polystreams.v1alpha1.StartResponse
+	(*ExchangeRequest)(nil),          // 65: polystreams.v1alpha1.ExchangeRequest
+	(*ExchangeResponse)(nil),         // 66: polystreams.v1alpha1.ExchangeResponse
+	(*RecordContext)(nil),            // 67: polystreams.v1alpha1.RecordContext
+	(*Step)(nil),                     // 68: polystreams.v1alpha1.Step
+	(*Bundle)(nil),                   // 69: polystreams.v1alpha1.Bundle
+	(*StoreView)(nil),                // 70: polystreams.v1alpha1.StoreView
+	(*BundleEntry)(nil),              // 71: polystreams.v1alpha1.BundleEntry
+	(*BundleResult)(nil),             // 72: polystreams.v1alpha1.BundleResult
+	(*RecordFailure)(nil),            // 73: polystreams.v1alpha1.RecordFailure
+	(*BrokerOutage)(nil),             // 74: polystreams.v1alpha1.BrokerOutage
+	(*RestoreProgress)(nil),          // 75: polystreams.v1alpha1.RestoreProgress
+	(*GetStateRequest)(nil),          // 76: polystreams.v1alpha1.GetStateRequest
+	(*GetStateResponse)(nil),         // 77: polystreams.v1alpha1.GetStateResponse
+	(*StopRequest)(nil),              // 78: polystreams.v1alpha1.StopRequest
+	(*StopResponse)(nil),             // 79: polystreams.v1alpha1.StopResponse
+	(*QueryRequest)(nil),             // 80: polystreams.v1alpha1.QueryRequest
+	(*ReadRequest)(nil),              // 81: polystreams.v1alpha1.ReadRequest
+	(*ReadResponse)(nil),             // 82: polystreams.v1alpha1.ReadResponse
+	(*WindowFetch)(nil),              // 83: polystreams.v1alpha1.WindowFetch
+	(*KeyRange)(nil),                 // 84: polystreams.v1alpha1.KeyRange
+	(*QueryResponse)(nil),            // 85: polystreams.v1alpha1.QueryResponse
+	(*GetMetricsRequest)(nil),        // 86: polystreams.v1alpha1.GetMetricsRequest
+	(*GetMetricsResponse)(nil),       // 87: polystreams.v1alpha1.GetMetricsResponse
+	(*NodeMetrics)(nil),              // 88: polystreams.v1alpha1.NodeMetrics
+	(*TaskMetrics)(nil),              // 89: polystreams.v1alpha1.TaskMetrics
+	(*PartitionLag)(nil),             // 90: polystreams.v1alpha1.PartitionLag
+	(*StoreMetrics)(nil),             // 91: polystreams.v1alpha1.StoreMetrics
+	(*TestRecord)(nil),               // 92: polystreams.v1alpha1.TestRecord
+	(*TestHeader)(nil),               // 93: polystreams.v1alpha1.TestHeader
+	(*PipeInputRequest)(nil),         // 94: polystreams.v1alpha1.PipeInputRequest
+	(*PipeInputResponse)(nil),        // 95: polystreams.v1alpha1.PipeInputResponse
+	(*ReadOutputRequest)(nil),        // 96: polystreams.v1alpha1.ReadOutputRequest
+	(*ReadOutputResponse)(nil),       // 97: polystreams.v1alpha1.ReadOutputResponse
+	(*AdvanceWallClockRequest)(nil),  // 98: polystreams.v1alpha1.AdvanceWallClockRequest
+	(*AdvanceWallClockResponse)(nil), // 99: polystreams.v1alpha1.AdvanceWallClockResponse
+	nil,                              // 100: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	nil,                              // 101: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	nil,                              // 102: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	nil,                              // 103: polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
 }
 var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
-	87, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	88, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
-	0,  // 2: polystreams.v1alpha1.Handle.kind:type_name -> polystreams.v1alpha1.Kind
-	89, // 3: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
-	16, // 4: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
-	17, // 5: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
-	18, // 6: polystreams.v1alpha1.WindowedByOp.session:type_name -> polystreams.v1alpha1.SessionWindows
-	1,  // 7: polystreams.v1alpha1.EmitStrategyOp.strategy:type_name -> polystreams.v1alpha1.EmitStrategy
-	13, // 8: polystreams.v1alpha1.ToTableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	13, // 9: polystreams.v1alpha1.TableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	13, // 10: polystreams.v1alpha1.MapValuesOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	13, // 11: polystreams.v1alpha1.FilterOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	13, // 12: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	13, // 13: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	2,  // 14: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
-	13, // 15: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	13, // 16: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	40, // 17: polystreams.v1alpha1.SplitOp.branches:type_name -> polystreams.v1alpha1.Branch
-	43, // 18: polystreams.v1alpha1.JoinOp.windows:type_name -> polystreams.v1alpha1.JoinWindows
-	13, // 19: polystreams.v1alpha1.JoinOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	3,  // 20: polystreams.v1alpha1.JoinOp.builtin_joiner:type_name -> polystreams.v1alpha1.Joiner
-	13, // 21: polystreams.v1alpha1.GlobalTableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	14, // 22: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
-	23, // 23: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
-	24, // 24: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
-	25, // 25: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
-	26, // 26: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
-	28, // 27: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
-	29, // 28: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
-	30, // 29: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
-	31, // 30: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
-	33, // 31: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
-	34, // 32: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
-	35, // 33: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
-	45, // 34: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
-	46, // 35: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
-	36, // 36: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
-	37, // 37: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
-	22, // 38: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
-	15, // 39: polystreams.v1alpha1.BuildRequest.windowed_by:type_name -> polystreams.v1alpha1.WindowedByOp
-	21, // 40: polystreams.v1alpha1.BuildRequest.suppress:type_name -> polystreams.v1alpha1.SuppressOp
-	38, // 41: polystreams.v1alpha1.BuildRequest.merge:type_name -> polystreams.v1alpha1.MergeOp
-	39, // 42: polystreams.v1alpha1.BuildRequest.split:type_name -> polystreams.v1alpha1.SplitOp
-	41, // 43: polystreams.v1alpha1.BuildRequest.repartition:type_name -> polystreams.v1alpha1.RepartitionOp
-	42, // 44: polystreams.v1alpha1.BuildRequest.join:type_name -> polystreams.v1alpha1.JoinOp
-	44, // 45: polystreams.v1alpha1.BuildRequest.global_table:type_name -> polystreams.v1alpha1.GlobalTableOp
-	19, // 46: polystreams.v1alpha1.BuildRequest.emit_strategy:type_name -> polystreams.v1alpha1.EmitStrategyOp
-	20, // 47: polystreams.v1alpha1.BuildRequest.to_table:type_name -> polystreams.v1alpha1.ToTableOp
-	27, // 48: polystreams.v1alpha1.BuildRequest.flat_map:type_name -> polystreams.v1alpha1.FlatMapOp
-	32, // 49: polystreams.v1alpha1.BuildRequest.print:type_name -> polystreams.v1alpha1.PrintOp
-	12, // 50: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
-	12, // 51: polystreams.v1alpha1.BuildResponse.branches:type_name -> polystreams.v1alpha1.Handle
-	51, // 52: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
-	52, // 53: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
-	53, // 54: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
-	6,  // 55: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
-	61, // 56: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
-	60, // 57: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
-	5,  // 58: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
-	58, // 59: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	64, // 60: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	4,  // 61: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
-	59, // 62: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
-	62, // 63: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
-	7,  // 64: polystreams.v1alpha1.RecordFailure.kind:type_name -> polystreams.v1alpha1.RecordFailure.Kind
-	5,  // 65: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
-	58, // 66: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	64, // 67: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	63, // 68: polystreams.v1alpha1.GetStateResponse.broker_outage:type_name -> polystreams.v1alpha1.BrokerOutage
-	71, // 69: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
-	70, // 70: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
-	5,  // 71: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
-	64, // 72: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	75, // 73: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
-	76, // 74: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
-	77, // 75: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
-	78, // 76: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
-	80, // 77: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
-	79, // 78: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
-	58, // 79: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	79, // 80: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
-	8,  // 81: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
-	10, // 82: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
-	47, // 83: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
-	49, // 84: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
-	54, // 85: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
-	56, // 86: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
-	65, // 87: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
-	67, // 88: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
-	69, // 89: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
-	73, // 90: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
-	81, // 91: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
-	83, // 92: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
-	85, // 93: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
-	9,  // 94: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
-	11, // 95: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
-	48, // 96: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
-	50, // 97: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
-	55, // 98: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
-	57, // 99: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
-	66, // 100: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
-	68, // 101: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
-	72, // 102: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
-	74, // 103: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
-	82, // 104: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
-	84, // 105: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
-	86, // 106: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
-	94, // [94:107] is the sub-list for method output_type
-	81, // [81:94] is the sub-list for method input_type
-	81, // [81:81] is the sub-list for extension type_name
-	81, // [81:81] is the sub-list for extension extendee
-	0,  // [0:81] is the sub-list for field type_name
+	100, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	101, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	0,   // 2: polystreams.v1alpha1.RegisterFunctionRequest.metadata:type_name -> polystreams.v1alpha1.Metadata
+	1,   // 3: polystreams.v1alpha1.Handle.kind:type_name -> polystreams.v1alpha1.Kind
+	102, // 4: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	20,  // 5: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
+	21,  // 6: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
+	22,  // 7: polystreams.v1alpha1.WindowedByOp.session:type_name -> polystreams.v1alpha1.SessionWindows
+	2,   // 8: polystreams.v1alpha1.EmitStrategyOp.strategy:type_name -> polystreams.v1alpha1.EmitStrategy
+	17,  // 9: polystreams.v1alpha1.ToTableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	17,  // 10: polystreams.v1alpha1.TableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	17,  // 11: polystreams.v1alpha1.MapValuesOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	17,  // 12: polystreams.v1alpha1.FilterOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	17,  // 13: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	3,   // 14: polystreams.v1alpha1.AddStateStoreOp.type:type_name -> polystreams.v1alpha1.StoreType
+	103, // 15: polystreams.v1alpha1.AddStateStoreOp.changelog_config:type_name -> polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
+	17,  // 16: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	4,   // 17: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
+	17,  // 18: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	17,  // 19: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	49,  // 20: polystreams.v1alpha1.SplitOp.branches:type_name -> polystreams.v1alpha1.Branch
+	52,  // 21: polystreams.v1alpha1.JoinOp.windows:type_name -> polystreams.v1alpha1.JoinWindows
+	17,  // 22: polystreams.v1alpha1.JoinOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	5,   // 23: polystreams.v1alpha1.JoinOp.builtin_joiner:type_name -> polystreams.v1alpha1.Joiner
+	17,  // 24: polystreams.v1alpha1.GlobalTableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	18,  // 25: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
+	27,  // 26: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
+	28,  // 27: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
+	29,  // 28: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
+	30,  // 29: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
+	32,  // 30: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
+	33,  // 31: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
+	34,  // 32: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
+	35,  // 33: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
+	42,  // 34: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
+	43,  // 35: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
+	44,  // 36: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
+	54,  // 37: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
+	55,  // 38: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
+	45,  // 39: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
+	46,  // 40: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
+	26,  // 41: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
+	19,  // 42: polystreams.v1alpha1.BuildRequest.windowed_by:type_name -> polystreams.v1alpha1.WindowedByOp
+	25,  // 43: polystreams.v1alpha1.BuildRequest.suppress:type_name -> polystreams.v1alpha1.SuppressOp
+	47,  // 44: polystreams.v1alpha1.BuildRequest.merge:type_name -> polystreams.v1alpha1.MergeOp
+	48,  // 45: polystreams.v1alpha1.BuildRequest.split:type_name -> polystreams.v1alpha1.SplitOp
+	50,  // 46: polystreams.v1alpha1.BuildRequest.repartition:type_name -> polystreams.v1alpha1.RepartitionOp
+	51,  // 47: polystreams.v1alpha1.BuildRequest.join:type_name -> polystreams.v1alpha1.JoinOp
+	53,  // 48: polystreams.v1alpha1.BuildRequest.global_table:type_name -> polystreams.v1alpha1.GlobalTableOp
+	23,  // 49: polystreams.v1alpha1.BuildRequest.emit_strategy:type_name -> polystreams.v1alpha1.EmitStrategyOp
+	24,  // 50: polystreams.v1alpha1.BuildRequest.to_table:type_name -> polystreams.v1alpha1.ToTableOp
+	31,  // 51: polystreams.v1alpha1.BuildRequest.flat_map:type_name -> polystreams.v1alpha1.FlatMapOp
+	36,  // 52: polystreams.v1alpha1.BuildRequest.print:type_name -> polystreams.v1alpha1.PrintOp
+	37,  // 53: polystreams.v1alpha1.BuildRequest.add_state_store:type_name -> polystreams.v1alpha1.AddStateStoreOp
+	38,  // 54: polystreams.v1alpha1.BuildRequest.process:type_name -> polystreams.v1alpha1.ProcessOp
+	39,  // 55: polystreams.v1alpha1.BuildRequest.add_source:type_name -> polystreams.v1alpha1.AddSourceOp
+	40,  // 56: polystreams.v1alpha1.BuildRequest.add_processor:type_name -> polystreams.v1alpha1.AddProcessorOp
+	41,  // 57: polystreams.v1alpha1.BuildRequest.add_sink:type_name -> polystreams.v1alpha1.AddSinkOp
+	16,  // 58: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
+	16,  // 59: polystreams.v1alpha1.BuildResponse.branches:type_name -> polystreams.v1alpha1.Handle
+	60,  // 60: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
+	61,  // 61: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
+	62,  // 62: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
+	9,   // 63: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
+	72,  // 64: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
+	69,  // 65: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
+	8,   // 66: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
+	67,  // 67: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	75,  // 68: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	6,   // 69: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
+	0,   // 70: polystreams.v1alpha1.Step.metadata:type_name -> polystreams.v1alpha1.Metadata
+	68,  // 71: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
+	70,  // 72: polystreams.v1alpha1.Bundle.stores:type_name -> polystreams.v1alpha1.StoreView
+	71,  // 73: polystreams.v1alpha1.Bundle.inits:type_name -> polystreams.v1alpha1.BundleEntry
+	71,  // 74: polystreams.v1alpha1.Bundle.after:type_name -> polystreams.v1alpha1.BundleEntry
+	3,   // 75: polystreams.v1alpha1.StoreView.type:type_name -> polystreams.v1alpha1.StoreType
+	10,  // 76: polystreams.v1alpha1.BundleEntry.kind:type_name -> polystreams.v1alpha1.BundleEntry.Kind
+	73,  // 77: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
+	7,   // 78: polystreams.v1alpha1.BundleResult.op_kinds:type_name -> polystreams.v1alpha1.OpKind
+	11,  // 79: polystreams.v1alpha1.RecordFailure.kind:type_name -> polystreams.v1alpha1.RecordFailure.Kind
+	8,   // 80: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
+	67,  // 81: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	75,  // 82: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	74,  // 83: polystreams.v1alpha1.GetStateResponse.broker_outage:type_name -> polystreams.v1alpha1.BrokerOutage
+	84,  // 84: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	83,  // 85: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
+	84,  // 86: polystreams.v1alpha1.ReadRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	83,  // 87: polystreams.v1alpha1.ReadRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
+	8,   // 88: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
+	75,  // 89: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	88,  // 90: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
+	89,  // 91: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
+	90,  // 92: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
+	91,  // 93: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
+	93,  // 94: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
+	92,  // 95: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
+	67,  // 96: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	92,  // 97: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
+	12,  // 98: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
+	14,  // 99: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
+	56,  // 100: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
+	58,  // 101: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
+	63,  // 102: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
+	65,  // 103: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
+	76,  // 104: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
+	78,  // 105: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
+	80,  // 106: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
+	86,  // 107: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
+	94,  // 108: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
+	96,  // 109: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
+	98,  // 110: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
+	81,  // 111: polystreams.v1alpha1.EngineService.Read:input_type -> polystreams.v1alpha1.ReadRequest
+	13,  // 112: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
+	15,  // 113: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
+	57,  // 114: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
+	59,  // 115: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
+	64,  // 116: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
+	66,  // 117: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
+	77,  // 118: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
+	79,  // 119: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
+	85,  // 120: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
+	87,  // 121: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
+	95,  // 122: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
+	97,  // 123: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
+	99,  // 124: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
+	82,  // 125: polystreams.v1alpha1.EngineService.Read:output_type -> polystreams.v1alpha1.ReadResponse
+	112, // [112:126] is the sub-list for method output_type
+	98,  // [98:112] is the sub-list for method input_type
+	98,  // [98:98] is the sub-list for extension type_name
+	98,  // [98:98] is the sub-list for extension extendee
+	0,   // [0:98] is the sub-list for field type_name
 }
 
 func init() { file_polystreams_v1alpha1_engine_proto_init() }
@@ -7730,7 +9541,7 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		(*WindowedByOp_Sliding)(nil),
 		(*WindowedByOp_Session)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[39].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[44].OneofWrappers = []any{
 		(*BuildRequest_Stream)(nil),
 		(*BuildRequest_MapValues)(nil),
 		(*BuildRequest_Filter)(nil),
@@ -7759,25 +9570,37 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		(*BuildRequest_ToTable)(nil),
 		(*BuildRequest_FlatMap)(nil),
 		(*BuildRequest_Print)(nil),
+		(*BuildRequest_AddStateStore)(nil),
+		(*BuildRequest_Process)(nil),
+		(*BuildRequest_AddSource)(nil),
+		(*BuildRequest_AddProcessor)(nil),
+		(*BuildRequest_AddSink)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[61].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[68].OneofWrappers = []any{
 		(*QueryRequest_Get)(nil),
 		(*QueryRequest_Range)(nil),
 		(*QueryRequest_Prefix)(nil),
 		(*QueryRequest_All)(nil),
 		(*QueryRequest_WindowFetch)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[62].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[63].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[69].OneofWrappers = []any{
+		(*ReadRequest_Get)(nil),
+		(*ReadRequest_Range)(nil),
+		(*ReadRequest_Prefix)(nil),
+		(*ReadRequest_All)(nil),
+		(*ReadRequest_WindowFetch)(nil),
+	}
 	file_polystreams_v1alpha1_engine_proto_msgTypes[71].OneofWrappers = []any{}
 	file_polystreams_v1alpha1_engine_proto_msgTypes[72].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[80].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[81].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_polystreams_v1alpha1_engine_proto_rawDesc), len(file_polystreams_v1alpha1_engine_proto_rawDesc)),
-			NumEnums:      8,
-			NumMessages:   82,
+			NumEnums:      12,
+			NumMessages:   92,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -73,6 +73,8 @@ const (
 	// EngineServiceAdvanceWallClockProcedure is the fully-qualified name of the EngineService's
 	// AdvanceWallClock RPC.
 	EngineServiceAdvanceWallClockProcedure = "/polystreams.v1alpha1.EngineService/AdvanceWallClock"
+	// EngineServiceReadProcedure is the fully-qualified name of the EngineService's Read RPC.
+	EngineServiceReadProcedure = "/polystreams.v1alpha1.EngineService/Read"
 )
 
 // EngineServiceClient is a client for the polystreams.v1alpha1.EngineService service.
@@ -120,6 +122,13 @@ type EngineServiceClient interface {
 	// AdvanceWallClock moves a test driver session's virtual wall clock
 	// forward and commits (TopologyTestDriver.advanceWallClockTime).
 	AdvanceWallClock(context.Context, *connect.Request[v1alpha1.AdvanceWallClockRequest]) (*connect.Response[v1alpha1.AdvanceWallClockResponse], error)
+	// Read answers a store read of a processor (Processor API) that the bundle
+	// it is running did not bring: the host calls it while it holds the bundle,
+	// and the engine answers from the store as of the bundle's start (the
+	// batch's writes, then the open transaction's, then the store).
+	// docs/design/processor.md. A bundle no longer in flight is NotFound; a
+	// store the bundle's steps did not declare is InvalidArgument.
+	Read(context.Context, *connect.Request[v1alpha1.ReadRequest]) (*connect.Response[v1alpha1.ReadResponse], error)
 }
 
 // NewEngineServiceClient constructs a client for the polystreams.v1alpha1.EngineService service. By
@@ -211,6 +220,12 @@ func NewEngineServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(engineServiceMethods.ByName("AdvanceWallClock")),
 			connect.WithClientOptions(opts...),
 		),
+		read: connect.NewClient[v1alpha1.ReadRequest, v1alpha1.ReadResponse](
+			httpClient,
+			baseURL+EngineServiceReadProcedure,
+			connect.WithSchema(engineServiceMethods.ByName("Read")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -229,6 +244,7 @@ type engineServiceClient struct {
 	pipeInput        *connect.Client[v1alpha1.PipeInputRequest, v1alpha1.PipeInputResponse]
 	readOutput       *connect.Client[v1alpha1.ReadOutputRequest, v1alpha1.ReadOutputResponse]
 	advanceWallClock *connect.Client[v1alpha1.AdvanceWallClockRequest, v1alpha1.AdvanceWallClockResponse]
+	read             *connect.Client[v1alpha1.ReadRequest, v1alpha1.ReadResponse]
 }
 
 // OpenSession calls polystreams.v1alpha1.EngineService.OpenSession.
@@ -296,6 +312,11 @@ func (c *engineServiceClient) AdvanceWallClock(ctx context.Context, req *connect
 	return c.advanceWallClock.CallUnary(ctx, req)
 }
 
+// Read calls polystreams.v1alpha1.EngineService.Read.
+func (c *engineServiceClient) Read(ctx context.Context, req *connect.Request[v1alpha1.ReadRequest]) (*connect.Response[v1alpha1.ReadResponse], error) {
+	return c.read.CallUnary(ctx, req)
+}
+
 // EngineServiceHandler is an implementation of the polystreams.v1alpha1.EngineService service.
 type EngineServiceHandler interface {
 	// OpenSession creates a session for one application. The session lives
@@ -341,6 +362,13 @@ type EngineServiceHandler interface {
 	// AdvanceWallClock moves a test driver session's virtual wall clock
 	// forward and commits (TopologyTestDriver.advanceWallClockTime).
 	AdvanceWallClock(context.Context, *connect.Request[v1alpha1.AdvanceWallClockRequest]) (*connect.Response[v1alpha1.AdvanceWallClockResponse], error)
+	// Read answers a store read of a processor (Processor API) that the bundle
+	// it is running did not bring: the host calls it while it holds the bundle,
+	// and the engine answers from the store as of the bundle's start (the
+	// batch's writes, then the open transaction's, then the store).
+	// docs/design/processor.md. A bundle no longer in flight is NotFound; a
+	// store the bundle's steps did not declare is InvalidArgument.
+	Read(context.Context, *connect.Request[v1alpha1.ReadRequest]) (*connect.Response[v1alpha1.ReadResponse], error)
 }
 
 // NewEngineServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -428,6 +456,12 @@ func NewEngineServiceHandler(svc EngineServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(engineServiceMethods.ByName("AdvanceWallClock")),
 		connect.WithHandlerOptions(opts...),
 	)
+	engineServiceReadHandler := connect.NewUnaryHandler(
+		EngineServiceReadProcedure,
+		svc.Read,
+		connect.WithSchema(engineServiceMethods.ByName("Read")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/polystreams.v1alpha1.EngineService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case EngineServiceOpenSessionProcedure:
@@ -456,6 +490,8 @@ func NewEngineServiceHandler(svc EngineServiceHandler, opts ...connect.HandlerOp
 			engineServiceReadOutputHandler.ServeHTTP(w, r)
 		case EngineServiceAdvanceWallClockProcedure:
 			engineServiceAdvanceWallClockHandler.ServeHTTP(w, r)
+		case EngineServiceReadProcedure:
+			engineServiceReadHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -515,4 +551,8 @@ func (UnimplementedEngineServiceHandler) ReadOutput(context.Context, *connect.Re
 
 func (UnimplementedEngineServiceHandler) AdvanceWallClock(context.Context, *connect.Request[v1alpha1.AdvanceWallClockRequest]) (*connect.Response[v1alpha1.AdvanceWallClockResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("polystreams.v1alpha1.EngineService.AdvanceWallClock is not implemented"))
+}
+
+func (UnimplementedEngineServiceHandler) Read(context.Context, *connect.Request[v1alpha1.ReadRequest]) (*connect.Response[v1alpha1.ReadResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("polystreams.v1alpha1.EngineService.Read is not implemented"))
 }
