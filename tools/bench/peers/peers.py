@@ -277,6 +277,7 @@ class Context:
     goarm: str
     goarm_base: str  # --goarm-base: a Go arm built from another commit (arm ps-go-base), or ""
     go_profiles: str  # --go-cpuprofile: a folder for the Go arms' CPU profiles, or ""
+    go_heap_profiles: str  # --go-memprofile: a folder for the Go arms' peak heap profiles, or ""
     java: str
     jvm_classpath: str
     node: str
@@ -290,8 +291,12 @@ def common_args(a: dict[str, str]) -> list[str]:
 
 
 def go_profile(c: Context, a: dict[str, str]) -> list[str]:
-    """The Go arm's --cpuprofile flag, one file per run, when --go-cpuprofile is given."""
-    return ["--cpuprofile", str(Path(c.go_profiles) / f"{a['app']}.pprof")] if c.go_profiles else []
+    """The Go arm's --cpuprofile and --memprofile flags, one file per run, when --go-cpuprofile or
+    --go-memprofile is given."""
+    flags = ["--cpuprofile", str(Path(c.go_profiles) / f"{a['app']}.pprof")] if c.go_profiles else []
+    if c.go_heap_profiles:
+        flags += ["--memprofile", str(Path(c.go_heap_profiles) / f"{a['app']}.heap.pprof")]
+    return flags
 
 
 def engine_cmd(c: Context, a: dict[str, str]) -> list[str]:
@@ -816,10 +821,12 @@ def build(ctx_args: argparse.Namespace, cache: Path) -> Context:
                         "dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory=target/lib"], check=True)
         stamp.touch()
     java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else shutil.which("java") or "java"
-    if ctx_args.go_cpuprofile:
-        Path(ctx_args.go_cpuprofile).mkdir(parents=True, exist_ok=True)
+    for folder in (ctx_args.go_cpuprofile, ctx_args.go_memprofile):
+        if folder:
+            Path(folder).mkdir(parents=True, exist_ok=True)
     return Context(python=sys.executable, polystreams=ctx_args.polystreams, goarm=str(goarm),
-                   goarm_base=ctx_args.goarm_base or "", go_profiles=ctx_args.go_cpuprofile or "", java=java,
+                   goarm_base=ctx_args.goarm_base or "", go_profiles=ctx_args.go_cpuprofile or "",
+                   go_heap_profiles=ctx_args.go_memprofile or "", java=java,
                    jvm_classpath=f"{jvm / 'target' / 'classes'}:{jvm / 'target' / 'lib'}/*",
                    node=ctx_args.node, rust=ctx_args.rust)
 
@@ -843,6 +850,8 @@ def main() -> None:
                     "(git worktree add /tmp/base main && cd /tmp/base && go build -o /tmp/goarm-base ./tools/bench/peers/goarm), "
                     "to measure a change beside its base in one sitting")
     ap.add_argument("--go-cpuprofile", help="a folder: each Go arm run writes its CPU profile there (<app>.pprof)")
+    ap.add_argument("--go-memprofile", help="a folder: each Go arm run writes the heap profile at its largest "
+                    "live heap there (<app>.heap.pprof)")
     ap.add_argument("--work", default=str(REPO / ".cache" / "bench-peers" / "work"))
     ap.add_argument("--json", help="write every run here (default: <work>/runs-<time>.json)")
     ap.add_argument("--report", help="only print the tables of the runs in this JSON file (a sitting's --json)")

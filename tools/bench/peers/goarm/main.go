@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"syscall"
@@ -34,7 +35,11 @@ func main() {
 	table := flag.String("table", "", "the topic read as a table (join)")
 	flag.String("engine", "", "unused (the engine is embedded)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (the engine and the functions, not the broker) to this file, from start to SIGTERM")
+	memProfile := flag.String("memprofile", "", "write a heap profile of this process to this file each time the live heap passes its peak by 10% (the profile at the largest live heap seen)")
 	flag.Parse()
+	if *memProfile != "" {
+		go profilePeakHeap(*memProfile)
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err == nil {
@@ -51,6 +56,29 @@ func main() {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "goarm:", err)
 		os.Exit(1)
+	}
+}
+
+// profilePeakHeap writes a heap profile to path whenever the live heap (as
+// of the last collection) is 10% above the largest seen so far: what the
+// memory was holding at its peak, not at exit.
+func profilePeakHeap(path string) {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	var peak uint64
+	for range time.Tick(50 * time.Millisecond) {
+		metrics.Read(sample)
+		live := sample[0].Value.Uint64()
+		if live < peak+peak/10 {
+			continue
+		}
+		peak = live
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "goarm: -memprofile:", err)
+			return
+		}
+		pprof.Lookup("heap").WriteTo(f, 0)
+		f.Close()
 	}
 }
 
