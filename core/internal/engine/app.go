@@ -29,8 +29,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/polystreams/polystreams/core/internal/config"
-	"github.com/polystreams/polystreams/core/internal/serde/registry"
 	"github.com/polystreams/polystreams/core/internal/group"
+	"github.com/polystreams/polystreams/core/internal/serde/registry"
 	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
