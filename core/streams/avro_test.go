@@ -235,3 +235,63 @@ func TestAvroIsATopicFormat(t *testing.T) {
 		t.Fatalf("avro without schema.registry.url: %v", err)
 	}
 }
+
+const pricedJSONSchema = `{"title":"Priced","type":"object","required":["id","item","total"],
+	"properties":{"id":{"type":"integer"},"item":{"type":"string"},"total":{"type":"number","minimum":0}}}`
+
+// The JSON Schema serde: the payload is the JSON itself, validated against
+// the record's schema (by id) at the source and the sink's schema at the
+// sink; a record the schema refuses fails, named.
+func TestJSONSchemaThroughTheRegistry(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	orderJSONSchema := `{"type":"object","required":["id","item"],"properties":{"id":{"type":"integer"},"item":{"type":"string"}}}`
+	id, _, err := reg.RegisterSchema("orders-value", sr.Schema{Schema: orderJSONSchema, Type: sr.TypeJSON})
+	must(err)
+	build := func() *streams.TestDriver {
+		b := streams.NewBuilder()
+		orders, err := b.Stream([]string{"orders"}, streams.ValueSerde(streams.JSONSchema))
+		must(err)
+		priced, err := orders.MapValues(func(v []byte) ([]byte, error) {
+			var o map[string]any
+			if err := json.Unmarshal(v, &o); err != nil {
+				return nil, err
+			}
+			total := 2.5
+			if o["item"] == "refund" {
+				total = -1
+			}
+			return json.Marshal(map[string]any{"id": o["id"], "item": o["item"], "total": total})
+		})
+		must(err)
+		must(priced.To("priced", streams.ValueSerde(streams.JSONSchemaWith(pricedJSONSchema))))
+		d, err := streams.NewTestDriver(b, streams.Config{Properties: map[string]string{"schema.registry.url": reg.URL()}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		must(err)
+		return d
+	}
+	wire := func(id int, js string) []byte { return append(binary.BigEndian.AppendUint32([]byte{0}, uint32(id)), js...) }
+
+	d := build()
+	must(d.PipeInput("orders", nil, wire(id, `{"id":7,"item":"pen"}`)))
+	out, err := d.ReadOutput("priced")
+	must(err)
+	got, ok := reg.GetSchema("priced-value", 1)
+	if !ok || got.Type != sr.TypeJSON {
+		t.Fatalf("priced-value: %+v, %v; want a JSON schema", got, ok)
+	}
+	if len(out) != 1 || string(out[0].Value) != string(wire(got.ID, `{"id":7,"item":"pen","total":2.5}`)) {
+		t.Fatalf("priced: %+v", out)
+	}
+	var re *streams.RecordError
+	if err := d.PipeInput("orders", nil, wire(id, `{"id":"seven","item":"pen"}`)); !errors.As(err, &re) || re.Offset != 1 ||
+		!strings.Contains(err.Error(), "subject orders-value, schema id "+itoa(id)+": the value does not validate against the schema") {
+		t.Fatalf("a value the source's schema refuses: %v", err)
+	}
+	d.Close()
+	d = build()
+	defer d.Close()
+	if err := d.PipeInput("orders", nil, wire(id, `{"id":8,"item":"refund"}`)); !errors.As(err, &re) ||
+		!strings.Contains(err.Error(), "topic priced, subject priced-value, schema id "+itoa(got.ID)+": the value does not validate against the schema") {
+		t.Fatalf("a value the sink's schema refuses: %v", err)
+	}
+}

@@ -89,6 +89,15 @@ const (
 	Avro = serde.Avro
 )
 
+// JSONSchema is the Schema Registry JSON Schema serde (the Confluent wire
+// format with a JSON payload, validated against its schema), a topic's
+// format as Avro is; JSONSchemaWith names the sink's schema.
+const JSONSchema = serde.JSONSchema
+
+// JSONSchemaWith is the JSON Schema serde with schema: a sink registers it
+// under the topic's subject and validates each record against it.
+func JSONSchemaWith(schema string) string { return serde.JSONSchemaWith(schema) }
+
 // AvroWith is the Avro serde with schema (Avro's JSON form): a sink
 // registers it under the topic's subject (auto.register.schemas, default
 // true) and writes with it; a source reads each record's schema into it.

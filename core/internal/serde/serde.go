@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/twmb/avro"
 )
 
@@ -24,7 +25,7 @@ const (
 	Double  = "double"
 )
 
-var known = []string{Bytes, String, JSON, Long, Integer, Double, Avro}
+var known = []string{Bytes, String, JSON, Long, Integer, Double, Avro, JSONSchema}
 
 // Avro names the Schema Registry Avro serde: records in the Confluent wire
 // format (magic byte 0, the schema's 4-byte big-endian id, the Avro
@@ -40,18 +41,45 @@ const Avro = "avro"
 // AvroWith names the Avro serde with schema (Avro JSON).
 func AvroWith(schema string) string { return Avro + "(" + schema + ")" }
 
-// ParseRegistry reads a Schema Registry serde name: its format ("avro")
-// and the schema it names (empty: none).
+// JSONSchema names the Schema Registry JSON Schema serde: the Confluent
+// wire format with a UTF-8 JSON payload, validated against its JSON
+// Schema. Like Avro, a topic's format; "json-schema" reads any schema the
+// registry holds and, at a sink, writes with the subject's latest one;
+// "json-schema(<schema>)" names the sink's schema (a source validates
+// against the record's schema, by its id).
+const JSONSchema = "json-schema"
+
+// JSONSchemaWith names the JSON Schema serde with schema.
+func JSONSchemaWith(schema string) string { return JSONSchema + "(" + schema + ")" }
+
+// ParseRegistry reads a Schema Registry serde name: its format ("avro" or
+// "json-schema") and the schema it names (empty: none).
 func ParseRegistry(name string) (format, schema string, ok bool) {
-	if name == Avro {
-		return Avro, "", true
-	}
-	if rest, found := strings.CutPrefix(name, Avro+"("); found {
-		if schema, found = strings.CutSuffix(rest, ")"); found && strings.TrimSpace(schema) != "" {
-			return Avro, schema, true
+	for _, f := range []string{Avro, JSONSchema} {
+		if name == f {
+			return f, "", true
+		}
+		if rest, found := strings.CutPrefix(name, f+"("); found {
+			if schema, found = strings.CutSuffix(rest, ")"); found && strings.TrimSpace(schema) != "" {
+				return f, schema, true
+			}
 		}
 	}
 	return "", "", false
+}
+
+// CompileJSONSchema compiles a JSON Schema document (no remote
+// references are loaded).
+func CompileJSONSchema(text string) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("schema.json", doc); err != nil {
+		return nil, err
+	}
+	return c.Compile("schema.json")
 }
 
 // IsRegistry reports whether name is a Schema Registry serde.
@@ -102,8 +130,14 @@ func check(name string) error {
 	if name == "" {
 		return nil
 	}
-	if _, schema, ok := ParseRegistry(name); ok {
+	if format, schema, ok := ParseRegistry(name); ok {
 		if schema == "" {
+			return nil
+		}
+		if format == JSONSchema {
+			if _, err := CompileJSONSchema(schema); err != nil {
+				return fmt.Errorf("serde json-schema(...): the schema does not compile as a JSON Schema: %v", err)
+			}
 			return nil
 		}
 		if _, err := avro.Parse(schema); err != nil {

@@ -31,7 +31,7 @@ func assertUnchanged(t *testing.T, b *Builder) {
 }
 
 func TestRefusedCalls(t *testing.T) {
-	const known = "(known: bytes, string, json, long, integer, double, avro)"
+	const known = "(known: bytes, string, json, long, integer, double, avro, json-schema)"
 	predicate := PredicateFunc(func(k, v []byte) (bool, error) { return true, nil })
 	tests := []struct {
 		name string

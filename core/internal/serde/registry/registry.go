@@ -9,8 +9,10 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -19,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/twmb/avro"
 	"github.com/twmb/franz-go/pkg/sr"
 
@@ -62,7 +65,7 @@ func (s Strategy) Subject(topic string, key bool, record string) (string, error)
 	switch s {
 	case RecordName, TopicRecordName:
 		if record == "" {
-			return "", fmt.Errorf("%s names subjects after a record, and the schema is not a named record", s)
+			return "", fmt.Errorf("%s names subjects after a record, and the schema is not a named record (Avro) or has no title (JSON Schema)", s)
 		}
 		if s == RecordName {
 			return record, nil
@@ -104,7 +107,7 @@ type Serdes struct {
 	mu sync.Mutex // guards the maps
 	// byID: the schemas read so far, by id (a registry never changes the
 	// schema of an id).
-	byID map[int]*avro.Schema
+	byID map[int]*schema
 	// readers: a writer schema resolved into a source's reader schema, by
 	// writer id and reader schema text.
 	readers map[readerKey]*avro.Schema
@@ -126,8 +129,45 @@ type writerKey struct {
 type writer struct {
 	id      int
 	subject string
-	schema  *avro.Schema
+	schema  *schema
 	err     error // the registry refused the schema (kept: it will again)
+}
+
+// schema is a parsed schema of one format: Avro or JSON Schema.
+type schema struct {
+	avro *avro.Schema
+	json *jsonschema.Schema
+	// name is what the record strategies name a subject after: an Avro
+	// record's full name, a JSON Schema's title.
+	name string
+}
+
+// parse parses text as a schema of format (serde.Avro, serde.JSONSchema).
+func parse(format, text string) (*schema, error) {
+	if format == serde.JSONSchema {
+		js, err := serde.CompileJSONSchema(text)
+		if err != nil {
+			return nil, fmt.Errorf("does not compile as a JSON Schema: %w", err)
+		}
+		var doc struct {
+			Title string `json:"title"`
+		}
+		_ = json.Unmarshal([]byte(text), &doc)
+		return &schema{json: js, name: doc.Title}, nil
+	}
+	a, err := avro.Parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("does not parse as Avro: %w", err)
+	}
+	return &schema{avro: a, name: recordName(a)}, nil
+}
+
+// srType is the registry's schema type of format.
+func srType(format string) sr.SchemaType {
+	if format == serde.JSONSchema {
+		return sr.TypeJSON
+	}
+	return sr.TypeAvro
 }
 
 // New returns the serdes of cfg; no request is made until a record needs one.
@@ -147,7 +187,7 @@ func New(cfg Config) (*Serdes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema registry: %w", err)
 	}
-	return &Serdes{cfg: cfg, cl: cl, byID: map[int]*avro.Schema{}, readers: map[readerKey]*avro.Schema{}, writers: map[writerKey]*writer{}}, nil
+	return &Serdes{cfg: cfg, cl: cl, byID: map[int]*schema{}, readers: map[readerKey]*avro.Schema{}, writers: map[writerKey]*writer{}}, nil
 }
 
 // ErrUnavailable marks an error of a registry that did not answer (or
@@ -192,7 +232,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // Decode turns a record's key (key) or value of topic, written in serde
 // name's wire format, into JSON appended to dst.
 func (s *Serdes) Decode(ctx context.Context, dst []byte, name, topic string, key bool, b []byte) ([]byte, error) {
-	_, readerText, ok := serde.ParseRegistry(name)
+	format, readerText, ok := serde.ParseRegistry(name)
 	if !ok {
 		return nil, fmt.Errorf("schema registry: serde %q is not a Schema Registry serde", name)
 	}
@@ -204,28 +244,47 @@ func (s *Serdes) Decode(ctx context.Context, dst []byte, name, topic string, key
 		return nil, &Error{Topic: topic, Err: serde.Malformed(fmt.Errorf("%d bytes are not in the Confluent wire format (%s; want magic byte 0 and a 4-byte schema id)", len(b), first))}
 	}
 	id := int(binary.BigEndian.Uint32(b[1:5]))
-	sch, err := s.schemaByID(ctx, id)
+	sch, err := s.schemaByID(ctx, id, format)
 	if err != nil {
 		return nil, s.decodeError(topic, key, id, err)
 	}
+	if format == serde.JSONSchema {
+		if err := validate(sch.json, b[5:]); err != nil {
+			return nil, s.decodeError(topic, key, id, serde.Malformed(err))
+		}
+		return append(dst, b[5:]...), nil
+	}
+	a := sch.avro
 	if readerText != "" {
-		if sch, err = s.resolve(id, sch, readerText); err != nil {
+		if a, err = s.resolve(id, a, readerText); err != nil {
 			return nil, s.decodeError(topic, key, id, serde.Malformed(err))
 		}
 	}
 	var v any
-	rest, err := sch.Decode(b[5:], &v)
+	rest, err := a.Decode(b[5:], &v)
 	if err == nil && len(rest) > 0 {
 		err = fmt.Errorf("%d bytes left after the value", len(rest))
 	}
 	if err != nil {
 		return nil, s.decodeError(topic, key, id, serde.Malformed(fmt.Errorf("the value does not decode with the schema: %w", err)))
 	}
-	out, err := sch.AppendEncodeJSON(dst, v)
+	out, err := a.AppendEncodeJSON(dst, v)
 	if err != nil {
 		return nil, s.decodeError(topic, key, id, serde.Malformed(fmt.Errorf("the value has no JSON form: %w", err)))
 	}
 	return out, nil
+}
+
+// validate checks that js is JSON that sch accepts.
+func validate(sch *jsonschema.Schema, js []byte) error {
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(js))
+	if err != nil {
+		return fmt.Errorf("the value is not JSON: %w", err)
+	}
+	if err := sch.Validate(inst); err != nil {
+		return fmt.Errorf("the value does not validate against the schema: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	return nil
 }
 
 // decodeError names the subject the topic's strategy gives when it can
@@ -242,30 +301,41 @@ func (s *Serdes) strategy(key bool) Strategy {
 	return s.cfg.ValueStrategy
 }
 
-// schemaByID reads schema id, once.
-func (s *Serdes) schemaByID(ctx context.Context, id int) (*avro.Schema, error) {
+// schemaByID reads schema id, once; it must be of format.
+func (s *Serdes) schemaByID(ctx context.Context, id int, format string) (*schema, error) {
 	s.mu.Lock()
 	sch := s.byID[id]
 	s.mu.Unlock()
-	if sch != nil {
-		return sch, nil
-	}
-	got, err := s.cl.SchemaByID(ctx, id)
-	if err != nil {
-		if notFound(err) {
-			return nil, serde.Malformed(fmt.Errorf("schema id %d is not registered (%v)", id, err))
+	if sch == nil {
+		got, err := s.cl.SchemaByID(ctx, id)
+		if err != nil {
+			if notFound(err) {
+				return nil, serde.Malformed(fmt.Errorf("schema id %d is not registered (%v)", id, err))
+			}
+			return nil, unavailable(err)
 		}
-		return nil, unavailable(err)
+		f := serde.Avro
+		switch got.Type {
+		case sr.TypeAvro:
+		case sr.TypeJSON:
+			f = serde.JSONSchema
+		default:
+			return nil, serde.Malformed(fmt.Errorf("schema id %d is a %s schema: the serde reads %s", id, got.Type, format))
+		}
+		if sch, err = parse(f, got.Schema); err != nil {
+			return nil, serde.Malformed(fmt.Errorf("schema id %d %w", id, err))
+		}
+		s.mu.Lock()
+		s.byID[id] = sch
+		s.mu.Unlock()
 	}
-	if got.Type != sr.TypeAvro {
-		return nil, serde.Malformed(fmt.Errorf("schema id %d is a %s schema, not Avro", id, got.Type))
+	if (format == serde.JSONSchema) != (sch.json != nil) {
+		have := "an Avro"
+		if sch.json != nil {
+			have = "a JSON"
+		}
+		return nil, serde.Malformed(fmt.Errorf("schema id %d is %s schema: the serde reads %s", id, have, format))
 	}
-	if sch, err = avro.Parse(got.Schema); err != nil {
-		return nil, serde.Malformed(fmt.Errorf("schema id %d does not parse as Avro: %w", id, err))
-	}
-	s.mu.Lock()
-	s.byID[id] = sch
-	s.mu.Unlock()
 	return sch, nil
 }
 
@@ -301,13 +371,19 @@ func (s *Serdes) Encode(ctx context.Context, dst []byte, name, topic string, key
 	if err != nil {
 		return nil, err
 	}
-	var v any
-	if err := w.schema.DecodeJSON(js, &v); err != nil {
-		return nil, &Error{Topic: topic, Subject: w.subject, ID: w.id, Err: serde.Malformed(fmt.Errorf("the JSON does not fit the schema: %w", err))}
-	}
 	dst = append(dst, 0)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(w.id))
-	out, err := w.schema.AppendEncode(dst, v)
+	if w.schema.json != nil {
+		if err := validate(w.schema.json, js); err != nil {
+			return nil, &Error{Topic: topic, Subject: w.subject, ID: w.id, Err: serde.Malformed(err)}
+		}
+		return append(dst, js...), nil
+	}
+	var v any
+	if err := w.schema.avro.DecodeJSON(js, &v); err != nil {
+		return nil, &Error{Topic: topic, Subject: w.subject, ID: w.id, Err: serde.Malformed(fmt.Errorf("the JSON does not fit the schema: %w", err))}
+	}
+	out, err := w.schema.avro.AppendEncode(dst, v)
 	if err != nil {
 		return nil, &Error{Topic: topic, Subject: w.subject, ID: w.id, Err: serde.Malformed(fmt.Errorf("the value does not encode with the schema: %w", err))}
 	}
@@ -344,7 +420,7 @@ func (s *Serdes) writer(ctx context.Context, name, topic string, key bool) (*wri
 }
 
 func (s *Serdes) newWriter(ctx context.Context, name, topic string, key bool) (*writer, error) {
-	_, text, ok := serde.ParseRegistry(name)
+	format, text, ok := serde.ParseRegistry(name)
 	if !ok {
 		return nil, fmt.Errorf("schema registry: serde %q is not a Schema Registry serde", name)
 	}
@@ -353,30 +429,33 @@ func (s *Serdes) newWriter(ctx context.Context, name, topic string, key bool) (*
 		// The subject's latest schema (Confluent's use.latest.version).
 		subject, err := strategy.Subject(topic, key, "")
 		if err != nil {
-			return nil, &Error{Topic: topic, Err: fmt.Errorf("serde avro without a schema writes with its subject's latest schema, which %s cannot name without one: use avro(<schema>)", strategy)}
+			return nil, &Error{Topic: topic, Err: fmt.Errorf("serde %s without a schema writes with its subject's latest schema, which %s cannot name without one: use %s(<schema>)", format, strategy, format)}
 		}
 		got, err := s.cl.SchemaByVersion(ctx, subject, -1)
 		if err != nil {
 			if notFound(err) {
-				return nil, &Error{Topic: topic, Subject: subject, Err: fmt.Errorf("the subject has no schema to write with (%v): register one, or name it with avro(<schema>)", err)}
+				return nil, &Error{Topic: topic, Subject: subject, Err: fmt.Errorf("the subject has no schema to write with (%v): register one, or name it with %s(<schema>)", err, format)}
 			}
 			return nil, &Error{Topic: topic, Subject: subject, Err: unavailable(err)}
 		}
-		sch, err := avro.Parse(got.Schema.Schema)
+		if got.Schema.Type != srType(format) {
+			return nil, &Error{Topic: topic, Subject: subject, ID: got.ID, Err: fmt.Errorf("the subject's latest schema is a %s schema: the serde writes %s", got.Schema.Type, format)}
+		}
+		sch, err := parse(format, got.Schema.Schema)
 		if err != nil {
-			return nil, &Error{Topic: topic, Subject: subject, ID: got.ID, Err: fmt.Errorf("the subject's latest schema does not parse as Avro: %w", err)}
+			return nil, &Error{Topic: topic, Subject: subject, ID: got.ID, Err: fmt.Errorf("the subject's latest schema %w", err)}
 		}
 		return &writer{id: got.ID, subject: subject, schema: sch}, nil
 	}
-	sch, err := avro.Parse(text)
+	sch, err := parse(format, text)
 	if err != nil {
-		return nil, &Error{Topic: topic, Err: fmt.Errorf("the sink's schema does not parse as Avro: %w", err)}
+		return nil, &Error{Topic: topic, Err: fmt.Errorf("the sink's schema %w", err)}
 	}
-	subject, err := strategy.Subject(topic, key, recordName(sch))
+	subject, err := strategy.Subject(topic, key, sch.name)
 	if err != nil {
 		return nil, &Error{Topic: topic, Err: err}
 	}
-	in := sr.Schema{Schema: text, Type: sr.TypeAvro}
+	in := sr.Schema{Schema: text, Type: srType(format)}
 	var id int
 	if s.cfg.AutoRegister {
 		id, err = s.cl.RegisterSchema(ctx, subject, in, -1, -1)
