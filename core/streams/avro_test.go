@@ -269,7 +269,9 @@ func TestJSONSchemaThroughTheRegistry(t *testing.T) {
 		must(err)
 		return d
 	}
-	wire := func(id int, js string) []byte { return append(binary.BigEndian.AppendUint32([]byte{0}, uint32(id)), js...) }
+	wire := func(id int, js string) []byte {
+		return append(binary.BigEndian.AppendUint32([]byte{0}, uint32(id)), js...)
+	}
 
 	d := build()
 	must(d.PipeInput("orders", nil, wire(id, `{"id":7,"item":"pen"}`)))
