@@ -68,10 +68,24 @@ export type TopicSerde = string & { readonly [topicSerdeBrand]: true };
  * JSON form, as a string or an object. See docs/design/schema-registry.md.
  */
 export function avro(schema?: string | object): TopicSerde {
+  return topicSerde("avro", schema);
+}
+
+/**
+ * The Schema Registry JSON Schema serde: Confluent's wire format with a
+ * UTF-8 JSON payload, validated against its JSON Schema (at a source, the
+ * record's schema by its id; at a sink, `schema`, registered as `avro`
+ * registers its schema). Functions get and give what `json` gives.
+ */
+export function jsonSchema(schema?: string | object): TopicSerde {
+  return topicSerde("json-schema", schema);
+}
+
+function topicSerde(name: string, schema: string | object | undefined): TopicSerde {
   if (schema === undefined) {
-    return "avro" as TopicSerde;
+    return name as TopicSerde;
   }
-  return `avro(${typeof schema === "string" ? schema : JSON.stringify(schema)})` as TopicSerde;
+  return `${name}(${typeof schema === "string" ? schema : JSON.stringify(schema)})` as TopicSerde;
 }
 
 /** The JavaScript type of serde `S` (a topic serde's records are json). */

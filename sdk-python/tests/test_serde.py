@@ -173,3 +173,10 @@ def test_avro_names_the_schema_registry_serde() -> None:
     schema = {"type": "record", "name": "Priced", "fields": [{"name": "id", "type": "long"}]}
     assert avro(schema) == 'avro({"type":"record","name":"Priced","fields":[{"name":"id","type":"long"}]})'
     assert avro('{"type":"string"}') == 'avro({"type":"string"})'
+
+
+def test_json_schema_names_the_schema_registry_serde() -> None:
+    from polystreams import json_schema
+
+    assert json_schema() == "json-schema"
+    assert json_schema({"type": "object"}) == 'json-schema({"type":"object"})'

@@ -30,9 +30,10 @@ import pytest
 from confluent_kafka import Consumer, DeserializingConsumer, Producer, SerializingProducer
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.serialization import StringDeserializer, StringSerializer
 
-from polystreams import App, Config, ProcessingError, avro
+from polystreams import App, Config, ProcessingError, avro, json_schema
 
 REPO = Path(__file__).resolve().parents[2]
 HINT = re.compile(r"polystreams: embedded Kafka broker at (\S+) ")
@@ -284,3 +285,53 @@ def test_registry_down_stops_the_topology_whatever_the_handlers(tmp_path: Path) 
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+ORDER_JSON = {"title": "Order", "type": "object", "required": ["id", "item", "quantity", "price"], "properties": {
+    "id": {"type": "integer"}, "item": {"type": "string"}, "quantity": {"type": "integer"}, "price": {"type": "number"},
+    "note": {"type": ["string", "null"]}}}
+PRICED_JSON = {"title": "Priced", "type": "object", "required": ["id", "item", "total"], "properties": {
+    "id": {"type": "integer"}, "item": {"type": "string"}, "total": {"type": "number", "minimum": 0}}}
+
+
+def test_json_schema_both_ways(tmp_path: Path, registry: str) -> None:
+    """confluent-kafka's JSONSerializer writes orders (JSON Schema, wire
+    format), polystreams prices them and writes json-schema(PRICED_JSON),
+    confluent-kafka's JSONDeserializer reads them with the schema it fetches
+    by id; a record the sink's schema refuses (a negative total) fails,
+    named."""
+    sr = SchemaRegistryClient({"url": registry})
+    with App("sr-" + uuid.uuid4().hex[:6], Config(state_dir=str(tmp_path / "s"), extra={"schema.registry.url": registry})) as app:
+        (app.stream("orders", key="string", value=json_schema())
+            .map_values(lambda o: {"id": o["id"], "item": o["item"], "total": o["quantity"] * o["price"]})
+            .to("priced", value=json_schema(PRICED_JSON)))
+        app.start()
+        assert app.brokers
+        p = SerializingProducer({"bootstrap.servers": app.brokers, "key.serializer": StringSerializer(),
+                                 "value.serializer": JSONSerializer(json.dumps(ORDER_JSON), sr)})
+        for o in ORDERS:
+            p.produce("orders", key=f"o{o['id']}", value=o, partition=0)
+        assert p.flush(30) == 0
+        runner = Runner(app)
+        c = DeserializingConsumer({
+            "bootstrap.servers": app.brokers, "group.id": "sr-json", "auto.offset.reset": "earliest",
+            "key.deserializer": StringDeserializer(), "value.deserializer": JSONDeserializer(None, schema_registry_client=sr),
+        })
+        c.subscribe(["priced"])
+        got: list[dict[str, Any]] = []
+        deadline = time.monotonic() + WAIT
+        try:
+            while len(got) < len(ORDERS) and time.monotonic() < deadline:
+                m = c.poll(0.5)
+                if m is not None and not m.error():
+                    got.append(m.value())
+        finally:
+            c.close()
+        assert sorted(got, key=lambda r: r["id"]) == [
+            {"id": 1, "item": "pen", "total": 4.5}, {"id": 2, "item": "ink", "total": 0.0}, {"id": 3, "item": "pad", "total": 8.5}]
+        assert json.loads(sr.get_latest_version("priced-value").schema.schema_str)["title"] == "Priced"
+        p.produce("orders", key="o4", value={"id": 4, "item": "refund", "quantity": -1, "price": 2.0}, partition=0)
+        assert p.flush(30) == 0
+        e = runner.failure()
+        assert isinstance(e, ProcessingError) and (e.topic, e.offset) == ("orders", 3), e
+        assert "topic priced, subject priced-value" in str(e) and "does not validate against the schema" in str(e), e

@@ -40,7 +40,7 @@ from polystreams.errors import (
     UnavailableError,
 )
 from polystreams.metrics import DescribeFormat, Metrics, NodeMetrics, PartitionLag, StoreMetrics, TaskMetrics
-from polystreams.serde import SerdeName, TopicSerde, avro
+from polystreams.serde import SerdeName, TopicSerde, avro, json_schema
 from polystreams.store import KeyValueStore, WindowStore
 from polystreams.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed
 
@@ -90,6 +90,7 @@ __all__ = [
     "TopicSerde",
     "UnavailableError",
     "avro",
+    "json_schema",
     "WindowStore",
     "Windowed",
 ]

@@ -22,7 +22,7 @@ from typing import Any, Literal, NewType, get_args
 
 from polystreams.windows import Windowed
 
-__all__ = ["SerdeName", "SERDE_NAMES", "TopicSerde", "avro", "decode", "encode", "encoder", "decode_column", "encode_column", "windowed_codec"]
+__all__ = ["SerdeName", "SERDE_NAMES", "TopicSerde", "avro", "json_schema", "decode", "encode", "encoder", "decode_column", "encode_column", "windowed_codec"]
 
 SerdeName = Literal["bytes", "string", "json", "long", "integer", "double"]
 """The name of a serde, as the engine and every SDK spell it. A windowed
@@ -57,10 +57,24 @@ def avro(schema: str | Mapping[str, Any] | None = None) -> TopicSerde:
     writes with the subject's latest schema. ``schema`` is Avro's JSON
     form, as a str or a dict.
     """
+    return _topic_serde("avro", schema)
+
+
+def json_schema(schema: str | Mapping[str, Any] | None = None) -> TopicSerde:
+    """The Schema Registry JSON Schema serde: Confluent's wire format with a
+    UTF-8 JSON payload, validated against its JSON Schema (at a source, the
+    record's schema by its id; at a sink, ``schema``, registered under the
+    topic's subject as :func:`avro` registers its schema; a
+    ``RecordNameStrategy`` names the subject after the schema's ``title``).
+    Your functions get and give what ``json`` gives."""
+    return _topic_serde("json-schema", schema)
+
+
+def _topic_serde(name: str, schema: str | Mapping[str, Any] | None) -> TopicSerde:
     if schema is None:
-        return TopicSerde("avro")
+        return TopicSerde(name)
     text = schema if isinstance(schema, str) else json.dumps(schema, separators=(",", ":"))
-    return TopicSerde(f"avro({text})")
+    return TopicSerde(f"{name}({text})")
 
 _LONG = struct.Struct(">q")
 _INT = struct.Struct(">i")
