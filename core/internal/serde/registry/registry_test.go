@@ -95,3 +95,41 @@ func BenchmarkAvro(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkJSONSchema measures one record's JSON Schema decode and encode:
+// the payload is the JSON itself, so the cost is the validation.
+func BenchmarkJSONSchema(b *testing.B) {
+	reg := srfake.New()
+	defer reg.Close()
+	s, err := New(Config{URLs: []string{reg.URL()}, AutoRegister: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	name := serde.JSONSchemaWith(`{"title":"Order","type":"object","required":["id","customer","item","quantity","price"],"properties":{
+		"id":{"type":"integer"},"customer":{"type":"string"},"item":{"type":"string"},"quantity":{"type":"integer","minimum":0},
+		"price":{"type":"number"},"note":{"type":["string","null"]},"tags":{"type":"array","items":{"type":"string"}}}}`)
+	wire, err := s.Encode(ctx, nil, name, "orders", false, []byte(benchJSON))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		var dst []byte
+		for b.Loop() {
+			if dst, err = s.Decode(ctx, dst[:0], serde.JSONSchema, "orders", false, wire); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		js := []byte(benchJSON)
+		var dst []byte
+		for b.Loop() {
+			if dst, err = s.Encode(ctx, dst[:0], name, "orders", false, js); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
