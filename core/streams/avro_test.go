@@ -297,3 +297,56 @@ func TestJSONSchemaThroughTheRegistry(t *testing.T) {
 		t.Fatalf("a value the sink's schema refuses: %v", err)
 	}
 }
+
+// auto.register.schemas=false: the sink's schema must be registered under
+// its subject already (looked up, never registered); "avro" alone at a sink
+// writes with the subject's latest schema.
+func TestAvroSinkLooksUpOrTakesTheLatestSchema(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	id, _, err := reg.RegisterSchema("orders-value", sr.Schema{Schema: orderSchema, Type: sr.TypeAvro})
+	must(err)
+	order := confluent(t, id, orderSchema, map[string]any{"id": int64(5), "item": "nib", "note": nil})
+
+	d := avroPipeline(t, reg.URL(), map[string]string{"auto.register.schemas": "false"})
+	var re *streams.RecordError
+	if err := d.PipeInput("orders", nil, order); !errors.As(err, &re) ||
+		!strings.Contains(err.Error(), "subject priced-value: the sink's schema is not registered under the subject, and auto.register.schemas is false") {
+		t.Fatalf("lookup of an unregistered schema: %v", err)
+	}
+	d.Close()
+	if reg.SubjectExists("priced-value") {
+		t.Fatal("auto.register.schemas=false registered the sink's schema")
+	}
+	pid, _, err := reg.RegisterSchema("priced-value", sr.Schema{Schema: pricedSchema, Type: sr.TypeAvro})
+	must(err)
+	d = avroPipeline(t, reg.URL(), map[string]string{"auto.register.schemas": "false"})
+	must(d.PipeInput("orders", nil, order))
+	out, err := d.ReadOutput("priced")
+	must(err)
+	if len(out) != 1 || int(binary.BigEndian.Uint32(out[0].Value[1:5])) != pid {
+		t.Fatalf("priced with the looked-up schema: %+v, want schema id %d", out, pid)
+	}
+	d.Close()
+
+	// "avro" alone: the subject's latest schema.
+	b := streams.NewBuilder()
+	orders, err := b.Stream([]string{"orders"}, streams.ValueSerde(streams.Avro))
+	must(err)
+	trimmed, err := orders.MapValues(func(v []byte) ([]byte, error) {
+		var o map[string]any
+		must(json.Unmarshal(v, &o))
+		return json.Marshal(map[string]any{"id": o["id"], "item": o["item"], "total": 1.5})
+	})
+	must(err)
+	must(trimmed.To("priced", streams.ValueSerde(streams.Avro)))
+	d, err = streams.NewTestDriver(b, streams.Config{Properties: map[string]string{"schema.registry.url": reg.URL()}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	must(err)
+	defer d.Close()
+	must(d.PipeInput("orders", nil, order))
+	out, err = d.ReadOutput("priced")
+	must(err)
+	if len(out) != 1 || int(binary.BigEndian.Uint32(out[0].Value[1:5])) != pid {
+		t.Fatalf("priced with the latest schema: %+v, want schema id %d", out, pid)
+	}
+}
