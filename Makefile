@@ -13,7 +13,7 @@ KAFKA_VERSION := $(shell cat $(CURDIR)/tools/kafka/VERSION)
 JAVA_EXECUTOR_DIR := conformance/executors/java
 JAVA_EXECUTOR := $(JAVA_EXECUTOR_DIR)/target/conformance-java.jar
 
-.PHONY: all deps build generate check-generated lint test test-go kafka test-kafka test-kafka-quick interop-jvm test-interop test-python test-node test-rust java-executor conformance conformance-java conformance-driver fuzz-conformance demo bench bench-join bench-peers chaos fuzz clean dist test-dist
+.PHONY: all deps build generate check-generated lint test test-go kafka test-kafka test-kafka-quick interop-jvm test-interop test-python test-node test-rust test-schema-registry java-executor conformance conformance-java conformance-driver fuzz-conformance demo bench bench-join bench-peers chaos fuzz clean dist test-dist
 
 all: build
 
@@ -51,7 +51,7 @@ lint: deps
 	cd sdk-rust && cargo fmt --all --check
 	cd sdk-rust && cargo clippy --quiet --all-targets -p polystreams -p polystreams-conformance -- -D warnings
 
-test: deps check-generated lint build test-go test-kafka-quick test-python test-node test-rust conformance
+test: deps check-generated lint build test-go test-kafka-quick test-python test-schema-registry test-node test-rust conformance
 
 test-go: build
 	go test $(GO_TEST_FLAGS) ./...
@@ -93,6 +93,21 @@ test-interop: interop-jvm
 test-python: build
 	cd sdk-python && PYTHONPATH=src $(PY) -m pytest -q tests
 	cd tools/bench/peers && $(PY) -m pytest -q -p no:cacheprovider test_peers.py
+
+# Schema Registry serdes end to end (docs/design/schema-registry.md): the
+# engine, a registry process (tools/schema-registry, built into bin/) and
+# confluent-kafka's Avro and JSON Schema serializers from PyPI, installed
+# into .cache/schema-registry/venv (beside the system's packages, which
+# the SDK uses). The Go side's tests run in test-go.
+SR_VENV := .cache/schema-registry/venv
+$(SR_VENV)/.installed-avro-json:
+	rm -rf $(SR_VENV) && /usr/bin/python3 -m venv --system-site-packages $(SR_VENV)
+	$(SR_VENV)/bin/pip install -q 'confluent-kafka[avro,json]==2.16.1'
+	touch $@
+
+test-schema-registry: build $(SR_VENV)/.installed-avro-json
+	go build -o bin/schema-registry ./tools/schema-registry
+	PYTHONPATH=sdk-python/src $(SR_VENV)/bin/python -m pytest -q -p no:cacheprovider tools/schema-registry/test_schema_registry.py
 
 # Node SDK: unit tests, the real engine end to end, and the packed tarball.
 test-node: deps build

@@ -128,13 +128,13 @@ func must(err error) {
 func ExampleStream_MapValues_refused() {
 	b := streams.NewBuilder()
 	s, _ := b.Stream([]string{"in"})
-	_, err := s.MapValues(func(v []byte) ([]byte, error) { return v, nil }, streams.ValueSerde("avro"))
+	_, err := s.MapValues(func(v []byte) ([]byte, error) { return v, nil }, streams.ValueSerde("xml"))
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, streams.ErrInvalid))
 	_, err = s.Filter(func(_, _ []byte) (bool, error) { return true, nil }, streams.ValueSerde("string"))
 	fmt.Println(err)
 	// Output:
-	// topology: map_values (value serde): serde "avro" is not known (known: bytes, string, json, long, integer, double)
+	// topology: map_values (value serde): serde "xml" is not known (known: bytes, string, json, long, integer, double, avro, json-schema)
 	// true
 	// streams: Filter does not take option ValueSerde: invalid argument
 }

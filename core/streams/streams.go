@@ -25,6 +25,8 @@
 package streams
 
 import (
+	"github.com/polystreams/polystreams/core/internal/serde"
+
 	"errors"
 	"github.com/polystreams/polystreams/core/internal/engine"
 	"github.com/polystreams/polystreams/core/internal/topology"
@@ -78,7 +80,28 @@ const (
 	Long    = "long"    // 8-byte big-endian two's complement (Serdes.Long)
 	Integer = "integer" // 4-byte big-endian two's complement (Serdes.Integer)
 	Double  = "double"  // 8-byte big-endian IEEE 754 (Serdes.Double)
+	// Avro is the Schema Registry Avro serde (the Confluent wire format),
+	// a topic's format: named on Stream, Table, GlobalTable or To, it
+	// decodes to JSON records where they enter and encodes JSON back where
+	// they leave; the registry is the config's schema.registry.url. As a
+	// sink's serde, Avro alone writes with the subject's latest schema;
+	// AvroWith names the schema. See docs/design/schema-registry.md.
+	Avro = serde.Avro
 )
+
+// JSONSchema is the Schema Registry JSON Schema serde (the Confluent wire
+// format with a JSON payload, validated against its schema), a topic's
+// format as Avro is; JSONSchemaWith names the sink's schema.
+const JSONSchema = serde.JSONSchema
+
+// JSONSchemaWith is the JSON Schema serde with schema: a sink registers it
+// under the topic's subject and validates each record against it.
+func JSONSchemaWith(schema string) string { return serde.JSONSchemaWith(schema) }
+
+// AvroWith is the Avro serde with schema (Avro's JSON form): a sink
+// registers it under the topic's subject (auto.register.schemas, default
+// true) and writes with it; a source reads each record's schema into it.
+func AvroWith(schema string) string { return serde.AvroWith(schema) }
 
 // Builtin names a reducer that runs in the engine (ReduceBuiltin).
 type Builtin string

@@ -31,7 +31,7 @@ import {
   type RestoreProgress as RestoreProgressMessage,
   State as StateEnum,
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
-import type { SerdeName, SerdeType } from "./serde.js";
+import type { SerdeName, SerdeType, TopicSerde } from "./serde.js";
 import { VERSION } from "./version.js";
 import { KeyValueStore, type QueryTarget, type StoreOptions, WindowStore } from "./store.js";
 
@@ -163,7 +163,7 @@ export interface AppOptions {
 }
 
 /** Options of App.stream. */
-export interface StreamOptions<KS extends SerdeName, VS extends SerdeName> extends NamedOptions {
+export interface StreamOptions<KS extends SerdeName | TopicSerde, VS extends SerdeName | TopicSerde> extends NamedOptions {
   /** The topics' key serde (default `bytes`). */
   key?: KS;
   /** The topics' value serde (default `bytes`). */
@@ -355,7 +355,7 @@ export class App implements Builder {
    * keys and values your functions see; `name` names the source node
    * (`Consumed.as`).
    */
-  stream<KS extends SerdeName = "bytes", VS extends SerdeName = "bytes">(
+  stream<KS extends SerdeName | TopicSerde = "bytes", VS extends SerdeName | TopicSerde = "bytes">(
     topics: string | readonly string[],
     options: StreamOptions<KS, VS> = {},
   ): KStream<SerdeType<KS>, SerdeType<VS>> {
@@ -382,7 +382,7 @@ export class App implements Builder {
    * see; `materialized` names the table's store (which makes it queryable);
    * `name` names the source node (`Consumed.as`).
    */
-  table<KS extends SerdeName = "bytes", VS extends SerdeName = "bytes">(
+  table<KS extends SerdeName | TopicSerde = "bytes", VS extends SerdeName | TopicSerde = "bytes">(
     topic: string,
     options: TableOptions<KS, VS> = {},
   ): KTable<SerdeType<KS>, SerdeType<VS>> {
@@ -400,7 +400,7 @@ export class App implements Builder {
    * `<topic>-STATE-STORE-<n>`), always queryable; `name` names the
    * processor and, suffixed `-source`, the source node (`Consumed.as`).
    */
-  globalTable<KS extends SerdeName = "bytes", VS extends SerdeName = "bytes">(
+  globalTable<KS extends SerdeName | TopicSerde = "bytes", VS extends SerdeName | TopicSerde = "bytes">(
     topic: string,
     options: GlobalTableOptions<KS, VS> = {},
   ): GlobalKTable<SerdeType<KS>, SerdeType<VS>> {

@@ -23,7 +23,7 @@ import {
   Joiner as JoinerEnum,
   Reducer as ReducerEnum,
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
-import { type SerdeName, type SerdeType, isWindowedSerde } from "./serde.js";
+import { type SerdeName, type SerdeType, type TopicSerde, isWindowedSerde } from "./serde.js";
 import type { KeyValueStore, StoreOptions, WindowStore } from "./store.js";
 import { EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, type Windowed } from "./windows.js";
 
@@ -147,6 +147,12 @@ export interface KeyOptions extends NamedOptions {
 export interface KeyValueOptions extends NamedOptions {
   key?: SerdeName;
   value?: SerdeName;
+}
+
+/** Options of KStream.to (`Produced`): the topic's serdes, a topic serde (`avro(schema)`) included. */
+export interface ToOptions extends NamedOptions {
+  key?: SerdeName | TopicSerde;
+  value?: SerdeName | TopicSerde;
 }
 
 /** Options of an aggregation. */
@@ -766,7 +772,7 @@ export class KStream<K, V> extends Node {
    * Writes the records to `topic` (`Produced.with(key, value)`); terminal.
    * The promise settles when the engine has answered (awaiting it is optional).
    */
-  to(topic: string, options: KeyValueOptions = {}): Promise<void> {
+  to(topic: string, options: ToOptions = {}): Promise<void> {
     return this.call("to", [], (input) => ({
       case: "to",
       value: { input, topic, keySerde: options.key ?? "", valueSerde: options.value ?? "", name: options.name ?? "" },
@@ -1073,7 +1079,7 @@ const BUILTINS: Record<Reducer, ReducerEnum> = {
 };
 
 /** Options of App.table (`StreamsBuilder.table`). */
-export interface TableOptions<KS extends SerdeName, VS extends SerdeName> extends NamedOptions {
+export interface TableOptions<KS extends SerdeName | TopicSerde, VS extends SerdeName | TopicSerde> extends NamedOptions {
   /** The topic's key serde (default `bytes`). */
   key?: KS;
   /** The topic's value serde (default `bytes`). */
@@ -1087,7 +1093,7 @@ export interface TableOptions<KS extends SerdeName, VS extends SerdeName> extend
 }
 
 /** App.table's Build call. @internal */
-export function table<KS extends SerdeName, VS extends SerdeName>(
+export function table<KS extends SerdeName | TopicSerde, VS extends SerdeName | TopicSerde>(
   builder: Builder,
   topic: string,
   options: TableOptions<KS, VS>,
@@ -1505,7 +1511,7 @@ export class KGroupedTable<K, V> extends Grouped<K> {
 }
 
 /** Options of App.globalTable (`StreamsBuilder.globalTable`). */
-export interface GlobalTableOptions<KS extends SerdeName, VS extends SerdeName> extends NamedOptions {
+export interface GlobalTableOptions<KS extends SerdeName | TopicSerde, VS extends SerdeName | TopicSerde> extends NamedOptions {
   /** The topic's key serde (default `bytes`). */
   key?: KS;
   /** The topic's value serde (default `bytes`). */
@@ -1518,7 +1524,7 @@ export interface GlobalTableOptions<KS extends SerdeName, VS extends SerdeName> 
 }
 
 /** App.globalTable's Build call. @internal */
-export function globalTable<KS extends SerdeName, VS extends SerdeName>(
+export function globalTable<KS extends SerdeName | TopicSerde, VS extends SerdeName | TopicSerde>(
   builder: Builder,
   topic: string,
   options: GlobalTableOptions<KS, VS>,

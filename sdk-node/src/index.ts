@@ -40,6 +40,7 @@ export type {
   TableOperatorOptions,
   TableOptions,
   TableValueOptions,
+  ToOptions,
   ValueOptions,
 } from "./dsl.js";
 export type { EngineLogger, LogLevel } from "./engine.js";
@@ -53,11 +54,11 @@ export {
   UnavailableError,
 } from "./errors.js";
 export type { RecordContext } from "./errors.js";
-export { SERDE_NAMES, decode, encode } from "./serde.js";
+export { SERDE_NAMES, avro, decode, encode, jsonSchema } from "./serde.js";
 export { Entries, KeyValueStore, WindowStore } from "./store.js";
 export type { RangeOptions, StoreOptions, Time } from "./store.js";
 export { EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed } from "./windows.js";
 export type { SuppressedOptions } from "./windows.js";
-export type { SerdeName, SerdeType, SerdeTypes } from "./serde.js";
+export type { SerdeName, SerdeType, SerdeTypes, TopicSerde } from "./serde.js";
 
 export { VERSION } from "./version.js";

@@ -30,7 +30,7 @@ try {
     .count()
     .toStream()
     .to("word-counts");
-  const refused = app.stream("x", { value: "avro" as SerdeName });
+  const refused = app.stream("x", { value: "xml" as SerdeName });
   const error = await refused.handle.then(() => undefined, (e: unknown) => e);
   if (!(error instanceof InvalidArgumentError) || !(error instanceof PolystreamsError)) {
     throw new Error("want an InvalidArgumentError, got " + String(error));

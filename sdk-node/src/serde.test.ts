@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { describe, test } from "node:test";
-import { decode, decodeColumn, encode, encodeColumn, errorText } from "./serde.js";
+import { avro, decode, decodeColumn, encode, encodeColumn, errorText, jsonSchema } from "./serde.js";
 
 const hex = (b: Uint8Array | null): string | null => (b === null ? null : Buffer.from(b).toString("hex"));
 
@@ -127,5 +127,16 @@ describe("columns", () => {
     assert.equal(errorText(new PoisonError("pill")), "PoisonError: pill");
     assert.equal(errorText(new RangeError("r")), "RangeError: r");
     assert.equal(errorText("boom"), "string: boom");
+  });
+});
+
+describe("avro() names the Schema Registry serde", () => {
+  test("without a schema, and with one as a string or an object", () => {
+    assert.equal(avro(), "avro");
+    const schema = { type: "record", name: "Priced", fields: [{ name: "id", type: "long" }] };
+    assert.equal(avro(schema), `avro(${JSON.stringify(schema)})`);
+    assert.equal(avro('{"type":"string"}'), 'avro({"type":"string"})');
+    assert.equal(jsonSchema(), "json-schema");
+    assert.equal(jsonSchema({ type: "object" }), 'json-schema({"type":"object"})');
   });
 });

@@ -46,8 +46,50 @@ export interface SerdeTypes {
   double: number;
 }
 
-/** The JavaScript type of serde `S`. */
-export type SerdeType<S extends SerdeName> = SerdeTypes[S];
+declare const topicSerdeBrand: unique symbol;
+
+/**
+ * A topic's format that the engine decodes where records enter the
+ * topology and encodes where they leave it: a Schema Registry serde, made by
+ * `avro()`. Sources (`stream`, `table`, `globalTable`) and sinks (`to`) take
+ * one; in between, the records are `json`.
+ */
+export type TopicSerde = string & { readonly [topicSerdeBrand]: true };
+
+/**
+ * The Schema Registry Avro serde (Confluent's wire format: magic byte 0, the
+ * 4-byte schema id, the Avro binary), with the registry of the config's
+ * `schema.registry.url`. Functions see each record as the object Avro's
+ * value maps to (unions are the value itself). At a source, `avro()` reads
+ * any schema the registry holds and `avro(schema)` reads each record's
+ * schema into `schema`; at a sink, `avro(schema)` registers `schema` under
+ * the topic's subject (`<topic>-value` by default) and writes with it,
+ * `avro()` writes with the subject's latest schema. `schema` is Avro's
+ * JSON form, as a string or an object. See docs/design/schema-registry.md.
+ */
+export function avro(schema?: string | object): TopicSerde {
+  return topicSerde("avro", schema);
+}
+
+/**
+ * The Schema Registry JSON Schema serde: Confluent's wire format with a
+ * UTF-8 JSON payload, validated against its JSON Schema (at a source, the
+ * record's schema by its id; at a sink, `schema`, registered as `avro`
+ * registers its schema). Functions get and give what `json` gives.
+ */
+export function jsonSchema(schema?: string | object): TopicSerde {
+  return topicSerde("json-schema", schema);
+}
+
+function topicSerde(name: string, schema: string | object | undefined): TopicSerde {
+  if (schema === undefined) {
+    return name as TopicSerde;
+  }
+  return `${name}(${typeof schema === "string" ? schema : JSON.stringify(schema)})` as TopicSerde;
+}
+
+/** The JavaScript type of serde `S` (a topic serde's records are json). */
+export type SerdeType<S extends SerdeName | TopicSerde> = S extends SerdeName ? SerdeTypes[S] : any;
 
 /** A decoded column: the objects (null where a record failed) and the failures, position -> error text. */
 export interface DecodedColumn {

@@ -164,3 +164,19 @@ def test_json_refuses_what_json_loads_refuses(raw: bytes) -> None:
         json.loads(raw)
     values, failures = serde.decode_column("json", raw, [len(raw)])
     assert values == [None] and 0 in failures
+
+
+def test_avro_names_the_schema_registry_serde() -> None:
+    from polystreams import avro
+
+    assert avro() == "avro"
+    schema = {"type": "record", "name": "Priced", "fields": [{"name": "id", "type": "long"}]}
+    assert avro(schema) == 'avro({"type":"record","name":"Priced","fields":[{"name":"id","type":"long"}]})'
+    assert avro('{"type":"string"}') == 'avro({"type":"string"})'
+
+
+def test_json_schema_names_the_schema_registry_serde() -> None:
+    from polystreams import json_schema
+
+    assert json_schema() == "json-schema"
+    assert json_schema({"type": "object"}) == 'json-schema({"type":"object"})'

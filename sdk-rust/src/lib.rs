@@ -65,7 +65,7 @@ pub use fold::Reducer;
 pub use join_stream::JoinWindows;
 pub use options::{Materialized, Options};
 pub use print::{PrintText, Printed};
-pub use serdes::{to_bytes, Json, Serde, SerdeError, Value, Windowed};
+pub use serdes::{avro, json_schema, to_bytes, Json, Serde, SerdeError, Value, Windowed};
 pub use session::{Handle, Kind};
 pub use store::{KeyValueStore, WindowStore};
 pub use test_driver::{TestRecord, TopologyTestDriver};

@@ -13,6 +13,35 @@
 
 use std::fmt;
 
+/// The Schema Registry Avro serde (Confluent's wire format: magic byte 0,
+/// the 4-byte schema id, the Avro binary), with the registry of the
+/// config's `schema.registry.url`, as a serde name for `Options::key_serde`
+/// / `value_serde` of a source (`stream_with`, `table_with`,
+/// `global_table_with`) or a sink (`to_with`). The engine decodes it to
+/// JSON where records enter and encodes JSON where they leave, so the Rust
+/// type is [`Json<T>`] or `serde_json::Value`. At a source, `avro(None)`
+/// reads any registered schema and `avro(Some(schema))` reads each record's
+/// schema into `schema`; at a sink, `avro(Some(schema))` registers `schema`
+/// (Avro's JSON form) under the topic's subject and writes with it,
+/// `avro(None)` writes with the subject's latest schema.
+pub fn avro(schema: Option<&str>) -> String {
+    topic_serde("avro", schema)
+}
+
+/// The Schema Registry JSON Schema serde, as [`avro`] is for Avro: the
+/// payload is the JSON itself, validated against the record's schema (by
+/// its id) at a source and against `schema` (registered) at a sink.
+pub fn json_schema(schema: Option<&str>) -> String {
+    topic_serde("json-schema", schema)
+}
+
+fn topic_serde(name: &str, schema: Option<&str>) -> String {
+    match schema {
+        None => name.to_owned(),
+        Some(s) => format!("{name}({s})"),
+    }
+}
+
 /// A key or value type, and how it is written on Kafka.
 ///
 /// `NAME` is the serde's name as the engine and every SDK spell it
@@ -379,6 +408,14 @@ pub fn to_bytes<T: Serde>(serde: &str, v: &T) -> Result<Option<Vec<u8>>, SerdeEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn schema_registry_serde_names() {
+        assert_eq!(avro(None), "avro");
+        assert_eq!(avro(Some(r#"{"type":"string"}"#)), r#"avro({"type":"string"})"#);
+        assert_eq!(json_schema(None), "json-schema");
+        assert_eq!(json_schema(Some(r#"{"type":"object"}"#)), r#"json-schema({"type":"object"})"#);
+    }
 
     #[test]
     fn fixed_width_serdes_are_kafkas() {

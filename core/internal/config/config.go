@@ -22,6 +22,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/polystreams/polystreams/core/internal/serde/registry"
 )
 
 // Guarantees, as Kafka Streams names them (processing.guarantee).
@@ -116,6 +118,13 @@ type App struct {
 	// records. Empty: none.
 	DeadLetterTopic string
 
+	// Registry: the Schema Registry of the avro serdes
+	// (docs/design/schema-registry.md): schema.registry.url,
+	// auto.register.schemas (default true), key.subject.name.strategy and
+	// value.subject.name.strategy (default TopicNameStrategy),
+	// basic.auth.user.info ("user:password"). Confluent's serializer keys.
+	Registry registry.Config
+
 	// FoldValueRefs: the host understands Bundle.value_refs (its SDK said
 	// so with the "fold_value_refs" host feature), so a windowed fold
 	// sends each record once.
@@ -161,7 +170,7 @@ const (
 // Keys whose values are credentials: never echoed, logged or described.
 func sensitive(key string) bool {
 	k := strings.ToLower(key)
-	return strings.Contains(k, "password") || strings.Contains(k, "secret") ||
+	return strings.Contains(k, "password") || strings.Contains(k, "secret") || strings.Contains(k, "user.info") ||
 		strings.Contains(k, "jaas") || strings.HasSuffix(k, ".key") || strings.Contains(k, "token")
 }
 
@@ -193,6 +202,7 @@ func Parse(applicationID string, kv map[string]string, defaultBrokers string) (A
 		CacheMaxBytes:     10 << 20,
 		MemoryMaxBytes:    DefaultMemoryMaxBytes,
 		BrokerWait:        DefaultBrokerWait,
+		Registry:          registry.Config{AutoRegister: true},
 	}
 	var errs []error
 	var deadLetterOf map[string]string // handler key -> topic named in dead_letter(topic)
@@ -343,6 +353,34 @@ func Parse(applicationID string, kv map[string]string, defaultBrokers string) (A
 			}
 		case "errors.deadletterqueue.topic.name":
 			c.DeadLetterTopic = strings.TrimSpace(v)
+		case "schema.registry.url":
+			for _, u := range strings.Split(v, ",") {
+				if u = strings.TrimSpace(u); u != "" {
+					c.Registry.URLs = append(c.Registry.URLs, u)
+				}
+			}
+		case "auto.register.schemas":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: want true or false", k))
+			}
+			c.Registry.AutoRegister = b
+		case "key.subject.name.strategy", "value.subject.name.strategy":
+			st, err := registry.ParseStrategy(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", k, err))
+			}
+			if k == "key.subject.name.strategy" {
+				c.Registry.KeyStrategy = st
+			} else {
+				c.Registry.ValueStrategy = st
+			}
+		case "basic.auth.user.info":
+			user, pass, ok := strings.Cut(v, ":")
+			if !ok {
+				errs = append(errs, fmt.Errorf("%s: want user:password (the value is hidden)", k))
+			}
+			c.Registry.User, c.Registry.Password = user, pass
 		case "sasl.username":
 			c.SASLUsername = v
 		case "sasl.password":
@@ -418,6 +456,15 @@ func Parse(applicationID string, kv map[string]string, defaultBrokers string) (A
 		}
 		effective["ssl.certificate.location"] = c.SSLCertLocation
 		effective["ssl.key.location"] = c.SSLKeyLocation
+	}
+	if len(c.Registry.URLs) > 0 {
+		effective["schema.registry.url"] = strings.Join(c.Registry.URLs, ",")
+		effective["auto.register.schemas"] = strconv.FormatBool(c.Registry.AutoRegister)
+		effective["key.subject.name.strategy"] = c.Registry.KeyStrategy.String()
+		effective["value.subject.name.strategy"] = c.Registry.ValueStrategy.String()
+		if c.Registry.User != "" {
+			effective["basic.auth.user.info"] = "[hidden]"
+		}
 	}
 	if c.SASLMechanism != "" {
 		effective["sasl.mechanism"] = c.SASLMechanism

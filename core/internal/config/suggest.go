@@ -12,6 +12,8 @@ var configKeys = []string{
 	"ssl.key.location", "ssl.ca.location", "default.deserialization.exception.handler",
 	"deserialization.exception.handler", "processing.exception.handler",
 	"errors.deadletterqueue.topic.name", "polystreams.memory.max.bytes", "max.task.idle.ms",
+	"schema.registry.url", "auto.register.schemas", "key.subject.name.strategy",
+	"value.subject.name.strategy", "basic.auth.user.info",
 }
 
 // nearestKey returns the known config key closest to key by edit distance,

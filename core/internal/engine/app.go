@@ -30,6 +30,7 @@ import (
 
 	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/group"
+	"github.com/polystreams/polystreams/core/internal/serde/registry"
 	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
@@ -158,6 +159,9 @@ type App struct {
 
 	// mem: the memory budget and what the application holds (budget.go).
 	mem *memory
+	// registry: the Schema Registry serdes of the topology's sources and
+	// sinks (wire.go); nil when none names one.
+	registry *registry.Serdes
 }
 
 // New prepares an application; Start runs it.
@@ -197,6 +201,9 @@ func New(cfg config.App, topo *topology.Topology, host Host) (*App, error) {
 		return nil, err
 	}
 	a.plans = plans
+	if a.registry, err = newRegistry(cfg.Registry, topo); err != nil {
+		return nil, err
+	}
 	if !cfg.MetricsDisabled {
 		a.instrument()
 	}

@@ -62,17 +62,18 @@ type globalTopic struct {
 	parts map[int32]*globalPart
 }
 
-// check validates a record of gt's topic against the source's serdes, as
+// check validates a record of gt's topic (its key and value once decoded
+// from a Schema Registry serde) against the source's serdes, as
 // a task's source does (sourceOp).
-func (gt *globalTopic) check(r *kgo.Record) error {
+func (gt *globalTopic) check(key, value []byte) error {
 	src := gt.g.Source
 	if serde.Checks(src.KeySerde) {
-		if err := serde.Validate(src.KeySerde, r.Key); err != nil {
+		if err := serde.Validate(src.KeySerde, key); err != nil {
 			return fmt.Errorf("key does not decode as %s: %w", src.KeySerde, err)
 		}
 	}
-	if r.Value != nil && serde.Checks(src.ValueSerde) {
-		if err := serde.Validate(src.ValueSerde, r.Value); err != nil {
+	if value != nil && serde.Checks(src.ValueSerde) {
+		if err := serde.Validate(src.ValueSerde, value); err != nil {
 			return fmt.Errorf("value does not decode as %s: %w", src.ValueSerde, err)
 		}
 	}
@@ -318,7 +319,15 @@ func (gs *globals) run(ctx context.Context) {
 					a.dropped.Add(1)
 					continue
 				}
-				if err := gt.check(r); err != nil {
+				key, value, err := decodeWire(a.ctx, a.registry, gt.g.Source.KeyWire, gt.g.Source.ValueWire, r.Topic, r.Key, r.Value)
+				if err != nil && wireUnavailable(err) {
+					ferr = fmt.Errorf("runtime: global store %s: %w", gt.g.Store.Name, &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Node: gt.g.Source.Name, Err: err})
+					return
+				}
+				if err == nil {
+					err = gt.check(key, value)
+				}
+				if err != nil {
 					// The deserialization policy, as for a task's source
 					// (a dead letter is logged only: the global consumer
 					// writes nothing).
@@ -331,7 +340,7 @@ func (gs *globals) run(ctx context.Context) {
 					a.log.Warn("skipping record of a global table", "policy", a.cfg.DeserializationPolicy.String(), "error", re.Error())
 					continue
 				}
-				ws = append(ws, state.Write{Key: r.Key, Value: r.Value, TS: r.Timestamp.UnixMilli()})
+				ws = append(ws, state.Write{Key: key, Value: value, TS: r.Timestamp.UnixMilli()})
 			}
 			if err := gt.data.Apply(ws); err != nil {
 				ferr = fmt.Errorf("runtime: global store %s: %w", gt.g.Store.Name, err)

@@ -27,6 +27,9 @@ type step struct {
 
 	// sourceOp
 	keySerde, valueSerde string
+	// sourceOp, sinkOp: the topic's Schema Registry serdes, decoded at
+	// the source and encoded at the sink (wire.go); empty for none.
+	keyWire, valueWire string
 	// chainOp (and a fold, join or predicate that runs in a host: host.go)
 	chain                            []*topology.Node
 	steps                            []*pb.Step
@@ -183,12 +186,14 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				}
 			case n.Type == topology.Source:
 				s.keySerde, s.valueSerde, s.change = n.KeySerde, n.ValueSerde, n.Change
+				s.keyWire, s.valueWire = n.KeyWire, n.ValueWire
 				s.open = newSourceOp
 				if n.Change {
 					s.valueSerde = "" // the change's values are validated downstream
 				}
 			case n.Type == topology.Sink:
 				s.topic, s.change = fullTopic(n.Topic, n.Internal), n.Change
+				s.keyWire, s.valueWire = n.KeyWire, n.ValueWire
 				s.open = newSinkOp
 				s.byPartition = n.FK != nil
 			case n.Op == topology.OpTableSource:

@@ -14,10 +14,26 @@ type sinkOp struct{ opBase }
 
 func newSinkOp(t *task, s *step) operator { return &sinkOp{baseOf(t, s, nil)} }
 
-func (o *sinkOp) process(_ context.Context, recs []rec) ([]rec, error) {
+func (o *sinkOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 	s := o.s
+	wired := s.keyWire != "" || s.valueWire != ""
 	for _, r := range recs {
-		v := r.value
+		k, v := r.key, r.value
+		if wired {
+			// A record that does not encode is a processing failure
+			// (Kafka Streams gives serialization errors at a sink to its
+			// production handler, which polystreams does not have).
+			var err error
+			if k, v, err = encodeWire(ctx, o.t.app.registry, s.keyWire, s.valueWire, s.topic, k, v); err != nil {
+				if wireUnavailable(err) {
+					return nil, recordError(r, s.node.Name, err)
+				}
+				if err = o.t.recordFailed(r, s.node.Name, kindProcessing, err); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
 		if s.change {
 			if v == nil && r.old == nil {
 				continue
@@ -26,7 +42,7 @@ func (o *sinkOp) process(_ context.Context, recs []rec) ([]rec, error) {
 		}
 		// The input record's headers go with what it became, as Kafka
 		// Streams forwards them (to repartition topics too).
-		out := &kgo.Record{Topic: s.topic, Key: r.key, Value: v, Timestamp: time.UnixMilli(r.ts), Headers: r.in.Headers}
+		out := &kgo.Record{Topic: s.topic, Key: k, Value: v, Timestamp: time.UnixMilli(r.ts), Headers: r.in.Headers}
 		if s.byPartition {
 			p, err := fkResponsePartition(v)
 			if err != nil {

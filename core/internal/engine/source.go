@@ -17,22 +17,31 @@ func newSourceOp(t *task, s *step) operator { return &sourceOp{baseOf(t, s, nil)
 // Streams' source node deserializes them, and for a change source splits
 // each value into new and old. A record that does not decode goes to the
 // deserialization policy: skipped, or its error fails the batch.
-func (o *sourceOp) process(_ context.Context, recs []rec) ([]rec, error) {
+func (o *sourceOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 	t, s := o.t, o.s
-	checkKey, checkValue := serde.Checks(s.keySerde), serde.Checks(s.valueSerde)
-	if !checkKey && !checkValue && !s.change {
+	// A side decoded from a Schema Registry serde is json by construction.
+	checkKey := serde.Checks(s.keySerde) && s.keyWire == ""
+	checkValue := serde.Checks(s.valueSerde) && s.valueWire == ""
+	wired := s.keyWire != "" || s.valueWire != ""
+	if !checkKey && !checkValue && !s.change && !wired {
 		return recs, nil
 	}
-	// A change source rewrites every record; otherwise the records go on
-	// as they came, copied only from the first one that fails on.
-	copied := s.change
+	// A change source, or one whose topic has a Schema Registry serde,
+	// rewrites every record; otherwise the records go on as they came,
+	// copied only from the first one that fails on.
+	copied := s.change || wired
 	var out []rec
 	if copied {
 		out = make([]rec, 0, len(recs))
 	}
 	for i, r := range recs {
 		var err error
-		if checkKey && r.key != nil {
+		if wired {
+			if r.key, r.value, err = decodeWire(ctx, t.app.registry, s.keyWire, s.valueWire, r.in.Topic, r.key, r.value); err != nil && wireUnavailable(err) {
+				return nil, recordError(r, s.node.Name, err)
+			}
+		}
+		if err == nil && checkKey && r.key != nil {
 			if e := serde.Validate(s.keySerde, r.key); e != nil {
 				err = fmt.Errorf("key does not decode as %s: %w", s.keySerde, e)
 			}

@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/twmb/avro"
 )
 
 // Names of the serdes, as they appear in the protocol.
@@ -22,7 +25,78 @@ const (
 	Double  = "double"
 )
 
-var known = []string{Bytes, String, JSON, Long, Integer, Double}
+var known = []string{Bytes, String, JSON, Long, Integer, Double, Avro, JSONSchema}
+
+// Avro names the Schema Registry Avro serde: records in the Confluent wire
+// format (magic byte 0, the schema's 4-byte big-endian id, the Avro
+// binary). It is a topic's format, named where records enter (stream,
+// table, global_table) or leave (to): in between, the records are json
+// (Carried). "avro" alone reads any schema the registry holds and, at a
+// sink, writes with the latest schema of the subject; "avro(<schema>)"
+// names the schema (Avro JSON): a sink registers it (unless
+// auto.register.schemas=false) and writes with it, a source reads each
+// record's schema into it (Avro schema resolution).
+const Avro = "avro"
+
+// AvroWith names the Avro serde with schema (Avro JSON).
+func AvroWith(schema string) string { return Avro + "(" + schema + ")" }
+
+// JSONSchema names the Schema Registry JSON Schema serde: the Confluent
+// wire format with a UTF-8 JSON payload, validated against its JSON
+// Schema. Like Avro, a topic's format; "json-schema" reads any schema the
+// registry holds and, at a sink, writes with the subject's latest one;
+// "json-schema(<schema>)" names the sink's schema (a source validates
+// against the record's schema, by its id).
+const JSONSchema = "json-schema"
+
+// JSONSchemaWith names the JSON Schema serde with schema.
+func JSONSchemaWith(schema string) string { return JSONSchema + "(" + schema + ")" }
+
+// ParseRegistry reads a Schema Registry serde name: its format ("avro" or
+// "json-schema") and the schema it names (empty: none).
+func ParseRegistry(name string) (format, schema string, ok bool) {
+	for _, f := range []string{Avro, JSONSchema} {
+		if name == f {
+			return f, "", true
+		}
+		if rest, found := strings.CutPrefix(name, f+"("); found {
+			if schema, found = strings.CutSuffix(rest, ")"); found && strings.TrimSpace(schema) != "" {
+				return f, schema, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// CompileJSONSchema compiles a JSON Schema document (no remote
+// references are loaded).
+func CompileJSONSchema(text string) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("schema.json", doc); err != nil {
+		return nil, err
+	}
+	return c.Compile("schema.json")
+}
+
+// IsRegistry reports whether name is a Schema Registry serde.
+func IsRegistry(name string) bool {
+	_, _, ok := ParseRegistry(name)
+	return ok
+}
+
+// Carried is the serde of the records a topic of serde name carries
+// inside the topology: json for a Schema Registry serde (decoded at the
+// source, encoded at the sink), name itself otherwise.
+func Carried(name string) string {
+	if IsRegistry(name) {
+		return JSON
+	}
+	return name
+}
 
 // Check reports whether name is a known serde; the empty name is known (it
 // means "inherit"). The error names the serde and lists the known ones.
@@ -54,6 +128,21 @@ func windowedDepth(name string) int {
 
 func check(name string) error {
 	if name == "" {
+		return nil
+	}
+	if format, schema, ok := ParseRegistry(name); ok {
+		if schema == "" {
+			return nil
+		}
+		if format == JSONSchema {
+			if _, err := CompileJSONSchema(schema); err != nil {
+				return fmt.Errorf("serde json-schema(...): the schema does not compile as a JSON Schema: %v", err)
+			}
+			return nil
+		}
+		if _, err := avro.Parse(schema); err != nil {
+			return fmt.Errorf("serde avro(...): the schema does not parse as Avro: %v", err)
+		}
 		return nil
 	}
 	if inner, _, _, ok := ParseWindowed(name); ok {
@@ -159,6 +248,12 @@ func Validate(name string, b []byte) error {
 			return err
 		}
 		return Validate(inner, key)
+	}
+	if IsRegistry(name) {
+		if len(b) < 5 || b[0] != 0 {
+			return fmt.Errorf("not in the Confluent wire format (magic byte 0 and a 4-byte schema id, then the value)")
+		}
+		return nil
 	}
 	switch name {
 	case Long, Double:

@@ -455,7 +455,7 @@ func TestBadInputNamesTheOffenderAndKeepsTheSession(t *testing.T) {
 		{"wrong kind for map_values", &pb.MapValuesOp{Input: g.Id, Token: tok}, connect.CodeInvalidArgument, []string{"map_values", fmt.Sprint(g.Id), "grouped stream"}},
 		{"unregistered token", &pb.MapValuesOp{Input: s.Id, Token: 77}, connect.CodeNotFound, []string{"map_values", "token 77"}},
 		{"stream with no topic", &pb.StreamOp{}, connect.CodeInvalidArgument, []string{"stream", "topic"}},
-		{"unknown serde", &pb.StreamOp{Topics: []string{"in"}, ValueSerde: "avro"}, connect.CodeInvalidArgument, []string{"avro"}},
+		{"unknown serde", &pb.StreamOp{Topics: []string{"in"}, ValueSerde: "xml"}, connect.CodeInvalidArgument, []string{"xml"}},
 		{"aggregate on a stream", &pb.AggregateOp{Input: s.Id, InitializerToken: tok, AggregatorToken: tok}, connect.CodeInvalidArgument, []string{"aggregate", "grouped stream", fmt.Sprint(s.Id)}},
 		{"reduce with an unregistered token", &pb.ReduceOp{Input: g.Id, Token: 55}, connect.CodeNotFound, []string{"reduce", "token 55"}},
 		{"built-in sum over bytes", &pb.ReduceOp{Input: g.Id, Builtin: pb.Reducer_REDUCER_SUM}, connect.CodeInvalidArgument, []string{"reduce", "sum", "long or double", "bytes"}},

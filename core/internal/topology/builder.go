@@ -191,15 +191,16 @@ func (b *Builder) Stream(o StreamOptions) (*Handle, error) {
 			c.invalid("stream reads topic %q, which source %s reads already", t, src)
 		}
 	}
-	c.serde("key", o.KeySerde)
-	c.serde("value", o.ValueSerde)
+	c.topicSerde("key", o.KeySerde)
+	c.topicSerde("value", o.ValueSerde)
 	name := c.processorName(o.Name, prefixSource)
 	if err := c.done(); err != nil {
 		return nil, err
 	}
 	n := &Node{
 		Name: name, Type: Source, Topics: slices.Clone(o.Topics),
-		KeySerde: serde.Or(o.KeySerde, serde.Bytes), ValueSerde: serde.Or(o.ValueSerde, serde.Bytes),
+		KeySerde: serde.Carried(serde.Or(o.KeySerde, serde.Bytes)), ValueSerde: serde.Carried(serde.Or(o.ValueSerde, serde.Bytes)),
+		KeyWire: wire(o.KeySerde), ValueWire: wire(o.ValueSerde),
 	}
 	b.nodes[n.Name] = n
 	g := b.add(nil, &gnode{nodes: []*Node{n}, out: n})
@@ -624,15 +625,20 @@ func (b *Builder) To(input uint64, topic, keySerde, valueSerde, name string) err
 	c := b.begin("to")
 	in := c.input(input, KindStream)
 	c.validName("topic", topic)
-	c.serde("key", keySerde)
-	c.serde("value", valueSerde)
+	c.topicSerde("key", keySerde)
+	c.topicSerde("value", valueSerde)
+	if in != nil {
+		c.encodable("key", keySerde, in.handle.KeySerde)
+		c.encodable("value", valueSerde, in.handle.ValueSerde)
+	}
 	nodeName := c.processorName(name, prefixSink)
 	if err := c.done(); err != nil {
 		return err
 	}
 	n := &Node{
 		Name: nodeName, Type: Sink, Topic: topic,
-		KeySerde: serde.Or(keySerde, in.handle.KeySerde), ValueSerde: serde.Or(valueSerde, in.handle.ValueSerde),
+		KeySerde: serde.Carried(serde.Or(keySerde, in.handle.KeySerde)), ValueSerde: serde.Carried(serde.Or(valueSerde, in.handle.ValueSerde)),
+		KeyWire: wire(keySerde), ValueWire: wire(valueSerde),
 	}
 	b.hang(in, n)
 	return nil
@@ -772,13 +778,42 @@ func (c *call) input(id uint64, want Kind) *entry {
 	return e
 }
 
-// serde reports whether name is a known serde (or empty).
+// serde reports whether name is a known serde (or empty) that records
+// inside the topology may have: a Schema Registry serde (avro) is a topic's
+// format, named only where records enter or leave (topicSerde).
 func (c *call) serde(which, name string) bool {
+	if serde.IsRegistry(name) {
+		c.invalid("%s (%s serde): serde %.80q is a topic's format (the Schema Registry's wire format): name it on stream, table, global_table or to; in between, its records are json", c.op, which, name)
+		return false
+	}
+	return c.topicSerde(which, name)
+}
+
+// topicSerde reports whether name is a known serde (or empty) for the
+// records of a topic: any serde, a Schema Registry one included.
+func (c *call) topicSerde(which, name string) bool {
 	if err := serde.Check(name); err != nil {
 		c.invalid("%s (%s serde): %v", c.op, which, err)
 		return false
 	}
 	return true
+}
+
+// encodable checks that a sink of Schema Registry serde name gets json
+// records (of serde have) to encode.
+func (c *call) encodable(which, name, have string) {
+	if serde.IsRegistry(name) && have != serde.JSON {
+		c.invalid("%s (%s serde): serde %.80q encodes json records, but the stream's %ss are %s: map them to json first", c.op, which, name, which, have)
+	}
+}
+
+// wire is a topic's serde name when it is a Schema Registry serde (the
+// source decodes it, the sink encodes it), else "".
+func wire(name string) string {
+	if serde.IsRegistry(name) {
+		return name
+	}
+	return ""
 }
 
 // function checks that fn names exactly one function, and that a native one

@@ -31,7 +31,7 @@ func assertUnchanged(t *testing.T, b *Builder) {
 }
 
 func TestRefusedCalls(t *testing.T) {
-	const known = "(known: bytes, string, json, long, integer, double)"
+	const known = "(known: bytes, string, json, long, integer, double, avro, json-schema)"
 	predicate := PredicateFunc(func(k, v []byte) (bool, error) { return true, nil })
 	tests := []struct {
 		name string
@@ -56,9 +56,9 @@ func TestRefusedCalls(t *testing.T) {
 		{"stream of a topic another source reads", func(b *Builder) error { _, err := b.Stream(StreamOptions{Topics: []string{"in"}}); return err },
 			`topology: stream reads topic "in", which source KSTREAM-SOURCE-0000000000 reads already`, ErrInvalid},
 		{"stream with an unknown serde", func(b *Builder) error {
-			_, err := b.Stream(StreamOptions{Topics: []string{"x"}, KeySerde: "avro"})
+			_, err := b.Stream(StreamOptions{Topics: []string{"x"}, KeySerde: "xml"})
 			return err
-		}, `topology: stream (key serde): serde "avro" is not known ` + known, ErrInvalid},
+		}, `topology: stream (key serde): serde "xml" is not known ` + known, ErrInvalid},
 		{"stream named like an existing node", func(b *Builder) error {
 			_, err := b.Stream(StreamOptions{Topics: []string{"x"}, Name: "KSTREAM-AGGREGATE-0000000002"})
 			return err
@@ -81,8 +81,8 @@ func TestRefusedCalls(t *testing.T) {
 			"topology: flat_map needs a stream, but handle 2 is a grouped stream", ErrInvalid},
 		{"flat_map without a function", func(b *Builder) error { _, err := b.FlatMap(1, Function{}, "", "", ""); return err },
 			"topology: flat_map names no function: token 0 and no native function", ErrInvalid},
-		{"flat_map with an unknown key serde", func(b *Builder) error { _, err := b.FlatMap(1, fn, "avro", "", ""); return err },
-			`topology: flat_map (key serde): serde "avro" is not known ` + known, ErrInvalid},
+		{"flat_map with an unknown key serde", func(b *Builder) error { _, err := b.FlatMap(1, fn, "xml", "", ""); return err },
+			`topology: flat_map (key serde): serde "xml" is not known ` + known, ErrInvalid},
 		{"map_values with a key, given a plain mapper", func(b *Builder) error {
 			_, err := b.MapValuesWithKey(1, Function{Native: MapValuesFunc(func(v []byte) ([]byte, error) { return v, nil })}, "", "")
 			return err
@@ -143,8 +143,8 @@ func TestRefusedCalls(t *testing.T) {
 			`topology: to names topic "", which is illegal: it is empty`, ErrInvalid},
 		{"count materialized as strings", func(b *Builder) error { _, err := b.Count(2, &Materialized{ValueSerde: "string"}, ""); return err },
 			`topology: count stores longs, but materialized names value serde "string"`, ErrInvalid},
-		{"count materialized with an unknown serde", func(b *Builder) error { _, err := b.Count(2, &Materialized{KeySerde: "avro"}, ""); return err },
-			`topology: count (materialized key serde): serde "avro" is not known ` + known, ErrInvalid},
+		{"count materialized with an unknown serde", func(b *Builder) error { _, err := b.Count(2, &Materialized{KeySerde: "xml"}, ""); return err },
+			`topology: count (materialized key serde): serde "xml" is not known ` + known, ErrInvalid},
 		{"count with an illegal store name", func(b *Builder) error { _, err := b.Count(2, &Materialized{StoreName: "my store"}, ""); return err },
 			`topology: count names store "my store", which is illegal: it contains a character other than ASCII alphanumerics, '.', '_' and '-'`, ErrInvalid},
 		{"count with a store name in use", func(b *Builder) error {
@@ -153,9 +153,9 @@ func TestRefusedCalls(t *testing.T) {
 		}, `topology: count names store "KSTREAM-AGGREGATE-STATE-STORE-0000000001", which exists already`, ErrInvalid},
 		{"count named like an existing node", func(b *Builder) error { _, err := b.Count(2, nil, "KSTREAM-SOURCE-0000000000"); return err },
 			`topology: count names node "KSTREAM-SOURCE-0000000000", which exists already`, ErrInvalid},
-		{"every problem at once", func(b *Builder) error { _, err := b.MapValues(9, Function{}, "avro", "a b"); return err },
+		{"every problem at once", func(b *Builder) error { _, err := b.MapValues(9, Function{}, "xml", "a b"); return err },
 			`topology: map_values names handle 9, which does not exist; map_values names no function: token 0 and no native function; ` +
-				`map_values (value serde): serde "avro" is not known ` + known + `; ` +
+				`map_values (value serde): serde "xml" is not known ` + known + `; ` +
 				`map_values names node "a b", which is illegal: it contains a character other than ASCII alphanumerics, '.', '_' and '-'`, ErrNotFound},
 	}
 	for _, tt := range tests {
@@ -541,5 +541,28 @@ func TestSuccessorsFollowWriteOrder(t *testing.T) {
 	}
 	if got := names(sel.Successors); got != "KSTREAM-SINK-0000000007, g-repartition-filter" {
 		t.Errorf("key selector forwards to %s", got)
+	}
+}
+
+// A Schema Registry serde is a topic's format: sources and sinks take it,
+// and carry json between them; any other operator refuses it.
+func TestRegistrySerdeIsATopicFormat(t *testing.T) {
+	b := NewBuilder()
+	h, err := b.Stream(StreamOptions{Topics: []string{"in"}, KeySerde: "string", ValueSerde: "avro"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.ValueSerde != "json" || h.Node.ValueWire != "avro" || h.Node.KeyWire != "" {
+		t.Fatalf("source: handle value serde %q, node value wire %q, key wire %q; want json, avro, none", h.ValueSerde, h.Node.ValueWire, h.Node.KeyWire)
+	}
+	schema := `{"type":"record","name":"R","fields":[{"name":"a","type":"long"}]}`
+	if err := b.To(h.ID, "out", "", "avro("+schema+")", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.GroupByKey(h.ID, "", "avro", ""); err == nil || !strings.Contains(err.Error(), `serde "avro" is a topic's format`) {
+		t.Fatalf("group_by_key with avro: %v", err)
+	}
+	if _, err := b.Stream(StreamOptions{Topics: []string{"in2"}, ValueSerde: `avro({"type":"nope"})`}); err == nil || !strings.Contains(err.Error(), "does not parse as Avro") {
+		t.Fatalf("a schema that does not parse: %v", err)
 	}
 }

@@ -96,8 +96,8 @@ func (b *Builder) GlobalTable(o GlobalTableOptions) (*Handle, error) {
 			c.invalid("global_table reads topic %q, which source %s reads already", o.Topic, src)
 		}
 	}
-	c.serde("key", o.KeySerde)
-	c.serde("value", o.ValueSerde)
+	c.topicSerde("key", o.KeySerde)
+	c.topicSerde("value", o.ValueSerde)
 	var mat Materialized
 	if o.Materialized != nil {
 		mat = *o.Materialized
@@ -125,8 +125,8 @@ func (b *Builder) GlobalTable(o GlobalTableOptions) (*Handle, error) {
 	if err := c.done(); err != nil {
 		return nil, err
 	}
-	k, v := serde.Or(o.KeySerde, serde.Bytes), serde.Or(o.ValueSerde, serde.Bytes)
-	src := &Node{Name: sourceName, Type: Source, Topics: []string{o.Topic}, KeySerde: k, ValueSerde: v, global: true}
+	k, v := serde.Carried(serde.Or(o.KeySerde, serde.Bytes)), serde.Carried(serde.Or(o.ValueSerde, serde.Bytes))
+	src := &Node{Name: sourceName, Type: Source, Topics: []string{o.Topic}, KeySerde: k, ValueSerde: v, KeyWire: wire(o.KeySerde), ValueWire: wire(o.ValueSerde), global: true}
 	proc := &Node{
 		Name: procName, Type: Processor, Op: OpTableSource, Stores: []string{store},
 		KeySerde: serde.Or(mat.KeySerde, k), ValueSerde: serde.Or(mat.ValueSerde, v), global: true,

@@ -52,8 +52,8 @@ func (b *Builder) Table(o TableOptions) (*Handle, error) {
 			c.invalid("table reads topic %q, which source %s reads already", o.Topic, src)
 		}
 	}
-	c.serde("key", o.KeySerde)
-	c.serde("value", o.ValueSerde)
+	c.topicSerde("key", o.KeySerde)
+	c.topicSerde("value", o.ValueSerde)
 	var mat Materialized
 	if o.Materialized != nil {
 		mat = *o.Materialized
@@ -74,8 +74,8 @@ func (b *Builder) Table(o TableOptions) (*Handle, error) {
 	if err := c.done(); err != nil {
 		return nil, err
 	}
-	k, v := serde.Or(o.KeySerde, serde.Bytes), serde.Or(o.ValueSerde, serde.Bytes)
-	src := &Node{Name: sourceName, Type: Source, Topics: []string{o.Topic}, KeySerde: k, ValueSerde: v}
+	k, v := serde.Carried(serde.Or(o.KeySerde, serde.Bytes)), serde.Carried(serde.Or(o.ValueSerde, serde.Bytes))
+	src := &Node{Name: sourceName, Type: Source, Topics: []string{o.Topic}, KeySerde: k, ValueSerde: v, KeyWire: wire(o.KeySerde), ValueWire: wire(o.ValueSerde)}
 	tbl := &Node{
 		Name: tableName, Type: Processor, Op: OpTableSource,
 		KeySerde: serde.Or(mat.KeySerde, k), ValueSerde: serde.Or(mat.ValueSerde, v),

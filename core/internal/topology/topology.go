@@ -289,6 +289,10 @@ type Node struct {
 	// Serdes of the records this node outputs (for a source: of its topics;
 	// for a sink: of what it writes).
 	KeySerde, ValueSerde string
+	// KeyWire, ValueWire: a source's or sink's Schema Registry serde
+	// (serde.IsRegistry), when its topic has one: the source decodes its
+	// records to json (KeySerde, ValueSerde), the sink encodes json to it.
+	KeyWire, ValueWire string
 	// Edges, in the order they were made.
 	Predecessors, Successors []*Node
 	// Subtopology is the id of the sub-topology holding the node, set by

@@ -40,7 +40,7 @@ from polystreams.errors import (
     UnavailableError,
 )
 from polystreams.metrics import DescribeFormat, Metrics, NodeMetrics, PartitionLag, StoreMetrics, TaskMetrics
-from polystreams.serde import SerdeName
+from polystreams.serde import SerdeName, TopicSerde, avro, json_schema
 from polystreams.store import KeyValueStore, WindowStore
 from polystreams.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed
 
@@ -87,7 +87,10 @@ __all__ = [
     "TaskMetrics",
     "TimeWindowedKStream",
     "TimeWindows",
+    "TopicSerde",
     "UnavailableError",
+    "avro",
+    "json_schema",
     "WindowStore",
     "Windowed",
 ]

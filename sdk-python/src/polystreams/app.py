@@ -25,7 +25,7 @@ from polystreams._version import __version__
 from polystreams.dsl import GlobalKTable, KStream, KTable, Materialized, _materialize, topics_of
 from polystreams.errors import FailedPreconditionError, NotFoundError, PolystreamsError, ProcessingError
 from polystreams.metrics import DescribeFormat, Metrics
-from polystreams.serde import SerdeName
+from polystreams.serde import SerdeName, TopicSerde
 from polystreams.store import KeyValueStore, WindowStore, open_store, open_window_store
 from polystreams.v1alpha1 import engine_pb2 as pb
 
@@ -248,8 +248,8 @@ class App:
         self,
         topics: str | Sequence[str],
         *,
-        key: SerdeName | None = None,
-        value: SerdeName | None = None,
+        key: SerdeName | TopicSerde | None = None,
+        value: SerdeName | TopicSerde | None = None,
         name: str | None = None,
     ) -> KStream:
         """A stream of the records of one or more topics (``StreamsBuilder.stream``).
@@ -264,8 +264,8 @@ class App:
         self,
         topic: str,
         *,
-        key: SerdeName | None = None,
-        value: SerdeName | None = None,
+        key: SerdeName | TopicSerde | None = None,
+        value: SerdeName | TopicSerde | None = None,
         materialized: str | Materialized | None = None,
         name: str | None = None,
     ) -> KTable:
@@ -285,8 +285,8 @@ class App:
         self,
         topic: str,
         *,
-        key: SerdeName | None = None,
-        value: SerdeName | None = None,
+        key: SerdeName | TopicSerde | None = None,
+        value: SerdeName | TopicSerde | None = None,
         materialized: str | Materialized | None = None,
         name: str | None = None,
     ) -> GlobalKTable:

@@ -17,7 +17,7 @@ from typing import Any, Literal, TextIO, overload
 
 from polystreams._session import Handle, Kind, Session
 from polystreams.errors import PolystreamsError
-from polystreams.serde import SerdeName, windowed_codec
+from polystreams.serde import SerdeName, TopicSerde, windowed_codec
 from polystreams.store import KeyValueStore, WindowStore, open_store, open_window_store
 from polystreams.v1alpha1 import engine_pb2 as pb
 from polystreams.windows import Duration, EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, _check_windows, to_ms
@@ -515,8 +515,17 @@ class KStream(_Node):
         """
         return BranchedKStream(self, name)
 
-    def to(self, topic: str, *, key: SerdeName | None = None, value: SerdeName | None = None, name: str | None = None) -> None:
-        """Writes the records to ``topic`` (``Produced.with(key, value)``); terminal."""
+    def to(
+        self,
+        topic: str,
+        *,
+        key: SerdeName | TopicSerde | None = None,
+        value: SerdeName | TopicSerde | None = None,
+        name: str | None = None,
+    ) -> None:
+        """Writes the records to ``topic`` (``Produced.with(key, value)``); terminal.
+        A :func:`~polystreams.serde.avro` serde encodes the (json) records
+        with its schema."""
         self._app._build_terminal(
             "to", pb.ToOp(input=self.handle.id, topic=topic, key_serde=_s(key), value_serde=_s(value), name=_s(name))
         )

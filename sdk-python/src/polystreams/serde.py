@@ -17,12 +17,12 @@ import json
 import operator
 import re
 import struct
-from collections.abc import Callable, Sequence
-from typing import Any, Literal, get_args
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, NewType, get_args
 
 from polystreams.windows import Windowed
 
-__all__ = ["SerdeName", "SERDE_NAMES", "decode", "encode", "encoder", "decode_column", "encode_column", "windowed_codec"]
+__all__ = ["SerdeName", "SERDE_NAMES", "TopicSerde", "avro", "json_schema", "decode", "encode", "encoder", "decode_column", "encode_column", "windowed_codec"]
 
 SerdeName = Literal["bytes", "string", "json", "long", "integer", "double"]
 """The name of a serde, as the engine and every SDK spell it. A windowed
@@ -32,6 +32,49 @@ objects are :class:`~polystreams.windows.Windowed` keys (see
 :func:`windowed_codec`)."""
 
 SERDE_NAMES: tuple[str, ...] = get_args(SerdeName)
+
+TopicSerde = NewType("TopicSerde", str)
+"""A topic's format that the engine decodes where records enter the topology
+and encodes where they leave it: a Schema Registry serde, made by
+:func:`avro`. Sources (``stream``, ``table``, ``global_table``) and sinks
+(``to``) take one; in between, the records are ``json``."""
+
+
+def avro(schema: str | Mapping[str, Any] | None = None) -> TopicSerde:
+    """The Schema Registry Avro serde (Confluent's wire format: magic byte 0,
+    the 4-byte schema id, the Avro binary), with the registry of the
+    config's ``schema.registry.url``.
+
+    Your functions see each record as the dict (list, str, ...) Avro's
+    value maps to, as confluent-kafka's ``AvroDeserializer`` gives it:
+    unions are the value itself, bytes and fixed are str of code points
+    0-255 (Avro's JSON form). At a source, ``avro()`` reads any schema the
+    registry holds; ``avro(schema)`` reads each record's schema into
+    ``schema`` (Avro schema resolution). At a sink, ``avro(schema)``
+    registers ``schema`` under the topic's subject (``<topic>-value`` by
+    default; ``value.subject.name.strategy``) unless
+    ``auto.register.schemas`` is ``false``, and writes with it; ``avro()``
+    writes with the subject's latest schema. ``schema`` is Avro's JSON
+    form, as a str or a dict.
+    """
+    return _topic_serde("avro", schema)
+
+
+def json_schema(schema: str | Mapping[str, Any] | None = None) -> TopicSerde:
+    """The Schema Registry JSON Schema serde: Confluent's wire format with a
+    UTF-8 JSON payload, validated against its JSON Schema (at a source, the
+    record's schema by its id; at a sink, ``schema``, registered under the
+    topic's subject as :func:`avro` registers its schema; a
+    ``RecordNameStrategy`` names the subject after the schema's ``title``).
+    Your functions get and give what ``json`` gives."""
+    return _topic_serde("json-schema", schema)
+
+
+def _topic_serde(name: str, schema: str | Mapping[str, Any] | None) -> TopicSerde:
+    if schema is None:
+        return TopicSerde(name)
+    text = schema if isinstance(schema, str) else json.dumps(schema, separators=(",", ":"))
+    return TopicSerde(f"{name}({text})")
 
 _LONG = struct.Struct(">q")
 _INT = struct.Struct(">i")

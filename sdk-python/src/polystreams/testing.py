@@ -39,7 +39,7 @@ from polystreams.app import App
 from polystreams.config import Config
 from polystreams.dsl import GlobalKTable, KStream, KTable, Materialized
 from polystreams.errors import FailedPreconditionError, ProcessingError
-from polystreams.serde import SerdeName
+from polystreams.serde import SerdeName, TopicSerde
 from polystreams.store import KeyValueStore, WindowStore
 from polystreams.v1alpha1 import engine_pb2 as pb
 from polystreams.windows import to_ms
@@ -112,8 +112,8 @@ class TopologyTestDriver(App):
         self,
         topics: str | Sequence[str],
         *,
-        key: SerdeName | None = None,
-        value: SerdeName | None = None,
+        key: SerdeName | TopicSerde | None = None,
+        value: SerdeName | TopicSerde | None = None,
         name: str | None = None,
     ) -> KStream:
         s = super().stream(topics, key=key, value=value, name=name)
@@ -125,8 +125,8 @@ class TopologyTestDriver(App):
         self,
         topic: str,
         *,
-        key: SerdeName | None = None,
-        value: SerdeName | None = None,
+        key: SerdeName | TopicSerde | None = None,
+        value: SerdeName | TopicSerde | None = None,
         materialized: str | Materialized | None = None,
         name: str | None = None,
     ) -> KTable:
@@ -138,8 +138,8 @@ class TopologyTestDriver(App):
         self,
         topic: str,
         *,
-        key: SerdeName | None = None,
-        value: SerdeName | None = None,
+        key: SerdeName | TopicSerde | None = None,
+        value: SerdeName | TopicSerde | None = None,
         materialized: str | Materialized | None = None,
         name: str | None = None,
     ) -> GlobalKTable:

@@ -1,0 +1,337 @@
+"""Schema Registry serdes end to end (make test-schema-registry): the real
+engine, its embedded broker, a registry process (tools/schema-registry),
+and confluent-kafka's own AvroSerializer / AvroDeserializer as the
+independent client: what confluent-kafka writes polystreams reads, and what
+polystreams writes confluent-kafka reads. Then the bad input: an unknown
+schema id, an incompatible schema (409), a registry that is down.
+
+Run with the venv of .cache/schema-registry (confluent-kafka[avro]); the
+engine is bin/polystreams and the registry bin/schema-registry (both built
+by make test-schema-registry)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, DeserializingConsumer, Producer, SerializingProducer
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+from confluent_kafka.serialization import StringDeserializer, StringSerializer
+
+from polystreams import App, Config, ProcessingError, avro, json_schema
+
+REPO = Path(__file__).resolve().parents[2]
+HINT = re.compile(r"polystreams: embedded Kafka broker at (\S+) ")
+
+ORDER = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
+    {"name": "id", "type": "long"}, {"name": "item", "type": "string"}, {"name": "quantity", "type": "int"},
+    {"name": "price", "type": "double"}, {"name": "note", "type": ["null", "string"], "default": None}]}
+PRICED = {"type": "record", "name": "Priced", "namespace": "shop", "fields": [
+    {"name": "id", "type": "long"}, {"name": "item", "type": "string"}, {"name": "total", "type": "double"}]}
+WAIT = 60.0  # seconds for anything this file waits on
+
+
+def binary(name: str) -> str:
+    path = REPO / "bin" / name
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"{path} does not exist: run make test-schema-registry (it builds it)", pytrace=False)
+    return str(path)
+
+
+@pytest.fixture(autouse=True)
+def engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every App here spawns bin/polystreams."""
+    monkeypatch.setenv("POLYSTREAMS_ENGINE", binary("polystreams"))
+    monkeypatch.delenv("POLYSTREAMS_URL", raising=False)
+
+
+@pytest.fixture
+def registry() -> Iterator[str]:
+    """A registry process on a free port; its URL."""
+    p = subprocess.Popen([binary("schema-registry")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None
+        ready, _, _ = select.select([p.stdout], [], [], WAIT)
+        line = p.stdout.readline() if ready else ""
+        m = re.match(r"schema registry at (\S+)", line)
+        if not m:
+            p.kill()
+            pytest.fail(f"the schema registry did not start within {WAIT:.0f} s: stdout {line!r}, stderr {p.stderr.read() if p.stderr else ''!r}")
+        yield m.group(1)
+    finally:
+        p.kill()
+        p.wait()
+
+
+def produce_orders(brokers: str, url: str, orders: list[dict[str, Any]]) -> None:
+    """confluent-kafka's AvroSerializer registers ORDER under orders-value
+    and writes the orders in the wire format, to partition 0."""
+    sr = SchemaRegistryClient({"url": url})
+    p = SerializingProducer({
+        "bootstrap.servers": brokers, "key.serializer": StringSerializer(),
+        "value.serializer": AvroSerializer(sr, Schema(json.dumps(ORDER), "AVRO")),
+    })
+    for o in orders:
+        p.produce("orders", key=f"o{o['id']}", value=o, partition=0)
+    assert p.flush(30) == 0
+
+
+def read_priced(brokers: str, url: str, n: int) -> list[dict[str, Any]]:
+    """n records of priced, decoded by confluent-kafka's AvroDeserializer
+    with the schemas it fetches from the registry by id."""
+    c = DeserializingConsumer({
+        "bootstrap.servers": brokers, "group.id": "sr-check-" + uuid.uuid4().hex[:6], "auto.offset.reset": "earliest",
+        "key.deserializer": StringDeserializer(), "value.deserializer": AvroDeserializer(SchemaRegistryClient({"url": url})),
+    })
+    c.subscribe(["priced"])
+    got: list[dict[str, Any]] = []
+    deadline = time.monotonic() + WAIT
+    try:
+        while len(got) < n and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                got.append(m.value())
+    finally:
+        c.close()
+    assert len(got) == n, f"read {len(got)} of {n} records of priced within {WAIT:.0f} s: {got}"
+    return got
+
+
+def section_block(readme: Path, heading: str) -> str:
+    text = readme.read_text(encoding="utf-8")
+    start = text.index(heading)
+    m = re.search(r"^```python\n(.*?)^```", text[start:], re.S | re.M)
+    assert m, f"{readme}: no python block after {heading!r}"
+    return m.group(1)
+
+
+ORDERS = [
+    {"id": 1, "item": "pen", "quantity": 3, "price": 1.5, "note": None},
+    {"id": 2, "item": "ink", "quantity": 0, "price": 9.0, "note": "sample"},
+    {"id": 3, "item": "pad", "quantity": 2, "price": 4.25, "note": "gift"},
+]
+WANT = [{"id": 1, "item": "PEN", "total": 4.5}, {"id": 3, "item": "PAD", "total": 8.5}]
+
+
+def test_readme_avro_example_runs_verbatim(tmp_path: Path, registry: str) -> None:
+    """sdk-python/README.md's Schema Registry example, run as a user
+    would: confluent-kafka writes Avro orders, the example prices them,
+    confluent-kafka reads the Avro it wrote; its schema is registered
+    under priced-value."""
+    program = tmp_path / "pricing.py"
+    program.write_text(section_block(REPO / "sdk-python" / "README.md", "### Schema Registry (Avro)"), encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=str(REPO / "sdk-python" / "src"), TMPDIR=str(tmp_path), SCHEMA_REGISTRY_URL=registry,
+               POLYSTREAMS_ENGINE=binary("polystreams"))
+    p = subprocess.Popen([sys.executable, str(program)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         cwd=tmp_path, start_new_session=True)
+    try:
+        assert p.stderr is not None
+        err, hint = "", None
+        while hint is None:
+            ready, _, _ = select.select([p.stderr], [], [], WAIT)
+            line = p.stderr.readline() if ready else ""
+            assert line, f"the example never printed the embedded broker's address; its stderr:\n{err}"
+            err += line
+            hint = HINT.search(line)
+        brokers = hint.group(1)
+        produce_orders(brokers, registry, ORDERS)
+        assert sorted(read_priced(brokers, registry, 2), key=lambda r: r["id"]) == WANT
+        latest = SchemaRegistryClient({"url": registry}).get_latest_version("priced-value")
+        assert json.loads(latest.schema.schema_str)["name"] == "Priced"
+        os.killpg(p.pid, signal.SIGINT)
+        _, rest = p.communicate(timeout=WAIT)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err + rest
+    assert "Traceback" not in rest, rest
+
+
+class Runner:
+    """app.run() in a thread; .error is what it raised."""
+
+    def __init__(self, app: App) -> None:
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(app,), daemon=True)
+        self.thread.start()
+
+    def _run(self, app: App) -> None:
+        try:
+            app.run()
+        except BaseException as e:
+            self.error = e
+
+    def failure(self) -> BaseException:
+        self.thread.join(WAIT)
+        assert not self.thread.is_alive(), f"app.run() did not fail within {WAIT:.0f} s"
+        assert self.error is not None
+        return self.error
+
+
+def pricing(app: App) -> None:
+    (app.stream("orders", key="string", value=avro())
+        .map_values(lambda o: {"id": o["id"], "item": o["item"], "total": o["quantity"] * o["price"]})
+        .to("priced", value=avro(PRICED)))
+
+
+def committed(brokers: str, group: str) -> int:
+    """The group's committed offset of orders/0 (-1001: none)."""
+    from confluent_kafka import TopicPartition
+
+    c = Consumer({"bootstrap.servers": brokers, "group.id": group})
+    try:
+        return int(c.committed([TopicPartition("orders", 0)], timeout=10)[0].offset)
+    finally:
+        c.close()
+
+
+def test_unknown_schema_id_fails_the_record_and_commits_nothing_past_it(tmp_path: Path, registry: str) -> None:
+    app_id = "sr-" + uuid.uuid4().hex[:6]
+    with App(app_id, Config(state_dir=str(tmp_path / "s"), extra={"schema.registry.url": registry, "commit.interval.ms": "100"}),
+             ) as app:
+        pricing(app)
+        app.start()
+        assert app.brokers
+        produce_orders(app.brokers, registry, ORDERS[:1])
+        runner = Runner(app)
+        # The good record goes out first (a batch holding both would fail whole).
+        assert read_priced(app.brokers, registry, 1) == [{"id": 1, "item": "pen", "total": 4.5}]
+        p = Producer({"bootstrap.servers": app.brokers})
+        p.produce("orders", key=b"o9", value=b"\x00" + struct.pack(">I", 4242) + b"\x02\x06pen", partition=0)
+        assert p.flush(30) == 0
+        e = runner.failure()
+        assert isinstance(e, ProcessingError), e
+        assert (e.topic, e.partition, e.offset) == ("orders", 0, 1), (e.topic, e.partition, e.offset, e)
+        assert "subject orders-value, schema id 4242: schema id 4242 is not registered" in str(e), e
+        # Nothing was committed past the bad record.
+        assert committed(app.brokers, app_id) <= 1
+
+
+def test_incompatible_schema_is_refused_with_its_subject(tmp_path: Path, registry: str) -> None:
+    """priced-value holds a schema the sink's cannot read (a required field
+    it lacks): the registry answers 409 and the record fails, named."""
+    other = {"type": "record", "name": "Priced", "namespace": "shop", "fields": [{"name": "sku", "type": "string"}]}
+    SchemaRegistryClient({"url": registry}).register_schema("priced-value", Schema(json.dumps(other), "AVRO"))
+    with App("sr-" + uuid.uuid4().hex[:6], Config(state_dir=str(tmp_path / "s"), extra={"schema.registry.url": registry}),
+             ) as app:
+        (app.stream("orders", key="string", value=avro())
+            .map_values(lambda o: {"id": o["id"], "item": o["item"], "total": 1.0})
+            .to("priced", value=avro({**PRICED, "fields": [*PRICED["fields"], {"name": "sku", "type": "string"}]})))
+        app.start()
+        assert app.brokers
+        produce_orders(app.brokers, registry, ORDERS[:1])
+        e = Runner(app).failure()
+        assert isinstance(e, ProcessingError) and e.offset == 0, e
+        assert "topic priced, subject priced-value: incompatible schema" in str(e), e
+        assert "is incompatible with an earlier schema" in str(e), e
+
+
+def test_registry_down_stops_the_topology_whatever_the_handlers(tmp_path: Path) -> None:
+    """A registry that does not answer is not the record's fault: under
+    log_and_continue too the topology stops, naming the record and id."""
+    p = subprocess.Popen([binary("schema-registry")], stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None
+    m = re.match(r"schema registry at (\S+)", p.stdout.readline())
+    assert m
+    url = m.group(1)
+    extra = {"schema.registry.url": url, "default.deserialization.exception.handler": "log_and_continue",
+             "processing.exception.handler": "log_and_continue"}
+    try:
+        with App("sr-" + uuid.uuid4().hex[:6], Config(state_dir=str(tmp_path / "s"), extra=extra)) as app:
+            pricing(app)
+            app.start()
+            assert app.brokers
+            produce_orders(app.brokers, url, ORDERS[:1])
+            wire = Consumer({"bootstrap.servers": app.brokers, "group.id": "peek", "auto.offset.reset": "earliest"})
+            wire.subscribe(["orders"])
+            msg = None
+            deadline = time.monotonic() + WAIT
+            while msg is None and time.monotonic() < deadline:
+                m2 = wire.poll(0.5)
+                msg = m2 if m2 is not None and not m2.error() else None
+            wire.close()
+            assert msg is not None
+            p.kill()
+            p.wait()
+            # A record of a schema id the engine has not cached: it must ask.
+            raw = msg.value()
+            bumped = b"\x00" + struct.pack(">I", struct.unpack(">I", raw[1:5])[0] + 1) + raw[5:]
+            prod = Producer({"bootstrap.servers": app.brokers})
+            prod.produce("orders", key=b"o7", value=bumped, partition=0)
+            assert prod.flush(30) == 0
+            e = Runner(app).failure()
+            assert isinstance(e, ProcessingError), e
+            # The sink's registration (or the source's lookup of the new id)
+            # meets the dead registry first, whichever runs first.
+            assert "schema registry unavailable" in str(e) and "record at orders/0@" in str(e), e
+            assert "subject priced-value" in str(e) or "subject orders-value" in str(e), e
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+ORDER_JSON = {"title": "Order", "type": "object", "required": ["id", "item", "quantity", "price"], "properties": {
+    "id": {"type": "integer"}, "item": {"type": "string"}, "quantity": {"type": "integer"}, "price": {"type": "number"},
+    "note": {"type": ["string", "null"]}}}
+PRICED_JSON = {"title": "Priced", "type": "object", "required": ["id", "item", "total"], "properties": {
+    "id": {"type": "integer"}, "item": {"type": "string"}, "total": {"type": "number", "minimum": 0}}}
+
+
+def test_json_schema_both_ways(tmp_path: Path, registry: str) -> None:
+    """confluent-kafka's JSONSerializer writes orders (JSON Schema, wire
+    format), polystreams prices them and writes json-schema(PRICED_JSON),
+    confluent-kafka's JSONDeserializer reads them with the schema it fetches
+    by id; a record the sink's schema refuses (a negative total) fails,
+    named."""
+    sr = SchemaRegistryClient({"url": registry})
+    with App("sr-" + uuid.uuid4().hex[:6], Config(state_dir=str(tmp_path / "s"), extra={"schema.registry.url": registry})) as app:
+        (app.stream("orders", key="string", value=json_schema())
+            .map_values(lambda o: {"id": o["id"], "item": o["item"], "total": o["quantity"] * o["price"]})
+            .to("priced", value=json_schema(PRICED_JSON)))
+        app.start()
+        assert app.brokers
+        p = SerializingProducer({"bootstrap.servers": app.brokers, "key.serializer": StringSerializer(),
+                                 "value.serializer": JSONSerializer(json.dumps(ORDER_JSON), sr)})
+        for o in ORDERS:
+            p.produce("orders", key=f"o{o['id']}", value=o, partition=0)
+        assert p.flush(30) == 0
+        runner = Runner(app)
+        c = DeserializingConsumer({
+            "bootstrap.servers": app.brokers, "group.id": "sr-json", "auto.offset.reset": "earliest",
+            "key.deserializer": StringDeserializer(), "value.deserializer": JSONDeserializer(None, schema_registry_client=sr),
+        })
+        c.subscribe(["priced"])
+        got: list[dict[str, Any]] = []
+        deadline = time.monotonic() + WAIT
+        try:
+            while len(got) < len(ORDERS) and time.monotonic() < deadline:
+                m = c.poll(0.5)
+                if m is not None and not m.error():
+                    got.append(m.value())
+        finally:
+            c.close()
+        assert sorted(got, key=lambda r: r["id"]) == [
+            {"id": 1, "item": "pen", "total": 4.5}, {"id": 2, "item": "ink", "total": 0.0}, {"id": 3, "item": "pad", "total": 8.5}]
+        assert json.loads(sr.get_latest_version("priced-value").schema.schema_str)["title"] == "Priced"
+        p.produce("orders", key="o4", value={"id": 4, "item": "refund", "quantity": -1, "price": 2.0}, partition=0)
+        assert p.flush(30) == 0
+        e = runner.failure()
+        assert isinstance(e, ProcessingError) and (e.topic, e.offset) == ("orders", 3), e
+        assert "topic priced, subject priced-value" in str(e) and "does not validate against the schema" in str(e), e
