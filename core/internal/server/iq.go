@@ -95,7 +95,7 @@ func rebalancing(st *topology.Store, key []byte, partition int32, why string) er
 	if key != nil {
 		what = fmt.Sprintf("store %q key %s (partition %d)", st.Name, quoteBounded(string(key), 64), partition)
 	}
-	return connect.NewError(connect.CodeUnavailable, fmt.Errorf("Query: %s is not queryable: %s; the group is rebalancing: retry", what, why))
+	return connect.NewError(connect.CodeUnavailable, fmt.Errorf("Query: %s is not queryable here now: %s (the group is rebalancing, or an instance is unreachable): retry", what, why))
 }
 
 // routedQuery answers m for an instance with an application.server.
@@ -144,6 +144,9 @@ func (s *Server) routedQuery(ctx context.Context, app *engine.App, st *topology.
 				return resp, nil
 			}
 			if !m.EnableStaleStores {
+				if connect.CodeOf(err) == connect.CodeUnavailable {
+					return nil, rebalancing(st, key, part, "its active instance does not answer ("+err.Error()+"); with stale stores enabled a standby would")
+				}
 				return nil, err
 			}
 			tried = append(tried, a+": "+err.Error())
@@ -251,13 +254,19 @@ func (s *Server) forward(ctx context.Context, app *engine.App, endpoint string, 
 	resp, err := s.peer(endpoint).Query(ctx, connect.NewRequest(fm))
 	if err != nil {
 		var ce *connect.Error
-		if errors.As(err, &ce) && ce.Code() != connect.CodeUnavailable && ce.Code() != connect.CodeUnknown {
+		// The instance's own answers keep their code; anything else (a
+		// connection refused or reset, a timeout) is Unavailable.
+		if errors.As(err, &ce) && slices.Contains(peerCodes, ce.Code()) {
 			return nil, connect.NewError(ce.Code(), fmt.Errorf("Query: instance %s: %s", endpoint, ce.Message()))
 		}
 		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("Query: instance %s: %w", endpoint, err))
 	}
 	return resp.Msg, nil
 }
+
+// peerCodes are the codes another engine's refusal keeps when forwarded.
+var peerCodes = []connect.Code{connect.CodeNotFound, connect.CodeInvalidArgument, connect.CodeFailedPrecondition, connect.CodeInternal,
+	connect.CodeResourceExhausted, connect.CodeUnauthenticated, connect.CodePermissionDenied}
 
 // entriesOf reads a forwarded answer back into entries (window stores:
 // back to start ‖ key, as queryAnswer expects).
