@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -32,8 +33,12 @@ import (
 // server: the target of a query another engine forwarded.
 func (s *Server) peerSession(appID, server string) (*session, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	sessions := make([]*session, 0, len(s.sessions))
 	for _, ss := range s.sessions {
+		sessions = append(sessions, ss)
+	}
+	s.mu.Unlock()
+	for _, ss := range sessions {
 		ss.mu.Lock()
 		app := ss.app
 		ss.mu.Unlock()
@@ -246,11 +251,17 @@ func (s *Server) routedQuery(ctx context.Context, app *engine.App, st *topology.
 	return resp, nil
 }
 
+// peerTimeout bounds one forwarded query: an instance that does not answer
+// within it counts as unreachable (Unavailable, retriable).
+const peerTimeout = 10 * time.Second
+
 // forward asks the instance at endpoint to answer m from its own store
 // partitions (local_only), stale ones too when stale.
 func (s *Server) forward(ctx context.Context, app *engine.App, endpoint string, m *pb.QueryRequest, stale bool) (*pb.QueryResponse, error) {
 	fm := &pb.QueryRequest{Store: m.Store, Query: m.Query, Limit: m.Limit, EnableStaleStores: stale || m.EnableStaleStores && m.LocalOnly,
 		LocalOnly: true, ApplicationId: app.ApplicationID(), ApplicationServer: endpoint}
+	ctx, cancel := context.WithTimeout(ctx, peerTimeout)
+	defer cancel()
 	resp, err := s.peer(endpoint).Query(ctx, connect.NewRequest(fm))
 	if err != nil {
 		var ce *connect.Error
@@ -291,7 +302,7 @@ func entriesOf(r *pb.QueryResponse, st *topology.Store) []entry {
 }
 
 // startedApp is the running application of a session, for metadata calls.
-func (s *Server) startedApp(method, sessionID, store string) (*engine.App, error) {
+func (s *Server) startedApp(method, sessionID string) (*engine.App, error) {
 	ss, err := s.session(method, sessionID)
 	if err != nil {
 		return nil, err
@@ -310,7 +321,7 @@ func hostPB(h engine.HostInfo) *pb.HostInfo { return &pb.HostInfo{Host: h.Host, 
 // QueryMetadataForKey answers KafkaStreams.queryMetadataForKey.
 func (s *Server) QueryMetadataForKey(_ context.Context, req *connect.Request[pb.QueryMetadataForKeyRequest]) (*connect.Response[pb.QueryMetadataForKeyResponse], error) {
 	m := req.Msg
-	app, err := s.startedApp("QueryMetadataForKey", m.SessionId, m.Store)
+	app, err := s.startedApp("QueryMetadataForKey", m.SessionId)
 	if err != nil {
 		return nil, err
 	}
@@ -335,7 +346,7 @@ func (s *Server) QueryMetadataForKey(_ context.Context, req *connect.Request[pb.
 // streamsMetadataForStore.
 func (s *Server) StreamsMetadata(_ context.Context, req *connect.Request[pb.StreamsMetadataRequest]) (*connect.Response[pb.StreamsMetadataResponse], error) {
 	m := req.Msg
-	app, err := s.startedApp("StreamsMetadata", m.SessionId, m.Store)
+	app, err := s.startedApp("StreamsMetadata", m.SessionId)
 	if err != nil {
 		return nil, err
 	}
