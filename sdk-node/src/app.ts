@@ -31,9 +31,18 @@ import {
   type RestoreProgress as RestoreProgressMessage,
   State as StateEnum,
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
-import type { SerdeName, SerdeType, TopicSerde } from "./serde.js";
+import { encode, type SerdeName, type SerdeType, type TopicSerde } from "./serde.js";
 import { VERSION } from "./version.js";
-import { KeyValueStore, type QueryTarget, type StoreOptions, WindowStore } from "./store.js";
+import {
+  type HostInfo,
+  innerSerde,
+  type KeyQueryMetadata,
+  KeyValueStore,
+  type QueryTarget,
+  type StoreOptions,
+  type StreamsMetadata,
+  WindowStore,
+} from "./store.js";
 
 // App and TestDriver implement `await using` ([Symbol.asyncDispose]), which
 // Node >= 20.4 provides at run time. Declared here too (as @types/node and
@@ -710,14 +719,55 @@ export class App implements Builder {
     return new WindowStore<K, V>(this.#queries, name);
   }
 
+  /**
+   * Which instance of the application holds `key` of `store` (Kafka
+   * Streams' `queryMetadataForKey`); needs `application.server` on the
+   * instances. A window or session store's key is the inner key.
+   */
+  async queryMetadataForKey<K>(store: string, key: K): Promise<KeyQueryMetadata> {
+    const ks = innerSerde(await this.store(store).keySerde());
+    let b: Uint8Array | null;
+    try {
+      b = encode(ks, key);
+    } catch (e) {
+      const msg = e instanceof Error ? e.message : String(e);
+      throw new TypeError(`queryMetadataForKey: store ${JSON.stringify(store)}: cannot encode key with key serde ${JSON.stringify(ks)}: ${msg}`);
+    }
+    const resp = await this.#client.call("queryMetadataForKey", { sessionId: this.#session, store, key: b ?? new Uint8Array() });
+    const host = (h: { host: string; port: number }): HostInfo => ({ host: h.host, port: h.port });
+    return { activeHost: resp.activeHost ? host(resp.activeHost) : undefined, standbyHosts: resp.standbyHosts.map(host), partition: resp.partition };
+  }
+
+  /** The instances holding `store`, active or standby (Kafka Streams' `streamsMetadataForStore`). */
+  streamsMetadataForStore(store: string): Promise<StreamsMetadata[]> {
+    return this.#streamsMetadata(store);
+  }
+
+  /** Every instance with an `application.server` (Kafka Streams' `metadataForAllStreamsClients`). */
+  metadataForAllStreamsClients(): Promise<StreamsMetadata[]> {
+    return this.#streamsMetadata("");
+  }
+
+  async #streamsMetadata(store: string): Promise<StreamsMetadata[]> {
+    const resp = await this.#client.call("streamsMetadata", { sessionId: this.#session, store });
+    const tps = (l: { topic: string; partition: number }[]): [string, number][] => l.map((tp) => [tp.topic, tp.partition]);
+    return resp.metadata.map((m) => ({
+      hostInfo: { host: m.hostInfo?.host ?? "", port: m.hostInfo?.port ?? 0 },
+      stateStoreNames: [...m.stateStoreNames],
+      topicPartitions: tps(m.topicPartitions),
+      standbyStateStoreNames: [...m.standbyStateStoreNames],
+      standbyTopicPartitions: tps(m.standbyTopicPartitions),
+    }));
+  }
+
   /** What the stores of this app query through. */
   readonly #queries: QueryTarget = {
-    query: (store, query, limit): Promise<QueryResponse> => {
+    query: (store, query, limit, enableStaleStores = false): Promise<QueryResponse> => {
       if (this.#closed !== undefined) {
         const app = JSON.stringify(this.applicationId);
         return Promise.reject(new FailedPreconditionError("failed_precondition", `Query: store ${JSON.stringify(store)}: app ${app} is closed`));
       }
-      return this.#client.call("query", { sessionId: this.#session, store, query, limit });
+      return this.#client.call("query", { sessionId: this.#session, store, query, limit, enableStaleStores });
     },
     keySerde: (store) => this.#storeKeySerdes.get(store),
     learnKeySerde: (store, serde) => void this.#storeKeySerdes.set(store, serde),

@@ -56,7 +56,7 @@ export {
 export type { RecordContext } from "./errors.js";
 export { SERDE_NAMES, avro, decode, encode, jsonSchema } from "./serde.js";
 export { Entries, KeyValueStore, WindowStore } from "./store.js";
-export type { RangeOptions, StoreOptions, Time } from "./store.js";
+export type { HostInfo, KeyQueryMetadata, KeyQueryResult, RangeOptions, StoreOptions, StreamsMetadata, Time } from "./store.js";
 export { EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed } from "./windows.js";
 export type { SuppressedOptions } from "./windows.js";
 export type { SerdeName, SerdeType, SerdeTypes, TopicSerde } from "./serde.js";

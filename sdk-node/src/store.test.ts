@@ -289,3 +289,49 @@ describe("state", { timeout: 30_000 }, () => {
     assert.deepEqual(a.restoreProgress, { restoredRecords: 5, totalRecords: 9, restoringPartitions: 1, totalPartitions: 3 });
   });
 });
+
+describe("interactive queries across instances", () => {
+  test("query() carries timestamp, partition and standby; enableStaleStores reaches the engine; metadata decodes", async () => {
+    const seen: QueryRequest[] = [];
+    engine.handlers.query = (req) => {
+      seen.push(req);
+      if (req.query.case === "all") {
+        return create(QueryResponseSchema, { keySerde: "string", valueSerde: "long" });
+      }
+      if (req.query.case === "get" && Buffer.from(req.query.value).toString() === "gone") {
+        throw new ConnectError('Query: store "counts" key "gone" (partition 2) is not queryable here now: retry', Code.Unavailable);
+      }
+      const k = encodeColumn("string", ["k"]);
+      const v = encodeColumn("long", [7n]);
+      return create(QueryResponseSchema, {
+        keys: k.data, keyLengths: k.lengths, values: v.data, valueLengths: v.lengths, keySerde: "string", valueSerde: "long",
+        timestamps: [1234n], partition: 3, fromStandby: req.enableStaleStores, servedBy: ["h2:7001"],
+      });
+    };
+    engine.handlers.queryMetadataForKey = (req) => {
+      assert.equal(Buffer.from(req.key).toString(), "k");
+      return { activeHost: { host: "h2", port: 7001 }, standbyHosts: [{ host: "h3", port: 7002 }], partition: 3 };
+    };
+    engine.handlers.streamsMetadata = () => ({
+      metadata: [{ hostInfo: { host: "h2", port: 7001 }, stateStoreNames: ["counts"], topicPartitions: [{ topic: "events", partition: 3 }],
+        standbyStateStoreNames: ["counts"], standbyTopicPartitions: [{ topic: "events", partition: 1 }] }],
+      localHost: "h1:7000",
+    });
+    const a = await open();
+    const r = await a.store<string, bigint>("counts").query("k");
+    assert.deepEqual(r, { value: 7n, timestamp: 1234n, partition: 3, fromStandby: false, servedBy: ["h2:7001"] });
+    assert.equal(seen.at(-1)!.enableStaleStores, false);
+    const stale = a.store<string, bigint>("counts", { enableStaleStores: true });
+    assert.equal((await stale.query("k")).fromStandby, true);
+    assert.equal(await stale.get("k"), 7n);
+    assert.equal(seen.at(-1)!.enableStaleStores, true);
+    await assert.rejects(a.store<string, bigint>("counts").get("gone"), /key "gone" \(partition 2\)/);
+    assert.deepEqual(await a.queryMetadataForKey("counts", "k"), {
+      activeHost: { host: "h2", port: 7001 }, standbyHosts: [{ host: "h3", port: 7002 }], partition: 3,
+    });
+    const all = await a.metadataForAllStreamsClients();
+    assert.deepEqual(all, [{ hostInfo: { host: "h2", port: 7001 }, stateStoreNames: ["counts"], topicPartitions: [["events", 3]],
+      standbyStateStoreNames: ["counts"], standbyTopicPartitions: [["events", 1]] }]);
+    assert.deepEqual(await a.streamsMetadataForStore("counts"), all);
+  });
+});

@@ -25,6 +25,55 @@ export interface StoreOptions {
    * range(), prefix() and all() yield.
    */
   pageSize?: number;
+  /**
+   * Let standby copies answer (Kafka Streams'
+   * `StoreQueryParameters.enableStaleStores()`): a key whose active instance
+   * cannot answer is read from a standby, which may lag; the answer of
+   * query() says so (`fromStandby`).
+   */
+  enableStaleStores?: boolean;
+}
+
+/** An instance's `application.server` (Kafka Streams' `HostInfo`). */
+export interface HostInfo {
+  host: string;
+  port: number;
+}
+
+/**
+ * Where a key of a store lives (Kafka Streams' `KeyQueryMetadata`):
+ * `activeHost` is undefined while no instance holds the key's partition
+ * (`NOT_AVAILABLE`, e.g. during a rebalance); `partition` is murmur2 of the
+ * serialized key modulo the partitions of the store's source topic (-1 for
+ * a global store).
+ */
+export interface KeyQueryMetadata {
+  activeHost: HostInfo | undefined;
+  standbyHosts: HostInfo[];
+  partition: number;
+}
+
+/** One instance of the application (Kafka Streams' `StreamsMetadata`). */
+export interface StreamsMetadata {
+  hostInfo: HostInfo;
+  stateStoreNames: string[];
+  topicPartitions: [topic: string, partition: number][];
+  standbyStateStoreNames: string[];
+  standbyTopicPartitions: [topic: string, partition: number][];
+}
+
+/**
+ * The answer of KeyValueStore.query (an IQv2 `KeyQuery` result): the value
+ * (undefined when the store holds none), the timestamp of the record that
+ * last wrote it, the key's partition, whether a standby answered, and the
+ * instances that answered (their `application.server`).
+ */
+export interface KeyQueryResult<V> {
+  value: V | undefined;
+  timestamp: bigint | undefined;
+  partition: number | undefined;
+  fromStandby: boolean;
+  servedBy: string[];
 }
 
 /** Bounds of KeyValueStore.range: both inclusive; an absent bound is open. */
@@ -39,7 +88,7 @@ type Query = MessageInitShape<typeof QueryRequestSchema>["query"];
 /** What a store needs of its App. Not part of the public API. */
 export interface QueryTarget {
   /** Runs one Query for the store (session id filled in). */
-  query(store: string, query: Query, limit: number): Promise<QueryResponse>;
+  query(store: string, query: Query, limit: number, enableStaleStores?: boolean): Promise<QueryResponse>;
   /** The key serde of a store the app built, if known; and a setter for what the engine answers. */
   keySerde(store: string): string | undefined;
   learnKeySerde(store: string, serde: string): void;
@@ -50,6 +99,7 @@ interface Page<K, V> {
   raw: Buffer[];
   entries: [K, V][];
   truncated: boolean;
+  resp: QueryResponse;
 }
 
 /**
@@ -103,6 +153,7 @@ export class KeyValueStore<K = unknown, V = unknown> {
   readonly name: string;
   readonly #target: QueryTarget;
   readonly #pageSize: number;
+  readonly #stale: boolean;
 
   /** @internal */
   constructor(target: QueryTarget, name: string, options: StoreOptions = {}) {
@@ -116,6 +167,7 @@ export class KeyValueStore<K = unknown, V = unknown> {
     this.name = name;
     this.#target = target;
     this.#pageSize = pageSize;
+    this.#stale = options.enableStaleStores ?? false;
   }
 
   toString(): string {
@@ -136,6 +188,25 @@ export class KeyValueStore<K = unknown, V = unknown> {
   async get(key: K): Promise<V | undefined> {
     const page = await this.#query({ case: "get", value: await this.#encode(key, "get") }, 1);
     return page.entries[0]?.[1];
+  }
+
+  /**
+   * The value of `key` with its timestamp, partition and whether a standby
+   * answered (Kafka Streams' IQv2 `KeyQuery`). With `application.server`
+   * set on the instances, the engine answers from the instance holding the
+   * key; while the group moves its partition this rejects with an
+   * UnavailableError naming store, key and partition: retry.
+   */
+  async query(key: K): Promise<KeyQueryResult<V>> {
+    const page = await this.#query({ case: "get", value: await this.#encode(key, "query") }, 1);
+    const found = page.entries.length > 0;
+    return {
+      value: page.entries[0]?.[1],
+      timestamp: found ? page.resp.timestamps[0] : undefined,
+      partition: page.resp.partition,
+      fromStandby: page.resp.fromStandby,
+      servedBy: [...page.resp.servedBy],
+    };
   }
 
   /** The entries with keys from `from` to `to`, both inclusive; an absent bound is open. */
@@ -202,7 +273,7 @@ export class KeyValueStore<K = unknown, V = unknown> {
   }
 
   async #query(query: Query, limit: number): Promise<Page<K, V>> {
-    const resp = await this.#target.query(this.name, query, limit);
+    const resp = await this.#target.query(this.name, query, limit, this.#stale);
     if (resp.keySerde) {
       this.#target.learnKeySerde(this.name, resp.keySerde);
     }
@@ -220,7 +291,7 @@ export class KeyValueStore<K = unknown, V = unknown> {
       pos += Math.max(n, 0);
     }
     const entries = keys.items.map((k, i) => [k, values.items[i]] as [K, V]);
-    return { raw, entries, truncated: resp.truncated };
+    return { raw, entries, truncated: resp.truncated, resp };
   }
 
   /**
@@ -285,7 +356,7 @@ function timeMs(t: Time, what: string): bigint {
 }
 
 /** The inner serde of a windowed serde name (`windowed(string,60000)` -> `string`); another name is its own. */
-function innerSerde(serde: string): string {
+export function innerSerde(serde: string): string {
   const open = serde.indexOf("(");
   return open >= 0 && serde.endsWith(")") ? serde.slice(open + 1, -1).split(",")[0]! : serde;
 }

@@ -10,7 +10,19 @@ import pytest
 from helpers import FakeEngine, column, connect_error
 from test_app import Engine
 
-from polystreams import App, FailedPreconditionError, KeyValueStore, NotFoundError, ProcessingError, RestoreProgress
+from polystreams import (
+    App,
+    FailedPreconditionError,
+    HostInfo,
+    KeyQueryMetadata,
+    KeyQueryResult,
+    KeyValueStore,
+    NotFoundError,
+    ProcessingError,
+    RestoreProgress,
+    StreamsMetadata,
+    UnavailableError,
+)
 from polystreams import store as store_mod
 from polystreams.v1alpha1 import engine_pb2 as pb
 
@@ -219,3 +231,64 @@ def test_client_pool_reuses_one_connection_sequentially(fake_engine: FakeEngine)
         c.get_state(pb.GetStateRequest())
     assert fake_engine.connections == 3  # then reused
     c.close()
+
+
+def test_interactive_queries_across_instances(engine: Engine) -> None:
+    """query() carries the answer's timestamp, partition and standby flag;
+    enable_stale_stores reaches the engine; the metadata calls read the
+    engine's KeyQueryMetadata and StreamsMetadata."""
+    fake = Store(engine, {"a": 1})
+    seen: list[Any] = []
+
+    def query(body: bytes) -> Any:
+        req = pb.QueryRequest.FromString(body)
+        seen.append(req)
+        if req.WhichOneof("query") == "all":
+            return pb.QueryResponse(key_serde="string", value_serde="long")
+        if req.get == b"gone":
+            return connect_error("unavailable", 'Query: store "counts" key "gone" (partition 2) is not queryable here now: retry', 503)
+        kd, kl = column("bytes", [req.get])
+        vd, vl = column("long", [7])
+        return pb.QueryResponse(
+            key_lengths=kl, keys=kd, value_lengths=vl, values=vd, key_serde="string", value_serde="long",
+            timestamps=[1234], partition=3, from_standby=req.enable_stale_stores, served_by=["h2:7001"],
+        )  # fmt: skip
+
+    engine.fake.handlers["Query"] = query
+    engine.fake.handlers["QueryMetadataForKey"] = lambda body: pb.QueryMetadataForKeyResponse(
+        active_host=pb.HostInfo(host="h2", port=7001), standby_hosts=[pb.HostInfo(host="h3", port=7002)], partition=3
+    )
+    engine.fake.handlers["StreamsMetadata"] = lambda body: pb.StreamsMetadataResponse(
+        metadata=[
+            pb.StreamsMetadata(
+                host_info=pb.HostInfo(host="h2", port=7001),
+                state_store_names=["counts"],
+                topic_partitions=[pb.TopicPartition(topic="events", partition=3)],
+                standby_state_store_names=["counts"],
+                standby_topic_partitions=[pb.TopicPartition(topic="events", partition=1)],
+            )
+        ],
+        local_host="h1:7000",
+    )
+    app = App("x", engine=engine.fake.url)
+    r = app.store("counts").query("k")
+    assert r == KeyQueryResult(value=7, timestamp=1234, partition=3, from_standby=False, served_by=["h2:7001"])
+    assert not seen[-1].enable_stale_stores
+    stale = app.store("counts", enable_stale_stores=True)
+    assert stale.query("k").from_standby and seen[-1].enable_stale_stores
+    assert stale.get("k") == 7 and seen[-1].enable_stale_stores
+    with pytest.raises(UnavailableError, match='key "gone" \\(partition 2\\)'):
+        app.store("counts").get("gone")
+    md = app.query_metadata_for_key("counts", "k")
+    assert md == KeyQueryMetadata(active_host=HostInfo("h2", 7001), standby_hosts=[HostInfo("h3", 7002)], partition=3)
+    assert str(md.active_host) == "h2:7001"
+    (m,) = app.metadata_for_all_streams_clients()
+    assert m == StreamsMetadata(
+        host_info=HostInfo("h2", 7001),
+        state_store_names=["counts"],
+        topic_partitions=[("events", 3)],
+        standby_state_store_names=["counts"],
+        standby_topic_partitions=[("events", 1)],
+    )
+    assert app.streams_metadata_for_store("counts") == [m]
+    del fake

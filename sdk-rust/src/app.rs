@@ -680,6 +680,56 @@ impl App {
         crate::store::WindowStore::new(self.inner.session.clone(), name)
     }
 
+    /// Which instance of the application holds `key` of `store` (Kafka
+    /// Streams' `queryMetadataForKey`); needs `application.server` on the
+    /// instances. A window or session store's key is the inner key.
+    pub fn query_metadata_for_key<K: Serde>(&self, store: &str, key: &K) -> Result<crate::store::KeyQueryMetadata> {
+        let serde = KeyValueStore::<K, Vec<u8>>::new(self.inner.session.clone(), store).key_serde();
+        let inner = crate::serdes::inner_serde(&serde).unwrap_or(&serde).to_owned();
+        let k = match crate::serdes::to_bytes(&inner, key) {
+            Ok(Some(b)) => b,
+            Ok(None) => {
+                return Err(Error::invalid(format!("query_metadata_for_key: store {store:?}: a key must not be null")))
+            }
+            Err(e) => {
+                return Err(Error::invalid(format!(
+                    "query_metadata_for_key: store {store:?}: cannot encode the key with key serde {inner:?}: {e}"
+                )))
+            }
+        };
+        let s = &self.inner.session;
+        let r = s.client.query_metadata_for_key(&pb::QueryMetadataForKeyRequest {
+            session_id: s.id.clone(),
+            store: store.to_owned(),
+            key: k,
+        })?;
+        Ok(crate::store::KeyQueryMetadata {
+            active_host: r.active_host.as_ref().map(crate::store::HostInfo::from),
+            standby_hosts: r.standby_hosts.iter().map(crate::store::HostInfo::from).collect(),
+            partition: r.partition,
+        })
+    }
+
+    /// The instances holding `store`, active or standby (Kafka Streams'
+    /// `streamsMetadataForStore`).
+    pub fn streams_metadata_for_store(&self, store: &str) -> Result<Vec<crate::store::StreamsMetadata>> {
+        self.streams_metadata(store)
+    }
+
+    /// Every instance with an `application.server` (Kafka Streams'
+    /// `metadataForAllStreamsClients`).
+    pub fn metadata_for_all_streams_clients(&self) -> Result<Vec<crate::store::StreamsMetadata>> {
+        self.streams_metadata("")
+    }
+
+    fn streams_metadata(&self, store: &str) -> Result<Vec<crate::store::StreamsMetadata>> {
+        let s = &self.inner.session;
+        let r = s
+            .client
+            .streams_metadata(&pb::StreamsMetadataRequest { session_id: s.id.clone(), store: store.to_owned() })?;
+        Ok(r.metadata.iter().map(crate::store::StreamsMetadata::from).collect())
+    }
+
     // Running.
 
     /// The application's state, as the engine reports it now.

@@ -180,6 +180,15 @@ impl Client {
     pub(crate) fn query(&self, r: &pb::QueryRequest) -> Result<pb::QueryResponse> {
         self.call("Query", r)
     }
+    pub(crate) fn query_metadata_for_key(
+        &self,
+        r: &pb::QueryMetadataForKeyRequest,
+    ) -> Result<pb::QueryMetadataForKeyResponse> {
+        self.call("QueryMetadataForKey", r)
+    }
+    pub(crate) fn streams_metadata(&self, r: &pb::StreamsMetadataRequest) -> Result<pb::StreamsMetadataResponse> {
+        self.call("StreamsMetadata", r)
+    }
     pub(crate) fn pipe_input(&self, r: &pb::PipeInputRequest) -> Result<pb::PipeInputResponse> {
         self.call("PipeInput", r)
     }

@@ -25,15 +25,114 @@ const PAGE: i32 = 10_000;
 /// holds. Queries may be made from any thread while the app runs; before it
 /// runs they return [`Error::FailedPrecondition`], and a store that does
 /// not exist [`Error::NotFound`] naming it and the stores that do.
+///
+/// With `application.server` set on every instance of the application, the
+/// engine answers from whichever instance holds the key (for `range`,
+/// `prefix` and `all`, from every instance); while the group moves a
+/// partition, a query of it returns [`Error::Unavailable`] naming store, key
+/// and partition: retry it.
 pub struct KeyValueStore<K, V> {
     app: Arc<Session>,
     name: String,
+    stale: bool,
     _types: PhantomData<fn() -> (K, V)>,
+}
+
+/// An instance's `application.server` (Kafka Streams' `HostInfo`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct HostInfo {
+    pub host: String,
+    pub port: u16,
+}
+
+impl std::fmt::Display for HostInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.host, self.port)
+    }
+}
+
+impl From<&pb::HostInfo> for HostInfo {
+    fn from(h: &pb::HostInfo) -> Self {
+        HostInfo { host: h.host.clone(), port: u16::try_from(h.port).unwrap_or(0) }
+    }
+}
+
+/// Where a key of a store lives (Kafka Streams' `KeyQueryMetadata`):
+/// `active_host` is None while no instance holds the key's partition
+/// (`NOT_AVAILABLE`, e.g. during a rebalance); `partition` is murmur2 of the
+/// serialized key modulo the partitions of the store's source topic (-1 for
+/// a global store).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyQueryMetadata {
+    pub active_host: Option<HostInfo>,
+    pub standby_hosts: Vec<HostInfo>,
+    pub partition: i32,
+}
+
+/// One instance of the application (Kafka Streams' `StreamsMetadata`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamsMetadata {
+    pub host_info: HostInfo,
+    pub state_store_names: Vec<String>,
+    pub topic_partitions: Vec<(String, i32)>,
+    pub standby_state_store_names: Vec<String>,
+    pub standby_topic_partitions: Vec<(String, i32)>,
+}
+
+impl From<&pb::StreamsMetadata> for StreamsMetadata {
+    fn from(m: &pb::StreamsMetadata) -> Self {
+        let tps = |l: &[pb::TopicPartition]| l.iter().map(|tp| (tp.topic.clone(), tp.partition)).collect();
+        StreamsMetadata {
+            host_info: m.host_info.as_ref().map(HostInfo::from).unwrap_or(HostInfo { host: String::new(), port: 0 }),
+            state_store_names: m.state_store_names.clone(),
+            topic_partitions: tps(&m.topic_partitions),
+            standby_state_store_names: m.standby_state_store_names.clone(),
+            standby_topic_partitions: tps(&m.standby_topic_partitions),
+        }
+    }
+}
+
+/// The answer of [`KeyValueStore::query`] (an IQv2 `KeyQuery` result).
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyQueryResult<V> {
+    /// None when the store holds no value for the key.
+    pub value: Option<V>,
+    /// The timestamp of the record that last wrote the value.
+    pub timestamp: Option<i64>,
+    /// The key's partition.
+    pub partition: Option<i32>,
+    /// A standby copy answered (only with stale stores enabled): it may lag.
+    pub from_standby: bool,
+    /// The instances that answered (their `application.server`).
+    pub served_by: Vec<String>,
 }
 
 impl<K: Serde, V: Serde> KeyValueStore<K, V> {
     pub(crate) fn new(app: Arc<Session>, name: &str) -> Self {
-        KeyValueStore { app, name: name.to_owned(), _types: PhantomData }
+        KeyValueStore { app, name: name.to_owned(), stale: false, _types: PhantomData }
+    }
+
+    /// Lets standby copies answer (Kafka Streams'
+    /// `StoreQueryParameters.enableStaleStores()`): a key whose active
+    /// instance cannot answer is read from a standby, which may lag.
+    #[must_use]
+    pub fn enable_stale_stores(mut self) -> Self {
+        self.stale = true;
+        self
+    }
+
+    /// The value of `key` with its timestamp, partition and whether a
+    /// standby answered (Kafka Streams' IQv2 `KeyQuery`).
+    pub fn query(&self, key: &K) -> Result<KeyQueryResult<V>> {
+        let k = self.encode(key, "query")?;
+        let (mut entries, _, resp) = self.run(Query::Get(k))?;
+        Ok(KeyQueryResult {
+            timestamp: if entries.is_empty() { None } else { resp.timestamps.first().copied() },
+            value: entries.pop().map(|(_, _, v)| v),
+            partition: resp.partition,
+            from_standby: resp.from_standby,
+            served_by: resp.served_by,
+        })
     }
 
     /// The store's name.
@@ -44,7 +143,7 @@ impl<K: Serde, V: Serde> KeyValueStore<K, V> {
     /// The value of `key`, or None when the store holds none.
     pub fn get(&self, key: &K) -> Result<Option<V>> {
         let k = self.encode(key, "get")?;
-        let (mut entries, _) = self.query(Query::Get(k))?;
+        let (mut entries, _, _) = self.run(Query::Get(k))?;
         Ok(entries.pop().map(|(_, _, v)| v))
     }
 
@@ -72,7 +171,7 @@ impl<K: Serde, V: Serde> KeyValueStore<K, V> {
         Ok(self.all()?.len())
     }
 
-    fn key_serde(&self) -> String {
+    pub(crate) fn key_serde(&self) -> String {
         let known = self.app.store_key_serdes.lock().unwrap_or_else(|e| e.into_inner()).get(&self.name).cloned();
         known.unwrap_or_else(|| K::NAME.to_owned())
     }
@@ -89,11 +188,19 @@ impl<K: Serde, V: Serde> KeyValueStore<K, V> {
         }
     }
 
-    /// Runs one query: (raw key, key, value) entries, and whether more matched.
+    /// Runs one query: (raw key, key, value) entries, whether more matched,
+    /// and the answer.
     #[allow(clippy::type_complexity)]
-    fn query(&self, q: Query) -> Result<(Vec<(Vec<u8>, K, V)>, bool)> {
+    fn run(&self, q: Query) -> Result<(Vec<(Vec<u8>, K, V)>, bool, pb::QueryResponse)> {
         let limit = if matches!(q, Query::Get(_)) { 0 } else { PAGE };
-        let req = pb::QueryRequest { session_id: self.app.id.clone(), store: self.name.clone(), query: Some(q), limit };
+        let req = pb::QueryRequest {
+            session_id: self.app.id.clone(),
+            store: self.name.clone(),
+            query: Some(q),
+            limit,
+            enable_stale_stores: self.stale,
+            ..Default::default()
+        };
         let resp = self.app.client.query(&req)?;
         let bad =
             |e: String| Error::internal(format!("Query {:?}: the engine's answer does not decode: {e}", self.name));
@@ -108,7 +215,8 @@ impl<K: Serde, V: Serde> KeyValueStore<K, V> {
             let value = V::decode(&resp.value_serde, v).map_err(|e| bad(e.0))?;
             out.push((k.unwrap_or_default().to_vec(), key, value));
         }
-        Ok((out, resp.truncated))
+        let truncated = resp.truncated;
+        Ok((out, truncated, resp))
     }
 
     fn scan(&self, lo: Option<Vec<u8>>, hi: Option<Vec<u8>>, prefix: Option<Vec<u8>>) -> Result<Vec<(K, V)>> {
@@ -119,7 +227,7 @@ impl<K: Serde, V: Serde> KeyValueStore<K, V> {
         };
         let mut out = Vec::new();
         loop {
-            let (entries, truncated) = self.query(q)?;
+            let (entries, truncated, _) = self.run(q)?;
             let mut last = None;
             for (raw, k, v) in entries {
                 if let Some(p) = &prefix {
@@ -196,6 +304,7 @@ impl<K: Serde, V: Serde> WindowStore<K, V> {
             store: self.name.clone(),
             query: Some(Query::WindowFetch(pb::WindowFetch { key, from_ms, to_ms })),
             limit: 0,
+            ..Default::default()
         };
         let resp = self.app.client.query(&req)?;
         if resp.truncated {

@@ -226,6 +226,7 @@ impl TopologyTestDriver {
             store: name.to_owned(),
             limit: 1,
             query: Some(pb::query_request::Query::All(true)),
+            ..Default::default()
         };
         self.app.inner.session.client.query(&q)?;
         Ok(self.app.store(name))
@@ -241,6 +242,7 @@ impl TopologyTestDriver {
             store: name.to_owned(),
             limit: 1,
             query: Some(pb::query_request::Query::WindowFetch(pb::WindowFetch { key: None, from_ms: 0, to_ms: 0 })),
+            ..Default::default()
         };
         self.app.inner.session.client.query(&q)?;
         Ok(self.app.window_store(name))

@@ -967,3 +967,72 @@ fn table_join_refusals_carry_the_engines_message() {
     // The session goes on.
     ta.join(&tc, |a: String, b: String| a + &b).unwrap().to_stream().unwrap().to("out").unwrap();
 }
+
+/// An instance with `application.server` (the engine's own address): a
+/// count answers through the engine's routed path with its timestamp and
+/// partition, and the metadata names this instance as the one holding the
+/// key and every partition.
+#[test]
+fn interactive_queries_with_application_server() {
+    let first = app("iq-engine");
+    let url = first.engine_url().to_owned();
+    let server = url.trim_start_matches("http://").trim_end_matches('/').to_owned();
+    let brokers = first.brokers().unwrap().to_owned();
+    let dir = std::env::temp_dir().join(format!("polystreams-rust-iq-{}", std::process::id()));
+    let app = App::builder("it-iq")
+        .engine(url.clone())
+        .config(
+            Config::new()
+                .commit_interval_ms(100)
+                .state_dir(dir.to_string_lossy())
+                .set("application.server", server.clone()),
+        )
+        .build()
+        .expect("a second session on the first app's engine");
+    // Partitioned as Java's producer partitions (murmur2 of the key): the
+    // metadata's partition of a key is where the key's records are.
+    let mut kcat = Command::new("kcat")
+        .args(["-b", &brokers, "-P", "-t", "iq-in", "-X", "topic.partitioner=murmur2_random", "-K", "\t", "-z", "none"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("kcat (apt kcat) runs");
+    writeln!(kcat.stdin.as_mut().unwrap(), "a\tx\nb\tx\na\tx").unwrap();
+    drop(kcat.stdin.take());
+    assert!(kcat.wait().unwrap().success(), "kcat produced to iq-in");
+    app.stream::<String, String>("iq-in")
+        .unwrap()
+        .group_by_key()
+        .unwrap()
+        .count_with(Options::new().materialized("iq-counts"))
+        .unwrap();
+    let runner = serve(&app);
+    let store = app.store::<String, i64>("iq-counts");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let r = loop {
+        let last = store.query(&"a".to_owned());
+        if let Ok(r) = &last {
+            if r.value == Some(2) {
+                break r.clone();
+            }
+        }
+        assert!(Instant::now() < deadline, "the count of a never reached 2: {last:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(r.timestamp.is_some() && !r.from_standby, "{r:?}");
+    assert_eq!(r.served_by, vec![server.clone()]);
+    let md = app.query_metadata_for_key("iq-counts", &"a".to_owned()).unwrap();
+    assert_eq!(md.active_host.as_ref().map(ToString::to_string), Some(server.clone()));
+    assert_eq!(Some(md.partition), r.partition);
+    let all = app.metadata_for_all_streams_clients().unwrap();
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0].host_info.to_string(), server);
+    assert!(all[0].state_store_names.contains(&"iq-counts".to_owned()), "{all:?}");
+    assert_eq!(app.streams_metadata_for_store("iq-counts").unwrap(), all);
+    assert_eq!(
+        app.store::<String, i64>("iq-counts").enable_stale_stores().query(&"b".to_owned()).unwrap().value,
+        Some(1)
+    );
+    app.stop();
+    runner.join().unwrap().unwrap();
+    first.stop();
+}

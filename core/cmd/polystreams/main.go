@@ -175,7 +175,7 @@ func run(args []string, dev bool) error {
 
 	srv := server.New(server.Options{Brokers: bootstrap, StateDir: *stateDir, SessionTimeout: *sessionTimeout, Logger: log,
 		Recent: recent, Version: version, MetricsDisabled: !*metricsOn, MaxRequestBytes: *maxRequest, MaxSessions: *maxSessions, MaxCacheBytes: *maxCache,
-		MaxAppMemory: *maxAppMemory, Embedded: dev, BrokerWait: brokerWait})
+		MaxAppMemory: *maxAppMemory, Embedded: dev, BrokerWait: brokerWait, PeerToken: sec.token, PeerScheme: sec.scheme()})
 	ln, err := sec.listen(*listen)
 	if err != nil {
 		return err

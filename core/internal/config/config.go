@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -65,6 +66,12 @@ type App struct {
 	// retrying forever). 0 fails at once. Kafka Streams has no such key: its
 	// threads retry for as long as the process lives.
 	BrokerWait time.Duration
+	// application.server: this instance's "host:port" for interactive
+	// queries, the address of the engine it runs on as the other
+	// instances' engines reach it (docs/design/interactive-queries.md);
+	// default empty: the instance takes no part in queries across
+	// instances (Kafka Streams' default).
+	ApplicationServer string
 	// num.standby.replicas; default 0 (Kafka Streams'). Each task gets
 	// this many standbys on other instances, which keep warm copies of its
 	// stores by tailing their changelogs, so that the task restores little
@@ -260,6 +267,11 @@ func Parse(applicationID string, kv map[string]string, defaultBrokers string) (A
 			commitMs = num()
 		case "statestore.cache.max.bytes", "cache.max.bytes.buffering":
 			c.CacheMaxBytes = num()
+		case "application.server":
+			c.ApplicationServer = v
+			if host, port, err := net.SplitHostPort(v); v != "" && (err != nil || host == "" || !validPort(port)) {
+				errs = append(errs, fmt.Errorf("application.server %q: want host:port, as the other instances reach this one's engine", v))
+			}
 		case "num.standby.replicas":
 			c.StandbyReplicas = int(min(num(), 1<<10))
 		case "max.task.idle.ms":
@@ -435,6 +447,9 @@ func Parse(applicationID string, kv map[string]string, defaultBrokers string) (A
 	if c.DeadLetterTopic != "" {
 		effective["errors.deadletterqueue.topic.name"] = c.DeadLetterTopic
 	}
+	if c.ApplicationServer != "" {
+		effective["application.server"] = c.ApplicationServer
+	}
 	if c.SSLCALocation != "" {
 		effective["ssl.ca.location"] = c.SSLCALocation
 	}
@@ -548,4 +563,10 @@ func (c *App) ClientOpts(hooks ...kgo.Hook) []kgo.Opt {
 		opts = append(opts, kgo.SASL(scram.Auth{User: c.SASLUsername, Pass: c.SASLPassword}.AsSha512Mechanism()))
 	}
 	return opts
+}
+
+// validPort reports whether s is a TCP port number, 1 to 65535.
+func validPort(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n > 0 && n < 1<<16
 }

@@ -27,3 +27,24 @@ func TestMaxTaskIdleConfig(t *testing.T) {
 		t.Errorf("typo: %v", err)
 	}
 }
+
+// application.server takes host:port (any host, a port 1..65535) and shows
+// in the effective configuration; anything else is refused naming the key
+// and the value.
+func TestApplicationServerConfig(t *testing.T) {
+	for _, v := range []string{"10.0.0.5:8086", "engine-2.internal:443", "[::1]:9000"} {
+		c, eff, err := Parse("x", map[string]string{"application.server": v}, "127.0.0.1:1")
+		if err != nil || c.ApplicationServer != v || eff["application.server"] != v {
+			t.Errorf("application.server %q: %q (effective %q), %v", v, c.ApplicationServer, eff["application.server"], err)
+		}
+	}
+	if c, eff, err := Parse("x", nil, "127.0.0.1:1"); err != nil || c.ApplicationServer != "" || eff["application.server"] != "" {
+		t.Errorf("no application.server: %q %q %v", c.ApplicationServer, eff["application.server"], err)
+	}
+	for _, v := range []string{"10.0.0.5", ":8086", "h:0", "h:70000", "h:port", "http://h:1"} {
+		_, _, err := Parse("x", map[string]string{"application.server": v}, "127.0.0.1:1")
+		if want := fmt.Sprintf("application.server %q: want host:port, as the other instances reach this one's engine", v); err == nil || err.Error() != want {
+			t.Errorf("application.server %q: %v", v, err)
+		}
+	}
+}

@@ -4,7 +4,7 @@ package config
 // key it does not (config_test.go checks each is accepted).
 var configKeys = []string{
 	"application.id", "bootstrap.servers", "processing.guarantee", "commit.interval.ms",
-	"statestore.cache.max.bytes", "cache.max.bytes.buffering", "num.standby.replicas",
+	"statestore.cache.max.bytes", "cache.max.bytes.buffering", "num.standby.replicas", "application.server",
 	"session.timeout.ms", "group.instance.id", "state.dir", "replication.factor",
 	"polystreams.bundle.max.records", "polystreams.bundle.max.bytes", "polystreams.bundle.linger.ms",
 	"polystreams.broker.wait.ms", "security.protocol", "sasl.mechanism", "sasl.username", "sasl.password",

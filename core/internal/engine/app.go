@@ -170,6 +170,7 @@ func New(cfg config.App, topo *topology.Topology, host Host) (*App, error) {
 		changes: []State{Created}, changed: make(chan struct{}),
 		eos: cfg.Guarantee == config.ExactlyOnceV2, balancer: group.NewBalancer(cfg.StandbyReplicas)}
 	a.balancer.LocalState = a.localTaskState
+	a.balancer.Endpoint = cfg.ApplicationServer
 	a.promise = func(r *kgo.Record, err error) { a.produced(r, err) }
 	a.mem = newMemory(cfg.MemoryMaxBytes)
 	if host != nil {

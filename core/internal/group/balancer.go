@@ -11,6 +11,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -70,6 +71,18 @@ const userDataVersion = 1
 // and its offset sum.
 const memberDataVersion = 2
 
+// endpointDataVersion heads the JoinGroup UserData of a member with an
+// application.server (Kafka Streams' SubscriptionInfo userEndPoint): the
+// endpoint, then what version 2 carries. Such a member reads assignments
+// of hostsDataVersion.
+const endpointDataVersion = 3
+
+// hostsDataVersion heads the assignment UserData that carries, beside the
+// member's standby tasks, every endpoint's active partitions and standby
+// tasks (Kafka Streams' AssignmentInfo partitionsByHost and
+// standbyPartitionByHost), for interactive queries.
+const hostsDataVersion = 2
+
 // Balancer is a kgo.GroupBalancer assigning tasks. It remembers the
 // member's own last assignment (ParseSyncAssignment) to claim it at the next
 // join. Safe for concurrent use.
@@ -80,12 +93,24 @@ type Balancer struct {
 	// with its offset sum: the sum of the checkpointed changelog offsets of
 	// the task's store partitions. Called at each JoinGroup.
 	LocalState func() map[int32]int64
+	// Endpoint is this member's application.server ("host:port"); empty
+	// for none. Set before the member joins.
+	Endpoint string
 
-	mu sync.Mutex // guards owned, standby
+	mu sync.Mutex // guards owned, standby, hosts
 	// owned: the partitions (by topic) of the last assignment; standby:
-	// its standby tasks.
+	// its standby tasks; hosts: every endpoint's share of it.
 	owned   map[string][]int32
 	standby []int32
+	hosts   []Host
+}
+
+// Host is one endpoint's share of an assignment: the partitions of its
+// active tasks, by topic, and its standby tasks.
+type Host struct {
+	Endpoint   string
+	Partitions map[string][]int32
+	Standby    []int32
 }
 
 var _ kgo.GroupBalancer = (*Balancer)(nil)
@@ -117,6 +142,9 @@ func (b *Balancer) JoinGroupMetadata(topics []string, _ map[string][]int32, gene
 		local = b.LocalState()
 	}
 	meta.UserData = encodeMemberData(standby, local)
+	if b.Endpoint != "" {
+		meta.UserData = encodeEndpointData(b.Endpoint, standby, local)
+	}
 	return meta.AppendTo(nil)
 }
 
@@ -126,7 +154,7 @@ func (b *Balancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, e
 	if err := a.ReadFrom(assignment); err != nil {
 		return nil, fmt.Errorf("runtime: the group's assignment cannot be read: %w", err)
 	}
-	standby, err := decodeTasks(a.UserData)
+	standby, hosts, err := decodeAssignmentData(a.UserData)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: the group's assignment: %w", err)
 	}
@@ -135,7 +163,7 @@ func (b *Balancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, e
 		m[t.Topic] = t.Partitions
 	}
 	b.mu.Lock()
-	b.owned, b.standby = m, standby
+	b.owned, b.standby, b.hosts = m, standby, hosts
 	b.mu.Unlock()
 	return m, nil
 }
@@ -147,12 +175,22 @@ func (b *Balancer) StandbyTasks() []int32 {
 	return slices.Clone(b.standby)
 }
 
+// Hosts returns every endpoint's share of the last assignment (members
+// without an application.server are left out), in endpoint order; nil
+// before the first assignment, after Forget, or when the leader's version
+// carries no endpoints.
+func (b *Balancer) Hosts() []Host {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.hosts
+}
+
 // Forget drops the remembered assignment (its partitions were lost: another
 // member may own them now).
 func (b *Balancer) Forget() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.owned, b.standby = nil, nil
+	b.owned, b.standby, b.hosts = nil, nil, nil
 }
 
 func (b *Balancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {
@@ -167,6 +205,7 @@ func (b *Balancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.G
 func (b *Balancer) Balance(cb *kgo.ConsumerBalancer, partitions map[string]int32) kgo.IntoSyncAssignment {
 	var ms []member
 	var ids []string
+	var endpoints []string // "" for a member without one, or of an older version
 	cb.EachMember(func(jm *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
 		m := member{topics: slices.Clone(meta.Topics), generation: meta.Generation}
 		for _, op := range meta.OwnedPartitions {
@@ -175,13 +214,23 @@ func (b *Balancer) Balance(cb *kgo.ConsumerBalancer, partitions map[string]int32
 		m.owned = uniqueSorted(m.owned)
 		// Member data that cannot be read (another version's) counts as
 		// no standbys and no local state.
-		if sb, local, err := decodeMemberData(meta.UserData); err == nil {
-			m.standby, m.local = sb, local
+		endpoint := ""
+		if ep, sb, local, err := decodeMemberData(meta.UserData); err == nil {
+			m.standby, m.local, endpoint = sb, local, ep
 		}
+		endpoints = append(endpoints, endpoint)
 		ms = append(ms, m)
 		ids = append(ids, jm.MemberID)
 	})
 	as := assignTasks(ms, partitions, b.standbys)
+	// Every member with an endpoint hears where each endpoint's tasks are.
+	var hosts []Host
+	for i, a := range as {
+		if endpoints[i] != "" {
+			hosts = append(hosts, Host{Endpoint: endpoints[i], Partitions: a.partitions, Standby: a.standby})
+		}
+	}
+	slices.SortFunc(hosts, func(x, y Host) int { return strings.Compare(x.Endpoint, y.Endpoint) })
 	out := make(syncAssignment, len(ids))
 	for i, a := range as {
 		ma := kmsg.NewConsumerMemberAssignment()
@@ -191,6 +240,9 @@ func (b *Balancer) Balance(cb *kgo.ConsumerBalancer, partitions map[string]int32
 			ma.Topics = append(ma.Topics, mt)
 		}
 		ma.UserData = encodeTasks(a.standby)
+		if endpoints[i] != "" {
+			ma.UserData = encodeHostsData(a.standby, hosts)
+		}
 		sa := kmsg.NewSyncGroupRequestGroupAssignment()
 		sa.MemberID, sa.MemberAssignment = ids[i], ma.AppendTo(nil)
 		out[i] = sa
@@ -514,47 +566,145 @@ func encodeMemberData(standby []int32, local map[int32]int64) []byte {
 	return out
 }
 
+// encodeEndpointData is the JoinGroup UserData of a member with an
+// endpoint: endpointDataVersion, the endpoint's length (uvarint) and bytes,
+// then the number of standby tasks and each, then each task with local
+// state and its offset sum (uvarints), in task order.
+func encodeEndpointData(endpoint string, standby []int32, local map[int32]int64) []byte {
+	out := []byte{endpointDataVersion}
+	out = binary.AppendUvarint(out, uint64(len(endpoint)))
+	out = append(out, endpoint...)
+	out = binary.AppendUvarint(out, uint64(len(standby)))
+	for _, p := range standby {
+		out = binary.AppendUvarint(out, uint64(p))
+	}
+	for _, p := range slices.Sorted(maps.Keys(local)) {
+		out = binary.AppendUvarint(out, uint64(p))
+		out = binary.AppendUvarint(out, uint64(max(local[p], 0)))
+	}
+	return out
+}
+
+// reader reads the uvarints and strings of user data, remembering the
+// first problem.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) uvarint(limit uint64) uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 || v > limit {
+		r.err = errors.New("user data: a malformed number")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) task() int32 { return int32(r.uvarint(1<<31 - 1)) }
+
+func (r *reader) tasks() []int32 {
+	var out []int32
+	for range r.uvarint(uint64(len(r.b))) {
+		out = append(out, r.task())
+	}
+	return out
+}
+
+func (r *reader) string() string {
+	n := r.uvarint(uint64(len(r.b)))
+	if r.err != nil {
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
 // decodeMemberData reads a member's JoinGroup UserData: version 1 (standby
-// tasks only, no local state) or 2.
-func decodeMemberData(b []byte) (standby []int32, local map[int32]int64, err error) {
+// tasks only, no local state), 2, or 3 (with an endpoint).
+func decodeMemberData(b []byte) (endpoint string, standby []int32, local map[int32]int64, err error) {
 	if len(b) == 0 || b[0] == userDataVersion {
+		standby, err = decodeTasks(b)
+		return "", standby, nil, err
+	}
+	if b[0] != memberDataVersion && b[0] != endpointDataVersion {
+		return "", nil, nil, fmt.Errorf("member data version %d, want %d to %d", b[0], userDataVersion, endpointDataVersion)
+	}
+	r := &reader{b: b[1:]}
+	if b[0] == endpointDataVersion {
+		endpoint = r.string()
+	}
+	standby = r.tasks()
+	local = map[int32]int64{}
+	for len(r.b) > 0 && r.err == nil {
+		p := r.task()
+		local[p] = int64(r.uvarint(1<<63 - 1))
+	}
+	if r.err != nil {
+		return "", nil, nil, fmt.Errorf("member data: %w", r.err)
+	}
+	return endpoint, standby, local, nil
+}
+
+// encodeHostsData is the assignment UserData of a member with an endpoint:
+// hostsDataVersion, its standby tasks (count, each), then the number of
+// hosts and, for each, its endpoint, its topics (count; each: name, its
+// partitions) and its standby tasks. Numbers are uvarints, strings a
+// uvarint length and the bytes.
+func encodeHostsData(standby []int32, hosts []Host) []byte {
+	out := []byte{hostsDataVersion}
+	appendTasks := func(ts []int32) {
+		out = binary.AppendUvarint(out, uint64(len(ts)))
+		for _, p := range ts {
+			out = binary.AppendUvarint(out, uint64(p))
+		}
+	}
+	appendString := func(s string) {
+		out = binary.AppendUvarint(out, uint64(len(s)))
+		out = append(out, s...)
+	}
+	appendTasks(standby)
+	out = binary.AppendUvarint(out, uint64(len(hosts)))
+	for _, h := range hosts {
+		appendString(h.Endpoint)
+		out = binary.AppendUvarint(out, uint64(len(h.Partitions)))
+		for _, t := range slices.Sorted(maps.Keys(h.Partitions)) {
+			appendString(t)
+			appendTasks(h.Partitions[t])
+		}
+		appendTasks(h.Standby)
+	}
+	return out
+}
+
+// decodeAssignmentData reads an assignment's UserData: version 1 (the
+// member's standby tasks) or 2 (and every endpoint's share).
+func decodeAssignmentData(b []byte) (standby []int32, hosts []Host, err error) {
+	if len(b) == 0 || b[0] != hostsDataVersion {
 		standby, err = decodeTasks(b)
 		return standby, nil, err
 	}
-	if b[0] != memberDataVersion {
-		return nil, nil, fmt.Errorf("member data version %d, want %d or %d", b[0], userDataVersion, memberDataVersion)
-	}
-	b = b[1:]
-	next := func(limit uint64) (uint64, error) {
-		v, n := binary.Uvarint(b)
-		if n <= 0 || v > limit {
-			return 0, errors.New("member data: a malformed number")
+	r := &reader{b: b[1:]}
+	standby = r.tasks()
+	for range r.uvarint(uint64(len(r.b))) {
+		h := Host{Endpoint: r.string(), Partitions: map[string][]int32{}}
+		for range r.uvarint(uint64(len(r.b))) {
+			t := r.string()
+			h.Partitions[t] = r.tasks()
 		}
-		b = b[n:]
-		return v, nil
+		h.Standby = r.tasks()
+		hosts = append(hosts, h)
 	}
-	count, err := next(uint64(len(b)))
-	if err != nil {
-		return nil, nil, err
+	if r.err == nil && len(r.b) > 0 {
+		r.err = errors.New("user data: trailing bytes")
 	}
-	for range count {
-		p, err := next(1<<31 - 1)
-		if err != nil {
-			return nil, nil, err
-		}
-		standby = append(standby, int32(p))
+	if r.err != nil {
+		return nil, nil, r.err
 	}
-	local = map[int32]int64{}
-	for len(b) > 0 {
-		p, err := next(1<<31 - 1)
-		if err != nil {
-			return nil, nil, err
-		}
-		sum, err := next(1<<63 - 1)
-		if err != nil {
-			return nil, nil, err
-		}
-		local[int32(p)] = int64(sum)
-	}
-	return standby, local, nil
+	return standby, hosts, nil
 }

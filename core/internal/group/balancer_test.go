@@ -443,22 +443,63 @@ func TestBalancerPlacesStandbysWhereStateIs(t *testing.T) {
 // only): they count as having no local state. Version 2 round-trips;
 // malformed data is refused.
 func TestBalancerMemberData(t *testing.T) {
-	sb, local, err := decodeMemberData(encodeTasks([]int32{3, 4}))
+	_, sb, local, err := decodeMemberData(encodeTasks([]int32{3, 4}))
 	if err != nil || !slices.Equal(sb, []int32{3, 4}) || len(local) != 0 {
 		t.Errorf("version 1: %v %v %v", sb, local, err)
 	}
-	if sb, local, err = decodeMemberData(nil); err != nil || sb != nil || local != nil {
+	if _, sb, local, err = decodeMemberData(nil); err != nil || sb != nil || local != nil {
 		t.Errorf("empty: %v %v %v", sb, local, err)
 	}
 	in := map[int32]int64{0: 1, 7: 1 << 40, 70000: 3}
-	sb, local, err = decodeMemberData(encodeMemberData([]int32{2}, in))
+	_, sb, local, err = decodeMemberData(encodeMemberData([]int32{2}, in))
 	if err != nil || !slices.Equal(sb, []int32{2}) || fmt.Sprint(local) != fmt.Sprint(in) {
 		t.Errorf("version 2 round trip: %v %v %v", sb, local, err)
 	}
-	if _, _, err := decodeMemberData([]byte{memberDataVersion, 1}); err == nil {
+	if _, _, _, err := decodeMemberData([]byte{memberDataVersion, 1}); err == nil {
 		t.Error("a truncated standby list was accepted")
 	}
-	if _, _, err := decodeMemberData([]byte{memberDataVersion, 0, 1}); err == nil {
+	if _, _, _, err := decodeMemberData([]byte{memberDataVersion, 0, 1}); err == nil {
 		t.Error("a task without its offset sum was accepted")
+	}
+}
+
+// Members with an application.server hear every endpoint's share of the
+// assignment (Kafka Streams' partitionsByHost and standbyPartitionByHost):
+// the same on every member, equal to what each was assigned; a member
+// without one is left out of the hosts and gets the version-1 user data.
+func TestBalancerCarriesEndpoints(t *testing.T) {
+	g := newGroup(t, map[string]int32{"events": 6, "other": 3}, 1)
+	g.join("a", "b", "c", "d")
+	for _, id := range []string{"a", "b", "c"} {
+		g.members[id].Endpoint = id + ".example:7000"
+	}
+	parts, sb := g.rebalance()
+	want := g.members["a"].Hosts()
+	if len(want) != 3 {
+		t.Fatalf("hosts %v, want a, b and c's", want)
+	}
+	for i, h := range want {
+		id := string("abc"[i])
+		if h.Endpoint != id+".example:7000" {
+			t.Errorf("host %d is %q, want %s's endpoint (in endpoint order)", i, h.Endpoint, id)
+		}
+		if fmt.Sprint(h.Partitions) != fmt.Sprint(parts[id]) || fmt.Sprint(h.Standby) != fmt.Sprint(sb[id]) {
+			t.Errorf("host %s: partitions %v standby %v, want %v and %v", h.Endpoint, h.Partitions, h.Standby, parts[id], sb[id])
+		}
+	}
+	for _, id := range []string{"b", "c"} {
+		if got := g.members[id].Hosts(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s heard hosts %v, a heard %v", id, got, want)
+		}
+	}
+	if got := g.members["d"].Hosts(); got != nil {
+		t.Errorf("d has no endpoint, yet heard hosts %v", got)
+	}
+	if _, _, err := decodeAssignmentData(append(encodeHostsData([]int32{1}, want), 7)); err == nil {
+		t.Error("assignment data with trailing bytes: no error")
+	}
+	ep, standby, local, err := decodeMemberData(encodeEndpointData("h:1", []int32{4}, map[int32]int64{2: 9}))
+	if err != nil || ep != "h:1" || fmt.Sprint(standby) != "[4]" || local[2] != 9 {
+		t.Errorf("endpoint member data round trip: %q %v %v %v", ep, standby, local, err)
 	}
 }

@@ -24,9 +24,15 @@ const maxQueryEntries = 100_000
 
 // Query answers interactive queries over a key-value store: get, range,
 // prefix and all, over the store partitions this engine holds.
-func (s *Server) Query(_ context.Context, req *connect.Request[pb.QueryRequest]) (*connect.Response[pb.QueryResponse], error) {
+func (s *Server) Query(ctx context.Context, req *connect.Request[pb.QueryRequest]) (*connect.Response[pb.QueryResponse], error) {
 	m := req.Msg
-	ss, err := s.session("Query", m.SessionId)
+	var ss *session
+	var err error
+	if m.SessionId == "" && m.ApplicationId != "" {
+		ss, err = s.peerSession(m.ApplicationId, m.ApplicationServer)
+	} else {
+		ss, err = s.session("Query", m.SessionId)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -69,21 +75,52 @@ func (s *Server) Query(_ context.Context, req *connect.Request[pb.QueryRequest])
 	case st.Kind != topology.StoreKeyValue && st.Kind != topology.StoreWindow:
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("Query: store %q (a suppression buffer or session store) is not queryable", m.Store))
 	}
+	if app.ApplicationServer() != "" && !st.Global {
+		resp, err := s.routedQuery(ctx, app, st, m, limit)
+		if err != nil {
+			return nil, err
+		}
+		return connect.NewResponse(resp), nil
+	}
+	// No application.server: this instance answers from what it holds.
 	parts, err := app.StorePartitions(m.Store)
 	if err != nil {
-		code := connect.CodeFailedPrecondition
-		if !errors.Is(err, engine.ErrNotQueryable) {
-			code = connect.CodeNotFound
-		}
-		return nil, connect.NewError(code, fmt.Errorf("Query: %w", err))
+		return nil, notQueryable(err)
 	}
-	type entry struct{ k, v []byte }
+	found, err := collectEntries(parts, st, m, limit)
+	if err != nil {
+		return nil, err
+	}
+	resp := queryAnswer(found, st, limit)
+	for _, p := range parts {
+		resp.Partitions = append(resp.Partitions, p.Number)
+	}
+	resp.ServedBy = []string{app.ApplicationServer()}
+	return connect.NewResponse(resp), nil
+}
+
+func notQueryable(err error) error {
+	code := connect.CodeFailedPrecondition
+	if !errors.Is(err, engine.ErrNotQueryable) {
+		code = connect.CodeNotFound
+	}
+	return connect.NewError(code, fmt.Errorf("Query: %w", err))
+}
+
+// entry is one answer row: a store key, its value and timestamp.
+type entry struct {
+	k, v []byte
+	ts   int64
+}
+
+// collectEntries runs the query m over the store partitions parts: each
+// contributes at most its first limit+1 keys (the first limit keys overall
+// are among them, and one more tells truncation).
+func collectEntries(parts []*state.Partition, st *topology.Store, m *pb.QueryRequest, limit int) ([]entry, error) {
 	var found []entry
-	// Each partition contributes at most its first limit+1 keys: the first
-	// limit keys overall are among them (and one more tells truncation).
 	var taken int
-	collect := func(k, v []byte, _ int64) error {
-		found = append(found, entry{append([]byte(nil), k...), append([]byte(nil), v...)})
+	collect := func(k, v []byte, ts int64) error {
+		found = append(found, entry{append([]byte(nil), k...), append([]byte(nil), v...), ts})
 		if taken++; taken > limit {
 			return state.ErrStop
 		}
@@ -95,8 +132,9 @@ func (s *Server) Query(_ context.Context, req *connect.Request[pb.QueryRequest])
 		switch q := m.Query.(type) {
 		case *pb.QueryRequest_Get:
 			var v []byte
-			if v, _, err = p.Get(q.Get); err == nil && v != nil {
-				found = append(found, entry{q.Get, v})
+			var ts int64
+			if v, ts, err = p.Get(q.Get); err == nil && v != nil {
+				found = append(found, entry{q.Get, v, ts})
 			}
 		case *pb.QueryRequest_Range:
 			var upper []byte
@@ -114,11 +152,16 @@ func (s *Server) Query(_ context.Context, req *connect.Request[pb.QueryRequest])
 			return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("Query: the request names no query (get, range, prefix or all)"))
 		}
 		if err != nil {
-			return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("Query: store %q partition %d: %w", m.Store, p.Number, err))
+			return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("Query: store %q partition %d: %w", st.Name, p.Number, err))
 		}
 	}
-	// In key order; window stores' keys are start ‖ key: in time order.
-	sort.Slice(found, func(i, j int) bool { return bytes.Compare(found[i].k, found[j].k) < 0 })
+	return found, nil
+}
+
+// queryAnswer puts found in key order (window stores' keys are start ‖ key: in
+// time order), cut to limit, into a QueryResponse.
+func queryAnswer(found []entry, st *topology.Store, limit int) *pb.QueryResponse {
+	sort.SliceStable(found, func(i, j int) bool { return bytes.Compare(found[i].k, found[j].k) < 0 })
 	resp := &pb.QueryResponse{KeySerde: st.KeySerde, ValueSerde: st.ValueSerde}
 	if len(found) > limit {
 		found, resp.Truncated = found[:limit], true
@@ -135,8 +178,9 @@ func (s *Server) Query(_ context.Context, req *connect.Request[pb.QueryRequest])
 		resp.Keys = append(resp.Keys, e.k...)
 		resp.ValueLengths = append(resp.ValueLengths, int32(len(e.v)))
 		resp.Values = append(resp.Values, e.v...)
+		resp.Timestamps = append(resp.Timestamps, e.ts)
 	}
-	return connect.NewResponse(resp), nil
+	return resp
 }
 
 // fetchWindows calls collect for the windows of partition p that start

@@ -85,6 +85,14 @@ type Options struct {
 	// config.DefaultMemoryMaxBytes. What the engine holds in memory for
 	// one application (engine/budget.go).
 	MaxAppMemory int64
+	// PeerToken is the bearer token this engine sends when it forwards an
+	// interactive query to another instance's engine (its
+	// application.server): the engine's own token, the one every engine of
+	// the application shares. Empty sends none.
+	PeerToken string
+	// PeerScheme is how other engines are reached: "http" (the default)
+	// or "https" (engines serving TLS, with certificates the system trusts).
+	PeerScheme string
 }
 
 // DevCommitInterval is commit.interval.ms of sessions on the embedded

@@ -41,7 +41,7 @@ from polystreams.errors import (
 )
 from polystreams.metrics import DescribeFormat, Metrics, NodeMetrics, PartitionLag, StoreMetrics, TaskMetrics
 from polystreams.serde import SerdeName, TopicSerde, avro, json_schema
-from polystreams.store import KeyValueStore, WindowStore
+from polystreams.store import HostInfo, KeyQueryMetadata, KeyQueryResult, KeyValueStore, StreamsMetadata, WindowStore
 from polystreams.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed
 
 
@@ -59,12 +59,15 @@ __all__ = [
     "GlobalKTable",
     "Handle",
     "HostHealth",
+    "HostInfo",
     "InvalidArgumentError",
     "JoinWindows",
     "KGroupedStream",
     "KGroupedTable",
     "KStream",
     "KTable",
+    "KeyQueryMetadata",
+    "KeyQueryResult",
     "KeyValueStore",
     "Kind",
     "Materialized",
@@ -83,6 +86,7 @@ __all__ = [
     "State",
     "StateListener",
     "StoreMetrics",
+    "StreamsMetadata",
     "Suppressed",
     "TaskMetrics",
     "TimeWindowedKStream",

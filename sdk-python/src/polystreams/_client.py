@@ -186,6 +186,12 @@ class Client:
     def query(self, req: pb.QueryRequest) -> pb.QueryResponse:
         return self.call("Query", req, pb.QueryResponse)
 
+    def query_metadata_for_key(self, req: pb.QueryMetadataForKeyRequest) -> pb.QueryMetadataForKeyResponse:
+        return self.call("QueryMetadataForKey", req, pb.QueryMetadataForKeyResponse)
+
+    def streams_metadata(self, req: pb.StreamsMetadataRequest) -> pb.StreamsMetadataResponse:
+        return self.call("StreamsMetadata", req, pb.StreamsMetadataResponse)
+
     def get_metrics(self, req: pb.GetMetricsRequest) -> pb.GetMetricsResponse:
         return self.call("GetMetrics", req, pb.GetMetricsResponse)
 

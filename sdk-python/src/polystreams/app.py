@@ -26,7 +26,16 @@ from polystreams.dsl import GlobalKTable, KStream, KTable, Materialized, _materi
 from polystreams.errors import FailedPreconditionError, NotFoundError, PolystreamsError, ProcessingError
 from polystreams.metrics import DescribeFormat, Metrics
 from polystreams.serde import SerdeName, TopicSerde
-from polystreams.store import KeyValueStore, WindowStore, open_store, open_window_store
+from polystreams.store import (
+    KeyQueryMetadata,
+    KeyValueStore,
+    StreamsMetadata,
+    WindowStore,
+    open_store,
+    open_window_store,
+    query_metadata_for_key,
+    streams_metadata,
+)
 from polystreams.v1alpha1 import engine_pb2 as pb
 
 __all__ = ["App", "BrokerOutage", "HostHealth", "RestoreProgress", "State", "StateListener"]
@@ -423,17 +432,36 @@ class App:
             except Exception:
                 log.exception("app %r: state listener %r failed on %s -> %s", self.application_id, cb, old, new)
 
-    def store(self, name: str) -> KeyValueStore:
+    def store(self, name: str, *, enable_stale_stores: bool = False) -> KeyValueStore:
         """The key-value store ``name`` (e.g. ``table.store``, or a
         ``materialized`` name), for interactive queries while :meth:`run`
-        serves the topology — from any thread. See :class:`KeyValueStore`."""
-        return open_store(self, name)
+        serves the topology — from any thread. ``enable_stale_stores`` lets
+        standby copies answer (Kafka Streams'
+        ``StoreQueryParameters.enableStaleStores``). See
+        :class:`KeyValueStore`."""
+        return open_store(self, name, enable_stale_stores)
 
-    def window_store(self, name: str) -> WindowStore:
+    def window_store(self, name: str, *, enable_stale_stores: bool = False) -> WindowStore:
         """The window or session store ``name`` of a windowed aggregation
         (e.g. ``table.store``), for interactive queries while :meth:`run`
         serves the topology — from any thread. See :class:`WindowStore`."""
-        return open_window_store(self, name)
+        return open_window_store(self, name, enable_stale_stores)
+
+    def query_metadata_for_key(self, store: str, key: Any) -> KeyQueryMetadata:
+        """Which instance of the application holds ``key`` of ``store``
+        (Kafka Streams' ``queryMetadataForKey``): needs ``application.server``
+        on the instances. See :class:`KeyQueryMetadata`."""
+        return query_metadata_for_key(self, store, key)
+
+    def streams_metadata_for_store(self, store: str) -> list[StreamsMetadata]:
+        """The instances holding ``store``, active or standby (Kafka
+        Streams' ``streamsMetadataForStore``)."""
+        return streams_metadata(self, store)
+
+    def metadata_for_all_streams_clients(self) -> list[StreamsMetadata]:
+        """Every instance of the application with an ``application.server``
+        (Kafka Streams' ``metadataForAllStreamsClients``)."""
+        return streams_metadata(self)
 
     def dropped_records(self) -> int:
         """Records the engine's tasks dropped since the topology started

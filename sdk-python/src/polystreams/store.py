@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from polystreams import serde
@@ -14,13 +15,65 @@ from polystreams.errors import PolystreamsError
 from polystreams.v1alpha1 import engine_pb2 as pb
 from polystreams.windows import Windowed, to_ms
 
-__all__ = ["KeyValueStore", "WindowStore"]
+__all__ = ["HostInfo", "KeyQueryMetadata", "KeyQueryResult", "KeyValueStore", "StreamsMetadata", "WindowStore"]
 
 # Entries asked for per Query call; longer answers are read page by page.
 PAGE = 10_000
 # The most entries the engine answers in one Query call (a window fetch's
 # answer is read in one call).
 MAX_ENTRIES = 100_000
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    """An instance's ``application.server`` (Kafka Streams' ``HostInfo``)."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class KeyQueryMetadata:
+    """Where a key of a store lives (Kafka Streams' ``KeyQueryMetadata``):
+    the instance holding its partition active (None while no instance does:
+    ``NOT_AVAILABLE``, e.g. during a rebalance), those holding it as
+    standbys, and the partition (murmur2 of the serialized key modulo the
+    partitions of the store's source topic; -1 for a global store)."""
+
+    active_host: HostInfo | None
+    standby_hosts: list[HostInfo]
+    partition: int
+
+
+@dataclass(frozen=True)
+class StreamsMetadata:
+    """One instance of the application (Kafka Streams' ``StreamsMetadata``):
+    its ``application.server``, the stores and topic partitions it holds
+    active, and those it holds as standbys."""
+
+    host_info: HostInfo
+    state_store_names: list[str]
+    topic_partitions: list[tuple[str, int]]
+    standby_state_store_names: list[str]
+    standby_topic_partitions: list[tuple[str, int]]
+
+
+@dataclass(frozen=True)
+class KeyQueryResult:
+    """The answer to :meth:`KeyValueStore.query` (an IQv2 ``KeyQuery``
+    result): the value (None when the store holds none), the timestamp of
+    the record that last wrote it, the key's partition, whether a standby
+    answered (possible only with ``enable_stale_stores``), and the
+    instances that answered (their ``application.server``)."""
+
+    value: Any
+    timestamp: int | None
+    partition: int | None
+    from_standby: bool
+    served_by: list[str]
 
 
 class KeyValueStore:
@@ -34,6 +87,13 @@ class KeyValueStore:
     negative numbers sort after positive ones). Entries are those of the
     store partitions this engine holds.
 
+    With ``application.server`` set on every instance of the application,
+    the engine answers from whichever instance holds the key (or, for
+    ``range``, ``prefix`` and ``all``, from every instance); with
+    ``enable_stale_stores`` a standby copy may answer a key whose active
+    instance cannot. While the group moves a partition, a query of it
+    raises UnavailableError naming the store, key and partition: retry it.
+
     Queries may be made from any thread while :meth:`App.run` serves the
     topology. Before the topology runs they raise FailedPreconditionError;
     a store that does not exist raises NotFoundError naming it and the
@@ -41,10 +101,11 @@ class KeyValueStore:
     the first page is read by the call itself (so errors raise there).
     """
 
-    def __init__(self, app: Session, name: str, key_serde: str | None = None) -> None:
+    def __init__(self, app: Session, name: str, key_serde: str | None = None, enable_stale_stores: bool = False) -> None:
         self._app = app
         self.name = name
         self._key_serde = key_serde or None
+        self.enable_stale_stores = enable_stale_stores
 
     def __repr__(self) -> str:
         return f"KeyValueStore({self.name!r})"
@@ -61,6 +122,19 @@ class KeyValueStore:
         """The value of ``key``, or None when the store holds none."""
         entries, _ = self._query(pb.QueryRequest(get=self._encode(key, "get")))
         return entries[0][1][1] if entries else None
+
+    def query(self, key: Any) -> KeyQueryResult:
+        """The value of ``key`` with its timestamp, partition and whether a
+        standby answered (Kafka Streams' IQv2 ``KeyQuery``)."""
+        resp = self._request(pb.QueryRequest(get=self._encode(key, "query")))
+        entries = self._entries(resp)
+        return KeyQueryResult(
+            value=entries[0][1][1] if entries else None,
+            timestamp=resp.timestamps[0] if entries and resp.timestamps else None,
+            partition=resp.partition if resp.HasField("partition") else None,
+            from_standby=resp.from_standby,
+            served_by=list(resp.served_by),
+        )
 
     def range(self, from_: Any = None, to: Any = None) -> Iterator[tuple[Any, Any]]:
         """The entries with keys from ``from_`` to ``to``, both inclusive;
@@ -106,9 +180,16 @@ class KeyValueStore:
 
     def _query(self, req: pb.QueryRequest) -> tuple[list[tuple[bytes, tuple[Any, Any]]], bool]:
         """Runs a query; returns ([(raw key, value)], truncated)."""
+        resp = self._request(req)
+        return self._entries(resp), resp.truncated
+
+    def _request(self, req: pb.QueryRequest) -> pb.QueryResponse:
         req.session_id = self._app._session
         req.store = self.name
-        resp = self._app._client.query(req)
+        req.enable_stale_stores = self.enable_stale_stores
+        return self._app._client.query(req)
+
+    def _entries(self, resp: pb.QueryResponse) -> list[tuple[bytes, tuple[Any, Any]]]:
         if resp.key_serde:
             self._key_serde = resp.key_serde
         keys, kfail = serde.decode_column(resp.key_serde or "bytes", resp.keys, list(resp.key_lengths))
@@ -121,7 +202,7 @@ class KeyValueStore:
         for n in resp.key_lengths:
             raw.append(resp.keys[pos : pos + max(n, 0)])
             pos += max(n, 0)
-        return [(r, (k, v)) for r, k, v in zip(raw, keys, values)], resp.truncated
+        return [(r, (k, v)) for r, k, v in zip(raw, keys, values)]
 
     def _scan(self, lo: bytes | None, hi: bytes | None, prefix: bytes | None) -> Iterator[tuple[Any, Any]]:
         """Entries from lo to hi (inclusive; None: open) or with a prefix,
@@ -180,8 +261,8 @@ class WindowStore:
     100,000 windows raises: ask for a shorter time range.
     """
 
-    def __init__(self, app: Session, name: str, key_serde: str | None = None) -> None:
-        self._kv = KeyValueStore(app, name, key_serde)
+    def __init__(self, app: Session, name: str, key_serde: str | None = None, enable_stale_stores: bool = False) -> None:
+        self._kv = KeyValueStore(app, name, key_serde, enable_stale_stores)
         self.name = name
 
     def __repr__(self) -> str:
@@ -237,12 +318,49 @@ def _inner_serde(windowed: str) -> str:
     return windowed
 
 
-def open_store(session: Session, name: str) -> KeyValueStore:
+def open_store(session: Session, name: str, enable_stale_stores: bool = False) -> KeyValueStore:
     """The key-value store ``name`` of session (App.store, table.query())."""
-    return KeyValueStore(session, name, session._store_key_serdes.get(name))
+    return KeyValueStore(session, name, session._store_key_serdes.get(name), enable_stale_stores)
 
 
-def open_window_store(session: Session, name: str) -> WindowStore:
+def open_window_store(session: Session, name: str, enable_stale_stores: bool = False) -> WindowStore:
     """The window or session store ``name`` of session (App.window_store,
     table.window_store())."""
-    return WindowStore(session, name, session._store_key_serdes.get(name))
+    return WindowStore(session, name, session._store_key_serdes.get(name), enable_stale_stores)
+
+
+def _host(h: pb.HostInfo) -> HostInfo:
+    return HostInfo(h.host, h.port)
+
+
+def query_metadata_for_key(session: Session, store: str, key: Any) -> KeyQueryMetadata:
+    """KafkaStreams.queryMetadataForKey: key is encoded with the store's key
+    serde (a window or session store's inner key serde)."""
+    kv = KeyValueStore(session, store, session._store_key_serdes.get(store))
+    inner = _inner_serde(kv.key_serde)
+    try:
+        b = serde.encode(inner, key)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"store {store!r}: query_metadata_for_key: cannot encode key {key!r} with key serde {inner!r}: {e}") from None
+    assert b is not None
+    resp = session._client.query_metadata_for_key(pb.QueryMetadataForKeyRequest(session_id=session._session, store=store, key=b))
+    return KeyQueryMetadata(
+        active_host=_host(resp.active_host) if resp.HasField("active_host") else None,
+        standby_hosts=[_host(h) for h in resp.standby_hosts],
+        partition=resp.partition,
+    )
+
+
+def streams_metadata(session: Session, store: str = "") -> list[StreamsMetadata]:
+    """metadataForAllStreamsClients (store empty) or streamsMetadataForStore."""
+    resp = session._client.streams_metadata(pb.StreamsMetadataRequest(session_id=session._session, store=store))
+    return [
+        StreamsMetadata(
+            host_info=_host(m.host_info),
+            state_store_names=list(m.state_store_names),
+            topic_partitions=[(tp.topic, tp.partition) for tp in m.topic_partitions],
+            standby_state_store_names=list(m.standby_state_store_names),
+            standby_topic_partitions=[(tp.topic, tp.partition) for tp in m.standby_topic_partitions],
+        )
+        for m in resp.metadata
+    ]

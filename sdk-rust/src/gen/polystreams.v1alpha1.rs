@@ -1552,6 +1552,22 @@ pub struct QueryRequest {
     /// that is refused).
     #[prost(int32, tag = "7")]
     pub limit: i32,
+    /// Standby copies may answer (Kafka Streams' enableStaleStores): a key
+    /// whose active instance is not reachable, or that this instance holds
+    /// as a standby, is read from a standby; the answer says so (from_standby).
+    #[prost(bool, tag = "50")]
+    pub enable_stale_stores: bool,
+    /// Only this instance's store partitions answer; nothing is forwarded.
+    /// An engine forwarding a query to another sets it.
+    #[prost(bool, tag = "51")]
+    pub local_only: bool,
+    /// A query forwarded by another engine carries no session: it names the
+    /// application and the instance (its application.server) that must
+    /// answer it.
+    #[prost(string, tag = "52")]
+    pub application_id: ::prost::alloc::string::String,
+    #[prost(string, tag = "53")]
+    pub application_server: ::prost::alloc::string::String,
     /// Keys are serialized with the store's key serde; the order of range and
     /// all is the order of serialized keys (as in Kafka Streams' RocksDB).
     #[prost(oneof = "query_request::Query", tags = "3, 4, 5, 6, 8")]
@@ -1681,6 +1697,101 @@ pub struct QueryResponse {
     /// More entries matched than limit allowed.
     #[prost(bool, tag = "7")]
     pub truncated: bool,
+    /// Each entry's timestamp (the record's that last wrote it; timestamped
+    /// stores), in entry order.
+    #[prost(int64, repeated, tag = "50")]
+    pub timestamps: ::prost::alloc::vec::Vec<i64>,
+    /// Some entry was read from a standby copy (only when the request set
+    /// enable_stale_stores): it may lag the active one.
+    #[prost(bool, tag = "51")]
+    pub from_standby: bool,
+    /// The instances that answered (their application.server; "" for this
+    /// engine's own when it has none).
+    #[prost(string, repeated, tag = "52")]
+    pub served_by: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// A get or a keyed window fetch: the partition of the key.
+    #[prost(int32, optional, tag = "53")]
+    pub partition: ::core::option::Option<i32>,
+    /// The store partitions the answer covers.
+    #[prost(int32, repeated, tag = "54")]
+    pub partitions: ::prost::alloc::vec::Vec<i32>,
+}
+/// HostInfo is an instance's application.server (Kafka Streams' HostInfo).
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct HostInfo {
+    #[prost(string, tag = "1")]
+    pub host: ::prost::alloc::string::String,
+    #[prost(int32, tag = "2")]
+    pub port: i32,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct QueryMetadataForKeyRequest {
+    #[prost(string, tag = "1")]
+    pub session_id: ::prost::alloc::string::String,
+    #[prost(string, tag = "2")]
+    pub store: ::prost::alloc::string::String,
+    /// The key, serialized with the store's key serde (a window store: the
+    /// inner key, not the windowed one).
+    #[prost(bytes = "vec", tag = "3")]
+    pub key: ::prost::alloc::vec::Vec<u8>,
+}
+/// QueryMetadataForKeyResponse is Kafka Streams' KeyQueryMetadata.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct QueryMetadataForKeyResponse {
+    /// The instance that holds the key's partition active; absent while no
+    /// instance does (KeyQueryMetadata.NOT_AVAILABLE: a rebalance, or no
+    /// instance with application.server).
+    #[prost(message, optional, tag = "1")]
+    pub active_host: ::core::option::Option<HostInfo>,
+    #[prost(message, repeated, tag = "2")]
+    pub standby_hosts: ::prost::alloc::vec::Vec<HostInfo>,
+    /// The key's partition: murmur2 of the serialized key, modulo the
+    /// partitions of the store's source topic (Kafka's default partitioner).
+    #[prost(int32, tag = "3")]
+    pub partition: i32,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct StreamsMetadataRequest {
+    #[prost(string, tag = "1")]
+    pub session_id: ::prost::alloc::string::String,
+    /// Only the instances that hold this store (streamsMetadataForStore);
+    /// empty: every instance (metadataForAllStreamsClients).
+    #[prost(string, tag = "2")]
+    pub store: ::prost::alloc::string::String,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct TopicPartition {
+    #[prost(string, tag = "1")]
+    pub topic: ::prost::alloc::string::String,
+    #[prost(int32, tag = "2")]
+    pub partition: i32,
+}
+/// StreamsMetadata is one instance of the application (Kafka Streams'
+/// StreamsMetadata).
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct StreamsMetadata {
+    #[prost(message, optional, tag = "1")]
+    pub host_info: ::core::option::Option<HostInfo>,
+    /// Stores with an active partition here.
+    #[prost(string, repeated, tag = "2")]
+    pub state_store_names: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(message, repeated, tag = "3")]
+    pub topic_partitions: ::prost::alloc::vec::Vec<TopicPartition>,
+    /// Stores with a standby partition here.
+    #[prost(string, repeated, tag = "4")]
+    pub standby_state_store_names: ::prost::alloc::vec::Vec<
+        ::prost::alloc::string::String,
+    >,
+    #[prost(message, repeated, tag = "5")]
+    pub standby_topic_partitions: ::prost::alloc::vec::Vec<TopicPartition>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct StreamsMetadataResponse {
+    #[prost(message, repeated, tag = "1")]
+    pub metadata: ::prost::alloc::vec::Vec<StreamsMetadata>,
+    /// This instance's application.server ("" when it has none).
+    #[prost(string, tag = "2")]
+    pub local_host: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct GetMetricsRequest {

@@ -665,6 +665,14 @@ class Handle(_message.Message):
     value_serde: str
     def __init__(self, id: _Optional[int] = ..., kind: _Optional[_Union[Kind, str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., node: _Optional[str] = ..., store: _Optional[str] = ...) -> None: ...
 
+class HostInfo(_message.Message):
+    __slots__ = ["host", "port"]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    host: str
+    port: int
+    def __init__(self, host: _Optional[str] = ..., port: _Optional[int] = ...) -> None: ...
+
 class JoinOp(_message.Message):
     __slots__ = ["builtin_joiner", "foreign_key_token", "input", "joiner_token", "key_mapper_token", "left", "materialized", "name", "outer", "store_name", "table", "value_serde", "windows"]
     BUILTIN_JOINER_FIELD_NUMBER: _ClassVar[int]
@@ -917,43 +925,81 @@ class ProcessOp(_message.Message):
     values_only: bool
     def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., name: _Optional[str] = ..., stores: _Optional[_Iterable[str]] = ..., values_only: bool = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ...) -> None: ...
 
+class QueryMetadataForKeyRequest(_message.Message):
+    __slots__ = ["key", "session_id", "store"]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    STORE_FIELD_NUMBER: _ClassVar[int]
+    key: bytes
+    session_id: str
+    store: str
+    def __init__(self, session_id: _Optional[str] = ..., store: _Optional[str] = ..., key: _Optional[bytes] = ...) -> None: ...
+
+class QueryMetadataForKeyResponse(_message.Message):
+    __slots__ = ["active_host", "partition", "standby_hosts"]
+    ACTIVE_HOST_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    STANDBY_HOSTS_FIELD_NUMBER: _ClassVar[int]
+    active_host: HostInfo
+    partition: int
+    standby_hosts: _containers.RepeatedCompositeFieldContainer[HostInfo]
+    def __init__(self, active_host: _Optional[_Union[HostInfo, _Mapping]] = ..., standby_hosts: _Optional[_Iterable[_Union[HostInfo, _Mapping]]] = ..., partition: _Optional[int] = ...) -> None: ...
+
 class QueryRequest(_message.Message):
-    __slots__ = ["all", "get", "limit", "prefix", "range", "session_id", "store", "window_fetch"]
+    __slots__ = ["all", "application_id", "application_server", "enable_stale_stores", "get", "limit", "local_only", "prefix", "range", "session_id", "store", "window_fetch"]
     ALL_FIELD_NUMBER: _ClassVar[int]
+    APPLICATION_ID_FIELD_NUMBER: _ClassVar[int]
+    APPLICATION_SERVER_FIELD_NUMBER: _ClassVar[int]
+    ENABLE_STALE_STORES_FIELD_NUMBER: _ClassVar[int]
     GET_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_ONLY_FIELD_NUMBER: _ClassVar[int]
     PREFIX_FIELD_NUMBER: _ClassVar[int]
     RANGE_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     STORE_FIELD_NUMBER: _ClassVar[int]
     WINDOW_FETCH_FIELD_NUMBER: _ClassVar[int]
     all: bool
+    application_id: str
+    application_server: str
+    enable_stale_stores: bool
     get: bytes
     limit: int
+    local_only: bool
     prefix: bytes
     range: KeyRange
     session_id: str
     store: str
     window_fetch: WindowFetch
-    def __init__(self, session_id: _Optional[str] = ..., store: _Optional[str] = ..., get: _Optional[bytes] = ..., range: _Optional[_Union[KeyRange, _Mapping]] = ..., prefix: _Optional[bytes] = ..., all: bool = ..., window_fetch: _Optional[_Union[WindowFetch, _Mapping]] = ..., limit: _Optional[int] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., store: _Optional[str] = ..., get: _Optional[bytes] = ..., range: _Optional[_Union[KeyRange, _Mapping]] = ..., prefix: _Optional[bytes] = ..., all: bool = ..., window_fetch: _Optional[_Union[WindowFetch, _Mapping]] = ..., limit: _Optional[int] = ..., enable_stale_stores: bool = ..., local_only: bool = ..., application_id: _Optional[str] = ..., application_server: _Optional[str] = ...) -> None: ...
 
 class QueryResponse(_message.Message):
-    __slots__ = ["key_lengths", "key_serde", "keys", "truncated", "value_lengths", "value_serde", "values"]
+    __slots__ = ["from_standby", "key_lengths", "key_serde", "keys", "partition", "partitions", "served_by", "timestamps", "truncated", "value_lengths", "value_serde", "values"]
+    FROM_STANDBY_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
     KEY_LENGTHS_FIELD_NUMBER: _ClassVar[int]
     KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    SERVED_BY_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMPS_FIELD_NUMBER: _ClassVar[int]
     TRUNCATED_FIELD_NUMBER: _ClassVar[int]
     VALUES_FIELD_NUMBER: _ClassVar[int]
     VALUE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    from_standby: bool
     key_lengths: _containers.RepeatedScalarFieldContainer[int]
     key_serde: str
     keys: bytes
+    partition: int
+    partitions: _containers.RepeatedScalarFieldContainer[int]
+    served_by: _containers.RepeatedScalarFieldContainer[str]
+    timestamps: _containers.RepeatedScalarFieldContainer[int]
     truncated: bool
     value_lengths: _containers.RepeatedScalarFieldContainer[int]
     value_serde: str
     values: bytes
-    def __init__(self, key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., truncated: bool = ...) -> None: ...
+    def __init__(self, key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., truncated: bool = ..., timestamps: _Optional[_Iterable[int]] = ..., from_standby: bool = ..., served_by: _Optional[_Iterable[str]] = ..., partition: _Optional[int] = ..., partitions: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ReadOutputRequest(_message.Message):
     __slots__ = ["session_id", "topic"]
@@ -1230,6 +1276,36 @@ class StreamOp(_message.Message):
     value_serde: str
     def __init__(self, topics: _Optional[_Iterable[str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
 
+class StreamsMetadata(_message.Message):
+    __slots__ = ["host_info", "standby_state_store_names", "standby_topic_partitions", "state_store_names", "topic_partitions"]
+    HOST_INFO_FIELD_NUMBER: _ClassVar[int]
+    STANDBY_STATE_STORE_NAMES_FIELD_NUMBER: _ClassVar[int]
+    STANDBY_TOPIC_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    STATE_STORE_NAMES_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    host_info: HostInfo
+    standby_state_store_names: _containers.RepeatedScalarFieldContainer[str]
+    standby_topic_partitions: _containers.RepeatedCompositeFieldContainer[TopicPartition]
+    state_store_names: _containers.RepeatedScalarFieldContainer[str]
+    topic_partitions: _containers.RepeatedCompositeFieldContainer[TopicPartition]
+    def __init__(self, host_info: _Optional[_Union[HostInfo, _Mapping]] = ..., state_store_names: _Optional[_Iterable[str]] = ..., topic_partitions: _Optional[_Iterable[_Union[TopicPartition, _Mapping]]] = ..., standby_state_store_names: _Optional[_Iterable[str]] = ..., standby_topic_partitions: _Optional[_Iterable[_Union[TopicPartition, _Mapping]]] = ...) -> None: ...
+
+class StreamsMetadataRequest(_message.Message):
+    __slots__ = ["session_id", "store"]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    STORE_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    store: str
+    def __init__(self, session_id: _Optional[str] = ..., store: _Optional[str] = ...) -> None: ...
+
+class StreamsMetadataResponse(_message.Message):
+    __slots__ = ["local_host", "metadata"]
+    LOCAL_HOST_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    local_host: str
+    metadata: _containers.RepeatedCompositeFieldContainer[StreamsMetadata]
+    def __init__(self, metadata: _Optional[_Iterable[_Union[StreamsMetadata, _Mapping]]] = ..., local_host: _Optional[str] = ...) -> None: ...
+
 class Subtopology(_message.Message):
     __slots__ = ["id", "nodes"]
     ID_FIELD_NUMBER: _ClassVar[int]
@@ -1335,6 +1411,14 @@ class ToTableOp(_message.Message):
     materialized: Materialized
     name: str
     def __init__(self, input: _Optional[int] = ..., name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ...) -> None: ...
+
+class TopicPartition(_message.Message):
+    __slots__ = ["partition", "topic"]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    partition: int
+    topic: str
+    def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ...) -> None: ...
 
 class TopologyDescription(_message.Message):
     __slots__ = ["subtopologies"]

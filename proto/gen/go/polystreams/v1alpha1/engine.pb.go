@@ -6973,9 +6973,21 @@ type QueryRequest struct {
 	Query isQueryRequest_Query `protobuf_oneof:"query"`
 	// At most this many entries (0: at most 100,000; asking for more than
 	// that is refused).
-	Limit         int32 `protobuf:"varint,7,opt,name=limit,proto3" json:"limit,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Limit int32 `protobuf:"varint,7,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Standby copies may answer (Kafka Streams' enableStaleStores): a key
+	// whose active instance is not reachable, or that this instance holds
+	// as a standby, is read from a standby; the answer says so (from_standby).
+	EnableStaleStores bool `protobuf:"varint,50,opt,name=enable_stale_stores,json=enableStaleStores,proto3" json:"enable_stale_stores,omitempty"`
+	// Only this instance's store partitions answer; nothing is forwarded.
+	// An engine forwarding a query to another sets it.
+	LocalOnly bool `protobuf:"varint,51,opt,name=local_only,json=localOnly,proto3" json:"local_only,omitempty"`
+	// A query forwarded by another engine carries no session: it names the
+	// application and the instance (its application.server) that must
+	// answer it.
+	ApplicationId     string `protobuf:"bytes,52,opt,name=application_id,json=applicationId,proto3" json:"application_id,omitempty"`
+	ApplicationServer string `protobuf:"bytes,53,opt,name=application_server,json=applicationServer,proto3" json:"application_server,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *QueryRequest) Reset() {
@@ -7079,6 +7091,34 @@ func (x *QueryRequest) GetLimit() int32 {
 		return x.Limit
 	}
 	return 0
+}
+
+func (x *QueryRequest) GetEnableStaleStores() bool {
+	if x != nil {
+		return x.EnableStaleStores
+	}
+	return false
+}
+
+func (x *QueryRequest) GetLocalOnly() bool {
+	if x != nil {
+		return x.LocalOnly
+	}
+	return false
+}
+
+func (x *QueryRequest) GetApplicationId() string {
+	if x != nil {
+		return x.ApplicationId
+	}
+	return ""
+}
+
+func (x *QueryRequest) GetApplicationServer() string {
+	if x != nil {
+		return x.ApplicationServer
+	}
+	return ""
 }
 
 type isQueryRequest_Query interface {
@@ -7523,7 +7563,20 @@ type QueryResponse struct {
 	KeySerde   string `protobuf:"bytes,5,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
 	ValueSerde string `protobuf:"bytes,6,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
 	// More entries matched than limit allowed.
-	Truncated     bool `protobuf:"varint,7,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	Truncated bool `protobuf:"varint,7,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	// Each entry's timestamp (the record's that last wrote it; timestamped
+	// stores), in entry order.
+	Timestamps []int64 `protobuf:"varint,50,rep,packed,name=timestamps,proto3" json:"timestamps,omitempty"`
+	// Some entry was read from a standby copy (only when the request set
+	// enable_stale_stores): it may lag the active one.
+	FromStandby bool `protobuf:"varint,51,opt,name=from_standby,json=fromStandby,proto3" json:"from_standby,omitempty"`
+	// The instances that answered (their application.server; "" for this
+	// engine's own when it has none).
+	ServedBy []string `protobuf:"bytes,52,rep,name=served_by,json=servedBy,proto3" json:"served_by,omitempty"`
+	// A get or a keyed window fetch: the partition of the key.
+	Partition *int32 `protobuf:"varint,53,opt,name=partition,proto3,oneof" json:"partition,omitempty"`
+	// The store partitions the answer covers.
+	Partitions    []int32 `protobuf:"varint,54,rep,packed,name=partitions,proto3" json:"partitions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7607,6 +7660,461 @@ func (x *QueryResponse) GetTruncated() bool {
 	return false
 }
 
+func (x *QueryResponse) GetTimestamps() []int64 {
+	if x != nil {
+		return x.Timestamps
+	}
+	return nil
+}
+
+func (x *QueryResponse) GetFromStandby() bool {
+	if x != nil {
+		return x.FromStandby
+	}
+	return false
+}
+
+func (x *QueryResponse) GetServedBy() []string {
+	if x != nil {
+		return x.ServedBy
+	}
+	return nil
+}
+
+func (x *QueryResponse) GetPartition() int32 {
+	if x != nil && x.Partition != nil {
+		return *x.Partition
+	}
+	return 0
+}
+
+func (x *QueryResponse) GetPartitions() []int32 {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+// HostInfo is an instance's application.server (Kafka Streams' HostInfo).
+type HostInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Host          string                 `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
+	Port          int32                  `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostInfo) Reset() {
+	*x = HostInfo{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostInfo) ProtoMessage() {}
+
+func (x *HostInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostInfo.ProtoReflect.Descriptor instead.
+func (*HostInfo) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *HostInfo) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *HostInfo) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+type QueryMetadataForKeyRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Store     string                 `protobuf:"bytes,2,opt,name=store,proto3" json:"store,omitempty"`
+	// The key, serialized with the store's key serde (a window store: the
+	// inner key, not the windowed one).
+	Key           []byte `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryMetadataForKeyRequest) Reset() {
+	*x = QueryMetadataForKeyRequest{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryMetadataForKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryMetadataForKeyRequest) ProtoMessage() {}
+
+func (x *QueryMetadataForKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryMetadataForKeyRequest.ProtoReflect.Descriptor instead.
+func (*QueryMetadataForKeyRequest) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *QueryMetadataForKeyRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *QueryMetadataForKeyRequest) GetStore() string {
+	if x != nil {
+		return x.Store
+	}
+	return ""
+}
+
+func (x *QueryMetadataForKeyRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+// QueryMetadataForKeyResponse is Kafka Streams' KeyQueryMetadata.
+type QueryMetadataForKeyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The instance that holds the key's partition active; absent while no
+	// instance does (KeyQueryMetadata.NOT_AVAILABLE: a rebalance, or no
+	// instance with application.server).
+	ActiveHost   *HostInfo   `protobuf:"bytes,1,opt,name=active_host,json=activeHost,proto3" json:"active_host,omitempty"`
+	StandbyHosts []*HostInfo `protobuf:"bytes,2,rep,name=standby_hosts,json=standbyHosts,proto3" json:"standby_hosts,omitempty"`
+	// The key's partition: murmur2 of the serialized key, modulo the
+	// partitions of the store's source topic (Kafka's default partitioner).
+	Partition     int32 `protobuf:"varint,3,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueryMetadataForKeyResponse) Reset() {
+	*x = QueryMetadataForKeyResponse{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueryMetadataForKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueryMetadataForKeyResponse) ProtoMessage() {}
+
+func (x *QueryMetadataForKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueryMetadataForKeyResponse.ProtoReflect.Descriptor instead.
+func (*QueryMetadataForKeyResponse) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *QueryMetadataForKeyResponse) GetActiveHost() *HostInfo {
+	if x != nil {
+		return x.ActiveHost
+	}
+	return nil
+}
+
+func (x *QueryMetadataForKeyResponse) GetStandbyHosts() []*HostInfo {
+	if x != nil {
+		return x.StandbyHosts
+	}
+	return nil
+}
+
+func (x *QueryMetadataForKeyResponse) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+type StreamsMetadataRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Only the instances that hold this store (streamsMetadataForStore);
+	// empty: every instance (metadataForAllStreamsClients).
+	Store         string `protobuf:"bytes,2,opt,name=store,proto3" json:"store,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamsMetadataRequest) Reset() {
+	*x = StreamsMetadataRequest{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamsMetadataRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamsMetadataRequest) ProtoMessage() {}
+
+func (x *StreamsMetadataRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamsMetadataRequest.ProtoReflect.Descriptor instead.
+func (*StreamsMetadataRequest) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *StreamsMetadataRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *StreamsMetadataRequest) GetStore() string {
+	if x != nil {
+		return x.Store
+	}
+	return ""
+}
+
+type TopicPartition struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopicPartition) Reset() {
+	*x = TopicPartition{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopicPartition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopicPartition) ProtoMessage() {}
+
+func (x *TopicPartition) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopicPartition.ProtoReflect.Descriptor instead.
+func (*TopicPartition) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *TopicPartition) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *TopicPartition) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+// StreamsMetadata is one instance of the application (Kafka Streams'
+// StreamsMetadata).
+type StreamsMetadata struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	HostInfo *HostInfo              `protobuf:"bytes,1,opt,name=host_info,json=hostInfo,proto3" json:"host_info,omitempty"`
+	// Stores with an active partition here.
+	StateStoreNames []string          `protobuf:"bytes,2,rep,name=state_store_names,json=stateStoreNames,proto3" json:"state_store_names,omitempty"`
+	TopicPartitions []*TopicPartition `protobuf:"bytes,3,rep,name=topic_partitions,json=topicPartitions,proto3" json:"topic_partitions,omitempty"`
+	// Stores with a standby partition here.
+	StandbyStateStoreNames []string          `protobuf:"bytes,4,rep,name=standby_state_store_names,json=standbyStateStoreNames,proto3" json:"standby_state_store_names,omitempty"`
+	StandbyTopicPartitions []*TopicPartition `protobuf:"bytes,5,rep,name=standby_topic_partitions,json=standbyTopicPartitions,proto3" json:"standby_topic_partitions,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
+}
+
+func (x *StreamsMetadata) Reset() {
+	*x = StreamsMetadata{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamsMetadata) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamsMetadata) ProtoMessage() {}
+
+func (x *StreamsMetadata) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamsMetadata.ProtoReflect.Descriptor instead.
+func (*StreamsMetadata) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *StreamsMetadata) GetHostInfo() *HostInfo {
+	if x != nil {
+		return x.HostInfo
+	}
+	return nil
+}
+
+func (x *StreamsMetadata) GetStateStoreNames() []string {
+	if x != nil {
+		return x.StateStoreNames
+	}
+	return nil
+}
+
+func (x *StreamsMetadata) GetTopicPartitions() []*TopicPartition {
+	if x != nil {
+		return x.TopicPartitions
+	}
+	return nil
+}
+
+func (x *StreamsMetadata) GetStandbyStateStoreNames() []string {
+	if x != nil {
+		return x.StandbyStateStoreNames
+	}
+	return nil
+}
+
+func (x *StreamsMetadata) GetStandbyTopicPartitions() []*TopicPartition {
+	if x != nil {
+		return x.StandbyTopicPartitions
+	}
+	return nil
+}
+
+type StreamsMetadataResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Metadata []*StreamsMetadata     `protobuf:"bytes,1,rep,name=metadata,proto3" json:"metadata,omitempty"`
+	// This instance's application.server ("" when it has none).
+	LocalHost     string `protobuf:"bytes,2,opt,name=local_host,json=localHost,proto3" json:"local_host,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamsMetadataResponse) Reset() {
+	*x = StreamsMetadataResponse{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamsMetadataResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamsMetadataResponse) ProtoMessage() {}
+
+func (x *StreamsMetadataResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamsMetadataResponse.ProtoReflect.Descriptor instead.
+func (*StreamsMetadataResponse) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *StreamsMetadataResponse) GetMetadata() []*StreamsMetadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *StreamsMetadataResponse) GetLocalHost() string {
+	if x != nil {
+		return x.LocalHost
+	}
+	return ""
+}
+
 type GetMetricsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -7616,7 +8124,7 @@ type GetMetricsRequest struct {
 
 func (x *GetMetricsRequest) Reset() {
 	*x = GetMetricsRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7628,7 +8136,7 @@ func (x *GetMetricsRequest) String() string {
 func (*GetMetricsRequest) ProtoMessage() {}
 
 func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7641,7 +8149,7 @@ func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsRequest.ProtoReflect.Descriptor instead.
 func (*GetMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{74}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *GetMetricsRequest) GetSessionId() string {
@@ -7674,7 +8182,7 @@ type GetMetricsResponse struct {
 
 func (x *GetMetricsResponse) Reset() {
 	*x = GetMetricsResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7686,7 +8194,7 @@ func (x *GetMetricsResponse) String() string {
 func (*GetMetricsResponse) ProtoMessage() {}
 
 func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7699,7 +8207,7 @@ func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsResponse.ProtoReflect.Descriptor instead.
 func (*GetMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{75}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *GetMetricsResponse) GetState() State {
@@ -7771,7 +8279,7 @@ type NodeMetrics struct {
 
 func (x *NodeMetrics) Reset() {
 	*x = NodeMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7783,7 +8291,7 @@ func (x *NodeMetrics) String() string {
 func (*NodeMetrics) ProtoMessage() {}
 
 func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7796,7 +8304,7 @@ func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetrics.ProtoReflect.Descriptor instead.
 func (*NodeMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{76}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *NodeMetrics) GetName() string {
@@ -7856,7 +8364,7 @@ type TaskMetrics struct {
 
 func (x *TaskMetrics) Reset() {
 	*x = TaskMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7868,7 +8376,7 @@ func (x *TaskMetrics) String() string {
 func (*TaskMetrics) ProtoMessage() {}
 
 func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7881,7 +8389,7 @@ func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskMetrics.ProtoReflect.Descriptor instead.
 func (*TaskMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{77}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *TaskMetrics) GetId() string {
@@ -7928,7 +8436,7 @@ type PartitionLag struct {
 
 func (x *PartitionLag) Reset() {
 	*x = PartitionLag{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7940,7 +8448,7 @@ func (x *PartitionLag) String() string {
 func (*PartitionLag) ProtoMessage() {}
 
 func (x *PartitionLag) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7953,7 +8461,7 @@ func (x *PartitionLag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLag.ProtoReflect.Descriptor instead.
 func (*PartitionLag) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{78}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *PartitionLag) GetTopic() string {
@@ -8003,7 +8511,7 @@ type StoreMetrics struct {
 
 func (x *StoreMetrics) Reset() {
 	*x = StoreMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8015,7 +8523,7 @@ func (x *StoreMetrics) String() string {
 func (*StoreMetrics) ProtoMessage() {}
 
 func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8028,7 +8536,7 @@ func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMetrics.ProtoReflect.Descriptor instead.
 func (*StoreMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{79}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *StoreMetrics) GetName() string {
@@ -8064,7 +8572,7 @@ type TestRecord struct {
 
 func (x *TestRecord) Reset() {
 	*x = TestRecord{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8076,7 +8584,7 @@ func (x *TestRecord) String() string {
 func (*TestRecord) ProtoMessage() {}
 
 func (x *TestRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8089,7 +8597,7 @@ func (x *TestRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestRecord.ProtoReflect.Descriptor instead.
 func (*TestRecord) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{80}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *TestRecord) GetTopic() string {
@@ -8139,7 +8647,7 @@ type TestHeader struct {
 
 func (x *TestHeader) Reset() {
 	*x = TestHeader{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8151,7 +8659,7 @@ func (x *TestHeader) String() string {
 func (*TestHeader) ProtoMessage() {}
 
 func (x *TestHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8164,7 +8672,7 @@ func (x *TestHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestHeader.ProtoReflect.Descriptor instead.
 func (*TestHeader) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{81}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *TestHeader) GetKey() string {
@@ -8192,7 +8700,7 @@ type PipeInputRequest struct {
 
 func (x *PipeInputRequest) Reset() {
 	*x = PipeInputRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8204,7 +8712,7 @@ func (x *PipeInputRequest) String() string {
 func (*PipeInputRequest) ProtoMessage() {}
 
 func (x *PipeInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8217,7 +8725,7 @@ func (x *PipeInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipeInputRequest.ProtoReflect.Descriptor instead.
 func (*PipeInputRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{82}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *PipeInputRequest) GetSessionId() string {
@@ -8252,7 +8760,7 @@ type PipeInputResponse struct {
 
 func (x *PipeInputResponse) Reset() {
 	*x = PipeInputResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8264,7 +8772,7 @@ func (x *PipeInputResponse) String() string {
 func (*PipeInputResponse) ProtoMessage() {}
 
 func (x *PipeInputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8277,7 +8785,7 @@ func (x *PipeInputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipeInputResponse.ProtoReflect.Descriptor instead.
 func (*PipeInputResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{83}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *PipeInputResponse) GetProcessed() int32 {
@@ -8313,7 +8821,7 @@ type ReadOutputRequest struct {
 
 func (x *ReadOutputRequest) Reset() {
 	*x = ReadOutputRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8325,7 +8833,7 @@ func (x *ReadOutputRequest) String() string {
 func (*ReadOutputRequest) ProtoMessage() {}
 
 func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8338,7 +8846,7 @@ func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputRequest.ProtoReflect.Descriptor instead.
 func (*ReadOutputRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{84}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ReadOutputRequest) GetSessionId() string {
@@ -8369,7 +8877,7 @@ type ReadOutputResponse struct {
 
 func (x *ReadOutputResponse) Reset() {
 	*x = ReadOutputResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8381,7 +8889,7 @@ func (x *ReadOutputResponse) String() string {
 func (*ReadOutputResponse) ProtoMessage() {}
 
 func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8394,7 +8902,7 @@ func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputResponse.ProtoReflect.Descriptor instead.
 func (*ReadOutputResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{85}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *ReadOutputResponse) GetRecords() []*TestRecord {
@@ -8429,7 +8937,7 @@ type AdvanceWallClockRequest struct {
 
 func (x *AdvanceWallClockRequest) Reset() {
 	*x = AdvanceWallClockRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8441,7 +8949,7 @@ func (x *AdvanceWallClockRequest) String() string {
 func (*AdvanceWallClockRequest) ProtoMessage() {}
 
 func (x *AdvanceWallClockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8454,7 +8962,7 @@ func (x *AdvanceWallClockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdvanceWallClockRequest.ProtoReflect.Descriptor instead.
 func (*AdvanceWallClockRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{86}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *AdvanceWallClockRequest) GetSessionId() string {
@@ -8481,7 +8989,7 @@ type AdvanceWallClockResponse struct {
 
 func (x *AdvanceWallClockResponse) Reset() {
 	*x = AdvanceWallClockResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8493,7 +9001,7 @@ func (x *AdvanceWallClockResponse) String() string {
 func (*AdvanceWallClockResponse) ProtoMessage() {}
 
 func (x *AdvanceWallClockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8506,7 +9014,7 @@ func (x *AdvanceWallClockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdvanceWallClockResponse.ProtoReflect.Descriptor instead.
 func (*AdvanceWallClockResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{87}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *AdvanceWallClockResponse) GetWallClockMs() int64 {
@@ -9060,7 +9568,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\vStopRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x0e\n" +
-	"\fStopResponse\"\xa4\x02\n" +
+	"\fStopResponse\"\xc9\x03\n" +
 	"\fQueryRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
@@ -9070,7 +9578,12 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x06prefix\x18\x05 \x01(\fH\x00R\x06prefix\x12\x12\n" +
 	"\x03all\x18\x06 \x01(\bH\x00R\x03all\x12F\n" +
 	"\fwindow_fetch\x18\b \x01(\v2!.polystreams.v1alpha1.WindowFetchH\x00R\vwindowFetch\x12\x14\n" +
-	"\x05limit\x18\a \x01(\x05R\x05limitB\a\n" +
+	"\x05limit\x18\a \x01(\x05R\x05limit\x12.\n" +
+	"\x13enable_stale_stores\x182 \x01(\bR\x11enableStaleStores\x12\x1d\n" +
+	"\n" +
+	"local_only\x183 \x01(\bR\tlocalOnly\x12%\n" +
+	"\x0eapplication_id\x184 \x01(\tR\rapplicationId\x12-\n" +
+	"\x12application_server\x185 \x01(\tR\x11applicationServerB\a\n" +
 	"\x05query\"\xe8\x02\n" +
 	"\vReadRequest\x12\x1d\n" +
 	"\n" +
@@ -9106,7 +9619,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x04from\x18\x01 \x01(\fH\x00R\x04from\x88\x01\x01\x12\x13\n" +
 	"\x02to\x18\x02 \x01(\fH\x01R\x02to\x88\x01\x01B\a\n" +
 	"\x05_fromB\x05\n" +
-	"\x03_to\"\xdd\x01\n" +
+	"\x03_to\"\x8e\x03\n" +
 	"\rQueryResponse\x12\x1f\n" +
 	"\vkey_lengths\x18\x01 \x03(\x11R\n" +
 	"keyLengths\x12\x12\n" +
@@ -9116,7 +9629,48 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\tkey_serde\x18\x05 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x06 \x01(\tR\n" +
 	"valueSerde\x12\x1c\n" +
-	"\ttruncated\x18\a \x01(\bR\ttruncated\"2\n" +
+	"\ttruncated\x18\a \x01(\bR\ttruncated\x12\x1e\n" +
+	"\n" +
+	"timestamps\x182 \x03(\x03R\n" +
+	"timestamps\x12!\n" +
+	"\ffrom_standby\x183 \x01(\bR\vfromStandby\x12\x1b\n" +
+	"\tserved_by\x184 \x03(\tR\bservedBy\x12!\n" +
+	"\tpartition\x185 \x01(\x05H\x00R\tpartition\x88\x01\x01\x12\x1e\n" +
+	"\n" +
+	"partitions\x186 \x03(\x05R\n" +
+	"partitionsB\f\n" +
+	"\n" +
+	"_partition\"2\n" +
+	"\bHostInfo\x12\x12\n" +
+	"\x04host\x18\x01 \x01(\tR\x04host\x12\x12\n" +
+	"\x04port\x18\x02 \x01(\x05R\x04port\"c\n" +
+	"\x1aQueryMetadataForKeyRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
+	"\x05store\x18\x02 \x01(\tR\x05store\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\fR\x03key\"\xc1\x01\n" +
+	"\x1bQueryMetadataForKeyResponse\x12?\n" +
+	"\vactive_host\x18\x01 \x01(\v2\x1e.polystreams.v1alpha1.HostInfoR\n" +
+	"activeHost\x12C\n" +
+	"\rstandby_hosts\x18\x02 \x03(\v2\x1e.polystreams.v1alpha1.HostInfoR\fstandbyHosts\x12\x1c\n" +
+	"\tpartition\x18\x03 \x01(\x05R\tpartition\"M\n" +
+	"\x16StreamsMetadataRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
+	"\x05store\x18\x02 \x01(\tR\x05store\"D\n" +
+	"\x0eTopicPartition\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\"\xe6\x02\n" +
+	"\x0fStreamsMetadata\x12;\n" +
+	"\thost_info\x18\x01 \x01(\v2\x1e.polystreams.v1alpha1.HostInfoR\bhostInfo\x12*\n" +
+	"\x11state_store_names\x18\x02 \x03(\tR\x0fstateStoreNames\x12O\n" +
+	"\x10topic_partitions\x18\x03 \x03(\v2$.polystreams.v1alpha1.TopicPartitionR\x0ftopicPartitions\x129\n" +
+	"\x19standby_state_store_names\x18\x04 \x03(\tR\x16standbyStateStoreNames\x12^\n" +
+	"\x18standby_topic_partitions\x18\x05 \x03(\v2$.polystreams.v1alpha1.TopicPartitionR\x16standbyTopicPartitions\"{\n" +
+	"\x17StreamsMetadataResponse\x12A\n" +
+	"\bmetadata\x18\x01 \x03(\v2%.polystreams.v1alpha1.StreamsMetadataR\bmetadata\x12\x1d\n" +
+	"\n" +
+	"local_host\x18\x02 \x01(\tR\tlocalHost\"2\n" +
 	"\x11GetMetricsRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\xf3\x02\n" +
@@ -9257,8 +9811,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\rSTATE_STOPPED\x10\x04\x12\x0f\n" +
 	"\vSTATE_ERROR\x10\x05\x12\x13\n" +
 	"\x0fSTATE_RESTORING\x10\x06\x12\x12\n" +
-	"\x0eSTATE_DEGRADED\x10\a2\x9e\n" +
-	"\n" +
+	"\x0eSTATE_DEGRADED\x10\a2\x8a\f\n" +
 	"\rEngineService\x12b\n" +
 	"\vOpenSession\x12(.polystreams.v1alpha1.OpenSessionRequest\x1a).polystreams.v1alpha1.OpenSessionResponse\x12q\n" +
 	"\x10RegisterFunction\x12-.polystreams.v1alpha1.RegisterFunctionRequest\x1a..polystreams.v1alpha1.RegisterFunctionResponse\x12P\n" +
@@ -9275,7 +9828,9 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\n" +
 	"ReadOutput\x12'.polystreams.v1alpha1.ReadOutputRequest\x1a(.polystreams.v1alpha1.ReadOutputResponse\x12q\n" +
 	"\x10AdvanceWallClock\x12-.polystreams.v1alpha1.AdvanceWallClockRequest\x1a..polystreams.v1alpha1.AdvanceWallClockResponse\x12M\n" +
-	"\x04Read\x12!.polystreams.v1alpha1.ReadRequest\x1a\".polystreams.v1alpha1.ReadResponseBZZXgithub.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1;polystreamsv1alpha1b\x06proto3"
+	"\x04Read\x12!.polystreams.v1alpha1.ReadRequest\x1a\".polystreams.v1alpha1.ReadResponse\x12z\n" +
+	"\x13QueryMetadataForKey\x120.polystreams.v1alpha1.QueryMetadataForKeyRequest\x1a1.polystreams.v1alpha1.QueryMetadataForKeyResponse\x12n\n" +
+	"\x0fStreamsMetadata\x12,.polystreams.v1alpha1.StreamsMetadataRequest\x1a-.polystreams.v1alpha1.StreamsMetadataResponseBZZXgithub.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1;polystreamsv1alpha1b\x06proto3"
 
 var (
 	file_polystreams_v1alpha1_engine_proto_rawDescOnce sync.Once
@@ -9290,119 +9845,126 @@ func file_polystreams_v1alpha1_engine_proto_rawDescGZIP() []byte {
 }
 
 var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
-var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 92)
+var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 99)
 var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
-	(Metadata)(0),                    // 0: polystreams.v1alpha1.Metadata
-	(Kind)(0),                        // 1: polystreams.v1alpha1.Kind
-	(EmitStrategy)(0),                // 2: polystreams.v1alpha1.EmitStrategy
-	(StoreType)(0),                   // 3: polystreams.v1alpha1.StoreType
-	(Reducer)(0),                     // 4: polystreams.v1alpha1.Reducer
-	(Joiner)(0),                      // 5: polystreams.v1alpha1.Joiner
-	(Operation)(0),                   // 6: polystreams.v1alpha1.Operation
-	(OpKind)(0),                      // 7: polystreams.v1alpha1.OpKind
-	(State)(0),                       // 8: polystreams.v1alpha1.State
-	(Node_Type)(0),                   // 9: polystreams.v1alpha1.Node.Type
-	(BundleEntry_Kind)(0),            // 10: polystreams.v1alpha1.BundleEntry.Kind
-	(RecordFailure_Kind)(0),          // 11: polystreams.v1alpha1.RecordFailure.Kind
-	(*OpenSessionRequest)(nil),       // 12: polystreams.v1alpha1.OpenSessionRequest
-	(*OpenSessionResponse)(nil),      // 13: polystreams.v1alpha1.OpenSessionResponse
-	(*RegisterFunctionRequest)(nil),  // 14: polystreams.v1alpha1.RegisterFunctionRequest
-	(*RegisterFunctionResponse)(nil), // 15: polystreams.v1alpha1.RegisterFunctionResponse
-	(*Handle)(nil),                   // 16: polystreams.v1alpha1.Handle
-	(*Materialized)(nil),             // 17: polystreams.v1alpha1.Materialized
-	(*StreamOp)(nil),                 // 18: polystreams.v1alpha1.StreamOp
-	(*WindowedByOp)(nil),             // 19: polystreams.v1alpha1.WindowedByOp
-	(*TimeWindows)(nil),              // 20: polystreams.v1alpha1.TimeWindows
-	(*SlidingWindows)(nil),           // 21: polystreams.v1alpha1.SlidingWindows
-	(*SessionWindows)(nil),           // 22: polystreams.v1alpha1.SessionWindows
-	(*EmitStrategyOp)(nil),           // 23: polystreams.v1alpha1.EmitStrategyOp
-	(*ToTableOp)(nil),                // 24: polystreams.v1alpha1.ToTableOp
-	(*SuppressOp)(nil),               // 25: polystreams.v1alpha1.SuppressOp
-	(*TableOp)(nil),                  // 26: polystreams.v1alpha1.TableOp
-	(*MapValuesOp)(nil),              // 27: polystreams.v1alpha1.MapValuesOp
-	(*FilterOp)(nil),                 // 28: polystreams.v1alpha1.FilterOp
-	(*FilterNotOp)(nil),              // 29: polystreams.v1alpha1.FilterNotOp
-	(*FlatMapValuesOp)(nil),          // 30: polystreams.v1alpha1.FlatMapValuesOp
-	(*FlatMapOp)(nil),                // 31: polystreams.v1alpha1.FlatMapOp
-	(*MapOp)(nil),                    // 32: polystreams.v1alpha1.MapOp
-	(*SelectKeyOp)(nil),              // 33: polystreams.v1alpha1.SelectKeyOp
-	(*PeekOp)(nil),                   // 34: polystreams.v1alpha1.PeekOp
-	(*ForeachOp)(nil),                // 35: polystreams.v1alpha1.ForeachOp
-	(*PrintOp)(nil),                  // 36: polystreams.v1alpha1.PrintOp
-	(*AddStateStoreOp)(nil),          // 37: polystreams.v1alpha1.AddStateStoreOp
-	(*ProcessOp)(nil),                // 38: polystreams.v1alpha1.ProcessOp
-	(*AddSourceOp)(nil),              // 39: polystreams.v1alpha1.AddSourceOp
-	(*AddProcessorOp)(nil),           // 40: polystreams.v1alpha1.AddProcessorOp
-	(*AddSinkOp)(nil),                // 41: polystreams.v1alpha1.AddSinkOp
-	(*GroupByKeyOp)(nil),             // 42: polystreams.v1alpha1.GroupByKeyOp
-	(*GroupByOp)(nil),                // 43: polystreams.v1alpha1.GroupByOp
-	(*CountOp)(nil),                  // 44: polystreams.v1alpha1.CountOp
-	(*ReduceOp)(nil),                 // 45: polystreams.v1alpha1.ReduceOp
-	(*AggregateOp)(nil),              // 46: polystreams.v1alpha1.AggregateOp
-	(*MergeOp)(nil),                  // 47: polystreams.v1alpha1.MergeOp
-	(*SplitOp)(nil),                  // 48: polystreams.v1alpha1.SplitOp
-	(*Branch)(nil),                   // 49: polystreams.v1alpha1.Branch
-	(*RepartitionOp)(nil),            // 50: polystreams.v1alpha1.RepartitionOp
-	(*JoinOp)(nil),                   // 51: polystreams.v1alpha1.JoinOp
-	(*JoinWindows)(nil),              // 52: polystreams.v1alpha1.JoinWindows
-	(*GlobalTableOp)(nil),            // 53: polystreams.v1alpha1.GlobalTableOp
-	(*ToStreamOp)(nil),               // 54: polystreams.v1alpha1.ToStreamOp
-	(*ToOp)(nil),                     // 55: polystreams.v1alpha1.ToOp
-	(*BuildRequest)(nil),             // 56: polystreams.v1alpha1.BuildRequest
-	(*BuildResponse)(nil),            // 57: polystreams.v1alpha1.BuildResponse
-	(*DescribeRequest)(nil),          // 58: polystreams.v1alpha1.DescribeRequest
-	(*DescribeResponse)(nil),         // 59: polystreams.v1alpha1.DescribeResponse
-	(*TopologyDescription)(nil),      // 60: polystreams.v1alpha1.TopologyDescription
-	(*Subtopology)(nil),              // 61: polystreams.v1alpha1.Subtopology
-	(*Node)(nil),                     // 62: polystreams.v1alpha1.Node
-	(*StartRequest)(nil),             // 63: polystreams.v1alpha1.StartRequest
-	(*StartResponse)(nil),            // 64: polystreams.v1alpha1.StartResponse
-	(*ExchangeRequest)(nil),          // 65: polystreams.v1alpha1.ExchangeRequest
-	(*ExchangeResponse)(nil),         // 66: polystreams.v1alpha1.ExchangeResponse
-	(*RecordContext)(nil),            // 67: polystreams.v1alpha1.RecordContext
-	(*Step)(nil),                     // 68: polystreams.v1alpha1.Step
-	(*Bundle)(nil),                   // 69: polystreams.v1alpha1.Bundle
-	(*StoreView)(nil),                // 70: polystreams.v1alpha1.StoreView
-	(*BundleEntry)(nil),              // 71: polystreams.v1alpha1.BundleEntry
-	(*BundleResult)(nil),             // 72: polystreams.v1alpha1.BundleResult
-	(*RecordFailure)(nil),            // 73: polystreams.v1alpha1.RecordFailure
-	(*BrokerOutage)(nil),             // 74: polystreams.v1alpha1.BrokerOutage
-	(*RestoreProgress)(nil),          // 75: polystreams.v1alpha1.RestoreProgress
-	(*GetStateRequest)(nil),          // 76: polystreams.v1alpha1.GetStateRequest
-	(*GetStateResponse)(nil),         // 77: polystreams.v1alpha1.GetStateResponse
-	(*StopRequest)(nil),              // 78: polystreams.v1alpha1.StopRequest
-	(*StopResponse)(nil),             // 79: polystreams.v1alpha1.StopResponse
-	(*QueryRequest)(nil),             // 80: polystreams.v1alpha1.QueryRequest
-	(*ReadRequest)(nil),              // 81: polystreams.v1alpha1.ReadRequest
-	(*ReadResponse)(nil),             // 82: polystreams.v1alpha1.ReadResponse
-	(*WindowFetch)(nil),              // 83: polystreams.v1alpha1.WindowFetch
-	(*KeyRange)(nil),                 // 84: polystreams.v1alpha1.KeyRange
-	(*QueryResponse)(nil),            // 85: polystreams.v1alpha1.QueryResponse
-	(*GetMetricsRequest)(nil),        // 86: polystreams.v1alpha1.GetMetricsRequest
-	(*GetMetricsResponse)(nil),       // 87: polystreams.v1alpha1.GetMetricsResponse
-	(*NodeMetrics)(nil),              // 88: polystreams.v1alpha1.NodeMetrics
-	(*TaskMetrics)(nil),              // 89: polystreams.v1alpha1.TaskMetrics
-	(*PartitionLag)(nil),             // 90: polystreams.v1alpha1.PartitionLag
-	(*StoreMetrics)(nil),             // 91: polystreams.v1alpha1.StoreMetrics
-	(*TestRecord)(nil),               // 92: polystreams.v1alpha1.TestRecord
-	(*TestHeader)(nil),               // 93: polystreams.v1alpha1.TestHeader
-	(*PipeInputRequest)(nil),         // 94: polystreams.v1alpha1.PipeInputRequest
-	(*PipeInputResponse)(nil),        // 95: polystreams.v1alpha1.PipeInputResponse
-	(*ReadOutputRequest)(nil),        // 96: polystreams.v1alpha1.ReadOutputRequest
-	(*ReadOutputResponse)(nil),       // 97: polystreams.v1alpha1.ReadOutputResponse
-	(*AdvanceWallClockRequest)(nil),  // 98: polystreams.v1alpha1.AdvanceWallClockRequest
-	(*AdvanceWallClockResponse)(nil), // 99: polystreams.v1alpha1.AdvanceWallClockResponse
-	nil,                              // 100: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	nil,                              // 101: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
-	nil,                              // 102: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
-	nil,                              // 103: polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
+	(Metadata)(0),                       // 0: polystreams.v1alpha1.Metadata
+	(Kind)(0),                           // 1: polystreams.v1alpha1.Kind
+	(EmitStrategy)(0),                   // 2: polystreams.v1alpha1.EmitStrategy
+	(StoreType)(0),                      // 3: polystreams.v1alpha1.StoreType
+	(Reducer)(0),                        // 4: polystreams.v1alpha1.Reducer
+	(Joiner)(0),                         // 5: polystreams.v1alpha1.Joiner
+	(Operation)(0),                      // 6: polystreams.v1alpha1.Operation
+	(OpKind)(0),                         // 7: polystreams.v1alpha1.OpKind
+	(State)(0),                          // 8: polystreams.v1alpha1.State
+	(Node_Type)(0),                      // 9: polystreams.v1alpha1.Node.Type
+	(BundleEntry_Kind)(0),               // 10: polystreams.v1alpha1.BundleEntry.Kind
+	(RecordFailure_Kind)(0),             // 11: polystreams.v1alpha1.RecordFailure.Kind
+	(*OpenSessionRequest)(nil),          // 12: polystreams.v1alpha1.OpenSessionRequest
+	(*OpenSessionResponse)(nil),         // 13: polystreams.v1alpha1.OpenSessionResponse
+	(*RegisterFunctionRequest)(nil),     // 14: polystreams.v1alpha1.RegisterFunctionRequest
+	(*RegisterFunctionResponse)(nil),    // 15: polystreams.v1alpha1.RegisterFunctionResponse
+	(*Handle)(nil),                      // 16: polystreams.v1alpha1.Handle
+	(*Materialized)(nil),                // 17: polystreams.v1alpha1.Materialized
+	(*StreamOp)(nil),                    // 18: polystreams.v1alpha1.StreamOp
+	(*WindowedByOp)(nil),                // 19: polystreams.v1alpha1.WindowedByOp
+	(*TimeWindows)(nil),                 // 20: polystreams.v1alpha1.TimeWindows
+	(*SlidingWindows)(nil),              // 21: polystreams.v1alpha1.SlidingWindows
+	(*SessionWindows)(nil),              // 22: polystreams.v1alpha1.SessionWindows
+	(*EmitStrategyOp)(nil),              // 23: polystreams.v1alpha1.EmitStrategyOp
+	(*ToTableOp)(nil),                   // 24: polystreams.v1alpha1.ToTableOp
+	(*SuppressOp)(nil),                  // 25: polystreams.v1alpha1.SuppressOp
+	(*TableOp)(nil),                     // 26: polystreams.v1alpha1.TableOp
+	(*MapValuesOp)(nil),                 // 27: polystreams.v1alpha1.MapValuesOp
+	(*FilterOp)(nil),                    // 28: polystreams.v1alpha1.FilterOp
+	(*FilterNotOp)(nil),                 // 29: polystreams.v1alpha1.FilterNotOp
+	(*FlatMapValuesOp)(nil),             // 30: polystreams.v1alpha1.FlatMapValuesOp
+	(*FlatMapOp)(nil),                   // 31: polystreams.v1alpha1.FlatMapOp
+	(*MapOp)(nil),                       // 32: polystreams.v1alpha1.MapOp
+	(*SelectKeyOp)(nil),                 // 33: polystreams.v1alpha1.SelectKeyOp
+	(*PeekOp)(nil),                      // 34: polystreams.v1alpha1.PeekOp
+	(*ForeachOp)(nil),                   // 35: polystreams.v1alpha1.ForeachOp
+	(*PrintOp)(nil),                     // 36: polystreams.v1alpha1.PrintOp
+	(*AddStateStoreOp)(nil),             // 37: polystreams.v1alpha1.AddStateStoreOp
+	(*ProcessOp)(nil),                   // 38: polystreams.v1alpha1.ProcessOp
+	(*AddSourceOp)(nil),                 // 39: polystreams.v1alpha1.AddSourceOp
+	(*AddProcessorOp)(nil),              // 40: polystreams.v1alpha1.AddProcessorOp
+	(*AddSinkOp)(nil),                   // 41: polystreams.v1alpha1.AddSinkOp
+	(*GroupByKeyOp)(nil),                // 42: polystreams.v1alpha1.GroupByKeyOp
+	(*GroupByOp)(nil),                   // 43: polystreams.v1alpha1.GroupByOp
+	(*CountOp)(nil),                     // 44: polystreams.v1alpha1.CountOp
+	(*ReduceOp)(nil),                    // 45: polystreams.v1alpha1.ReduceOp
+	(*AggregateOp)(nil),                 // 46: polystreams.v1alpha1.AggregateOp
+	(*MergeOp)(nil),                     // 47: polystreams.v1alpha1.MergeOp
+	(*SplitOp)(nil),                     // 48: polystreams.v1alpha1.SplitOp
+	(*Branch)(nil),                      // 49: polystreams.v1alpha1.Branch
+	(*RepartitionOp)(nil),               // 50: polystreams.v1alpha1.RepartitionOp
+	(*JoinOp)(nil),                      // 51: polystreams.v1alpha1.JoinOp
+	(*JoinWindows)(nil),                 // 52: polystreams.v1alpha1.JoinWindows
+	(*GlobalTableOp)(nil),               // 53: polystreams.v1alpha1.GlobalTableOp
+	(*ToStreamOp)(nil),                  // 54: polystreams.v1alpha1.ToStreamOp
+	(*ToOp)(nil),                        // 55: polystreams.v1alpha1.ToOp
+	(*BuildRequest)(nil),                // 56: polystreams.v1alpha1.BuildRequest
+	(*BuildResponse)(nil),               // 57: polystreams.v1alpha1.BuildResponse
+	(*DescribeRequest)(nil),             // 58: polystreams.v1alpha1.DescribeRequest
+	(*DescribeResponse)(nil),            // 59: polystreams.v1alpha1.DescribeResponse
+	(*TopologyDescription)(nil),         // 60: polystreams.v1alpha1.TopologyDescription
+	(*Subtopology)(nil),                 // 61: polystreams.v1alpha1.Subtopology
+	(*Node)(nil),                        // 62: polystreams.v1alpha1.Node
+	(*StartRequest)(nil),                // 63: polystreams.v1alpha1.StartRequest
+	(*StartResponse)(nil),               // 64: polystreams.v1alpha1.StartResponse
+	(*ExchangeRequest)(nil),             // 65: polystreams.v1alpha1.ExchangeRequest
+	(*ExchangeResponse)(nil),            // 66: polystreams.v1alpha1.ExchangeResponse
+	(*RecordContext)(nil),               // 67: polystreams.v1alpha1.RecordContext
+	(*Step)(nil),                        // 68: polystreams.v1alpha1.Step
+	(*Bundle)(nil),                      // 69: polystreams.v1alpha1.Bundle
+	(*StoreView)(nil),                   // 70: polystreams.v1alpha1.StoreView
+	(*BundleEntry)(nil),                 // 71: polystreams.v1alpha1.BundleEntry
+	(*BundleResult)(nil),                // 72: polystreams.v1alpha1.BundleResult
+	(*RecordFailure)(nil),               // 73: polystreams.v1alpha1.RecordFailure
+	(*BrokerOutage)(nil),                // 74: polystreams.v1alpha1.BrokerOutage
+	(*RestoreProgress)(nil),             // 75: polystreams.v1alpha1.RestoreProgress
+	(*GetStateRequest)(nil),             // 76: polystreams.v1alpha1.GetStateRequest
+	(*GetStateResponse)(nil),            // 77: polystreams.v1alpha1.GetStateResponse
+	(*StopRequest)(nil),                 // 78: polystreams.v1alpha1.StopRequest
+	(*StopResponse)(nil),                // 79: polystreams.v1alpha1.StopResponse
+	(*QueryRequest)(nil),                // 80: polystreams.v1alpha1.QueryRequest
+	(*ReadRequest)(nil),                 // 81: polystreams.v1alpha1.ReadRequest
+	(*ReadResponse)(nil),                // 82: polystreams.v1alpha1.ReadResponse
+	(*WindowFetch)(nil),                 // 83: polystreams.v1alpha1.WindowFetch
+	(*KeyRange)(nil),                    // 84: polystreams.v1alpha1.KeyRange
+	(*QueryResponse)(nil),               // 85: polystreams.v1alpha1.QueryResponse
+	(*HostInfo)(nil),                    // 86: polystreams.v1alpha1.HostInfo
+	(*QueryMetadataForKeyRequest)(nil),  // 87: polystreams.v1alpha1.QueryMetadataForKeyRequest
+	(*QueryMetadataForKeyResponse)(nil), // 88: polystreams.v1alpha1.QueryMetadataForKeyResponse
+	(*StreamsMetadataRequest)(nil),      // 89: polystreams.v1alpha1.StreamsMetadataRequest
+	(*TopicPartition)(nil),              // 90: polystreams.v1alpha1.TopicPartition
+	(*StreamsMetadata)(nil),             // 91: polystreams.v1alpha1.StreamsMetadata
+	(*StreamsMetadataResponse)(nil),     // 92: polystreams.v1alpha1.StreamsMetadataResponse
+	(*GetMetricsRequest)(nil),           // 93: polystreams.v1alpha1.GetMetricsRequest
+	(*GetMetricsResponse)(nil),          // 94: polystreams.v1alpha1.GetMetricsResponse
+	(*NodeMetrics)(nil),                 // 95: polystreams.v1alpha1.NodeMetrics
+	(*TaskMetrics)(nil),                 // 96: polystreams.v1alpha1.TaskMetrics
+	(*PartitionLag)(nil),                // 97: polystreams.v1alpha1.PartitionLag
+	(*StoreMetrics)(nil),                // 98: polystreams.v1alpha1.StoreMetrics
+	(*TestRecord)(nil),                  // 99: polystreams.v1alpha1.TestRecord
+	(*TestHeader)(nil),                  // 100: polystreams.v1alpha1.TestHeader
+	(*PipeInputRequest)(nil),            // 101: polystreams.v1alpha1.PipeInputRequest
+	(*PipeInputResponse)(nil),           // 102: polystreams.v1alpha1.PipeInputResponse
+	(*ReadOutputRequest)(nil),           // 103: polystreams.v1alpha1.ReadOutputRequest
+	(*ReadOutputResponse)(nil),          // 104: polystreams.v1alpha1.ReadOutputResponse
+	(*AdvanceWallClockRequest)(nil),     // 105: polystreams.v1alpha1.AdvanceWallClockRequest
+	(*AdvanceWallClockResponse)(nil),    // 106: polystreams.v1alpha1.AdvanceWallClockResponse
+	nil,                                 // 107: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	nil,                                 // 108: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	nil,                                 // 109: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	nil,                                 // 110: polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
 }
 var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
-	100, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	101, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	107, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	108, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
 	0,   // 2: polystreams.v1alpha1.RegisterFunctionRequest.metadata:type_name -> polystreams.v1alpha1.Metadata
 	1,   // 3: polystreams.v1alpha1.Handle.kind:type_name -> polystreams.v1alpha1.Kind
-	102, // 4: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	109, // 4: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
 	20,  // 5: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
 	21,  // 6: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
 	22,  // 7: polystreams.v1alpha1.WindowedByOp.session:type_name -> polystreams.v1alpha1.SessionWindows
@@ -9413,7 +9975,7 @@ var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
 	17,  // 12: polystreams.v1alpha1.FilterOp.materialized:type_name -> polystreams.v1alpha1.Materialized
 	17,  // 13: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
 	3,   // 14: polystreams.v1alpha1.AddStateStoreOp.type:type_name -> polystreams.v1alpha1.StoreType
-	103, // 15: polystreams.v1alpha1.AddStateStoreOp.changelog_config:type_name -> polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
+	110, // 15: polystreams.v1alpha1.AddStateStoreOp.changelog_config:type_name -> polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
 	17,  // 16: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
 	4,   // 17: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
 	17,  // 18: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
@@ -9486,49 +10048,59 @@ var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
 	83,  // 85: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
 	84,  // 86: polystreams.v1alpha1.ReadRequest.range:type_name -> polystreams.v1alpha1.KeyRange
 	83,  // 87: polystreams.v1alpha1.ReadRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
-	8,   // 88: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
-	75,  // 89: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	88,  // 90: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
-	89,  // 91: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
-	90,  // 92: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
-	91,  // 93: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
-	93,  // 94: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
-	92,  // 95: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
-	67,  // 96: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	92,  // 97: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
-	12,  // 98: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
-	14,  // 99: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
-	56,  // 100: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
-	58,  // 101: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
-	63,  // 102: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
-	65,  // 103: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
-	76,  // 104: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
-	78,  // 105: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
-	80,  // 106: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
-	86,  // 107: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
-	94,  // 108: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
-	96,  // 109: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
-	98,  // 110: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
-	81,  // 111: polystreams.v1alpha1.EngineService.Read:input_type -> polystreams.v1alpha1.ReadRequest
-	13,  // 112: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
-	15,  // 113: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
-	57,  // 114: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
-	59,  // 115: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
-	64,  // 116: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
-	66,  // 117: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
-	77,  // 118: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
-	79,  // 119: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
-	85,  // 120: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
-	87,  // 121: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
-	95,  // 122: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
-	97,  // 123: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
-	99,  // 124: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
-	82,  // 125: polystreams.v1alpha1.EngineService.Read:output_type -> polystreams.v1alpha1.ReadResponse
-	112, // [112:126] is the sub-list for method output_type
-	98,  // [98:112] is the sub-list for method input_type
-	98,  // [98:98] is the sub-list for extension type_name
-	98,  // [98:98] is the sub-list for extension extendee
-	0,   // [0:98] is the sub-list for field type_name
+	86,  // 88: polystreams.v1alpha1.QueryMetadataForKeyResponse.active_host:type_name -> polystreams.v1alpha1.HostInfo
+	86,  // 89: polystreams.v1alpha1.QueryMetadataForKeyResponse.standby_hosts:type_name -> polystreams.v1alpha1.HostInfo
+	86,  // 90: polystreams.v1alpha1.StreamsMetadata.host_info:type_name -> polystreams.v1alpha1.HostInfo
+	90,  // 91: polystreams.v1alpha1.StreamsMetadata.topic_partitions:type_name -> polystreams.v1alpha1.TopicPartition
+	90,  // 92: polystreams.v1alpha1.StreamsMetadata.standby_topic_partitions:type_name -> polystreams.v1alpha1.TopicPartition
+	91,  // 93: polystreams.v1alpha1.StreamsMetadataResponse.metadata:type_name -> polystreams.v1alpha1.StreamsMetadata
+	8,   // 94: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
+	75,  // 95: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	95,  // 96: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
+	96,  // 97: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
+	97,  // 98: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
+	98,  // 99: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
+	100, // 100: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
+	99,  // 101: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
+	67,  // 102: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	99,  // 103: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
+	12,  // 104: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
+	14,  // 105: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
+	56,  // 106: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
+	58,  // 107: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
+	63,  // 108: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
+	65,  // 109: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
+	76,  // 110: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
+	78,  // 111: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
+	80,  // 112: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
+	93,  // 113: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
+	101, // 114: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
+	103, // 115: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
+	105, // 116: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
+	81,  // 117: polystreams.v1alpha1.EngineService.Read:input_type -> polystreams.v1alpha1.ReadRequest
+	87,  // 118: polystreams.v1alpha1.EngineService.QueryMetadataForKey:input_type -> polystreams.v1alpha1.QueryMetadataForKeyRequest
+	89,  // 119: polystreams.v1alpha1.EngineService.StreamsMetadata:input_type -> polystreams.v1alpha1.StreamsMetadataRequest
+	13,  // 120: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
+	15,  // 121: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
+	57,  // 122: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
+	59,  // 123: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
+	64,  // 124: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
+	66,  // 125: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
+	77,  // 126: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
+	79,  // 127: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
+	85,  // 128: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
+	94,  // 129: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
+	102, // 130: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
+	104, // 131: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
+	106, // 132: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
+	82,  // 133: polystreams.v1alpha1.EngineService.Read:output_type -> polystreams.v1alpha1.ReadResponse
+	88,  // 134: polystreams.v1alpha1.EngineService.QueryMetadataForKey:output_type -> polystreams.v1alpha1.QueryMetadataForKeyResponse
+	92,  // 135: polystreams.v1alpha1.EngineService.StreamsMetadata:output_type -> polystreams.v1alpha1.StreamsMetadataResponse
+	120, // [120:136] is the sub-list for method output_type
+	104, // [104:120] is the sub-list for method input_type
+	104, // [104:104] is the sub-list for extension type_name
+	104, // [104:104] is the sub-list for extension extendee
+	0,   // [0:104] is the sub-list for field type_name
 }
 
 func init() { file_polystreams_v1alpha1_engine_proto_init() }
@@ -9592,15 +10164,16 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 	}
 	file_polystreams_v1alpha1_engine_proto_msgTypes[71].OneofWrappers = []any{}
 	file_polystreams_v1alpha1_engine_proto_msgTypes[72].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[80].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[81].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[73].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[87].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[88].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_polystreams_v1alpha1_engine_proto_rawDesc), len(file_polystreams_v1alpha1_engine_proto_rawDesc)),
 			NumEnums:      12,
-			NumMessages:   92,
+			NumMessages:   99,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -75,6 +75,12 @@ const (
 	EngineServiceAdvanceWallClockProcedure = "/polystreams.v1alpha1.EngineService/AdvanceWallClock"
 	// EngineServiceReadProcedure is the fully-qualified name of the EngineService's Read RPC.
 	EngineServiceReadProcedure = "/polystreams.v1alpha1.EngineService/Read"
+	// EngineServiceQueryMetadataForKeyProcedure is the fully-qualified name of the EngineService's
+	// QueryMetadataForKey RPC.
+	EngineServiceQueryMetadataForKeyProcedure = "/polystreams.v1alpha1.EngineService/QueryMetadataForKey"
+	// EngineServiceStreamsMetadataProcedure is the fully-qualified name of the EngineService's
+	// StreamsMetadata RPC.
+	EngineServiceStreamsMetadataProcedure = "/polystreams.v1alpha1.EngineService/StreamsMetadata"
 )
 
 // EngineServiceClient is a client for the polystreams.v1alpha1.EngineService service.
@@ -129,6 +135,15 @@ type EngineServiceClient interface {
 	// docs/design/processor.md. A bundle no longer in flight is NotFound; a
 	// store the bundle's steps did not declare is InvalidArgument.
 	Read(context.Context, *connect.Request[v1alpha1.ReadRequest]) (*connect.Response[v1alpha1.ReadResponse], error)
+	// QueryMetadataForKey answers which instance of the application holds a
+	// key of a store (Kafka Streams' KafkaStreams.queryMetadataForKey): the
+	// active host, the standby hosts and the partition
+	// (docs/design/interactive-queries.md).
+	QueryMetadataForKey(context.Context, *connect.Request[v1alpha1.QueryMetadataForKeyRequest]) (*connect.Response[v1alpha1.QueryMetadataForKeyResponse], error)
+	// StreamsMetadata answers the application's instances, each with its
+	// application.server, stores and topic partitions, active and standby
+	// (KafkaStreams.metadataForAllStreamsClients / streamsMetadataForStore).
+	StreamsMetadata(context.Context, *connect.Request[v1alpha1.StreamsMetadataRequest]) (*connect.Response[v1alpha1.StreamsMetadataResponse], error)
 }
 
 // NewEngineServiceClient constructs a client for the polystreams.v1alpha1.EngineService service. By
@@ -226,25 +241,39 @@ func NewEngineServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(engineServiceMethods.ByName("Read")),
 			connect.WithClientOptions(opts...),
 		),
+		queryMetadataForKey: connect.NewClient[v1alpha1.QueryMetadataForKeyRequest, v1alpha1.QueryMetadataForKeyResponse](
+			httpClient,
+			baseURL+EngineServiceQueryMetadataForKeyProcedure,
+			connect.WithSchema(engineServiceMethods.ByName("QueryMetadataForKey")),
+			connect.WithClientOptions(opts...),
+		),
+		streamsMetadata: connect.NewClient[v1alpha1.StreamsMetadataRequest, v1alpha1.StreamsMetadataResponse](
+			httpClient,
+			baseURL+EngineServiceStreamsMetadataProcedure,
+			connect.WithSchema(engineServiceMethods.ByName("StreamsMetadata")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // engineServiceClient implements EngineServiceClient.
 type engineServiceClient struct {
-	openSession      *connect.Client[v1alpha1.OpenSessionRequest, v1alpha1.OpenSessionResponse]
-	registerFunction *connect.Client[v1alpha1.RegisterFunctionRequest, v1alpha1.RegisterFunctionResponse]
-	build            *connect.Client[v1alpha1.BuildRequest, v1alpha1.BuildResponse]
-	describe         *connect.Client[v1alpha1.DescribeRequest, v1alpha1.DescribeResponse]
-	start            *connect.Client[v1alpha1.StartRequest, v1alpha1.StartResponse]
-	exchange         *connect.Client[v1alpha1.ExchangeRequest, v1alpha1.ExchangeResponse]
-	getState         *connect.Client[v1alpha1.GetStateRequest, v1alpha1.GetStateResponse]
-	stop             *connect.Client[v1alpha1.StopRequest, v1alpha1.StopResponse]
-	query            *connect.Client[v1alpha1.QueryRequest, v1alpha1.QueryResponse]
-	getMetrics       *connect.Client[v1alpha1.GetMetricsRequest, v1alpha1.GetMetricsResponse]
-	pipeInput        *connect.Client[v1alpha1.PipeInputRequest, v1alpha1.PipeInputResponse]
-	readOutput       *connect.Client[v1alpha1.ReadOutputRequest, v1alpha1.ReadOutputResponse]
-	advanceWallClock *connect.Client[v1alpha1.AdvanceWallClockRequest, v1alpha1.AdvanceWallClockResponse]
-	read             *connect.Client[v1alpha1.ReadRequest, v1alpha1.ReadResponse]
+	openSession         *connect.Client[v1alpha1.OpenSessionRequest, v1alpha1.OpenSessionResponse]
+	registerFunction    *connect.Client[v1alpha1.RegisterFunctionRequest, v1alpha1.RegisterFunctionResponse]
+	build               *connect.Client[v1alpha1.BuildRequest, v1alpha1.BuildResponse]
+	describe            *connect.Client[v1alpha1.DescribeRequest, v1alpha1.DescribeResponse]
+	start               *connect.Client[v1alpha1.StartRequest, v1alpha1.StartResponse]
+	exchange            *connect.Client[v1alpha1.ExchangeRequest, v1alpha1.ExchangeResponse]
+	getState            *connect.Client[v1alpha1.GetStateRequest, v1alpha1.GetStateResponse]
+	stop                *connect.Client[v1alpha1.StopRequest, v1alpha1.StopResponse]
+	query               *connect.Client[v1alpha1.QueryRequest, v1alpha1.QueryResponse]
+	getMetrics          *connect.Client[v1alpha1.GetMetricsRequest, v1alpha1.GetMetricsResponse]
+	pipeInput           *connect.Client[v1alpha1.PipeInputRequest, v1alpha1.PipeInputResponse]
+	readOutput          *connect.Client[v1alpha1.ReadOutputRequest, v1alpha1.ReadOutputResponse]
+	advanceWallClock    *connect.Client[v1alpha1.AdvanceWallClockRequest, v1alpha1.AdvanceWallClockResponse]
+	read                *connect.Client[v1alpha1.ReadRequest, v1alpha1.ReadResponse]
+	queryMetadataForKey *connect.Client[v1alpha1.QueryMetadataForKeyRequest, v1alpha1.QueryMetadataForKeyResponse]
+	streamsMetadata     *connect.Client[v1alpha1.StreamsMetadataRequest, v1alpha1.StreamsMetadataResponse]
 }
 
 // OpenSession calls polystreams.v1alpha1.EngineService.OpenSession.
@@ -317,6 +346,16 @@ func (c *engineServiceClient) Read(ctx context.Context, req *connect.Request[v1a
 	return c.read.CallUnary(ctx, req)
 }
 
+// QueryMetadataForKey calls polystreams.v1alpha1.EngineService.QueryMetadataForKey.
+func (c *engineServiceClient) QueryMetadataForKey(ctx context.Context, req *connect.Request[v1alpha1.QueryMetadataForKeyRequest]) (*connect.Response[v1alpha1.QueryMetadataForKeyResponse], error) {
+	return c.queryMetadataForKey.CallUnary(ctx, req)
+}
+
+// StreamsMetadata calls polystreams.v1alpha1.EngineService.StreamsMetadata.
+func (c *engineServiceClient) StreamsMetadata(ctx context.Context, req *connect.Request[v1alpha1.StreamsMetadataRequest]) (*connect.Response[v1alpha1.StreamsMetadataResponse], error) {
+	return c.streamsMetadata.CallUnary(ctx, req)
+}
+
 // EngineServiceHandler is an implementation of the polystreams.v1alpha1.EngineService service.
 type EngineServiceHandler interface {
 	// OpenSession creates a session for one application. The session lives
@@ -369,6 +408,15 @@ type EngineServiceHandler interface {
 	// docs/design/processor.md. A bundle no longer in flight is NotFound; a
 	// store the bundle's steps did not declare is InvalidArgument.
 	Read(context.Context, *connect.Request[v1alpha1.ReadRequest]) (*connect.Response[v1alpha1.ReadResponse], error)
+	// QueryMetadataForKey answers which instance of the application holds a
+	// key of a store (Kafka Streams' KafkaStreams.queryMetadataForKey): the
+	// active host, the standby hosts and the partition
+	// (docs/design/interactive-queries.md).
+	QueryMetadataForKey(context.Context, *connect.Request[v1alpha1.QueryMetadataForKeyRequest]) (*connect.Response[v1alpha1.QueryMetadataForKeyResponse], error)
+	// StreamsMetadata answers the application's instances, each with its
+	// application.server, stores and topic partitions, active and standby
+	// (KafkaStreams.metadataForAllStreamsClients / streamsMetadataForStore).
+	StreamsMetadata(context.Context, *connect.Request[v1alpha1.StreamsMetadataRequest]) (*connect.Response[v1alpha1.StreamsMetadataResponse], error)
 }
 
 // NewEngineServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -462,6 +510,18 @@ func NewEngineServiceHandler(svc EngineServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(engineServiceMethods.ByName("Read")),
 		connect.WithHandlerOptions(opts...),
 	)
+	engineServiceQueryMetadataForKeyHandler := connect.NewUnaryHandler(
+		EngineServiceQueryMetadataForKeyProcedure,
+		svc.QueryMetadataForKey,
+		connect.WithSchema(engineServiceMethods.ByName("QueryMetadataForKey")),
+		connect.WithHandlerOptions(opts...),
+	)
+	engineServiceStreamsMetadataHandler := connect.NewUnaryHandler(
+		EngineServiceStreamsMetadataProcedure,
+		svc.StreamsMetadata,
+		connect.WithSchema(engineServiceMethods.ByName("StreamsMetadata")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/polystreams.v1alpha1.EngineService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case EngineServiceOpenSessionProcedure:
@@ -492,6 +552,10 @@ func NewEngineServiceHandler(svc EngineServiceHandler, opts ...connect.HandlerOp
 			engineServiceAdvanceWallClockHandler.ServeHTTP(w, r)
 		case EngineServiceReadProcedure:
 			engineServiceReadHandler.ServeHTTP(w, r)
+		case EngineServiceQueryMetadataForKeyProcedure:
+			engineServiceQueryMetadataForKeyHandler.ServeHTTP(w, r)
+		case EngineServiceStreamsMetadataProcedure:
+			engineServiceStreamsMetadataHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -555,4 +619,12 @@ func (UnimplementedEngineServiceHandler) AdvanceWallClock(context.Context, *conn
 
 func (UnimplementedEngineServiceHandler) Read(context.Context, *connect.Request[v1alpha1.ReadRequest]) (*connect.Response[v1alpha1.ReadResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("polystreams.v1alpha1.EngineService.Read is not implemented"))
+}
+
+func (UnimplementedEngineServiceHandler) QueryMetadataForKey(context.Context, *connect.Request[v1alpha1.QueryMetadataForKeyRequest]) (*connect.Response[v1alpha1.QueryMetadataForKeyResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("polystreams.v1alpha1.EngineService.QueryMetadataForKey is not implemented"))
+}
+
+func (UnimplementedEngineServiceHandler) StreamsMetadata(context.Context, *connect.Request[v1alpha1.StreamsMetadataRequest]) (*connect.Response[v1alpha1.StreamsMetadataResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("polystreams.v1alpha1.EngineService.StreamsMetadata is not implemented"))
 }
