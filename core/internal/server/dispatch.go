@@ -38,11 +38,11 @@ type dispatcher struct {
 }
 
 type pending struct {
-	b   *pb.Bundle
+	b *pb.Bundle
 	// reads answers the host's Read calls for a processor bundle (nil:
 	// not a processor bundle).
 	reads engine.ReadFunc
-	res chan *pb.BundleResult // buffered 1; the first answer wins
+	res   chan *pb.BundleResult // buffered 1; the first answer wins
 	// worker holding the bundle; "" while queued.
 	worker string
 }
