@@ -244,7 +244,7 @@ func TestProcessorVectors(t *testing.T) {
 		},
 		{
 			name:  "count_per_key_read_miss",
-			about: "count_per_key with a key the view does not hold (c): the host makes one Read (get) for it, and record 2 reads it back from the overlay without another",
+			about: "count_per_key with a key the view does not hold (c; the engine sends an empty view when adaptive prefetch switched the store off): the host makes one Read (get) for it, and record 2 reads it back from the overlay without another",
 			fns:   []vecFunc{{Token: 1, Role: "processor", Fn: "count_per_key"}},
 			ex: []pvExchange{{
 				bundle: pvBundle(101, []*pb.Step{procStep(1, false, node, counts, nil)}, "string", "string", "string", "long",
