@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -25,9 +26,11 @@ import (
 // (Kafka Streams undoes nothing) and goes to the policy.
 type processOp struct {
 	opBase
-	newP   topology.NewProcessorFunc
-	p      topology.NativeProcessor // nil until initialised
-	stores map[string]*storeTx
+	newP topology.NewProcessorFunc
+	p    topology.NativeProcessor // nil until initialised
+	// revived: an aborted transaction revived the operator (revive).
+	revived atomic.Bool
+	stores  map[string]*storeTx
 
 	// cur is the record being processed (nil in init).
 	cur *rec
@@ -70,6 +73,7 @@ func (o *processOp) ensure() error {
 // records (Kafka Streams initialises every processor of a task when the
 // task starts, so a processor behind a filter schedules too).
 func (t *task) initProcessors(ctx context.Context) error {
+	t.applyRevivals()
 	for _, s := range t.plan.steps {
 		if s.node.Op != topology.OpProcess && s.node.Op != topology.OpProcessValues {
 			continue
@@ -121,15 +125,36 @@ func (o *processOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 	return out, nil
 }
 
-// revive closes the instance and drops its schedules: the next record
-// makes and initialises a new one, whose init schedules again, as Kafka
-// Streams closes a corrupted task and runs init again.
-func (o *processOp) revive() {
+// revive marks the instance for closing (an aborted transaction; it may
+// be called off the task's goroutine): before its next work the task
+// closes it and drops its schedules, and a new one is made and
+// initialised, whose init schedules again, as Kafka Streams closes a
+// corrupted task and runs init again (applyRevivals).
+func (o *processOp) revive() { o.revived.Store(true) }
+
+// applyRevival closes a revived instance, on the task's goroutine.
+func (o *processOp) applyRevival() {
+	if !o.revived.Swap(false) {
+		return
+	}
 	if o.p != nil {
 		_ = o.p.Close()
 		o.p = nil
 	}
 	o.t.dropSchedules(o)
+}
+
+// applyRevivals closes the processors an aborted transaction revived,
+// before the task's next records or punctuation.
+func (t *task) applyRevivals() {
+	for _, op := range t.ops {
+		switch o := op.(type) {
+		case *processOp:
+			o.applyRevival()
+		case *hostProcessOp:
+			o.applyRevival()
+		}
+	}
 }
 
 // Schedule registers a punctuator (ProcessorContext.schedule).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -44,6 +45,8 @@ type hostProcessOp struct {
 	inited bool
 	// schedules: the host's schedule ids.
 	schedules map[uint64]*schedule
+	// revived: an aborted transaction revived the operator (revive).
+	revived atomic.Bool
 }
 
 func newHostProcessOp(t *task, s *step) operator {
@@ -54,8 +57,15 @@ func newHostProcessOp(t *task, s *step) operator {
 	return o
 }
 
-// revive forgets the host's instance: the next bundle inits it again.
-func (o *hostProcessOp) revive() {
+// revive marks the host's instance forgotten (an aborted transaction):
+// before the task's next work its schedules are dropped and the next
+// bundle inits it again (applyRevival).
+func (o *hostProcessOp) revive() { o.revived.Store(true) }
+
+func (o *hostProcessOp) applyRevival() {
+	if !o.revived.Swap(false) {
+		return
+	}
 	o.inited = false
 	o.t.dropSchedules(o)
 	clear(o.schedules)

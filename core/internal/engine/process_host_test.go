@@ -219,3 +219,61 @@ func TestHostProcessor(t *testing.T) {
 		t.Errorf("%d Read calls, want 2 (one per punctuation; record keys come prefetched)", host.reads)
 	}
 }
+
+// TestHostProcessorRevival: after an aborted transaction's revival the
+// next bundle carries the init entry again (the host makes a new
+// instance, whose schedule replaces the old).
+func TestHostProcessorRevival(t *testing.T) {
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := topology.NewBuilder()
+	b.HostProcessors = true
+	must(b.AddStateStore(topology.StoreBuilder{Name: "counts", Type: topology.StoreTypeKeyValue, KeySerde: "string", ValueSerde: "long"}))
+	in, err := b.Stream(topology.StreamOptions{Topics: []string{"in"}, KeySerde: "string", ValueSerde: "string"})
+	must(err)
+	p, err := b.Process(in.ID, topology.Function{Token: 7, Name: "sweep_every"}, topology.ProcessOptions{Stores: []string{"counts"}, ValueSerde: "long"})
+	must(err)
+	must(b.To(p.ID, "out", "", "", ""))
+	topo, err := b.Topology()
+	must(err)
+	td, kv, err := testdriver.New(map[string]string{"application.id": "hostrevive"})
+	must(err)
+	defer td.Close()
+	cfg, _, err := config.Parse("hostrevive", kv, "")
+	must(err)
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	host := &procHost{}
+	app, err := engine.New(cfg, topo, host)
+	must(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	must(td.Start(ctx, app))
+	defer app.Stop(ctx)
+	must(td.Ready(ctx))
+	pipe := func(k string, ts int64) {
+		t.Helper()
+		if _, failure, err := td.Pipe(ctx, []testdriver.Record{{Topic: "in", Key: []byte(k), Value: []byte("x"), Timestamp: &ts}}); err != nil || failure != nil {
+			t.Fatalf("pipe: %v %v", failure, err)
+		}
+	}
+	pipe("a", 100)
+	engine.ReviveOperators(app)
+	pipe("b", 200)
+	out, _, err := td.Output("out")
+	must(err)
+	got := ""
+	for _, r := range out {
+		got += fmt.Sprintf("%s=%d@%d ", r.Key, binary.BigEndian.Uint64(r.Value), r.Timestamp.UnixMilli())
+	}
+	// The new instance's schedule is aligned to 0 again: due at 200.
+	if want := "a=1@100 b=1@200 "; got != want {
+		t.Errorf("out: %s, want %s", got, want)
+	}
+	if host.inits != 2 {
+		t.Errorf("%d init entries, want 2 (one after the revival)", host.inits)
+	}
+}

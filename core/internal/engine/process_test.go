@@ -245,3 +245,74 @@ func TestGoProcessorPunctuation(t *testing.T) {
 		t.Errorf("wall clock 500 ms after start: %s, want %s", got, want)
 	}
 }
+
+// ticker forwards ("tick", time) from a stream-time punctuator every
+// 1000 ms, counting its inits and closes.
+type ticker struct{ inits, closes *int }
+
+func (k *ticker) Init(ctx topology.NativeContext) error {
+	*k.inits++
+	_, err := ctx.Schedule(1000, topology.StreamTime, func(ts int64) error {
+		return ctx.Forward(topology.NativeRecord{Key: []byte("tick"), Value: []byte(strconv.FormatInt(ts, 10)), Timestamp: ts}, "")
+	})
+	return err
+}
+func (k *ticker) Close() error                                                { *k.closes++; return nil }
+func (k *ticker) Process(topology.NativeContext, topology.NativeRecord) error { return nil }
+
+// TestGoProcessorRevival: an aborted transaction's revival closes the
+// task's processor and drops its schedules; the next record makes and
+// initialises a new one, whose schedule replaces the old (one punctuation,
+// not two).
+func TestGoProcessorRevival(t *testing.T) {
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	inits, closes := 0, 0
+	b := topology.NewBuilder()
+	in, err := b.Stream(topology.StreamOptions{Topics: []string{"in"}, KeySerde: "string", ValueSerde: "string"})
+	must(err)
+	newP := topology.NewProcessorFunc(func() topology.NativeProcessor { return &ticker{inits: &inits, closes: &closes} })
+	p, err := b.Process(in.ID, topology.Function{Name: "ticker", Native: newP}, topology.ProcessOptions{})
+	must(err)
+	must(b.To(p.ID, "out", "", "", ""))
+	topo, err := b.Topology()
+	must(err)
+	td, kv, err := testdriver.New(map[string]string{"application.id": "revive"})
+	must(err)
+	defer td.Close()
+	cfg, _, err := config.Parse("revive", kv, "")
+	must(err)
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	app, err := engine.New(cfg, topo, nil)
+	must(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	must(td.Start(ctx, app))
+	defer app.Stop(ctx)
+	must(td.Ready(ctx))
+	pipe := func(ts int64) {
+		t.Helper()
+		if _, failure, err := td.Pipe(ctx, []testdriver.Record{{Topic: "in", Key: []byte("k"), Value: []byte("v"), Timestamp: &ts}}); err != nil || failure != nil {
+			t.Fatalf("pipe: %v %v", failure, err)
+		}
+	}
+	pipe(0)
+	engine.ReviveOperators(app)
+	pipe(1500)
+	out, _, err := td.Output("out")
+	must(err)
+	got := ""
+	for _, r := range out {
+		got += fmt.Sprintf("%s=%s ", r.Key, r.Value)
+	}
+	if want := "tick=0 tick=1500 "; got != want {
+		t.Errorf("out: %s, want %s", got, want)
+	}
+	if inits != 2 || closes != 1 {
+		t.Errorf("%d inits and %d closes, want 2 and 1", inits, closes)
+	}
+}

@@ -128,6 +128,7 @@ func (t *task) nextWallClock() (int64, bool) {
 // punctuateWallClock runs the task's due wall-clock punctuators as a batch
 // of their own: their writes and forwards are committed as a batch's.
 func (t *task) punctuateWallClock(ctx context.Context) error {
+	t.applyRevivals()
 	now := t.app.wallClock()
 	if !t.wallClockDue(now) {
 		return nil
