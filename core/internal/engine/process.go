@@ -144,6 +144,21 @@ func (o *processOp) applyRevival() {
 	o.t.dropSchedules(o)
 }
 
+// closeProcessors closes the task's Go processors as the task stops
+// (Processor.close); a host keeps its instances until its session ends
+// (close entries are not sent yet).
+func (t *task) closeProcessors() {
+	for _, op := range t.ops {
+		if o, ok := op.(*processOp); ok && o.p != nil {
+			if err := o.p.Close(); err != nil {
+				t.app.log.Warn("closing a processor as its task stops", "task", t.id.String(), "node", o.s.node.Name, "error", err)
+			}
+			o.p = nil
+			t.dropSchedules(o)
+		}
+	}
+}
+
 // applyRevivals closes the processors an aborted transaction revived,
 // before the task's next records or punctuation.
 func (t *task) applyRevivals() {

@@ -315,4 +315,9 @@ func TestGoProcessorRevival(t *testing.T) {
 	if inits != 2 || closes != 1 {
 		t.Errorf("%d inits and %d closes, want 2 and 1", inits, closes)
 	}
+	// Stopping closes the task's processor.
+	must(app.Stop(ctx))
+	if closes != 2 {
+		t.Errorf("%d closes after Stop, want 2", closes)
+	}
 }

@@ -259,6 +259,7 @@ func (t *task) run(ctx context.Context) {
 			select {
 			case <-t.stop:
 				t.flushOnStop(ctx)
+				t.closeProcessors()
 				return
 			case <-wallC:
 				continue
