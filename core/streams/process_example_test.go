@@ -88,3 +88,55 @@ func ExampleStream_Process() {
 	// ann: 2 clicks (at 10000 ms)
 	// bob: 1 clicks (at 10000 ms)
 }
+
+// router sends each record to the child its value names.
+type router struct{}
+
+func (router) Init(streams.ProcessorContext) error { return nil }
+func (router) Close() error                        { return nil }
+func (router) Process(ctx streams.ProcessorContext, r streams.Record) error {
+	return ctx.ForwardTo(string(r.Value), r)
+}
+
+// A topology built without the DSL (Kafka Streams' Topology): a source, a
+// processor routing each record to a named child, two sinks.
+func ExampleTopology() {
+	t := streams.NewTopology()
+	must(t.AddSource("orders", streams.String, streams.String, "orders"))
+	must(t.AddProcessor("route", func() streams.Processor { return router{} }, "orders"))
+	must(t.AddSink("eu", "orders-eu", "route"))
+	must(t.AddSink("us", "orders-us", "route"))
+	text, err := t.Describe()
+	must(err)
+	fmt.Print(text)
+
+	d, err := streams.NewTestDriver(&t.Builder, streams.Config{ApplicationID: "orders"})
+	must(err)
+	defer d.Close()
+	must(d.PipeInput("orders", []byte("o1"), []byte("eu")))
+	must(d.PipeInput("orders", []byte("o2"), []byte("us")))
+	must(d.PipeInput("orders", []byte("o3"), []byte("eu")))
+	for _, topic := range []string{"orders-eu", "orders-us"} {
+		out, err := d.ReadOutput(topic)
+		must(err)
+		for _, r := range out {
+			fmt.Printf("%s: %s\n", topic, r.Key)
+		}
+	}
+	// Output:
+	// Topologies:
+	//    Sub-topology: 0
+	//     Source: orders (topics: [orders])
+	//       --> route
+	//     Processor: route (stores: [])
+	//       --> eu, us
+	//       <-- orders
+	//     Sink: eu (topic: orders-eu)
+	//       <-- route
+	//     Sink: us (topic: orders-us)
+	//       <-- route
+	//
+	// orders-eu: o1
+	// orders-eu: o3
+	// orders-us: o2
+}
