@@ -32,8 +32,10 @@ type processOp struct {
 	revived atomic.Bool
 	stores  map[string]*storeTx
 
-	// cur is the record being processed (nil in init).
-	cur *rec
+	// cur is the record being processed (nil in init and punctuators);
+	// punctTime is the running punctuator's time.
+	cur       *rec
+	punctTime int64
 	// out collects the run's forwards to all children; byChild, to one.
 	out     []rec
 	byChild [][]rec
@@ -191,7 +193,8 @@ func (o *processOp) Schedule(interval int64, typ topology.PunctuationType, fn fu
 // punctuate calls s's punctuator at now with no input record, and pushes
 // what it forwards.
 func (o *processOp) punctuate(ctx context.Context, s *schedule, now int64) error {
-	o.cur = nil
+	o.cur, o.punctTime = nil, now
+	defer func() { o.punctTime = 0 }()
 	o.out, o.byChild = nil, make([][]rec, len(o.s.next))
 	if err := s.fn(now); err != nil {
 		var refused *processorRefusal
@@ -282,10 +285,10 @@ func (o *processOp) store(call, name string) (*storeTx, error) {
 }
 
 // rowTime is the timestamp a processor's write is stored with: the input
-// record's (0 in a punctuator or init).
+// record's, in a punctuator its time (0 in init).
 func (o *processOp) rowTime() int64 {
 	if o.cur == nil {
-		return 0
+		return o.punctTime
 	}
 	return o.cur.ts
 }

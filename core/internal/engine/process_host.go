@@ -483,7 +483,19 @@ func (o *hostProcessOp) apply(ctx context.Context, b *pb.Bundle, e *bundleEntrie
 				} else if value == nil {
 					return nil, bad("op %d puts a null value into store %q (a delete is OP_KIND_DELETE)", j, n.Stores[si])
 				}
-				o.stores[si].put(slices.Clone(key), slices.Clone(value), res.OpTimestamps[j])
+				// A store without timestamps keeps the record context's
+				// time with a row (its changelog record's timestamp, as
+				// Kafka Streams logs it): the input's, or the punctuation's.
+				ts := res.OpTimestamps[j]
+				if st := o.stores[si].store.Processor; st == nil || !st.Type.Timestamped() {
+					ts = 0
+					if in != nil {
+						ts = in.ts
+					} else if punct != nil {
+						ts = punct.TimeMs
+					}
+				}
+				o.stores[si].put(slices.Clone(key), slices.Clone(value), ts)
 			case pb.OpKind_OP_KIND_FORWARD:
 				child := int(res.OpTargets[j])
 				if child < 0 || child > len(o.s.next) {
