@@ -93,8 +93,8 @@ func (o *hostProcessOp) punctuate(ctx context.Context, s *schedule, now int64) e
 	return nil
 }
 
-// initProcessor sends the init entry alone, before the task's first
-// records, so that the host's schedules exist from the start.
+// ensure sends the init entry alone, before the task's first records, so
+// that the host's schedules exist from the start.
 func (o *hostProcessOp) ensure(ctx context.Context) error {
 	if o.inited {
 		return nil
@@ -103,7 +103,7 @@ func (o *hostProcessOp) ensure(ctx context.Context) error {
 	return err
 }
 
-// entryOf is what entry e of a bundle is, for errors and the policy.
+// bundleEntries are a processor bundle's entries: inits, records, after.
 type bundleEntries struct {
 	inits []*pb.BundleEntry
 	recs  []rec
@@ -260,13 +260,14 @@ func (o *hostProcessOp) read(req *pb.ReadRequest) (*pb.ReadResponse, error) {
 	if req.Reverse {
 		slices.Reverse(rows)
 	}
-	for i, r := range rows {
+	for _, r := range rows {
 		key, value := r[0].([]byte), r[1].([]byte)
 		if !req.Reverse && size > 0 && size+len(key)+len(value) > budget {
+			// The next chunk starts at this key (polystreams.bundle.max.bytes
+			// per answer); a reverse query is answered whole.
 			resp.Continuation = slices.Clone(key)
 			break
 		}
-		_ = i
 		size += len(key) + len(value)
 		add(key, value, r[2].(int64))
 	}
