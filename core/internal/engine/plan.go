@@ -143,6 +143,35 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				}
 			}
 			switch {
+			case n.Op == topology.OpProcess || n.Op == topology.OpProcessValues:
+				s.open = newProcessOp
+				if _, ok := n.Fn.Native.(topology.NewProcessorFunc); !ok {
+					op := pb.Operation_OPERATION_PROCESS
+					if n.Op == topology.OpProcessValues {
+						op = pb.Operation_OPERATION_PROCESS_VALUES
+					}
+					var children []string
+					for _, c := range n.Successors {
+						children = append(children, c.Name)
+					}
+					s.steps = []*pb.Step{{Token: n.Fn.Token, Operation: op, Node: n.Name, Stores: slices.Clone(n.Stores), Children: children, Metadata: pb.Metadata_METADATA_WRITE}}
+					s.chain = []*topology.Node{n}
+					s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
+					s.outKey, s.outValue = n.KeySerde, n.ValueSerde
+					s.open = newHostProcessOp
+				}
+				for _, name := range n.Stores {
+					st := t.Stores[name]
+					if st == nil {
+						return nil, fmt.Errorf("runtime: node %s names store %q, which the topology lacks", n.Name, name)
+					}
+					if st.ChangelogTopic == "" {
+						return nil, fmt.Errorf("runtime: store %q of node %s has logging disabled, which this engine does not run yet", name, n.Name)
+					}
+					if !slices.Contains(p.stores, st) {
+						p.stores = append(p.stores, st)
+					}
+				}
 			case n.FK != nil && n.Type == topology.Processor:
 				if err := compileFK(t, p, s, n); err != nil {
 					return nil, err
