@@ -63,6 +63,7 @@ class Session(Protocol):
     _client: Client
     _functions: dict[int, Callable[..., Any]]
     _store_key_serdes: dict[str, str]
+    _store_specs: dict[str, Any]  # name -> processor.StoreBuilder
 
     def _register(self, op: str, fn: Callable[..., Any]) -> int: ...
 
