@@ -335,9 +335,9 @@ class _Context:
         if store is not None:
             return store
         run = self._current("get_state_store")
-        step = run.steps[run.step_of[self.node]]
-        if name not in step.stores:
-            raise ValueError(f"get_state_store: node {self.node} has no access to store {name!r} (its stores: [{', '.join(step.stores)}])")
+        names = run.stores_of[run.step_of[self.node]]
+        if name not in names:
+            raise ValueError(f"get_state_store: node {self.node} has no access to store {name!r} (its stores: [{', '.join(names)}])")
         state = run.stores.get(name)
         if state is None:
             raise ValueError(f"get_state_store: node {self.node}: the bundle brought no view of store {name!r} (malformed bundle)")
@@ -478,7 +478,7 @@ class _KeyValueStore(_Store):
 
     def _write(self, run: _Run, state: _StoreState, kb: bytes, value: Any, call: str) -> None:
         step = run.step_of[self.ctx.node]
-        target = run.steps[step].stores.index(self.name) if self.name in run.steps[step].stores else 0
+        target = run.target(step, self.name)
         if value is None:
             state.known[kb] = state.written[kb] = _ABSENT
             run.ops.add(_DELETE, step, target, kb, None, 0, 0)
@@ -603,8 +603,7 @@ class _WindowStore(_Store):
         ws = int(window_start)
         data = self._value(state, value, "put")
         step = run.step_of[self.ctx.node]
-        stores = run.steps[step].stores
-        target = stores.index(self.name) if self.name in stores else 0
+        target = run.target(step, self.name)
         if state.retain_duplicates:
             if data is None:
                 return  # Kafka Streams: a null put into a store with duplicates is ignored
@@ -727,7 +726,7 @@ class _Run:
     the entry in hand (its time and record metadata)."""
 
     __slots__ = (
-        "host", "bundle", "steps", "step_of", "stores", "ops", "metadata", "time", "input_headers", "out_key_serde",
+        "host", "bundle", "steps", "step_of", "stores_of", "children_of", "stores", "ops", "metadata", "time", "input_headers", "out_key_serde",
         "out_value_serde",
     )
 
@@ -738,6 +737,8 @@ class _Run:
         self.step_of: dict[str, int] = {}
         for i, s in enumerate(self.steps):
             self.step_of.setdefault(s.node, i)
+        self.stores_of = [list(s.stores) for s in self.steps]
+        self.children_of = [list(s.children) for s in self.steps]
         self.stores: dict[str, _StoreState] = {}
         for i, v in enumerate(bundle.stores):
             self.stores[v.store] = _StoreState(v, i, host.store_specs.get(v.store))
@@ -747,6 +748,11 @@ class _Run:
         self.input_headers: Headers | None = None
         self.out_key_serde = bundle.output_key_serde or bundle.key_serde or "bytes"
         self.out_value_serde = bundle.output_value_serde or bundle.value_serde or "bytes"
+
+    def target(self, step: int, store: str) -> int:
+        """The op target of a store of a step: its index in the step's stores."""
+        names = self.stores_of[step]
+        return names.index(store) if store in names else 0
 
     # Reads.
 
@@ -795,8 +801,7 @@ class _Run:
         step_i = self.step_of.get(ctx.node)
         if step_i is None:
             raise ValueError(f"forward: node {ctx.node} is not a step of this bundle")
-        step = self.steps[step_i]
-        children = list(step.children)
+        children = self.children_of[step_i]
         if child is not None and child not in children:
             raise ValueError(f"forward: node {ctx.node} has no child {child!r} (children: [{', '.join(children)}])")
         if ctx.fixed_key:
