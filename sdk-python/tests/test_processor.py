@@ -360,3 +360,29 @@ def test_schedule_refuses_intervals_under_a_millisecond(bad: int) -> None:
 
     r = Executor({1: S}).process(bundle([], inits=[0]))
     assert r.failures[0].message == f"ValueError: schedule: node P: interval {bad} ms; the minimum is 1 ms"
+
+
+def test_with_metadata_functions_get_and_set_timestamp_and_headers() -> None:
+    from polystreams import RecordMetadata, with_metadata
+
+    def stamp(value: Any, meta: RecordMetadata) -> Any:
+        meta.timestamp = meta.timestamp + 1
+        meta.headers = [*meta.headers, ("offset", str(meta.offset))]
+        return f"{meta.topic}/{meta.partition}@{meta.offset}:{value}"
+
+    def keep(key: Any, value: Any, meta: RecordMetadata) -> bool:
+        return meta.offset != 101
+
+    b = bundle([("a", 1), ("b", 2), ("c", 3)], steps=[
+        pb.Step(token=1, operation=pb.OPERATION_FILTER, node="F", metadata=pb.METADATA_READ),
+        pb.Step(token=2, operation=pb.OPERATION_MAP_VALUES, node="M", metadata=pb.METADATA_WRITE),
+        pb.Step(token=3, operation=pb.OPERATION_MAP_VALUES, node="N"),
+    ], headers=[[("h", b"1")], [], []])
+    b.output_value_serde = "string"
+    r = Executor({1: with_metadata(keep), 2: with_metadata(stamp, write=True), 3: str.upper}).process(b)
+    assert not r.failures
+    assert list(r.output_counts) == [1, 0, 1]
+    assert r.values == b"IN/0@100:1IN/0@102:3"
+    assert list(r.output_timestamps) == [1001, 1003]
+    assert list(r.output_header_counts) == [2, 1]
+    assert r.output_header_keys == b"hoffsetoffset" and r.output_header_values == b"1100102"

@@ -26,6 +26,7 @@ from itertools import chain, compress, repeat
 from typing import Any
 
 from polystreams._aio import Failed, Loop, function_name, is_async, is_awaitable
+from polystreams._metadata import MetadataChain, wants_metadata
 from polystreams._processor import ProcessorHost, ReadFn, is_processor_bundle
 from polystreams.processor import StoreBuilder
 from polystreams.serde import decode, decode_column, encode, encode_column, encoder
@@ -1348,7 +1349,7 @@ class Executor:
         store_specs: Mapping[str, StoreBuilder] | None = None,
     ) -> None:
         self._functions = functions
-        self._chains: dict[tuple[Any, ...], _Chain | _Fold | _Join] = {}
+        self._chains: dict[tuple[Any, ...], _Chain | _Fold | _Join | MetadataChain] = {}
         self._loop = Loop(async_timeout)
         self._processors = ProcessorHost(functions, self._loop, read=read, application_id=application_id, store_specs=store_specs)
 
@@ -1363,7 +1364,7 @@ class Executor:
             self._loop.start_bundle()
             return self._processors.process(bundle)
         key = (
-            tuple((s.token, s.operation, s.initializer_token, s.subtractor_token) for s in steps),
+            tuple((s.token, s.operation, s.initializer_token, s.subtractor_token, s.metadata) for s in steps),
             bundle.key_serde,
             bundle.value_serde,
             bundle.output_key_serde,
@@ -1375,6 +1376,8 @@ class Executor:
         if chain is None:
             if len(steps) == 1 and steps[0].operation in _FOLDS:
                 chain = _Fold(bundle, self._functions, self._loop)
+            elif wants_metadata(bundle, self._functions):
+                chain = MetadataChain(bundle, self._functions, self._loop)
             elif len(steps) == 1 and steps[0].operation == _VALUE_JOIN:
                 chain = _Join(bundle, self._functions, self._loop)
             else:

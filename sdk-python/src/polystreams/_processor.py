@@ -51,7 +51,7 @@ from polystreams.serde import decode, decode_column, encode
 from polystreams.v1alpha1 import engine_pb2 as pb
 from polystreams.windows import Windowed
 
-__all__ = ["ProcessorHost", "is_processor_bundle"]
+__all__ = ["ProcessorHost", "is_processor_bundle", "read_headers"]
 
 _PROCESS = pb.OPERATION_PROCESS
 _PROCESS_VALUES = pb.OPERATION_PROCESS_VALUES
@@ -1045,7 +1045,7 @@ class ProcessorHost:
             keys, kfail = decode_column(b.key_serde or "bytes", b.keys, key_lengths)
         offsets = list(b.offsets) or [0] * n
         times = list(b.timestamps) or [0] * n
-        headers = self._headers(b, n)
+        headers = read_headers(b, n)
         topic, partition = b.topic, b.partition
         fixed = run.steps[0].operation == _PROCESS_VALUES
         make: Callable[..., Any] = FixedKeyRecord if fixed else Record
@@ -1068,20 +1068,21 @@ class ProcessorHost:
                 failures.append(pb.RecordFailure(index=first + i, step=f.step, message=f.message, kind=_PROCESSING))
             ops.end_entry()
 
-    @staticmethod
-    def _headers(b: pb.Bundle, n: int) -> list[Headers]:
-        counts = list(b.header_counts)
-        if not counts:
-            return [()] * n
-        keys = _split(b.header_keys, b.header_key_lengths)
-        values = _split(b.header_values, b.header_value_lengths)
-        out: list[Headers] = []
-        pos = 0
-        for c in counts:
-            if c <= 0:
-                out.append(())
-                continue
-            out.append(tuple(((keys[j] or b"").decode("utf-8", "replace"), values[j]) for j in range(pos, pos + c)))
-            pos += c
-        out.extend([()] * (n - len(out)))
-        return out
+
+def read_headers(b: pb.Bundle, n: int) -> list[Headers]:
+    """Each record's headers, from a bundle's header columns."""
+    counts = list(b.header_counts)
+    if not counts:
+        return [()] * n
+    keys = _split(b.header_keys, b.header_key_lengths)
+    values = _split(b.header_values, b.header_value_lengths)
+    out: list[Headers] = []
+    pos = 0
+    for c in counts:
+        if c <= 0:
+            out.append(())
+            continue
+        out.append(tuple(((keys[j] or b"").decode("utf-8", "replace"), values[j]) for j in range(pos, pos + c)))
+        pos += c
+    out.extend([()] * (n - len(out)))
+    return out

@@ -138,8 +138,9 @@ class HostHealth:
 # bundles over windows that send each record once (Bundle.value_refs), and
 # fold programs, which fold host functions over session and sliding windows
 # (Bundle.fold_bases).
-# Processor bundles (docs/design/processor.md): store views, entries, ops.
-HOST_FEATURES = ["fold_value_refs", "fold_programs", "processors"]
+# Processor bundles (docs/design/processor.md): store views, entries, ops;
+# and header columns and output timestamps for functions with_metadata.
+HOST_FEATURES = ["fold_value_refs", "fold_programs", "processors", "metadata"]
 
 # The host loop's Exchange: bundles taken per call, and how long the engine
 # may hold a call open waiting for one (also how soon stop() is noticed).
