@@ -382,6 +382,10 @@ class App:
     def _build_terminal(self, op: str, message: Any) -> None:
         self._call_build(op, message)
 
+    def _add_source(self, topics: list[str], key_serde: str, value_serde: str) -> None:
+        """A Topology source was added (Topology.add_source)."""
+        self._sources.extend(topics)
+
     # Running.
 
     def state(self) -> State:

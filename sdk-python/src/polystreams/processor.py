@@ -521,7 +521,12 @@ class Topology:
         if not topics:
             raise ValueError(f"add_source {name!r}: name at least one topic")
         op = pb.AddSourceOp(name=name, topics=list(topics), key_serde=key or "", value_serde=value or "")
-        return self._do(lambda app: app._build_terminal("add_source", op))
+
+        def call(app: Session) -> None:
+            app._build_terminal("add_source", op)
+            app._add_source(list(topics), op.key_serde, op.value_serde)
+
+        return self._do(call)
 
     def add_processor(
         self,
