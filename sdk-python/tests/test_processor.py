@@ -136,10 +136,10 @@ def test_counter_reads_its_own_writes_and_reads_the_engine_once_per_missing_key(
     assert not r.failures
     groups = ops(r)
     assert groups[0] == []  # init: nothing
-    assert groups[1] == [(PUT, 0, 0, b"a", long(11), 1000, 0), (FORWARD, 0, 0, b"a", long(11), 1000, 0)]
-    assert groups[2][0] == (PUT, 0, 0, b"a", long(12), 1001, 0)
-    assert groups[3][0] == (PUT, 0, 0, b"b", long(42), 1002, 0)
-    assert groups[4][0] == (PUT, 0, 0, b"b", long(45), 1003, 0)
+    assert groups[1] == [(PUT, 0, 0, b"a", long(11), 0, 0), (FORWARD, 0, 0, b"a", long(11), 1000, 0)]
+    assert groups[2][0] == (PUT, 0, 0, b"a", long(12), 0, 0)
+    assert groups[3][0] == (PUT, 0, 0, b"b", long(42), 0, 0)
+    assert groups[4][0] == (PUT, 0, 0, b"b", long(45), 0, 0)
     assert [c.get for c in engine.calls] == [b"b"]  # a was prefetched; b read once
     assert engine.calls[0].bundle_id == 7 and engine.calls[0].store == "counts"
     assert list(r.prefetch_hits) == [1]
@@ -180,7 +180,7 @@ def test_punctuator_sweeps_the_store_merged_with_the_bundles_writes() -> None:
     assert [k for kind, _, _, k, *_ in sweep if kind == DELETE] == [b"a", b"b", b"c", b"d", b"e"]
     alls = [c for c in engine.calls if c.WhichOneof("query") == "all"]
     assert [c.continuation for c in alls] == [b"", b"2"]  # chunked
-    assert list(r.op_header_counts)[-5:] == [0] * 5  # a punctuator's records have no headers
+    assert list(r.op_header_counts)[-5:] == [-1] * 5  # no headers: the (empty) input headers of a punctuation
 
 
 def test_a_record_that_raises_keeps_its_earlier_ops_and_its_failure_counts_entries() -> None:
@@ -222,7 +222,7 @@ def test_errors_name_node_store_and_call() -> None:
     ]
 
 
-def test_fixed_key_forwards_carry_no_key_and_headers_cross() -> None:
+def test_fixed_key_forwards_keep_the_key_and_headers_cross() -> None:
     class Tag(FixedKeyProcessor):
         def init(self, context: ProcessorContext) -> None:
             self.ctx = context
@@ -235,7 +235,7 @@ def test_fixed_key_forwards_carry_no_key_and_headers_cross() -> None:
     steps = [pb.Step(token=1, operation=pb.OPERATION_PROCESS_VALUES, node="T", children=["out"])]
     r = Executor({1: Tag}).process(bundle([("a", 1)], steps=steps, headers=[[("h", b"v"), ("n", None)]]))
     assert not r.failures
-    assert ops(r) == [[(FORWARD, 0, 0, None, long(100), 1000, 0)]]
+    assert ops(r) == [[(FORWARD, 0, 0, b"a", long(100), 1000, 0)]]
     assert list(r.op_header_counts) == [3]
     assert r.op_header_keys == b"hnseen" and list(r.op_header_value_lengths) == [1, -1, 1] and r.op_header_values == b"v1"
 

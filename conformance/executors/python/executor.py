@@ -22,6 +22,10 @@ from typing import Any
 
 from polystreams import (
     App,
+    Processor,
+    ProcessorContext,
+    PunctuationType,
+    Record,
     Config,
     EmitStrategy,
     JoinWindows,
@@ -247,6 +251,108 @@ def function(ref: Any, role: str) -> Fn:
     if name in folds:
         return folds[name][0 if role == "reducer" else 1]
     return table[name]
+
+
+# The processor catalogue (docs/design/host-vectors.md, "Processors"): each
+# name, with its argument (a string) and the one store it uses (if any),
+# makes a processor class.
+
+
+class _CountPerKey(Processor):
+    store_name = ""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.ctx = context
+        self.store = context.get_state_store(self.store_name)
+
+    def process(self, record: Record[Any, Any]) -> None:
+        n = (self.store.get(record.key) or 0) + 1
+        self.store.put(record.key, n)
+        self.ctx.forward(record.with_value(n))
+
+
+class _ForwardTo(Processor):
+    child = ""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.ctx = context
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self.ctx.forward(record, child=self.child)
+
+
+class _Restamp(Processor):
+    def init(self, context: ProcessorContext) -> None:
+        self.ctx = context
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self.ctx.forward(record.with_timestamp(record.timestamp + 1000).with_headers([*record.headers, ("seen", b"1")]))
+
+
+class _SweepEvery(Processor):
+    store_name = ""
+    interval = 0
+
+    def init(self, context: ProcessorContext) -> None:
+        self.ctx = context
+        self.store = context.get_state_store(self.store_name)
+        context.schedule(self.interval, PunctuationType.STREAM_TIME, self.sweep)
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self.store.put(record.key, (self.store.get(record.key) or 0) + 1)
+
+    def sweep(self, timestamp: int) -> None:
+        with self.store.all() as entries:
+            for key, value in list(entries):
+                self.ctx.forward(Record(key, value, timestamp))
+                self.store.delete(key)
+
+
+class _TickEvery(Processor):
+    interval = 0
+
+    def init(self, context: ProcessorContext) -> None:
+        self.ctx = context
+        context.schedule(self.interval, PunctuationType.WALL_CLOCK_TIME, self.tick)
+
+    def process(self, record: Record[Any, Any]) -> None:
+        pass
+
+    def tick(self, timestamp: int) -> None:
+        self.ctx.forward(Record("tick", timestamp, timestamp))
+
+
+class _ForwardThenFail(Processor):
+    value = ""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.ctx = context
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self.ctx.forward(record)
+        if record.value == self.value:
+            raise ConformanceError(f"forward_then_fail {self.value}")
+
+
+def processor(ref: Any, stores: list[str] | None = None) -> type[Processor]:
+    """The processor class a catalogue reference names; ``stores`` are the
+    stores its node declares (the first is the one it uses)."""
+    name, arg = (ref, None) if isinstance(ref, str) else (ref["name"], ref.get("arg"))
+    a = "" if arg is None else str(arg)
+    store = (stores or [""])[0]
+    if name == "count_per_key":
+        return type("count_per_key", (_CountPerKey,), {"store_name": store})
+    if name == "forward_to":
+        return type("forward_to", (_ForwardTo,), {"child": a})
+    if name == "restamp":
+        return _Restamp
+    if name == "sweep_every":
+        return type("sweep_every", (_SweepEvery,), {"store_name": store, "interval": int(a)})
+    if name == "tick_every":
+        return type("tick_every", (_TickEvery,), {"interval": int(a)})
+    if name == "forward_then_fail":
+        return type("forward_then_fail", (_ForwardThenFail,), {"value": a})
+    raise ValueError(f"catalogue: no processor {name!r}")
 
 
 def materialized(step: Mapping[str, Any]) -> Materialized | None:

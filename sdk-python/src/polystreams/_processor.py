@@ -251,12 +251,13 @@ class _StoreState:
 class _Instance:
     """A task's processor of one node, with the context it was given."""
 
-    __slots__ = ("processor", "context", "schedules", "broken")
+    __slots__ = ("processor", "context", "schedules", "ids", "broken")
 
     def __init__(self, processor: Any, context: _Context) -> None:
         self.processor = processor
         self.context = context
-        self.schedules: set[int] = set()
+        self.schedules: dict[int, _Schedule] = {}  # the live ones, by id
+        self.ids = itertools.count(1)  # schedule ids count from 1 per instance
         self.broken: str | None = None  # init raised: records fail with this
 
 
@@ -278,8 +279,7 @@ class _Schedule:
         if self.cancelled:
             return
         self.cancelled = True
-        self.instance.schedules.discard(self.id)
-        self.host._schedules.pop(self.id, None)
+        self.instance.schedules.pop(self.id, None)
         run = self.host._run
         if run is not None:
             ctx = self.instance.context
@@ -361,10 +361,9 @@ class _Context:
             raise TypeError(f"schedule: node {self.node}: punctuator {punctuator!r} is not callable")
         run = self._current("schedule")
         inst = self.host._instances[(self.task, self.node)]
-        sid = next(self.host._ids)
+        sid = next(inst.ids)
         s = _Schedule(sid, self.host, inst, punctuator, t, ms)
-        self.host._schedules[sid] = s
-        inst.schedules.add(sid)
+        inst.schedules[sid] = s
         run.ops.add(_SCHEDULE, run.step_of[self.node], 1 if t is PunctuationType.STREAM_TIME else 2, None, None, ms, sid)
         return s
 
@@ -459,10 +458,10 @@ class _KeyValueStore(_Store):
         return ValueAndTimestamp(v, ts) if self.timestamped else v
 
     def _lookup(self, run: _Run, state: _StoreState, kb: bytes) -> tuple[bytes | None, int]:
+        if kb in state.prefetched:
+            state.hits.add(kb)
         entry = state.known.get(kb)
         if entry is not None:
-            if kb in state.prefetched and kb not in state.written:
-                state.hits.add(kb)
             return entry
         resp = run.read(state, get=kb)
         values = _split(resp.values, resp.value_lengths)
@@ -490,7 +489,7 @@ class _KeyValueStore(_Store):
                 raise TypeError(f"store {self.name!r}: {call}: a timestamped store takes ValueAndTimestamp(value, timestamp), got {type(value).__name__}")
             ts = int(ts)
         else:
-            v, ts = value, run.time
+            v, ts = value, 0  # a plain store keeps no timestamp
         data = self._value(state, v, call)
         if data is None:
             state.known[kb] = state.written[kb] = _ABSENT
@@ -745,7 +744,7 @@ class _Run:
         self.ops = _Ops()
         self.metadata: RecordMetadata | None = None
         self.time = 0
-        self.input_headers: Headers | None = None
+        self.input_headers: Headers = ()
         self.out_key_serde = bundle.output_key_serde or bundle.key_serde or "bytes"
         self.out_value_serde = bundle.output_value_serde or bundle.value_serde or "bytes"
 
@@ -828,20 +827,19 @@ class _Run:
             self._forward_op(ctx, step_i, children.index(child) + 1, record)
 
     def _forward_op(self, ctx: _Context, step: int, target: int, record: Any) -> None:
-        if ctx.fixed_key:
-            kb = None
-        else:
-            try:
-                kb = encode(self.out_key_serde, record.key)
-            except (TypeError, ValueError, OverflowError) as e:
-                raise TypeError(f"forward: node {ctx.node}: cannot encode key {record.key!r} with serde {self.out_key_serde!r}: {e}") from None
+        # A fixed-key processor's forward carries its (the input's) key too,
+        # as the processors host vectors pin.
+        try:
+            kb = encode(self.out_key_serde, record.key)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise TypeError(f"forward: node {ctx.node}: cannot encode key {record.key!r} with serde {self.out_key_serde!r}: {e}") from None
         try:
             vb = encode(self.out_value_serde, record.value)
         except (TypeError, ValueError, OverflowError) as e:
             raise TypeError(f"forward: node {ctx.node}: cannot encode value {record.value!r} with serde {self.out_value_serde!r}: {e}") from None
         self.ops.add(_FORWARD, step, target, kb, vb, record.timestamp, 0)
         h = record.headers
-        self.ops.headers(None if (h is self.input_headers and h is not None) else h)
+        self.ops.headers(None if h == self.input_headers else h)
 
 
 class ProcessorHost:
@@ -865,15 +863,12 @@ class ProcessorHost:
         self.application_id = application_id
         self.store_specs: Mapping[str, StoreBuilder] = store_specs if store_specs is not None else {}
         self._instances: dict[tuple[str, str], _Instance] = {}
-        self._schedules: dict[int, _Schedule] = {}
-        self._ids = itertools.count(1)
         self._run: _Run | None = None
 
     def close(self) -> None:
         """Drops every instance (without calling close(): the engine sends
         close entries for the tasks it closes)."""
         self._instances.clear()
-        self._schedules.clear()
 
     # Calls of user code.
 
@@ -928,10 +923,8 @@ class ProcessorHost:
         return inst
 
     def _drop(self, inst: _Instance) -> None:
-        for sid in inst.schedules:
-            s = self._schedules.pop(sid, None)
-            if s is not None:
-                s.cancelled = True
+        for s in inst.schedules.values():
+            s.cancelled = True
         inst.schedules.clear()
 
     def _deliver(self, run: _Run, step_i: int, record: Any) -> None:
@@ -994,7 +987,7 @@ class ProcessorHost:
 
     def _entry(self, run: _Run, index: int, e: pb.BundleEntry, failures: list[pb.RecordFailure]) -> None:
         run.metadata = None
-        run.input_headers = None
+        run.input_headers = ()  # an init's, a punctuation's or a close's input headers are empty
         run.time = e.time_ms
         step_i = e.step
         try:
@@ -1013,8 +1006,9 @@ class ProcessorHost:
                         except Exception as ex:
                             raise _StepFailed(step_i, self._failure(ex)) from None
             elif e.kind in (_PUNCTUATE_STREAM, _PUNCTUATE_WALL):
-                s = self._schedules.get(e.schedule)
                 node = run.steps[step_i].node
+                inst = self._instances.get((run.bundle.task, node))
+                s = None if inst is None else inst.schedules.get(e.schedule)
                 if s is None:
                     raise _StepFailed(
                         step_i, f"LookupError: punctuate: node {node} in task {run.bundle.task} has no schedule {e.schedule} on this host"
