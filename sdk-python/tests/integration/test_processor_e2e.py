@@ -212,11 +212,22 @@ def test_with_metadata_functions_see_topic_offset_and_set_timestamps() -> None:
         assert [(r.value, r.timestamp) for r in driver.read_output("out")] == [("in:0:a", 101), ("in:1:b", 102)]
 
 
-def test_the_readme_example_runs() -> None:
+def readme_block(heading: str) -> dict[str, Any]:
+    """Runs the first python block under heading of sdk-python/README.md; answers its globals."""
     readme = (REPO / "sdk-python" / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Processors") :]
+    section = readme[readme.index(heading) :]
     m = re.search(r"^```python\n(.*?)^```", section, re.S | re.M)
-    assert m, "sdk-python/README.md: no python block under ### Processors"
-    scope: dict[str, Any] = {"__name__": "readme_processors"}
-    exec(compile(m.group(1), "README.md#processors", "exec"), scope)  # noqa: S102 - the README's own code
+    assert m, f"sdk-python/README.md: no python block under {heading}"
+    scope: dict[str, Any] = {"__name__": "readme"}
+    exec(compile(m.group(1), f"README.md {heading}", "exec"), scope)  # noqa: S102 - the README's own code
+    return scope
+
+
+def test_the_readme_processor_example_runs() -> None:
+    scope = readme_block("### Processors")
     assert scope["output"] == [("ann", 1, 1_000), ("ann", 1, 61_000), ("bob", 2, 61_000), ("ann", 1, 121_000)]
+
+
+def test_the_readme_metadata_example_runs() -> None:
+    r = readme_block("### Record metadata")["record"]
+    assert (r.value, r.timestamp, r.headers) == ("HELLO", 6_000, (("trace", b"t1"), ("source", b"in@0")))
