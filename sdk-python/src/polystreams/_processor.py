@@ -47,7 +47,7 @@ from polystreams.processor import (
     StoreBuilder,
     ValueAndTimestamp,
 )
-from polystreams.serde import decode, decode_column, encode
+from polystreams.serde import decode, decode_column, encode, encoder
 from polystreams.v1alpha1 import engine_pb2 as pb
 from polystreams.windows import Windowed
 
@@ -97,86 +97,66 @@ class _Raised(Exception):
 
 
 class _Ops:
-    """The op columns of a bundle's answer, filled in call order."""
+    """The ops of a bundle's answer, in call order: one tuple each (kind,
+    step, target, key, value, timestamp, schedule), made into the answer's
+    columns once, at the end."""
 
-    __slots__ = (
-        "counts", "kinds", "steps", "targets", "klens", "keys", "vlens", "vals", "times", "scheds",
-        "hcounts", "hklens", "hkeys", "hvlens", "hvals", "mark",
-    )
+    __slots__ = ("ops", "counts", "hdrs", "mark")
 
     def __init__(self) -> None:
+        self.ops: list[tuple[int, int, int, bytes | None, bytes | None, int, int]] = []
         self.counts: list[int] = []
-        self.kinds: list[int] = []
-        self.steps: list[int] = []
-        self.targets: list[int] = []
-        self.klens: list[int] = []
-        self.keys: list[bytes] = []
-        self.vlens: list[int] = []
-        self.vals: list[bytes] = []
-        self.times: list[int] = []
-        self.scheds: list[int] = []
-        self.hcounts: list[int] = []
-        self.hklens: list[int] = []
-        self.hkeys: list[bytes] = []
-        self.hvlens: list[int] = []
-        self.hvals: list[bytes] = []
+        self.hdrs: list[Headers | None] = []  # per forward; None: the input's
         self.mark = 0
 
     def add(self, kind: int, step: int, target: int, key: bytes | None, value: bytes | None, time: int, sched: int) -> None:
-        self.kinds.append(kind)
-        self.steps.append(step)
-        self.targets.append(target)
-        if key is None:
-            self.klens.append(-1)
-        else:
-            self.klens.append(len(key))
-            self.keys.append(key)
-        if value is None:
-            self.vlens.append(-1)
-        else:
-            self.vlens.append(len(value))
-            self.vals.append(value)
-        self.times.append(time)
-        self.scheds.append(sched)
-
-    def headers(self, h: Headers | None) -> None:
-        """The header columns of the forward just added (None: the input's)."""
-        if h is None:
-            self.hcounts.append(-1)
-            return
-        self.hcounts.append(len(h))
-        for k, v in h:
-            kb = k.encode()
-            self.hklens.append(len(kb))
-            self.hkeys.append(kb)
-            if v is None:
-                self.hvlens.append(-1)
-            else:
-                self.hvlens.append(len(v))
-                self.hvals.append(v)
+        self.ops.append((kind, step, target, key, value, time, sched))
 
     def end_entry(self) -> None:
-        n = len(self.kinds)
+        n = len(self.ops)
         self.counts.append(n - self.mark)
         self.mark = n
 
     def fill(self, r: pb.BundleResult) -> None:
+        ops = self.ops
         r.op_counts.extend(self.counts)
-        r.op_kinds.extend(self.kinds)
-        r.op_steps.extend(self.steps)
-        r.op_targets.extend(self.targets)
-        r.op_key_lengths.extend(self.klens)
-        r.op_keys = b"".join(self.keys)
-        r.op_value_lengths.extend(self.vlens)
-        r.op_values = b"".join(self.vals)
-        r.op_timestamps.extend(self.times)
-        r.op_schedules.extend(self.scheds)
-        if any(c != -1 for c in self.hcounts) or self.hcounts:
-            r.op_header_counts.extend(self.hcounts)
-            r.op_header_key_lengths.extend(self.hklens)
-            r.op_header_keys = b"".join(self.hkeys)
-            r.op_header_value_lengths.extend(self.hvlens)
-            r.op_header_values = b"".join(self.hvals)
+        if not ops:
+            return
+        kinds, steps, targets, keys, values, times, scheds = zip(*ops)
+        r.op_kinds.extend(kinds)
+        r.op_steps.extend(steps)
+        r.op_targets.extend(targets)
+        r.op_key_lengths.extend([-1 if k is None else len(k) for k in keys])
+        r.op_keys = b"".join([k for k in keys if k is not None])
+        r.op_value_lengths.extend([-1 if v is None else len(v) for v in values])
+        r.op_values = b"".join([v for v in values if v is not None])
+        r.op_timestamps.extend(times)
+        r.op_schedules.extend(scheds)
+        if self.hdrs:
+            hcounts: list[int] = []
+            hklens: list[int] = []
+            hkeys: list[bytes] = []
+            hvlens: list[int] = []
+            hvals: list[bytes] = []
+            for h in self.hdrs:
+                if h is None:
+                    hcounts.append(-1)
+                    continue
+                hcounts.append(len(h))
+                for k, v in h:
+                    kb = k.encode()
+                    hklens.append(len(kb))
+                    hkeys.append(kb)
+                    if v is None:
+                        hvlens.append(-1)
+                    else:
+                        hvlens.append(len(v))
+                        hvals.append(v)
+            r.op_header_counts.extend(hcounts)
+            r.op_header_key_lengths.extend(hklens)
+            r.op_header_keys = b"".join(hkeys)
+            r.op_header_value_lengths.extend(hvlens)
+            r.op_header_values = b"".join(hvals)
 
 
 def _split(data: bytes, lengths: Any) -> list[bytes | None]:
@@ -196,13 +176,20 @@ def _split(data: bytes, lengths: Any) -> list[bytes | None]:
 _ABSENT = (None, 0)  # a key known to have no entry
 
 
+def _no_encoder(serde: str) -> Callable[[Any], bytes]:
+    def enc(obj: Any) -> bytes:
+        raise ValueError(f"unknown serde {serde!r}")
+
+    return enc
+
+
 class _StoreState:
     """One store's overlay for one bundle: what the bundle knows of it
     (prefetched, read, written) and what it wrote."""
 
     __slots__ = (
         "name", "index", "key_serde", "value_serde", "type", "timestamped", "window", "window_size",
-        "retain_duplicates", "known", "prefetched", "hits", "written", "covered", "dups",
+        "retain_duplicates", "known", "prefetched", "hits", "written", "covered", "dups", "kenc", "venc",
     )
 
     def __init__(self, view: pb.StoreView, index: int, spec: StoreBuilder | None) -> None:
@@ -210,6 +197,9 @@ class _StoreState:
         self.index = index  # in Bundle.stores (prefetch_hits)
         self.key_serde = view.key_serde or "bytes"
         self.value_serde = view.value_serde or "bytes"
+        # Fast encoders (their errors may not name the serde: encode() then does).
+        self.kenc = encoder(self.key_serde) or _no_encoder(self.key_serde)
+        self.venc = encoder(self.value_serde) or _no_encoder(self.value_serde)
         self.type = view.type
         self.timestamped = view.type in (pb.STORE_TYPE_TIMESTAMPED_KEY_VALUE, pb.STORE_TYPE_TIMESTAMPED_WINDOW)
         self.window = view.type in (pb.STORE_TYPE_WINDOW, pb.STORE_TYPE_TIMESTAMPED_WINDOW)
@@ -369,7 +359,7 @@ class _Context:
 
     def record_metadata(self) -> RecordMetadata | None:
         run = self.host._run
-        return None if run is None else run.metadata
+        return None if run is None else run.record_metadata()
 
 
 class _Iter:
@@ -399,25 +389,37 @@ class _Iter:
 
 
 class _Store:
-    __slots__ = ("ctx", "name")
+    __slots__ = ("ctx", "name", "_run", "_st")
 
     def __init__(self, ctx: _Context, name: str) -> None:
         self.ctx = ctx
         self.name = name
+        self._run: _Run | None = None  # the run _st belongs to
+        self._st: _StoreState | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__.lstrip('_')}({self.name!r} of node {self.ctx.node})"
 
     def _state(self, call: str) -> tuple[_Run, _StoreState]:
+        run = self.ctx.host._run
+        if run is not None and run is self._run:
+            st = self._st
+            assert st is not None
+            return run, st
         run = self.ctx._current(f"{self.name}.{call}")
         state = run.stores.get(self.name)
         if state is None:
             raise ValueError(f"{self.name}.{call}: node {self.ctx.node}: the bundle brought no view of store {self.name!r} (malformed bundle)")
+        self._run, self._st = run, state
         return run, state
 
     def _key(self, state: _StoreState, key: Any, call: str) -> bytes:
         if key is None:
             raise TypeError(f"store {self.name!r}: {call}: a key must not be None")
+        try:
+            return state.kenc(key)
+        except Exception:
+            pass
         try:
             b = encode(state.key_serde, key)
         except (TypeError, ValueError, OverflowError) as e:
@@ -426,6 +428,12 @@ class _Store:
         return b
 
     def _value(self, state: _StoreState, value: Any, call: str) -> bytes | None:
+        if value is None:
+            return None
+        try:
+            return state.venc(value)
+        except Exception:
+            pass
         try:
             return encode(state.value_serde, value)
         except (TypeError, ValueError, OverflowError) as e:
@@ -725,8 +733,8 @@ class _Run:
     the entry in hand (its time and record metadata)."""
 
     __slots__ = (
-        "host", "bundle", "steps", "step_of", "stores_of", "children_of", "stores", "ops", "metadata", "time", "input_headers", "out_key_serde",
-        "out_value_serde",
+        "host", "bundle", "steps", "step_of", "stores_of", "children_of", "stores", "ops", "record", "offsets", "time", "input_headers", "out_key_serde",
+        "out_value_serde", "kenc", "venc", "fixed_of", "insts",
     )
 
     def __init__(self, host: ProcessorHost, bundle: pb.Bundle) -> None:
@@ -742,11 +750,24 @@ class _Run:
         for i, v in enumerate(bundle.stores):
             self.stores[v.store] = _StoreState(v, i, host.store_specs.get(v.store))
         self.ops = _Ops()
-        self.metadata: RecordMetadata | None = None
+        self.record = -1  # the record in hand (-1: an init, punctuation or close)
+        self.offsets: list[int] = []
         self.time = 0
         self.input_headers: Headers = ()
         self.out_key_serde = bundle.output_key_serde or bundle.key_serde or "bytes"
         self.out_value_serde = bundle.output_value_serde or bundle.value_serde or "bytes"
+        self.kenc = encoder(self.out_key_serde) or _no_encoder(self.out_key_serde)
+        self.venc = encoder(self.out_value_serde) or _no_encoder(self.out_value_serde)
+        self.fixed_of = [s.operation == _PROCESS_VALUES for s in self.steps]
+        self.insts: list[_Instance | None] = [None] * len(self.steps)  # this run's instance of each step
+
+    def record_metadata(self) -> RecordMetadata | None:
+        """Where the record in hand came from (None outside a record); made when asked."""
+        i = self.record
+        if i < 0:
+            return None
+        b = self.bundle
+        return RecordMetadata(b.topic, b.partition, self.offsets[i], self.time, self.input_headers)
 
     def target(self, step: int, store: str) -> int:
         """The op target of a store of a step: its index in the step's stores."""
@@ -809,7 +830,7 @@ class _Run:
                     f"forward: node {ctx.node} is a fixed-key processor (process_values): forward the record it was given, "
                     f"changed by with_value, with_timestamp or with_headers (a FixedKeyRecord), not {type(record).__name__}"
                 )
-            if self.metadata is None:
+            if self.record < 0:
                 raise ValueError(f"forward: node {ctx.node} is a fixed-key processor (process_values): there is no input record whose key to keep")
         elif not isinstance(record, Record):
             raise TypeError(f"forward: node {ctx.node}: want a Record, got {type(record).__name__}")
@@ -829,17 +850,25 @@ class _Run:
     def _forward_op(self, ctx: _Context, step: int, target: int, record: Any) -> None:
         # A fixed-key processor's forward carries its (the input's) key too,
         # as the processors host vectors pin.
+        key, value = record.key, record.value
         try:
-            kb = encode(self.out_key_serde, record.key)
-        except (TypeError, ValueError, OverflowError) as e:
-            raise TypeError(f"forward: node {ctx.node}: cannot encode key {record.key!r} with serde {self.out_key_serde!r}: {e}") from None
+            kb = None if key is None else self.kenc(key)
+        except Exception:
+            try:
+                kb = encode(self.out_key_serde, key)
+            except (TypeError, ValueError, OverflowError) as e:
+                raise TypeError(f"forward: node {ctx.node}: cannot encode key {key!r} with serde {self.out_key_serde!r}: {e}") from None
         try:
-            vb = encode(self.out_value_serde, record.value)
-        except (TypeError, ValueError, OverflowError) as e:
-            raise TypeError(f"forward: node {ctx.node}: cannot encode value {record.value!r} with serde {self.out_value_serde!r}: {e}") from None
-        self.ops.add(_FORWARD, step, target, kb, vb, record.timestamp, 0)
+            vb = None if value is None else self.venc(value)
+        except Exception:
+            try:
+                vb = encode(self.out_value_serde, value)
+            except (TypeError, ValueError, OverflowError) as e:
+                raise TypeError(f"forward: node {ctx.node}: cannot encode value {value!r} with serde {self.out_value_serde!r}: {e}") from None
+        ops = self.ops
+        ops.ops.append((_FORWARD, step, target, kb, vb, record.timestamp, 0))
         h = record.headers
-        self.ops.headers(None if h == self.input_headers else h)
+        ops.hdrs.append(None if h is self.input_headers or h == self.input_headers else h)
 
 
 class ProcessorHost:
@@ -874,6 +903,8 @@ class ProcessorHost:
 
     def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
         r = fn(*args)
+        if r is None:
+            return r
         if is_awaitable(r):
             got = self.loop.gather([r], lambda: f"processor function {function_name(fn)}")[0]
             if type(got) is Failed:
@@ -911,6 +942,7 @@ class ProcessorHost:
             raise _StepFailed(step_i, _text(e)) from None
         inst = _Instance(processor, ctx)
         self._instances[key] = inst
+        run.insts[step_i] = inst
         init = getattr(processor, "init", None)
         if init is not None:
             try:
@@ -930,14 +962,15 @@ class ProcessorHost:
     def _deliver(self, run: _Run, step_i: int, record: Any) -> None:
         """Runs step step_i's processor on record (a forward to a child that
         is a step of the bundle, or a record of the bundle at step 0)."""
-        inst = self._instance(run, step_i, make=True)
+        inst = run.insts[step_i]
+        if inst is None:
+            inst = run.insts[step_i] = self._instance(run, step_i, make=True)
         if inst.broken is not None:
             raise _StepFailed(step_i, inst.broken)
-        step = run.steps[step_i]
-        if step.operation == _PROCESS_VALUES:
-            if not isinstance(record, FixedKeyRecord):
+        if run.fixed_of[step_i]:
+            if type(record) is not FixedKeyRecord:
                 record = FixedKeyRecord(record.key, record.value, record.timestamp, record.headers)
-        elif not isinstance(record, Record):
+        elif type(record) is not Record:
             record = Record(record.key, record.value, record.timestamp, record.headers)
         try:
             self._call(inst.processor.process, record)
@@ -986,7 +1019,7 @@ class ProcessorHost:
         return result
 
     def _entry(self, run: _Run, index: int, e: pb.BundleEntry, failures: list[pb.RecordFailure]) -> None:
-        run.metadata = None
+        run.record = -1
         run.input_headers = ()  # an init's, a punctuation's or a close's input headers are empty
         run.time = e.time_ms
         step_i = e.step
@@ -997,6 +1030,7 @@ class ProcessorHost:
                 self._init(run, step_i)
             elif e.kind == _CLOSE:
                 inst = self._instances.pop((run.bundle.task, run.steps[step_i].node), None)
+                run.insts[step_i] = None
                 if inst is not None:
                     self._drop(inst)
                     close = getattr(inst.processor, "close", None)
@@ -1037,7 +1071,7 @@ class ProcessorHost:
             kfail = dict.fromkeys(range(n), f"ValueError: malformed bundle: {len(key_lengths)} keys for {n} values")
         else:
             keys, kfail = decode_column(b.key_serde or "bytes", b.keys, key_lengths)
-        offsets = list(b.offsets) or [0] * n
+        offsets = run.offsets = list(b.offsets) or [0] * n
         times = list(b.timestamps) or [0] * n
         headers = read_headers(b, n)
         topic, partition = b.topic, b.partition
@@ -1053,7 +1087,7 @@ class ProcessorHost:
                 continue
             h = headers[i]
             ts = times[i]
-            run.metadata = RecordMetadata(topic, partition, offsets[i], ts, h)
+            run.record = i
             run.time = ts
             run.input_headers = h
             try:
