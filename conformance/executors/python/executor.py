@@ -26,6 +26,8 @@ from polystreams import (
     ProcessorContext,
     PunctuationType,
     Record,
+    StoreBuilder,
+    Stores,
     Config,
     EmitStrategy,
     JoinWindows,
@@ -355,6 +357,27 @@ def processor(ref: Any, stores: list[str] | None = None) -> type[Processor]:
     raise ValueError(f"catalogue: no processor {name!r}")
 
 
+def store_builder(store: Mapping[str, Any]) -> StoreBuilder:
+    """A case's store: name, type (key_value, timestamped_key_value, window),
+    serdes, window retention and size, logging and caching."""
+    t, name = store.get("type", "key_value"), store["name"]
+    key, value = serde(store, "key"), serde(store, "value")
+    if t == "window":
+        b = Stores.window_store(
+            name, retention=store["retention_ms"], window_size=store["window_size_ms"],
+            retain_duplicates=store.get("retain_duplicates", False), key=key, value=value,
+        )
+    elif t == "timestamped_key_value":
+        b = Stores.timestamped_key_value_store(name, key=key, value=value)
+    else:
+        b = Stores.key_value_store(name, key=key, value=value)
+    if store.get("logging") is False:
+        b = b.with_logging_disabled()
+    if store.get("caching"):
+        b = b.with_caching_enabled()
+    return b
+
+
 def materialized(step: Mapping[str, Any]) -> Materialized | None:
     m = step.get("materialized")
     if m is None:
@@ -409,6 +432,20 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
         return app.table(prefix + step["topic"], key=key, value=value, materialized=materialized(step), name=name)
     if op == "global_table":
         return app.global_table(prefix + step["topic"], key=key, value=value, materialized=materialized(step), name=name)
+    # The Processor API (docs/design/processor.md): stores, and Topology calls.
+    if op == "add_state_store":
+        app.topology().add_state_store(store_builder(step["store"]), *step.get("processors", []))
+        return None
+    if op == "add_source":
+        app.topology().add_source(step["name"], *[prefix + t for t in step["topics"]], key=key, value=value)
+        return None
+    if op == "add_processor":
+        stores = step.get("stores", [])
+        app.topology().add_processor(step["name"], processor(step["fn"], stores), *step["parents"], stores=stores, key=key, value=value)
+        return None
+    if op == "add_sink":
+        app.topology().add_sink(step["name"], prefix + step["topic"], *step["parents"], key=key, value=value)
+        return None
     if isinstance(node, KStream):
         if op == "to":
             node.to(prefix + step["topic"], key=key, value=value, name=name)
@@ -450,6 +487,12 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
         if op == "print":
             node.print(label=step.get("label"), name=name)
             return None
+        if op in ("process", "process_values"):
+            stores = step.get("stores", [])
+            proc = processor(step["fn"], stores)
+            if op == "process":
+                return node.process(proc, stores=stores, key=key, value=value, name=name)
+            return node.process_values(proc, stores=stores, value=value, name=name)
         fn = step["fn"]
         if op == "map_values":
             return node.map_values(function(fn, "mapper"), value=value, name=name)
