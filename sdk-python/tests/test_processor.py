@@ -386,3 +386,20 @@ def test_with_metadata_functions_get_and_set_timestamp_and_headers() -> None:
     assert list(r.output_timestamps) == [1001, 1003]
     assert list(r.output_header_counts) == [2, 1]
     assert r.output_header_keys == b"hoffsetoffset" and r.output_header_values == b"1100102"
+
+
+def test_stateless_steps_around_a_processor_run_record_by_record() -> None:
+    steps = [
+        pb.Step(token=2, operation=pb.OPERATION_MAP_VALUES, node="M", children=["P"]),
+        pb.Step(token=1, operation=pb.OPERATION_PROCESS, node="P", stores=["counts"], children=["F"]),
+        pb.Step(token=3, operation=pb.OPERATION_FILTER, node="F", children=["sink"]),
+    ]
+    b = bundle([("a", 1), ("a", 2), ("b", 3)], steps=steps, view={b"a": None, b"b": None})
+    r = Executor({1: Counter, 2: lambda v: v * 10, 3: lambda k, v: v != 30}).process(b)
+    assert not r.failures
+    # Counter adds the mapped values (10, then 20: a reads 10 back), forwards each sum; the filter drops 30.
+    assert ops(r) == [
+        [(PUT, 1, 0, b"a", long(10), 0, 0), (FORWARD, 2, 0, b"a", long(10), 1000, 0)],
+        [(PUT, 1, 0, b"a", long(30), 0, 0)],
+        [(PUT, 1, 0, b"b", long(30), 0, 0)],
+    ]

@@ -1,8 +1,11 @@
 """The host side of processor bundles (docs/design/processor.md): the
 executor's processor mode.
 
-A processor bundle's steps are processors (OPERATION_PROCESS and
-OPERATION_PROCESS_VALUES); the records enter the first step. Its entries,
+A processor bundle has a processor step (OPERATION_PROCESS or
+OPERATION_PROCESS_VALUES); its other steps may be processors or stateless
+steps (map_values, filter, ...), run record by record, depth first. The
+records enter the first step; what leaves the last step (or a processor's
+forward to a child that is no step of the bundle) is a FORWARD op. Its entries,
 in order, are ``Bundle.inits``, the records, then ``Bundle.after``
 (punctuations, then closes), and the answer holds one op group per entry,
 in call order: ``put`` / ``delete`` of a store, ``forward`` to a child,
@@ -46,6 +49,9 @@ from polystreams.processor import (
     RecordMetadata,
     StoreBuilder,
     ValueAndTimestamp,
+    headers_of,
+    metadata_of,
+    unwrap,
 )
 from polystreams.serde import decode, decode_column, encode, encoder
 from polystreams.v1alpha1 import engine_pb2 as pb
@@ -56,6 +62,17 @@ __all__ = ["ProcessorHost", "is_processor_bundle", "read_headers"]
 _PROCESS = pb.OPERATION_PROCESS
 _PROCESS_VALUES = pb.OPERATION_PROCESS_VALUES
 _PROCESSORS = frozenset({_PROCESS, _PROCESS_VALUES})
+# Stateless steps a processor bundle may hold besides (run record by record).
+_STATELESS = frozenset({
+    pb.OPERATION_MAP_VALUES, pb.OPERATION_MAP_VALUES_WITH_KEY, pb.OPERATION_FILTER, pb.OPERATION_FILTER_NOT,
+    pb.OPERATION_FLAT_MAP_VALUES, pb.OPERATION_FLAT_MAP_VALUES_WITH_KEY, pb.OPERATION_MAP, pb.OPERATION_FLAT_MAP,
+    pb.OPERATION_SELECT_KEY, pb.OPERATION_PEEK, pb.OPERATION_FOREACH,
+})
+
+
+def _level(step: pb.Step, fn: Any) -> int:
+    """Whether (and how) a step's function takes metadata: the step's, or its with_metadata wrapper's."""
+    return max(int(step.metadata), int(metadata_of(fn)))
 
 _PUT = pb.OP_KIND_PUT
 _DELETE = pb.OP_KIND_DELETE
@@ -734,7 +751,7 @@ class _Run:
 
     __slots__ = (
         "host", "bundle", "steps", "step_of", "stores_of", "children_of", "stores", "ops", "record", "offsets", "time", "input_headers", "out_key_serde",
-        "out_value_serde", "kenc", "venc", "fixed_of", "insts",
+        "out_value_serde", "kenc", "venc", "fixed_of", "proc_of", "insts",
     )
 
     def __init__(self, host: ProcessorHost, bundle: pb.Bundle) -> None:
@@ -759,6 +776,7 @@ class _Run:
         self.kenc = encoder(self.out_key_serde) or _no_encoder(self.out_key_serde)
         self.venc = encoder(self.out_value_serde) or _no_encoder(self.out_value_serde)
         self.fixed_of = [s.operation == _PROCESS_VALUES for s in self.steps]
+        self.proc_of = [s.operation in _PROCESSORS for s in self.steps]
         self.insts: list[_Instance | None] = [None] * len(self.steps)  # this run's instance of each step
 
     def record_metadata(self) -> RecordMetadata | None:
@@ -962,6 +980,9 @@ class ProcessorHost:
     def _deliver(self, run: _Run, step_i: int, record: Any) -> None:
         """Runs step step_i's processor on record (a forward to a child that
         is a step of the bundle, or a record of the bundle at step 0)."""
+        if not run.proc_of[step_i]:
+            self._stateless(run, step_i, record)
+            return
         inst = run.insts[step_i]
         if inst is None:
             inst = run.insts[step_i] = self._instance(run, step_i, make=True)
@@ -979,6 +1000,66 @@ class ProcessorHost:
         except Exception as e:
             raise _StepFailed(step_i, self._failure(e)) from None
 
+    def _stateless(self, run: _Run, step_i: int, record: Any) -> None:
+        """Runs a stateless step (map_values, filter, ...) of a processor
+        bundle on one record: its outputs go to the next step, or leave the
+        bundle as FORWARD ops of this step (to all its children)."""
+        step = run.steps[step_i]
+        fn = self.functions.get(step.token)
+        if fn is None:
+            raise _StepFailed(step_i, f"LookupError: step {step_i} ({step.node}) names token {step.token}, which is not registered in this host")
+        op = step.operation
+        k, v = record.key, record.value
+        extra: tuple[Any, ...] = ()
+        if _level(step, fn):
+            extra = (run.record_metadata(),)
+        f = unwrap(fn)
+        try:
+            if op == pb.OPERATION_MAP_VALUES:
+                outs = [(k, self._call(f, v, *extra))]
+            elif op == pb.OPERATION_MAP_VALUES_WITH_KEY:
+                outs = [(k, self._call(f, k, v, *extra))]
+            elif op in (pb.OPERATION_FILTER, pb.OPERATION_FILTER_NOT):
+                keep = bool(self._call(f, k, v, *extra)) != (op == pb.OPERATION_FILTER_NOT)
+                outs = [(k, v)] if keep else []
+            elif op == pb.OPERATION_FLAT_MAP_VALUES:
+                outs = [(k, x) for x in self._call(f, v, *extra)]
+            elif op == pb.OPERATION_FLAT_MAP_VALUES_WITH_KEY:
+                outs = [(k, x) for x in self._call(f, k, v, *extra)]
+            elif op == pb.OPERATION_MAP:
+                nk, nv = self._call(f, k, v, *extra)
+                outs = [(nk, nv)]
+            elif op == pb.OPERATION_FLAT_MAP:
+                outs = [(nk, nv) for nk, nv in self._call(f, k, v, *extra)]
+            elif op == pb.OPERATION_SELECT_KEY:
+                outs = [(self._call(f, k, v, *extra), v)]
+            elif op == pb.OPERATION_PEEK:
+                self._call(f, k, v, *extra)
+                outs = [(k, v)]
+            elif op == pb.OPERATION_FOREACH:
+                self._call(f, k, v, *extra)
+                outs = []
+            else:
+                raise ValueError(f"step {step_i} ({step.node}) has operation {op}, which a processor bundle cannot run")
+        except _StepFailed:
+            raise
+        except Exception as e:
+            raise _StepFailed(step_i, self._failure(e)) from None
+        last = step_i + 1 >= len(run.steps)
+        ts, hs = record.timestamp, record.headers
+        if extra and extra[0] is not None:  # a with_metadata function may set its outputs' timestamp and headers
+            m = extra[0]
+            ts, hs = int(m.timestamp), (record.headers if m.headers is record.headers else headers_of(m.headers))
+        for nk, nv in outs:
+            r = Record(nk, nv, ts, hs)
+            if last:
+                run._forward_op(self._stateless_ctx(run, step_i), step_i, 0, r)
+            else:
+                self._deliver(run, step_i + 1, r)
+
+    def _stateless_ctx(self, run: _Run, step_i: int) -> _Context:
+        return _Context(self, run.steps[step_i].node, run.bundle.task, False)
+
     # A bundle.
 
     def process(self, b: pb.Bundle) -> pb.BundleResult:
@@ -987,8 +1068,8 @@ class ProcessorHost:
         entries = len(b.inits) + n + len(b.after)
         broken = None
         for i, s in enumerate(b.steps):
-            if s.operation not in _PROCESSORS:
-                broken = (i, f"ValueError: step {i} ({s.node}) is not a processor: this host runs processor bundles whose steps are all processors")
+            if s.operation not in _PROCESSORS and s.operation not in _STATELESS:
+                broken = (i, f"ValueError: step {i} ({s.node}) has operation {s.operation}, which a processor bundle cannot run")
                 break
         try:
             run = _Run(self, b)
