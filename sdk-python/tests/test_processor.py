@@ -403,3 +403,51 @@ def test_stateless_steps_around_a_processor_run_record_by_record() -> None:
         [(PUT, 1, 0, b"a", long(30), 0, 0)],
         [(PUT, 1, 0, b"b", long(30), 0, 0)],
     ]
+
+
+def test_store_calls_iterators_and_timestamped_values_through_the_overlay() -> None:
+    from polystreams import ValueAndTimestamp
+
+    seen: dict[str, Any] = {}
+
+    class Calls(Processor):
+        def init(self, context: ProcessorContext) -> None:
+            self.s = context.get_state_store("counts")
+
+        def process(self, record: Record[Any, Any]) -> None:
+            s = self.s
+            seen["absent"] = s.put_if_absent("b1", 7)  # b1: the engine's, so nothing is put
+            seen["new"] = s.put_if_absent("b9", 9)
+            seen["deleted"] = s.delete("b2")
+            s.put("a0", 1)
+            seen["range"] = list(s.range("a", "b5"))
+            seen["reverse"] = list(s.reverse_range("a", "b5"))
+            seen["prefix"] = [k for k, _ in s.prefix_scan("b")]
+            seen["n"] = s.approximate_num_entries()
+
+    engine = FakeEngine({"counts": {b"b1": long(1), b"b2": long(2), b"b3": long(3), b"c": long(4)}})
+    r = Executor({1: Calls}, read=engine.read).process(bundle([("x", 1)]))
+    assert not r.failures, r.failures
+    assert seen["absent"] == 1 and seen["new"] is None and seen["deleted"] == 2
+    assert seen["range"] == [("a0", 1), ("b1", 1), ("b3", 3)]
+    assert seen["reverse"] == [("b3", 3), ("b1", 1), ("a0", 1)]
+    assert seen["prefix"] == ["b1", "b3", "b9"]
+    assert seen["n"] == 5  # a0, b1, b3, b9, c
+    assert [(op[0], op[3]) for op in ops(r)[0]] == [(PUT, b"b9"), (DELETE, b"b2"), (PUT, b"a0")]
+
+    class Stamped(Processor):
+        def init(self, context: ProcessorContext) -> None:
+            self.s = context.get_state_store("counts")
+
+        def process(self, record: Record[Any, Any]) -> None:
+            old = self.s.get(record.key)
+            self.s.put(record.key, ValueAndTimestamp((old.value if old else 0) + record.value, record.timestamp))
+            seen["stamped"] = self.s.get(record.key)
+
+    b = bundle([("a", 5)], view={b"a": long(1)})
+    b.stores[0].type = pb.STORE_TYPE_TIMESTAMPED_KEY_VALUE
+    b.stores[0].timestamps.append(77)
+    r = Executor({1: Stamped}).process(b)
+    assert not r.failures, r.failures
+    assert seen["stamped"] == ValueAndTimestamp(6, 1000)
+    assert ops(r) == [[(PUT, 0, 0, b"a", long(6), 1000, 0)]]
