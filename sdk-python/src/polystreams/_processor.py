@@ -53,7 +53,7 @@ from polystreams.processor import (
     metadata_of,
     unwrap,
 )
-from polystreams.serde import decode, decode_column, encode, encoder
+from polystreams.serde import decode, decode_column, decoder, encode, encoder
 from polystreams.v1alpha1 import engine_pb2 as pb
 from polystreams.windows import Windowed
 
@@ -206,7 +206,7 @@ class _StoreState:
 
     __slots__ = (
         "name", "index", "key_serde", "value_serde", "type", "timestamped", "window", "window_size",
-        "retain_duplicates", "known", "prefetched", "hits", "written", "covered", "dups", "kenc", "venc",
+        "retain_duplicates", "known", "prefetched", "hits", "written", "covered", "dups", "kenc", "venc", "vdec",
     )
 
     def __init__(self, view: pb.StoreView, index: int, spec: StoreBuilder | None) -> None:
@@ -217,6 +217,8 @@ class _StoreState:
         # Fast encoders (their errors may not name the serde: encode() then does).
         self.kenc = encoder(self.key_serde) or _no_encoder(self.key_serde)
         self.venc = encoder(self.value_serde) or _no_encoder(self.value_serde)
+        vs = self.value_serde
+        self.vdec: Callable[[bytes], Any] = decoder(vs) or (lambda data: decode(vs, data))
         self.type = view.type
         self.timestamped = view.type in (pb.STORE_TYPE_TIMESTAMPED_KEY_VALUE, pb.STORE_TYPE_TIMESTAMPED_WINDOW)
         self.window = view.type in (pb.STORE_TYPE_WINDOW, pb.STORE_TYPE_TIMESTAMPED_WINDOW)
@@ -406,13 +408,15 @@ class _Iter:
 
 
 class _Store:
-    __slots__ = ("ctx", "name", "_run", "_st")
+    __slots__ = ("ctx", "name", "_run", "_st", "_step", "_target")
 
     def __init__(self, ctx: _Context, name: str) -> None:
         self.ctx = ctx
         self.name = name
         self._run: _Run | None = None  # the run _st belongs to
         self._st: _StoreState | None = None
+        self._step = 0  # in _run: the node's step, and the store's index in its stores
+        self._target = 0
 
     def __repr__(self) -> str:
         return f"{type(self).__name__.lstrip('_')}({self.name!r} of node {self.ctx.node})"
@@ -428,6 +432,8 @@ class _Store:
         if state is None:
             raise ValueError(f"{self.name}.{call}: node {self.ctx.node}: the bundle brought no view of store {self.name!r} (malformed bundle)")
         self._run, self._st = run, state
+        self._step = run.step_of.get(self.ctx.node, 0)
+        self._target = run.target(self._step, self.name)
         return run, state
 
     def _key(self, state: _StoreState, key: Any, call: str) -> bytes:
@@ -479,7 +485,7 @@ class _KeyValueStore(_Store):
         data, ts = entry
         if data is None:
             return None
-        v = decode(state.value_serde, data)
+        v = state.vdec(data)
         return ValueAndTimestamp(v, ts) if self.timestamped else v
 
     def _lookup(self, run: _Run, state: _StoreState, kb: bytes) -> tuple[bytes | None, int]:
@@ -501,8 +507,7 @@ class _KeyValueStore(_Store):
         return self._out(state, self._lookup(run, state, self._key(state, key, "get")))
 
     def _write(self, run: _Run, state: _StoreState, kb: bytes, value: Any, call: str) -> None:
-        step = run.step_of[self.ctx.node]
-        target = run.target(step, self.name)
+        step, target = self._step, self._target
         if value is None:
             state.known[kb] = state.written[kb] = _ABSENT
             run.ops.add(_DELETE, step, target, kb, None, 0, 0)
@@ -751,7 +756,7 @@ class _Run:
 
     __slots__ = (
         "host", "bundle", "steps", "step_of", "stores_of", "children_of", "stores", "ops", "record", "offsets", "time", "input_headers", "out_key_serde",
-        "out_value_serde", "kenc", "venc", "fixed_of", "proc_of", "insts",
+        "out_value_serde", "kenc", "venc", "fixed_of", "proc_of", "local_of", "insts",
     )
 
     def __init__(self, host: ProcessorHost, bundle: pb.Bundle) -> None:
@@ -777,6 +782,7 @@ class _Run:
         self.venc = encoder(self.out_value_serde) or _no_encoder(self.out_value_serde)
         self.fixed_of = [s.operation == _PROCESS_VALUES for s in self.steps]
         self.proc_of = [s.operation in _PROCESSORS for s in self.steps]
+        self.local_of = [any(c in self.step_of for c in cs) for cs in self.children_of]  # a child is a step of the bundle
         self.insts: list[_Instance | None] = [None] * len(self.steps)  # this run's instance of each step
 
     def record_metadata(self) -> RecordMetadata | None:
@@ -852,9 +858,11 @@ class _Run:
                 raise ValueError(f"forward: node {ctx.node} is a fixed-key processor (process_values): there is no input record whose key to keep")
         elif not isinstance(record, Record):
             raise TypeError(f"forward: node {ctx.node}: want a Record, got {type(record).__name__}")
+        if child is None and not self.local_of[step_i]:
+            self._forward_op(ctx, step_i, 0, record)  # the common case: no child is a step of the bundle
+            return
         targets = children if child is None else [child]
-        local = [c for c in targets if c in self.step_of]
-        if local:
+        if any(c in self.step_of for c in targets):
             for c in targets:
                 if c in self.step_of:
                     self.host._deliver(self, self.step_of[c], record)
