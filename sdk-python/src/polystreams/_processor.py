@@ -1160,10 +1160,9 @@ class ProcessorHost:
             kfail = dict.fromkeys(range(n), f"ValueError: malformed bundle: {len(key_lengths)} keys for {n} values")
         else:
             keys, kfail = decode_column(b.key_serde or "bytes", b.keys, key_lengths)
-        offsets = run.offsets = list(b.offsets) or [0] * n
+        run.offsets = list(b.offsets) or [0] * n
         times = list(b.timestamps) or [0] * n
         headers = read_headers(b, n)
-        topic, partition = b.topic, b.partition
         fixed = run.steps[0].operation == _PROCESS_VALUES
         make: Callable[..., Any] = FixedKeyRecord if fixed else Record
         deliver = self._deliver
