@@ -451,3 +451,21 @@ def test_store_calls_iterators_and_timestamped_values_through_the_overlay() -> N
     assert not r.failures, r.failures
     assert seen["stamped"] == ValueAndTimestamp(6, 1000)
     assert ops(r) == [[(PUT, 0, 0, b"a", long(6), 1000, 0)]]
+
+
+def test_a_window_stores_null_put_is_a_delete_of_that_window() -> None:
+    class Forget(Processor):
+        def init(self, context: ProcessorContext) -> None:
+            self.w = context.get_state_store("w")
+
+        def process(self, record: Record[Any, Any]) -> None:
+            self.w.put(record.key, None, 60)
+            assert self.w.fetch(record.key, 60) is None
+
+    b = bundle([("a", 1)], steps=[pb.Step(token=1, operation=pb.OPERATION_PROCESS, node="F", stores=["w"])])
+    del b.stores[:]
+    b.stores.append(pb.StoreView(store="w", key_serde="string", value_serde="long", type=pb.STORE_TYPE_WINDOW,
+                                 key_lengths=[1], keys=b"a", value_lengths=[8], values=long(3), windows=[60]))
+    r = Executor({1: Forget}).process(b)
+    assert not r.failures, r.failures
+    assert ops(r) == [[(DELETE, 0, 0, b"a", None, 60, 0)]]

@@ -639,8 +639,9 @@ class _WindowStore(_Store):
             state.dups.append((kb, ws, data))
         else:
             state.known[(kb, ws)] = state.written[(kb, ws)] = (data, run.time) if data is not None else _ABSENT
-        # A null value deletes the window's row, as Kafka Streams' put(key, null, start).
-        run.ops.add(_PUT, step, target, kb, data, ws, 0)
+        # A null value deletes the window's row, as Kafka Streams' put(key,
+        # null, start): a DELETE op carrying the window start.
+        run.ops.add(_PUT if data is not None else _DELETE, step, target, kb, data, ws, 0)
 
     def fetch(self, key: Any, time: int) -> Any:
         run, state = self._state("fetch")
