@@ -187,6 +187,9 @@ func (e *processorRefusal) Error() string { return e.msg }
 // Node is the processor's node name.
 func (o *processOp) Node() string { return o.s.node.Name }
 
+// Stores are the stores connected to the processor.
+func (o *processOp) Stores() []string { return slices.Clone(o.s.node.Stores) }
+
 // Forward sends r to every child, or to the one named.
 func (o *processOp) Forward(r topology.NativeRecord, child string) error {
 	n := o.s.node

@@ -153,8 +153,10 @@ type NativeContext interface {
 	Schedule(interval int64, typ PunctuationType, fn func(ts int64) error) (Cancellable, error)
 	// RecordMetadata is the input record's; false in a punctuator.
 	RecordMetadata() (RecordMetadata, bool)
-	// Node is the processor's node name.
+	// Node is the processor's node name; Stores the stores connected to
+	// it.
 	Node() string
+	Stores() []string
 }
 
 var newProcessorNative = reflect.TypeFor[NewProcessorFunc]()
