@@ -1168,10 +1168,11 @@ class ProcessorHost:
         make: Callable[..., Any] = FixedKeyRecord if fixed else Record
         deliver = self._deliver
         ops = run.ops
+        oplist, counts = ops.ops, ops.counts
+        undecoded = {**vfail, **kfail}
         for i in range(n):
-            bad = kfail.get(i) or vfail.get(i)
-            if bad is not None:
-                failures.append(pb.RecordFailure(index=first + i, step=0, message=bad, kind=_DESERIALIZATION))
+            if undecoded and i in undecoded:
+                failures.append(pb.RecordFailure(index=first + i, step=0, message=undecoded[i], kind=_DESERIALIZATION))
                 ops.end_entry()
                 continue
             h = headers[i]
@@ -1180,10 +1181,12 @@ class ProcessorHost:
             run.time = ts
             run.input_headers = h
             try:
-                deliver(run, 0, make(keys[i], vals[i], max(ts, 0), h))
+                deliver(run, 0, make(keys[i], vals[i], ts if ts >= 0 else 0, h))
             except _StepFailed as f:
                 failures.append(pb.RecordFailure(index=first + i, step=f.step, message=f.message, kind=_PROCESSING))
-            ops.end_entry()
+            end = len(oplist)
+            counts.append(end - ops.mark)
+            ops.mark = end
 
 
 def read_headers(b: pb.Bundle, n: int) -> list[Headers]:
