@@ -5,18 +5,15 @@ clock, failures, the Topology API, record metadata)."""
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
 from polystreams import (
     App,
     Config,
-    FailedPreconditionError,
     FixedKeyProcessor,
     FixedKeyRecord,
     InvalidArgumentError,
@@ -32,27 +29,6 @@ from polystreams import (
 from polystreams.testing import TopologyTestDriver
 
 REPO = Path(__file__).resolve().parents[3]
-
-T = TypeVar("T", bound=Callable[..., Any])
-
-
-def host_processors(test: T) -> T:
-    """Runs a test that processes records with host (Python) processors. An
-    engine whose Start refuses them (Go processors only, docs/design/processor.md
-    step 3 not merged) makes it an expected failure naming that refusal; any
-    other error fails it."""
-
-    @functools.wraps(test)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return test(*args, **kwargs)
-        except FailedPreconditionError as e:
-            if "runs a host processor" in e.message:
-                pytest.xfail(f"the engine does not run host processors yet: {e.message}")
-            raise
-
-    return run  # type: ignore[return-value]
-
 
 # The engine's side of with_metadata (header columns in, output timestamps
 # and headers applied) is not built yet: the host's side is (tests/test_processor.py).
@@ -104,7 +80,6 @@ class CountPerKey(Processor):
                 self.counts.delete(key)
 
 
-@host_processors
 def test_stream_time_punctuator_sweeps_and_clears_the_store() -> None:
     with TopologyTestDriver("proc-sweep") as driver:
         driver.add_state_store(Stores.key_value_store("counts", key="string", value="long"))
@@ -135,7 +110,6 @@ class WallClockFlush(Processor):
                 self.last.delete(key)
 
 
-@host_processors
 def test_wall_clock_punctuators_run_when_the_driver_advances_its_clock() -> None:
     with TopologyTestDriver("proc-wall") as driver:
         driver.add_state_store(Stores.key_value_store("last", key="string", value="string"))
@@ -165,7 +139,6 @@ class ReadsOtherKeys(Processor):
         self.context.forward(record.with_value(f"{self.store.get('total')}|{keys}"))
 
 
-@host_processors
 def test_reads_beyond_the_bundle_see_earlier_records_writes() -> None:
     with TopologyTestDriver("proc-read") as driver:
         driver.add_state_store(Stores.key_value_store("s", key="string", value="string"))
@@ -188,7 +161,6 @@ class ForwardThenRaise(Processor):
         self.context.forward(record)
 
 
-@host_processors
 def test_a_record_that_raises_keeps_what_it_forwarded_under_log_and_continue() -> None:
     cfg = Config(extra={"processing.exception.handler": "log_and_continue"})
     with TopologyTestDriver("proc-continue", cfg) as driver:
@@ -199,7 +171,6 @@ def test_a_record_that_raises_keeps_what_it_forwarded_under_log_and_continue() -
         assert [r.value for r in driver.read_output("out")] == ["ok!", "ok", "bad!", "fine!", "fine"]
 
 
-@host_processors
 def test_forward_to_an_unknown_child_fails_naming_node_and_children() -> None:
     class Router(Processor):
         def init(self, context: ProcessorContext) -> None:
@@ -224,7 +195,6 @@ class Upper(FixedKeyProcessor):
         self.context.forward(record.with_value(f"{record.value.upper()}@{meta.offset}").with_headers([("seen", b"1")]).with_timestamp(record.timestamp + 1))
 
 
-@host_processors
 def test_topology_api_with_a_fixed_key_processor_and_headers() -> None:
     with TopologyTestDriver("proc-topology") as driver:
         (driver.topology()
@@ -260,7 +230,6 @@ def readme_block(heading: str) -> dict[str, Any]:
     return scope
 
 
-@host_processors
 def test_the_readme_processor_example_runs() -> None:
     scope = readme_block("### Processors")
     assert scope["output"] == [("ann", 1, 1_000), ("ann", 1, 61_000), ("bob", 2, 61_000), ("ann", 1, 121_000)]
