@@ -337,7 +337,10 @@ class _Context:
         return run
 
     def forward(self, record: Any, child: str | None = None) -> None:
-        self._current("forward").forward(self, record, child)
+        run = self.host._run
+        if run is None:
+            run = self._current("forward")
+        run.forward(self, record, child)
 
     def get_state_store(self, name: str) -> Any:
         store = self._stores.get(name)
@@ -503,8 +506,23 @@ class _KeyValueStore(_Store):
         return entry
 
     def get(self, key: Any) -> Any:
-        run, state = self._state("get")
-        return self._out(state, self._lookup(run, state, self._key(state, key, "get")))
+        run = self.ctx.host._run
+        state = self._st
+        if run is None or run is not self._run or state is None or key is None or self.timestamped:
+            run, state = self._state("get")
+            return self._out(state, self._lookup(run, state, self._key(state, key, "get")))
+        # The fast path: a plain store, a key the bundle knows.
+        try:
+            kb = state.kenc(key)
+        except Exception:
+            kb = self._key(state, key, "get")
+        entry = state.known.get(kb)
+        if entry is None:
+            entry = self._lookup(run, state, kb)
+        elif kb in state.prefetched:
+            state.hits.add(kb)
+        data = entry[0]
+        return None if data is None else state.vdec(data)
 
     def _write(self, run: _Run, state: _StoreState, kb: bytes, value: Any, call: str) -> None:
         step, target = self._step, self._target
@@ -529,8 +547,25 @@ class _KeyValueStore(_Store):
         run.ops.add(_PUT, step, target, kb, data, ts, 0)
 
     def put(self, key: Any, value: Any) -> None:
-        run, state = self._state("put")
-        self._write(run, state, self._key(state, key, "put"), value, "put")
+        run = self.ctx.host._run
+        state = self._st
+        if run is None or run is not self._run or state is None or key is None or value is None or self.timestamped:
+            run, state = self._state("put")
+            self._write(run, state, self._key(state, key, "put"), value, "put")
+            return
+        # The fast path: a plain store, a value.
+        try:
+            kb = state.kenc(key)
+        except Exception:
+            kb = self._key(state, key, "put")
+        try:
+            data = state.venc(value)
+        except Exception:
+            self._write(run, state, kb, value, "put")  # names the serde, or fails the call
+            return
+        entry = (data, 0)  # a plain store keeps no timestamp
+        state.known[kb] = state.written[kb] = entry
+        run.ops.ops.append((_PUT, self._step, self._target, kb, data, 0, 0))
 
     def put_if_absent(self, key: Any, value: Any) -> Any:
         run, state = self._state("put_if_absent")
