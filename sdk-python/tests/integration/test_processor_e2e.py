@@ -239,3 +239,59 @@ def test_the_readme_processor_example_runs() -> None:
 def test_the_readme_metadata_example_runs() -> None:
     r = readme_block("### Record metadata")["record"]
     assert (r.value, r.timestamp, r.headers) == ("HELLO", 6_000, (("trace", b"t1"), ("source", b"in@0")))
+
+
+class AsyncCount(Processor):
+    """An async processor: awaited one record at a time, so each sees the writes before it."""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.context = context
+        self.counts = context.get_state_store("counts")
+
+    async def process(self, record: Record[Any, Any]) -> None:
+        import asyncio
+
+        n = self.counts.get(record.key) or 0
+        await asyncio.sleep(0)
+        self.counts.put(record.key, n + 1)
+        self.context.forward(record.with_value(n + 1))
+
+
+def test_an_async_processor_is_awaited_in_order() -> None:
+    with TopologyTestDriver("proc-async") as driver:
+        driver.add_state_store(Stores.key_value_store("counts", key="string", value="long"))
+        driver.stream("in", key="string", value="string").process(AsyncCount, stores=["counts"], value="long").to("out")
+        driver.pipe_records([("in", "a", "x", 1, None), ("in", "a", "y", 2, None), ("in", "b", "z", 3, None)])
+        assert [(r.key, r.value) for r in driver.read_output("out")] == [("a", 1), ("a", 2), ("b", 1)]
+
+
+def test_a_punctuator_that_raises_fails_naming_node_and_time() -> None:
+    class Boom(Processor):
+        def init(self, context: ProcessorContext) -> None:
+            context.schedule(10, PunctuationType.STREAM_TIME, self.boom)
+
+        def process(self, record: Record[Any, Any]) -> None:
+            pass
+
+        def boom(self, timestamp: int) -> None:
+            raise RuntimeError(f"boom at {timestamp}")
+
+    with TopologyTestDriver("proc-punct-fail") as driver:
+        driver.stream("in", key="string", value="string").process(Boom, name="boomer")
+        with pytest.raises(ProcessingError, match=re.escape("punctuator of node boomer at stream time 5 failed: RuntimeError: boom at 5")):
+            driver.pipe_input("in", "k", "v", timestamp=5)
+
+
+def test_a_processor_whose_init_raises_fails_its_task_naming_node_and_task() -> None:
+    class BadInit(Processor):
+        def init(self, context: ProcessorContext) -> None:
+            context.get_state_store("missing")
+
+        def process(self, record: Record[Any, Any]) -> None:
+            pass
+
+    with TopologyTestDriver("proc-init-fail") as driver:
+        driver.stream("in", key="string", value="string").process(BadInit, name="bad")
+        with pytest.raises(Exception, match=re.escape("get_state_store: node bad has no access to store 'missing' (its stores: [])")) as info:
+            driver.pipe_input("in", "k", "v")
+        assert "init of node bad in task 0_0 failed" in str(info.value)
