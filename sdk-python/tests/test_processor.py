@@ -469,3 +469,23 @@ def test_a_window_stores_null_put_is_a_delete_of_that_window() -> None:
     r = Executor({1: Forget}).process(b)
     assert not r.failures, r.failures
     assert ops(r) == [[(DELETE, 0, 0, b"a", None, 60, 0)]]
+
+
+def test_an_iterator_sees_the_writes_made_before_it_not_after() -> None:
+    got: list[Any] = []
+
+    class Snap(Processor):
+        def init(self, context: ProcessorContext) -> None:
+            self.s = context.get_state_store("counts")
+
+        def process(self, record: Record[Any, Any]) -> None:
+            self.s.put("a", 1)
+            it = self.s.all()
+            self.s.put("b", 2)  # after the iterator was made
+            self.s.delete("a")
+            got.extend(it)
+
+    engine = FakeEngine({"counts": {}})
+    r = Executor({1: Snap}, read=engine.read).process(bundle([("x", 1)]))
+    assert not r.failures, r.failures
+    assert got == [("a", 1)]

@@ -633,6 +633,11 @@ class _KeyValueStore(_Store):
             return (lo is None or k >= lo) and (hi is None or k <= hi)
 
         writes = sorted(((k, e) for k, e in state.written.items() if inside(k)), reverse=reverse)
+        return self._merge(run, state, query, writes, reverse)
+
+    def _merge(
+        self, run: _Run, state: _StoreState, query: dict[str, Any], writes: list[tuple[bytes, tuple[bytes | None, int]]], reverse: bool
+    ) -> Iterator[tuple[Any, Any]]:
         key_serde = state.key_serde
         wi, nw = 0, len(writes)
         for k, v, t in run.read_all(state, query, reverse):
@@ -770,15 +775,23 @@ class _WindowStore(_Store):
             w = pb.WindowFetch(from_ms=lo, to_ms=hi)
             w.key = kb
             src = ((k, ws, v) for k, v, _, ws in run.read_all(state, {"window_fetch": w}, reverse, windows=True))
-        for _, ws, v in self._merged(src, writes, dups, reverse):
+        return self._decoded(state, self._merged(src, writes, dups, reverse))
+
+    @staticmethod
+    def _decoded(state: _StoreState, rows: Iterator[tuple[bytes, int, bytes]]) -> Iterator[tuple[int, Any]]:
+        for _, ws, v in rows:
             yield ws, decode(state.value_serde, v)
 
     def _all(self, run: _Run, state: _StoreState, query: dict[str, Any], lo: int | None, hi: int | None) -> Iterator[tuple[Any, Any]]:
         writes = self._writes(state, None, lo, hi)
         dups = [d for d in state.dups if (lo is None or d[1] >= lo) and (hi is None or d[1] <= hi)]
         src = ((k, ws, v) for k, v, _, ws in run.read_all(state, query, False, windows=True))
+        return self._windowed(state, self._merged(src, writes, dups, False))
+
+    @staticmethod
+    def _windowed(state: _StoreState, rows: Iterator[tuple[bytes, int, bytes]]) -> Iterator[tuple[Any, Any]]:
         size = state.window_size
-        for k, ws, v in self._merged(src, writes, dups, False):
+        for k, ws, v in rows:
             yield Windowed(decode(state.key_serde, k), ws, ws + size), decode(state.value_serde, v)
 
 
