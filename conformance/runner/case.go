@@ -80,6 +80,11 @@ type Step struct {
 	DefaultName   string        `json:"default_name,omitempty"`
 	// Strategy is emit_strategy's: on_window_update | on_window_close.
 	Strategy string `json:"strategy,omitempty"`
+	// Processor and Stores are process's and process_values': a processor
+	// of the processor catalogue (processors.go) and the stores
+	// (add_state_store) it uses.
+	Processor *FnRef   `json:"processor,omitempty"`
+	Stores    []string `json:"stores,omitempty"`
 }
 
 // SplitBranch is one branch of a split: its predicate and Branched.as name

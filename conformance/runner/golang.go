@@ -317,6 +317,10 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 	if st.Op == "table" {
 		return b.Table(prefix+st.Topic, opts(st, true, true)...)
 	}
+	if st.Op == "add_state_store" {
+		labels[storeLabel+st.Name] = [2]string{st.Key, st.Value}
+		return nil, b.AddStateStore(streams.KeyValueStoreBuilder(st.Name, st.Key, st.Value))
+	}
 	if st.Op == "global_table" {
 		return b.GlobalTable(prefix+st.Topic, opts(st, true, true)...)
 	}
@@ -329,6 +333,8 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 	case *streams.Stream:
 		ks, vs := in.KeySerde(), in.ValueSerde()
 		switch st.Op {
+		case "process", "process_values":
+			return goProcess(in, st, labels)
 		case "map_values":
 			return in.MapValues(mapperFn(f, arg, vs, or(st.Value, vs)), opts(st, false, true)...)
 		case "flat_map_values":

@@ -45,6 +45,7 @@ import org.apache.kafka.streams.kstream.ValueMapper;
 import org.apache.kafka.streams.kstream.ValueMapperWithKey;
 import org.apache.kafka.streams.kstream.Printed;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.Stores;
 
 /**
  * Builds a case's topology with the Kafka Streams DSL: one DSL call per step,
@@ -181,6 +182,9 @@ final class CaseTopology {
         KTable t = m == null ? builder.table(topic, c) : builder.table(topic, c, m);
         return new Handle(Handle.Kind.TABLE, t, ks, vs, null, false);
       }
+      case "add_state_store":
+        builder.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(name), serde(text(st, "key")), serde(text(st, "value"))));
+        return null;
       default:
         break;
     }
@@ -327,6 +331,24 @@ final class CaseTopology {
         }
         s.to(text(st, "topic"), p);
         return null;
+      }
+      case "process":
+      case "process_values": {
+        List<String> stores = new ArrayList<>();
+        if (st.hasNonNull("stores")) {
+          st.get("stores").forEach(x -> stores.add(x.asText()));
+        }
+        String[] storeNames = stores.toArray(new String[0]);
+        String store = stores.isEmpty() ? null : stores.get(0);
+        String out = or(text(st, "value"), vs);
+        if (op.equals("process_values")) {
+          KStream r = n == null ? s.processValues(Processors.fixedKeySupplier(st.get("processor")), storeNames)
+              : s.processValues(Processors.fixedKeySupplier(st.get("processor")), n, storeNames);
+          return in.with(Handle.Kind.STREAM, r, out);
+        }
+        KStream r = n == null ? s.process(Processors.supplier(st.get("processor"), store), storeNames)
+            : s.process(Processors.supplier(st.get("processor"), store), n, storeNames);
+        return new Handle(Handle.Kind.STREAM, r, or(text(st, "key"), ks), out, null, false);
       }
       case "merge": {
         Handle other = labels.get(text(st, "other"));
