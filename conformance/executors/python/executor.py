@@ -358,8 +358,8 @@ def processor(ref: Any, stores: list[str] | None = None) -> type[Processor]:
 
 
 def store_builder(store: Mapping[str, Any]) -> StoreBuilder:
-    """A case's store: name, type (key_value, timestamped_key_value, window),
-    serdes, window retention and size, logging and caching."""
+    """An add_state_store step's store: name and serdes (a key-value store;
+    type, window retention and size, logging and caching when given)."""
     t, name = store.get("type", "key_value"), store["name"]
     key, value = serde(store, "key"), serde(store, "value")
     if t == "window":
@@ -434,14 +434,14 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
         return app.global_table(prefix + step["topic"], key=key, value=value, materialized=materialized(step), name=name)
     # The Processor API (docs/design/processor.md): stores, and Topology calls.
     if op == "add_state_store":
-        app.topology().add_state_store(store_builder(step["store"]), *step.get("processors", []))
+        app.add_state_store(store_builder(step))
         return None
     if op == "add_source":
         app.topology().add_source(step["name"], *[prefix + t for t in step["topics"]], key=key, value=value)
         return None
     if op == "add_processor":
         stores = step.get("stores", [])
-        app.topology().add_processor(step["name"], processor(step["fn"], stores), *step["parents"], stores=stores, key=key, value=value)
+        app.topology().add_processor(step["name"], processor(step["processor"], stores), *step["parents"], stores=stores, key=key, value=value)
         return None
     if op == "add_sink":
         app.topology().add_sink(step["name"], prefix + step["topic"], *step["parents"], key=key, value=value)
@@ -489,7 +489,7 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
             return None
         if op in ("process", "process_values"):
             stores = step.get("stores", [])
-            proc = processor(step["fn"], stores)
+            proc = processor(step["processor"], stores)
             if op == "process":
                 return node.process(proc, stores=stores, key=key, value=value, name=name)
             return node.process_values(proc, stores=stores, value=value, name=name)
