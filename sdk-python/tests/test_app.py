@@ -41,6 +41,7 @@ KIND_OF = {
     "aggregate": pb.KIND_TABLE,
     "to_stream": pb.KIND_STREAM,
     "flat_map": pb.KIND_STREAM,
+    "process": pb.KIND_STREAM,
 }
 
 
@@ -74,7 +75,7 @@ class Engine:
     def build(self, body: bytes) -> Any:
         req = pb.BuildRequest.FromString(body)
         op = req.WhichOneof("operation")
-        if op in ("to", "foreach", "print"):
+        if op in ("to", "foreach", "print", "add_state_store", "add_source", "add_processor", "add_sink"):
             return pb.BuildResponse()
         if op not in KIND_OF:
             return connect_error("invalid_argument", f"Build: unknown op {op}")
@@ -570,3 +571,51 @@ def test_table_group_by_mapper_may_return_no_pair(engine: Engine, monkeypatch: p
     registered = app._functions[engine.builds()[1].group_by.token]
     assert registered("a1", {"region": "eu"}) == ("eu", {"region": "eu"})
     assert registered("a2", {}) == (None, None)
+
+
+def test_a_processor_bundle_reads_through_the_read_rpc_of_its_session(engine: Engine) -> None:
+    from polystreams import Processor, ProcessorContext, Record, Stores
+
+    class Count(Processor):
+        def init(self, context: ProcessorContext) -> None:
+            self.ctx = context
+            self.store = context.get_state_store("counts")
+
+        def process(self, record: Record) -> None:  # type: ignore[type-arg]
+            n = (self.store.get(record.key) or 0) + 1
+            self.store.put(record.key, n)
+            self.ctx.forward(record.with_value(str(n)))
+
+    reads: list[pb.ReadRequest] = []
+
+    def read(body: bytes) -> pb.ReadResponse:
+        reads.append(pb.ReadRequest.FromString(body))
+        return pb.ReadResponse(key_lengths=[1], keys=b"a", value_lengths=[8], values=(41).to_bytes(8, "big"))
+
+    engine.fake.handlers["Read"] = read
+    app = App("proc", engine=engine.fake.url)
+    app.add_state_store(Stores.key_value_store("counts", key="string", value="long"))
+    app.stream("in", key="string", value="string").process(Count, stores=["counts"], name="count").to("out")
+    builds = engine.builds()
+    assert [b.WhichOneof("operation") for b in builds] == ["add_state_store", "stream", "process", "to"]
+    assert builds[0].add_state_store.name == "counts" and builds[0].add_state_store.type == pb.STORE_TYPE_KEY_VALUE
+    assert list(builds[2].process.stores) == ["counts"] and builds[2].process.name == "count"
+    (opened,) = engine.fake.requests("OpenSession", pb.OpenSessionRequest)
+    assert {"processors", "metadata"} <= set(opened.host_features)
+
+    b = make_bundle([(pb.OPERATION_PROCESS, builds[2].process.token)], ["x", "y"], ["a", "a"], bundle_id=21)
+    b.steps[0].stores.append("counts")
+    b.steps[0].children.append("sink")
+    b.task = "0_0"
+    b.inits.append(pb.BundleEntry(kind=pb.BundleEntry.KIND_INIT, step=0))
+    b.stores.append(pb.StoreView(store="counts", key_serde="string", value_serde="long", type=pb.STORE_TYPE_KEY_VALUE))
+    engine.exchanges.put(pb.ExchangeResponse(state=pb.STATE_RUNNING, bundles=[b]))
+    engine.exchanges.put(pb.ExchangeResponse(state=pb.STATE_RUNNING))
+    engine.exchanges.put(pb.ExchangeResponse(state=pb.STATE_STOPPED))
+    app.run()
+    (r,) = reads  # a is read once; the second record reads the first's write
+    assert (r.session_id, r.bundle_id, r.store, r.get) == ("sess-1", 21, "counts", b"a")
+    (res,) = engine.exchange_requests[1].results
+    assert not res.failures
+    assert list(res.op_counts) == [0, 2, 2]
+    assert res.op_values == (42).to_bytes(8, "big") + b"42" + (43).to_bytes(8, "big") + b"43"

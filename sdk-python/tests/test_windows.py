@@ -253,7 +253,7 @@ def test_value_refs_fold_each_record_into_every_window_it_is_in() -> None:
 def test_the_host_offers_fold_value_refs_at_open_session(engine: WindowEngine) -> None:
     App("w", engine=engine.fake.url)
     (req,) = engine.fake.requests("OpenSession", pb.OpenSessionRequest)
-    assert list(req.host_features) == ["fold_value_refs", "fold_programs"]
+    assert list(req.host_features) == ["fold_value_refs", "fold_programs", "processors", "metadata"]
 
 
 def program(

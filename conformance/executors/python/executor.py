@@ -22,6 +22,12 @@ from typing import Any
 
 from polystreams import (
     App,
+    Processor,
+    ProcessorContext,
+    PunctuationType,
+    Record,
+    StoreBuilder,
+    Stores,
     Config,
     EmitStrategy,
     JoinWindows,
@@ -249,6 +255,129 @@ def function(ref: Any, role: str) -> Fn:
     return table[name]
 
 
+# The processor catalogue (docs/design/host-vectors.md, "Processors"): each
+# name, with its argument (a string) and the one store it uses (if any),
+# makes a processor class.
+
+
+class _CountPerKey(Processor):
+    store_name = ""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.ctx = context
+        self.store = context.get_state_store(self.store_name)
+
+    def process(self, record: Record[Any, Any]) -> None:
+        n = (self.store.get(record.key) or 0) + 1
+        self.store.put(record.key, n)
+        self.ctx.forward(record.with_value(n))
+
+
+class _ForwardTo(Processor):
+    child = ""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.ctx = context
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self.ctx.forward(record, child=self.child)
+
+
+class _Restamp(Processor):
+    def init(self, context: ProcessorContext) -> None:
+        self.ctx = context
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self.ctx.forward(record.with_timestamp(record.timestamp + 1000).with_headers([*record.headers, ("seen", b"1")]))
+
+
+class _SweepEvery(Processor):
+    store_name = ""
+    interval = 0
+
+    def init(self, context: ProcessorContext) -> None:
+        self.ctx = context
+        self.store = context.get_state_store(self.store_name)
+        context.schedule(self.interval, PunctuationType.STREAM_TIME, self.sweep)
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self.store.put(record.key, (self.store.get(record.key) or 0) + 1)
+
+    def sweep(self, timestamp: int) -> None:
+        with self.store.all() as entries:
+            for key, value in list(entries):
+                self.ctx.forward(Record(key, value, timestamp))
+                self.store.delete(key)
+
+
+class _TickEvery(Processor):
+    interval = 0
+
+    def init(self, context: ProcessorContext) -> None:
+        self.ctx = context
+        context.schedule(self.interval, PunctuationType.WALL_CLOCK_TIME, self.tick)
+
+    def process(self, record: Record[Any, Any]) -> None:
+        pass
+
+    def tick(self, timestamp: int) -> None:
+        self.ctx.forward(Record("tick", timestamp, timestamp))
+
+
+class _ForwardThenFail(Processor):
+    value = ""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.ctx = context
+
+    def process(self, record: Record[Any, Any]) -> None:
+        self.ctx.forward(record)
+        if record.value == self.value:
+            raise ConformanceError(f"forward_then_fail {self.value}")
+
+
+def processor(ref: Any, stores: list[str] | None = None) -> type[Processor]:
+    """The processor class a catalogue reference names; ``stores`` are the
+    stores its node declares (the first is the one it uses)."""
+    name, arg = (ref, None) if isinstance(ref, str) else (ref["name"], ref.get("arg"))
+    a = "" if arg is None else str(arg)
+    store = (stores or [""])[0]
+    if name == "count_per_key":
+        return type("count_per_key", (_CountPerKey,), {"store_name": store})
+    if name == "forward_to":
+        return type("forward_to", (_ForwardTo,), {"child": a})
+    if name == "restamp":
+        return _Restamp
+    if name == "sweep_every":
+        return type("sweep_every", (_SweepEvery,), {"store_name": store, "interval": int(a)})
+    if name == "tick_every":
+        return type("tick_every", (_TickEvery,), {"interval": int(a)})
+    if name == "forward_then_fail":
+        return type("forward_then_fail", (_ForwardThenFail,), {"value": a})
+    raise ValueError(f"catalogue: no processor {name!r}")
+
+
+def store_builder(store: Mapping[str, Any]) -> StoreBuilder:
+    """An add_state_store step's store: name and serdes (a key-value store;
+    type, window retention and size, logging and caching when given)."""
+    t, name = store.get("type", "key_value"), store["name"]
+    key, value = serde(store, "key"), serde(store, "value")
+    if t == "window":
+        b = Stores.window_store(
+            name, retention=store["retention_ms"], window_size=store["window_size_ms"],
+            retain_duplicates=store.get("retain_duplicates", False), key=key, value=value,
+        )
+    elif t == "timestamped_key_value":
+        b = Stores.timestamped_key_value_store(name, key=key, value=value)
+    else:
+        b = Stores.key_value_store(name, key=key, value=value)
+    if store.get("logging") is False:
+        b = b.with_logging_disabled()
+    if store.get("caching"):
+        b = b.with_caching_enabled()
+    return b
+
+
 def materialized(step: Mapping[str, Any]) -> Materialized | None:
     m = step.get("materialized")
     if m is None:
@@ -303,6 +432,20 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
         return app.table(prefix + step["topic"], key=key, value=value, materialized=materialized(step), name=name)
     if op == "global_table":
         return app.global_table(prefix + step["topic"], key=key, value=value, materialized=materialized(step), name=name)
+    # The Processor API (docs/design/processor.md): stores, and Topology calls.
+    if op == "add_state_store":
+        app.add_state_store(store_builder(step))
+        return None
+    if op == "add_source":
+        app.topology().add_source(step["name"], *[prefix + t for t in step["topics"]], key=key, value=value)
+        return None
+    if op == "add_processor":
+        stores = step.get("stores", [])
+        app.topology().add_processor(step["name"], processor(step["processor"], stores), *step["parents"], stores=stores, key=key, value=value)
+        return None
+    if op == "add_sink":
+        app.topology().add_sink(step["name"], prefix + step["topic"], *step["parents"], key=key, value=value)
+        return None
     if isinstance(node, KStream):
         if op == "to":
             node.to(prefix + step["topic"], key=key, value=value, name=name)
@@ -344,6 +487,12 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
         if op == "print":
             node.print(label=step.get("label"), name=name)
             return None
+        if op in ("process", "process_values"):
+            stores = step.get("stores", [])
+            proc = processor(step["processor"], stores)
+            if op == "process":
+                return node.process(proc, stores=stores, key=key, value=value, name=name)
+            return node.process_values(proc, stores=stores, value=value, name=name)
         fn = step["fn"]
         if op == "map_values":
             return node.map_values(function(fn, "mapper"), value=value, name=name)

@@ -26,6 +26,9 @@ from itertools import chain, compress, repeat
 from typing import Any
 
 from polystreams._aio import Failed, Loop, function_name, is_async, is_awaitable
+from polystreams._metadata import MetadataChain, wants_metadata
+from polystreams._processor import ProcessorHost, ReadFn, is_processor_bundle
+from polystreams.processor import StoreBuilder
 from polystreams.serde import decode, decode_column, encode, encode_column, encoder
 from polystreams.v1alpha1 import engine_pb2 as pb
 
@@ -1328,21 +1331,40 @@ class Executor:
     functions are awaited on the executor's own event loop (see _aio), each
     bundle's waits bounded by ``async_timeout`` seconds; :meth:`close`
     closes it. Not safe for concurrent use: one host session thread uses it.
+
+    Processor bundles (docs/design/processor.md) run in the processor mode
+    (polystreams._processor), which keeps the tasks' processor instances
+    across bundles: ``read`` is its Read call to the engine, for store
+    reads a bundle did not bring; ``store_specs`` are the stores the
+    topology added, by name.
     """
 
-    def __init__(self, functions: Mapping[int, Fn], *, async_timeout: float = 20.0) -> None:
+    def __init__(
+        self,
+        functions: Mapping[int, Fn],
+        *,
+        async_timeout: float = 20.0,
+        read: ReadFn | None = None,
+        application_id: str = "",
+        store_specs: Mapping[str, StoreBuilder] | None = None,
+    ) -> None:
         self._functions = functions
-        self._chains: dict[tuple[Any, ...], _Chain | _Fold | _Join] = {}
+        self._chains: dict[tuple[Any, ...], _Chain | _Fold | _Join | MetadataChain] = {}
         self._loop = Loop(async_timeout)
+        self._processors = ProcessorHost(functions, self._loop, read=read, application_id=application_id, store_specs=store_specs)
 
     def close(self) -> None:
         """Closes the event loop of async functions (if a bundle made one)."""
+        self._processors.close()
         self._loop.close()
 
     def process(self, bundle: pb.Bundle) -> pb.BundleResult:
         steps = bundle.steps
+        if is_processor_bundle(bundle):
+            self._loop.start_bundle()
+            return self._processors.process(bundle)
         key = (
-            tuple((s.token, s.operation, s.initializer_token, s.subtractor_token) for s in steps),
+            tuple((s.token, s.operation, s.initializer_token, s.subtractor_token, s.metadata) for s in steps),
             bundle.key_serde,
             bundle.value_serde,
             bundle.output_key_serde,
@@ -1354,6 +1376,8 @@ class Executor:
         if chain is None:
             if len(steps) == 1 and steps[0].operation in _FOLDS:
                 chain = _Fold(bundle, self._functions, self._loop)
+            elif wants_metadata(bundle, self._functions):
+                chain = MetadataChain(bundle, self._functions, self._loop)
             elif len(steps) == 1 and steps[0].operation == _VALUE_JOIN:
                 chain = _Join(bundle, self._functions, self._loop)
             else:

@@ -201,6 +201,9 @@ class Client:
     def read_output(self, req: pb.ReadOutputRequest) -> pb.ReadOutputResponse:
         return self.call("ReadOutput", req, pb.ReadOutputResponse)
 
+    def read(self, req: pb.ReadRequest) -> pb.ReadResponse:
+        return self.call("Read", req, pb.ReadResponse)
+
     def advance_wall_clock(self, req: pb.AdvanceWallClockRequest) -> pb.AdvanceWallClockResponse:
         return self.call("AdvanceWallClock", req, pb.AdvanceWallClockResponse)
 

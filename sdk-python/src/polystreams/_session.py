@@ -63,6 +63,7 @@ class Session(Protocol):
     _client: Client
     _functions: dict[int, Callable[..., Any]]
     _store_key_serdes: dict[str, str]
+    _store_specs: dict[str, Any]  # name -> processor.StoreBuilder
 
     def _register(self, op: str, fn: Callable[..., Any]) -> int: ...
 
@@ -71,3 +72,5 @@ class Session(Protocol):
     def _build(self, op: str, message: Any) -> Handle: ...
 
     def _build_terminal(self, op: str, message: Any) -> None: ...
+
+    def _add_source(self, topics: list[str], key_serde: str, value_serde: str) -> None: ...

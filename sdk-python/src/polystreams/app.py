@@ -36,6 +36,7 @@ from polystreams.store import (
     query_metadata_for_key,
     streams_metadata,
 )
+from polystreams.processor import StoreBuilder, Topology, metadata_of
 from polystreams.v1alpha1 import engine_pb2 as pb
 
 __all__ = ["App", "BrokerOutage", "HostHealth", "RestoreProgress", "State", "StateListener"]
@@ -146,7 +147,9 @@ class HostHealth:
 # bundles over windows that send each record once (Bundle.value_refs), and
 # fold programs, which fold host functions over session and sliding windows
 # (Bundle.fold_bases).
-HOST_FEATURES = ["fold_value_refs", "fold_programs"]
+# Processor bundles (docs/design/processor.md): store views, entries, ops;
+# and header columns and output timestamps for functions with_metadata.
+HOST_FEATURES = ["fold_value_refs", "fold_programs", "processors", "metadata"]
 
 # The host loop's Exchange: bundles taken per call, and how long the engine
 # may hold a call open waiting for one (also how soon stop() is noticed).
@@ -213,6 +216,7 @@ class App:
         self._client = Client(url, timeout=timeout, token=token, ca_file=ca_file)
         self._functions: dict[int, Callable[..., Any]] = {}
         self._store_key_serdes: dict[str, str] = {}  # store name -> key serde, of the tables built
+        self._store_specs: dict[str, StoreBuilder] = {}  # the stores add_state_store added, by name
         self._sources: list[str] = []  # the topics streams and tables read, in builder order
         self._listeners: list[StateListener] = []
         self._last_state: State = "created"  # as run() last saw it
@@ -315,6 +319,31 @@ class App:
         _materialize(op, "global_table", materialized)
         return GlobalKTable(self, self._build("global_table", op))
 
+    def add_state_store(self, store: StoreBuilder) -> None:
+        """Adds a state store for processors (``StreamsBuilder.addStateStore``):
+        a processor uses it by naming it in ``process(..., stores=[name])``::
+
+            app.add_state_store(Stores.key_value_store("counts", key="string", value="long"))
+        """
+        if not isinstance(store, StoreBuilder):
+            raise TypeError(f"add_state_store: want a StoreBuilder (see Stores), got {type(store).__name__}")
+        self._call_build("add_state_store", store.to_proto())
+        self._store_specs[store.name] = store
+        if store.key:
+            self._store_key_serdes[store.name] = store.key
+
+    def topology(self) -> Topology:
+        """A :class:`~polystreams.processor.Topology` of this application, to
+        build with sources, processors and sinks (Kafka Streams' ``Topology``
+        of the Processor API) instead of, or beside, the DSL. Each call is
+        made at once, so an error raises there."""
+        return Topology(self)
+
+    def add_topology(self, topology: Topology) -> None:
+        """Makes the calls of a :class:`~polystreams.processor.Topology`
+        built on its own (``Topology()``), in order."""
+        topology._apply(self)
+
     def describe(self, *, format: DescribeFormat = "text") -> str:
         """The topology as Kafka Streams' ``Topology.describe().toString()``
         prints it, or in another ``format``: ``json`` (structured; the
@@ -331,7 +360,8 @@ class App:
         if not callable(fn):
             raise TypeError(f"{op}: {fn!r} is not callable")
         name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
-        token = self._client.register_function(pb.RegisterFunctionRequest(session_id=self._session, name=name)).token
+        req = pb.RegisterFunctionRequest(session_id=self._session, name=name, metadata=metadata_of(fn))
+        token = self._client.register_function(req).token
         self._functions[token] = fn
         return token
 
@@ -360,6 +390,10 @@ class App:
 
     def _build_terminal(self, op: str, message: Any) -> None:
         self._call_build(op, message)
+
+    def _add_source(self, topics: list[str], key_serde: str, value_serde: str) -> None:
+        """A Topology source was added (Topology.add_source)."""
+        self._sources.extend(topics)
 
     # Running.
 
@@ -532,11 +566,22 @@ class App:
                 self._idle.set()
 
     def _serve(self) -> None:
-        executor = Executor(self._functions, async_timeout=ASYNC_TIMEOUT_S)
+        executor = Executor(
+            self._functions,
+            async_timeout=ASYNC_TIMEOUT_S,
+            read=self._read,
+            application_id=self.application_id,
+            store_specs=self._store_specs,
+        )
         try:
             self._serve_with(executor)
         finally:
             executor.close()
+
+    def _read(self, req: pb.ReadRequest) -> pb.ReadResponse:
+        """A processor's store read during a bundle (the Read RPC)."""
+        req.session_id = self._session
+        return self._client.read(req)
 
     def _serve_with(self, executor: Executor) -> None:
         worker = uuid.uuid4().hex

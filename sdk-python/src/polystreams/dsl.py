@@ -17,6 +17,7 @@ from typing import Any, Literal, TextIO, overload
 
 from polystreams._session import Handle, Kind, Session
 from polystreams.errors import PolystreamsError
+from polystreams.processor import ProcessorSupplier
 from polystreams.serde import SerdeName, TopicSerde, windowed_codec
 from polystreams.store import KeyValueStore, WindowStore, open_store, open_window_store
 from polystreams.v1alpha1 import engine_pb2 as pb
@@ -514,6 +515,51 @@ class KStream(_Node):
         (default ``KSTREAM-BRANCH-<n>``) followed by the branch's name or number.
         """
         return BranchedKStream(self, name)
+
+    def process(
+        self,
+        supplier: ProcessorSupplier,
+        *,
+        stores: Iterable[str] = (),
+        key: SerdeName | None = None,
+        value: SerdeName | None = None,
+        name: str | None = None,
+    ) -> KStream:
+        """Runs a :class:`~polystreams.processor.Processor` on each record
+        (``KStream.process``, Kafka 3.3+): ``supplier()`` (the class, or a
+        function answering a new processor) makes one per task. ``stores``
+        names the stores (added by ``app.add_state_store``) it may use;
+        ``key`` and ``value`` are the serdes of the records it forwards
+        (default: the input's). The result is the stream of what it
+        forwards; a changed key marks it for repartitioning. The node is
+        ``KSTREAM-PROCESSOR-<n>`` unless ``name`` names it."""
+        return self._process(supplier, stores, key, value, name, False)
+
+    def process_values(
+        self,
+        supplier: ProcessorSupplier,
+        *,
+        stores: Iterable[str] = (),
+        value: SerdeName | None = None,
+        name: str | None = None,
+    ) -> KStream:
+        """As :meth:`process` with a :class:`~polystreams.processor.FixedKeyProcessor`
+        (``KStream.processValues``): forwarded records keep the input's
+        key, so no repartition follows. Node ``KSTREAM-PROCESSVALUES-<n>``."""
+        return self._process(supplier, stores, None, value, name, True)
+
+    def _process(
+        self, supplier: ProcessorSupplier, stores: Iterable[str], key: SerdeName | None, value: SerdeName | None, name: str | None, values_only: bool
+    ) -> KStream:
+        what = "process_values" if values_only else "process"
+        if isinstance(stores, str):
+            raise TypeError(f"{what}: stores must be a list of store names, not a str")
+        t = self._app._register(what, supplier)
+        op = pb.ProcessOp(
+            input=self.handle.id, token=t, name=_s(name), stores=list(stores), values_only=values_only,
+            key_serde=_s(key), value_serde=_s(value),
+        )
+        return self._stream("process", op)
 
     def to(
         self,

@@ -22,7 +22,7 @@ from typing import Any, Literal, NewType, get_args
 
 from polystreams.windows import Windowed
 
-__all__ = ["SerdeName", "SERDE_NAMES", "TopicSerde", "avro", "json_schema", "decode", "encode", "encoder", "decode_column", "encode_column", "windowed_codec"]
+__all__ = ["SerdeName", "SERDE_NAMES", "TopicSerde", "avro", "json_schema", "decode", "decoder", "encode", "encoder", "decode_column", "encode_column", "windowed_codec"]
 
 SerdeName = Literal["bytes", "string", "json", "long", "integer", "double"]
 """The name of a serde, as the engine and every SDK spell it. A windowed
@@ -285,6 +285,13 @@ def encoder(serde: str) -> Callable[[Any], bytes] | None:
     error may not name the serde: :func:`encode` gives a message that does."""
     _windowed(serde)
     return _FAST_ENCODERS.get(serde)
+
+
+def decoder(serde: str) -> Callable[[bytes], Any] | None:
+    """The decoder of one non-None key or value for ``serde`` (None for an
+    unknown serde)."""
+    _windowed(serde)
+    return _DECODERS.get(serde)
 
 
 def decode_column(serde: str, data: bytes, lengths: Sequence[int]) -> tuple[list[Any], dict[int, str]]:

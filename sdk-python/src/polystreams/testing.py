@@ -151,6 +151,11 @@ class TopologyTestDriver(App):
         self._serdes[topic] = (g.handle.key_serde or "bytes", g.handle.value_serde or "bytes")
         return g
 
+    def _add_source(self, topics: list[str], key_serde: str, value_serde: str) -> None:
+        super()._add_source(topics, key_serde, value_serde)
+        for t in topics:
+            self._serdes[t] = (key_serde or "bytes", value_serde or "bytes")
+
     # Driving.
 
     def _ensure_started(self) -> None:
