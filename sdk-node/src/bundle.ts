@@ -31,6 +31,7 @@ import {
 import { Buffer } from "node:buffer";
 import { type AnyFunction, byRefs, failEvery, isThenable } from "./outcomes.js";
 import { type ProgramStep, runProgram } from "./program.js";
+import { ProcessorExecutor, type ReadFn, isProcessorBundle } from "./processor.js";
 import { typeName } from "./errors.js";
 import { decodeColumn, encode, encodeColumn, errorText } from "./serde.js";
 
@@ -901,10 +902,21 @@ class Join {
  */
 export class Executor {
   private readonly chains = new Map<string, Chain | Fold | Join>();
+  /** Runs processor bundles (processor.ts); keeps their instances per task and node. */
+  readonly processors: ProcessorExecutor;
 
-  constructor(private readonly functions: ReadonlyMap<number, AnyFunction>) {}
+  /** `read` answers a processor's store read that its bundle did not bring (the engine's Read RPC). */
+  constructor(
+    private readonly functions: ReadonlyMap<number, AnyFunction>,
+    read: ReadFn = () => Promise.reject(new Error("Read: this executor has no engine to read from")),
+  ) {
+    this.processors = new ProcessorExecutor(functions, read);
+  }
 
   process(bundle: Bundle): Promise<BundleResult> {
+    if (isProcessorBundle(bundle)) {
+      return this.processors.process(bundle);
+    }
     const key = [
       bundle.steps.map((s) => `${s.token}:${s.operation}:${s.initializerToken}:${s.subtractorToken}:${s.mergerToken}`).join(","),
       bundle.keySerde,
