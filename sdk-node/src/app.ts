@@ -2,6 +2,8 @@
 
 import { randomUUID } from "node:crypto";
 import { Executor } from "./bundle.js";
+import { type StoreBuilder, WITH_METADATA, addStateStoreOp } from "./processor.js";
+import { type SourceOptions, Topology } from "./topology.js";
 import type { AnyFunction } from "./outcomes.js";
 import { type Client, Client as EngineClient, type Input, type Method, type Output } from "./client.js";
 import { type Config, properties, redact } from "./config.js";
@@ -27,6 +29,7 @@ import { type DescribeFormat, type Metrics, metricsFrom } from "./metrics.js";
 import {
   type BuildResponse,
   type BundleResult,
+  Metadata,
   type QueryResponse,
   type RestoreProgress as RestoreProgressMessage,
   State as StateEnum,
@@ -189,7 +192,12 @@ export interface CloseOptions {
 // What this host understands beyond the protocol's base (OpenSession): fold
 // bundles over windows that send each record once (Bundle.valueRefs), and
 // fold programs over session and sliding windows (Bundle.foldBases).
-const HOST_FEATURES = ["fold_value_refs", "fold_programs"];
+// Processor bundles (Bundle.stores, inits, after; BundleResult ops: processor.ts).
+const HOST_FEATURES = ["fold_value_refs", "fold_programs", "processors"];
+
+// Builder calls whose functions, wrapped by withMetadata, read the metadata
+// but make no records to set it on; the others may set their outputs'.
+const READS_ONLY = new Set(["filter", "filterNot", "peek", "foreach", "print", "branch", "split", "groupBy"]);
 
 // The host loop's Exchange: bundles taken per call, and how long the engine
 // may hold a call open waiting for one (also how soon stop() is noticed).
@@ -409,6 +417,36 @@ export class App implements Builder {
   }
 
   /**
+   * Declares a state store for the processors of this topology
+   * (`StreamsBuilder.addStateStore`): processors name it in
+   * `process(supplier, { stores: [name] })`. The promise settles when the
+   * engine has answered (awaiting it is optional).
+   */
+  addStateStore(store: StoreBuilder): Promise<void> {
+    const op = addStateStoreOp(store, []);
+    return this.build("addStateStore", null, [], () => ({ case: "addStateStore", value: op })).handle as Promise<unknown> as Promise<void>;
+  }
+
+  /**
+   * Builds this app's topology node by node, without the DSL (Kafka
+   * Streams' `Topology`): addSource, addProcessor, addSink, addStateStore.
+   */
+  topology(): Topology {
+    return this.topologyWith(() => {});
+  }
+
+  /**
+   * topology(), telling `onSource` each source's topics and serdes (the test driver's).
+   * @internal
+   */
+  topologyWith(onSource: (topics: readonly string[], options: SourceOptions) => void): Topology {
+    return new Topology(this, (topics, options) => {
+      this.#sources.push(...topics);
+      onSource(topics, options);
+    });
+  }
+
+  /**
    * Queues one Build call (see Builder). The calls run one at a time in
    * program order, so the engine numbers nodes as Kafka Streams would.
    * @internal
@@ -479,7 +517,8 @@ export class App implements Builder {
       const tokens: number[] = [];
       try {
         for (const fn of functions) {
-          const resp = await this.#client.call("registerFunction", { sessionId: this.#session, name: fn.name || "anonymous" });
+          const metadata = (fn as { [WITH_METADATA]?: boolean })[WITH_METADATA] !== true ? Metadata.UNSPECIFIED : READS_ONLY.has(method) ? Metadata.READ : Metadata.WRITE;
+          const resp = await this.#client.call("registerFunction", { sessionId: this.#session, name: fn.name || "anonymous", metadata });
           this.#functions.set(resp.token, fn);
           tokens.push(resp.token);
         }
@@ -805,7 +844,7 @@ export class App implements Builder {
 
   async #serve(): Promise<void> {
     const worker = randomUUID();
-    const executor = new Executor(this.#functions);
+    const executor = new Executor(this.#functions, (req) => this.#client.call("read", { ...req, sessionId: this.#session }));
     let results: BundleResult[] = [];
     for (;;) {
       const stopping = this.#stopRequested;

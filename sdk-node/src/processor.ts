@@ -545,7 +545,7 @@ class Overlay {
   }
 
   /** The entry of a key (KV stores), from the overlay or one Read. */
-  lookup(k: string, key: Uint8Array): Entry | Promise<Entry> {
+  lookup(k: string, key: Uint8Array, asStored = false): Entry | Promise<Entry> {
     const e = this.known.get(k);
     if (e !== undefined) {
       this.hit(k);
@@ -558,7 +558,7 @@ class Overlay {
       if (!this.known.has(k)) {
         this.known.set(k, got); // a write made while the Read was out wins
       }
-      return this.known.get(k)!;
+      return asStored ? got : this.known.get(k)!;
     });
   }
 
@@ -966,7 +966,7 @@ function storeFacade(ctx: Context, name: string, index: number): KeyValueStore |
       const k = bkey(kb);
       const old = ov.known.get(k);
       // The delete is an op now (in call order); its old value may need a Read.
-      const before = old ?? ov.lookup(k, kb);
+      const before = old ?? ov.lookup(k, kb, true);
       ov.write(step, index, k, kb, { value: null, timestamp: now });
       return isThenable(before) ? before.then((x) => ov.decodeValue(x)) : Promise.resolve(ov.decodeValue(before));
     },
@@ -1128,7 +1128,13 @@ export class ProcessorExecutor {
           failures.push([entry, 0, `Error: node ${step0.node} in task ${b.task} has no processor: the bundle did not init it`, RecordFailure_Kind.PROCESSING]);
           return;
         }
-        await finish(cur, this.call(inst, cur, () => inst.processor!.process(rec as Record & FixedKeyRecord)), 0);
+        let r: unknown;
+        try {
+          r = this.call(inst, cur, () => inst.processor!.process(rec as Record & FixedKeyRecord));
+        } catch (err) {
+          r = Promise.reject(err);
+        }
+        await finish(cur, r, 0);
       });
     }
     for (const e of b.after) {
