@@ -192,8 +192,10 @@ export interface CloseOptions {
 // What this host understands beyond the protocol's base (OpenSession): fold
 // bundles over windows that send each record once (Bundle.valueRefs), and
 // fold programs over session and sliding windows (Bundle.foldBases).
-// Processor bundles (Bundle.stores, inits, after; BundleResult ops: processor.ts).
-const HOST_FEATURES = ["fold_value_refs", "fold_programs", "processors"];
+// Processor bundles (Bundle.stores, inits, after; BundleResult ops:
+// processor.ts), and metadata for functions registered with it (header
+// columns in, output timestamps and headers out: bundle.ts).
+const HOST_FEATURES = ["fold_value_refs", "fold_programs", "processors", "metadata"];
 
 // Builder calls whose functions, wrapped by withMetadata, read the metadata
 // but make no records to set it on; the others may set their outputs'.

@@ -15,6 +15,7 @@ import {
   type BundleResult,
   BundleEntry_Kind,
   BundleSchema,
+  Metadata,
   Operation,
   OpKind,
   type ReadResponse,
@@ -22,7 +23,7 @@ import {
   RecordFailure_Kind,
   StoreType,
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
-import type { ReadFn } from "./processor.js";
+import type { FunctionMetadata, ReadFn } from "./processor.js";
 import { FixedKeyRecord, type KeyValueStore, type Processor, type ProcessorContext, Record, type WindowStore } from "./processor.js";
 
 type Bytes = Buffer | null;
@@ -514,5 +515,71 @@ describe("processor bundles", () => {
   test("a supplier that returns no processor fails the init entry naming the node", async () => {
     const r = await executor(() => 42, noRead).process(bundle({ init: true }));
     assert.match(r.failures[0]!.message, /init: node KSTREAM-PROCESSOR-0000000001: the processor supplier returned number/);
+  });
+});
+
+describe("functions with metadata (withMetadata)", () => {
+  function chain(steps: [Operation, AnyFunction, Metadata][], headers: [string, string][][]) {
+    const functions = new Map<number, AnyFunction>(steps.map(([, fn], i) => [i + 1, fn]));
+    const records = [["a", "x", 10], ["b", "yy", 20]] as const;
+    const keys = col(records.map((r) => str(r[0])));
+    const values = col(records.map((r) => str(r[1])));
+    const hk = col(headers.flat().map((h) => str(h[0])));
+    const hv = col(headers.flat().map((h) => str(h[1])));
+    const b = create(BundleSchema, {
+      id: 1n,
+      steps: steps.map(([operation, , metadata], i) => ({ token: i + 1, operation, node: `N${i}`, metadata })),
+      keySerde: "string",
+      valueSerde: "string",
+      keyLengths: keys.lengths,
+      keys: keys.data,
+      valueLengths: values.lengths,
+      values: values.data,
+      topic: "in",
+      partition: 1,
+      offsets: [5n, 6n],
+      timestamps: records.map((r) => BigInt(r[2])),
+      headerCounts: headers.length > 0 ? headers.map((h) => h.length) : [],
+      headerKeyLengths: hk.lengths,
+      headerKeys: hk.data,
+      headerValueLengths: hv.lengths,
+      headerValues: hv.data,
+    });
+    return new Executor(functions).process(b);
+  }
+
+  test("a function is given the record's metadata; one that may write sets its outputs' timestamps and headers", async () => {
+    const seen: unknown[] = [];
+    const r = await chain(
+      [
+        [Operation.FILTER, (k: string, _v: string, m: FunctionMetadata) => (seen.push([k, m.topic, m.partition, m.offset, m.timestamp, m.headers.map(([hk]) => hk)]), true), Metadata.READ],
+        [
+          Operation.FLAT_MAP_VALUES,
+          (v: string, m: FunctionMetadata) => {
+            if (v === "yy") {
+              m.timestamp = 99;
+              m.headers.push(["added", str("1")]);
+            }
+            return [v, v];
+          },
+          Metadata.WRITE,
+        ],
+      ],
+      [[["h", "1"]], []],
+    );
+    assert.deepEqual(r.failures, []);
+    assert.deepEqual(seen, [["a", "in", 1, 5, 10, ["h"]], ["b", "in", 1, 6, 20, []]]);
+    assert.deepEqual(r.outputCounts, [2, 2]);
+    assert.deepEqual(r.outputTimestamps, [10n, 10n, 99n, 99n]);
+    assert.deepEqual(r.outputHeaderCounts, [-1, -1, 1, 1]);
+    assert.deepEqual(split(r.outputHeaderKeys, r.outputHeaderKeyLengths).map((x) => x!.toString()), ["added", "added"]);
+  });
+
+  test("a chain whose functions did not ask carries no output metadata; a bad timestamp fails its record", async () => {
+    const plain = await chain([[Operation.MAP_VALUES, (v: string) => v, Metadata.UNSPECIFIED]], []);
+    assert.deepEqual(plain.outputTimestamps, []);
+    const bad = await chain([[Operation.MAP_VALUES, (v: string, m: FunctionMetadata) => ((m.timestamp = v as unknown as number), v), Metadata.WRITE]], []);
+    assert.deepEqual(bad.outputCounts, [0, 0]);
+    assert.match(bad.failures[0]!.message, /a timestamp is an integer number of epoch milliseconds/);
   });
 });

@@ -1280,7 +1280,7 @@ function instanceKey(task: string, node: string): string {
 }
 
 /** Each record's headers (the input's, shared by forwards that keep them). */
-function recordHeaders(b: Bundle, n: number): (readonly Header[])[] {
+export function recordHeaders(b: Bundle, n: number): (readonly Header[])[] {
   const out: (readonly Header[])[] = new Array(n);
   const empty: readonly Header[] = [];
   if (b.headerCounts.length === 0) {
