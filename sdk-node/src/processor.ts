@@ -351,11 +351,11 @@ export const WITH_METADATA: unique symbol = Symbol("polystreams.withMetadata");
  * => ...)`. Setting `m.timestamp` or `m.headers` changes its outputs'.
  * Functions not wrapped pay nothing for metadata on the crossing.
  */
-export function withMetadata<F extends AnyFunction>(fn: F): F {
+export function withMetadata<A extends unknown[], R>(fn: (...args: [...A, FunctionMetadata]) => R): (...args: A) => R {
   if (typeof fn !== "function") {
     throw new TypeError(`withMetadata: want a function, got ${typeName(fn)}`);
   }
-  const wrapped = ((...args: unknown[]) => fn(...args)) as F;
+  const wrapped = (...args: unknown[]): R => (fn as AnyFunction)(...args) as R;
   Object.defineProperty(wrapped, "name", { value: fn.name });
   Object.defineProperty(wrapped, WITH_METADATA, { value: true });
   return wrapped;
