@@ -124,6 +124,12 @@ type App struct {
 	// feature "fold_programs"), so host functions fold over session and
 	// sliding windows.
 	FoldPrograms bool
+	// HostProcessors: the host runs Processor API processors (host feature
+	// "processors": Bundle.stores, inits, after; BundleResult ops).
+	HostProcessors bool
+	// HostMetadata: the host passes record metadata to functions
+	// registered with it (host feature "metadata").
+	HostMetadata bool
 
 	// CreateMissingTopics: the brokers are the engine's embedded broker
 	// (polystreams dev), so Start creates the topics the topology reads or

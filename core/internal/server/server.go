@@ -326,6 +326,8 @@ func (s *Server) OpenSession(ctx context.Context, req *connect.Request[pb.OpenSe
 	cfg.CreateMissingTopics = embedded
 	cfg.FoldValueRefs = slices.Contains(m.HostFeatures, "fold_value_refs")
 	cfg.FoldPrograms = slices.Contains(m.HostFeatures, "fold_programs")
+	cfg.HostProcessors = slices.Contains(m.HostFeatures, "processors")
+	cfg.HostMetadata = slices.Contains(m.HostFeatures, "metadata")
 	// One session per application.id per engine: a new one replaces the old
 	// once the old one's host is gone (it restarted). The old one stops
 	// first, so that its group membership and state directory are free; its
@@ -357,6 +359,7 @@ func (s *Server) OpenSession(ctx context.Context, req *connect.Request[pb.OpenSe
 	rand.Read(raw[:])
 	builder := topology.NewBuilder()
 	builder.FoldPrograms = cfg.FoldPrograms
+	builder.HostProcessors = cfg.HostProcessors
 	id := hex.EncodeToString(raw[:])
 	ss := &session{
 		id: id, label: sessionLabel(id), appID: m.ApplicationId, cfg: cfg,

@@ -68,11 +68,18 @@ type Builder struct {
 	nodes  map[string]*Node  // every node by name: names are unique, as in InternalTopologyBuilder
 	topics map[string]string // source topic -> the source node reading it
 	stores map[string]*Store
+	// gnodes: the graph node each node was added in, for the Topology
+	// calls that name parents (process.go).
+	gnodes map[*Node]*gnode
 
 	// FoldPrograms: the host runs fold programs (its SDK declared the
 	// "fold_programs" host feature), so host functions may fold over
 	// session and sliding windows. Without it they are refused.
 	FoldPrograms bool
+	// HostProcessors: the host runs processors (host feature
+	// "processors"), so Process and AddProcessor take host suppliers.
+	// Without it they take native ones only.
+	HostProcessors bool
 }
 
 // entry is the builder's side of a handle.
@@ -124,6 +131,7 @@ func NewBuilder() *Builder {
 		nodes:   map[string]*Node{},
 		topics:  map[string]string{},
 		stores:  map[string]*Store{},
+		gnodes:  map[*Node]*gnode{},
 	}
 }
 
@@ -651,6 +659,11 @@ func (b *Builder) hang(in *entry, n *Node) *gnode {
 func (b *Builder) add(parent, g *gnode) *gnode {
 	g.prio = b.prio
 	b.prio++
+	for _, n := range g.nodes {
+		if _, ok := b.gnodes[n]; !ok {
+			b.gnodes[n] = g
+		}
+	}
 	if parent == nil {
 		b.roots = append(b.roots, g)
 	} else if !slices.Contains(parent.children, g) {

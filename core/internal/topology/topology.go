@@ -181,6 +181,15 @@ const (
 	// OpPrint is KStreamPrint (KStream.print): a terminal foreach whose
 	// function prints each record where it runs.
 	OpPrint
+
+	// OpProcess is a Processor API processor (KStream.process,
+	// Topology.addProcessor): Fn is its supplier (a host token or a
+	// NewProcessorFunc), Stores the stores connected to it, and its
+	// Successors its children (process.go).
+	OpProcess
+	// OpProcessValues is KStream.processValues: as OpProcess, but forwards
+	// keep the input's key.
+	OpProcessValues
 )
 
 // Function is the user function of a stateless operator: a host token, or a
@@ -332,6 +341,10 @@ type Store struct {
 	// Global: a global table's store (global.go), holding every partition
 	// of ChangelogTopic, a user topic (not prefixed), on every instance.
 	Global bool
+	// Processor is set for a store declared for processors
+	// (AddStateStore): its type and builder options. A store with logging
+	// disabled has no ChangelogTopic.
+	Processor *ProcessorStore
 }
 
 // StoreKind is what a store holds.

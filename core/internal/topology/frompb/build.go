@@ -96,6 +96,16 @@ func Build(b *topology.Builder, funcs map[uint32]string, m *pb.BuildRequest) (*p
 		h, err = c.toStream(o.ToStream)
 	case *pb.BuildRequest_Join:
 		h, err = c.join(o.Join) // join.go
+	case *pb.BuildRequest_AddStateStore:
+		err = c.addStateStore(o.AddStateStore) // process.go
+	case *pb.BuildRequest_Process:
+		h, err = c.process(o.Process)
+	case *pb.BuildRequest_AddSource:
+		err = c.addSource(o.AddSource)
+	case *pb.BuildRequest_AddProcessor:
+		err = c.addProcessor(o.AddProcessor)
+	case *pb.BuildRequest_AddSink:
+		err = c.addSink(o.AddSink)
 	}
 	if err != nil {
 		var r *refusal

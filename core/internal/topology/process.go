@@ -1,0 +1,410 @@
+package topology
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+
+	"github.com/polystreams/polystreams/core/internal/serde"
+)
+
+// The Processor API (docs/design/processor.md): state stores a topology
+// declares for its processors (StreamsBuilder.addStateStore,
+// Topology.addStateStore), KStream.process / processValues, and the
+// Topology calls that build a graph without the DSL (addSource,
+// addProcessor, addSink).
+
+const (
+	prefixProcessor     = "KSTREAM-PROCESSOR-"
+	prefixProcessValues = "KSTREAM-PROCESSVALUES-"
+)
+
+// StoreType is the kind of a declared store (Stores.*StoreBuilder).
+type StoreType int
+
+const (
+	// StoreTypeKeyValue is Stores.keyValueStoreBuilder.
+	StoreTypeKeyValue StoreType = iota + 1
+	// StoreTypeTimestampedKeyValue is Stores.timestampedKeyValueStoreBuilder.
+	StoreTypeTimestampedKeyValue
+	// StoreTypeWindow is Stores.windowStoreBuilder.
+	StoreTypeWindow
+	// StoreTypeTimestampedWindow is Stores.timestampedWindowStoreBuilder.
+	StoreTypeTimestampedWindow
+)
+
+func (t StoreType) String() string {
+	switch t {
+	case StoreTypeKeyValue:
+		return "key-value store"
+	case StoreTypeTimestampedKeyValue:
+		return "timestamped key-value store"
+	case StoreTypeWindow:
+		return "window store"
+	case StoreTypeTimestampedWindow:
+		return "timestamped window store"
+	}
+	return "unknown store type"
+}
+
+// Windowed reports whether stores of this type hold rows per window.
+func (t StoreType) Windowed() bool { return t == StoreTypeWindow || t == StoreTypeTimestampedWindow }
+
+// Timestamped reports whether stores of this type keep a timestamp per value.
+func (t StoreType) Timestamped() bool {
+	return t == StoreTypeTimestampedKeyValue || t == StoreTypeTimestampedWindow
+}
+
+// StoreBuilder is a store a topology declares for its processors: Kafka
+// Streams' StoreBuilder (Stores.keyValueStoreBuilder and the others), with
+// withLoggingDisabled / withLoggingEnabled(config) and withCachingEnabled.
+type StoreBuilder struct {
+	Name                 string
+	Type                 StoreType
+	KeySerde, ValueSerde string // empty: bytes
+	// Window stores: how long (ms) rows are kept, the windows' size, and
+	// whether a key may hold several values per window.
+	Retention, WindowSize int64
+	RetainDuplicates      bool
+	// LoggingDisabled: no changelog (the store starts empty after a
+	// restart). ChangelogConfig: the changelog topic's configs.
+	LoggingDisabled bool
+	ChangelogConfig map[string]string
+	// Caching changes nothing the engine does (the store transaction keeps
+	// one write per key per batch already); it is kept for describe-level
+	// fidelity and the SDKs' round trip.
+	Caching bool
+}
+
+// ProcessorStore is what a Store declared by AddStateStore adds to it.
+type ProcessorStore struct {
+	Type             StoreType
+	WindowSize       int64
+	RetainDuplicates bool
+	LoggingDisabled  bool
+	Caching          bool
+}
+
+// Processor is one node of the Processor API: the processor's children by
+// name (for forward(record, child)), in the order Kafka Streams forwards
+// to them, are its Successors.
+//
+// NewProcessorFunc is the native form of a processor supplier: it makes
+// one processor per task (ProcessorSupplier.get()). Its result is an
+// engine-side processor (core/streams makes it); the topology only checks
+// that it is a function of this type.
+type NewProcessorFunc func() any
+
+var newProcessorNative = reflect.TypeFor[NewProcessorFunc]()
+
+// AddStateStore adds a store processors may use (StreamsBuilder.addStateStore
+// with no processors; Topology.addStateStore(store, processors...) with
+// them, which must exist already). It adds no node and takes no name
+// number.
+func (b *Builder) AddStateStore(s StoreBuilder, processors ...string) error {
+	c := b.begin("add_state_store")
+	if c.validName("store", s.Name) && b.stores[s.Name] != nil {
+		c.invalid("add_state_store names store %q, which exists already", s.Name)
+	}
+	switch s.Type {
+	case StoreTypeKeyValue, StoreTypeTimestampedKeyValue:
+		if s.Retention != 0 || s.WindowSize != 0 || s.RetainDuplicates {
+			c.invalid("add_state_store: store %q is a %s; retention, window size and retain_duplicates are for window stores", s.Name, s.Type)
+		}
+	case StoreTypeWindow, StoreTypeTimestampedWindow:
+		switch {
+		case s.WindowSize <= 0:
+			c.invalid("add_state_store: window store %q has window size %d ms; it must be positive", s.Name, s.WindowSize)
+		case s.Retention < s.WindowSize:
+			// Stores.persistentWindowStore: "The retention period of the
+			// window store ... must be no smaller than its window size."
+			c.invalid("add_state_store: window store %q keeps rows %d ms, less than its window size %d ms", s.Name, s.Retention, s.WindowSize)
+		}
+	default:
+		c.invalid("add_state_store: store %q has no type (key-value, timestamped key-value, window or timestamped window)", s.Name)
+	}
+	c.serde("key", s.KeySerde)
+	c.serde("value", s.ValueSerde)
+	if s.LoggingDisabled && len(s.ChangelogConfig) > 0 {
+		c.invalid("add_state_store: store %q has logging disabled and changelog configs; give one", s.Name)
+	}
+	if !s.Type.Windowed() {
+		c.changelogConfig(Materialized{ChangelogConfig: s.ChangelogConfig})
+	}
+	var nodes []*Node
+	for _, p := range processors {
+		n := b.nodes[p]
+		switch {
+		case n == nil:
+			c.problems = append(c.problems, problem{ErrNotFound, fmt.Sprintf("add_state_store: store %q names processor %q, which does not exist", s.Name, p)})
+		case n.Type != Processor:
+			// InternalTopologyBuilder.connectProcessorAndStateStore.
+			c.invalid("add_state_store: store %q names %q, which is a %s, not a processor", s.Name, p, nodeTypeName(n.Type))
+		default:
+			nodes = append(nodes, n)
+		}
+	}
+	if err := c.done(); err != nil {
+		return err
+	}
+	st := &Store{
+		Name: s.Name, KeySerde: serde.Or(s.KeySerde, serde.Bytes), ValueSerde: serde.Or(s.ValueSerde, serde.Bytes),
+		ChangelogTopic: s.Name + changelogSuffix, ChangelogConfig: s.ChangelogConfig,
+		Processor: &ProcessorStore{Type: s.Type, WindowSize: s.WindowSize, RetainDuplicates: s.RetainDuplicates, LoggingDisabled: s.LoggingDisabled, Caching: s.Caching},
+	}
+	if s.LoggingDisabled {
+		st.ChangelogTopic = ""
+	}
+	if s.Type.Windowed() {
+		st.Kind, st.Retention = StoreWindow, s.Retention
+		st.Windows = &Windows{Kind: TimeWindows, Size: s.WindowSize, Advance: s.WindowSize}
+	}
+	b.stores[s.Name] = st
+	for _, n := range nodes {
+		if !slices.Contains(n.Stores, s.Name) {
+			n.Stores = append(n.Stores, s.Name)
+		}
+	}
+	return nil
+}
+
+func nodeTypeName(t NodeType) string {
+	switch t {
+	case Source:
+		return "source"
+	case Sink:
+		return "sink"
+	}
+	return "processor"
+}
+
+// ProcessOptions are KStream.process's arguments besides the supplier.
+type ProcessOptions struct {
+	// Stores the processor uses (added by AddStateStore).
+	Stores []string
+	// ValuesOnly is processValues (a FixedKeyProcessor: forwards keep the
+	// input's key).
+	ValuesOnly bool
+	// Serdes of the forwarded records; empty keeps the input's.
+	KeySerde, ValueSerde string
+	// Name is Named.as; empty: KSTREAM-PROCESSOR-<n> (KSTREAM-PROCESSVALUES-<n>).
+	Name string
+}
+
+// Process adds KStream.process or, with o.ValuesOnly, processValues: a
+// processor node (a StatefulProcessorNode) connected to o.Stores. process
+// may change keys, so an aggregation after it repartitions; processValues
+// keeps the input's need.
+func (b *Builder) Process(input uint64, fn Function, o ProcessOptions) (*Handle, error) {
+	op, prefix, kind := "process", prefixProcessor, OpProcess
+	if o.ValuesOnly {
+		op, prefix, kind = "process_values", prefixProcessValues, OpProcessValues
+	}
+	c := b.begin(op)
+	in := c.input(input, KindStream)
+	c.function(fn, newProcessorNative)
+	keySerde := o.KeySerde
+	if o.ValuesOnly && keySerde != "" {
+		c.invalid("process_values keeps the input's keys, so it takes no key serde (got %q)", keySerde)
+		keySerde = ""
+	}
+	c.serde("key", keySerde)
+	c.serde("value", o.ValueSerde)
+	// KStreamImpl.process(supplier, Named, stores...) takes no name number
+	// for a given name (unlike most operators); only the overload without
+	// Named calls newProcessorName.
+	name := o.Name
+	if name == "" {
+		name = c.processorName("", prefix)
+	} else if c.validName("node", name) {
+		c.claim(name)
+	}
+	c.storesOf(name, o.Stores)
+	c.hostProcessor(name, fn)
+	if err := c.done(); err != nil {
+		return nil, err
+	}
+	n := &Node{
+		Name: name, Type: Processor, Op: kind, Fn: &fn, Stores: slices.Clone(o.Stores),
+		KeySerde:   serde.Or(keySerde, in.handle.KeySerde),
+		ValueSerde: serde.Or(o.ValueSerde, in.handle.ValueSerde),
+	}
+	g := b.hang(in, n)
+	return b.mint(&entry{
+		handle:      &Handle{Kind: KindStream, KeySerde: n.KeySerde, ValueSerde: n.ValueSerde, Node: n},
+		g:           g,
+		repartition: in.repartition || !o.ValuesOnly,
+	}), nil
+}
+
+// hostProcessor refuses a host supplier when the session's host cannot run
+// processors.
+func (c *call) hostProcessor(node string, fn Function) {
+	if fn.Token != 0 && !c.b.HostProcessors {
+		c.invalid("%s: node %s runs host processor (token %d), and this session's host did not declare the host feature %q: upgrade its SDK", c.op, node, fn.Token, "processors")
+	}
+}
+
+// storesOf checks the stores a processor names: each added by
+// AddStateStore (not a DSL operator's own store), named once.
+func (c *call) storesOf(node string, stores []string) {
+	seen := map[string]bool{}
+	for _, s := range stores {
+		st := c.b.stores[s]
+		switch {
+		case seen[s]:
+			c.invalid("%s: node %s names store %q twice", c.op, node, s)
+		case st == nil:
+			c.invalid("%s: node %s names store %q, which no add_state_store added", c.op, node, s)
+		case st.Processor == nil:
+			c.invalid("%s: node %s names store %q, which is a DSL operator's own store; a processor uses stores add_state_store added", c.op, node, s)
+		}
+		seen[s] = true
+	}
+}
+
+// AddSource is Topology.addSource(name, topics...): a source node for a
+// topology built without the DSL. Empty serdes mean bytes.
+func (b *Builder) AddSource(name string, topics []string, keySerde, valueSerde string) error {
+	c := b.begin("add_source")
+	if c.validName("node", name) {
+		c.claim(name)
+	}
+	if len(topics) == 0 {
+		c.invalid("add_source: source %q names no topic; a source reads at least one", name)
+	}
+	seen := map[string]bool{}
+	for _, t := range topics {
+		if !c.validName("topic", t) {
+			continue
+		}
+		if seen[t] {
+			c.invalid("add_source: source %q names topic %q twice", name, t)
+			continue
+		}
+		seen[t] = true
+		if src, ok := b.topics[t]; ok {
+			c.invalid("add_source: source %q reads topic %q, which source %s reads already", name, t, src)
+		}
+	}
+	c.serde("key", keySerde)
+	c.serde("value", valueSerde)
+	if err := c.done(); err != nil {
+		return err
+	}
+	n := &Node{
+		Name: name, Type: Source, Topics: slices.Clone(topics),
+		KeySerde: serde.Or(keySerde, serde.Bytes), ValueSerde: serde.Or(valueSerde, serde.Bytes),
+	}
+	b.nodes[name] = n
+	b.add(nil, &gnode{nodes: []*Node{n}, out: n})
+	for _, t := range topics {
+		b.topics[t] = name
+	}
+	return nil
+}
+
+// AddProcessor is Topology.addProcessor(name, supplier, parents...), with
+// the stores to connect (Topology.connectProcessorAndStateStores). Empty
+// serdes keep the parents', which must then agree.
+func (b *Builder) AddProcessor(name string, fn Function, parents, stores []string, keySerde, valueSerde string) error {
+	c := b.begin("add_processor")
+	if c.validName("node", name) {
+		c.claim(name)
+	}
+	c.function(fn, newProcessorNative)
+	ps := c.parents(name, parents)
+	c.serde("key", keySerde)
+	c.serde("value", valueSerde)
+	c.storesOf(name, stores)
+	c.hostProcessor(name, fn)
+	keySerde, valueSerde = c.parentSerdes(name, ps, keySerde, valueSerde)
+	if err := c.done(); err != nil {
+		return err
+	}
+	n := &Node{Name: name, Type: Processor, Op: OpProcess, Fn: &fn, Stores: slices.Clone(stores), KeySerde: keySerde, ValueSerde: valueSerde}
+	b.attach(n, ps)
+	return nil
+}
+
+// AddSink is Topology.addSink(name, topic, parents...). Empty serdes keep
+// the parents', which must then agree.
+func (b *Builder) AddSink(name, topic string, parents []string, keySerde, valueSerde string) error {
+	c := b.begin("add_sink")
+	if c.validName("node", name) {
+		c.claim(name)
+	}
+	c.validName("topic", topic)
+	ps := c.parents(name, parents)
+	c.serde("key", keySerde)
+	c.serde("value", valueSerde)
+	keySerde, valueSerde = c.parentSerdes(name, ps, keySerde, valueSerde)
+	if err := c.done(); err != nil {
+		return err
+	}
+	b.attach(&Node{Name: name, Type: Sink, Topic: topic, KeySerde: keySerde, ValueSerde: valueSerde}, ps)
+	return nil
+}
+
+// parents resolves a node's parents (InternalTopologyBuilder.addProcessor:
+// at least one; each added before; not a sink; not itself).
+func (c *call) parents(name string, parents []string) []*Node {
+	if len(parents) == 0 {
+		c.invalid("%s: node %q names no parent; it needs at least one", c.op, name)
+	}
+	var ps []*Node
+	seen := map[string]bool{}
+	for _, p := range parents {
+		n := c.b.nodes[p]
+		switch {
+		case p == name:
+			c.invalid("%s: node %q names itself as its parent", c.op, name)
+		case seen[p]:
+			c.invalid("%s: node %q names parent %q twice", c.op, name, p)
+		case n == nil:
+			c.problems = append(c.problems, problem{ErrNotFound, fmt.Sprintf("%s: node %q names parent %q, which does not exist (add it first)", c.op, name, p)})
+		case n.Type == Sink:
+			c.invalid("%s: node %q names parent %q, which is a sink; a sink has no children", c.op, name, p)
+		default:
+			ps = append(ps, n)
+		}
+		seen[p] = true
+	}
+	return ps
+}
+
+// parentSerdes is keySerde and valueSerde, else the parents' (which must
+// agree).
+func (c *call) parentSerdes(name string, ps []*Node, keySerde, valueSerde string) (string, string) {
+	pick := func(which, given string, of func(*Node) string) string {
+		if given != "" {
+			return given
+		}
+		var s string
+		for i, p := range ps {
+			if i == 0 {
+				s = of(p)
+			} else if of(p) != s {
+				c.invalid("%s: node %q has parents with different %s serdes (%s: %q, %s: %q); give its %s serde", c.op, name, which, ps[0].Name, s, p.Name, of(p), which)
+				return s
+			}
+		}
+		return serde.Or(s, serde.Bytes)
+	}
+	return pick("key", keySerde, func(n *Node) string { return n.KeySerde }), pick("value", valueSerde, func(n *Node) string { return n.ValueSerde })
+}
+
+// attach adds n under its parents, in the order given (Kafka forwards to a
+// node's children in the order they were added).
+func (b *Builder) attach(n *Node, ps []*Node) {
+	b.nodes[n.Name] = n
+	g := &gnode{nodes: []*Node{n}, out: n}
+	for i, p := range ps {
+		link(p, n)
+		if i == 0 {
+			b.add(b.gnodes[p], g)
+		} else if pg := b.gnodes[p]; pg != nil && !slices.Contains(pg.children, g) {
+			pg.children = append(pg.children, g)
+		}
+	}
+}
