@@ -707,8 +707,6 @@ interface Current {
   childFailure: unknown;
 }
 
-let nextSchedule = 1n;
-
 class Context implements ProcessorContext {
   current: Current | null = null;
   constructor(
@@ -821,7 +819,7 @@ class Context implements ProcessorContext {
     if (typeof punctuator !== "function") {
       throw new TypeError(`schedule: node ${this.nodeName}: want a punctuator function, not ${typeName(punctuator)}`);
     }
-    const id = nextSchedule++;
+    const id = this.inst.host.nextSchedule++;
     this.inst.punctuators.set(id, punctuator);
     cur.run.ops.push({ kind: OpKind.SCHEDULE, step: cur.step, target: type === "stream_time" ? 1 : 2, key: null, value: null, timestamp: intervalMs, schedule: id, headers: null });
     return {
@@ -1038,6 +1036,8 @@ function listIterator<K, V>(items: [K, V][]): KeyValueIterator<K, V> {
  */
 export class ProcessorExecutor {
   private readonly instances = new Map<string, Instance>();
+  /** The id the next schedule gets (BundleEntry.schedule names it back). */
+  nextSchedule = 1n;
 
   constructor(
     private readonly functions: ReadonlyMap<number, AnyFunction>,
