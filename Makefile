@@ -31,7 +31,7 @@ build:
 generate: deps
 	cd proto && ../node_modules/.bin/buf generate
 	cd sdk-rust && cargo run --quiet -p polystreams-codegen
-	go test -count=1 -run '^TestHostVectors$$' ./core/internal/engine/ -args -write-vectors
+	go test -count=1 -run '^(TestHostVectors|TestProcessorVectors)$$' ./core/internal/engine/ -args -write-vectors
 
 # Fails when the committed generated code is not what `make generate` makes.
 check-generated: generate
