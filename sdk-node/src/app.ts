@@ -2,7 +2,7 @@
 
 import { randomUUID } from "node:crypto";
 import { Executor } from "./bundle.js";
-import { type StoreBuilder, WITH_METADATA, addStateStoreOp } from "./processor.js";
+import { type StoreBuilder, addStateStoreOp, metadataOf } from "./processor.js";
 import { type SourceOptions, Topology } from "./topology.js";
 import type { AnyFunction } from "./outcomes.js";
 import { type Client, Client as EngineClient, type Input, type Method, type Output } from "./client.js";
@@ -29,7 +29,6 @@ import { type DescribeFormat, type Metrics, metricsFrom } from "./metrics.js";
 import {
   type BuildResponse,
   type BundleResult,
-  Metadata,
   type QueryResponse,
   type RestoreProgress as RestoreProgressMessage,
   State as StateEnum,
@@ -197,10 +196,6 @@ export interface CloseOptions {
 // columns in, output timestamps and headers out: bundle.ts).
 const HOST_FEATURES = ["fold_value_refs", "fold_programs", "processors", "metadata"];
 
-// Builder calls whose functions, wrapped by withMetadata, read the metadata
-// but make no records to set it on; the others may set their outputs'.
-const READS_ONLY = new Set(["filter", "filterNot", "peek", "foreach", "print", "branch", "split", "groupBy"]);
-
 // The host loop's Exchange: bundles taken per call, and how long the engine
 // may hold a call open waiting for one (also how soon stop() is noticed).
 const MAX_BUNDLES = 8;
@@ -287,6 +282,8 @@ export class App implements Builder {
   readonly #session: string;
   readonly #engine: EngineProcess | undefined;
   readonly #functions = new Map<number, AnyFunction>();
+  /** The stores addStateStore declared, by name: processors' window stores need their sizes. */
+  readonly #storeSpecs = new Map<string, StoreBuilder>();
   #queue: Promise<void> = Promise.resolve();
   readonly #unreported = new Set<PolystreamsError>();
   #started = false;
@@ -426,6 +423,7 @@ export class App implements Builder {
    */
   addStateStore(store: StoreBuilder): Promise<void> {
     const op = addStateStoreOp(store, []);
+    this.#storeSpecs.set(store.name, store);
     return this.build("addStateStore", null, [], () => ({ case: "addStateStore", value: op })).handle as Promise<unknown> as Promise<void>;
   }
 
@@ -442,10 +440,14 @@ export class App implements Builder {
    * @internal
    */
   topologyWith(onSource: (topics: readonly string[], options: SourceOptions) => void): Topology {
-    return new Topology(this, (topics, options) => {
-      this.#sources.push(...topics);
-      onSource(topics, options);
-    });
+    return new Topology(
+      this,
+      (topics, options) => {
+        this.#sources.push(...topics);
+        onSource(topics, options);
+      },
+      (store) => void this.#storeSpecs.set(store.name, store),
+    );
   }
 
   /**
@@ -519,7 +521,7 @@ export class App implements Builder {
       const tokens: number[] = [];
       try {
         for (const fn of functions) {
-          const metadata = (fn as { [WITH_METADATA]?: boolean })[WITH_METADATA] !== true ? Metadata.UNSPECIFIED : READS_ONLY.has(method) ? Metadata.READ : Metadata.WRITE;
+          const metadata = metadataOf(fn);
           const resp = await this.#client.call("registerFunction", { sessionId: this.#session, name: fn.name || "anonymous", metadata });
           this.#functions.set(resp.token, fn);
           tokens.push(resp.token);
@@ -846,7 +848,7 @@ export class App implements Builder {
 
   async #serve(): Promise<void> {
     const worker = randomUUID();
-    const executor = new Executor(this.#functions, (req) => this.#client.call("read", { ...req, sessionId: this.#session }));
+    const executor = new Executor(this.#functions, (req) => this.#client.call("read", { ...req, sessionId: this.#session }), this.#storeSpecs);
     let results: BundleResult[] = [];
     for (;;) {
       const stopping = this.#stopRequested;

@@ -32,7 +32,7 @@ import {
 import { Buffer } from "node:buffer";
 import { type AnyFunction, byRefs, failEvery, isThenable } from "./outcomes.js";
 import { type ProgramStep, runProgram } from "./program.js";
-import { type FunctionMetadata, type Header, ProcessorExecutor, type ReadFn, isProcessorBundle, recordHeaders } from "./processor.js";
+import { type FunctionMetadata, type Header, ProcessorExecutor, type ReadFn, type StoreBuilder, isProcessorBundle, recordHeaders, sameHeaders } from "./processor.js";
 import { typeName } from "./errors.js";
 import { decodeColumn, encode, encodeColumn, errorText } from "./serde.js";
 
@@ -527,10 +527,6 @@ function withMetas(fn: AnyFunction, metas: readonly FunctionMetadata[]): AnyFunc
   return (...args: unknown[]) => fn(...args, metas[j++]);
 }
 
-function sameHeaders(a: readonly Header[], b: readonly Header[]): boolean {
-  return a.length === b.length && a.every(([k, v], i) => k === b[i]![0] && (v === null ? b[i]![1] === null : b[i]![1] !== null && Buffer.compare(v, b[i]![1]!) === 0));
-}
-
 /** The outputs' timestamps and headers (-1: the input record's), for a chain whose functions may set them. */
 function outputMetadata(result: BundleResult, col: Column, inputHeaders: (readonly Header[])[]): void {
   const metas = col.metas ?? [];
@@ -993,8 +989,9 @@ export class Executor {
   constructor(
     private readonly functions: ReadonlyMap<number, AnyFunction>,
     read: ReadFn = () => Promise.reject(new Error("Read: this executor has no engine to read from")),
+    storeSpecs: ReadonlyMap<string, StoreBuilder> = new Map(),
   ) {
-    this.processors = new ProcessorExecutor(functions, read);
+    this.processors = new ProcessorExecutor(functions, read, storeSpecs);
   }
 
   process(bundle: Bundle): Promise<BundleResult> {

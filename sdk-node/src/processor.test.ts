@@ -216,14 +216,14 @@ describe("processor bundles", () => {
     assert.equal(g.length, 4);
     assert.deepEqual(g[0]!.map((o) => [o.kind, o.target, o.ts]), [["SCHEDULE", 1, 10]]);
     assert.deepEqual(g.slice(1).map((e) => e.map((o) => [o.kind, o.target, o.key, o.value?.readBigInt64BE() ?? null, o.ts])), [
-      [["PUT", 0, "a", 6n, 5], ["FORWARD", 0, "a", 6n, 5]],
-      [["PUT", 0, "b", 1n, 6], ["FORWARD", 0, "b", 1n, 6]],
-      [["PUT", 0, "a", 7n, 7], ["FORWARD", 0, "a", 7n, 7]],
+      [["PUT", 0, "a", 6n, 0], ["FORWARD", 0, "a", 6n, 5]],
+      [["PUT", 0, "b", 1n, 0], ["FORWARD", 0, "b", 1n, 6]],
+      [["PUT", 0, "a", 7n, 0], ["FORWARD", 0, "a", 7n, 7]],
     ]);
     assert.deepEqual(r.opSteps, new Array(7).fill(0));
     assert.deepEqual(r.prefetchHits, [2]);
     assert.equal(g[1]![1]!.headers, -1, "a forward keeping the input's headers says so");
-    assert.equal(r.opSchedules[0], g[0]![0]!.schedule);
+    assert.deepEqual(r.opSchedules, [1n, 0n, 0n, 0n, 0n, 0n, 0n], "schedule ids count from 1 per instance; other ops carry 0");
     assert.ok(p instanceof Counter);
   });
 
@@ -300,7 +300,8 @@ describe("processor bundles", () => {
     assert.deepEqual(r.failures, []);
     assert.deepEqual(seen, [12345, 9n]);
     const g = ops(r);
-    assert.deepEqual(g[1]!.map((o) => [o.kind, o.key, o.value?.readBigInt64BE(), o.ts, o.headers]), [["FORWARD", "tick", 12345n, 12345, []]]);
+    // A punctuation's input headers are empty: a forward without headers says "the input's" (-1).
+    assert.deepEqual(g[1]!.map((o) => [o.kind, o.key, o.value?.readBigInt64BE(), o.ts, o.headers]), [["FORWARD", "tick", 12345n, 12345, -1]]);
     cancel!();
     const gone = await ex.process(bundle({ after: [{ kind: BundleEntry_Kind.PUNCTUATE_WALL_CLOCK, schedule: id, time: 5 }] }));
     assert.match(gone.failures[0]!.message, /has no schedule/);
@@ -391,7 +392,7 @@ describe("processor bundles", () => {
     assert.deepEqual(ops(r)[1]!.map((o) => [o.kind, o.target, o.key, o.value?.readBigInt64BE(), o.ts, o.headers]), [["FORWARD", 2, "k!", 2n, 99, [["h", "v"]]]]);
   });
 
-  test("processValues forwards carry no key", async () => {
+  test("processValues forwards carry the input's key", async () => {
     class P {
       ctx!: ProcessorContext;
       init(ctx: ProcessorContext): void {
@@ -403,7 +404,7 @@ describe("processor bundles", () => {
     }
     const r = await executor(() => new P(), noRead).process(bundle({ op: Operation.PROCESS_VALUES, init: true, records: [["k", "abc", 1]] }));
     assert.deepEqual(r.failures, []);
-    assert.deepEqual(ops(r)[1]!.map((o) => [o.kind, o.key, o.value?.readBigInt64BE()]), [["FORWARD", null, 3n]]);
+    assert.deepEqual(ops(r)[1]!.map((o) => [o.kind, o.key, o.value?.readBigInt64BE()]), [["FORWARD", "k", 3n]]);
   });
 
   test("async processors are awaited one record at a time, in order", async () => {

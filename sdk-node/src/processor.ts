@@ -24,6 +24,7 @@ import {
   BundleEntry_Kind,
   type BundleResult,
   BundleResultSchema,
+  Metadata,
   type ReadRequest,
   type ReadResponse,
   Operation,
@@ -37,6 +38,7 @@ import {
 import { type AnyFunction, failEvery, isThenable } from "./outcomes.js";
 import { typeName } from "./errors.js";
 import { type SerdeName, decode, decodeColumn, encode, errorText } from "./serde.js";
+import { Windowed } from "./windows.js";
 
 // ---------------------------------------------------------------------------
 // What a processor sees.
@@ -171,9 +173,9 @@ export interface WindowStore<K = unknown, V = unknown> {
   fetch(key: K, time: number): Promise<V | null>;
   /** The key's windows starting in [from, to], as [windowStart, value], by window start. */
   fetchRange(key: K, from: number, to: number): KeyValueIterator<number, V>;
-  /** Every key's windows starting in [from, to], as [[key, windowStart], value]. */
-  fetchAll(from: number, to: number): KeyValueIterator<readonly [K, number], V>;
-  all(): KeyValueIterator<readonly [K, number], V>;
+  /** Every key's windows starting in [from, to], as [Windowed key, value]. */
+  fetchAll(from: number, to: number): KeyValueIterator<Windowed<K>, V>;
+  all(): KeyValueIterator<Windowed<K>, V>;
 }
 
 /** An iterator over a store: `for await (const [k, v] of it)`; close() (or `await using`) when leaving early. */
@@ -348,17 +350,23 @@ export const WITH_METADATA: unique symbol = Symbol("polystreams.withMetadata");
 /**
  * Wraps a DSL function so that it is given the record's metadata as one
  * more argument (`RegisterFunctionRequest.metadata`): `withMetadata((v, m)
- * => ...)`. Setting `m.timestamp` or `m.headers` changes its outputs'.
+ * => ...)`. With `{ write: true }`, setting `m.timestamp` or `m.headers`
+ * changes its outputs' (without it, changes are ignored).
  * Functions not wrapped pay nothing for metadata on the crossing.
  */
-export function withMetadata<A extends unknown[], R>(fn: (...args: [...A, FunctionMetadata]) => R): (...args: A) => R {
+export function withMetadata<A extends unknown[], R>(fn: (...args: [...A, FunctionMetadata]) => R, options: { write?: boolean } = {}): (...args: A) => R {
   if (typeof fn !== "function") {
     throw new TypeError(`withMetadata: want a function, got ${typeName(fn)}`);
   }
   const wrapped = (...args: unknown[]): R => (fn as AnyFunction)(...args) as R;
   Object.defineProperty(wrapped, "name", { value: fn.name });
-  Object.defineProperty(wrapped, WITH_METADATA, { value: true });
+  Object.defineProperty(wrapped, WITH_METADATA, { value: options.write === true ? Metadata.WRITE : Metadata.READ });
   return wrapped;
+}
+
+/** The metadata a function registers with (RegisterFunctionRequest.metadata). @internal */
+export function metadataOf(fn: AnyFunction): Metadata {
+  return (fn as { [WITH_METADATA]?: Metadata })[WITH_METADATA] ?? Metadata.UNSPECIFIED;
 }
 
 // ---------------------------------------------------------------------------
@@ -411,6 +419,7 @@ class Run {
   constructor(
     readonly bundle: Bundle,
     readonly read: ReadFn,
+    readonly storeSpecs: ReadonlyMap<string, StoreBuilder>,
   ) {
     for (const view of bundle.stores) {
       this.stores.set(view.store, new Overlay(this, view));
@@ -475,6 +484,8 @@ class Overlay {
   hits = 0;
   /** window stores: keys whose rows the view holds */
   readonly covered = new Set<string>();
+  /** window stores: the windows' size (from the store's builder; 0 when this host did not build it) */
+  readonly windowSize: number;
 
   constructor(
     readonly run: Run,
@@ -486,6 +497,7 @@ class Overlay {
     this.type = view.type;
     this.windowed = view.type === StoreType.WINDOW || view.type === StoreType.TIMESTAMPED_WINDOW;
     this.timestamped = view.type === StoreType.TIMESTAMPED_KEY_VALUE || view.type === StoreType.TIMESTAMPED_WINDOW;
+    this.windowSize = run.storeSpecs.get(view.store)?.options.windowSizeMs ?? 0;
     const keys = split(view.keys, view.keyLengths);
     const values = split(view.values, view.valueLengths);
     const uncovered = new Set(split(view.uncovered, view.uncoveredLengths).map((k) => bkey(k ?? new Uint8Array())));
@@ -545,10 +557,12 @@ class Overlay {
   }
 
   /** The entry of a key (KV stores), from the overlay or one Read. */
-  lookup(k: string, key: Uint8Array, asStored = false): Entry | Promise<Entry> {
+  lookup(k: string, key: Uint8Array, asStored = false, isGet = false): Entry | Promise<Entry> {
+    if (isGet) {
+      this.hit(k);
+    }
     const e = this.known.get(k);
     if (e !== undefined) {
-      this.hit(k);
       return e;
     }
     return this.run.request(this.name, { case: "get", value: key }, false, new Uint8Array()).then((resp) => {
@@ -572,7 +586,7 @@ class Overlay {
       target: index,
       key,
       value: e.value,
-      timestamp: window ?? e.timestamp,
+      timestamp: window ?? (this.timestamped && e.value !== null ? e.timestamp : 0),
       schedule: 0n,
       headers: null,
     });
@@ -681,6 +695,8 @@ class MergedIterator<K, V> implements KeyValueIterator<K, V> {
 class Instance {
   /** schedule id -> punctuator */
   readonly punctuators = new Map<bigint, Punctuator>();
+  /** The id the next schedule gets (BundleEntry.schedule names it back); from 1 per instance. */
+  nextSchedule = 1n;
   processor: Processor | FixedKeyProcessor | undefined;
   readonly ctx: Context;
   constructor(
@@ -746,10 +762,10 @@ class Context implements ProcessorContext {
     const targets = child === undefined ? step.children.map((c, i) => [c, i + 1] as const) : [[child, target] as const];
     const outside = targets.filter(([c]) => !inBundle.has(c));
     if (inBundle.size === 0 || outside.length === targets.length) {
-      this.emit(cur, record, fixed, child === undefined ? 0 : target);
+      this.emit(cur, record, child === undefined ? 0 : target);
     } else {
       for (const [, t] of outside) {
-        this.emit(cur, record, fixed, t);
+        this.emit(cur, record, t);
       }
     }
     for (const [c] of targets) {
@@ -760,12 +776,14 @@ class Context implements ProcessorContext {
     }
   }
 
-  private emit(cur: Current, record: Record | FixedKeyRecord, fixed: boolean, target: number): void {
+  private emit(cur: Current, record: Record | FixedKeyRecord, target: number): void {
     const b = cur.run.bundle;
     const last = cur.step === cur.steps.length - 1;
     const keySerde = last ? b.outputKeySerde || b.keySerde : "bytes";
     const valueSerde = last ? b.outputValueSerde || b.valueSerde : "bytes";
-    const key = fixed ? null : encodeAs(keySerde, record.key, "forward", this.nodeName, "key");
+    // A fixed-key forward carries its key too (the input's: FixedKeyRecord
+    // has no withKey), as the processors host vectors pin; the engine checks it.
+    const key = encodeAs(keySerde, record.key, "forward", this.nodeName, "key");
     const value = encodeAs(valueSerde, record.value, "forward", this.nodeName, "value");
     cur.run.ops.push({
       kind: OpKind.FORWARD,
@@ -775,7 +793,7 @@ class Context implements ProcessorContext {
       value,
       timestamp: record.timestamp,
       schedule: 0n,
-      headers: cur.record !== null && record.headers === cur.record.headers ? null : record.headers,
+      headers: sameHeaders(record.headers, cur.record?.headers ?? []) ? null : record.headers,
     });
   }
 
@@ -819,7 +837,7 @@ class Context implements ProcessorContext {
     if (typeof punctuator !== "function") {
       throw new TypeError(`schedule: node ${this.nodeName}: want a punctuator function, not ${typeName(punctuator)}`);
     }
-    const id = this.inst.host.nextSchedule++;
+    const id = this.inst.nextSchedule++;
     this.inst.punctuators.set(id, punctuator);
     cur.run.ops.push({ kind: OpKind.SCHEDULE, step: cur.step, target: type === "stream_time" ? 1 : 2, key: null, value: null, timestamp: intervalMs, schedule: id, headers: null });
     return {
@@ -844,6 +862,20 @@ class Context implements ProcessorContext {
   currentStreamTimeMs(): number {
     return this.cur("currentStreamTimeMs").streamTime;
   }
+}
+
+/** Whether two header lists are equal, pair by pair. */
+export function sameHeaders(a: readonly Header[], b: readonly Header[]): boolean {
+  if (a === b) {
+    return true;
+  }
+  return (
+    a.length === b.length &&
+    a.every(([k, v], i) => {
+      const [bk, bv] = b[i]!;
+      return k === bk && (v === null || bv === null ? v === bv : Buffer.compare(v, bv) === 0);
+    })
+  );
 }
 
 function encodeAs(serde: string, v: unknown, call: string, node: string, what: string): Uint8Array | null {
@@ -900,11 +932,11 @@ function storeFacade(ctx: Context, name: string, index: number): KeyValueStore |
         return new MergedIterator(ov, { case: "windowFetch", value: { fromMs: BigInt(from), toMs: BigInt(to), $typeName: "polystreams.v1alpha1.WindowFetch" } }, false, (mk) => {
           const t = splitW(mk)[1];
           return t >= from && t <= to;
-        }, (mk, e) => [[decode(ov.keySerde, kbytes(splitW(mk)[0])), splitW(mk)[1]] as const, ov.decodeValue(e)]);
+        }, (mk, e) => [windowedOf(ov, mk), ov.decodeValue(e)]);
       },
       all() {
         const ov = o("all");
-        return new MergedIterator(ov, { case: "all", value: true }, false, () => true, (mk, e) => [[decode(ov.keySerde, kbytes(splitW(mk)[0])), splitW(mk)[1]] as const, ov.decodeValue(e)]);
+        return new MergedIterator(ov, { case: "all", value: true }, false, () => true, (mk, e) => [windowedOf(ov, mk), ov.decodeValue(e)]);
       },
     };
     windowMethods = w;
@@ -912,7 +944,7 @@ function storeFacade(ctx: Context, name: string, index: number): KeyValueStore |
   const get = (call: string, key: unknown): Promise<unknown> => {
     const ov = o(call);
     const kb = ov.encodeKey(key, call);
-    const e = ov.lookup(bkey(kb), kb);
+    const e = ov.lookup(bkey(kb), kb, false, true);
     return isThenable(e) ? e.then((x) => ov.decodeValue(x)) : Promise.resolve(ov.decodeValue(e));
   };
   const put = (call: string, key: unknown, value: unknown): void => {
@@ -1002,6 +1034,12 @@ function storeFacade(ctx: Context, name: string, index: number): KeyValueStore |
   return facade as unknown as KeyValueStore & WindowStore;
 }
 
+/** A window store row's key: the key and its window (end: start + the store's window size). */
+function windowedOf(ov: Overlay, mk: string): Windowed {
+  const [k, start] = splitW(mk);
+  return new Windowed(decode(ov.keySerde, kbytes(k)), start, start + ov.windowSize);
+}
+
 function splitW(mk: string): [string, number] {
   const i = mk.lastIndexOf("\u0000");
   return [mk.slice(0, i), Number(mk.slice(i + 1))];
@@ -1036,12 +1074,12 @@ function listIterator<K, V>(items: [K, V][]): KeyValueIterator<K, V> {
  */
 export class ProcessorExecutor {
   private readonly instances = new Map<string, Instance>();
-  /** The id the next schedule gets (BundleEntry.schedule names it back). */
-  nextSchedule = 1n;
 
   constructor(
     private readonly functions: ReadonlyMap<number, AnyFunction>,
     private readonly read: ReadFn,
+    /** The stores this host's builder declared, by name (window stores' sizes). */
+    private readonly storeSpecs: ReadonlyMap<string, StoreBuilder> = new Map(),
   ) {}
 
   /** The processor instances alive, as "task/node" (for tests). */
@@ -1057,7 +1095,7 @@ export class ProcessorExecutor {
     if (broken !== null) {
       return failEvery(result, entries, broken[0], broken[1]);
     }
-    const run = new Run(b, this.read);
+    const run = new Run(b, this.read, this.storeSpecs);
     const counts: number[] = [];
     const failures: [number, number, string, RecordFailure_Kind][] = [];
     const inBundle = b.steps.map((st) => {

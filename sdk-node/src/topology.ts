@@ -39,6 +39,7 @@ export class Topology {
   constructor(
     private readonly builder: Builder,
     private readonly onSource: (topics: readonly string[], options: SourceOptions) => void,
+    private readonly onStore: (store: StoreBuilder) => void = () => {},
   ) {}
 
   /** A source node reading `topics` (`Topology.addSource(name, topics...)`). */
@@ -94,6 +95,7 @@ export class Topology {
   /** A state store connected to the named processors (`Topology.addStateStore(store, processorNames...)`). */
   addStateStore(store: StoreBuilder, ...processors: string[]): this {
     const op = addStateStoreOp(store, names(processors, "addStateStore", "processor names"));
+    this.onStore(store);
     this.builder.build("addStateStore", null, [], () => ({ case: "addStateStore", value: op }));
     return this;
   }
