@@ -32,7 +32,7 @@ import {
 import { Buffer } from "node:buffer";
 import { type AnyFunction, byRefs, failEvery, isThenable } from "./outcomes.js";
 import { type ProgramStep, runProgram } from "./program.js";
-import { type FunctionMetadata, type Header, ProcessorExecutor, type ReadFn, type StoreBuilder, isProcessorBundle, recordHeaders, sameHeaders } from "./processor.js";
+import { type RecordMetadata, type Header, ProcessorExecutor, type ReadFn, type StoreBuilder, isProcessorBundle, recordHeaders, sameHeaders } from "./processor.js";
 import { typeName } from "./errors.js";
 import { decodeColumn, encode, encodeColumn, errorText } from "./serde.js";
 
@@ -56,7 +56,7 @@ const CHANGES_KEY = new Set<Operation>([Operation.MAP, Operation.SELECT_KEY, Ope
 class Column {
   origin: number[] | null = null;
   /** Each element's metadata, when a step of the chain asked for it (withMetadata). */
-  metas: FunctionMetadata[] | null = null;
+  metas: RecordMetadata[] | null = null;
   constructor(
     readonly n: number,
     public keys: unknown[] | null,
@@ -101,7 +101,7 @@ class Column {
     const o: number[] = [];
     const v: unknown[] = [];
     const k: unknown[] | null = this.keys === null ? null : [];
-    const m: FunctionMetadata[] | null = this.metas === null ? null : [];
+    const m: RecordMetadata[] | null = this.metas === null ? null : [];
     for (let j = 0; j < keep.length; j++) {
       if (keep[j]) {
         o.push(origin[j]!);
@@ -290,7 +290,7 @@ function flatStep(col: Column, fn: AnyFunction, step: number, withKey: boolean, 
       const v: unknown[] = [];
       const k: unknown[] | null = keys === null ? null : [];
       const metas = col.metas;
-      const m: FunctionMetadata[] | null = metas === null ? null : [];
+      const m: RecordMetadata[] | null = metas === null ? null : [];
       for (let j = 0; j < lists.length; j++) {
         const values = lists[j]!;
         if (failures.has(j)) {
@@ -522,7 +522,7 @@ class Chain {
  * fn given element j's metadata as its last argument. applyAll calls a
  * step's function once per element, in order, so the j-th call is element j.
  */
-function withMetas(fn: AnyFunction, metas: readonly FunctionMetadata[]): AnyFunction {
+function withMetas(fn: AnyFunction, metas: readonly RecordMetadata[]): AnyFunction {
   let j = 0;
   return (...args: unknown[]) => fn(...args, metas[j++]);
 }

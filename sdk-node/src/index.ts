@@ -66,7 +66,6 @@ export type {
   FixedKeyProcessor,
   FixedKeyProcessorContext,
   FixedKeyProcessorSupplier,
-  FunctionMetadata,
   Header,
   KeyValueIterator,
   KeyValueStore as ProcessorKeyValueStore,

@@ -23,7 +23,7 @@ import {
   RecordFailure_Kind,
   StoreType,
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
-import type { FunctionMetadata, ReadFn } from "./processor.js";
+import type { RecordMetadata, ReadFn } from "./processor.js";
 import { FixedKeyRecord, type KeyValueStore, type Processor, type ProcessorContext, Record, type WindowStore } from "./processor.js";
 
 type Bytes = Buffer | null;
@@ -282,7 +282,7 @@ describe("processor bundles", () => {
       }
       process(r: Record<string, string>): void {
         this.ctx.getStateStore<KeyValueStore<string, number>>("counts").put(r.key, 9);
-        assert.deepEqual(this.ctx.recordMetadata(), { topic: "in", partition: 3, offset: 100 });
+        assert.deepEqual(this.ctx.recordMetadata(), { topic: "in", partition: 3, offset: 100, timestamp: 1, headers: [] });
       }
     }
     const ex = executor(() => new P(), noRead);
@@ -553,10 +553,10 @@ describe("functions with metadata (withMetadata)", () => {
     const seen: unknown[] = [];
     const r = await chain(
       [
-        [Operation.FILTER, (k: string, _v: string, m: FunctionMetadata) => (seen.push([k, m.topic, m.partition, m.offset, m.timestamp, m.headers.map(([hk]) => hk)]), true), Metadata.READ],
+        [Operation.FILTER, (k: string, _v: string, m: RecordMetadata) => (seen.push([k, m.topic, m.partition, m.offset, m.timestamp, m.headers.map(([hk]) => hk)]), true), Metadata.READ],
         [
           Operation.FLAT_MAP_VALUES,
-          (v: string, m: FunctionMetadata) => {
+          (v: string, m: RecordMetadata) => {
             if (v === "yy") {
               m.timestamp = 99;
               m.headers.push(["added", str("1")]);
@@ -579,7 +579,7 @@ describe("functions with metadata (withMetadata)", () => {
   test("a chain whose functions did not ask carries no output metadata; a bad timestamp fails its record", async () => {
     const plain = await chain([[Operation.MAP_VALUES, (v: string) => v, Metadata.UNSPECIFIED]], []);
     assert.deepEqual(plain.outputTimestamps, []);
-    const bad = await chain([[Operation.MAP_VALUES, (v: string, m: FunctionMetadata) => ((m.timestamp = v as unknown as number), v), Metadata.WRITE]], []);
+    const bad = await chain([[Operation.MAP_VALUES, (v: string, m: RecordMetadata) => ((m.timestamp = v as unknown as number), v), Metadata.WRITE]], []);
     assert.deepEqual(bad.outputCounts, [0, 0]);
     assert.match(bad.failures[0]!.message, /a timestamp is an integer number of epoch milliseconds/);
   });

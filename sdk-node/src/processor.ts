@@ -116,13 +116,6 @@ function checkHeaders(h: unknown, call: string): readonly Header[] {
   return h as readonly Header[];
 }
 
-/** Where the record being processed came from (`RecordMetadata`). */
-export interface RecordMetadata {
-  readonly topic: string;
-  readonly partition: number;
-  readonly offset: number;
-}
-
 /** When a punctuator runs: by stream time (record timestamps) or by the wall clock. */
 export type PunctuationType = "stream_time" | "wall_clock_time";
 
@@ -195,7 +188,7 @@ export interface ProcessorContext<KF = unknown, VF = unknown> {
   getStateStore<S = KeyValueStore>(name: string): S;
   /** Schedules `punctuator` every `intervalMs` of stream or wall-clock time. */
   schedule(intervalMs: number, type: PunctuationType, punctuator: Punctuator): Cancellable;
-  /** The topic, partition and offset of the record being processed; undefined in init and punctuators. */
+  /** The topic, partition, offset, timestamp and headers of the record being processed; undefined in init and punctuators. */
   recordMetadata(): RecordMetadata | undefined;
   /** The current stream time of the task (ms). */
   currentStreamTimeMs(): number;
@@ -332,11 +325,13 @@ export function addStateStoreOp(store: StoreBuilder, processors: readonly string
 // Metadata for stateless functions (withMetadata).
 
 /**
- * What a function wrapped by withMetadata is given besides the key and
- * value: the record's timestamp and headers (which it may change for its
- * outputs) and where it came from.
+ * A record's metadata (Kafka Streams' `RecordMetadata`, with the record's
+ * timestamp and headers): what `ctx.recordMetadata()` answers, and what a
+ * function wrapped by withMetadata is given besides the key and value (with
+ * `{ write: true }` it may change `timestamp` and `headers` for its
+ * outputs).
  */
-export interface FunctionMetadata {
+export interface RecordMetadata {
   timestamp: number;
   headers: Header[];
   readonly topic: string;
@@ -354,7 +349,7 @@ export const WITH_METADATA: unique symbol = Symbol("polystreams.withMetadata");
  * changes its outputs' (without it, changes are ignored).
  * Functions not wrapped pay nothing for metadata on the crossing.
  */
-export function withMetadata<A extends unknown[], R>(fn: (...args: [...A, FunctionMetadata]) => R, options: { write?: boolean } = {}): (...args: A) => R {
+export function withMetadata<A extends unknown[], R>(fn: (...args: [...A, RecordMetadata]) => R, options: { write?: boolean } = {}): (...args: A) => R {
   if (typeof fn !== "function") {
     throw new TypeError(`withMetadata: want a function, got ${typeName(fn)}`);
   }
@@ -856,7 +851,7 @@ class Context implements ProcessorContext {
 
   recordMetadata(): RecordMetadata | undefined {
     const r = this.cur("recordMetadata").record;
-    return r === null ? undefined : { topic: r.topic, partition: r.partition, offset: r.offset };
+    return r === null ? undefined : { topic: r.topic, partition: r.partition, offset: r.offset, timestamp: r.timestamp, headers: [...r.headers] };
   }
 
   currentStreamTimeMs(): number {
