@@ -140,6 +140,23 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				}
 			}
 			switch {
+			case n.Op == topology.OpProcess || n.Op == topology.OpProcessValues:
+				if _, ok := n.Fn.Native.(topology.NewProcessorFunc); !ok {
+					return nil, fmt.Errorf("runtime: node %s runs a host processor (token %d); this engine runs Go processors only so far (docs/design/processor.md, step 3)", n.Name, n.Fn.Token)
+				}
+				for _, name := range n.Stores {
+					st := t.Stores[name]
+					if st == nil {
+						return nil, fmt.Errorf("runtime: node %s names store %q, which the topology lacks", n.Name, name)
+					}
+					if st.ChangelogTopic == "" {
+						return nil, fmt.Errorf("runtime: store %q of node %s has logging disabled, which this engine does not run yet", name, n.Name)
+					}
+					if !slices.Contains(p.stores, st) {
+						p.stores = append(p.stores, st)
+					}
+				}
+				s.open = newProcessOp
 			case n.FK != nil && n.Type == topology.Processor:
 				if err := compileFK(t, p, s, n); err != nil {
 					return nil, err

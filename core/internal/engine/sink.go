@@ -26,7 +26,12 @@ func (o *sinkOp) process(_ context.Context, recs []rec) ([]rec, error) {
 		}
 		// The input record's headers go with what it became, as Kafka
 		// Streams forwards them (to repartition topics too).
-		out := &kgo.Record{Topic: s.topic, Key: r.key, Value: v, Timestamp: time.UnixMilli(r.ts), Headers: r.in.Headers}
+		out := &kgo.Record{Topic: s.topic, Key: r.key, Value: v, Timestamp: time.UnixMilli(r.ts)}
+		if r.ownHeaders {
+			out.Headers = r.headers
+		} else if r.in != nil {
+			out.Headers = r.in.Headers
+		}
 		if s.byPartition {
 			p, err := fkResponsePartition(v)
 			if err != nil {

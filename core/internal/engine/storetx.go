@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -134,4 +135,42 @@ func (s *storeTx) changelogRecord(partition int32, w state.Write) *kgo.Record {
 		key = s.keys.toLog(key)
 	}
 	return &kgo.Record{Topic: s.changelog, Partition: partition, Key: key, Value: w.Value, Timestamp: time.UnixMilli(w.TS)}
+}
+
+// scan calls fn for each row with lo <= key < hi (nil: open), in key byte
+// order, as the store reads now: the batch's writes over the open
+// transaction's over Pebble's rows, deleted keys left out. It stops when
+// fn returns false. (A processor's range, all and prefix scan; the rows
+// in range are gathered first, so fn may write the store.)
+func (s *storeTx) scan(lo, hi []byte, fn func(key, value []byte, ts int64) bool) error {
+	in := func(k string) bool {
+		return (lo == nil || k >= string(lo)) && (hi == nil || k < string(hi))
+	}
+	rows := map[string]row{}
+	if err := s.part.ScanRange(lo, hi, func(k, v []byte, ts int64) error {
+		rows[string(k)] = row{bytes.Clone(v), ts}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, m := range []map[string]row{s.txn, s.dirty} {
+		for k, r := range m {
+			if in(k) {
+				rows[k] = r
+			}
+		}
+	}
+	keys := make([]string, 0, len(rows))
+	for k, r := range rows {
+		if r.value != nil {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !fn([]byte(k), rows[k].value, rows[k].ts) {
+			return nil
+		}
+	}
+	return nil
 }

@@ -34,6 +34,10 @@ type rec struct {
 	// skey is the record's key in a store, when it differs from key: a
 	// windowed aggregation's (window.go).
 	skey []byte
+	// headers, when ownHeaders, are the record's own (a processor set
+	// them); else it has its input record's.
+	headers    []kgo.RecordHeader
+	ownHeaders bool
 }
 
 // storeKey is r's key in the store of the step it is in.

@@ -85,15 +85,60 @@ type ProcessorStore struct {
 	Caching          bool
 }
 
-// Processor is one node of the Processor API: the processor's children by
-// name (for forward(record, child)), in the order Kafka Streams forwards
-// to them, are its Successors.
-//
 // NewProcessorFunc is the native form of a processor supplier: it makes
-// one processor per task (ProcessorSupplier.get()). Its result is an
-// engine-side processor (core/streams makes it); the topology only checks
-// that it is a function of this type.
-type NewProcessorFunc func() any
+// one processor per task (ProcessorSupplier.get()). core/streams makes it
+// from a typed processor.
+type NewProcessorFunc func() NativeProcessor
+
+// NativeProcessor is a Go processor over serialized records (nil is
+// null), run by the engine in the task with no crossing. The engine calls
+// Init once per task before the first record (and again after a revival:
+// an aborted transaction), Process per record in order, and Close when
+// the task closes or revives.
+type NativeProcessor interface {
+	Init(ctx NativeContext) error
+	Process(ctx NativeContext, r NativeRecord) error
+	Close() error
+}
+
+// NativeRecord is a record a processor gets or forwards.
+type NativeRecord struct {
+	Key, Value []byte
+	Timestamp  int64
+	Headers    []Header
+}
+
+// Header is a record header (a nil value is null).
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// RecordMetadata is the input record's topic, partition and offset.
+type RecordMetadata struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+}
+
+// NativeContext is a processor's ProcessorContext, over serialized keys
+// and values. Its errors name the node, store or child at fault.
+type NativeContext interface {
+	// Forward sends r to every child (child "") or to the named one.
+	Forward(r NativeRecord, child string) error
+	// Get, Put and Delete read and write a key-value store the processor
+	// was connected to; reads see the task's own writes.
+	Get(store string, key []byte) ([]byte, error)
+	Put(store string, key, value []byte) error
+	Delete(store string, key []byte) ([]byte, error)
+	// Range calls f for each entry with lo <= key < hi (nil: open), in key
+	// byte order, until f returns false.
+	Range(store string, lo, hi []byte, f func(key, value []byte) bool) error
+	// RecordMetadata is the input record's; false in a punctuator.
+	RecordMetadata() (RecordMetadata, bool)
+	// Node is the processor's node name.
+	Node() string
+}
 
 var newProcessorNative = reflect.TypeFor[NewProcessorFunc]()
 

@@ -7,7 +7,7 @@ import (
 )
 
 // proc is a native processor supplier, enough for topology tests.
-var proc = Function{Name: "p", Native: NewProcessorFunc(func() any { return nil })}
+var proc = Function{Name: "p", Native: NewProcessorFunc(func() NativeProcessor { return nil })}
 
 // TestDescribeProcessor compares describe() of Processor API topologies
 // with what Kafka Streams 4.1.1 prints for the same calls (a Java program
