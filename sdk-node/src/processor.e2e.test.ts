@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 
-import { type FixedKeyProcessor, type FixedKeyProcessorContext, type FixedKeyRecord, type Processor, type ProcessorContext, type ProcessorKeyValueStore, ProcessingError, Record, Stores, TopologyTestDriver } from "./index.js";
+import { App, type FixedKeyProcessor, type FixedKeyProcessorContext, type FixedKeyRecord, type Processor, type ProcessorContext, type ProcessorKeyValueStore, InvalidArgumentError, PolystreamsError, ProcessingError, Record, Stores, TopologyTestDriver } from "./index.js";
 import { useEngine } from "./testing/app.js";
 import { REPO, engineBinary } from "./testing/kafka.js";
 
@@ -52,6 +52,27 @@ test("the README's processor program runs verbatim", async () => {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("the build side: process, processValues and a Topology with stores, as Kafka Streams describes them; build errors name node and store", async () => {
+  await using app = await App.create(`proc-build-${process.pid}`);
+  await app.addStateStore(Stores.keyValueStore("counts", { key: "string", value: "long" }));
+  app.stream("in", { key: "string", value: "string" }).process(() => new Counter(), { stores: ["counts"], value: "long" }).to("out");
+  app.stream("in2", { key: "string", value: "string" }).processValues(() => ({ process() {} }), { name: "pv" }).to("out2");
+  app
+    .topology()
+    .addSource("src", "in3", { key: "string", value: "string" })
+    .addProcessor("route", () => ({ process() {} }), "src")
+    .addSink("alerts", "alerts-out", "route")
+    .addStateStore(Stores.windowStore("w", { retentionMs: 1000, windowSizeMs: 100 }), "route");
+  const text = await app.describe();
+  assert.match(text, /Processor: KSTREAM-PROCESSOR-0000000001 \(stores: \[counts\]\)\n\s+--> KSTREAM-SINK-0000000002\n\s+<-- KSTREAM-SOURCE-0000000000/);
+  assert.match(text, /Processor: pv \(stores: \[\]\)/);
+  assert.match(text, /Source: src \(topics: \[in3\]\)\n\s+--> route\n\s+Processor: route \(stores: \[w\]\)\n\s+--> alerts\n\s+<-- src\n\s+Sink: alerts \(topic: alerts-out\)/);
+  const bad = app.stream("in4").process(() => ({ process() {} }), { stores: ["nope"] });
+  await assert.rejects(bad.handle, (e: unknown) => e instanceof InvalidArgumentError && /process: node KSTREAM-PROCESSOR-\d+ names store "nope", which no add_state_store added/.test(e.message));
+  app.topology().addProcessor("orphan", () => ({ process() {} }), "no-such-parent");
+  await assert.rejects(app.built(), (e: unknown) => e instanceof PolystreamsError && /add_processor: node "orphan" names parent "no-such-parent", which does not exist/.test(e.message));
 });
 
 /** Forwards (key, running count) and, every 10 ms of stream time, a ("tick", stream time) record to the child "ticks". */
