@@ -14,6 +14,7 @@ import type { AnyFunction } from "./outcomes.js";
 import {
   type BundleResult,
   BundleEntry_Kind,
+  BundleEntrySchema,
   BundleSchema,
   Metadata,
   Operation,
@@ -21,6 +22,7 @@ import {
   type ReadResponse,
   ReadResponseSchema,
   RecordFailure_Kind,
+  StepSchema,
   StoreType,
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import type { RecordMetadata, ReadFn } from "./processor.js";
@@ -511,6 +513,105 @@ describe("processor bundles", () => {
     assert.deepEqual(asked, ["u", "u"]);
     assert.deepEqual(ops(r)[1]!.map((o) => [o.kind, o.key, o.ts]), [["PUT", "c", 200]]);
     assert.deepEqual(r.prefetchHits, [1]);
+  });
+
+  test("timestamped stores: values are { value, timestamp }; a put's op carries the value's timestamp; putIfAbsent", async () => {
+    const seen: unknown[] = [];
+    class P implements Processor<string, string> {
+      store!: KeyValueStore<string, { value: bigint; timestamp: number }>;
+      init(ctx: ProcessorContext): void {
+        this.store = ctx.getStateStore("ts");
+      }
+      async process(r: Record<string, string>): Promise<void> {
+        seen.push(await this.store.get(r.key));
+        this.store.put(r.key, { value: 7n, timestamp: 1234 });
+        seen.push(await this.store.putIfAbsent(r.key, { value: 8n, timestamp: 1 }));
+        seen.push(await this.store.putIfAbsent("fresh", { value: 9n, timestamp: 2 }));
+      }
+    }
+    const r = await executor(() => new P(), noRead).process(
+      bundle({ init: true, stores: ["ts"], records: [["a", "x", 5]], views: [{ store: "ts", type: StoreType.TIMESTAMPED_KEY_VALUE, entries: [[str("a"), long(3)], [str("fresh"), null]] }] }),
+    );
+    assert.deepEqual(r.failures, []);
+    // The view's timestamps default to 0 here (the test's view has none).
+    assert.deepEqual(seen, [{ value: 3n, timestamp: 0 }, { value: 7n, timestamp: 1234 }, null]);
+    assert.deepEqual(ops(r)[1]!.map((o) => [o.kind, o.key, o.value?.readBigInt64BE(), o.ts]), [["PUT", "a", 7n, 1234], ["PUT", "fresh", 9n, 2]]);
+  });
+
+  test("a store of the wrong kind, or a call outside the processor's calls, fails naming the store and call", async () => {
+    const messages: string[] = [];
+    let kept: ProcessorContext | undefined;
+    class P implements Processor<string, string> {
+      ctx!: ProcessorContext;
+      init(ctx: ProcessorContext): void {
+        this.ctx = ctx;
+        kept = ctx;
+      }
+      async process(): Promise<void> {
+        try {
+          await this.ctx.getStateStore<WindowStore>("counts").fetch("a", 1);
+        } catch (e) {
+          messages.push(String(e));
+        }
+      }
+    }
+    await executor(() => new P(), noRead).process(bundle({ init: true, stores: ["counts"], records: [["a", "x", 1]], views: [{ store: "counts", entries: [] }] }));
+    assert.throws(() => kept!.forward(new Record("k", 1, 1)), /forward: node KSTREAM-PROCESSOR-0000000001: the processor's context is used outside init, process or a punctuator/);
+    assert.deepEqual(messages, ['TypeError: fetch: store "counts" is a key-value store, which has no fetch']);
+  });
+
+  test("an init that throws fails its entry; close entries call close and drop the instance", async () => {
+    class P implements Processor {
+      init(): void {
+        throw new Error("no config");
+      }
+      process(): void {}
+    }
+    const ex = executor(() => new P(), noRead);
+    const r = await ex.process(bundle({ init: true }));
+    assert.equal(r.failures.length, 1);
+    assert.equal(r.failures[0]!.index, 0);
+    assert.match(r.failures[0]!.message, /no config/);
+  });
+
+  test("two processors of one bundle run depth first: a forward to a later step runs it at once, not as an op", async () => {
+    const log: string[] = [];
+    class First implements Processor<string, string, string, string> {
+      ctx!: ProcessorContext<string, string>;
+      init(ctx: ProcessorContext<string, string>): void {
+        this.ctx = ctx;
+      }
+      process(r: Record<string, string>): void {
+        log.push(`first ${r.value}`);
+        this.ctx.forward(r.withValue(r.value + "1")); // to both children: SECOND in the bundle, OTHER outside it
+        log.push(`first done ${r.value}`);
+      }
+    }
+    class Second implements Processor<string, string, string, string> {
+      ctx!: ProcessorContext<string, string>;
+      init(ctx: ProcessorContext<string, string>): void {
+        this.ctx = ctx;
+      }
+      process(r: Record<string, string>): void {
+        log.push(`second ${r.value}`);
+        this.ctx.forward(r.withValue(r.value + "2"));
+      }
+    }
+    const b = bundle({ init: true, records: [["k", "a", 1], ["k", "b", 2]] });
+    b.steps = [
+      create(StepSchema, { token: 1, operation: Operation.PROCESS, node: "FIRST", children: ["SECOND", "OTHER"] }),
+      create(StepSchema, { token: 2, operation: Operation.PROCESS, node: "SECOND", children: ["SINK"] }),
+    ];
+    b.outputValueSerde = "string";
+    b.inits = [create(BundleEntrySchema, { kind: BundleEntry_Kind.INIT, step: 0 }), create(BundleEntrySchema, { kind: BundleEntry_Kind.INIT, step: 1 })];
+    const ex = new Executor(new Map<number, AnyFunction>([[1, () => new First()], [2, () => new Second()]]), noRead);
+    const r = await ex.process(b);
+    assert.deepEqual(r.failures, []);
+    assert.deepEqual(log, ["first a", "second a1", "first done a", "first b", "second b1", "first done b"]);
+    assert.deepEqual(r.opCounts, [0, 0, 2, 2]);
+    assert.deepEqual(r.opSteps, [0, 1, 0, 1]);
+    assert.deepEqual(r.opTargets, [2, 0, 2, 0], "FIRST's forward to all goes to OTHER as an op (child 2); SECOND's to all its children");
+    assert.deepEqual(split(r.opValues, r.opValueLengths).map((x) => x!.toString()), ["a1", "a12", "b1", "b12"]);
   });
 
   test("a supplier that returns no processor fails the init entry naming the node", async () => {

@@ -773,9 +773,10 @@ class Context implements ProcessorContext {
 
   private emit(cur: Current, record: Record | FixedKeyRecord, target: number): void {
     const b = cur.run.bundle;
-    const last = cur.step === cur.steps.length - 1;
-    const keySerde = last ? b.outputKeySerde || b.keySerde : "bytes";
-    const valueSerde = last ? b.outputValueSerde || b.valueSerde : "bytes";
+    // Every forward op is encoded with the bundle's output serdes (the
+    // protocol names no other: a chain's steps' forwards leave it alike).
+    const keySerde = b.outputKeySerde || b.keySerde;
+    const valueSerde = b.outputValueSerde || b.valueSerde;
     // A fixed-key forward carries its key too (the input's: FixedKeyRecord
     // has no withKey), as the processors host vectors pin; the engine checks it.
     const key = encodeAs(keySerde, record.key, "forward", this.nodeName, "key");
