@@ -379,6 +379,10 @@ export function isProcessorBundle(b: Bundle): boolean {
 
 /** Serialized bytes as a map key whose string order is the bytes' order. */
 function bkey(bytes: Uint8Array): string {
+  if (bytes.byteLength <= 64) {
+    // Short keys (the common case): no Buffer view per call.
+    return String.fromCharCode.apply(null, bytes as unknown as number[]);
+  }
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1");
 }
 
