@@ -249,7 +249,10 @@ export interface WindowStoreBuilderOptions extends StoreBuilderOptions {
   retainDuplicates?: boolean;
 }
 
-/** A store a topology declares (`StoreBuilder`): give it to addStateStore. */
+/**
+ * A store a topology declares (`StoreBuilder`): give it to addStateStore.
+ * The `with*` methods return a changed copy, as Kafka Streams' do.
+ */
 export class StoreBuilder {
   /** @internal */
   constructor(
@@ -258,6 +261,24 @@ export class StoreBuilder {
     readonly type: StoreType,
     readonly options: Readonly<StoreBuilderOptions & Partial<WindowStoreBuilderOptions>>,
   ) {}
+
+  /** No changelog topic: the store is rebuilt from nothing after a restart. */
+  withLoggingDisabled(): StoreBuilder {
+    return new StoreBuilder(this.name, this.type, { ...this.options, loggingDisabled: true });
+  }
+
+  /** A changelog topic (the default), with these topic configs. */
+  withLoggingEnabled(config: { readonly [key: string]: string } = {}): StoreBuilder {
+    return new StoreBuilder(this.name, this.type, { ...this.options, loggingDisabled: false, changelogConfig: { ...config } });
+  }
+
+  withCachingEnabled(): StoreBuilder {
+    return new StoreBuilder(this.name, this.type, { ...this.options, caching: true });
+  }
+
+  withCachingDisabled(): StoreBuilder {
+    return new StoreBuilder(this.name, this.type, { ...this.options, caching: false });
+  }
 }
 
 function storeName(name: unknown, call: string): string {

@@ -75,14 +75,14 @@ describe("processors through the App", { timeout: 30_000 }, () => {
     };
     const app = await App.create("p", { engine: engine.url });
     try {
-      await app.addStateStore(Stores.windowStore("w", { retentionMs: 1000, windowSizeMs: 100, key: "string", value: "long", caching: true }));
+      await app.addStateStore(Stores.windowStore("w", { retentionMs: 1000, windowSizeMs: 100, key: "string", value: "long" }).withCachingEnabled().withLoggingEnabled({ "retention.ms": "5000" }));
       app
         .stream("in", { key: "string", value: "string" })
         .filter(withMetadata((_k, _v, m) => m.partition === 0))
         .mapValues(withMetadata((v, m) => `${v}@${m.offset}`, { write: true }))
         .process(() => new Counter(), { stores: ["w"], name: "count", value: "long" })
         .processValues(() => ({ process() {} }), { value: "long" });
-      app.topology().addSource("src", ["a", "b"], { key: "string" }).addProcessor("p", () => new Counter(), "src").addSink("out", "o", "p", { value: "long" }).addStateStore(Stores.keyValueStore("kv"), "p");
+      app.topology().addSource("src", ["a", "b"], { key: "string" }).addProcessor("p", () => new Counter(), "src").addSink("out", "o", "p", { value: "long" }).addStateStore(Stores.keyValueStore("kv").withLoggingDisabled(), "p");
       await app.built();
     } finally {
       await app.close();
@@ -93,12 +93,13 @@ describe("processors through the App", { timeout: 30_000 }, () => {
       ops.map((o) => o.case),
       ["addStateStore", "stream", "filter", "mapValues", "process", "process", "addSource", "addProcessor", "addSink", "addStateStore"],
     );
-    const w = ops[0]!.value as { name: string; type: StoreType; retentionMs: bigint; windowSizeMs: bigint; keySerde: string; caching: boolean };
-    assert.deepEqual([w.name, w.type, w.retentionMs, w.windowSizeMs, w.keySerde, w.caching], ["w", StoreType.WINDOW, 1000n, 100n, "string", true]);
+    const w = ops[0]!.value as { name: string; type: StoreType; retentionMs: bigint; windowSizeMs: bigint; keySerde: string; caching: boolean; changelogConfig: { [k: string]: string } };
+    assert.deepEqual([w.name, w.type, w.retentionMs, w.windowSizeMs, w.keySerde, w.caching, w.changelogConfig], ["w", StoreType.WINDOW, 1000n, 100n, "string", true, { "retention.ms": "5000" }]);
     const p = ops[4]!.value as { stores: string[]; name: string; valuesOnly: boolean; valueSerde: string };
     assert.deepEqual([p.stores, p.name, p.valuesOnly, p.valueSerde], [["w"], "count", false, "long"]);
     assert.equal((ops[5]!.value as { valuesOnly: boolean }).valuesOnly, true);
-    assert.deepEqual((ops[9]!.value as { processors: string[] }).processors, ["p"]);
+    assert.deepEqual((ops[9]!.value as { processors: string[]; loggingDisabled: boolean }).processors, ["p"]);
+    assert.equal((ops[9]!.value as { loggingDisabled: boolean }).loggingDisabled, true);
     assert.deepEqual((ops[8]!.value as { parents: string[]; valueSerde: string }).parents, ["p"]);
     assert.deepEqual(registered.map((r) => r.metadata), [Metadata.READ, Metadata.WRITE, Metadata.UNSPECIFIED, Metadata.UNSPECIFIED, Metadata.UNSPECIFIED]);
   });
