@@ -447,6 +447,7 @@ describe("processor bundles", () => {
       return create(ReadResponseSchema, { keyLengths: k.lengths, keys: k.data, valueLengths: v.lengths, values: v.data, continuation: more ? str(String(start + 2)) : new Uint8Array() }) as ReadResponse;
     };
     const results: [string, bigint][][] = [];
+    let counted = -1;
     class P implements Processor<string, string> {
       store!: KeyValueStore<string, bigint>;
       init(ctx: ProcessorContext): void {
@@ -464,6 +465,7 @@ describe("processor bundles", () => {
           }
           results.push(out);
         }
+        counted = await this.store.approximateNumEntries();
       }
     }
     const r = await executor(() => new P(), read).process(bundle({ init: true, stores: ["counts"], records: [["x", "y", 1]], views: [{ store: "counts", entries: [] }] }));
@@ -472,6 +474,7 @@ describe("processor bundles", () => {
     assert.deepEqual(results[1], [["b", 20n], ["bb", 22n], ["d", 4n]]);
     assert.deepEqual(results[2], [["e", 5n], ["d", 4n], ["bb", 22n], ["b", 20n], ["a", 1n]]);
     assert.ok(asked.includes("all:2"), `chunks follow the continuation: ${asked.join(" ")}`);
+    assert.equal(counted, 5, "approximateNumEntries counts all(), the bundle's writes included");
     assert.deepEqual(ops(r)[1]!.map((o) => [o.kind, o.key]), [["PUT", "b"], ["PUT", "bb"], ["DELETE", "c"], ["PUT", "e"]]);
   });
 
@@ -493,11 +496,17 @@ describe("processor bundles", () => {
       async process(r: Record<string, string>): Promise<void> {
         seen.push(await this.store.fetch(r.key, 100));
         this.store.put(r.key, 1n, 200);
+        this.store.put(r.key, 2n, 1000);
         const rows: [number, bigint][] = [];
         for await (const row of this.store.fetchRange(r.key, 0, 1000)) {
           rows.push(row);
         }
         seen.push(rows);
+        const back: number[] = [];
+        for await (const [t] of this.store.backwardFetchRange(r.key, 0, 1000)) {
+          back.push(t);
+        }
+        seen.push(back);
       }
     }
     const r = await executor(() => new P(), read).process(
@@ -509,9 +518,10 @@ describe("processor bundles", () => {
       }),
     );
     assert.deepEqual(r.failures, []);
-    assert.deepEqual(seen, [50n, [[100, 50n], [200, 1n]], 70n, [[100, 70n], [200, 1n]]]);
-    assert.deepEqual(asked, ["u", "u"]);
-    assert.deepEqual(ops(r)[1]!.map((o) => [o.kind, o.key, o.ts]), [["PUT", "c", 200]]);
+    // Window starts order numerically (100 < 200 < 1000), merged with the engine's rows.
+    assert.deepEqual(seen, [50n, [[100, 50n], [200, 1n], [1000, 2n]], [1000, 200, 100], 70n, [[100, 70n], [200, 1n], [1000, 2n]], [1000, 200, 100]]);
+    assert.deepEqual(asked, ["u", "u", "u"]);
+    assert.deepEqual(ops(r)[1]!.map((o) => [o.kind, o.key, o.ts]), [["PUT", "c", 200], ["PUT", "c", 1000]]);
     assert.deepEqual(r.prefetchHits, [1]);
   });
 

@@ -152,6 +152,8 @@ export interface KeyValueStore<K = unknown, V = unknown> {
   all(): KeyValueIterator<K, V>;
   reverseAll(): KeyValueIterator<K, V>;
   prefixScan(prefix: K): KeyValueIterator<K, V>;
+  /** The number of entries (counted over all(): a Read per chunk). */
+  approximateNumEntries(): Promise<number>;
 }
 
 /** A timestamped key-value store (`TimestampedKeyValueStore`): values carry their timestamp. */
@@ -166,6 +168,8 @@ export interface WindowStore<K = unknown, V = unknown> {
   fetch(key: K, time: number): Promise<V | null>;
   /** The key's windows starting in [from, to], as [windowStart, value], by window start. */
   fetchRange(key: K, from: number, to: number): KeyValueIterator<number, V>;
+  /** fetchRange, latest window first. */
+  backwardFetchRange(key: K, from: number, to: number): KeyValueIterator<number, V>;
   /** Every key's windows starting in [from, to], as [Windowed key, value]. */
   fetchAll(from: number, to: number): KeyValueIterator<Windowed<K>, V>;
   all(): KeyValueIterator<Windowed<K>, V>;
@@ -615,7 +619,9 @@ class Overlay {
 
 /** A window store's overlay key: the serialized key, then the window start. */
 function wkey(k: string, window: number): string {
-  return `${k}\u0000${window}`;
+  // The window start as fixed-width hex of (start + 2^53), so that string
+  // order is (key, window start) order, as the engine answers rows.
+  return `${k}\u0000${(window + 2 ** 53).toString(16).padStart(14, "0")}`;
 }
 
 /**
@@ -913,6 +919,23 @@ function storeFacade(ctx: Context, name: string, index: number): KeyValueStore |
   // called (getStateStore may be called in an init whose bundle has none):
   // the object has both kinds' methods and each checks it is the right one.
   let windowMethods: WindowStore;
+  const fetchRange = (call: string, key: unknown, from: number, to: number, reverse: boolean): KeyValueIterator<number, unknown> => {
+    const ov = o(call);
+    const kb = ov.encodeKey(key, call);
+        const k = bkey(kb);
+        const inRange = (mk: string): boolean => {
+          const [kk, t] = splitW(mk);
+          return kk === k && t >= from && t <= to;
+        };
+        const out = (mk: string, e: Entry): [number, unknown] => [splitW(mk)[1], ov.decodeValue(e)];
+        if (ov.covered.has(k)) {
+          ov.hit(k);
+          const rows = [...ov.known].filter(([mk, e]) => inRange(mk) && e.value !== null).sort((a, b) => splitW(a[0])[1] - splitW(b[0])[1]).map(([mk, e]) => out(mk, e));
+          return listIterator(reverse ? rows.reverse() : rows);
+        }
+        return new MergedIterator(ov, { case: "windowFetch", value: { key: kb, fromMs: BigInt(from), toMs: BigInt(to), $typeName: "polystreams.v1alpha1.WindowFetch" } }, reverse, inRange, out);
+  };
+
   const o = (call: string): Overlay => ctx.overlay(call, name);
   {
     const w: WindowStore = {
@@ -934,19 +957,10 @@ function storeFacade(ctx: Context, name: string, index: number): KeyValueStore |
         return it.next().then((r) => (r.done ? null : r.value[1]));
       },
       fetchRange(key, from, to) {
-        const ov = o("fetchRange");
-        const kb = ov.encodeKey(key, "fetchRange");
-        const k = bkey(kb);
-        const inRange = (mk: string): boolean => {
-          const [kk, t] = splitW(mk);
-          return kk === k && t >= from && t <= to;
-        };
-        const out = (mk: string, e: Entry): [number, unknown] => [splitW(mk)[1], ov.decodeValue(e)];
-        if (ov.covered.has(k)) {
-          ov.hit(k);
-          return listIterator([...ov.known].filter(([mk, e]) => inRange(mk) && e.value !== null).sort((a, b) => splitW(a[0])[1] - splitW(b[0])[1]).map(([mk, e]) => out(mk, e)));
-        }
-        return new MergedIterator(ov, { case: "windowFetch", value: { key: kb, fromMs: BigInt(from), toMs: BigInt(to), $typeName: "polystreams.v1alpha1.WindowFetch" } }, false, inRange, out);
+        return fetchRange("fetchRange", key, from, to, false);
+      },
+      backwardFetchRange(key, from, to) {
+        return fetchRange("backwardFetchRange", key, from, to, true);
       },
       fetchAll(from, to) {
         const ov = o("fetchAll");
@@ -1025,6 +1039,13 @@ function storeFacade(ctx: Context, name: string, index: number): KeyValueStore |
     reverseRange: (from, to) => range("reverseRange", from, to, true),
     all: () => iter("all", { case: "all", value: true }, false, () => true),
     reverseAll: () => iter("reverseAll", { case: "all", value: true }, true, () => true),
+    async approximateNumEntries() {
+      let n = 0;
+      for await (const _ of iter("approximateNumEntries", { case: "all", value: true }, false, () => true)) {
+        n++;
+      }
+      return n;
+    },
     prefixScan(prefix) {
       const ov = o("prefixScan");
       const p = bkey(ov.encodeKey(prefix, "prefixScan"));
@@ -1063,7 +1084,7 @@ function windowedOf(ov: Overlay, mk: string): Windowed {
 
 function splitW(mk: string): [string, number] {
   const i = mk.lastIndexOf("\u0000");
-  return [mk.slice(0, i), Number(mk.slice(i + 1))];
+  return [mk.slice(0, i), Number.parseInt(mk.slice(i + 1), 16) - 2 ** 53];
 }
 
 function listIterator<K, V>(items: [K, V][]): KeyValueIterator<K, V> {
