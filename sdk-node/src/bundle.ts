@@ -646,6 +646,8 @@ class Fold {
       this.broken = `ReferenceError: aggregate step (${st.node}) names initializer token ${st.initializerToken}, which is not registered in this host`;
     } else if (this.table && this.sub === undefined) {
       this.broken = `ReferenceError: step 0 (${st.node}) names subtractor token ${st.subtractorToken}, which is not registered in this host`;
+    } else if (st.metadata !== Metadata.UNSPECIFIED) {
+      this.broken = `TypeError: step 0 (${st.node}) asks for record metadata (withMetadata), which ${what} functions are not given in this host`;
     }
     if (this.broken === null) {
       // An aggregate's merger (session windows) is looked for only when a
@@ -898,6 +900,8 @@ class Join {
     this.fn = functions.get(st.token);
     if (this.fn === undefined) {
       this.broken = `ReferenceError: join step (${st.node}) names token ${st.token}, which is not registered in this host`;
+    } else if (st.metadata !== Metadata.UNSPECIFIED) {
+      this.broken = `TypeError: join step (${st.node}) asks for record metadata (withMetadata), which joiners are not given in this host`;
     }
     this.outSerde = bundle.outputValueSerde || bundle.valueSerde;
   }
