@@ -16,7 +16,8 @@ type Option struct {
 	value string
 	key   string // StoreSerdes: the key serde (value holds the value serde)
 	cfg   map[string]string
-	ms    int64 // Retention
+	ms    int64    // Retention
+	names []string // Stores
 }
 
 type optKind int
@@ -29,12 +30,13 @@ const (
 	optStoreSerdes
 	optChangelogConfig
 	optRetention
+	optStores
 )
 
 var optNames = map[optKind]string{
 	optName: "Name", optKeySerde: "KeySerde", optValueSerde: "ValueSerde",
 	optStore: "Store", optStoreSerdes: "StoreSerdes", optChangelogConfig: "ChangelogConfig",
-	optRetention: "Retention",
+	optRetention: "Retention", optStores: "Stores",
 }
 
 // Name names the operator's processor node (Kafka Streams' Named.as,
@@ -75,6 +77,7 @@ func ChangelogConfig(config map[string]string) Option {
 
 type options struct {
 	name, keySerde, valueSerde string
+	stores                     []string
 	mat                        *topology.Materialized
 }
 
@@ -113,6 +116,8 @@ func parse(op string, opts []Option, allowed ...optKind) (options, error) {
 				o.mat = &topology.Materialized{}
 			}
 			o.mat.ChangelogConfig = opt.cfg
+		case optStores:
+			o.stores = append(o.stores, opt.names...)
 		case optRetention:
 			if o.mat == nil {
 				o.mat = &topology.Materialized{}

@@ -98,6 +98,9 @@ type App struct {
 	idleForced atomic.Bool
 	// clock is what tasks measure max.task.idle.ms by (time.Now).
 	clock func() time.Time
+	// wallNow is the wall clock punctuators run by (epoch ms); nil: the
+	// system's (punctuate.go).
+	wallNow func() int64
 	// workDropped is set when a task stopped with polled records it did not
 	// process: the transaction open then must abort, not commit (its
 	// session would commit their offsets).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -44,18 +45,48 @@ func newProcessOp(t *task, s *step) operator {
 	return o
 }
 
+// ensure makes and initialises the task's instance, once (again after a
+// revival).
+func (o *processOp) ensure() error {
+	if o.p != nil {
+		return nil
+	}
+	n := o.s.node
+	p := o.newP()
+	if p == nil {
+		return fmt.Errorf("runtime: the processor supplier of node %s in task %s returned nil", n.Name, o.t.id)
+	}
+	o.cur = nil
+	o.p = p
+	if err := p.Init(o); err != nil {
+		o.p = nil
+		o.t.dropSchedules(o)
+		return fmt.Errorf("runtime: init of node %s in task %s failed: %w", n.Name, o.t.id, err)
+	}
+	return nil
+}
+
+// initProcessors initialises the task's processors before its first
+// records (Kafka Streams initialises every processor of a task when the
+// task starts, so a processor behind a filter schedules too).
+func (t *task) initProcessors() error {
+	for _, s := range t.plan.steps {
+		if s.node.Op != topology.OpProcess && s.node.Op != topology.OpProcessValues {
+			continue
+		}
+		if o, ok := t.op(s).(*processOp); ok {
+			if err := o.ensure(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func (o *processOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 	n := o.s.node
-	if o.p == nil {
-		p := o.newP()
-		if p == nil {
-			return nil, fmt.Errorf("runtime: the processor supplier of node %s in task %s returned nil", n.Name, o.t.id)
-		}
-		o.cur = nil
-		if err := p.Init(o); err != nil {
-			return nil, fmt.Errorf("runtime: init of node %s in task %s failed: %w", n.Name, o.t.id, err)
-		}
-		o.p = p
+	if err := o.ensure(); err != nil {
+		return nil, err
 	}
 	o.out, o.byChild = nil, make([][]rec, len(o.s.next))
 	for i := range recs {
@@ -85,13 +116,63 @@ func (o *processOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 	return out, nil
 }
 
-// revive closes the instance: the next record makes and initialises a
-// new one, as Kafka Streams closes a corrupted task and runs init again.
+// revive closes the instance and drops its schedules: the next record
+// makes and initialises a new one, whose init schedules again, as Kafka
+// Streams closes a corrupted task and runs init again.
 func (o *processOp) revive() {
 	if o.p != nil {
 		_ = o.p.Close()
 		o.p = nil
 	}
+	o.t.dropSchedules(o)
+}
+
+// Schedule registers a punctuator (ProcessorContext.schedule).
+func (o *processOp) Schedule(interval int64, typ topology.PunctuationType, fn func(ts int64) error) (topology.Cancellable, error) {
+	if interval < 1 {
+		return nil, fmt.Errorf("schedule: node %s: interval %d ms; the minimum is 1 ms", o.s.node.Name, interval)
+	}
+	if typ != topology.StreamTime && typ != topology.WallClockTime {
+		return nil, fmt.Errorf("schedule: node %s: unknown punctuation type %d", o.s.node.Name, typ)
+	}
+	if fn == nil {
+		return nil, fmt.Errorf("schedule: node %s: no punctuator", o.s.node.Name)
+	}
+	s := &schedule{op: o, typ: typ, interval: interval, fn: fn}
+	o.t.addSchedule(s)
+	return s, nil
+}
+
+// punctuate calls s's punctuator at now with no input record, and pushes
+// what it forwards.
+func (o *processOp) punctuate(ctx context.Context, s *schedule, now int64) error {
+	o.cur = nil
+	o.out, o.byChild = nil, make([][]rec, len(o.s.next))
+	if err := s.fn(now); err != nil {
+		var refused *processorRefusal
+		if errors.As(err, &refused) && refused.fatal {
+			return err
+		}
+		if err := o.t.punctuatorFailed(o.s.node.Name, s.typ, now, err); err != nil {
+			return err
+		}
+	}
+	return o.flushForwards(ctx)
+}
+
+// flushForwards pushes the forwards collected to their children.
+func (o *processOp) flushForwards(ctx context.Context) error {
+	out, byChild := o.out, o.byChild
+	o.out, o.byChild = nil, nil
+	for i, c := range o.s.next {
+		recs := slices.Concat(out, byChild[i])
+		if len(recs) > 0 {
+			if err := o.t.push(ctx, c, recs); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // processorRefusal is a call the engine refuses (a processValues forward
@@ -106,6 +187,9 @@ func (e *processorRefusal) Error() string { return e.msg }
 // Node is the processor's node name.
 func (o *processOp) Node() string { return o.s.node.Name }
 
+// Stores are the stores connected to the processor.
+func (o *processOp) Stores() []string { return slices.Clone(o.s.node.Stores) }
+
 // Forward sends r to every child, or to the one named.
 func (o *processOp) Forward(r topology.NativeRecord, child string) error {
 	n := o.s.node
@@ -118,6 +202,10 @@ func (o *processOp) Forward(r topology.NativeRecord, child string) error {
 	}
 	if o.cur != nil {
 		out.in = o.cur.in
+	} else {
+		// A punctuator's record context: its time, no topic, partition -1,
+		// offset -1 (ProcessorContextImpl in a punctuation).
+		out.in = &kgo.Record{Partition: -1, Offset: -1, Timestamp: time.UnixMilli(r.Timestamp)}
 	}
 	if child == "" {
 		o.out = append(o.out, out)

@@ -81,6 +81,13 @@ type task struct {
 	// syncReq asks the task to write what its held stores hold to Pebble
 	// (sync) before a query reads it; the answer goes to the channel sent.
 	syncReq chan chan error
+	// punctReq asks the task to run its due wall-clock punctuators
+	// (App.PunctuateWallClock); schedules are its processors' punctuators
+	// and streamTime the largest timestamp it has seen, -1 before any
+	// (punctuate.go).
+	punctReq   chan chan error
+	schedules  []*schedule
+	streamTime int64
 	// restored is set once the task's stores are restored: from then on
 	// they answer queries.
 	restored atomic.Bool
@@ -111,15 +118,17 @@ func newTask(a *App, id taskID, p *plan) *task {
 		id: id, app: a, plan: p,
 		in: inbox{signal: make(chan struct{}, 1), paused: map[string]bool{},
 			idleMs: a.cfg.MaxTaskIdleMs, now: a.clock, enforced: &a.stats.enforced, forced: &a.idleForced},
-		stop:      make(chan struct{}),
-		done:      make(chan struct{}),
-		stores:    map[string]*storeTx{},
-		offsets:   map[string]kgo.EpochOffset{},
-		processed: map[string]kgo.EpochOffset{},
-		reached:   map[string]int64{},
-		caches:    map[*step]*recCache{},
-		flushReq:  make(chan chan error),
-		syncReq:   make(chan chan error),
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
+		stores:     map[string]*storeTx{},
+		offsets:    map[string]kgo.EpochOffset{},
+		processed:  map[string]kgo.EpochOffset{},
+		reached:    map[string]int64{},
+		caches:     map[*step]*recCache{},
+		flushReq:   make(chan chan error),
+		syncReq:    make(chan chan error),
+		punctReq:   make(chan chan error),
+		streamTime: -1,
 	}
 	if t.in.now == nil { // an App not made by New (tests)
 		t.in.now = time.Now
@@ -200,6 +209,23 @@ func (t *task) run(ctx context.Context) {
 		}
 		return true
 	}
+	punctuate := func(reply chan error) bool {
+		err := t.punctuateWallClock(ctx)
+		if reply != nil {
+			reply <- err
+		}
+		if err != nil {
+			t.app.workDropped.Store(true)
+			if ctx.Err() == nil {
+				t.app.fail(err)
+			}
+			return false
+		}
+		return true
+	}
+	wall := time.NewTimer(time.Hour)
+	wall.Stop()
+	defer wall.Stop()
 	for {
 		select {
 		case reply := <-t.flushReq:
@@ -210,15 +236,40 @@ func (t *task) run(ctx context.Context) {
 			if !sync(reply) {
 				return
 			}
+		case reply := <-t.punctReq:
+			if !punctuate(reply) {
+				return
+			}
 		default:
+		}
+		// Outside the test driver, due wall-clock punctuators run between
+		// batches, and a timer wakes an idle task for them.
+		if t.app.wallNow == nil && len(t.schedules) > 0 {
+			if !punctuate(nil) {
+				return
+			}
 		}
 		if t.in.len() == 0 {
 			t.resumeIfDrained()
+			var wallC <-chan time.Time
+			if d, ok := t.wallTimer(); ok && t.app.wallNow == nil {
+				wall.Reset(d)
+				wallC = wall.C
+			}
 			select {
 			case <-t.stop:
 				t.flushOnStop(ctx)
 				return
+			case <-wallC:
+				continue
+			case reply := <-t.punctReq:
+				wall.Stop()
+				if !punctuate(reply) {
+					return
+				}
+				continue
 			case <-t.in.signal:
+				wall.Stop()
 				continue
 			case reply := <-t.flushReq:
 				if !flush(reply) {
@@ -315,6 +366,9 @@ func (t *task) process(ctx context.Context, batch []*kgo.Record) error {
 // per run. A task reading one topic has one run per batch; records of
 // two topics whose timestamps alternate make runs of one record.
 func (t *task) pushBatch(ctx context.Context, batch []*kgo.Record) error {
+	if err := t.initProcessors(); err != nil {
+		return err
+	}
 	recs := make([]rec, len(batch))
 	srcs := make([]*step, len(batch))
 	for i, r := range batch {
@@ -334,6 +388,14 @@ func (t *task) pushBatch(ctx context.Context, batch []*kgo.Record) error {
 		// cannot overwrite the next run.
 		if err := t.push(ctx, srcs[i], recs[i:j:j]); err != nil {
 			return err
+		}
+		for _, r := range recs[i:j] {
+			t.streamTime = max(t.streamTime, r.ts)
+		}
+		if len(t.schedules) > 0 {
+			if err := t.punctuate(ctx, topology.StreamTime, t.streamTime); err != nil {
+				return err
+			}
 		}
 		i = j
 	}

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -59,6 +60,8 @@ type Driver struct {
 	// clock is the virtual wall clock, epoch ms: the timestamp of records
 	// piped without one.
 	clock int64
+	// wall mirrors clock for the engine's wall-clock punctuators.
+	wall atomic.Int64
 }
 
 // New starts a test driver's broker and state directory and returns the
@@ -118,6 +121,10 @@ func (d *Driver) Start(ctx context.Context, app *engine.App) error {
 			}
 		}
 	}
+	// Wall-clock punctuators run by the virtual clock, read without d.mu
+	// (AdvanceWallClock holds it while they run).
+	d.wall.Store(d.clock)
+	app.SetWallClock(d.wall.Load)
 	if err := app.Start(ctx); err != nil {
 		return err
 	}
@@ -212,10 +219,10 @@ func (d *Driver) Output(topic string) ([]*kgo.Record, [2]string, error) {
 	return app.TakeOutput(topic), serdes, nil
 }
 
-// AdvanceWallClock moves the wall clock forward by ms (not negative) and
-// commits, as TopologyTestDriver.advanceWallClockTime does (after its
-// wall-clock punctuation, which polystreams does not have yet); it returns
-// the new wall clock in epoch ms.
+// AdvanceWallClock moves the wall clock forward by ms (not negative), runs
+// the due wall-clock punctuators and commits, then waits for what they
+// sent on (TopologyTestDriver.advanceWallClockTime); it returns the new
+// wall clock in epoch ms.
 func (d *Driver) AdvanceWallClock(ctx context.Context, ms int64) (int64, error) {
 	if ms < 0 {
 		return 0, fmt.Errorf("millis %d is negative; the wall clock only moves forward", ms)
@@ -227,6 +234,10 @@ func (d *Driver) AdvanceWallClock(ctx context.Context, ms int64) (int64, error) 
 		return 0, err
 	}
 	d.clock += ms
+	d.wall.Store(d.clock)
+	if err := app.PunctuateWallClock(ctx); err != nil {
+		return 0, err
+	}
 	if err := app.Quiesce(ctx); err != nil {
 		return 0, err
 	}

@@ -121,6 +121,20 @@ type RecordMetadata struct {
 	Offset    int64
 }
 
+// PunctuationType is what a punctuator's interval is measured in.
+type PunctuationType int
+
+const (
+	// StreamTime: the task's stream time (the largest record timestamp
+	// seen); due schedules run after the records that advanced it.
+	StreamTime PunctuationType = iota + 1
+	// WallClockTime: the system's clock (the test driver's virtual one).
+	WallClockTime
+)
+
+// Cancellable cancels a schedule.
+type Cancellable interface{ Cancel() }
+
 // NativeContext is a processor's ProcessorContext, over serialized keys
 // and values. Its errors name the node, store or child at fault.
 type NativeContext interface {
@@ -134,10 +148,15 @@ type NativeContext interface {
 	// Range calls f for each entry with lo <= key < hi (nil: open), in key
 	// byte order, until f returns false.
 	Range(store string, lo, hi []byte, f func(key, value []byte) bool) error
+	// Schedule calls fn every interval (ms, at least 1) of stream time or
+	// wall-clock time, with the current time (ProcessorContext.schedule).
+	Schedule(interval int64, typ PunctuationType, fn func(ts int64) error) (Cancellable, error)
 	// RecordMetadata is the input record's; false in a punctuator.
 	RecordMetadata() (RecordMetadata, bool)
-	// Node is the processor's node name.
+	// Node is the processor's node name; Stores the stores connected to
+	// it.
 	Node() string
+	Stores() []string
 }
 
 var newProcessorNative = reflect.TypeFor[NewProcessorFunc]()
