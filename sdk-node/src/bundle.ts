@@ -32,7 +32,7 @@ import {
 import { Buffer } from "node:buffer";
 import { type AnyFunction, byRefs, failEvery, isThenable } from "./outcomes.js";
 import { type ProgramStep, runProgram } from "./program.js";
-import { type RecordMetadata, type Header, ProcessorExecutor, type ReadFn, type StoreBuilder, isProcessorBundle, recordHeaders, sameHeaders } from "./processor.js";
+import { type RecordMetadata, type Header, Metadata_, ProcessorExecutor, type ReadFn, type StoreBuilder, isProcessorBundle, recordHeaders, sameHeaders } from "./processor.js";
 import { typeName } from "./errors.js";
 import { decodeColumn, encode, encodeColumn, errorText } from "./serde.js";
 
@@ -454,7 +454,7 @@ class Chain {
       inputHeaders = recordHeaders(b, n);
       col.metas = [];
       for (let i = 0; i < n; i++) {
-        col.metas.push({ timestamp: Number(b.timestamps[i] ?? 0n), headers: [...inputHeaders[i]!], topic: b.topic, partition: b.partition, offset: Number(b.offsets[i] ?? -1n) });
+        col.metas.push(new Metadata_(Number(b.timestamps[i] ?? 0n), [...inputHeaders[i]!], b.topic, b.partition, Number(b.offsets[i] ?? -1n)));
       }
       if (failed.size > 0) {
         col.dropFailed();

@@ -26,7 +26,7 @@ import {
   StoreType,
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import type { RecordMetadata, ReadFn } from "./processor.js";
-import { FixedKeyRecord, type KeyValueStore, type Processor, type ProcessorContext, Record, type WindowStore } from "./processor.js";
+import { FixedKeyRecord, withMetadata, type KeyValueStore, type Processor, type ProcessorContext, Record, type WindowStore } from "./processor.js";
 
 type Bytes = Buffer | null;
 
@@ -685,6 +685,16 @@ describe("functions with metadata (withMetadata)", () => {
     assert.deepEqual(r.outputTimestamps, [10n, 10n, 99n, 99n]);
     assert.deepEqual(r.outputHeaderCounts, [-1, -1, 1, 1]);
     assert.deepEqual(split(r.outputHeaderKeys, r.outputHeaderKeyLengths).map((x) => x!.toString()), ["added", "added"]);
+  });
+
+  test("withMetadata: the wrapped function gets the metadata the step brings; without it, it fails its records saying so", async () => {
+    const f = withMetadata((v: string, m: RecordMetadata) => `${v}@${m.offset}`);
+    const ok = await chain([[Operation.MAP_VALUES, f, Metadata.READ]], []);
+    assert.deepEqual(ok.failures, []);
+    assert.deepEqual(split(ok.values, ok.valueLengths).map((x) => x!.toString()), ["x@5", "yy@6"]);
+    const without = await chain([[Operation.MAP_VALUES, f, Metadata.UNSPECIFIED]], []);
+    assert.equal(without.failures.length, 2);
+    assert.match(without.failures[0]!.message, /withMetadata: .* was called without the record's metadata: the engine does not send it for this step/);
   });
 
   test("a chain whose functions did not ask carries no output metadata; a bad timestamp fails its record", async () => {

@@ -364,6 +364,17 @@ export interface RecordMetadata {
   readonly offset: number;
 }
 
+/** The RecordMetadata the executor gives a withMetadata function. @internal */
+export class Metadata_ implements RecordMetadata {
+  constructor(
+    public timestamp: number,
+    public headers: Header[],
+    readonly topic: string,
+    readonly partition: number,
+    readonly offset: number,
+  ) {}
+}
+
 /** Marks a function registered with metadata. @internal */
 export const WITH_METADATA: unique symbol = Symbol("polystreams.withMetadata");
 
@@ -378,7 +389,14 @@ export function withMetadata<A extends unknown[], R>(fn: (...args: [...A, Record
   if (typeof fn !== "function") {
     throw new TypeError(`withMetadata: want a function, got ${typeName(fn)}`);
   }
-  const wrapped = (...args: unknown[]): R => (fn as AnyFunction)(...args) as R;
+  const wrapped = (...args: unknown[]): R => {
+    if (!(args[args.length - 1] instanceof Metadata_)) {
+      throw new Error(
+        `withMetadata: ${fn.name || "a function"} was called without the record's metadata: the engine does not send it for this step (it needs the "metadata" host feature)`,
+      );
+    }
+    return (fn as AnyFunction)(...args) as R;
+  };
   Object.defineProperty(wrapped, "name", { value: fn.name });
   Object.defineProperty(wrapped, WITH_METADATA, { value: options.write === true ? Metadata.WRITE : Metadata.READ });
   return wrapped;
