@@ -359,11 +359,23 @@ type budgetedHost struct {
 }
 
 func (h budgetedHost) Process(ctx context.Context, b *pb.Bundle) (*pb.BundleResult, error) {
+	return h.ProcessReads(ctx, b, nil)
+}
+
+// ProcessReads is Process for a processor bundle, when the host serves
+// Reads (ReadsHost).
+func (h budgetedHost) ProcessReads(ctx context.Context, b *pb.Bundle, reads ReadFunc) (*pb.BundleResult, error) {
 	n := bundleBytes(b)
 	if err := h.mem.admit(ctx, n); err != nil {
 		return nil, err
 	}
-	res, err := h.Host.Process(ctx, b)
+	var res *pb.BundleResult
+	var err error
+	if rh, ok := h.Host.(ReadsHost); ok && reads != nil {
+		res, err = rh.ProcessReads(ctx, b, reads)
+	} else {
+		res, err = h.Host.Process(ctx, b)
+	}
 	h.mem.release(memBundles, n)
 	if res != nil {
 		if tm, ok := ctx.Value(taskMemoryKey{}).(*taskMemory); ok {

@@ -141,8 +141,21 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 			}
 			switch {
 			case n.Op == topology.OpProcess || n.Op == topology.OpProcessValues:
+				s.open = newProcessOp
 				if _, ok := n.Fn.Native.(topology.NewProcessorFunc); !ok {
-					return nil, fmt.Errorf("runtime: node %s runs a host processor (token %d); this engine runs Go processors only so far (docs/design/processor.md, step 3)", n.Name, n.Fn.Token)
+					op := pb.Operation_OPERATION_PROCESS
+					if n.Op == topology.OpProcessValues {
+						op = pb.Operation_OPERATION_PROCESS_VALUES
+					}
+					var children []string
+					for _, c := range n.Successors {
+						children = append(children, c.Name)
+					}
+					s.steps = []*pb.Step{{Token: n.Fn.Token, Operation: op, Node: n.Name, Stores: slices.Clone(n.Stores), Children: children, Metadata: pb.Metadata_METADATA_WRITE}}
+					s.chain = []*topology.Node{n}
+					s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
+					s.outKey, s.outValue = n.KeySerde, n.ValueSerde
+					s.open = newHostProcessOp
 				}
 				for _, name := range n.Stores {
 					st := t.Stores[name]
@@ -156,7 +169,6 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 						p.stores = append(p.stores, st)
 					}
 				}
-				s.open = newProcessOp
 			case n.FK != nil && n.Type == topology.Processor:
 				if err := compileFK(t, p, s, n); err != nil {
 					return nil, err

@@ -69,13 +69,18 @@ func (o *processOp) ensure() error {
 // initProcessors initialises the task's processors before its first
 // records (Kafka Streams initialises every processor of a task when the
 // task starts, so a processor behind a filter schedules too).
-func (t *task) initProcessors() error {
+func (t *task) initProcessors(ctx context.Context) error {
 	for _, s := range t.plan.steps {
 		if s.node.Op != topology.OpProcess && s.node.Op != topology.OpProcessValues {
 			continue
 		}
-		if o, ok := t.op(s).(*processOp); ok {
+		switch o := t.op(s).(type) {
+		case *processOp:
 			if err := o.ensure(); err != nil {
+				return err
+			}
+		case *hostProcessOp:
+			if err := o.ensure(ctx); err != nil {
 				return err
 			}
 		}

@@ -20,12 +20,19 @@ import (
 
 // schedule is one punctuator of a processor in a task.
 type schedule struct {
-	op       *processOp
+	op punctuator
+	// hostID is the host's id of a host processor's schedule.
+	hostID   uint64
 	typ      topology.PunctuationType
 	interval int64
 	next     int64 // due when the time reaches it
 	fn       func(ts int64) error
 	canceled bool
+}
+
+// punctuator is a processor operator that runs a schedule's punctuator.
+type punctuator interface {
+	punctuate(ctx context.Context, s *schedule, now int64) error
 }
 
 // Cancel stops the schedule (Cancellable.cancel).
@@ -52,7 +59,7 @@ func (t *task) addSchedule(s *schedule) {
 }
 
 // dropSchedules forgets o's schedules (its instance closed).
-func (t *task) dropSchedules(o *processOp) {
+func (t *task) dropSchedules(o punctuator) {
 	t.schedules = slices.DeleteFunc(t.schedules, func(s *schedule) bool { return s.op == o })
 }
 

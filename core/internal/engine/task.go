@@ -366,7 +366,7 @@ func (t *task) process(ctx context.Context, batch []*kgo.Record) error {
 // per run. A task reading one topic has one run per batch; records of
 // two topics whose timestamps alternate make runs of one record.
 func (t *task) pushBatch(ctx context.Context, batch []*kgo.Record) error {
-	if err := t.initProcessors(); err != nil {
+	if err := t.initProcessors(ctx); err != nil {
 		return err
 	}
 	recs := make([]rec, len(batch))

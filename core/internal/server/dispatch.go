@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/polystreams/polystreams/core/internal/engine"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
 
@@ -36,8 +38,11 @@ type dispatcher struct {
 }
 
 type pending struct {
-	b   *pb.Bundle
-	res chan *pb.BundleResult // buffered 1; the first answer wins
+	b *pb.Bundle
+	// reads answers the host's Read calls for a processor bundle (nil:
+	// not a processor bundle).
+	reads engine.ReadFunc
+	res   chan *pb.BundleResult // buffered 1; the first answer wins
 	// worker holding the bundle; "" while queued.
 	worker string
 }
@@ -105,10 +110,16 @@ func (d *dispatcher) stalled(now time.Time) (st stall, ok, log bool) {
 
 var errClosed = errors.New("session closed")
 
-// Process implements runtime.Host.
+// Process implements engine.Host.
 func (d *dispatcher) Process(ctx context.Context, b *pb.Bundle) (*pb.BundleResult, error) {
+	return d.ProcessReads(ctx, b, nil)
+}
+
+// ProcessReads implements engine.ReadsHost: while b is in flight, Read
+// calls naming it go to reads.
+func (d *dispatcher) ProcessReads(ctx context.Context, b *pb.Bundle, reads engine.ReadFunc) (*pb.BundleResult, error) {
 	b.Id = d.nextID.Add(1)
-	p := &pending{b: b, res: make(chan *pb.BundleResult, 1)}
+	p := &pending{b: b, res: make(chan *pb.BundleResult, 1), reads: reads}
 	d.mu.Lock()
 	d.inflight[b.Id] = p
 	d.mu.Unlock()
@@ -132,6 +143,17 @@ func (d *dispatcher) Process(ctx context.Context, b *pb.Bundle) (*pb.BundleResul
 	case <-d.closed:
 		return nil, errClosed
 	}
+}
+
+// read routes a Read to the task waiting for its bundle.
+func (d *dispatcher) read(ctx context.Context, req *pb.ReadRequest) (*pb.ReadResponse, error) {
+	d.mu.Lock()
+	p := d.inflight[req.BundleId]
+	d.mu.Unlock()
+	if p == nil || p.reads == nil {
+		return nil, fmt.Errorf("%w: bundle %d is not in flight with a processor step (store %q)", engine.ErrBundleNotInFlight, req.BundleId, req.Store)
+	}
+	return p.reads(ctx, req)
 }
 
 // deliver hands results to the tasks waiting for them. Results of bundles

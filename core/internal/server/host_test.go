@@ -41,6 +41,8 @@ type (
 	keyFn       func(k, v []byte) ([]byte, error)
 	kvFn        func(k, v []byte) ([]byte, []byte, error)
 	joinFn      func(v, other []byte) ([]byte, error)
+	// procFn answers a processor bundle whole (processor_test.go).
+	procFn func(b *pb.Bundle) *pb.BundleResult
 )
 
 func (h *testHost) register(name string, fn any) uint32 {
@@ -87,6 +89,14 @@ func (h *testHost) run(b *pb.Bundle) *pb.BundleResult {
 	h.bundles++
 	h.records += len(b.ValueLengths)
 	h.mu.Unlock()
+	if len(b.Steps) == 1 && b.Steps[0].Operation == pb.Operation_OPERATION_PROCESS {
+		h.mu.Lock()
+		f, _ := h.funcs[b.Steps[0].Token].(procFn)
+		h.mu.Unlock()
+		if f != nil {
+			return f(b)
+		}
+	}
 	res := &pb.BundleResult{BundleId: b.Id}
 	if len(b.Steps) == 1 && (b.Steps[0].Operation == pb.Operation_OPERATION_REDUCE || b.Steps[0].Operation == pb.Operation_OPERATION_AGGREGATE) {
 		h.fold(b, res)

@@ -153,3 +153,18 @@ func TestProcessorBuildErrors(t *testing.T) {
 		t.Errorf("describe after refused calls:\n%s", describe(t, b))
 	}
 }
+
+// TestHostProcessorNeedsFeature: a host supplier is refused, naming the
+// node and the feature, unless the session's host declared "processors".
+func TestHostProcessorNeedsFeature(t *testing.T) {
+	c := check{t}
+	b := NewBuilder()
+	s := c.stream(b, "in")
+	host := Function{Token: 3, Name: "p"}
+	_, err := b.Process(s, host, ProcessOptions{})
+	if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `node KSTREAM-PROCESSOR-0000000001 runs host processor (token 3)`) || !strings.Contains(err.Error(), `"processors"`) {
+		t.Fatalf("without the feature: %v", err)
+	}
+	b.HostProcessors = true
+	c.id(b.Process(s, host, ProcessOptions{}))
+}

@@ -1,0 +1,592 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/polystreams/polystreams/core/internal/topology"
+	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
+)
+
+// ReadFunc answers a processor's store read during its bundle.
+type ReadFunc func(ctx context.Context, req *pb.ReadRequest) (*pb.ReadResponse, error)
+
+// ReadsHost is a Host that runs processor bundles: while it runs one, its
+// Read calls reach reads (the server's Read RPC), which the waiting task
+// answers on its own goroutine (docs/design/processor.md, "Why the engine
+// can answer mid-bundle").
+type ReadsHost interface {
+	ProcessReads(ctx context.Context, b *pb.Bundle, reads ReadFunc) (*pb.BundleResult, error)
+}
+
+// ErrBundleNotInFlight is a Read naming a bundle no task waits for.
+var ErrBundleNotInFlight = errors.New("bundle not in flight")
+
+// ErrReadRefused is a Read the engine refuses (a store the bundle's steps
+// did not declare, a query it cannot answer).
+var ErrReadRefused = errors.New("read refused")
+
+// hostProcessOp runs a processor in the host (a processor step): per run a
+// bundle carrying the current entries of the records' keys in the
+// processor's stores (StoreView), the init entry of an instance the host
+// does not hold yet and the records; the host answers with ops per entry,
+// applied here in order through the store transaction. The task's
+// processor bundles cross one at a time: the next one's views are read
+// after this one's ops are applied.
+type hostProcessOp struct {
+	opBase
+	stores []*storeTx // node.Stores order
+	// inited: the host holds this task's instance (it had its init entry).
+	inited bool
+	// schedules: the host's schedule ids.
+	schedules map[uint64]*schedule
+}
+
+func newHostProcessOp(t *task, s *step) operator {
+	o := &hostProcessOp{opBase: baseOf(t, s, nil), schedules: map[uint64]*schedule{}}
+	for _, name := range s.node.Stores {
+		o.stores = append(o.stores, t.stores[name])
+	}
+	return o
+}
+
+// revive forgets the host's instance: the next bundle inits it again.
+func (o *hostProcessOp) revive() {
+	o.inited = false
+	o.t.dropSchedules(o)
+	clear(o.schedules)
+}
+
+func (o *hostProcessOp) process(ctx context.Context, recs []rec) ([]rec, error) {
+	return o.cross(ctx, recs, nil)
+}
+
+// punctuate sends the punctuation alone.
+func (o *hostProcessOp) punctuate(ctx context.Context, s *schedule, now int64) error {
+	kind := pb.BundleEntry_KIND_PUNCTUATE_STREAM_TIME
+	if s.typ == topology.WallClockTime {
+		kind = pb.BundleEntry_KIND_PUNCTUATE_WALL_CLOCK
+	}
+	out, err := o.cross(ctx, nil, []*pb.BundleEntry{{Kind: kind, Step: 0, Schedule: s.hostID, TimeMs: now}})
+	if err != nil {
+		return err
+	}
+	for _, c := range o.s.next {
+		if err := o.t.push(ctx, c, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// initProcessor sends the init entry alone, before the task's first
+// records, so that the host's schedules exist from the start.
+func (o *hostProcessOp) ensure(ctx context.Context) error {
+	if o.inited {
+		return nil
+	}
+	_, err := o.cross(ctx, nil, nil)
+	return err
+}
+
+// entryOf is what entry e of a bundle is, for errors and the policy.
+type bundleEntries struct {
+	inits []*pb.BundleEntry
+	recs  []rec
+	after []*pb.BundleEntry
+}
+
+func (e *bundleEntries) n() int { return len(e.inits) + len(e.recs) + len(e.after) }
+
+// cross sends one bundle (the init entry when needed, recs, after) and
+// applies the answer; it returns the forwards to all children (named
+// children are pushed to here).
+func (o *hostProcessOp) cross(ctx context.Context, recs []rec, after []*pb.BundleEntry) ([]rec, error) {
+	s, t := o.s, o.t
+	var b *pb.Bundle
+	if len(recs) > 0 {
+		b = encodeBundle(s, recs)
+		b.HeaderCounts, b.HeaderKeyLengths, b.HeaderKeys, b.HeaderValueLengths, b.HeaderValues = encodeHeaders(recs)
+	} else {
+		b = &pb.Bundle{Steps: s.steps, KeySerde: s.inKey, ValueSerde: s.inValue, OutputKeySerde: s.outKey, OutputValueSerde: s.outValue}
+	}
+	b.Partition = t.id.partition
+	b.Task = t.id.String()
+	e := &bundleEntries{recs: recs, after: after}
+	if !o.inited {
+		e.inits = []*pb.BundleEntry{{Kind: pb.BundleEntry_KIND_INIT, Step: 0}}
+		o.inited = true
+	}
+	b.Inits, b.After = e.inits, e.after
+	views, err := o.views(recs)
+	if err != nil {
+		return nil, err
+	}
+	b.Stores = views
+
+	res, err := o.send(ctx, b)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: task %s: bundle for node %s: %w", t.id, s.node.Name, err)
+	}
+	return o.apply(ctx, b, e, res)
+}
+
+// send crosses b, answering the host's Reads on this goroutine while it
+// waits.
+func (o *hostProcessOp) send(ctx context.Context, b *pb.Bundle) (*pb.BundleResult, error) {
+	rh, ok := o.t.app.host.(ReadsHost)
+	if bh, isBudgeted := o.t.app.host.(budgetedHost); isBudgeted {
+		_, ok = bh.Host.(ReadsHost)
+	}
+	if !ok {
+		return o.t.app.host.Process(ctx, b)
+	}
+	type call struct {
+		req   *pb.ReadRequest
+		reply chan readAnswer
+	}
+	type answer struct {
+		res *pb.BundleResult
+		err error
+	}
+	calls := make(chan call)
+	done := make(chan answer, 1)
+	finished := make(chan struct{})
+	defer close(finished)
+	go func() {
+		res, err := rh.ProcessReads(ctx, b, func(rctx context.Context, req *pb.ReadRequest) (*pb.ReadResponse, error) {
+			c := call{req: req, reply: make(chan readAnswer, 1)}
+			select {
+			case calls <- c:
+			case <-finished:
+				return nil, fmt.Errorf("%w: bundle %d", ErrBundleNotInFlight, req.BundleId)
+			case <-rctx.Done():
+				return nil, rctx.Err()
+			}
+			select {
+			case a := <-c.reply:
+				return a.resp, a.err
+			case <-rctx.Done():
+				return nil, rctx.Err()
+			}
+		})
+		done <- answer{res, err}
+	}()
+	for {
+		select {
+		case c := <-calls:
+			resp, err := o.read(c.req)
+			c.reply <- readAnswer{resp, err}
+		case a := <-done:
+			return a.res, a.err
+		}
+	}
+}
+
+type readAnswer struct {
+	resp *pb.ReadResponse
+	err  error
+}
+
+// read answers a Read from the store transaction as it is (the bundle's
+// ops are applied only once it is answered, so this is the state the
+// bundle started from).
+func (o *hostProcessOp) read(req *pb.ReadRequest) (*pb.ReadResponse, error) {
+	n := o.s.node
+	i := slices.Index(n.Stores, req.Store)
+	if i < 0 {
+		return nil, fmt.Errorf("%w: Read for bundle %d: node %s declares no store %q (its stores: %v)", ErrReadRefused, req.BundleId, n.Name, req.Store, n.Stores)
+	}
+	tx := o.stores[i]
+	resp := &pb.ReadResponse{}
+	var k, v columns
+	add := func(key, value []byte, ts int64) {
+		k.add(key)
+		v.add(value)
+		if st := tx.store.Processor; st != nil && st.Type.Timestamped() {
+			resp.Timestamps = append(resp.Timestamps, ts)
+		}
+	}
+	var lo, hi []byte
+	switch q := req.Query.(type) {
+	case *pb.ReadRequest_Get:
+		value, ts, err := tx.get(q.Get)
+		if err != nil {
+			return nil, err
+		}
+		if value != nil {
+			add(q.Get, value, ts)
+		}
+		resp.KeyLengths, resp.Keys, resp.ValueLengths, resp.Values = k.lens, k.data, v.lens, v.data
+		return resp, nil
+	case *pb.ReadRequest_All:
+	case *pb.ReadRequest_Range:
+		lo, hi = q.Range.GetFrom(), q.Range.GetTo()
+		if hi != nil {
+			hi = append(slices.Clone(hi), 0) // inclusive upper bound, as KeyValueStore.range
+		}
+	case *pb.ReadRequest_Prefix:
+		lo, hi = q.Prefix, prefixEnd(q.Prefix)
+	default:
+		return nil, fmt.Errorf("%w: Read for bundle %d: node %s, store %q: query %T is not served yet", ErrReadRefused, req.BundleId, n.Name, req.Store, req.Query)
+	}
+	if len(req.Continuation) > 0 && !req.Reverse {
+		lo = req.Continuation
+	}
+	budget := o.t.app.cfg.BundleMaxBytes
+	size := 0
+	var rows [][3]any
+	err := tx.scan(lo, hi, func(key, value []byte, ts int64) bool {
+		rows = append(rows, [3]any{key, value, ts})
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if req.Reverse {
+		slices.Reverse(rows)
+	}
+	for i, r := range rows {
+		key, value := r[0].([]byte), r[1].([]byte)
+		if !req.Reverse && size > 0 && size+len(key)+len(value) > budget {
+			resp.Continuation = slices.Clone(key)
+			break
+		}
+		_ = i
+		size += len(key) + len(value)
+		add(key, value, r[2].(int64))
+	}
+	resp.KeyLengths, resp.Keys, resp.ValueLengths, resp.Values = k.lens, k.data, v.lens, v.data
+	return resp, nil
+}
+
+// prefixEnd is the first key after every key with prefix p (nil: none).
+func prefixEnd(p []byte) []byte {
+	end := slices.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// columns builds length-prefixed columns (-1: null).
+type columns struct {
+	lens []int32
+	data []byte
+}
+
+func (c *columns) add(b []byte) {
+	if b == nil {
+		c.lens = append(c.lens, -1)
+		return
+	}
+	c.lens = append(c.lens, int32(len(b)))
+	c.data = append(c.data, b...)
+}
+
+// views are the current entries of recs' distinct keys in each store whose
+// key serde is the records' (docs/design/processor.md, "What is
+// prefetched"); window stores get none (their fetches are Reads).
+func (o *hostProcessOp) views(recs []rec) ([]*pb.StoreView, error) {
+	var views []*pb.StoreView
+	for _, tx := range o.stores {
+		st := tx.store
+		v := &pb.StoreView{Store: st.Name, KeySerde: st.KeySerde, ValueSerde: st.ValueSerde, Type: storeTypeOf(st)}
+		views = append(views, v)
+		if st.Processor == nil || st.Processor.Type.Windowed() || st.KeySerde != o.s.inKey {
+			continue
+		}
+		var k, vc columns
+		seen := map[string]bool{}
+		for i := range recs {
+			key := recs[i].key
+			if key == nil || seen[string(key)] {
+				continue
+			}
+			seen[string(key)] = true
+			value, ts, err := tx.get(key)
+			if err != nil {
+				return nil, err
+			}
+			k.add(key)
+			vc.add(value)
+			if st.Processor.Type.Timestamped() {
+				v.Timestamps = append(v.Timestamps, ts)
+			}
+		}
+		v.KeyLengths, v.Keys, v.ValueLengths, v.Values = k.lens, k.data, vc.lens, vc.data
+	}
+	return views, nil
+}
+
+func storeTypeOf(st *topology.Store) pb.StoreType {
+	if st.Processor == nil {
+		return pb.StoreType_STORE_TYPE_KEY_VALUE
+	}
+	switch st.Processor.Type {
+	case topology.StoreTypeTimestampedKeyValue:
+		return pb.StoreType_STORE_TYPE_TIMESTAMPED_KEY_VALUE
+	case topology.StoreTypeWindow:
+		return pb.StoreType_STORE_TYPE_WINDOW
+	case topology.StoreTypeTimestampedWindow:
+		return pb.StoreType_STORE_TYPE_TIMESTAMPED_WINDOW
+	}
+	return pb.StoreType_STORE_TYPE_KEY_VALUE
+}
+
+// encodeHeaders lays the records' headers out in columns; none when no
+// record has headers.
+func encodeHeaders(recs []rec) (counts, kl []int32, keys []byte, vl []int32, values []byte) {
+	any := false
+	for i := range recs {
+		if len(headersOfRec(&recs[i])) > 0 {
+			any = true
+			break
+		}
+	}
+	if !any {
+		return
+	}
+	var k, v columns
+	for i := range recs {
+		hs := headersOfRec(&recs[i])
+		counts = append(counts, int32(len(hs)))
+		for _, h := range hs {
+			k.add([]byte(h.Key))
+			v.add(h.Value)
+		}
+	}
+	return counts, k.lens, k.data, v.lens, v.data
+}
+
+func headersOfRec(r *rec) []kgo.RecordHeader {
+	if r.ownHeaders {
+		return r.headers
+	}
+	if r.in == nil {
+		return nil
+	}
+	return r.in.Headers
+}
+
+// apply checks the answer's op columns and applies them entry by entry,
+// op by op. A failed entry keeps the ops before its failure.
+func (o *hostProcessOp) apply(ctx context.Context, b *pb.Bundle, e *bundleEntries, res *pb.BundleResult) ([]rec, error) {
+	n := o.s.node
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("runtime: host answered bundle %d for node %s malformed: %s", b.Id, n.Name, fmt.Sprintf(format, args...))
+	}
+	if len(res.OpCounts) != e.n() {
+		return nil, bad("%d op groups for %d entries (%d inits, %d records, %d after)", len(res.OpCounts), e.n(), len(e.inits), len(e.recs), len(e.after))
+	}
+	total := 0
+	for _, c := range res.OpCounts {
+		if c < 0 {
+			return nil, bad("a negative op count %d", c)
+		}
+		total += int(c)
+	}
+	forwards := 0
+	for _, k := range res.OpKinds {
+		if k == pb.OpKind_OP_KIND_FORWARD {
+			forwards++
+		}
+	}
+	switch {
+	case len(res.OpKinds) != total, len(res.OpTargets) != total, len(res.OpKeyLengths) != total, len(res.OpValueLengths) != total,
+		len(res.OpTimestamps) != total, len(res.OpSchedules) != total:
+		return nil, bad("op columns of %d, %d, %d, %d, %d, %d ops for op counts adding up to %d (kinds, targets, key lengths, value lengths, timestamps, schedules)",
+			len(res.OpKinds), len(res.OpTargets), len(res.OpKeyLengths), len(res.OpValueLengths), len(res.OpTimestamps), len(res.OpSchedules), total)
+	case len(res.OpSteps) != 0 && len(res.OpSteps) != total:
+		return nil, bad("%d op steps for %d ops", len(res.OpSteps), total)
+	case len(res.OpHeaderCounts) != forwards:
+		return nil, bad("%d op header counts for %d forwards", len(res.OpHeaderCounts), forwards)
+	}
+	keys, err := splitColumn(res.OpKeyLengths, res.OpKeys)
+	if err != nil {
+		return nil, bad("op keys: %v", err)
+	}
+	values, err := splitColumn(res.OpValueLengths, res.OpValues)
+	if err != nil {
+		return nil, bad("op values: %v", err)
+	}
+	hcount := 0
+	for _, c := range res.OpHeaderCounts {
+		hcount += max(int(c), 0)
+	}
+	if len(res.OpHeaderKeyLengths) != hcount || len(res.OpHeaderValueLengths) != hcount {
+		return nil, bad("%d header keys and %d header values for %d headers", len(res.OpHeaderKeyLengths), len(res.OpHeaderValueLengths), hcount)
+	}
+	hkeys, err := splitColumn(res.OpHeaderKeyLengths, res.OpHeaderKeys)
+	if err != nil {
+		return nil, bad("op header keys: %v", err)
+	}
+	hvalues, err := splitColumn(res.OpHeaderValueLengths, res.OpHeaderValues)
+	if err != nil {
+		return nil, bad("op header values: %v", err)
+	}
+	failed := map[int]*pb.RecordFailure{}
+	for _, f := range res.Failures {
+		if f.Index < 0 || int(f.Index) >= e.n() {
+			return nil, bad("failure names entry %d of %d", f.Index, e.n())
+		}
+		if failed[int(f.Index)] == nil {
+			failed[int(f.Index)] = f
+		}
+	}
+
+	var out []rec
+	byChild := make([][]rec, len(o.s.next))
+	op, fwd, hdr := 0, 0, 0
+	for entry, count := range res.OpCounts {
+		var in *rec // the entry's input record (nil: init or punctuation)
+		var punct *pb.BundleEntry
+		switch {
+		case entry < len(e.inits):
+		case entry < len(e.inits)+len(e.recs):
+			in = &e.recs[entry-len(e.inits)]
+		default:
+			punct = e.after[entry-len(e.inits)-len(e.recs)]
+		}
+		for range count {
+			j := op
+			op++
+			key, value := keys[j], values[j]
+			switch kind := res.OpKinds[j]; kind {
+			case pb.OpKind_OP_KIND_PUT, pb.OpKind_OP_KIND_DELETE:
+				si := int(res.OpTargets[j])
+				if si < 0 || si >= len(o.stores) {
+					return nil, bad("op %d writes store %d of %d", j, si, len(o.stores))
+				}
+				if key == nil {
+					return nil, bad("op %d writes a null key to store %q", j, n.Stores[si])
+				}
+				if kind == pb.OpKind_OP_KIND_DELETE {
+					value = nil
+				} else if value == nil {
+					return nil, bad("op %d puts a null value into store %q (a delete is OP_KIND_DELETE)", j, n.Stores[si])
+				}
+				o.stores[si].put(slices.Clone(key), slices.Clone(value), res.OpTimestamps[j])
+			case pb.OpKind_OP_KIND_FORWARD:
+				child := int(res.OpTargets[j])
+				if child < 0 || child > len(o.s.next) {
+					return nil, bad("op %d forwards to child %d of %d", j, child, len(o.s.next))
+				}
+				r := rec{key: slices.Clone(key), value: slices.Clone(value), ts: res.OpTimestamps[j]}
+				if in != nil {
+					r.in = in.in
+					if n.Op == topology.OpProcessValues && string(key) != string(in.key) {
+						return nil, bad("op %d: process_values node forwards key %q for input key %q", j, key, in.key)
+					}
+				} else {
+					r.in = &kgo.Record{Partition: -1, Offset: -1}
+				}
+				hc := int(res.OpHeaderCounts[fwd])
+				fwd++
+				if hc >= 0 {
+					r.ownHeaders = true
+					for range hc {
+						r.headers = append(r.headers, kgo.RecordHeader{Key: string(hkeys[hdr]), Value: hvalues[hdr]})
+						hdr++
+					}
+				} else if in != nil {
+					r.headers, r.ownHeaders = headersOfRec(in), true
+				} else {
+					r.ownHeaders = true
+				}
+				if child == 0 {
+					out = append(out, r)
+				} else {
+					byChild[child-1] = append(byChild[child-1], r)
+				}
+			case pb.OpKind_OP_KIND_SCHEDULE:
+				typ := topology.StreamTime
+				switch res.OpTargets[j] {
+				case 1:
+				case 2:
+					typ = topology.WallClockTime
+				default:
+					return nil, bad("op %d schedules punctuation type %d (1 stream time, 2 wall clock)", j, res.OpTargets[j])
+				}
+				if res.OpTimestamps[j] < 1 {
+					return nil, bad("op %d schedules an interval of %d ms; the minimum is 1 ms", j, res.OpTimestamps[j])
+				}
+				id := res.OpSchedules[j]
+				if id == 0 || o.schedules[id] != nil {
+					return nil, bad("op %d schedules id %d, which is 0 or taken", j, id)
+				}
+				sc := &schedule{op: o, typ: typ, interval: res.OpTimestamps[j], hostID: id}
+				o.schedules[id] = sc
+				o.t.addSchedule(sc)
+			case pb.OpKind_OP_KIND_CANCEL:
+				if sc := o.schedules[res.OpSchedules[j]]; sc != nil {
+					sc.Cancel()
+					delete(o.schedules, res.OpSchedules[j])
+				}
+			default:
+				return nil, bad("op %d has kind %v", j, kind)
+			}
+		}
+		if f := failed[entry]; f != nil {
+			ferr := errors.New(f.Message)
+			switch {
+			case in != nil:
+				kind := kindProcessing
+				if f.Kind == pb.RecordFailure_KIND_DESERIALIZATION {
+					kind = kindDeserialization
+				}
+				if err := o.t.recordFailed(*in, n.Name, kind, ferr); err != nil {
+					return nil, err
+				}
+			case punct != nil && punct.Kind != pb.BundleEntry_KIND_CLOSE:
+				typ := topology.StreamTime
+				if punct.Kind == pb.BundleEntry_KIND_PUNCTUATE_WALL_CLOCK {
+					typ = topology.WallClockTime
+				}
+				if err := o.t.punctuatorFailed(n.Name, typ, punct.TimeMs, ferr); err != nil {
+					return nil, err
+				}
+			case punct == nil:
+				o.inited = false
+				return nil, fmt.Errorf("runtime: init of node %s in task %s failed: %w", n.Name, o.t.id, ferr)
+			}
+		}
+	}
+	for i, c := range o.s.next {
+		if len(byChild[i]) > 0 {
+			if err := o.t.push(ctx, c, byChild[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// splitColumn cuts a length-prefixed column (-1: null).
+func splitColumn(lens []int32, data []byte) ([][]byte, error) {
+	out := make([][]byte, len(lens))
+	off := 0
+	for i, l := range lens {
+		switch {
+		case l == -1:
+		case l < -1:
+			return nil, fmt.Errorf("length %d at %d", l, i)
+		case off+int(l) > len(data):
+			return nil, fmt.Errorf("length %d at %d runs past the column's %d bytes", l, i, len(data))
+		default:
+			out[i] = data[off : off+int(l) : off+int(l)]
+			off += int(l)
+		}
+	}
+	if off != len(data) {
+		return nil, fmt.Errorf("%d bytes left over", len(data)-off)
+	}
+	return out, nil
+}
