@@ -20,13 +20,6 @@ import { REPO, engineBinary } from "./testing/kafka.js";
 
 useEngine();
 
-// The engine runs host processors once docs/design/processor.md step 3 is
-// built (until then Start refuses them: "this engine runs Go processors only
-// so far"). These tests run either way; while this names that step, a
-// failure is reported as a TODO rather than failing the suite. Set it to
-// undefined once the engine has the host path (the build-side test below
-// needs nothing more and is not marked).
-const HOST_PATH_TODO: string | undefined = "the engine's host processor path (docs/design/processor.md, step 3)";
 
 /** The ```ts block following `heading` in readme. */
 function blockAfter(readme: string, heading: string): string {
@@ -38,7 +31,7 @@ function blockAfter(readme: string, heading: string): string {
   return m[1]!;
 }
 
-test("the README's processor program runs verbatim", { todo: HOST_PATH_TODO }, async () => {
+test("the README's processor program runs verbatim", async () => {
   const dir = mkdtempSync(join(tmpdir(), "polystreams-readme-proc-"));
   try {
     writeFileSync(join(dir, "processor.mts"), blockAfter(join(REPO, "sdk-node", "README.md"), "### Processors"));
@@ -98,7 +91,7 @@ class Counter implements Processor<string, string, string, bigint> {
   }
 }
 
-test("process: read-your-writes across records, new timestamp and headers, the store queryable", { todo: HOST_PATH_TODO }, async () => {
+test("process: read-your-writes across records, new timestamp and headers, the store queryable", async () => {
   await using driver = await TopologyTestDriver.create("proc-count");
   await driver.addStateStore(Stores.keyValueStore("counts", { key: "string", value: "long" }));
   driver.stream("in", { key: "string", value: "string" }).process(() => new Counter(), { stores: ["counts"], value: "long" }).to("out");
@@ -114,7 +107,7 @@ test("process: read-your-writes across records, new timestamp and headers, the s
   assert.equal(await (await driver.getStore<string, bigint>("counts")).get("a"), 2n);
 });
 
-test("a stream-time punctuator that sweeps the store", { todo: HOST_PATH_TODO }, async () => {
+test("a stream-time punctuator that sweeps the store", async () => {
   class Sum implements Processor<string, string, string, bigint> {
     ctx!: ProcessorContext<string, bigint>;
     store!: ProcessorKeyValueStore<string, bigint>;
@@ -148,7 +141,7 @@ test("a stream-time punctuator that sweeps the store", { todo: HOST_PATH_TODO },
   assert.deepEqual((await driver.readOutput("out")).map((r) => [r.key, r.value, r.timestamp]), [["c", 2n, 300]]);
 });
 
-test("processValues forwards keep the input's key", { todo: HOST_PATH_TODO }, async () => {
+test("processValues forwards keep the input's key", async () => {
   class Len implements FixedKeyProcessor<string, string, number> {
     ctx!: FixedKeyProcessorContext<string, number>;
     init(ctx: FixedKeyProcessorContext<string, number>): void {
@@ -165,7 +158,7 @@ test("processValues forwards keep the input's key", { todo: HOST_PATH_TODO }, as
   assert.deepEqual((await driver.readOutput("out")).map((r) => [r.key, r.value]), [["k", 3], ["k", -1]]);
 });
 
-test("a Topology built without the DSL: source, processor forwarding to a named child, sinks", { todo: HOST_PATH_TODO }, async () => {
+test("a Topology built without the DSL: source, processor forwarding to a named child, sinks", async () => {
   class Route implements Processor<string, string, string, string> {
     ctx!: ProcessorContext<string, string>;
     init(ctx: ProcessorContext<string, string>): void {
@@ -190,7 +183,7 @@ test("a Topology built without the DSL: source, processor forwarding to a named 
   assert.deepEqual((await driver.readOutput("normal-out")).map((r) => [r.key, r.value]), [["ok", "ok"]]);
 });
 
-test("a processor that forwards to an unknown child fails its record naming node and child", { todo: HOST_PATH_TODO }, async () => {
+test("a processor that forwards to an unknown child fails its record naming node and child", async () => {
   class Bad implements Processor {
     ctx!: ProcessorContext;
     init(ctx: ProcessorContext): void {
