@@ -20,7 +20,6 @@ import { REPO, engineBinary } from "./testing/kafka.js";
 
 useEngine();
 
-
 /** The ```ts block following `heading` in readme. */
 function blockAfter(readme: string, heading: string): string {
   const text = readFileSync(readme, "utf8");
