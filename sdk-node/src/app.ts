@@ -2,6 +2,8 @@
 
 import { randomUUID } from "node:crypto";
 import { Executor } from "./bundle.js";
+import { type StoreBuilder, addStateStoreOp, metadataOf } from "./processor.js";
+import { type SourceOptions, Topology } from "./topology.js";
 import type { AnyFunction } from "./outcomes.js";
 import { type Client, Client as EngineClient, type Input, type Method, type Output } from "./client.js";
 import { type Config, properties, redact } from "./config.js";
@@ -198,7 +200,10 @@ export interface CloseOptions {
 // What this host understands beyond the protocol's base (OpenSession): fold
 // bundles over windows that send each record once (Bundle.valueRefs), and
 // fold programs over session and sliding windows (Bundle.foldBases).
-const HOST_FEATURES = ["fold_value_refs", "fold_programs"];
+// Processor bundles (Bundle.stores, inits, after; BundleResult ops:
+// processor.ts), and metadata for functions registered with it (header
+// columns in, output timestamps and headers out: bundle.ts).
+const HOST_FEATURES = ["fold_value_refs", "fold_programs", "processors", "metadata"];
 
 // The host loop's Exchange: bundles taken per call, and how long the engine
 // may hold a call open waiting for one (also how soon stop() is noticed).
@@ -286,6 +291,8 @@ export class App implements Builder {
   readonly #session: string;
   readonly #engine: EngineProcess | undefined;
   readonly #functions = new Map<number, AnyFunction>();
+  /** The stores addStateStore declared, by name: processors' window stores need their sizes. */
+  readonly #storeSpecs = new Map<string, StoreBuilder>();
   #queue: Promise<void> = Promise.resolve();
   readonly #unreported = new Set<PolystreamsError>();
   #started = false;
@@ -418,6 +425,41 @@ export class App implements Builder {
   }
 
   /**
+   * Declares a state store for the processors of this topology
+   * (`StreamsBuilder.addStateStore`): processors name it in
+   * `process(supplier, { stores: [name] })`. The promise settles when the
+   * engine has answered (awaiting it is optional).
+   */
+  addStateStore(store: StoreBuilder): Promise<void> {
+    const op = addStateStoreOp(store, []);
+    this.#storeSpecs.set(store.name, store);
+    return this.build("addStateStore", null, [], () => ({ case: "addStateStore", value: op })).handle as Promise<unknown> as Promise<void>;
+  }
+
+  /**
+   * Builds this app's topology node by node, without the DSL (Kafka
+   * Streams' `Topology`): addSource, addProcessor, addSink, addStateStore.
+   */
+  topology(): Topology {
+    return this.topologyWith(() => {});
+  }
+
+  /**
+   * topology(), telling `onSource` each source's topics and serdes (the test driver's).
+   * @internal
+   */
+  topologyWith(onSource: (topics: readonly string[], options: SourceOptions) => void): Topology {
+    return new Topology(
+      this,
+      (topics, options) => {
+        this.#sources.push(...topics);
+        onSource(topics, options);
+      },
+      (store) => void this.#storeSpecs.set(store.name, store),
+    );
+  }
+
+  /**
    * Queues one Build call (see Builder). The calls run one at a time in
    * program order, so the engine numbers nodes as Kafka Streams would.
    * @internal
@@ -488,7 +530,8 @@ export class App implements Builder {
       const tokens: number[] = [];
       try {
         for (const fn of functions) {
-          const resp = await this.#client.call("registerFunction", { sessionId: this.#session, name: fn.name || "anonymous" });
+          const metadata = metadataOf(fn);
+          const resp = await this.#client.call("registerFunction", { sessionId: this.#session, name: fn.name || "anonymous", metadata });
           this.#functions.set(resp.token, fn);
           tokens.push(resp.token);
         }
@@ -855,7 +898,7 @@ export class App implements Builder {
 
   async #serve(): Promise<void> {
     const worker = randomUUID();
-    const executor = new Executor(this.#functions);
+    const executor = new Executor(this.#functions, (req) => this.#client.call("read", { ...req, sessionId: this.#session }), this.#storeSpecs);
     let results: BundleResult[] = [];
     for (;;) {
       const stopping = this.#stopRequested;

@@ -24,6 +24,7 @@ import {
   type Bundle,
   type BundleResult,
   BundleResultSchema,
+  Metadata,
   Operation,
   RecordFailure_Kind,
   RecordFailureSchema,
@@ -31,6 +32,7 @@ import {
 import { Buffer } from "node:buffer";
 import { type AnyFunction, byRefs, failEvery, isThenable } from "./outcomes.js";
 import { type ProgramStep, runProgram } from "./program.js";
+import { type RecordMetadata, type Header, Metadata_, ProcessorExecutor, type ReadFn, type StoreBuilder, isProcessorBundle, recordHeaders, sameHeaders } from "./processor.js";
 import { typeName } from "./errors.js";
 import { decodeColumn, encode, encodeColumn, errorText } from "./serde.js";
 
@@ -53,6 +55,8 @@ const CHANGES_KEY = new Set<Operation>([Operation.MAP, Operation.SELECT_KEY, Ope
 /** The elements of a bundle in flight between steps. */
 class Column {
   origin: number[] | null = null;
+  /** Each element's metadata, when a step of the chain asked for it (withMetadata). */
+  metas: RecordMetadata[] | null = null;
   constructor(
     readonly n: number,
     public keys: unknown[] | null,
@@ -97,16 +101,19 @@ class Column {
     const o: number[] = [];
     const v: unknown[] = [];
     const k: unknown[] | null = this.keys === null ? null : [];
+    const m: RecordMetadata[] | null = this.metas === null ? null : [];
     for (let j = 0; j < keep.length; j++) {
       if (keep[j]) {
         o.push(origin[j]!);
         v.push(this.vals[j]);
         k?.push(this.keys![j]);
+        m?.push(this.metas![j]!);
       }
     }
     this.origin = o;
     this.vals = v;
     this.keys = k;
+    this.metas = m;
   }
 
   dropFailed(): void {
@@ -282,6 +289,8 @@ function flatStep(col: Column, fn: AnyFunction, step: number, withKey: boolean, 
       const o: number[] = [];
       const v: unknown[] = [];
       const k: unknown[] | null = keys === null ? null : [];
+      const metas = col.metas;
+      const m: RecordMetadata[] | null = metas === null ? null : [];
       for (let j = 0; j < lists.length; j++) {
         const values = lists[j]!;
         if (failures.has(j)) {
@@ -290,6 +299,7 @@ function flatStep(col: Column, fn: AnyFunction, step: number, withKey: boolean, 
         const i = origin === null ? j : origin[j]!;
         for (const x of values) {
           o.push(i);
+          m?.push(metas![j]!); // a flat map's outputs share their record's metadata
           if (pairs) {
             const [nk, nv] = x as [unknown, unknown];
             k!.push(nk);
@@ -303,6 +313,7 @@ function flatStep(col: Column, fn: AnyFunction, step: number, withKey: boolean, 
       col.origin = o;
       col.vals = v;
       col.keys = k;
+      col.metas = m;
       col.dropFailed();
     };
     if (waits !== null) {
@@ -353,6 +364,7 @@ function stepForeach(col: Column, fn: AnyFunction, step: number): void | Promise
     col.origin = [];
     col.vals = [];
     col.keys = col.keys === null ? null : [];
+    col.metas = col.metas === null ? null : [];
   });
 }
 
@@ -375,7 +387,10 @@ const STEPS = new Map<Operation, StepFn>([
  * what the chain needs (decoded keys? output keys?) worked out once.
  */
 class Chain {
-  private readonly steps: [StepFn, AnyFunction, number][] = [];
+  private readonly steps: [StepFn, AnyFunction, number, boolean][] = [];
+  /** Some step reads metadata (withMetadata); some may set it (METADATA_WRITE): outputs carry timestamps and headers. */
+  private readonly readsMeta: boolean;
+  private readonly writesMeta: boolean;
   private readonly broken: [number, string] | null = null; // fails every record
   private readonly keySerde: string;
   private readonly valueSerde: string;
@@ -396,7 +411,7 @@ class Chain {
       } else if (fn === undefined) {
         broken ??= [s, `ReferenceError: step ${s} (${st.node}) names token ${st.token}, which is not registered in this host`];
       } else {
-        this.steps.push([run, fn, s]);
+        this.steps.push([run, fn, s, st.metadata !== Metadata.UNSPECIFIED]);
       }
     });
     this.broken = broken;
@@ -407,6 +422,8 @@ class Chain {
     this.readsKeys = bundle.steps.some((s) => READS_KEY.has(s.operation));
     this.changesKeys = bundle.steps.some((s) => CHANGES_KEY.has(s.operation));
     this.last = Math.max(bundle.steps.length - 1, 0);
+    this.readsMeta = bundle.steps.some((st) => st.metadata !== Metadata.UNSPECIFIED);
+    this.writesMeta = bundle.steps.some((st) => st.metadata === Metadata.WRITE);
   }
 
   async run(b: Bundle): Promise<BundleResult> {
@@ -432,14 +449,38 @@ class Chain {
     // Deserialization failures; the rest fail in a function (or do not encode).
     const undecoded = new Set(failed.keys());
 
-    for (const [run, fn, step] of this.steps) {
+    let inputHeaders: (readonly Header[])[] = [];
+    if (this.readsMeta) {
+      inputHeaders = recordHeaders(b, n);
+      col.metas = [];
+      for (let i = 0; i < n; i++) {
+        col.metas.push(new Metadata_(Number(b.timestamps[i] ?? 0n), [...inputHeaders[i]!], b.topic, b.partition, Number(b.offsets[i] ?? -1n)));
+      }
+      if (failed.size > 0) {
+        col.dropFailed();
+      }
+    }
+    for (const [run, fn, step, meta] of this.steps) {
       if (col.vals.length === 0) {
         break;
       }
-      const r = run(col, fn, step);
+      const r = run(col, meta ? withMetas(fn, col.metas!) : fn, step);
       if (r !== undefined) {
         await r;
       }
+    }
+
+    if (this.writesMeta && col.metas !== null) {
+      // A function that set a timestamp or headers that cannot be sent fails its record.
+      const bad = new Map<number, string>();
+      col.metas.forEach((m, j) => {
+        if (typeof m.timestamp !== "number" || !Number.isSafeInteger(m.timestamp)) {
+          bad.set(j, `TypeError: metadata: a timestamp is an integer number of epoch milliseconds, not ${typeName(m.timestamp)}`);
+        } else if (!Array.isArray(m.headers) || m.headers.some((h) => !Array.isArray(h) || typeof h[0] !== "string" || !(h[1] === null || h[1] instanceof Uint8Array))) {
+          bad.set(j, "TypeError: metadata: headers are [key, value] pairs of a string and a Uint8Array (or null)");
+        }
+      });
+      col.fail(bad, this.last);
     }
 
     // Encode; a record whose output does not encode fails at the last step.
@@ -465,6 +506,9 @@ class Chain {
       }
     }
     result.outputCounts = counts;
+    if (this.writesMeta) {
+      outputMetadata(result, col, inputHeaders);
+    }
     if (failed.size !== 0) {
       result.failures = [...failed]
         .sort((x, y) => x[0] - y[0])
@@ -472,6 +516,43 @@ class Chain {
     }
     return result;
   }
+}
+
+/**
+ * fn given element j's metadata as its last argument. applyAll calls a
+ * step's function once per element, in order, so the j-th call is element j.
+ */
+function withMetas(fn: AnyFunction, metas: readonly RecordMetadata[]): AnyFunction {
+  let j = 0;
+  return (...args: unknown[]) => fn(...args, metas[j++]);
+}
+
+/** The outputs' timestamps and headers (-1: the input record's), for a chain whose functions may set them. */
+function outputMetadata(result: BundleResult, col: Column, inputHeaders: (readonly Header[])[]): void {
+  const metas = col.metas ?? [];
+  const origins = col.origins();
+  const keys: Uint8Array[] = [];
+  const values: Uint8Array[] = [];
+  for (let j = 0; j < metas.length; j++) {
+    const m = metas[j]!;
+    result.outputTimestamps.push(BigInt(m.timestamp));
+    if (sameHeaders(m.headers, inputHeaders[origins[j]!]!)) {
+      result.outputHeaderCounts.push(-1);
+      continue;
+    }
+    result.outputHeaderCounts.push(m.headers.length);
+    for (const [k, v] of m.headers) {
+      const kb = Buffer.from(k, "utf8");
+      keys.push(kb);
+      result.outputHeaderKeyLengths.push(kb.byteLength);
+      result.outputHeaderValueLengths.push(v === null ? -1 : v.byteLength);
+      if (v !== null) {
+        values.push(v);
+      }
+    }
+  }
+  result.outputHeaderKeys = Buffer.concat(keys);
+  result.outputHeaderValues = Buffer.concat(values);
 }
 
 /** The kind of record index's failure: deserialization when it is in undecoded, else processing. */
@@ -565,6 +646,8 @@ class Fold {
       this.broken = `ReferenceError: aggregate step (${st.node}) names initializer token ${st.initializerToken}, which is not registered in this host`;
     } else if (this.table && this.sub === undefined) {
       this.broken = `ReferenceError: step 0 (${st.node}) names subtractor token ${st.subtractorToken}, which is not registered in this host`;
+    } else if (st.metadata !== Metadata.UNSPECIFIED) {
+      this.broken = `TypeError: step 0 (${st.node}) asks for record metadata (withMetadata), which ${what} functions are not given in this host`;
     }
     if (this.broken === null) {
       // An aggregate's merger (session windows) is looked for only when a
@@ -817,6 +900,8 @@ class Join {
     this.fn = functions.get(st.token);
     if (this.fn === undefined) {
       this.broken = `ReferenceError: join step (${st.node}) names token ${st.token}, which is not registered in this host`;
+    } else if (st.metadata !== Metadata.UNSPECIFIED) {
+      this.broken = `TypeError: join step (${st.node}) asks for record metadata (withMetadata), which joiners are not given in this host`;
     }
     this.outSerde = bundle.outputValueSerde || bundle.valueSerde;
   }
@@ -901,10 +986,22 @@ class Join {
  */
 export class Executor {
   private readonly chains = new Map<string, Chain | Fold | Join>();
+  /** Runs processor bundles (processor.ts); keeps their instances per task and node. */
+  readonly processors: ProcessorExecutor;
 
-  constructor(private readonly functions: ReadonlyMap<number, AnyFunction>) {}
+  /** `read` answers a processor's store read that its bundle did not bring (the engine's Read RPC). */
+  constructor(
+    private readonly functions: ReadonlyMap<number, AnyFunction>,
+    read: ReadFn = () => Promise.reject(new Error("Read: this executor has no engine to read from")),
+    storeSpecs: ReadonlyMap<string, StoreBuilder> = new Map(),
+  ) {
+    this.processors = new ProcessorExecutor(functions, read, storeSpecs);
+  }
 
   process(bundle: Bundle): Promise<BundleResult> {
+    if (isProcessorBundle(bundle)) {
+      return this.processors.process(bundle);
+    }
     const key = [
       bundle.steps.map((s) => `${s.token}:${s.operation}:${s.initializerToken}:${s.subtractorToken}:${s.mergerToken}`).join(","),
       bundle.keySerde,

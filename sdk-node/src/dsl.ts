@@ -25,6 +25,7 @@ import {
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import { type SerdeName, type SerdeType, type TopicSerde, isWindowedSerde } from "./serde.js";
 import type { KeyValueStore, StoreOptions, WindowStore } from "./store.js";
+import type { FixedKeyProcessorSupplier, ProcessorSupplier } from "./processor.js";
 import { EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, type Windowed } from "./windows.js";
 
 /** What a handle stands for (`windowed_stream`: a TimeWindowedKStream, of time or sliding windows). */
@@ -141,6 +142,22 @@ export interface StreamJoinOptions extends ValueOptions {
 export interface KeyOptions extends NamedOptions {
   /** The serde of the new keys; absent keeps the input's. */
   key?: SerdeName;
+}
+
+/** Options of KStream.process and processValues. */
+export interface ProcessOptions extends KeyValueOptions {
+  /** The stores (added by addStateStore) the processor uses. */
+  stores?: readonly string[];
+}
+
+function storeNames(stores: unknown, method: string): string[] {
+  if (stores === undefined) {
+    return [];
+  }
+  if (!Array.isArray(stores) || stores.some((x) => typeof x !== "string")) {
+    throw new TypeError(`${method}: stores must be an array of store names`);
+  }
+  return [...(stores as string[])];
 }
 
 /** Options with key and value serdes: `Grouped.with`, `Produced.with`, map's new serdes. */
@@ -766,6 +783,46 @@ export class KStream<K, V> extends Node {
    */
   split(options: NamedOptions = {}): BranchedKStream<K, V> {
     return new BranchedKStream(this, this.builder, options.name ?? "");
+  }
+
+  /**
+   * Runs a processor (Kafka Streams' `process(ProcessorSupplier, Named,
+   * stores)`): `supplier` makes one processor per task; its init(context)
+   * may schedule punctuators and get the `stores` it names; process(record)
+   * forwards zero or more records, with new keys, values, timestamps and
+   * headers. The result is the stream of what it forwards (`key`/`value`:
+   * their serdes; absent keeps the input's).
+   */
+  process<KR = unknown, VR = unknown>(supplier: ProcessorSupplier<K, V, KR, VR>, options: ProcessOptions = {}): KStream<KR, VR> {
+    const f = callable(supplier, "process");
+    const stores = storeNames(options.stores, "process");
+    return new KStream(
+      this.builder,
+      this.call("process", [f], (input, [token]) => ({
+        case: "process",
+        value: { input, token: token!, name: options.name ?? "", stores, valuesOnly: false, keySerde: options.key ?? "", valueSerde: options.value ?? "" },
+      })),
+    );
+  }
+
+  /**
+   * Runs a fixed-key processor (`processValues`): as process, but every
+   * record it forwards keeps its input's key (a FixedKeyRecord has no
+   * withKey), so the stream is not marked for repartitioning.
+   */
+  processValues<VR = unknown>(supplier: FixedKeyProcessorSupplier<K, V, VR>, options: ProcessOptions = {}): KStream<K, VR> {
+    const f = callable(supplier, "processValues");
+    const stores = storeNames(options.stores, "processValues");
+    if (options.key !== undefined) {
+      throw new TypeError("processValues: the keys are the input's; key is not an option (use process to change keys)");
+    }
+    return new KStream(
+      this.builder,
+      this.call("processValues", [f], (input, [token]) => ({
+        case: "process",
+        value: { input, token: token!, name: options.name ?? "", stores, valuesOnly: true, keySerde: "", valueSerde: options.value ?? "" },
+      })),
+    );
   }
 
   /**

@@ -61,4 +61,29 @@ export { EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, 
 export type { SuppressedOptions } from "./windows.js";
 export type { SerdeName, SerdeType, SerdeTypes, TopicSerde } from "./serde.js";
 
+export { FixedKeyRecord, Record, StoreBuilder, Stores, withMetadata } from "./processor.js";
+export type {
+  Cancellable,
+  FixedKeyProcessor,
+  FixedKeyProcessorContext,
+  FixedKeyProcessorSupplier,
+  Header,
+  KeyValueIterator,
+  KeyValueStore as ProcessorKeyValueStore,
+  Processor,
+  ProcessorContext,
+  ProcessorSupplier,
+  PunctuationType,
+  Punctuator,
+  RecordMetadata,
+  StoreBuilderOptions,
+  TimestampedKeyValueStore,
+  ValueAndTimestamp,
+  WindowStore as ProcessorWindowStore,
+  WindowStoreBuilderOptions,
+} from "./processor.js";
+export { Topology } from "./topology.js";
+export type { SourceOptions } from "./topology.js";
+export type { ProcessOptions } from "./dsl.js";
+
 export { VERSION } from "./version.js";

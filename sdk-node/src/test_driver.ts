@@ -18,6 +18,8 @@ import { ProcessingError } from "./errors.js";
 import type { TestHeader, TestRecord as TestRecordProto } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import { type SerdeName, type SerdeType, decode, encode } from "./serde.js";
 import type { KeyValueStore, WindowStore } from "./store.js";
+import type { StoreBuilder } from "./processor.js";
+import type { Topology } from "./topology.js";
 
 /** Record headers: an object, or [key, value] pairs when a key repeats. */
 export type Headers = Readonly<Record<string, string | Uint8Array | null>> | readonly (readonly [string, string | Uint8Array | null])[];
@@ -110,6 +112,20 @@ export class TopologyTestDriver {
     const g = this.app.globalTable(topic, options);
     this.#serdes.set(topic, g.handle.then((h) => [h.keySerde || "bytes", h.valueSerde || "bytes"]));
     return g;
+  }
+
+  /** App.addStateStore: a store for the topology's processors. */
+  addStateStore(store: StoreBuilder): Promise<void> {
+    return this.app.addStateStore(store);
+  }
+
+  /** App.topology (a topology built without the DSL), remembering its sources' serdes. */
+  topology(): Topology {
+    return this.app.topologyWith((topics, options) => {
+      for (const t of topics) {
+        this.#serdes.set(t, Promise.resolve([options.key ?? "bytes", options.value ?? "bytes"]));
+      }
+    });
   }
 
   #start(): Promise<void> {

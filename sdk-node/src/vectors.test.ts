@@ -9,10 +9,11 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary, toJson } from "@bufbuild/protobuf";
 import { Executor } from "./bundle.js";
 import type { AnyFunction } from "./outcomes.js";
-import { BundleResultSchema, BundleSchema, RecordFailure_Kind } from "./gen/polystreams/v1alpha1/engine_pb.js";
+import { BundleResultSchema, BundleSchema, ReadRequestSchema, ReadResponseSchema, RecordFailure_Kind } from "./gen/polystreams/v1alpha1/engine_pb.js";
+import type { ReadFn } from "./processor.js";
 
 const REPO = join(fileURLToPath(new URL(".", import.meta.url)), "..", "..");
 const VECTORS = join(REPO, "conformance", "vectors");
@@ -36,14 +37,21 @@ type Role =
   | "flat_with_key"
   | "flat_map";
 const catalogue = pathToFileURL(join(REPO, "conformance", "executors", "node", "catalogue.ts")).href;
-const { fn } = (await import(catalogue)) as { fn: (ref: FnRef, role: Role) => AnyFunction };
+const { fn, processor } = (await import(catalogue)) as {
+  fn: (ref: FnRef, role: Role) => AnyFunction;
+  processor: (ref: FnRef, stores: readonly string[]) => AnyFunction;
+};
+
+type Failures = { index: number; step: number; kind: "processing" | "deserialization"; message_contains: string }[];
 
 interface Vector {
   name: string;
-  functions: { token: number; role: Role; fn: FnRef }[];
+  functions: { token: number; role: Role | "processor"; fn: FnRef }[];
   bundle: string;
   result: string;
-  failures?: { index: number; step: number; kind: "processing" | "deserialization"; message_contains: string }[];
+  failures?: Failures;
+  /** Processor vectors: one fresh host runs these in order. */
+  exchanges?: { bundle: string; reads?: { request: string; response: string }[]; result: string; failures?: Failures }[];
 }
 
 const KINDS = { processing: RecordFailure_Kind.PROCESSING, deserialization: RecordFailure_Kind.DESERIALIZATION };
@@ -53,15 +61,19 @@ const files = readdirSync(VECTORS)
   .sort();
 
 test("the vectors are there", () => {
-  assert.ok(files.includes("chains.json") && files.includes("failures.json"), files.join(", "));
+  assert.ok(files.includes("chains.json") && files.includes("failures.json") && files.includes("processors.json"), files.join(", "));
 });
 
 for (const file of files) {
   const vectors = (JSON.parse(readFileSync(join(VECTORS, file), "utf8")) as { vectors: Vector[] }).vectors;
   describe(file, () => {
     for (const v of vectors) {
+      if (v.exchanges !== undefined) {
+        test(v.name, () => processorVector(v));
+        continue;
+      }
       test(v.name, async () => {
-        const functions = new Map<number, AnyFunction>(v.functions.map((f) => [f.token, fn(f.fn, f.role)]));
+        const functions = new Map<number, AnyFunction>(v.functions.map((f) => [f.token, fn(f.fn, f.role as Role)]));
         const bundle = fromBinary(BundleSchema, Buffer.from(v.bundle, "base64"));
         const result = await new Executor(functions).process(bundle);
         const want = v.failures ?? [];
@@ -77,4 +89,47 @@ for (const file of files) {
       });
     }
   });
+}
+
+/**
+ * A processor vector: one fresh host (processor instances live across the
+ * exchanges) runs each bundle, its Reads answered from the exchange's
+ * `reads` in order, each request checked byte for byte (session id cleared).
+ */
+async function processorVector(v: Vector): Promise<void> {
+  const exchanges = v.exchanges!;
+  const first = fromBinary(BundleSchema, Buffer.from(exchanges[0]!.bundle, "base64"));
+  const functions = new Map<number, AnyFunction>(
+    v.functions.map((f) => [f.token, f.role === "processor" ? processor(f.fn, first.steps.find((s) => s.token === f.token)?.stores ?? []) : fn(f.fn, f.role)]),
+  );
+  let reads: { request: string; response: string }[] = [];
+  const read: ReadFn = async (req) => {
+    const want = reads.shift();
+    const got = Buffer.from(toBinary(ReadRequestSchema, create(ReadRequestSchema, { ...req, sessionId: "" }))).toString("base64");
+    assert.ok(want !== undefined, `${v.name}: a Read beyond the vector's: ${got}`);
+    assert.equal(got, want.request, `${v.name}: a Read the vector does not have`);
+    return fromBinary(ReadResponseSchema, Buffer.from(want.response, "base64"));
+  };
+  const executor = new Executor(functions, read);
+  for (const [i, x] of exchanges.entries()) {
+    reads = [...(x.reads ?? [])];
+    const result = await executor.process(fromBinary(BundleSchema, Buffer.from(x.bundle, "base64")));
+    assert.deepEqual(reads, [], `${v.name} exchange ${i}: Reads the vector has and the host did not make`);
+    const want = x.failures ?? [];
+    assert.deepEqual(
+      result.failures.map((f) => [f.index, f.step, f.kind]),
+      want.map((f) => [f.index, f.step, KINDS[f.kind]]),
+      `${v.name} exchange ${i}: failures ${result.failures.map((f) => f.message).join("; ")}`,
+    );
+    result.failures.forEach((f, j) => {
+      assert.ok(f.message.includes(want[j]!.message_contains), `failure ${j}: ${f.message}`);
+      f.message = "";
+    });
+    assert.deepEqual(
+      toJson(BundleResultSchema, fromBinary(BundleResultSchema, toBinary(BundleResultSchema, result))),
+      toJson(BundleResultSchema, fromBinary(BundleResultSchema, Buffer.from(x.result, "base64"))),
+      `${v.name} exchange ${i}`,
+    );
+    assert.equal(Buffer.from(toBinary(BundleResultSchema, result)).toString("base64"), x.result, `${v.name} exchange ${i}: byte for byte`);
+  }
 }

@@ -535,14 +535,14 @@ describe("windowed builds, queries and dropped records against a fake engine", {
     await assert.rejects(s.fetchAll(0, 100), (e: unknown) => e instanceof PolystreamsError && /more than 100000 windows/.test(e.message));
   });
 
-  test("the host offers fold_value_refs and fold_programs at OpenSession", async () => {
+  test("the host offers fold_value_refs, fold_programs, processors and metadata at OpenSession", async () => {
     let features: string[] = [];
     engine.handlers.openSession = (req: OpenSessionRequest) => {
       features = [...req.hostFeatures];
       return { sessionId: "sess-1", config: {} };
     };
     app = await App.create("w", { engine: engine.url });
-    assert.deepEqual(features, ["fold_value_refs", "fold_programs"]);
+    assert.deepEqual(features, ["fold_value_refs", "fold_programs", "processors", "metadata"]);
   });
 
   test("droppedRecords", async () => {

@@ -5,7 +5,9 @@
  * sdk-node's vector test (src/vectors.test.ts).
  */
 
+import { Buffer } from "node:buffer";
 import { readFileSync } from "node:fs";
+import { type Processor, type ProcessorContext, type ProcessorKeyValueStore, Record as KRecord } from "../../../sdk-node/src/index.js";
 
 export type Fn = (...args: any[]) => unknown;
 export type FnRef = string | { name: string; arg: string | number };
@@ -214,4 +216,110 @@ export function fn(ref: FnRef, role: Role): Fn {
     throw new Error(`executor: catalogue function ${name} is not implemented`);
   }
   return f;
+}
+
+// The catalogue's processors (docs/design/host-vectors.md, "Processors";
+// conformance/README.md): a supplier per name, given the stores its node
+// declares (the one key-value store of count_per_key and sweep_every).
+
+type Ctx = ProcessorContext<unknown, unknown>;
+
+/** The processor supplier a case or vector names. */
+export function processor(ref: FnRef, stores: readonly string[] = []): () => Processor {
+  const name = typeof ref === "string" ? ref : ref.name;
+  const a = typeof ref === "string" ? "" : String(ref.arg);
+  const storeOf = (ctx: Ctx): ProcessorKeyValueStore<unknown, bigint> => {
+    if (stores.length !== 1) {
+      throw new Error(`${name}: want one store, the node declares [${stores.join(", ")}]`);
+    }
+    return ctx.getStateStore(stores[0]!);
+  };
+  const ms = (): number => {
+    const n = Number(a);
+    if (!Number.isSafeInteger(n)) throw new TypeError(`${name}: want an interval in ms, got ${JSON.stringify(a)}`);
+    return n;
+  };
+  switch (name) {
+    case "count_per_key":
+      return () => {
+        let ctx: Ctx;
+        let store: ProcessorKeyValueStore<unknown, bigint>;
+        return {
+          init(c: Ctx) {
+            ctx = c;
+            store = storeOf(c);
+          },
+          async process(r: KRecord) {
+            const n = ((await store.get(r.key)) ?? 0n) + 1n;
+            store.put(r.key, n);
+            ctx.forward(r.withValue(n));
+          },
+        };
+      };
+    case "forward_to":
+      return () => {
+        let ctx: Ctx;
+        return {
+          init(c: Ctx) {
+            ctx = c;
+          },
+          process(r: KRecord) {
+            ctx.forward(r, a);
+          },
+        };
+      };
+    case "restamp":
+      return () => {
+        let ctx: Ctx;
+        return {
+          init(c: Ctx) {
+            ctx = c;
+          },
+          process(r: KRecord) {
+            ctx.forward(r.withTimestamp(r.timestamp + 1000).withHeaders([...r.headers, ["seen", Buffer.from("1")]]));
+          },
+        };
+      };
+    case "sweep_every":
+      return () => {
+        let store: ProcessorKeyValueStore<unknown, bigint>;
+        return {
+          init(c: Ctx) {
+            store = storeOf(c);
+            c.schedule(ms(), "stream_time", async (t) => {
+              for await (const [k, v] of store.all()) {
+                c.forward(new KRecord(k, v, t));
+                store.delete(k);
+              }
+            });
+          },
+          async process(r: KRecord) {
+            store.put(r.key, ((await store.get(r.key)) ?? 0n) + 1n);
+          },
+        };
+      };
+    case "tick_every":
+      return () => ({
+        init(c: Ctx) {
+          c.schedule(ms(), "wall_clock_time", (t) => c.forward(new KRecord("tick", BigInt(t), t)));
+        },
+        process() {},
+      });
+    case "forward_then_fail":
+      return () => {
+        let ctx: Ctx;
+        return {
+          init(c: Ctx) {
+            ctx = c;
+          },
+          process(r: KRecord) {
+            ctx.forward(r);
+            if (r.value === a) {
+              throw new Error(`forward_then_fail ${a}`);
+            }
+          },
+        };
+      };
+  }
+  throw new Error(`executor: catalogue processor ${name} is not implemented`);
 }

@@ -79,6 +79,9 @@ export class FakeEngine {
       streamsMetadata: handle("streamsMetadata", () => {
         throw new ConnectError("StreamsMetadata: not in this fake", Code.Unimplemented);
       }),
+      read: handle("read", () => {
+        throw new ConnectError("Read: not in this fake", Code.Unimplemented);
+      }),
     };
     const server = createServer(connectNodeAdapter({ routes: (router) => void router.service(EngineService, impl) }));
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -1,0 +1,256 @@
+/**
+ * The Processor API against the real engine: the README's processor
+ * program run verbatim (the ```ts block under "### Processors" in
+ * sdk-node/README.md, as readme.e2e.test.ts runs the first one), and the
+ * test driver through process, processValues, a Topology built without the
+ * DSL, stream-time punctuation, read-your-writes across records and the
+ * errors that name node, store and call.
+ */
+
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+
+import { App, type FixedKeyProcessor, type FixedKeyProcessorContext, type FixedKeyRecord, type Processor, type ProcessorContext, type ProcessorKeyValueStore, type ProcessorWindowStore, InvalidArgumentError, PolystreamsError, ProcessingError, Record, Stores, TopologyTestDriver } from "./index.js";
+import { useEngine } from "./testing/app.js";
+import { REPO, engineBinary } from "./testing/kafka.js";
+
+useEngine();
+
+/** The ```ts block following `heading` in readme. */
+function blockAfter(readme: string, heading: string): string {
+  const text = readFileSync(readme, "utf8");
+  const at = text.indexOf(`\n${heading}\n`);
+  assert.ok(at >= 0, `${readme} has no ${heading}`);
+  const m = /^```ts\n([\s\S]*?)^```/m.exec(text.slice(at));
+  assert.ok(m, `${readme} has no \`\`\`ts block after ${heading}`);
+  return m[1]!;
+}
+
+test("the README's processor program runs verbatim", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "polystreams-readme-proc-"));
+  try {
+    writeFileSync(join(dir, "processor.mts"), blockAfter(join(REPO, "sdk-node", "README.md"), "### Processors"));
+    writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions: { paths: { polystreams: [join(REPO, "sdk-node", "src", "index.ts")] } } }));
+    const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), "processor.mts"], {
+      cwd: dir,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, POLYSTREAMS_ENGINE: engineBinary(), TMPDIR: dir },
+    });
+    let out = "";
+    let err = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 120_000);
+    const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+    clearTimeout(timer);
+    assert.equal(code, 0, `exit ${code} (killed after 120 s if null): ${out}${err}`);
+    assert.equal(out.trim(), "cat=2 dog=1");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("the build side: process, processValues and a Topology with stores, as Kafka Streams describes them; build errors name node and store", async () => {
+  await using app = await App.create(`proc-build-${process.pid}`);
+  await app.addStateStore(Stores.keyValueStore("counts", { key: "string", value: "long" }));
+  app.stream("in", { key: "string", value: "string" }).process(() => new Counter(), { stores: ["counts"], value: "long" }).to("out");
+  app.stream("in2", { key: "string", value: "string" }).processValues(() => ({ process() {} }), { name: "pv" }).to("out2");
+  app
+    .topology()
+    .addSource("src", "in3", { key: "string", value: "string" })
+    .addProcessor("route", () => ({ process() {} }), "src")
+    .addSink("alerts", "alerts-out", "route")
+    .addStateStore(Stores.windowStore("w", { retentionMs: 1000, windowSizeMs: 100 }), "route");
+  const text = await app.describe();
+  assert.match(text, /Processor: KSTREAM-PROCESSOR-0000000001 \(stores: \[counts\]\)\n\s+--> KSTREAM-SINK-0000000002\n\s+<-- KSTREAM-SOURCE-0000000000/);
+  assert.match(text, /Processor: pv \(stores: \[\]\)/);
+  assert.match(text, /Source: src \(topics: \[in3\]\)\n\s+--> route\n\s+Processor: route \(stores: \[w\]\)\n\s+--> alerts\n\s+<-- src\n\s+Sink: alerts \(topic: alerts-out\)/);
+  const bad = app.stream("in4").process(() => ({ process() {} }), { stores: ["nope"] });
+  await assert.rejects(bad.handle, (e: unknown) => e instanceof InvalidArgumentError && /process: node KSTREAM-PROCESSOR-\d+ names store "nope", which no add_state_store added/.test(e.message));
+  app.topology().addProcessor("orphan", () => ({ process() {} }), "no-such-parent");
+  await assert.rejects(app.built(), (e: unknown) => e instanceof PolystreamsError && /add_processor: node "orphan" names parent "no-such-parent", which does not exist/.test(e.message));
+});
+
+/** Forwards (key, running count) and, every 10 ms of stream time, a ("tick", stream time) record to the child "ticks". */
+class Counter implements Processor<string, string, string, bigint> {
+  ctx!: ProcessorContext<string, bigint>;
+  store!: ProcessorKeyValueStore<string, bigint>;
+  init(ctx: ProcessorContext<string, bigint>): void {
+    this.ctx = ctx;
+    this.store = ctx.getStateStore("counts");
+  }
+  async process(r: Record<string, string>): Promise<void> {
+    const n = ((await this.store.get(r.key)) ?? 0n) + 1n;
+    this.store.put(r.key, n);
+    this.ctx.forward(r.withValue(n).withTimestamp(r.timestamp + 1).withHeaders([["count", Buffer.from(String(n))]]));
+  }
+}
+
+test("process: read-your-writes across records, new timestamp and headers, the store queryable", async () => {
+  await using driver = await TopologyTestDriver.create("proc-count");
+  await driver.addStateStore(Stores.keyValueStore("counts", { key: "string", value: "long" }));
+  driver.stream("in", { key: "string", value: "string" }).process(() => new Counter(), { stores: ["counts"], value: "long" }).to("out");
+  for (const [k, t] of [["a", 10], ["b", 20], ["a", 30]] as const) {
+    await driver.pipeInput("in", k, "x", { timestamp: t });
+  }
+  const out = await driver.readOutput("out");
+  assert.deepEqual(out.map((r) => [r.key, r.value, r.timestamp, r.headers.map(([k, v]) => [k, Buffer.from(v!).toString()])]), [
+    ["a", 1n, 11, [["count", "1"]]],
+    ["b", 1n, 21, [["count", "1"]]],
+    ["a", 2n, 31, [["count", "2"]]],
+  ]);
+  assert.equal(await (await driver.getStore<string, bigint>("counts")).get("a"), 2n);
+});
+
+test("a stream-time punctuator that sweeps the store", async () => {
+  class Sum implements Processor<string, string, string, bigint> {
+    ctx!: ProcessorContext<string, bigint>;
+    store!: ProcessorKeyValueStore<string, bigint>;
+    init(ctx: ProcessorContext<string, bigint>): void {
+      this.ctx = ctx;
+      this.store = ctx.getStateStore("sums");
+      ctx.schedule(100, "stream_time", async (t) => {
+        for await (const [k, v] of this.store.all()) {
+          this.ctx.forward(new Record(k, v, t));
+          this.store.delete(k);
+        }
+      });
+    }
+    async process(r: Record<string, string>): Promise<void> {
+      this.store.put(r.key, ((await this.store.get(r.key)) ?? 0n) + BigInt(r.value.length));
+    }
+  }
+  await using driver = await TopologyTestDriver.create("proc-sum");
+  await driver.addStateStore(Stores.keyValueStore("sums", { key: "string", value: "long" }));
+  driver.stream("in", { key: "string", value: "string" }).process(() => new Sum(), { stores: ["sums"], value: "long" }).to("out");
+  await driver.pipeInput("in", "a", "xx", { timestamp: 150 });
+  await driver.pipeInput("in", "b", "yyy", { timestamp: 160 });
+  await driver.pipeInput("in", "a", "z", { timestamp: 210 });
+  // Kafka Streams aligns stream-time schedules to 0: the first punctuation
+  // runs at the first record's stream time (150), the next once stream time
+  // reaches 200 (at 210), then 300.
+  assert.deepEqual((await driver.readOutput("out")).map((r) => [r.key, r.value, r.timestamp]), [["a", 2n, 150], ["a", 1n, 210], ["b", 3n, 210]]);
+  await driver.pipeInput("in", "c", "w", { timestamp: 260 });
+  assert.deepEqual(await driver.readOutput("out"), []);
+  await driver.pipeInput("in", "c", "w", { timestamp: 300 });
+  assert.deepEqual((await driver.readOutput("out")).map((r) => [r.key, r.value, r.timestamp]), [["c", 2n, 300]]);
+});
+
+test("processValues forwards keep the input's key", async () => {
+  class Len implements FixedKeyProcessor<string, string, number> {
+    ctx!: FixedKeyProcessorContext<string, number>;
+    init(ctx: FixedKeyProcessorContext<string, number>): void {
+      this.ctx = ctx;
+    }
+    process(r: FixedKeyRecord<string, string>): void {
+      this.ctx.forward(r.withValue(r.value.length));
+      this.ctx.forward(r.withValue(-1));
+    }
+  }
+  await using driver = await TopologyTestDriver.create("proc-values");
+  driver.stream("in", { key: "string", value: "string" }).processValues(() => new Len(), { value: "integer" }).to("out");
+  await driver.pipeInput("in", "k", "abc");
+  assert.deepEqual((await driver.readOutput("out")).map((r) => [r.key, r.value]), [["k", 3], ["k", -1]]);
+});
+
+test("a Topology built without the DSL: source, processor forwarding to a named child, sinks", async () => {
+  class Route implements Processor<string, string, string, string> {
+    ctx!: ProcessorContext<string, string>;
+    init(ctx: ProcessorContext<string, string>): void {
+      this.ctx = ctx;
+    }
+    process(r: Record<string, string>): void {
+      this.ctx.forward(r.withKey(r.value), r.value.startsWith("!") ? "alerts" : "normal");
+    }
+  }
+  await using driver = await TopologyTestDriver.create("proc-topology");
+  driver
+    .topology()
+    .addSource("src", "in", { key: "string", value: "string" })
+    .addProcessor("route", () => new Route(), "src")
+    .addSink("alerts", "alerts-out", "route")
+    .addSink("normal", "normal-out", "route");
+  const text = await driver.app.describe();
+  assert.match(text, /Processor: route \(stores: \[\]\)\n\s+--> alerts, normal/);
+  await driver.pipeInput("in", "k", "!fire");
+  await driver.pipeInput("in", "k", "ok");
+  assert.deepEqual((await driver.readOutput("alerts-out")).map((r) => [r.key, r.value]), [["!fire", "!fire"]]);
+  assert.deepEqual((await driver.readOutput("normal-out")).map((r) => [r.key, r.value]), [["ok", "ok"]]);
+});
+
+test("a processor that forwards to an unknown child fails its record naming node and child", async () => {
+  class Bad implements Processor {
+    ctx!: ProcessorContext;
+    init(ctx: ProcessorContext): void {
+      this.ctx = ctx;
+    }
+    process(r: Record): void {
+      this.ctx.forward(r, "nowhere");
+    }
+  }
+  await using driver = await TopologyTestDriver.create("proc-bad");
+  driver.stream("in", { key: "string", value: "string" }).process(() => new Bad(), { name: "bad" }).to("out");
+  await assert.rejects(driver.pipeInput("in", "k", "v"), (e: unknown) => e instanceof ProcessingError && /forward: node bad has no child "nowhere"/.test(e.message));
+});
+
+test("a key the bundle did not bring is read from the engine (Read); a record that throws keeps what it forwarded before, under log_and_continue", async () => {
+  class Total implements Processor<string, string, string, bigint> {
+    ctx!: ProcessorContext<string, bigint>;
+    store!: ProcessorKeyValueStore<string, bigint>;
+    init(ctx: ProcessorContext<string, bigint>): void {
+      this.ctx = ctx;
+      this.store = ctx.getStateStore("totals");
+    }
+    async process(r: Record<string, string>): Promise<void> {
+      // "all" is no record's key: never prefetched, so each bundle's first get of it is a Read.
+      const n = ((await this.store.get("all")) ?? 0n) + 1n;
+      this.store.put("all", n);
+      this.ctx.forward(r.withValue(n));
+      if (r.value === "bad") {
+        throw new Error(`bad record ${r.key}`);
+      }
+    }
+  }
+  await using driver = await TopologyTestDriver.create("proc-total", { config: { extra: { "processing.exception.handler": "log_and_continue" } } });
+  await driver.addStateStore(Stores.keyValueStore("totals", { key: "string", value: "long" }));
+  driver.stream("in", { key: "string", value: "string" }).process(() => new Total(), { stores: ["totals"], value: "long" }).to("out");
+  await driver.pipeInput("in", "a", "ok");
+  await driver.pipeInput("in", "b", "bad");
+  await driver.pipeInput("in", "c", "ok");
+  // Kafka Streams' ProcessorNode: the failed record's put and forward stand (nothing is undone).
+  assert.deepEqual((await driver.readOutput("out")).map((r) => [r.key, r.value]), [["a", 1n], ["b", 2n], ["c", 3n]]);
+  assert.equal(await (await driver.getStore<string, bigint>("totals")).get("all"), 3n);
+});
+
+// The engine does not serve window fetch Reads yet ("query ReadRequest_WindowFetch is not served yet"):
+// this test runs, and reports as a TODO until it does.
+test("a window store: put with a window start, fetch and fetchRange read it back through the engine", { todo: "the engine's Read of window stores (window_fetch)" }, async () => {
+  const fetched: unknown[] = [];
+  class Windows implements Processor<string, string, string, bigint> {
+    store!: ProcessorWindowStore<string, bigint>;
+    init(ctx: ProcessorContext<string, bigint>): void {
+      this.store = ctx.getStateStore("w");
+    }
+    async process(r: Record<string, string>): Promise<void> {
+      const start = r.timestamp - (r.timestamp % 100);
+      const n = ((await this.store.fetch(r.key, start)) ?? 0n) + 1n;
+      this.store.put(r.key, n, start);
+      const rows: [number, bigint][] = [];
+      for await (const row of this.store.fetchRange(r.key, 0, 1000)) {
+        rows.push(row);
+      }
+      fetched.push(rows);
+    }
+  }
+  await using driver = await TopologyTestDriver.create("proc-window");
+  await driver.addStateStore(Stores.windowStore("w", { key: "string", value: "long", retentionMs: 10_000, windowSizeMs: 100 }));
+  driver.stream("in", { key: "string", value: "string" }).process(() => new Windows(), { stores: ["w"] });
+  await driver.pipeInput("in", "k", "x", { timestamp: 110 });
+  await driver.pipeInput("in", "k", "x", { timestamp: 150 });
+  await driver.pipeInput("in", "k", "x", { timestamp: 250 });
+  assert.deepEqual(fetched, [[[100, 1n]], [[100, 2n]], [[100, 2n], [200, 1n]]]);
+});
