@@ -12,6 +12,8 @@ var configKeys = []string{
 	"ssl.key.location", "ssl.ca.location", "default.deserialization.exception.handler",
 	"deserialization.exception.handler", "processing.exception.handler",
 	"errors.deadletterqueue.topic.name", "polystreams.memory.max.bytes", "max.task.idle.ms",
+	"auto.offset.reset", "default.key.serde", "default.value.serde",
+	"default.production.exception.handler", "num.stream.threads",
 }
 
 // nearestKey returns the known config key closest to key by edit distance,
