@@ -1242,7 +1242,12 @@ type StreamOp struct {
 	KeySerde   string `protobuf:"bytes,2,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
 	ValueSerde string `protobuf:"bytes,3,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
 	// Consumed.as / Named: the source node's name; empty means generated.
-	Name          string `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	Name string `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	// Consumed.withOffsetResetPolicy: where a partition of these topics with
+	// no committed offset starts: "earliest", "latest" or "none" (the
+	// application fails naming the partition). Empty: the application's
+	// auto.offset.reset.
+	OffsetReset   string `protobuf:"bytes,60,opt,name=offset_reset,json=offsetReset,proto3" json:"offset_reset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1301,6 +1306,13 @@ func (x *StreamOp) GetValueSerde() string {
 func (x *StreamOp) GetName() string {
 	if x != nil {
 		return x.Name
+	}
+	return ""
+}
+
+func (x *StreamOp) GetOffsetReset() string {
+	if x != nil {
+		return x.OffsetReset
 	}
 	return ""
 }
@@ -1797,7 +1809,12 @@ type TableOp struct {
 	// Materialized.as: a named store makes the table queryable. Absent or with
 	// an empty store_name, the store is named "<topic>-STATE-STORE-<n>" and
 	// exists only if a downstream operator needs it (as in Kafka Streams).
-	Materialized  *Materialized `protobuf:"bytes,5,opt,name=materialized,proto3" json:"materialized,omitempty"`
+	Materialized *Materialized `protobuf:"bytes,5,opt,name=materialized,proto3" json:"materialized,omitempty"`
+	// Consumed.withOffsetResetPolicy: where a partition of these topics with
+	// no committed offset starts: "earliest", "latest" or "none" (the
+	// application fails naming the partition). Empty: the application's
+	// auto.offset.reset.
+	OffsetReset   string `protobuf:"bytes,60,opt,name=offset_reset,json=offsetReset,proto3" json:"offset_reset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1865,6 +1882,13 @@ func (x *TableOp) GetMaterialized() *Materialized {
 		return x.Materialized
 	}
 	return nil
+}
+
+func (x *TableOp) GetOffsetReset() string {
+	if x != nil {
+		return x.OffsetReset
+	}
+	return ""
 }
 
 // MapValuesOp is KStream.mapValues, or KTable.mapValues when input is a table.
@@ -3982,7 +4006,12 @@ type GlobalTableOp struct {
 	Name string `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
 	// Materialized.as: names the store (queryable); empty means
 	// "<topic>-STATE-STORE-<n>".
-	Materialized  *Materialized `protobuf:"bytes,5,opt,name=materialized,proto3" json:"materialized,omitempty"`
+	Materialized *Materialized `protobuf:"bytes,5,opt,name=materialized,proto3" json:"materialized,omitempty"`
+	// Consumed.withOffsetResetPolicy: where a partition of the topic with no
+	// committed offset starts: "earliest", "latest" or "none" (the
+	// application fails naming the partition). Empty: the application's
+	// auto.offset.reset.
+	OffsetReset   string `protobuf:"bytes,60,opt,name=offset_reset,json=offsetReset,proto3" json:"offset_reset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4050,6 +4079,13 @@ func (x *GlobalTableOp) GetMaterialized() *Materialized {
 		return x.Materialized
 	}
 	return nil
+}
+
+func (x *GlobalTableOp) GetOffsetReset() string {
+	if x != nil {
+		return x.OffsetReset
+	}
+	return ""
 }
 
 type ToStreamOp struct {
@@ -6777,7 +6813,10 @@ type GetStateResponse struct {
 	HostStalled bool `protobuf:"varint,8,opt,name=host_stalled,json=hostStalled,proto3" json:"host_stalled,omitempty"`
 	// Set with STATE_DEGRADED: the brokers that do not answer, and since when
 	// (absent in every other state).
-	BrokerOutage  *BrokerOutage `protobuf:"bytes,9,opt,name=broker_outage,json=brokerOutage,proto3" json:"broker_outage,omitempty"`
+	BrokerOutage *BrokerOutage `protobuf:"bytes,9,opt,name=broker_outage,json=brokerOutage,proto3" json:"broker_outage,omitempty"`
+	// KafkaStreams.isPaused(): PauseProcessing was called and no
+	// ResumeProcessing since.
+	Paused        bool `protobuf:"varint,60,opt,name=paused,proto3" json:"paused,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6875,6 +6914,263 @@ func (x *GetStateResponse) GetBrokerOutage() *BrokerOutage {
 	return nil
 }
 
+func (x *GetStateResponse) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+type PauseProcessingRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseProcessingRequest) Reset() {
+	*x = PauseProcessingRequest{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseProcessingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseProcessingRequest) ProtoMessage() {}
+
+func (x *PauseProcessingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseProcessingRequest.ProtoReflect.Descriptor instead.
+func (*PauseProcessingRequest) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *PauseProcessingRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type PauseProcessingResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseProcessingResponse) Reset() {
+	*x = PauseProcessingResponse{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseProcessingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseProcessingResponse) ProtoMessage() {}
+
+func (x *PauseProcessingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseProcessingResponse.ProtoReflect.Descriptor instead.
+func (*PauseProcessingResponse) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{67}
+}
+
+type ResumeProcessingRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeProcessingRequest) Reset() {
+	*x = ResumeProcessingRequest{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeProcessingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeProcessingRequest) ProtoMessage() {}
+
+func (x *ResumeProcessingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeProcessingRequest.ProtoReflect.Descriptor instead.
+func (*ResumeProcessingRequest) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *ResumeProcessingRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type ResumeProcessingResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeProcessingResponse) Reset() {
+	*x = ResumeProcessingResponse{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeProcessingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeProcessingResponse) ProtoMessage() {}
+
+func (x *ResumeProcessingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeProcessingResponse.ProtoReflect.Descriptor instead.
+func (*ResumeProcessingResponse) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{69}
+}
+
+type CleanUpStateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CleanUpStateRequest) Reset() {
+	*x = CleanUpStateRequest{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CleanUpStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CleanUpStateRequest) ProtoMessage() {}
+
+func (x *CleanUpStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CleanUpStateRequest.ProtoReflect.Descriptor instead.
+func (*CleanUpStateRequest) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *CleanUpStateRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+// CleanUpStateResponse says what was deleted.
+type CleanUpStateResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The directory deleted; empty when there was none to delete.
+	Deleted       string `protobuf:"bytes,1,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CleanUpStateResponse) Reset() {
+	*x = CleanUpStateResponse{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CleanUpStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CleanUpStateResponse) ProtoMessage() {}
+
+func (x *CleanUpStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CleanUpStateResponse.ProtoReflect.Descriptor instead.
+func (*CleanUpStateResponse) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *CleanUpStateResponse) GetDeleted() string {
+	if x != nil {
+		return x.Deleted
+	}
+	return ""
+}
+
 type StopRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -6884,7 +7180,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6896,7 +7192,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6909,7 +7205,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{66}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *StopRequest) GetSessionId() string {
@@ -6927,7 +7223,7 @@ type StopResponse struct {
 
 func (x *StopResponse) Reset() {
 	*x = StopResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6939,7 +7235,7 @@ func (x *StopResponse) String() string {
 func (*StopResponse) ProtoMessage() {}
 
 func (x *StopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6952,7 +7248,7 @@ func (x *StopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
 func (*StopResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{67}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{73}
 }
 
 type QueryRequest struct {
@@ -6980,7 +7276,7 @@ type QueryRequest struct {
 
 func (x *QueryRequest) Reset() {
 	*x = QueryRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6992,7 +7288,7 @@ func (x *QueryRequest) String() string {
 func (*QueryRequest) ProtoMessage() {}
 
 func (x *QueryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7005,7 +7301,7 @@ func (x *QueryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRequest.ProtoReflect.Descriptor instead.
 func (*QueryRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{68}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *QueryRequest) GetSessionId() string {
@@ -7152,7 +7448,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7164,7 +7460,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7177,7 +7473,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{69}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ReadRequest) GetSessionId() string {
@@ -7322,7 +7618,7 @@ type ReadResponse struct {
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7334,7 +7630,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7347,7 +7643,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{70}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ReadResponse) GetKeyLengths() []int32 {
@@ -7410,7 +7706,7 @@ type WindowFetch struct {
 
 func (x *WindowFetch) Reset() {
 	*x = WindowFetch{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7422,7 +7718,7 @@ func (x *WindowFetch) String() string {
 func (*WindowFetch) ProtoMessage() {}
 
 func (x *WindowFetch) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7435,7 +7731,7 @@ func (x *WindowFetch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WindowFetch.ProtoReflect.Descriptor instead.
 func (*WindowFetch) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{71}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *WindowFetch) GetKey() []byte {
@@ -7469,7 +7765,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7481,7 +7777,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7494,7 +7790,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{72}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *KeyRange) GetFrom() []byte {
@@ -7530,7 +7826,7 @@ type QueryResponse struct {
 
 func (x *QueryResponse) Reset() {
 	*x = QueryResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7542,7 +7838,7 @@ func (x *QueryResponse) String() string {
 func (*QueryResponse) ProtoMessage() {}
 
 func (x *QueryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7555,7 +7851,7 @@ func (x *QueryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryResponse.ProtoReflect.Descriptor instead.
 func (*QueryResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{73}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *QueryResponse) GetKeyLengths() []int32 {
@@ -7616,7 +7912,7 @@ type GetMetricsRequest struct {
 
 func (x *GetMetricsRequest) Reset() {
 	*x = GetMetricsRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7628,7 +7924,7 @@ func (x *GetMetricsRequest) String() string {
 func (*GetMetricsRequest) ProtoMessage() {}
 
 func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7641,7 +7937,7 @@ func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsRequest.ProtoReflect.Descriptor instead.
 func (*GetMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{74}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *GetMetricsRequest) GetSessionId() string {
@@ -7674,7 +7970,7 @@ type GetMetricsResponse struct {
 
 func (x *GetMetricsResponse) Reset() {
 	*x = GetMetricsResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7686,7 +7982,7 @@ func (x *GetMetricsResponse) String() string {
 func (*GetMetricsResponse) ProtoMessage() {}
 
 func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7699,7 +7995,7 @@ func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsResponse.ProtoReflect.Descriptor instead.
 func (*GetMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{75}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *GetMetricsResponse) GetState() State {
@@ -7771,7 +8067,7 @@ type NodeMetrics struct {
 
 func (x *NodeMetrics) Reset() {
 	*x = NodeMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7783,7 +8079,7 @@ func (x *NodeMetrics) String() string {
 func (*NodeMetrics) ProtoMessage() {}
 
 func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7796,7 +8092,7 @@ func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetrics.ProtoReflect.Descriptor instead.
 func (*NodeMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{76}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *NodeMetrics) GetName() string {
@@ -7856,7 +8152,7 @@ type TaskMetrics struct {
 
 func (x *TaskMetrics) Reset() {
 	*x = TaskMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7868,7 +8164,7 @@ func (x *TaskMetrics) String() string {
 func (*TaskMetrics) ProtoMessage() {}
 
 func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7881,7 +8177,7 @@ func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskMetrics.ProtoReflect.Descriptor instead.
 func (*TaskMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{77}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *TaskMetrics) GetId() string {
@@ -7928,7 +8224,7 @@ type PartitionLag struct {
 
 func (x *PartitionLag) Reset() {
 	*x = PartitionLag{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7940,7 +8236,7 @@ func (x *PartitionLag) String() string {
 func (*PartitionLag) ProtoMessage() {}
 
 func (x *PartitionLag) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7953,7 +8249,7 @@ func (x *PartitionLag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLag.ProtoReflect.Descriptor instead.
 func (*PartitionLag) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{78}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *PartitionLag) GetTopic() string {
@@ -8003,7 +8299,7 @@ type StoreMetrics struct {
 
 func (x *StoreMetrics) Reset() {
 	*x = StoreMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8015,7 +8311,7 @@ func (x *StoreMetrics) String() string {
 func (*StoreMetrics) ProtoMessage() {}
 
 func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8028,7 +8324,7 @@ func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMetrics.ProtoReflect.Descriptor instead.
 func (*StoreMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{79}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *StoreMetrics) GetName() string {
@@ -8064,7 +8360,7 @@ type TestRecord struct {
 
 func (x *TestRecord) Reset() {
 	*x = TestRecord{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8076,7 +8372,7 @@ func (x *TestRecord) String() string {
 func (*TestRecord) ProtoMessage() {}
 
 func (x *TestRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8089,7 +8385,7 @@ func (x *TestRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestRecord.ProtoReflect.Descriptor instead.
 func (*TestRecord) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{80}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *TestRecord) GetTopic() string {
@@ -8139,7 +8435,7 @@ type TestHeader struct {
 
 func (x *TestHeader) Reset() {
 	*x = TestHeader{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8151,7 +8447,7 @@ func (x *TestHeader) String() string {
 func (*TestHeader) ProtoMessage() {}
 
 func (x *TestHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8164,7 +8460,7 @@ func (x *TestHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestHeader.ProtoReflect.Descriptor instead.
 func (*TestHeader) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{81}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *TestHeader) GetKey() string {
@@ -8192,7 +8488,7 @@ type PipeInputRequest struct {
 
 func (x *PipeInputRequest) Reset() {
 	*x = PipeInputRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8204,7 +8500,7 @@ func (x *PipeInputRequest) String() string {
 func (*PipeInputRequest) ProtoMessage() {}
 
 func (x *PipeInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8217,7 +8513,7 @@ func (x *PipeInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipeInputRequest.ProtoReflect.Descriptor instead.
 func (*PipeInputRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{82}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *PipeInputRequest) GetSessionId() string {
@@ -8252,7 +8548,7 @@ type PipeInputResponse struct {
 
 func (x *PipeInputResponse) Reset() {
 	*x = PipeInputResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8264,7 +8560,7 @@ func (x *PipeInputResponse) String() string {
 func (*PipeInputResponse) ProtoMessage() {}
 
 func (x *PipeInputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8277,7 +8573,7 @@ func (x *PipeInputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipeInputResponse.ProtoReflect.Descriptor instead.
 func (*PipeInputResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{83}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *PipeInputResponse) GetProcessed() int32 {
@@ -8313,7 +8609,7 @@ type ReadOutputRequest struct {
 
 func (x *ReadOutputRequest) Reset() {
 	*x = ReadOutputRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8325,7 +8621,7 @@ func (x *ReadOutputRequest) String() string {
 func (*ReadOutputRequest) ProtoMessage() {}
 
 func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8338,7 +8634,7 @@ func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputRequest.ProtoReflect.Descriptor instead.
 func (*ReadOutputRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{84}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ReadOutputRequest) GetSessionId() string {
@@ -8369,7 +8665,7 @@ type ReadOutputResponse struct {
 
 func (x *ReadOutputResponse) Reset() {
 	*x = ReadOutputResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8381,7 +8677,7 @@ func (x *ReadOutputResponse) String() string {
 func (*ReadOutputResponse) ProtoMessage() {}
 
 func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8394,7 +8690,7 @@ func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputResponse.ProtoReflect.Descriptor instead.
 func (*ReadOutputResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{85}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ReadOutputResponse) GetRecords() []*TestRecord {
@@ -8429,7 +8725,7 @@ type AdvanceWallClockRequest struct {
 
 func (x *AdvanceWallClockRequest) Reset() {
 	*x = AdvanceWallClockRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8441,7 +8737,7 @@ func (x *AdvanceWallClockRequest) String() string {
 func (*AdvanceWallClockRequest) ProtoMessage() {}
 
 func (x *AdvanceWallClockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8454,7 +8750,7 @@ func (x *AdvanceWallClockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdvanceWallClockRequest.ProtoReflect.Descriptor instead.
 func (*AdvanceWallClockRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{86}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *AdvanceWallClockRequest) GetSessionId() string {
@@ -8481,7 +8777,7 @@ type AdvanceWallClockResponse struct {
 
 func (x *AdvanceWallClockResponse) Reset() {
 	*x = AdvanceWallClockResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8493,7 +8789,7 @@ func (x *AdvanceWallClockResponse) String() string {
 func (*AdvanceWallClockResponse) ProtoMessage() {}
 
 func (x *AdvanceWallClockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8506,7 +8802,7 @@ func (x *AdvanceWallClockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdvanceWallClockResponse.ProtoReflect.Descriptor instead.
 func (*AdvanceWallClockResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{87}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *AdvanceWallClockResponse) GetWallClockMs() int64 {
@@ -8561,13 +8857,14 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\fretention_ms\x18\x05 \x01(\x03R\vretentionMs\x1aB\n" +
 	"\x14ChangelogConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"t\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x97\x01\n" +
 	"\bStreamOp\x12\x16\n" +
 	"\x06topics\x18\x01 \x03(\tR\x06topics\x12\x1b\n" +
 	"\tkey_serde\x18\x02 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x03 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
-	"\x04name\x18\x04 \x01(\tR\x04name\"\xec\x01\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12!\n" +
+	"\foffset_reset\x18< \x01(\tR\voffsetReset\"\xec\x01\n" +
 	"\fWindowedByOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x127\n" +
 	"\x04time\x18\x02 \x01(\v2!.polystreams.v1alpha1.TimeWindowsH\x00R\x04time\x12@\n" +
@@ -8595,14 +8892,15 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\n" +
 	"SuppressOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"\xb9\x01\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\xdc\x01\n" +
 	"\aTableOp\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1b\n" +
 	"\tkey_serde\x18\x02 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x03 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12F\n" +
-	"\fmaterialized\x18\x05 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\"\xd1\x01\n" +
+	"\fmaterialized\x18\x05 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\x12!\n" +
+	"\foffset_reset\x18< \x01(\tR\voffsetReset\"\xd1\x01\n" +
 	"\vMapValuesOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\rR\x05token\x12\x1f\n" +
@@ -8780,14 +9078,15 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\vJoinWindows\x12\x1b\n" +
 	"\tbefore_ms\x18\x01 \x01(\x03R\bbeforeMs\x12\x19\n" +
 	"\bafter_ms\x18\x02 \x01(\x03R\aafterMs\x12\x19\n" +
-	"\bgrace_ms\x18\x03 \x01(\x03R\agraceMs\"\xbf\x01\n" +
+	"\bgrace_ms\x18\x03 \x01(\x03R\agraceMs\"\xe2\x01\n" +
 	"\rGlobalTableOp\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1b\n" +
 	"\tkey_serde\x18\x02 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x03 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12F\n" +
-	"\fmaterialized\x18\x05 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\"6\n" +
+	"\fmaterialized\x18\x05 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\x12!\n" +
+	"\foffset_reset\x18< \x01(\tR\voffsetReset\"6\n" +
 	"\n" +
 	"ToStreamOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x12\n" +
@@ -9045,7 +9344,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x10total_partitions\x18\x04 \x01(\x05R\x0ftotalPartitions\"0\n" +
 	"\x0fGetStateRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"\xc6\x03\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\xde\x03\n" +
 	"\x10GetStateResponse\x121\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x1b.polystreams.v1alpha1.StateR\x05state\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12H\n" +
@@ -9056,7 +9355,21 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\fhost_idle_ms\x18\a \x01(\x03R\n" +
 	"hostIdleMs\x12!\n" +
 	"\fhost_stalled\x18\b \x01(\bR\vhostStalled\x12G\n" +
-	"\rbroker_outage\x18\t \x01(\v2\".polystreams.v1alpha1.BrokerOutageR\fbrokerOutage\",\n" +
+	"\rbroker_outage\x18\t \x01(\v2\".polystreams.v1alpha1.BrokerOutageR\fbrokerOutage\x12\x16\n" +
+	"\x06paused\x18< \x01(\bR\x06paused\"7\n" +
+	"\x16PauseProcessingRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\x19\n" +
+	"\x17PauseProcessingResponse\"8\n" +
+	"\x17ResumeProcessingRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\x1a\n" +
+	"\x18ResumeProcessingResponse\"4\n" +
+	"\x13CleanUpStateRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"0\n" +
+	"\x14CleanUpStateResponse\x12\x18\n" +
+	"\adeleted\x18\x01 \x01(\tR\adeleted\",\n" +
 	"\vStopRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x0e\n" +
@@ -9257,8 +9570,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\rSTATE_STOPPED\x10\x04\x12\x0f\n" +
 	"\vSTATE_ERROR\x10\x05\x12\x13\n" +
 	"\x0fSTATE_RESTORING\x10\x06\x12\x12\n" +
-	"\x0eSTATE_DEGRADED\x10\a2\x9e\n" +
-	"\n" +
+	"\x0eSTATE_DEGRADED\x10\a2\xe8\f\n" +
 	"\rEngineService\x12b\n" +
 	"\vOpenSession\x12(.polystreams.v1alpha1.OpenSessionRequest\x1a).polystreams.v1alpha1.OpenSessionResponse\x12q\n" +
 	"\x10RegisterFunction\x12-.polystreams.v1alpha1.RegisterFunctionRequest\x1a..polystreams.v1alpha1.RegisterFunctionResponse\x12P\n" +
@@ -9275,7 +9587,10 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\n" +
 	"ReadOutput\x12'.polystreams.v1alpha1.ReadOutputRequest\x1a(.polystreams.v1alpha1.ReadOutputResponse\x12q\n" +
 	"\x10AdvanceWallClock\x12-.polystreams.v1alpha1.AdvanceWallClockRequest\x1a..polystreams.v1alpha1.AdvanceWallClockResponse\x12M\n" +
-	"\x04Read\x12!.polystreams.v1alpha1.ReadRequest\x1a\".polystreams.v1alpha1.ReadResponseBZZXgithub.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1;polystreamsv1alpha1b\x06proto3"
+	"\x04Read\x12!.polystreams.v1alpha1.ReadRequest\x1a\".polystreams.v1alpha1.ReadResponse\x12n\n" +
+	"\x0fPauseProcessing\x12,.polystreams.v1alpha1.PauseProcessingRequest\x1a-.polystreams.v1alpha1.PauseProcessingResponse\x12q\n" +
+	"\x10ResumeProcessing\x12-.polystreams.v1alpha1.ResumeProcessingRequest\x1a..polystreams.v1alpha1.ResumeProcessingResponse\x12e\n" +
+	"\fCleanUpState\x12).polystreams.v1alpha1.CleanUpStateRequest\x1a*.polystreams.v1alpha1.CleanUpStateResponseBZZXgithub.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1;polystreamsv1alpha1b\x06proto3"
 
 var (
 	file_polystreams_v1alpha1_engine_proto_rawDescOnce sync.Once
@@ -9290,7 +9605,7 @@ func file_polystreams_v1alpha1_engine_proto_rawDescGZIP() []byte {
 }
 
 var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
-var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 92)
+var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 98)
 var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(Metadata)(0),                    // 0: polystreams.v1alpha1.Metadata
 	(Kind)(0),                        // 1: polystreams.v1alpha1.Kind
@@ -9370,39 +9685,45 @@ var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(*RestoreProgress)(nil),          // 75: polystreams.v1alpha1.RestoreProgress
 	(*GetStateRequest)(nil),          // 76: polystreams.v1alpha1.GetStateRequest
 	(*GetStateResponse)(nil),         // 77: polystreams.v1alpha1.GetStateResponse
-	(*StopRequest)(nil),              // 78: polystreams.v1alpha1.StopRequest
-	(*StopResponse)(nil),             // 79: polystreams.v1alpha1.StopResponse
-	(*QueryRequest)(nil),             // 80: polystreams.v1alpha1.QueryRequest
-	(*ReadRequest)(nil),              // 81: polystreams.v1alpha1.ReadRequest
-	(*ReadResponse)(nil),             // 82: polystreams.v1alpha1.ReadResponse
-	(*WindowFetch)(nil),              // 83: polystreams.v1alpha1.WindowFetch
-	(*KeyRange)(nil),                 // 84: polystreams.v1alpha1.KeyRange
-	(*QueryResponse)(nil),            // 85: polystreams.v1alpha1.QueryResponse
-	(*GetMetricsRequest)(nil),        // 86: polystreams.v1alpha1.GetMetricsRequest
-	(*GetMetricsResponse)(nil),       // 87: polystreams.v1alpha1.GetMetricsResponse
-	(*NodeMetrics)(nil),              // 88: polystreams.v1alpha1.NodeMetrics
-	(*TaskMetrics)(nil),              // 89: polystreams.v1alpha1.TaskMetrics
-	(*PartitionLag)(nil),             // 90: polystreams.v1alpha1.PartitionLag
-	(*StoreMetrics)(nil),             // 91: polystreams.v1alpha1.StoreMetrics
-	(*TestRecord)(nil),               // 92: polystreams.v1alpha1.TestRecord
-	(*TestHeader)(nil),               // 93: polystreams.v1alpha1.TestHeader
-	(*PipeInputRequest)(nil),         // 94: polystreams.v1alpha1.PipeInputRequest
-	(*PipeInputResponse)(nil),        // 95: polystreams.v1alpha1.PipeInputResponse
-	(*ReadOutputRequest)(nil),        // 96: polystreams.v1alpha1.ReadOutputRequest
-	(*ReadOutputResponse)(nil),       // 97: polystreams.v1alpha1.ReadOutputResponse
-	(*AdvanceWallClockRequest)(nil),  // 98: polystreams.v1alpha1.AdvanceWallClockRequest
-	(*AdvanceWallClockResponse)(nil), // 99: polystreams.v1alpha1.AdvanceWallClockResponse
-	nil,                              // 100: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	nil,                              // 101: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
-	nil,                              // 102: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
-	nil,                              // 103: polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
+	(*PauseProcessingRequest)(nil),   // 78: polystreams.v1alpha1.PauseProcessingRequest
+	(*PauseProcessingResponse)(nil),  // 79: polystreams.v1alpha1.PauseProcessingResponse
+	(*ResumeProcessingRequest)(nil),  // 80: polystreams.v1alpha1.ResumeProcessingRequest
+	(*ResumeProcessingResponse)(nil), // 81: polystreams.v1alpha1.ResumeProcessingResponse
+	(*CleanUpStateRequest)(nil),      // 82: polystreams.v1alpha1.CleanUpStateRequest
+	(*CleanUpStateResponse)(nil),     // 83: polystreams.v1alpha1.CleanUpStateResponse
+	(*StopRequest)(nil),              // 84: polystreams.v1alpha1.StopRequest
+	(*StopResponse)(nil),             // 85: polystreams.v1alpha1.StopResponse
+	(*QueryRequest)(nil),             // 86: polystreams.v1alpha1.QueryRequest
+	(*ReadRequest)(nil),              // 87: polystreams.v1alpha1.ReadRequest
+	(*ReadResponse)(nil),             // 88: polystreams.v1alpha1.ReadResponse
+	(*WindowFetch)(nil),              // 89: polystreams.v1alpha1.WindowFetch
+	(*KeyRange)(nil),                 // 90: polystreams.v1alpha1.KeyRange
+	(*QueryResponse)(nil),            // 91: polystreams.v1alpha1.QueryResponse
+	(*GetMetricsRequest)(nil),        // 92: polystreams.v1alpha1.GetMetricsRequest
+	(*GetMetricsResponse)(nil),       // 93: polystreams.v1alpha1.GetMetricsResponse
+	(*NodeMetrics)(nil),              // 94: polystreams.v1alpha1.NodeMetrics
+	(*TaskMetrics)(nil),              // 95: polystreams.v1alpha1.TaskMetrics
+	(*PartitionLag)(nil),             // 96: polystreams.v1alpha1.PartitionLag
+	(*StoreMetrics)(nil),             // 97: polystreams.v1alpha1.StoreMetrics
+	(*TestRecord)(nil),               // 98: polystreams.v1alpha1.TestRecord
+	(*TestHeader)(nil),               // 99: polystreams.v1alpha1.TestHeader
+	(*PipeInputRequest)(nil),         // 100: polystreams.v1alpha1.PipeInputRequest
+	(*PipeInputResponse)(nil),        // 101: polystreams.v1alpha1.PipeInputResponse
+	(*ReadOutputRequest)(nil),        // 102: polystreams.v1alpha1.ReadOutputRequest
+	(*ReadOutputResponse)(nil),       // 103: polystreams.v1alpha1.ReadOutputResponse
+	(*AdvanceWallClockRequest)(nil),  // 104: polystreams.v1alpha1.AdvanceWallClockRequest
+	(*AdvanceWallClockResponse)(nil), // 105: polystreams.v1alpha1.AdvanceWallClockResponse
+	nil,                              // 106: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	nil,                              // 107: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	nil,                              // 108: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	nil,                              // 109: polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
 }
 var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
-	100, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	101, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	106, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	107, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
 	0,   // 2: polystreams.v1alpha1.RegisterFunctionRequest.metadata:type_name -> polystreams.v1alpha1.Metadata
 	1,   // 3: polystreams.v1alpha1.Handle.kind:type_name -> polystreams.v1alpha1.Kind
-	102, // 4: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	108, // 4: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
 	20,  // 5: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
 	21,  // 6: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
 	22,  // 7: polystreams.v1alpha1.WindowedByOp.session:type_name -> polystreams.v1alpha1.SessionWindows
@@ -9413,7 +9734,7 @@ var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
 	17,  // 12: polystreams.v1alpha1.FilterOp.materialized:type_name -> polystreams.v1alpha1.Materialized
 	17,  // 13: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
 	3,   // 14: polystreams.v1alpha1.AddStateStoreOp.type:type_name -> polystreams.v1alpha1.StoreType
-	103, // 15: polystreams.v1alpha1.AddStateStoreOp.changelog_config:type_name -> polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
+	109, // 15: polystreams.v1alpha1.AddStateStoreOp.changelog_config:type_name -> polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
 	17,  // 16: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
 	4,   // 17: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
 	17,  // 18: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
@@ -9482,20 +9803,20 @@ var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
 	67,  // 81: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
 	75,  // 82: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
 	74,  // 83: polystreams.v1alpha1.GetStateResponse.broker_outage:type_name -> polystreams.v1alpha1.BrokerOutage
-	84,  // 84: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
-	83,  // 85: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
-	84,  // 86: polystreams.v1alpha1.ReadRequest.range:type_name -> polystreams.v1alpha1.KeyRange
-	83,  // 87: polystreams.v1alpha1.ReadRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
+	90,  // 84: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	89,  // 85: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
+	90,  // 86: polystreams.v1alpha1.ReadRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	89,  // 87: polystreams.v1alpha1.ReadRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
 	8,   // 88: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
 	75,  // 89: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	88,  // 90: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
-	89,  // 91: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
-	90,  // 92: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
-	91,  // 93: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
-	93,  // 94: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
-	92,  // 95: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
+	94,  // 90: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
+	95,  // 91: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
+	96,  // 92: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
+	97,  // 93: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
+	99,  // 94: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
+	98,  // 95: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
 	67,  // 96: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	92,  // 97: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
+	98,  // 97: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
 	12,  // 98: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
 	14,  // 99: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
 	56,  // 100: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
@@ -9503,29 +9824,35 @@ var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
 	63,  // 102: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
 	65,  // 103: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
 	76,  // 104: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
-	78,  // 105: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
-	80,  // 106: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
-	86,  // 107: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
-	94,  // 108: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
-	96,  // 109: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
-	98,  // 110: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
-	81,  // 111: polystreams.v1alpha1.EngineService.Read:input_type -> polystreams.v1alpha1.ReadRequest
-	13,  // 112: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
-	15,  // 113: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
-	57,  // 114: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
-	59,  // 115: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
-	64,  // 116: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
-	66,  // 117: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
-	77,  // 118: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
-	79,  // 119: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
-	85,  // 120: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
-	87,  // 121: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
-	95,  // 122: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
-	97,  // 123: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
-	99,  // 124: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
-	82,  // 125: polystreams.v1alpha1.EngineService.Read:output_type -> polystreams.v1alpha1.ReadResponse
-	112, // [112:126] is the sub-list for method output_type
-	98,  // [98:112] is the sub-list for method input_type
+	84,  // 105: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
+	86,  // 106: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
+	92,  // 107: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
+	100, // 108: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
+	102, // 109: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
+	104, // 110: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
+	87,  // 111: polystreams.v1alpha1.EngineService.Read:input_type -> polystreams.v1alpha1.ReadRequest
+	78,  // 112: polystreams.v1alpha1.EngineService.PauseProcessing:input_type -> polystreams.v1alpha1.PauseProcessingRequest
+	80,  // 113: polystreams.v1alpha1.EngineService.ResumeProcessing:input_type -> polystreams.v1alpha1.ResumeProcessingRequest
+	82,  // 114: polystreams.v1alpha1.EngineService.CleanUpState:input_type -> polystreams.v1alpha1.CleanUpStateRequest
+	13,  // 115: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
+	15,  // 116: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
+	57,  // 117: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
+	59,  // 118: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
+	64,  // 119: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
+	66,  // 120: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
+	77,  // 121: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
+	85,  // 122: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
+	91,  // 123: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
+	93,  // 124: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
+	101, // 125: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
+	103, // 126: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
+	105, // 127: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
+	88,  // 128: polystreams.v1alpha1.EngineService.Read:output_type -> polystreams.v1alpha1.ReadResponse
+	79,  // 129: polystreams.v1alpha1.EngineService.PauseProcessing:output_type -> polystreams.v1alpha1.PauseProcessingResponse
+	81,  // 130: polystreams.v1alpha1.EngineService.ResumeProcessing:output_type -> polystreams.v1alpha1.ResumeProcessingResponse
+	83,  // 131: polystreams.v1alpha1.EngineService.CleanUpState:output_type -> polystreams.v1alpha1.CleanUpStateResponse
+	115, // [115:132] is the sub-list for method output_type
+	98,  // [98:115] is the sub-list for method input_type
 	98,  // [98:98] is the sub-list for extension type_name
 	98,  // [98:98] is the sub-list for extension extendee
 	0,   // [0:98] is the sub-list for field type_name
@@ -9576,31 +9903,31 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		(*BuildRequest_AddProcessor)(nil),
 		(*BuildRequest_AddSink)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[68].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[74].OneofWrappers = []any{
 		(*QueryRequest_Get)(nil),
 		(*QueryRequest_Range)(nil),
 		(*QueryRequest_Prefix)(nil),
 		(*QueryRequest_All)(nil),
 		(*QueryRequest_WindowFetch)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[69].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[75].OneofWrappers = []any{
 		(*ReadRequest_Get)(nil),
 		(*ReadRequest_Range)(nil),
 		(*ReadRequest_Prefix)(nil),
 		(*ReadRequest_All)(nil),
 		(*ReadRequest_WindowFetch)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[71].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[72].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[80].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[81].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[77].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[78].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[86].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[87].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_polystreams_v1alpha1_engine_proto_rawDesc), len(file_polystreams_v1alpha1_engine_proto_rawDesc)),
 			NumEnums:      12,
-			NumMessages:   92,
+			NumMessages:   98,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
