@@ -158,6 +158,19 @@ type App struct {
 
 	// mem: the memory budget and what the application holds (budget.go).
 	mem *memory
+
+	// paused: Pause was called and no Resume since (operations.go).
+	// pauseMu orders Pause and Resume with the consumer client's creation,
+	// so that a client made while paused is paused too.
+	paused  atomic.Bool
+	pauseMu sync.Mutex
+	pauseCl *kgo.Client // the consumer client; guarded by pauseMu
+	// threads holds one token per task processing a batch, at most
+	// num.stream.threads; nil without the key (no bound).
+	threads chan struct{}
+	// productionErrors counts records the broker refused for good that
+	// default.production.exception.handler = continue skipped.
+	productionErrors atomic.Int64
 }
 
 // New prepares an application; Start runs it.
@@ -168,6 +181,9 @@ func New(cfg config.App, topo *topology.Topology, host Host) (*App, error) {
 	a.balancer.LocalState = a.localTaskState
 	a.promise = func(r *kgo.Record, err error) { a.produced(r, err) }
 	a.mem = newMemory(cfg.MemoryMaxBytes)
+	if cfg.StreamThreads > 0 {
+		a.threads = make(chan struct{}, cfg.StreamThreads)
+	}
 	if host != nil {
 		a.host = budgetedHost{host, a.mem}
 	}
@@ -397,6 +413,10 @@ func (a *App) begin(ctx context.Context) (err error) {
 		kgo.OnPartitionsAssigned(a.onAssigned),
 		kgo.OnPartitionsRevoked(a.onRevoked),
 		kgo.OnPartitionsLost(a.onLost),
+		// auto.offset.reset and each source's own policy, for partitions
+		// with no committed offset (operations.go).
+		kgo.ConsumeStartOffset(kgo.NewOffset().AtStart()),
+		kgo.AdjustFetchOffsetsFn(a.adjustOffsets(a.offsetResets())),
 		kgo.RecordPartitioner(changelogPartitioner(manual, windowedSinkTopics(a.topo))),
 		// As Kafka's Java producer (allow.auto.create.topics=true): a sink
 		// topic that does not exist is created where the broker allows it.
@@ -452,6 +472,7 @@ func (a *App) begin(ctx context.Context) (err error) {
 		a.adm.Close()
 		return fmt.Errorf("runtime: %w", err)
 	}
+	a.applyPause(a.cl)
 	a.runGlobals()
 	go a.run()
 	return nil
@@ -829,6 +850,7 @@ func (a *App) openSession() error {
 		return err
 	}
 	a.sess, a.cl = sess, sess.Client()
+	a.applyPause(a.cl)
 	return nil
 }
 
@@ -1067,12 +1089,30 @@ func (a *App) produced(r *kgo.Record, err error) bool {
 		a.fenced.CompareAndSwap(nil, &fenced)
 		return false
 	}
+	if err != nil && a.cfg.ProductionContinue && !a.eos && refusedForGood(err) {
+		// default.production.exception.handler = continue: the record is
+		// lost, as the handler was told; its input's offset commits.
+		a.productionErrors.Add(1)
+		a.log.Warn("a record the broker refused is skipped (default.production.exception.handler = continue)",
+			"topic", r.Topic, "partition", r.Partition, "error", err)
+		return true
+	}
 	if err != nil {
 		a.produceFailed.Store(true)
 		a.fail(fmt.Errorf("runtime: producing to %s/%d: %w", r.Topic, r.Partition, err))
 		return false
 	}
 	return true
+}
+
+// refusedForGood reports whether a produce error is the broker's refusal
+// that no retry mends (RecordTooLarge, InvalidRecord, ...), the only
+// errors a production exception handler is handed: retriable errors are
+// retried by the producer, and those left when its retries or
+// delivery.timeout run out fail the application, as in Kafka Streams.
+func refusedForGood(err error) bool {
+	var ke *kerr.Error
+	return errors.As(err, &ke) && !ke.Retriable
 }
 
 // producerFenced reports whether a record's error says the transactional

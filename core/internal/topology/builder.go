@@ -73,6 +73,10 @@ type Builder struct {
 	// "fold_programs" host feature), so host functions may fold over
 	// session and sliding windows. Without it they are refused.
 	FoldPrograms bool
+	// DefaultKeySerde and DefaultValueSerde are default.key.serde and
+	// default.value.serde: the serdes of a source that names none (empty:
+	// bytes). Set before the first source is added.
+	DefaultKeySerde, DefaultValueSerde string
 }
 
 // entry is the builder's side of a handle.
@@ -134,6 +138,9 @@ type StreamOptions struct {
 	Topics               []string
 	KeySerde, ValueSerde string
 	Name                 string
+	// OffsetReset is Consumed.withOffsetResetPolicy: earliest, latest or
+	// none; empty follows auto.offset.reset.
+	OffsetReset string
 }
 
 // Materialized names and types count's store. An empty StoreName means
@@ -193,13 +200,15 @@ func (b *Builder) Stream(o StreamOptions) (*Handle, error) {
 	}
 	c.serde("key", o.KeySerde)
 	c.serde("value", o.ValueSerde)
+	c.offsetReset(o.OffsetReset)
 	name := c.processorName(o.Name, prefixSource)
 	if err := c.done(); err != nil {
 		return nil, err
 	}
 	n := &Node{
 		Name: name, Type: Source, Topics: slices.Clone(o.Topics),
-		KeySerde: serde.Or(o.KeySerde, serde.Bytes), ValueSerde: serde.Or(o.ValueSerde, serde.Bytes),
+		KeySerde: b.keySerde(o.KeySerde), ValueSerde: b.valueSerde(o.ValueSerde),
+		OffsetReset: o.OffsetReset,
 	}
 	b.nodes[n.Name] = n
 	g := b.add(nil, &gnode{nodes: []*Node{n}, out: n})
@@ -779,6 +788,26 @@ func (c *call) serde(which, name string) bool {
 		return false
 	}
 	return true
+}
+
+// offsetReset checks a source's Consumed.withOffsetResetPolicy.
+func (c *call) offsetReset(policy string) {
+	switch policy {
+	case "", "earliest", "latest", "none":
+	default:
+		c.invalid("%s: offset_reset %.40q: want earliest, latest or none (empty: the application's auto.offset.reset)", c.op, policy)
+	}
+}
+
+// keySerde is a source's key serde: the one it names, else
+// default.key.serde, else bytes.
+func (b *Builder) keySerde(name string) string {
+	return serde.Or(name, serde.Or(b.DefaultKeySerde, serde.Bytes))
+}
+
+// valueSerde is keySerde for values (default.value.serde).
+func (b *Builder) valueSerde(name string) string {
+	return serde.Or(name, serde.Or(b.DefaultValueSerde, serde.Bytes))
 }
 
 // function checks that fn names exactly one function, and that a native one
