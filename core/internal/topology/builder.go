@@ -790,8 +790,11 @@ func (c *call) serde(which, name string) bool {
 	return true
 }
 
-// offsetReset checks a source's Consumed.withOffsetResetPolicy.
+// offsetReset checks a source's Consumed.withOffsetResetPolicy, and the
+// builder's default serdes, which the source may take.
 func (c *call) offsetReset(policy string) {
+	c.serde("default.key.serde", c.b.DefaultKeySerde)
+	c.serde("default.value.serde", c.b.DefaultValueSerde)
 	switch policy {
 	case "", "earliest", "latest", "none":
 	default:

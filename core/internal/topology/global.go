@@ -125,6 +125,8 @@ func (b *Builder) GlobalTable(o GlobalTableOptions) (*Handle, error) {
 	} else {
 		store = fmt.Sprintf("%s-STATE-STORE-%010d", o.Topic, c.burn())
 	}
+	c.serde("default.key.serde", b.DefaultKeySerde)
+	c.serde("default.value.serde", b.DefaultValueSerde)
 	if o.OffsetReset != "" && o.OffsetReset != "earliest" {
 		c.invalid("global_table: offset_reset %.40q: a global table is always read from the earliest offset (as Kafka Streams' GlobalKTable); only earliest is taken", o.OffsetReset)
 	}
