@@ -97,7 +97,8 @@ impl Session {
     }
 
     pub(crate) fn register(&self, name: &str, f: Func) -> Result<u32> {
-        let req = pb::RegisterFunctionRequest { session_id: self.id.clone(), name: name.to_owned() };
+        let req =
+            pb::RegisterFunctionRequest { session_id: self.id.clone(), name: name.to_owned(), ..Default::default() };
         let token = self.client.register_function(&req)?.token;
         lock(&self.functions).insert(token, f);
         Ok(token)
