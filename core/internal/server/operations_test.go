@@ -166,8 +166,14 @@ func TestProductionExceptionHandler(t *testing.T) {
 // group; ResumeProcessing continues with what came meanwhile. Pausing
 // before Start starts paused.
 func TestPauseResume(t *testing.T) {
+	for _, guarantee := range []string{"at_least_once", "exactly_once_v2"} {
+		t.Run(guarantee, func(t *testing.T) { testPauseResume(t, guarantee) })
+	}
+}
+
+func testPauseResume(t *testing.T, guarantee string) {
 	e := newEnv(t, "in", "out")
-	h := e.open("pause", map[string]string{"commit.interval.ms": "100"})
+	h := e.open("pause", map[string]string{"commit.interval.ms": "100", "processing.guarantee": guarantee})
 	h.passThrough(&pb.StreamOp{Topics: []string{"in"}}, "out")
 	pause := func(paused bool) {
 		t.Helper()
