@@ -122,7 +122,10 @@ type App struct {
 	// which overrides the consumer's latest). Where a source partition
 	// with no committed offset starts: earliest, latest, or none (the
 	// application fails naming the partition). A source's own policy
-	// (Consumed.withOffsetResetPolicy) overrides it for its topics.
+	// (Consumed.withOffsetResetPolicy) overrides it for its topics. It also
+	// says, application-wide, where a committed offset the log no longer
+	// holds (out of range) resumes: latest at the end, none fails naming the
+	// partition, earliest at the log start.
 	OffsetReset string
 	// default.key.serde and default.value.serde; default bytes. The serde
 	// of a source (stream, table, global table) that names none; the

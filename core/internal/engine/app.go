@@ -425,6 +425,16 @@ func (a *App) begin(ctx context.Context) (err error) {
 	if a.cfg.SessionTimeout > 0 {
 		opts = append(opts, kgo.SessionTimeout(a.cfg.SessionTimeout))
 	}
+	// auto.offset.reset also says where a committed offset the log no
+	// longer holds (out of range) resumes, application-wide (the client
+	// has one reset offset). earliest keeps the client's default, which
+	// resumes a partition not consumed yet at the log start.
+	switch a.cfg.OffsetReset {
+	case config.OffsetLatest:
+		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
+	case config.OffsetNone:
+		opts = append(opts, kgo.ConsumeResetOffset(kgo.NoResetOffset()))
+	}
 	// Static membership by default, with an id kept in the state directory:
 	// a restarted instance takes its partitions back at once instead of
 	// waiting for its dead predecessor's session to time out (and a member
@@ -756,6 +766,10 @@ func (a *App) poll() {
 		}
 		fs.EachError(func(topic string, p int32, err error) {
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return
+			}
+			if a.cfg.OffsetReset == config.OffsetNone && errors.Is(err, kerr.OffsetOutOfRange) {
+				a.fail(fmt.Errorf("runtime: partition %s/%d: its committed offset is out of range and auto.offset.reset is none: %w", topic, p, err))
 				return
 			}
 			a.log.Warn("fetch", "topic", topic, "partition", p, "error", err)

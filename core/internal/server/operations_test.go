@@ -291,3 +291,45 @@ func TestNumStreamThreads(t *testing.T) {
 		})
 	}
 }
+
+// auto.offset.reset also decides where a committed offset the log does not
+// hold (out of range) resumes: none fails naming the partition, latest
+// resumes at the end.
+func TestAutoOffsetResetOutOfRange(t *testing.T) {
+	for _, policy := range []string{"none", "latest"} {
+		t.Run(policy, func(t *testing.T) {
+			e := newEnv(t)
+			e.createTopic("oor", 1)
+			e.createTopic("oor-out", 1)
+			e.produce("oor", "old")
+			app := "oor-" + policy
+			adm, err := kadm.NewOptClient(kgo.SeedBrokers(e.broker.Addr()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer adm.Close()
+			var o kadm.Offsets
+			o.AddOffset("oor", 0, 50, -1) // past the log's end (1)
+			if _, err := adm.CommitOffsets(context.Background(), app, o); err != nil {
+				t.Fatal(err)
+			}
+			h := e.open(app, map[string]string{"auto.offset.reset": policy, "commit.interval.ms": "100"})
+			h.passThrough(&pb.StreamOp{Topics: []string{"oor"}}, "oor-out")
+			h.start()
+			if policy == "none" {
+				waitFor(t, "the application to fail", 30*time.Second, func() bool { return h.getState().State == pb.State_STATE_ERROR })
+				if msg := h.getState().Error; !strings.Contains(msg, "partition oor/0: its committed offset is out of range and auto.offset.reset is none") {
+					t.Errorf("error: %s", msg)
+				}
+				return
+			}
+			waitFor(t, "a record produced after the start to come out", 30*time.Second, func() bool {
+				e.produce("oor", "new")
+				return slices.Contains(e.outValues("oor-out"), "new")
+			})
+			if slices.Contains(e.outValues("oor-out"), "old") {
+				t.Errorf("latest re-read the log: %q", e.outValues("oor-out"))
+			}
+		})
+	}
+}
