@@ -30,7 +30,11 @@ type Config struct {
 	// exactly_once_v2), num.standby.replicas 0, max.task.idle.ms 0 (a task
 	// reading several partitions waits for the records already on the
 	// broker of each before it picks the next by timestamp; -1 never waits),
-	// state.dir <tmp>/polystreams.
+	// state.dir <tmp>/polystreams, auto.offset.reset earliest (per source:
+	// the OffsetReset option), default.production.exception.handler fail
+	// (continue skips a record the broker refuses for good, counted),
+	// num.stream.threads unbounded (how many tasks process a batch at once).
+	// default.key.serde and default.value.serde are given to NewBuilder.
 	Properties map[string]string
 	// Logger receives the runtime's log; nil logs to standard error.
 	Logger *slog.Logger

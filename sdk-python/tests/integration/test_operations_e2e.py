@@ -73,6 +73,5 @@ def test_operations_config_is_checked(tmp_path: Path, app_id: str) -> None:
         App(app_id, cfg)
     assert "auto.offset.reset: want earliest (the default), latest or none" in str(e.value)
     assert "num.stream.threads: want an integer from 1 to 65536" in str(e.value)
-    with App(app_id, Config(state_dir=str(tmp_path))) as app:
-        with pytest.raises(InvalidArgumentError, match="offset_reset \"smallest\""):
-            app.stream("x", offset_reset="smallest")  # type: ignore[arg-type]
+    with App(app_id, Config(state_dir=str(tmp_path))) as app, pytest.raises(InvalidArgumentError, match="offset_reset \"smallest\""):
+        app.stream("x", offset_reset="smallest")  # type: ignore[arg-type]
