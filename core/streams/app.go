@@ -30,7 +30,11 @@ type Config struct {
 	// exactly_once_v2), num.standby.replicas 0, max.task.idle.ms 0 (a task
 	// reading several partitions waits for the records already on the
 	// broker of each before it picks the next by timestamp; -1 never waits),
-	// state.dir <tmp>/polystreams.
+	// state.dir <tmp>/polystreams, auto.offset.reset earliest (per source:
+	// the OffsetReset option), default.production.exception.handler fail
+	// (continue skips a record the broker refuses for good, counted),
+	// num.stream.threads unbounded (how many tasks process a batch at once).
+	// default.key.serde and default.value.serde are given to NewBuilder.
 	Properties map[string]string
 	// Logger receives the runtime's log; nil logs to standard error.
 	Logger *slog.Logger
@@ -41,6 +45,7 @@ type Config struct {
 type App struct {
 	rt   *engine.App
 	topo *topology.Topology
+	cfg  config.App
 
 	mu        sync.Mutex // guards listeners
 	listeners []func(newState, oldState State)
@@ -55,6 +60,14 @@ func New(b *Builder, c Config) (*App, error) {
 		return nil, fmt.Errorf("streams: %w", err)
 	}
 	cfg.Logger = c.Logger
+	for _, d := range []struct{ key, config, builder string }{
+		{"default.key.serde", cfg.DefaultKeySerde, b.b.DefaultKeySerde},
+		{"default.value.serde", cfg.DefaultValueSerde, b.b.DefaultValueSerde},
+	} {
+		if d.config != "" && d.config != d.builder {
+			return nil, fmt.Errorf("streams: %s in Properties is not the Builder's: give it to NewBuilder (streams.NewBuilder(streams.KeySerde(...), streams.ValueSerde(...))), which gives sources their serdes as they are added", d.key)
+		}
+	}
 	topo, err := b.b.Topology()
 	if err != nil {
 		return nil, err
@@ -63,7 +76,7 @@ func New(b *Builder, c Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &App{rt: rt, topo: topo}, nil
+	return &App{rt: rt, topo: topo, cfg: cfg}, nil
 }
 
 // Start creates the internal topics, opens the state, joins the consumer
@@ -128,6 +141,36 @@ func (a *App) notify(listeners []func(newState, oldState State)) {
 // Stop commits what is processed, leaves the group and closes, waiting
 // until ctx is done at most.
 func (a *App) Stop(ctx context.Context) error { return a.rt.Stop(ctx) }
+
+// Pause stops processing (KafkaStreams.pause, KIP-834): no source
+// partition is fetched and each task, once through the batch it is in,
+// takes no more records, while the application stays in the group with
+// its tasks and commits what it processed (under exactly_once_v2 a task
+// first processes the records already fetched, so that their transaction
+// can end). It may come before Start.
+func (a *App) Pause() { a.rt.Pause() }
+
+// Resume undoes Pause: the tasks continue where they left off.
+func (a *App) Resume() { a.rt.Resume() }
+
+// IsPaused reports whether Pause was called and Resume not since.
+func (a *App) IsPaused() bool { return a.rt.Paused() }
+
+// CleanUp deletes the application's local state directory,
+// <state.dir>/<application.id> (KafkaStreams.cleanUp), so that the next
+// start restores every store from its changelog; it answers the directory
+// deleted ("" when there was none). It is refused while the application
+// runs: call it before Start or after Stop.
+func (a *App) CleanUp() (string, error) {
+	if st, _ := a.rt.State(); st != Created {
+		select {
+		case <-a.rt.Done():
+		default:
+			return "", fmt.Errorf("streams: cleanUp: %w (it is %s); call it before Start or after Stop", engine.ErrRunning, st)
+		}
+	}
+	return engine.CleanUp(a.cfg)
+}
 
 // State returns the application's state and, once it failed, why (a
 // *RecordError when a record failed).

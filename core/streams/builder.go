@@ -31,12 +31,13 @@ const (
 	optChangelogConfig
 	optRetention
 	optStores
+	optOffsetReset
 )
 
 var optNames = map[optKind]string{
 	optName: "Name", optKeySerde: "KeySerde", optValueSerde: "ValueSerde",
 	optStore: "Store", optStoreSerdes: "StoreSerdes", optChangelogConfig: "ChangelogConfig",
-	optRetention: "Retention", optStores: "Stores",
+	optRetention: "Retention", optStores: "Stores", optOffsetReset: "OffsetReset",
 }
 
 // Name names the operator's processor node (Kafka Streams' Named.as,
@@ -50,6 +51,20 @@ func KeySerde(serde string) Option { return Option{kind: optKeySerde, value: ser
 
 // ValueSerde is KeySerde for values.
 func ValueSerde(serde string) Option { return Option{kind: optValueSerde, value: serde} }
+
+// OffsetReset is Consumed.withOffsetResetPolicy for Stream and Table:
+// where a partition of the source's topics with no committed offset
+// starts, OffsetEarliest, OffsetLatest or OffsetNone (the application
+// fails naming the partition). Absent, auto.offset.reset decides (default
+// earliest). A GlobalTable is always read from the earliest offset.
+func OffsetReset(policy string) Option { return Option{kind: optOffsetReset, value: policy} }
+
+// auto.offset.reset's values, and OffsetReset's.
+const (
+	OffsetEarliest = "earliest"
+	OffsetLatest   = "latest"
+	OffsetNone     = "none"
+)
 
 // Store names the state store of an aggregation or a table (Materialized.as);
 // its changelog topic is "<application.id>-<name>-changelog", and a named
@@ -79,6 +94,7 @@ type options struct {
 	name, keySerde, valueSerde string
 	stores                     []string
 	mat                        *topology.Materialized
+	offsetReset                string
 }
 
 // parse applies opts for operator op, which takes the option kinds allowed.
@@ -118,6 +134,8 @@ func parse(op string, opts []Option, allowed ...optKind) (options, error) {
 			o.mat.ChangelogConfig = opt.cfg
 		case optStores:
 			o.stores = append(o.stores, opt.names...)
+		case optOffsetReset:
+			o.offsetReset = opt.value
 		case optRetention:
 			if o.mat == nil {
 				o.mat = &topology.Materialized{}
@@ -138,8 +156,22 @@ type Builder struct {
 	b *topology.Builder
 }
 
-// NewBuilder returns an empty Builder.
-func NewBuilder() *Builder { return &Builder{b: topology.NewBuilder()} }
+// NewBuilder returns an empty Builder. KeySerde and ValueSerde options
+// are default.key.serde and default.value.serde: the serdes of a source
+// (Stream, Table, GlobalTable) that names none (absent: bytes). A bad
+// name fails the first source.
+func NewBuilder(defaults ...Option) *Builder {
+	b := topology.NewBuilder()
+	for _, o := range defaults {
+		switch o.kind {
+		case optKeySerde:
+			b.DefaultKeySerde = o.value
+		case optValueSerde:
+			b.DefaultValueSerde = o.value
+		}
+	}
+	return &Builder{b: b}
+}
 
 // Stream is a stream of records (KStream).
 type Stream struct {
@@ -172,11 +204,11 @@ func (g *GroupedStream) ValueSerde() string { return g.h.ValueSerde }
 // Stream reads topics (StreamsBuilder.stream). Options: KeySerde,
 // ValueSerde (default bytes), Name.
 func (b *Builder) Stream(topics []string, opts ...Option) (*Stream, error) {
-	o, err := parse("Stream", opts, optName, optKeySerde, optValueSerde)
+	o, err := parse("Stream", opts, optName, optKeySerde, optValueSerde, optOffsetReset)
 	if err != nil {
 		return nil, err
 	}
-	h, err := b.b.Stream(topology.StreamOptions{Topics: topics, KeySerde: o.keySerde, ValueSerde: o.valueSerde, Name: o.name})
+	h, err := b.b.Stream(topology.StreamOptions{Topics: topics, KeySerde: o.keySerde, ValueSerde: o.valueSerde, Name: o.name, OffsetReset: o.offsetReset})
 	return b.stream(h, err)
 }
 

@@ -26,11 +26,11 @@ func (g *GlobalTable) Store() string { return g.h.Node.Stores[0] }
 // (Consumed.as: the source node "<name>-source" and the processor name),
 // Store (default "<topic>-STATE-STORE-<n>"), StoreSerdes.
 func (b *Builder) GlobalTable(topic string, opts ...Option) (*GlobalTable, error) {
-	o, err := parse("GlobalTable", opts, optName, optKeySerde, optValueSerde, optStore, optStoreSerdes)
+	o, err := parse("GlobalTable", opts, optName, optKeySerde, optValueSerde, optStore, optStoreSerdes, optOffsetReset)
 	if err != nil {
 		return nil, err
 	}
-	h, err := b.b.GlobalTable(topology.GlobalTableOptions{Topic: topic, KeySerde: o.keySerde, ValueSerde: o.valueSerde, Name: o.name, Materialized: o.mat})
+	h, err := b.b.GlobalTable(topology.GlobalTableOptions{Topic: topic, KeySerde: o.keySerde, ValueSerde: o.valueSerde, Name: o.name, Materialized: o.mat, OffsetReset: o.offsetReset})
 	if err != nil {
 		return nil, err
 	}

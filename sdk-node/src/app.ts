@@ -6,7 +6,7 @@ import { type StoreBuilder, addStateStoreOp, metadataOf } from "./processor.js";
 import { type SourceOptions, Topology } from "./topology.js";
 import type { AnyFunction } from "./outcomes.js";
 import { type Client, Client as EngineClient, type Input, type Method, type Output } from "./client.js";
-import { type Config, properties, redact } from "./config.js";
+import { type Config, type OffsetReset, properties, redact } from "./config.js";
 import {
   type Builder,
   type GlobalKTable,
@@ -179,6 +179,11 @@ export interface StreamOptions<KS extends SerdeName | TopicSerde, VS extends Ser
   key?: KS;
   /** The topics' value serde (default `bytes`). */
   value?: VS;
+  /**
+   * `Consumed.withOffsetResetPolicy`: where a partition with no committed
+   * offset starts (default: the config's `autoOffsetReset`).
+   */
+  offsetReset?: OffsetReset;
 }
 
 /** Options of App.run. */
@@ -386,7 +391,13 @@ export class App implements Builder {
       this,
       this.build("stream", null, [], () => ({
         case: "stream",
-        value: { topics: list, keySerde: options.key ?? "", valueSerde: options.value ?? "", name: options.name ?? "" },
+        value: {
+          topics: list,
+          keySerde: options.key ?? "",
+          valueSerde: options.value ?? "",
+          name: options.name ?? "",
+          offsetReset: options.offsetReset ?? "",
+        },
       })),
     );
   }
@@ -614,6 +625,38 @@ export class App implements Builder {
   }
 
   // Running.
+
+  /**
+   * Pauses processing (`KafkaStreams.pause`, KIP-834): the engine fetches
+   * nothing more and its tasks take no new records, while the application
+   * stays in the group with its tasks. Before run() it starts paused.
+   */
+  async pause(): Promise<void> {
+    await this.#client.call("pauseProcessing", { sessionId: this.#session });
+  }
+
+  /** Resumes processing where pause() left it (`KafkaStreams.resume`). */
+  async resume(): Promise<void> {
+    await this.#client.call("resumeProcessing", { sessionId: this.#session });
+  }
+
+  /** Whether pause() was called and resume() not since (`KafkaStreams.isPaused`). */
+  async isPaused(): Promise<boolean> {
+    return (await this.#client.call("getState", { sessionId: this.#session })).paused;
+  }
+
+  /**
+   * Deletes the application's local state directory,
+   * `<state.dir>/<application.id>` (`KafkaStreams.cleanUp`), so that the next
+   * start restores every store from its changelog; resolves to the directory
+   * deleted, or undefined when there was none. Refused (a PolystreamsError
+   * with code `failed_precondition`) while the application runs: call it
+   * before run() or after stop().
+   */
+  async cleanUp(): Promise<string | undefined> {
+    const resp = await this.#client.call("cleanUpState", { sessionId: this.#session });
+    return resp.deleted === "" ? undefined : resp.deleted;
+  }
 
   /**
    * The application's state, as the engine reports it now (also updates

@@ -3,6 +3,12 @@
 /** Kafka Streams' `processing.guarantee`. */
 export type ProcessingGuarantee = "at_least_once" | "exactly_once_v2";
 
+/** Kafka Streams' `auto.offset.reset` (and `Consumed.withOffsetResetPolicy`). */
+export type OffsetReset = "earliest" | "latest" | "none";
+
+/** Kafka Streams' `default.production.exception.handler`. */
+export type ProductionExceptionHandler = "fail" | "continue";
+
 /**
  * Kafka Streams configuration for an App.
  *
@@ -39,6 +45,30 @@ export interface Config {
    * value also waits that long for new records (docs/design/joins.md).
    */
   maxTaskIdleMs?: number;
+  /**
+   * `auto.offset.reset` (default `earliest`, Kafka Streams'): where a source
+   * partition with no committed offset starts; `none` fails the application
+   * naming the partition. A source's `offsetReset` overrides it.
+   */
+  autoOffsetReset?: OffsetReset;
+  /**
+   * `default.key.serde` / `default.value.serde` (default `bytes`): the serdes
+   * of a source that names none. Give the matching type parameters to
+   * stream()/table() (`app.stream<"string", "json">("t")`) to type them.
+   */
+  defaultKeySerde?: string;
+  defaultValueSerde?: string;
+  /**
+   * `default.production.exception.handler` (default `fail`): a record the
+   * broker refuses for good (too large, invalid) fails the application naming
+   * topic and partition; `continue` logs, counts and skips it.
+   */
+  defaultProductionExceptionHandler?: ProductionExceptionHandler;
+  /**
+   * `num.stream.threads` (default: no bound): how many of the engine's tasks
+   * process a batch at once for this application.
+   */
+  numStreamThreads?: number;
   stateDir?: string;
   extra?: Readonly<Record<string, string | number | boolean>>;
 }
@@ -66,6 +96,21 @@ export function properties(config: Config = {}): Record<string, string> {
   }
   if (config.stateDir !== undefined) {
     out["state.dir"] = config.stateDir;
+  }
+  if (config.autoOffsetReset !== undefined) {
+    out["auto.offset.reset"] = config.autoOffsetReset;
+  }
+  if (config.defaultKeySerde !== undefined) {
+    out["default.key.serde"] = config.defaultKeySerde;
+  }
+  if (config.defaultValueSerde !== undefined) {
+    out["default.value.serde"] = config.defaultValueSerde;
+  }
+  if (config.defaultProductionExceptionHandler !== undefined) {
+    out["default.production.exception.handler"] = config.defaultProductionExceptionHandler;
+  }
+  if (config.numStreamThreads !== undefined) {
+    out["num.stream.threads"] = String(config.numStreamThreads);
   }
   return out;
 }

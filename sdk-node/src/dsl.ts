@@ -27,6 +27,7 @@ import { type SerdeName, type SerdeType, type TopicSerde, isWindowedSerde } from
 import type { KeyValueStore, StoreOptions, WindowStore } from "./store.js";
 import type { FixedKeyProcessorSupplier, ProcessorSupplier } from "./processor.js";
 import { EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, type Windowed } from "./windows.js";
+import type { OffsetReset } from "./config.js";
 
 /** What a handle stands for (`windowed_stream`: a TimeWindowedKStream, of time or sliding windows). */
 export type Kind = "stream" | "grouped_stream" | "table" | "grouped_table" | "windowed_stream" | "session_windowed_stream" | "global_table";
@@ -1142,6 +1143,11 @@ export interface TableOptions<KS extends SerdeName | TopicSerde, VS extends Serd
   /** The topic's value serde (default `bytes`). */
   value?: VS;
   /**
+   * `Consumed.withOffsetResetPolicy`: where a partition with no committed
+   * offset starts (default: the config's `autoOffsetReset`).
+   */
+  offsetReset?: OffsetReset;
+  /**
    * The table's store: a name (which makes the table queryable), or a
    * Materialized. Absent: the store is named `<topic>-STATE-STORE-<n>` and
    * exists only when an operator downstream needs it.
@@ -1163,7 +1169,14 @@ export function table<KS extends SerdeName | TopicSerde, VS extends SerdeName | 
     builder,
     builder.build("table", null, [], () => ({
       case: "table",
-      value: { topic, keySerde: options.key ?? "", valueSerde: options.value ?? "", name: options.name ?? "", ...(m ? { materialized: m } : {}) },
+      value: {
+        topic,
+        keySerde: options.key ?? "",
+        valueSerde: options.value ?? "",
+        name: options.name ?? "",
+        offsetReset: options.offsetReset ?? "",
+        ...(m ? { materialized: m } : {}),
+      },
     })),
   );
 }

@@ -19,7 +19,7 @@ export { App } from "./app.js";
 export { TopologyTestDriver } from "./test_driver.js";
 export type { Headers, PipeOptions, TestDriverOptions, TestRecord } from "./test_driver.js";
 export type { AppOptions, BrokerOutage, CloseOptions, HostHealth, RestoreListener, RestoreProgress, RunOptions, State, StateListener, StreamOptions } from "./app.js";
-export type { Config, ProcessingGuarantee } from "./config.js";
+export type { Config, OffsetReset, ProcessingGuarantee, ProductionExceptionHandler } from "./config.js";
 export type { DescribeFormat, Metrics, NodeMetrics, PartitionLag, TaskMetrics } from "./metrics.js";
 export { BranchedKStream, GlobalKTable, KGroupedStream, KGroupedTable, KStream, KTable, SessionWindowedKStream, TimeWindowedKStream } from "./dsl.js";
 export type {

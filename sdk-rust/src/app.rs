@@ -11,7 +11,7 @@ use crate::client::Client;
 use crate::dsl::{KStream, KTable};
 use crate::engine::{check_engine_version, feed_hint, find_engine, EngineProcess};
 use crate::errors::{record_context, Error, Result};
-use crate::options::{Options, KEY, MATERIALIZED, NAME, VALUE};
+use crate::options::{OffsetReset, Options, KEY, MATERIALIZED, NAME, OFFSET_RESET, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::Serde;
 use crate::session::{lock, Session};
@@ -169,6 +169,17 @@ pub enum ProcessingGuarantee {
     ExactlyOnceV2,
 }
 
+/// Kafka Streams' `default.production.exception.handler`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProductionExceptionHandler {
+    /// The application fails naming topic, partition and error (Kafka
+    /// Streams' DefaultProductionExceptionHandler).
+    Fail,
+    /// The record is logged, counted (`polystreams_production_errors_total`)
+    /// and skipped.
+    Continue,
+}
+
 /// Kafka Streams configuration for an App, named as Kafka Streams names it.
 ///
 /// The common settings have methods; anything else goes in with
@@ -216,6 +227,38 @@ impl Config {
     }
     pub fn state_dir(self, dir: impl Into<String>) -> Config {
         self.set("state.dir", dir)
+    }
+    /// `auto.offset.reset` (default earliest, Kafka Streams'): where a
+    /// source partition with no committed offset starts; a source's
+    /// [`Options::offset_reset`] overrides it.
+    pub fn auto_offset_reset(self, policy: OffsetReset) -> Config {
+        self.set("auto.offset.reset", policy.as_str())
+    }
+    /// `default.key.serde` (default bytes): the key serde of a source that
+    /// names none. A Rust source always names its serde (its key type's,
+    /// or [`Options::key_serde`]), so this is for other SDKs' sessions of
+    /// the same application and for parity with their configs.
+    pub fn default_key_serde(self, serde: impl Into<String>) -> Config {
+        self.set("default.key.serde", serde)
+    }
+    /// `default.value.serde`: as [`default_key_serde`](Self::default_key_serde), for values.
+    pub fn default_value_serde(self, serde: impl Into<String>) -> Config {
+        self.set("default.value.serde", serde)
+    }
+    /// `default.production.exception.handler` (default
+    /// [`ProductionExceptionHandler::Fail`]): what a record the broker
+    /// refuses for good (too large, invalid) does.
+    pub fn default_production_exception_handler(self, h: ProductionExceptionHandler) -> Config {
+        let v = match h {
+            ProductionExceptionHandler::Fail => "fail",
+            ProductionExceptionHandler::Continue => "continue",
+        };
+        self.set("default.production.exception.handler", v)
+    }
+    /// `num.stream.threads` (default: no bound): how many of the engine's
+    /// tasks process a batch at once for this application.
+    pub fn num_stream_threads(self, n: u32) -> Config {
+        self.set("num.stream.threads", n.to_string())
     }
     /// Any setting, by its Kafka Streams (or `polystreams.*`) name, e.g.
     /// what a failed record does: `default.deserialization.exception.handler`
@@ -616,14 +659,16 @@ impl App {
         self.stream_with(topics, Options::new())
     }
 
-    /// [`stream`](Self::stream) with `name` (`Consumed.as`), `key_serde` and `value_serde`.
+    /// [`stream`](Self::stream) with `name` (`Consumed.as`), `key_serde`,
+    /// `value_serde` and `offset_reset` (`Consumed.withOffsetResetPolicy`).
     pub fn stream_with<K: Serde, V: Serde>(&self, topics: impl Topics, o: Options) -> Result<KStream<K, V>> {
-        o.check("stream", NAME | KEY | VALUE)?;
+        o.check("stream", NAME | KEY | VALUE | OFFSET_RESET)?;
         let op = Op::Stream(pb::StreamOp {
             topics: topics.topics(),
             key_serde: o.key_or(K::NAME),
             value_serde: o.value_or(V::NAME),
             name: o.name_or_empty(),
+            offset_reset: o.offset_reset_or_empty(),
         });
         let h = self
             .inner
@@ -640,15 +685,17 @@ impl App {
     }
 
     /// [`table`](Self::table) with `name` (`Consumed.as`), `key_serde`,
-    /// `value_serde` and `materialized` (a named store makes it queryable).
+    /// `value_serde`, `materialized` (a named store makes it queryable) and
+    /// `offset_reset` (`Consumed.withOffsetResetPolicy`).
     pub fn table_with<K: Serde, V: Serde>(&self, topic: &str, o: Options) -> Result<KTable<K, V>> {
-        o.check("table", NAME | KEY | VALUE | MATERIALIZED)?;
+        o.check("table", NAME | KEY | VALUE | MATERIALIZED | OFFSET_RESET)?;
         let op = Op::Table(pb::TableOp {
             topic: topic.to_owned(),
             key_serde: o.key_or(K::NAME),
             value_serde: o.value_or(V::NAME),
             name: o.name_or_empty(),
             materialized: o.materialized_proto(),
+            offset_reset: o.offset_reset_or_empty(),
         });
         let h = self
             .inner
@@ -737,6 +784,50 @@ impl App {
         let r =
             self.inner.session.client.get_state(&pb::GetStateRequest { session_id: self.inner.session.id.clone() })?;
         Ok(State::from_proto(r.state).unwrap_or(State::Created))
+    }
+
+    /// Pauses processing (`KafkaStreams.pause`, KIP-834): the engine fetches
+    /// nothing more and its tasks take no new records, while the
+    /// application stays in the group with its tasks. Before
+    /// [`run`](Self::run) it starts paused. From any thread.
+    pub fn pause(&self) -> Result<()> {
+        self.inner
+            .session
+            .client
+            .pause_processing(&pb::PauseProcessingRequest { session_id: self.inner.session.id.clone() })?;
+        Ok(())
+    }
+
+    /// Resumes processing where [`pause`](Self::pause) left it (`KafkaStreams.resume`).
+    pub fn resume(&self) -> Result<()> {
+        self.inner
+            .session
+            .client
+            .resume_processing(&pb::ResumeProcessingRequest { session_id: self.inner.session.id.clone() })?;
+        Ok(())
+    }
+
+    /// Whether [`pause`](Self::pause) was called and [`resume`](Self::resume)
+    /// not since (`KafkaStreams.isPaused`).
+    pub fn is_paused(&self) -> Result<bool> {
+        let r =
+            self.inner.session.client.get_state(&pb::GetStateRequest { session_id: self.inner.session.id.clone() })?;
+        Ok(r.paused)
+    }
+
+    /// Deletes the application's local state directory,
+    /// `<state.dir>/<application.id>` (`KafkaStreams.cleanUp`), so that the
+    /// next start restores every store from its changelog; answers the
+    /// directory deleted (`None` when there was none). Refused
+    /// ([`Error::FailedPrecondition`]) while the application runs: call it
+    /// before [`run`](Self::run) or after [`stop`](Self::stop).
+    pub fn clean_up(&self) -> Result<Option<String>> {
+        let r = self
+            .inner
+            .session
+            .client
+            .clean_up_state(&pb::CleanUpStateRequest { session_id: self.inner.session.id.clone() })?;
+        Ok(if r.deleted.is_empty() { None } else { Some(r.deleted) })
     }
 
     /// How far the engine's restore of this application's stores has come
@@ -971,6 +1062,26 @@ mod tests {
         assert_eq!(c.properties().get("max.task.idle.ms").map(String::as_str), Some("-1"));
         // Unset: the engine's default, 0.
         assert!(!Config::new().properties().contains_key("max.task.idle.ms"));
+    }
+
+    #[test]
+    fn operations_settings_have_kafka_streams_names() {
+        let c = Config::new()
+            .auto_offset_reset(OffsetReset::None)
+            .default_key_serde("string")
+            .default_value_serde("long")
+            .default_production_exception_handler(ProductionExceptionHandler::Continue)
+            .num_stream_threads(3);
+        let p = c.properties();
+        for (k, v) in [
+            ("auto.offset.reset", "none"),
+            ("default.key.serde", "string"),
+            ("default.value.serde", "long"),
+            ("default.production.exception.handler", "continue"),
+            ("num.stream.threads", "3"),
+        ] {
+            assert_eq!(p.get(k).map(String::as_str), Some(v), "{k}");
+        }
     }
 
     #[test]

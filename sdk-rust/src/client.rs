@@ -177,6 +177,15 @@ impl Client {
     pub(crate) fn stop(&self, r: &pb::StopRequest) -> Result<pb::StopResponse> {
         self.call("Stop", r)
     }
+    pub(crate) fn pause_processing(&self, r: &pb::PauseProcessingRequest) -> Result<pb::PauseProcessingResponse> {
+        self.call("PauseProcessing", r)
+    }
+    pub(crate) fn resume_processing(&self, r: &pb::ResumeProcessingRequest) -> Result<pb::ResumeProcessingResponse> {
+        self.call("ResumeProcessing", r)
+    }
+    pub(crate) fn clean_up_state(&self, r: &pb::CleanUpStateRequest) -> Result<pb::CleanUpStateResponse> {
+        self.call("CleanUpState", r)
+    }
     pub(crate) fn query(&self, r: &pb::QueryRequest) -> Result<pb::QueryResponse> {
         self.call("Query", r)
     }

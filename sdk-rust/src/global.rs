@@ -35,6 +35,7 @@ impl App {
             value_serde: o.value_or(V::NAME),
             name: o.name_or_empty(),
             materialized: o.materialized_proto(),
+            offset_reset: String::new(), // a global table is always read from the earliest offset
         });
         let h = self.inner.session.build(op, &[])?;
         GlobalKTable::wrap(self.inner.session.clone(), expect_handle(h, "global_table")?)

@@ -54,7 +54,8 @@ pub mod pb {
 }
 
 pub use app::{
-    is_secret, App, AppBuilder, BrokerOutage, Config, HostHealth, ProcessingGuarantee, RestoreProgress, State, Topics,
+    is_secret, App, AppBuilder, BrokerOutage, Config, HostHealth, ProcessingGuarantee, ProductionExceptionHandler,
+    RestoreProgress, State, Topics,
 };
 pub use branch::{BranchedKStream, Repartitioned};
 pub use bundle::ASYNC_TIMEOUT;
@@ -63,7 +64,7 @@ pub use engine::find_engine;
 pub use errors::{Error, Result};
 pub use fold::Reducer;
 pub use join_stream::JoinWindows;
-pub use options::{Materialized, Options};
+pub use options::{Materialized, OffsetReset, Options};
 pub use print::{PrintText, Printed};
 pub use serdes::{avro, json_schema, to_bytes, Json, Serde, SerdeError, Value, Windowed};
 pub use session::{Handle, Kind};

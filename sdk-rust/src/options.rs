@@ -83,12 +83,38 @@ pub struct Options {
     key_serde: Option<String>,
     value_serde: Option<String>,
     materialized: Option<Materialized>,
+    offset_reset: Option<OffsetReset>,
+}
+
+/// Kafka Streams' `auto.offset.reset`, and a source's
+/// `Consumed.withOffsetResetPolicy`: where a partition with no committed
+/// offset starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffsetReset {
+    /// From the first record the partition holds (the default).
+    Earliest,
+    /// From the records written after the application starts.
+    Latest,
+    /// Nowhere: the application fails naming the partition.
+    None,
+}
+
+impl OffsetReset {
+    /// The value's Kafka Streams name: `earliest`, `latest` or `none`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OffsetReset::Earliest => "earliest",
+            OffsetReset::Latest => "latest",
+            OffsetReset::None => "none",
+        }
+    }
 }
 
 pub(crate) const NAME: u8 = 1;
 pub(crate) const KEY: u8 = 2;
 pub(crate) const VALUE: u8 = 4;
 pub(crate) const MATERIALIZED: u8 = 8;
+pub(crate) const OFFSET_RESET: u8 = 16;
 
 impl Options {
     pub fn new() -> Options {
@@ -111,6 +137,13 @@ impl Options {
         self.value_serde = Some(serde.into());
         self
     }
+    /// A source's `Consumed.withOffsetResetPolicy` (stream and table):
+    /// where a partition with no committed offset starts; absent, the
+    /// config's `auto.offset.reset` decides.
+    pub fn offset_reset(mut self, policy: OffsetReset) -> Options {
+        self.offset_reset = Some(policy);
+        self
+    }
     /// A store: `Materialized::named("counts")`, or just `"counts"`.
     pub fn materialized(mut self, m: impl Into<Materialized>) -> Options {
         self.materialized = Some(m.into());
@@ -124,6 +157,7 @@ impl Options {
             (self.key_serde.is_some(), KEY, "key_serde"),
             (self.value_serde.is_some(), VALUE, "value_serde"),
             (self.materialized.is_some(), MATERIALIZED, "materialized"),
+            (self.offset_reset.is_some(), OFFSET_RESET, "offset_reset"),
         ] {
             if set && allowed & bit == 0 {
                 bad.push(what);
@@ -142,6 +176,9 @@ impl Options {
     /// These options' key serde alone.
     pub(crate) fn key_only(&self) -> Options {
         Options { key_serde: self.key_serde.clone(), ..Options::default() }
+    }
+    pub(crate) fn offset_reset_or_empty(&self) -> String {
+        self.offset_reset.map(|p| p.as_str().to_owned()).unwrap_or_default()
     }
     pub(crate) fn name_or_empty(&self) -> String {
         self.name.clone().unwrap_or_default()

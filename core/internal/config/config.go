@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/polystreams/polystreams/core/internal/serde"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
@@ -131,6 +133,32 @@ type App struct {
 	// value.subject.name.strategy (default TopicNameStrategy),
 	// basic.auth.user.info ("user:password"). Confluent's serializer keys.
 	Registry registry.Config
+	// auto.offset.reset; default OffsetEarliest (Kafka Streams' default,
+	// which overrides the consumer's latest). Where a source partition
+	// with no committed offset starts: earliest, latest, or none (the
+	// application fails naming the partition). A source's own policy
+	// (Consumed.withOffsetResetPolicy) overrides it for its topics. It also
+	// says, application-wide, where a committed offset the log no longer
+	// holds (out of range) resumes: latest at the end, none fails naming the
+	// partition, earliest at the log start.
+	OffsetReset string
+	// default.key.serde and default.value.serde; default bytes. The serde
+	// of a source (stream, table, global table) that names none; the
+	// operators after it inherit it as they inherit a named one.
+	DefaultKeySerde, DefaultValueSerde string
+	// default.production.exception.handler; default fail (Kafka Streams'
+	// DefaultProductionExceptionHandler). What happens to an output or
+	// changelog record the broker refuses for good (RecordTooLarge, an
+	// invalid record, ...): fail stops the application naming the topic,
+	// partition and error; continue logs and counts it
+	// (polystreams_production_errors_total) and commits past it. Retriable
+	// errors are retried by the producer and never reach it.
+	ProductionContinue bool
+	// num.stream.threads; default 0: no bound. How many of this instance's
+	// tasks process a batch at once (each task runs on its own goroutine;
+	// Go spreads them over GOMAXPROCS cores). 1 processes one task's batch
+	// at a time, as a single Kafka Streams stream thread would.
+	StreamThreads int
 
 	// FoldValueRefs: the host understands Bundle.value_refs (its SDK said
 	// so with the "fold_value_refs" host feature), so a windowed fold
@@ -161,6 +189,18 @@ type App struct {
 	TestDriver bool
 
 	Logger *slog.Logger
+}
+
+// auto.offset.reset's values (Kafka Streams' AutoOffsetReset).
+const (
+	OffsetEarliest = "earliest"
+	OffsetLatest   = "latest"
+	OffsetNone     = "none"
+)
+
+// ValidOffsetReset reports whether v is a value of auto.offset.reset.
+func ValidOffsetReset(v string) bool {
+	return v == OffsetEarliest || v == OffsetLatest || v == OffsetNone
 }
 
 // MaxTaskIdleDisabled is max.task.idle.ms = -1: a task never waits on an
@@ -216,6 +256,7 @@ func Parse(applicationID string, kv map[string]string, defaultBrokers string) (A
 		MemoryMaxBytes:    DefaultMemoryMaxBytes,
 		BrokerWait:        DefaultBrokerWait,
 		Registry:          registry.Config{AutoRegister: true},
+		OffsetReset:       OffsetEarliest,
 	}
 	var errs []error
 	var deadLetterOf map[string]string // handler key -> topic named in dead_letter(topic)
@@ -286,6 +327,33 @@ func Parse(applicationID string, kv map[string]string, defaultBrokers string) (A
 				errs = append(errs, fmt.Errorf("%s: want -1 (never wait), 0 (wait only for records already on the broker; the default) or a positive number of milliseconds", k))
 			}
 			c.MaxTaskIdleMs = n
+		case "auto.offset.reset":
+			if !ValidOffsetReset(v) {
+				errs = append(errs, fmt.Errorf("%s: want earliest (the default), latest or none", k))
+			}
+			c.OffsetReset = v
+		case "default.key.serde", "default.value.serde":
+			name := strings.TrimSpace(v)
+			if err := serde.Check(name); err != nil || name == "" {
+				errs = append(errs, fmt.Errorf("%s: want a serde's name: bytes, string, json, long, integer or double", k))
+			} else if k == "default.key.serde" {
+				c.DefaultKeySerde = name
+			} else {
+				c.DefaultValueSerde = name
+			}
+		case "default.production.exception.handler":
+			switch strings.TrimPrefix(strings.TrimSpace(v), "org.apache.kafka.streams.errors.") {
+			case "fail", "DefaultProductionExceptionHandler":
+				c.ProductionContinue = false
+			case "continue":
+				c.ProductionContinue = true
+			default:
+				errs = append(errs, fmt.Errorf("%s: want fail (the default) or continue", k))
+			}
+		case "num.stream.threads":
+			if n, ok := bounded(1, 1<<16); ok {
+				c.StreamThreads = int(n)
+			}
 		case "session.timeout.ms":
 			c.SessionTimeout = time.Duration(num()) * time.Millisecond
 		case "group.instance.id":
@@ -446,6 +514,13 @@ func Parse(applicationID string, kv map[string]string, defaultBrokers string) (A
 
 		"default.deserialization.exception.handler": c.DeserializationPolicy.String(),
 		"processing.exception.handler":              c.ProcessingPolicy.String(),
+		"auto.offset.reset":                         c.OffsetReset,
+		"default.key.serde":                         serde.Or(c.DefaultKeySerde, serde.Bytes),
+		"default.value.serde":                       serde.Or(c.DefaultValueSerde, serde.Bytes),
+		"default.production.exception.handler":      map[bool]string{false: "fail", true: "continue"}[c.ProductionContinue],
+	}
+	if c.StreamThreads > 0 {
+		effective["num.stream.threads"] = strconv.Itoa(c.StreamThreads)
 	}
 	if c.TestDriver {
 		effective["polystreams.test.driver"] = "true"

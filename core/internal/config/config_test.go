@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -45,6 +46,40 @@ func TestApplicationServerConfig(t *testing.T) {
 		_, _, err := Parse("x", map[string]string{"application.server": v}, "127.0.0.1:1")
 		if want := fmt.Sprintf("application.server %q: want host:port, as the other instances reach this one's engine", v); err == nil || err.Error() != want {
 			t.Errorf("application.server %q: %v", v, err)
+		}
+	}
+}
+
+// The operations keys of issue 24: each value known is taken and shown in
+// the effective configuration; anything else is refused naming the key.
+func TestOperationsKeys(t *testing.T) {
+	c, eff, err := Parse("x", map[string]string{
+		"auto.offset.reset": "latest", "default.key.serde": "string", "default.value.serde": "long",
+		"default.production.exception.handler": "continue", "num.stream.threads": "2",
+	}, "127.0.0.1:1")
+	if err != nil || c.OffsetReset != OffsetLatest || c.DefaultKeySerde != "string" || c.DefaultValueSerde != "long" || !c.ProductionContinue || c.StreamThreads != 2 {
+		t.Fatalf("%+v, %v", c, err)
+	}
+	if eff["auto.offset.reset"] != "latest" || eff["default.key.serde"] != "string" || eff["default.production.exception.handler"] != "continue" || eff["num.stream.threads"] != "2" {
+		t.Errorf("effective: %v", eff)
+	}
+	c, eff, err = Parse("x", nil, "127.0.0.1:1")
+	if err != nil || c.OffsetReset != OffsetEarliest || c.ProductionContinue || c.StreamThreads != 0 || eff["default.key.serde"] != "bytes" || eff["default.production.exception.handler"] != "fail" {
+		t.Errorf("defaults: %+v %v, %v", c, eff, err)
+	}
+	_, _, err = Parse("x", map[string]string{
+		"auto.offset.reset": "smallest", "default.key.serde": "avro", "default.value.serde": "",
+		"default.production.exception.handler": "retry", "num.stream.threads": "0",
+	}, "127.0.0.1:1")
+	for _, want := range []string{
+		"auto.offset.reset: want earliest (the default), latest or none",
+		"default.key.serde: want a serde's name: bytes, string, json, long, integer or double",
+		"default.value.serde: want a serde's name",
+		"default.production.exception.handler: want fail (the default) or continue",
+		"num.stream.threads: want an integer from 1 to 65536",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("want %q in %v", want, err)
 		}
 	}
 }

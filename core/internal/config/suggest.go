@@ -14,6 +14,8 @@ var configKeys = []string{
 	"errors.deadletterqueue.topic.name", "polystreams.memory.max.bytes", "max.task.idle.ms",
 	"schema.registry.url", "auto.register.schemas", "key.subject.name.strategy",
 	"value.subject.name.strategy", "basic.auth.user.info",
+	"auto.offset.reset", "default.key.serde", "default.value.serde",
+	"default.production.exception.handler", "num.stream.threads",
 }
 
 // nearestKey returns the known config key closest to key by edit distance,

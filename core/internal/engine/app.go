@@ -165,6 +165,19 @@ type App struct {
 	// registry: the Schema Registry serdes of the topology's sources and
 	// sinks (wire.go); nil when none names one.
 	registry *registry.Serdes
+
+	// paused: Pause was called and no Resume since (operations.go).
+	// pauseMu orders Pause and Resume with the consumer client's creation,
+	// so that a client made while paused is paused too.
+	paused  atomic.Bool
+	pauseMu sync.Mutex
+	pauseCl *kgo.Client // the consumer client; guarded by pauseMu
+	// threads holds one token per task processing a batch, at most
+	// num.stream.threads; nil without the key (no bound).
+	threads chan struct{}
+	// productionErrors counts records the broker refused for good that
+	// default.production.exception.handler = continue skipped.
+	productionErrors atomic.Int64
 }
 
 // New prepares an application; Start runs it.
@@ -176,6 +189,9 @@ func New(cfg config.App, topo *topology.Topology, host Host) (*App, error) {
 	a.balancer.Endpoint = cfg.ApplicationServer
 	a.promise = func(r *kgo.Record, err error) { a.produced(r, err) }
 	a.mem = newMemory(cfg.MemoryMaxBytes)
+	if cfg.StreamThreads > 0 {
+		a.threads = make(chan struct{}, cfg.StreamThreads)
+	}
 	if host != nil {
 		a.host = budgetedHost{host, a.mem}
 	}
@@ -408,6 +424,10 @@ func (a *App) begin(ctx context.Context) (err error) {
 		kgo.OnPartitionsAssigned(a.onAssigned),
 		kgo.OnPartitionsRevoked(a.onRevoked),
 		kgo.OnPartitionsLost(a.onLost),
+		// auto.offset.reset and each source's own policy, for partitions
+		// with no committed offset (operations.go).
+		kgo.ConsumeStartOffset(kgo.NewOffset().AtStart()),
+		kgo.AdjustFetchOffsetsFn(a.adjustOffsets(a.offsetResets())),
 		kgo.RecordPartitioner(changelogPartitioner(manual, windowedSinkTopics(a.topo))),
 		// As Kafka's Java producer (allow.auto.create.topics=true): a sink
 		// topic that does not exist is created where the broker allows it.
@@ -415,6 +435,16 @@ func (a *App) begin(ctx context.Context) (err error) {
 	)
 	if a.cfg.SessionTimeout > 0 {
 		opts = append(opts, kgo.SessionTimeout(a.cfg.SessionTimeout))
+	}
+	// auto.offset.reset also says where a committed offset the log no
+	// longer holds (out of range) resumes, application-wide (the client
+	// has one reset offset). earliest keeps the client's default, which
+	// resumes a partition not consumed yet at the log start.
+	switch a.cfg.OffsetReset {
+	case config.OffsetLatest:
+		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
+	case config.OffsetNone:
+		opts = append(opts, kgo.ConsumeResetOffset(kgo.NoResetOffset()))
 	}
 	// Static membership by default, with an id kept in the state directory:
 	// a restarted instance takes its partitions back at once instead of
@@ -463,6 +493,7 @@ func (a *App) begin(ctx context.Context) (err error) {
 		a.adm.Close()
 		return fmt.Errorf("runtime: %w", err)
 	}
+	a.applyPause(a.cl)
 	a.runGlobals()
 	go a.run()
 	return nil
@@ -748,6 +779,10 @@ func (a *App) poll() {
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				return
 			}
+			if a.cfg.OffsetReset == config.OffsetNone && errors.Is(err, kerr.OffsetOutOfRange) {
+				a.fail(fmt.Errorf("runtime: partition %s/%d: its committed offset is out of range and auto.offset.reset is none: %w", topic, p, err))
+				return
+			}
 			a.log.Warn("fetch", "topic", topic, "partition", p, "error", err)
 		})
 		fs.EachPartition(func(ftp kgo.FetchTopicPartition) {
@@ -840,6 +875,7 @@ func (a *App) openSession() error {
 		return err
 	}
 	a.sess, a.cl = sess, sess.Client()
+	a.applyPause(a.cl)
 	return nil
 }
 
@@ -1078,12 +1114,30 @@ func (a *App) produced(r *kgo.Record, err error) bool {
 		a.fenced.CompareAndSwap(nil, &fenced)
 		return false
 	}
+	if err != nil && a.cfg.ProductionContinue && !a.eos && refusedForGood(err) {
+		// default.production.exception.handler = continue: the record is
+		// lost, as the handler was told; its input's offset commits.
+		a.productionErrors.Add(1)
+		a.log.Warn("a record the broker refused is skipped (default.production.exception.handler = continue)",
+			"topic", r.Topic, "partition", r.Partition, "error", err)
+		return true
+	}
 	if err != nil {
 		a.produceFailed.Store(true)
 		a.fail(fmt.Errorf("runtime: producing to %s/%d: %w", r.Topic, r.Partition, err))
 		return false
 	}
 	return true
+}
+
+// refusedForGood reports whether a produce error is the broker's refusal
+// that no retry mends (RecordTooLarge, InvalidRecord, ...), the only
+// errors a production exception handler is handed: retriable errors are
+// retried by the producer, and those left when its retries or
+// delivery.timeout run out fail the application, as in Kafka Streams.
+func refusedForGood(err error) bool {
+	var ke *kerr.Error
+	return errors.As(err, &ke) && !ke.Retriable
 }
 
 // producerFenced reports whether a record's error says the transactional

@@ -111,6 +111,12 @@ type Stats struct {
 	// task, empty and caught up, was given up on (max.task.idle.ms; Kafka
 	// Streams' enforced-processing-total).
 	EnforcedProcessing int64
+	// ProductionErrors: output and changelog records the broker refused
+	// for good that default.production.exception.handler = continue
+	// skipped.
+	ProductionErrors int64
+	// Paused: Pause was called and no Resume since (KIP-834 isPaused).
+	Paused bool
 	// Commit: offset commits (at_least_once); Transaction: transaction ends
 	// (exactly_once_v2). Nil with metrics off.
 	Commit, Transaction *metrics.HistogramSnapshot
@@ -180,6 +186,7 @@ func (a *App) Stats() Stats {
 	st.FailedRecords, st.DroppedRecords = a.stats.failed.Load(), a.DroppedRecords()
 	st.DeadLetteredRecords = a.stats.deadLettered.Load()
 	st.EnforcedProcessing = a.stats.enforced.Load()
+	st.ProductionErrors, st.Paused = a.productionErrors.Load(), a.paused.Load()
 	for _, p := range a.plans {
 		eachStep(p, func(s *step) {
 			ns := NodeStats{Name: s.node.Name, Subtopology: p.id}

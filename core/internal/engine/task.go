@@ -301,6 +301,9 @@ func (t *task) run(ctx context.Context) {
 			}
 			timer.Stop()
 		}
+		if !t.holdWhilePaused(ctx, flush, sync) {
+			return
+		}
 		batch, wake := t.in.take(max)
 		if len(batch) == 0 {
 			// Records the task may not take yet: another of its
@@ -312,7 +315,14 @@ func (t *task) run(ctx context.Context) {
 		}
 		t.tookFetched(batch)
 		t.resumeIfDrained()
+		release, ok := t.app.slot(ctx)
+		if !ok { // stopping: the batch is processed again after a restart
+			t.app.pending.Add(-int64(len(batch)))
+			t.app.workDropped.Store(true)
+			return
+		}
 		err := t.process(ctx, batch)
+		release()
 		t.app.pending.Add(-int64(len(batch)))
 		if err != nil {
 			// A batch cut short by Stop is not a failure: it was not

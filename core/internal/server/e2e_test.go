@@ -146,6 +146,8 @@ func (h *testHost) build(op any) (*pb.Handle, error) {
 		req.Operation = &pb.BuildRequest_EmitStrategy{EmitStrategy: o}
 	case *pb.ToTableOp:
 		req.Operation = &pb.BuildRequest_ToTable{ToTable: o}
+	case *pb.GlobalTableOp:
+		req.Operation = &pb.BuildRequest_GlobalTable{GlobalTable: o}
 	default:
 		h.t.Fatalf("build: unsupported op %T", op)
 	}

@@ -120,6 +120,7 @@ var (
 	descState       = prometheus.NewDesc("polystreams_application_state", "1 for the state the application is in (created, rebalancing, restoring, running, degraded, stopped, error), 0 for the others.", append(app, "state"), nil)
 	descTasks       = prometheus.NewDesc("polystreams_tasks", "Tasks (sub-topology x partition) this engine runs.", app, nil)
 	descRecords     = prometheus.NewDesc("polystreams_node_records_total", "Records into a node (into its first node, for a chain of host operators fused into one crossing).", append(app, "subtopology", "node"), nil)
+	descProduction  = prometheus.NewDesc("polystreams_production_errors_total", "Output and changelog records the broker refused for good (RecordTooLarge, ...) that default.production.exception.handler = continue skipped.", app, nil)
 	descDropped     = prometheus.NewDesc("polystreams_dropped_records_total", "Records the tasks dropped (Kafka Streams' dropped-records): a null key or value an aggregation skips, a record too late for its window, a failed record its error policy skipped.", app, nil)
 	descDeadLetter  = prometheus.NewDesc("polystreams_dead_lettered_records_total", "Failed records written to the dead letter topic (errors.deadletterqueue.topic.name).", app, nil)
 	descFailed      = prometheus.NewDesc("polystreams_failed_records_total", "Records that failed in a node.", app, nil)
@@ -177,6 +178,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descOutages, prometheus.CounterValue, float64(st.Brokers.Outages), v.appID)
 		ch <- prometheus.MustNewConstMetric(descFailed, prometheus.CounterValue, float64(st.FailedRecords), v.appID)
 		ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(st.DroppedRecords), v.appID)
+		ch <- prometheus.MustNewConstMetric(descProduction, prometheus.CounterValue, float64(st.ProductionErrors), v.appID)
 		ch <- prometheus.MustNewConstMetric(descDeadLetter, prometheus.CounterValue, float64(st.DeadLetteredRecords), v.appID)
 		ch <- prometheus.MustNewConstMetric(descEnforced, prometheus.CounterValue, float64(st.EnforcedProcessing), v.appID)
 		if st.MetricsEnabled {

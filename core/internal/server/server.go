@@ -197,12 +197,15 @@ type session struct {
 	// does not count toward Options.MaxSessions.
 	ended atomic.Bool
 
-	mu        sync.Mutex // guards builder, funcs, nextToken, app, stopped, reported
+	mu        sync.Mutex // guards builder, funcs, nextToken, app, stopped, reported, paused
 	stopped   bool       // by Stop: calls answer STATE_STOPPED until it expires
 	builder   *topology.Builder
 	funcs     map[uint32]string // token -> display name
 	nextToken uint32
 	app       *engine.App
+	// paused: PauseProcessing came and no ResumeProcessing since; Start
+	// starts the application paused.
+	paused bool
 	// reported: per worker, the index (in app.Changes) of the next state
 	// change to report to it. Each worker hears of every change once, in
 	// order, however short the state lasted.
@@ -368,6 +371,7 @@ func (s *Server) OpenSession(ctx context.Context, req *connect.Request[pb.OpenSe
 	builder := topology.NewBuilder()
 	builder.FoldPrograms = cfg.FoldPrograms
 	builder.HostProcessors = cfg.HostProcessors
+	builder.DefaultKeySerde, builder.DefaultValueSerde = cfg.DefaultKeySerde, cfg.DefaultValueSerde
 	id := hex.EncodeToString(raw[:])
 	ss := &session{
 		id: id, label: sessionLabel(id), appID: m.ApplicationId, cfg: cfg,
@@ -578,6 +582,9 @@ func (s *Server) Start(ctx context.Context, req *connect.Request[pb.StartRequest
 	if err != nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("Start: %w", err))
 	}
+	if ss.paused {
+		app.Pause()
+	}
 	start := app.Start
 	if ss.test != nil {
 		start = func(ctx context.Context) error { return ss.test.Start(ctx, app) }
@@ -705,9 +712,9 @@ func (s *Server) GetState(_ context.Context, req *connect.Request[pb.GetStateReq
 		return nil, err
 	}
 	ss.mu.Lock()
-	app, stopped := ss.app, ss.stopped
+	app, stopped, paused := ss.app, ss.stopped, ss.paused
 	ss.mu.Unlock()
-	resp := &pb.GetStateResponse{State: pb.State_STATE_CREATED}
+	resp := &pb.GetStateResponse{State: pb.State_STATE_CREATED, Paused: paused}
 	if stopped && app == nil {
 		resp.State = pb.State_STATE_STOPPED
 	} else if app != nil {
@@ -717,6 +724,7 @@ func (s *Server) GetState(_ context.Context, req *connect.Request[pb.GetStateReq
 		}
 		resp.Restore = restoreProto(app)
 		resp.DroppedRecords = app.DroppedRecords()
+		resp.Paused = app.Paused()
 		st := ss.dispatch.peek(time.Now())
 		resp.BundlesWaiting, resp.HostIdleMs, resp.HostStalled = int32(st.waiting), st.idle.Milliseconds(), st.stalled()
 	}

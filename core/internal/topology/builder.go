@@ -80,6 +80,10 @@ type Builder struct {
 	// "processors"), so Process and AddProcessor take host suppliers.
 	// Without it they take native ones only.
 	HostProcessors bool
+	// DefaultKeySerde and DefaultValueSerde are default.key.serde and
+	// default.value.serde: the serdes of a source that names none (empty:
+	// bytes). Set before the first source is added.
+	DefaultKeySerde, DefaultValueSerde string
 }
 
 // entry is the builder's side of a handle.
@@ -142,6 +146,9 @@ type StreamOptions struct {
 	Topics               []string
 	KeySerde, ValueSerde string
 	Name                 string
+	// OffsetReset is Consumed.withOffsetResetPolicy: earliest, latest or
+	// none; empty follows auto.offset.reset.
+	OffsetReset string
 }
 
 // Materialized names and types count's store. An empty StoreName means
@@ -201,14 +208,16 @@ func (b *Builder) Stream(o StreamOptions) (*Handle, error) {
 	}
 	c.topicSerde("key", o.KeySerde)
 	c.topicSerde("value", o.ValueSerde)
+	c.offsetReset(o.OffsetReset)
 	name := c.processorName(o.Name, prefixSource)
 	if err := c.done(); err != nil {
 		return nil, err
 	}
 	n := &Node{
 		Name: name, Type: Source, Topics: slices.Clone(o.Topics),
-		KeySerde: serde.Carried(serde.Or(o.KeySerde, serde.Bytes)), ValueSerde: serde.Carried(serde.Or(o.ValueSerde, serde.Bytes)),
+		KeySerde: serde.Carried(b.keySerde(o.KeySerde)), ValueSerde: serde.Carried(b.valueSerde(o.ValueSerde)),
 		KeyWire: wire(o.KeySerde), ValueWire: wire(o.ValueSerde),
+		OffsetReset: o.OffsetReset,
 	}
 	b.nodes[n.Name] = n
 	g := b.add(nil, &gnode{nodes: []*Node{n}, out: n})
@@ -827,6 +836,29 @@ func wire(name string) string {
 		return name
 	}
 	return ""
+}
+
+// offsetReset checks a source's Consumed.withOffsetResetPolicy, and the
+// builder's default serdes, which the source may take.
+func (c *call) offsetReset(policy string) {
+	c.serde("default.key.serde", c.b.DefaultKeySerde)
+	c.serde("default.value.serde", c.b.DefaultValueSerde)
+	switch policy {
+	case "", "earliest", "latest", "none":
+	default:
+		c.invalid("%s: offset_reset %.40q: want earliest, latest or none (empty: the application's auto.offset.reset)", c.op, policy)
+	}
+}
+
+// keySerde is a source's key serde: the one it names, else
+// default.key.serde, else bytes.
+func (b *Builder) keySerde(name string) string {
+	return serde.Or(name, serde.Or(b.DefaultKeySerde, serde.Bytes))
+}
+
+// valueSerde is keySerde for values (default.value.serde).
+func (b *Builder) valueSerde(name string) string {
+	return serde.Or(name, serde.Or(b.DefaultValueSerde, serde.Bytes))
 }
 
 // function checks that fn names exactly one function, and that a native one

@@ -76,6 +76,11 @@ func (g *GlobalStore) describe(sb *strings.Builder) {
 type GlobalTableOptions struct {
 	Topic                string
 	KeySerde, ValueSerde string
+	// OffsetReset is Consumed.withOffsetResetPolicy: a global table is
+	// always read from the earliest offset (as Kafka Streams' GlobalKTable,
+	// whatever Consumed or auto.offset.reset say), so only earliest or
+	// empty is taken.
+	OffsetReset string
 	// Name is Consumed.as: the source is "<Name>-source", the processor
 	// Name.
 	Name string
@@ -120,12 +125,17 @@ func (b *Builder) GlobalTable(o GlobalTableOptions) (*Handle, error) {
 	} else {
 		store = fmt.Sprintf("%s-STATE-STORE-%010d", o.Topic, c.burn())
 	}
+	c.serde("default.key.serde", b.DefaultKeySerde)
+	c.serde("default.value.serde", b.DefaultValueSerde)
+	if o.OffsetReset != "" && o.OffsetReset != "earliest" {
+		c.invalid("global_table: offset_reset %.40q: a global table is always read from the earliest offset (as Kafka Streams' GlobalKTable); only earliest is taken", o.OffsetReset)
+	}
 	sourceName := c.suffixedName(o.Name, globalTableSourceSuffix, prefixSource)
 	procName := c.processorName(o.Name, prefixTableSource)
 	if err := c.done(); err != nil {
 		return nil, err
 	}
-	k, v := serde.Carried(serde.Or(o.KeySerde, serde.Bytes)), serde.Carried(serde.Or(o.ValueSerde, serde.Bytes))
+	k, v := serde.Carried(b.keySerde(o.KeySerde)), serde.Carried(b.valueSerde(o.ValueSerde))
 	src := &Node{Name: sourceName, Type: Source, Topics: []string{o.Topic}, KeySerde: k, ValueSerde: v, KeyWire: wire(o.KeySerde), ValueWire: wire(o.ValueSerde), global: true}
 	proc := &Node{
 		Name: procName, Type: Processor, Op: OpTableSource, Stores: []string{store},

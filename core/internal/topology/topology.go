@@ -241,6 +241,9 @@ type Node struct {
 	Topics   []string
 	Topic    string
 	Internal bool
+	// OffsetReset: a source's Consumed.withOffsetResetPolicy (earliest,
+	// latest, none); empty follows auto.offset.reset.
+	OffsetReset string
 	// Stores this processor uses (names of Topology.Stores entries).
 	Stores []string
 	// Fn is set for OpMapValues .. OpForeach, OpReduce and OpAggregate.

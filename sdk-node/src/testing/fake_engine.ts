@@ -82,6 +82,9 @@ export class FakeEngine {
       read: handle("read", () => {
         throw new ConnectError("Read: not in this fake", Code.Unimplemented);
       }),
+      pauseProcessing: handle("pauseProcessing", () => ({})),
+      resumeProcessing: handle("resumeProcessing", () => ({})),
+      cleanUpState: handle("cleanUpState", () => ({ deleted: "" })),
     };
     const server = createServer(connectNodeAdapter({ routes: (router) => void router.service(EngineService, impl) }));
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -14,7 +14,7 @@
 
 from polystreams._version import __version__
 from polystreams.app import App, BrokerOutage, HostHealth, RestoreProgress, State, StateListener
-from polystreams.config import Config, ProcessingGuarantee
+from polystreams.config import Config, OffsetReset, ProcessingGuarantee, ProductionExceptionHandler
 from polystreams.dsl import (
     BranchedKStream,
     BuiltinJoiner,
@@ -92,6 +92,7 @@ __all__ = [
     "Metrics",
     "NodeMetrics",
     "NotFoundError",
+    "OffsetReset",
     "PartitionLag",
     "PolystreamsError",
     "ProcessingError",
@@ -101,6 +102,7 @@ __all__ = [
     "PunctuationType",
     "Record",
     "RecordMetadata",
+    "ProductionExceptionHandler",
     "RestoreProgress",
     "SerdeName",
     "SessionWindowedKStream",

@@ -183,6 +183,15 @@ class Client:
     def stop(self, req: pb.StopRequest) -> pb.StopResponse:
         return self.call("Stop", req, pb.StopResponse)
 
+    def pause_processing(self, req: pb.PauseProcessingRequest) -> pb.PauseProcessingResponse:
+        return self.call("PauseProcessing", req, pb.PauseProcessingResponse)
+
+    def resume_processing(self, req: pb.ResumeProcessingRequest) -> pb.ResumeProcessingResponse:
+        return self.call("ResumeProcessing", req, pb.ResumeProcessingResponse)
+
+    def clean_up_state(self, req: pb.CleanUpStateRequest) -> pb.CleanUpStateResponse:
+        return self.call("CleanUpState", req, pb.CleanUpStateResponse)
+
     def query(self, req: pb.QueryRequest) -> pb.QueryResponse:
         return self.call("Query", req, pb.QueryResponse)
 

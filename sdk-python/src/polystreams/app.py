@@ -19,7 +19,7 @@ from typing import Any, Literal
 from polystreams._bundle import Executor
 from polystreams._client import Client
 from polystreams._engine import EngineProcess, check_engine_version, feed_hint, find_engine
-from polystreams.config import Config, redact
+from polystreams.config import Config, OffsetReset, redact
 from polystreams._session import Handle
 from polystreams._version import __version__
 from polystreams.dsl import GlobalKTable, KStream, KTable, Materialized, _materialize, topics_of
@@ -264,13 +264,23 @@ class App:
         key: SerdeName | TopicSerde | None = None,
         value: SerdeName | TopicSerde | None = None,
         name: str | None = None,
+        offset_reset: OffsetReset | None = None,
     ) -> KStream:
         """A stream of the records of one or more topics (``StreamsBuilder.stream``).
 
-        ``key`` and ``value`` name the topics' serdes (default ``bytes``);
-        ``name`` names the source node (``Consumed.as``).
+        ``key`` and ``value`` name the topics' serdes (default: the config's
+        ``default_key_serde`` / ``default_value_serde``, else ``bytes``);
+        ``name`` names the source node (``Consumed.as``); ``offset_reset``
+        is ``Consumed.withOffsetResetPolicy``: where a partition with no
+        committed offset starts (default: the config's ``auto_offset_reset``).
         """
-        op = pb.StreamOp(topics=topics_of(topics), key_serde=key or "", value_serde=value or "", name=name or "")
+        op = pb.StreamOp(
+            topics=topics_of(topics),
+            key_serde=key or "",
+            value_serde=value or "",
+            name=name or "",
+            offset_reset=offset_reset or "",
+        )
         return KStream(self, self._build("stream", op))
 
     def table(
@@ -281,6 +291,7 @@ class App:
         value: SerdeName | TopicSerde | None = None,
         materialized: str | Materialized | None = None,
         name: str | None = None,
+        offset_reset: OffsetReset | None = None,
     ) -> KTable:
         """A table of the latest value per key of ``topic`` (``StreamsBuilder.table``):
         each record upserts its key, a ``None`` value deletes it.
@@ -288,9 +299,12 @@ class App:
         ``materialized`` names the table's store (a str, or a Materialized),
         which makes it queryable; otherwise the store is named
         ``<topic>-STATE-STORE-<n>`` and kept only when an operator needs it.
-        ``name`` names the source node (``Consumed.as``).
+        ``name`` names the source node (``Consumed.as``); ``offset_reset``
+        as for :meth:`stream`.
         """
-        op = pb.TableOp(topic=topic, key_serde=key or "", value_serde=value or "", name=name or "")
+        op = pb.TableOp(
+            topic=topic, key_serde=key or "", value_serde=value or "", name=name or "", offset_reset=offset_reset or ""
+        )
         _materialize(op, "table", materialized)
         return KTable(self, self._build("table", op))
 
@@ -401,6 +415,31 @@ class App:
         """The application's state, as the engine reports it now."""
         resp = self._client.get_state(pb.GetStateRequest(session_id=self._session))
         return _STATES.get(resp.state, "created")
+
+    def pause(self) -> None:
+        """Pauses processing (``KafkaStreams.pause``, KIP-834): the engine
+        fetches nothing more and its tasks take no new records, while the
+        application stays in the group with its tasks. Before :meth:`start`
+        it starts paused. From any thread."""
+        self._client.pause_processing(pb.PauseProcessingRequest(session_id=self._session))
+
+    def resume(self) -> None:
+        """Resumes processing where :meth:`pause` left it (``KafkaStreams.resume``)."""
+        self._client.resume_processing(pb.ResumeProcessingRequest(session_id=self._session))
+
+    def is_paused(self) -> bool:
+        """Whether :meth:`pause` was called and :meth:`resume` not since (``KafkaStreams.isPaused``)."""
+        return self._client.get_state(pb.GetStateRequest(session_id=self._session)).paused
+
+    def clean_up(self) -> str | None:
+        """Deletes the application's local state directory,
+        ``<state.dir>/<application.id>`` (``KafkaStreams.cleanUp``), so that
+        the next start restores every store from its changelog; answers the
+        directory deleted, or None when there was none. Refused
+        (:class:`FailedPreconditionError`) while the application runs: call it
+        before :meth:`start` or after :meth:`stop`."""
+        deleted = self._client.clean_up_state(pb.CleanUpStateRequest(session_id=self._session)).deleted
+        return deleted or None
 
     def restore_progress(self) -> RestoreProgress:
         """How far the engine's restore of this application's stores has come,

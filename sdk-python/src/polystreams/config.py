@@ -6,10 +6,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["Config", "ProcessingGuarantee", "is_secret", "redact"]
+__all__ = ["Config", "OffsetReset", "ProcessingGuarantee", "ProductionExceptionHandler", "is_secret", "redact"]
 
 ProcessingGuarantee = Literal["at_least_once", "exactly_once_v2"]
 """Kafka Streams' ``processing.guarantee``."""
+
+OffsetReset = Literal["earliest", "latest", "none"]
+"""Kafka Streams' ``auto.offset.reset`` (and ``Consumed.withOffsetResetPolicy``)."""
+
+ProductionExceptionHandler = Literal["fail", "continue"]
+"""Kafka Streams' ``default.production.exception.handler``."""
 
 
 def is_secret(key: str) -> bool:
@@ -41,8 +47,15 @@ class Config:
     ``max.task.idle.ms`` 0: a task reading several partitions, a join's or a
     merge's, waits for the records already on the broker of each before it
     picks the next record by timestamp, -1 never waits, a positive value also
-    waits that long for new ones, docs/design/joins.md). Credential values
-    never appear in repr().
+    waits that long for new ones, docs/design/joins.md;
+    ``auto_offset_reset`` earliest: where a source partition with no
+    committed offset starts, latest, or none to fail naming the partition;
+    ``default_key_serde`` / ``default_value_serde`` bytes: the serdes of a
+    source that names none; ``default_production_exception_handler`` fail:
+    a record the broker refuses for good, e.g. too large, fails the
+    application, ``continue`` logs, counts and skips it;
+    ``num_stream_threads`` unbounded: how many tasks process a batch at
+    once). Credential values never appear in repr().
 
     What a failed record does is set in ``extra`` too, by Kafka Streams'
     names: ``default.deserialization.exception.handler`` and
@@ -58,6 +71,11 @@ class Config:
     extra: Mapping[str, str] = field(default_factory=dict)
     num_standby_replicas: int | None = None
     max_task_idle_ms: int | None = None
+    auto_offset_reset: OffsetReset | None = None
+    default_key_serde: str | None = None
+    default_value_serde: str | None = None
+    default_production_exception_handler: ProductionExceptionHandler | None = None
+    num_stream_threads: int | None = None
 
     def properties(self) -> dict[str, str]:
         """The configuration as the engine takes it: Kafka Streams' dotted names."""
@@ -74,6 +92,16 @@ class Config:
             out["max.task.idle.ms"] = str(self.max_task_idle_ms)
         if self.state_dir is not None:
             out["state.dir"] = self.state_dir
+        if self.auto_offset_reset is not None:
+            out["auto.offset.reset"] = self.auto_offset_reset
+        if self.default_key_serde is not None:
+            out["default.key.serde"] = self.default_key_serde
+        if self.default_value_serde is not None:
+            out["default.value.serde"] = self.default_value_serde
+        if self.default_production_exception_handler is not None:
+            out["default.production.exception.handler"] = self.default_production_exception_handler
+        if self.num_stream_threads is not None:
+            out["num.stream.threads"] = str(self.num_stream_threads)
         return out
 
     def __repr__(self) -> str:
@@ -86,6 +114,11 @@ class Config:
                 "num_standby_replicas",
                 "max_task_idle_ms",
                 "state_dir",
+                "auto_offset_reset",
+                "default_key_serde",
+                "default_value_serde",
+                "default_production_exception_handler",
+                "num_stream_threads",
             )
             if getattr(self, name) is not None
         ]

@@ -36,7 +36,7 @@ from typing import Any
 
 from polystreams import serde
 from polystreams.app import App
-from polystreams.config import Config
+from polystreams.config import Config, OffsetReset
 from polystreams.dsl import GlobalKTable, KStream, KTable, Materialized
 from polystreams.errors import FailedPreconditionError, ProcessingError
 from polystreams.serde import SerdeName, TopicSerde
@@ -115,8 +115,9 @@ class TopologyTestDriver(App):
         key: SerdeName | TopicSerde | None = None,
         value: SerdeName | TopicSerde | None = None,
         name: str | None = None,
+        offset_reset: OffsetReset | None = None,
     ) -> KStream:
-        s = super().stream(topics, key=key, value=value, name=name)
+        s = super().stream(topics, key=key, value=value, name=name, offset_reset=offset_reset)
         for t in [topics] if isinstance(topics, str) else topics:
             self._serdes[t] = (s.handle.key_serde or "bytes", s.handle.value_serde or "bytes")
         return s
@@ -129,8 +130,9 @@ class TopologyTestDriver(App):
         value: SerdeName | TopicSerde | None = None,
         materialized: str | Materialized | None = None,
         name: str | None = None,
+        offset_reset: OffsetReset | None = None,
     ) -> KTable:
-        t = super().table(topic, key=key, value=value, materialized=materialized, name=name)
+        t = super().table(topic, key=key, value=value, materialized=materialized, name=name, offset_reset=offset_reset)
         self._serdes[topic] = (t.handle.key_serde or "bytes", t.handle.value_serde or "bytes")
         return t
 

@@ -124,6 +124,12 @@ pub struct StreamOp {
     /// Consumed.as / Named: the source node's name; empty means generated.
     #[prost(string, tag = "4")]
     pub name: ::prost::alloc::string::String,
+    /// Consumed.withOffsetResetPolicy: where a partition of these topics with
+    /// no committed offset starts: "earliest", "latest" or "none" (the
+    /// application fails naming the partition). Empty: the application's
+    /// auto.offset.reset.
+    #[prost(string, tag = "60")]
+    pub offset_reset: ::prost::alloc::string::String,
 }
 /// WindowedByOp is KGroupedStream.windowedBy: count, reduce and aggregate on
 /// the result keep one aggregate per key and window, and make a KTable whose
@@ -254,6 +260,12 @@ pub struct TableOp {
     /// exists only if a downstream operator needs it (as in Kafka Streams).
     #[prost(message, optional, tag = "5")]
     pub materialized: ::core::option::Option<Materialized>,
+    /// Consumed.withOffsetResetPolicy: where a partition of these topics with
+    /// no committed offset starts: "earliest", "latest" or "none" (the
+    /// application fails naming the partition). Empty: the application's
+    /// auto.offset.reset.
+    #[prost(string, tag = "60")]
+    pub offset_reset: ::prost::alloc::string::String,
 }
 /// MapValuesOp is KStream.mapValues, or KTable.mapValues when input is a table.
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -747,6 +759,12 @@ pub struct GlobalTableOp {
     /// "<topic>-STATE-STORE-<n>".
     #[prost(message, optional, tag = "5")]
     pub materialized: ::core::option::Option<Materialized>,
+    /// Consumed.withOffsetResetPolicy: where a partition of the topic with no
+    /// committed offset starts: "earliest", "latest" or "none" (the
+    /// application fails naming the partition). Empty: the application's
+    /// auto.offset.reset.
+    #[prost(string, tag = "60")]
+    pub offset_reset: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct ToStreamOp {
@@ -1533,6 +1551,36 @@ pub struct GetStateResponse {
     /// (absent in every other state).
     #[prost(message, optional, tag = "9")]
     pub broker_outage: ::core::option::Option<BrokerOutage>,
+    /// KafkaStreams.isPaused(): PauseProcessing was called and no
+    /// ResumeProcessing since.
+    #[prost(bool, tag = "60")]
+    pub paused: bool,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PauseProcessingRequest {
+    #[prost(string, tag = "1")]
+    pub session_id: ::prost::alloc::string::String,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PauseProcessingResponse {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ResumeProcessingRequest {
+    #[prost(string, tag = "1")]
+    pub session_id: ::prost::alloc::string::String,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ResumeProcessingResponse {}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct CleanUpStateRequest {
+    #[prost(string, tag = "1")]
+    pub session_id: ::prost::alloc::string::String,
+}
+/// CleanUpStateResponse says what was deleted.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct CleanUpStateResponse {
+    /// The directory deleted; empty when there was none to delete.
+    #[prost(string, tag = "1")]
+    pub deleted: ::prost::alloc::string::String,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct StopRequest {

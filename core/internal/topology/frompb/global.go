@@ -9,7 +9,7 @@ import (
 // the topic exists is checked at Start, where the engine first reads the
 // brokers' metadata, and the error names it.
 func (c *call) globalTable(v *pb.GlobalTableOp) (*topology.Handle, error) {
-	return c.b.GlobalTable(topology.GlobalTableOptions{Topic: v.Topic, KeySerde: v.KeySerde, ValueSerde: v.ValueSerde, Name: v.Name, Materialized: materialized(v.Materialized)})
+	return c.b.GlobalTable(topology.GlobalTableOptions{Topic: v.Topic, KeySerde: v.KeySerde, ValueSerde: v.ValueSerde, Name: v.Name, Materialized: materialized(v.Materialized), OffsetReset: v.OffsetReset})
 }
 
 // isGlobalJoin reports whether a JoinOp is a stream-global-table join: its

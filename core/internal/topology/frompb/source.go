@@ -7,10 +7,10 @@ import (
 
 // stream applies StreamOp (StreamsBuilder.stream).
 func (c *call) stream(v *pb.StreamOp) (*topology.Handle, error) {
-	return c.b.Stream(topology.StreamOptions{Topics: v.Topics, KeySerde: v.KeySerde, ValueSerde: v.ValueSerde, Name: v.Name})
+	return c.b.Stream(topology.StreamOptions{Topics: v.Topics, KeySerde: v.KeySerde, ValueSerde: v.ValueSerde, Name: v.Name, OffsetReset: v.OffsetReset})
 }
 
 // table applies TableOp (StreamsBuilder.table).
 func (c *call) table(v *pb.TableOp) (*topology.Handle, error) {
-	return c.b.Table(topology.TableOptions{Topic: v.Topic, KeySerde: v.KeySerde, ValueSerde: v.ValueSerde, Name: v.Name, Materialized: materialized(v.Materialized)})
+	return c.b.Table(topology.TableOptions{Topic: v.Topic, KeySerde: v.KeySerde, ValueSerde: v.ValueSerde, Name: v.Name, Materialized: materialized(v.Materialized), OffsetReset: v.OffsetReset})
 }

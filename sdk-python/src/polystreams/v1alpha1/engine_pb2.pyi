@@ -431,6 +431,18 @@ class BundleResult(_message.Message):
     values: bytes
     def __init__(self, bundle_id: _Optional[int] = ..., output_counts: _Optional[_Iterable[int]] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., failures: _Optional[_Iterable[_Union[RecordFailure, _Mapping]]] = ..., op_counts: _Optional[_Iterable[int]] = ..., op_kinds: _Optional[_Iterable[_Union[OpKind, str]]] = ..., op_steps: _Optional[_Iterable[int]] = ..., op_targets: _Optional[_Iterable[int]] = ..., op_key_lengths: _Optional[_Iterable[int]] = ..., op_keys: _Optional[bytes] = ..., op_value_lengths: _Optional[_Iterable[int]] = ..., op_values: _Optional[bytes] = ..., op_timestamps: _Optional[_Iterable[int]] = ..., op_schedules: _Optional[_Iterable[int]] = ..., op_header_counts: _Optional[_Iterable[int]] = ..., op_header_key_lengths: _Optional[_Iterable[int]] = ..., op_header_keys: _Optional[bytes] = ..., op_header_value_lengths: _Optional[_Iterable[int]] = ..., op_header_values: _Optional[bytes] = ..., prefetch_hits: _Optional[_Iterable[int]] = ..., output_timestamps: _Optional[_Iterable[int]] = ..., output_header_counts: _Optional[_Iterable[int]] = ..., output_header_key_lengths: _Optional[_Iterable[int]] = ..., output_header_keys: _Optional[bytes] = ..., output_header_value_lengths: _Optional[_Iterable[int]] = ..., output_header_values: _Optional[bytes] = ...) -> None: ...
 
+class CleanUpStateRequest(_message.Message):
+    __slots__ = ["session_id"]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class CleanUpStateResponse(_message.Message):
+    __slots__ = ["deleted"]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    deleted: str
+    def __init__(self, deleted: _Optional[str] = ...) -> None: ...
+
 class CountOp(_message.Message):
     __slots__ = ["input", "materialized", "name"]
     INPUT_FIELD_NUMBER: _ClassVar[int]
@@ -588,7 +600,7 @@ class GetStateRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ...) -> None: ...
 
 class GetStateResponse(_message.Message):
-    __slots__ = ["broker_outage", "bundles_waiting", "dropped_records", "error", "failed_record", "host_idle_ms", "host_stalled", "restore", "state"]
+    __slots__ = ["broker_outage", "bundles_waiting", "dropped_records", "error", "failed_record", "host_idle_ms", "host_stalled", "paused", "restore", "state"]
     BROKER_OUTAGE_FIELD_NUMBER: _ClassVar[int]
     BUNDLES_WAITING_FIELD_NUMBER: _ClassVar[int]
     DROPPED_RECORDS_FIELD_NUMBER: _ClassVar[int]
@@ -596,6 +608,7 @@ class GetStateResponse(_message.Message):
     FAILED_RECORD_FIELD_NUMBER: _ClassVar[int]
     HOST_IDLE_MS_FIELD_NUMBER: _ClassVar[int]
     HOST_STALLED_FIELD_NUMBER: _ClassVar[int]
+    PAUSED_FIELD_NUMBER: _ClassVar[int]
     RESTORE_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     broker_outage: BrokerOutage
@@ -605,23 +618,26 @@ class GetStateResponse(_message.Message):
     failed_record: RecordContext
     host_idle_ms: int
     host_stalled: bool
+    paused: bool
     restore: RestoreProgress
     state: State
-    def __init__(self, state: _Optional[_Union[State, str]] = ..., error: _Optional[str] = ..., failed_record: _Optional[_Union[RecordContext, _Mapping]] = ..., restore: _Optional[_Union[RestoreProgress, _Mapping]] = ..., dropped_records: _Optional[int] = ..., bundles_waiting: _Optional[int] = ..., host_idle_ms: _Optional[int] = ..., host_stalled: bool = ..., broker_outage: _Optional[_Union[BrokerOutage, _Mapping]] = ...) -> None: ...
+    def __init__(self, state: _Optional[_Union[State, str]] = ..., error: _Optional[str] = ..., failed_record: _Optional[_Union[RecordContext, _Mapping]] = ..., restore: _Optional[_Union[RestoreProgress, _Mapping]] = ..., dropped_records: _Optional[int] = ..., bundles_waiting: _Optional[int] = ..., host_idle_ms: _Optional[int] = ..., host_stalled: bool = ..., broker_outage: _Optional[_Union[BrokerOutage, _Mapping]] = ..., paused: bool = ...) -> None: ...
 
 class GlobalTableOp(_message.Message):
-    __slots__ = ["key_serde", "materialized", "name", "topic", "value_serde"]
+    __slots__ = ["key_serde", "materialized", "name", "offset_reset", "topic", "value_serde"]
     KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
     MATERIALIZED_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_RESET_FIELD_NUMBER: _ClassVar[int]
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
     key_serde: str
     materialized: Materialized
     name: str
+    offset_reset: str
     topic: str
     value_serde: str
-    def __init__(self, topic: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ...) -> None: ...
+    def __init__(self, topic: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ..., offset_reset: _Optional[str] = ...) -> None: ...
 
 class GroupByKeyOp(_message.Message):
     __slots__ = ["input", "key_serde", "name", "value_serde"]
@@ -868,6 +884,16 @@ class PartitionLag(_message.Message):
     position: int
     topic: str
     def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ..., position: _Optional[int] = ..., end: _Optional[int] = ..., lag: _Optional[int] = ...) -> None: ...
+
+class PauseProcessingRequest(_message.Message):
+    __slots__ = ["session_id"]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class PauseProcessingResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
 
 class PeekOp(_message.Message):
     __slots__ = ["input", "name", "token"]
@@ -1144,6 +1170,16 @@ class RestoreProgress(_message.Message):
     total_records: int
     def __init__(self, restored_records: _Optional[int] = ..., total_records: _Optional[int] = ..., restoring_partitions: _Optional[int] = ..., total_partitions: _Optional[int] = ...) -> None: ...
 
+class ResumeProcessingRequest(_message.Message):
+    __slots__ = ["session_id"]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class ResumeProcessingResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
 class SelectKeyOp(_message.Message):
     __slots__ = ["input", "key_serde", "name", "token"]
     INPUT_FIELD_NUMBER: _ClassVar[int]
@@ -1265,16 +1301,18 @@ class StoreView(_message.Message):
     def __init__(self, store: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., type: _Optional[_Union[StoreType, str]] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., timestamps: _Optional[_Iterable[int]] = ..., windows: _Optional[_Iterable[int]] = ..., uncovered_lengths: _Optional[_Iterable[int]] = ..., uncovered: _Optional[bytes] = ...) -> None: ...
 
 class StreamOp(_message.Message):
-    __slots__ = ["key_serde", "name", "topics", "value_serde"]
+    __slots__ = ["key_serde", "name", "offset_reset", "topics", "value_serde"]
     KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_RESET_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
     key_serde: str
     name: str
+    offset_reset: str
     topics: _containers.RepeatedScalarFieldContainer[str]
     value_serde: str
-    def __init__(self, topics: _Optional[_Iterable[str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+    def __init__(self, topics: _Optional[_Iterable[str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., offset_reset: _Optional[str] = ...) -> None: ...
 
 class StreamsMetadata(_message.Message):
     __slots__ = ["host_info", "standby_state_store_names", "standby_topic_partitions", "state_store_names", "topic_partitions"]
@@ -1323,18 +1361,20 @@ class SuppressOp(_message.Message):
     def __init__(self, input: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
 
 class TableOp(_message.Message):
-    __slots__ = ["key_serde", "materialized", "name", "topic", "value_serde"]
+    __slots__ = ["key_serde", "materialized", "name", "offset_reset", "topic", "value_serde"]
     KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
     MATERIALIZED_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_RESET_FIELD_NUMBER: _ClassVar[int]
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
     key_serde: str
     materialized: Materialized
     name: str
+    offset_reset: str
     topic: str
     value_serde: str
-    def __init__(self, topic: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ...) -> None: ...
+    def __init__(self, topic: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ..., offset_reset: _Optional[str] = ...) -> None: ...
 
 class TaskMetrics(_message.Message):
     __slots__ = ["id", "inputs", "restored", "stores"]

@@ -1242,7 +1242,12 @@ type StreamOp struct {
 	KeySerde   string `protobuf:"bytes,2,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
 	ValueSerde string `protobuf:"bytes,3,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
 	// Consumed.as / Named: the source node's name; empty means generated.
-	Name          string `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	Name string `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	// Consumed.withOffsetResetPolicy: where a partition of these topics with
+	// no committed offset starts: "earliest", "latest" or "none" (the
+	// application fails naming the partition). Empty: the application's
+	// auto.offset.reset.
+	OffsetReset   string `protobuf:"bytes,60,opt,name=offset_reset,json=offsetReset,proto3" json:"offset_reset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1301,6 +1306,13 @@ func (x *StreamOp) GetValueSerde() string {
 func (x *StreamOp) GetName() string {
 	if x != nil {
 		return x.Name
+	}
+	return ""
+}
+
+func (x *StreamOp) GetOffsetReset() string {
+	if x != nil {
+		return x.OffsetReset
 	}
 	return ""
 }
@@ -1797,7 +1809,12 @@ type TableOp struct {
 	// Materialized.as: a named store makes the table queryable. Absent or with
 	// an empty store_name, the store is named "<topic>-STATE-STORE-<n>" and
 	// exists only if a downstream operator needs it (as in Kafka Streams).
-	Materialized  *Materialized `protobuf:"bytes,5,opt,name=materialized,proto3" json:"materialized,omitempty"`
+	Materialized *Materialized `protobuf:"bytes,5,opt,name=materialized,proto3" json:"materialized,omitempty"`
+	// Consumed.withOffsetResetPolicy: where a partition of these topics with
+	// no committed offset starts: "earliest", "latest" or "none" (the
+	// application fails naming the partition). Empty: the application's
+	// auto.offset.reset.
+	OffsetReset   string `protobuf:"bytes,60,opt,name=offset_reset,json=offsetReset,proto3" json:"offset_reset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1865,6 +1882,13 @@ func (x *TableOp) GetMaterialized() *Materialized {
 		return x.Materialized
 	}
 	return nil
+}
+
+func (x *TableOp) GetOffsetReset() string {
+	if x != nil {
+		return x.OffsetReset
+	}
+	return ""
 }
 
 // MapValuesOp is KStream.mapValues, or KTable.mapValues when input is a table.
@@ -3982,7 +4006,12 @@ type GlobalTableOp struct {
 	Name string `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
 	// Materialized.as: names the store (queryable); empty means
 	// "<topic>-STATE-STORE-<n>".
-	Materialized  *Materialized `protobuf:"bytes,5,opt,name=materialized,proto3" json:"materialized,omitempty"`
+	Materialized *Materialized `protobuf:"bytes,5,opt,name=materialized,proto3" json:"materialized,omitempty"`
+	// Consumed.withOffsetResetPolicy: where a partition of the topic with no
+	// committed offset starts: "earliest", "latest" or "none" (the
+	// application fails naming the partition). Empty: the application's
+	// auto.offset.reset.
+	OffsetReset   string `protobuf:"bytes,60,opt,name=offset_reset,json=offsetReset,proto3" json:"offset_reset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4050,6 +4079,13 @@ func (x *GlobalTableOp) GetMaterialized() *Materialized {
 		return x.Materialized
 	}
 	return nil
+}
+
+func (x *GlobalTableOp) GetOffsetReset() string {
+	if x != nil {
+		return x.OffsetReset
+	}
+	return ""
 }
 
 type ToStreamOp struct {
@@ -6777,7 +6813,10 @@ type GetStateResponse struct {
 	HostStalled bool `protobuf:"varint,8,opt,name=host_stalled,json=hostStalled,proto3" json:"host_stalled,omitempty"`
 	// Set with STATE_DEGRADED: the brokers that do not answer, and since when
 	// (absent in every other state).
-	BrokerOutage  *BrokerOutage `protobuf:"bytes,9,opt,name=broker_outage,json=brokerOutage,proto3" json:"broker_outage,omitempty"`
+	BrokerOutage *BrokerOutage `protobuf:"bytes,9,opt,name=broker_outage,json=brokerOutage,proto3" json:"broker_outage,omitempty"`
+	// KafkaStreams.isPaused(): PauseProcessing was called and no
+	// ResumeProcessing since.
+	Paused        bool `protobuf:"varint,60,opt,name=paused,proto3" json:"paused,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6875,6 +6914,263 @@ func (x *GetStateResponse) GetBrokerOutage() *BrokerOutage {
 	return nil
 }
 
+func (x *GetStateResponse) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+type PauseProcessingRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseProcessingRequest) Reset() {
+	*x = PauseProcessingRequest{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseProcessingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseProcessingRequest) ProtoMessage() {}
+
+func (x *PauseProcessingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseProcessingRequest.ProtoReflect.Descriptor instead.
+func (*PauseProcessingRequest) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *PauseProcessingRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type PauseProcessingResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseProcessingResponse) Reset() {
+	*x = PauseProcessingResponse{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseProcessingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseProcessingResponse) ProtoMessage() {}
+
+func (x *PauseProcessingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseProcessingResponse.ProtoReflect.Descriptor instead.
+func (*PauseProcessingResponse) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{67}
+}
+
+type ResumeProcessingRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeProcessingRequest) Reset() {
+	*x = ResumeProcessingRequest{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeProcessingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeProcessingRequest) ProtoMessage() {}
+
+func (x *ResumeProcessingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeProcessingRequest.ProtoReflect.Descriptor instead.
+func (*ResumeProcessingRequest) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *ResumeProcessingRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+type ResumeProcessingResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeProcessingResponse) Reset() {
+	*x = ResumeProcessingResponse{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeProcessingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeProcessingResponse) ProtoMessage() {}
+
+func (x *ResumeProcessingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeProcessingResponse.ProtoReflect.Descriptor instead.
+func (*ResumeProcessingResponse) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{69}
+}
+
+type CleanUpStateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CleanUpStateRequest) Reset() {
+	*x = CleanUpStateRequest{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CleanUpStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CleanUpStateRequest) ProtoMessage() {}
+
+func (x *CleanUpStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CleanUpStateRequest.ProtoReflect.Descriptor instead.
+func (*CleanUpStateRequest) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *CleanUpStateRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+// CleanUpStateResponse says what was deleted.
+type CleanUpStateResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The directory deleted; empty when there was none to delete.
+	Deleted       string `protobuf:"bytes,1,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CleanUpStateResponse) Reset() {
+	*x = CleanUpStateResponse{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CleanUpStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CleanUpStateResponse) ProtoMessage() {}
+
+func (x *CleanUpStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CleanUpStateResponse.ProtoReflect.Descriptor instead.
+func (*CleanUpStateResponse) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *CleanUpStateResponse) GetDeleted() string {
+	if x != nil {
+		return x.Deleted
+	}
+	return ""
+}
+
 type StopRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -6884,7 +7180,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6896,7 +7192,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6909,7 +7205,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{66}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *StopRequest) GetSessionId() string {
@@ -6927,7 +7223,7 @@ type StopResponse struct {
 
 func (x *StopResponse) Reset() {
 	*x = StopResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6939,7 +7235,7 @@ func (x *StopResponse) String() string {
 func (*StopResponse) ProtoMessage() {}
 
 func (x *StopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6952,7 +7248,7 @@ func (x *StopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
 func (*StopResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{67}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{73}
 }
 
 type QueryRequest struct {
@@ -6992,7 +7288,7 @@ type QueryRequest struct {
 
 func (x *QueryRequest) Reset() {
 	*x = QueryRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7004,7 +7300,7 @@ func (x *QueryRequest) String() string {
 func (*QueryRequest) ProtoMessage() {}
 
 func (x *QueryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7017,7 +7313,7 @@ func (x *QueryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRequest.ProtoReflect.Descriptor instead.
 func (*QueryRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{68}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *QueryRequest) GetSessionId() string {
@@ -7192,7 +7488,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7204,7 +7500,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7217,7 +7513,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{69}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ReadRequest) GetSessionId() string {
@@ -7362,7 +7658,7 @@ type ReadResponse struct {
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7374,7 +7670,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7387,7 +7683,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{70}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ReadResponse) GetKeyLengths() []int32 {
@@ -7450,7 +7746,7 @@ type WindowFetch struct {
 
 func (x *WindowFetch) Reset() {
 	*x = WindowFetch{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7462,7 +7758,7 @@ func (x *WindowFetch) String() string {
 func (*WindowFetch) ProtoMessage() {}
 
 func (x *WindowFetch) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7475,7 +7771,7 @@ func (x *WindowFetch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WindowFetch.ProtoReflect.Descriptor instead.
 func (*WindowFetch) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{71}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *WindowFetch) GetKey() []byte {
@@ -7509,7 +7805,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7521,7 +7817,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7534,7 +7830,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{72}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *KeyRange) GetFrom() []byte {
@@ -7583,7 +7879,7 @@ type QueryResponse struct {
 
 func (x *QueryResponse) Reset() {
 	*x = QueryResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7595,7 +7891,7 @@ func (x *QueryResponse) String() string {
 func (*QueryResponse) ProtoMessage() {}
 
 func (x *QueryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7608,7 +7904,7 @@ func (x *QueryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryResponse.ProtoReflect.Descriptor instead.
 func (*QueryResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{73}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *QueryResponse) GetKeyLengths() []int32 {
@@ -7706,7 +8002,7 @@ type HostInfo struct {
 
 func (x *HostInfo) Reset() {
 	*x = HostInfo{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7718,7 +8014,7 @@ func (x *HostInfo) String() string {
 func (*HostInfo) ProtoMessage() {}
 
 func (x *HostInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7731,7 +8027,7 @@ func (x *HostInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostInfo.ProtoReflect.Descriptor instead.
 func (*HostInfo) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{74}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *HostInfo) GetHost() string {
@@ -7761,7 +8057,7 @@ type QueryMetadataForKeyRequest struct {
 
 func (x *QueryMetadataForKeyRequest) Reset() {
 	*x = QueryMetadataForKeyRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7773,7 +8069,7 @@ func (x *QueryMetadataForKeyRequest) String() string {
 func (*QueryMetadataForKeyRequest) ProtoMessage() {}
 
 func (x *QueryMetadataForKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7786,7 +8082,7 @@ func (x *QueryMetadataForKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetadataForKeyRequest.ProtoReflect.Descriptor instead.
 func (*QueryMetadataForKeyRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{75}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *QueryMetadataForKeyRequest) GetSessionId() string {
@@ -7827,7 +8123,7 @@ type QueryMetadataForKeyResponse struct {
 
 func (x *QueryMetadataForKeyResponse) Reset() {
 	*x = QueryMetadataForKeyResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7839,7 +8135,7 @@ func (x *QueryMetadataForKeyResponse) String() string {
 func (*QueryMetadataForKeyResponse) ProtoMessage() {}
 
 func (x *QueryMetadataForKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7852,7 +8148,7 @@ func (x *QueryMetadataForKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetadataForKeyResponse.ProtoReflect.Descriptor instead.
 func (*QueryMetadataForKeyResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{76}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *QueryMetadataForKeyResponse) GetActiveHost() *HostInfo {
@@ -7888,7 +8184,7 @@ type StreamsMetadataRequest struct {
 
 func (x *StreamsMetadataRequest) Reset() {
 	*x = StreamsMetadataRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7900,7 +8196,7 @@ func (x *StreamsMetadataRequest) String() string {
 func (*StreamsMetadataRequest) ProtoMessage() {}
 
 func (x *StreamsMetadataRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7913,7 +8209,7 @@ func (x *StreamsMetadataRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamsMetadataRequest.ProtoReflect.Descriptor instead.
 func (*StreamsMetadataRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{77}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *StreamsMetadataRequest) GetSessionId() string {
@@ -7940,7 +8236,7 @@ type TopicPartition struct {
 
 func (x *TopicPartition) Reset() {
 	*x = TopicPartition{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7952,7 +8248,7 @@ func (x *TopicPartition) String() string {
 func (*TopicPartition) ProtoMessage() {}
 
 func (x *TopicPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7965,7 +8261,7 @@ func (x *TopicPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicPartition.ProtoReflect.Descriptor instead.
 func (*TopicPartition) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{78}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *TopicPartition) GetTopic() string {
@@ -7999,7 +8295,7 @@ type StreamsMetadata struct {
 
 func (x *StreamsMetadata) Reset() {
 	*x = StreamsMetadata{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8011,7 +8307,7 @@ func (x *StreamsMetadata) String() string {
 func (*StreamsMetadata) ProtoMessage() {}
 
 func (x *StreamsMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8024,7 +8320,7 @@ func (x *StreamsMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamsMetadata.ProtoReflect.Descriptor instead.
 func (*StreamsMetadata) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{79}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *StreamsMetadata) GetHostInfo() *HostInfo {
@@ -8073,7 +8369,7 @@ type StreamsMetadataResponse struct {
 
 func (x *StreamsMetadataResponse) Reset() {
 	*x = StreamsMetadataResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8085,7 +8381,7 @@ func (x *StreamsMetadataResponse) String() string {
 func (*StreamsMetadataResponse) ProtoMessage() {}
 
 func (x *StreamsMetadataResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8098,7 +8394,7 @@ func (x *StreamsMetadataResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamsMetadataResponse.ProtoReflect.Descriptor instead.
 func (*StreamsMetadataResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{80}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *StreamsMetadataResponse) GetMetadata() []*StreamsMetadata {
@@ -8124,7 +8420,7 @@ type GetMetricsRequest struct {
 
 func (x *GetMetricsRequest) Reset() {
 	*x = GetMetricsRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8136,7 +8432,7 @@ func (x *GetMetricsRequest) String() string {
 func (*GetMetricsRequest) ProtoMessage() {}
 
 func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8149,7 +8445,7 @@ func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsRequest.ProtoReflect.Descriptor instead.
 func (*GetMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{81}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *GetMetricsRequest) GetSessionId() string {
@@ -8182,7 +8478,7 @@ type GetMetricsResponse struct {
 
 func (x *GetMetricsResponse) Reset() {
 	*x = GetMetricsResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8194,7 +8490,7 @@ func (x *GetMetricsResponse) String() string {
 func (*GetMetricsResponse) ProtoMessage() {}
 
 func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8207,7 +8503,7 @@ func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsResponse.ProtoReflect.Descriptor instead.
 func (*GetMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{82}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *GetMetricsResponse) GetState() State {
@@ -8279,7 +8575,7 @@ type NodeMetrics struct {
 
 func (x *NodeMetrics) Reset() {
 	*x = NodeMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8291,7 +8587,7 @@ func (x *NodeMetrics) String() string {
 func (*NodeMetrics) ProtoMessage() {}
 
 func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8304,7 +8600,7 @@ func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetrics.ProtoReflect.Descriptor instead.
 func (*NodeMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{83}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *NodeMetrics) GetName() string {
@@ -8364,7 +8660,7 @@ type TaskMetrics struct {
 
 func (x *TaskMetrics) Reset() {
 	*x = TaskMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8376,7 +8672,7 @@ func (x *TaskMetrics) String() string {
 func (*TaskMetrics) ProtoMessage() {}
 
 func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8389,7 +8685,7 @@ func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskMetrics.ProtoReflect.Descriptor instead.
 func (*TaskMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{84}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *TaskMetrics) GetId() string {
@@ -8436,7 +8732,7 @@ type PartitionLag struct {
 
 func (x *PartitionLag) Reset() {
 	*x = PartitionLag{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8448,7 +8744,7 @@ func (x *PartitionLag) String() string {
 func (*PartitionLag) ProtoMessage() {}
 
 func (x *PartitionLag) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8461,7 +8757,7 @@ func (x *PartitionLag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLag.ProtoReflect.Descriptor instead.
 func (*PartitionLag) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{85}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *PartitionLag) GetTopic() string {
@@ -8511,7 +8807,7 @@ type StoreMetrics struct {
 
 func (x *StoreMetrics) Reset() {
 	*x = StoreMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8523,7 +8819,7 @@ func (x *StoreMetrics) String() string {
 func (*StoreMetrics) ProtoMessage() {}
 
 func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8536,7 +8832,7 @@ func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMetrics.ProtoReflect.Descriptor instead.
 func (*StoreMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{86}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *StoreMetrics) GetName() string {
@@ -8572,7 +8868,7 @@ type TestRecord struct {
 
 func (x *TestRecord) Reset() {
 	*x = TestRecord{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8584,7 +8880,7 @@ func (x *TestRecord) String() string {
 func (*TestRecord) ProtoMessage() {}
 
 func (x *TestRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8597,7 +8893,7 @@ func (x *TestRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestRecord.ProtoReflect.Descriptor instead.
 func (*TestRecord) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{87}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *TestRecord) GetTopic() string {
@@ -8647,7 +8943,7 @@ type TestHeader struct {
 
 func (x *TestHeader) Reset() {
 	*x = TestHeader{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[88]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8659,7 +8955,7 @@ func (x *TestHeader) String() string {
 func (*TestHeader) ProtoMessage() {}
 
 func (x *TestHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[88]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8672,7 +8968,7 @@ func (x *TestHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestHeader.ProtoReflect.Descriptor instead.
 func (*TestHeader) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{88}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *TestHeader) GetKey() string {
@@ -8700,7 +8996,7 @@ type PipeInputRequest struct {
 
 func (x *PipeInputRequest) Reset() {
 	*x = PipeInputRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[89]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8712,7 +9008,7 @@ func (x *PipeInputRequest) String() string {
 func (*PipeInputRequest) ProtoMessage() {}
 
 func (x *PipeInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[89]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8725,7 +9021,7 @@ func (x *PipeInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipeInputRequest.ProtoReflect.Descriptor instead.
 func (*PipeInputRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{89}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *PipeInputRequest) GetSessionId() string {
@@ -8760,7 +9056,7 @@ type PipeInputResponse struct {
 
 func (x *PipeInputResponse) Reset() {
 	*x = PipeInputResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[90]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8772,7 +9068,7 @@ func (x *PipeInputResponse) String() string {
 func (*PipeInputResponse) ProtoMessage() {}
 
 func (x *PipeInputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[90]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8785,7 +9081,7 @@ func (x *PipeInputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipeInputResponse.ProtoReflect.Descriptor instead.
 func (*PipeInputResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{90}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *PipeInputResponse) GetProcessed() int32 {
@@ -8821,7 +9117,7 @@ type ReadOutputRequest struct {
 
 func (x *ReadOutputRequest) Reset() {
 	*x = ReadOutputRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[91]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8833,7 +9129,7 @@ func (x *ReadOutputRequest) String() string {
 func (*ReadOutputRequest) ProtoMessage() {}
 
 func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[91]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8846,7 +9142,7 @@ func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputRequest.ProtoReflect.Descriptor instead.
 func (*ReadOutputRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{91}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ReadOutputRequest) GetSessionId() string {
@@ -8877,7 +9173,7 @@ type ReadOutputResponse struct {
 
 func (x *ReadOutputResponse) Reset() {
 	*x = ReadOutputResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[92]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8889,7 +9185,7 @@ func (x *ReadOutputResponse) String() string {
 func (*ReadOutputResponse) ProtoMessage() {}
 
 func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[92]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8902,7 +9198,7 @@ func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputResponse.ProtoReflect.Descriptor instead.
 func (*ReadOutputResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{92}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *ReadOutputResponse) GetRecords() []*TestRecord {
@@ -8937,7 +9233,7 @@ type AdvanceWallClockRequest struct {
 
 func (x *AdvanceWallClockRequest) Reset() {
 	*x = AdvanceWallClockRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[93]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8949,7 +9245,7 @@ func (x *AdvanceWallClockRequest) String() string {
 func (*AdvanceWallClockRequest) ProtoMessage() {}
 
 func (x *AdvanceWallClockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[93]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8962,7 +9258,7 @@ func (x *AdvanceWallClockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdvanceWallClockRequest.ProtoReflect.Descriptor instead.
 func (*AdvanceWallClockRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{93}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *AdvanceWallClockRequest) GetSessionId() string {
@@ -8989,7 +9285,7 @@ type AdvanceWallClockResponse struct {
 
 func (x *AdvanceWallClockResponse) Reset() {
 	*x = AdvanceWallClockResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[94]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9001,7 +9297,7 @@ func (x *AdvanceWallClockResponse) String() string {
 func (*AdvanceWallClockResponse) ProtoMessage() {}
 
 func (x *AdvanceWallClockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[94]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9014,7 +9310,7 @@ func (x *AdvanceWallClockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdvanceWallClockResponse.ProtoReflect.Descriptor instead.
 func (*AdvanceWallClockResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{94}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *AdvanceWallClockResponse) GetWallClockMs() int64 {
@@ -9069,13 +9365,14 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\fretention_ms\x18\x05 \x01(\x03R\vretentionMs\x1aB\n" +
 	"\x14ChangelogConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"t\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x97\x01\n" +
 	"\bStreamOp\x12\x16\n" +
 	"\x06topics\x18\x01 \x03(\tR\x06topics\x12\x1b\n" +
 	"\tkey_serde\x18\x02 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x03 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
-	"\x04name\x18\x04 \x01(\tR\x04name\"\xec\x01\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12!\n" +
+	"\foffset_reset\x18< \x01(\tR\voffsetReset\"\xec\x01\n" +
 	"\fWindowedByOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x127\n" +
 	"\x04time\x18\x02 \x01(\v2!.polystreams.v1alpha1.TimeWindowsH\x00R\x04time\x12@\n" +
@@ -9103,14 +9400,15 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\n" +
 	"SuppressOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"\xb9\x01\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\xdc\x01\n" +
 	"\aTableOp\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1b\n" +
 	"\tkey_serde\x18\x02 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x03 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12F\n" +
-	"\fmaterialized\x18\x05 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\"\xd1\x01\n" +
+	"\fmaterialized\x18\x05 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\x12!\n" +
+	"\foffset_reset\x18< \x01(\tR\voffsetReset\"\xd1\x01\n" +
 	"\vMapValuesOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\rR\x05token\x12\x1f\n" +
@@ -9288,14 +9586,15 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\vJoinWindows\x12\x1b\n" +
 	"\tbefore_ms\x18\x01 \x01(\x03R\bbeforeMs\x12\x19\n" +
 	"\bafter_ms\x18\x02 \x01(\x03R\aafterMs\x12\x19\n" +
-	"\bgrace_ms\x18\x03 \x01(\x03R\agraceMs\"\xbf\x01\n" +
+	"\bgrace_ms\x18\x03 \x01(\x03R\agraceMs\"\xe2\x01\n" +
 	"\rGlobalTableOp\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1b\n" +
 	"\tkey_serde\x18\x02 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x03 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12F\n" +
-	"\fmaterialized\x18\x05 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\"6\n" +
+	"\fmaterialized\x18\x05 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\x12!\n" +
+	"\foffset_reset\x18< \x01(\tR\voffsetReset\"6\n" +
 	"\n" +
 	"ToStreamOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x12\n" +
@@ -9553,7 +9852,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x10total_partitions\x18\x04 \x01(\x05R\x0ftotalPartitions\"0\n" +
 	"\x0fGetStateRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"\xc6\x03\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\xde\x03\n" +
 	"\x10GetStateResponse\x121\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x1b.polystreams.v1alpha1.StateR\x05state\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12H\n" +
@@ -9564,7 +9863,21 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\fhost_idle_ms\x18\a \x01(\x03R\n" +
 	"hostIdleMs\x12!\n" +
 	"\fhost_stalled\x18\b \x01(\bR\vhostStalled\x12G\n" +
-	"\rbroker_outage\x18\t \x01(\v2\".polystreams.v1alpha1.BrokerOutageR\fbrokerOutage\",\n" +
+	"\rbroker_outage\x18\t \x01(\v2\".polystreams.v1alpha1.BrokerOutageR\fbrokerOutage\x12\x16\n" +
+	"\x06paused\x18< \x01(\bR\x06paused\"7\n" +
+	"\x16PauseProcessingRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\x19\n" +
+	"\x17PauseProcessingResponse\"8\n" +
+	"\x17ResumeProcessingRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\x1a\n" +
+	"\x18ResumeProcessingResponse\"4\n" +
+	"\x13CleanUpStateRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"0\n" +
+	"\x14CleanUpStateResponse\x12\x18\n" +
+	"\adeleted\x18\x01 \x01(\tR\adeleted\",\n" +
 	"\vStopRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x0e\n" +
@@ -9811,7 +10124,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\rSTATE_STOPPED\x10\x04\x12\x0f\n" +
 	"\vSTATE_ERROR\x10\x05\x12\x13\n" +
 	"\x0fSTATE_RESTORING\x10\x06\x12\x12\n" +
-	"\x0eSTATE_DEGRADED\x10\a2\x8a\f\n" +
+	"\x0eSTATE_DEGRADED\x10\a2\xd4\x0e\n" +
 	"\rEngineService\x12b\n" +
 	"\vOpenSession\x12(.polystreams.v1alpha1.OpenSessionRequest\x1a).polystreams.v1alpha1.OpenSessionResponse\x12q\n" +
 	"\x10RegisterFunction\x12-.polystreams.v1alpha1.RegisterFunctionRequest\x1a..polystreams.v1alpha1.RegisterFunctionResponse\x12P\n" +
@@ -9830,7 +10143,10 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x10AdvanceWallClock\x12-.polystreams.v1alpha1.AdvanceWallClockRequest\x1a..polystreams.v1alpha1.AdvanceWallClockResponse\x12M\n" +
 	"\x04Read\x12!.polystreams.v1alpha1.ReadRequest\x1a\".polystreams.v1alpha1.ReadResponse\x12z\n" +
 	"\x13QueryMetadataForKey\x120.polystreams.v1alpha1.QueryMetadataForKeyRequest\x1a1.polystreams.v1alpha1.QueryMetadataForKeyResponse\x12n\n" +
-	"\x0fStreamsMetadata\x12,.polystreams.v1alpha1.StreamsMetadataRequest\x1a-.polystreams.v1alpha1.StreamsMetadataResponseBZZXgithub.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1;polystreamsv1alpha1b\x06proto3"
+	"\x0fStreamsMetadata\x12,.polystreams.v1alpha1.StreamsMetadataRequest\x1a-.polystreams.v1alpha1.StreamsMetadataResponse\x12n\n" +
+	"\x0fPauseProcessing\x12,.polystreams.v1alpha1.PauseProcessingRequest\x1a-.polystreams.v1alpha1.PauseProcessingResponse\x12q\n" +
+	"\x10ResumeProcessing\x12-.polystreams.v1alpha1.ResumeProcessingRequest\x1a..polystreams.v1alpha1.ResumeProcessingResponse\x12e\n" +
+	"\fCleanUpState\x12).polystreams.v1alpha1.CleanUpStateRequest\x1a*.polystreams.v1alpha1.CleanUpStateResponseBZZXgithub.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1;polystreamsv1alpha1b\x06proto3"
 
 var (
 	file_polystreams_v1alpha1_engine_proto_rawDescOnce sync.Once
@@ -9845,7 +10161,7 @@ func file_polystreams_v1alpha1_engine_proto_rawDescGZIP() []byte {
 }
 
 var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
-var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 99)
+var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 105)
 var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(Metadata)(0),                       // 0: polystreams.v1alpha1.Metadata
 	(Kind)(0),                           // 1: polystreams.v1alpha1.Kind
@@ -9925,46 +10241,52 @@ var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(*RestoreProgress)(nil),             // 75: polystreams.v1alpha1.RestoreProgress
 	(*GetStateRequest)(nil),             // 76: polystreams.v1alpha1.GetStateRequest
 	(*GetStateResponse)(nil),            // 77: polystreams.v1alpha1.GetStateResponse
-	(*StopRequest)(nil),                 // 78: polystreams.v1alpha1.StopRequest
-	(*StopResponse)(nil),                // 79: polystreams.v1alpha1.StopResponse
-	(*QueryRequest)(nil),                // 80: polystreams.v1alpha1.QueryRequest
-	(*ReadRequest)(nil),                 // 81: polystreams.v1alpha1.ReadRequest
-	(*ReadResponse)(nil),                // 82: polystreams.v1alpha1.ReadResponse
-	(*WindowFetch)(nil),                 // 83: polystreams.v1alpha1.WindowFetch
-	(*KeyRange)(nil),                    // 84: polystreams.v1alpha1.KeyRange
-	(*QueryResponse)(nil),               // 85: polystreams.v1alpha1.QueryResponse
-	(*HostInfo)(nil),                    // 86: polystreams.v1alpha1.HostInfo
-	(*QueryMetadataForKeyRequest)(nil),  // 87: polystreams.v1alpha1.QueryMetadataForKeyRequest
-	(*QueryMetadataForKeyResponse)(nil), // 88: polystreams.v1alpha1.QueryMetadataForKeyResponse
-	(*StreamsMetadataRequest)(nil),      // 89: polystreams.v1alpha1.StreamsMetadataRequest
-	(*TopicPartition)(nil),              // 90: polystreams.v1alpha1.TopicPartition
-	(*StreamsMetadata)(nil),             // 91: polystreams.v1alpha1.StreamsMetadata
-	(*StreamsMetadataResponse)(nil),     // 92: polystreams.v1alpha1.StreamsMetadataResponse
-	(*GetMetricsRequest)(nil),           // 93: polystreams.v1alpha1.GetMetricsRequest
-	(*GetMetricsResponse)(nil),          // 94: polystreams.v1alpha1.GetMetricsResponse
-	(*NodeMetrics)(nil),                 // 95: polystreams.v1alpha1.NodeMetrics
-	(*TaskMetrics)(nil),                 // 96: polystreams.v1alpha1.TaskMetrics
-	(*PartitionLag)(nil),                // 97: polystreams.v1alpha1.PartitionLag
-	(*StoreMetrics)(nil),                // 98: polystreams.v1alpha1.StoreMetrics
-	(*TestRecord)(nil),                  // 99: polystreams.v1alpha1.TestRecord
-	(*TestHeader)(nil),                  // 100: polystreams.v1alpha1.TestHeader
-	(*PipeInputRequest)(nil),            // 101: polystreams.v1alpha1.PipeInputRequest
-	(*PipeInputResponse)(nil),           // 102: polystreams.v1alpha1.PipeInputResponse
-	(*ReadOutputRequest)(nil),           // 103: polystreams.v1alpha1.ReadOutputRequest
-	(*ReadOutputResponse)(nil),          // 104: polystreams.v1alpha1.ReadOutputResponse
-	(*AdvanceWallClockRequest)(nil),     // 105: polystreams.v1alpha1.AdvanceWallClockRequest
-	(*AdvanceWallClockResponse)(nil),    // 106: polystreams.v1alpha1.AdvanceWallClockResponse
-	nil,                                 // 107: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	nil,                                 // 108: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
-	nil,                                 // 109: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
-	nil,                                 // 110: polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
+	(*PauseProcessingRequest)(nil),      // 78: polystreams.v1alpha1.PauseProcessingRequest
+	(*PauseProcessingResponse)(nil),     // 79: polystreams.v1alpha1.PauseProcessingResponse
+	(*ResumeProcessingRequest)(nil),     // 80: polystreams.v1alpha1.ResumeProcessingRequest
+	(*ResumeProcessingResponse)(nil),    // 81: polystreams.v1alpha1.ResumeProcessingResponse
+	(*CleanUpStateRequest)(nil),         // 82: polystreams.v1alpha1.CleanUpStateRequest
+	(*CleanUpStateResponse)(nil),        // 83: polystreams.v1alpha1.CleanUpStateResponse
+	(*StopRequest)(nil),                 // 84: polystreams.v1alpha1.StopRequest
+	(*StopResponse)(nil),                // 85: polystreams.v1alpha1.StopResponse
+	(*QueryRequest)(nil),                // 86: polystreams.v1alpha1.QueryRequest
+	(*ReadRequest)(nil),                 // 87: polystreams.v1alpha1.ReadRequest
+	(*ReadResponse)(nil),                // 88: polystreams.v1alpha1.ReadResponse
+	(*WindowFetch)(nil),                 // 89: polystreams.v1alpha1.WindowFetch
+	(*KeyRange)(nil),                    // 90: polystreams.v1alpha1.KeyRange
+	(*QueryResponse)(nil),               // 91: polystreams.v1alpha1.QueryResponse
+	(*HostInfo)(nil),                    // 92: polystreams.v1alpha1.HostInfo
+	(*QueryMetadataForKeyRequest)(nil),  // 93: polystreams.v1alpha1.QueryMetadataForKeyRequest
+	(*QueryMetadataForKeyResponse)(nil), // 94: polystreams.v1alpha1.QueryMetadataForKeyResponse
+	(*StreamsMetadataRequest)(nil),      // 95: polystreams.v1alpha1.StreamsMetadataRequest
+	(*TopicPartition)(nil),              // 96: polystreams.v1alpha1.TopicPartition
+	(*StreamsMetadata)(nil),             // 97: polystreams.v1alpha1.StreamsMetadata
+	(*StreamsMetadataResponse)(nil),     // 98: polystreams.v1alpha1.StreamsMetadataResponse
+	(*GetMetricsRequest)(nil),           // 99: polystreams.v1alpha1.GetMetricsRequest
+	(*GetMetricsResponse)(nil),          // 100: polystreams.v1alpha1.GetMetricsResponse
+	(*NodeMetrics)(nil),                 // 101: polystreams.v1alpha1.NodeMetrics
+	(*TaskMetrics)(nil),                 // 102: polystreams.v1alpha1.TaskMetrics
+	(*PartitionLag)(nil),                // 103: polystreams.v1alpha1.PartitionLag
+	(*StoreMetrics)(nil),                // 104: polystreams.v1alpha1.StoreMetrics
+	(*TestRecord)(nil),                  // 105: polystreams.v1alpha1.TestRecord
+	(*TestHeader)(nil),                  // 106: polystreams.v1alpha1.TestHeader
+	(*PipeInputRequest)(nil),            // 107: polystreams.v1alpha1.PipeInputRequest
+	(*PipeInputResponse)(nil),           // 108: polystreams.v1alpha1.PipeInputResponse
+	(*ReadOutputRequest)(nil),           // 109: polystreams.v1alpha1.ReadOutputRequest
+	(*ReadOutputResponse)(nil),          // 110: polystreams.v1alpha1.ReadOutputResponse
+	(*AdvanceWallClockRequest)(nil),     // 111: polystreams.v1alpha1.AdvanceWallClockRequest
+	(*AdvanceWallClockResponse)(nil),    // 112: polystreams.v1alpha1.AdvanceWallClockResponse
+	nil,                                 // 113: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	nil,                                 // 114: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	nil,                                 // 115: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	nil,                                 // 116: polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
 }
 var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
-	107, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	108, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	113, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	114, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
 	0,   // 2: polystreams.v1alpha1.RegisterFunctionRequest.metadata:type_name -> polystreams.v1alpha1.Metadata
 	1,   // 3: polystreams.v1alpha1.Handle.kind:type_name -> polystreams.v1alpha1.Kind
-	109, // 4: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	115, // 4: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
 	20,  // 5: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
 	21,  // 6: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
 	22,  // 7: polystreams.v1alpha1.WindowedByOp.session:type_name -> polystreams.v1alpha1.SessionWindows
@@ -9975,7 +10297,7 @@ var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
 	17,  // 12: polystreams.v1alpha1.FilterOp.materialized:type_name -> polystreams.v1alpha1.Materialized
 	17,  // 13: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
 	3,   // 14: polystreams.v1alpha1.AddStateStoreOp.type:type_name -> polystreams.v1alpha1.StoreType
-	110, // 15: polystreams.v1alpha1.AddStateStoreOp.changelog_config:type_name -> polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
+	116, // 15: polystreams.v1alpha1.AddStateStoreOp.changelog_config:type_name -> polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
 	17,  // 16: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
 	4,   // 17: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
 	17,  // 18: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
@@ -10044,26 +10366,26 @@ var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
 	67,  // 81: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
 	75,  // 82: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
 	74,  // 83: polystreams.v1alpha1.GetStateResponse.broker_outage:type_name -> polystreams.v1alpha1.BrokerOutage
-	84,  // 84: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
-	83,  // 85: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
-	84,  // 86: polystreams.v1alpha1.ReadRequest.range:type_name -> polystreams.v1alpha1.KeyRange
-	83,  // 87: polystreams.v1alpha1.ReadRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
-	86,  // 88: polystreams.v1alpha1.QueryMetadataForKeyResponse.active_host:type_name -> polystreams.v1alpha1.HostInfo
-	86,  // 89: polystreams.v1alpha1.QueryMetadataForKeyResponse.standby_hosts:type_name -> polystreams.v1alpha1.HostInfo
-	86,  // 90: polystreams.v1alpha1.StreamsMetadata.host_info:type_name -> polystreams.v1alpha1.HostInfo
-	90,  // 91: polystreams.v1alpha1.StreamsMetadata.topic_partitions:type_name -> polystreams.v1alpha1.TopicPartition
-	90,  // 92: polystreams.v1alpha1.StreamsMetadata.standby_topic_partitions:type_name -> polystreams.v1alpha1.TopicPartition
-	91,  // 93: polystreams.v1alpha1.StreamsMetadataResponse.metadata:type_name -> polystreams.v1alpha1.StreamsMetadata
+	90,  // 84: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	89,  // 85: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
+	90,  // 86: polystreams.v1alpha1.ReadRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	89,  // 87: polystreams.v1alpha1.ReadRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
+	92,  // 88: polystreams.v1alpha1.QueryMetadataForKeyResponse.active_host:type_name -> polystreams.v1alpha1.HostInfo
+	92,  // 89: polystreams.v1alpha1.QueryMetadataForKeyResponse.standby_hosts:type_name -> polystreams.v1alpha1.HostInfo
+	92,  // 90: polystreams.v1alpha1.StreamsMetadata.host_info:type_name -> polystreams.v1alpha1.HostInfo
+	96,  // 91: polystreams.v1alpha1.StreamsMetadata.topic_partitions:type_name -> polystreams.v1alpha1.TopicPartition
+	96,  // 92: polystreams.v1alpha1.StreamsMetadata.standby_topic_partitions:type_name -> polystreams.v1alpha1.TopicPartition
+	97,  // 93: polystreams.v1alpha1.StreamsMetadataResponse.metadata:type_name -> polystreams.v1alpha1.StreamsMetadata
 	8,   // 94: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
 	75,  // 95: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	95,  // 96: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
-	96,  // 97: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
-	97,  // 98: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
-	98,  // 99: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
-	100, // 100: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
-	99,  // 101: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
+	101, // 96: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
+	102, // 97: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
+	103, // 98: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
+	104, // 99: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
+	106, // 100: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
+	105, // 101: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
 	67,  // 102: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	99,  // 103: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
+	105, // 103: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
 	12,  // 104: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
 	14,  // 105: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
 	56,  // 106: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
@@ -10071,33 +10393,39 @@ var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
 	63,  // 108: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
 	65,  // 109: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
 	76,  // 110: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
-	78,  // 111: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
-	80,  // 112: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
-	93,  // 113: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
-	101, // 114: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
-	103, // 115: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
-	105, // 116: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
-	81,  // 117: polystreams.v1alpha1.EngineService.Read:input_type -> polystreams.v1alpha1.ReadRequest
-	87,  // 118: polystreams.v1alpha1.EngineService.QueryMetadataForKey:input_type -> polystreams.v1alpha1.QueryMetadataForKeyRequest
-	89,  // 119: polystreams.v1alpha1.EngineService.StreamsMetadata:input_type -> polystreams.v1alpha1.StreamsMetadataRequest
-	13,  // 120: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
-	15,  // 121: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
-	57,  // 122: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
-	59,  // 123: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
-	64,  // 124: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
-	66,  // 125: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
-	77,  // 126: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
-	79,  // 127: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
-	85,  // 128: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
-	94,  // 129: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
-	102, // 130: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
-	104, // 131: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
-	106, // 132: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
-	82,  // 133: polystreams.v1alpha1.EngineService.Read:output_type -> polystreams.v1alpha1.ReadResponse
-	88,  // 134: polystreams.v1alpha1.EngineService.QueryMetadataForKey:output_type -> polystreams.v1alpha1.QueryMetadataForKeyResponse
-	92,  // 135: polystreams.v1alpha1.EngineService.StreamsMetadata:output_type -> polystreams.v1alpha1.StreamsMetadataResponse
-	120, // [120:136] is the sub-list for method output_type
-	104, // [104:120] is the sub-list for method input_type
+	84,  // 111: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
+	86,  // 112: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
+	99,  // 113: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
+	107, // 114: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
+	109, // 115: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
+	111, // 116: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
+	87,  // 117: polystreams.v1alpha1.EngineService.Read:input_type -> polystreams.v1alpha1.ReadRequest
+	93,  // 118: polystreams.v1alpha1.EngineService.QueryMetadataForKey:input_type -> polystreams.v1alpha1.QueryMetadataForKeyRequest
+	95,  // 119: polystreams.v1alpha1.EngineService.StreamsMetadata:input_type -> polystreams.v1alpha1.StreamsMetadataRequest
+	78,  // 120: polystreams.v1alpha1.EngineService.PauseProcessing:input_type -> polystreams.v1alpha1.PauseProcessingRequest
+	80,  // 121: polystreams.v1alpha1.EngineService.ResumeProcessing:input_type -> polystreams.v1alpha1.ResumeProcessingRequest
+	82,  // 122: polystreams.v1alpha1.EngineService.CleanUpState:input_type -> polystreams.v1alpha1.CleanUpStateRequest
+	13,  // 123: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
+	15,  // 124: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
+	57,  // 125: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
+	59,  // 126: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
+	64,  // 127: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
+	66,  // 128: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
+	77,  // 129: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
+	85,  // 130: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
+	91,  // 131: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
+	100, // 132: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
+	108, // 133: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
+	110, // 134: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
+	112, // 135: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
+	88,  // 136: polystreams.v1alpha1.EngineService.Read:output_type -> polystreams.v1alpha1.ReadResponse
+	94,  // 137: polystreams.v1alpha1.EngineService.QueryMetadataForKey:output_type -> polystreams.v1alpha1.QueryMetadataForKeyResponse
+	98,  // 138: polystreams.v1alpha1.EngineService.StreamsMetadata:output_type -> polystreams.v1alpha1.StreamsMetadataResponse
+	79,  // 139: polystreams.v1alpha1.EngineService.PauseProcessing:output_type -> polystreams.v1alpha1.PauseProcessingResponse
+	81,  // 140: polystreams.v1alpha1.EngineService.ResumeProcessing:output_type -> polystreams.v1alpha1.ResumeProcessingResponse
+	83,  // 141: polystreams.v1alpha1.EngineService.CleanUpState:output_type -> polystreams.v1alpha1.CleanUpStateResponse
+	123, // [123:142] is the sub-list for method output_type
+	104, // [104:123] is the sub-list for method input_type
 	104, // [104:104] is the sub-list for extension type_name
 	104, // [104:104] is the sub-list for extension extendee
 	0,   // [0:104] is the sub-list for field type_name
@@ -10148,32 +10476,32 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		(*BuildRequest_AddProcessor)(nil),
 		(*BuildRequest_AddSink)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[68].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[74].OneofWrappers = []any{
 		(*QueryRequest_Get)(nil),
 		(*QueryRequest_Range)(nil),
 		(*QueryRequest_Prefix)(nil),
 		(*QueryRequest_All)(nil),
 		(*QueryRequest_WindowFetch)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[69].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[75].OneofWrappers = []any{
 		(*ReadRequest_Get)(nil),
 		(*ReadRequest_Range)(nil),
 		(*ReadRequest_Prefix)(nil),
 		(*ReadRequest_All)(nil),
 		(*ReadRequest_WindowFetch)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[71].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[72].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[73].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[87].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[88].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[77].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[78].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[79].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[93].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[94].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_polystreams_v1alpha1_engine_proto_rawDesc), len(file_polystreams_v1alpha1_engine_proto_rawDesc)),
 			NumEnums:      12,
-			NumMessages:   99,
+			NumMessages:   105,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -81,6 +81,15 @@ const (
 	// EngineServiceStreamsMetadataProcedure is the fully-qualified name of the EngineService's
 	// StreamsMetadata RPC.
 	EngineServiceStreamsMetadataProcedure = "/polystreams.v1alpha1.EngineService/StreamsMetadata"
+	// EngineServicePauseProcessingProcedure is the fully-qualified name of the EngineService's
+	// PauseProcessing RPC.
+	EngineServicePauseProcessingProcedure = "/polystreams.v1alpha1.EngineService/PauseProcessing"
+	// EngineServiceResumeProcessingProcedure is the fully-qualified name of the EngineService's
+	// ResumeProcessing RPC.
+	EngineServiceResumeProcessingProcedure = "/polystreams.v1alpha1.EngineService/ResumeProcessing"
+	// EngineServiceCleanUpStateProcedure is the fully-qualified name of the EngineService's
+	// CleanUpState RPC.
+	EngineServiceCleanUpStateProcedure = "/polystreams.v1alpha1.EngineService/CleanUpState"
 )
 
 // EngineServiceClient is a client for the polystreams.v1alpha1.EngineService service.
@@ -144,6 +153,17 @@ type EngineServiceClient interface {
 	// application.server, stores and topic partitions, active and standby
 	// (KafkaStreams.metadataForAllStreamsClients / streamsMetadataForStore).
 	StreamsMetadata(context.Context, *connect.Request[v1alpha1.StreamsMetadataRequest]) (*connect.Response[v1alpha1.StreamsMetadataResponse], error)
+	// PauseProcessing is KafkaStreams.pause() (KIP-834): the session's tasks
+	// stop processing while the application stays in the group with its
+	// tasks; ResumeProcessing continues where they left. Either may come
+	// before Start; both are idempotent. GetStateResponse.paused tells which.
+	PauseProcessing(context.Context, *connect.Request[v1alpha1.PauseProcessingRequest]) (*connect.Response[v1alpha1.PauseProcessingResponse], error)
+	ResumeProcessing(context.Context, *connect.Request[v1alpha1.ResumeProcessingRequest]) (*connect.Response[v1alpha1.ResumeProcessingResponse], error)
+	// CleanUpState is KafkaStreams.cleanUp(): it deletes the application's
+	// local state directory (<state.dir>/<application.id>), so that the next
+	// start restores every store from its changelog. Refused
+	// (FailedPrecondition) while the session's topology runs.
+	CleanUpState(context.Context, *connect.Request[v1alpha1.CleanUpStateRequest]) (*connect.Response[v1alpha1.CleanUpStateResponse], error)
 }
 
 // NewEngineServiceClient constructs a client for the polystreams.v1alpha1.EngineService service. By
@@ -253,6 +273,24 @@ func NewEngineServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(engineServiceMethods.ByName("StreamsMetadata")),
 			connect.WithClientOptions(opts...),
 		),
+		pauseProcessing: connect.NewClient[v1alpha1.PauseProcessingRequest, v1alpha1.PauseProcessingResponse](
+			httpClient,
+			baseURL+EngineServicePauseProcessingProcedure,
+			connect.WithSchema(engineServiceMethods.ByName("PauseProcessing")),
+			connect.WithClientOptions(opts...),
+		),
+		resumeProcessing: connect.NewClient[v1alpha1.ResumeProcessingRequest, v1alpha1.ResumeProcessingResponse](
+			httpClient,
+			baseURL+EngineServiceResumeProcessingProcedure,
+			connect.WithSchema(engineServiceMethods.ByName("ResumeProcessing")),
+			connect.WithClientOptions(opts...),
+		),
+		cleanUpState: connect.NewClient[v1alpha1.CleanUpStateRequest, v1alpha1.CleanUpStateResponse](
+			httpClient,
+			baseURL+EngineServiceCleanUpStateProcedure,
+			connect.WithSchema(engineServiceMethods.ByName("CleanUpState")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -274,6 +312,9 @@ type engineServiceClient struct {
 	read                *connect.Client[v1alpha1.ReadRequest, v1alpha1.ReadResponse]
 	queryMetadataForKey *connect.Client[v1alpha1.QueryMetadataForKeyRequest, v1alpha1.QueryMetadataForKeyResponse]
 	streamsMetadata     *connect.Client[v1alpha1.StreamsMetadataRequest, v1alpha1.StreamsMetadataResponse]
+	pauseProcessing     *connect.Client[v1alpha1.PauseProcessingRequest, v1alpha1.PauseProcessingResponse]
+	resumeProcessing    *connect.Client[v1alpha1.ResumeProcessingRequest, v1alpha1.ResumeProcessingResponse]
+	cleanUpState        *connect.Client[v1alpha1.CleanUpStateRequest, v1alpha1.CleanUpStateResponse]
 }
 
 // OpenSession calls polystreams.v1alpha1.EngineService.OpenSession.
@@ -356,6 +397,21 @@ func (c *engineServiceClient) StreamsMetadata(ctx context.Context, req *connect.
 	return c.streamsMetadata.CallUnary(ctx, req)
 }
 
+// PauseProcessing calls polystreams.v1alpha1.EngineService.PauseProcessing.
+func (c *engineServiceClient) PauseProcessing(ctx context.Context, req *connect.Request[v1alpha1.PauseProcessingRequest]) (*connect.Response[v1alpha1.PauseProcessingResponse], error) {
+	return c.pauseProcessing.CallUnary(ctx, req)
+}
+
+// ResumeProcessing calls polystreams.v1alpha1.EngineService.ResumeProcessing.
+func (c *engineServiceClient) ResumeProcessing(ctx context.Context, req *connect.Request[v1alpha1.ResumeProcessingRequest]) (*connect.Response[v1alpha1.ResumeProcessingResponse], error) {
+	return c.resumeProcessing.CallUnary(ctx, req)
+}
+
+// CleanUpState calls polystreams.v1alpha1.EngineService.CleanUpState.
+func (c *engineServiceClient) CleanUpState(ctx context.Context, req *connect.Request[v1alpha1.CleanUpStateRequest]) (*connect.Response[v1alpha1.CleanUpStateResponse], error) {
+	return c.cleanUpState.CallUnary(ctx, req)
+}
+
 // EngineServiceHandler is an implementation of the polystreams.v1alpha1.EngineService service.
 type EngineServiceHandler interface {
 	// OpenSession creates a session for one application. The session lives
@@ -417,6 +473,17 @@ type EngineServiceHandler interface {
 	// application.server, stores and topic partitions, active and standby
 	// (KafkaStreams.metadataForAllStreamsClients / streamsMetadataForStore).
 	StreamsMetadata(context.Context, *connect.Request[v1alpha1.StreamsMetadataRequest]) (*connect.Response[v1alpha1.StreamsMetadataResponse], error)
+	// PauseProcessing is KafkaStreams.pause() (KIP-834): the session's tasks
+	// stop processing while the application stays in the group with its
+	// tasks; ResumeProcessing continues where they left. Either may come
+	// before Start; both are idempotent. GetStateResponse.paused tells which.
+	PauseProcessing(context.Context, *connect.Request[v1alpha1.PauseProcessingRequest]) (*connect.Response[v1alpha1.PauseProcessingResponse], error)
+	ResumeProcessing(context.Context, *connect.Request[v1alpha1.ResumeProcessingRequest]) (*connect.Response[v1alpha1.ResumeProcessingResponse], error)
+	// CleanUpState is KafkaStreams.cleanUp(): it deletes the application's
+	// local state directory (<state.dir>/<application.id>), so that the next
+	// start restores every store from its changelog. Refused
+	// (FailedPrecondition) while the session's topology runs.
+	CleanUpState(context.Context, *connect.Request[v1alpha1.CleanUpStateRequest]) (*connect.Response[v1alpha1.CleanUpStateResponse], error)
 }
 
 // NewEngineServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -522,6 +589,24 @@ func NewEngineServiceHandler(svc EngineServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(engineServiceMethods.ByName("StreamsMetadata")),
 		connect.WithHandlerOptions(opts...),
 	)
+	engineServicePauseProcessingHandler := connect.NewUnaryHandler(
+		EngineServicePauseProcessingProcedure,
+		svc.PauseProcessing,
+		connect.WithSchema(engineServiceMethods.ByName("PauseProcessing")),
+		connect.WithHandlerOptions(opts...),
+	)
+	engineServiceResumeProcessingHandler := connect.NewUnaryHandler(
+		EngineServiceResumeProcessingProcedure,
+		svc.ResumeProcessing,
+		connect.WithSchema(engineServiceMethods.ByName("ResumeProcessing")),
+		connect.WithHandlerOptions(opts...),
+	)
+	engineServiceCleanUpStateHandler := connect.NewUnaryHandler(
+		EngineServiceCleanUpStateProcedure,
+		svc.CleanUpState,
+		connect.WithSchema(engineServiceMethods.ByName("CleanUpState")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/polystreams.v1alpha1.EngineService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case EngineServiceOpenSessionProcedure:
@@ -556,6 +641,12 @@ func NewEngineServiceHandler(svc EngineServiceHandler, opts ...connect.HandlerOp
 			engineServiceQueryMetadataForKeyHandler.ServeHTTP(w, r)
 		case EngineServiceStreamsMetadataProcedure:
 			engineServiceStreamsMetadataHandler.ServeHTTP(w, r)
+		case EngineServicePauseProcessingProcedure:
+			engineServicePauseProcessingHandler.ServeHTTP(w, r)
+		case EngineServiceResumeProcessingProcedure:
+			engineServiceResumeProcessingHandler.ServeHTTP(w, r)
+		case EngineServiceCleanUpStateProcedure:
+			engineServiceCleanUpStateHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -627,4 +718,16 @@ func (UnimplementedEngineServiceHandler) QueryMetadataForKey(context.Context, *c
 
 func (UnimplementedEngineServiceHandler) StreamsMetadata(context.Context, *connect.Request[v1alpha1.StreamsMetadataRequest]) (*connect.Response[v1alpha1.StreamsMetadataResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("polystreams.v1alpha1.EngineService.StreamsMetadata is not implemented"))
+}
+
+func (UnimplementedEngineServiceHandler) PauseProcessing(context.Context, *connect.Request[v1alpha1.PauseProcessingRequest]) (*connect.Response[v1alpha1.PauseProcessingResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("polystreams.v1alpha1.EngineService.PauseProcessing is not implemented"))
+}
+
+func (UnimplementedEngineServiceHandler) ResumeProcessing(context.Context, *connect.Request[v1alpha1.ResumeProcessingRequest]) (*connect.Response[v1alpha1.ResumeProcessingResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("polystreams.v1alpha1.EngineService.ResumeProcessing is not implemented"))
+}
+
+func (UnimplementedEngineServiceHandler) CleanUpState(context.Context, *connect.Request[v1alpha1.CleanUpStateRequest]) (*connect.Response[v1alpha1.CleanUpStateResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("polystreams.v1alpha1.EngineService.CleanUpState is not implemented"))
 }
