@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -77,6 +78,73 @@ func TestBrokerRestartAndReset(t *testing.T) {
 	if got := produceConsume(t, b.Addr(), "a", "z"); strings.Join(got, ",") != "z" {
 		t.Fatalf("after Reset read %q, want z alone", got)
 	}
+}
+
+// Records stamped in 1970, as the tests write them, outlive the moment
+// Kafka's retention task would first have run (30 s after the broker
+// started: it then deleted them, 56 years past a topic's 7-day retention or
+// a window store changelog's day, under a test reading them) and, in a
+// topic of the default retention, a restart.
+func TestOldRecordsAreKept(t *testing.T) {
+	needKafka(t)
+	began := time.Now()
+	b, err := Start(Options{Partitions: 1, Topics: []string{"plain"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	adm, err := kadm.NewOptClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	ctx := context.Background()
+	// As the engine makes a window store's changelog (KAFKA-13345).
+	windowed := "app-KSTREAM-JOINTHIS-0000000004-store-changelog"
+	day := "86400200"
+	del := "delete"
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"retention.ms": &day, "cleanup.policy": &del}, windowed); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{"plain", windowed} {
+		err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("old"), Timestamp: time.UnixMilli(1000)}).FirstErr()
+		if err != nil {
+			t.Fatalf("produce to %s: %v", topic, err)
+		}
+	}
+	cl.Close()
+	kept := func(when string, topics ...string) {
+		t.Helper()
+		starts, err := adm.ListStartOffsets(ctx, topics...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends, err := adm.ListEndOffsets(ctx, topics...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, topic := range topics {
+			s, _ := starts.Lookup(topic, 0)
+			e, _ := ends.Lookup(topic, 0)
+			if s.Err != nil || e.Err != nil || s.Offset != 0 || e.Offset != 1 {
+				t.Errorf("%s: %s/0 holds offsets [%d, %d) (%v, %v), want its record at 0 kept\n%s", when, topic, s.Offset, e.Offset, s.Err, e.Err, b.Log(20))
+			}
+		}
+	}
+	// Kafka's default log.initial.task.delay.ms is 30 s, counted from a
+	// moment after began.
+	past := began.Add(40 * time.Second)
+	t.Logf("waiting until %s, past the first retention check of a broker left to its defaults", past.Format(time.TimeOnly))
+	time.Sleep(time.Until(past))
+	kept("40 s after the start", "plain", windowed)
+	if err := b.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	kept("after a restart", "plain")
 }
 
 // A port in use is named, at once, without starting a JVM.
