@@ -1,6 +1,7 @@
 package kafkatest
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"os"
@@ -80,15 +81,16 @@ func TestBrokerRestartAndReset(t *testing.T) {
 	}
 }
 
-// Records stamped in 1970, as the tests write them, outlive the moment
-// Kafka's retention task would first have run (30 s after the broker
-// started: it then deleted them, 56 years past a topic's 7-day retention or
-// a window store changelog's day, under a test reading them) and, in a
-// topic of the default retention, a restart.
+// Records stamped in 1970, as the tests write them (plain, in a committed
+// transaction, in a window store changelog), outlive the moment Kafka's
+// retention task would first have run (30 s after the broker started: it
+// then deleted them, 56 years past a topic's 7-day retention or a window
+// store changelog's day, under a test reading them) and, in a topic of the
+// default retention, a restart.
 func TestOldRecordsAreKept(t *testing.T) {
 	needKafka(t)
 	began := time.Now()
-	b, err := Start(Options{Partitions: 1, Topics: []string{"plain"}})
+	b, err := Start(Options{Partitions: 1, Topics: []string{"plain", "committed"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +119,36 @@ func TestOldRecordsAreKept(t *testing.T) {
 		}
 	}
 	cl.Close()
+	// A committed transaction's record: its segment, rolled at once (the
+	// record's 1970 timestamp is past segment.ms), holds it alone, and was
+	// deleted while the commit marker after it stayed.
+	var txLog bytes.Buffer
+	tx, err := kgo.NewClient(kgo.SeedBrokers(b.Addr()), kgo.TransactionalID("old-records"),
+		kgo.WithLogger(kgo.BasicLogger(&txLog, kgo.LogLevelInfo, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.ProduceSync(ctx, &kgo.Record{Topic: "committed", Value: []byte("old"), Timestamp: time.UnixMilli(1050)}).FirstErr(); err != nil {
+		t.Fatalf("produce to committed: %v", err)
+	}
+	if err := tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	tx.Close()
+	// The commit's marker follows the record (the coordinator writes it
+	// after answering EndTxn): until then the record is not committed.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		lso, err := adm.ListCommittedOffsets(ctx, "committed")
+		if o, ok := lso.Lookup("committed", 0); err == nil && ok && o.Err == nil && o.Offset == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("committed/0: the committed transaction's record not stable 30 s after EndTxn (last stable offset %v, %v)\nclient:\n%s\nbroker:\n%s", lso, err, txLog.String(), b.Log(40))
+		}
+	}
 	kept := func(when string, topics ...string) {
 		t.Helper()
 		starts, err := adm.ListStartOffsets(ctx, topics...)
@@ -130,8 +162,12 @@ func TestOldRecordsAreKept(t *testing.T) {
 		for _, topic := range topics {
 			s, _ := starts.Lookup(topic, 0)
 			e, _ := ends.Lookup(topic, 0)
-			if s.Err != nil || e.Err != nil || s.Offset != 0 || e.Offset != 1 {
-				t.Errorf("%s: %s/0 holds offsets [%d, %d) (%v, %v), want its record at 0 kept\n%s", when, topic, s.Offset, e.Offset, s.Err, e.Err, b.Log(20))
+			end := int64(1)
+			if topic == "committed" {
+				end = 2 // the record and its commit marker
+			}
+			if s.Err != nil || e.Err != nil || s.Offset != 0 || e.Offset != end {
+				t.Errorf("%s: %s/0 holds offsets [%d, %d) (%v, %v), want [0, %d): its record at 0 kept\n%s", when, topic, s.Offset, e.Offset, s.Err, e.Err, end, b.Log(20))
 			}
 		}
 	}
@@ -140,7 +176,7 @@ func TestOldRecordsAreKept(t *testing.T) {
 	past := began.Add(40 * time.Second)
 	t.Logf("waiting until %s, past the first retention check of a broker left to its defaults", past.Format(time.TimeOnly))
 	time.Sleep(time.Until(past))
-	kept("40 s after the start", "plain", windowed)
+	kept("40 s after the start", "plain", "committed", windowed)
 	if err := b.Restart(); err != nil {
 		t.Fatal(err)
 	}
