@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -274,11 +275,34 @@ func (b *Broker) start() error {
 	return nil
 }
 
-// props writes the listener settings that kafka.sh serve appends to
-// server.properties.
+// keepRecords are the broker settings that keep every record a test writes
+// for the broker's life. Tests stamp their records in January 1970
+// (time.UnixMilli(1000)), and Kafka's time-based retention deletes a
+// segment whose newest record is older than its topic's retention.ms (7
+// days by default, a window store changelog's a day): left to its defaults,
+// the broker's retention task ran 30 s after the broker started and every 5
+// minutes after, and a test then running lost records it had written (a
+// reader waited for offsets no longer there, a committed output vanished
+// between two reads). With these, the task runs once as the broker starts,
+// before any test writes (log.initial.task.delay.ms, which also starts the
+// checkpoints and the removal of deleted topics' files), then not for a
+// year; a topic without retention.ms keeps its records forever, even
+// through a restart's pass. kfake applies retention only hourly, so both
+// brokers now keep what the tests write.
+var keepRecords = map[string]string{
+	"log.initial.task.delay.ms":       "0",
+	"log.retention.check.interval.ms": strconv.FormatInt((365 * 24 * time.Hour).Milliseconds(), 10),
+	"log.retention.ms":                "-1",
+}
+
+// props writes the settings that kafka.sh serve appends to
+// server.properties: the partition count, keepRecords and the listeners'.
 func (b *Broker) props() (string, error) {
 	var p strings.Builder
 	fmt.Fprintf(&p, "num.partitions=%d\n", b.o.Partitions)
+	for _, k := range slices.Sorted(maps.Keys(keepRecords)) {
+		fmt.Fprintf(&p, "%s=%s\n", k, keepRecords[k])
+	}
 	if b.o.CertFile != "" {
 		store := filepath.Join(b.dir, "kafkatest-keystore.pem")
 		if err := writeKeystore(store, b.o.CertFile, b.o.KeyFile); err != nil {

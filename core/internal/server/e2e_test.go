@@ -275,7 +275,13 @@ func (e *env) readTopic(topic string, committed bool, fn func(*kgo.Record)) {
 	for len(want) > 0 {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			e.t.Fatalf("reading %s: %v (still waiting for %v; last fetch error: %v)", topic, ctx.Err(), want, fetchErr)
+			// A partition whose log start passed the offsets waited for
+			// lost its records (deleted by retention, say).
+			starts := map[int32]int64{}
+			if s, err := adm.ListStartOffsets(context.Background(), topic); err == nil {
+				s.Each(func(o kadm.ListedOffset) { starts[o.Partition] = o.Offset })
+			}
+			e.t.Fatalf("reading %s: %v (still waiting for %v; log start offsets %v; last fetch error: %v)", topic, ctx.Err(), want, starts, fetchErr)
 		}
 		fs.EachError(func(t string, p int32, err error) {
 			if !errors.Is(err, context.DeadlineExceeded) {
