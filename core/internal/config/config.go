@@ -336,6 +336,11 @@ func Parse(applicationID string, kv map[string]string, defaultBrokers string) (A
 			name := strings.TrimSpace(v)
 			if err := serde.Check(name); err != nil || name == "" {
 				errs = append(errs, fmt.Errorf("%s: want a serde's name: bytes, string, json, long, integer or double", k))
+			} else if serde.IsRegistry(name) {
+				// A registry serde is a topic's format with a schema and a
+				// subject: named on the source or sink that reads or
+				// writes it, never by default.
+				errs = append(errs, fmt.Errorf("%s: want a serde's name: bytes, string, json, long, integer or double (a Schema Registry serde is named on its stream, table or to)", k))
 			} else if k == "default.key.serde" {
 				c.DefaultKeySerde = name
 			} else {
