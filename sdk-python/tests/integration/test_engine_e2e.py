@@ -175,8 +175,8 @@ def test_bad_input_names_the_offender_and_keeps_the_session(tmp_path: Path, app_
         assert app.brokers
         create_topic(app.brokers, "in", 1)
         create_topic(app.brokers, "out", 1)
-        with pytest.raises(InvalidArgumentError, match="avro"):
-            app.stream("in", value="avro")  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgumentError, match="xml"):
+            app.stream("in", value="xml")  # type: ignore[arg-type]
         s = app.stream("in", value="string")
         # The SDK has no count() on a KStream; the engine refuses it too.
         raw = app._client
