@@ -480,7 +480,7 @@ func (s *Server) RegisterFunction(_ context.Context, req *connect.Request[pb.Reg
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("RegisterFunction(%s): metadata %d is none of METADATA_UNSPECIFIED, METADATA_READ, METADATA_WRITE", req.Msg.Name, req.Msg.Metadata))
 	}
 	if md != topology.MetadataNone && !ss.cfg.HostMetadata {
-		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("RegisterFunction(%s): the function asks for record metadata, but the host did not advertise host feature \"metadata\" in CreateSession", req.Msg.Name))
+		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("RegisterFunction(%s): the function asks for record metadata, but the host did not advertise host feature \"metadata\" in OpenSession", req.Msg.Name))
 	}
 	ss.nextToken++
 	ss.funcs[ss.nextToken] = topology.Function{Name: req.Msg.Name, Metadata: md}
