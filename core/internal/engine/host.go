@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
 
@@ -128,7 +130,7 @@ func encodeBundle(s *step, recs []rec) *pb.Bundle {
 		offs[i] = r.in.Offset
 		tss[i] = r.ts
 	}
-	return &pb.Bundle{
+	b := &pb.Bundle{
 		Steps:            s.steps,
 		KeySerde:         s.inKey,
 		ValueSerde:       s.inValue,
@@ -142,6 +144,10 @@ func encodeBundle(s *step, recs []rec) *pb.Bundle {
 		Offsets:          offs,
 		Timestamps:       tss,
 	}
+	if chainMetadata(s.steps) != pb.Metadata_METADATA_UNSPECIFIED {
+		b.HeaderCounts, b.HeaderKeyLengths, b.HeaderKeys, b.HeaderValueLengths, b.HeaderValues = encodeHeaders(recs)
+	}
+	return b
 }
 
 // decodeResult checks the host's answer against the bundle and turns it
@@ -204,8 +210,19 @@ func decodeResult(s *step, recs []rec, res *pb.BundleResult) ([]rec, []failure, 
 	if !s.keysChange && len(res.KeyLengths) != 0 {
 		return nil, nil, bad("keys for a chain that does not change keys")
 	}
+	writes := chainMetadata(s.steps) == pb.Metadata_METADATA_WRITE
+	var hkeys, hvalues [][]byte
+	if writes {
+		var err error
+		if hkeys, hvalues, err = checkOutputMetadata(res, total); err != nil {
+			return nil, nil, bad("%v", err)
+		}
+	} else if len(res.OutputTimestamps) != 0 || len(res.OutputHeaderCounts) != 0 || len(res.OutputHeaderKeyLengths) != 0 || len(res.OutputHeaderValueLengths) != 0 {
+		return nil, nil, bad("output timestamps or headers for a chain none of whose steps was registered with METADATA_WRITE")
+	}
 	out := make([]rec, 0, total)
 	values, keys := res.Values, res.Keys
+	hdr := 0
 	vo, ko, j := 0, 0, 0
 	slice := func(col []byte, off *int, l int32, what string) ([]byte, error) {
 		if l < 0 {
@@ -234,7 +251,18 @@ func decodeResult(s *step, recs []rec, res *pb.BundleResult) ([]rec, []failure, 
 					return nil, nil, err
 				}
 			}
-			out = append(out, rec{key: k, value: v, ts: recs[i].ts, in: recs[i].in, skey: recs[i].skey})
+			r := rec{key: k, value: v, ts: recs[i].ts, in: recs[i].in, skey: recs[i].skey, headers: recs[i].headers, ownHeaders: recs[i].ownHeaders}
+			if writes {
+				r.ts = res.OutputTimestamps[j]
+				if hc := int(res.OutputHeaderCounts[j]); hc >= 0 {
+					r.headers, r.ownHeaders = make([]kgo.RecordHeader, 0, hc), true
+					for range hc {
+						r.headers = append(r.headers, kgo.RecordHeader{Key: string(hkeys[hdr]), Value: hvalues[hdr]})
+						hdr++
+					}
+				}
+			}
+			out = append(out, r)
 			j++
 		}
 	}
@@ -242,4 +270,37 @@ func decodeResult(s *step, recs []rec, res *pb.BundleResult) ([]rec, []failure, 
 		return nil, nil, bad("columns hold %d value and %d key bytes more than their lengths say", len(values)-vo, len(keys)-ko)
 	}
 	return out, fails, nil
+}
+
+// checkOutputMetadata checks a METADATA_WRITE chain's output timestamps
+// and headers against its total outputs, and splits the header columns.
+func checkOutputMetadata(res *pb.BundleResult, total int) (hkeys, hvalues [][]byte, err error) {
+	if len(res.OutputTimestamps) != total {
+		return nil, nil, fmt.Errorf("%d output timestamps for %d outputs of a METADATA_WRITE chain", len(res.OutputTimestamps), total)
+	}
+	if len(res.OutputHeaderCounts) != total {
+		return nil, nil, fmt.Errorf("%d output header counts for %d outputs of a METADATA_WRITE chain", len(res.OutputHeaderCounts), total)
+	}
+	headers := 0
+	for j, c := range res.OutputHeaderCounts {
+		if c < -1 {
+			return nil, nil, fmt.Errorf("output %d has header count %d (-1 is the input's headers)", j, c)
+		}
+		headers += max(int(c), 0)
+	}
+	if len(res.OutputHeaderKeyLengths) != headers || len(res.OutputHeaderValueLengths) != headers {
+		return nil, nil, fmt.Errorf("%d output header keys and %d output header values for %d headers", len(res.OutputHeaderKeyLengths), len(res.OutputHeaderValueLengths), headers)
+	}
+	if hkeys, err = splitColumn(res.OutputHeaderKeyLengths, res.OutputHeaderKeys); err != nil {
+		return nil, nil, fmt.Errorf("output header keys: %w", err)
+	}
+	for j, k := range hkeys {
+		if k == nil {
+			return nil, nil, fmt.Errorf("output header %d has a null key", j)
+		}
+	}
+	if hvalues, err = splitColumn(res.OutputHeaderValueLengths, res.OutputHeaderValues); err != nil {
+		return nil, nil, fmt.Errorf("output header values: %w", err)
+	}
+	return hkeys, hvalues, nil
 }

@@ -136,3 +136,67 @@ func equal[T comparable](a, b []T) bool {
 	}
 	return true
 }
+
+// TestMetadataColumns: header columns go only to chains with a step that
+// asked for metadata; only a METADATA_WRITE chain takes output timestamps
+// and headers, which must match its outputs; -1 keeps the input's headers,
+// own ones too.
+func TestMetadataColumns(t *testing.T) {
+	recs := testRecs()
+	recs[0].in.Headers = []kgo.RecordHeader{{Key: "h", Value: []byte("v")}}
+	recs[2].headers, recs[2].ownHeaders = []kgo.RecordHeader{{Key: "own", Value: nil}}, true
+	plain := &step{node: &topology.Node{Name: "N"}, steps: []*pb.Step{{Token: 1}}}
+	if b := encodeBundle(plain, recs); len(b.HeaderCounts) != 0 {
+		t.Errorf("header counts %v for a chain that asked for no metadata", b.HeaderCounts)
+	}
+	read := &step{node: &topology.Node{Name: "N"}, steps: []*pb.Step{{Token: 1}, {Token: 2, Metadata: pb.Metadata_METADATA_READ}}}
+	b := encodeBundle(read, recs)
+	if !equal(b.HeaderCounts, []int32{1, 0, 1}) || string(b.HeaderKeys) != "hown" || !equal(b.HeaderValueLengths, []int32{1, -1}) {
+		t.Errorf("header columns %v %q %v", b.HeaderCounts, b.HeaderKeys, b.HeaderValueLengths)
+	}
+	ok := &pb.BundleResult{OutputCounts: []int32{1, 0, 1}, ValueLengths: []int32{1, 1}, Values: []byte("xy")}
+	if _, _, err := decodeResult(read, recs, withOutputMetadata(ok, []int64{5, 6}, []int32{-1, -1})); err == nil || !strings.Contains(err.Error(), "METADATA_WRITE") {
+		t.Errorf("output metadata for a READ chain: error %v", err)
+	}
+	write := &step{node: &topology.Node{Name: "N"}, steps: []*pb.Step{{Token: 1, Metadata: pb.Metadata_METADATA_WRITE}}}
+	res := withOutputMetadata(ok, []int64{50, 60}, []int32{1, -1})
+	res.OutputHeaderKeyLengths, res.OutputHeaderKeys, res.OutputHeaderValueLengths = []int32{1}, []byte("n"), []int32{-1}
+	out, _, err := decodeResult(write, recs, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out[0].ts != 50 || out[1].ts != 60 {
+		t.Errorf("timestamps %d %d, want 50 60", out[0].ts, out[1].ts)
+	}
+	if !out[0].ownHeaders || len(out[0].headers) != 1 || out[0].headers[0].Key != "n" || out[0].headers[0].Value != nil {
+		t.Errorf("output 0 headers %v (own %v), want n=null", out[0].headers, out[0].ownHeaders)
+	}
+	if !out[1].ownHeaders || len(out[1].headers) != 1 || out[1].headers[0].Key != "own" {
+		t.Errorf("output 1 headers %v (own %v), want its input's own", out[1].headers, out[1].ownHeaders)
+	}
+	if out, _, err := decodeResult(plain, recs, ok); err != nil || !out[1].ownHeaders || out[1].headers[0].Key != "own" {
+		t.Errorf("a plain chain's outputs keep their input's own headers: %v %v", out, err)
+	}
+	cases := []struct {
+		name string
+		res  *pb.BundleResult
+		want string
+	}{
+		{"timestamps", withOutputMetadata(ok, []int64{1}, []int32{-1, -1}), "1 output timestamps for 2 outputs"},
+		{"header counts", withOutputMetadata(ok, []int64{1, 2}, []int32{-1}), "1 output header counts for 2 outputs"},
+		{"negative", withOutputMetadata(ok, []int64{1, 2}, []int32{-2, -1}), "header count -2"},
+		{"headers", withOutputMetadata(ok, []int64{1, 2}, []int32{2, -1}), "0 output header keys and 0 output header values for 2 headers"},
+	}
+	for _, c := range cases {
+		_, _, err := decodeResult(write, recs, c.res)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "node N") {
+			t.Errorf("%s: error %v, want it to name node N and contain %q", c.name, err, c.want)
+		}
+	}
+}
+
+func withOutputMetadata(res *pb.BundleResult, ts []int64, hc []int32) *pb.BundleResult {
+	r := &pb.BundleResult{OutputCounts: res.OutputCounts, ValueLengths: res.ValueLengths, Values: res.Values}
+	r.OutputTimestamps, r.OutputHeaderCounts = ts, hc
+	return r
+}

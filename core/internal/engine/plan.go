@@ -259,7 +259,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					if c.Op == topology.OpMap || c.Op == topology.OpSelectKey || c.Op == topology.OpFlatMap {
 						s.keysChange = true
 					}
-					s.steps = append(s.steps, &pb.Step{Token: c.Fn.Token, Operation: op, Node: c.Name})
+					s.steps = append(s.steps, &pb.Step{Token: c.Fn.Token, Operation: op, Node: c.Name, Metadata: stepMetadata(c.Fn)})
 				}
 			case n.Op == topology.OpReduce || n.Op == topology.OpAggregate ||
 				n.Op == topology.OpTableCount || n.Op == topology.OpTableReduce || n.Op == topology.OpTableAggregate:
@@ -388,4 +388,30 @@ func foldStep(n *topology.Node) *pb.Step {
 		st.MergerToken = n.Merger.Token
 	}
 	return st
+}
+
+// stepMetadata is the record metadata a step's function asked for when it
+// was registered.
+func stepMetadata(f *topology.Function) pb.Metadata {
+	if f == nil {
+		return pb.Metadata_METADATA_UNSPECIFIED
+	}
+	switch f.Metadata {
+	case topology.MetadataRead:
+		return pb.Metadata_METADATA_READ
+	case topology.MetadataWrite:
+		return pb.Metadata_METADATA_WRITE
+	}
+	return pb.Metadata_METADATA_UNSPECIFIED
+}
+
+// chainMetadata is the most any step of steps asked for: READ or more
+// sends the records' headers, WRITE takes back the outputs' timestamps
+// and headers.
+func chainMetadata(steps []*pb.Step) pb.Metadata {
+	md := pb.Metadata_METADATA_UNSPECIFIED
+	for _, st := range steps {
+		md = max(md, st.Metadata)
+	}
+	return md
 }

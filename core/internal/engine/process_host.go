@@ -119,8 +119,7 @@ func (o *hostProcessOp) cross(ctx context.Context, recs []rec, after []*pb.Bundl
 	s, t := o.s, o.t
 	var b *pb.Bundle
 	if len(recs) > 0 {
-		b = encodeBundle(s, recs)
-		b.HeaderCounts, b.HeaderKeyLengths, b.HeaderKeys, b.HeaderValueLengths, b.HeaderValues = encodeHeaders(recs)
+		b = encodeBundle(s, recs) // with header columns: a processor step is METADATA_WRITE
 	} else {
 		b = &pb.Bundle{Steps: s.steps, KeySerde: s.inKey, ValueSerde: s.inValue, OutputKeySerde: s.outKey, OutputValueSerde: s.outValue}
 	}

@@ -200,7 +200,7 @@ type session struct {
 	mu        sync.Mutex // guards builder, funcs, nextToken, app, stopped, reported, paused
 	stopped   bool       // by Stop: calls answer STATE_STOPPED until it expires
 	builder   *topology.Builder
-	funcs     map[uint32]string // token -> display name
+	funcs     map[uint32]topology.Function // token -> display name and metadata
 	nextToken uint32
 	app       *engine.App
 	// paused: PauseProcessing came and no ResumeProcessing since; Start
@@ -375,7 +375,7 @@ func (s *Server) OpenSession(ctx context.Context, req *connect.Request[pb.OpenSe
 	id := hex.EncodeToString(raw[:])
 	ss := &session{
 		id: id, label: sessionLabel(id), appID: m.ApplicationId, cfg: cfg,
-		builder: builder, funcs: map[uint32]string{}, reported: map[string]int{},
+		builder: builder, funcs: map[uint32]topology.Function{}, reported: map[string]int{},
 		dispatch: newDispatcher(s.opts.HostTimeout), test: td,
 	}
 	ss.touch()
@@ -469,8 +469,21 @@ func (s *Server) RegisterFunction(_ context.Context, req *connect.Request[pb.Reg
 	if ss.app != nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("RegisterFunction: the topology is started; functions are registered before Start"))
 	}
+	md := topology.MetadataNone
+	switch req.Msg.Metadata {
+	case pb.Metadata_METADATA_UNSPECIFIED:
+	case pb.Metadata_METADATA_READ:
+		md = topology.MetadataRead
+	case pb.Metadata_METADATA_WRITE:
+		md = topology.MetadataWrite
+	default:
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("RegisterFunction(%s): metadata %d is none of METADATA_UNSPECIFIED, METADATA_READ, METADATA_WRITE", req.Msg.Name, req.Msg.Metadata))
+	}
+	if md != topology.MetadataNone && !ss.cfg.HostMetadata {
+		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("RegisterFunction(%s): the function asks for record metadata, but the host did not advertise host feature \"metadata\" in OpenSession", req.Msg.Name))
+	}
 	ss.nextToken++
-	ss.funcs[ss.nextToken] = req.Msg.Name
+	ss.funcs[ss.nextToken] = topology.Function{Name: req.Msg.Name, Metadata: md}
 	return connect.NewResponse(&pb.RegisterFunctionResponse{Token: ss.nextToken}), nil
 }
 

@@ -203,7 +203,21 @@ type Function struct {
 	// or a built-in joiner (pair, this, other) for a join; the builder
 	// resolves it to Native for the serdes of the values it reads.
 	Builtin string
+	// Metadata is what the function asked for when registered: the
+	// record's metadata as one more argument (MetadataRead), and leave to
+	// set its outputs' timestamps and headers (MetadataWrite).
+	Metadata Metadata
 }
+
+// Metadata is a registered function's access to record metadata
+// (RegisterFunctionRequest.metadata).
+type Metadata uint8
+
+const (
+	MetadataNone Metadata = iota
+	MetadataRead
+	MetadataWrite
+)
 
 // Native function types, over serialized bytes (nil is null).
 type (

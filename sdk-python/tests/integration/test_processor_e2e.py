@@ -30,13 +30,6 @@ from polystreams.testing import TopologyTestDriver
 
 REPO = Path(__file__).resolve().parents[3]
 
-# The engine's side of with_metadata (header columns in, output timestamps
-# and headers applied) is not built yet: the host's side is (tests/test_processor.py).
-metadata_engine = pytest.mark.xfail(
-    strict=True, reason="the engine does not yet apply METADATA_WRITE output timestamps and headers (issue 24 item 3, engine side)"
-)
-
-
 class Passthrough(Processor):
     def init(self, context: ProcessorContext) -> None:
         self.ctx = context
@@ -206,7 +199,6 @@ def test_topology_api_with_a_fixed_key_processor_and_headers() -> None:
         assert (r.key, r.value, r.timestamp, r.headers) == ("k", "ABC@0", 11, (("seen", b"1"),))
 
 
-@metadata_engine
 def test_with_metadata_functions_see_topic_offset_and_set_timestamps() -> None:
     def tag(value: str, meta: RecordMetadata) -> str:
         meta.timestamp += 100
@@ -235,7 +227,6 @@ def test_the_readme_processor_example_runs() -> None:
     assert scope["output"] == [("ann", 1, 1_000), ("ann", 1, 61_000), ("bob", 2, 61_000), ("ann", 1, 121_000)]
 
 
-@metadata_engine
 def test_the_readme_metadata_example_runs() -> None:
     r = readme_block("### Record metadata")["record"]
     assert (r.value, r.timestamp, r.headers) == ("HELLO", 6_000, (("trace", b"t1"), ("source", b"in@0")))

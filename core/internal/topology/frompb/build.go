@@ -22,9 +22,9 @@ import (
 )
 
 // Build applies one BuildRequest to b. funcs are the session's registered
-// host functions (token -> display name). It is not safe to call
+// host functions (token -> display name and metadata). It is not safe to call
 // concurrently on one builder: the caller holds the session's lock.
-func Build(b *topology.Builder, funcs map[uint32]string, m *pb.BuildRequest) (*pb.BuildResponse, error) {
+func Build(b *topology.Builder, funcs map[uint32]topology.Function, m *pb.BuildRequest) (*pb.BuildResponse, error) {
 	op := OperationName(m)
 	if op == "" {
 		return nil, &refusal{msg: "Build: the request names no operation", kind: topology.ErrInvalid}
@@ -130,7 +130,7 @@ func OperationName(m *pb.BuildRequest) string {
 // functions, and the method every error names.
 type call struct {
 	b      *topology.Builder
-	funcs  map[uint32]string
+	funcs  map[uint32]topology.Function
 	method string
 }
 
@@ -154,11 +154,12 @@ func (c *call) notFound(format string, args ...any) error {
 
 // fn resolves a host function's token.
 func (c *call) fn(token uint32) (topology.Function, error) {
-	name, ok := c.funcs[token]
+	f, ok := c.funcs[token]
 	if !ok {
 		return topology.Function{}, c.notFound("token %d is not registered in this session (RegisterFunction mints tokens)", token)
 	}
-	return topology.Function{Token: token, Name: name}, nil
+	f.Token = token
+	return f, nil
 }
 
 // subtractor resolves a grouped table's subtractor token (0: none, which

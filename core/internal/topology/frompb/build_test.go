@@ -13,7 +13,7 @@ import (
 // the handles the builder made, with their kinds and node names.
 func TestBuildAnswersHandles(t *testing.T) {
 	b := topology.NewBuilder()
-	funcs := map[uint32]string{1: "upper", 2: "is_a"}
+	funcs := map[uint32]topology.Function{1: {Name: "upper"}, 2: {Name: "is_a"}}
 	src, err := Build(b, funcs, &pb.BuildRequest{Operation: &pb.BuildRequest_Stream{Stream: &pb.StreamOp{Topics: []string{"in"}}}})
 	if err != nil || src.Handle == nil || src.Handle.Kind != pb.Kind_KIND_STREAM || src.Handle.Node != "KSTREAM-SOURCE-0000000000" {
 		t.Fatalf("stream: %v, %v", src, err)
@@ -35,7 +35,7 @@ func TestBuildAnswersHandles(t *testing.T) {
 // server's Connect codes hang on that).
 func TestBuildErrors(t *testing.T) {
 	b := topology.NewBuilder()
-	funcs := map[uint32]string{1: "f"}
+	funcs := map[uint32]topology.Function{1: {Name: "f"}}
 	src, err := Build(b, funcs, &pb.BuildRequest{Operation: &pb.BuildRequest_Stream{Stream: &pb.StreamOp{Topics: []string{"in"}}}})
 	if err != nil {
 		t.Fatal(err)
