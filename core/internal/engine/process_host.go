@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync/atomic"
 
@@ -221,6 +222,9 @@ func (o *hostProcessOp) read(req *pb.ReadRequest) (*pb.ReadResponse, error) {
 			resp.Timestamps = append(resp.Timestamps, ts)
 		}
 	}
+	if st := tx.store.Processor; st != nil && st.Type.Windowed() {
+		return o.readWindows(req, tx)
+	}
 	var lo, hi []byte
 	switch q := req.Query.(type) {
 	case *pb.ReadRequest_Get:
@@ -270,6 +274,40 @@ func (o *hostProcessOp) read(req *pb.ReadRequest) (*pb.ReadResponse, error) {
 		}
 		size += len(key) + len(value)
 		add(key, value, r[2].(int64))
+	}
+	resp.KeyLengths, resp.Keys, resp.ValueLengths, resp.Values = k.lens, k.data, v.lens, v.data
+	return resp, nil
+}
+
+// readWindows answers a Read of a window store: window_fetch (one key or
+// every key) or all, whole, in (key, window start) order.
+func (o *hostProcessOp) readWindows(req *pb.ReadRequest, tx *storeTx) (*pb.ReadResponse, error) {
+	var rows []windowRow
+	var err error
+	switch q := req.Query.(type) {
+	case *pb.ReadRequest_WindowFetch:
+		rows, err = windowFetch(tx, q.WindowFetch.Key, q.WindowFetch.FromMs, q.WindowFetch.ToMs)
+	case *pb.ReadRequest_All:
+		rows, err = windowFetch(tx, nil, 0, math.MaxInt64)
+	default:
+		return nil, fmt.Errorf("%w: Read for bundle %d: node %s, store %q is a window store: read it with window_fetch or all, not %T", ErrReadRefused, req.BundleId, o.s.node.Name, req.Store, req.Query)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if req.Reverse {
+		slices.Reverse(rows)
+	}
+	resp := &pb.ReadResponse{}
+	var k, v columns
+	timestamped := tx.store.Processor.Type.Timestamped()
+	for _, r := range rows {
+		k.add(r.key)
+		v.add(r.value)
+		resp.Windows = append(resp.Windows, r.start)
+		if timestamped {
+			resp.Timestamps = append(resp.Timestamps, r.ts)
+		}
 	}
 	resp.KeyLengths, resp.Keys, resp.ValueLengths, resp.Values = k.lens, k.data, v.lens, v.data
 	return resp, nil
@@ -495,6 +533,19 @@ func (o *hostProcessOp) apply(ctx context.Context, b *pb.Bundle, e *bundleEntrie
 					} else if punct != nil {
 						ts = punct.TimeMs
 					}
+				}
+				if st := o.stores[si].store.Processor; st != nil && st.Type.Windowed() {
+					// A window store's PUT and DELETE carry the window start.
+					rowTS := res.OpTimestamps[j]
+					if in != nil {
+						rowTS = in.ts
+					} else if punct != nil {
+						rowTS = punct.TimeMs
+					}
+					if err := o.t.windowPut(o.stores[si], n.Name, key, value, res.OpTimestamps[j], rowTS); err != nil {
+						return nil, bad("op %d: %v", j, err)
+					}
+					continue
 				}
 				o.stores[si].put(slices.Clone(key), slices.Clone(value), ts)
 			case pb.OpKind_OP_KIND_FORWARD:
