@@ -146,17 +146,23 @@ func (o *processOp) applyRevival() {
 	o.t.dropSchedules(o)
 }
 
-// closeProcessors closes the task's Go processors as the task stops
-// (Processor.close); a host keeps its instances until its session ends
-// (close entries are not sent yet).
-func (t *task) closeProcessors() {
+// closeProcessors closes the task's processors as the task stops
+// (Processor.close): Go processors here, host processors by a bundle of
+// their close entries (hostProcessOp.close).
+func (t *task) closeProcessors(ctx context.Context) {
 	for _, op := range t.ops {
-		if o, ok := op.(*processOp); ok && o.p != nil {
+		switch o := op.(type) {
+		case *processOp:
+			if o.p == nil {
+				continue
+			}
 			if err := o.p.Close(); err != nil {
 				t.app.log.Warn("closing a processor as its task stops", "task", t.id.String(), "node", o.s.node.Name, "error", err)
 			}
 			o.p = nil
 			t.dropSchedules(o)
+		case *hostProcessOp:
+			o.close(ctx)
 		}
 	}
 }

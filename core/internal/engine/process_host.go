@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -102,6 +103,45 @@ func (o *hostProcessOp) ensure(ctx context.Context) error {
 	}
 	_, err := o.cross(ctx, nil, nil)
 	return err
+}
+
+// closeWait bounds how long a closing task waits for the host to answer
+// its close entries.
+const closeWait = 10 * time.Second
+
+// close sends the close entry of the host's instance as the task closes
+// (revocation, Stop), so the host calls close() and drops it. The task
+// has committed its last batch: a close's ops are not applied (Kafka
+// Streams closes processors after the task's last commit), and a close
+// that fails or is not answered is logged, as a Go processor's is.
+func (o *hostProcessOp) close(ctx context.Context) {
+	if !o.inited {
+		return
+	}
+	t, s := o.t, o.s
+	o.inited = false
+	t.dropSchedules(o)
+	clear(o.schedules)
+	if ctx.Err() != nil {
+		return // the engine is shutting down with its session: the host ends too
+	}
+	ctx, cancel := context.WithTimeout(ctx, closeWait)
+	defer cancel()
+	after := []*pb.BundleEntry{{Kind: pb.BundleEntry_KIND_CLOSE, Step: 0}}
+	b := &pb.Bundle{Steps: s.steps, KeySerde: s.inKey, ValueSerde: s.inValue, OutputKeySerde: s.outKey, OutputValueSerde: s.outValue,
+		Partition: t.id.partition, Task: t.id.String(), After: after}
+	b.Stores, _ = o.views(nil)
+	res, err := o.send(ctx, b)
+	switch {
+	case err != nil:
+		t.app.log.Warn("closing a host processor as its task stops", "task", t.id.String(), "node", s.node.Name, "error", err)
+	case len(res.OpCounts) != 1:
+		t.app.log.Warn("closing a host processor as its task stops: malformed answer", "task", t.id.String(), "node", s.node.Name, "op_groups", len(res.OpCounts))
+	case len(res.Failures) > 0:
+		t.app.log.Warn("closing a host processor as its task stops", "task", t.id.String(), "node", s.node.Name, "error", res.Failures[0].Message)
+	case res.OpCounts[0] > 0:
+		t.app.log.Warn("a host processor's close made ops, which are not applied (the task committed its last batch)", "task", t.id.String(), "node", s.node.Name, "ops", res.OpCounts[0])
+	}
 }
 
 // bundleEntries are a processor bundle's entries: inits, records, after.
