@@ -75,8 +75,10 @@ type ProcessorContext interface {
 	RecordMetadata() (RecordMetadata, bool)
 }
 
-// ProcessorStore is a key-value store as a processor sees it: reads see
-// the task's own writes, iteration is in serialized key order.
+// ProcessorStore is a store as a processor sees it: reads see the task's
+// own writes, iteration is in serialized key order. A key-value store is
+// read with Get, Range and All; a window store with WindowPut, WindowFetch
+// and WindowFetchAll.
 type ProcessorStore struct {
 	ctx  topology.NativeContext
 	name string
@@ -100,6 +102,30 @@ func (s *ProcessorStore) Range(from, to []byte, fn func(key, value []byte) bool)
 // All calls fn for every entry in key order, until fn returns false.
 func (s *ProcessorStore) All(fn func(key, value []byte) bool) error {
 	return s.ctx.Range(s.name, nil, nil, fn)
+}
+
+// WindowPut writes key's value for the window starting at windowStart
+// (epoch ms) in a window store (WindowStore.put); a nil value deletes it.
+// A window past the store's retention is dropped, as in Kafka Streams.
+func (s *ProcessorStore) WindowPut(key, value []byte, windowStart int64) error {
+	return s.ctx.WindowPut(s.name, key, value, windowStart)
+}
+
+// WindowFetch calls fn for key's windows starting from from to to (epoch
+// ms, both inclusive) that the window store still keeps, in window start
+// order, until fn returns false (WindowStore.fetch(key, from, to)).
+func (s *ProcessorStore) WindowFetch(key []byte, from, to int64, fn func(windowStart int64, value []byte) bool) error {
+	if key == nil {
+		return fmt.Errorf("window fetch: store %q: a nil key; use WindowFetchAll for every key", s.name)
+	}
+	return s.ctx.WindowFetch(s.name, key, from, to, func(_ []byte, start int64, value []byte) bool { return fn(start, value) })
+}
+
+// WindowFetchAll calls fn for every key's windows starting from from to
+// to, in (key, window start) order, until fn returns false
+// (WindowStore.fetchAll(from, to)).
+func (s *ProcessorStore) WindowFetchAll(from, to int64, fn func(key []byte, windowStart int64, value []byte) bool) error {
+	return s.ctx.WindowFetch(s.name, nil, from, to, fn)
 }
 
 // processorContext adapts the engine's context to ProcessorContext.
@@ -176,6 +202,14 @@ type StoreBuilder struct{ b topology.StoreBuilder }
 // "<application.id>-<name>-changelog".
 func KeyValueStoreBuilder(name, keySerde, valueSerde string) StoreBuilder {
 	return StoreBuilder{topology.StoreBuilder{Name: name, Type: topology.StoreTypeKeyValue, KeySerde: keySerde, ValueSerde: valueSerde}}
+}
+
+// WindowStoreBuilder is Stores.windowStoreBuilder over a persistent
+// window store: values per key and window start, kept retention after the
+// window's start (at least windowSize). Duplicates are not retained.
+func WindowStoreBuilder(name string, retention, windowSize time.Duration, keySerde, valueSerde string) StoreBuilder {
+	return StoreBuilder{topology.StoreBuilder{Name: name, Type: topology.StoreTypeWindow, KeySerde: keySerde, ValueSerde: valueSerde,
+		Retention: retention.Milliseconds(), WindowSize: windowSize.Milliseconds()}}
 }
 
 // WithCachingEnabled is StoreBuilder.withCachingEnabled.

@@ -140,3 +140,59 @@ func ExampleTopology() {
 	// orders-eu: o3
 	// orders-us: o2
 }
+
+// dedup forwards a record unless its key had one in the last minute,
+// remembered in window store "seen" (one window per record time).
+type dedup struct{ seen *streams.ProcessorStore }
+
+func (d *dedup) Init(ctx streams.ProcessorContext) error {
+	store, err := ctx.StateStore("seen")
+	d.seen = store
+	return err
+}
+
+func (d *dedup) Process(ctx streams.ProcessorContext, r streams.Record) error {
+	dup := false
+	err := d.seen.WindowFetch(r.Key, r.Timestamp-59_999, r.Timestamp, func(int64, []byte) bool { dup = true; return false })
+	if err != nil || dup {
+		return err
+	}
+	if err := d.seen.WindowPut(r.Key, r.Value, r.Timestamp); err != nil {
+		return err
+	}
+	return ctx.Forward(r)
+}
+
+func (d *dedup) Close() error { return nil }
+
+// A processor deduplicating over a window store: a key seen in the last
+// minute is dropped, and windows older than the store's retention are
+// forgotten.
+func ExampleProcessorStore_WindowFetch() {
+	b := streams.NewBuilder()
+	must(b.AddStateStore(streams.WindowStoreBuilder("seen", 2*time.Minute, time.Minute, streams.String, streams.String)))
+	events, err := b.Stream([]string{"events"}, streams.KeySerde(streams.String), streams.ValueSerde(streams.String))
+	must(err)
+	unique, err := events.Process(func() streams.Processor { return &dedup{} }, streams.Stores("seen"))
+	must(err)
+	must(unique.To("unique"))
+
+	d, err := streams.NewTestDriver(b, streams.Config{ApplicationID: "dedup"})
+	must(err)
+	defer d.Close()
+	for _, e := range []struct {
+		id string
+		at int64
+	}{{"e1", 0}, {"e1", 30_000}, {"e2", 40_000}, {"e1", 90_000}, {"e1", 100_000}} {
+		must(d.PipeInput("events", []byte(e.id), []byte("x"), streams.Timestamp(e.at)))
+	}
+	out, err := d.ReadOutput("unique")
+	must(err)
+	for _, r := range out {
+		fmt.Printf("%s at %d ms\n", r.Key, r.Timestamp)
+	}
+	// Output:
+	// e1 at 0 ms
+	// e2 at 40000 ms
+	// e1 at 90000 ms
+}

@@ -226,9 +226,7 @@ test("a key the bundle did not bring is read from the engine (Read); a record th
   assert.equal(await (await driver.getStore<string, bigint>("totals")).get("all"), 3n);
 });
 
-// The engine does not serve window fetch Reads yet ("query ReadRequest_WindowFetch is not served yet"):
-// this test runs, and reports as a TODO until it does.
-test("a window store: put with a window start, fetch and fetchRange read it back through the engine", { todo: "the engine's Read of window stores (window_fetch)" }, async () => {
+test("a window store: put with a window start, fetch and fetchRange read it back through the engine", async () => {
   const fetched: unknown[] = [];
   class Windows implements Processor<string, string, string, bigint> {
     store!: ProcessorWindowStore<string, bigint>;

@@ -13,3 +13,16 @@ func ReviveOperators(a *App) {
 		}
 	}
 }
+
+// StopTasks stops every task as a revocation does (without its commit):
+// the tasks close their processors while the engine runs on.
+func StopTasks(a *App) {
+	a.mu.Lock()
+	tasks := make([]*task, 0, len(a.tasks))
+	for id, t := range a.tasks {
+		tasks = append(tasks, t)
+		delete(a.tasks, id)
+	}
+	a.mu.Unlock()
+	stopTasks(tasks)
+}

@@ -312,7 +312,7 @@ func (t *task) idle(ctx context.Context, wake time.Time, flush func(chan error) 
 	select {
 	case <-t.stop:
 		t.flushOnStop(ctx)
-		t.closeProcessors()
+		t.closeProcessors(ctx)
 		return false
 	case <-t.in.signal:
 	case <-after:

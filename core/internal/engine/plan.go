@@ -168,6 +168,9 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					if st.ChangelogTopic == "" {
 						return nil, fmt.Errorf("runtime: store %q of node %s has logging disabled, which this engine does not run yet", name, n.Name)
 					}
+					if ps := st.Processor; ps != nil && ps.RetainDuplicates {
+						return nil, fmt.Errorf("runtime: window store %q of node %s retains duplicates, which this engine does not run yet", name, n.Name)
+					}
 					if !slices.Contains(p.stores, st) {
 						p.stores = append(p.stores, st)
 					}

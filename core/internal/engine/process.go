@@ -146,17 +146,23 @@ func (o *processOp) applyRevival() {
 	o.t.dropSchedules(o)
 }
 
-// closeProcessors closes the task's Go processors as the task stops
-// (Processor.close); a host keeps its instances until its session ends
-// (close entries are not sent yet).
-func (t *task) closeProcessors() {
+// closeProcessors closes the task's processors as the task stops
+// (Processor.close): Go processors here, host processors by a bundle of
+// their close entries (hostProcessOp.close).
+func (t *task) closeProcessors(ctx context.Context) {
 	for _, op := range t.ops {
-		if o, ok := op.(*processOp); ok && o.p != nil {
+		switch o := op.(type) {
+		case *processOp:
+			if o.p == nil {
+				continue
+			}
 			if err := o.p.Close(); err != nil {
 				t.app.log.Warn("closing a processor as its task stops", "task", t.id.String(), "node", o.s.node.Name, "error", err)
 			}
 			o.p = nil
 			t.dropSchedules(o)
+		case *hostProcessOp:
+			o.close(ctx)
 		}
 	}
 }
@@ -279,7 +285,7 @@ func (o *processOp) store(call, name string) (*storeTx, error) {
 		return nil, fmt.Errorf("%s: node %s has no access to store %q (its stores: [%s])", call, o.s.node.Name, name, strings.Join(o.s.node.Stores, ", "))
 	}
 	if st := tx.store.Processor; st != nil && st.Type.Windowed() {
-		return nil, fmt.Errorf("%s: store %q of node %s is a %s; the Go processor API reads key-value stores only", call, name, o.s.node.Name, st.Type)
+		return nil, fmt.Errorf("%s: store %q of node %s is a %s; read it with WindowPut and WindowFetch", call, name, o.s.node.Name, st.Type)
 	}
 	return tx, nil
 }
@@ -335,6 +341,46 @@ func (o *processOp) Range(store string, lo, hi []byte, f func(key, value []byte)
 		return err
 	}
 	return tx.scan(lo, hi, func(k, v []byte, _ int64) bool { return f(k, v) })
+}
+
+// windowStore returns a connected window store.
+func (o *processOp) windowStore(call, name string) (*storeTx, error) {
+	tx := o.stores[name]
+	if tx == nil {
+		return nil, fmt.Errorf("%s: node %s has no access to store %q (its stores: [%s])", call, o.s.node.Name, name, strings.Join(o.s.node.Stores, ", "))
+	}
+	if st := tx.store.Processor; st == nil || !st.Type.Windowed() {
+		return nil, fmt.Errorf("%s: store %q of node %s is not a window store", call, name, o.s.node.Name)
+	}
+	return tx, nil
+}
+
+func (o *processOp) WindowPut(store string, key, value []byte, windowStart int64) error {
+	tx, err := o.windowStore("window put", store)
+	if err != nil {
+		return err
+	}
+	if key == nil {
+		return fmt.Errorf("window put: node %s: store %q takes no null key", o.s.node.Name, store)
+	}
+	return o.t.windowPut(tx, o.s.node.Name, key, value, windowStart, o.rowTime())
+}
+
+func (o *processOp) WindowFetch(store string, key []byte, from, to int64, f func(key []byte, windowStart int64, value []byte) bool) error {
+	tx, err := o.windowStore("window fetch", store)
+	if err != nil {
+		return err
+	}
+	rows, err := windowFetch(tx, key, from, to)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if !f(r.key, r.start, r.value) {
+			return nil
+		}
+	}
+	return nil
 }
 
 func (o *processOp) RecordMetadata() (topology.RecordMetadata, bool) {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -101,6 +103,45 @@ func (o *hostProcessOp) ensure(ctx context.Context) error {
 	}
 	_, err := o.cross(ctx, nil, nil)
 	return err
+}
+
+// closeWait bounds how long a closing task waits for the host to answer
+// its close entries.
+const closeWait = 10 * time.Second
+
+// close sends the close entry of the host's instance as the task closes
+// (revocation, Stop), so the host calls close() and drops it. The task
+// has committed its last batch: a close's ops are not applied (Kafka
+// Streams closes processors after the task's last commit), and a close
+// that fails or is not answered is logged, as a Go processor's is.
+func (o *hostProcessOp) close(ctx context.Context) {
+	if !o.inited {
+		return
+	}
+	t, s := o.t, o.s
+	o.inited = false
+	t.dropSchedules(o)
+	clear(o.schedules)
+	if ctx.Err() != nil {
+		return // the engine is shutting down with its session: the host ends too
+	}
+	ctx, cancel := context.WithTimeout(ctx, closeWait)
+	defer cancel()
+	after := []*pb.BundleEntry{{Kind: pb.BundleEntry_KIND_CLOSE, Step: 0}}
+	b := &pb.Bundle{Steps: s.steps, KeySerde: s.inKey, ValueSerde: s.inValue, OutputKeySerde: s.outKey, OutputValueSerde: s.outValue,
+		Partition: t.id.partition, Task: t.id.String(), After: after}
+	b.Stores, _ = o.views(nil)
+	res, err := o.send(ctx, b)
+	switch {
+	case err != nil:
+		t.app.log.Warn("closing a host processor as its task stops", "task", t.id.String(), "node", s.node.Name, "error", err)
+	case len(res.OpCounts) != 1:
+		t.app.log.Warn("closing a host processor as its task stops: malformed answer", "task", t.id.String(), "node", s.node.Name, "op_groups", len(res.OpCounts))
+	case len(res.Failures) > 0:
+		t.app.log.Warn("closing a host processor as its task stops", "task", t.id.String(), "node", s.node.Name, "error", res.Failures[0].Message)
+	case res.OpCounts[0] > 0:
+		t.app.log.Warn("a host processor's close made ops, which are not applied (the task committed its last batch)", "task", t.id.String(), "node", s.node.Name, "ops", res.OpCounts[0])
+	}
 }
 
 // bundleEntries are a processor bundle's entries: inits, records, after.
@@ -220,6 +261,9 @@ func (o *hostProcessOp) read(req *pb.ReadRequest) (*pb.ReadResponse, error) {
 			resp.Timestamps = append(resp.Timestamps, ts)
 		}
 	}
+	if st := tx.store.Processor; st != nil && st.Type.Windowed() {
+		return o.readWindows(req, tx)
+	}
 	var lo, hi []byte
 	switch q := req.Query.(type) {
 	case *pb.ReadRequest_Get:
@@ -269,6 +313,40 @@ func (o *hostProcessOp) read(req *pb.ReadRequest) (*pb.ReadResponse, error) {
 		}
 		size += len(key) + len(value)
 		add(key, value, r[2].(int64))
+	}
+	resp.KeyLengths, resp.Keys, resp.ValueLengths, resp.Values = k.lens, k.data, v.lens, v.data
+	return resp, nil
+}
+
+// readWindows answers a Read of a window store: window_fetch (one key or
+// every key) or all, whole, in (key, window start) order.
+func (o *hostProcessOp) readWindows(req *pb.ReadRequest, tx *storeTx) (*pb.ReadResponse, error) {
+	var rows []windowRow
+	var err error
+	switch q := req.Query.(type) {
+	case *pb.ReadRequest_WindowFetch:
+		rows, err = windowFetch(tx, q.WindowFetch.Key, q.WindowFetch.FromMs, q.WindowFetch.ToMs)
+	case *pb.ReadRequest_All:
+		rows, err = windowFetch(tx, nil, 0, math.MaxInt64)
+	default:
+		return nil, fmt.Errorf("%w: Read for bundle %d: node %s, store %q is a window store: read it with window_fetch or all, not %T", ErrReadRefused, req.BundleId, o.s.node.Name, req.Store, req.Query)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if req.Reverse {
+		slices.Reverse(rows)
+	}
+	resp := &pb.ReadResponse{}
+	var k, v columns
+	timestamped := tx.store.Processor.Type.Timestamped()
+	for _, r := range rows {
+		k.add(r.key)
+		v.add(r.value)
+		resp.Windows = append(resp.Windows, r.start)
+		if timestamped {
+			resp.Timestamps = append(resp.Timestamps, r.ts)
+		}
 	}
 	resp.KeyLengths, resp.Keys, resp.ValueLengths, resp.Values = k.lens, k.data, v.lens, v.data
 	return resp, nil
@@ -494,6 +572,19 @@ func (o *hostProcessOp) apply(ctx context.Context, b *pb.Bundle, e *bundleEntrie
 					} else if punct != nil {
 						ts = punct.TimeMs
 					}
+				}
+				if st := o.stores[si].store.Processor; st != nil && st.Type.Windowed() {
+					// A window store's PUT and DELETE carry the window start.
+					rowTS := res.OpTimestamps[j]
+					if in != nil {
+						rowTS = in.ts
+					} else if punct != nil {
+						rowTS = punct.TimeMs
+					}
+					if err := o.t.windowPut(o.stores[si], n.Name, key, value, res.OpTimestamps[j], rowTS); err != nil {
+						return nil, bad("op %d: %v", j, err)
+					}
+					continue
 				}
 				o.stores[si].put(slices.Clone(key), slices.Clone(value), ts)
 			case pb.OpKind_OP_KIND_FORWARD:

@@ -28,6 +28,7 @@ type procHost struct {
 	reads   int
 	bundles int
 	inits   int
+	closes  int
 }
 
 func (h *procHost) Process(ctx context.Context, b *pb.Bundle) (*pb.BundleResult, error) {
@@ -116,6 +117,9 @@ func (h *procHost) ProcessReads(ctx context.Context, b *pb.Bundle, reads engine.
 	}
 	for _, e := range b.After {
 		res.OpCounts = append(res.OpCounts, 0)
+		if e.Kind == pb.BundleEntry_KIND_CLOSE {
+			h.closes++
+		}
 		if e.Kind != pb.BundleEntry_KIND_PUNCTUATE_STREAM_TIME {
 			continue
 		}
@@ -217,6 +221,10 @@ func TestHostProcessor(t *testing.T) {
 	}
 	if host.reads != 2 {
 		t.Errorf("%d Read calls, want 2 (one per punctuation; record keys come prefetched)", host.reads)
+	}
+	engine.StopTasks(app) // as a revocation: the task's instance gets its close entry
+	if host.closes != 1 {
+		t.Errorf("%d close entries as the task was revoked, want 1", host.closes)
 	}
 }
 

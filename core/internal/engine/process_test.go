@@ -321,3 +321,95 @@ func TestGoProcessorRevival(t *testing.T) {
 		t.Errorf("%d closes after Stop, want 2", closes)
 	}
 }
+
+// deduper drops a record whose key had one in the last second (a window
+// store "seen", one row per key and record time); a value "dump"
+// forwards every row fetchAll still sees, as "key@start".
+type deduper struct{}
+
+func (deduper) Init(topology.NativeContext) error { return nil }
+func (deduper) Close() error                      { return nil }
+func (deduper) Process(ctx topology.NativeContext, r topology.NativeRecord) error {
+	if string(r.Value) == "dump" {
+		var rows []string
+		err := ctx.WindowFetch("seen", nil, 0, 1<<62, func(k []byte, start int64, _ []byte) bool {
+			rows = append(rows, fmt.Sprintf("%s@%d", k, start))
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		return ctx.Forward(topology.NativeRecord{Key: r.Key, Value: []byte(fmt.Sprint(rows)), Timestamp: r.Timestamp}, "")
+	}
+	dup := false
+	if err := ctx.WindowFetch("seen", r.Key, r.Timestamp-999, r.Timestamp, func([]byte, int64, []byte) bool { dup = true; return false }); err != nil {
+		return err
+	}
+	if dup {
+		return nil
+	}
+	if err := ctx.WindowPut("seen", r.Key, r.Value, r.Timestamp); err != nil {
+		return err
+	}
+	return ctx.Forward(r, "")
+}
+
+// TestGoProcessorWindowStore runs a dedup over a window store: fetches
+// see the batch's own puts, and retention (observed time - 2000 ms) hides
+// and drops windows as Kafka Streams' window store does.
+func TestGoProcessorWindowStore(t *testing.T) {
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := topology.NewBuilder()
+	must(b.AddStateStore(topology.StoreBuilder{Name: "seen", Type: topology.StoreTypeWindow, KeySerde: "string", ValueSerde: "string", Retention: 2000, WindowSize: 1000}))
+	must(b.AddSource("src", []string{"in"}, "string", "string"))
+	newP := topology.NewProcessorFunc(func() topology.NativeProcessor { return deduper{} })
+	must(b.AddProcessor("dedup", topology.Function{Name: "deduper", Native: newP}, []string{"src"}, []string{"seen"}, "", ""))
+	must(b.AddSink("out", "out", []string{"dedup"}, "", ""))
+	topo, err := b.Topology()
+	must(err)
+	td, kv, err := testdriver.New(map[string]string{"application.id": "procwin"})
+	must(err)
+	defer td.Close()
+	cfg, _, err := config.Parse("procwin", kv, "")
+	must(err)
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	app, err := engine.New(cfg, topo, nil)
+	must(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	must(td.Start(ctx, app))
+	defer app.Stop(ctx)
+	must(td.Ready(ctx))
+	pipe := func(recs ...[3]any) {
+		t.Helper()
+		var in []testdriver.Record
+		for _, r := range recs {
+			ts := int64(r[2].(int))
+			in = append(in, testdriver.Record{Topic: "in", Key: []byte(r[0].(string)), Value: []byte(r[1].(string)), Timestamp: &ts})
+		}
+		if _, failure, err := td.Pipe(ctx, in); err != nil || failure != nil {
+			t.Fatalf("pipe: %v %v", failure, err)
+		}
+	}
+	// One batch: the second a is a duplicate of the first (the batch's own put).
+	pipe([3]any{"a", "1", 0}, [3]any{"a", "2", 500}, [3]any{"b", "3", 600})
+	pipe([3]any{"a", "4", 1500}, [3]any{"x", "dump", 1600})
+	// Observed time 5000: windows starting at or before 3000 are expired;
+	// a put into one (c@100) is dropped.
+	pipe([3]any{"b", "5", 5000}, [3]any{"c", "6", 100}, [3]any{"x", "dump", 5000}, [3]any{"b", "7", 5100})
+	out, _, err := td.Output("out")
+	must(err)
+	got := ""
+	for _, r := range out {
+		got += fmt.Sprintf("%s=%s@%d ", r.Key, r.Value, r.Timestamp.UnixMilli())
+	}
+	want := "a=1@0 b=3@600 a=4@1500 x=[a@0 a@1500 b@600]@1600 b=5@5000 c=6@100 x=[b@5000]@5000 "
+	if got != want {
+		t.Errorf("out: %s\nwant %s", got, want)
+	}
+}

@@ -259,7 +259,7 @@ func (t *task) run(ctx context.Context) {
 			select {
 			case <-t.stop:
 				t.flushOnStop(ctx)
-				t.closeProcessors()
+				t.closeProcessors(ctx)
 				return
 			case <-wallC:
 				continue

@@ -148,6 +148,14 @@ type NativeContext interface {
 	// Range calls f for each entry with lo <= key < hi (nil: open), in key
 	// byte order, until f returns false.
 	Range(store string, lo, hi []byte, f func(key, value []byte) bool) error
+	// WindowPut writes key's row of the window starting at windowStart
+	// in a window store (a nil value deletes it; WindowStore.put).
+	WindowPut(store string, key, value []byte, windowStart int64) error
+	// WindowFetch calls f for the rows of key (nil: every key, fetchAll)
+	// whose windows start from from to to, both inclusive, that retention
+	// keeps, in (key, window start) order, until f returns false
+	// (WindowStore.fetch).
+	WindowFetch(store string, key []byte, from, to int64, f func(key []byte, windowStart int64, value []byte) bool) error
 	// Schedule calls fn every interval (ms, at least 1) of stream time or
 	// wall-clock time, with the current time (ProcessorContext.schedule).
 	Schedule(interval int64, typ PunctuationType, fn func(ts int64) error) (Cancellable, error)

@@ -286,3 +286,39 @@ def test_a_processor_whose_init_raises_fails_its_task_naming_node_and_task() -> 
         with pytest.raises(Exception, match=re.escape("get_state_store: node bad has no access to store 'missing' (its stores: [])")) as info:
             driver.pipe_input("in", "k", "v")
         assert "init of node bad in task 0_0 failed" in str(info.value)
+
+
+class Dedup(Processor):
+    """Drops a record whose key was seen in the last second (a window
+    store, one row per key and record time); a value "dump" forwards what
+    fetch_all still holds."""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.ctx = context
+        self.seen = context.get_state_store("seen")
+
+    def process(self, record: Record[Any, Any]) -> None:
+        if record.value == "dump":
+            with self.seen.fetch_all(0, 1 << 62) as rows:
+                held = [f"{w.key}@{w.start}" for w, _ in rows]
+            self.ctx.forward(Record(record.key, ",".join(held), record.timestamp))
+            return
+        with self.seen.backward_fetch_range(record.key, record.timestamp - 999, record.timestamp) as rows:
+            if next(iter(rows), None) is not None:
+                return
+        self.seen.put(record.key, record.value, record.timestamp)
+        self.ctx.forward(record)
+
+
+def test_a_window_store_dedups_and_retention_expires_windows() -> None:
+    with TopologyTestDriver("proc-window-dedup") as driver:
+        driver.add_state_store(Stores.window_store("seen", retention=2_000, window_size=1_000, key="string", value="string"))
+        driver.stream("in", key="string", value="string").process(Dedup, stores=["seen"]).to("out")
+        for key, value, t in [("a", "1", 0), ("a", "2", 500), ("b", "3", 600), ("a", "4", 1_500), ("x", "dump", 1_600),
+                              ("b", "5", 5_000), ("c", "6", 100), ("x", "dump", 5_000)]:
+            driver.pipe_input("in", key, value, timestamp=t)
+        # Observed time 5,000 with retention 2,000: windows starting at or
+        # before 3,000 are gone, and a put into one (c at 100) is dropped.
+        assert [(r.key, r.value) for r in driver.read_output("out")] == [
+            ("a", "1"), ("b", "3"), ("a", "4"), ("x", "a@0,a@1500,b@600"), ("b", "5"), ("c", "6"), ("x", "b@5000"),
+        ]
