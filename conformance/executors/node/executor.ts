@@ -31,11 +31,13 @@ import {
   SessionWindowedKStream,
   SessionWindows,
   SlidingWindows,
+  type StoreBuilder,
+  Stores,
   Suppressed,
   TimeWindowedKStream,
   TimeWindows,
 } from "../../../sdk-node/src/index.js";
-import { type Fn, type FnRef, fn } from "./catalogue.js";
+import { type Fn, type FnRef, fn, processor } from "./catalogue.js";
 
 
 interface Step {
@@ -68,6 +70,36 @@ interface Step {
   default_branch?: boolean;
   default_name?: string;
   windows?: { type: "time" | "sliding" | "session"; size_ms?: number; advance_ms?: number; time_difference_ms?: number; inactivity_gap_ms?: number; grace_ms?: number };
+  processor?: FnRef;
+  stores?: string[];
+  type?: "key_value" | "timestamped_key_value" | "window";
+  retention_ms?: number;
+  window_size_ms?: number;
+  retain_duplicates?: boolean;
+  logging?: boolean;
+  caching?: boolean;
+}
+
+/** An add_state_store step's store: name and serdes (a key-value store; type, window retention and size, logging and caching when given). */
+function storeBuilder(step: Step): StoreBuilder {
+  const options = {
+    ...(step.key !== undefined ? { key: step.key } : {}),
+    ...(step.value !== undefined ? { value: step.value } : {}),
+    ...(step.logging === false ? { loggingDisabled: true } : {}),
+    ...(step.caching ? { caching: true } : {}),
+  };
+  if (step.type === "window") {
+    return Stores.windowStore(step.name!, {
+      ...options,
+      retentionMs: step.retention_ms!,
+      windowSizeMs: step.window_size_ms!,
+      ...(step.retain_duplicates ? { retainDuplicates: true } : {}),
+    });
+  }
+  if (step.type === "timestamped_key_value") {
+    return Stores.timestampedKeyValueStore(step.name!, options);
+  }
+  return Stores.keyValueStore(step.name!, options);
 }
 
 interface Spec {
@@ -159,9 +191,21 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
   } else if (step.op === "global_table") {
     const m = materialized(step);
     out = app.globalTable(prefix + step.topic, { ...key, ...value, ...named, ...(m !== undefined ? { materialized: m } : {}) });
+  } else if (step.op === "add_state_store") {
+    // The Processor API (docs/design/processor.md): a store processors name.
+    await app.addStateStore(storeBuilder(step));
+    return undefined;
   } else if (node instanceof KStream) {
     const f = step.fn;
     switch (step.op) {
+      case "process":
+      case "process_values": {
+        const stores = step.stores ?? [];
+        const supplier = processor(step.processor!, stores) as () => any;
+        const options = { stores, ...value, ...named };
+        out = step.op === "process" ? node.process(supplier, { ...key, ...options }) : node.processValues(supplier, options);
+        break;
+      }
       case "to":
         await node.to(prefix + step.topic, { ...key, ...value, ...named });
         return undefined;
