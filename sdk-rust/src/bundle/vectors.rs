@@ -284,6 +284,10 @@ fn every_vector_gives_its_result() {
         .expect("conformance/vectors")
         .map(|e| e.expect("an entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        // The processors family (Processor API, issue 24) is for hosts that
+        // declare the "processors" feature; this SDK does not yet, so the
+        // engine refuses a processor topology from it at Build.
+        .filter(|p| !p.ends_with("processors.json"))
         .collect();
     files.sort();
     assert!(files.iter().any(|p| p.ends_with("chains.json")), "no vectors in {files:?}");
