@@ -196,14 +196,15 @@ chaos: deps build
 # (docs/security.md#fuzzing). Their seed corpora (f.Add, and
 # testdata/fuzz/<Name>/) run as ordinary tests in test-go; a crasher found
 # here is written to testdata/fuzz/<Name>/ by go test: fix it and commit
-# the file. FUZZ_TARGETS narrows it, e.g. FUZZ_TARGETS=runtime:FuzzDecodeResult;
+# the file. FUZZ_TARGETS narrows it, e.g. FUZZ_TARGETS=engine:FuzzDecodeResult;
 # FUZZFLAGS adds go test flags, e.g. -parallel=1 on a shared machine.
 FUZZTIME ?= 2m
 FUZZFLAGS ?=
-FUZZ_TARGETS ?= serde:FuzzValidate serde:FuzzWindowedKeys runtime:FuzzDecodeResult runtime:FuzzBundleRoundTrip runtime:FuzzChangelog \
+FUZZ_TARGETS ?= serde:FuzzValidate serde:FuzzWindowedKeys engine:FuzzDecodeResult engine:FuzzBundleRoundTrip engine:FuzzChangelog \
 	server:FuzzProtocol server:FuzzOpenSession server:FuzzRegisterFunction server:FuzzBuild server:FuzzDescribe server:FuzzStart \
 	server:FuzzExchange server:FuzzGetState server:FuzzGetMetrics server:FuzzQuery server:FuzzStop server:FuzzPipeInput \
-	server:FuzzReadOutput server:FuzzAdvanceWallClock server:FuzzHTTPEndpoints \
+	server:FuzzReadOutput server:FuzzAdvanceWallClock server:FuzzRead server:FuzzQueryMetadataForKey server:FuzzStreamsMetadata \
+	server:FuzzPauseProcessing server:FuzzResumeProcessing server:FuzzCleanUpState server:FuzzHTTPEndpoints \
 	topology:FuzzParseDescription topology:FuzzWindowsFor
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -550,6 +550,45 @@ func FuzzAdvanceWallClock(f *testing.F) {
 	fuzzStarted(f, "AdvanceWallClock", 64)
 }
 
+// FuzzRead on the started test driver session: no bundle is in flight,
+// so every read is refused, naming the bundle (or the request's fault).
+func FuzzRead(f *testing.F) {
+	rpcSeeds(f, &pb.ReadRequest{BundleId: 1, Store: "counts", Query: &pb.ReadRequest_Get{Get: []byte("k")}},
+		&pb.ReadRequest{BundleId: 1<<64 - 1, Store: "counts", Query: &pb.ReadRequest_All{All: true}, Reverse: true, Continuation: []byte{0xff}},
+		&pb.ReadRequest{Store: "windowed", Query: &pb.ReadRequest_WindowFetch{WindowFetch: &pb.WindowFetch{FromMs: -1 << 63, ToMs: 1<<63 - 1}}},
+		&pb.ReadRequest{Store: "nope", Query: &pb.ReadRequest_Range{Range: &pb.KeyRange{From: []byte("z"), To: []byte("a")}}})
+	fuzzStarted(f, "Read", 64)
+}
+
+func FuzzQueryMetadataForKey(f *testing.F) {
+	rpcSeeds(f, &pb.QueryMetadataForKeyRequest{Store: "counts", Key: []byte("k")},
+		&pb.QueryMetadataForKeyRequest{Store: "windowed", Key: []byte{}},
+		&pb.QueryMetadataForKeyRequest{Store: "nope"})
+	fuzzStarted(f, "QueryMetadataForKey", 4<<10)
+}
+
+func FuzzStreamsMetadata(f *testing.F) {
+	rpcSeeds(f, &pb.StreamsMetadataRequest{}, &pb.StreamsMetadataRequest{Store: "counts"}, &pb.StreamsMetadataRequest{Store: "nope"})
+	fuzzStarted(f, "StreamsMetadata", 16<<10)
+}
+
+func FuzzPauseProcessing(f *testing.F) {
+	rpcSeeds(f, &pb.PauseProcessingRequest{})
+	fuzzRPC(f, "PauseProcessing", 64, nil)
+}
+
+func FuzzResumeProcessing(f *testing.F) {
+	rpcSeeds(f, &pb.ResumeProcessingRequest{})
+	fuzzRPC(f, "ResumeProcessing", 64, nil)
+}
+
+// FuzzCleanUpState on the unstarted session: its state directory (under
+// the fuzz engine's temporary one) is deleted or was never made.
+func FuzzCleanUpState(f *testing.F) {
+	rpcSeeds(f, &pb.CleanUpStateRequest{})
+	fuzzRPC(f, "CleanUpState", 4<<10, nil)
+}
+
 // FuzzHTTPEndpoints sends any method, path, query, Authorization and body
 // to the whole engine (the protocol's paths included), which holds a
 // started test driver session: no panic, no hang, an answer bounded by

@@ -307,6 +307,11 @@ func (s *Server) startedApp(method, sessionID string) (*engine.App, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ss.test != nil {
+		// No group, no assignment, no other instance: the metadata would
+		// say "rebalancing" for ever (TopologyTestDriver has none either).
+		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("%s: a test driver session has no instances to describe (as TopologyTestDriver); read its stores with Query", method))
+	}
 	ss.mu.Lock()
 	app := ss.app
 	ss.mu.Unlock()
