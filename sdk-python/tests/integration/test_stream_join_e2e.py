@@ -24,10 +24,15 @@ def send(brokers: str, topic: str, key: str, value: str, ts: int) -> None:
 def read(brokers: str, topic: str, want: int, runner: Runner, timeout: float = 60) -> list[tuple[str, str, int]]:
     """Every record of topic as (key, value, timestamp), once want are in."""
     c = Consumer({"bootstrap.servers": brokers, "group.id": "ss-" + topic, "enable.auto.commit": False})
-    md = c.list_topics(timeout=5).topics[topic]
+    deadline = time.monotonic() + timeout
+    # The engine creates its internal topics once app.run() has started:
+    # a changelog may not exist yet when the first records are sent.
+    while (md := c.list_topics(timeout=5).topics.get(topic)) is None or md.error is not None or not md.partitions:
+        assert runner.error is None, f"app.run() failed: {runner.error!r}"
+        assert time.monotonic() < deadline, f"topic {topic} not created within {timeout} s"
+        time.sleep(0.1)
     c.assign([TopicPartition(topic, p, 0) for p in md.partitions])
     out: list[tuple[str, str, int]] = []
-    deadline = time.monotonic() + timeout
     while len(out) < want and time.monotonic() < deadline:
         assert runner.error is None, f"app.run() failed: {runner.error!r}"
         for m in c.consume(100, timeout=0.3):
