@@ -151,6 +151,8 @@ pub(crate) enum Func {
     Join(Arc<dyn JoinRun>),
     /// The initializer or subtractor of a fold, run by the fold's Func.
     Part,
+    /// A processor supplier (Processor API).
+    Processor(Arc<dyn crate::processor::Supplier>),
 }
 
 // Panics in user functions: caught, with the message and location the panic
@@ -238,10 +240,28 @@ pub(crate) struct Executor {
     pub(crate) functions: Arc<HashMap<u32, Func>>,
     /// The bound of a bundle's futures ([`ASYNC_TIMEOUT`]).
     pub(crate) async_timeout: Duration,
+    /// The processor instances of the tasks this host serves.
+    pub(crate) processors: crate::processor::host::Host,
+    /// The engine's Read RPC, for processor bundles (None: reads the bundle
+    /// did not bring fail).
+    pub(crate) read: Option<Arc<crate::processor::host::ReadFn>>,
 }
 
 impl Executor {
+    /// An executor of these functions, with no engine to Read from.
+    pub(crate) fn new(functions: HashMap<u32, Func>) -> Executor {
+        Executor {
+            functions: Arc::new(functions),
+            async_timeout: ASYNC_TIMEOUT,
+            processors: Default::default(),
+            read: None,
+        }
+    }
+
     pub(crate) fn process(&self, b: &pb::Bundle) -> pb::BundleResult {
+        if crate::processor::host::is_processor_bundle(b) {
+            return self.processors.process(b, &self.functions, self.read.clone());
+        }
         let is_fold = |s: &pb::Step| {
             s.operation == pb::Operation::Reduce as i32 || s.operation == pb::Operation::Aggregate as i32
         };

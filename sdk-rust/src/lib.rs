@@ -39,6 +39,8 @@ mod join_stream;
 mod join_table;
 mod options;
 mod print;
+mod process;
+pub mod processor;
 mod serdes;
 mod session;
 mod store;
@@ -66,6 +68,11 @@ pub use fold::Reducer;
 pub use join_stream::JoinWindows;
 pub use options::{Materialized, OffsetReset, Options};
 pub use print::{PrintText, Printed};
+pub use process::Topology;
+pub use processor::{
+    Cancellable, FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, Processor, ProcessorContext, ProcessorResult,
+    PunctuationType, Record, RecordMetadata, StoreBuilder, Stores,
+};
 pub use serdes::{avro, json_schema, to_bytes, Json, Serde, SerdeError, Value, Windowed};
 pub use session::{Handle, Kind};
 pub use store::{HostInfo, KeyQueryMetadata, KeyQueryResult, KeyValueStore, StreamsMetadata, WindowStore};

@@ -78,6 +78,8 @@ pub(crate) struct Session {
     /// The topics streams and tables read, in builder order (for the
     /// embedded broker's hint).
     pub(crate) sources: Mutex<Vec<String>>,
+    /// Window stores added for processors: name -> window size (ms).
+    pub(crate) window_sizes: Mutex<HashMap<String, i64>>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -93,6 +95,7 @@ impl Session {
             functions: Mutex::new(HashMap::new()),
             store_key_serdes: Mutex::new(HashMap::new()),
             sources: Mutex::new(Vec::new()),
+            window_sizes: Mutex::new(HashMap::new()),
         }
     }
 
