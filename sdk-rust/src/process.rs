@@ -140,12 +140,18 @@ impl Topology {
     /// A source node reading `topics` with K's and V's serdes
     /// (`Topology.addSource(name, topics...)`).
     pub fn add_source<K: Serde, V: Serde>(&self, name: &str, topics: impl Topics) -> Result<&Topology> {
+        self.add_source_with::<K, V>(name, topics, Options::new())
+    }
+
+    /// [`add_source`](Self::add_source) with `key_serde` and `value_serde` by name.
+    pub fn add_source_with<K: Serde, V: Serde>(&self, name: &str, topics: impl Topics, o: Options) -> Result<&Topology> {
+        o.check("add_source", KEY | VALUE)?;
         let topics = topics.topics();
         let op = Op::AddSource(pb::AddSourceOp {
             name: name.to_owned(),
             topics: topics.clone(),
-            key_serde: K::NAME.to_owned(),
-            value_serde: V::NAME.to_owned(),
+            key_serde: o.key_or(K::NAME),
+            value_serde: o.value_or(V::NAME),
         });
         self.app.build(op, &[])?;
         lock(&self.app.sources).extend(topics);
@@ -165,15 +171,37 @@ impl Topology {
         P: Processor<KIn, VIn, KOut, VOut>,
         F: Fn() -> P + Send + Sync + 'static,
     {
+        self.add_processor_with(name, supplier, parents, &[], Options::new())
+    }
+
+    /// [`add_processor`](Self::add_processor) connected to `stores` (added
+    /// before), with the forwards' `key_serde` and `value_serde` by name.
+    pub fn add_processor_with<KIn, VIn, KOut, VOut, P, F>(
+        &self,
+        name: &str,
+        supplier: F,
+        parents: &[&str],
+        stores: &[&str],
+        o: Options,
+    ) -> Result<&Topology>
+    where
+        KIn: Serde,
+        VIn: Serde,
+        KOut: Serde,
+        VOut: Serde,
+        P: Processor<KIn, VIn, KOut, VOut>,
+        F: Fn() -> P + Send + Sync + 'static,
+    {
+        o.check("add_processor", KEY | VALUE)?;
         let f = Func::Processor(processor::supplier::<P, KIn, VIn, KOut, VOut>(supplier));
         let token = self.app.register(&fn_name::<P>("add_processor"), f)?;
         let op = Op::AddProcessor(pb::AddProcessorOp {
             name: name.to_owned(),
             token,
             parents: parents.iter().map(|p| (*p).to_owned()).collect(),
-            stores: Vec::new(),
-            key_serde: KOut::NAME.to_owned(),
-            value_serde: VOut::NAME.to_owned(),
+            stores: stores.iter().map(|s| (*s).to_owned()).collect(),
+            key_serde: o.key_or(KOut::NAME),
+            value_serde: o.value_or(VOut::NAME),
         });
         self.app.build(op, &[token])?;
         Ok(self)
@@ -182,12 +210,24 @@ impl Topology {
     /// A sink node writing what its parents forward to `topic` with K's and
     /// V's serdes (`Topology.addSink(name, topic, parentNames...)`).
     pub fn add_sink<K: Serde, V: Serde>(&self, name: &str, topic: &str, parents: &[&str]) -> Result<&Topology> {
+        self.add_sink_with::<K, V>(name, topic, parents, Options::new())
+    }
+
+    /// [`add_sink`](Self::add_sink) with `key_serde` and `value_serde` by name.
+    pub fn add_sink_with<K: Serde, V: Serde>(
+        &self,
+        name: &str,
+        topic: &str,
+        parents: &[&str],
+        o: Options,
+    ) -> Result<&Topology> {
+        o.check("add_sink", KEY | VALUE)?;
         let op = Op::AddSink(pb::AddSinkOp {
             name: name.to_owned(),
             topic: topic.to_owned(),
             parents: parents.iter().map(|p| (*p).to_owned()).collect(),
-            key_serde: K::NAME.to_owned(),
-            value_serde: V::NAME.to_owned(),
+            key_serde: o.key_or(K::NAME),
+            value_serde: o.value_or(V::NAME),
         });
         self.app.build(op, &[])?;
         Ok(self)
