@@ -144,7 +144,12 @@ impl Topology {
     }
 
     /// [`add_source`](Self::add_source) with `key_serde` and `value_serde` by name.
-    pub fn add_source_with<K: Serde, V: Serde>(&self, name: &str, topics: impl Topics, o: Options) -> Result<&Topology> {
+    pub fn add_source_with<K: Serde, V: Serde>(
+        &self,
+        name: &str,
+        topics: impl Topics,
+        o: Options,
+    ) -> Result<&Topology> {
         o.check("add_source", KEY | VALUE)?;
         let topics = topics.topics();
         let op = Op::AddSource(pb::AddSourceOp {
@@ -162,7 +167,12 @@ impl Topology {
     /// (`Topology.addProcessor(name, supplier, parentNames...)`); `supplier`
     /// makes one processor per task. Its forwards are encoded with KOut's
     /// and VOut's serdes.
-    pub fn add_processor<KIn, VIn, KOut, VOut, P, F>(&self, name: &str, supplier: F, parents: &[&str]) -> Result<&Topology>
+    pub fn add_processor<KIn, VIn, KOut, VOut, P, F>(
+        &self,
+        name: &str,
+        supplier: F,
+        parents: &[&str],
+    ) -> Result<&Topology>
     where
         KIn: Serde,
         VIn: Serde,

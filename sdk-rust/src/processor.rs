@@ -196,8 +196,11 @@ pub trait FixedKeyProcessor<KIn, VIn, VOut>: Send + 'static {
         let _ = ctx;
         Ok(())
     }
-    fn process(&mut self, ctx: &mut FixedKeyProcessorContext<KIn, VOut>, record: FixedKeyRecord<KIn, VIn>)
-        -> ProcessorResult;
+    fn process(
+        &mut self,
+        ctx: &mut FixedKeyProcessorContext<KIn, VOut>,
+        record: FixedKeyRecord<KIn, VIn>,
+    ) -> ProcessorResult;
     fn close(&mut self) -> ProcessorResult {
         Ok(())
     }
@@ -309,7 +312,10 @@ impl<K: Serde, V: Serde> ProcessorContext<K, V> {
         let node = &self.core.node;
         with_run("forward", node, |run| {
             let key = host::encode(&r.key, &run.out_key_serde).map_err(|e| {
-                Error::invalid(format!("forward: node {node}: the key does not encode with serde {:?}: {e}", run.out_key_serde))
+                Error::invalid(format!(
+                    "forward: node {node}: the key does not encode with serde {:?}: {e}",
+                    run.out_key_serde
+                ))
             })?;
             let value = host::encode(&r.value, &run.out_value_serde).map_err(|e| {
                 Error::invalid(format!(
@@ -445,9 +451,12 @@ impl Stores {
 
 pub(crate) use host::{Erased, Supplier};
 
+/// The types a processor wrapper decodes and encodes.
+type Types<KIn, VIn, KOut, VOut> = PhantomData<fn() -> (KIn, VIn, KOut, VOut)>;
+
 struct Adapt<P, KIn, VIn, KOut, VOut> {
     p: P,
-    _types: PhantomData<fn() -> (KIn, VIn, KOut, VOut)>,
+    _types: Types<KIn, VIn, KOut, VOut>,
 }
 
 impl<P, KIn, VIn, KOut, VOut> Erased for Adapt<P, KIn, VIn, KOut, VOut>
@@ -478,7 +487,7 @@ where
 
 struct AdaptFixed<P, K, VIn, VOut> {
     p: P,
-    _types: PhantomData<fn() -> (K, VIn, VOut)>,
+    _types: Types<K, VIn, (), VOut>,
 }
 
 impl<P, K, VIn, VOut> Erased for AdaptFixed<P, K, VIn, VOut>

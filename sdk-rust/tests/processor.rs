@@ -27,12 +27,7 @@ impl Processor<String, String, String, i64> for CountPerKey {
 }
 
 fn pairs(driver: &TopologyTestDriver, topic: &str) -> Vec<(String, i64, i64)> {
-    driver
-        .read_output::<String, i64>(topic)
-        .unwrap()
-        .into_iter()
-        .map(|r| (r.key, r.value, r.timestamp))
-        .collect()
+    driver.read_output::<String, i64>(topic).unwrap().into_iter().map(|r| (r.key, r.value, r.timestamp)).collect()
 }
 
 #[test]
@@ -45,10 +40,7 @@ fn a_processor_counts_per_key_in_its_store_across_records_and_bundles() {
     for (i, k) in ["a", "b", "a", "a"].iter().enumerate() {
         driver.pipe_record("in", (*k).to_owned(), "x".to_owned(), Some(i as i64 + 1), &[]).unwrap();
     }
-    assert_eq!(
-        pairs(&driver, "out"),
-        [("a".into(), 1, 1), ("b".into(), 1, 2), ("a".into(), 2, 3), ("a".into(), 3, 4)]
-    );
+    assert_eq!(pairs(&driver, "out"), [("a".into(), 1, 1), ("b".into(), 1, 2), ("a".into(), 2, 3), ("a".into(), 3, 4)]);
     let store = driver.get_store::<String, i64>("counts").unwrap();
     assert_eq!(store.get(&"a".to_owned()).unwrap(), Some(3));
 }
@@ -82,7 +74,13 @@ impl Processor<String, String, String, i64> for Sweep {
 fn a_stream_time_punctuator_sweeps_the_store_with_one_read() {
     let driver = TopologyTestDriver::new("proc-sweep").unwrap();
     driver.add_state_store(Stores::key_value_store::<String, i64>("counts")).unwrap();
-    driver.stream::<String, String>("in").unwrap().process(|| Sweep { store: None }, &["counts"]).unwrap().to("out").unwrap();
+    driver
+        .stream::<String, String>("in")
+        .unwrap()
+        .process(|| Sweep { store: None }, &["counts"])
+        .unwrap()
+        .to("out")
+        .unwrap();
     for (k, ts) in [("a", 0), ("a", 10), ("b", 999), ("a", 2500), ("c", 2600)] {
         driver.pipe_record("in", k.to_owned(), "x".to_owned(), Some(ts), &[]).unwrap();
     }

@@ -316,7 +316,21 @@ fn readme_processor_example_runs_verbatim() {
     let deadline = Instant::now() + Duration::from_secs(60);
     let got = loop {
         let out = Command::new("kcat")
-            .args(["-b", &broker, "-C", "-t", "click-counts", "-o", "beginning", "-e", "-q", "-s", "value=q", "-f", "%k\t%s\n"])
+            .args([
+                "-b",
+                &broker,
+                "-C",
+                "-t",
+                "click-counts",
+                "-o",
+                "beginning",
+                "-e",
+                "-q",
+                "-s",
+                "value=q",
+                "-f",
+                "%k\t%s\n",
+            ])
             .stderr(Stdio::null())
             .output()
             .expect("kcat runs");

@@ -505,12 +505,8 @@ fn processor_vector(name: &str, v: &J) -> Vec<String> {
     }));
     let mut wrong = Vec::new();
     for (i, x) in exchanges.iter().enumerate() {
-        script.lock().unwrap().0 = x["reads"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|r| (b64(&r["request"]), b64(&r["response"])))
-            .collect();
+        script.lock().unwrap().0 =
+            x["reads"].as_array().into_iter().flatten().map(|r| (b64(&r["request"]), b64(&r["response"]))).collect();
         let bundle = pb::Bundle::decode(b64(&x["bundle"]).as_slice()).expect("a bundle");
         let mut got = ex.process(&bundle);
         let mut s = script.lock().unwrap();

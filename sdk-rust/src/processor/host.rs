@@ -146,7 +146,9 @@ thread_local! {
 pub(crate) fn with_run<R>(call: &str, node: &str, f: impl FnOnce(&mut Run) -> Result<R>) -> Result<R> {
     RUN.with(|r| {
         let mut g = r.try_borrow_mut().map_err(|_| {
-            Error::internal(format!("{call}: node {node}: the bundle in hand is busy (a call from inside a store call)"))
+            Error::internal(format!(
+                "{call}: node {node}: the bundle in hand is busy (a call from inside a store call)"
+            ))
         })?;
         match g.as_mut() {
             Some(run) => f(run),
@@ -443,9 +445,9 @@ pub(crate) struct Host {
 }
 
 pub(crate) fn is_processor_bundle(b: &pb::Bundle) -> bool {
-    b.steps.iter().any(|s| {
-        s.operation == pb::Operation::Process as i32 || s.operation == pb::Operation::ProcessValues as i32
-    })
+    b.steps
+        .iter()
+        .any(|s| s.operation == pb::Operation::Process as i32 || s.operation == pb::Operation::ProcessValues as i32)
 }
 
 const PROCESSING: i32 = pb::record_failure::Kind::Processing as i32;
@@ -474,7 +476,10 @@ fn read_headers(b: &pb::Bundle, n: usize) -> std::result::Result<Vec<Headers>, S
         for &c in &b.header_counts {
             let c = c.max(0) as usize;
             if pos + c > keys.len() || keys.len() != values.len() {
-                return Err(format!("malformed bundle: header counts account for more than its {} headers", keys.len()));
+                return Err(format!(
+                    "malformed bundle: header counts account for more than its {} headers",
+                    keys.len()
+                ));
             }
             out.push(
                 (pos..pos + c)
@@ -727,7 +732,9 @@ impl Host {
                     outcome(guarded(|| old.processor.close()))
                 }
                 Kind::PunctuateStreamTime | Kind::PunctuateWallClock => {
-                    let missing = || format!("punctuate: node {node} in task {} has no schedule {} on this host", b.task, e.schedule);
+                    let missing = || {
+                        format!("punctuate: node {node} in task {} has no schedule {} on this host", b.task, e.schedule)
+                    };
                     let Some(p) = inst.as_mut() else { return Err(missing()) };
                     let f = lock(&p.core.schedules).live.get_mut(&e.schedule).and_then(Option::take);
                     let Some(mut f) = f else { return Err(missing()) };
@@ -800,6 +807,5 @@ fn fill(r: &mut pb::BundleResult, run: Run) {
         }
     }
     let mut stores = run.stores;
-    r.prefetch_hits =
-        run.store_order.iter().map(|s| stores.remove(s).map_or(0, |st| st.hits.len() as i32)).collect();
+    r.prefetch_hits = run.store_order.iter().map(|s| stores.remove(s).map_or(0, |st| st.hits.len() as i32)).collect();
 }

@@ -63,12 +63,19 @@ fn value_bytes<V: Serde>(st: &StoreState, value: &V, call: &str) -> Result<Optio
 }
 
 fn decode<T: Serde>(store: &str, serde: &str, data: Option<&[u8]>, what: &str) -> Result<T> {
-    T::decode(serde, data)
-        .map_err(|e| Error::invalid(format!("store {store:?}: a stored {what} does not decode with serde {serde:?}: {e}")))
+    T::decode(serde, data).map_err(|e| {
+        Error::invalid(format!("store {store:?}: a stored {what} does not decode with serde {serde:?}: {e}"))
+    })
 }
 
 /// The engine's rows of a query with the bundle's writes in range merged in.
-fn merged(run: &mut Run, store: &str, q: impl Fn() -> Query, reverse: bool, inside: impl Fn(&[u8]) -> bool) -> Result<Vec<(Vec<u8>, Entry)>> {
+fn merged(
+    run: &mut Run,
+    store: &str,
+    q: impl Fn() -> Query,
+    reverse: bool,
+    inside: impl Fn(&[u8]) -> bool,
+) -> Result<Vec<(Vec<u8>, Entry)>> {
     let rows = run.read_all(store, q, reverse)?;
     let st = run.store("read", store)?;
     let mut writes: Vec<(Vec<u8>, Entry)> =
@@ -157,7 +164,7 @@ fn kv_write(node: &str, name: &str, call: &str, key: &impl Serde, value: Option<
     })
 }
 
-fn kv_scan(node: &str, name: &str, call: &str, q: KvQuery, reverse: bool) -> Result<(Vec<(Vec<u8>, Entry)>, String, String)> {
+fn kv_scan(node: &str, name: &str, call: &str, q: KvQuery, reverse: bool) -> Result<Scanned> {
     with_run(call, node, |run| {
         let st = run.store(call, name)?;
         let (ks, vs) = (st.key_serde.clone(), st.value_serde.clone());
@@ -165,9 +172,13 @@ fn kv_scan(node: &str, name: &str, call: &str, q: KvQuery, reverse: bool) -> Res
             KvQuery::All => merged(run, name, || Query::All, reverse, |_| true)?,
             KvQuery::Range(lo, hi) => {
                 let (l, h) = (lo.clone(), hi.clone());
-                merged(run, name, move || Query::Range(l.clone(), h.clone()), reverse, |k| {
-                    lo.as_deref().is_none_or(|lo| k >= lo) && hi.as_deref().is_none_or(|hi| k <= hi)
-                })?
+                merged(
+                    run,
+                    name,
+                    move || Query::Range(l.clone(), h.clone()),
+                    reverse,
+                    |k| lo.as_deref().is_none_or(|lo| k >= lo) && hi.as_deref().is_none_or(|hi| k <= hi),
+                )?
             }
             KvQuery::Prefix(p) => {
                 let q = p.clone();
@@ -177,6 +188,11 @@ fn kv_scan(node: &str, name: &str, call: &str, q: KvQuery, reverse: bool) -> Res
         Ok((rows, ks, vs))
     })
 }
+
+/// A scan's entries (serialized key, entry) and the store's key and value serdes.
+type Scanned = (Vec<(Vec<u8>, Entry)>, String, String);
+/// A window store's row: (serialized key, window start) and its value.
+type WindowRow = ((Vec<u8>, i64), Option<Vec<u8>>);
 
 enum KvQuery {
     All,
@@ -387,13 +403,13 @@ impl<K: Serde, V: Serde> WindowStore<K, V> {
                 run.read_all(name, move || Query::Window(k2.clone(), from, to), reverse)?
             };
             let st = run.store("fetch", name)?;
-            let mut writes: Vec<((Vec<u8>, i64), Option<Vec<u8>>)> = st
+            let mut writes: Vec<WindowRow> = st
                 .window_written
                 .iter()
                 .filter(|((k, ws), _)| kb.as_ref().is_none_or(|kb| kb == k) && *ws >= from && *ws <= to)
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
-            let mut rows: Vec<((Vec<u8>, i64), Option<Vec<u8>>)> = engine
+            let mut rows: Vec<WindowRow> = engine
                 .into_iter()
                 .map(|(k, v, _, ws)| ((k, ws), v))
                 .filter(|(k, _)| !st.window_written.contains_key(k))
@@ -404,9 +420,7 @@ impl<K: Serde, V: Serde> WindowStore<K, V> {
         })?;
         rows.into_iter()
             .filter_map(|((k, ws), v)| v.map(|v| (k, ws, v)))
-            .map(|(k, ws, v)| {
-                Ok((decode(name, &ks, Some(&k), "key")?, ws, decode(name, &vs, Some(&v), "value")?))
-            })
+            .map(|(k, ws, v)| Ok((decode(name, &ks, Some(&k), "key")?, ws, decode(name, &vs, Some(&v), "value")?)))
             .collect()
     }
 }

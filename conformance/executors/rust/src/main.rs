@@ -549,7 +549,9 @@ enum Catalogue {
 impl Catalogue {
     fn of(f: &FnRef, stores: &[String]) -> R<Catalogue> {
         let store = stores.first().cloned().unwrap_or_default();
-        let ms = || f.arg.parse::<u64>().map_err(|_| format!("{}: the argument is an interval in ms, not {:?}", f.name, f.arg));
+        let ms = || {
+            f.arg.parse::<u64>().map_err(|_| format!("{}: the argument is an interval in ms, not {:?}", f.name, f.arg))
+        };
         Ok(match f.name.as_str() {
             "count_per_key" => Catalogue::CountPerKey(store),
             "forward_to" => Catalogue::ForwardTo(f.arg.clone()),
@@ -585,9 +587,11 @@ impl Processor<V, V, V, V> for Catalogue {
                 ctx.schedule(Duration::from_millis(*ms), PunctuationType::StreamTime, Catalogue::sweep)?;
             }
             Catalogue::TickEvery(ms) => {
-                ctx.schedule(Duration::from_millis(*ms), PunctuationType::WallClockTime, |_: &mut Catalogue, ctx, t| {
-                    Ok(ctx.forward(Record::new(Value::from("tick"), Value::Long(t), t))?)
-                })?;
+                ctx.schedule(
+                    Duration::from_millis(*ms),
+                    PunctuationType::WallClockTime,
+                    |_: &mut Catalogue, ctx, t| Ok(ctx.forward(Record::new(Value::from("tick"), Value::Long(t), t))?),
+                )?;
             }
             _ => {}
         }
