@@ -26,7 +26,7 @@ const WAIT_MS: i32 = 500;
 /// worker silent for 30 s).
 const DELIVER_AFTER: Duration = Duration::from_secs(5);
 /// What this host understands beyond the protocol's base (OpenSessionRequest.host_features).
-pub(crate) const HOST_FEATURES: &[&str] = &["fold_value_refs", "fold_programs", "processors"];
+pub(crate) const HOST_FEATURES: &[&str] = &["fold_value_refs", "fold_programs", "processors", "metadata"];
 
 /// The state of an application, as the engine reports it. More states may
 /// come: a `match` needs a `_` arm.

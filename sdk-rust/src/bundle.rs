@@ -95,6 +95,8 @@ type EncodeValue = fn(&(dyn Any + Send), &str, &mut Vec<u8>) -> Result<bool, Ser
 /// A registered stream operator: the closure, and the serdes of its types.
 pub(crate) struct StepFn {
     call: Calls,
+    /// Its function takes the record's metadata (registered METADATA_WRITE).
+    pub(crate) metadata: bool,
     decode_value: DecodeValue,
     encode_key: EncodeKey,
     encode_value: EncodeValue,
@@ -121,6 +123,7 @@ impl StepFn {
     fn with_calls<V: Serde, K2: Serde, V2: Serde>(call: Calls) -> StepFn {
         StepFn {
             call,
+            metadata: false,
             decode_value: |s, d| V::decode(s, d).map(|v| Box::new(v) as AnyBox),
             encode_key: |k, s, out| {
                 k.downcast_ref::<K2>().ok_or_else(|| SerdeError(mismatch::<K2>("key")))?.encode(s, out)
@@ -319,6 +322,9 @@ impl Executor {
                     )
                 }
             }
+        }
+        if metadata::wants_metadata(b, &steps) {
+            return metadata::run(b, &steps);
         }
         run_chain(b, &steps, self.async_timeout)
     }
@@ -821,6 +827,7 @@ impl<F: Folder> FoldRun for Fold<F> {
 mod await_all;
 mod fold_async;
 mod join;
+pub(crate) mod metadata;
 mod program;
 pub(crate) use fold_async::AsyncFold;
 pub(crate) use join::{JoinRun, ValueJoiner};

@@ -68,7 +68,7 @@ pub use fold::Reducer;
 pub use join_stream::JoinWindows;
 pub use options::{Materialized, OffsetReset, Options};
 pub use print::{PrintText, Printed};
-pub use process::Topology;
+pub use process::{MetadataStream, Topology};
 pub use processor::{
     Cancellable, FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, Processor, ProcessorContext,
     ProcessorResult, PunctuationType, Record, RecordMetadata, StoreBuilder, Stores,

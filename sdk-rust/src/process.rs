@@ -250,3 +250,157 @@ impl Topology {
         Ok(self)
     }
 }
+
+// Record metadata for the stateless operators (opt-in).
+
+use crate::bundle::metadata::with_meta;
+use crate::bundle::StepFn;
+use crate::dsl::{action_step, flat_map_values_step, key_step, map_step, map_values_step, predicate_step};
+use crate::processor::RecordMetadata;
+
+/// A stream whose next operator's function also gets each record's
+/// [`RecordMetadata`] (timestamp, headers, topic, partition, offset), from
+/// [`KStream::with_metadata`]. Mappers get it `&mut`: the timestamp and
+/// headers they set become their outputs'. Only functions that ask pay for
+/// it: their bundles carry the records' headers, and their answers the
+/// outputs' timestamps and headers.
+pub struct MetadataStream<K, V> {
+    stream: KStream<K, V>,
+}
+
+impl<K, V> std::fmt::Debug for MetadataStream<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MetadataStream({:?})", self.stream.handle)
+    }
+}
+
+impl<K: Serde, V: Serde> KStream<K, V> {
+    /// The next operator's function also gets the record's metadata
+    /// (Python's `with_metadata(fn)`, Node's `withMetadata(fn)`):
+    /// `stream.with_metadata().map_values(|v, m| format!("{}@{}: {v}", m.topic, m.offset))`.
+    pub fn with_metadata(&self) -> MetadataStream<K, V> {
+        MetadataStream { stream: self.clone() }
+    }
+}
+
+impl<K: Serde, V: Serde> MetadataStream<K, V> {
+    fn build<K2: Serde, V2: Serde>(
+        &self,
+        op: &str,
+        fn_type: String,
+        mut step: StepFn,
+        make: impl FnOnce(u64, u32) -> Op,
+    ) -> Result<KStream<K2, V2>> {
+        step.metadata = true;
+        let app = &self.stream.app;
+        let token = app.register_with(&fn_type, Func::Step(Arc::new(step)), pb::Metadata::Write)?;
+        let h = app.build(make(self.stream.handle.id, token), &[token])?;
+        self.stream.stream(h, op)
+    }
+
+    /// `KStream.mapValues` with metadata.
+    pub fn map_values<V2: Serde, F>(&self, f: F) -> Result<KStream<K, V2>>
+    where
+        F: Fn(V, &mut RecordMetadata) -> V2 + Send + Sync + 'static,
+    {
+        self.map_values_with(f, Options::new())
+    }
+
+    /// [`map_values`](Self::map_values) with `name` and `value_serde`.
+    pub fn map_values_with<V2: Serde, F>(&self, f: F, o: Options) -> Result<KStream<K, V2>>
+    where
+        F: Fn(V, &mut RecordMetadata) -> V2 + Send + Sync + 'static,
+    {
+        o.check("map_values", NAME | VALUE)?;
+        let step = map_values_step::<K, V, V2>(move |v| with_meta(|m| f(v, m)));
+        self.build("map_values", fn_name::<F>("map_values"), step, |input, token| {
+            Op::MapValues(pb::MapValuesOp {
+                input,
+                token,
+                value_serde: o.value_or(V2::NAME),
+                name: o.name_or_empty(),
+                materialized: None,
+                with_key: false,
+            })
+        })
+    }
+
+    /// `KStream.flatMapValues` with metadata (the outputs share it).
+    pub fn flat_map_values<V2: Serde, I, F>(&self, f: F) -> Result<KStream<K, V2>>
+    where
+        I: IntoIterator<Item = V2>,
+        F: Fn(V, &mut RecordMetadata) -> I + Send + Sync + 'static,
+    {
+        let step = flat_map_values_step::<K, V, V2, Vec<V2>>(move |v| with_meta(|m| f(v, m).into_iter().collect()));
+        self.build("flat_map_values", fn_name::<F>("flat_map_values"), step, |input, token| {
+            Op::FlatMapValues(pb::FlatMapValuesOp {
+                input,
+                token,
+                value_serde: V2::NAME.to_owned(),
+                name: String::new(),
+                with_key: false,
+            })
+        })
+    }
+
+    /// `KStream.map` with metadata.
+    pub fn map<K2: Serde, V2: Serde, F>(&self, f: F) -> Result<KStream<K2, V2>>
+    where
+        F: Fn(&K, V, &mut RecordMetadata) -> (K2, V2) + Send + Sync + 'static,
+    {
+        let step = map_step::<K, V, K2, V2>(move |k, v| with_meta(|m| f(k, v, m)));
+        self.build("map", fn_name::<F>("map"), step, |input, token| {
+            Op::Map(pb::MapOp {
+                input,
+                token,
+                key_serde: K2::NAME.to_owned(),
+                value_serde: V2::NAME.to_owned(),
+                name: String::new(),
+            })
+        })
+    }
+
+    /// `KStream.selectKey` with metadata.
+    pub fn select_key<K2: Serde, F>(&self, f: F) -> Result<KStream<K2, V>>
+    where
+        F: Fn(&K, &V, &mut RecordMetadata) -> K2 + Send + Sync + 'static,
+    {
+        let step = key_step::<K, V, K2>(move |k, v| with_meta(|m| f(k, v, m)));
+        self.build("select_key", fn_name::<F>("select_key"), step, |input, token| {
+            Op::SelectKey(pb::SelectKeyOp { input, token, key_serde: K2::NAME.to_owned(), name: String::new() })
+        })
+    }
+
+    /// `KStream.filter` with metadata (read only: a record passes as it came).
+    pub fn filter<F>(&self, f: F) -> Result<KStream<K, V>>
+    where
+        F: Fn(&K, &V, &RecordMetadata) -> bool + Send + Sync + 'static,
+    {
+        let step = predicate_step::<K, V>(false, move |k, v| with_meta(|m| f(k, v, m)));
+        self.build("filter", fn_name::<F>("filter"), step, |input, token| {
+            Op::Filter(pb::FilterOp { input, token, name: String::new(), materialized: None })
+        })
+    }
+
+    /// `KStream.filterNot` with metadata.
+    pub fn filter_not<F>(&self, f: F) -> Result<KStream<K, V>>
+    where
+        F: Fn(&K, &V, &RecordMetadata) -> bool + Send + Sync + 'static,
+    {
+        let step = predicate_step::<K, V>(true, move |k, v| with_meta(|m| f(k, v, m)));
+        self.build("filter_not", fn_name::<F>("filter_not"), step, |input, token| {
+            Op::FilterNot(pb::FilterNotOp { input, token, name: String::new(), materialized: None })
+        })
+    }
+
+    /// `KStream.peek` with metadata.
+    pub fn peek<F>(&self, f: F) -> Result<KStream<K, V>>
+    where
+        F: Fn(&K, &V, &RecordMetadata) + Send + Sync + 'static,
+    {
+        let step = action_step::<K, V>(true, move |k, v| with_meta(|m| f(k, v, m)));
+        self.build("peek", fn_name::<F>("peek"), step, |input, token| {
+            Op::Peek(pb::PeekOp { input, token, name: String::new() })
+        })
+    }
+}

@@ -100,8 +100,16 @@ impl Session {
     }
 
     pub(crate) fn register(&self, name: &str, f: Func) -> Result<u32> {
-        let req =
-            pb::RegisterFunctionRequest { session_id: self.id.clone(), name: name.to_owned(), ..Default::default() };
+        self.register_with(name, f, pb::Metadata::Unspecified)
+    }
+
+    /// Registers a function that asks for the records' metadata (or not).
+    pub(crate) fn register_with(&self, name: &str, f: Func, metadata: pb::Metadata) -> Result<u32> {
+        let req = pb::RegisterFunctionRequest {
+            session_id: self.id.clone(),
+            name: name.to_owned(),
+            metadata: metadata as i32,
+        };
         let token = self.client.register_function(&req)?.token;
         lock(&self.functions).insert(token, f);
         Ok(token)

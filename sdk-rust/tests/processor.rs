@@ -258,3 +258,37 @@ fn errors_name_node_store_and_call() {
     let err = driver.pipe_input("in", "a".to_owned(), "x".to_owned()).unwrap_err().to_string();
     assert!(err.contains("schedule: node zero: interval 0 ms; the minimum is 1 ms"), "{err}");
 }
+
+#[test]
+fn with_metadata_functions_read_topic_offset_headers_and_set_timestamp_and_headers() {
+    let driver = TopologyTestDriver::new("proc-metadata").unwrap();
+    driver
+        .stream::<String, String>("in")
+        .unwrap()
+        .with_metadata()
+        .filter(|_, _, m| !m.headers.iter().any(|(k, _)| k == "skip"))
+        .unwrap()
+        .with_metadata()
+        .map_values(|v: String, m| {
+            let line = format!("{}@{}:{} {v}", m.topic, m.partition, m.offset);
+            m.timestamp += 5;
+            m.headers.push(("via".to_owned(), Some(b"rust".to_vec())));
+            line
+        })
+        .unwrap()
+        .map_values(|v: String| v.to_uppercase())
+        .unwrap()
+        .to("out")
+        .unwrap();
+    driver.pipe_record("in", "a".to_owned(), "x".to_owned(), Some(10), &[("trace", Some(b"t1"))]).unwrap();
+    driver.pipe_record("in", "b".to_owned(), "y".to_owned(), Some(20), &[("skip", None)]).unwrap();
+    driver.pipe_record("in", "c".to_owned(), "z".to_owned(), Some(30), &[]).unwrap();
+    let out = driver.read_output::<String, String>("out").unwrap();
+    let got: Vec<(&str, &str, i64)> = out.iter().map(|r| (r.key.as_str(), r.value.as_str(), r.timestamp)).collect();
+    assert_eq!(got, [("a", "IN@0:0 X", 15), ("c", "IN@0:2 Z", 35)]);
+    assert_eq!(
+        out[0].headers,
+        [("trace".to_owned(), Some(b"t1".to_vec())), ("via".to_owned(), Some(b"rust".to_vec()))]
+    );
+    assert_eq!(out[1].headers, [("via".to_owned(), Some(b"rust".to_vec()))]);
+}

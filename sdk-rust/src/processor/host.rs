@@ -467,7 +467,7 @@ fn outcome(r: std::result::Result<ProcessorResult, String>) -> std::result::Resu
 }
 
 /// Each record's headers, from a bundle's header columns.
-fn read_headers(b: &pb::Bundle, n: usize) -> std::result::Result<Vec<Headers>, String> {
+pub(crate) fn read_headers(b: &pb::Bundle, n: usize) -> std::result::Result<Vec<Headers>, String> {
     let mut out = Vec::with_capacity(n);
     if !b.header_counts.is_empty() {
         let keys = column(&b.header_keys, &b.header_key_lengths)?;
