@@ -32,6 +32,9 @@ pub(crate) fn with_meta<R>(f: impl FnOnce(&mut RecordMetadata) -> R) -> R {
     })
 }
 
+/// An output, encoded: key (when the chain changes keys), value, metadata.
+type Encoded = (Option<Vec<u8>>, Option<Vec<u8>>, RecordMetadata);
+
 /// An element in flight with its metadata.
 struct Meta {
     elem: Elem,
@@ -127,7 +130,7 @@ pub(crate) fn run(b: &pb::Bundle, steps: &[(i32, &StepFn)]) -> pb::BundleResult 
             }
         }
         // Encode with the last step's output types; a record's outputs are all or nothing.
-        let mut encoded: Vec<(Option<Vec<u8>>, Option<Vec<u8>>, RecordMetadata)> = Vec::new();
+        let mut encoded: Vec<Encoded> = Vec::new();
         if failed.is_empty() {
             for m in &elems {
                 let k = if changes_keys {
