@@ -20,12 +20,10 @@
 //! passes is dropped and fails its record, naming the function.
 
 use std::any::Any;
-use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::pb;
@@ -158,78 +156,7 @@ pub(crate) enum Func {
     Processor(Arc<dyn crate::processor::Supplier>),
 }
 
-// Panics in user functions: caught, with the message and location the panic
-// hook saw, and not printed (the engine reports the failed record).
-
-thread_local! {
-    static IN_USER_FN: Cell<bool> = const { Cell::new(false) };
-    static PANIC_AT: RefCell<Option<String>> = const { RefCell::new(None) };
-}
-
-static HOOK: Once = Once::new();
-
-fn install_hook() {
-    HOOK.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if IN_USER_FN.with(|f| f.get()) {
-                PANIC_AT.with(|p| *p.borrow_mut() = info.location().map(|l| l.to_string()));
-            } else {
-                previous(info);
-            }
-        }));
-    });
-}
-
-/// Runs a user function, turning a panic into its message:
-/// `panicked at src/main.rs:10:5: <message>`.
-pub(crate) fn guarded<R>(f: impl FnOnce() -> R) -> Result<R, String> {
-    install_hook();
-    let was = IN_USER_FN.with(|c| c.replace(true));
-    let r = catch_unwind(AssertUnwindSafe(f));
-    IN_USER_FN.with(|c| c.set(was));
-    r.map_err(|payload| {
-        let msg = if let Some(s) = payload.downcast_ref::<&str>() {
-            (*s).to_owned()
-        } else if let Some(s) = payload.downcast_ref::<String>() {
-            s.clone()
-        } else {
-            "a panic with a non-text payload".to_owned()
-        };
-        match PANIC_AT.with(|p| p.borrow_mut().take()) {
-            Some(at) => format!("panicked at {at}: {msg}"),
-            None => format!("panicked: {msg}"),
-        }
-    })
-}
-
-/// Splits a column: record j is data[sum(lengths[..j])..][..lengths[j]], None for -1.
-pub(crate) fn column<'a>(data: &'a [u8], lengths: &[i32]) -> Result<Vec<Option<&'a [u8]>>, String> {
-    let mut out = Vec::with_capacity(lengths.len());
-    let mut pos = 0usize;
-    for &n in lengths {
-        if n < 0 {
-            if n != -1 {
-                return Err(format!("malformed bundle column: length {n}"));
-            }
-            out.push(None);
-            continue;
-        }
-        let end = pos + n as usize;
-        if end > data.len() {
-            return Err(format!("malformed bundle column: lengths account for more than its {} bytes", data.len()));
-        }
-        out.push(Some(&data[pos..end]));
-        pos = end;
-    }
-    if pos != data.len() {
-        return Err(format!(
-            "malformed bundle column: lengths account for {pos} bytes, the column holds {}",
-            data.len()
-        ));
-    }
-    Ok(out)
-}
+pub(crate) use crate::calls::{column, guarded};
 
 /// How long the futures of one bundle's async functions may take together:
 /// then those still pending are dropped and fail their records, naming the
@@ -263,7 +190,11 @@ impl Executor {
 
     pub(crate) fn process(&self, b: &pb::Bundle) -> pb::BundleResult {
         if crate::processor::host::is_processor_bundle(b) {
-            return self.processors.process(b, &self.functions, self.read.clone());
+            let supplier = b.steps.first().and_then(|s| match self.functions.get(&s.token) {
+                Some(Func::Processor(p)) => Some(p.clone()),
+                _ => None,
+            });
+            return self.processors.process(b, supplier, self.read.clone());
         }
         let is_fold = |s: &pb::Step| {
             s.operation == pb::Operation::Reduce as i32 || s.operation == pb::Operation::Aggregate as i32

@@ -27,6 +27,7 @@ mod app;
 mod asynchronous;
 mod branch;
 mod bundle;
+mod calls;
 mod client;
 mod dsl;
 mod engine;

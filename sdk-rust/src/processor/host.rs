@@ -26,11 +26,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{Headers, ProcessorResult, PunctuationType, RecordMetadata};
-use crate::bundle::{column, guarded, Func};
+use crate::calls::{column, guarded};
 use crate::errors::{Error, Result};
 use crate::pb;
 use crate::serdes::Serde;
-use crate::session::lock;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// A Read call to the engine, made while the bundle is held.
 pub(crate) type ReadFn = dyn Fn(pb::ReadRequest) -> Result<pb::ReadResponse> + Send + Sync;
@@ -504,10 +507,12 @@ impl Host {
     }
 
     /// Runs a processor bundle.
+    /// Runs a processor bundle; `supplier` is the processor its step's token
+    /// names (None: not a processor registered in this host).
     pub(crate) fn process(
         &self,
         b: &pb::Bundle,
-        functions: &HashMap<u32, Func>,
+        supplier: Option<Arc<dyn Supplier>>,
         read: Option<Arc<ReadFn>>,
     ) -> pb::BundleResult {
         let n = b.value_lengths.len();
@@ -529,9 +534,9 @@ impl Host {
             );
         }
         let step = &b.steps[0];
-        let supplier = match functions.get(&step.token) {
-            Some(Func::Processor(s)) => s.clone(),
-            _ => {
+        let supplier = match supplier {
+            Some(s) => s,
+            None => {
                 return fail_all(
                     result,
                     format!(
