@@ -66,7 +66,7 @@ pub use fold::Reducer;
 pub use join_stream::JoinWindows;
 pub use options::{Materialized, OffsetReset, Options};
 pub use print::{PrintText, Printed};
-pub use serdes::{avro, json_schema, to_bytes, Json, Serde, SerdeError, Value, Windowed};
+pub use serdes::{avro, json_schema, protobuf, to_bytes, Json, Serde, SerdeError, Value, Windowed};
 pub use session::{Handle, Kind};
 pub use store::{HostInfo, KeyQueryMetadata, KeyQueryResult, KeyValueStore, StreamsMetadata, WindowStore};
 pub use test_driver::{TestRecord, TopologyTestDriver};
