@@ -94,5 +94,42 @@ func protobufDescriptor(text string) (*descriptorpb.FileDescriptorProto, bool) {
 	if proto.Unmarshal(b, fdp) != nil || fdp.GetName() == "" {
 		return nil, false
 	}
+	fillJSONNames(fdp.GetMessageType())
 	return fdp, true
+}
+
+// fillJSONNames sets each field's json_name that is unset or empty to the
+// name protoc gives (the field name in lowerCamelCase): descriptors embedded
+// in protoc's Python code (what confluent-kafka registers) carry none, and
+// protocompile then takes every field's JSON name to be "", which conflict.
+func fillJSONNames(msgs []*descriptorpb.DescriptorProto) {
+	for _, m := range msgs {
+		for _, f := range m.GetField() {
+			if f.GetJsonName() == "" {
+				f.JsonName = proto.String(jsonName(f.GetName()))
+			}
+		}
+		fillJSONNames(m.GetNestedType())
+	}
+}
+
+// jsonName is protoc's JSON name of a field: its name without
+// underscores, each letter after one upper-cased.
+func jsonName(name string) string {
+	b := make([]byte, 0, len(name))
+	upper := false
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '_':
+			upper = true
+		case upper && 'a' <= c && c <= 'z':
+			b = append(b, c-'a'+'A')
+			upper = false
+		default:
+			b = append(b, c)
+			upper = false
+		}
+	}
+	return string(b)
 }

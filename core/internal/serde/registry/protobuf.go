@@ -1,8 +1,10 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -130,11 +132,17 @@ func decodeProtobuf(dst []byte, writer, reader protoreflect.FileDescriptor, payl
 	if err := proto.Unmarshal(pb, msg); err != nil {
 		return nil, fmt.Errorf("the value does not decode as message %s: %w", md.FullName(), err)
 	}
-	out, err := protoJSON.MarshalAppend(dst, msg)
+	js, err := protoJSON.Marshal(msg)
 	if err != nil {
 		return nil, fmt.Errorf("message %s has no JSON form: %w", md.FullName(), err)
 	}
-	return out, nil
+	// protojson puts a space after a separator at random, on purpose
+	// (its output is not stable); the records' JSON is, so compact it.
+	out := bytes.NewBuffer(dst)
+	if err := json.Compact(out, js); err != nil {
+		return nil, fmt.Errorf("message %s: protojson wrote invalid JSON: %w", md.FullName(), err)
+	}
+	return out.Bytes(), nil
 }
 
 // encodeProtobuf appends the message indexes of md and js, JSON of md
