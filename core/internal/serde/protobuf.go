@@ -11,7 +11,9 @@ import (
 	"github.com/bufbuild/protocompile"
 	"github.com/bufbuild/protocompile/reporter"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/descriptorpb"
 )
 
@@ -74,11 +76,39 @@ func CompileProtobuf(text string, imports map[string]string) (protoreflect.FileD
 		}
 		return nil, err
 	}
-	fd := files[0]
+	// protocompile's descriptors resolve features (field presence ...) on
+	// every call, which reflection over each record's fields makes often:
+	// google.golang.org/protobuf's own descriptors of the same files
+	// answer from what they computed once (decode ~2x faster).
+	fd, err := standardFile(files[0], new(protoregistry.Files))
+	if err != nil {
+		return nil, err
+	}
 	if fd.Messages().Len() == 0 {
 		return nil, errors.New("the schema defines no message")
 	}
 	return fd, nil
+}
+
+// standardFile is fd rebuilt by protodesc, its imports first, into files.
+func standardFile(fd protoreflect.FileDescriptor, files *protoregistry.Files) (protoreflect.FileDescriptor, error) {
+	if got, err := files.FindFileByPath(fd.Path()); err == nil {
+		return got, nil
+	}
+	imports := fd.Imports()
+	for i := 0; i < imports.Len(); i++ {
+		if _, err := standardFile(imports.Get(i).FileDescriptor, files); err != nil {
+			return nil, err
+		}
+	}
+	std, err := protodesc.NewFile(protodesc.ToFileDescriptorProto(fd), files)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", fd.Path(), err)
+	}
+	if err := files.RegisterFile(std); err != nil {
+		return nil, fmt.Errorf("%s: %w", fd.Path(), err)
+	}
+	return std, nil
 }
 
 // protobufDescriptor reads text as a base64 FileDescriptorProto.
