@@ -146,3 +146,24 @@ func TestProtobufErrorsNameSubjectIDAndRecord(t *testing.T) {
 		t.Fatalf("incompatible: %v", err)
 	}
 }
+
+// A sink's schema is compiled when the topology is built: one that does
+// not compile, or imports a file the serde cannot have (references come
+// only from the registry), is refused there, named.
+func TestProtobufSinkSchemaIsCheckedAtBuild(t *testing.T) {
+	b := streams.NewBuilder()
+	in, err := b.Stream([]string{"in"}, streams.ValueSerde(streams.JSON))
+	must(err)
+	importing := "syntax = \"proto3\";\nimport \"common/money.proto\";\nmessage Priced { common.Money total = 1; }\n"
+	if err := in.To("out", streams.ValueSerde(streams.ProtobufWith(importing))); err == nil ||
+		!strings.Contains(err.Error(), "does not compile as a .proto file") || !strings.Contains(err.Error(), "register a schema with references outside polystreams") {
+		t.Fatalf("a sink's schema with an import: %v", err)
+	}
+	if err := in.To("out", streams.ValueSerde(streams.ProtobufWith("message {"))); err == nil || !strings.Contains(err.Error(), "does not compile as a .proto file") {
+		t.Fatalf("a sink's schema that does not compile: %v", err)
+	}
+	if _, err := in.MapValues(func(v []byte) ([]byte, error) { return v, nil }, streams.ValueSerde(streams.Protobuf)); err == nil ||
+		!strings.Contains(err.Error(), `serde "protobuf" is a topic's format`) {
+		t.Fatalf("map_values with protobuf: %v", err)
+	}
+}
