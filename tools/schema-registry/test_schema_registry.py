@@ -352,7 +352,11 @@ def test_json_schema_both_ways(tmp_path: Path, registry: str) -> None:
 
 ORDER_PROTO = """syntax = "proto3";
 package shop;
-message Order { int64 id = 1; string item = 2; int32 quantity = 3; double price = 4; optional string note = 5; }
+message Order {
+  int64 id = 1; string item = 2; int32 quantity = 3; double price = 4; optional string note = 5;
+  message Line { string sku = 1; int32 count = 2; }
+}
+message Refund { int64 order_id = 1; double amount = 2; }
 """
 PRICED_PROTO = """syntax = "proto3";
 package shop;
@@ -480,3 +484,43 @@ def test_incompatible_protobuf_schema_is_refused_with_its_subject(tmp_path: Path
         assert isinstance(e, ProcessingError) and e.offset == 0, e
         assert "topic priced, subject priced-value: incompatible schema" in str(e), e
         assert "field 3 of shop.Priced changes kind from string to double" in str(e), e
+
+
+def test_protobuf_message_indexes_select_the_message(tmp_path: Path, registry: str, pb2: Any) -> None:
+    """confluent-kafka's ProtobufSerializer writes a second top-level
+    message (indexes [1]) and a nested one ([0, 0]) of order.proto; the
+    engine decodes each as the message its indexes name."""
+    order_pb2, _ = pb2
+    sr = SchemaRegistryClient({"url": registry})
+    with App("sr-" + uuid.uuid4().hex[:6], Config(state_dir=str(tmp_path / "s"), extra={"schema.registry.url": registry})) as app:
+        app.stream("events", key="string", value=protobuf()).to("events-json", value="json")
+        app.start()
+        assert app.brokers
+        conf = {"use.deprecated.format": False, "subject.name.strategy": lambda ctx, name: name}
+        for msg_type, value in [(order_pb2.Refund, order_pb2.Refund(order_id=7, amount=2.5)),
+                                (order_pb2.Order.Line, order_pb2.Order.Line(sku="pen-1", count=2))]:
+            p = SerializingProducer({"bootstrap.servers": app.brokers, "key.serializer": StringSerializer(),
+                                     "value.serializer": ProtobufSerializer(msg_type, sr, conf)})
+            p.produce("events", key=msg_type.DESCRIPTOR.name, value=value, partition=0)
+            assert p.flush(30) == 0
+        raw = Consumer({"bootstrap.servers": app.brokers, "group.id": "sr-idx", "auto.offset.reset": "earliest"})
+        raw.subscribe(["events"])
+        wire: list[bytes] = []
+        Runner(app)
+        c = Consumer({"bootstrap.servers": app.brokers, "group.id": "sr-idx-json", "auto.offset.reset": "earliest"})
+        c.subscribe(["events-json"])
+        got: list[Any] = []
+        deadline = time.monotonic() + WAIT
+        try:
+            while (len(got) < 2 or len(wire) < 2) and time.monotonic() < deadline:
+                for consumer, into in ((c, got), (raw, wire)):
+                    m = consumer.poll(0.2)
+                    if m is not None and not m.error():
+                        into.append(json.loads(m.value()) if consumer is c else m.value())
+        finally:
+            c.close()
+            raw.close()
+        # The indexes as confluent-kafka wrote them: [1] and [0, 0] (zigzag varints).
+        assert [w[5:7] if w[5] == 2 else w[5:8] for w in wire] == [b"\x02\x02", b"\x04\x00\x00"], wire
+        # (events-json's partitions need not keep the order of events/0.)
+        assert sorted(got, key=json.dumps) == [{"order_id": "7", "amount": 2.5}, {"sku": "pen-1", "count": 2}], got
