@@ -316,3 +316,36 @@ func must(t *testing.T, err error) {
 }
 
 func protoFullName(s string) protoreflect.FullName { return protoreflect.FullName(s) }
+
+// A sink's subject under the record strategies is its first message's full
+// name; with auto.register.schemas=false the schema is looked up, and one
+// not registered fails, named.
+func TestProtobufSubjectsAndLookup(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	ctx := context.Background()
+	for strategy, subject := range map[Strategy]string{RecordName: "shop.Order", TopicRecordName: "orders-shop.Order"} {
+		s, err := New(Config{URLs: []string{reg.URL()}, AutoRegister: true, ValueStrategy: strategy})
+		must(t, err)
+		if _, err := s.Encode(ctx, nil, serde.ProtobufWith(orderProto), "orders", false, []byte(`{"id":1}`)); err != nil {
+			t.Fatal(err)
+		}
+		if !reg.SubjectExists(subject) {
+			t.Errorf("%s: no subject %s", strategy, subject)
+		}
+	}
+	s, err := New(Config{URLs: []string{reg.URL()}, AutoRegister: false})
+	must(t, err)
+	_, err = s.Encode(ctx, nil, serde.ProtobufWith(orderProto), "orders", false, []byte(`{"id":1}`))
+	if err == nil || !strings.Contains(err.Error(), "subject orders-value: the sink's schema is not registered under the subject, and auto.register.schemas is false") {
+		t.Fatalf("lookup of an unregistered schema: %v", err)
+	}
+	id, _, err := reg.RegisterSchema("orders-value", sr.Schema{Schema: orderProto, Type: sr.TypeProtobuf})
+	must(t, err)
+	s, err = New(Config{URLs: []string{reg.URL()}, AutoRegister: false})
+	must(t, err)
+	wire, err := s.Encode(ctx, nil, serde.ProtobufWith(orderProto), "orders", false, []byte(`{"id":1}`))
+	if err != nil || int(binary.BigEndian.Uint32(wire[1:5])) != id {
+		t.Fatalf("lookup of a registered schema: %x, %v; want id %d", wire, err, id)
+	}
+}
