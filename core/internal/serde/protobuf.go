@@ -54,6 +54,7 @@ func CompileProtobuf(text string, imports map[string]string) (protoreflect.FileD
 			return protocompile.SearchResult{}, fs.ErrNotExist
 		}
 		if fdp, isFDP := protobufDescriptor(src); isFDP {
+			fdp.Name = proto.String(path) // a reference's import name is the file's name
 			return protocompile.SearchResult{Proto: fdp}, nil
 		}
 		return protocompile.SearchResult{Source: strings.NewReader(src)}, nil

@@ -349,3 +349,30 @@ func TestProtobufSubjectsAndLookup(t *testing.T) {
 		t.Fatalf("lookup of a registered schema: %x, %v; want id %d", wire, err, id)
 	}
 }
+
+// A reference registered as a base64 descriptor (as confluent-kafka's
+// Python serializer registers an import) resolves under its import name.
+func TestProtobufDescriptorReference(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	money, err := serde.CompileProtobuf("syntax = \"proto3\";\npackage common;\nmessage Money { string currency = 1; int64 units = 2; }\n", nil)
+	must(t, err)
+	b, _ := proto.Marshal(protodesc.ToFileDescriptorProto(money)) // named polystreams-schema.proto, not the import's name
+	if _, _, err := reg.RegisterSchema("money.proto", sr.Schema{Schema: base64.StdEncoding.EncodeToString(b), Type: sr.TypeProtobuf}); err != nil {
+		t.Fatal(err)
+	}
+	const priced = "syntax = \"proto3\";\npackage shop;\nimport \"money.proto\";\nmessage Priced { int64 id = 1; common.Money total = 2; }\n"
+	id, _, err := reg.RegisterSchema("priced-value", sr.Schema{Schema: priced, Type: sr.TypeProtobuf,
+		References: []sr.SchemaReference{{Name: "money.proto", Subject: "money.proto", Version: 1}}})
+	must(t, err)
+	s := newSerdes(t, reg)
+	const js = `{"id":"3","total":{"currency":"EUR","units":"12"}}`
+	wire, err := s.Encode(context.Background(), nil, serde.Protobuf, "priced", false, []byte(js))
+	if err != nil || int(binary.BigEndian.Uint32(wire[1:5])) != id {
+		t.Fatalf("encode: %x, %v", wire, err)
+	}
+	got, err := s.Decode(context.Background(), nil, serde.Protobuf, "priced", false, wire)
+	if err != nil || string(got) != js {
+		t.Fatalf("decoded %s, %v; want %s", got, err, js)
+	}
+}
