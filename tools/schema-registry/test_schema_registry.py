@@ -524,3 +524,57 @@ def test_protobuf_message_indexes_select_the_message(tmp_path: Path, registry: s
         assert [w[5:7] if w[5] == 2 else w[5:8] for w in wire] == [b"\x02\x02", b"\x04\x00\x00"], wire
         # (events-json's partitions need not keep the order of events/0.)
         assert sorted(got, key=json.dumps) == [{"order_id": "7", "amount": 2.5}, {"sku": "pen-1", "count": 2}], got
+
+
+MONEY_PROTO = """syntax = "proto3";
+package common;
+message Money { string currency = 1; int64 units = 2; }
+"""
+INVOICE_PROTO = """syntax = "proto3";
+package shop;
+import "common/money.proto";
+import "google/protobuf/timestamp.proto";
+message Invoice { int64 id = 1; common.Money total = 2; google.protobuf.Timestamp at = 3; }
+"""
+
+
+def test_protobuf_schema_references_from_confluent_kafka(tmp_path: Path, registry: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """invoice.proto imports common/money.proto and a standard file:
+    confluent-kafka's ProtobufSerializer registers money.proto as a
+    reference (skipping the standard one), and the engine fetches it by
+    subject and version to decode the invoices."""
+    gen = tmp_path / "pb2refs"
+    (gen / "common").mkdir(parents=True)
+    (gen / "common" / "money.proto").write_text(MONEY_PROTO, encoding="utf-8")
+    (gen / "invoice.proto").write_text(INVOICE_PROTO, encoding="utf-8")
+    subprocess.run(["protoc", f"--proto_path={gen}", f"--python_out={gen}", "common/money.proto", "invoice.proto"], check=True)
+    monkeypatch.syspath_prepend(str(gen))
+    sys.modules.pop("invoice_pb2", None)
+    invoice_pb2 = importlib.import_module("invoice_pb2")
+    sr = SchemaRegistryClient({"url": registry})
+    with App("sr-" + uuid.uuid4().hex[:6], Config(state_dir=str(tmp_path / "s"), extra={"schema.registry.url": registry})) as app:
+        app.stream("invoices", key="string", value=protobuf()).to("invoices-json", value="json")
+        app.start()
+        assert app.brokers
+        p = SerializingProducer({"bootstrap.servers": app.brokers, "key.serializer": StringSerializer(),
+                                 "value.serializer": ProtobufSerializer(invoice_pb2.Invoice, sr, {"use.deprecated.format": False})})
+        inv = invoice_pb2.Invoice(id=1)
+        inv.total.currency, inv.total.units = "EUR", 12
+        inv.at.FromJsonString("2024-01-02T03:04:05Z")
+        p.produce("invoices", key="i1", value=inv, partition=0)
+        assert p.flush(30) == 0
+        refs = sr.get_latest_version("invoices-value").schema.references
+        assert [(r.name, r.subject) for r in refs] == [("common/money.proto", "common/money.proto")], refs
+        Runner(app)
+        c = Consumer({"bootstrap.servers": app.brokers, "group.id": "sr-refs", "auto.offset.reset": "earliest"})
+        c.subscribe(["invoices-json"])
+        got = None
+        deadline = time.monotonic() + WAIT
+        try:
+            while got is None and time.monotonic() < deadline:
+                m = c.poll(0.5)
+                if m is not None and not m.error():
+                    got = json.loads(m.value())
+        finally:
+            c.close()
+        assert got == {"id": "1", "total": {"currency": "EUR", "units": "12"}, "at": "2024-01-02T03:04:05Z"}, got
