@@ -55,7 +55,7 @@ from polystreams.processor import (
     ValueAndTimestamp,
     with_metadata,
 )
-from polystreams.serde import SerdeName, TopicSerde, avro, json_schema
+from polystreams.serde import SerdeName, TopicSerde, avro, json_schema, protobuf
 from polystreams.store import HostInfo, KeyQueryMetadata, KeyQueryResult, KeyValueStore, StreamsMetadata, WindowStore
 from polystreams.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed
 
@@ -124,6 +124,7 @@ __all__ = [
     "ValueAndTimestamp",
     "avro",
     "json_schema",
+    "protobuf",
     "WindowStore",
     "Windowed",
     "with_metadata",
