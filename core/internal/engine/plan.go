@@ -139,10 +139,16 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 			useStore := func() {
 				if len(n.Stores) == 1 && t.Stores[n.Stores[0]] != nil {
 					s.store = t.Stores[n.Stores[0]]
-					p.stores = append(p.stores, s.store)
+					if !slices.Contains(p.stores, s.store) {
+						// A cogroup's aggregation nodes share theirs.
+						p.stores = append(p.stores, s.store)
+					}
 				}
 			}
 			switch {
+			case n.Op == topology.OpCogroupMerge:
+				// KTablePassThrough: its aggregation nodes' updates.
+				s.open = newPassOp
 			case n.Op == topology.OpProcess || n.Op == topology.OpProcessValues:
 				s.open = newProcessOp
 				if _, ok := n.Fn.Native.(topology.NewProcessorFunc); !ok {
