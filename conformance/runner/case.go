@@ -573,7 +573,7 @@ const (
 	// branch).
 	kindBranches kind = "split"
 	// A GlobalKTable: only a join takes it (by label).
-	kindGlobalTable kind = "global table"	// A CogroupedKStream and its windowed forms
+	kindGlobalTable kind = "global table" // A CogroupedKStream and its windowed forms
 	// (TimeWindowedCogroupedKStream, SessionWindowedCogroupedKStream):
 	// aggregate (without fn) makes their table.
 	kindCogrouped                kind = "cogrouped stream"
