@@ -28,6 +28,7 @@ mod asynchronous;
 mod branch;
 mod bundle;
 mod client;
+mod cogroup;
 mod dsl;
 mod engine;
 mod errors;
@@ -59,6 +60,7 @@ pub use app::{
 };
 pub use branch::{BranchedKStream, Repartitioned};
 pub use bundle::ASYNC_TIMEOUT;
+pub use cogroup::{CogroupedKStream, SessionWindowedCogroupedKStream, TimeWindowedCogroupedKStream};
 pub use dsl::{GlobalKTable, Joiner, KGroupedStream, KGroupedTable, KStream, KTable};
 pub use engine::find_engine;
 pub use errors::{Error, Result};
