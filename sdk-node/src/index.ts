@@ -21,7 +21,19 @@ export type { Headers, PipeOptions, TestDriverOptions, TestRecord } from "./test
 export type { AppOptions, BrokerOutage, CloseOptions, HostHealth, RestoreListener, RestoreProgress, RunOptions, State, StateListener, StreamOptions } from "./app.js";
 export type { Config, OffsetReset, ProcessingGuarantee, ProductionExceptionHandler } from "./config.js";
 export type { DescribeFormat, Metrics, NodeMetrics, PartitionLag, TaskMetrics } from "./metrics.js";
-export { BranchedKStream, GlobalKTable, KGroupedStream, KGroupedTable, KStream, KTable, SessionWindowedKStream, TimeWindowedKStream } from "./dsl.js";
+export {
+  BranchedKStream,
+  CogroupedKStream,
+  GlobalKTable,
+  KGroupedStream,
+  KGroupedTable,
+  KStream,
+  KTable,
+  SessionWindowedCogroupedKStream,
+  SessionWindowedKStream,
+  TimeWindowedCogroupedKStream,
+  TimeWindowedKStream,
+} from "./dsl.js";
 export type {
   AggregationOptions,
   BuiltinJoiner,

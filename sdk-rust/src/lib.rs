@@ -29,6 +29,7 @@ mod branch;
 mod bundle;
 mod calls;
 mod client;
+mod cogroup;
 mod dsl;
 mod engine;
 mod errors;
@@ -62,6 +63,7 @@ pub use app::{
 };
 pub use branch::{BranchedKStream, Repartitioned};
 pub use bundle::ASYNC_TIMEOUT;
+pub use cogroup::{CogroupedKStream, SessionWindowedCogroupedKStream, TimeWindowedCogroupedKStream};
 pub use dsl::{GlobalKTable, Joiner, KGroupedStream, KGroupedTable, KStream, KTable};
 pub use engine::find_engine;
 pub use errors::{Error, Result};

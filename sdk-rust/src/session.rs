@@ -27,6 +27,12 @@ pub enum Kind {
     SessionWindowedStream,
     /// A GlobalKTable.
     GlobalTable,
+    /// A CogroupedKStream.
+    CogroupedStream,
+    /// A TimeWindowedCogroupedKStream.
+    WindowedCogroupedStream,
+    /// A SessionWindowedCogroupedKStream.
+    SessionWindowedCogroupedStream,
 }
 
 /// The engine's answer to a builder call: an opaque id, the kind of thing it
@@ -53,6 +59,9 @@ impl Handle {
             Some(pb::Kind::WindowedStream) => Kind::WindowedStream,
             Some(pb::Kind::SessionWindowedStream) => Kind::SessionWindowedStream,
             Some(pb::Kind::GlobalTable) => Kind::GlobalTable,
+            Some(pb::Kind::CogroupedStream) => Kind::CogroupedStream,
+            Some(pb::Kind::WindowedCogroupedStream) => Kind::WindowedCogroupedStream,
+            Some(pb::Kind::SessionWindowedCogroupedStream) => Kind::SessionWindowedCogroupedStream,
             _ => {
                 return Err(Error::internal(format!(
                     "handle {} has kind {}, which this SDK does not know",

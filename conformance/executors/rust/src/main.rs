@@ -29,9 +29,10 @@ use polystreams::processor::{
     ProcessorContext, ProcessorResult, PunctuationType, Record, StoreBuilder, Stores,
 };
 use polystreams::{
-    App, Config, EmitStrategy, Error, GlobalKTable, JoinWindows, Joiner, KGroupedStream, KGroupedTable, KStream,
-    KTable, Materialized, Options, Printed, Reducer, Repartitioned, SessionWindowedKStream, SessionWindows,
-    SlidingWindows, TimeWindowedKStream, TimeWindows, Value, Windowed,
+    App, CogroupedKStream, Config, EmitStrategy, Error, GlobalKTable, JoinWindows, Joiner, KGroupedStream,
+    KGroupedTable, KStream, KTable, Materialized, Options, Printed, Reducer, Repartitioned,
+    SessionWindowedCogroupedKStream, SessionWindowedKStream, SessionWindows, SlidingWindows,
+    TimeWindowedCogroupedKStream, TimeWindowedKStream, TimeWindows, Value, Windowed,
 };
 use serde_json::{json, Map, Value as J};
 
@@ -503,6 +504,9 @@ enum Node {
     SessionWindowed(SessionWindowedKStream<Value, Value>),
     WindowedTable(WindowedTable),
     Global(GlobalKTable<Value, Value>),
+    Cogrouped(CogroupedKStream<Value, Value>),
+    TimeWindowedCogrouped(TimeWindowedCogroupedKStream<Value, Value>),
+    SessionWindowedCogrouped(SessionWindowedCogroupedKStream<Value, Value>),
 }
 
 /// A windowed aggregation's table, as the SDK types it: count's values are
@@ -763,6 +767,42 @@ fn windowed_by(g: &KGroupedStream<Value, Value>, w: &Map<String, J>) -> Result<N
                 None => SessionWindows::of_inactivity_gap_with_no_grace(gap),
                 Some(gr) => SessionWindows::of_inactivity_gap_and_grace(gap, gr),
             })?)
+        }
+        other => return Err(format!("windowed_by: {other:?} is not a window type").into()),
+    })
+}
+
+/// windowed_by on a cogroup: the windows as windowed_by (above) makes them.
+fn cogroup_windowed_by(c: &CogroupedKStream<Value, Value>, w: &Map<String, J>) -> Result<Node, BuildError> {
+    let grace = match w.get("grace_ms") {
+        Some(_) => Some(millis(w, "grace_ms")?),
+        None => None,
+    };
+    Ok(match w.get("type").and_then(J::as_str).unwrap_or("") {
+        "time" => {
+            let size = millis(w, "size_ms")?;
+            let mut t = match grace {
+                None => TimeWindows::of_size_with_no_grace(size),
+                Some(g) => TimeWindows::of_size_and_grace(size, g),
+            };
+            if w.contains_key("advance_ms") {
+                t = t.advance_by(millis(w, "advance_ms")?);
+            }
+            Node::TimeWindowedCogrouped(c.clone().windowed_by(t))
+        }
+        "sliding" => {
+            let d = millis(w, "time_difference_ms")?;
+            Node::TimeWindowedCogrouped(c.clone().windowed_by(match grace {
+                None => SlidingWindows::of_time_difference_with_no_grace(d),
+                Some(gr) => SlidingWindows::of_time_difference_and_grace(d, gr),
+            }))
+        }
+        "session" => {
+            let gap = millis(w, "inactivity_gap_ms")?;
+            Node::SessionWindowedCogrouped(c.clone().windowed_by(match grace {
+                None => SessionWindows::of_inactivity_gap_with_no_grace(gap),
+                Some(gr) => SessionWindows::of_inactivity_gap_and_grace(gap, gr),
+            }))
         }
         other => return Err(format!("windowed_by: {other:?} is not a window type").into()),
     })
@@ -1179,6 +1219,45 @@ fn apply(
             }
             _ => return Err(format!("executor: {op} cannot apply to a stream").into()),
         },
+        Some(Node::Grouped(g)) if op == "cogroup" => {
+            let a = aggregator(&f)?;
+            Node::Cogrouped(g.cogroup(move |k, v, agg| ok(a(k, v, agg))))
+        }
+        Some(Node::Cogrouped(c)) => match op {
+            "cogroup" => {
+                let Some(Node::Grouped(g)) = label(step.get("other").and_then(J::as_str).unwrap_or("")) else {
+                    return Err("executor: cogroup's other is not a grouped stream".to_owned().into());
+                };
+                let a = aggregator(&f)?;
+                Node::Cogrouped(c.clone().cogroup(g, move |k, v, agg| ok(a(k, v, agg))))
+            }
+            "windowed_by" => cogroup_windowed_by(c, step.get("windows").and_then(J::as_object).unwrap_or(&Map::new()))?,
+            "aggregate" => {
+                let init = initializer(&fn_of(step, "init"))?;
+                Node::Table(c.clone().aggregate_with(move || init(), options(step, false, true))?)
+            }
+            _ => return Err(format!("executor: {op} cannot apply to a cogrouped stream").into()),
+        },
+        Some(Node::TimeWindowedCogrouped(c)) if op == "aggregate" => {
+            let init = initializer(&fn_of(step, "init"))?;
+            Node::WindowedTable(WindowedTable::Values(
+                c.clone().aggregate_with(move || init(), options(step, false, true))?,
+            ))
+        }
+        Some(Node::SessionWindowedCogrouped(c)) if op == "aggregate" => {
+            // The merger is a required argument in Rust (as for a
+            // session-windowed stream's aggregate).
+            let Some(m) = step.get("merger").map(fn_ref) else {
+                return Err(BuildError::Executor("aggregate: a session-windowed cogroup's aggregate needs a merger; none was given, so no call is made".to_owned()));
+            };
+            let init = initializer(&fn_of(step, "init"))?;
+            let merge = merger(&m)?;
+            Node::WindowedTable(WindowedTable::Values(c.clone().aggregate_with(
+                move || init(),
+                move |k, a1, a2| ok(merge(k, a1, a2)),
+                options(step, false, true),
+            )?))
+        }
         Some(Node::Grouped(g)) => {
             if op == "windowed_by" {
                 return Ok(Some(windowed_by(g, step.get("windows").and_then(J::as_object).unwrap_or(&Map::new()))?));
@@ -1330,6 +1409,9 @@ fn apply(
             }
         }
         Some(Node::Global(_)) => return Err(format!("executor: {op} does not apply to a global table").into()),
+        Some(Node::TimeWindowedCogrouped(_) | Node::SessionWindowedCogrouped(_)) => {
+            return Err(format!("executor: {op} does not apply to a windowed cogrouped stream").into())
+        }
         None => return Err(format!("executor: {op} has no input").into()),
     }))
 }
