@@ -255,7 +255,10 @@ impl Topology {
 
 use crate::bundle::metadata::with_meta;
 use crate::bundle::StepFn;
-use crate::dsl::{action_step, flat_map_values_step, key_step, map_step, map_values_step, predicate_step};
+use crate::dsl::{
+    action_step, flat_map_step, flat_map_values_step, key_step, map_step, map_values_step, map_values_with_key_step,
+    predicate_step,
+};
 use crate::processor::RecordMetadata;
 
 /// A stream whose next operator's function also gets each record's
@@ -321,6 +324,43 @@ impl<K: Serde, V: Serde> MetadataStream<K, V> {
                 name: o.name_or_empty(),
                 materialized: None,
                 with_key: false,
+            })
+        })
+    }
+
+    /// `KStream.mapValues(ValueMapperWithKey)` with metadata.
+    pub fn map_values_with_key<V2: Serde, F>(&self, f: F) -> Result<KStream<K, V2>>
+    where
+        F: Fn(&K, V, &mut RecordMetadata) -> V2 + Send + Sync + 'static,
+    {
+        let step = map_values_with_key_step::<K, V, V2>(move |k, v| with_meta(|m| f(k, v, m)));
+        self.build("map_values_with_key", fn_name::<F>("map_values_with_key"), step, |input, token| {
+            Op::MapValues(pb::MapValuesOp {
+                input,
+                token,
+                value_serde: V2::NAME.to_owned(),
+                name: String::new(),
+                materialized: None,
+                with_key: true,
+            })
+        })
+    }
+
+    /// `KStream.flatMap` with metadata (the outputs share it).
+    pub fn flat_map<K2: Serde, V2: Serde, I, F>(&self, f: F) -> Result<KStream<K2, V2>>
+    where
+        I: IntoIterator<Item = (K2, V2)>,
+        F: Fn(&K, V, &mut RecordMetadata) -> I + Send + Sync + 'static,
+    {
+        let step =
+            flat_map_step::<K, V, K2, V2, Vec<(K2, V2)>>(move |k, v| with_meta(|m| f(k, v, m).into_iter().collect()));
+        self.build("flat_map", fn_name::<F>("flat_map"), step, |input, token| {
+            Op::FlatMap(pb::FlatMapOp {
+                input,
+                token,
+                key_serde: K2::NAME.to_owned(),
+                value_serde: V2::NAME.to_owned(),
+                name: String::new(),
             })
         })
     }

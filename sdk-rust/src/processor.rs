@@ -48,6 +48,8 @@ use crate::serdes::Serde;
 
 pub(crate) mod host;
 mod stores;
+#[cfg(test)]
+mod tests;
 
 use host::{with_run, Core};
 pub use stores::{KeyValueStore, StateStore, TimestampedKeyValueStore, ValueAndTimestamp, WindowStore};

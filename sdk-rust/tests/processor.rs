@@ -292,3 +292,30 @@ fn with_metadata_functions_read_topic_offset_headers_and_set_timestamp_and_heade
     );
     assert_eq!(out[1].headers, [("via".to_owned(), Some(b"rust".to_vec()))]);
 }
+
+#[test]
+fn with_metadata_flat_map_outputs_share_the_metadata_their_call_set() {
+    let driver = TopologyTestDriver::new("proc-metadata-flat").unwrap();
+    driver
+        .stream::<String, String>("in")
+        .unwrap()
+        .with_metadata()
+        .flat_map(|k: &String, v: String, m| {
+            m.timestamp = 100 + m.offset;
+            v.split(' ').map(|w| (format!("{k}-{w}"), w.to_owned())).collect::<Vec<_>>()
+        })
+        .unwrap()
+        .with_metadata()
+        .map_values_with_key(|k: &String, v: String, m| format!("{k}={v}@{}", m.timestamp))
+        .unwrap()
+        .to("out")
+        .unwrap();
+    driver.pipe_record("in", "a".to_owned(), "x y".to_owned(), Some(1), &[]).unwrap();
+    let out: Vec<(String, String, i64)> = driver
+        .read_output::<String, String>("out")
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.key, r.value, r.timestamp))
+        .collect();
+    assert_eq!(out, [("a-x".into(), "a-x=x@100".into(), 100), ("a-y".into(), "a-y=y@100".into(), 100)]);
+}
