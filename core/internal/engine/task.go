@@ -189,39 +189,15 @@ func (t *task) run(ctx context.Context) {
 	flush := func(reply chan error) bool {
 		err := t.flushNow(ctx)
 		t.publishMemory()
-		reply <- err
-		if err != nil {
-			t.app.workDropped.Store(true)
-			if ctx.Err() == nil {
-				t.app.fail(err)
-			}
-			return false
-		}
-		return true
+		return t.answer(ctx, reply, err)
 	}
 	sync := func(reply chan error) bool {
-		err := t.sync()
-		reply <- err
-		if err != nil {
-			t.app.workDropped.Store(true)
-			t.app.fail(err)
-			return false
-		}
-		return true
+		// Not ctx: a sync (Pebble writes, no crossing, no wait) never
+		// fails because the task is stopping.
+		return t.answer(context.Background(), reply, t.sync())
 	}
 	punctuate := func(reply chan error) bool {
-		err := t.punctuateWallClock(ctx)
-		if reply != nil {
-			reply <- err
-		}
-		if err != nil {
-			t.app.workDropped.Store(true)
-			if ctx.Err() == nil {
-				t.app.fail(err)
-			}
-			return false
-		}
-		return true
+		return t.answer(ctx, reply, t.punctuateWallClock(ctx))
 	}
 	wall := time.NewTimer(time.Hour)
 	wall.Stop()
@@ -523,6 +499,24 @@ func (t *task) finish() error {
 		t.app.produce(r)
 	}
 	return nil
+}
+
+// answer sends err, the outcome of a request to the task (a flush, a
+// sync, a punctuation), to reply (when not nil), and reports whether the
+// task goes on: on an error it drops the task's work and fails the
+// application, unless ctx is done (stopping, not failing).
+func (t *task) answer(ctx context.Context, reply chan error, err error) bool {
+	if reply != nil {
+		reply <- err
+	}
+	if err == nil {
+		return true
+	}
+	t.app.workDropped.Store(true)
+	if ctx.Err() == nil {
+		t.app.fail(err)
+	}
+	return false
 }
 
 // sync writes the changes that held stores hold (storeTx.unlogged) to
