@@ -253,16 +253,9 @@ const reasonsFile = "known-failures/reasons.json"
 // its text, for a reason that several entries give (in one file or in
 // several). No file: no shared reasons.
 func loadReasons(file string) (map[string]string, error) {
-	data, err := os.ReadFile(file)
-	if errors.Is(err, os.ErrNotExist) {
-		return map[string]string{}, nil
-	}
+	r, err := readReasons(file, "reason name")
 	if err != nil {
 		return nil, err
-	}
-	var r map[string]string
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%s: want an object of reason name -> reason: %w", file, err)
 	}
 	for name, reason := range r {
 		if strings.TrimSpace(reason) == "" {
@@ -272,10 +265,9 @@ func loadReasons(file string) (map[string]string, error) {
 	return r, nil
 }
 
-// loadKnown reads a language's known failures: case name -> reason. Every
-// entry must name a case and give a reason: its text, or "@name", the
-// shared reason name of reasons (loadReasons), which it returns in full.
-func loadKnown(file string, cases []*Case, reasons map[string]string) (map[string]string, error) {
+// readReasons reads file, a JSON object of what (a case name, a reason
+// name) -> reason. No file: an empty map.
+func readReasons(file, what string) (map[string]string, error) {
 	data, err := os.ReadFile(file)
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string]string{}, nil
@@ -283,9 +275,20 @@ func loadKnown(file string, cases []*Case, reasons map[string]string) (map[strin
 	if err != nil {
 		return nil, err
 	}
-	var k map[string]string
-	if err := json.Unmarshal(data, &k); err != nil {
-		return nil, fmt.Errorf("%s: want an object of case name -> reason: %w", file, err)
+	var r map[string]string
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: want an object of %s -> reason: %w", file, what, err)
+	}
+	return r, nil
+}
+
+// loadKnown reads a language's known failures: case name -> reason. Every
+// entry must name a case and give a reason: its text, or "@name", the
+// shared reason name of reasons (loadReasons), which it returns in full.
+func loadKnown(file string, cases []*Case, reasons map[string]string) (map[string]string, error) {
+	k, err := readReasons(file, "case name")
+	if err != nil {
+		return nil, err
 	}
 	names := map[string]bool{}
 	for _, c := range cases {
