@@ -170,7 +170,7 @@ func (t *task) run(ctx context.Context) {
 		tx.lastOffset.Store(-1)
 		if err := t.app.restore(ctx, tx); err != nil {
 			if ctx.Err() == nil { // else: stopping, not failing
-				t.app.fail(fmt.Errorf("runtime: task %s: %w", t.id, err))
+				t.app.fail(fmt.Errorf("engine: task %s: %w", t.id, err))
 			}
 			return
 		}
@@ -361,7 +361,7 @@ func (t *task) pushBatch(ctx context.Context, batch []*kgo.Record) error {
 	for i, r := range batch {
 		s := t.plan.sources[r.Topic]
 		if s == nil {
-			return fmt.Errorf("runtime: task %s got a record of topic %q, which it does not read", t.id, r.Topic)
+			return fmt.Errorf("engine: task %s got a record of topic %q, which it does not read", t.id, r.Topic)
 		}
 		srcs[i] = s
 		recs[i] = rec{key: r.Key, value: r.Value, ts: r.Timestamp.UnixMilli(), in: r}
@@ -479,7 +479,7 @@ func (t *task) finish() error {
 			t.out = append(t.out, tx.changelogRecord(t.id.partition, w))
 		}
 		if err := tx.part.Apply(ws); err != nil {
-			return fmt.Errorf("runtime: task %s: %w", t.id, err)
+			return fmt.Errorf("engine: task %s: %w", t.id, err)
 		}
 	}
 	if t.cacheBytes == 0 && t.unloggedBytes > 0 {
@@ -530,7 +530,7 @@ func (t *task) sync() error {
 			continue
 		}
 		if err := tx.part.Apply(writes(tx.txn)); err != nil {
-			return fmt.Errorf("runtime: task %s: %w", t.id, err)
+			return fmt.Errorf("engine: task %s: %w", t.id, err)
 		}
 		clear(tx.txn)
 	}
@@ -604,7 +604,7 @@ func (t *task) settleTxn(committed bool) {
 				err = tx.part.SetCheckpoint(last + 1)
 			}
 			if err != nil {
-				t.app.fail(fmt.Errorf("runtime: task %s: applying a committed transaction: %w", t.id, err))
+				t.app.fail(fmt.Errorf("engine: task %s: applying a committed transaction: %w", t.id, err))
 			}
 		}
 		clear(tx.txn)
