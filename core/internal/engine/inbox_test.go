@@ -78,6 +78,7 @@ func newOrderTask(tb testing.TB, topo *topology.Topology, host Host, kv map[stri
 	tb.Cleanup(a.cl.Close)
 	t := newTask(a, taskID{0, 0}, a.plans[0])
 	openStores(t, a.db)
+	t.restored.Store(true)
 	return t
 }
 

@@ -58,6 +58,7 @@ func newHarness(tb testing.TB, b *topology.Builder, kv map[string]string) *joinH
 	a := unstartedApp(tb, "tt", kv, topo, nil, nil)
 	t := newTask(a, taskID{0, 0}, a.plans[0])
 	openStores(t, a.db)
+	t.restored.Store(true)
 	return &joinHarness{t: t}
 }
 

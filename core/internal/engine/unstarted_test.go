@@ -33,10 +33,9 @@ func unstartedApp(tb testing.TB, appID string, kv map[string]string, topo *topol
 }
 
 // openStores gives task t its plan's stores, on partition 0 of db and
-// without changelogs, and marks it restored.
+// without changelogs.
 func openStores(t *task, db *state.DB) {
 	for _, st := range t.plan.stores {
 		t.stores[st.Name] = &storeTx{store: st, part: db.Partition(st.Name, 0), dirty: map[string]row{}, txn: map[string]row{}, keys: codecFor(st)}
 	}
-	t.restored.Store(true)
 }

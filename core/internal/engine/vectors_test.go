@@ -344,6 +344,7 @@ func vecRun(tb testing.TB, topo *topology.Topology, host Host, kv map[string]str
 		}
 		t := newTask(a, taskID{p.id, 0}, p)
 		openStores(t, a.db)
+		t.restored.Store(true)
 		tasks[p.id] = t
 		return t
 	}
