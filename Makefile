@@ -96,16 +96,17 @@ test-python: build
 
 # Schema Registry serdes end to end (docs/design/schema-registry.md): the
 # engine, a registry process (tools/schema-registry, built into bin/) and
-# confluent-kafka's Avro and JSON Schema serializers from PyPI, installed
+# confluent-kafka's Avro, JSON Schema and Protobuf serializers from PyPI
+# (the Protobuf test generates its _pb2 module with protoc), installed
 # into .cache/schema-registry/venv (beside the system's packages, which
 # the SDK uses). The Go side's tests run in test-go.
 SR_VENV := .cache/schema-registry/venv
-$(SR_VENV)/.installed-avro-json:
+$(SR_VENV)/.installed-avro-json-protobuf:
 	rm -rf $(SR_VENV) && /usr/bin/python3 -m venv --system-site-packages $(SR_VENV)
-	$(SR_VENV)/bin/pip install -q 'confluent-kafka[avro,json]==2.16.1'
+	$(SR_VENV)/bin/pip install -q 'confluent-kafka[avro,json,protobuf]==2.16.1'
 	touch $@
 
-test-schema-registry: build $(SR_VENV)/.installed-avro-json
+test-schema-registry: build $(SR_VENV)/.installed-avro-json-protobuf
 	go build -o bin/schema-registry ./tools/schema-registry
 	PYTHONPATH=sdk-python/src $(SR_VENV)/bin/python -m pytest -q -p no:cacheprovider tools/schema-registry/test_schema_registry.py
 

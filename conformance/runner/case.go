@@ -445,10 +445,27 @@ func (c *Case) rules() []violation {
 		if s.Subtractor != nil && in != kindGroupedTable {
 			add(p+".subtractor", "a subtractor is for a grouped table's %s, but the step applies to a %s", s.Op, in)
 		}
-		if s.Merger != nil && in != kindSessionWindowed {
+		if s.Op == "cogroup" {
+			switch {
+			case in == kindGroupedStream && s.Other != "":
+				add(p+".other", "cogroup on a grouped stream starts a cogroup; add other grouped streams with a cogroup step on its result")
+			case in == kindGroupedStream:
+			case in == kindCogrouped && s.Other == "":
+				add(p+".other", "cogroup on a cogrouped stream adds the grouped stream other labels: give one")
+			case in == kindCogrouped:
+				ref("other", s.Other, kindGroupedStream)
+			default:
+				add(p+".op", "cogroup applies to a grouped stream or a cogrouped stream, not a %s", in)
+			}
+		}
+		cogrouped := in == kindCogrouped || in == kindWindowedCogrouped || in == kindSessionWindowedCogrouped
+		if s.Op == "aggregate" && (s.Fn == nil) != cogrouped {
+			add(p+".fn", "aggregate of a cogrouped stream takes no fn (its cogroup steps gave the aggregators), and every other aggregate needs one")
+		}
+		if s.Merger != nil && in != kindSessionWindowed && in != kindSessionWindowedCogrouped {
 			add(p+".merger", "a merger is for a session-windowed stream's aggregate, but the step applies to a %s", in)
 		}
-		if s.Op == "windowed_by" && in != kindGroupedStream {
+		if s.Op == "windowed_by" && in != kindGroupedStream && in != kindCogrouped {
 			add(p+".op", "windowed_by applies to a grouped stream, not a %s", in)
 		}
 		if s.Op == "emit_strategy" && in != kindWindowed && in != kindSessionWindowed {
@@ -556,7 +573,12 @@ const (
 	// branch).
 	kindBranches kind = "split"
 	// A GlobalKTable: only a join takes it (by label).
-	kindGlobalTable kind = "global table"
+	kindGlobalTable kind = "global table" // A CogroupedKStream and its windowed forms
+	// (TimeWindowedCogroupedKStream, SessionWindowedCogroupedKStream):
+	// aggregate (without fn) makes their table.
+	kindCogrouped                kind = "cogrouped stream"
+	kindWindowedCogrouped        kind = "time-windowed cogrouped stream"
+	kindSessionWindowedCogrouped kind = "session-windowed cogrouped stream"
 )
 
 // kinds returns the kind of each step's result, as the DSL types them, so
@@ -581,6 +603,14 @@ func (c *Case) kinds() []kind {
 			if s.Windows != nil && s.Windows.Type == "session" {
 				out[i] = kindSessionWindowed
 			}
+			if in == kindCogrouped {
+				out[i] = kindWindowedCogrouped
+				if s.Windows != nil && s.Windows.Type == "session" {
+					out[i] = kindSessionWindowedCogrouped
+				}
+			}
+		case "cogroup":
+			out[i] = kindCogrouped
 		case "map_values", "filter", "filter_not", "emit_strategy":
 			out[i] = in
 		case "group_by":

@@ -49,7 +49,7 @@ func (r role) String() string {
 var stepRoles = map[string]struct{ fn role }{
 	"map_values": {roleMapper}, "flat_map_values": {roleFlat}, "filter": {rolePredicate}, "filter_not": {rolePredicate},
 	"select_key": {roleKey}, "group_by": {roleKey}, "map": {roleMap}, "peek": {roleAction}, "foreach": {roleAction},
-	"reduce": {roleReducer}, "aggregate": {roleAggregator}, "join": {roleJoiner}, "left_join": {roleJoiner}, "outer_join": {roleJoiner},
+	"reduce": {roleReducer}, "aggregate": {roleAggregator}, "cogroup": {roleAggregator}, "join": {roleJoiner}, "left_join": {roleJoiner}, "outer_join": {roleJoiner},
 	"foreign_key_join": {roleJoiner}, "left_foreign_key_join": {roleJoiner},
 	"map_values_with_key": {roleMapperWithKey}, "flat_map_values_with_key": {roleFlatWithKey}, "flat_map": {roleFlatMap},
 	"to_stream": {roleKey}, // KTable.toStream(KeyValueMapper): the fn is optional

@@ -416,6 +416,8 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 			aggSerde = st.Materialized.Value
 		}
 		switch st.Op {
+		case "cogroup":
+			return &goCogroup{parts: []goCogroupPart{{in, f, arg}}}, nil
 		case "windowed_by":
 			return in.WindowedBy(goWindows(st.Windows))
 		case "count":
@@ -457,6 +459,16 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 				return in.AggregateSessions(initFn(init, st.Init.Arg, aggSerde), agg, mergerFn(m, st.Merger.Arg, in.KeySerde(), aggSerde), opts(st, false, false)...)
 			}
 			return in.Aggregate(initFn(init, st.Init.Arg, aggSerde), agg, opts(st, false, false)...)
+		}
+	case *goCogroup:
+		switch st.Op {
+		case "cogroup":
+			parts := append(slices.Clone(in.parts), goCogroupPart{labels[st.Other].(*streams.GroupedStream), f, arg})
+			return &goCogroup{parts: parts}, nil
+		case "windowed_by":
+			return &goCogroup{parts: in.parts, windows: st.Windows}, nil
+		case "aggregate":
+			return in.aggregate(st)
 		}
 	case *streams.Table:
 		ks, vs := in.KeySerde(), in.ValueSerde()
@@ -835,4 +847,51 @@ func joiner(st Step, fn streams.ValueJoinerFunc) streams.ValueJoinerFunc {
 		return streams.OtherJoiner
 	}
 	return fn
+}
+
+// goCogroup is a cogrouped stream of a case: its grouped streams and their
+// aggregators, and its windows. The cogroup's calls are made at aggregate,
+// when the aggregate's serde (which the aggregators encode) is known; a
+// cogroup takes no name number, so the order is Kafka Streams'.
+type goCogroup struct {
+	parts   []goCogroupPart
+	windows *Windows
+}
+
+type goCogroupPart struct {
+	g   *streams.GroupedStream
+	f   fnImpl
+	arg any
+}
+
+func (c *goCogroup) aggregate(st Step) (any, error) {
+	aggSerde := c.parts[0].g.ValueSerde()
+	if st.Materialized != nil && st.Materialized.Value != "" {
+		aggSerde = st.Materialized.Value
+	}
+	agg := func(p goCogroupPart) streams.AggregatorFunc {
+		return aggFn(p.f, p.arg, p.g.KeySerde(), p.g.ValueSerde(), aggSerde)
+	}
+	cg, err := c.parts[0].g.Cogroup(agg(c.parts[0]))
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range c.parts[1:] {
+		if cg, err = cg.Cogroup(p.g, agg(p)); err != nil {
+			return nil, err
+		}
+	}
+	init := initFn(catalogue[st.Init.Name], st.Init.Arg, aggSerde)
+	if c.windows == nil {
+		return cg.Aggregate(init, opts(st, false, false)...)
+	}
+	w, err := cg.WindowedBy(goWindows(c.windows))
+	if err != nil {
+		return nil, err
+	}
+	if st.Merger != nil {
+		m := mergerFn(catalogue[st.Merger.Name], st.Merger.Arg, c.parts[0].g.KeySerde(), aggSerde)
+		return w.AggregateSessions(init, m, opts(st, false, false)...)
+	}
+	return w.Aggregate(init, opts(st, false, false)...)
 }

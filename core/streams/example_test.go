@@ -134,7 +134,7 @@ func ExampleStream_MapValues_refused() {
 	_, err = s.Filter(func(_, _ []byte) (bool, error) { return true, nil }, streams.ValueSerde("string"))
 	fmt.Println(err)
 	// Output:
-	// topology: map_values (value serde): serde "xml" is not known (known: bytes, string, json, long, integer, double, avro, json-schema)
+	// topology: map_values (value serde): serde "xml" is not known (known: bytes, string, json, long, integer, double, avro, json-schema, protobuf)
 	// true
 	// streams: Filter does not take option ValueSerde: invalid argument
 }

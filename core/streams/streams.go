@@ -98,6 +98,19 @@ const JSONSchema = serde.JSONSchema
 // under the topic's subject and validates each record against it.
 func JSONSchemaWith(schema string) string { return serde.JSONSchemaWith(schema) }
 
+// Protobuf is the Schema Registry Protobuf serde (the Confluent wire format
+// with message indexes), a topic's format as Avro is: a source decodes the
+// record's message to JSON (proto field names, every field present; 64-bit
+// integers are strings, as protojson writes them), a sink encodes JSON
+// back; ProtobufWith names the schema.
+const Protobuf = serde.Protobuf
+
+// ProtobufWith is the Protobuf serde with schema (.proto text): a sink
+// registers it under the topic's subject and writes its first message; a
+// source reads each record into its message of the same full name (else
+// its first).
+func ProtobufWith(schema string) string { return serde.ProtobufWith(schema) }
+
 // AvroWith is the Avro serde with schema (Avro's JSON form): a sink
 // registers it under the topic's subject (auto.register.schemas, default
 // true) and writes with it; a source reads each record's schema into it.

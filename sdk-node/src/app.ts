@@ -208,7 +208,7 @@ export interface CloseOptions {
 // Processor bundles (Bundle.stores, inits, after; BundleResult ops:
 // processor.ts), and metadata for functions registered with it (header
 // columns in, output timestamps and headers out: bundle.ts).
-const HOST_FEATURES = ["fold_value_refs", "fold_programs", "processors", "metadata"];
+export const HOST_FEATURES: readonly string[] = ["fold_value_refs", "fold_programs", "processors", "metadata"];
 
 // The host loop's Exchange: bundles taken per call, and how long the engine
 // may hold a call open waiting for one (also how soon stop() is noticed).
@@ -352,7 +352,7 @@ export class App implements Builder {
         ...(options.token !== undefined ? { token: options.token } : {}),
         ...(options.caFile !== undefined ? { caFile: options.caFile } : {}),
       });
-      const resp = await client.call("openSession", { applicationId, config: props, hostFeatures: HOST_FEATURES });
+      const resp = await client.call("openSession", { applicationId, config: props, hostFeatures: [...HOST_FEATURES] });
       checkEngineVersion(resp.version, VERSION);
       const brokers = engine?.broker || resp.config["bootstrap.servers"] || options.brokers || undefined;
       return new App({ applicationId, client, session: resp.sessionId, engine, config: resp.config, brokers });

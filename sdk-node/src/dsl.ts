@@ -30,7 +30,17 @@ import { EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, 
 import type { OffsetReset } from "./config.js";
 
 /** What a handle stands for (`windowed_stream`: a TimeWindowedKStream, of time or sliding windows). */
-export type Kind = "stream" | "grouped_stream" | "table" | "grouped_table" | "windowed_stream" | "session_windowed_stream" | "global_table";
+export type Kind =
+  | "stream"
+  | "grouped_stream"
+  | "table"
+  | "grouped_table"
+  | "windowed_stream"
+  | "session_windowed_stream"
+  | "global_table"
+  | "cogrouped_stream"
+  | "windowed_cogrouped_stream"
+  | "session_windowed_cogrouped_stream";
 
 const KINDS: Partial<Record<KindEnum, Kind>> = {
   [KindEnum.STREAM]: "stream",
@@ -40,6 +50,9 @@ const KINDS: Partial<Record<KindEnum, Kind>> = {
   [KindEnum.WINDOWED_STREAM]: "windowed_stream",
   [KindEnum.SESSION_WINDOWED_STREAM]: "session_windowed_stream",
   [KindEnum.GLOBAL_TABLE]: "global_table",
+  [KindEnum.COGROUPED_STREAM]: "cogrouped_stream",
+  [KindEnum.WINDOWED_COGROUPED_STREAM]: "windowed_cogrouped_stream",
+  [KindEnum.SESSION_WINDOWED_COGROUPED_STREAM]: "session_windowed_cogrouped_stream",
 };
 
 /**
@@ -975,6 +988,20 @@ export class KGroupedStream<K, V> extends Grouped<K> {
   }
 
   /**
+   * Starts a cogroup (`KGroupedStream.cogroup`, KIP-150): several grouped
+   * streams aggregated into one table, each record folded in by
+   * `aggregator(key, value, aggregate)` of the stream it came from. Add more
+   * with `CogroupedKStream.cogroup`, then `aggregate`. Adds no node.
+   */
+  cogroup<VA>(aggregator: (key: K, value: V, aggregate: VA) => MaybePromise<VA>): CogroupedKStream<K, VA> {
+    const f = callable(aggregator, "cogroup");
+    return new CogroupedKStream(
+      this.builder,
+      this.call("cogroup", [f], (input, [token]) => ({ case: "cogroup", value: { input, grouped: 0n, aggregatorToken: token! } })),
+    );
+  }
+
+  /**
    * Aggregates per key and window (`KGroupedStream.windowedBy`): TimeWindows
    * (tumbling or hopping) and SlidingWindows give a TimeWindowedKStream,
    * SessionWindows a SessionWindowedKStream. Their count, reduce and
@@ -992,6 +1019,96 @@ export class KGroupedStream<K, V> extends Grouped<K> {
     const outcome = this.call("windowedBy", [], (input) => ({ case: "windowedBy", value: { input, windows: w } }));
     return windows instanceof SessionWindows ? new SessionWindowedKStream(this.builder, outcome) : new TimeWindowedKStream(this.builder, outcome);
   }
+}
+
+/**
+ * Grouped streams aggregated into one table, each with its own aggregator
+ * (`CogroupedKStream`, KIP-150). Every record updates its key's one
+ * aggregate, in one store, and the table forwards one update per record. The
+ * grouped streams share their key type and are co-partitioned; one whose key
+ * changed upstream is repartitioned first (through its `groupByKey({ name })`
+ * topic, else `<store>-repartition`). VA is the aggregate's type.
+ *
+ * As in Kafka Streams a cogroup is one object: `cogroup` adds to it, and
+ * every aggregation of it sees every grouped stream added so far.
+ */
+export class CogroupedKStream<K, VA> extends Node {
+  /** Adds `grouped` with its `aggregator(key, value, aggregate)` (`CogroupedKStream.cogroup`). Adds no node. */
+  cogroup<V>(grouped: KGroupedStream<K, V>, aggregator: (key: K, value: V, aggregate: VA) => MaybePromise<VA>): CogroupedKStream<K, VA> {
+    if (!(grouped instanceof KGroupedStream)) {
+      throw new TypeError(`cogroup: want a KGroupedStream, not ${grouped === null ? "null" : typeof grouped}`);
+    }
+    const f = callable(aggregator, "cogroup");
+    return new CogroupedKStream(
+      this.builder,
+      this.builder.build(
+        "cogroup",
+        this,
+        [f],
+        (input, [token], [groupedId]) => ({ case: "cogroup", value: { input, grouped: groupedId!, aggregatorToken: token! } }),
+        [grouped],
+      ),
+    );
+  }
+
+  /**
+   * The cogroup's table: `initializer()` starts a key's aggregate, and each
+   * record is folded in by its own stream's aggregator. `materialized.value`
+   * is the aggregate's serde (default: the first grouped stream's values').
+   * `name` names the nodes `<name>-cogroup-agg-<i>` and `<name>-cogroup-merge`.
+   */
+  aggregate(initializer: () => MaybePromise<VA>, options: AggregationOptions = {}): KTable<K, VA> {
+    return new KTable(this.builder, cogroupAggregateCall(this, initializer, undefined, options));
+  }
+
+  /** Aggregates the cogroup per key and window (`CogroupedKStream.windowedBy`); every window update is forwarded. */
+  windowedBy(windows: SessionWindows): SessionWindowedCogroupedKStream<K, VA>;
+  windowedBy(windows: TimeWindows | SlidingWindows): TimeWindowedCogroupedKStream<K, VA>;
+  windowedBy(windows: TimeWindows | SlidingWindows | SessionWindows): TimeWindowedCogroupedKStream<K, VA> | SessionWindowedCogroupedKStream<K, VA> {
+    if (!(windows instanceof TimeWindows || windows instanceof SlidingWindows || windows instanceof SessionWindows)) {
+      throw new TypeError(`windowedBy: want TimeWindows, SlidingWindows or SessionWindows, not ${typeof windows === "object" && windows !== null ? (windows as object).constructor.name : typeof windows}`);
+    }
+    const w = windows.toWindows();
+    const outcome = this.call("windowedBy", [], (input) => ({ case: "windowedBy", value: { input, windows: w } }));
+    return windows instanceof SessionWindows ? new SessionWindowedCogroupedKStream(this.builder, outcome) : new TimeWindowedCogroupedKStream(this.builder, outcome);
+  }
+}
+
+/** A cogroup windowed by time or sliding windows (`TimeWindowedCogroupedKStream`). */
+export class TimeWindowedCogroupedKStream<K, VA> extends Node {
+  /** `initializer()` starts each window's aggregate; each record is folded in by its own stream's aggregator. */
+  aggregate(initializer: () => MaybePromise<VA>, options: AggregationOptions = {}): KTable<Windowed<K>, VA> {
+    return new KTable(this.builder, cogroupAggregateCall(this, initializer, undefined, options));
+  }
+}
+
+/** A cogroup windowed by sessions (`SessionWindowedCogroupedKStream`). */
+export class SessionWindowedCogroupedKStream<K, VA> extends Node {
+  /**
+   * `initializer()` starts each session's aggregate, each record is folded in
+   * by its own stream's aggregator, and `merger(key, aggregate1, aggregate2)`
+   * merges two sessions a record bridges.
+   */
+  aggregate(
+    initializer: () => MaybePromise<VA>,
+    merger: (key: K, aggregate1: VA, aggregate2: VA) => MaybePromise<VA>,
+    options: AggregationOptions = {},
+  ): KTable<Windowed<K>, VA> {
+    return new KTable(this.builder, cogroupAggregateCall(this, initializer, merger, options));
+  }
+}
+
+/** The Build call of a cogroup's aggregate (its aggregators came with cogroup). */
+function cogroupAggregateCall(node: Node, initializer: () => unknown, merger: AnyFunction | undefined, options: AggregationOptions) {
+  const m = materialized(options.materialized, "aggregate");
+  const fns = [callable(initializer, "aggregate: the initializer")];
+  if (merger !== undefined) {
+    fns.push(callable(merger, "aggregate: the merger"));
+  }
+  return node.callFor("aggregate", fns, (input, [init, merge]) => ({
+    case: "aggregate",
+    value: { input, initializerToken: init!, mergerToken: merge ?? 0, name: options.name ?? "", ...(m ? { materialized: m } : {}) },
+  }));
 }
 
 /** A Build call of reduce on a grouped or windowed stream: a host reducer or a built-in. */

@@ -21,7 +21,19 @@ export type { Headers, PipeOptions, TestDriverOptions, TestRecord } from "./test
 export type { AppOptions, BrokerOutage, CloseOptions, HostHealth, RestoreListener, RestoreProgress, RunOptions, State, StateListener, StreamOptions } from "./app.js";
 export type { Config, OffsetReset, ProcessingGuarantee, ProductionExceptionHandler } from "./config.js";
 export type { DescribeFormat, Metrics, NodeMetrics, PartitionLag, TaskMetrics } from "./metrics.js";
-export { BranchedKStream, GlobalKTable, KGroupedStream, KGroupedTable, KStream, KTable, SessionWindowedKStream, TimeWindowedKStream } from "./dsl.js";
+export {
+  BranchedKStream,
+  CogroupedKStream,
+  GlobalKTable,
+  KGroupedStream,
+  KGroupedTable,
+  KStream,
+  KTable,
+  SessionWindowedCogroupedKStream,
+  SessionWindowedKStream,
+  TimeWindowedCogroupedKStream,
+  TimeWindowedKStream,
+} from "./dsl.js";
 export type {
   AggregationOptions,
   BuiltinJoiner,
@@ -54,7 +66,7 @@ export {
   UnavailableError,
 } from "./errors.js";
 export type { RecordContext } from "./errors.js";
-export { SERDE_NAMES, avro, decode, encode, jsonSchema } from "./serde.js";
+export { SERDE_NAMES, avro, decode, encode, jsonSchema, protobuf } from "./serde.js";
 export { Entries, KeyValueStore, WindowStore } from "./store.js";
 export type { HostInfo, KeyQueryMetadata, KeyQueryResult, RangeOptions, StoreOptions, StreamsMetadata, Time } from "./store.js";
 export { EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed } from "./windows.js";

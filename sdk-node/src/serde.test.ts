@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { describe, test } from "node:test";
-import { avro, decode, decodeColumn, encode, encodeColumn, errorText, jsonSchema } from "./serde.js";
+import { avro, decode, decodeColumn, encode, encodeColumn, errorText, jsonSchema, protobuf } from "./serde.js";
 
 const hex = (b: Uint8Array | null): string | null => (b === null ? null : Buffer.from(b).toString("hex"));
 
@@ -138,5 +138,7 @@ describe("avro() names the Schema Registry serde", () => {
     assert.equal(avro('{"type":"string"}'), 'avro({"type":"string"})');
     assert.equal(jsonSchema(), "json-schema");
     assert.equal(jsonSchema({ type: "object" }), 'json-schema({"type":"object"})');
+    assert.equal(protobuf(), "protobuf");
+    assert.equal(protobuf("message M { int64 id = 1; }"), "protobuf(message M { int64 id = 1; })");
   });
 });

@@ -51,7 +51,7 @@ declare const topicSerdeBrand: unique symbol;
 /**
  * A topic's format that the engine decodes where records enter the
  * topology and encodes where they leave it: a Schema Registry serde, made by
- * `avro()`. Sources (`stream`, `table`, `globalTable`) and sinks (`to`) take
+ * `avro()`, `jsonSchema()` or `protobuf()`. Sources (`stream`, `table`, `globalTable`) and sinks (`to`) take
  * one; in between, the records are `json`.
  */
 export type TopicSerde = string & { readonly [topicSerdeBrand]: true };
@@ -79,6 +79,21 @@ export function avro(schema?: string | object): TopicSerde {
  */
 export function jsonSchema(schema?: string | object): TopicSerde {
   return topicSerde("json-schema", schema);
+}
+
+/**
+ * The Schema Registry Protobuf serde: Confluent's wire format with the
+ * message indexes before the protobuf binary. Functions see each record as
+ * the object protojson gives (proto field names, every field present,
+ * 64-bit integers as strings). At a source, `protobuf()` reads any schema
+ * the registry holds and `protobuf(schema)` reads each record into
+ * `schema`'s message of the same name; at a sink, `protobuf(schema)`
+ * registers `schema` (.proto text) as `avro` registers its schema and
+ * writes its first message, `protobuf()` writes with the subject's latest
+ * schema.
+ */
+export function protobuf(schema?: string): TopicSerde {
+  return topicSerde("protobuf", schema);
 }
 
 function topicSerde(name: string, schema: string | object | undefined): TopicSerde {

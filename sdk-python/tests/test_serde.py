@@ -180,3 +180,10 @@ def test_json_schema_names_the_schema_registry_serde() -> None:
 
     assert json_schema() == "json-schema"
     assert json_schema({"type": "object"}) == 'json-schema({"type":"object"})'
+
+
+def test_protobuf_names_the_schema_registry_serde() -> None:
+    from polystreams import protobuf
+
+    assert protobuf() == "protobuf"
+    assert protobuf('syntax = "proto3"; message M { int64 id = 1; }') == 'protobuf(syntax = "proto3"; message M { int64 id = 1; })'

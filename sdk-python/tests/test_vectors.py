@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from polystreams._bundle import Executor
+from polystreams.app import HOST_FEATURES
 from polystreams.v1alpha1 import engine_pb2 as pb
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,10 +32,14 @@ KINDS = {
 
 
 def load(processors: bool) -> list[tuple[str, dict[str, Any]]]:
-    """The vectors of one bundle each, or (processors) those of exchanges."""
+    """The vectors of one bundle each, or (processors) those of exchanges,
+    of the files whose declared host features ("requires") this host declares."""
     out = []
     for path in sorted(VECTORS.glob("*.json")):
-        for v in json.loads(path.read_text())["vectors"]:
+        file = json.loads(path.read_text())
+        if not set(file.get("requires", [])) <= set(HOST_FEATURES):
+            continue
+        for v in file["vectors"]:
             if ("exchanges" in v) == processors:
                 out.append((f"{path.stem}/{v['name']}", v))
     return out

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::bundle::{Executor, ASYNC_TIMEOUT};
+use crate::bundle::Executor;
 use crate::client::Client;
 use crate::dsl::{KStream, KTable};
 use crate::engine::{check_engine_version, feed_hint, find_engine, EngineProcess};
@@ -26,7 +26,7 @@ const WAIT_MS: i32 = 500;
 /// worker silent for 30 s).
 const DELIVER_AFTER: Duration = Duration::from_secs(5);
 /// What this host understands beyond the protocol's base (OpenSessionRequest.host_features).
-const HOST_FEATURES: &[&str] = &["fold_value_refs", "fold_programs"];
+pub(crate) const HOST_FEATURES: &[&str] = &["fold_value_refs", "fold_programs", "processors", "metadata"];
 
 /// The state of an application, as the engine reports it. More states may
 /// come: a `match` needs a `_` arm.
@@ -944,10 +944,16 @@ impl App {
         let result = (|| {
             if !inner.stop_requested.load(Ordering::SeqCst) {
                 self.start()?;
-                let exec = Executor {
-                    functions: Arc::new(lock(&inner.session.functions).clone()),
-                    async_timeout: ASYNC_TIMEOUT,
-                };
+                let mut exec = Executor::new(lock(&inner.session.functions).clone());
+                exec.processors = crate::processor::host::Host::new(
+                    inner.session.application_id.clone(),
+                    lock(&inner.session.window_sizes).clone(),
+                );
+                let session = inner.session.clone();
+                exec.read = Some(Arc::new(move |mut req: pb::ReadRequest| {
+                    req.session_id = session.id.clone();
+                    session.client.read(&req)
+                }));
                 let done = AtomicBool::new(false);
                 let nanos =
                     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());

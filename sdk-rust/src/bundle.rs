@@ -20,12 +20,10 @@
 //! passes is dropped and fails its record, naming the function.
 
 use std::any::Any;
-use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::pb;
@@ -95,6 +93,8 @@ type EncodeValue = fn(&(dyn Any + Send), &str, &mut Vec<u8>) -> Result<bool, Ser
 /// A registered stream operator: the closure, and the serdes of its types.
 pub(crate) struct StepFn {
     call: Calls,
+    /// Its function takes the record's metadata (registered METADATA_WRITE).
+    pub(crate) metadata: bool,
     decode_value: DecodeValue,
     encode_key: EncodeKey,
     encode_value: EncodeValue,
@@ -121,6 +121,7 @@ impl StepFn {
     fn with_calls<V: Serde, K2: Serde, V2: Serde>(call: Calls) -> StepFn {
         StepFn {
             call,
+            metadata: false,
             decode_value: |s, d| V::decode(s, d).map(|v| Box::new(v) as AnyBox),
             encode_key: |k, s, out| {
                 k.downcast_ref::<K2>().ok_or_else(|| SerdeError(mismatch::<K2>("key")))?.encode(s, out)
@@ -151,80 +152,11 @@ pub(crate) enum Func {
     Join(Arc<dyn JoinRun>),
     /// The initializer or subtractor of a fold, run by the fold's Func.
     Part,
+    /// A processor supplier (Processor API).
+    Processor(Arc<dyn crate::processor::Supplier>),
 }
 
-// Panics in user functions: caught, with the message and location the panic
-// hook saw, and not printed (the engine reports the failed record).
-
-thread_local! {
-    static IN_USER_FN: Cell<bool> = const { Cell::new(false) };
-    static PANIC_AT: RefCell<Option<String>> = const { RefCell::new(None) };
-}
-
-static HOOK: Once = Once::new();
-
-fn install_hook() {
-    HOOK.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if IN_USER_FN.with(|f| f.get()) {
-                PANIC_AT.with(|p| *p.borrow_mut() = info.location().map(|l| l.to_string()));
-            } else {
-                previous(info);
-            }
-        }));
-    });
-}
-
-/// Runs a user function, turning a panic into its message:
-/// `panicked at src/main.rs:10:5: <message>`.
-pub(crate) fn guarded<R>(f: impl FnOnce() -> R) -> Result<R, String> {
-    install_hook();
-    let was = IN_USER_FN.with(|c| c.replace(true));
-    let r = catch_unwind(AssertUnwindSafe(f));
-    IN_USER_FN.with(|c| c.set(was));
-    r.map_err(|payload| {
-        let msg = if let Some(s) = payload.downcast_ref::<&str>() {
-            (*s).to_owned()
-        } else if let Some(s) = payload.downcast_ref::<String>() {
-            s.clone()
-        } else {
-            "a panic with a non-text payload".to_owned()
-        };
-        match PANIC_AT.with(|p| p.borrow_mut().take()) {
-            Some(at) => format!("panicked at {at}: {msg}"),
-            None => format!("panicked: {msg}"),
-        }
-    })
-}
-
-/// Splits a column: record j is data[sum(lengths[..j])..][..lengths[j]], None for -1.
-pub(crate) fn column<'a>(data: &'a [u8], lengths: &[i32]) -> Result<Vec<Option<&'a [u8]>>, String> {
-    let mut out = Vec::with_capacity(lengths.len());
-    let mut pos = 0usize;
-    for &n in lengths {
-        if n < 0 {
-            if n != -1 {
-                return Err(format!("malformed bundle column: length {n}"));
-            }
-            out.push(None);
-            continue;
-        }
-        let end = pos + n as usize;
-        if end > data.len() {
-            return Err(format!("malformed bundle column: lengths account for more than its {} bytes", data.len()));
-        }
-        out.push(Some(&data[pos..end]));
-        pos = end;
-    }
-    if pos != data.len() {
-        return Err(format!(
-            "malformed bundle column: lengths account for {pos} bytes, the column holds {}",
-            data.len()
-        ));
-    }
-    Ok(out)
-}
+pub(crate) use crate::calls::{column, guarded};
 
 /// How long the futures of one bundle's async functions may take together:
 /// then those still pending are dropped and fail their records, naming the
@@ -238,10 +170,32 @@ pub(crate) struct Executor {
     pub(crate) functions: Arc<HashMap<u32, Func>>,
     /// The bound of a bundle's futures ([`ASYNC_TIMEOUT`]).
     pub(crate) async_timeout: Duration,
+    /// The processor instances of the tasks this host serves.
+    pub(crate) processors: crate::processor::host::Host,
+    /// The engine's Read RPC, for processor bundles (None: reads the bundle
+    /// did not bring fail).
+    pub(crate) read: Option<Arc<crate::processor::host::ReadFn>>,
 }
 
 impl Executor {
+    /// An executor of these functions, with no engine to Read from.
+    pub(crate) fn new(functions: HashMap<u32, Func>) -> Executor {
+        Executor {
+            functions: Arc::new(functions),
+            async_timeout: ASYNC_TIMEOUT,
+            processors: Default::default(),
+            read: None,
+        }
+    }
+
     pub(crate) fn process(&self, b: &pb::Bundle) -> pb::BundleResult {
+        if crate::processor::host::is_processor_bundle(b) {
+            let supplier = b.steps.first().and_then(|s| match self.functions.get(&s.token) {
+                Some(Func::Processor(p)) => Some(p.clone()),
+                _ => None,
+            });
+            return self.processors.process(b, supplier, self.read.clone());
+        }
         let is_fold = |s: &pb::Step| {
             s.operation == pb::Operation::Reduce as i32 || s.operation == pb::Operation::Aggregate as i32
         };
@@ -299,6 +253,9 @@ impl Executor {
                     )
                 }
             }
+        }
+        if metadata::wants_metadata(b, &steps) {
+            return metadata::run(b, &steps);
         }
         run_chain(b, &steps, self.async_timeout)
     }
@@ -801,6 +758,7 @@ impl<F: Folder> FoldRun for Fold<F> {
 mod await_all;
 mod fold_async;
 mod join;
+pub(crate) mod metadata;
 mod program;
 pub(crate) use fold_async::AsyncFold;
 pub(crate) use join::{JoinRun, ValueJoiner};

@@ -186,6 +186,9 @@ impl Client {
     pub(crate) fn clean_up_state(&self, r: &pb::CleanUpStateRequest) -> Result<pb::CleanUpStateResponse> {
         self.call("CleanUpState", r)
     }
+    pub(crate) fn read(&self, r: &pb::ReadRequest) -> Result<pb::ReadResponse> {
+        self.call("Read", r)
+    }
     pub(crate) fn query(&self, r: &pb::QueryRequest) -> Result<pb::QueryResponse> {
         self.call("Query", r)
     }

@@ -116,9 +116,9 @@ where
     }
 }
 
-type Initializer<A> = Arc<dyn Fn() -> A + Send + Sync>;
+pub(crate) type Initializer<A> = Arc<dyn Fn() -> A + Send + Sync>;
 pub(crate) type Aggregator<K, V, A> = Arc<dyn Fn(&K, V, A) -> A + Send + Sync>;
-type Merger<K, A> = Arc<dyn Fn(&K, A, A) -> A + Send + Sync>;
+pub(crate) type Merger<K, A> = Arc<dyn Fn(&K, A, A) -> A + Send + Sync>;
 
 pub(crate) struct Aggregate<K, V, A> {
     init: Initializer<A>,
@@ -134,6 +134,12 @@ impl<K, V, A> Aggregate<K, V, A> {
         sub: Option<Aggregator<K, V, A>>,
     ) -> Self {
         Aggregate { init: Arc::new(init), add: Arc::new(add), sub, merger: None }
+    }
+
+    /// A cogroup's aggregate of one grouped stream: the cogroup's
+    /// initializer and merger, this stream's aggregator.
+    pub(crate) fn from_parts(init: Initializer<A>, add: Aggregator<K, V, A>, merger: Option<Merger<K, A>>) -> Self {
+        Aggregate { init, add, sub: None, merger }
     }
 
     /// An aggregate over session windows: `merger(key, aggregate1,

@@ -27,7 +27,9 @@ mod app;
 mod asynchronous;
 mod branch;
 mod bundle;
+mod calls;
 mod client;
+mod cogroup;
 mod dsl;
 mod engine;
 mod errors;
@@ -39,6 +41,8 @@ mod join_stream;
 mod join_table;
 mod options;
 mod print;
+mod process;
+pub mod processor;
 mod serdes;
 mod session;
 mod store;
@@ -59,6 +63,7 @@ pub use app::{
 };
 pub use branch::{BranchedKStream, Repartitioned};
 pub use bundle::ASYNC_TIMEOUT;
+pub use cogroup::{CogroupedKStream, SessionWindowedCogroupedKStream, TimeWindowedCogroupedKStream};
 pub use dsl::{GlobalKTable, Joiner, KGroupedStream, KGroupedTable, KStream, KTable};
 pub use engine::find_engine;
 pub use errors::{Error, Result};
@@ -66,7 +71,12 @@ pub use fold::Reducer;
 pub use join_stream::JoinWindows;
 pub use options::{Materialized, OffsetReset, Options};
 pub use print::{PrintText, Printed};
-pub use serdes::{avro, json_schema, to_bytes, Json, Serde, SerdeError, Value, Windowed};
+pub use process::{MetadataStream, Topology};
+pub use processor::{
+    Cancellable, FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, Processor, ProcessorContext,
+    ProcessorResult, PunctuationType, Record, RecordMetadata, StoreBuilder, Stores,
+};
+pub use serdes::{avro, json_schema, protobuf, to_bytes, Json, Serde, SerdeError, Value, Windowed};
 pub use session::{Handle, Kind};
 pub use store::{HostInfo, KeyQueryMetadata, KeyQueryResult, KeyValueStore, StreamsMetadata, WindowStore};
 pub use test_driver::{TestRecord, TopologyTestDriver};

@@ -35,6 +35,16 @@ pub fn json_schema(schema: Option<&str>) -> String {
     topic_serde("json-schema", schema)
 }
 
+/// The Schema Registry Protobuf serde, as [`avro`] is for Avro: Confluent's
+/// wire format with the message indexes before the protobuf binary; the
+/// engine hands over the record's message as protojson (proto field names,
+/// every field present, 64-bit integers as strings). At a sink,
+/// `protobuf(Some(schema))` registers `schema` (.proto text) and writes its
+/// first message; `protobuf(None)` writes with the subject's latest schema.
+pub fn protobuf(schema: Option<&str>) -> String {
+    topic_serde("protobuf", schema)
+}
+
 fn topic_serde(name: &str, schema: Option<&str>) -> String {
     match schema {
         None => name.to_owned(),
@@ -415,6 +425,8 @@ mod tests {
         assert_eq!(avro(Some(r#"{"type":"string"}"#)), r#"avro({"type":"string"})"#);
         assert_eq!(json_schema(None), "json-schema");
         assert_eq!(json_schema(Some(r#"{"type":"object"}"#)), r#"json-schema({"type":"object"})"#);
+        assert_eq!(protobuf(None), "protobuf");
+        assert_eq!(protobuf(Some("message M { int64 id = 1; }")), "protobuf(message M { int64 id = 1; })");
     }
 
     #[test]

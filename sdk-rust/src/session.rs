@@ -27,6 +27,12 @@ pub enum Kind {
     SessionWindowedStream,
     /// A GlobalKTable.
     GlobalTable,
+    /// A CogroupedKStream.
+    CogroupedStream,
+    /// A TimeWindowedCogroupedKStream.
+    WindowedCogroupedStream,
+    /// A SessionWindowedCogroupedKStream.
+    SessionWindowedCogroupedStream,
 }
 
 /// The engine's answer to a builder call: an opaque id, the kind of thing it
@@ -53,6 +59,9 @@ impl Handle {
             Some(pb::Kind::WindowedStream) => Kind::WindowedStream,
             Some(pb::Kind::SessionWindowedStream) => Kind::SessionWindowedStream,
             Some(pb::Kind::GlobalTable) => Kind::GlobalTable,
+            Some(pb::Kind::CogroupedStream) => Kind::CogroupedStream,
+            Some(pb::Kind::WindowedCogroupedStream) => Kind::WindowedCogroupedStream,
+            Some(pb::Kind::SessionWindowedCogroupedStream) => Kind::SessionWindowedCogroupedStream,
             _ => {
                 return Err(Error::internal(format!(
                     "handle {} has kind {}, which this SDK does not know",
@@ -78,6 +87,8 @@ pub(crate) struct Session {
     /// The topics streams and tables read, in builder order (for the
     /// embedded broker's hint).
     pub(crate) sources: Mutex<Vec<String>>,
+    /// Window stores added for processors: name -> window size (ms).
+    pub(crate) window_sizes: Mutex<HashMap<String, i64>>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -93,12 +104,21 @@ impl Session {
             functions: Mutex::new(HashMap::new()),
             store_key_serdes: Mutex::new(HashMap::new()),
             sources: Mutex::new(Vec::new()),
+            window_sizes: Mutex::new(HashMap::new()),
         }
     }
 
     pub(crate) fn register(&self, name: &str, f: Func) -> Result<u32> {
-        let req =
-            pb::RegisterFunctionRequest { session_id: self.id.clone(), name: name.to_owned(), ..Default::default() };
+        self.register_with(name, f, pb::Metadata::Unspecified)
+    }
+
+    /// Registers a function that asks for the records' metadata (or not).
+    pub(crate) fn register_with(&self, name: &str, f: Func, metadata: pb::Metadata) -> Result<u32> {
+        let req = pb::RegisterFunctionRequest {
+            session_id: self.id.clone(),
+            name: name.to_owned(),
+            metadata: metadata as i32,
+        };
         let token = self.client.register_function(&req)?.token;
         lock(&self.functions).insert(token, f);
         Ok(token)

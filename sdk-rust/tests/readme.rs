@@ -264,3 +264,84 @@ fn readme_async_example_runs_verbatim() {
     };
     assert_eq!(got, want, "the async example's checked orders");
 }
+
+/// The README's processor example (a click counter with a wall-clock
+/// punctuator that emits and clears its store), built and run against its
+/// own engine and embedded broker: clicks in with kcat; the counts it emits
+/// (each punctuation's since the last) add up to the clicks per page.
+#[test]
+fn readme_processor_example_runs_verbatim() {
+    let engine = engine();
+    let source = section_block(&crate_dir().join("README.md"), "### Processors", "rust");
+    let (dir, bin) = build_program("click_counter", &source, "", "");
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut child = Killed(
+        Command::new(bin)
+            .env("POLYSTREAMS_ENGINE", &engine)
+            .env_remove("POLYSTREAMS_URL")
+            .env("TMPDIR", &tmp)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .expect("the processor example starts"),
+    );
+    let stderr = BufReader::new(child.0.stderr.take().unwrap());
+    let mut seen = String::new();
+    let mut lines = stderr.lines().map_while(|l| l.ok());
+    let (broker, topic) = loop {
+        let line = lines.next().unwrap_or_else(|| panic!("the example never printed the broker's address:\n{seen}"));
+        seen.push_str(&line);
+        seen.push('\n');
+        if let Some(rest) = line.strip_prefix("polystreams: embedded Kafka broker at ") {
+            let broker = rest.split_whitespace().next().unwrap().to_owned();
+            break (broker, line.rsplit(" -t ").next().unwrap().trim().to_owned());
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop)); // keep draining its stderr
+    assert_eq!(topic, "clicks");
+    let mut kcat = Command::new("kcat")
+        .args(["-b", &broker, "-P", "-t", &topic, "-K", "\t", "-z", "none"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("kcat (apt kcat) runs");
+    let mut stdin = kcat.stdin.take().unwrap();
+    for (user, page) in [("u1", "home"), ("u2", "home"), ("u1", "about"), ("u3", "home")] {
+        writeln!(stdin, "{user}\t{page}").unwrap();
+    }
+    drop(stdin);
+    assert!(kcat.wait().unwrap().success(), "kcat produced to {topic}");
+    let want: BTreeMap<String, i64> = [("about".to_owned(), 1), ("home".to_owned(), 3)].into();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let got = loop {
+        let out = Command::new("kcat")
+            .args([
+                "-b",
+                &broker,
+                "-C",
+                "-t",
+                "click-counts",
+                "-o",
+                "beginning",
+                "-e",
+                "-q",
+                "-s",
+                "value=q",
+                "-f",
+                "%k\t%s\n",
+            ])
+            .stderr(Stdio::null())
+            .output()
+            .expect("kcat runs");
+        let mut got = BTreeMap::new();
+        for (k, v) in String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.split_once('\t')) {
+            *got.entry(k.to_owned()).or_insert(0) += v.trim().parse::<i64>().unwrap_or(-1000);
+        }
+        if got == want || Instant::now() > deadline {
+            break got;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(got, want, "the processor example's counts, summed over its punctuations");
+}

@@ -7,16 +7,17 @@
 // it listens and serves until it is killed. Registering an Avro schema
 // that cannot read the subject's latest one is refused with HTTP 409, as
 // a registry at its default compatibility level (BACKWARD) refuses it (the
-// check is twmb/avro's; srfake has none of its own). Not for production:
+// check is twmb/avro's; srfake has none of its own); a Protobuf schema
+// that breaks the latest one's data too (protobuf.go), and a Protobuf
+// schema asked for with ?format=serialized comes back as a base64
+// FileDescriptorProto, as Confluent's registry answers. Not for production:
 // it keeps nothing.
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -39,27 +40,27 @@ func main() {
 	reg := srfake.NewRegistry(srfake.WithGlobalCompat(sr.CompatBackward))
 	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool { return refuseIncompatible(reg, w, r) })
 	fmt.Printf("schema registry at http://%s\n", ln.Addr())
-	srv := &http.Server{Handler: reg.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: serialized(reg, reg.Handler()), ReadHeaderTimeout: 10 * time.Second}
 	if err := srv.Serve(ln); err != nil {
 		fmt.Fprintf(os.Stderr, "schema-registry: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-// refuseIncompatible answers 409 to a new Avro version of a subject that
-// cannot read the data of the subject's latest version (BACKWARD).
+// refuseIncompatible answers 409 to a new Avro or Protobuf version of a
+// subject that cannot read the data of the subject's latest version
+// (BACKWARD).
 func refuseIncompatible(reg *srfake.Registry, w http.ResponseWriter, r *http.Request) bool {
 	subject, ok := strings.CutSuffix(strings.TrimPrefix(r.URL.Path, "/subjects/"), "/versions")
 	if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/subjects/") || !ok || strings.Contains(subject, "/") {
 		return false
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+	body, err := readBody(r) // put back for the registry, when this lets it through
 	if err != nil {
 		return false
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body)) // for the registry, when this lets it through
 	var in sr.Schema
-	if json.Unmarshal(body, &in) != nil || (in.Type != sr.TypeAvro && in.Type != 0) {
+	if json.Unmarshal(body, &in) != nil || (in.Type != sr.TypeAvro && in.Type != sr.TypeProtobuf) {
 		return false
 	}
 	var latest sr.SubjectSchema
@@ -73,17 +74,28 @@ func refuseIncompatible(reg *srfake.Registry, w http.ResponseWriter, r *http.Req
 	if latest.Schema.Schema == "" {
 		return false
 	}
-	writer, err1 := avro.Parse(latest.Schema.Schema)
-	reader, err2 := avro.Parse(in.Schema)
-	if err1 != nil || err2 != nil {
+	if latest.Schema.Type != in.Type {
 		return false
 	}
-	if err := avro.CheckCompatibility(writer, reader); err != nil {
+	var why string
+	if in.Type == sr.TypeProtobuf {
+		why = protoIncompatible(reg, latest.Schema, in)
+	} else {
+		writer, err1 := avro.Parse(latest.Schema.Schema)
+		reader, err2 := avro.Parse(in.Schema)
+		if err1 != nil || err2 != nil {
+			return false
+		}
+		if err := avro.CheckCompatibility(writer, reader); err != nil {
+			why = err.Error()
+		}
+	}
+	if why != "" {
 		w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
 		w.WriteHeader(http.StatusConflict)
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"error_code": 409,
-			"message":    fmt.Sprintf("Schema being registered is incompatible with an earlier schema for subject %q (BACKWARD): %v", subject, err),
+			"message":    fmt.Sprintf("Schema being registered is incompatible with an earlier schema for subject %q (BACKWARD): %s", subject, why),
 		})
 		return true
 	}

@@ -1,16 +1,18 @@
 """Schema Registry serdes end to end (make test-schema-registry): the real
 engine, its embedded broker, a registry process (tools/schema-registry),
-and confluent-kafka's own AvroSerializer / AvroDeserializer as the
-independent client: what confluent-kafka writes polystreams reads, and what
+and confluent-kafka's own AvroSerializer / AvroDeserializer (JSON and
+Protobuf alike) as the independent client: what confluent-kafka writes polystreams reads, and what
 polystreams writes confluent-kafka reads. Then the bad input: an unknown
 schema id, an incompatible schema (409), a registry that is down.
 
-Run with the venv of .cache/schema-registry (confluent-kafka[avro]); the
+Run with the venv of .cache/schema-registry (confluent-kafka[avro,json,
+protobuf]; the Protobuf tests generate their _pb2 modules with protoc); the
 engine is bin/polystreams and the registry bin/schema-registry (both built
 by make test-schema-registry)."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -31,9 +33,10 @@ from confluent_kafka import Consumer, DeserializingConsumer, Producer, Serializi
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import StringDeserializer, StringSerializer
 
-from polystreams import App, Config, ProcessingError, avro, json_schema
+from polystreams import App, Config, ProcessingError, avro, json_schema, protobuf
 
 REPO = Path(__file__).resolve().parents[2]
 HINT = re.compile(r"polystreams: embedded Kafka broker at (\S+) ")
@@ -133,8 +136,22 @@ def test_readme_avro_example_runs_verbatim(tmp_path: Path, registry: str) -> Non
     would: confluent-kafka writes Avro orders, the example prices them,
     confluent-kafka reads the Avro it wrote; its schema is registered
     under priced-value."""
+
+    def check(brokers: str) -> None:
+        produce_orders(brokers, registry, ORDERS)
+        assert sorted(read_priced(brokers, registry, 2), key=lambda r: r["id"]) == WANT
+        latest = SchemaRegistryClient({"url": registry}).get_latest_version("priced-value")
+        assert json.loads(latest.schema.schema_str)["name"] == "Priced"
+
+    run_readme_example(tmp_path, registry, "### Schema Registry (Avro)", check)
+
+
+def run_readme_example(tmp_path: Path, registry: str, heading: str, check: Any) -> None:
+    """Runs the python block after heading in sdk-python/README.md as a
+    user would, calls check(brokers) once it printed its embedded broker,
+    then stops it with SIGINT: it must exit cleanly."""
     program = tmp_path / "pricing.py"
-    program.write_text(section_block(REPO / "sdk-python" / "README.md", "### Schema Registry (Avro)"), encoding="utf-8")
+    program.write_text(section_block(REPO / "sdk-python" / "README.md", heading), encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=str(REPO / "sdk-python" / "src"), TMPDIR=str(tmp_path), SCHEMA_REGISTRY_URL=registry,
                POLYSTREAMS_ENGINE=binary("polystreams"))
     p = subprocess.Popen([sys.executable, str(program)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
@@ -148,11 +165,7 @@ def test_readme_avro_example_runs_verbatim(tmp_path: Path, registry: str) -> Non
             assert line, f"the example never printed the embedded broker's address; its stderr:\n{err}"
             err += line
             hint = HINT.search(line)
-        brokers = hint.group(1)
-        produce_orders(brokers, registry, ORDERS)
-        assert sorted(read_priced(brokers, registry, 2), key=lambda r: r["id"]) == WANT
-        latest = SchemaRegistryClient({"url": registry}).get_latest_version("priced-value")
-        assert json.loads(latest.schema.schema_str)["name"] == "Priced"
+        check(hint.group(1))
         os.killpg(p.pid, signal.SIGINT)
         _, rest = p.communicate(timeout=WAIT)
     finally:
@@ -335,3 +348,233 @@ def test_json_schema_both_ways(tmp_path: Path, registry: str) -> None:
         e = runner.failure()
         assert isinstance(e, ProcessingError) and (e.topic, e.offset) == ("orders", 3), e
         assert "topic priced, subject priced-value" in str(e) and "does not validate against the schema" in str(e), e
+
+
+ORDER_PROTO = """syntax = "proto3";
+package shop;
+message Order {
+  int64 id = 1; string item = 2; int32 quantity = 3; double price = 4; optional string note = 5;
+  message Line { string sku = 1; int32 count = 2; }
+}
+message Refund { int64 order_id = 1; double amount = 2; }
+"""
+PRICED_PROTO = """syntax = "proto3";
+package shop;
+message Priced { int64 id = 1; string item = 2; double total = 3; }
+"""
+
+
+@pytest.fixture
+def pb2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """order_pb2 and priced_pb2, generated by protoc from ORDER_PROTO and
+    PRICED_PROTO into a temporary directory (one namespace: a pair)."""
+    gen = tmp_path / "pb2"
+    gen.mkdir()
+    (gen / "order.proto").write_text(ORDER_PROTO, encoding="utf-8")
+    (gen / "priced.proto").write_text(PRICED_PROTO, encoding="utf-8")
+    subprocess.run(["protoc", f"--proto_path={gen}", f"--python_out={gen}", "order.proto", "priced.proto"], check=True)
+    monkeypatch.syspath_prepend(str(gen))
+    for m in ("order_pb2", "priced_pb2"):
+        sys.modules.pop(m, None)
+    return importlib.import_module("order_pb2"), importlib.import_module("priced_pb2")
+
+
+def produce_proto_orders(brokers: str, url: str, order_pb2: Any, orders: list[dict[str, Any]]) -> None:
+    """confluent-kafka's ProtobufSerializer registers order.proto under
+    orders-value and writes the orders (message indexes [0]), to partition 0."""
+    sr = SchemaRegistryClient({"url": url})
+    p = SerializingProducer({
+        "bootstrap.servers": brokers, "key.serializer": StringSerializer(),
+        "value.serializer": ProtobufSerializer(order_pb2.Order, sr, {"use.deprecated.format": False}),
+    })
+    for o in orders:
+        p.produce("orders", key=f"o{o['id']}", value=order_pb2.Order(**{k: v for k, v in o.items() if v is not None}), partition=0)
+    assert p.flush(30) == 0
+
+
+def read_proto_priced(brokers: str, url: str, priced_pb2: Any, n: int) -> list[Any]:
+    """n records of priced, read by confluent-kafka's ProtobufDeserializer,
+    which fetches each record's schema by id (format=serialized)."""
+    c = DeserializingConsumer({
+        "bootstrap.servers": brokers, "group.id": "sr-pb-" + uuid.uuid4().hex[:6], "auto.offset.reset": "earliest",
+        "key.deserializer": StringDeserializer(),
+        "value.deserializer": ProtobufDeserializer(priced_pb2.Priced, {"use.deprecated.format": False},
+                                                   schema_registry_client=SchemaRegistryClient({"url": url})),
+    })
+    c.subscribe(["priced"])
+    got: list[Any] = []
+    deadline = time.monotonic() + WAIT
+    try:
+        while len(got) < n and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                got.append(m.value())
+    finally:
+        c.close()
+    assert len(got) == n, f"read {len(got)} of {n} records of priced within {WAIT:.0f} s: {got}"
+    return got
+
+
+def test_readme_protobuf_example_runs_verbatim(tmp_path: Path, registry: str, pb2: Any) -> None:
+    """sdk-python/README.md's Protobuf example, run as a user would:
+    confluent-kafka's ProtobufSerializer writes orders, the example prices
+    them, confluent-kafka's ProtobufDeserializer reads what it wrote; the
+    .proto is registered under priced-value."""
+    order_pb2, priced_pb2 = pb2
+
+    def check(brokers: str) -> None:
+        produce_proto_orders(brokers, registry, order_pb2, ORDERS)
+        got = sorted(read_proto_priced(brokers, registry, priced_pb2, 2), key=lambda r: r.id)
+        assert [(r.id, r.item, r.total) for r in got] == [(w["id"], w["item"], w["total"]) for w in WANT]
+        latest = SchemaRegistryClient({"url": registry}).get_latest_version("priced-value")
+        assert latest.schema.schema_type == "PROTOBUF" and "message Priced" in latest.schema.schema_str
+
+    run_readme_example(tmp_path, registry, "### Schema Registry (Protobuf)", check)
+
+
+def test_protobuf_errors_name_subject_id_and_record(tmp_path: Path, registry: str, pb2: Any) -> None:
+    """An unknown schema id fails its record (named, nothing committed past
+    it); a .proto the registry refuses (409: field 3 changes kind) fails
+    the record at the sink, named."""
+    order_pb2, _ = pb2
+    app_id = "sr-" + uuid.uuid4().hex[:6]
+    extra = {"schema.registry.url": registry, "commit.interval.ms": "100"}
+    seen: list[dict[str, Any]] = []
+
+    def price(o: dict[str, Any]) -> dict[str, Any]:
+        seen.append(o)
+        return {"id": o["id"], "item": o["item"], "total": o["quantity"] * o["price"]}
+
+    with App(app_id, Config(state_dir=str(tmp_path / "s"), extra=extra)) as app:
+        app.stream("orders", key="string", value=protobuf()).map_values(price).to("priced", value=protobuf(PRICED_PROTO))
+        app.start()
+        assert app.brokers
+        produce_proto_orders(app.brokers, registry, order_pb2, ORDERS[:1])
+        runner = Runner(app)
+        assert [r.id for r in read_proto_priced(app.brokers, registry, pb2[1], 1)] == [1]
+        # What the function saw: protojson of the message, proto names, every field.
+        assert seen == [{"id": "1", "item": "pen", "quantity": 3, "price": 1.5}], seen
+        p = Producer({"bootstrap.servers": app.brokers})
+        p.produce("orders", key=b"o9", value=b"\x00" + struct.pack(">I", 4242) + b"\x00\x08\x09", partition=0)
+        assert p.flush(30) == 0
+        e = runner.failure()
+        assert isinstance(e, ProcessingError), e
+        assert (e.topic, e.partition, e.offset) == ("orders", 0, 1), (e.topic, e.partition, e.offset, e)
+        assert "value does not decode as protobuf" in str(e), e
+        assert "subject orders-value, schema id 4242: schema id 4242 is not registered" in str(e), e
+        assert committed(app.brokers, app_id) <= 1
+
+
+def test_incompatible_protobuf_schema_is_refused_with_its_subject(tmp_path: Path, registry: str, pb2: Any) -> None:
+    """priced-value holds a .proto whose field 3 is a string: the sink's
+    (a double there) is refused with 409, and the record fails, named."""
+    order_pb2, _ = pb2
+    other = PRICED_PROTO.replace("double total = 3;", "string total = 3;")
+    SchemaRegistryClient({"url": registry}).register_schema("priced-value", Schema(other, "PROTOBUF"))
+
+    def price(o: dict[str, Any]) -> dict[str, Any]:
+        return {"id": o["id"], "item": o["item"], "total": 1.0}
+
+    with App("sr-" + uuid.uuid4().hex[:6], Config(state_dir=str(tmp_path / "s2"), extra={"schema.registry.url": registry})) as app:
+        app.stream("orders", key="string", value=protobuf()).map_values(price).to("priced", value=protobuf(PRICED_PROTO))
+        app.start()
+        assert app.brokers
+        produce_proto_orders(app.brokers, registry, order_pb2, ORDERS[:1])
+        e = Runner(app).failure()
+        assert isinstance(e, ProcessingError) and e.offset == 0, e
+        assert "topic priced, subject priced-value: incompatible schema" in str(e), e
+        assert "field 3 of shop.Priced changes kind from string to double" in str(e), e
+
+
+def test_protobuf_message_indexes_select_the_message(tmp_path: Path, registry: str, pb2: Any) -> None:
+    """confluent-kafka's ProtobufSerializer writes a second top-level
+    message (indexes [1]) and a nested one ([0, 0]) of order.proto; the
+    engine decodes each as the message its indexes name."""
+    order_pb2, _ = pb2
+    sr = SchemaRegistryClient({"url": registry})
+    with App("sr-" + uuid.uuid4().hex[:6], Config(state_dir=str(tmp_path / "s"), extra={"schema.registry.url": registry})) as app:
+        app.stream("events", key="string", value=protobuf()).to("events-json", value="json")
+        app.start()
+        assert app.brokers
+        conf = {"use.deprecated.format": False, "subject.name.strategy": lambda ctx, name: name}
+        for msg_type, value in [(order_pb2.Refund, order_pb2.Refund(order_id=7, amount=2.5)),
+                                (order_pb2.Order.Line, order_pb2.Order.Line(sku="pen-1", count=2))]:
+            p = SerializingProducer({"bootstrap.servers": app.brokers, "key.serializer": StringSerializer(),
+                                     "value.serializer": ProtobufSerializer(msg_type, sr, conf)})
+            p.produce("events", key=msg_type.DESCRIPTOR.name, value=value, partition=0)
+            assert p.flush(30) == 0
+        raw = Consumer({"bootstrap.servers": app.brokers, "group.id": "sr-idx", "auto.offset.reset": "earliest"})
+        raw.subscribe(["events"])
+        wire: list[bytes] = []
+        Runner(app)
+        c = Consumer({"bootstrap.servers": app.brokers, "group.id": "sr-idx-json", "auto.offset.reset": "earliest"})
+        c.subscribe(["events-json"])
+        got: list[Any] = []
+        deadline = time.monotonic() + WAIT
+        try:
+            while (len(got) < 2 or len(wire) < 2) and time.monotonic() < deadline:
+                for consumer, into in ((c, got), (raw, wire)):
+                    m = consumer.poll(0.2)
+                    if m is not None and not m.error():
+                        into.append(json.loads(m.value()) if consumer is c else m.value())
+        finally:
+            c.close()
+            raw.close()
+        # The indexes as confluent-kafka wrote them: [1] and [0, 0] (zigzag varints).
+        assert [w[5:7] if w[5] == 2 else w[5:8] for w in wire] == [b"\x02\x02", b"\x04\x00\x00"], wire
+        # (events-json's partitions need not keep the order of events/0.)
+        assert sorted(got, key=json.dumps) == [{"order_id": "7", "amount": 2.5}, {"sku": "pen-1", "count": 2}], got
+
+
+MONEY_PROTO = """syntax = "proto3";
+package common;
+message Money { string currency = 1; int64 units = 2; }
+"""
+INVOICE_PROTO = """syntax = "proto3";
+package shop;
+import "common/money.proto";
+import "google/protobuf/timestamp.proto";
+message Invoice { int64 id = 1; common.Money total = 2; google.protobuf.Timestamp at = 3; }
+"""
+
+
+def test_protobuf_schema_references_from_confluent_kafka(tmp_path: Path, registry: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """invoice.proto imports common/money.proto and a standard file:
+    confluent-kafka's ProtobufSerializer registers money.proto as a
+    reference (skipping the standard one), and the engine fetches it by
+    subject and version to decode the invoices."""
+    gen = tmp_path / "pb2refs"
+    (gen / "common").mkdir(parents=True)
+    (gen / "common" / "money.proto").write_text(MONEY_PROTO, encoding="utf-8")
+    (gen / "invoice.proto").write_text(INVOICE_PROTO, encoding="utf-8")
+    subprocess.run(["protoc", f"--proto_path={gen}", f"--python_out={gen}", "common/money.proto", "invoice.proto"], check=True)
+    monkeypatch.syspath_prepend(str(gen))
+    sys.modules.pop("invoice_pb2", None)
+    invoice_pb2 = importlib.import_module("invoice_pb2")
+    sr = SchemaRegistryClient({"url": registry})
+    with App("sr-" + uuid.uuid4().hex[:6], Config(state_dir=str(tmp_path / "s"), extra={"schema.registry.url": registry})) as app:
+        app.stream("invoices", key="string", value=protobuf()).to("invoices-json", value="json")
+        app.start()
+        assert app.brokers
+        p = SerializingProducer({"bootstrap.servers": app.brokers, "key.serializer": StringSerializer(),
+                                 "value.serializer": ProtobufSerializer(invoice_pb2.Invoice, sr, {"use.deprecated.format": False})})
+        inv = invoice_pb2.Invoice(id=1)
+        inv.total.currency, inv.total.units = "EUR", 12
+        inv.at.FromJsonString("2024-01-02T03:04:05Z")
+        p.produce("invoices", key="i1", value=inv, partition=0)
+        assert p.flush(30) == 0
+        refs = sr.get_latest_version("invoices-value").schema.references
+        assert [(r.name, r.subject) for r in refs] == [("common/money.proto", "common/money.proto")], refs
+        Runner(app)
+        c = Consumer({"bootstrap.servers": app.brokers, "group.id": "sr-refs", "auto.offset.reset": "earliest"})
+        c.subscribe(["invoices-json"])
+        got = None
+        deadline = time.monotonic() + WAIT
+        try:
+            while got is None and time.monotonic() < deadline:
+                m = c.poll(0.5)
+                if m is not None and not m.error():
+                    got = json.loads(m.value())
+        finally:
+            c.close()
+        assert got == {"id": "1", "total": {"currency": "EUR", "units": "12"}, "at": "2024-01-02T03:04:05Z"}, got

@@ -71,6 +71,11 @@ type step struct {
 	preds []*step
 	// stats: the step's counters (stats.go); nil with metrics off.
 	stats *stepStats
+	// owner: for the aggregation steps of a cogroup after the first, which
+	// share its store, the first: its record cache holds their updates
+	// too (one caching store in Kafka Streams) and a windowed one's state
+	// is theirs.
+	owner *step
 }
 
 // plan is the compiled form of one sub-topology.
@@ -126,6 +131,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 	for _, sub := range t.Subtopologies {
 		p := &plan{id: sub.ID, sources: map[string]*step{}}
 		seen := map[*topology.Node]*step{}
+		aggregations := map[*topology.Store]*step{} // a store's first aggregation step
 		var build func(n *topology.Node) (*step, error)
 		build = func(n *topology.Node) (*step, error) {
 			if s, ok := seen[n]; ok {
@@ -139,10 +145,16 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 			useStore := func() {
 				if len(n.Stores) == 1 && t.Stores[n.Stores[0]] != nil {
 					s.store = t.Stores[n.Stores[0]]
-					p.stores = append(p.stores, s.store)
+					if !slices.Contains(p.stores, s.store) {
+						// A cogroup's aggregation nodes share theirs.
+						p.stores = append(p.stores, s.store)
+					}
 				}
 			}
 			switch {
+			case n.Op == topology.OpCogroupMerge:
+				// KTablePassThrough: its aggregation nodes' updates.
+				s.open = newPassOp
 			case n.Op == topology.OpProcess || n.Op == topology.OpProcessValues:
 				s.open = newProcessOp
 				if _, ok := n.Fn.Native.(topology.NewProcessorFunc); !ok {
@@ -340,6 +352,13 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 			default:
 				return nil, fmt.Errorf("engine: node %s (op %d) has nothing to run", n.Name, n.Op)
 			}
+			if s.store != nil && n.Op == topology.OpAggregate {
+				if first := aggregations[s.store]; first != nil {
+					s.owner = first
+				} else {
+					aggregations[s.store] = s
+				}
+			}
 			for _, succ := range last.Successors {
 				c, err := build(succ)
 				if err != nil {
@@ -354,7 +373,9 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 			if cache && s.store != nil && len(s.next) > 0 && n.Op != topology.OpSuppress && !feedsTableJoin(s) && !emitsOnClose {
 				// Appended after its successors: reversed below, upstream first.
 				s.cached = true
-				p.cached = append(p.cached, s)
+				if s.owner == nil {
+					p.cached = append(p.cached, s)
+				}
 			}
 			if len(s.steps) > 0 || slices.ContainsFunc(s.preds, func(p *step) bool { return p != nil }) || s.getterHost() {
 				p.host = true

@@ -27,8 +27,10 @@ import (
 // running its exchanges in order.
 
 type procVecFile struct {
-	About   string       `json:"about"`
-	Vectors []procVector `json:"vectors"`
+	About string `json:"about"`
+	// Requires: the host feature "processors" (see vecFile).
+	Requires []string     `json:"requires"`
+	Vectors  []procVector `json:"vectors"`
 }
 
 type procVector struct {
@@ -359,7 +361,7 @@ func TestProcessorVectors(t *testing.T) {
 			}},
 		},
 	}
-	f := procVecFile{About: procVectorsAbout}
+	f := procVecFile{About: procVectorsAbout, Requires: []string{"processors"}}
 	for _, s := range specs {
 		v := procVector{Name: s.name, About: s.about, Functions: s.fns}
 		for _, e := range s.ex {

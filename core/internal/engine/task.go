@@ -412,7 +412,11 @@ func (t *task) push(ctx context.Context, s *step, recs []rec) error {
 		return err
 	}
 	if s.cached {
-		t.cache(s, out)
+		if s.owner != nil {
+			t.cache(s.owner, out) // a cogroup's store has one cache
+		} else {
+			t.cache(s, out)
+		}
 		return nil
 	}
 	for _, c := range s.next {

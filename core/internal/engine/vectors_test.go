@@ -38,10 +38,40 @@ var writeVectors = flag.Bool("write-vectors", false, "write conformance/vectors 
 // vectorsDir is conformance/vectors, from this package's directory.
 const vectorsDir = "../../../conformance/vectors"
 
-// vecFile is one file of vectors, as written.
+// vecFile is one file of vectors, as written. Requires lists the host
+// features (OpenSessionRequest.host_features) a host must declare for the
+// engine to send such bundles: a host's vector test runs the files whose
+// features it declares and skips the others by this list, never by name.
 type vecFile struct {
-	About   string   `json:"about"`
-	Vectors []vector `json:"vectors"`
+	About    string   `json:"about"`
+	Requires []string `json:"requires,omitempty"`
+	Vectors  []vector `json:"vectors"`
+}
+
+// vecRequires is the host features the vectors' bundles use: value refs
+// (fold_value_refs) and fold programs (fold_programs).
+func vecRequires(t *testing.T, vs []vector) []string {
+	var refs, programs bool
+	for _, v := range vs {
+		data, err := base64.StdEncoding.DecodeString(v.Bundle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b pb.Bundle
+		if err := proto.Unmarshal(data, &b); err != nil {
+			t.Fatalf("vector %s: %v", v.Name, err)
+		}
+		refs = refs || len(b.ValueRefs) > 0
+		programs = programs || len(b.FoldBases) > 0
+	}
+	var out []string
+	if refs {
+		out = append(out, "fold_value_refs")
+	}
+	if programs {
+		out = append(out, "fold_programs")
+	}
+	return out
 }
 
 type vector struct {
@@ -422,6 +452,7 @@ func TestHostVectors(t *testing.T) {
 		f.Vectors = append(f.Vectors, s.generate(t)...)
 	}
 	for _, name := range names {
+		files[name].Requires = vecRequires(t, files[name].Vectors)
 		data, err := json.MarshalIndent(files[name], "", "  ")
 		if err != nil {
 			t.Fatal(err)

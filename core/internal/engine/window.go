@@ -299,6 +299,10 @@ type windowed struct {
 
 func (o *windowed) revive() { o.ws = nil }
 
+// home is the windowed state of the operator, which the other aggregations
+// of a cogroup's store share (step.owner).
+func (o *windowed) home() *windowed { return o }
+
 func (o *windowed) process(ctx context.Context, recs []rec) ([]rec, error) {
 	if o.s.node.Windows.EmitOnClose {
 		return o.emitOnClose(ctx, recs) // emit.go
@@ -337,7 +341,15 @@ type windowAggregation interface {
 // state returns the aggregation's state, loading it on first use: the
 // stream time, and the open time windows or the sessions' observed time.
 func (o *windowed) state() (*winState, error) {
-	return o.t.winStateOf(&o.ws, o.tx, func(ws *winState) error {
+	wsp := &o.ws
+	if o.s.owner != nil {
+		// A cogroup's aggregation: the state of its store is the first
+		// aggregation's (its open windows or session index, its times).
+		if h, ok := o.t.op(o.s.owner).(interface{ home() *windowed }); ok {
+			wsp = &h.home().ws
+		}
+	}
+	return o.t.winStateOf(wsp, o.tx, func(ws *winState) error {
 		t, tx := o.t, o.tx
 		var err error
 		switch w := o.s.node.Windows; w.Kind {

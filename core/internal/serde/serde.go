@@ -25,7 +25,7 @@ const (
 	Double  = "double"
 )
 
-var known = []string{Bytes, String, JSON, Long, Integer, Double, Avro, JSONSchema}
+var known = []string{Bytes, String, JSON, Long, Integer, Double, Avro, JSONSchema, Protobuf}
 
 // Avro names the Schema Registry Avro serde: records in the Confluent wire
 // format (magic byte 0, the schema's 4-byte big-endian id, the Avro
@@ -52,10 +52,10 @@ const JSONSchema = "json-schema"
 // JSONSchemaWith names the JSON Schema serde with schema.
 func JSONSchemaWith(schema string) string { return JSONSchema + "(" + schema + ")" }
 
-// ParseRegistry reads a Schema Registry serde name: its format ("avro" or
-// "json-schema") and the schema it names (empty: none).
+// ParseRegistry reads a Schema Registry serde name: its format ("avro",
+// "json-schema" or "protobuf") and the schema it names (empty: none).
 func ParseRegistry(name string) (format, schema string, ok bool) {
-	for _, f := range []string{Avro, JSONSchema} {
+	for _, f := range []string{Avro, JSONSchema, Protobuf} {
 		if name == f {
 			return f, "", true
 		}
@@ -137,6 +137,12 @@ func check(name string) error {
 		if format == JSONSchema {
 			if _, err := CompileJSONSchema(schema); err != nil {
 				return fmt.Errorf("serde json-schema(...): the schema does not compile as a JSON Schema: %v", err)
+			}
+			return nil
+		}
+		if format == Protobuf {
+			if _, err := CompileProtobuf(schema, nil); err != nil {
+				return fmt.Errorf("serde protobuf(...): the schema does not compile as a .proto file: %v", err)
 			}
 			return nil
 		}

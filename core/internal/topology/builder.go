@@ -106,6 +106,8 @@ type entry struct {
 	// stream's would) and the windows.
 	grouped *entry
 	windows *Windows
+	// cogroup is set for a cogrouped stream and its windowed forms.
+	cogroup *cogroup
 }
 
 // pad is a name number as Kafka Streams prints it.
@@ -606,6 +608,16 @@ func (b *Builder) repartition(in *entry, rp repartition) *gnode {
 		// priority; keep that, it can change the write order.
 		return b.add(in.g, in.repartitionNode)
 	}
+	g := b.addRepartition(in, rp)
+	if in.groupName != "" {
+		in.repartitionNode = g
+	}
+	return g
+}
+
+// addRepartition adds a new repartition graph node under in's: filter, sink
+// and source, named as rp plans.
+func (b *Builder) addRepartition(in *entry, rp repartition) *gnode {
 	k, v := in.handle.KeySerde, in.handle.ValueSerde
 	filter := &Node{Name: rp.filter, Type: Processor, Op: OpRepartitionFilter, KeySerde: k, ValueSerde: v}
 	sink := &Node{Name: rp.sink, Type: Sink, Topic: rp.topic, Internal: true, KeySerde: k, ValueSerde: v}
@@ -616,11 +628,7 @@ func (b *Builder) repartition(in *entry, rp repartition) *gnode {
 	link(in.handle.Node, filter)
 	link(filter, sink)
 	b.topics[rp.topic] = source.Name
-	g := b.add(in.g, &gnode{nodes: []*Node{filter, sink, source}, out: source})
-	if in.groupName != "" {
-		in.repartitionNode = g
-	}
-	return g
+	return b.add(in.g, &gnode{nodes: []*Node{filter, sink, source}, out: source})
 }
 
 // ToStream adds KTable.toStream.
@@ -775,6 +783,9 @@ func (c *call) groupedInput(id uint64) (*entry, *Windows) {
 	switch {
 	case e == nil:
 		c.problems = append(c.problems, problem{ErrNotFound, fmt.Sprintf("%s names handle %d, which does not exist", c.op, id)})
+		return nil, nil
+	case e.cogroup != nil:
+		c.invalid("%s needs a grouped stream or a windowed stream, but handle %d is a %s: a cogrouped stream is aggregated by aggregate with an initializer, its aggregators given to cogroup", c.op, id, e.handle.Kind)
 		return nil, nil
 	case e.windows != nil:
 		return e.grouped, e.windows

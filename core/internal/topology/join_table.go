@@ -211,6 +211,8 @@ func valueGetter(n *Node) (string, []*Node) {
 			return n.Stores[0], getter
 		case n.Op == OpTableSource:
 			return n.pendingStore, getter
+		case n.Op == OpCogroupMerge:
+			return n.Predecessors[0].Stores[0], getter
 		case n.Op == OpTableFilter || n.Op == OpTableFilterNot || n.Op == OpTableMapValues:
 			getter = append([]*Node{n}, getter...)
 			n = n.Predecessors[0]

@@ -22,6 +22,12 @@ const (
 	KindSessionWindowedStream
 	// KindGlobalTable is a GlobalKTable (global.go).
 	KindGlobalTable
+	// KindCogroupedStream is a CogroupedKStream (cogroup.go), and the
+	// windowed kinds its windowedBy makes: TimeWindowedCogroupedKStream
+	// (time and sliding windows) and SessionWindowedCogroupedKStream.
+	KindCogroupedStream
+	KindWindowedCogroupedStream
+	KindSessionWindowedCogroupedStream
 )
 
 func (k Kind) String() string {
@@ -40,6 +46,12 @@ func (k Kind) String() string {
 		return "session-windowed stream"
 	case KindGlobalTable:
 		return "global table"
+	case KindCogroupedStream:
+		return "cogrouped stream"
+	case KindWindowedCogroupedStream:
+		return "windowed cogrouped stream"
+	case KindSessionWindowedCogroupedStream:
+		return "session-windowed cogrouped stream"
 	}
 	return "unknown kind"
 }
@@ -190,6 +202,10 @@ const (
 	// OpProcessValues is KStream.processValues: as OpProcess, but forwards
 	// keep the input's key.
 	OpProcessValues
+	// OpCogroupMerge is a cogroup's KTablePassThrough (cogroup.go): it
+	// forwards the changes of the cogroup's aggregation nodes, which share
+	// one store (its predecessors' Stores[0], the table's value getter).
+	OpCogroupMerge
 )
 
 // Function is the user function of a stateless operator: a host token, or a

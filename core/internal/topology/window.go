@@ -126,11 +126,15 @@ func (w *Windows) For(ts int64, starts []int64) []int64 {
 	return starts
 }
 
-// WindowedBy adds KGroupedStream.windowedBy. It adds no node: the windows
-// shape the aggregation that follows.
+// WindowedBy adds KGroupedStream.windowedBy, or CogroupedKStream.windowedBy
+// when input is a cogrouped stream. It adds no node: the windows shape the
+// aggregation that follows.
 func (b *Builder) WindowedBy(input uint64, w Windows) (*Handle, error) {
 	c := b.begin("windowed_by")
-	in := c.input(input, KindGroupedStream)
+	in := b.handles[input]
+	if in == nil || in.handle.Kind != KindCogroupedStream {
+		in = c.input(input, KindGroupedStream)
+	}
 	kind := KindWindowedStream
 	switch w.Kind {
 	case TimeWindows:
@@ -175,6 +179,16 @@ func (b *Builder) WindowedBy(input uint64, w Windows) (*Handle, error) {
 	if err := c.done(); err != nil {
 		return nil, err
 	}
+	if in.cogroup != nil {
+		kind = KindWindowedCogroupedStream
+		if w.Kind == SessionWindows {
+			kind = KindSessionWindowedCogroupedStream
+		}
+		return b.mint(&entry{
+			handle:  &Handle{Kind: kind, KeySerde: in.handle.KeySerde, Node: in.handle.Node},
+			cogroup: in.cogroup, windows: &w,
+		}), nil
+	}
 	return b.mint(&entry{
 		handle:  &Handle{Kind: kind, KeySerde: in.handle.KeySerde, ValueSerde: in.handle.ValueSerde, Node: in.handle.Node},
 		grouped: in, windows: &w,
@@ -194,6 +208,8 @@ func (b *Builder) EmitStrategy(input uint64, onClose bool) (*Handle, error) {
 		c.problems = append(c.problems, problem{ErrNotFound, fmt.Sprintf("emit_strategy names handle %d, which does not exist", input)})
 	case e.windows == nil:
 		c.invalid("emit_strategy needs a windowed stream (windowed_by with time, sliding or session windows), but handle %d is a %s", input, e.handle.Kind)
+	case e.cogroup != nil:
+		c.invalid("emit_strategy: handle %d is a %s, whose aggregation emits every window update (Kafka Streams' windowed cogroups have no emit strategy)", input, e.handle.Kind)
 	}
 	if err := c.done(); err != nil {
 		return nil, err

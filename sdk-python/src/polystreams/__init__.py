@@ -19,6 +19,7 @@ from polystreams.dsl import (
     BranchedKStream,
     BuiltinJoiner,
     BuiltinReducer,
+    CogroupedKStream,
     GlobalKTable,
     Handle,
     KGroupedStream,
@@ -27,7 +28,9 @@ from polystreams.dsl import (
     KStream,
     KTable,
     Materialized,
+    SessionWindowedCogroupedKStream,
     SessionWindowedKStream,
+    TimeWindowedCogroupedKStream,
     TimeWindowedKStream,
 )
 from polystreams.errors import (
@@ -55,7 +58,7 @@ from polystreams.processor import (
     ValueAndTimestamp,
     with_metadata,
 )
-from polystreams.serde import SerdeName, TopicSerde, avro, json_schema
+from polystreams.serde import SerdeName, TopicSerde, avro, json_schema, protobuf
 from polystreams.store import HostInfo, KeyQueryMetadata, KeyQueryResult, KeyValueStore, StreamsMetadata, WindowStore
 from polystreams.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed
 
@@ -67,6 +70,7 @@ __all__ = [
     "BuiltinJoiner",
     "BuiltinReducer",
     "Cancellable",
+    "CogroupedKStream",
     "Config",
     "DescribeFormat",
     "EmitStrategy",
@@ -105,6 +109,7 @@ __all__ = [
     "ProductionExceptionHandler",
     "RestoreProgress",
     "SerdeName",
+    "SessionWindowedCogroupedKStream",
     "SessionWindowedKStream",
     "SessionWindows",
     "SlidingWindows",
@@ -116,6 +121,7 @@ __all__ = [
     "StreamsMetadata",
     "Suppressed",
     "TaskMetrics",
+    "TimeWindowedCogroupedKStream",
     "TimeWindowedKStream",
     "TimeWindows",
     "TopicSerde",
@@ -124,6 +130,7 @@ __all__ = [
     "ValueAndTimestamp",
     "avro",
     "json_schema",
+    "protobuf",
     "WindowStore",
     "Windowed",
     "with_metadata",

@@ -17,9 +17,21 @@ if TYPE_CHECKING:
 
 __all__ = ["Handle", "Kind", "Session"]
 
-Kind = Literal["stream", "grouped_stream", "table", "grouped_table", "windowed_stream", "session_windowed_stream", "global_table"]
+Kind = Literal[
+    "stream",
+    "grouped_stream",
+    "table",
+    "grouped_table",
+    "windowed_stream",
+    "session_windowed_stream",
+    "global_table",
+    "cogrouped_stream",
+    "windowed_cogrouped_stream",
+    "session_windowed_cogrouped_stream",
+]
 """What a handle stands for (``windowed_stream``: a TimeWindowedKStream, of
-time or sliding windows)."""
+time or sliding windows; ``cogrouped_stream``: a CogroupedKStream, and its
+windowed forms)."""
 
 _KINDS: dict[int, Kind] = {
     pb.KIND_STREAM: "stream",
@@ -29,6 +41,9 @@ _KINDS: dict[int, Kind] = {
     pb.KIND_WINDOWED_STREAM: "windowed_stream",
     pb.KIND_SESSION_WINDOWED_STREAM: "session_windowed_stream",
     pb.KIND_GLOBAL_TABLE: "global_table",
+    pb.KIND_COGROUPED_STREAM: "cogrouped_stream",
+    pb.KIND_WINDOWED_COGROUPED_STREAM: "windowed_cogrouped_stream",
+    pb.KIND_SESSION_WINDOWED_COGROUPED_STREAM: "session_windowed_cogrouped_stream",
 }
 
 

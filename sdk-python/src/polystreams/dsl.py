@@ -26,6 +26,7 @@ from polystreams.windows import Duration, EmitStrategy, JoinWindows, SessionWind
 
 __all__ = [
     "BuiltinReducer",
+    "CogroupedKStream",
     "Handle",
     "Kind",
     "Materialized",
@@ -34,7 +35,9 @@ __all__ = [
     "KTable",
     "KGroupedTable",
     "GlobalKTable",
+    "SessionWindowedCogroupedKStream",
     "SessionWindowedKStream",
+    "TimeWindowedCogroupedKStream",
     "TimeWindowedKStream",
 ]
 
@@ -745,6 +748,14 @@ class KGroupedStream(_Node):
         fns = (("initializer", "initializer_token", initializer), ("aggregator", "aggregator_token", aggregator))
         return _aggregate(self, fns, materialized, name)
 
+    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+        """Starts a cogroup (``KGroupedStream.cogroup``, KIP-150): several
+        grouped streams aggregated into one table, each record folded in by
+        ``aggregator(key, value, aggregate)`` of the stream it came from.
+        Add more grouped streams with :meth:`CogroupedKStream.cogroup`, then
+        :meth:`CogroupedKStream.aggregate`. Adds no node."""
+        return _cogroup(self, 0, aggregator)
+
     @overload
     def windowed_by(self, windows: SessionWindows) -> SessionWindowedKStream: ...
     @overload
@@ -873,6 +884,106 @@ class SessionWindowedKStream(_Node):
             ("aggregator", "aggregator_token", aggregator),
             ("merger", "merger_token", merger),
         )
+        return _aggregate(self, fns, materialized, name)
+
+
+def _cogroup(node: _Node, grouped: int, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+    if not callable(aggregator):
+        raise TypeError(f"cogroup: the aggregator {aggregator!r} is not callable")
+    op = pb.CogroupOp(input=node.handle.id, grouped=grouped, aggregator_token=node._app._register("cogroup", aggregator))
+    return CogroupedKStream(node._app, node._app._build("cogroup", op))
+
+
+class CogroupedKStream(_Node):
+    """Grouped streams aggregated into one table, each with its own
+    aggregator (``CogroupedKStream``, KIP-150). Every record updates its
+    key's one aggregate, in one store, and the table forwards one update per
+    record. The grouped streams share their key type and are co-partitioned;
+    one whose key changed upstream is repartitioned first (through its
+    ``group_by_key(name=...)`` topic, else ``<store>-repartition``).
+
+    As in Kafka Streams a cogroup is one object: :meth:`cogroup` adds to it,
+    and every aggregation of it sees every grouped stream added so far."""
+
+    __slots__ = ()
+    _kind: Kind = "cogrouped_stream"
+
+    def cogroup(self, grouped: KGroupedStream, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+        """Adds ``grouped`` with its ``aggregator(key, value, aggregate)``
+        (``CogroupedKStream.cogroup``). Adds no node."""
+        if not isinstance(grouped, KGroupedStream):
+            raise TypeError(f"cogroup: want a KGroupedStream, not {type(grouped).__name__}")
+        return _cogroup(self, grouped.handle.id, aggregator)
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        *,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """The cogroup's table: ``initializer()`` starts a key's aggregate,
+        and each record is folded in by its own stream's aggregator. The
+        aggregate's serde is ``Materialized(value=...)``'s, else the first
+        grouped stream's value serde. ``name`` names the nodes
+        ``<name>-cogroup-agg-<i>`` and ``<name>-cogroup-merge``."""
+        return _aggregate(self, (("initializer", "initializer_token", initializer),), materialized, name)
+
+    @overload
+    def windowed_by(self, windows: SessionWindows) -> SessionWindowedCogroupedKStream: ...
+    @overload
+    def windowed_by(self, windows: TimeWindows | SlidingWindows) -> TimeWindowedCogroupedKStream: ...
+    def windowed_by(
+        self, windows: TimeWindows | SlidingWindows | SessionWindows
+    ) -> TimeWindowedCogroupedKStream | SessionWindowedCogroupedKStream:
+        """Aggregates the cogroup per key and window
+        (``CogroupedKStream.windowedBy``); every window update is forwarded."""
+        w = _check_windows(windows)
+        op = pb.WindowedByOp(input=self.handle.id)
+        w._op(op)
+        h = self._app._build("windowed_by", op)
+        if isinstance(w, SessionWindows):
+            return SessionWindowedCogroupedKStream(self._app, h)
+        return TimeWindowedCogroupedKStream(self._app, h)
+
+
+class TimeWindowedCogroupedKStream(_Node):
+    """A cogroup windowed by time or sliding windows
+    (``TimeWindowedCogroupedKStream``)."""
+
+    __slots__ = ()
+    _kind: Kind = "windowed_cogrouped_stream"
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        *,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """``initializer()`` starts each window's aggregate; each record is
+        folded in by its own stream's aggregator."""
+        return _aggregate(self, (("initializer", "initializer_token", initializer),), materialized, name)
+
+
+class SessionWindowedCogroupedKStream(_Node):
+    """A cogroup windowed by sessions (``SessionWindowedCogroupedKStream``)."""
+
+    __slots__ = ()
+    _kind: Kind = "session_windowed_cogrouped_stream"
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        merger: Callable[[Any, Any, Any], Any],
+        *,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """``initializer()`` starts each session's aggregate, each record is
+        folded in by its own stream's aggregator, and ``merger(key,
+        aggregate1, aggregate2)`` merges two sessions a record bridges."""
+        fns = (("initializer", "initializer_token", initializer), ("merger", "merger_token", merger))
         return _aggregate(self, fns, materialized, name)
 
 

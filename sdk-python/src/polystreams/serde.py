@@ -22,7 +22,7 @@ from typing import Any, Literal, NewType, get_args
 
 from polystreams.windows import Windowed
 
-__all__ = ["SerdeName", "SERDE_NAMES", "TopicSerde", "avro", "json_schema", "decode", "decoder", "encode", "encoder", "decode_column", "encode_column", "windowed_codec"]
+__all__ = ["SerdeName", "SERDE_NAMES", "TopicSerde", "avro", "json_schema", "protobuf", "decode", "decoder", "encode", "encoder", "decode_column", "encode_column", "windowed_codec"]
 
 SerdeName = Literal["bytes", "string", "json", "long", "integer", "double"]
 """The name of a serde, as the engine and every SDK spell it. A windowed
@@ -36,7 +36,7 @@ SERDE_NAMES: tuple[str, ...] = get_args(SerdeName)
 TopicSerde = NewType("TopicSerde", str)
 """A topic's format that the engine decodes where records enter the topology
 and encodes where they leave it: a Schema Registry serde, made by
-:func:`avro`. Sources (``stream``, ``table``, ``global_table``) and sinks
+:func:`avro`, :func:`json_schema` or :func:`protobuf`. Sources (``stream``, ``table``, ``global_table``) and sinks
 (``to``) take one; in between, the records are ``json``."""
 
 
@@ -68,6 +68,22 @@ def json_schema(schema: str | Mapping[str, Any] | None = None) -> TopicSerde:
     ``RecordNameStrategy`` names the subject after the schema's ``title``).
     Your functions get and give what ``json`` gives."""
     return _topic_serde("json-schema", schema)
+
+
+def protobuf(schema: str | None = None) -> TopicSerde:
+    """The Schema Registry Protobuf serde: Confluent's wire format with the
+    message indexes before the protobuf binary. Your functions see each
+    record as the dict ``MessageToDict(msg, preserving_proto_field_name=True,
+    always_print_fields_with_no_presence=True)`` gives: proto field names,
+    every field present, 64-bit integers as str (protojson). At a source,
+    ``protobuf()`` reads any schema the registry holds (the record's message
+    by its indexes) and ``protobuf(schema)`` reads each record into
+    ``schema``'s message of the same name; at a sink, ``protobuf(schema)``
+    registers ``schema`` (.proto text) under the topic's subject, as
+    :func:`avro` registers its schema, and writes its first message;
+    ``protobuf()`` writes with the subject's latest schema (one with
+    references included)."""
+    return _topic_serde("protobuf", schema)
 
 
 def _topic_serde(name: str, schema: str | Mapping[str, Any] | None) -> TopicSerde:

@@ -42,7 +42,7 @@ fn outputs(lengths: &[i32], data: &[u8]) -> Vec<Option<String>> {
 }
 
 fn executor(fns: Vec<(u32, Func)>) -> Executor {
-    Executor { functions: Arc::new(fns.into_iter().collect()), async_timeout: crate::bundle::ASYNC_TIMEOUT }
+    Executor::new(fns.into_iter().collect())
 }
 
 fn upper() -> Func {
@@ -629,10 +629,8 @@ mod async_steps {
         let v = values(vals);
         let kr: Vec<Option<&[u8]>> = k.iter().map(|x| x.as_deref()).collect();
         let vr: Vec<Option<&[u8]>> = v.iter().map(|x| x.as_deref()).collect();
-        let exec = Executor {
-            functions: Arc::new(fns.into_iter().map(|(t, f)| (t, Func::Step(Arc::new(f)))).collect()),
-            async_timeout: timeout,
-        };
+        let mut exec = Executor::new(fns.into_iter().map(|(t, f)| (t, Func::Step(Arc::new(f)))).collect());
+        exec.async_timeout = timeout;
         exec.process(&bundle(steps, &kr, &vr))
     }
 

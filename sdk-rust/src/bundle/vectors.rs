@@ -10,7 +10,8 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use prost::Message;
 use serde_json::Value as J;
@@ -22,6 +23,10 @@ use crate::dsl::{
 };
 use crate::fold::{Aggregate, StreamReduce, TableReduce};
 use crate::pb;
+use crate::processor::{
+    self, FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, KeyValueStore, Processor, ProcessorContext,
+    ProcessorResult, PunctuationType, Record,
+};
 use crate::serdes::Value;
 
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -274,6 +279,105 @@ fn functions(refs: &HashMap<u32, FnRef>, b: &pb::Bundle) -> HashMap<u32, Func> {
     out
 }
 
+// The catalogue's processors (docs/design/host-vectors.md, "Processors"),
+// over Value keys and values; a store is the step's first.
+
+type V = Value;
+
+struct CountPerKey(String);
+impl Processor<V, V, V, V> for CountPerKey {
+    fn process(&mut self, ctx: &mut ProcessorContext<V, V>, r: Record<V, V>) -> ProcessorResult {
+        let store: KeyValueStore<V, V> = ctx.get_state_store(&self.0)?;
+        let n = store.get(&r.key)?.and_then(|v| v.as_i64()).unwrap_or(0) + 1;
+        store.put(&r.key, &Value::Long(n))?;
+        ctx.forward(r.with_value(Value::Long(n)))?;
+        Ok(())
+    }
+}
+
+struct ForwardTo(String);
+impl Processor<V, V, V, V> for ForwardTo {
+    fn process(&mut self, ctx: &mut ProcessorContext<V, V>, r: Record<V, V>) -> ProcessorResult {
+        Ok(ctx.forward_to(&self.0, r)?)
+    }
+}
+
+struct Restamp;
+impl FixedKeyProcessor<V, V, V> for Restamp {
+    fn process(&mut self, ctx: &mut FixedKeyProcessorContext<V, V>, r: FixedKeyRecord<V, V>) -> ProcessorResult {
+        let mut headers = r.headers.clone();
+        headers.push(("seen".to_owned(), Some(b"1".to_vec())));
+        let ts = r.timestamp + 1000;
+        Ok(ctx.forward(r.with_timestamp(ts).with_headers(headers))?)
+    }
+}
+
+struct SweepEvery(String, u64);
+impl Processor<V, V, V, V> for SweepEvery {
+    fn init(&mut self, ctx: &mut ProcessorContext<V, V>) -> ProcessorResult {
+        ctx.schedule(Duration::from_millis(self.1), PunctuationType::StreamTime, |p: &mut SweepEvery, ctx, t| {
+            let store: KeyValueStore<V, V> = ctx.get_state_store(&p.0)?;
+            for (k, v) in store.all()? {
+                ctx.forward(Record::new(k.clone(), v, t))?;
+                store.delete(&k)?;
+            }
+            Ok(())
+        })?;
+        Ok(())
+    }
+    fn process(&mut self, ctx: &mut ProcessorContext<V, V>, r: Record<V, V>) -> ProcessorResult {
+        let store: KeyValueStore<V, V> = ctx.get_state_store(&self.0)?;
+        let n = store.get(&r.key)?.and_then(|v| v.as_i64()).unwrap_or(0) + 1;
+        Ok(store.put(&r.key, &Value::Long(n))?)
+    }
+}
+
+struct TickEvery(u64);
+impl Processor<V, V, V, V> for TickEvery {
+    fn init(&mut self, ctx: &mut ProcessorContext<V, V>) -> ProcessorResult {
+        ctx.schedule(Duration::from_millis(self.0), PunctuationType::WallClockTime, |_: &mut TickEvery, ctx, t| {
+            Ok(ctx.forward(Record::new(Value::from("tick"), Value::Long(t), t))?)
+        })?;
+        Ok(())
+    }
+    fn process(&mut self, _: &mut ProcessorContext<V, V>, _: Record<V, V>) -> ProcessorResult {
+        Ok(())
+    }
+}
+
+struct ForwardThenFail(String);
+impl Processor<V, V, V, V> for ForwardThenFail {
+    fn process(&mut self, ctx: &mut ProcessorContext<V, V>, r: Record<V, V>) -> ProcessorResult {
+        let fail = r.value.as_str() == Some(self.0.as_str());
+        ctx.forward(r)?;
+        if fail {
+            return Err(format!("forward_then_fail {}", self.0).into());
+        }
+        Ok(())
+    }
+}
+
+/// A catalogue processor's supplier, for a step with these stores.
+fn processor_of(f: FnRef, stores: &[String]) -> Func {
+    let store = stores.first().cloned().unwrap_or_default();
+    let ms = || f.arg.parse::<u64>().expect("an interval in ms");
+    Func::Processor(match f.name.as_str() {
+        "count_per_key" => processor::supplier(move || CountPerKey(store.clone())),
+        "forward_to" => processor::supplier(move || ForwardTo(f.arg.clone())),
+        "restamp" => processor::fixed_supplier(|| Restamp),
+        "sweep_every" => {
+            let ms = ms();
+            processor::supplier(move || SweepEvery(store.clone(), ms))
+        }
+        "tick_every" => {
+            let ms = ms();
+            processor::supplier(move || TickEvery(ms))
+        }
+        "forward_then_fail" => processor::supplier(move || ForwardThenFail(f.arg.clone())),
+        other => panic!("{other} is not a processor of the vectors' catalogue"),
+    })
+}
+
 fn vectors_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../conformance/vectors")
 }
@@ -284,19 +388,36 @@ fn every_vector_gives_its_result() {
         .expect("conformance/vectors")
         .map(|e| e.expect("an entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        // The processors family (Processor API, issue 24) is for hosts that
-        // declare the "processors" feature; this SDK does not yet, so the
-        // engine refuses a processor topology from it at Build.
-        .filter(|p| !p.ends_with("processors.json"))
         .collect();
     files.sort();
     assert!(files.iter().any(|p| p.ends_with("chains.json")), "no vectors in {files:?}");
     let mut ran = 0;
     let mut wrong = Vec::new();
+    let mut skipped = Vec::new();
+    let mut processors = 0;
     for path in files {
         let file: J = serde_json::from_slice(&std::fs::read(&path).expect("readable")).expect("JSON");
+        // A file declares the host features its vectors need; this host
+        // runs those whose features it declares to the engine.
+        let missing: Vec<&str> = file["requires"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(J::as_str)
+            .filter(|f| !crate::app::HOST_FEATURES.contains(f))
+            .collect();
+        if !missing.is_empty() {
+            skipped.push(format!("{} (needs {})", path.display(), missing.join(", ")));
+            continue;
+        }
         for v in file["vectors"].as_array().expect("vectors") {
             let name = format!("{}/{}", path.file_stem().unwrap().to_string_lossy(), v["name"].as_str().unwrap());
+            if v.get("exchanges").is_some() {
+                ran += 1;
+                processors += 1;
+                wrong.extend(processor_vector(&name, v));
+                continue;
+            }
             let refs: HashMap<u32, FnRef> = v["functions"]
                 .as_array()
                 .unwrap()
@@ -304,7 +425,7 @@ fn every_vector_gives_its_result() {
                 .map(|f| (f["token"].as_u64().unwrap() as u32, FnRef::of(&f["fn"])))
                 .collect();
             let bundle = pb::Bundle::decode(from_base64(v["bundle"].as_str().unwrap()).as_slice()).expect("a bundle");
-            let ex = Executor { functions: Arc::new(functions(&refs, &bundle)), async_timeout: super::ASYNC_TIMEOUT };
+            let ex = Executor::new(functions(&refs, &bundle));
             let mut got = ex.process(&bundle);
             ran += 1;
             let want_failures = v.get("failures").and_then(J::as_array).cloned().unwrap_or_default();
@@ -340,5 +461,84 @@ fn every_vector_gives_its_result() {
             }
         }
     }
+    assert!(processors > 0, "no processor vectors ran");
+    assert!(skipped.is_empty(), "vector files for host features this host lacks: {skipped:?}");
     assert!(wrong.is_empty(), "{} of {ran} vectors differ:\n{}", wrong.len(), wrong.join("\n"));
+}
+
+/// A processor vector: one fresh host (its instances live across the
+/// exchanges) runs each bundle, its Reads answered from the exchange's
+/// `reads` in order, each request checked byte for byte (session id
+/// cleared). Answers what differs.
+fn processor_vector(name: &str, v: &J) -> Vec<String> {
+    let exchanges = v["exchanges"].as_array().expect("exchanges");
+    let b64 = |j: &J| from_base64(j.as_str().expect("base64"));
+    let first = pb::Bundle::decode(b64(&exchanges[0]["bundle"]).as_slice()).expect("a bundle");
+    let functions: HashMap<u32, Func> = v["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let token = f["token"].as_u64().unwrap() as u32;
+            let stores = first.steps.iter().find(|s| s.token == token).map(|s| s.stores.clone()).unwrap_or_default();
+            (token, processor_of(FnRef::of(&f["fn"]), &stores))
+        })
+        .collect();
+    type Script = Arc<Mutex<(Vec<(Vec<u8>, Vec<u8>)>, Vec<String>)>>;
+    let script: Script = Arc::default();
+    let mut ex = Executor::new(functions);
+    let s = script.clone();
+    let who = name.to_owned();
+    ex.read = Some(Arc::new(move |mut req: pb::ReadRequest| {
+        req.session_id.clear();
+        let mut s = s.lock().unwrap();
+        let got = req.encode_to_vec();
+        if s.0.is_empty() {
+            s.1.push(format!("{who}: a Read beyond the vector's: {req:?}"));
+            return Err(crate::Error::internal("no such Read in the vector"));
+        }
+        let (want, resp) = s.0.remove(0);
+        if got != want {
+            s.1.push(format!("{who}: Read {req:?}, want {:?}", pb::ReadRequest::decode(want.as_slice())));
+        }
+        Ok(pb::ReadResponse::decode(resp.as_slice()).expect("a read response"))
+    }));
+    let mut wrong = Vec::new();
+    for (i, x) in exchanges.iter().enumerate() {
+        script.lock().unwrap().0 =
+            x["reads"].as_array().into_iter().flatten().map(|r| (b64(&r["request"]), b64(&r["response"]))).collect();
+        let bundle = pb::Bundle::decode(b64(&x["bundle"]).as_slice()).expect("a bundle");
+        let mut got = ex.process(&bundle);
+        let mut s = script.lock().unwrap();
+        wrong.append(&mut s.1);
+        if !s.0.is_empty() {
+            wrong.push(format!("{name} exchange {i}: {} Reads the vector has and the host did not make", s.0.len()));
+        }
+        let want_failures = x.get("failures").and_then(J::as_array).cloned().unwrap_or_default();
+        let kinds: Vec<(i32, i32)> = got.failures.iter().map(|f| (f.index, f.step)).collect();
+        let want_kinds: Vec<(i32, i32)> = want_failures
+            .iter()
+            .map(|f| (f["index"].as_i64().unwrap() as i32, f["step"].as_i64().unwrap() as i32))
+            .collect();
+        if kinds != want_kinds {
+            wrong.push(format!("{name} exchange {i}: failures {:?}, want {want_kinds:?}", got.failures));
+            continue;
+        }
+        for (f, w) in got.failures.iter_mut().zip(&want_failures) {
+            let contains = w["message_contains"].as_str().unwrap();
+            if !f.message.contains(contains) {
+                wrong.push(format!("{name} exchange {i}: {:?} does not contain {contains:?}", f.message));
+            }
+            f.message.clear();
+        }
+        let want = b64(&x["result"]);
+        if got.encode_to_vec() != want {
+            wrong.push(format!(
+                "{name} exchange {i}: result {:?}, want {:?}",
+                got,
+                pb::BundleResult::decode(want.as_slice()).expect("a result")
+            ));
+        }
+    }
+    wrong
 }

@@ -585,13 +585,15 @@ pub struct ReduceOp {
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct AggregateOp {
-    /// A grouped stream or a grouped table.
+    /// A grouped stream, a grouped table or a cogrouped stream (CogroupOp;
+    /// windowed or not).
     #[prost(uint64, tag = "1")]
     pub input: u64,
     /// fn() -> the initial aggregate of a key.
     #[prost(uint32, tag = "2")]
     pub initializer_token: u32,
     /// fn(key, value, aggregate) -> aggregate (for a grouped table: the adder).
+    /// Absent for a cogrouped stream, whose aggregators CogroupOp gave.
     #[prost(uint32, tag = "3")]
     pub aggregator_token: u32,
     /// materialized.value_serde is the aggregate's serde (default: the values').
@@ -611,6 +613,35 @@ pub struct AggregateOp {
 /// MergeOp is KStream.merge: one stream of both streams' records (node
 /// KSTREAM-MERGE-<n>, or name). Both streams must carry the same key and
 /// value serdes.
+/// CogroupOp is KGroupedStream.cogroup(aggregator) (input a grouped stream,
+/// grouped 0) or CogroupedKStream.cogroup(grouped, aggregator) (input a
+/// cogrouped stream): it adds a grouped stream and its aggregator to a
+/// cogroup (KIP-150). It adds no node and takes no name number. As in Kafka
+/// Streams a cogrouped stream is one object: every handle made from it sees
+/// the grouped streams added through any of them. windowed_by on it makes a
+/// windowed cogrouped stream; aggregate on either (AggregateOp with
+/// initializer_token, and merger_token for session windows; no
+/// aggregator_token) makes the table: one node
+/// COGROUPKSTREAM-AGGREGATE-<n> (or "<name>-cogroup-agg-<i>") per grouped
+/// stream, all with one store (COGROUPKSTREAM-AGGREGATE-STATE-STORE-<n>, or
+/// Materialized's name), and COGROUPKSTREAM-MERGE-<n> (or
+/// "<name>-cogroup-merge"), the table's node. A grouped stream whose key
+/// changed upstream is repartitioned first through its Grouped name's topic,
+/// else through "<store>-repartition".
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct CogroupOp {
+    /// A grouped stream (starting a cogroup) or a cogrouped stream.
+    #[prost(uint64, tag = "1")]
+    pub input: u64,
+    /// With a cogrouped input: the grouped stream to add. Absent (0) with a
+    /// grouped input.
+    #[prost(uint64, tag = "2")]
+    pub grouped: u64,
+    /// fn(key, value, aggregate) -> aggregate, run as OPERATION_AGGREGATE for
+    /// the records of this grouped stream.
+    #[prost(uint32, tag = "3")]
+    pub aggregator_token: u32,
+}
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct MergeOp {
     #[prost(uint64, tag = "1")]
@@ -794,7 +825,7 @@ pub struct BuildRequest {
     /// One builder operator. New operators are added as new members.
     #[prost(
         oneof = "build_request::Operation",
-        tags = "10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42"
+        tags = "10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 80"
     )]
     pub operation: ::core::option::Option<build_request::Operation>,
 }
@@ -869,6 +900,8 @@ pub mod build_request {
         AddProcessor(super::AddProcessorOp),
         #[prost(message, tag = "42")]
         AddSink(super::AddSinkOp),
+        #[prost(message, tag = "80")]
+        Cogroup(super::CogroupOp),
     }
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -2070,6 +2103,14 @@ pub enum Kind {
     SessionWindowedStream = 6,
     /// A GlobalKTable: every partition of its topic on every instance.
     GlobalTable = 7,
+    /// A CogroupedKStream (CogroupOp).
+    CogroupedStream = 8,
+    /// A TimeWindowedCogroupedKStream (windowedBy of a cogrouped stream with
+    /// time or sliding windows).
+    WindowedCogroupedStream = 9,
+    /// A SessionWindowedCogroupedKStream (windowedBy of a cogrouped stream
+    /// with session windows).
+    SessionWindowedCogroupedStream = 10,
 }
 impl Kind {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -2086,6 +2127,11 @@ impl Kind {
             Self::WindowedStream => "KIND_WINDOWED_STREAM",
             Self::SessionWindowedStream => "KIND_SESSION_WINDOWED_STREAM",
             Self::GlobalTable => "KIND_GLOBAL_TABLE",
+            Self::CogroupedStream => "KIND_COGROUPED_STREAM",
+            Self::WindowedCogroupedStream => "KIND_WINDOWED_COGROUPED_STREAM",
+            Self::SessionWindowedCogroupedStream => {
+                "KIND_SESSION_WINDOWED_COGROUPED_STREAM"
+            }
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -2099,6 +2145,11 @@ impl Kind {
             "KIND_WINDOWED_STREAM" => Some(Self::WindowedStream),
             "KIND_SESSION_WINDOWED_STREAM" => Some(Self::SessionWindowedStream),
             "KIND_GLOBAL_TABLE" => Some(Self::GlobalTable),
+            "KIND_COGROUPED_STREAM" => Some(Self::CogroupedStream),
+            "KIND_WINDOWED_COGROUPED_STREAM" => Some(Self::WindowedCogroupedStream),
+            "KIND_SESSION_WINDOWED_COGROUPED_STREAM" => {
+                Some(Self::SessionWindowedCogroupedStream)
+            }
             _ => None,
         }
     }

@@ -24,10 +24,15 @@ use std::io::BufRead;
 use std::sync::Arc;
 use std::time::Duration;
 
+use polystreams::processor::{
+    self as proc, FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, KeyValueStore, Processor,
+    ProcessorContext, ProcessorResult, PunctuationType, Record, StoreBuilder, Stores,
+};
 use polystreams::{
-    App, Config, EmitStrategy, Error, GlobalKTable, JoinWindows, Joiner, KGroupedStream, KGroupedTable, KStream,
-    KTable, Materialized, Options, Printed, Reducer, Repartitioned, SessionWindowedKStream, SessionWindows,
-    SlidingWindows, TimeWindowedKStream, TimeWindows, Value, Windowed,
+    App, CogroupedKStream, Config, EmitStrategy, Error, GlobalKTable, JoinWindows, Joiner, KGroupedStream,
+    KGroupedTable, KStream, KTable, Materialized, Options, Printed, Reducer, Repartitioned,
+    SessionWindowedCogroupedKStream, SessionWindowedKStream, SessionWindows, SlidingWindows,
+    TimeWindowedCogroupedKStream, TimeWindowedKStream, TimeWindows, Value, Windowed,
 };
 use serde_json::{json, Map, Value as J};
 
@@ -499,6 +504,9 @@ enum Node {
     SessionWindowed(SessionWindowedKStream<Value, Value>),
     WindowedTable(WindowedTable),
     Global(GlobalKTable<Value, Value>),
+    Cogrouped(CogroupedKStream<Value, Value>),
+    TimeWindowedCogrouped(TimeWindowedCogroupedKStream<Value, Value>),
+    SessionWindowedCogrouped(SessionWindowedCogroupedKStream<Value, Value>),
 }
 
 /// A windowed aggregation's table, as the SDK types it: count's values are
@@ -523,6 +531,200 @@ impl WindowedTable {
             WindowedTable::Values(t) => WindowedTable::Values(t.suppress_until_window_closes_with(o)?),
         })
     }
+}
+
+// The catalogue's processors (conformance/README.md, "Processors"), over
+// Value keys and values; a store is the step's first. A processor that
+// fails answers an error, as a Rust processor does.
+
+type V = Value;
+
+/// A catalogue processor, with its argument and store.
+#[derive(Clone)]
+enum Catalogue {
+    CountPerKey(String),
+    ForwardTo(String),
+    Restamp,
+    SweepEvery(String, u64),
+    TickEvery(u64),
+    ForwardThenFail(String),
+}
+
+impl Catalogue {
+    fn of(f: &FnRef, stores: &[String]) -> R<Catalogue> {
+        let store = stores.first().cloned().unwrap_or_default();
+        let ms = || {
+            f.arg.parse::<u64>().map_err(|_| format!("{}: the argument is an interval in ms, not {:?}", f.name, f.arg))
+        };
+        Ok(match f.name.as_str() {
+            "count_per_key" => Catalogue::CountPerKey(store),
+            "forward_to" => Catalogue::ForwardTo(f.arg.clone()),
+            "restamp" => Catalogue::Restamp,
+            "sweep_every" => Catalogue::SweepEvery(store, ms()?),
+            "tick_every" => Catalogue::TickEvery(ms()?),
+            "forward_then_fail" => Catalogue::ForwardThenFail(f.arg.clone()),
+            _ => return Err(unknown(f, "processor")),
+        })
+    }
+
+    fn restamped(h: &proc::Headers) -> proc::Headers {
+        let mut h = h.clone();
+        h.push(("seen".to_owned(), Some(b"1".to_vec())));
+        h
+    }
+
+    fn sweep(&mut self, ctx: &mut ProcessorContext<V, V>, t: i64) -> ProcessorResult {
+        let Catalogue::SweepEvery(name, _) = self else { return Ok(()) };
+        let store: KeyValueStore<V, V> = ctx.get_state_store(name)?;
+        for (k, v) in store.all()? {
+            ctx.forward(Record::new(k.clone(), v, t))?;
+            store.delete(&k)?;
+        }
+        Ok(())
+    }
+}
+
+impl Processor<V, V, V, V> for Catalogue {
+    fn init(&mut self, ctx: &mut ProcessorContext<V, V>) -> ProcessorResult {
+        match self {
+            Catalogue::SweepEvery(_, ms) => {
+                ctx.schedule(Duration::from_millis(*ms), PunctuationType::StreamTime, Catalogue::sweep)?;
+            }
+            Catalogue::TickEvery(ms) => {
+                ctx.schedule(
+                    Duration::from_millis(*ms),
+                    PunctuationType::WallClockTime,
+                    |_: &mut Catalogue, ctx, t| Ok(ctx.forward(Record::new(Value::from("tick"), Value::Long(t), t))?),
+                )?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn process(&mut self, ctx: &mut ProcessorContext<V, V>, r: Record<V, V>) -> ProcessorResult {
+        match self {
+            Catalogue::CountPerKey(name) => {
+                let store: KeyValueStore<V, V> = ctx.get_state_store(name)?;
+                let n = store.get(&r.key)?.and_then(|v| v.as_i64()).unwrap_or(0) + 1;
+                store.put(&r.key, &Value::Long(n))?;
+                ctx.forward(r.with_value(Value::Long(n)))?;
+            }
+            Catalogue::ForwardTo(child) => ctx.forward_to(child, r)?,
+            Catalogue::Restamp => {
+                let (ts, h) = (r.timestamp + 1000, Catalogue::restamped(&r.headers));
+                ctx.forward(r.with_timestamp(ts).with_headers(h))?;
+            }
+            Catalogue::SweepEvery(name, _) => {
+                let store: KeyValueStore<V, V> = ctx.get_state_store(name)?;
+                let n = store.get(&r.key)?.and_then(|v| v.as_i64()).unwrap_or(0) + 1;
+                store.put(&r.key, &Value::Long(n))?;
+            }
+            Catalogue::TickEvery(_) => {}
+            Catalogue::ForwardThenFail(value) => {
+                let fail = r.value.as_str() == Some(value.as_str());
+                ctx.forward(r)?;
+                if fail {
+                    return Err(format!("forward_then_fail {value}").into());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The fixed-key processors of the catalogue (process_values).
+struct Restamp;
+impl FixedKeyProcessor<V, V, V> for Restamp {
+    fn process(&mut self, ctx: &mut FixedKeyProcessorContext<V, V>, r: FixedKeyRecord<V, V>) -> ProcessorResult {
+        let (ts, h) = (r.timestamp + 1000, Catalogue::restamped(&r.headers));
+        Ok(ctx.forward(r.with_timestamp(ts).with_headers(h))?)
+    }
+}
+
+fn str_array(step: &Map<String, J>, key: &str) -> Vec<String> {
+    step.get(key).and_then(J::as_array).into_iter().flatten().filter_map(J::as_str).map(str::to_owned).collect()
+}
+
+/// Options of the step's key and value serdes only.
+fn serdes(step: &Map<String, J>, key: bool) -> Options {
+    let mut o = Options::new();
+    if let Some(k) = step.get("key").and_then(J::as_str).filter(|_| key) {
+        o = o.key_serde(k);
+    }
+    if let Some(v) = step.get("value").and_then(J::as_str) {
+        o = o.value_serde(v);
+    }
+    o
+}
+
+/// A process step on a stream (process, or process_values).
+fn process_step(
+    st: &KStream<Value, Value>,
+    values_only: bool,
+    step: &Map<String, J>,
+) -> Result<KStream<Value, Value>, BuildError> {
+    let f = fn_of(step, "processor");
+    let stores = str_array(step, "stores");
+    let names: Vec<&str> = stores.iter().map(String::as_str).collect();
+    let mut o = serdes(step, !values_only);
+    if let Some(n) = step.get("name").and_then(J::as_str) {
+        o = o.name(n);
+    }
+    if values_only {
+        return Ok(match f.name.as_str() {
+            "restamp" => st.process_values_with(|| Restamp, &names, o)?,
+            _ => return Err(format!("process_values: {} is not a fixed-key processor of the catalogue", f.name).into()),
+        });
+    }
+    let p = Catalogue::of(&f, &stores)?;
+    Ok(st.process_with(move || p.clone(), &names, o)?)
+}
+
+/// An add_processor step (Topology.addProcessor).
+fn add_processor(app: &App, step: &Map<String, J>) -> Result<(), BuildError> {
+    let stores = str_array(step, "stores");
+    let parents = str_array(step, "parents");
+    let p = Catalogue::of(&fn_of(step, "processor"), &stores)?;
+    let name = step.get("name").and_then(J::as_str).unwrap_or("");
+    app.topology().add_processor_with::<V, V, V, V, _, _>(
+        name,
+        move || p.clone(),
+        &parents.iter().map(String::as_str).collect::<Vec<_>>(),
+        &stores.iter().map(String::as_str).collect::<Vec<_>>(),
+        serdes(step, true),
+    )?;
+    Ok(())
+}
+
+/// An add_state_store step's store.
+fn store_builder(step: &Map<String, J>) -> R<StoreBuilder> {
+    let name = step.get("name").and_then(J::as_str).unwrap_or("");
+    let ms = |k: &str| Duration::from_millis(step.get(k).and_then(J::as_u64).unwrap_or(0));
+    let mut b = match step.get("type").and_then(J::as_str).unwrap_or("key_value") {
+        "key_value" => Stores::key_value_store::<V, V>(name),
+        "timestamped_key_value" => Stores::timestamped_key_value_store::<V, V>(name),
+        "window" => Stores::window_store::<V, V>(
+            name,
+            ms("retention_ms"),
+            ms("window_size_ms"),
+            step.get("retain_duplicates").and_then(J::as_bool).unwrap_or(false),
+        ),
+        other => return Err(format!("add_state_store: no store type {other:?}")),
+    };
+    if let Some(k) = step.get("key").and_then(J::as_str) {
+        b = b.key_serde(k);
+    }
+    if let Some(v) = step.get("value").and_then(J::as_str) {
+        b = b.value_serde(v);
+    }
+    if step.get("logging").and_then(J::as_bool) == Some(false) {
+        b = b.with_logging_disabled();
+    }
+    if step.get("caching").and_then(J::as_bool) == Some(true) {
+        b = b.with_caching_enabled();
+    }
+    Ok(b)
 }
 
 fn millis(w: &Map<String, J>, key: &str) -> R<Duration> {
@@ -565,6 +767,42 @@ fn windowed_by(g: &KGroupedStream<Value, Value>, w: &Map<String, J>) -> Result<N
                 None => SessionWindows::of_inactivity_gap_with_no_grace(gap),
                 Some(gr) => SessionWindows::of_inactivity_gap_and_grace(gap, gr),
             })?)
+        }
+        other => return Err(format!("windowed_by: {other:?} is not a window type").into()),
+    })
+}
+
+/// windowed_by on a cogroup: the windows as windowed_by (above) makes them.
+fn cogroup_windowed_by(c: &CogroupedKStream<Value, Value>, w: &Map<String, J>) -> Result<Node, BuildError> {
+    let grace = match w.get("grace_ms") {
+        Some(_) => Some(millis(w, "grace_ms")?),
+        None => None,
+    };
+    Ok(match w.get("type").and_then(J::as_str).unwrap_or("") {
+        "time" => {
+            let size = millis(w, "size_ms")?;
+            let mut t = match grace {
+                None => TimeWindows::of_size_with_no_grace(size),
+                Some(g) => TimeWindows::of_size_and_grace(size, g),
+            };
+            if w.contains_key("advance_ms") {
+                t = t.advance_by(millis(w, "advance_ms")?);
+            }
+            Node::TimeWindowedCogrouped(c.clone().windowed_by(t))
+        }
+        "sliding" => {
+            let d = millis(w, "time_difference_ms")?;
+            Node::TimeWindowedCogrouped(c.clone().windowed_by(match grace {
+                None => SlidingWindows::of_time_difference_with_no_grace(d),
+                Some(gr) => SlidingWindows::of_time_difference_and_grace(d, gr),
+            }))
+        }
+        "session" => {
+            let gap = millis(w, "inactivity_gap_ms")?;
+            Node::SessionWindowedCogrouped(c.clone().windowed_by(match grace {
+                None => SessionWindows::of_inactivity_gap_with_no_grace(gap),
+                Some(gr) => SessionWindows::of_inactivity_gap_and_grace(gap, gr),
+            }))
         }
         other => return Err(format!("windowed_by: {other:?} is not a window type").into()),
     })
@@ -762,6 +1000,27 @@ fn apply(
         ("global_table", _) => {
             return Ok(Some(Node::Global(app.global_table_with(&topic(), options(step, true, true))?)))
         }
+        // The Processor API (docs/design/processor.md): stores, and Topology calls.
+        ("add_state_store", _) => {
+            app.add_state_store(store_builder(step)?)?;
+            return Ok(None);
+        }
+        ("add_source", _) => {
+            let name = step.get("name").and_then(J::as_str).unwrap_or("");
+            app.topology().add_source_with::<V, V>(name, str_list("topics"), serdes(step, true))?;
+            return Ok(None);
+        }
+        ("add_sink", _) => {
+            let name = step.get("name").and_then(J::as_str).unwrap_or("");
+            let parents = str_array(step, "parents");
+            let parents: Vec<&str> = parents.iter().map(String::as_str).collect();
+            app.topology().add_sink_with::<V, V>(name, &topic(), &parents, serdes(step, true))?;
+            return Ok(None);
+        }
+        ("add_processor", _) => {
+            add_processor(app, step)?;
+            return Ok(None);
+        }
         _ => {}
     }
     if let Some(r) = step.get("materialized").and_then(|m| m.get("retention_ms")).and_then(J::as_i64) {
@@ -778,6 +1037,8 @@ fn apply(
                 return Ok(None);
             }
             "group_by_key" => Node::Grouped(st.group_by_key_with(options(step, true, false))?),
+            "process" => Node::Stream(process_step(st, false, step)?),
+            "process_values" => Node::Stream(process_step(st, true, step)?),
             "to_table" => Node::Table(st.to_table_with(options(step, false, true))?),
             "merge" => match label(step.get("other").and_then(J::as_str).unwrap_or("")) {
                 Some(Node::Stream(other)) => Node::Stream(st.merge_with(other, options(step, false, false))?),
@@ -958,6 +1219,45 @@ fn apply(
             }
             _ => return Err(format!("executor: {op} cannot apply to a stream").into()),
         },
+        Some(Node::Grouped(g)) if op == "cogroup" => {
+            let a = aggregator(&f)?;
+            Node::Cogrouped(g.cogroup(move |k, v, agg| ok(a(k, v, agg))))
+        }
+        Some(Node::Cogrouped(c)) => match op {
+            "cogroup" => {
+                let Some(Node::Grouped(g)) = label(step.get("other").and_then(J::as_str).unwrap_or("")) else {
+                    return Err("executor: cogroup's other is not a grouped stream".to_owned().into());
+                };
+                let a = aggregator(&f)?;
+                Node::Cogrouped(c.clone().cogroup(g, move |k, v, agg| ok(a(k, v, agg))))
+            }
+            "windowed_by" => cogroup_windowed_by(c, step.get("windows").and_then(J::as_object).unwrap_or(&Map::new()))?,
+            "aggregate" => {
+                let init = initializer(&fn_of(step, "init"))?;
+                Node::Table(c.clone().aggregate_with(move || init(), options(step, false, true))?)
+            }
+            _ => return Err(format!("executor: {op} cannot apply to a cogrouped stream").into()),
+        },
+        Some(Node::TimeWindowedCogrouped(c)) if op == "aggregate" => {
+            let init = initializer(&fn_of(step, "init"))?;
+            Node::WindowedTable(WindowedTable::Values(
+                c.clone().aggregate_with(move || init(), options(step, false, true))?,
+            ))
+        }
+        Some(Node::SessionWindowedCogrouped(c)) if op == "aggregate" => {
+            // The merger is a required argument in Rust (as for a
+            // session-windowed stream's aggregate).
+            let Some(m) = step.get("merger").map(fn_ref) else {
+                return Err(BuildError::Executor("aggregate: a session-windowed cogroup's aggregate needs a merger; none was given, so no call is made".to_owned()));
+            };
+            let init = initializer(&fn_of(step, "init"))?;
+            let merge = merger(&m)?;
+            Node::WindowedTable(WindowedTable::Values(c.clone().aggregate_with(
+                move || init(),
+                move |k, a1, a2| ok(merge(k, a1, a2)),
+                options(step, false, true),
+            )?))
+        }
         Some(Node::Grouped(g)) => {
             if op == "windowed_by" {
                 return Ok(Some(windowed_by(g, step.get("windows").and_then(J::as_object).unwrap_or(&Map::new()))?));
@@ -1109,6 +1409,9 @@ fn apply(
             }
         }
         Some(Node::Global(_)) => return Err(format!("executor: {op} does not apply to a global table").into()),
+        Some(Node::TimeWindowedCogrouped(_) | Node::SessionWindowedCogrouped(_)) => {
+            return Err(format!("executor: {op} does not apply to a windowed cogrouped stream").into())
+        }
         None => return Err(format!("executor: {op} has no input").into()),
     }))
 }

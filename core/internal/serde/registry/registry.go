@@ -5,7 +5,9 @@
 // where they leave it (docs/design/schema-registry.md), so host functions
 // see plain dicts and objects.
 //
-// The client is franz-go's pkg/sr; Avro is github.com/twmb/avro.
+// The client is franz-go's pkg/sr; Avro is github.com/twmb/avro; Protobuf
+// schemas compile with github.com/bufbuild/protocompile and their records
+// are dynamic messages (google.golang.org/protobuf's dynamicpb, protojson).
 package registry
 
 import (
@@ -24,6 +26,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/twmb/avro"
 	"github.com/twmb/franz-go/pkg/sr"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/polystreams/polystreams/core/internal/serde"
 )
@@ -65,7 +68,7 @@ func (s Strategy) Subject(topic string, key bool, record string) (string, error)
 	switch s {
 	case RecordName, TopicRecordName:
 		if record == "" {
-			return "", fmt.Errorf("%s names subjects after a record, and the schema is not a named record (Avro) or has no title (JSON Schema)", s)
+			return "", fmt.Errorf("%s names subjects after a record, and the schema is not a named record (Avro), has no title (JSON Schema) or no message (Protobuf)", s)
 		}
 		if s == RecordName {
 			return record, nil
@@ -111,6 +114,8 @@ type Serdes struct {
 	// readers: a writer schema resolved into a source's reader schema, by
 	// writer id and reader schema text.
 	readers map[readerKey]*avro.Schema
+	// protoReaders: a source's Protobuf schema, compiled, by its text.
+	protoReaders map[string]protoreflect.FileDescriptor
 	// writers: a sink's schema and id, by serde name, topic and key/value;
 	// an incompatible schema is kept as its error.
 	writers map[writerKey]*writer
@@ -133,17 +138,38 @@ type writer struct {
 	err     error // the registry refused the schema (kept: it will again)
 }
 
-// schema is a parsed schema of one format: Avro or JSON Schema.
+// schema is a parsed schema of one format: Avro, JSON Schema or Protobuf.
 type schema struct {
-	avro *avro.Schema
-	json *jsonschema.Schema
+	avro  *avro.Schema
+	json  *jsonschema.Schema
+	proto protoreflect.FileDescriptor
 	// name is what the record strategies name a subject after: an Avro
-	// record's full name, a JSON Schema's title.
+	// record's full name, a JSON Schema's title, a Protobuf schema's first
+	// message's full name (the message a sink writes).
 	name string
 }
 
-// parse parses text as a schema of format (serde.Avro, serde.JSONSchema).
-func parse(format, text string) (*schema, error) {
+// format is the serde format of sch.
+func (sch *schema) format() string {
+	switch {
+	case sch.json != nil:
+		return serde.JSONSchema
+	case sch.proto != nil:
+		return serde.Protobuf
+	}
+	return serde.Avro
+}
+
+// parse parses text as a schema of format (serde.Avro, serde.JSONSchema,
+// serde.Protobuf); imports are a Protobuf schema's references, by name.
+func parse(format, text string, imports map[string]string) (*schema, error) {
+	if format == serde.Protobuf {
+		fd, err := serde.CompileProtobuf(text, imports)
+		if err != nil {
+			return nil, fmt.Errorf("does not compile as a .proto file: %w", err)
+		}
+		return &schema{proto: fd, name: string(fd.Messages().Get(0).FullName())}, nil
+	}
 	if format == serde.JSONSchema {
 		js, err := serde.CompileJSONSchema(text)
 		if err != nil {
@@ -164,8 +190,11 @@ func parse(format, text string) (*schema, error) {
 
 // srType is the registry's schema type of format.
 func srType(format string) sr.SchemaType {
-	if format == serde.JSONSchema {
+	switch format {
+	case serde.JSONSchema:
 		return sr.TypeJSON
+	case serde.Protobuf:
+		return sr.TypeProtobuf
 	}
 	return sr.TypeAvro
 }
@@ -187,7 +216,7 @@ func New(cfg Config) (*Serdes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema registry: %w", err)
 	}
-	return &Serdes{cfg: cfg, cl: cl, byID: map[int]*schema{}, readers: map[readerKey]*avro.Schema{}, writers: map[writerKey]*writer{}}, nil
+	return &Serdes{cfg: cfg, cl: cl, byID: map[int]*schema{}, readers: map[readerKey]*avro.Schema{}, protoReaders: map[string]protoreflect.FileDescriptor{}, writers: map[writerKey]*writer{}}, nil
 }
 
 // ErrUnavailable marks an error of a registry that did not answer (or
@@ -254,6 +283,19 @@ func (s *Serdes) Decode(ctx context.Context, dst []byte, name, topic string, key
 		}
 		return append(dst, b[5:]...), nil
 	}
+	if format == serde.Protobuf {
+		var reader protoreflect.FileDescriptor
+		if readerText != "" {
+			if reader, err = s.protoReader(readerText); err != nil {
+				return nil, s.decodeError(topic, key, id, serde.Malformed(err))
+			}
+		}
+		out, err := decodeProtobuf(dst, sch.proto, reader, b[5:])
+		if err != nil {
+			return nil, s.decodeError(topic, key, id, serde.Malformed(err))
+		}
+		return out, nil
+	}
 	a := sch.avro
 	if readerText != "" {
 		if a, err = s.resolve(id, a, readerText); err != nil {
@@ -315,26 +357,32 @@ func (s *Serdes) schemaByID(ctx context.Context, id int, format string) (*schema
 			return nil, unavailable(err)
 		}
 		f := serde.Avro
+		var imports map[string]string
 		switch got.Type {
 		case sr.TypeAvro:
 		case sr.TypeJSON:
 			f = serde.JSONSchema
+		case sr.TypeProtobuf:
+			f = serde.Protobuf
+			if imports, err = s.references(ctx, got.References); err != nil {
+				return nil, fmt.Errorf("schema id %d: %w", id, err)
+			}
 		default:
 			return nil, serde.Malformed(fmt.Errorf("schema id %d is a %s schema: the serde reads %s", id, got.Type, format))
 		}
-		if sch, err = parse(f, got.Schema); err != nil {
+		if sch, err = parse(f, got.Schema, imports); err != nil {
 			return nil, serde.Malformed(fmt.Errorf("schema id %d %w", id, err))
 		}
 		s.mu.Lock()
 		s.byID[id] = sch
 		s.mu.Unlock()
 	}
-	if (format == serde.JSONSchema) != (sch.json != nil) {
-		have := "an Avro"
-		if sch.json != nil {
-			have = "a JSON"
+	if have := sch.format(); have != format {
+		article := "a"
+		if have == serde.Avro {
+			article = "an"
 		}
-		return nil, serde.Malformed(fmt.Errorf("schema id %d is %s schema: the serde reads %s", id, have, format))
+		return nil, serde.Malformed(fmt.Errorf("schema id %d is %s %s schema: the serde reads %s", id, article, have, format))
 	}
 	return sch, nil
 }
@@ -361,6 +409,24 @@ func (s *Serdes) resolve(id int, w *avro.Schema, text string) (*avro.Schema, err
 	return r, nil
 }
 
+// protoReader is a source's Protobuf schema text, compiled once.
+func (s *Serdes) protoReader(text string) (protoreflect.FileDescriptor, error) {
+	s.mu.Lock()
+	fd := s.protoReaders[text]
+	s.mu.Unlock()
+	if fd != nil {
+		return fd, nil
+	}
+	fd, err := serde.CompileProtobuf(text, nil)
+	if err != nil {
+		return nil, fmt.Errorf("the source's schema does not compile as a .proto file: %w", err)
+	}
+	s.mu.Lock()
+	s.protoReaders[text] = fd
+	s.mu.Unlock()
+	return fd, nil
+}
+
 // Encode turns js, the JSON of a record's key (key) or value, into serde
 // name's wire format for topic, appended to dst: the schema name gives is
 // registered under the topic's subject (or looked up, when
@@ -378,6 +444,13 @@ func (s *Serdes) Encode(ctx context.Context, dst []byte, name, topic string, key
 			return nil, &Error{Topic: topic, Subject: w.subject, ID: w.id, Err: serde.Malformed(err)}
 		}
 		return append(dst, js...), nil
+	}
+	if w.schema.proto != nil {
+		out, err := encodeProtobuf(dst, w.schema.proto.Messages().Get(0), js)
+		if err != nil {
+			return nil, &Error{Topic: topic, Subject: w.subject, ID: w.id, Err: serde.Malformed(err)}
+		}
+		return out, nil
 	}
 	var v any
 	if err := w.schema.avro.DecodeJSON(js, &v); err != nil {
@@ -441,13 +514,17 @@ func (s *Serdes) newWriter(ctx context.Context, name, topic string, key bool) (*
 		if got.Schema.Type != srType(format) {
 			return nil, &Error{Topic: topic, Subject: subject, ID: got.ID, Err: fmt.Errorf("the subject's latest schema is a %s schema: the serde writes %s", got.Schema.Type, format)}
 		}
-		sch, err := parse(format, got.Schema.Schema)
+		imports, err := s.references(ctx, got.Schema.References)
+		if err != nil {
+			return nil, &Error{Topic: topic, Subject: subject, ID: got.ID, Err: err}
+		}
+		sch, err := parse(format, got.Schema.Schema, imports)
 		if err != nil {
 			return nil, &Error{Topic: topic, Subject: subject, ID: got.ID, Err: fmt.Errorf("the subject's latest schema %w", err)}
 		}
 		return &writer{id: got.ID, subject: subject, schema: sch}, nil
 	}
-	sch, err := parse(format, text)
+	sch, err := parse(format, text, nil)
 	if err != nil {
 		return nil, &Error{Topic: topic, Err: fmt.Errorf("the sink's schema %w", err)}
 	}

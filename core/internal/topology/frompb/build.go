@@ -82,6 +82,8 @@ func Build(b *topology.Builder, funcs map[uint32]topology.Function, m *pb.BuildR
 		h, err = c.count(o.Count)
 	case *pb.BuildRequest_Reduce:
 		h, err = c.reduce(o.Reduce)
+	case *pb.BuildRequest_Cogroup:
+		h, err = c.cogroup(o.Cogroup)
 	case *pb.BuildRequest_Aggregate:
 		h, err = c.aggregate(o.Aggregate)
 	case *pb.BuildRequest_WindowedBy:
@@ -206,6 +208,10 @@ var kinds = map[topology.Kind]pb.Kind{
 	topology.KindWindowedStream:        pb.Kind_KIND_WINDOWED_STREAM,
 	topology.KindSessionWindowedStream: pb.Kind_KIND_SESSION_WINDOWED_STREAM,
 	topology.KindGlobalTable:           pb.Kind_KIND_GLOBAL_TABLE,
+
+	topology.KindCogroupedStream:                pb.Kind_KIND_COGROUPED_STREAM,
+	topology.KindWindowedCogroupedStream:        pb.Kind_KIND_WINDOWED_COGROUPED_STREAM,
+	topology.KindSessionWindowedCogroupedStream: pb.Kind_KIND_SESSION_WINDOWED_COGROUPED_STREAM,
 }
 
 // Handle is a builder's handle as the protocol answers it (nil for none).
@@ -218,6 +224,9 @@ func Handle(h *topology.Handle) *pb.Handle {
 		out.Node = h.Node.Name
 		if (h.Kind == topology.KindTable || h.Kind == topology.KindGlobalTable) && len(h.Node.Stores) == 1 {
 			out.Store = h.Node.Stores[0]
+		}
+		if h.Kind == topology.KindTable && h.Node.Op == topology.OpCogroupMerge {
+			out.Store = h.Node.Predecessors[0].Stores[0] // the cogroup's one store
 		}
 	}
 	return out

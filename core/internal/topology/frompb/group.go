@@ -71,6 +71,9 @@ func (c *call) reduce(v *pb.ReduceOp) (*topology.Handle, error) {
 // aggregate applies AggregateOp: on a grouped table with its subtractor, on
 // session windows with its merger, else on a grouped (windowed) stream.
 func (c *call) aggregate(v *pb.AggregateOp) (*topology.Handle, error) {
+	if c.isCogroup(v.Input) {
+		return c.cogroupAggregate(v)
+	}
 	init, err := c.fn(v.InitializerToken)
 	if err != nil {
 		return nil, err

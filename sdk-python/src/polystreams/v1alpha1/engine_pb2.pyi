@@ -12,13 +12,16 @@ JOINER_OTHER: Joiner
 JOINER_PAIR: Joiner
 JOINER_THIS: Joiner
 JOINER_UNSPECIFIED: Joiner
+KIND_COGROUPED_STREAM: Kind
 KIND_GLOBAL_TABLE: Kind
 KIND_GROUPED_STREAM: Kind
 KIND_GROUPED_TABLE: Kind
+KIND_SESSION_WINDOWED_COGROUPED_STREAM: Kind
 KIND_SESSION_WINDOWED_STREAM: Kind
 KIND_STREAM: Kind
 KIND_TABLE: Kind
 KIND_UNSPECIFIED: Kind
+KIND_WINDOWED_COGROUPED_STREAM: Kind
 KIND_WINDOWED_STREAM: Kind
 METADATA_READ: Metadata
 METADATA_UNSPECIFIED: Metadata
@@ -193,12 +196,13 @@ class BrokerOutage(_message.Message):
     def __init__(self, brokers: _Optional[_Iterable[str]] = ..., since_ms: _Optional[int] = ..., last_error: _Optional[str] = ..., outages: _Optional[int] = ...) -> None: ...
 
 class BuildRequest(_message.Message):
-    __slots__ = ["add_processor", "add_sink", "add_source", "add_state_store", "aggregate", "count", "emit_strategy", "filter", "filter_not", "flat_map", "flat_map_values", "foreach", "global_table", "group_by", "group_by_key", "join", "map", "map_values", "merge", "peek", "print", "process", "reduce", "repartition", "select_key", "session_id", "split", "stream", "suppress", "table", "to", "to_stream", "to_table", "windowed_by"]
+    __slots__ = ["add_processor", "add_sink", "add_source", "add_state_store", "aggregate", "cogroup", "count", "emit_strategy", "filter", "filter_not", "flat_map", "flat_map_values", "foreach", "global_table", "group_by", "group_by_key", "join", "map", "map_values", "merge", "peek", "print", "process", "reduce", "repartition", "select_key", "session_id", "split", "stream", "suppress", "table", "to", "to_stream", "to_table", "windowed_by"]
     ADD_PROCESSOR_FIELD_NUMBER: _ClassVar[int]
     ADD_SINK_FIELD_NUMBER: _ClassVar[int]
     ADD_SOURCE_FIELD_NUMBER: _ClassVar[int]
     ADD_STATE_STORE_FIELD_NUMBER: _ClassVar[int]
     AGGREGATE_FIELD_NUMBER: _ClassVar[int]
+    COGROUP_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     EMIT_STRATEGY_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
@@ -233,6 +237,7 @@ class BuildRequest(_message.Message):
     add_source: AddSourceOp
     add_state_store: AddStateStoreOp
     aggregate: AggregateOp
+    cogroup: CogroupOp
     count: CountOp
     emit_strategy: EmitStrategyOp
     filter: FilterOp
@@ -262,7 +267,7 @@ class BuildRequest(_message.Message):
     to_stream: ToStreamOp
     to_table: ToTableOp
     windowed_by: WindowedByOp
-    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ..., reduce: _Optional[_Union[ReduceOp, _Mapping]] = ..., aggregate: _Optional[_Union[AggregateOp, _Mapping]] = ..., table: _Optional[_Union[TableOp, _Mapping]] = ..., windowed_by: _Optional[_Union[WindowedByOp, _Mapping]] = ..., suppress: _Optional[_Union[SuppressOp, _Mapping]] = ..., merge: _Optional[_Union[MergeOp, _Mapping]] = ..., split: _Optional[_Union[SplitOp, _Mapping]] = ..., repartition: _Optional[_Union[RepartitionOp, _Mapping]] = ..., join: _Optional[_Union[JoinOp, _Mapping]] = ..., global_table: _Optional[_Union[GlobalTableOp, _Mapping]] = ..., emit_strategy: _Optional[_Union[EmitStrategyOp, _Mapping]] = ..., to_table: _Optional[_Union[ToTableOp, _Mapping]] = ..., flat_map: _Optional[_Union[FlatMapOp, _Mapping]] = ..., print: _Optional[_Union[PrintOp, _Mapping]] = ..., add_state_store: _Optional[_Union[AddStateStoreOp, _Mapping]] = ..., process: _Optional[_Union[ProcessOp, _Mapping]] = ..., add_source: _Optional[_Union[AddSourceOp, _Mapping]] = ..., add_processor: _Optional[_Union[AddProcessorOp, _Mapping]] = ..., add_sink: _Optional[_Union[AddSinkOp, _Mapping]] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ..., reduce: _Optional[_Union[ReduceOp, _Mapping]] = ..., aggregate: _Optional[_Union[AggregateOp, _Mapping]] = ..., table: _Optional[_Union[TableOp, _Mapping]] = ..., windowed_by: _Optional[_Union[WindowedByOp, _Mapping]] = ..., suppress: _Optional[_Union[SuppressOp, _Mapping]] = ..., merge: _Optional[_Union[MergeOp, _Mapping]] = ..., split: _Optional[_Union[SplitOp, _Mapping]] = ..., repartition: _Optional[_Union[RepartitionOp, _Mapping]] = ..., join: _Optional[_Union[JoinOp, _Mapping]] = ..., global_table: _Optional[_Union[GlobalTableOp, _Mapping]] = ..., emit_strategy: _Optional[_Union[EmitStrategyOp, _Mapping]] = ..., to_table: _Optional[_Union[ToTableOp, _Mapping]] = ..., flat_map: _Optional[_Union[FlatMapOp, _Mapping]] = ..., print: _Optional[_Union[PrintOp, _Mapping]] = ..., add_state_store: _Optional[_Union[AddStateStoreOp, _Mapping]] = ..., process: _Optional[_Union[ProcessOp, _Mapping]] = ..., add_source: _Optional[_Union[AddSourceOp, _Mapping]] = ..., add_processor: _Optional[_Union[AddProcessorOp, _Mapping]] = ..., add_sink: _Optional[_Union[AddSinkOp, _Mapping]] = ..., cogroup: _Optional[_Union[CogroupOp, _Mapping]] = ...) -> None: ...
 
 class BuildResponse(_message.Message):
     __slots__ = ["branches", "handle"]
@@ -442,6 +447,16 @@ class CleanUpStateResponse(_message.Message):
     DELETED_FIELD_NUMBER: _ClassVar[int]
     deleted: str
     def __init__(self, deleted: _Optional[str] = ...) -> None: ...
+
+class CogroupOp(_message.Message):
+    __slots__ = ["aggregator_token", "grouped", "input"]
+    AGGREGATOR_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    GROUPED_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    aggregator_token: int
+    grouped: int
+    input: int
+    def __init__(self, input: _Optional[int] = ..., grouped: _Optional[int] = ..., aggregator_token: _Optional[int] = ...) -> None: ...
 
 class CountOp(_message.Message):
     __slots__ = ["input", "materialized", "name"]

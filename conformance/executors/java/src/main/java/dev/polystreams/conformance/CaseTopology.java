@@ -20,7 +20,10 @@ import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.Initializer;
 import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.Joined;
+import org.apache.kafka.streams.kstream.CogroupedKStream;
 import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.SessionWindowedCogroupedKStream;
+import org.apache.kafka.streams.kstream.TimeWindowedCogroupedKStream;
 import org.apache.kafka.streams.kstream.KGroupedTable;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
@@ -202,6 +205,10 @@ final class CaseTopology {
         return tableStep(st, op, in);
       case GROUPED_TABLE:
         return groupedTableStep(st, op, in);
+      case COGROUPED:
+      case TIME_WINDOWED_COGROUPED:
+      case SESSION_WINDOWED_COGROUPED:
+        return cogroupedStep(st, op, in);
       default:
         throw new IllegalArgumentException(op + " cannot apply to a " + in.kind);
     }
@@ -529,11 +536,107 @@ final class CaseTopology {
     }
   }
 
+  /**
+   * A cogroup's DSL object, with the aggregate's serde, which its
+   * aggregators coerce to: known only at aggregate, so they read it then.
+   */
+  static final class Cogroup {
+    final Object dsl;
+    final String[] aggSerde;
+    final String firstValueSerde;
+
+    Cogroup(Object dsl, String[] aggSerde, String firstValueSerde) {
+      this.dsl = dsl;
+      this.aggSerde = aggSerde;
+      this.firstValueSerde = firstValueSerde;
+    }
+  }
+
+  private static Aggregator<Object, Object, Object> cogroupAggregator(Fn f, String[] aggSerde) {
+    return (k, v, agg) -> Codec.coerce(aggSerde[0], f.aggregate(k, v, agg));
+  }
+
+  private Handle cogroupedStep(JsonNode st, String op, Handle in) {
+    Cogroup c = (Cogroup) in.dsl;
+    switch (op) {
+      case "cogroup": {
+        Handle g = labels.get(text(st, "other"));
+        CogroupedKStream r = ((CogroupedKStream) c.dsl).cogroup((KGroupedStream) g.dsl, cogroupAggregator(Fn.of(st.get("fn")), c.aggSerde));
+        return in.with(Handle.Kind.COGROUPED, new Cogroup(r, c.aggSerde, c.firstValueSerde), null);
+      }
+      case "windowed_by": {
+        Object w = windows(st.get("windows"));
+        CogroupedKStream cg = (CogroupedKStream) c.dsl;
+        if (w instanceof SessionWindows sw) {
+          return new Handle(Handle.Kind.SESSION_WINDOWED_COGROUPED, new Cogroup(cg.windowedBy(sw), c.aggSerde, c.firstValueSerde), in.keySerde, null, null, true);
+        }
+        if (w instanceof SlidingWindows sw) {
+          return new Handle(Handle.Kind.TIME_WINDOWED_COGROUPED, new Cogroup(cg.windowedBy(sw), c.aggSerde, c.firstValueSerde), in.keySerde, null, sw.timeDifferenceMs(), false);
+        }
+        TimeWindows tw = (TimeWindows) w;
+        return new Handle(Handle.Kind.TIME_WINDOWED_COGROUPED, new Cogroup(cg.windowedBy(tw), c.aggSerde, c.firstValueSerde), in.keySerde, null, tw.sizeMs, false);
+      }
+      case "aggregate": {
+        Named n = named(st);
+        Materialized m = mat(st);
+        c.aggSerde[0] = or(matValue(st), c.firstValueSerde);
+        String aggSerde = c.aggSerde[0];
+        Fn init = Fn.of(st.get("init"));
+        Initializer<Object> i = () -> Codec.coerce(aggSerde, init.init());
+        Materialized mm = m == null ? Materialized.with(null, null) : m;
+        Object r;
+        if (in.kind == Handle.Kind.COGROUPED) {
+          CogroupedKStream g = (CogroupedKStream) c.dsl;
+          r = n == null ? (m == null ? g.aggregate(i) : g.aggregate(i, m)) : (m == null ? g.aggregate(i, n) : g.aggregate(i, n, m));
+        } else if (in.kind == Handle.Kind.TIME_WINDOWED_COGROUPED) {
+          TimeWindowedCogroupedKStream g = (TimeWindowedCogroupedKStream) c.dsl;
+          r = n == null ? (m == null ? g.aggregate(i) : g.aggregate(i, m)) : g.aggregate(i, n, mm);
+        } else {
+          SessionWindowedCogroupedKStream g = (SessionWindowedCogroupedKStream) c.dsl;
+          Fn mf = Fn.of(st.get("merger"));
+          Merger<Object, Object> merger = mf == null ? null : (k, a1, a2) -> Codec.coerce(aggSerde, mf.merge(k, a1, a2));
+          r = n == null ? (m == null ? g.aggregate(i, merger) : g.aggregate(i, merger, m)) : g.aggregate(i, merger, n, mm);
+        }
+        return in.with(Handle.Kind.TABLE, r, aggSerde);
+      }
+      default:
+        throw new IllegalArgumentException(op + " cannot apply to a " + in.kind);
+    }
+  }
+
+  /** The windows of a windowed_by step: TimeWindows, SlidingWindows or SessionWindows. */
+  private static Object windows(JsonNode w) {
+    Duration grace = w.hasNonNull("grace_ms") ? Duration.ofMillis(w.get("grace_ms").asLong()) : null;
+    switch (w.get("type").asText()) {
+      case "session": {
+        Duration gap = Duration.ofMillis(w.get("inactivity_gap_ms").asLong());
+        return grace == null ? SessionWindows.ofInactivityGapWithNoGrace(gap) : SessionWindows.ofInactivityGapAndGrace(gap, grace);
+      }
+      case "sliding": {
+        Duration d = Duration.ofMillis(w.get("time_difference_ms").asLong());
+        return grace == null ? SlidingWindows.ofTimeDifferenceWithNoGrace(d) : SlidingWindows.ofTimeDifferenceAndGrace(d, grace);
+      }
+      default: {
+        Duration size = Duration.ofMillis(w.get("size_ms").asLong());
+        TimeWindows tw = grace == null ? TimeWindows.ofSizeWithNoGrace(size) : TimeWindows.ofSizeAndGrace(size, grace);
+        if (w.hasNonNull("advance_ms")) {
+          tw = tw.advanceBy(Duration.ofMillis(w.get("advance_ms").asLong()));
+        }
+        return tw;
+      }
+    }
+  }
+
   private Handle groupedStep(JsonNode st, String op, Handle in) {
     Named n = named(st);
     Materialized m = mat(st);
     Fn f = Fn.of(st.get("fn"));
     String aggSerde = or(matValue(st), in.valueSerde);
+    if (op.equals("cogroup")) {
+      String[] holder = new String[1];
+      KGroupedStream g = (KGroupedStream) in.dsl;
+      return in.with(Handle.Kind.COGROUPED, new Cogroup(g.cogroup(cogroupAggregator(f, holder)), holder, in.valueSerde), null);
+    }
     if (op.equals("emit_strategy")) {
       String strategy = text(st, "strategy");
       EmitStrategy e;

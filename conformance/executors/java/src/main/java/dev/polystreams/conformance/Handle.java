@@ -14,7 +14,11 @@ final class Handle {
     TABLE,
     GROUPED_TABLE,
     GLOBAL_TABLE,
-    BRANCHES
+    BRANCHES,
+    /** A CogroupedKStream and its windowed forms; dsl is a CaseTopology.Cogroup. */
+    COGROUPED,
+    TIME_WINDOWED_COGROUPED,
+    SESSION_WINDOWED_COGROUPED
   }
 
   final Kind kind;

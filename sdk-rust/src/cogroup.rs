@@ -1,0 +1,278 @@
+//! Cogroups (KIP-150): grouped streams aggregated into one table, each with
+//! its own aggregator.
+
+use std::sync::Arc;
+
+use crate::bundle::{Fold, FoldRun, Func};
+use crate::dsl::{KGroupedStream, KTable};
+use crate::errors::Result;
+use crate::fold::{Aggregate, Aggregator, Initializer, Merger};
+use crate::options::{Options, MATERIALIZED, NAME};
+use crate::pb::{self, build_request::Operation as Op};
+use crate::serdes::{Serde, Windowed};
+use crate::session::{expect_handle, fn_name, Handle, Session};
+use crate::windows::Windows;
+
+/// One grouped stream of a cogroup: its handle, and its aggregator's fold
+/// once the initializer (and merger) are known.
+struct Part<K, A> {
+    input: u64,
+    name: String,
+    fold: MakeFold<K, A>,
+}
+
+type MakeFold<K, A> = Arc<dyn Fn(Initializer<A>, Option<Merger<K, A>>) -> Arc<dyn FoldRun> + Send + Sync>;
+
+impl<K, A> Clone for Part<K, A> {
+    fn clone(&self) -> Self {
+        Part { input: self.input, name: self.name.clone(), fold: self.fold.clone() }
+    }
+}
+
+fn part<K: Serde, V: Serde, A: Serde, F>(g: &KGroupedStream<K, V>, f: F) -> Part<K, A>
+where
+    F: Fn(&K, V, A) -> A + Send + Sync + 'static,
+{
+    let add: Aggregator<K, V, A> = Arc::new(f);
+    Part {
+        input: g.handle().id,
+        name: fn_name::<F>("cogroup"),
+        fold: Arc::new(move |init, merger| Arc::new(Fold(Aggregate::from_parts(init, add.clone(), merger)))),
+    }
+}
+
+/// Grouped streams aggregated into one table, each with its own aggregator
+/// (`CogroupedKStream<K, A>`, KIP-150; `A` is the aggregate). Every record
+/// updates its key's one aggregate, in one store, and the table forwards one
+/// update per record. The grouped streams share their key type and are
+/// co-partitioned; one whose key changed upstream is repartitioned first
+/// (through its `group_by_key_with` name's topic, else
+/// `<store>-repartition`).
+///
+/// The cogroup is sent to the engine by [`aggregate`](Self::aggregate), when
+/// its initializer is known; an error in a `cogroup` call surfaces there.
+pub struct CogroupedKStream<K, A> {
+    app: Arc<Session>,
+    parts: Vec<Part<K, A>>,
+}
+
+impl<K, A> Clone for CogroupedKStream<K, A> {
+    fn clone(&self) -> Self {
+        CogroupedKStream { app: self.app.clone(), parts: self.parts.clone() }
+    }
+}
+
+impl<K, A> std::fmt::Debug for CogroupedKStream<K, A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let inputs: Vec<u64> = self.parts.iter().map(|p| p.input).collect();
+        write!(f, "CogroupedKStream(grouped streams={inputs:?})")
+    }
+}
+
+impl<K: Serde, V: Serde> KGroupedStream<K, V> {
+    /// Starts a cogroup (`KGroupedStream.cogroup`): each record of this
+    /// grouped stream is folded in by `f(key, value, aggregate)`. Add more
+    /// grouped streams with [`CogroupedKStream::cogroup`], then
+    /// [`aggregate`](CogroupedKStream::aggregate). Adds no node.
+    pub fn cogroup<A: Serde, F>(&self, f: F) -> CogroupedKStream<K, A>
+    where
+        F: Fn(&K, V, A) -> A + Send + Sync + 'static,
+    {
+        CogroupedKStream { app: self.app().clone(), parts: vec![part(self, f)] }
+    }
+}
+
+impl<K: Serde, A: Serde> CogroupedKStream<K, A> {
+    /// Adds `grouped`, whose records `f(key, value, aggregate)` folds in
+    /// (`CogroupedKStream.cogroup`). Adds no node.
+    pub fn cogroup<V: Serde, F>(mut self, grouped: &KGroupedStream<K, V>, f: F) -> CogroupedKStream<K, A>
+    where
+        F: Fn(&K, V, A) -> A + Send + Sync + 'static,
+    {
+        self.parts.push(part(grouped, f));
+        self
+    }
+
+    /// The cogroup's table (`CogroupedKStream.aggregate`): `init()` starts a
+    /// key's aggregate, and each record is folded in by its own stream's
+    /// aggregator. The aggregate's serde is `A`'s.
+    pub fn aggregate<I>(self, init: I) -> Result<KTable<K, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+    {
+        self.aggregate_with(init, Options::new())
+    }
+
+    /// [`aggregate`](Self::aggregate) with `name` (the nodes are then
+    /// `<name>-cogroup-agg-<i>` and `<name>-cogroup-merge`) and `materialized`.
+    pub fn aggregate_with<I>(self, init: I, o: Options) -> Result<KTable<K, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+    {
+        let app = self.app.clone();
+        let h = self.build(None, Arc::new(init), None, fn_name::<I>("aggregate initializer"), None, o)?;
+        KTable::wrap(app, h)
+    }
+
+    /// Windows the cogroup (`CogroupedKStream.windowedBy`): with
+    /// [`TimeWindows`](crate::TimeWindows) or [`SlidingWindows`](crate::SlidingWindows)
+    /// a [`TimeWindowedCogroupedKStream`], with
+    /// [`SessionWindows`](crate::SessionWindows) a
+    /// [`SessionWindowedCogroupedKStream`]. Every window update is forwarded.
+    pub fn windowed_by<W: Windows>(self, w: W) -> W::Cogrouped<K, A> {
+        W::wrap_cogrouped(self, w.to_proto())
+    }
+
+    /// Sends the cogroup, its windows and its aggregate to the engine.
+    fn build(
+        self,
+        windows: Option<pb::windowed_by_op::Windows>,
+        init: Initializer<A>,
+        merger: Option<Merger<K, A>>,
+        init_name: String,
+        merger_name: Option<String>,
+        o: Options,
+    ) -> Result<Handle> {
+        o.check("aggregate", NAME | MATERIALIZED)?;
+        let app = &self.app;
+        let init_token = app.register(&init_name, Func::Part)?;
+        let merger_token = match merger_name {
+            Some(n) => app.register(&n, Func::Part)?,
+            None => 0,
+        };
+        let mut input = 0;
+        for (i, p) in self.parts.iter().enumerate() {
+            let token = app.register(&p.name, Func::Fold((p.fold)(init.clone(), merger.clone())))?;
+            let op = if i == 0 {
+                pb::CogroupOp { input: p.input, grouped: 0, aggregator_token: token }
+            } else {
+                pb::CogroupOp { input, grouped: p.input, aggregator_token: token }
+            };
+            input = expect_handle(app.build(Op::Cogroup(op), &[token])?, "cogroup")?.id;
+        }
+        if let Some(w) = windows {
+            let op = Op::WindowedBy(pb::WindowedByOp { input, windows: Some(w) });
+            input = expect_handle(app.build(op, &[])?, "windowed_by")?.id;
+        }
+        // The aggregate's serde is its Rust type's unless materialized names one.
+        let mut m = o.materialized_proto();
+        if !A::NAME.is_empty() {
+            let m = m.get_or_insert_with(Default::default);
+            if m.value_serde.is_empty() {
+                m.value_serde = A::NAME.to_owned();
+            }
+        }
+        let op = Op::Aggregate(pb::AggregateOp {
+            input,
+            initializer_token: init_token,
+            aggregator_token: 0,
+            materialized: m,
+            name: o.name_or_empty(),
+            subtractor_token: 0,
+            merger_token,
+        });
+        expect_handle(app.build(op, &[init_token, merger_token])?, "aggregate")
+    }
+}
+
+/// A cogroup windowed by time or sliding windows
+/// (`TimeWindowedCogroupedKStream`).
+pub struct TimeWindowedCogroupedKStream<K, A> {
+    cogroup: CogroupedKStream<K, A>,
+    windows: pb::windowed_by_op::Windows,
+}
+
+impl<K, A> Clone for TimeWindowedCogroupedKStream<K, A> {
+    fn clone(&self) -> Self {
+        TimeWindowedCogroupedKStream { cogroup: self.cogroup.clone(), windows: self.windows }
+    }
+}
+
+impl<K, A> std::fmt::Debug for TimeWindowedCogroupedKStream<K, A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TimeWindowedCogroupedKStream({:?}, {:?})", self.cogroup, self.windows)
+    }
+}
+
+impl<K: Serde, A: Serde> TimeWindowedCogroupedKStream<K, A> {
+    /// `init()` starts each window's aggregate; each record is folded in by
+    /// its own stream's aggregator.
+    pub fn aggregate<I>(self, init: I) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+    {
+        self.aggregate_with(init, Options::new())
+    }
+
+    /// [`aggregate`](Self::aggregate) with `name` and `materialized`.
+    pub fn aggregate_with<I>(self, init: I, o: Options) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+    {
+        let app = self.cogroup.app.clone();
+        let h = self.cogroup.build(
+            Some(self.windows),
+            Arc::new(init),
+            None,
+            fn_name::<I>("aggregate initializer"),
+            None,
+            o,
+        )?;
+        KTable::wrap(app, h)
+    }
+}
+
+/// A cogroup windowed by sessions (`SessionWindowedCogroupedKStream`).
+pub struct SessionWindowedCogroupedKStream<K, A> {
+    cogroup: CogroupedKStream<K, A>,
+    windows: pb::windowed_by_op::Windows,
+}
+
+impl<K, A> Clone for SessionWindowedCogroupedKStream<K, A> {
+    fn clone(&self) -> Self {
+        SessionWindowedCogroupedKStream { cogroup: self.cogroup.clone(), windows: self.windows }
+    }
+}
+
+impl<K, A> std::fmt::Debug for SessionWindowedCogroupedKStream<K, A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SessionWindowedCogroupedKStream({:?}, {:?})", self.cogroup, self.windows)
+    }
+}
+
+impl<K: Serde, A: Serde> SessionWindowedCogroupedKStream<K, A> {
+    /// `init()` starts each session's aggregate, each record is folded in by
+    /// its own stream's aggregator, and `merger(key, aggregate1,
+    /// aggregate2)` merges the sessions a record bridges.
+    pub fn aggregate<I, M>(self, init: I, merger: M) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+        M: Fn(&K, A, A) -> A + Send + Sync + 'static,
+    {
+        self.aggregate_with(init, merger, Options::new())
+    }
+
+    /// [`aggregate`](Self::aggregate) with `name` and `materialized`.
+    pub fn aggregate_with<I, M>(self, init: I, merger: M, o: Options) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+        M: Fn(&K, A, A) -> A + Send + Sync + 'static,
+    {
+        let app = self.cogroup.app.clone();
+        let names = (fn_name::<I>("aggregate initializer"), Some(fn_name::<M>("aggregate merger")));
+        let h = self.cogroup.build(Some(self.windows), Arc::new(init), Some(Arc::new(merger)), names.0, names.1, o)?;
+        KTable::wrap(app, h)
+    }
+}
+
+impl<K: Serde, A: Serde> TimeWindowedCogroupedKStream<K, A> {
+    pub(crate) fn new(cogroup: CogroupedKStream<K, A>, windows: pb::windowed_by_op::Windows) -> Self {
+        TimeWindowedCogroupedKStream { cogroup, windows }
+    }
+}
+
+impl<K: Serde, A: Serde> SessionWindowedCogroupedKStream<K, A> {
+    pub(crate) fn new(cogroup: CogroupedKStream<K, A>, windows: pb::windowed_by_op::Windows) -> Self {
+        SessionWindowedCogroupedKStream { cogroup, windows }
+    }
+}
