@@ -22,10 +22,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -106,6 +108,10 @@ func run(repo, langs, only string, parallel int, python string, validateOnly, dr
 		return 0
 	}
 
+	reasons, err := loadReasons(filepath.Join(dir, reasonsFile))
+	if err != nil {
+		return fail(err)
+	}
 	var languages []language
 	known := map[string]map[string]string{}
 	for _, name := range strings.Split(langs, ",") {
@@ -132,7 +138,7 @@ func run(repo, langs, only string, parallel int, python string, validateOnly, dr
 		default:
 			return fail(fmt.Errorf("-lang: %q is not a language (java, go, python, node, rust)", name))
 		}
-		k, err := loadKnown(filepath.Join(dir, "known-failures", name+".json"), all)
+		k, err := loadKnown(filepath.Join(dir, "known-failures", name+".json"), all, reasons)
 		if name == "java" {
 			// The Kafka Streams column's known differences are the
 			// divergences polystreams keeps (report prints them).
@@ -144,7 +150,7 @@ func run(repo, langs, only string, parallel int, python string, validateOnly, dr
 		if driver {
 			// What the test driver mode cannot show, in every language:
 			// behaviour that needs more than one partition.
-			d, err := loadKnown(filepath.Join(dir, "known-failures", "driver.json"), all)
+			d, err := loadKnown(filepath.Join(dir, "known-failures", "driver.json"), all, reasons)
 			if err != nil {
 				return fail(err)
 			}
@@ -156,7 +162,7 @@ func run(repo, langs, only string, parallel int, python string, validateOnly, dr
 			// in batches) cannot show, in every polystreams language:
 			// behaviour TopologyTestDriver shows because it processes one
 			// record at a time (punctuation after each record).
-			d, err := loadKnown(filepath.Join(dir, "known-failures", "batched.json"), all)
+			d, err := loadKnown(filepath.Join(dir, "known-failures", "batched.json"), all, reasons)
 			if err != nil {
 				return fail(err)
 			}
@@ -168,7 +174,7 @@ func run(repo, langs, only string, parallel int, python string, validateOnly, dr
 		languages = append(languages, l)
 	}
 
-	diffs, err := loadKnown(filepath.Join(dir, "known-differences.json"), all)
+	diffs, err := loadKnown(filepath.Join(dir, "known-differences.json"), all, reasons)
 	if err != nil {
 		return fail(err)
 	}
@@ -239,9 +245,29 @@ func loadSchema(file string) (*schema, error) {
 	return parseSchema(data)
 }
 
-// loadKnown reads a language's known failures: case name -> reason. Every
-// entry must name a case and give a reason.
-func loadKnown(file string, cases []*Case) (map[string]string, error) {
+// reasonsFile is where the reasons shared by known failures (and known
+// differences) are, under conformance/.
+const reasonsFile = "known-failures/reasons.json"
+
+// loadReasons reads known-failures/reasons.json: a shared reason's name ->
+// its text, for a reason that several entries give (in one file or in
+// several). No file: no shared reasons.
+func loadReasons(file string) (map[string]string, error) {
+	r, err := readReasons(file, "reason name")
+	if err != nil {
+		return nil, err
+	}
+	for name, reason := range r {
+		if strings.TrimSpace(reason) == "" {
+			return nil, fmt.Errorf("%s: %q gives no reason", file, name)
+		}
+	}
+	return r, nil
+}
+
+// readReasons reads file, a JSON object of what (a case name, a reason
+// name) -> reason. No file: an empty map.
+func readReasons(file, what string) (map[string]string, error) {
 	data, err := os.ReadFile(file)
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string]string{}, nil
@@ -249,9 +275,20 @@ func loadKnown(file string, cases []*Case) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var k map[string]string
-	if err := json.Unmarshal(data, &k); err != nil {
-		return nil, fmt.Errorf("%s: want an object of case name -> reason: %w", file, err)
+	var r map[string]string
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: want an object of %s -> reason: %w", file, what, err)
+	}
+	return r, nil
+}
+
+// loadKnown reads a language's known failures: case name -> reason. Every
+// entry must name a case and give a reason: its text, or "@name", the
+// shared reason name of reasons (loadReasons), which it returns in full.
+func loadKnown(file string, cases []*Case, reasons map[string]string) (map[string]string, error) {
+	k, err := readReasons(file, "case name")
+	if err != nil {
+		return nil, err
 	}
 	names := map[string]bool{}
 	for _, c := range cases {
@@ -260,6 +297,14 @@ func loadKnown(file string, cases []*Case) (map[string]string, error) {
 	for name, reason := range k {
 		if !names[name] {
 			return nil, fmt.Errorf("%s: %q names no case", file, name)
+		}
+		if ref, ok := strings.CutPrefix(reason, "@"); ok {
+			shared, ok := reasons[ref]
+			if !ok {
+				return nil, fmt.Errorf("%s: %q gives reason %q, which %s does not define (it defines %s)", file, name, reason, reasonsFile, strings.Join(slices.Sorted(maps.Keys(reasons)), ", "))
+			}
+			k[name] = shared
+			continue
 		}
 		if strings.TrimSpace(reason) == "" {
 			return nil, fmt.Errorf("%s: %q gives no reason", file, name)

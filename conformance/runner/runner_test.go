@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -194,6 +195,78 @@ func TestSerdeCanon(t *testing.T) {
 	}
 	if got := canon("long", []byte{1, 2}); !strings.Contains(got, "8 bytes") {
 		t.Errorf("a bad long shows %q, want why", got)
+	}
+}
+
+// Every known-failures file and known-differences.json checked in loads
+// (each entry names a case and gives a reason, its "@name" a shared reason
+// of reasons.json), and every shared reason is given by some entry.
+func TestKnownFailuresLoad(t *testing.T) {
+	cases, err := loadCases(filepath.Join("..", "cases"), testSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons, err := loadReasons(filepath.Join("..", reasonsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join("..", "known-failures", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, filepath.Join("..", "known-differences.json"))
+	unused := maps.Clone(reasons)
+	loaded := 0
+	for _, file := range files {
+		if filepath.Base(file) == filepath.Base(reasonsFile) {
+			continue
+		}
+		k, err := loadKnown(file, cases, reasons)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		loaded++
+		for name, reason := range k {
+			if strings.HasPrefix(reason, "@") {
+				t.Errorf("%s: %q: reason %q left unresolved", file, name, reason)
+			}
+			for ref, text := range reasons {
+				if reason == text {
+					delete(unused, ref)
+				}
+			}
+		}
+	}
+	if loaded < 7 {
+		t.Errorf("loaded %d files, want the 6 known-failures files and known-differences.json", loaded)
+	}
+	for ref := range unused {
+		t.Errorf("%s: reason %q is given by no entry: remove it", reasonsFile, ref)
+	}
+}
+
+// An entry's "@name" is the shared reason of that name; a name that
+// reasons.json does not define is refused, naming the file, the case and
+// the names it does define.
+func TestKnownSharedReason(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "go.json")
+	cases := []*Case{{Name: "a"}, {Name: "b"}}
+	reasons := map[string]string{"gap": "an engine gap"}
+	if err := os.WriteFile(file, []byte(`{"a": "@gap", "b": "its own reason"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k, err := loadKnown(file, cases, reasons)
+	if err != nil || k["a"] != "an engine gap" || k["b"] != "its own reason" {
+		t.Fatalf("got %v, %v; want a: an engine gap, b: its own reason", k, err)
+	}
+	if err := os.WriteFile(file, []byte(`{"a": "@gaps"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = loadKnown(file, cases, reasons)
+	if err == nil || !strings.Contains(err.Error(), `"a" gives reason "@gaps", which known-failures/reasons.json does not define (it defines gap)`) {
+		t.Errorf("unknown shared reason: got %v", err)
 	}
 }
 

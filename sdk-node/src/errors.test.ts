@@ -47,7 +47,7 @@ describe("errors", () => {
   test("ProcessingError takes the record's context as fields, or from the message", () => {
     const f = new ProcessingError("boom", { topic: "t", partition: 1, offset: 5n, node: "N" });
     assert.deepEqual([f.topic, f.partition, f.offset, f.node, f.code], ["t", 1, 5n, "N", "aborted"]);
-    const p = new ProcessingError("runtime: record at in/0@2 failed in node KSTREAM-MAPVALUES-0000000001: RangeError: x");
+    const p = new ProcessingError("engine: record at in/0@2 failed in node KSTREAM-MAPVALUES-0000000001: RangeError: x");
     assert.deepEqual([p.topic, p.partition, p.offset, p.node], ["in", 0, 2n, "KSTREAM-MAPVALUES-0000000001"]);
     const none = new ProcessingError("the broker went away");
     assert.equal(none.node, undefined);

@@ -387,7 +387,7 @@ def test_run_serves_bundles_and_returns_results(engine: Engine) -> None:
 
 def test_run_raises_processing_error_on_state_error(engine: Engine) -> None:
     app = _wordcount_app(engine)
-    text = "runtime: record at lines/3@1842 failed in node KSTREAM-FLATMAPVALUES-0000000001: ValueError: bad"
+    text = "engine: record at lines/3@1842 failed in node KSTREAM-FLATMAPVALUES-0000000001: ValueError: bad"
     engine.exchanges.put(pb.ExchangeResponse(state=pb.STATE_ERROR, error=text))
     with pytest.raises(ProcessingError) as info:
         app.run()

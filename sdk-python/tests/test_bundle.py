@@ -7,16 +7,17 @@ from typing import Any
 from helpers import make_bundle, split_column
 
 from polystreams._bundle import Executor
+from polystreams._operations import (
+    FILTER,
+    FILTER_NOT,
+    FLAT_MAP_VALUES,
+    FOREACH,
+    MAP,
+    MAP_VALUES,
+    PEEK,
+    SELECT_KEY,
+)
 from polystreams.v1alpha1 import engine_pb2 as pb
-
-MAP_VALUES = pb.OPERATION_MAP_VALUES
-FILTER = pb.OPERATION_FILTER
-FILTER_NOT = pb.OPERATION_FILTER_NOT
-FLAT_MAP_VALUES = pb.OPERATION_FLAT_MAP_VALUES
-MAP = pb.OPERATION_MAP
-SELECT_KEY = pb.OPERATION_SELECT_KEY
-PEEK = pb.OPERATION_PEEK
-FOREACH = pb.OPERATION_FOREACH
 
 
 def run(functions: dict[int, Any], bundle: pb.Bundle) -> pb.BundleResult:

@@ -129,7 +129,7 @@ mod tests {
 
     #[test]
     fn record_context_parses_the_engine_text() {
-        let m = "runtime: record at orders/3@1842 failed in node KSTREAM-MAPVALUES-0000000001: panic: no";
+        let m = "engine: record at orders/3@1842 failed in node KSTREAM-MAPVALUES-0000000001: panic: no";
         assert_eq!(record_context(m), Some(("orders".into(), 3, 1842, "KSTREAM-MAPVALUES-0000000001".into())));
         assert_eq!(record_context("something else"), None);
     }

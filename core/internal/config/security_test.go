@@ -38,7 +38,7 @@ func TestBrokerTLSConfig(t *testing.T) {
 // A connection the broker drops is explained with the security settings
 // (never the password) only when there are some.
 func TestExplainAuth(t *testing.T) {
-	eof := fmt.Errorf("runtime: reading metadata: %w", io.EOF)
+	eof := fmt.Errorf("engine: reading metadata: %w", io.EOF)
 	plain := &App{SecurityProtocol: "PLAINTEXT"}
 	if got := plain.ExplainAuth(eof); got != eof {
 		t.Errorf("PLAINTEXT: %v", got)

@@ -1,4 +1,4 @@
-// Package runtime runs a topology on Kafka: a consumer group named by
+// Package engine runs a topology on Kafka: a consumer group named by
 // application.id, one task per sub-topology partition processing its records
 // in offset order, host operators crossing in bundles, state in Pebble with
 // changelog topics, and at-least-once commits (outputs acknowledged before
@@ -234,7 +234,7 @@ func New(cfg config.App, topo *topology.Topology, host Host) (*App, error) {
 	for _, p := range plans {
 		for t := range p.sources {
 			if other, ok := a.planOf[t]; ok {
-				return nil, fmt.Errorf("runtime: topic %q is read by sub-topologies %d and %d; Kafka Streams allows one", t, other.id, p.id)
+				return nil, fmt.Errorf("engine: topic %q is read by sub-topologies %d and %d; Kafka Streams allows one", t, other.id, p.id)
 			}
 			a.planOf[t] = p
 		}
@@ -250,7 +250,7 @@ func checkInternalTopics(appID string, names []string) error {
 	slices.Sort(names)
 	for _, t := range slices.Compact(names) {
 		if len(t) > config.MaxTopicName {
-			return fmt.Errorf("runtime: internal topic %s is %d characters; Kafka allows at most %d: use a shorter application.id (it is %d) or give the store or operator a shorter name",
+			return fmt.Errorf("engine: internal topic %s is %d characters; Kafka allows at most %d: use a shorter application.id (it is %d) or give the store or operator a shorter name",
 				t, len(t), config.MaxTopicName, len(appID))
 		}
 	}
@@ -282,7 +282,7 @@ func (a *App) Start(ctx context.Context) error {
 	if err != nil { // nothing runs: Stop and Done must not wait
 		a.cancel()
 		close(a.done)
-		return fmt.Errorf("runtime: %w", err)
+		return fmt.Errorf("engine: %w", err)
 	}
 	a.adm = kadm.NewClient(admCl)
 	if _, err := a.adm.BrokerMetadata(ctx); unreachable(err) {
@@ -332,7 +332,7 @@ func unreachable(err error) bool {
 // noBroker is the error of an application none of whose brokers answered
 // within polystreams.broker.wait.ms; last is the last attempt's error.
 func (a *App) noBroker(last error) error {
-	return fmt.Errorf("runtime: no broker of bootstrap.servers %s answered within %v (polystreams.broker.wait.ms = %d): %w",
+	return fmt.Errorf("engine: no broker of bootstrap.servers %s answered within %v (polystreams.broker.wait.ms = %d): %w",
 		strings.Join(a.cfg.Brokers, ","), a.cfg.BrokerWait, a.cfg.BrokerWait.Milliseconds(), last)
 }
 
@@ -390,11 +390,11 @@ func (a *App) begin(ctx context.Context) (err error) {
 	dir := filepath.Join(a.cfg.StateDir, a.cfg.ApplicationID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		a.adm.Close()
-		return fmt.Errorf("runtime: state.dir: %w", err)
+		return fmt.Errorf("engine: state.dir: %w", err)
 	}
 	if a.db, err = state.Open(dir); err != nil {
 		a.adm.Close()
-		return fmt.Errorf("runtime: %w", err)
+		return fmt.Errorf("engine: %w", err)
 	}
 	if err := a.startGlobals(ctx); err != nil {
 		a.db.Close()
@@ -456,7 +456,7 @@ func (a *App) begin(ctx context.Context) (err error) {
 		if err != nil {
 			a.db.Close()
 			a.adm.Close()
-			return fmt.Errorf("runtime: %w", err)
+			return fmt.Errorf("engine: %w", err)
 		}
 		instance = a.cfg.ApplicationID + "-" + pid
 	}
@@ -471,7 +471,7 @@ func (a *App) begin(ctx context.Context) (err error) {
 		if err != nil {
 			a.db.Close()
 			a.adm.Close()
-			return fmt.Errorf("runtime: %w", err)
+			return fmt.Errorf("engine: %w", err)
 		}
 		opts = append(opts,
 			// Stable per state directory, like Kafka Streams' process id: a
@@ -486,12 +486,12 @@ func (a *App) begin(ctx context.Context) (err error) {
 		if err := a.openSession(); err != nil {
 			a.db.Close()
 			a.adm.Close()
-			return fmt.Errorf("runtime: %w", err)
+			return fmt.Errorf("engine: %w", err)
 		}
 	} else if a.cl, err = kgo.NewClient(opts...); err != nil {
 		a.db.Close()
 		a.adm.Close()
-		return fmt.Errorf("runtime: %w", err)
+		return fmt.Errorf("engine: %w", err)
 	}
 	a.applyPause(a.cl)
 	a.runGlobals()
@@ -636,7 +636,7 @@ func (a *App) Stop(ctx context.Context) error {
 	case <-a.done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("runtime: stop: %w", ctx.Err())
+		return fmt.Errorf("engine: stop: %w", ctx.Err())
 	}
 }
 
@@ -780,7 +780,7 @@ func (a *App) poll() {
 				return
 			}
 			if a.cfg.OffsetReset == config.OffsetNone && errors.Is(err, kerr.OffsetOutOfRange) {
-				a.fail(fmt.Errorf("runtime: partition %s/%d: its committed offset is out of range and auto.offset.reset is none: %w", topic, p, err))
+				a.fail(fmt.Errorf("engine: partition %s/%d: its committed offset is out of range and auto.offset.reset is none: %w", topic, p, err))
 				return
 			}
 			a.log.Warn("fetch", "topic", topic, "partition", p, "error", err)
@@ -897,7 +897,7 @@ func (a *App) replaceSession(cause error) bool {
 	if a.produceFailed.Load() {
 		// A record could not be written: that fails the application
 		// (produceThen) and is not retried here.
-		a.fail(fmt.Errorf("runtime: ending a transaction: %w", cause))
+		a.fail(fmt.Errorf("engine: ending a transaction: %w", cause))
 		return false
 	}
 	a.fenced.Store(nil) // the new producer starts unfenced
@@ -926,7 +926,7 @@ func (a *App) replaceSession(cause error) bool {
 		return false
 	}
 	if err := a.openSession(); err != nil {
-		a.fail(fmt.Errorf("runtime: replacing the transaction session after %v: %w", cause, err))
+		a.fail(fmt.Errorf("engine: replacing the transaction session after %v: %w", cause, err))
 		return false
 	}
 	return true
@@ -1110,7 +1110,7 @@ func (a *App) produced(r *kgo.Record, err error) bool {
 	if err != nil && a.eos && producerFenced(err) {
 		// Its own variable: taking err's address would move err to the
 		// heap on every call, written or not.
-		fenced := fmt.Errorf("runtime: producing to %s/%d: %w", r.Topic, r.Partition, err)
+		fenced := fmt.Errorf("engine: producing to %s/%d: %w", r.Topic, r.Partition, err)
 		a.fenced.CompareAndSwap(nil, &fenced)
 		return false
 	}
@@ -1124,7 +1124,7 @@ func (a *App) produced(r *kgo.Record, err error) bool {
 	}
 	if err != nil {
 		a.produceFailed.Store(true)
-		a.fail(fmt.Errorf("runtime: producing to %s/%d: %w", r.Topic, r.Partition, err))
+		a.fail(fmt.Errorf("engine: producing to %s/%d: %w", r.Topic, r.Partition, err))
 		return false
 	}
 	return true
@@ -1234,11 +1234,11 @@ var ErrNotQueryable = errors.New("not queryable")
 // instance's tasks hold. Safe for concurrent use with processing.
 func (a *App) StorePartitions(store string) ([]*state.Partition, error) {
 	if _, ok := a.topo.Stores[store]; !ok {
-		return nil, fmt.Errorf("runtime: store %q does not exist", store)
+		return nil, fmt.Errorf("engine: store %q does not exist", store)
 	}
 	st, _ := a.State()
 	if st != Running && st != Rebalancing && st != Restoring && st != Degraded {
-		return nil, fmt.Errorf("runtime: store %q is not queryable: the application is %s: %w", store, st, ErrNotQueryable)
+		return nil, fmt.Errorf("engine: store %q is not queryable: the application is %s: %w", store, st, ErrNotQueryable)
 	}
 	if a.topo.Stores[store].Global {
 		return a.globalPartitions(a.topo.Stores[store]), nil
@@ -1272,7 +1272,7 @@ func (a *App) StorePartitions(store string) ([]*state.Partition, error) {
 				select {
 				case err := <-reply:
 					if err != nil {
-						return nil, fmt.Errorf("runtime: store %q partition %d: %w", store, t.id.partition, err)
+						return nil, fmt.Errorf("engine: store %q partition %d: %w", store, t.id.partition, err)
 					}
 				case <-t.done:
 				}

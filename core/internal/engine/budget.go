@@ -222,7 +222,7 @@ func (e *MemoryError) Error() string {
 	for i, p := range parts {
 		held[i] = p.name + " " + sizeOf(p.n)
 	}
-	return fmt.Sprintf("runtime: application %s exceeds its memory budget: polystreams.memory.max.bytes is %d (%s) and it holds %s: %s; raise polystreams.memory.max.bytes (the engine allows up to its --max-app-memory) or hold less",
+	return fmt.Sprintf("engine: application %s exceeds its memory budget: polystreams.memory.max.bytes is %d (%s) and it holds %s: %s; raise polystreams.memory.max.bytes (the engine allows up to its --max-app-memory) or hold less",
 		e.ApplicationID, e.Usage.Limit, sizeOf(e.Usage.Limit), sizeOf(e.Usage.Total), strings.Join(held, ", "))
 }
 

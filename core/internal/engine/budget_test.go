@@ -60,9 +60,7 @@ func newMemHarness(t *testing.T, limit int64, caching bool, build func(b *topolo
 	}
 	h := &memHarness{t: t, app: a, plan: plans[0]}
 	h.task = newTask(a, taskID{0, 0}, h.plan)
-	for _, st := range h.plan.stores {
-		h.task.stores[st.Name] = &storeTx{store: st, part: db.Partition(st.Name, 0), dirty: map[string]row{}, txn: map[string]row{}, keys: codecFor(st)}
-	}
+	openStores(h.task, db)
 	h.task.restored.Store(true)
 	a.tasks[h.task.id] = h.task
 	return h

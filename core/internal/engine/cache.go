@@ -79,7 +79,7 @@ func (t *task) flushCaches(ctx context.Context) error {
 		}
 	}
 	if t.cacheBytes != 0 {
-		return fmt.Errorf("runtime: task %s: the record cache counts %d bytes after a flush", t.id, t.cacheBytes)
+		return fmt.Errorf("engine: task %s: the record cache counts %d bytes after a flush", t.id, t.cacheBytes)
 	}
 	return nil
 }

@@ -80,7 +80,7 @@ func (o *windowed) emitOnClose(ctx context.Context, recs []rec) ([]rec, error) {
 	if !ws.emitLoaded {
 		v, _, err := tx.get(emitKey)
 		if err != nil {
-			return nil, fmt.Errorf("runtime: task %s: reading the last emitted close time of store %s: %w", t.id, tx.store.Name, err)
+			return nil, fmt.Errorf("engine: task %s: reading the last emitted close time of store %s: %w", t.id, tx.store.Name, err)
 		}
 		ws.lastEmit, ws.emitLoaded = noEmit, true
 		if len(v) == 8 {
@@ -233,7 +233,7 @@ func (o *windowed) closedWindows(tx *storeTx, w *topology.Windows, lower, upper 
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("runtime: task %s: reading the closed windows of store %s: %w", t.id, tx.store.Name, err)
+		return nil, fmt.Errorf("engine: task %s: reading the closed windows of store %s: %w", t.id, tx.store.Name, err)
 	}
 	slices.SortFunc(out, func(a, b closed) int { return strings.Compare(a.order, b.order) })
 	return out, nil

@@ -89,7 +89,7 @@ func foldNative(n *topology.Node, tx *storeTx, recs []rec, failed func(rec, stri
 			if agg == nil {
 				init, ok := n.Init.Native.(topology.InitializerFunc)
 				if !ok {
-					return nil, fmt.Errorf("runtime: node %s has no native initializer", n.Name)
+					return nil, fmt.Errorf("engine: node %s has no native initializer", n.Name)
 				}
 				if agg, err = init(); err != nil {
 					err = fmt.Errorf("initializer: %w", err)
@@ -98,7 +98,7 @@ func foldNative(n *topology.Node, tx *storeTx, recs []rec, failed func(rec, stri
 			}
 			agg, err = f(r.key, r.value, agg)
 		default:
-			return nil, fmt.Errorf("runtime: node %s has a native function of type %T, which does not fold", n.Name, f)
+			return nil, fmt.Errorf("engine: node %s has a native function of type %T, which does not fold", n.Name, f)
 		}
 		if err == nil && agg == nil {
 			err = errors.New("the aggregate is null")
@@ -212,7 +212,7 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 	}
 	res, err := t.app.host.Process(ctx, b)
 	if err != nil {
-		return nil, fmt.Errorf("runtime: task %s: fold bundle for node %s: %w", t.id, s.node.Name, err)
+		return nil, fmt.Errorf("engine: task %s: fold bundle for node %s: %w", t.id, s.node.Name, err)
 	}
 	// The answer is one output (the aggregate after it) per value, in the
 	// bundle's value order, or with final_only possibly only each group's
@@ -249,13 +249,13 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 	for j, c := range res.OutputCounts {
 		if failedAt[j] {
 			if c != 0 {
-				return nil, fmt.Errorf("runtime: host answered fold bundle %d for node %s with an output count of %d for value %d, which failed; a failed value has no aggregate", res.BundleId, s.node.Name, c, j)
+				return nil, fmt.Errorf("engine: host answered fold bundle %d for node %s with an output count of %d for value %d, which failed; a failed value has no aggregate", res.BundleId, s.node.Name, c, j)
 			}
 			continue
 		}
 		last := j == lastOK[groupOf[j]]
 		if c != 1 && !(b.FinalOnly && c == 0 && !last) {
-			return nil, fmt.Errorf("runtime: host answered fold bundle %d for node %s with an output count of %d for value %d; a fold gives one aggregate per value (with final_only: per group, after its last value)", res.BundleId, s.node.Name, c, j)
+			return nil, fmt.Errorf("engine: host answered fold bundle %d for node %s with an output count of %d for value %d; a fold gives one aggregate per value (with final_only: per group, after its last value)", res.BundleId, s.node.Name, c, j)
 		}
 	}
 	// Each value's aggregate, or for one skipped (final_only) the time the

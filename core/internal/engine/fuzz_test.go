@@ -40,7 +40,7 @@ func marshal(f *testing.F, m proto.Message) []byte {
 
 // FuzzDecodeResult: a host's answer, however malformed, is checked against
 // the bundle it answers: decodeResult returns records consistent with it or
-// a named error ("runtime: host answered bundle ... malformed: ..." or a
+// a named error ("engine: host answered bundle ... malformed: ..." or a
 // record's failure), never panics, and never returns more outputs than the
 // chain can make or bytes the answer did not hold.
 func FuzzDecodeResult(f *testing.F) {
@@ -74,7 +74,7 @@ func FuzzDecodeResult(f *testing.F) {
 		out, fails, err := decodeResult(s, recs, &res)
 		if err != nil {
 			msg := err.Error()
-			if !strings.HasPrefix(msg, "runtime: ") {
+			if !strings.HasPrefix(msg, "engine: ") {
 				t.Fatalf("error does not name its component: %q", msg)
 			}
 			return

@@ -29,7 +29,7 @@ func compileGetter(s *step, n *topology.Node) error {
 	s.otherSerde = s.table.ValueSerde
 	for _, g := range n.Getter {
 		if tableOps[g.Op] == 0 || g.Op == topology.OpTableSelect || len(g.Predecessors) != 1 || g.Fn == nil {
-			return fmt.Errorf("runtime: join %s reads its table through node %s, which is no filter, filter_not or map_values", n.Name, g.Name)
+			return fmt.Errorf("engine: join %s reads its table through node %s, which is no filter, filter_not or map_values", n.Name, g.Name)
 		}
 		gs := &step{node: g}
 		tableFnStep(gs, g)

@@ -104,7 +104,7 @@ func (a *App) startGlobals(ctx context.Context) error {
 	topics := a.globalTopics()
 	details, err := a.listExisting(ctx, topics)
 	if err != nil {
-		return fmt.Errorf("runtime: reading metadata of global tables' topics: %w", err)
+		return fmt.Errorf("engine: reading metadata of global tables' topics: %w", err)
 	}
 	var missing []string
 	for _, g := range a.topo.Globals {
@@ -114,7 +114,7 @@ func (a *App) startGlobals(ctx context.Context) error {
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		return fmt.Errorf("runtime: %s does not exist (Kafka Streams' MissingSourceTopicException); create it first", strings.Join(missing, ", "))
+		return fmt.Errorf("engine: %s does not exist (Kafka Streams' MissingSourceTopicException); create it first", strings.Join(missing, ", "))
 	}
 	list := a.adm.ListEndOffsets
 	if a.eos {
@@ -122,7 +122,7 @@ func (a *App) startGlobals(ctx context.Context) error {
 	}
 	ends, err := settledOffsets(ctx, list, topics...)
 	if err != nil {
-		return fmt.Errorf("runtime: listing end offsets of global tables' topics: %w", err)
+		return fmt.Errorf("engine: listing end offsets of global tables' topics: %w", err)
 	}
 	gs := &globals{a: a, byTopic: map[string]*globalTopic{}, ready: make(chan struct{}), done: make(chan struct{})}
 	consume := map[string]map[int32]kgo.Offset{}
@@ -134,11 +134,11 @@ func (a *App) startGlobals(ctx context.Context) error {
 			gp := &globalPart{ckpt: a.db.Partition(g.Store.Name, pd.Partition)}
 			from, ok, err := gp.ckpt.Checkpoint()
 			if err != nil {
-				return fmt.Errorf("runtime: global store %s: %w", g.Store.Name, err)
+				return fmt.Errorf("engine: global store %s: %w", g.Store.Name, err)
 			}
 			end, eok := ends.Lookup(g.Topic(), pd.Partition)
 			if !eok || end.Err != nil {
-				return fmt.Errorf("runtime: global store %s: no end offset for %s/%d: %v", g.Store.Name, g.Topic(), pd.Partition, end.Err)
+				return fmt.Errorf("engine: global store %s: no end offset for %s/%d: %v", g.Store.Name, g.Topic(), pd.Partition, end.Err)
 			}
 			if !ok || from > end.Offset {
 				// No checkpoint (a first start, or a store of another
@@ -273,7 +273,7 @@ func (gs *globals) run(ctx context.Context) {
 	a := gs.a
 	var err error
 	if gs.cl, err = kgo.NewClient(gs.opts...); err != nil {
-		a.fail(fmt.Errorf("runtime: global tables' consumer: %w", err))
+		a.fail(fmt.Errorf("engine: global tables' consumer: %w", err))
 		return
 	}
 	defer gs.cl.Close()
@@ -321,7 +321,7 @@ func (gs *globals) run(ctx context.Context) {
 				}
 				key, value, err := decodeWire(a.ctx, a.registry, gt.g.Source.KeyWire, gt.g.Source.ValueWire, r.Topic, r.Key, r.Value)
 				if err != nil && wireUnavailable(err) {
-					ferr = fmt.Errorf("runtime: global store %s: %w", gt.g.Store.Name, &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Node: gt.g.Source.Name, Err: err})
+					ferr = fmt.Errorf("engine: global store %s: %w", gt.g.Store.Name, &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Node: gt.g.Source.Name, Err: err})
 					return
 				}
 				if err == nil {
@@ -333,7 +333,7 @@ func (gs *globals) run(ctx context.Context) {
 					// writes nothing).
 					re := &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Node: gt.g.Source.Name, Err: err}
 					if a.cfg.DeserializationPolicy == config.PolicyFail {
-						ferr = fmt.Errorf("runtime: global store %s: %w", gt.g.Store.Name, re)
+						ferr = fmt.Errorf("engine: global store %s: %w", gt.g.Store.Name, re)
 						return
 					}
 					a.dropped.Add(1)
@@ -343,7 +343,7 @@ func (gs *globals) run(ctx context.Context) {
 				ws = append(ws, state.Write{Key: key, Value: value, TS: r.Timestamp.UnixMilli()})
 			}
 			if err := gt.data.Apply(ws); err != nil {
-				ferr = fmt.Errorf("runtime: global store %s: %w", gt.g.Store.Name, err)
+				ferr = fmt.Errorf("engine: global store %s: %w", gt.g.Store.Name, err)
 				return
 			}
 			gp.applied.Store(gp.next)
@@ -410,7 +410,7 @@ func (gs *globals) checkpoint() {
 func compileGlobalJoin(t *topology.Topology, s *step, n *topology.Node) error {
 	s.open = newJoinOp
 	if s.table = t.Stores[n.GlobalStore]; s.table == nil || !s.table.Global || n.KeyMapper == nil || len(n.Predecessors) != 1 {
-		return fmt.Errorf("runtime: global join %s needs its global table's store, a key mapper and one predecessor", n.Name)
+		return fmt.Errorf("engine: global join %s needs its global table's store, a key mapper and one predecessor", n.Name)
 	}
 	in := n.Predecessors[0]
 	s.otherSerde = s.table.ValueSerde

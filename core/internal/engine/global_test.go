@@ -9,7 +9,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
@@ -96,22 +95,11 @@ func globalJoinTask(t *testing.T, left bool) (*task, *globalJoinHost, *state.Par
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, _, err := config.Parse("global", map[string]string{"polystreams.bundle.max.records": "2"}, "127.0.0.1:1")
-	if err != nil {
-		t.Fatal(err)
-	}
 	h := &globalJoinHost{bundles: map[pb.Operation]int{}, records: map[pb.Operation]int{}}
-	a, err := New(cfg, topo, h)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := unstartedApp(t, "global", map[string]string{"polystreams.bundle.max.records": "2"}, topo, h, nil)
 	if len(a.plans) != 1 {
 		t.Fatalf("%d plans: a global table makes no tasks", len(a.plans))
 	}
-	if a.db, err = state.Open(t.TempDir()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.db.Close() })
 	tk := newTask(a, taskID{1, 0}, a.plans[0])
 	tk.restored.Store(true)
 	return tk, h, a.db.Partition(g.Node.Stores[0], globalDataPartition)

@@ -93,7 +93,7 @@ func (t *task) cross(ctx context.Context, s *step, recs []rec, b *pb.Bundle) ([]
 		s.stats.bundle.Observe(float64(len(recs)))
 	}
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("runtime: task %s: bundle for node %s: %w", t.id, s.node.Name, err)
+		return nil, nil, nil, fmt.Errorf("engine: task %s: bundle for node %s: %w", t.id, s.node.Name, err)
 	}
 	out, fails, err := decodeResult(s, recs, res)
 	return out, res, fails, err
@@ -158,7 +158,7 @@ func encodeBundle(s *step, recs []rec) *pb.Bundle {
 // (all 0).
 func decodeResult(s *step, recs []rec, res *pb.BundleResult) ([]rec, []failure, error) {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("runtime: host answered bundle %d for node %s malformed: %s", res.GetBundleId(), s.node.Name, fmt.Sprintf(format, args...))
+		return fmt.Errorf("engine: host answered bundle %d for node %s malformed: %s", res.GetBundleId(), s.node.Name, fmt.Sprintf(format, args...))
 	}
 	var fails []failure
 	if len(res.Failures) > 0 {

@@ -10,8 +10,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/polystreams/polystreams/core/internal/config"
-	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
@@ -72,26 +70,14 @@ func names(rs []*kgo.Record) string {
 // client has an unreachable seed and is only paused and resumed).
 func newOrderTask(tb testing.TB, topo *topology.Topology, host Host, kv map[string]string) *task {
 	tb.Helper()
-	cfg, _, err := config.Parse("order", kv, "127.0.0.1:1")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	a, err := New(cfg, topo, host)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if a.db, err = state.Open(tb.TempDir()); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { a.db.Close() })
+	a := unstartedApp(tb, "order", kv, topo, host, nil)
+	var err error
 	if a.cl, err = kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1")); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(a.cl.Close)
 	t := newTask(a, taskID{0, 0}, a.plans[0])
-	for _, st := range t.plan.stores {
-		t.stores[st.Name] = &storeTx{store: st, part: a.db.Partition(st.Name, 0), dirty: map[string]row{}, txn: map[string]row{}, keys: codecFor(st)}
-	}
+	openStores(t, a.db)
 	t.restored.Store(true)
 	return t
 }

@@ -92,7 +92,7 @@ func (a *App) ApplicationServer() string { return a.cfg.ApplicationServer }
 func (a *App) storePlan(store string) (*topology.Store, *plan, []string, error) {
 	st, ok := a.topo.Stores[store]
 	if !ok {
-		return nil, nil, nil, fmt.Errorf("runtime: store %q does not exist", store)
+		return nil, nil, nil, fmt.Errorf("engine: store %q does not exist", store)
 	}
 	if st.Global {
 		return st, nil, nil, nil
@@ -104,7 +104,7 @@ func (a *App) storePlan(store string) (*topology.Store, *plan, []string, error) 
 			}
 		}
 	}
-	return nil, nil, nil, fmt.Errorf("runtime: store %q belongs to no sub-topology", store)
+	return nil, nil, nil, fmt.Errorf("engine: store %q belongs to no sub-topology", store)
 }
 
 // partitionCount is how many partitions topic has in hosts' assignment.
@@ -140,7 +140,7 @@ func keyPartition(hosts []group.Host, topics []string, key []byte) (int32, error
 			return int32(kgo.StickyKeyPartitioner(nil).ForTopic(t).Partition(&kgo.Record{Key: key}, int(n))), nil
 		}
 	}
-	return 0, fmt.Errorf("runtime: the partition count of %v is not known yet (no assignment): %w", topics, ErrRebalancing)
+	return 0, fmt.Errorf("engine: the partition count of %v is not known yet (no assignment): %w", topics, ErrRebalancing)
 }
 
 // QueryMetadataForKey is Kafka Streams' queryMetadataForKey: the instance

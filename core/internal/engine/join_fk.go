@@ -158,7 +158,7 @@ func compileFK(t *topology.Topology, p *plan, s *step, n *topology.Node) error {
 	store := func(name string) (*topology.Store, error) {
 		st := t.Stores[name]
 		if st == nil {
-			return nil, fmt.Errorf("runtime: node %s needs store %q, which the topology lacks", n.Name, name)
+			return nil, fmt.Errorf("engine: node %s needs store %q, which the topology lacks", n.Name, name)
 		}
 		// A store read (and, for subscriptions, written) beside its
 		// owner: restored once per task, never cached.
@@ -203,12 +203,12 @@ func compileFK(t *topology.Topology, p *plan, s *step, n *topology.Node) error {
 		s.open = newTableSourceOp
 		if len(n.Stores) == 1 {
 			if s.store = t.Stores[n.Stores[0]]; s.store == nil {
-				return fmt.Errorf("runtime: node %s needs store %q, which the topology lacks", n.Name, n.Stores[0])
+				return fmt.Errorf("engine: node %s needs store %q, which the topology lacks", n.Name, n.Stores[0])
 			}
 			p.stores = append(p.stores, s.store)
 		}
 	default:
-		return fmt.Errorf("runtime: node %s (op %d) is no foreign-key join processor", n.Name, n.Op)
+		return fmt.Errorf("engine: node %s (op %d) is no foreign-key join processor", n.Name, n.Op)
 	}
 	return err
 }
@@ -304,7 +304,7 @@ func (o *fkSendOp) extractFK(ctx context.Context, ins []rec) ([][]byte, []bool, 
 	if n.Fn.Token == 0 {
 		f, ok := n.Fn.Native.(topology.MapValuesFunc)
 		if !ok {
-			return nil, nil, fmt.Errorf("runtime: node %s has a native extractor of type %T; want MapValuesFunc", n.Name, n.Fn.Native)
+			return nil, nil, fmt.Errorf("engine: node %s has a native extractor of type %T; want MapValuesFunc", n.Name, n.Fn.Native)
 		}
 		for i, r := range ins {
 			fk, err := f(r.value)
@@ -338,7 +338,7 @@ func (o *fkSendOp) extractFK(ctx context.Context, ins []rec) ([][]byte, []bool, 
 			switch {
 			case failed[start+i]:
 			case c != 1:
-				return nil, nil, fmt.Errorf("runtime: host answered bundle %d for node %s with %d outputs for record %d; a foreign-key extractor gives one", res.BundleId, n.Name, c, i)
+				return nil, nil, fmt.Errorf("engine: host answered bundle %d for node %s with %d outputs for record %d; a foreign-key extractor gives one", res.BundleId, n.Name, c, i)
 			default:
 				fks[start+i] = got[k].value
 			}
@@ -599,7 +599,7 @@ func (o *fkResolveOp) fkJoinValues(ctx context.Context, lefts []rec, others [][]
 	if n.Fn.Token == 0 {
 		f, ok := n.Fn.Native.(topology.ValueJoinerFunc)
 		if !ok {
-			return nil, nil, fmt.Errorf("runtime: node %s has a native joiner of type %T; want ValueJoinerFunc", n.Name, n.Fn.Native)
+			return nil, nil, fmt.Errorf("engine: node %s has a native joiner of type %T; want ValueJoinerFunc", n.Name, n.Fn.Native)
 		}
 		for i, r := range lefts {
 			v, err := f(r.value, others[i])
@@ -640,7 +640,7 @@ func (o *fkResolveOp) fkJoinValues(ctx context.Context, lefts []rec, others [][]
 			switch {
 			case failed[start+i]:
 			case c != 1:
-				return nil, nil, fmt.Errorf("runtime: host answered bundle %d for node %s with %d outputs for record %d; a joiner gives one", res.BundleId, n.Name, c, i)
+				return nil, nil, fmt.Errorf("engine: host answered bundle %d for node %s with %d outputs for record %d; a joiner gives one", res.BundleId, n.Name, c, i)
 			default:
 				vals[start+i] = got[k].value
 			}

@@ -152,7 +152,7 @@ func (c *ssCell) load(t *task, j *topology.StreamJoin) (*ssState, error) {
 	for i, name := range []string{leftStore, rightStore} {
 		tx := t.stores[name]
 		if tx == nil {
-			return nil, fmt.Errorf("runtime: task %s: join store %s is not open", t.id, name)
+			return nil, fmt.Errorf("engine: task %s: join store %s is not open", t.id, name)
 		}
 		sd := &ssSide{tx: tx, rows: map[string][]ssRow{}, time: -1}
 		err := tx.part.ScanRange(nil, nil, func(k, v []byte, _ int64) error {
@@ -174,14 +174,14 @@ func (c *ssCell) load(t *task, j *topology.StreamJoin) (*ssState, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("runtime: task %s: loading join store %s: %w", t.id, name, err)
+			return nil, fmt.Errorf("engine: task %s: loading join store %s: %w", t.id, name, err)
 		}
 		st.sides[i] = sd
 	}
 	if j.SharedStore != "" {
 		tx := t.stores[j.SharedStore]
 		if tx == nil {
-			return nil, fmt.Errorf("runtime: task %s: join store %s is not open", t.id, j.SharedStore)
+			return nil, fmt.Errorf("engine: task %s: join store %s is not open", t.id, j.SharedStore)
 		}
 		st.outerTx, st.outer = tx, map[string]*ssOuter{}
 		err := tx.part.ScanRange(nil, nil, func(k, v []byte, _ int64) error {
@@ -202,7 +202,7 @@ func (c *ssCell) load(t *task, j *topology.StreamJoin) (*ssState, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("runtime: task %s: loading join store %s: %w", t.id, j.SharedStore, err)
+			return nil, fmt.Errorf("engine: task %s: loading join store %s: %w", t.id, j.SharedStore, err)
 		}
 	}
 	st.seq = maxSeq + 1
@@ -452,7 +452,7 @@ func (o *streamJoinOp) expireJoin(st *ssState, w topology.JoinWindows) error {
 				sd.tx.expire(true, w.Key, append(bytes.Clone(w.Key), 0))
 			}
 		} else if err := sd.tx.part.Apply(doomed); err != nil {
-			return fmt.Errorf("runtime: task %s: expiring join store %s: %w", t.id, sd.tx.store.Name, err)
+			return fmt.Errorf("engine: task %s: expiring join store %s: %w", t.id, sd.tx.store.Name, err)
 		}
 	}
 	return nil
@@ -521,7 +521,7 @@ func compileStreamJoin(t *topology.Topology, p *plan, s *step) error {
 	open := func(name string) error {
 		st := t.Stores[name]
 		if st == nil {
-			return fmt.Errorf("runtime: join node %s names store %s, which the topology lacks", n.Name, name)
+			return fmt.Errorf("engine: join node %s names store %s, which the topology lacks", n.Name, name)
 		}
 		if !slices.Contains(p.stores, st) {
 			p.stores = append(p.stores, st)
@@ -529,7 +529,7 @@ func compileStreamJoin(t *topology.Topology, p *plan, s *step) error {
 		return nil
 	}
 	if len(n.Predecessors) != 1 {
-		return fmt.Errorf("runtime: join node %s has %d predecessors; it needs one", n.Name, len(n.Predecessors))
+		return fmt.Errorf("engine: join node %s has %d predecessors; it needs one", n.Name, len(n.Predecessors))
 	}
 	if n.Op == topology.OpJoinWindow {
 		s.open = newPassOp
@@ -537,7 +537,7 @@ func compileStreamJoin(t *topology.Topology, p *plan, s *step) error {
 	}
 	j := n.Join
 	if j == nil || n.Fn == nil {
-		return fmt.Errorf("runtime: join node %s has no join or joiner", n.Name)
+		return fmt.Errorf("engine: join node %s has no join or joiner", n.Name)
 	}
 	s.open = newStreamJoinOp
 	for _, name := range []string{j.OwnStore, j.OtherStore, j.SharedStore} {

@@ -79,9 +79,7 @@ func newSSHarnessWith(t *testing.T, kind topology.JoinKind, w topology.JoinWindo
 	}
 	h := &ssHarness{t: t, app: a, plan: plans[0], db: db}
 	h.task = newTask(a, taskID{0, 0}, h.plan)
-	for _, st := range h.plan.stores {
-		h.task.stores[st.Name] = &storeTx{store: st, part: db.Partition(st.Name, 0), dirty: map[string]row{}, txn: map[string]row{}, keys: codecFor(st)}
-	}
+	openStores(h.task, db)
 	return h
 }
 

@@ -36,7 +36,7 @@ import (
 func compileTableJoin(t *topology.Topology, s *step, n *topology.Node) error {
 	s.open = newTableJoinOp
 	if len(n.Stores) != 1 || t.Stores[n.Stores[0]] == nil || len(n.Predecessors) != 1 {
-		return fmt.Errorf("runtime: table join %s needs the other table's store and one predecessor", n.Name)
+		return fmt.Errorf("engine: table join %s needs the other table's store and one predecessor", n.Name)
 	}
 	s.table = t.Stores[n.Stores[0]]
 	if err := compileGetter(s, n); err != nil {
@@ -231,12 +231,12 @@ func (o *tableJoinOp) joinValues(ctx context.Context, changes []rec, calls []joi
 		for i, n := range res.OutputCounts {
 			switch {
 			case n > 1:
-				return nil, nil, fmt.Errorf("runtime: host answered bundle %d for join node %s with %d outputs for record %d; a joiner gives one", res.BundleId, s.node.Name, n, i)
+				return nil, nil, fmt.Errorf("engine: host answered bundle %d for join node %s with %d outputs for record %d; a joiner gives one", res.BundleId, s.node.Name, n, i)
 			case n == 1:
 				results[start+i] = out[k].value
 				k++
 			case !failed[calls[start+i].at]:
-				return nil, nil, fmt.Errorf("runtime: host answered bundle %d for join node %s with no output for record %d, which did not fail; a joiner gives one", res.BundleId, s.node.Name, i)
+				return nil, nil, fmt.Errorf("engine: host answered bundle %d for join node %s with no output for record %d, which did not fail; a joiner gives one", res.BundleId, s.node.Name, i)
 			}
 		}
 	}

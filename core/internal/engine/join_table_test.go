@@ -8,8 +8,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/polystreams/polystreams/core/internal/config"
-	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
@@ -57,22 +55,9 @@ func newHarness(tb testing.TB, b *topology.Builder, kv map[string]string) *joinH
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cfg, _, err := config.Parse("tt", kv, "127.0.0.1:1")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	a, err := New(cfg, topo, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if a.db, err = state.Open(tb.TempDir()); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { a.db.Close() })
+	a := unstartedApp(tb, "tt", kv, topo, nil, nil)
 	t := newTask(a, taskID{0, 0}, a.plans[0])
-	for _, st := range t.plan.stores {
-		t.stores[st.Name] = &storeTx{store: st, part: a.db.Partition(st.Name, 0), dirty: map[string]row{}, txn: map[string]row{}, keys: codecFor(st)}
-	}
+	openStores(t, a.db)
 	t.restored.Store(true)
 	return &joinHarness{t: t}
 }

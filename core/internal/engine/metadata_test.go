@@ -3,17 +3,13 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/config"
-	"github.com/polystreams/polystreams/core/internal/engine"
 	"github.com/polystreams/polystreams/core/internal/testdriver"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
@@ -94,21 +90,8 @@ func TestHostChainMetadata(t *testing.T) {
 	must(b.To(up.ID, "out", "", "", ""))
 	topo, err := b.Topology()
 	must(err)
-	td, kv, err := testdriver.New(map[string]string{"application.id": "hostmeta"})
-	must(err)
-	defer td.Close()
-	cfg, _, err := config.Parse("hostmeta", kv, "")
-	must(err)
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg.HostMetadata = true
 	host := &metaHost{}
-	app, err := engine.New(cfg, topo, host)
-	must(err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	must(td.Start(ctx, app))
-	defer app.Stop(ctx)
-	must(td.Ready(ctx))
+	td, _, ctx := driven(t, "hostmeta", nil, topo, host, func(c *config.App) { c.HostMetadata = true })
 	for _, r := range []struct {
 		v  string
 		ts int64

@@ -76,7 +76,7 @@ func runNative(n *topology.Node, recs []rec, failed func(rec, string, failKind, 
 				out = append(out, r)
 			}
 		default:
-			return nil, fmt.Errorf("runtime: node %s has a native function of type %T, which does not fit its operation", n.Name, f)
+			return nil, fmt.Errorf("engine: node %s has a native function of type %T, which does not fit its operation", n.Name, f)
 		}
 		if err != nil {
 			if err = failed(r, n.Name, kindOf(err), err); err != nil {

@@ -70,7 +70,7 @@ func (a *App) adjustOffsets(policies map[string]string) func(context.Context, ma
 		}
 		if len(missing) > 0 {
 			slices.Sort(missing)
-			a.fail(fmt.Errorf("runtime: partition %s has no committed offset and its reset policy is none (auto.offset.reset or the source's offset_reset); commit an offset for the group %s or choose earliest or latest",
+			a.fail(fmt.Errorf("engine: partition %s has no committed offset and its reset policy is none (auto.offset.reset or the source's offset_reset); commit an offset for the group %s or choose earliest or latest",
 				strings.Join(missing, ", "), a.cfg.ApplicationID))
 		}
 		return offsets, nil
@@ -196,7 +196,7 @@ func CleanUp(cfg config.App) (string, error) {
 		return "", nil
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		return "", fmt.Errorf("runtime: cleanUp of %s: %w", dir, err)
+		return "", fmt.Errorf("engine: cleanUp of %s: %w", dir, err)
 	}
 	return dir, nil
 }

@@ -21,7 +21,7 @@ func (a *App) recovered(what string) {
 		return
 	}
 	a.log.Error("panic: the application fails, the engine goes on", "application.id", a.cfg.ApplicationID, "in", what, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-	a.fail(fmt.Errorf("runtime: %s panicked: %v", what, v))
+	a.fail(fmt.Errorf("engine: %s panicked: %v", what, v))
 }
 
 // recoverInto is recovered for a goroutine whose error someone waits for:
@@ -33,5 +33,5 @@ func (a *App) recoverInto(err *error, what string) {
 		return
 	}
 	a.log.Error("panic", "application.id", a.cfg.ApplicationID, "in", what, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-	*err = fmt.Errorf("runtime: %s panicked: %v", what, v)
+	*err = fmt.Errorf("engine: %s panicked: %v", what, v)
 }

@@ -175,13 +175,13 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				for _, name := range n.Stores {
 					st := t.Stores[name]
 					if st == nil {
-						return nil, fmt.Errorf("runtime: node %s names store %q, which the topology lacks", n.Name, name)
+						return nil, fmt.Errorf("engine: node %s names store %q, which the topology lacks", n.Name, name)
 					}
 					if st.ChangelogTopic == "" {
-						return nil, fmt.Errorf("runtime: store %q of node %s has logging disabled, which this engine does not run yet", name, n.Name)
+						return nil, fmt.Errorf("engine: store %q of node %s has logging disabled, which this engine does not run yet", name, n.Name)
 					}
 					if ps := st.Processor; ps != nil && ps.RetainDuplicates {
-						return nil, fmt.Errorf("runtime: window store %q of node %s retains duplicates, which this engine does not run yet", name, n.Name)
+						return nil, fmt.Errorf("engine: window store %q of node %s retains duplicates, which this engine does not run yet", name, n.Name)
 					}
 					if !slices.Contains(p.stores, st) {
 						p.stores = append(p.stores, st)
@@ -201,7 +201,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					s.open = newTimeWindowOp
 				}
 				if useStore(); s.store == nil || len(n.Predecessors) != 1 {
-					return nil, fmt.Errorf("runtime: node %s needs one store and one predecessor", n.Name)
+					return nil, fmt.Errorf("engine: node %s needs one store and one predecessor", n.Name)
 				}
 				if per := int(n.Windows.PerRecord()); per > 1 {
 					s.slice = max(1, maxWindowUpdates/per)
@@ -209,7 +209,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				s.hostFold = n.Fn != nil && n.Fn.Token != 0
 				if s.hostFold && n.Windows.Kind != topology.TimeWindows && !programs {
 					// The server refuses these; a hand-made topology may not.
-					return nil, fmt.Errorf("runtime: node %s: %s with host functions need a host with the fold_programs feature", n.Name, n.Windows.Kind)
+					return nil, fmt.Errorf("engine: node %s: %s with host functions need a host with the fold_programs feature", n.Name, n.Windows.Kind)
 				}
 				if s.hostFold {
 					// Groups are keyed by the inner key: (key, window)
@@ -226,7 +226,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 			case n.Op == topology.OpSuppress:
 				s.open = newSuppressOp
 				if useStore(); s.store == nil {
-					return nil, fmt.Errorf("runtime: suppression %s has no store", n.Name)
+					return nil, fmt.Errorf("engine: suppression %s has no store", n.Name)
 				}
 			case n.Type == topology.Source:
 				s.keySerde, s.valueSerde, s.change = n.KeySerde, n.ValueSerde, n.Change
@@ -250,7 +250,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				}
 				useStore()
 				if len(n.Predecessors) != 1 {
-					return nil, fmt.Errorf("runtime: node %s has %d predecessors; table operators need one", n.Name, len(n.Predecessors))
+					return nil, fmt.Errorf("engine: node %s has %d predecessors; table operators need one", n.Name, len(n.Predecessors))
 				}
 				tableFnStep(s, n)
 			case isHost(n):
@@ -262,14 +262,14 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					s.chain = append(s.chain, last)
 				}
 				if len(n.Predecessors) != 1 {
-					return nil, fmt.Errorf("runtime: node %s has %d predecessors; host operators need one", n.Name, len(n.Predecessors))
+					return nil, fmt.Errorf("engine: node %s has %d predecessors; host operators need one", n.Name, len(n.Predecessors))
 				}
 				s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
 				s.outKey, s.outValue = last.KeySerde, last.ValueSerde
 				for _, c := range s.chain {
 					op, ok := hostOps[c.Op]
 					if !ok {
-						return nil, fmt.Errorf("runtime: node %s: operation %d cannot run in a host", c.Name, c.Op)
+						return nil, fmt.Errorf("engine: node %s: operation %d cannot run in a host", c.Name, c.Op)
 					}
 					if c.Op == topology.OpMap || c.Op == topology.OpSelectKey || c.Op == topology.OpFlatMap {
 						s.keysChange = true
@@ -283,7 +283,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					s.open = newTableFoldOp
 				}
 				if useStore(); s.store == nil || len(n.Predecessors) != 1 {
-					return nil, fmt.Errorf("runtime: node %s needs one store and one predecessor", n.Name)
+					return nil, fmt.Errorf("engine: node %s needs one store and one predecessor", n.Name)
 				}
 				s.hostFold = n.Fn != nil && n.Fn.Token != 0
 				if s.hostFold {
@@ -313,7 +313,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 			case n.Op == topology.OpCount:
 				s.open = newCountOp
 				if useStore(); s.store == nil {
-					return nil, fmt.Errorf("runtime: count node %s has no store", n.Name)
+					return nil, fmt.Errorf("engine: count node %s has no store", n.Name)
 				}
 			case n.Op == topology.OpToStream || n.Op == topology.OpMerge || n.Op == topology.OpBranchChild:
 				s.open = newPassOp
@@ -322,7 +322,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				// The table's store: its source's step owns it (s.store
 				// would make the join a stateful, cached step).
 				if s.table = t.Stores[n.Stores[0]]; s.table == nil || len(n.Predecessors) != 1 {
-					return nil, fmt.Errorf("runtime: join %s needs its table's store and one predecessor", n.Name)
+					return nil, fmt.Errorf("engine: join %s needs its table's store and one predecessor", n.Name)
 				}
 				if err := compileGetter(s, n); err != nil {
 					return nil, err
@@ -336,7 +336,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 			case n.Op == topology.OpBranch:
 				s.open = newBranchOp
 				if k := len(n.Successors) - len(n.Branches); k != 0 && k != 1 {
-					return nil, fmt.Errorf("runtime: split %s has %d predicates and %d branches", n.Name, len(n.Branches), len(n.Successors))
+					return nil, fmt.Errorf("engine: split %s has %d predicates and %d branches", n.Name, len(n.Branches), len(n.Successors))
 				}
 				for _, p := range n.Branches {
 					if p.Token == 0 {
@@ -350,7 +350,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					})
 				}
 			default:
-				return nil, fmt.Errorf("runtime: node %s (op %d) has nothing to run", n.Name, n.Op)
+				return nil, fmt.Errorf("engine: node %s (op %d) has nothing to run", n.Name, n.Op)
 			}
 			if s.store != nil && n.Op == topology.OpAggregate {
 				if first := aggregations[s.store]; first != nil {

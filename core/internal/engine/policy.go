@@ -125,7 +125,7 @@ type RecordError struct {
 }
 
 func (e *RecordError) Error() string {
-	return fmt.Sprintf("runtime: record at %s/%d@%d failed in node %s: %v", e.Topic, e.Partition, e.Offset, e.Node, e.Err)
+	return fmt.Sprintf("engine: record at %s/%d@%d failed in node %s: %v", e.Topic, e.Partition, e.Offset, e.Node, e.Err)
 }
 
 func (e *RecordError) Unwrap() error { return e.Err }

@@ -38,7 +38,7 @@ func TestDeadLetterRecord(t *testing.T) {
 		}
 		want := map[string]string{
 			"trace": "t1", HeaderException: c.exc, HeaderMessage: c.err.Error(),
-			HeaderStacktrace: "runtime: record at orders/3@1842 failed in node KSTREAM-MAPVALUES-0000000001: " + c.err.Error(),
+			HeaderStacktrace: "engine: record at orders/3@1842 failed in node KSTREAM-MAPVALUES-0000000001: " + c.err.Error(),
 			HeaderTopic:      "orders", HeaderPartition: "3", HeaderOffset: "1842", HeaderNode: "KSTREAM-MAPVALUES-0000000001", HeaderKind: c.kindText,
 		}
 		if len(got) != len(want) {

@@ -59,14 +59,14 @@ func (o *processOp) ensure() error {
 	n := o.s.node
 	p := o.newP()
 	if p == nil {
-		return fmt.Errorf("runtime: the processor supplier of node %s in task %s returned nil", n.Name, o.t.id)
+		return fmt.Errorf("engine: the processor supplier of node %s in task %s returned nil", n.Name, o.t.id)
 	}
 	o.cur = nil
 	o.p = p
 	if err := p.Init(o); err != nil {
 		o.p = nil
 		o.t.dropSchedules(o)
-		return fmt.Errorf("runtime: init of node %s in task %s failed: %w", n.Name, o.t.id, err)
+		return fmt.Errorf("engine: init of node %s in task %s failed: %w", n.Name, o.t.id, err)
 	}
 	return nil
 }

@@ -180,7 +180,7 @@ func (o *hostProcessOp) cross(ctx context.Context, recs []rec, after []*pb.Bundl
 
 	res, err := o.send(ctx, b)
 	if err != nil {
-		return nil, fmt.Errorf("runtime: task %s: bundle for node %s: %w", t.id, s.node.Name, err)
+		return nil, fmt.Errorf("engine: task %s: bundle for node %s: %w", t.id, s.node.Name, err)
 	}
 	return o.apply(ctx, b, e, res)
 }
@@ -469,7 +469,7 @@ func headersOfRec(r *rec) []kgo.RecordHeader {
 func (o *hostProcessOp) apply(ctx context.Context, b *pb.Bundle, e *bundleEntries, res *pb.BundleResult) ([]rec, error) {
 	n := o.s.node
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("runtime: host answered bundle %d for node %s malformed: %s", b.Id, n.Name, fmt.Sprintf(format, args...))
+		return fmt.Errorf("engine: host answered bundle %d for node %s malformed: %s", b.Id, n.Name, fmt.Sprintf(format, args...))
 	}
 	if len(res.OpCounts) != e.n() {
 		return nil, bad("%d op groups for %d entries (%d inits, %d records, %d after)", len(res.OpCounts), e.n(), len(e.inits), len(e.recs), len(e.after))
@@ -668,7 +668,7 @@ func (o *hostProcessOp) apply(ctx context.Context, b *pb.Bundle, e *bundleEntrie
 				}
 			case punct == nil:
 				o.inited = false
-				return nil, fmt.Errorf("runtime: init of node %s in task %s failed: %w", n.Name, o.t.id, ferr)
+				return nil, fmt.Errorf("engine: init of node %s in task %s failed: %w", n.Name, o.t.id, ferr)
 			}
 		}
 	}

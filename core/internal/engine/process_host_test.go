@@ -4,14 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"io"
-	"log/slog"
 	"sort"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/engine"
 	"github.com/polystreams/polystreams/core/internal/testdriver"
 	"github.com/polystreams/polystreams/core/internal/topology"
@@ -178,20 +174,8 @@ func TestHostProcessor(t *testing.T) {
 	must(b.To(p.ID, "out", "", "", ""))
 	topo, err := b.Topology()
 	must(err)
-	td, kv, err := testdriver.New(map[string]string{"application.id": "hostproc", "processing.exception.handler": "log_and_continue"})
-	must(err)
-	defer td.Close()
-	cfg, _, err := config.Parse("hostproc", kv, "")
-	must(err)
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	host := &procHost{}
-	app, err := engine.New(cfg, topo, host)
-	must(err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	must(td.Start(ctx, app))
-	defer app.Stop(ctx)
-	must(td.Ready(ctx))
+	td, app, ctx := driven(t, "hostproc", map[string]string{"processing.exception.handler": "log_and_continue"}, topo, host, nil)
 	for _, r := range []struct {
 		k, v string
 		ts   int64
@@ -248,20 +232,8 @@ func TestHostProcessorRevival(t *testing.T) {
 	must(b.To(p.ID, "out", "", "", ""))
 	topo, err := b.Topology()
 	must(err)
-	td, kv, err := testdriver.New(map[string]string{"application.id": "hostrevive"})
-	must(err)
-	defer td.Close()
-	cfg, _, err := config.Parse("hostrevive", kv, "")
-	must(err)
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	host := &procHost{}
-	app, err := engine.New(cfg, topo, host)
-	must(err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	must(td.Start(ctx, app))
-	defer app.Stop(ctx)
-	must(td.Ready(ctx))
+	td, app, ctx := driven(t, "hostrevive", nil, topo, host, nil)
 	pipe := func(k string, ts int64) {
 		t.Helper()
 		if _, failure, err := td.Pipe(ctx, []testdriver.Record{{Topic: "in", Key: []byte(k), Value: []byte("x"), Timestamp: &ts}}); err != nil || failure != nil {

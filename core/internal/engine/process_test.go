@@ -1,16 +1,11 @@
 package engine_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"strconv"
 	"testing"
-	"time"
 
-	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/engine"
 	"github.com/polystreams/polystreams/core/internal/testdriver"
 	"github.com/polystreams/polystreams/core/internal/topology"
@@ -77,19 +72,7 @@ func TestGoProcessor(t *testing.T) {
 	topo, err := b.Topology()
 	must(err)
 
-	td, kv, err := testdriver.New(map[string]string{"application.id": "proc", "processing.exception.handler": "log_and_continue"})
-	must(err)
-	defer td.Close()
-	cfg, _, err := config.Parse("proc", kv, "")
-	must(err)
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	app, err := engine.New(cfg, topo, nil)
-	must(err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	must(td.Start(ctx, app))
-	defer app.Stop(ctx)
-	must(td.Ready(ctx))
+	td, _, ctx := driven(t, "proc", map[string]string{"processing.exception.handler": "log_and_continue"}, topo, nil, nil)
 	ts := int64(100)
 	var recs []testdriver.Record
 	for _, kv := range [][2]string{{"a", "x"}, {"b", "x"}, {"a", "x"}, {"a", "route"}, {"c", "boom"}, {"a", "x"}} {
@@ -195,19 +178,7 @@ func TestGoProcessorPunctuation(t *testing.T) {
 	must(b.To(p.ID, "out", "", "", ""))
 	topo, err := b.Topology()
 	must(err)
-	td, kv, err := testdriver.New(map[string]string{"application.id": "punct"})
-	must(err)
-	defer td.Close()
-	cfg, _, err := config.Parse("punct", kv, "")
-	must(err)
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	app, err := engine.New(cfg, topo, nil)
-	must(err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	must(td.Start(ctx, app))
-	defer app.Stop(ctx)
-	must(td.Ready(ctx))
+	td, _, ctx := driven(t, "punct", nil, topo, nil, nil)
 	pipe := func(k string, ts int64) {
 		t.Helper()
 		if _, failure, err := td.Pipe(ctx, []testdriver.Record{{Topic: "in", Key: []byte(k), Value: []byte("v"), Timestamp: &ts}}); err != nil || failure != nil {
@@ -281,19 +252,7 @@ func TestGoProcessorRevival(t *testing.T) {
 	must(b.To(p.ID, "out", "", "", ""))
 	topo, err := b.Topology()
 	must(err)
-	td, kv, err := testdriver.New(map[string]string{"application.id": "revive"})
-	must(err)
-	defer td.Close()
-	cfg, _, err := config.Parse("revive", kv, "")
-	must(err)
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	app, err := engine.New(cfg, topo, nil)
-	must(err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	must(td.Start(ctx, app))
-	defer app.Stop(ctx)
-	must(td.Ready(ctx))
+	td, app, ctx := driven(t, "revive", nil, topo, nil, nil)
 	pipe := func(ts int64) {
 		t.Helper()
 		if _, failure, err := td.Pipe(ctx, []testdriver.Record{{Topic: "in", Key: []byte("k"), Value: []byte("v"), Timestamp: &ts}}); err != nil || failure != nil {
@@ -372,19 +331,7 @@ func TestGoProcessorWindowStore(t *testing.T) {
 	must(b.AddSink("out", "out", []string{"dedup"}, "", ""))
 	topo, err := b.Topology()
 	must(err)
-	td, kv, err := testdriver.New(map[string]string{"application.id": "procwin"})
-	must(err)
-	defer td.Close()
-	cfg, _, err := config.Parse("procwin", kv, "")
-	must(err)
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	app, err := engine.New(cfg, topo, nil)
-	must(err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	must(td.Start(ctx, app))
-	defer app.Stop(ctx)
-	must(td.Ready(ctx))
+	td, _, ctx := driven(t, "procwin", nil, topo, nil, nil)
 	pipe := func(recs ...[3]any) {
 		t.Helper()
 		var in []testdriver.Record

@@ -54,7 +54,7 @@ func (t *task) windowPut(tx *storeTx, node string, key, value []byte, start, ts 
 		return nil
 	}
 	if err := tx.expire(t.app.eos, nil, binary.BigEndian.AppendUint64(nil, uint64(cut)+1)); err != nil {
-		return fmt.Errorf("runtime: task %s: expiring windows of store %s: %w", t.id, st.Name, err)
+		return fmt.Errorf("engine: task %s: expiring windows of store %s: %w", t.id, st.Name, err)
 	}
 	return nil
 }

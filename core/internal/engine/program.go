@@ -110,7 +110,7 @@ type foldFailed struct {
 }
 
 func (e *foldFailed) Error() string {
-	return fmt.Sprintf("runtime: %d folds failed", len(e.fails))
+	return fmt.Sprintf("engine: %d folds failed", len(e.fails))
 }
 
 func (o *windowed) newFolder(ws *winState, skip map[int]bool) *folder {
@@ -340,7 +340,7 @@ func (f *folder) run(ctx context.Context) ([][]byte, error) {
 	}
 	res, err := t.app.host.Process(ctx, b)
 	if err != nil {
-		return nil, fmt.Errorf("runtime: task %s: fold program for node %s: %w", t.id, s.node.Name, err)
+		return nil, fmt.Errorf("engine: task %s: fold program for node %s: %w", t.id, s.node.Name, err)
 	}
 	aggs, fails, err := decodeResult(s, order, res)
 	if err != nil {
@@ -366,13 +366,13 @@ func (f *folder) run(ctx context.Context) ([][]byte, error) {
 			}
 		}
 		if len(own) == 0 {
-			return nil, fmt.Errorf("runtime: host answered fold program %d for node %s with %d failures, each on a fold that refers to another failed one", res.BundleId, s.node.Name, len(fails))
+			return nil, fmt.Errorf("engine: host answered fold program %d for node %s with %d failures, each on a fold that refers to another failed one", res.BundleId, s.node.Name, len(fails))
 		}
 		return nil, &foldFailed{fails: own}
 	}
 	for i, c := range res.OutputCounts {
 		if c != 1 {
-			return nil, fmt.Errorf("runtime: host answered fold program %d for node %s with an output count of %d for fold %d; a fold program gives one aggregate per fold", res.BundleId, s.node.Name, c, i)
+			return nil, fmt.Errorf("engine: host answered fold program %d for node %s with an output count of %d for fold %d; a fold program gives one aggregate per fold", res.BundleId, s.node.Name, c, i)
 		}
 	}
 	outs := make([][]byte, n)
@@ -416,7 +416,7 @@ func (o *windowed) passes(ctx context.Context, recs []rec, pass func(f *folder, 
 		f.undo()
 		slices.SortFunc(ff.fails, func(a, b failure) int { return a.index - b.index })
 		if skip[ff.fails[0].index] && len(ff.fails) == 1 {
-			return nil, fmt.Errorf("runtime: node %s: record %d failed again after it was skipped", s.node.Name, ff.fails[0].index)
+			return nil, fmt.Errorf("engine: node %s: record %d failed again after it was skipped", s.node.Name, ff.fails[0].index)
 		}
 		for _, fl := range ff.fails {
 			if skip[fl.index] {

@@ -92,7 +92,7 @@ func (t *task) punctuatorFailed(node string, typ topology.PunctuationType, now i
 	if typ == topology.WallClockTime {
 		at = "wall-clock time"
 	}
-	wrapped := fmt.Errorf("runtime: punctuator of node %s at %s %d failed: %w", node, at, now, err)
+	wrapped := fmt.Errorf("engine: punctuator of node %s at %s %d failed: %w", node, at, now, err)
 	if t.app.cfg.ProcessingPolicy == config.PolicyFail {
 		return wrapped
 	}
@@ -180,11 +180,11 @@ func (a *App) PunctuateWallClock(ctx context.Context) error {
 				}
 			case <-t.done:
 			case <-ctx.Done():
-				return fmt.Errorf("runtime: waiting for task %s's wall-clock punctuation: %w", t.id, ctx.Err())
+				return fmt.Errorf("engine: waiting for task %s's wall-clock punctuation: %w", t.id, ctx.Err())
 			}
 		case <-t.done:
 		case <-ctx.Done():
-			return fmt.Errorf("runtime: waiting for task %s to take its wall-clock punctuation: %w", t.id, ctx.Err())
+			return fmt.Errorf("engine: waiting for task %s to take its wall-clock punctuation: %w", t.id, ctx.Err())
 		}
 	}
 	return nil

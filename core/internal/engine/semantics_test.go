@@ -22,8 +22,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"io"
-	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -34,7 +32,6 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/engine"
 	"github.com/polystreams/polystreams/core/internal/serde"
 	"github.com/polystreams/polystreams/core/internal/testdriver"
@@ -151,25 +148,10 @@ func (s *semantics) start(d *datadriven.TestData) error {
 	if err != nil {
 		return err
 	}
-	td, kv, err := testdriver.New(props)
-	if err != nil {
-		return err
-	}
-	cfg, _, err := config.Parse("semantics", kv, "")
-	if err != nil {
-		td.Close()
-		return err
-	}
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	app, err := engine.New(cfg, topo, nil)
-	if err != nil {
-		td.Close()
-		return err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), semanticsTimeout)
 	defer cancel()
-	if err := td.Start(ctx, app); err != nil {
-		td.Close()
+	td, app, err := startOnDriver(ctx, "semantics", props, topo, nil, nil)
+	if err != nil {
 		return err
 	}
 	s.topo, s.app, s.td = topo, app, td

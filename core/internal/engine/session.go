@@ -231,7 +231,7 @@ func sessionInit(n *topology.Node) ([]byte, error) {
 	}
 	init, ok := n.Init.Native.(topology.InitializerFunc)
 	if !ok {
-		return nil, fmt.Errorf("runtime: node %s has no native initializer", n.Name)
+		return nil, fmt.Errorf("engine: node %s has no native initializer", n.Name)
 	}
 	v, err := init()
 	if err != nil {
@@ -262,7 +262,7 @@ func sessionMerge(n *topology.Node, key, agg, other []byte) ([]byte, error) {
 	}
 	merger, ok := n.Merger.Native.(topology.AggregateFunc)
 	if !ok {
-		return nil, fmt.Errorf("runtime: node %s has no native merger", n.Name)
+		return nil, fmt.Errorf("engine: node %s has no native merger", n.Name)
 	}
 	return merger(key, agg, other)
 }

@@ -60,9 +60,7 @@ func newSessionHarness(t *testing.T, w topology.Windows, db *state.DB) *sessionH
 	}
 	h := &sessionHarness{t: t, app: a, plan: plans[0], db: db}
 	h.task = newTask(a, taskID{0, 0}, h.plan)
-	for _, st := range h.plan.stores {
-		h.task.stores[st.Name] = &storeTx{store: st, part: db.Partition(st.Name, 0), dirty: map[string]row{}, txn: map[string]row{}, keys: codecFor(st)}
-	}
+	openStores(h.task, db)
 	return h
 }
 

@@ -41,7 +41,7 @@ func (o *suppressOp) state() (*winState, error) {
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("runtime: task %s: loading suppression buffer %s: %w", t.id, tx.store.Name, err)
+			return fmt.Errorf("engine: task %s: loading suppression buffer %s: %w", t.id, tx.store.Name, err)
 		}
 		heap.Init(&ws.order)
 		return nil

@@ -76,7 +76,7 @@ func (t *task) evalTable(ctx context.Context, s *step, ins []rec) ([]tableOut, e
 			case topology.MapFunc:
 				o.key, o.value, err = f(r.key, r.value)
 			default:
-				return nil, fmt.Errorf("runtime: node %s has a native function of type %T, which does not fit its operation", n.Name, f)
+				return nil, fmt.Errorf("engine: node %s has a native function of type %T, which does not fit its operation", n.Name, f)
 			}
 			if err != nil {
 				if err = t.recordFailed(r, n.Name, kindOf(err), err); err != nil {
@@ -102,15 +102,15 @@ func (t *task) evalTable(ctx context.Context, s *step, ins []rec) ([]tableOut, e
 		switch {
 		case outs[i].failed:
 			if c != 0 {
-				return nil, fmt.Errorf("runtime: host answered bundle %d for node %s with %d outputs for record %d, which failed", res.BundleId, n.Name, c, i)
+				return nil, fmt.Errorf("engine: host answered bundle %d for node %s with %d outputs for record %d, which failed", res.BundleId, n.Name, c, i)
 			}
 		case n.Op == topology.OpTableFilter || n.Op == topology.OpTableFilterNot:
 			if c > 1 {
-				return nil, fmt.Errorf("runtime: host answered bundle %d for filter node %s with %d outputs for record %d", res.BundleId, n.Name, c, i)
+				return nil, fmt.Errorf("engine: host answered bundle %d for filter node %s with %d outputs for record %d", res.BundleId, n.Name, c, i)
 			}
 			outs[i].pass = c == 1
 		case c != 1:
-			return nil, fmt.Errorf("runtime: host answered bundle %d for node %s with %d outputs for record %d; a table operator gives one", res.BundleId, n.Name, c, i)
+			return nil, fmt.Errorf("engine: host answered bundle %d for node %s with %d outputs for record %d; a table operator gives one", res.BundleId, n.Name, c, i)
 		default:
 			outs[i].key, outs[i].value = got[j].key, got[j].value
 		}
@@ -325,7 +325,7 @@ func tableFoldOne(n *topology.Node, r rec, agg []byte) ([]byte, error) {
 		case topology.AggregateFunc:
 			agg, err = f(r.key, r.old, agg)
 		default:
-			return nil, fmt.Errorf("runtime: node %s has a native subtractor of type %T", n.Name, f)
+			return nil, fmt.Errorf("engine: node %s has a native subtractor of type %T", n.Name, f)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("subtractor: %w", err)
@@ -344,7 +344,7 @@ func tableFoldOne(n *topology.Node, r rec, agg []byte) ([]byte, error) {
 		if agg == nil {
 			init, ok := n.Init.Native.(topology.InitializerFunc)
 			if !ok {
-				return nil, fmt.Errorf("runtime: node %s has no native initializer", n.Name)
+				return nil, fmt.Errorf("engine: node %s has no native initializer", n.Name)
 			}
 			if agg, err = init(); err != nil {
 				return nil, fmt.Errorf("initializer: %w", err)
@@ -352,7 +352,7 @@ func tableFoldOne(n *topology.Node, r rec, agg []byte) ([]byte, error) {
 		}
 		agg, err = f(r.key, r.value, agg)
 	default:
-		return nil, fmt.Errorf("runtime: node %s has a native adder of type %T", n.Name, f)
+		return nil, fmt.Errorf("engine: node %s has a native adder of type %T", n.Name, f)
 	}
 	if err == nil && agg == nil {
 		err = errors.New("the adder returned a null aggregate")

@@ -170,7 +170,7 @@ func (t *task) run(ctx context.Context) {
 		tx.lastOffset.Store(-1)
 		if err := t.app.restore(ctx, tx); err != nil {
 			if ctx.Err() == nil { // else: stopping, not failing
-				t.app.fail(fmt.Errorf("runtime: task %s: %w", t.id, err))
+				t.app.fail(fmt.Errorf("engine: task %s: %w", t.id, err))
 			}
 			return
 		}
@@ -189,39 +189,15 @@ func (t *task) run(ctx context.Context) {
 	flush := func(reply chan error) bool {
 		err := t.flushNow(ctx)
 		t.publishMemory()
-		reply <- err
-		if err != nil {
-			t.app.workDropped.Store(true)
-			if ctx.Err() == nil {
-				t.app.fail(err)
-			}
-			return false
-		}
-		return true
+		return t.answer(ctx, reply, err)
 	}
 	sync := func(reply chan error) bool {
-		err := t.sync()
-		reply <- err
-		if err != nil {
-			t.app.workDropped.Store(true)
-			t.app.fail(err)
-			return false
-		}
-		return true
+		// Not ctx: a sync (Pebble writes, no crossing, no wait) never
+		// fails because the task is stopping.
+		return t.answer(context.Background(), reply, t.sync())
 	}
 	punctuate := func(reply chan error) bool {
-		err := t.punctuateWallClock(ctx)
-		if reply != nil {
-			reply <- err
-		}
-		if err != nil {
-			t.app.workDropped.Store(true)
-			if ctx.Err() == nil {
-				t.app.fail(err)
-			}
-			return false
-		}
-		return true
+		return t.answer(ctx, reply, t.punctuateWallClock(ctx))
 	}
 	wall := time.NewTimer(time.Hour)
 	wall.Stop()
@@ -385,7 +361,7 @@ func (t *task) pushBatch(ctx context.Context, batch []*kgo.Record) error {
 	for i, r := range batch {
 		s := t.plan.sources[r.Topic]
 		if s == nil {
-			return fmt.Errorf("runtime: task %s got a record of topic %q, which it does not read", t.id, r.Topic)
+			return fmt.Errorf("engine: task %s got a record of topic %q, which it does not read", t.id, r.Topic)
 		}
 		srcs[i] = s
 		recs[i] = rec{key: r.Key, value: r.Value, ts: r.Timestamp.UnixMilli(), in: r}
@@ -507,7 +483,7 @@ func (t *task) finish() error {
 			t.out = append(t.out, tx.changelogRecord(t.id.partition, w))
 		}
 		if err := tx.part.Apply(ws); err != nil {
-			return fmt.Errorf("runtime: task %s: %w", t.id, err)
+			return fmt.Errorf("engine: task %s: %w", t.id, err)
 		}
 	}
 	if t.cacheBytes == 0 && t.unloggedBytes > 0 {
@@ -529,6 +505,24 @@ func (t *task) finish() error {
 	return nil
 }
 
+// answer sends err, the outcome of a request to the task (a flush, a
+// sync, a punctuation), to reply (when not nil), and reports whether the
+// task goes on: on an error it drops the task's work and fails the
+// application, unless ctx is done (stopping, not failing).
+func (t *task) answer(ctx context.Context, reply chan error, err error) bool {
+	if reply != nil {
+		reply <- err
+	}
+	if err == nil {
+		return true
+	}
+	t.app.workDropped.Store(true)
+	if ctx.Err() == nil {
+		t.app.fail(err)
+	}
+	return false
+}
+
 // sync writes the changes that held stores hold (storeTx.unlogged) to
 // Pebble, so that a query, which reads Pebble, sees every batch
 // processed; their changelog records still wait for the record cache.
@@ -540,7 +534,7 @@ func (t *task) sync() error {
 			continue
 		}
 		if err := tx.part.Apply(writes(tx.txn)); err != nil {
-			return fmt.Errorf("runtime: task %s: %w", t.id, err)
+			return fmt.Errorf("engine: task %s: %w", t.id, err)
 		}
 		clear(tx.txn)
 	}
@@ -614,7 +608,7 @@ func (t *task) settleTxn(committed bool) {
 				err = tx.part.SetCheckpoint(last + 1)
 			}
 			if err != nil {
-				t.app.fail(fmt.Errorf("runtime: task %s: applying a committed transaction: %w", t.id, err))
+				t.app.fail(fmt.Errorf("engine: task %s: applying a committed transaction: %w", t.id, err))
 			}
 		}
 		clear(tx.txn)

@@ -151,7 +151,7 @@ func (a *App) failure() error {
 	case err != nil:
 		return err
 	case st == Stopped:
-		return errors.New("runtime: the application is stopped")
+		return errors.New("engine: the application is stopped")
 	}
 	return nil
 }
@@ -172,14 +172,14 @@ func (a *App) awaitRunning(ctx context.Context) error {
 		case <-time.After(10 * time.Millisecond): // a derived state (restored) may change unannounced
 		case <-ctx.Done():
 			st, _ := a.State()
-			return fmt.Errorf("runtime: waiting for the tasks to be assigned and restored (state %s): %w", st, ctx.Err())
+			return fmt.Errorf("engine: waiting for the tasks to be assigned and restored (state %s): %w", st, ctx.Err())
 		}
 	}
 }
 
 func (a *App) flushProducer(ctx context.Context) error {
 	if err := a.cl.Flush(ctx); err != nil {
-		return fmt.Errorf("runtime: flushing the producer: %w", err)
+		return fmt.Errorf("engine: flushing the producer: %w", err)
 	}
 	return a.failure()
 }
@@ -195,7 +195,7 @@ func (a *App) endOffsets(ctx context.Context) (map[topicPartition]int64, error) 
 	topics := append(slices.Collect(maps.Keys(a.planOf)), a.globalTopics()...)
 	lo, err := a.adm.ListEndOffsets(ctx, topics...)
 	if err != nil {
-		return nil, fmt.Errorf("runtime: listing end offsets: %w", err)
+		return nil, fmt.Errorf("engine: listing end offsets: %w", err)
 	}
 	out := map[topicPartition]int64{}
 	var errs []error
@@ -207,7 +207,7 @@ func (a *App) endOffsets(ctx context.Context) (map[topicPartition]int64, error) 
 		out[topicPartition{o.Topic, o.Partition}] = o.Offset
 	})
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("runtime: listing end offsets: %w", errors.Join(errs...))
+		return nil, fmt.Errorf("engine: listing end offsets: %w", errors.Join(errs...))
 	}
 	return out, nil
 }
@@ -229,7 +229,7 @@ func (a *App) awaitProcessed(ctx context.Context, ends map[topicPartition]int64)
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
-			return fmt.Errorf("runtime: waiting for the topology to process its input (%s): %w", a.behind(ends), ctx.Err())
+			return fmt.Errorf("engine: waiting for the topology to process its input (%s): %w", a.behind(ends), ctx.Err())
 		}
 	}
 }

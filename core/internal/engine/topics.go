@@ -72,7 +72,7 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 	if len(user) > 0 {
 		details, err := a.listExisting(ctx, user)
 		if err != nil {
-			return nil, fmt.Errorf("runtime: reading metadata of source topics: %w", err)
+			return nil, fmt.Errorf("engine: reading metadata of source topics: %w", err)
 		}
 		var missing []string
 		for _, t := range user {
@@ -85,7 +85,7 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 		}
 		if len(missing) > 0 {
 			sort.Strings(missing)
-			return nil, fmt.Errorf("runtime: source topic %s does not exist (Kafka Streams' MissingSourceTopicException); create it first", strings.Join(missing, ", "))
+			return nil, fmt.Errorf("engine: source topic %s does not exist (Kafka Streams' MissingSourceTopicException); create it first", strings.Join(missing, ", "))
 		}
 	}
 	// internalJoins are join sub-topologies that read only repartition
@@ -117,7 +117,7 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 				if join.Op == topology.OpTableMerge {
 					hint = "a table's topic cannot be repartitioned by the join: write both tables with one partition count"
 				}
-				return nil, fmt.Errorf("runtime: %s joins topics that are not co-partitioned: %q has %d partitions and %q has %d (Kafka Streams' TopologyException); give them one partition count, %s",
+				return nil, fmt.Errorf("engine: %s joins topics that are not co-partitioned: %q has %d partitions and %q has %d (Kafka Streams' TopologyException); give them one partition count, %s",
 					join.Name, first, userParts[first], src.topic, userParts[src.topic], hint)
 			}
 		}
@@ -221,12 +221,12 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 	sort.Strings(names)
 	existing, err := a.adm.ListTopics(ctx, names...)
 	if err != nil {
-		return nil, fmt.Errorf("runtime: reading metadata of internal topics: %w", err)
+		return nil, fmt.Errorf("engine: reading metadata of internal topics: %w", err)
 	}
 	for _, t := range names {
 		if d, ok := existing[t]; ok && d.Err == nil && len(d.Partitions) > 0 {
 			if int32(len(d.Partitions)) != want[t] {
-				return nil, fmt.Errorf("runtime: internal topic %q has %d partitions, but the topology needs %d", t, len(d.Partitions), want[t])
+				return nil, fmt.Errorf("engine: internal topic %q has %d partitions, but the topology needs %d", t, len(d.Partitions), want[t])
 			}
 			continue
 		}
@@ -235,7 +235,7 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 			err = resp.Err
 		}
 		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-			return nil, fmt.Errorf("runtime: creating internal topic %q: %w", t, err)
+			return nil, fmt.Errorf("engine: creating internal topic %q: %w", t, err)
 		}
 		a.log.Info("created internal topic", "topic", t, "partitions", want[t])
 	}
@@ -253,7 +253,7 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 			return changelogs, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("runtime: internal topics %v did not appear in metadata within 30s", names)
+			return nil, fmt.Errorf("engine: internal topics %v did not appear in metadata within 30s", names)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -338,7 +338,7 @@ func (a *App) ensureDeadLetterTopic(ctx context.Context) error {
 	}
 	details, err := a.adm.ListTopics(ctx, t)
 	if err != nil {
-		return fmt.Errorf("runtime: reading metadata of dead letter topic %q: %w", t, err)
+		return fmt.Errorf("engine: reading metadata of dead letter topic %q: %w", t, err)
 	}
 	if d, ok := details[t]; ok && d.Err == nil && len(d.Partitions) > 0 {
 		return nil
@@ -348,7 +348,7 @@ func (a *App) ensureDeadLetterTopic(ctx context.Context) error {
 		err = resp.Err
 	}
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("runtime: creating dead letter topic %q (errors.deadletterqueue.topic.name): %w", t, err)
+		return fmt.Errorf("engine: creating dead letter topic %q (errors.deadletterqueue.topic.name): %w", t, err)
 	}
 	a.log.Info("created dead letter topic", "topic", t)
 	return nil
@@ -392,7 +392,7 @@ func (a *App) createMissingTopics(ctx context.Context) error {
 	sort.Strings(topics)
 	details, err := a.adm.ListTopics(ctx, topics...)
 	if err != nil {
-		return fmt.Errorf("runtime: reading metadata of the topology's topics: %w", err)
+		return fmt.Errorf("engine: reading metadata of the topology's topics: %w", err)
 	}
 	var missing []string
 	for _, t := range topics {
@@ -405,11 +405,11 @@ func (a *App) createMissingTopics(ctx context.Context) error {
 	}
 	resps, err := a.adm.CreateTopics(ctx, -1, -1, nil, missing...)
 	if err != nil {
-		return fmt.Errorf("runtime: creating missing topics %s on the embedded broker: %w", strings.Join(missing, ", "), err)
+		return fmt.Errorf("engine: creating missing topics %s on the embedded broker: %w", strings.Join(missing, ", "), err)
 	}
 	for _, t := range missing {
 		if r, ok := resps[t]; ok && r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
-			return fmt.Errorf("runtime: creating missing topic %q on the embedded broker: %w", t, r.Err)
+			return fmt.Errorf("engine: creating missing topic %q on the embedded broker: %w", t, r.Err)
 		}
 	}
 	parts := int32(-1)
@@ -432,7 +432,7 @@ func (a *App) createMissingTopics(ctx context.Context) error {
 			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("runtime: created topics %s did not appear in metadata within 30s", strings.Join(missing, ", "))
+			return fmt.Errorf("engine: created topics %s did not appear in metadata within 30s", strings.Join(missing, ", "))
 		}
 	}
 }

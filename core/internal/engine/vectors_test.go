@@ -19,7 +19,6 @@ import (
 
 	"github.com/polystreams/polystreams/core/internal/config"
 	"github.com/polystreams/polystreams/core/internal/serde"
-	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
@@ -360,19 +359,10 @@ func vecMarshal(tb testing.TB, m proto.Message) []byte {
 // internal topic go on to the task that reads it.
 func vecRun(tb testing.TB, topo *topology.Topology, host Host, kv map[string]string, batches [][]*kgo.Record) {
 	tb.Helper()
-	cfg, _, err := config.Parse("vectors", kv, "127.0.0.1:1")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cfg.FoldValueRefs, cfg.FoldPrograms = true, true // the host features every SDK declares
-	a, err := New(cfg, topo, host)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if a.db, err = state.Open(tb.TempDir()); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { a.db.Close() })
+	a := unstartedApp(tb, "vectors", kv, topo, host, func(c *config.App) {
+		c.FoldValueRefs, c.FoldPrograms = true, true // the host features every SDK declares
+	})
+	var err error
 	if a.cl, err = kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1")); err != nil {
 		tb.Fatal(err)
 	}
@@ -383,9 +373,7 @@ func vecRun(tb testing.TB, topo *topology.Topology, host Host, kv map[string]str
 			return t
 		}
 		t := newTask(a, taskID{p.id, 0}, p)
-		for _, st := range p.stores {
-			t.stores[st.Name] = &storeTx{store: st, part: a.db.Partition(st.Name, 0), dirty: map[string]row{}, txn: map[string]row{}, keys: codecFor(st)}
-		}
+		openStores(t, a.db)
 		t.restored.Store(true)
 		tasks[p.id] = t
 		return t

@@ -264,7 +264,7 @@ func (t *task) winStateOf(ws **winState, tx *storeTx, more func(*winState) error
 	loaded := &winState{streamTime: -1, lastExpiry: math.MinInt64, sessions: map[string][]session{}, starts: map[string][]int64{}}
 	v, _, err := tx.get(metaKey)
 	if err != nil {
-		return nil, fmt.Errorf("runtime: task %s: reading the stream time of store %s: %w", t.id, tx.store.Name, err)
+		return nil, fmt.Errorf("engine: task %s: reading the stream time of store %s: %w", t.id, tx.store.Name, err)
 	}
 	if len(v) == 8 {
 		loaded.streamTime = int64(binary.BigEndian.Uint64(v))
@@ -355,14 +355,14 @@ func (o *windowed) state() (*winState, error) {
 		switch w := o.s.node.Windows; w.Kind {
 		case topology.TimeWindows:
 			if ws.open, err = openWindowsOf(tx, w, ws.streamTime); err != nil {
-				return fmt.Errorf("runtime: task %s: loading the open windows of store %s: %w", t.id, tx.store.Name, err)
+				return fmt.Errorf("engine: task %s: loading the open windows of store %s: %w", t.id, tx.store.Name, err)
 			}
 			if ws.open != nil {
 				tx.front = ws.open
 			}
 		case topology.SessionWindows:
 			if err := ws.loadStoreTime(tx); err != nil {
-				return fmt.Errorf("runtime: task %s: reading the observed time of session store %s: %w", t.id, tx.store.Name, err)
+				return fmt.Errorf("engine: task %s: reading the observed time of session store %s: %w", t.id, tx.store.Name, err)
 			}
 		}
 		return nil
@@ -470,7 +470,7 @@ func (o *timeWindowOp) expire(ws *winState, tx *storeTx, st *topology.Store) err
 	}
 	upper := binary.BigEndian.AppendUint64(nil, uint64(cutoff)+1)
 	if err := tx.expire(t.app.eos, nil, upper); err != nil {
-		return fmt.Errorf("runtime: task %s: expiring windows of store %s: %w", t.id, st.Name, err)
+		return fmt.Errorf("engine: task %s: expiring windows of store %s: %w", t.id, st.Name, err)
 	}
 	return nil
 }
@@ -504,7 +504,7 @@ func (o *windowed) trimScan(tx *storeTx, doomed func(k []byte) bool) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("runtime: task %s: expiring rows of store %s: %w", t.id, tx.store.Name, err)
+		return fmt.Errorf("engine: task %s: expiring rows of store %s: %w", t.id, tx.store.Name, err)
 	}
 	return nil
 }

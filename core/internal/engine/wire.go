@@ -38,7 +38,7 @@ func newRegistry(cfg registry.Config, topo *topology.Topology) (*registry.Serdes
 		return nil, nil
 	}
 	if len(cfg.URLs) == 0 {
-		return nil, fmt.Errorf("runtime: nodes %s read or write a Schema Registry serde (avro, json-schema, protobuf), but schema.registry.url is not set", strings.Join(users, ", "))
+		return nil, fmt.Errorf("engine: nodes %s read or write a Schema Registry serde (avro, json-schema, protobuf), but schema.registry.url is not set", strings.Join(users, ", "))
 	}
 	return registry.New(cfg)
 }

@@ -152,11 +152,11 @@ func (b *Balancer) JoinGroupMetadata(topics []string, _ map[string][]int32, gene
 func (b *Balancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, error) {
 	var a kmsg.ConsumerMemberAssignment
 	if err := a.ReadFrom(assignment); err != nil {
-		return nil, fmt.Errorf("runtime: the group's assignment cannot be read: %w", err)
+		return nil, fmt.Errorf("group: the group's assignment cannot be read: %w", err)
 	}
 	standby, hosts, err := decodeAssignmentData(a.UserData)
 	if err != nil {
-		return nil, fmt.Errorf("runtime: the group's assignment: %w", err)
+		return nil, fmt.Errorf("group: the group's assignment: %w", err)
 	}
 	m := make(map[string][]int32, len(a.Topics))
 	for _, t := range a.Topics {

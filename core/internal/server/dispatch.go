@@ -13,7 +13,7 @@ import (
 )
 
 // dispatcher is the engine side of the data plane of one session: tasks
-// hand it bundles (runtime.Host), host workers take them with Exchange and
+// hand it bundles (engine.Host), host workers take them with Exchange and
 // answer in a later Exchange. Safe for concurrent use.
 type dispatcher struct {
 	queue  chan *pending

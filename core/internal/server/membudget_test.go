@@ -69,7 +69,7 @@ func TestApplicationOverItsMemoryBudgetFailsAlone(t *testing.T) {
 	}
 	for _, w := range []string{
 		"STATE_ERROR: ",
-		"runtime: application greedy exceeds its memory budget: polystreams.memory.max.bytes is 33554432 (32.0 MiB) and it holds ",
+		"engine: application greedy exceeds its memory budget: polystreams.memory.max.bytes is 33554432 (32.0 MiB) and it holds ",
 		"stream-stream join windows ",
 		"Pebble (block cache, memtables) 16.0 MiB",
 	} {

@@ -27,6 +27,25 @@ from typing import Any
 
 from polystreams._aio import Failed, Loop, function_name, is_async, is_awaitable
 from polystreams._metadata import MetadataChain, wants_metadata
+from polystreams._operations import (
+    AGGREGATE,
+    CHANGES_KEY,
+    DESERIALIZATION,
+    FILTER,
+    FILTER_NOT,
+    FLAT_MAP,
+    FLAT_MAP_VALUES,
+    FLAT_MAP_VALUES_WITH_KEY,
+    FOREACH,
+    MAP,
+    MAP_VALUES,
+    MAP_VALUES_WITH_KEY,
+    PEEK,
+    PROCESSING,
+    REDUCE,
+    SELECT_KEY,
+    VALUE_JOIN,
+)
 from polystreams._processor import ProcessorHost, ReadFn, is_processor_bundle
 from polystreams.processor import StoreBuilder
 from polystreams.serde import decode, decode_column, encode, encode_column, encoder
@@ -36,26 +55,11 @@ __all__ = ["Executor"]
 
 Fn = Callable[..., Any]
 
-_MAP_VALUES = pb.OPERATION_MAP_VALUES
-_FILTER = pb.OPERATION_FILTER
-_FILTER_NOT = pb.OPERATION_FILTER_NOT
-_FLAT_MAP_VALUES = pb.OPERATION_FLAT_MAP_VALUES
-_MAP = pb.OPERATION_MAP
-_SELECT_KEY = pb.OPERATION_SELECT_KEY
-_PEEK = pb.OPERATION_PEEK
-_FOREACH = pb.OPERATION_FOREACH
-_REDUCE = pb.OPERATION_REDUCE
-_AGGREGATE = pb.OPERATION_AGGREGATE
-_FOLDS = frozenset({_REDUCE, _AGGREGATE})
-_VALUE_JOIN = pb.OPERATION_VALUE_JOIN
-_FLAT_MAP = pb.OPERATION_FLAT_MAP
-_MAP_VALUES_WITH_KEY = pb.OPERATION_MAP_VALUES_WITH_KEY
-_FLAT_MAP_VALUES_WITH_KEY = pb.OPERATION_FLAT_MAP_VALUES_WITH_KEY
+_FOLDS = frozenset({REDUCE, AGGREGATE})
 
 _READS_KEY = frozenset(
-    {_FILTER, _FILTER_NOT, _MAP, _SELECT_KEY, _PEEK, _FOREACH, _FLAT_MAP, _MAP_VALUES_WITH_KEY, _FLAT_MAP_VALUES_WITH_KEY}
+    {FILTER, FILTER_NOT, MAP, SELECT_KEY, PEEK, FOREACH, FLAT_MAP, MAP_VALUES_WITH_KEY, FLAT_MAP_VALUES_WITH_KEY}
 )
-_CHANGES_KEY = frozenset({_MAP, _SELECT_KEY, _FLAT_MAP})
 
 _FAILED: Any = object()  # marks an element whose function raised
 _SEQUENCES = frozenset({list, tuple})  # flat_map_values results used as they are
@@ -373,34 +377,34 @@ def _step_foreach(col: _Column, f: _Fn, step: int) -> None:
 
 
 _OP_NAMES = {
-    _MAP_VALUES: "map_values",
-    _FILTER: "filter",
-    _FILTER_NOT: "filter_not",
-    _FLAT_MAP_VALUES: "flat_map_values",
-    _MAP: "map",
-    _SELECT_KEY: "select_key",
-    _PEEK: "peek",
-    _FOREACH: "foreach",
-    _REDUCE: "reduce",
-    _AGGREGATE: "aggregate",
-    _VALUE_JOIN: "value_join",
-    _FLAT_MAP: "flat_map",
-    _MAP_VALUES_WITH_KEY: "map_values_with_key",
-    _FLAT_MAP_VALUES_WITH_KEY: "flat_map_values_with_key",
+    MAP_VALUES: "map_values",
+    FILTER: "filter",
+    FILTER_NOT: "filter_not",
+    FLAT_MAP_VALUES: "flat_map_values",
+    MAP: "map",
+    SELECT_KEY: "select_key",
+    PEEK: "peek",
+    FOREACH: "foreach",
+    REDUCE: "reduce",
+    AGGREGATE: "aggregate",
+    VALUE_JOIN: "value_join",
+    FLAT_MAP: "flat_map",
+    MAP_VALUES_WITH_KEY: "map_values_with_key",
+    FLAT_MAP_VALUES_WITH_KEY: "flat_map_values_with_key",
 }
 
 _STEPS: dict[int, Callable[[_Column, _Fn, int], None]] = {
-    _MAP_VALUES: _step_map_values,
-    _FILTER: lambda col, fn, step: _step_filter(col, fn, step, False),
-    _FILTER_NOT: lambda col, fn, step: _step_filter(col, fn, step, True),
-    _FLAT_MAP_VALUES: _step_flat_map_values,
-    _MAP: _step_map,
-    _SELECT_KEY: _step_select_key,
-    _PEEK: _step_peek,
-    _FOREACH: _step_foreach,
-    _FLAT_MAP: _step_flat_map,
-    _MAP_VALUES_WITH_KEY: _step_map_values_with_key,
-    _FLAT_MAP_VALUES_WITH_KEY: lambda col, fn, step: _step_flat_map_values(col, fn, step, True),
+    MAP_VALUES: _step_map_values,
+    FILTER: lambda col, fn, step: _step_filter(col, fn, step, False),
+    FILTER_NOT: lambda col, fn, step: _step_filter(col, fn, step, True),
+    FLAT_MAP_VALUES: _step_flat_map_values,
+    MAP: _step_map,
+    SELECT_KEY: _step_select_key,
+    PEEK: _step_peek,
+    FOREACH: _step_foreach,
+    FLAT_MAP: _step_flat_map,
+    MAP_VALUES_WITH_KEY: _step_map_values_with_key,
+    FLAT_MAP_VALUES_WITH_KEY: lambda col, fn, step: _step_flat_map_values(col, fn, step, True),
 }
 
 
@@ -435,7 +439,7 @@ class _Chain:
         self.out_key_serde = bundle.output_key_serde or bundle.key_serde
         self.out_value_serde = bundle.output_value_serde or bundle.value_serde
         self.reads_keys = any(op in _READS_KEY for op in ops)
-        self.changes_keys = any(op in _CHANGES_KEY for op in ops)
+        self.changes_keys = any(op in CHANGES_KEY for op in ops)
 
     def run(self, b: pb.Bundle) -> pb.BundleResult:
         value_lengths = list(b.value_lengths)
@@ -444,7 +448,7 @@ class _Chain:
         if self.broken is not None:
             result.output_counts.extend([0] * n)
             step, msg = self.broken
-            result.failures.extend(pb.RecordFailure(index=i, step=step, message=msg, kind=_PROCESSING) for i in range(n))
+            result.failures.extend(pb.RecordFailure(index=i, step=step, message=msg, kind=PROCESSING) for i in range(n))
             return result
 
         failed: dict[int, tuple[int, str]] = {}
@@ -496,14 +500,11 @@ class _Chain:
             result.keys = kdata
         if failed:
             result.failures.extend(
-                pb.RecordFailure(index=i, step=s, message=m, kind=_DESERIALIZATION if i in undecoded else _PROCESSING)
+                pb.RecordFailure(index=i, step=s, message=m, kind=DESERIALIZATION if i in undecoded else PROCESSING)
                 for i, (s, m) in sorted(failed.items())
             )
         return result
 
-
-_DESERIALIZATION = pb.RecordFailure.KIND_DESERIALIZATION
-_PROCESSING = pb.RecordFailure.KIND_PROCESSING
 
 _BAD: Any = object()  # marks a value that failed before its fold (it did not decode)
 
@@ -541,7 +542,7 @@ class _Fold:
 
     def __init__(self, bundle: pb.Bundle, functions: Mapping[int, Fn], loop: Loop) -> None:
         st = bundle.steps[0]
-        self.reduce = st.operation == _REDUCE
+        self.reduce = st.operation == REDUCE
         what = "reduce" if self.reduce else "aggregate"
         self.broken: str | None = None  # fails every value
         fn = functions.get(st.token)
@@ -652,7 +653,7 @@ class _Fold:
                     olds[i] = _BAD
         if broken is not None:
             result.output_counts.extend([0] * n)
-            result.failures.extend(pb.RecordFailure(index=i, step=0, message=broken, kind=_PROCESSING) for i in range(n))
+            result.failures.extend(pb.RecordFailure(index=i, step=0, message=broken, kind=PROCESSING) for i in range(n))
             return result
 
         failed: dict[int, str] = {}
@@ -725,7 +726,7 @@ class _Fold:
                 counts[i] = 0
             result.output_counts.extend(counts)
             result.failures.extend(
-                pb.RecordFailure(index=i, step=0, message=m, kind=_DESERIALIZATION if i in undecoded else _PROCESSING)
+                pb.RecordFailure(index=i, step=0, message=m, kind=DESERIALIZATION if i in undecoded else PROCESSING)
                 for i, m in sorted(failed.items())
             )
         else:
@@ -800,7 +801,7 @@ class _Fold:
         result.value_lengths.extend(lengths)
         result.values = b"".join(chunks)
         result.failures.extend(
-            pb.RecordFailure(index=i, step=0, message=m, kind=_DESERIALIZATION if i in undecoded else _PROCESSING)
+            pb.RecordFailure(index=i, step=0, message=m, kind=DESERIALIZATION if i in undecoded else PROCESSING)
             for i, m in sorted(failed.items())
         )
         return result
@@ -1007,11 +1008,11 @@ class _Fold:
         chunks, bad = self._program(b, sizes, keys, kfail, agg_lengths, vals, failed)
         if bad is not None:
             result.output_counts.extend([0] * n)
-            result.failures.extend(pb.RecordFailure(index=i, step=0, message=bad, kind=_PROCESSING) for i in range(n))
+            result.failures.extend(pb.RecordFailure(index=i, step=0, message=bad, kind=PROCESSING) for i in range(n))
             return result
         result.output_counts.extend(0 if i in failed else 1 for i in range(n))
         result.failures.extend(
-            pb.RecordFailure(index=i, step=0, message=m, kind=_DESERIALIZATION if i in undecoded else _PROCESSING)
+            pb.RecordFailure(index=i, step=0, message=m, kind=DESERIALIZATION if i in undecoded else PROCESSING)
             for i, m in sorted(failed.items())
         )
         result.value_lengths.extend(map(len, chunks))
@@ -1245,7 +1246,7 @@ class _Join:
             broken = f"ValueError: malformed join bundle: {len(other_lengths)} table values for {n} records"
         if broken is not None:
             result.output_counts.extend([0] * n)
-            result.failures.extend(pb.RecordFailure(index=i, step=0, message=broken, kind=_PROCESSING) for i in range(n))
+            result.failures.extend(pb.RecordFailure(index=i, step=0, message=broken, kind=PROCESSING) for i in range(n))
             return result
         vals, vfail = decode_column(b.value_serde, b.values, lengths)
         others, ofail = decode_column(b.other_value_serde, b.other_values, other_lengths)
@@ -1308,7 +1309,7 @@ class _Join:
         result.value_lengths.extend(out_lengths)
         result.values = b"".join(chunks)
         result.failures.extend(
-            pb.RecordFailure(index=i, step=0, message=m, kind=_DESERIALIZATION if i in undecoded else _PROCESSING)
+            pb.RecordFailure(index=i, step=0, message=m, kind=DESERIALIZATION if i in undecoded else PROCESSING)
             for i, m in sorted(failed.items())
         )
         return result
@@ -1378,7 +1379,7 @@ class Executor:
                 chain = _Fold(bundle, self._functions, self._loop)
             elif wants_metadata(bundle, self._functions):
                 chain = MetadataChain(bundle, self._functions, self._loop)
-            elif len(steps) == 1 and steps[0].operation == _VALUE_JOIN:
+            elif len(steps) == 1 and steps[0].operation == VALUE_JOIN:
                 chain = _Join(bundle, self._functions, self._loop)
             else:
                 chain = _Chain(bundle, self._functions, self._loop)

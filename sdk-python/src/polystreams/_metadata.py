@@ -19,32 +19,29 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from polystreams._aio import Failed, Loop, function_name, is_awaitable
+from polystreams._operations import (
+    CHANGES_KEY,
+    DESERIALIZATION,
+    FILTER,
+    FILTER_NOT,
+    FLAT_MAP,
+    FLAT_MAP_VALUES,
+    FLAT_MAP_VALUES_WITH_KEY,
+    FOREACH,
+    MAP,
+    MAP_VALUES,
+    MAP_VALUES_WITH_KEY,
+    PEEK,
+    PROCESSING,
+    SELECT_KEY,
+    STATELESS,
+)
 from polystreams._processor import read_headers
 from polystreams.processor import Headers, RecordMetadata, headers_of, metadata_of, unwrap
 from polystreams.serde import decode_column, encode
 from polystreams.v1alpha1 import engine_pb2 as pb
 
 __all__ = ["MetadataChain", "wants_metadata"]
-
-_MAP_VALUES = pb.OPERATION_MAP_VALUES
-_FILTER = pb.OPERATION_FILTER
-_FILTER_NOT = pb.OPERATION_FILTER_NOT
-_FLAT_MAP_VALUES = pb.OPERATION_FLAT_MAP_VALUES
-_MAP = pb.OPERATION_MAP
-_SELECT_KEY = pb.OPERATION_SELECT_KEY
-_PEEK = pb.OPERATION_PEEK
-_FOREACH = pb.OPERATION_FOREACH
-_FLAT_MAP = pb.OPERATION_FLAT_MAP
-_MAP_VALUES_WITH_KEY = pb.OPERATION_MAP_VALUES_WITH_KEY
-_FLAT_MAP_VALUES_WITH_KEY = pb.OPERATION_FLAT_MAP_VALUES_WITH_KEY
-_CHANGES_KEY = frozenset({_MAP, _SELECT_KEY, _FLAT_MAP})
-_KNOWN = frozenset(
-    {_MAP_VALUES, _FILTER, _FILTER_NOT, _FLAT_MAP_VALUES, _MAP, _SELECT_KEY, _PEEK, _FOREACH, _FLAT_MAP,
-     _MAP_VALUES_WITH_KEY, _FLAT_MAP_VALUES_WITH_KEY}
-)
-
-_DESERIALIZATION = pb.RecordFailure.KIND_DESERIALIZATION
-_PROCESSING = pb.RecordFailure.KIND_PROCESSING
 
 
 def _level(st: pb.Step, fn: Any) -> int:
@@ -77,7 +74,7 @@ class MetadataChain:
         self.broken: tuple[int, str] | None = None
         for i, st in enumerate(bundle.steps):
             fn = functions.get(st.token)
-            if st.operation not in _KNOWN:
+            if st.operation not in STATELESS:
                 self.broken = self.broken or (i, f"ValueError: step {i} ({st.node}) has operation {st.operation}, which a metadata chain cannot run")
                 continue
             if fn is None:
@@ -85,7 +82,7 @@ class MetadataChain:
                 continue
             self.steps.append((i, st.operation, unwrap(fn), _level(st, fn) != pb.METADATA_UNSPECIFIED, st.node))
         self.writes = any(_level(s, functions.get(s.token)) == pb.METADATA_WRITE for s in bundle.steps)
-        self.changes_keys = any(s.operation in _CHANGES_KEY for s in bundle.steps)
+        self.changes_keys = any(s.operation in CHANGES_KEY for s in bundle.steps)
 
     def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
         r = fn(*args)
@@ -102,33 +99,33 @@ class MetadataChain:
             mine = RecordMetadata(m.topic, m.partition, m.offset, m.timestamp, m.headers) if meta_arg else m
             extra = (mine,) if meta_arg else ()
             try:
-                if op == _MAP_VALUES:
+                if op == MAP_VALUES:
                     out.append((k, self._call(fn, v, *extra), mine))
-                elif op == _MAP_VALUES_WITH_KEY:
+                elif op == MAP_VALUES_WITH_KEY:
                     out.append((k, self._call(fn, k, v, *extra), mine))
-                elif op in (_FILTER, _FILTER_NOT):
+                elif op in (FILTER, FILTER_NOT):
                     keep = bool(self._call(fn, k, v, *extra))
-                    if keep != (op == _FILTER_NOT):
+                    if keep != (op == FILTER_NOT):
                         out.append((k, v, m))
-                elif op in (_FLAT_MAP_VALUES, _FLAT_MAP_VALUES_WITH_KEY):
-                    args = (v,) if op == _FLAT_MAP_VALUES else (k, v)
+                elif op in (FLAT_MAP_VALUES, FLAT_MAP_VALUES_WITH_KEY):
+                    args = (v,) if op == FLAT_MAP_VALUES else (k, v)
                     r = self._call(fn, *args, *extra)
                     if isinstance(r, (str, bytes)):
                         raise TypeError(f"flat_map_values must return an iterable of values, not {type(r).__name__}")
                     out.extend((k, x, mine) for x in r)
-                elif op == _MAP:
+                elif op == MAP:
                     nk, nv = self._call(fn, k, v, *extra)
                     out.append((nk, nv, mine))
-                elif op == _FLAT_MAP:
+                elif op == FLAT_MAP:
                     for p in self._call(fn, k, v, *extra):
                         nk, nv = p
                         out.append((nk, nv, mine))
-                elif op == _SELECT_KEY:
+                elif op == SELECT_KEY:
                     out.append((self._call(fn, k, v, *extra), v, mine))
-                elif op == _PEEK:
+                elif op == PEEK:
                     self._call(fn, k, v, *extra)
                     out.append((k, v, m))
-                elif op == _FOREACH:
+                elif op == FOREACH:
                     self._call(fn, k, v, *extra)
             except _Awaited as e:
                 raise _Fail(i, str(e)) from None
@@ -142,7 +139,7 @@ class MetadataChain:
         if self.broken is not None:
             step, msg = self.broken
             result.output_counts.extend([0] * n)
-            result.failures.extend(pb.RecordFailure(index=i, step=step, message=msg, kind=_PROCESSING) for i in range(n))
+            result.failures.extend(pb.RecordFailure(index=i, step=step, message=msg, kind=PROCESSING) for i in range(n))
             return result
         vals, vfail = decode_column(b.value_serde or "bytes", b.values, list(b.value_lengths))
         key_lengths = list(b.key_lengths)
@@ -166,7 +163,7 @@ class MetadataChain:
             bad = kfail.get(i) or vfail.get(i)
             if bad is not None:
                 result.output_counts.append(0)
-                result.failures.append(pb.RecordFailure(index=i, step=0, message=bad, kind=_DESERIALIZATION))
+                result.failures.append(pb.RecordFailure(index=i, step=0, message=bad, kind=DESERIALIZATION))
                 continue
             h = headers[i]
             elems: list[_Elem] = [(keys[i], vals[i], RecordMetadata(b.topic, b.partition, offsets[i], times[i], h))]
@@ -185,7 +182,7 @@ class MetadataChain:
                     enc.append((kb, vb, m))
             except _Fail as f:
                 result.output_counts.append(0)
-                result.failures.append(pb.RecordFailure(index=i, step=f.step, message=f.message, kind=_PROCESSING))
+                result.failures.append(pb.RecordFailure(index=i, step=f.step, message=f.message, kind=PROCESSING))
                 continue
             result.output_counts.append(len(enc))
             for kb, vb, m in enc:

@@ -41,6 +41,7 @@ from types import TracebackType
 from typing import Any
 
 from polystreams._aio import Failed, Loop, function_name, is_awaitable
+from polystreams._operations import DESERIALIZATION, PROCESSING, STATELESS
 from polystreams.processor import (
     FixedKeyRecord,
     Headers,
@@ -62,12 +63,6 @@ __all__ = ["ProcessorHost", "is_processor_bundle", "read_headers"]
 _PROCESS = pb.OPERATION_PROCESS
 _PROCESS_VALUES = pb.OPERATION_PROCESS_VALUES
 _PROCESSORS = frozenset({_PROCESS, _PROCESS_VALUES})
-# Stateless steps a processor bundle may hold besides (run record by record).
-_STATELESS = frozenset({
-    pb.OPERATION_MAP_VALUES, pb.OPERATION_MAP_VALUES_WITH_KEY, pb.OPERATION_FILTER, pb.OPERATION_FILTER_NOT,
-    pb.OPERATION_FLAT_MAP_VALUES, pb.OPERATION_FLAT_MAP_VALUES_WITH_KEY, pb.OPERATION_MAP, pb.OPERATION_FLAT_MAP,
-    pb.OPERATION_SELECT_KEY, pb.OPERATION_PEEK, pb.OPERATION_FOREACH,
-})
 
 
 def _level(step: pb.Step, fn: Any) -> int:
@@ -84,9 +79,6 @@ _INIT = pb.BundleEntry.KIND_INIT
 _PUNCTUATE_STREAM = pb.BundleEntry.KIND_PUNCTUATE_STREAM_TIME
 _PUNCTUATE_WALL = pb.BundleEntry.KIND_PUNCTUATE_WALL_CLOCK
 _CLOSE = pb.BundleEntry.KIND_CLOSE
-
-_DESERIALIZATION = pb.RecordFailure.KIND_DESERIALIZATION
-_PROCESSING = pb.RecordFailure.KIND_PROCESSING
 
 ReadFn = Callable[[pb.ReadRequest], pb.ReadResponse]
 
@@ -1125,7 +1117,7 @@ class ProcessorHost:
         entries = len(b.inits) + n + len(b.after)
         broken = None
         for i, s in enumerate(b.steps):
-            if s.operation not in _PROCESSORS and s.operation not in _STATELESS:
+            if s.operation not in _PROCESSORS and s.operation not in STATELESS:
                 broken = (i, f"ValueError: step {i} ({s.node}) has operation {s.operation}, which a processor bundle cannot run")
                 break
         try:
@@ -1135,7 +1127,7 @@ class ProcessorHost:
         if broken is not None:
             result.op_counts.extend([0] * entries)
             step, msg = broken
-            result.failures.extend(pb.RecordFailure(index=i, step=step, message=msg, kind=_PROCESSING) for i in range(entries))
+            result.failures.extend(pb.RecordFailure(index=i, step=step, message=msg, kind=PROCESSING) for i in range(entries))
             return result
         failures: list[pb.RecordFailure] = []
         self._run = run
@@ -1194,7 +1186,7 @@ class ProcessorHost:
             else:
                 raise _StepFailed(step_i, f"ValueError: malformed bundle: entry {index} has kind {e.kind}")
         except _StepFailed as f:
-            failures.append(pb.RecordFailure(index=index, step=f.step, message=f.message, kind=_PROCESSING))
+            failures.append(pb.RecordFailure(index=index, step=f.step, message=f.message, kind=PROCESSING))
         run.ops.end_entry()
 
     def _records(self, run: _Run, b: pb.Bundle, first: int, failures: list[pb.RecordFailure]) -> None:
@@ -1220,7 +1212,7 @@ class ProcessorHost:
         undecoded = {**vfail, **kfail}
         for i in range(n):
             if undecoded and i in undecoded:
-                failures.append(pb.RecordFailure(index=first + i, step=0, message=undecoded[i], kind=_DESERIALIZATION))
+                failures.append(pb.RecordFailure(index=first + i, step=0, message=undecoded[i], kind=DESERIALIZATION))
                 ops.end_entry()
                 continue
             h = headers[i]
@@ -1231,7 +1223,7 @@ class ProcessorHost:
             try:
                 deliver(run, 0, make(keys[i], vals[i], ts if ts >= 0 else 0, h))
             except _StepFailed as f:
-                failures.append(pb.RecordFailure(index=first + i, step=f.step, message=f.message, kind=_PROCESSING))
+                failures.append(pb.RecordFailure(index=first + i, step=f.step, message=f.message, kind=PROCESSING))
             end = len(oplist)
             counts.append(end - ops.mark)
             ops.mark = end
