@@ -11,7 +11,7 @@ use crate::options::{Options, MATERIALIZED, NAME};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::serdes::{Serde, Windowed};
 use crate::session::{expect_handle, fn_name, Handle, Session};
-use crate::windows::Windows;
+use crate::windows::{SessionWindows, SlidingWindows, TimeWindows, Windows};
 
 /// One grouped stream of a cogroup: its handle, and its aggregator's fold
 /// once the initializer (and merger) are known.
@@ -119,7 +119,7 @@ impl<K: Serde, A: Serde> CogroupedKStream<K, A> {
     /// a [`TimeWindowedCogroupedKStream`], with
     /// [`SessionWindows`](crate::SessionWindows) a
     /// [`SessionWindowedCogroupedKStream`]. Every window update is forwarded.
-    pub fn windowed_by<W: Windows>(self, w: W) -> W::Cogrouped<K, A> {
+    pub fn windowed_by<W: CogroupWindows>(self, w: W) -> W::Cogrouped<K, A> {
         W::wrap_cogrouped(self, w.to_proto())
     }
 
@@ -274,5 +274,48 @@ impl<K: Serde, A: Serde> TimeWindowedCogroupedKStream<K, A> {
 impl<K: Serde, A: Serde> SessionWindowedCogroupedKStream<K, A> {
     pub(crate) fn new(cogroup: CogroupedKStream<K, A>, windows: pb::windowed_by_op::Windows) -> Self {
         SessionWindowedCogroupedKStream { cogroup, windows }
+    }
+}
+
+/// Windows a cogroup can be windowed by: [`TimeWindows`] and
+/// [`SlidingWindows`] make a [`TimeWindowedCogroupedKStream`],
+/// [`SessionWindows`] a [`SessionWindowedCogroupedKStream`].
+pub trait CogroupWindows: Windows {
+    /// What windowing makes of a `CogroupedKStream<K, A>`.
+    type Cogrouped<K: Serde, A: Serde>;
+    #[doc(hidden)]
+    fn wrap_cogrouped<K: Serde, A: Serde>(
+        c: CogroupedKStream<K, A>,
+        w: pb::windowed_by_op::Windows,
+    ) -> Self::Cogrouped<K, A>;
+}
+
+impl CogroupWindows for TimeWindows {
+    type Cogrouped<K: Serde, A: Serde> = TimeWindowedCogroupedKStream<K, A>;
+    fn wrap_cogrouped<K: Serde, A: Serde>(
+        c: CogroupedKStream<K, A>,
+        w: pb::windowed_by_op::Windows,
+    ) -> Self::Cogrouped<K, A> {
+        TimeWindowedCogroupedKStream::new(c, w)
+    }
+}
+
+impl CogroupWindows for SlidingWindows {
+    type Cogrouped<K: Serde, A: Serde> = TimeWindowedCogroupedKStream<K, A>;
+    fn wrap_cogrouped<K: Serde, A: Serde>(
+        c: CogroupedKStream<K, A>,
+        w: pb::windowed_by_op::Windows,
+    ) -> Self::Cogrouped<K, A> {
+        TimeWindowedCogroupedKStream::new(c, w)
+    }
+}
+
+impl CogroupWindows for SessionWindows {
+    type Cogrouped<K: Serde, A: Serde> = SessionWindowedCogroupedKStream<K, A>;
+    fn wrap_cogrouped<K: Serde, A: Serde>(
+        c: CogroupedKStream<K, A>,
+        w: pb::windowed_by_op::Windows,
+    ) -> Self::Cogrouped<K, A> {
+        SessionWindowedCogroupedKStream::new(c, w)
     }
 }

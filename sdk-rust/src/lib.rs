@@ -63,7 +63,7 @@ pub use app::{
 };
 pub use branch::{BranchedKStream, Repartitioned};
 pub use bundle::ASYNC_TIMEOUT;
-pub use cogroup::{CogroupedKStream, SessionWindowedCogroupedKStream, TimeWindowedCogroupedKStream};
+pub use cogroup::{CogroupWindows, CogroupedKStream, SessionWindowedCogroupedKStream, TimeWindowedCogroupedKStream};
 pub use dsl::{GlobalKTable, Joiner, KGroupedStream, KGroupedTable, KStream, KTable};
 pub use engine::find_engine;
 pub use errors::{Error, Result};

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::bundle::Fold;
-use crate::cogroup::{CogroupedKStream, SessionWindowedCogroupedKStream, TimeWindowedCogroupedKStream};
 use crate::dsl::{KGroupedStream, KTable};
 use crate::errors::{Error, Result};
 use crate::fold::Reducer;
@@ -126,13 +125,6 @@ pub trait Windows: sealed::Sealed {
     fn to_proto(&self) -> pb::windowed_by_op::Windows;
     #[doc(hidden)]
     fn wrap<K: Serde, V: Serde>(from: &KGroupedStream<K, V>, h: Handle) -> Self::Stream<K, V>;
-    /// What windowing makes of a `CogroupedKStream<K, A>`.
-    type Cogrouped<K: Serde, A: Serde>;
-    #[doc(hidden)]
-    fn wrap_cogrouped<K: Serde, A: Serde>(
-        c: CogroupedKStream<K, A>,
-        w: pb::windowed_by_op::Windows,
-    ) -> Self::Cogrouped<K, A>;
 }
 
 mod sealed {
@@ -143,13 +135,6 @@ mod sealed {
 }
 
 impl Windows for TimeWindows {
-    type Cogrouped<K: Serde, A: Serde> = TimeWindowedCogroupedKStream<K, A>;
-    fn wrap_cogrouped<K: Serde, A: Serde>(
-        c: CogroupedKStream<K, A>,
-        w: pb::windowed_by_op::Windows,
-    ) -> TimeWindowedCogroupedKStream<K, A> {
-        TimeWindowedCogroupedKStream::new(c, w)
-    }
     type Stream<K: Serde, V: Serde> = TimeWindowedKStream<K, V>;
     const KIND: Kind = Kind::WindowedStream;
     fn to_proto(&self) -> pb::windowed_by_op::Windows {
@@ -186,13 +171,6 @@ impl SlidingWindows {
 }
 
 impl Windows for SlidingWindows {
-    type Cogrouped<K: Serde, A: Serde> = TimeWindowedCogroupedKStream<K, A>;
-    fn wrap_cogrouped<K: Serde, A: Serde>(
-        c: CogroupedKStream<K, A>,
-        w: pb::windowed_by_op::Windows,
-    ) -> TimeWindowedCogroupedKStream<K, A> {
-        TimeWindowedCogroupedKStream::new(c, w)
-    }
     type Stream<K: Serde, V: Serde> = TimeWindowedKStream<K, V>;
     const KIND: Kind = Kind::WindowedStream;
     fn to_proto(&self) -> pb::windowed_by_op::Windows {
@@ -228,13 +206,6 @@ impl SessionWindows {
 }
 
 impl Windows for SessionWindows {
-    type Cogrouped<K: Serde, A: Serde> = SessionWindowedCogroupedKStream<K, A>;
-    fn wrap_cogrouped<K: Serde, A: Serde>(
-        c: CogroupedKStream<K, A>,
-        w: pb::windowed_by_op::Windows,
-    ) -> SessionWindowedCogroupedKStream<K, A> {
-        SessionWindowedCogroupedKStream::new(c, w)
-    }
     type Stream<K: Serde, V: Serde> = SessionWindowedKStream<K, V>;
     const KIND: Kind = Kind::SessionWindowedStream;
     fn to_proto(&self) -> pb::windowed_by_op::Windows {
