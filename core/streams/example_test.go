@@ -217,7 +217,7 @@ func ExampleGroupedStream_WindowedBy() {
 	counts, err := windowed.Count(streams.Store("readings-per-minute"))
 	must(err)
 	fmt.Println(counts.KeySerde())
-	final, err := counts.Suppress()
+	final, err := counts.Suppress(streams.UntilWindowCloses(streams.Unbounded()))
 	must(err)
 	changes, err := final.ToStream()
 	must(err)

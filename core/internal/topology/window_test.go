@@ -77,7 +77,7 @@ func TestDescribeWindowGoldens(t *testing.T) {
 			g := c.id(b.GroupBy(s, keyFn, "string", "string", ""))
 			w := c.id(b.WindowedBy(g, Windows{Kind: SessionWindows, Size: 5, Grace: 5}))
 			n := c.id(b.Count(w, &Materialized{StoreName: "counts"}, ""))
-			sup := c.id(b.Suppress(n, name))
+			sup := c.id(b.Suppress(n, name, UntilWindowCloses))
 			ts := c.id(b.ToStream(sup, ""))
 			m := c.id(b.Map(ts, mapFn, "string", "long", ""))
 			c.ok(b.To(m, "output-suppressed", "", "", ""))
@@ -177,7 +177,7 @@ func TestWindowRefusals(t *testing.T) {
 		{"retention without windows", func() error { _, err := b.Count(g, &Materialized{Retention: 50}, ""); return err }, []string{"retention_ms 50", "no windows"}},
 		{"session aggregate without merger", func() error { _, err := b.Aggregate(ses, agg, agg, nil, ""); return err }, []string{"merger"}},
 		{"merger on time windows", func() error { _, err := b.AggregateSessions(tw, agg, agg, agg, nil, ""); return err }, []string{"merger", "session-windowed"}},
-		{"suppress on a key-value table", func() error { _, err := b.Suppress(plain, ""); return err }, []string{"untilWindowCloses", "windowed"}},
+		{"suppress on a key-value table", func() error { _, err := b.Suppress(plain, "", UntilWindowCloses); return err }, []string{"untilWindowCloses", "windowed"}},
 		{"host reduce over session windows", func() error { _, err := b.Reduce(ses, agg, nil, ""); return err }, []string{"session windows", "host functions", "fold_programs"}},
 		{"host reduce over sliding windows", func() error {
 			sl := c.id(b.WindowedBy(g, Windows{Kind: SlidingWindows, Size: 100}))
