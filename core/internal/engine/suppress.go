@@ -60,6 +60,9 @@ type buffered struct {
 	prior      []byte
 	priorIsOld bool
 	size       int64
+	// held is what the entry counts for the memory budget (pendingBytes
+	// of what its store row holds).
+	held int64
 }
 
 func newSuppressOp(t *task, s *step) operator {
@@ -88,10 +91,10 @@ func (o *suppressOp) state() (*winState, error) {
 				}
 				b.index[bk[8:]] = bk
 			}
-			e.size = bufferedSize(e)
+			e.size, e.held = bufferedSize(e), pendingBytes(bk, v)
 			b.pending[bk] = e
 			b.size += e.size
-			ws.bytes += pendingBytes(bk, v)
+			ws.bytes += e.held
 			ws.order = append(ws.order, bk)
 			return nil
 		})
@@ -214,16 +217,16 @@ func (o *suppressOp) bufferTimed(ws *winState, r rec) {
 }
 
 func (o *suppressOp) add(ws *winState, bk string, e *buffered, stored []byte) {
-	e.size = bufferedSize(e)
+	e.size, e.held = bufferedSize(e), pendingBytes(bk, stored)
 	o.buf.pending[bk] = e
 	o.buf.size += e.size
-	ws.bytes += pendingBytes(bk, stored)
+	ws.bytes += e.held
 }
 
 func (o *suppressOp) drop(ws *winState, bk string, e *buffered) {
 	delete(o.buf.pending, bk)
 	o.buf.size -= e.size
-	ws.bytes -= pendingBytes(bk, e.r.value)
+	ws.bytes -= e.held
 }
 
 // evict takes the oldest buffered update out of the buffer and its store
