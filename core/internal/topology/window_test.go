@@ -220,3 +220,28 @@ func TestHostFunctionsOverSessionsNeedFoldPrograms(t *testing.T) {
 		t.Errorf("session aggregate without a merger: %v", err)
 	}
 }
+
+// A suppressed table has no value getter (its store is the buffer, keyed
+// by buffer time): a stream-table join on it is refused, not answered from
+// the buffer.
+func TestJoinOnSuppressedTableIsRefused(t *testing.T) {
+	b := NewBuilder()
+	tbl, err := b.Table(TableOptions{Topic: "t", KeySerde: "string", ValueSerde: "string"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup := UntilWindowCloses
+	sup.TimeLimit = 10
+	s, err := b.Suppress(tbl.ID, "", sup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := b.Stream(StreamOptions{Topics: []string{"in"}, KeySerde: "string", ValueSerde: "string"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Join(in.ID, s.ID, Function{Native: ValueJoinerFunc(func(v, o []byte) ([]byte, error) { return v, nil })}, false, "", "")
+	if err == nil || !strings.Contains(err.Error(), "keeps no store") {
+		t.Fatalf("join on a suppressed table: %v, want a refusal", err)
+	}
+}
