@@ -85,6 +85,19 @@ type Step struct {
 	// (add_state_store) it uses.
 	Processor *FnRef   `json:"processor,omitempty"`
 	Stores    []string `json:"stores,omitempty"`
+	// TimeLimitMs is suppress's Suppressed.untilTimeLimit (absent:
+	// untilWindowCloses), Buffer its BufferConfig (absent: unbounded).
+	TimeLimitMs *int64        `json:"time_limit_ms,omitempty"`
+	Buffer      *BufferConfig `json:"buffer,omitempty"`
+}
+
+// BufferConfig is suppress's Suppressed.BufferConfig: maxRecords and
+// maxBytes (absent: no bound) and what a full buffer does: emit_early
+// (absent: maxRecords' and maxBytes' default) or shut_down.
+type BufferConfig struct {
+	MaxRecords *int64 `json:"max_records,omitempty"`
+	MaxBytes   *int64 `json:"max_bytes,omitempty"`
+	WhenFull   string `json:"when_full,omitempty"`
 }
 
 // SplitBranch is one branch of a split: its predicate and Branched.as name

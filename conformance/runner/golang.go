@@ -513,7 +513,7 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 			}
 			return in.OuterJoin(other, j, opts(st, false, true)...)
 		case "suppress":
-			return in.Suppress(opts(st, false, false)...)
+			return in.Suppress(suppressed(st), opts(st, false, false)...)
 		}
 	case *streams.GroupedTable:
 		vs := in.ValueSerde()
@@ -894,4 +894,27 @@ func (c *goCogroup) aggregate(st Step) (any, error) {
 		return w.AggregateSessions(init, m, opts(st, false, false)...)
 	}
 	return w.Aggregate(init, opts(st, false, false)...)
+}
+
+// suppressed is a suppress step's Suppressed.
+func suppressed(st Step) streams.Suppressed {
+	buffer := streams.Unbounded()
+	if b := st.Buffer; b != nil && (b.MaxRecords != nil || b.MaxBytes != nil) {
+		buffer = streams.BufferConfig{}
+		if b.MaxRecords != nil {
+			buffer = buffer.WithMaxRecords(*b.MaxRecords)
+		}
+		if b.MaxBytes != nil {
+			buffer = buffer.WithMaxBytes(*b.MaxBytes)
+		}
+		if b.WhenFull == "shut_down" {
+			buffer = buffer.ShutDownWhenFull()
+		} else {
+			buffer = buffer.EmitEarlyWhenFull()
+		}
+	}
+	if st.TimeLimitMs != nil {
+		return streams.UntilTimeLimit(time.Duration(*st.TimeLimitMs)*time.Millisecond, buffer)
+	}
+	return streams.UntilWindowCloses(buffer)
 }

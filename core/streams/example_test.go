@@ -217,7 +217,7 @@ func ExampleGroupedStream_WindowedBy() {
 	counts, err := windowed.Count(streams.Store("readings-per-minute"))
 	must(err)
 	fmt.Println(counts.KeySerde())
-	final, err := counts.Suppress()
+	final, err := counts.Suppress(streams.UntilWindowCloses(streams.Unbounded()))
 	must(err)
 	changes, err := final.ToStream()
 	must(err)
@@ -255,4 +255,33 @@ func ExampleGroupedStream_WindowedBy() {
 	// Output:
 	// windowed(string,60000)
 	// sensor-1 [0, 60000) 3
+}
+
+// Rate-limiting a table's updates: at most one per key per 30 seconds of
+// stream time, in a buffer of at most 10,000 keys that forwards its oldest
+// early when full. A key keeps the time of its first held update; what
+// comes out is its latest.
+func ExampleUntilTimeLimit() {
+	b := streams.NewBuilder()
+	profiles, err := b.Table("profiles", streams.KeySerde(streams.String), streams.ValueSerde(streams.String))
+	must(err)
+	throttled, err := profiles.Suppress(streams.UntilTimeLimit(30*time.Second, streams.MaxRecords(10_000)))
+	must(err)
+	changes, err := throttled.ToStream()
+	must(err)
+	must(changes.To("profiles-throttled"))
+
+	d, err := streams.NewTestDriver(b, streams.Config{ApplicationID: "profile-updates"})
+	must(err)
+	defer d.Close()
+	must(d.PipeInput("profiles", []byte("ann"), []byte("v1"), streams.Timestamp(0)))
+	must(d.PipeInput("profiles", []byte("ann"), []byte("v2"), streams.Timestamp(10_000))) // held: ann's first update was at 0
+	must(d.PipeInput("profiles", []byte("bob"), []byte("v1"), streams.Timestamp(30_000))) // stream time 30 s: ann's latest goes
+	out, err := d.ReadOutput("profiles-throttled")
+	must(err)
+	for _, r := range out {
+		fmt.Printf("%s=%s @%d\n", r.Key, r.Value, r.Timestamp)
+	}
+	// Output:
+	// ann=v2 @10000
 }

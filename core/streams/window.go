@@ -138,16 +138,115 @@ func (w *WindowedStream) AggregateSessions(init InitializerFunc, fn, merger Aggr
 	return w.b.table(w.b.b.AggregateSessions(w.h.ID, native("initializer", init), native("aggregate", fn), native("merger", merger), o.mat, o.name))
 }
 
-// Suppress holds a windowed aggregation's updates and forwards each
-// window's last one, once, when stream time passes the window's end plus
-// grace (suppress(Suppressed.untilWindowCloses(unbounded()))). Options:
-// Name (the node's; its store is "<name>-store").
-func (t *Table) Suppress(opts ...Option) (*Table, error) {
+// Suppress holds the table's updates back and forwards each key's latest
+// one later, as s says (KTable.suppress): UntilWindowCloses, on a windowed
+// aggregation's table, forwards each window's final result once stream
+// time passes its end plus grace; UntilTimeLimit forwards a key's latest
+// update once stream time reaches the time of its first held update plus
+// the limit. Stream time is the largest timestamp the suppression has
+// received. Options: Name (the node's; its store is "<name>-store").
+func (t *Table) Suppress(s Suppressed, opts ...Option) (*Table, error) {
 	o, err := parse("Suppress", opts, optName)
 	if err != nil {
 		return nil, err
 	}
-	return t.b.table(t.b.b.Suppress(t.h.ID, o.name))
+	if s.err != nil {
+		return nil, s.err
+	}
+	return t.b.table(t.b.b.Suppress(t.h.ID, o.name, s.s))
+}
+
+// Suppressed is what Table.Suppress holds back and how long (Kafka
+// Streams' Suppressed); make one with UntilWindowCloses or UntilTimeLimit.
+type Suppressed struct {
+	s   topology.Suppression
+	err error
+}
+
+// UntilWindowCloses is Suppressed.untilWindowCloses: each window's final
+// result, once. Its buffer takes Unbounded(), or bounds with
+// ShutDownWhenFull (a window emitted early would not be final; Suppress
+// refuses EmitEarlyWhenFull).
+func UntilWindowCloses(buffer BufferConfig) Suppressed {
+	s := topology.UntilWindowCloses
+	buffer.apply(&s)
+	return Suppressed{s: s}
+}
+
+// UntilTimeLimit is Suppressed.untilTimeLimit: a key's updates are held
+// until stream time reaches the time of its first held update plus limit
+// (at least 0; milliseconds count), then its latest (a tombstone too) is
+// forwarded.
+func UntilTimeLimit(limit time.Duration, buffer BufferConfig) Suppressed {
+	s := topology.UntilWindowCloses
+	s.TimeLimit = limit.Milliseconds()
+	buffer.apply(&s)
+	if limit < 0 {
+		return Suppressed{err: fmt.Errorf("streams: UntilTimeLimit of %s: want at least 0: %w", limit, ErrInvalid)}
+	}
+	return Suppressed{s: s}
+}
+
+// BufferConfig bounds a suppression's buffer (Suppressed.BufferConfig):
+// the records (keys) and bytes it holds, counted as Kafka Streams counts
+// them (key, values, the record's topic and headers), and what it does when
+// an update would pass a bound: emit its oldest early (EmitEarlyWhenFull,
+// MaxRecords' and MaxBytes' default) or fail the record (ShutDownWhenFull;
+// the processing error policy applies). The zero BufferConfig is
+// Unbounded().
+type BufferConfig struct {
+	records, bytes           int64
+	hasRecords, hasBytes     bool
+	shutDown, shutDownChosen bool
+}
+
+// Unbounded is BufferConfig.unbounded(): no bound (memory is the limit).
+func Unbounded() BufferConfig { return BufferConfig{shutDown: true, shutDownChosen: true} }
+
+// MaxRecords is BufferConfig.maxRecords(n): at most n keys, emitting early
+// when full.
+func MaxRecords(n int64) BufferConfig { return BufferConfig{}.WithMaxRecords(n) }
+
+// MaxBytes is BufferConfig.maxBytes(n): at most n bytes, emitting early
+// when full.
+func MaxBytes(n int64) BufferConfig { return BufferConfig{}.WithMaxBytes(n) }
+
+// WithMaxRecords bounds the buffer to n keys as well.
+func (b BufferConfig) WithMaxRecords(n int64) BufferConfig {
+	b.records, b.hasRecords = n, true
+	return b
+}
+
+// WithMaxBytes bounds the buffer to n bytes as well.
+func (b BufferConfig) WithMaxBytes(n int64) BufferConfig {
+	b.bytes, b.hasBytes = n, true
+	return b
+}
+
+// EmitEarlyWhenFull forwards the oldest held updates until the buffer fits.
+func (b BufferConfig) EmitEarlyWhenFull() BufferConfig {
+	b.shutDown, b.shutDownChosen = false, true
+	return b
+}
+
+// ShutDownWhenFull fails the record that overfills the buffer, naming the
+// suppression and its store.
+func (b BufferConfig) ShutDownWhenFull() BufferConfig {
+	b.shutDown, b.shutDownChosen = true, true
+	return b
+}
+
+func (b BufferConfig) apply(s *topology.Suppression) {
+	if b.hasRecords {
+		s.MaxRecords = b.records
+	}
+	if b.hasBytes {
+		s.MaxBytes = b.bytes
+	}
+	s.ShutDown = b.shutDown
+	if !b.hasRecords && !b.hasBytes && !b.shutDownChosen {
+		s.ShutDown = true // unbounded: never full
+	}
 }
 
 // DroppedRecords counts the records the application's tasks dropped since

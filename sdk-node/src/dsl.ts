@@ -1347,12 +1347,14 @@ export class KTable<K, V> extends Node {
   }
 
   /**
-   * Holds back a windowed aggregation's updates (`KTable.suppress`): with
-   * `Suppressed.untilWindowCloses()`, each window's final result comes out
-   * once, when its partition's stream time passes the window's end plus
-   * grace. Stream time moves only with records: a partition that receives
-   * none keeps its last windows open, and their results come when a later
-   * record closes them.
+   * Holds back the table's updates (`KTable.suppress`): with
+   * `Suppressed.untilWindowCloses()` (a windowed aggregation's table), each
+   * window's final result comes out once, when its partition's stream time
+   * passes the window's end plus grace; with `Suppressed.untilTimeLimit(ms)`,
+   * each key's latest update comes out once stream time reaches its first
+   * held update's time plus the limit, or earlier when a bounded buffer is
+   * full. Stream time moves only with records: a partition that receives
+   * none keeps its updates held, and they come when a later record moves it.
    */
   suppress(suppressed: Suppressed): KTable<K, V> {
     if (!(suppressed instanceof Suppressed)) {
@@ -1360,7 +1362,7 @@ export class KTable<K, V> extends Node {
     }
     return new KTable(
       this.builder,
-      this.call("suppress", [], (input) => ({ case: "suppress", value: { input, name: suppressed.name } })),
+      this.call("suppress", [], (input) => ({ case: "suppress", value: { input, name: suppressed.name, ...suppressed.toOp() } })),
     );
   }
 

@@ -70,7 +70,7 @@ export { SERDE_NAMES, avro, decode, encode, jsonSchema, protobuf } from "./serde
 export { Entries, KeyValueStore, WindowStore } from "./store.js";
 export type { HostInfo, KeyQueryMetadata, KeyQueryResult, RangeOptions, StoreOptions, StreamsMetadata, Time } from "./store.js";
 export { EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed } from "./windows.js";
-export type { SuppressedOptions } from "./windows.js";
+export type { BufferConfig, BufferFull, SuppressedOptions } from "./windows.js";
 export type { SerdeName, SerdeType, SerdeTypes, TopicSerde } from "./serde.js";
 
 export { FixedKeyRecord, Record, StoreBuilder, Stores, withMetadata } from "./processor.js";

@@ -30,6 +30,35 @@ function blockAfter(readme: string, heading: string): string {
   return m[1]!;
 }
 
+/** Runs the ```ts block after heading of sdk-node/README.md as a user would (tsx); answers its stdout. */
+async function runReadmeBlock(heading: string): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), "polystreams-readme-"));
+  try {
+    writeFileSync(join(dir, "block.mts"), blockAfter(join(REPO, "sdk-node", "README.md"), heading));
+    writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions: { paths: { polystreams: [join(REPO, "sdk-node", "src", "index.ts")] } } }));
+    const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), "block.mts"], {
+      cwd: dir,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, POLYSTREAMS_ENGINE: engineBinary(), TMPDIR: dir },
+    });
+    let out = "";
+    let err = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 120_000);
+    const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+    clearTimeout(timer);
+    assert.equal(code, 0, `${heading}: exit ${code} (killed after 120 s if null): ${out}${err}`);
+    return out.trim();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test("the README's suppress-until-a-time-limit program runs verbatim", async () => {
+  assert.equal(await runReadmeBlock("#### Suppress until a time limit"), '[["ann","v2",10000]]');
+});
+
 test("the README's processor program runs verbatim", async () => {
   const dir = mkdtempSync(join(tmpdir(), "polystreams-readme-proc-"));
   try {

@@ -69,6 +69,19 @@ describe("window specs", () => {
     assert.equal(Suppressed.untilWindowCloses().name, "");
     assert.equal(Suppressed.untilWindowCloses({ name: "final" }).name, "final");
   });
+
+  test("Suppressed.untilTimeLimit and BufferConfig become the SuppressOp's fields", () => {
+    const s = Suppressed.untilTimeLimit(2_000, { name: "held", buffer: { maxRecords: 10, maxBytes: 1 << 20 } });
+    assert.equal(s.name, "held");
+    assert.deepEqual(s.toOp(), { timeLimitMs: 2_000n, buffer: { maxRecords: 10n, maxBytes: BigInt(1 << 20), whenFull: 1 } });
+    assert.deepEqual(Suppressed.untilWindowCloses({ buffer: { maxBytes: 100, whenFull: "shut_down" } }).toOp(), {
+      buffer: { maxRecords: undefined, maxBytes: 100n, whenFull: 2 },
+    });
+    assert.deepEqual(Suppressed.untilTimeLimit(0, { buffer: {} }).toOp(), { timeLimitMs: 0n }); // unbounded: no buffer
+    assert.throws(() => Suppressed.untilTimeLimit(1.5), TypeError);
+    assert.throws(() => Suppressed.untilTimeLimit(5, { buffer: { whenFull: "drop" as "shut_down" } }), /whenFull/);
+    assert.throws(() => Suppressed.untilWindowCloses({ buffer: { maxRecords: "1" as unknown as number } }), /maxRecords/);
+  });
 });
 
 describe("windowed keys, as Kafka Streams' windowed serdes write them", () => {

@@ -1,5 +1,6 @@
 /**
- * Windows: the window specs of `windowedBy`, `Suppressed`, and the
+ * Windows: the window specs of `windowedBy`, `Suppressed` (and its
+ * `BufferConfig`), and the
  * `Windowed` keys of a windowed aggregation (Kafka Streams' `TimeWindows`,
  * `SlidingWindows`, `SessionWindows`, `Suppressed` and `Windowed`).
  *
@@ -10,7 +11,7 @@
  */
 
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { EmitStrategy as EmitStrategyEnum, type WindowedByOpSchema } from "./gen/polystreams/v1alpha1/engine_pb.js";
+import { BufferFull as BufferFullEnum, EmitStrategy as EmitStrategyEnum, type SuppressBufferSchema, type WindowedByOpSchema } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import { typeName } from "./errors.js";
 
 /**
@@ -219,27 +220,101 @@ export class EmitStrategy {
   }
 }
 
-/** Options of Suppressed.untilWindowCloses. */
+/**
+ * The bounds of a suppression's buffer (Kafka Streams'
+ * `Suppressed.BufferConfig`): at most `maxRecords` keys and `maxBytes`
+ * bytes (absent: no bound; bytes are counted as Kafka Streams counts them:
+ * key, values, the record's topic and headers). When an update would pass a
+ * bound, `whenFull: "emit_early"` (the default, as `maxRecords`/`maxBytes`)
+ * forwards the oldest held updates until the rest fit; `"shut_down"` fails
+ * the record under the processing error policy, naming the node and its
+ * store. `{}` is unbounded.
+ */
+export interface BufferConfig {
+  maxRecords?: number;
+  maxBytes?: number;
+  whenFull?: BufferFull;
+}
+
+/** What a full suppression buffer does. */
+export type BufferFull = "emit_early" | "shut_down";
+
+/** Options of Suppressed.untilWindowCloses and untilTimeLimit. */
 export interface SuppressedOptions {
   /** Names the suppress node (and its store, `<name>-store`; `Suppressed.withName`); absent: `KTABLE-SUPPRESS-<n>`. */
   name?: string;
+  /** The buffer's bounds; absent: unbounded. untilWindowCloses takes only `whenFull: "shut_down"` with a bound. */
+  buffer?: BufferConfig;
 }
 
 /**
- * How KTable.suppress holds back a windowed table's updates.
- * `untilWindowCloses()` is the one strategy: each window's final result,
- * once, when stream time passes its end plus grace (Kafka Streams'
- * `Suppressed.untilWindowCloses(BufferConfig.unbounded())`).
+ * How KTable.suppress holds back a table's updates (Kafka Streams'
+ * `Suppressed`): `untilWindowCloses()`, each window's final result of a
+ * windowed aggregation, once, when stream time passes its end plus grace;
+ * `untilTimeLimit(ms)`, each key's latest update once stream time reaches
+ * its first held update's time plus the limit.
  */
 export class Suppressed {
-  private constructor(readonly name: string) {
+  private constructor(
+    readonly name: string,
+    /** untilTimeLimit's limit in milliseconds; undefined: untilWindowCloses. */
+    readonly timeLimitMs: number | undefined,
+    readonly buffer: Readonly<BufferConfig> | undefined,
+  ) {
     Object.freeze(this);
   }
 
   static untilWindowCloses(options: SuppressedOptions = {}): Suppressed {
-    if (options.name !== undefined && typeof options.name !== "string") {
-      throw new TypeError(`Suppressed.untilWindowCloses: name must be a string, not ${typeName(options.name)}`);
-    }
-    return new Suppressed(options.name ?? "");
+    const [name, buffer] = suppressedOptions("untilWindowCloses", options);
+    return new Suppressed(name, undefined, buffer);
   }
+
+  /**
+   * `Suppressed.untilTimeLimit`: a key's updates are held until stream time
+   * (the largest timestamp the suppression has seen) reaches the time of
+   * its first held update plus `limitMs`; then its latest, a tombstone too,
+   * is forwarded.
+   */
+  static untilTimeLimit(limitMs: number, options: SuppressedOptions = {}): Suppressed {
+    if (!Number.isSafeInteger(limitMs)) {
+      throw new TypeError(`Suppressed.untilTimeLimit: limitMs must be an integer number of milliseconds, not ${typeName(limitMs)}`);
+    }
+    const [name, buffer] = suppressedOptions("untilTimeLimit", options);
+    return new Suppressed(name, limitMs, buffer);
+  }
+
+  /** The SuppressOp fields beside input and name. */
+  toOp(): { timeLimitMs?: bigint; buffer?: MessageInitShape<typeof SuppressBufferSchema> } {
+    const op: { timeLimitMs?: bigint; buffer?: MessageInitShape<typeof SuppressBufferSchema> } = {};
+    if (this.timeLimitMs !== undefined) {
+      op.timeLimitMs = BigInt(this.timeLimitMs);
+    }
+    const b = this.buffer;
+    if (b !== undefined && (b.maxRecords !== undefined || b.maxBytes !== undefined)) {
+      op.buffer = {
+        maxRecords: b.maxRecords === undefined ? undefined : BigInt(b.maxRecords),
+        maxBytes: b.maxBytes === undefined ? undefined : BigInt(b.maxBytes),
+        whenFull: b.whenFull === "shut_down" ? BufferFullEnum.SHUT_DOWN : BufferFullEnum.EMIT_EARLY,
+      };
+    }
+    return op;
+  }
+}
+
+function suppressedOptions(method: string, options: SuppressedOptions): [string, Readonly<BufferConfig> | undefined] {
+  if (options.name !== undefined && typeof options.name !== "string") {
+    throw new TypeError(`Suppressed.${method}: name must be a string, not ${typeName(options.name)}`);
+  }
+  const b = options.buffer;
+  if (b !== undefined) {
+    for (const field of ["maxRecords", "maxBytes"] as const) {
+      if (b[field] !== undefined && !Number.isSafeInteger(b[field])) {
+        throw new TypeError(`Suppressed.${method}: buffer.${field} must be an integer, not ${typeName(b[field])}`);
+      }
+    }
+    if (b.whenFull !== undefined && b.whenFull !== "emit_early" && b.whenFull !== "shut_down") {
+      throw new TypeError(`Suppressed.${method}: buffer.whenFull must be "emit_early" or "shut_down", not ${JSON.stringify(b.whenFull)}`);
+    }
+  }
+  return [options.name ?? "", b === undefined ? undefined : Object.freeze({ ...b })];
 }

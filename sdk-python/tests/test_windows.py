@@ -14,6 +14,7 @@ from test_fold import AGGREGATE, NONE, REDUCE, Calls, fold_bundle, outputs, run
 
 from polystreams import (
     App,
+    BufferConfig,
     EmitStrategy,
     Handle,
     InvalidArgumentError,
@@ -59,6 +60,25 @@ def test_suppressed() -> None:
     assert Suppressed.until_window_closes(name="final").name == "final"
     with pytest.raises(TypeError):
         Suppressed.until_window_closes(name=3)  # type: ignore[arg-type]
+
+
+def test_suppressed_until_time_limit_and_buffer_config() -> None:
+    s = Suppressed.until_time_limit(datetime.timedelta(seconds=2), BufferConfig(max_records=10, max_bytes=1 << 20), name="held")
+    op = s._pb(7)
+    assert op.input == 7 and op.name == "held" and op.time_limit_ms == 2000
+    assert op.buffer.max_records == 10 and op.buffer.max_bytes == 1 << 20
+    assert op.buffer.when_full == pb.BUFFER_FULL_EMIT_EARLY
+    strict = Suppressed.until_window_closes(BufferConfig(max_bytes=100, when_full="shut_down"))._pb(1)
+    assert not strict.HasField("time_limit_ms") and not strict.buffer.HasField("max_records")
+    assert strict.buffer.max_bytes == 100 and strict.buffer.when_full == pb.BUFFER_FULL_SHUT_DOWN
+    # Unbounded sends no buffer: the engine's default.
+    assert not Suppressed.until_time_limit(0, BufferConfig.unbounded())._pb(1).HasField("buffer")
+    with pytest.raises(ValueError):
+        BufferConfig(max_records=1, when_full="drop")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        BufferConfig(max_records="1")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        Suppressed.until_time_limit(5, buffer=3)  # type: ignore[arg-type]
 
 
 # Windowed keys, byte for byte as Kafka Streams' windowed serdes.

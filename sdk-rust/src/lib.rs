@@ -81,5 +81,6 @@ pub use session::{Handle, Kind};
 pub use store::{HostInfo, KeyQueryMetadata, KeyQueryResult, KeyValueStore, StreamsMetadata, WindowStore};
 pub use test_driver::{TestRecord, TopologyTestDriver};
 pub use windows::{
-    EmitStrategy, SessionWindowedKStream, SessionWindows, SlidingWindows, TimeWindowedKStream, TimeWindows, Windows,
+    BufferConfig, BufferFull, EmitStrategy, SessionWindowedKStream, SessionWindows, SlidingWindows,
+    TimeWindowedKStream, TimeWindows, Windows,
 };

@@ -1,6 +1,7 @@
 //! Windowed aggregations: `KGroupedStream::windowed_by(TimeWindows)`, the
-//! aggregations of a [`TimeWindowedKStream`], `suppress(untilWindowCloses)`
-//! and [`Windowed`] keys.
+//! aggregations of a [`TimeWindowedKStream`], `suppress(untilWindowCloses)`,
+//! `suppress(untilTimeLimit)` with its [`BufferConfig`], and [`Windowed`]
+//! keys.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -421,9 +422,132 @@ impl<K: Serde, V: Serde> KTable<Windowed<K>, V> {
     /// [`suppress_until_window_closes`](Self::suppress_until_window_closes)
     /// with `name` (`Suppressed.withName`; its store is `<name>-store`).
     pub fn suppress_until_window_closes_with(&self, o: Options) -> Result<KTable<Windowed<K>, V>> {
+        self.suppress_until_window_closes_bounded(BufferConfig::unbounded(), o)
+    }
+
+    /// `suppress(Suppressed.untilWindowCloses(buffer))`: as
+    /// [`suppress_until_window_closes_with`](Self::suppress_until_window_closes_with),
+    /// its buffer bounded. `buffer` must shut down when full (Kafka
+    /// Streams' `StrictBufferConfig`): a window emitted early would not be
+    /// final, and the engine refuses [`BufferFull::EmitEarly`].
+    pub fn suppress_until_window_closes_bounded(
+        &self,
+        buffer: BufferConfig,
+        o: Options,
+    ) -> Result<KTable<Windowed<K>, V>> {
         o.check("suppress", crate::options::NAME)?;
-        let op = Op::Suppress(pb::SuppressOp { input: self.handle().id, name: o.name_or_empty() });
+        let op = Op::Suppress(pb::SuppressOp {
+            input: self.handle().id,
+            name: o.name_or_empty(),
+            time_limit_ms: None,
+            buffer: buffer.to_proto(),
+        });
         KTable::wrap(self.app().clone(), expect_handle(self.app().build(op, &[])?, "suppress")?)
+    }
+}
+
+impl<K: Serde, V: Serde> KTable<K, V> {
+    /// `suppress(Suppressed.untilTimeLimit(limit, buffer))`: each key's
+    /// updates are held until stream time (the largest timestamp the
+    /// suppression has seen) reaches the time of its first held update plus
+    /// `limit`; then its latest (a tombstone too) is forwarded, or earlier
+    /// when a bounded buffer is full and emits early.
+    pub fn suppress_until_time_limit(&self, limit: Duration, buffer: BufferConfig) -> Result<KTable<K, V>> {
+        self.suppress_until_time_limit_with(limit, buffer, Options::new())
+    }
+
+    /// [`suppress_until_time_limit`](Self::suppress_until_time_limit) with
+    /// `name` (`Suppressed.withName`; its store is `<name>-store`).
+    pub fn suppress_until_time_limit_with(
+        &self,
+        limit: Duration,
+        buffer: BufferConfig,
+        o: Options,
+    ) -> Result<KTable<K, V>> {
+        o.check("suppress", crate::options::NAME)?;
+        let op = Op::Suppress(pb::SuppressOp {
+            input: self.handle().id,
+            name: o.name_or_empty(),
+            time_limit_ms: Some(ms(limit)),
+            buffer: buffer.to_proto(),
+        });
+        KTable::wrap(self.app().clone(), expect_handle(self.app().build(op, &[])?, "suppress")?)
+    }
+}
+
+/// What a full suppression buffer does (Kafka Streams' `BufferConfig`
+/// strategies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum BufferFull {
+    /// `emitEarlyWhenFull`: forward the oldest held updates until the rest
+    /// fit (`maxRecords`' and `maxBytes`' default).
+    #[default]
+    EmitEarly,
+    /// `shutDownWhenFull`: fail the record that overfills the buffer (the
+    /// processing error policy applies), naming the node and its store.
+    ShutDown,
+}
+
+/// The bounds of a suppression's buffer (Kafka Streams'
+/// `Suppressed.BufferConfig`): at most `max_records` keys and `max_bytes`
+/// bytes (counted as Kafka Streams counts them: key, values, the record's
+/// topic and headers), and what it does when full. Without a bound it is
+/// [`unbounded`](Self::unbounded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BufferConfig {
+    max_records: Option<i64>,
+    max_bytes: Option<i64>,
+    when_full: BufferFull,
+}
+
+impl BufferConfig {
+    /// `BufferConfig.unbounded()`: no bound (memory is the limit).
+    pub fn unbounded() -> BufferConfig {
+        BufferConfig { max_records: None, max_bytes: None, when_full: BufferFull::ShutDown }
+    }
+    /// `BufferConfig.maxRecords(n)`: at most `n` keys, emitting early when full.
+    pub fn max_records(n: i64) -> BufferConfig {
+        BufferConfig::default().with_max_records(n)
+    }
+    /// `BufferConfig.maxBytes(n)`: at most `n` bytes, emitting early when full.
+    pub fn max_bytes(n: i64) -> BufferConfig {
+        BufferConfig::default().with_max_bytes(n)
+    }
+    /// Bounds the buffer to `n` keys as well.
+    pub fn with_max_records(mut self, n: i64) -> BufferConfig {
+        self.max_records = Some(n);
+        self
+    }
+    /// Bounds the buffer to `n` bytes as well.
+    pub fn with_max_bytes(mut self, n: i64) -> BufferConfig {
+        self.max_bytes = Some(n);
+        self
+    }
+    /// `emitEarlyWhenFull()`.
+    pub fn emit_early_when_full(mut self) -> BufferConfig {
+        self.when_full = BufferFull::EmitEarly;
+        self
+    }
+    /// `shutDownWhenFull()`.
+    pub fn shut_down_when_full(mut self) -> BufferConfig {
+        self.when_full = BufferFull::ShutDown;
+        self
+    }
+    /// The protocol's buffer: none when unbounded (the engine's default).
+    fn to_proto(self) -> Option<pb::SuppressBuffer> {
+        if self.max_records.is_none() && self.max_bytes.is_none() {
+            return None;
+        }
+        let when_full = match self.when_full {
+            BufferFull::EmitEarly => pb::BufferFull::EmitEarly,
+            BufferFull::ShutDown => pb::BufferFull::ShutDown,
+        };
+        Some(pb::SuppressBuffer {
+            max_records: self.max_records,
+            max_bytes: self.max_bytes,
+            when_full: when_full as i32,
+        })
     }
 }
 
@@ -447,5 +571,26 @@ mod tests {
 
         assert!(Windowed::<String>::decode("string", Some(b"x")).is_err());
         assert!(Windowed::<String>::decode("windowed(string,10)", Some(b"x")).is_err());
+    }
+
+    #[test]
+    fn buffer_configs_become_the_protocols() {
+        assert_eq!(BufferConfig::unbounded().to_proto(), None);
+        assert_eq!(BufferConfig::default().to_proto(), None);
+        let eager = BufferConfig::max_records(10).with_max_bytes(1 << 20).to_proto().unwrap();
+        assert_eq!(
+            (eager.max_records, eager.max_bytes, eager.when_full),
+            (Some(10), Some(1 << 20), pb::BufferFull::EmitEarly as i32)
+        );
+        let strict = BufferConfig::max_bytes(100).shut_down_when_full().to_proto().unwrap();
+        assert_eq!(
+            (strict.max_records, strict.max_bytes, strict.when_full),
+            (None, Some(100), pb::BufferFull::ShutDown as i32)
+        );
+        // Kafka: unbounded().withMaxRecords(n) is a StrictBufferConfig.
+        assert_eq!(
+            BufferConfig::unbounded().with_max_records(1).to_proto().unwrap().when_full,
+            pb::BufferFull::ShutDown as i32
+        );
     }
 }

@@ -194,6 +194,15 @@ fn section_block(readme: &Path, heading: &str, lang: &str) -> String {
     text[start..end].to_owned()
 }
 
+/// The README's suppress example is tests/readme_suppress.rs, which runs it.
+#[test]
+fn readme_suppress_example_is_the_test_that_runs() {
+    let block = section_block(&crate_dir().join("README.md"), "#### Suppress until a time limit", "rust");
+    let test = std::fs::read_to_string(crate_dir().join("tests").join("readme_suppress.rs")).unwrap();
+    let body = test.split_once('\n').expect("a header line").1;
+    assert_eq!(block, body, "README.md's suppress example and tests/readme_suppress.rs differ");
+}
+
 /// The README's async example (feature "tokio", tokio's timer), built and
 /// run against its own engine: orders in with kcat, checked orders out.
 #[test]

@@ -45,6 +45,8 @@ import { type Fn, type FnRef, fn, processor } from "./catalogue.js";
 
 interface Step {
   op: string;
+  time_limit_ms?: number;
+  buffer?: { max_records?: number; max_bytes?: number; when_full?: "emit_early" | "shut_down" };
   as?: string;
   from?: string;
   name?: string;
@@ -386,9 +388,16 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
       case "to_stream":
         out = step.fn === undefined ? node.toStream(named) : node.toStream(fn(step.fn, "key"), { ...key, ...named });
         break;
-      case "suppress":
-        out = node.suppress(Suppressed.untilWindowCloses(named));
+      case "suppress": {
+        const b = step.buffer;
+        const buffer =
+          b !== undefined && (b.max_records !== undefined || b.max_bytes !== undefined)
+            ? { maxRecords: b.max_records, maxBytes: b.max_bytes, whenFull: b.when_full ?? "emit_early" }
+            : undefined;
+        const so = { ...named, ...(buffer !== undefined ? { buffer } : {}) };
+        out = node.suppress(step.time_limit_ms !== undefined ? Suppressed.untilTimeLimit(step.time_limit_ms, so) : Suppressed.untilWindowCloses(so));
         break;
+      }
       case "filter":
         out = node.filter(fn(step.fn!, "predicate"), opts);
         break;

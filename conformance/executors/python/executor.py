@@ -22,12 +22,7 @@ from typing import Any
 
 from polystreams import (
     App,
-    Processor,
-    ProcessorContext,
-    PunctuationType,
-    Record,
-    StoreBuilder,
-    Stores,
+    BufferConfig,
     CogroupedKStream,
     Config,
     EmitStrategy,
@@ -39,10 +34,16 @@ from polystreams import (
     Materialized,
     PolystreamsError,
     ProcessingError,
+    Processor,
+    ProcessorContext,
+    PunctuationType,
+    Record,
     SessionWindowedCogroupedKStream,
     SessionWindowedKStream,
     SessionWindows,
     SlidingWindows,
+    StoreBuilder,
+    Stores,
     Suppressed,
     TimeWindowedCogroupedKStream,
     TimeWindowedKStream,
@@ -575,7 +576,13 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
                 return node.to_stream(function(step["fn"], "key"), key=key, name=name)
             return node.to_stream(name=name)
         if op == "suppress":
-            return node.suppress(Suppressed.until_window_closes(name=name))
+            bc = step.get("buffer")
+            buffer = None
+            if bc is not None and ("max_records" in bc or "max_bytes" in bc):
+                buffer = BufferConfig(max_records=bc.get("max_records"), max_bytes=bc.get("max_bytes"), when_full=bc.get("when_full", "emit_early"))
+            if "time_limit_ms" in step:
+                return node.suppress(Suppressed.until_time_limit(step["time_limit_ms"], buffer, name=name))
+            return node.suppress(Suppressed.until_window_closes(buffer, name=name))
         m = materialized(step)
         if op == "filter":
             return node.filter(function(step["fn"], "predicate"), materialized=m, name=name)

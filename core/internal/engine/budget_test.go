@@ -198,7 +198,7 @@ func TestMemoryOpenWindowsGoUpAndDown(t *testing.T) {
 func TestMemorySuppressionBufferGoesUpAndDown(t *testing.T) {
 	h := newMemHarness(t, config.DefaultMemoryMaxBytes, false, func(b *topology.Builder, l, _ *topology.Handle) *topology.Handle {
 		c := windowedCount(t, b, l, topology.Windows{Kind: topology.TimeWindows, Size: 1000, Advance: 1000})
-		s := must(t)(b.Suppress(c.ID, ""))
+		s := must(t)(b.Suppress(c.ID, "", topology.UntilWindowCloses))
 		return must(t)(b.ToStream(s.ID, ""))
 	})
 	// Each entry: its buffer key (end 8, key, start 8) twice, the count.

@@ -79,7 +79,8 @@ func parseStep(text string) step {
 
 // knownOpts are the key=value options a step (other than split, whose
 // keys name its branches) may take.
-var knownOpts = map[string]bool{"store": true, "retention": true, "size": true, "advance": true, "grace": true, "before": true, "after": true}
+var knownOpts = map[string]bool{"store": true, "retention": true, "size": true, "advance": true, "grace": true, "before": true, "after": true,
+	"timeLimit": true, "maxRecords": true, "maxBytes": true, "full": true}
 
 func (s step) unknownOpts() []string {
 	var bad []string
@@ -96,6 +97,34 @@ func (s step) arg(i int) (string, error) {
 		return "", fmt.Errorf("%s needs %d argument(s), got %d", s.op, i+1, len(s.args))
 	}
 	return s.args[i], nil
+}
+
+// suppress is suppress(untilWindowCloses(unbounded())), or with
+// timeLimit=N untilTimeLimit; maxRecords=N and maxBytes=N bound the buffer
+// (BufferConfig.maxRecords/maxBytes: emit early), full=shutdown shuts down
+// when full instead.
+func (b *dsl) suppress(h *topology.Handle, s step) (*topology.Handle, error) {
+	sup := topology.UntilWindowCloses
+	if _, ok := s.opts["timeLimit"]; ok {
+		n, err := s.num("timeLimit")
+		if err != nil {
+			return nil, err
+		}
+		sup.TimeLimit = n
+	}
+	for key, to := range map[string]*int64{"maxRecords": &sup.MaxRecords, "maxBytes": &sup.MaxBytes} {
+		if _, ok := s.opts[key]; ok {
+			n, err := s.num(key)
+			if err != nil {
+				return nil, err
+			}
+			*to, sup.ShutDown = n, false
+		}
+	}
+	if s.opts["full"] == "shutdown" {
+		sup.ShutDown = true
+	}
+	return b.b.Suppress(h.ID, "", sup)
 }
 
 func (s step) num(key string) (int64, error) {
@@ -333,7 +362,7 @@ func (b *dsl) apply(h *topology.Handle, s step) (*topology.Handle, error) {
 	case "emitOnClose":
 		return b.b.EmitStrategy(h.ID, true)
 	case "suppress":
-		return b.b.Suppress(h.ID, "")
+		return b.suppress(h, s)
 	case "toStream":
 		return b.b.ToStream(h.ID, "")
 	case "toTable":

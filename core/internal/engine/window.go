@@ -58,6 +58,9 @@ func codecFor(st *topology.Store) keyCodec {
 	case topology.StoreSession:
 		return emitCodec{sessionCodec{}}
 	case topology.StoreSuppress:
+		if st.Suppress != nil && !st.Suppress.FinalResults() {
+			return suppressTimeCodec{}
+		}
 		return suppressCodec{w: st.Windows}
 	case topology.StoreJoinWindow:
 		return joinWindowCodec{}
@@ -104,6 +107,28 @@ func (c suppressCodec) fromLog(lk []byte) ([]byte, error) {
 		return nil, err
 	}
 	return bufferKey(end, lk), nil
+}
+
+// suppressTimeCodec is an untilTimeLimit buffer's: its changelog key is the
+// store key, bufferTime(8) ‖ key (the buffer time cannot be derived from
+// the key).
+type suppressTimeCodec struct{}
+
+func (suppressTimeCodec) toLog(sk []byte) []byte {
+	if bytes.Equal(sk, metaKey) {
+		return metaLogKey
+	}
+	return sk
+}
+
+func (suppressTimeCodec) fromLog(lk []byte) ([]byte, error) {
+	if bytes.Equal(lk, metaLogKey) {
+		return metaKey, nil
+	}
+	if len(lk) < 8 {
+		return nil, fmt.Errorf("suppression buffer changelog key of %d bytes: want the buffer time (8) and the key", len(lk))
+	}
+	return lk, nil
 }
 
 // windowKey is the window store key of key's window starting at start.

@@ -207,6 +207,11 @@ func valueGetter(n *Node) (string, []*Node) {
 	var getter []*Node
 	for {
 		switch {
+		case n.Op == OpSuppress:
+			// Its store is the suppression buffer, keyed by buffer time:
+			// no getter (Kafka's view of a suppressed table, the buffered
+			// keys' prior values over the parent's getter, is not built).
+			return "", nil
 		case len(n.Stores) > 0:
 			return n.Stores[0], getter
 		case n.Op == OpTableSource:

@@ -127,9 +127,10 @@ const (
 	OpTableCount
 	OpTableReduce
 	OpTableAggregate
-	// OpSuppress is KTableSuppressProcessor with untilWindowCloses: it
-	// buffers a windowed aggregation's updates and forwards each window's
-	// last one once stream time passes the window's end plus grace.
+	// OpSuppress is KTableSuppressProcessor: it buffers a table's updates
+	// and forwards each key's last one once stream time passes its window's
+	// end plus grace (untilWindowCloses) or its first buffered update's time
+	// plus a limit (untilTimeLimit), or early when the buffer is full.
 	OpSuppress
 	// OpMerge is KStream.merge (KStreamPassThrough with two predecessors).
 	OpMerge
@@ -302,6 +303,8 @@ type Node struct {
 	// Windows: an aggregation's windows (nil: not windowed); for
 	// OpSuppress, the windows of the aggregation it follows.
 	Windows *Windows
+	// Suppress is an OpSuppress's Suppressed.
+	Suppress *Suppression
 	// FK is set on the processors and the response sink of a
 	// foreign-key join (join_fk.go).
 	FK *FKJoin
@@ -372,6 +375,8 @@ type Store struct {
 	Kind      StoreKind
 	Windows   *Windows
 	Retention int64
+	// Suppress: a suppression buffer's Suppressed (StoreSuppress).
+	Suppress *Suppression
 	// JoinWindows: a stream-stream join's stores (StoreJoinWindow,
 	// StoreJoinOuter).
 	JoinWindows *JoinWindows

@@ -220,18 +220,56 @@ func (b *Builder) EmitStrategy(input uint64, onClose bool) (*Handle, error) {
 	return b.mint(&entry{handle: &h, grouped: e.grouped, windows: &w}), nil
 }
 
-// Suppress adds KTable.suppress(Suppressed.untilWindowCloses(unbounded())):
-// a KTABLE-SUPPRESS- node with its buffer store, after a windowed
-// aggregation. The node and store numbers are taken even when name is
-// given (SuppressTopologyTest).
-func (b *Builder) Suppress(input uint64, name string) (*Handle, error) {
+// Suppression is a Suppressed: until the windows close (TimeLimit < 0),
+// or until a time limit (ms) after each key's first buffered update; and
+// the buffer's bounds (Kafka Streams' BufferConfig).
+type Suppression struct {
+	// TimeLimit is untilTimeLimit's timeToWaitForMoreEvents (ms); below 0,
+	// untilWindowCloses (the limit is then the windows' grace).
+	TimeLimit int64
+	// MaxRecords and MaxBytes bound the buffer; math.MaxInt64: no bound.
+	MaxRecords, MaxBytes int64
+	// ShutDown: a full buffer fails the record (shutDownWhenFull); else it
+	// emits its oldest updates early (emitEarlyWhenFull).
+	ShutDown bool
+}
+
+// UntilWindowCloses is Suppressed.untilWindowCloses(unbounded()).
+var UntilWindowCloses = Suppression{TimeLimit: -1, MaxRecords: math.MaxInt64, MaxBytes: math.MaxInt64, ShutDown: true}
+
+// FinalResults reports whether s is untilWindowCloses.
+func (s *Suppression) FinalResults() bool { return s.TimeLimit < 0 }
+
+// Bounded reports whether s's buffer has a bound.
+func (s *Suppression) Bounded() bool {
+	return s.MaxRecords != math.MaxInt64 || s.MaxBytes != math.MaxInt64
+}
+
+// Suppress adds KTable.suppress(Suppressed): a KTABLE-SUPPRESS- node with
+// its buffer store. untilWindowCloses needs a windowed aggregation's table
+// and a StrictBufferConfig (unbounded, or shutDownWhenFull); untilTimeLimit
+// takes any table. The table above sends old values (the buffer keeps
+// each key's prior value), which materializes a table source. The
+// node and store numbers are taken even when name is given
+// (SuppressTopologyTest).
+func (b *Builder) Suppress(input uint64, name string, sup Suppression) (*Handle, error) {
 	c := b.begin("suppress")
 	in := c.input(input, KindTable)
 	var w *Windows
 	if in != nil {
-		if w = in.handle.Node.Windows; w == nil {
+		w = in.handle.Node.Windows
+		if sup.FinalResults() && w == nil {
 			c.invalid("suppress(untilWindowCloses) needs the table of a windowed aggregation: window close time is only defined for windowed computations, and handle %d (node %s) is not one", input, in.handle.Node.Name)
 		}
+	}
+	if sup.MaxRecords < 0 {
+		c.invalid("suppress: BufferConfig.maxRecords is %d: want at least 0", sup.MaxRecords)
+	}
+	if sup.MaxBytes < 0 {
+		c.invalid("suppress: BufferConfig.maxBytes is %d: want at least 0", sup.MaxBytes)
+	}
+	if sup.FinalResults() && sup.Bounded() && !sup.ShutDown {
+		c.invalid("suppress(untilWindowCloses) takes a StrictBufferConfig (unbounded, or a bound with shutDownWhenFull), not emitEarlyWhenFull: emitting a window early would not be its final result")
 	}
 	// KTableImpl#suppress: a name names the node and its store
 	// ("<name>-store") and takes no number; an anonymous suppression takes
@@ -249,13 +287,18 @@ func (b *Builder) Suppress(input uint64, name string) (*Handle, error) {
 	if err := c.done(); err != nil {
 		return nil, err
 	}
+	// KTableSuppressProcessorSupplier: "The suppress buffer requires seeing
+	// the old values, to support the prior value view."
+	b.sendOldValues(in.handle.Node)
+	s := sup
 	n := &Node{
-		Name: nodeName, Type: Processor, Op: OpSuppress, Stores: []string{store}, Windows: w,
+		Name: nodeName, Type: Processor, Op: OpSuppress, Stores: []string{store}, Windows: w, Suppress: &s,
 		KeySerde: in.handle.KeySerde, ValueSerde: in.handle.ValueSerde,
 	}
 	b.newStore(store, n.KeySerde, n.ValueSerde, nil)
 	b.stores[store].Kind = StoreSuppress
 	b.stores[store].Windows = w
+	b.stores[store].Suppress = &s
 	g := b.hang(in, n)
 	return b.mint(&entry{handle: &Handle{Kind: KindTable, KeySerde: n.KeySerde, ValueSerde: n.ValueSerde, Node: n}, g: g}), nil
 }

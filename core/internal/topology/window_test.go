@@ -77,7 +77,7 @@ func TestDescribeWindowGoldens(t *testing.T) {
 			g := c.id(b.GroupBy(s, keyFn, "string", "string", ""))
 			w := c.id(b.WindowedBy(g, Windows{Kind: SessionWindows, Size: 5, Grace: 5}))
 			n := c.id(b.Count(w, &Materialized{StoreName: "counts"}, ""))
-			sup := c.id(b.Suppress(n, name))
+			sup := c.id(b.Suppress(n, name, UntilWindowCloses))
 			ts := c.id(b.ToStream(sup, ""))
 			m := c.id(b.Map(ts, mapFn, "string", "long", ""))
 			c.ok(b.To(m, "output-suppressed", "", "", ""))
@@ -177,7 +177,7 @@ func TestWindowRefusals(t *testing.T) {
 		{"retention without windows", func() error { _, err := b.Count(g, &Materialized{Retention: 50}, ""); return err }, []string{"retention_ms 50", "no windows"}},
 		{"session aggregate without merger", func() error { _, err := b.Aggregate(ses, agg, agg, nil, ""); return err }, []string{"merger"}},
 		{"merger on time windows", func() error { _, err := b.AggregateSessions(tw, agg, agg, agg, nil, ""); return err }, []string{"merger", "session-windowed"}},
-		{"suppress on a key-value table", func() error { _, err := b.Suppress(plain, ""); return err }, []string{"untilWindowCloses", "windowed"}},
+		{"suppress on a key-value table", func() error { _, err := b.Suppress(plain, "", UntilWindowCloses); return err }, []string{"untilWindowCloses", "windowed"}},
 		{"host reduce over session windows", func() error { _, err := b.Reduce(ses, agg, nil, ""); return err }, []string{"session windows", "host functions", "fold_programs"}},
 		{"host reduce over sliding windows", func() error {
 			sl := c.id(b.WindowedBy(g, Windows{Kind: SlidingWindows, Size: 100}))
@@ -218,5 +218,30 @@ func TestHostFunctionsOverSessionsNeedFoldPrograms(t *testing.T) {
 	c.ok(err)
 	if _, err := b.Aggregate(ses, fn, fn, nil, ""); err == nil || !strings.Contains(err.Error(), "merger") {
 		t.Errorf("session aggregate without a merger: %v", err)
+	}
+}
+
+// A suppressed table has no value getter (its store is the buffer, keyed
+// by buffer time): a stream-table join on it is refused, not answered from
+// the buffer.
+func TestJoinOnSuppressedTableIsRefused(t *testing.T) {
+	b := NewBuilder()
+	tbl, err := b.Table(TableOptions{Topic: "t", KeySerde: "string", ValueSerde: "string"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup := UntilWindowCloses
+	sup.TimeLimit = 10
+	s, err := b.Suppress(tbl.ID, "", sup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := b.Stream(StreamOptions{Topics: []string{"in"}, KeySerde: "string", ValueSerde: "string"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Join(in.ID, s.ID, Function{Native: ValueJoinerFunc(func(v, o []byte) ([]byte, error) { return v, nil })}, false, "", "")
+	if err == nil || !strings.Contains(err.Error(), "keeps no store") {
+		t.Fatalf("join on a suppressed table: %v, want a refusal", err)
 	}
 }

@@ -60,13 +60,14 @@ from polystreams.processor import (
 )
 from polystreams.serde import SerdeName, TopicSerde, avro, json_schema, protobuf
 from polystreams.store import HostInfo, KeyQueryMetadata, KeyQueryResult, KeyValueStore, StreamsMetadata, WindowStore
-from polystreams.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed
+from polystreams.windows import BufferConfig, EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed
 
 
 __all__ = [
     "App",
     "BranchedKStream",
     "BrokerOutage",
+    "BufferConfig",
     "BuiltinJoiner",
     "BuiltinReducer",
     "Cancellable",

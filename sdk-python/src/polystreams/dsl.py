@@ -1190,15 +1190,18 @@ class KTable(_Node):
         return open_window_store(self._app, self.handle.store)
 
     def suppress(self, suppressed: Suppressed) -> KTable:
-        """Holds back a windowed aggregation's updates
-        (``KTable.suppress``): with :meth:`Suppressed.until_window_closes`,
-        each window's final result comes out once, when its partition's
-        stream time passes the window's end plus grace. Stream time moves
-        only with records: a partition that receives none keeps its last
-        windows open, and their results come when a later record closes them."""
+        """Holds back the table's updates (``KTable.suppress``): with
+        :meth:`Suppressed.until_window_closes` (a windowed aggregation's
+        table), each window's final result comes out once, when its
+        partition's stream time passes the window's end plus grace; with
+        :meth:`Suppressed.until_time_limit`, each key's latest update comes
+        out once stream time reaches its first held update's time plus the
+        limit, or earlier when a bounded buffer is full. Stream time moves
+        only with records: a partition that receives none keeps its updates
+        held, and they come when a later record moves it."""
         if not isinstance(suppressed, Suppressed):
             raise TypeError(f"suppress: want a Suppressed, not {type(suppressed).__name__}")
-        op = pb.SuppressOp(input=self.handle.id, name=suppressed.name)
+        op = suppressed._pb(self.handle.id)
         return KTable(self._app, self._app._build("suppress", op))
 
     def join(

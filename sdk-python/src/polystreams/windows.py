@@ -1,4 +1,5 @@
-"""Windows: the window specs of ``windowed_by``, ``Suppressed``, and the
+"""Windows: the window specs of ``windowed_by``, ``Suppressed`` (and its
+``BufferConfig``), and the
 ``Windowed`` keys of a windowed aggregation (Kafka Streams' ``TimeWindows``,
 ``SlidingWindows``, ``SessionWindows``, ``Suppressed`` and ``Windowed``).
 
@@ -17,7 +18,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from polystreams.v1alpha1 import engine_pb2 as pb
 
-__all__ = ["Duration", "EmitStrategy", "JoinWindows", "SessionWindows", "SlidingWindows", "Suppressed", "TimeWindows", "Windowed", "to_ms"]
+__all__ = ["BufferConfig", "Duration", "EmitStrategy", "JoinWindows", "SessionWindows", "SlidingWindows", "Suppressed", "TimeWindows", "Windowed", "to_ms"]
 
 Duration = datetime.timedelta | int
 """A duration: a timedelta, or milliseconds."""
@@ -212,21 +213,86 @@ class EmitStrategy:
 
 
 @dataclass(frozen=True)
-class Suppressed:
-    """How :meth:`KTable.suppress` holds back a windowed table's updates.
-    :meth:`until_window_closes` is the one strategy: each window's final
-    result, once, when stream time passes its end plus grace (Kafka Streams'
-    ``Suppressed.untilWindowCloses(BufferConfig.unbounded())``)."""
+class BufferConfig:
+    """The bounds of a suppression's buffer (Kafka Streams'
+    ``Suppressed.BufferConfig``): at most ``max_records`` keys and
+    ``max_bytes`` bytes (None: no bound; bytes are counted as Kafka Streams
+    counts them: key, values, the record's topic and headers). When an
+    update would pass a bound, ``when_full="emit_early"`` (the default, as
+    ``maxRecords``/``maxBytes``) forwards the oldest held updates until the
+    rest fit; ``"shut_down"`` fails the record under the processing error
+    policy, naming the node and its store. ``BufferConfig()`` is unbounded."""
 
-    name: str = ""
+    max_records: int | None = None
+    max_bytes: int | None = None
+    when_full: Literal["emit_early", "shut_down"] = "emit_early"
+
+    def __post_init__(self) -> None:
+        for field in ("max_records", "max_bytes"):
+            v = getattr(self, field)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+                raise TypeError(f"BufferConfig: {field} must be an int or None, not {type(v).__name__}")
+        if self.when_full not in ("emit_early", "shut_down"):
+            raise ValueError(f"BufferConfig: when_full must be 'emit_early' or 'shut_down', not {self.when_full!r}")
 
     @classmethod
-    def until_window_closes(cls, *, name: str | None = None) -> Suppressed:
-        """``name`` names the suppress node (and its store, ``<name>-store``;
-        ``Suppressed.withName``); None generates ``KTABLE-SUPPRESS-<n>``."""
-        if name is not None and not isinstance(name, str):
-            raise TypeError(f"Suppressed.until_window_closes: name must be a str, not {type(name).__name__}")
-        return cls(name or "")
+    def unbounded(cls) -> BufferConfig:
+        """``BufferConfig.unbounded()``: no bound (memory is the limit)."""
+        return cls(when_full="shut_down")
+
+    def _pb(self) -> pb.SuppressBuffer:
+        full = pb.BUFFER_FULL_SHUT_DOWN if self.when_full == "shut_down" else pb.BUFFER_FULL_EMIT_EARLY
+        return pb.SuppressBuffer(max_records=self.max_records, max_bytes=self.max_bytes, when_full=full)
+
+
+@dataclass(frozen=True)
+class Suppressed:
+    """How :meth:`KTable.suppress` holds back a table's updates (Kafka
+    Streams' ``Suppressed``): :meth:`until_window_closes`, each window's
+    final result of a windowed aggregation, once, when stream time passes
+    its end plus grace; :meth:`until_time_limit`, each key's latest update
+    once stream time reaches its first held update's time plus the limit."""
+
+    name: str = ""
+    time_limit_ms: int | None = None
+    buffer: BufferConfig | None = None
+
+    @classmethod
+    def until_window_closes(cls, buffer: BufferConfig | None = None, *, name: str | None = None) -> Suppressed:
+        """``buffer`` (None: unbounded) must be unbounded or shut down when
+        full: a window emitted early would not be final. ``name`` names the
+        suppress node (and its store, ``<name>-store``; ``Suppressed.withName``);
+        None generates ``KTABLE-SUPPRESS-<n>``."""
+        return cls(_check_name("until_window_closes", name), None, _check_buffer("until_window_closes", buffer))
+
+    @classmethod
+    def until_time_limit(cls, limit: Duration, buffer: BufferConfig | None = None, *, name: str | None = None) -> Suppressed:
+        """``Suppressed.untilTimeLimit(limit, buffer)``: a key's updates are
+        held until stream time (the largest timestamp the suppression has
+        seen) reaches the time of its first held update plus ``limit``;
+        then its latest, a tombstone too, is forwarded. ``buffer`` None:
+        unbounded."""
+        return cls(_check_name("until_time_limit", name), to_ms(limit, "Suppressed.until_time_limit"), _check_buffer("until_time_limit", buffer))
+
+    def _pb(self, input: int) -> pb.SuppressOp:
+        op = pb.SuppressOp(input=input, name=self.name)
+        if self.time_limit_ms is not None:
+            op.time_limit_ms = self.time_limit_ms
+        if self.buffer is not None and (self.buffer.max_records is not None or self.buffer.max_bytes is not None):
+            op.buffer.CopyFrom(self.buffer._pb())
+        return op
+
+
+def _check_name(method: str, name: str | None) -> str:
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"Suppressed.{method}: name must be a str, not {type(name).__name__}")
+    return name or ""
+
+
+def _check_buffer(method: str, buffer: BufferConfig | None) -> BufferConfig | None:
+    if buffer is not None and not isinstance(buffer, BufferConfig):
+        raise TypeError(f"Suppressed.{method}: buffer must be a BufferConfig, not {type(buffer).__name__}")
+    return buffer
 
 
 def _check_windows(w: Any) -> Windows:

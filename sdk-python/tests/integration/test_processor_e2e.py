@@ -232,6 +232,10 @@ def test_the_readme_metadata_example_runs() -> None:
     assert (r.value, r.timestamp, r.headers) == ("HELLO", 6_000, (("trace", b"t1"), ("source", b"in@0")))
 
 
+def test_the_readme_suppress_time_limit_example_runs() -> None:
+    assert readme_block("#### Suppress until a time limit")["throttled"] == [("ann", "v2", 10_000)]
+
+
 class AsyncCount(Processor):
     """An async processor: awaited one record at a time, so each sees the writes before it."""
 

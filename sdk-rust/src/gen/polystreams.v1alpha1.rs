@@ -227,18 +227,46 @@ pub struct ToTableOp {
     #[prost(message, optional, tag = "3")]
     pub materialized: ::core::option::Option<Materialized>,
 }
-/// SuppressOp is KTable.suppress(Suppressed.untilWindowCloses(unbounded())):
-/// on a windowed aggregation's table, exactly one result per window, once
-/// stream time passes the window's end plus grace.
+/// SuppressOp is KTable.suppress(Suppressed): with no time_limit_ms,
+/// Suppressed.untilWindowCloses: on a windowed aggregation's table, exactly
+/// one result per window, once stream time passes the window's end plus
+/// grace; with time_limit_ms, Suppressed.untilTimeLimit on any table: each
+/// key's latest update, once stream time reaches the time of the key's first
+/// buffered update plus the limit.
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct SuppressOp {
-    /// A windowed table (a windowed count, reduce or aggregate).
+    /// A table; without time_limit_ms, a windowed one (a windowed count, reduce
+    /// or aggregate).
     #[prost(uint64, tag = "1")]
     pub input: u64,
     /// Suppressed.withName: the node's name (and its store's, "<name>-store");
     /// empty means generated.
     #[prost(string, tag = "2")]
     pub name: ::prost::alloc::string::String,
+    /// Suppressed.untilTimeLimit's timeToWaitForMoreEvents in milliseconds (at
+    /// least 0); absent: untilWindowCloses.
+    #[prost(int64, optional, tag = "90")]
+    pub time_limit_ms: ::core::option::Option<i64>,
+    /// The buffer's BufferConfig; absent: BufferConfig.unbounded().
+    #[prost(message, optional, tag = "91")]
+    pub buffer: ::core::option::Option<SuppressBuffer>,
+}
+/// SuppressBuffer is Suppressed.BufferConfig: the bounds of a suppression's
+/// buffer and what happens when an update would pass one.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SuppressBuffer {
+    /// BufferConfig.maxRecords: the keys the buffer holds at most (at least 0);
+    /// absent: no bound.
+    #[prost(int64, optional, tag = "1")]
+    pub max_records: ::core::option::Option<i64>,
+    /// BufferConfig.maxBytes: the bytes the buffer holds at most, counted as
+    /// Kafka Streams counts them (at least 0); absent: no bound.
+    #[prost(int64, optional, tag = "2")]
+    pub max_bytes: ::core::option::Option<i64>,
+    /// What a full buffer does; unspecified: emit early (maxRecords' and
+    /// maxBytes' default).
+    #[prost(enumeration = "BufferFull", tag = "3")]
+    pub when_full: i32,
 }
 /// TableOp is StreamsBuilder.table: a KTable over a topic, whose records are
 /// upserts (a null value deletes its key).
@@ -2188,6 +2216,40 @@ impl EmitStrategy {
             "EMIT_STRATEGY_UNSPECIFIED" => Some(Self::Unspecified),
             "EMIT_STRATEGY_ON_WINDOW_UPDATE" => Some(Self::OnWindowUpdate),
             "EMIT_STRATEGY_ON_WINDOW_CLOSE" => Some(Self::OnWindowClose),
+            _ => None,
+        }
+    }
+}
+/// BufferFull is what a suppression's full buffer does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
+#[repr(i32)]
+pub enum BufferFull {
+    /// BUFFER_FULL_UNSPECIFIED: as BUFFER_FULL_EMIT_EARLY.
+    Unspecified = 0,
+    /// emitEarlyWhenFull: forward the oldest buffered updates until it fits.
+    EmitEarly = 1,
+    /// shutDownWhenFull: fail the record (the processing error policy applies),
+    /// naming the node and its buffer. untilWindowCloses takes only this.
+    ShutDown = 2,
+}
+impl BufferFull {
+    /// String value of the enum field names used in the ProtoBuf definition.
+    ///
+    /// The values are not transformed in any way and thus are considered stable
+    /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+    pub fn as_str_name(&self) -> &'static str {
+        match self {
+            Self::Unspecified => "BUFFER_FULL_UNSPECIFIED",
+            Self::EmitEarly => "BUFFER_FULL_EMIT_EARLY",
+            Self::ShutDown => "BUFFER_FULL_SHUT_DOWN",
+        }
+    }
+    /// Creates an enum from field names used in the ProtoBuf definition.
+    pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+        match value {
+            "BUFFER_FULL_UNSPECIFIED" => Some(Self::Unspecified),
+            "BUFFER_FULL_EMIT_EARLY" => Some(Self::EmitEarly),
+            "BUFFER_FULL_SHUT_DOWN" => Some(Self::ShutDown),
             _ => None,
         }
     }

@@ -29,7 +29,7 @@ use polystreams::processor::{
     ProcessorContext, ProcessorResult, PunctuationType, Record, StoreBuilder, Stores,
 };
 use polystreams::{
-    App, CogroupedKStream, Config, EmitStrategy, Error, GlobalKTable, JoinWindows, Joiner, KGroupedStream,
+    App, BufferConfig, CogroupedKStream, Config, EmitStrategy, Error, GlobalKTable, JoinWindows, Joiner, KGroupedStream,
     KGroupedTable, KStream, KTable, Materialized, Options, Printed, Reducer, Repartitioned,
     SessionWindowedCogroupedKStream, SessionWindowedKStream, SessionWindows, SlidingWindows,
     TimeWindowedCogroupedKStream, TimeWindowedKStream, TimeWindows, Value, Windowed,
@@ -524,11 +524,19 @@ impl WindowedTable {
         }
     }
 
-    /// `suppress(Suppressed.untilWindowCloses(unbounded())[.withName(name)])`.
-    fn suppress(&self, o: Options) -> Result<WindowedTable, Error> {
-        Ok(match self {
-            WindowedTable::Count(t) => WindowedTable::Count(t.suppress_until_window_closes_with(o)?),
-            WindowedTable::Values(t) => WindowedTable::Values(t.suppress_until_window_closes_with(o)?),
+    /// `suppress(Suppressed.untilWindowCloses(buffer)[.withName(name)])`, or
+    /// with a time limit `Suppressed.untilTimeLimit(limit, buffer)`.
+    fn suppress(&self, step: &Map<String, J>, o: Options) -> Result<WindowedTable, Error> {
+        let buffer = buffer_config(step);
+        Ok(match (self, time_limit(step)) {
+            (WindowedTable::Count(t), None) => WindowedTable::Count(t.suppress_until_window_closes_bounded(buffer, o)?),
+            (WindowedTable::Values(t), None) => {
+                WindowedTable::Values(t.suppress_until_window_closes_bounded(buffer, o)?)
+            }
+            (WindowedTable::Count(t), Some(l)) => WindowedTable::Count(t.suppress_until_time_limit_with(l, buffer, o)?),
+            (WindowedTable::Values(t), Some(l)) => {
+                WindowedTable::Values(t.suppress_until_time_limit_with(l, buffer, o)?)
+            }
         })
     }
 }
@@ -727,6 +735,34 @@ fn store_builder(step: &Map<String, J>) -> R<StoreBuilder> {
     Ok(b)
 }
 
+/// A suppress step's time limit (`untilTimeLimit`); None: `untilWindowCloses`.
+fn time_limit(step: &Map<String, J>) -> Option<Duration> {
+    step.get("time_limit_ms").and_then(J::as_u64).map(Duration::from_millis)
+}
+
+/// A suppress step's `BufferConfig` (absent: unbounded).
+fn buffer_config(step: &Map<String, J>) -> BufferConfig {
+    let Some(b) = step.get("buffer").and_then(J::as_object) else {
+        return BufferConfig::unbounded();
+    };
+    let (records, bytes) = (b.get("max_records").and_then(J::as_i64), b.get("max_bytes").and_then(J::as_i64));
+    if records.is_none() && bytes.is_none() {
+        return BufferConfig::unbounded();
+    }
+    let mut c = BufferConfig::default();
+    if let Some(n) = records {
+        c = c.with_max_records(n);
+    }
+    if let Some(n) = bytes {
+        c = c.with_max_bytes(n);
+    }
+    if b.get("when_full").and_then(J::as_str) == Some("shut_down") {
+        c.shut_down_when_full()
+    } else {
+        c.emit_early_when_full()
+    }
+}
+
 fn millis(w: &Map<String, J>, key: &str) -> R<Duration> {
     let v = w.get(key).and_then(J::as_i64).ok_or_else(|| format!("windowed_by: {key} is not an integer"))?;
     // Duration has no negative values: the engine's refusal of one cannot be
@@ -913,6 +949,11 @@ fn table_op(t: &KTable<Value, Value>, op: &str, step: &Map<String, J>, f: &FnRef
                 let m = kv_mapper(f)?;
                 Node::GroupedTable(t.group_by_with(move |k, v| ok(m(k, v)), options(step, true, false))?)
             }
+            "suppress" if time_limit(step).is_some() => Node::Table(t.suppress_until_time_limit_with(
+                time_limit(step).unwrap_or_default(),
+                buffer_config(step),
+                options(step, false, false),
+            )?),
             "suppress" => {
                 return Err(BuildError::Executor(
                     "suppress: suppress(untilWindowCloses) applies to a windowed aggregation's table only (KTable<Windowed<K>, V>); this table is not windowed, so no call is made (in Rust it does not compile)".to_owned(),
@@ -1312,7 +1353,7 @@ fn apply(
         }
         Some(Node::Table(t)) => table_op(t, op, step, &f)?,
         Some(Node::WindowedTable(t)) => match op {
-            "suppress" => Node::WindowedTable(t.suppress(options(step, false, false))?),
+            "suppress" => Node::WindowedTable(t.suppress(step, options(step, false, false))?),
             _ => table_op(&t.dynamic(), op, step, &f)?,
         },
         Some(Node::TimeWindowed(w)) if op == "emit_strategy" => {

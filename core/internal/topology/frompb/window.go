@@ -33,7 +33,31 @@ func (c *call) emitStrategy(v *pb.EmitStrategyOp) (*topology.Handle, error) {
 	return nil, fmt.Errorf("topology: emit_strategy names strategy %d, which does not exist (on_window_update or on_window_close): %w", v.Strategy, topology.ErrInvalid)
 }
 
-// suppress applies SuppressOp (suppress(untilWindowCloses)).
+// suppress applies SuppressOp: untilWindowCloses, or untilTimeLimit when
+// it gives a time limit; absent buffer bounds are none.
 func (c *call) suppress(v *pb.SuppressOp) (*topology.Handle, error) {
-	return c.b.Suppress(v.Input, v.Name)
+	sup := topology.UntilWindowCloses
+	if v.TimeLimitMs != nil {
+		if *v.TimeLimitMs < 0 {
+			return nil, fmt.Errorf("topology: suppress: untilTimeLimit of %d ms: want at least 0: %w", *v.TimeLimitMs, topology.ErrInvalid)
+		}
+		sup.TimeLimit = *v.TimeLimitMs
+	}
+	if bc := v.Buffer; bc != nil {
+		if bc.MaxRecords != nil {
+			sup.MaxRecords = *bc.MaxRecords
+		}
+		if bc.MaxBytes != nil {
+			sup.MaxBytes = *bc.MaxBytes
+		}
+		switch bc.WhenFull {
+		case pb.BufferFull_BUFFER_FULL_UNSPECIFIED, pb.BufferFull_BUFFER_FULL_EMIT_EARLY:
+			sup.ShutDown = false
+		case pb.BufferFull_BUFFER_FULL_SHUT_DOWN:
+			sup.ShutDown = true
+		default:
+			return nil, fmt.Errorf("topology: suppress names buffer_full %d, which does not exist (emit_early or shut_down): %w", bc.WhenFull, topology.ErrInvalid)
+		}
+	}
+	return c.b.Suppress(v.Input, v.Name, sup)
 }

@@ -4,6 +4,9 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
+BUFFER_FULL_EMIT_EARLY: BufferFull
+BUFFER_FULL_SHUT_DOWN: BufferFull
+BUFFER_FULL_UNSPECIFIED: BufferFull
 DESCRIPTOR: _descriptor.FileDescriptor
 EMIT_STRATEGY_ON_WINDOW_CLOSE: EmitStrategy
 EMIT_STRATEGY_ON_WINDOW_UPDATE: EmitStrategy
@@ -1367,13 +1370,27 @@ class Subtopology(_message.Message):
     nodes: _containers.RepeatedCompositeFieldContainer[Node]
     def __init__(self, id: _Optional[int] = ..., nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ...) -> None: ...
 
+class SuppressBuffer(_message.Message):
+    __slots__ = ["max_bytes", "max_records", "when_full"]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    WHEN_FULL_FIELD_NUMBER: _ClassVar[int]
+    max_bytes: int
+    max_records: int
+    when_full: BufferFull
+    def __init__(self, max_records: _Optional[int] = ..., max_bytes: _Optional[int] = ..., when_full: _Optional[_Union[BufferFull, str]] = ...) -> None: ...
+
 class SuppressOp(_message.Message):
-    __slots__ = ["input", "name"]
+    __slots__ = ["buffer", "input", "name", "time_limit_ms"]
+    BUFFER_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    TIME_LIMIT_MS_FIELD_NUMBER: _ClassVar[int]
+    buffer: SuppressBuffer
     input: int
     name: str
-    def __init__(self, input: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
+    time_limit_ms: int
+    def __init__(self, input: _Optional[int] = ..., name: _Optional[str] = ..., time_limit_ms: _Optional[int] = ..., buffer: _Optional[_Union[SuppressBuffer, _Mapping]] = ...) -> None: ...
 
 class TableOp(_message.Message):
     __slots__ = ["key_serde", "materialized", "name", "offset_reset", "topic", "value_serde"]
@@ -1510,6 +1527,9 @@ class Kind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class EmitStrategy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class BufferFull(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class StoreType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):

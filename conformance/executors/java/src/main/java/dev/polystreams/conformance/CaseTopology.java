@@ -784,7 +784,23 @@ final class CaseTopology {
         return new Handle(Handle.Kind.STREAM, r, outK, vs, null, false);
       }
       case "suppress": {
-        Suppressed s = Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded());
+        Suppressed.BufferConfig buffer = Suppressed.BufferConfig.unbounded();
+        JsonNode bc = st.get("buffer");
+        if (bc != null && (bc.has("max_records") || bc.has("max_bytes"))) {
+          buffer = bc.has("max_records") ? Suppressed.BufferConfig.maxRecords(bc.get("max_records").asLong()) : null;
+          if (bc.has("max_bytes")) {
+            buffer = buffer == null ? Suppressed.BufferConfig.maxBytes(bc.get("max_bytes").asLong()) : buffer.withMaxBytes(bc.get("max_bytes").asLong());
+          }
+          buffer = "shut_down".equals(text(bc, "when_full")) ? buffer.shutDownWhenFull() : buffer.emitEarlyWhenFull();
+        }
+        Suppressed s;
+        if (st.has("time_limit_ms")) {
+          s = Suppressed.untilTimeLimit(java.time.Duration.ofMillis(st.get("time_limit_ms").asLong()), buffer);
+        } else {
+          // untilWindowCloses takes a StrictBufferConfig: an eager one does
+          // not compile in Java; the cast refuses it at run time here.
+          s = Suppressed.untilWindowCloses((Suppressed.StrictBufferConfig) buffer);
+        }
         if (name != null) {
           s = s.withName(name);
         }
