@@ -696,7 +696,7 @@ func (x Node_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Node_Type.Descriptor instead.
 func (Node_Type) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{50, 0}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{51, 0}
 }
 
 type BundleEntry_Kind int32
@@ -755,7 +755,7 @@ func (x BundleEntry_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BundleEntry_Kind.Descriptor instead.
 func (BundleEntry_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{59, 0}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{60, 0}
 }
 
 type RecordFailure_Kind int32
@@ -804,7 +804,7 @@ func (x RecordFailure_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RecordFailure_Kind.Descriptor instead.
 func (RecordFailure_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{61, 0}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{62, 0}
 }
 
 type OpenSessionRequest struct {
@@ -1164,7 +1164,13 @@ type Materialized struct {
 	// Materialized.withRetention, for window and session stores: how long
 	// (ms) a window is kept after its start (0: window size + grace, Kafka
 	// Streams' default); at least size + grace.
-	RetentionMs   int64 `protobuf:"varint,5,opt,name=retention_ms,json=retentionMs,proto3" json:"retention_ms,omitempty"`
+	RetentionMs int64 `protobuf:"varint,5,opt,name=retention_ms,json=retentionMs,proto3" json:"retention_ms,omitempty"`
+	// Materialized.as(Stores.persistentVersionedKeyValueStore(name, ...)):
+	// a table source's store keeps every version of a key for the history
+	// retention (KIP-889); a stream-table join reads the version as of the
+	// stream record's timestamp (KIP-914). Absent: a plain key-value store.
+	// Needs store_name.
+	Versioned     *VersionedStore `protobuf:"bytes,70,opt,name=versioned,proto3" json:"versioned,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1234,6 +1240,73 @@ func (x *Materialized) GetRetentionMs() int64 {
 	return 0
 }
 
+func (x *Materialized) GetVersioned() *VersionedStore {
+	if x != nil {
+		return x.Versioned
+	}
+	return nil
+}
+
+// VersionedStore is Stores.persistentVersionedKeyValueStore's settings.
+type VersionedStore struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How long (ms) versions older than the latest stay readable: a read as
+	// of a time before the store's stream time minus this finds nothing
+	// (unless the key's latest version is older), and a write older than
+	// that is dropped. At least 0.
+	HistoryRetentionMs int64 `protobuf:"varint,1,opt,name=history_retention_ms,json=historyRetentionMs,proto3" json:"history_retention_ms,omitempty"`
+	// The segment interval (ms) of Kafka Streams' RocksDB layout; 0 means
+	// Kafka's default (history retention / 3, at least 2000). Kept for
+	// describe and compatibility; the Pebble layout has no segments.
+	SegmentIntervalMs int64 `protobuf:"varint,2,opt,name=segment_interval_ms,json=segmentIntervalMs,proto3" json:"segment_interval_ms,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *VersionedStore) Reset() {
+	*x = VersionedStore{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VersionedStore) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VersionedStore) ProtoMessage() {}
+
+func (x *VersionedStore) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VersionedStore.ProtoReflect.Descriptor instead.
+func (*VersionedStore) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *VersionedStore) GetHistoryRetentionMs() int64 {
+	if x != nil {
+		return x.HistoryRetentionMs
+	}
+	return 0
+}
+
+func (x *VersionedStore) GetSegmentIntervalMs() int64 {
+	if x != nil {
+		return x.SegmentIntervalMs
+	}
+	return 0
+}
+
 type StreamOp struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// One or more topics; all are read by one source node.
@@ -1254,7 +1327,7 @@ type StreamOp struct {
 
 func (x *StreamOp) Reset() {
 	*x = StreamOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[6]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1266,7 +1339,7 @@ func (x *StreamOp) String() string {
 func (*StreamOp) ProtoMessage() {}
 
 func (x *StreamOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[6]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1279,7 +1352,7 @@ func (x *StreamOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamOp.ProtoReflect.Descriptor instead.
 func (*StreamOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{6}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *StreamOp) GetTopics() []string {
@@ -1339,7 +1412,7 @@ type WindowedByOp struct {
 
 func (x *WindowedByOp) Reset() {
 	*x = WindowedByOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[7]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1351,7 +1424,7 @@ func (x *WindowedByOp) String() string {
 func (*WindowedByOp) ProtoMessage() {}
 
 func (x *WindowedByOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[7]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1364,7 +1437,7 @@ func (x *WindowedByOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WindowedByOp.ProtoReflect.Descriptor instead.
 func (*WindowedByOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{7}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *WindowedByOp) GetInput() uint64 {
@@ -1447,7 +1520,7 @@ type TimeWindows struct {
 
 func (x *TimeWindows) Reset() {
 	*x = TimeWindows{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[8]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1459,7 +1532,7 @@ func (x *TimeWindows) String() string {
 func (*TimeWindows) ProtoMessage() {}
 
 func (x *TimeWindows) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[8]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1472,7 +1545,7 @@ func (x *TimeWindows) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimeWindows.ProtoReflect.Descriptor instead.
 func (*TimeWindows) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{8}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TimeWindows) GetSizeMs() int64 {
@@ -1510,7 +1583,7 @@ type SlidingWindows struct {
 
 func (x *SlidingWindows) Reset() {
 	*x = SlidingWindows{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[9]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1522,7 +1595,7 @@ func (x *SlidingWindows) String() string {
 func (*SlidingWindows) ProtoMessage() {}
 
 func (x *SlidingWindows) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[9]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1535,7 +1608,7 @@ func (x *SlidingWindows) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlidingWindows.ProtoReflect.Descriptor instead.
 func (*SlidingWindows) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{9}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SlidingWindows) GetTimeDifferenceMs() int64 {
@@ -1566,7 +1639,7 @@ type SessionWindows struct {
 
 func (x *SessionWindows) Reset() {
 	*x = SessionWindows{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[10]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1578,7 +1651,7 @@ func (x *SessionWindows) String() string {
 func (*SessionWindows) ProtoMessage() {}
 
 func (x *SessionWindows) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[10]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1591,7 +1664,7 @@ func (x *SessionWindows) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionWindows.ProtoReflect.Descriptor instead.
 func (*SessionWindows) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{10}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SessionWindows) GetInactivityGapMs() int64 {
@@ -1624,7 +1697,7 @@ type EmitStrategyOp struct {
 
 func (x *EmitStrategyOp) Reset() {
 	*x = EmitStrategyOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[11]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1636,7 +1709,7 @@ func (x *EmitStrategyOp) String() string {
 func (*EmitStrategyOp) ProtoMessage() {}
 
 func (x *EmitStrategyOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[11]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1649,7 +1722,7 @@ func (x *EmitStrategyOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmitStrategyOp.ProtoReflect.Descriptor instead.
 func (*EmitStrategyOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{11}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *EmitStrategyOp) GetInput() uint64 {
@@ -1688,7 +1761,7 @@ type ToTableOp struct {
 
 func (x *ToTableOp) Reset() {
 	*x = ToTableOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[12]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1700,7 +1773,7 @@ func (x *ToTableOp) String() string {
 func (*ToTableOp) ProtoMessage() {}
 
 func (x *ToTableOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[12]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1713,7 +1786,7 @@ func (x *ToTableOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToTableOp.ProtoReflect.Descriptor instead.
 func (*ToTableOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{12}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ToTableOp) GetInput() uint64 {
@@ -1753,7 +1826,7 @@ type SuppressOp struct {
 
 func (x *SuppressOp) Reset() {
 	*x = SuppressOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[13]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1765,7 +1838,7 @@ func (x *SuppressOp) String() string {
 func (*SuppressOp) ProtoMessage() {}
 
 func (x *SuppressOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[13]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1778,7 +1851,7 @@ func (x *SuppressOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuppressOp.ProtoReflect.Descriptor instead.
 func (*SuppressOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{13}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SuppressOp) GetInput() uint64 {
@@ -1821,7 +1894,7 @@ type TableOp struct {
 
 func (x *TableOp) Reset() {
 	*x = TableOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[14]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1833,7 +1906,7 @@ func (x *TableOp) String() string {
 func (*TableOp) ProtoMessage() {}
 
 func (x *TableOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[14]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1846,7 +1919,7 @@ func (x *TableOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableOp.ProtoReflect.Descriptor instead.
 func (*TableOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{14}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TableOp) GetTopic() string {
@@ -1910,7 +1983,7 @@ type MapValuesOp struct {
 
 func (x *MapValuesOp) Reset() {
 	*x = MapValuesOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[15]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1922,7 +1995,7 @@ func (x *MapValuesOp) String() string {
 func (*MapValuesOp) ProtoMessage() {}
 
 func (x *MapValuesOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[15]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1935,7 +2008,7 @@ func (x *MapValuesOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapValuesOp.ProtoReflect.Descriptor instead.
 func (*MapValuesOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{15}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *MapValuesOp) GetInput() uint64 {
@@ -1995,7 +2068,7 @@ type FilterOp struct {
 
 func (x *FilterOp) Reset() {
 	*x = FilterOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[16]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2007,7 +2080,7 @@ func (x *FilterOp) String() string {
 func (*FilterOp) ProtoMessage() {}
 
 func (x *FilterOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[16]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2020,7 +2093,7 @@ func (x *FilterOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterOp.ProtoReflect.Descriptor instead.
 func (*FilterOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{16}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FilterOp) GetInput() uint64 {
@@ -2064,7 +2137,7 @@ type FilterNotOp struct {
 
 func (x *FilterNotOp) Reset() {
 	*x = FilterNotOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[17]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2076,7 +2149,7 @@ func (x *FilterNotOp) String() string {
 func (*FilterNotOp) ProtoMessage() {}
 
 func (x *FilterNotOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[17]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2089,7 +2162,7 @@ func (x *FilterNotOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterNotOp.ProtoReflect.Descriptor instead.
 func (*FilterNotOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{17}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FilterNotOp) GetInput() uint64 {
@@ -2135,7 +2208,7 @@ type FlatMapValuesOp struct {
 
 func (x *FlatMapValuesOp) Reset() {
 	*x = FlatMapValuesOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2147,7 +2220,7 @@ func (x *FlatMapValuesOp) String() string {
 func (*FlatMapValuesOp) ProtoMessage() {}
 
 func (x *FlatMapValuesOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2160,7 +2233,7 @@ func (x *FlatMapValuesOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlatMapValuesOp.ProtoReflect.Descriptor instead.
 func (*FlatMapValuesOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{18}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *FlatMapValuesOp) GetInput() uint64 {
@@ -2215,7 +2288,7 @@ type FlatMapOp struct {
 
 func (x *FlatMapOp) Reset() {
 	*x = FlatMapOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2227,7 +2300,7 @@ func (x *FlatMapOp) String() string {
 func (*FlatMapOp) ProtoMessage() {}
 
 func (x *FlatMapOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2240,7 +2313,7 @@ func (x *FlatMapOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlatMapOp.ProtoReflect.Descriptor instead.
 func (*FlatMapOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{19}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FlatMapOp) GetInput() uint64 {
@@ -2292,7 +2365,7 @@ type MapOp struct {
 
 func (x *MapOp) Reset() {
 	*x = MapOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2304,7 +2377,7 @@ func (x *MapOp) String() string {
 func (*MapOp) ProtoMessage() {}
 
 func (x *MapOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2317,7 +2390,7 @@ func (x *MapOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapOp.ProtoReflect.Descriptor instead.
 func (*MapOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{20}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *MapOp) GetInput() uint64 {
@@ -2367,7 +2440,7 @@ type SelectKeyOp struct {
 
 func (x *SelectKeyOp) Reset() {
 	*x = SelectKeyOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2379,7 +2452,7 @@ func (x *SelectKeyOp) String() string {
 func (*SelectKeyOp) ProtoMessage() {}
 
 func (x *SelectKeyOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2392,7 +2465,7 @@ func (x *SelectKeyOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectKeyOp.ProtoReflect.Descriptor instead.
 func (*SelectKeyOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{21}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SelectKeyOp) GetInput() uint64 {
@@ -2434,7 +2507,7 @@ type PeekOp struct {
 
 func (x *PeekOp) Reset() {
 	*x = PeekOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2446,7 +2519,7 @@ func (x *PeekOp) String() string {
 func (*PeekOp) ProtoMessage() {}
 
 func (x *PeekOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2459,7 +2532,7 @@ func (x *PeekOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeekOp.ProtoReflect.Descriptor instead.
 func (*PeekOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{22}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PeekOp) GetInput() uint64 {
@@ -2494,7 +2567,7 @@ type ForeachOp struct {
 
 func (x *ForeachOp) Reset() {
 	*x = ForeachOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2506,7 +2579,7 @@ func (x *ForeachOp) String() string {
 func (*ForeachOp) ProtoMessage() {}
 
 func (x *ForeachOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2519,7 +2592,7 @@ func (x *ForeachOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForeachOp.ProtoReflect.Descriptor instead.
 func (*ForeachOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{23}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ForeachOp) GetInput() uint64 {
@@ -2560,7 +2633,7 @@ type PrintOp struct {
 
 func (x *PrintOp) Reset() {
 	*x = PrintOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2572,7 +2645,7 @@ func (x *PrintOp) String() string {
 func (*PrintOp) ProtoMessage() {}
 
 func (x *PrintOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2585,7 +2658,7 @@ func (x *PrintOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrintOp.ProtoReflect.Descriptor instead.
 func (*PrintOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{24}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PrintOp) GetInput() uint64 {
@@ -2641,7 +2714,7 @@ type AddStateStoreOp struct {
 
 func (x *AddStateStoreOp) Reset() {
 	*x = AddStateStoreOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2653,7 +2726,7 @@ func (x *AddStateStoreOp) String() string {
 func (*AddStateStoreOp) ProtoMessage() {}
 
 func (x *AddStateStoreOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2666,7 +2739,7 @@ func (x *AddStateStoreOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddStateStoreOp.ProtoReflect.Descriptor instead.
 func (*AddStateStoreOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{25}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *AddStateStoreOp) GetName() string {
@@ -2769,7 +2842,7 @@ type ProcessOp struct {
 
 func (x *ProcessOp) Reset() {
 	*x = ProcessOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2781,7 +2854,7 @@ func (x *ProcessOp) String() string {
 func (*ProcessOp) ProtoMessage() {}
 
 func (x *ProcessOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2794,7 +2867,7 @@ func (x *ProcessOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessOp.ProtoReflect.Descriptor instead.
 func (*ProcessOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{26}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ProcessOp) GetInput() uint64 {
@@ -2861,7 +2934,7 @@ type AddSourceOp struct {
 
 func (x *AddSourceOp) Reset() {
 	*x = AddSourceOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2873,7 +2946,7 @@ func (x *AddSourceOp) String() string {
 func (*AddSourceOp) ProtoMessage() {}
 
 func (x *AddSourceOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2886,7 +2959,7 @@ func (x *AddSourceOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddSourceOp.ProtoReflect.Descriptor instead.
 func (*AddSourceOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{27}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *AddSourceOp) GetName() string {
@@ -2936,7 +3009,7 @@ type AddProcessorOp struct {
 
 func (x *AddProcessorOp) Reset() {
 	*x = AddProcessorOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2948,7 +3021,7 @@ func (x *AddProcessorOp) String() string {
 func (*AddProcessorOp) ProtoMessage() {}
 
 func (x *AddProcessorOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2961,7 +3034,7 @@ func (x *AddProcessorOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddProcessorOp.ProtoReflect.Descriptor instead.
 func (*AddProcessorOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{28}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *AddProcessorOp) GetName() string {
@@ -3021,7 +3094,7 @@ type AddSinkOp struct {
 
 func (x *AddSinkOp) Reset() {
 	*x = AddSinkOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3033,7 +3106,7 @@ func (x *AddSinkOp) String() string {
 func (*AddSinkOp) ProtoMessage() {}
 
 func (x *AddSinkOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3046,7 +3119,7 @@ func (x *AddSinkOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddSinkOp.ProtoReflect.Descriptor instead.
 func (*AddSinkOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *AddSinkOp) GetName() string {
@@ -3098,7 +3171,7 @@ type GroupByKeyOp struct {
 
 func (x *GroupByKeyOp) Reset() {
 	*x = GroupByKeyOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3110,7 +3183,7 @@ func (x *GroupByKeyOp) String() string {
 func (*GroupByKeyOp) ProtoMessage() {}
 
 func (x *GroupByKeyOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3123,7 +3196,7 @@ func (x *GroupByKeyOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupByKeyOp.ProtoReflect.Descriptor instead.
 func (*GroupByKeyOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{30}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GroupByKeyOp) GetInput() uint64 {
@@ -3170,7 +3243,7 @@ type GroupByOp struct {
 
 func (x *GroupByOp) Reset() {
 	*x = GroupByOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3182,7 +3255,7 @@ func (x *GroupByOp) String() string {
 func (*GroupByOp) ProtoMessage() {}
 
 func (x *GroupByOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3195,7 +3268,7 @@ func (x *GroupByOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupByOp.ProtoReflect.Descriptor instead.
 func (*GroupByOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{31}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GroupByOp) GetInput() uint64 {
@@ -3247,7 +3320,7 @@ type CountOp struct {
 
 func (x *CountOp) Reset() {
 	*x = CountOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3259,7 +3332,7 @@ func (x *CountOp) String() string {
 func (*CountOp) ProtoMessage() {}
 
 func (x *CountOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3272,7 +3345,7 @@ func (x *CountOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountOp.ProtoReflect.Descriptor instead.
 func (*CountOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{32}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CountOp) GetInput() uint64 {
@@ -3319,7 +3392,7 @@ type ReduceOp struct {
 
 func (x *ReduceOp) Reset() {
 	*x = ReduceOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3331,7 +3404,7 @@ func (x *ReduceOp) String() string {
 func (*ReduceOp) ProtoMessage() {}
 
 func (x *ReduceOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3344,7 +3417,7 @@ func (x *ReduceOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceOp.ProtoReflect.Descriptor instead.
 func (*ReduceOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{33}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ReduceOp) GetInput() uint64 {
@@ -3412,7 +3485,7 @@ type AggregateOp struct {
 
 func (x *AggregateOp) Reset() {
 	*x = AggregateOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3424,7 +3497,7 @@ func (x *AggregateOp) String() string {
 func (*AggregateOp) ProtoMessage() {}
 
 func (x *AggregateOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3437,7 +3510,7 @@ func (x *AggregateOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateOp.ProtoReflect.Descriptor instead.
 func (*AggregateOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AggregateOp) GetInput() uint64 {
@@ -3503,7 +3576,7 @@ type MergeOp struct {
 
 func (x *MergeOp) Reset() {
 	*x = MergeOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3515,7 +3588,7 @@ func (x *MergeOp) String() string {
 func (*MergeOp) ProtoMessage() {}
 
 func (x *MergeOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3528,7 +3601,7 @@ func (x *MergeOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeOp.ProtoReflect.Descriptor instead.
 func (*MergeOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{35}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *MergeOp) GetInput() uint64 {
@@ -3574,7 +3647,7 @@ type SplitOp struct {
 
 func (x *SplitOp) Reset() {
 	*x = SplitOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3586,7 +3659,7 @@ func (x *SplitOp) String() string {
 func (*SplitOp) ProtoMessage() {}
 
 func (x *SplitOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3599,7 +3672,7 @@ func (x *SplitOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitOp.ProtoReflect.Descriptor instead.
 func (*SplitOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{36}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SplitOp) GetInput() uint64 {
@@ -3649,7 +3722,7 @@ type Branch struct {
 
 func (x *Branch) Reset() {
 	*x = Branch{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3661,7 +3734,7 @@ func (x *Branch) String() string {
 func (*Branch) ProtoMessage() {}
 
 func (x *Branch) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3674,7 +3747,7 @@ func (x *Branch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Branch.ProtoReflect.Descriptor instead.
 func (*Branch) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{37}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Branch) GetPredicateToken() uint32 {
@@ -3708,7 +3781,7 @@ type RepartitionOp struct {
 
 func (x *RepartitionOp) Reset() {
 	*x = RepartitionOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3720,7 +3793,7 @@ func (x *RepartitionOp) String() string {
 func (*RepartitionOp) ProtoMessage() {}
 
 func (x *RepartitionOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3733,7 +3806,7 @@ func (x *RepartitionOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepartitionOp.ProtoReflect.Descriptor instead.
 func (*RepartitionOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RepartitionOp) GetInput() uint64 {
@@ -3810,7 +3883,7 @@ type JoinOp struct {
 
 func (x *JoinOp) Reset() {
 	*x = JoinOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3822,7 +3895,7 @@ func (x *JoinOp) String() string {
 func (*JoinOp) ProtoMessage() {}
 
 func (x *JoinOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3835,7 +3908,7 @@ func (x *JoinOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinOp.ProtoReflect.Descriptor instead.
 func (*JoinOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{39}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *JoinOp) GetInput() uint64 {
@@ -3946,7 +4019,7 @@ type JoinWindows struct {
 
 func (x *JoinWindows) Reset() {
 	*x = JoinWindows{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3958,7 +4031,7 @@ func (x *JoinWindows) String() string {
 func (*JoinWindows) ProtoMessage() {}
 
 func (x *JoinWindows) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3971,7 +4044,7 @@ func (x *JoinWindows) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinWindows.ProtoReflect.Descriptor instead.
 func (*JoinWindows) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{40}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *JoinWindows) GetBeforeMs() int64 {
@@ -4018,7 +4091,7 @@ type GlobalTableOp struct {
 
 func (x *GlobalTableOp) Reset() {
 	*x = GlobalTableOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4030,7 +4103,7 @@ func (x *GlobalTableOp) String() string {
 func (*GlobalTableOp) ProtoMessage() {}
 
 func (x *GlobalTableOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4043,7 +4116,7 @@ func (x *GlobalTableOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GlobalTableOp.ProtoReflect.Descriptor instead.
 func (*GlobalTableOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{41}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GlobalTableOp) GetTopic() string {
@@ -4098,7 +4171,7 @@ type ToStreamOp struct {
 
 func (x *ToStreamOp) Reset() {
 	*x = ToStreamOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4110,7 +4183,7 @@ func (x *ToStreamOp) String() string {
 func (*ToStreamOp) ProtoMessage() {}
 
 func (x *ToStreamOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4123,7 +4196,7 @@ func (x *ToStreamOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToStreamOp.ProtoReflect.Descriptor instead.
 func (*ToStreamOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{42}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ToStreamOp) GetInput() uint64 {
@@ -4154,7 +4227,7 @@ type ToOp struct {
 
 func (x *ToOp) Reset() {
 	*x = ToOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4166,7 +4239,7 @@ func (x *ToOp) String() string {
 func (*ToOp) ProtoMessage() {}
 
 func (x *ToOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4179,7 +4252,7 @@ func (x *ToOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToOp.ProtoReflect.Descriptor instead.
 func (*ToOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{43}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ToOp) GetInput() uint64 {
@@ -4264,7 +4337,7 @@ type BuildRequest struct {
 
 func (x *BuildRequest) Reset() {
 	*x = BuildRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4276,7 +4349,7 @@ func (x *BuildRequest) String() string {
 func (*BuildRequest) ProtoMessage() {}
 
 func (x *BuildRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4289,7 +4362,7 @@ func (x *BuildRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildRequest.ProtoReflect.Descriptor instead.
 func (*BuildRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{44}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *BuildRequest) GetSessionId() string {
@@ -4818,7 +4891,7 @@ type BuildResponse struct {
 
 func (x *BuildResponse) Reset() {
 	*x = BuildResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4830,7 +4903,7 @@ func (x *BuildResponse) String() string {
 func (*BuildResponse) ProtoMessage() {}
 
 func (x *BuildResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4843,7 +4916,7 @@ func (x *BuildResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildResponse.ProtoReflect.Descriptor instead.
 func (*BuildResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{45}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *BuildResponse) GetHandle() *Handle {
@@ -4872,7 +4945,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4884,7 +4957,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4897,7 +4970,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{46}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *DescribeRequest) GetSessionId() string {
@@ -4928,7 +5001,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4940,7 +5013,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4953,7 +5026,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{47}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *DescribeResponse) GetText() string {
@@ -4986,7 +5059,7 @@ type TopologyDescription struct {
 
 func (x *TopologyDescription) Reset() {
 	*x = TopologyDescription{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4998,7 +5071,7 @@ func (x *TopologyDescription) String() string {
 func (*TopologyDescription) ProtoMessage() {}
 
 func (x *TopologyDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5011,7 +5084,7 @@ func (x *TopologyDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologyDescription.ProtoReflect.Descriptor instead.
 func (*TopologyDescription) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{48}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *TopologyDescription) GetSubtopologies() []*Subtopology {
@@ -5031,7 +5104,7 @@ type Subtopology struct {
 
 func (x *Subtopology) Reset() {
 	*x = Subtopology{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5043,7 +5116,7 @@ func (x *Subtopology) String() string {
 func (*Subtopology) ProtoMessage() {}
 
 func (x *Subtopology) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5056,7 +5129,7 @@ func (x *Subtopology) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subtopology.ProtoReflect.Descriptor instead.
 func (*Subtopology) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{49}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Subtopology) GetId() int32 {
@@ -5092,7 +5165,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5104,7 +5177,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5117,7 +5190,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{50}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Node) GetName() string {
@@ -5178,7 +5251,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5190,7 +5263,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5203,7 +5276,7 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{51}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *StartRequest) GetSessionId() string {
@@ -5221,7 +5294,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5233,7 +5306,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5246,7 +5319,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{52}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{53}
 }
 
 type ExchangeRequest struct {
@@ -5267,7 +5340,7 @@ type ExchangeRequest struct {
 
 func (x *ExchangeRequest) Reset() {
 	*x = ExchangeRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5279,7 +5352,7 @@ func (x *ExchangeRequest) String() string {
 func (*ExchangeRequest) ProtoMessage() {}
 
 func (x *ExchangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5292,7 +5365,7 @@ func (x *ExchangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeRequest.ProtoReflect.Descriptor instead.
 func (*ExchangeRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{53}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ExchangeRequest) GetSessionId() string {
@@ -5348,7 +5421,7 @@ type ExchangeResponse struct {
 
 func (x *ExchangeResponse) Reset() {
 	*x = ExchangeResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5360,7 +5433,7 @@ func (x *ExchangeResponse) String() string {
 func (*ExchangeResponse) ProtoMessage() {}
 
 func (x *ExchangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5373,7 +5446,7 @@ func (x *ExchangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeResponse.ProtoReflect.Descriptor instead.
 func (*ExchangeResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{54}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ExchangeResponse) GetBundles() []*Bundle {
@@ -5424,7 +5497,7 @@ type RecordContext struct {
 
 func (x *RecordContext) Reset() {
 	*x = RecordContext{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5436,7 +5509,7 @@ func (x *RecordContext) String() string {
 func (*RecordContext) ProtoMessage() {}
 
 func (x *RecordContext) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5449,7 +5522,7 @@ func (x *RecordContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordContext.ProtoReflect.Descriptor instead.
 func (*RecordContext) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{55}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *RecordContext) GetTopic() string {
@@ -5509,7 +5582,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5521,7 +5594,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5534,7 +5607,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{56}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Step) GetToken() uint32 {
@@ -5719,7 +5792,7 @@ type Bundle struct {
 
 func (x *Bundle) Reset() {
 	*x = Bundle{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5731,7 +5804,7 @@ func (x *Bundle) String() string {
 func (*Bundle) ProtoMessage() {}
 
 func (x *Bundle) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5744,7 +5817,7 @@ func (x *Bundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bundle.ProtoReflect.Descriptor instead.
 func (*Bundle) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{57}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Bundle) GetId() uint64 {
@@ -6034,7 +6107,7 @@ type StoreView struct {
 
 func (x *StoreView) Reset() {
 	*x = StoreView{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6046,7 +6119,7 @@ func (x *StoreView) String() string {
 func (*StoreView) ProtoMessage() {}
 
 func (x *StoreView) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6059,7 +6132,7 @@ func (x *StoreView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreView.ProtoReflect.Descriptor instead.
 func (*StoreView) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{58}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *StoreView) GetStore() string {
@@ -6162,7 +6235,7 @@ type BundleEntry struct {
 
 func (x *BundleEntry) Reset() {
 	*x = BundleEntry{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6174,7 +6247,7 @@ func (x *BundleEntry) String() string {
 func (*BundleEntry) ProtoMessage() {}
 
 func (x *BundleEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6187,7 +6260,7 @@ func (x *BundleEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleEntry.ProtoReflect.Descriptor instead.
 func (*BundleEntry) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{59}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *BundleEntry) GetKind() BundleEntry_Kind {
@@ -6281,7 +6354,7 @@ type BundleResult struct {
 
 func (x *BundleResult) Reset() {
 	*x = BundleResult{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6293,7 +6366,7 @@ func (x *BundleResult) String() string {
 func (*BundleResult) ProtoMessage() {}
 
 func (x *BundleResult) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6306,7 +6379,7 @@ func (x *BundleResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleResult.ProtoReflect.Descriptor instead.
 func (*BundleResult) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{60}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *BundleResult) GetBundleId() uint64 {
@@ -6533,7 +6606,7 @@ type RecordFailure struct {
 
 func (x *RecordFailure) Reset() {
 	*x = RecordFailure{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6545,7 +6618,7 @@ func (x *RecordFailure) String() string {
 func (*RecordFailure) ProtoMessage() {}
 
 func (x *RecordFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6558,7 +6631,7 @@ func (x *RecordFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordFailure.ProtoReflect.Descriptor instead.
 func (*RecordFailure) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{61}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *RecordFailure) GetIndex() int32 {
@@ -6610,7 +6683,7 @@ type BrokerOutage struct {
 
 func (x *BrokerOutage) Reset() {
 	*x = BrokerOutage{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6622,7 +6695,7 @@ func (x *BrokerOutage) String() string {
 func (*BrokerOutage) ProtoMessage() {}
 
 func (x *BrokerOutage) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6635,7 +6708,7 @@ func (x *BrokerOutage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrokerOutage.ProtoReflect.Descriptor instead.
 func (*BrokerOutage) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{62}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *BrokerOutage) GetBrokers() []string {
@@ -6685,7 +6758,7 @@ type RestoreProgress struct {
 
 func (x *RestoreProgress) Reset() {
 	*x = RestoreProgress{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6697,7 +6770,7 @@ func (x *RestoreProgress) String() string {
 func (*RestoreProgress) ProtoMessage() {}
 
 func (x *RestoreProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6710,7 +6783,7 @@ func (x *RestoreProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreProgress.ProtoReflect.Descriptor instead.
 func (*RestoreProgress) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{63}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *RestoreProgress) GetRestoredRecords() int64 {
@@ -6750,7 +6823,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6762,7 +6835,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6775,7 +6848,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{64}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *GetStateRequest) GetSessionId() string {
@@ -6823,7 +6896,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6835,7 +6908,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6848,7 +6921,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{65}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *GetStateResponse) GetState() State {
@@ -6930,7 +7003,7 @@ type PauseProcessingRequest struct {
 
 func (x *PauseProcessingRequest) Reset() {
 	*x = PauseProcessingRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6942,7 +7015,7 @@ func (x *PauseProcessingRequest) String() string {
 func (*PauseProcessingRequest) ProtoMessage() {}
 
 func (x *PauseProcessingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6955,7 +7028,7 @@ func (x *PauseProcessingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseProcessingRequest.ProtoReflect.Descriptor instead.
 func (*PauseProcessingRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{66}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *PauseProcessingRequest) GetSessionId() string {
@@ -6973,7 +7046,7 @@ type PauseProcessingResponse struct {
 
 func (x *PauseProcessingResponse) Reset() {
 	*x = PauseProcessingResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6985,7 +7058,7 @@ func (x *PauseProcessingResponse) String() string {
 func (*PauseProcessingResponse) ProtoMessage() {}
 
 func (x *PauseProcessingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6998,7 +7071,7 @@ func (x *PauseProcessingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseProcessingResponse.ProtoReflect.Descriptor instead.
 func (*PauseProcessingResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{67}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{68}
 }
 
 type ResumeProcessingRequest struct {
@@ -7010,7 +7083,7 @@ type ResumeProcessingRequest struct {
 
 func (x *ResumeProcessingRequest) Reset() {
 	*x = ResumeProcessingRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7022,7 +7095,7 @@ func (x *ResumeProcessingRequest) String() string {
 func (*ResumeProcessingRequest) ProtoMessage() {}
 
 func (x *ResumeProcessingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7035,7 +7108,7 @@ func (x *ResumeProcessingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeProcessingRequest.ProtoReflect.Descriptor instead.
 func (*ResumeProcessingRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{68}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ResumeProcessingRequest) GetSessionId() string {
@@ -7053,7 +7126,7 @@ type ResumeProcessingResponse struct {
 
 func (x *ResumeProcessingResponse) Reset() {
 	*x = ResumeProcessingResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7065,7 +7138,7 @@ func (x *ResumeProcessingResponse) String() string {
 func (*ResumeProcessingResponse) ProtoMessage() {}
 
 func (x *ResumeProcessingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7078,7 +7151,7 @@ func (x *ResumeProcessingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeProcessingResponse.ProtoReflect.Descriptor instead.
 func (*ResumeProcessingResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{69}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{70}
 }
 
 type CleanUpStateRequest struct {
@@ -7090,7 +7163,7 @@ type CleanUpStateRequest struct {
 
 func (x *CleanUpStateRequest) Reset() {
 	*x = CleanUpStateRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7102,7 +7175,7 @@ func (x *CleanUpStateRequest) String() string {
 func (*CleanUpStateRequest) ProtoMessage() {}
 
 func (x *CleanUpStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7115,7 +7188,7 @@ func (x *CleanUpStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanUpStateRequest.ProtoReflect.Descriptor instead.
 func (*CleanUpStateRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{70}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *CleanUpStateRequest) GetSessionId() string {
@@ -7136,7 +7209,7 @@ type CleanUpStateResponse struct {
 
 func (x *CleanUpStateResponse) Reset() {
 	*x = CleanUpStateResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7148,7 +7221,7 @@ func (x *CleanUpStateResponse) String() string {
 func (*CleanUpStateResponse) ProtoMessage() {}
 
 func (x *CleanUpStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7161,7 +7234,7 @@ func (x *CleanUpStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanUpStateResponse.ProtoReflect.Descriptor instead.
 func (*CleanUpStateResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{71}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *CleanUpStateResponse) GetDeleted() string {
@@ -7180,7 +7253,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7192,7 +7265,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7205,7 +7278,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{72}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *StopRequest) GetSessionId() string {
@@ -7223,7 +7296,7 @@ type StopResponse struct {
 
 func (x *StopResponse) Reset() {
 	*x = StopResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7235,7 +7308,7 @@ func (x *StopResponse) String() string {
 func (*StopResponse) ProtoMessage() {}
 
 func (x *StopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7248,7 +7321,7 @@ func (x *StopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
 func (*StopResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{73}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{74}
 }
 
 type QueryRequest struct {
@@ -7266,6 +7339,7 @@ type QueryRequest struct {
 	//	*QueryRequest_Prefix
 	//	*QueryRequest_All
 	//	*QueryRequest_WindowFetch
+	//	*QueryRequest_VersionedGet
 	Query isQueryRequest_Query `protobuf_oneof:"query"`
 	// At most this many entries (0: at most 100,000; asking for more than
 	// that is refused).
@@ -7288,7 +7362,7 @@ type QueryRequest struct {
 
 func (x *QueryRequest) Reset() {
 	*x = QueryRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7300,7 +7374,7 @@ func (x *QueryRequest) String() string {
 func (*QueryRequest) ProtoMessage() {}
 
 func (x *QueryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7313,7 +7387,7 @@ func (x *QueryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRequest.ProtoReflect.Descriptor instead.
 func (*QueryRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{74}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *QueryRequest) GetSessionId() string {
@@ -7377,6 +7451,15 @@ func (x *QueryRequest) GetWindowFetch() *WindowFetch {
 	if x != nil {
 		if x, ok := x.Query.(*QueryRequest_WindowFetch); ok {
 			return x.WindowFetch
+		}
+	}
+	return nil
+}
+
+func (x *QueryRequest) GetVersionedGet() *VersionedGet {
+	if x != nil {
+		if x, ok := x.Query.(*QueryRequest_VersionedGet); ok {
+			return x.VersionedGet
 		}
 	}
 	return nil
@@ -7448,6 +7531,13 @@ type QueryRequest_WindowFetch struct {
 	WindowFetch *WindowFetch `protobuf:"bytes,8,opt,name=window_fetch,json=windowFetch,proto3,oneof"`
 }
 
+type QueryRequest_VersionedGet struct {
+	// A versioned store: the version of key valid at as_of_ms
+	// (VersionedKeyValueStore.get(key, asOfTimestamp)), or the latest
+	// version when as_of_ms is absent (get(key)).
+	VersionedGet *VersionedGet `protobuf:"bytes,70,opt,name=versioned_get,json=versionedGet,proto3,oneof"`
+}
+
 func (*QueryRequest_Get) isQueryRequest_Query() {}
 
 func (*QueryRequest_Range) isQueryRequest_Query() {}
@@ -7457,6 +7547,62 @@ func (*QueryRequest_Prefix) isQueryRequest_Query() {}
 func (*QueryRequest_All) isQueryRequest_Query() {}
 
 func (*QueryRequest_WindowFetch) isQueryRequest_Query() {}
+
+func (*QueryRequest_VersionedGet) isQueryRequest_Query() {}
+
+// VersionedGet asks a versioned store for one version of a key.
+type VersionedGet struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// The time (epoch ms) the version must be valid at; absent: the latest.
+	AsOfMs        *int64 `protobuf:"varint,2,opt,name=as_of_ms,json=asOfMs,proto3,oneof" json:"as_of_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VersionedGet) Reset() {
+	*x = VersionedGet{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VersionedGet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VersionedGet) ProtoMessage() {}
+
+func (x *VersionedGet) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VersionedGet.ProtoReflect.Descriptor instead.
+func (*VersionedGet) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *VersionedGet) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *VersionedGet) GetAsOfMs() int64 {
+	if x != nil && x.AsOfMs != nil {
+		return *x.AsOfMs
+	}
+	return 0
+}
 
 // WindowFetch: windows starting from from_ms to to_ms, both inclusive (a
 // session store: sessions ending at or after from_ms and starting at or
@@ -7488,7 +7634,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7500,7 +7646,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7513,7 +7659,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{75}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ReadRequest) GetSessionId() string {
@@ -7658,7 +7804,7 @@ type ReadResponse struct {
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7670,7 +7816,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7683,7 +7829,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{76}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ReadResponse) GetKeyLengths() []int32 {
@@ -7746,7 +7892,7 @@ type WindowFetch struct {
 
 func (x *WindowFetch) Reset() {
 	*x = WindowFetch{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7758,7 +7904,7 @@ func (x *WindowFetch) String() string {
 func (*WindowFetch) ProtoMessage() {}
 
 func (x *WindowFetch) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7771,7 +7917,7 @@ func (x *WindowFetch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WindowFetch.ProtoReflect.Descriptor instead.
 func (*WindowFetch) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{77}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *WindowFetch) GetKey() []byte {
@@ -7805,7 +7951,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7817,7 +7963,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7830,7 +7976,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{78}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *KeyRange) GetFrom() []byte {
@@ -7872,14 +8018,18 @@ type QueryResponse struct {
 	// A get or a keyed window fetch: the partition of the key.
 	Partition *int32 `protobuf:"varint,53,opt,name=partition,proto3,oneof" json:"partition,omitempty"`
 	// The store partitions the answer covers.
-	Partitions    []int32 `protobuf:"varint,54,rep,packed,name=partitions,proto3" json:"partitions,omitempty"`
+	Partitions []int32 `protobuf:"varint,54,rep,packed,name=partitions,proto3" json:"partitions,omitempty"`
+	// A versioned_get's answer: the entry's timestamp (timestamps) is the
+	// version's valid-from; valid_to_ms is when the next version replaced
+	// it, absent for the latest (VersionedRecord.validTo()).
+	ValidToMs     *int64 `protobuf:"varint,70,opt,name=valid_to_ms,json=validToMs,proto3,oneof" json:"valid_to_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *QueryResponse) Reset() {
 	*x = QueryResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7891,7 +8041,7 @@ func (x *QueryResponse) String() string {
 func (*QueryResponse) ProtoMessage() {}
 
 func (x *QueryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7904,7 +8054,7 @@ func (x *QueryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryResponse.ProtoReflect.Descriptor instead.
 func (*QueryResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{79}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *QueryResponse) GetKeyLengths() []int32 {
@@ -7991,6 +8141,13 @@ func (x *QueryResponse) GetPartitions() []int32 {
 	return nil
 }
 
+func (x *QueryResponse) GetValidToMs() int64 {
+	if x != nil && x.ValidToMs != nil {
+		return *x.ValidToMs
+	}
+	return 0
+}
+
 // HostInfo is an instance's application.server (Kafka Streams' HostInfo).
 type HostInfo struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -8002,7 +8159,7 @@ type HostInfo struct {
 
 func (x *HostInfo) Reset() {
 	*x = HostInfo{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8014,7 +8171,7 @@ func (x *HostInfo) String() string {
 func (*HostInfo) ProtoMessage() {}
 
 func (x *HostInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8027,7 +8184,7 @@ func (x *HostInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostInfo.ProtoReflect.Descriptor instead.
 func (*HostInfo) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{80}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *HostInfo) GetHost() string {
@@ -8057,7 +8214,7 @@ type QueryMetadataForKeyRequest struct {
 
 func (x *QueryMetadataForKeyRequest) Reset() {
 	*x = QueryMetadataForKeyRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8069,7 +8226,7 @@ func (x *QueryMetadataForKeyRequest) String() string {
 func (*QueryMetadataForKeyRequest) ProtoMessage() {}
 
 func (x *QueryMetadataForKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8082,7 +8239,7 @@ func (x *QueryMetadataForKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetadataForKeyRequest.ProtoReflect.Descriptor instead.
 func (*QueryMetadataForKeyRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{81}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *QueryMetadataForKeyRequest) GetSessionId() string {
@@ -8123,7 +8280,7 @@ type QueryMetadataForKeyResponse struct {
 
 func (x *QueryMetadataForKeyResponse) Reset() {
 	*x = QueryMetadataForKeyResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8135,7 +8292,7 @@ func (x *QueryMetadataForKeyResponse) String() string {
 func (*QueryMetadataForKeyResponse) ProtoMessage() {}
 
 func (x *QueryMetadataForKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8148,7 +8305,7 @@ func (x *QueryMetadataForKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetadataForKeyResponse.ProtoReflect.Descriptor instead.
 func (*QueryMetadataForKeyResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{82}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *QueryMetadataForKeyResponse) GetActiveHost() *HostInfo {
@@ -8184,7 +8341,7 @@ type StreamsMetadataRequest struct {
 
 func (x *StreamsMetadataRequest) Reset() {
 	*x = StreamsMetadataRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8196,7 +8353,7 @@ func (x *StreamsMetadataRequest) String() string {
 func (*StreamsMetadataRequest) ProtoMessage() {}
 
 func (x *StreamsMetadataRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8209,7 +8366,7 @@ func (x *StreamsMetadataRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamsMetadataRequest.ProtoReflect.Descriptor instead.
 func (*StreamsMetadataRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{83}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *StreamsMetadataRequest) GetSessionId() string {
@@ -8236,7 +8393,7 @@ type TopicPartition struct {
 
 func (x *TopicPartition) Reset() {
 	*x = TopicPartition{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8248,7 +8405,7 @@ func (x *TopicPartition) String() string {
 func (*TopicPartition) ProtoMessage() {}
 
 func (x *TopicPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8261,7 +8418,7 @@ func (x *TopicPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicPartition.ProtoReflect.Descriptor instead.
 func (*TopicPartition) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{84}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *TopicPartition) GetTopic() string {
@@ -8295,7 +8452,7 @@ type StreamsMetadata struct {
 
 func (x *StreamsMetadata) Reset() {
 	*x = StreamsMetadata{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8307,7 +8464,7 @@ func (x *StreamsMetadata) String() string {
 func (*StreamsMetadata) ProtoMessage() {}
 
 func (x *StreamsMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8320,7 +8477,7 @@ func (x *StreamsMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamsMetadata.ProtoReflect.Descriptor instead.
 func (*StreamsMetadata) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{85}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *StreamsMetadata) GetHostInfo() *HostInfo {
@@ -8369,7 +8526,7 @@ type StreamsMetadataResponse struct {
 
 func (x *StreamsMetadataResponse) Reset() {
 	*x = StreamsMetadataResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8381,7 +8538,7 @@ func (x *StreamsMetadataResponse) String() string {
 func (*StreamsMetadataResponse) ProtoMessage() {}
 
 func (x *StreamsMetadataResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8394,7 +8551,7 @@ func (x *StreamsMetadataResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamsMetadataResponse.ProtoReflect.Descriptor instead.
 func (*StreamsMetadataResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{86}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *StreamsMetadataResponse) GetMetadata() []*StreamsMetadata {
@@ -8420,7 +8577,7 @@ type GetMetricsRequest struct {
 
 func (x *GetMetricsRequest) Reset() {
 	*x = GetMetricsRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8432,7 +8589,7 @@ func (x *GetMetricsRequest) String() string {
 func (*GetMetricsRequest) ProtoMessage() {}
 
 func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8445,7 +8602,7 @@ func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsRequest.ProtoReflect.Descriptor instead.
 func (*GetMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{87}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *GetMetricsRequest) GetSessionId() string {
@@ -8478,7 +8635,7 @@ type GetMetricsResponse struct {
 
 func (x *GetMetricsResponse) Reset() {
 	*x = GetMetricsResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[88]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8490,7 +8647,7 @@ func (x *GetMetricsResponse) String() string {
 func (*GetMetricsResponse) ProtoMessage() {}
 
 func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[88]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8503,7 +8660,7 @@ func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsResponse.ProtoReflect.Descriptor instead.
 func (*GetMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{88}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *GetMetricsResponse) GetState() State {
@@ -8575,7 +8732,7 @@ type NodeMetrics struct {
 
 func (x *NodeMetrics) Reset() {
 	*x = NodeMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[89]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8587,7 +8744,7 @@ func (x *NodeMetrics) String() string {
 func (*NodeMetrics) ProtoMessage() {}
 
 func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[89]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8600,7 +8757,7 @@ func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetrics.ProtoReflect.Descriptor instead.
 func (*NodeMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{89}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *NodeMetrics) GetName() string {
@@ -8660,7 +8817,7 @@ type TaskMetrics struct {
 
 func (x *TaskMetrics) Reset() {
 	*x = TaskMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[90]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8672,7 +8829,7 @@ func (x *TaskMetrics) String() string {
 func (*TaskMetrics) ProtoMessage() {}
 
 func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[90]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8685,7 +8842,7 @@ func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskMetrics.ProtoReflect.Descriptor instead.
 func (*TaskMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{90}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *TaskMetrics) GetId() string {
@@ -8732,7 +8889,7 @@ type PartitionLag struct {
 
 func (x *PartitionLag) Reset() {
 	*x = PartitionLag{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[91]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8744,7 +8901,7 @@ func (x *PartitionLag) String() string {
 func (*PartitionLag) ProtoMessage() {}
 
 func (x *PartitionLag) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[91]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8757,7 +8914,7 @@ func (x *PartitionLag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLag.ProtoReflect.Descriptor instead.
 func (*PartitionLag) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{91}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *PartitionLag) GetTopic() string {
@@ -8807,7 +8964,7 @@ type StoreMetrics struct {
 
 func (x *StoreMetrics) Reset() {
 	*x = StoreMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[92]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8819,7 +8976,7 @@ func (x *StoreMetrics) String() string {
 func (*StoreMetrics) ProtoMessage() {}
 
 func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[92]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8832,7 +8989,7 @@ func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMetrics.ProtoReflect.Descriptor instead.
 func (*StoreMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{92}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *StoreMetrics) GetName() string {
@@ -8868,7 +9025,7 @@ type TestRecord struct {
 
 func (x *TestRecord) Reset() {
 	*x = TestRecord{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[93]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8880,7 +9037,7 @@ func (x *TestRecord) String() string {
 func (*TestRecord) ProtoMessage() {}
 
 func (x *TestRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[93]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8893,7 +9050,7 @@ func (x *TestRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestRecord.ProtoReflect.Descriptor instead.
 func (*TestRecord) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{93}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *TestRecord) GetTopic() string {
@@ -8943,7 +9100,7 @@ type TestHeader struct {
 
 func (x *TestHeader) Reset() {
 	*x = TestHeader{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[94]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8955,7 +9112,7 @@ func (x *TestHeader) String() string {
 func (*TestHeader) ProtoMessage() {}
 
 func (x *TestHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[94]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8968,7 +9125,7 @@ func (x *TestHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestHeader.ProtoReflect.Descriptor instead.
 func (*TestHeader) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{94}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *TestHeader) GetKey() string {
@@ -8996,7 +9153,7 @@ type PipeInputRequest struct {
 
 func (x *PipeInputRequest) Reset() {
 	*x = PipeInputRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[95]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9008,7 +9165,7 @@ func (x *PipeInputRequest) String() string {
 func (*PipeInputRequest) ProtoMessage() {}
 
 func (x *PipeInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[95]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9021,7 +9178,7 @@ func (x *PipeInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipeInputRequest.ProtoReflect.Descriptor instead.
 func (*PipeInputRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{95}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *PipeInputRequest) GetSessionId() string {
@@ -9056,7 +9213,7 @@ type PipeInputResponse struct {
 
 func (x *PipeInputResponse) Reset() {
 	*x = PipeInputResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[96]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9068,7 +9225,7 @@ func (x *PipeInputResponse) String() string {
 func (*PipeInputResponse) ProtoMessage() {}
 
 func (x *PipeInputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[96]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9081,7 +9238,7 @@ func (x *PipeInputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipeInputResponse.ProtoReflect.Descriptor instead.
 func (*PipeInputResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{96}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *PipeInputResponse) GetProcessed() int32 {
@@ -9117,7 +9274,7 @@ type ReadOutputRequest struct {
 
 func (x *ReadOutputRequest) Reset() {
 	*x = ReadOutputRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[97]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9129,7 +9286,7 @@ func (x *ReadOutputRequest) String() string {
 func (*ReadOutputRequest) ProtoMessage() {}
 
 func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[97]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9142,7 +9299,7 @@ func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputRequest.ProtoReflect.Descriptor instead.
 func (*ReadOutputRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{97}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *ReadOutputRequest) GetSessionId() string {
@@ -9173,7 +9330,7 @@ type ReadOutputResponse struct {
 
 func (x *ReadOutputResponse) Reset() {
 	*x = ReadOutputResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[98]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9185,7 +9342,7 @@ func (x *ReadOutputResponse) String() string {
 func (*ReadOutputResponse) ProtoMessage() {}
 
 func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[98]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9198,7 +9355,7 @@ func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputResponse.ProtoReflect.Descriptor instead.
 func (*ReadOutputResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{98}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *ReadOutputResponse) GetRecords() []*TestRecord {
@@ -9233,7 +9390,7 @@ type AdvanceWallClockRequest struct {
 
 func (x *AdvanceWallClockRequest) Reset() {
 	*x = AdvanceWallClockRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[99]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9245,7 +9402,7 @@ func (x *AdvanceWallClockRequest) String() string {
 func (*AdvanceWallClockRequest) ProtoMessage() {}
 
 func (x *AdvanceWallClockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[99]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9258,7 +9415,7 @@ func (x *AdvanceWallClockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdvanceWallClockRequest.ProtoReflect.Descriptor instead.
 func (*AdvanceWallClockRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{99}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *AdvanceWallClockRequest) GetSessionId() string {
@@ -9285,7 +9442,7 @@ type AdvanceWallClockResponse struct {
 
 func (x *AdvanceWallClockResponse) Reset() {
 	*x = AdvanceWallClockResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[100]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9297,7 +9454,7 @@ func (x *AdvanceWallClockResponse) String() string {
 func (*AdvanceWallClockResponse) ProtoMessage() {}
 
 func (x *AdvanceWallClockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[100]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9310,7 +9467,7 @@ func (x *AdvanceWallClockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdvanceWallClockResponse.ProtoReflect.Descriptor instead.
 func (*AdvanceWallClockResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{100}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *AdvanceWallClockResponse) GetWallClockMs() int64 {
@@ -9354,7 +9511,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\vvalue_serde\x18\x04 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
 	"\x04node\x18\x05 \x01(\tR\x04node\x12\x14\n" +
-	"\x05store\x18\x06 \x01(\tR\x05store\"\xb6\x02\n" +
+	"\x05store\x18\x06 \x01(\tR\x05store\"\xfa\x02\n" +
 	"\fMaterialized\x12\x1d\n" +
 	"\n" +
 	"store_name\x18\x01 \x01(\tR\tstoreName\x12\x1b\n" +
@@ -9362,10 +9519,14 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\vvalue_serde\x18\x03 \x01(\tR\n" +
 	"valueSerde\x12b\n" +
 	"\x10changelog_config\x18\x04 \x03(\v27.polystreams.v1alpha1.Materialized.ChangelogConfigEntryR\x0fchangelogConfig\x12!\n" +
-	"\fretention_ms\x18\x05 \x01(\x03R\vretentionMs\x1aB\n" +
+	"\fretention_ms\x18\x05 \x01(\x03R\vretentionMs\x12B\n" +
+	"\tversioned\x18F \x01(\v2$.polystreams.v1alpha1.VersionedStoreR\tversioned\x1aB\n" +
 	"\x14ChangelogConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x97\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"r\n" +
+	"\x0eVersionedStore\x120\n" +
+	"\x14history_retention_ms\x18\x01 \x01(\x03R\x12historyRetentionMs\x12.\n" +
+	"\x13segment_interval_ms\x18\x02 \x01(\x03R\x11segmentIntervalMs\"\x97\x01\n" +
 	"\bStreamOp\x12\x16\n" +
 	"\x06topics\x18\x01 \x03(\tR\x06topics\x12\x1b\n" +
 	"\tkey_serde\x18\x02 \x01(\tR\bkeySerde\x12\x1f\n" +
@@ -9881,7 +10042,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\vStopRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x0e\n" +
-	"\fStopResponse\"\xc9\x03\n" +
+	"\fStopResponse\"\x94\x04\n" +
 	"\fQueryRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
@@ -9890,14 +10051,19 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x05range\x18\x04 \x01(\v2\x1e.polystreams.v1alpha1.KeyRangeH\x00R\x05range\x12\x18\n" +
 	"\x06prefix\x18\x05 \x01(\fH\x00R\x06prefix\x12\x12\n" +
 	"\x03all\x18\x06 \x01(\bH\x00R\x03all\x12F\n" +
-	"\fwindow_fetch\x18\b \x01(\v2!.polystreams.v1alpha1.WindowFetchH\x00R\vwindowFetch\x12\x14\n" +
+	"\fwindow_fetch\x18\b \x01(\v2!.polystreams.v1alpha1.WindowFetchH\x00R\vwindowFetch\x12I\n" +
+	"\rversioned_get\x18F \x01(\v2\".polystreams.v1alpha1.VersionedGetH\x00R\fversionedGet\x12\x14\n" +
 	"\x05limit\x18\a \x01(\x05R\x05limit\x12.\n" +
 	"\x13enable_stale_stores\x182 \x01(\bR\x11enableStaleStores\x12\x1d\n" +
 	"\n" +
 	"local_only\x183 \x01(\bR\tlocalOnly\x12%\n" +
 	"\x0eapplication_id\x184 \x01(\tR\rapplicationId\x12-\n" +
 	"\x12application_server\x185 \x01(\tR\x11applicationServerB\a\n" +
-	"\x05query\"\xe8\x02\n" +
+	"\x05query\"L\n" +
+	"\fVersionedGet\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x12\x1d\n" +
+	"\bas_of_ms\x18\x02 \x01(\x03H\x00R\x06asOfMs\x88\x01\x01B\v\n" +
+	"\t_as_of_ms\"\xe8\x02\n" +
 	"\vReadRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
@@ -9932,7 +10098,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x04from\x18\x01 \x01(\fH\x00R\x04from\x88\x01\x01\x12\x13\n" +
 	"\x02to\x18\x02 \x01(\fH\x01R\x02to\x88\x01\x01B\a\n" +
 	"\x05_fromB\x05\n" +
-	"\x03_to\"\x8e\x03\n" +
+	"\x03_to\"\xc3\x03\n" +
 	"\rQueryResponse\x12\x1f\n" +
 	"\vkey_lengths\x18\x01 \x03(\x11R\n" +
 	"keyLengths\x12\x12\n" +
@@ -9951,9 +10117,11 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\tpartition\x185 \x01(\x05H\x00R\tpartition\x88\x01\x01\x12\x1e\n" +
 	"\n" +
 	"partitions\x186 \x03(\x05R\n" +
-	"partitionsB\f\n" +
+	"partitions\x12#\n" +
+	"\vvalid_to_ms\x18F \x01(\x03H\x01R\tvalidToMs\x88\x01\x01B\f\n" +
 	"\n" +
-	"_partition\"2\n" +
+	"_partitionB\x0e\n" +
+	"\f_valid_to_ms\"2\n" +
 	"\bHostInfo\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\"c\n" +
@@ -10161,7 +10329,7 @@ func file_polystreams_v1alpha1_engine_proto_rawDescGZIP() []byte {
 }
 
 var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
-var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 105)
+var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 107)
 var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(Metadata)(0),                       // 0: polystreams.v1alpha1.Metadata
 	(Kind)(0),                           // 1: polystreams.v1alpha1.Kind
@@ -10181,254 +10349,258 @@ var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(*RegisterFunctionResponse)(nil),    // 15: polystreams.v1alpha1.RegisterFunctionResponse
 	(*Handle)(nil),                      // 16: polystreams.v1alpha1.Handle
 	(*Materialized)(nil),                // 17: polystreams.v1alpha1.Materialized
-	(*StreamOp)(nil),                    // 18: polystreams.v1alpha1.StreamOp
-	(*WindowedByOp)(nil),                // 19: polystreams.v1alpha1.WindowedByOp
-	(*TimeWindows)(nil),                 // 20: polystreams.v1alpha1.TimeWindows
-	(*SlidingWindows)(nil),              // 21: polystreams.v1alpha1.SlidingWindows
-	(*SessionWindows)(nil),              // 22: polystreams.v1alpha1.SessionWindows
-	(*EmitStrategyOp)(nil),              // 23: polystreams.v1alpha1.EmitStrategyOp
-	(*ToTableOp)(nil),                   // 24: polystreams.v1alpha1.ToTableOp
-	(*SuppressOp)(nil),                  // 25: polystreams.v1alpha1.SuppressOp
-	(*TableOp)(nil),                     // 26: polystreams.v1alpha1.TableOp
-	(*MapValuesOp)(nil),                 // 27: polystreams.v1alpha1.MapValuesOp
-	(*FilterOp)(nil),                    // 28: polystreams.v1alpha1.FilterOp
-	(*FilterNotOp)(nil),                 // 29: polystreams.v1alpha1.FilterNotOp
-	(*FlatMapValuesOp)(nil),             // 30: polystreams.v1alpha1.FlatMapValuesOp
-	(*FlatMapOp)(nil),                   // 31: polystreams.v1alpha1.FlatMapOp
-	(*MapOp)(nil),                       // 32: polystreams.v1alpha1.MapOp
-	(*SelectKeyOp)(nil),                 // 33: polystreams.v1alpha1.SelectKeyOp
-	(*PeekOp)(nil),                      // 34: polystreams.v1alpha1.PeekOp
-	(*ForeachOp)(nil),                   // 35: polystreams.v1alpha1.ForeachOp
-	(*PrintOp)(nil),                     // 36: polystreams.v1alpha1.PrintOp
-	(*AddStateStoreOp)(nil),             // 37: polystreams.v1alpha1.AddStateStoreOp
-	(*ProcessOp)(nil),                   // 38: polystreams.v1alpha1.ProcessOp
-	(*AddSourceOp)(nil),                 // 39: polystreams.v1alpha1.AddSourceOp
-	(*AddProcessorOp)(nil),              // 40: polystreams.v1alpha1.AddProcessorOp
-	(*AddSinkOp)(nil),                   // 41: polystreams.v1alpha1.AddSinkOp
-	(*GroupByKeyOp)(nil),                // 42: polystreams.v1alpha1.GroupByKeyOp
-	(*GroupByOp)(nil),                   // 43: polystreams.v1alpha1.GroupByOp
-	(*CountOp)(nil),                     // 44: polystreams.v1alpha1.CountOp
-	(*ReduceOp)(nil),                    // 45: polystreams.v1alpha1.ReduceOp
-	(*AggregateOp)(nil),                 // 46: polystreams.v1alpha1.AggregateOp
-	(*MergeOp)(nil),                     // 47: polystreams.v1alpha1.MergeOp
-	(*SplitOp)(nil),                     // 48: polystreams.v1alpha1.SplitOp
-	(*Branch)(nil),                      // 49: polystreams.v1alpha1.Branch
-	(*RepartitionOp)(nil),               // 50: polystreams.v1alpha1.RepartitionOp
-	(*JoinOp)(nil),                      // 51: polystreams.v1alpha1.JoinOp
-	(*JoinWindows)(nil),                 // 52: polystreams.v1alpha1.JoinWindows
-	(*GlobalTableOp)(nil),               // 53: polystreams.v1alpha1.GlobalTableOp
-	(*ToStreamOp)(nil),                  // 54: polystreams.v1alpha1.ToStreamOp
-	(*ToOp)(nil),                        // 55: polystreams.v1alpha1.ToOp
-	(*BuildRequest)(nil),                // 56: polystreams.v1alpha1.BuildRequest
-	(*BuildResponse)(nil),               // 57: polystreams.v1alpha1.BuildResponse
-	(*DescribeRequest)(nil),             // 58: polystreams.v1alpha1.DescribeRequest
-	(*DescribeResponse)(nil),            // 59: polystreams.v1alpha1.DescribeResponse
-	(*TopologyDescription)(nil),         // 60: polystreams.v1alpha1.TopologyDescription
-	(*Subtopology)(nil),                 // 61: polystreams.v1alpha1.Subtopology
-	(*Node)(nil),                        // 62: polystreams.v1alpha1.Node
-	(*StartRequest)(nil),                // 63: polystreams.v1alpha1.StartRequest
-	(*StartResponse)(nil),               // 64: polystreams.v1alpha1.StartResponse
-	(*ExchangeRequest)(nil),             // 65: polystreams.v1alpha1.ExchangeRequest
-	(*ExchangeResponse)(nil),            // 66: polystreams.v1alpha1.ExchangeResponse
-	(*RecordContext)(nil),               // 67: polystreams.v1alpha1.RecordContext
-	(*Step)(nil),                        // 68: polystreams.v1alpha1.Step
-	(*Bundle)(nil),                      // 69: polystreams.v1alpha1.Bundle
-	(*StoreView)(nil),                   // 70: polystreams.v1alpha1.StoreView
-	(*BundleEntry)(nil),                 // 71: polystreams.v1alpha1.BundleEntry
-	(*BundleResult)(nil),                // 72: polystreams.v1alpha1.BundleResult
-	(*RecordFailure)(nil),               // 73: polystreams.v1alpha1.RecordFailure
-	(*BrokerOutage)(nil),                // 74: polystreams.v1alpha1.BrokerOutage
-	(*RestoreProgress)(nil),             // 75: polystreams.v1alpha1.RestoreProgress
-	(*GetStateRequest)(nil),             // 76: polystreams.v1alpha1.GetStateRequest
-	(*GetStateResponse)(nil),            // 77: polystreams.v1alpha1.GetStateResponse
-	(*PauseProcessingRequest)(nil),      // 78: polystreams.v1alpha1.PauseProcessingRequest
-	(*PauseProcessingResponse)(nil),     // 79: polystreams.v1alpha1.PauseProcessingResponse
-	(*ResumeProcessingRequest)(nil),     // 80: polystreams.v1alpha1.ResumeProcessingRequest
-	(*ResumeProcessingResponse)(nil),    // 81: polystreams.v1alpha1.ResumeProcessingResponse
-	(*CleanUpStateRequest)(nil),         // 82: polystreams.v1alpha1.CleanUpStateRequest
-	(*CleanUpStateResponse)(nil),        // 83: polystreams.v1alpha1.CleanUpStateResponse
-	(*StopRequest)(nil),                 // 84: polystreams.v1alpha1.StopRequest
-	(*StopResponse)(nil),                // 85: polystreams.v1alpha1.StopResponse
-	(*QueryRequest)(nil),                // 86: polystreams.v1alpha1.QueryRequest
-	(*ReadRequest)(nil),                 // 87: polystreams.v1alpha1.ReadRequest
-	(*ReadResponse)(nil),                // 88: polystreams.v1alpha1.ReadResponse
-	(*WindowFetch)(nil),                 // 89: polystreams.v1alpha1.WindowFetch
-	(*KeyRange)(nil),                    // 90: polystreams.v1alpha1.KeyRange
-	(*QueryResponse)(nil),               // 91: polystreams.v1alpha1.QueryResponse
-	(*HostInfo)(nil),                    // 92: polystreams.v1alpha1.HostInfo
-	(*QueryMetadataForKeyRequest)(nil),  // 93: polystreams.v1alpha1.QueryMetadataForKeyRequest
-	(*QueryMetadataForKeyResponse)(nil), // 94: polystreams.v1alpha1.QueryMetadataForKeyResponse
-	(*StreamsMetadataRequest)(nil),      // 95: polystreams.v1alpha1.StreamsMetadataRequest
-	(*TopicPartition)(nil),              // 96: polystreams.v1alpha1.TopicPartition
-	(*StreamsMetadata)(nil),             // 97: polystreams.v1alpha1.StreamsMetadata
-	(*StreamsMetadataResponse)(nil),     // 98: polystreams.v1alpha1.StreamsMetadataResponse
-	(*GetMetricsRequest)(nil),           // 99: polystreams.v1alpha1.GetMetricsRequest
-	(*GetMetricsResponse)(nil),          // 100: polystreams.v1alpha1.GetMetricsResponse
-	(*NodeMetrics)(nil),                 // 101: polystreams.v1alpha1.NodeMetrics
-	(*TaskMetrics)(nil),                 // 102: polystreams.v1alpha1.TaskMetrics
-	(*PartitionLag)(nil),                // 103: polystreams.v1alpha1.PartitionLag
-	(*StoreMetrics)(nil),                // 104: polystreams.v1alpha1.StoreMetrics
-	(*TestRecord)(nil),                  // 105: polystreams.v1alpha1.TestRecord
-	(*TestHeader)(nil),                  // 106: polystreams.v1alpha1.TestHeader
-	(*PipeInputRequest)(nil),            // 107: polystreams.v1alpha1.PipeInputRequest
-	(*PipeInputResponse)(nil),           // 108: polystreams.v1alpha1.PipeInputResponse
-	(*ReadOutputRequest)(nil),           // 109: polystreams.v1alpha1.ReadOutputRequest
-	(*ReadOutputResponse)(nil),          // 110: polystreams.v1alpha1.ReadOutputResponse
-	(*AdvanceWallClockRequest)(nil),     // 111: polystreams.v1alpha1.AdvanceWallClockRequest
-	(*AdvanceWallClockResponse)(nil),    // 112: polystreams.v1alpha1.AdvanceWallClockResponse
-	nil,                                 // 113: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	nil,                                 // 114: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
-	nil,                                 // 115: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
-	nil,                                 // 116: polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
+	(*VersionedStore)(nil),              // 18: polystreams.v1alpha1.VersionedStore
+	(*StreamOp)(nil),                    // 19: polystreams.v1alpha1.StreamOp
+	(*WindowedByOp)(nil),                // 20: polystreams.v1alpha1.WindowedByOp
+	(*TimeWindows)(nil),                 // 21: polystreams.v1alpha1.TimeWindows
+	(*SlidingWindows)(nil),              // 22: polystreams.v1alpha1.SlidingWindows
+	(*SessionWindows)(nil),              // 23: polystreams.v1alpha1.SessionWindows
+	(*EmitStrategyOp)(nil),              // 24: polystreams.v1alpha1.EmitStrategyOp
+	(*ToTableOp)(nil),                   // 25: polystreams.v1alpha1.ToTableOp
+	(*SuppressOp)(nil),                  // 26: polystreams.v1alpha1.SuppressOp
+	(*TableOp)(nil),                     // 27: polystreams.v1alpha1.TableOp
+	(*MapValuesOp)(nil),                 // 28: polystreams.v1alpha1.MapValuesOp
+	(*FilterOp)(nil),                    // 29: polystreams.v1alpha1.FilterOp
+	(*FilterNotOp)(nil),                 // 30: polystreams.v1alpha1.FilterNotOp
+	(*FlatMapValuesOp)(nil),             // 31: polystreams.v1alpha1.FlatMapValuesOp
+	(*FlatMapOp)(nil),                   // 32: polystreams.v1alpha1.FlatMapOp
+	(*MapOp)(nil),                       // 33: polystreams.v1alpha1.MapOp
+	(*SelectKeyOp)(nil),                 // 34: polystreams.v1alpha1.SelectKeyOp
+	(*PeekOp)(nil),                      // 35: polystreams.v1alpha1.PeekOp
+	(*ForeachOp)(nil),                   // 36: polystreams.v1alpha1.ForeachOp
+	(*PrintOp)(nil),                     // 37: polystreams.v1alpha1.PrintOp
+	(*AddStateStoreOp)(nil),             // 38: polystreams.v1alpha1.AddStateStoreOp
+	(*ProcessOp)(nil),                   // 39: polystreams.v1alpha1.ProcessOp
+	(*AddSourceOp)(nil),                 // 40: polystreams.v1alpha1.AddSourceOp
+	(*AddProcessorOp)(nil),              // 41: polystreams.v1alpha1.AddProcessorOp
+	(*AddSinkOp)(nil),                   // 42: polystreams.v1alpha1.AddSinkOp
+	(*GroupByKeyOp)(nil),                // 43: polystreams.v1alpha1.GroupByKeyOp
+	(*GroupByOp)(nil),                   // 44: polystreams.v1alpha1.GroupByOp
+	(*CountOp)(nil),                     // 45: polystreams.v1alpha1.CountOp
+	(*ReduceOp)(nil),                    // 46: polystreams.v1alpha1.ReduceOp
+	(*AggregateOp)(nil),                 // 47: polystreams.v1alpha1.AggregateOp
+	(*MergeOp)(nil),                     // 48: polystreams.v1alpha1.MergeOp
+	(*SplitOp)(nil),                     // 49: polystreams.v1alpha1.SplitOp
+	(*Branch)(nil),                      // 50: polystreams.v1alpha1.Branch
+	(*RepartitionOp)(nil),               // 51: polystreams.v1alpha1.RepartitionOp
+	(*JoinOp)(nil),                      // 52: polystreams.v1alpha1.JoinOp
+	(*JoinWindows)(nil),                 // 53: polystreams.v1alpha1.JoinWindows
+	(*GlobalTableOp)(nil),               // 54: polystreams.v1alpha1.GlobalTableOp
+	(*ToStreamOp)(nil),                  // 55: polystreams.v1alpha1.ToStreamOp
+	(*ToOp)(nil),                        // 56: polystreams.v1alpha1.ToOp
+	(*BuildRequest)(nil),                // 57: polystreams.v1alpha1.BuildRequest
+	(*BuildResponse)(nil),               // 58: polystreams.v1alpha1.BuildResponse
+	(*DescribeRequest)(nil),             // 59: polystreams.v1alpha1.DescribeRequest
+	(*DescribeResponse)(nil),            // 60: polystreams.v1alpha1.DescribeResponse
+	(*TopologyDescription)(nil),         // 61: polystreams.v1alpha1.TopologyDescription
+	(*Subtopology)(nil),                 // 62: polystreams.v1alpha1.Subtopology
+	(*Node)(nil),                        // 63: polystreams.v1alpha1.Node
+	(*StartRequest)(nil),                // 64: polystreams.v1alpha1.StartRequest
+	(*StartResponse)(nil),               // 65: polystreams.v1alpha1.StartResponse
+	(*ExchangeRequest)(nil),             // 66: polystreams.v1alpha1.ExchangeRequest
+	(*ExchangeResponse)(nil),            // 67: polystreams.v1alpha1.ExchangeResponse
+	(*RecordContext)(nil),               // 68: polystreams.v1alpha1.RecordContext
+	(*Step)(nil),                        // 69: polystreams.v1alpha1.Step
+	(*Bundle)(nil),                      // 70: polystreams.v1alpha1.Bundle
+	(*StoreView)(nil),                   // 71: polystreams.v1alpha1.StoreView
+	(*BundleEntry)(nil),                 // 72: polystreams.v1alpha1.BundleEntry
+	(*BundleResult)(nil),                // 73: polystreams.v1alpha1.BundleResult
+	(*RecordFailure)(nil),               // 74: polystreams.v1alpha1.RecordFailure
+	(*BrokerOutage)(nil),                // 75: polystreams.v1alpha1.BrokerOutage
+	(*RestoreProgress)(nil),             // 76: polystreams.v1alpha1.RestoreProgress
+	(*GetStateRequest)(nil),             // 77: polystreams.v1alpha1.GetStateRequest
+	(*GetStateResponse)(nil),            // 78: polystreams.v1alpha1.GetStateResponse
+	(*PauseProcessingRequest)(nil),      // 79: polystreams.v1alpha1.PauseProcessingRequest
+	(*PauseProcessingResponse)(nil),     // 80: polystreams.v1alpha1.PauseProcessingResponse
+	(*ResumeProcessingRequest)(nil),     // 81: polystreams.v1alpha1.ResumeProcessingRequest
+	(*ResumeProcessingResponse)(nil),    // 82: polystreams.v1alpha1.ResumeProcessingResponse
+	(*CleanUpStateRequest)(nil),         // 83: polystreams.v1alpha1.CleanUpStateRequest
+	(*CleanUpStateResponse)(nil),        // 84: polystreams.v1alpha1.CleanUpStateResponse
+	(*StopRequest)(nil),                 // 85: polystreams.v1alpha1.StopRequest
+	(*StopResponse)(nil),                // 86: polystreams.v1alpha1.StopResponse
+	(*QueryRequest)(nil),                // 87: polystreams.v1alpha1.QueryRequest
+	(*VersionedGet)(nil),                // 88: polystreams.v1alpha1.VersionedGet
+	(*ReadRequest)(nil),                 // 89: polystreams.v1alpha1.ReadRequest
+	(*ReadResponse)(nil),                // 90: polystreams.v1alpha1.ReadResponse
+	(*WindowFetch)(nil),                 // 91: polystreams.v1alpha1.WindowFetch
+	(*KeyRange)(nil),                    // 92: polystreams.v1alpha1.KeyRange
+	(*QueryResponse)(nil),               // 93: polystreams.v1alpha1.QueryResponse
+	(*HostInfo)(nil),                    // 94: polystreams.v1alpha1.HostInfo
+	(*QueryMetadataForKeyRequest)(nil),  // 95: polystreams.v1alpha1.QueryMetadataForKeyRequest
+	(*QueryMetadataForKeyResponse)(nil), // 96: polystreams.v1alpha1.QueryMetadataForKeyResponse
+	(*StreamsMetadataRequest)(nil),      // 97: polystreams.v1alpha1.StreamsMetadataRequest
+	(*TopicPartition)(nil),              // 98: polystreams.v1alpha1.TopicPartition
+	(*StreamsMetadata)(nil),             // 99: polystreams.v1alpha1.StreamsMetadata
+	(*StreamsMetadataResponse)(nil),     // 100: polystreams.v1alpha1.StreamsMetadataResponse
+	(*GetMetricsRequest)(nil),           // 101: polystreams.v1alpha1.GetMetricsRequest
+	(*GetMetricsResponse)(nil),          // 102: polystreams.v1alpha1.GetMetricsResponse
+	(*NodeMetrics)(nil),                 // 103: polystreams.v1alpha1.NodeMetrics
+	(*TaskMetrics)(nil),                 // 104: polystreams.v1alpha1.TaskMetrics
+	(*PartitionLag)(nil),                // 105: polystreams.v1alpha1.PartitionLag
+	(*StoreMetrics)(nil),                // 106: polystreams.v1alpha1.StoreMetrics
+	(*TestRecord)(nil),                  // 107: polystreams.v1alpha1.TestRecord
+	(*TestHeader)(nil),                  // 108: polystreams.v1alpha1.TestHeader
+	(*PipeInputRequest)(nil),            // 109: polystreams.v1alpha1.PipeInputRequest
+	(*PipeInputResponse)(nil),           // 110: polystreams.v1alpha1.PipeInputResponse
+	(*ReadOutputRequest)(nil),           // 111: polystreams.v1alpha1.ReadOutputRequest
+	(*ReadOutputResponse)(nil),          // 112: polystreams.v1alpha1.ReadOutputResponse
+	(*AdvanceWallClockRequest)(nil),     // 113: polystreams.v1alpha1.AdvanceWallClockRequest
+	(*AdvanceWallClockResponse)(nil),    // 114: polystreams.v1alpha1.AdvanceWallClockResponse
+	nil,                                 // 115: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	nil,                                 // 116: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	nil,                                 // 117: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	nil,                                 // 118: polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
 }
 var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
-	113, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	114, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	115, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	116, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
 	0,   // 2: polystreams.v1alpha1.RegisterFunctionRequest.metadata:type_name -> polystreams.v1alpha1.Metadata
 	1,   // 3: polystreams.v1alpha1.Handle.kind:type_name -> polystreams.v1alpha1.Kind
-	115, // 4: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
-	20,  // 5: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
-	21,  // 6: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
-	22,  // 7: polystreams.v1alpha1.WindowedByOp.session:type_name -> polystreams.v1alpha1.SessionWindows
-	2,   // 8: polystreams.v1alpha1.EmitStrategyOp.strategy:type_name -> polystreams.v1alpha1.EmitStrategy
-	17,  // 9: polystreams.v1alpha1.ToTableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	17,  // 10: polystreams.v1alpha1.TableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	17,  // 11: polystreams.v1alpha1.MapValuesOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	17,  // 12: polystreams.v1alpha1.FilterOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	17,  // 13: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	3,   // 14: polystreams.v1alpha1.AddStateStoreOp.type:type_name -> polystreams.v1alpha1.StoreType
-	116, // 15: polystreams.v1alpha1.AddStateStoreOp.changelog_config:type_name -> polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
-	17,  // 16: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	4,   // 17: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
-	17,  // 18: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	17,  // 19: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	49,  // 20: polystreams.v1alpha1.SplitOp.branches:type_name -> polystreams.v1alpha1.Branch
-	52,  // 21: polystreams.v1alpha1.JoinOp.windows:type_name -> polystreams.v1alpha1.JoinWindows
-	17,  // 22: polystreams.v1alpha1.JoinOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	5,   // 23: polystreams.v1alpha1.JoinOp.builtin_joiner:type_name -> polystreams.v1alpha1.Joiner
-	17,  // 24: polystreams.v1alpha1.GlobalTableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	18,  // 25: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
-	27,  // 26: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
-	28,  // 27: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
-	29,  // 28: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
-	30,  // 29: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
-	32,  // 30: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
-	33,  // 31: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
-	34,  // 32: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
-	35,  // 33: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
-	42,  // 34: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
-	43,  // 35: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
-	44,  // 36: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
-	54,  // 37: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
-	55,  // 38: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
-	45,  // 39: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
-	46,  // 40: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
-	26,  // 41: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
-	19,  // 42: polystreams.v1alpha1.BuildRequest.windowed_by:type_name -> polystreams.v1alpha1.WindowedByOp
-	25,  // 43: polystreams.v1alpha1.BuildRequest.suppress:type_name -> polystreams.v1alpha1.SuppressOp
-	47,  // 44: polystreams.v1alpha1.BuildRequest.merge:type_name -> polystreams.v1alpha1.MergeOp
-	48,  // 45: polystreams.v1alpha1.BuildRequest.split:type_name -> polystreams.v1alpha1.SplitOp
-	50,  // 46: polystreams.v1alpha1.BuildRequest.repartition:type_name -> polystreams.v1alpha1.RepartitionOp
-	51,  // 47: polystreams.v1alpha1.BuildRequest.join:type_name -> polystreams.v1alpha1.JoinOp
-	53,  // 48: polystreams.v1alpha1.BuildRequest.global_table:type_name -> polystreams.v1alpha1.GlobalTableOp
-	23,  // 49: polystreams.v1alpha1.BuildRequest.emit_strategy:type_name -> polystreams.v1alpha1.EmitStrategyOp
-	24,  // 50: polystreams.v1alpha1.BuildRequest.to_table:type_name -> polystreams.v1alpha1.ToTableOp
-	31,  // 51: polystreams.v1alpha1.BuildRequest.flat_map:type_name -> polystreams.v1alpha1.FlatMapOp
-	36,  // 52: polystreams.v1alpha1.BuildRequest.print:type_name -> polystreams.v1alpha1.PrintOp
-	37,  // 53: polystreams.v1alpha1.BuildRequest.add_state_store:type_name -> polystreams.v1alpha1.AddStateStoreOp
-	38,  // 54: polystreams.v1alpha1.BuildRequest.process:type_name -> polystreams.v1alpha1.ProcessOp
-	39,  // 55: polystreams.v1alpha1.BuildRequest.add_source:type_name -> polystreams.v1alpha1.AddSourceOp
-	40,  // 56: polystreams.v1alpha1.BuildRequest.add_processor:type_name -> polystreams.v1alpha1.AddProcessorOp
-	41,  // 57: polystreams.v1alpha1.BuildRequest.add_sink:type_name -> polystreams.v1alpha1.AddSinkOp
-	16,  // 58: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
-	16,  // 59: polystreams.v1alpha1.BuildResponse.branches:type_name -> polystreams.v1alpha1.Handle
-	60,  // 60: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
-	61,  // 61: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
-	62,  // 62: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
-	9,   // 63: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
-	72,  // 64: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
-	69,  // 65: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
-	8,   // 66: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
-	67,  // 67: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	75,  // 68: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	6,   // 69: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
-	0,   // 70: polystreams.v1alpha1.Step.metadata:type_name -> polystreams.v1alpha1.Metadata
-	68,  // 71: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
-	70,  // 72: polystreams.v1alpha1.Bundle.stores:type_name -> polystreams.v1alpha1.StoreView
-	71,  // 73: polystreams.v1alpha1.Bundle.inits:type_name -> polystreams.v1alpha1.BundleEntry
-	71,  // 74: polystreams.v1alpha1.Bundle.after:type_name -> polystreams.v1alpha1.BundleEntry
-	3,   // 75: polystreams.v1alpha1.StoreView.type:type_name -> polystreams.v1alpha1.StoreType
-	10,  // 76: polystreams.v1alpha1.BundleEntry.kind:type_name -> polystreams.v1alpha1.BundleEntry.Kind
-	73,  // 77: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
-	7,   // 78: polystreams.v1alpha1.BundleResult.op_kinds:type_name -> polystreams.v1alpha1.OpKind
-	11,  // 79: polystreams.v1alpha1.RecordFailure.kind:type_name -> polystreams.v1alpha1.RecordFailure.Kind
-	8,   // 80: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
-	67,  // 81: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	75,  // 82: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	74,  // 83: polystreams.v1alpha1.GetStateResponse.broker_outage:type_name -> polystreams.v1alpha1.BrokerOutage
-	90,  // 84: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
-	89,  // 85: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
-	90,  // 86: polystreams.v1alpha1.ReadRequest.range:type_name -> polystreams.v1alpha1.KeyRange
-	89,  // 87: polystreams.v1alpha1.ReadRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
-	92,  // 88: polystreams.v1alpha1.QueryMetadataForKeyResponse.active_host:type_name -> polystreams.v1alpha1.HostInfo
-	92,  // 89: polystreams.v1alpha1.QueryMetadataForKeyResponse.standby_hosts:type_name -> polystreams.v1alpha1.HostInfo
-	92,  // 90: polystreams.v1alpha1.StreamsMetadata.host_info:type_name -> polystreams.v1alpha1.HostInfo
-	96,  // 91: polystreams.v1alpha1.StreamsMetadata.topic_partitions:type_name -> polystreams.v1alpha1.TopicPartition
-	96,  // 92: polystreams.v1alpha1.StreamsMetadata.standby_topic_partitions:type_name -> polystreams.v1alpha1.TopicPartition
-	97,  // 93: polystreams.v1alpha1.StreamsMetadataResponse.metadata:type_name -> polystreams.v1alpha1.StreamsMetadata
-	8,   // 94: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
-	75,  // 95: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	101, // 96: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
-	102, // 97: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
-	103, // 98: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
-	104, // 99: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
-	106, // 100: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
-	105, // 101: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
-	67,  // 102: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	105, // 103: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
-	12,  // 104: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
-	14,  // 105: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
-	56,  // 106: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
-	58,  // 107: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
-	63,  // 108: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
-	65,  // 109: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
-	76,  // 110: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
-	84,  // 111: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
-	86,  // 112: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
-	99,  // 113: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
-	107, // 114: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
-	109, // 115: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
-	111, // 116: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
-	87,  // 117: polystreams.v1alpha1.EngineService.Read:input_type -> polystreams.v1alpha1.ReadRequest
-	93,  // 118: polystreams.v1alpha1.EngineService.QueryMetadataForKey:input_type -> polystreams.v1alpha1.QueryMetadataForKeyRequest
-	95,  // 119: polystreams.v1alpha1.EngineService.StreamsMetadata:input_type -> polystreams.v1alpha1.StreamsMetadataRequest
-	78,  // 120: polystreams.v1alpha1.EngineService.PauseProcessing:input_type -> polystreams.v1alpha1.PauseProcessingRequest
-	80,  // 121: polystreams.v1alpha1.EngineService.ResumeProcessing:input_type -> polystreams.v1alpha1.ResumeProcessingRequest
-	82,  // 122: polystreams.v1alpha1.EngineService.CleanUpState:input_type -> polystreams.v1alpha1.CleanUpStateRequest
-	13,  // 123: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
-	15,  // 124: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
-	57,  // 125: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
-	59,  // 126: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
-	64,  // 127: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
-	66,  // 128: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
-	77,  // 129: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
-	85,  // 130: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
-	91,  // 131: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
-	100, // 132: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
-	108, // 133: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
-	110, // 134: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
-	112, // 135: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
-	88,  // 136: polystreams.v1alpha1.EngineService.Read:output_type -> polystreams.v1alpha1.ReadResponse
-	94,  // 137: polystreams.v1alpha1.EngineService.QueryMetadataForKey:output_type -> polystreams.v1alpha1.QueryMetadataForKeyResponse
-	98,  // 138: polystreams.v1alpha1.EngineService.StreamsMetadata:output_type -> polystreams.v1alpha1.StreamsMetadataResponse
-	79,  // 139: polystreams.v1alpha1.EngineService.PauseProcessing:output_type -> polystreams.v1alpha1.PauseProcessingResponse
-	81,  // 140: polystreams.v1alpha1.EngineService.ResumeProcessing:output_type -> polystreams.v1alpha1.ResumeProcessingResponse
-	83,  // 141: polystreams.v1alpha1.EngineService.CleanUpState:output_type -> polystreams.v1alpha1.CleanUpStateResponse
-	123, // [123:142] is the sub-list for method output_type
-	104, // [104:123] is the sub-list for method input_type
-	104, // [104:104] is the sub-list for extension type_name
-	104, // [104:104] is the sub-list for extension extendee
-	0,   // [0:104] is the sub-list for field type_name
+	117, // 4: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	18,  // 5: polystreams.v1alpha1.Materialized.versioned:type_name -> polystreams.v1alpha1.VersionedStore
+	21,  // 6: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
+	22,  // 7: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
+	23,  // 8: polystreams.v1alpha1.WindowedByOp.session:type_name -> polystreams.v1alpha1.SessionWindows
+	2,   // 9: polystreams.v1alpha1.EmitStrategyOp.strategy:type_name -> polystreams.v1alpha1.EmitStrategy
+	17,  // 10: polystreams.v1alpha1.ToTableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	17,  // 11: polystreams.v1alpha1.TableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	17,  // 12: polystreams.v1alpha1.MapValuesOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	17,  // 13: polystreams.v1alpha1.FilterOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	17,  // 14: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	3,   // 15: polystreams.v1alpha1.AddStateStoreOp.type:type_name -> polystreams.v1alpha1.StoreType
+	118, // 16: polystreams.v1alpha1.AddStateStoreOp.changelog_config:type_name -> polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
+	17,  // 17: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	4,   // 18: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
+	17,  // 19: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	17,  // 20: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	50,  // 21: polystreams.v1alpha1.SplitOp.branches:type_name -> polystreams.v1alpha1.Branch
+	53,  // 22: polystreams.v1alpha1.JoinOp.windows:type_name -> polystreams.v1alpha1.JoinWindows
+	17,  // 23: polystreams.v1alpha1.JoinOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	5,   // 24: polystreams.v1alpha1.JoinOp.builtin_joiner:type_name -> polystreams.v1alpha1.Joiner
+	17,  // 25: polystreams.v1alpha1.GlobalTableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	19,  // 26: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
+	28,  // 27: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
+	29,  // 28: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
+	30,  // 29: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
+	31,  // 30: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
+	33,  // 31: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
+	34,  // 32: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
+	35,  // 33: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
+	36,  // 34: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
+	43,  // 35: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
+	44,  // 36: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
+	45,  // 37: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
+	55,  // 38: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
+	56,  // 39: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
+	46,  // 40: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
+	47,  // 41: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
+	27,  // 42: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
+	20,  // 43: polystreams.v1alpha1.BuildRequest.windowed_by:type_name -> polystreams.v1alpha1.WindowedByOp
+	26,  // 44: polystreams.v1alpha1.BuildRequest.suppress:type_name -> polystreams.v1alpha1.SuppressOp
+	48,  // 45: polystreams.v1alpha1.BuildRequest.merge:type_name -> polystreams.v1alpha1.MergeOp
+	49,  // 46: polystreams.v1alpha1.BuildRequest.split:type_name -> polystreams.v1alpha1.SplitOp
+	51,  // 47: polystreams.v1alpha1.BuildRequest.repartition:type_name -> polystreams.v1alpha1.RepartitionOp
+	52,  // 48: polystreams.v1alpha1.BuildRequest.join:type_name -> polystreams.v1alpha1.JoinOp
+	54,  // 49: polystreams.v1alpha1.BuildRequest.global_table:type_name -> polystreams.v1alpha1.GlobalTableOp
+	24,  // 50: polystreams.v1alpha1.BuildRequest.emit_strategy:type_name -> polystreams.v1alpha1.EmitStrategyOp
+	25,  // 51: polystreams.v1alpha1.BuildRequest.to_table:type_name -> polystreams.v1alpha1.ToTableOp
+	32,  // 52: polystreams.v1alpha1.BuildRequest.flat_map:type_name -> polystreams.v1alpha1.FlatMapOp
+	37,  // 53: polystreams.v1alpha1.BuildRequest.print:type_name -> polystreams.v1alpha1.PrintOp
+	38,  // 54: polystreams.v1alpha1.BuildRequest.add_state_store:type_name -> polystreams.v1alpha1.AddStateStoreOp
+	39,  // 55: polystreams.v1alpha1.BuildRequest.process:type_name -> polystreams.v1alpha1.ProcessOp
+	40,  // 56: polystreams.v1alpha1.BuildRequest.add_source:type_name -> polystreams.v1alpha1.AddSourceOp
+	41,  // 57: polystreams.v1alpha1.BuildRequest.add_processor:type_name -> polystreams.v1alpha1.AddProcessorOp
+	42,  // 58: polystreams.v1alpha1.BuildRequest.add_sink:type_name -> polystreams.v1alpha1.AddSinkOp
+	16,  // 59: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
+	16,  // 60: polystreams.v1alpha1.BuildResponse.branches:type_name -> polystreams.v1alpha1.Handle
+	61,  // 61: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
+	62,  // 62: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
+	63,  // 63: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
+	9,   // 64: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
+	73,  // 65: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
+	70,  // 66: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
+	8,   // 67: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
+	68,  // 68: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	76,  // 69: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	6,   // 70: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
+	0,   // 71: polystreams.v1alpha1.Step.metadata:type_name -> polystreams.v1alpha1.Metadata
+	69,  // 72: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
+	71,  // 73: polystreams.v1alpha1.Bundle.stores:type_name -> polystreams.v1alpha1.StoreView
+	72,  // 74: polystreams.v1alpha1.Bundle.inits:type_name -> polystreams.v1alpha1.BundleEntry
+	72,  // 75: polystreams.v1alpha1.Bundle.after:type_name -> polystreams.v1alpha1.BundleEntry
+	3,   // 76: polystreams.v1alpha1.StoreView.type:type_name -> polystreams.v1alpha1.StoreType
+	10,  // 77: polystreams.v1alpha1.BundleEntry.kind:type_name -> polystreams.v1alpha1.BundleEntry.Kind
+	74,  // 78: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
+	7,   // 79: polystreams.v1alpha1.BundleResult.op_kinds:type_name -> polystreams.v1alpha1.OpKind
+	11,  // 80: polystreams.v1alpha1.RecordFailure.kind:type_name -> polystreams.v1alpha1.RecordFailure.Kind
+	8,   // 81: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
+	68,  // 82: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	76,  // 83: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	75,  // 84: polystreams.v1alpha1.GetStateResponse.broker_outage:type_name -> polystreams.v1alpha1.BrokerOutage
+	92,  // 85: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	91,  // 86: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
+	88,  // 87: polystreams.v1alpha1.QueryRequest.versioned_get:type_name -> polystreams.v1alpha1.VersionedGet
+	92,  // 88: polystreams.v1alpha1.ReadRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	91,  // 89: polystreams.v1alpha1.ReadRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
+	94,  // 90: polystreams.v1alpha1.QueryMetadataForKeyResponse.active_host:type_name -> polystreams.v1alpha1.HostInfo
+	94,  // 91: polystreams.v1alpha1.QueryMetadataForKeyResponse.standby_hosts:type_name -> polystreams.v1alpha1.HostInfo
+	94,  // 92: polystreams.v1alpha1.StreamsMetadata.host_info:type_name -> polystreams.v1alpha1.HostInfo
+	98,  // 93: polystreams.v1alpha1.StreamsMetadata.topic_partitions:type_name -> polystreams.v1alpha1.TopicPartition
+	98,  // 94: polystreams.v1alpha1.StreamsMetadata.standby_topic_partitions:type_name -> polystreams.v1alpha1.TopicPartition
+	99,  // 95: polystreams.v1alpha1.StreamsMetadataResponse.metadata:type_name -> polystreams.v1alpha1.StreamsMetadata
+	8,   // 96: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
+	76,  // 97: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	103, // 98: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
+	104, // 99: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
+	105, // 100: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
+	106, // 101: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
+	108, // 102: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
+	107, // 103: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
+	68,  // 104: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	107, // 105: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
+	12,  // 106: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
+	14,  // 107: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
+	57,  // 108: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
+	59,  // 109: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
+	64,  // 110: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
+	66,  // 111: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
+	77,  // 112: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
+	85,  // 113: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
+	87,  // 114: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
+	101, // 115: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
+	109, // 116: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
+	111, // 117: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
+	113, // 118: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
+	89,  // 119: polystreams.v1alpha1.EngineService.Read:input_type -> polystreams.v1alpha1.ReadRequest
+	95,  // 120: polystreams.v1alpha1.EngineService.QueryMetadataForKey:input_type -> polystreams.v1alpha1.QueryMetadataForKeyRequest
+	97,  // 121: polystreams.v1alpha1.EngineService.StreamsMetadata:input_type -> polystreams.v1alpha1.StreamsMetadataRequest
+	79,  // 122: polystreams.v1alpha1.EngineService.PauseProcessing:input_type -> polystreams.v1alpha1.PauseProcessingRequest
+	81,  // 123: polystreams.v1alpha1.EngineService.ResumeProcessing:input_type -> polystreams.v1alpha1.ResumeProcessingRequest
+	83,  // 124: polystreams.v1alpha1.EngineService.CleanUpState:input_type -> polystreams.v1alpha1.CleanUpStateRequest
+	13,  // 125: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
+	15,  // 126: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
+	58,  // 127: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
+	60,  // 128: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
+	65,  // 129: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
+	67,  // 130: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
+	78,  // 131: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
+	86,  // 132: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
+	93,  // 133: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
+	102, // 134: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
+	110, // 135: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
+	112, // 136: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
+	114, // 137: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
+	90,  // 138: polystreams.v1alpha1.EngineService.Read:output_type -> polystreams.v1alpha1.ReadResponse
+	96,  // 139: polystreams.v1alpha1.EngineService.QueryMetadataForKey:output_type -> polystreams.v1alpha1.QueryMetadataForKeyResponse
+	100, // 140: polystreams.v1alpha1.EngineService.StreamsMetadata:output_type -> polystreams.v1alpha1.StreamsMetadataResponse
+	80,  // 141: polystreams.v1alpha1.EngineService.PauseProcessing:output_type -> polystreams.v1alpha1.PauseProcessingResponse
+	82,  // 142: polystreams.v1alpha1.EngineService.ResumeProcessing:output_type -> polystreams.v1alpha1.ResumeProcessingResponse
+	84,  // 143: polystreams.v1alpha1.EngineService.CleanUpState:output_type -> polystreams.v1alpha1.CleanUpStateResponse
+	125, // [125:144] is the sub-list for method output_type
+	106, // [106:125] is the sub-list for method input_type
+	106, // [106:106] is the sub-list for extension type_name
+	106, // [106:106] is the sub-list for extension extendee
+	0,   // [0:106] is the sub-list for field type_name
 }
 
 func init() { file_polystreams_v1alpha1_engine_proto_init() }
@@ -10436,12 +10608,12 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 	if File_polystreams_v1alpha1_engine_proto != nil {
 		return
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[7].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[8].OneofWrappers = []any{
 		(*WindowedByOp_Time)(nil),
 		(*WindowedByOp_Sliding)(nil),
 		(*WindowedByOp_Session)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[44].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[45].OneofWrappers = []any{
 		(*BuildRequest_Stream)(nil),
 		(*BuildRequest_MapValues)(nil),
 		(*BuildRequest_Filter)(nil),
@@ -10476,32 +10648,34 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		(*BuildRequest_AddProcessor)(nil),
 		(*BuildRequest_AddSink)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[74].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[75].OneofWrappers = []any{
 		(*QueryRequest_Get)(nil),
 		(*QueryRequest_Range)(nil),
 		(*QueryRequest_Prefix)(nil),
 		(*QueryRequest_All)(nil),
 		(*QueryRequest_WindowFetch)(nil),
+		(*QueryRequest_VersionedGet)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[75].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[76].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[77].OneofWrappers = []any{
 		(*ReadRequest_Get)(nil),
 		(*ReadRequest_Range)(nil),
 		(*ReadRequest_Prefix)(nil),
 		(*ReadRequest_All)(nil),
 		(*ReadRequest_WindowFetch)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[77].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[78].OneofWrappers = []any{}
 	file_polystreams_v1alpha1_engine_proto_msgTypes[79].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[93].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[94].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[80].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[81].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[95].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[96].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_polystreams_v1alpha1_engine_proto_rawDesc), len(file_polystreams_v1alpha1_engine_proto_rawDesc)),
 			NumEnums:      12,
-			NumMessages:   105,
+			NumMessages:   107,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
