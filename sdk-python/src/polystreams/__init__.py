@@ -56,7 +56,16 @@ from polystreams.processor import (
     with_metadata,
 )
 from polystreams.serde import SerdeName, TopicSerde, avro, json_schema
-from polystreams.store import HostInfo, KeyQueryMetadata, KeyQueryResult, KeyValueStore, StreamsMetadata, WindowStore
+from polystreams.store import (
+    HostInfo,
+    KeyQueryMetadata,
+    KeyQueryResult,
+    KeyValueStore,
+    StreamsMetadata,
+    VersionedKeyValueStore,
+    VersionedRecord,
+    WindowStore,
+)
 from polystreams.windows import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed
 
 
@@ -124,6 +133,8 @@ __all__ = [
     "ValueAndTimestamp",
     "avro",
     "json_schema",
+    "VersionedKeyValueStore",
+    "VersionedRecord",
     "WindowStore",
     "Windowed",
     "with_metadata",
