@@ -68,7 +68,10 @@ pub use options::{Materialized, OffsetReset, Options};
 pub use print::{PrintText, Printed};
 pub use serdes::{avro, json_schema, to_bytes, Json, Serde, SerdeError, Value, Windowed};
 pub use session::{Handle, Kind};
-pub use store::{HostInfo, KeyQueryMetadata, KeyQueryResult, KeyValueStore, StreamsMetadata, WindowStore};
+pub use store::{
+    HostInfo, KeyQueryMetadata, KeyQueryResult, KeyValueStore, StreamsMetadata, VersionedKeyValueStore,
+    VersionedRecord, WindowStore,
+};
 pub use test_driver::{TestRecord, TopologyTestDriver};
 pub use windows::{
     EmitStrategy, SessionWindowedKStream, SessionWindows, SlidingWindows, TimeWindowedKStream, TimeWindows, Windows,

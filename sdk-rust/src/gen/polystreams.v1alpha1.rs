@@ -127,9 +127,10 @@ pub struct VersionedStore {
     /// that is dropped. At least 0.
     #[prost(int64, tag = "1")]
     pub history_retention_ms: i64,
-    /// The segment interval (ms) of Kafka Streams' RocksDB layout; 0 means
-    /// Kafka's default (history retention / 3, at least 2000). Kept for
-    /// describe and compatibility; the Pebble layout has no segments.
+    /// Stores.persistentVersionedKeyValueStore(name, historyRetention,
+    /// segmentInterval): the segment interval (ms) of Kafka Streams' RocksDB
+    /// layout; 0: not given (Kafka's default). Must be positive when given.
+    /// The Pebble layout has no segments: it is checked, not used.
     #[prost(int64, tag = "2")]
     pub segment_interval_ms: i64,
 }

@@ -1255,9 +1255,10 @@ type VersionedStore struct {
 	// (unless the key's latest version is older), and a write older than
 	// that is dropped. At least 0.
 	HistoryRetentionMs int64 `protobuf:"varint,1,opt,name=history_retention_ms,json=historyRetentionMs,proto3" json:"history_retention_ms,omitempty"`
-	// The segment interval (ms) of Kafka Streams' RocksDB layout; 0 means
-	// Kafka's default (history retention / 3, at least 2000). Kept for
-	// describe and compatibility; the Pebble layout has no segments.
+	// Stores.persistentVersionedKeyValueStore(name, historyRetention,
+	// segmentInterval): the segment interval (ms) of Kafka Streams' RocksDB
+	// layout; 0: not given (Kafka's default). Must be positive when given.
+	// The Pebble layout has no segments: it is checked, not used.
 	SegmentIntervalMs int64 `protobuf:"varint,2,opt,name=segment_interval_ms,json=segmentIntervalMs,proto3" json:"segment_interval_ms,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
