@@ -285,9 +285,10 @@ export type VersionedStore = Message<"polystreams.v1alpha1.VersionedStore"> & {
   historyRetentionMs: bigint;
 
   /**
-   * The segment interval (ms) of Kafka Streams' RocksDB layout; 0 means
-   * Kafka's default (history retention / 3, at least 2000). Kept for
-   * describe and compatibility; the Pebble layout has no segments.
+   * Stores.persistentVersionedKeyValueStore(name, historyRetention,
+   * segmentInterval): the segment interval (ms) of Kafka Streams' RocksDB
+   * layout; 0: not given (Kafka's default). Must be positive when given.
+   * The Pebble layout has no segments: it is checked, not used.
    *
    * @generated from field: int64 segment_interval_ms = 2;
    */
