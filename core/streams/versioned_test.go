@@ -1,13 +1,19 @@
 package streams_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/streams"
 )
@@ -186,5 +192,121 @@ func TestVersionedRefused(t *testing.T) {
 	must(err)
 	if _, err := g.Count(streams.Store("c"), streams.Versioned(time.Minute)); !errors.Is(err, streams.ErrInvalid) {
 		t.Errorf("a versioned count: %v", err)
+	}
+}
+
+// A versioned store's changelog is Kafka Streams': each version a record
+// of the plain key, the value (null for a tombstone) and the version's
+// timestamp, on a compacted topic with min.compaction.lag.ms = history
+// retention + 1 day. An instance with no local state restores every
+// version from it, and joins as of a time with them.
+func TestVersionedStoreChangelogAndRestore(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "prices", "orders", "priced"))
+	must(err)
+	defer cluster.Close()
+	brokers := cluster.ListenAddrs()[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := func() *streams.App {
+		b := streams.NewBuilder(streams.KeySerde(streams.String), streams.ValueSerde(streams.String))
+		prices, err := b.Table("prices", streams.Store("prices"), streams.Versioned(time.Hour))
+		must(err)
+		orders, err := b.Stream([]string{"orders"})
+		must(err)
+		priced, err := orders.Join(prices, func(o, p []byte) ([]byte, error) { return fmt.Appendf(nil, "%s@%s", o, p), nil })
+		must(err)
+		must(priced.To("priced"))
+		app, err := streams.New(b, streams.Config{ApplicationID: "vers", Brokers: brokers,
+			Properties: map[string]string{"state.dir": t.TempDir(), "commit.interval.ms": "100"},
+			Logger:     slog.New(slog.NewTextHandler(io.Discard, nil))})
+		must(err)
+		must(app.Start(ctx))
+		return app
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics("priced"))
+	must(err)
+	defer cl.Close()
+	produce := func(topic, key string, value *string, ts int64) {
+		var v []byte
+		if value != nil {
+			v = []byte(*value)
+		}
+		must(cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(key), Value: v, Timestamp: time.UnixMilli(ts)}).FirstErr())
+	}
+	read := func(n int) []string {
+		var got []string
+		for len(got) < n {
+			fs := cl.PollFetches(ctx)
+			must(fs.Err0())
+			fs.EachRecord(func(r *kgo.Record) { got = append(got, fmt.Sprintf("%s=%s@%d", r.Key, r.Value, r.Timestamp.UnixMilli())) })
+		}
+		return got
+	}
+
+	app := start()
+	produce("prices", "apple", vstr("3"), 10)
+	produce("prices", "apple", vstr("4"), 30)
+	produce("prices", "apple", vstr("2"), 20) // out of order
+	produce("prices", "fig", vstr("7"), 10)
+	produce("prices", "fig", nil, 25)
+	produce("orders", "apple", vstr("o1"), 40) // later than every price: processed after them
+	if got := strings.Join(read(1), " "); got != "apple=o1@4@40" {
+		t.Fatalf("before the restart: %s", got)
+	}
+	must(app.Stop(ctx))
+
+	// The changelog, as Kafka Streams writes a versioned store's.
+	lc, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics("vers-prices-changelog"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	must(err)
+	defer lc.Close()
+	var logged []string
+	for len(logged) < 5 {
+		fs := lc.PollFetches(ctx)
+		must(fs.Err0())
+		fs.EachRecord(func(r *kgo.Record) {
+			v := "null"
+			if r.Value != nil {
+				v = string(r.Value)
+			}
+			logged = append(logged, fmt.Sprintf("%s=%s@%d", r.Key, v, r.Timestamp.UnixMilli()))
+		})
+	}
+	slices.Sort(logged)
+	if got, want := strings.Join(logged, " "), "apple=2@20 apple=3@10 apple=4@30 fig=7@10 fig=null@25"; got != want {
+		t.Errorf("changelog records: %s, want %s", got, want)
+	}
+	adm := kadm.NewClient(lc)
+	cfgs, err := adm.DescribeTopicConfigs(ctx, "vers-prices-changelog")
+	must(err)
+	cfg, err := cfgs.On("vers-prices-changelog", nil)
+	must(err)
+	lag := ""
+	for _, c := range cfg.Configs {
+		if c.Key == "min.compaction.lag.ms" && c.Value != nil {
+			lag = *c.Value
+		}
+	}
+	if want := fmt.Sprint(time.Hour.Milliseconds() + 24*time.Hour.Milliseconds()); lag != want {
+		t.Errorf("min.compaction.lag.ms = %q, want %s (history retention + 1 day)", lag, want)
+	}
+
+	// A new instance with empty state restores the versions.
+	app = start()
+	defer app.Stop(ctx)
+	produce("orders", "apple", vstr("o2"), 25) // the version of 20
+	produce("orders", "apple", vstr("o3"), 15) // the version of 10
+	produce("orders", "fig", vstr("o4"), 20)   // 7, before its tombstone
+	produce("orders", "fig", vstr("o5"), 30)   // deleted: none
+	produce("orders", "apple", vstr("o6"), 50)
+	if got := strings.Join(read(4), " "); got != "apple=o2@2@25 apple=o3@3@15 fig=o4@7@20 apple=o6@4@50" {
+		t.Errorf("after the restore: %s", got)
+	}
+	r, err := app.GetVersioned("prices", []byte("apple"), streams.At(29), streams.StoreQueryParameters{})
+	must(err)
+	if !r.Found || string(r.Record.Value) != "2" || r.Record.Timestamp != 20 || !r.Record.HasValidTo || r.Record.ValidTo != 30 {
+		t.Errorf("GetVersioned(apple, as of 29) = %+v, want 2 valid 20..30", r)
+	}
+	if r, err := app.GetVersioned("prices", []byte("fig"), streams.LatestVersion, streams.StoreQueryParameters{}); err != nil || r.Found {
+		t.Errorf("GetVersioned(fig, latest) = %+v, %v; want none (a tombstone)", r, err)
 	}
 }
