@@ -238,7 +238,9 @@ func TestVersionedStoreChangelogAndRestore(t *testing.T) {
 		for len(got) < n {
 			fs := cl.PollFetches(ctx)
 			must(fs.Err0())
-			fs.EachRecord(func(r *kgo.Record) { got = append(got, fmt.Sprintf("%s=%s@%d", r.Key, r.Value, r.Timestamp.UnixMilli())) })
+			fs.EachRecord(func(r *kgo.Record) {
+				got = append(got, fmt.Sprintf("%s=%s@%d", r.Key, r.Value, r.Timestamp.UnixMilli()))
+			})
 		}
 		return got
 	}
