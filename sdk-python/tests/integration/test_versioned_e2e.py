@@ -4,8 +4,12 @@
 from __future__ import annotations
 
 import datetime
+import re
+from pathlib import Path
+from typing import Any
 
 import pytest
+
 from polystreams import InvalidArgumentError, Materialized, VersionedRecord
 from polystreams.testing import TestRecord, TopologyTestDriver
 
@@ -56,3 +60,14 @@ def test_versioned_needs_a_table_and_a_name() -> None:
         counts = driver.stream("in", key="string").group_by_key()
         with pytest.raises(InvalidArgumentError, match="only a table source"):
             counts.count(materialized=Materialized("c", versioned=60_000))
+
+
+def test_the_readme_versioned_example_runs() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("#### Versioned stores") :]
+    m = re.search(r"^```python\n(.*?)^```", section, re.DOTALL | re.MULTILINE)
+    assert m, "sdk-python/README.md: no python block under #### Versioned stores"
+    scope: dict[str, Any] = {"__name__": "readme"}
+    exec(compile(m.group(1), "README.md #### Versioned stores", "exec"), scope)  # noqa: S102 - the README's own code
+    assert scope["priced"] == ["o1 at 3"]
+    assert scope["version"] == VersionedRecord("3", 1000, 5000)
