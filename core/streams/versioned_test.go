@@ -312,3 +312,35 @@ func TestVersionedStoreChangelogAndRestore(t *testing.T) {
 		t.Errorf("GetVersioned(fig, latest) = %+v, %v; want none (a tombstone)", r, err)
 	}
 }
+
+// A table materialized as versioned: an order joins the price valid at the
+// order's own time, however late a newer price arrived.
+func ExampleVersioned() {
+	b := streams.NewBuilder(streams.KeySerde(streams.String), streams.ValueSerde(streams.String))
+	prices, err := b.Table("prices", streams.Store("prices"), streams.Versioned(time.Hour))
+	must(err)
+	orders, err := b.Stream([]string{"orders"})
+	must(err)
+	priced, err := orders.Join(prices, func(order, price []byte) ([]byte, error) {
+		return fmt.Appendf(nil, "%s at %s", order, price), nil
+	})
+	must(err)
+	must(priced.To("priced"))
+	d, err := streams.NewTestDriver(b, streams.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	must(err)
+	defer d.Close()
+	must(d.PipeInput("prices", []byte("apple"), []byte("3"), streams.Timestamp(1000)))
+	must(d.PipeInput("prices", []byte("apple"), []byte("4"), streams.Timestamp(5000)))
+	must(d.PipeInput("orders", []byte("apple"), []byte("o1"), streams.Timestamp(2000)))
+	out, err := d.ReadOutput("priced")
+	must(err)
+	fmt.Printf("%s\n", out[0].Value)
+	s, err := d.GetVersionedStore("prices")
+	must(err)
+	v, ok, err := s.GetAsOf([]byte("apple"), 4999)
+	must(err)
+	fmt.Printf("%v %s from %d to %d\n", ok, v.Value, v.Timestamp, v.ValidTo)
+	// Output:
+	// o1 at 3
+	// true 3 from 1000 to 5000
+}
