@@ -133,6 +133,9 @@ func (a *App) streamsMetadata(store string) ([]StreamsMetadata, error) {
 // names store, key and partition. Safe for concurrent use while the
 // application runs.
 func (a *App) Get(store string, key []byte, p StoreQueryParameters) (KeyQueryResult, error) {
+	if st := a.topo.Stores[store]; st != nil && st.Kind == topology.StoreVersioned {
+		return KeyQueryResult{}, fmt.Errorf("streams: Get: store %q is a versioned store: read it with GetVersioned: %w", store, ErrInvalid)
+	}
 	active, standby, err := a.rt.QueryPartitions(store, p.EnableStaleStores)
 	if err != nil {
 		return KeyQueryResult{}, fmt.Errorf("streams: Get: %w", err)

@@ -311,6 +311,9 @@ func TestVersionedStoreChangelogAndRestore(t *testing.T) {
 	if r, err := app.GetVersioned("prices", []byte("fig"), streams.LatestVersion, streams.StoreQueryParameters{}); err != nil || r.Found {
 		t.Errorf("GetVersioned(fig, latest) = %+v, %v; want none (a tombstone)", r, err)
 	}
+	if _, err := app.Get("prices", []byte("fig"), streams.StoreQueryParameters{}); !errors.Is(err, streams.ErrInvalid) {
+		t.Errorf("Get on a versioned store: %v, want ErrInvalid", err)
+	}
 }
 
 // A table materialized as versioned: an order joins the price valid at the
