@@ -20,7 +20,7 @@ import (
 
 // versionedJoin builds prices (versioned, history retention h) left-joined
 // by orders, and a test driver over it.
-func versionedJoin(t *testing.T, h time.Duration) *streams.TestDriver {
+func versionedJoin(t *testing.T, h time.Duration, props ...string) *streams.TestDriver {
 	t.Helper()
 	b := streams.NewBuilder(streams.KeySerde(streams.String), streams.ValueSerde(streams.String))
 	prices, err := b.Table("prices", streams.Store("prices"), streams.Versioned(h))
@@ -35,7 +35,11 @@ func versionedJoin(t *testing.T, h time.Duration) *streams.TestDriver {
 	})
 	must(err)
 	must(priced.To("priced"))
-	d, err := streams.NewTestDriver(b, streams.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	p := map[string]string{}
+	for i := 0; i+1 < len(props); i += 2 {
+		p[props[i]] = props[i+1]
+	}
+	d, err := streams.NewTestDriver(b, streams.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Properties: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +78,13 @@ func outputs(t *testing.T, d *streams.TestDriver, topic string) string {
 // records find, not what was joined already; an update older than the
 // history retention is dropped.
 func TestVersionedStreamTableJoin(t *testing.T) {
-	d := versionedJoin(t, 100*time.Millisecond)
+	for _, guarantee := range []string{"at_least_once", "exactly_once_v2"} {
+		t.Run(guarantee, func(t *testing.T) { versionedStreamTableJoin(t, guarantee) })
+	}
+}
+
+func versionedStreamTableJoin(t *testing.T, guarantee string) {
+	d := versionedJoin(t, 100*time.Millisecond, "processing.guarantee", guarantee)
 	vpipe(t, d, "prices", "apple", vstr("3"), 10)
 	vpipe(t, d, "prices", "apple", vstr("4"), 20)
 	vpipe(t, d, "orders", "apple", vstr("o1"), 15) // joins the version of 10
