@@ -181,6 +181,15 @@ type Materialized struct {
 	Key         string `json:"key,omitempty"`
 	Value       string `json:"value,omitempty"`
 	RetentionMs int64  `json:"retention_ms,omitempty"`
+	// Versioned: Materialized.as(Stores.persistentVersionedKeyValueStore(
+	// store, history retention[, segment interval])), on a table.
+	Versioned *Versioned `json:"versioned,omitempty"`
+}
+
+// Versioned is a versioned store's settings (ms).
+type Versioned struct {
+	HistoryRetentionMs int64 `json:"history_retention_ms"`
+	SegmentIntervalMs  int64 `json:"segment_interval_ms,omitempty"`
 }
 
 // Record is a record in its serdes' natural JSON form.
@@ -504,6 +513,9 @@ func (c *Case) rules() []violation {
 		}
 		if s.Materialized != nil && in == kindStream && s.Op != "to_table" {
 			add(p+".materialized", "materialized is for table operators, but %s applies to a stream", s.Op)
+		}
+		if m := s.Materialized; m != nil && m.Versioned != nil && m.Store == "" {
+			add(p+".materialized.versioned", "a versioned store needs a store name (Stores.persistentVersionedKeyValueStore(name, ...))")
 		}
 		if s.Op == "reduce" && (s.Fn == nil) == (s.Builtin == "") {
 			add(p, "reduce needs exactly one of fn and builtin")

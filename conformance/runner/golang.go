@@ -256,6 +256,12 @@ func opts(st Step, key, value bool) []streams.Option {
 		if m.RetentionMs != 0 {
 			o = append(o, streams.Retention(time.Duration(m.RetentionMs)*time.Millisecond))
 		}
+		if v := m.Versioned; v != nil {
+			o = append(o, streams.Versioned(time.Duration(v.HistoryRetentionMs)*time.Millisecond))
+			if v.SegmentIntervalMs != 0 {
+				o = append(o, streams.SegmentInterval(time.Duration(v.SegmentIntervalMs)*time.Millisecond))
+			}
+		}
 	}
 	return o
 }

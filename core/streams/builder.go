@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
@@ -32,12 +33,15 @@ const (
 	optRetention
 	optStores
 	optOffsetReset
+	optVersioned
+	optSegmentInterval
 )
 
 var optNames = map[optKind]string{
 	optName: "Name", optKeySerde: "KeySerde", optValueSerde: "ValueSerde",
 	optStore: "Store", optStoreSerdes: "StoreSerdes", optChangelogConfig: "ChangelogConfig",
 	optRetention: "Retention", optStores: "Stores", optOffsetReset: "OffsetReset",
+	optVersioned: "Versioned", optSegmentInterval: "SegmentInterval",
 }
 
 // Name names the operator's processor node (Kafka Streams' Named.as,
@@ -90,6 +94,26 @@ func ChangelogConfig(config map[string]string) Option {
 	return Option{kind: optChangelogConfig, cfg: config}
 }
 
+// Versioned makes a table's store a versioned key-value store
+// (Materialized.as(Stores.persistentVersionedKeyValueStore(name,
+// historyRetention)), KIP-889), with Store naming it: it keeps every
+// version of a key's value for historyRetention behind the newest
+// timestamp it saw, and a stream-table join reads the version valid at
+// each stream record's timestamp (KIP-914). A record older than that is
+// dropped, as Kafka Streams drops it. Query it with App.GetVersioned or
+// TestDriver.GetVersionedStore. Only Table takes it.
+func Versioned(historyRetention time.Duration) Option {
+	return Option{kind: optVersioned, ms: historyRetention.Milliseconds()}
+}
+
+// SegmentInterval is the segment interval of a Versioned store
+// (persistentVersionedKeyValueStore's third argument): checked (it must
+// be positive), kept for compatibility; the engine's layout has no
+// segments.
+func SegmentInterval(d time.Duration) Option {
+	return Option{kind: optSegmentInterval, ms: d.Milliseconds()}
+}
+
 type options struct {
 	name, keySerde, valueSerde string
 	stores                     []string
@@ -101,6 +125,7 @@ type options struct {
 func parse(op string, opts []Option, allowed ...optKind) (options, error) {
 	var o options
 	var bad []string
+	versioned := false
 	for _, opt := range opts {
 		ok := false
 		for _, a := range allowed {
@@ -136,6 +161,18 @@ func parse(op string, opts []Option, allowed ...optKind) (options, error) {
 			o.stores = append(o.stores, opt.names...)
 		case optOffsetReset:
 			o.offsetReset = opt.value
+		case optVersioned, optSegmentInterval:
+			if o.mat == nil {
+				o.mat = &topology.Materialized{}
+			}
+			if o.mat.Versioned == nil {
+				o.mat.Versioned = &topology.Versioned{}
+			}
+			if opt.kind == optVersioned {
+				o.mat.Versioned.HistoryRetention, versioned = opt.ms, true
+			} else {
+				o.mat.Versioned.SegmentInterval = opt.ms
+			}
 		case optRetention:
 			if o.mat == nil {
 				o.mat = &topology.Materialized{}
@@ -145,6 +182,9 @@ func parse(op string, opts []Option, allowed ...optKind) (options, error) {
 	}
 	if len(bad) > 0 {
 		return o, fmt.Errorf("streams: %s does not take option %s: %w", op, strings.Join(bad, ", "), ErrInvalid)
+	}
+	if o.mat != nil && o.mat.Versioned != nil && !versioned {
+		return o, fmt.Errorf("streams: %s: SegmentInterval is an option of a versioned store: give Versioned too: %w", op, ErrInvalid)
 	}
 	return o, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/polystreams/polystreams/core/internal/engine"
 	"github.com/polystreams/polystreams/core/internal/state"
+	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
 // Interactive queries (Kafka Streams' KafkaStreams.store and its
@@ -132,6 +133,9 @@ func (a *App) streamsMetadata(store string) ([]StreamsMetadata, error) {
 // names store, key and partition. Safe for concurrent use while the
 // application runs.
 func (a *App) Get(store string, key []byte, p StoreQueryParameters) (KeyQueryResult, error) {
+	if st := a.topo.Stores[store]; st != nil && st.Kind == topology.StoreVersioned {
+		return KeyQueryResult{}, fmt.Errorf("streams: Get: store %q is a versioned store: read it with GetVersioned: %w", store, ErrInvalid)
+	}
 	active, standby, err := a.rt.QueryPartitions(store, p.EnableStaleStores)
 	if err != nil {
 		return KeyQueryResult{}, fmt.Errorf("streams: Get: %w", err)
@@ -170,4 +174,107 @@ func (a *App) Get(store string, key []byte, p StoreQueryParameters) (KeyQueryRes
 		return KeyQueryResult{}, fmt.Errorf("streams: Get: store %q partition %d: %w", store, part.Number, err)
 	}
 	return KeyQueryResult{Value: v, Timestamp: ts, Partition: n, FromStandby: fromStandby}, nil
+}
+
+// VersionedRecord is one version of a versioned store's value (Kafka
+// Streams' VersionedRecord): valid from Timestamp until ValidTo (exclusive;
+// absent, HasValidTo false, for the latest version).
+type VersionedRecord struct {
+	Value      []byte
+	Timestamp  int64
+	ValidTo    int64
+	HasValidTo bool
+}
+
+func versionedRecord(v state.Version) VersionedRecord {
+	return VersionedRecord{Value: v.Value, Timestamp: v.ValidFrom, ValidTo: v.ValidTo, HasValidTo: !v.Latest}
+}
+
+// VersionedQueryResult answers GetVersioned (an IQv2 VersionedKeyQuery
+// result).
+type VersionedQueryResult struct {
+	// Found is false when the store has no version of the key for the
+	// time asked (none, a tombstone, or older than the history retention).
+	Found  bool
+	Record VersionedRecord
+	// Partition and FromStandby are as in KeyQueryResult.
+	Partition   int32
+	FromStandby bool
+}
+
+// AsOf is GetVersioned's time bound.
+type AsOf struct {
+	// Latest: the latest version (VersionedKeyValueStore.get(key)); else
+	// the version valid at Timestamp (get(key, asOfTimestamp)).
+	Latest    bool
+	Timestamp int64
+}
+
+// LatestVersion asks for the latest version of a key.
+var LatestVersion = AsOf{Latest: true}
+
+// At asks for the version of a key valid at ts (epoch ms).
+func At(ts int64) AsOf { return AsOf{Timestamp: ts} }
+
+// GetVersioned reads key of the versioned store named store (a table
+// materialized with Versioned) from this instance, as Get does: the
+// version at.Timestamp falls in, or the latest. A read as of a time older
+// than the store's history retention finds nothing, unless the latest
+// version is older still (Kafka Streams' VersionedKeyValueStore.get).
+func (a *App) GetVersioned(store string, key []byte, at AsOf, p StoreQueryParameters) (VersionedQueryResult, error) {
+	retention, err := a.versionedRetention(store)
+	if err != nil {
+		return VersionedQueryResult{}, fmt.Errorf("streams: GetVersioned: %w", err)
+	}
+	active, standby, err := a.rt.QueryPartitions(store, p.EnableStaleStores)
+	if err != nil {
+		return VersionedQueryResult{}, fmt.Errorf("streams: GetVersioned: %w", err)
+	}
+	if a.rt.ApplicationServer() == "" {
+		for _, part := range active {
+			v, ok, err := part.GetVersion(key, at.Latest, at.Timestamp, retention)
+			if err != nil || ok {
+				return VersionedQueryResult{Found: ok, Record: versionedRecord(v), Partition: part.Number}, err
+			}
+		}
+		return VersionedQueryResult{Partition: -1}, nil
+	}
+	n, err := a.rt.KeyPartition(store, key)
+	if err != nil {
+		return VersionedQueryResult{}, fmt.Errorf("streams: GetVersioned: store %q key %q: %w", store, key, err)
+	}
+	var part *state.Partition
+	fromStandby := false
+	switch {
+	case active[n] != nil:
+		part = active[n]
+	case standby[n] != nil:
+		part, fromStandby = standby[n], true
+	}
+	if part == nil {
+		return VersionedQueryResult{}, fmt.Errorf("streams: GetVersioned: store %q key %q (partition %d) is not held here (application.server %s) now: %w",
+			store, key, n, a.rt.ApplicationServer(), ErrRebalancing)
+	}
+	v, ok, err := part.GetVersion(key, at.Latest, at.Timestamp, retention)
+	if err != nil {
+		return VersionedQueryResult{}, fmt.Errorf("streams: GetVersioned: store %q partition %d: %w", store, part.Number, err)
+	}
+	return VersionedQueryResult{Found: ok, Record: versionedRecord(v), Partition: n, FromStandby: fromStandby}, nil
+}
+
+// versionedRetention is the history retention of store, which must be a
+// versioned store of the topology.
+func (a *App) versionedRetention(store string) (int64, error) {
+	return versionedRetention(a.topo, store)
+}
+
+func versionedRetention(t *topology.Topology, store string) (int64, error) {
+	st := t.Stores[store]
+	switch {
+	case st == nil:
+		return 0, fmt.Errorf("store %q does not exist: %w", store, ErrNotFound)
+	case st.Kind != topology.StoreVersioned:
+		return 0, fmt.Errorf("store %q is not a versioned store (materialize a table with Versioned): %w", store, ErrInvalid)
+	}
+	return st.Versioned.HistoryRetention, nil
 }

@@ -47,7 +47,7 @@ func (g *GroupedTable) ValueSerde() string { return g.h.ValueSerde }
 // exist and be queryable; absent, it is "<topic>-STATE-STORE-<n>" and exists
 // only when an operator downstream needs old values), StoreSerdes.
 func (b *Builder) Table(topic string, opts ...Option) (*Table, error) {
-	o, err := parse("Table", opts, optName, optKeySerde, optValueSerde, optStore, optStoreSerdes, optChangelogConfig, optOffsetReset)
+	o, err := parse("Table", opts, optName, optKeySerde, optValueSerde, optStore, optStoreSerdes, optChangelogConfig, optOffsetReset, optVersioned, optSegmentInterval)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/testdriver"
+	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
 // ErrUnknownTopic is wrapped by the errors of TestDriver calls naming a
@@ -179,7 +180,58 @@ func (d *TestDriver) GetStore(name string) (*KeyValueStore, error) {
 		}
 		return nil, fmt.Errorf("streams: store %q does not exist (stores: %s): %w", name, known, ErrNotFound)
 	}
+	if d.app.topo.Stores[name].Kind == topology.StoreVersioned {
+		return nil, fmt.Errorf("streams: store %q is a versioned store: read it with GetVersionedStore: %w", name, ErrInvalid)
+	}
 	return &KeyValueStore{d: d, name: name}, nil
+}
+
+// VersionedStore reads a versioned store of a TestDriver's topology
+// (TopologyTestDriver.getVersionedKeyValueStore... as a VersionedKeyValueStore).
+type VersionedStore struct {
+	d         *TestDriver
+	name      string
+	retention int64
+}
+
+// GetVersionedStore returns the versioned store name (a table materialized
+// with Versioned); another store fails wrapping ErrInvalid, an unknown one
+// ErrNotFound.
+func (d *TestDriver) GetVersionedStore(name string) (*VersionedStore, error) {
+	r, err := versionedRetention(d.app.topo, name)
+	if err != nil {
+		return nil, fmt.Errorf("streams: GetVersionedStore: %w", err)
+	}
+	return &VersionedStore{d: d, name: name, retention: r}, nil
+}
+
+// Get returns key's latest version (VersionedKeyValueStore.get(key)); ok
+// is false when there is none or it is a tombstone.
+func (s *VersionedStore) Get(key []byte) (VersionedRecord, bool, error) {
+	return s.get(key, LatestVersion)
+}
+
+// GetAsOf returns the version of key valid at asOf
+// (VersionedKeyValueStore.get(key, asOfTimestamp)).
+func (s *VersionedStore) GetAsOf(key []byte, asOf int64) (VersionedRecord, bool, error) {
+	return s.get(key, At(asOf))
+}
+
+func (s *VersionedStore) get(key []byte, at AsOf) (VersionedRecord, bool, error) {
+	parts, err := s.d.app.rt.StorePartitions(s.name)
+	if err != nil {
+		return VersionedRecord{}, false, fmt.Errorf("streams: %w", err)
+	}
+	for _, p := range parts {
+		v, ok, err := p.GetVersion(key, at.Latest, at.Timestamp, s.retention)
+		if err != nil {
+			return VersionedRecord{}, false, fmt.Errorf("streams: store %q: %w", s.name, err)
+		}
+		if ok {
+			return versionedRecord(v), true, nil
+		}
+	}
+	return VersionedRecord{}, false, nil
 }
 
 // Get returns key's value, nil when the store holds none.

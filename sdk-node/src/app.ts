@@ -43,6 +43,7 @@ import {
   type QueryTarget,
   type StoreOptions,
   type StreamsMetadata,
+  VersionedKeyValueStore,
   WindowStore,
 } from "./store.js";
 
@@ -803,6 +804,15 @@ export class App implements Builder {
    */
   windowStore<K = unknown, V = unknown>(name: string): WindowStore<K, V> {
     return new WindowStore<K, V>(this.#queries, name);
+  }
+
+  /**
+   * The versioned store `name` (a table materialized with `versionedMs`),
+   * for interactive queries as of a time while run() serves the topology.
+   * See VersionedKeyValueStore.
+   */
+  versionedStore<K = unknown, V = unknown>(name: string, options: { enableStaleStores?: boolean } = {}): VersionedKeyValueStore<K, V> {
+    return new VersionedKeyValueStore<K, V>(this.#queries, name, options);
   }
 
   /**

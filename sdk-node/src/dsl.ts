@@ -92,6 +92,15 @@ export function handleFrom(h: HandleMessage): Handle {
  * aggregation's store: `withRetention`) is how long a window is kept after
  * its start, for queries and late records: at least the window size plus
  * grace, which is the default.
+ *
+ * `versionedMs` (a table source's store only, which must be named) makes it
+ * a versioned store with that history retention
+ * (`Materialized.as(Stores.persistentVersionedKeyValueStore(name,
+ * historyRetention))`, KIP-889): it keeps every version of a key for the
+ * history retention, and a stream-table join reads the version valid at
+ * each stream record's timestamp (KIP-914). `segmentIntervalMs` is that
+ * store's third argument (checked; the engine's layout has no segments).
+ * Query it with `app.versionedStore(name)`.
  */
 export interface Materialized {
   storeName?: string;
@@ -99,6 +108,8 @@ export interface Materialized {
   value?: SerdeName;
   changelogConfig?: Record<string, string>;
   retentionMs?: number;
+  versionedMs?: number;
+  segmentIntervalMs?: number;
 }
 
 /** A built-in reducer that runs in the engine and never crosses: values must be `long` or `double` (`latest`: any). */
@@ -272,7 +283,27 @@ function materialized(m: string | Materialized | undefined, method: string) {
     }
     retentionMs = BigInt(m.retentionMs);
   }
-  return { storeName: m.storeName ?? "", keySerde: m.key ?? "", valueSerde: m.value ?? "", changelogConfig: { ...m.changelogConfig }, retentionMs };
+  const ms = (v: number | undefined, what: string): bigint => {
+    if (v === undefined) return 0n;
+    if (typeof v !== "number" || !Number.isSafeInteger(v)) {
+      throw new TypeError(`${method}: materialized.${what} must be an integer number of milliseconds, not ${String(v)}`);
+    }
+    return BigInt(v);
+  };
+  if (m.segmentIntervalMs !== undefined && m.versionedMs === undefined) {
+    throw new TypeError(`${method}: materialized.segmentIntervalMs is a versioned store's: give versionedMs too`);
+  }
+  const versioned = m.versionedMs === undefined
+    ? undefined
+    : { historyRetentionMs: ms(m.versionedMs, "versionedMs"), segmentIntervalMs: ms(m.segmentIntervalMs, "segmentIntervalMs") };
+  return {
+    storeName: m.storeName ?? "",
+    keySerde: m.key ?? "",
+    valueSerde: m.value ?? "",
+    changelogConfig: { ...m.changelogConfig },
+    retentionMs,
+    ...(versioned ? { versioned } : {}),
+  };
 }
 
 function callable(fn: unknown, method: string): AnyFunction {

@@ -67,7 +67,7 @@ export {
 } from "./errors.js";
 export type { RecordContext } from "./errors.js";
 export { SERDE_NAMES, avro, decode, encode, jsonSchema, protobuf } from "./serde.js";
-export { Entries, KeyValueStore, WindowStore } from "./store.js";
+export { Entries, KeyValueStore, VersionedKeyValueStore, type VersionedRecord, WindowStore } from "./store.js";
 export type { HostInfo, KeyQueryMetadata, KeyQueryResult, RangeOptions, StoreOptions, StreamsMetadata, Time } from "./store.js";
 export { EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed } from "./windows.js";
 export type { BufferConfig, BufferFull, SuppressedOptions } from "./windows.js";

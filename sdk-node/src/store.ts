@@ -375,6 +375,93 @@ export function innerSerde(serde: string): string {
  * gone. Errors are as for KeyValueStore; an answer of more than 100,000
  * windows rejects: ask for a shorter time range.
  */
+/**
+ * One version of a versioned store's value (Kafka Streams'
+ * `VersionedRecord`): valid from `timestamp` (epoch ms) until `validTo`
+ * (exclusive; undefined for the latest version).
+ */
+export interface VersionedRecord<V = unknown> {
+  value: V;
+  timestamp: number;
+  validTo: number | undefined;
+}
+
+/**
+ * A read-only view of a versioned store of the running topology
+ * (`app.versionedStore(name)`): a table materialized with `versionedMs`
+ * (Kafka Streams' `VersionedKeyValueStore`, KIP-889). `get(key)` answers
+ * the latest version, `get(key, { asOf })` the version valid at `asOf`
+ * (epoch ms or a Date). A read as of a time older than the store's history
+ * retention (behind the newest timestamp the store saw) finds nothing,
+ * unless the key's latest version is older still; a deleted key (a
+ * tombstone) finds nothing. Errors are as for KeyValueStore.
+ */
+export class VersionedKeyValueStore<K = unknown, V = unknown> {
+  /** The store's name, as describe() shows it. */
+  readonly name: string;
+  readonly #target: QueryTarget;
+  readonly #stale: boolean;
+
+  /** @internal */
+  constructor(target: QueryTarget, name: string, options: { enableStaleStores?: boolean } = {}) {
+    if (typeof name !== "string" || name === "") {
+      throw new TypeError(`versionedStore: want a store name, got ${typeof name === "string" ? '""' : typeName(name)}`);
+    }
+    this.name = name;
+    this.#target = target;
+    this.#stale = options.enableStaleStores ?? false;
+  }
+
+  toString(): string {
+    return `VersionedKeyValueStore(${JSON.stringify(this.name)})`;
+  }
+
+  /** The store's key serde (asked of the engine when the app did not build the store). */
+  async keySerde(): Promise<string> {
+    const known = this.#target.keySerde(this.name);
+    if (known !== undefined) {
+      return known;
+    }
+    await this.#get(new Uint8Array(0), undefined);
+    return this.#target.keySerde(this.name) ?? "bytes";
+  }
+
+  /** The latest version of `key`, or with `asOf` the version valid then; undefined when there is none. */
+  async get(key: K, options: { asOf?: Time } = {}): Promise<VersionedRecord<V> | undefined> {
+    if (key === null || key === undefined) {
+      throw new TypeError(`store ${JSON.stringify(this.name)}: get: a key must not be ${String(key)}`);
+    }
+    const ks = await this.keySerde();
+    let b: Uint8Array | null;
+    try {
+      b = encode(ks, key);
+    } catch (e) {
+      const msg = e instanceof Error ? e.message : String(e);
+      throw new TypeError(`store ${JSON.stringify(this.name)}: get: cannot encode key ${show(key)} with key serde ${JSON.stringify(ks)}: ${msg}`);
+    }
+    return this.#get(b!, options.asOf === undefined ? undefined : timeMs(options.asOf, "get: asOf"));
+  }
+
+  async #get(key: Uint8Array, asOfMs: bigint | undefined): Promise<VersionedRecord<V> | undefined> {
+    const resp = await this.#target.query(this.name, { case: "versionedGet", value: { key, ...(asOfMs !== undefined ? { asOfMs } : {}) } }, 1, this.#stale);
+    if (resp.keySerde) {
+      this.#target.learnKeySerde(this.name, resp.keySerde);
+    }
+    const values = decodeColumn(resp.valueSerde || "bytes", resp.values, resp.valueLengths);
+    if (values.failures.size > 0) {
+      throw new PolystreamsError("internal", `Query ${JSON.stringify(this.name)}: the engine's answer does not decode: ${[...values.failures.values()][0]}`);
+    }
+    if (resp.keyLengths.length === 0) {
+      return undefined;
+    }
+    return {
+      value: values.items[0] as V,
+      timestamp: Number(resp.timestamps[0] ?? 0n),
+      validTo: resp.validToMs === undefined ? undefined : Number(resp.validToMs),
+    };
+  }
+}
+
 export class WindowStore<K = unknown, V = unknown> {
   /** The store's name, as describe() shows it. */
   readonly name: string;

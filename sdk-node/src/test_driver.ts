@@ -17,7 +17,7 @@ import type { GlobalKTable, GlobalTableOptions, KStream, KTable, TableOptions } 
 import { ProcessingError } from "./errors.js";
 import type { TestHeader, TestRecord as TestRecordProto } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import { type SerdeName, type SerdeType, decode, encode } from "./serde.js";
-import type { KeyValueStore, WindowStore } from "./store.js";
+import type { KeyValueStore, VersionedKeyValueStore, WindowStore } from "./store.js";
 import type { StoreBuilder } from "./processor.js";
 import type { Topology } from "./topology.js";
 
@@ -84,7 +84,7 @@ export class TopologyTestDriver {
   ): KStream<SerdeType<KS>, SerdeType<VS>> {
     const s = this.app.stream(topics, options);
     for (const t of typeof topics === "string" ? [topics] : topics) {
-      this.#serdes.set(t, s.handle.then((h) => [h.keySerde || "bytes", h.valueSerde || "bytes"]));
+      this.#serdes.set(t, serdesOf(s.handle));
     }
     return s;
   }
@@ -95,7 +95,7 @@ export class TopologyTestDriver {
     options: TableOptions<KS, VS> = {},
   ): KTable<SerdeType<KS>, SerdeType<VS>> {
     const t = this.app.table(topic, options);
-    this.#serdes.set(topic, t.handle.then((h) => [h.keySerde || "bytes", h.valueSerde || "bytes"]));
+    this.#serdes.set(topic, serdesOf(t.handle));
     return t;
   }
 
@@ -110,7 +110,7 @@ export class TopologyTestDriver {
     options: GlobalTableOptions<KS, VS> = {},
   ): GlobalKTable<SerdeType<KS>, SerdeType<VS>> {
     const g = this.app.globalTable(topic, options);
-    this.#serdes.set(topic, g.handle.then((h) => [h.keySerde || "bytes", h.valueSerde || "bytes"]));
+    this.#serdes.set(topic, serdesOf(g.handle));
     return g;
   }
 
@@ -249,6 +249,17 @@ export class TopologyTestDriver {
   }
 
   /**
+   * The versioned store `name` (a table materialized with `versionedMs`).
+   * Rejects with NotFoundError naming the store when there is none of that
+   * name, and with InvalidArgumentError when it is not versioned.
+   */
+  async getVersionedStore<K = unknown, V = unknown>(name: string): Promise<VersionedKeyValueStore<K, V>> {
+    await this.#start();
+    await this.app.sessionCall("query", { store: name, query: { case: "versionedGet", value: { key: new Uint8Array(0) } }, limit: 1 });
+    return this.app.versionedStore<K, V>(name);
+  }
+
+  /**
    * The window store `name` of a windowed aggregation
    * (TopologyTestDriver.getWindowStore). Rejects with NotFoundError naming
    * the store when there is none of that name.
@@ -290,4 +301,15 @@ export class TopologyTestDriver {
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
+}
+
+/**
+ * The serdes a source's handle names. The promise is marked handled: a
+ * refused source rejects its own handle (which the caller awaits), and
+ * pipeInput to its topic rejects again; it is no unhandled rejection.
+ */
+function serdesOf(handle: Promise<{ keySerde: string; valueSerde: string }>): Promise<[string, string]> {
+  const p = handle.then((h): [string, string] => [h.keySerde || "bytes", h.valueSerde || "bytes"]);
+  p.catch(() => undefined);
+  return p;
 }

@@ -721,6 +721,14 @@ impl App {
         KeyValueStore::new(self.inner.session.clone(), name)
     }
 
+    /// The versioned store `name` (a table materialized with
+    /// [`Materialized::versioned`](crate::Materialized::versioned)), for
+    /// interactive queries as of a time while [`App::run`] serves the
+    /// topology.
+    pub fn versioned_store<K: Serde, V: Serde>(&self, name: &str) -> crate::store::VersionedKeyValueStore<K, V> {
+        crate::store::VersionedKeyValueStore::new(self.inner.session.clone(), name)
+    }
+
     /// The window or session store `name` (a windowed aggregation's), for
     /// interactive queries while [`App::run`] serves the topology.
     pub fn window_store<K: Serde, V: Serde>(&self, name: &str) -> crate::store::WindowStore<K, V> {

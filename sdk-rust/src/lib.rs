@@ -78,7 +78,10 @@ pub use processor::{
 };
 pub use serdes::{avro, json_schema, protobuf, to_bytes, Json, Serde, SerdeError, Value, Windowed};
 pub use session::{Handle, Kind};
-pub use store::{HostInfo, KeyQueryMetadata, KeyQueryResult, KeyValueStore, StreamsMetadata, WindowStore};
+pub use store::{
+    HostInfo, KeyQueryMetadata, KeyQueryResult, KeyValueStore, StreamsMetadata, VersionedKeyValueStore,
+    VersionedRecord, WindowStore,
+};
 pub use test_driver::{TestRecord, TopologyTestDriver};
 pub use windows::{
     BufferConfig, BufferFull, EmitStrategy, SessionWindowedKStream, SessionWindows, SlidingWindows,

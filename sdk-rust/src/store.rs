@@ -249,6 +249,76 @@ impl<K: Serde, V: Serde> KeyValueStore<K, V> {
     }
 }
 
+/// One version of a versioned store's value (Kafka Streams'
+/// `VersionedRecord`): valid from `timestamp` (epoch ms) until `valid_to`
+/// (exclusive; None for the latest version).
+#[derive(Clone, Debug, PartialEq)]
+pub struct VersionedRecord<V> {
+    pub value: V,
+    pub timestamp: i64,
+    pub valid_to: Option<i64>,
+}
+
+/// A read-only view of a versioned store of the running topology
+/// ([`App::versioned_store`](crate::App::versioned_store)): a table
+/// materialized with [`Materialized::versioned`](crate::Materialized::versioned)
+/// (Kafka Streams' `VersionedKeyValueStore`, KIP-889).
+///
+/// [`get`](Self::get) answers the latest version of a key,
+/// [`get_as_of`](Self::get_as_of) the version valid at a time. A read as of
+/// a time older than the store's history retention (behind the newest
+/// timestamp the store saw) finds nothing, unless the key's latest version
+/// is older still; a deleted key (a tombstone) finds nothing. Errors are as
+/// for [`KeyValueStore`].
+pub struct VersionedKeyValueStore<K, V> {
+    kv: KeyValueStore<K, V>,
+}
+
+impl<K: Serde, V: Serde> VersionedKeyValueStore<K, V> {
+    pub(crate) fn new(app: Arc<Session>, name: &str) -> Self {
+        VersionedKeyValueStore { kv: KeyValueStore::new(app, name) }
+    }
+
+    /// Lets standby copies answer, as [`KeyValueStore::enable_stale_stores`].
+    #[must_use]
+    pub fn enable_stale_stores(self) -> Self {
+        VersionedKeyValueStore { kv: self.kv.enable_stale_stores() }
+    }
+
+    /// The store's name.
+    pub fn name(&self) -> &str {
+        &self.kv.name
+    }
+
+    /// The latest version of `key` (`VersionedKeyValueStore.get(key)`), or
+    /// None when there is none.
+    pub fn get(&self, key: &K) -> Result<Option<VersionedRecord<V>>> {
+        self.version(key, None)
+    }
+
+    /// The version of `key` valid at `as_of` (epoch ms;
+    /// `VersionedKeyValueStore.get(key, asOfTimestamp)`), or None.
+    pub fn get_as_of(&self, key: &K, as_of: i64) -> Result<Option<VersionedRecord<V>>> {
+        self.version(key, Some(as_of))
+    }
+
+    fn version(&self, key: &K, as_of_ms: Option<i64>) -> Result<Option<VersionedRecord<V>>> {
+        let k = self.kv.encode(key, "get")?;
+        let (mut entries, _, resp) = self.kv.run(Query::VersionedGet(pb::VersionedGet { key: k, as_of_ms }))?;
+        Ok(entries.pop().map(|(_, _, value)| VersionedRecord {
+            value,
+            timestamp: resp.timestamps.first().copied().unwrap_or_default(),
+            valid_to: resp.valid_to_ms,
+        }))
+    }
+}
+
+impl<K, V> std::fmt::Debug for VersionedKeyValueStore<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "VersionedKeyValueStore({:?})", self.kv.name)
+    }
+}
+
 impl<K, V> std::fmt::Debug for KeyValueStore<K, V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "KeyValueStore({:?})", self.name)

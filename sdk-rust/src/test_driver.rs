@@ -232,6 +232,26 @@ impl TopologyTestDriver {
         Ok(self.app.store(name))
     }
 
+    /// The versioned store `name` (a table materialized with
+    /// [`Materialized::versioned`](crate::Materialized::versioned));
+    /// [`Error::NotFound`] when there is none of that name,
+    /// [`Error::InvalidArgument`] when it is not versioned.
+    pub fn get_versioned_store<K: Serde, V: Serde>(
+        &self,
+        name: &str,
+    ) -> Result<crate::store::VersionedKeyValueStore<K, V>> {
+        self.ensure_started()?;
+        let q = pb::QueryRequest {
+            session_id: self.session(),
+            store: name.to_owned(),
+            limit: 1,
+            query: Some(pb::query_request::Query::VersionedGet(pb::VersionedGet { key: Vec::new(), as_of_ms: None })),
+            ..Default::default()
+        };
+        self.app.inner.session.client.query(&q)?;
+        Ok(self.app.versioned_store(name))
+    }
+
     /// The window store `name` of a windowed aggregation
     /// (TopologyTestDriver.getWindowStore); [`Error::NotFound`] when there
     /// is none of that name.

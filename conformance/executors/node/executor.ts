@@ -62,7 +62,7 @@ interface Step {
   foreign_key?: FnRef;
   builtin?: Reducer;
   builtin_joiner?: BuiltinJoiner;
-  materialized?: { store?: string; key?: SerdeName; value?: SerdeName; retention_ms?: number };
+  materialized?: { store?: string; key?: SerdeName; value?: SerdeName; retention_ms?: number; versioned?: { history_retention_ms: number; segment_interval_ms?: number } };
   branch?: string;
   other?: string;
   table?: string;
@@ -145,6 +145,8 @@ function materialized(step: Step): Materialized | undefined {
     ...(m.key ? { key: m.key } : {}),
     ...(m.value ? { value: m.value } : {}),
     ...(m.retention_ms !== undefined ? { retentionMs: m.retention_ms } : {}),
+    ...(m.versioned !== undefined ? { versionedMs: m.versioned.history_retention_ms } : {}),
+    ...(m.versioned?.segment_interval_ms !== undefined ? { segmentIntervalMs: m.versioned.segment_interval_ms } : {}),
   };
 }
 

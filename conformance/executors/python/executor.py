@@ -386,7 +386,15 @@ def materialized(step: Mapping[str, Any]) -> Materialized | None:
     m = step.get("materialized")
     if m is None:
         return None
-    return Materialized(m.get("store", ""), key=m.get("key"), value=m.get("value"), retention=m.get("retention_ms"))
+    v = m.get("versioned")
+    return Materialized(
+        m.get("store", ""),
+        key=m.get("key"),
+        value=m.get("value"),
+        retention=m.get("retention_ms"),
+        versioned=None if v is None else v["history_retention_ms"],
+        segment_interval=None if v is None else v.get("segment_interval_ms"),
+    )
 
 
 def windows(w: Mapping[str, Any]) -> TimeWindows | SlidingWindows | SessionWindows:

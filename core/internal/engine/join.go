@@ -9,7 +9,8 @@ import (
 // joinOp is KStreamKTableJoin: each stream record is joined with the value
 // its key has in the table now (read from the table's store, through its
 // value getter when the table is derived: getter.go), the record's
-// timestamp kept. A
+// timestamp kept. A versioned table (versioned.go) answers with the
+// version valid at the stream record's timestamp instead (KIP-914). A
 // record with a null value is dropped (counted); one with a null key is
 // dropped by an inner join and joined with null by a left join (KIP-962);
 // an inner join drops a record whose key the table does not hold (not
@@ -26,6 +27,7 @@ func (o *joinOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 	}
 	left := s.node.Op == topology.OpLeftJoin
 	tx := o.tx
+	versioned := versionedStore(s.table)
 	keep := make([]rec, 0, len(recs))
 	others := make([][]byte, 0, len(recs))
 	for _, r := range recs {
@@ -34,7 +36,17 @@ func (o *joinOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 			continue
 		}
 		var other []byte
-		if r.key != nil {
+		switch {
+		case r.key != nil && versioned:
+			// KIP-914: the version valid at the stream record's time.
+			v, ok, err := tx.getVersion(r.key, false, r.ts)
+			if err != nil {
+				return nil, recordError(r, s.node.Name, err)
+			}
+			if ok {
+				other = v.Value
+			}
+		case r.key != nil:
 			v, _, err := tx.get(r.key)
 			if err != nil {
 				return nil, recordError(r, s.node.Name, err)

@@ -268,6 +268,10 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 	var applied int64
 	next := from
 	logged := start
+	var vr *versionRestore
+	if versionedStore(tx.store) {
+		vr = &versionRestore{part: tx.part}
+	}
 	for next < end.Offset {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -285,6 +289,12 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 			if r.Attrs.IsControl() || kerr != nil {
 				return
 			}
+			if vr != nil {
+				if ws, kerr = vr.add(ws, r); kerr != nil {
+					kerr = fmt.Errorf("%s/%d@%d: %w", r.Topic, r.Partition, r.Offset, kerr)
+				}
+				return
+			}
 			key := r.Key
 			if tx.keys != nil {
 				if key, kerr = tx.keys.fromLog(r.Key); kerr != nil {
@@ -296,6 +306,9 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 		})
 		if kerr != nil {
 			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.part.Number, kerr)
+		}
+		if vr != nil {
+			ws = vr.finish(ws)
 		}
 		if err := tx.part.Apply(ws); err != nil {
 			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.part.Number, err)

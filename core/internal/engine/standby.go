@@ -55,7 +55,9 @@ type standbyPart struct {
 	changelog string
 	part      *state.Partition
 	keys      keyCodec
-	position  *atomic.Int64
+	// versions: a versioned store's restore state (versioned.go).
+	versions *versionRestore
+	position *atomic.Int64
 }
 
 // startStandbys begins tailing the changelogs of the standby tasks of the
@@ -72,12 +74,16 @@ func (a *App) startStandbys(tasks []int32) {
 				if _, active := a.tasks[taskID{p.id, n}]; active {
 					continue // never both: the balancer does not do it
 				}
-				parts = append(parts, standbyPart{
+				sbp := standbyPart{
 					sp:        storePartition{st.Name, n},
 					changelog: a.fullTopic(st.ChangelogTopic, true),
 					part:      a.db.Partition(st.Name, n),
 					keys:      codecFor(st),
-				})
+				}
+				if versionedStore(st) {
+					sbp.versions = &versionRestore{part: sbp.part}
+				}
+				parts = append(parts, sbp)
 			}
 		}
 	}
@@ -219,6 +225,13 @@ func (a *App) tailStandbys(ctx context.Context, s *standby, parts []standbyPart)
 				if r.Attrs.IsControl() {
 					continue
 				}
+				if sp.versions != nil {
+					if ws, perr = sp.versions.add(ws, r); perr != nil {
+						perr = fmt.Errorf("standby of store %s partition %d: %s/%d@%d: %w", sp.sp.store, sp.sp.partition, r.Topic, r.Partition, r.Offset, perr)
+						return
+					}
+					continue
+				}
 				key := r.Key
 				if sp.keys != nil {
 					if key, perr = sp.keys.fromLog(r.Key); perr != nil {
@@ -227,6 +240,9 @@ func (a *App) tailStandbys(ctx context.Context, s *standby, parts []standbyPart)
 					}
 				}
 				ws = append(ws, state.Write{Key: key, Value: r.Value, TS: r.Timestamp.UnixMilli()})
+			}
+			if sp.versions != nil {
+				ws = sp.versions.finish(ws)
 			}
 			if perr = sp.part.Apply(ws); perr != nil {
 				return

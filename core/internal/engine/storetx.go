@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -128,8 +129,18 @@ func writes(rows map[string]row) []state.Write {
 }
 
 // changelogRecord is the changelog record of a store change: the plain
-// value, with the row's timestamp as the record's.
+// value, with the row's timestamp as the record's; nil for a row that is
+// not logged (a versioned store's stream time: versioned.go).
 func (s *storeTx) changelogRecord(partition int32, w state.Write) *kgo.Record {
+	if vc, ok := s.keys.(versionedCodec); ok {
+		r, err := vc.logRecord(s.changelog, partition, w)
+		if err != nil {
+			// Only the store's own writes reach here, made by
+			// VersionValue: a bad one is a bug, not bad input.
+			panic(fmt.Sprintf("runtime: store %s: %v", s.store.Name, err))
+		}
+		return r
+	}
 	key := w.Key
 	if s.keys != nil {
 		key = s.keys.toLog(key)

@@ -18,7 +18,11 @@ import (
 
 // tableSourceOp upserts each record into the table's store, when it has one,
 // and forwards the change. A record with a null key cannot be upserted and
-// is dropped (KTableSource: "Skipping record due to null key").
+// is dropped (KTableSource: "Skipping record due to null key"). A
+// versioned store (versioned.go) takes each record as a version: one older
+// than its history retention is not put, and not forwarded; an
+// out-of-order one is put and forwarded, with the key's latest value as
+// the old one (KTableSource over a versioned store, KIP-914).
 type tableSourceOp struct{ opBase }
 
 func newTableSourceOp(t *task, s *step) operator { return &tableSourceOp{baseOf(t, s, s.store)} }
@@ -32,6 +36,18 @@ func (o *tableSourceOp) process(_ context.Context, recs []rec) ([]rec, error) {
 			continue
 		}
 		r.old = nil
+		if tx != nil && versionedStore(tx.store) {
+			p, err := tx.putVersion(t.app.eos, r.key, r.value, r.ts)
+			if err != nil {
+				return nil, recordError(r, s.node.Name, err)
+			}
+			if !p.put {
+				continue
+			}
+			r.old = p.old
+			out = append(out, r)
+			continue
+		}
 		if tx != nil {
 			old, _, err := tx.get(r.key)
 			if err != nil {

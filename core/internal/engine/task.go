@@ -479,8 +479,13 @@ func (t *task) finish() error {
 			continue
 		}
 		ws := writes(tx.dirty)
+		if versionedStore(tx.store) {
+			sortVersions(ws)
+		}
 		for _, w := range ws {
-			t.out = append(t.out, tx.changelogRecord(t.id.partition, w))
+			if r := tx.changelogRecord(t.id.partition, w); r != nil {
+				t.out = append(t.out, r)
+			}
 		}
 		if err := tx.part.Apply(ws); err != nil {
 			return fmt.Errorf("engine: task %s: %w", t.id, err)
@@ -493,7 +498,9 @@ func (t *task) finish() error {
 		for _, tx := range t.stores {
 			for k, r := range tx.unlogged {
 				w := state.Write{Key: []byte(k), Value: r.value, TS: r.ts}
-				t.out = append(t.out, tx.changelogRecord(t.id.partition, w))
+				if r := tx.changelogRecord(t.id.partition, w); r != nil {
+					t.out = append(t.out, r)
+				}
 			}
 			clear(tx.unlogged)
 		}
@@ -555,9 +562,16 @@ func (t *task) writeChangelogs() {
 	t.settleMu.Lock()
 	defer t.settleMu.Unlock()
 	for _, tx := range t.stores {
-		for k, r := range tx.txn {
-			w := state.Write{Key: []byte(k), Value: r.value, TS: r.ts}
-			t.app.produceThen(tx.changelogRecord(t.id.partition, w), func(r *kgo.Record) {
+		ws := writes(tx.txn)
+		if versionedStore(tx.store) {
+			sortVersions(ws)
+		}
+		for _, w := range ws {
+			cr := tx.changelogRecord(t.id.partition, w)
+			if cr == nil {
+				continue
+			}
+			t.app.produceThen(cr, func(r *kgo.Record) {
 				for {
 					cur := tx.lastOffset.Load()
 					if r.Offset <= cur || tx.lastOffset.CompareAndSwap(cur, r.Offset) {

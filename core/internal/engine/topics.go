@@ -201,6 +201,14 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 						configs[t]["cleanup.policy"] = &deletePolicy
 					}
 				}
+				if st.Kind == topology.StoreVersioned {
+					// Kafka Streams' versioned changelogs
+					// (VersionedChangelogTopicConfig): compacted, but
+					// no version is compacted away while a read may need
+					// it: history retention plus 1 day.
+					lag := strconv.FormatInt(st.Versioned.HistoryRetention+24*time.Hour.Milliseconds(), 10)
+					configs[t]["min.compaction.lag.ms"] = &lag
+				}
 				for k, v := range st.ChangelogConfig {
 					configs[t][k] = &v
 				}

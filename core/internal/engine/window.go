@@ -64,6 +64,8 @@ func codecFor(st *topology.Store) keyCodec {
 		return suppressCodec{w: st.Windows}
 	case topology.StoreJoinWindow:
 		return joinWindowCodec{}
+	case topology.StoreVersioned:
+		return versionedCodec{}
 	}
 	return nil
 }

@@ -90,6 +90,8 @@ func queryKey(m *pb.QueryRequest) []byte {
 		return q.Get
 	case *pb.QueryRequest_WindowFetch:
 		return q.WindowFetch.Key
+	case *pb.QueryRequest_VersionedGet:
+		return q.VersionedGet.Key
 	}
 	return nil
 }
@@ -296,7 +298,11 @@ func entriesOf(r *pb.QueryResponse, st *topology.Store) []entry {
 			inner := k[:len(k)-8]
 			k = append(slices.Clone(k[len(k)-8:]), inner...)
 		}
-		out = append(out, entry{k, v, ts})
+		e := entry{k: k, v: v, ts: ts}
+		if len(r.KeyLengths) == 1 {
+			e.validTo = r.ValidToMs
+		}
+		out = append(out, e)
 	}
 	return out
 }

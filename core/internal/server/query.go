@@ -67,12 +67,17 @@ func (s *Server) Query(ctx context.Context, req *connect.Request[pb.QueryRequest
 		limit = maxQueryEntries
 	}
 	_, windowQuery := m.Query.(*pb.QueryRequest_WindowFetch)
+	_, versionedQuery := m.Query.(*pb.QueryRequest_VersionedGet)
 	switch {
+	case st.Kind == topology.StoreVersioned && !versionedQuery:
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("Query: store %q is a versioned store: query it with versioned_get (get, or get as of a time), not get, range, prefix, all or window_fetch", m.Store))
+	case st.Kind != topology.StoreVersioned && versionedQuery:
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("Query: store %q is not a versioned store: versioned_get is for a table materialized as versioned", m.Store))
 	case st.Kind == topology.StoreWindow && !windowQuery:
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("Query: store %q is a window store: query it with window_fetch (fetch / fetch_all), not get, range, prefix or all", m.Store))
 	case st.Kind == topology.StoreKeyValue && windowQuery:
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("Query: store %q is a key-value store: window_fetch is for window stores", m.Store))
-	case st.Kind != topology.StoreKeyValue && st.Kind != topology.StoreWindow:
+	case st.Kind != topology.StoreKeyValue && st.Kind != topology.StoreWindow && st.Kind != topology.StoreVersioned:
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("Query: store %q (a suppression buffer or session store) is not queryable", m.Store))
 	}
 	if app.ApplicationServer() != "" && !st.Global {
@@ -107,10 +112,12 @@ func notQueryable(err error) error {
 	return connect.NewError(code, fmt.Errorf("Query: %w", err))
 }
 
-// entry is one answer row: a store key, its value and timestamp.
+// entry is one answer row: a store key, its value and timestamp (a
+// version's: validFrom, and validTo when a later version replaced it).
 type entry struct {
-	k, v []byte
-	ts   int64
+	k, v    []byte
+	ts      int64
+	validTo *int64
 }
 
 // collectEntries runs the query m over the store partitions parts: each
@@ -120,7 +127,7 @@ func collectEntries(parts []*state.Partition, st *topology.Store, m *pb.QueryReq
 	var found []entry
 	var taken int
 	collect := func(k, v []byte, ts int64) error {
-		found = append(found, entry{append([]byte(nil), k...), append([]byte(nil), v...), ts})
+		found = append(found, entry{k: append([]byte(nil), k...), v: append([]byte(nil), v...), ts: ts})
 		if taken++; taken > limit {
 			return state.ErrStop
 		}
@@ -134,7 +141,7 @@ func collectEntries(parts []*state.Partition, st *topology.Store, m *pb.QueryReq
 			var v []byte
 			var ts int64
 			if v, ts, err = p.Get(q.Get); err == nil && v != nil {
-				found = append(found, entry{q.Get, v, ts})
+				found = append(found, entry{k: q.Get, v: v, ts: ts})
 			}
 		case *pb.QueryRequest_Range:
 			var upper []byte
@@ -148,6 +155,17 @@ func collectEntries(parts []*state.Partition, st *topology.Store, m *pb.QueryReq
 			err = p.Scan(collect)
 		case *pb.QueryRequest_WindowFetch:
 			err = fetchWindows(p, st, q.WindowFetch, collect)
+		case *pb.QueryRequest_VersionedGet:
+			g := q.VersionedGet
+			var v state.Version
+			var ok bool
+			if v, ok, err = p.GetVersion(g.Key, g.AsOfMs == nil, g.GetAsOfMs(), st.Versioned.HistoryRetention); err == nil && ok {
+				e := entry{k: g.Key, v: v.Value, ts: v.ValidFrom}
+				if !v.Latest {
+					e.validTo = &v.ValidTo
+				}
+				found = append(found, e)
+			}
 		default:
 			return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("Query: the request names no query (get, range, prefix or all)"))
 		}
@@ -179,6 +197,9 @@ func queryAnswer(found []entry, st *topology.Store, limit int) *pb.QueryResponse
 		resp.ValueLengths = append(resp.ValueLengths, int32(len(e.v)))
 		resp.Values = append(resp.Values, e.v...)
 		resp.Timestamps = append(resp.Timestamps, e.ts)
+		if e.validTo != nil {
+			resp.ValidToMs = e.validTo
+		}
 	}
 	return resp
 }

@@ -165,12 +165,26 @@ type Materialized struct {
 	// Retention is Materialized.withRetention (ms), for window and session
 	// stores; 0 is the default.
 	Retention int64
+	// Versioned, when set, makes a table source's store a versioned
+	// key-value store (Stores.persistentVersionedKeyValueStore).
+	Versioned *Versioned
+}
+
+// Versioned is a versioned key-value store's settings (KIP-889): versions
+// stay readable for HistoryRetention ms behind the store's stream time
+// (the latest version of a key always); SegmentInterval (ms, 0: not
+// given) is Kafka Streams' RocksDB segment size, checked but not used.
+type Versioned struct {
+	HistoryRetention, SegmentInterval int64
 }
 
 // changelogConfig checks a Materialized's changelog topic configs: a
 // key-value store's changelog must stay compacted, or the broker deletes
 // rows the store still holds and a restore loses them.
 func (c *call) changelogConfig(m Materialized) {
+	if m.Versioned != nil && c.op != "table" {
+		c.invalid("materialized as a versioned store (%q): only a table source (StreamsBuilder.table) is materialized as versioned here, not %s", m.StoreName, c.op)
+	}
 	for _, k := range slices.Sorted(maps.Keys(m.ChangelogConfig)) {
 		v := m.ChangelogConfig[k]
 		if k == "" {
@@ -807,8 +821,22 @@ func (c *call) input(id uint64, want Kind) *entry {
 	case e.handle.Kind != want:
 		c.invalid("%s needs a %s, but handle %d is a %s", c.op, want, id, e.handle.Kind)
 		return nil
+	case want == KindTable && c.b.versioned(e.handle.Node) != "" && c.op != "join" && c.op != "left_join" && c.op != "to_stream":
+		c.invalid("%s reads table handle %d, whose store %q is versioned: a versioned table is read by a stream-table join (join, left_join) and to_stream here; %s of a versioned table is not supported yet", c.op, id, c.b.versioned(e.handle.Node), c.op)
+		return nil
 	}
 	return e
+}
+
+// versioned is the name of n's store when it is versioned, else "".
+func (b *Builder) versioned(n *Node) string {
+	if n == nil || n.Op != OpTableSource || len(n.Stores) != 1 {
+		return ""
+	}
+	if st := b.stores[n.Stores[0]]; st != nil && st.Kind == StoreVersioned {
+		return st.Name
+	}
+	return ""
 }
 
 // serde reports whether name is a known serde (or empty) that records

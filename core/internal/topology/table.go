@@ -63,6 +63,17 @@ func (b *Builder) Table(o TableOptions) (*Handle, error) {
 		c.serde("materialized key", mat.KeySerde)
 		c.serde("materialized value", mat.ValueSerde)
 		c.changelogConfig(mat)
+		if v := mat.Versioned; v != nil {
+			if mat.StoreName == "" {
+				c.invalid("a versioned materialization needs a store name (Stores.persistentVersionedKeyValueStore(name, ...))")
+			}
+			if v.HistoryRetention < 0 {
+				c.invalid("versioned store %q: history retention %d ms is negative", mat.StoreName, v.HistoryRetention)
+			}
+			if v.SegmentInterval < 0 {
+				c.invalid("versioned store %q: segment interval %d ms is negative; it must be positive, or 0 for the default", mat.StoreName, v.SegmentInterval)
+			}
+		}
 	}
 	store := mat.StoreName
 	if store != "" {
@@ -91,6 +102,10 @@ func (b *Builder) Table(o TableOptions) (*Handle, error) {
 	g := b.add(nil, &gnode{nodes: []*Node{src, tbl}, out: tbl})
 	if mat.StoreName != "" {
 		b.materialize(tbl)
+		if v := mat.Versioned; v != nil {
+			st := b.stores[store]
+			st.Kind, st.Versioned = StoreVersioned, &Versioned{HistoryRetention: v.HistoryRetention, SegmentInterval: v.SegmentInterval}
+		}
 	}
 	return b.mint(&entry{handle: &Handle{Kind: KindTable, KeySerde: tbl.KeySerde, ValueSerde: tbl.ValueSerde, Node: tbl}, g: g}), nil
 }

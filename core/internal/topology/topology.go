@@ -377,6 +377,8 @@ type Store struct {
 	Retention int64
 	// Suppress: a suppression buffer's Suppressed (StoreSuppress).
 	Suppress *Suppression
+	// Versioned: a versioned key-value store's settings (StoreVersioned).
+	Versioned *Versioned
 	// JoinWindows: a stream-stream join's stores (StoreJoinWindow,
 	// StoreJoinOuter).
 	JoinWindows *JoinWindows
@@ -408,6 +410,9 @@ const (
 	// StoreJoinOuter: a left/outer stream-stream join's records that
 	// joined nothing yet, by timestamp and side.
 	StoreJoinOuter
+	// StoreVersioned: every version of a key's value, by the timestamp it
+	// became valid at, for a history retention (KIP-889).
+	StoreVersioned
 )
 
 // Subtopology is a connected part of the graph; its tasks are its source

@@ -59,7 +59,16 @@ from polystreams.processor import (
     with_metadata,
 )
 from polystreams.serde import SerdeName, TopicSerde, avro, json_schema, protobuf
-from polystreams.store import HostInfo, KeyQueryMetadata, KeyQueryResult, KeyValueStore, StreamsMetadata, WindowStore
+from polystreams.store import (
+    HostInfo,
+    KeyQueryMetadata,
+    KeyQueryResult,
+    KeyValueStore,
+    StreamsMetadata,
+    VersionedKeyValueStore,
+    VersionedRecord,
+    WindowStore,
+)
 from polystreams.windows import BufferConfig, EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, Windowed
 
 
@@ -131,6 +140,8 @@ __all__ = [
     "ValueAndTimestamp",
     "avro",
     "json_schema",
+    "VersionedKeyValueStore",
+    "VersionedRecord",
     "protobuf",
     "WindowStore",
     "Windowed",

@@ -30,8 +30,10 @@ from polystreams.store import (
     KeyQueryMetadata,
     KeyValueStore,
     StreamsMetadata,
+    VersionedKeyValueStore,
     WindowStore,
     open_store,
+    open_versioned_store,
     open_window_store,
     query_metadata_for_key,
     streams_metadata,
@@ -519,6 +521,13 @@ class App:
         (e.g. ``table.store``), for interactive queries while :meth:`run`
         serves the topology — from any thread. See :class:`WindowStore`."""
         return open_window_store(self, name, enable_stale_stores)
+
+    def versioned_store(self, name: str, *, enable_stale_stores: bool = False) -> VersionedKeyValueStore:
+        """The versioned store ``name`` (a table materialized with
+        ``Materialized(name, versioned=...)``), for interactive queries as of
+        a time while :meth:`run` serves the topology. See
+        :class:`VersionedKeyValueStore`."""
+        return open_versioned_store(self, name, enable_stale_stores)
 
     def query_metadata_for_key(self, store: str, key: Any) -> KeyQueryMetadata:
         """Which instance of the application holds ``key`` of ``store``

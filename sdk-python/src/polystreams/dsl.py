@@ -86,6 +86,14 @@ class Materialized:
     ``retention`` (a windowed aggregation's store: ``withRetention``) is how
     long a window is kept after its start, for queries and late records; at
     least the window size plus grace, which is the default.
+
+    ``versioned`` (a table source's store only, which must be named) makes
+    it a versioned store with that history retention
+    (``Materialized.as(Stores.persistentVersionedKeyValueStore(name,
+    historyRetention))``, KIP-889): it keeps every version of a key for the
+    history retention, and a stream-table join reads the version valid at
+    each stream record's timestamp (KIP-914). ``segment_interval`` is that
+    store's third argument (checked; the engine's layout has no segments).
     """
 
     store_name: str = ""
@@ -94,15 +102,27 @@ class Materialized:
     value: SerdeName | None = None
     changelog_config: Mapping[str, str] | None = None
     retention: Duration | None = None
+    versioned: Duration | None = None
+    segment_interval: Duration | None = None
 
     def to_proto(self) -> pb.Materialized:
-        return pb.Materialized(
+        m = pb.Materialized(
             store_name=self.store_name,
             key_serde=self.key or "",
             value_serde=self.value or "",
             changelog_config=dict(self.changelog_config or {}),
             retention_ms=0 if self.retention is None else to_ms(self.retention, "Materialized: retention"),
         )
+        if self.segment_interval is not None and self.versioned is None:
+            raise ValueError(f"Materialized({self.store_name!r}): segment_interval is a versioned store's: give versioned too")
+        if self.versioned is not None:
+            m.versioned.CopyFrom(
+                pb.VersionedStore(
+                    history_retention_ms=to_ms(self.versioned, "Materialized: versioned"),
+                    segment_interval_ms=0 if self.segment_interval is None else to_ms(self.segment_interval, "Materialized: segment_interval"),
+                )
+            )
+        return m
 
 
 def _s(name: str | None) -> str:

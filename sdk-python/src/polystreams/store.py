@@ -318,6 +318,71 @@ def _inner_serde(windowed: str) -> str:
     return windowed
 
 
+@dataclass(frozen=True)
+class VersionedRecord:
+    """One version of a versioned store's value (Kafka Streams'
+    ``VersionedRecord``): valid from ``timestamp`` (epoch ms) until
+    ``valid_to`` (exclusive; None for the latest version)."""
+
+    value: Any
+    timestamp: int
+    valid_to: int | None
+
+
+class VersionedKeyValueStore:
+    """A read-only view of a versioned store of the running topology
+    (``app.versioned_store(name)``): a table materialized with
+    ``Materialized(name, versioned=...)`` (Kafka Streams'
+    ``VersionedKeyValueStore``, KIP-889).
+
+    :meth:`get` answers the latest version of a key, ``get(key, as_of=t)``
+    the version valid at ``t`` (epoch ms or an aware datetime). A read as
+    of a time older than the store's history retention (behind the newest
+    timestamp the store saw) finds nothing, unless the key's latest
+    version is older still; a deleted key (a tombstone) finds nothing.
+    Errors are as for :class:`KeyValueStore`.
+    """
+
+    def __init__(self, app: Session, name: str, key_serde: str | None = None, enable_stale_stores: bool = False) -> None:
+        self._kv = KeyValueStore(app, name, key_serde, enable_stale_stores)
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"VersionedKeyValueStore({self.name!r})"
+
+    @property
+    def key_serde(self) -> str:
+        """The store's key serde (asked of the engine when not known yet)."""
+        if self._kv._key_serde is None:
+            self._kv._query(pb.QueryRequest(versioned_get=pb.VersionedGet(key=b"")))
+        return self._kv.key_serde
+
+    def get(self, key: Any, *, as_of: Time | None = None) -> VersionedRecord | None:
+        """The latest version of ``key``, or with ``as_of`` the version valid
+        then (``VersionedKeyValueStore.get(key[, asOfTimestamp])``); None
+        when there is none."""
+        if key is None:
+            raise TypeError(f"{self.name}.get: a key must not be None")
+        self.key_serde  # noqa: B018 - learn the key serde before encoding
+        g = pb.VersionedGet(key=self._kv._encode(key, "get"))
+        if as_of is not None:
+            g.as_of_ms = to_ms(as_of, "get: as_of")
+        resp = self._kv._request(pb.QueryRequest(versioned_get=g))
+        entries = self._kv._entries(resp)
+        if not entries:
+            return None
+        return VersionedRecord(
+            value=entries[0][1][1],
+            timestamp=resp.timestamps[0] if resp.timestamps else 0,
+            valid_to=resp.valid_to_ms if resp.HasField("valid_to_ms") else None,
+        )
+
+
+def open_versioned_store(session: Session, name: str, enable_stale_stores: bool = False) -> VersionedKeyValueStore:
+    """The versioned store ``name`` of session (App.versioned_store)."""
+    return VersionedKeyValueStore(session, name, session._store_key_serdes.get(name), enable_stale_stores)
+
+
 def open_store(session: Session, name: str, enable_stale_stores: bool = False) -> KeyValueStore:
     """The key-value store ``name`` of session (App.store, table.query())."""
     return KeyValueStore(session, name, session._store_key_serdes.get(name), enable_stale_stores)

@@ -40,7 +40,7 @@ from polystreams.config import Config, OffsetReset
 from polystreams.dsl import GlobalKTable, KStream, KTable, Materialized
 from polystreams.errors import FailedPreconditionError, ProcessingError
 from polystreams.serde import SerdeName, TopicSerde
-from polystreams.store import KeyValueStore, WindowStore
+from polystreams.store import KeyValueStore, VersionedKeyValueStore, WindowStore
 from polystreams.v1alpha1 import engine_pb2 as pb
 from polystreams.windows import to_ms
 
@@ -298,6 +298,15 @@ class TopologyTestDriver(App):
         self._ensure_started()
         self._client.query(pb.QueryRequest(session_id=self._session, store=name, window_fetch=pb.WindowFetch(from_ms=0, to_ms=0), limit=1))
         return self.window_store(name)
+
+    def get_versioned_store(self, name: str) -> VersionedKeyValueStore:
+        """The versioned store ``name`` (a table materialized with
+        ``Materialized(name, versioned=...)``). Raises NotFoundError naming
+        the store when there is none of that name, and InvalidArgumentError
+        when it is not versioned."""
+        self._ensure_started()
+        self._client.query(pb.QueryRequest(session_id=self._session, store=name, versioned_get=pb.VersionedGet(key=b"")))
+        return self.versioned_store(name)
 
     def advance_wall_clock(self, millis: int | datetime.timedelta) -> int:
         """Moves the driver's wall clock forward (TopologyTestDriver.advanceWallClockTime)

@@ -110,6 +110,29 @@ pub struct Materialized {
     /// Streams' default); at least size + grace.
     #[prost(int64, tag = "5")]
     pub retention_ms: i64,
+    /// Materialized.as(Stores.persistentVersionedKeyValueStore(name, ...)):
+    /// a table source's store keeps every version of a key for the history
+    /// retention (KIP-889); a stream-table join reads the version as of the
+    /// stream record's timestamp (KIP-914). Absent: a plain key-value store.
+    /// Needs store_name.
+    #[prost(message, optional, tag = "70")]
+    pub versioned: ::core::option::Option<VersionedStore>,
+}
+/// VersionedStore is Stores.persistentVersionedKeyValueStore's settings.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct VersionedStore {
+    /// How long (ms) versions older than the latest stay readable: a read as
+    /// of a time before the store's stream time minus this finds nothing
+    /// (unless the key's latest version is older), and a write older than
+    /// that is dropped. At least 0.
+    #[prost(int64, tag = "1")]
+    pub history_retention_ms: i64,
+    /// Stores.persistentVersionedKeyValueStore(name, historyRetention,
+    /// segmentInterval): the segment interval (ms) of Kafka Streams' RocksDB
+    /// layout; 0: not given (Kafka's default). Must be positive when given.
+    /// The Pebble layout has no segments: it is checked, not used.
+    #[prost(int64, tag = "2")]
+    pub segment_interval_ms: i64,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct StreamOp {
@@ -1679,7 +1702,7 @@ pub struct QueryRequest {
     pub application_server: ::prost::alloc::string::String,
     /// Keys are serialized with the store's key serde; the order of range and
     /// all is the order of serialized keys (as in Kafka Streams' RocksDB).
-    #[prost(oneof = "query_request::Query", tags = "3, 4, 5, 6, 8")]
+    #[prost(oneof = "query_request::Query", tags = "3, 4, 5, 6, 8, 70")]
     pub query: ::core::option::Option<query_request::Query>,
 }
 /// Nested message and enum types in `QueryRequest`.
@@ -1705,7 +1728,21 @@ pub mod query_request {
         /// SessionStore.findSessions).
         #[prost(message, tag = "8")]
         WindowFetch(super::WindowFetch),
+        /// A versioned store: the version of key valid at as_of_ms
+        /// (VersionedKeyValueStore.get(key, asOfTimestamp)), or the latest
+        /// version when as_of_ms is absent (get(key)).
+        #[prost(message, tag = "70")]
+        VersionedGet(super::VersionedGet),
     }
+}
+/// VersionedGet asks a versioned store for one version of a key.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct VersionedGet {
+    #[prost(bytes = "vec", tag = "1")]
+    pub key: ::prost::alloc::vec::Vec<u8>,
+    /// The time (epoch ms) the version must be valid at; absent: the latest.
+    #[prost(int64, optional, tag = "2")]
+    pub as_of_ms: ::core::option::Option<i64>,
 }
 /// WindowFetch: windows starting from from_ms to to_ms, both inclusive (a
 /// session store: sessions ending at or after from_ms and starting at or
@@ -1824,6 +1861,11 @@ pub struct QueryResponse {
     /// The store partitions the answer covers.
     #[prost(int32, repeated, tag = "54")]
     pub partitions: ::prost::alloc::vec::Vec<i32>,
+    /// A versioned_get's answer: the entry's timestamp (timestamps) is the
+    /// version's valid-from; valid_to_ms is when the next version replaced
+    /// it, absent for the latest (VersionedRecord.validTo()).
+    #[prost(int64, optional, tag = "70")]
+    pub valid_to_ms: ::core::option::Option<i64>,
 }
 /// HostInfo is an instance's application.server (Kafka Streams' HostInfo).
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]

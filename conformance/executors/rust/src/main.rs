@@ -877,6 +877,10 @@ fn options(step: &Map<String, J>, with_serdes: bool, with_materialized: bool) ->
             if let Some(r) = m.get("retention_ms").and_then(J::as_i64) {
                 mat = mat.retention(Duration::from_millis(u64::try_from(r).unwrap_or(0)));
             }
+            if let Some(v) = m.get("versioned").and_then(J::as_object) {
+                let ms = |k: &str| Duration::from_millis(v.get(k).and_then(J::as_u64).unwrap_or(0));
+                mat = mat.versioned_segments(ms("history_retention_ms"), ms("segment_interval_ms"));
+            }
             o = o.materialized(mat);
         }
     }

@@ -192,11 +192,18 @@ func (c *call) streamOnly(input uint64, m *pb.Materialized) error {
 	return nil
 }
 
+func versioned(v *pb.VersionedStore) *topology.Versioned {
+	if v == nil {
+		return nil
+	}
+	return &topology.Versioned{HistoryRetention: v.HistoryRetentionMs, SegmentInterval: v.SegmentIntervalMs}
+}
+
 func materialized(m *pb.Materialized) *topology.Materialized {
 	if m == nil {
 		return nil
 	}
-	return &topology.Materialized{StoreName: m.StoreName, KeySerde: m.KeySerde, ValueSerde: m.ValueSerde, ChangelogConfig: m.ChangelogConfig, Retention: m.RetentionMs}
+	return &topology.Materialized{StoreName: m.StoreName, KeySerde: m.KeySerde, ValueSerde: m.ValueSerde, ChangelogConfig: m.ChangelogConfig, Retention: m.RetentionMs, Versioned: versioned(m.Versioned)}
 }
 
 var kinds = map[topology.Kind]pb.Kind{

@@ -785,7 +785,7 @@ class MapValuesOp(_message.Message):
     def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ..., with_key: bool = ...) -> None: ...
 
 class Materialized(_message.Message):
-    __slots__ = ["changelog_config", "key_serde", "retention_ms", "store_name", "value_serde"]
+    __slots__ = ["changelog_config", "key_serde", "retention_ms", "store_name", "value_serde", "versioned"]
     class ChangelogConfigEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -798,12 +798,14 @@ class Materialized(_message.Message):
     RETENTION_MS_FIELD_NUMBER: _ClassVar[int]
     STORE_NAME_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    VERSIONED_FIELD_NUMBER: _ClassVar[int]
     changelog_config: _containers.ScalarMap[str, str]
     key_serde: str
     retention_ms: int
     store_name: str
     value_serde: str
-    def __init__(self, store_name: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., changelog_config: _Optional[_Mapping[str, str]] = ..., retention_ms: _Optional[int] = ...) -> None: ...
+    versioned: VersionedStore
+    def __init__(self, store_name: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., changelog_config: _Optional[_Mapping[str, str]] = ..., retention_ms: _Optional[int] = ..., versioned: _Optional[_Union[VersionedStore, _Mapping]] = ...) -> None: ...
 
 class MergeOp(_message.Message):
     __slots__ = ["input", "name", "other"]
@@ -990,7 +992,7 @@ class QueryMetadataForKeyResponse(_message.Message):
     def __init__(self, active_host: _Optional[_Union[HostInfo, _Mapping]] = ..., standby_hosts: _Optional[_Iterable[_Union[HostInfo, _Mapping]]] = ..., partition: _Optional[int] = ...) -> None: ...
 
 class QueryRequest(_message.Message):
-    __slots__ = ["all", "application_id", "application_server", "enable_stale_stores", "get", "limit", "local_only", "prefix", "range", "session_id", "store", "window_fetch"]
+    __slots__ = ["all", "application_id", "application_server", "enable_stale_stores", "get", "limit", "local_only", "prefix", "range", "session_id", "store", "versioned_get", "window_fetch"]
     ALL_FIELD_NUMBER: _ClassVar[int]
     APPLICATION_ID_FIELD_NUMBER: _ClassVar[int]
     APPLICATION_SERVER_FIELD_NUMBER: _ClassVar[int]
@@ -1002,6 +1004,7 @@ class QueryRequest(_message.Message):
     RANGE_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     STORE_FIELD_NUMBER: _ClassVar[int]
+    VERSIONED_GET_FIELD_NUMBER: _ClassVar[int]
     WINDOW_FETCH_FIELD_NUMBER: _ClassVar[int]
     all: bool
     application_id: str
@@ -1014,11 +1017,12 @@ class QueryRequest(_message.Message):
     range: KeyRange
     session_id: str
     store: str
+    versioned_get: VersionedGet
     window_fetch: WindowFetch
-    def __init__(self, session_id: _Optional[str] = ..., store: _Optional[str] = ..., get: _Optional[bytes] = ..., range: _Optional[_Union[KeyRange, _Mapping]] = ..., prefix: _Optional[bytes] = ..., all: bool = ..., window_fetch: _Optional[_Union[WindowFetch, _Mapping]] = ..., limit: _Optional[int] = ..., enable_stale_stores: bool = ..., local_only: bool = ..., application_id: _Optional[str] = ..., application_server: _Optional[str] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., store: _Optional[str] = ..., get: _Optional[bytes] = ..., range: _Optional[_Union[KeyRange, _Mapping]] = ..., prefix: _Optional[bytes] = ..., all: bool = ..., window_fetch: _Optional[_Union[WindowFetch, _Mapping]] = ..., versioned_get: _Optional[_Union[VersionedGet, _Mapping]] = ..., limit: _Optional[int] = ..., enable_stale_stores: bool = ..., local_only: bool = ..., application_id: _Optional[str] = ..., application_server: _Optional[str] = ...) -> None: ...
 
 class QueryResponse(_message.Message):
-    __slots__ = ["from_standby", "key_lengths", "key_serde", "keys", "partition", "partitions", "served_by", "timestamps", "truncated", "value_lengths", "value_serde", "values"]
+    __slots__ = ["from_standby", "key_lengths", "key_serde", "keys", "partition", "partitions", "served_by", "timestamps", "truncated", "valid_to_ms", "value_lengths", "value_serde", "values"]
     FROM_STANDBY_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
     KEY_LENGTHS_FIELD_NUMBER: _ClassVar[int]
@@ -1028,6 +1032,7 @@ class QueryResponse(_message.Message):
     SERVED_BY_FIELD_NUMBER: _ClassVar[int]
     TIMESTAMPS_FIELD_NUMBER: _ClassVar[int]
     TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    VALID_TO_MS_FIELD_NUMBER: _ClassVar[int]
     VALUES_FIELD_NUMBER: _ClassVar[int]
     VALUE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
@@ -1040,10 +1045,11 @@ class QueryResponse(_message.Message):
     served_by: _containers.RepeatedScalarFieldContainer[str]
     timestamps: _containers.RepeatedScalarFieldContainer[int]
     truncated: bool
+    valid_to_ms: int
     value_lengths: _containers.RepeatedScalarFieldContainer[int]
     value_serde: str
     values: bytes
-    def __init__(self, key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., truncated: bool = ..., timestamps: _Optional[_Iterable[int]] = ..., from_standby: bool = ..., served_by: _Optional[_Iterable[str]] = ..., partition: _Optional[int] = ..., partitions: _Optional[_Iterable[int]] = ...) -> None: ...
+    def __init__(self, key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., truncated: bool = ..., timestamps: _Optional[_Iterable[int]] = ..., from_standby: bool = ..., served_by: _Optional[_Iterable[str]] = ..., partition: _Optional[int] = ..., partitions: _Optional[_Iterable[int]] = ..., valid_to_ms: _Optional[int] = ...) -> None: ...
 
 class ReadOutputRequest(_message.Message):
     __slots__ = ["session_id", "topic"]
@@ -1497,6 +1503,22 @@ class TopologyDescription(_message.Message):
     SUBTOPOLOGIES_FIELD_NUMBER: _ClassVar[int]
     subtopologies: _containers.RepeatedCompositeFieldContainer[Subtopology]
     def __init__(self, subtopologies: _Optional[_Iterable[_Union[Subtopology, _Mapping]]] = ...) -> None: ...
+
+class VersionedGet(_message.Message):
+    __slots__ = ["as_of_ms", "key"]
+    AS_OF_MS_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    as_of_ms: int
+    key: bytes
+    def __init__(self, key: _Optional[bytes] = ..., as_of_ms: _Optional[int] = ...) -> None: ...
+
+class VersionedStore(_message.Message):
+    __slots__ = ["history_retention_ms", "segment_interval_ms"]
+    HISTORY_RETENTION_MS_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    history_retention_ms: int
+    segment_interval_ms: int
+    def __init__(self, history_retention_ms: _Optional[int] = ..., segment_interval_ms: _Optional[int] = ...) -> None: ...
 
 class WindowFetch(_message.Message):
     __slots__ = ["from_ms", "key", "to_ms"]

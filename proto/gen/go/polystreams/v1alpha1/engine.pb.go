@@ -764,7 +764,7 @@ func (x Node_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Node_Type.Descriptor instead.
 func (Node_Type) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{52, 0}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{53, 0}
 }
 
 type BundleEntry_Kind int32
@@ -823,7 +823,7 @@ func (x BundleEntry_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BundleEntry_Kind.Descriptor instead.
 func (BundleEntry_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{61, 0}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{62, 0}
 }
 
 type RecordFailure_Kind int32
@@ -872,7 +872,7 @@ func (x RecordFailure_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RecordFailure_Kind.Descriptor instead.
 func (RecordFailure_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{63, 0}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{64, 0}
 }
 
 type OpenSessionRequest struct {
@@ -1232,7 +1232,13 @@ type Materialized struct {
 	// Materialized.withRetention, for window and session stores: how long
 	// (ms) a window is kept after its start (0: window size + grace, Kafka
 	// Streams' default); at least size + grace.
-	RetentionMs   int64 `protobuf:"varint,5,opt,name=retention_ms,json=retentionMs,proto3" json:"retention_ms,omitempty"`
+	RetentionMs int64 `protobuf:"varint,5,opt,name=retention_ms,json=retentionMs,proto3" json:"retention_ms,omitempty"`
+	// Materialized.as(Stores.persistentVersionedKeyValueStore(name, ...)):
+	// a table source's store keeps every version of a key for the history
+	// retention (KIP-889); a stream-table join reads the version as of the
+	// stream record's timestamp (KIP-914). Absent: a plain key-value store.
+	// Needs store_name.
+	Versioned     *VersionedStore `protobuf:"bytes,70,opt,name=versioned,proto3" json:"versioned,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1302,6 +1308,74 @@ func (x *Materialized) GetRetentionMs() int64 {
 	return 0
 }
 
+func (x *Materialized) GetVersioned() *VersionedStore {
+	if x != nil {
+		return x.Versioned
+	}
+	return nil
+}
+
+// VersionedStore is Stores.persistentVersionedKeyValueStore's settings.
+type VersionedStore struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How long (ms) versions older than the latest stay readable: a read as
+	// of a time before the store's stream time minus this finds nothing
+	// (unless the key's latest version is older), and a write older than
+	// that is dropped. At least 0.
+	HistoryRetentionMs int64 `protobuf:"varint,1,opt,name=history_retention_ms,json=historyRetentionMs,proto3" json:"history_retention_ms,omitempty"`
+	// Stores.persistentVersionedKeyValueStore(name, historyRetention,
+	// segmentInterval): the segment interval (ms) of Kafka Streams' RocksDB
+	// layout; 0: not given (Kafka's default). Must be positive when given.
+	// The Pebble layout has no segments: it is checked, not used.
+	SegmentIntervalMs int64 `protobuf:"varint,2,opt,name=segment_interval_ms,json=segmentIntervalMs,proto3" json:"segment_interval_ms,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *VersionedStore) Reset() {
+	*x = VersionedStore{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VersionedStore) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VersionedStore) ProtoMessage() {}
+
+func (x *VersionedStore) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VersionedStore.ProtoReflect.Descriptor instead.
+func (*VersionedStore) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *VersionedStore) GetHistoryRetentionMs() int64 {
+	if x != nil {
+		return x.HistoryRetentionMs
+	}
+	return 0
+}
+
+func (x *VersionedStore) GetSegmentIntervalMs() int64 {
+	if x != nil {
+		return x.SegmentIntervalMs
+	}
+	return 0
+}
+
 type StreamOp struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// One or more topics; all are read by one source node.
@@ -1322,7 +1396,7 @@ type StreamOp struct {
 
 func (x *StreamOp) Reset() {
 	*x = StreamOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[6]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1334,7 +1408,7 @@ func (x *StreamOp) String() string {
 func (*StreamOp) ProtoMessage() {}
 
 func (x *StreamOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[6]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1347,7 +1421,7 @@ func (x *StreamOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamOp.ProtoReflect.Descriptor instead.
 func (*StreamOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{6}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *StreamOp) GetTopics() []string {
@@ -1407,7 +1481,7 @@ type WindowedByOp struct {
 
 func (x *WindowedByOp) Reset() {
 	*x = WindowedByOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[7]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1419,7 +1493,7 @@ func (x *WindowedByOp) String() string {
 func (*WindowedByOp) ProtoMessage() {}
 
 func (x *WindowedByOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[7]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1432,7 +1506,7 @@ func (x *WindowedByOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WindowedByOp.ProtoReflect.Descriptor instead.
 func (*WindowedByOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{7}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *WindowedByOp) GetInput() uint64 {
@@ -1515,7 +1589,7 @@ type TimeWindows struct {
 
 func (x *TimeWindows) Reset() {
 	*x = TimeWindows{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[8]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1527,7 +1601,7 @@ func (x *TimeWindows) String() string {
 func (*TimeWindows) ProtoMessage() {}
 
 func (x *TimeWindows) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[8]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1540,7 +1614,7 @@ func (x *TimeWindows) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimeWindows.ProtoReflect.Descriptor instead.
 func (*TimeWindows) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{8}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TimeWindows) GetSizeMs() int64 {
@@ -1578,7 +1652,7 @@ type SlidingWindows struct {
 
 func (x *SlidingWindows) Reset() {
 	*x = SlidingWindows{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[9]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1590,7 +1664,7 @@ func (x *SlidingWindows) String() string {
 func (*SlidingWindows) ProtoMessage() {}
 
 func (x *SlidingWindows) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[9]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1603,7 +1677,7 @@ func (x *SlidingWindows) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlidingWindows.ProtoReflect.Descriptor instead.
 func (*SlidingWindows) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{9}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SlidingWindows) GetTimeDifferenceMs() int64 {
@@ -1634,7 +1708,7 @@ type SessionWindows struct {
 
 func (x *SessionWindows) Reset() {
 	*x = SessionWindows{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[10]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1646,7 +1720,7 @@ func (x *SessionWindows) String() string {
 func (*SessionWindows) ProtoMessage() {}
 
 func (x *SessionWindows) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[10]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1659,7 +1733,7 @@ func (x *SessionWindows) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionWindows.ProtoReflect.Descriptor instead.
 func (*SessionWindows) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{10}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SessionWindows) GetInactivityGapMs() int64 {
@@ -1692,7 +1766,7 @@ type EmitStrategyOp struct {
 
 func (x *EmitStrategyOp) Reset() {
 	*x = EmitStrategyOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[11]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1704,7 +1778,7 @@ func (x *EmitStrategyOp) String() string {
 func (*EmitStrategyOp) ProtoMessage() {}
 
 func (x *EmitStrategyOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[11]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1717,7 +1791,7 @@ func (x *EmitStrategyOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmitStrategyOp.ProtoReflect.Descriptor instead.
 func (*EmitStrategyOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{11}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *EmitStrategyOp) GetInput() uint64 {
@@ -1756,7 +1830,7 @@ type ToTableOp struct {
 
 func (x *ToTableOp) Reset() {
 	*x = ToTableOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[12]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1768,7 +1842,7 @@ func (x *ToTableOp) String() string {
 func (*ToTableOp) ProtoMessage() {}
 
 func (x *ToTableOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[12]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1781,7 +1855,7 @@ func (x *ToTableOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToTableOp.ProtoReflect.Descriptor instead.
 func (*ToTableOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{12}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ToTableOp) GetInput() uint64 {
@@ -1830,7 +1904,7 @@ type SuppressOp struct {
 
 func (x *SuppressOp) Reset() {
 	*x = SuppressOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[13]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1842,7 +1916,7 @@ func (x *SuppressOp) String() string {
 func (*SuppressOp) ProtoMessage() {}
 
 func (x *SuppressOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[13]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1855,7 +1929,7 @@ func (x *SuppressOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuppressOp.ProtoReflect.Descriptor instead.
 func (*SuppressOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{13}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SuppressOp) GetInput() uint64 {
@@ -1905,7 +1979,7 @@ type SuppressBuffer struct {
 
 func (x *SuppressBuffer) Reset() {
 	*x = SuppressBuffer{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[14]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1917,7 +1991,7 @@ func (x *SuppressBuffer) String() string {
 func (*SuppressBuffer) ProtoMessage() {}
 
 func (x *SuppressBuffer) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[14]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1930,7 +2004,7 @@ func (x *SuppressBuffer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SuppressBuffer.ProtoReflect.Descriptor instead.
 func (*SuppressBuffer) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{14}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SuppressBuffer) GetMaxRecords() int64 {
@@ -1980,7 +2054,7 @@ type TableOp struct {
 
 func (x *TableOp) Reset() {
 	*x = TableOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[15]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1992,7 +2066,7 @@ func (x *TableOp) String() string {
 func (*TableOp) ProtoMessage() {}
 
 func (x *TableOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[15]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2005,7 +2079,7 @@ func (x *TableOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableOp.ProtoReflect.Descriptor instead.
 func (*TableOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{15}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TableOp) GetTopic() string {
@@ -2069,7 +2143,7 @@ type MapValuesOp struct {
 
 func (x *MapValuesOp) Reset() {
 	*x = MapValuesOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[16]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2081,7 +2155,7 @@ func (x *MapValuesOp) String() string {
 func (*MapValuesOp) ProtoMessage() {}
 
 func (x *MapValuesOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[16]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2094,7 +2168,7 @@ func (x *MapValuesOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapValuesOp.ProtoReflect.Descriptor instead.
 func (*MapValuesOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{16}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *MapValuesOp) GetInput() uint64 {
@@ -2154,7 +2228,7 @@ type FilterOp struct {
 
 func (x *FilterOp) Reset() {
 	*x = FilterOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[17]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2166,7 +2240,7 @@ func (x *FilterOp) String() string {
 func (*FilterOp) ProtoMessage() {}
 
 func (x *FilterOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[17]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2179,7 +2253,7 @@ func (x *FilterOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterOp.ProtoReflect.Descriptor instead.
 func (*FilterOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{17}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FilterOp) GetInput() uint64 {
@@ -2223,7 +2297,7 @@ type FilterNotOp struct {
 
 func (x *FilterNotOp) Reset() {
 	*x = FilterNotOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2235,7 +2309,7 @@ func (x *FilterNotOp) String() string {
 func (*FilterNotOp) ProtoMessage() {}
 
 func (x *FilterNotOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[18]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2248,7 +2322,7 @@ func (x *FilterNotOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterNotOp.ProtoReflect.Descriptor instead.
 func (*FilterNotOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{18}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *FilterNotOp) GetInput() uint64 {
@@ -2294,7 +2368,7 @@ type FlatMapValuesOp struct {
 
 func (x *FlatMapValuesOp) Reset() {
 	*x = FlatMapValuesOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2306,7 +2380,7 @@ func (x *FlatMapValuesOp) String() string {
 func (*FlatMapValuesOp) ProtoMessage() {}
 
 func (x *FlatMapValuesOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[19]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2319,7 +2393,7 @@ func (x *FlatMapValuesOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlatMapValuesOp.ProtoReflect.Descriptor instead.
 func (*FlatMapValuesOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{19}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FlatMapValuesOp) GetInput() uint64 {
@@ -2374,7 +2448,7 @@ type FlatMapOp struct {
 
 func (x *FlatMapOp) Reset() {
 	*x = FlatMapOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2386,7 +2460,7 @@ func (x *FlatMapOp) String() string {
 func (*FlatMapOp) ProtoMessage() {}
 
 func (x *FlatMapOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[20]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2399,7 +2473,7 @@ func (x *FlatMapOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlatMapOp.ProtoReflect.Descriptor instead.
 func (*FlatMapOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{20}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *FlatMapOp) GetInput() uint64 {
@@ -2451,7 +2525,7 @@ type MapOp struct {
 
 func (x *MapOp) Reset() {
 	*x = MapOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2463,7 +2537,7 @@ func (x *MapOp) String() string {
 func (*MapOp) ProtoMessage() {}
 
 func (x *MapOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[21]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2476,7 +2550,7 @@ func (x *MapOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapOp.ProtoReflect.Descriptor instead.
 func (*MapOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{21}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *MapOp) GetInput() uint64 {
@@ -2526,7 +2600,7 @@ type SelectKeyOp struct {
 
 func (x *SelectKeyOp) Reset() {
 	*x = SelectKeyOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2538,7 +2612,7 @@ func (x *SelectKeyOp) String() string {
 func (*SelectKeyOp) ProtoMessage() {}
 
 func (x *SelectKeyOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[22]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2551,7 +2625,7 @@ func (x *SelectKeyOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelectKeyOp.ProtoReflect.Descriptor instead.
 func (*SelectKeyOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{22}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SelectKeyOp) GetInput() uint64 {
@@ -2593,7 +2667,7 @@ type PeekOp struct {
 
 func (x *PeekOp) Reset() {
 	*x = PeekOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2605,7 +2679,7 @@ func (x *PeekOp) String() string {
 func (*PeekOp) ProtoMessage() {}
 
 func (x *PeekOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[23]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2618,7 +2692,7 @@ func (x *PeekOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeekOp.ProtoReflect.Descriptor instead.
 func (*PeekOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{23}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PeekOp) GetInput() uint64 {
@@ -2653,7 +2727,7 @@ type ForeachOp struct {
 
 func (x *ForeachOp) Reset() {
 	*x = ForeachOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2665,7 +2739,7 @@ func (x *ForeachOp) String() string {
 func (*ForeachOp) ProtoMessage() {}
 
 func (x *ForeachOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[24]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2678,7 +2752,7 @@ func (x *ForeachOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForeachOp.ProtoReflect.Descriptor instead.
 func (*ForeachOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{24}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ForeachOp) GetInput() uint64 {
@@ -2719,7 +2793,7 @@ type PrintOp struct {
 
 func (x *PrintOp) Reset() {
 	*x = PrintOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2731,7 +2805,7 @@ func (x *PrintOp) String() string {
 func (*PrintOp) ProtoMessage() {}
 
 func (x *PrintOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[25]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2744,7 +2818,7 @@ func (x *PrintOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrintOp.ProtoReflect.Descriptor instead.
 func (*PrintOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{25}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PrintOp) GetInput() uint64 {
@@ -2800,7 +2874,7 @@ type AddStateStoreOp struct {
 
 func (x *AddStateStoreOp) Reset() {
 	*x = AddStateStoreOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2812,7 +2886,7 @@ func (x *AddStateStoreOp) String() string {
 func (*AddStateStoreOp) ProtoMessage() {}
 
 func (x *AddStateStoreOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[26]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2825,7 +2899,7 @@ func (x *AddStateStoreOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddStateStoreOp.ProtoReflect.Descriptor instead.
 func (*AddStateStoreOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{26}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *AddStateStoreOp) GetName() string {
@@ -2928,7 +3002,7 @@ type ProcessOp struct {
 
 func (x *ProcessOp) Reset() {
 	*x = ProcessOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2940,7 +3014,7 @@ func (x *ProcessOp) String() string {
 func (*ProcessOp) ProtoMessage() {}
 
 func (x *ProcessOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[27]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2953,7 +3027,7 @@ func (x *ProcessOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessOp.ProtoReflect.Descriptor instead.
 func (*ProcessOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{27}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ProcessOp) GetInput() uint64 {
@@ -3020,7 +3094,7 @@ type AddSourceOp struct {
 
 func (x *AddSourceOp) Reset() {
 	*x = AddSourceOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3032,7 +3106,7 @@ func (x *AddSourceOp) String() string {
 func (*AddSourceOp) ProtoMessage() {}
 
 func (x *AddSourceOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[28]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3045,7 +3119,7 @@ func (x *AddSourceOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddSourceOp.ProtoReflect.Descriptor instead.
 func (*AddSourceOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{28}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *AddSourceOp) GetName() string {
@@ -3095,7 +3169,7 @@ type AddProcessorOp struct {
 
 func (x *AddProcessorOp) Reset() {
 	*x = AddProcessorOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3107,7 +3181,7 @@ func (x *AddProcessorOp) String() string {
 func (*AddProcessorOp) ProtoMessage() {}
 
 func (x *AddProcessorOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3120,7 +3194,7 @@ func (x *AddProcessorOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddProcessorOp.ProtoReflect.Descriptor instead.
 func (*AddProcessorOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *AddProcessorOp) GetName() string {
@@ -3180,7 +3254,7 @@ type AddSinkOp struct {
 
 func (x *AddSinkOp) Reset() {
 	*x = AddSinkOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3192,7 +3266,7 @@ func (x *AddSinkOp) String() string {
 func (*AddSinkOp) ProtoMessage() {}
 
 func (x *AddSinkOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3205,7 +3279,7 @@ func (x *AddSinkOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddSinkOp.ProtoReflect.Descriptor instead.
 func (*AddSinkOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{30}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *AddSinkOp) GetName() string {
@@ -3257,7 +3331,7 @@ type GroupByKeyOp struct {
 
 func (x *GroupByKeyOp) Reset() {
 	*x = GroupByKeyOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3269,7 +3343,7 @@ func (x *GroupByKeyOp) String() string {
 func (*GroupByKeyOp) ProtoMessage() {}
 
 func (x *GroupByKeyOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3282,7 +3356,7 @@ func (x *GroupByKeyOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupByKeyOp.ProtoReflect.Descriptor instead.
 func (*GroupByKeyOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{31}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GroupByKeyOp) GetInput() uint64 {
@@ -3329,7 +3403,7 @@ type GroupByOp struct {
 
 func (x *GroupByOp) Reset() {
 	*x = GroupByOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3341,7 +3415,7 @@ func (x *GroupByOp) String() string {
 func (*GroupByOp) ProtoMessage() {}
 
 func (x *GroupByOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3354,7 +3428,7 @@ func (x *GroupByOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupByOp.ProtoReflect.Descriptor instead.
 func (*GroupByOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{32}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GroupByOp) GetInput() uint64 {
@@ -3406,7 +3480,7 @@ type CountOp struct {
 
 func (x *CountOp) Reset() {
 	*x = CountOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3418,7 +3492,7 @@ func (x *CountOp) String() string {
 func (*CountOp) ProtoMessage() {}
 
 func (x *CountOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3431,7 +3505,7 @@ func (x *CountOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountOp.ProtoReflect.Descriptor instead.
 func (*CountOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{33}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CountOp) GetInput() uint64 {
@@ -3478,7 +3552,7 @@ type ReduceOp struct {
 
 func (x *ReduceOp) Reset() {
 	*x = ReduceOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3490,7 +3564,7 @@ func (x *ReduceOp) String() string {
 func (*ReduceOp) ProtoMessage() {}
 
 func (x *ReduceOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3503,7 +3577,7 @@ func (x *ReduceOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceOp.ProtoReflect.Descriptor instead.
 func (*ReduceOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ReduceOp) GetInput() uint64 {
@@ -3573,7 +3647,7 @@ type AggregateOp struct {
 
 func (x *AggregateOp) Reset() {
 	*x = AggregateOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3585,7 +3659,7 @@ func (x *AggregateOp) String() string {
 func (*AggregateOp) ProtoMessage() {}
 
 func (x *AggregateOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3598,7 +3672,7 @@ func (x *AggregateOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateOp.ProtoReflect.Descriptor instead.
 func (*AggregateOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{35}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *AggregateOp) GetInput() uint64 {
@@ -3684,7 +3758,7 @@ type CogroupOp struct {
 
 func (x *CogroupOp) Reset() {
 	*x = CogroupOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3696,7 +3770,7 @@ func (x *CogroupOp) String() string {
 func (*CogroupOp) ProtoMessage() {}
 
 func (x *CogroupOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3709,7 +3783,7 @@ func (x *CogroupOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CogroupOp.ProtoReflect.Descriptor instead.
 func (*CogroupOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{36}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CogroupOp) GetInput() uint64 {
@@ -3744,7 +3818,7 @@ type MergeOp struct {
 
 func (x *MergeOp) Reset() {
 	*x = MergeOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3756,7 +3830,7 @@ func (x *MergeOp) String() string {
 func (*MergeOp) ProtoMessage() {}
 
 func (x *MergeOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3769,7 +3843,7 @@ func (x *MergeOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeOp.ProtoReflect.Descriptor instead.
 func (*MergeOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{37}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *MergeOp) GetInput() uint64 {
@@ -3815,7 +3889,7 @@ type SplitOp struct {
 
 func (x *SplitOp) Reset() {
 	*x = SplitOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3827,7 +3901,7 @@ func (x *SplitOp) String() string {
 func (*SplitOp) ProtoMessage() {}
 
 func (x *SplitOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3840,7 +3914,7 @@ func (x *SplitOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitOp.ProtoReflect.Descriptor instead.
 func (*SplitOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SplitOp) GetInput() uint64 {
@@ -3890,7 +3964,7 @@ type Branch struct {
 
 func (x *Branch) Reset() {
 	*x = Branch{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3902,7 +3976,7 @@ func (x *Branch) String() string {
 func (*Branch) ProtoMessage() {}
 
 func (x *Branch) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3915,7 +3989,7 @@ func (x *Branch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Branch.ProtoReflect.Descriptor instead.
 func (*Branch) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{39}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Branch) GetPredicateToken() uint32 {
@@ -3949,7 +4023,7 @@ type RepartitionOp struct {
 
 func (x *RepartitionOp) Reset() {
 	*x = RepartitionOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3961,7 +4035,7 @@ func (x *RepartitionOp) String() string {
 func (*RepartitionOp) ProtoMessage() {}
 
 func (x *RepartitionOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3974,7 +4048,7 @@ func (x *RepartitionOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepartitionOp.ProtoReflect.Descriptor instead.
 func (*RepartitionOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{40}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RepartitionOp) GetInput() uint64 {
@@ -4051,7 +4125,7 @@ type JoinOp struct {
 
 func (x *JoinOp) Reset() {
 	*x = JoinOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4063,7 +4137,7 @@ func (x *JoinOp) String() string {
 func (*JoinOp) ProtoMessage() {}
 
 func (x *JoinOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4076,7 +4150,7 @@ func (x *JoinOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinOp.ProtoReflect.Descriptor instead.
 func (*JoinOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{41}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *JoinOp) GetInput() uint64 {
@@ -4187,7 +4261,7 @@ type JoinWindows struct {
 
 func (x *JoinWindows) Reset() {
 	*x = JoinWindows{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4199,7 +4273,7 @@ func (x *JoinWindows) String() string {
 func (*JoinWindows) ProtoMessage() {}
 
 func (x *JoinWindows) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4212,7 +4286,7 @@ func (x *JoinWindows) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinWindows.ProtoReflect.Descriptor instead.
 func (*JoinWindows) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{42}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *JoinWindows) GetBeforeMs() int64 {
@@ -4259,7 +4333,7 @@ type GlobalTableOp struct {
 
 func (x *GlobalTableOp) Reset() {
 	*x = GlobalTableOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4271,7 +4345,7 @@ func (x *GlobalTableOp) String() string {
 func (*GlobalTableOp) ProtoMessage() {}
 
 func (x *GlobalTableOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4284,7 +4358,7 @@ func (x *GlobalTableOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GlobalTableOp.ProtoReflect.Descriptor instead.
 func (*GlobalTableOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{43}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GlobalTableOp) GetTopic() string {
@@ -4339,7 +4413,7 @@ type ToStreamOp struct {
 
 func (x *ToStreamOp) Reset() {
 	*x = ToStreamOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4351,7 +4425,7 @@ func (x *ToStreamOp) String() string {
 func (*ToStreamOp) ProtoMessage() {}
 
 func (x *ToStreamOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4364,7 +4438,7 @@ func (x *ToStreamOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToStreamOp.ProtoReflect.Descriptor instead.
 func (*ToStreamOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{44}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ToStreamOp) GetInput() uint64 {
@@ -4395,7 +4469,7 @@ type ToOp struct {
 
 func (x *ToOp) Reset() {
 	*x = ToOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4407,7 +4481,7 @@ func (x *ToOp) String() string {
 func (*ToOp) ProtoMessage() {}
 
 func (x *ToOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4420,7 +4494,7 @@ func (x *ToOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToOp.ProtoReflect.Descriptor instead.
 func (*ToOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{45}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ToOp) GetInput() uint64 {
@@ -4506,7 +4580,7 @@ type BuildRequest struct {
 
 func (x *BuildRequest) Reset() {
 	*x = BuildRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4518,7 +4592,7 @@ func (x *BuildRequest) String() string {
 func (*BuildRequest) ProtoMessage() {}
 
 func (x *BuildRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4531,7 +4605,7 @@ func (x *BuildRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildRequest.ProtoReflect.Descriptor instead.
 func (*BuildRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{46}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *BuildRequest) GetSessionId() string {
@@ -5075,7 +5149,7 @@ type BuildResponse struct {
 
 func (x *BuildResponse) Reset() {
 	*x = BuildResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5087,7 +5161,7 @@ func (x *BuildResponse) String() string {
 func (*BuildResponse) ProtoMessage() {}
 
 func (x *BuildResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5100,7 +5174,7 @@ func (x *BuildResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildResponse.ProtoReflect.Descriptor instead.
 func (*BuildResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{47}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *BuildResponse) GetHandle() *Handle {
@@ -5129,7 +5203,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5141,7 +5215,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5154,7 +5228,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{48}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *DescribeRequest) GetSessionId() string {
@@ -5185,7 +5259,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5197,7 +5271,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5210,7 +5284,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{49}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *DescribeResponse) GetText() string {
@@ -5243,7 +5317,7 @@ type TopologyDescription struct {
 
 func (x *TopologyDescription) Reset() {
 	*x = TopologyDescription{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5255,7 +5329,7 @@ func (x *TopologyDescription) String() string {
 func (*TopologyDescription) ProtoMessage() {}
 
 func (x *TopologyDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5268,7 +5342,7 @@ func (x *TopologyDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologyDescription.ProtoReflect.Descriptor instead.
 func (*TopologyDescription) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{50}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *TopologyDescription) GetSubtopologies() []*Subtopology {
@@ -5288,7 +5362,7 @@ type Subtopology struct {
 
 func (x *Subtopology) Reset() {
 	*x = Subtopology{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5300,7 +5374,7 @@ func (x *Subtopology) String() string {
 func (*Subtopology) ProtoMessage() {}
 
 func (x *Subtopology) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5313,7 +5387,7 @@ func (x *Subtopology) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subtopology.ProtoReflect.Descriptor instead.
 func (*Subtopology) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{51}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Subtopology) GetId() int32 {
@@ -5349,7 +5423,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5361,7 +5435,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5374,7 +5448,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{52}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Node) GetName() string {
@@ -5435,7 +5509,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5447,7 +5521,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5460,7 +5534,7 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{53}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *StartRequest) GetSessionId() string {
@@ -5478,7 +5552,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5490,7 +5564,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5503,7 +5577,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{54}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{55}
 }
 
 type ExchangeRequest struct {
@@ -5524,7 +5598,7 @@ type ExchangeRequest struct {
 
 func (x *ExchangeRequest) Reset() {
 	*x = ExchangeRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5536,7 +5610,7 @@ func (x *ExchangeRequest) String() string {
 func (*ExchangeRequest) ProtoMessage() {}
 
 func (x *ExchangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5549,7 +5623,7 @@ func (x *ExchangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeRequest.ProtoReflect.Descriptor instead.
 func (*ExchangeRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{55}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ExchangeRequest) GetSessionId() string {
@@ -5605,7 +5679,7 @@ type ExchangeResponse struct {
 
 func (x *ExchangeResponse) Reset() {
 	*x = ExchangeResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5617,7 +5691,7 @@ func (x *ExchangeResponse) String() string {
 func (*ExchangeResponse) ProtoMessage() {}
 
 func (x *ExchangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5630,7 +5704,7 @@ func (x *ExchangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeResponse.ProtoReflect.Descriptor instead.
 func (*ExchangeResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{56}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ExchangeResponse) GetBundles() []*Bundle {
@@ -5681,7 +5755,7 @@ type RecordContext struct {
 
 func (x *RecordContext) Reset() {
 	*x = RecordContext{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5693,7 +5767,7 @@ func (x *RecordContext) String() string {
 func (*RecordContext) ProtoMessage() {}
 
 func (x *RecordContext) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5706,7 +5780,7 @@ func (x *RecordContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordContext.ProtoReflect.Descriptor instead.
 func (*RecordContext) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{57}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *RecordContext) GetTopic() string {
@@ -5766,7 +5840,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5778,7 +5852,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5791,7 +5865,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{58}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *Step) GetToken() uint32 {
@@ -5976,7 +6050,7 @@ type Bundle struct {
 
 func (x *Bundle) Reset() {
 	*x = Bundle{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5988,7 +6062,7 @@ func (x *Bundle) String() string {
 func (*Bundle) ProtoMessage() {}
 
 func (x *Bundle) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6001,7 +6075,7 @@ func (x *Bundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bundle.ProtoReflect.Descriptor instead.
 func (*Bundle) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{59}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Bundle) GetId() uint64 {
@@ -6291,7 +6365,7 @@ type StoreView struct {
 
 func (x *StoreView) Reset() {
 	*x = StoreView{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6303,7 +6377,7 @@ func (x *StoreView) String() string {
 func (*StoreView) ProtoMessage() {}
 
 func (x *StoreView) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6316,7 +6390,7 @@ func (x *StoreView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreView.ProtoReflect.Descriptor instead.
 func (*StoreView) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{60}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *StoreView) GetStore() string {
@@ -6419,7 +6493,7 @@ type BundleEntry struct {
 
 func (x *BundleEntry) Reset() {
 	*x = BundleEntry{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6431,7 +6505,7 @@ func (x *BundleEntry) String() string {
 func (*BundleEntry) ProtoMessage() {}
 
 func (x *BundleEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6444,7 +6518,7 @@ func (x *BundleEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleEntry.ProtoReflect.Descriptor instead.
 func (*BundleEntry) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{61}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *BundleEntry) GetKind() BundleEntry_Kind {
@@ -6538,7 +6612,7 @@ type BundleResult struct {
 
 func (x *BundleResult) Reset() {
 	*x = BundleResult{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6550,7 +6624,7 @@ func (x *BundleResult) String() string {
 func (*BundleResult) ProtoMessage() {}
 
 func (x *BundleResult) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6563,7 +6637,7 @@ func (x *BundleResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleResult.ProtoReflect.Descriptor instead.
 func (*BundleResult) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{62}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *BundleResult) GetBundleId() uint64 {
@@ -6790,7 +6864,7 @@ type RecordFailure struct {
 
 func (x *RecordFailure) Reset() {
 	*x = RecordFailure{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6802,7 +6876,7 @@ func (x *RecordFailure) String() string {
 func (*RecordFailure) ProtoMessage() {}
 
 func (x *RecordFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6815,7 +6889,7 @@ func (x *RecordFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordFailure.ProtoReflect.Descriptor instead.
 func (*RecordFailure) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{63}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *RecordFailure) GetIndex() int32 {
@@ -6867,7 +6941,7 @@ type BrokerOutage struct {
 
 func (x *BrokerOutage) Reset() {
 	*x = BrokerOutage{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6879,7 +6953,7 @@ func (x *BrokerOutage) String() string {
 func (*BrokerOutage) ProtoMessage() {}
 
 func (x *BrokerOutage) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6892,7 +6966,7 @@ func (x *BrokerOutage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrokerOutage.ProtoReflect.Descriptor instead.
 func (*BrokerOutage) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{64}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *BrokerOutage) GetBrokers() []string {
@@ -6942,7 +7016,7 @@ type RestoreProgress struct {
 
 func (x *RestoreProgress) Reset() {
 	*x = RestoreProgress{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6954,7 +7028,7 @@ func (x *RestoreProgress) String() string {
 func (*RestoreProgress) ProtoMessage() {}
 
 func (x *RestoreProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6967,7 +7041,7 @@ func (x *RestoreProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreProgress.ProtoReflect.Descriptor instead.
 func (*RestoreProgress) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{65}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *RestoreProgress) GetRestoredRecords() int64 {
@@ -7007,7 +7081,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7019,7 +7093,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7032,7 +7106,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{66}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *GetStateRequest) GetSessionId() string {
@@ -7080,7 +7154,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7092,7 +7166,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7105,7 +7179,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{67}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *GetStateResponse) GetState() State {
@@ -7187,7 +7261,7 @@ type PauseProcessingRequest struct {
 
 func (x *PauseProcessingRequest) Reset() {
 	*x = PauseProcessingRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7199,7 +7273,7 @@ func (x *PauseProcessingRequest) String() string {
 func (*PauseProcessingRequest) ProtoMessage() {}
 
 func (x *PauseProcessingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7212,7 +7286,7 @@ func (x *PauseProcessingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseProcessingRequest.ProtoReflect.Descriptor instead.
 func (*PauseProcessingRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{68}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *PauseProcessingRequest) GetSessionId() string {
@@ -7230,7 +7304,7 @@ type PauseProcessingResponse struct {
 
 func (x *PauseProcessingResponse) Reset() {
 	*x = PauseProcessingResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7242,7 +7316,7 @@ func (x *PauseProcessingResponse) String() string {
 func (*PauseProcessingResponse) ProtoMessage() {}
 
 func (x *PauseProcessingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7255,7 +7329,7 @@ func (x *PauseProcessingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseProcessingResponse.ProtoReflect.Descriptor instead.
 func (*PauseProcessingResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{69}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{70}
 }
 
 type ResumeProcessingRequest struct {
@@ -7267,7 +7341,7 @@ type ResumeProcessingRequest struct {
 
 func (x *ResumeProcessingRequest) Reset() {
 	*x = ResumeProcessingRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7279,7 +7353,7 @@ func (x *ResumeProcessingRequest) String() string {
 func (*ResumeProcessingRequest) ProtoMessage() {}
 
 func (x *ResumeProcessingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7292,7 +7366,7 @@ func (x *ResumeProcessingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeProcessingRequest.ProtoReflect.Descriptor instead.
 func (*ResumeProcessingRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{70}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ResumeProcessingRequest) GetSessionId() string {
@@ -7310,7 +7384,7 @@ type ResumeProcessingResponse struct {
 
 func (x *ResumeProcessingResponse) Reset() {
 	*x = ResumeProcessingResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7322,7 +7396,7 @@ func (x *ResumeProcessingResponse) String() string {
 func (*ResumeProcessingResponse) ProtoMessage() {}
 
 func (x *ResumeProcessingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7335,7 +7409,7 @@ func (x *ResumeProcessingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeProcessingResponse.ProtoReflect.Descriptor instead.
 func (*ResumeProcessingResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{71}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{72}
 }
 
 type CleanUpStateRequest struct {
@@ -7347,7 +7421,7 @@ type CleanUpStateRequest struct {
 
 func (x *CleanUpStateRequest) Reset() {
 	*x = CleanUpStateRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7359,7 +7433,7 @@ func (x *CleanUpStateRequest) String() string {
 func (*CleanUpStateRequest) ProtoMessage() {}
 
 func (x *CleanUpStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7372,7 +7446,7 @@ func (x *CleanUpStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanUpStateRequest.ProtoReflect.Descriptor instead.
 func (*CleanUpStateRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{72}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *CleanUpStateRequest) GetSessionId() string {
@@ -7393,7 +7467,7 @@ type CleanUpStateResponse struct {
 
 func (x *CleanUpStateResponse) Reset() {
 	*x = CleanUpStateResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7405,7 +7479,7 @@ func (x *CleanUpStateResponse) String() string {
 func (*CleanUpStateResponse) ProtoMessage() {}
 
 func (x *CleanUpStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7418,7 +7492,7 @@ func (x *CleanUpStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanUpStateResponse.ProtoReflect.Descriptor instead.
 func (*CleanUpStateResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{73}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *CleanUpStateResponse) GetDeleted() string {
@@ -7437,7 +7511,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7449,7 +7523,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7462,7 +7536,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{74}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *StopRequest) GetSessionId() string {
@@ -7480,7 +7554,7 @@ type StopResponse struct {
 
 func (x *StopResponse) Reset() {
 	*x = StopResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7492,7 +7566,7 @@ func (x *StopResponse) String() string {
 func (*StopResponse) ProtoMessage() {}
 
 func (x *StopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7505,7 +7579,7 @@ func (x *StopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
 func (*StopResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{75}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{76}
 }
 
 type QueryRequest struct {
@@ -7523,6 +7597,7 @@ type QueryRequest struct {
 	//	*QueryRequest_Prefix
 	//	*QueryRequest_All
 	//	*QueryRequest_WindowFetch
+	//	*QueryRequest_VersionedGet
 	Query isQueryRequest_Query `protobuf_oneof:"query"`
 	// At most this many entries (0: at most 100,000; asking for more than
 	// that is refused).
@@ -7545,7 +7620,7 @@ type QueryRequest struct {
 
 func (x *QueryRequest) Reset() {
 	*x = QueryRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7557,7 +7632,7 @@ func (x *QueryRequest) String() string {
 func (*QueryRequest) ProtoMessage() {}
 
 func (x *QueryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7570,7 +7645,7 @@ func (x *QueryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRequest.ProtoReflect.Descriptor instead.
 func (*QueryRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{76}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *QueryRequest) GetSessionId() string {
@@ -7634,6 +7709,15 @@ func (x *QueryRequest) GetWindowFetch() *WindowFetch {
 	if x != nil {
 		if x, ok := x.Query.(*QueryRequest_WindowFetch); ok {
 			return x.WindowFetch
+		}
+	}
+	return nil
+}
+
+func (x *QueryRequest) GetVersionedGet() *VersionedGet {
+	if x != nil {
+		if x, ok := x.Query.(*QueryRequest_VersionedGet); ok {
+			return x.VersionedGet
 		}
 	}
 	return nil
@@ -7705,6 +7789,13 @@ type QueryRequest_WindowFetch struct {
 	WindowFetch *WindowFetch `protobuf:"bytes,8,opt,name=window_fetch,json=windowFetch,proto3,oneof"`
 }
 
+type QueryRequest_VersionedGet struct {
+	// A versioned store: the version of key valid at as_of_ms
+	// (VersionedKeyValueStore.get(key, asOfTimestamp)), or the latest
+	// version when as_of_ms is absent (get(key)).
+	VersionedGet *VersionedGet `protobuf:"bytes,70,opt,name=versioned_get,json=versionedGet,proto3,oneof"`
+}
+
 func (*QueryRequest_Get) isQueryRequest_Query() {}
 
 func (*QueryRequest_Range) isQueryRequest_Query() {}
@@ -7714,6 +7805,62 @@ func (*QueryRequest_Prefix) isQueryRequest_Query() {}
 func (*QueryRequest_All) isQueryRequest_Query() {}
 
 func (*QueryRequest_WindowFetch) isQueryRequest_Query() {}
+
+func (*QueryRequest_VersionedGet) isQueryRequest_Query() {}
+
+// VersionedGet asks a versioned store for one version of a key.
+type VersionedGet struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// The time (epoch ms) the version must be valid at; absent: the latest.
+	AsOfMs        *int64 `protobuf:"varint,2,opt,name=as_of_ms,json=asOfMs,proto3,oneof" json:"as_of_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VersionedGet) Reset() {
+	*x = VersionedGet{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VersionedGet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VersionedGet) ProtoMessage() {}
+
+func (x *VersionedGet) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VersionedGet.ProtoReflect.Descriptor instead.
+func (*VersionedGet) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *VersionedGet) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *VersionedGet) GetAsOfMs() int64 {
+	if x != nil && x.AsOfMs != nil {
+		return *x.AsOfMs
+	}
+	return 0
+}
 
 // WindowFetch: windows starting from from_ms to to_ms, both inclusive (a
 // session store: sessions ending at or after from_ms and starting at or
@@ -7745,7 +7892,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7757,7 +7904,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7770,7 +7917,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{77}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ReadRequest) GetSessionId() string {
@@ -7915,7 +8062,7 @@ type ReadResponse struct {
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7927,7 +8074,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7940,7 +8087,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{78}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ReadResponse) GetKeyLengths() []int32 {
@@ -8003,7 +8150,7 @@ type WindowFetch struct {
 
 func (x *WindowFetch) Reset() {
 	*x = WindowFetch{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8015,7 +8162,7 @@ func (x *WindowFetch) String() string {
 func (*WindowFetch) ProtoMessage() {}
 
 func (x *WindowFetch) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8028,7 +8175,7 @@ func (x *WindowFetch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WindowFetch.ProtoReflect.Descriptor instead.
 func (*WindowFetch) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{79}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *WindowFetch) GetKey() []byte {
@@ -8062,7 +8209,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8074,7 +8221,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8087,7 +8234,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{80}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *KeyRange) GetFrom() []byte {
@@ -8129,14 +8276,18 @@ type QueryResponse struct {
 	// A get or a keyed window fetch: the partition of the key.
 	Partition *int32 `protobuf:"varint,53,opt,name=partition,proto3,oneof" json:"partition,omitempty"`
 	// The store partitions the answer covers.
-	Partitions    []int32 `protobuf:"varint,54,rep,packed,name=partitions,proto3" json:"partitions,omitempty"`
+	Partitions []int32 `protobuf:"varint,54,rep,packed,name=partitions,proto3" json:"partitions,omitempty"`
+	// A versioned_get's answer: the entry's timestamp (timestamps) is the
+	// version's valid-from; valid_to_ms is when the next version replaced
+	// it, absent for the latest (VersionedRecord.validTo()).
+	ValidToMs     *int64 `protobuf:"varint,70,opt,name=valid_to_ms,json=validToMs,proto3,oneof" json:"valid_to_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *QueryResponse) Reset() {
 	*x = QueryResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8148,7 +8299,7 @@ func (x *QueryResponse) String() string {
 func (*QueryResponse) ProtoMessage() {}
 
 func (x *QueryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8161,7 +8312,7 @@ func (x *QueryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryResponse.ProtoReflect.Descriptor instead.
 func (*QueryResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{81}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *QueryResponse) GetKeyLengths() []int32 {
@@ -8248,6 +8399,13 @@ func (x *QueryResponse) GetPartitions() []int32 {
 	return nil
 }
 
+func (x *QueryResponse) GetValidToMs() int64 {
+	if x != nil && x.ValidToMs != nil {
+		return *x.ValidToMs
+	}
+	return 0
+}
+
 // HostInfo is an instance's application.server (Kafka Streams' HostInfo).
 type HostInfo struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -8259,7 +8417,7 @@ type HostInfo struct {
 
 func (x *HostInfo) Reset() {
 	*x = HostInfo{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8271,7 +8429,7 @@ func (x *HostInfo) String() string {
 func (*HostInfo) ProtoMessage() {}
 
 func (x *HostInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8284,7 +8442,7 @@ func (x *HostInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostInfo.ProtoReflect.Descriptor instead.
 func (*HostInfo) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{82}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *HostInfo) GetHost() string {
@@ -8314,7 +8472,7 @@ type QueryMetadataForKeyRequest struct {
 
 func (x *QueryMetadataForKeyRequest) Reset() {
 	*x = QueryMetadataForKeyRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8326,7 +8484,7 @@ func (x *QueryMetadataForKeyRequest) String() string {
 func (*QueryMetadataForKeyRequest) ProtoMessage() {}
 
 func (x *QueryMetadataForKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8339,7 +8497,7 @@ func (x *QueryMetadataForKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetadataForKeyRequest.ProtoReflect.Descriptor instead.
 func (*QueryMetadataForKeyRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{83}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *QueryMetadataForKeyRequest) GetSessionId() string {
@@ -8380,7 +8538,7 @@ type QueryMetadataForKeyResponse struct {
 
 func (x *QueryMetadataForKeyResponse) Reset() {
 	*x = QueryMetadataForKeyResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8392,7 +8550,7 @@ func (x *QueryMetadataForKeyResponse) String() string {
 func (*QueryMetadataForKeyResponse) ProtoMessage() {}
 
 func (x *QueryMetadataForKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8405,7 +8563,7 @@ func (x *QueryMetadataForKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetadataForKeyResponse.ProtoReflect.Descriptor instead.
 func (*QueryMetadataForKeyResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{84}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *QueryMetadataForKeyResponse) GetActiveHost() *HostInfo {
@@ -8441,7 +8599,7 @@ type StreamsMetadataRequest struct {
 
 func (x *StreamsMetadataRequest) Reset() {
 	*x = StreamsMetadataRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8453,7 +8611,7 @@ func (x *StreamsMetadataRequest) String() string {
 func (*StreamsMetadataRequest) ProtoMessage() {}
 
 func (x *StreamsMetadataRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8466,7 +8624,7 @@ func (x *StreamsMetadataRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamsMetadataRequest.ProtoReflect.Descriptor instead.
 func (*StreamsMetadataRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{85}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *StreamsMetadataRequest) GetSessionId() string {
@@ -8493,7 +8651,7 @@ type TopicPartition struct {
 
 func (x *TopicPartition) Reset() {
 	*x = TopicPartition{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8505,7 +8663,7 @@ func (x *TopicPartition) String() string {
 func (*TopicPartition) ProtoMessage() {}
 
 func (x *TopicPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8518,7 +8676,7 @@ func (x *TopicPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicPartition.ProtoReflect.Descriptor instead.
 func (*TopicPartition) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{86}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *TopicPartition) GetTopic() string {
@@ -8552,7 +8710,7 @@ type StreamsMetadata struct {
 
 func (x *StreamsMetadata) Reset() {
 	*x = StreamsMetadata{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8564,7 +8722,7 @@ func (x *StreamsMetadata) String() string {
 func (*StreamsMetadata) ProtoMessage() {}
 
 func (x *StreamsMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8577,7 +8735,7 @@ func (x *StreamsMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamsMetadata.ProtoReflect.Descriptor instead.
 func (*StreamsMetadata) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{87}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *StreamsMetadata) GetHostInfo() *HostInfo {
@@ -8626,7 +8784,7 @@ type StreamsMetadataResponse struct {
 
 func (x *StreamsMetadataResponse) Reset() {
 	*x = StreamsMetadataResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[88]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8638,7 +8796,7 @@ func (x *StreamsMetadataResponse) String() string {
 func (*StreamsMetadataResponse) ProtoMessage() {}
 
 func (x *StreamsMetadataResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[88]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8651,7 +8809,7 @@ func (x *StreamsMetadataResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamsMetadataResponse.ProtoReflect.Descriptor instead.
 func (*StreamsMetadataResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{88}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *StreamsMetadataResponse) GetMetadata() []*StreamsMetadata {
@@ -8677,7 +8835,7 @@ type GetMetricsRequest struct {
 
 func (x *GetMetricsRequest) Reset() {
 	*x = GetMetricsRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[89]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8689,7 +8847,7 @@ func (x *GetMetricsRequest) String() string {
 func (*GetMetricsRequest) ProtoMessage() {}
 
 func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[89]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8702,7 +8860,7 @@ func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsRequest.ProtoReflect.Descriptor instead.
 func (*GetMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{89}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *GetMetricsRequest) GetSessionId() string {
@@ -8735,7 +8893,7 @@ type GetMetricsResponse struct {
 
 func (x *GetMetricsResponse) Reset() {
 	*x = GetMetricsResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[90]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8747,7 +8905,7 @@ func (x *GetMetricsResponse) String() string {
 func (*GetMetricsResponse) ProtoMessage() {}
 
 func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[90]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8760,7 +8918,7 @@ func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsResponse.ProtoReflect.Descriptor instead.
 func (*GetMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{90}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *GetMetricsResponse) GetState() State {
@@ -8832,7 +8990,7 @@ type NodeMetrics struct {
 
 func (x *NodeMetrics) Reset() {
 	*x = NodeMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[91]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8844,7 +9002,7 @@ func (x *NodeMetrics) String() string {
 func (*NodeMetrics) ProtoMessage() {}
 
 func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[91]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8857,7 +9015,7 @@ func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetrics.ProtoReflect.Descriptor instead.
 func (*NodeMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{91}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *NodeMetrics) GetName() string {
@@ -8917,7 +9075,7 @@ type TaskMetrics struct {
 
 func (x *TaskMetrics) Reset() {
 	*x = TaskMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[92]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8929,7 +9087,7 @@ func (x *TaskMetrics) String() string {
 func (*TaskMetrics) ProtoMessage() {}
 
 func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[92]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8942,7 +9100,7 @@ func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskMetrics.ProtoReflect.Descriptor instead.
 func (*TaskMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{92}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *TaskMetrics) GetId() string {
@@ -8989,7 +9147,7 @@ type PartitionLag struct {
 
 func (x *PartitionLag) Reset() {
 	*x = PartitionLag{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[93]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9001,7 +9159,7 @@ func (x *PartitionLag) String() string {
 func (*PartitionLag) ProtoMessage() {}
 
 func (x *PartitionLag) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[93]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9014,7 +9172,7 @@ func (x *PartitionLag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLag.ProtoReflect.Descriptor instead.
 func (*PartitionLag) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{93}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *PartitionLag) GetTopic() string {
@@ -9064,7 +9222,7 @@ type StoreMetrics struct {
 
 func (x *StoreMetrics) Reset() {
 	*x = StoreMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[94]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9076,7 +9234,7 @@ func (x *StoreMetrics) String() string {
 func (*StoreMetrics) ProtoMessage() {}
 
 func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[94]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9089,7 +9247,7 @@ func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMetrics.ProtoReflect.Descriptor instead.
 func (*StoreMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{94}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *StoreMetrics) GetName() string {
@@ -9125,7 +9283,7 @@ type TestRecord struct {
 
 func (x *TestRecord) Reset() {
 	*x = TestRecord{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[95]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9137,7 +9295,7 @@ func (x *TestRecord) String() string {
 func (*TestRecord) ProtoMessage() {}
 
 func (x *TestRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[95]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9150,7 +9308,7 @@ func (x *TestRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestRecord.ProtoReflect.Descriptor instead.
 func (*TestRecord) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{95}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *TestRecord) GetTopic() string {
@@ -9200,7 +9358,7 @@ type TestHeader struct {
 
 func (x *TestHeader) Reset() {
 	*x = TestHeader{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[96]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9212,7 +9370,7 @@ func (x *TestHeader) String() string {
 func (*TestHeader) ProtoMessage() {}
 
 func (x *TestHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[96]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9225,7 +9383,7 @@ func (x *TestHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestHeader.ProtoReflect.Descriptor instead.
 func (*TestHeader) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{96}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *TestHeader) GetKey() string {
@@ -9253,7 +9411,7 @@ type PipeInputRequest struct {
 
 func (x *PipeInputRequest) Reset() {
 	*x = PipeInputRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[97]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9265,7 +9423,7 @@ func (x *PipeInputRequest) String() string {
 func (*PipeInputRequest) ProtoMessage() {}
 
 func (x *PipeInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[97]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9278,7 +9436,7 @@ func (x *PipeInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipeInputRequest.ProtoReflect.Descriptor instead.
 func (*PipeInputRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{97}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *PipeInputRequest) GetSessionId() string {
@@ -9313,7 +9471,7 @@ type PipeInputResponse struct {
 
 func (x *PipeInputResponse) Reset() {
 	*x = PipeInputResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[98]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9325,7 +9483,7 @@ func (x *PipeInputResponse) String() string {
 func (*PipeInputResponse) ProtoMessage() {}
 
 func (x *PipeInputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[98]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9338,7 +9496,7 @@ func (x *PipeInputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipeInputResponse.ProtoReflect.Descriptor instead.
 func (*PipeInputResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{98}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *PipeInputResponse) GetProcessed() int32 {
@@ -9374,7 +9532,7 @@ type ReadOutputRequest struct {
 
 func (x *ReadOutputRequest) Reset() {
 	*x = ReadOutputRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[99]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9386,7 +9544,7 @@ func (x *ReadOutputRequest) String() string {
 func (*ReadOutputRequest) ProtoMessage() {}
 
 func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[99]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9399,7 +9557,7 @@ func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputRequest.ProtoReflect.Descriptor instead.
 func (*ReadOutputRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{99}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *ReadOutputRequest) GetSessionId() string {
@@ -9430,7 +9588,7 @@ type ReadOutputResponse struct {
 
 func (x *ReadOutputResponse) Reset() {
 	*x = ReadOutputResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[100]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9442,7 +9600,7 @@ func (x *ReadOutputResponse) String() string {
 func (*ReadOutputResponse) ProtoMessage() {}
 
 func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[100]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9455,7 +9613,7 @@ func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputResponse.ProtoReflect.Descriptor instead.
 func (*ReadOutputResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{100}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *ReadOutputResponse) GetRecords() []*TestRecord {
@@ -9490,7 +9648,7 @@ type AdvanceWallClockRequest struct {
 
 func (x *AdvanceWallClockRequest) Reset() {
 	*x = AdvanceWallClockRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[101]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9502,7 +9660,7 @@ func (x *AdvanceWallClockRequest) String() string {
 func (*AdvanceWallClockRequest) ProtoMessage() {}
 
 func (x *AdvanceWallClockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[101]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9515,7 +9673,7 @@ func (x *AdvanceWallClockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdvanceWallClockRequest.ProtoReflect.Descriptor instead.
 func (*AdvanceWallClockRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{101}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *AdvanceWallClockRequest) GetSessionId() string {
@@ -9542,7 +9700,7 @@ type AdvanceWallClockResponse struct {
 
 func (x *AdvanceWallClockResponse) Reset() {
 	*x = AdvanceWallClockResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[102]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9554,7 +9712,7 @@ func (x *AdvanceWallClockResponse) String() string {
 func (*AdvanceWallClockResponse) ProtoMessage() {}
 
 func (x *AdvanceWallClockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[102]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9567,7 +9725,7 @@ func (x *AdvanceWallClockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdvanceWallClockResponse.ProtoReflect.Descriptor instead.
 func (*AdvanceWallClockResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{102}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *AdvanceWallClockResponse) GetWallClockMs() int64 {
@@ -9611,7 +9769,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\vvalue_serde\x18\x04 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
 	"\x04node\x18\x05 \x01(\tR\x04node\x12\x14\n" +
-	"\x05store\x18\x06 \x01(\tR\x05store\"\xb6\x02\n" +
+	"\x05store\x18\x06 \x01(\tR\x05store\"\xfa\x02\n" +
 	"\fMaterialized\x12\x1d\n" +
 	"\n" +
 	"store_name\x18\x01 \x01(\tR\tstoreName\x12\x1b\n" +
@@ -9619,10 +9777,14 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\vvalue_serde\x18\x03 \x01(\tR\n" +
 	"valueSerde\x12b\n" +
 	"\x10changelog_config\x18\x04 \x03(\v27.polystreams.v1alpha1.Materialized.ChangelogConfigEntryR\x0fchangelogConfig\x12!\n" +
-	"\fretention_ms\x18\x05 \x01(\x03R\vretentionMs\x1aB\n" +
+	"\fretention_ms\x18\x05 \x01(\x03R\vretentionMs\x12B\n" +
+	"\tversioned\x18F \x01(\v2$.polystreams.v1alpha1.VersionedStoreR\tversioned\x1aB\n" +
 	"\x14ChangelogConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x97\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"r\n" +
+	"\x0eVersionedStore\x120\n" +
+	"\x14history_retention_ms\x18\x01 \x01(\x03R\x12historyRetentionMs\x12.\n" +
+	"\x13segment_interval_ms\x18\x02 \x01(\x03R\x11segmentIntervalMs\"\x97\x01\n" +
 	"\bStreamOp\x12\x16\n" +
 	"\x06topics\x18\x01 \x03(\tR\x06topics\x12\x1b\n" +
 	"\tkey_serde\x18\x02 \x01(\tR\bkeySerde\x12\x1f\n" +
@@ -10154,7 +10316,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\vStopRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x0e\n" +
-	"\fStopResponse\"\xc9\x03\n" +
+	"\fStopResponse\"\x94\x04\n" +
 	"\fQueryRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
@@ -10163,14 +10325,19 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x05range\x18\x04 \x01(\v2\x1e.polystreams.v1alpha1.KeyRangeH\x00R\x05range\x12\x18\n" +
 	"\x06prefix\x18\x05 \x01(\fH\x00R\x06prefix\x12\x12\n" +
 	"\x03all\x18\x06 \x01(\bH\x00R\x03all\x12F\n" +
-	"\fwindow_fetch\x18\b \x01(\v2!.polystreams.v1alpha1.WindowFetchH\x00R\vwindowFetch\x12\x14\n" +
+	"\fwindow_fetch\x18\b \x01(\v2!.polystreams.v1alpha1.WindowFetchH\x00R\vwindowFetch\x12I\n" +
+	"\rversioned_get\x18F \x01(\v2\".polystreams.v1alpha1.VersionedGetH\x00R\fversionedGet\x12\x14\n" +
 	"\x05limit\x18\a \x01(\x05R\x05limit\x12.\n" +
 	"\x13enable_stale_stores\x182 \x01(\bR\x11enableStaleStores\x12\x1d\n" +
 	"\n" +
 	"local_only\x183 \x01(\bR\tlocalOnly\x12%\n" +
 	"\x0eapplication_id\x184 \x01(\tR\rapplicationId\x12-\n" +
 	"\x12application_server\x185 \x01(\tR\x11applicationServerB\a\n" +
-	"\x05query\"\xe8\x02\n" +
+	"\x05query\"L\n" +
+	"\fVersionedGet\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x12\x1d\n" +
+	"\bas_of_ms\x18\x02 \x01(\x03H\x00R\x06asOfMs\x88\x01\x01B\v\n" +
+	"\t_as_of_ms\"\xe8\x02\n" +
 	"\vReadRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
@@ -10205,7 +10372,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x04from\x18\x01 \x01(\fH\x00R\x04from\x88\x01\x01\x12\x13\n" +
 	"\x02to\x18\x02 \x01(\fH\x01R\x02to\x88\x01\x01B\a\n" +
 	"\x05_fromB\x05\n" +
-	"\x03_to\"\x8e\x03\n" +
+	"\x03_to\"\xc3\x03\n" +
 	"\rQueryResponse\x12\x1f\n" +
 	"\vkey_lengths\x18\x01 \x03(\x11R\n" +
 	"keyLengths\x12\x12\n" +
@@ -10224,9 +10391,11 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\tpartition\x185 \x01(\x05H\x00R\tpartition\x88\x01\x01\x12\x1e\n" +
 	"\n" +
 	"partitions\x186 \x03(\x05R\n" +
-	"partitionsB\f\n" +
+	"partitions\x12#\n" +
+	"\vvalid_to_ms\x18F \x01(\x03H\x01R\tvalidToMs\x88\x01\x01B\f\n" +
 	"\n" +
-	"_partition\"2\n" +
+	"_partitionB\x0e\n" +
+	"\f_valid_to_ms\"2\n" +
 	"\bHostInfo\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\"c\n" +
@@ -10443,7 +10612,7 @@ func file_polystreams_v1alpha1_engine_proto_rawDescGZIP() []byte {
 }
 
 var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 13)
-var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 107)
+var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 109)
 var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(Metadata)(0),                       // 0: polystreams.v1alpha1.Metadata
 	(Kind)(0),                           // 1: polystreams.v1alpha1.Kind
@@ -10464,259 +10633,263 @@ var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(*RegisterFunctionResponse)(nil),    // 16: polystreams.v1alpha1.RegisterFunctionResponse
 	(*Handle)(nil),                      // 17: polystreams.v1alpha1.Handle
 	(*Materialized)(nil),                // 18: polystreams.v1alpha1.Materialized
-	(*StreamOp)(nil),                    // 19: polystreams.v1alpha1.StreamOp
-	(*WindowedByOp)(nil),                // 20: polystreams.v1alpha1.WindowedByOp
-	(*TimeWindows)(nil),                 // 21: polystreams.v1alpha1.TimeWindows
-	(*SlidingWindows)(nil),              // 22: polystreams.v1alpha1.SlidingWindows
-	(*SessionWindows)(nil),              // 23: polystreams.v1alpha1.SessionWindows
-	(*EmitStrategyOp)(nil),              // 24: polystreams.v1alpha1.EmitStrategyOp
-	(*ToTableOp)(nil),                   // 25: polystreams.v1alpha1.ToTableOp
-	(*SuppressOp)(nil),                  // 26: polystreams.v1alpha1.SuppressOp
-	(*SuppressBuffer)(nil),              // 27: polystreams.v1alpha1.SuppressBuffer
-	(*TableOp)(nil),                     // 28: polystreams.v1alpha1.TableOp
-	(*MapValuesOp)(nil),                 // 29: polystreams.v1alpha1.MapValuesOp
-	(*FilterOp)(nil),                    // 30: polystreams.v1alpha1.FilterOp
-	(*FilterNotOp)(nil),                 // 31: polystreams.v1alpha1.FilterNotOp
-	(*FlatMapValuesOp)(nil),             // 32: polystreams.v1alpha1.FlatMapValuesOp
-	(*FlatMapOp)(nil),                   // 33: polystreams.v1alpha1.FlatMapOp
-	(*MapOp)(nil),                       // 34: polystreams.v1alpha1.MapOp
-	(*SelectKeyOp)(nil),                 // 35: polystreams.v1alpha1.SelectKeyOp
-	(*PeekOp)(nil),                      // 36: polystreams.v1alpha1.PeekOp
-	(*ForeachOp)(nil),                   // 37: polystreams.v1alpha1.ForeachOp
-	(*PrintOp)(nil),                     // 38: polystreams.v1alpha1.PrintOp
-	(*AddStateStoreOp)(nil),             // 39: polystreams.v1alpha1.AddStateStoreOp
-	(*ProcessOp)(nil),                   // 40: polystreams.v1alpha1.ProcessOp
-	(*AddSourceOp)(nil),                 // 41: polystreams.v1alpha1.AddSourceOp
-	(*AddProcessorOp)(nil),              // 42: polystreams.v1alpha1.AddProcessorOp
-	(*AddSinkOp)(nil),                   // 43: polystreams.v1alpha1.AddSinkOp
-	(*GroupByKeyOp)(nil),                // 44: polystreams.v1alpha1.GroupByKeyOp
-	(*GroupByOp)(nil),                   // 45: polystreams.v1alpha1.GroupByOp
-	(*CountOp)(nil),                     // 46: polystreams.v1alpha1.CountOp
-	(*ReduceOp)(nil),                    // 47: polystreams.v1alpha1.ReduceOp
-	(*AggregateOp)(nil),                 // 48: polystreams.v1alpha1.AggregateOp
-	(*CogroupOp)(nil),                   // 49: polystreams.v1alpha1.CogroupOp
-	(*MergeOp)(nil),                     // 50: polystreams.v1alpha1.MergeOp
-	(*SplitOp)(nil),                     // 51: polystreams.v1alpha1.SplitOp
-	(*Branch)(nil),                      // 52: polystreams.v1alpha1.Branch
-	(*RepartitionOp)(nil),               // 53: polystreams.v1alpha1.RepartitionOp
-	(*JoinOp)(nil),                      // 54: polystreams.v1alpha1.JoinOp
-	(*JoinWindows)(nil),                 // 55: polystreams.v1alpha1.JoinWindows
-	(*GlobalTableOp)(nil),               // 56: polystreams.v1alpha1.GlobalTableOp
-	(*ToStreamOp)(nil),                  // 57: polystreams.v1alpha1.ToStreamOp
-	(*ToOp)(nil),                        // 58: polystreams.v1alpha1.ToOp
-	(*BuildRequest)(nil),                // 59: polystreams.v1alpha1.BuildRequest
-	(*BuildResponse)(nil),               // 60: polystreams.v1alpha1.BuildResponse
-	(*DescribeRequest)(nil),             // 61: polystreams.v1alpha1.DescribeRequest
-	(*DescribeResponse)(nil),            // 62: polystreams.v1alpha1.DescribeResponse
-	(*TopologyDescription)(nil),         // 63: polystreams.v1alpha1.TopologyDescription
-	(*Subtopology)(nil),                 // 64: polystreams.v1alpha1.Subtopology
-	(*Node)(nil),                        // 65: polystreams.v1alpha1.Node
-	(*StartRequest)(nil),                // 66: polystreams.v1alpha1.StartRequest
-	(*StartResponse)(nil),               // 67: polystreams.v1alpha1.StartResponse
-	(*ExchangeRequest)(nil),             // 68: polystreams.v1alpha1.ExchangeRequest
-	(*ExchangeResponse)(nil),            // 69: polystreams.v1alpha1.ExchangeResponse
-	(*RecordContext)(nil),               // 70: polystreams.v1alpha1.RecordContext
-	(*Step)(nil),                        // 71: polystreams.v1alpha1.Step
-	(*Bundle)(nil),                      // 72: polystreams.v1alpha1.Bundle
-	(*StoreView)(nil),                   // 73: polystreams.v1alpha1.StoreView
-	(*BundleEntry)(nil),                 // 74: polystreams.v1alpha1.BundleEntry
-	(*BundleResult)(nil),                // 75: polystreams.v1alpha1.BundleResult
-	(*RecordFailure)(nil),               // 76: polystreams.v1alpha1.RecordFailure
-	(*BrokerOutage)(nil),                // 77: polystreams.v1alpha1.BrokerOutage
-	(*RestoreProgress)(nil),             // 78: polystreams.v1alpha1.RestoreProgress
-	(*GetStateRequest)(nil),             // 79: polystreams.v1alpha1.GetStateRequest
-	(*GetStateResponse)(nil),            // 80: polystreams.v1alpha1.GetStateResponse
-	(*PauseProcessingRequest)(nil),      // 81: polystreams.v1alpha1.PauseProcessingRequest
-	(*PauseProcessingResponse)(nil),     // 82: polystreams.v1alpha1.PauseProcessingResponse
-	(*ResumeProcessingRequest)(nil),     // 83: polystreams.v1alpha1.ResumeProcessingRequest
-	(*ResumeProcessingResponse)(nil),    // 84: polystreams.v1alpha1.ResumeProcessingResponse
-	(*CleanUpStateRequest)(nil),         // 85: polystreams.v1alpha1.CleanUpStateRequest
-	(*CleanUpStateResponse)(nil),        // 86: polystreams.v1alpha1.CleanUpStateResponse
-	(*StopRequest)(nil),                 // 87: polystreams.v1alpha1.StopRequest
-	(*StopResponse)(nil),                // 88: polystreams.v1alpha1.StopResponse
-	(*QueryRequest)(nil),                // 89: polystreams.v1alpha1.QueryRequest
-	(*ReadRequest)(nil),                 // 90: polystreams.v1alpha1.ReadRequest
-	(*ReadResponse)(nil),                // 91: polystreams.v1alpha1.ReadResponse
-	(*WindowFetch)(nil),                 // 92: polystreams.v1alpha1.WindowFetch
-	(*KeyRange)(nil),                    // 93: polystreams.v1alpha1.KeyRange
-	(*QueryResponse)(nil),               // 94: polystreams.v1alpha1.QueryResponse
-	(*HostInfo)(nil),                    // 95: polystreams.v1alpha1.HostInfo
-	(*QueryMetadataForKeyRequest)(nil),  // 96: polystreams.v1alpha1.QueryMetadataForKeyRequest
-	(*QueryMetadataForKeyResponse)(nil), // 97: polystreams.v1alpha1.QueryMetadataForKeyResponse
-	(*StreamsMetadataRequest)(nil),      // 98: polystreams.v1alpha1.StreamsMetadataRequest
-	(*TopicPartition)(nil),              // 99: polystreams.v1alpha1.TopicPartition
-	(*StreamsMetadata)(nil),             // 100: polystreams.v1alpha1.StreamsMetadata
-	(*StreamsMetadataResponse)(nil),     // 101: polystreams.v1alpha1.StreamsMetadataResponse
-	(*GetMetricsRequest)(nil),           // 102: polystreams.v1alpha1.GetMetricsRequest
-	(*GetMetricsResponse)(nil),          // 103: polystreams.v1alpha1.GetMetricsResponse
-	(*NodeMetrics)(nil),                 // 104: polystreams.v1alpha1.NodeMetrics
-	(*TaskMetrics)(nil),                 // 105: polystreams.v1alpha1.TaskMetrics
-	(*PartitionLag)(nil),                // 106: polystreams.v1alpha1.PartitionLag
-	(*StoreMetrics)(nil),                // 107: polystreams.v1alpha1.StoreMetrics
-	(*TestRecord)(nil),                  // 108: polystreams.v1alpha1.TestRecord
-	(*TestHeader)(nil),                  // 109: polystreams.v1alpha1.TestHeader
-	(*PipeInputRequest)(nil),            // 110: polystreams.v1alpha1.PipeInputRequest
-	(*PipeInputResponse)(nil),           // 111: polystreams.v1alpha1.PipeInputResponse
-	(*ReadOutputRequest)(nil),           // 112: polystreams.v1alpha1.ReadOutputRequest
-	(*ReadOutputResponse)(nil),          // 113: polystreams.v1alpha1.ReadOutputResponse
-	(*AdvanceWallClockRequest)(nil),     // 114: polystreams.v1alpha1.AdvanceWallClockRequest
-	(*AdvanceWallClockResponse)(nil),    // 115: polystreams.v1alpha1.AdvanceWallClockResponse
-	nil,                                 // 116: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	nil,                                 // 117: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
-	nil,                                 // 118: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
-	nil,                                 // 119: polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
+	(*VersionedStore)(nil),              // 19: polystreams.v1alpha1.VersionedStore
+	(*StreamOp)(nil),                    // 20: polystreams.v1alpha1.StreamOp
+	(*WindowedByOp)(nil),                // 21: polystreams.v1alpha1.WindowedByOp
+	(*TimeWindows)(nil),                 // 22: polystreams.v1alpha1.TimeWindows
+	(*SlidingWindows)(nil),              // 23: polystreams.v1alpha1.SlidingWindows
+	(*SessionWindows)(nil),              // 24: polystreams.v1alpha1.SessionWindows
+	(*EmitStrategyOp)(nil),              // 25: polystreams.v1alpha1.EmitStrategyOp
+	(*ToTableOp)(nil),                   // 26: polystreams.v1alpha1.ToTableOp
+	(*SuppressOp)(nil),                  // 27: polystreams.v1alpha1.SuppressOp
+	(*SuppressBuffer)(nil),              // 28: polystreams.v1alpha1.SuppressBuffer
+	(*TableOp)(nil),                     // 29: polystreams.v1alpha1.TableOp
+	(*MapValuesOp)(nil),                 // 30: polystreams.v1alpha1.MapValuesOp
+	(*FilterOp)(nil),                    // 31: polystreams.v1alpha1.FilterOp
+	(*FilterNotOp)(nil),                 // 32: polystreams.v1alpha1.FilterNotOp
+	(*FlatMapValuesOp)(nil),             // 33: polystreams.v1alpha1.FlatMapValuesOp
+	(*FlatMapOp)(nil),                   // 34: polystreams.v1alpha1.FlatMapOp
+	(*MapOp)(nil),                       // 35: polystreams.v1alpha1.MapOp
+	(*SelectKeyOp)(nil),                 // 36: polystreams.v1alpha1.SelectKeyOp
+	(*PeekOp)(nil),                      // 37: polystreams.v1alpha1.PeekOp
+	(*ForeachOp)(nil),                   // 38: polystreams.v1alpha1.ForeachOp
+	(*PrintOp)(nil),                     // 39: polystreams.v1alpha1.PrintOp
+	(*AddStateStoreOp)(nil),             // 40: polystreams.v1alpha1.AddStateStoreOp
+	(*ProcessOp)(nil),                   // 41: polystreams.v1alpha1.ProcessOp
+	(*AddSourceOp)(nil),                 // 42: polystreams.v1alpha1.AddSourceOp
+	(*AddProcessorOp)(nil),              // 43: polystreams.v1alpha1.AddProcessorOp
+	(*AddSinkOp)(nil),                   // 44: polystreams.v1alpha1.AddSinkOp
+	(*GroupByKeyOp)(nil),                // 45: polystreams.v1alpha1.GroupByKeyOp
+	(*GroupByOp)(nil),                   // 46: polystreams.v1alpha1.GroupByOp
+	(*CountOp)(nil),                     // 47: polystreams.v1alpha1.CountOp
+	(*ReduceOp)(nil),                    // 48: polystreams.v1alpha1.ReduceOp
+	(*AggregateOp)(nil),                 // 49: polystreams.v1alpha1.AggregateOp
+	(*CogroupOp)(nil),                   // 50: polystreams.v1alpha1.CogroupOp
+	(*MergeOp)(nil),                     // 51: polystreams.v1alpha1.MergeOp
+	(*SplitOp)(nil),                     // 52: polystreams.v1alpha1.SplitOp
+	(*Branch)(nil),                      // 53: polystreams.v1alpha1.Branch
+	(*RepartitionOp)(nil),               // 54: polystreams.v1alpha1.RepartitionOp
+	(*JoinOp)(nil),                      // 55: polystreams.v1alpha1.JoinOp
+	(*JoinWindows)(nil),                 // 56: polystreams.v1alpha1.JoinWindows
+	(*GlobalTableOp)(nil),               // 57: polystreams.v1alpha1.GlobalTableOp
+	(*ToStreamOp)(nil),                  // 58: polystreams.v1alpha1.ToStreamOp
+	(*ToOp)(nil),                        // 59: polystreams.v1alpha1.ToOp
+	(*BuildRequest)(nil),                // 60: polystreams.v1alpha1.BuildRequest
+	(*BuildResponse)(nil),               // 61: polystreams.v1alpha1.BuildResponse
+	(*DescribeRequest)(nil),             // 62: polystreams.v1alpha1.DescribeRequest
+	(*DescribeResponse)(nil),            // 63: polystreams.v1alpha1.DescribeResponse
+	(*TopologyDescription)(nil),         // 64: polystreams.v1alpha1.TopologyDescription
+	(*Subtopology)(nil),                 // 65: polystreams.v1alpha1.Subtopology
+	(*Node)(nil),                        // 66: polystreams.v1alpha1.Node
+	(*StartRequest)(nil),                // 67: polystreams.v1alpha1.StartRequest
+	(*StartResponse)(nil),               // 68: polystreams.v1alpha1.StartResponse
+	(*ExchangeRequest)(nil),             // 69: polystreams.v1alpha1.ExchangeRequest
+	(*ExchangeResponse)(nil),            // 70: polystreams.v1alpha1.ExchangeResponse
+	(*RecordContext)(nil),               // 71: polystreams.v1alpha1.RecordContext
+	(*Step)(nil),                        // 72: polystreams.v1alpha1.Step
+	(*Bundle)(nil),                      // 73: polystreams.v1alpha1.Bundle
+	(*StoreView)(nil),                   // 74: polystreams.v1alpha1.StoreView
+	(*BundleEntry)(nil),                 // 75: polystreams.v1alpha1.BundleEntry
+	(*BundleResult)(nil),                // 76: polystreams.v1alpha1.BundleResult
+	(*RecordFailure)(nil),               // 77: polystreams.v1alpha1.RecordFailure
+	(*BrokerOutage)(nil),                // 78: polystreams.v1alpha1.BrokerOutage
+	(*RestoreProgress)(nil),             // 79: polystreams.v1alpha1.RestoreProgress
+	(*GetStateRequest)(nil),             // 80: polystreams.v1alpha1.GetStateRequest
+	(*GetStateResponse)(nil),            // 81: polystreams.v1alpha1.GetStateResponse
+	(*PauseProcessingRequest)(nil),      // 82: polystreams.v1alpha1.PauseProcessingRequest
+	(*PauseProcessingResponse)(nil),     // 83: polystreams.v1alpha1.PauseProcessingResponse
+	(*ResumeProcessingRequest)(nil),     // 84: polystreams.v1alpha1.ResumeProcessingRequest
+	(*ResumeProcessingResponse)(nil),    // 85: polystreams.v1alpha1.ResumeProcessingResponse
+	(*CleanUpStateRequest)(nil),         // 86: polystreams.v1alpha1.CleanUpStateRequest
+	(*CleanUpStateResponse)(nil),        // 87: polystreams.v1alpha1.CleanUpStateResponse
+	(*StopRequest)(nil),                 // 88: polystreams.v1alpha1.StopRequest
+	(*StopResponse)(nil),                // 89: polystreams.v1alpha1.StopResponse
+	(*QueryRequest)(nil),                // 90: polystreams.v1alpha1.QueryRequest
+	(*VersionedGet)(nil),                // 91: polystreams.v1alpha1.VersionedGet
+	(*ReadRequest)(nil),                 // 92: polystreams.v1alpha1.ReadRequest
+	(*ReadResponse)(nil),                // 93: polystreams.v1alpha1.ReadResponse
+	(*WindowFetch)(nil),                 // 94: polystreams.v1alpha1.WindowFetch
+	(*KeyRange)(nil),                    // 95: polystreams.v1alpha1.KeyRange
+	(*QueryResponse)(nil),               // 96: polystreams.v1alpha1.QueryResponse
+	(*HostInfo)(nil),                    // 97: polystreams.v1alpha1.HostInfo
+	(*QueryMetadataForKeyRequest)(nil),  // 98: polystreams.v1alpha1.QueryMetadataForKeyRequest
+	(*QueryMetadataForKeyResponse)(nil), // 99: polystreams.v1alpha1.QueryMetadataForKeyResponse
+	(*StreamsMetadataRequest)(nil),      // 100: polystreams.v1alpha1.StreamsMetadataRequest
+	(*TopicPartition)(nil),              // 101: polystreams.v1alpha1.TopicPartition
+	(*StreamsMetadata)(nil),             // 102: polystreams.v1alpha1.StreamsMetadata
+	(*StreamsMetadataResponse)(nil),     // 103: polystreams.v1alpha1.StreamsMetadataResponse
+	(*GetMetricsRequest)(nil),           // 104: polystreams.v1alpha1.GetMetricsRequest
+	(*GetMetricsResponse)(nil),          // 105: polystreams.v1alpha1.GetMetricsResponse
+	(*NodeMetrics)(nil),                 // 106: polystreams.v1alpha1.NodeMetrics
+	(*TaskMetrics)(nil),                 // 107: polystreams.v1alpha1.TaskMetrics
+	(*PartitionLag)(nil),                // 108: polystreams.v1alpha1.PartitionLag
+	(*StoreMetrics)(nil),                // 109: polystreams.v1alpha1.StoreMetrics
+	(*TestRecord)(nil),                  // 110: polystreams.v1alpha1.TestRecord
+	(*TestHeader)(nil),                  // 111: polystreams.v1alpha1.TestHeader
+	(*PipeInputRequest)(nil),            // 112: polystreams.v1alpha1.PipeInputRequest
+	(*PipeInputResponse)(nil),           // 113: polystreams.v1alpha1.PipeInputResponse
+	(*ReadOutputRequest)(nil),           // 114: polystreams.v1alpha1.ReadOutputRequest
+	(*ReadOutputResponse)(nil),          // 115: polystreams.v1alpha1.ReadOutputResponse
+	(*AdvanceWallClockRequest)(nil),     // 116: polystreams.v1alpha1.AdvanceWallClockRequest
+	(*AdvanceWallClockResponse)(nil),    // 117: polystreams.v1alpha1.AdvanceWallClockResponse
+	nil,                                 // 118: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	nil,                                 // 119: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	nil,                                 // 120: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	nil,                                 // 121: polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
 }
 var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
-	116, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	117, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	118, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	119, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
 	0,   // 2: polystreams.v1alpha1.RegisterFunctionRequest.metadata:type_name -> polystreams.v1alpha1.Metadata
 	1,   // 3: polystreams.v1alpha1.Handle.kind:type_name -> polystreams.v1alpha1.Kind
-	118, // 4: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
-	21,  // 5: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
-	22,  // 6: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
-	23,  // 7: polystreams.v1alpha1.WindowedByOp.session:type_name -> polystreams.v1alpha1.SessionWindows
-	2,   // 8: polystreams.v1alpha1.EmitStrategyOp.strategy:type_name -> polystreams.v1alpha1.EmitStrategy
-	18,  // 9: polystreams.v1alpha1.ToTableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	27,  // 10: polystreams.v1alpha1.SuppressOp.buffer:type_name -> polystreams.v1alpha1.SuppressBuffer
-	3,   // 11: polystreams.v1alpha1.SuppressBuffer.when_full:type_name -> polystreams.v1alpha1.BufferFull
-	18,  // 12: polystreams.v1alpha1.TableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	18,  // 13: polystreams.v1alpha1.MapValuesOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	18,  // 14: polystreams.v1alpha1.FilterOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	18,  // 15: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	4,   // 16: polystreams.v1alpha1.AddStateStoreOp.type:type_name -> polystreams.v1alpha1.StoreType
-	119, // 17: polystreams.v1alpha1.AddStateStoreOp.changelog_config:type_name -> polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
-	18,  // 18: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	5,   // 19: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
-	18,  // 20: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	18,  // 21: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	52,  // 22: polystreams.v1alpha1.SplitOp.branches:type_name -> polystreams.v1alpha1.Branch
-	55,  // 23: polystreams.v1alpha1.JoinOp.windows:type_name -> polystreams.v1alpha1.JoinWindows
-	18,  // 24: polystreams.v1alpha1.JoinOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	6,   // 25: polystreams.v1alpha1.JoinOp.builtin_joiner:type_name -> polystreams.v1alpha1.Joiner
-	18,  // 26: polystreams.v1alpha1.GlobalTableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	19,  // 27: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
-	29,  // 28: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
-	30,  // 29: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
-	31,  // 30: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
-	32,  // 31: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
-	34,  // 32: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
-	35,  // 33: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
-	36,  // 34: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
-	37,  // 35: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
-	44,  // 36: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
-	45,  // 37: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
-	46,  // 38: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
-	57,  // 39: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
-	58,  // 40: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
-	47,  // 41: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
-	48,  // 42: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
-	28,  // 43: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
-	20,  // 44: polystreams.v1alpha1.BuildRequest.windowed_by:type_name -> polystreams.v1alpha1.WindowedByOp
-	26,  // 45: polystreams.v1alpha1.BuildRequest.suppress:type_name -> polystreams.v1alpha1.SuppressOp
-	50,  // 46: polystreams.v1alpha1.BuildRequest.merge:type_name -> polystreams.v1alpha1.MergeOp
-	51,  // 47: polystreams.v1alpha1.BuildRequest.split:type_name -> polystreams.v1alpha1.SplitOp
-	53,  // 48: polystreams.v1alpha1.BuildRequest.repartition:type_name -> polystreams.v1alpha1.RepartitionOp
-	54,  // 49: polystreams.v1alpha1.BuildRequest.join:type_name -> polystreams.v1alpha1.JoinOp
-	56,  // 50: polystreams.v1alpha1.BuildRequest.global_table:type_name -> polystreams.v1alpha1.GlobalTableOp
-	24,  // 51: polystreams.v1alpha1.BuildRequest.emit_strategy:type_name -> polystreams.v1alpha1.EmitStrategyOp
-	25,  // 52: polystreams.v1alpha1.BuildRequest.to_table:type_name -> polystreams.v1alpha1.ToTableOp
-	33,  // 53: polystreams.v1alpha1.BuildRequest.flat_map:type_name -> polystreams.v1alpha1.FlatMapOp
-	38,  // 54: polystreams.v1alpha1.BuildRequest.print:type_name -> polystreams.v1alpha1.PrintOp
-	39,  // 55: polystreams.v1alpha1.BuildRequest.add_state_store:type_name -> polystreams.v1alpha1.AddStateStoreOp
-	40,  // 56: polystreams.v1alpha1.BuildRequest.process:type_name -> polystreams.v1alpha1.ProcessOp
-	41,  // 57: polystreams.v1alpha1.BuildRequest.add_source:type_name -> polystreams.v1alpha1.AddSourceOp
-	42,  // 58: polystreams.v1alpha1.BuildRequest.add_processor:type_name -> polystreams.v1alpha1.AddProcessorOp
-	43,  // 59: polystreams.v1alpha1.BuildRequest.add_sink:type_name -> polystreams.v1alpha1.AddSinkOp
-	49,  // 60: polystreams.v1alpha1.BuildRequest.cogroup:type_name -> polystreams.v1alpha1.CogroupOp
-	17,  // 61: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
-	17,  // 62: polystreams.v1alpha1.BuildResponse.branches:type_name -> polystreams.v1alpha1.Handle
-	63,  // 63: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
-	64,  // 64: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
-	65,  // 65: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
-	10,  // 66: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
-	75,  // 67: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
-	72,  // 68: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
-	9,   // 69: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
-	70,  // 70: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	78,  // 71: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	7,   // 72: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
-	0,   // 73: polystreams.v1alpha1.Step.metadata:type_name -> polystreams.v1alpha1.Metadata
-	71,  // 74: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
-	73,  // 75: polystreams.v1alpha1.Bundle.stores:type_name -> polystreams.v1alpha1.StoreView
-	74,  // 76: polystreams.v1alpha1.Bundle.inits:type_name -> polystreams.v1alpha1.BundleEntry
-	74,  // 77: polystreams.v1alpha1.Bundle.after:type_name -> polystreams.v1alpha1.BundleEntry
-	4,   // 78: polystreams.v1alpha1.StoreView.type:type_name -> polystreams.v1alpha1.StoreType
-	11,  // 79: polystreams.v1alpha1.BundleEntry.kind:type_name -> polystreams.v1alpha1.BundleEntry.Kind
-	76,  // 80: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
-	8,   // 81: polystreams.v1alpha1.BundleResult.op_kinds:type_name -> polystreams.v1alpha1.OpKind
-	12,  // 82: polystreams.v1alpha1.RecordFailure.kind:type_name -> polystreams.v1alpha1.RecordFailure.Kind
-	9,   // 83: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
-	70,  // 84: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	78,  // 85: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	77,  // 86: polystreams.v1alpha1.GetStateResponse.broker_outage:type_name -> polystreams.v1alpha1.BrokerOutage
-	93,  // 87: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
-	92,  // 88: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
-	93,  // 89: polystreams.v1alpha1.ReadRequest.range:type_name -> polystreams.v1alpha1.KeyRange
-	92,  // 90: polystreams.v1alpha1.ReadRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
-	95,  // 91: polystreams.v1alpha1.QueryMetadataForKeyResponse.active_host:type_name -> polystreams.v1alpha1.HostInfo
-	95,  // 92: polystreams.v1alpha1.QueryMetadataForKeyResponse.standby_hosts:type_name -> polystreams.v1alpha1.HostInfo
-	95,  // 93: polystreams.v1alpha1.StreamsMetadata.host_info:type_name -> polystreams.v1alpha1.HostInfo
-	99,  // 94: polystreams.v1alpha1.StreamsMetadata.topic_partitions:type_name -> polystreams.v1alpha1.TopicPartition
-	99,  // 95: polystreams.v1alpha1.StreamsMetadata.standby_topic_partitions:type_name -> polystreams.v1alpha1.TopicPartition
-	100, // 96: polystreams.v1alpha1.StreamsMetadataResponse.metadata:type_name -> polystreams.v1alpha1.StreamsMetadata
-	9,   // 97: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
-	78,  // 98: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	104, // 99: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
-	105, // 100: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
-	106, // 101: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
-	107, // 102: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
-	109, // 103: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
-	108, // 104: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
-	70,  // 105: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	108, // 106: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
-	13,  // 107: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
-	15,  // 108: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
-	59,  // 109: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
-	61,  // 110: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
-	66,  // 111: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
-	68,  // 112: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
-	79,  // 113: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
-	87,  // 114: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
-	89,  // 115: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
-	102, // 116: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
-	110, // 117: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
-	112, // 118: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
-	114, // 119: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
-	90,  // 120: polystreams.v1alpha1.EngineService.Read:input_type -> polystreams.v1alpha1.ReadRequest
-	96,  // 121: polystreams.v1alpha1.EngineService.QueryMetadataForKey:input_type -> polystreams.v1alpha1.QueryMetadataForKeyRequest
-	98,  // 122: polystreams.v1alpha1.EngineService.StreamsMetadata:input_type -> polystreams.v1alpha1.StreamsMetadataRequest
-	81,  // 123: polystreams.v1alpha1.EngineService.PauseProcessing:input_type -> polystreams.v1alpha1.PauseProcessingRequest
-	83,  // 124: polystreams.v1alpha1.EngineService.ResumeProcessing:input_type -> polystreams.v1alpha1.ResumeProcessingRequest
-	85,  // 125: polystreams.v1alpha1.EngineService.CleanUpState:input_type -> polystreams.v1alpha1.CleanUpStateRequest
-	14,  // 126: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
-	16,  // 127: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
-	60,  // 128: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
-	62,  // 129: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
-	67,  // 130: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
-	69,  // 131: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
-	80,  // 132: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
-	88,  // 133: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
-	94,  // 134: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
-	103, // 135: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
-	111, // 136: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
-	113, // 137: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
-	115, // 138: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
-	91,  // 139: polystreams.v1alpha1.EngineService.Read:output_type -> polystreams.v1alpha1.ReadResponse
-	97,  // 140: polystreams.v1alpha1.EngineService.QueryMetadataForKey:output_type -> polystreams.v1alpha1.QueryMetadataForKeyResponse
-	101, // 141: polystreams.v1alpha1.EngineService.StreamsMetadata:output_type -> polystreams.v1alpha1.StreamsMetadataResponse
-	82,  // 142: polystreams.v1alpha1.EngineService.PauseProcessing:output_type -> polystreams.v1alpha1.PauseProcessingResponse
-	84,  // 143: polystreams.v1alpha1.EngineService.ResumeProcessing:output_type -> polystreams.v1alpha1.ResumeProcessingResponse
-	86,  // 144: polystreams.v1alpha1.EngineService.CleanUpState:output_type -> polystreams.v1alpha1.CleanUpStateResponse
-	126, // [126:145] is the sub-list for method output_type
-	107, // [107:126] is the sub-list for method input_type
-	107, // [107:107] is the sub-list for extension type_name
-	107, // [107:107] is the sub-list for extension extendee
-	0,   // [0:107] is the sub-list for field type_name
+	120, // 4: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	19,  // 5: polystreams.v1alpha1.Materialized.versioned:type_name -> polystreams.v1alpha1.VersionedStore
+	22,  // 6: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
+	23,  // 7: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
+	24,  // 8: polystreams.v1alpha1.WindowedByOp.session:type_name -> polystreams.v1alpha1.SessionWindows
+	2,   // 9: polystreams.v1alpha1.EmitStrategyOp.strategy:type_name -> polystreams.v1alpha1.EmitStrategy
+	18,  // 10: polystreams.v1alpha1.ToTableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	28,  // 11: polystreams.v1alpha1.SuppressOp.buffer:type_name -> polystreams.v1alpha1.SuppressBuffer
+	3,   // 12: polystreams.v1alpha1.SuppressBuffer.when_full:type_name -> polystreams.v1alpha1.BufferFull
+	18,  // 13: polystreams.v1alpha1.TableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	18,  // 14: polystreams.v1alpha1.MapValuesOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	18,  // 15: polystreams.v1alpha1.FilterOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	18,  // 16: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	4,   // 17: polystreams.v1alpha1.AddStateStoreOp.type:type_name -> polystreams.v1alpha1.StoreType
+	121, // 18: polystreams.v1alpha1.AddStateStoreOp.changelog_config:type_name -> polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
+	18,  // 19: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	5,   // 20: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
+	18,  // 21: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	18,  // 22: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	53,  // 23: polystreams.v1alpha1.SplitOp.branches:type_name -> polystreams.v1alpha1.Branch
+	56,  // 24: polystreams.v1alpha1.JoinOp.windows:type_name -> polystreams.v1alpha1.JoinWindows
+	18,  // 25: polystreams.v1alpha1.JoinOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	6,   // 26: polystreams.v1alpha1.JoinOp.builtin_joiner:type_name -> polystreams.v1alpha1.Joiner
+	18,  // 27: polystreams.v1alpha1.GlobalTableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	20,  // 28: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
+	30,  // 29: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
+	31,  // 30: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
+	32,  // 31: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
+	33,  // 32: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
+	35,  // 33: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
+	36,  // 34: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
+	37,  // 35: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
+	38,  // 36: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
+	45,  // 37: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
+	46,  // 38: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
+	47,  // 39: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
+	58,  // 40: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
+	59,  // 41: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
+	48,  // 42: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
+	49,  // 43: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
+	29,  // 44: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
+	21,  // 45: polystreams.v1alpha1.BuildRequest.windowed_by:type_name -> polystreams.v1alpha1.WindowedByOp
+	27,  // 46: polystreams.v1alpha1.BuildRequest.suppress:type_name -> polystreams.v1alpha1.SuppressOp
+	51,  // 47: polystreams.v1alpha1.BuildRequest.merge:type_name -> polystreams.v1alpha1.MergeOp
+	52,  // 48: polystreams.v1alpha1.BuildRequest.split:type_name -> polystreams.v1alpha1.SplitOp
+	54,  // 49: polystreams.v1alpha1.BuildRequest.repartition:type_name -> polystreams.v1alpha1.RepartitionOp
+	55,  // 50: polystreams.v1alpha1.BuildRequest.join:type_name -> polystreams.v1alpha1.JoinOp
+	57,  // 51: polystreams.v1alpha1.BuildRequest.global_table:type_name -> polystreams.v1alpha1.GlobalTableOp
+	25,  // 52: polystreams.v1alpha1.BuildRequest.emit_strategy:type_name -> polystreams.v1alpha1.EmitStrategyOp
+	26,  // 53: polystreams.v1alpha1.BuildRequest.to_table:type_name -> polystreams.v1alpha1.ToTableOp
+	34,  // 54: polystreams.v1alpha1.BuildRequest.flat_map:type_name -> polystreams.v1alpha1.FlatMapOp
+	39,  // 55: polystreams.v1alpha1.BuildRequest.print:type_name -> polystreams.v1alpha1.PrintOp
+	40,  // 56: polystreams.v1alpha1.BuildRequest.add_state_store:type_name -> polystreams.v1alpha1.AddStateStoreOp
+	41,  // 57: polystreams.v1alpha1.BuildRequest.process:type_name -> polystreams.v1alpha1.ProcessOp
+	42,  // 58: polystreams.v1alpha1.BuildRequest.add_source:type_name -> polystreams.v1alpha1.AddSourceOp
+	43,  // 59: polystreams.v1alpha1.BuildRequest.add_processor:type_name -> polystreams.v1alpha1.AddProcessorOp
+	44,  // 60: polystreams.v1alpha1.BuildRequest.add_sink:type_name -> polystreams.v1alpha1.AddSinkOp
+	50,  // 61: polystreams.v1alpha1.BuildRequest.cogroup:type_name -> polystreams.v1alpha1.CogroupOp
+	17,  // 62: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
+	17,  // 63: polystreams.v1alpha1.BuildResponse.branches:type_name -> polystreams.v1alpha1.Handle
+	64,  // 64: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
+	65,  // 65: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
+	66,  // 66: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
+	10,  // 67: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
+	76,  // 68: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
+	73,  // 69: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
+	9,   // 70: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
+	71,  // 71: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	79,  // 72: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	7,   // 73: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
+	0,   // 74: polystreams.v1alpha1.Step.metadata:type_name -> polystreams.v1alpha1.Metadata
+	72,  // 75: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
+	74,  // 76: polystreams.v1alpha1.Bundle.stores:type_name -> polystreams.v1alpha1.StoreView
+	75,  // 77: polystreams.v1alpha1.Bundle.inits:type_name -> polystreams.v1alpha1.BundleEntry
+	75,  // 78: polystreams.v1alpha1.Bundle.after:type_name -> polystreams.v1alpha1.BundleEntry
+	4,   // 79: polystreams.v1alpha1.StoreView.type:type_name -> polystreams.v1alpha1.StoreType
+	11,  // 80: polystreams.v1alpha1.BundleEntry.kind:type_name -> polystreams.v1alpha1.BundleEntry.Kind
+	77,  // 81: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
+	8,   // 82: polystreams.v1alpha1.BundleResult.op_kinds:type_name -> polystreams.v1alpha1.OpKind
+	12,  // 83: polystreams.v1alpha1.RecordFailure.kind:type_name -> polystreams.v1alpha1.RecordFailure.Kind
+	9,   // 84: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
+	71,  // 85: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	79,  // 86: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	78,  // 87: polystreams.v1alpha1.GetStateResponse.broker_outage:type_name -> polystreams.v1alpha1.BrokerOutage
+	95,  // 88: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	94,  // 89: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
+	91,  // 90: polystreams.v1alpha1.QueryRequest.versioned_get:type_name -> polystreams.v1alpha1.VersionedGet
+	95,  // 91: polystreams.v1alpha1.ReadRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	94,  // 92: polystreams.v1alpha1.ReadRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
+	97,  // 93: polystreams.v1alpha1.QueryMetadataForKeyResponse.active_host:type_name -> polystreams.v1alpha1.HostInfo
+	97,  // 94: polystreams.v1alpha1.QueryMetadataForKeyResponse.standby_hosts:type_name -> polystreams.v1alpha1.HostInfo
+	97,  // 95: polystreams.v1alpha1.StreamsMetadata.host_info:type_name -> polystreams.v1alpha1.HostInfo
+	101, // 96: polystreams.v1alpha1.StreamsMetadata.topic_partitions:type_name -> polystreams.v1alpha1.TopicPartition
+	101, // 97: polystreams.v1alpha1.StreamsMetadata.standby_topic_partitions:type_name -> polystreams.v1alpha1.TopicPartition
+	102, // 98: polystreams.v1alpha1.StreamsMetadataResponse.metadata:type_name -> polystreams.v1alpha1.StreamsMetadata
+	9,   // 99: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
+	79,  // 100: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	106, // 101: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
+	107, // 102: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
+	108, // 103: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
+	109, // 104: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
+	111, // 105: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
+	110, // 106: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
+	71,  // 107: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	110, // 108: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
+	13,  // 109: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
+	15,  // 110: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
+	60,  // 111: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
+	62,  // 112: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
+	67,  // 113: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
+	69,  // 114: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
+	80,  // 115: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
+	88,  // 116: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
+	90,  // 117: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
+	104, // 118: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
+	112, // 119: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
+	114, // 120: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
+	116, // 121: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
+	92,  // 122: polystreams.v1alpha1.EngineService.Read:input_type -> polystreams.v1alpha1.ReadRequest
+	98,  // 123: polystreams.v1alpha1.EngineService.QueryMetadataForKey:input_type -> polystreams.v1alpha1.QueryMetadataForKeyRequest
+	100, // 124: polystreams.v1alpha1.EngineService.StreamsMetadata:input_type -> polystreams.v1alpha1.StreamsMetadataRequest
+	82,  // 125: polystreams.v1alpha1.EngineService.PauseProcessing:input_type -> polystreams.v1alpha1.PauseProcessingRequest
+	84,  // 126: polystreams.v1alpha1.EngineService.ResumeProcessing:input_type -> polystreams.v1alpha1.ResumeProcessingRequest
+	86,  // 127: polystreams.v1alpha1.EngineService.CleanUpState:input_type -> polystreams.v1alpha1.CleanUpStateRequest
+	14,  // 128: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
+	16,  // 129: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
+	61,  // 130: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
+	63,  // 131: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
+	68,  // 132: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
+	70,  // 133: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
+	81,  // 134: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
+	89,  // 135: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
+	96,  // 136: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
+	105, // 137: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
+	113, // 138: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
+	115, // 139: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
+	117, // 140: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
+	93,  // 141: polystreams.v1alpha1.EngineService.Read:output_type -> polystreams.v1alpha1.ReadResponse
+	99,  // 142: polystreams.v1alpha1.EngineService.QueryMetadataForKey:output_type -> polystreams.v1alpha1.QueryMetadataForKeyResponse
+	103, // 143: polystreams.v1alpha1.EngineService.StreamsMetadata:output_type -> polystreams.v1alpha1.StreamsMetadataResponse
+	83,  // 144: polystreams.v1alpha1.EngineService.PauseProcessing:output_type -> polystreams.v1alpha1.PauseProcessingResponse
+	85,  // 145: polystreams.v1alpha1.EngineService.ResumeProcessing:output_type -> polystreams.v1alpha1.ResumeProcessingResponse
+	87,  // 146: polystreams.v1alpha1.EngineService.CleanUpState:output_type -> polystreams.v1alpha1.CleanUpStateResponse
+	128, // [128:147] is the sub-list for method output_type
+	109, // [109:128] is the sub-list for method input_type
+	109, // [109:109] is the sub-list for extension type_name
+	109, // [109:109] is the sub-list for extension extendee
+	0,   // [0:109] is the sub-list for field type_name
 }
 
 func init() { file_polystreams_v1alpha1_engine_proto_init() }
@@ -10724,14 +10897,14 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 	if File_polystreams_v1alpha1_engine_proto != nil {
 		return
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[7].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[8].OneofWrappers = []any{
 		(*WindowedByOp_Time)(nil),
 		(*WindowedByOp_Sliding)(nil),
 		(*WindowedByOp_Session)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[13].OneofWrappers = []any{}
 	file_polystreams_v1alpha1_engine_proto_msgTypes[14].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[46].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[15].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[47].OneofWrappers = []any{
 		(*BuildRequest_Stream)(nil),
 		(*BuildRequest_MapValues)(nil),
 		(*BuildRequest_Filter)(nil),
@@ -10767,32 +10940,34 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		(*BuildRequest_AddSink)(nil),
 		(*BuildRequest_Cogroup)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[76].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[77].OneofWrappers = []any{
 		(*QueryRequest_Get)(nil),
 		(*QueryRequest_Range)(nil),
 		(*QueryRequest_Prefix)(nil),
 		(*QueryRequest_All)(nil),
 		(*QueryRequest_WindowFetch)(nil),
+		(*QueryRequest_VersionedGet)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[77].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[78].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[79].OneofWrappers = []any{
 		(*ReadRequest_Get)(nil),
 		(*ReadRequest_Range)(nil),
 		(*ReadRequest_Prefix)(nil),
 		(*ReadRequest_All)(nil),
 		(*ReadRequest_WindowFetch)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[79].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[80].OneofWrappers = []any{}
 	file_polystreams_v1alpha1_engine_proto_msgTypes[81].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[95].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[96].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[82].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[83].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[97].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[98].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_polystreams_v1alpha1_engine_proto_rawDesc), len(file_polystreams_v1alpha1_engine_proto_rawDesc)),
 			NumEnums:      13,
-			NumMessages:   107,
+			NumMessages:   109,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

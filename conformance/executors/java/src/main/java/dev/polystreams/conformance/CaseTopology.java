@@ -130,6 +130,14 @@ final class CaseTopology {
       return null;
     }
     Materialized x = m.hasNonNull("store") ? Materialized.as(m.get("store").asText()) : Materialized.with(null, null);
+    JsonNode v = m.get("versioned");
+    if (v != null && !v.isNull()) {
+      String store = m.hasNonNull("store") ? m.get("store").asText() : null;
+      Duration history = Duration.ofMillis(v.get("history_retention_ms").asLong());
+      x = Materialized.as(v.hasNonNull("segment_interval_ms")
+          ? Stores.persistentVersionedKeyValueStore(store, history, Duration.ofMillis(v.get("segment_interval_ms").asLong()))
+          : Stores.persistentVersionedKeyValueStore(store, history));
+    }
     if (m.hasNonNull("key")) {
       x = x.withKeySerde(serde(m.get("key").asText()));
     }
