@@ -137,7 +137,7 @@ func (s *storeTx) changelogRecord(partition int32, w state.Write) *kgo.Record {
 		if err != nil {
 			// Only the store's own writes reach here, made by
 			// VersionValue: a bad one is a bug, not bad input.
-			panic(fmt.Sprintf("runtime: store %s: %v", s.store.Name, err))
+			panic(fmt.Sprintf("engine: store %s: %v", s.store.Name, err))
 		}
 		return r
 	}

@@ -33,7 +33,7 @@ func (versionedCodec) toLog(sk []byte) []byte {
 }
 
 func (versionedCodec) fromLog([]byte) ([]byte, error) {
-	return nil, fmt.Errorf("runtime: a versioned store's changelog key needs its record's timestamp")
+	return nil, fmt.Errorf("engine: a versioned store's changelog key needs its record's timestamp")
 }
 
 // logRecord is the changelog record of a versioned store's write w, nil for
