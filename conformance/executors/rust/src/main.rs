@@ -29,8 +29,8 @@ use polystreams::processor::{
     ProcessorContext, ProcessorResult, PunctuationType, Record, StoreBuilder, Stores,
 };
 use polystreams::{
-    App, BufferConfig, CogroupedKStream, Config, EmitStrategy, Error, GlobalKTable, JoinWindows, Joiner, KGroupedStream,
-    KGroupedTable, KStream, KTable, Materialized, Options, Printed, Reducer, Repartitioned,
+    App, BufferConfig, CogroupedKStream, Config, EmitStrategy, Error, GlobalKTable, JoinWindows, Joiner,
+    KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Options, Printed, Reducer, Repartitioned,
     SessionWindowedCogroupedKStream, SessionWindowedKStream, SessionWindows, SlidingWindows,
     TimeWindowedCogroupedKStream, TimeWindowedKStream, TimeWindows, Value, Windowed,
 };
