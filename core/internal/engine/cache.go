@@ -1,12 +1,8 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"strings"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // The record cache (statestore.cache.max.bytes), as Kafka Streams' caching
@@ -51,64 +47,12 @@ func (t *task) cache(s *step, recs []rec) {
 		if i, ok := c.index[string(r.key)]; ok {
 			e := &c.entries[i]
 			t.cacheBytes += len(r.value) - len(e.value)
-			// e.old stays: the value before the first update.
-			e.value, e.ts = ownBytes(e.value, r.value), r.ts
-			ownInput(e.in, r.in)
+			e.value, e.ts, e.in = r.value, r.ts, r.in // e.old stays: the value before the first update
 			continue
 		}
 		c.index[string(r.key)] = len(c.entries)
-		e := r
-		e.key, e.value, e.old = bytes.Clone(r.key), bytes.Clone(r.value), bytes.Clone(r.old)
-		if r.skey != nil {
-			e.skey = bytes.Clone(r.skey)
-		}
-		if r.in != nil {
-			e.in = &kgo.Record{}
-			ownInput(e.in, r.in)
-		}
-		c.entries = append(c.entries, e)
+		c.entries = append(c.entries, r)
 		t.cacheBytes += entrySize(r)
-	}
-}
-
-// A cached entry owns its bytes and a copy of its input record, and
-// updates them in place: what it kept of a fetched record (a key, a
-// value, the record itself) would otherwise keep the whole fetch alive
-// until the cache flushes, the record slice franz-go decoded the record
-// batch into and the batch's decompressed bytes (docs/performance.md,
-// "Peak memory").
-
-// ownBytes is src in dst's storage when it fits (dst is the entry's own),
-// nil for nil.
-func ownBytes(dst, src []byte) []byte {
-	if src == nil {
-		return nil
-	}
-	return append(dst[:0], src...)
-}
-
-// ownInput makes dst, an entry's own record, a copy of what the engine
-// reads of an input record src: where it came from (topic, partition,
-// offset, epoch) for errors and bundles, its key and value for the dead
-// letter queue, its timestamp and headers. Nothing of it is src's.
-func ownInput(dst, src *kgo.Record) {
-	if src == nil {
-		*dst = kgo.Record{}
-		return
-	}
-	if dst.Topic != src.Topic {
-		dst.Topic = strings.Clone(src.Topic)
-	}
-	dst.Partition, dst.Offset, dst.LeaderEpoch = src.Partition, src.Offset, src.LeaderEpoch
-	dst.Timestamp, dst.Attrs = src.Timestamp, src.Attrs
-	dst.Key, dst.Value = ownBytes(dst.Key, src.Key), ownBytes(dst.Value, src.Value)
-	if len(src.Headers) == 0 {
-		dst.Headers = nil
-		return
-	}
-	dst.Headers = dst.Headers[:0]
-	for _, h := range src.Headers {
-		dst.Headers = append(dst.Headers, kgo.RecordHeader{Key: strings.Clone(h.Key), Value: bytes.Clone(h.Value)})
 	}
 }
 
