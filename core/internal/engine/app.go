@@ -421,6 +421,8 @@ func (a *App) begin(ctx context.Context) (err error) {
 		// A paused partition is fetched again only after the broker's fetch
 		// in flight returns, which waits up to this long when nothing is new.
 		kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.FetchMaxPartitionBytes(fetchMaxPartitionBytes),
+		kgo.MaxBufferedRecords(produceMaxBuffered),
 		kgo.OnPartitionsAssigned(a.onAssigned),
 		kgo.OnPartitionsRevoked(a.onRevoked),
 		kgo.OnPartitionsLost(a.onLost),
@@ -769,7 +771,14 @@ func (a *App) poll() {
 			}
 			pctx, cancel = context.WithDeadline(a.ctx, due)
 		}
-		fs := a.cl.PollRecords(pctx, 10000)
+		// Every record the client has buffered, not a bounded number: a
+		// partition a task pauses (its inbox full) loses what the client
+		// still buffers of it (franz-go drops a paused partition's buffered
+		// records at the next poll), and fetching and decoding them again
+		// cost more than the whole run with a small inbox bound. Taken
+		// whole, a fetch leaves nothing to drop, and it is bounded per
+		// partition (fetchMaxPartitionBytes).
+		fs := a.cl.PollFetches(pctx)
 		cancel()
 		if a.ctx.Err() != nil || fs.IsClientClosed() {
 			a.cl.AllowRebalance()
@@ -975,8 +984,24 @@ func (a *App) endTxn(ctx context.Context, tasks []*task) error {
 }
 
 // inboxHigh is how many fetched records a task may have waiting before its
-// partitions are paused: a few bundles' worth.
-func (a *App) inboxHigh() int { return max(8*a.cfg.BundleMaxRecords, 20000) }
+// partitions are paused: two bundles' worth, at least 4,000 (Kafka
+// Streams' buffered.records.per.partition is 1,000). A fetch is taken
+// whole, so a queue may pass it by what one fetch brings of its partition
+// (fetchMaxPartitionBytes). It was 20,000 (8 bundles): with 16 tasks, a
+// word count's inboxes alone held 50 MB of decoded records.
+func (a *App) inboxHigh() int { return max(2*a.cfg.BundleMaxRecords, 4000) }
+
+// What the group's client holds on the application's behalf, bounded for
+// the engine's peak memory (docs/performance.md, "Peak memory"): the
+// records a fetch brings per partition (franz-go's default is 1 MiB, tens
+// of thousands of small records, each a decoded kgo.Record of ~170 bytes
+// kept alive with its batch while any of them waits in an inbox), and the
+// records handed to the producer and not yet written (franz-go's default
+// is 50,000; a task's Produce waits while the buffer is full).
+const (
+	fetchMaxPartitionBytes = 256 << 10
+	produceMaxBuffered     = 10000
+)
 
 func (a *App) taskFor(topic string, partition int32) *task {
 	p := a.planOf[topic]

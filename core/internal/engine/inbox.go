@@ -159,6 +159,10 @@ func (in *inbox) take(n int) ([]*kgo.Record, time.Time) {
 			k++
 		}
 		out = append(out, head.recs[:k]...)
+		// The queue's array keeps no pointer to what was taken: each would
+		// keep its fetch's decoded records alive until the array is
+		// dropped.
+		clear(head.recs[:k])
 		if r.enforced && in.enforced != nil {
 			in.enforced.Add(int64(k))
 		}

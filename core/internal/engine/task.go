@@ -188,6 +188,7 @@ func (t *task) run(ctx context.Context) {
 	timer.Stop()
 	flush := func(reply chan error) bool {
 		err := t.flushNow(ctx)
+		t.dropOut()
 		t.publishMemory()
 		return t.answer(ctx, reply, err)
 	}
@@ -298,6 +299,7 @@ func (t *task) run(ctx context.Context) {
 			return
 		}
 		err := t.process(ctx, batch)
+		t.dropOut()
 		release()
 		t.app.pending.Add(-int64(len(batch)))
 		if err != nil {
@@ -528,6 +530,15 @@ func (t *task) answer(ctx context.Context, reply chan error, err error) bool {
 		t.app.fail(err)
 	}
 	return false
+}
+
+// dropOut forgets the last batch's outputs once the producer has them, so
+// that a task waiting for its next batch does not keep them (and the
+// records they came from) alive. Tests that call process read t.out
+// after it; the task's loop drops it.
+func (t *task) dropOut() {
+	clear(t.out)
+	t.out = t.out[:0]
 }
 
 // sync writes the changes that held stores hold (storeTx.unlogged) to
