@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 
@@ -154,7 +153,7 @@ func collectEntries(parts []*state.Partition, st *topology.Store, m *pb.QueryReq
 		case *pb.QueryRequest_All:
 			err = p.Scan(collect)
 		case *pb.QueryRequest_WindowFetch:
-			err = fetchWindows(p, st, q.WindowFetch, collect)
+			err = engine.FetchWindows(p, st, q.WindowFetch.Key, q.WindowFetch.FromMs, q.WindowFetch.ToMs, collect)
 		case *pb.QueryRequest_VersionedGet:
 			g := q.VersionedGet
 			var v state.Version
@@ -202,57 +201,4 @@ func queryAnswer(found []entry, st *topology.Store, limit int) *pb.QueryResponse
 		}
 	}
 	return resp
-}
-
-// fetchWindows calls collect for the windows of partition p that start
-// from f.FromMs to f.ToMs (inclusive), of f.Key or of every key, in time
-// order (WindowStore.fetch / fetchAll). Store keys are start(8) ‖ key.
-// Windows retention no longer keeps are left out even before they are
-// deleted: as in Kafka Streams, a fetch starts no earlier than stream time
-// - retention + 1.
-func fetchWindows(p *state.Partition, st *topology.Store, f *pb.WindowFetch, collect func(k, v []byte, ts int64) error) error {
-	streamTime, err := engine.StreamTime(p)
-	if err != nil {
-		return err
-	}
-	from := max(f.FromMs, streamTime-st.Retention+1, 0)
-	if f.ToMs < from {
-		return nil
-	}
-	if st.Windows.Kind == topology.SlidingWindows {
-		// Keyed first: len(key) ‖ key ‖ start; handed on as start ‖ key.
-		var lower, upper []byte
-		if f.Key != nil {
-			lower = append(binary.BigEndian.AppendUint32(nil, uint32(len(f.Key))), f.Key...)
-			upper = state.PrefixEnd(lower)
-		}
-		return p.ScanRange(lower, upper, func(k, v []byte, ts int64) error {
-			if len(k) < 12 || k[0] == 0xff {
-				return nil
-			}
-			n := int(binary.BigEndian.Uint32(k))
-			if len(k) != 4+n+8 || f.Key != nil && !bytes.Equal(k[4:4+n], f.Key) {
-				return nil
-			}
-			start := int64(binary.BigEndian.Uint64(k[4+n:]))
-			if start < from || start > f.ToMs {
-				return nil
-			}
-			return collect(append(binary.BigEndian.AppendUint64(nil, uint64(start)), k[4:4+n]...), v, ts)
-		})
-	}
-	lower := binary.BigEndian.AppendUint64(nil, uint64(from))
-	var upper []byte
-	if f.ToMs < math.MaxInt64 {
-		upper = binary.BigEndian.AppendUint64(nil, uint64(f.ToMs)+1)
-	}
-	return p.ScanRange(lower, upper, func(k, v []byte, ts int64) error {
-		if len(k) < 8 || k[0] == 0xff { // the watermark row: no window starts past 2^63
-			return nil
-		}
-		if f.Key != nil && !bytes.Equal(k[8:], f.Key) {
-			return nil
-		}
-		return collect(k, v, ts)
-	})
 }
