@@ -93,8 +93,9 @@ func (s *ProcessorStore) Put(key, value []byte) error { return s.ctx.Put(s.name,
 // Delete removes key and returns its old value.
 func (s *ProcessorStore) Delete(key []byte) ([]byte, error) { return s.ctx.Delete(s.name, key) }
 
-// Range calls fn for each entry with from <= key < to (nil: open), in
-// key order, until fn returns false.
+// Range calls fn for each entry with from <= key <= to (nil: open), in
+// key order, until fn returns false (KeyValueStore.range: both bounds
+// inclusive).
 func (s *ProcessorStore) Range(from, to []byte, fn func(key, value []byte) bool) error {
 	return s.ctx.Range(s.name, from, to, fn)
 }

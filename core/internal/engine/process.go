@@ -340,6 +340,9 @@ func (o *processOp) Range(store string, lo, hi []byte, f func(key, value []byte)
 	if err != nil {
 		return err
 	}
+	if hi != nil {
+		hi = append(slices.Clone(hi), 0) // inclusive upper bound, as KeyValueStore.range
+	}
 	return tx.scan(lo, hi, func(k, v []byte, _ int64) bool { return f(k, v) })
 }
 

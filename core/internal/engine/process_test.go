@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/polystreams/polystreams/core/internal/engine"
@@ -358,5 +359,62 @@ func TestGoProcessorWindowStore(t *testing.T) {
 	want := "a=1@0 b=3@600 a=4@1500 x=[a@0 a@1500 b@600]@1600 b=5@5000 c=6@100 x=[b@5000]@5000 "
 	if got != want {
 		t.Errorf("out: %s\nwant %s", got, want)
+	}
+}
+
+// ranger puts each record's key into "seen" and forwards, as one value,
+// the keys of "seen" from "b" to "d", both inclusive (KeyValueStore.range).
+type ranger struct{}
+
+func (ranger) Init(topology.NativeContext) error { return nil }
+func (ranger) Close() error                      { return nil }
+func (ranger) Process(ctx topology.NativeContext, r topology.NativeRecord) error {
+	if err := ctx.Put("seen", r.Key, r.Value); err != nil {
+		return err
+	}
+	var keys []string
+	if err := ctx.Range("seen", []byte("b"), []byte("d"), func(k, _ []byte) bool {
+		keys = append(keys, string(k))
+		return true
+	}); err != nil {
+		return err
+	}
+	return ctx.Forward(topology.NativeRecord{Key: r.Key, Value: []byte(strings.Join(keys, ",")), Timestamp: r.Timestamp}, "")
+}
+
+// TestGoProcessorRangeIsInclusive: a Go processor's range includes both
+// bounds, as Kafka Streams' KeyValueStore.range and the host processors'.
+func TestGoProcessorRangeIsInclusive(t *testing.T) {
+	b := topology.NewBuilder()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(b.AddStateStore(topology.StoreBuilder{Name: "seen", Type: topology.StoreTypeKeyValue, KeySerde: "string", ValueSerde: "string"}))
+	in, err := b.Stream(topology.StreamOptions{Topics: []string{"in"}, KeySerde: "string", ValueSerde: "string"})
+	must(err)
+	p, err := b.Process(in.ID, topology.Function{Name: "ranger", Native: topology.NewProcessorFunc(func() topology.NativeProcessor { return ranger{} })},
+		topology.ProcessOptions{Stores: []string{"seen"}})
+	must(err)
+	must(b.To(p.ID, "out", "", "", ""))
+	topo, err := b.Topology()
+	must(err)
+	td, _, ctx := driven(t, "ranger", nil, topo, nil, nil)
+	for i, k := range []string{"a", "b", "c", "d", "da", "e"} {
+		ts := int64(i)
+		if _, failure, err := td.Pipe(ctx, []testdriver.Record{{Topic: "in", Key: []byte(k), Value: []byte("v"), Timestamp: &ts}}); err != nil || failure != nil {
+			t.Fatalf("pipe %s: %v %v", k, failure, err)
+		}
+	}
+	out, _, err := td.Output("out")
+	must(err)
+	got := ""
+	for _, r := range out {
+		got += fmt.Sprintf("%s=[%s] ", r.Key, r.Value)
+	}
+	if want := "a=[] b=[b] c=[b,c] d=[b,c,d] da=[b,c,d] e=[b,c,d] "; got != want {
+		t.Errorf("ranges b..d: %s, want %s", got, want)
 	}
 }

@@ -145,7 +145,7 @@ type NativeContext interface {
 	Get(store string, key []byte) ([]byte, error)
 	Put(store string, key, value []byte) error
 	Delete(store string, key []byte) ([]byte, error)
-	// Range calls f for each entry with lo <= key < hi (nil: open), in key
+	// Range calls f for each entry with lo <= key <= hi (nil: open), in key
 	// byte order, until f returns false.
 	Range(store string, lo, hi []byte, f func(key, value []byte) bool) error
 	// WindowPut writes key's row of the window starting at windowStart
