@@ -45,7 +45,7 @@ func (b *Builder) Join(input, table uint64, joiner Function, left bool, valueSer
 		case windowed:
 			c.invalid("%s: table handle %d (%s) is windowed; a stream joins a key-value table", op, table, tn.Name)
 		case store == "":
-			c.invalid("%s: table handle %d (%s) keeps no store to look keys up in; materialize it (Materialized with a store name)", op, table, tn.Name)
+			c.invalid("%s: table handle %d (%s) %s", op, table, tn.Name, noStore(tn))
 		}
 		if in != nil && in.handle.KeySerde != tb.handle.KeySerde {
 			c.invalid("%s: stream handle %d has %s keys and table handle %d %s keys; join streams and tables of one key serde", op, input, in.handle.KeySerde, table, tb.handle.KeySerde)

@@ -192,7 +192,7 @@ func (c *call) fkTable(op, side string, id uint64) *entry {
 		return nil
 	}
 	if store, _ := valueGetter(n); store == "" {
-		c.invalid("%s with a foreign key: %s table handle %d (%s) keeps no store to look keys up in; materialize it (Materialized with a store name)", op, side, id, n.Name)
+		c.invalid("%s with a foreign key: %s table handle %d (%s) %s", op, side, id, n.Name, noStore(n))
 		return nil
 	}
 	return e

@@ -192,7 +192,7 @@ func (c *call) joinStore(e *entry, id uint64, side string) (string, []*Node) {
 	}
 	store, getter := valueGetter(n)
 	if store == "" {
-		c.invalid("%s: %s table handle %d (%s) keeps no store to look keys up in; materialize it (Materialized with a store name)", c.op, side, id, n.Name)
+		c.invalid("%s: %s table handle %d (%s) %s", c.op, side, id, n.Name, noStore(n))
 	}
 	return store, getter
 }
@@ -225,6 +225,30 @@ func valueGetter(n *Node) (string, []*Node) {
 			return "", nil
 		}
 	}
+}
+
+// noStore says why table node n, whose value getter reaches no store,
+// cannot be joined, and what to do instead.
+func noStore(n *Node) string {
+	if s := suppressedBy(n); s != nil {
+		return fmt.Sprintf("is suppressed by %s, whose buffer keeps no store to look keys up in (Kafka Streams' view of the buffered keys' prior values is not built); join the table before its suppress", s.Name)
+	}
+	return "keeps no store to look keys up in; materialize it (Materialized with a store name)"
+}
+
+// suppressedBy is the suppress node n's value getter stops at: n, or the
+// one n is derived from by store-less table operators; nil when none.
+func suppressedBy(n *Node) *Node {
+	for n.Op == OpTableFilter || n.Op == OpTableFilterNot || n.Op == OpTableMapValues {
+		if len(n.Stores) > 0 {
+			return nil
+		}
+		n = n.Predecessors[0]
+	}
+	if n.Op == OpSuppress {
+		return n
+	}
+	return nil
 }
 
 // getterRoot is the node whose store a value getter for n reads: n, or
