@@ -42,6 +42,7 @@ def test_results_keep_record_order_while_a_bundles_awaitables_run_together(tmp_p
     n = 40
     started = 0
     everyone: asyncio.Event | None = None
+    done: dict[int, asyncio.Event] = {}
     finished: list[int] = []
 
     async def slow(v: str) -> str:
@@ -55,8 +56,12 @@ def test_results_keep_record_order_while_a_bundles_awaitables_run_together(tmp_p
         # Set only once all n records have started: sequential awaiting
         # would time out here and fail the record (and run()).
         await asyncio.wait_for(everyone.wait(), BOUND_S)
-        await asyncio.sleep(0.002 * (n - i))  # later records finish first
+        # Later records finish first: each waits for the next one's end (an
+        # order of events, not of timers, so a loaded machine cannot swap it).
+        if i + 1 < n:
+            await asyncio.wait_for(done.setdefault(i + 1, asyncio.Event()).wait(), BOUND_S)
         finished.append(i)
+        done.setdefault(i, asyncio.Event()).set()
         return f"{v}!"
 
     with App(app_id, config(tmp_path)) as app:  # type: ignore[arg-type]
