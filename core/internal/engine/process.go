@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
@@ -340,10 +341,7 @@ func (o *processOp) Range(store string, lo, hi []byte, f func(key, value []byte)
 	if err != nil {
 		return err
 	}
-	if hi != nil {
-		hi = append(slices.Clone(hi), 0) // inclusive upper bound, as KeyValueStore.range
-	}
-	return tx.scan(lo, hi, func(k, v []byte, _ int64) bool { return f(k, v) })
+	return tx.scan(lo, state.UpperBound(hi), func(k, v []byte, _ int64) bool { return f(k, v) })
 }
 
 // windowStore returns a connected window store.
