@@ -146,6 +146,22 @@ fn test_modules(src: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// Adds to deps the names that the submodules in dir (of the module whose
+/// source is parent) reach, down the tree, skipping its `#[cfg(test)]` ones.
+fn submodule_deps(dir: &Path, parent: &str, deps: &mut BTreeSet<String>) {
+    let skip = test_modules(parent);
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for sub in entries {
+        let sub = sub.expect("an entry").path();
+        let name = sub.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        if sub.extension().is_some_and(|e| e == "rs") && !skip.contains(&name) {
+            let text = std::fs::read_to_string(&sub).expect("readable");
+            deps.extend(deps_of(&text));
+            submodule_deps(&dir.join(&name), &text, deps);
+        }
+    }
+}
+
 fn graph() -> BTreeMap<String, BTreeSet<String>> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -157,17 +173,8 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
         }
         let text = std::fs::read_to_string(&path).expect("readable");
         let mut deps = deps_of(&text);
-        // Its submodules (src/<stem>/*.rs) count as the module, test-only ones aside.
-        let skip = test_modules(&text);
-        if let Ok(dir) = std::fs::read_dir(src.join(&stem)) {
-            for sub in dir {
-                let sub = sub.expect("an entry").path();
-                let name = sub.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-                if sub.extension().is_some_and(|e| e == "rs") && !skip.contains(&name) {
-                    deps.extend(deps_of(&std::fs::read_to_string(&sub).expect("readable")));
-                }
-            }
-        }
+        // Its submodules (src/<stem>/**/*.rs) count as the module, test-only ones aside.
+        submodule_deps(&src.join(&stem), &text, &mut deps);
         g.insert(stem, deps);
     }
     let via_root = reexports(&std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs"));
