@@ -5,6 +5,7 @@ through the transformer for a group_by, describe(), and failures."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,19 @@ from polystreams import (
     ValueTransformerWithKey,
 )
 from polystreams.testing import TopologyTestDriver
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def readme_block(heading: str) -> dict[str, Any]:
+    """Runs the first python block under heading of sdk-python/README.md; answers its globals."""
+    readme = (REPO / "sdk-python" / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index(heading) :]
+    m = re.search(r"^```python\n(.*?)^```", section, re.DOTALL | re.MULTILINE)
+    assert m, f"sdk-python/README.md: no python block under {heading}"
+    scope: dict[str, Any] = {"__name__": "readme"}
+    exec(compile(m.group(1), f"README.md {heading}", "exec"), scope)  # noqa: S102 - the README's own code
+    return scope
 
 
 class Versioner(ValueTransformerWithKey):
@@ -99,3 +113,9 @@ def test_an_unknown_store_is_refused_naming_node_and_store() -> None:
         table = driver.table("in", key="string", value="string")
         with pytest.raises(InvalidArgumentError, match=re.escape('node KTABLE-TRANSFORMVALUES-0000000003 names store "nope", which no add_state_store added')):
             table.transform_values(Length, stores=["nope"])
+
+
+def test_the_readme_transform_values_example_runs() -> None:
+    assert readme_block("#### Transforming a table's values with state")["changes"] == [
+        ("ann", "paris (v1)"), ("ann", "rome (v2)"), ("ann", "ann deleted (v3)"),
+    ]
