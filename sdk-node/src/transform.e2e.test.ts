@@ -10,6 +10,7 @@ import { test } from "node:test";
 
 import { InvalidArgumentError, ProcessingError, type ProcessorContext, type ProcessorKeyValueStore, Stores, TopologyTestDriver, type ValueTransformerWithKey } from "./index.js";
 import { useEngine } from "./testing/app.js";
+import { runReadmeBlock } from "./testing/readme.js";
 
 useEngine();
 
@@ -71,4 +72,11 @@ test("transformValues: an unknown store is refused naming node and store", async
   await using driver = await TopologyTestDriver.create("tv-unknown");
   const t = driver.table("in", { key: "string", value: "string" }).transformValues(() => ({ transform: (_k, v) => v }), { stores: ["nope"] });
   await assert.rejects(t.handle, (e: unknown) => e instanceof InvalidArgumentError && /node KTABLE-TRANSFORMVALUES-0000000003 names store "nope", which no add_state_store added/.test(e.message));
+});
+
+test("the README's transformValues program runs verbatim", async () => {
+  assert.deepEqual(JSON.parse(await runReadmeBlock("#### Transforming a table's values with state")), {
+    changes: [["ann", "paris (v1)"], ["ann", "rome (v2)"], ["ann", "ann deleted (v3)"]],
+    stored: "ann deleted (v3)",
+  });
 });
