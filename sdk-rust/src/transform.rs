@@ -73,10 +73,13 @@ impl<K: Serde, VR: Serde> TransformerContext<K, VR> {
     }
 }
 
+/// The key, value and result types a [`Transformer`] is over.
+type Types<K, V, VR> = PhantomData<fn() -> (K, V, VR)>;
+
 /// Runs a transformer as the fixed-key processor the engine calls.
 struct Transformer<T, K, V, VR> {
     t: T,
-    _types: PhantomData<fn() -> (K, V, VR)>,
+    _types: Types<K, V, VR>,
 }
 
 impl<T, K, V, VR> FixedKeyProcessor<K, Option<V>, Option<VR>> for Transformer<T, K, V, VR>
