@@ -3,8 +3,11 @@
 //! values through the transformer for a group_by, failures and refusals
 //! that name node and store.
 
+use polystreams::{Error, Options, TopologyTestDriver};
+
+// README begin
 use polystreams::processor::{KeyValueStore, ProcessorResult, Stores};
-use polystreams::{Error, Options, TopologyTestDriver, TransformResult, TransformerContext, ValueTransformerWithKey};
+use polystreams::{TransformResult, TransformerContext, ValueTransformerWithKey};
 
 /// Tags each value with how many values its key has had (store "versions").
 #[derive(Default)]
@@ -29,39 +32,47 @@ impl ValueTransformerWithKey<String, String, String> for Versioner {
 }
 
 #[test]
-fn a_transformer_with_a_store_and_a_materialized_result() {
-    let driver = TopologyTestDriver::new("tv-store").unwrap();
-    driver.add_state_store(Stores::key_value_store::<String, i64>("versions")).unwrap();
-    let tagged = driver
-        .table::<String, String>("users")
-        .unwrap()
-        .transform_values_with(Versioner::default, &["versions"], Options::new().materialized("tagged"))
-        .unwrap();
-    tagged.to_stream().unwrap().to("tagged-users").unwrap();
-    let described = driver.describe().unwrap();
-    assert!(
-        described.contains("Processor: KTABLE-TRANSFORMVALUES-0000000003 (stores: [tagged, versions])"),
-        "{described}"
-    );
-    driver.pipe_record("users", "ann".to_owned(), Some("paris".to_owned()), Some(1), &[]).unwrap();
-    driver.pipe_record("users", "ann".to_owned(), Some("rome".to_owned()), Some(2), &[]).unwrap();
-    driver.pipe_record::<String, Option<String>>("users", "ann".to_owned(), None, Some(3), &[]).unwrap();
-    let out: Vec<(String, String, i64)> = driver
-        .read_output::<String, String>("tagged-users")
-        .unwrap()
-        .into_iter()
-        .map(|r| (r.key, r.value, r.timestamp))
-        .collect();
+fn readme_transform_values() -> polystreams::Result<()> {
+    let driver = TopologyTestDriver::new("tagged-users")?;
+    driver.add_state_store(Stores::key_value_store::<String, i64>("versions"))?;
+    let tagged = driver.table::<String, String>("users")?.transform_values_with(
+        Versioner::default,
+        &["versions"],
+        Options::new().materialized("tagged"),
+    )?;
+    tagged.to_stream()?.to("tagged-users")?;
+    let described = driver.describe()?;
+    assert!(described.contains("KTABLE-TRANSFORMVALUES-0000000003 (stores: [tagged, versions])"), "{described}");
+    driver.pipe_record("users", "ann".to_owned(), Some("paris".to_owned()), Some(1), &[])?;
+    driver.pipe_record("users", "ann".to_owned(), Some("rome".to_owned()), Some(2), &[])?;
+    driver.pipe_record::<String, Option<String>>("users", "ann".to_owned(), None, Some(3), &[])?;
+    let out = driver.read_output::<String, String>("tagged-users")?;
+    let got: Vec<(String, String)> = out.into_iter().map(|r| (r.key, r.value)).collect();
     assert_eq!(
-        out,
+        got,
         [
-            ("ann".into(), "paris (v1)".into(), 1),
-            ("ann".into(), "rome (v2)".into(), 2),
-            ("ann".into(), "ann deleted (v3)".into(), 3)
+            ("ann".into(), "paris (v1)".into()),
+            ("ann".into(), "rome (v2)".into()),
+            ("ann".into(), "ann deleted (v3)".into())
         ]
     );
-    let store = driver.get_store::<String, String>("tagged").unwrap();
-    assert_eq!(store.get(&"ann".to_owned()).unwrap(), Some("ann deleted (v3)".to_owned()));
+    let stored = driver.get_store::<String, String>("tagged")?.get(&"ann".to_owned())?;
+    assert_eq!(stored.as_deref(), Some("ann deleted (v3)")); // the materialized result is queryable
+    Ok(())
+}
+// README end
+
+#[test]
+fn the_readme_shows_this_program() {
+    let readme = include_str!("../README.md");
+    let heading = "\n#### Transforming a table's values with state\n";
+    let at = readme.find(heading).expect("README.md has the transform_values section");
+    let start = readme[at..].find("```rust\n").expect("a rust block under it") + at + "```rust\n".len();
+    let end = readme[start..].find("\n```").expect("the block ends") + start + 1;
+    let source = include_str!("transform.rs");
+    let program = &source
+        [source.find("// README begin\n").unwrap() + "// README begin\n".len()..source.find("// README end").unwrap()];
+    assert_eq!(&readme[start..end], program, "README.md's transform_values block is not tests/transform.rs's program");
 }
 
 struct Length;
