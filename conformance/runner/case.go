@@ -84,6 +84,10 @@ type Step struct {
 	// of the processor catalogue (processors.go) and the stores
 	// (add_state_store) it uses.
 	Processor *FnRef   `json:"processor,omitempty"`
+	// Versioned makes an add_state_store's store a versioned one
+	// (Stores.versionedKeyValueStoreBuilder over
+	// Stores.persistentVersionedKeyValueStore).
+	Versioned *Versioned `json:"versioned,omitempty"`
 	Stores    []string `json:"stores,omitempty"`
 	// TimeLimitMs is suppress's Suppressed.untilTimeLimit (absent:
 	// untilWindowCloses), Buffer its BufferConfig (absent: unbounded).
