@@ -83,12 +83,12 @@ type Step struct {
 	// Processor and Stores are process's and process_values': a processor
 	// of the processor catalogue (processors.go) and the stores
 	// (add_state_store) it uses.
-	Processor *FnRef   `json:"processor,omitempty"`
+	Processor *FnRef `json:"processor,omitempty"`
 	// Versioned makes an add_state_store's store a versioned one
 	// (Stores.versionedKeyValueStoreBuilder over
 	// Stores.persistentVersionedKeyValueStore).
 	Versioned *Versioned `json:"versioned,omitempty"`
-	Stores    []string `json:"stores,omitempty"`
+	Stores    []string   `json:"stores,omitempty"`
 	// TimeLimitMs is suppress's Suppressed.untilTimeLimit (absent:
 	// untilWindowCloses), Buffer its BufferConfig (absent: unbounded).
 	TimeLimitMs *int64        `json:"time_limit_ms,omitempty"`
