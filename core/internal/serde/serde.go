@@ -54,18 +54,92 @@ func JSONSchemaWith(schema string) string { return JSONSchema + "(" + schema + "
 
 // ParseRegistry reads a Schema Registry serde name: its format ("avro",
 // "json-schema" or "protobuf") and the schema it names (empty: none).
+// A protobuf serde's message option (", message=<name>") is not part of
+// the schema: ParseProtobuf returns it.
 func ParseRegistry(name string) (format, schema string, ok bool) {
+	format, schema, _, ok = parseRegistry(name)
+	return format, schema, ok
+}
+
+// ParseProtobuf reads a Protobuf serde name: "protobuf", "protobuf(<schema>)",
+// "protobuf(<schema>, message=<name>)" or "protobuf(message=<name>)". message
+// is the message a sink writes (empty: the schema's first), by full name or
+// by its name in the schema's package (a nested one as Outer.Inner).
+func ParseProtobuf(name string) (schema, message string, ok bool) {
+	format, schema, message, ok := parseRegistry(name)
+	if !ok || format != Protobuf {
+		return "", "", false
+	}
+	return schema, message, true
+}
+
+func parseRegistry(name string) (format, schema, message string, ok bool) {
 	for _, f := range []string{Avro, JSONSchema, Protobuf} {
 		if name == f {
-			return f, "", true
+			return f, "", "", true
 		}
 		if rest, found := strings.CutPrefix(name, f+"("); found {
 			if schema, found = strings.CutSuffix(rest, ")"); found && strings.TrimSpace(schema) != "" {
-				return f, schema, true
+				if f == Protobuf {
+					schema, message = cutMessage(schema)
+				}
+				return f, schema, message, true
 			}
 		}
 	}
-	return "", "", false
+	return "", "", "", false
+}
+
+// cutMessage splits a protobuf serde's argument into the schema and the
+// name of a trailing "message=<name>" (after a comma, or alone). A .proto
+// file cannot end that way: its last token is "}" or ";".
+func cutMessage(arg string) (schema, message string) {
+	i := strings.LastIndex(arg, "message")
+	if i < 0 {
+		return arg, ""
+	}
+	rest, ok := strings.CutPrefix(strings.TrimSpace(arg[i+len("message"):]), "=")
+	rest = strings.TrimSpace(rest)
+	if !ok || !fullName(rest) {
+		return arg, ""
+	}
+	if strings.TrimSpace(arg[:i]) == "" {
+		return "", rest
+	}
+	// The schema is kept as given up to the comma (its final newline too:
+	// a sink registers the text itself).
+	if b, ok := strings.CutSuffix(strings.TrimRight(arg[:i], " \t"), ","); ok {
+		return strings.TrimRight(b, " \t"), rest
+	}
+	return arg, ""
+}
+
+// fullName reports whether s is a protobuf (full) name: identifiers
+// joined by dots.
+func fullName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, part := range strings.Split(s, ".") {
+		if part == "" || !(part[0] == '_' || 'a' <= part[0]|0x20 && part[0]|0x20 <= 'z') {
+			return false
+		}
+		for _, c := range []byte(part) {
+			if !(c == '_' || '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'z') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ProtobufWithMessage names the Protobuf serde with schema (.proto text;
+// empty: the subject's latest) writing message.
+func ProtobufWithMessage(schema, message string) string {
+	if schema == "" {
+		return Protobuf + "(message=" + message + ")"
+	}
+	return Protobuf + "(" + schema + ", message=" + message + ")"
 }
 
 // CompileJSONSchema compiles a JSON Schema document (no remote
@@ -132,6 +206,9 @@ func check(name string) error {
 	}
 	if format, schema, ok := ParseRegistry(name); ok {
 		if schema == "" {
+			if _, message, _ := ParseProtobuf(name); format == Protobuf && message == "" && name != Protobuf {
+				return fmt.Errorf("serde %.80q: give a schema, message=<name>, or neither", name)
+			}
 			return nil
 		}
 		if format == JSONSchema {
@@ -141,8 +218,14 @@ func check(name string) error {
 			return nil
 		}
 		if format == Protobuf {
-			if _, err := CompileProtobuf(schema, nil); err != nil {
+			fd, err := CompileProtobuf(schema, nil)
+			if err != nil {
 				return fmt.Errorf("serde protobuf(...): the schema does not compile as a .proto file: %v", err)
+			}
+			if _, message, _ := ParseProtobuf(name); message != "" {
+				if _, err := ProtobufMessage(fd, message); err != nil {
+					return fmt.Errorf("serde protobuf(..., message=%s): %v", message, err)
+				}
 			}
 			return nil
 		}
