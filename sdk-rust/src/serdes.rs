@@ -438,6 +438,8 @@ mod tests {
         assert_eq!(json_schema(Some(r#"{"type":"object"}"#)), r#"json-schema({"type":"object"})"#);
         assert_eq!(protobuf(None), "protobuf");
         assert_eq!(protobuf(Some("message M { int64 id = 1; }")), "protobuf(message M { int64 id = 1; })");
+        assert_eq!(protobuf_message(Some("message M {}"), "M"), "protobuf(message M {}, message=M)");
+        assert_eq!(protobuf_message(None, "shop.Refund"), "protobuf(message=shop.Refund)");
     }
 
     #[test]

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -92,46 +93,20 @@ func parseRegistry(name string) (format, schema, message string, ok bool) {
 
 // cutMessage splits a protobuf serde's argument into the schema and the
 // name of a trailing "message=<name>" (after a comma, or alone). A .proto
-// file cannot end that way: its last token is "}" or ";".
+// file cannot end that way: its last token is "}" or ";". The schema is
+// kept as given up to the comma (its final newline too: a sink registers
+// the text itself).
 func cutMessage(arg string) (schema, message string) {
-	i := strings.LastIndex(arg, "message")
-	if i < 0 {
+	m := messageOption.FindStringSubmatchIndex(arg)
+	if m == nil {
 		return arg, ""
 	}
-	rest, ok := strings.CutPrefix(strings.TrimSpace(arg[i+len("message"):]), "=")
-	rest = strings.TrimSpace(rest)
-	if !ok || !fullName(rest) {
-		return arg, ""
-	}
-	if strings.TrimSpace(arg[:i]) == "" {
-		return "", rest
-	}
-	// The schema is kept as given up to the comma (its final newline too:
-	// a sink registers the text itself).
-	if b, ok := strings.CutSuffix(strings.TrimRight(arg[:i], " \t"), ","); ok {
-		return strings.TrimRight(b, " \t"), rest
-	}
-	return arg, ""
+	return strings.TrimRight(arg[m[2]:m[3]], " \t"), arg[m[4]:m[5]]
 }
 
-// fullName reports whether s is a protobuf (full) name: identifiers
-// joined by dots.
-func fullName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, part := range strings.Split(s, ".") {
-		if part == "" || !(part[0] == '_' || 'a' <= part[0]|0x20 && part[0]|0x20 <= 'z') {
-			return false
-		}
-		for _, c := range []byte(part) {
-			if !(c == '_' || '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'z') {
-				return false
-			}
-		}
-	}
-	return true
-}
+// messageOption matches a protobuf serde argument ending in a message
+// option: the schema (group 1), then the name (group 2).
+var messageOption = regexp.MustCompile(`(?s)^(.*?)(?:,|^)[ \t\n]*message[ \t]*=[ \t]*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)[ \t\n]*$`)
 
 // ProtobufWithMessage names the Protobuf serde with schema (.proto text;
 // empty: the subject's latest) writing message.
@@ -206,9 +181,6 @@ func check(name string) error {
 	}
 	if format, schema, ok := ParseRegistry(name); ok {
 		if schema == "" {
-			if _, message, _ := ParseProtobuf(name); format == Protobuf && message == "" && name != Protobuf {
-				return fmt.Errorf("serde %.80q: give a schema, message=<name>, or neither", name)
-			}
 			return nil
 		}
 		if format == JSONSchema {

@@ -432,3 +432,20 @@ func TestProtobufSinkNamesItsMessage(t *testing.T) {
 		t.Errorf("ParseProtobuf: %q, %q, %v", sch, msg, ok)
 	}
 }
+
+// The message option is recognised only where it ends the argument.
+func TestParseProtobufMessage(t *testing.T) {
+	for _, c := range []struct{ name, schema, message string }{
+		{"protobuf", "", ""},
+		{"protobuf(message M { int64 id = 1; })", "message M { int64 id = 1; }", ""},
+		{"protobuf(message M { string message = 1; })", "message M { string message = 1; }", ""},
+		{"protobuf(message=shop.my_message_v2)", "", "shop.my_message_v2"},
+		{"protobuf(message M {}\n, message=M)", "message M {}\n", "M"},
+		{"protobuf(message M {},message = Outer.Inner )", "message M {}", "Outer.Inner"},
+	} {
+		schema, message, ok := serde.ParseProtobuf(c.name)
+		if !ok || schema != c.schema || message != c.message {
+			t.Errorf("ParseProtobuf(%q) = %q, %q, %v; want %q, %q", c.name, schema, message, ok, c.schema, c.message)
+		}
+	}
+}
