@@ -83,8 +83,12 @@ type Step struct {
 	// Processor and Stores are process's and process_values': a processor
 	// of the processor catalogue (processors.go) and the stores
 	// (add_state_store) it uses.
-	Processor *FnRef   `json:"processor,omitempty"`
-	Stores    []string `json:"stores,omitempty"`
+	Processor *FnRef `json:"processor,omitempty"`
+	// Versioned makes an add_state_store's store a versioned one
+	// (Stores.versionedKeyValueStoreBuilder over
+	// Stores.persistentVersionedKeyValueStore).
+	Versioned *Versioned `json:"versioned,omitempty"`
+	Stores    []string   `json:"stores,omitempty"`
 	// Transformer is transform_values': a transformer of the transformer
 	// catalogue (transformers.go); Stores are the stores it uses.
 	Transformer *FnRef `json:"transformer,omitempty"`

@@ -325,6 +325,13 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 	}
 	if st.Op == "add_state_store" {
 		labels[storeLabel+st.Name] = [2]string{st.Key, st.Value}
+		if v := st.Versioned; v != nil {
+			sb := streams.VersionedKeyValueStoreBuilder(st.Name, time.Duration(v.HistoryRetentionMs)*time.Millisecond, st.Key, st.Value)
+			if v.SegmentIntervalMs != 0 {
+				sb = sb.WithSegmentInterval(time.Duration(v.SegmentIntervalMs) * time.Millisecond)
+			}
+			return nil, b.AddStateStore(sb)
+		}
 		return nil, b.AddStateStore(streams.KeyValueStoreBuilder(st.Name, st.Key, st.Value))
 	}
 	if st.Op == "global_table" {

@@ -20,6 +20,7 @@ const storeLabel = "store:"
 // argument.
 var processorNames = map[string]bool{
 	"count_per_key": false, "forward_to": true, "restamp": false, "sweep_every": true, "forward_then_fail": true,
+	"versioned_history": false,
 }
 
 // goProcess adds a process or process_values step running the case's
@@ -130,6 +131,8 @@ func (p *catalogueProcessor) Process(ctx streams.ProcessorContext, r streams.Rec
 	case "sweep_every":
 		_, err := p.increment(r.Key)
 		return err
+	case "versioned_history":
+		return p.versionedHistory(ctx, r)
 	case "forward_then_fail":
 		if err := ctx.Forward(r); err != nil {
 			return err
@@ -174,4 +177,68 @@ func (p *catalogueProcessor) sweep(ts int64) error {
 		}
 	}
 	return nil
+}
+
+// versionedHistory: a record whose value is "delete" deletes its key as of
+// its timestamp and forwards "delete <deleted> latest <get(key)>"; any
+// other puts its value and forwards "put <put's answer> latest <get(key)>
+// asof <get(key, ts - 1)>". A version prints as value@timestamp, then
+// <validTo when it has one; none as null.
+func (p *catalogueProcessor) versionedHistory(ctx streams.ProcessorContext, r streams.Record) error {
+	if p.s == nil {
+		return errors.New(p.name + " needs a store")
+	}
+	show := func(v streams.VersionedRecord, ok bool, err error) (string, error) {
+		if err != nil || !ok {
+			return "null", err
+		}
+		d, err := decode(p.storeValue, v.Value)
+		if err != nil {
+			return "", err
+		}
+		s := fmt.Sprintf("%v@%d", d, v.Timestamp)
+		if v.HasValidTo {
+			s += fmt.Sprintf("<%d", v.ValidTo)
+		}
+		return s, nil
+	}
+	in, err := decode(p.inValue, r.Value)
+	if err != nil {
+		return err
+	}
+	var out string
+	if fmt.Sprint(in) == "delete" {
+		d, err := show(p.s.VersionedDelete(r.Key, r.Timestamp))
+		if err != nil {
+			return err
+		}
+		l, err := show(p.s.VersionedGet(r.Key))
+		if err != nil {
+			return err
+		}
+		out = "delete " + d + " latest " + l
+	} else {
+		v, err := encodeValue(p.storeValue, in)
+		if err != nil {
+			return err
+		}
+		code, err := p.s.VersionedPut(r.Key, v, r.Timestamp)
+		if err != nil {
+			return err
+		}
+		l, err := show(p.s.VersionedGet(r.Key))
+		if err != nil {
+			return err
+		}
+		a, err := show(p.s.VersionedGetAsOf(r.Key, r.Timestamp-1))
+		if err != nil {
+			return err
+		}
+		out = fmt.Sprintf("put %d latest %s asof %s", code, l, a)
+	}
+	b, err := encodeValue(p.outValue, out)
+	if err != nil {
+		return err
+	}
+	return ctx.Forward(r.WithValue(b))
 }

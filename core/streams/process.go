@@ -78,7 +78,8 @@ type ProcessorContext interface {
 // ProcessorStore is a store as a processor sees it: reads see the task's
 // own writes, iteration is in serialized key order. A key-value store is
 // read with Get, Range and All; a window store with WindowPut, WindowFetch
-// and WindowFetchAll.
+// and WindowFetchAll; a versioned store with VersionedPut, VersionedGet,
+// VersionedGetAsOf and VersionedDelete.
 type ProcessorStore struct {
 	ctx  topology.NativeContext
 	name string
@@ -127,6 +128,56 @@ func (s *ProcessorStore) WindowFetch(key []byte, from, to int64, fn func(windowS
 // (WindowStore.fetchAll(from, to)).
 func (s *ProcessorStore) WindowFetchAll(from, to int64, fn func(key []byte, windowStart int64, value []byte) bool) error {
 	return s.ctx.WindowFetch(s.name, nil, from, to, fn)
+}
+
+// VersionedKeyValueStore.put's special answers.
+const (
+	// PutReturnCodeValidToUndefined: the version put is its key's latest
+	// (VersionedKeyValueStore.PUT_RETURN_CODE_VALID_TO_UNDEFINED, -1).
+	PutReturnCodeValidToUndefined = topology.PutValidToUndefined
+	// PutReturnCodeNotPut: the put was older than the history retention
+	// behind the store's stream time, so it was dropped
+	// (PUT_RETURN_CODE_NOT_PUT, math.MinInt64).
+	PutReturnCodeNotPut = topology.PutNotPut
+)
+
+// VersionedPut adds a version of key's value valid from timestamp ts in a
+// versioned store (VersionedKeyValueStore.put); a nil value is a
+// tombstone. It returns the version's validTo (the next version's
+// timestamp), PutReturnCodeValidToUndefined when it is the key's latest,
+// or PutReturnCodeNotPut when ts is older than the history retention
+// behind the store's stream time (the largest timestamp put).
+func (s *ProcessorStore) VersionedPut(key, value []byte, ts int64) (int64, error) {
+	return s.ctx.VersionedPut(s.name, key, value, ts)
+}
+
+// VersionedGet returns key's latest version in a versioned store
+// (VersionedKeyValueStore.get(key)); found is false when there is none or
+// it is a tombstone.
+func (s *ProcessorStore) VersionedGet(key []byte) (r VersionedRecord, found bool, err error) {
+	return versionOf(s.ctx.VersionedGet(s.name, key, true, 0))
+}
+
+// VersionedGetAsOf returns the version of key valid at asOf (inclusive;
+// get(key, asOfTimestamp)): nothing when asOf is older than the history
+// retention behind the store's stream time, unless the latest version is
+// valid then.
+func (s *ProcessorStore) VersionedGetAsOf(key []byte, asOf int64) (r VersionedRecord, found bool, err error) {
+	return versionOf(s.ctx.VersionedGet(s.name, key, false, asOf))
+}
+
+// VersionedDelete puts a tombstone for key valid from ts and returns the
+// version valid at ts before it (VersionedKeyValueStore.delete); a delete
+// older than the history retention does nothing and finds nothing.
+func (s *ProcessorStore) VersionedDelete(key []byte, ts int64) (r VersionedRecord, found bool, err error) {
+	return versionOf(s.ctx.VersionedDelete(s.name, key, ts))
+}
+
+func versionOf(v topology.NativeVersion, ok bool, err error) (VersionedRecord, bool, error) {
+	if err != nil || !ok {
+		return VersionedRecord{}, false, err
+	}
+	return VersionedRecord{Value: v.Value, Timestamp: v.Timestamp, ValidTo: v.ValidTo, HasValidTo: v.HasValidTo}, true, nil
 }
 
 // processorContext adapts the engine's context to ProcessorContext.
@@ -211,6 +262,25 @@ func KeyValueStoreBuilder(name, keySerde, valueSerde string) StoreBuilder {
 func WindowStoreBuilder(name string, retention, windowSize time.Duration, keySerde, valueSerde string) StoreBuilder {
 	return StoreBuilder{topology.StoreBuilder{Name: name, Type: topology.StoreTypeWindow, KeySerde: keySerde, ValueSerde: valueSerde,
 		Retention: retention.Milliseconds(), WindowSize: windowSize.Milliseconds()}}
+}
+
+// VersionedKeyValueStoreBuilder is Stores.versionedKeyValueStoreBuilder
+// over Stores.persistentVersionedKeyValueStore(name, historyRetention):
+// every version of a key's value, readable for historyRetention behind
+// the store's stream time (the latest version of a key always). Processors
+// use it with VersionedPut, VersionedGet, VersionedGetAsOf and
+// VersionedDelete.
+func VersionedKeyValueStoreBuilder(name string, historyRetention time.Duration, keySerde, valueSerde string) StoreBuilder {
+	return StoreBuilder{topology.StoreBuilder{Name: name, Type: topology.StoreTypeVersioned, KeySerde: keySerde, ValueSerde: valueSerde,
+		HistoryRetention: historyRetention.Milliseconds()}}
+}
+
+// WithSegmentInterval is persistentVersionedKeyValueStore's third
+// argument, for a versioned store only (checked, kept for fidelity: the
+// store's layout has no segments).
+func (s StoreBuilder) WithSegmentInterval(d time.Duration) StoreBuilder {
+	s.b.SegmentInterval = d.Milliseconds()
+	return s
 }
 
 // WithCachingEnabled is StoreBuilder.withCachingEnabled.

@@ -196,3 +196,68 @@ func ExampleProcessorStore_WindowFetch() {
 	// e2 at 40000 ms
 	// e1 at 90000 ms
 }
+
+// prices keeps each product's price history in a versioned store and
+// forwards what each update did.
+type prices struct{ history *streams.ProcessorStore }
+
+func (p *prices) Init(ctx streams.ProcessorContext) error {
+	s, err := ctx.StateStore("price-history")
+	p.history = s
+	return err
+}
+
+func (p *prices) Process(ctx streams.ProcessorContext, r streams.Record) error {
+	validTo, err := p.history.VersionedPut(r.Key, r.Value, r.Timestamp)
+	if err != nil {
+		return err
+	}
+	what := fmt.Sprintf("valid until %d", validTo)
+	switch validTo {
+	case streams.PutReturnCodeValidToUndefined:
+		what = "latest"
+	case streams.PutReturnCodeNotPut:
+		what = "too old, dropped"
+	}
+	latest, _, err := p.history.VersionedGet(r.Key)
+	if err != nil {
+		return err
+	}
+	return ctx.Forward(r.WithValue(fmt.Appendf(nil, "%s at %d: %s (latest %s)", r.Value, r.Timestamp, what, latest.Value)))
+}
+
+func (p *prices) Close() error { return nil }
+
+// A processor over a versioned store (Stores.persistentVersionedKeyValueStore):
+// an update arriving late becomes a version in the past, one older than
+// the history retention is dropped, and reads as of a time find the
+// version valid then.
+func ExampleProcessorStore_VersionedPut() {
+	b := streams.NewBuilder()
+	must(b.AddStateStore(streams.VersionedKeyValueStoreBuilder("price-history", time.Minute, streams.String, streams.String)))
+	updates, err := b.Stream([]string{"price-updates"}, streams.KeySerde(streams.String), streams.ValueSerde(streams.String))
+	must(err)
+	applied, err := updates.Process(func() streams.Processor { return &prices{} }, streams.Stores("price-history"))
+	must(err)
+	must(applied.To("applied"))
+
+	d, err := streams.NewTestDriver(b, streams.Config{ApplicationID: "prices"})
+	must(err)
+	defer d.Close()
+	for _, u := range []struct {
+		price string
+		at    int64
+	}{{"10", 0}, {"12", 120_000}, {"11", 60_000}, {"9", 30_000}} {
+		must(d.PipeInput("price-updates", []byte("apple"), []byte(u.price), streams.Timestamp(u.at)))
+	}
+	out, err := d.ReadOutput("applied")
+	must(err)
+	for _, r := range out {
+		fmt.Println(string(r.Value))
+	}
+	// Output:
+	// 10 at 0: latest (latest 10)
+	// 12 at 120000: latest (latest 12)
+	// 11 at 60000: valid until 120000 (latest 12)
+	// 9 at 30000: too old, dropped (latest 12)
+}

@@ -111,6 +111,14 @@ const Protobuf = serde.Protobuf
 // its first).
 func ProtobufWith(schema string) string { return serde.ProtobufWith(schema) }
 
+// ProtobufWithMessage is the Protobuf serde with schema (.proto text;
+// empty: the subject's latest) whose sink writes message (its full name,
+// or its name in the schema's package: "Refund", nested "Order.Line")
+// with that message's indexes, instead of the schema's first.
+func ProtobufWithMessage(schema, message string) string {
+	return serde.ProtobufWithMessage(schema, message)
+}
+
 // AvroWith is the Avro serde with schema (Avro's JSON form): a sink
 // registers it under the topic's subject (auto.register.schemas, default
 // true) and writes with it; a source reads each record's schema into it.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -356,4 +357,176 @@ func ExampleVersioned() {
 	// Output:
 	// o1 at 3
 	// true 3 from 1000 to 5000
+}
+
+// versionOps runs a versioned store's operations named by its records'
+// values: "put:<v>" puts v as of the record's time, "del" deletes as of
+// it, "get:<t>" forwards the version valid at t ("none" when there is
+// none) and "latest" the latest one.
+type versionOps struct{ s *streams.ProcessorStore }
+
+func (p *versionOps) Init(ctx streams.ProcessorContext) (err error) {
+	p.s, err = ctx.StateStore("history")
+	return err
+}
+
+func (p *versionOps) Process(ctx streams.ProcessorContext, r streams.Record) error {
+	op, arg, _ := strings.Cut(string(r.Value), ":")
+	var v streams.VersionedRecord
+	var found bool
+	var err error
+	switch op {
+	case "put":
+		_, err = p.s.VersionedPut(r.Key, []byte(arg), r.Timestamp)
+		return err
+	case "del":
+		_, _, err = p.s.VersionedDelete(r.Key, r.Timestamp)
+		return err
+	case "get":
+		var at int64
+		if at, err = strconv.ParseInt(arg, 10, 64); err == nil {
+			v, found, err = p.s.VersionedGetAsOf(r.Key, at)
+		}
+	case "latest":
+		v, found, err = p.s.VersionedGet(r.Key)
+	default:
+		return fmt.Errorf("versionOps: unknown op %q", op)
+	}
+	if err != nil {
+		return err
+	}
+	out := "none"
+	if found {
+		out = fmt.Sprintf("%s@%d", v.Value, v.Timestamp)
+	}
+	return ctx.Forward(r.WithValue([]byte(out)))
+}
+
+func (p *versionOps) Close() error { return nil }
+
+// A processor's versioned store is logged as a table's is (one record per
+// version, the version's time as the record's) and a new instance with
+// no local state restores every version.
+func TestProcessorVersionedStoreChangelogAndRestore(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "ops", "answers"))
+	must(err)
+	defer cluster.Close()
+	brokers := cluster.ListenAddrs()[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := func() *streams.App {
+		b := streams.NewBuilder(streams.KeySerde(streams.String), streams.ValueSerde(streams.String))
+		must(b.AddStateStore(streams.VersionedKeyValueStoreBuilder("history", time.Hour, streams.String, streams.String).WithSegmentInterval(time.Minute)))
+		ops, err := b.Stream([]string{"ops"})
+		must(err)
+		answers, err := ops.Process(func() streams.Processor { return &versionOps{} }, streams.Stores("history"))
+		must(err)
+		must(answers.To("answers"))
+		app, err := streams.New(b, streams.Config{ApplicationID: "pvers", Brokers: brokers,
+			Properties: map[string]string{"state.dir": t.TempDir(), "commit.interval.ms": "100"},
+			Logger:     slog.New(slog.NewTextHandler(io.Discard, nil))})
+		must(err)
+		must(app.Start(ctx))
+		return app
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics("answers"))
+	must(err)
+	defer cl.Close()
+	produce := func(key, value string, ts int64) {
+		must(cl.ProduceSync(ctx, &kgo.Record{Topic: "ops", Key: []byte(key), Value: []byte(value), Timestamp: time.UnixMilli(ts)}).FirstErr())
+	}
+	read := func(n int) string {
+		var got []string
+		for len(got) < n {
+			fs := cl.PollFetches(ctx)
+			must(fs.Err0())
+			fs.EachRecord(func(r *kgo.Record) { got = append(got, fmt.Sprintf("%s=%s", r.Key, r.Value)) })
+		}
+		return strings.Join(got, " ")
+	}
+
+	app := start()
+	produce("apple", "put:3", 10)
+	produce("apple", "put:4", 30)
+	produce("apple", "put:2", 20) // out of order: a version in the past
+	produce("fig", "put:7", 10)
+	produce("fig", "del", 25)
+	produce("apple", "get:25", 40)
+	if got := read(1); got != "apple=2@20" {
+		t.Fatalf("before the restart: %s", got)
+	}
+	must(app.Stop(ctx))
+
+	lc, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics("pvers-history-changelog"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	must(err)
+	defer lc.Close()
+	var logged []string
+	for len(logged) < 5 {
+		fs := lc.PollFetches(ctx)
+		must(fs.Err0())
+		fs.EachRecord(func(r *kgo.Record) {
+			v := "null"
+			if r.Value != nil {
+				v = string(r.Value)
+			}
+			logged = append(logged, fmt.Sprintf("%s=%s@%d", r.Key, v, r.Timestamp.UnixMilli()))
+		})
+	}
+	slices.Sort(logged)
+	if got, want := strings.Join(logged, " "), "apple=2@20 apple=3@10 apple=4@30 fig=7@10 fig=null@25"; got != want {
+		t.Errorf("changelog records: %s, want %s", got, want)
+	}
+
+	app = start()
+	defer app.Stop(ctx)
+	produce("apple", "get:15", 41)
+	produce("apple", "latest", 42)
+	produce("fig", "get:20", 43)
+	produce("fig", "latest", 44)
+	if got, want := read(4), "apple=3@10 apple=4@30 fig=7@10 fig=none"; got != want {
+		t.Errorf("after the restore: %s, want %s", got, want)
+	}
+}
+
+// A versioned store builder's refusals, and a versioned store is read only
+// through the versioned calls.
+func TestProcessorVersionedStoreRefused(t *testing.T) {
+	b := streams.NewBuilder()
+	for _, c := range []struct {
+		s    streams.StoreBuilder
+		want string
+	}{
+		{streams.VersionedKeyValueStoreBuilder("h", -time.Second, "", ""), `versioned store "h" has history retention -1000 ms; it cannot be negative`},
+		{streams.KeyValueStoreBuilder("k", "", "").WithSegmentInterval(time.Minute), `store "k" is a key-value store; history retention and segment interval are for versioned stores`},
+	} {
+		if err := b.AddStateStore(c.s); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("AddStateStore: %v, want %q", err, c.want)
+		}
+	}
+	must(b.AddStateStore(streams.VersionedKeyValueStoreBuilder("history", time.Hour, streams.String, streams.String)))
+	in, err := b.Stream([]string{"in"}, streams.KeySerde(streams.String), streams.ValueSerde(streams.String))
+	must(err)
+	out, err := in.Process(func() streams.Processor { return plainGet{} }, streams.Stores("history"))
+	must(err)
+	must(out.To("out"))
+	d, err := streams.NewTestDriver(b, streams.Config{ApplicationID: "refused"})
+	must(err)
+	defer d.Close()
+	err = d.PipeInput("in", []byte("k"), []byte("v"))
+	if want := `get: store "history" of node KSTREAM-PROCESSOR-0000000001 is a versioned key-value store`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Get on a versioned store: %v, want %q", err, want)
+	}
+}
+
+type plainGet struct{}
+
+func (plainGet) Init(streams.ProcessorContext) error { return nil }
+func (plainGet) Close() error                        { return nil }
+func (plainGet) Process(ctx streams.ProcessorContext, r streams.Record) error {
+	s, err := ctx.StateStore("history")
+	if err != nil {
+		return err
+	}
+	_, err = s.Get(r.Key)
+	return err
 }

@@ -140,5 +140,7 @@ describe("avro() names the Schema Registry serde", () => {
     assert.equal(jsonSchema({ type: "object" }), 'json-schema({"type":"object"})');
     assert.equal(protobuf(), "protobuf");
     assert.equal(protobuf("message M { int64 id = 1; }"), "protobuf(message M { int64 id = 1; })");
+    assert.equal(protobuf("message M {}", { message: "M" }), "protobuf(message M {}, message=M)");
+    assert.equal(protobuf(undefined, { message: "shop.Refund" }), "protobuf(message=shop.Refund)");
   });
 });

@@ -89,10 +89,17 @@ export function jsonSchema(schema?: string | object): TopicSerde {
  * the registry holds and `protobuf(schema)` reads each record into
  * `schema`'s message of the same name; at a sink, `protobuf(schema)`
  * registers `schema` (.proto text) as `avro` registers its schema and
- * writes its first message, `protobuf()` writes with the subject's latest
- * schema.
+ * writes its first message, or the one `options.message` names (its full
+ * name, or its name in the schema's package: `"Refund"`, nested
+ * `"Order.Line"`) with that message's indexes; `protobuf()` writes with the
+ * subject's latest schema (`protobuf(undefined, { message })`: its named
+ * message).
  */
-export function protobuf(schema?: string): TopicSerde {
+export function protobuf(schema?: string, options?: { message?: string }): TopicSerde {
+  const message = options?.message;
+  if (message !== undefined) {
+    return (schema === undefined ? `protobuf(message=${message})` : `protobuf(${schema}, message=${message})`) as TopicSerde;
+  }
   return topicSerde("protobuf", schema);
 }
 

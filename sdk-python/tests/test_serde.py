@@ -187,3 +187,5 @@ def test_protobuf_names_the_schema_registry_serde() -> None:
 
     assert protobuf() == "protobuf"
     assert protobuf('syntax = "proto3"; message M { int64 id = 1; }') == 'protobuf(syntax = "proto3"; message M { int64 id = 1; })'
+    assert protobuf("message M {}", message="M") == "protobuf(message M {}, message=M)"
+    assert protobuf(message="shop.Refund") == "protobuf(message=shop.Refund)"

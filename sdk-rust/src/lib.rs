@@ -77,7 +77,7 @@ pub use processor::{
     Cancellable, FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, Processor, ProcessorContext,
     ProcessorResult, PunctuationType, Record, RecordMetadata, StoreBuilder, Stores,
 };
-pub use serdes::{avro, json_schema, protobuf, to_bytes, Json, Serde, SerdeError, Value, Windowed};
+pub use serdes::{avro, json_schema, protobuf, protobuf_message, to_bytes, Json, Serde, SerdeError, Value, Windowed};
 pub use session::{Handle, Kind};
 pub use store::{
     HostInfo, KeyQueryMetadata, KeyQueryResult, KeyValueStore, StreamsMetadata, VersionedKeyValueStore,

@@ -45,6 +45,17 @@ pub fn protobuf(schema: Option<&str>) -> String {
     topic_serde("protobuf", schema)
 }
 
+/// [`protobuf`] writing the message `message` names at a sink (its full
+/// name, or its name in the schema's package: `"Refund"`, nested
+/// `"Order.Line"`), with that message's indexes, instead of the schema's
+/// first; `schema` `None` picks it from the subject's latest schema.
+pub fn protobuf_message(schema: Option<&str>, message: &str) -> String {
+    match schema {
+        None => format!("protobuf(message={message})"),
+        Some(s) => format!("protobuf({s}, message={message})"),
+    }
+}
+
 fn topic_serde(name: &str, schema: Option<&str>) -> String {
     match schema {
         None => name.to_owned(),
@@ -427,6 +438,8 @@ mod tests {
         assert_eq!(json_schema(Some(r#"{"type":"object"}"#)), r#"json-schema({"type":"object"})"#);
         assert_eq!(protobuf(None), "protobuf");
         assert_eq!(protobuf(Some("message M { int64 id = 1; }")), "protobuf(message M { int64 id = 1; })");
+        assert_eq!(protobuf_message(Some("message M {}"), "M"), "protobuf(message M {}, message=M)");
+        assert_eq!(protobuf_message(None, "shop.Refund"), "protobuf(message=shop.Refund)");
     }
 
     #[test]

@@ -34,7 +34,7 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
-from confluent_kafka.serialization import StringDeserializer, StringSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext, StringDeserializer, StringSerializer
 
 from polystreams import App, Config, ProcessingError, avro, json_schema, protobuf
 
@@ -524,6 +524,46 @@ def test_protobuf_message_indexes_select_the_message(tmp_path: Path, registry: s
         assert [w[5:7] if w[5] == 2 else w[5:8] for w in wire] == [b"\x02\x02", b"\x04\x00\x00"], wire
         # (events-json's partitions need not keep the order of events/0.)
         assert sorted(got, key=json.dumps) == [{"order_id": "7", "amount": 2.5}, {"sku": "pen-1", "count": 2}], got
+
+
+def test_protobuf_sink_writes_the_message_it_names(tmp_path: Path, registry: str, pb2: Any) -> None:
+    """protobuf(schema, message=...) at a sink writes that message with its
+    indexes (a second top-level one: [1], bytes 02 02; a nested one by its
+    name in the package: [0, 0], bytes 04 00 00), which confluent-kafka's
+    ProtobufDeserializer of that message type reads back."""
+    order_pb2, _ = pb2
+    with App("sr-" + uuid.uuid4().hex[:6], Config(state_dir=str(tmp_path / "s"), extra={"schema.registry.url": registry})) as app:
+        s = app.stream("events", key="string", value="json")
+        s.filter(lambda k, v: "order_id" in v).to("refunds", value=protobuf(ORDER_PROTO, message="shop.Refund"))
+        s.filter(lambda k, v: "sku" in v).to("lines", value=protobuf(ORDER_PROTO, message="Order.Line"))
+        app.start()
+        assert app.brokers
+        p = Producer({"bootstrap.servers": app.brokers})
+        p.produce("events", key=b"r", value=json.dumps({"order_id": "7", "amount": 2.5}).encode(), partition=0)
+        p.produce("events", key=b"l", value=json.dumps({"sku": "pen-1", "count": 2}).encode(), partition=0)
+        assert p.flush(30) == 0
+        Runner(app)
+        sr = SchemaRegistryClient({"url": registry})
+        for topic, msg_type, index, want in [("refunds", order_pb2.Refund, b"\x02\x02", (7, 2.5)),
+                                             ("lines", order_pb2.Order.Line, b"\x04\x00\x00", ("pen-1", 2))]:
+            c = Consumer({"bootstrap.servers": app.brokers, "group.id": "sr-msg-" + topic, "auto.offset.reset": "earliest"})
+            c.subscribe([topic])
+            m = None
+            deadline = time.monotonic() + WAIT
+            try:
+                while m is None and time.monotonic() < deadline:
+                    got = c.poll(0.5)
+                    if got is not None and not got.error():
+                        m = got
+            finally:
+                c.close()
+            assert m is not None, f"no record on {topic} within {WAIT:.0f} s"
+            wire = m.value()
+            assert wire[5:5 + len(index)] == index, (topic, wire)
+            d = ProtobufDeserializer(msg_type, {"use.deprecated.format": False}, schema_registry_client=sr)
+            v = d(wire, SerializationContext(topic, MessageField.VALUE))
+            fields = (v.order_id, v.amount) if msg_type is order_pb2.Refund else (v.sku, v.count)
+            assert fields == want, (topic, v)
 
 
 MONEY_PROTO = """syntax = "proto3";

@@ -196,6 +196,10 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					if st.ChangelogTopic == "" {
 						return nil, fmt.Errorf("engine: store %q of node %s has logging disabled, which this engine does not run yet", name, n.Name)
 					}
+					if _, native := n.Fn.Native.(topology.NewProcessorFunc); versionedStore(st) && !native {
+						// docs/design/versioned-stores.md, "Processors in a host".
+						return nil, fmt.Errorf("engine: versioned store %q of node %s: host processors cannot use versioned stores in this engine yet (Go processors can)", name, n.Name)
+					}
 					if ps := st.Processor; ps != nil && ps.RetainDuplicates {
 						return nil, fmt.Errorf("engine: window store %q of node %s retains duplicates, which this engine does not run yet", name, n.Name)
 					}

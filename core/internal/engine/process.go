@@ -297,6 +297,9 @@ func (o *processOp) store(call, name string) (*storeTx, error) {
 	if st := tx.store.Processor; st != nil && st.Type.Windowed() {
 		return nil, fmt.Errorf("%s: store %q of node %s is a %s; read it with WindowPut and WindowFetch", call, name, o.s.node.Name, st.Type)
 	}
+	if versionedStore(tx.store) {
+		return nil, fmt.Errorf("%s: store %q of node %s is a versioned key-value store; use its versioned put, get and delete (with timestamps)", call, name, o.s.node.Name)
+	}
 	return tx, nil
 }
 
@@ -391,6 +394,73 @@ func (o *processOp) WindowFetch(store string, key []byte, from, to int64, f func
 		}
 	}
 	return nil
+}
+
+// versionedStore returns a connected versioned store.
+func (o *processOp) versionedStore(call, name string, key []byte) (*storeTx, error) {
+	tx := o.stores[name]
+	if tx == nil {
+		return nil, fmt.Errorf("%s: node %s has no access to store %q (its stores: [%s])", call, o.s.node.Name, name, strings.Join(o.s.node.Stores, ", "))
+	}
+	if !versionedStore(tx.store) {
+		return nil, fmt.Errorf("%s: store %q of node %s is not a versioned key-value store", call, name, o.s.node.Name)
+	}
+	if key == nil {
+		return nil, fmt.Errorf("%s: node %s: store %q takes no null key", call, o.s.node.Name, name)
+	}
+	return tx, nil
+}
+
+func (o *processOp) VersionedPut(store string, key, value []byte, ts int64) (int64, error) {
+	tx, err := o.versionedStore("versioned put", store, key)
+	if err != nil {
+		return 0, err
+	}
+	p, err := tx.putVersion(o.t.app.eos, slices.Clone(key), slices.Clone(value), ts)
+	if err != nil {
+		return 0, err
+	}
+	if !p.put {
+		// RocksDBVersionedStore counts an expired put or delete in
+		// dropped-records (its expiredRecordSensor).
+		o.t.app.dropped.Add(1)
+	}
+	return p.code(), nil
+}
+
+func (o *processOp) VersionedGet(store string, key []byte, latest bool, asOf int64) (topology.NativeVersion, bool, error) {
+	tx, err := o.versionedStore("versioned get", store, key)
+	if err != nil {
+		return topology.NativeVersion{}, false, err
+	}
+	v, ok, err := tx.getVersion(key, latest, asOf)
+	if err != nil || !ok {
+		return topology.NativeVersion{}, false, err
+	}
+	return nativeVersion(v), true, nil
+}
+
+func (o *processOp) VersionedDelete(store string, key []byte, ts int64) (topology.NativeVersion, bool, error) {
+	tx, err := o.versionedStore("versioned delete", store, key)
+	if err != nil {
+		return topology.NativeVersion{}, false, err
+	}
+	v, ok, put, err := tx.deleteVersion(o.t.app.eos, slices.Clone(key), ts)
+	if err == nil && !put {
+		o.t.app.dropped.Add(1)
+	}
+	if err != nil || !ok {
+		return topology.NativeVersion{}, false, err
+	}
+	return nativeVersion(v), true, nil
+}
+
+// nativeVersion is a version as a processor's store read returns it:
+// without its validTo, as Kafka Streams 4.1.1's does (its
+// MeteredVersionedKeyValueStore rebuilds the VersionedRecord from value
+// and timestamp only; conformance: process_versioned_store).
+func nativeVersion(v state.Version) topology.NativeVersion {
+	return topology.NativeVersion{Value: v.Value, Timestamp: v.ValidFrom}
 }
 
 func (o *processOp) RecordMetadata() (topology.RecordMetadata, bool) {

@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/polystreams/polystreams/core/internal/engine"
 	"github.com/polystreams/polystreams/core/internal/testdriver"
@@ -255,5 +257,42 @@ func TestHostProcessorRevival(t *testing.T) {
 	}
 	if host.inits != 2 {
 		t.Errorf("%d init entries, want 2 (one after the revival)", host.inits)
+	}
+}
+
+// TestHostProcessorVersionedStoreRefused: a host processor naming a
+// versioned store is refused at start, naming store and node (the
+// crossing for versioned stores is not built: versioned-stores.md).
+func TestHostProcessorVersionedStoreRefused(t *testing.T) {
+	b := topology.NewBuilder()
+	b.HostProcessors = true
+	if err := b.AddStateStore(topology.StoreBuilder{Name: "history", Type: topology.StoreTypeVersioned, KeySerde: "string", ValueSerde: "string", HistoryRetention: 60_000}); err != nil {
+		t.Fatal(err)
+	}
+	in, err := b.Stream(topology.StreamOptions{Topics: []string{"in"}, KeySerde: "string", ValueSerde: "string"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.Process(in.ID, topology.Function{Token: 7, Name: "versioned"}, topology.ProcessOptions{Stores: []string{"history"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.To(p.ID, "out", "", "", ""); err != nil {
+		t.Fatal(err)
+	}
+	topo, err := b.Topology()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	td, app, err := startOnDriver(ctx, "hostvers", nil, topo, &procHost{}, nil)
+	if err == nil {
+		td.Close()
+		app.Stop(ctx)
+		t.Fatal("a host processor over a versioned store started")
+	}
+	if want := `versioned store "history" of node KSTREAM-PROCESSOR-0000000001: host processors cannot use versioned stores`; !strings.Contains(err.Error(), want) {
+		t.Fatalf("start: %v, want %q", err, want)
 	}
 }

@@ -42,6 +42,9 @@ func (o *tableSourceOp) process(_ context.Context, recs []rec) ([]rec, error) {
 				return nil, recordError(r, s.node.Name, err)
 			}
 			if !p.put {
+				// RocksDBVersionedStore counts an expired put in
+				// dropped-records (its expiredRecordSensor).
+				t.app.dropped.Add(1)
 				continue
 			}
 			r.old = p.old

@@ -166,6 +166,44 @@ type versionPut struct {
 	// old is the key's latest value before the put (nil: none, or a
 	// tombstone).
 	old []byte
+	// validTo is the version's end when it is not the latest: the next
+	// version's validFrom.
+	validTo int64
+}
+
+// code is VersionedKeyValueStore.put's answer: the version's validTo,
+// PutValidToUndefined when it is the latest, PutNotPut when dropped.
+func (p versionPut) code() int64 {
+	switch {
+	case !p.put:
+		return topology.PutNotPut
+	case p.latest:
+		return topology.PutValidToUndefined
+	}
+	return p.validTo
+}
+
+// deleteVersion is VersionedKeyValueStore.delete(key, ts): the version
+// valid at ts as a read finds it before the delete (ok false: none), then
+// a tombstone valid from ts. A delete older than the history retention
+// behind the store's stream time does nothing and finds nothing
+// (RocksDBVersionedStore.delete: "Skipping record for expired delete");
+// put is false then.
+func (s *storeTx) deleteVersion(eos bool, key []byte, ts int64) (v state.Version, ok, put bool, err error) {
+	st, err := s.streamTime()
+	if err != nil {
+		return state.Version{}, false, false, err
+	}
+	if ts < st-s.store.Versioned.HistoryRetention {
+		return state.Version{}, false, false, nil
+	}
+	if v, ok, err = s.getVersion(key, false, ts); err != nil {
+		return state.Version{}, false, false, err
+	}
+	if _, err := s.putVersion(eos, key, nil, ts); err != nil {
+		return state.Version{}, false, false, err
+	}
+	return v, ok, true, nil
 }
 
 // putVersion is VersionedKeyValueStore.put(key, value, ts): a version of
@@ -192,6 +230,12 @@ func (s *storeTx) putVersion(eos bool, key, value []byte, ts int64) (versionPut,
 		return res, nil
 	}
 	res.put, res.latest = true, len(vs) == 0 || ts >= vs[len(vs)-1].ValidFrom
+	for _, v := range vs {
+		if v.ValidFrom > ts {
+			res.validTo = v.ValidFrom
+			break
+		}
+	}
 	if ts > st {
 		st = ts
 		s.put(state.StreamTimeKey, []byte{}, st)

@@ -32,6 +32,35 @@ const Protobuf = "protobuf"
 // ProtobufWith names the Protobuf serde with schema (.proto text).
 func ProtobufWith(schema string) string { return Protobuf + "(" + schema + ")" }
 
+// ProtobufMessage is fd's message named name: its full name, or its name
+// in fd's package (a nested message as Outer.Inner).
+func ProtobufMessage(fd protoreflect.FileDescriptor, name string) (protoreflect.MessageDescriptor, error) {
+	want := []protoreflect.FullName{protoreflect.FullName(name)}
+	if pkg := fd.Package(); pkg != "" {
+		want = append(want, protoreflect.FullName(string(pkg)+"."+name))
+	}
+	var all []string
+	var found protoreflect.MessageDescriptor
+	var walk func(protoreflect.MessageDescriptors)
+	walk = func(msgs protoreflect.MessageDescriptors) {
+		for i := 0; i < msgs.Len(); i++ {
+			m := msgs.Get(i)
+			all = append(all, string(m.FullName()))
+			for _, w := range want {
+				if found == nil && m.FullName() == w {
+					found = m
+				}
+			}
+			walk(m.Messages())
+		}
+	}
+	walk(fd.Messages())
+	if found == nil {
+		return nil, fmt.Errorf("message %q is not in the schema (its messages: %s)", name, strings.Join(all, ", "))
+	}
+	return found, nil
+}
+
 // protobufMain is the file name a schema's text is compiled under.
 const protobufMain = "polystreams-schema.proto"
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -54,18 +55,66 @@ func JSONSchemaWith(schema string) string { return JSONSchema + "(" + schema + "
 
 // ParseRegistry reads a Schema Registry serde name: its format ("avro",
 // "json-schema" or "protobuf") and the schema it names (empty: none).
+// A protobuf serde's message option (", message=<name>") is not part of
+// the schema: ParseProtobuf returns it.
 func ParseRegistry(name string) (format, schema string, ok bool) {
+	format, schema, _, ok = parseRegistry(name)
+	return format, schema, ok
+}
+
+// ParseProtobuf reads a Protobuf serde name: "protobuf", "protobuf(<schema>)",
+// "protobuf(<schema>, message=<name>)" or "protobuf(message=<name>)". message
+// is the message a sink writes (empty: the schema's first), by full name or
+// by its name in the schema's package (a nested one as Outer.Inner).
+func ParseProtobuf(name string) (schema, message string, ok bool) {
+	format, schema, message, ok := parseRegistry(name)
+	if !ok || format != Protobuf {
+		return "", "", false
+	}
+	return schema, message, true
+}
+
+func parseRegistry(name string) (format, schema, message string, ok bool) {
 	for _, f := range []string{Avro, JSONSchema, Protobuf} {
 		if name == f {
-			return f, "", true
+			return f, "", "", true
 		}
 		if rest, found := strings.CutPrefix(name, f+"("); found {
 			if schema, found = strings.CutSuffix(rest, ")"); found && strings.TrimSpace(schema) != "" {
-				return f, schema, true
+				if f == Protobuf {
+					schema, message = cutMessage(schema)
+				}
+				return f, schema, message, true
 			}
 		}
 	}
-	return "", "", false
+	return "", "", "", false
+}
+
+// cutMessage splits a protobuf serde's argument into the schema and the
+// name of a trailing "message=<name>" (after a comma, or alone). A .proto
+// file cannot end that way: its last token is "}" or ";". The schema is
+// kept as given up to the comma (its final newline too: a sink registers
+// the text itself).
+func cutMessage(arg string) (schema, message string) {
+	m := messageOption.FindStringSubmatchIndex(arg)
+	if m == nil {
+		return arg, ""
+	}
+	return strings.TrimRight(arg[m[2]:m[3]], " \t"), arg[m[4]:m[5]]
+}
+
+// messageOption matches a protobuf serde argument ending in a message
+// option: the schema (group 1), then the name (group 2).
+var messageOption = regexp.MustCompile(`(?s)^(.*?)(?:,|^)[ \t\n]*message[ \t]*=[ \t]*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)[ \t\n]*$`)
+
+// ProtobufWithMessage names the Protobuf serde with schema (.proto text;
+// empty: the subject's latest) writing message.
+func ProtobufWithMessage(schema, message string) string {
+	if schema == "" {
+		return Protobuf + "(message=" + message + ")"
+	}
+	return Protobuf + "(" + schema + ", message=" + message + ")"
 }
 
 // CompileJSONSchema compiles a JSON Schema document (no remote
@@ -141,8 +190,14 @@ func check(name string) error {
 			return nil
 		}
 		if format == Protobuf {
-			if _, err := CompileProtobuf(schema, nil); err != nil {
+			fd, err := CompileProtobuf(schema, nil)
+			if err != nil {
 				return fmt.Errorf("serde protobuf(...): the schema does not compile as a .proto file: %v", err)
+			}
+			if _, message, _ := ParseProtobuf(name); message != "" {
+				if _, err := ProtobufMessage(fd, message); err != nil {
+					return fmt.Errorf("serde protobuf(..., message=%s): %v", message, err)
+				}
 			}
 			return nil
 		}

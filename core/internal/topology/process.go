@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 
@@ -31,6 +32,10 @@ const (
 	StoreTypeWindow
 	// StoreTypeTimestampedWindow is Stores.timestampedWindowStoreBuilder.
 	StoreTypeTimestampedWindow
+	// StoreTypeVersioned is Stores.versionedKeyValueStoreBuilder over
+	// Stores.persistentVersionedKeyValueStore (KIP-889): every version of a
+	// key's value for the history retention.
+	StoreTypeVersioned
 )
 
 func (t StoreType) String() string {
@@ -43,6 +48,8 @@ func (t StoreType) String() string {
 		return "window store"
 	case StoreTypeTimestampedWindow:
 		return "timestamped window store"
+	case StoreTypeVersioned:
+		return "versioned key-value store"
 	}
 	return "unknown store type"
 }
@@ -66,6 +73,10 @@ type StoreBuilder struct {
 	// whether a key may hold several values per window.
 	Retention, WindowSize int64
 	RetainDuplicates      bool
+	// Versioned stores: how long (ms) versions stay readable behind the
+	// store's stream time, and the segment interval (0: Kafka Streams'
+	// default; kept for fidelity, the layout has no segments).
+	HistoryRetention, SegmentInterval int64
 	// LoggingDisabled: no changelog (the store starts empty after a
 	// restart). ChangelogConfig: the changelog topic's configs.
 	LoggingDisabled bool
@@ -107,6 +118,25 @@ type NativeRecord struct {
 	Timestamp  int64
 	Headers    []Header
 }
+
+// NativeVersion is a version a versioned store read finds (Kafka
+// Streams' VersionedRecord): valid from Timestamp until ValidTo
+// (exclusive) when HasValidTo, else the key's latest.
+type NativeVersion struct {
+	Value              []byte
+	Timestamp, ValidTo int64
+	HasValidTo         bool
+}
+
+// VersionedKeyValueStore.put's special answers.
+const (
+	// PutValidToUndefined: the version put is the key's latest
+	// (PUT_RETURN_CODE_VALID_TO_UNDEFINED).
+	PutValidToUndefined int64 = -1
+	// PutNotPut: the put was older than the history retention behind the
+	// store's stream time and was dropped (PUT_RETURN_CODE_NOT_PUT).
+	PutNotPut int64 = math.MinInt64
+)
 
 // Header is a record header (a nil value is null).
 type Header struct {
@@ -156,6 +186,14 @@ type NativeContext interface {
 	// keeps, in (key, window start) order, until f returns false
 	// (WindowStore.fetch).
 	WindowFetch(store string, key []byte, from, to int64, f func(key []byte, windowStart int64, value []byte) bool) error
+	// VersionedPut, VersionedGet and VersionedDelete are a versioned
+	// store's VersionedKeyValueStore.put(key, value, ts) (its validTo,
+	// PutValidToUndefined or PutNotPut; a nil value is a tombstone),
+	// get(key) (latest) / get(key, asOf), and delete(key, ts) (the
+	// version valid at ts before the delete); ok false: null.
+	VersionedPut(store string, key, value []byte, ts int64) (int64, error)
+	VersionedGet(store string, key []byte, latest bool, asOf int64) (v NativeVersion, ok bool, err error)
+	VersionedDelete(store string, key []byte, ts int64) (v NativeVersion, ok bool, err error)
 	// Schedule calls fn every interval (ms, at least 1) of stream time or
 	// wall-clock time, with the current time (ProcessorContext.schedule).
 	Schedule(interval int64, typ PunctuationType, fn func(ts int64) error) (Cancellable, error)
@@ -192,8 +230,26 @@ func (b *Builder) AddStateStore(s StoreBuilder, processors ...string) error {
 			// window store ... must be no smaller than its window size."
 			c.invalid("add_state_store: window store %q keeps rows %d ms, less than its window size %d ms", s.Name, s.Retention, s.WindowSize)
 		}
+	case StoreTypeVersioned:
+		switch {
+		case s.Retention != 0 || s.WindowSize != 0 || s.RetainDuplicates:
+			c.invalid("add_state_store: store %q is a %s; retention, window size and retain_duplicates are for window stores", s.Name, s.Type)
+		case s.HistoryRetention < 0:
+			// Stores.persistentVersionedKeyValueStore: "historyRetention
+			// cannot be negative".
+			c.invalid("add_state_store: versioned store %q has history retention %d ms; it cannot be negative", s.Name, s.HistoryRetention)
+		case s.SegmentInterval < 0:
+			c.invalid("add_state_store: versioned store %q has segment interval %d ms; it must be positive, or 0 for the default", s.Name, s.SegmentInterval)
+		case s.LoggingDisabled:
+			// The layout restores its stream time from the changelog; a
+			// versioned store without one is not built.
+			c.invalid("add_state_store: versioned store %q has logging disabled; versioned stores are logged here", s.Name)
+		}
 	default:
-		c.invalid("add_state_store: store %q has no type (key-value, timestamped key-value, window or timestamped window)", s.Name)
+		c.invalid("add_state_store: store %q has no type (key-value, timestamped key-value, window, timestamped window or versioned)", s.Name)
+	}
+	if s.Type != StoreTypeVersioned && (s.HistoryRetention != 0 || s.SegmentInterval != 0) {
+		c.invalid("add_state_store: store %q is a %s; history retention and segment interval are for versioned stores", s.Name, s.Type)
 	}
 	c.serde("key", s.KeySerde)
 	c.serde("value", s.ValueSerde)
@@ -230,6 +286,9 @@ func (b *Builder) AddStateStore(s StoreBuilder, processors ...string) error {
 	if s.Type.Windowed() {
 		st.Kind, st.Retention = StoreWindow, s.Retention
 		st.Windows = &Windows{Kind: TimeWindows, Size: s.WindowSize, Advance: s.WindowSize}
+	}
+	if s.Type == StoreTypeVersioned {
+		st.Kind, st.Versioned = StoreVersioned, &Versioned{HistoryRetention: s.HistoryRetention, SegmentInterval: s.SegmentInterval}
 	}
 	b.stores[s.Name] = st
 	for _, n := range nodes {

@@ -70,7 +70,7 @@ def json_schema(schema: str | Mapping[str, Any] | None = None) -> TopicSerde:
     return _topic_serde("json-schema", schema)
 
 
-def protobuf(schema: str | None = None) -> TopicSerde:
+def protobuf(schema: str | None = None, *, message: str | None = None) -> TopicSerde:
     """The Schema Registry Protobuf serde: Confluent's wire format with the
     message indexes before the protobuf binary. Your functions see each
     record as the dict ``MessageToDict(msg, preserving_proto_field_name=True,
@@ -80,9 +80,14 @@ def protobuf(schema: str | None = None) -> TopicSerde:
     by its indexes) and ``protobuf(schema)`` reads each record into
     ``schema``'s message of the same name; at a sink, ``protobuf(schema)``
     registers ``schema`` (.proto text) under the topic's subject, as
-    :func:`avro` registers its schema, and writes its first message;
-    ``protobuf()`` writes with the subject's latest schema (one with
-    references included)."""
+    :func:`avro` registers its schema, and writes its first message, or
+    the one ``message`` names (its full name, or its name in the schema's
+    package: ``message="Refund"``, nested ``"Order.Line"``), with that
+    message's indexes; ``protobuf()`` writes with the subject's latest
+    schema (one with references included), ``protobuf(message=...)`` that
+    schema's named message."""
+    if message is not None:
+        return TopicSerde(f"protobuf({schema}, message={message})" if schema is not None else f"protobuf(message={message})")
     return _topic_serde("protobuf", schema)
 
 

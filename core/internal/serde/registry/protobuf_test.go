@@ -376,3 +376,76 @@ func TestProtobufDescriptorReference(t *testing.T) {
 		t.Fatalf("decoded %s, %v; want %s", got, err, js)
 	}
 }
+
+// A sink writes the message its serde names (protobuf(<schema>,
+// message=<name>), by full name or by its name in the package, nested
+// ones as Outer.Inner), with that message's indexes, and a record
+// strategy names the subject after it; protobuf(message=<name>) picks it
+// from the subject's latest schema. A name the schema lacks fails the
+// sink, listing the schema's messages.
+func TestProtobufSinkNamesItsMessage(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	ctx := context.Background()
+	s := newSerdes(t, reg)
+	for _, c := range []struct {
+		name, js string
+		index    []byte
+	}{
+		{serde.ProtobufWithMessage(orderProto, "shop.Refund"), `{"order_id":"9","amount":1.5}`, []byte{2, 2}},
+		{serde.ProtobufWithMessage(orderProto, "Refund"), `{"order_id":"8","amount":2}`, []byte{2, 2}},
+		{serde.ProtobufWithMessage(orderProto, "Order.Line.Detail"), `{"text":"engraved"}`, []byte{6, 0, 0, 0}},
+		{serde.ProtobufWithMessage("", "Refund"), `{"order_id":"7","amount":3}`, []byte{2, 2}},
+		{serde.ProtobufWithMessage(orderProto, "Order"), `{"id":"1","customer":"","item":"","quantity":0,"price":0,"tags":[]}`, []byte{0}},
+	} {
+		wire, err := s.Encode(ctx, nil, c.name, "orders", false, []byte(c.js))
+		if err != nil {
+			t.Fatalf("%.60s...: %v", c.name, err)
+		}
+		if got := wire[5 : 5+len(c.index)]; string(got) != string(c.index) {
+			t.Errorf("%s: message indexes %v, want %v", c.js, got, c.index)
+		}
+		got, err := s.Decode(ctx, nil, serde.Protobuf, "orders", false, wire)
+		if err != nil || string(got) != c.js {
+			t.Errorf("decoded %s, %v; want %s", got, err, c.js)
+		}
+	}
+	if v, ok := reg.GetSchema("orders-value", 1); !ok || v.Schema.Schema != orderProto {
+		t.Errorf("orders-value version 1: %+v; want the .proto without the message option", v)
+	}
+	rs, err := New(Config{URLs: []string{reg.URL()}, AutoRegister: true, ValueStrategy: RecordName})
+	must(t, err)
+	if _, err := rs.Encode(ctx, nil, serde.ProtobufWithMessage(orderProto, "Refund"), "orders", false, []byte(`{"order_id":"1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if !reg.SubjectExists("shop.Refund") {
+		t.Errorf("RecordNameStrategy: no subject shop.Refund")
+	}
+	_, err = s.Encode(ctx, nil, serde.ProtobufWithMessage(orderProto, "Invoice"), "orders", false, []byte(`{}`))
+	if err == nil || !strings.Contains(err.Error(), `message "Invoice" is not in the schema (its messages: shop.Order, shop.Order.Line, shop.Order.Line.Detail, shop.Refund)`) {
+		t.Errorf("an unknown message: %v", err)
+	}
+	if err := serde.Check(serde.ProtobufWithMessage(orderProto, "Invoice")); err == nil || !strings.Contains(err.Error(), `message "Invoice" is not in the schema`) {
+		t.Errorf("Check of an unknown message: %v", err)
+	}
+	if sch, msg, ok := serde.ParseProtobuf("protobuf(" + orderProto + " , message = shop.Order.Line)"); !ok || sch != orderProto || msg != "shop.Order.Line" {
+		t.Errorf("ParseProtobuf: %q, %q, %v", sch, msg, ok)
+	}
+}
+
+// The message option is recognised only where it ends the argument.
+func TestParseProtobufMessage(t *testing.T) {
+	for _, c := range []struct{ name, schema, message string }{
+		{"protobuf", "", ""},
+		{"protobuf(message M { int64 id = 1; })", "message M { int64 id = 1; }", ""},
+		{"protobuf(message M { string message = 1; })", "message M { string message = 1; }", ""},
+		{"protobuf(message=shop.my_message_v2)", "", "shop.my_message_v2"},
+		{"protobuf(message M {}\n, message=M)", "message M {}\n", "M"},
+		{"protobuf(message M {},message = Outer.Inner )", "message M {}", "Outer.Inner"},
+	} {
+		schema, message, ok := serde.ParseProtobuf(c.name)
+		if !ok || schema != c.schema || message != c.message {
+			t.Errorf("ParseProtobuf(%q) = %q, %q, %v; want %q, %q", c.name, schema, message, ok, c.schema, c.message)
+		}
+	}
+}

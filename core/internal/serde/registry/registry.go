@@ -135,6 +135,9 @@ type writer struct {
 	id      int
 	subject string
 	schema  *schema
+	// message is the message a Protobuf sink writes (its schema's first
+	// unless the serde names one: protobuf(<schema>, message=<name>)).
+	message protoreflect.MessageDescriptor
 	err     error // the registry refused the schema (kept: it will again)
 }
 
@@ -446,7 +449,7 @@ func (s *Serdes) Encode(ctx context.Context, dst []byte, name, topic string, key
 		return append(dst, js...), nil
 	}
 	if w.schema.proto != nil {
-		out, err := encodeProtobuf(dst, w.schema.proto.Messages().Get(0), js)
+		out, err := encodeProtobuf(dst, w.message, js)
 		if err != nil {
 			return nil, &Error{Topic: topic, Subject: w.subject, ID: w.id, Err: serde.Malformed(err)}
 		}
@@ -522,11 +525,19 @@ func (s *Serdes) newWriter(ctx context.Context, name, topic string, key bool) (*
 		if err != nil {
 			return nil, &Error{Topic: topic, Subject: subject, ID: got.ID, Err: fmt.Errorf("the subject's latest schema %w", err)}
 		}
-		return &writer{id: got.ID, subject: subject, schema: sch}, nil
+		w := &writer{id: got.ID, subject: subject, schema: sch}
+		if err := w.pickMessage(name); err != nil {
+			return nil, &Error{Topic: topic, Subject: subject, ID: got.ID, Err: fmt.Errorf("the subject's latest schema: %w", err)}
+		}
+		return w, nil
 	}
 	sch, err := parse(format, text, nil)
 	if err != nil {
 		return nil, &Error{Topic: topic, Err: fmt.Errorf("the sink's schema %w", err)}
+	}
+	picked := &writer{schema: sch}
+	if err := picked.pickMessage(name); err != nil {
+		return nil, &Error{Topic: topic, Err: fmt.Errorf("the sink's schema: %w", err)}
 	}
 	subject, err := strategy.Subject(topic, key, sch.name)
 	if err != nil {
@@ -544,7 +555,7 @@ func (s *Serdes) newWriter(ctx context.Context, name, topic string, key bool) (*
 	}
 	switch {
 	case err == nil:
-		return &writer{id: id, subject: subject, schema: sch}, nil
+		return &writer{id: id, subject: subject, schema: sch, message: picked.message}, nil
 	case status(err) == http.StatusConflict:
 		return nil, &Error{Topic: topic, Subject: subject, Err: fmt.Errorf("%w: the registry refused the sink's schema under the subject's compatibility level: %v", ErrIncompatible, err)}
 	case notFound(err) && !s.cfg.AutoRegister:
@@ -553,6 +564,25 @@ func (s *Serdes) newWriter(ctx context.Context, name, topic string, key bool) (*
 		return nil, &Error{Topic: topic, Subject: subject, Err: fmt.Errorf("the registry refused the sink's schema: %v", err)}
 	}
 	return nil, &Error{Topic: topic, Subject: subject, Err: unavailable(err)}
+}
+
+// pickMessage sets the message a Protobuf writer writes: the one serde
+// name names, else its schema's first; a record strategy names the
+// subject after it.
+func (w *writer) pickMessage(name string) error {
+	if w.schema.proto == nil {
+		return nil
+	}
+	w.message = w.schema.proto.Messages().Get(0)
+	if _, message, _ := serde.ParseProtobuf(name); message != "" {
+		m, err := serde.ProtobufMessage(w.schema.proto, message)
+		if err != nil {
+			return err
+		}
+		w.message = m
+	}
+	w.schema.name = string(w.message.FullName())
+	return nil
 }
 
 // recordName is the full name of the schema's record, or "".

@@ -194,9 +194,20 @@ final class CaseTopology {
         KTable t = m == null ? builder.table(topic, c) : builder.table(topic, c, m);
         return new Handle(Handle.Kind.TABLE, t, ks, vs, null, false);
       }
-      case "add_state_store":
+      case "add_state_store": {
+        JsonNode v = st.get("versioned");
+        if (v != null && !v.isNull()) {
+          Duration history = Duration.ofMillis(v.get("history_retention_ms").asLong());
+          builder.addStateStore(Stores.versionedKeyValueStoreBuilder(
+              v.hasNonNull("segment_interval_ms")
+                  ? Stores.persistentVersionedKeyValueStore(name, history, Duration.ofMillis(v.get("segment_interval_ms").asLong()))
+                  : Stores.persistentVersionedKeyValueStore(name, history),
+              serde(text(st, "key")), serde(text(st, "value"))));
+          return null;
+        }
         builder.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(name), serde(text(st, "key")), serde(text(st, "value"))));
         return null;
+      }
       default:
         break;
     }

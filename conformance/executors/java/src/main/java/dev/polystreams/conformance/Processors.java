@@ -19,6 +19,8 @@ import org.apache.kafka.streams.processor.api.ProcessorSupplier;
 import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.VersionedKeyValueStore;
+import org.apache.kafka.streams.state.VersionedRecord;
 
 /**
  * The processor catalogue (conformance/README.md, "Processors";
@@ -59,6 +61,8 @@ final class Processors {
         };
       case "sweep_every":
         return () -> new SweepEvery(store, Long.parseLong(arg));
+      case "versioned_history":
+        return () -> new VersionedHistory(store);
       case "forward_then_fail":
         return () -> new Processor<Object, Object, Object, Object>() {
           private ProcessorContext<Object, Object> ctx;
@@ -167,6 +171,49 @@ final class Processors {
       Object old = kv.get(r.key());
       long n = old == null ? 0 : ((Number) old).longValue();
       kv.put(r.key(), n + 1);
+    }
+  }
+
+  /**
+   * Over a versioned store: a record whose value is "delete" calls
+   * delete(key, ts) and forwards "delete <deleted> latest <get(key)>";
+   * any other calls put(key, value, ts) and forwards "put <its answer>
+   * latest <get(key)> asof <get(key, ts - 1)>". A version prints as
+   * value@timestamp, then &lt;validTo when it has one; none as null.
+   */
+  static final class VersionedHistory implements Processor<Object, Object, Object, Object> {
+    private final String store;
+    private ProcessorContext<Object, Object> ctx;
+    private VersionedKeyValueStore<Object, Object> vs;
+
+    VersionedHistory(String store) {
+      this.store = store;
+    }
+
+    @Override
+    public void init(ProcessorContext<Object, Object> context) {
+      ctx = context;
+      vs = context.getStateStore(store);
+    }
+
+    static String show(VersionedRecord<Object> r) {
+      if (r == null) {
+        return "null";
+      }
+      return r.value() + "@" + r.timestamp() + r.validTo().map(t -> "<" + t).orElse("");
+    }
+
+    @Override
+    public void process(Record<Object, Object> r) {
+      String out;
+      if ("delete".equals(String.valueOf(r.value()))) {
+        VersionedRecord<Object> d = vs.delete(r.key(), r.timestamp());
+        out = "delete " + show(d) + " latest " + show(vs.get(r.key()));
+      } else {
+        long code = vs.put(r.key(), r.value(), r.timestamp());
+        out = "put " + code + " latest " + show(vs.get(r.key())) + " asof " + show(vs.get(r.key(), r.timestamp() - 1));
+      }
+      ctx.forward(r.withValue(out));
     }
   }
 }
