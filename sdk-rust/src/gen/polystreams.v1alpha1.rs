@@ -160,12 +160,6 @@ pub struct StreamOp {
     /// Absent: the record's own timestamp.
     #[prost(message, optional, tag = "100")]
     pub timestamp_extractor: ::core::option::Option<TimestampExtractor>,
-    /// StreamsBuilder.stream(Pattern): the source reads every topic whose
-    /// whole name matches this regular expression (RE2 syntax; Kafka Streams'
-    /// java.util.regex patterns that RE2 also reads), topics created later
-    /// included. Set instead of topics.
-    #[prost(string, tag = "101")]
-    pub pattern: ::prost::alloc::string::String,
 }
 /// TimestampExtractor is a source's TimestampExtractor: a host function
 /// (token, called with OPERATION_EXTRACT_TIMESTAMP bundles) or one of Kafka

@@ -1408,13 +1408,8 @@ type StreamOp struct {
 	// (dropped-records) with a warning naming topic, partition and offset.
 	// Absent: the record's own timestamp.
 	TimestampExtractor *TimestampExtractor `protobuf:"bytes,100,opt,name=timestamp_extractor,json=timestampExtractor,proto3" json:"timestamp_extractor,omitempty"`
-	// StreamsBuilder.stream(Pattern): the source reads every topic whose
-	// whole name matches this regular expression (RE2 syntax; Kafka Streams'
-	// java.util.regex patterns that RE2 also reads), topics created later
-	// included. Set instead of topics.
-	Pattern       string `protobuf:"bytes,101,opt,name=pattern,proto3" json:"pattern,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *StreamOp) Reset() {
@@ -1487,13 +1482,6 @@ func (x *StreamOp) GetTimestampExtractor() *TimestampExtractor {
 		return x.TimestampExtractor
 	}
 	return nil
-}
-
-func (x *StreamOp) GetPattern() string {
-	if x != nil {
-		return x.Pattern
-	}
-	return ""
 }
 
 // TimestampExtractor is a source's TimestampExtractor: a host function
@@ -9908,7 +9896,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"r\n" +
 	"\x0eVersionedStore\x120\n" +
 	"\x14history_retention_ms\x18\x01 \x01(\x03R\x12historyRetentionMs\x12.\n" +
-	"\x13segment_interval_ms\x18\x02 \x01(\x03R\x11segmentIntervalMs\"\x8c\x02\n" +
+	"\x13segment_interval_ms\x18\x02 \x01(\x03R\x11segmentIntervalMs\"\xf2\x01\n" +
 	"\bStreamOp\x12\x16\n" +
 	"\x06topics\x18\x01 \x03(\tR\x06topics\x12\x1b\n" +
 	"\tkey_serde\x18\x02 \x01(\tR\bkeySerde\x12\x1f\n" +
@@ -9916,8 +9904,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"valueSerde\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12!\n" +
 	"\foffset_reset\x18< \x01(\tR\voffsetReset\x12Y\n" +
-	"\x13timestamp_extractor\x18d \x01(\v2(.polystreams.v1alpha1.TimestampExtractorR\x12timestampExtractor\x12\x18\n" +
-	"\apattern\x18e \x01(\tR\apattern\"D\n" +
+	"\x13timestamp_extractor\x18d \x01(\v2(.polystreams.v1alpha1.TimestampExtractorR\x12timestampExtractor\"D\n" +
 	"\x12TimestampExtractor\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\rR\x05token\x12\x18\n" +
 	"\abuiltin\x18\x02 \x01(\tR\abuiltin\"\xec\x01\n" +
