@@ -96,6 +96,6 @@ export type {
 } from "./processor.js";
 export { Topology } from "./topology.js";
 export type { SourceOptions } from "./topology.js";
-export type { ProcessOptions } from "./dsl.js";
+export type { BuiltinTimestampExtractor, ProcessOptions, TimestampExtractor } from "./dsl.js";
 
 export { VERSION } from "./version.js";
