@@ -103,3 +103,47 @@ func TestBuiltinTimestampExtractor(t *testing.T) {
 		t.Errorf("UsePartitionTimeOnInvalidTimestamp kept valid timestamps: %+v", out)
 	}
 }
+
+// A record whose own timestamp is negative: LogAndSkipOnInvalidTimestamp
+// drops it, UsePartitionTimeOnInvalidTimestamp stamps it with the
+// partition's time.
+func TestBuiltinExtractorsOnNegativeTimestamps(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		want    []int64
+		dropped int64
+	}{
+		{streams.LogAndSkipOnInvalidTimestamp, []int64{100, 50}, 1},
+		{streams.UsePartitionTimeOnInvalidTimestamp, []int64{100, 100, 50}, 0},
+	} {
+		b := streams.NewBuilder()
+		in, err := b.Stream([]string{"in"}, streams.BuiltinTimestampExtractor(c.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := in.To("out"); err != nil {
+			t.Fatal(err)
+		}
+		d, err := streams.NewTestDriver(b, streams.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ts := range []int64{100, -1, 50} {
+			if err := d.PipeInput("in", nil, []byte("v"), streams.Timestamp(ts)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, err := d.ReadOutput("out")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		for _, r := range out {
+			got = append(got, r.Timestamp)
+		}
+		if !slices.Equal(got, c.want) || d.DroppedRecords() != c.dropped {
+			t.Errorf("%s: timestamps %v, dropped %d; want %v, %d", c.name, got, d.DroppedRecords(), c.want, c.dropped)
+		}
+		d.Close()
+	}
+}
