@@ -419,6 +419,8 @@ class App:
         except PolystreamsError:
             for field in ("token", "initializer_token", "aggregator_token", "subtractor_token", "merger_token"):
                 self._functions.pop(getattr(message, field, 0), None)  # registered for this call only
+            if op in ("stream", "table") and message.HasField("timestamp_extractor"):
+                self._functions.pop(message.timestamp_extractor.token, None)
             raise
 
     def _build(self, op: str, message: Any) -> Handle:
