@@ -205,7 +205,9 @@ type Builder struct {
 // NewBuilder returns an empty Builder. KeySerde and ValueSerde options
 // are default.key.serde and default.value.serde: the serdes of a source
 // (Stream, Table, GlobalTable) that names none (absent: bytes). A bad
-// name fails the first source.
+// name fails the first source. A BuiltinTimestampExtractor option is
+// default.timestamp.extractor: the extractor of a Stream or Table that
+// gives none.
 func NewBuilder(defaults ...Option) *Builder {
 	b := topology.NewBuilder()
 	for _, o := range defaults {
@@ -214,6 +216,10 @@ func NewBuilder(defaults ...Option) *Builder {
 			b.DefaultKeySerde = o.value
 		case optValueSerde:
 			b.DefaultValueSerde = o.value
+		case optExtractor:
+			if o.fn != nil {
+				b.DefaultExtractor = o.fn.Builtin
+			}
 		}
 	}
 	return &Builder{b: b}

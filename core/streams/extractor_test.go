@@ -147,3 +147,37 @@ func TestBuiltinExtractorsOnNegativeTimestamps(t *testing.T) {
 		d.Close()
 	}
 }
+
+// default.timestamp.extractor: NewBuilder's BuiltinTimestampExtractor
+// option stamps every Stream and Table that gives none; in Properties it
+// must be the Builder's, and an unknown class name is refused.
+func TestDefaultTimestampExtractor(t *testing.T) {
+	b := streams.NewBuilder(streams.BuiltinTimestampExtractor(streams.LogAndSkipOnInvalidTimestamp))
+	in, err := b.Stream([]string{"in"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.To("out"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streams.NewTestDriver(b, streams.Config{Properties: map[string]string{"default.timestamp.extractor": "Clock"}}); err == nil || !strings.Contains(err.Error(), "default.timestamp.extractor: want one of Kafka Streams' built-in extractors") {
+		t.Errorf("an unknown default.timestamp.extractor: %v", err)
+	}
+	d, err := streams.NewTestDriver(b, streams.Config{Properties: map[string]string{"default.timestamp.extractor": "org.apache.kafka.streams.processor.LogAndSkipOnInvalidTimestamp"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, ts := range []int64{100, -1} {
+		if err := d.PipeInput("in", nil, []byte("v"), streams.Timestamp(ts)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := d.ReadOutput("out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 1 || d.DroppedRecords() != 1 {
+		t.Errorf("default LogAndSkipOnInvalidTimestamp: %d outputs, %d dropped; want 1, 1", len(out), d.DroppedRecords())
+	}
+}

@@ -5,6 +5,7 @@
 package config
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -146,6 +147,11 @@ type App struct {
 	// of a source (stream, table, global table) that names none; the
 	// operators after it inherit it as they inherit a named one.
 	DefaultKeySerde, DefaultValueSerde string
+	// DefaultExtractor is default.timestamp.extractor: the built-in
+	// TimestampExtractor (class name) of a source that gives none; empty:
+	// the records' own timestamps (Kafka Streams' FailOnInvalidTimestamp,
+	// less its refusal of negative ones).
+	DefaultExtractor string
 	// default.production.exception.handler; default fail (Kafka Streams'
 	// DefaultProductionExceptionHandler). What happens to an output or
 	// changelog record the broker refuses for good (RecordTooLarge, an
@@ -346,6 +352,14 @@ func Parse(applicationID string, kv map[string]string, defaultBrokers string) (A
 			} else {
 				c.DefaultValueSerde = name
 			}
+		case "default.timestamp.extractor":
+			name := strings.TrimPrefix(strings.TrimSpace(v), "org.apache.kafka.streams.processor.")
+			switch name {
+			case "FailOnInvalidTimestamp", "LogAndSkipOnInvalidTimestamp", "UsePartitionTimeOnInvalidTimestamp", "WallclockTimestampExtractor":
+				c.DefaultExtractor = name
+			default:
+				errs = append(errs, fmt.Errorf("%s: want one of Kafka Streams' built-in extractors: FailOnInvalidTimestamp (the default), LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp or WallclockTimestampExtractor (a function is given to a source: timestamp_extractor)", k))
+			}
 		case "default.production.exception.handler":
 			switch strings.TrimPrefix(strings.TrimSpace(v), "org.apache.kafka.streams.errors.") {
 			case "fail", "DefaultProductionExceptionHandler":
@@ -522,6 +536,7 @@ func Parse(applicationID string, kv map[string]string, defaultBrokers string) (A
 		"auto.offset.reset":                         c.OffsetReset,
 		"default.key.serde":                         serde.Or(c.DefaultKeySerde, serde.Bytes),
 		"default.value.serde":                       serde.Or(c.DefaultValueSerde, serde.Bytes),
+		"default.timestamp.extractor":               cmp.Or(c.DefaultExtractor, "FailOnInvalidTimestamp"),
 		"default.production.exception.handler":      map[bool]string{false: "fail", true: "continue"}[c.ProductionContinue],
 	}
 	if c.StreamThreads > 0 {

@@ -15,7 +15,7 @@ var configKeys = []string{
 	"schema.registry.url", "auto.register.schemas", "key.subject.name.strategy",
 	"value.subject.name.strategy", "basic.auth.user.info",
 	"auto.offset.reset", "default.key.serde", "default.value.serde",
-	"default.production.exception.handler", "num.stream.threads",
+	"default.production.exception.handler", "num.stream.threads", "default.timestamp.extractor",
 }
 
 // nearestKey returns the known config key closest to key by edit distance,

@@ -84,6 +84,9 @@ type Builder struct {
 	// default.value.serde: the serdes of a source that names none (empty:
 	// bytes). Set before the first source is added.
 	DefaultKeySerde, DefaultValueSerde string
+	// DefaultExtractor is default.timestamp.extractor: the built-in
+	// extractor of a stream or table source that gives none.
+	DefaultExtractor string
 }
 
 // entry is the builder's side of a handle.

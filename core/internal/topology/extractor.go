@@ -72,6 +72,9 @@ func builtinExtractor(name string) TimestampExtractorFunc {
 // extractor checks a source's TimestampExtractor and resolves a built-in
 // one to its Go function; nil when the source gives none.
 func (c *call) extractor(fn *Function) *Function {
+	if fn == nil && c.b.DefaultExtractor != "" {
+		fn = &Function{Builtin: c.b.DefaultExtractor}
+	}
 	if fn == nil {
 		return nil
 	}
