@@ -52,3 +52,12 @@ def test_the_readme_extractor_example_runs(capsys: pytest.CaptureFixture[str]) -
     assert m
     exec(compile(m.group(1), "README.md", "exec"), {"__name__": "readme"})  # noqa: S102 - the README runs verbatim
     assert capsys.readouterr().out == "[('o1', 1700000000000)]\n"
+
+
+def test_default_timestamp_extractor_applies_to_sources_that_give_none() -> None:
+    config = Config(statestore_cache_max_bytes=0, extra={"default.timestamp.extractor": "LogAndSkipOnInvalidTimestamp"})
+    with TopologyTestDriver("extractor-default", config) as driver:
+        driver.stream("in", value="string").to("out")
+        driver.pipe_input("in", None, "kept", timestamp=100)
+        driver.pipe_input("in", None, "dropped", timestamp=-1)
+        assert [r.value for r in driver.read_output("out")] == ["kept"]
