@@ -96,6 +96,9 @@ type Step struct {
 	// untilWindowCloses), Buffer its BufferConfig (absent: unbounded).
 	TimeLimitMs *int64        `json:"time_limit_ms,omitempty"`
 	Buffer      *BufferConfig `json:"buffer,omitempty"`
+	// TimestampExtractor is a source's Consumed.withTimestampExtractor: a
+	// built-in extractor of Kafka Streams by class name.
+	TimestampExtractor string `json:"timestamp_extractor,omitempty"`
 }
 
 // BufferConfig is suppress's Suppressed.BufferConfig: maxRecords and

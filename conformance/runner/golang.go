@@ -235,6 +235,16 @@ func buildGo(c *Case, prefix string, printer io.Writer) (*streams.Builder, int, 
 	return b, 0, nil
 }
 
+// sourceOpts are a stream's or table's options: opts, and its
+// Consumed.withTimestampExtractor.
+func sourceOpts(st Step) []streams.Option {
+	o := opts(st, true, true)
+	if st.TimestampExtractor != "" {
+		o = append(o, streams.BuiltinTimestampExtractor(st.TimestampExtractor))
+	}
+	return o
+}
+
 func opts(st Step, key, value bool) []streams.Option {
 	var o []streams.Option
 	if st.Name != "" {
@@ -318,10 +328,10 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 		for i, t := range st.Topics {
 			topics[i] = prefix + t
 		}
-		return b.Stream(topics, opts(st, true, true)...)
+		return b.Stream(topics, sourceOpts(st)...)
 	}
 	if st.Op == "table" {
-		return b.Table(prefix+st.Topic, opts(st, true, true)...)
+		return b.Table(prefix+st.Topic, sourceOpts(st)...)
 	}
 	if st.Op == "add_state_store" {
 		labels[storeLabel+st.Name] = [2]string{st.Key, st.Value}

@@ -63,9 +63,10 @@ func New(b *Builder, c Config) (*App, error) {
 	for _, d := range []struct{ key, config, builder string }{
 		{"default.key.serde", cfg.DefaultKeySerde, b.b.DefaultKeySerde},
 		{"default.value.serde", cfg.DefaultValueSerde, b.b.DefaultValueSerde},
+		{"default.timestamp.extractor", cfg.DefaultExtractor, b.b.DefaultExtractor},
 	} {
 		if d.config != "" && d.config != d.builder {
-			return nil, fmt.Errorf("streams: %s in Properties is not the Builder's: give it to NewBuilder (streams.NewBuilder(streams.KeySerde(...), streams.ValueSerde(...))), which gives sources their serdes as they are added", d.key)
+			return nil, fmt.Errorf("streams: %s in Properties is not the Builder's: give it to NewBuilder as an option (streams.NewBuilder(streams.KeySerde(...), streams.ValueSerde(...), streams.BuiltinTimestampExtractor(...))), which gives it to sources as they are added", d.key)
 		}
 	}
 	topo, err := b.b.Topology()

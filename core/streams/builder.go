@@ -17,8 +17,9 @@ type Option struct {
 	value string
 	key   string // StoreSerdes: the key serde (value holds the value serde)
 	cfg   map[string]string
-	ms    int64    // Retention
-	names []string // Stores
+	ms    int64              // Retention
+	names []string           // Stores
+	fn    *topology.Function // TimestampExtractor
 }
 
 type optKind int
@@ -35,6 +36,7 @@ const (
 	optOffsetReset
 	optVersioned
 	optSegmentInterval
+	optExtractor
 )
 
 var optNames = map[optKind]string{
@@ -42,6 +44,7 @@ var optNames = map[optKind]string{
 	optStore: "Store", optStoreSerdes: "StoreSerdes", optChangelogConfig: "ChangelogConfig",
 	optRetention: "Retention", optStores: "Stores", optOffsetReset: "OffsetReset",
 	optVersioned: "Versioned", optSegmentInterval: "SegmentInterval",
+	optExtractor: "TimestampExtractor",
 }
 
 // Name names the operator's processor node (Kafka Streams' Named.as,
@@ -119,6 +122,7 @@ type options struct {
 	stores                     []string
 	mat                        *topology.Materialized
 	offsetReset                string
+	extractor                  *topology.Function
 }
 
 // parse applies opts for operator op, which takes the option kinds allowed.
@@ -161,6 +165,8 @@ func parse(op string, opts []Option, allowed ...optKind) (options, error) {
 			o.stores = append(o.stores, opt.names...)
 		case optOffsetReset:
 			o.offsetReset = opt.value
+		case optExtractor:
+			o.extractor = opt.fn
 		case optVersioned, optSegmentInterval:
 			if o.mat == nil {
 				o.mat = &topology.Materialized{}
@@ -199,7 +205,9 @@ type Builder struct {
 // NewBuilder returns an empty Builder. KeySerde and ValueSerde options
 // are default.key.serde and default.value.serde: the serdes of a source
 // (Stream, Table, GlobalTable) that names none (absent: bytes). A bad
-// name fails the first source.
+// name fails the first source. A BuiltinTimestampExtractor option is
+// default.timestamp.extractor: the extractor of a Stream or Table that
+// gives none.
 func NewBuilder(defaults ...Option) *Builder {
 	b := topology.NewBuilder()
 	for _, o := range defaults {
@@ -208,6 +216,10 @@ func NewBuilder(defaults ...Option) *Builder {
 			b.DefaultKeySerde = o.value
 		case optValueSerde:
 			b.DefaultValueSerde = o.value
+		case optExtractor:
+			if o.fn != nil {
+				b.DefaultExtractor = o.fn.Builtin
+			}
 		}
 	}
 	return &Builder{b: b}
@@ -244,11 +256,11 @@ func (g *GroupedStream) ValueSerde() string { return g.h.ValueSerde }
 // Stream reads topics (StreamsBuilder.stream). Options: KeySerde,
 // ValueSerde (default bytes), Name.
 func (b *Builder) Stream(topics []string, opts ...Option) (*Stream, error) {
-	o, err := parse("Stream", opts, optName, optKeySerde, optValueSerde, optOffsetReset)
+	o, err := parse("Stream", opts, optName, optKeySerde, optValueSerde, optOffsetReset, optExtractor)
 	if err != nil {
 		return nil, err
 	}
-	h, err := b.b.Stream(topology.StreamOptions{Topics: topics, KeySerde: o.keySerde, ValueSerde: o.valueSerde, Name: o.name, OffsetReset: o.offsetReset})
+	h, err := b.b.Stream(topology.StreamOptions{Topics: topics, KeySerde: o.keySerde, ValueSerde: o.valueSerde, Name: o.name, OffsetReset: o.offsetReset, Extractor: o.extractor})
 	return b.stream(h, err)
 }
 

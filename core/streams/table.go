@@ -47,11 +47,11 @@ func (g *GroupedTable) ValueSerde() string { return g.h.ValueSerde }
 // exist and be queryable; absent, it is "<topic>-STATE-STORE-<n>" and exists
 // only when an operator downstream needs old values), StoreSerdes.
 func (b *Builder) Table(topic string, opts ...Option) (*Table, error) {
-	o, err := parse("Table", opts, optName, optKeySerde, optValueSerde, optStore, optStoreSerdes, optChangelogConfig, optOffsetReset, optVersioned, optSegmentInterval)
+	o, err := parse("Table", opts, optName, optKeySerde, optValueSerde, optStore, optStoreSerdes, optChangelogConfig, optOffsetReset, optVersioned, optSegmentInterval, optExtractor)
 	if err != nil {
 		return nil, err
 	}
-	return b.table(b.b.Table(topology.TableOptions{Topic: topic, KeySerde: o.keySerde, ValueSerde: o.valueSerde, Name: o.name, Materialized: o.mat, OffsetReset: o.offsetReset}))
+	return b.table(b.b.Table(topology.TableOptions{Topic: topic, KeySerde: o.keySerde, ValueSerde: o.valueSerde, Name: o.name, Materialized: o.mat, OffsetReset: o.offsetReset, Extractor: o.extractor}))
 }
 
 func (b *Builder) table(h *topology.Handle, err error) (*Table, error) {

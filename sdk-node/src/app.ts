@@ -19,6 +19,9 @@ import {
   SETTLED,
   type Settled,
   type TableOptions,
+  type BuiltinTimestampExtractor,
+  type TimestampExtractor,
+  extractorOf,
   globalTable,
   handleFrom,
   table,
@@ -185,6 +188,13 @@ export interface StreamOptions<KS extends SerdeName | TopicSerde, VS extends Ser
    * offset starts (default: the config's `autoOffsetReset`).
    */
   offsetReset?: OffsetReset;
+  /**
+   * `Consumed.withTimestampExtractor`: `(key, value, metadata,
+   * partitionTime) => timestamp` (epoch ms) gives each record's timestamp
+   * (a negative one drops the record; a throw stops the application), or
+   * one of Kafka Streams' built-in extractors by class name.
+   */
+  timestampExtractor?: TimestampExtractor<SerdeType<KS>, SerdeType<VS>> | BuiltinTimestampExtractor;
 }
 
 /** Options of App.run. */
@@ -388,9 +398,10 @@ export class App implements Builder {
       }
     }
     this.#sources.push(...list);
+    const ex = extractorOf("stream", options.timestampExtractor);
     return new KStream(
       this,
-      this.build("stream", null, [], () => ({
+      this.build("stream", null, ex.functions, (_, tokens) => ({
         case: "stream",
         value: {
           topics: list,
@@ -398,6 +409,7 @@ export class App implements Builder {
           valueSerde: options.value ?? "",
           name: options.name ?? "",
           offsetReset: options.offsetReset ?? "",
+          ...ex.op(tokens),
         },
       })),
     );

@@ -31,6 +31,7 @@ import {
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import { Buffer } from "node:buffer";
 import { type AnyFunction, byRefs, failEvery, isThenable } from "./outcomes.js";
+import { runExtract } from "./extract.js";
 import { type ProgramStep, runProgram } from "./program.js";
 import { type RecordMetadata, type Header, Metadata_, ProcessorExecutor, type ReadFn, type StoreBuilder, isProcessorBundle, recordHeaders, sameHeaders } from "./processor.js";
 import { typeName } from "./errors.js";
@@ -1001,6 +1002,9 @@ export class Executor {
   process(bundle: Bundle): Promise<BundleResult> {
     if (isProcessorBundle(bundle)) {
       return this.processors.process(bundle);
+    }
+    if (bundle.steps.length === 1 && bundle.steps[0]!.operation === Operation.EXTRACT_TIMESTAMP) {
+      return runExtract(bundle, this.functions);
     }
     const key = [
       bundle.steps.map((s) => `${s.token}:${s.operation}:${s.initializerToken}:${s.subtractorToken}:${s.mergerToken}`).join(","),

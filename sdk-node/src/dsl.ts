@@ -25,7 +25,7 @@ import {
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import { type SerdeName, type SerdeType, type TopicSerde, isWindowedSerde } from "./serde.js";
 import type { KeyValueStore, StoreOptions, WindowStore } from "./store.js";
-import type { FixedKeyProcessorSupplier, ProcessorSupplier, ValueTransformerWithKeySupplier } from "./processor.js";
+import type { FixedKeyProcessorSupplier, ProcessorSupplier, RecordMetadata, ValueTransformerWithKeySupplier } from "./processor.js";
 import { transformerProcessor } from "./processor.js";
 import { EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, type Windowed } from "./windows.js";
 import type { OffsetReset } from "./config.js";
@@ -1302,6 +1302,8 @@ export interface TableOptions<KS extends SerdeName | TopicSerde, VS extends Serd
    * offset starts (default: the config's `autoOffsetReset`).
    */
   offsetReset?: OffsetReset;
+  /** `Consumed.withTimestampExtractor`, as App.stream's `timestampExtractor`. */
+  timestampExtractor?: TimestampExtractor<SerdeType<KS>, SerdeType<VS>> | BuiltinTimestampExtractor;
   /**
    * The table's store: a name (which makes the table queryable), or a
    * Materialized. Absent: the store is named `<topic>-STATE-STORE-<n>` and
@@ -1320,9 +1322,10 @@ export function table<KS extends SerdeName | TopicSerde, VS extends SerdeName | 
     throw new TypeError(`table: the topic must be a string, not ${typeof topic}`);
   }
   const m = materialized(options.materialized, "table");
+  const ex = extractorOf("table", options.timestampExtractor);
   return new KTable(
     builder,
-    builder.build("table", null, [], () => ({
+    builder.build("table", null, ex.functions, (_, tokens) => ({
       case: "table",
       value: {
         topic,
@@ -1330,6 +1333,7 @@ export function table<KS extends SerdeName | TopicSerde, VS extends SerdeName | 
         valueSerde: options.value ?? "",
         name: options.name ?? "",
         offsetReset: options.offsetReset ?? "",
+        ...ex.op(tokens),
         ...(m ? { materialized: m } : {}),
       },
     })),
@@ -1850,4 +1854,36 @@ function joinGlobal<K, VR>(
       [global],
     ),
   );
+}
+
+/**
+ * A source's TimestampExtractor (`Consumed.withTimestampExtractor`): the
+ * record's timestamp in epoch ms; `partitionTime` is the largest timestamp
+ * extracted from the record's partition so far (-1 before any). A negative
+ * answer drops the record; a throw stops the application naming the record.
+ */
+export type TimestampExtractor<K, V> = (key: K, value: V, metadata: RecordMetadata, partitionTime: number) => number | bigint | PromiseLike<number | bigint>;
+
+/** Kafka Streams' built-in timestamp extractors, by class name. */
+export type BuiltinTimestampExtractor =
+  | "FailOnInvalidTimestamp"
+  | "LogAndSkipOnInvalidTimestamp"
+  | "UsePartitionTimeOnInvalidTimestamp"
+  | "WallclockTimestampExtractor";
+
+/** A source's extractor option as functions to register and the op's field. @internal */
+export function extractorOf(
+  call: string,
+  extractor: AnyFunction | string | undefined,
+): { functions: AnyFunction[]; op: (tokens: readonly number[]) => { timestampExtractor?: { token: number; builtin: string } } } {
+  if (extractor === undefined) {
+    return { functions: [], op: () => ({}) };
+  }
+  if (typeof extractor === "string") {
+    return { functions: [], op: () => ({ timestampExtractor: { token: 0, builtin: extractor } }) };
+  }
+  if (typeof extractor !== "function") {
+    throw new TypeError(`${call}: timestampExtractor must be a function or a built-in extractor's name, not ${typeof extractor}`);
+  }
+  return { functions: [extractor], op: (tokens) => ({ timestampExtractor: { token: tokens[0]!, builtin: "" } }) };
 }

@@ -98,6 +98,6 @@ export type {
 } from "./processor.js";
 export { Topology } from "./topology.js";
 export type { SourceOptions } from "./topology.js";
-export type { ProcessOptions, TransformValuesOptions } from "./dsl.js";
+export type { BuiltinTimestampExtractor, ProcessOptions, TimestampExtractor, TransformValuesOptions } from "./dsl.js";
 
 export { VERSION } from "./version.js";

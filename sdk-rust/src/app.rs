@@ -6,13 +6,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::bundle::Executor;
+use crate::bundle::{Executor, Func};
 use crate::client::Client;
 use crate::dsl::{KStream, KTable};
 use crate::engine::{check_engine_version, feed_hint, find_engine, EngineProcess};
 use crate::errors::{record_context, Error, Result};
-use crate::options::{OffsetReset, Options, KEY, MATERIALIZED, NAME, OFFSET_RESET, VALUE};
+use crate::options::{OffsetReset, Options, KEY, MATERIALIZED, NAME, OFFSET_RESET, TIMESTAMP_EXTRACTOR, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
+use crate::processor::RecordMetadata;
 use crate::serdes::Serde;
 use crate::session::{lock, Session};
 use crate::store::KeyValueStore;
@@ -660,20 +661,59 @@ impl App {
     }
 
     /// [`stream`](Self::stream) with `name` (`Consumed.as`), `key_serde`,
-    /// `value_serde` and `offset_reset` (`Consumed.withOffsetResetPolicy`).
+    /// `value_serde`, `offset_reset` (`Consumed.withOffsetResetPolicy`) and
+    /// `timestamp_extractor` (a built-in `Consumed.withTimestampExtractor`).
     pub fn stream_with<K: Serde, V: Serde>(&self, topics: impl Topics, o: Options) -> Result<KStream<K, V>> {
+        o.check("stream", NAME | KEY | VALUE | OFFSET_RESET | TIMESTAMP_EXTRACTOR)?;
+        self.stream_op(topics, &o, o.extractor_proto())
+    }
+
+    /// [`stream_with`](Self::stream_with) whose records' timestamps are
+    /// `f(key, value, metadata, partition_time)` (`Consumed.withTimestampExtractor`),
+    /// in epoch ms: windows, stream time and the outputs' timestamps follow
+    /// them. `partition_time` is the largest timestamp extracted from the
+    /// record's partition so far (-1 before any). A negative answer drops
+    /// the record; a panic stops the application naming the record.
+    pub fn stream_with_extractor<K: Serde, V: Serde, F>(
+        &self,
+        topics: impl Topics,
+        o: Options,
+        f: F,
+    ) -> Result<KStream<K, V>>
+    where
+        F: Fn(&K, &V, &RecordMetadata, i64) -> i64 + Send + Sync + 'static,
+    {
         o.check("stream", NAME | KEY | VALUE | OFFSET_RESET)?;
+        let token = self.register_extractor::<K, V, F>(f)?;
+        self.stream_op(topics, &o, Some(pb::TimestampExtractor { token, builtin: String::new() }))
+    }
+
+    fn register_extractor<K: Serde, V: Serde, F>(&self, f: F) -> Result<u32>
+    where
+        F: Fn(&K, &V, &RecordMetadata, i64) -> i64 + Send + Sync + 'static,
+    {
+        self.inner.session.register(std::any::type_name::<F>(), Func::Extract(crate::extract::extract_fn::<K, V, F>(f)))
+    }
+
+    fn stream_op<K: Serde, V: Serde>(
+        &self,
+        topics: impl Topics,
+        o: &Options,
+        timestamp_extractor: Option<pb::TimestampExtractor>,
+    ) -> Result<KStream<K, V>> {
+        let token = timestamp_extractor.as_ref().map(|e| e.token).filter(|&t| t != 0);
         let op = Op::Stream(pb::StreamOp {
             topics: topics.topics(),
             key_serde: o.key_or(K::NAME),
             value_serde: o.value_or(V::NAME),
             name: o.name_or_empty(),
             offset_reset: o.offset_reset_or_empty(),
+            timestamp_extractor,
         });
         let h = self
             .inner
             .session
-            .build(op, &[])?
+            .build(op, token.as_slice())?
             .ok_or_else(|| Error::internal("Build(stream): the engine answered no handle"))?;
         KStream::wrap(self.inner.session.clone(), h)
     }
@@ -685,10 +725,32 @@ impl App {
     }
 
     /// [`table`](Self::table) with `name` (`Consumed.as`), `key_serde`,
-    /// `value_serde`, `materialized` (a named store makes it queryable) and
-    /// `offset_reset` (`Consumed.withOffsetResetPolicy`).
+    /// `value_serde`, `materialized` (a named store makes it queryable),
+    /// `offset_reset` (`Consumed.withOffsetResetPolicy`) and
+    /// `timestamp_extractor` (a built-in `Consumed.withTimestampExtractor`).
     pub fn table_with<K: Serde, V: Serde>(&self, topic: &str, o: Options) -> Result<KTable<K, V>> {
+        o.check("table", NAME | KEY | VALUE | MATERIALIZED | OFFSET_RESET | TIMESTAMP_EXTRACTOR)?;
+        self.table_op(topic, &o, o.extractor_proto())
+    }
+
+    /// [`table_with`](Self::table_with) with a Rust timestamp extractor, as
+    /// [`stream_with_extractor`](Self::stream_with_extractor).
+    pub fn table_with_extractor<K: Serde, V: Serde, F>(&self, topic: &str, o: Options, f: F) -> Result<KTable<K, V>>
+    where
+        F: Fn(&K, &V, &RecordMetadata, i64) -> i64 + Send + Sync + 'static,
+    {
         o.check("table", NAME | KEY | VALUE | MATERIALIZED | OFFSET_RESET)?;
+        let token = self.register_extractor::<K, V, F>(f)?;
+        self.table_op(topic, &o, Some(pb::TimestampExtractor { token, builtin: String::new() }))
+    }
+
+    fn table_op<K: Serde, V: Serde>(
+        &self,
+        topic: &str,
+        o: &Options,
+        timestamp_extractor: Option<pb::TimestampExtractor>,
+    ) -> Result<KTable<K, V>> {
+        let token = timestamp_extractor.as_ref().map(|e| e.token).filter(|&t| t != 0);
         let op = Op::Table(pb::TableOp {
             topic: topic.to_owned(),
             key_serde: o.key_or(K::NAME),
@@ -696,11 +758,12 @@ impl App {
             name: o.name_or_empty(),
             materialized: o.materialized_proto(),
             offset_reset: o.offset_reset_or_empty(),
+            timestamp_extractor,
         });
         let h = self
             .inner
             .session
-            .build(op, &[])?
+            .build(op, token.as_slice())?
             .ok_or_else(|| Error::internal("Build(table): the engine answered no handle"))?;
         KTable::wrap(self.inner.session.clone(), h)
     }

@@ -154,6 +154,8 @@ pub(crate) enum Func {
     Part,
     /// A processor supplier (Processor API).
     Processor(Arc<dyn crate::processor::Supplier>),
+    /// A source's timestamp extractor (OPERATION_EXTRACT_TIMESTAMP).
+    Extract(Arc<crate::extract::ExtractFn>),
 }
 
 pub(crate) use crate::calls::{column, guarded};
@@ -195,6 +197,20 @@ impl Executor {
                 _ => None,
             });
             return self.processors.process(b, supplier, self.read.clone());
+        }
+        if b.steps.len() == 1 && b.steps[0].operation == pb::Operation::ExtractTimestamp as i32 {
+            let st = &b.steps[0];
+            return match self.functions.get(&st.token) {
+                Some(Func::Extract(f)) => f(b),
+                _ => fail_all(
+                    b,
+                    0,
+                    format!(
+                        "timestamp extractor ({}) names token {}, which is not an extractor registered in this host",
+                        st.node, st.token
+                    ),
+                ),
+            };
         }
         let is_fold = |s: &pb::Step| {
             s.operation == pb::Operation::Reduce as i32 || s.operation == pb::Operation::Aggregate as i32

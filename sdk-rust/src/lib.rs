@@ -33,6 +33,7 @@ mod cogroup;
 mod dsl;
 mod engine;
 mod errors;
+mod extract;
 mod fold;
 mod global;
 mod join;
@@ -68,6 +69,7 @@ pub use cogroup::{CogroupWindows, CogroupedKStream, SessionWindowedCogroupedKStr
 pub use dsl::{GlobalKTable, Joiner, KGroupedStream, KGroupedTable, KStream, KTable};
 pub use engine::find_engine;
 pub use errors::{Error, Result};
+pub use extract::TimestampExtractor;
 pub use fold::Reducer;
 pub use join_stream::JoinWindows;
 pub use options::{Materialized, OffsetReset, Options};

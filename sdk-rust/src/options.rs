@@ -2,6 +2,7 @@
 //! ([`Materialized`]).
 
 use crate::errors::{Error, Result};
+use crate::extract::TimestampExtractor;
 use crate::pb;
 
 /// Names and types a state store (Kafka Streams' `Materialized`).
@@ -109,6 +110,7 @@ pub struct Options {
     value_serde: Option<String>,
     materialized: Option<Materialized>,
     offset_reset: Option<OffsetReset>,
+    timestamp_extractor: Option<TimestampExtractor>,
 }
 
 /// Kafka Streams' `auto.offset.reset`, and a source's
@@ -140,6 +142,7 @@ pub(crate) const KEY: u8 = 2;
 pub(crate) const VALUE: u8 = 4;
 pub(crate) const MATERIALIZED: u8 = 8;
 pub(crate) const OFFSET_RESET: u8 = 16;
+pub(crate) const TIMESTAMP_EXTRACTOR: u8 = 32;
 
 impl Options {
     pub fn new() -> Options {
@@ -169,6 +172,13 @@ impl Options {
         self.offset_reset = Some(policy);
         self
     }
+    /// A source's `Consumed.withTimestampExtractor` (stream and table) with
+    /// one of Kafka Streams' built-in extractors; for a Rust function see
+    /// [`App::stream_with_extractor`](crate::App::stream_with_extractor).
+    pub fn timestamp_extractor(mut self, extractor: TimestampExtractor) -> Options {
+        self.timestamp_extractor = Some(extractor);
+        self
+    }
     /// A store: `Materialized::named("counts")`, or just `"counts"`.
     pub fn materialized(mut self, m: impl Into<Materialized>) -> Options {
         self.materialized = Some(m.into());
@@ -183,6 +193,7 @@ impl Options {
             (self.value_serde.is_some(), VALUE, "value_serde"),
             (self.materialized.is_some(), MATERIALIZED, "materialized"),
             (self.offset_reset.is_some(), OFFSET_RESET, "offset_reset"),
+            (self.timestamp_extractor.is_some(), TIMESTAMP_EXTRACTOR, "timestamp_extractor"),
         ] {
             if set && allowed & bit == 0 {
                 bad.push(what);
@@ -201,6 +212,10 @@ impl Options {
     /// These options' key serde alone.
     pub(crate) fn key_only(&self) -> Options {
         Options { key_serde: self.key_serde.clone(), ..Options::default() }
+    }
+    /// The source's built-in extractor as the protocol gives it.
+    pub(crate) fn extractor_proto(&self) -> Option<pb::TimestampExtractor> {
+        self.timestamp_extractor.map(|e| pb::TimestampExtractor { token: 0, builtin: e.as_str().to_owned() })
     }
     pub(crate) fn offset_reset_or_empty(&self) -> String {
         self.offset_reset.map(|p| p.as_str().to_owned()).unwrap_or_default()

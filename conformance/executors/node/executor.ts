@@ -45,6 +45,7 @@ import { type Fn, type FnRef, fn, processor, transformer } from "./catalogue.js"
 
 interface Step {
   op: string;
+  timestamp_extractor?: "FailOnInvalidTimestamp" | "LogAndSkipOnInvalidTimestamp" | "UsePartitionTimeOnInvalidTimestamp";
   time_limit_ms?: number;
   buffer?: { max_records?: number; max_bytes?: number; when_full?: "emit_early" | "shut_down" };
   as?: string;
@@ -194,11 +195,12 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
   const key = step.key !== undefined ? { key: step.key } : {};
   const value = step.value !== undefined ? { value: step.value } : {};
   let out: AnyNode | undefined;
+  const extractor = step.timestamp_extractor !== undefined ? { timestampExtractor: step.timestamp_extractor } : {};
   if (step.op === "stream") {
-    out = app.stream((step.topics ?? []).map((t) => prefix + t), { ...key, ...value, ...named });
+    out = app.stream((step.topics ?? []).map((t) => prefix + t), { ...key, ...value, ...named, ...extractor });
   } else if (step.op === "table") {
     const m = materialized(step);
-    out = app.table(prefix + step.topic, { ...key, ...value, ...named, ...(m !== undefined ? { materialized: m } : {}) });
+    out = app.table(prefix + step.topic, { ...key, ...value, ...named, ...extractor, ...(m !== undefined ? { materialized: m } : {}) });
   } else if (step.op === "global_table") {
     const m = materialized(step);
     out = app.globalTable(prefix + step.topic, { ...key, ...value, ...named, ...(m !== undefined ? { materialized: m } : {}) });

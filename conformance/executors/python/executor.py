@@ -482,9 +482,22 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
     op, name = step["op"], step.get("name")
     key, value = serde(step, "key"), serde(step, "value")
     if op == "stream":
-        return app.stream([prefix + t for t in step["topics"]], key=key, value=value, name=name)
+        return app.stream(
+            [prefix + t for t in step["topics"]],
+            key=key,
+            value=value,
+            name=name,
+            timestamp_extractor=step.get("timestamp_extractor"),
+        )
     if op == "table":
-        return app.table(prefix + step["topic"], key=key, value=value, materialized=materialized(step), name=name)
+        return app.table(
+            prefix + step["topic"],
+            key=key,
+            value=value,
+            materialized=materialized(step),
+            name=name,
+            timestamp_extractor=step.get("timestamp_extractor"),
+        )
     if op == "global_table":
         return app.global_table(prefix + step["topic"], key=key, value=value, materialized=materialized(step), name=name)
     # The Processor API (docs/design/processor.md): stores, and Topology calls.

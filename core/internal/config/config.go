@@ -5,6 +5,7 @@
 package config
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -145,6 +146,11 @@ type App struct {
 	// of a source (stream, table, global table) that names none; the
 	// operators after it inherit it as they inherit a named one.
 	DefaultKeySerde, DefaultValueSerde string
+	// DefaultExtractor is default.timestamp.extractor: the built-in
+	// TimestampExtractor (class name) of a source that gives none; empty:
+	// the records' own timestamps (Kafka Streams' FailOnInvalidTimestamp,
+	// less its refusal of negative ones).
+	DefaultExtractor string
 	// default.production.exception.handler; default fail (Kafka Streams'
 	// DefaultProductionExceptionHandler). What happens to an output or
 	// changelog record the broker refuses for good (RecordTooLarge, an
@@ -337,6 +343,7 @@ func (c *App) effective(commitMs int64) map[string]string {
 		"auto.offset.reset":                         c.OffsetReset,
 		"default.key.serde":                         serde.Or(c.DefaultKeySerde, serde.Bytes),
 		"default.value.serde":                       serde.Or(c.DefaultValueSerde, serde.Bytes),
+		"default.timestamp.extractor":               cmp.Or(c.DefaultExtractor, "FailOnInvalidTimestamp"),
 		"default.production.exception.handler":      map[bool]string{false: "fail", true: "continue"}[c.ProductionContinue],
 	}
 	if c.StreamThreads > 0 {

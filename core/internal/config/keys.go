@@ -100,6 +100,15 @@ var keys = map[string]func(p *parsing, k, v string){
 	},
 	"default.key.serde":   func(p *parsing, k, v string) { p.defaultSerde(k, v, &p.c.DefaultKeySerde) },
 	"default.value.serde": func(p *parsing, k, v string) { p.defaultSerde(k, v, &p.c.DefaultValueSerde) },
+	"default.timestamp.extractor": func(p *parsing, k, v string) {
+		name := strings.TrimPrefix(strings.TrimSpace(v), "org.apache.kafka.streams.processor.")
+		switch name {
+		case "FailOnInvalidTimestamp", "LogAndSkipOnInvalidTimestamp", "UsePartitionTimeOnInvalidTimestamp", "WallclockTimestampExtractor":
+			p.c.DefaultExtractor = name
+		default:
+			p.fail(fmt.Errorf("%s: want one of Kafka Streams' built-in extractors: FailOnInvalidTimestamp (the default), LogAndSkipOnInvalidTimestamp, UsePartitionTimeOnInvalidTimestamp or WallclockTimestampExtractor (a function is given to a source: timestamp_extractor)", k))
+		}
+	},
 	"default.production.exception.handler": func(p *parsing, k, v string) {
 		switch strings.TrimPrefix(strings.TrimSpace(v), "org.apache.kafka.streams.errors.") {
 		case "fail", "DefaultProductionExceptionHandler":

@@ -88,6 +88,9 @@ type task struct {
 	punctReq   chan chan error
 	schedules  []*schedule
 	streamTime int64
+	// partTime is, per source topic with a TimestampExtractor, the
+	// largest timestamp extracted from this task's partition (extract.go).
+	partTime map[string]int64
 	// restored is set once the task's stores are restored: from then on
 	// they answer queries.
 	restored atomic.Bool
@@ -375,10 +378,17 @@ func (t *task) pushBatch(ctx context.Context, batch []*kgo.Record) error {
 		}
 		// A run's slice ends at its capacity: a step appending to its input
 		// cannot overwrite the next run.
-		if err := t.push(ctx, srcs[i], recs[i:j:j]); err != nil {
+		run := recs[i:j:j]
+		if srcs[i].node.Extractor != nil {
+			var err error
+			if run, err = t.extract(ctx, srcs[i], run); err != nil {
+				return err
+			}
+		}
+		if err := t.push(ctx, srcs[i], run); err != nil {
 			return err
 		}
-		for _, r := range recs[i:j] {
+		for _, r := range run {
 			t.streamTime = max(t.streamTime, r.ts)
 		}
 		if len(t.schedules) > 0 {

@@ -385,6 +385,7 @@ func (s *Server) OpenSession(ctx context.Context, req *connect.Request[pb.OpenSe
 	builder.FoldPrograms = cfg.FoldPrograms
 	builder.HostProcessors = cfg.HostProcessors
 	builder.DefaultKeySerde, builder.DefaultValueSerde = cfg.DefaultKeySerde, cfg.DefaultValueSerde
+	builder.DefaultExtractor = cfg.DefaultExtractor
 	id := hex.EncodeToString(raw[:])
 	ss := &session{
 		id: id, label: sessionLabel(id), appID: m.ApplicationId, cfg: cfg,

@@ -84,6 +84,9 @@ type Builder struct {
 	// default.value.serde: the serdes of a source that names none (empty:
 	// bytes). Set before the first source is added.
 	DefaultKeySerde, DefaultValueSerde string
+	// DefaultExtractor is default.timestamp.extractor: the built-in
+	// extractor of a stream or table source that gives none.
+	DefaultExtractor string
 }
 
 // entry is the builder's side of a handle.
@@ -151,6 +154,10 @@ type StreamOptions struct {
 	// OffsetReset is Consumed.withOffsetResetPolicy: earliest, latest or
 	// none; empty follows auto.offset.reset.
 	OffsetReset string
+	// Extractor is Consumed.withTimestampExtractor: a function (token or
+	// TimestampExtractorFunc) or a built-in extractor's name (Builtin);
+	// nil keeps the records' own timestamps.
+	Extractor *Function
 }
 
 // Materialized names and types count's store. An empty StoreName means
@@ -225,6 +232,7 @@ func (b *Builder) Stream(o StreamOptions) (*Handle, error) {
 	c.topicSerde("key", o.KeySerde)
 	c.topicSerde("value", o.ValueSerde)
 	c.offsetReset(o.OffsetReset)
+	extractor := c.extractor(o.Extractor)
 	name := c.processorName(o.Name, prefixSource)
 	if err := c.done(); err != nil {
 		return nil, err
@@ -233,7 +241,7 @@ func (b *Builder) Stream(o StreamOptions) (*Handle, error) {
 		Name: name, Type: Source, Topics: slices.Clone(o.Topics),
 		KeySerde: serde.Carried(b.keySerde(o.KeySerde)), ValueSerde: serde.Carried(b.valueSerde(o.ValueSerde)),
 		KeyWire: wire(o.KeySerde), ValueWire: wire(o.ValueSerde),
-		OffsetReset: o.OffsetReset,
+		OffsetReset: o.OffsetReset, Extractor: extractor,
 	}
 	b.nodes[n.Name] = n
 	g := b.add(nil, &gnode{nodes: []*Node{n}, out: n})

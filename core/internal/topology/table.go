@@ -34,6 +34,8 @@ type TableOptions struct {
 	// OffsetReset is Consumed.withOffsetResetPolicy: earliest, latest or
 	// none; empty follows auto.offset.reset.
 	OffsetReset string
+	// Extractor is Consumed.withTimestampExtractor (StreamOptions.Extractor).
+	Extractor *Function
 	// Name is Consumed.as: it names the table source processor, and the
 	// source node "<Name>-source" (InternalStreamsBuilder#table since Kafka
 	// 3.x; 2.x named them the other way round, "<Name>" and
@@ -84,13 +86,14 @@ func (b *Builder) Table(o TableOptions) (*Handle, error) {
 		store = fmt.Sprintf("%s-STATE-STORE-%010d", o.Topic, c.burn())
 	}
 	c.offsetReset(o.OffsetReset)
+	extractor := c.extractor(o.Extractor)
 	sourceName := c.suffixedName(o.Name, "-source", prefixSource)
 	tableName := c.processorName(o.Name, prefixTableSource)
 	if err := c.done(); err != nil {
 		return nil, err
 	}
 	k, v := serde.Carried(b.keySerde(o.KeySerde)), serde.Carried(b.valueSerde(o.ValueSerde))
-	src := &Node{Name: sourceName, Type: Source, Topics: []string{o.Topic}, KeySerde: k, ValueSerde: v, KeyWire: wire(o.KeySerde), ValueWire: wire(o.ValueSerde), OffsetReset: o.OffsetReset}
+	src := &Node{Name: sourceName, Type: Source, Topics: []string{o.Topic}, KeySerde: k, ValueSerde: v, KeyWire: wire(o.KeySerde), ValueWire: wire(o.ValueSerde), OffsetReset: o.OffsetReset, Extractor: extractor}
 	tbl := &Node{
 		Name: tableName, Type: Processor, Op: OpTableSource,
 		KeySerde: serde.Or(mat.KeySerde, k), ValueSerde: serde.Or(mat.ValueSerde, v),

@@ -280,6 +280,9 @@ type Node struct {
 	// OffsetReset: a source's Consumed.withOffsetResetPolicy (earliest,
 	// latest, none); empty follows auto.offset.reset.
 	OffsetReset string
+	// Extractor: a source's TimestampExtractor (a built-in one resolved to
+	// its Native function); nil keeps the records' timestamps.
+	Extractor *Function
 	// Stores this processor uses (names of Topology.Stores entries).
 	Stores []string
 	// Fn is set for OpMapValues .. OpForeach, OpReduce and OpAggregate.

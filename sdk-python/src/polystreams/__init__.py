@@ -13,7 +13,7 @@
 """
 
 from polystreams._version import __version__
-from polystreams.app import App, BrokerOutage, HostHealth, RestoreProgress, State, StateListener
+from polystreams.app import App, BrokerOutage, BuiltinTimestampExtractor, TimestampExtractor, HostHealth, RestoreProgress, State, StateListener
 from polystreams.config import Config, OffsetReset, ProcessingGuarantee, ProductionExceptionHandler
 from polystreams.dsl import (
     BranchedKStream,
@@ -109,6 +109,8 @@ __all__ = [
     "NodeMetrics",
     "NotFoundError",
     "OffsetReset",
+    "TimestampExtractor",
+    "BuiltinTimestampExtractor",
     "PartitionLag",
     "PolystreamsError",
     "ProcessingError",

@@ -25,6 +25,7 @@ from collections import Counter
 from itertools import chain, compress, repeat
 from typing import Any
 
+from polystreams._extract import run_extract
 from polystreams._aio import Failed, Loop, function_name, is_async, is_awaitable
 from polystreams._metadata import MetadataChain, wants_metadata
 from polystreams._operations import (
@@ -1364,6 +1365,8 @@ class Executor:
         if is_processor_bundle(bundle):
             self._loop.start_bundle()
             return self._processors.process(bundle)
+        if len(steps) == 1 and steps[0].operation == pb.OPERATION_EXTRACT_TIMESTAMP:
+            return run_extract(bundle, self._functions)
         key = (
             tuple((s.token, s.operation, s.initializer_token, s.subtractor_token, s.metadata) for s in steps),
             bundle.key_serde,

@@ -38,7 +38,7 @@ from polystreams.store import (
     query_metadata_for_key,
     streams_metadata,
 )
-from polystreams.processor import StoreBuilder, Topology, metadata_of
+from polystreams.processor import RecordMetadata, StoreBuilder, Topology, metadata_of
 from polystreams.v1alpha1 import engine_pb2 as pb
 
 __all__ = ["App", "BrokerOutage", "HostHealth", "RestoreProgress", "State", "StateListener"]
@@ -168,6 +168,19 @@ DELIVER_AFTER_S = 5.0
 ASYNC_TIMEOUT_S = 20.0
 
 
+TimestampExtractor = Callable[[Any, Any, RecordMetadata, int], int]
+"""A source's TimestampExtractor: ``fn(key, value, metadata, partition_time)
+-> timestamp`` in epoch ms; ``partition_time`` is the largest timestamp
+extracted from the record's partition so far (-1 before any)."""
+
+BuiltinTimestampExtractor = Literal[
+    "FailOnInvalidTimestamp",
+    "LogAndSkipOnInvalidTimestamp",
+    "UsePartitionTimeOnInvalidTimestamp",
+    "WallclockTimestampExtractor",
+]
+"""Kafka Streams' built-in extractors, by class name."""
+
 class App:
     """A polystreams application: a Kafka Streams topology whose functions
     run in this process.
@@ -267,6 +280,7 @@ class App:
         value: SerdeName | TopicSerde | None = None,
         name: str | None = None,
         offset_reset: OffsetReset | None = None,
+        timestamp_extractor: TimestampExtractor | BuiltinTimestampExtractor | None = None,
     ) -> KStream:
         """A stream of the records of one or more topics (``StreamsBuilder.stream``).
 
@@ -275,6 +289,11 @@ class App:
         ``name`` names the source node (``Consumed.as``); ``offset_reset``
         is ``Consumed.withOffsetResetPolicy``: where a partition with no
         committed offset starts (default: the config's ``auto_offset_reset``).
+        ``timestamp_extractor`` is ``Consumed.withTimestampExtractor``:
+        ``fn(key, value, metadata, partition_time) -> int`` gives each
+        record's timestamp (epoch ms; a negative one drops the record, a
+        raise stops the application), or one of Kafka Streams' built-in
+        extractors by class name (``"LogAndSkipOnInvalidTimestamp"``, ...).
         """
         op = pb.StreamOp(
             topics=topics_of(topics),
@@ -283,7 +302,16 @@ class App:
             name=name or "",
             offset_reset=offset_reset or "",
         )
+        self._extractor(op, "stream", timestamp_extractor)
         return KStream(self, self._build("stream", op))
+
+    def _extractor(self, op: Any, call: str, extractor: TimestampExtractor | BuiltinTimestampExtractor | None) -> None:
+        if extractor is None:
+            return
+        if isinstance(extractor, str):
+            op.timestamp_extractor.builtin = extractor
+        else:
+            op.timestamp_extractor.token = self._register(f"{call} timestamp_extractor", extractor)
 
     def table(
         self,
@@ -294,6 +322,7 @@ class App:
         materialized: str | Materialized | None = None,
         name: str | None = None,
         offset_reset: OffsetReset | None = None,
+        timestamp_extractor: TimestampExtractor | BuiltinTimestampExtractor | None = None,
     ) -> KTable:
         """A table of the latest value per key of ``topic`` (``StreamsBuilder.table``):
         each record upserts its key, a ``None`` value deletes it.
@@ -302,11 +331,12 @@ class App:
         which makes it queryable; otherwise the store is named
         ``<topic>-STATE-STORE-<n>`` and kept only when an operator needs it.
         ``name`` names the source node (``Consumed.as``); ``offset_reset``
-        as for :meth:`stream`.
+        and ``timestamp_extractor`` as for :meth:`stream`.
         """
         op = pb.TableOp(
             topic=topic, key_serde=key or "", value_serde=value or "", name=name or "", offset_reset=offset_reset or ""
         )
+        self._extractor(op, "table", timestamp_extractor)
         _materialize(op, "table", materialized)
         return KTable(self, self._build("table", op))
 
@@ -389,6 +419,8 @@ class App:
         except PolystreamsError:
             for field in ("token", "initializer_token", "aggregator_token", "subtractor_token", "merger_token"):
                 self._functions.pop(getattr(message, field, 0), None)  # registered for this call only
+            if op in ("stream", "table") and message.HasField("timestamp_extractor"):
+                self._functions.pop(message.timestamp_extractor.token, None)
             raise
 
     def _build(self, op: str, message: Any) -> Handle:

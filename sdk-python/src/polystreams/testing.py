@@ -35,7 +35,7 @@ from types import TracebackType
 from typing import Any
 
 from polystreams import serde
-from polystreams.app import App
+from polystreams.app import App, BuiltinTimestampExtractor, TimestampExtractor
 from polystreams.config import Config, OffsetReset
 from polystreams.dsl import GlobalKTable, KStream, KTable, Materialized
 from polystreams.errors import FailedPreconditionError, ProcessingError
@@ -116,8 +116,11 @@ class TopologyTestDriver(App):
         value: SerdeName | TopicSerde | None = None,
         name: str | None = None,
         offset_reset: OffsetReset | None = None,
+        timestamp_extractor: TimestampExtractor | BuiltinTimestampExtractor | None = None,
     ) -> KStream:
-        s = super().stream(topics, key=key, value=value, name=name, offset_reset=offset_reset)
+        s = super().stream(
+            topics, key=key, value=value, name=name, offset_reset=offset_reset, timestamp_extractor=timestamp_extractor
+        )
         for t in [topics] if isinstance(topics, str) else topics:
             self._serdes[t] = (s.handle.key_serde or "bytes", s.handle.value_serde or "bytes")
         return s
@@ -131,8 +134,17 @@ class TopologyTestDriver(App):
         materialized: str | Materialized | None = None,
         name: str | None = None,
         offset_reset: OffsetReset | None = None,
+        timestamp_extractor: TimestampExtractor | BuiltinTimestampExtractor | None = None,
     ) -> KTable:
-        t = super().table(topic, key=key, value=value, materialized=materialized, name=name, offset_reset=offset_reset)
+        t = super().table(
+            topic,
+            key=key,
+            value=value,
+            materialized=materialized,
+            name=name,
+            offset_reset=offset_reset,
+            timestamp_extractor=timestamp_extractor,
+        )
         self._serdes[topic] = (t.handle.key_serde or "bytes", t.handle.value_serde or "bytes")
         return t
 

@@ -153,6 +153,32 @@ pub struct StreamOp {
     /// auto.offset.reset.
     #[prost(string, tag = "60")]
     pub offset_reset: ::prost::alloc::string::String,
+    /// Consumed.withTimestampExtractor: the record's timestamp is the
+    /// extractor's answer, taken before the source node forwards the record
+    /// (Kafka Streams' RecordQueue); a negative answer drops the record
+    /// (dropped-records) with a warning naming topic, partition and offset.
+    /// Absent: the record's own timestamp.
+    #[prost(message, optional, tag = "100")]
+    pub timestamp_extractor: ::core::option::Option<TimestampExtractor>,
+}
+/// TimestampExtractor is a source's TimestampExtractor: a host function
+/// (token, called with OPERATION_EXTRACT_TIMESTAMP bundles) or one of Kafka
+/// Streams' built-in extractors by class name.
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct TimestampExtractor {
+    /// A function registered with RegisterFunction: fn(key, value, metadata
+    /// (topic, partition, offset, timestamp, headers), partition time) ->
+    /// timestamp in ms. 0 when builtin is set.
+    #[prost(uint32, tag = "1")]
+    pub token: u32,
+    /// "FailOnInvalidTimestamp" (Kafka Streams' default: a negative record
+    /// timestamp fails the application), "LogAndSkipOnInvalidTimestamp" (it
+    /// drops the record), "UsePartitionTimeOnInvalidTimestamp" (it takes the
+    /// partition time; fails when none is known) or
+    /// "WallclockTimestampExtractor" (the engine's clock). Empty when token is
+    /// set.
+    #[prost(string, tag = "2")]
+    pub builtin: ::prost::alloc::string::String,
 }
 /// WindowedByOp is KGroupedStream.windowedBy: count, reduce and aggregate on
 /// the result keep one aggregate per key and window, and make a KTable whose
@@ -317,6 +343,13 @@ pub struct TableOp {
     /// auto.offset.reset.
     #[prost(string, tag = "60")]
     pub offset_reset: ::prost::alloc::string::String,
+    /// Consumed.withTimestampExtractor: the record's timestamp is the
+    /// extractor's answer, taken before the source node forwards the record
+    /// (Kafka Streams' RecordQueue); a negative answer drops the record
+    /// (dropped-records) with a warning naming topic, partition and offset.
+    /// Absent: the record's own timestamp.
+    #[prost(message, optional, tag = "100")]
+    pub timestamp_extractor: ::core::option::Option<TimestampExtractor>,
 }
 /// MapValuesOp is KStream.mapValues, or KTable.mapValues when input is a table.
 #[derive(Clone, PartialEq, ::prost::Message)]
@@ -1334,6 +1367,10 @@ pub struct Bundle {
     pub header_value_lengths: ::prost::alloc::vec::Vec<i32>,
     #[prost(bytes = "vec", tag = "37")]
     pub header_values: ::prost::alloc::vec::Vec<u8>,
+    /// OPERATION_EXTRACT_TIMESTAMP: the partition's time before record 0 (the
+    /// largest timestamp extracted so far; -1: none yet).
+    #[prost(int64, tag = "100")]
+    pub partition_time: i64,
 }
 /// StoreView is the prefetched part of one store for one bundle: entry j has
 /// key j and value j (value length -1: known absent). A window store's rows
@@ -2491,6 +2528,16 @@ pub enum Operation {
     /// A fixed-key processor (processValues): as PROCESS, forwards keep the
     /// input's key.
     ProcessValues = 17,
+    /// A source's TimestampExtractor: fn(key, value, metadata, partition
+    /// time) -> timestamp in ms, one step per bundle. The answer has one
+    /// output per record (output_counts 1, no keys or values) whose timestamp
+    /// is output_timestamps\[i\]. Record i's partition time is
+    /// Bundle.partition_time for record 0, then max(partition time, answer)
+    /// over the earlier records' non-negative answers (the host tracks it).
+    /// A failure of kind DESERIALIZATION goes to the deserialization
+    /// handler; any other fails the application (Kafka Streams' "Fatal user
+    /// code error in TimestampExtractor callback").
+    ExtractTimestamp = 18,
 }
 impl Operation {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -2516,6 +2563,7 @@ impl Operation {
             Self::FlatMapValuesWithKey => "OPERATION_FLAT_MAP_VALUES_WITH_KEY",
             Self::Process => "OPERATION_PROCESS",
             Self::ProcessValues => "OPERATION_PROCESS_VALUES",
+            Self::ExtractTimestamp => "OPERATION_EXTRACT_TIMESTAMP",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -2538,6 +2586,7 @@ impl Operation {
             "OPERATION_FLAT_MAP_VALUES_WITH_KEY" => Some(Self::FlatMapValuesWithKey),
             "OPERATION_PROCESS" => Some(Self::Process),
             "OPERATION_PROCESS_VALUES" => Some(Self::ProcessValues),
+            "OPERATION_EXTRACT_TIMESTAMP" => Some(Self::ExtractTimestamp),
             _ => None,
         }
     }

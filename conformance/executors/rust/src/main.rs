@@ -32,8 +32,8 @@ use polystreams::{
     App, BufferConfig, CogroupedKStream, Config, EmitStrategy, Error, GlobalKTable, JoinWindows, Joiner,
     KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Options, Printed, Reducer, Repartitioned,
     SessionWindowedCogroupedKStream, SessionWindowedKStream, SessionWindows, SlidingWindows,
-    TimeWindowedCogroupedKStream, TimeWindowedKStream, TimeWindows, TransformResult, TransformerContext, Value,
-    ValueTransformerWithKey, Windowed,
+    TimeWindowedCogroupedKStream, TimeWindowedKStream, TimeWindows, TimestampExtractor, TransformResult,
+    TransformerContext, Value, ValueTransformerWithKey, Windowed,
 };
 use serde_json::{json, Map, Value as J};
 
@@ -1118,9 +1118,13 @@ fn apply(
     let topic = || format!("{prefix}{}", step.get("topic").and_then(J::as_str).unwrap_or(""));
     match (op, node) {
         ("stream", _) => {
-            return Ok(Some(Node::Stream(app.stream_with(str_list("topics"), options(step, true, false))?)))
+            let o = extractor(step, options(step, true, false))?;
+            return Ok(Some(Node::Stream(app.stream_with(str_list("topics"), o)?)));
         }
-        ("table", _) => return Ok(Some(Node::Table(app.table_with(&topic(), options(step, true, true))?))),
+        ("table", _) => {
+            let o = extractor(step, options(step, true, true))?;
+            return Ok(Some(Node::Table(app.table_with(&topic(), o)?)));
+        }
         ("global_table", _) => {
             return Ok(Some(Node::Global(app.global_table_with(&topic(), options(step, true, true))?)))
         }
@@ -1661,4 +1665,19 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         Err(e) => return Err(Box::new(e)),
     }
     Ok(())
+}
+
+/// A source step's Consumed.withTimestampExtractor: a built-in extractor by class name.
+fn extractor(step: &Map<String, J>, o: Options) -> Result<Options, BuildError> {
+    let Some(name) = step.get("timestamp_extractor").and_then(J::as_str) else {
+        return Ok(o);
+    };
+    let e = match name {
+        "FailOnInvalidTimestamp" => TimestampExtractor::FailOnInvalidTimestamp,
+        "LogAndSkipOnInvalidTimestamp" => TimestampExtractor::LogAndSkipOnInvalidTimestamp,
+        "UsePartitionTimeOnInvalidTimestamp" => TimestampExtractor::UsePartitionTimeOnInvalidTimestamp,
+        "WallclockTimestampExtractor" => TimestampExtractor::WallclockTimestampExtractor,
+        _ => return Err(BuildError::Executor(format!("unknown timestamp extractor {name:?}"))),
+    };
+    Ok(o.timestamp_extractor(e))
 }

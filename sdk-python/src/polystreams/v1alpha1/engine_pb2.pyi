@@ -30,6 +30,7 @@ METADATA_READ: Metadata
 METADATA_UNSPECIFIED: Metadata
 METADATA_WRITE: Metadata
 OPERATION_AGGREGATE: Operation
+OPERATION_EXTRACT_TIMESTAMP: Operation
 OPERATION_FILTER: Operation
 OPERATION_FILTER_NOT: Operation
 OPERATION_FLAT_MAP: Operation
@@ -283,7 +284,7 @@ class BuildResponse(_message.Message):
     def __init__(self, handle: _Optional[_Union[Handle, _Mapping]] = ..., branches: _Optional[_Iterable[_Union[Handle, _Mapping]]] = ...) -> None: ...
 
 class Bundle(_message.Message):
-    __slots__ = ["after", "aggregate_lengths", "aggregate_serde", "aggregates", "final_only", "fold_bases", "group_sizes", "header_counts", "header_key_lengths", "header_keys", "header_value_lengths", "header_values", "id", "inits", "key_lengths", "key_serde", "keys", "merge_counts", "merge_refs", "offsets", "old_value_lengths", "old_values", "other_value_lengths", "other_value_serde", "other_values", "output_key_serde", "output_value_serde", "partition", "steps", "stores", "task", "timestamps", "topic", "value_lengths", "value_refs", "value_serde", "values"]
+    __slots__ = ["after", "aggregate_lengths", "aggregate_serde", "aggregates", "final_only", "fold_bases", "group_sizes", "header_counts", "header_key_lengths", "header_keys", "header_value_lengths", "header_values", "id", "inits", "key_lengths", "key_serde", "keys", "merge_counts", "merge_refs", "offsets", "old_value_lengths", "old_values", "other_value_lengths", "other_value_serde", "other_values", "output_key_serde", "output_value_serde", "partition", "partition_time", "steps", "stores", "task", "timestamps", "topic", "value_lengths", "value_refs", "value_serde", "values"]
     AFTER_FIELD_NUMBER: _ClassVar[int]
     AGGREGATES_FIELD_NUMBER: _ClassVar[int]
     AGGREGATE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
@@ -312,6 +313,7 @@ class Bundle(_message.Message):
     OUTPUT_KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_TIME_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
     STORES_FIELD_NUMBER: _ClassVar[int]
     TASK_FIELD_NUMBER: _ClassVar[int]
@@ -349,6 +351,7 @@ class Bundle(_message.Message):
     output_key_serde: str
     output_value_serde: str
     partition: int
+    partition_time: int
     steps: _containers.RepeatedCompositeFieldContainer[Step]
     stores: _containers.RepeatedCompositeFieldContainer[StoreView]
     task: str
@@ -358,7 +361,7 @@ class Bundle(_message.Message):
     value_refs: _containers.RepeatedScalarFieldContainer[int]
     value_serde: str
     values: bytes
-    def __init__(self, id: _Optional[int] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., output_key_serde: _Optional[str] = ..., output_value_serde: _Optional[str] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., topic: _Optional[str] = ..., partition: _Optional[int] = ..., offsets: _Optional[_Iterable[int]] = ..., timestamps: _Optional[_Iterable[int]] = ..., group_sizes: _Optional[_Iterable[int]] = ..., aggregate_lengths: _Optional[_Iterable[int]] = ..., aggregates: _Optional[bytes] = ..., aggregate_serde: _Optional[str] = ..., old_value_lengths: _Optional[_Iterable[int]] = ..., old_values: _Optional[bytes] = ..., value_refs: _Optional[_Iterable[int]] = ..., final_only: bool = ..., fold_bases: _Optional[_Iterable[int]] = ..., merge_counts: _Optional[_Iterable[int]] = ..., merge_refs: _Optional[_Iterable[int]] = ..., other_value_lengths: _Optional[_Iterable[int]] = ..., other_values: _Optional[bytes] = ..., other_value_serde: _Optional[str] = ..., task: _Optional[str] = ..., stores: _Optional[_Iterable[_Union[StoreView, _Mapping]]] = ..., inits: _Optional[_Iterable[_Union[BundleEntry, _Mapping]]] = ..., after: _Optional[_Iterable[_Union[BundleEntry, _Mapping]]] = ..., header_counts: _Optional[_Iterable[int]] = ..., header_key_lengths: _Optional[_Iterable[int]] = ..., header_keys: _Optional[bytes] = ..., header_value_lengths: _Optional[_Iterable[int]] = ..., header_values: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., output_key_serde: _Optional[str] = ..., output_value_serde: _Optional[str] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., topic: _Optional[str] = ..., partition: _Optional[int] = ..., offsets: _Optional[_Iterable[int]] = ..., timestamps: _Optional[_Iterable[int]] = ..., group_sizes: _Optional[_Iterable[int]] = ..., aggregate_lengths: _Optional[_Iterable[int]] = ..., aggregates: _Optional[bytes] = ..., aggregate_serde: _Optional[str] = ..., old_value_lengths: _Optional[_Iterable[int]] = ..., old_values: _Optional[bytes] = ..., value_refs: _Optional[_Iterable[int]] = ..., final_only: bool = ..., fold_bases: _Optional[_Iterable[int]] = ..., merge_counts: _Optional[_Iterable[int]] = ..., merge_refs: _Optional[_Iterable[int]] = ..., other_value_lengths: _Optional[_Iterable[int]] = ..., other_values: _Optional[bytes] = ..., other_value_serde: _Optional[str] = ..., task: _Optional[str] = ..., stores: _Optional[_Iterable[_Union[StoreView, _Mapping]]] = ..., inits: _Optional[_Iterable[_Union[BundleEntry, _Mapping]]] = ..., after: _Optional[_Iterable[_Union[BundleEntry, _Mapping]]] = ..., header_counts: _Optional[_Iterable[int]] = ..., header_key_lengths: _Optional[_Iterable[int]] = ..., header_keys: _Optional[bytes] = ..., header_value_lengths: _Optional[_Iterable[int]] = ..., header_values: _Optional[bytes] = ..., partition_time: _Optional[int] = ...) -> None: ...
 
 class BundleEntry(_message.Message):
     __slots__ = ["kind", "schedule", "step", "time_ms"]
@@ -1327,18 +1330,20 @@ class StoreView(_message.Message):
     def __init__(self, store: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., type: _Optional[_Union[StoreType, str]] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., timestamps: _Optional[_Iterable[int]] = ..., windows: _Optional[_Iterable[int]] = ..., uncovered_lengths: _Optional[_Iterable[int]] = ..., uncovered: _Optional[bytes] = ...) -> None: ...
 
 class StreamOp(_message.Message):
-    __slots__ = ["key_serde", "name", "offset_reset", "topics", "value_serde"]
+    __slots__ = ["key_serde", "name", "offset_reset", "timestamp_extractor", "topics", "value_serde"]
     KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     OFFSET_RESET_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_EXTRACTOR_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
     key_serde: str
     name: str
     offset_reset: str
+    timestamp_extractor: TimestampExtractor
     topics: _containers.RepeatedScalarFieldContainer[str]
     value_serde: str
-    def __init__(self, topics: _Optional[_Iterable[str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., offset_reset: _Optional[str] = ...) -> None: ...
+    def __init__(self, topics: _Optional[_Iterable[str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., offset_reset: _Optional[str] = ..., timestamp_extractor: _Optional[_Union[TimestampExtractor, _Mapping]] = ...) -> None: ...
 
 class StreamsMetadata(_message.Message):
     __slots__ = ["host_info", "standby_state_store_names", "standby_topic_partitions", "state_store_names", "topic_partitions"]
@@ -1401,20 +1406,22 @@ class SuppressOp(_message.Message):
     def __init__(self, input: _Optional[int] = ..., name: _Optional[str] = ..., time_limit_ms: _Optional[int] = ..., buffer: _Optional[_Union[SuppressBuffer, _Mapping]] = ...) -> None: ...
 
 class TableOp(_message.Message):
-    __slots__ = ["key_serde", "materialized", "name", "offset_reset", "topic", "value_serde"]
+    __slots__ = ["key_serde", "materialized", "name", "offset_reset", "timestamp_extractor", "topic", "value_serde"]
     KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
     MATERIALIZED_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     OFFSET_RESET_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_EXTRACTOR_FIELD_NUMBER: _ClassVar[int]
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
     key_serde: str
     materialized: Materialized
     name: str
     offset_reset: str
+    timestamp_extractor: TimestampExtractor
     topic: str
     value_serde: str
-    def __init__(self, topic: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ..., offset_reset: _Optional[str] = ...) -> None: ...
+    def __init__(self, topic: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ..., offset_reset: _Optional[str] = ..., timestamp_extractor: _Optional[_Union[TimestampExtractor, _Mapping]] = ...) -> None: ...
 
 class TaskMetrics(_message.Message):
     __slots__ = ["id", "inputs", "restored", "stores"]
@@ -1459,6 +1466,14 @@ class TimeWindows(_message.Message):
     grace_ms: int
     size_ms: int
     def __init__(self, size_ms: _Optional[int] = ..., advance_ms: _Optional[int] = ..., grace_ms: _Optional[int] = ...) -> None: ...
+
+class TimestampExtractor(_message.Message):
+    __slots__ = ["builtin", "token"]
+    BUILTIN_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    builtin: str
+    token: int
+    def __init__(self, token: _Optional[int] = ..., builtin: _Optional[str] = ...) -> None: ...
 
 class ToOp(_message.Message):
     __slots__ = ["input", "key_serde", "name", "topic", "value_serde"]

@@ -116,6 +116,24 @@ final class CaseTopology {
     return n == null || n.isNull() ? null : n.asText();
   }
 
+  /** A source's Consumed.withTimestampExtractor: a built-in extractor by class name. */
+  private static Consumed extractor(JsonNode st, Consumed c) {
+    String name = text(st, "timestamp_extractor");
+    if (name == null) {
+      return c;
+    }
+    switch (name) {
+      case "FailOnInvalidTimestamp":
+        return c.withTimestampExtractor(new org.apache.kafka.streams.processor.FailOnInvalidTimestamp());
+      case "LogAndSkipOnInvalidTimestamp":
+        return c.withTimestampExtractor(new org.apache.kafka.streams.processor.LogAndSkipOnInvalidTimestamp());
+      case "UsePartitionTimeOnInvalidTimestamp":
+        return c.withTimestampExtractor(new org.apache.kafka.streams.processor.UsePartitionTimeOnInvalidTimestamp());
+      default:
+        throw new IllegalArgumentException("unknown timestamp extractor " + name);
+    }
+  }
+
   private static String or(String s, String def) {
     return s == null ? def : s;
   }
@@ -171,7 +189,7 @@ final class CaseTopology {
         st.get("topics").forEach(t -> topics.add(t.asText()));
         String ks = or(text(st, "key"), "bytes");
         String vs = or(text(st, "value"), "bytes");
-        Consumed c = Consumed.with(serde(ks), serde(vs));
+        Consumed c = extractor(st, Consumed.with(serde(ks), serde(vs)));
         if (name != null) {
           c = c.withName(name);
         }
@@ -181,7 +199,7 @@ final class CaseTopology {
       case "global_table": {
         String ks = or(text(st, "key"), "bytes");
         String vs = or(text(st, "value"), "bytes");
-        Consumed c = Consumed.with(serde(ks), serde(vs));
+        Consumed c = extractor(st, Consumed.with(serde(ks), serde(vs)));
         if (name != null) {
           c = c.withName(name);
         }

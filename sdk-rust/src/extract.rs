@@ -1,0 +1,114 @@
+//! A source's TimestampExtractor (`Consumed.withTimestampExtractor`): the
+//! built-in extractors by name ([`TimestampExtractor`], an [`Options`]
+//! value) and a Rust function ([`App::stream_with_extractor`]), run on the
+//! host over `OPERATION_EXTRACT_TIMESTAMP` bundles.
+//!
+//! [`Options`]: crate::Options
+//! [`App::stream_with_extractor`]: crate::App::stream_with_extractor
+
+use std::sync::Arc;
+
+use crate::bundle::{column, fail_all, guarded};
+use crate::pb;
+use crate::processor::host::read_headers;
+use crate::processor::RecordMetadata;
+use crate::serdes::Serde;
+
+/// Kafka Streams' built-in timestamp extractors, by class name
+/// ([`Options::timestamp_extractor`](crate::Options::timestamp_extractor)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimestampExtractor {
+    /// The record's timestamp; a negative one stops the application (Kafka
+    /// Streams' default).
+    FailOnInvalidTimestamp,
+    /// The record's timestamp; a record with a negative one is dropped with a
+    /// warning.
+    LogAndSkipOnInvalidTimestamp,
+    /// The record's timestamp, or for a negative one the partition's time;
+    /// with none known yet the application stops.
+    UsePartitionTimeOnInvalidTimestamp,
+    /// The engine's clock when the record is processed.
+    WallclockTimestampExtractor,
+}
+
+impl TimestampExtractor {
+    /// The extractor's Kafka Streams class name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimestampExtractor::FailOnInvalidTimestamp => "FailOnInvalidTimestamp",
+            TimestampExtractor::LogAndSkipOnInvalidTimestamp => "LogAndSkipOnInvalidTimestamp",
+            TimestampExtractor::UsePartitionTimeOnInvalidTimestamp => "UsePartitionTimeOnInvalidTimestamp",
+            TimestampExtractor::WallclockTimestampExtractor => "WallclockTimestampExtractor",
+        }
+    }
+}
+
+/// Runs one extractor bundle.
+pub(crate) type ExtractFn = dyn Fn(&pb::Bundle) -> pb::BundleResult + Send + Sync;
+
+/// The bundle runner of `f`, a typed extractor: record i's partition time is
+/// the bundle's for record 0, then the largest non-negative timestamp
+/// extracted before it. A key or value that does not decode fails as
+/// deserialization; a panic as processing (the engine stops the
+/// application, as Kafka Streams does).
+pub(crate) fn extract_fn<K: Serde, V: Serde, F>(f: F) -> Arc<ExtractFn>
+where
+    F: Fn(&K, &V, &RecordMetadata, i64) -> i64 + Send + Sync + 'static,
+{
+    Arc::new(move |b: &pb::Bundle| {
+        let n = b.value_lengths.len();
+        let mut r = pb::BundleResult { bundle_id: b.id, ..Default::default() };
+        let cols = column(&b.keys, &b.key_lengths)
+            .and_then(|k| column(&b.values, &b.value_lengths).map(|v| (k, v)))
+            .and_then(|(k, v)| read_headers(b, n).map(|h| (k, v, h)));
+        let (keys, values, headers) = match cols {
+            Ok(c) => c,
+            Err(e) => return fail_all(b, 0, e),
+        };
+        let mut pt = b.partition_time;
+        for i in 0..n {
+            let decoded = K::decode(&b.key_serde, keys[i])
+                .map_err(|e| format!("key: {e}"))
+                .and_then(|k| V::decode(&b.value_serde, values[i]).map(|v| (k, v)).map_err(|e| format!("value: {e}")));
+            let (k, v) = match decoded {
+                Ok(kv) => kv,
+                Err(e) => {
+                    r.output_counts.push(0);
+                    r.failures.push(pb::RecordFailure {
+                        index: i as i32,
+                        step: 0,
+                        message: e,
+                        kind: pb::record_failure::Kind::Deserialization as i32,
+                    });
+                    continue;
+                }
+            };
+            let meta = RecordMetadata {
+                topic: b.topic.clone(),
+                partition: b.partition,
+                offset: b.offsets.get(i).copied().unwrap_or(-1),
+                timestamp: b.timestamps.get(i).copied().unwrap_or(0),
+                headers: headers[i].clone(),
+            };
+            match guarded(|| f(&k, &v, &meta, pt)) {
+                Ok(ts) => {
+                    r.output_counts.push(1);
+                    r.output_timestamps.push(ts);
+                    if ts >= 0 {
+                        pt = pt.max(ts);
+                    }
+                }
+                Err(e) => {
+                    r.output_counts.push(0);
+                    r.failures.push(pb::RecordFailure {
+                        index: i as i32,
+                        step: 0,
+                        message: e,
+                        kind: pb::record_failure::Kind::Processing as i32,
+                    });
+                }
+            }
+        }
+        r
+    })
+}
