@@ -747,6 +747,11 @@ pub struct RepartitionOp {
     /// writing it has.
     #[prost(int32, tag = "3")]
     pub partitions: i32,
+    /// Repartitioned.withStreamPartitioner: fn(topic, key, value,
+    /// numPartitions) -> partitions, run as OPERATION_STREAM_PARTITION. 0:
+    /// Kafka's default partitioner (murmur2 of the serialized key).
+    #[prost(uint32, tag = "110")]
+    pub partitioner_token: u32,
 }
 /// JoinOp is KStream.join(KTable) / KStream.leftJoin(KTable): each stream
 /// record is joined with the table's current value for its key (processor
@@ -868,6 +873,19 @@ pub struct ToOp {
     pub value_serde: ::prost::alloc::string::String,
     #[prost(string, tag = "5")]
     pub name: ::prost::alloc::string::String,
+    /// Produced.streamPartitioner: fn(topic, key, value, numPartitions) ->
+    /// partitions, run as OPERATION_STREAM_PARTITION. 0: Kafka's default
+    /// partitioner (murmur2 of the serialized key).
+    #[prost(uint32, tag = "110")]
+    pub partitioner_token: u32,
+    /// A TopicNameExtractor (KStream.to(TopicNameExtractor)): fn(key, value,
+    /// record context) -> topic, run as OPERATION_TOPIC_NAME; topic is then
+    /// empty. The topics must exist (or be auto-created by the broker): the
+    /// engine does not create them, as Kafka Streams does not. describe()
+    /// prints the function's registered name as the extractor class. 0: the
+    /// sink writes topic.
+    #[prost(uint32, tag = "111")]
+    pub topic_extractor_token: u32,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct BuildRequest {
@@ -1302,6 +1320,13 @@ pub struct Bundle {
     pub header_value_lengths: ::prost::alloc::vec::Vec<i32>,
     #[prost(bytes = "vec", tag = "37")]
     pub header_values: ::prost::alloc::vec::Vec<u8>,
+    /// OPERATION_STREAM_PARTITION bundles: the topic the records are written
+    /// to and its partition count (the partitioner's topic and
+    /// numPartitions).
+    #[prost(string, tag = "114")]
+    pub sink_topic: ::prost::alloc::string::String,
+    #[prost(int32, tag = "115")]
+    pub sink_partitions: i32,
 }
 /// StoreView is the prefetched part of one store for one bundle: entry j has
 /// key j and value j (value length -1: known absent). A window store's rows
@@ -2459,6 +2484,18 @@ pub enum Operation {
     /// A fixed-key processor (processValues): as PROCESS, forwards keep the
     /// input's key.
     ProcessValues = 17,
+    /// A StreamPartitioner: fn(topic, key, value, numPartitions) -> a
+    /// partition, a set of partitions (multicast; empty: drop the record) or
+    /// null (Kafka's default partitioner). Bundle.sink_topic and
+    /// sink_partitions give topic and numPartitions. Each record's outputs
+    /// are its partitions as 4-byte big-endian values; one null output (length
+    /// -1) is null; no output drops the record.
+    StreamPartition = 19,
+    /// A TopicNameExtractor: fn(key, value, record context) -> topic. The
+    /// record context is the record's topic, partition, offset, timestamp and
+    /// headers (Bundle.topic, partition, offsets, timestamps). Each record's
+    /// one output is the topic, UTF-8.
+    TopicName = 20,
 }
 impl Operation {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -2484,6 +2521,8 @@ impl Operation {
             Self::FlatMapValuesWithKey => "OPERATION_FLAT_MAP_VALUES_WITH_KEY",
             Self::Process => "OPERATION_PROCESS",
             Self::ProcessValues => "OPERATION_PROCESS_VALUES",
+            Self::StreamPartition => "OPERATION_STREAM_PARTITION",
+            Self::TopicName => "OPERATION_TOPIC_NAME",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -2506,6 +2545,8 @@ impl Operation {
             "OPERATION_FLAT_MAP_VALUES_WITH_KEY" => Some(Self::FlatMapValuesWithKey),
             "OPERATION_PROCESS" => Some(Self::Process),
             "OPERATION_PROCESS_VALUES" => Some(Self::ProcessValues),
+            "OPERATION_STREAM_PARTITION" => Some(Self::StreamPartition),
+            "OPERATION_TOPIC_NAME" => Some(Self::TopicName),
             _ => None,
         }
     }
