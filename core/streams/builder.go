@@ -19,6 +19,7 @@ type Option struct {
 	cfg   map[string]string
 	ms    int64    // Retention
 	names []string // Stores
+	fn    any      // StreamPartitioner
 }
 
 type optKind int
@@ -35,6 +36,7 @@ const (
 	optOffsetReset
 	optVersioned
 	optSegmentInterval
+	optPartitioner
 )
 
 var optNames = map[optKind]string{
@@ -42,6 +44,7 @@ var optNames = map[optKind]string{
 	optStore: "Store", optStoreSerdes: "StoreSerdes", optChangelogConfig: "ChangelogConfig",
 	optRetention: "Retention", optStores: "Stores", optOffsetReset: "OffsetReset",
 	optVersioned: "Versioned", optSegmentInterval: "SegmentInterval",
+	optPartitioner: "Partitioner",
 }
 
 // Name names the operator's processor node (Kafka Streams' Named.as,
@@ -119,6 +122,7 @@ type options struct {
 	stores                     []string
 	mat                        *topology.Materialized
 	offsetReset                string
+	partitioner                *topology.Function
 }
 
 // parse applies opts for operator op, which takes the option kinds allowed.
@@ -161,6 +165,9 @@ func parse(op string, opts []Option, allowed ...optKind) (options, error) {
 			o.stores = append(o.stores, opt.names...)
 		case optOffsetReset:
 			o.offsetReset = opt.value
+		case optPartitioner:
+			f := native("stream_partitioner", opt.fn)
+			o.partitioner = &f
 		case optVersioned, optSegmentInterval:
 			if o.mat == nil {
 				o.mat = &topology.Materialized{}
@@ -381,13 +388,14 @@ func (s *Stream) Foreach(fn ForeachFunc, opts ...Option) error {
 }
 
 // To writes the records to topic (KStream.to); terminal. Options: KeySerde,
-// ValueSerde (Produced.with; absent keeps the stream's), Name.
+// ValueSerde (Produced.with; absent keeps the stream's), Name, Partitioner
+// (Produced.streamPartitioner).
 func (s *Stream) To(topic string, opts ...Option) error {
-	o, err := parse("To", opts, optName, optKeySerde, optValueSerde)
+	o, err := parse("To", opts, optName, optKeySerde, optValueSerde, optPartitioner)
 	if err != nil {
 		return err
 	}
-	return s.b.b.To(s.h.ID, topic, o.keySerde, o.valueSerde, o.name)
+	return s.b.b.ToRouted(s.h.ID, topic, o.keySerde, o.valueSerde, o.name, topology.Routing{Partitioner: o.partitioner})
 }
 
 // GroupByKey groups by the current key (KStream.groupByKey). Options:
