@@ -241,6 +241,11 @@ func recordContext(r rec) topology.RecordContext {
 // the first time (a topic that does not exist is an error, as Kafka
 // Streams' "Could not get partition information").
 func (a *App) partitionCount(ctx context.Context, topic string, task taskID) (int, error) {
+	if a.cfg.TestDriver {
+		// TopologyTestDriver's producer gives every topic one partition
+		// (its MockProducer.partitionsFor), existing or not.
+		return 1, nil
+	}
 	if n, ok := a.sinkParts.Load(topic); ok {
 		return n.(int), nil
 	}
@@ -309,4 +314,24 @@ func extractsTopics(topo *topology.Topology) bool {
 		}
 	}
 	return false
+}
+
+// ExtractedSerdes are the key and value serdes the topology's
+// TopicNameExtractor sinks write (both empty when two differ); ok false
+// when it has none. In test driver mode any topic not internal may be
+// one of theirs.
+func (a *App) ExtractedSerdes() (serdes [2]string, ok bool) {
+	for _, sub := range a.topo.Subtopologies {
+		for _, n := range sub.Nodes {
+			if n.Type != topology.Sink || n.Extractor == nil {
+				continue
+			}
+			s := [2]string{n.KeySerde, n.ValueSerde}
+			if ok && s != serdes {
+				s = [2]string{}
+			}
+			serdes, ok = s, true
+		}
+	}
+	return serdes, ok
 }

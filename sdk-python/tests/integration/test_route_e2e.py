@@ -5,10 +5,12 @@ and a topic name extractor, read back with an independent Kafka client
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from confluent_kafka import Consumer, TopicPartition
 from test_engine_e2e import Runner, config, create_topic, produce
 
@@ -82,3 +84,13 @@ def test_stream_partitioner_and_topic_name_extractor(tmp_path: Path, app_id: str
         assert [(k, v) for k, v, _ in read_all(app.brokers, "dyn-y", 1, 60, runner)] == [("y", "y")]
         app.stop()
         runner.join(60)
+
+
+def test_readme_routing_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's routing example, verbatim: each order reaches the topic
+    its extractor names, in a test driver."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    m = re.search(r"^### Routing.*?^```python\n(.*?)^```", readme, re.S | re.M)
+    assert m, "sdk-python/README.md: no python block under ### Routing"
+    exec(compile(m.group(1), "README.md ### Routing", "exec"), {"__name__": "readme"})  # noqa: S102 - the README's own code
+    assert capsys.readouterr().out.splitlines()[-2:] == ["['eu:book']", "['us:pen']"]
