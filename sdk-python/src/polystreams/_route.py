@@ -32,11 +32,15 @@ def _partitions(out: Any, n: int) -> list[int] | None:
     if out is None:
         return None
     if isinstance(out, bool) or not isinstance(out, (int, Iterable)):
-        raise TypeError(f"a stream partitioner returns a partition, partitions or None, not {type(out).__name__}")
+        raise TypeError(
+            f"a stream partitioner returns a partition, partitions or None, not {type(out).__name__}"
+        )
     ps = [out] if isinstance(out, int) else list(out)
     for p in ps:
         if isinstance(p, bool) or not isinstance(p, int):
-            raise TypeError(f"a stream partitioner returns int partitions, not {type(p).__name__}")
+            raise TypeError(
+                f"a stream partitioner returns int partitions, not {type(p).__name__}"
+            )
     return list(dict.fromkeys(ps))  # a set, in the order given
 
 
@@ -45,9 +49,16 @@ class Route:
 
     __slots__ = ("fn", "op", "node", "token", "loop", "broken")
 
-    def __init__(self, bundle: pb.Bundle, functions: Mapping[int, Callable[..., Any]], loop: Loop) -> None:
+    def __init__(
+        self, bundle: pb.Bundle, functions: Mapping[int, Callable[..., Any]], loop: Loop
+    ) -> None:
         st = bundle.steps[0]
-        self.op, self.node, self.token, self.loop = st.operation, st.node, st.token, loop
+        self.op, self.node, self.token, self.loop = (
+            st.operation,
+            st.node,
+            st.token,
+            loop,
+        )
         fn = functions.get(st.token)
         self.broken: str | None = None
         if fn is None:
@@ -55,7 +66,11 @@ class Route:
         self.fn: Callable[..., Any] = fn or (lambda *a: None)
 
     def _what(self) -> str:
-        kind = "stream partitioner" if self.op == STREAM_PARTITION else "topic name extractor"
+        kind = (
+            "stream partitioner"
+            if self.op == STREAM_PARTITION
+            else "topic name extractor"
+        )
         return f"{kind} {function_name(self.fn)} of node {self.node}"
 
     def run(self, b: pb.Bundle) -> pb.BundleResult:
@@ -63,7 +78,10 @@ class Route:
         result = pb.BundleResult(bundle_id=b.id)
         if self.broken is not None:
             result.output_counts.extend([0] * n)
-            result.failures.extend(pb.RecordFailure(index=i, step=0, message=self.broken, kind=PROCESSING) for i in range(n))
+            result.failures.extend(
+                pb.RecordFailure(index=i, step=0, message=self.broken, kind=PROCESSING)
+                for i in range(n)
+            )
             return result
         keys, kfail = decode_column(b.key_serde, b.keys, list(b.key_lengths))
         vals, vfail = decode_column(b.value_serde, b.values, list(b.value_lengths))
@@ -81,8 +99,12 @@ class Route:
                 if partition:
                     out = fn(topic, keys[i], vals[i], nparts)
                 else:
-                    ctx = RecordMetadata(b.topic, b.partition, b.offsets[i] if i < len(b.offsets) else -1,
-                                         b.timestamps[i] if i < len(b.timestamps) else 0)
+                    ctx = RecordMetadata(
+                        b.topic,
+                        b.partition,
+                        b.offsets[i] if i < len(b.offsets) else -1,
+                        b.timestamps[i] if i < len(b.timestamps) else 0,
+                    )
                     out = fn(keys[i], vals[i], ctx)
             except Exception as e:
                 failed[i] = (_text(e), PROCESSING)
@@ -91,7 +113,9 @@ class Route:
             if type(out) is not int and out is not None and is_awaitable(out):
                 pending.append(i)
         if pending:
-            for i, out in zip(pending, self.loop.gather([outs[i] for i in pending], self._what)):
+            for i, out in zip(
+                pending, self.loop.gather([outs[i] for i in pending], self._what)
+            ):
                 if type(out) is Failed:
                     failed[i] = (out.message, PROCESSING)
                 else:
@@ -106,7 +130,9 @@ class Route:
             out = outs[i]
             try:
                 if partition:
-                    if type(out) is int and -(1 << 31) <= out < (1 << 31):  # the common answer, one partition
+                    if type(out) is int and -(1 << 31) <= out < (
+                        1 << 31
+                    ):  # the common answer, one partition
                         counts.append(1)
                         lengths.append(4)
                         chunks.append(out.to_bytes(4, "big", signed=True))
@@ -122,7 +148,9 @@ class Route:
                     chunks.extend(encoded)
                 else:
                     if not isinstance(out, str) or not out:
-                        raise TypeError(f"a topic name extractor returns a topic (a non-empty str), not {out!r}")
+                        raise TypeError(
+                            f"a topic name extractor returns a topic (a non-empty str), not {out!r}"
+                        )
                     data = out.encode()
                     counts.append(1)
                     lengths.append(len(data))
@@ -134,6 +162,7 @@ class Route:
         result.value_lengths.extend(lengths)
         result.values = b"".join(chunks)
         result.failures.extend(
-            pb.RecordFailure(index=i, step=0, message=m, kind=k) for i, (m, k) in sorted(failed.items())
+            pb.RecordFailure(index=i, step=0, message=m, kind=k)
+            for i, (m, k) in sorted(failed.items())
         )
         return result

@@ -17,9 +17,17 @@ from test_engine_e2e import Runner, config, create_topic, produce
 from polystreams import App, RecordMetadata
 
 
-def read_all(brokers: str, topic: str, n: int, timeout: float, runner: Runner) -> list[tuple[str, str, int]]:
+def read_all(
+    brokers: str, topic: str, n: int, timeout: float, runner: Runner
+) -> list[tuple[str, str, int]]:
     """Reads topic from the beginning until n records: (key, value, partition)."""
-    c = Consumer({"bootstrap.servers": brokers, "group.id": "verify-" + topic, "enable.auto.commit": False})
+    c = Consumer(
+        {
+            "bootstrap.servers": brokers,
+            "group.id": "verify-" + topic,
+            "enable.auto.commit": False,
+        }
+    )
     got: list[tuple[str, str, int]] = []
     deadline = time.monotonic() + timeout
     try:
@@ -40,7 +48,9 @@ def read_all(brokers: str, topic: str, n: int, timeout: float, runner: Runner) -
     return got
 
 
-def test_stream_partitioner_and_topic_name_extractor(tmp_path: Path, app_id: str) -> None:
+def test_stream_partitioner_and_topic_name_extractor(
+    tmp_path: Path, app_id: str
+) -> None:
     seen: list[tuple[str, int]] = []
 
     def route(topic: str, key: str, value: str, n: int) -> Any:
@@ -66,8 +76,13 @@ def test_stream_partitioner_and_topic_name_extractor(tmp_path: Path, app_id: str
             create_topic(app.brokers, t, 4)
         s = app.stream("in", key="string", value="string").select_key(lambda k, v: v)
         s.to("out", partitioner=route)
-        s.filter(lambda k, v: v in ("x", "y")).repartition(name="re", partitions=2, partitioner=lambda t, k, v, n: 1).to(by_value)
-        assert "(extractor class: test_stream_partitioner_and_topic_name_extractor.<locals>.by_value)" in app.describe()
+        s.filter(lambda k, v: v in ("x", "y")).repartition(
+            name="re", partitions=2, partitioner=lambda t, k, v, n: 1
+        ).to(by_value)
+        assert (
+            "(extractor class: test_stream_partitioner_and_topic_name_extractor.<locals>.by_value)"
+            in app.describe()
+        )
         produce(app.brokers, "in", ["p1", "all", "drop", "default", "p3", "x", "y"])
         runner = Runner(app)
         got = read_all(app.brokers, "out", 8, 60, runner)
@@ -80,8 +95,12 @@ def test_stream_partitioner_and_topic_name_extractor(tmp_path: Path, app_id: str
         assert len(parts["default"]) == 1
         assert parts["x"] == [0] and parts["y"] == [0]
         assert all(t == "out" and n == 4 for t, n in seen)
-        assert [(k, v) for k, v, _ in read_all(app.brokers, "dyn-x", 1, 60, runner)] == [("x", "x")]
-        assert [(k, v) for k, v, _ in read_all(app.brokers, "dyn-y", 1, 60, runner)] == [("y", "y")]
+        assert [
+            (k, v) for k, v, _ in read_all(app.brokers, "dyn-x", 1, 60, runner)
+        ] == [("x", "x")]
+        assert [
+            (k, v) for k, v, _ in read_all(app.brokers, "dyn-y", 1, 60, runner)
+        ] == [("y", "y")]
         app.stop()
         runner.join(60)
 
@@ -89,7 +108,9 @@ def test_stream_partitioner_and_topic_name_extractor(tmp_path: Path, app_id: str
 def test_readme_routing_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     """The README's routing example, verbatim: each order reaches the topic
     its extractor names, in a test driver."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(
+        encoding="utf-8"
+    )
     m = re.search(r"^### Routing.*?^```python\n(.*?)^```", readme, re.S | re.M)
     assert m, "sdk-python/README.md: no python block under ### Routing"
     exec(compile(m.group(1), "README.md ### Routing", "exec"), {"__name__": "readme"})  # noqa: S102 - the README's own code
