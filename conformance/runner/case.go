@@ -41,6 +41,9 @@ type Step struct {
 	Name   string   `json:"name,omitempty"`
 	Topics []string `json:"topics,omitempty"`
 	Topic  string   `json:"topic,omitempty"`
+	// Extract "key": to's TopicNameExtractor names the topic Topic + the
+	// record's key.
+	Extract string `json:"extract,omitempty"`
 	// Label is print's Printed.withLabel (absent: the default label).
 	Label      string `json:"label,omitempty"`
 	Key        string `json:"key,omitempty"`

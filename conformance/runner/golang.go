@@ -387,6 +387,12 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 		case "print":
 			return nil, in.Print(streams.Printed{Writer: printer, Label: st.Label}, opts(st, false, false)...)
 		case "to":
+			if st.Extract == "key" {
+				topic := prefix + st.Topic
+				return nil, in.ToExtractor(func(k, _ []byte, _ streams.RecordContext) (string, error) {
+					return topic + string(k), nil
+				}, "topic_by_key", opts(st, true, true)...)
+			}
 			return nil, in.To(prefix+st.Topic, opts(st, true, true)...)
 		case "to_table":
 			return in.ToTable(opts(st, false, false)...)

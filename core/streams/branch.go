@@ -16,13 +16,14 @@ func (s *Stream) Merge(other *Stream, opts ...Option) (*Stream, error) {
 // "<application.id>-<name>-repartition" and on from a new sub-topology
 // (KStream.repartition); partitions is Repartitioned.withNumberOfPartitions
 // (0: the partition count of the sub-topology writing it). Records with a
-// null key are dropped. Options: Name (Repartitioned.as: names the topic).
+// null key are dropped. Options: Name (Repartitioned.as: names the topic),
+// Partitioner (Repartitioned.withStreamPartitioner).
 func (s *Stream) Repartition(partitions int, opts ...Option) (*Stream, error) {
-	o, err := parse("Repartition", opts, optName)
+	o, err := parse("Repartition", opts, optName, optPartitioner)
 	if err != nil {
 		return nil, err
 	}
-	return s.b.stream(s.b.b.Repartition(s.h.ID, o.name, int32(partitions)))
+	return s.b.stream(s.b.b.RepartitionWith(s.h.ID, o.name, int32(partitions), o.partitioner))
 }
 
 // Branch is one branch of a Split: the records its predicate passes (of

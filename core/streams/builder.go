@@ -13,13 +13,14 @@ import (
 // a store. A method refuses an option it does not take (ErrInvalid), so a
 // misplaced option is never ignored silently.
 type Option struct {
-	kind  optKind
-	value string
-	key   string // StoreSerdes: the key serde (value holds the value serde)
-	cfg   map[string]string
-	ms    int64              // Retention
-	names []string           // Stores
-	fn    *topology.Function // TimestampExtractor
+	kind      optKind
+	value     string
+	key       string // StoreSerdes: the key serde (value holds the value serde)
+	cfg       map[string]string
+	ms        int64              // Retention
+	names     []string           // Stores
+	fn        *topology.Function // TimestampExtractor
+	partition any                // StreamPartitioner
 }
 
 type optKind int
@@ -37,6 +38,7 @@ const (
 	optVersioned
 	optSegmentInterval
 	optExtractor
+	optPartitioner
 )
 
 var optNames = map[optKind]string{
@@ -44,7 +46,8 @@ var optNames = map[optKind]string{
 	optStore: "Store", optStoreSerdes: "StoreSerdes", optChangelogConfig: "ChangelogConfig",
 	optRetention: "Retention", optStores: "Stores", optOffsetReset: "OffsetReset",
 	optVersioned: "Versioned", optSegmentInterval: "SegmentInterval",
-	optExtractor: "TimestampExtractor",
+	optExtractor:   "TimestampExtractor",
+	optPartitioner: "Partitioner",
 }
 
 // Name names the operator's processor node (Kafka Streams' Named.as,
@@ -123,6 +126,7 @@ type options struct {
 	mat                        *topology.Materialized
 	offsetReset                string
 	extractor                  *topology.Function
+	partitioner                *topology.Function
 }
 
 // parse applies opts for operator op, which takes the option kinds allowed.
@@ -167,6 +171,9 @@ func parse(op string, opts []Option, allowed ...optKind) (options, error) {
 			o.offsetReset = opt.value
 		case optExtractor:
 			o.extractor = opt.fn
+		case optPartitioner:
+			f := native("stream_partitioner", opt.partition)
+			o.partitioner = &f
 		case optVersioned, optSegmentInterval:
 			if o.mat == nil {
 				o.mat = &topology.Materialized{}
@@ -393,13 +400,14 @@ func (s *Stream) Foreach(fn ForeachFunc, opts ...Option) error {
 }
 
 // To writes the records to topic (KStream.to); terminal. Options: KeySerde,
-// ValueSerde (Produced.with; absent keeps the stream's), Name.
+// ValueSerde (Produced.with; absent keeps the stream's), Name, Partitioner
+// (Produced.streamPartitioner).
 func (s *Stream) To(topic string, opts ...Option) error {
-	o, err := parse("To", opts, optName, optKeySerde, optValueSerde)
+	o, err := parse("To", opts, optName, optKeySerde, optValueSerde, optPartitioner)
 	if err != nil {
 		return err
 	}
-	return s.b.b.To(s.h.ID, topic, o.keySerde, o.valueSerde, o.name)
+	return s.b.b.ToRouted(s.h.ID, topic, o.keySerde, o.valueSerde, o.name, topology.Routing{Partitioner: o.partitioner})
 }
 
 // GroupByKey groups by the current key (KStream.groupByKey). Options:

@@ -36,6 +36,7 @@ import { type ProgramStep, runProgram } from "./program.js";
 import { type RecordMetadata, type Header, Metadata_, ProcessorExecutor, type ReadFn, type StoreBuilder, isProcessorBundle, recordHeaders, sameHeaders } from "./processor.js";
 import { typeName } from "./errors.js";
 import { decodeColumn, encode, encodeColumn, errorText } from "./serde.js";
+import { ROUTES, Route } from "./route.js";
 
 /** Marks an element whose function threw. */
 const FAILED: unique symbol = Symbol("failed");
@@ -986,7 +987,7 @@ class Join {
  * run in order.
  */
 export class Executor {
-  private readonly chains = new Map<string, Chain | Fold | Join>();
+  private readonly chains = new Map<string, Chain | Fold | Join | Route>();
   /** Runs processor bundles (processor.ts); keeps their instances per task and node. */
   readonly processors: ProcessorExecutor;
 
@@ -1022,6 +1023,8 @@ export class Executor {
         chain = new Fold(bundle, this.functions);
       } else if (bundle.steps.length === 1 && bundle.steps[0]!.operation === Operation.VALUE_JOIN) {
         chain = new Join(bundle, this.functions);
+      } else if (bundle.steps.length === 1 && ROUTES.has(bundle.steps[0]!.operation)) {
+        chain = new Route(bundle, this.functions);
       } else {
         chain = new Chain(bundle, this.functions);
       }

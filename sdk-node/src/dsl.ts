@@ -196,7 +196,28 @@ export interface KeyValueOptions extends NamedOptions {
 export interface ToOptions extends NamedOptions {
   key?: SerdeName | TopicSerde;
   value?: SerdeName | TopicSerde;
+  /** `Produced.streamPartitioner`: see {@link StreamPartitioner}; absent: Kafka's default partitioner. */
+  partitioner?: StreamPartitioner;
 }
+
+/**
+ * `partitioner(topic, key, value, numPartitions)`: the record's partition,
+ * several (it is written to each; none drops it), or null/undefined for
+ * Kafka's default partitioner (murmur2 of the serialized key). A partition
+ * outside `[0, numPartitions)` fails the record, naming node, topic and
+ * partition. May be async.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type StreamPartitioner = (topic: string, key: any, value: any, numPartitions: number) => MaybePromise<number | Iterable<number> | null | undefined>;
+
+/**
+ * A `TopicNameExtractor`: `extractor(key, value, recordContext)` names the
+ * record's topic, which must exist (or be auto-created by the brokers;
+ * Kafka Streams does not create it). `describe()` prints the sink as
+ * `(extractor class: <the function's name>)`. May be async.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type TopicNameExtractor = (key: any, value: any, recordContext: RecordMetadata) => MaybePromise<string>;
 
 /** Options of an aggregation. */
 export interface AggregationOptions extends NamedOptions {
@@ -667,9 +688,13 @@ export class KStream<K, V> extends Node {
     if (!Number.isInteger(partitions) || partitions < 0 || partitions > 0x7fffffff) {
       throw new TypeError(`repartition: partitions must be a positive integer, not ${String(partitions)}`);
     }
+    const fns = options.partitioner === undefined ? [] : [callable(options.partitioner, "repartition")];
     return new KStream(
       this.builder,
-      this.call("repartition", [], (input) => ({ case: "repartition", value: { input, name: options.name ?? "", partitions } })),
+      this.call("repartition", fns, (input, tokens) => ({
+        case: "repartition",
+        value: { input, name: options.name ?? "", partitions, partitionerToken: tokens[0] ?? 0 },
+      })),
     );
   }
 
@@ -881,10 +906,26 @@ export class KStream<K, V> extends Node {
    * Writes the records to `topic` (`Produced.with(key, value)`); terminal.
    * The promise settles when the engine has answered (awaiting it is optional).
    */
-  to(topic: string, options: ToOptions = {}): Promise<void> {
-    return this.call("to", [], (input) => ({
+  to(topic: string | TopicNameExtractor, options: ToOptions = {}): Promise<void> {
+    const fns: AnyFunction[] = [];
+    if (typeof topic === "function") {
+      fns.push(callable(topic, "to"));
+    }
+    if (options.partitioner !== undefined) {
+      fns.push(callable(options.partitioner, "to"));
+    }
+    const extracts = typeof topic === "function";
+    return this.call("to", fns, (input, tokens) => ({
       case: "to",
-      value: { input, topic, keySerde: options.key ?? "", valueSerde: options.value ?? "", name: options.name ?? "" },
+      value: {
+        input,
+        topic: extracts ? "" : topic,
+        keySerde: options.key ?? "",
+        valueSerde: options.value ?? "",
+        name: options.name ?? "",
+        topicExtractorToken: extracts ? tokens[0]! : 0,
+        partitionerToken: options.partitioner !== undefined ? tokens[extracts ? 1 : 0]! : 0,
+      },
     })).handle as Promise<unknown> as Promise<void>;
   }
 }
@@ -893,6 +934,8 @@ export class KStream<K, V> extends Node {
 export interface RepartitionOptions extends NamedOptions {
   /** The repartition topic's partition count; absent (or 0): as many as the sub-topology writing it. */
   partitions?: number;
+  /** `Repartitioned.withStreamPartitioner`: see {@link StreamPartitioner}. */
+  partitioner?: StreamPartitioner;
 }
 
 /**

@@ -53,6 +53,8 @@ export type {
   TableOptions,
   TableValueOptions,
   ToOptions,
+  StreamPartitioner,
+  TopicNameExtractor,
   ValueOptions,
 } from "./dsl.js";
 export type { EngineLogger, LogLevel } from "./engine.js";

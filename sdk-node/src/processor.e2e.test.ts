@@ -222,3 +222,7 @@ test("a window store: put with a window start, fetch and fetchRange read it back
   await driver.pipeInput("in", "k", "x", { timestamp: 250 });
   assert.deepEqual(fetched, [[[100, 1n]], [[100, 2n]], [[100, 2n], [200, 1n]]]);
 });
+
+test("the README's routing program runs verbatim", async () => {
+  assert.equal(await runReadmeBlock("### Routing: stream partitioners and topic name extractors"), '["eu:book","us:pen"]');
+});

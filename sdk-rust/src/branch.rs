@@ -67,7 +67,12 @@ impl<K: Serde, V: Serde> KStream<K, V> {
     /// [`repartition`](Self::repartition) with the topic's name and
     /// partition count: `Repartitioned::named("by-key").partitions(3)`.
     pub fn repartition_with(&self, r: Repartitioned) -> Result<KStream<K, V>> {
-        let op = Op::Repartition(pb::RepartitionOp { input: self.handle.id, name: r.name, partitions: r.partitions });
+        let op = Op::Repartition(pb::RepartitionOp {
+            input: self.handle.id,
+            name: r.name,
+            partitions: r.partitions,
+            partitioner_token: 0,
+        });
         let h = self.app.build(op, &[])?;
         self.stream(h, "repartition")
     }

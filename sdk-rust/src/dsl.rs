@@ -569,6 +569,8 @@ impl<K: Serde, V: Serde> KStream<K, V> {
             key_serde: o.key_or(""),
             value_serde: o.value_or(""),
             name: o.name_or_empty(),
+            partitioner_token: 0,
+            topic_extractor_token: 0,
         });
         self.app.build(op, &[])?;
         Ok(())

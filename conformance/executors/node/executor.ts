@@ -53,6 +53,7 @@ interface Step {
   name?: string;
   topics?: string[];
   topic?: string;
+  extract?: "key";
   label?: string;
   key?: SerdeName;
   value?: SerdeName;
@@ -220,6 +221,13 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
         break;
       }
       case "to":
+        if (step.extract === "key") {
+          // Named topic_by_key: describe() prints it, as the Java executor's toString().
+          const topic = prefix + step.topic;
+          const topic_by_key = (k: unknown): string => topic + String(k);
+          await node.to(topic_by_key, { ...key, ...value, ...named });
+          return undefined;
+        }
         await node.to(prefix + step.topic, { ...key, ...value, ...named });
         return undefined;
       case "foreach":

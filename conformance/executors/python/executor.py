@@ -475,6 +475,17 @@ def split(node: KStream, step: Mapping[str, Any]) -> dict[str, KStream]:
     return b.no_default_branch()
 
 
+def topic_by_key(prefix: str) -> Callable[[Any, Any, Any], str]:
+    """A TopicNameExtractor naming the topic prefix + the record's key;
+    describe() prints its name, topic_by_key, as the Java executor's."""
+
+    def topic_by_key(k: Any, v: Any, rc: Any) -> str:
+        return prefix + str(k)
+
+    topic_by_key.__qualname__ = "topic_by_key"
+    return topic_by_key
+
+
 def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Mapping[str, Any]) -> Any:
     """Performs one builder step on node (the input); returns the result,
     None for a terminal step, or a split's streams by name. labels are the
@@ -516,6 +527,9 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
         return None
     if isinstance(node, KStream):
         if op == "to":
+            if step.get("extract") == "key":
+                node.to(topic_by_key(prefix + step["topic"]), key=key, value=value, name=name)
+                return None
             node.to(prefix + step["topic"], key=key, value=value, name=name)
             return None
         if op == "group_by_key":

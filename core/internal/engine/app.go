@@ -74,6 +74,10 @@ type App struct {
 	db  *state.DB
 	cl  *kgo.Client
 	adm *kadm.Client
+	// sinkParts: topic -> its partition count (int), as stream
+	// partitioners need it (route.go); counts only grow, and a stale one
+	// only narrows what a partitioner may choose.
+	sinkParts sync.Map
 	// Under exactly_once_v2: the transaction session wrapping cl. Outputs,
 	// changelog writes and input offsets commit in one transaction every
 	// commit.interval.ms; see commitTxn.
@@ -229,6 +233,9 @@ func New(cfg config.App, topo *topology.Topology, host Host) (*App, error) {
 	}
 	if cfg.TestDriver {
 		a.outputs = newOutputs(slices.Collect(maps.Keys(a.SinkTopics())))
+		if extractsTopics(a.topo) {
+			a.outputs.internal = a.cfg.ApplicationID + "-"
+		}
 	}
 	a.planOf = map[string]*plan{}
 	for _, p := range plans {
@@ -524,9 +531,9 @@ func (p partitioner) ForTopic(t string) kgo.TopicPartitioner {
 		return kgo.ManualPartitioner().ForTopic(t)
 	}
 	if suffix, ok := p.windowed[t]; ok {
-		return innerKeyPartitioner{suffix: suffix, keyed: kgo.StickyKeyPartitioner(nil).ForTopic(t)}
+		return keepChosen(innerKeyPartitioner{suffix: suffix, keyed: kgo.StickyKeyPartitioner(nil).ForTopic(t)})
 	}
-	return p.def.ForTopic(t)
+	return keepChosen(p.def.ForTopic(t))
 }
 
 // innerKeyPartitioner hashes a windowed key's inner key (the key without

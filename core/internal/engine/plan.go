@@ -69,6 +69,9 @@ type step struct {
 	// native predicate), in branch order; next are the branches, in order,
 	// the default one last.
 	preds []*step
+	// sinkOp: the host chains of its TopicNameExtractor and
+	// StreamPartitioner (route.go); nil for none or a Go function.
+	extractor, partitioner *step
 	// stats: the step's counters (stats.go); nil with metrics off.
 	stats *stepStats
 	// owner: for the aggregation steps of a cogroup after the first, which
@@ -260,6 +263,8 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 				s.keyWire, s.valueWire = n.KeyWire, n.ValueWire
 				s.open = newSinkOp
 				s.byPartition = n.FK != nil
+				s.extractor = routeStep(n, n.TopicExtractor, pb.Operation_OPERATION_TOPIC_NAME)
+				s.partitioner = routeStep(n, n.Partitioner, pb.Operation_OPERATION_STREAM_PARTITION)
 			case n.Op == topology.OpTableSource:
 				s.open = newTableSourceOp
 				useStore()
@@ -397,7 +402,7 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 					p.cached = append(p.cached, s)
 				}
 			}
-			if len(s.steps) > 0 || slices.ContainsFunc(s.preds, func(p *step) bool { return p != nil }) || s.getterHost() {
+			if len(s.steps) > 0 || slices.ContainsFunc(s.preds, func(p *step) bool { return p != nil }) || s.getterHost() || s.extractor != nil || s.partitioner != nil {
 				p.host = true
 			}
 			return s, nil

@@ -25,6 +25,10 @@ import (
 // topic in the order written, until TakeOutput takes it.
 type outputs struct {
 	sinks map[string]bool // user (not internal) sink topics
+	// internal, when a TopicNameExtractor names topics at run time, is
+	// the prefix of internal topics ("<application.id>-"): every other
+	// topic written is a sink topic. Empty: sinks lists them all.
+	internal string
 
 	mu   sync.Mutex // guards recs
 	recs map[string][]*kgo.Record
@@ -41,7 +45,7 @@ func newOutputs(sinks []string) *outputs {
 // note keeps r if it goes to a sink topic. Called as r is handed to the
 // producer, so records keep the order the tasks wrote them in.
 func (o *outputs) note(r *kgo.Record) {
-	if !o.sinks[r.Topic] {
+	if !o.sinks[r.Topic] && (o.internal == "" || strings.HasPrefix(r.Topic, o.internal)) {
 		return
 	}
 	o.mu.Lock()
@@ -76,7 +80,7 @@ func (a *App) SinkTopics() map[string][2]string {
 	out := map[string][2]string{}
 	for _, sub := range a.topo.Subtopologies {
 		for _, n := range sub.Nodes {
-			if n.Type != topology.Sink || n.Internal {
+			if n.Type != topology.Sink || n.Internal || n.TopicExtractor != nil {
 				continue
 			}
 			s := [2]string{n.KeySerde, n.ValueSerde}

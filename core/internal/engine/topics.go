@@ -386,7 +386,7 @@ func (a *App) createMissingTopics(ctx context.Context) error {
 			}
 		}
 		for _, n := range sub.Nodes {
-			if n.Type == topology.Sink && !n.Internal {
+			if n.Type == topology.Sink && !n.Internal && n.TopicExtractor == nil {
 				add(n.Topic)
 			}
 		}
@@ -454,7 +454,7 @@ func windowedSinkTopics(topo *topology.Topology) map[string]int {
 	out := map[string]int{}
 	for _, sub := range topo.Subtopologies {
 		for _, n := range sub.Nodes {
-			if n.Type != topology.Sink || n.Internal || n.FK != nil {
+			if n.Type != topology.Sink || n.Internal || n.FK != nil || n.TopicExtractor != nil {
 				continue
 			}
 			if _, _, session, ok := serde.ParseWindowed(n.KeySerde); ok {

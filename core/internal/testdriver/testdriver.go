@@ -209,6 +209,9 @@ func (d *Driver) Output(topic string) ([]*kgo.Record, [2]string, error) {
 	sinks := app.SinkTopics()
 	serdes, ok := sinks[topic]
 	if !ok {
+		serdes, ok = app.ExtractedSerdes() // a TopicNameExtractor may name it
+	}
+	if !ok {
 		names := make([]string, 0, len(sinks))
 		for t := range sinks {
 			names = append(names, t)

@@ -117,7 +117,16 @@ func (b *Builder) Split(input uint64, name string, branches []Branch, defaultBra
 // repartition filter drops them, unless a left join follows
 // (relaxNullKeyFilters).
 func (b *Builder) Repartition(input uint64, name string, partitions int32) (*Handle, error) {
+	return b.RepartitionWith(input, name, partitions, nil)
+}
+
+// RepartitionWith is Repartition with Repartitioned.withStreamPartitioner
+// (nil: Kafka's default partitioner).
+func (b *Builder) RepartitionWith(input uint64, name string, partitions int32, partitioner *Function) (*Handle, error) {
 	c := b.begin("repartition")
+	if partitioner != nil {
+		c.routingFn("stream partitioner", partitioner, func(f any) bool { _, ok := f.(StreamPartitionerFunc); return ok })
+	}
 	in := c.input(input, KindStream)
 	if partitions < 0 {
 		c.invalid("repartition: partitions %d is negative (0: as many as the sub-topology writing it)", partitions)
@@ -134,6 +143,7 @@ func (b *Builder) Repartition(input uint64, name string, partitions int32) (*Han
 	}
 	g := b.repartition(&entry{handle: in.handle, g: in.g}, rp)
 	g.nodes[1].Partitions = partitions // filter, sink, source
+	g.nodes[1].Partitioner = partitioner
 	return b.mint(&entry{
 		handle: &Handle{Kind: KindStream, KeySerde: g.out.KeySerde, ValueSerde: g.out.ValueSerde, Node: g.out},
 		g:      g,

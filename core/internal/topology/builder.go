@@ -669,26 +669,7 @@ func (b *Builder) ToStream(input uint64, name string) (*Handle, error) {
 // To adds KStream.to: a sink writing topic with the given serdes (Produced;
 // empty keeps the input's). name is Produced.as.
 func (b *Builder) To(input uint64, topic, keySerde, valueSerde, name string) error {
-	c := b.begin("to")
-	in := c.input(input, KindStream)
-	c.validName("topic", topic)
-	c.topicSerde("key", keySerde)
-	c.topicSerde("value", valueSerde)
-	if in != nil {
-		c.encodable("key", keySerde, in.handle.KeySerde)
-		c.encodable("value", valueSerde, in.handle.ValueSerde)
-	}
-	nodeName := c.processorName(name, prefixSink)
-	if err := c.done(); err != nil {
-		return err
-	}
-	n := &Node{
-		Name: nodeName, Type: Sink, Topic: topic,
-		KeySerde: serde.Carried(serde.Or(keySerde, in.handle.KeySerde)), ValueSerde: serde.Carried(serde.Or(valueSerde, in.handle.ValueSerde)),
-		KeyWire: wire(keySerde), ValueWire: wire(valueSerde),
-	}
-	b.hang(in, n)
-	return nil
+	return b.ToRouted(input, topic, keySerde, valueSerde, name, Routing{})
 }
 
 // hang adds n as a one-node graph node under in's, fed by in's node.

@@ -78,7 +78,11 @@ func writeNode(sb *strings.Builder, n *Node, l *layout) {
 		sb.WriteString("Source: " + n.Name + " (topics: [" + strings.Join(topics, ", ") + "])")
 		sb.WriteString("\n      --> " + nodeNames(l.succ[n]))
 	case Sink:
-		sb.WriteString("Sink: " + n.Name + " (topic: " + n.Topic + ")")
+		if n.TopicExtractor != nil {
+			sb.WriteString("Sink: " + n.Name + " (extractor class: " + n.ExtractorClass() + ")")
+		} else {
+			sb.WriteString("Sink: " + n.Name + " (topic: " + n.Topic + ")")
+		}
 		sb.WriteString("\n      <-- " + nodeNames(l.pred[n]))
 	default:
 		// The store set is a HashSet copied from the processor's HashSet of

@@ -37,6 +37,9 @@ type DescribedNode struct {
 	Topics []string `json:"topics,omitempty"`
 	// Topic a sink writes.
 	Topic string `json:"topic,omitempty"`
+	// Extractor: a sink's TopicNameExtractor class, when it names each
+	// record's topic (Topic is then empty).
+	Extractor string `json:"extractor,omitempty"`
 	// Stores a processor uses.
 	Stores       []string `json:"stores,omitempty"`
 	Successors   []string `json:"successors,omitempty"`
@@ -67,6 +70,9 @@ func (t *Topology) Description() *Description {
 				dn.Successors = nameList(l.succ[n])
 			case Sink:
 				dn.Type, dn.Topic = TypeSink, n.Topic
+				if n.TopicExtractor != nil {
+					dn.Extractor = n.ExtractorClass()
+				}
 				dn.Predecessors = nameList(l.pred[n])
 			default:
 				dn.Type = TypeProcessor
@@ -133,7 +139,11 @@ func (d *Description) Text() string {
 				sb.WriteString("    Source: " + n.Name + " (topics: [" + strings.Join(n.Topics, ", ") + "])")
 				sb.WriteString("\n      --> " + joinNames(n.Successors))
 			case TypeSink:
-				sb.WriteString("    Sink: " + n.Name + " (topic: " + n.Topic + ")")
+				if n.Extractor != "" {
+					sb.WriteString("    Sink: " + n.Name + " (extractor class: " + n.Extractor + ")")
+				} else {
+					sb.WriteString("    Sink: " + n.Name + " (topic: " + n.Topic + ")")
+				}
 				sb.WriteString("\n      <-- " + joinNames(n.Predecessors))
 			default:
 				sb.WriteString("    Processor: " + n.Name + " (stores: [" + strings.Join(n.Stores, ", ") + "])")
@@ -257,10 +267,15 @@ func parseText(text string) (*Description, error) {
 		case strings.HasPrefix(line, "Sink: "):
 			flush()
 			name, topic, ok := inner(line, "Sink: ", "topic: ")
-			if !ok {
-				return nil, bad()
+			if ok {
+				node = &DescribedNode{Name: name, Type: TypeSink, Topic: topic}
+				break
 			}
-			node = &DescribedNode{Name: name, Type: TypeSink, Topic: topic}
+			if name, class, ok := inner(line, "Sink: ", "extractor class: "); ok {
+				node = &DescribedNode{Name: name, Type: TypeSink, Extractor: class}
+				break
+			}
+			return nil, bad()
 		case strings.HasPrefix(line, "--> ") && node != nil:
 			node.Successors = edges(strings.TrimPrefix(line, "--> "))
 		case strings.HasPrefix(line, "<-- ") && node != nil:
@@ -329,8 +344,8 @@ func (d *Description) Mermaid() string {
 				edges = append(edges, fmt.Sprintf("  %s --> %s\n", tid, id("node", n.Name)))
 			}
 			if n.Type == TypeSink {
-				tid := id("topic", n.Topic)
-				declare(fmt.Sprintf("  %s[/%s/]\n", tid, label(n.Topic)), tid)
+				tid := id("topic", n.sinkTopic())
+				declare(fmt.Sprintf("  %s[/%s/]\n", tid, label(n.sinkTopic())), tid)
 				edges = append(edges, fmt.Sprintf("  %s --> %s\n", id("node", n.Name), tid))
 			}
 		}
@@ -383,8 +398,8 @@ func (d *Description) Dot() string {
 				edges = append(edges, fmt.Sprintf("  %s -> %s;\n", q("topic:"+t), q(n.Name)))
 			}
 			if n.Type == TypeSink {
-				topic(n.Topic)
-				edges = append(edges, fmt.Sprintf("  %s -> %s;\n", q(n.Name), q("topic:"+n.Topic)))
+				topic(n.sinkTopic())
+				edges = append(edges, fmt.Sprintf("  %s -> %s;\n", q(n.Name), q("topic:"+n.sinkTopic())))
 			}
 		}
 	}
@@ -393,4 +408,13 @@ func (d *Description) Dot() string {
 	}
 	sb.WriteString("}\n")
 	return sb.String()
+}
+
+// sinkTopic is what graphs show as a sink's topic: its topic, or its
+// TopicNameExtractor's class.
+func (n *DescribedNode) sinkTopic() string {
+	if n.Extractor != "" {
+		return "extractor class: " + n.Extractor
+	}
+	return n.Topic
 }

@@ -98,10 +98,10 @@ func (d *Description) SVG() string {
 				b.edges = append(b.edges, svgEdge{from: ti, to: it})
 			}
 			if n.Type == TypeSink {
-				ti := topics["out:"+n.Topic]
+				ti := topics["out:"+n.sinkTopic()]
 				if ti == nil {
-					ti = add("topic", n.Topic, it.layer+1)
-					topics["out:"+n.Topic] = ti
+					ti = add("topic", n.sinkTopic(), it.layer+1)
+					topics["out:"+n.sinkTopic()] = ti
 				}
 				b.edges = append(b.edges, svgEdge{from: it, to: ti})
 			}

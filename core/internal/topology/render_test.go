@@ -27,6 +27,13 @@ var renderCases = []struct {
 		c.ok(b.To(c.id(b.ToStream(n, "")), "word-counts", "", "", ""))
 	},
 }, {
+	// A TopicNameExtractor's sink: the graphs show its class for a topic.
+	name: "extractor",
+	build: func(c check, b *Builder) {
+		s := c.stream(b, "orders")
+		c.ok(b.ToRouted(s, "", "", "", "", Routing{Extractor: &Function{Token: 9, Name: "byRegion"}, Partitioner: &Function{Token: 10}}))
+	},
+}, {
 	// A branching source: describe order differs from forwarding order.
 	name: "branch",
 	build: func(c check, b *Builder) {

@@ -261,6 +261,13 @@ type (
 	// ValueJoinerFunc joins a stream value with a table value (nil: none,
 	// in a left join); a nil result is a null value.
 	ValueJoinerFunc func(value, other []byte) ([]byte, error)
+	// StreamPartitionerFunc is StreamPartitioner.partitions: the
+	// partitions of topic (of n) the record goes to; ok false is Kafka's
+	// default partitioner, an empty set drops the record.
+	StreamPartitionerFunc func(topic string, key, value []byte, n int) (partitions []int, ok bool, err error)
+	// TopicNameExtractorFunc is TopicNameExtractor.extract: the topic the
+	// record goes to.
+	TopicNameExtractorFunc func(key, value []byte, rc RecordContext) (string, error)
 )
 
 // KeyValue is one record a FlatMapFunc makes (nil is null).
@@ -308,6 +315,14 @@ type Node struct {
 	// Partitions: a repartition sink's topic partition count
 	// (Repartitioned.withNumberOfPartitions); 0: the sub-topology's.
 	Partitions int32
+	// Partitioner is a sink's StreamPartitioner (Produced.streamPartitioner,
+	// Repartitioned.withStreamPartitioner): a StreamPartitionerFunc or a
+	// host function. nil: Kafka's default partitioner.
+	Partitioner *Function
+	// TopicExtractor is a sink's TopicNameExtractor (a
+	// TopicNameExtractorFunc or a host function): each record's topic,
+	// which Topic then is not.
+	TopicExtractor *Function
 	// Windows: an aggregation's windows (nil: not windowed); for
 	// OpSuppress, the windows of the aggregation it follows.
 	Windows *Windows

@@ -48,6 +48,7 @@ from polystreams._operations import (
     VALUE_JOIN,
 )
 from polystreams._processor import ProcessorHost, ReadFn, is_processor_bundle
+from polystreams._route import ROUTES, Route
 from polystreams.processor import StoreBuilder
 from polystreams.serde import decode, decode_column, encode, encode_column, encoder
 from polystreams.v1alpha1 import engine_pb2 as pb
@@ -1351,7 +1352,7 @@ class Executor:
         store_specs: Mapping[str, StoreBuilder] | None = None,
     ) -> None:
         self._functions = functions
-        self._chains: dict[tuple[Any, ...], _Chain | _Fold | _Join | MetadataChain] = {}
+        self._chains: dict[tuple[Any, ...], _Chain | _Fold | _Join | MetadataChain | Route] = {}
         self._loop = Loop(async_timeout)
         self._processors = ProcessorHost(functions, self._loop, read=read, application_id=application_id, store_specs=store_specs)
 
@@ -1380,6 +1381,8 @@ class Executor:
         if chain is None:
             if len(steps) == 1 and steps[0].operation in _FOLDS:
                 chain = _Fold(bundle, self._functions, self._loop)
+            elif len(steps) == 1 and steps[0].operation in ROUTES:
+                chain = Route(bundle, self._functions, self._loop)
             elif wants_metadata(bundle, self._functions):
                 chain = MetadataChain(bundle, self._functions, self._loop)
             elif len(steps) == 1 and steps[0].operation == VALUE_JOIN:

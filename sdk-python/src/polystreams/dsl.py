@@ -17,7 +17,7 @@ from typing import Any, Literal, TextIO, overload
 
 from polystreams._session import Handle, Kind, Session
 from polystreams.errors import PolystreamsError
-from polystreams.processor import ProcessorSupplier, ValueTransformerWithKeySupplier, _transformer_supplier
+from polystreams.processor import ProcessorSupplier, RecordMetadata, ValueTransformerWithKeySupplier, _transformer_supplier
 from polystreams.serde import SerdeName, TopicSerde, windowed_codec
 from polystreams.store import KeyValueStore, WindowStore, open_store, open_window_store
 from polystreams.v1alpha1 import engine_pb2 as pb
@@ -57,6 +57,15 @@ With a built-in, a ``value`` serde other than its result's is refused."""
 ValueJoiner = Callable[[Any, Any], Any] | BuiltinJoiner
 """A join's joiner: ``joiner(value, other value) -> new value`` run in this
 process, or a :data:`BuiltinJoiner` run in the engine."""
+
+StreamPartitioner = Callable[[str, Any, Any, int], Any]
+"""``Produced.streamPartitioner``: ``partitioner(topic, key, value,
+num_partitions)`` -> a partition, partitions, or None (Kafka's default
+partitioner); may be async."""
+
+TopicNameExtractor = Callable[[Any, Any, RecordMetadata], Any]
+"""``TopicNameExtractor``: ``extractor(key, value, record_context)`` -> the
+record's topic; may be async."""
 
 _BUILTIN_JOINERS: dict[str, pb.Joiner] = {
     "pair": pb.JOINER_PAIR,
@@ -336,13 +345,20 @@ class KStream(_Node):
         both must carry the same key and value serdes."""
         return self._stream("merge", pb.MergeOp(input=self.handle.id, other=other.handle.id, name=_s(name)))
 
-    def repartition(self, *, name: str | None = None, partitions: int = 0) -> KStream:
+    def repartition(
+        self, *, name: str | None = None, partitions: int = 0, partitioner: StreamPartitioner | None = None
+    ) -> KStream:
         """Sends the stream through the topic ``<application.id>-<name>-repartition``
         and on from a new sub-topology (``KStream.repartition``): ``name`` is
         ``Repartitioned.as`` (default ``KSTREAM-REPARTITION-<n>``), ``partitions``
-        its partition count (0: as many as the sub-topology writing it).
+        its partition count (0: as many as the sub-topology writing it),
+        ``partitioner`` ``Repartitioned.withStreamPartitioner`` (see :meth:`to`).
         Records with a null key are dropped."""
-        return self._stream("repartition", pb.RepartitionOp(input=self.handle.id, name=_s(name), partitions=partitions))
+        token = self._app._register("repartition", partitioner) if partitioner is not None else 0
+        return self._stream(
+            "repartition",
+            pb.RepartitionOp(input=self.handle.id, name=_s(name), partitions=partitions, partitioner_token=token),
+        )
 
     @overload
     def join(
@@ -586,17 +602,39 @@ class KStream(_Node):
 
     def to(
         self,
-        topic: str,
+        topic: str | TopicNameExtractor,
         *,
         key: SerdeName | TopicSerde | None = None,
         value: SerdeName | TopicSerde | None = None,
         name: str | None = None,
+        partitioner: StreamPartitioner | None = None,
     ) -> None:
         """Writes the records to ``topic`` (``Produced.with(key, value)``); terminal.
         A :func:`~polystreams.serde.avro` serde encodes the (json) records
-        with its schema."""
+        with its schema.
+
+        ``topic`` may be a ``TopicNameExtractor``, ``extractor(key, value,
+        record_context) -> topic`` (``record_context`` is a
+        :class:`~polystreams.RecordMetadata`): each record goes to the topic it
+        names, which must exist (the brokers may auto-create it; Kafka Streams
+        does not create it). ``describe()`` prints the sink as ``(extractor
+        class: <the function's qualified name>)``.
+
+        ``partitioner`` is ``Produced.streamPartitioner``: ``partitioner(topic,
+        key, value, num_partitions)`` returns a partition, several (the
+        record is written to each; none drops it), or None for Kafka's
+        default partitioner (murmur2 of the serialized key). A partition
+        outside ``[0, num_partitions)`` fails the record."""
+        extractor = 0
+        if callable(topic):
+            extractor, topic = self._app._register("to", topic), ""
+        ptoken = self._app._register("to", partitioner) if partitioner is not None else 0
         self._app._build_terminal(
-            "to", pb.ToOp(input=self.handle.id, topic=topic, key_serde=_s(key), value_serde=_s(value), name=_s(name))
+            "to",
+            pb.ToOp(
+                input=self.handle.id, topic=topic, key_serde=_s(key), value_serde=_s(value), name=_s(name),
+                partitioner_token=ptoken, topic_extractor_token=extractor,
+            ),
         )
 
 

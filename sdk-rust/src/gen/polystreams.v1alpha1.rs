@@ -810,6 +810,11 @@ pub struct RepartitionOp {
     /// writing it has.
     #[prost(int32, tag = "3")]
     pub partitions: i32,
+    /// Repartitioned.withStreamPartitioner: fn(topic, key, value,
+    /// numPartitions) -> partitions, run as OPERATION_STREAM_PARTITION. 0:
+    /// Kafka's default partitioner (murmur2 of the serialized key).
+    #[prost(uint32, tag = "110")]
+    pub partitioner_token: u32,
 }
 /// JoinOp is KStream.join(KTable) / KStream.leftJoin(KTable): each stream
 /// record is joined with the table's current value for its key (processor
@@ -931,6 +936,19 @@ pub struct ToOp {
     pub value_serde: ::prost::alloc::string::String,
     #[prost(string, tag = "5")]
     pub name: ::prost::alloc::string::String,
+    /// Produced.streamPartitioner: fn(topic, key, value, numPartitions) ->
+    /// partitions, run as OPERATION_STREAM_PARTITION. 0: Kafka's default
+    /// partitioner (murmur2 of the serialized key).
+    #[prost(uint32, tag = "110")]
+    pub partitioner_token: u32,
+    /// A TopicNameExtractor (KStream.to(TopicNameExtractor)): fn(key, value,
+    /// record context) -> topic, run as OPERATION_TOPIC_NAME; topic is then
+    /// empty. The topics must exist (or be auto-created by the broker): the
+    /// engine does not create them, as Kafka Streams does not. describe()
+    /// prints the function's registered name as the extractor class. 0: the
+    /// sink writes topic.
+    #[prost(uint32, tag = "111")]
+    pub topic_extractor_token: u32,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct BuildRequest {
@@ -1371,6 +1389,13 @@ pub struct Bundle {
     /// largest timestamp extracted so far; -1: none yet).
     #[prost(int64, tag = "100")]
     pub partition_time: i64,
+    /// OPERATION_STREAM_PARTITION bundles: the topic the records are written
+    /// to and its partition count (the partitioner's topic and
+    /// numPartitions).
+    #[prost(string, tag = "114")]
+    pub sink_topic: ::prost::alloc::string::String,
+    #[prost(int32, tag = "115")]
+    pub sink_partitions: i32,
 }
 /// StoreView is the prefetched part of one store for one bundle: entry j has
 /// key j and value j (value length -1: known absent). A window store's rows
@@ -2538,6 +2563,18 @@ pub enum Operation {
     /// handler; any other fails the application (Kafka Streams' "Fatal user
     /// code error in TimestampExtractor callback").
     ExtractTimestamp = 18,
+    /// A StreamPartitioner: fn(topic, key, value, numPartitions) -> a
+    /// partition, a set of partitions (multicast; empty: drop the record) or
+    /// null (Kafka's default partitioner). Bundle.sink_topic and
+    /// sink_partitions give topic and numPartitions. Each record's outputs
+    /// are its partitions as 4-byte big-endian values; one null output (length
+    /// -1) is null; no output drops the record.
+    StreamPartition = 19,
+    /// A TopicNameExtractor: fn(key, value, record context) -> topic. The
+    /// record context is the record's topic, partition, offset, timestamp and
+    /// headers (Bundle.topic, partition, offsets, timestamps). Each record's
+    /// one output is the topic, UTF-8.
+    TopicName = 20,
 }
 impl Operation {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -2564,6 +2601,8 @@ impl Operation {
             Self::Process => "OPERATION_PROCESS",
             Self::ProcessValues => "OPERATION_PROCESS_VALUES",
             Self::ExtractTimestamp => "OPERATION_EXTRACT_TIMESTAMP",
+            Self::StreamPartition => "OPERATION_STREAM_PARTITION",
+            Self::TopicName => "OPERATION_TOPIC_NAME",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -2587,6 +2626,8 @@ impl Operation {
             "OPERATION_PROCESS" => Some(Self::Process),
             "OPERATION_PROCESS_VALUES" => Some(Self::ProcessValues),
             "OPERATION_EXTRACT_TIMESTAMP" => Some(Self::ExtractTimestamp),
+            "OPERATION_STREAM_PARTITION" => Some(Self::StreamPartition),
+            "OPERATION_TOPIC_NAME" => Some(Self::TopicName),
             _ => None,
         }
     }

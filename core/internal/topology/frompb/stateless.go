@@ -121,12 +121,36 @@ func (c *call) merge(v *pb.MergeOp) (*topology.Handle, error) {
 
 // repartition applies RepartitionOp.
 func (c *call) repartition(v *pb.RepartitionOp) (*topology.Handle, error) {
-	return c.b.Repartition(v.Input, v.Name, v.Partitions)
+	p, err := c.optFn(v.PartitionerToken)
+	if err != nil {
+		return nil, err
+	}
+	return c.b.RepartitionWith(v.Input, v.Name, v.Partitions, p)
+}
+
+// optFn resolves an optional function token (0: none).
+func (c *call) optFn(token uint32) (*topology.Function, error) {
+	if token == 0 {
+		return nil, nil
+	}
+	f, err := c.fn(token)
+	if err != nil {
+		return nil, err
+	}
+	return &f, nil
 }
 
 // to applies ToOp, a sink (no handle).
 func (c *call) to(v *pb.ToOp) error {
-	return c.b.To(v.Input, v.Topic, v.KeySerde, v.ValueSerde, v.Name)
+	var r topology.Routing
+	var err error
+	if r.Partitioner, err = c.optFn(v.PartitionerToken); err != nil {
+		return err
+	}
+	if r.Extractor, err = c.optFn(v.TopicExtractorToken); err != nil {
+		return err
+	}
+	return c.b.ToRouted(v.Input, v.Topic, v.KeySerde, v.ValueSerde, v.Name, r)
 }
 
 // split applies SplitOp: one handle per branch, the default branch last.

@@ -45,6 +45,8 @@ OPERATION_PROCESS: Operation
 OPERATION_PROCESS_VALUES: Operation
 OPERATION_REDUCE: Operation
 OPERATION_SELECT_KEY: Operation
+OPERATION_STREAM_PARTITION: Operation
+OPERATION_TOPIC_NAME: Operation
 OPERATION_UNSPECIFIED: Operation
 OPERATION_VALUE_JOIN: Operation
 OP_KIND_CANCEL: OpKind
@@ -284,7 +286,7 @@ class BuildResponse(_message.Message):
     def __init__(self, handle: _Optional[_Union[Handle, _Mapping]] = ..., branches: _Optional[_Iterable[_Union[Handle, _Mapping]]] = ...) -> None: ...
 
 class Bundle(_message.Message):
-    __slots__ = ["after", "aggregate_lengths", "aggregate_serde", "aggregates", "final_only", "fold_bases", "group_sizes", "header_counts", "header_key_lengths", "header_keys", "header_value_lengths", "header_values", "id", "inits", "key_lengths", "key_serde", "keys", "merge_counts", "merge_refs", "offsets", "old_value_lengths", "old_values", "other_value_lengths", "other_value_serde", "other_values", "output_key_serde", "output_value_serde", "partition", "partition_time", "steps", "stores", "task", "timestamps", "topic", "value_lengths", "value_refs", "value_serde", "values"]
+    __slots__ = ["after", "aggregate_lengths", "aggregate_serde", "aggregates", "final_only", "fold_bases", "group_sizes", "header_counts", "header_key_lengths", "header_keys", "header_value_lengths", "header_values", "id", "inits", "key_lengths", "key_serde", "keys", "merge_counts", "merge_refs", "offsets", "old_value_lengths", "old_values", "other_value_lengths", "other_value_serde", "other_values", "output_key_serde", "output_value_serde", "partition", "partition_time", "sink_partitions", "sink_topic", "steps", "stores", "task", "timestamps", "topic", "value_lengths", "value_refs", "value_serde", "values"]
     AFTER_FIELD_NUMBER: _ClassVar[int]
     AGGREGATES_FIELD_NUMBER: _ClassVar[int]
     AGGREGATE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
@@ -314,6 +316,8 @@ class Bundle(_message.Message):
     OUTPUT_VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     PARTITION_TIME_FIELD_NUMBER: _ClassVar[int]
+    SINK_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    SINK_TOPIC_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
     STORES_FIELD_NUMBER: _ClassVar[int]
     TASK_FIELD_NUMBER: _ClassVar[int]
@@ -352,6 +356,8 @@ class Bundle(_message.Message):
     output_value_serde: str
     partition: int
     partition_time: int
+    sink_partitions: int
+    sink_topic: str
     steps: _containers.RepeatedCompositeFieldContainer[Step]
     stores: _containers.RepeatedCompositeFieldContainer[StoreView]
     task: str
@@ -361,7 +367,7 @@ class Bundle(_message.Message):
     value_refs: _containers.RepeatedScalarFieldContainer[int]
     value_serde: str
     values: bytes
-    def __init__(self, id: _Optional[int] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., output_key_serde: _Optional[str] = ..., output_value_serde: _Optional[str] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., topic: _Optional[str] = ..., partition: _Optional[int] = ..., offsets: _Optional[_Iterable[int]] = ..., timestamps: _Optional[_Iterable[int]] = ..., group_sizes: _Optional[_Iterable[int]] = ..., aggregate_lengths: _Optional[_Iterable[int]] = ..., aggregates: _Optional[bytes] = ..., aggregate_serde: _Optional[str] = ..., old_value_lengths: _Optional[_Iterable[int]] = ..., old_values: _Optional[bytes] = ..., value_refs: _Optional[_Iterable[int]] = ..., final_only: bool = ..., fold_bases: _Optional[_Iterable[int]] = ..., merge_counts: _Optional[_Iterable[int]] = ..., merge_refs: _Optional[_Iterable[int]] = ..., other_value_lengths: _Optional[_Iterable[int]] = ..., other_values: _Optional[bytes] = ..., other_value_serde: _Optional[str] = ..., task: _Optional[str] = ..., stores: _Optional[_Iterable[_Union[StoreView, _Mapping]]] = ..., inits: _Optional[_Iterable[_Union[BundleEntry, _Mapping]]] = ..., after: _Optional[_Iterable[_Union[BundleEntry, _Mapping]]] = ..., header_counts: _Optional[_Iterable[int]] = ..., header_key_lengths: _Optional[_Iterable[int]] = ..., header_keys: _Optional[bytes] = ..., header_value_lengths: _Optional[_Iterable[int]] = ..., header_values: _Optional[bytes] = ..., partition_time: _Optional[int] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., steps: _Optional[_Iterable[_Union[Step, _Mapping]]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., output_key_serde: _Optional[str] = ..., output_value_serde: _Optional[str] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., topic: _Optional[str] = ..., partition: _Optional[int] = ..., offsets: _Optional[_Iterable[int]] = ..., timestamps: _Optional[_Iterable[int]] = ..., group_sizes: _Optional[_Iterable[int]] = ..., aggregate_lengths: _Optional[_Iterable[int]] = ..., aggregates: _Optional[bytes] = ..., aggregate_serde: _Optional[str] = ..., old_value_lengths: _Optional[_Iterable[int]] = ..., old_values: _Optional[bytes] = ..., value_refs: _Optional[_Iterable[int]] = ..., final_only: bool = ..., fold_bases: _Optional[_Iterable[int]] = ..., merge_counts: _Optional[_Iterable[int]] = ..., merge_refs: _Optional[_Iterable[int]] = ..., other_value_lengths: _Optional[_Iterable[int]] = ..., other_values: _Optional[bytes] = ..., other_value_serde: _Optional[str] = ..., task: _Optional[str] = ..., stores: _Optional[_Iterable[_Union[StoreView, _Mapping]]] = ..., inits: _Optional[_Iterable[_Union[BundleEntry, _Mapping]]] = ..., after: _Optional[_Iterable[_Union[BundleEntry, _Mapping]]] = ..., header_counts: _Optional[_Iterable[int]] = ..., header_key_lengths: _Optional[_Iterable[int]] = ..., header_keys: _Optional[bytes] = ..., header_value_lengths: _Optional[_Iterable[int]] = ..., header_values: _Optional[bytes] = ..., partition_time: _Optional[int] = ..., sink_topic: _Optional[str] = ..., sink_partitions: _Optional[int] = ...) -> None: ...
 
 class BundleEntry(_message.Message):
     __slots__ = ["kind", "schedule", "step", "time_ms"]
@@ -1178,14 +1184,16 @@ class RegisterFunctionResponse(_message.Message):
     def __init__(self, token: _Optional[int] = ...) -> None: ...
 
 class RepartitionOp(_message.Message):
-    __slots__ = ["input", "name", "partitions"]
+    __slots__ = ["input", "name", "partitioner_token", "partitions"]
     INPUT_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONER_TOKEN_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     input: int
     name: str
+    partitioner_token: int
     partitions: int
-    def __init__(self, input: _Optional[int] = ..., name: _Optional[str] = ..., partitions: _Optional[int] = ...) -> None: ...
+    def __init__(self, input: _Optional[int] = ..., name: _Optional[str] = ..., partitions: _Optional[int] = ..., partitioner_token: _Optional[int] = ...) -> None: ...
 
 class RestoreProgress(_message.Message):
     __slots__ = ["restored_records", "restoring_partitions", "total_partitions", "total_records"]
@@ -1476,18 +1484,22 @@ class TimestampExtractor(_message.Message):
     def __init__(self, token: _Optional[int] = ..., builtin: _Optional[str] = ...) -> None: ...
 
 class ToOp(_message.Message):
-    __slots__ = ["input", "key_serde", "name", "topic", "value_serde"]
+    __slots__ = ["input", "key_serde", "name", "partitioner_token", "topic", "topic_extractor_token", "value_serde"]
     INPUT_FIELD_NUMBER: _ClassVar[int]
     KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONER_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_EXTRACTOR_TOKEN_FIELD_NUMBER: _ClassVar[int]
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
     input: int
     key_serde: str
     name: str
+    partitioner_token: int
     topic: str
+    topic_extractor_token: int
     value_serde: str
-    def __init__(self, input: _Optional[int] = ..., topic: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+    def __init__(self, input: _Optional[int] = ..., topic: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., partitioner_token: _Optional[int] = ..., topic_extractor_token: _Optional[int] = ...) -> None: ...
 
 class ToStreamOp(_message.Message):
     __slots__ = ["input", "name"]

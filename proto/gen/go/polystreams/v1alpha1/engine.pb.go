@@ -514,6 +514,18 @@ const (
 	// handler; any other fails the application (Kafka Streams' "Fatal user
 	// code error in TimestampExtractor callback").
 	Operation_OPERATION_EXTRACT_TIMESTAMP Operation = 18
+	// A StreamPartitioner: fn(topic, key, value, numPartitions) -> a
+	// partition, a set of partitions (multicast; empty: drop the record) or
+	// null (Kafka's default partitioner). Bundle.sink_topic and
+	// sink_partitions give topic and numPartitions. Each record's outputs
+	// are its partitions as 4-byte big-endian values; one null output (length
+	// -1) is null; no output drops the record.
+	Operation_OPERATION_STREAM_PARTITION Operation = 19
+	// A TopicNameExtractor: fn(key, value, record context) -> topic. The
+	// record context is the record's topic, partition, offset, timestamp and
+	// headers (Bundle.topic, partition, offsets, timestamps). Each record's
+	// one output is the topic, UTF-8.
+	Operation_OPERATION_TOPIC_NAME Operation = 20
 )
 
 // Enum value maps for Operation.
@@ -537,6 +549,8 @@ var (
 		16: "OPERATION_PROCESS",
 		17: "OPERATION_PROCESS_VALUES",
 		18: "OPERATION_EXTRACT_TIMESTAMP",
+		19: "OPERATION_STREAM_PARTITION",
+		20: "OPERATION_TOPIC_NAME",
 	}
 	Operation_value = map[string]int32{
 		"OPERATION_UNSPECIFIED":              0,
@@ -557,6 +571,8 @@ var (
 		"OPERATION_PROCESS":                  16,
 		"OPERATION_PROCESS_VALUES":           17,
 		"OPERATION_EXTRACT_TIMESTAMP":        18,
+		"OPERATION_STREAM_PARTITION":         19,
+		"OPERATION_TOPIC_NAME":               20,
 	}
 )
 
@@ -4217,9 +4233,13 @@ type RepartitionOp struct {
 	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	// Repartitioned.withNumberOfPartitions; 0: as many as the sub-topology
 	// writing it has.
-	Partitions    int32 `protobuf:"varint,3,opt,name=partitions,proto3" json:"partitions,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Partitions int32 `protobuf:"varint,3,opt,name=partitions,proto3" json:"partitions,omitempty"`
+	// Repartitioned.withStreamPartitioner: fn(topic, key, value,
+	// numPartitions) -> partitions, run as OPERATION_STREAM_PARTITION. 0:
+	// Kafka's default partitioner (murmur2 of the serialized key).
+	PartitionerToken uint32 `protobuf:"varint,110,opt,name=partitioner_token,json=partitionerToken,proto3" json:"partitioner_token,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *RepartitionOp) Reset() {
@@ -4269,6 +4289,13 @@ func (x *RepartitionOp) GetName() string {
 func (x *RepartitionOp) GetPartitions() int32 {
 	if x != nil {
 		return x.Partitions
+	}
+	return 0
+}
+
+func (x *RepartitionOp) GetPartitionerToken() uint32 {
+	if x != nil {
+		return x.PartitionerToken
 	}
 	return 0
 }
@@ -4661,11 +4688,22 @@ type ToOp struct {
 	Input uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
 	Topic string                 `protobuf:"bytes,2,opt,name=topic,proto3" json:"topic,omitempty"`
 	// Produced.with serdes; empty keeps the input's.
-	KeySerde      string `protobuf:"bytes,3,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
-	ValueSerde    string `protobuf:"bytes,4,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
-	Name          string `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	KeySerde   string `protobuf:"bytes,3,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
+	ValueSerde string `protobuf:"bytes,4,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
+	Name       string `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	// Produced.streamPartitioner: fn(topic, key, value, numPartitions) ->
+	// partitions, run as OPERATION_STREAM_PARTITION. 0: Kafka's default
+	// partitioner (murmur2 of the serialized key).
+	PartitionerToken uint32 `protobuf:"varint,110,opt,name=partitioner_token,json=partitionerToken,proto3" json:"partitioner_token,omitempty"`
+	// A TopicNameExtractor (KStream.to(TopicNameExtractor)): fn(key, value,
+	// record context) -> topic, run as OPERATION_TOPIC_NAME; topic is then
+	// empty. The topics must exist (or be auto-created by the broker): the
+	// engine does not create them, as Kafka Streams does not. describe()
+	// prints the function's registered name as the extractor class. 0: the
+	// sink writes topic.
+	TopicExtractorToken uint32 `protobuf:"varint,111,opt,name=topic_extractor_token,json=topicExtractorToken,proto3" json:"topic_extractor_token,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *ToOp) Reset() {
@@ -4731,6 +4769,20 @@ func (x *ToOp) GetName() string {
 		return x.Name
 	}
 	return ""
+}
+
+func (x *ToOp) GetPartitionerToken() uint32 {
+	if x != nil {
+		return x.PartitionerToken
+	}
+	return 0
+}
+
+func (x *ToOp) GetTopicExtractorToken() uint32 {
+	if x != nil {
+		return x.TopicExtractorToken
+	}
+	return 0
 }
 
 type BuildRequest struct {
@@ -6264,8 +6316,13 @@ type Bundle struct {
 	// OPERATION_EXTRACT_TIMESTAMP: the partition's time before record 0 (the
 	// largest timestamp extracted so far; -1: none yet).
 	PartitionTime int64 `protobuf:"varint,100,opt,name=partition_time,json=partitionTime,proto3" json:"partition_time,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// OPERATION_STREAM_PARTITION bundles: the topic the records are written
+	// to and its partition count (the partitioner's topic and
+	// numPartitions).
+	SinkTopic      string `protobuf:"bytes,114,opt,name=sink_topic,json=sinkTopic,proto3" json:"sink_topic,omitempty"`
+	SinkPartitions int32  `protobuf:"varint,115,opt,name=sink_partitions,json=sinkPartitions,proto3" json:"sink_partitions,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Bundle) Reset() {
@@ -6560,6 +6617,20 @@ func (x *Bundle) GetHeaderValues() []byte {
 func (x *Bundle) GetPartitionTime() int64 {
 	if x != nil {
 		return x.PartitionTime
+	}
+	return 0
+}
+
+func (x *Bundle) GetSinkTopic() string {
+	if x != nil {
+		return x.SinkTopic
+	}
+	return ""
+}
+
+func (x *Bundle) GetSinkPartitions() int32 {
+	if x != nil {
+		return x.SinkPartitions
 	}
 	return 0
 }
@@ -10233,13 +10304,14 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\fdefault_name\x18\x05 \x01(\tR\vdefaultName\"E\n" +
 	"\x06Branch\x12'\n" +
 	"\x0fpredicate_token\x18\x01 \x01(\rR\x0epredicateToken\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"Y\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\x86\x01\n" +
 	"\rRepartitionOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1e\n" +
 	"\n" +
 	"partitions\x18\x03 \x01(\x05R\n" +
-	"partitions\"\xf5\x03\n" +
+	"partitions\x12+\n" +
+	"\x11partitioner_token\x18n \x01(\rR\x10partitionerToken\"\xf5\x03\n" +
 	"\x06JoinOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
 	"\x05table\x18\x02 \x01(\x04R\x05table\x12!\n" +
@@ -10272,14 +10344,16 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\n" +
 	"ToStreamOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"\x84\x01\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\xe5\x01\n" +
 	"\x04ToOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
 	"\x05topic\x18\x02 \x01(\tR\x05topic\x12\x1b\n" +
 	"\tkey_serde\x18\x03 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x04 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
-	"\x04name\x18\x05 \x01(\tR\x04name\"\xf9\x11\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\x12+\n" +
+	"\x11partitioner_token\x18n \x01(\rR\x10partitionerToken\x122\n" +
+	"\x15topic_extractor_token\x18o \x01(\rR\x13topicExtractorToken\"\xf9\x11\n" +
 	"\fBuildRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x128\n" +
@@ -10389,8 +10463,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\fmerger_token\x18\x06 \x01(\rR\vmergerToken\x12\x16\n" +
 	"\x06stores\x18\a \x03(\tR\x06stores\x12\x1a\n" +
 	"\bchildren\x18\b \x03(\tR\bchildren\x12:\n" +
-	"\bmetadata\x18\t \x01(\x0e2\x1e.polystreams.v1alpha1.MetadataR\bmetadata\"\xf1\n" +
-	"\n" +
+	"\bmetadata\x18\t \x01(\x0e2\x1e.polystreams.v1alpha1.MetadataR\bmetadata\"\xb9\v\n" +
 	"\x06Bundle\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x120\n" +
 	"\x05steps\x18\x02 \x03(\v2\x1a.polystreams.v1alpha1.StepR\x05steps\x12\x1b\n" +
@@ -10443,7 +10516,10 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"headerKeys\x120\n" +
 	"\x14header_value_lengths\x18$ \x03(\x11R\x12headerValueLengths\x12#\n" +
 	"\rheader_values\x18% \x01(\fR\fheaderValues\x12%\n" +
-	"\x0epartition_time\x18d \x01(\x03R\rpartitionTime\"\x8b\x03\n" +
+	"\x0epartition_time\x18d \x01(\x03R\rpartitionTime\x12\x1d\n" +
+	"\n" +
+	"sink_topic\x18r \x01(\tR\tsinkTopic\x12'\n" +
+	"\x0fsink_partitions\x18s \x01(\x05R\x0esinkPartitions\"\x8b\x03\n" +
 	"\tStoreView\x12\x14\n" +
 	"\x05store\x18\x01 \x01(\tR\x05store\x12\x1b\n" +
 	"\tkey_serde\x18\x02 \x01(\tR\bkeySerde\x12\x1f\n" +
@@ -10782,7 +10858,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x12JOINER_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vJOINER_PAIR\x10\x01\x12\x0f\n" +
 	"\vJOINER_THIS\x10\x02\x12\x10\n" +
-	"\fJOINER_OTHER\x10\x03*\x80\x04\n" +
+	"\fJOINER_OTHER\x10\x03*\xba\x04\n" +
 	"\tOperation\x12\x19\n" +
 	"\x15OPERATION_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14OPERATION_MAP_VALUES\x10\x01\x12\x14\n" +
@@ -10802,7 +10878,9 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\"OPERATION_FLAT_MAP_VALUES_WITH_KEY\x10\x0f\x12\x15\n" +
 	"\x11OPERATION_PROCESS\x10\x10\x12\x1c\n" +
 	"\x18OPERATION_PROCESS_VALUES\x10\x11\x12\x1f\n" +
-	"\x1bOPERATION_EXTRACT_TIMESTAMP\x10\x12\"\x04\b\v\x10\v*\x0fOPERATION_MERGE*\x85\x01\n" +
+	"\x1bOPERATION_EXTRACT_TIMESTAMP\x10\x12\x12\x1e\n" +
+	"\x1aOPERATION_STREAM_PARTITION\x10\x13\x12\x18\n" +
+	"\x14OPERATION_TOPIC_NAME\x10\x14\"\x04\b\v\x10\v*\x0fOPERATION_MERGE*\x85\x01\n" +
 	"\x06OpKind\x12\x17\n" +
 	"\x13OP_KIND_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vOP_KIND_PUT\x10\x01\x12\x12\n" +

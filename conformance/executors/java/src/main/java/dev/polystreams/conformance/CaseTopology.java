@@ -374,6 +374,23 @@ final class CaseTopology {
         if (name != null) {
           p = p.withName(name);
         }
+        if ("key".equals(text(st, "extract"))) {
+          // Named by toString(), which describe() prints: the SDKs print
+          // the function's name, a lambda's toString() is not stable.
+          String prefix = text(st, "topic");
+          s.to(new org.apache.kafka.streams.processor.TopicNameExtractor<Object, Object>() {
+            @Override
+            public String extract(Object k, Object v, org.apache.kafka.streams.processor.RecordContext rc) {
+              return prefix + k;
+            }
+
+            @Override
+            public String toString() {
+              return "topic_by_key";
+            }
+          }, p);
+          return null;
+        }
         s.to(text(st, "topic"), p);
         return null;
       }
