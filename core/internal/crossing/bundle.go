@@ -178,7 +178,7 @@ func encodeHeaders(n int, rec func(i int) Record) (counts, kl []int32, keys []by
 // record: the first step it failed in). A failed record's outputs are those
 // its output count gives (0, unless e.g. a flat_map's other values went
 // on); an answer with failures may leave the counts out (all 0).
-func Decode[R any](c *Chain, recs []R, res *pb.BundleResult, out func(in *R, o *Output) R) ([]R, []Failure, error) {
+func Decode[In, Out any](c *Chain, recs []In, res *pb.BundleResult, out func(in *In, o *Output) Out) ([]Out, []Failure, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("engine: host answered bundle %d for node %s malformed: %s", res.GetBundleId(), c.Node, fmt.Sprintf(format, args...))
 	}
@@ -238,7 +238,7 @@ func Decode[R any](c *Chain, recs []R, res *pb.BundleResult, out func(in *R, o *
 	} else if len(res.OutputTimestamps) != 0 || len(res.OutputHeaderCounts) != 0 || len(res.OutputHeaderKeyLengths) != 0 || len(res.OutputHeaderValueLengths) != 0 {
 		return nil, nil, bad("output timestamps or headers for a chain none of whose steps was registered with METADATA_WRITE")
 	}
-	outs := make([]R, 0, total)
+	outs := make([]Out, 0, total)
 	values, keys := res.Values, res.Keys
 	hdr := 0
 	vo, ko, j := 0, 0, 0

@@ -142,3 +142,6 @@ func (s *step) crossingChain() *crossing.Chain {
 func (r *rec) crossed() crossing.Record {
 	return crossing.Record{Key: r.key, Value: r.value, Offset: r.in.Offset, Timestamp: r.ts, Headers: headersOfRec(r)}
 }
+
+// length is a column length: -1 for null.
+func length(b []byte) int32 { return crossing.Length(b) }
