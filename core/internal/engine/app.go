@@ -568,7 +568,7 @@ func (a *App) State() (State, error) {
 // stateLocked is State, with a.mu held.
 func (a *App) stateLocked() State {
 	s := a.state
-	if s == Running && !a.restores.progress().Done() || s == Rebalancing && a.globalsRestoring() {
+	if s == Running && !a.restores.Progress().Done() || s == Rebalancing && a.globalsRestoring() {
 		s = Restoring
 	}
 	if a.degraded && (s == Running || s == Rebalancing || s == Restoring) {
@@ -925,7 +925,7 @@ func (a *App) replaceSession(cause error) bool {
 	for id, t := range a.tasks {
 		tasks = append(tasks, t)
 		delete(a.tasks, id)
-		a.restores.drop(storePartitionsOf(id, t.plan))
+		a.restores.Drop(storePartitionsOf(id, t.plan))
 	}
 	a.mu.Unlock()
 	a.setState(Rebalancing)
@@ -1045,7 +1045,7 @@ func (a *App) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][
 	}
 	// The new tasks' store partitions count as restoring before any task
 	// starts, so the application is Restoring until all are restored.
-	a.restores.assign(sps)
+	a.restores.Assign(sps)
 	if a.state != Failed && a.state != Stopped {
 		a.state = Running // Restoring, to State, until all are restored
 	}
@@ -1105,7 +1105,7 @@ func (a *App) takeTasks(parts map[string][]int32) []*task {
 			if t, ok := a.tasks[id]; ok {
 				out = append(out, t)
 				delete(a.tasks, id)
-				a.restores.drop(storePartitionsOf(id, p))
+				a.restores.Drop(storePartitionsOf(id, p))
 			}
 		}
 	}
@@ -1282,7 +1282,7 @@ func (a *App) StorePartitions(store string) ([]*state.Partition, error) {
 		for _, s := range t.plan.stores {
 			// A store partition answers once restored: the same moment it
 			// stops counting toward Restoring.
-			if s.Name == store && a.restores.restored(storePartition{store, id.partition}) {
+			if s.Name == store && a.restores.Restored(storePartition{Store: store, Partition: id.partition}) {
 				parts = append(parts, a.db.Partition(store, id.partition))
 				held = append(held, t)
 			}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/polystreams/polystreams/core/internal/crossing"
 	"github.com/polystreams/polystreams/core/internal/topology"
-	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
 
 // aggregateOp runs reduce / aggregate over recs: each record's key aggregate is
@@ -133,83 +133,32 @@ func foldNative(n *topology.Node, tx *storeTx, recs []rec, failed func(rec, stri
 func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) ([]rec, error) {
 	table := s.node.Sub != nil
 	index := map[string]int{}
-	var groups [][]int // group -> indexes into recs, in order
+	var groups []crossing.FoldGroup
+	prev := make([]row, 0, len(recs)) // each group's aggregate before its next value
 	for i, r := range recs {
 		g, ok := index[string(r.storeKey())]
 		if !ok {
+			agg, aggTS, err := tx.get(r.storeKey())
+			if err != nil {
+				return nil, recordError(r, s.node.Name, err)
+			}
 			g = len(groups)
 			index[string(r.storeKey())] = g
-			groups = append(groups, nil)
+			groups = append(groups, crossing.FoldGroup{Key: r.key, Agg: agg})
+			prev = append(prev, row{agg, aggTS})
 		}
-		groups[g] = append(groups[g], i)
+		groups[g].Members = append(groups[g].Members, i)
 	}
-	b := &pb.Bundle{
-		Steps: s.steps, KeySerde: s.inKey, ValueSerde: s.inValue,
-		OutputKeySerde: s.outKey, OutputValueSerde: s.outValue, AggregateSerde: s.outValue,
-		Topic: recs[0].in.Topic, Partition: t.id.partition,
-		GroupSizes:       make([]int32, len(groups)),
-		AggregateLengths: make([]int32, len(groups)),
-		KeyLengths:       make([]int32, len(groups)),
-		ValueLengths:     make([]int32, 0, len(recs)),
-		Offsets:          make([]int64, 0, len(recs)),
-		Timestamps:       make([]int64, 0, len(recs)),
-	}
-	if table {
-		b.OldValueLengths = make([]int32, 0, len(recs))
-	} else {
-		// The record cache keeps only each key's last update.
-		b.FinalOnly = s.cached
-	}
-	// A windowed fold repeats each record in every window it falls into;
-	// a host that takes value_refs gets each record once.
-	var recIndex map[*kgo.Record]int32
-	if s.node.Windows != nil && t.app.cfg.FoldValueRefs {
-		recIndex = make(map[*kgo.Record]int32, len(recs))
-		b.ValueRefs = make([]int32, 0, len(recs))
-	}
-	order := make([]int, 0, len(recs))     // value position -> index into recs
-	groupOf := make([]int32, 0, len(recs)) // value position -> its group
-	prev := make([]row, len(groups))       // each group's aggregate before its next value
-	for g, members := range groups {
-		key := recs[members[0]].key
-		agg, aggTS, err := tx.get(recs[members[0]].storeKey())
-		if err != nil {
-			return nil, recordError(recs[members[0]], s.node.Name, err)
-		}
-		b.GroupSizes[g] = int32(len(members))
-		b.KeyLengths[g] = int32(len(key))
-		b.Keys = append(b.Keys, key...)
-		prev[g] = row{agg, aggTS}
-		if agg == nil {
-			b.AggregateLengths[g] = -1
-		} else {
-			b.AggregateLengths[g] = int32(len(agg))
-			b.Aggregates = append(b.Aggregates, agg...)
-		}
-		for _, i := range members {
-			r := recs[i]
-			order = append(order, i)
-			groupOf = append(groupOf, int32(g))
-			if recIndex != nil {
-				ref, seen := recIndex[r.in]
-				if !seen {
-					ref = int32(len(recIndex))
-					recIndex[r.in] = ref
-				}
-				if b.ValueRefs = append(b.ValueRefs, ref); seen {
-					continue // sent with its first window
-				}
-			}
-			b.ValueLengths = append(b.ValueLengths, length(r.value))
-			b.Values = append(b.Values, r.value...)
-			if table {
-				b.OldValueLengths = append(b.OldValueLengths, length(r.old))
-				b.OldValues = append(b.OldValues, r.old...)
-			}
-			b.Offsets = append(b.Offsets, r.in.Offset)
-			b.Timestamps = append(b.Timestamps, r.ts)
-		}
-	}
+	b, order, groupOf := crossing.EncodeFold(s.crossingChain(), crossing.FoldOptions{
+		Topic: recs[0].in.Topic, Partition: t.id.partition, Table: table,
+		FinalOnly: s.cached, // the record cache keeps only each key's last update
+		// A windowed fold repeats each record in every window it falls
+		// into; a host that takes value_refs gets each record once.
+		ValueRefs: s.node.Windows != nil && t.app.cfg.FoldValueRefs,
+	}, groups, len(recs), func(i int) crossing.FoldValue {
+		r := &recs[i]
+		return crossing.FoldValue{Value: r.value, Old: r.old, Offset: r.in.Offset, Timestamp: r.ts, Input: r.in}
+	})
 	res, err := t.app.host.Process(ctx, b)
 	if err != nil {
 		return nil, fmt.Errorf("engine: task %s: fold bundle for node %s: %w", t.id, s.node.Name, err)
@@ -228,35 +177,14 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 	// A value that failed has no aggregate (output count 0) and leaves its
 	// group's aggregate as it was before it: the host folds the group's next
 	// value into that one.
-	var failedAt map[int]bool
 	if len(fails) > 0 {
 		if err := t.applyFailures(inOrder, fails); err != nil {
 			return nil, err
 		}
-		failedAt = make(map[int]bool, len(fails))
-		for _, f := range res.Failures {
-			failedAt[int(f.Index)] = true
-		}
 	}
-	// With final_only a group's aggregate comes after its last value that
-	// did not fail: lastOK[g] is that value's position.
-	lastOK := make([]int, len(groups))
-	for j := range res.OutputCounts {
-		if !failedAt[j] {
-			lastOK[groupOf[j]] = j
-		}
-	}
-	for j, c := range res.OutputCounts {
-		if failedAt[j] {
-			if c != 0 {
-				return nil, fmt.Errorf("engine: host answered fold bundle %d for node %s with an output count of %d for value %d, which failed; a failed value has no aggregate", res.BundleId, s.node.Name, c, j)
-			}
-			continue
-		}
-		last := j == lastOK[groupOf[j]]
-		if c != 1 && !(b.FinalOnly && c == 0 && !last) {
-			return nil, fmt.Errorf("engine: host answered fold bundle %d for node %s with an output count of %d for value %d; a fold gives one aggregate per value (with final_only: per group, after its last value)", res.BundleId, s.node.Name, c, j)
-		}
+	failedAt, err := crossing.CheckFold(s.crossingChain(), b, groupOf, len(groups), res)
+	if err != nil {
+		return nil, err
 	}
 	// Each value's aggregate, or for one skipped (final_only) the time the
 	// next one starts from.
@@ -304,12 +232,4 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 		}
 	}
 	return kept, nil
-}
-
-// length is a column length: -1 for null.
-func length(b []byte) int32 {
-	if b == nil {
-		return -1
-	}
-	return int32(len(b))
 }

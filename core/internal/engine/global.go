@@ -166,7 +166,7 @@ func (a *App) startGlobals(ctx context.Context) error {
 			gp.from = gp.next
 			gp.applied.Store(gp.next)
 			consume[g.Topic()][p] = kgo.NewOffset().At(gp.next)
-			sps = append(sps, storePartition{g.Store.Name, p})
+			sps = append(sps, storePartition{Store: g.Store.Name, Partition: p})
 		}
 		gs.tops = append(gs.tops, gt)
 		gs.byTopic[g.Topic()] = gt
@@ -183,10 +183,10 @@ func (a *App) startGlobals(ctx context.Context) error {
 	}
 	gs.opts = opts
 	gs.restoring.Store(true)
-	a.restores.assign(sps)
+	a.restores.Assign(sps)
 	for _, gt := range gs.tops {
 		for p, gp := range gt.parts {
-			gp.entry = a.restores.begin(storePartition{gt.g.Store.Name, p}, gp.end-gp.next)
+			gp.entry = a.restores.Begin(storePartition{Store: gt.g.Store.Name, Partition: p}, gp.end-gp.next)
 		}
 	}
 	a.globals = gs
@@ -282,7 +282,7 @@ func (gs *globals) run(ctx context.Context) {
 		for _, gp := range gt.parts {
 			if gp.next >= gp.end {
 				gp.restored = true
-				a.restores.finish(gp.entry)
+				a.restores.Finish(gp.entry)
 			}
 		}
 	}
@@ -348,10 +348,10 @@ func (gs *globals) run(ctx context.Context) {
 			}
 			gp.applied.Store(gp.next)
 			if !gp.restored {
-				a.restores.advance(gp.entry, gp.next-gp.from)
+				a.restores.Advance(gp.entry, gp.next-gp.from)
 				if gp.next >= gp.end {
 					gp.restored = true
-					a.restores.finish(gp.entry)
+					a.restores.Finish(gp.entry)
 				}
 			}
 		})

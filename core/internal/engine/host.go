@@ -1,25 +1,21 @@
 package engine
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
+	"github.com/polystreams/polystreams/core/internal/crossing"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
 
-// Host runs bundles through the user's functions, on the other side of the
-// wire. Process may be called concurrently (several tasks' bundles are in
-// flight at once); it returns when the host answered or ctx is done. The
-// engine sets the bundle's id.
-type Host interface {
-	Process(ctx context.Context, b *pb.Bundle) (*pb.BundleResult, error)
-}
+// The task's side of the crossing (core/internal/crossing holds the
+// bundles' codec, the fold bundles and programs, and the host contract):
+// a step's chain, its records as the crossing sees them, and the records
+// and failures an answer makes, whose policy the task applies.
+
+// Host runs bundles through the user's functions (crossing.Host).
+type Host = crossing.Host
 
 // empty is a value that is empty but not null (nil is null).
 var empty = []byte{}
@@ -57,21 +53,9 @@ func (t *task) applyFailures(recs []rec, fails []failure) error {
 }
 
 // bundleBounds splits n records, record i of size(i) bytes, into bundles
-// of at most polystreams.bundle.max.records and .max.bytes (a record
-// larger than that goes alone): bundle j is [bounds[j], bounds[j+1]).
+// of at most polystreams.bundle.max.records and .max.bytes (crossing.Bounds).
 func (t *task) bundleBounds(n int, size func(i int) int) []int {
-	maxRecs, maxBytes := t.app.cfg.BundleMaxRecords, t.app.cfg.BundleMaxBytes
-	bounds := []int{0}
-	start, bytes := 0, 0
-	for i := range n {
-		sz := size(i)
-		if i > start && (i-start >= maxRecs || bytes+sz > maxBytes) {
-			bounds = append(bounds, i)
-			start, bytes = i, 0
-		}
-		bytes += sz
-	}
-	return append(bounds, n)
+	return crossing.Bounds(n, t.app.cfg.BundleMaxRecords, t.app.cfg.BundleMaxBytes, size)
 }
 
 // crossOnce sends recs through s's chain in one bundle; it returns the
@@ -99,208 +83,70 @@ func (t *task) cross(ctx context.Context, s *step, recs []rec, b *pb.Bundle) ([]
 	return out, res, fails, err
 }
 
-// encodeBundle lays recs out in columns.
+// encodeBundle lays recs out in columns (crossing.Encode).
 func encodeBundle(s *step, recs []rec) *pb.Bundle {
-	n := len(recs)
-	kl := make([]int32, n)
-	vl := make([]int32, n)
-	offs := make([]int64, n)
-	tss := make([]int64, n)
-	ksz, vsz := 0, 0
-	for i := range recs {
-		ksz += len(recs[i].key)
-		vsz += len(recs[i].value)
-	}
-	keys := make([]byte, 0, ksz)
-	values := make([]byte, 0, vsz)
-	for i := range recs {
-		r := &recs[i]
-		if r.key == nil {
-			kl[i] = -1
-		} else {
-			kl[i] = int32(len(r.key))
-			keys = append(keys, r.key...)
-		}
-		if r.value == nil {
-			vl[i] = -1
-		} else {
-			vl[i] = int32(len(r.value))
-			values = append(values, r.value...)
-		}
-		offs[i] = r.in.Offset
-		tss[i] = r.ts
-	}
-	b := &pb.Bundle{
-		Steps:            s.steps,
-		KeySerde:         s.inKey,
-		ValueSerde:       s.inValue,
-		OutputKeySerde:   s.outKey,
-		OutputValueSerde: s.outValue,
-		KeyLengths:       kl,
-		Keys:             keys,
-		ValueLengths:     vl,
-		Values:           values,
-		Topic:            recs[0].in.Topic,
-		Offsets:          offs,
-		Timestamps:       tss,
-	}
-	if chainMetadata(s.steps) != pb.Metadata_METADATA_UNSPECIFIED {
-		b.HeaderCounts, b.HeaderKeyLengths, b.HeaderKeys, b.HeaderValueLengths, b.HeaderValues = encodeHeaders(recs)
-	}
-	return b
+	return crossing.Encode(s.crossingChain(), recs[0].in.Topic, len(recs), func(i int) crossing.Record { return recs[i].crossed() })
 }
 
-// decodeResult checks the host's answer against the bundle and turns it
-// into records, and lists the records that failed in record order (one
-// failure per record: the first step it failed in). A failed record's
-// outputs are those its output count gives (0, unless e.g. a flat_map's
-// other values went on); an answer with failures may leave the counts out
-// (all 0).
+// decodeResult checks the host's answer against the bundle of recs for s
+// and turns it into records, and lists the records that failed in record
+// order (crossing.Decode). An output keeps its input's key (unless the
+// chain changes keys), timestamp and headers (unless the chain writes
+// them), and its store key and origin.
 func decodeResult(s *step, recs []rec, res *pb.BundleResult) ([]rec, []failure, error) {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("engine: host answered bundle %d for node %s malformed: %s", res.GetBundleId(), s.node.Name, fmt.Sprintf(format, args...))
-	}
-	var fails []failure
-	if len(res.Failures) > 0 {
-		fs := slices.Clone(res.Failures)
-		slices.SortStableFunc(fs, func(a, b *pb.RecordFailure) int {
-			return cmp.Or(cmp.Compare(a.Index, b.Index), cmp.Compare(a.Step, b.Step))
-		})
-		for i, f := range fs {
-			if f.Index < 0 || int(f.Index) >= len(recs) {
-				return nil, nil, bad("failure names record %d of %d", f.Index, len(recs))
+	out, fails, err := crossing.Decode(s.crossingChain(), recs, res, func(in *rec, o *crossing.Output) rec {
+		r := rec{key: in.key, value: o.Value, ts: in.ts, in: in.in, skey: in.skey, headers: in.headers, ownHeaders: in.ownHeaders}
+		if s.keysChange {
+			r.key = o.Key
+		}
+		if o.Written {
+			r.ts = o.Timestamp
+			if o.OwnHeaders {
+				r.headers, r.ownHeaders = o.Headers, true
 			}
-			if i > 0 && fs[i-1].Index == f.Index {
-				continue
-			}
-			node := s.node.Name
-			if f.Step >= 0 && int(f.Step) < len(s.chain) {
-				node = s.chain[f.Step].Name
-			}
-			kind := kindProcessing
-			if f.Kind == pb.RecordFailure_KIND_DESERIALIZATION {
-				kind = kindDeserialization
-			}
-			fails = append(fails, failure{index: int(f.Index), node: node, kind: kind, err: errors.New(f.Message)})
 		}
-		if len(res.OutputCounts) == 0 && len(res.ValueLengths) == 0 {
-			res.OutputCounts = make([]int32, len(recs))
-		}
+		return r
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	if len(res.OutputCounts) != len(recs) {
-		return nil, nil, bad("%d output counts for %d records", len(res.OutputCounts), len(recs))
-	}
-	total := 0
-	most := maxOutputs(s.steps)
-	for i, c := range res.OutputCounts {
-		if c < 0 {
-			return nil, nil, bad("negative output count %d", c)
-		}
-		if most >= 0 && c > most {
-			return nil, nil, bad("%d outputs for record %d; its chain makes at most %d", c, i, most)
-		}
-		total += int(c)
-	}
-	if len(res.ValueLengths) != total {
-		return nil, nil, bad("%d values for %d outputs", len(res.ValueLengths), total)
-	}
-	if s.keysChange && len(res.KeyLengths) != total {
-		return nil, nil, bad("%d keys for %d outputs of a key-changing chain", len(res.KeyLengths), total)
-	}
-	if !s.keysChange && len(res.KeyLengths) != 0 {
-		return nil, nil, bad("keys for a chain that does not change keys")
-	}
-	writes := chainMetadata(s.steps) == pb.Metadata_METADATA_WRITE
-	var hkeys, hvalues [][]byte
-	if writes {
-		var err error
-		if hkeys, hvalues, err = checkOutputMetadata(res, total); err != nil {
-			return nil, nil, bad("%v", err)
-		}
-	} else if len(res.OutputTimestamps) != 0 || len(res.OutputHeaderCounts) != 0 || len(res.OutputHeaderKeyLengths) != 0 || len(res.OutputHeaderValueLengths) != 0 {
-		return nil, nil, bad("output timestamps or headers for a chain none of whose steps was registered with METADATA_WRITE")
-	}
-	out := make([]rec, 0, total)
-	values, keys := res.Values, res.Keys
-	hdr := 0
-	vo, ko, j := 0, 0, 0
-	slice := func(col []byte, off *int, l int32, what string) ([]byte, error) {
-		if l < 0 {
-			return nil, nil
-		}
-		if l == 0 {
-			return empty, nil
-		}
-		end := *off + int(l)
-		if end > len(col) {
-			return nil, bad("%s column is %d bytes, lengths need more", what, len(col))
-		}
-		b := col[*off:end:end]
-		*off = end
-		return b, nil
-	}
-	for i, c := range res.OutputCounts {
-		for range c {
-			v, err := slice(values, &vo, res.ValueLengths[j], "value")
-			if err != nil {
-				return nil, nil, err
-			}
-			k := recs[i].key
-			if s.keysChange {
-				if k, err = slice(keys, &ko, res.KeyLengths[j], "key"); err != nil {
-					return nil, nil, err
-				}
-			}
-			r := rec{key: k, value: v, ts: recs[i].ts, in: recs[i].in, skey: recs[i].skey, headers: recs[i].headers, ownHeaders: recs[i].ownHeaders}
-			if writes {
-				r.ts = res.OutputTimestamps[j]
-				if hc := int(res.OutputHeaderCounts[j]); hc >= 0 {
-					r.headers, r.ownHeaders = make([]kgo.RecordHeader, 0, hc), true
-					for range hc {
-						r.headers = append(r.headers, kgo.RecordHeader{Key: string(hkeys[hdr]), Value: hvalues[hdr]})
-						hdr++
-					}
-				}
-			}
-			out = append(out, r)
-			j++
-		}
-	}
-	if vo != len(values) || ko != len(keys) {
-		return nil, nil, bad("columns hold %d value and %d key bytes more than their lengths say", len(values)-vo, len(keys)-ko)
-	}
-	return out, fails, nil
+	return out, failuresOf(fails), nil
 }
 
-// checkOutputMetadata checks a METADATA_WRITE chain's output timestamps
-// and headers against its total outputs, and splits the header columns.
-func checkOutputMetadata(res *pb.BundleResult, total int) (hkeys, hvalues [][]byte, err error) {
-	if len(res.OutputTimestamps) != total {
-		return nil, nil, fmt.Errorf("%d output timestamps for %d outputs of a METADATA_WRITE chain", len(res.OutputTimestamps), total)
+// failuresOf are the crossing's failures with the policy's kinds.
+func failuresOf(fails []crossing.Failure) []failure {
+	if len(fails) == 0 {
+		return nil
 	}
-	if len(res.OutputHeaderCounts) != total {
-		return nil, nil, fmt.Errorf("%d output header counts for %d outputs of a METADATA_WRITE chain", len(res.OutputHeaderCounts), total)
-	}
-	headers := 0
-	for j, c := range res.OutputHeaderCounts {
-		if c < -1 {
-			return nil, nil, fmt.Errorf("output %d has header count %d (-1 is the input's headers)", j, c)
+	out := make([]failure, len(fails))
+	for i, f := range fails {
+		kind := kindProcessing
+		if f.Deserialization {
+			kind = kindDeserialization
 		}
-		headers += max(int(c), 0)
+		out[i] = failure{index: f.Index, node: f.Node, kind: kind, err: f.Err}
 	}
-	if len(res.OutputHeaderKeyLengths) != headers || len(res.OutputHeaderValueLengths) != headers {
-		return nil, nil, fmt.Errorf("%d output header keys and %d output header values for %d headers", len(res.OutputHeaderKeyLengths), len(res.OutputHeaderValueLengths), headers)
+	return out
+}
+
+// crossingChain is what a bundle carries of s.
+func (s *step) crossingChain() *crossing.Chain {
+	return &crossing.Chain{
+		Node: s.node.Name, Nodes: s.chain, Steps: s.steps,
+		InKey: s.inKey, InValue: s.inValue, OutKey: s.outKey, OutValue: s.outValue,
+		KeysChange: s.keysChange,
 	}
-	if hkeys, err = splitColumn(res.OutputHeaderKeyLengths, res.OutputHeaderKeys); err != nil {
-		return nil, nil, fmt.Errorf("output header keys: %w", err)
-	}
-	for j, k := range hkeys {
-		if k == nil {
-			return nil, nil, fmt.Errorf("output header %d has a null key", j)
-		}
-	}
-	if hvalues, err = splitColumn(res.OutputHeaderValueLengths, res.OutputHeaderValues); err != nil {
-		return nil, nil, fmt.Errorf("output header values: %w", err)
-	}
-	return hkeys, hvalues, nil
+}
+
+// crossed is what a bundle carries of r: its own headers, or its input's.
+func (r *rec) crossed() crossing.Record {
+	return crossing.Record{Key: r.key, Value: r.value, Offset: r.in.Offset, Timestamp: r.ts, Headers: headersOfRec(r)}
+}
+
+// length is a column length: -1 for null.
+func length(b []byte) int32 { return crossing.Length(b) }
+
+// encodeHeaders lays recs' headers out in a bundle's header columns.
+func encodeHeaders(recs []rec) (counts, kl []int32, keys []byte, vl []int32, values []byte) {
+	return crossing.EncodeHeaders(len(recs), func(i int) crossing.Record { return recs[i].crossed() })
 }

@@ -263,9 +263,9 @@ func (a *App) QueryPartitions(store string, stale bool) (active, standby map[int
 	a.mu.Unlock()
 	if s != nil {
 		for _, sp := range s.parts {
-			if sp.store == store {
-				if _, ok := active[sp.partition]; !ok {
-					standby[sp.partition] = a.db.Partition(store, sp.partition)
+			if sp.Store == store {
+				if _, ok := active[sp.Partition]; !ok {
+					standby[sp.Partition] = a.db.Partition(store, sp.Partition)
 				}
 			}
 		}

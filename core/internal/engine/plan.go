@@ -453,14 +453,3 @@ func stepMetadata(f *topology.Function) pb.Metadata {
 	}
 	return pb.Metadata_METADATA_UNSPECIFIED
 }
-
-// chainMetadata is the most any step of steps asked for: READ or more
-// sends the records' headers, WRITE takes back the outputs' timestamps
-// and headers.
-func chainMetadata(steps []*pb.Step) pb.Metadata {
-	md := pb.Metadata_METADATA_UNSPECIFIED
-	for _, st := range steps {
-		md = max(md, st.Metadata)
-	}
-	return md
-}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/polystreams/polystreams/core/internal/crossing"
 	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
@@ -415,31 +416,6 @@ func storeTypeOf(st *topology.Store) pb.StoreType {
 	return pb.StoreType_STORE_TYPE_KEY_VALUE
 }
 
-// encodeHeaders lays the records' headers out in columns; none when no
-// record has headers.
-func encodeHeaders(recs []rec) (counts, kl []int32, keys []byte, vl []int32, values []byte) {
-	any := false
-	for i := range recs {
-		if len(headersOfRec(&recs[i])) > 0 {
-			any = true
-			break
-		}
-	}
-	if !any {
-		return
-	}
-	var k, v columns
-	for i := range recs {
-		hs := headersOfRec(&recs[i])
-		counts = append(counts, int32(len(hs)))
-		for _, h := range hs {
-			k.add([]byte(h.Key))
-			v.add(h.Value)
-		}
-	}
-	return counts, k.lens, k.data, v.lens, v.data
-}
-
 func headersOfRec(r *rec) []kgo.RecordHeader {
 	if r.ownHeaders {
 		return r.headers
@@ -483,11 +459,11 @@ func (o *hostProcessOp) apply(ctx context.Context, b *pb.Bundle, e *bundleEntrie
 	case len(res.OpHeaderCounts) != forwards:
 		return nil, bad("%d op header counts for %d forwards", len(res.OpHeaderCounts), forwards)
 	}
-	keys, err := splitColumn(res.OpKeyLengths, res.OpKeys)
+	keys, err := crossing.SplitColumn(res.OpKeyLengths, res.OpKeys)
 	if err != nil {
 		return nil, bad("op keys: %v", err)
 	}
-	values, err := splitColumn(res.OpValueLengths, res.OpValues)
+	values, err := crossing.SplitColumn(res.OpValueLengths, res.OpValues)
 	if err != nil {
 		return nil, bad("op values: %v", err)
 	}
@@ -498,11 +474,11 @@ func (o *hostProcessOp) apply(ctx context.Context, b *pb.Bundle, e *bundleEntrie
 	if len(res.OpHeaderKeyLengths) != hcount || len(res.OpHeaderValueLengths) != hcount {
 		return nil, bad("%d header keys and %d header values for %d headers", len(res.OpHeaderKeyLengths), len(res.OpHeaderValueLengths), hcount)
 	}
-	hkeys, err := splitColumn(res.OpHeaderKeyLengths, res.OpHeaderKeys)
+	hkeys, err := crossing.SplitColumn(res.OpHeaderKeyLengths, res.OpHeaderKeys)
 	if err != nil {
 		return nil, bad("op header keys: %v", err)
 	}
-	hvalues, err := splitColumn(res.OpHeaderValueLengths, res.OpHeaderValues)
+	hvalues, err := crossing.SplitColumn(res.OpHeaderValueLengths, res.OpHeaderValues)
 	if err != nil {
 		return nil, bad("op header values: %v", err)
 	}
@@ -664,28 +640,6 @@ func (o *hostProcessOp) apply(ctx context.Context, b *pb.Bundle, e *bundleEntrie
 				return nil, err
 			}
 		}
-	}
-	return out, nil
-}
-
-// splitColumn cuts a length-prefixed column (-1: null).
-func splitColumn(lens []int32, data []byte) ([][]byte, error) {
-	out := make([][]byte, len(lens))
-	off := 0
-	for i, l := range lens {
-		switch {
-		case l == -1:
-		case l < -1:
-			return nil, fmt.Errorf("length %d at %d", l, i)
-		case off+int(l) > len(data):
-			return nil, fmt.Errorf("length %d at %d runs past the column's %d bytes", l, i, len(data))
-		default:
-			out[i] = data[off : off+int(l) : off+int(l)]
-			off += int(l)
-		}
-	}
-	if off != len(data) {
-		return nil, fmt.Errorf("%d bytes left over", len(data)-off)
 	}
 	return out, nil
 }

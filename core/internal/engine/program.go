@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
+	"github.com/polystreams/polystreams/core/internal/crossing"
 	"github.com/polystreams/polystreams/core/internal/topology"
-	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
 
 // Folds over session and sliding windows. Which windows a record makes,
@@ -31,11 +29,14 @@ type agg struct {
 }
 
 const (
-	aggBytes = -1 // b holds it
-	aggInit  = -2 // initializer(), run by the host
+	aggBytes = crossing.Stored // b holds it
+	aggInit  = crossing.Init   // initializer(), run by the host
 )
 
 func bytesAgg(b []byte) agg { return agg{b: b, sym: aggBytes} }
+
+// crossed is a as a fold program refers to it.
+func (a agg) crossed() crossing.Agg { return crossing.Agg{Bytes: a.b, Fold: a.sym} }
 
 // none says the aggregate is missing (a reduce that has folded nothing).
 func (a agg) none() bool { return a.sym == aggBytes && a.b == nil }
@@ -258,129 +259,37 @@ func (f *folder) run(ctx context.Context) ([][]byte, error) {
 		return nil, nil
 	}
 	s, t := f.s, f.t
-	index := map[string]int{}
-	var groups [][]int
+	folds := make([]crossing.Fold, len(f.ops))
 	for i, op := range f.ops {
-		g, ok := index[string(op.r.key)]
-		if !ok {
-			g = len(groups)
-			index[string(op.r.key)] = g
-			groups = append(groups, nil)
-		}
-		groups[g] = append(groups[g], i)
-	}
-	n := len(f.ops)
-	b := &pb.Bundle{
-		Steps: s.steps, KeySerde: s.inKey, ValueSerde: s.inValue,
-		OutputKeySerde: s.outKey, OutputValueSerde: s.outValue, AggregateSerde: s.outValue,
-		Topic: f.ops[0].r.in.Topic, Partition: t.id.partition,
-		GroupSizes:  make([]int32, len(groups)),
-		KeyLengths:  make([]int32, len(groups)),
-		ValueRefs:   make([]int32, 0, n),
-		FoldBases:   make([]int32, 0, n),
-		MergeCounts: make([]int32, 0, n),
-	}
-	pos := make([]int32, n)      // fold index -> its place in the bundle
-	order := make([]rec, 0, n)   // the bundle's folds' records
-	byPlace := make([]int, 0, n) // place -> fold index
-	for g, members := range groups {
-		key := f.ops[members[0]].r.key
-		b.GroupSizes[g] = int32(len(members))
-		b.KeyLengths[g] = int32(len(key))
-		b.Keys = append(b.Keys, key...)
-		for _, i := range members {
-			pos[i] = int32(len(byPlace))
-			byPlace = append(byPlace, i)
-			order = append(order, f.ops[i].r)
+		folds[i] = crossing.Fold{Key: op.r.key, Value: op.r.value, Offset: op.r.in.Offset, Timestamp: op.r.ts, Input: op.r.in, Base: op.base.crossed()}
+		if len(op.merges) > 0 {
+			folds[i].Merges = make([]crossing.Agg, len(op.merges))
+			for j, m := range op.merges {
+				folds[i].Merges[j] = m.crossed()
+			}
 		}
 	}
-	// The pool: every stored aggregate a fold starts from or merges.
-	pooled := func(a agg) {
-		if a.sym == aggBytes && a.b != nil {
-			b.AggregateLengths = append(b.AggregateLengths, int32(len(a.b)))
-			b.Aggregates = append(b.Aggregates, a.b...)
-		}
-	}
-	for _, i := range byPlace {
-		pooled(f.ops[i].base)
-		for _, m := range f.ops[i].merges {
-			pooled(m)
-		}
-	}
-	pool, nextPool := int32(len(b.AggregateLengths)), int32(0)
-	ref := func(a agg) int32 {
-		switch {
-		case a.sym >= 0:
-			return pool + pos[a.sym]
-		case a.sym == aggBytes && a.b != nil:
-			nextPool++
-			return nextPool - 1
-		}
-		return -1 // the initializer's, or none
-	}
-	recIndex := make(map[*kgo.Record]int32, n)
-	for _, i := range byPlace {
-		op := f.ops[i]
-		b.FoldBases = append(b.FoldBases, ref(op.base))
-		b.MergeCounts = append(b.MergeCounts, int32(len(op.merges)))
-		for _, m := range op.merges {
-			b.MergeRefs = append(b.MergeRefs, ref(m))
-		}
-		r := op.r
-		j, seen := recIndex[r.in]
-		if !seen {
-			j = int32(len(recIndex))
-			recIndex[r.in] = j
-			b.ValueLengths = append(b.ValueLengths, length(r.value))
-			b.Values = append(b.Values, r.value...)
-			b.Offsets = append(b.Offsets, r.in.Offset)
-			b.Timestamps = append(b.Timestamps, r.ts)
-		}
-		b.ValueRefs = append(b.ValueRefs, j)
-	}
-	res, err := t.app.host.Process(ctx, b)
+	p := crossing.NewProgram(s.crossingChain(), f.ops[0].r.in.Topic, t.id.partition, folds)
+	res, err := t.app.host.Process(ctx, p.Bundle)
 	if err != nil {
 		return nil, fmt.Errorf("engine: task %s: fold program for node %s: %w", t.id, s.node.Name, err)
 	}
-	aggs, fails, err := decodeResult(s, order, res)
+	outs, fails, err := p.Decode(res)
+	var null *crossing.NullAggregate
+	if errors.As(err, &null) {
+		return nil, recordError(f.ops[null.Fold].r, s.node.Name, err)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if len(fails) > 0 {
-		// A fold that refers to a failed fold's output failed for that
-		// alone: the records to skip are those of the others.
-		failedFold := make(map[int]bool, len(fails))
-		for _, fl := range fails {
-			failedFold[byPlace[fl.index]] = true
-		}
-		var own []failure
-		for _, fl := range fails {
-			op := f.ops[byPlace[fl.index]]
-			dependent := op.base.sym >= 0 && failedFold[int(op.base.sym)]
-			for _, m := range op.merges {
-				dependent = dependent || m.sym >= 0 && failedFold[int(m.sym)]
-			}
-			if !dependent {
-				fl.index = op.idx
-				own = append(own, fl)
-			}
-		}
-		if len(own) == 0 {
-			return nil, fmt.Errorf("engine: host answered fold program %d for node %s with %d failures, each on a fold that refers to another failed one", res.BundleId, s.node.Name, len(fails))
+		// The records to skip are those of the folds that failed on
+		// their own.
+		own := failuresOf(fails)
+		for i := range own {
+			own[i].index = f.ops[own[i].index].idx
 		}
 		return nil, &foldFailed{fails: own}
-	}
-	for i, c := range res.OutputCounts {
-		if c != 1 {
-			return nil, fmt.Errorf("engine: host answered fold program %d for node %s with an output count of %d for fold %d; a fold program gives one aggregate per fold", res.BundleId, s.node.Name, c, i)
-		}
-	}
-	outs := make([][]byte, n)
-	for place, a := range aggs {
-		if a.value == nil {
-			return nil, recordError(order[place], s.node.Name, errors.New("the host returned a null aggregate"))
-		}
-		outs[byPlace[place]] = a.value
 	}
 	return outs, nil
 }

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -13,142 +12,32 @@ import (
 	"github.com/polystreams/polystreams/core/internal/state"
 )
 
-// RestoreProgress says how far restoring stores from their changelogs has
-// come, over the store partitions of the tasks assigned at the last
-// rebalance (a rebalance forgets the partitions restored before it).
-type RestoreProgress struct {
-	// RestoredRecords counts the changelog offsets read so far (records,
-	// and the transaction markers and compacted-away records between them);
-	// TotalRecords what the restores had to read when each began: changelog
-	// end offset minus checkpoint. A store partition counts toward
-	// TotalRecords once its end offset is known, so the total may grow
-	// while partitions are starting; when all are done, both are equal.
-	RestoredRecords, TotalRecords int64
-	// RestoringPartitions are store partitions not restored yet (waiting to
-	// start or reading their changelog), of TotalPartitions.
-	RestoringPartitions, TotalPartitions int
-}
+// The restores' bookkeeping is state's (state.Restores); the engine
+// reads changelogs into stores.
 
-// Done reports whether no store partition is restoring.
-func (p RestoreProgress) Done() bool { return p.RestoringPartitions == 0 }
+// RestoreProgress says how far restoring stores from their changelogs has
+// come (state.RestoreProgress).
+type RestoreProgress = state.RestoreProgress
+
+type (
+	storePartition = state.StorePartition
+	restoreEntry   = state.RestoreEntry
+	restores       = state.Restores
+)
 
 // restoreLogEvery is how often, at most, a long restore of one store
 // partition logs its progress.
 const restoreLogEvery = 5 * time.Second
 
-// storePartition names one partition of one store.
-type storePartition struct {
-	store     string
-	partition int32
-}
-
-// restoreEntry is one store partition's restore.
-type restoreEntry struct {
-	restored, total int64
-	done            bool
-}
-
-// restores tracks the restores of the store partitions of the tasks
-// assigned at the last rebalance. Safe for concurrent use: restores run in
-// the tasks' goroutines, reads come from the server's handlers.
-type restores struct {
-	mu    sync.Mutex // guards parts
-	parts map[storePartition]*restoreEntry
-}
-
-// assign begins a rebalance's count: partitions restored before it are
-// forgotten, those still restoring stay, and sps are added as waiting.
-func (r *restores) assign(sps []storePartition) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for sp, e := range r.parts {
-		if e.done {
-			delete(r.parts, sp)
-		}
-	}
-	if r.parts == nil {
-		r.parts = map[storePartition]*restoreEntry{}
-	}
-	for _, sp := range sps {
-		r.parts[sp] = &restoreEntry{}
-	}
-}
-
-// drop forgets the store partitions of tasks taken away.
-func (r *restores) drop(sps []storePartition) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, sp := range sps {
-		delete(r.parts, sp)
-	}
-}
-
-// begin records that sp's restore has total offsets to read. The entry it
-// returns is nil when sp is not tracked (its task was taken away); the
-// methods below accept nil.
-func (r *restores) begin(sp storePartition, total int64) *restoreEntry {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e := r.parts[sp]
-	if e != nil {
-		e.total, e.restored = total, 0
-	}
-	return e
-}
-
-// advance records that restored of the entry's offsets are read.
-func (r *restores) advance(e *restoreEntry, restored int64) {
-	if e == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e.restored = min(restored, e.total)
-}
-
-// finish records that the entry's restore is complete.
-func (r *restores) finish(e *restoreEntry) {
-	if e == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e.restored, e.done = e.total, true
-}
-
-// restored reports whether sp, a store partition of a current task, is
-// restored: its entry is done, or gone (a rebalance forgot it as done).
-func (r *restores) restored(sp storePartition) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e := r.parts[sp]
-	return e == nil || e.done
-}
-
-func (r *restores) progress() RestoreProgress {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var p RestoreProgress
-	for _, e := range r.parts {
-		p.TotalPartitions++
-		if !e.done {
-			p.RestoringPartitions++
-		}
-		p.RestoredRecords += e.restored
-		p.TotalRecords += e.total
-	}
-	return p
-}
-
 // Restore returns the progress of restoring the stores of this instance's
 // tasks since the last rebalance. Safe for concurrent use.
-func (a *App) Restore() RestoreProgress { return a.restores.progress() }
+func (a *App) Restore() RestoreProgress { return a.restores.Progress() }
 
 // storePartitionsOf lists the store partitions of task id running p.
 func storePartitionsOf(id taskID, p *plan) []storePartition {
 	out := make([]storePartition, 0, len(p.stores))
 	for _, s := range p.stores {
-		out = append(out, storePartition{s.Name, id.partition})
+		out = append(out, storePartition{Store: s.Name, Partition: id.partition})
 	}
 	return out
 }
@@ -193,7 +82,7 @@ func settledOffsets(ctx context.Context, list func(context.Context, ...string) (
 // a crash means wipe and restore. Progress goes to a.restores and, for a
 // long restore, to the log every restoreLogEvery.
 func (a *App) restore(ctx context.Context, tx *storeTx) error {
-	sp := storePartition{tx.store.Name, tx.part.Number}
+	sp := storePartition{Store: tx.store.Name, Partition: tx.part.Number}
 	from, ok, err := tx.part.Checkpoint()
 	if err != nil {
 		return err
@@ -241,9 +130,9 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 		}
 		from = 0
 	}
-	entry := a.restores.begin(sp, end.Offset-from)
+	entry := a.restores.Begin(sp, end.Offset-from)
 	if end.Offset <= from {
-		a.restores.finish(entry)
+		a.restores.Finish(entry)
 		a.noteRestored()
 		return nil
 	}
@@ -314,14 +203,14 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.part.Number, err)
 		}
 		applied += int64(len(ws))
-		a.restores.advance(entry, next-from)
+		a.restores.Advance(entry, next-from)
 		if now := time.Now(); now.Sub(logged) >= restoreLogEvery && next < end.Offset {
 			logged = now
 			a.log.Info("restoring store: progress", "store", tx.store.Name, "partition", tx.part.Number,
 				"restored", next-from, "of", total, "percent", (next-from)*100/total)
 		}
 	}
-	a.restores.finish(entry)
+	a.restores.Finish(entry)
 	a.noteRestored()
 	a.log.Info("restored store", "store", tx.store.Name, "partition", tx.part.Number, "records", applied,
 		"from", from, "to", end.Offset, "took", time.Since(start).Round(time.Millisecond))

@@ -75,7 +75,7 @@ func (a *App) startStandbys(tasks []int32) {
 					continue // never both: the balancer does not do it
 				}
 				sbp := standbyPart{
-					sp:        storePartition{st.Name, n},
+					sp:        storePartition{Store: st.Name, Partition: n},
 					changelog: a.fullTopic(st.ChangelogTopic, true),
 					part:      a.db.Partition(st.Name, n),
 					keys:      codecFor(st),
@@ -134,7 +134,7 @@ func (a *App) Standbys() (parts []StandbyPartition, applied int64) {
 		return nil, 0
 	}
 	for i, sp := range s.parts {
-		parts = append(parts, StandbyPartition{Store: sp.store, Partition: sp.partition, Position: s.positions[i].Load()})
+		parts = append(parts, StandbyPartition{Store: sp.Store, Partition: sp.Partition, Position: s.positions[i].Load()})
 	}
 	slices.SortFunc(parts, func(x, y StandbyPartition) int {
 		if x.Store != y.Store {
@@ -165,7 +165,7 @@ func (a *App) tailStandbys(ctx context.Context, s *standby, parts []standbyPart)
 	byTP := map[string]map[int32]*standbyPart{}
 	for i := range parts {
 		sp := &parts[i]
-		if end, ok := ends.Lookup(sp.changelog, sp.sp.partition); !ok || end.Err != nil {
+		if end, ok := ends.Lookup(sp.changelog, sp.sp.Partition); !ok || end.Err != nil {
 			continue
 		}
 		from, ok, err := sp.part.Checkpoint()
@@ -182,9 +182,9 @@ func (a *App) tailStandbys(ctx context.Context, s *standby, parts []standbyPart)
 			offsets[sp.changelog] = map[int32]kgo.Offset{}
 			byTP[sp.changelog] = map[int32]*standbyPart{}
 		}
-		offsets[sp.changelog][sp.sp.partition] = kgo.NewOffset().At(from)
+		offsets[sp.changelog][sp.sp.Partition] = kgo.NewOffset().At(from)
 		sp.position.Store(from)
-		byTP[sp.changelog][sp.sp.partition] = sp
+		byTP[sp.changelog][sp.sp.Partition] = sp
 	}
 	if len(offsets) == 0 {
 		return nil
@@ -227,7 +227,7 @@ func (a *App) tailStandbys(ctx context.Context, s *standby, parts []standbyPart)
 				}
 				if sp.versions != nil {
 					if ws, perr = sp.versions.add(ws, r); perr != nil {
-						perr = fmt.Errorf("standby of store %s partition %d: %s/%d@%d: %w", sp.sp.store, sp.sp.partition, r.Topic, r.Partition, r.Offset, perr)
+						perr = fmt.Errorf("standby of store %s partition %d: %s/%d@%d: %w", sp.sp.Store, sp.sp.Partition, r.Topic, r.Partition, r.Offset, perr)
 						return
 					}
 					continue
@@ -235,7 +235,7 @@ func (a *App) tailStandbys(ctx context.Context, s *standby, parts []standbyPart)
 				key := r.Key
 				if sp.keys != nil {
 					if key, perr = sp.keys.fromLog(r.Key); perr != nil {
-						perr = fmt.Errorf("standby of store %s partition %d: %s/%d@%d: %w", sp.sp.store, sp.sp.partition, r.Topic, r.Partition, r.Offset, perr)
+						perr = fmt.Errorf("standby of store %s partition %d: %s/%d@%d: %w", sp.sp.Store, sp.sp.Partition, r.Topic, r.Partition, r.Offset, perr)
 						return
 					}
 				}

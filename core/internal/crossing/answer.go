@@ -1,4 +1,4 @@
-package engine
+package crossing
 
 import pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 
@@ -25,4 +25,15 @@ func maxOutputs(steps []*pb.Step) int32 {
 		}
 	}
 	return 1
+}
+
+// Metadata is the most any step of steps asked for: READ or more sends
+// the records' headers, WRITE takes back the outputs' timestamps and
+// headers.
+func Metadata(steps []*pb.Step) pb.Metadata {
+	md := pb.Metadata_METADATA_UNSPECIFIED
+	for _, st := range steps {
+		md = max(md, st.Metadata)
+	}
+	return md
 }
