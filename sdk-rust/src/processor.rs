@@ -38,6 +38,7 @@
 //! answered with the bundle, in call order.
 
 use std::any::{Any, TypeId};
+use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
@@ -184,6 +185,32 @@ pub trait Processor<KIn, VIn, KOut, VOut>: Send + 'static {
     }
     /// Called for each record, in order.
     fn process(&mut self, ctx: &mut ProcessorContext<KOut, VOut>, record: Record<KIn, VIn>) -> ProcessorResult;
+    /// Called when the task closes (its stores may no longer be used).
+    fn close(&mut self) -> ProcessorResult {
+        Ok(())
+    }
+}
+
+/// A processor whose `process` is async, for
+/// [`KStream::process_async`](crate::KStream::process_async): write it
+/// `async fn process(&mut self, ctx, record) -> ProcessorResult` and await
+/// I/O in it. Records are awaited one at a time, in order, so each sees the
+/// store writes of the one before (as Kafka Streams processes them); the
+/// future runs on the same executor as the async operators'
+/// ([`ASYNC_TIMEOUT`](crate::ASYNC_TIMEOUT) bounds a bundle's). `init`,
+/// `close` and punctuators are synchronous.
+pub trait AsyncProcessor<KIn, VIn, KOut, VOut>: Send + 'static {
+    /// Called once, before the first record: get stores, schedule punctuators.
+    fn init(&mut self, ctx: &mut ProcessorContext<KOut, VOut>) -> ProcessorResult {
+        let _ = ctx;
+        Ok(())
+    }
+    /// Called for each record, in order; the next record waits for its future.
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<KOut, VOut>,
+        record: Record<KIn, VIn>,
+    ) -> impl Future<Output = ProcessorResult>;
     /// Called when the task closes (its stores may no longer be used).
     fn close(&mut self) -> ProcessorResult {
         Ok(())
@@ -515,6 +542,64 @@ where
     fn as_any(&mut self) -> &mut dyn Any {
         &mut self.p
     }
+}
+
+struct AdaptAsync<P, KIn, VIn, KOut, VOut> {
+    p: P,
+    _types: Types<KIn, VIn, KOut, VOut>,
+}
+
+impl<P, KIn, VIn, KOut, VOut> Erased for AdaptAsync<P, KIn, VIn, KOut, VOut>
+where
+    P: AsyncProcessor<KIn, VIn, KOut, VOut>,
+    KIn: Serde,
+    VIn: Serde,
+    KOut: Serde,
+    VOut: Serde,
+{
+    fn init(&mut self, core: &Arc<Core>) -> ProcessorResult {
+        self.p.init(&mut ProcessorContext::new(core.clone()))
+    }
+    fn process(&mut self, core: &Arc<Core>, input: host::Input<'_>) -> std::result::Result<ProcessorResult, String> {
+        let key = KIn::decode(input.key_serde, input.key).map_err(|e| format!("the key does not decode: {e}"))?;
+        let value =
+            VIn::decode(input.value_serde, input.value).map_err(|e| format!("the value does not decode: {e}"))?;
+        let r = Record { key, value, timestamp: input.timestamp, headers: input.headers };
+        let mut ctx = ProcessorContext::new(core.clone());
+        let future = self.p.process(&mut ctx, r);
+        Ok(match crate::bundle::block_on(Box::pin(async move { Ok(future.await) }), input.deadline) {
+            Some(Ok(answer)) => answer,
+            Some(Err(panic)) => Err(panic.into()),
+            None => Err(format!(
+                "TimeoutError: process of node {} in task {} did not finish within {} s (cancelled)",
+                core.node,
+                core.task,
+                crate::bundle::ASYNC_TIMEOUT.as_secs()
+            )
+            .into()),
+        })
+    }
+    fn close(&mut self) -> ProcessorResult {
+        self.p.close()
+    }
+    fn as_any(&mut self) -> &mut dyn Any {
+        &mut self.p
+    }
+}
+
+/// An async processor supplier, type-erased.
+pub(crate) fn async_supplier<P, KIn, VIn, KOut, VOut>(make: impl Fn() -> P + Send + Sync + 'static) -> Arc<dyn Supplier>
+where
+    P: AsyncProcessor<KIn, VIn, KOut, VOut>,
+    KIn: Serde,
+    VIn: Serde,
+    KOut: Serde,
+    VOut: Serde,
+{
+    Arc::new(host::MakeFn {
+        processor_type: TypeId::of::<P>(),
+        make: Box::new(move || Box::new(AdaptAsync { p: make(), _types: PhantomData }) as Box<dyn Erased>),
+    })
 }
 
 /// A processor supplier (`ProcessorSupplier.get`), type-erased.
