@@ -151,7 +151,7 @@ fuzz-conformance: java-executor
 # kafka-streams-test-utils $(KAFKA_VERSION) from Maven Central into ~/.m2.
 java-executor: $(JAVA_EXECUTOR)
 
-$(JAVA_EXECUTOR): $(JAVA_EXECUTOR_DIR)/pom.xml tools/kafka/VERSION $(shell find $(JAVA_EXECUTOR_DIR)/src -type f)
+$(JAVA_EXECUTOR): $(JAVA_EXECUTOR_DIR)/pom.xml tools/kafka/VERSION conformance/catalogue.json $(shell find $(JAVA_EXECUTOR_DIR)/src -type f)
 	cd $(JAVA_EXECUTOR_DIR) && mvn -q -B -Dkafka.version=$(KAFKA_VERSION) package
 	@touch $@
 

@@ -85,6 +85,9 @@ type Step struct {
 	// (add_state_store) it uses.
 	Processor *FnRef   `json:"processor,omitempty"`
 	Stores    []string `json:"stores,omitempty"`
+	// Transformer is transform_values': a transformer of the transformer
+	// catalogue (transformers.go); Stores are the stores it uses.
+	Transformer *FnRef `json:"transformer,omitempty"`
 	// TimeLimitMs is suppress's Suppressed.untilTimeLimit (absent:
 	// untilWindowCloses), Buffer its BufferConfig (absent: unbounded).
 	TimeLimitMs *int64        `json:"time_limit_ms,omitempty"`
@@ -629,7 +632,7 @@ func (c *Case) kinds() []kind {
 		switch s.Op {
 		case "stream":
 			out[i] = kindStream
-		case "table", "count", "reduce", "aggregate", "suppress", "foreign_key_join", "left_foreign_key_join", "to_table":
+		case "table", "count", "reduce", "aggregate", "suppress", "foreign_key_join", "left_foreign_key_join", "to_table", "transform_values":
 			out[i] = kindTable
 		case "join", "left_join", "outer_join":
 			out[i] = kindStream
@@ -658,7 +661,7 @@ func (c *Case) kinds() []kind {
 			}
 		case "group_by_key":
 			out[i] = kindGroupedStream
-		case "to", "foreach", "print":
+		case "to", "foreach", "print", "add_state_store":
 			out[i] = kindNone
 		case "global_table":
 			out[i] = kindGlobalTable

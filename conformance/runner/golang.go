@@ -484,6 +484,8 @@ func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[strin
 	case *streams.Table:
 		ks, vs := in.KeySerde(), in.ValueSerde()
 		switch st.Op {
+		case "transform_values":
+			return goTransformValues(in, st, labels)
 		case "foreign_key_join", "left_foreign_key_join":
 			other := labels[st.Table].(*streams.Table)
 			fk := mapperFn(catalogue[st.ForeignKey.Name], st.ForeignKey.Arg, vs, other.KeySerde())

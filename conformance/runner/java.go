@@ -10,8 +10,9 @@ package main
 // refusal to build are also compared with Kafka Streams' own.
 //
 // Results are cached in .cache/conformance-java/, keyed by the case file,
-// the executor's sources and the Kafka version, so a rerun of the matrix
-// costs nothing for cases that did not change.
+// the executor's sources (with conformance/catalogue.json) and the Kafka
+// version, so a rerun of the matrix costs nothing for cases that did not
+// change.
 
 import (
 	"context"
@@ -160,7 +161,7 @@ func ksInputs(c *Case) ([]ksInput, error) {
 }
 
 // javaExecutor is the built Java executor: its classpath and the hash of
-// what built it (sources, pom, Kafka version).
+// what built it (sources, pom, catalogue.json, Kafka version).
 type javaExecutor struct {
 	classpath string
 	version   string // hex, part of every cache key
@@ -168,7 +169,8 @@ type javaExecutor struct {
 }
 
 // findJavaExecutor checks that the executor is built and not older than
-// its sources (a stale build would fill the cache with wrong results).
+// its sources and the catalogue it carries (a stale build would fill the
+// cache with wrong results).
 func findJavaExecutor(root string) (*javaExecutor, error) {
 	dir := filepath.Join(root, "conformance", "executors", "java")
 	jar := filepath.Join(dir, "target", "conformance-java.jar")
@@ -193,7 +195,8 @@ func findJavaExecutor(root string) (*javaExecutor, error) {
 	if err != nil {
 		return nil, err
 	}
-	files = append(files, filepath.Join(dir, "pom.xml"))
+	// The pom, and the catalogue the jar carries (its expr functions, Expr.java).
+	files = append(files, filepath.Join(dir, "pom.xml"), filepath.Join(root, "conformance", "catalogue.json"))
 	sort.Strings(files)
 	for _, f := range files {
 		data, err := os.ReadFile(f)

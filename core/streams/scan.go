@@ -25,12 +25,8 @@ import (
 // Range calls fn for each entry of the key-value store named store with
 // from <= key <= to (nil: open), until fn returns false.
 func (a *App) Range(store string, from, to []byte, p StoreQueryParameters, fn func(key, value []byte, timestamp int64) bool) error {
-	var upper []byte
-	if to != nil {
-		upper = append(slices.Clip(to), 0) // the first key after to
-	}
 	return a.scanKeyValue("Range", store, p, func(part *state.Partition, collect func(k, v []byte, ts int64) error) error {
-		return part.ScanRange(from, upper, collect)
+		return part.ScanRange(from, state.UpperBound(to), collect)
 	}, fn)
 }
 
@@ -70,24 +66,13 @@ func (a *App) FetchWindows(store string, key []byte, from, to time.Time, p Store
 		return err
 	}
 	size := st.Windows.KeySize()
-	stopped := false
-	for _, part := range parts {
-		err := engine.FetchWindows(part, st, key, from.UnixMilli(), to.UnixMilli(), func(k, v []byte, ts int64) error {
-			start := int64(binary.BigEndian.Uint64(k))
-			w := WindowedValue{Key: slices.Clone(k[8:]), Start: start, End: start + size, Value: slices.Clone(v), Timestamp: ts}
-			if stopped = !fn(w); stopped {
-				return state.ErrStop
-			}
-			return nil
-		})
-		if stopped || errors.Is(err, state.ErrStop) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("streams: FetchWindows: store %q partition %d: %w", store, part.Number, err)
-		}
+	fetch := func(part *state.Partition, visit func(k, v []byte, ts int64) error) error {
+		return engine.FetchWindows(part, st, key, from.UnixMilli(), to.UnixMilli(), visit)
 	}
-	return nil
+	return eachEntry("FetchWindows", store, parts, fetch, func(k, v []byte, ts int64) bool {
+		start := int64(binary.BigEndian.Uint64(k))
+		return fn(WindowedValue{Key: slices.Clone(k[8:]), Start: start, End: start + size, Value: slices.Clone(v), Timestamp: ts})
+	})
 }
 
 // scanKeyValue runs scan over each local partition of the key-value store
@@ -97,10 +82,18 @@ func (a *App) scanKeyValue(call, store string, p StoreQueryParameters, scan func
 	if err != nil {
 		return err
 	}
-	stopped := false // a scan that fn stops returns nil
+	return eachEntry(call, store, parts, scan, func(k, v []byte, ts int64) bool {
+		return fn(slices.Clone(k), slices.Clone(v), ts)
+	})
+}
+
+// eachEntry runs scan over parts in order, handing visit each entry until
+// visit returns false (a stopped scan returns nil).
+func eachEntry(call, store string, parts []*state.Partition, scan func(*state.Partition, func(k, v []byte, ts int64) error) error, visit func(k, v []byte, ts int64) bool) error {
+	stopped := false
 	for _, part := range parts {
 		err := scan(part, func(k, v []byte, ts int64) error {
-			if stopped = !fn(slices.Clone(k), slices.Clone(v), ts); stopped {
+			if stopped = !visit(k, v, ts); stopped {
 				return state.ErrStop
 			}
 			return nil

@@ -25,7 +25,8 @@ import {
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import { type SerdeName, type SerdeType, type TopicSerde, isWindowedSerde } from "./serde.js";
 import type { KeyValueStore, StoreOptions, WindowStore } from "./store.js";
-import type { FixedKeyProcessorSupplier, ProcessorSupplier } from "./processor.js";
+import type { FixedKeyProcessorSupplier, ProcessorSupplier, ValueTransformerWithKeySupplier } from "./processor.js";
+import { transformerProcessor } from "./processor.js";
 import { EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, type Windowed } from "./windows.js";
 import type { OffsetReset } from "./config.js";
 
@@ -217,6 +218,12 @@ export interface TableOperatorOptions extends NamedOptions {
 export interface TableValueOptions extends TableOperatorOptions {
   /** The serde of the new values; absent keeps the input's. */
   value?: SerdeName;
+}
+
+/** Options of KTable.transformValues. */
+export interface TransformValuesOptions extends TableValueOptions {
+  /** The stores (added by addStateStore) the transformer uses. */
+  stores?: readonly string[];
 }
 
 /** A value, or a promise of one: every operator's function may be async. */
@@ -1433,6 +1440,32 @@ export class KTable<K, V> extends Node {
       this.call("mapValues", [f], (input, [token]) => ({
         case: "mapValues",
         value: { input, token: token!, valueSerde: options.value ?? "", name: options.name ?? "", ...(m ? { materialized: m } : {}) },
+      })),
+    );
+  }
+
+  /**
+   * Transforms each row's value with a value transformer
+   * (`KTable.transformValues`): `supplier` makes one per task, and
+   * transform(key, value) returns the new value, a tombstone's null
+   * included. `stores` names the stores (added by addStateStore) it may use
+   * through the context init gets. When an operator downstream needs old
+   * values (groupBy), the old value is transformed too, unless
+   * `materialized` names a store: the result is then kept there
+   * (queryable) and the old values are read from it. The node is
+   * `KTABLE-TRANSFORMVALUES-<n>` unless `name` names it. A join of a result
+   * that is not materialized is refused (Kafka Streams would run the
+   * transformer on each lookup).
+   */
+  transformValues<VR = unknown>(supplier: ValueTransformerWithKeySupplier<K, V, VR>, options: TransformValuesOptions = {}): KTable<K, VR> {
+    callable(supplier, "transformValues");
+    const stores = storeNames(options.stores, "transformValues");
+    const m = materialized(options.materialized, "transformValues");
+    return new KTable(
+      this.builder,
+      this.call("transformValues", [transformerProcessor(supplier)], (input, [token]) => ({
+        case: "transformValues",
+        value: { input, token: token!, name: options.name ?? "", stores, valueSerde: options.value ?? "", ...(m ? { materialized: m } : {}) },
       })),
     );
   }

@@ -13,11 +13,14 @@ const SRC = fileURLToPath(new URL(".", import.meta.url));
 
 type Graph = Map<string, Set<string>>;
 
-/** The modules a source imports or re-exports: `from "./x.js"`, `import("./x.js")`. */
+/**
+ * The modules a source imports or re-exports: `from "./x.js"`,
+ * `import("./x.js")`, `import "./x.js"`, in either quotes.
+ */
 function importsOf(source: string): Set<string> {
   const out = new Set<string>();
-  for (const m of source.matchAll(/(?:from\s+|import\s*\(\s*)"\.\/([\w-]+)\.js"/g)) {
-    out.add(m[1]!);
+  for (const m of source.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(["'])\.\/([\w-]+)\.js\1/g)) {
+    out.add(m[2]!);
   }
   return out;
 }
@@ -82,7 +85,12 @@ test("the check sees a circle", () => {
   ]);
   assert.deepEqual(cycle(g), ["a", "b", "c", "a"]);
   assert.deepEqual(
-    [...importsOf('import { x } from "./bundle.js";\nimport type { Y } from "./serde.js";\nexport { z } from "./windows.js";')].sort(),
-    ["bundle", "serde", "windows"],
+    [
+      ...importsOf(
+        'import { x } from "./bundle.js";\nimport type { Y } from "./serde.js";\nexport { z } from "./windows.js";\n' +
+          "import './program.js';\nconst s = await import(\"./store.js\");\nimport {\n  a,\n} from './app.js';",
+      ),
+    ].sort(),
+    ["app", "bundle", "program", "serde", "store", "windows"],
   );
 });

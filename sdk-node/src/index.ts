@@ -91,11 +91,13 @@ export type {
   StoreBuilderOptions,
   TimestampedKeyValueStore,
   ValueAndTimestamp,
+  ValueTransformerWithKey,
+  ValueTransformerWithKeySupplier,
   WindowStore as ProcessorWindowStore,
   WindowStoreBuilderOptions,
 } from "./processor.js";
 export { Topology } from "./topology.js";
 export type { SourceOptions } from "./topology.js";
-export type { ProcessOptions } from "./dsl.js";
+export type { ProcessOptions, TransformValuesOptions } from "./dsl.js";
 
 export { VERSION } from "./version.js";

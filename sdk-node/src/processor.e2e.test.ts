@@ -8,79 +8,20 @@
  */
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { test } from "node:test";
 
 import { App, type FixedKeyProcessor, type FixedKeyProcessorContext, type FixedKeyRecord, type Processor, type ProcessorContext, type ProcessorKeyValueStore, type ProcessorWindowStore, InvalidArgumentError, PolystreamsError, ProcessingError, Record, Stores, TopologyTestDriver } from "./index.js";
 import { useEngine } from "./testing/app.js";
-import { REPO, engineBinary } from "./testing/kafka.js";
+import { runReadmeBlock } from "./testing/readme.js";
 
 useEngine();
-
-/** The ```ts block following `heading` in readme. */
-function blockAfter(readme: string, heading: string): string {
-  const text = readFileSync(readme, "utf8");
-  const at = text.indexOf(`\n${heading}\n`);
-  assert.ok(at >= 0, `${readme} has no ${heading}`);
-  const m = /^```ts\n([\s\S]*?)^```/m.exec(text.slice(at));
-  assert.ok(m, `${readme} has no \`\`\`ts block after ${heading}`);
-  return m[1]!;
-}
-
-/** Runs the ```ts block after heading of sdk-node/README.md as a user would (tsx); answers its stdout. */
-async function runReadmeBlock(heading: string): Promise<string> {
-  const dir = mkdtempSync(join(tmpdir(), "polystreams-readme-"));
-  try {
-    writeFileSync(join(dir, "block.mts"), blockAfter(join(REPO, "sdk-node", "README.md"), heading));
-    writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions: { paths: { polystreams: [join(REPO, "sdk-node", "src", "index.ts")] } } }));
-    const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), "block.mts"], {
-      cwd: dir,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, POLYSTREAMS_ENGINE: engineBinary(), TMPDIR: dir },
-    });
-    let out = "";
-    let err = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
-    child.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 120_000);
-    const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
-    clearTimeout(timer);
-    assert.equal(code, 0, `${heading}: exit ${code} (killed after 120 s if null): ${out}${err}`);
-    return out.trim();
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
 
 test("the README's suppress-until-a-time-limit program runs verbatim", async () => {
   assert.equal(await runReadmeBlock("#### Suppress until a time limit"), '[["ann","v2",10000]]');
 });
 
 test("the README's processor program runs verbatim", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "polystreams-readme-proc-"));
-  try {
-    writeFileSync(join(dir, "processor.mts"), blockAfter(join(REPO, "sdk-node", "README.md"), "### Processors"));
-    writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions: { paths: { polystreams: [join(REPO, "sdk-node", "src", "index.ts")] } } }));
-    const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), "processor.mts"], {
-      cwd: dir,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, POLYSTREAMS_ENGINE: engineBinary(), TMPDIR: dir },
-    });
-    let out = "";
-    let err = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
-    child.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 120_000);
-    const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
-    clearTimeout(timer);
-    assert.equal(code, 0, `exit ${code} (killed after 120 s if null): ${out}${err}`);
-    assert.equal(out.trim(), "cat=2 dog=1");
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  assert.equal(await runReadmeBlock("### Processors"), "cat=2 dog=1");
 });
 
 test("the build side: process, processValues and a Topology with stores, as Kafka Streams describes them; build errors name node and store", async () => {

@@ -226,6 +226,76 @@ export type ProcessorSupplier<KIn = unknown, VIn = unknown, KOut = unknown, VOut
 /** Makes a new fixed-key processor (`FixedKeyProcessorSupplier.get`). */
 export type FixedKeyProcessorSupplier<KIn = unknown, VIn = unknown, VOut = unknown> = () => FixedKeyProcessor<KIn, VIn, VOut>;
 
+/**
+ * A table's value transformer (`KTable.transformValues`; Kafka Streams'
+ * `ValueTransformerWithKey`): init(context) once per task (keep the context
+ * to reach the stores named in `stores` and to schedule punctuators; its
+ * forward throws, as the result is what transform returns),
+ * transform(readOnlyKey, value) per value, a tombstone's null included
+ * (it may return a promise: values are awaited one at a time, in order),
+ * close() when the task closes.
+ */
+export interface ValueTransformerWithKey<K = unknown, V = unknown, VR = unknown> {
+  init?(context: ProcessorContext<K, VR>): unknown;
+  transform(readOnlyKey: K, value: V | null): VR | null | PromiseLike<VR | null>;
+  close?(): unknown;
+}
+
+/** Makes a new value transformer (`ValueTransformerWithKeySupplier.get`): called once per task. */
+export type ValueTransformerWithKeySupplier<K = unknown, V = unknown, VR = unknown> = () => ValueTransformerWithKey<K, V, VR>;
+
+/**
+ * The fixed-key processor supplier the engine calls for a transformer:
+ * each record's value is replaced by what transform returns, forwarded
+ * once. Its transformer's context is Kafka Streams'
+ * ForwardingDisabledProcessorContext.
+ */
+export function transformerProcessor<K, V, VR>(supplier: ValueTransformerWithKeySupplier<K, V, VR>): FixedKeyProcessorSupplier<K, V, VR> {
+  const make = (): FixedKeyProcessor<K, V, VR> => {
+    const transformer = supplier();
+    if (transformer === null || typeof transformer !== "object" || typeof transformer.transform !== "function") {
+      throw new TypeError(`transformValues: the supplier returned ${typeName(transformer)}, which has no transform(key, value)`);
+    }
+    let ctx: FixedKeyProcessorContext<K, VR> | undefined;
+    return {
+      init(context: FixedKeyProcessorContext<K, VR>): unknown {
+        ctx = context;
+        const noForward: ProcessorContext<K, VR> = {
+          get taskId() {
+            return context.taskId;
+          },
+          get nodeName() {
+            return context.nodeName;
+          },
+          forward(): void {
+            throw new Error(
+              `forward: node ${context.nodeName} is a transform_values node: its transformer returns the new value and cannot forward (ProcessorContext#forward() is not supported from this context)`,
+            );
+          },
+          getStateStore: <S>(name: string): S => context.getStateStore<S>(name),
+          schedule: (intervalMs: number, type: PunctuationType, punctuator: Punctuator): Cancellable => context.schedule(intervalMs, type, punctuator),
+          recordMetadata: () => context.recordMetadata(),
+          currentStreamTimeMs: () => context.currentStreamTimeMs(),
+        };
+        return transformer.init?.(noForward);
+      },
+      process(record: FixedKeyRecord<K, V>): unknown {
+        const value = transformer.transform(record.key, record.value);
+        if (value !== null && typeof value === "object" && typeof (value as PromiseLike<VR | null>).then === "function") {
+          return Promise.resolve(value).then((v) => ctx!.forward(record.withValue(v as VR)));
+        }
+        ctx!.forward(record.withValue(value as VR));
+        return undefined;
+      },
+      close(): unknown {
+        return transformer.close?.();
+      },
+    };
+  };
+  Object.defineProperty(make, "name", { value: supplier.name || "transformValues" });
+  return make;
+}
+
 // ---------------------------------------------------------------------------
 // Store builders.
 

@@ -1,14 +1,10 @@
 /** Versioned stores (KIP-889) and the stream-table join that reads them (KIP-914), against the REAL engine binary. */
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { test } from "node:test";
 import { InvalidArgumentError, TopologyTestDriver } from "./index.js";
 import { useEngine } from "./testing/app.js";
-import { REPO, engineBinary } from "./testing/kafka.js";
+import { runReadmeBlock } from "./testing/readme.js";
 
 useEngine();
 
@@ -52,30 +48,6 @@ test("versioned needs a named table store", async () => {
 });
 
 test("the README's versioned store program runs verbatim", async () => {
-  const text = readFileSync(join(REPO, "sdk-node", "README.md"), "utf8");
-  const at = text.indexOf("\n#### Versioned stores\n");
-  assert.ok(at >= 0, "sdk-node/README.md has no #### Versioned stores");
-  const m = /^```ts\n([\s\S]*?)^```/m.exec(text.slice(at));
-  assert.ok(m, "sdk-node/README.md has no ```ts block after #### Versioned stores");
-  const dir = mkdtempSync(join(tmpdir(), "polystreams-readme-versioned-"));
-  try {
-    writeFileSync(join(dir, "versioned.mts"), m[1]!);
-    writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions: { paths: { polystreams: [join(REPO, "sdk-node", "src", "index.ts")] } } }));
-    const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), "versioned.mts"], {
-      cwd: dir,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, POLYSTREAMS_ENGINE: engineBinary(), TMPDIR: dir },
-    });
-    let out = "";
-    let err = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
-    child.stderr.setEncoding("utf8").on("data", (d: string) => (err += d));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 120_000);
-    const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
-    clearTimeout(timer);
-    assert.equal(code, 0, `exit ${code} (killed after 120 s if null): ${out}${err}`);
-    assert.deepEqual(JSON.parse(out.trim()), { priced: ["o1 at 3"], version: { value: "3", timestamp: 1000, validTo: 5000 } });
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const out = await runReadmeBlock("#### Versioned stores");
+  assert.deepEqual(JSON.parse(out), { priced: ["o1 at 3"], version: { value: "3", timestamp: 1000, validTo: 5000 } });
 });

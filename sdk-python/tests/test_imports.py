@@ -25,8 +25,10 @@ def imports_of(path: Path, known: set[str]) -> set[str]:
                 parts = alias.name.split(".")
                 if parts[0] == PACKAGE:
                     out.add(parts[1] if len(parts) > 1 else "__init__")
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
-            parts = node.module.split(".")
+        elif isinstance(node, ast.ImportFrom):
+            # A relative import (from . import x, from .x import y) is polystreams'.
+            parts = [PACKAGE, *(node.module or "").split(".")] if node.level > 0 else (node.module or "").split(".")
+            parts = [p for p in parts if p]
             if parts[0] != PACKAGE:
                 continue
             if len(parts) > 1:
@@ -79,6 +81,17 @@ def test_no_module_imports_the_facade() -> None:
     assert offenders == [], offenders
 
 
-def test_the_check_sees_a_circle() -> None:
+def test_the_check_sees_a_circle(tmp_path: Path) -> None:
     assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert cycle({"a": {"b"}, "b": set()}) is None
+    src = tmp_path / "m.py"
+    src.write_text(
+        "import polystreams.dsl\n"
+        "from polystreams import serde, App\n"
+        "from . import windows\n"
+        "from .store import KeyValueStore\n"
+        "def f() -> None:\n"
+        "    from polystreams.app import App\n"
+    )
+    known = {"__init__", "app", "dsl", "serde", "store", "windows"}
+    assert imports_of(src, known) == {"__init__", "app", "dsl", "serde", "store", "windows"}

@@ -326,6 +326,14 @@ macro_rules! common_context {
 common_context!(ProcessorContext);
 common_context!(FixedKeyProcessorContext);
 
+impl<K, V> FixedKeyProcessorContext<K, V> {
+    /// The task's processor core, for a context of other types on the same
+    /// node (a transformer's).
+    pub(crate) fn core(&self) -> Arc<Core> {
+        self.core.clone()
+    }
+}
+
 impl<K: Serde, V: Serde> ProcessorContext<K, V> {
     /// Forwards a record to every child of this node (`forward(record)`).
     pub fn forward(&mut self, record: Record<K, V>) -> Result<()> {

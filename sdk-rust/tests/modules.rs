@@ -1,36 +1,136 @@
 //! The crate's modules depend on one another without circles: read from
-//! the sources, every `crate::<module>` path of a module (its `use`s and
-//! its inline paths; a submodule counts as its parent, test-only modules
-//! aside) names a module below it. The builder modules reach the engine
-//! session through `session`, never through `app`.
+//! the sources, every `crate::<module>` path of a module (its `use`s, nested
+//! groups included, and its inline paths; a submodule counts as its parent,
+//! test-only modules aside; a name the crate root re-exports, such as
+//! `crate::Error`, counts as the module it comes from) names a module below
+//! it. The builder modules reach the engine session through `session`, never
+//! through `app`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+/// src without its comments and the contents of its string literals (a
+/// `"http://..."` is not a comment, a `"crate::x"` not a path).
 fn strip_comments(src: &str) -> String {
-    src.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n")
+    let mut out = String::with_capacity(src.len());
+    let mut chars = src.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '/' if chars.peek() == Some(&'/') => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'*') => {
+                chars.next();
+                let mut last = ' ';
+                for c in chars.by_ref() {
+                    if last == '*' && c == '/' {
+                        break;
+                    }
+                    last = c;
+                }
+                out.push(' ');
+            }
+            '"' => {
+                out.push('"');
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+                out.push('"');
+            }
+            // A char literal such as '"' or '{' (a lifetime has no closing quote).
+            '\'' => {
+                out.push('\'');
+                let mut ahead = chars.clone();
+                let lit = match ahead.next() {
+                    Some('\\') => ahead.position(|c| c == '\'').is_some_and(|n| n < 10),
+                    Some(_) => ahead.next() == Some('\''),
+                    None => false,
+                };
+                if lit {
+                    if chars.next() == Some('\\') {
+                        for c in chars.by_ref() {
+                            if c == '\'' {
+                                break;
+                            }
+                        }
+                    } else {
+                        chars.next();
+                    }
+                    out.push('\'');
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 fn ident(s: &str) -> String {
     s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect()
 }
 
-/// The modules src names: `crate::x` paths and `use crate::{x, y::z}` groups.
+/// The first segments of the use tree at the start of s: `x::...` gives x,
+/// `{x::{a, b}, y}` gives x and y.
+fn heads(s: &str) -> Vec<String> {
+    let Some(group) = s.strip_prefix('{') else {
+        return vec![ident(s)];
+    };
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                out.push(ident(group[start..].trim_start()));
+                break;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(ident(group[start..].trim_start()));
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.retain(|n| !n.is_empty() && n != "self");
+    out
+}
+
+/// The names src reaches through `crate::`: `crate::x` paths and
+/// `use crate::{x, y::{z, w}}` groups.
 fn deps_of(src: &str) -> BTreeSet<String> {
     let src = strip_comments(src);
-    let mut out = BTreeSet::new();
-    for (i, _) in src.match_indices("crate::") {
-        let rest = &src[i + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            let body = &group[..group.find('}').unwrap_or(group.len())];
-            for part in body.split(',') {
-                let name = ident(part.trim());
-                if !name.is_empty() {
-                    out.insert(name);
-                }
+    src.match_indices("crate::").flat_map(|(i, _)| heads(&src[i + "crate::".len()..])).collect()
+}
+
+/// What the crate root re-exports, by name: `pub use m::{A, B}` gives A and B
+/// from m.
+fn reexports(lib: &str) -> BTreeMap<String, String> {
+    let lib = strip_comments(lib);
+    let mut out = BTreeMap::new();
+    for (i, _) in lib.match_indices("pub use ") {
+        let rest = &lib[i + "pub use ".len()..];
+        let item = &rest[..rest.find(';').unwrap_or(rest.len())];
+        let module = ident(item);
+        if let Some(group) = item.strip_prefix(&format!("{module}::{{")) {
+            for name in group.trim_end_matches('}').split(',') {
+                let name = name.trim();
+                let name = name.rsplit(" as ").next().unwrap_or(name);
+                out.insert(ident(name), module.clone());
             }
-        } else {
-            out.insert(ident(rest));
+        } else if let Some(name) = item.rsplit("::").next() {
+            out.insert(ident(name.rsplit(" as ").next().unwrap_or(name)), module.clone());
         }
     }
     out
@@ -46,6 +146,22 @@ fn test_modules(src: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// Adds to deps the names that the submodules in dir (of the module whose
+/// source is parent) reach, down the tree, skipping its `#[cfg(test)]` ones.
+fn submodule_deps(dir: &Path, parent: &str, deps: &mut BTreeSet<String>) {
+    let skip = test_modules(parent);
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for sub in entries {
+        let sub = sub.expect("an entry").path();
+        let name = sub.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        if sub.extension().is_some_and(|e| e == "rs") && !skip.contains(&name) {
+            let text = std::fs::read_to_string(&sub).expect("readable");
+            deps.extend(deps_of(&text));
+            submodule_deps(&dir.join(&name), &text, deps);
+        }
+    }
+}
+
 fn graph() -> BTreeMap<String, BTreeSet<String>> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -57,22 +173,18 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
         }
         let text = std::fs::read_to_string(&path).expect("readable");
         let mut deps = deps_of(&text);
-        // Its submodules (src/<stem>/*.rs) count as the module, test-only ones aside.
-        let skip = test_modules(&text);
-        if let Ok(dir) = std::fs::read_dir(src.join(&stem)) {
-            for sub in dir {
-                let sub = sub.expect("an entry").path();
-                let name = sub.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-                if sub.extension().is_some_and(|e| e == "rs") && !skip.contains(&name) {
-                    deps.extend(deps_of(&std::fs::read_to_string(&sub).expect("readable")));
-                }
-            }
-        }
+        // Its submodules (src/<stem>/**/*.rs) count as the module, test-only ones aside.
+        submodule_deps(&src.join(&stem), &text, &mut deps);
         g.insert(stem, deps);
     }
+    let via_root = reexports(&std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs"));
     let known: BTreeSet<String> = g.keys().cloned().collect();
     for (m, deps) in g.iter_mut() {
-        deps.retain(|d| known.contains(d) && d != m);
+        *deps = deps
+            .iter()
+            .map(|d| via_root.get(d).cloned().unwrap_or_else(|| d.clone()))
+            .filter(|d| known.contains(d) && d != m)
+            .collect();
     }
     g
 }
@@ -151,4 +263,12 @@ fn the_check_sees_a_circle() {
     assert_eq!(deps_of("use crate::{dsl::Handle, fold};\nlet x = crate::store::Y; // crate::app"), {
         BTreeSet::from(["dsl".to_owned(), "fold".to_owned(), "store".to_owned()])
     });
+    // Nested groups, a URL in a string, a char literal, a block comment.
+    let src = "use crate::{a::{B, c::D}, e, self};\nlet u = \"http://x\"; let q = '\"'; let v = crate::f::G;\n/* crate::h */ let w = '{'; crate::i::J";
+    assert_eq!(deps_of(src), ["a", "e", "f", "i"].into_iter().map(String::from).collect::<BTreeSet<_>>());
+    let lib = "pub use app::{App, Config};\npub use errors::{Error, Result as R};\npub use bundle::ASYNC_TIMEOUT;";
+    let r = reexports(lib);
+    assert_eq!(r.get("App").map(String::as_str), Some("app"));
+    assert_eq!(r.get("R").map(String::as_str), Some("errors"));
+    assert_eq!(r.get("ASYNC_TIMEOUT").map(String::as_str), Some("bundle"));
 }

@@ -7,7 +7,7 @@
 
 import { Buffer } from "node:buffer";
 import { readFileSync } from "node:fs";
-import { type Processor, type ProcessorContext, type ProcessorKeyValueStore, Record as KRecord } from "../../../sdk-node/src/index.js";
+import { type Processor, type ProcessorContext, type ProcessorKeyValueStore, Record as KRecord, type ValueTransformerWithKey } from "../../../sdk-node/src/index.js";
 
 export type Fn = (...args: any[]) => unknown;
 export type FnRef = string | { name: string; arg: string | number };
@@ -323,4 +323,47 @@ export function processor(ref: FnRef, stores: readonly string[] = []): () => Pro
       };
   }
   throw new Error(`executor: catalogue processor ${name} is not implemented`);
+}
+
+// The transformer catalogue (conformance/README.md, "Transformers"):
+// KTable.transformValues' transformers, after KTableTransformValuesTest's.
+
+/** The transformer supplier a case names. */
+export function transformer(ref: FnRef, stores: readonly string[] = []): () => ValueTransformerWithKey {
+  const name = typeof ref === "string" ? ref : ref.name;
+  const a = typeof ref === "string" ? "" : String(ref.arg);
+  switch (name) {
+    case "key_arrow_value":
+      return () => ({ transform: (k, v) => `${String(k)}->${v === null ? "null" : String(v)}!` });
+    case "count_calls":
+      return () => {
+        let calls = 0n;
+        return { transform: () => ++calls };
+      };
+    case "value_length":
+      return () => ({ transform: (_k, v) => (v === null ? null : BigInt([...String(v)].length)) });
+    case "count_per_key":
+      return () => {
+        let store: ProcessorKeyValueStore<unknown, bigint>;
+        return {
+          init(c: Ctx) {
+            if (stores.length < 1) throw new Error(`${name}: want a store, the node declares none`);
+            store = c.getStateStore(stores[0]!);
+          },
+          async transform(k: unknown) {
+            const n = ((await store.get(k)) ?? 0n) + 1n;
+            store.put(k, n);
+            return n;
+          },
+        };
+      };
+    case "fail_on":
+      return () => ({
+        transform: (_k, v) => {
+          if (String(v) === a) throw new Error(`fail_on ${a}`);
+          return v;
+        },
+      });
+  }
+  throw new Error(`transformer ${JSON.stringify(name)} is not in the transformer catalogue`);
 }

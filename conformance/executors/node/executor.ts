@@ -40,7 +40,7 @@ import {
   TimeWindowedKStream,
   TimeWindows,
 } from "../../../sdk-node/src/index.js";
-import { type Fn, type FnRef, fn, processor } from "./catalogue.js";
+import { type Fn, type FnRef, fn, processor, transformer } from "./catalogue.js";
 
 
 interface Step {
@@ -76,6 +76,7 @@ interface Step {
   default_name?: string;
   windows?: { type: "time" | "sliding" | "session"; size_ms?: number; advance_ms?: number; time_difference_ms?: number; inactivity_gap_ms?: number; grace_ms?: number };
   processor?: FnRef;
+  transformer?: FnRef;
   stores?: string[];
   type?: "key_value" | "timestamped_key_value" | "window";
   retention_ms?: number;
@@ -387,6 +388,11 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
     const m = materialized(step);
     const opts = { ...named, ...(m !== undefined ? { materialized: m } : {}) };
     switch (step.op) {
+      case "transform_values": {
+        const stores = step.stores ?? [];
+        out = node.transformValues(transformer(step.transformer!, stores), { stores, ...value, ...opts });
+        break;
+      }
       case "to_stream":
         out = step.fn === undefined ? node.toStream(named) : node.toStream(fn(step.fn, "key"), { ...key, ...named });
         break;

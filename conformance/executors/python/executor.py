@@ -36,6 +36,7 @@ from polystreams import (
     ProcessingError,
     Processor,
     ProcessorContext,
+    ValueTransformerWithKey,
     PunctuationType,
     Record,
     SessionWindowedCogroupedKStream,
@@ -341,6 +342,48 @@ class _ForwardThenFail(Processor):
             raise ConformanceError(f"forward_then_fail {self.value}")
 
 
+# The transformer catalogue (conformance/README.md, "Transformers"):
+# KTable.transform_values' transformers, after KTableTransformValuesTest's.
+
+
+class _Transformer(ValueTransformerWithKey):
+    kind = ""
+    arg = ""
+    store_name = ""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.calls = 0
+        self.store = context.get_state_store(self.store_name) if self.store_name else None
+
+    def transform(self, key: Any, value: Any) -> Any:
+        if self.kind == "key_arrow_value":
+            return f"{key}->{'null' if value is None else value}!"
+        if self.kind == "count_calls":
+            self.calls += 1
+            return self.calls
+        if self.kind == "value_length":
+            return None if value is None else len(str(value))
+        if self.kind == "count_per_key":
+            if self.store is None:
+                raise ConformanceError("count_per_key needs a store")
+            n = (self.store.get(key) or 0) + 1
+            self.store.put(key, n)
+            return n
+        if self.kind == "fail_on":
+            if str(value) == self.arg:
+                raise ConformanceError(f"fail_on {self.arg}")
+            return value
+        raise ConformanceError(f"transformer {self.kind!r} is not in the transformer catalogue")
+
+
+def transformer(ref: Any, stores: list[str] | None = None) -> type[ValueTransformerWithKey]:
+    """The transformer class a catalogue reference names."""
+    name, arg = (ref, None) if isinstance(ref, str) else (ref["name"], ref.get("arg"))
+    if name not in ("key_arrow_value", "count_calls", "value_length", "count_per_key", "fail_on"):
+        raise ConformanceError(f"transformer {name!r} is not in the transformer catalogue")
+    return type(name, (_Transformer,), {"kind": name, "arg": "" if arg is None else str(arg), "store_name": (stores or [""])[0]})
+
+
 def processor(ref: Any, stores: list[str] | None = None) -> type[Processor]:
     """The processor class a catalogue reference names; ``stores`` are the
     stores its node declares (the first is the one it uses)."""
@@ -582,6 +625,9 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
         if op == "aggregate":
             return node.aggregate(function(step["init"], "init"), function(step["fn"], "aggregator"), materialized=m, name=name)
     if isinstance(node, KTable):
+        if op == "transform_values":
+            stores = step.get("stores", [])
+            return node.transform_values(transformer(step["transformer"], stores), stores=stores, value=value, materialized=materialized(step), name=name)
         if op in ("foreign_key_join", "left_foreign_key_join"):
             fk_join = node.foreign_key_join if op == "foreign_key_join" else node.left_foreign_key_join
             fk, joiner = function(step["foreign_key"], "mapper"), joiner_of(step)

@@ -22,6 +22,12 @@ type security struct {
 	keyFile  string // --tls-key
 	clientCA string // --tls-client-ca
 	tls      *tls.Config
+	// peer is how this engine reaches other instances' engines over https
+	// when it forwards an interactive query: the roots their certificates
+	// must chain to (--peer-ca; nil: the system's) and the client
+	// certificate it presents to those that verify one (--peer-cert, or
+	// this engine's own --tls-cert). Nil when the engine serves no TLS.
+	peer *tls.Config
 }
 
 // loadSecurity reads the token (the file wins over the environment) and
@@ -63,6 +69,46 @@ func loadSecurity(tokenFile, certFile, keyFile, clientCA string) (*security, err
 		s.tls.ClientCAs, s.tls.ClientAuth = pool, tls.RequireAndVerifyClientCert
 	}
 	return s, nil
+}
+
+// loadPeerTLS sets how this engine reaches the other instances' engines
+// (their application.server): over https when it serves TLS itself, all
+// instances of an application being set up alike. caFile (--peer-ca) holds
+// the CA certificates theirs chain to (default: the system's roots);
+// certFile/keyFile (--peer-cert, --peer-key) the client certificate it
+// presents where they verify one (--tls-client-ca), by default its own
+// --tls-cert.
+func (s *security) loadPeerTLS(caFile, certFile, keyFile string) error {
+	if s.tls == nil {
+		for flag, v := range map[string]string{"--peer-ca": caFile, "--peer-cert": certFile, "--peer-key": keyFile} {
+			if v != "" {
+				return fmt.Errorf("%s needs --tls-cert and --tls-key: engines reach each other over https only when they serve TLS", flag)
+			}
+		}
+		return nil
+	}
+	if (certFile == "") != (keyFile == "") {
+		return errors.New("--peer-cert and --peer-key go together: give both or neither")
+	}
+	s.peer = &tls.Config{Certificates: s.tls.Certificates, MinVersion: tls.VersionTLS12}
+	if certFile != "" {
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return fmt.Errorf("--peer-cert %s / --peer-key %s: %w", certFile, keyFile, err)
+		}
+		s.peer.Certificates = []tls.Certificate{pair}
+	}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return fmt.Errorf("--peer-ca: %w", err)
+		}
+		s.peer.RootCAs = x509.NewCertPool()
+		if !s.peer.RootCAs.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("--peer-ca %s holds no PEM certificate", caFile)
+		}
+	}
+	return nil
 }
 
 // authenticates says whether the engine can tell its callers apart from

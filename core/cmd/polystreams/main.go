@@ -101,6 +101,9 @@ func run(args []string, dev bool) error {
 	tlsCert := fs.String("tls-cert", "", "PEM certificate (chain) to serve TLS with; needs --tls-key")
 	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
 	tlsClientCA := fs.String("tls-client-ca", "", "PEM CA certificates that client certificates must chain to: every caller must present a verified one (mutual TLS); needs --tls-cert")
+	peerCA := fs.String("peer-ca", "", "PEM CA certificates that other instances' engine certificates chain to, for interactive queries this engine forwards to them over https (default: the system's roots); needs --tls-cert")
+	peerCert := fs.String("peer-cert", "", "PEM client certificate this engine presents to other instances' engines that verify client certificates (default: --tls-cert); needs --peer-key")
+	peerKey := fs.String("peer-key", "", "PEM private key of --peer-cert")
 	maxSessions := fs.Int("max-sessions", server.DefaultMaxSessions, "refuse OpenSession while this many sessions are open")
 	maxCache := fs.Int64("max-cache-bytes", server.DefaultMaxCacheBytes, "refuse a session whose statestore.cache.max.bytes is larger")
 	maxAppMemory := fs.Int64("max-app-memory", config.DefaultMemoryMaxBytes, "polystreams.memory.max.bytes of sessions that set none, and the most a session may set: what the engine holds in memory for one application")
@@ -141,6 +144,9 @@ func run(args []string, dev bool) error {
 	if err != nil {
 		return err
 	}
+	if err := sec.loadPeerTLS(*peerCA, *peerCert, *peerKey); err != nil {
+		return err
+	}
 	log, recent, err := logging.New(os.Stderr, *logFormat, level)
 	if err != nil {
 		return fmt.Errorf("--log-format: %w", err)
@@ -175,7 +181,7 @@ func run(args []string, dev bool) error {
 
 	srv := server.New(server.Options{Brokers: bootstrap, StateDir: *stateDir, SessionTimeout: *sessionTimeout, Logger: log,
 		Recent: recent, Version: version, MetricsDisabled: !*metricsOn, MaxRequestBytes: *maxRequest, MaxSessions: *maxSessions, MaxCacheBytes: *maxCache,
-		MaxAppMemory: *maxAppMemory, Embedded: dev, BrokerWait: brokerWait, PeerToken: sec.token, PeerScheme: sec.scheme()})
+		MaxAppMemory: *maxAppMemory, Embedded: dev, BrokerWait: brokerWait, PeerToken: sec.token, PeerScheme: sec.scheme(), PeerTLS: sec.peer})
 	ln, err := sec.listen(*listen)
 	if err != nil {
 		return err

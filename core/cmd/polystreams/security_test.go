@@ -201,3 +201,39 @@ func TestLoadSecurity(t *testing.T) {
 		}
 	}
 }
+
+// --peer-ca, --peer-cert and --peer-key set how the engine reaches other
+// instances' engines: only over TLS, the client certificate defaulting to
+// --tls-cert; bad values are refused naming the flag.
+func TestLoadPeerTLS(t *testing.T) {
+	tc := testcert.New(t)
+	plain, err := loadSecurity("", "", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.loadPeerTLS("", "", ""); err != nil || plain.peer != nil {
+		t.Errorf("without TLS and peer flags: %v, peer %v; want none", err, plain.peer)
+	}
+	if err := plain.loadPeerTLS(tc.CertFile, "", ""); err == nil || !strings.Contains(err.Error(), "--peer-ca needs --tls-cert") {
+		t.Errorf("--peer-ca without TLS: %v", err)
+	}
+	s, err := loadSecurity("", tc.CertFile, tc.KeyFile, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.loadPeerTLS("", "", ""); err != nil || s.peer == nil || s.peer.RootCAs != nil || len(s.peer.Certificates) != 1 {
+		t.Errorf("TLS, no peer flags: %v, %+v; want the system's roots and --tls-cert as client certificate", err, s.peer)
+	}
+	if err := s.loadPeerTLS(tc.CertFile, tc.CertFile, tc.KeyFile); err != nil || s.peer.RootCAs == nil || len(s.peer.Certificates) != 1 {
+		t.Errorf("--peer-ca and --peer-cert: %v, %+v", err, s.peer)
+	}
+	for _, c := range []struct{ ca, cert, key, want string }{
+		{tc.KeyFile, "", "", "--peer-ca " + tc.KeyFile + " holds no PEM certificate"},
+		{"", tc.CertFile, "", "--peer-cert and --peer-key go together"},
+		{"", tc.KeyFile, tc.CertFile, "--peer-cert " + tc.KeyFile},
+	} {
+		if err := s.loadPeerTLS(c.ca, c.cert, c.key); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("loadPeerTLS(%q, %q, %q): %v, want %q", c.ca, c.cert, c.key, err, c.want)
+		}
+	}
+}

@@ -11,11 +11,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"math"
-	"net"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -259,7 +258,6 @@ func Parse(applicationID string, kv map[string]string, defaultBrokers string) (A
 		OffsetReset:       OffsetEarliest,
 	}
 	var errs []error
-	var deadLetterOf map[string]string // handler key -> topic named in dead_letter(topic)
 	if err := checkApplicationID(applicationID); err != nil {
 		errs = append(errs, err)
 	}
@@ -279,215 +277,23 @@ func Parse(applicationID string, kv map[string]string, defaultBrokers string) (A
 		c.Brokers = nil
 		errs = append(errs, errors.New("bootstrap.servers holds 'user:password@': Kafka takes credentials from sasl.username and sasl.password, never from bootstrap.servers"))
 	}
-	commitMs := int64(-1)
-	keys := make([]string, 0, len(kv))
-	for k := range kv {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v := kv[k]
-		num := func() int64 {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 {
-				errs = append(errs, fmt.Errorf("%s: want a non-negative integer", k))
-				return 0
-			}
-			return n
+	p := &parsing{c: &c, errs: errs, commitMs: -1}
+	for _, k := range slices.Sorted(maps.Keys(kv)) {
+		if set, ok := keys[k]; ok {
+			set(p, k, kv[k])
+			continue
 		}
-		bounded := func(lo, hi int64) (int64, bool) {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < lo || n > hi {
-				errs = append(errs, fmt.Errorf("%s: want an integer from %d to %d", k, lo, hi))
-				return 0, false
-			}
-			return n, true
+		hint := ""
+		if near := nearestKey(k); near != "" {
+			hint = fmt.Sprintf(" (did you mean %s?)", near)
 		}
-		switch k {
-		case "bootstrap.servers", "application.id":
-		case "processing.guarantee":
-			c.Guarantee = v
-			if v != AtLeastOnce && v != ExactlyOnceV2 {
-				errs = append(errs, errors.New("processing.guarantee: want at_least_once or exactly_once_v2"))
-			}
-		case "commit.interval.ms":
-			commitMs = num()
-		case "statestore.cache.max.bytes", "cache.max.bytes.buffering":
-			c.CacheMaxBytes = num()
-		case "application.server":
-			c.ApplicationServer = v
-			if host, port, err := net.SplitHostPort(v); v != "" && (err != nil || host == "" || !validPort(port)) {
-				errs = append(errs, fmt.Errorf("application.server %q: want host:port, as the other instances reach this one's engine", v))
-			}
-		case "num.standby.replicas":
-			c.StandbyReplicas = int(min(num(), 1<<10))
-		case "max.task.idle.ms":
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < MaxTaskIdleDisabled {
-				errs = append(errs, fmt.Errorf("%s: want -1 (never wait), 0 (wait only for records already on the broker; the default) or a positive number of milliseconds", k))
-			}
-			c.MaxTaskIdleMs = n
-		case "auto.offset.reset":
-			if !ValidOffsetReset(v) {
-				errs = append(errs, fmt.Errorf("%s: want earliest (the default), latest or none", k))
-			}
-			c.OffsetReset = v
-		case "default.key.serde", "default.value.serde":
-			name := strings.TrimSpace(v)
-			if err := serde.Check(name); err != nil || name == "" {
-				errs = append(errs, fmt.Errorf("%s: want a serde's name: bytes, string, json, long, integer or double", k))
-			} else if serde.IsRegistry(name) {
-				// A registry serde is a topic's format with a schema and a
-				// subject: named on the source or sink that reads or
-				// writes it, never by default.
-				errs = append(errs, fmt.Errorf("%s: want a serde's name: bytes, string, json, long, integer or double (a Schema Registry serde is named on its stream, table or to)", k))
-			} else if k == "default.key.serde" {
-				c.DefaultKeySerde = name
-			} else {
-				c.DefaultValueSerde = name
-			}
-		case "default.production.exception.handler":
-			switch strings.TrimPrefix(strings.TrimSpace(v), "org.apache.kafka.streams.errors.") {
-			case "fail", "DefaultProductionExceptionHandler":
-				c.ProductionContinue = false
-			case "continue":
-				c.ProductionContinue = true
-			default:
-				errs = append(errs, fmt.Errorf("%s: want fail (the default) or continue", k))
-			}
-		case "num.stream.threads":
-			if n, ok := bounded(1, 1<<16); ok {
-				c.StreamThreads = int(n)
-			}
-		case "session.timeout.ms":
-			c.SessionTimeout = time.Duration(num()) * time.Millisecond
-		case "group.instance.id":
-			c.InstanceID = v
-		case "state.dir":
-			c.StateDir = v
-		case "replication.factor":
-			n, err := strconv.ParseInt(v, 10, 16)
-			if err != nil || n == 0 || n < -1 {
-				errs = append(errs, errors.New("replication.factor: want -1 or a positive integer"))
-			}
-			c.ReplicationFactor = int16(n)
-		case "polystreams.bundle.max.records":
-			if n, ok := bounded(1, MaxBundleRecords); ok {
-				c.BundleMaxRecords = int(n)
-			}
-		case "polystreams.bundle.max.bytes":
-			if n, ok := bounded(1, MaxBundleBytes); ok {
-				c.BundleMaxBytes = int(n)
-			}
-		case "polystreams.memory.max.bytes":
-			if n, ok := bounded(MinMemoryMaxBytes, math.MaxInt64); ok {
-				c.MemoryMaxBytes = n
-			}
-		case "polystreams.broker.wait.ms":
-			c.BrokerWait = time.Duration(num()) * time.Millisecond
-		case "polystreams.bundle.linger.ms":
-			if n, ok := bounded(0, maxBundleLingerMs); ok {
-				c.BundleLinger = time.Duration(n) * time.Millisecond
-			}
-		case "security.protocol":
-			c.SecurityProtocol = strings.ToUpper(v)
-			switch c.SecurityProtocol {
-			case "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
-			default:
-				errs = append(errs, errors.New("security.protocol: want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"))
-			}
-		case "sasl.mechanism":
-			c.SASLMechanism = strings.ToUpper(v)
-			switch c.SASLMechanism {
-			case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
-			default:
-				errs = append(errs, errors.New("sasl.mechanism: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"))
-			}
-		case "polystreams.test.driver":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: want true or false", k))
-			}
-			c.TestDriver = b
-		case "polystreams.metrics.enabled":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: want true or false", k))
-			}
-			c.MetricsDisabled = !b
-		case "ssl.certificate.location":
-			c.SSLCertLocation = v
-		case "ssl.key.location":
-			c.SSLKeyLocation = v
-		case "ssl.ca.location":
-			c.SSLCALocation = v
-			if pem, err := os.ReadFile(v); err != nil {
-				errs = append(errs, fmt.Errorf("ssl.ca.location: %w", withoutPath(err)))
-			} else if c.CARoots = x509.NewCertPool(); !c.CARoots.AppendCertsFromPEM(pem) {
-				errs = append(errs, errors.New("ssl.ca.location: the file holds no PEM certificate"))
-			}
-		case "default.deserialization.exception.handler", "deserialization.exception.handler", "processing.exception.handler":
-			p, topic, err := parsePolicy(k, v)
-			if err != nil {
-				errs = append(errs, err)
-			}
-			if k == "processing.exception.handler" {
-				c.ProcessingPolicy = p
-			} else {
-				c.DeserializationPolicy = p
-			}
-			if topic != "" {
-				if deadLetterOf == nil {
-					deadLetterOf = map[string]string{}
-				}
-				deadLetterOf[k] = topic
-			}
-		case "errors.deadletterqueue.topic.name":
-			c.DeadLetterTopic = strings.TrimSpace(v)
-		case "schema.registry.url":
-			for _, u := range strings.Split(v, ",") {
-				if u = strings.TrimSpace(u); u != "" {
-					c.Registry.URLs = append(c.Registry.URLs, u)
-				}
-			}
-		case "auto.register.schemas":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: want true or false", k))
-			}
-			c.Registry.AutoRegister = b
-		case "key.subject.name.strategy", "value.subject.name.strategy":
-			st, err := registry.ParseStrategy(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", k, err))
-			}
-			if k == "key.subject.name.strategy" {
-				c.Registry.KeyStrategy = st
-			} else {
-				c.Registry.ValueStrategy = st
-			}
-		case "basic.auth.user.info":
-			user, pass, ok := strings.Cut(v, ":")
-			if !ok {
-				errs = append(errs, fmt.Errorf("%s: want user:password (the value is hidden)", k))
-			}
-			c.Registry.User, c.Registry.Password = user, pass
-		case "sasl.username":
-			c.SASLUsername = v
-		case "sasl.password":
-			c.SASLPassword = v
-		default:
-			hint := ""
-			if near := nearestKey(k); near != "" {
-				hint = fmt.Sprintf(" (did you mean %s?)", near)
-			}
-			if sensitive(k) {
-				errs = append(errs, fmt.Errorf("config key %q is not known%s (its value is hidden)", k, hint))
-			} else {
-				errs = append(errs, fmt.Errorf("config key %q is not known%s", k, hint))
-			}
+		if sensitive(k) {
+			p.fail(fmt.Errorf("config key %q is not known%s (its value is hidden)", k, hint))
+		} else {
+			p.fail(fmt.Errorf("config key %q is not known%s", k, hint))
 		}
 	}
+	errs, commitMs := p.errs, p.commitMs
 	if commitMs < 0 {
 		commitMs = 30000
 		if c.Guarantee == ExactlyOnceV2 {
@@ -495,12 +301,21 @@ func Parse(applicationID string, kv map[string]string, defaultBrokers string) (A
 		}
 	}
 	c.CommitInterval = time.Duration(commitMs) * time.Millisecond
-	errs = append(errs, c.resolveDeadLetter(deadLetterOf)...)
+	errs = append(errs, c.resolveDeadLetter(p.deadLetterOf)...)
 	if strings.HasPrefix(c.SecurityProtocol, "SASL") && c.SASLMechanism == "" {
 		c.SASLMechanism = "PLAIN"
 	}
+	if err := c.loadClientCert(); err != nil {
+		errs = append(errs, err)
+	}
+	return c, c.effective(commitMs), errors.Join(errs...)
+}
+
+// effective is the configuration c runs with, as the session's answer
+// shows it: every key with its value or default, credentials hidden.
+func (c *App) effective(commitMs int64) map[string]string {
 	effective := map[string]string{
-		"application.id":                 applicationID,
+		"application.id":                 c.ApplicationID,
 		"bootstrap.servers":              strings.Join(c.Brokers, ","),
 		"processing.guarantee":           c.Guarantee,
 		"commit.interval.ms":             strconv.FormatInt(commitMs, 10),
@@ -539,22 +354,7 @@ func Parse(applicationID string, kv map[string]string, defaultBrokers string) (A
 	if c.SSLCALocation != "" {
 		effective["ssl.ca.location"] = c.SSLCALocation
 	}
-	if (c.SSLCertLocation == "") != (c.SSLKeyLocation == "") {
-		errs = append(errs, errors.New("ssl.certificate.location and ssl.key.location go together: give both or neither"))
-	} else if c.SSLCertLocation != "" {
-		// The error names the files, never their content.
-		if pair, err := tls.LoadX509KeyPair(c.SSLCertLocation, c.SSLKeyLocation); err != nil {
-			what := "ssl.certificate.location / ssl.key.location"
-			var pe *fs.PathError
-			if errors.As(err, &pe) && pe.Path == c.SSLKeyLocation {
-				what = "ssl.key.location"
-			} else if errors.As(err, &pe) && pe.Path == c.SSLCertLocation {
-				what = "ssl.certificate.location"
-			}
-			errs = append(errs, fmt.Errorf("%s: %w", what, withoutPath(err)))
-		} else {
-			c.ClientCert = &pair
-		}
+	if c.SSLCertLocation != "" {
 		effective["ssl.certificate.location"] = c.SSLCertLocation
 		effective["ssl.key.location"] = c.SSLKeyLocation
 	}
@@ -572,7 +372,32 @@ func Parse(applicationID string, kv map[string]string, defaultBrokers string) (A
 		effective["sasl.username"] = c.SASLUsername
 		effective["sasl.password"] = "[hidden]"
 	}
-	return c, effective, errors.Join(errs...)
+	return effective
+}
+
+// loadClientCert loads ssl.certificate.location and ssl.key.location, the
+// client certificate for the brokers; the error names the files' keys,
+// never their content.
+func (c *App) loadClientCert() error {
+	if (c.SSLCertLocation == "") != (c.SSLKeyLocation == "") {
+		return errors.New("ssl.certificate.location and ssl.key.location go together: give both or neither")
+	}
+	if c.SSLCertLocation == "" {
+		return nil
+	}
+	pair, err := tls.LoadX509KeyPair(c.SSLCertLocation, c.SSLKeyLocation)
+	if err != nil {
+		what := "ssl.certificate.location / ssl.key.location"
+		var pe *fs.PathError
+		if errors.As(err, &pe) && pe.Path == c.SSLKeyLocation {
+			what = "ssl.key.location"
+		} else if errors.As(err, &pe) && pe.Path == c.SSLCertLocation {
+			what = "ssl.certificate.location"
+		}
+		return fmt.Errorf("%s: %w", what, withoutPath(err))
+	}
+	c.ClientCert = &pair
+	return nil
 }
 
 // Bounds of the bundle settings: one bundle is one message each way, and

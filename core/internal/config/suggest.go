@@ -1,23 +1,5 @@
 package config
 
-// configKeys are the keys Parse knows, for "did you mean" hints on a
-// key it does not (config_test.go checks each is accepted).
-var configKeys = []string{
-	"application.id", "bootstrap.servers", "processing.guarantee", "commit.interval.ms",
-	"statestore.cache.max.bytes", "cache.max.bytes.buffering", "num.standby.replicas", "application.server",
-	"session.timeout.ms", "group.instance.id", "state.dir", "replication.factor",
-	"polystreams.bundle.max.records", "polystreams.bundle.max.bytes", "polystreams.bundle.linger.ms",
-	"polystreams.broker.wait.ms", "security.protocol", "sasl.mechanism", "sasl.username", "sasl.password",
-	"polystreams.test.driver", "polystreams.metrics.enabled", "ssl.certificate.location",
-	"ssl.key.location", "ssl.ca.location", "default.deserialization.exception.handler",
-	"deserialization.exception.handler", "processing.exception.handler",
-	"errors.deadletterqueue.topic.name", "polystreams.memory.max.bytes", "max.task.idle.ms",
-	"schema.registry.url", "auto.register.schemas", "key.subject.name.strategy",
-	"value.subject.name.strategy", "basic.auth.user.info",
-	"auto.offset.reset", "default.key.serde", "default.value.serde",
-	"default.production.exception.handler", "num.stream.threads",
-}
-
 // nearestKey returns the known config key closest to key by edit distance,
 // or "" when none is close enough to be a likely typo (at most a third of
 // the key's length, and at most 4 edits).

@@ -155,24 +155,40 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 			case n.Op == topology.OpCogroupMerge:
 				// KTablePassThrough: its aggregation nodes' updates.
 				s.open = newPassOp
-			case n.Op == topology.OpProcess || n.Op == topology.OpProcessValues:
+			case n.Op == topology.OpProcess || n.Op == topology.OpProcessValues || n.Op == topology.OpTableTransformValues:
 				s.open = newProcessOp
+				stores := n.Stores
+				if n.Op == topology.OpTableTransformValues {
+					// The transformer runs as a fixed-key processor
+					// (table_transform.go) over the transformer's stores;
+					// the node's own store is the step's.
+					s.open, stores = newTableTransformValuesOp, n.TransformerStores()
+					if n.TableStore != "" {
+						s.store = t.Stores[n.TableStore]
+						p.stores = append(p.stores, s.store)
+					}
+					if len(n.Predecessors) != 1 {
+						return nil, fmt.Errorf("engine: node %s has %d predecessors; table operators need one", n.Name, len(n.Predecessors))
+					}
+				}
 				if _, ok := n.Fn.Native.(topology.NewProcessorFunc); !ok {
 					op := pb.Operation_OPERATION_PROCESS
-					if n.Op == topology.OpProcessValues {
+					if n.Op != topology.OpProcess {
 						op = pb.Operation_OPERATION_PROCESS_VALUES
 					}
 					var children []string
 					for _, c := range n.Successors {
 						children = append(children, c.Name)
 					}
-					s.steps = []*pb.Step{{Token: n.Fn.Token, Operation: op, Node: n.Name, Stores: slices.Clone(n.Stores), Children: children, Metadata: pb.Metadata_METADATA_WRITE}}
+					s.steps = []*pb.Step{{Token: n.Fn.Token, Operation: op, Node: n.Name, Stores: slices.Clone(stores), Children: children, Metadata: pb.Metadata_METADATA_WRITE}}
 					s.chain = []*topology.Node{n}
 					s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
 					s.outKey, s.outValue = n.KeySerde, n.ValueSerde
-					s.open = newHostProcessOp
+					if n.Op != topology.OpTableTransformValues {
+						s.open = newHostProcessOp
+					}
 				}
-				for _, name := range n.Stores {
+				for _, name := range stores {
 					st := t.Stores[name]
 					if st == nil {
 						return nil, fmt.Errorf("engine: node %s names store %q, which the topology lacks", n.Name, name)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
@@ -77,10 +78,10 @@ func (o *processOp) ensure() error {
 func (t *task) initProcessors(ctx context.Context) error {
 	t.applyRevivals()
 	for _, s := range t.plan.steps {
-		if s.node.Op != topology.OpProcess && s.node.Op != topology.OpProcessValues {
+		if s.node.Op != topology.OpProcess && s.node.Op != topology.OpProcessValues && s.node.Op != topology.OpTableTransformValues {
 			continue
 		}
-		switch o := t.op(s).(type) {
+		switch o := innerOp(t.op(s)).(type) {
 		case *processOp:
 			if err := o.ensure(); err != nil {
 				return err
@@ -151,7 +152,7 @@ func (o *processOp) applyRevival() {
 // their close entries (hostProcessOp.close).
 func (t *task) closeProcessors(ctx context.Context) {
 	for _, op := range t.ops {
-		switch o := op.(type) {
+		switch o := innerOp(op).(type) {
 		case *processOp:
 			if o.p == nil {
 				continue
@@ -171,13 +172,22 @@ func (t *task) closeProcessors(ctx context.Context) {
 // before the task's next records or punctuation.
 func (t *task) applyRevivals() {
 	for _, op := range t.ops {
-		switch o := op.(type) {
+		switch o := innerOp(op).(type) {
 		case *processOp:
 			o.applyRevival()
 		case *hostProcessOp:
 			o.applyRevival()
 		}
 	}
+}
+
+// innerOp is the processor operator op runs its function with: a
+// transform_values node's transformer, else op.
+func innerOp(op operator) operator {
+	if o, ok := op.(*tableTransformValuesOp); ok {
+		return o.inner
+	}
+	return op
 }
 
 // Schedule registers a punctuator (ProcessorContext.schedule).
@@ -340,10 +350,7 @@ func (o *processOp) Range(store string, lo, hi []byte, f func(key, value []byte)
 	if err != nil {
 		return err
 	}
-	if hi != nil {
-		hi = append(slices.Clone(hi), 0) // inclusive upper bound, as KeyValueStore.range
-	}
-	return tx.scan(lo, hi, func(k, v []byte, _ int64) bool { return f(k, v) })
+	return tx.scan(lo, state.UpperBound(hi), func(k, v []byte, _ int64) bool { return f(k, v) })
 }
 
 // windowStore returns a connected window store.

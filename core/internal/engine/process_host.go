@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
@@ -278,12 +279,9 @@ func (o *hostProcessOp) read(req *pb.ReadRequest) (*pb.ReadResponse, error) {
 		return resp, nil
 	case *pb.ReadRequest_All:
 	case *pb.ReadRequest_Range:
-		lo, hi = q.Range.GetFrom(), q.Range.GetTo()
-		if hi != nil {
-			hi = append(slices.Clone(hi), 0) // inclusive upper bound, as KeyValueStore.range
-		}
+		lo, hi = q.Range.GetFrom(), state.UpperBound(q.Range.GetTo())
 	case *pb.ReadRequest_Prefix:
-		lo, hi = q.Prefix, prefixEnd(q.Prefix)
+		lo, hi = q.Prefix, state.PrefixEnd(q.Prefix)
 	default:
 		return nil, fmt.Errorf("%w: Read for bundle %d: node %s, store %q: query %T is not served yet", ErrReadRefused, req.BundleId, n.Name, req.Store, req.Query)
 	}
@@ -350,18 +348,6 @@ func (o *hostProcessOp) readWindows(req *pb.ReadRequest, tx *storeTx) (*pb.ReadR
 	}
 	resp.KeyLengths, resp.Keys, resp.ValueLengths, resp.Values = k.lens, k.data, v.lens, v.data
 	return resp, nil
-}
-
-// prefixEnd is the first key after every key with prefix p (nil: none).
-func prefixEnd(p []byte) []byte {
-	end := slices.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
 }
 
 // columns builds length-prefixed columns (-1: null).

@@ -289,21 +289,42 @@ func assignTasks(members []member, partitions map[string]int32, standbys int) []
 	if len(members) == 0 {
 		return out
 	}
-	// The tasks: partition numbers of the topics some member subscribes to.
-	subscribed := map[string]bool{}
+	subscribed, n := taskCount(members, partitions)
+	claims := previousClaims(members, n)
+	quota := quotas(members, claims, n)
+	owner := placeTasks(members, claims, quota, n, out)
+	assignPartitions(members, partitions, subscribed, owner, out)
+	for i := range out {
+		slices.Sort(out[i].tasks)
+	}
+	assignStandbys(members, owner, standbys, out)
+	return out
+}
+
+// taskCount answers the topics some member subscribes to and the number of
+// tasks: the most partitions of any of them.
+func taskCount(members []member, partitions map[string]int32) (subscribed map[string]bool, n int32) {
+	subscribed = map[string]bool{}
 	for _, m := range members {
 		for _, t := range m.topics {
 			subscribed[t] = true
 		}
 	}
-	var n int32
 	for t, p := range partitions {
 		if subscribed[t] {
 			n = max(n, p)
 		}
 	}
-	// Each task's previous owner: the claim of the newest generation; on
-	// a tie, the first member claiming it.
+	return subscribed, n
+}
+
+// previousClaims answers each member's claims on the n tasks: a task is
+// claimed by its previous owner, the member of the newest generation
+// owning it (on a tie, the first). A member over its quota gives up first
+// the tasks another member has local state for (they move at the smallest
+// restore), then the highest-numbered: each member's claims are in the
+// order it keeps them.
+func previousClaims(members []member, n int32) [][]int32 {
 	prev := make([]int, n)
 	for p := range prev {
 		prev[p] = -1
@@ -324,9 +345,6 @@ func assignTasks(members []member, partitions map[string]int32, standbys int) []
 			claims[i] = append(claims[i], int32(p))
 		}
 	}
-	// A member over its quota gives up first the tasks another member has
-	// local state for (they move at the smallest restore), then the
-	// highest-numbered; the order below is the order it keeps them in.
 	for i := range claims {
 		elsewhere := func(p int32) bool {
 			for j := range members {
@@ -348,9 +366,14 @@ func assignTasks(members []member, partitions map[string]int32, standbys int) []
 			}
 		})
 	}
-	// Quotas: floor(n/m) each, and one more for n mod m members, chosen
-	// among those claiming the most (they then keep the most), then those
-	// with local state for the most tasks, ties in member order.
+	return claims
+}
+
+// quotas answers how many of the n tasks each member gets: floor(n/m) each,
+// and one more for n mod m members, chosen among those claiming the most
+// (they then keep the most), then those with local state for the most
+// tasks, ties in member order.
+func quotas(members []member, claims [][]int32, n int32) []int {
 	base, extra := int(n)/len(members), int(n)%len(members)
 	order := make([]int, len(members))
 	warm := make([]int, len(members))
@@ -373,39 +396,46 @@ func assignTasks(members []member, partitions map[string]int32, standbys int) []
 			quota[i]++
 		}
 	}
-	// Each member keeps its claims up to its quota; the rest are free.
+	return quota
+}
+
+// placeTasks gives each of the n tasks an owner within the quotas, adding
+// it to the owner's tasks in out, and answers each task's owner. Each
+// member keeps its claims up to its quota. Free tasks go first, in order,
+// to the member below its quota with the most caught-up local state for
+// them (Kafka Streams' ClientState.lagFor: the least lag; ties in member
+// order); the rest, in order, to the member furthest below its quota (ties
+// in member order).
+func placeTasks(members []member, claims [][]int32, quota []int, n int32, out []assignment) []int {
 	owner := make([]int, n)
 	for p := range owner {
 		owner[p] = -1
 	}
+	give := func(p int32, i int) {
+		owner[p] = i
+		out[i].tasks = append(out[i].tasks, p)
+	}
 	for i, cs := range claims {
 		for _, p := range cs[:min(len(cs), quota[i])] {
-			owner[p] = i
-			out[i].tasks = append(out[i].tasks, p)
+			give(p, i)
 		}
 	}
-	// Free tasks go first, in order, to the member below its quota with
-	// the most caught-up local state for them (Kafka Streams'
-	// ClientState.lagFor: the least lag; ties in member order).
-	for p := range owner {
+	for p := range n {
 		if owner[p] >= 0 {
 			continue
 		}
 		best := -1
 		for i := range members {
-			s := members[i].stateFor(int32(p))
-			if s > 0 && len(out[i].tasks) < quota[i] && (best < 0 || s > members[best].stateFor(int32(p))) {
+			s := members[i].stateFor(p)
+			if s > 0 && len(out[i].tasks) < quota[i] && (best < 0 || s > members[best].stateFor(p)) {
 				best = i
 			}
 		}
 		if best >= 0 {
-			owner[p] = best
-			out[best].tasks = append(out[best].tasks, int32(p))
+			give(p, best)
 		}
 	}
-	// The rest, in order, go to the member furthest below its quota (ties
-	// in member order).
-	for p := range owner {
+	for p := range n {
 		if owner[p] >= 0 {
 			continue
 		}
@@ -415,13 +445,17 @@ func assignTasks(members []member, partitions map[string]int32, standbys int) []
 				best = i
 			}
 		}
-		owner[p] = best
-		out[best].tasks = append(out[best].tasks, int32(p))
+		give(p, best)
 	}
-	// Partitions: task p's partition of every topic that has one. A topic
-	// its owner does not subscribe to (members running different
-	// topologies, as in a rolling upgrade) goes to the first member that
-	// does.
+	return owner
+}
+
+// assignPartitions gives task p's partition of every subscribed topic that
+// has one to the task's owner. A topic its owner does not subscribe to
+// (members running different topologies, as in a rolling upgrade) goes to
+// the first member that does.
+func assignPartitions(members []member, partitions map[string]int32, subscribed map[string]bool, owner []int, out []assignment) {
+	n := int32(len(owner))
 	for _, t := range slices.Sorted(maps.Keys(partitions)) {
 		if !subscribed[t] {
 			continue
@@ -439,11 +473,6 @@ func assignTasks(members []member, partitions map[string]int32, standbys int) []
 			out[i].partitions[t] = append(out[i].partitions[t], p)
 		}
 	}
-	for i := range out {
-		slices.Sort(out[i].tasks)
-	}
-	assignStandbys(members, owner, standbys, out)
-	return out
 }
 
 // assignStandbys gives each task up to standbys standbys on members other

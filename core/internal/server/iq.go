@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -61,7 +60,7 @@ func (s *Server) peer(endpoint string) polystreamsv1alpha1connect.EngineServiceC
 	if s.opts.PeerToken != "" {
 		opts = append(opts, connect.WithInterceptors(bearer(s.opts.PeerToken)))
 	}
-	return polystreamsv1alpha1connect.NewEngineServiceClient(http.DefaultClient, scheme+"://"+endpoint, opts...)
+	return polystreamsv1alpha1connect.NewEngineServiceClient(s.peers, scheme+"://"+endpoint, opts...)
 }
 
 // bearer sets "Authorization: Bearer <token>" on every request.

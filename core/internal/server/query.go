@@ -143,11 +143,7 @@ func collectEntries(parts []*state.Partition, st *topology.Store, m *pb.QueryReq
 				found = append(found, entry{k: q.Get, v: v, ts: ts})
 			}
 		case *pb.QueryRequest_Range:
-			var upper []byte
-			if q.Range.To != nil {
-				upper = append(append([]byte(nil), q.Range.To...), 0) // inclusive: the next key after to
-			}
-			err = p.ScanRange(q.Range.From, upper, collect)
+			err = p.ScanRange(q.Range.From, state.UpperBound(q.Range.To), collect)
 		case *pb.QueryRequest_Prefix:
 			err = p.ScanRange(q.Prefix, state.PrefixEnd(q.Prefix), collect)
 		case *pb.QueryRequest_All:

@@ -6,6 +6,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -91,8 +92,13 @@ type Options struct {
 	// the application shares. Empty sends none.
 	PeerToken string
 	// PeerScheme is how other engines are reached: "http" (the default)
-	// or "https" (engines serving TLS, with certificates the system trusts).
+	// or "https" (engines serving TLS).
 	PeerScheme string
+	// PeerTLS is the TLS configuration for https to other engines: the
+	// roots their certificates chain to (nil: the system's) and the client
+	// certificate presented to engines that verify one. Nil: the system's
+	// roots and no client certificate.
+	PeerTLS *tls.Config
 }
 
 // DevCommitInterval is commit.interval.ms of sessions on the embedded
@@ -122,6 +128,8 @@ type Server struct {
 
 	stop chan struct{}
 	once sync.Once
+	// peers reaches other instances' engines (Options.PeerTLS).
+	peers *http.Client
 	// started is when the server was made (uptime, for /ui).
 	started time.Time
 }
@@ -151,7 +159,12 @@ func New(o Options) *Server {
 	if o.MaxAppMemory <= 0 {
 		o.MaxAppMemory = config.DefaultMemoryMaxBytes
 	}
-	s := &Server{opts: o, log: o.Logger, sessions: map[string]*session{}, stop: make(chan struct{}), started: time.Now()}
+	s := &Server{opts: o, log: o.Logger, sessions: map[string]*session{}, stop: make(chan struct{}), started: time.Now(), peers: http.DefaultClient}
+	if o.PeerTLS != nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = o.PeerTLS.Clone()
+		s.peers = &http.Client{Transport: t}
+	}
 	go s.janitor()
 	return s
 }

@@ -300,6 +300,15 @@ func PrefixEnd(p []byte) []byte {
 	return nil
 }
 
+// UpperBound is the exclusive scan bound that includes key last (the first
+// key after it), as KeyValueStore.range's inclusive to; nil (open) for nil.
+func UpperBound(last []byte) []byte {
+	if last == nil {
+		return nil
+	}
+	return append(append(make([]byte, 0, len(last)+1), last...), 0)
+}
+
 // ErrStop ends a scan early without an error.
 var ErrStop = errors.New("stop")
 

@@ -212,6 +212,10 @@ func valueGetter(n *Node) (string, []*Node) {
 			// no getter (Kafka's view of a suppressed table, the buffered
 			// keys' prior values over the parent's getter, is not built).
 			return "", nil
+		case n.Op == OpTableTransformValues:
+			// Materialized: its store; else no getter (see
+			// TableTransformValues).
+			return n.TableStore, getter
 		case len(n.Stores) > 0:
 			return n.Stores[0], getter
 		case n.Op == OpTableSource:
@@ -232,6 +236,9 @@ func valueGetter(n *Node) (string, []*Node) {
 func noStore(n *Node) string {
 	if s := suppressedBy(n); s != nil {
 		return fmt.Sprintf("is suppressed by %s, whose buffer keeps no store to look keys up in (Kafka Streams' view of the buffered keys' prior values is not built); join the table before its suppress", s.Name)
+	}
+	if n.Op == OpTableTransformValues {
+		return fmt.Sprintf("is transform_values node %s without a store: Kafka Streams' value getter would run the transformer on each lookup, which this engine does not; materialize it (Materialized with a store name)", n.Name)
 	}
 	return "keeps no store to look keys up in; materialize it (Materialized with a store name)"
 }

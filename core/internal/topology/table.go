@@ -133,6 +133,13 @@ func (b *Builder) sendOldValues(n *Node) {
 		case n.Op == OpTableSource || n.Op == OpFKOutput:
 			b.materialize(n)
 			return
+		case n.Op == OpTableTransformValues:
+			// KTableTransformValues.enableSendingOldValues: a materialized
+			// one reads old values from its store; one that is not
+			// transforms its parent's.
+			if n.TableStore != "" {
+				return
+			}
 		case len(n.Stores) > 0 || n.Op != OpTableFilter && n.Op != OpTableFilterNot && n.Op != OpTableMapValues:
 			return
 		}
@@ -231,6 +238,10 @@ func (b *Builder) sendOldValuesIfKept(n *Node) bool {
 		}
 	case n.Op == OpTableFilter || n.Op == OpTableFilterNot || n.Op == OpTableMapValues:
 		if len(n.Stores) == 0 && !b.sendOldValuesIfKept(n.Predecessors[0]) {
+			return false
+		}
+	case n.Op == OpTableTransformValues:
+		if n.TableStore == "" && !b.sendOldValuesIfKept(n.Predecessors[0]) {
 			return false
 		}
 	case n.Op == OpCount || n.Op == OpReduce || n.Op == OpAggregate ||

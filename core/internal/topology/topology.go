@@ -207,6 +207,11 @@ const (
 	// forwards the changes of the cogroup's aggregation nodes, which share
 	// one store (its predecessors' Stores[0], the table's value getter).
 	OpCogroupMerge
+	// OpTableTransformValues is KTableTransformValues (KTable.transformValues,
+	// table_transform.go): Fn is the transformer supplier in processor
+	// form, Stores its own store (TableStore, when materialized) and the
+	// transformer's.
+	OpTableTransformValues
 )
 
 // Function is the user function of a stateless operator: a host token, or a
@@ -320,6 +325,9 @@ type Node struct {
 	// KTableValueGetterSupplier: a filtered-out value reads as null, a
 	// mapper applies on lookup). Empty: the value is read as stored.
 	Getter []*Node
+	// TableStore is an OpTableTransformValues node's own store, when
+	// materialized (also in Stores, first); empty: none.
+	TableStore string
 	// SendOld: this table node forwards old values with new ones (Kafka's
 	// sendOldValues), because an operator downstream needs them.
 	SendOld bool

@@ -57,6 +57,7 @@ from polystreams.processor import (
     Topology,
     ValueAndTimestamp,
     with_metadata,
+    ValueTransformerWithKey,
 )
 from polystreams.serde import SerdeName, TopicSerde, avro, json_schema, protobuf
 from polystreams.store import (
@@ -87,6 +88,7 @@ __all__ = [
     "EngineStartError",
     "FailedPreconditionError",
     "FixedKeyProcessor",
+    "ValueTransformerWithKey",
     "FixedKeyRecord",
     "GlobalKTable",
     "Handle",

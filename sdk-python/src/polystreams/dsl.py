@@ -17,7 +17,7 @@ from typing import Any, Literal, TextIO, overload
 
 from polystreams._session import Handle, Kind, Session
 from polystreams.errors import PolystreamsError
-from polystreams.processor import ProcessorSupplier
+from polystreams.processor import ProcessorSupplier, ValueTransformerWithKeySupplier, _transformer_supplier
 from polystreams.serde import SerdeName, TopicSerde, windowed_codec
 from polystreams.store import KeyValueStore, WindowStore, open_store, open_window_store
 from polystreams.v1alpha1 import engine_pb2 as pb
@@ -1072,6 +1072,34 @@ class KTable(_Node):
         return self._table(
             "map_values", pb.MapValuesOp(input=self.handle.id, token=t, value_serde=_s(value), name=_s(name)), materialized
         )
+
+    def transform_values(
+        self,
+        supplier: ValueTransformerWithKeySupplier,
+        *,
+        stores: Iterable[str] = (),
+        value: SerdeName | None = None,
+        materialized: str | Materialized | None = None,
+        name: str | None = None,
+    ) -> KTable:
+        """Transforms each row's value with a
+        :class:`~polystreams.processor.ValueTransformerWithKey`
+        (``KTable.transformValues``): ``supplier()`` (the class, or a function
+        answering a new transformer) makes one per task, and
+        ``transform(key, value)`` answers the new value, a tombstone's None
+        included. ``stores`` names the stores (added by
+        ``app.add_state_store``) it may use through the context ``init``
+        gets. When an operator downstream needs old values (``group_by``),
+        the old value is transformed too, unless ``materialized`` names a
+        store: the result is then kept there (queryable) and the old values
+        are read from it. The node is ``KTABLE-TRANSFORMVALUES-<n>`` unless
+        ``name`` names it. A join of a result that is not materialized is
+        refused (Kafka Streams would run the transformer on each lookup)."""
+        if isinstance(stores, str):
+            raise TypeError("transform_values: stores must be a list of store names, not a str")
+        t = self._app._register("transform_values", _transformer_supplier(supplier))
+        op = pb.TransformValuesOp(input=self.handle.id, token=t, name=_s(name), stores=list(stores), value_serde=_s(value))
+        return self._table("transform_values", op, materialized)
 
     def group_by(
         self,

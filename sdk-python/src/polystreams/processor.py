@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import TracebackType
@@ -65,6 +66,8 @@ __all__ = [
     "TimestampedKeyValueStore",
     "Topology",
     "ValueAndTimestamp",
+    "ValueTransformerWithKey",
+    "ValueTransformerWithKeySupplier",
     "WindowStore",
     "with_metadata",
 ]
@@ -261,6 +264,102 @@ class FixedKeyProcessor:
 
     def close(self) -> Any:
         pass
+
+
+class ValueTransformerWithKey:
+    """A table's value transformer (``KTable.transform_values``; Kafka
+    Streams' ``ValueTransformerWithKey``): one instance per task, made by
+    calling the class (or supplier) given to ``transform_values``.
+
+    Override ``transform(key, value)``, which answers the new value (None:
+    null). It is called for a tombstone too (``value`` None). ``init(context)``
+    is called first: keep the context to reach the stores named in
+    ``stores`` and to schedule punctuators; its ``forward`` raises, as the
+    result is what ``transform`` answers. ``close()`` is called when the task
+    closes. ``transform`` may be ``async def``."""
+
+    def init(self, context: ProcessorContext) -> Any:
+        pass
+
+    def transform(self, key: Any, value: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__qualname__}.transform")
+
+    def close(self) -> Any:
+        pass
+
+
+ValueTransformerWithKeySupplier = Callable[[], ValueTransformerWithKey]
+"""What makes a task's transformer: its class, or any callable answering a
+new instance (Kafka Streams' ``ValueTransformerWithKeySupplier``)."""
+
+
+class _NoForwardContext:
+    """Kafka Streams' ``ForwardingDisabledProcessorContext``: a transformer's
+    context, whose ``forward`` raises naming the node."""
+
+    __slots__ = ("_context",)
+
+    def __init__(self, context: ProcessorContext) -> None:
+        self._context = context
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context, name)
+
+    def __repr__(self) -> str:
+        return repr(self._context)
+
+    def forward(self, record: Any, child: str | None = None) -> None:
+        node = getattr(self._context, "node", "?")
+        raise RuntimeError(
+            f"forward: node {node} is a transform_values node: its transformer answers the new value and cannot forward "
+            "(ProcessorContext#forward() is not supported from this context)"
+        )
+
+
+class _TransformerProcessor(FixedKeyProcessor):
+    """Runs a :class:`ValueTransformerWithKey` as the fixed-key processor
+    the engine calls: each record's value is replaced by what ``transform``
+    answers, forwarded once."""
+
+    __slots__ = ("_context", "_transformer")
+
+    def __init__(self, transformer: ValueTransformerWithKey) -> None:
+        self._transformer = transformer
+        self._context: ProcessorContext | None = None
+
+    def init(self, context: ProcessorContext) -> Any:
+        self._context = context
+        return self._transformer.init(_NoForwardContext(context))
+
+    def process(self, record: FixedKeyRecord[Any, Any]) -> Any:
+        context = self._context
+        if context is None:
+            raise RuntimeError("transform_values: process before init")
+        ctx: ProcessorContext = context
+        value = self._transformer.transform(record.key, record.value)
+        if inspect.isawaitable(value):
+            awaited = value
+
+            async def forward_later() -> None:
+                ctx.forward(record.with_value(await awaited))
+
+            return forward_later()
+        context.forward(record.with_value(value))
+        return None
+
+    def close(self) -> Any:
+        return self._transformer.close()
+
+
+def _transformer_supplier(supplier: ValueTransformerWithKeySupplier) -> Callable[[], FixedKeyProcessor]:
+    def make() -> FixedKeyProcessor:
+        transformer = supplier()
+        if not isinstance(transformer, ValueTransformerWithKey) and not callable(getattr(transformer, "transform", None)):
+            raise TypeError(f"transform_values: the supplier answered {transformer!r}, which has no transform(key, value)")
+        return _TransformerProcessor(transformer)
+
+    make.__qualname__ = getattr(supplier, "__qualname__", None) or type(supplier).__qualname__
+    return make
 
 
 ProcessorSupplier = Callable[[], Processor | FixedKeyProcessor]

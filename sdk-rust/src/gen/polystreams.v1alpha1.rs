@@ -520,6 +520,36 @@ pub struct ProcessOp {
     #[prost(string, tag = "7")]
     pub value_serde: ::prost::alloc::string::String,
 }
+/// TransformValuesOp is KTable.transformValues(ValueTransformerWithKeySupplier,
+/// \[Materialized\], \[Named\], stateStoreNames...): a KTABLE-TRANSFORMVALUES
+/// node whose transformer gets (read-only key, value) per change, the new
+/// value and, when old values are sent and the result is not materialized,
+/// the old one (a tombstone's null too), with access to the stores named.
+/// The host runs the transformer as a fixed-key processor that forwards its
+/// one result per record (OPERATION_PROCESS_VALUES); docs/design/operators.md.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct TransformValuesOp {
+    #[prost(uint64, tag = "1")]
+    pub input: u64,
+    /// The registered transformer supplier (a processor supplier on the host).
+    #[prost(uint32, tag = "2")]
+    pub token: u32,
+    /// Named.as; empty: KTABLE-TRANSFORMVALUES-<n>.
+    #[prost(string, tag = "3")]
+    pub name: ::prost::alloc::string::String,
+    /// Stores added by AddStateStoreOp that the transformer uses.
+    #[prost(string, repeated, tag = "4")]
+    pub stores: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// Materialized: a store_name makes the result queryable (a store of its
+    /// own, read for old values); absent or unnamed: not materialized, as in
+    /// Kafka Streams (no name number is taken for an unnamed one).
+    #[prost(message, optional, tag = "5")]
+    pub materialized: ::core::option::Option<Materialized>,
+    /// The serde of the new values when not materialized with one; empty
+    /// keeps the input's.
+    #[prost(string, tag = "6")]
+    pub value_serde: ::prost::alloc::string::String,
+}
 /// AddSourceOp is Topology.addSource: a source node reading topics, for a
 /// topology built without the DSL. Answered without a handle; processors and
 /// sinks name it as a parent.
@@ -876,7 +906,7 @@ pub struct BuildRequest {
     /// One builder operator. New operators are added as new members.
     #[prost(
         oneof = "build_request::Operation",
-        tags = "10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 80"
+        tags = "10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 80"
     )]
     pub operation: ::core::option::Option<build_request::Operation>,
 }
@@ -951,6 +981,8 @@ pub mod build_request {
         AddProcessor(super::AddProcessorOp),
         #[prost(message, tag = "42")]
         AddSink(super::AddSinkOp),
+        #[prost(message, tag = "43")]
+        TransformValues(super::TransformValuesOp),
         #[prost(message, tag = "80")]
         Cogroup(super::CogroupOp),
     }

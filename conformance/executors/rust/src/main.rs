@@ -32,7 +32,8 @@ use polystreams::{
     App, BufferConfig, CogroupedKStream, Config, EmitStrategy, Error, GlobalKTable, JoinWindows, Joiner,
     KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Options, Printed, Reducer, Repartitioned,
     SessionWindowedCogroupedKStream, SessionWindowedKStream, SessionWindows, SlidingWindows,
-    TimeWindowedCogroupedKStream, TimeWindowedKStream, TimeWindows, Value, Windowed,
+    TimeWindowedCogroupedKStream, TimeWindowedKStream, TimeWindows, TransformResult, TransformerContext, Value,
+    ValueTransformerWithKey, Windowed,
 };
 use serde_json::{json, Map, Value as J};
 
@@ -691,6 +692,74 @@ fn process_step(
     Ok(st.process_with(move || p.clone(), &names, o)?)
 }
 
+// The transformer catalogue (conformance/README.md, "Transformers"):
+// KTable.transform_values' transformers, after KTableTransformValuesTest's.
+
+/// A catalogue transformer, with its argument and store.
+#[derive(Clone)]
+enum TransformerCatalogue {
+    KeyArrowValue,
+    CountCalls(i64),
+    ValueLength,
+    CountPerKey(String, Option<KeyValueStore<V, V>>),
+    FailOn(String),
+}
+
+impl TransformerCatalogue {
+    fn of(f: &FnRef, stores: &[String]) -> R<TransformerCatalogue> {
+        Ok(match f.name.as_str() {
+            "key_arrow_value" => TransformerCatalogue::KeyArrowValue,
+            "count_calls" => TransformerCatalogue::CountCalls(0),
+            "value_length" => TransformerCatalogue::ValueLength,
+            "count_per_key" => TransformerCatalogue::CountPerKey(stores.first().cloned().unwrap_or_default(), None),
+            "fail_on" => TransformerCatalogue::FailOn(f.arg.clone()),
+            _ => return Err(unknown(f, "transformer")),
+        })
+    }
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::Null => "null".to_owned(),
+        Value::Long(n) => n.to_string(),
+        other => other.as_str().map(str::to_owned).unwrap_or_else(|| format!("{other:?}")),
+    }
+}
+
+impl ValueTransformerWithKey<V, V, V> for TransformerCatalogue {
+    fn init(&mut self, ctx: &mut TransformerContext<V, V>) -> ProcessorResult {
+        if let TransformerCatalogue::CountPerKey(name, store) = self {
+            *store = Some(ctx.get_state_store(name)?);
+        }
+        Ok(())
+    }
+
+    fn transform(&mut self, key: &V, value: Option<V>) -> TransformResult<V> {
+        Ok(match self {
+            TransformerCatalogue::KeyArrowValue => Some(Value::from(
+                format!("{}->{}!", text(key), value.as_ref().map(text).unwrap_or_else(|| "null".to_owned())).as_str(),
+            )),
+            TransformerCatalogue::CountCalls(n) => {
+                *n += 1;
+                Some(Value::Long(*n))
+            }
+            TransformerCatalogue::ValueLength => value.map(|v| Value::Long(text(&v).chars().count() as i64)),
+            TransformerCatalogue::CountPerKey(_, store) => {
+                let store = store.as_ref().ok_or("count_per_key needs a store")?;
+                let n = store.get(key)?.and_then(|v| v.as_i64()).unwrap_or(0) + 1;
+                store.put(key, &Value::Long(n))?;
+                Some(Value::Long(n))
+            }
+            TransformerCatalogue::FailOn(arg) => {
+                if value.as_ref().map(text).as_deref() == Some(arg.as_str()) {
+                    return Err(format!("fail_on {arg}").into());
+                }
+                value
+            }
+        })
+    }
+}
+
 /// An add_processor step (Topology.addProcessor).
 fn add_processor(app: &App, step: &Map<String, J>) -> Result<(), BuildError> {
     let stores = str_array(step, "stores");
@@ -941,6 +1010,16 @@ fn table_op(t: &KTable<Value, Value>, op: &str, step: &Map<String, J>, f: &FnRef
                 Node::Stream(t.to_stream_keyed_with(move |k, v| ok(m(k, v)), options(step, true, false))?)
             }
             "to_stream" => Node::Stream(t.to_stream_with(options(step, false, false))?),
+            "transform_values" => {
+                let stores = str_array(step, "stores");
+                let names: Vec<&str> = stores.iter().map(String::as_str).collect();
+                let tr = TransformerCatalogue::of(&fn_of(step, "transformer"), &stores)?;
+                let mut o = options(step, false, true);
+                if let Some(v) = step.get("value").and_then(J::as_str) {
+                    o = o.value_serde(v);
+                }
+                Node::Table(t.transform_values_with(move || tr.clone(), &names, o)?)
+            }
             "filter" | "filter_not" => {
                 let p = predicate(f)?;
                 let g = move |k: &Value, v: &Value| ok(p(k, v));

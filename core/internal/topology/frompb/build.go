@@ -108,6 +108,8 @@ func Build(b *topology.Builder, funcs map[uint32]topology.Function, m *pb.BuildR
 		err = c.addProcessor(o.AddProcessor)
 	case *pb.BuildRequest_AddSink:
 		err = c.addSink(o.AddSink)
+	case *pb.BuildRequest_TransformValues:
+		h, err = c.transformValues(o.TransformValues) // table.go
 	}
 	if err != nil {
 		var r *refusal

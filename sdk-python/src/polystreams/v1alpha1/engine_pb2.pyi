@@ -199,7 +199,7 @@ class BrokerOutage(_message.Message):
     def __init__(self, brokers: _Optional[_Iterable[str]] = ..., since_ms: _Optional[int] = ..., last_error: _Optional[str] = ..., outages: _Optional[int] = ...) -> None: ...
 
 class BuildRequest(_message.Message):
-    __slots__ = ["add_processor", "add_sink", "add_source", "add_state_store", "aggregate", "cogroup", "count", "emit_strategy", "filter", "filter_not", "flat_map", "flat_map_values", "foreach", "global_table", "group_by", "group_by_key", "join", "map", "map_values", "merge", "peek", "print", "process", "reduce", "repartition", "select_key", "session_id", "split", "stream", "suppress", "table", "to", "to_stream", "to_table", "windowed_by"]
+    __slots__ = ["add_processor", "add_sink", "add_source", "add_state_store", "aggregate", "cogroup", "count", "emit_strategy", "filter", "filter_not", "flat_map", "flat_map_values", "foreach", "global_table", "group_by", "group_by_key", "join", "map", "map_values", "merge", "peek", "print", "process", "reduce", "repartition", "select_key", "session_id", "split", "stream", "suppress", "table", "to", "to_stream", "to_table", "transform_values", "windowed_by"]
     ADD_PROCESSOR_FIELD_NUMBER: _ClassVar[int]
     ADD_SINK_FIELD_NUMBER: _ClassVar[int]
     ADD_SOURCE_FIELD_NUMBER: _ClassVar[int]
@@ -234,6 +234,7 @@ class BuildRequest(_message.Message):
     TO_FIELD_NUMBER: _ClassVar[int]
     TO_STREAM_FIELD_NUMBER: _ClassVar[int]
     TO_TABLE_FIELD_NUMBER: _ClassVar[int]
+    TRANSFORM_VALUES_FIELD_NUMBER: _ClassVar[int]
     WINDOWED_BY_FIELD_NUMBER: _ClassVar[int]
     add_processor: AddProcessorOp
     add_sink: AddSinkOp
@@ -269,8 +270,9 @@ class BuildRequest(_message.Message):
     to: ToOp
     to_stream: ToStreamOp
     to_table: ToTableOp
+    transform_values: TransformValuesOp
     windowed_by: WindowedByOp
-    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ..., reduce: _Optional[_Union[ReduceOp, _Mapping]] = ..., aggregate: _Optional[_Union[AggregateOp, _Mapping]] = ..., table: _Optional[_Union[TableOp, _Mapping]] = ..., windowed_by: _Optional[_Union[WindowedByOp, _Mapping]] = ..., suppress: _Optional[_Union[SuppressOp, _Mapping]] = ..., merge: _Optional[_Union[MergeOp, _Mapping]] = ..., split: _Optional[_Union[SplitOp, _Mapping]] = ..., repartition: _Optional[_Union[RepartitionOp, _Mapping]] = ..., join: _Optional[_Union[JoinOp, _Mapping]] = ..., global_table: _Optional[_Union[GlobalTableOp, _Mapping]] = ..., emit_strategy: _Optional[_Union[EmitStrategyOp, _Mapping]] = ..., to_table: _Optional[_Union[ToTableOp, _Mapping]] = ..., flat_map: _Optional[_Union[FlatMapOp, _Mapping]] = ..., print: _Optional[_Union[PrintOp, _Mapping]] = ..., add_state_store: _Optional[_Union[AddStateStoreOp, _Mapping]] = ..., process: _Optional[_Union[ProcessOp, _Mapping]] = ..., add_source: _Optional[_Union[AddSourceOp, _Mapping]] = ..., add_processor: _Optional[_Union[AddProcessorOp, _Mapping]] = ..., add_sink: _Optional[_Union[AddSinkOp, _Mapping]] = ..., cogroup: _Optional[_Union[CogroupOp, _Mapping]] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., stream: _Optional[_Union[StreamOp, _Mapping]] = ..., map_values: _Optional[_Union[MapValuesOp, _Mapping]] = ..., filter: _Optional[_Union[FilterOp, _Mapping]] = ..., filter_not: _Optional[_Union[FilterNotOp, _Mapping]] = ..., flat_map_values: _Optional[_Union[FlatMapValuesOp, _Mapping]] = ..., map: _Optional[_Union[MapOp, _Mapping]] = ..., select_key: _Optional[_Union[SelectKeyOp, _Mapping]] = ..., peek: _Optional[_Union[PeekOp, _Mapping]] = ..., foreach: _Optional[_Union[ForeachOp, _Mapping]] = ..., group_by_key: _Optional[_Union[GroupByKeyOp, _Mapping]] = ..., group_by: _Optional[_Union[GroupByOp, _Mapping]] = ..., count: _Optional[_Union[CountOp, _Mapping]] = ..., to_stream: _Optional[_Union[ToStreamOp, _Mapping]] = ..., to: _Optional[_Union[ToOp, _Mapping]] = ..., reduce: _Optional[_Union[ReduceOp, _Mapping]] = ..., aggregate: _Optional[_Union[AggregateOp, _Mapping]] = ..., table: _Optional[_Union[TableOp, _Mapping]] = ..., windowed_by: _Optional[_Union[WindowedByOp, _Mapping]] = ..., suppress: _Optional[_Union[SuppressOp, _Mapping]] = ..., merge: _Optional[_Union[MergeOp, _Mapping]] = ..., split: _Optional[_Union[SplitOp, _Mapping]] = ..., repartition: _Optional[_Union[RepartitionOp, _Mapping]] = ..., join: _Optional[_Union[JoinOp, _Mapping]] = ..., global_table: _Optional[_Union[GlobalTableOp, _Mapping]] = ..., emit_strategy: _Optional[_Union[EmitStrategyOp, _Mapping]] = ..., to_table: _Optional[_Union[ToTableOp, _Mapping]] = ..., flat_map: _Optional[_Union[FlatMapOp, _Mapping]] = ..., print: _Optional[_Union[PrintOp, _Mapping]] = ..., add_state_store: _Optional[_Union[AddStateStoreOp, _Mapping]] = ..., process: _Optional[_Union[ProcessOp, _Mapping]] = ..., add_source: _Optional[_Union[AddSourceOp, _Mapping]] = ..., add_processor: _Optional[_Union[AddProcessorOp, _Mapping]] = ..., add_sink: _Optional[_Union[AddSinkOp, _Mapping]] = ..., transform_values: _Optional[_Union[TransformValuesOp, _Mapping]] = ..., cogroup: _Optional[_Union[CogroupOp, _Mapping]] = ...) -> None: ...
 
 class BuildResponse(_message.Message):
     __slots__ = ["branches", "handle"]
@@ -1503,6 +1505,22 @@ class TopologyDescription(_message.Message):
     SUBTOPOLOGIES_FIELD_NUMBER: _ClassVar[int]
     subtopologies: _containers.RepeatedCompositeFieldContainer[Subtopology]
     def __init__(self, subtopologies: _Optional[_Iterable[_Union[Subtopology, _Mapping]]] = ...) -> None: ...
+
+class TransformValuesOp(_message.Message):
+    __slots__ = ["input", "materialized", "name", "stores", "token", "value_serde"]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    MATERIALIZED_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    STORES_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    input: int
+    materialized: Materialized
+    name: str
+    stores: _containers.RepeatedScalarFieldContainer[str]
+    token: int
+    value_serde: str
+    def __init__(self, input: _Optional[int] = ..., token: _Optional[int] = ..., name: _Optional[str] = ..., stores: _Optional[_Iterable[str]] = ..., materialized: _Optional[_Union[Materialized, _Mapping]] = ..., value_serde: _Optional[str] = ...) -> None: ...
 
 class VersionedGet(_message.Message):
     __slots__ = ["as_of_ms", "key"]

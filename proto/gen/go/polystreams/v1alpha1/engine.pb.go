@@ -764,7 +764,7 @@ func (x Node_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Node_Type.Descriptor instead.
 func (Node_Type) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{53, 0}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{54, 0}
 }
 
 type BundleEntry_Kind int32
@@ -823,7 +823,7 @@ func (x BundleEntry_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BundleEntry_Kind.Descriptor instead.
 func (BundleEntry_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{62, 0}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{63, 0}
 }
 
 type RecordFailure_Kind int32
@@ -872,7 +872,7 @@ func (x RecordFailure_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RecordFailure_Kind.Descriptor instead.
 func (RecordFailure_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{64, 0}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{65, 0}
 }
 
 type OpenSessionRequest struct {
@@ -3079,6 +3079,105 @@ func (x *ProcessOp) GetValueSerde() string {
 	return ""
 }
 
+// TransformValuesOp is KTable.transformValues(ValueTransformerWithKeySupplier,
+// [Materialized], [Named], stateStoreNames...): a KTABLE-TRANSFORMVALUES
+// node whose transformer gets (read-only key, value) per change, the new
+// value and, when old values are sent and the result is not materialized,
+// the old one (a tombstone's null too), with access to the stores named.
+// The host runs the transformer as a fixed-key processor that forwards its
+// one result per record (OPERATION_PROCESS_VALUES); docs/design/operators.md.
+type TransformValuesOp struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Input uint64                 `protobuf:"varint,1,opt,name=input,proto3" json:"input,omitempty"`
+	// The registered transformer supplier (a processor supplier on the host).
+	Token uint32 `protobuf:"varint,2,opt,name=token,proto3" json:"token,omitempty"`
+	// Named.as; empty: KTABLE-TRANSFORMVALUES-<n>.
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// Stores added by AddStateStoreOp that the transformer uses.
+	Stores []string `protobuf:"bytes,4,rep,name=stores,proto3" json:"stores,omitempty"`
+	// Materialized: a store_name makes the result queryable (a store of its
+	// own, read for old values); absent or unnamed: not materialized, as in
+	// Kafka Streams (no name number is taken for an unnamed one).
+	Materialized *Materialized `protobuf:"bytes,5,opt,name=materialized,proto3" json:"materialized,omitempty"`
+	// The serde of the new values when not materialized with one; empty
+	// keeps the input's.
+	ValueSerde    string `protobuf:"bytes,6,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransformValuesOp) Reset() {
+	*x = TransformValuesOp{}
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransformValuesOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransformValuesOp) ProtoMessage() {}
+
+func (x *TransformValuesOp) ProtoReflect() protoreflect.Message {
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransformValuesOp.ProtoReflect.Descriptor instead.
+func (*TransformValuesOp) Descriptor() ([]byte, []int) {
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *TransformValuesOp) GetInput() uint64 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+func (x *TransformValuesOp) GetToken() uint32 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *TransformValuesOp) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TransformValuesOp) GetStores() []string {
+	if x != nil {
+		return x.Stores
+	}
+	return nil
+}
+
+func (x *TransformValuesOp) GetMaterialized() *Materialized {
+	if x != nil {
+		return x.Materialized
+	}
+	return nil
+}
+
+func (x *TransformValuesOp) GetValueSerde() string {
+	if x != nil {
+		return x.ValueSerde
+	}
+	return ""
+}
+
 // AddSourceOp is Topology.addSource: a source node reading topics, for a
 // topology built without the DSL. Answered without a handle; processors and
 // sinks name it as a parent.
@@ -3094,7 +3193,7 @@ type AddSourceOp struct {
 
 func (x *AddSourceOp) Reset() {
 	*x = AddSourceOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3106,7 +3205,7 @@ func (x *AddSourceOp) String() string {
 func (*AddSourceOp) ProtoMessage() {}
 
 func (x *AddSourceOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[29]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3119,7 +3218,7 @@ func (x *AddSourceOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddSourceOp.ProtoReflect.Descriptor instead.
 func (*AddSourceOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{29}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *AddSourceOp) GetName() string {
@@ -3169,7 +3268,7 @@ type AddProcessorOp struct {
 
 func (x *AddProcessorOp) Reset() {
 	*x = AddProcessorOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3181,7 +3280,7 @@ func (x *AddProcessorOp) String() string {
 func (*AddProcessorOp) ProtoMessage() {}
 
 func (x *AddProcessorOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[30]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3194,7 +3293,7 @@ func (x *AddProcessorOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddProcessorOp.ProtoReflect.Descriptor instead.
 func (*AddProcessorOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{30}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *AddProcessorOp) GetName() string {
@@ -3254,7 +3353,7 @@ type AddSinkOp struct {
 
 func (x *AddSinkOp) Reset() {
 	*x = AddSinkOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3266,7 +3365,7 @@ func (x *AddSinkOp) String() string {
 func (*AddSinkOp) ProtoMessage() {}
 
 func (x *AddSinkOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[31]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3279,7 +3378,7 @@ func (x *AddSinkOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddSinkOp.ProtoReflect.Descriptor instead.
 func (*AddSinkOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{31}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *AddSinkOp) GetName() string {
@@ -3331,7 +3430,7 @@ type GroupByKeyOp struct {
 
 func (x *GroupByKeyOp) Reset() {
 	*x = GroupByKeyOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3343,7 +3442,7 @@ func (x *GroupByKeyOp) String() string {
 func (*GroupByKeyOp) ProtoMessage() {}
 
 func (x *GroupByKeyOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[32]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3356,7 +3455,7 @@ func (x *GroupByKeyOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupByKeyOp.ProtoReflect.Descriptor instead.
 func (*GroupByKeyOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{32}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GroupByKeyOp) GetInput() uint64 {
@@ -3403,7 +3502,7 @@ type GroupByOp struct {
 
 func (x *GroupByOp) Reset() {
 	*x = GroupByOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3415,7 +3514,7 @@ func (x *GroupByOp) String() string {
 func (*GroupByOp) ProtoMessage() {}
 
 func (x *GroupByOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[33]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3428,7 +3527,7 @@ func (x *GroupByOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupByOp.ProtoReflect.Descriptor instead.
 func (*GroupByOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{33}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GroupByOp) GetInput() uint64 {
@@ -3480,7 +3579,7 @@ type CountOp struct {
 
 func (x *CountOp) Reset() {
 	*x = CountOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3492,7 +3591,7 @@ func (x *CountOp) String() string {
 func (*CountOp) ProtoMessage() {}
 
 func (x *CountOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[34]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3505,7 +3604,7 @@ func (x *CountOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountOp.ProtoReflect.Descriptor instead.
 func (*CountOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{34}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CountOp) GetInput() uint64 {
@@ -3552,7 +3651,7 @@ type ReduceOp struct {
 
 func (x *ReduceOp) Reset() {
 	*x = ReduceOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3564,7 +3663,7 @@ func (x *ReduceOp) String() string {
 func (*ReduceOp) ProtoMessage() {}
 
 func (x *ReduceOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[35]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3577,7 +3676,7 @@ func (x *ReduceOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceOp.ProtoReflect.Descriptor instead.
 func (*ReduceOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{35}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ReduceOp) GetInput() uint64 {
@@ -3647,7 +3746,7 @@ type AggregateOp struct {
 
 func (x *AggregateOp) Reset() {
 	*x = AggregateOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3659,7 +3758,7 @@ func (x *AggregateOp) String() string {
 func (*AggregateOp) ProtoMessage() {}
 
 func (x *AggregateOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[36]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3672,7 +3771,7 @@ func (x *AggregateOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AggregateOp.ProtoReflect.Descriptor instead.
 func (*AggregateOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{36}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *AggregateOp) GetInput() uint64 {
@@ -3758,7 +3857,7 @@ type CogroupOp struct {
 
 func (x *CogroupOp) Reset() {
 	*x = CogroupOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3770,7 +3869,7 @@ func (x *CogroupOp) String() string {
 func (*CogroupOp) ProtoMessage() {}
 
 func (x *CogroupOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[37]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3783,7 +3882,7 @@ func (x *CogroupOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CogroupOp.ProtoReflect.Descriptor instead.
 func (*CogroupOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{37}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CogroupOp) GetInput() uint64 {
@@ -3818,7 +3917,7 @@ type MergeOp struct {
 
 func (x *MergeOp) Reset() {
 	*x = MergeOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3830,7 +3929,7 @@ func (x *MergeOp) String() string {
 func (*MergeOp) ProtoMessage() {}
 
 func (x *MergeOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[38]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3843,7 +3942,7 @@ func (x *MergeOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeOp.ProtoReflect.Descriptor instead.
 func (*MergeOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{38}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *MergeOp) GetInput() uint64 {
@@ -3889,7 +3988,7 @@ type SplitOp struct {
 
 func (x *SplitOp) Reset() {
 	*x = SplitOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3901,7 +4000,7 @@ func (x *SplitOp) String() string {
 func (*SplitOp) ProtoMessage() {}
 
 func (x *SplitOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[39]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3914,7 +4013,7 @@ func (x *SplitOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitOp.ProtoReflect.Descriptor instead.
 func (*SplitOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{39}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SplitOp) GetInput() uint64 {
@@ -3964,7 +4063,7 @@ type Branch struct {
 
 func (x *Branch) Reset() {
 	*x = Branch{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3976,7 +4075,7 @@ func (x *Branch) String() string {
 func (*Branch) ProtoMessage() {}
 
 func (x *Branch) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[40]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3989,7 +4088,7 @@ func (x *Branch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Branch.ProtoReflect.Descriptor instead.
 func (*Branch) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{40}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Branch) GetPredicateToken() uint32 {
@@ -4023,7 +4122,7 @@ type RepartitionOp struct {
 
 func (x *RepartitionOp) Reset() {
 	*x = RepartitionOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4035,7 +4134,7 @@ func (x *RepartitionOp) String() string {
 func (*RepartitionOp) ProtoMessage() {}
 
 func (x *RepartitionOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[41]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4048,7 +4147,7 @@ func (x *RepartitionOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepartitionOp.ProtoReflect.Descriptor instead.
 func (*RepartitionOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{41}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RepartitionOp) GetInput() uint64 {
@@ -4125,7 +4224,7 @@ type JoinOp struct {
 
 func (x *JoinOp) Reset() {
 	*x = JoinOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4137,7 +4236,7 @@ func (x *JoinOp) String() string {
 func (*JoinOp) ProtoMessage() {}
 
 func (x *JoinOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[42]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4150,7 +4249,7 @@ func (x *JoinOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinOp.ProtoReflect.Descriptor instead.
 func (*JoinOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{42}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *JoinOp) GetInput() uint64 {
@@ -4261,7 +4360,7 @@ type JoinWindows struct {
 
 func (x *JoinWindows) Reset() {
 	*x = JoinWindows{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4273,7 +4372,7 @@ func (x *JoinWindows) String() string {
 func (*JoinWindows) ProtoMessage() {}
 
 func (x *JoinWindows) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[43]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4286,7 +4385,7 @@ func (x *JoinWindows) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinWindows.ProtoReflect.Descriptor instead.
 func (*JoinWindows) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{43}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *JoinWindows) GetBeforeMs() int64 {
@@ -4333,7 +4432,7 @@ type GlobalTableOp struct {
 
 func (x *GlobalTableOp) Reset() {
 	*x = GlobalTableOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4345,7 +4444,7 @@ func (x *GlobalTableOp) String() string {
 func (*GlobalTableOp) ProtoMessage() {}
 
 func (x *GlobalTableOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[44]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4358,7 +4457,7 @@ func (x *GlobalTableOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GlobalTableOp.ProtoReflect.Descriptor instead.
 func (*GlobalTableOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{44}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GlobalTableOp) GetTopic() string {
@@ -4413,7 +4512,7 @@ type ToStreamOp struct {
 
 func (x *ToStreamOp) Reset() {
 	*x = ToStreamOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4425,7 +4524,7 @@ func (x *ToStreamOp) String() string {
 func (*ToStreamOp) ProtoMessage() {}
 
 func (x *ToStreamOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[45]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4438,7 +4537,7 @@ func (x *ToStreamOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToStreamOp.ProtoReflect.Descriptor instead.
 func (*ToStreamOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{45}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ToStreamOp) GetInput() uint64 {
@@ -4469,7 +4568,7 @@ type ToOp struct {
 
 func (x *ToOp) Reset() {
 	*x = ToOp{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4481,7 +4580,7 @@ func (x *ToOp) String() string {
 func (*ToOp) ProtoMessage() {}
 
 func (x *ToOp) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[46]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4494,7 +4593,7 @@ func (x *ToOp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToOp.ProtoReflect.Descriptor instead.
 func (*ToOp) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{46}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ToOp) GetInput() uint64 {
@@ -4572,6 +4671,7 @@ type BuildRequest struct {
 	//	*BuildRequest_AddSource
 	//	*BuildRequest_AddProcessor
 	//	*BuildRequest_AddSink
+	//	*BuildRequest_TransformValues
 	//	*BuildRequest_Cogroup
 	Operation     isBuildRequest_Operation `protobuf_oneof:"operation"`
 	unknownFields protoimpl.UnknownFields
@@ -4580,7 +4680,7 @@ type BuildRequest struct {
 
 func (x *BuildRequest) Reset() {
 	*x = BuildRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4592,7 +4692,7 @@ func (x *BuildRequest) String() string {
 func (*BuildRequest) ProtoMessage() {}
 
 func (x *BuildRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[47]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4605,7 +4705,7 @@ func (x *BuildRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildRequest.ProtoReflect.Descriptor instead.
 func (*BuildRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{47}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *BuildRequest) GetSessionId() string {
@@ -4919,6 +5019,15 @@ func (x *BuildRequest) GetAddSink() *AddSinkOp {
 	return nil
 }
 
+func (x *BuildRequest) GetTransformValues() *TransformValuesOp {
+	if x != nil {
+		if x, ok := x.Operation.(*BuildRequest_TransformValues); ok {
+			return x.TransformValues
+		}
+	}
+	return nil
+}
+
 func (x *BuildRequest) GetCogroup() *CogroupOp {
 	if x != nil {
 		if x, ok := x.Operation.(*BuildRequest_Cogroup); ok {
@@ -5064,6 +5173,10 @@ type BuildRequest_AddSink struct {
 	AddSink *AddSinkOp `protobuf:"bytes,42,opt,name=add_sink,json=addSink,proto3,oneof"`
 }
 
+type BuildRequest_TransformValues struct {
+	TransformValues *TransformValuesOp `protobuf:"bytes,43,opt,name=transform_values,json=transformValues,proto3,oneof"`
+}
+
 type BuildRequest_Cogroup struct {
 	Cogroup *CogroupOp `protobuf:"bytes,80,opt,name=cogroup,proto3,oneof"`
 }
@@ -5134,6 +5247,8 @@ func (*BuildRequest_AddProcessor) isBuildRequest_Operation() {}
 
 func (*BuildRequest_AddSink) isBuildRequest_Operation() {}
 
+func (*BuildRequest_TransformValues) isBuildRequest_Operation() {}
+
 func (*BuildRequest_Cogroup) isBuildRequest_Operation() {}
 
 type BuildResponse struct {
@@ -5149,7 +5264,7 @@ type BuildResponse struct {
 
 func (x *BuildResponse) Reset() {
 	*x = BuildResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5161,7 +5276,7 @@ func (x *BuildResponse) String() string {
 func (*BuildResponse) ProtoMessage() {}
 
 func (x *BuildResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[48]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5174,7 +5289,7 @@ func (x *BuildResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuildResponse.ProtoReflect.Descriptor instead.
 func (*BuildResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{48}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *BuildResponse) GetHandle() *Handle {
@@ -5203,7 +5318,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5215,7 +5330,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[49]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5228,7 +5343,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{49}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *DescribeRequest) GetSessionId() string {
@@ -5259,7 +5374,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5271,7 +5386,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[50]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5284,7 +5399,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{50}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *DescribeResponse) GetText() string {
@@ -5317,7 +5432,7 @@ type TopologyDescription struct {
 
 func (x *TopologyDescription) Reset() {
 	*x = TopologyDescription{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5329,7 +5444,7 @@ func (x *TopologyDescription) String() string {
 func (*TopologyDescription) ProtoMessage() {}
 
 func (x *TopologyDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[51]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5342,7 +5457,7 @@ func (x *TopologyDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologyDescription.ProtoReflect.Descriptor instead.
 func (*TopologyDescription) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{51}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *TopologyDescription) GetSubtopologies() []*Subtopology {
@@ -5362,7 +5477,7 @@ type Subtopology struct {
 
 func (x *Subtopology) Reset() {
 	*x = Subtopology{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5374,7 +5489,7 @@ func (x *Subtopology) String() string {
 func (*Subtopology) ProtoMessage() {}
 
 func (x *Subtopology) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[52]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5387,7 +5502,7 @@ func (x *Subtopology) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subtopology.ProtoReflect.Descriptor instead.
 func (*Subtopology) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{52}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Subtopology) GetId() int32 {
@@ -5423,7 +5538,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5435,7 +5550,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[53]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5448,7 +5563,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{53}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Node) GetName() string {
@@ -5509,7 +5624,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5521,7 +5636,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[54]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5534,7 +5649,7 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{54}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *StartRequest) GetSessionId() string {
@@ -5552,7 +5667,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5564,7 +5679,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[55]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5577,7 +5692,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{55}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{56}
 }
 
 type ExchangeRequest struct {
@@ -5598,7 +5713,7 @@ type ExchangeRequest struct {
 
 func (x *ExchangeRequest) Reset() {
 	*x = ExchangeRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5610,7 +5725,7 @@ func (x *ExchangeRequest) String() string {
 func (*ExchangeRequest) ProtoMessage() {}
 
 func (x *ExchangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[56]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5623,7 +5738,7 @@ func (x *ExchangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeRequest.ProtoReflect.Descriptor instead.
 func (*ExchangeRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{56}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ExchangeRequest) GetSessionId() string {
@@ -5679,7 +5794,7 @@ type ExchangeResponse struct {
 
 func (x *ExchangeResponse) Reset() {
 	*x = ExchangeResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5691,7 +5806,7 @@ func (x *ExchangeResponse) String() string {
 func (*ExchangeResponse) ProtoMessage() {}
 
 func (x *ExchangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[57]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5704,7 +5819,7 @@ func (x *ExchangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeResponse.ProtoReflect.Descriptor instead.
 func (*ExchangeResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{57}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ExchangeResponse) GetBundles() []*Bundle {
@@ -5755,7 +5870,7 @@ type RecordContext struct {
 
 func (x *RecordContext) Reset() {
 	*x = RecordContext{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5767,7 +5882,7 @@ func (x *RecordContext) String() string {
 func (*RecordContext) ProtoMessage() {}
 
 func (x *RecordContext) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[58]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5780,7 +5895,7 @@ func (x *RecordContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordContext.ProtoReflect.Descriptor instead.
 func (*RecordContext) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{58}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *RecordContext) GetTopic() string {
@@ -5840,7 +5955,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5852,7 +5967,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[59]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5865,7 +5980,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{59}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Step) GetToken() uint32 {
@@ -6050,7 +6165,7 @@ type Bundle struct {
 
 func (x *Bundle) Reset() {
 	*x = Bundle{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6062,7 +6177,7 @@ func (x *Bundle) String() string {
 func (*Bundle) ProtoMessage() {}
 
 func (x *Bundle) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[60]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6075,7 +6190,7 @@ func (x *Bundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bundle.ProtoReflect.Descriptor instead.
 func (*Bundle) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{60}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *Bundle) GetId() uint64 {
@@ -6365,7 +6480,7 @@ type StoreView struct {
 
 func (x *StoreView) Reset() {
 	*x = StoreView{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6377,7 +6492,7 @@ func (x *StoreView) String() string {
 func (*StoreView) ProtoMessage() {}
 
 func (x *StoreView) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[61]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6390,7 +6505,7 @@ func (x *StoreView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreView.ProtoReflect.Descriptor instead.
 func (*StoreView) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{61}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *StoreView) GetStore() string {
@@ -6493,7 +6608,7 @@ type BundleEntry struct {
 
 func (x *BundleEntry) Reset() {
 	*x = BundleEntry{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6505,7 +6620,7 @@ func (x *BundleEntry) String() string {
 func (*BundleEntry) ProtoMessage() {}
 
 func (x *BundleEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[62]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6518,7 +6633,7 @@ func (x *BundleEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleEntry.ProtoReflect.Descriptor instead.
 func (*BundleEntry) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{62}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *BundleEntry) GetKind() BundleEntry_Kind {
@@ -6612,7 +6727,7 @@ type BundleResult struct {
 
 func (x *BundleResult) Reset() {
 	*x = BundleResult{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6624,7 +6739,7 @@ func (x *BundleResult) String() string {
 func (*BundleResult) ProtoMessage() {}
 
 func (x *BundleResult) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[63]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6637,7 +6752,7 @@ func (x *BundleResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleResult.ProtoReflect.Descriptor instead.
 func (*BundleResult) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{63}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *BundleResult) GetBundleId() uint64 {
@@ -6864,7 +6979,7 @@ type RecordFailure struct {
 
 func (x *RecordFailure) Reset() {
 	*x = RecordFailure{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6876,7 +6991,7 @@ func (x *RecordFailure) String() string {
 func (*RecordFailure) ProtoMessage() {}
 
 func (x *RecordFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[64]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6889,7 +7004,7 @@ func (x *RecordFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordFailure.ProtoReflect.Descriptor instead.
 func (*RecordFailure) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{64}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *RecordFailure) GetIndex() int32 {
@@ -6941,7 +7056,7 @@ type BrokerOutage struct {
 
 func (x *BrokerOutage) Reset() {
 	*x = BrokerOutage{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6953,7 +7068,7 @@ func (x *BrokerOutage) String() string {
 func (*BrokerOutage) ProtoMessage() {}
 
 func (x *BrokerOutage) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[65]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6966,7 +7081,7 @@ func (x *BrokerOutage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BrokerOutage.ProtoReflect.Descriptor instead.
 func (*BrokerOutage) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{65}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *BrokerOutage) GetBrokers() []string {
@@ -7016,7 +7131,7 @@ type RestoreProgress struct {
 
 func (x *RestoreProgress) Reset() {
 	*x = RestoreProgress{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7028,7 +7143,7 @@ func (x *RestoreProgress) String() string {
 func (*RestoreProgress) ProtoMessage() {}
 
 func (x *RestoreProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[66]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7041,7 +7156,7 @@ func (x *RestoreProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreProgress.ProtoReflect.Descriptor instead.
 func (*RestoreProgress) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{66}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *RestoreProgress) GetRestoredRecords() int64 {
@@ -7081,7 +7196,7 @@ type GetStateRequest struct {
 
 func (x *GetStateRequest) Reset() {
 	*x = GetStateRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7093,7 +7208,7 @@ func (x *GetStateRequest) String() string {
 func (*GetStateRequest) ProtoMessage() {}
 
 func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[67]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7106,7 +7221,7 @@ func (x *GetStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateRequest.ProtoReflect.Descriptor instead.
 func (*GetStateRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{67}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *GetStateRequest) GetSessionId() string {
@@ -7154,7 +7269,7 @@ type GetStateResponse struct {
 
 func (x *GetStateResponse) Reset() {
 	*x = GetStateResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7166,7 +7281,7 @@ func (x *GetStateResponse) String() string {
 func (*GetStateResponse) ProtoMessage() {}
 
 func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[68]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7179,7 +7294,7 @@ func (x *GetStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStateResponse.ProtoReflect.Descriptor instead.
 func (*GetStateResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{68}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *GetStateResponse) GetState() State {
@@ -7261,7 +7376,7 @@ type PauseProcessingRequest struct {
 
 func (x *PauseProcessingRequest) Reset() {
 	*x = PauseProcessingRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7273,7 +7388,7 @@ func (x *PauseProcessingRequest) String() string {
 func (*PauseProcessingRequest) ProtoMessage() {}
 
 func (x *PauseProcessingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[69]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7286,7 +7401,7 @@ func (x *PauseProcessingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseProcessingRequest.ProtoReflect.Descriptor instead.
 func (*PauseProcessingRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{69}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *PauseProcessingRequest) GetSessionId() string {
@@ -7304,7 +7419,7 @@ type PauseProcessingResponse struct {
 
 func (x *PauseProcessingResponse) Reset() {
 	*x = PauseProcessingResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7316,7 +7431,7 @@ func (x *PauseProcessingResponse) String() string {
 func (*PauseProcessingResponse) ProtoMessage() {}
 
 func (x *PauseProcessingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[70]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7329,7 +7444,7 @@ func (x *PauseProcessingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseProcessingResponse.ProtoReflect.Descriptor instead.
 func (*PauseProcessingResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{70}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{71}
 }
 
 type ResumeProcessingRequest struct {
@@ -7341,7 +7456,7 @@ type ResumeProcessingRequest struct {
 
 func (x *ResumeProcessingRequest) Reset() {
 	*x = ResumeProcessingRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7353,7 +7468,7 @@ func (x *ResumeProcessingRequest) String() string {
 func (*ResumeProcessingRequest) ProtoMessage() {}
 
 func (x *ResumeProcessingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[71]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7366,7 +7481,7 @@ func (x *ResumeProcessingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeProcessingRequest.ProtoReflect.Descriptor instead.
 func (*ResumeProcessingRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{71}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ResumeProcessingRequest) GetSessionId() string {
@@ -7384,7 +7499,7 @@ type ResumeProcessingResponse struct {
 
 func (x *ResumeProcessingResponse) Reset() {
 	*x = ResumeProcessingResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7396,7 +7511,7 @@ func (x *ResumeProcessingResponse) String() string {
 func (*ResumeProcessingResponse) ProtoMessage() {}
 
 func (x *ResumeProcessingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[72]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7409,7 +7524,7 @@ func (x *ResumeProcessingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeProcessingResponse.ProtoReflect.Descriptor instead.
 func (*ResumeProcessingResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{72}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{73}
 }
 
 type CleanUpStateRequest struct {
@@ -7421,7 +7536,7 @@ type CleanUpStateRequest struct {
 
 func (x *CleanUpStateRequest) Reset() {
 	*x = CleanUpStateRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7433,7 +7548,7 @@ func (x *CleanUpStateRequest) String() string {
 func (*CleanUpStateRequest) ProtoMessage() {}
 
 func (x *CleanUpStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[73]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7446,7 +7561,7 @@ func (x *CleanUpStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanUpStateRequest.ProtoReflect.Descriptor instead.
 func (*CleanUpStateRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{73}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *CleanUpStateRequest) GetSessionId() string {
@@ -7467,7 +7582,7 @@ type CleanUpStateResponse struct {
 
 func (x *CleanUpStateResponse) Reset() {
 	*x = CleanUpStateResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7479,7 +7594,7 @@ func (x *CleanUpStateResponse) String() string {
 func (*CleanUpStateResponse) ProtoMessage() {}
 
 func (x *CleanUpStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[74]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7492,7 +7607,7 @@ func (x *CleanUpStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanUpStateResponse.ProtoReflect.Descriptor instead.
 func (*CleanUpStateResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{74}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *CleanUpStateResponse) GetDeleted() string {
@@ -7511,7 +7626,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7523,7 +7638,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[75]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7536,7 +7651,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{75}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *StopRequest) GetSessionId() string {
@@ -7554,7 +7669,7 @@ type StopResponse struct {
 
 func (x *StopResponse) Reset() {
 	*x = StopResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7566,7 +7681,7 @@ func (x *StopResponse) String() string {
 func (*StopResponse) ProtoMessage() {}
 
 func (x *StopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[76]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7579,7 +7694,7 @@ func (x *StopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
 func (*StopResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{76}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{77}
 }
 
 type QueryRequest struct {
@@ -7620,7 +7735,7 @@ type QueryRequest struct {
 
 func (x *QueryRequest) Reset() {
 	*x = QueryRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7632,7 +7747,7 @@ func (x *QueryRequest) String() string {
 func (*QueryRequest) ProtoMessage() {}
 
 func (x *QueryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[77]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7645,7 +7760,7 @@ func (x *QueryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRequest.ProtoReflect.Descriptor instead.
 func (*QueryRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{77}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *QueryRequest) GetSessionId() string {
@@ -7820,7 +7935,7 @@ type VersionedGet struct {
 
 func (x *VersionedGet) Reset() {
 	*x = VersionedGet{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7832,7 +7947,7 @@ func (x *VersionedGet) String() string {
 func (*VersionedGet) ProtoMessage() {}
 
 func (x *VersionedGet) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[78]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7845,7 +7960,7 @@ func (x *VersionedGet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VersionedGet.ProtoReflect.Descriptor instead.
 func (*VersionedGet) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{78}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *VersionedGet) GetKey() []byte {
@@ -7892,7 +8007,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7904,7 +8019,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[79]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7917,7 +8032,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{79}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ReadRequest) GetSessionId() string {
@@ -8062,7 +8177,7 @@ type ReadResponse struct {
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8074,7 +8189,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[80]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8087,7 +8202,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{80}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ReadResponse) GetKeyLengths() []int32 {
@@ -8150,7 +8265,7 @@ type WindowFetch struct {
 
 func (x *WindowFetch) Reset() {
 	*x = WindowFetch{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8162,7 +8277,7 @@ func (x *WindowFetch) String() string {
 func (*WindowFetch) ProtoMessage() {}
 
 func (x *WindowFetch) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[81]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8175,7 +8290,7 @@ func (x *WindowFetch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WindowFetch.ProtoReflect.Descriptor instead.
 func (*WindowFetch) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{81}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *WindowFetch) GetKey() []byte {
@@ -8209,7 +8324,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8221,7 +8336,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[82]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8234,7 +8349,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{82}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *KeyRange) GetFrom() []byte {
@@ -8287,7 +8402,7 @@ type QueryResponse struct {
 
 func (x *QueryResponse) Reset() {
 	*x = QueryResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8299,7 +8414,7 @@ func (x *QueryResponse) String() string {
 func (*QueryResponse) ProtoMessage() {}
 
 func (x *QueryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[83]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8312,7 +8427,7 @@ func (x *QueryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryResponse.ProtoReflect.Descriptor instead.
 func (*QueryResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{83}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *QueryResponse) GetKeyLengths() []int32 {
@@ -8417,7 +8532,7 @@ type HostInfo struct {
 
 func (x *HostInfo) Reset() {
 	*x = HostInfo{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8429,7 +8544,7 @@ func (x *HostInfo) String() string {
 func (*HostInfo) ProtoMessage() {}
 
 func (x *HostInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[84]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8442,7 +8557,7 @@ func (x *HostInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostInfo.ProtoReflect.Descriptor instead.
 func (*HostInfo) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{84}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *HostInfo) GetHost() string {
@@ -8472,7 +8587,7 @@ type QueryMetadataForKeyRequest struct {
 
 func (x *QueryMetadataForKeyRequest) Reset() {
 	*x = QueryMetadataForKeyRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8484,7 +8599,7 @@ func (x *QueryMetadataForKeyRequest) String() string {
 func (*QueryMetadataForKeyRequest) ProtoMessage() {}
 
 func (x *QueryMetadataForKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[85]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8497,7 +8612,7 @@ func (x *QueryMetadataForKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetadataForKeyRequest.ProtoReflect.Descriptor instead.
 func (*QueryMetadataForKeyRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{85}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *QueryMetadataForKeyRequest) GetSessionId() string {
@@ -8538,7 +8653,7 @@ type QueryMetadataForKeyResponse struct {
 
 func (x *QueryMetadataForKeyResponse) Reset() {
 	*x = QueryMetadataForKeyResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8550,7 +8665,7 @@ func (x *QueryMetadataForKeyResponse) String() string {
 func (*QueryMetadataForKeyResponse) ProtoMessage() {}
 
 func (x *QueryMetadataForKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[86]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8563,7 +8678,7 @@ func (x *QueryMetadataForKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryMetadataForKeyResponse.ProtoReflect.Descriptor instead.
 func (*QueryMetadataForKeyResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{86}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *QueryMetadataForKeyResponse) GetActiveHost() *HostInfo {
@@ -8599,7 +8714,7 @@ type StreamsMetadataRequest struct {
 
 func (x *StreamsMetadataRequest) Reset() {
 	*x = StreamsMetadataRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8611,7 +8726,7 @@ func (x *StreamsMetadataRequest) String() string {
 func (*StreamsMetadataRequest) ProtoMessage() {}
 
 func (x *StreamsMetadataRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[87]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8624,7 +8739,7 @@ func (x *StreamsMetadataRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamsMetadataRequest.ProtoReflect.Descriptor instead.
 func (*StreamsMetadataRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{87}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *StreamsMetadataRequest) GetSessionId() string {
@@ -8651,7 +8766,7 @@ type TopicPartition struct {
 
 func (x *TopicPartition) Reset() {
 	*x = TopicPartition{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[88]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8663,7 +8778,7 @@ func (x *TopicPartition) String() string {
 func (*TopicPartition) ProtoMessage() {}
 
 func (x *TopicPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[88]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8676,7 +8791,7 @@ func (x *TopicPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicPartition.ProtoReflect.Descriptor instead.
 func (*TopicPartition) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{88}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *TopicPartition) GetTopic() string {
@@ -8710,7 +8825,7 @@ type StreamsMetadata struct {
 
 func (x *StreamsMetadata) Reset() {
 	*x = StreamsMetadata{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[89]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8722,7 +8837,7 @@ func (x *StreamsMetadata) String() string {
 func (*StreamsMetadata) ProtoMessage() {}
 
 func (x *StreamsMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[89]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8735,7 +8850,7 @@ func (x *StreamsMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamsMetadata.ProtoReflect.Descriptor instead.
 func (*StreamsMetadata) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{89}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *StreamsMetadata) GetHostInfo() *HostInfo {
@@ -8784,7 +8899,7 @@ type StreamsMetadataResponse struct {
 
 func (x *StreamsMetadataResponse) Reset() {
 	*x = StreamsMetadataResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[90]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8796,7 +8911,7 @@ func (x *StreamsMetadataResponse) String() string {
 func (*StreamsMetadataResponse) ProtoMessage() {}
 
 func (x *StreamsMetadataResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[90]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8809,7 +8924,7 @@ func (x *StreamsMetadataResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamsMetadataResponse.ProtoReflect.Descriptor instead.
 func (*StreamsMetadataResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{90}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *StreamsMetadataResponse) GetMetadata() []*StreamsMetadata {
@@ -8835,7 +8950,7 @@ type GetMetricsRequest struct {
 
 func (x *GetMetricsRequest) Reset() {
 	*x = GetMetricsRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[91]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8847,7 +8962,7 @@ func (x *GetMetricsRequest) String() string {
 func (*GetMetricsRequest) ProtoMessage() {}
 
 func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[91]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8860,7 +8975,7 @@ func (x *GetMetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsRequest.ProtoReflect.Descriptor instead.
 func (*GetMetricsRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{91}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *GetMetricsRequest) GetSessionId() string {
@@ -8893,7 +9008,7 @@ type GetMetricsResponse struct {
 
 func (x *GetMetricsResponse) Reset() {
 	*x = GetMetricsResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[92]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8905,7 +9020,7 @@ func (x *GetMetricsResponse) String() string {
 func (*GetMetricsResponse) ProtoMessage() {}
 
 func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[92]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8918,7 +9033,7 @@ func (x *GetMetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMetricsResponse.ProtoReflect.Descriptor instead.
 func (*GetMetricsResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{92}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *GetMetricsResponse) GetState() State {
@@ -8990,7 +9105,7 @@ type NodeMetrics struct {
 
 func (x *NodeMetrics) Reset() {
 	*x = NodeMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[93]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9002,7 +9117,7 @@ func (x *NodeMetrics) String() string {
 func (*NodeMetrics) ProtoMessage() {}
 
 func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[93]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9015,7 +9130,7 @@ func (x *NodeMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeMetrics.ProtoReflect.Descriptor instead.
 func (*NodeMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{93}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *NodeMetrics) GetName() string {
@@ -9075,7 +9190,7 @@ type TaskMetrics struct {
 
 func (x *TaskMetrics) Reset() {
 	*x = TaskMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[94]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9087,7 +9202,7 @@ func (x *TaskMetrics) String() string {
 func (*TaskMetrics) ProtoMessage() {}
 
 func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[94]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9100,7 +9215,7 @@ func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskMetrics.ProtoReflect.Descriptor instead.
 func (*TaskMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{94}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *TaskMetrics) GetId() string {
@@ -9147,7 +9262,7 @@ type PartitionLag struct {
 
 func (x *PartitionLag) Reset() {
 	*x = PartitionLag{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[95]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9159,7 +9274,7 @@ func (x *PartitionLag) String() string {
 func (*PartitionLag) ProtoMessage() {}
 
 func (x *PartitionLag) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[95]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9172,7 +9287,7 @@ func (x *PartitionLag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLag.ProtoReflect.Descriptor instead.
 func (*PartitionLag) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{95}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *PartitionLag) GetTopic() string {
@@ -9222,7 +9337,7 @@ type StoreMetrics struct {
 
 func (x *StoreMetrics) Reset() {
 	*x = StoreMetrics{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[96]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9234,7 +9349,7 @@ func (x *StoreMetrics) String() string {
 func (*StoreMetrics) ProtoMessage() {}
 
 func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[96]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9247,7 +9362,7 @@ func (x *StoreMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMetrics.ProtoReflect.Descriptor instead.
 func (*StoreMetrics) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{96}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *StoreMetrics) GetName() string {
@@ -9283,7 +9398,7 @@ type TestRecord struct {
 
 func (x *TestRecord) Reset() {
 	*x = TestRecord{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[97]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9295,7 +9410,7 @@ func (x *TestRecord) String() string {
 func (*TestRecord) ProtoMessage() {}
 
 func (x *TestRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[97]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9308,7 +9423,7 @@ func (x *TestRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestRecord.ProtoReflect.Descriptor instead.
 func (*TestRecord) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{97}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *TestRecord) GetTopic() string {
@@ -9358,7 +9473,7 @@ type TestHeader struct {
 
 func (x *TestHeader) Reset() {
 	*x = TestHeader{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[98]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9370,7 +9485,7 @@ func (x *TestHeader) String() string {
 func (*TestHeader) ProtoMessage() {}
 
 func (x *TestHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[98]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9383,7 +9498,7 @@ func (x *TestHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestHeader.ProtoReflect.Descriptor instead.
 func (*TestHeader) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{98}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *TestHeader) GetKey() string {
@@ -9411,7 +9526,7 @@ type PipeInputRequest struct {
 
 func (x *PipeInputRequest) Reset() {
 	*x = PipeInputRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[99]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9423,7 +9538,7 @@ func (x *PipeInputRequest) String() string {
 func (*PipeInputRequest) ProtoMessage() {}
 
 func (x *PipeInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[99]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9436,7 +9551,7 @@ func (x *PipeInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipeInputRequest.ProtoReflect.Descriptor instead.
 func (*PipeInputRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{99}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *PipeInputRequest) GetSessionId() string {
@@ -9471,7 +9586,7 @@ type PipeInputResponse struct {
 
 func (x *PipeInputResponse) Reset() {
 	*x = PipeInputResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[100]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9483,7 +9598,7 @@ func (x *PipeInputResponse) String() string {
 func (*PipeInputResponse) ProtoMessage() {}
 
 func (x *PipeInputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[100]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9496,7 +9611,7 @@ func (x *PipeInputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PipeInputResponse.ProtoReflect.Descriptor instead.
 func (*PipeInputResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{100}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *PipeInputResponse) GetProcessed() int32 {
@@ -9532,7 +9647,7 @@ type ReadOutputRequest struct {
 
 func (x *ReadOutputRequest) Reset() {
 	*x = ReadOutputRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[101]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9544,7 +9659,7 @@ func (x *ReadOutputRequest) String() string {
 func (*ReadOutputRequest) ProtoMessage() {}
 
 func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[101]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9557,7 +9672,7 @@ func (x *ReadOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputRequest.ProtoReflect.Descriptor instead.
 func (*ReadOutputRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{101}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *ReadOutputRequest) GetSessionId() string {
@@ -9588,7 +9703,7 @@ type ReadOutputResponse struct {
 
 func (x *ReadOutputResponse) Reset() {
 	*x = ReadOutputResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[102]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9600,7 +9715,7 @@ func (x *ReadOutputResponse) String() string {
 func (*ReadOutputResponse) ProtoMessage() {}
 
 func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[102]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9613,7 +9728,7 @@ func (x *ReadOutputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadOutputResponse.ProtoReflect.Descriptor instead.
 func (*ReadOutputResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{102}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *ReadOutputResponse) GetRecords() []*TestRecord {
@@ -9648,7 +9763,7 @@ type AdvanceWallClockRequest struct {
 
 func (x *AdvanceWallClockRequest) Reset() {
 	*x = AdvanceWallClockRequest{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[103]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9660,7 +9775,7 @@ func (x *AdvanceWallClockRequest) String() string {
 func (*AdvanceWallClockRequest) ProtoMessage() {}
 
 func (x *AdvanceWallClockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[103]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9673,7 +9788,7 @@ func (x *AdvanceWallClockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdvanceWallClockRequest.ProtoReflect.Descriptor instead.
 func (*AdvanceWallClockRequest) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{103}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *AdvanceWallClockRequest) GetSessionId() string {
@@ -9700,7 +9815,7 @@ type AdvanceWallClockResponse struct {
 
 func (x *AdvanceWallClockResponse) Reset() {
 	*x = AdvanceWallClockResponse{}
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[104]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9712,7 +9827,7 @@ func (x *AdvanceWallClockResponse) String() string {
 func (*AdvanceWallClockResponse) ProtoMessage() {}
 
 func (x *AdvanceWallClockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[104]
+	mi := &file_polystreams_v1alpha1_engine_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9725,7 +9840,7 @@ func (x *AdvanceWallClockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdvanceWallClockResponse.ProtoReflect.Descriptor instead.
 func (*AdvanceWallClockResponse) Descriptor() ([]byte, []int) {
-	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{104}
+	return file_polystreams_v1alpha1_engine_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *AdvanceWallClockResponse) GetWallClockMs() int64 {
@@ -9923,6 +10038,14 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"valuesOnly\x12\x1b\n" +
 	"\tkey_serde\x18\x06 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\a \x01(\tR\n" +
+	"valueSerde\"\xd4\x01\n" +
+	"\x11TransformValuesOp\x12\x14\n" +
+	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\rR\x05token\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x16\n" +
+	"\x06stores\x18\x04 \x03(\tR\x06stores\x12F\n" +
+	"\fmaterialized\x18\x05 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\x12\x1f\n" +
+	"\vvalue_serde\x18\x06 \x01(\tR\n" +
 	"valueSerde\"w\n" +
 	"\vAddSourceOp\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
@@ -10039,7 +10162,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\tkey_serde\x18\x03 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x04 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
-	"\x04name\x18\x05 \x01(\tR\x04name\"\xa3\x11\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\"\xf9\x11\n" +
 	"\fBuildRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x128\n" +
@@ -10082,7 +10205,8 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\n" +
 	"add_source\x18( \x01(\v2!.polystreams.v1alpha1.AddSourceOpH\x00R\taddSource\x12K\n" +
 	"\radd_processor\x18) \x01(\v2$.polystreams.v1alpha1.AddProcessorOpH\x00R\faddProcessor\x12<\n" +
-	"\badd_sink\x18* \x01(\v2\x1f.polystreams.v1alpha1.AddSinkOpH\x00R\aaddSink\x12;\n" +
+	"\badd_sink\x18* \x01(\v2\x1f.polystreams.v1alpha1.AddSinkOpH\x00R\aaddSink\x12T\n" +
+	"\x10transform_values\x18+ \x01(\v2'.polystreams.v1alpha1.TransformValuesOpH\x00R\x0ftransformValues\x12;\n" +
 	"\acogroup\x18P \x01(\v2\x1f.polystreams.v1alpha1.CogroupOpH\x00R\acogroupB\v\n" +
 	"\toperation\"\x7f\n" +
 	"\rBuildResponse\x124\n" +
@@ -10612,7 +10736,7 @@ func file_polystreams_v1alpha1_engine_proto_rawDescGZIP() []byte {
 }
 
 var file_polystreams_v1alpha1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 13)
-var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 109)
+var file_polystreams_v1alpha1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 110)
 var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(Metadata)(0),                       // 0: polystreams.v1alpha1.Metadata
 	(Kind)(0),                           // 1: polystreams.v1alpha1.Kind
@@ -10656,93 +10780,94 @@ var file_polystreams_v1alpha1_engine_proto_goTypes = []any{
 	(*PrintOp)(nil),                     // 39: polystreams.v1alpha1.PrintOp
 	(*AddStateStoreOp)(nil),             // 40: polystreams.v1alpha1.AddStateStoreOp
 	(*ProcessOp)(nil),                   // 41: polystreams.v1alpha1.ProcessOp
-	(*AddSourceOp)(nil),                 // 42: polystreams.v1alpha1.AddSourceOp
-	(*AddProcessorOp)(nil),              // 43: polystreams.v1alpha1.AddProcessorOp
-	(*AddSinkOp)(nil),                   // 44: polystreams.v1alpha1.AddSinkOp
-	(*GroupByKeyOp)(nil),                // 45: polystreams.v1alpha1.GroupByKeyOp
-	(*GroupByOp)(nil),                   // 46: polystreams.v1alpha1.GroupByOp
-	(*CountOp)(nil),                     // 47: polystreams.v1alpha1.CountOp
-	(*ReduceOp)(nil),                    // 48: polystreams.v1alpha1.ReduceOp
-	(*AggregateOp)(nil),                 // 49: polystreams.v1alpha1.AggregateOp
-	(*CogroupOp)(nil),                   // 50: polystreams.v1alpha1.CogroupOp
-	(*MergeOp)(nil),                     // 51: polystreams.v1alpha1.MergeOp
-	(*SplitOp)(nil),                     // 52: polystreams.v1alpha1.SplitOp
-	(*Branch)(nil),                      // 53: polystreams.v1alpha1.Branch
-	(*RepartitionOp)(nil),               // 54: polystreams.v1alpha1.RepartitionOp
-	(*JoinOp)(nil),                      // 55: polystreams.v1alpha1.JoinOp
-	(*JoinWindows)(nil),                 // 56: polystreams.v1alpha1.JoinWindows
-	(*GlobalTableOp)(nil),               // 57: polystreams.v1alpha1.GlobalTableOp
-	(*ToStreamOp)(nil),                  // 58: polystreams.v1alpha1.ToStreamOp
-	(*ToOp)(nil),                        // 59: polystreams.v1alpha1.ToOp
-	(*BuildRequest)(nil),                // 60: polystreams.v1alpha1.BuildRequest
-	(*BuildResponse)(nil),               // 61: polystreams.v1alpha1.BuildResponse
-	(*DescribeRequest)(nil),             // 62: polystreams.v1alpha1.DescribeRequest
-	(*DescribeResponse)(nil),            // 63: polystreams.v1alpha1.DescribeResponse
-	(*TopologyDescription)(nil),         // 64: polystreams.v1alpha1.TopologyDescription
-	(*Subtopology)(nil),                 // 65: polystreams.v1alpha1.Subtopology
-	(*Node)(nil),                        // 66: polystreams.v1alpha1.Node
-	(*StartRequest)(nil),                // 67: polystreams.v1alpha1.StartRequest
-	(*StartResponse)(nil),               // 68: polystreams.v1alpha1.StartResponse
-	(*ExchangeRequest)(nil),             // 69: polystreams.v1alpha1.ExchangeRequest
-	(*ExchangeResponse)(nil),            // 70: polystreams.v1alpha1.ExchangeResponse
-	(*RecordContext)(nil),               // 71: polystreams.v1alpha1.RecordContext
-	(*Step)(nil),                        // 72: polystreams.v1alpha1.Step
-	(*Bundle)(nil),                      // 73: polystreams.v1alpha1.Bundle
-	(*StoreView)(nil),                   // 74: polystreams.v1alpha1.StoreView
-	(*BundleEntry)(nil),                 // 75: polystreams.v1alpha1.BundleEntry
-	(*BundleResult)(nil),                // 76: polystreams.v1alpha1.BundleResult
-	(*RecordFailure)(nil),               // 77: polystreams.v1alpha1.RecordFailure
-	(*BrokerOutage)(nil),                // 78: polystreams.v1alpha1.BrokerOutage
-	(*RestoreProgress)(nil),             // 79: polystreams.v1alpha1.RestoreProgress
-	(*GetStateRequest)(nil),             // 80: polystreams.v1alpha1.GetStateRequest
-	(*GetStateResponse)(nil),            // 81: polystreams.v1alpha1.GetStateResponse
-	(*PauseProcessingRequest)(nil),      // 82: polystreams.v1alpha1.PauseProcessingRequest
-	(*PauseProcessingResponse)(nil),     // 83: polystreams.v1alpha1.PauseProcessingResponse
-	(*ResumeProcessingRequest)(nil),     // 84: polystreams.v1alpha1.ResumeProcessingRequest
-	(*ResumeProcessingResponse)(nil),    // 85: polystreams.v1alpha1.ResumeProcessingResponse
-	(*CleanUpStateRequest)(nil),         // 86: polystreams.v1alpha1.CleanUpStateRequest
-	(*CleanUpStateResponse)(nil),        // 87: polystreams.v1alpha1.CleanUpStateResponse
-	(*StopRequest)(nil),                 // 88: polystreams.v1alpha1.StopRequest
-	(*StopResponse)(nil),                // 89: polystreams.v1alpha1.StopResponse
-	(*QueryRequest)(nil),                // 90: polystreams.v1alpha1.QueryRequest
-	(*VersionedGet)(nil),                // 91: polystreams.v1alpha1.VersionedGet
-	(*ReadRequest)(nil),                 // 92: polystreams.v1alpha1.ReadRequest
-	(*ReadResponse)(nil),                // 93: polystreams.v1alpha1.ReadResponse
-	(*WindowFetch)(nil),                 // 94: polystreams.v1alpha1.WindowFetch
-	(*KeyRange)(nil),                    // 95: polystreams.v1alpha1.KeyRange
-	(*QueryResponse)(nil),               // 96: polystreams.v1alpha1.QueryResponse
-	(*HostInfo)(nil),                    // 97: polystreams.v1alpha1.HostInfo
-	(*QueryMetadataForKeyRequest)(nil),  // 98: polystreams.v1alpha1.QueryMetadataForKeyRequest
-	(*QueryMetadataForKeyResponse)(nil), // 99: polystreams.v1alpha1.QueryMetadataForKeyResponse
-	(*StreamsMetadataRequest)(nil),      // 100: polystreams.v1alpha1.StreamsMetadataRequest
-	(*TopicPartition)(nil),              // 101: polystreams.v1alpha1.TopicPartition
-	(*StreamsMetadata)(nil),             // 102: polystreams.v1alpha1.StreamsMetadata
-	(*StreamsMetadataResponse)(nil),     // 103: polystreams.v1alpha1.StreamsMetadataResponse
-	(*GetMetricsRequest)(nil),           // 104: polystreams.v1alpha1.GetMetricsRequest
-	(*GetMetricsResponse)(nil),          // 105: polystreams.v1alpha1.GetMetricsResponse
-	(*NodeMetrics)(nil),                 // 106: polystreams.v1alpha1.NodeMetrics
-	(*TaskMetrics)(nil),                 // 107: polystreams.v1alpha1.TaskMetrics
-	(*PartitionLag)(nil),                // 108: polystreams.v1alpha1.PartitionLag
-	(*StoreMetrics)(nil),                // 109: polystreams.v1alpha1.StoreMetrics
-	(*TestRecord)(nil),                  // 110: polystreams.v1alpha1.TestRecord
-	(*TestHeader)(nil),                  // 111: polystreams.v1alpha1.TestHeader
-	(*PipeInputRequest)(nil),            // 112: polystreams.v1alpha1.PipeInputRequest
-	(*PipeInputResponse)(nil),           // 113: polystreams.v1alpha1.PipeInputResponse
-	(*ReadOutputRequest)(nil),           // 114: polystreams.v1alpha1.ReadOutputRequest
-	(*ReadOutputResponse)(nil),          // 115: polystreams.v1alpha1.ReadOutputResponse
-	(*AdvanceWallClockRequest)(nil),     // 116: polystreams.v1alpha1.AdvanceWallClockRequest
-	(*AdvanceWallClockResponse)(nil),    // 117: polystreams.v1alpha1.AdvanceWallClockResponse
-	nil,                                 // 118: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	nil,                                 // 119: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
-	nil,                                 // 120: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
-	nil,                                 // 121: polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
+	(*TransformValuesOp)(nil),           // 42: polystreams.v1alpha1.TransformValuesOp
+	(*AddSourceOp)(nil),                 // 43: polystreams.v1alpha1.AddSourceOp
+	(*AddProcessorOp)(nil),              // 44: polystreams.v1alpha1.AddProcessorOp
+	(*AddSinkOp)(nil),                   // 45: polystreams.v1alpha1.AddSinkOp
+	(*GroupByKeyOp)(nil),                // 46: polystreams.v1alpha1.GroupByKeyOp
+	(*GroupByOp)(nil),                   // 47: polystreams.v1alpha1.GroupByOp
+	(*CountOp)(nil),                     // 48: polystreams.v1alpha1.CountOp
+	(*ReduceOp)(nil),                    // 49: polystreams.v1alpha1.ReduceOp
+	(*AggregateOp)(nil),                 // 50: polystreams.v1alpha1.AggregateOp
+	(*CogroupOp)(nil),                   // 51: polystreams.v1alpha1.CogroupOp
+	(*MergeOp)(nil),                     // 52: polystreams.v1alpha1.MergeOp
+	(*SplitOp)(nil),                     // 53: polystreams.v1alpha1.SplitOp
+	(*Branch)(nil),                      // 54: polystreams.v1alpha1.Branch
+	(*RepartitionOp)(nil),               // 55: polystreams.v1alpha1.RepartitionOp
+	(*JoinOp)(nil),                      // 56: polystreams.v1alpha1.JoinOp
+	(*JoinWindows)(nil),                 // 57: polystreams.v1alpha1.JoinWindows
+	(*GlobalTableOp)(nil),               // 58: polystreams.v1alpha1.GlobalTableOp
+	(*ToStreamOp)(nil),                  // 59: polystreams.v1alpha1.ToStreamOp
+	(*ToOp)(nil),                        // 60: polystreams.v1alpha1.ToOp
+	(*BuildRequest)(nil),                // 61: polystreams.v1alpha1.BuildRequest
+	(*BuildResponse)(nil),               // 62: polystreams.v1alpha1.BuildResponse
+	(*DescribeRequest)(nil),             // 63: polystreams.v1alpha1.DescribeRequest
+	(*DescribeResponse)(nil),            // 64: polystreams.v1alpha1.DescribeResponse
+	(*TopologyDescription)(nil),         // 65: polystreams.v1alpha1.TopologyDescription
+	(*Subtopology)(nil),                 // 66: polystreams.v1alpha1.Subtopology
+	(*Node)(nil),                        // 67: polystreams.v1alpha1.Node
+	(*StartRequest)(nil),                // 68: polystreams.v1alpha1.StartRequest
+	(*StartResponse)(nil),               // 69: polystreams.v1alpha1.StartResponse
+	(*ExchangeRequest)(nil),             // 70: polystreams.v1alpha1.ExchangeRequest
+	(*ExchangeResponse)(nil),            // 71: polystreams.v1alpha1.ExchangeResponse
+	(*RecordContext)(nil),               // 72: polystreams.v1alpha1.RecordContext
+	(*Step)(nil),                        // 73: polystreams.v1alpha1.Step
+	(*Bundle)(nil),                      // 74: polystreams.v1alpha1.Bundle
+	(*StoreView)(nil),                   // 75: polystreams.v1alpha1.StoreView
+	(*BundleEntry)(nil),                 // 76: polystreams.v1alpha1.BundleEntry
+	(*BundleResult)(nil),                // 77: polystreams.v1alpha1.BundleResult
+	(*RecordFailure)(nil),               // 78: polystreams.v1alpha1.RecordFailure
+	(*BrokerOutage)(nil),                // 79: polystreams.v1alpha1.BrokerOutage
+	(*RestoreProgress)(nil),             // 80: polystreams.v1alpha1.RestoreProgress
+	(*GetStateRequest)(nil),             // 81: polystreams.v1alpha1.GetStateRequest
+	(*GetStateResponse)(nil),            // 82: polystreams.v1alpha1.GetStateResponse
+	(*PauseProcessingRequest)(nil),      // 83: polystreams.v1alpha1.PauseProcessingRequest
+	(*PauseProcessingResponse)(nil),     // 84: polystreams.v1alpha1.PauseProcessingResponse
+	(*ResumeProcessingRequest)(nil),     // 85: polystreams.v1alpha1.ResumeProcessingRequest
+	(*ResumeProcessingResponse)(nil),    // 86: polystreams.v1alpha1.ResumeProcessingResponse
+	(*CleanUpStateRequest)(nil),         // 87: polystreams.v1alpha1.CleanUpStateRequest
+	(*CleanUpStateResponse)(nil),        // 88: polystreams.v1alpha1.CleanUpStateResponse
+	(*StopRequest)(nil),                 // 89: polystreams.v1alpha1.StopRequest
+	(*StopResponse)(nil),                // 90: polystreams.v1alpha1.StopResponse
+	(*QueryRequest)(nil),                // 91: polystreams.v1alpha1.QueryRequest
+	(*VersionedGet)(nil),                // 92: polystreams.v1alpha1.VersionedGet
+	(*ReadRequest)(nil),                 // 93: polystreams.v1alpha1.ReadRequest
+	(*ReadResponse)(nil),                // 94: polystreams.v1alpha1.ReadResponse
+	(*WindowFetch)(nil),                 // 95: polystreams.v1alpha1.WindowFetch
+	(*KeyRange)(nil),                    // 96: polystreams.v1alpha1.KeyRange
+	(*QueryResponse)(nil),               // 97: polystreams.v1alpha1.QueryResponse
+	(*HostInfo)(nil),                    // 98: polystreams.v1alpha1.HostInfo
+	(*QueryMetadataForKeyRequest)(nil),  // 99: polystreams.v1alpha1.QueryMetadataForKeyRequest
+	(*QueryMetadataForKeyResponse)(nil), // 100: polystreams.v1alpha1.QueryMetadataForKeyResponse
+	(*StreamsMetadataRequest)(nil),      // 101: polystreams.v1alpha1.StreamsMetadataRequest
+	(*TopicPartition)(nil),              // 102: polystreams.v1alpha1.TopicPartition
+	(*StreamsMetadata)(nil),             // 103: polystreams.v1alpha1.StreamsMetadata
+	(*StreamsMetadataResponse)(nil),     // 104: polystreams.v1alpha1.StreamsMetadataResponse
+	(*GetMetricsRequest)(nil),           // 105: polystreams.v1alpha1.GetMetricsRequest
+	(*GetMetricsResponse)(nil),          // 106: polystreams.v1alpha1.GetMetricsResponse
+	(*NodeMetrics)(nil),                 // 107: polystreams.v1alpha1.NodeMetrics
+	(*TaskMetrics)(nil),                 // 108: polystreams.v1alpha1.TaskMetrics
+	(*PartitionLag)(nil),                // 109: polystreams.v1alpha1.PartitionLag
+	(*StoreMetrics)(nil),                // 110: polystreams.v1alpha1.StoreMetrics
+	(*TestRecord)(nil),                  // 111: polystreams.v1alpha1.TestRecord
+	(*TestHeader)(nil),                  // 112: polystreams.v1alpha1.TestHeader
+	(*PipeInputRequest)(nil),            // 113: polystreams.v1alpha1.PipeInputRequest
+	(*PipeInputResponse)(nil),           // 114: polystreams.v1alpha1.PipeInputResponse
+	(*ReadOutputRequest)(nil),           // 115: polystreams.v1alpha1.ReadOutputRequest
+	(*ReadOutputResponse)(nil),          // 116: polystreams.v1alpha1.ReadOutputResponse
+	(*AdvanceWallClockRequest)(nil),     // 117: polystreams.v1alpha1.AdvanceWallClockRequest
+	(*AdvanceWallClockResponse)(nil),    // 118: polystreams.v1alpha1.AdvanceWallClockResponse
+	nil,                                 // 119: polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	nil,                                 // 120: polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	nil,                                 // 121: polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	nil,                                 // 122: polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
 }
 var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
-	118, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
-	119, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
+	119, // 0: polystreams.v1alpha1.OpenSessionRequest.config:type_name -> polystreams.v1alpha1.OpenSessionRequest.ConfigEntry
+	120, // 1: polystreams.v1alpha1.OpenSessionResponse.config:type_name -> polystreams.v1alpha1.OpenSessionResponse.ConfigEntry
 	0,   // 2: polystreams.v1alpha1.RegisterFunctionRequest.metadata:type_name -> polystreams.v1alpha1.Metadata
 	1,   // 3: polystreams.v1alpha1.Handle.kind:type_name -> polystreams.v1alpha1.Kind
-	120, // 4: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
+	121, // 4: polystreams.v1alpha1.Materialized.changelog_config:type_name -> polystreams.v1alpha1.Materialized.ChangelogConfigEntry
 	19,  // 5: polystreams.v1alpha1.Materialized.versioned:type_name -> polystreams.v1alpha1.VersionedStore
 	22,  // 6: polystreams.v1alpha1.WindowedByOp.time:type_name -> polystreams.v1alpha1.TimeWindows
 	23,  // 7: polystreams.v1alpha1.WindowedByOp.sliding:type_name -> polystreams.v1alpha1.SlidingWindows
@@ -10756,140 +10881,142 @@ var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
 	18,  // 15: polystreams.v1alpha1.FilterOp.materialized:type_name -> polystreams.v1alpha1.Materialized
 	18,  // 16: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
 	4,   // 17: polystreams.v1alpha1.AddStateStoreOp.type:type_name -> polystreams.v1alpha1.StoreType
-	121, // 18: polystreams.v1alpha1.AddStateStoreOp.changelog_config:type_name -> polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
-	18,  // 19: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	5,   // 20: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
-	18,  // 21: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	18,  // 22: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	53,  // 23: polystreams.v1alpha1.SplitOp.branches:type_name -> polystreams.v1alpha1.Branch
-	56,  // 24: polystreams.v1alpha1.JoinOp.windows:type_name -> polystreams.v1alpha1.JoinWindows
-	18,  // 25: polystreams.v1alpha1.JoinOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	6,   // 26: polystreams.v1alpha1.JoinOp.builtin_joiner:type_name -> polystreams.v1alpha1.Joiner
-	18,  // 27: polystreams.v1alpha1.GlobalTableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	20,  // 28: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
-	30,  // 29: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
-	31,  // 30: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
-	32,  // 31: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
-	33,  // 32: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
-	35,  // 33: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
-	36,  // 34: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
-	37,  // 35: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
-	38,  // 36: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
-	45,  // 37: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
-	46,  // 38: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
-	47,  // 39: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
-	58,  // 40: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
-	59,  // 41: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
-	48,  // 42: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
-	49,  // 43: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
-	29,  // 44: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
-	21,  // 45: polystreams.v1alpha1.BuildRequest.windowed_by:type_name -> polystreams.v1alpha1.WindowedByOp
-	27,  // 46: polystreams.v1alpha1.BuildRequest.suppress:type_name -> polystreams.v1alpha1.SuppressOp
-	51,  // 47: polystreams.v1alpha1.BuildRequest.merge:type_name -> polystreams.v1alpha1.MergeOp
-	52,  // 48: polystreams.v1alpha1.BuildRequest.split:type_name -> polystreams.v1alpha1.SplitOp
-	54,  // 49: polystreams.v1alpha1.BuildRequest.repartition:type_name -> polystreams.v1alpha1.RepartitionOp
-	55,  // 50: polystreams.v1alpha1.BuildRequest.join:type_name -> polystreams.v1alpha1.JoinOp
-	57,  // 51: polystreams.v1alpha1.BuildRequest.global_table:type_name -> polystreams.v1alpha1.GlobalTableOp
-	25,  // 52: polystreams.v1alpha1.BuildRequest.emit_strategy:type_name -> polystreams.v1alpha1.EmitStrategyOp
-	26,  // 53: polystreams.v1alpha1.BuildRequest.to_table:type_name -> polystreams.v1alpha1.ToTableOp
-	34,  // 54: polystreams.v1alpha1.BuildRequest.flat_map:type_name -> polystreams.v1alpha1.FlatMapOp
-	39,  // 55: polystreams.v1alpha1.BuildRequest.print:type_name -> polystreams.v1alpha1.PrintOp
-	40,  // 56: polystreams.v1alpha1.BuildRequest.add_state_store:type_name -> polystreams.v1alpha1.AddStateStoreOp
-	41,  // 57: polystreams.v1alpha1.BuildRequest.process:type_name -> polystreams.v1alpha1.ProcessOp
-	42,  // 58: polystreams.v1alpha1.BuildRequest.add_source:type_name -> polystreams.v1alpha1.AddSourceOp
-	43,  // 59: polystreams.v1alpha1.BuildRequest.add_processor:type_name -> polystreams.v1alpha1.AddProcessorOp
-	44,  // 60: polystreams.v1alpha1.BuildRequest.add_sink:type_name -> polystreams.v1alpha1.AddSinkOp
-	50,  // 61: polystreams.v1alpha1.BuildRequest.cogroup:type_name -> polystreams.v1alpha1.CogroupOp
-	17,  // 62: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
-	17,  // 63: polystreams.v1alpha1.BuildResponse.branches:type_name -> polystreams.v1alpha1.Handle
-	64,  // 64: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
-	65,  // 65: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
-	66,  // 66: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
-	10,  // 67: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
-	76,  // 68: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
-	73,  // 69: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
-	9,   // 70: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
-	71,  // 71: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	79,  // 72: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	7,   // 73: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
-	0,   // 74: polystreams.v1alpha1.Step.metadata:type_name -> polystreams.v1alpha1.Metadata
-	72,  // 75: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
-	74,  // 76: polystreams.v1alpha1.Bundle.stores:type_name -> polystreams.v1alpha1.StoreView
-	75,  // 77: polystreams.v1alpha1.Bundle.inits:type_name -> polystreams.v1alpha1.BundleEntry
-	75,  // 78: polystreams.v1alpha1.Bundle.after:type_name -> polystreams.v1alpha1.BundleEntry
-	4,   // 79: polystreams.v1alpha1.StoreView.type:type_name -> polystreams.v1alpha1.StoreType
-	11,  // 80: polystreams.v1alpha1.BundleEntry.kind:type_name -> polystreams.v1alpha1.BundleEntry.Kind
-	77,  // 81: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
-	8,   // 82: polystreams.v1alpha1.BundleResult.op_kinds:type_name -> polystreams.v1alpha1.OpKind
-	12,  // 83: polystreams.v1alpha1.RecordFailure.kind:type_name -> polystreams.v1alpha1.RecordFailure.Kind
-	9,   // 84: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
-	71,  // 85: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	79,  // 86: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	78,  // 87: polystreams.v1alpha1.GetStateResponse.broker_outage:type_name -> polystreams.v1alpha1.BrokerOutage
-	95,  // 88: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
-	94,  // 89: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
-	91,  // 90: polystreams.v1alpha1.QueryRequest.versioned_get:type_name -> polystreams.v1alpha1.VersionedGet
-	95,  // 91: polystreams.v1alpha1.ReadRequest.range:type_name -> polystreams.v1alpha1.KeyRange
-	94,  // 92: polystreams.v1alpha1.ReadRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
-	97,  // 93: polystreams.v1alpha1.QueryMetadataForKeyResponse.active_host:type_name -> polystreams.v1alpha1.HostInfo
-	97,  // 94: polystreams.v1alpha1.QueryMetadataForKeyResponse.standby_hosts:type_name -> polystreams.v1alpha1.HostInfo
-	97,  // 95: polystreams.v1alpha1.StreamsMetadata.host_info:type_name -> polystreams.v1alpha1.HostInfo
-	101, // 96: polystreams.v1alpha1.StreamsMetadata.topic_partitions:type_name -> polystreams.v1alpha1.TopicPartition
-	101, // 97: polystreams.v1alpha1.StreamsMetadata.standby_topic_partitions:type_name -> polystreams.v1alpha1.TopicPartition
-	102, // 98: polystreams.v1alpha1.StreamsMetadataResponse.metadata:type_name -> polystreams.v1alpha1.StreamsMetadata
-	9,   // 99: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
-	79,  // 100: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	106, // 101: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
-	107, // 102: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
-	108, // 103: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
-	109, // 104: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
-	111, // 105: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
-	110, // 106: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
-	71,  // 107: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	110, // 108: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
-	13,  // 109: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
-	15,  // 110: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
-	60,  // 111: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
-	62,  // 112: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
-	67,  // 113: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
-	69,  // 114: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
-	80,  // 115: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
-	88,  // 116: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
-	90,  // 117: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
-	104, // 118: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
-	112, // 119: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
-	114, // 120: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
-	116, // 121: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
-	92,  // 122: polystreams.v1alpha1.EngineService.Read:input_type -> polystreams.v1alpha1.ReadRequest
-	98,  // 123: polystreams.v1alpha1.EngineService.QueryMetadataForKey:input_type -> polystreams.v1alpha1.QueryMetadataForKeyRequest
-	100, // 124: polystreams.v1alpha1.EngineService.StreamsMetadata:input_type -> polystreams.v1alpha1.StreamsMetadataRequest
-	82,  // 125: polystreams.v1alpha1.EngineService.PauseProcessing:input_type -> polystreams.v1alpha1.PauseProcessingRequest
-	84,  // 126: polystreams.v1alpha1.EngineService.ResumeProcessing:input_type -> polystreams.v1alpha1.ResumeProcessingRequest
-	86,  // 127: polystreams.v1alpha1.EngineService.CleanUpState:input_type -> polystreams.v1alpha1.CleanUpStateRequest
-	14,  // 128: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
-	16,  // 129: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
-	61,  // 130: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
-	63,  // 131: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
-	68,  // 132: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
-	70,  // 133: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
-	81,  // 134: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
-	89,  // 135: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
-	96,  // 136: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
-	105, // 137: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
-	113, // 138: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
-	115, // 139: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
-	117, // 140: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
-	93,  // 141: polystreams.v1alpha1.EngineService.Read:output_type -> polystreams.v1alpha1.ReadResponse
-	99,  // 142: polystreams.v1alpha1.EngineService.QueryMetadataForKey:output_type -> polystreams.v1alpha1.QueryMetadataForKeyResponse
-	103, // 143: polystreams.v1alpha1.EngineService.StreamsMetadata:output_type -> polystreams.v1alpha1.StreamsMetadataResponse
-	83,  // 144: polystreams.v1alpha1.EngineService.PauseProcessing:output_type -> polystreams.v1alpha1.PauseProcessingResponse
-	85,  // 145: polystreams.v1alpha1.EngineService.ResumeProcessing:output_type -> polystreams.v1alpha1.ResumeProcessingResponse
-	87,  // 146: polystreams.v1alpha1.EngineService.CleanUpState:output_type -> polystreams.v1alpha1.CleanUpStateResponse
-	128, // [128:147] is the sub-list for method output_type
-	109, // [109:128] is the sub-list for method input_type
-	109, // [109:109] is the sub-list for extension type_name
-	109, // [109:109] is the sub-list for extension extendee
-	0,   // [0:109] is the sub-list for field type_name
+	122, // 18: polystreams.v1alpha1.AddStateStoreOp.changelog_config:type_name -> polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
+	18,  // 19: polystreams.v1alpha1.TransformValuesOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	18,  // 20: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	5,   // 21: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
+	18,  // 22: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	18,  // 23: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	54,  // 24: polystreams.v1alpha1.SplitOp.branches:type_name -> polystreams.v1alpha1.Branch
+	57,  // 25: polystreams.v1alpha1.JoinOp.windows:type_name -> polystreams.v1alpha1.JoinWindows
+	18,  // 26: polystreams.v1alpha1.JoinOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	6,   // 27: polystreams.v1alpha1.JoinOp.builtin_joiner:type_name -> polystreams.v1alpha1.Joiner
+	18,  // 28: polystreams.v1alpha1.GlobalTableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	20,  // 29: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
+	30,  // 30: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
+	31,  // 31: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
+	32,  // 32: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
+	33,  // 33: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
+	35,  // 34: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
+	36,  // 35: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
+	37,  // 36: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
+	38,  // 37: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
+	46,  // 38: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
+	47,  // 39: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
+	48,  // 40: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
+	59,  // 41: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
+	60,  // 42: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
+	49,  // 43: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
+	50,  // 44: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
+	29,  // 45: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
+	21,  // 46: polystreams.v1alpha1.BuildRequest.windowed_by:type_name -> polystreams.v1alpha1.WindowedByOp
+	27,  // 47: polystreams.v1alpha1.BuildRequest.suppress:type_name -> polystreams.v1alpha1.SuppressOp
+	52,  // 48: polystreams.v1alpha1.BuildRequest.merge:type_name -> polystreams.v1alpha1.MergeOp
+	53,  // 49: polystreams.v1alpha1.BuildRequest.split:type_name -> polystreams.v1alpha1.SplitOp
+	55,  // 50: polystreams.v1alpha1.BuildRequest.repartition:type_name -> polystreams.v1alpha1.RepartitionOp
+	56,  // 51: polystreams.v1alpha1.BuildRequest.join:type_name -> polystreams.v1alpha1.JoinOp
+	58,  // 52: polystreams.v1alpha1.BuildRequest.global_table:type_name -> polystreams.v1alpha1.GlobalTableOp
+	25,  // 53: polystreams.v1alpha1.BuildRequest.emit_strategy:type_name -> polystreams.v1alpha1.EmitStrategyOp
+	26,  // 54: polystreams.v1alpha1.BuildRequest.to_table:type_name -> polystreams.v1alpha1.ToTableOp
+	34,  // 55: polystreams.v1alpha1.BuildRequest.flat_map:type_name -> polystreams.v1alpha1.FlatMapOp
+	39,  // 56: polystreams.v1alpha1.BuildRequest.print:type_name -> polystreams.v1alpha1.PrintOp
+	40,  // 57: polystreams.v1alpha1.BuildRequest.add_state_store:type_name -> polystreams.v1alpha1.AddStateStoreOp
+	41,  // 58: polystreams.v1alpha1.BuildRequest.process:type_name -> polystreams.v1alpha1.ProcessOp
+	43,  // 59: polystreams.v1alpha1.BuildRequest.add_source:type_name -> polystreams.v1alpha1.AddSourceOp
+	44,  // 60: polystreams.v1alpha1.BuildRequest.add_processor:type_name -> polystreams.v1alpha1.AddProcessorOp
+	45,  // 61: polystreams.v1alpha1.BuildRequest.add_sink:type_name -> polystreams.v1alpha1.AddSinkOp
+	42,  // 62: polystreams.v1alpha1.BuildRequest.transform_values:type_name -> polystreams.v1alpha1.TransformValuesOp
+	51,  // 63: polystreams.v1alpha1.BuildRequest.cogroup:type_name -> polystreams.v1alpha1.CogroupOp
+	17,  // 64: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
+	17,  // 65: polystreams.v1alpha1.BuildResponse.branches:type_name -> polystreams.v1alpha1.Handle
+	65,  // 66: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
+	66,  // 67: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
+	67,  // 68: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
+	10,  // 69: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
+	77,  // 70: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
+	74,  // 71: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
+	9,   // 72: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
+	72,  // 73: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	80,  // 74: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	7,   // 75: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
+	0,   // 76: polystreams.v1alpha1.Step.metadata:type_name -> polystreams.v1alpha1.Metadata
+	73,  // 77: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
+	75,  // 78: polystreams.v1alpha1.Bundle.stores:type_name -> polystreams.v1alpha1.StoreView
+	76,  // 79: polystreams.v1alpha1.Bundle.inits:type_name -> polystreams.v1alpha1.BundleEntry
+	76,  // 80: polystreams.v1alpha1.Bundle.after:type_name -> polystreams.v1alpha1.BundleEntry
+	4,   // 81: polystreams.v1alpha1.StoreView.type:type_name -> polystreams.v1alpha1.StoreType
+	11,  // 82: polystreams.v1alpha1.BundleEntry.kind:type_name -> polystreams.v1alpha1.BundleEntry.Kind
+	78,  // 83: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
+	8,   // 84: polystreams.v1alpha1.BundleResult.op_kinds:type_name -> polystreams.v1alpha1.OpKind
+	12,  // 85: polystreams.v1alpha1.RecordFailure.kind:type_name -> polystreams.v1alpha1.RecordFailure.Kind
+	9,   // 86: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
+	72,  // 87: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	80,  // 88: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	79,  // 89: polystreams.v1alpha1.GetStateResponse.broker_outage:type_name -> polystreams.v1alpha1.BrokerOutage
+	96,  // 90: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	95,  // 91: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
+	92,  // 92: polystreams.v1alpha1.QueryRequest.versioned_get:type_name -> polystreams.v1alpha1.VersionedGet
+	96,  // 93: polystreams.v1alpha1.ReadRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	95,  // 94: polystreams.v1alpha1.ReadRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
+	98,  // 95: polystreams.v1alpha1.QueryMetadataForKeyResponse.active_host:type_name -> polystreams.v1alpha1.HostInfo
+	98,  // 96: polystreams.v1alpha1.QueryMetadataForKeyResponse.standby_hosts:type_name -> polystreams.v1alpha1.HostInfo
+	98,  // 97: polystreams.v1alpha1.StreamsMetadata.host_info:type_name -> polystreams.v1alpha1.HostInfo
+	102, // 98: polystreams.v1alpha1.StreamsMetadata.topic_partitions:type_name -> polystreams.v1alpha1.TopicPartition
+	102, // 99: polystreams.v1alpha1.StreamsMetadata.standby_topic_partitions:type_name -> polystreams.v1alpha1.TopicPartition
+	103, // 100: polystreams.v1alpha1.StreamsMetadataResponse.metadata:type_name -> polystreams.v1alpha1.StreamsMetadata
+	9,   // 101: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
+	80,  // 102: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	107, // 103: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
+	108, // 104: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
+	109, // 105: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
+	110, // 106: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
+	112, // 107: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
+	111, // 108: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
+	72,  // 109: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	111, // 110: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
+	13,  // 111: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
+	15,  // 112: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
+	61,  // 113: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
+	63,  // 114: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
+	68,  // 115: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
+	70,  // 116: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
+	81,  // 117: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
+	89,  // 118: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
+	91,  // 119: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
+	105, // 120: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
+	113, // 121: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
+	115, // 122: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
+	117, // 123: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
+	93,  // 124: polystreams.v1alpha1.EngineService.Read:input_type -> polystreams.v1alpha1.ReadRequest
+	99,  // 125: polystreams.v1alpha1.EngineService.QueryMetadataForKey:input_type -> polystreams.v1alpha1.QueryMetadataForKeyRequest
+	101, // 126: polystreams.v1alpha1.EngineService.StreamsMetadata:input_type -> polystreams.v1alpha1.StreamsMetadataRequest
+	83,  // 127: polystreams.v1alpha1.EngineService.PauseProcessing:input_type -> polystreams.v1alpha1.PauseProcessingRequest
+	85,  // 128: polystreams.v1alpha1.EngineService.ResumeProcessing:input_type -> polystreams.v1alpha1.ResumeProcessingRequest
+	87,  // 129: polystreams.v1alpha1.EngineService.CleanUpState:input_type -> polystreams.v1alpha1.CleanUpStateRequest
+	14,  // 130: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
+	16,  // 131: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
+	62,  // 132: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
+	64,  // 133: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
+	69,  // 134: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
+	71,  // 135: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
+	82,  // 136: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
+	90,  // 137: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
+	97,  // 138: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
+	106, // 139: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
+	114, // 140: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
+	116, // 141: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
+	118, // 142: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
+	94,  // 143: polystreams.v1alpha1.EngineService.Read:output_type -> polystreams.v1alpha1.ReadResponse
+	100, // 144: polystreams.v1alpha1.EngineService.QueryMetadataForKey:output_type -> polystreams.v1alpha1.QueryMetadataForKeyResponse
+	104, // 145: polystreams.v1alpha1.EngineService.StreamsMetadata:output_type -> polystreams.v1alpha1.StreamsMetadataResponse
+	84,  // 146: polystreams.v1alpha1.EngineService.PauseProcessing:output_type -> polystreams.v1alpha1.PauseProcessingResponse
+	86,  // 147: polystreams.v1alpha1.EngineService.ResumeProcessing:output_type -> polystreams.v1alpha1.ResumeProcessingResponse
+	88,  // 148: polystreams.v1alpha1.EngineService.CleanUpState:output_type -> polystreams.v1alpha1.CleanUpStateResponse
+	130, // [130:149] is the sub-list for method output_type
+	111, // [111:130] is the sub-list for method input_type
+	111, // [111:111] is the sub-list for extension type_name
+	111, // [111:111] is the sub-list for extension extendee
+	0,   // [0:111] is the sub-list for field type_name
 }
 
 func init() { file_polystreams_v1alpha1_engine_proto_init() }
@@ -10904,7 +11031,7 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 	}
 	file_polystreams_v1alpha1_engine_proto_msgTypes[14].OneofWrappers = []any{}
 	file_polystreams_v1alpha1_engine_proto_msgTypes[15].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[47].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[48].OneofWrappers = []any{
 		(*BuildRequest_Stream)(nil),
 		(*BuildRequest_MapValues)(nil),
 		(*BuildRequest_Filter)(nil),
@@ -10938,9 +11065,10 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		(*BuildRequest_AddSource)(nil),
 		(*BuildRequest_AddProcessor)(nil),
 		(*BuildRequest_AddSink)(nil),
+		(*BuildRequest_TransformValues)(nil),
 		(*BuildRequest_Cogroup)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[77].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[78].OneofWrappers = []any{
 		(*QueryRequest_Get)(nil),
 		(*QueryRequest_Range)(nil),
 		(*QueryRequest_Prefix)(nil),
@@ -10948,26 +11076,26 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		(*QueryRequest_WindowFetch)(nil),
 		(*QueryRequest_VersionedGet)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[78].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[79].OneofWrappers = []any{
+	file_polystreams_v1alpha1_engine_proto_msgTypes[79].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[80].OneofWrappers = []any{
 		(*ReadRequest_Get)(nil),
 		(*ReadRequest_Range)(nil),
 		(*ReadRequest_Prefix)(nil),
 		(*ReadRequest_All)(nil),
 		(*ReadRequest_WindowFetch)(nil),
 	}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[81].OneofWrappers = []any{}
 	file_polystreams_v1alpha1_engine_proto_msgTypes[82].OneofWrappers = []any{}
 	file_polystreams_v1alpha1_engine_proto_msgTypes[83].OneofWrappers = []any{}
-	file_polystreams_v1alpha1_engine_proto_msgTypes[97].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[84].OneofWrappers = []any{}
 	file_polystreams_v1alpha1_engine_proto_msgTypes[98].OneofWrappers = []any{}
+	file_polystreams_v1alpha1_engine_proto_msgTypes[99].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_polystreams_v1alpha1_engine_proto_rawDesc), len(file_polystreams_v1alpha1_engine_proto_rawDesc)),
 			NumEnums:      13,
-			NumMessages:   109,
+			NumMessages:   110,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

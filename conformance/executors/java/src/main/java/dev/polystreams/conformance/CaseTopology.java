@@ -45,6 +45,7 @@ import org.apache.kafka.streams.kstream.TimeWindowedKStream;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.ValueJoiner;
 import org.apache.kafka.streams.kstream.ValueMapper;
+import org.apache.kafka.streams.kstream.ValueTransformerWithKeySupplier;
 import org.apache.kafka.streams.kstream.ValueMapperWithKey;
 import org.apache.kafka.streams.kstream.Printed;
 import org.apache.kafka.streams.state.KeyValueStore;
@@ -765,6 +766,22 @@ final class CaseTopology {
           r = n == null ? (m == null ? t.filterNot(p) : t.filterNot(p, m)) : (m == null ? t.filterNot(p, n) : t.filterNot(p, n, m));
         }
         return in.with(Handle.Kind.TABLE, r, vs);
+      }
+      case "transform_values": {
+        List<String> stores = new ArrayList<>();
+        if (st.hasNonNull("stores")) {
+          st.get("stores").forEach(x -> stores.add(x.asText()));
+        }
+        String[] storeNames = stores.toArray(new String[0]);
+        String out = or(matValue(st), or(text(st, "value"), vs));
+        ValueTransformerWithKeySupplier<Object, Object, Object> sup = Transformers.supplier(st.get("transformer"), stores.isEmpty() ? null : stores.get(0), out);
+        KTable r;
+        if (m == null) {
+          r = n == null ? t.transformValues(sup, storeNames) : t.transformValues(sup, n, storeNames);
+        } else {
+          r = n == null ? t.transformValues(sup, m, storeNames) : t.transformValues(sup, m, n, storeNames);
+        }
+        return in.with(Handle.Kind.TABLE, r, out);
       }
       case "map_values": {
         String out = or(matValue(st), or(text(st, "value"), vs));

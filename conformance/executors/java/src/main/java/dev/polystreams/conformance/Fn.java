@@ -2,7 +2,6 @@ package dev.polystreams.conformance;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -13,16 +12,21 @@ import java.util.function.UnaryOperator;
  * A function of the conformance catalogue (conformance/README.md, and the
  * runner's catalogue.go for Go), over natural values: a name and its
  * argument. Each role is a method; a function used in a role it does not
- * have fails (the runner refuses such cases before they run).
+ * have fails (the runner refuses such cases before they run). The functions
+ * conformance/catalogue.json defines by an expr are built from it (Expr);
+ * the others are written here.
  */
 final class Fn {
   final String name;
   /** The argument as text (a case's string or integer argument), or null. */
   final String arg;
+  /** The catalogue's definition of this function, or null for one written here. */
+  private final Expr expr;
 
   private Fn(String name, String arg) {
     this.name = name;
     this.arg = arg;
+    this.expr = Expr.of(name);
   }
 
   /** A case's function reference: "upper" or {"name": "prefix", "arg": "x-"}; null for none. */
@@ -68,6 +72,9 @@ final class Fn {
   }
 
   Object map(Object v) {
+    if (expr != null) {
+      return expr.call("mapper", null, v);
+    }
     if (raises(v)) {
       return v;
     }
@@ -91,10 +98,6 @@ final class Fn {
       }
       case "twice":
         return arith(v, v, '+');
-      case "to_null":
-        return null;
-      case "identity":
-        return v;
       case "to_text":
         if (v == null || v instanceof String) {
           return v;
@@ -119,16 +122,15 @@ final class Fn {
   }
 
   List<Object> flat(Object v) {
+    if (expr != null) {
+      return expr.list("flat", null, v);
+    }
     if (raises(v)) {
       return List.of(v);
     }
     switch (name) {
       case "split_words":
         return new ArrayList<>(words(str(v)));
-      case "duplicate":
-        return Arrays.asList(v, v);
-      case "nothing":
-        return List.of();
       default:
         throw noRole("flat mapper");
     }
@@ -136,46 +138,49 @@ final class Fn {
 
   /** A mapper with key (ValueMapperWithKey): the new value. */
   Object mapWithKey(Object k, Object v) {
+    if (expr != null) {
+      return expr.call("mapper_with_key", k, v);
+    }
     if (raises(v)) {
       return v;
-    }
-    if (name.equals("key_as_value")) {
-      return k;
     }
     throw noRole("mapper with key");
   }
 
   /** A flat mapper with key (ValueMapperWithKey): the new values. */
   List<Object> flatWithKey(Object k, Object v) {
+    if (expr != null) {
+      return expr.list("flat_with_key", k, v);
+    }
     if (raises(v)) {
       return List.of(v);
     }
-    switch (name) {
-      case "key_and_value":
-        return Arrays.asList(k, v);
-      case "nothing":
-        return List.of();
-      default:
-        throw noRole("flat mapper with key");
-    }
+    throw noRole("flat mapper with key");
   }
 
   /** A flat key-value mapper (flatMap): the new pairs, in order. */
   List<Object[]> flatKeyValue(Object k, Object v) {
+    if (expr != null) {
+      List<Object[]> out = new ArrayList<>();
+      for (Object kv : expr.list("flat_map", k, v)) {
+        out.add(expr.pair(kv));
+      }
+      return out;
+    }
     if (raises(v)) {
       return List.<Object[]>of(new Object[] {k, v});
     }
-    switch (name) {
-      case "swap_and_keep":
-        return List.of(new Object[] {v, k}, new Object[] {k, v});
-      case "nothing":
-        return List.of();
-      default:
-        throw noRole("flat key-value mapper");
-    }
+    throw noRole("flat key-value mapper");
   }
 
   boolean test(Object k, Object v) {
+    if (expr != null) {
+      Object b = expr.call("predicate", k, v);
+      if (!(b instanceof Boolean t)) {
+        throw new IllegalStateException("function " + this + ": its expr gave " + Values.describe(b) + ", want a boolean");
+      }
+      return t;
+    }
     if (raises(v)) {
       return true;
     }
@@ -195,22 +200,19 @@ final class Fn {
         String s = str(v);
         return s.codePointCount(0, s.length()) >= 5;
       }
-      case "has_key":
-        return k != null;
       case "value_contains":
         return v != null && str(v).contains(arg);
       case "key_starts_with":
         return k != null && str(k).startsWith(arg);
-      case "always":
-        return true;
-      case "never":
-        return false;
       default:
         throw noRole("predicate");
     }
   }
 
   Object key(Object k, Object v) {
+    if (expr != null) {
+      return expr.call("key", k, v);
+    }
     if (raises(v)) {
       return k;
     }
@@ -219,8 +221,6 @@ final class Fn {
         List<String> w = words(str(v));
         return w.isEmpty() ? null : w.get(0);
       }
-      case "value_as_key":
-        return v;
       case "key_upper":
         return k == null ? null : mapString(k, s -> s.toUpperCase(Locale.ROOT));
       case "field_key":
@@ -229,8 +229,6 @@ final class Fn {
         String s = str(v);
         return s.isEmpty() ? null : new String(Character.toChars(s.codePointAt(0)));
       }
-      case "null_key":
-        return null;
       default:
         throw noRole("key selector");
     }
@@ -238,16 +236,15 @@ final class Fn {
 
   /** A key-value mapper: the new key and value, or null for no pair at all. */
   Object[] keyValue(Object k, Object v) {
+    if (expr != null) {
+      return expr.pair(expr.call("map", k, v));
+    }
     if (raises(v)) {
       return new Object[] {k, v};
     }
     switch (name) {
-      case "swap":
-        return new Object[] {v, k};
       case "upper_both":
         return new Object[] {mapString(k, s -> s.toUpperCase(Locale.ROOT)), mapString(v, s -> s.toUpperCase(Locale.ROOT))};
-      case "word_one":
-        return new Object[] {v, 1L};
       case "region_of":
         return new Object[] {field(v, "region"), v};
       case "region_or_none": {
@@ -262,25 +259,20 @@ final class Fn {
   }
 
   void act(Object k, Object v) {
-    if (raises(v)) {
+    if (expr != null) {
+      expr.call("action", k, v); // its value is ignored
       return;
     }
-    if (!name.equals("noop")) {
+    if (!raises(v)) {
       throw noRole("action");
     }
   }
 
   Object init() {
-    switch (name) {
-      case "zero":
-        return 0L;
-      case "empty_string":
-        return "";
-      case "empty_list":
-        return new ArrayList<>();
-      default:
-        throw noRole("initializer");
+    if (expr != null) {
+      return expr.call("init", null, null);
     }
+    throw noRole("initializer");
   }
 
   Object reduce(Object agg, Object v) {
