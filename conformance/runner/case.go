@@ -213,11 +213,18 @@ type Record struct {
 	Headers   map[string]string `json:"headers,omitempty"`
 }
 
+// Input is one entry of a case's inputs: records for one topic, or, when
+// AdvanceWallClockMs is set, a step that moves the wall clock forward
+// (TopologyTestDriver.advanceWallClockTime; test driver mode only, as the
+// wall clock against the broker is the real one).
 type Input struct {
-	Topic      string `json:"topic"`
-	Key        string `json:"key"`
-	Value      string `json:"value"`
-	Partitions int    `json:"partitions,omitempty"`
+	// AdvanceWallClockMs moves the wall clock by this many milliseconds,
+	// running the wall-clock punctuators that become due.
+	AdvanceWallClockMs *int64 `json:"advance_wall_clock_ms,omitempty"`
+	Topic              string `json:"topic"`
+	Key                string `json:"key"`
+	Value              string `json:"value"`
+	Partitions         int    `json:"partitions,omitempty"`
 	// BeforeStart: produced before the topology starts (a global table's
 	// rows, restored before any record is processed).
 	BeforeStart bool     `json:"before_start,omitempty"`
@@ -258,6 +265,12 @@ type Failure struct {
 	Partition int32    `json:"partition"`
 	Offset    int64    `json:"offset"`
 	Contains  []string `json:"contains"`
+}
+
+// advancesWallClock reports whether an input moves the wall clock (such a
+// case runs in test driver mode only).
+func (c *Case) advancesWallClock() bool {
+	return slices.ContainsFunc(c.Inputs, func(in Input) bool { return in.AdvanceWallClockMs != nil })
 }
 
 // starts reports whether the case runs its topology (else it only builds).

@@ -29,6 +29,9 @@ type driven interface {
 	Pipe(ctx context.Context, recs []*kgo.Record) (failure *event, err error)
 	// Read returns what the topology wrote to topic since the last Read.
 	Read(ctx context.Context, topic string) ([]*kgo.Record, error)
+	// AdvanceWallClock moves the wall clock forward by ms milliseconds,
+	// running the wall-clock punctuators that become due.
+	AdvanceWallClock(ctx context.Context, ms int64) error
 }
 
 // sessionDriver drives an SDK executor's session through the engine's
@@ -64,6 +67,11 @@ func (d *sessionDriver) Pipe(ctx context.Context, recs []*kgo.Record) (*event, e
 		ev.Topic, ev.Partition, ev.Offset, ev.Node = f.Topic, f.Partition, f.Offset, f.Node
 	}
 	return ev, nil
+}
+
+func (d *sessionDriver) AdvanceWallClock(ctx context.Context, ms int64) error {
+	_, err := d.cl.AdvanceWallClock(ctx, connect.NewRequest(&pb.AdvanceWallClockRequest{SessionId: d.session, Millis: ms}))
+	return err
 }
 
 func (d *sessionDriver) Read(ctx context.Context, topic string) ([]*kgo.Record, error) {
@@ -102,7 +110,17 @@ func (e *env) checkDriven(ctx context.Context, x execution, started event, c *Ca
 		return
 	}
 	var failed *event
-	for _, in := range c.Inputs {
+	for i, in := range c.Inputs {
+		if ms := in.AdvanceWallClockMs; ms != nil {
+			actx, cancel := context.WithTimeout(ctx, outputTimeout)
+			err := d.AdvanceWallClock(actx, *ms)
+			cancel()
+			if err != nil {
+				res.add("inputs[%d]: advancing the wall clock by %d ms: %v", i, *ms, err)
+				return
+			}
+			continue
+		}
 		recs := make([]*kgo.Record, 0, len(in.Records))
 		for j, r := range in.Records {
 			rec, err := record(prefix+in.Topic, in.Key, in.Value, r)

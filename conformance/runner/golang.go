@@ -92,6 +92,11 @@ func (d goDriver) Pipe(_ context.Context, recs []*kgo.Record) (*event, error) {
 	return nil, nil
 }
 
+func (d goDriver) AdvanceWallClock(_ context.Context, ms int64) error {
+	_, err := d.td.AdvanceWallClock(time.Duration(ms) * time.Millisecond)
+	return err
+}
+
 func (d goDriver) Read(_ context.Context, topic string) ([]*kgo.Record, error) {
 	recs, err := d.td.ReadOutput(topic)
 	if err != nil {

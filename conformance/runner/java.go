@@ -88,12 +88,15 @@ type ksItem struct {
 	Result  string            `json:"result"`
 }
 
+// ksInput is one record to pipe, or (AdvanceWallClockMs set) an
+// advanceWallClockTime call.
 type ksInput struct {
-	Topic     string     `json:"topic"`
-	Key       []byte     `json:"key"`   // base64 in JSON; nil: null
-	Value     []byte     `json:"value"` // base64 in JSON; nil: null
-	Timestamp int64      `json:"timestamp"`
-	Headers   []ksHeader `json:"headers,omitempty"`
+	AdvanceWallClockMs *int64     `json:"advance_wall_clock_ms,omitempty"`
+	Topic              string     `json:"topic"`
+	Key                []byte     `json:"key"`   // base64 in JSON; nil: null
+	Value              []byte     `json:"value"` // base64 in JSON; nil: null
+	Timestamp          int64      `json:"timestamp"`
+	Headers            []ksHeader `json:"headers,omitempty"`
 }
 
 type ksHeader struct {
@@ -128,12 +131,17 @@ func ksConfig(c *Case) map[string]string {
 // TopologyTestDriver sees; against the broker the engine reads each topic
 // partition in order, but interleaves topics as their fetches arrive, which
 // is why cases whose result depends on the interleaving pin it only with
-// per_key or latest outputs.
+// per_key or latest outputs. An advance_wall_clock_ms entry is an
+// advanceWallClockTime call at its place.
 func ksInputs(c *Case) ([]ksInput, error) {
 	var out []ksInput
 	for _, early := range []bool{true, false} {
 		for _, in := range c.Inputs {
 			if in.BeforeStart != early {
+				continue
+			}
+			if in.AdvanceWallClockMs != nil {
+				out = append(out, ksInput{AdvanceWallClockMs: in.AdvanceWallClockMs})
 				continue
 			}
 			for j, r := range in.Records {

@@ -19,8 +19,8 @@ const storeLabel = "store:"
 // processorNames are the catalogue's processors and whether they take an
 // argument.
 var processorNames = map[string]bool{
-	"count_per_key": false, "forward_to": true, "restamp": false, "sweep_every": true, "forward_then_fail": true,
-	"versioned_history": false,
+	"count_per_key": false, "forward_to": true, "restamp": false, "sweep_every": true, "sweep_wall_clock": true,
+	"forward_then_fail": true, "versioned_history": false,
 }
 
 // goProcess adds a process or process_values step running the case's
@@ -73,12 +73,16 @@ func (p *catalogueProcessor) Init(ctx streams.ProcessorContext) error {
 		}
 		p.s = s
 	}
-	if p.name == "sweep_every" {
+	if p.name == "sweep_every" || p.name == "sweep_wall_clock" {
 		ms, err := strconv.ParseInt(p.arg, 10, 64)
 		if err != nil {
-			return fmt.Errorf("sweep_every %q: %w", p.arg, err)
+			return fmt.Errorf("%s %q: %w", p.name, p.arg, err)
 		}
-		_, err = ctx.Schedule(time.Duration(ms)*time.Millisecond, streams.StreamTime, p.sweep)
+		typ := streams.StreamTime
+		if p.name == "sweep_wall_clock" {
+			typ = streams.WallClockTime
+		}
+		_, err = ctx.Schedule(time.Duration(ms)*time.Millisecond, typ, p.sweep)
 		return err
 	}
 	return nil
@@ -128,7 +132,7 @@ func (p *catalogueProcessor) Process(ctx streams.ProcessorContext, r streams.Rec
 		r.Timestamp += 1000
 		r.Headers = append(append([]streams.Header(nil), r.Headers...), streams.Header{Key: "seen", Value: []byte("1")})
 		return ctx.Forward(r)
-	case "sweep_every":
+	case "sweep_every", "sweep_wall_clock":
 		_, err := p.increment(r.Key)
 		return err
 	case "versioned_history":

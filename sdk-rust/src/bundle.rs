@@ -776,6 +776,7 @@ mod fold_async;
 mod join;
 pub(crate) mod metadata;
 mod program;
+pub(crate) use await_all::block_on;
 pub(crate) use fold_async::AsyncFold;
 pub(crate) use join::{JoinRun, ValueJoiner};
 #[cfg(test)]

@@ -175,24 +175,45 @@ impl<K: Serde, A: Serde> CogroupedKStream<K, A> {
     }
 }
 
-/// A cogroup windowed by time or sliding windows
-/// (`TimeWindowedCogroupedKStream`).
-pub struct TimeWindowedCogroupedKStream<K, A> {
-    cogroup: CogroupedKStream<K, A>,
-    windows: pb::windowed_by_op::Windows,
+/// A windowed cogroup: its cogroup and windows, with Clone, Debug and `new`.
+macro_rules! windowed_cogroup {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        pub struct $name<K, A> {
+            cogroup: CogroupedKStream<K, A>,
+            windows: pb::windowed_by_op::Windows,
+        }
+
+        impl<K, A> Clone for $name<K, A> {
+            fn clone(&self) -> Self {
+                $name { cogroup: self.cogroup.clone(), windows: self.windows }
+            }
+        }
+
+        impl<K, A> std::fmt::Debug for $name<K, A> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "{}({:?}, {:?})", stringify!($name), self.cogroup, self.windows)
+            }
+        }
+
+        impl<K: Serde, A: Serde> $name<K, A> {
+            pub(crate) fn new(cogroup: CogroupedKStream<K, A>, windows: pb::windowed_by_op::Windows) -> Self {
+                $name { cogroup, windows }
+            }
+        }
+    };
 }
 
-impl<K, A> Clone for TimeWindowedCogroupedKStream<K, A> {
-    fn clone(&self) -> Self {
-        TimeWindowedCogroupedKStream { cogroup: self.cogroup.clone(), windows: self.windows }
-    }
-}
+windowed_cogroup!(
+    /// A cogroup windowed by time or sliding windows
+    /// (`TimeWindowedCogroupedKStream`).
+    TimeWindowedCogroupedKStream
+);
 
-impl<K, A> std::fmt::Debug for TimeWindowedCogroupedKStream<K, A> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "TimeWindowedCogroupedKStream({:?}, {:?})", self.cogroup, self.windows)
-    }
-}
+windowed_cogroup!(
+    /// A cogroup windowed by sessions (`SessionWindowedCogroupedKStream`).
+    SessionWindowedCogroupedKStream
+);
 
 impl<K: Serde, A: Serde> TimeWindowedCogroupedKStream<K, A> {
     /// `init()` starts each window's aggregate; each record is folded in by
@@ -222,24 +243,6 @@ impl<K: Serde, A: Serde> TimeWindowedCogroupedKStream<K, A> {
     }
 }
 
-/// A cogroup windowed by sessions (`SessionWindowedCogroupedKStream`).
-pub struct SessionWindowedCogroupedKStream<K, A> {
-    cogroup: CogroupedKStream<K, A>,
-    windows: pb::windowed_by_op::Windows,
-}
-
-impl<K, A> Clone for SessionWindowedCogroupedKStream<K, A> {
-    fn clone(&self) -> Self {
-        SessionWindowedCogroupedKStream { cogroup: self.cogroup.clone(), windows: self.windows }
-    }
-}
-
-impl<K, A> std::fmt::Debug for SessionWindowedCogroupedKStream<K, A> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "SessionWindowedCogroupedKStream({:?}, {:?})", self.cogroup, self.windows)
-    }
-}
-
 impl<K: Serde, A: Serde> SessionWindowedCogroupedKStream<K, A> {
     /// `init()` starts each session's aggregate, each record is folded in by
     /// its own stream's aggregator, and `merger(key, aggregate1,
@@ -265,18 +268,6 @@ impl<K: Serde, A: Serde> SessionWindowedCogroupedKStream<K, A> {
     }
 }
 
-impl<K: Serde, A: Serde> TimeWindowedCogroupedKStream<K, A> {
-    pub(crate) fn new(cogroup: CogroupedKStream<K, A>, windows: pb::windowed_by_op::Windows) -> Self {
-        TimeWindowedCogroupedKStream { cogroup, windows }
-    }
-}
-
-impl<K: Serde, A: Serde> SessionWindowedCogroupedKStream<K, A> {
-    pub(crate) fn new(cogroup: CogroupedKStream<K, A>, windows: pb::windowed_by_op::Windows) -> Self {
-        SessionWindowedCogroupedKStream { cogroup, windows }
-    }
-}
-
 /// Windows a cogroup can be windowed by: [`TimeWindows`] and
 /// [`SlidingWindows`] make a [`TimeWindowedCogroupedKStream`],
 /// [`SessionWindows`] a [`SessionWindowedCogroupedKStream`].
@@ -290,32 +281,23 @@ pub trait CogroupWindows: Windows {
     ) -> Self::Cogrouped<K, A>;
 }
 
-impl CogroupWindows for TimeWindows {
-    type Cogrouped<K: Serde, A: Serde> = TimeWindowedCogroupedKStream<K, A>;
-    fn wrap_cogrouped<K: Serde, A: Serde>(
-        c: CogroupedKStream<K, A>,
-        w: pb::windowed_by_op::Windows,
-    ) -> Self::Cogrouped<K, A> {
-        TimeWindowedCogroupedKStream::new(c, w)
-    }
+/// `CogroupWindows` for windows that make a `$cogrouped`.
+macro_rules! cogroup_windows {
+    ($($windows:ident => $cogrouped:ident),*) => {$(
+        impl CogroupWindows for $windows {
+            type Cogrouped<K: Serde, A: Serde> = $cogrouped<K, A>;
+            fn wrap_cogrouped<K: Serde, A: Serde>(
+                c: CogroupedKStream<K, A>,
+                w: pb::windowed_by_op::Windows,
+            ) -> Self::Cogrouped<K, A> {
+                $cogrouped::new(c, w)
+            }
+        }
+    )*};
 }
 
-impl CogroupWindows for SlidingWindows {
-    type Cogrouped<K: Serde, A: Serde> = TimeWindowedCogroupedKStream<K, A>;
-    fn wrap_cogrouped<K: Serde, A: Serde>(
-        c: CogroupedKStream<K, A>,
-        w: pb::windowed_by_op::Windows,
-    ) -> Self::Cogrouped<K, A> {
-        TimeWindowedCogroupedKStream::new(c, w)
-    }
-}
-
-impl CogroupWindows for SessionWindows {
-    type Cogrouped<K: Serde, A: Serde> = SessionWindowedCogroupedKStream<K, A>;
-    fn wrap_cogrouped<K: Serde, A: Serde>(
-        c: CogroupedKStream<K, A>,
-        w: pb::windowed_by_op::Windows,
-    ) -> Self::Cogrouped<K, A> {
-        SessionWindowedCogroupedKStream::new(c, w)
-    }
-}
+cogroup_windows!(
+    TimeWindows => TimeWindowedCogroupedKStream,
+    SlidingWindows => TimeWindowedCogroupedKStream,
+    SessionWindows => SessionWindowedCogroupedKStream
+);

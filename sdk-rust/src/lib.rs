@@ -76,8 +76,8 @@ pub use options::{Materialized, OffsetReset, Options};
 pub use print::{PrintText, Printed};
 pub use process::{MetadataStream, Topology};
 pub use processor::{
-    Cancellable, FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, Processor, ProcessorContext,
-    ProcessorResult, PunctuationType, Record, RecordMetadata, StoreBuilder, Stores,
+    AsyncProcessor, Cancellable, FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, Processor,
+    ProcessorContext, ProcessorResult, PunctuationType, Record, RecordMetadata, StoreBuilder, Stores,
 };
 pub use serdes::{avro, json_schema, protobuf, protobuf_message, to_bytes, Json, Serde, SerdeError, Value, Windowed};
 pub use session::{Handle, Kind};

@@ -12,7 +12,7 @@ use crate::dsl::KStream;
 use crate::errors::Result;
 use crate::options::{Options, KEY, NAME, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
-use crate::processor::{self, FixedKeyProcessor, Processor, StoreBuilder};
+use crate::processor::{self, AsyncProcessor, FixedKeyProcessor, Processor, StoreBuilder};
 use crate::serdes::Serde;
 use crate::session::{fn_name, lock, Session};
 
@@ -66,9 +66,19 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         P: Processor<K, V, K2, V2>,
         F: Fn() -> P + Send + Sync + 'static,
     {
+        self.add_processor(processor::supplier::<P, K, V, K2, V2>(supplier), &fn_name::<P>("process"), stores, o)
+    }
+
+    /// A process step running the supplier's processors.
+    fn add_processor<K2: Serde, V2: Serde>(
+        &self,
+        supplier: Arc<dyn processor::Supplier>,
+        fn_name: &str,
+        stores: &[&str],
+        o: Options,
+    ) -> Result<KStream<K2, V2>> {
         o.check("process", NAME | KEY | VALUE)?;
-        let f = Func::Processor(processor::supplier::<P, K, V, K2, V2>(supplier));
-        let token = self.app.register(&fn_name::<P>("process"), f)?;
+        let token = self.app.register(fn_name, Func::Processor(supplier))?;
         let op = Op::Process(pb::ProcessOp {
             input: self.handle.id,
             token,
@@ -80,6 +90,30 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         });
         let h = self.app.build(op, &[token])?;
         self.stream(h, "process")
+    }
+
+    /// [`process`](Self::process) with an [`AsyncProcessor`]: its
+    /// `process` is async, awaited one record at a time, in order.
+    pub fn process_async<K2: Serde, V2: Serde, P, F>(&self, supplier: F, stores: &[&str]) -> Result<KStream<K2, V2>>
+    where
+        P: AsyncProcessor<K, V, K2, V2>,
+        F: Fn() -> P + Send + Sync + 'static,
+    {
+        self.process_async_with(supplier, stores, Options::new())
+    }
+
+    /// [`process_async`](Self::process_async) with `name`, `key_serde` and `value_serde`.
+    pub fn process_async_with<K2: Serde, V2: Serde, P, F>(
+        &self,
+        supplier: F,
+        stores: &[&str],
+        o: Options,
+    ) -> Result<KStream<K2, V2>>
+    where
+        P: AsyncProcessor<K, V, K2, V2>,
+        F: Fn() -> P + Send + Sync + 'static,
+    {
+        self.add_processor(processor::async_supplier::<P, K, V, K2, V2>(supplier), &fn_name::<P>("process"), stores, o)
     }
 
     /// Runs a fixed-key processor on every record (`KStream.processValues`):

@@ -38,9 +38,10 @@
 //! answered with the bundle, in call order.
 
 use std::any::{Any, TypeId};
+use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::errors::{Error, Result};
 use crate::pb;
@@ -184,6 +185,32 @@ pub trait Processor<KIn, VIn, KOut, VOut>: Send + 'static {
     }
     /// Called for each record, in order.
     fn process(&mut self, ctx: &mut ProcessorContext<KOut, VOut>, record: Record<KIn, VIn>) -> ProcessorResult;
+    /// Called when the task closes (its stores may no longer be used).
+    fn close(&mut self) -> ProcessorResult {
+        Ok(())
+    }
+}
+
+/// A processor whose `process` is async, for
+/// [`KStream::process_async`](crate::KStream::process_async): write it
+/// `async fn process(&mut self, ctx, record) -> ProcessorResult` and await
+/// I/O in it. Records are awaited one at a time, in order, so each sees the
+/// store writes of the one before (as Kafka Streams processes them); the
+/// future runs on the same executor as the async operators'
+/// ([`ASYNC_TIMEOUT`](crate::ASYNC_TIMEOUT) bounds a bundle's). `init`,
+/// `close` and punctuators are synchronous.
+pub trait AsyncProcessor<KIn, VIn, KOut, VOut>: Send + 'static {
+    /// Called once, before the first record: get stores, schedule punctuators.
+    fn init(&mut self, ctx: &mut ProcessorContext<KOut, VOut>) -> ProcessorResult {
+        let _ = ctx;
+        Ok(())
+    }
+    /// Called for each record, in order; the next record waits for its future.
+    fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<KOut, VOut>,
+        record: Record<KIn, VIn>,
+    ) -> impl Future<Output = ProcessorResult>;
     /// Called when the task closes (its stores may no longer be used).
     fn close(&mut self) -> ProcessorResult {
         Ok(())
@@ -461,68 +488,126 @@ impl Stores {
 
 pub(crate) use host::{Erased, Supplier};
 
-/// The types a processor wrapper decodes and encodes.
-type Types<KIn, VIn, KOut, VOut> = PhantomData<fn() -> (KIn, VIn, KOut, VOut)>;
-
-struct Adapt<P, KIn, VIn, KOut, VOut> {
-    p: P,
-    _types: Types<KIn, VIn, KOut, VOut>,
+/// How the host runs one kind of processor (`Processor`, `FixedKeyProcessor`,
+/// `AsyncProcessor`): the types it decodes, and its calls with the context
+/// of its kind. `Self` is a marker carrying the kind's type parameters.
+trait Kind<P>: 'static {
+    type K: Serde;
+    type V: Serde;
+    fn init(p: &mut P, core: &Arc<Core>) -> ProcessorResult;
+    fn process(p: &mut P, core: &Arc<Core>, r: Record<Self::K, Self::V>, deadline: Instant) -> ProcessorResult;
+    fn close(p: &mut P) -> ProcessorResult;
 }
 
-impl<P, KIn, VIn, KOut, VOut> Erased for Adapt<P, KIn, VIn, KOut, VOut>
+/// The types a kind carries (no values).
+type Types<T> = PhantomData<fn() -> T>;
+
+/// [`Processor`]'s kind.
+struct Plain<KIn, VIn, KOut, VOut>(Types<(KIn, VIn, KOut, VOut)>);
+
+impl<P, KIn: Serde, VIn: Serde, KOut: Serde, VOut: Serde> Kind<P> for Plain<KIn, VIn, KOut, VOut>
 where
     P: Processor<KIn, VIn, KOut, VOut>,
-    KIn: Serde,
-    VIn: Serde,
-    KOut: Serde,
-    VOut: Serde,
 {
-    fn init(&mut self, core: &Arc<Core>) -> ProcessorResult {
-        self.p.init(&mut ProcessorContext::new(core.clone()))
+    type K = KIn;
+    type V = VIn;
+    fn init(p: &mut P, core: &Arc<Core>) -> ProcessorResult {
+        p.init(&mut ProcessorContext::new(core.clone()))
     }
-    fn process(&mut self, core: &Arc<Core>, input: host::Input<'_>) -> std::result::Result<ProcessorResult, String> {
-        let key = KIn::decode(input.key_serde, input.key).map_err(|e| format!("the key does not decode: {e}"))?;
-        let value =
-            VIn::decode(input.value_serde, input.value).map_err(|e| format!("the value does not decode: {e}"))?;
-        let r = Record { key, value, timestamp: input.timestamp, headers: input.headers };
-        Ok(self.p.process(&mut ProcessorContext::new(core.clone()), r))
+    fn process(p: &mut P, core: &Arc<Core>, r: Record<KIn, VIn>, _: Instant) -> ProcessorResult {
+        p.process(&mut ProcessorContext::new(core.clone()), r)
     }
-    fn close(&mut self) -> ProcessorResult {
-        self.p.close()
-    }
-    fn as_any(&mut self) -> &mut dyn Any {
-        &mut self.p
+    fn close(p: &mut P) -> ProcessorResult {
+        p.close()
     }
 }
 
-struct AdaptFixed<P, K, VIn, VOut> {
-    p: P,
-    _types: Types<K, VIn, (), VOut>,
-}
+/// [`FixedKeyProcessor`]'s kind.
+struct Fixed<K, VIn, VOut>(Types<(K, VIn, VOut)>);
 
-impl<P, K, VIn, VOut> Erased for AdaptFixed<P, K, VIn, VOut>
+impl<P, K: Serde, VIn: Serde, VOut: Serde> Kind<P> for Fixed<K, VIn, VOut>
 where
     P: FixedKeyProcessor<K, VIn, VOut>,
-    K: Serde,
-    VIn: Serde,
-    VOut: Serde,
 {
+    type K = K;
+    type V = VIn;
+    fn init(p: &mut P, core: &Arc<Core>) -> ProcessorResult {
+        p.init(&mut FixedKeyProcessorContext::new(core.clone()))
+    }
+    fn process(p: &mut P, core: &Arc<Core>, r: Record<K, VIn>, _: Instant) -> ProcessorResult {
+        let r = FixedKeyRecord { key: r.key, value: r.value, timestamp: r.timestamp, headers: r.headers };
+        p.process(&mut FixedKeyProcessorContext::new(core.clone()), r)
+    }
+    fn close(p: &mut P) -> ProcessorResult {
+        p.close()
+    }
+}
+
+/// [`AsyncProcessor`]'s kind: each record's future runs to its end (or the
+/// bundle's deadline) before the next record.
+struct Async<KIn, VIn, KOut, VOut>(Types<(KIn, VIn, KOut, VOut)>);
+
+impl<P, KIn: Serde, VIn: Serde, KOut: Serde, VOut: Serde> Kind<P> for Async<KIn, VIn, KOut, VOut>
+where
+    P: AsyncProcessor<KIn, VIn, KOut, VOut>,
+{
+    type K = KIn;
+    type V = VIn;
+    fn init(p: &mut P, core: &Arc<Core>) -> ProcessorResult {
+        p.init(&mut ProcessorContext::new(core.clone()))
+    }
+    fn process(p: &mut P, core: &Arc<Core>, r: Record<KIn, VIn>, deadline: Instant) -> ProcessorResult {
+        let mut ctx = ProcessorContext::new(core.clone());
+        let future = p.process(&mut ctx, r);
+        match crate::bundle::block_on(Box::pin(async move { Ok(future.await) }), deadline) {
+            Some(Ok(answer)) => answer,
+            Some(Err(panic)) => Err(panic.into()),
+            None => Err(format!(
+                "TimeoutError: process of node {} in task {} did not finish within {} s (cancelled)",
+                core.node,
+                core.task,
+                crate::bundle::ASYNC_TIMEOUT.as_secs()
+            )
+            .into()),
+        }
+    }
+    fn close(p: &mut P) -> ProcessorResult {
+        p.close()
+    }
+}
+
+/// A processor of kind `R` behind [`Erased`]: decodes each record, then
+/// calls it as its kind does.
+struct Adapt<P, R> {
+    p: P,
+    _kind: PhantomData<fn() -> R>,
+}
+
+impl<P: Send + 'static, R: Kind<P>> Erased for Adapt<P, R> {
     fn init(&mut self, core: &Arc<Core>) -> ProcessorResult {
-        self.p.init(&mut FixedKeyProcessorContext::new(core.clone()))
+        R::init(&mut self.p, core)
     }
     fn process(&mut self, core: &Arc<Core>, input: host::Input<'_>) -> std::result::Result<ProcessorResult, String> {
-        let key = K::decode(input.key_serde, input.key).map_err(|e| format!("the key does not decode: {e}"))?;
+        let key = R::K::decode(input.key_serde, input.key).map_err(|e| format!("the key does not decode: {e}"))?;
         let value =
-            VIn::decode(input.value_serde, input.value).map_err(|e| format!("the value does not decode: {e}"))?;
-        let r = FixedKeyRecord { key, value, timestamp: input.timestamp, headers: input.headers };
-        Ok(self.p.process(&mut FixedKeyProcessorContext::new(core.clone()), r))
+            R::V::decode(input.value_serde, input.value).map_err(|e| format!("the value does not decode: {e}"))?;
+        let r = Record { key, value, timestamp: input.timestamp, headers: input.headers };
+        Ok(R::process(&mut self.p, core, r, input.deadline))
     }
     fn close(&mut self) -> ProcessorResult {
-        self.p.close()
+        R::close(&mut self.p)
     }
     fn as_any(&mut self) -> &mut dyn Any {
         &mut self.p
     }
+}
+
+/// A supplier of processors of kind `R`, type-erased.
+fn erased<P: Send + 'static, R: Kind<P>>(make: impl Fn() -> P + Send + Sync + 'static) -> Arc<dyn Supplier> {
+    Arc::new(host::MakeFn {
+        processor_type: TypeId::of::<P>(),
+        make: Box::new(move || Box::new(Adapt::<P, R> { p: make(), _kind: PhantomData }) as Box<dyn Erased>),
+    })
 }
 
 /// A processor supplier (`ProcessorSupplier.get`), type-erased.
@@ -534,10 +619,7 @@ where
     KOut: Serde,
     VOut: Serde,
 {
-    Arc::new(host::MakeFn {
-        processor_type: TypeId::of::<P>(),
-        make: Box::new(move || Box::new(Adapt { p: make(), _types: PhantomData }) as Box<dyn Erased>),
-    })
+    erased::<P, Plain<KIn, VIn, KOut, VOut>>(make)
 }
 
 /// A fixed-key processor supplier (`FixedKeyProcessorSupplier.get`), type-erased.
@@ -548,8 +630,17 @@ where
     VIn: Serde,
     VOut: Serde,
 {
-    Arc::new(host::MakeFn {
-        processor_type: TypeId::of::<P>(),
-        make: Box::new(move || Box::new(AdaptFixed { p: make(), _types: PhantomData }) as Box<dyn Erased>),
-    })
+    erased::<P, Fixed<K, VIn, VOut>>(make)
+}
+
+/// An async processor supplier, type-erased.
+pub(crate) fn async_supplier<P, KIn, VIn, KOut, VOut>(make: impl Fn() -> P + Send + Sync + 'static) -> Arc<dyn Supplier>
+where
+    P: AsyncProcessor<KIn, VIn, KOut, VOut>,
+    KIn: Serde,
+    VIn: Serde,
+    KOut: Serde,
+    VOut: Serde,
+{
+    erased::<P, Async<KIn, VIn, KOut, VOut>>(make)
 }

@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use polystreams::processor::{
-    FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, KeyValueStore, Processor, ProcessorContext,
-    ProcessorResult, PunctuationType, Record, Stores, WindowStore,
+    AsyncProcessor, FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, KeyValueStore, Processor,
+    ProcessorContext, ProcessorResult, PunctuationType, Record, Stores, WindowStore,
 };
 use polystreams::{Error, Options, TopologyTestDriver};
 
@@ -318,4 +318,70 @@ fn with_metadata_flat_map_outputs_share_the_metadata_their_call_set() {
         .map(|r| (r.key, r.value, r.timestamp))
         .collect();
     assert_eq!(out, [("a-x".into(), "a-x=x@100".into(), 100), ("a-y".into(), "a-y=y@100".into(), 100)]);
+}
+
+/// Pending `n` polls (waking itself each time), then ready: an await that
+/// needs no runtime.
+struct Yield(usize);
+impl std::future::Future for Yield {
+    type Output = ();
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        if self.0 == 0 {
+            return std::task::Poll::Ready(());
+        }
+        self.0 -= 1;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
+}
+
+/// Counts per key across an await between its read and its write, and
+/// forwards each new count; a value "boom" panics after the await.
+struct AsyncCount;
+impl AsyncProcessor<String, String, String, i64> for AsyncCount {
+    async fn process(&mut self, ctx: &mut Ctx, r: Record<String, String>) -> ProcessorResult {
+        let store: KeyValueStore<String, i64> = ctx.get_state_store("counts")?;
+        let n = store.get(&r.key)?.unwrap_or(0) + 1;
+        Yield(3).await; // stands in for an I/O call
+        assert_ne!(r.value, "boom", "boom in an async processor");
+        store.put(&r.key, &n)?;
+        ctx.forward(r.with_value(n))?;
+        Ok(())
+    }
+}
+
+#[test]
+fn an_async_processor_awaits_each_record_in_order_and_a_panic_fails_its_record() {
+    let config = polystreams::Config::new().set("processing.exception.handler", "log_and_continue");
+    let driver = TopologyTestDriver::with_config("proc-async", config).unwrap();
+    driver.add_state_store(Stores::key_value_store::<String, i64>("counts")).unwrap();
+    driver
+        .stream::<String, String>("in")
+        .unwrap()
+        .process_async(|| AsyncCount, &["counts"])
+        .unwrap()
+        .to("out")
+        .unwrap();
+    assert!(driver.describe().unwrap().contains("KSTREAM-PROCESSOR-0000000001 (stores: [counts])"));
+    for (i, (k, v)) in [("a", "x"), ("b", "x"), ("a", "boom"), ("a", "x")].iter().enumerate() {
+        driver.pipe_record("in", (*k).to_owned(), (*v).to_owned(), Some(i as i64 + 1), &[]).unwrap();
+    }
+    // Each record saw the write of the one before; the panicking one wrote nothing.
+    assert_eq!(pairs(&driver, "out"), [("a".into(), 1, 1), ("b".into(), 1, 2), ("a".into(), 2, 4)]);
+    assert_eq!(driver.dropped_records().unwrap(), 1);
+
+    // Under "fail" the panic fails the record, naming the node and the panic.
+    let driver = TopologyTestDriver::new("proc-async-fail").unwrap();
+    driver.add_state_store(Stores::key_value_store::<String, i64>("counts")).unwrap();
+    driver
+        .stream::<String, String>("in")
+        .unwrap()
+        .process_async(|| AsyncCount, &["counts"])
+        .unwrap()
+        .to("out")
+        .unwrap();
+    driver.pipe_record("in", "a".to_owned(), "x".to_owned(), Some(1), &[]).unwrap();
+    let err = driver.pipe_record("in", "a".to_owned(), "boom".to_owned(), Some(2), &[]).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("KSTREAM-PROCESSOR-0000000001") && text.contains("boom in an async processor"), "{text}");
 }

@@ -1,8 +1,9 @@
-//! The README program runs verbatim: the first ```rust block of
-//! sdk-rust/README.md becomes `src/main.rs` of a fresh binary crate that
-//! depends on this one by path, is built with cargo and run against its own
-//! engine and embedded broker, fed a few lines with kcat; its word counts
-//! are read back with kcat.
+//! The README programs run verbatim: the first ```rust block of
+//! sdk-rust/README.md (and of the sections below) becomes `src/main.rs` of a
+//! fresh binary crate that depends on this one by path, is built with cargo
+//! and run against its own engine and embedded broker (one runner,
+//! [`Program`]), fed records with kcat; what it writes is read back with
+//! kcat.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -34,30 +35,6 @@ fn first_block(readme: &Path, lang: &str) -> String {
     let start = text.find(&open).unwrap_or_else(|| panic!("{} has no {open} block", readme.display())) + open.len();
     let end = text[start..].find("\n```").expect("the block ends") + start + 1;
     text[start..end].to_owned()
-}
-
-/// The last count per word on `topic` (values as Serdes.Long), read with
-/// kcat until it equals WANT or `timeout` passes.
-fn read_counts(broker: &str, topic: &str, timeout: Duration) -> BTreeMap<String, i64> {
-    let want: BTreeMap<String, i64> = WANT.iter().map(|(w, n)| ((*w).to_owned(), *n)).collect();
-    let deadline = Instant::now() + timeout;
-    loop {
-        let out = Command::new("kcat")
-            .args(["-b", broker, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-s", "value=q", "-f", "%k\t%s\n"])
-            .stderr(Stdio::null())
-            .output()
-            .expect("kcat (apt kcat) runs");
-        let mut last = BTreeMap::new();
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
-            if let Some((k, v)) = line.split_once('\t') {
-                last.insert(k.to_owned(), v.trim().parse::<i64>().unwrap_or(-1));
-            }
-        }
-        if last == want || Instant::now() > deadline {
-            return last;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 struct Killed(Child);
@@ -112,72 +89,124 @@ fn build_program(name: &str, source: &str, polystreams_dep: &str, more_deps: &st
     (dir, target.join("debug").join(name))
 }
 
+/// A README program running against its own engine and embedded broker,
+/// killed (with its process group) when dropped.
+struct Program {
+    _child: Killed,
+    broker: String,
+    /// Its standard output, line by line.
+    stdout: mpsc::Receiver<String>,
+}
+
+impl Program {
+    /// Builds `source` (see [`build_program`]) and runs it until it prints
+    /// the embedded broker's address; the topic it prints must be `topic`.
+    fn start(name: &str, source: &str, polystreams_dep: &str, more_deps: &str, topic: &str) -> Program {
+        let engine = engine();
+        let (dir, bin) = build_program(name, source, polystreams_dep, more_deps);
+        let tmp = dir.join("tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
+        let mut child = Killed(
+            Command::new(bin)
+                .env("POLYSTREAMS_ENGINE", &engine)
+                .env_remove("POLYSTREAMS_URL")
+                .env("TMPDIR", &tmp)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .process_group(0)
+                .spawn()
+                .unwrap_or_else(|e| panic!("the README program {name} does not start: {e}")),
+        );
+        let (tx, rx) = mpsc::channel();
+        let stderr = child.0.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
+                let _ = tx.send(line); // keeps draining once nobody listens
+            }
+        });
+        let stdout = child.0.stdout.take().unwrap();
+        let (out_tx, out_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+                let _ = out_tx.send(line);
+            }
+        });
+        let mut seen = String::new();
+        let (broker, printed) = loop {
+            let line = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|_| {
+                panic!("the program {name} never printed the embedded broker's address; its stderr:\n{seen}")
+            });
+            seen.push_str(&line);
+            seen.push('\n');
+            if let Some(rest) = line.strip_prefix("polystreams: embedded Kafka broker at ") {
+                let broker = rest.split_whitespace().next().unwrap().to_owned();
+                break (broker, line.rsplit(" -t ").next().unwrap().trim().to_owned());
+            }
+        };
+        assert_eq!(printed, topic, "the topic {name} prints to produce to");
+        Program { _child: child, broker, stdout: out_rx }
+    }
+
+    /// Produces `lines` to topic with kcat (`key\tvalue` lines when keyed).
+    fn produce(&self, topic: &str, lines: &[String], keyed: bool) {
+        let mut args = vec!["-b", &self.broker, "-P", "-t", topic, "-z", "none"];
+        if keyed {
+            args.extend(["-K", "\t"]);
+        }
+        let mut kcat = Command::new("kcat").args(args).stdin(Stdio::piped()).spawn().expect("kcat (apt kcat) runs");
+        let mut stdin = kcat.stdin.take().unwrap();
+        for l in lines {
+            writeln!(stdin, "{l}").unwrap();
+        }
+        drop(stdin);
+        assert!(kcat.wait().unwrap().success(), "kcat produced to {topic}");
+    }
+
+    /// Reads topic from the beginning with kcat (`key\tvalue` lines; the
+    /// value a long when `long_values`) until `done` holds of the rows or a
+    /// minute passes; answers the last rows read.
+    fn consume(
+        &self,
+        topic: &str,
+        long_values: bool,
+        done: impl Fn(&[(String, String)]) -> bool,
+    ) -> Vec<(String, String)> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let mut args = vec!["-b", &self.broker, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%k\t%s\n"];
+            if long_values {
+                args.extend(["-s", "value=q"]);
+            }
+            let out = Command::new("kcat").args(args).stderr(Stdio::null()).output().expect("kcat (apt kcat) runs");
+            let rows: Vec<(String, String)> = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter_map(|l| l.split_once('\t'))
+                .map(|(k, v)| (k.to_owned(), v.trim().to_owned()))
+                .collect();
+            if done(&rows) || Instant::now() > deadline {
+                return rows;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+/// The last value per key of rows.
+fn last_per_key(rows: &[(String, String)]) -> BTreeMap<String, String> {
+    rows.iter().cloned().collect()
+}
+
 #[test]
 fn readme_program_runs_verbatim() {
-    let engine = engine();
-    let (dir, bin) = build_program("wordcount", &first_block(&crate_dir().join("README.md"), "rust"), "", "");
-    let tmp = dir.join("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    let mut child = Killed(
-        Command::new(bin)
-            .env("POLYSTREAMS_ENGINE", &engine)
-            .env_remove("POLYSTREAMS_URL")
-            .env("TMPDIR", &tmp)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .expect("the README program starts"),
-    );
-    let (tx, rx) = mpsc::channel();
-    let stderr = child.0.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let stdout = child.0.stdout.take().unwrap();
-    let (out_tx, out_rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
-            if out_tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut seen = String::new();
-    let (broker, topic) = loop {
-        let line = rx
-            .recv_timeout(Duration::from_secs(60))
-            .unwrap_or_else(|_| panic!("the program never printed the embedded broker's address; its stderr:\n{seen}"));
-        seen.push_str(&line);
-        seen.push('\n');
-        if let Some(rest) = line.strip_prefix("polystreams: embedded Kafka broker at ") {
-            let broker = rest.split_whitespace().next().unwrap().to_owned();
-            let topic = line.rsplit(" -t ").next().unwrap().trim().to_owned();
-            break (broker, topic);
-        }
-    };
-    assert_eq!(topic, "lines");
-    let mut kcat = Command::new("kcat")
-        .args(["-b", &broker, "-P", "-t", &topic, "-z", "none"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("kcat (apt kcat) runs");
-    let mut stdin = kcat.stdin.take().unwrap();
-    for l in LINES {
-        writeln!(stdin, "{l}").unwrap();
-    }
-    drop(stdin);
-    assert!(kcat.wait().unwrap().success(), "kcat produced to {topic}");
-    let got = read_counts(&broker, "word-counts", Duration::from_secs(60));
-    let want: BTreeMap<String, i64> = WANT.iter().map(|(w, n)| ((*w).to_owned(), *n)).collect();
+    let source = first_block(&crate_dir().join("README.md"), "rust");
+    let p = Program::start("wordcount", &source, "", "", "lines");
+    p.produce("lines", &LINES.iter().map(|l| (*l).to_owned()).collect::<Vec<_>>(), false);
+    let want: BTreeMap<String, String> = WANT.iter().map(|(w, n)| ((*w).to_owned(), n.to_string())).collect();
+    let got = last_per_key(&p.consume("word-counts", true, |rows| last_per_key(rows) == want));
     assert_eq!(got, want, "the README program's word counts");
     let mut out = String::new();
     while !out.contains("Source: KSTREAM-SOURCE-0000000000 (topics: [lines])") {
-        match out_rx.recv_timeout(Duration::from_secs(10)) {
+        match p.stdout.recv_timeout(Duration::from_secs(10)) {
             Ok(line) => out.push_str(&(line + "\n")),
             Err(_) => panic!("the program did not print describe(); its stdout:\n{out}"),
         }
@@ -216,71 +245,37 @@ fn readme_extractor_example_is_the_test_that_runs() {
 /// run against its own engine: orders in with kcat, checked orders out.
 #[test]
 fn readme_async_example_runs_verbatim() {
-    let engine = engine();
     let source = section_block(&crate_dir().join("README.md"), "### Async operators", "rust");
-    let (dir, bin) = build_program(
-        "check_orders",
-        &source,
-        ", features = [\"tokio\"]",
-        "tokio = { version = \"1\", features = [\"time\"] }\n",
-    );
-    let tmp = dir.join("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    let mut child = Killed(
-        Command::new(bin)
-            .env("POLYSTREAMS_ENGINE", &engine)
-            .env_remove("POLYSTREAMS_URL")
-            .env("TMPDIR", &tmp)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .expect("the async example starts"),
-    );
-    let stderr = BufReader::new(child.0.stderr.take().unwrap());
-    let mut seen = String::new();
-    let mut lines = stderr.lines().map_while(|l| l.ok());
-    let (broker, topic) = loop {
-        let line = lines.next().unwrap_or_else(|| panic!("the example never printed the broker's address:\n{seen}"));
-        seen.push_str(&line);
-        seen.push('\n');
-        if let Some(rest) = line.strip_prefix("polystreams: embedded Kafka broker at ") {
-            let broker = rest.split_whitespace().next().unwrap().to_owned();
-            break (broker, line.rsplit(" -t ").next().unwrap().trim().to_owned());
-        }
-    };
-    std::thread::spawn(move || lines.for_each(drop)); // keep draining its stderr
-    assert_eq!(topic, "orders");
-    let mut kcat = Command::new("kcat")
-        .args(["-b", &broker, "-P", "-t", &topic, "-K", "\t", "-z", "none"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("kcat (apt kcat) runs");
-    let mut stdin = kcat.stdin.take().unwrap();
-    for i in 0..5 {
-        writeln!(stdin, "o{i}\torder {i}").unwrap();
-    }
-    drop(stdin);
-    assert!(kcat.wait().unwrap().success(), "kcat produced to {topic}");
+    let p = Program::start("check_orders", &source, TOKIO_FEATURE, TOKIO_DEP, "orders");
+    p.produce("orders", &(0..5).map(|i| format!("o{i}\torder {i}")).collect::<Vec<_>>(), true);
     let want: BTreeMap<String, String> = (0..5).map(|i| (format!("o{i}"), format!("order {i} checked"))).collect();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let got = loop {
-        let out = Command::new("kcat")
-            .args(["-b", &broker, "-C", "-t", "checked-orders", "-o", "beginning", "-e", "-q", "-f", "%k\t%s\n"])
-            .stderr(Stdio::null())
-            .output()
-            .expect("kcat runs");
-        let got: BTreeMap<String, String> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| l.split_once('\t'))
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect();
-        if got == want || Instant::now() > deadline {
-            break got;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let got = last_per_key(&p.consume("checked-orders", false, |rows| last_per_key(rows) == want));
     assert_eq!(got, want, "the async example's checked orders");
+}
+
+/// The feature and the dependency of the examples that use tokio.
+const TOKIO_FEATURE: &str = ", features = [\"tokio\"]";
+const TOKIO_DEP: &str = "tokio = { version = \"1\", features = [\"time\"] }\n";
+
+/// The README's async processor example: each user's orders numbered in
+/// order, the count read and written around an await.
+#[test]
+fn readme_async_processor_example_runs_verbatim() {
+    let source = section_block(&crate_dir().join("README.md"), "#### Async processors", "rust");
+    let p = Program::start("number_orders", &source, TOKIO_FEATURE, TOKIO_DEP, "orders");
+    let orders = [("u1", "book"), ("u2", "pen"), ("u1", "lamp"), ("u1", "desk")];
+    p.produce("orders", &orders.iter().map(|(u, o)| format!("{u}\t{o}")).collect::<Vec<_>>(), true);
+    let got = p.consume("numbered-orders", false, |rows| rows.len() >= orders.len());
+    let want: Vec<(String, String)> = [("u1", "book #1"), ("u2", "pen #1"), ("u1", "lamp #2"), ("u1", "desk #3")]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    let per_user = |rows: &[(String, String)], u: &str| -> Vec<String> {
+        rows.iter().filter(|(k, _)| k == u).map(|(_, v)| v.clone()).collect()
+    };
+    for u in ["u1", "u2"] {
+        assert_eq!(per_user(&got, u), per_user(&want, u), "the async processor example's numbered orders of {u}");
+    }
 }
 
 /// The README's processor example (a click counter with a wall-clock
@@ -289,77 +284,18 @@ fn readme_async_example_runs_verbatim() {
 /// (each punctuation's since the last) add up to the clicks per page.
 #[test]
 fn readme_processor_example_runs_verbatim() {
-    let engine = engine();
     let source = section_block(&crate_dir().join("README.md"), "### Processors", "rust");
-    let (dir, bin) = build_program("click_counter", &source, "", "");
-    let tmp = dir.join("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    let mut child = Killed(
-        Command::new(bin)
-            .env("POLYSTREAMS_ENGINE", &engine)
-            .env_remove("POLYSTREAMS_URL")
-            .env("TMPDIR", &tmp)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .expect("the processor example starts"),
-    );
-    let stderr = BufReader::new(child.0.stderr.take().unwrap());
-    let mut seen = String::new();
-    let mut lines = stderr.lines().map_while(|l| l.ok());
-    let (broker, topic) = loop {
-        let line = lines.next().unwrap_or_else(|| panic!("the example never printed the broker's address:\n{seen}"));
-        seen.push_str(&line);
-        seen.push('\n');
-        if let Some(rest) = line.strip_prefix("polystreams: embedded Kafka broker at ") {
-            let broker = rest.split_whitespace().next().unwrap().to_owned();
-            break (broker, line.rsplit(" -t ").next().unwrap().trim().to_owned());
-        }
-    };
-    std::thread::spawn(move || lines.for_each(drop)); // keep draining its stderr
-    assert_eq!(topic, "clicks");
-    let mut kcat = Command::new("kcat")
-        .args(["-b", &broker, "-P", "-t", &topic, "-K", "\t", "-z", "none"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("kcat (apt kcat) runs");
-    let mut stdin = kcat.stdin.take().unwrap();
-    for (user, page) in [("u1", "home"), ("u2", "home"), ("u1", "about"), ("u3", "home")] {
-        writeln!(stdin, "{user}\t{page}").unwrap();
-    }
-    drop(stdin);
-    assert!(kcat.wait().unwrap().success(), "kcat produced to {topic}");
+    let p = Program::start("click_counter", &source, "", "", "clicks");
+    let clicks = [("u1", "home"), ("u2", "home"), ("u1", "about"), ("u3", "home")];
+    p.produce("clicks", &clicks.iter().map(|(u, page)| format!("{u}\t{page}")).collect::<Vec<_>>(), true);
     let want: BTreeMap<String, i64> = [("about".to_owned(), 1), ("home".to_owned(), 3)].into();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let got = loop {
-        let out = Command::new("kcat")
-            .args([
-                "-b",
-                &broker,
-                "-C",
-                "-t",
-                "click-counts",
-                "-o",
-                "beginning",
-                "-e",
-                "-q",
-                "-s",
-                "value=q",
-                "-f",
-                "%k\t%s\n",
-            ])
-            .stderr(Stdio::null())
-            .output()
-            .expect("kcat runs");
+    let summed = |rows: &[(String, String)]| {
         let mut got = BTreeMap::new();
-        for (k, v) in String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.split_once('\t')) {
-            *got.entry(k.to_owned()).or_insert(0) += v.trim().parse::<i64>().unwrap_or(-1000);
+        for (k, v) in rows {
+            *got.entry(k.clone()).or_insert(0) += v.parse::<i64>().unwrap_or(-1000);
         }
-        if got == want || Instant::now() > deadline {
-            break got;
-        }
-        std::thread::sleep(Duration::from_millis(200));
+        got
     };
+    let got = summed(&p.consume("click-counts", true, |rows| summed(rows) == want));
     assert_eq!(got, want, "the processor example's counts, summed over its punctuations");
 }

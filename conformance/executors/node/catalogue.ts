@@ -281,12 +281,13 @@ export function processor(ref: FnRef, stores: readonly string[] = []): () => Pro
         };
       };
     case "sweep_every":
+    case "sweep_wall_clock":
       return () => {
         let store: ProcessorKeyValueStore<unknown, bigint>;
         return {
           init(c: Ctx) {
             store = storeOf(c);
-            c.schedule(ms(), "stream_time", async (t) => {
+            c.schedule(ms(), name === "sweep_every" ? "stream_time" : "wall_clock_time", async (t) => {
               for await (const [k, v] of store.all()) {
                 c.forward(new KRecord(k, v, t));
                 store.delete(k);

@@ -299,11 +299,12 @@ class _Restamp(Processor):
 class _SweepEvery(Processor):
     store_name = ""
     interval = 0
+    punctuation = PunctuationType.STREAM_TIME
 
     def init(self, context: ProcessorContext) -> None:
         self.ctx = context
         self.store = context.get_state_store(self.store_name)
-        context.schedule(self.interval, PunctuationType.STREAM_TIME, self.sweep)
+        context.schedule(self.interval, self.punctuation, self.sweep)
 
     def process(self, record: Record[Any, Any]) -> None:
         self.store.put(record.key, (self.store.get(record.key) or 0) + 1)
@@ -397,6 +398,12 @@ def processor(ref: Any, stores: list[str] | None = None) -> type[Processor]:
         return _Restamp
     if name == "sweep_every":
         return type("sweep_every", (_SweepEvery,), {"store_name": store, "interval": int(a)})
+    if name == "sweep_wall_clock":
+        return type(
+            "sweep_wall_clock",
+            (_SweepEvery,),
+            {"store_name": store, "interval": int(a), "punctuation": PunctuationType.WALL_CLOCK_TIME},
+        )
     if name == "tick_every":
         return type("tick_every", (_TickEvery,), {"interval": int(a)})
     if name == "forward_then_fail":

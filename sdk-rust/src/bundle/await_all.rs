@@ -12,6 +12,8 @@
 //! a current-thread tokio runtime of the host thread instead (its I/O and
 //! time drivers enabled), with the same outcomes.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
@@ -57,14 +59,34 @@ pub(crate) fn run<T: 'static>(
     return here(futures, deadline);
 }
 
+/// A future of an outcome that may borrow for `'a` (a bundle's are `'static`).
+type Outcome<'a, T> = Pin<Box<dyn Future<Output = Result<T, String>> + 'a>>;
+
+/// Runs one future, which may borrow (an async processor's, holding its
+/// processor and context), to its outcome or the deadline, on the same
+/// executor as [`run`]: Some(Ok) / Some(Err) as it answered, Some(Err) with a
+/// panic's message, None when still pending at the deadline (dropped).
+pub(crate) fn block_on<'a, T>(future: Outcome<'a, T>, deadline: Instant) -> Option<Result<T, String>> {
+    #[cfg(feature = "tokio")]
+    if tokio::runtime::Handle::try_current().is_err() {
+        return RUNTIME.with(|rt| {
+            let until = tokio::time::Instant::from_std(deadline);
+            // The timer is made inside the runtime (timeout_at needs its context).
+            let bounded = async move { tokio::time::timeout_at(until, Guarded(future)).await };
+            tokio::task::LocalSet::new().block_on(rt, bounded).ok()
+        });
+    }
+    here(vec![future], deadline).pop().flatten()
+}
+
 /// [`run`] on this thread, parking it while no future is woken.
 #[cfg_attr(feature = "tokio", allow(dead_code))]
-fn here<T>(futures: Vec<LocalFuture<Result<T, String>>>, deadline: Instant) -> Vec<Option<Result<T, String>>> {
+fn here<'a, T>(futures: Vec<Outcome<'a, T>>, deadline: Instant) -> Vec<Option<Result<T, String>>> {
     let n = futures.len();
     let ready = Arc::new(Ready { woken: Mutex::new((0..n).collect()), thread: thread::current() });
     let wakers: Vec<Waker> =
         (0..n).map(|index| Waker::from(Arc::new(FutureWaker { index, ready: ready.clone() }))).collect();
-    let mut pending: Vec<Option<LocalFuture<Result<T, String>>>> = futures.into_iter().map(Some).collect();
+    let mut pending: Vec<Option<Outcome<'a, T>>> = futures.into_iter().map(Some).collect();
     let mut out: Vec<Option<Result<T, String>>> = (0..n).map(|_| None).collect();
     let mut left = n;
     while left > 0 {
@@ -95,6 +117,15 @@ fn here<T>(futures: Vec<LocalFuture<Result<T, String>>>, deadline: Instant) -> V
     out
 }
 
+#[cfg(feature = "tokio")]
+thread_local! {
+    /// The host thread's runtime for async functions (feature "tokio").
+    static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("polystreams: a tokio runtime for async functions");
+}
+
 /// [`run`] on a tokio runtime: each future a task of a LocalSet (they need
 /// not be Send), bounded by the deadline, awaited in order. On a thread
 /// already in a runtime's context (`app.run()` from async code, through
@@ -108,12 +139,6 @@ fn on_tokio<T: 'static>(
 ) -> Vec<Option<Result<T, String>>> {
     if tokio::runtime::Handle::try_current().is_ok() {
         return here(futures, deadline);
-    }
-    thread_local! {
-        static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("polystreams: a tokio runtime for async functions");
     }
     RUNTIME.with(|rt| {
         let local = tokio::task::LocalSet::new();
@@ -138,10 +163,10 @@ fn on_tokio<T: 'static>(
 
 /// A future whose panics are its record's failure (the message as guarded gives it).
 #[cfg(feature = "tokio")]
-struct Guarded<T>(LocalFuture<Result<T, String>>);
+struct Guarded<'a, T>(Outcome<'a, T>);
 
 #[cfg(feature = "tokio")]
-impl<T> std::future::Future for Guarded<T> {
+impl<T> Future for Guarded<'_, T> {
     type Output = Result<T, String>;
     fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match guarded(|| self.0.as_mut().poll(cx)) {
@@ -154,8 +179,6 @@ impl<T> std::future::Future for Guarded<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::future::Future;
-    use std::pin::Pin;
     use std::time::Duration;
 
     /// Pending until `n` of its kind have been polled once: finishes only
@@ -234,6 +257,39 @@ mod tests {
         assert!(matches!(&out[5], Some(Err(m)) if m.contains("boom on tokio")), "{:?}", out[5]);
         assert_eq!(out[6], None);
         assert_eq!(*finished.lock().unwrap(), vec![4, 3, 2, 1, 0]);
+    }
+
+    #[test]
+    fn block_on_runs_a_borrowing_future_to_its_outcome_or_the_deadline() {
+        let mut seen = Vec::new();
+        let out = block_on(
+            Box::pin(async {
+                seen.push(1); // borrows from this frame
+                Ok(seen.len())
+            }),
+            Instant::now() + Duration::from_secs(10),
+        );
+        assert_eq!(out, Some(Ok(1)));
+        let panicked =
+            block_on::<()>(Box::pin(async { panic!("boom in block_on") }), Instant::now() + Duration::from_secs(10));
+        assert!(matches!(&panicked, Some(Err(m)) if m.contains("boom in block_on")), "{panicked:?}");
+        let state = Arc::new(Mutex::new((0, Vec::new())));
+        let pending =
+            block_on(Box::pin(Barrier { state, n: 2, counted: false }), Instant::now() + Duration::from_millis(50));
+        assert_eq!(pending, None);
+    }
+
+    #[cfg(feature = "tokio")]
+    #[test]
+    fn block_on_runs_on_tokio_with_its_timers() {
+        let out = block_on(
+            Box::pin(async {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                Ok(7)
+            }),
+            Instant::now() + Duration::from_secs(10),
+        );
+        assert_eq!(out, Some(Ok(7)));
     }
 
     #[cfg(feature = "tokio")]

@@ -23,7 +23,7 @@ use std::any::{Any, TypeId};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{Headers, ProcessorResult, PunctuationType, RecordMetadata};
 use crate::calls::{column, guarded};
@@ -46,6 +46,8 @@ pub(crate) struct Input<'a> {
     pub(crate) value_serde: &'a str,
     pub(crate) timestamp: i64,
     pub(crate) headers: Headers,
+    /// The bound of the bundle's async work (an async processor's futures).
+    pub(crate) deadline: Instant,
 }
 
 /// A processor behind its typed wrapper.
@@ -608,6 +610,7 @@ impl Host {
             self.entry(b, e, &supplier, &mut inst, index, &mut failures);
             index += 1;
         }
+        let deadline = Instant::now() + crate::bundle::ASYNC_TIMEOUT;
         for i in 0..n {
             let ts = b.timestamps.get(i).copied().unwrap_or(0).max(0);
             let h = headers[i].clone();
@@ -639,6 +642,7 @@ impl Host {
                     value_serde: &value_serde,
                     timestamp: ts,
                     headers: h,
+                    deadline,
                 };
                 let core = p.core.clone();
                 match guarded(|| p.processor.process(&core, input)) {

@@ -554,7 +554,8 @@ enum Catalogue {
     CountPerKey(String),
     ForwardTo(String),
     Restamp,
-    SweepEvery(String, u64),
+    /// sweep_every / sweep_wall_clock: the store, the interval, and how it is timed.
+    SweepEvery(String, u64, PunctuationType),
     TickEvery(u64),
     ForwardThenFail(String),
 }
@@ -569,7 +570,8 @@ impl Catalogue {
             "count_per_key" => Catalogue::CountPerKey(store),
             "forward_to" => Catalogue::ForwardTo(f.arg.clone()),
             "restamp" => Catalogue::Restamp,
-            "sweep_every" => Catalogue::SweepEvery(store, ms()?),
+            "sweep_every" => Catalogue::SweepEvery(store, ms()?, PunctuationType::StreamTime),
+            "sweep_wall_clock" => Catalogue::SweepEvery(store, ms()?, PunctuationType::WallClockTime),
             "tick_every" => Catalogue::TickEvery(ms()?),
             "forward_then_fail" => Catalogue::ForwardThenFail(f.arg.clone()),
             _ => return Err(unknown(f, "processor")),
@@ -583,7 +585,7 @@ impl Catalogue {
     }
 
     fn sweep(&mut self, ctx: &mut ProcessorContext<V, V>, t: i64) -> ProcessorResult {
-        let Catalogue::SweepEvery(name, _) = self else { return Ok(()) };
+        let Catalogue::SweepEvery(name, ..) = self else { return Ok(()) };
         let store: KeyValueStore<V, V> = ctx.get_state_store(name)?;
         for (k, v) in store.all()? {
             ctx.forward(Record::new(k.clone(), v, t))?;
@@ -596,8 +598,8 @@ impl Catalogue {
 impl Processor<V, V, V, V> for Catalogue {
     fn init(&mut self, ctx: &mut ProcessorContext<V, V>) -> ProcessorResult {
         match self {
-            Catalogue::SweepEvery(_, ms) => {
-                ctx.schedule(Duration::from_millis(*ms), PunctuationType::StreamTime, Catalogue::sweep)?;
+            Catalogue::SweepEvery(_, ms, typ) => {
+                ctx.schedule(Duration::from_millis(*ms), *typ, Catalogue::sweep)?;
             }
             Catalogue::TickEvery(ms) => {
                 ctx.schedule(
@@ -624,7 +626,7 @@ impl Processor<V, V, V, V> for Catalogue {
                 let (ts, h) = (r.timestamp + 1000, Catalogue::restamped(&r.headers));
                 ctx.forward(r.with_timestamp(ts).with_headers(h))?;
             }
-            Catalogue::SweepEvery(name, _) => {
+            Catalogue::SweepEvery(name, ..) => {
                 let store: KeyValueStore<V, V> = ctx.get_state_store(name)?;
                 let n = store.get(&r.key)?.and_then(|v| v.as_i64()).unwrap_or(0) + 1;
                 store.put(&r.key, &Value::Long(n))?;

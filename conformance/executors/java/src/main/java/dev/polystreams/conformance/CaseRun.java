@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.Base64;
 import java.util.Comparator;
@@ -133,6 +134,10 @@ final class CaseRun {
     Map<String, Long> offsets = new HashMap<>();
     Base64.Decoder b64 = Base64.getDecoder();
     for (JsonNode r : item.path("inputs")) {
+      if (r.has("advance_wall_clock_ms")) {
+        driver.advanceWallClockTime(Duration.ofMillis(r.get("advance_wall_clock_ms").asLong()));
+        continue;
+      }
       String topic = r.get("topic").asText();
       TestInputTopic<byte[], byte[]> in = topics.computeIfAbsent(topic, t -> driver.createInputTopic(t, new ByteArraySerializer(), new ByteArraySerializer()));
       byte[] key = r.hasNonNull("key") ? b64.decode(r.get("key").asText()) : null;

@@ -60,7 +60,9 @@ final class Processors {
           }
         };
       case "sweep_every":
-        return () -> new SweepEvery(store, Long.parseLong(arg));
+        return () -> new SweepEvery(store, Long.parseLong(arg), PunctuationType.STREAM_TIME);
+      case "sweep_wall_clock":
+        return () -> new SweepEvery(store, Long.parseLong(arg), PunctuationType.WALL_CLOCK_TIME);
       case "versioned_history":
         return () -> new VersionedHistory(store);
       case "forward_then_fail":
@@ -134,7 +136,8 @@ final class Processors {
   }
 
   /**
-   * Counts per key with no forward; every interval of stream time forwards
+   * Counts per key with no forward; every interval of stream time (sweep_every)
+   * or wall-clock time (sweep_wall_clock) forwards
    * each entry (key, count) at the punctuation's time, then deletes it.
    */
   static final class SweepEvery implements Processor<Object, Object, Object, Object> {
@@ -143,16 +146,19 @@ final class Processors {
     private ProcessorContext<Object, Object> ctx;
     private KeyValueStore<Object, Object> kv;
 
-    SweepEvery(String store, long interval) {
+    private final PunctuationType type;
+
+    SweepEvery(String store, long interval, PunctuationType type) {
       this.store = store;
       this.interval = interval;
+      this.type = type;
     }
 
     @Override
     public void init(ProcessorContext<Object, Object> context) {
       ctx = context;
       kv = context.getStateStore(store);
-      context.schedule(Duration.ofMillis(interval), PunctuationType.STREAM_TIME, this::sweep);
+      context.schedule(Duration.ofMillis(interval), type, this::sweep);
     }
 
     private void sweep(long ts) {
