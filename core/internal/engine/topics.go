@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,44 +24,7 @@ import (
 // sub-topology. It returns the topics written by partition: changelogs and
 // foreign-key joins' response topics.
 func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
-	type srcInfo struct {
-		topic    string
-		internal bool
-	}
-	subSources := map[int][]srcInfo{}
-	writerOf := map[string]int{} // internal topic -> sub-topology writing it
-	fixed := map[string]int32{}  // repartition topic -> Repartitioned's partition count
-	// follow: a foreign-key join's internal topic -> the sub-topology
-	// reading it, whose other sources' partition count it takes
-	// (copartitionSources); byPartition: its response topics, written to
-	// the partition each record names.
-	follow := map[string]int{}
-	var byPartition []string
-	var user []string
-	for _, sub := range a.topo.Subtopologies {
-		for _, n := range sub.Nodes {
-			if n.Topic != "" && n.Internal {
-				writerOf[n.Topic] = sub.ID
-				if n.Partitions > 0 {
-					fixed[n.Topic] = n.Partitions
-				}
-				if n.Type == topology.Sink && n.FK != nil {
-					byPartition = append(byPartition, n.Topic)
-				}
-			}
-		}
-		for _, src := range sub.Sources {
-			for _, t := range src.Topics {
-				if src.Copartitioned {
-					follow[t] = sub.ID
-				}
-				subSources[sub.ID] = append(subSources[sub.ID], srcInfo{t, src.Internal})
-				if !src.Internal {
-					user = append(user, t)
-				}
-			}
-		}
-	}
+	g := readTopics(a.topo)
 	if err := a.ensureDeadLetterTopic(ctx); err != nil {
 		return nil, err
 	}
@@ -68,35 +33,111 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 			return nil, err
 		}
 	}
-	userParts := map[string]int32{}
-	if len(user) > 0 {
-		details, err := a.listExisting(ctx, user)
-		if err != nil {
-			return nil, fmt.Errorf("engine: reading metadata of source topics: %w", err)
-		}
-		var missing []string
-		for _, t := range user {
-			d, ok := details[t]
-			if !ok || d.Err != nil || len(d.Partitions) == 0 {
-				missing = append(missing, fmt.Sprintf("%q", t))
-				continue
+	userParts, err := a.sourcePartitions(ctx, g.user)
+	if err != nil {
+		return nil, err
+	}
+	internalJoins, err := g.copartition(a.topo, userParts)
+	if err != nil {
+		return nil, err
+	}
+	subParts := g.resolvePartitions(userParts, len(a.topo.Subtopologies))
+	want, configs, changelogs := a.internalTopics(g, subParts, internalJoins)
+	if len(want) == 0 {
+		return changelogs, nil
+	}
+	if err := a.createInternalTopics(ctx, want, configs); err != nil {
+		return nil, err
+	}
+	return changelogs, nil
+}
+
+// topicGraph is which sub-topology reads and writes which topic.
+type topicGraph struct {
+	subSources map[int][]srcInfo
+	writerOf   map[string]int   // internal topic -> sub-topology writing it
+	fixed      map[string]int32 // repartition topic -> Repartitioned's partition count
+	// follow: a foreign-key join's internal topic -> the sub-topology
+	// reading it, whose other sources' partition count it takes
+	// (copartitionSources); byPartition: its response topics, written to
+	// the partition each record names.
+	follow      map[string]int
+	byPartition []string
+	user        []string // the source topics that are not internal
+}
+
+type srcInfo struct {
+	topic    string
+	internal bool
+}
+
+// readTopics reads the topic graph of topo.
+func readTopics(topo *topology.Topology) *topicGraph {
+	g := &topicGraph{subSources: map[int][]srcInfo{}, writerOf: map[string]int{}, fixed: map[string]int32{}, follow: map[string]int{}}
+	for _, sub := range topo.Subtopologies {
+		for _, n := range sub.Nodes {
+			if n.Topic != "" && n.Internal {
+				g.writerOf[n.Topic] = sub.ID
+				if n.Partitions > 0 {
+					g.fixed[n.Topic] = n.Partitions
+				}
+				if n.Type == topology.Sink && n.FK != nil {
+					g.byPartition = append(g.byPartition, n.Topic)
+				}
 			}
-			userParts[t] = int32(len(d.Partitions))
 		}
-		if len(missing) > 0 {
-			sort.Strings(missing)
-			return nil, fmt.Errorf("engine: source topic %s does not exist (Kafka Streams' MissingSourceTopicException); create it first", strings.Join(missing, ", "))
+		for _, src := range sub.Sources {
+			for _, t := range src.Topics {
+				if src.Copartitioned {
+					g.follow[t] = sub.ID
+				}
+				g.subSources[sub.ID] = append(g.subSources[sub.ID], srcInfo{t, src.Internal})
+				if !src.Internal {
+					g.user = append(g.user, t)
+				}
+			}
 		}
 	}
-	// internalJoins are join sub-topologies that read only repartition
-	// topics (a join of two key-changed streams): those topics all take
-	// the largest count of their writers, so that they are co-partitioned
-	// (Kafka Streams' CopartitionedTopicsEnforcer).
-	var internalJoins []int
-	// A join's sub-topology joins partition p of the stream with partition
-	// p of the table: its user topics must have one partition count
-	// (Kafka Streams' co-partitioning), which its repartition topics take.
-	for _, sub := range a.topo.Subtopologies {
+	return g
+}
+
+// sourcePartitions answers the partition count of each user source topic;
+// a missing one fails (Kafka Streams' MissingSourceTopicException).
+func (a *App) sourcePartitions(ctx context.Context, user []string) (map[string]int32, error) {
+	userParts := map[string]int32{}
+	if len(user) == 0 {
+		return userParts, nil
+	}
+	details, err := a.listExisting(ctx, user)
+	if err != nil {
+		return nil, fmt.Errorf("engine: reading metadata of source topics: %w", err)
+	}
+	var missing []string
+	for _, t := range user {
+		d, ok := details[t]
+		if !ok || d.Err != nil || len(d.Partitions) == 0 {
+			missing = append(missing, fmt.Sprintf("%q", t))
+			continue
+		}
+		userParts[t] = int32(len(d.Partitions))
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return nil, fmt.Errorf("engine: source topic %s does not exist (Kafka Streams' MissingSourceTopicException); create it first", strings.Join(missing, ", "))
+	}
+	return userParts, nil
+}
+
+// copartition checks and fixes the partition counts of joins. A join's
+// sub-topology joins partition p of the stream with partition p of the
+// table: its user topics must have one partition count (Kafka Streams'
+// co-partitioning), which its repartition topics take. It answers the
+// join sub-topologies that read only repartition topics (a join of two
+// key-changed streams): those topics all take the largest count of their
+// writers, so that they are co-partitioned (Kafka Streams'
+// CopartitionedTopicsEnforcer).
+func (g *topicGraph) copartition(topo *topology.Topology, userParts map[string]int32) (internalJoins []int, err error) {
+	for _, sub := range topo.Subtopologies {
 		var join *topology.Node
 		for _, n := range sub.Nodes {
 			if n.Op == topology.OpJoin || n.Op == topology.OpLeftJoin || n.Op == topology.OpStreamJoin || n.Op == topology.OpTableMerge {
@@ -107,7 +148,7 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 			continue
 		}
 		var first string
-		for _, src := range subSources[sub.ID] {
+		for _, src := range g.subSources[sub.ID] {
 			switch {
 			case src.internal:
 			case first == "":
@@ -121,30 +162,36 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 					join.Name, first, userParts[first], src.topic, userParts[src.topic], hint)
 			}
 		}
-		for _, src := range subSources[sub.ID] {
-			if src.internal && first != "" && fixed[src.topic] == 0 {
-				fixed[src.topic] = userParts[first]
+		for _, src := range g.subSources[sub.ID] {
+			if src.internal && first != "" && g.fixed[src.topic] == 0 {
+				g.fixed[src.topic] = userParts[first]
 			}
 		}
 		if first == "" {
 			internalJoins = append(internalJoins, sub.ID)
 		}
 	}
-	// Partition counts, resolved until nothing changes (a repartition topic
-	// can be read by a sub-topology that writes another one).
+	return internalJoins, nil
+}
+
+// resolvePartitions answers each sub-topology's partition count, resolved
+// until nothing changes (a repartition topic can be read by a sub-topology
+// that writes another one), and fixes the count of the topics that follow
+// their reader's.
+func (g *topicGraph) resolvePartitions(userParts map[string]int32, subs int) map[int]int32 {
 	subParts := map[int]int32{}
-	for range len(a.topo.Subtopologies) + 1 {
+	for range subs + 1 {
 		changed := false
-		for id, srcs := range subSources {
+		for id, srcs := range g.subSources {
 			var n int32
 			for _, s := range srcs {
-				if _, ok := follow[s.topic]; ok {
+				if _, ok := g.follow[s.topic]; ok {
 					continue
 				}
-				if f := fixed[s.topic]; f > 0 {
+				if f := g.fixed[s.topic]; f > 0 {
 					n = max(n, f)
 				} else if s.internal {
-					n = max(n, subParts[writerOf[s.topic]])
+					n = max(n, subParts[g.writerOf[s.topic]])
 				} else {
 					n = max(n, userParts[s.topic])
 				}
@@ -157,28 +204,32 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 			break
 		}
 	}
-	for t, sub := range follow {
-		if fixed[t] == 0 {
-			fixed[t] = subParts[sub]
+	for t, sub := range g.follow {
+		if g.fixed[t] == 0 {
+			g.fixed[t] = subParts[sub]
 		}
 	}
-	want := map[string]int32{}
-	configs := map[string]map[string]*string{}
-	compact, compactDelete, deletePolicy := "compact", "compact,delete", "delete"
-	for t, sub := range writerOf {
+	return subParts
+}
+
+// internalTopics answers the internal topics the application needs (full
+// name -> partitions), their configs, and the topics restored from or
+// written by partition (changelogs and foreign-key response topics).
+func (a *App) internalTopics(g *topicGraph, subParts map[int]int32, internalJoins []int) (want map[string]int32, configs map[string]map[string]*string, changelogs map[string]bool) {
+	want, configs, changelogs = map[string]int32{}, map[string]map[string]*string{}, map[string]bool{}
+	for t, sub := range g.writerOf {
 		want[a.fullTopic(t, true)] = subParts[sub]
-		if f := fixed[t]; f > 0 {
+		if f := g.fixed[t]; f > 0 {
 			want[a.fullTopic(t, true)] = f
 		}
 	}
 	for _, id := range internalJoins {
-		for _, src := range subSources[id] {
-			if fixed[src.topic] == 0 {
+		for _, src := range g.subSources[id] {
+			if g.fixed[src.topic] == 0 {
 				want[a.fullTopic(src.topic, true)] = subParts[id]
 			}
 		}
 	}
-	changelogs := map[string]bool{}
 	for _, sub := range a.topo.Subtopologies {
 		for _, n := range sub.Nodes {
 			for _, s := range n.Stores {
@@ -188,53 +239,61 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 				}
 				t := a.fullTopic(st.ChangelogTopic, true)
 				want[t] = subParts[sub.ID]
-				configs[t] = map[string]*string{"cleanup.policy": &compact}
-				if st.Kind == topology.StoreWindow || st.Kind == topology.StoreSession || st.Kind == topology.StoreJoinWindow {
-					// Kafka Streams' windowed changelogs: compacted and
-					// deleted after the store's retention plus
-					// windowstore.changelog.additional.retention.ms (1 day).
-					retention := strconv.FormatInt(st.Retention+24*time.Hour.Milliseconds(), 10)
-					configs[t]["cleanup.policy"], configs[t]["retention.ms"] = &compactDelete, &retention
-					if st.Kind == topology.StoreJoinWindow {
-						// A join window store keeps duplicates: nothing to
-						// compact (KAFKA-13345, Kafka 3.1).
-						configs[t]["cleanup.policy"] = &deletePolicy
-					}
-				}
-				if st.Kind == topology.StoreVersioned {
-					// Kafka Streams' versioned changelogs
-					// (VersionedChangelogTopicConfig): compacted, but
-					// no version is compacted away while a read may need
-					// it: history retention plus 1 day.
-					lag := strconv.FormatInt(st.Versioned.HistoryRetention+24*time.Hour.Milliseconds(), 10)
-					configs[t]["min.compaction.lag.ms"] = &lag
-				}
-				for k, v := range st.ChangelogConfig {
-					configs[t][k] = &v
-				}
+				configs[t] = changelogConfig(st)
 				changelogs[t] = true
 			}
 		}
 	}
-	for _, t := range byPartition {
+	for _, t := range g.byPartition {
 		changelogs[a.fullTopic(t, true)] = true
 	}
-	if len(want) == 0 {
-		return changelogs, nil
+	return want, configs, changelogs
+}
+
+// changelogConfig is the topic config of st's changelog, as Kafka Streams
+// sets it.
+func changelogConfig(st *topology.Store) map[string]*string {
+	compact, compactDelete, deletePolicy := "compact", "compact,delete", "delete"
+	c := map[string]*string{"cleanup.policy": &compact}
+	if st.Kind == topology.StoreWindow || st.Kind == topology.StoreSession || st.Kind == topology.StoreJoinWindow {
+		// Kafka Streams' windowed changelogs: compacted and deleted after
+		// the store's retention plus
+		// windowstore.changelog.additional.retention.ms (1 day).
+		retention := strconv.FormatInt(st.Retention+24*time.Hour.Milliseconds(), 10)
+		c["cleanup.policy"], c["retention.ms"] = &compactDelete, &retention
+		if st.Kind == topology.StoreJoinWindow {
+			// A join window store keeps duplicates: nothing to compact
+			// (KAFKA-13345, Kafka 3.1).
+			c["cleanup.policy"] = &deletePolicy
+		}
 	}
-	names := make([]string, 0, len(want))
-	for t := range want {
-		names = append(names, t)
+	if st.Kind == topology.StoreVersioned {
+		// Kafka Streams' versioned changelogs
+		// (VersionedChangelogTopicConfig): compacted, but no version is
+		// compacted away while a read may need it: history retention plus
+		// 1 day.
+		lag := strconv.FormatInt(st.Versioned.HistoryRetention+24*time.Hour.Milliseconds(), 10)
+		c["min.compaction.lag.ms"] = &lag
 	}
-	sort.Strings(names)
+	for k, v := range st.ChangelogConfig {
+		c[k] = &v
+	}
+	return c
+}
+
+// createInternalTopics creates the internal topics of want that do not
+// exist (one that exists must have its partition count) and waits, up to
+// 30 s, until metadata shows them all.
+func (a *App) createInternalTopics(ctx context.Context, want map[string]int32, configs map[string]map[string]*string) error {
+	names := slices.Sorted(maps.Keys(want))
 	existing, err := a.adm.ListTopics(ctx, names...)
 	if err != nil {
-		return nil, fmt.Errorf("engine: reading metadata of internal topics: %w", err)
+		return fmt.Errorf("engine: reading metadata of internal topics: %w", err)
 	}
 	for _, t := range names {
 		if d, ok := existing[t]; ok && d.Err == nil && len(d.Partitions) > 0 {
 			if int32(len(d.Partitions)) != want[t] {
-				return nil, fmt.Errorf("engine: internal topic %q has %d partitions, but the topology needs %d", t, len(d.Partitions), want[t])
+				return fmt.Errorf("engine: internal topic %q has %d partitions, but the topology needs %d", t, len(d.Partitions), want[t])
 			}
 			continue
 		}
@@ -243,7 +302,7 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 			err = resp.Err
 		}
 		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-			return nil, fmt.Errorf("engine: creating internal topic %q: %w", t, err)
+			return fmt.Errorf("engine: creating internal topic %q: %w", t, err)
 		}
 		a.log.Info("created internal topic", "topic", t, "partitions", want[t])
 	}
@@ -258,10 +317,10 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 			}
 		}
 		if ready {
-			return changelogs, nil
+			return nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("engine: internal topics %v did not appear in metadata within 30s", names)
+			return fmt.Errorf("engine: internal topics %v did not appear in metadata within 30s", names)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
