@@ -21,8 +21,6 @@
 
 use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -76,8 +74,6 @@ fn mismatch<T>(what: &str) -> String {
 }
 
 type Call = dyn Fn(&mut KeySlot<'_>, AnyBox) -> Result<Out, String> + Send + Sync;
-/// A future of a user function, run on the thread that made it.
-pub(crate) type LocalFuture<T> = Pin<Box<dyn Future<Output = T>>>;
 type AsyncCall = dyn Fn(&mut KeySlot<'_>, AnyBox) -> Result<LocalFuture<Result<Out, String>>, String> + Send + Sync;
 
 /// How a step calls its function: at once, or through a future.
@@ -155,16 +151,13 @@ pub(crate) enum Func {
     /// A processor supplier (Processor API).
     Processor(Arc<dyn crate::processor::Supplier>),
     /// A source's timestamp extractor (OPERATION_EXTRACT_TIMESTAMP).
-    Extract(Arc<crate::extract::ExtractFn>),
+    Extract(Arc<ExtractFn>),
 }
 
-pub(crate) use crate::calls::{column, guarded};
+/// Runs one extractor bundle.
+pub(crate) type ExtractFn = dyn Fn(&pb::Bundle) -> pb::BundleResult + Send + Sync;
 
-/// How long the futures of one bundle's async functions may take together:
-/// then those still pending are dropped and fail their records, naming the
-/// function, before the engine's 30 s host timeout hands the bundle to
-/// another worker.
-pub const ASYNC_TIMEOUT: Duration = Duration::from_secs(20);
+pub(crate) use crate::calls::{column, guarded};
 
 /// Runs bundles with the functions registered under their tokens. Safe for
 /// concurrent use: each bundle's futures run on the thread processing it.
@@ -771,12 +764,12 @@ impl<F: Folder> FoldRun for Fold<F> {
     }
 }
 
-mod await_all;
 mod fold_async;
 mod join;
 pub(crate) mod metadata;
 mod program;
-pub(crate) use await_all::block_on;
+use crate::await_all;
+pub(crate) use crate::await_all::{LocalFuture, ASYNC_TIMEOUT};
 pub(crate) use fold_async::AsyncFold;
 pub(crate) use join::{JoinRun, ValueJoiner};
 #[cfg(test)]

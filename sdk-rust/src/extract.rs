@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use crate::bundle::{column, fail_all, guarded};
+use crate::bundle::{column, fail_all, guarded, ExtractFn};
 use crate::pb;
 use crate::processor::host::read_headers;
 use crate::processor::RecordMetadata;
@@ -42,9 +42,6 @@ impl TimestampExtractor {
         }
     }
 }
-
-/// Runs one extractor bundle.
-pub(crate) type ExtractFn = dyn Fn(&pb::Bundle) -> pb::BundleResult + Send + Sync;
 
 /// The bundle runner of `f`, a typed extractor: record i's partition time is
 /// the bundle's for record 0, then the largest non-negative timestamp

@@ -25,6 +25,7 @@
 
 mod app;
 mod asynchronous;
+mod await_all;
 mod branch;
 mod bundle;
 mod calls;
@@ -63,8 +64,8 @@ pub use app::{
     is_secret, App, AppBuilder, BrokerOutage, Config, HostHealth, ProcessingGuarantee, ProductionExceptionHandler,
     RestoreProgress, State, Topics,
 };
+pub use await_all::ASYNC_TIMEOUT;
 pub use branch::{BranchedKStream, Repartitioned};
-pub use bundle::ASYNC_TIMEOUT;
 pub use cogroup::{CogroupWindows, CogroupedKStream, SessionWindowedCogroupedKStream, TimeWindowedCogroupedKStream};
 pub use dsl::{GlobalKTable, Joiner, KGroupedStream, KGroupedTable, KStream, KTable};
 pub use engine::find_engine;

@@ -559,14 +559,14 @@ where
     fn process(p: &mut P, core: &Arc<Core>, r: Record<KIn, VIn>, deadline: Instant) -> ProcessorResult {
         let mut ctx = ProcessorContext::new(core.clone());
         let future = p.process(&mut ctx, r);
-        match crate::bundle::block_on(Box::pin(async move { Ok(future.await) }), deadline) {
+        match crate::await_all::block_on(Box::pin(async move { Ok(future.await) }), deadline) {
             Some(Ok(answer)) => answer,
             Some(Err(panic)) => Err(panic.into()),
             None => Err(format!(
                 "TimeoutError: process of node {} in task {} did not finish within {} s (cancelled)",
                 core.node,
                 core.task,
-                crate::bundle::ASYNC_TIMEOUT.as_secs()
+                crate::await_all::ASYNC_TIMEOUT.as_secs()
             )
             .into()),
         }

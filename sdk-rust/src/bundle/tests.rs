@@ -566,6 +566,7 @@ mod async_steps {
         predicate_step_async,
     };
     use std::future::Future;
+    use std::pin::Pin;
     use std::sync::Mutex;
     use std::task::{Context, Poll, Waker};
 

@@ -610,7 +610,7 @@ impl Host {
             self.entry(b, e, &supplier, &mut inst, index, &mut failures);
             index += 1;
         }
-        let deadline = Instant::now() + crate::bundle::ASYNC_TIMEOUT;
+        let deadline = Instant::now() + crate::await_all::ASYNC_TIMEOUT;
         for i in 0..n {
             let ts = b.timestamps.get(i).copied().unwrap_or(0).max(0);
             let h = headers[i].clone();

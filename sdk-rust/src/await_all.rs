@@ -17,9 +17,18 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use super::{guarded, LocalFuture};
+use crate::calls::guarded;
+
+/// A future of a user function, run on the thread that made it.
+pub(crate) type LocalFuture<T> = Pin<Box<dyn Future<Output = T>>>;
+
+/// How long the futures of one bundle's async functions may take together:
+/// then those still pending are dropped and fail their records, naming the
+/// function, before the engine's 30 s host timeout hands the bundle to
+/// another worker.
+pub const ASYNC_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The futures woken since the executor last looked, and the thread to unpark.
 #[cfg_attr(feature = "tokio", allow(dead_code))]
