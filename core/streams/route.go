@@ -42,5 +42,5 @@ func (s *Stream) ToExtractor(fn TopicNameExtractor, class string, opts ...Option
 		return err
 	}
 	f := topology.Function{Name: class, Native: topology.TopicNameExtractorFunc(fn)}
-	return s.b.b.ToRouted(s.h.ID, "", o.keySerde, o.valueSerde, o.name, topology.Routing{Partitioner: o.partitioner, Extractor: &f})
+	return s.b.b.ToRouted(s.h.ID, "", o.keySerde, o.valueSerde, o.name, topology.Routing{Partitioner: o.partitioner, TopicExtractor: &f})
 }

@@ -37,9 +37,9 @@ type DescribedNode struct {
 	Topics []string `json:"topics,omitempty"`
 	// Topic a sink writes.
 	Topic string `json:"topic,omitempty"`
-	// Extractor: a sink's TopicNameExtractor class, when it names each
+	// TopicExtractor: a sink's TopicNameExtractor class, when it names each
 	// record's topic (Topic is then empty).
-	Extractor string `json:"extractor,omitempty"`
+	TopicExtractor string `json:"topic_extractor,omitempty"`
 	// Stores a processor uses.
 	Stores       []string `json:"stores,omitempty"`
 	Successors   []string `json:"successors,omitempty"`
@@ -71,7 +71,7 @@ func (t *Topology) Description() *Description {
 			case Sink:
 				dn.Type, dn.Topic = TypeSink, n.Topic
 				if n.TopicExtractor != nil {
-					dn.Extractor = n.ExtractorClass()
+					dn.TopicExtractor = n.ExtractorClass()
 				}
 				dn.Predecessors = nameList(l.pred[n])
 			default:
@@ -139,8 +139,8 @@ func (d *Description) Text() string {
 				sb.WriteString("    Source: " + n.Name + " (topics: [" + strings.Join(n.Topics, ", ") + "])")
 				sb.WriteString("\n      --> " + joinNames(n.Successors))
 			case TypeSink:
-				if n.Extractor != "" {
-					sb.WriteString("    Sink: " + n.Name + " (extractor class: " + n.Extractor + ")")
+				if n.TopicExtractor != "" {
+					sb.WriteString("    Sink: " + n.Name + " (extractor class: " + n.TopicExtractor + ")")
 				} else {
 					sb.WriteString("    Sink: " + n.Name + " (topic: " + n.Topic + ")")
 				}
@@ -272,7 +272,7 @@ func parseText(text string) (*Description, error) {
 				break
 			}
 			if name, class, ok := inner(line, "Sink: ", "extractor class: "); ok {
-				node = &DescribedNode{Name: name, Type: TypeSink, Extractor: class}
+				node = &DescribedNode{Name: name, Type: TypeSink, TopicExtractor: class}
 				break
 			}
 			return nil, bad()
@@ -413,8 +413,8 @@ func (d *Description) Dot() string {
 // sinkTopic is what graphs show as a sink's topic: its topic, or its
 // TopicNameExtractor's class.
 func (n *DescribedNode) sinkTopic() string {
-	if n.Extractor != "" {
-		return "extractor class: " + n.Extractor
+	if n.TopicExtractor != "" {
+		return "extractor class: " + n.TopicExtractor
 	}
 	return n.Topic
 }

@@ -31,7 +31,7 @@ var renderCases = []struct {
 	name: "extractor",
 	build: func(c check, b *Builder) {
 		s := c.stream(b, "orders")
-		c.ok(b.ToRouted(s, "", "", "", "", Routing{Extractor: &Function{Token: 9, Name: "byRegion"}, Partitioner: &Function{Token: 10}}))
+		c.ok(b.ToRouted(s, "", "", "", "", Routing{TopicExtractor: &Function{Token: 9, Name: "byRegion"}, Partitioner: &Function{Token: 10}}))
 	},
 }, {
 	// A branching source: describe order differs from forwarding order.

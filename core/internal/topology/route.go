@@ -20,9 +20,9 @@ type Routing struct {
 	// Partitioner: a StreamPartitionerFunc or a host function; nil is
 	// Kafka's default partitioner (murmur2 of the serialized key).
 	Partitioner *Function
-	// Extractor: a TopicNameExtractorFunc or a host function; nil writes
-	// the sink's topic.
-	Extractor *Function
+	// TopicExtractor: a TopicNameExtractorFunc or a host function; nil
+	// writes the sink's topic.
+	TopicExtractor *Function
 }
 
 // ExtractorClass is what describe() prints of a sink's TopicNameExtractor
@@ -35,11 +35,11 @@ const ExtractorClass = "TopicNameExtractor"
 func (b *Builder) ToRouted(input uint64, topic, keySerde, valueSerde, name string, r Routing) error {
 	c := b.begin("to")
 	in := c.input(input, KindStream)
-	if r.Extractor != nil {
+	if r.TopicExtractor != nil {
 		if topic != "" {
 			c.invalid("to: topic %q and a topic name extractor are exclusive", topic)
 		}
-		c.routingFn("topic name extractor", r.Extractor, func(f any) bool { _, ok := f.(TopicNameExtractorFunc); return ok })
+		c.routingFn("topic name extractor", r.TopicExtractor, func(f any) bool { _, ok := f.(TopicNameExtractorFunc); return ok })
 	} else {
 		c.validName("topic", topic)
 	}
@@ -60,7 +60,7 @@ func (b *Builder) ToRouted(input uint64, topic, keySerde, valueSerde, name strin
 		Name: nodeName, Type: Sink, Topic: topic,
 		KeySerde: serde.Carried(serde.Or(keySerde, in.handle.KeySerde)), ValueSerde: serde.Carried(serde.Or(valueSerde, in.handle.ValueSerde)),
 		KeyWire: wire(keySerde), ValueWire: wire(valueSerde),
-		Partitioner: r.Partitioner, TopicExtractor: r.Extractor,
+		Partitioner: r.Partitioner, TopicExtractor: r.TopicExtractor,
 	}
 	b.hang(in, n)
 	return nil

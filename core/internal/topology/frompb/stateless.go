@@ -147,7 +147,7 @@ func (c *call) to(v *pb.ToOp) error {
 	if r.Partitioner, err = c.optFn(v.PartitionerToken); err != nil {
 		return err
 	}
-	if r.Extractor, err = c.optFn(v.TopicExtractorToken); err != nil {
+	if r.TopicExtractor, err = c.optFn(v.TopicExtractorToken); err != nil {
 		return err
 	}
 	return c.b.ToRouted(v.Input, v.Topic, v.KeySerde, v.ValueSerde, v.Name, r)
