@@ -25,7 +25,8 @@ export type Role =
   | "joiner"
   | "mapper_with_key"
   | "flat_with_key"
-  | "flat_map";
+  | "flat_map"
+  | "extractor";
 
 // The catalogue (conformance/README.md defines each function; the runner's
 // catalogue.go is the reference). Functions conformance/catalogue.json
@@ -81,6 +82,18 @@ function field(fn: string, v: unknown, name: string): unknown {
     throw new TypeError(`${fn}: want a JSON object, got ${v === null ? "null" : typeof v}`);
   }
   return (v as Record<string, unknown>)[name] ?? null;
+}
+
+/** The JSON object value's integer field, or fallback for a null value or a missing or null field. */
+function fieldTimestamp(fn: string, v: unknown, name: string, fallback: number): number | bigint {
+  const f = v === null || v === undefined ? null : field(fn, v, name);
+  if (f === null) {
+    return fallback;
+  }
+  if (typeof f === "bigint" || (typeof f === "number" && Number.isSafeInteger(f))) {
+    return f;
+  }
+  throw new TypeError(`${fn}: want an integer field ${name}, got ${typeof f}`);
 }
 
 /** Numbers add as numbers; a long (bigint) on either side makes a bigint. */
@@ -210,6 +223,8 @@ export function fn(ref: FnRef, role: Role): Fn {
       if (!Array.isArray(agg)) throw new TypeError(`append: want a list aggregate, got ${typeof agg}`);
       return [...agg, v];
     },
+    field_timestamp: (_k, v, meta: { timestamp: number }) => fieldTimestamp("field_timestamp", v, a, meta.timestamp),
+    field_or_partition_time: (_k, v, _meta, partitionTime: number) => fieldTimestamp("field_or_partition_time", v, a, partitionTime),
   };
   const f = table[name];
   if (f === undefined) {

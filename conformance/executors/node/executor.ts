@@ -39,6 +39,7 @@ import {
   Suppressed,
   TimeWindowedKStream,
   TimeWindows,
+  type TimestampExtractor,
 } from "../../../sdk-node/src/index.js";
 import { type Fn, type FnRef, fn, processor, transformer } from "./catalogue.js";
 
@@ -46,6 +47,7 @@ import { type Fn, type FnRef, fn, processor, transformer } from "./catalogue.js"
 interface Step {
   op: string;
   timestamp_extractor?: "FailOnInvalidTimestamp" | "LogAndSkipOnInvalidTimestamp" | "UsePartitionTimeOnInvalidTimestamp";
+  timestamp_extractor_fn?: FnRef;
   time_limit_ms?: number;
   buffer?: { max_records?: number; max_bytes?: number; when_full?: "emit_early" | "shut_down" };
   as?: string;
@@ -196,7 +198,12 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
   const key = step.key !== undefined ? { key: step.key } : {};
   const value = step.value !== undefined ? { value: step.value } : {};
   let out: AnyNode | undefined;
-  const extractor = step.timestamp_extractor !== undefined ? { timestampExtractor: step.timestamp_extractor } : {};
+  const extractor =
+    step.timestamp_extractor_fn !== undefined
+      ? { timestampExtractor: fn(step.timestamp_extractor_fn, "extractor") as TimestampExtractor<unknown, unknown> }
+      : step.timestamp_extractor !== undefined
+        ? { timestampExtractor: step.timestamp_extractor }
+        : {};
   if (step.op === "stream") {
     out = app.stream((step.topics ?? []).map((t) => prefix + t), { ...key, ...value, ...named, ...extractor });
   } else if (step.op === "table") {

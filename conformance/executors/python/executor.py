@@ -113,6 +113,17 @@ def _field(fn: str, v: Any, name: str) -> Any:
     return v.get(name)
 
 
+def _field_timestamp(fn: str, v: Any, name: str, fallback: int) -> int:
+    """The JSON object value's integer field, or fallback for a null value
+    or a missing or null field."""
+    f = None if v is None else _field(fn, v, name)
+    if f is None:
+        return fallback
+    if isinstance(f, bool) or not isinstance(f, int):
+        raise TypeError(f"{fn}: want an integer field {name}, got {type(f).__name__}")
+    return f
+
+
 def _words(v: Any) -> list[str]:
     return _s("split_words", v).split()
 
@@ -245,6 +256,8 @@ def function(ref: Any, role: str) -> Fn:
         "sum_field": lambda k, v, agg: agg + _field("sum_field", v, a),
         "subtract_field": lambda k, v, agg: agg - _field("subtract_field", v, a),
         "append": lambda k, v, agg: _append(v, agg),
+        "field_timestamp": lambda k, v, meta, pt: _field_timestamp("field_timestamp", v, a, meta.timestamp),
+        "field_or_partition_time": lambda k, v, meta, pt: _field_timestamp("field_or_partition_time", v, a, pt),
     }
     folds: dict[str, tuple[Fn, Fn]] = {  # name -> (reducer, aggregator)
         "add": (lambda agg, v: agg + v, lambda k, v, agg: agg + v),
@@ -493,6 +506,14 @@ def topic_by_key(prefix: str) -> Callable[[Any, Any, Any], str]:
     return topic_by_key
 
 
+def extractor(step: Mapping[str, Any]) -> Any:
+    """A source step's Consumed.withTimestampExtractor: a built-in
+    extractor's class name, a catalogue extractor, or None."""
+    if "timestamp_extractor_fn" in step:
+        return function(step["timestamp_extractor_fn"], "extractor")
+    return step.get("timestamp_extractor")
+
+
 def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Mapping[str, Any]) -> Any:
     """Performs one builder step on node (the input); returns the result,
     None for a terminal step, or a split's streams by name. labels are the
@@ -505,7 +526,7 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
             key=key,
             value=value,
             name=name,
-            timestamp_extractor=step.get("timestamp_extractor"),
+            timestamp_extractor=extractor(step),
         )
     if op == "table":
         return app.table(
@@ -514,7 +535,7 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
             value=value,
             materialized=materialized(step),
             name=name,
-            timestamp_extractor=step.get("timestamp_extractor"),
+            timestamp_extractor=extractor(step),
         )
     if op == "global_table":
         return app.global_table(prefix + step["topic"], key=key, value=value, materialized=materialized(step), name=name)

@@ -494,6 +494,32 @@ fn initializer(f: &FnRef) -> R<Init> {
     }
 }
 
+/// A timestamp extractor: (value, the record's own timestamp, its
+/// partition's time) -> the record's timestamp.
+type Extract = Arc<dyn Fn(&Value, i64, i64) -> R<i64> + Send + Sync>;
+
+fn timestamp_extractor(f: &FnRef) -> R<Extract> {
+    let a = f.arg.clone();
+    Ok(match f.name.as_str() {
+        "field_timestamp" => Arc::new(move |v, ts, _| field_timestamp("field_timestamp", v, &a, ts)),
+        "field_or_partition_time" => Arc::new(move |v, _, pt| field_timestamp("field_or_partition_time", v, &a, pt)),
+        _ => return Err(unknown(f, "timestamp extractor")),
+    })
+}
+
+/// The JSON object value's integer field, or fallback for a null value or a
+/// missing or null field.
+fn field_timestamp(f: &str, v: &Value, name: &str, fallback: i64) -> R<i64> {
+    if v.is_null() {
+        return Ok(fallback);
+    }
+    let x = field(f, v, name)?;
+    if x.is_null() {
+        return Ok(fallback);
+    }
+    int(&x).ok_or_else(|| format!("{f}: want an integer field {name}, got {}", describe(&x)))
+}
+
 // Building a case.
 
 enum Node {
@@ -1121,11 +1147,21 @@ fn apply(
     match (op, node) {
         ("stream", _) => {
             let o = extractor(step, options(step, true, false))?;
-            return Ok(Some(Node::Stream(app.stream_with(str_list("topics"), o)?)));
+            return Ok(Some(Node::Stream(match extractor_fn(step)? {
+                Some(f) => app.stream_with_extractor(str_list("topics"), o, move |_: &V, v: &V, m, pt| {
+                    ok(f(v, m.timestamp, pt))
+                })?,
+                None => app.stream_with(str_list("topics"), o)?,
+            })));
         }
         ("table", _) => {
             let o = extractor(step, options(step, true, true))?;
-            return Ok(Some(Node::Table(app.table_with(&topic(), o)?)));
+            return Ok(Some(Node::Table(match extractor_fn(step)? {
+                Some(f) => {
+                    app.table_with_extractor(&topic(), o, move |_: &V, v: &V, m, pt| ok(f(v, m.timestamp, pt)))?
+                }
+                None => app.table_with(&topic(), o)?,
+            })));
         }
         ("global_table", _) => {
             return Ok(Some(Node::Global(app.global_table_with(&topic(), options(step, true, true))?)))
@@ -1667,6 +1703,15 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         Err(e) => return Err(Box::new(e)),
     }
     Ok(())
+}
+
+/// A source step's catalogue timestamp extractor (timestamp_extractor_fn),
+/// for App::stream_with_extractor and table_with_extractor.
+fn extractor_fn(step: &Map<String, J>) -> Result<Option<Extract>, BuildError> {
+    match step.get("timestamp_extractor_fn") {
+        Some(r) => Ok(Some(timestamp_extractor(&fn_ref(r))?)),
+        None => Ok(None),
+    }
 }
 
 /// A source step's Consumed.withTimestampExtractor: a built-in extractor by class name.
