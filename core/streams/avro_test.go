@@ -18,7 +18,7 @@ import (
 )
 
 // The Schema Registry tests here run against franz-go's in-process
-// registry (srfake); tools/schema-registry's test runs the same serdes
+// registry (srfake); tools/schema-registry's test (of core/cmd/schema-registry) runs the same serdes
 // against a real registry server and confluent-kafka's serializers.
 
 const orderSchema = `{"type":"record","name":"Order","namespace":"shop","fields":[
