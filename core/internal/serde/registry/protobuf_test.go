@@ -266,36 +266,7 @@ func TestProtobufErrors(t *testing.T) {
 // the JSON the host gets) and encode (the host's JSON to the wire
 // format), with the schema cached, on the record BenchmarkAvro uses.
 func BenchmarkProtobuf(b *testing.B) {
-	reg := srfake.New()
-	defer reg.Close()
-	s := newSerdes(b, reg)
-	ctx := context.Background()
-	name := serde.ProtobufWith(orderProto)
-	wire, err := s.Encode(ctx, nil, name, "orders", false, []byte(orderProtoJSON))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Run("decode", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(wire)))
-		var dst []byte
-		for b.Loop() {
-			if dst, err = s.Decode(ctx, dst[:0], serde.Protobuf, "orders", false, wire); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("encode", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(orderProtoJSON)))
-		js := []byte(orderProtoJSON)
-		var dst []byte
-		for b.Loop() {
-			if dst, err = s.Encode(ctx, dst[:0], name, "orders", false, js); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	wire := benchSerde(b, serde.ProtobufWith(orderProto), serde.Protobuf, orderProtoJSON)
 	// The protobuf binary alone (into a dynamic message), for scale.
 	fd, _ := serde.CompileProtobuf(orderProto, nil)
 	b.Run("binary-only", func(b *testing.B) {
