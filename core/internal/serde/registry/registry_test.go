@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/twmb/avro"
-	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/polystreams/polystreams/core/internal/serde"
 )
@@ -21,12 +20,7 @@ const benchJSON = `{"id":1234567,"customer":"c-0042","item":"fountain pen","quan
 // A reader schema on a source reads each record's (writer) schema into
 // it: a field the reader adds takes its default.
 func TestDecodeIntoReaderSchema(t *testing.T) {
-	reg := srfake.New()
-	defer reg.Close()
-	s, err := New(Config{URLs: []string{reg.URL()}, AutoRegister: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s := testSerdes(t)
 	ctx := context.Background()
 	wire, err := s.Encode(ctx, nil, serde.AvroWith(benchSchema), "orders", false, []byte(benchJSON))
 	if err != nil {
@@ -53,9 +47,7 @@ func TestDecodeIntoReaderSchema(t *testing.T) {
 // wire bytes, for benchmarks of the binary format alone.
 func benchSerde(b *testing.B, write, read, js string) []byte {
 	b.Helper()
-	reg := srfake.New()
-	b.Cleanup(reg.Close)
-	s := newSerdes(b, reg)
+	_, s := testSerdes(b)
 	ctx := context.Background()
 	wire, err := s.Encode(ctx, nil, write, "orders", false, []byte(js))
 	if err != nil {
