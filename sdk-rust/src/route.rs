@@ -236,3 +236,93 @@ where
         })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::Executor;
+
+    fn bundle(op: pb::Operation, token: u32, values: &[Option<&str>]) -> pb::Bundle {
+        let mut b = pb::Bundle {
+            id: 3,
+            steps: vec![pb::Step { token, operation: op as i32, node: "SINK".into(), ..Default::default() }],
+            key_serde: "string".into(),
+            value_serde: "string".into(),
+            topic: "in".into(),
+            partition: 2,
+            offsets: (10..10 + values.len() as i64).collect(),
+            sink_topic: "out".into(),
+            sink_partitions: 4,
+            ..Default::default()
+        };
+        for v in values {
+            b.key_lengths.push(1);
+            b.keys.push(b'k');
+            match v {
+                Some(v) => {
+                    b.value_lengths.push(v.len() as i32);
+                    b.values.extend_from_slice(v.as_bytes());
+                }
+                None => b.value_lengths.push(-1),
+            }
+        }
+        b
+    }
+
+    fn run(f: Arc<ExtractFn>, b: &pb::Bundle) -> pb::BundleResult {
+        Executor::new([(5, Func::Route(f))].into_iter().collect()).process(b)
+    }
+
+    fn failures(r: &pb::BundleResult) -> Vec<(i32, i32)> {
+        r.failures.iter().map(|f| (f.index, f.kind)).collect()
+    }
+
+    #[test]
+    fn a_partitioner_answers_partitions_default_multicast_or_none_and_a_record_fails_alone() {
+        let f = partition_fn::<String, String, Vec<u32>, _>(|topic, _, v, n| {
+            assert_eq!((topic, n), ("out", 4));
+            match v.as_str() {
+                "default" => None,
+                "all" => Some(vec![3, 1, 3]),
+                "drop" => Some(vec![]),
+                "boom" => panic!("cannot route boom"),
+                p => Some(vec![p.parse().unwrap()]),
+            }
+        });
+        let b = bundle(
+            pb::Operation::StreamPartition,
+            5,
+            &[Some("2"), Some("default"), Some("all"), Some("drop"), Some("boom"), None],
+        );
+        let r = run(f, &b);
+        assert_eq!(r.output_counts, [1, 1, 2, 0, 0, 0]);
+        assert_eq!(r.value_lengths, [4, -1, 4, 4]);
+        assert_eq!(r.values, [0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 1]);
+        use pb::record_failure::Kind;
+        assert_eq!(failures(&r), [(4, Kind::Processing as i32), (5, Kind::Deserialization as i32)]);
+        assert!(r.failures[0].message.contains("cannot route boom"), "{}", r.failures[0].message);
+    }
+
+    #[test]
+    fn an_extractor_names_each_records_topic_from_its_metadata_and_an_empty_name_fails_it() {
+        let f = topic_fn::<String, String, _>(|k, v, meta| {
+            if v == "none" {
+                return String::new();
+            }
+            format!("{k}-{v}-{}-{}@{}", meta.topic, meta.partition, meta.offset)
+        });
+        let r = run(f, &bundle(pb::Operation::TopicName, 5, &[Some("x"), Some("none")]));
+        assert_eq!(r.output_counts, [1, 0]);
+        assert_eq!(String::from_utf8(r.values).unwrap(), "k-x-in-2@10");
+        assert_eq!(r.failures.len(), 1);
+        assert!(r.failures[0].index == 1 && r.failures[0].message.contains("named no topic"), "{:?}", r.failures);
+    }
+
+    #[test]
+    fn an_unregistered_route_fails_every_record_naming_the_sink() {
+        let f = topic_fn::<String, String, _>(|_, _, _| "t".to_owned());
+        let r = run(f, &bundle(pb::Operation::StreamPartition, 6, &[Some("x")]));
+        assert_eq!(r.output_counts, [0]);
+        assert!(r.failures[0].message.contains("stream partitioner (SINK) names token 6"), "{:?}", r.failures);
+    }
+}
