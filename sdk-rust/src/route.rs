@@ -82,6 +82,22 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         self.build_to(String::new(), &o, 0, token)
     }
 
+    /// [`to_dynamic_with`](Self::to_dynamic_with) with a stream partitioner
+    /// (`KStream.to(TopicNameExtractor, Produced.streamPartitioner)`):
+    /// `partitioner` answers as [`to_with_partitioner`](Self::to_with_partitioner)'s
+    /// does, called with the topic `extractor` named and its partition count.
+    pub fn to_dynamic_with_partitioner<F, P, G>(&self, o: Options, extractor: F, partitioner: G) -> Result<()>
+    where
+        F: Fn(&K, &V, &RecordMetadata) -> String + Send + Sync + 'static,
+        P: IntoIterator<Item = u32>,
+        G: Fn(&str, &K, &V, u32) -> Option<P> + Send + Sync + 'static,
+    {
+        o.check("to", NAME | KEY | VALUE)?;
+        let topic = self.register_route(&class_name::<F>(), topic_fn::<K, V, F>(extractor))?;
+        let partition = self.register_route(std::any::type_name::<G>(), partition_fn::<K, V, P, G>(partitioner))?;
+        self.build_to(String::new(), &o, partition, topic)
+    }
+
     /// [`repartition_with`](Self::repartition_with) with a stream
     /// partitioner (`Repartitioned.withStreamPartitioner`), which answers as
     /// [`to_with_partitioner`](Self::to_with_partitioner)'s does; `topic` is

@@ -185,3 +185,38 @@ fn a_topic_name_extractor_naming_no_topic_fails_the_record() {
     }
     app.close(Duration::from_secs(30));
 }
+
+#[test]
+fn a_topic_name_extractor_with_a_stream_partitioner_partitions_in_the_named_topic() {
+    let app = app("route-both");
+    let brokers = app.brokers().unwrap().to_owned();
+    create_topic(&brokers, "in", 1);
+    create_topic(&brokers, "to-a", 3);
+    create_topic(&brokers, "to-b", 5);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let saw = seen.clone();
+    app.stream::<String, String>("in")
+        .unwrap()
+        .to_dynamic_with_partitioner(
+            Options::named("both"),
+            |_, v: &String, _| format!("to-{}", &v[..1]),
+            move |topic, _, v: &String, n| {
+                saw.lock().unwrap().push((topic.to_owned(), n));
+                Some([n - 1 - u32::from(v.ends_with('2'))])
+            },
+        )
+        .unwrap();
+    let described = app.describe().unwrap();
+    assert!(described.contains("Sink: both (extractor class: route::a_topic_name_extractor_with"), "{described}");
+    produce(&brokers, "in", &["a1", "a2", "b1"]);
+    let runner = serve(&app);
+    let a = partitions_by_value(&brokers, "to-a", 2);
+    let b = partitions_by_value(&brokers, "to-b", 1);
+    assert_eq!((&a["a1"][..], &a["a2"][..], &b["b1"][..]), (&[2][..], &[1][..], &[4][..]));
+    let mut seen = seen.lock().unwrap().clone();
+    seen.sort();
+    assert_eq!(seen, [("to-a".to_owned(), 3), ("to-a".to_owned(), 3), ("to-b".to_owned(), 5)]);
+    app.stop();
+    runner.join().unwrap().unwrap();
+    app.close(Duration::from_secs(30));
+}
