@@ -45,6 +45,7 @@ mod options;
 mod print;
 mod process;
 pub mod processor;
+mod route;
 mod serdes;
 mod session;
 mod store;

@@ -166,6 +166,10 @@ impl std::fmt::Debug for Cancellable {
 }
 
 impl Cancellable {
+    /// The schedule `id` of the processor of `core` (a transformer's).
+    pub(crate) fn new(core: Arc<Core>, id: u64) -> Cancellable {
+        Cancellable { core, id }
+    }
     /// Stops the punctuator (at once; the engine drops its schedule with
     /// the bundle's answer). Cancelling twice does nothing.
     pub fn cancel(&self) {

@@ -1199,7 +1199,15 @@ fn apply(
     Ok(Some(match node {
         Some(Node::Stream(st)) => match op {
             "to" => {
-                st.to_with(&topic(), options(step, true, false))?;
+                if step.get("extract").and_then(J::as_str) == Some("key") {
+                    let base = topic();
+                    if TOPIC_BY_KEY.get_or_init(|| base.clone()) != &base {
+                        return Err("executor: two TopicNameExtractor sinks of different topics".to_owned().into());
+                    }
+                    st.to_dynamic_with(options(step, true, false), topic_by_key)?;
+                } else {
+                    st.to_with(&topic(), options(step, true, false))?;
+                }
                 return Ok(None);
             }
             "group_by_key" => Node::Grouped(st.group_by_key_with(options(step, true, false))?),
@@ -1580,6 +1588,15 @@ fn apply(
         }
         None => return Err(format!("executor: {op} has no input").into()),
     }))
+}
+
+/// The topic before the key of the case's TopicNameExtractor sink.
+static TOPIC_BY_KEY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// A TopicNameExtractor (named as the Kafka Streams executor names its
+/// class, for describe()): the sink's topic followed by the key.
+fn topic_by_key(key: &Value, _: &Value, _: &polystreams::RecordMetadata) -> String {
+    format!("{}{}", TOPIC_BY_KEY.get().map(String::as_str).unwrap_or_default(), key.as_str().unwrap_or_default())
 }
 
 fn main() {
