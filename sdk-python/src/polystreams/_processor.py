@@ -380,7 +380,7 @@ class _Context:
         if state is None:
             raise ValueError(f"get_state_store: node {self.node}: the bundle brought no view of store {name!r} (malformed bundle)")
         if state.versioned:
-            store: Any = _VersionedStore(self, name)
+            store = _VersionedStore(self, name)
         elif state.window:
             store = _WindowStore(self, name)
         else:

@@ -51,6 +51,8 @@ if TYPE_CHECKING:
     from polystreams.windows import Windowed
 
 __all__ = [
+    "PUT_RETURN_CODE_NOT_PUT",
+    "PUT_RETURN_CODE_VALID_TO_UNDEFINED",
     "Cancellable",
     "FixedKeyProcessor",
     "FixedKeyRecord",
@@ -66,12 +68,10 @@ __all__ = [
     "Stores",
     "TimestampedKeyValueStore",
     "Topology",
-    "PUT_RETURN_CODE_NOT_PUT",
-    "PUT_RETURN_CODE_VALID_TO_UNDEFINED",
-    "VersionedKeyValueStore",
     "ValueAndTimestamp",
     "ValueTransformerWithKey",
     "ValueTransformerWithKeySupplier",
+    "VersionedKeyValueStore",
     "WindowStore",
     "with_metadata",
 ]
