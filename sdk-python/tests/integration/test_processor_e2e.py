@@ -397,3 +397,8 @@ def test_a_versioned_store_refuses_plain_store_calls_naming_store_and_node() -> 
             driver.pipe_input("in", "a", "x", timestamp=1)
     with pytest.raises(ValueError, match="history_retention cannot be negative"):
         Stores.versioned_key_value_store("prices", history_retention=-1)
+
+
+def test_the_readme_versioned_store_example_runs() -> None:
+    scope = readme_block("#### A processor's versioned store")
+    assert scope["notes"] == ["was None, valid to -1", "was 10, valid to -1", "was 10, valid to 200000", "too late"]
