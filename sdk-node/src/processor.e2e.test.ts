@@ -278,3 +278,7 @@ test("a processor's versioned store: put answers validTo or NOT_PUT, as-of reads
   assert.equal(await prices.get("apple"), undefined);
   assert.throws(() => Stores.versionedKeyValueStore("p", { historyRetentionMs: -1 }), /historyRetentionMs must be a non-negative integer/);
 });
+
+test("the README's versioned store program runs verbatim", async () => {
+  assert.equal(await runReadmeBlock("#### A processor's versioned store"), '["was none, valid to -1","was 10, valid to -1","was 10, valid to 200000","too late"]');
+});
