@@ -34,6 +34,7 @@ ops it made before the raise, as Kafka Streams undoes nothing.
 
 from __future__ import annotations
 
+import bisect
 import datetime
 import itertools
 from collections.abc import Callable, Iterator, Mapping
@@ -506,6 +507,10 @@ class _Store:
         return self._key(state, prefix, "prefix_scan")
 
 
+def _valid_from(version: tuple[int, bytes | None]) -> int:
+    return version[0]
+
+
 class _VersionedStore(_Store):
     """A processor's versioned key-value store over the overlay: per key its
     versions as the view (or a Read) brought them, under the bundle's own
@@ -568,17 +573,17 @@ class _VersionedStore(_Store):
         run.ops.add(_PUT, self._step, self._target, kb, data, ts, 0)
         if ts < state.stream_time - state.history_retention:
             return PUT_RETURN_CODE_NOT_PUT
-        latest = not vs or ts >= vs[-1][0]
-        valid_to = next((f for f, _ in vs if f > ts), PUT_RETURN_CODE_VALID_TO_UNDEFINED)
-        state.stream_time = max(state.stream_time, ts)
-        i = 0
-        while i < len(vs) and vs[i][0] < ts:
-            i += 1
-        if i < len(vs) and vs[i][0] == ts:
+        if ts > state.stream_time:
+            state.stream_time = ts
+        if not vs or ts > vs[-1][0]:  # the common case: a new latest version
+            vs.append((ts, data))
+            return PUT_RETURN_CODE_VALID_TO_UNDEFINED
+        i = bisect.bisect_left(vs, ts, key=_valid_from)
+        if vs[i][0] == ts:
             vs[i] = (ts, data)
-        else:
-            vs.insert(i, (ts, data))
-        return PUT_RETURN_CODE_VALID_TO_UNDEFINED if latest else valid_to
+            return PUT_RETURN_CODE_VALID_TO_UNDEFINED if i == len(vs) - 1 else vs[i + 1][0]
+        vs.insert(i, (ts, data))
+        return vs[i + 1][0]
 
     def put(self, key: Any, value: Any, timestamp: int) -> int:
         run, state = self._state("put")
