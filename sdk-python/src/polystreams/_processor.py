@@ -586,16 +586,45 @@ class _VersionedStore(_Store):
         return vs[i + 1][0]
 
     def put(self, key: Any, value: Any, timestamp: int) -> int:
-        run, state = self._state("put")
-        ts = self._time(timestamp, "put")
-        kb = self._key(state, key, "put")
-        return self._put(run, state, kb, self._value(state, value, "put"), ts)
+        run = self.ctx.host._run
+        state = self._st
+        if run is None or run is not self._run or state is None or key is None or value is None or type(timestamp) is not int:
+            run, state = self._state("put")
+            ts = self._time(timestamp, "put")
+            kb = self._key(state, key, "put")
+            return self._put(run, state, kb, self._value(state, value, "put"), ts)
+        # The fast path: the run's store, a key and a value its serdes take.
+        data: bytes | None
+        try:
+            kb = state.kenc(key)
+            data = state.venc(value)
+        except Exception:
+            kb = self._key(state, key, "put")
+            data = self._value(state, value, "put")
+        return self._put(run, state, kb, data, timestamp)
 
     def get(self, key: Any, as_of: int | None = None) -> VersionedRecord | None:
-        run, state = self._state("get")
-        kb = self._key(state, key, "get")
-        t = None if as_of is None else self._time(as_of, "get")
-        return self._record(state, self._find(state, self._versions(run, state, kb), t))
+        run = self.ctx.host._run
+        state = self._st
+        if run is None or run is not self._run or state is None or key is None or as_of is not None:
+            run, state = self._state("get")
+            kb = self._key(state, key, "get")
+            t = None if as_of is None else self._time(as_of, "get")
+            return self._record(state, self._find(state, self._versions(run, state, kb), t))
+        # The fast path: the latest version of a key the bundle knows.
+        try:
+            kb = state.kenc(key)
+        except Exception:
+            kb = self._key(state, key, "get")
+        vs = state.versions.get(kb)
+        if vs is None:
+            vs = self._versions(run, state, kb)
+        elif kb in state.prefetched:
+            state.hits.add(kb)
+        if not vs:
+            return None
+        f, v = vs[-1]
+        return None if v is None else VersionedRecord(state.vdec(v), f, None)
 
     def delete(self, key: Any, timestamp: int) -> VersionedRecord | None:
         run, state = self._state("delete")
