@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -324,6 +325,11 @@ func (h *versHost) ProcessReads(ctx context.Context, b *pb.Bundle, reads engine.
 				return nil, err
 			}
 			seen = "a:" + show(split(r.ValueLengths, r.Values), r.Windows)
+			// A key-value store's query of a versioned store is refused, naming node and store.
+			_, err = reads(ctx, &pb.ReadRequest{BundleId: b.Id, Store: v.Store, Query: &pb.ReadRequest_Get{Get: []byte("a")}})
+			if !errors.Is(err, engine.ErrReadRefused) || !strings.Contains(err.Error(), `store "history" is a versioned key-value store: read it with versions`) {
+				return nil, fmt.Errorf("versHost: a get Read of a versioned store answered %v", err)
+			}
 		}
 		add(pb.OpKind_OP_KIND_FORWARD, k, []byte(fmt.Sprintf("st=%d hr=%d %s", v.StreamTimeMs, v.HistoryRetentionMs, seen)), ts)
 		if string(values[i]) == "del" {
