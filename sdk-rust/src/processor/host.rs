@@ -212,7 +212,7 @@ pub(crate) struct StoreState {
 pub(crate) type Version = (i64, Option<Vec<u8>>);
 
 impl StoreState {
-    fn of(v: &pb::StoreView) -> std::result::Result<StoreState, String> {
+    pub(crate) fn of(v: &pb::StoreView) -> std::result::Result<StoreState, String> {
         let t = pb::StoreType::try_from(v.r#type).unwrap_or(pb::StoreType::Unspecified);
         let mut s = StoreState {
             name: v.store.clone(),

@@ -583,3 +583,65 @@ impl<K: Serde, V: Serde> VersionedKeyValueStore<K, V> {
         })
     }
 }
+
+#[cfg(test)]
+mod versioned_tests {
+    use super::*;
+
+    /// A versioned store's state: key a's versions valid from 10 and 30, stream time 30.
+    fn state(retention: i64) -> StoreState {
+        let v = pb::StoreView {
+            store: "h".into(),
+            key_serde: "string".into(),
+            value_serde: "long".into(),
+            r#type: pb::StoreType::VersionedKeyValue as i32,
+            key_lengths: vec![1],
+            keys: b"a".to_vec(),
+            version_counts: vec![2],
+            value_lengths: vec![1, 1],
+            values: b"13".to_vec(),
+            windows: vec![10, 30],
+            stream_time_ms: 30,
+            history_retention_ms: retention,
+            ..Default::default()
+        };
+        StoreState::of(&v).unwrap()
+    }
+
+    #[test]
+    fn put_answers_valid_to_replaces_and_drops_expired_puts_as_the_engine() {
+        let mut st = state(100);
+        assert_eq!(put_version(&mut st, b"a", 20, Some(b"2".to_vec())), 30, "in the past: the next version's time");
+        assert_eq!(
+            put_version(&mut st, b"a", 30, Some(b"4".to_vec())),
+            PUT_RETURN_CODE_VALID_TO_UNDEFINED,
+            "replacing the latest"
+        );
+        assert_eq!(put_version(&mut st, b"a", 5, None), 10, "a tombstone in the past");
+        assert_eq!(put_version(&mut st, b"b", 40, Some(b"9".to_vec())), PUT_RETURN_CODE_VALID_TO_UNDEFINED);
+        assert_eq!(st.stream_time, 40);
+        assert_eq!(
+            put_version(&mut st, b"a", -61, Some(b"0".to_vec())),
+            PUT_RETURN_CODE_NOT_PUT,
+            "older than 40 - 100"
+        );
+        let a = &st.versions[&b"a".to_vec()];
+        assert_eq!(a.iter().map(|(f, _)| *f).collect::<Vec<_>>(), [5, 10, 20, 30]);
+        assert_eq!(find_version(a, None, 40, 100), Some((30, b"4".to_vec())));
+        assert_eq!(find_version(a, Some(25), 40, 100), Some((20, b"2".to_vec())));
+        assert_eq!(find_version(a, Some(7), 40, 100), None, "a tombstone finds nothing");
+        assert_eq!(find_version(a, Some(4), 40, 100), None, "before every version");
+    }
+
+    #[test]
+    fn reads_before_the_history_retention_find_only_the_latest_version() {
+        let st = state(5);
+        let a = &st.versions[&b"a".to_vec()];
+        assert_eq!(find_version(a, Some(15), 30, 5), None, "15 < 30 - 5 and 1@10 is not the latest");
+        assert_eq!(find_version(a, Some(24), 30, 5), None, "still before the cut-off");
+        assert_eq!(find_version(a, Some(25), 30, 5), Some((10, b"1".to_vec())), "at the cut-off");
+        assert_eq!(find_version(a, Some(29), 30, 5), Some((10, b"1".to_vec())));
+        assert_eq!(find_version(&a[1..], Some(29), 100, 5), None);
+        assert_eq!(find_version(&a[1..], Some(31), 100, 5), Some((30, b"3".to_vec())), "the latest never expires");
+    }
+}
