@@ -7,7 +7,15 @@
 
 import { Buffer } from "node:buffer";
 import { readFileSync } from "node:fs";
-import { type Processor, type ProcessorContext, type ProcessorKeyValueStore, Record as KRecord, type ValueTransformerWithKey } from "../../../sdk-node/src/index.js";
+import {
+  type Processor,
+  type ProcessorContext,
+  type ProcessorKeyValueStore,
+  type ProcessorVersionedKeyValueStore,
+  Record as KRecord,
+  type ValueTransformerWithKey,
+  type VersionedRecord,
+} from "../../../sdk-node/src/index.js";
 
 export type Fn = (...args: any[]) => unknown;
 export type FnRef = string | { name: string; arg: string | number };
@@ -333,6 +341,39 @@ export function processor(ref: FnRef, stores: readonly string[] = []): () => Pro
             if (r.value === a) {
               throw new Error(`forward_then_fail ${a}`);
             }
+          },
+        };
+      };
+    case "versioned_history":
+      // A record whose value is "delete" deletes its key as of its timestamp
+      // and forwards "delete <deleted> latest <get(key)>"; any other puts its
+      // value and forwards "put <put's answer> latest <get(key)> asof
+      // <get(key, ts - 1)>" (a version: value@timestamp, then <validTo when
+      // it has one; none: null).
+      return () => {
+        let ctx: Ctx;
+        let store: ProcessorVersionedKeyValueStore<unknown, unknown>;
+        const show = (v: VersionedRecord | undefined): string =>
+          v === undefined ? "null" : `${String(v.value)}@${v.timestamp}${v.validTo === undefined ? "" : `<${v.validTo}`}`;
+        return {
+          init(c: Ctx) {
+            ctx = c;
+            if (stores.length !== 1) {
+              throw new Error(`${name}: want one store, the node declares [${stores.join(", ")}]`);
+            }
+            store = c.getStateStore(stores[0]!);
+          },
+          async process(r: KRecord) {
+            const ts = r.timestamp;
+            let out: string;
+            if (r.value === "delete") {
+              const d = show(await store.delete(r.key, ts));
+              out = `delete ${d} latest ${show(await store.get(r.key))}`;
+            } else {
+              const code = await store.put(r.key, r.value, ts);
+              out = `put ${BigInt(code)} latest ${show(await store.get(r.key))} asof ${show(await store.get(r.key, { asOf: ts - 1 }))}`;
+            }
+            ctx.forward(r.withValue(out));
           },
         };
       };

@@ -86,6 +86,7 @@ interface Step {
   retention_ms?: number;
   window_size_ms?: number;
   retain_duplicates?: boolean;
+  versioned?: { history_retention_ms: number; segment_interval_ms?: number };
   logging?: boolean;
   caching?: boolean;
 }
@@ -98,6 +99,13 @@ function storeBuilder(step: Step): StoreBuilder {
     ...(step.logging === false ? { loggingDisabled: true } : {}),
     ...(step.caching ? { caching: true } : {}),
   };
+  if (step.versioned !== undefined) {
+    return Stores.versionedKeyValueStore(step.name!, {
+      ...options,
+      historyRetentionMs: step.versioned.history_retention_ms,
+      ...(step.versioned.segment_interval_ms ? { segmentIntervalMs: step.versioned.segment_interval_ms } : {}),
+    });
+  }
   if (step.type === "window") {
     return Stores.windowStore(step.name!, {
       ...options,

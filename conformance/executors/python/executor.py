@@ -355,6 +355,37 @@ class _ForwardThenFail(Processor):
             raise ConformanceError(f"forward_then_fail {self.value}")
 
 
+class _VersionedHistory(Processor):
+    """versioned_history: a record whose value is "delete" deletes its key as
+    of its timestamp and forwards "delete <deleted> latest <get(key)>"; any
+    other puts its value and forwards "put <put's answer> latest <get(key)>
+    asof <get(key, ts - 1)>" (a version: value@timestamp, then <validTo
+    when it has one; none: null)."""
+
+    store_name = ""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.ctx = context
+        self.store = context.get_state_store(self.store_name)
+
+    @staticmethod
+    def show(v: Any) -> str:
+        if v is None:
+            return "null"
+        s = f"{v.value}@{v.timestamp}"
+        return s if v.valid_to is None else f"{s}<{v.valid_to}"
+
+    def process(self, record: Record[Any, Any]) -> None:
+        k, ts = record.key, record.timestamp
+        if record.value == "delete":
+            d = self.show(self.store.delete(k, ts))
+            out = f"delete {d} latest {self.show(self.store.get(k))}"
+        else:
+            code = self.store.put(k, record.value, ts)
+            out = f"put {code} latest {self.show(self.store.get(k))} asof {self.show(self.store.get(k, as_of=ts - 1))}"
+        self.ctx.forward(record.with_value(out))
+
+
 # The transformer catalogue (conformance/README.md, "Transformers"):
 # KTable.transform_values' transformers, after KTableTransformValuesTest's.
 
@@ -421,6 +452,8 @@ def processor(ref: Any, stores: list[str] | None = None) -> type[Processor]:
         return type("tick_every", (_TickEvery,), {"interval": int(a)})
     if name == "forward_then_fail":
         return type("forward_then_fail", (_ForwardThenFail,), {"value": a})
+    if name == "versioned_history":
+        return type("versioned_history", (_VersionedHistory,), {"store_name": store})
     raise ValueError(f"catalogue: no processor {name!r}")
 
 
@@ -429,7 +462,12 @@ def store_builder(store: Mapping[str, Any]) -> StoreBuilder:
     type, window retention and size, logging and caching when given)."""
     t, name = store.get("type", "key_value"), store["name"]
     key, value = serde(store, "key"), serde(store, "value")
-    if t == "window":
+    if store.get("versioned") is not None:
+        v = store["versioned"]
+        b = Stores.versioned_key_value_store(
+            name, v.get("history_retention_ms", 0), segment_interval=v.get("segment_interval_ms") or None, key=key, value=value
+        )
+    elif t == "window":
         b = Stores.window_store(
             name, retention=store["retention_ms"], window_size=store["window_size_ms"],
             retain_duplicates=store.get("retain_duplicates", False), key=key, value=value,

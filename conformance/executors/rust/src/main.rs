@@ -584,6 +584,7 @@ enum Catalogue {
     SweepEvery(String, u64, PunctuationType),
     TickEvery(u64),
     ForwardThenFail(String),
+    VersionedHistory(String),
 }
 
 impl Catalogue {
@@ -600,6 +601,7 @@ impl Catalogue {
             "sweep_wall_clock" => Catalogue::SweepEvery(store, ms()?, PunctuationType::WallClockTime),
             "tick_every" => Catalogue::TickEvery(ms()?),
             "forward_then_fail" => Catalogue::ForwardThenFail(f.arg.clone()),
+            "versioned_history" => Catalogue::VersionedHistory(store),
             _ => return Err(unknown(f, "processor")),
         })
     }
@@ -658,6 +660,38 @@ impl Processor<V, V, V, V> for Catalogue {
                 store.put(&r.key, &Value::Long(n))?;
             }
             Catalogue::TickEvery(_) => {}
+            Catalogue::VersionedHistory(name) => {
+                // A record whose value is "delete" deletes its key as of its
+                // timestamp and forwards "delete <deleted> latest <get(key)>";
+                // any other puts its value and forwards "put <put's answer>
+                // latest <get(key)> asof <get(key, ts - 1)>" (a version:
+                // value@timestamp, then <validTo when it has one; none: null).
+                let store: proc::VersionedKeyValueStore<V, V> = ctx.get_state_store(name)?;
+                let show = |v: Option<polystreams::VersionedRecord<V>>| match v {
+                    None => "null".to_owned(),
+                    Some(v) => {
+                        let s = format!(
+                            "{}@{}",
+                            v.value.as_str().map(str::to_owned).unwrap_or_else(|| format!("{:?}", v.value)),
+                            v.timestamp
+                        );
+                        match v.valid_to {
+                            Some(t) => format!("{s}<{t}"),
+                            None => s,
+                        }
+                    }
+                };
+                let ts = r.timestamp;
+                let out = if r.value.as_str() == Some("delete") {
+                    let d = show(store.delete(&r.key, ts)?);
+                    format!("delete {d} latest {}", show(store.get(&r.key)?))
+                } else {
+                    let code = store.put(&r.key, &r.value, ts)?;
+                    let latest = show(store.get(&r.key)?);
+                    format!("put {code} latest {latest} asof {}", show(store.get_as_of(&r.key, ts - 1)?))
+                };
+                ctx.forward(r.with_value(Value::from(out.as_str())))?;
+            }
             Catalogue::ForwardThenFail(value) => {
                 let fail = r.value.as_str() == Some(value.as_str());
                 ctx.forward(r)?;
@@ -806,7 +840,18 @@ fn add_processor(app: &App, step: &Map<String, J>) -> Result<(), BuildError> {
 fn store_builder(step: &Map<String, J>) -> R<StoreBuilder> {
     let name = step.get("name").and_then(J::as_str).unwrap_or("");
     let ms = |k: &str| Duration::from_millis(step.get(k).and_then(J::as_u64).unwrap_or(0));
+    let versioned = step.get("versioned").and_then(J::as_object);
     let mut b = match step.get("type").and_then(J::as_str).unwrap_or("key_value") {
+        "key_value" if versioned.is_some() => {
+            let v = versioned.expect("checked");
+            let vms = |k: &str| Duration::from_millis(v.get(k).and_then(J::as_u64).unwrap_or(0));
+            let b = Stores::versioned_key_value_store::<V, V>(name, vms("history_retention_ms"));
+            if v.get("segment_interval_ms").and_then(J::as_u64).unwrap_or(0) > 0 {
+                b.with_segment_interval(vms("segment_interval_ms"))
+            } else {
+                b
+            }
+        }
         "key_value" => Stores::key_value_store::<V, V>(name),
         "timestamped_key_value" => Stores::timestamped_key_value_store::<V, V>(name),
         "window" => Stores::window_store::<V, V>(
