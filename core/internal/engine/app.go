@@ -282,6 +282,12 @@ func (a *App) Start(ctx context.Context) error {
 	// with this context) may run as soon as the consumer client does.
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.health.lastOK.Store(time.Now().UnixNano())
+	if !a.cfg.TestDriver {
+		// Its budget counts in the engine's soft memory limit until it
+		// is done (memlimit.go).
+		release := holdSoftLimit(a.mem.limit)
+		go func() { <-a.done; release() }()
+	}
 	go a.watchBrokers()
 	// Metadata younger than MetadataMinAge is served from cache; internal
 	// topics created here must show up quickly.

@@ -79,8 +79,12 @@ func parseRegistry(name string) (format, schema, message string, ok bool) {
 		if name == f {
 			return f, "", "", true
 		}
-		if rest, found := strings.CutPrefix(name, f+"("); found {
-			if schema, found = strings.CutSuffix(rest, ")"); found && strings.TrimSpace(schema) != "" {
+		// f, then "(": not strings.CutPrefix(name, f+"("), which builds
+		// the prefix string on every call, and Validate calls this for
+		// every record a source reads.
+		rest, found := strings.CutPrefix(name, f)
+		if found && len(rest) > 0 && rest[0] == '(' {
+			if schema, found = strings.CutSuffix(rest[1:], ")"); found && strings.TrimSpace(schema) != "" {
 				if f == Protobuf {
 					schema, message = cutMessage(schema)
 				}
@@ -296,7 +300,31 @@ func SplitSessionWindowed(b []byte) (key []byte, start, end int64, err error) {
 }
 
 // Validate reports why b (not null) does not decode as serde name, or nil.
+// Sources call it for every record they read: the plain serdes are told
+// apart first, by a switch, before the names that need parsing.
 func Validate(name string, b []byte) error {
+	switch name {
+	case Long, Double:
+		if len(b) != 8 {
+			return fmt.Errorf("%s needs 8 bytes, got %d", name, len(b))
+		}
+		return nil
+	case Integer:
+		if len(b) != 4 {
+			return fmt.Errorf("integer needs 4 bytes, got %d", len(b))
+		}
+		return nil
+	case String:
+		if !utf8.Valid(b) {
+			return fmt.Errorf("not valid UTF-8")
+		}
+		return nil
+	case JSON:
+		if !json.Valid(b) {
+			return fmt.Errorf("not valid JSON")
+		}
+		return nil
+	}
 	if inner, _, session, ok := ParseWindowed(name); ok {
 		var key []byte
 		var err error
@@ -313,25 +341,6 @@ func Validate(name string, b []byte) error {
 	if IsRegistry(name) {
 		if len(b) < 5 || b[0] != 0 {
 			return fmt.Errorf("not in the Confluent wire format (magic byte 0 and a 4-byte schema id, then the value)")
-		}
-		return nil
-	}
-	switch name {
-	case Long, Double:
-		if len(b) != 8 {
-			return fmt.Errorf("%s needs 8 bytes, got %d", name, len(b))
-		}
-	case Integer:
-		if len(b) != 4 {
-			return fmt.Errorf("integer needs 4 bytes, got %d", len(b))
-		}
-	case String:
-		if !utf8.Valid(b) {
-			return fmt.Errorf("not valid UTF-8")
-		}
-	case JSON:
-		if !json.Valid(b) {
-			return fmt.Errorf("not valid JSON")
 		}
 	}
 	return nil

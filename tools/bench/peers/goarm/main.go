@@ -18,6 +18,7 @@ import (
 	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -242,15 +243,23 @@ func run(brokers, app, input, table, output, topo string, commitMs int, stateDir
 	if topo == "sum_eos" {
 		guarantee = "exactly_once_v2"
 	}
+	props := map[string]string{
+		"processing.guarantee": guarantee,
+		"commit.interval.ms":   strconv.Itoa(commitMs),
+		"state.dir":            stateDir,
+	}
+	// GOARM_PROPERTIES (k=v,k=v) adds or overrides configuration keys, to
+	// measure a setting beside the default in one sitting.
+	for _, kv := range strings.Split(os.Getenv("GOARM_PROPERTIES"), ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			props[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
 	a, err := streams.New(b, streams.Config{
 		ApplicationID: app,
 		Brokers:       brokers,
-		Properties: map[string]string{
-			"processing.guarantee": guarantee,
-			"commit.interval.ms":   strconv.Itoa(commitMs),
-			"state.dir":            stateDir,
-		},
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Properties:    props,
+		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return err
