@@ -549,7 +549,11 @@ func compileStreamJoin(t *topology.Topology, p *plan, s *step) error {
 		}
 	}
 	if n.Fn.Token != 0 {
-		s.steps = []*pb.Step{{Token: n.Fn.Token, Operation: pb.Operation_OPERATION_VALUE_JOIN, Node: n.Name}}
+		st, err := joinerStep(n)
+		if err != nil {
+			return err
+		}
+		s.steps = []*pb.Step{st}
 		s.chain = []*topology.Node{n}
 		s.inKey, s.inValue = n.KeySerde, j.LeftValueSerde
 		s.outKey, s.outValue = n.KeySerde, n.ValueSerde
