@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
