@@ -1,0 +1,72 @@
+"""with_metadata beyond stateless chains: reducers, aggregators,
+initializers and joiners read the metadata of the record they are called
+for (docs/design/processor.md, "Metadata, opt-in")."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from polystreams import Materialized, RecordMetadata, with_metadata
+from polystreams.testing import TopologyTestDriver
+
+
+def test_a_reducer_with_metadata_sums_values_and_offsets() -> None:
+    def add(total: int, value: int, meta: RecordMetadata) -> int:
+        return total + value + 1000 * meta.offset
+
+    with TopologyTestDriver("meta-reduce", {"statestore.cache.max.bytes": "0"}) as driver:
+        driver.stream("in", key="string", value="long").group_by_key().reduce(with_metadata(add)).to_stream().to("out", value="long")
+        for v in (1, 2, 3):
+            driver.pipe_input("in", "k", v)
+        # The first value becomes the aggregate without a call; then 2 + 1000*1, 3 + 1000*2.
+        assert [r.value for r in driver.read_output("out")] == [1, 1003, 3006]
+
+
+def test_an_aggregator_and_its_initializer_read_headers() -> None:
+    def zero(meta: RecordMetadata) -> str:
+        return f"from@{meta.offset}"
+
+    def tag(key: str, value: str, agg: str, meta: RecordMetadata) -> str:
+        trace = dict(meta.headers).get("trace")
+        return f"{agg}+{value}[{meta.topic}:{meta.offset}:{meta.timestamp}:{(trace or b'-').decode()}]"
+
+    with TopologyTestDriver("meta-aggregate", {"statestore.cache.max.bytes": "0"}) as driver:
+        (
+            driver.stream("in", key="string", value="string")
+            .group_by_key()
+            .aggregate(with_metadata(zero), with_metadata(tag), materialized=Materialized(value="string"))
+            .to_stream()
+            .to("out")
+        )
+        driver.pipe_input("in", "k", "a", timestamp=5)
+        driver.pipe_input("in", "k", "b", timestamp=6, headers={"trace": b"t1"})
+        assert [r.value for r in driver.read_output("out")] == [
+            "from@0+a[in:0:5:-]",
+            "from@0+a[in:0:5:-]+b[in:1:6:t1]",
+        ]
+
+
+def test_a_stream_table_joiner_reads_the_stream_records_metadata() -> None:
+    def join(value: str, price: str | None, meta: RecordMetadata) -> str:
+        return f"{value}@{price}#{meta.offset}"
+
+    with TopologyTestDriver("meta-join") as driver:
+        prices = driver.table("prices", key="string", value="string")
+        driver.stream("orders", key="string", value="string").join(prices, with_metadata(join)).to("out")
+        driver.pipe_input("prices", "p", "10")
+        driver.pipe_input("orders", "p", "o1")
+        driver.pipe_input("orders", "p", "o2")
+        assert [r.value for r in driver.read_output("out")] == ["o1@10#0", "o2@10#1"]
+
+
+def test_a_reducer_that_would_write_metadata_is_refused_naming_token_and_function() -> None:
+    with TopologyTestDriver("meta-reduce-write") as driver:
+        grouped = driver.stream("in", key="string", value="long").group_by_key()
+        with pytest.raises(Exception, match=re.compile(r"reducer, token \d+ \(.*add_write.*\), was registered with METADATA_WRITE")):
+            grouped.reduce(with_metadata(add_write, write=True))
+
+
+def add_write(total: int, value: int, meta: RecordMetadata) -> int:
+    return total + value
