@@ -1,0 +1,60 @@
+/**
+ * withMetadata beyond stateless chains: reducers, aggregators, initializers
+ * and joiners read the metadata of the record they are called for
+ * (docs/design/processor.md, "Metadata, opt-in"), against the REAL engine.
+ */
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { InvalidArgumentError, type RecordMetadata, TopologyTestDriver, withMetadata } from "./index.js";
+import { useEngine } from "./testing/app.js";
+
+useEngine();
+
+test("a reducer withMetadata sums values and offsets", async () => {
+  await using driver = await TopologyTestDriver.create("meta-reduce", { config: { statestoreCacheMaxBytes: 0 } });
+  const add = withMetadata((total: bigint, value: bigint, m: RecordMetadata) => total + value + 1000n * BigInt(m.offset));
+  driver.stream("in", { key: "string", value: "long" }).groupByKey().reduce(add).toStream().to("out", { value: "long" });
+  for (const v of [1n, 2n, 3n]) {
+    await driver.pipeInput("in", "k", v);
+  }
+  // The first value becomes the aggregate without a call; then 2 + 1000*1, 3 + 1000*2.
+  assert.deepEqual((await driver.readOutput("out")).map((r) => r.value), [1n, 1003n, 3006n]);
+});
+
+test("an aggregator and its initializer withMetadata read topic, offset, timestamp and headers", async () => {
+  await using driver = await TopologyTestDriver.create("meta-aggregate", { config: { statestoreCacheMaxBytes: 0 } });
+  const zero = withMetadata((m: RecordMetadata) => `from@${m.offset}`);
+  const tag = withMetadata((_k: string, v: string, agg: string, m: RecordMetadata) => {
+    const trace = m.headers.find(([k]) => k === "trace")?.[1];
+    return `${agg}+${v}[${m.topic}:${m.offset}:${m.timestamp}:${trace ? new TextDecoder().decode(trace) : "-"}]`;
+  });
+  driver.stream("in", { key: "string", value: "string" }).groupByKey().aggregate(zero, tag, { materialized: { value: "string" } }).toStream().to("out");
+  await driver.pipeInput("in", "k", "a", { timestamp: 5 });
+  await driver.pipeInput("in", "k", "b", { timestamp: 6, headers: { trace: "t1" } });
+  assert.deepEqual(
+    (await driver.readOutput("out")).map((r) => r.value),
+    ["from@0+a[in:0:5:-]", "from@0+a[in:0:5:-]+b[in:1:6:t1]"],
+  );
+});
+
+test("a stream-table joiner withMetadata reads the stream record's metadata", async () => {
+  await using driver = await TopologyTestDriver.create("meta-join");
+  const prices = driver.table("prices", { key: "string", value: "string" });
+  const join = withMetadata((v: string, price: string, m: RecordMetadata) => `${v}@${price}#${m.offset}`);
+  driver.stream("orders", { key: "string", value: "string" }).join(prices, join).to("out");
+  await driver.pipeInput("prices", "p", "10");
+  await driver.pipeInput("orders", "p", "o1");
+  await driver.pipeInput("orders", "p", "o2");
+  assert.deepEqual((await driver.readOutput("out")).map((r) => r.value), ["o1@10#0", "o2@10#1"]);
+});
+
+test("a reducer withMetadata({ write: true }) is refused, naming the reducer's token and function", async () => {
+  await using driver = await TopologyTestDriver.create("meta-reduce-write");
+  const keepTotal = withMetadata((total: bigint, value: bigint, _m: RecordMetadata) => total + value, { write: true });
+  const table = driver.stream("in", { key: "string", value: "long" }).groupByKey().reduce(keepTotal);
+  await assert.rejects(
+    table.handle,
+    (e: unknown) => e instanceof InvalidArgumentError && /the reducer, token \d+ \(.*\), was registered with METADATA_WRITE/.test(e.message),
+  );
+});
