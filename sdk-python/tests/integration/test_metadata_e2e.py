@@ -8,7 +8,9 @@ import re
 
 import pytest
 
-from polystreams import Materialized, RecordMetadata, with_metadata
+from datetime import timedelta
+
+from polystreams import JoinWindows, Materialized, RecordMetadata, with_metadata
 from polystreams.testing import TopologyTestDriver
 
 
@@ -59,6 +61,22 @@ def test_a_stream_table_joiner_reads_the_stream_records_metadata() -> None:
         driver.pipe_input("orders", "p", "o1")
         driver.pipe_input("orders", "p", "o2")
         assert [r.value for r in driver.read_output("out")] == ["o1@10#0", "o2@10#1"]
+
+
+def test_a_stream_stream_joiner_reads_the_processed_records_context_not_the_outputs_timestamp() -> None:
+    # Kafka Streams' KStreamKStreamJoin calls the joiner while processing the
+    # record that found the match: its topic, offset and timestamp, though
+    # the output is stamped with the larger of both timestamps.
+    def join(left: str, right: str, meta: RecordMetadata) -> str:
+        return f"{left}+{right} by {meta.topic}:{meta.offset}@{meta.timestamp}"
+
+    with TopologyTestDriver("meta-ss-join") as driver:
+        right = driver.stream("right", key="string", value="string")
+        window = JoinWindows.of_time_difference_with_no_grace(timedelta(milliseconds=100))
+        driver.stream("left", key="string", value="string").join(right, with_metadata(join), window).to("out")
+        driver.pipe_input("right", "k", "r", timestamp=10)
+        driver.pipe_input("left", "k", "l", timestamp=5)
+        assert [(r.value, r.timestamp) for r in driver.read_output("out")] == [("l+r by left:0@5", 10)]
 
 
 def test_a_reducer_that_would_write_metadata_is_refused_naming_token_and_function() -> None:
