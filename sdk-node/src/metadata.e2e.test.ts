@@ -58,3 +58,27 @@ test("a reducer withMetadata({ write: true }) is refused, naming the reducer's t
     (e: unknown) => e instanceof InvalidArgumentError && /the reducer, token \d+ \(.*\), was registered with METADATA_WRITE/.test(e.message),
   );
 });
+
+test("a groupBy key selector and a table filter withMetadata read the record's offset", async () => {
+  await using driver = await TopologyTestDriver.create("meta-group-by", { config: { statestoreCacheMaxBytes: 0 } });
+  driver
+    .stream("in", { key: "string", value: "string" })
+    .groupBy(withMetadata((_k: string, v: string, m: RecordMetadata) => `${v}${m.offset % 2}`), { key: "string" })
+    .count()
+    .toStream()
+    .to("out");
+  for (const v of ["a", "a", "a"]) {
+    await driver.pipeInput("in", "k", v);
+  }
+  assert.deepEqual((await driver.readOutput("out")).map((r) => [r.key, r.value]), [["a0", 1n], ["a1", 1n], ["a0", 2n]]);
+  await using tables = await TopologyTestDriver.create("meta-table-filter", { config: { statestoreCacheMaxBytes: 0 } });
+  tables
+    .table("t", { key: "string", value: "string" })
+    .filter(withMetadata((_k: string, _v: string, m: RecordMetadata) => m.offset !== 1))
+    .toStream()
+    .to("out");
+  for (const v of ["a", "b", "c"]) {
+    await tables.pipeInput("t", `k${v}`, v);
+  }
+  assert.deepEqual((await tables.readOutput("out")).map((r) => [r.key, r.value]), [["ka", "a"], ["kb", null], ["kc", "c"]]);
+});

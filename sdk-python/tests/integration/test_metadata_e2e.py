@@ -88,3 +88,17 @@ def test_a_reducer_that_would_write_metadata_is_refused_naming_token_and_functio
 
 def add_write(total: int, value: int, meta: RecordMetadata) -> int:
     return total + value
+
+
+def test_a_group_by_selector_and_a_table_filter_read_metadata() -> None:
+    with TopologyTestDriver("meta-group-by", {"statestore.cache.max.bytes": "0"}) as driver:
+        by_parity = with_metadata(lambda k, v, m: f"{v}{m.offset % 2}")
+        driver.stream("in", key="string", value="string").group_by(by_parity, key="string").count().to_stream().to("out", value="long")
+        for v in "aaa":
+            driver.pipe_input("in", "k", v)
+        assert [(r.key, r.value) for r in driver.read_output("out")] == [("a0", 1), ("a1", 1), ("a0", 2)]
+    with TopologyTestDriver("meta-table-filter", {"statestore.cache.max.bytes": "0"}) as driver:
+        driver.table("t", key="string", value="string").filter(with_metadata(lambda k, v, m: m.offset != 1)).to_stream().to("out")
+        for v in "abc":
+            driver.pipe_input("t", "k" + v, v)
+        assert [(r.key, r.value) for r in driver.read_output("out")] == [("ka", "a"), ("kb", None), ("kc", "c")]
