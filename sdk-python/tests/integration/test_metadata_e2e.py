@@ -102,3 +102,14 @@ def test_a_group_by_selector_and_a_table_filter_read_metadata() -> None:
         for v in "abc":
             driver.pipe_input("t", "k" + v, v)
         assert [(r.key, r.value) for r in driver.read_output("out")] == [("ka", "a"), ("kb", None), ("kc", "c")]
+
+
+def test_a_global_join_key_mapper_and_joiner_read_the_stream_records_metadata() -> None:
+    with TopologyTestDriver("meta-global") as driver:
+        products = driver.global_table("products", key="string", value="string")
+        by_header = with_metadata(lambda k, v, m: dict(m.headers).get("product", b"none").decode())
+        join = with_metadata(lambda v, p, m: f"{v}:{p}@{m.offset}")
+        driver.stream("orders", key="string", value="string").join(products, by_header, join).to("out")
+        driver.pipe_input("products", "p1", "pen")
+        driver.pipe_input("orders", "o", "x", headers={"product": b"p1"})
+        assert [r.value for r in driver.read_output("out")] == ["x:pen@0"]
