@@ -294,8 +294,8 @@ use crate::dsl::{
     action_step, flat_map_step, flat_map_values_step, key_step, map_step, map_values_step, map_values_with_key_step,
     predicate_step,
 };
-use crate::dsl::{JoinFn, KGroupedStream, KTable};
-use crate::fold::{Aggregate, AggregateNames, Aggregations, StreamReduce};
+use crate::dsl::{JoinFn, KGroupedStream, KGroupedTable, KTable};
+use crate::fold::{Aggregate, AggregateNames, Aggregations, StreamReduce, TableReduce};
 use crate::processor::RecordMetadata;
 
 /// A stream whose next operator's function also gets each record's
@@ -558,6 +558,73 @@ impl<K: Serde, V: Serde> MetadataGroupedStream<K, V> {
             None,
         )));
         KTable::wrap(self.grouped.app.clone(), self.aggregations().aggregate(fold, names, A::NAME, &o)?)
+    }
+}
+
+/// A grouped table whose adder, subtractor (and initializer) also get the
+/// [`RecordMetadata`] of the table update being folded, from
+/// [`KGroupedTable::with_metadata`]; read-only, as for
+/// [`MetadataGroupedStream`].
+pub struct MetadataGroupedTable<K, V> {
+    grouped: KGroupedTable<K, V>,
+}
+
+impl<K, V> std::fmt::Debug for MetadataGroupedTable<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MetadataGroupedTable({:?})", self.grouped.handle)
+    }
+}
+
+impl<K: Serde, V: Serde> KGroupedTable<K, V> {
+    /// The adder, subtractor (and initializer) also get the metadata of the
+    /// table update being folded (Python's `with_metadata(fn)`, Node's
+    /// `withMetadata(fn)`).
+    pub fn with_metadata(&self) -> MetadataGroupedTable<K, V> {
+        MetadataGroupedTable { grouped: self.clone() }
+    }
+}
+
+impl<K: Serde, V: Serde> MetadataGroupedTable<K, V> {
+    fn aggregations(&self) -> Aggregations<'_> {
+        Aggregations { app: &self.grouped.app, input: self.grouped.handle.id, metadata: pb::Metadata::Read }
+    }
+
+    /// `KGroupedTable.reduce` with metadata: `adder(aggregate, value,
+    /// metadata)`, `subtractor(aggregate, old value, metadata)`.
+    pub fn reduce<F, G>(&self, adder: F, subtractor: G) -> Result<KTable<K, V>>
+    where
+        F: Fn(V, V, &RecordMetadata) -> V + Send + Sync + 'static,
+        G: Fn(V, V, &RecordMetadata) -> V + Send + Sync + 'static,
+    {
+        let names = (fn_name::<F>("reduce"), Some(fn_name::<G>("reduce subtractor")));
+        let fold = Arc::new(Fold(TableReduce::new(
+            move |a, v| with_meta(|m| adder(a, v, m)),
+            move |a, v| with_meta(|m| subtractor(a, v, m)),
+        )));
+        KTable::wrap(self.grouped.app.clone(), self.aggregations().reduce(fold, names, &Options::new())?)
+    }
+
+    /// `KGroupedTable.aggregate` with metadata: `init(metadata)`,
+    /// `adder(key, value, aggregate, metadata)`, `subtractor(key, old value,
+    /// aggregate, metadata)`.
+    pub fn aggregate<A: Serde, I, F, G>(&self, init: I, adder: F, subtractor: G) -> Result<KTable<K, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A, &RecordMetadata) -> A + Send + Sync + 'static,
+        G: Fn(&K, V, A, &RecordMetadata) -> A + Send + Sync + 'static,
+    {
+        let names = AggregateNames {
+            init: fn_name::<I>("aggregate initializer"),
+            aggregator: fn_name::<F>("aggregate"),
+            subtractor: Some(fn_name::<G>("aggregate subtractor")),
+            merger: None,
+        };
+        let fold = Arc::new(Fold(Aggregate::<K, V, A>::new(
+            move || with_meta(|m| init(m)),
+            move |k, v, a| with_meta(|m| adder(k, v, a, m)),
+            Some(Arc::new(move |k: &K, v: V, a: A| with_meta(|m| subtractor(k, v, a, m)))),
+        )));
+        KTable::wrap(self.grouped.app.clone(), self.aggregations().aggregate(fold, names, A::NAME, &Options::new())?)
     }
 }
 

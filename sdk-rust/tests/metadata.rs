@@ -75,3 +75,26 @@ fn a_stream_table_joiner_with_metadata_reads_the_stream_records_metadata() {
     let got: Vec<String> = driver.read_output::<String, String>("out").unwrap().into_iter().map(|r| r.value).collect();
     assert_eq!(got, ["o1@10#0", "o2@10#1"]);
 }
+
+#[test]
+fn a_table_reduce_with_metadata_reads_each_updates_offset() {
+    let driver =
+        TopologyTestDriver::with_config("meta-table-reduce", Config::new().statestore_cache_max_bytes(0)).unwrap();
+    driver
+        .table::<String, i64>("t")
+        .unwrap()
+        .group_by(|_k: &String, v: i64| ("all".to_owned(), v))
+        .unwrap()
+        .with_metadata()
+        .reduce(|total, v, m| total + v + 100 * m.offset, |total, old, _m| total - old)
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("out")
+        .unwrap();
+    driver.pipe_input("t", "a".to_owned(), 1i64).unwrap();
+    driver.pipe_input("t", "b".to_owned(), 2i64).unwrap();
+    let got: Vec<i64> = driver.read_output::<String, i64>("out").unwrap().into_iter().map(|r| r.value).collect();
+    // a's 1 becomes the aggregate without a call; b's 2 at offset 1 adds 2 + 100.
+    assert_eq!(got, [1, 103]);
+}
