@@ -113,3 +113,19 @@ def test_a_global_join_key_mapper_and_joiner_read_the_stream_records_metadata() 
         driver.pipe_input("products", "p1", "pen")
         driver.pipe_input("orders", "o", "x", headers={"product": b"p1"})
         assert [r.value for r in driver.read_output("out")] == ["x:pen@0"]
+
+
+def test_a_foreign_key_extractor_and_joiner_read_metadata() -> None:
+    with TopologyTestDriver("meta-fk", {"statestore.cache.max.bytes": "0"}) as driver:
+        customers = driver.table("customers", key="string", value="string")
+        orders = driver.table("orders", key="string", value="string")
+        customer_of = with_metadata(lambda v, m: dict(m.headers)["customer"].decode())
+        enrich = with_metadata(lambda order, customer, m: f"{order} for {customer} ({m.topic})")
+        orders.foreign_key_join(customers, customer_of, enrich).to_stream().to("out")
+        driver.pipe_input("customers", "c1", "ann")
+        driver.pipe_input("orders", "o1", "pen", headers={"customer": b"c1"})
+        # As in Kafka Streams, the joiner runs for the subscription response
+        # (ResponseJoinProcessorSupplier): its record context is that topic's.
+        ((key, value),) = [(r.key, r.value) for r in driver.read_output("out")]
+        assert key == "o1"
+        assert re.fullmatch(r"pen for ann \(meta-fk-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-\d+-topic\)", value), value
