@@ -82,3 +82,20 @@ test("a groupBy key selector and a table filter withMetadata read the record's o
   }
   assert.deepEqual((await tables.readOutput("out")).map((r) => [r.key, r.value]), [["ka", "a"], ["kb", null], ["kc", "c"]]);
 });
+
+test("a table groupBy mapper withMetadata reads the update's offset", async () => {
+  await using driver = await TopologyTestDriver.create("meta-table-group-by", { config: { statestoreCacheMaxBytes: 0 } });
+  driver
+    .table("t", { key: "string", value: "long" })
+    .groupBy(withMetadata((_k: string, v: bigint, m: RecordMetadata) => [`g${m.offset % 2}`, v] as const), { key: "string", value: "long" })
+    .reduce(
+      (a: bigint, v: bigint) => a + v,
+      (a: bigint, v: bigint) => a - v,
+    )
+    .toStream()
+    .to("out");
+  await driver.pipeInput("t", "a", 1n);
+  await driver.pipeInput("t", "b", 2n);
+  await driver.pipeInput("t", "a", 5n); // offset 2: old and new value both map to g0
+  assert.deepEqual((await driver.readOutput("out")).map((r) => [r.key, r.value]), [["g0", 1n], ["g1", 2n], ["g0", 5n]]);
+});

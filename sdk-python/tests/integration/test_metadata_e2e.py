@@ -129,3 +129,15 @@ def test_a_foreign_key_extractor_and_joiner_read_metadata() -> None:
         ((key, value),) = [(r.key, r.value) for r in driver.read_output("out")]
         assert key == "o1"
         assert re.fullmatch(r"pen for ann \(meta-fk-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-\d+-topic\)", value), value
+
+
+def test_a_table_group_by_mapper_reads_the_updates_metadata() -> None:
+    with TopologyTestDriver("meta-table-group-by", {"statestore.cache.max.bytes": "0"}) as driver:
+        by_parity = with_metadata(lambda k, v, m: (f"g{m.offset % 2}", v))
+        table = driver.table("t", key="string", value="long")
+        grouped = table.group_by(by_parity, key="string", value="long")
+        grouped.reduce(lambda a, v: a + v, lambda a, v: a - v).to_stream().to("out", value="long")
+        driver.pipe_input("t", "a", 1)
+        driver.pipe_input("t", "b", 2)
+        driver.pipe_input("t", "a", 5)  # offset 2: old and new value both map to g0
+        assert [(r.key, r.value) for r in driver.read_output("out")] == [("g0", 1), ("g1", 2), ("g0", 5)]
