@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { InvalidArgumentError, type RecordMetadata, TopologyTestDriver, withMetadata } from "./index.js";
+import { InvalidArgumentError, type RecordMetadata, SessionWindows, TimeWindows, TopologyTestDriver, withMetadata } from "./index.js";
 import { useEngine } from "./testing/app.js";
 
 useEngine();
@@ -98,4 +98,35 @@ test("a table groupBy mapper withMetadata reads the update's offset", async () =
   await driver.pipeInput("t", "b", 2n);
   await driver.pipeInput("t", "a", 5n); // offset 2: old and new value both map to g0
   assert.deepEqual((await driver.readOutput("out")).map((r) => [r.key, r.value]), [["g0", 1n], ["g1", 2n], ["g0", 5n]]);
+});
+
+test("windowed reducers withMetadata read metadata in hopping windows (value refs) and session windows (fold programs)", async () => {
+  const add = withMetadata((total: string, v: string, m: RecordMetadata) => `${total}+${v}@${m.offset}`);
+  await using hopping = await TopologyTestDriver.create("meta-hopping", { config: { statestoreCacheMaxBytes: 0 } });
+  hopping
+    .stream("in", { key: "string", value: "string" })
+    .groupByKey()
+    .windowedBy(TimeWindows.ofSizeWithNoGrace(10).advanceBy(5))
+    .reduce(add)
+    .toStream()
+    .map((k, v) => [`${k.key}@${k.start}`, v] as const, { key: "string" })
+    .to("out");
+  await hopping.pipeInput("in", "k", "a", { timestamp: 7 });
+  await hopping.pipeInput("in", "k", "b", { timestamp: 8 });
+  const got = (await hopping.readOutput("out")).map((r) => `${String(r.key)}=${String(r.value)}`).sort();
+  assert.deepEqual(got, ["k@0=a", "k@0=a+b@1", "k@5=a", "k@5=a+b@1"]);
+
+  await using sessions = await TopologyTestDriver.create("meta-session", { config: { statestoreCacheMaxBytes: 0 } });
+  sessions
+    .stream("in", { key: "string", value: "string" })
+    .groupByKey()
+    .windowedBy(SessionWindows.ofInactivityGapWithNoGrace(10))
+    .reduce(add)
+    .toStream()
+    .filter((_k, v) => v !== null)
+    .map((k, v) => [k.key, v] as const, { key: "string" })
+    .to("out");
+  await sessions.pipeInput("in", "k", "a", { timestamp: 1 });
+  await sessions.pipeInput("in", "k", "b", { timestamp: 5 });
+  assert.deepEqual((await sessions.readOutput("out")).map((r) => r.value), ["a", "a+b@1"]);
 });

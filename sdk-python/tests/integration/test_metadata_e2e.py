@@ -10,7 +10,7 @@ import pytest
 
 from datetime import timedelta
 
-from polystreams import JoinWindows, Materialized, RecordMetadata, with_metadata
+from polystreams import JoinWindows, Materialized, RecordMetadata, SessionWindows, TimeWindows, with_metadata
 from polystreams.testing import TopologyTestDriver
 
 
@@ -141,3 +141,27 @@ def test_a_table_group_by_mapper_reads_the_updates_metadata() -> None:
         driver.pipe_input("t", "b", 2)
         driver.pipe_input("t", "a", 5)  # offset 2: old and new value both map to g0
         assert [(r.key, r.value) for r in driver.read_output("out")] == [("g0", 1), ("g1", 2), ("g0", 5)]
+
+
+def test_windowed_reducers_read_metadata_in_hopping_and_session_windows() -> None:
+    # Hopping windows send a record once for all its windows (value refs);
+    # session windows come as fold programs: both give each call its record's metadata.
+    def add(total: str, value: str, meta: RecordMetadata) -> str:
+        return f"{total}+{value}@{meta.offset}"
+
+    with TopologyTestDriver("meta-hopping", {"statestore.cache.max.bytes": "0"}) as driver:
+        grouped = driver.stream("in", key="string", value="string").group_by_key()
+        hopping = TimeWindows.of_size_with_no_grace(timedelta(milliseconds=10)).advance_by(timedelta(milliseconds=5))
+        grouped.windowed_by(hopping).reduce(with_metadata(add)).to_stream().map(lambda k, v: (f"{k.key}@{k.start}", v), key="string").to("out")
+        driver.pipe_input("in", "k", "a", timestamp=7)
+        driver.pipe_input("in", "k", "b", timestamp=8)
+        assert sorted((r.key, r.value) for r in driver.read_output("out")) == [
+            ("k@0", "a"), ("k@0", "a+b@1"), ("k@5", "a"), ("k@5", "a+b@1")
+        ]
+    with TopologyTestDriver("meta-session", {"statestore.cache.max.bytes": "0"}) as driver:
+        grouped = driver.stream("in", key="string", value="string").group_by_key()
+        sessions = SessionWindows.of_inactivity_gap_with_no_grace(timedelta(milliseconds=10))
+        grouped.windowed_by(sessions).reduce(with_metadata(add)).to_stream().filter(lambda k, v: v is not None).map(lambda k, v: (k.key, v), key="string").to("out")
+        driver.pipe_input("in", "k", "a", timestamp=1)
+        driver.pipe_input("in", "k", "b", timestamp=5)
+        assert [r.value for r in driver.read_output("out")] == ["a", "a+b@1"]
