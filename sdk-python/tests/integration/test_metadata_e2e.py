@@ -165,3 +165,22 @@ def test_windowed_reducers_read_metadata_in_hopping_and_session_windows() -> Non
         driver.pipe_input("in", "k", "a", timestamp=1)
         driver.pipe_input("in", "k", "b", timestamp=5)
         assert [r.value for r in driver.read_output("out")] == ["a", "a+b@1"]
+
+
+def test_async_joiners_and_aggregators_read_metadata() -> None:
+    async def join(value: str, price: str | None, meta: RecordMetadata) -> str:
+        return f"{value}@{price}#{meta.offset}"
+
+    async def count(key: str, value: str, agg: str, meta: RecordMetadata) -> str:
+        return f"{agg}{value}{meta.offset}"
+
+    with TopologyTestDriver("meta-async", {"statestore.cache.max.bytes": "0"}) as driver:
+        prices = driver.table("prices", key="string", value="string")
+        orders = driver.stream("orders", key="string", value="string")
+        orders.join(prices, with_metadata(join)).to("joined")
+        orders.group_by_key().aggregate(lambda: "", with_metadata(count), materialized=Materialized(value="string")).to_stream().to("counted")
+        driver.pipe_input("prices", "p", "10")
+        driver.pipe_input("orders", "p", "o")
+        driver.pipe_input("orders", "p", "q")
+        assert [r.value for r in driver.read_output("joined")] == ["o@10#0", "q@10#1"]
+        assert [r.value for r in driver.read_output("counted")] == ["o0", "o0q1"]
