@@ -643,6 +643,28 @@ impl<K: Serde, V: Serde> MetadataStream<K, V> {
         self.stream.join_op("join", table.handle.id, false, JoinFn::HostMeta(name, Arc::new(joiner)), Options::new())
     }
 
+    /// `KStream.join(KStream, ValueJoiner, JoinWindows)` with metadata:
+    /// `f(value, other value, metadata)`, the metadata being that of the
+    /// record being processed when the match is found (either side's; its
+    /// timestamp is that record's, not the output's later one).
+    pub fn join_stream<VO: Serde, VR: Serde, F>(
+        &self,
+        other: &KStream<K, VO>,
+        f: F,
+        windows: crate::JoinWindows,
+    ) -> Result<KStream<K, VR>>
+    where
+        F: Fn(V, VO, &RecordMetadata) -> VR + Send + Sync + 'static,
+    {
+        let name = fn_name::<F>("join");
+        let joiner = ValueJoiner::<V, VO, VR>::new(move |v, t| match t {
+            Some(t) => Ok(with_meta(|m| f(v, t, m))),
+            None => Err("an inner join's record came without the other value (a malformed bundle)".to_owned()),
+        });
+        let joiner = JoinFn::HostMeta(name, Arc::new(joiner));
+        self.stream.stream_join_op("join", other.handle.id, windows, false, false, joiner, Options::new())
+    }
+
     /// `KStream.leftJoin(KTable)` with metadata: `f` gets `None` for a key
     /// the table does not hold.
     pub fn left_join<VT: Serde, VR: Serde, F>(&self, table: &KTable<K, VT>, f: F) -> Result<KStream<K, VR>>

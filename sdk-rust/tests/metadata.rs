@@ -98,3 +98,27 @@ fn a_table_reduce_with_metadata_reads_each_updates_offset() {
     // a's 1 becomes the aggregate without a call; b's 2 at offset 1 adds 2 + 100.
     assert_eq!(got, [1, 103]);
 }
+
+#[test]
+fn a_stream_stream_joiner_with_metadata_reads_the_processed_records_context() {
+    let driver = TopologyTestDriver::new("meta-ss-join").unwrap();
+    let right = driver.stream::<String, String>("right").unwrap();
+    driver
+        .stream::<String, String>("left")
+        .unwrap()
+        .with_metadata()
+        .join_stream(
+            &right,
+            |l: String, r: String, m| format!("{l}+{r} by {}:{}@{}", m.topic, m.offset, m.timestamp),
+            polystreams::JoinWindows::of_time_difference_with_no_grace(std::time::Duration::from_millis(100)),
+        )
+        .unwrap()
+        .to("out")
+        .unwrap();
+    driver.pipe_record("right", "k".to_owned(), "r".to_owned(), Some(10), &[]).unwrap();
+    driver.pipe_record("left", "k".to_owned(), "l".to_owned(), Some(5), &[]).unwrap();
+    let got: Vec<(String, i64)> =
+        driver.read_output::<String, String>("out").unwrap().into_iter().map(|r| (r.value, r.timestamp)).collect();
+    // Kafka Streams calls the joiner while processing the left record (offset 0, ts 5); the output gets max(5, 10).
+    assert_eq!(got, [("l+r by left:0@5".to_owned(), 10)]);
+}
