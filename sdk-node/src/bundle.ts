@@ -33,7 +33,18 @@ import { Buffer } from "node:buffer";
 import { type AnyFunction, byRefs, failEvery, isThenable } from "./outcomes.js";
 import { runExtract } from "./extract.js";
 import { type ProgramStep, runProgram } from "./program.js";
-import { type RecordMetadata, type Header, Metadata_, ProcessorExecutor, type ReadFn, type StoreBuilder, isProcessorBundle, recordHeaders, sameHeaders } from "./processor.js";
+import {
+  type RecordMetadata,
+  type Header,
+  Metadata_,
+  ProcessorExecutor,
+  type ReadFn,
+  type StoreBuilder,
+  isProcessorBundle,
+  metadataOf,
+  recordHeaders,
+  sameHeaders,
+} from "./processor.js";
 import { typeName } from "./errors.js";
 import { decodeColumn, encode, encodeColumn, errorText } from "./serde.js";
 import { ROUTES, Route } from "./route.js";
@@ -571,7 +582,36 @@ const ABSENT: unique symbol = Symbol("absent");
  * What a fold bundle's values make: each one's encoded aggregate (null: the
  * key has none, after a table change that only removed), or its failure.
  */
+/** What a fold value is folded with: the fold's functions, or those given its record's metadata (Fold.at). */
+interface FoldFunctions {
+  readonly fn: AnyFunction | undefined;
+  readonly init: AnyFunction | undefined;
+  readonly sub: AnyFunction | undefined;
+}
+
+/** fn given m as its last argument when it was wrapped by withMetadata (else fn). */
+function bindMeta(fn: AnyFunction | undefined, m: RecordMetadata): AnyFunction | undefined {
+  if (fn === undefined || metadataOf(fn) === Metadata.UNSPECIFIED) {
+    return fn;
+  }
+  return (...args: unknown[]) => fn(...args, m);
+}
+
+/** The metadata of each of n fold values (or joined records): that of its record (Bundle.valueRefs[i] when set, else i). */
+function foldMetas(b: Bundle, n: number): RecordMetadata[] {
+  const records = b.valueLengths.length;
+  const headers = recordHeaders(b, records);
+  const out: RecordMetadata[] = [];
+  for (let i = 0; i < n; i++) {
+    const r = b.valueRefs.length > 0 ? b.valueRefs[i]! : i;
+    out.push(new Metadata_(Number(b.timestamps[r] ?? 0n), [...headers[r]!], b.topic, b.partition, Number(b.offsets[r] ?? -1n)));
+  }
+  return out;
+}
+
 interface FoldOutputs {
+  /** Each value's record's metadata, when a function of the fold asked for it (withMetadata). */
+  readonly metas: RecordMetadata[] | null;
   /** The values; in a table fold ABSENT where a change has no new value. */
   readonly values: unknown[];
   /** A table fold's old values, ABSENT where a change has none; null for a stream fold. */
@@ -627,6 +667,10 @@ class Fold {
   private readonly sub: AnyFunction | undefined;
   private readonly table: boolean;
   private readonly broken: string | null = null;
+  /** Some function of the fold was wrapped by withMetadata: each call gets its value's record's metadata. */
+  private readonly meta: boolean;
+  /** The fold's functions as they are (no metadata). */
+  private readonly own: FoldFunctions;
   private readonly nullMessage: string;
   private readonly undefinedMessage: string;
 
@@ -648,31 +692,38 @@ class Fold {
       this.broken = `ReferenceError: aggregate step (${st.node}) names initializer token ${st.initializerToken}, which is not registered in this host`;
     } else if (this.table && this.sub === undefined) {
       this.broken = `ReferenceError: step 0 (${st.node}) names subtractor token ${st.subtractorToken}, which is not registered in this host`;
-    } else if (st.metadata !== Metadata.UNSPECIFIED) {
-      this.broken = `TypeError: step 0 (${st.node}) asks for record metadata (withMetadata), which ${what} functions are not given in this host`;
     }
+    this.own = { fn: this.fn, init: this.init, sub: this.sub };
+    this.meta = [this.fn, this.init, this.sub].some((f) => f !== undefined && metadataOf(f) !== Metadata.UNSPECIFIED);
     if (this.broken === null) {
       // An aggregate's merger (session windows) is looked for only when a
       // program merges: a program that needs none runs without it.
       const merger = st.mergerToken !== 0 ? functions.get(st.mergerToken) : undefined;
       this.program = { op: this.op, node: st.node, fn: this.fn!, init: this.init, merger, mergerToken: st.mergerToken, table: this.table };
+      this.meta ||= merger !== undefined && metadataOf(merger) !== Metadata.UNSPECIFIED;
     }
+  }
+
+  /** The fold's functions for a value whose record's metadata is m: those wrapped by withMetadata get it last. */
+  private at(m: RecordMetadata): { fn: AnyFunction; init: AnyFunction | undefined; sub: AnyFunction | undefined } {
+    return { fn: bindMeta(this.fn!, m)!, init: bindMeta(this.init, m), sub: bindMeta(this.sub, m) };
   }
 
   /** The aggregate after value i (or a promise of it): a stream fold's next, or a table fold's change. */
   private fold(out: FoldOutputs, i: number, key: unknown, agg: unknown): unknown {
+    const fns = out.metas === null ? this.own : this.at(out.metas[i]!);
     if (out.olds === null) {
-      return this.next(agg, key, out.values[i]);
+      return this.next(fns, agg, key, out.values[i]);
     }
     const old = out.olds[i];
     if (old === ABSENT || agg === ABSENT) {
-      return this.add(agg, key, out.values[i]);
+      return this.add(fns, agg, key, out.values[i]);
     }
-    const r = this.op === Operation.REDUCE ? this.sub!(agg, old) : this.sub!(key, old, agg);
+    const r = this.op === Operation.REDUCE ? fns.sub!(agg, old) : fns.sub!(key, old, agg);
     if (isThenable(r)) {
-      return Promise.resolve(r).then((a) => this.add(this.removed(a), key, out.values[i]));
+      return Promise.resolve(r).then((a) => this.add(fns, this.removed(a), key, out.values[i]));
     }
-    return this.add(this.removed(r), key, out.values[i]);
+    return this.add(fns, this.removed(r), key, out.values[i]);
   }
 
   /** The subtractor's result as an aggregate: null means none. */
@@ -684,20 +735,20 @@ class Fold {
   }
 
   /** A table change's adder step: none when the change has no new value. */
-  private add(agg: unknown, key: unknown, value: unknown): unknown {
-    return value === ABSENT ? agg : this.next(agg, key, value);
+  private add(fns: FoldFunctions, agg: unknown, key: unknown, value: unknown): unknown {
+    return value === ABSENT ? agg : this.next(fns, agg, key, value);
   }
 
   /** The next aggregate (or a promise of it): the reducer's or aggregator's call, or the first value / initializer. */
-  private next(agg: unknown, key: unknown, value: unknown): unknown {
-    const fn = this.fn!;
+  private next(fns: FoldFunctions, agg: unknown, key: unknown, value: unknown): unknown {
+    const fn = fns.fn!;
     if (this.op === Operation.REDUCE) {
       return agg === ABSENT ? value : fn(agg, value);
     }
     if (agg !== ABSENT) {
       return fn(key, value, agg);
     }
-    const start = this.init!();
+    const start = fns.init!();
     return isThenable(start) ? Promise.resolve(start).then((a) => fn(key, value, a)) : fn(key, value, start);
   }
 
@@ -774,7 +825,13 @@ class Fold {
       if (this.program === null) {
         return failEvery(result, b.valueRefs.length || b.foldBases.length, 0, this.broken!);
       }
-      return runProgram(this.program, b, result);
+      if (!this.meta) {
+        return runProgram(this.program, b, result);
+      }
+      const metas = foldMetas(b, b.valueRefs.length || b.foldBases.length);
+      const program = this.program;
+      const merger = program.merger;
+      return runProgram(program, b, result, (i) => ({ ...program, ...this.at(metas[i]!), merger: bindMeta(merger, metas[i]!) }));
     }
     // A windowed fold bundle may hold each record once and refer to it from
     // every window it falls into (fold_value_refs): fold value i is record
@@ -831,6 +888,7 @@ class Fold {
       encoded: new Array<Uint8Array | null | undefined>(n),
       failures: new Map(),
       serde: aggSerde,
+      metas: this.meta ? foldMetas(b, n) : null,
     };
     let waits: Promise<void>[] | null = null;
     // Deserialization failures: a value (or old value), key or stored aggregate that did not decode.
@@ -894,6 +952,8 @@ class Fold {
  */
 class Join {
   private readonly fn: AnyFunction | undefined;
+  /** The joiner was wrapped by withMetadata: each call gets its record's metadata last. */
+  private readonly meta: boolean;
   private readonly broken: string | null = null;
   private readonly outSerde: string;
 
@@ -902,9 +962,8 @@ class Join {
     this.fn = functions.get(st.token);
     if (this.fn === undefined) {
       this.broken = `ReferenceError: join step (${st.node}) names token ${st.token}, which is not registered in this host`;
-    } else if (st.metadata !== Metadata.UNSPECIFIED) {
-      this.broken = `TypeError: join step (${st.node}) asks for record metadata (withMetadata), which joiners are not given in this host`;
     }
+    this.meta = this.fn !== undefined && metadataOf(this.fn) !== Metadata.UNSPECIFIED;
     this.outSerde = bundle.outputValueSerde || bundle.valueSerde;
   }
 
@@ -935,8 +994,13 @@ class Join {
       }
     }
     const undecoded = new Set(failed.keys());
+    let fn = this.fn!;
+    if (this.meta) {
+      const metas = foldMetas(b, n);
+      fn = withMetas(fn, live.map((i) => metas[i]!));
+    }
     const applied = applyAll(
-      this.fn!,
+      fn,
       live.map((i) => values.items[i]),
       live.map((i) => others.items[i]),
     );

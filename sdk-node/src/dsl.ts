@@ -26,7 +26,7 @@ import {
 import { type SerdeName, type SerdeType, type TopicSerde, isWindowedSerde } from "./serde.js";
 import type { KeyValueStore, StoreOptions, WindowStore } from "./store.js";
 import type { FixedKeyProcessorSupplier, ProcessorSupplier, RecordMetadata, ValueTransformerWithKeySupplier } from "./processor.js";
-import { transformerProcessor } from "./processor.js";
+import { WITH_METADATA, transformerProcessor } from "./processor.js";
 import { EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, TimeWindows, type Windowed } from "./windows.js";
 import type { OffsetReset } from "./config.js";
 
@@ -349,11 +349,16 @@ function callable(fn: unknown, method: string): AnyFunction {
  */
 function pairOrSkip(fn: AnyFunction): AnyFunction {
   const orSkip = (p: unknown): unknown => (p === null || p === undefined ? [null, null] : p);
-  const mapper = (key: unknown, value: unknown): unknown => {
-    const p = fn(key, value);
+  // A mapper wrapped by withMetadata stays wrapped: its metadata argument passes through.
+  const mapper = (key: unknown, value: unknown, ...metadata: unknown[]): unknown => {
+    const p = fn(key, value, ...metadata);
     return isThenable(p) ? Promise.resolve(p).then(orSkip) : orSkip(p);
   };
   Object.defineProperty(mapper, "name", { value: fn.name });
+  const asks = (fn as { [WITH_METADATA]?: unknown })[WITH_METADATA];
+  if (asks !== undefined) {
+    Object.defineProperty(mapper, WITH_METADATA, { value: asks });
+  }
   return mapper;
 }
 

@@ -130,7 +130,12 @@ function refProblem(what: string, r: number, i: number, pool: number): string {
 }
 
 /** Runs a fold program (a bundle with foldBases) into result. */
-export async function runProgram(step: ProgramStep, b: Bundle, result: BundleResult): Promise<BundleResult> {
+export async function runProgram(
+  step: ProgramStep,
+  b: Bundle,
+  result: BundleResult,
+  at: ((i: number) => ProgramStep) | null = null,
+): Promise<BundleResult> {
   const n = b.valueRefs.length || b.foldBases.length;
   const pool = b.aggregateLengths.length;
   const problem = check(step, b, n, pool);
@@ -144,13 +149,13 @@ export async function runProgram(step: ProgramStep, b: Bundle, result: BundleRes
   }
   // The pool's bytes: aggregate r is aggregates[starts[r] : +lengths[r]].
   const starts = new Array<number>(pool);
-  let at = 0;
+  let offset = 0;
   for (let r = 0; r < pool; r++) {
-    starts[r] = at;
-    at += Math.max(b.aggregateLengths[r]!, 0);
+    starts[r] = offset;
+    offset += Math.max(b.aggregateLengths[r]!, 0);
   }
-  if (at !== b.aggregates.byteLength || b.aggregateLengths.some((l) => l < -1)) {
-    return failEvery(result, n, 0, `RangeError: malformed fold program: aggregate lengths account for ${at} bytes, the column holds ${b.aggregates.byteLength}`);
+  if (offset !== b.aggregates.byteLength || b.aggregateLengths.some((l) => l < -1)) {
+    return failEvery(result, n, 0, `RangeError: malformed fold program: aggregate lengths account for ${offset} bytes, the column holds ${b.aggregates.byteLength}`);
   }
   const values = byRefs(decodeColumn(b.valueSerde, b.values, b.valueLengths), b.valueRefs);
   const keys = step.op === Operation.REDUCE ? null : decodeColumn(b.keySerde, b.keys, b.keyLengths);
@@ -205,11 +210,11 @@ export async function runProgram(step: ProgramStep, b: Bundle, result: BundleRes
       }
       return a;
     });
-  const initial = (): unknown => checked(step.init!(), "initializer");
-  /** The aggregate ref r names, decoded afresh (or a promise of it). */
-  const resolve = (r: number): unknown => {
+  const initial = (st: ProgramStep): unknown => checked(st.init!(), "initializer");
+  /** The aggregate ref r names, decoded afresh (or a promise of it); st's initializer makes ref -1's. */
+  const resolve = (r: number, st: ProgramStep): unknown => {
     if (r === -1) {
-      return step.op === Operation.REDUCE ? NONE : initial();
+      return step.op === Operation.REDUCE ? NONE : initial(st);
     }
     if (r < pool) {
       const length = b.aggregateLengths[r]!;
@@ -235,45 +240,46 @@ export async function runProgram(step: ProgramStep, b: Bundle, result: BundleRes
           waiters.set(j, (w = []));
         }
         w.push(wake);
-      }).then(() => resolve(r));
+      }).then(() => resolve(r, st));
     }
     return decode(serde, bytes);
   };
   /** acc with other merged in: the merger (reduce: the reducer), a missing side taking the other. */
-  const merge = (key: unknown, acc: unknown, other: unknown): unknown => {
+  const merge = (st: ProgramStep, key: unknown, acc: unknown, other: unknown): unknown => {
     if (other === NONE) {
       return acc;
     }
     if (acc === NONE) {
       return other;
     }
-    return step.op === Operation.REDUCE ? checked(step.fn(acc, other), "reducer") : checked(step.merger!(key, acc, other), "merger");
+    return step.op === Operation.REDUCE ? checked(st.fn(acc, other), "reducer") : checked(st.merger!(key, acc, other), "merger");
   };
   /** acc with the value folded in. */
-  const add = (key: unknown, acc: unknown, value: unknown): unknown => {
+  const add = (st: ProgramStep, key: unknown, acc: unknown, value: unknown): unknown => {
     if (step.op === Operation.REDUCE) {
-      return acc === NONE ? value : checked(step.fn(acc, value), "reducer");
+      return acc === NONE ? value : checked(st.fn(acc, value), "reducer");
     }
     if (acc === NONE) {
-      return chain(initial(), (a) => checked(step.fn(key, value, a), "aggregator"));
+      return chain(initial(st), (a) => checked(st.fn(key, value, a), "aggregator"));
     }
-    return checked(step.fn(key, value, acc), "aggregator");
+    return checked(st.fn(key, value, acc), "aggregator");
   };
-  /** Fold value i's aggregate, or a promise of it. */
+  /** Fold value i's aggregate, or a promise of it; its functions are at(i)'s (given its metadata) when set. */
   const foldValue = (i: number, key: unknown): unknown => {
+    const st = at === null ? step : at(i);
     let m = mergeStart[i]!;
     const end = m + b.mergeCounts[i]!;
     const next = (acc: unknown): unknown => {
       if (m < end) {
         const r = b.mergeRefs[m++]!;
         return chain(
-          chain(resolve(r), (other) => merge(key, acc, other)),
+          chain(resolve(r, st), (other) => merge(st, key, acc, other)),
           next,
         );
       }
-      return add(key, acc, values.items[i]);
+      return add(st, key, acc, values.items[i]);
     };
-    return chain(resolve(b.foldBases[i]!), next);
+    return chain(resolve(b.foldBases[i]!, st), next);
   };
   /** Folds value i; a promise when a call made one. */
   const attempt = (i: number, key: unknown): Promise<void> | undefined => {

@@ -359,7 +359,7 @@ impl<K: Serde, V: Serde> KGroupedStream<K, V> {
             Arc::new(|_: &(), v: V| Box::pin(std::future::ready(v)) as LocalFuture<V>),
             Arc::new(move |_: &(), agg: V, v: V| Box::pin(f(agg, v)) as LocalFuture<V>),
         );
-        let aggregations = Aggregations { app: &self.app, input: self.handle.id };
+        let aggregations = Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified };
         KTable::wrap(self.app.clone(), aggregations.reduce(Arc::new(fold), (name, None), &o)?)
     }
 
@@ -395,7 +395,7 @@ impl<K: Serde, V: Serde> KGroupedStream<K, V> {
             Arc::new(move |k: &K, v: V| Box::pin(g(k, v, init())) as LocalFuture<A>),
             Arc::new(move |k: &K, agg: A, v: V| Box::pin(f(k, v, agg)) as LocalFuture<A>),
         );
-        let aggregations = Aggregations { app: &self.app, input: self.handle.id };
+        let aggregations = Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified };
         KTable::wrap(self.app.clone(), aggregations.aggregate(Arc::new(fold), names, A::NAME, &o)?)
     }
 }

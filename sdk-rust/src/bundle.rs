@@ -658,6 +658,16 @@ impl<F: Folder> FoldRun for Fold<F> {
             Ok(c) => c,
             Err((e, unreadable)) => return fail_all_as(b, 0, e, unreadable),
         };
+        // The records' metadata when the fold's functions asked for it
+        // (with_metadata); fold value i is record value_refs[i] (or i).
+        let metas = match metadata::record_metas(b) {
+            Ok(m) => m,
+            Err(e) => return fail_all_as(b, 0, e, true),
+        };
+        let meta_of = |i: usize| {
+            let r = b.value_refs.get(i).map_or(i, |&r| r as usize);
+            metas.as_ref().and_then(|m| m.get(r))
+        };
         let agg_serde: &str = [&b.aggregate_serde, &b.output_value_serde, &b.value_serde]
             .into_iter()
             .find(|s| !s.is_empty())
@@ -721,28 +731,30 @@ impl<F: Folder> FoldRun for Fold<F> {
                     }
                 };
                 let prev = cur.take();
-                let folded = guarded(|| {
-                    let mut a = prev;
-                    if let Some(old) = old {
-                        if let Some(agg) = a.take() {
-                            // A null from the subtractor leaves the key with no
-                            // aggregate (KTableReduce / KTableAggregate store null).
-                            let left = f.sub(&key, agg, old);
-                            if left.encode(agg_serde, &mut Vec::new()).unwrap_or(true) {
-                                a = Some(left);
+                let folded = metadata::with_record(meta_of(i), || {
+                    guarded(|| {
+                        let mut a = prev;
+                        if let Some(old) = old {
+                            if let Some(agg) = a.take() {
+                                // A null from the subtractor leaves the key with no
+                                // aggregate (KTableReduce / KTableAggregate store null).
+                                let left = f.sub(&key, agg, old);
+                                if left.encode(agg_serde, &mut Vec::new()).unwrap_or(true) {
+                                    a = Some(left);
+                                }
                             }
                         }
-                    }
-                    match v {
-                        None => (a, false),
-                        Some(v) => (
-                            Some(match a {
-                                Some(agg) => f.add(&key, agg, v),
-                                None => f.start(&key, v),
-                            }),
-                            true,
-                        ),
-                    }
+                        match v {
+                            None => (a, false),
+                            Some(v) => (
+                                Some(match a {
+                                    Some(agg) => f.add(&key, agg, v),
+                                    None => f.start(&key, v),
+                                }),
+                                true,
+                            ),
+                        }
+                    })
                 });
                 let (a, added) = match folded {
                     Ok(x) => x,

@@ -46,6 +46,8 @@ impl Joiner {
 /// built-in.
 pub(crate) enum JoinFn {
     Host(String, std::sync::Arc<dyn crate::bundle::JoinRun>),
+    /// A host joiner that reads the records' metadata (registered METADATA_READ).
+    HostMeta(String, std::sync::Arc<dyn crate::bundle::JoinRun>),
     Builtin(Joiner),
 }
 
@@ -56,6 +58,10 @@ impl JoinFn {
         match self {
             JoinFn::Host(fn_type, joiner) => {
                 let token = app.register(&fn_type, crate::bundle::Func::Join(joiner))?;
+                Ok((token, 0, vec![token]))
+            }
+            JoinFn::HostMeta(fn_type, joiner) => {
+                let token = app.register_with(&fn_type, crate::bundle::Func::Join(joiner), pb::Metadata::Read)?;
                 Ok((token, 0, vec![token]))
             }
             JoinFn::Builtin(j) => Ok((0, j.to_proto(), vec![])),
@@ -654,7 +660,7 @@ pub(crate) fn action_step<K: Serde, V: Serde>(pass: bool, f: impl Fn(&K, &V) + S
 
 impl<K: Serde, V: Serde> KGroupedStream<K, V> {
     fn aggregations(&self) -> Aggregations<'_> {
-        Aggregations { app: &self.app, input: self.handle.id }
+        Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified }
     }
 
     /// Counts the records per key into a table of `long` counts

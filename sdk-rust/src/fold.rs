@@ -197,6 +197,9 @@ pub(crate) struct AggregateNames {
 pub(crate) struct Aggregations<'a> {
     pub(crate) app: &'a Arc<Session>,
     pub(crate) input: u64,
+    /// What the fold's functions ask of the records' metadata
+    /// (`with_metadata`: READ; a fold's functions cannot set it).
+    pub(crate) metadata: pb::Metadata,
 }
 
 impl Aggregations<'_> {
@@ -227,7 +230,7 @@ impl Aggregations<'_> {
         o: &Options,
     ) -> Result<Handle> {
         o.check("reduce", NAME | MATERIALIZED)?;
-        let token = self.app.register(&names.0, Func::Fold(fold))?;
+        let token = self.app.register_with(&names.0, Func::Fold(fold), self.metadata)?;
         let sub = match names.1 {
             Some(n) => self.app.register(&n, Func::Part)?,
             None => 0,
@@ -251,8 +254,8 @@ impl Aggregations<'_> {
         o: &Options,
     ) -> Result<Handle> {
         o.check("aggregate", NAME | MATERIALIZED)?;
-        let init = self.app.register(&names.init, Func::Part)?;
-        let token = self.app.register(&names.aggregator, Func::Fold(fold))?;
+        let init = self.app.register_with(&names.init, Func::Part, self.metadata)?;
+        let token = self.app.register_with(&names.aggregator, Func::Fold(fold), self.metadata)?;
         let part = |name: Option<String>| match name {
             Some(n) => self.app.register(&n, Func::Part),
             None => Ok(0),

@@ -95,7 +95,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         self.join_op(op, table.handle.id, left, joiner, o)
     }
 
-    fn join_op<VR: Serde>(
+    pub(crate) fn join_op<VR: Serde>(
         &self,
         op: &str,
         table: u64,

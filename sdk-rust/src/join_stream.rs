@@ -219,7 +219,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn stream_join_op<VR: Serde>(
+    pub(crate) fn stream_join_op<VR: Serde>(
         &self,
         op: &str,
         other: u64,

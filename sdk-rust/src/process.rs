@@ -284,14 +284,17 @@ impl Topology {
     }
 }
 
-// Record metadata for the stateless operators (opt-in).
+// Record metadata for the stateless operators, folds and joins (opt-in).
 
 use crate::bundle::metadata::with_meta;
 use crate::bundle::StepFn;
+use crate::bundle::{Fold, ValueJoiner};
 use crate::dsl::{
     action_step, flat_map_step, flat_map_values_step, key_step, map_step, map_values_step, map_values_with_key_step,
     predicate_step,
 };
+use crate::dsl::{JoinFn, KGroupedStream, KGroupedTable, KTable};
+use crate::fold::{Aggregate, AggregateNames, Aggregations, StreamReduce, TableReduce};
 use crate::processor::RecordMetadata;
 
 /// A stream whose next operator's function also gets each record's
@@ -475,5 +478,206 @@ impl<K: Serde, V: Serde> MetadataStream<K, V> {
         self.build("peek", fn_name::<F>("peek"), step, |input, token| {
             Op::Peek(pb::PeekOp { input, token, name: String::new() })
         })
+    }
+}
+
+/// A grouped stream whose reducer or aggregator (and initializer) also get
+/// the [`RecordMetadata`] of the record being folded (timestamp, headers,
+/// topic, partition, offset), from [`KGroupedStream::with_metadata`]. They
+/// read it only: as in Kafka Streams, the fold sets its outputs' timestamp
+/// and headers.
+pub struct MetadataGroupedStream<K, V> {
+    grouped: KGroupedStream<K, V>,
+}
+
+impl<K, V> std::fmt::Debug for MetadataGroupedStream<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MetadataGroupedStream({:?})", self.grouped.handle)
+    }
+}
+
+impl<K: Serde, V: Serde> KGroupedStream<K, V> {
+    /// The reducer or aggregator (and initializer) also get the metadata of
+    /// the record being folded (Python's `with_metadata(fn)`, Node's
+    /// `withMetadata(fn)`): `grouped.with_metadata().reduce(|a, v, m| a + v + m.offset)`.
+    pub fn with_metadata(&self) -> MetadataGroupedStream<K, V> {
+        MetadataGroupedStream { grouped: self.clone() }
+    }
+}
+
+impl<K: Serde, V: Serde> MetadataGroupedStream<K, V> {
+    fn aggregations(&self) -> Aggregations<'_> {
+        Aggregations { app: &self.grouped.app, input: self.grouped.handle.id, metadata: pb::Metadata::Read }
+    }
+
+    /// `KGroupedStream.reduce` with metadata: `f(aggregate, value, metadata)`
+    /// (a key's first value becomes its aggregate without a call).
+    pub fn reduce<F>(&self, f: F) -> Result<KTable<K, V>>
+    where
+        F: Fn(V, V, &RecordMetadata) -> V + Send + Sync + 'static,
+    {
+        self.reduce_with(f, Options::new())
+    }
+
+    /// [`reduce`](Self::reduce) with `name` and `materialized`.
+    pub fn reduce_with<F>(&self, f: F, o: Options) -> Result<KTable<K, V>>
+    where
+        F: Fn(V, V, &RecordMetadata) -> V + Send + Sync + 'static,
+    {
+        let name = fn_name::<F>("reduce");
+        let fold = Arc::new(Fold(StreamReduce::<V, _>::new(move |a, v| with_meta(|m| f(a, v, m)))));
+        KTable::wrap(self.grouped.app.clone(), self.aggregations().reduce(fold, (name, None), &o)?)
+    }
+
+    /// `KGroupedStream.aggregate` with metadata: `init(metadata)` starts a
+    /// key's aggregate, `f(key, value, aggregate, metadata)` folds in a value.
+    pub fn aggregate<A: Serde, I, F>(&self, init: I, f: F) -> Result<KTable<K, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A, &RecordMetadata) -> A + Send + Sync + 'static,
+    {
+        self.aggregate_with(init, f, Options::new())
+    }
+
+    /// [`aggregate`](Self::aggregate) with `name` and `materialized`.
+    pub fn aggregate_with<A: Serde, I, F>(&self, init: I, f: F, o: Options) -> Result<KTable<K, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A, &RecordMetadata) -> A + Send + Sync + 'static,
+    {
+        let names = AggregateNames {
+            init: fn_name::<I>("aggregate initializer"),
+            aggregator: fn_name::<F>("aggregate"),
+            subtractor: None,
+            merger: None,
+        };
+        let fold = Arc::new(Fold(Aggregate::<K, V, A>::new(
+            move || with_meta(|m| init(m)),
+            move |k, v, a| with_meta(|m| f(k, v, a, m)),
+            None,
+        )));
+        KTable::wrap(self.grouped.app.clone(), self.aggregations().aggregate(fold, names, A::NAME, &o)?)
+    }
+}
+
+/// A grouped table whose adder, subtractor (and initializer) also get the
+/// [`RecordMetadata`] of the table update being folded, from
+/// [`KGroupedTable::with_metadata`]; read-only, as for
+/// [`MetadataGroupedStream`].
+pub struct MetadataGroupedTable<K, V> {
+    grouped: KGroupedTable<K, V>,
+}
+
+impl<K, V> std::fmt::Debug for MetadataGroupedTable<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MetadataGroupedTable({:?})", self.grouped.handle)
+    }
+}
+
+impl<K: Serde, V: Serde> KGroupedTable<K, V> {
+    /// The adder, subtractor (and initializer) also get the metadata of the
+    /// table update being folded (Python's `with_metadata(fn)`, Node's
+    /// `withMetadata(fn)`).
+    pub fn with_metadata(&self) -> MetadataGroupedTable<K, V> {
+        MetadataGroupedTable { grouped: self.clone() }
+    }
+}
+
+impl<K: Serde, V: Serde> MetadataGroupedTable<K, V> {
+    fn aggregations(&self) -> Aggregations<'_> {
+        Aggregations { app: &self.grouped.app, input: self.grouped.handle.id, metadata: pb::Metadata::Read }
+    }
+
+    /// `KGroupedTable.reduce` with metadata: `adder(aggregate, value,
+    /// metadata)`, `subtractor(aggregate, old value, metadata)`.
+    pub fn reduce<F, G>(&self, adder: F, subtractor: G) -> Result<KTable<K, V>>
+    where
+        F: Fn(V, V, &RecordMetadata) -> V + Send + Sync + 'static,
+        G: Fn(V, V, &RecordMetadata) -> V + Send + Sync + 'static,
+    {
+        let names = (fn_name::<F>("reduce"), Some(fn_name::<G>("reduce subtractor")));
+        let fold = Arc::new(Fold(TableReduce::new(
+            move |a, v| with_meta(|m| adder(a, v, m)),
+            move |a, v| with_meta(|m| subtractor(a, v, m)),
+        )));
+        KTable::wrap(self.grouped.app.clone(), self.aggregations().reduce(fold, names, &Options::new())?)
+    }
+
+    /// `KGroupedTable.aggregate` with metadata: `init(metadata)`,
+    /// `adder(key, value, aggregate, metadata)`, `subtractor(key, old value,
+    /// aggregate, metadata)`.
+    pub fn aggregate<A: Serde, I, F, G>(&self, init: I, adder: F, subtractor: G) -> Result<KTable<K, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A, &RecordMetadata) -> A + Send + Sync + 'static,
+        G: Fn(&K, V, A, &RecordMetadata) -> A + Send + Sync + 'static,
+    {
+        let names = AggregateNames {
+            init: fn_name::<I>("aggregate initializer"),
+            aggregator: fn_name::<F>("aggregate"),
+            subtractor: Some(fn_name::<G>("aggregate subtractor")),
+            merger: None,
+        };
+        let fold = Arc::new(Fold(Aggregate::<K, V, A>::new(
+            move || with_meta(|m| init(m)),
+            move |k, v, a| with_meta(|m| adder(k, v, a, m)),
+            Some(Arc::new(move |k: &K, v: V, a: A| with_meta(|m| subtractor(k, v, a, m)))),
+        )));
+        KTable::wrap(self.grouped.app.clone(), self.aggregations().aggregate(fold, names, A::NAME, &Options::new())?)
+    }
+}
+
+impl<K: Serde, V: Serde> MetadataStream<K, V> {
+    /// `KStream.join(KTable)` with metadata: `f(value, table value,
+    /// metadata)`, the metadata being the stream record's.
+    pub fn join<VT: Serde, VR: Serde, F>(&self, table: &KTable<K, VT>, f: F) -> Result<KStream<K, VR>>
+    where
+        F: Fn(V, VT, &RecordMetadata) -> VR + Send + Sync + 'static,
+    {
+        let name = fn_name::<F>("join");
+        let joiner = ValueJoiner::<V, VT, VR>::new(move |v, t| match t {
+            Some(t) => Ok(with_meta(|m| f(v, t, m))),
+            None => Err("an inner join's record came without a table value (a malformed bundle)".to_owned()),
+        });
+        self.stream.join_op("join", table.handle.id, false, JoinFn::HostMeta(name, Arc::new(joiner)), Options::new())
+    }
+
+    /// `KStream.join(KStream, ValueJoiner, JoinWindows)` with metadata:
+    /// `f(value, other value, metadata)`, the metadata being that of the
+    /// record being processed when the match is found (either side's; its
+    /// timestamp is that record's, not the output's later one).
+    pub fn join_stream<VO: Serde, VR: Serde, F>(
+        &self,
+        other: &KStream<K, VO>,
+        f: F,
+        windows: crate::JoinWindows,
+    ) -> Result<KStream<K, VR>>
+    where
+        F: Fn(V, VO, &RecordMetadata) -> VR + Send + Sync + 'static,
+    {
+        let name = fn_name::<F>("join");
+        let joiner = ValueJoiner::<V, VO, VR>::new(move |v, t| match t {
+            Some(t) => Ok(with_meta(|m| f(v, t, m))),
+            None => Err("an inner join's record came without the other value (a malformed bundle)".to_owned()),
+        });
+        let joiner = JoinFn::HostMeta(name, Arc::new(joiner));
+        self.stream.stream_join_op("join", other.handle.id, windows, false, false, joiner, Options::new())
+    }
+
+    /// `KStream.leftJoin(KTable)` with metadata: `f` gets `None` for a key
+    /// the table does not hold.
+    pub fn left_join<VT: Serde, VR: Serde, F>(&self, table: &KTable<K, VT>, f: F) -> Result<KStream<K, VR>>
+    where
+        F: Fn(V, Option<VT>, &RecordMetadata) -> VR + Send + Sync + 'static,
+    {
+        let name = fn_name::<F>("left_join");
+        let joiner = ValueJoiner::<V, VT, VR>::new(move |v, t| Ok(with_meta(|m| f(v, t, m))));
+        self.stream.join_op(
+            "left_join",
+            table.handle.id,
+            true,
+            JoinFn::HostMeta(name, Arc::new(joiner)),
+            Options::new(),
+        )
     }
 }

@@ -188,7 +188,7 @@ impl<K: Serde, V: Serde> KTable<K, V> {
 
 impl<K: Serde, V: Serde> KGroupedTable<K, V> {
     fn aggregations(&self) -> Aggregations<'_> {
-        Aggregations { app: &self.app, input: self.handle.id }
+        Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified }
     }
 
     /// Counts the rows per group (a group whose rows all left keeps 0).

@@ -255,12 +255,19 @@ impl<K: Serde, V: Serde> SessionWindowedKStream<K, V> {
 
     /// [`count`](Self::count) with `name` and `materialized`.
     pub fn count_with(&self, o: Options) -> Result<KTable<Windowed<K>, i64>> {
-        KTable::wrap(self.app.clone(), Aggregations { app: &self.app, input: self.handle.id }.count(&o)?)
+        KTable::wrap(
+            self.app.clone(),
+            Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified }.count(&o)?,
+        )
     }
 
     /// A built-in reduce per session, in the engine.
     pub fn reduce_builtin(&self, r: Reducer, o: Options) -> Result<KTable<Windowed<K>, V>> {
-        KTable::wrap(self.app.clone(), Aggregations { app: &self.app, input: self.handle.id }.builtin(r, &o)?)
+        KTable::wrap(
+            self.app.clone(),
+            Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified }
+                .builtin(r, &o)?,
+        )
     }
 
     /// Folds each key's values per session: `f(aggregate, value)`; a
@@ -280,7 +287,7 @@ impl<K: Serde, V: Serde> SessionWindowedKStream<K, V> {
     {
         let fold = Arc::new(Fold(StreamReduce::<V, F>::new(f)));
         let name = format!("reduce {}", std::any::type_name::<F>());
-        let aggregations = Aggregations { app: &self.app, input: self.handle.id };
+        let aggregations = Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified };
         KTable::wrap(self.app.clone(), aggregations.reduce(fold, (name, None), &o)?)
     }
 
@@ -318,14 +325,14 @@ impl<K: Serde, V: Serde> SessionWindowedKStream<K, V> {
             subtractor: None,
             merger: Some(format!("aggregate merger {}", std::any::type_name::<M>())),
         };
-        let aggregations = Aggregations { app: &self.app, input: self.handle.id };
+        let aggregations = Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified };
         KTable::wrap(self.app.clone(), aggregations.aggregate(fold, names, A::NAME, &o)?)
     }
 }
 
 impl<K: Serde, V: Serde> TimeWindowedKStream<K, V> {
     fn aggregations(&self) -> Aggregations<'_> {
-        Aggregations { app: &self.app, input: self.handle.id }
+        Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified }
     }
 
     /// The engine's handle.

@@ -42,6 +42,8 @@ type FoldValue struct {
 	// Input is the input record the value comes from: with ValueRefs,
 	// the values of one input go once.
 	Input *kgo.Record
+	// Headers are the record's: sent when the step asked for metadata.
+	Headers []kgo.RecordHeader
 }
 
 // EncodeFold lays groups out in a fold bundle for c, record i being
@@ -66,6 +68,9 @@ func EncodeFold(c *Chain, o FoldOptions, groups []FoldGroup, n int, rec func(i i
 	} else {
 		b.FinalOnly = o.FinalOnly
 	}
+	// The records sent, for their headers when the step reads metadata.
+	var sent []int
+	meta := Metadata(c.Steps) != pb.Metadata_METADATA_UNSPECIFIED
 	var recIndex map[*kgo.Record]int32
 	if o.ValueRefs {
 		recIndex = make(map[*kgo.Record]int32, n)
@@ -105,7 +110,15 @@ func EncodeFold(c *Chain, o FoldOptions, groups []FoldGroup, n int, rec func(i i
 			}
 			b.Offsets = append(b.Offsets, r.Offset)
 			b.Timestamps = append(b.Timestamps, r.Timestamp)
+			if meta {
+				sent = append(sent, i)
+			}
 		}
+	}
+	if meta {
+		b.HeaderCounts, b.HeaderKeyLengths, b.HeaderKeys, b.HeaderValueLengths, b.HeaderValues = EncodeHeaders(len(sent), func(j int) Record {
+			return Record{Headers: rec(sent[j]).Headers}
+		})
 	}
 	return b, order, groupOf
 }

@@ -36,6 +36,8 @@ type Fold struct {
 	Input  *kgo.Record
 	Base   Agg
 	Merges []Agg
+	// Headers are the record's: sent when the step asked for metadata.
+	Headers []kgo.RecordHeader
 }
 
 // Program is a fold program in a bundle: Bundle is what goes to the host,
@@ -113,6 +115,8 @@ func NewProgram(c *Chain, topic string, partition int32, folds []Fold) *Program 
 		return -1 // the initializer's, or none
 	}
 	recIndex := make(map[*kgo.Record]int32, n)
+	var sent []int // the folds whose records were sent, for their headers
+	meta := Metadata(c.Steps) != pb.Metadata_METADATA_UNSPECIFIED
 	for _, i := range byPlace {
 		op := folds[i]
 		b.FoldBases = append(b.FoldBases, ref(op.Base))
@@ -128,8 +132,16 @@ func NewProgram(c *Chain, topic string, partition int32, folds []Fold) *Program 
 			b.Values = append(b.Values, op.Value...)
 			b.Offsets = append(b.Offsets, op.Offset)
 			b.Timestamps = append(b.Timestamps, op.Timestamp)
+			if meta {
+				sent = append(sent, i)
+			}
 		}
 		b.ValueRefs = append(b.ValueRefs, j)
+	}
+	if meta {
+		b.HeaderCounts, b.HeaderKeyLengths, b.HeaderKeys, b.HeaderValueLengths, b.HeaderValues = EncodeHeaders(len(sent), func(j int) Record {
+			return Record{Headers: folds[sent[j]].Headers}
+		})
 	}
 	return &Program{Bundle: b, chain: c, folds: folds, byPlace: byPlace, order: order}
 }

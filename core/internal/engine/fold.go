@@ -157,7 +157,7 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 		ValueRefs: s.node.Windows != nil && t.app.cfg.FoldValueRefs,
 	}, groups, len(recs), func(i int) crossing.FoldValue {
 		r := &recs[i]
-		return crossing.FoldValue{Value: r.value, Old: r.old, Offset: r.in.Offset, Timestamp: r.ts, Input: r.in}
+		return crossing.FoldValue{Value: r.value, Old: r.old, Offset: r.in.Offset, Timestamp: r.ts, Input: r.in, Headers: headersOfRec(r)}
 	})
 	res, err := t.app.host.Process(ctx, b)
 	if err != nil {

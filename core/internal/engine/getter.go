@@ -10,16 +10,22 @@ import (
 
 // tableFnStep sets up s to run table operator n's function (filter,
 // filter_not, map_values, group_by's select) with evalTable: a host
-// function crosses as a one-step chain; a native one needs nothing.
-func tableFnStep(s *step, n *topology.Node) {
+// function crosses as a one-step chain (reading metadata when it asked:
+// readMetadata); a native one needs nothing.
+func tableFnStep(s *step, n *topology.Node) error {
 	if n.Fn.Token == 0 {
-		return
+		return nil
+	}
+	md, err := readMetadata(n, n.Fn)
+	if err != nil {
+		return err
 	}
 	s.chain = []*topology.Node{n}
-	s.steps = []*pb.Step{{Token: n.Fn.Token, Operation: tableOps[n.Op], Node: n.Name}}
+	s.steps = []*pb.Step{{Token: n.Fn.Token, Operation: tableOps[n.Op], Node: n.Name, Metadata: md}}
 	s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
 	s.outKey, s.outValue = n.KeySerde, n.ValueSerde
 	s.keysChange = n.Op == topology.OpTableSelect
+	return nil
 }
 
 // compileGetter gives join step s its table's value getter (n.Getter): one
@@ -32,7 +38,9 @@ func compileGetter(s *step, n *topology.Node) error {
 			return fmt.Errorf("engine: join %s reads its table through node %s, which is no filter, filter_not or map_values", n.Name, g.Name)
 		}
 		gs := &step{node: g}
-		tableFnStep(gs, g)
+		if err := tableFnStep(gs, g); err != nil {
+			return err
+		}
 		s.getters = append(s.getters, gs)
 		s.otherSerde = g.ValueSerde
 	}

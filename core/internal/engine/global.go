@@ -417,13 +417,21 @@ func compileGlobalJoin(t *topology.Topology, s *step, n *topology.Node) error {
 	s.mapper = &step{node: n}
 	if n.KeyMapper.Token != 0 {
 		s.mapper.chain = []*topology.Node{n}
-		s.mapper.steps = []*pb.Step{{Token: n.KeyMapper.Token, Operation: pb.Operation_OPERATION_SELECT_KEY, Node: n.Name}}
+		md, err := readMetadata(n, n.KeyMapper)
+		if err != nil {
+			return err
+		}
+		s.mapper.steps = []*pb.Step{{Token: n.KeyMapper.Token, Operation: pb.Operation_OPERATION_SELECT_KEY, Node: n.Name, Metadata: md}}
 		s.mapper.keysChange = true
 		s.mapper.inKey, s.mapper.inValue = in.KeySerde, in.ValueSerde
 		s.mapper.outKey, s.mapper.outValue = s.table.KeySerde, in.ValueSerde
 	}
 	if n.Fn.Token != 0 {
-		s.steps = []*pb.Step{{Token: n.Fn.Token, Operation: pb.Operation_OPERATION_VALUE_JOIN, Node: n.Name}}
+		st, err := joinerStep(n)
+		if err != nil {
+			return err
+		}
+		s.steps = []*pb.Step{st}
 		s.chain = []*topology.Node{n}
 		s.inKey, s.inValue = in.KeySerde, in.ValueSerde
 		s.outKey, s.outValue = n.KeySerde, n.ValueSerde

@@ -173,7 +173,11 @@ func compileFK(t *topology.Topology, p *plan, s *step, n *topology.Node) error {
 		s.open = newFKSendOp
 		if n.Fn.Token != 0 {
 			s.chain = []*topology.Node{n}
-			s.steps = []*pb.Step{{Token: n.Fn.Token, Operation: pb.Operation_OPERATION_MAP_VALUES, Node: n.Name}}
+			md, err := readMetadata(n, n.Fn)
+			if err != nil {
+				return err
+			}
+			s.steps = []*pb.Step{{Token: n.Fn.Token, Operation: pb.Operation_OPERATION_MAP_VALUES, Node: n.Name, Metadata: md}}
 			s.inKey, s.inValue, s.outKey, s.outValue = fk.LeftKeySerde, fk.LeftValueSerde, fk.LeftKeySerde, fk.RightKeySerde
 		}
 	case topology.OpFKReceive:
@@ -192,9 +196,13 @@ func compileFK(t *topology.Topology, p *plan, s *step, n *topology.Node) error {
 		if s.table, err = store(fk.LeftStore); err == nil {
 			err = compileGetter(s, n)
 		}
-		if n.Fn.Token != 0 {
+		if n.Fn.Token != 0 && err == nil {
+			var st *pb.Step
+			if st, err = joinerStep(n); err != nil {
+				return err
+			}
 			s.chain = []*topology.Node{n}
-			s.steps = []*pb.Step{{Token: n.Fn.Token, Operation: pb.Operation_OPERATION_VALUE_JOIN, Node: n.Name}}
+			s.steps = []*pb.Step{st}
 			s.inKey, s.inValue, s.outKey, s.outValue = fk.LeftKeySerde, fk.LeftValueSerde, fk.LeftKeySerde, n.ValueSerde
 		}
 	case topology.OpFKOutput:

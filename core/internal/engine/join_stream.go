@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/polystreams/polystreams/core/internal/crossing"
 	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
@@ -215,6 +216,10 @@ func (c *ssCell) load(t *task, j *topology.StreamJoin) (*ssState, error) {
 type ssPair struct {
 	out         rec
 	left, right []byte
+	// at is the timestamp of the record being processed when the joiner
+	// is called (Kafka Streams' record context), the metadata's
+	// timestamp for a joiner that reads it; out.ts is the output's.
+	at int64
 }
 
 // streamJoinOp is KStreamKStreamJoin for one side's records: a record at ts
@@ -276,7 +281,7 @@ func (o *streamJoinOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 	var pairs []ssPair
 	// pair adds a joiner call of this side's value mine and the other's.
 	pair := func(r rec, key, mine, theirs []byte, ts int64) {
-		p := ssPair{out: rec{key: key, ts: ts, in: r.in}}
+		p := ssPair{out: rec{key: key, ts: ts, in: r.in}, at: r.ts}
 		if j.Left {
 			p.left, p.right = mine, theirs
 		} else {
@@ -400,7 +405,7 @@ func (st *ssState) emitClosed(w topology.JoinWindows, r rec, after int64) []ssPa
 			continue
 		}
 		for _, v := range g.vals {
-			p := ssPair{out: rec{key: g.key, ts: g.ts, in: r.in}}
+			p := ssPair{out: rec{key: g.key, ts: g.ts, in: r.in}, at: r.ts}
 			if g.left {
 				p.left = v
 			} else {
@@ -492,6 +497,13 @@ func (o *streamJoinOp) runJoiner(ctx context.Context, pairs []ssPair) ([]rec, er
 	for k := range len(bounds) - 1 {
 		start, end := bounds[k], bounds[k+1]
 		b := encodeBundle(s, recs[start:end])
+		if crossing.Metadata(s.steps) != pb.Metadata_METADATA_UNSPECIFIED {
+			// The joiner reads the record context it is called in: the
+			// processed record's timestamp, not the output's.
+			for i, p := range pairs[start:end] {
+				b.Timestamps[i] = p.at
+			}
+		}
 		b.OtherValueSerde = s.node.Join.RightValueSerde
 		b.OtherValueLengths = make([]int32, end-start)
 		for i, p := range pairs[start:end] {
@@ -549,7 +561,11 @@ func compileStreamJoin(t *topology.Topology, p *plan, s *step) error {
 		}
 	}
 	if n.Fn.Token != 0 {
-		s.steps = []*pb.Step{{Token: n.Fn.Token, Operation: pb.Operation_OPERATION_VALUE_JOIN, Node: n.Name}}
+		st, err := joinerStep(n)
+		if err != nil {
+			return err
+		}
+		s.steps = []*pb.Step{st}
 		s.chain = []*topology.Node{n}
 		s.inKey, s.inValue = n.KeySerde, j.LeftValueSerde
 		s.outKey, s.outValue = n.KeySerde, n.ValueSerde

@@ -43,7 +43,11 @@ func compileTableJoin(t *topology.Topology, s *step, n *topology.Node) error {
 		return err
 	}
 	if n.Fn.Token != 0 {
-		s.steps = []*pb.Step{{Token: n.Fn.Token, Operation: pb.Operation_OPERATION_VALUE_JOIN, Node: n.Name}}
+		st, err := joinerStep(n)
+		if err != nil {
+			return err
+		}
+		s.steps = []*pb.Step{st}
 		s.chain = []*topology.Node{n}
 		this, _ := joinSerdes(s)
 		s.inKey, s.inValue = n.Predecessors[0].KeySerde, this

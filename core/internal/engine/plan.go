@@ -260,7 +260,9 @@ func (c *compiler) operator(s *step, n *topology.Node) (*topology.Node, error) {
 		if len(n.Predecessors) != 1 {
 			return nil, fmt.Errorf("engine: node %s has %d predecessors; table operators need one", n.Name, len(n.Predecessors))
 		}
-		tableFnStep(s, n)
+		if err := tableFnStep(s, n); err != nil {
+			return nil, err
+		}
 	case isHost(n):
 		return c.hostChain(s, n)
 	case n.Op == topology.OpReduce || n.Op == topology.OpAggregate ||
@@ -381,7 +383,11 @@ func (c *compiler) windowed(s *step, n *topology.Node) error {
 		// Groups are keyed by the inner key: (key, window)
 		// pairs for time windows, a key's program for sessions
 		// and sliding windows.
-		s.steps = []*pb.Step{foldStep(n)}
+		st, err := foldStep(n)
+		if err != nil {
+			return err
+		}
+		s.steps = []*pb.Step{st}
 		s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
 		s.outKey, s.outValue = n.Predecessors[0].KeySerde, s.store.ValueSerde
 	}
@@ -428,7 +434,11 @@ func (c *compiler) fold(s *step, n *topology.Node) error {
 	}
 	s.hostFold = n.Fn != nil && n.Fn.Token != 0
 	if s.hostFold {
-		s.steps = []*pb.Step{foldStep(n)}
+		st, err := foldStep(n)
+		if err != nil {
+			return err
+		}
+		s.steps = []*pb.Step{st}
 		s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
 		s.outKey, s.outValue = n.KeySerde, s.store.ValueSerde
 	}
@@ -449,7 +459,11 @@ func (c *compiler) lookupJoin(s *step, n *topology.Node) error {
 		return err
 	}
 	if n.Fn.Token != 0 {
-		s.steps = []*pb.Step{{Token: n.Fn.Token, Operation: pb.Operation_OPERATION_VALUE_JOIN, Node: n.Name}}
+		st, err := joinerStep(n)
+		if err != nil {
+			return err
+		}
+		s.steps = []*pb.Step{st}
 		s.chain = []*topology.Node{n}
 		s.inKey, s.inValue = n.Predecessors[0].KeySerde, n.Predecessors[0].ValueSerde
 		s.outKey, s.outValue = n.KeySerde, n.ValueSerde
@@ -468,9 +482,13 @@ func (c *compiler) branch(s *step, n *topology.Node) error {
 			s.preds = append(s.preds, nil)
 			continue
 		}
+		md, err := readMetadata(n, &pred)
+		if err != nil {
+			return err
+		}
 		s.preds = append(s.preds, &step{
 			node: n, chain: []*topology.Node{n},
-			steps: []*pb.Step{{Token: pred.Token, Operation: pb.Operation_OPERATION_FILTER, Node: n.Name}},
+			steps: []*pb.Step{{Token: pred.Token, Operation: pb.Operation_OPERATION_FILTER, Node: n.Name, Metadata: md}},
 			inKey: n.KeySerde, inValue: n.ValueSerde, outKey: n.KeySerde, outValue: n.ValueSerde,
 		})
 	}
@@ -478,20 +496,58 @@ func (c *compiler) branch(s *step, n *topology.Node) error {
 }
 
 // foldStep is the host step of a fold: the reducer or aggregator, with the
-// initializer (aggregate) and, for a grouped table, the subtractor.
-func foldStep(n *topology.Node) *pb.Step {
+// initializer (aggregate) and, for a grouped table, the subtractor; it
+// reads metadata when one of them asked (readMetadata).
+func foldStep(n *topology.Node) (*pb.Step, error) {
 	st := &pb.Step{Token: n.Fn.Token, Operation: pb.Operation_OPERATION_REDUCE, Node: n.Name}
+	fns := []*topology.Function{n.Fn}
 	if n.Op == topology.OpAggregate || n.Op == topology.OpTableAggregate {
 		st.Operation = pb.Operation_OPERATION_AGGREGATE
 		st.InitializerToken = n.Init.Token
+		fns = append(fns, n.Init)
 	}
 	if n.Sub != nil {
 		st.SubtractorToken = n.Sub.Token
+		fns = append(fns, n.Sub)
 	}
 	if n.Merger != nil {
 		st.MergerToken = n.Merger.Token
+		fns = append(fns, n.Merger)
 	}
-	return st
+	var err error
+	st.Metadata, err = readMetadata(n, fns...)
+	return st, err
+}
+
+// joinerStep is the host step of a join's joiner (OPERATION_VALUE_JOIN).
+func joinerStep(n *topology.Node) (*pb.Step, error) {
+	md, err := readMetadata(n, n.Fn)
+	return &pb.Step{Token: n.Fn.Token, Operation: pb.Operation_OPERATION_VALUE_JOIN, Node: n.Name, Metadata: md}, err
+}
+
+// readMetadata is the Step.metadata of a host step outside a stateless
+// chain (a joiner, reducer, aggregator, initializer, subtractor, merger,
+// a join's key mapper or foreign-key extractor, a table operator's
+// function): METADATA_READ when one of fns asked for metadata, so that
+// the bundle carries the records' headers and the host passes each call
+// the metadata of the record it is called for. As in Kafka Streams, such
+// a function answers a value (or key) only, and its operator sets the
+// output's timestamp and headers: a function registered with
+// METADATA_WRITE is refused, naming node and token.
+func readMetadata(n *topology.Node, fns ...*topology.Function) (pb.Metadata, error) {
+	md := pb.Metadata_METADATA_UNSPECIFIED
+	for _, f := range fns {
+		if f == nil || f.Token == 0 {
+			continue
+		}
+		switch f.Metadata {
+		case topology.MetadataRead:
+			md = pb.Metadata_METADATA_READ
+		case topology.MetadataWrite:
+			return 0, fmt.Errorf("engine: node %s: function %q (token %d) was registered with METADATA_WRITE, but the node's operator sets its outputs' timestamp and headers itself (as Kafka Streams'); register it with METADATA_READ to read the record's metadata", n.Name, f.Name, f.Token)
+		}
+	}
+	return md, nil
 }
 
 // stepMetadata is the record metadata a step's function asked for when it

@@ -261,7 +261,7 @@ func (f *folder) run(ctx context.Context) ([][]byte, error) {
 	s, t := f.s, f.t
 	folds := make([]crossing.Fold, len(f.ops))
 	for i, op := range f.ops {
-		folds[i] = crossing.Fold{Key: op.r.key, Value: op.r.value, Offset: op.r.in.Offset, Timestamp: op.r.ts, Input: op.r.in, Base: op.base.crossed()}
+		folds[i] = crossing.Fold{Key: op.r.key, Value: op.r.value, Offset: op.r.in.Offset, Timestamp: op.r.ts, Input: op.r.in, Base: op.base.crossed(), Headers: headersOfRec(&op.r)}
 		if len(op.merges) > 0 {
 			folds[i].Merges = make([]crossing.Agg, len(op.merges))
 			for j, m := range op.merges {

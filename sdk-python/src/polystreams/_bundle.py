@@ -47,9 +47,9 @@ from polystreams._operations import (
     SELECT_KEY,
     VALUE_JOIN,
 )
-from polystreams._processor import ProcessorHost, ReadFn, is_processor_bundle
+from polystreams._processor import ProcessorHost, ReadFn, is_processor_bundle, read_headers
 from polystreams._route import ROUTES, Route
-from polystreams.processor import StoreBuilder
+from polystreams.processor import RecordMetadata, StoreBuilder, metadata_of, unwrap
 from polystreams.serde import decode, decode_column, encode, encode_column, encoder
 from polystreams.v1alpha1 import engine_pb2 as pb
 
@@ -515,6 +515,27 @@ def _never(*args: Any) -> Any:
     raise AssertionError("a broken fold calls no function")
 
 
+def _bind(fn: Fn, meta: RecordMetadata) -> Fn:
+    """fn, given meta as its last argument when it was wrapped by
+    with_metadata (a reducer, aggregator, initializer, subtractor, merger
+    or joiner: its metadata is that of the record it is called for)."""
+    if metadata_of(fn) == pb.METADATA_UNSPECIFIED:
+        return fn
+    raw = unwrap(fn)
+    return lambda *args: raw(*args, meta)
+
+
+def _metas(b: pb.Bundle, refs: list[int], n: int) -> list[RecordMetadata]:
+    """Each fold value's (or joined record's) RecordMetadata: that of its
+    record (record refs[i] with value refs, else record i)."""
+    records = len(b.value_lengths)
+    headers = read_headers(b, records)
+    offsets = list(b.offsets) or [0] * records
+    times = list(b.timestamps) or [0] * records
+    at = refs or range(n)
+    return [RecordMetadata(b.topic, b.partition, offsets[r], times[r], headers[r]) for r in at]
+
+
 class _Fold:
     """A compiled fold: the one step of a fold bundle (reduce or aggregate).
 
@@ -539,7 +560,7 @@ class _Fold:
 
     __slots__ = (
         "reduce", "fn", "init", "merger", "sub", "key_serde", "value_serde", "agg_serde", "encode", "broken",
-        "loop", "awaits", "what",
+        "loop", "awaits", "what", "meta",
     )
 
     def __init__(self, bundle: pb.Bundle, functions: Mapping[int, Fn], loop: Loop) -> None:
@@ -603,7 +624,10 @@ class _Fold:
         funcs: list[Fn] = [self.fn, self.init, self.merger]
         if self.sub is not None:
             funcs.append(self.sub)
-        self.awaits = any(is_async(f) for f in funcs if f is not _never)
+        self.awaits = any(is_async(unwrap(f)) for f in funcs if f is not _never)
+        # Functions wrapped by with_metadata get the metadata of the value's
+        # record (_bind); a fold none of whose functions asked pays nothing.
+        self.meta = any(metadata_of(f) != pb.METADATA_UNSPECIFIED for f in funcs)
         self.what = f"{what} functions of token {st.token} (node {st.node})"
 
     def _what(self) -> str:
@@ -669,13 +693,14 @@ class _Fold:
                 vals[i] = _BAD
                 failed[i] = msg
         undecoded = set(failed)  # deserialization failures; the rest fail in a function
+        metas = _metas(b, refs, n) if self.meta else None
         if self.reduce:
             keys: list[Any] = [None] * len(sizes)  # a reducer does not see keys
             kfail: dict[int, str] = {}
         else:
             keys, kfail = decode_column(self.key_serde, b.keys, key_lengths)
         if program:
-            return self._answer_program(b, result, n, sizes, keys, kfail, agg_lengths, vals, failed, undecoded)
+            return self._answer_program(b, result, n, sizes, keys, kfail, agg_lengths, vals, failed, undecoded, metas)
         aggs, afail = decode_column(self.agg_serde, b.aggregates, agg_lengths)
 
         if self.sub is not None:
@@ -691,8 +716,8 @@ class _Fold:
         skipped: list[int] = []
         pos = 0
         if self.awaits:
-            return self._answer_async(result, n, sizes, keys, kfail, agg_lengths, aggs, afail, vals, olds, failed, undecoded, final)
-        if final and not (failed or afail or kfail) and fold == self._fold_aggregate:
+            return self._answer_async(result, n, sizes, keys, kfail, agg_lengths, aggs, afail, vals, olds, failed, undecoded, final, metas)
+        if final and not (failed or afail or kfail) and fold == self._fold_aggregate and metas is None:
             fast = self._final_aggregates(sizes, keys, agg_lengths, aggs, vals)
             if fast is not None:
                 result.output_counts.extend(_final_counts(sizes))
@@ -708,10 +733,10 @@ class _Fold:
                     failed.setdefault(i, f"{bad} (the {what} of this group)")
                     undecoded.add(i)
             elif self.sub is not None:
-                self._fold_table(keys[g], agg_lengths[g] < 0, aggs[g], vals, olds, pos, end, table_chunks, failed)
+                self._fold_table(keys[g], agg_lengths[g] < 0, aggs[g], vals, olds, pos, end, table_chunks, failed, metas)
             else:
                 start = len(chunks)
-                fold(keys[g], agg_lengths[g] < 0, aggs[g], vals[pos:end], pos, chunks, failed)
+                fold(keys[g], agg_lengths[g] < 0, aggs[g], vals[pos:end], pos, chunks, failed, metas)
                 if final and size > 1 and len(chunks) - start == size:
                     del chunks[start : start + size - 1]
                     skipped.extend(range(pos, end - 1))
@@ -753,6 +778,7 @@ class _Fold:
         failed: dict[int, str],
         undecoded: set[int],
         final: bool,
+        metas: list[RecordMetadata] | None,
     ) -> pb.BundleResult:
         """The answer of a fold with async functions: its groups fold
         concurrently on the loop, each group's values in order (each call's
@@ -771,7 +797,7 @@ class _Fold:
                     failed.setdefault(i, f"{bad} (the {what} of this group)")
                     undecoded.add(i)
             else:
-                groups.append((pos, end, self._fold_group_async(keys[g], agg_lengths[g] < 0, aggs[g], vals, olds, pos, end, outs, failed)))
+                groups.append((pos, end, self._fold_group_async(keys[g], agg_lengths[g] < 0, aggs[g], vals, olds, pos, end, outs, failed, metas)))
             pos = end
         done = self.loop.gather([c for _, _, c in groups], self._what)
         for (start, end, _), r in zip(groups, done):
@@ -819,16 +845,21 @@ class _Fold:
         end: int,
         outs: list[Any],
         failed: dict[int, str],
+        metas: list[RecordMetadata] | None,
     ) -> None:
         """Folds values pos..end-1 of one group, as the synchronous folds
         do; outs[i] gets value i's encoded aggregate (None: a table change
         left the key with none)."""
-        reduce, add, init, sub, table = self.reduce, self.fn, self.init, self.sub, self.sub is not None
+        reduce, table = self.reduce, self.sub is not None
         for i in range(pos, end):
             v = vals[i]
             old = olds[i] if table else None
             if v is _BAD or old is _BAD or i in failed:
                 continue
+            add, init, sub = self.fn, self.init, self.sub
+            if metas is not None:
+                m = metas[i]
+                add, init, sub = _bind(add, m), _bind(init, m), None if sub is None else _bind(sub, m)
             cur, has = agg, not fresh
             try:
                 if table:
@@ -889,6 +920,7 @@ class _Fold:
         end: int,
         chunks: list[bytes | None],
         failed: dict[int, str],
+        metas: list[RecordMetadata] | None = None,
     ) -> None:
         """Folds a group's changes as Kafka Streams' KTableReduce /
         KTableAggregate do: the subtractor removes the old value when it and
@@ -901,6 +933,9 @@ class _Fold:
             v, old = vals[i], olds[i]
             if v is _BAD or old is _BAD or i in failed:
                 continue
+            if metas is not None:
+                m = metas[i]
+                add, sub, init = _bind(self.fn, m), _bind(self.sub or _never, m), _bind(self.init, m)
             cur, has = agg, not fresh
             try:
                 if old is not None and has:
@@ -935,12 +970,22 @@ class _Fold:
             agg, fresh = cur, False
 
     def _fold_reduce(
-        self, key: Any, fresh: bool, agg: Any, values: list[Any], pos: int, chunks: list[bytes], failed: dict[int, str]
+        self,
+        key: Any,
+        fresh: bool,
+        agg: Any,
+        values: list[Any],
+        pos: int,
+        chunks: list[bytes],
+        failed: dict[int, str],
+        metas: list[RecordMetadata] | None = None,
     ) -> None:
         fn, enc, append = self.fn, self.encode, chunks.append
         for i, v in enumerate(values, pos):
             if v is _BAD:
                 continue
+            if metas is not None:
+                fn = _bind(self.fn, metas[i])
             if fresh:
                 nxt = v  # the first value becomes the aggregate, without a call
             else:
@@ -967,12 +1012,22 @@ class _Fold:
             append(data)
 
     def _fold_aggregate(
-        self, key: Any, fresh: bool, agg: Any, values: list[Any], pos: int, chunks: list[bytes], failed: dict[int, str]
+        self,
+        key: Any,
+        fresh: bool,
+        agg: Any,
+        values: list[Any],
+        pos: int,
+        chunks: list[bytes],
+        failed: dict[int, str],
+        metas: list[RecordMetadata] | None = None,
     ) -> None:
         fn, init, enc, append = self.fn, self.init, self.encode, chunks.append
         for i, v in enumerate(values, pos):
             if v is _BAD:
                 continue
+            if metas is not None:
+                fn, init = _bind(self.fn, metas[i]), _bind(self.init, metas[i])
             try:
                 # A key with no aggregate yet starts from initializer(); after
                 # a failed first value it still has none, so it starts again.
@@ -1006,8 +1061,9 @@ class _Fold:
         vals: list[Any],
         failed: dict[int, str],
         undecoded: set[int],
+        metas: list[RecordMetadata] | None,
     ) -> pb.BundleResult:
-        chunks, bad = self._program(b, sizes, keys, kfail, agg_lengths, vals, failed)
+        chunks, bad = self._program(b, sizes, keys, kfail, agg_lengths, vals, failed, metas)
         if bad is not None:
             result.output_counts.extend([0] * n)
             result.failures.extend(pb.RecordFailure(index=i, step=0, message=bad, kind=PROCESSING) for i in range(n))
@@ -1030,6 +1086,7 @@ class _Fold:
         agg_lengths: list[int],
         vals: list[Any],
         failed: dict[int, str],
+        metas: list[RecordMetadata] | None,
     ) -> tuple[list[bytes], str | None]:
         """Runs a fold program (session and sliding windows; Bundle.fold_bases).
 
@@ -1098,6 +1155,9 @@ class _Fold:
                     failed.setdefault(i, f"{bad_key} (the key of this group)")
                 if i in failed:
                     continue
+                if metas is not None:
+                    meta = metas[i]
+                    fn, init, merger = _bind(self.fn, meta), _bind(self.init, meta), _bind(self.merger, meta)
                 try:
                     acc = resolve(bases[i])
                     for r in mrefs[starts[i] : starts[i] + counts[i]]:
@@ -1220,9 +1280,10 @@ class _Join:
     value)`` for each record, the table value None where a left join found
     none. A None result is a null value (Kafka Streams forwards it). A
     record whose value or table value does not decode, or whose call
-    raises, fails alone."""
+    raises, fails alone. A joiner wrapped by with_metadata gets the
+    metadata of the record it joins as a third argument."""
 
-    __slots__ = ("fn", "broken", "encode", "out_serde", "call")
+    __slots__ = ("fn", "broken", "encode", "out_serde", "call", "meta")
 
     def __init__(self, bundle: pb.Bundle, functions: Mapping[int, Fn], loop: Loop) -> None:
         st = bundle.steps[0]
@@ -1230,7 +1291,10 @@ class _Join:
         fn = functions.get(st.token)
         if fn is None:
             self.broken = f"LookupError: join step ({st.node}) names token {st.token}, which is not registered in this host"
+        self.meta = metadata_of(fn) != pb.METADATA_UNSPECIFIED
         self.fn: Fn = fn or _never
+        if fn is not None:
+            self.fn = unwrap(fn)
         self.call = _Fn(self.fn, loop, "value_join", st.token, 0, st.node)
         self.out_serde = bundle.output_value_serde or bundle.value_serde
         enc = encoder(self.out_serde)
@@ -1259,11 +1323,15 @@ class _Join:
         out_lengths: list[int] = []
         chunks: list[bytes] = []
         joined: dict[int, Any] = {}
+        metas = _metas(b, [], n) if self.meta else None
         together = self.call.awaits
         if together:
             # Async: every call first, in record order, then the awaitables together.
             live = [i for i in range(n) if i not in vfail and i not in ofail]
-            outs, fails = self.call.map_all([vals[i] for i in live], [others[i] for i in live])
+            columns = [[vals[i] for i in live], [others[i] for i in live]]
+            if metas is not None:
+                columns.append([metas[i] for i in live])
+            outs, fails = self.call.map_all(*columns)
             for j, i in enumerate(live):
                 joined[i] = _Failure(fails[j]) if j in fails else outs[j]
         for i in range(n):
@@ -1282,8 +1350,10 @@ class _Join:
                         failed[i] = out.message
                         counts.append(0)
                         continue
-                else:
+                elif metas is None:
                     out = fn(vals[i], others[i])
+                else:
+                    out = fn(vals[i], others[i], metas[i])
                 try:
                     data = None if out is None else enc(out)
                 except Exception:
@@ -1383,10 +1453,10 @@ class Executor:
                 chain = _Fold(bundle, self._functions, self._loop)
             elif len(steps) == 1 and steps[0].operation in ROUTES:
                 chain = Route(bundle, self._functions, self._loop)
-            elif wants_metadata(bundle, self._functions):
-                chain = MetadataChain(bundle, self._functions, self._loop)
             elif len(steps) == 1 and steps[0].operation == VALUE_JOIN:
                 chain = _Join(bundle, self._functions, self._loop)
+            elif wants_metadata(bundle, self._functions):
+                chain = MetadataChain(bundle, self._functions, self._loop)
             else:
                 chain = _Chain(bundle, self._functions, self._loop)
             self._chains[key] = chain

@@ -13,11 +13,19 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
-from typing import Any, Literal, TextIO, overload
+from typing import Any, Literal, TextIO, cast, overload
 
 from polystreams._session import Handle, Kind, Session
 from polystreams.errors import PolystreamsError
-from polystreams.processor import ProcessorSupplier, RecordMetadata, ValueTransformerWithKeySupplier, _transformer_supplier
+from polystreams.processor import (
+    ProcessorSupplier,
+    RecordMetadata,
+    ValueTransformerWithKeySupplier,
+    _transformer_supplier,
+    metadata_of,
+    unwrap,
+    with_metadata,
+)
 from polystreams.serde import SerdeName, TopicSerde, windowed_codec
 from polystreams.store import KeyValueStore, WindowStore, open_store, open_window_store
 from polystreams.v1alpha1 import engine_pb2 as pb
@@ -1368,7 +1376,18 @@ class KTable(_Node):
 def _pair_or_skip(fn: Callable[[Any, Any], tuple[Any, Any] | None]) -> Callable[[Any, Any], tuple[Any, Any]]:
     """A table's group_by mapper that may return no pair (None): Kafka
     Streams skips that side of the row's update (KTableRepartitionMap), as
-    it skips a pair with a None key, which is what the engine is sent."""
+    it skips a pair with a None key, which is what the engine is sent. A
+    mapper wrapped by with_metadata stays wrapped (it gets the metadata)."""
+    asks = metadata_of(fn)
+    if asks != pb.METADATA_UNSPECIFIED:
+        raw = unwrap(fn)
+
+        @functools.wraps(raw)
+        def pair_with(key: Any, value: Any, meta: RecordMetadata) -> tuple[Any, Any]:
+            p: tuple[Any, Any] | None = raw(key, value, meta)
+            return (None, None) if p is None else p
+
+        return cast(Callable[[Any, Any], tuple[Any, Any]], with_metadata(pair_with, write=asks == pb.METADATA_WRITE))
 
     @functools.wraps(fn)
     def pair(key: Any, value: Any) -> tuple[Any, Any]:

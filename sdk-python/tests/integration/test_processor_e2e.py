@@ -230,8 +230,10 @@ def test_the_readme_processor_example_runs() -> None:
 
 
 def test_the_readme_metadata_example_runs() -> None:
-    r = readme_block("### Record metadata")["record"]
+    scope = readme_block("### Record metadata")
+    r = scope["record"]
     assert (r.value, r.timestamp, r.headers) == ("HELLO", 6_000, (("trace", b"t1"), ("source", b"in@0")))
+    assert scope["totals"] == [5, 5, 12]
 
 
 def test_the_readme_suppress_time_limit_example_runs() -> None:

@@ -68,6 +68,11 @@ impl<V: Serde, VT: Serde, VR: Serde> JoinRun for ValueJoiner<V, VT, VR> {
             Ok(c) => c,
             Err(e) => return fail_unreadable(b, e),
         };
+        // The records' metadata when the joiner asked for it (with_metadata).
+        let metas = match super::metadata::record_metas(b) {
+            Ok(m) => m,
+            Err(e) => return fail_unreadable(b, e),
+        };
         let out_serde = if b.output_value_serde.is_empty() { &b.value_serde } else { &b.output_value_serde };
         let mut result = pb::BundleResult { bundle_id: b.id, output_counts: vec![0; n], ..Default::default() };
         let mut fail = |i: usize, message: String, undecodable: bool| {
@@ -95,10 +100,11 @@ impl<V: Serde, VT: Serde, VR: Serde> JoinRun for ValueJoiner<V, VT, VR> {
                     }
                 },
             };
+            let meta = metas.as_ref().and_then(|m| m.get(i));
             let joined = match &self.f {
-                Joins::Sync(f) => guarded(|| f(v, other)).and_then(|r| r),
+                Joins::Sync(f) => super::metadata::with_record(meta, || guarded(|| f(v, other))).and_then(|r| r),
                 Joins::Async(_, f) => {
-                    match guarded(|| f(v, other)).and_then(|r| r) {
+                    match super::metadata::with_record(meta, || guarded(|| f(v, other))).and_then(|r| r) {
                         Ok(fut) => futures.push((i, fut)),
                         Err(msg) => fail(i, msg, false),
                     }

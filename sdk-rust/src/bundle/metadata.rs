@@ -32,6 +32,39 @@ pub(crate) fn with_meta<R>(f: impl FnOnce(&mut RecordMetadata) -> R) -> R {
     })
 }
 
+/// Each of a bundle's records' metadata, for a step outside a chain (a
+/// fold's or join's) whose functions asked for it (`Step.metadata`); None
+/// when none did, so that the bundle pays nothing for it.
+pub(crate) fn record_metas(b: &pb::Bundle) -> Result<Option<Vec<RecordMetadata>>, String> {
+    if b.steps.first().is_none_or(|s| s.metadata == 0) {
+        return Ok(None);
+    }
+    let n = b.value_lengths.len();
+    let headers = crate::processor::host::read_headers(b, n)?;
+    Ok(Some(
+        headers
+            .into_iter()
+            .enumerate()
+            .map(|(i, headers)| RecordMetadata {
+                topic: b.topic.clone(),
+                partition: b.partition,
+                offset: b.offsets.get(i).copied().unwrap_or(0),
+                timestamp: b.timestamps.get(i).copied().unwrap_or(0),
+                headers,
+            })
+            .collect(),
+    ))
+}
+
+/// Runs f with m as the metadata [`with_meta`] answers (none: f runs as it is).
+pub(crate) fn with_record<R>(m: Option<&RecordMetadata>, f: impl FnOnce() -> R) -> R {
+    let Some(m) = m else { return f() };
+    META.with(|c| *c.borrow_mut() = Some(m.clone()));
+    let r = f();
+    META.with(|c| c.borrow_mut().take());
+    r
+}
+
 /// An output, encoded: key (when the chain changes keys), value, metadata.
 type Encoded = (Option<Vec<u8>>, Option<Vec<u8>>, RecordMetadata);
 

@@ -166,6 +166,24 @@ func (c *call) fn(token uint32) (topology.Function, error) {
 	return f, nil
 }
 
+// readFn resolves the token of a function that returns a value or key
+// only (role: "joiner", "reducer", ...): as in Kafka Streams its operator
+// sets the output's timestamp and headers, so it may read record metadata
+// (METADATA_READ) but one registered with METADATA_WRITE is refused.
+func (c *call) readFn(token uint32, role string) (topology.Function, error) {
+	f, err := c.fn(token)
+	if err == nil && f.Metadata == topology.MetadataWrite {
+		return topology.Function{}, c.invalid("the %s, token %d (%s), was registered with METADATA_WRITE, but a %s's operator sets its outputs' timestamp and headers itself (as in Kafka Streams): register it with METADATA_READ to read the record's metadata", role, token, f.Name, role)
+	}
+	return f, err
+}
+
+// tableFn refuses a table operator's function registered with
+// METADATA_WRITE (readFn): a table's changes keep their timestamps.
+func (c *call) tableFn(f topology.Function, role string) (topology.Function, error) {
+	return c.readFn(f.Token, "table "+role)
+}
+
 // subtractor resolves a grouped table's subtractor token (0: none, which
 // the builder refuses when one is needed); a grouped stream takes none.
 func (c *call) subtractor(input uint64, token uint32) (topology.Function, error) {
@@ -175,7 +193,7 @@ func (c *call) subtractor(input uint64, token uint32) (topology.Function, error)
 	if k, ok := c.b.Kind(input); ok && k != topology.KindGroupedTable {
 		return topology.Function{}, c.invalid("subtractor token %d is for grouped tables, but handle %d is a %s", token, input, k)
 	}
-	return c.fn(token)
+	return c.readFn(token, "subtractor")
 }
 
 // kind is the kind of an input handle (0 when it does not exist). Operators

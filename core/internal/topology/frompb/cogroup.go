@@ -8,7 +8,7 @@ import (
 // cogroup applies CogroupOp: it starts a cogroup from a grouped stream, or
 // adds a grouped stream to a cogrouped one.
 func (c *call) cogroup(v *pb.CogroupOp) (*topology.Handle, error) {
-	agg, err := c.fn(v.AggregatorToken)
+	agg, err := c.readFn(v.AggregatorToken, "aggregator")
 	if err != nil {
 		return nil, err
 	}
@@ -33,13 +33,13 @@ func (c *call) cogroupAggregate(v *pb.AggregateOp) (*topology.Handle, error) {
 	if v.SubtractorToken != 0 {
 		return nil, c.invalid("subtractor_token is for grouped tables, but handle %d is a %s", v.Input, c.kind(v.Input))
 	}
-	init, err := c.fn(v.InitializerToken)
+	init, err := c.readFn(v.InitializerToken, "initializer")
 	if err != nil {
 		return nil, err
 	}
 	var merger *topology.Function
 	if v.MergerToken != 0 {
-		m, err := c.fn(v.MergerToken)
+		m, err := c.readFn(v.MergerToken, "merger")
 		if err != nil {
 			return nil, err
 		}

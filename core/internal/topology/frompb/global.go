@@ -42,7 +42,7 @@ func (c *call) globalJoin(v *pb.JoinOp) (*topology.Handle, error) {
 	case v.ForeignKeyToken != 0:
 		return nil, invalid("foreign_key_token is for foreign-key table joins; handle %d is a global table", v.Table)
 	}
-	mapper, err := c.fn(v.KeyMapperToken)
+	mapper, err := c.readFn(v.KeyMapperToken, "key mapper")
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ func (c *call) groupByKey(v *pb.GroupByKeyOp) (*topology.Handle, error) {
 
 // groupBy applies GroupByOp to a stream or a table.
 func (c *call) groupBy(v *pb.GroupByOp) (*topology.Handle, error) {
-	f, err := c.fn(v.Token)
+	f, err := c.readFn(v.Token, "key selector")
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func (c *call) reduce(v *pb.ReduceOp) (*topology.Handle, error) {
 		f = topology.Function{Builtin: name, Name: name}
 	default:
 		var err error
-		if f, err = c.fn(v.Token); err != nil {
+		if f, err = c.readFn(v.Token, "reducer"); err != nil {
 			return nil, err
 		}
 	}
@@ -74,11 +74,11 @@ func (c *call) aggregate(v *pb.AggregateOp) (*topology.Handle, error) {
 	if c.isCogroup(v.Input) {
 		return c.cogroupAggregate(v)
 	}
-	init, err := c.fn(v.InitializerToken)
+	init, err := c.readFn(v.InitializerToken, "initializer")
 	if err != nil {
 		return nil, err
 	}
-	agg, err := c.fn(v.AggregatorToken)
+	agg, err := c.readFn(v.AggregatorToken, "aggregator")
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func (c *call) aggregate(v *pb.AggregateOp) (*topology.Handle, error) {
 	case c.kind(v.Input) == topology.KindGroupedTable:
 		return c.b.TableAggregate(v.Input, init, agg, sub, materialized(v.Materialized), v.Name)
 	case v.MergerToken != 0:
-		merger, err := c.fn(v.MergerToken)
+		merger, err := c.readFn(v.MergerToken, "merger")
 		if err != nil {
 			return nil, err
 		}

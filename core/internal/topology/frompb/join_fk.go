@@ -29,7 +29,7 @@ func (c *call) foreignKeyJoin(v *pb.JoinOp) (*topology.Handle, error) {
 	if len(bad) > 0 {
 		return nil, c.invalid("foreign_key_token %d makes a foreign-key table-table join, which takes no %s", v.ForeignKeyToken, strings.Join(bad, "; "))
 	}
-	extractor, err := c.fn(v.ForeignKeyToken)
+	extractor, err := c.readFn(v.ForeignKeyToken, "foreign-key extractor")
 	if err != nil {
 		return nil, err
 	}

@@ -92,5 +92,5 @@ func (c *call) joiner(v *pb.JoinOp) (topology.Function, error) {
 	case v.JoinerToken == 0:
 		return topology.Function{}, c.invalid("join names no joiner; give joiner_token (a host function) or builtin_joiner (JOINER_PAIR, JOINER_THIS, JOINER_OTHER)")
 	}
-	return c.fn(v.JoinerToken)
+	return c.readFn(v.JoinerToken, "joiner")
 }

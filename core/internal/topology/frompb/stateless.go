@@ -13,6 +13,9 @@ func (c *call) mapValues(v *pb.MapValuesOp) (*topology.Handle, error) {
 		return nil, err
 	}
 	if c.kind(v.Input) == topology.KindTable {
+		if f, err = c.tableFn(f, "mapper"); err != nil {
+			return nil, err
+		}
 		if v.WithKey {
 			return nil, c.invalid("with_key (token %d) is for streams, but handle %d is a table", v.Token, v.Input)
 		}
@@ -34,6 +37,9 @@ func (c *call) filter(v *pb.FilterOp) (*topology.Handle, error) {
 		return nil, err
 	}
 	if c.kind(v.Input) == topology.KindTable {
+		if f, err = c.tableFn(f, "predicate"); err != nil {
+			return nil, err
+		}
 		return c.b.TableFilter(v.Input, f, materialized(v.Materialized), v.Name)
 	}
 	if err := c.streamOnly(v.Input, v.Materialized); err != nil {
@@ -49,6 +55,9 @@ func (c *call) filterNot(v *pb.FilterNotOp) (*topology.Handle, error) {
 		return nil, err
 	}
 	if c.kind(v.Input) == topology.KindTable {
+		if f, err = c.tableFn(f, "predicate"); err != nil {
+			return nil, err
+		}
 		return c.b.TableFilterNot(v.Input, f, materialized(v.Materialized), v.Name)
 	}
 	if err := c.streamOnly(v.Input, v.Materialized); err != nil {
