@@ -135,7 +135,7 @@ func (a *App) sourceTopics() []string {
 	for t := range a.planOf {
 		topics = append(topics, t)
 	}
-	return topics
+	return append(topics, a.matchedTopics(nil)...)
 }
 
 // holdWhilePaused waits, while the application is paused, until it is

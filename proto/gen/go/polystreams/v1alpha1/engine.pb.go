@@ -1406,8 +1406,14 @@ func (x *VersionedStore) GetSegmentIntervalMs() int64 {
 
 type StreamOp struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// One or more topics; all are read by one source node.
+	// One or more topics; all are read by one source node. Empty when
+	// topic_pattern is set.
 	Topics []string `protobuf:"bytes,1,rep,name=topics,proto3" json:"topics,omitempty"`
+	// StreamsBuilder.stream(Pattern): the source reads every user topic
+	// whose whole name this regular expression matches (RE2 syntax; a
+	// pattern RE2 cannot compile is refused), now and as topics are created
+	// (re-checked every metadata.max.age.ms). Empty: topics names them.
+	TopicPattern string `protobuf:"bytes,140,opt,name=topic_pattern,json=topicPattern,proto3" json:"topic_pattern,omitempty"`
 	// Serdes of the topic's records; empty means bytes.
 	KeySerde   string `protobuf:"bytes,2,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
 	ValueSerde string `protobuf:"bytes,3,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
@@ -1463,6 +1469,13 @@ func (x *StreamOp) GetTopics() []string {
 		return x.Topics
 	}
 	return nil
+}
+
+func (x *StreamOp) GetTopicPattern() string {
+	if x != nil {
+		return x.TopicPattern
+	}
+	return ""
 }
 
 func (x *StreamOp) GetKeySerde() string {
@@ -10082,9 +10095,10 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"r\n" +
 	"\x0eVersionedStore\x120\n" +
 	"\x14history_retention_ms\x18\x01 \x01(\x03R\x12historyRetentionMs\x12.\n" +
-	"\x13segment_interval_ms\x18\x02 \x01(\x03R\x11segmentIntervalMs\"\xf2\x01\n" +
+	"\x13segment_interval_ms\x18\x02 \x01(\x03R\x11segmentIntervalMs\"\x98\x02\n" +
 	"\bStreamOp\x12\x16\n" +
-	"\x06topics\x18\x01 \x03(\tR\x06topics\x12\x1b\n" +
+	"\x06topics\x18\x01 \x03(\tR\x06topics\x12$\n" +
+	"\rtopic_pattern\x18\x8c\x01 \x01(\tR\ftopicPattern\x12\x1b\n" +
 	"\tkey_serde\x18\x02 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x03 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
