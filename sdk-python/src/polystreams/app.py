@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -22,7 +23,7 @@ from polystreams._engine import EngineProcess, check_engine_version, feed_hint, 
 from polystreams.config import Config, OffsetReset, redact
 from polystreams._session import Handle
 from polystreams._version import __version__
-from polystreams.dsl import GlobalKTable, KStream, KTable, Materialized, _materialize, topics_of
+from polystreams.dsl import GlobalKTable, KStream, KTable, Materialized, _materialize, pattern_of, topics_of
 from polystreams.errors import FailedPreconditionError, NotFoundError, PolystreamsError, ProcessingError
 from polystreams.metrics import DescribeFormat, Metrics
 from polystreams.serde import SerdeName, TopicSerde
@@ -274,7 +275,7 @@ class App:
 
     def stream(
         self,
-        topics: str | Sequence[str],
+        topics: str | Sequence[str] | re.Pattern[str],
         *,
         key: SerdeName | TopicSerde | None = None,
         value: SerdeName | TopicSerde | None = None,
@@ -283,6 +284,13 @@ class App:
         timestamp_extractor: TimestampExtractor | BuiltinTimestampExtractor | None = None,
     ) -> KStream:
         """A stream of the records of one or more topics (``StreamsBuilder.stream``).
+
+        A compiled pattern (``re.compile("orders-.*")``) reads every topic
+        whose whole name it matches (``StreamsBuilder.stream(Pattern)``):
+        those that exist at the start and those created later, found at
+        the next metadata refresh (``metadata.max.age.ms``, 5 minutes by
+        default). The engine matches with Go's RE2, which has no
+        lookaround or backreferences; give flags inline (``(?i)``).
 
         ``key`` and ``value`` name the topics' serdes (default: the config's
         ``default_key_serde`` / ``default_value_serde``, else ``bytes``);
@@ -296,7 +304,8 @@ class App:
         extractors by class name (``"LogAndSkipOnInvalidTimestamp"``, ...).
         """
         op = pb.StreamOp(
-            topics=topics_of(topics),
+            topics=[] if isinstance(topics, re.Pattern) else topics_of(topics),
+            topic_pattern=pattern_of(topics) if isinstance(topics, re.Pattern) else "",
             key_serde=key or "",
             value_serde=value or "",
             name=name or "",

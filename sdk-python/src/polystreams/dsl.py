@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass
@@ -1442,6 +1443,19 @@ class KGroupedTable(_Node):
         op.aggregator_token = self._app._register("aggregate", adder)
         op.subtractor_token = self._app._register("aggregate", subtractor)
         return KTable(self._app, self._app._build("aggregate", op))
+
+
+def pattern_of(pattern: re.Pattern[str]) -> str:
+    """The regular expression of a pattern source; flags other than the
+    default must be inline (``(?i)``), as the engine reads the text only."""
+    if not isinstance(pattern.pattern, str):
+        raise TypeError("stream: a topic pattern must be a str pattern, not bytes")
+    if pattern.flags & ~re.UNICODE:
+        raise ValueError(
+            f"stream: pattern {pattern.pattern!r} has flags {re.RegexFlag(pattern.flags & ~re.UNICODE)!r}; "
+            "give them inline, e.g. re.compile('(?i)orders-.*')"
+        )
+    return pattern.pattern
 
 
 def topics_of(topics: str | Sequence[str]) -> list[str]:
