@@ -386,12 +386,20 @@ export class App implements Builder {
    * `key` and `value` name the topics' serdes (default `bytes`) and type the
    * keys and values your functions see; `name` names the source node
    * (`Consumed.as`).
+   *
+   * A `RegExp` (`/orders-.*\/`) reads every topic whose whole name it
+   * matches (`StreamsBuilder.stream(Pattern)`): those that exist at the
+   * start and those created later, found at the next metadata refresh
+   * (`metadata.max.age.ms`, 5 minutes by default). The engine matches its
+   * source with Go's RE2 (no lookaround or backreferences); the `i` and `s`
+   * flags become `(?i)` and `(?s)`, others are refused.
    */
   stream<KS extends SerdeName | TopicSerde = "bytes", VS extends SerdeName | TopicSerde = "bytes">(
-    topics: string | readonly string[],
+    topics: string | readonly string[] | RegExp,
     options: StreamOptions<KS, VS> = {},
   ): KStream<SerdeType<KS>, SerdeType<VS>> {
-    const list = typeof topics === "string" ? [topics] : [...topics];
+    const pattern = topics instanceof RegExp ? patternOf(topics) : "";
+    const list = topics instanceof RegExp ? [] : typeof topics === "string" ? [topics] : [...topics];
     for (const t of list) {
       if (typeof t !== "string") {
         throw new TypeError(`stream: topics must be strings, not ${typeof t}`);
@@ -405,6 +413,7 @@ export class App implements Builder {
         case: "stream",
         value: {
           topics: list,
+          topicPattern: pattern,
           keySerde: options.key ?? "",
           valueSerde: options.value ?? "",
           name: options.name ?? "",
@@ -1110,4 +1119,17 @@ export class App implements Builder {
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
+}
+
+/**
+ * The regular expression a pattern source sends the engine: the RegExp's
+ * source, with its `i` and `s` flags as RE2's inline `(?i)` and `(?s)`.
+ */
+export function patternOf(re: RegExp): string {
+  const other = re.flags.replace(/[isuv]/g, "");
+  if (other !== "") {
+    throw new TypeError(`stream: pattern /${re.source}/${re.flags} has flags ${JSON.stringify(other)}; a topic pattern takes only i and s`);
+  }
+  const inline = (re.flags.includes("i") ? "i" : "") + (re.flags.includes("s") ? "s" : "");
+  return (inline ? `(?${inline})` : "") + re.source;
 }

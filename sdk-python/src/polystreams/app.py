@@ -290,7 +290,8 @@ class App:
         those that exist at the start and those created later, found at
         the next metadata refresh (``metadata.max.age.ms``, 5 minutes by
         default). The engine matches with Go's RE2, which has no
-        lookaround or backreferences; give flags inline (``(?i)``).
+        lookaround or backreferences; ``re.IGNORECASE`` and ``re.DOTALL``
+        become ``(?i)`` and ``(?s)``, other flags are refused.
 
         ``key`` and ``value`` name the topics' serdes (default: the config's
         ``default_key_serde`` / ``default_value_serde``, else ``bytes``);

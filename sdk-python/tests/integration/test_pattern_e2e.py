@@ -29,8 +29,10 @@ def test_a_pattern_go_cannot_read_or_with_flags_is_refused() -> None:
     with TopologyTestDriver("pattern-refused", Config()) as driver:
         with pytest.raises(PolystreamsError, match=r'pattern "orders-\(\?!eu\)\.\*" is not a regular expression Go\'s RE2 reads'):
             driver.stream(re.compile("orders-(?!eu).*"))
-        with pytest.raises(ValueError, match="give them inline"):
-            driver.stream(re.compile("orders-.*", re.IGNORECASE))
+        with pytest.raises(ValueError, match="takes only IGNORECASE and DOTALL"):
+            driver.stream(re.compile("orders-.*", re.MULTILINE))
+        driver.stream(re.compile("orders-.*", re.IGNORECASE), name="any-case")
+        assert "Source: any-case (topics: (?i)orders-.*)" in driver.describe()
 
 
 def test_the_readme_pattern_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
