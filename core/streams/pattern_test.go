@@ -174,3 +174,54 @@ func TestStreamPatternReadsTopicCreatedLater(t *testing.T) {
 		t.Fatalf("output %v: a topic the pattern does not match was read", got)
 	}
 }
+
+// A pattern source's Consumed.withOffsetResetPolicy applies to the topics
+// it matches: with latest, a partition with no committed offset starts at
+// its end, so what was written before the start is not read.
+func TestStreamPatternOffsetReset(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders-eu", "out"))
+	must(err)
+	defer cluster.Close()
+	brokers := cluster.ListenAddrs()[0]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.DefaultProduceTopic("orders-eu"))
+	must(err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	must(cl.ProduceSync(ctx, &kgo.Record{Value: []byte("before")}).FirstErr())
+	b := streams.NewBuilder()
+	orders, err := b.StreamPattern(regexp.MustCompile(`orders-.*`), streams.OffsetReset("latest"))
+	must(err)
+	must(orders.To("out"))
+	app, err := streams.New(b, streams.Config{
+		ApplicationID: "pattern-latest", Brokers: brokers,
+		Properties: map[string]string{"state.dir": t.TempDir(), "commit.interval.ms": "100"},
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	must(err)
+	must(app.Start(ctx))
+	defer app.Stop(context.Background())
+	out, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics("out"))
+	must(err)
+	defer out.Close()
+	// Written until the application reads one: the first ones may come
+	// before its partition is assigned (and are skipped by latest too).
+	for {
+		must(cl.ProduceSync(ctx, &kgo.Record{Value: []byte("after")}).FirstErr())
+		pctx, pcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		fs := out.PollFetches(pctx)
+		pcancel()
+		if ctx.Err() != nil {
+			t.Fatal("waiting for the application to read a record written after its start")
+		}
+		var got []string
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+		if len(got) == 0 {
+			continue
+		}
+		if slices.Contains(got, "before") {
+			t.Fatalf("output %v: the record written before the start was read under latest", got)
+		}
+		return
+	}
+}

@@ -7,6 +7,7 @@ package engine
 // sources".
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -203,4 +204,21 @@ func (a *App) PatternReads(topic string) bool {
 // for a pattern source (it was matched at the start or a refresh).
 func (a *App) PatternReading(topic string) bool {
 	return slices.Contains(a.matchedTopics(nil), topic)
+}
+
+// patternOffsetReset is the reset policy of a topic a pattern source reads
+// (its Consumed.withOffsetResetPolicy, else auto.offset.reset); "" for a
+// topic no pattern reads.
+func (a *App) patternOffsetReset(topic string) string {
+	if !a.hasPatterns || a.ownTopic(topic) {
+		return ""
+	}
+	for _, p := range a.plans {
+		for _, ps := range p.patterns {
+			if ps.node.MatchesTopic(topic) {
+				return cmp.Or(ps.node.OffsetReset, a.cfg.OffsetReset)
+			}
+		}
+	}
+	return ""
 }
