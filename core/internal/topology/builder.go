@@ -224,7 +224,7 @@ func (b *Builder) Stream(o StreamOptions) (*Handle, error) {
 	case o.Pattern != "" && len(o.Topics) > 0:
 		c.invalid("stream names topics %q and pattern %q; a source reads either topics or a pattern", o.Topics, o.Pattern)
 	case o.Pattern != "":
-		re = c.topicPattern(o.Pattern)
+		re = c.topicPattern(o.Pattern, o.Name)
 	case len(o.Topics) == 0:
 		c.invalid("stream names no topic; a source reads at least one")
 	}
@@ -279,17 +279,21 @@ func (b *Builder) Stream(o StreamOptions) (*Handle, error) {
 // (InternalTopologyBuilder.addSource(Pattern)). Go's RE2 is not Java's
 // java.util.regex: lookaround, backreferences and possessive quantifiers
 // do not compile, and are refused here rather than read differently.
-func (c *call) topicPattern(p string) *regexp.Regexp {
+func (c *call) topicPattern(p, source string) *regexp.Regexp {
+	what := c.op
+	if source != "" {
+		what += " " + source // the source's name, when given
+	}
 	re, err := regexp.Compile(`^(?:` + p + `)$`)
 	if err != nil {
-		c.invalid("%s pattern %q is not a regular expression Go's RE2 reads (%v); polystreams matches topic patterns with RE2, which has no lookaround, backreferences or possessive quantifiers of Java's java.util.regex", c.op, p, err)
+		c.invalid("%s pattern %q is not a regular expression Go's RE2 reads (%v); polystreams matches topic patterns with RE2, which has no lookaround, backreferences or possessive quantifiers of Java's java.util.regex", what, p, err)
 		return nil
 	}
 	for _, t := range slices.Sorted(maps.Keys(c.b.topics)) {
 		if re.MatchString(t) {
 			// Kafka Streams: "Pattern <p> will match a topic that has
 			// already been registered by another source."
-			c.invalid("%s pattern %q matches topic %q, which source %s reads already", c.op, p, t, c.b.topics[t])
+			c.invalid("%s pattern %q matches topic %q, which source %s reads already", what, p, t, c.b.topics[t])
 		}
 	}
 	return re

@@ -351,7 +351,7 @@ func (d *Description) Mermaid() string {
 	}
 	for _, s := range d.Subtopologies {
 		for _, n := range s.Nodes {
-			for _, t := range n.Topics {
+			for _, t := range n.sourceTopics() {
 				tid := id("topic", t)
 				declare(fmt.Sprintf("  %s[/%s/]\n", tid, label(t)), tid)
 				edges = append(edges, fmt.Sprintf("  %s --> %s\n", tid, id("node", n.Name)))
@@ -406,7 +406,7 @@ func (d *Description) Dot() string {
 	}
 	for _, s := range d.Subtopologies {
 		for _, n := range s.Nodes {
-			for _, t := range n.Topics {
+			for _, t := range n.sourceTopics() {
 				topic(t)
 				edges = append(edges, fmt.Sprintf("  %s -> %s;\n", q("topic:"+t), q(n.Name)))
 			}
@@ -430,4 +430,13 @@ func (n *DescribedNode) sinkTopic() string {
 		return "extractor class: " + n.TopicExtractor
 	}
 	return n.Topic
+}
+
+// sourceTopics are what a source node reads, for pictures: its topics, or
+// its pattern as one topic.
+func (n *DescribedNode) sourceTopics() []string {
+	if n.Pattern != "" {
+		return append(slices.Clone(n.Topics), n.Pattern)
+	}
+	return n.Topics
 }
