@@ -82,8 +82,10 @@ func (a *App) matchTopics(ctx context.Context) (map[*topology.Node][]string, err
 	}
 	out := map[*topology.Node][]string{}
 	by := map[string]*topology.Node{}
+	globals := a.globalTopics()
 	for _, t := range slices.Sorted(maps.Keys(details)) {
-		if d := details[t]; d.Err != nil || d.IsInternal || a.ownTopic(t) || a.planOf[t] != nil {
+		// A topic a source or a global table names is theirs.
+		if d := details[t]; d.Err != nil || d.IsInternal || a.ownTopic(t) || a.planOf[t] != nil || slices.Contains(globals, t) {
 			continue
 		}
 		for _, p := range a.plans {

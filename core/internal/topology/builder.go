@@ -241,12 +241,7 @@ func (b *Builder) Stream(o StreamOptions) (*Handle, error) {
 		if src, ok := b.topics[t]; ok {
 			c.invalid("stream reads topic %q, which source %s reads already", t, src)
 		}
-		for _, pn := range b.patterns {
-			if pn.MatchesTopic(t) {
-				// InternalTopologyBuilder.validateTopicNotAlreadyRegistered
-				c.invalid("stream reads topic %q, which matches pattern %q of source %s (Kafka Streams: Topic %s matches a Pattern already registered by another source.)", t, pn.Pattern, pn.Name, t)
-			}
-		}
+		c.notMatched(t)
 	}
 	c.topicSerde("key", o.KeySerde)
 	c.topicSerde("value", o.ValueSerde)
@@ -297,6 +292,17 @@ func (c *call) topicPattern(p, source string) *regexp.Regexp {
 		}
 	}
 	return re
+}
+
+// notMatched refuses a topic a pattern source reads
+// (InternalTopologyBuilder.validateTopicNotAlreadyRegistered: "Topic t
+// matches a Pattern already registered by another source.").
+func (c *call) notMatched(t string) {
+	for _, pn := range c.b.patterns {
+		if pn.MatchesTopic(t) {
+			c.invalid("%s reads topic %q, which matches pattern %q of source %s", c.op, t, pn.Pattern, pn.Name)
+		}
+	}
 }
 
 // stateless describes one stateless stream operator.

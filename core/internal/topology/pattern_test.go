@@ -45,4 +45,8 @@ func TestStreamPattern(t *testing.T) {
 	if pd.Subtopologies[0].Nodes[0].Pattern != "orders-[a-z]{2}" || pd.Text() != topo.Describe() {
 		t.Fatalf("parsed: %+v\n%s", pd.Subtopologies[0].Nodes[0], pd.Text())
 	}
+	// A later source of any kind may not name a topic the pattern matches.
+	if _, err := b.Table(TableOptions{Topic: "orders-us"}); err == nil || !strings.Contains(err.Error(), `table reads topic "orders-us", which matches pattern "orders-[a-z]{2}" of source KSTREAM-SOURCE-0000000000`) {
+		t.Fatalf("table on a matched topic: %v", err)
+	}
 }

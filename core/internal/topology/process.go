@@ -417,6 +417,7 @@ func (b *Builder) AddSource(name string, topics []string, keySerde, valueSerde s
 		if src, ok := b.topics[t]; ok {
 			c.invalid("add_source: source %q reads topic %q, which source %s reads already", name, t, src)
 		}
+		c.notMatched(t)
 	}
 	c.serde("key", keySerde)
 	c.serde("value", valueSerde)
