@@ -225,3 +225,30 @@ func TestStreamPatternOffsetReset(t *testing.T) {
 		return
 	}
 }
+
+// Topology.addSource(name, Pattern): a Processor API source reading the
+// topics a pattern matches; describe() prints the pattern.
+func TestAddSourcePattern(t *testing.T) {
+	topo := streams.NewTopology()
+	must(topo.AddSourcePattern("orders", streams.String, streams.String, regexp.MustCompile(`orders-[a-z]{2}`)))
+	must(topo.AddSink("all", "all-orders", "orders"))
+	text, err := topo.Describe()
+	must(err)
+	if !strings.Contains(text, "Source: orders (topics: orders-[a-z]{2})\n      --> all\n") {
+		t.Fatalf("describe:\n%s", text)
+	}
+	d, err := streams.NewTestDriver(&topo.Builder, streams.Config{ApplicationID: "add-source-pattern", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	must(err)
+	defer d.Close()
+	must(d.PipeInput("orders-eu", []byte("o1"), []byte("eu")))
+	must(d.PipeInput("orders-us", []byte("o2"), []byte("us")))
+	out, err := d.ReadOutput("all-orders")
+	must(err)
+	var got []string
+	for _, r := range out {
+		got = append(got, string(r.Key))
+	}
+	if !slices.Equal(got, []string{"o1", "o2"}) {
+		t.Fatalf("all-orders: %v", got)
+	}
+}

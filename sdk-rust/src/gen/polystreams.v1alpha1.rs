@@ -597,12 +597,18 @@ pub struct TransformValuesOp {
 pub struct AddSourceOp {
     #[prost(string, tag = "1")]
     pub name: ::prost::alloc::string::String,
+    /// Empty when topic_pattern is set.
     #[prost(string, repeated, tag = "2")]
     pub topics: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
     #[prost(string, tag = "3")]
     pub key_serde: ::prost::alloc::string::String,
     #[prost(string, tag = "4")]
     pub value_serde: ::prost::alloc::string::String,
+    /// Topology.addSource(name, Pattern): the source reads every user topic
+    /// whose whole name this regular expression matches (RE2 syntax), as
+    /// StreamOp.topic_pattern. Empty: topics names them.
+    #[prost(string, tag = "140")]
+    pub topic_pattern: ::prost::alloc::string::String,
 }
 /// AddProcessorOp is Topology.addProcessor(name, supplier, parentNames...).
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]

@@ -105,16 +105,18 @@ class AddSinkOp(_message.Message):
     def __init__(self, name: _Optional[str] = ..., topic: _Optional[str] = ..., parents: _Optional[_Iterable[str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ...) -> None: ...
 
 class AddSourceOp(_message.Message):
-    __slots__ = ["key_serde", "name", "topics", "value_serde"]
+    __slots__ = ["key_serde", "name", "topic_pattern", "topics", "value_serde"]
     KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_PATTERN_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
     key_serde: str
     name: str
+    topic_pattern: str
     topics: _containers.RepeatedScalarFieldContainer[str]
     value_serde: str
-    def __init__(self, name: _Optional[str] = ..., topics: _Optional[_Iterable[str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., topics: _Optional[_Iterable[str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., topic_pattern: _Optional[str] = ...) -> None: ...
 
 class AddStateStoreOp(_message.Message):
     __slots__ = ["caching", "changelog_config", "key_serde", "logging_disabled", "name", "processors", "retain_duplicates", "retention_ms", "type", "value_serde", "window_size_ms"]

@@ -3313,11 +3313,16 @@ func (x *TransformValuesOp) GetValueSerde() string {
 // topology built without the DSL. Answered without a handle; processors and
 // sinks name it as a parent.
 type AddSourceOp struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Topics        []string               `protobuf:"bytes,2,rep,name=topics,proto3" json:"topics,omitempty"`
-	KeySerde      string                 `protobuf:"bytes,3,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
-	ValueSerde    string                 `protobuf:"bytes,4,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Empty when topic_pattern is set.
+	Topics     []string `protobuf:"bytes,2,rep,name=topics,proto3" json:"topics,omitempty"`
+	KeySerde   string   `protobuf:"bytes,3,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
+	ValueSerde string   `protobuf:"bytes,4,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
+	// Topology.addSource(name, Pattern): the source reads every user topic
+	// whose whole name this regular expression matches (RE2 syntax), as
+	// StreamOp.topic_pattern. Empty: topics names them.
+	TopicPattern  string `protobuf:"bytes,140,opt,name=topic_pattern,json=topicPattern,proto3" json:"topic_pattern,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3376,6 +3381,13 @@ func (x *AddSourceOp) GetKeySerde() string {
 func (x *AddSourceOp) GetValueSerde() string {
 	if x != nil {
 		return x.ValueSerde
+	}
+	return ""
+}
+
+func (x *AddSourceOp) GetTopicPattern() string {
+	if x != nil {
+		return x.TopicPattern
 	}
 	return ""
 }
@@ -10248,13 +10260,14 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x06stores\x18\x04 \x03(\tR\x06stores\x12F\n" +
 	"\fmaterialized\x18\x05 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\x12\x1f\n" +
 	"\vvalue_serde\x18\x06 \x01(\tR\n" +
-	"valueSerde\"w\n" +
+	"valueSerde\"\x9d\x01\n" +
 	"\vAddSourceOp\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06topics\x18\x02 \x03(\tR\x06topics\x12\x1b\n" +
 	"\tkey_serde\x18\x03 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x04 \x01(\tR\n" +
-	"valueSerde\"\xaa\x01\n" +
+	"valueSerde\x12$\n" +
+	"\rtopic_pattern\x18\x8c\x01 \x01(\tR\ftopicPattern\"\xaa\x01\n" +
 	"\x0eAddProcessorOp\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\rR\x05token\x12\x18\n" +
