@@ -23,7 +23,8 @@ from polystreams._engine import EngineProcess, check_engine_version, feed_hint, 
 from polystreams.config import Config, OffsetReset, redact
 from polystreams._session import Handle
 from polystreams._version import __version__
-from polystreams.dsl import GlobalKTable, KStream, KTable, Materialized, _materialize, pattern_of, topics_of
+from polystreams._pattern import pattern_of
+from polystreams.dsl import GlobalKTable, KStream, KTable, Materialized, _materialize, topics_of
 from polystreams.errors import FailedPreconditionError, NotFoundError, PolystreamsError, ProcessingError
 from polystreams.metrics import DescribeFormat, Metrics
 from polystreams.serde import SerdeName, TopicSerde
@@ -449,7 +450,7 @@ class App:
     def _build_terminal(self, op: str, message: Any) -> None:
         self._call_build(op, message)
 
-    def _add_source(self, topics: list[str], key_serde: str, value_serde: str) -> None:
+    def _add_source(self, topics: list[str], key_serde: str, value_serde: str, pattern: re.Pattern[str] | None = None) -> None:
         """A Topology source was added (Topology.add_source)."""
         self._sources.extend(topics)
 

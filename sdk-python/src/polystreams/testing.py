@@ -171,8 +171,10 @@ class TopologyTestDriver(App):
         self._serdes[topic] = (g.handle.key_serde or "bytes", g.handle.value_serde or "bytes")
         return g
 
-    def _add_source(self, topics: list[str], key_serde: str, value_serde: str) -> None:
-        super()._add_source(topics, key_serde, value_serde)
+    def _add_source(self, topics: list[str], key_serde: str, value_serde: str, pattern: re.Pattern[str] | None = None) -> None:
+        super()._add_source(topics, key_serde, value_serde, pattern)
+        if pattern is not None:
+            self._patterns.append((pattern, (key_serde or "bytes", value_serde or "bytes")))
         for t in topics:
             self._serdes[t] = (key_serde or "bytes", value_serde or "bytes")
 

@@ -42,3 +42,14 @@ def test_the_readme_pattern_example_runs(capsys: pytest.CaptureFixture[str]) -> 
     assert m
     exec(compile(m.group(1), "README.md", "exec"), {"__name__": "readme"})  # noqa: S102 - the README runs verbatim
     assert capsys.readouterr().out == "[('a', 1), ('a', 2), ('b', 1)]\n"
+
+
+def test_a_topology_source_reads_a_pattern() -> None:
+    with TopologyTestDriver("pattern-topology") as driver:
+        driver.topology().add_source("orders", re.compile("orders-[a-z]{2}"), key="string", value="string").add_sink("all", "all-orders", "orders")
+        assert "Source: orders (topics: orders-[a-z]{2})" in driver.describe()
+        driver.pipe_input("orders-eu", "o1", "eu")
+        driver.pipe_input("orders-us", "o2", "us")
+        assert [(r.key, r.value) for r in driver.read_output("all-orders")] == [("o1", "eu"), ("o2", "us")]
+        with pytest.raises(TypeError, match="topics \\(str\\) or one compiled pattern"):
+            driver.topology().add_source("mixed", "a", re.compile("b-.*"))
