@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { Executor } from "./bundle.js";
 import { type StoreBuilder, addStateStoreOp, metadataOf } from "./processor.js";
-import { type SourceOptions, Topology } from "./topology.js";
+import { type SourceOptions, Topology, patternOf } from "./topology.js";
 import type { AnyFunction } from "./outcomes.js";
 import { type Client, Client as EngineClient, type Input, type Method, type Output } from "./client.js";
 import { type Config, type OffsetReset, properties, redact } from "./config.js";
@@ -481,12 +481,12 @@ export class App implements Builder {
    * topology(), telling `onSource` each source's topics and serdes (the test driver's).
    * @internal
    */
-  topologyWith(onSource: (topics: readonly string[], options: SourceOptions) => void): Topology {
+  topologyWith(onSource: (topics: readonly string[], options: SourceOptions, pattern?: RegExp) => void): Topology {
     return new Topology(
       this,
-      (topics, options) => {
+      (topics, options, pattern) => {
         this.#sources.push(...topics);
-        onSource(topics, options);
+        onSource(topics, options, pattern);
       },
       (store) => void this.#storeSpecs.set(store.name, store),
     );
@@ -1119,17 +1119,4 @@ export class App implements Builder {
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
-}
-
-/**
- * The regular expression a pattern source sends the engine: the RegExp's
- * source, with its `i` and `s` flags as RE2's inline `(?i)` and `(?s)`.
- */
-export function patternOf(re: RegExp): string {
-  const other = re.flags.replace(/[isuv]/g, "");
-  if (other !== "") {
-    throw new TypeError(`stream: pattern /${re.source}/${re.flags} has flags ${JSON.stringify(other)}; a topic pattern takes only i and s`);
-  }
-  const inline = (re.flags.includes("i") ? "i" : "") + (re.flags.includes("s") ? "s" : "");
-  return (inline ? `(?${inline})` : "") + re.source;
 }

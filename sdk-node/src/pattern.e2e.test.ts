@@ -30,3 +30,12 @@ test("a pattern RE2 cannot read, or with flags other than i and s, is refused", 
 test("the README pattern example runs", async () => {
   assert.equal(await runReadmeBlock("### Topic patterns"), '[["a",1],["a",2],["b",1]]');
 });
+
+test("a topology source reads a pattern", async () => {
+  await using driver = await TopologyTestDriver.create("pattern-topology");
+  driver.topology().addSource("orders", /orders-[a-z]{2}/, { key: "string", value: "string" }).addSink("all", "all-orders", "orders");
+  assert.match(await driver.app.describe(), /Source: orders \(topics: orders-\[a-z\]\{2\}\)/);
+  await driver.pipeInput("orders-eu", "o1", "eu");
+  await driver.pipeInput("orders-us", "o2", "us");
+  assert.deepEqual((await driver.readOutput("all-orders")).map((r) => [r.key, r.value]), [["o1", "eu"], ["o2", "us"]]);
+});

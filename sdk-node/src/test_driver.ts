@@ -128,7 +128,11 @@ export class TopologyTestDriver {
 
   /** App.topology (a topology built without the DSL), remembering its sources' serdes. */
   topology(): Topology {
-    return this.app.topologyWith((topics, options) => {
+    return this.app.topologyWith((topics, options, pattern) => {
+      if (pattern !== undefined) {
+        const whole = new RegExp(`^(?:${pattern.source})$`, pattern.flags.replace(/[gy]/g, ""));
+        this.#patterns.push([whole, Promise.resolve([options.key ?? "bytes", options.value ?? "bytes"])]);
+      }
       for (const t of topics) {
         this.#serdes.set(t, Promise.resolve([options.key ?? "bytes", options.value ?? "bytes"]));
       }
