@@ -128,7 +128,7 @@ func TestStreamPatternReadsTopicCreatedLater(t *testing.T) {
 	app, err := streams.New(b, streams.Config{
 		ApplicationID: "orders-app", Brokers: brokers,
 		Properties: map[string]string{"state.dir": t.TempDir(), "commit.interval.ms": "100", "metadata.max.age.ms": "200",
-			"statestore.cache.max.bytes": "0"},
+			"statestore.cache.max.bytes": "0", "application.server": "localhost:7070"},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	must(err)
@@ -172,6 +172,12 @@ func TestStreamPatternReadsTopicCreatedLater(t *testing.T) {
 	out.PollFetches(pctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Key)) })
 	if len(got) != 4 {
 		t.Fatalf("output %v: a topic the pattern does not match was read", got)
+	}
+	// Interactive queries know the store's partitions by the matched
+	// topics' (the sub-topology reads no named topic).
+	md, err := app.QueryMetadataForKey("KSTREAM-AGGREGATE-STATE-STORE-0000000001", []byte("eu-1"))
+	if err != nil || md.ActiveHost.Port != 7070 || md.Partition < 0 || md.Partition > 1 {
+		t.Fatalf("QueryMetadataForKey: %+v, %v", md, err)
 	}
 }
 

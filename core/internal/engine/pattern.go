@@ -224,3 +224,9 @@ func (a *App) patternOffsetReset(topic string) string {
 	}
 	return ""
 }
+
+// planTopics are the full names of the topics p reads, sorted: its named
+// source topics and what its pattern sources match now.
+func (a *App) planTopics(p *plan) []string {
+	return slices.Sorted(slices.Values(append(slices.Collect(maps.Keys(p.sources)), a.matchedTopics(p)...)))
+}
