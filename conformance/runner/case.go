@@ -40,7 +40,11 @@ type Step struct {
 	From   string   `json:"from,omitempty"`
 	Name   string   `json:"name,omitempty"`
 	Topics []string `json:"topics,omitempty"`
-	Topic  string   `json:"topic,omitempty"`
+	// Pattern: stream(Pattern) reads the topics this regular expression
+	// matches whole, in place of Topics (executors prefix it with the
+	// run's topic prefix, so a top-level alternation must be grouped).
+	Pattern string `json:"pattern,omitempty"`
+	Topic   string `json:"topic,omitempty"`
 	// Extract "key": to's TopicNameExtractor names the topic Topic + the
 	// record's key.
 	Extract string `json:"extract,omitempty"`
@@ -376,6 +380,9 @@ func (c *Case) rules() []violation {
 		p := fmt.Sprintf("$.topology[%d]", i)
 		if i == 0 && s.Op != "stream" && s.Op != "table" && s.Op != "global_table" {
 			add(p+".op", "the first step must be stream, table or global_table, got %s", s.Op)
+		}
+		if s.Op == "stream" && (len(s.Topics) > 0) == (s.Pattern != "") {
+			add(p, "stream names topics or a pattern, exactly one of them")
 		}
 		if s.From != "" {
 			if _, ok := labels[s.From]; !ok {

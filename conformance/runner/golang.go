@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
 	"slices"
 	"sync"
 	"time"
@@ -343,6 +344,13 @@ func or(s, def string) string {
 // goStep performs one step; it returns nil (and no error) for a terminal
 // step.
 func goStep(b *streams.Builder, st Step, in any, prefix string, labels map[string]any, printer io.Writer) (any, error) {
+	if st.Op == "stream" && st.Pattern != "" {
+		re, err := regexp.Compile(prefix + st.Pattern)
+		if err != nil {
+			return nil, err
+		}
+		return b.StreamPattern(re, sourceOpts(st)...)
+	}
 	if st.Op == "stream" {
 		topics := make([]string, len(st.Topics))
 		for i, t := range st.Topics {

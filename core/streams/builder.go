@@ -1,8 +1,10 @@
 package streams
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 	"time"
 
@@ -268,6 +270,26 @@ func (b *Builder) Stream(topics []string, opts ...Option) (*Stream, error) {
 		return nil, err
 	}
 	h, err := b.b.Stream(topology.StreamOptions{Topics: topics, KeySerde: o.keySerde, ValueSerde: o.valueSerde, Name: o.name, OffsetReset: o.offsetReset, Extractor: o.extractor})
+	return b.stream(h, err)
+}
+
+// StreamPattern reads every topic whose whole name pattern matches
+// (StreamsBuilder.stream(Pattern)): the topics that exist when the
+// application starts and those created later, found at the next metadata
+// refresh (metadata.max.age.ms, overriding the default 5 minutes). Topics
+// of the application's own (its repartition and changelog topics) and the
+// broker's (__consumer_offsets, ...) are never read. The partitions of the
+// matched topics make one task per partition number, as Kafka Streams'
+// do. Options as Stream's.
+func (b *Builder) StreamPattern(pattern *regexp.Regexp, opts ...Option) (*Stream, error) {
+	o, err := parse("StreamPattern", opts, optName, optKeySerde, optValueSerde, optOffsetReset, optExtractor)
+	if err != nil {
+		return nil, err
+	}
+	if pattern == nil {
+		return nil, errors.New("streams: StreamPattern: pattern is nil")
+	}
+	h, err := b.b.Stream(topology.StreamOptions{Pattern: pattern.String(), KeySerde: o.keySerde, ValueSerde: o.valueSerde, Name: o.name, OffsetReset: o.offsetReset, Extractor: o.extractor})
 	return b.stream(h, err)
 }
 

@@ -2,6 +2,7 @@ package streams
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -340,7 +341,17 @@ func NewTopology() *Topology { return &Topology{Builder: *NewBuilder()} }
 // AddSource adds a source node reading topics, with their serdes (empty:
 // bytes).
 func (t *Topology) AddSource(name, keySerde, valueSerde string, topics ...string) error {
-	return (t.b.AddSource(name, topics, keySerde, valueSerde))
+	return (t.b.AddSource(name, topics, "", keySerde, valueSerde))
+}
+
+// AddSourcePattern adds a source node reading every topic whose whole name
+// pattern matches (Topology.addSource(name, Pattern)); see
+// Builder.StreamPattern.
+func (t *Topology) AddSourcePattern(name, keySerde, valueSerde string, pattern *regexp.Regexp) error {
+	if pattern == nil {
+		return fmt.Errorf("streams: AddSourcePattern: source %q: pattern is nil", name)
+	}
+	return t.b.AddSource(name, nil, pattern.String(), keySerde, valueSerde)
 }
 
 // AddProcessor adds a processor node under parents (added before).

@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { Executor } from "./bundle.js";
 import { type StoreBuilder, addStateStoreOp, metadataOf } from "./processor.js";
-import { type SourceOptions, Topology } from "./topology.js";
+import { type SourceOptions, Topology, patternOf } from "./topology.js";
 import type { AnyFunction } from "./outcomes.js";
 import { type Client, Client as EngineClient, type Input, type Method, type Output } from "./client.js";
 import { type Config, type OffsetReset, properties, redact } from "./config.js";
@@ -386,12 +386,20 @@ export class App implements Builder {
    * `key` and `value` name the topics' serdes (default `bytes`) and type the
    * keys and values your functions see; `name` names the source node
    * (`Consumed.as`).
+   *
+   * A `RegExp` (`/orders-.*\/`) reads every topic whose whole name it
+   * matches (`StreamsBuilder.stream(Pattern)`): those that exist at the
+   * start and those created later, found at the next metadata refresh
+   * (`metadata.max.age.ms`, 5 minutes by default). The engine matches its
+   * source with Go's RE2 (no lookaround or backreferences); the `i` and `s`
+   * flags become `(?i)` and `(?s)`, others are refused.
    */
   stream<KS extends SerdeName | TopicSerde = "bytes", VS extends SerdeName | TopicSerde = "bytes">(
-    topics: string | readonly string[],
+    topics: string | readonly string[] | RegExp,
     options: StreamOptions<KS, VS> = {},
   ): KStream<SerdeType<KS>, SerdeType<VS>> {
-    const list = typeof topics === "string" ? [topics] : [...topics];
+    const pattern = topics instanceof RegExp ? patternOf(topics) : "";
+    const list = topics instanceof RegExp ? [] : typeof topics === "string" ? [topics] : [...topics];
     for (const t of list) {
       if (typeof t !== "string") {
         throw new TypeError(`stream: topics must be strings, not ${typeof t}`);
@@ -405,6 +413,7 @@ export class App implements Builder {
         case: "stream",
         value: {
           topics: list,
+          topicPattern: pattern,
           keySerde: options.key ?? "",
           valueSerde: options.value ?? "",
           name: options.name ?? "",
@@ -472,12 +481,12 @@ export class App implements Builder {
    * topology(), telling `onSource` each source's topics and serdes (the test driver's).
    * @internal
    */
-  topologyWith(onSource: (topics: readonly string[], options: SourceOptions) => void): Topology {
+  topologyWith(onSource: (topics: readonly string[], options: SourceOptions, pattern?: RegExp) => void): Topology {
     return new Topology(
       this,
-      (topics, options) => {
+      (topics, options, pattern) => {
         this.#sources.push(...topics);
-        onSource(topics, options);
+        onSource(topics, options, pattern);
       },
       (store) => void this.#storeSpecs.set(store.name, store),
     );

@@ -63,6 +63,8 @@ export class TopologyTestDriver {
   readonly app: App;
   /** Source topic -> its serdes, to encode piped records. */
   readonly #serdes = new Map<string, Promise<[string, string]>>();
+  /** Pattern sources (anchored) and their serdes, for topics no source names. */
+  readonly #patterns: [RegExp, Promise<[string, string]>][] = [];
   #started: Promise<void> | undefined;
   #run: Promise<void> | undefined;
   #runError: unknown;
@@ -79,10 +81,15 @@ export class TopologyTestDriver {
 
   /** App.stream, remembering the topics' serdes. */
   stream<KS extends SerdeName = "bytes", VS extends SerdeName = "bytes">(
-    topics: string | readonly string[],
+    topics: string | readonly string[] | RegExp,
     options: StreamOptions<KS, VS> = {},
   ): KStream<SerdeType<KS>, SerdeType<VS>> {
     const s = this.app.stream(topics, options);
+    if (topics instanceof RegExp) {
+      const whole = new RegExp(`^(?:${topics.source})$`, topics.flags.replace(/[gy]/g, ""));
+      this.#patterns.push([whole, serdesOf(s.handle)]);
+      return s;
+    }
     for (const t of typeof topics === "string" ? [topics] : topics) {
       this.#serdes.set(t, serdesOf(s.handle));
     }
@@ -121,7 +128,11 @@ export class TopologyTestDriver {
 
   /** App.topology (a topology built without the DSL), remembering its sources' serdes. */
   topology(): Topology {
-    return this.app.topologyWith((topics, options) => {
+    return this.app.topologyWith((topics, options, pattern) => {
+      if (pattern !== undefined) {
+        const whole = new RegExp(`^(?:${pattern.source})$`, pattern.flags.replace(/[gy]/g, ""));
+        this.#patterns.push([whole, Promise.resolve([options.key ?? "bytes", options.value ?? "bytes"])]);
+      }
       for (const t of topics) {
         this.#serdes.set(t, Promise.resolve([options.key ?? "bytes", options.value ?? "bytes"]));
       }
@@ -172,7 +183,7 @@ export class TopologyTestDriver {
   }
 
   async #record(r: { topic: string; key: unknown; value: unknown } & PipeOptions): Promise<Partial<TestRecordProto>> {
-    const serdes = this.#serdes.get(r.topic);
+    const serdes = this.#serdes.get(r.topic) ?? this.#patterns.find(([re]) => re.test(r.topic))?.[1];
     if (serdes === undefined) {
       return { topic: r.topic }; // the engine names the topics the topology reads
     }

@@ -38,18 +38,24 @@ export class Topology {
   /** @internal */
   constructor(
     private readonly builder: Builder,
-    private readonly onSource: (topics: readonly string[], options: SourceOptions) => void,
+    private readonly onSource: (topics: readonly string[], options: SourceOptions, pattern?: RegExp) => void,
     private readonly onStore: (store: StoreBuilder) => void = () => {},
   ) {}
 
-  /** A source node reading `topics` (`Topology.addSource(name, topics...)`). */
-  addSource(name: string, topics: string | readonly string[], options: SourceOptions = {}): this {
+  /**
+   * A source node reading `topics` (`Topology.addSource(name, topics...)`),
+   * or every topic whose whole name a RegExp matches
+   * (`Topology.addSource(name, Pattern)`; see App.stream).
+   */
+  addSource(name: string, topics: string | readonly string[] | RegExp, options: SourceOptions = {}): this {
     nodeName(name, "addSource");
-    const list = names(typeof topics === "string" ? [topics] : [...topics], "addSource", "topics");
-    this.onSource(list, options);
+    const pattern = topics instanceof RegExp ? topics : undefined;
+    const list = pattern !== undefined ? [] : names(typeof topics === "string" ? [topics] : [...(topics as readonly string[])], "addSource", "topics");
+    const topicPattern = pattern !== undefined ? patternOf(pattern) : "";
+    this.onSource(list, options, pattern);
     this.builder.build("addSource", null, [], () => ({
       case: "addSource",
-      value: { name, topics: list, keySerde: options.key ?? "", valueSerde: options.value ?? "" },
+      value: { name, topics: list, topicPattern, keySerde: options.key ?? "", valueSerde: options.value ?? "" },
     }));
     return this;
   }
@@ -99,4 +105,17 @@ export class Topology {
     this.builder.build("addStateStore", null, [], () => ({ case: "addStateStore", value: op }));
     return this;
   }
+}
+
+/**
+ * The regular expression a pattern source sends the engine: the RegExp's
+ * source, with its `i` and `s` flags as RE2's inline `(?i)` and `(?s)`.
+ */
+export function patternOf(re: RegExp): string {
+  const other = re.flags.replace(/[isuv]/g, "");
+  if (other !== "") {
+    throw new TypeError(`stream: pattern /${re.source}/${re.flags} has flags ${JSON.stringify(other)}; a topic pattern takes only i and s`);
+  }
+  const inline = (re.flags.includes("i") ? "i" : "") + (re.flags.includes("s") ? "s" : "");
+  return (inline ? `(?${inline})` : "") + re.source;
 }

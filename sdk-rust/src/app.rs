@@ -449,9 +449,45 @@ pub(crate) struct Inner {
     engine: Mutex<Option<EngineProcess>>,
 }
 
-/// Something a topic list can be made of: `"t"`, `["a", "b"]`, a `Vec<String>`.
+/// Something a topic list can be made of: `"t"`, `["a", "b"]`, a `Vec<String>`,
+/// or a [`Pattern`].
 pub trait Topics {
     fn topics(self) -> Vec<String>;
+
+    /// The source's topics, or its pattern (`StreamsBuilder.stream(Pattern)`)
+    /// and no topics.
+    fn source(self) -> (Vec<String>, String)
+    where
+        Self: Sized,
+    {
+        (self.topics(), String::new())
+    }
+}
+
+/// A topic pattern (`StreamsBuilder.stream(Pattern)`): the source reads every
+/// topic whose whole name the regular expression matches, those that exist
+/// at the start and those created later, found at the next metadata
+/// refresh (`metadata.max.age.ms`, 5 minutes by default). The engine
+/// matches it with Go's RE2 (no lookaround or backreferences; flags
+/// inline, `(?i)`); a pattern RE2 cannot read is refused by the call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pattern(pub String);
+
+impl Pattern {
+    /// A pattern of `regex`, in RE2's syntax.
+    pub fn new(regex: impl Into<String>) -> Self {
+        Pattern(regex.into())
+    }
+}
+
+impl Topics for Pattern {
+    fn topics(self) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn source(self) -> (Vec<String>, String) {
+        (Vec::new(), self.0)
+    }
 }
 
 impl Topics for &str {
@@ -702,8 +738,10 @@ impl App {
         timestamp_extractor: Option<pb::TimestampExtractor>,
     ) -> Result<KStream<K, V>> {
         let token = timestamp_extractor.as_ref().map(|e| e.token).filter(|&t| t != 0);
+        let (topics, topic_pattern) = topics.source();
         let op = Op::Stream(pb::StreamOp {
-            topics: topics.topics(),
+            topics,
+            topic_pattern,
             key_serde: o.key_or(K::NAME),
             value_serde: o.value_or(V::NAME),
             name: o.name_or_empty(),

@@ -62,8 +62,8 @@ pub mod pb {
 }
 
 pub use app::{
-    is_secret, App, AppBuilder, BrokerOutage, Config, HostHealth, ProcessingGuarantee, ProductionExceptionHandler,
-    RestoreProgress, State, Topics,
+    is_secret, App, AppBuilder, BrokerOutage, Config, HostHealth, Pattern, ProcessingGuarantee,
+    ProductionExceptionHandler, RestoreProgress, State, Topics,
 };
 pub use await_all::ASYNC_TIMEOUT;
 pub use branch::{BranchedKStream, Repartitioned};

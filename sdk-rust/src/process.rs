@@ -171,7 +171,9 @@ impl std::fmt::Debug for Topology {
 
 impl Topology {
     /// A source node reading `topics` with K's and V's serdes
-    /// (`Topology.addSource(name, topics...)`).
+    /// (`Topology.addSource(name, topics...)`), or, given a
+    /// [`Pattern`](crate::Pattern), every topic whose whole name it matches
+    /// (`Topology.addSource(name, Pattern)`).
     pub fn add_source<K: Serde, V: Serde>(&self, name: &str, topics: impl Topics) -> Result<&Topology> {
         self.add_source_with::<K, V>(name, topics, Options::new())
     }
@@ -184,10 +186,11 @@ impl Topology {
         o: Options,
     ) -> Result<&Topology> {
         o.check("add_source", KEY | VALUE)?;
-        let topics = topics.topics();
+        let (topics, topic_pattern) = topics.source();
         let op = Op::AddSource(pb::AddSourceOp {
             name: name.to_owned(),
             topics: topics.clone(),
+            topic_pattern,
             key_serde: o.key_or(K::NAME),
             value_serde: o.value_or(V::NAME),
         });

@@ -259,6 +259,15 @@ fn readme_versioned_processor_example_is_the_test_that_runs() {
     assert_eq!(block, body, "README.md's versioned store example and tests/readme_versioned_processor.rs differ");
 }
 
+/// The README's topic pattern example is tests/readme_pattern.rs, which runs it.
+#[test]
+fn readme_pattern_example_is_the_test_that_runs() {
+    let block = section_block(&crate_dir().join("README.md"), "### Topic patterns", "rust");
+    let test = std::fs::read_to_string(crate_dir().join("tests").join("readme_pattern.rs")).unwrap();
+    let body = test.split_once('\n').expect("a header line").1;
+    assert_eq!(block, body, "README.md's topic pattern example and tests/readme_pattern.rs differ");
+}
+
 /// The README's async example (feature "tokio", tokio's timer), built and
 /// run against its own engine: orders in with kcat, checked orders out.
 #[test]

@@ -54,6 +54,7 @@ interface Step {
   from?: string;
   name?: string;
   topics?: string[];
+  pattern?: string;
   topic?: string;
   extract?: "key";
   label?: string;
@@ -213,7 +214,8 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
         ? { timestampExtractor: step.timestamp_extractor }
         : {};
   if (step.op === "stream") {
-    out = app.stream((step.topics ?? []).map((t) => prefix + t), { ...key, ...value, ...named, ...extractor });
+    const topics = step.pattern !== undefined ? new RegExp(prefix + step.pattern) : (step.topics ?? []).map((t) => prefix + t);
+    out = app.stream(topics, { ...key, ...value, ...named, ...extractor });
   } else if (step.op === "table") {
     const m = materialized(step);
     out = app.table(prefix + step.topic, { ...key, ...value, ...named, ...extractor, ...(m !== undefined ? { materialized: m } : {}) });

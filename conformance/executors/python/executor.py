@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -560,7 +561,7 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
     key, value = serde(step, "key"), serde(step, "value")
     if op == "stream":
         return app.stream(
-            [prefix + t for t in step["topics"]],
+            re.compile(prefix + step["pattern"]) if "pattern" in step else [prefix + t for t in step["topics"]],
             key=key,
             value=value,
             name=name,

@@ -91,6 +91,9 @@ type App struct {
 	MaxTaskIdleMs int64
 	// session.timeout.ms of the consumer group; 0 keeps the client's 45 s.
 	SessionTimeout time.Duration
+	// metadata.max.age.ms: how often a pattern source (stream(Pattern))
+	// looks for topics created since; 0 is Kafka's default, 5 minutes.
+	MetadataMaxAge time.Duration
 	// group.instance.id: static membership, so a restarted instance takes
 	// its tasks back without waiting for its old session to time out.
 	// Default: "<application.id>-<process id>", the process id kept in the

@@ -125,8 +125,13 @@ var keys = map[string]func(p *parsing, k, v string){
 		}
 	},
 	"session.timeout.ms": func(p *parsing, k, v string) { p.c.SessionTimeout = time.Duration(p.num(k, v)) * time.Millisecond },
-	"group.instance.id":  func(p *parsing, k, v string) { p.c.InstanceID = v },
-	"state.dir":          func(p *parsing, k, v string) { p.c.StateDir = v },
+	"metadata.max.age.ms": func(p *parsing, k, v string) {
+		if n, ok := p.bounded(k, v, 1, 1<<31-1); ok {
+			p.c.MetadataMaxAge = time.Duration(n) * time.Millisecond
+		}
+	},
+	"group.instance.id": func(p *parsing, k, v string) { p.c.InstanceID = v },
+	"state.dir":         func(p *parsing, k, v string) { p.c.StateDir = v },
 	"replication.factor": func(p *parsing, k, v string) {
 		n, err := strconv.ParseInt(v, 10, 16)
 		if err != nil || n == 0 || n < -1 {

@@ -66,10 +66,23 @@ type App struct {
 	health *brokerHealth // the brokers' answers, for the broker watch
 	topo   *topology.Topology
 	plans  []*plan
-	// planOf maps a full source topic name to the plan reading it.
+	// planOf maps a full source topic name to the plan reading it; a
+	// topic a pattern source reads is not in it (planFor).
 	planOf map[string]*plan
-	host   Host
-	log    *slog.Logger
+	// hasPatterns: some source reads a topic pattern (pattern.go).
+	hasPatterns bool
+	// refreshMu serializes RefreshPatterns.
+	refreshMu sync.Mutex
+	// patMu guards matched: the topics each pattern source reads, as
+	// last matched (ensureTopics).
+	patMu   sync.Mutex
+	matched map[*topology.Node][]string
+	// carried (test driver mode; guarded by mu): how far the tasks a
+	// rebalance took had processed each partition, which their successors
+	// resume from (the test driver commits after every record).
+	carried map[topicPartition]int64
+	host    Host
+	log     *slog.Logger
 
 	db  *state.DB
 	cl  *kgo.Client
@@ -239,6 +252,7 @@ func New(cfg config.App, topo *topology.Topology, host Host) (*App, error) {
 	}
 	a.planOf = map[string]*plan{}
 	for _, p := range plans {
+		a.hasPatterns = a.hasPatterns || len(p.patterns) > 0
 		for t := range p.sources {
 			if other, ok := a.planOf[t]; ok {
 				return nil, fmt.Errorf("engine: topic %q is read by sub-topologies %d and %d; Kafka Streams allows one", t, other.id, p.id)
@@ -418,6 +432,7 @@ func (a *App) begin(ctx context.Context) (err error) {
 	for t := range a.planOf {
 		topics = append(topics, t)
 	}
+	topics = append(topics, a.matchedTopics(nil)...)
 	opts := append(a.clientOpts(),
 		kgo.ConsumerGroup(a.cfg.ApplicationID),
 		kgo.ConsumeTopics(topics...),
@@ -510,6 +525,15 @@ func (a *App) begin(ctx context.Context) (err error) {
 	}
 	a.applyPause(a.cl)
 	a.runGlobals()
+	if a.hasPatterns {
+		if len(topics) == 0 {
+			// Only patterns, which match no topic yet: the client joins
+			// the group once one does (RefreshPatterns). Until then the
+			// application runs with no task, as Kafka Streams' does.
+			a.setState(Running)
+		}
+		go a.watchPatterns()
+	}
 	go a.run()
 	return nil
 }
@@ -888,7 +912,13 @@ func txnAfterReplace(ok bool) txnOutcome {
 // openSession opens the transaction session (the group consumer and
 // transactional producer) and begins its first transaction.
 func (a *App) openSession() error {
-	sess, err := kgo.NewGroupTransactSession(a.txnOpts...)
+	opts := a.txnOpts
+	if a.hasPatterns {
+		// The topics pattern sources read now, some added since the
+		// first session (a later ConsumeTopics replaces an earlier).
+		opts = append(slices.Clip(opts), kgo.ConsumeTopics(append(slices.Collect(maps.Keys(a.planOf)), a.matchedTopics(nil)...)...))
+	}
+	sess, err := kgo.NewGroupTransactSession(opts...)
 	if err != nil {
 		return err
 	}
@@ -896,7 +926,9 @@ func (a *App) openSession() error {
 		sess.Close()
 		return err
 	}
+	a.mu.Lock() // RefreshPatterns reads a.cl from another goroutine
 	a.sess, a.cl = sess, sess.Client()
+	a.mu.Unlock()
 	a.applyPause(a.cl)
 	return nil
 }
@@ -1017,7 +1049,7 @@ const (
 )
 
 func (a *App) taskFor(topic string, partition int32) *task {
-	p := a.planOf[topic]
+	p := a.planFor(topic)
 	if p == nil {
 		return nil
 	}
@@ -1034,7 +1066,7 @@ func (a *App) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][
 	var started []*task
 	var sps []storePartition
 	for topic, parts := range assigned {
-		p := a.planOf[topic]
+		p := a.planFor(topic)
 		if p == nil {
 			continue
 		}
@@ -1102,7 +1134,7 @@ func (a *App) takeTasks(parts map[string][]int32) []*task {
 	defer a.mu.Unlock()
 	var out []*task
 	for topic, ps := range parts {
-		p := a.planOf[topic]
+		p := a.planFor(topic)
 		if p == nil {
 			continue
 		}
@@ -1111,6 +1143,7 @@ func (a *App) takeTasks(parts map[string][]int32) []*task {
 			if t, ok := a.tasks[id]; ok {
 				out = append(out, t)
 				delete(a.tasks, id)
+				a.carryReached(t)
 				a.restores.Drop(storePartitionsOf(id, p))
 			}
 		}

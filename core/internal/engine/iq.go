@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -100,7 +99,7 @@ func (a *App) storePlan(store string) (*topology.Store, *plan, []string, error) 
 	for _, p := range a.plans {
 		for _, s := range p.stores {
 			if s.Name == store {
-				return st, p, slices.Sorted(maps.Keys(p.sources)), nil
+				return st, p, a.planTopics(p), nil
 			}
 		}
 	}
@@ -196,7 +195,7 @@ func (a *App) AllMetadata(store string) ([]StreamsMetadata, error) {
 		md := StreamsMetadata{Host: hostInfo(h.Endpoint), StateStores: slices.Clone(globals)}
 		for _, p := range a.plans {
 			var active, standby []TopicPartition
-			for t := range p.sources {
+			for _, t := range a.planTopics(p) {
 				for _, n := range h.Partitions[t] {
 					active = append(active, TopicPartition{t, n})
 				}

@@ -52,7 +52,10 @@ func (a *App) adjustOffsets(policies map[string]string) func(context.Context, ma
 	return func(_ context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
 		var missing []string
 		for topic, parts := range offsets {
-			policy := policies[topic]
+			policy, ok := policies[topic]
+			if !ok {
+				policy = a.patternOffsetReset(topic)
+			}
 			for p, o := range parts {
 				if o.EpochOffset().Offset >= 0 {
 					continue // committed
@@ -135,7 +138,7 @@ func (a *App) sourceTopics() []string {
 	for t := range a.planOf {
 		topics = append(topics, t)
 	}
-	return topics
+	return append(topics, a.matchedTopics(nil)...)
 }
 
 // holdWhilePaused waits, while the application is paused, until it is

@@ -85,6 +85,9 @@ type step struct {
 type plan struct {
 	id      int
 	sources map[string]*step // by full topic name
+	// patterns are its pattern sources (pattern.go), whose topics are
+	// not in sources.
+	patterns []patternSource
 	// steps are the plan's steps, by index.
 	steps  []*step
 	stores []*topology.Store
@@ -141,6 +144,9 @@ func compile(t *topology.Topology, fullTopic func(name string, internal bool) st
 			}
 			for _, topic := range src.Topics {
 				c.p.sources[fullTopic(topic, src.Internal)] = s
+			}
+			if src.Pattern != "" {
+				c.p.patterns = append(c.p.patterns, patternSource{node: src, step: s})
 			}
 		}
 		slices.Reverse(c.p.cached)

@@ -65,7 +65,7 @@ func TestGoProcessor(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(b.AddSource("src", []string{"in"}, "string", "string"))
+	must(b.AddSource("src", []string{"in"}, "", "string", "string"))
 	newP := topology.NewProcessorFunc(func() topology.NativeProcessor { return &counter{inits: &inits} })
 	must(b.AddProcessor("count", topology.Function{Name: "counter", Native: newP}, []string{"src"}, []string{"counts"}, "", ""))
 	must(b.AddSink("out", "out", []string{"count"}, "", ""))
@@ -326,7 +326,7 @@ func TestGoProcessorWindowStore(t *testing.T) {
 	}
 	b := topology.NewBuilder()
 	must(b.AddStateStore(topology.StoreBuilder{Name: "seen", Type: topology.StoreTypeWindow, KeySerde: "string", ValueSerde: "string", Retention: 2000, WindowSize: 1000}))
-	must(b.AddSource("src", []string{"in"}, "string", "string"))
+	must(b.AddSource("src", []string{"in"}, "", "string", "string"))
 	newP := topology.NewProcessorFunc(func() topology.NativeProcessor { return deduper{} })
 	must(b.AddProcessor("dedup", topology.Function{Name: "deduper", Native: newP}, []string{"src"}, []string{"seen"}, "", ""))
 	must(b.AddSink("out", "out", []string{"dedup"}, "", ""))

@@ -78,6 +78,9 @@ func eachStep(p *plan, f func(*step)) {
 	for _, t := range topics {
 		walk(p.sources[t])
 	}
+	for _, ps := range p.patterns {
+		walk(ps.step)
+	}
 }
 
 // closeDB closes the state, waiting for Stats reading it.
@@ -217,11 +220,7 @@ func (a *App) Stats() Stats {
 	defer a.stats.dbMu.RUnlock()
 	for _, t := range tasks {
 		ts := TaskStats{ID: t.id.String(), Subtopology: t.id.sub, Partition: t.id.partition, Restored: t.restored.Load()}
-		topics := make([]string, 0, len(t.plan.sources))
-		for topic := range t.plan.sources {
-			topics = append(topics, topic)
-		}
-		slices.Sort(topics)
+		topics := a.planTopics(t.plan)
 		t.mu.Lock()
 		for _, topic := range topics {
 			pl := PartitionLag{Topic: topic, Partition: t.id.partition, Position: -1, End: -1, Lag: -1}

@@ -139,6 +139,9 @@ func newTask(a *App, id taskID, p *plan) *task {
 	for topic := range p.sources {
 		t.in.queue(topic)
 	}
+	for _, topic := range a.matchedTopics(p) {
+		t.in.queue(topic)
+	}
 	return t
 }
 
@@ -364,7 +367,7 @@ func (t *task) pushBatch(ctx context.Context, batch []*kgo.Record) error {
 	recs := make([]rec, len(batch))
 	srcs := make([]*step, len(batch))
 	for i, r := range batch {
-		s := t.plan.sources[r.Topic]
+		s := t.plan.source(r.Topic)
 		if s == nil {
 			return fmt.Errorf("engine: task %s got a record of topic %q, which it does not read", t.id, r.Topic)
 		}

@@ -197,6 +197,7 @@ type topicPartition struct {
 // global tables' topics included.
 func (a *App) endOffsets(ctx context.Context) (map[topicPartition]int64, error) {
 	topics := append(slices.Collect(maps.Keys(a.planOf)), a.globalTopics()...)
+	topics = append(topics, a.matchedTopics(nil)...)
 	lo, err := a.adm.ListEndOffsets(ctx, topics...)
 	if err != nil {
 		return nil, fmt.Errorf("engine: listing end offsets: %w", err)
@@ -254,7 +255,7 @@ func (a *App) reachedAll(ends map[topicPartition]int64) bool {
 // the global reader for a global table's topic; ok false when no task (or
 // reader) has it.
 func (a *App) reached(tp topicPartition) (offset int64, ok bool) {
-	if _, task := a.planOf[tp.topic]; !task {
+	if a.planFor(tp.topic) == nil {
 		return a.globalApplied(tp.topic, tp.partition)
 	}
 	t := a.taskFor(tp.topic, tp.partition)
@@ -262,8 +263,32 @@ func (a *App) reached(tp topicPartition) (offset int64, ok bool) {
 		return 0, false
 	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.reached[tp.topic], true
+	offset, ok = t.reached[tp.topic]
+	t.mu.Unlock()
+	if !ok {
+		// A task made by a rebalance (a pattern source's new topic)
+		// resumes where its predecessor got to.
+		a.mu.Lock()
+		offset = a.carried[tp]
+		a.mu.Unlock()
+	}
+	return offset, true
+}
+
+// carryReached keeps how far t got, for its successor (reached). Called
+// with a.mu held, as a rebalance takes t.
+func (a *App) carryReached(t *task) {
+	if !a.cfg.TestDriver {
+		return
+	}
+	if a.carried == nil {
+		a.carried = map[topicPartition]int64{}
+	}
+	t.mu.Lock()
+	for topic, o := range t.reached {
+		a.carried[topicPartition{topic, t.id.partition}] = o
+	}
+	t.mu.Unlock()
 }
 
 // behind says what Quiesce still waits for: the partitions not processed

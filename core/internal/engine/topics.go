@@ -24,7 +24,14 @@ import (
 // sub-topology. It returns the topics written by partition: changelogs and
 // foreign-key joins' response topics.
 func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
-	g := readTopics(a.topo)
+	var matched map[*topology.Node][]string
+	if a.hasPatterns {
+		var err error
+		if matched, err = a.matchTopics(ctx); err != nil {
+			return nil, err
+		}
+	}
+	g := readTopics(a.topo, matched)
 	if err := a.ensureDeadLetterTopic(ctx); err != nil {
 		return nil, err
 	}
@@ -43,6 +50,19 @@ func (a *App) ensureTopics(ctx context.Context) (map[string]bool, error) {
 	}
 	subParts := g.resolvePartitions(userParts, len(a.topo.Subtopologies))
 	want, configs, changelogs := a.internalTopics(g, subParts, internalJoins)
+	for t, n := range want {
+		if n == 0 {
+			// The sub-topology reads only patterns that match no topic
+			// yet: its internal topics are made by the refresh that
+			// finds one (pattern.go).
+			delete(want, t)
+		}
+	}
+	if a.hasPatterns {
+		a.patMu.Lock()
+		a.matched = matched
+		a.patMu.Unlock()
+	}
 	if len(want) == 0 {
 		return changelogs, nil
 	}
@@ -71,8 +91,9 @@ type srcInfo struct {
 	internal bool
 }
 
-// readTopics reads the topic graph of topo.
-func readTopics(topo *topology.Topology) *topicGraph {
+// readTopics reads the topic graph of topo; matched are the topics its
+// pattern sources read now.
+func readTopics(topo *topology.Topology, matched map[*topology.Node][]string) *topicGraph {
 	g := &topicGraph{subSources: map[int][]srcInfo{}, writerOf: map[string]int{}, fixed: map[string]int32{}, follow: map[string]int{}}
 	for _, sub := range topo.Subtopologies {
 		for _, n := range sub.Nodes {
@@ -87,7 +108,11 @@ func readTopics(topo *topology.Topology) *topicGraph {
 			}
 		}
 		for _, src := range sub.Sources {
-			for _, t := range src.Topics {
+			topics := src.Topics
+			if src.Pattern != "" {
+				topics = matched[src]
+			}
+			for _, t := range topics {
 				if src.Copartitioned {
 					g.follow[t] = sub.ID
 				}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/broker"
@@ -165,11 +166,14 @@ func (d *Driver) Pipe(ctx context.Context, recs []Record) (processed int, failur
 	}
 	sources := app.SourceTopics()
 	for i, r := range recs {
-		if !slices.Contains(sources, r.Topic) {
+		if !slices.Contains(sources, r.Topic) && !app.PatternReads(r.Topic) {
 			return 0, nil, &topicError{fmt.Sprintf("record %d: topic %q is not read by the topology (it reads %s)", i, r.Topic, listOf(sources))}
 		}
 	}
 	for _, r := range recs {
+		if err := d.patternTopic(ctx, app, r.Topic); err != nil {
+			return processed, nil, err
+		}
 		ts := d.clock
 		if r.Timestamp != nil {
 			ts = *r.Timestamp
@@ -188,6 +192,46 @@ func (d *Driver) Pipe(ctx context.Context, recs []Record) (processed int, failur
 	}
 	return processed, nil, nil
 }
+
+// patternTopic makes a topic a pattern source reads exist and read, before
+// the first record piped into it: TopologyTestDriver reads every topic its
+// patterns match from the start.
+func (d *Driver) patternTopic(ctx context.Context, app *engine.App, topic string) error {
+	if !app.PatternReads(topic) || app.PatternReading(topic) {
+		return nil
+	}
+	resp, err := kadm.NewClient(d.cl).CreateTopics(ctx, 1, 1, nil, topic)
+	if err == nil {
+		err = resp[topic].Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("test driver: creating topic %q, which a pattern source reads: %w", topic, err)
+	}
+	// The application's metadata may be a moment old (its admin client
+	// serves a listing from its cache for 100 ms): until it shows the
+	// topic, it refreshes again.
+	deadline := time.Now().Add(patternWait)
+	for {
+		if _, err := app.RefreshPatterns(ctx); err != nil {
+			return fmt.Errorf("test driver: subscribing to topic %q, which a pattern source reads: %w", topic, err)
+		}
+		if app.PatternReading(topic) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("test driver: topic %q, which a pattern source reads, did not show in the application's metadata within %s", topic, patternWait)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("test driver: waiting for topic %q to show in the application's metadata: %w", topic, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// patternWait bounds the wait for a new topic a pattern source reads to
+// show in the application's metadata.
+const patternWait = 10 * time.Second
 
 // Ready waits until the application's tasks are assigned and everything
 // written so far is processed.

@@ -67,7 +67,9 @@ type Builder struct {
 
 	nodes  map[string]*Node  // every node by name: names are unique, as in InternalTopologyBuilder
 	topics map[string]string // source topic -> the source node reading it
-	stores map[string]*Store
+	// patterns are the sources reading a topic pattern, in the order added.
+	patterns []*Node
+	stores   map[string]*Store
 	// gnodes: the graph node each node was added in, for the Topology
 	// calls that name parents (process.go).
 	gnodes map[*Node]*gnode
@@ -148,7 +150,12 @@ func NewBuilder() *Builder {
 // node reads, their serdes (empty means bytes) and the source's name (empty
 // means generated; Consumed.as in Kafka Streams).
 type StreamOptions struct {
-	Topics               []string
+	Topics []string
+	// Pattern is StreamsBuilder.stream(Pattern): the source reads every
+	// topic whose whole name the regular expression (Go's RE2 syntax)
+	// matches, instead of Topics (docs/design/operators.md, "Pattern
+	// sources").
+	Pattern              string
 	KeySerde, ValueSerde string
 	Name                 string
 	// OffsetReset is Consumed.withOffsetResetPolicy: earliest, latest or
@@ -212,7 +219,13 @@ func (b *Builder) newStore(name, keySerde, valueSerde string, changelogConfig ma
 // Stream adds a source node reading o.Topics (StreamsBuilder.stream).
 func (b *Builder) Stream(o StreamOptions) (*Handle, error) {
 	c := b.begin("stream")
-	if len(o.Topics) == 0 {
+	var re *regexp.Regexp
+	switch {
+	case o.Pattern != "" && len(o.Topics) > 0:
+		c.invalid("stream names topics %q and pattern %q; a source reads either topics or a pattern", o.Topics, o.Pattern)
+	case o.Pattern != "":
+		re = c.topicPattern(o.Pattern, o.Name)
+	case len(o.Topics) == 0:
 		c.invalid("stream names no topic; a source reads at least one")
 	}
 	seen := map[string]bool{}
@@ -228,6 +241,7 @@ func (b *Builder) Stream(o StreamOptions) (*Handle, error) {
 		if src, ok := b.topics[t]; ok {
 			c.invalid("stream reads topic %q, which source %s reads already", t, src)
 		}
+		c.notMatched(t)
 	}
 	c.topicSerde("key", o.KeySerde)
 	c.topicSerde("value", o.ValueSerde)
@@ -238,17 +252,57 @@ func (b *Builder) Stream(o StreamOptions) (*Handle, error) {
 		return nil, err
 	}
 	n := &Node{
-		Name: name, Type: Source, Topics: slices.Clone(o.Topics),
+		Name: name, Type: Source, Topics: slices.Clone(o.Topics), Pattern: o.Pattern, pattern: re,
 		KeySerde: serde.Carried(b.keySerde(o.KeySerde)), ValueSerde: serde.Carried(b.valueSerde(o.ValueSerde)),
 		KeyWire: wire(o.KeySerde), ValueWire: wire(o.ValueSerde),
 		OffsetReset: o.OffsetReset, Extractor: extractor,
 	}
 	b.nodes[n.Name] = n
+	if re != nil {
+		b.patterns = append(b.patterns, n)
+	}
 	g := b.add(nil, &gnode{nodes: []*Node{n}, out: n})
 	for _, t := range o.Topics {
 		b.topics[t] = name
 	}
 	return b.mint(&entry{handle: &Handle{Kind: KindStream, KeySerde: n.KeySerde, ValueSerde: n.ValueSerde, Node: n}, g: g}), nil
+}
+
+// topicPattern compiles a source's topic pattern, anchored as Java's
+// Pattern.matcher(topic).matches() is (the whole name must match), and
+// refuses one that matches a topic another source reads already
+// (InternalTopologyBuilder.addSource(Pattern)). Go's RE2 is not Java's
+// java.util.regex: lookaround, backreferences and possessive quantifiers
+// do not compile, and are refused here rather than read differently.
+func (c *call) topicPattern(p, source string) *regexp.Regexp {
+	what := c.op
+	if source != "" {
+		what += " " + source // the source's name, when given
+	}
+	re, err := regexp.Compile(`^(?:` + p + `)$`)
+	if err != nil {
+		c.invalid("%s pattern %q is not a regular expression Go's RE2 reads (%v); polystreams matches topic patterns with RE2, which has no lookaround, backreferences or possessive quantifiers of Java's java.util.regex", what, p, err)
+		return nil
+	}
+	for _, t := range slices.Sorted(maps.Keys(c.b.topics)) {
+		if re.MatchString(t) {
+			// Kafka Streams: "Pattern <p> will match a topic that has
+			// already been registered by another source."
+			c.invalid("%s pattern %q matches topic %q, which source %s reads already", what, p, t, c.b.topics[t])
+		}
+	}
+	return re
+}
+
+// notMatched refuses a topic a pattern source reads
+// (InternalTopologyBuilder.validateTopicNotAlreadyRegistered: "Topic t
+// matches a Pattern already registered by another source.").
+func (c *call) notMatched(t string) {
+	for _, pn := range c.b.patterns {
+		if pn.MatchesTopic(t) {
+			c.invalid("%s reads topic %q, which matches pattern %q of source %s", c.op, t, pn.Pattern, pn.Name)
+		}
+	}
 }
 
 // stateless describes one stateless stream operator.

@@ -74,8 +74,14 @@ func writeNode(sb *strings.Builder, n *Node, l *layout) {
 	case Source:
 		// Source.toString: the topic set is a HashSet copied from the
 		// source's topic list.
-		topics := javaHashOrder(n.Topics, javaCopyCapacity(len(n.Topics)))
-		sb.WriteString("Source: " + n.Name + " (topics: [" + strings.Join(topics, ", ") + "])")
+		if n.Pattern != "" {
+			// Source.toString prints the Pattern (its pattern string) when
+			// the source has no topics.
+			sb.WriteString("Source: " + n.Name + " (topics: " + n.Pattern + ")")
+		} else {
+			topics := javaHashOrder(n.Topics, javaCopyCapacity(len(n.Topics)))
+			sb.WriteString("Source: " + n.Name + " (topics: [" + strings.Join(topics, ", ") + "])")
+		}
 		sb.WriteString("\n      --> " + nodeNames(l.succ[n]))
 	case Sink:
 		if n.TopicExtractor != nil {

@@ -100,6 +100,7 @@ func (b *Builder) GlobalTable(o GlobalTableOptions) (*Handle, error) {
 		if src, ok := b.topics[o.Topic]; ok {
 			c.invalid("global_table reads topic %q, which source %s reads already", o.Topic, src)
 		}
+		c.notMatched(o.Topic)
 	}
 	c.topicSerde("key", o.KeySerde)
 	c.topicSerde("value", o.ValueSerde)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
 	"slices"
 
 	"github.com/polystreams/polystreams/core/internal/serde"
@@ -394,14 +395,21 @@ func (c *call) storesOf(node string, stores []string) {
 	}
 }
 
-// AddSource is Topology.addSource(name, topics...): a source node for a
+// AddSource is Topology.addSource(name, topics...), or with a pattern
+// (and no topics) Topology.addSource(name, Pattern): a source node for a
 // topology built without the DSL. Empty serdes mean bytes.
-func (b *Builder) AddSource(name string, topics []string, keySerde, valueSerde string) error {
+func (b *Builder) AddSource(name string, topics []string, pattern, keySerde, valueSerde string) error {
 	c := b.begin("add_source")
 	if c.validName("node", name) {
 		c.claim(name)
 	}
-	if len(topics) == 0 {
+	var re *regexp.Regexp
+	switch {
+	case pattern != "" && len(topics) > 0:
+		c.invalid("add_source: source %q names topics %q and pattern %q; a source reads either topics or a pattern", name, topics, pattern)
+	case pattern != "":
+		re = c.topicPattern(pattern, name)
+	case len(topics) == 0:
 		c.invalid("add_source: source %q names no topic; a source reads at least one", name)
 	}
 	seen := map[string]bool{}
@@ -417,6 +425,7 @@ func (b *Builder) AddSource(name string, topics []string, keySerde, valueSerde s
 		if src, ok := b.topics[t]; ok {
 			c.invalid("add_source: source %q reads topic %q, which source %s reads already", name, t, src)
 		}
+		c.notMatched(t)
 	}
 	c.serde("key", keySerde)
 	c.serde("value", valueSerde)
@@ -424,10 +433,13 @@ func (b *Builder) AddSource(name string, topics []string, keySerde, valueSerde s
 		return err
 	}
 	n := &Node{
-		Name: name, Type: Source, Topics: slices.Clone(topics),
+		Name: name, Type: Source, Topics: slices.Clone(topics), Pattern: pattern, pattern: re,
 		KeySerde: serde.Or(keySerde, serde.Bytes), ValueSerde: serde.Or(valueSerde, serde.Bytes),
 	}
 	b.nodes[name] = n
+	if re != nil {
+		b.patterns = append(b.patterns, n)
+	}
 	b.add(nil, &gnode{nodes: []*Node{n}, out: n})
 	for _, t := range topics {
 		b.topics[t] = name

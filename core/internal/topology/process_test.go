@@ -73,13 +73,13 @@ func TestDescribeProcessor(t *testing.T) {
 	})
 	t.Run("Topology API", func(t *testing.T) {
 		b := NewBuilder()
-		c.ok(b.AddSource("src", []string{"in1", "in2"}, "", ""))
+		c.ok(b.AddSource("src", []string{"in1", "in2"}, "", "", ""))
 		c.ok(b.AddProcessor("count", proc, []string{"src"}, nil, "", ""))
 		c.ok(b.AddStateStore(kv("store"), "count"))
 		c.ok(b.AddProcessor("route", proc, []string{"count"}, nil, "", ""))
 		c.ok(b.AddSink("sink-a", "out-a", []string{"route"}, "", ""))
 		c.ok(b.AddSink("sink-b", "out-b", []string{"route", "count"}, "", ""))
-		c.ok(b.AddSource("src2", []string{"other"}, "", ""))
+		c.ok(b.AddSource("src2", []string{"other"}, "", "", ""))
 		c.ok(b.AddProcessor("p2", proc, []string{"src2"}, nil, "", ""))
 		want := `Topologies:
    Sub-topology: 0
@@ -131,8 +131,8 @@ func TestProcessorBuildErrors(t *testing.T) {
 		{"store for unknown processor", b.AddStateStore(StoreBuilder{Name: "x", Type: StoreTypeKeyValue}, "nope"), ErrNotFound, `names processor "nope", which does not exist`},
 		{"unknown parent", b.AddProcessor("p", proc, []string{"nope"}, nil, "", ""), ErrNotFound, `add_processor: node "p" names parent "nope", which does not exist`},
 		{"no parent", b.AddSink("k", "out", nil, "", ""), ErrInvalid, `add_sink: node "k" names no parent`},
-		{"name twice", b.AddSource("KSTREAM-SOURCE-0000000000", []string{"other"}, "", ""), ErrInvalid, `names node "KSTREAM-SOURCE-0000000000", which exists already`},
-		{"topic read twice", b.AddSource("src", []string{"in"}, "", ""), ErrInvalid, `source "src" reads topic "in", which source KSTREAM-SOURCE-0000000000 reads already`},
+		{"name twice", b.AddSource("KSTREAM-SOURCE-0000000000", []string{"other"}, "", "", ""), ErrInvalid, `names node "KSTREAM-SOURCE-0000000000", which exists already`},
+		{"topic read twice", b.AddSource("src", []string{"in"}, "", "", ""), ErrInvalid, `source "src" reads topic "in", which source KSTREAM-SOURCE-0000000000 reads already`},
 		{"process_values key serde", func() error {
 			_, err := b.Process(s, proc, ProcessOptions{ValuesOnly: true, KeySerde: "string"})
 			return err

@@ -35,6 +35,8 @@ type DescribedNode struct {
 	Type string `json:"type"`
 	// Topics a source reads.
 	Topics []string `json:"topics,omitempty"`
+	// Pattern a source reads topics by (instead of Topics).
+	Pattern string `json:"pattern,omitempty"`
 	// Topic a sink writes.
 	Topic string `json:"topic,omitempty"`
 	// TopicExtractor: a sink's TopicNameExtractor class, when it names each
@@ -67,6 +69,7 @@ func (t *Topology) Description() *Description {
 			case Source:
 				dn.Type = TypeSource
 				dn.Topics = javaHashOrder(n.Topics, javaCopyCapacity(len(n.Topics)))
+				dn.Pattern = n.Pattern
 				dn.Successors = nameList(l.succ[n])
 			case Sink:
 				dn.Type, dn.Topic = TypeSink, n.Topic
@@ -136,7 +139,11 @@ func (d *Description) Text() string {
 		for _, n := range s.Nodes {
 			switch n.Type {
 			case TypeSource:
-				sb.WriteString("    Source: " + n.Name + " (topics: [" + strings.Join(n.Topics, ", ") + "])")
+				if n.Pattern != "" {
+					sb.WriteString("    Source: " + n.Name + " (topics: " + n.Pattern + ")")
+				} else {
+					sb.WriteString("    Source: " + n.Name + " (topics: [" + strings.Join(n.Topics, ", ") + "])")
+				}
 				sb.WriteString("\n      --> " + joinNames(n.Successors))
 			case TypeSink:
 				if n.TopicExtractor != "" {
@@ -251,7 +258,13 @@ func parseText(text string) (*Description, error) {
 			flush()
 			name, list, ok := inner(line, "Source: ", "topics: [")
 			if !ok {
-				return nil, bad()
+				// A pattern source: "Source: NAME (topics: <pattern>)".
+				name, pattern, ok := strings.Cut(strings.TrimPrefix(line, "Source: "), " (topics: ")
+				if !ok || !strings.HasSuffix(pattern, ")") {
+					return nil, bad()
+				}
+				node = &DescribedNode{Name: name, Type: TypeSource, Pattern: strings.TrimSuffix(pattern, ")")}
+				break
 			}
 			node = &DescribedNode{Name: name, Type: TypeSource, Topics: edges(list)}
 		case strings.HasPrefix(line, "Processor: "):
@@ -338,7 +351,7 @@ func (d *Description) Mermaid() string {
 	}
 	for _, s := range d.Subtopologies {
 		for _, n := range s.Nodes {
-			for _, t := range n.Topics {
+			for _, t := range n.sourceTopics() {
 				tid := id("topic", t)
 				declare(fmt.Sprintf("  %s[/%s/]\n", tid, label(t)), tid)
 				edges = append(edges, fmt.Sprintf("  %s --> %s\n", tid, id("node", n.Name)))
@@ -393,7 +406,7 @@ func (d *Description) Dot() string {
 	}
 	for _, s := range d.Subtopologies {
 		for _, n := range s.Nodes {
-			for _, t := range n.Topics {
+			for _, t := range n.sourceTopics() {
 				topic(t)
 				edges = append(edges, fmt.Sprintf("  %s -> %s;\n", q("topic:"+t), q(n.Name)))
 			}
@@ -417,4 +430,13 @@ func (n *DescribedNode) sinkTopic() string {
 		return "extractor class: " + n.TopicExtractor
 	}
 	return n.Topic
+}
+
+// sourceTopics are what a source node reads, for pictures: its topics, or
+// its pattern as one topic.
+func (n *DescribedNode) sourceTopics() []string {
+	if n.Pattern != "" {
+		return append(slices.Clone(n.Topics), n.Pattern)
+	}
+	return n.Topics
 }

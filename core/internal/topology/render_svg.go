@@ -89,7 +89,7 @@ func (d *Description) SVG() string {
 		stores := map[string]*svgItem{}
 		for _, n := range s.Nodes {
 			it := byName[n.Name]
-			for _, t := range n.Topics {
+			for _, t := range n.sourceTopics() {
 				ti := topics["in:"+t]
 				if ti == nil {
 					ti = add("topic", t, 0)

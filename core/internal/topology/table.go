@@ -56,6 +56,7 @@ func (b *Builder) Table(o TableOptions) (*Handle, error) {
 		if src, ok := b.topics[o.Topic]; ok {
 			c.invalid("table reads topic %q, which source %s reads already", o.Topic, src)
 		}
+		c.notMatched(o.Topic)
 	}
 	c.topicSerde("key", o.KeySerde)
 	c.topicSerde("value", o.ValueSerde)

@@ -8,7 +8,10 @@
 // the operators, assemble.go Builder.Topology, describe.go the description.
 package topology
 
-import "errors"
+import (
+	"errors"
+	"regexp"
+)
 
 // Kind is what a handle stands for.
 type Kind int
@@ -284,6 +287,11 @@ type Node struct {
 	Topics   []string
 	Topic    string
 	Internal bool
+	// Pattern: a source's topic pattern (StreamsBuilder.stream(Pattern)),
+	// as given; Topics is then empty. The source reads every user topic
+	// whose whole name it matches (MatchesTopic).
+	Pattern string
+	pattern *regexp.Regexp
 	// OffsetReset: a source's Consumed.withOffsetResetPolicy (earliest,
 	// latest, none); empty follows auto.offset.reset.
 	OffsetReset string
@@ -473,3 +481,10 @@ var (
 	// ErrInvalid: a wrong kind, a missing topic, an unknown serde, a bad name.
 	ErrInvalid = errors.New("invalid argument")
 )
+
+// MatchesTopic reports whether a pattern source reads topic: whether its
+// pattern matches the whole name (Java's Pattern.matcher(t).matches()).
+// False for a source without a pattern.
+func (n *Node) MatchesTopic(topic string) bool {
+	return n.pattern != nil && n.pattern.MatchString(topic)
+}

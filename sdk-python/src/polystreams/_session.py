@@ -6,6 +6,7 @@ tests/test_imports.py)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -88,4 +89,4 @@ class Session(Protocol):
 
     def _build_terminal(self, op: str, message: Any) -> None: ...
 
-    def _add_source(self, topics: list[str], key_serde: str, value_serde: str) -> None: ...
+    def _add_source(self, topics: list[str], key_serde: str, value_serde: str, pattern: re.Pattern[str] | None = None) -> None: ...

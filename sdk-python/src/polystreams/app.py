@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -22,6 +23,7 @@ from polystreams._engine import EngineProcess, check_engine_version, feed_hint, 
 from polystreams.config import Config, OffsetReset, redact
 from polystreams._session import Handle
 from polystreams._version import __version__
+from polystreams._pattern import pattern_of
 from polystreams.dsl import GlobalKTable, KStream, KTable, Materialized, _materialize, topics_of
 from polystreams.errors import FailedPreconditionError, NotFoundError, PolystreamsError, ProcessingError
 from polystreams.metrics import DescribeFormat, Metrics
@@ -274,7 +276,7 @@ class App:
 
     def stream(
         self,
-        topics: str | Sequence[str],
+        topics: str | Sequence[str] | re.Pattern[str],
         *,
         key: SerdeName | TopicSerde | None = None,
         value: SerdeName | TopicSerde | None = None,
@@ -283,6 +285,14 @@ class App:
         timestamp_extractor: TimestampExtractor | BuiltinTimestampExtractor | None = None,
     ) -> KStream:
         """A stream of the records of one or more topics (``StreamsBuilder.stream``).
+
+        A compiled pattern (``re.compile("orders-.*")``) reads every topic
+        whose whole name it matches (``StreamsBuilder.stream(Pattern)``):
+        those that exist at the start and those created later, found at
+        the next metadata refresh (``metadata.max.age.ms``, 5 minutes by
+        default). The engine matches with Go's RE2, which has no
+        lookaround or backreferences; ``re.IGNORECASE`` and ``re.DOTALL``
+        become ``(?i)`` and ``(?s)``, other flags are refused.
 
         ``key`` and ``value`` name the topics' serdes (default: the config's
         ``default_key_serde`` / ``default_value_serde``, else ``bytes``);
@@ -296,7 +306,8 @@ class App:
         extractors by class name (``"LogAndSkipOnInvalidTimestamp"``, ...).
         """
         op = pb.StreamOp(
-            topics=topics_of(topics),
+            topics=[] if isinstance(topics, re.Pattern) else topics_of(topics),
+            topic_pattern=pattern_of(topics) if isinstance(topics, re.Pattern) else "",
             key_serde=key or "",
             value_serde=value or "",
             name=name or "",
@@ -439,7 +450,7 @@ class App:
     def _build_terminal(self, op: str, message: Any) -> None:
         self._call_build(op, message)
 
-    def _add_source(self, topics: list[str], key_serde: str, value_serde: str) -> None:
+    def _add_source(self, topics: list[str], key_serde: str, value_serde: str, pattern: re.Pattern[str] | None = None) -> None:
         """A Topology source was added (Topology.add_source)."""
         self._sources.extend(topics)
 

@@ -37,12 +37,14 @@ from __future__ import annotations
 import datetime
 import enum
 import inspect
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 from polystreams._session import Session
+from polystreams._pattern import pattern_of
 from polystreams.serde import SerdeName
 from polystreams.store import VersionedRecord
 from polystreams.v1alpha1 import engine_pb2 as pb
@@ -688,15 +690,29 @@ class Topology:
             c(app)
         self._app = app
 
-    def add_source(self, name: str, *topics: str, key: SerdeName | None = None, value: SerdeName | None = None) -> Topology:
-        """A source node reading ``topics`` (``Topology.addSource``)."""
+    def add_source(
+        self, name: str, *topics: str | re.Pattern[str], key: SerdeName | None = None, value: SerdeName | None = None
+    ) -> Topology:
+        """A source node reading ``topics`` (``Topology.addSource``), or
+        every topic whose whole name one compiled pattern matches
+        (``Topology.addSource(name, Pattern)``; see ``App.stream``)."""
         if not topics:
             raise ValueError(f"add_source {name!r}: name at least one topic")
-        op = pb.AddSourceOp(name=name, topics=list(topics), key_serde=key or "", value_serde=value or "")
+        pattern = topics[0] if len(topics) == 1 and isinstance(topics[0], re.Pattern) else None
+        names = [] if pattern is not None else [t for t in topics if isinstance(t, str)]
+        if pattern is None and len(names) != len(topics):
+            raise TypeError(f"add_source {name!r}: give topics (str) or one compiled pattern")
+        op = pb.AddSourceOp(
+            name=name,
+            topics=names,
+            topic_pattern=pattern_of(pattern) if pattern is not None else "",
+            key_serde=key or "",
+            value_serde=value or "",
+        )
 
         def call(app: Session) -> None:
             app._build_terminal("add_source", op)
-            app._add_source(list(topics), op.key_serde, op.value_serde)
+            app._add_source(names, op.key_serde, op.value_serde, pattern)
 
         return self._do(call)
 

@@ -28,6 +28,7 @@ topology does in production with one partition, with the same code.
 from __future__ import annotations
 
 import datetime
+import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -97,6 +98,8 @@ class TopologyTestDriver(App):
         props["polystreams.test.driver"] = "true"
         super().__init__(application_id, props, engine=engine, timeout=timeout)
         self._serdes: dict[str, tuple[str, str]] = {}  # source topic -> (key, value) serdes
+        # pattern sources and their serdes, for topics no source names
+        self._patterns: list[tuple[re.Pattern[str], tuple[str, str]]] = []
         self._host: threading.Thread | None = None
         self._host_error: BaseException | None = None
 
@@ -110,7 +113,7 @@ class TopologyTestDriver(App):
 
     def stream(
         self,
-        topics: str | Sequence[str],
+        topics: str | Sequence[str] | re.Pattern[str],
         *,
         key: SerdeName | TopicSerde | None = None,
         value: SerdeName | TopicSerde | None = None,
@@ -121,6 +124,9 @@ class TopologyTestDriver(App):
         s = super().stream(
             topics, key=key, value=value, name=name, offset_reset=offset_reset, timestamp_extractor=timestamp_extractor
         )
+        if isinstance(topics, re.Pattern):
+            self._patterns.append((topics, (s.handle.key_serde or "bytes", s.handle.value_serde or "bytes")))
+            return s
         for t in [topics] if isinstance(topics, str) else topics:
             self._serdes[t] = (s.handle.key_serde or "bytes", s.handle.value_serde or "bytes")
         return s
@@ -165,8 +171,10 @@ class TopologyTestDriver(App):
         self._serdes[topic] = (g.handle.key_serde or "bytes", g.handle.value_serde or "bytes")
         return g
 
-    def _add_source(self, topics: list[str], key_serde: str, value_serde: str) -> None:
-        super()._add_source(topics, key_serde, value_serde)
+    def _add_source(self, topics: list[str], key_serde: str, value_serde: str, pattern: re.Pattern[str] | None = None) -> None:
+        super()._add_source(topics, key_serde, value_serde, pattern)
+        if pattern is not None:
+            self._patterns.append((pattern, (key_serde or "bytes", value_serde or "bytes")))
         for t in topics:
             self._serdes[t] = (key_serde or "bytes", value_serde or "bytes")
 
@@ -242,10 +250,11 @@ class TopologyTestDriver(App):
         self._raise_host_error()
 
     def _record(self, topic: str, key: Any, value: Any, ts: int | datetime.datetime | None, headers: Headers | None) -> pb.TestRecord:
-        if topic not in self._serdes:
+        serdes = self._serdes.get(topic) or next((s for p, s in self._patterns if p.fullmatch(topic)), None)
+        if serdes is None:
             # The engine names the topics the topology reads.
             return pb.TestRecord(topic=topic)
-        ks, vs = self._serdes[topic]
+        ks, vs = serdes
         r = pb.TestRecord(topic=topic)
         k, v = serde.encode(ks, key), serde.encode(vs, value)
         if k is not None:

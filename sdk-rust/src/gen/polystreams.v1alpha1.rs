@@ -136,9 +136,16 @@ pub struct VersionedStore {
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct StreamOp {
-    /// One or more topics; all are read by one source node.
+    /// One or more topics; all are read by one source node. Empty when
+    /// topic_pattern is set.
     #[prost(string, repeated, tag = "1")]
     pub topics: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    /// StreamsBuilder.stream(Pattern): the source reads every user topic
+    /// whose whole name this regular expression matches (RE2 syntax; a
+    /// pattern RE2 cannot compile is refused), now and as topics are created
+    /// (re-checked every metadata.max.age.ms). Empty: topics names them.
+    #[prost(string, tag = "140")]
+    pub topic_pattern: ::prost::alloc::string::String,
     /// Serdes of the topic's records; empty means bytes.
     #[prost(string, tag = "2")]
     pub key_serde: ::prost::alloc::string::String,
@@ -594,12 +601,18 @@ pub struct TransformValuesOp {
 pub struct AddSourceOp {
     #[prost(string, tag = "1")]
     pub name: ::prost::alloc::string::String,
+    /// Empty when topic_pattern is set.
     #[prost(string, repeated, tag = "2")]
     pub topics: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
     #[prost(string, tag = "3")]
     pub key_serde: ::prost::alloc::string::String,
     #[prost(string, tag = "4")]
     pub value_serde: ::prost::alloc::string::String,
+    /// Topology.addSource(name, Pattern): the source reads every user topic
+    /// whose whole name this regular expression matches (RE2 syntax), as
+    /// StreamOp.topic_pattern. Empty: topics names them.
+    #[prost(string, tag = "140")]
+    pub topic_pattern: ::prost::alloc::string::String,
 }
 /// AddProcessorOp is Topology.addProcessor(name, supplier, parentNames...).
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]

@@ -30,7 +30,7 @@ use polystreams::processor::{
 };
 use polystreams::{
     App, BufferConfig, CogroupedKStream, Config, EmitStrategy, Error, GlobalKTable, JoinWindows, Joiner,
-    KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Options, Printed, Reducer, Repartitioned,
+    KGroupedStream, KGroupedTable, KStream, KTable, Materialized, Options, Pattern, Printed, Reducer, Repartitioned,
     SessionWindowedCogroupedKStream, SessionWindowedKStream, SessionWindows, SlidingWindows,
     TimeWindowedCogroupedKStream, TimeWindowedKStream, TimeWindows, TimestampExtractor, TransformResult,
     TransformerContext, Value, ValueTransformerWithKey, Windowed,
@@ -1192,6 +1192,9 @@ fn apply(
     match (op, node) {
         ("stream", _) => {
             let o = extractor(step, options(step, true, false))?;
+            if let Some(p) = step.get("pattern").and_then(J::as_str) {
+                return Ok(Some(Node::Stream(app.stream_with(Pattern::new(format!("{prefix}{p}")), o)?)));
+            }
             return Ok(Some(Node::Stream(match extractor_fn(step)? {
                 Some(f) => app.stream_with_extractor(str_list("topics"), o, move |_: &V, v: &V, m, pt| {
                     ok(f(v, m.timestamp, pt))

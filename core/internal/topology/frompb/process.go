@@ -49,7 +49,7 @@ func (c *call) process(v *pb.ProcessOp) (*topology.Handle, error) {
 
 // addSource applies AddSourceOp (Topology.addSource).
 func (c *call) addSource(v *pb.AddSourceOp) error {
-	return c.b.AddSource(v.Name, v.Topics, v.KeySerde, v.ValueSerde)
+	return c.b.AddSource(v.Name, v.Topics, v.TopicPattern, v.KeySerde, v.ValueSerde)
 }
 
 // addProcessor applies AddProcessorOp (Topology.addProcessor).

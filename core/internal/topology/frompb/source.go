@@ -7,7 +7,7 @@ import (
 
 // stream applies StreamOp (StreamsBuilder.stream).
 func (c *call) stream(v *pb.StreamOp) (*topology.Handle, error) {
-	return c.b.Stream(topology.StreamOptions{Topics: v.Topics, KeySerde: v.KeySerde, ValueSerde: v.ValueSerde, Name: v.Name, OffsetReset: v.OffsetReset, Extractor: extractor(v.TimestampExtractor)})
+	return c.b.Stream(topology.StreamOptions{Topics: v.Topics, Pattern: v.TopicPattern, KeySerde: v.KeySerde, ValueSerde: v.ValueSerde, Name: v.Name, OffsetReset: v.OffsetReset, Extractor: extractor(v.TimestampExtractor)})
 }
 
 // table applies TableOp (StreamsBuilder.table).

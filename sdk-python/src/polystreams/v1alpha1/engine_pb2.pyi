@@ -106,16 +106,18 @@ class AddSinkOp(_message.Message):
     def __init__(self, name: _Optional[str] = ..., topic: _Optional[str] = ..., parents: _Optional[_Iterable[str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ...) -> None: ...
 
 class AddSourceOp(_message.Message):
-    __slots__ = ["key_serde", "name", "topics", "value_serde"]
+    __slots__ = ["key_serde", "name", "topic_pattern", "topics", "value_serde"]
     KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_PATTERN_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
     key_serde: str
     name: str
+    topic_pattern: str
     topics: _containers.RepeatedScalarFieldContainer[str]
     value_serde: str
-    def __init__(self, name: _Optional[str] = ..., topics: _Optional[_Iterable[str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., topics: _Optional[_Iterable[str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., topic_pattern: _Optional[str] = ...) -> None: ...
 
 class AddStateStoreOp(_message.Message):
     __slots__ = ["caching", "changelog_config", "key_serde", "logging_disabled", "name", "processors", "retain_duplicates", "retention_ms", "type", "value_serde", "versioned", "window_size_ms"]
@@ -1349,20 +1351,22 @@ class StoreView(_message.Message):
     def __init__(self, store: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., type: _Optional[_Union[StoreType, str]] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., timestamps: _Optional[_Iterable[int]] = ..., windows: _Optional[_Iterable[int]] = ..., uncovered_lengths: _Optional[_Iterable[int]] = ..., uncovered: _Optional[bytes] = ..., stream_time_ms: _Optional[int] = ..., version_counts: _Optional[_Iterable[int]] = ..., history_retention_ms: _Optional[int] = ...) -> None: ...
 
 class StreamOp(_message.Message):
-    __slots__ = ["key_serde", "name", "offset_reset", "timestamp_extractor", "topics", "value_serde"]
+    __slots__ = ["key_serde", "name", "offset_reset", "timestamp_extractor", "topic_pattern", "topics", "value_serde"]
     KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     OFFSET_RESET_FIELD_NUMBER: _ClassVar[int]
     TIMESTAMP_EXTRACTOR_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_PATTERN_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
     key_serde: str
     name: str
     offset_reset: str
     timestamp_extractor: TimestampExtractor
+    topic_pattern: str
     topics: _containers.RepeatedScalarFieldContainer[str]
     value_serde: str
-    def __init__(self, topics: _Optional[_Iterable[str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., offset_reset: _Optional[str] = ..., timestamp_extractor: _Optional[_Union[TimestampExtractor, _Mapping]] = ...) -> None: ...
+    def __init__(self, topics: _Optional[_Iterable[str]] = ..., topic_pattern: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., name: _Optional[str] = ..., offset_reset: _Optional[str] = ..., timestamp_extractor: _Optional[_Union[TimestampExtractor, _Mapping]] = ...) -> None: ...
 
 class StreamsMetadata(_message.Message):
     __slots__ = ["host_info", "standby_state_store_names", "standby_topic_partitions", "state_store_names", "topic_partitions"]

@@ -1415,8 +1415,14 @@ func (x *VersionedStore) GetSegmentIntervalMs() int64 {
 
 type StreamOp struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// One or more topics; all are read by one source node.
+	// One or more topics; all are read by one source node. Empty when
+	// topic_pattern is set.
 	Topics []string `protobuf:"bytes,1,rep,name=topics,proto3" json:"topics,omitempty"`
+	// StreamsBuilder.stream(Pattern): the source reads every user topic
+	// whose whole name this regular expression matches (RE2 syntax; a
+	// pattern RE2 cannot compile is refused), now and as topics are created
+	// (re-checked every metadata.max.age.ms). Empty: topics names them.
+	TopicPattern string `protobuf:"bytes,140,opt,name=topic_pattern,json=topicPattern,proto3" json:"topic_pattern,omitempty"`
 	// Serdes of the topic's records; empty means bytes.
 	KeySerde   string `protobuf:"bytes,2,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
 	ValueSerde string `protobuf:"bytes,3,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
@@ -1472,6 +1478,13 @@ func (x *StreamOp) GetTopics() []string {
 		return x.Topics
 	}
 	return nil
+}
+
+func (x *StreamOp) GetTopicPattern() string {
+	if x != nil {
+		return x.TopicPattern
+	}
+	return ""
 }
 
 func (x *StreamOp) GetKeySerde() string {
@@ -3319,11 +3332,16 @@ func (x *TransformValuesOp) GetValueSerde() string {
 // topology built without the DSL. Answered without a handle; processors and
 // sinks name it as a parent.
 type AddSourceOp struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Topics        []string               `protobuf:"bytes,2,rep,name=topics,proto3" json:"topics,omitempty"`
-	KeySerde      string                 `protobuf:"bytes,3,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
-	ValueSerde    string                 `protobuf:"bytes,4,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Empty when topic_pattern is set.
+	Topics     []string `protobuf:"bytes,2,rep,name=topics,proto3" json:"topics,omitempty"`
+	KeySerde   string   `protobuf:"bytes,3,opt,name=key_serde,json=keySerde,proto3" json:"key_serde,omitempty"`
+	ValueSerde string   `protobuf:"bytes,4,opt,name=value_serde,json=valueSerde,proto3" json:"value_serde,omitempty"`
+	// Topology.addSource(name, Pattern): the source reads every user topic
+	// whose whole name this regular expression matches (RE2 syntax), as
+	// StreamOp.topic_pattern. Empty: topics names them.
+	TopicPattern  string `protobuf:"bytes,140,opt,name=topic_pattern,json=topicPattern,proto3" json:"topic_pattern,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3382,6 +3400,13 @@ func (x *AddSourceOp) GetKeySerde() string {
 func (x *AddSourceOp) GetValueSerde() string {
 	if x != nil {
 		return x.ValueSerde
+	}
+	return ""
+}
+
+func (x *AddSourceOp) GetTopicPattern() string {
+	if x != nil {
+		return x.TopicPattern
 	}
 	return ""
 }
@@ -10154,9 +10179,10 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"r\n" +
 	"\x0eVersionedStore\x120\n" +
 	"\x14history_retention_ms\x18\x01 \x01(\x03R\x12historyRetentionMs\x12.\n" +
-	"\x13segment_interval_ms\x18\x02 \x01(\x03R\x11segmentIntervalMs\"\xf2\x01\n" +
+	"\x13segment_interval_ms\x18\x02 \x01(\x03R\x11segmentIntervalMs\"\x98\x02\n" +
 	"\bStreamOp\x12\x16\n" +
-	"\x06topics\x18\x01 \x03(\tR\x06topics\x12\x1b\n" +
+	"\x06topics\x18\x01 \x03(\tR\x06topics\x12$\n" +
+	"\rtopic_pattern\x18\x8c\x01 \x01(\tR\ftopicPattern\x12\x1b\n" +
 	"\tkey_serde\x18\x02 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x03 \x01(\tR\n" +
 	"valueSerde\x12\x12\n" +
@@ -10307,13 +10333,14 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x06stores\x18\x04 \x03(\tR\x06stores\x12F\n" +
 	"\fmaterialized\x18\x05 \x01(\v2\".polystreams.v1alpha1.MaterializedR\fmaterialized\x12\x1f\n" +
 	"\vvalue_serde\x18\x06 \x01(\tR\n" +
-	"valueSerde\"w\n" +
+	"valueSerde\"\x9d\x01\n" +
 	"\vAddSourceOp\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06topics\x18\x02 \x03(\tR\x06topics\x12\x1b\n" +
 	"\tkey_serde\x18\x03 \x01(\tR\bkeySerde\x12\x1f\n" +
 	"\vvalue_serde\x18\x04 \x01(\tR\n" +
-	"valueSerde\"\xaa\x01\n" +
+	"valueSerde\x12$\n" +
+	"\rtopic_pattern\x18\x8c\x01 \x01(\tR\ftopicPattern\"\xaa\x01\n" +
 	"\x0eAddProcessorOp\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\rR\x05token\x12\x18\n" +

@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Pattern;
 import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
@@ -195,14 +196,18 @@ final class CaseTopology {
     String name = text(st, "name");
     switch (op) {
       case "stream": {
-        List<String> topics = new ArrayList<>();
-        st.get("topics").forEach(t -> topics.add(t.asText()));
         String ks = or(text(st, "key"), "bytes");
         String vs = or(text(st, "value"), "bytes");
         Consumed c = extractor(st, Consumed.with(serde(ks), serde(vs)));
         if (name != null) {
           c = c.withName(name);
         }
+        String pattern = text(st, "pattern");
+        if (pattern != null) {
+          return new Handle(Handle.Kind.STREAM, builder.stream(Pattern.compile(pattern), c), ks, vs, null, false);
+        }
+        List<String> topics = new ArrayList<>();
+        st.get("topics").forEach(t -> topics.add(t.asText()));
         return new Handle(Handle.Kind.STREAM, builder.stream(topics, c), ks, vs, null, false);
       }
       case "table":
