@@ -269,7 +269,7 @@ func (o *hostProcessOp) read(req *pb.ReadRequest) (*pb.ReadResponse, error) {
 	var lo, hi []byte
 	switch q := req.Query.(type) {
 	case *pb.ReadRequest_Get:
-		value, ts, err := tx.get(q.Get)
+		value, ts, err := tx.Get(q.Get)
 		if err != nil {
 			return nil, err
 		}
@@ -292,7 +292,7 @@ func (o *hostProcessOp) read(req *pb.ReadRequest) (*pb.ReadResponse, error) {
 	budget := o.t.app.cfg.BundleMaxBytes
 	size := 0
 	var rows [][3]any
-	err := tx.scan(lo, hi, func(key, value []byte, ts int64) bool {
+	err := tx.Scan(lo, hi, func(key, value []byte, ts int64) bool {
 		rows = append(rows, [3]any{key, value, ts})
 		return true
 	})
@@ -386,7 +386,7 @@ func (o *hostProcessOp) views(recs []rec) ([]*pb.StoreView, error) {
 				continue
 			}
 			seen[string(key)] = true
-			value, ts, err := tx.get(key)
+			value, ts, err := tx.Get(key)
 			if err != nil {
 				return nil, err
 			}
@@ -548,7 +548,7 @@ func (o *hostProcessOp) apply(ctx context.Context, b *pb.Bundle, e *bundleEntrie
 					}
 					continue
 				}
-				o.stores[si].put(slices.Clone(key), slices.Clone(value), ts)
+				o.stores[si].Put(slices.Clone(key), slices.Clone(value), ts)
 			case pb.OpKind_OP_KIND_FORWARD:
 				child := int(res.OpTargets[j])
 				if child < 0 || child > len(o.s.next) {

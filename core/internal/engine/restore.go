@@ -82,13 +82,13 @@ func settledOffsets(ctx context.Context, list func(context.Context, ...string) (
 // a crash means wipe and restore. Progress goes to a.restores and, for a
 // long restore, to the log every restoreLogEvery.
 func (a *App) restore(ctx context.Context, tx *storeTx) error {
-	sp := storePartition{Store: tx.store.Name, Partition: tx.part.Number}
-	from, ok, err := tx.part.Checkpoint()
+	sp := storePartition{Store: tx.store.Name, Partition: tx.Part.Number}
+	from, ok, err := tx.Part.Checkpoint()
 	if err != nil {
 		return err
 	}
 	if !ok {
-		if err := tx.part.Wipe(); err != nil {
+		if err := tx.Part.Wipe(); err != nil {
 			return err
 		}
 		from = 0
@@ -98,7 +98,7 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 		// here on; a crash means wipe and restore. (Under exactly_once_v2
 		// only committed transactions reach Pebble, each moving the
 		// checkpoint, so it stays valid.)
-		if err := tx.part.ClearCheckpoint(); err != nil {
+		if err := tx.Part.ClearCheckpoint(); err != nil {
 			return err
 		}
 	}
@@ -113,19 +113,19 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 	// watermark only once every transaction below it is decided.
 	ends, err := settledOffsets(ctx, a.adm.ListEndOffsets, tx.changelog)
 	if err != nil {
-		return fmt.Errorf("restoring store %s partition %d: listing end offset of %s: %w", tx.store.Name, tx.part.Number, tx.changelog, err)
+		return fmt.Errorf("restoring store %s partition %d: listing end offset of %s: %w", tx.store.Name, tx.Part.Number, tx.changelog, err)
 	}
-	end, ok := ends.Lookup(tx.changelog, tx.part.Number)
+	end, ok := ends.Lookup(tx.changelog, tx.Part.Number)
 	if !ok || end.Err != nil {
-		return fmt.Errorf("restoring store %s partition %d: no end offset for %s/%d: %v", tx.store.Name, tx.part.Number, tx.changelog, tx.part.Number, end.Err)
+		return fmt.Errorf("restoring store %s partition %d: no end offset for %s/%d: %v", tx.store.Name, tx.Part.Number, tx.changelog, tx.Part.Number, end.Err)
 	}
 	if from > end.Offset {
 		// The checkpoint is ahead of the changelog: the topic was
 		// recreated or truncated (a new broker, say). The local state
 		// belongs to another history; start over from the changelog.
 		a.log.Warn("checkpoint ahead of changelog: wiping local state", "store", tx.store.Name,
-			"partition", tx.part.Number, "checkpoint", from, "changelog.end", end.Offset)
-		if err := tx.part.Wipe(); err != nil {
+			"partition", tx.Part.Number, "checkpoint", from, "changelog.end", end.Offset)
+		if err := tx.Part.Wipe(); err != nil {
 			return err
 		}
 		from = 0
@@ -138,10 +138,10 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 	}
 	total := end.Offset - from
 	start := time.Now()
-	a.log.Info("restoring store", "store", tx.store.Name, "partition", tx.part.Number, "changelog", tx.changelog,
+	a.log.Info("restoring store", "store", tx.store.Name, "partition", tx.Part.Number, "changelog", tx.changelog,
 		"from", from, "to", end.Offset, "records", total)
 	opts := append(a.clientOpts(),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{tx.changelog: {tx.part.Number: kgo.NewOffset().At(from)}}),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{tx.changelog: {tx.Part.Number: kgo.NewOffset().At(from)}}),
 		// Transaction markers take offsets: keep them so that the position
 		// reaches the end offset.
 		kgo.KeepControlRecords(),
@@ -159,7 +159,7 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 	logged := start
 	var vr *versionRestore
 	if versionedStore(tx.store) {
-		vr = &versionRestore{part: tx.part}
+		vr = &versionRestore{part: tx.Part}
 	}
 	for next < end.Offset {
 		fs := cl.PollFetches(ctx)
@@ -169,7 +169,7 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 		var ferr error
 		fs.EachError(func(t string, p int32, err error) { ferr = fmt.Errorf("%s/%d: %w", t, p, err) })
 		if ferr != nil {
-			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.part.Number, ferr)
+			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.Part.Number, ferr)
 		}
 		var ws []state.Write
 		var kerr error
@@ -194,25 +194,25 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 			ws = append(ws, state.Write{Key: key, Value: r.Value, TS: r.Timestamp.UnixMilli()})
 		})
 		if kerr != nil {
-			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.part.Number, kerr)
+			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.Part.Number, kerr)
 		}
 		if vr != nil {
 			ws = vr.finish(ws)
 		}
-		if err := tx.part.Apply(ws); err != nil {
-			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.part.Number, err)
+		if err := tx.Part.Apply(ws); err != nil {
+			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.Part.Number, err)
 		}
 		applied += int64(len(ws))
 		a.restores.Advance(entry, next-from)
 		if now := time.Now(); now.Sub(logged) >= restoreLogEvery && next < end.Offset {
 			logged = now
-			a.log.Info("restoring store: progress", "store", tx.store.Name, "partition", tx.part.Number,
+			a.log.Info("restoring store: progress", "store", tx.store.Name, "partition", tx.Part.Number,
 				"restored", next-from, "of", total, "percent", (next-from)*100/total)
 		}
 	}
 	a.restores.Finish(entry)
 	a.noteRestored()
-	a.log.Info("restored store", "store", tx.store.Name, "partition", tx.part.Number, "records", applied,
+	a.log.Info("restored store", "store", tx.store.Name, "partition", tx.Part.Number, "records", applied,
 		"from", from, "to", end.Offset, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }

@@ -69,7 +69,7 @@ type task struct {
 	caches     map[*step]*recCache
 	cacheBytes int
 	// unloggedBytes is the size of the stores' changes whose changelog
-	// records wait for the record cache to empty (storeTx.unlogged),
+	// records wait for the record cache to empty (state.Tx.Unlogged),
 	// counted as the record cache's.
 	unloggedBytes int
 	// mem is what the task counts in its application's memory budget
@@ -159,18 +159,13 @@ func (t *task) run(ctx context.Context) {
 		t.in.mu.Unlock()
 	}()
 	for _, st := range t.plan.stores {
+		held := !t.app.eos && t.app.cfg.CacheMaxBytes > 0 && st.Kind == topology.StoreKeyValue
 		tx := &storeTx{
+			Tx:        state.NewTx(t.app.db.Partition(st.Name, t.id.partition), held),
 			store:     st,
-			part:      t.app.db.Partition(st.Name, t.id.partition),
 			changelog: t.app.fullTopic(st.ChangelogTopic, true),
-			dirty:     map[string]row{},
-			txn:       map[string]row{},
 			keys:      codecFor(st),
 		}
-		if !t.app.eos && t.app.cfg.CacheMaxBytes > 0 && st.Kind == topology.StoreKeyValue {
-			tx.unlogged = map[string]row{}
-		}
-		tx.lastOffset.Store(-1)
 		if err := t.app.restore(ctx, tx); err != nil {
 			if ctx.Err() == nil { // else: stopping, not failing
 				t.app.fail(fmt.Errorf("engine: task %s: %w", t.id, err))
@@ -459,38 +454,38 @@ func (t *task) begin() {
 		share = t.app.cacheBudget() / len(t.stores)
 	}
 	for _, tx := range t.stores {
-		clear(tx.dirty)
-		tx.part.SetCacheLimit(share)
+		clear(tx.Dirty)
+		tx.Part.SetCacheLimit(share)
 	}
 }
 
 // finish ends a batch that succeeded: its store changes are applied (under
 // exactly_once_v2 they join the transaction instead) and its outputs and
 // changelog records are handed to the producer; the changelog records of
-// a store that logs later (storeTx.unlogged) wait until the record cache
+// a store that logs later (state.Tx.Unlogged) wait until the record cache
 // is empty. Offsets settle only with the cache empty (process, flushNow),
 // so every settled offset's store changes are in the changelog, as
 // at-least-once requires.
 func (t *task) finish() error {
 	for _, tx := range t.stores {
-		if len(tx.dirty) == 0 {
+		if len(tx.Dirty) == 0 {
 			continue
 		}
 		if t.app.eos {
-			for k, v := range tx.dirty {
-				tx.txn[k] = v
+			for k, v := range tx.Dirty {
+				tx.Txn[k] = v
 			}
 			continue
 		}
-		if tx.unlogged != nil {
+		if tx.Unlogged != nil {
 			// Held until the cache empties, or a query asks (sync).
-			t.unloggedBytes += tx.logLater()
-			for k, r := range tx.dirty {
-				tx.txn[k] = r
+			t.unloggedBytes += tx.LogLater()
+			for k, r := range tx.Dirty {
+				tx.Txn[k] = r
 			}
 			continue
 		}
-		ws := writes(tx.dirty)
+		ws := state.Writes(tx.Dirty)
 		if versionedStore(tx.store) {
 			sortVersions(ws)
 		}
@@ -499,7 +494,7 @@ func (t *task) finish() error {
 				t.out = append(t.out, r)
 			}
 		}
-		if err := tx.part.Apply(ws); err != nil {
+		if err := tx.Part.Apply(ws); err != nil {
 			return fmt.Errorf("engine: task %s: %w", t.id, err)
 		}
 	}
@@ -508,13 +503,13 @@ func (t *task) finish() error {
 			return err
 		}
 		for _, tx := range t.stores {
-			for k, r := range tx.unlogged {
-				w := state.Write{Key: []byte(k), Value: r.value, TS: r.ts}
+			for k, r := range tx.Unlogged {
+				w := state.Write{Key: []byte(k), Value: r.Value, TS: r.TS}
 				if r := tx.changelogRecord(t.id.partition, w); r != nil {
 					t.out = append(t.out, r)
 				}
 			}
-			clear(tx.unlogged)
+			clear(tx.Unlogged)
 		}
 		t.unloggedBytes = 0
 	}
@@ -551,20 +546,20 @@ func (t *task) dropOut() {
 	t.out = t.out[:0]
 }
 
-// sync writes the changes that held stores hold (storeTx.unlogged) to
+// sync writes the changes that held stores hold (state.Tx.Unlogged) to
 // Pebble, so that a query, which reads Pebble, sees every batch
 // processed; their changelog records still wait for the record cache.
 // Only the task's goroutine calls it: at the end of a batch, or between
 // batches when StorePartitions asks.
 func (t *task) sync() error {
 	for _, tx := range t.stores {
-		if tx.unlogged == nil || len(tx.txn) == 0 {
+		if tx.Unlogged == nil || len(tx.Txn) == 0 {
 			continue
 		}
-		if err := tx.part.Apply(writes(tx.txn)); err != nil {
+		if err := tx.Part.Apply(state.Writes(tx.Txn)); err != nil {
 			return fmt.Errorf("engine: task %s: %w", t.id, err)
 		}
-		clear(tx.txn)
+		clear(tx.Txn)
 	}
 	return nil
 }
@@ -583,7 +578,7 @@ func (t *task) writeChangelogs() {
 	t.settleMu.Lock()
 	defer t.settleMu.Unlock()
 	for _, tx := range t.stores {
-		ws := writes(tx.txn)
+		ws := state.Writes(tx.Txn)
 		if versionedStore(tx.store) {
 			sortVersions(ws)
 		}
@@ -594,8 +589,8 @@ func (t *task) writeChangelogs() {
 			}
 			t.app.produceThen(cr, func(r *kgo.Record) {
 				for {
-					cur := tx.lastOffset.Load()
-					if r.Offset <= cur || tx.lastOffset.CompareAndSwap(cur, r.Offset) {
+					cur := tx.LastOffset.Load()
+					if r.Offset <= cur || tx.LastOffset.CompareAndSwap(cur, r.Offset) {
 						return
 					}
 				}
@@ -628,26 +623,26 @@ func (t *task) settleTxn(committed bool) {
 			}
 		}
 		for _, tx := range t.stores {
-			tx.front = nil
+			tx.Front = nil
 		}
 	}
 	for _, tx := range t.stores {
-		if committed && (len(tx.txn) > 0 || len(tx.expired) > 0) {
-			err := tx.part.Apply(writes(tx.txn))
-			for _, r := range tx.expired {
+		if committed && (len(tx.Txn) > 0 || len(tx.Expired) > 0) {
+			err := tx.Part.Apply(state.Writes(tx.Txn))
+			for _, r := range tx.Expired {
 				if err == nil {
-					err = tx.part.DeleteRange(r[0], r[1])
+					err = tx.Part.DeleteRange(r[0], r[1])
 				}
 			}
-			if last := tx.lastOffset.Load(); err == nil && last >= 0 {
-				err = tx.part.SetCheckpoint(last + 1)
+			if last := tx.LastOffset.Load(); err == nil && last >= 0 {
+				err = tx.Part.SetCheckpoint(last + 1)
 			}
 			if err != nil {
 				t.app.fail(fmt.Errorf("engine: task %s: applying a committed transaction: %w", t.id, err))
 			}
 		}
-		clear(tx.txn)
-		tx.expired = nil
-		tx.lastOffset.Store(-1)
+		clear(tx.Txn)
+		tx.Expired = nil
+		tx.LastOffset.Store(-1)
 	}
 }

@@ -104,7 +104,7 @@ func sortVersions(ws []state.Write) {
 // streamTime is a versioned store's observed stream time: the largest
 // timestamp written to it, -1 before any.
 func (s *storeTx) streamTime() (int64, error) {
-	v, ts, err := s.get(state.StreamTimeKey)
+	v, ts, err := s.Get(state.StreamTimeKey)
 	if err != nil || v == nil {
 		return -1, err
 	}
@@ -118,7 +118,7 @@ func (s *storeTx) versions(key []byte) ([]state.Version, error) {
 	lo, hi := state.VersionRange(key)
 	var vs []state.Version
 	var derr error
-	err := s.scan(lo, hi, func(sk, stored []byte, _ int64) bool {
+	err := s.Scan(lo, hi, func(sk, stored []byte, _ int64) bool {
 		_, from, ok := state.SplitVersionKey(sk)
 		if !ok {
 			return true
@@ -238,9 +238,9 @@ func (s *storeTx) putVersion(eos bool, key, value []byte, ts int64) (versionPut,
 	}
 	if ts > st {
 		st = ts
-		s.put(state.StreamTimeKey, []byte{}, st)
+		s.Put(state.StreamTimeKey, []byte{}, st)
 	}
-	s.put(state.VersionKey(key, ts), state.VersionValue(value), ts)
+	s.Put(state.VersionKey(key, ts), state.VersionValue(value), ts)
 	// The version valid at the cut-off (the last from at or before it)
 	// answers reads from the cut-off on; those before it, none.
 	cut := st - retention
@@ -252,7 +252,7 @@ func (s *storeTx) putVersion(eos bool, key, value []byte, ts int64) (versionPut,
 	}
 	if found && len(vs) > 0 && vs[0].ValidFrom < anchor {
 		lo, _ := state.VersionRange(key)
-		if err := s.expire(eos, lo, state.VersionKey(key, anchor)); err != nil {
+		if err := s.Expire(eos, lo, state.VersionKey(key, anchor)); err != nil {
 			return versionPut{}, err
 		}
 	}
