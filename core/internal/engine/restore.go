@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/state"
+	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
 // The restores' bookkeeping is state's (state.Restores); the engine
@@ -83,15 +84,9 @@ func settledOffsets(ctx context.Context, list func(context.Context, ...string) (
 // long restore, to the log every restoreLogEvery.
 func (a *App) restore(ctx context.Context, tx *storeTx) error {
 	sp := storePartition{Store: tx.store.Name, Partition: tx.Part.Number}
-	from, ok, err := tx.Part.Checkpoint()
+	from, err := tx.Part.ReplayFrom()
 	if err != nil {
 		return err
-	}
-	if !ok {
-		if err := tx.Part.Wipe(); err != nil {
-			return err
-		}
-		from = 0
 	}
 	if !a.eos {
 		// Under at-least-once the data runs ahead of the checkpoint from
@@ -157,10 +152,7 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 	var applied int64
 	next := from
 	logged := start
-	var vr *versionRestore
-	if versionedStore(tx.store) {
-		vr = &versionRestore{part: tx.Part}
-	}
+	replay := replayOf(tx.store, tx.Part, tx.keys)
 	for next < end.Offset {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -171,33 +163,14 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 		if ferr != nil {
 			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.Part.Number, ferr)
 		}
-		var ws []state.Write
-		var kerr error
+		var records []*kgo.Record
 		fs.EachRecord(func(r *kgo.Record) {
 			next = r.Offset + 1
-			if r.Attrs.IsControl() || kerr != nil {
-				return
-			}
-			if vr != nil {
-				if ws, kerr = vr.add(ws, r); kerr != nil {
-					kerr = fmt.Errorf("%s/%d@%d: %w", r.Topic, r.Partition, r.Offset, kerr)
-				}
-				return
-			}
-			key := r.Key
-			if tx.keys != nil {
-				if key, kerr = tx.keys.fromLog(r.Key); kerr != nil {
-					kerr = fmt.Errorf("%s/%d@%d: %w", r.Topic, r.Partition, r.Offset, kerr)
-					return
-				}
-			}
-			ws = append(ws, state.Write{Key: key, Value: r.Value, TS: r.Timestamp.UnixMilli()})
+			records = append(records, r)
 		})
-		if kerr != nil {
-			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.Part.Number, kerr)
-		}
-		if vr != nil {
-			ws = vr.finish(ws)
+		ws, err := replay.Writes(nil, records)
+		if err != nil {
+			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.Part.Number, err)
 		}
 		if err := tx.Part.Apply(ws); err != nil {
 			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.Part.Number, err)
@@ -215,6 +188,20 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 	a.log.Info("restored store", "store", tx.store.Name, "partition", tx.Part.Number, "records", applied,
 		"from", from, "to", end.Offset, "took", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// replayOf is how the changelog records of store st's partition part
+// become its writes: through its key codec, or its versions (versioned.go).
+func replayOf(st *topology.Store, part *state.Partition, keys keyCodec) state.Replay {
+	if versionedStore(st) {
+		vr := &versionRestore{part: part}
+		return state.Replay{Version: vr.add, Finish: vr.finish}
+	}
+	var rp state.Replay
+	if keys != nil {
+		rp.FromLog = keys.fromLog
+	}
+	return rp
 }
 
 // localTaskState returns the tasks this instance has local state for, with

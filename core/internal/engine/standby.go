@@ -54,9 +54,8 @@ type standbyPart struct {
 	sp        storePartition
 	changelog string
 	part      *state.Partition
-	keys      keyCodec
-	// versions: a versioned store's restore state (versioned.go).
-	versions *versionRestore
+	// replay turns its changelog records into writes (replayOf).
+	replay   state.Replay
 	position *atomic.Int64
 }
 
@@ -78,11 +77,8 @@ func (a *App) startStandbys(tasks []int32) {
 					sp:        storePartition{Store: st.Name, Partition: n},
 					changelog: a.fullTopic(st.ChangelogTopic, true),
 					part:      a.db.Partition(st.Name, n),
-					keys:      codecFor(st),
 				}
-				if versionedStore(st) {
-					sbp.versions = &versionRestore{part: sbp.part}
-				}
+				sbp.replay = replayOf(st, sbp.part, codecFor(st))
 				parts = append(parts, sbp)
 			}
 		}
@@ -168,15 +164,9 @@ func (a *App) tailStandbys(ctx context.Context, s *standby, parts []standbyPart)
 		if end, ok := ends.Lookup(sp.changelog, sp.sp.Partition); !ok || end.Err != nil {
 			continue
 		}
-		from, ok, err := sp.part.Checkpoint()
+		from, err := sp.part.ReplayFrom()
 		if err != nil {
 			return err
-		}
-		if !ok {
-			if err := sp.part.Wipe(); err != nil {
-				return err
-			}
-			from = 0
 		}
 		if offsets[sp.changelog] == nil {
 			offsets[sp.changelog] = map[int32]kgo.Offset{}
@@ -220,29 +210,10 @@ func (a *App) tailStandbys(ctx context.Context, s *standby, parts []standbyPart)
 			if sp == nil || len(ftp.Records) == 0 || perr != nil {
 				return
 			}
-			ws := make([]state.Write, 0, len(ftp.Records))
-			for _, r := range ftp.Records {
-				if r.Attrs.IsControl() {
-					continue
-				}
-				if sp.versions != nil {
-					if ws, perr = sp.versions.add(ws, r); perr != nil {
-						perr = fmt.Errorf("standby of store %s partition %d: %s/%d@%d: %w", sp.sp.Store, sp.sp.Partition, r.Topic, r.Partition, r.Offset, perr)
-						return
-					}
-					continue
-				}
-				key := r.Key
-				if sp.keys != nil {
-					if key, perr = sp.keys.fromLog(r.Key); perr != nil {
-						perr = fmt.Errorf("standby of store %s partition %d: %s/%d@%d: %w", sp.sp.Store, sp.sp.Partition, r.Topic, r.Partition, r.Offset, perr)
-						return
-					}
-				}
-				ws = append(ws, state.Write{Key: key, Value: r.Value, TS: r.Timestamp.UnixMilli()})
-			}
-			if sp.versions != nil {
-				ws = sp.versions.finish(ws)
+			ws, err := sp.replay.Writes(make([]state.Write, 0, len(ftp.Records)), ftp.Records)
+			if err != nil {
+				perr = fmt.Errorf("standby of store %s partition %d: %w", sp.sp.Store, sp.sp.Partition, err)
+				return
 			}
 			if perr = sp.part.Apply(ws); perr != nil {
 				return
