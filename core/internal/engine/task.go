@@ -454,8 +454,7 @@ func (t *task) begin() {
 		share = t.app.cacheBudget() / len(t.stores)
 	}
 	for _, tx := range t.stores {
-		clear(tx.Dirty)
-		tx.Part.SetCacheLimit(share)
+		tx.Begin(share)
 	}
 }
 
@@ -472,17 +471,13 @@ func (t *task) finish() error {
 			continue
 		}
 		if t.app.eos {
-			for k, v := range tx.Dirty {
-				tx.Txn[k] = v
-			}
+			tx.Hold()
 			continue
 		}
 		if tx.Unlogged != nil {
 			// Held until the cache empties, or a query asks (sync).
 			t.unloggedBytes += tx.LogLater()
-			for k, r := range tx.Dirty {
-				tx.Txn[k] = r
-			}
+			tx.Hold()
 			continue
 		}
 		ws := state.Writes(tx.Dirty)
@@ -553,13 +548,9 @@ func (t *task) dropOut() {
 // batches when StorePartitions asks.
 func (t *task) sync() error {
 	for _, tx := range t.stores {
-		if tx.Unlogged == nil || len(tx.Txn) == 0 {
-			continue
-		}
-		if err := tx.Part.Apply(state.Writes(tx.Txn)); err != nil {
+		if err := tx.Sync(); err != nil {
 			return fmt.Errorf("engine: task %s: %w", t.id, err)
 		}
-		clear(tx.Txn)
 	}
 	return nil
 }
@@ -587,14 +578,7 @@ func (t *task) writeChangelogs() {
 			if cr == nil {
 				continue
 			}
-			t.app.produceThen(cr, func(r *kgo.Record) {
-				for {
-					cur := tx.LastOffset.Load()
-					if r.Offset <= cur || tx.LastOffset.CompareAndSwap(cur, r.Offset) {
-						return
-					}
-				}
-			})
+			t.app.produceThen(cr, func(r *kgo.Record) { tx.Logged(r.Offset) })
 		}
 	}
 }
@@ -627,22 +611,8 @@ func (t *task) settleTxn(committed bool) {
 		}
 	}
 	for _, tx := range t.stores {
-		if committed && (len(tx.Txn) > 0 || len(tx.Expired) > 0) {
-			err := tx.Part.Apply(state.Writes(tx.Txn))
-			for _, r := range tx.Expired {
-				if err == nil {
-					err = tx.Part.DeleteRange(r[0], r[1])
-				}
-			}
-			if last := tx.LastOffset.Load(); err == nil && last >= 0 {
-				err = tx.Part.SetCheckpoint(last + 1)
-			}
-			if err != nil {
-				t.app.fail(fmt.Errorf("engine: task %s: applying a committed transaction: %w", t.id, err))
-			}
+		if err := tx.Settle(committed); err != nil {
+			t.app.fail(fmt.Errorf("engine: task %s: applying a committed transaction: %w", t.id, err))
 		}
-		clear(tx.Txn)
-		tx.Expired = nil
-		tx.LastOffset.Store(-1)
 	}
 }

@@ -225,3 +225,67 @@ func (s *Tx) ScanPrefix(prefix []byte, fn func(key, value []byte) error) error {
 	}
 	return nil
 }
+
+// Begin starts a batch: no writes yet, and a read cache (cache.go) of
+// about share bytes.
+func (s *Tx) Begin(share int) {
+	clear(s.Dirty)
+	s.Part.SetCacheLimit(share)
+}
+
+// Hold moves the batch's writes on to the open transaction's (Txn), where
+// they wait for the transaction to end, or for the record cache to empty
+// (a held store).
+func (s *Tx) Hold() {
+	for k, r := range s.Dirty {
+		s.Txn[k] = r
+	}
+}
+
+// Sync writes a held store's writes that wait in Txn to Pebble, so that a
+// query, which reads Pebble, sees them; their changelog records still wait
+// in Unlogged. A store that is not held is left as it is.
+func (s *Tx) Sync() error {
+	if s.Unlogged == nil || len(s.Txn) == 0 {
+		return nil
+	}
+	if err := s.Part.Apply(Writes(s.Txn)); err != nil {
+		return err
+	}
+	clear(s.Txn)
+	return nil
+}
+
+// Logged notes that the open transaction's changelog record at offset was
+// produced (LastOffset keeps the highest).
+func (s *Tx) Logged(offset int64) {
+	for {
+		cur := s.LastOffset.Load()
+		if offset <= cur || s.LastOffset.CompareAndSwap(cur, offset) {
+			return
+		}
+	}
+}
+
+// Settle ends the open transaction: when it committed, its writes and
+// expiries reach Pebble with a checkpoint just past its last changelog
+// record; either way the transaction is then empty. An error leaves it
+// empty too (the caller fails the application).
+func (s *Tx) Settle(committed bool) error {
+	var err error
+	if committed && (len(s.Txn) > 0 || len(s.Expired) > 0) {
+		err = s.Part.Apply(Writes(s.Txn))
+		for _, r := range s.Expired {
+			if err == nil {
+				err = s.Part.DeleteRange(r[0], r[1])
+			}
+		}
+		if last := s.LastOffset.Load(); err == nil && last >= 0 {
+			err = s.Part.SetCheckpoint(last + 1)
+		}
+	}
+	clear(s.Txn)
+	s.Expired = nil
+	s.LastOffset.Store(-1)
+	return err
+}

@@ -173,3 +173,65 @@ func TestReplayFromWipesWithoutCheckpoint(t *testing.T) {
 		t.Errorf("a checkpoint keeps the rows: a = %q", v)
 	}
 }
+
+func TestTxHoldSyncSettle(t *testing.T) {
+	p := openPartition(t)
+	tx := NewTx(p, true)
+	tx.Begin(1 << 20)
+	if p.cache == nil {
+		t.Error("Begin with a share enables the read cache")
+	}
+	tx.Put([]byte("a"), []byte("1"), 1)
+	tx.Hold()
+	tx.Begin(0)
+	if len(tx.Dirty) != 0 || string(tx.Txn["a"].Value) != "1" {
+		t.Fatalf("after Hold and Begin: Dirty %v, Txn %v", tx.Dirty, tx.Txn)
+	}
+	if err := tx.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _ := p.Get([]byte("a")); string(v) != "1" || len(tx.Txn) != 0 {
+		t.Errorf("a held store's Sync writes Txn to Pebble: a = %q, Txn %v", v, tx.Txn)
+	}
+
+	eos := NewTx(p, false)
+	eos.Put([]byte("b"), []byte("2"), 2)
+	eos.Hold()
+	if err := eos.Sync(); err != nil || len(eos.Txn) != 1 {
+		t.Errorf("Sync of a store that is not held: %v, Txn %v", err, eos.Txn)
+	}
+	if err := eos.Expire(true, []byte("a"), []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	eos.Logged(7)
+	eos.Logged(5)
+	if eos.LastOffset.Load() != 7 {
+		t.Errorf("LastOffset = %d, want the highest, 7", eos.LastOffset.Load())
+	}
+	if err := eos.Settle(false); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _ := p.Get([]byte("b")); v != nil || len(eos.Txn) != 0 || eos.Expired != nil || eos.LastOffset.Load() != -1 {
+		t.Errorf("an aborted transaction writes nothing and empties: b = %q", v)
+	}
+	if _, ok, _ := p.Checkpoint(); ok {
+		t.Error("an aborted transaction set a checkpoint")
+	}
+	eos.Put([]byte("b"), []byte("2"), 2)
+	eos.Hold()
+	if err := eos.Expire(true, []byte("a"), []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	eos.Logged(7)
+	if err := eos.Settle(true); err != nil {
+		t.Fatal(err)
+	}
+	va, _, _ := p.Get([]byte("a"))
+	vb, _, _ := p.Get([]byte("b"))
+	if va != nil || string(vb) != "2" {
+		t.Errorf("a committed transaction: a = %q (expired), b = %q", va, vb)
+	}
+	if off, ok, _ := p.Checkpoint(); !ok || off != 8 {
+		t.Errorf("checkpoint = %d, %v; want 8, just past the last changelog record", off, ok)
+	}
+}
