@@ -95,7 +95,7 @@ test-python: build
 	cd tools/bench/peers && $(PY) -m pytest -q -p no:cacheprovider test_peers.py
 
 # Schema Registry serdes end to end (docs/design/schema-registry.md): the
-# engine, a registry process (tools/schema-registry, built into bin/) and
+# engine, a registry process (core/cmd/schema-registry, built into bin/) and
 # confluent-kafka's Avro, JSON Schema and Protobuf serializers from PyPI
 # (the Protobuf test generates its _pb2 module with protoc), installed
 # into .cache/schema-registry/venv (beside the system's packages, which
@@ -107,7 +107,7 @@ $(SR_VENV)/.installed-avro-json-protobuf:
 	touch $@
 
 test-schema-registry: build $(SR_VENV)/.installed-avro-json-protobuf
-	go build -o bin/schema-registry ./tools/schema-registry
+	go build -o bin/schema-registry ./core/cmd/schema-registry
 	PYTHONPATH=sdk-python/src $(SR_VENV)/bin/python -m pytest -q -p no:cacheprovider tools/schema-registry/test_schema_registry.py
 
 # Node SDK: unit tests, the real engine end to end, and the packed tarball.

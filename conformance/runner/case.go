@@ -102,6 +102,10 @@ type Step struct {
 	// TimestampExtractor is a source's Consumed.withTimestampExtractor: a
 	// built-in extractor of Kafka Streams by class name.
 	TimestampExtractor string `json:"timestamp_extractor,omitempty"`
+	// TimestampExtractorFn is a source's Consumed.withTimestampExtractor
+	// with a user TimestampExtractor: a catalogue function of role
+	// extractor, run by the language's SDK (Java: a TimestampExtractor).
+	TimestampExtractorFn *FnRef `json:"timestamp_extractor_fn,omitempty"`
 }
 
 // BufferConfig is suppress's Suppressed.BufferConfig: maxRecords and
@@ -487,6 +491,10 @@ func (c *Case) rules() []violation {
 			add(p+".foreign_key", "a foreign key extractor goes with foreign_key_join and left_foreign_key_join, and only with them")
 		}
 		check("key_mapper", s.KeyMapper, roleKey)
+		check("timestamp_extractor_fn", s.TimestampExtractorFn, roleExtractor)
+		if s.TimestampExtractorFn != nil && s.TimestampExtractor != "" {
+			add(p+".timestamp_extractor_fn", "a source takes one extractor: timestamp_extractor (built-in) or timestamp_extractor_fn (a catalogue function), not both")
+		}
 		for j, b := range s.Branches {
 			check(fmt.Sprintf("branches[%d].fn", j), b.Fn, rolePredicate)
 		}

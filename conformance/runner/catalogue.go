@@ -30,9 +30,10 @@ const (
 	roleMapperWithKey                  // map_values_with_key: (key, value) -> value
 	roleFlatWithKey                    // flat_map_values_with_key: (key, value) -> values
 	roleFlatMap                        // flat_map: (key, value) -> (key, value) pairs
+	roleExtractor                      // a source's timestamp_extractor_fn: (key, value, timestamp, partition time) -> timestamp
 )
 
-var roleNames = []string{"mapper", "flat mapper", "predicate", "key selector", "key-value mapper", "action", "reducer", "initializer", "aggregator", "merger", "joiner", "mapper with key", "flat mapper with key", "flat key-value mapper"}
+var roleNames = []string{"mapper", "flat mapper", "predicate", "key selector", "key-value mapper", "action", "reducer", "initializer", "aggregator", "merger", "joiner", "mapper with key", "flat mapper with key", "flat key-value mapper", "timestamp extractor"}
 
 func (r role) has(x role) bool { return r&x != 0 }
 
@@ -82,6 +83,7 @@ type fnImpl struct {
 	mapperK func(arg, k, v any) (any, error)
 	flatK   func(arg, k, v any) ([]any, error)
 	flatKV  func(arg, k, v any) ([][2]any, error)
+	extract func(arg, k, v any, timestamp, partitionTime int64) (int64, error)
 	raise   func(arg, v any) error
 }
 
@@ -306,6 +308,14 @@ var catalogue = map[string]fnImpl{
 		}
 		return append(append([]any{}, list...), v), nil
 	}},
+	// Timestamp extractors (Consumed.withTimestampExtractor): a negative
+	// answer drops the record, as Kafka Streams' RecordQueue does.
+	"field_timestamp": {roles: roleExtractor, arg: argRequired, extract: func(arg, _, v any, timestamp, _ int64) (int64, error) {
+		return fieldTimestamp("field_timestamp", v, arg, timestamp)
+	}},
+	"field_or_partition_time": {roles: roleExtractor, arg: argRequired, extract: func(arg, _, v any, _, partitionTime int64) (int64, error) {
+		return fieldTimestamp("field_or_partition_time", v, arg, partitionTime)
+	}},
 	// Initializers.
 	"zero":         {roles: roleInit, init: func(any) (any, error) { return int64(0), nil }},
 	"empty_string": {roles: roleInit, init: func(any) (any, error) { return "", nil }},
@@ -337,6 +347,23 @@ func field(fn string, v, name any) (any, error) {
 		return nil, fmt.Errorf("%s: want a JSON object, got %s", fn, describeValue(v))
 	}
 	return m[fmt.Sprint(name)], nil
+}
+
+// fieldTimestamp is the JSON object value's integer field name, or
+// fallback when the value is null or has no such field (or a null one).
+func fieldTimestamp(fn string, v, name any, fallback int64) (int64, error) {
+	if v == nil {
+		return fallback, nil
+	}
+	f, err := field(fn, v, name)
+	if err != nil || f == nil {
+		return fallback, err
+	}
+	ts, ok := f.(int64)
+	if !ok {
+		return 0, fmt.Errorf("%s: want an integer field %v, got %s", fn, name, describeValue(f))
+	}
+	return ts, nil
 }
 
 // arith adds or subtracts two numbers: integers stay integers.

@@ -23,7 +23,7 @@ type catalogueData struct {
 }
 
 // dataRoles are the executors' role names, in role bit order.
-var dataRoles = []string{"mapper", "flat", "predicate", "key", "map", "action", "reducer", "init", "aggregator", "merger", "joiner", "mapper_with_key", "flat_with_key", "flat_map"}
+var dataRoles = []string{"mapper", "flat", "predicate", "key", "map", "action", "reducer", "init", "aggregator", "merger", "joiner", "mapper_with_key", "flat_with_key", "flat_map", "extractor"}
 
 func loadCatalogueData(t *testing.T) catalogueData {
 	t.Helper()

@@ -247,7 +247,22 @@ func sourceOpts(st Step) []streams.Option {
 	if st.TimestampExtractor != "" {
 		o = append(o, streams.BuiltinTimestampExtractor(st.TimestampExtractor))
 	}
+	if f := st.TimestampExtractorFn; f != nil {
+		o = append(o, streams.TimestampExtractor(extractFn(catalogue[f.Name], f.Arg, st.Key, st.Value)))
+	}
 	return o
+}
+
+// extractFn is a catalogue extractor as a TimestampExtractorFunc over the
+// source's serdes.
+func extractFn(f fnImpl, arg any, ks, vs string) streams.TimestampExtractorFunc {
+	return func(r streams.ExtractorRecord, partitionTime int64) (int64, error) {
+		k, v, err := decodeKV(ks, vs, r.Key, r.Value)
+		if err != nil {
+			return 0, err
+		}
+		return f.extract(arg, k, v, r.Timestamp, partitionTime)
+	}
 }
 
 func opts(st Step, key, value bool) []streams.Option {

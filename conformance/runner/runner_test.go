@@ -98,6 +98,8 @@ func TestCaseRules(t *testing.T) {
 		{`{"name":"x","description":"d","topology":[{"op":"stream","topics":["a"],"as":"a"},{"op":"split","as":"s","branches":[{"fn":"always"}]},{"op":"to","from":"s","topic":"o"}],"expect":{"describe":""}}`, "$.topology[2].branch: the step applies to a split: give the branch it takes"},
 		{`{"name":"x","description":"d","topology":[{"op":"stream","topics":["a"],"as":"a"},{"op":"to","from":"a","branch":"b","topic":"o"}],"expect":{"describe":""}}`, "$.topology[1].branch: branch picks a stream of a split, but from names no split"},
 		{`{"name":"x","description":"d","topology":[{"op":"stream","topics":["a"],"as":"a"},{"op":"split","as":"s","branches":[{"fn":"always"}],"default_name":"rest"}],"expect":{"describe":""}}`, "$.topology[1].default_name: names a default branch, but default_branch is not true"},
+		{`{"name":"x","description":"d","topology":[{"op":"stream","topics":["a"],"timestamp_extractor_fn":"upper"}],"expect":{"describe":""}}`, `$.topology[0].timestamp_extractor_fn: function "upper" cannot be used as timestamp extractor (it is a mapper)`},
+		{`{"name":"x","description":"d","topology":[{"op":"table","topic":"t","timestamp_extractor":"LogAndSkipOnInvalidTimestamp","timestamp_extractor_fn":{"name":"field_timestamp","arg":"ts"}}],"expect":{"describe":""}}`, "$.topology[0].timestamp_extractor_fn: a source takes one extractor"},
 	} {
 		_, err := parseCase("x.json", []byte(bad.text), testSchema(t))
 		if err == nil || !strings.Contains(err.Error(), bad.want) {

@@ -6,19 +6,17 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/twmb/avro"
 	"github.com/twmb/franz-go/pkg/sr"
-	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/polystreams/polystreams/core/streams"
 )
 
 // The Schema Registry tests here run against franz-go's in-process
-// registry (srfake); tools/schema-registry's test runs the same serdes
+// registry (srfake); tools/schema-registry's test (of core/cmd/schema-registry) runs the same serdes
 // against a real registry server and confluent-kafka's serializers.
 
 const orderSchema = `{"type":"record","name":"Order","namespace":"shop","fields":[
@@ -43,35 +41,7 @@ func confluent(t *testing.T, id int, schema string, v any) []byte {
 // JSON, and writes priced (avro with pricedSchema).
 func avroPipeline(t *testing.T, url string, props map[string]string) *streams.TestDriver {
 	t.Helper()
-	b := streams.NewBuilder()
-	orders, err := b.Stream([]string{"orders"}, streams.KeySerde(streams.String), streams.ValueSerde(streams.Avro))
-	must(err)
-	priced, err := orders.MapValues(func(v []byte) ([]byte, error) {
-		var o struct {
-			ID   int64   `json:"id"`
-			Item string  `json:"item"`
-			Note *string `json:"note"`
-		}
-		if err := json.Unmarshal(v, &o); err != nil {
-			return nil, err
-		}
-		total := 2.5
-		if o.Note != nil {
-			total = 10
-		}
-		return json.Marshal(map[string]any{"id": o.ID, "item": strings.ToUpper(o.Item), "total": total})
-	})
-	must(err)
-	must(priced.To("priced", streams.ValueSerde(streams.AvroWith(pricedSchema))))
-	p := map[string]string{"schema.registry.url": url}
-	for k, v := range props {
-		p[k] = v
-	}
-	d, err := streams.NewTestDriver(b, streams.Config{Properties: p, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return registryPipeline(t, url, props, streams.Avro, streams.AvroWith(pricedSchema))
 }
 
 // Records in the Confluent wire format decode to JSON for the function,
@@ -79,10 +49,7 @@ func avroPipeline(t *testing.T, url string, props map[string]string) *streams.Te
 // <topic>-value; an independent decoder (twmb/avro, given the registered
 // schema by id) reads what was written.
 func TestAvroThroughTheRegistry(t *testing.T) {
-	reg := srfake.New()
-	defer reg.Close()
-	id, _, err := reg.RegisterSchema("orders-value", sr.Schema{Schema: orderSchema, Type: sr.TypeAvro})
-	must(err)
+	reg, id := ordersRegistry(t, orderSchema, sr.TypeAvro)
 	d := avroPipeline(t, reg.URL(), nil)
 	defer d.Close()
 	note := "gift"
@@ -120,16 +87,13 @@ func TestAvroSubjectNameStrategies(t *testing.T) {
 		{"io.confluent.kafka.serializers.subject.RecordNameStrategy", "shop.Priced"},
 		{"TopicRecordNameStrategy", "priced-shop.Priced"},
 	} {
-		reg := srfake.New()
-		id, _, err := reg.RegisterSchema("orders-value", sr.Schema{Schema: orderSchema, Type: sr.TypeAvro})
-		must(err)
+		reg, id := ordersRegistry(t, orderSchema, sr.TypeAvro)
 		d := avroPipeline(t, reg.URL(), map[string]string{"value.subject.name.strategy": c.strategy})
 		must(d.PipeInput("orders", nil, confluent(t, id, orderSchema, map[string]any{"id": int64(1), "item": "a", "note": nil})))
 		if !reg.SubjectExists(c.subject) || reg.SubjectExists("priced-value") {
 			t.Errorf("%s: subject %s exists: %v; priced-value: %v", c.strategy, c.subject, reg.SubjectExists(c.subject), reg.SubjectExists("priced-value"))
 		}
 		d.Close()
-		reg.Close()
 	}
 }
 
@@ -139,15 +103,12 @@ func TestAvroSubjectNameStrategies(t *testing.T) {
 // record at the sink; a registry that is down fails the batch whatever the
 // policy says.
 func TestAvroErrorsNameSubjectIDAndRecord(t *testing.T) {
-	reg := srfake.New()
-	defer reg.Close()
-	id, _, err := reg.RegisterSchema("orders-value", sr.Schema{Schema: orderSchema, Type: sr.TypeAvro})
-	must(err)
+	reg, id := ordersRegistry(t, orderSchema, sr.TypeAvro)
 	good := confluent(t, id, orderSchema, map[string]any{"id": int64(1), "item": "a", "note": nil})
 
 	d := avroPipeline(t, reg.URL(), nil)
 	var re *streams.RecordError
-	err = d.PipeInput("orders", []byte("k"), confluent(t, 999, orderSchema, map[string]any{"id": int64(1), "item": "a", "note": nil}))
+	err := d.PipeInput("orders", []byte("k"), confluent(t, 999, orderSchema, map[string]any{"id": int64(1), "item": "a", "note": nil}))
 	if !errors.As(err, &re) || re.Topic != "orders" || re.Offset != 0 ||
 		!strings.Contains(err.Error(), "subject orders-value, schema id 999: schema id 999 is not registered") {
 		t.Fatalf("unknown id: %v", err)
@@ -176,15 +137,7 @@ func TestAvroErrorsNameSubjectIDAndRecord(t *testing.T) {
 	d.Close()
 
 	// A real registry answers 409 to a schema its compatibility level refuses.
-	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
-		if r.Method == http.MethodPost && r.URL.Path == "/subjects/priced-value/versions" {
-			w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
-			w.WriteHeader(http.StatusConflict)
-			_, _ = io.WriteString(w, `{"error_code":409,"message":"Schema being registered is incompatible with an earlier schema for subject \"priced-value\""}`)
-			return true
-		}
-		return false
-	})
+	refusePricedSchemas(reg)
 	d = avroPipeline(t, reg.URL(), nil)
 	err = d.PipeInput("orders", nil, good)
 	if !errors.As(err, &re) || re.Topic != "orders" || !strings.Contains(err.Error(), "topic priced, subject priced-value: incompatible schema") ||
@@ -243,11 +196,8 @@ const pricedJSONSchema = `{"title":"Priced","type":"object","required":["id","it
 // the record's schema (by id) at the source and the sink's schema at the
 // sink; a record the schema refuses fails, named.
 func TestJSONSchemaThroughTheRegistry(t *testing.T) {
-	reg := srfake.New()
-	defer reg.Close()
 	orderJSONSchema := `{"type":"object","required":["id","item"],"properties":{"id":{"type":"integer"},"item":{"type":"string"}}}`
-	id, _, err := reg.RegisterSchema("orders-value", sr.Schema{Schema: orderJSONSchema, Type: sr.TypeJSON})
-	must(err)
+	reg, id := ordersRegistry(t, orderJSONSchema, sr.TypeJSON)
 	build := func() *streams.TestDriver {
 		b := streams.NewBuilder()
 		orders, err := b.Stream([]string{"orders"}, streams.ValueSerde(streams.JSONSchema))
@@ -302,10 +252,7 @@ func TestJSONSchemaThroughTheRegistry(t *testing.T) {
 // its subject already (looked up, never registered); "avro" alone at a sink
 // writes with the subject's latest schema.
 func TestAvroSinkLooksUpOrTakesTheLatestSchema(t *testing.T) {
-	reg := srfake.New()
-	defer reg.Close()
-	id, _, err := reg.RegisterSchema("orders-value", sr.Schema{Schema: orderSchema, Type: sr.TypeAvro})
-	must(err)
+	reg, id := ordersRegistry(t, orderSchema, sr.TypeAvro)
 	order := confluent(t, id, orderSchema, map[string]any{"id": int64(5), "item": "nib", "note": nil})
 
 	d := avroPipeline(t, reg.URL(), map[string]string{"auto.register.schemas": "false"})

@@ -3,12 +3,47 @@ package streams_test
 import (
 	"encoding/binary"
 	"errors"
+	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/polystreams/polystreams/core/streams"
 )
+
+// extractorDriver is a test driver of in -> out, the source taking opts,
+// b's topology and props its configuration; closed when the test ends.
+func extractorDriver(t *testing.T, b *streams.Builder, props map[string]string, opts ...streams.Option) *streams.TestDriver {
+	t.Helper()
+	in, err := b.Stream([]string{"in"}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.To("out"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := streams.NewTestDriver(b, streams.Config{Properties: props, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// outTimestamps reads out and answers its records' timestamps.
+func outTimestamps(t *testing.T, d *streams.TestDriver) []int64 {
+	t.Helper()
+	out, err := d.ReadOutput("out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, r := range out {
+		got = append(got, r.Timestamp)
+	}
+	return got
+}
 
 // A Go TimestampExtractor sets each record's timestamp from its value
 // (outputs carry it), sees its partition's time, and a negative answer
@@ -29,34 +64,11 @@ func TestTimestampExtractor(t *testing.T) {
 		}
 		return int64(binary.BigEndian.Uint64(r.Value)), nil
 	}
-	b := streams.NewBuilder()
-	in, err := b.Stream([]string{"in"}, streams.KeySerde(streams.String), streams.ValueSerde(streams.Long), streams.TimestampExtractor(extract))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := in.To("out"); err != nil {
-		t.Fatal(err)
-	}
-	d, err := streams.NewTestDriver(b, streams.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	long := func(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
+	d := extractorDriver(t, streams.NewBuilder(), nil, streams.KeySerde(streams.String), streams.ValueSerde(streams.Long), streams.TimestampExtractor(extract))
 	for _, v := range [][]byte{long(500), []byte("x"), long(200), long(900)} {
-		if err := d.PipeInput("in", []byte("k"), v, streams.Timestamp(7)); err != nil {
-			t.Fatal(err)
-		}
+		pipe(t, d, "in", "k", v, 7)
 	}
-	out, err := d.ReadOutput("out")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []int64
-	for _, r := range out {
-		got = append(got, r.Timestamp)
-	}
-	if want := []int64{500, 200, 900}; !slices.Equal(got, want) {
+	if got, want := outTimestamps(t, d), []int64{500, 200, 900}; !slices.Equal(got, want) {
 		t.Errorf("output timestamps %v, want %v", got, want)
 	}
 	if want := []int64{-1, 500, 500, 500}; !slices.Equal(seen, want) {
@@ -65,93 +77,58 @@ func TestTimestampExtractor(t *testing.T) {
 	if n := d.DroppedRecords(); n != 1 {
 		t.Errorf("dropped records %d, want 1 (the negative timestamp)", n)
 	}
-	err = d.PipeInput("in", []byte("k"), []byte("boom"))
+	err := d.PipeInput("in", []byte("k"), []byte("boom"))
 	if err == nil || !strings.Contains(err.Error(), "KSTREAM-SOURCE-0000000000") || !strings.Contains(err.Error(), "in/0@4") || !strings.Contains(err.Error(), "cannot read a timestamp from boom") {
 		t.Errorf("a failing extractor: %v", err)
 	}
 }
 
-// The built-in extractors by Kafka Streams' class names; another name is
-// refused naming it.
-func TestBuiltinTimestampExtractor(t *testing.T) {
+// The built-in extractors by Kafka Streams' class names, on a source
+// (BuiltinTimestampExtractor) or for every source that gives none
+// (default.timestamp.extractor: NewBuilder's option, which Properties must
+// repeat): valid timestamps are kept, out of order too; a negative one is
+// dropped by LogAndSkipOnInvalidTimestamp and stamped with the partition's
+// time by UsePartitionTimeOnInvalidTimestamp.
+func TestBuiltinTimestampExtractors(t *testing.T) {
+	for _, c := range []struct {
+		what    string
+		builder []streams.Option // NewBuilder's
+		source  []streams.Option // the Stream's
+		props   map[string]string
+		in      []int64 // the records' own timestamps
+		want    []int64 // the outputs'
+		dropped int64
+	}{
+		{what: "UsePartitionTimeOnInvalidTimestamp, valid", source: []streams.Option{streams.BuiltinTimestampExtractor(streams.UsePartitionTimeOnInvalidTimestamp)},
+			in: []int64{300, 100}, want: []int64{300, 100}},
+		{what: "LogAndSkipOnInvalidTimestamp", source: []streams.Option{streams.BuiltinTimestampExtractor(streams.LogAndSkipOnInvalidTimestamp)},
+			in: []int64{100, -1, 50}, want: []int64{100, 50}, dropped: 1},
+		{what: "UsePartitionTimeOnInvalidTimestamp", source: []streams.Option{streams.BuiltinTimestampExtractor(streams.UsePartitionTimeOnInvalidTimestamp)},
+			in: []int64{100, -1, 50}, want: []int64{100, 100, 50}},
+		{what: "default LogAndSkipOnInvalidTimestamp", builder: []streams.Option{streams.BuiltinTimestampExtractor(streams.LogAndSkipOnInvalidTimestamp)},
+			props: map[string]string{"default.timestamp.extractor": "org.apache.kafka.streams.processor.LogAndSkipOnInvalidTimestamp"},
+			in:    []int64{100, -1}, want: []int64{100}, dropped: 1},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			d := extractorDriver(t, streams.NewBuilder(c.builder...), c.props, c.source...)
+			for _, ts := range c.in {
+				if err := d.PipeInput("in", nil, []byte("v"), streams.Timestamp(ts)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := outTimestamps(t, d); !slices.Equal(got, c.want) || d.DroppedRecords() != c.dropped {
+				t.Errorf("timestamps %v, dropped %d; want %v, %d", got, d.DroppedRecords(), c.want, c.dropped)
+			}
+		})
+	}
+}
+
+// An extractor name that is not a built-in one is refused naming it, on a
+// source and in default.timestamp.extractor.
+func TestBuiltinTimestampExtractorRefused(t *testing.T) {
 	if _, err := streams.NewBuilder().Stream([]string{"in"}, streams.BuiltinTimestampExtractor("EventTime")); err == nil || !strings.Contains(err.Error(), `"EventTime" is not a built-in one`) {
 		t.Errorf("an unknown built-in: %v", err)
 	}
-	b := streams.NewBuilder()
-	in, err := b.Stream([]string{"in"}, streams.BuiltinTimestampExtractor(streams.UsePartitionTimeOnInvalidTimestamp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := in.To("out"); err != nil {
-		t.Fatal(err)
-	}
-	d, err := streams.NewTestDriver(b, streams.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	for _, ts := range []int64{300, 100} {
-		if err := d.PipeInput("in", nil, []byte("v"), streams.Timestamp(ts)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	out, err := d.ReadOutput("out")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out) != 2 || out[0].Timestamp != 300 || out[1].Timestamp != 100 {
-		t.Errorf("UsePartitionTimeOnInvalidTimestamp kept valid timestamps: %+v", out)
-	}
-}
-
-// A record whose own timestamp is negative: LogAndSkipOnInvalidTimestamp
-// drops it, UsePartitionTimeOnInvalidTimestamp stamps it with the
-// partition's time.
-func TestBuiltinExtractorsOnNegativeTimestamps(t *testing.T) {
-	for _, c := range []struct {
-		name    string
-		want    []int64
-		dropped int64
-	}{
-		{streams.LogAndSkipOnInvalidTimestamp, []int64{100, 50}, 1},
-		{streams.UsePartitionTimeOnInvalidTimestamp, []int64{100, 100, 50}, 0},
-	} {
-		b := streams.NewBuilder()
-		in, err := b.Stream([]string{"in"}, streams.BuiltinTimestampExtractor(c.name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := in.To("out"); err != nil {
-			t.Fatal(err)
-		}
-		d, err := streams.NewTestDriver(b, streams.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, ts := range []int64{100, -1, 50} {
-			if err := d.PipeInput("in", nil, []byte("v"), streams.Timestamp(ts)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		out, err := d.ReadOutput("out")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []int64
-		for _, r := range out {
-			got = append(got, r.Timestamp)
-		}
-		if !slices.Equal(got, c.want) || d.DroppedRecords() != c.dropped {
-			t.Errorf("%s: timestamps %v, dropped %d; want %v, %d", c.name, got, d.DroppedRecords(), c.want, c.dropped)
-		}
-		d.Close()
-	}
-}
-
-// default.timestamp.extractor: NewBuilder's BuiltinTimestampExtractor
-// option stamps every Stream and Table that gives none; in Properties it
-// must be the Builder's, and an unknown class name is refused.
-func TestDefaultTimestampExtractor(t *testing.T) {
 	b := streams.NewBuilder(streams.BuiltinTimestampExtractor(streams.LogAndSkipOnInvalidTimestamp))
 	in, err := b.Stream([]string{"in"})
 	if err != nil {
@@ -162,22 +139,5 @@ func TestDefaultTimestampExtractor(t *testing.T) {
 	}
 	if _, err := streams.NewTestDriver(b, streams.Config{Properties: map[string]string{"default.timestamp.extractor": "Clock"}}); err == nil || !strings.Contains(err.Error(), "default.timestamp.extractor: want one of Kafka Streams' built-in extractors") {
 		t.Errorf("an unknown default.timestamp.extractor: %v", err)
-	}
-	d, err := streams.NewTestDriver(b, streams.Config{Properties: map[string]string{"default.timestamp.extractor": "org.apache.kafka.streams.processor.LogAndSkipOnInvalidTimestamp"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	for _, ts := range []int64{100, -1} {
-		if err := d.PipeInput("in", nil, []byte("v"), streams.Timestamp(ts)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	out, err := d.ReadOutput("out")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out) != 1 || d.DroppedRecords() != 1 {
-		t.Errorf("default LogAndSkipOnInvalidTimestamp: %d outputs, %d dropped; want 1, 1", len(out), d.DroppedRecords())
 	}
 }

@@ -2,16 +2,11 @@ package streams_test
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
-	"io"
-	"log/slog"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/sr"
-	"github.com/twmb/franz-go/pkg/sr/srfake"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/dynamicpb"
@@ -40,44 +35,13 @@ func protoRecord(t *testing.T, id int, schema, js string) []byte {
 // that sees JSON, and writes priced (protobuf with pricedProto).
 func protobufPipeline(t *testing.T, url string, props map[string]string) *streams.TestDriver {
 	t.Helper()
-	b := streams.NewBuilder()
-	orders, err := b.Stream([]string{"orders"}, streams.KeySerde(streams.String), streams.ValueSerde(streams.Protobuf))
-	must(err)
-	priced, err := orders.MapValues(func(v []byte) ([]byte, error) {
-		var o struct {
-			ID   string `json:"id"` // protojson writes an int64 as a string
-			Item string `json:"item"`
-			Note string `json:"note"`
-		}
-		if err := json.Unmarshal(v, &o); err != nil {
-			return nil, err
-		}
-		total := 2.5
-		if o.Note != "" {
-			total = 10
-		}
-		return json.Marshal(map[string]any{"id": o.ID, "item": strings.ToUpper(o.Item), "total": total})
-	})
-	must(err)
-	must(priced.To("priced", streams.ValueSerde(streams.ProtobufWith(pricedProto))))
-	p := map[string]string{"schema.registry.url": url}
-	for k, v := range props {
-		p[k] = v
-	}
-	d, err := streams.NewTestDriver(b, streams.Config{Properties: p, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return registryPipeline(t, url, props, streams.Protobuf, streams.ProtobufWith(pricedProto))
 }
 
 // Protobuf records decode to JSON for the function, whose JSON is encoded
 // as the sink's message under its schema, registered under priced-value.
 func TestProtobufThroughTheRegistry(t *testing.T) {
-	reg := srfake.New()
-	defer reg.Close()
-	id, _, err := reg.RegisterSchema("orders-value", sr.Schema{Schema: orderProto, Type: sr.TypeProtobuf})
-	must(err)
+	reg, id := ordersRegistry(t, orderProto, sr.TypeProtobuf)
 	d := protobufPipeline(t, reg.URL(), nil)
 	defer d.Close()
 	must(d.PipeInput("orders", []byte("k1"), protoRecord(t, id, orderProto, `{"id":7,"item":"pen"}`)))
@@ -109,13 +73,10 @@ func TestProtobufThroughTheRegistry(t *testing.T) {
 // Bad input is named as for Avro: an unknown id at the source under the
 // deserialization policy, a schema the registry refuses (409) at the sink.
 func TestProtobufErrorsNameSubjectIDAndRecord(t *testing.T) {
-	reg := srfake.New()
-	defer reg.Close()
-	id, _, err := reg.RegisterSchema("orders-value", sr.Schema{Schema: orderProto, Type: sr.TypeProtobuf})
-	must(err)
+	reg, id := ordersRegistry(t, orderProto, sr.TypeProtobuf)
 	d := protobufPipeline(t, reg.URL(), nil)
 	var re *streams.RecordError
-	err = d.PipeInput("orders", []byte("k"), protoRecord(t, 4242, orderProto, `{"id":1}`))
+	err := d.PipeInput("orders", []byte("k"), protoRecord(t, 4242, orderProto, `{"id":1}`))
 	if !errors.As(err, &re) || re.Topic != "orders" || re.Offset != 0 ||
 		!strings.Contains(err.Error(), "value does not decode as protobuf: schema registry: topic orders, subject orders-value, schema id 4242: schema id 4242 is not registered") {
 		t.Fatalf("unknown id: %v", err)
@@ -130,15 +91,7 @@ func TestProtobufErrorsNameSubjectIDAndRecord(t *testing.T) {
 	}
 	d.Close()
 
-	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
-		if r.Method == http.MethodPost && r.URL.Path == "/subjects/priced-value/versions" {
-			w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
-			w.WriteHeader(http.StatusConflict)
-			_, _ = io.WriteString(w, `{"error_code":409,"message":"Schema being registered is incompatible with an earlier schema for subject \"priced-value\""}`)
-			return true
-		}
-		return false
-	})
+	refusePricedSchemas(reg)
 	d = protobufPipeline(t, reg.URL(), nil)
 	defer d.Close()
 	err = d.PipeInput("orders", nil, protoRecord(t, id, orderProto, `{"id":3}`))

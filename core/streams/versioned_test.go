@@ -74,6 +74,71 @@ func outputs(t *testing.T, d *streams.TestDriver, topic string) string {
 	return strings.Join(out, " ")
 }
 
+// versionedCluster starts a one-broker kfake cluster with topics (one
+// partition each) and a client consuming out; they are closed, and ctx (2
+// minutes) is cancelled, when the test ends.
+func versionedCluster(t *testing.T, out string, topics ...string) (ctx context.Context, brokers string, cl *kgo.Client) {
+	t.Helper()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, append(topics, out)...))
+	must(err)
+	t.Cleanup(cluster.Close)
+	brokers = cluster.ListenAddrs()[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	cl, err = kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics(out))
+	must(err)
+	t.Cleanup(cl.Close)
+	return ctx, brokers, cl
+}
+
+// startVersionedApp starts application id on brokers: b (String keys and
+// values) as build makes it, a fresh state directory, commits every 100 ms.
+func startVersionedApp(ctx context.Context, t *testing.T, id, brokers string, build func(b *streams.Builder)) *streams.App {
+	t.Helper()
+	b := streams.NewBuilder(streams.KeySerde(streams.String), streams.ValueSerde(streams.String))
+	build(b)
+	app, err := streams.New(b, streams.Config{ApplicationID: id, Brokers: brokers,
+		Properties: map[string]string{"state.dir": t.TempDir(), "commit.interval.ms": "100"},
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil))})
+	must(err)
+	must(app.Start(ctx))
+	return app
+}
+
+// poll reads n records from cl, each as format writes it.
+func poll(ctx context.Context, cl *kgo.Client, n int, format func(r *kgo.Record) string) []string {
+	var got []string
+	for len(got) < n {
+		fs := cl.PollFetches(ctx)
+		must(fs.Err0())
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, format(r)) })
+	}
+	return got
+}
+
+// keyValueAt is a record as "key=value@timestamp".
+func keyValueAt(r *kgo.Record) string {
+	return fmt.Sprintf("%s=%s@%d", r.Key, r.Value, r.Timestamp.UnixMilli())
+}
+
+// readChangelog reads a versioned store's changelog topic from its start
+// until it has n records: "key=value@timestamp" (null for a tombstone),
+// sorted.
+func readChangelog(ctx context.Context, brokers, topic string, n int) string {
+	lc, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	must(err)
+	defer lc.Close()
+	logged := poll(ctx, lc, n, func(r *kgo.Record) string {
+		v := "null"
+		if r.Value != nil {
+			v = string(r.Value)
+		}
+		return fmt.Sprintf("%s=%s@%d", r.Key, v, r.Timestamp.UnixMilli())
+	})
+	slices.Sort(logged)
+	return strings.Join(logged, " ")
+}
+
 // KIP-914: a stream record joins the table version valid at its own
 // timestamp; an out-of-order table update changes the versions later
 // records find, not what was joined already; an update older than the
@@ -212,31 +277,18 @@ func TestVersionedRefused(t *testing.T) {
 // retention + 1 day. An instance with no local state restores every
 // version from it, and joins as of a time with them.
 func TestVersionedStoreChangelogAndRestore(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "prices", "orders", "priced"))
-	must(err)
-	defer cluster.Close()
-	brokers := cluster.ListenAddrs()[0]
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx, brokers, cl := versionedCluster(t, "priced", "prices", "orders")
 	start := func() *streams.App {
-		b := streams.NewBuilder(streams.KeySerde(streams.String), streams.ValueSerde(streams.String))
-		prices, err := b.Table("prices", streams.Store("prices"), streams.Versioned(time.Hour))
-		must(err)
-		orders, err := b.Stream([]string{"orders"})
-		must(err)
-		priced, err := orders.Join(prices, func(o, p []byte) ([]byte, error) { return fmt.Appendf(nil, "%s@%s", o, p), nil })
-		must(err)
-		must(priced.To("priced"))
-		app, err := streams.New(b, streams.Config{ApplicationID: "vers", Brokers: brokers,
-			Properties: map[string]string{"state.dir": t.TempDir(), "commit.interval.ms": "100"},
-			Logger:     slog.New(slog.NewTextHandler(io.Discard, nil))})
-		must(err)
-		must(app.Start(ctx))
-		return app
+		return startVersionedApp(ctx, t, "vers", brokers, func(b *streams.Builder) {
+			prices, err := b.Table("prices", streams.Store("prices"), streams.Versioned(time.Hour))
+			must(err)
+			orders, err := b.Stream([]string{"orders"})
+			must(err)
+			priced, err := orders.Join(prices, func(o, p []byte) ([]byte, error) { return fmt.Appendf(nil, "%s@%s", o, p), nil })
+			must(err)
+			must(priced.To("priced"))
+		})
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics("priced"))
-	must(err)
-	defer cl.Close()
 	produce := func(topic, key string, value *string, ts int64) {
 		var v []byte
 		if value != nil {
@@ -244,17 +296,7 @@ func TestVersionedStoreChangelogAndRestore(t *testing.T) {
 		}
 		must(cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(key), Value: v, Timestamp: time.UnixMilli(ts)}).FirstErr())
 	}
-	read := func(n int) []string {
-		var got []string
-		for len(got) < n {
-			fs := cl.PollFetches(ctx)
-			must(fs.Err0())
-			fs.EachRecord(func(r *kgo.Record) {
-				got = append(got, fmt.Sprintf("%s=%s@%d", r.Key, r.Value, r.Timestamp.UnixMilli()))
-			})
-		}
-		return got
-	}
+	read := func(n int) []string { return poll(ctx, cl, n, keyValueAt) }
 
 	app := start()
 	produce("prices", "apple", vstr("3"), 10)
@@ -269,26 +311,10 @@ func TestVersionedStoreChangelogAndRestore(t *testing.T) {
 	must(app.Stop(ctx))
 
 	// The changelog, as Kafka Streams writes a versioned store's.
-	lc, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics("vers-prices-changelog"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	must(err)
-	defer lc.Close()
-	var logged []string
-	for len(logged) < 5 {
-		fs := lc.PollFetches(ctx)
-		must(fs.Err0())
-		fs.EachRecord(func(r *kgo.Record) {
-			v := "null"
-			if r.Value != nil {
-				v = string(r.Value)
-			}
-			logged = append(logged, fmt.Sprintf("%s=%s@%d", r.Key, v, r.Timestamp.UnixMilli()))
-		})
-	}
-	slices.Sort(logged)
-	if got, want := strings.Join(logged, " "), "apple=2@20 apple=3@10 apple=4@30 fig=7@10 fig=null@25"; got != want {
+	if got, want := readChangelog(ctx, brokers, "vers-prices-changelog", 5), "apple=2@20 apple=3@10 apple=4@30 fig=7@10 fig=null@25"; got != want {
 		t.Errorf("changelog records: %s, want %s", got, want)
 	}
-	adm := kadm.NewClient(lc)
+	adm := kadm.NewClient(cl)
 	cfgs, err := adm.DescribeTopicConfigs(ctx, "vers-prices-changelog")
 	must(err)
 	cfg, err := cfgs.On("vers-prices-changelog", nil)
@@ -408,41 +434,22 @@ func (p *versionOps) Close() error { return nil }
 // version, the version's time as the record's) and a new instance with
 // no local state restores every version.
 func TestProcessorVersionedStoreChangelogAndRestore(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "ops", "answers"))
-	must(err)
-	defer cluster.Close()
-	brokers := cluster.ListenAddrs()[0]
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx, brokers, cl := versionedCluster(t, "answers", "ops")
 	start := func() *streams.App {
-		b := streams.NewBuilder(streams.KeySerde(streams.String), streams.ValueSerde(streams.String))
-		must(b.AddStateStore(streams.VersionedKeyValueStoreBuilder("history", time.Hour, streams.String, streams.String).WithSegmentInterval(time.Minute)))
-		ops, err := b.Stream([]string{"ops"})
-		must(err)
-		answers, err := ops.Process(func() streams.Processor { return &versionOps{} }, streams.Stores("history"))
-		must(err)
-		must(answers.To("answers"))
-		app, err := streams.New(b, streams.Config{ApplicationID: "pvers", Brokers: brokers,
-			Properties: map[string]string{"state.dir": t.TempDir(), "commit.interval.ms": "100"},
-			Logger:     slog.New(slog.NewTextHandler(io.Discard, nil))})
-		must(err)
-		must(app.Start(ctx))
-		return app
+		return startVersionedApp(ctx, t, "pvers", brokers, func(b *streams.Builder) {
+			must(b.AddStateStore(streams.VersionedKeyValueStoreBuilder("history", time.Hour, streams.String, streams.String).WithSegmentInterval(time.Minute)))
+			ops, err := b.Stream([]string{"ops"})
+			must(err)
+			answers, err := ops.Process(func() streams.Processor { return &versionOps{} }, streams.Stores("history"))
+			must(err)
+			must(answers.To("answers"))
+		})
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics("answers"))
-	must(err)
-	defer cl.Close()
 	produce := func(key, value string, ts int64) {
 		must(cl.ProduceSync(ctx, &kgo.Record{Topic: "ops", Key: []byte(key), Value: []byte(value), Timestamp: time.UnixMilli(ts)}).FirstErr())
 	}
 	read := func(n int) string {
-		var got []string
-		for len(got) < n {
-			fs := cl.PollFetches(ctx)
-			must(fs.Err0())
-			fs.EachRecord(func(r *kgo.Record) { got = append(got, fmt.Sprintf("%s=%s", r.Key, r.Value)) })
-		}
-		return strings.Join(got, " ")
+		return strings.Join(poll(ctx, cl, n, func(r *kgo.Record) string { return fmt.Sprintf("%s=%s", r.Key, r.Value) }), " ")
 	}
 
 	app := start()
@@ -457,23 +464,7 @@ func TestProcessorVersionedStoreChangelogAndRestore(t *testing.T) {
 	}
 	must(app.Stop(ctx))
 
-	lc, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics("pvers-history-changelog"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	must(err)
-	defer lc.Close()
-	var logged []string
-	for len(logged) < 5 {
-		fs := lc.PollFetches(ctx)
-		must(fs.Err0())
-		fs.EachRecord(func(r *kgo.Record) {
-			v := "null"
-			if r.Value != nil {
-				v = string(r.Value)
-			}
-			logged = append(logged, fmt.Sprintf("%s=%s@%d", r.Key, v, r.Timestamp.UnixMilli()))
-		})
-	}
-	slices.Sort(logged)
-	if got, want := strings.Join(logged, " "), "apple=2@20 apple=3@10 apple=4@30 fig=7@10 fig=null@25"; got != want {
+	if got, want := readChangelog(ctx, brokers, "pvers-history-changelog", 5), "apple=2@20 apple=3@10 apple=4@30 fig=7@10 fig=null@25"; got != want {
 		t.Errorf("changelog records: %s, want %s", got, want)
 	}
 

@@ -75,7 +75,7 @@ export { EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, Suppressed, 
 export type { BufferConfig, BufferFull, SuppressedOptions } from "./windows.js";
 export type { SerdeName, SerdeType, SerdeTypes, TopicSerde } from "./serde.js";
 
-export { FixedKeyRecord, Record, StoreBuilder, Stores, withMetadata } from "./processor.js";
+export { FixedKeyRecord, PUT_RETURN_CODE_NOT_PUT, PUT_RETURN_CODE_VALID_TO_UNDEFINED, Record, StoreBuilder, Stores, withMetadata } from "./processor.js";
 export type {
   Cancellable,
   FixedKeyProcessor,
@@ -95,6 +95,8 @@ export type {
   ValueAndTimestamp,
   ValueTransformerWithKey,
   ValueTransformerWithKeySupplier,
+  VersionedKeyValueStore as ProcessorVersionedKeyValueStore,
+  VersionedStoreBuilderOptions,
   WindowStore as ProcessorWindowStore,
   WindowStoreBuilderOptions,
 } from "./processor.js";

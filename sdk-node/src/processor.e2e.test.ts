@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { App, type FixedKeyProcessor, type FixedKeyProcessorContext, type FixedKeyRecord, type Processor, type ProcessorContext, type ProcessorKeyValueStore, type ProcessorWindowStore, InvalidArgumentError, PolystreamsError, ProcessingError, Record, Stores, TopologyTestDriver } from "./index.js";
+import { App, type FixedKeyProcessor, type FixedKeyProcessorContext, type FixedKeyRecord, type Processor, type ProcessorContext, type ProcessorKeyValueStore, type ProcessorVersionedKeyValueStore, type ProcessorWindowStore, InvalidArgumentError, PolystreamsError, ProcessingError, PUT_RETURN_CODE_NOT_PUT, Record, Stores, TopologyTestDriver } from "./index.js";
 import { useEngine } from "./testing/app.js";
 import { runReadmeBlock } from "./testing/readme.js";
 
@@ -225,4 +225,60 @@ test("a window store: put with a window start, fetch and fetchRange read it back
 
 test("the README's routing program runs verbatim", async () => {
   assert.equal(await runReadmeBlock("### Routing: stream partitioners and topic name extractors"), '["eu:book","us:pen"]');
+});
+
+test("a processor's versioned store: put answers validTo or NOT_PUT, as-of reads, a Read for a key the bundle lacks, delete; the engine's store answers the same", async () => {
+  class PriceHistory implements Processor<string, string, string, string> {
+    private ctx!: ProcessorContext<string, string>;
+    private prices!: ProcessorVersionedKeyValueStore<string, bigint>;
+    init(ctx: ProcessorContext<string, string>): void {
+      this.ctx = ctx;
+      this.prices = ctx.getStateStore("prices");
+    }
+    async process(r: Record<string, string>): Promise<void> {
+      const show = (v: { value: bigint; timestamp: number; validTo: number | undefined } | undefined): string =>
+        v === undefined ? "none" : `${v.value}@${v.timestamp}${v.validTo === undefined ? "" : `<${v.validTo}`}`;
+      const ts = r.timestamp;
+      let out: string;
+      if (r.value === "del") {
+        out = `deleted ${show(await this.prices.delete(r.key, ts))} latest ${show(await this.prices.get(r.key))}`;
+      } else {
+        // Not awaited: the store runs its calls in call order all the same.
+        const put = this.prices.put(r.key, BigInt(r.value), ts);
+        const latest = this.prices.get(r.key);
+        const before = this.prices.get(r.key, { asOf: ts - 1 });
+        out = `put ${BigInt(await put)} latest ${show(await latest)} before ${show(await before)}`;
+        if (r.key === "pear") {
+          out += ` apple ${show(await this.prices.get("apple", { asOf: ts }))}`;
+        }
+      }
+      this.ctx.forward(r.withValue(out));
+    }
+  }
+  await using driver = await TopologyTestDriver.create("proc-versioned");
+  await driver.addStateStore(Stores.versionedKeyValueStore("prices", { key: "string", value: "long", historyRetentionMs: 1000 }));
+  driver.stream("in", { key: "string", value: "string" }).process(() => new PriceHistory(), { stores: ["prices"] }).to("out");
+  for (const [k, v, t] of [["apple", "10", 1000], ["apple", "12", 3000], ["apple", "11", 2000], ["pear", "5", 2500], ["apple", "9", 100], ["apple", "del", 3500]] as const) {
+    await driver.pipeInput("in", k, v, { timestamp: t });
+  }
+  const out = await driver.readOutput("out");
+  assert.deepEqual(
+    out.map((r) => r.value),
+    [
+      "put -1 latest 10@1000 before none",
+      "put -1 latest 12@3000 before 10@1000",
+      "put 3000 latest 12@3000 before none", // in the past; as of 1999 (< 3000 - 1000) only a latest version is found
+      "put -1 latest 5@2500 before none apple 11@2000",
+      `put ${BigInt(PUT_RETURN_CODE_NOT_PUT)} latest 12@3000 before none`, // older than the history retention
+      "deleted 12@3000 latest none",
+    ],
+  );
+  const prices = await driver.getVersionedStore<string, bigint>("prices");
+  assert.deepEqual(await prices.get("apple", { asOf: 2500 }), { value: 11n, timestamp: 2000, validTo: 3000 });
+  assert.equal(await prices.get("apple"), undefined);
+  assert.throws(() => Stores.versionedKeyValueStore("p", { historyRetentionMs: -1 }), /historyRetentionMs must be a non-negative integer/);
+});
+
+test("the README's versioned store program runs verbatim", async () => {
+  assert.equal(await runReadmeBlock("#### A processor's versioned store"), '["was none, valid to -1","was 10, valid to -1","was 10, valid to 200000","too late"]');
 });

@@ -26,7 +26,18 @@ import {
   StoreType,
 } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import type { RecordMetadata, ReadFn } from "./processor.js";
-import { FixedKeyRecord, withMetadata, type KeyValueStore, type Processor, type ProcessorContext, Record, type WindowStore } from "./processor.js";
+import {
+  FixedKeyRecord,
+  PUT_RETURN_CODE_NOT_PUT,
+  PUT_RETURN_CODE_VALID_TO_UNDEFINED,
+  withMetadata,
+  type KeyValueStore,
+  type Processor,
+  type ProcessorContext,
+  type VersionedKeyValueStore as ProcessorVersionedKeyValueStore,
+  Record,
+  type WindowStore,
+} from "./processor.js";
 
 type Bytes = Buffer | null;
 
@@ -703,5 +714,43 @@ describe("functions with metadata (withMetadata)", () => {
     const bad = await chain([[Operation.MAP_VALUES, (v: string, m: RecordMetadata) => ((m.timestamp = v as unknown as number), v), Metadata.WRITE]], []);
     assert.deepEqual(bad.outputCounts, [0, 0]);
     assert.match(bad.failures[0]!.message, /a timestamp is an integer number of epoch milliseconds/);
+  });
+});
+
+describe("a versioned store", () => {
+  test("answers from the view's versions and its own puts; calls take effect in call order behind a Read, awaited or not", async () => {
+    const answers: unknown[] = [];
+    const reads: string[] = [];
+    class History implements Processor<string, string, string, bigint> {
+      h!: ProcessorVersionedKeyValueStore<string, bigint>;
+      init(ctx: ProcessorContext<string, bigint>): void {
+        this.h = ctx.getStateStore("h");
+      }
+      async process(): Promise<void> {
+        // Not awaited one by one: b is not in the view (a Read), and the
+        // calls after it wait for it, so a's put sees b's stream time.
+        const calls = [this.h.put("b", 5n, 30), this.h.get("b"), this.h.put("a", 2n, 5), this.h.get("a"), this.h.get("a", { asOf: 12 })];
+        answers.push(...(await Promise.all(calls)));
+      }
+    }
+    const read: ReadFn = async (req) => {
+      reads.push(`${req.store} ${req.query.case} ${Buffer.from(req.query.value as Uint8Array).toString("utf8")}`);
+      await new Promise((r) => setTimeout(r, 5));
+      return create(ReadResponseSchema, { keyLengths: [1], keys: str("b"), valueLengths: [8], values: long(3), windows: [25n] });
+    };
+    const b = bundle({ init: true, stores: ["h"], records: [["z", "x", 20]], views: [{ store: "h", type: StoreType.VERSIONED_KEY_VALUE, entries: [[str("a"), long(1), 10]] }] });
+    Object.assign(b.stores[0]!, { versionCounts: [1], streamTimeMs: 10n, historyRetentionMs: 10n });
+    const r = await executor(() => new History(), read).process(b);
+    assert.equal(r.failures.length, 0, r.failures[0]?.message);
+    assert.deepEqual(reads, ["h versions b"]);
+    assert.deepEqual(answers, [
+      PUT_RETURN_CODE_VALID_TO_UNDEFINED, // b's latest (its Read brought 3@25)
+      { value: 5n, timestamp: 30, validTo: undefined },
+      PUT_RETURN_CODE_NOT_PUT, // 5 < stream time 30 - 10 (run before b's put, it would have answered 10)
+      { value: 1n, timestamp: 10, validTo: undefined },
+      { value: 1n, timestamp: 10, validTo: undefined }, // before 30 - 10, but the latest version is found
+    ]);
+    // Ops in call order, each a PUT at the version's time (the expired one too).
+    assert.deepEqual(ops(r)[1]!.map((o) => [o.kind, o.key, o.ts]), [["PUT", "b", 30], ["PUT", "a", 5]]);
   });
 });

@@ -39,6 +39,7 @@ import { type AnyFunction, failEvery, isThenable } from "./outcomes.js";
 import { typeName } from "./errors.js";
 import { type SerdeName, decode, decodeColumn, encode, errorText } from "./serde.js";
 import { Windowed } from "./windows.js";
+import type { VersionedRecord } from "./store.js";
 
 // ---------------------------------------------------------------------------
 // What a processor sees.
@@ -174,6 +175,37 @@ export interface WindowStore<K = unknown, V = unknown> {
   fetchAll(from: number, to: number): KeyValueIterator<Windowed<K>, V>;
   all(): KeyValueIterator<Windowed<K>, V>;
 }
+
+/**
+ * A versioned key-value store (`VersionedKeyValueStore`, KIP-889): every
+ * version of a key's value, each valid from its timestamp until the next
+ * version's, kept for the store's history retention behind its stream time
+ * (the largest timestamp put into it). `put` resolves to the version's
+ * validTo (the next version's timestamp) when it lands in the past,
+ * {@link PUT_RETURN_CODE_VALID_TO_UNDEFINED} when it is the key's latest,
+ * {@link PUT_RETURN_CODE_NOT_PUT} when it is older than the history
+ * retention (nothing is put; dropped-records counts it); a null value is a
+ * tombstone. `get(key)` resolves to the latest version, `get(key, { asOf })`
+ * to the one valid at `asOf`, with `validTo` undefined (as Kafka Streams'
+ * processor stores answer), or undefined. `delete(key, timestamp)` puts a
+ * tombstone and resolves to the version valid at `timestamp` before it.
+ * Calls on one store take effect in call order, awaited or not.
+ */
+export interface VersionedKeyValueStore<K = unknown, V = unknown> {
+  readonly name: string;
+  put(key: K, value: V | null, timestamp: number): Promise<number>;
+  get(key: K, options?: { asOf?: number }): Promise<VersionedRecord<V> | undefined>;
+  delete(key: K, timestamp: number): Promise<VersionedRecord<V> | undefined>;
+}
+
+/** A versioned store's put answer when the version is the key's latest (`PUT_RETURN_CODE_VALID_TO_UNDEFINED`). */
+export const PUT_RETURN_CODE_VALID_TO_UNDEFINED = -1;
+/**
+ * A versioned store's put answer when nothing was put, being older than the
+ * history retention (`PUT_RETURN_CODE_NOT_PUT`, Java's `Long.MIN_VALUE`:
+ * -2^63, exact as a number; `BigInt(code)` prints it as Java does).
+ */
+export const PUT_RETURN_CODE_NOT_PUT = -(2 ** 63);
 
 /** An iterator over a store: `for await (const [k, v] of it)`; close() (or `await using`) when leaving early. */
 export interface KeyValueIterator<K, V> extends AsyncIterableIterator<[K, V]>, AsyncDisposable {
@@ -323,6 +355,14 @@ export interface WindowStoreBuilderOptions extends StoreBuilderOptions {
   retainDuplicates?: boolean;
 }
 
+/** Options of Stores.versionedKeyValueStore. */
+export interface VersionedStoreBuilderOptions extends StoreBuilderOptions {
+  /** How long (ms) versions older than the latest stay readable (`historyRetention`). */
+  historyRetentionMs: number;
+  /** The segment interval (ms) of Kafka Streams' layout (`segmentInterval`); default: Kafka's. */
+  segmentIntervalMs?: number;
+}
+
 /**
  * A store a topology declares (`StoreBuilder`): give it to addStateStore.
  * The `with*` methods return a changed copy, as Kafka Streams' do.
@@ -333,7 +373,7 @@ export class StoreBuilder {
     readonly name: string,
     /** @internal */
     readonly type: StoreType,
-    readonly options: Readonly<StoreBuilderOptions & Partial<WindowStoreBuilderOptions>>,
+    readonly options: Readonly<StoreBuilderOptions & Partial<WindowStoreBuilderOptions> & Partial<VersionedStoreBuilderOptions>>,
   ) {}
 
   /** No changelog topic: the store is rebuilt from nothing after a restart. */
@@ -376,6 +416,21 @@ export const Stores = {
   windowStore(name: string, options: WindowStoreBuilderOptions): StoreBuilder {
     return new StoreBuilder(storeName(name, "windowStore"), StoreType.WINDOW, checkWindow(options, "windowStore"));
   },
+  /**
+   * A versioned key-value store (`versionedKeyValueStoreBuilder(persistentVersionedKeyValueStore(name,
+   * historyRetention[, segmentInterval]), ...)`): its processors get a {@link VersionedKeyValueStore}.
+   */
+  versionedKeyValueStore(name: string, options: VersionedStoreBuilderOptions): StoreBuilder {
+    const h: unknown = options?.historyRetentionMs;
+    if (typeof h !== "number" || !Number.isSafeInteger(h) || h < 0) {
+      throw new TypeError(`versionedKeyValueStore: historyRetentionMs must be a non-negative integer number of milliseconds, not ${String(h)}`);
+    }
+    const seg: unknown = options.segmentIntervalMs;
+    if (seg !== undefined && (typeof seg !== "number" || !Number.isSafeInteger(seg) || seg < 1)) {
+      throw new TypeError(`versionedKeyValueStore: segmentIntervalMs must be a positive integer number of milliseconds, not ${String(seg)}`);
+    }
+    return new StoreBuilder(storeName(name, "versionedKeyValueStore"), StoreType.VERSIONED_KEY_VALUE, { ...options });
+  },
   /** A window store whose values carry a timestamp (`timestampedWindowStoreBuilder`). */
   timestampedWindowStore(name: string, options: WindowStoreBuilderOptions): StoreBuilder {
     return new StoreBuilder(storeName(name, "timestampedWindowStore"), StoreType.TIMESTAMPED_WINDOW, checkWindow(options, "timestampedWindowStore"));
@@ -413,6 +468,9 @@ export function addStateStoreOp(store: StoreBuilder, processors: readonly string
     caching: o.caching ?? false,
     processors: [...processors],
     changelogConfig: { ...o.changelogConfig },
+    ...(store.type === StoreType.VERSIONED_KEY_VALUE
+      ? { versioned: { historyRetentionMs: BigInt(o.historyRetentionMs ?? 0), segmentIntervalMs: BigInt(o.segmentIntervalMs ?? 0), $typeName: "polystreams.v1alpha1.VersionedStore" as const } }
+      : {}),
   };
 }
 
@@ -598,6 +656,14 @@ class Overlay {
   readonly covered = new Set<string>();
   /** window stores: the windows' size (from the store's builder; 0 when this host did not build it) */
   readonly windowSize: number;
+  /** versioned stores: serialized key -> its versions in ascending validFrom (value null: a tombstone) */
+  readonly versions = new Map<string, Version[]>();
+  readonly versioned: boolean;
+  /** versioned stores: the store's stream time, advanced by the bundle's puts, and its history retention */
+  streamTime = -1;
+  historyRetention = 0;
+  /** versioned stores: the last call still waiting for a Read (calls run in call order behind it) */
+  private vtail: Promise<void> | null = null;
 
   constructor(
     readonly run: Run,
@@ -610,6 +676,11 @@ class Overlay {
     this.windowed = view.type === StoreType.WINDOW || view.type === StoreType.TIMESTAMPED_WINDOW;
     this.timestamped = view.type === StoreType.TIMESTAMPED_KEY_VALUE || view.type === StoreType.TIMESTAMPED_WINDOW;
     this.windowSize = run.storeSpecs.get(view.store)?.options.windowSizeMs ?? 0;
+    this.versioned = view.type === StoreType.VERSIONED_KEY_VALUE;
+    if (this.versioned) {
+      this.versionsView(view);
+      return;
+    }
     const keys = split(view.keys, view.keyLengths);
     const values = split(view.values, view.valueLengths);
     const uncovered = new Set(split(view.uncovered, view.uncoveredLengths).map((k) => bkey(k ?? new Uint8Array())));
@@ -630,6 +701,111 @@ class Overlay {
         this.prefetched.add(k);
       }
     }
+  }
+
+  /** A versioned store's view: each key once, its version count, then its versions' values and validFroms. */
+  private versionsView(view: StoreView): void {
+    this.streamTime = Number(view.streamTimeMs);
+    this.historyRetention = Number(view.historyRetentionMs);
+    const keys = split(view.keys, view.keyLengths);
+    const values = split(view.values, view.valueLengths);
+    const total = view.versionCounts.reduce((a, b) => a + b, 0);
+    if (view.versionCounts.length !== keys.length || total !== values.length || view.windows.length !== values.length) {
+      throw new Error(`malformed store view ${JSON.stringify(view.store)}: ${keys.length} keys, ${view.versionCounts.length} version counts adding up to ${total}, ${values.length} values, ${view.windows.length} validFroms`);
+    }
+    let at = 0;
+    for (let i = 0; i < keys.length; i++) {
+      const k = bkey(keys[i] ?? new Uint8Array());
+      const n = view.versionCounts[i]!;
+      const vs: Version[] = [];
+      for (let j = at; j < at + n; j++) {
+        vs.push({ from: Number(view.windows[j]!), value: values[j] ?? null });
+      }
+      at += n;
+      this.versions.set(k, vs);
+      this.prefetched.add(k);
+    }
+  }
+
+  /**
+   * Runs f over a key's versions: at once when they are known and no call
+   * waits, else after the calls before it and, when unknown, one Read
+   * (ReadRequest.versions), so calls take effect in call order.
+   */
+  withVersions<T>(k: string, key: Uint8Array, f: (vs: Version[]) => T): T | Promise<T> {
+    if (this.vtail === null) {
+      const vs = this.versions.get(k);
+      if (vs !== undefined) {
+        this.hit(k);
+        return f(vs);
+      }
+    }
+    const p = (this.vtail ?? Promise.resolve()).then(async () => {
+      let vs = this.versions.get(k);
+      if (vs === undefined) {
+        const resp = await this.run.request(this.name, { case: "versions", value: key }, false, new Uint8Array());
+        const rows = rowsOf(resp);
+        vs = rows.map((r) => ({ from: r.window, value: r.value }));
+        this.versions.set(k, vs);
+      } else {
+        this.hit(k);
+      }
+      return f(vs);
+    });
+    const tail = p.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.vtail = tail;
+    void tail.then(() => {
+      if (this.vtail === tail) {
+        this.vtail = null;
+      }
+    });
+    return p;
+  }
+
+  /** FindVersion (the engine's state/versioned.go): the latest version, or the one valid at asOf. */
+  findVersion(vs: readonly Version[], asOf: number | undefined): Version | undefined {
+    if (vs.length === 0) {
+      return undefined;
+    }
+    if (asOf === undefined) {
+      const v = vs[vs.length - 1]!;
+      return v.value === null ? undefined : v;
+    }
+    let i = vs.length - 1;
+    while (i >= 0 && vs[i]!.from > asOf) {
+      i--;
+    }
+    if (i < 0) {
+      return undefined;
+    }
+    const v = vs[i]!;
+    if (v.value === null || (asOf < this.streamTime - this.historyRetention && i !== vs.length - 1)) {
+      return undefined;
+    }
+    return v;
+  }
+
+  /** A version put into vs (value null: a tombstone): put's answer, as RocksDBVersionedStore's. */
+  putVersion(vs: Version[], from: number, value: Uint8Array | null): number {
+    if (from < this.streamTime - this.historyRetention) {
+      return PUT_RETURN_CODE_NOT_PUT;
+    }
+    const latest = vs.length === 0 || from >= vs[vs.length - 1]!.from;
+    const next = vs.find((v) => v.from > from);
+    this.streamTime = Math.max(this.streamTime, from);
+    let i = 0;
+    while (i < vs.length && vs[i]!.from < from) {
+      i++;
+    }
+    if (i < vs.length && vs[i]!.from === from) {
+      vs[i] = { from, value };
+    } else {
+      vs.splice(i, 0, { from, value });
+    }
+    return latest || next === undefined ? PUT_RETURN_CODE_VALID_TO_UNDEFINED : next.from;
   }
 
   hit(k: string): void {
@@ -703,6 +879,12 @@ class Overlay {
       headers: null,
     });
   }
+}
+
+/** One version of a versioned store's value: valid from `from`; value null: a tombstone. */
+interface Version {
+  from: number;
+  value: Uint8Array | null;
 }
 
 /** A window store's overlay key: the serialized key, then the window start. */
@@ -936,6 +1118,10 @@ class Context implements ProcessorContext {
     return this.cur("store").step;
   }
 
+  currentRun(call: string): Run {
+    return this.cur(call).run;
+  }
+
   now(): number {
     const cur = this.current;
     return cur?.record?.timestamp ?? cur?.streamTime ?? 0;
@@ -1002,7 +1188,7 @@ function encodeAs(serde: string, v: unknown, call: string, node: string, what: s
 }
 
 /** The store object a processor gets: reads through the overlay, writes as ops. */
-function storeFacade(ctx: Context, name: string, index: number): KeyValueStore | WindowStore {
+function storeFacade(ctx: Context, name: string, index: number): KeyValueStore | WindowStore | VersionedKeyValueStore {
   // The store's kind is known from the bundle's view when a method is
   // called (getStateStore may be called in an init whose bundle has none):
   // the object has both kinds' methods and each checks it is the right one.
@@ -1140,27 +1326,76 @@ function storeFacade(ctx: Context, name: string, index: number): KeyValueStore |
       return iter("prefixScan", { case: "prefix", value: kbytes(p) }, false, (k) => k.startsWith(p));
     },
   };
-  const kinded = <F extends AnyFunction>(call: string, windowed: boolean, f: F): F =>
+  const versionedTime = (t: unknown, call: string): number => {
+    if (typeof t !== "number" || !Number.isSafeInteger(t)) {
+      throw new TypeError(`${call}: store ${JSON.stringify(name)}: timestamp must be an integer number of epoch milliseconds, not ${String(t)}`);
+    }
+    return t;
+  };
+  const record = (ov: Overlay, v: Version | undefined): VersionedRecord | undefined =>
+    // Kafka Streams' processor stores answer no validTo (MeteredVersionedKeyValueStore).
+    v === undefined || v.value === null ? undefined : { value: decode(ov.valueSerde, v.value), timestamp: v.from, validTo: undefined };
+  const versionedPut = (call: string, key: unknown, value: unknown, timestamp: unknown): Promise<number> => {
+    const ov = o(call);
+    const ts = versionedTime(timestamp, call);
+    const kb = ov.encodeKey(key, call);
+    const data = value === null || value === undefined ? null : encode(ov.valueSerde, value);
+    // The op is sent even when expired: the engine recomputes the answer
+    // with putVersion and counts the dropped put, as RocksDBVersionedStore.
+    ctx.currentRun(call).ops.push({ kind: OpKind.PUT, step: ctx.stepIndex(), target: index, key: kb, value: data, timestamp: ts, schedule: 0n, headers: null });
+    return Promise.resolve(ov.withVersions(bkey(kb), kb, (vs) => ov.putVersion(vs, ts, data)));
+  };
+  const versioned: VersionedKeyValueStore = {
+    name,
+    put: (key, value, timestamp) => versionedPut("put", key, value, timestamp),
+    get(key, options = {}) {
+      const ov = o("get");
+      const asOf = options.asOf === undefined ? undefined : versionedTime(options.asOf, "get");
+      const kb = ov.encodeKey(key, "get");
+      return Promise.resolve(ov.withVersions(bkey(kb), kb, (vs) => record(ov, ov.findVersion(vs, asOf))));
+    },
+    delete(key, timestamp) {
+      const ov = o("delete");
+      const ts = versionedTime(timestamp, "delete");
+      const kb = ov.encodeKey(key, "delete");
+      ctx.currentRun("delete").ops.push({ kind: OpKind.PUT, step: ctx.stepIndex(), target: index, key: kb, value: null, timestamp: ts, schedule: 0n, headers: null });
+      return Promise.resolve(
+        ov.withVersions(bkey(kb), kb, (vs) => {
+          const old = ts < ov.streamTime - ov.historyRetention ? undefined : record(ov, ov.findVersion(vs, ts));
+          ov.putVersion(vs, ts, null);
+          return old;
+        }),
+      );
+    },
+  };
+  type Kind = "key-value" | "window" | "versioned";
+  const kindOf = (ov: Overlay): Kind => (ov.versioned ? "versioned" : ov.windowed ? "window" : "key-value");
+  const article: { [k in Kind]: string } = { "key-value": "a key-value store", window: "a window store", versioned: "a versioned key-value store" };
+  const kinded = <F extends AnyFunction>(call: string, kinds: readonly Kind[], f: F): F =>
     ((...args: unknown[]) => {
-      const ov = o(call);
-      if (ov.windowed !== windowed) {
-        throw new TypeError(`${call}: store ${JSON.stringify(name)} is ${ov.windowed ? "a window store" : "a key-value store"}, which has no ${call}`);
+      const kind = kindOf(o(call));
+      if (!kinds.includes(kind)) {
+        throw new TypeError(`${call}: store ${JSON.stringify(name)} is ${article[kind]}, which has no ${call}`);
       }
       return f(...args);
     }) as F;
   const facade: { [m: string]: unknown } = { name };
   for (const [m, f] of Object.entries(kv)) {
     if (typeof f === "function") {
-      facade[m] = kinded(m, false, f as AnyFunction);
+      facade[m] = kinded(m, ["key-value"], f as AnyFunction);
     }
   }
   for (const [m, f] of Object.entries(windowMethods!)) {
     if (typeof f === "function") {
-      facade[m] = m === "put" || m === "all" ? undefined : kinded(m, true, f as AnyFunction);
+      facade[m] = m === "put" || m === "all" ? undefined : kinded(m, ["window"], f as AnyFunction);
     }
   }
-  facade["put"] = (...args: unknown[]) => (o("put").windowed ? windowMethods.put : kv.put)(...(args as [never, never, never]));
-  facade["all"] = () => (o("all").windowed ? windowMethods.all() : kv.all());
+  const byKind = (m: "put" | "all" | "get" | "delete", of: { [k in Kind]?: AnyFunction }): AnyFunction =>
+    kinded(m, Object.keys(of) as Kind[], (...args: unknown[]) => of[kindOf(o(m))]!(...args));
+  facade["put"] = byKind("put", { "key-value": kv.put, window: windowMethods.put as AnyFunction, versioned: versioned.put as AnyFunction });
+  facade["all"] = byKind("all", { "key-value": kv.all, window: windowMethods.all });
+  facade["get"] = byKind("get", { "key-value": kv.get, versioned: versioned.get as AnyFunction });
+  facade["delete"] = byKind("delete", { "key-value": kv.delete, versioned: versioned.delete as AnyFunction });
   return facade as unknown as KeyValueStore & WindowStore;
 }
 

@@ -489,3 +489,37 @@ def test_an_iterator_sees_the_writes_made_before_it_not_after() -> None:
     r = Executor({1: Snap}, read=engine.read).process(bundle([("x", 1)]))
     assert not r.failures, r.failures
     assert got == [("a", 1)]
+
+
+def test_a_versioned_store_answers_from_the_views_versions_and_its_own_puts() -> None:
+    seen: list[Any] = []
+
+    class History(Processor):
+        """Puts the record's value as a version at timestamp value; forwards put's answer."""
+
+        def init(self, context: ProcessorContext) -> None:
+            self.ctx = context
+            self.h = context.get_state_store("counts")
+
+        def process(self, record: Record[Any, Any]) -> None:
+            code = self.h.put(record.key, record.value, record.value)
+            seen.append((self.h.get(record.key), self.h.get(record.key, as_of=25)))
+            self.ctx.forward(record.with_value(code))
+
+    b = bundle([("a", 20), ("a", 30), ("a", 5), ("b", 40), ("a", -100)])
+    del b.stores[:]
+    # a: versions valid from 10 and 30; b: none. Stream time 30, history retention 100.
+    b.stores.append(pb.StoreView(store="counts", key_serde="string", value_serde="long", type=pb.STORE_TYPE_VERSIONED_KEY_VALUE,
+                                 key_lengths=[1, 1], keys=b"ab", version_counts=[2, 0], value_lengths=[8, 8],
+                                 values=long(1) + long(3), windows=[10, 30], stream_time_ms=30, history_retention_ms=100))
+    r = Executor({1: History}).process(b)
+    assert not r.failures
+    codes = [struct.unpack(">q", op[4])[0] for g in ops(r) for op in g if op[0] == FORWARD]
+    # In the past before 30; replacing the latest; in the past before 10; b's first; older than 40 - 100.
+    assert codes == [30, -1, 10, -1, -(2**63)]
+    # Every put and delete is a PUT op at the version's time (the expired one too: the engine counts it).
+    assert [op[:6] for g in ops(r) for op in g if op[0] == PUT][:2] == [(PUT, 0, 0, b"a", long(20), 20), (PUT, 0, 0, b"a", long(30), 30)]
+    shown = [tuple(None if v is None else (v.value, v.timestamp, v.valid_to) for v in pair) for pair in seen]
+    assert shown == [((3, 30, None), (20, 20, None)), ((30, 30, None), (20, 20, None)), ((30, 30, None), (20, 20, None)),
+                     ((40, 40, None), None), ((30, 30, None), (20, 20, None))]
+    assert list(r.prefetch_hits) == [2]

@@ -67,11 +67,17 @@ impl<K: Serde, V: Serde> KStream<K, V> {
     /// [`repartition`](Self::repartition) with the topic's name and
     /// partition count: `Repartitioned::named("by-key").partitions(3)`.
     pub fn repartition_with(&self, r: Repartitioned) -> Result<KStream<K, V>> {
+        self.build_repartition(r, 0)
+    }
+
+    /// The repartition of `r`, with the stream partitioner registered under
+    /// `partitioner_token` (0: Kafka's default partitioner).
+    pub(crate) fn build_repartition(&self, r: Repartitioned, partitioner_token: u32) -> Result<KStream<K, V>> {
         let op = Op::Repartition(pb::RepartitionOp {
             input: self.handle.id,
             name: r.name,
             partitions: r.partitions,
-            partitioner_token: 0,
+            partitioner_token,
         });
         let h = self.app.build(op, &[])?;
         self.stream(h, "repartition")

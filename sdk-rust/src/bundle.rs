@@ -152,9 +152,12 @@ pub(crate) enum Func {
     Processor(Arc<dyn crate::processor::Supplier>),
     /// A source's timestamp extractor (OPERATION_EXTRACT_TIMESTAMP).
     Extract(Arc<ExtractFn>),
+    /// A sink's stream partitioner or topic name extractor
+    /// (OPERATION_STREAM_PARTITION, OPERATION_TOPIC_NAME).
+    Route(Arc<ExtractFn>),
 }
 
-/// Runs one extractor bundle.
+/// Runs one extractor, partitioner or topic name extractor bundle.
 pub(crate) type ExtractFn = dyn Fn(&pb::Bundle) -> pb::BundleResult + Send + Sync;
 
 pub(crate) use crate::calls::{column, guarded};
@@ -201,6 +204,29 @@ impl Executor {
                     format!(
                         "timestamp extractor ({}) names token {}, which is not an extractor registered in this host",
                         st.node, st.token
+                    ),
+                ),
+            };
+        }
+        let is_route = |s: &pb::Step| {
+            s.operation == pb::Operation::StreamPartition as i32 || s.operation == pb::Operation::TopicName as i32
+        };
+        if b.steps.len() == 1 && is_route(&b.steps[0]) {
+            let st = &b.steps[0];
+            return match self.functions.get(&st.token) {
+                Some(Func::Route(f)) => f(b),
+                _ => fail_all(
+                    b,
+                    0,
+                    format!(
+                        "the sink's {} ({}) names token {}, which is not one registered in this host",
+                        if st.operation == pb::Operation::StreamPartition as i32 {
+                            "stream partitioner"
+                        } else {
+                            "topic name extractor"
+                        },
+                        st.node,
+                        st.token
                     ),
                 ),
             };

@@ -554,27 +554,6 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         })?;
         KGroupedStream::wrap(self.app.clone(), expect_handle(h, "group_by")?)
     }
-
-    /// Writes the records to `topic`; terminal (`KStream.to`).
-    pub fn to(&self, topic: &str) -> Result<()> {
-        self.to_with(topic, Options::new())
-    }
-
-    /// [`to`](Self::to) with `name`, `key_serde` and `value_serde` (`Produced.with`).
-    pub fn to_with(&self, topic: &str, o: Options) -> Result<()> {
-        o.check("to", NAME | KEY | VALUE)?;
-        let op = Op::To(pb::ToOp {
-            input: self.handle.id,
-            topic: topic.to_owned(),
-            key_serde: o.key_or(""),
-            value_serde: o.value_or(""),
-            name: o.name_or_empty(),
-            partitioner_token: 0,
-            topic_extractor_token: 0,
-        });
-        self.app.build(op, &[])?;
-        Ok(())
-    }
 }
 
 /// A step answering a new key from (key, value): select_key, a stream's group_by.

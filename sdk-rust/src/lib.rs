@@ -45,6 +45,7 @@ mod options;
 mod print;
 mod process;
 pub mod processor;
+mod route;
 mod serdes;
 mod session;
 mod store;
@@ -79,6 +80,7 @@ pub use process::{MetadataStream, Topology};
 pub use processor::{
     AsyncProcessor, Cancellable, FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, Processor,
     ProcessorContext, ProcessorResult, PunctuationType, Record, RecordMetadata, StoreBuilder, Stores,
+    PUT_RETURN_CODE_NOT_PUT, PUT_RETURN_CODE_VALID_TO_UNDEFINED,
 };
 pub use serdes::{avro, json_schema, protobuf, protobuf_message, to_bytes, Json, Serde, SerdeError, Value, Windowed};
 pub use session::{Handle, Kind};

@@ -66,30 +66,40 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         P: Processor<K, V, K2, V2>,
         F: Fn() -> P + Send + Sync + 'static,
     {
-        self.add_processor(processor::supplier::<P, K, V, K2, V2>(supplier), &fn_name::<P>("process"), stores, o)
+        self.add_processor(
+            "process",
+            processor::supplier::<P, K, V, K2, V2>(supplier),
+            &fn_name::<P>("process"),
+            stores,
+            o,
+        )
     }
 
-    /// A process step running the supplier's processors.
+    /// A process step (`op`: "process", or "process_values" for a
+    /// fixed-key processor, whose forwards keep their keys) running the
+    /// supplier's processors.
     fn add_processor<K2: Serde, V2: Serde>(
         &self,
+        op: &str,
         supplier: Arc<dyn processor::Supplier>,
         fn_name: &str,
         stores: &[&str],
         o: Options,
     ) -> Result<KStream<K2, V2>> {
-        o.check("process", NAME | KEY | VALUE)?;
+        let values_only = op == "process_values";
+        o.check(op, if values_only { NAME | VALUE } else { NAME | KEY | VALUE })?;
         let token = self.app.register(fn_name, Func::Processor(supplier))?;
-        let op = Op::Process(pb::ProcessOp {
+        let build = Op::Process(pb::ProcessOp {
             input: self.handle.id,
             token,
             name: o.name_or_empty(),
             stores: stores.iter().map(|s| (*s).to_owned()).collect(),
-            values_only: false,
-            key_serde: o.key_or(K2::NAME),
+            values_only,
+            key_serde: if values_only { String::new() } else { o.key_or(K2::NAME) },
             value_serde: o.value_or(V2::NAME),
         });
-        let h = self.app.build(op, &[token])?;
-        self.stream(h, "process")
+        let h = self.app.build(build, &[token])?;
+        self.stream(h, op)
     }
 
     /// [`process`](Self::process) with an [`AsyncProcessor`]: its
@@ -113,7 +123,8 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         P: AsyncProcessor<K, V, K2, V2>,
         F: Fn() -> P + Send + Sync + 'static,
     {
-        self.add_processor(processor::async_supplier::<P, K, V, K2, V2>(supplier), &fn_name::<P>("process"), stores, o)
+        let supplier = processor::async_supplier::<P, K, V, K2, V2>(supplier);
+        self.add_processor("process", supplier, &fn_name::<P>("process"), stores, o)
     }
 
     /// Runs a fixed-key processor on every record (`KStream.processValues`):
@@ -138,20 +149,8 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         P: FixedKeyProcessor<K, V, V2>,
         F: Fn() -> P + Send + Sync + 'static,
     {
-        o.check("process_values", NAME | VALUE)?;
-        let f = Func::Processor(processor::fixed_supplier::<P, K, V, V2>(supplier));
-        let token = self.app.register(&fn_name::<P>("process_values"), f)?;
-        let op = Op::Process(pb::ProcessOp {
-            input: self.handle.id,
-            token,
-            name: o.name_or_empty(),
-            stores: stores.iter().map(|s| (*s).to_owned()).collect(),
-            values_only: true,
-            key_serde: String::new(),
-            value_serde: o.value_or(V2::NAME),
-        });
-        let h = self.app.build(op, &[token])?;
-        self.stream(h, "process_values")
+        let supplier = processor::fixed_supplier::<P, K, V, V2>(supplier);
+        self.add_processor("process_values", supplier, &fn_name::<P>("process_values"), stores, o)
     }
 }
 

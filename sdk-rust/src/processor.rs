@@ -53,7 +53,10 @@ mod stores;
 mod tests;
 
 use host::{with_run, Core};
-pub use stores::{KeyValueStore, StateStore, TimestampedKeyValueStore, ValueAndTimestamp, WindowStore};
+pub use stores::{
+    KeyValueStore, StateStore, TimestampedKeyValueStore, ValueAndTimestamp, VersionedKeyValueStore, VersionedRecord,
+    WindowStore, PUT_RETURN_CODE_NOT_PUT, PUT_RETURN_CODE_VALID_TO_UNDEFINED,
+};
 
 /// A record's headers: (key, value) pairs in order; a value may be null.
 pub type Headers = Vec<(String, Option<Vec<u8>>)>;
@@ -166,6 +169,10 @@ impl std::fmt::Debug for Cancellable {
 }
 
 impl Cancellable {
+    /// The schedule `id` of the processor of `core` (a transformer's).
+    pub(crate) fn new(core: Arc<Core>, id: u64) -> Cancellable {
+        Cancellable { core, id }
+    }
     /// Stops the punctuator (at once; the engine drops its schedule with
     /// the bundle's answer). Cancelling twice does nothing.
     pub fn cancel(&self) {
@@ -423,6 +430,15 @@ impl StoreBuilder {
         self.op.logging_disabled = true;
         self
     }
+    /// The segment interval of a versioned store
+    /// (`persistentVersionedKeyValueStore(name, historyRetention,
+    /// segmentInterval)`); default: Kafka Streams'. Only versioned stores
+    /// take one.
+    pub fn with_segment_interval(mut self, segment_interval: Duration) -> StoreBuilder {
+        let v = self.op.versioned.get_or_insert_with(Default::default);
+        v.segment_interval_ms = segment_interval.as_millis() as i64;
+        self
+    }
     /// A changelog topic, with these topic configs (`withLoggingEnabled`).
     pub fn with_logging_enabled(mut self, config: impl IntoIterator<Item = (String, String)>) -> StoreBuilder {
         self.op.logging_disabled = false;
@@ -480,6 +496,17 @@ impl Stores {
         b.op.retention_ms = retention.as_millis() as i64;
         b.op.window_size_ms = window_size.as_millis() as i64;
         b.op.retain_duplicates = retain_duplicates;
+        b
+    }
+    /// `Stores.versionedKeyValueStoreBuilder(persistentVersionedKeyValueStore(name,
+    /// historyRetention), ...)`: a [`VersionedKeyValueStore<K, V>`] keeping
+    /// every version of a key's value for `history_retention`.
+    pub fn versioned_key_value_store<K: Serde, V: Serde>(name: &str, history_retention: Duration) -> StoreBuilder {
+        let mut b = Stores::builder::<K, V>(name, pb::StoreType::VersionedKeyValue);
+        b.op.versioned = Some(pb::VersionedStore {
+            history_retention_ms: history_retention.as_millis() as i64,
+            ..Default::default()
+        });
         b
     }
 }

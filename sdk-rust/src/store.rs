@@ -249,15 +249,7 @@ impl<K: Serde, V: Serde> KeyValueStore<K, V> {
     }
 }
 
-/// One version of a versioned store's value (Kafka Streams'
-/// `VersionedRecord`): valid from `timestamp` (epoch ms) until `valid_to`
-/// (exclusive; None for the latest version).
-#[derive(Clone, Debug, PartialEq)]
-pub struct VersionedRecord<V> {
-    pub value: V,
-    pub timestamp: i64,
-    pub valid_to: Option<i64>,
-}
+pub use crate::processor::VersionedRecord;
 
 /// A read-only view of a versioned store of the running topology
 /// ([`App::versioned_store`](crate::App::versioned_store)): a table

@@ -2,15 +2,18 @@
 //! with a `ValueTransformerWithKey`): the transformer runs on the host as a
 //! fixed-key processor that forwards its one result per value.
 
+use std::any::{Any, TypeId};
 use std::marker::PhantomData;
+use std::time::Duration;
 
 use crate::bundle::Func;
 use crate::dsl::KTable;
-use crate::errors::Result;
+use crate::errors::{Error, Result};
 use crate::options::{Options, MATERIALIZED, NAME, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::processor::{
-    self, FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, ProcessorResult, RecordMetadata, StateStore,
+    self, Cancellable, FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, ProcessorResult, PunctuationType,
+    RecordMetadata, StateStore,
 };
 use crate::serdes::Serde;
 use crate::session::{expect_handle, fn_name};
@@ -22,7 +25,8 @@ pub type TransformResult<VR> = std::result::Result<Option<VR>, Box<dyn std::erro
 
 /// A table's value transformer (`ValueTransformerWithKey`): one per task,
 /// made by the supplier given to [`KTable::transform_values`]. `init` gets
-/// the context once (open the stores it names there); `transform` gets the
+/// the context once (open the stores it names there, schedule punctuators:
+/// [`TransformerContext::schedule`]); `transform` gets the
 /// read-only key and the value, None for a tombstone, and answers the new
 /// value; `close` runs when the task closes.
 pub trait ValueTransformerWithKey<K, V, VR>: Send + 'static {
@@ -37,11 +41,19 @@ pub trait ValueTransformerWithKey<K, V, VR>: Send + 'static {
 }
 
 /// A transformer's context (Kafka Streams' `ForwardingDisabledProcessorContext`):
-/// stores and metadata, no forward (the result is what `transform`
-/// answers). Punctuators are not offered to Rust transformers yet.
+/// stores, metadata and punctuators, no forward (the result is what
+/// `transform` answers).
 pub struct TransformerContext<K, VR> {
     inner: FixedKeyProcessorContext<K, Option<VR>>,
+    /// The node's transformer as the punctuators get it: the processor the
+    /// host runs is the adapter around it.
+    transformer: Unwrap,
+    transformer_type: TypeId,
 }
+
+/// The user's transformer inside the processor the host runs (None: another
+/// processor).
+type Unwrap = fn(&mut dyn Any) -> Option<&mut dyn Any>;
 
 impl<K, VR> std::fmt::Debug for TransformerContext<K, VR> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -67,9 +79,56 @@ impl<K: Serde, VR: Serde> TransformerContext<K, VR> {
     pub fn get_state_store<S: StateStore>(&self, name: &str) -> Result<S> {
         self.inner.get_state_store(name)
     }
-    /// Where the record in hand came from; None in `init`.
+    /// Where the record in hand came from; None in `init` or a punctuator.
     pub fn record_metadata(&self) -> Option<RecordMetadata> {
         self.inner.record_metadata()
+    }
+
+    /// Schedules `punctuator` every `interval` (at least 1 ms) of stream
+    /// time or wall-clock time (`ProcessorContext.schedule`), as a
+    /// processor's: it is called with the transformer (of type T, this
+    /// node's), this context and the time. It forwards nothing (Kafka
+    /// Streams' transformers cannot); it may read and write the stores.
+    ///
+    /// ```ignore
+    /// fn init(&mut self, ctx: &mut TransformerContext<String, String>) -> ProcessorResult {
+    ///     ctx.schedule(Duration::from_secs(60), PunctuationType::WallClockTime, |me: &mut Versioner, _, _| {
+    ///         me.purge_old_versions()
+    ///     })?;
+    ///     Ok(())
+    /// }
+    /// ```
+    pub fn schedule<T: 'static>(
+        &mut self,
+        interval: Duration,
+        kind: PunctuationType,
+        mut punctuator: impl FnMut(&mut T, &mut Self, i64) -> ProcessorResult + Send + 'static,
+    ) -> Result<Cancellable> {
+        if self.transformer_type != TypeId::of::<T>() {
+            return Err(Error::invalid(format!(
+                "schedule: node {}: the punctuator takes a {}, which is not this node's transformer type",
+                self.inner.node(),
+                std::any::type_name::<T>()
+            )));
+        }
+        let core = self.inner.core();
+        let (unwrap, transformer_type) = (self.transformer, self.transformer_type);
+        let id = self.inner.core().schedule(
+            interval,
+            kind,
+            Box::new(move |p: &mut dyn Any, time| {
+                let t = unwrap(p)
+                    .and_then(|t| t.downcast_mut::<T>())
+                    .ok_or("the transformer is not the punctuator's type")?;
+                let mut ctx = TransformerContext {
+                    inner: FixedKeyProcessorContext::new(core.clone()),
+                    transformer: unwrap,
+                    transformer_type,
+                };
+                punctuator(t, &mut ctx, time)
+            }),
+        )?;
+        Ok(Cancellable::new(self.inner.core(), id))
     }
 }
 
@@ -90,7 +149,11 @@ where
     VR: Serde,
 {
     fn init(&mut self, ctx: &mut FixedKeyProcessorContext<K, Option<VR>>) -> ProcessorResult {
-        let mut tc = TransformerContext { inner: FixedKeyProcessorContext::new(ctx.core()) };
+        let mut tc = TransformerContext {
+            inner: FixedKeyProcessorContext::new(ctx.core()),
+            transformer: |p| p.downcast_mut::<Self>().map(|me| &mut me.t as &mut dyn Any),
+            transformer_type: TypeId::of::<T>(),
+        };
         self.t.init(&mut tc)
     }
     fn process(

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use polystreams::processor::{
     AsyncProcessor, FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, KeyValueStore, Processor,
-    ProcessorContext, ProcessorResult, PunctuationType, Record, Stores, WindowStore,
+    ProcessorContext, ProcessorResult, PunctuationType, Record, Stores, VersionedKeyValueStore, VersionedRecord,
+    WindowStore, PUT_RETURN_CODE_NOT_PUT,
 };
 use polystreams::{Error, Options, TopologyTestDriver};
 
@@ -384,4 +385,76 @@ fn an_async_processor_awaits_each_record_in_order_and_a_panic_fails_its_record()
     let err = driver.pipe_record("in", "a".to_owned(), "boom".to_owned(), Some(2), &[]).unwrap_err();
     let text = err.to_string();
     assert!(text.contains("KSTREAM-PROCESSOR-0000000001") && text.contains("boom in an async processor"), "{text}");
+}
+
+/// Keeps every price of a key in a versioned store: a value "del" deletes
+/// the key as of the record's time, any other is a price put at it; forwards
+/// what the store answered, and for a pear the apple price of its time (a
+/// key the bundle did not bring: a Read).
+struct PriceHistory;
+impl Processor<String, String, String, String> for PriceHistory {
+    fn process(&mut self, ctx: &mut ProcessorContext<String, String>, r: Record<String, String>) -> ProcessorResult {
+        let prices: VersionedKeyValueStore<String, i64> = ctx.get_state_store("prices")?;
+        let show = |v: Option<VersionedRecord<i64>>| match v {
+            None => "none".to_owned(),
+            Some(v) => {
+                format!("{}@{}{}", v.value, v.timestamp, v.valid_to.map(|t| format!("<{t}")).unwrap_or_default())
+            }
+        };
+        let ts = r.timestamp;
+        let out = if r.value == "del" {
+            let d = show(prices.delete(&r.key, ts)?);
+            format!("deleted {d} latest {}", show(prices.get(&r.key)?))
+        } else {
+            let code = prices.put(&r.key, &r.value.parse::<i64>()?, ts)?;
+            let mut out = format!(
+                "put {code} latest {} before {}",
+                show(prices.get(&r.key)?),
+                show(prices.get_as_of(&r.key, ts - 1)?)
+            );
+            if r.key == "pear" {
+                out += &format!(" apple {}", show(prices.get_as_of(&"apple".to_owned(), ts)?));
+            }
+            out
+        };
+        Ok(ctx.forward(r.with_value(out))?)
+    }
+}
+
+#[test]
+fn a_versioned_store_answers_puts_and_as_of_reads_and_the_engine_holds_the_same_versions() {
+    let driver = TopologyTestDriver::new("proc-versioned").unwrap();
+    driver.add_state_store(Stores::versioned_key_value_store::<String, i64>("prices", Duration::from_secs(1))).unwrap();
+    driver.stream::<String, String>("in").unwrap().process(|| PriceHistory, &["prices"]).unwrap().to("out").unwrap();
+    for (k, v, ts) in [
+        ("apple", "10", 1000),
+        ("apple", "12", 3000),
+        ("apple", "11", 2000),
+        ("pear", "5", 2500),
+        ("apple", "9", 100),
+        ("apple", "del", 3500),
+    ] {
+        driver.pipe_record("in", k.to_owned(), v.to_owned(), Some(ts), &[]).unwrap();
+    }
+    let out: Vec<String> = driver.read_output::<String, String>("out").unwrap().into_iter().map(|r| r.value).collect();
+    assert_eq!(
+        out,
+        [
+            "put -1 latest 10@1000 before none".to_owned(),
+            "put -1 latest 12@3000 before 10@1000".to_owned(),
+            // In the past: valid until 3000; as of 1999 (< 3000 - 1000) only a latest version is found.
+            "put 3000 latest 12@3000 before none".to_owned(),
+            "put -1 latest 5@2500 before none apple 11@2000".to_owned(),
+            // Older than the history retention: not put.
+            format!("put {PUT_RETURN_CODE_NOT_PUT} latest 12@3000 before none"),
+            "deleted 12@3000 latest none".to_owned(),
+        ]
+    );
+    let prices = driver.get_versioned_store::<String, i64>("prices").unwrap();
+    let apple = "apple".to_owned();
+    assert_eq!(
+        prices.get_as_of(&apple, 2500).unwrap(),
+        Some(VersionedRecord { value: 11, timestamp: 2000, valid_to: Some(3000) })
+    );
+    assert_eq!(prices.get(&apple).unwrap(), None);
 }

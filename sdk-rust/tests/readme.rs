@@ -241,6 +241,24 @@ fn readme_extractor_example_is_the_test_that_runs() {
     assert_eq!(block, body, "README.md's timestamp extractor example and tests/readme_extractor.rs differ");
 }
 
+/// The README's routing example is tests/readme_routing.rs, which runs it.
+#[test]
+fn readme_routing_example_is_the_test_that_runs() {
+    let block = section_block(&crate_dir().join("README.md"), "### Routing", "rust");
+    let test = std::fs::read_to_string(crate_dir().join("tests").join("readme_routing.rs")).unwrap();
+    let body = test.split_once('\n').expect("a header line").1;
+    assert_eq!(block, body, "README.md's routing example and tests/readme_routing.rs differ");
+}
+
+/// The README's versioned store example is tests/readme_versioned_processor.rs, which runs it.
+#[test]
+fn readme_versioned_processor_example_is_the_test_that_runs() {
+    let block = section_block(&crate_dir().join("README.md"), "#### A processor's versioned store", "rust");
+    let test = std::fs::read_to_string(crate_dir().join("tests").join("readme_versioned_processor.rs")).unwrap();
+    let body = test.split_once('\n').expect("a header line").1;
+    assert_eq!(block, body, "README.md's versioned store example and tests/readme_versioned_processor.rs differ");
+}
+
 /// The README's async example (feature "tokio", tokio's timer), built and
 /// run against its own engine: orders in with kcat, checked orders out.
 #[test]

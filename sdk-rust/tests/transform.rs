@@ -3,6 +3,9 @@
 //! values through the transformer for a group_by, failures and refusals
 //! that name node and store.
 
+use std::time::Duration;
+
+use polystreams::processor::PunctuationType;
 use polystreams::{Error, Options, TopologyTestDriver};
 
 // README begin
@@ -141,4 +144,78 @@ fn an_unknown_store_is_refused_naming_node_and_store() {
             .contains(r#"node KTABLE-TRANSFORMVALUES-0000000003 names store "nope", which no add_state_store added"#),
         "{err}"
     );
+}
+
+/// Tags each value with how many wall-clock punctuations have run, which
+/// its punctuator counts in the transformer and in store "ticks".
+#[derive(Default)]
+struct Ticking {
+    ticks: i64,
+}
+
+impl ValueTransformerWithKey<String, String, String> for Ticking {
+    fn init(&mut self, ctx: &mut TransformerContext<String, String>) -> ProcessorResult {
+        ctx.schedule(Duration::from_secs(10), PunctuationType::WallClockTime, |me: &mut Ticking, ctx, _time| {
+            me.ticks += 1;
+            let store: KeyValueStore<String, i64> = ctx.get_state_store("ticks")?;
+            store.put(&"ticks".to_owned(), &me.ticks)?;
+            Ok(())
+        })?;
+        Ok(())
+    }
+    fn transform(&mut self, _key: &String, value: Option<String>) -> TransformResult<String> {
+        Ok(value.map(|v| format!("{v}@{}", self.ticks)))
+    }
+}
+
+#[test]
+fn a_transformer_punctuator_runs_with_the_transformer_and_its_stores() -> polystreams::Result<()> {
+    let driver = TopologyTestDriver::new("ticking")?;
+    driver.add_state_store(Stores::key_value_store::<String, i64>("ticks"))?;
+    driver
+        .table::<String, String>("in")?
+        .transform_values_with(Ticking::default, &["ticks"], Options::named("tick"))?
+        .to_stream()?
+        .to("out")?;
+    driver.pipe_input("in", "a".to_owned(), "x".to_owned())?;
+    driver.advance_wall_clock(Duration::from_secs(10))?;
+    driver.pipe_input("in", "a".to_owned(), "y".to_owned())?;
+    // Twice the interval at once: one punctuation, as Kafka Streams fires a
+    // late wall-clock schedule once.
+    driver.advance_wall_clock(Duration::from_secs(20))?;
+    driver.pipe_input("in", "b".to_owned(), "z".to_owned())?;
+    let got: Vec<String> = driver.read_output::<String, String>("out")?.into_iter().map(|r| r.value).collect();
+    assert_eq!(got, ["x@0", "y@1", "z@2"]);
+    assert_eq!(driver.get_store::<String, i64>("ticks")?.get(&"ticks".to_owned())?, Some(2));
+    Ok(())
+}
+
+/// Reports the refusal of a punctuator over another transformer type.
+#[derive(Default)]
+struct Refused(String);
+
+impl ValueTransformerWithKey<String, String, String> for Refused {
+    fn init(&mut self, ctx: &mut TransformerContext<String, String>) -> ProcessorResult {
+        let wrong = ctx.schedule(Duration::from_secs(1), PunctuationType::StreamTime, |_: &mut Length, _, _| Ok(()));
+        self.0 = wrong.map(|_| "scheduled".to_owned()).unwrap_or_else(|e| e.message().to_owned());
+        Ok(())
+    }
+    fn transform(&mut self, _key: &String, _value: Option<String>) -> TransformResult<String> {
+        Ok(Some(self.0.clone()))
+    }
+}
+
+#[test]
+fn a_punctuator_over_another_transformer_type_is_refused_naming_the_node() -> polystreams::Result<()> {
+    let driver = TopologyTestDriver::new("refused-punctuator")?;
+    driver
+        .table::<String, String>("in")?
+        .transform_values_with(Refused::default, &[], Options::named("t"))?
+        .to_stream()?
+        .to("out")?;
+    driver.pipe_input("in", "a".to_owned(), "x".to_owned())?;
+    let got: Vec<String> = driver.read_output::<String, String>("out")?.into_iter().map(|r| r.value).collect();
+    assert_eq!(got.len(), 1);
+    assert!(got[0].starts_with("schedule: node t: the punctuator takes a ") && got[0].contains("Length"), "{got:?}");
+    Ok(())
 }

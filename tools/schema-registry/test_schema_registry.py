@@ -1,5 +1,5 @@
 """Schema Registry serdes end to end (make test-schema-registry): the real
-engine, its embedded broker, a registry process (tools/schema-registry),
+engine, its embedded broker, a registry process (core/cmd/schema-registry),
 and confluent-kafka's own AvroSerializer / AvroDeserializer (JSON and
 Protobuf alike) as the independent client: what confluent-kafka writes polystreams reads, and what
 polystreams writes confluent-kafka reads. Then the bad input: an unknown

@@ -7,7 +7,15 @@
 
 import { Buffer } from "node:buffer";
 import { readFileSync } from "node:fs";
-import { type Processor, type ProcessorContext, type ProcessorKeyValueStore, Record as KRecord, type ValueTransformerWithKey } from "../../../sdk-node/src/index.js";
+import {
+  type Processor,
+  type ProcessorContext,
+  type ProcessorKeyValueStore,
+  type ProcessorVersionedKeyValueStore,
+  Record as KRecord,
+  type ValueTransformerWithKey,
+  type VersionedRecord,
+} from "../../../sdk-node/src/index.js";
 
 export type Fn = (...args: any[]) => unknown;
 export type FnRef = string | { name: string; arg: string | number };
@@ -25,7 +33,8 @@ export type Role =
   | "joiner"
   | "mapper_with_key"
   | "flat_with_key"
-  | "flat_map";
+  | "flat_map"
+  | "extractor";
 
 // The catalogue (conformance/README.md defines each function; the runner's
 // catalogue.go is the reference). Functions conformance/catalogue.json
@@ -81,6 +90,18 @@ function field(fn: string, v: unknown, name: string): unknown {
     throw new TypeError(`${fn}: want a JSON object, got ${v === null ? "null" : typeof v}`);
   }
   return (v as Record<string, unknown>)[name] ?? null;
+}
+
+/** The JSON object value's integer field, or fallback for a null value or a missing or null field. */
+function fieldTimestamp(fn: string, v: unknown, name: string, fallback: number): number | bigint {
+  const f = v === null || v === undefined ? null : field(fn, v, name);
+  if (f === null) {
+    return fallback;
+  }
+  if (typeof f === "bigint" || (typeof f === "number" && Number.isSafeInteger(f))) {
+    return f;
+  }
+  throw new TypeError(`${fn}: want an integer field ${name}, got ${typeof f}`);
 }
 
 /** Numbers add as numbers; a long (bigint) on either side makes a bigint. */
@@ -210,6 +231,8 @@ export function fn(ref: FnRef, role: Role): Fn {
       if (!Array.isArray(agg)) throw new TypeError(`append: want a list aggregate, got ${typeof agg}`);
       return [...agg, v];
     },
+    field_timestamp: (_k, v, meta: { timestamp: number }) => fieldTimestamp("field_timestamp", v, a, meta.timestamp),
+    field_or_partition_time: (_k, v, _meta, partitionTime: number) => fieldTimestamp("field_or_partition_time", v, a, partitionTime),
   };
   const f = table[name];
   if (f === undefined) {
@@ -318,6 +341,39 @@ export function processor(ref: FnRef, stores: readonly string[] = []): () => Pro
             if (r.value === a) {
               throw new Error(`forward_then_fail ${a}`);
             }
+          },
+        };
+      };
+    case "versioned_history":
+      // A record whose value is "delete" deletes its key as of its timestamp
+      // and forwards "delete <deleted> latest <get(key)>"; any other puts its
+      // value and forwards "put <put's answer> latest <get(key)> asof
+      // <get(key, ts - 1)>" (a version: value@timestamp, then <validTo when
+      // it has one; none: null).
+      return () => {
+        let ctx: Ctx;
+        let store: ProcessorVersionedKeyValueStore<unknown, unknown>;
+        const show = (v: VersionedRecord | undefined): string =>
+          v === undefined ? "null" : `${String(v.value)}@${v.timestamp}${v.validTo === undefined ? "" : `<${v.validTo}`}`;
+        return {
+          init(c: Ctx) {
+            ctx = c;
+            if (stores.length !== 1) {
+              throw new Error(`${name}: want one store, the node declares [${stores.join(", ")}]`);
+            }
+            store = c.getStateStore(stores[0]!);
+          },
+          async process(r: KRecord) {
+            const ts = r.timestamp;
+            let out: string;
+            if (r.value === "delete") {
+              const d = show(await store.delete(r.key, ts));
+              out = `delete ${d} latest ${show(await store.get(r.key))}`;
+            } else {
+              const code = await store.put(r.key, r.value, ts);
+              out = `put ${BigInt(code)} latest ${show(await store.get(r.key))} asof ${show(await store.get(r.key, { asOf: ts - 1 }))}`;
+            }
+            ctx.forward(r.withValue(out));
           },
         };
       };

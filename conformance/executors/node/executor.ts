@@ -39,6 +39,7 @@ import {
   Suppressed,
   TimeWindowedKStream,
   TimeWindows,
+  type TimestampExtractor,
 } from "../../../sdk-node/src/index.js";
 import { type Fn, type FnRef, fn, processor, transformer } from "./catalogue.js";
 
@@ -46,6 +47,7 @@ import { type Fn, type FnRef, fn, processor, transformer } from "./catalogue.js"
 interface Step {
   op: string;
   timestamp_extractor?: "FailOnInvalidTimestamp" | "LogAndSkipOnInvalidTimestamp" | "UsePartitionTimeOnInvalidTimestamp";
+  timestamp_extractor_fn?: FnRef;
   time_limit_ms?: number;
   buffer?: { max_records?: number; max_bytes?: number; when_full?: "emit_early" | "shut_down" };
   as?: string;
@@ -84,6 +86,7 @@ interface Step {
   retention_ms?: number;
   window_size_ms?: number;
   retain_duplicates?: boolean;
+  versioned?: { history_retention_ms: number; segment_interval_ms?: number };
   logging?: boolean;
   caching?: boolean;
 }
@@ -96,6 +99,13 @@ function storeBuilder(step: Step): StoreBuilder {
     ...(step.logging === false ? { loggingDisabled: true } : {}),
     ...(step.caching ? { caching: true } : {}),
   };
+  if (step.versioned !== undefined) {
+    return Stores.versionedKeyValueStore(step.name!, {
+      ...options,
+      historyRetentionMs: step.versioned.history_retention_ms,
+      ...(step.versioned.segment_interval_ms ? { segmentIntervalMs: step.versioned.segment_interval_ms } : {}),
+    });
+  }
   if (step.type === "window") {
     return Stores.windowStore(step.name!, {
       ...options,
@@ -196,7 +206,12 @@ async function apply(app: App, step: Step, node: AnyNode | undefined, prefix: st
   const key = step.key !== undefined ? { key: step.key } : {};
   const value = step.value !== undefined ? { value: step.value } : {};
   let out: AnyNode | undefined;
-  const extractor = step.timestamp_extractor !== undefined ? { timestampExtractor: step.timestamp_extractor } : {};
+  const extractor =
+    step.timestamp_extractor_fn !== undefined
+      ? { timestampExtractor: fn(step.timestamp_extractor_fn, "extractor") as TimestampExtractor<unknown, unknown> }
+      : step.timestamp_extractor !== undefined
+        ? { timestampExtractor: step.timestamp_extractor }
+        : {};
   if (step.op === "stream") {
     out = app.stream((step.topics ?? []).map((t) => prefix + t), { ...key, ...value, ...named, ...extractor });
   } else if (step.op === "table") {

@@ -113,6 +113,17 @@ def _field(fn: str, v: Any, name: str) -> Any:
     return v.get(name)
 
 
+def _field_timestamp(fn: str, v: Any, name: str, fallback: int) -> int:
+    """The JSON object value's integer field, or fallback for a null value
+    or a missing or null field."""
+    f = None if v is None else _field(fn, v, name)
+    if f is None:
+        return fallback
+    if isinstance(f, bool) or not isinstance(f, int):
+        raise TypeError(f"{fn}: want an integer field {name}, got {type(f).__name__}")
+    return f
+
+
 def _words(v: Any) -> list[str]:
     return _s("split_words", v).split()
 
@@ -245,6 +256,8 @@ def function(ref: Any, role: str) -> Fn:
         "sum_field": lambda k, v, agg: agg + _field("sum_field", v, a),
         "subtract_field": lambda k, v, agg: agg - _field("subtract_field", v, a),
         "append": lambda k, v, agg: _append(v, agg),
+        "field_timestamp": lambda k, v, meta, pt: _field_timestamp("field_timestamp", v, a, meta.timestamp),
+        "field_or_partition_time": lambda k, v, meta, pt: _field_timestamp("field_or_partition_time", v, a, pt),
     }
     folds: dict[str, tuple[Fn, Fn]] = {  # name -> (reducer, aggregator)
         "add": (lambda agg, v: agg + v, lambda k, v, agg: agg + v),
@@ -342,6 +355,37 @@ class _ForwardThenFail(Processor):
             raise ConformanceError(f"forward_then_fail {self.value}")
 
 
+class _VersionedHistory(Processor):
+    """versioned_history: a record whose value is "delete" deletes its key as
+    of its timestamp and forwards "delete <deleted> latest <get(key)>"; any
+    other puts its value and forwards "put <put's answer> latest <get(key)>
+    asof <get(key, ts - 1)>" (a version: value@timestamp, then <validTo
+    when it has one; none: null)."""
+
+    store_name = ""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.ctx = context
+        self.store = context.get_state_store(self.store_name)
+
+    @staticmethod
+    def show(v: Any) -> str:
+        if v is None:
+            return "null"
+        s = f"{v.value}@{v.timestamp}"
+        return s if v.valid_to is None else f"{s}<{v.valid_to}"
+
+    def process(self, record: Record[Any, Any]) -> None:
+        k, ts = record.key, record.timestamp
+        if record.value == "delete":
+            d = self.show(self.store.delete(k, ts))
+            out = f"delete {d} latest {self.show(self.store.get(k))}"
+        else:
+            code = self.store.put(k, record.value, ts)
+            out = f"put {code} latest {self.show(self.store.get(k))} asof {self.show(self.store.get(k, as_of=ts - 1))}"
+        self.ctx.forward(record.with_value(out))
+
+
 # The transformer catalogue (conformance/README.md, "Transformers"):
 # KTable.transform_values' transformers, after KTableTransformValuesTest's.
 
@@ -408,6 +452,8 @@ def processor(ref: Any, stores: list[str] | None = None) -> type[Processor]:
         return type("tick_every", (_TickEvery,), {"interval": int(a)})
     if name == "forward_then_fail":
         return type("forward_then_fail", (_ForwardThenFail,), {"value": a})
+    if name == "versioned_history":
+        return type("versioned_history", (_VersionedHistory,), {"store_name": store})
     raise ValueError(f"catalogue: no processor {name!r}")
 
 
@@ -416,7 +462,12 @@ def store_builder(store: Mapping[str, Any]) -> StoreBuilder:
     type, window retention and size, logging and caching when given)."""
     t, name = store.get("type", "key_value"), store["name"]
     key, value = serde(store, "key"), serde(store, "value")
-    if t == "window":
+    if store.get("versioned") is not None:
+        v = store["versioned"]
+        b = Stores.versioned_key_value_store(
+            name, v.get("history_retention_ms", 0), segment_interval=v.get("segment_interval_ms") or None, key=key, value=value
+        )
+    elif t == "window":
         b = Stores.window_store(
             name, retention=store["retention_ms"], window_size=store["window_size_ms"],
             retain_duplicates=store.get("retain_duplicates", False), key=key, value=value,
@@ -493,6 +544,14 @@ def topic_by_key(prefix: str) -> Callable[[Any, Any, Any], str]:
     return topic_by_key
 
 
+def extractor(step: Mapping[str, Any]) -> Any:
+    """A source step's Consumed.withTimestampExtractor: a built-in
+    extractor's class name, a catalogue extractor, or None."""
+    if "timestamp_extractor_fn" in step:
+        return function(step["timestamp_extractor_fn"], "extractor")
+    return step.get("timestamp_extractor")
+
+
 def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Mapping[str, Any]) -> Any:
     """Performs one builder step on node (the input); returns the result,
     None for a terminal step, or a split's streams by name. labels are the
@@ -505,7 +564,7 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
             key=key,
             value=value,
             name=name,
-            timestamp_extractor=step.get("timestamp_extractor"),
+            timestamp_extractor=extractor(step),
         )
     if op == "table":
         return app.table(
@@ -514,7 +573,7 @@ def apply(app: App, step: Mapping[str, Any], node: Any, prefix: str, labels: Map
             value=value,
             materialized=materialized(step),
             name=name,
-            timestamp_extractor=step.get("timestamp_extractor"),
+            timestamp_extractor=extractor(step),
         )
     if op == "global_table":
         return app.global_table(prefix + step["topic"], key=key, value=value, materialized=materialized(step), name=name)

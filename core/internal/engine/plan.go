@@ -345,10 +345,6 @@ func (c *compiler) process(s *step, n *topology.Node) error {
 		if st.ChangelogTopic == "" {
 			return fmt.Errorf("engine: store %q of node %s has logging disabled, which this engine does not run yet", name, n.Name)
 		}
-		if _, native := n.Fn.Native.(topology.NewProcessorFunc); versionedStore(st) && !native {
-			// docs/design/versioned-stores.md, "Processors in a host".
-			return fmt.Errorf("engine: versioned store %q of node %s: host processors cannot use versioned stores in this engine yet (Go processors can)", name, n.Name)
-		}
 		if ps := st.Processor; ps != nil && ps.RetainDuplicates {
 			return fmt.Errorf("engine: window store %q of node %s retains duplicates, which this engine does not run yet", name, n.Name)
 		}

@@ -266,6 +266,12 @@ func (o *hostProcessOp) read(req *pb.ReadRequest) (*pb.ReadResponse, error) {
 	if st := tx.store.Processor; st != nil && st.Type.Windowed() {
 		return o.readWindows(req, tx)
 	}
+	if versionedStore(tx.store) {
+		return o.readVersions(req, tx)
+	}
+	if _, ok := req.Query.(*pb.ReadRequest_Versions); ok {
+		return nil, fmt.Errorf("%w: Read for bundle %d: node %s, store %q is a %s, not a versioned key-value store: it has no versions to read", ErrReadRefused, req.BundleId, n.Name, req.Store, storeKindName(tx.store))
+	}
 	var lo, hi []byte
 	switch q := req.Query.(type) {
 	case *pb.ReadRequest_Get:
@@ -351,6 +357,61 @@ func (o *hostProcessOp) readWindows(req *pb.ReadRequest, tx *storeTx) (*pb.ReadR
 	return resp, nil
 }
 
+// readVersions answers a Read of a versioned store: the versions of one
+// key (ReadRequest.versions), as the store's view carries a key's.
+func (o *hostProcessOp) readVersions(req *pb.ReadRequest, tx *storeTx) (*pb.ReadResponse, error) {
+	q, ok := req.Query.(*pb.ReadRequest_Versions)
+	if !ok {
+		return nil, fmt.Errorf("%w: Read for bundle %d: node %s, store %q is a versioned key-value store: read it with versions (of one key), not %T", ErrReadRefused, req.BundleId, o.s.node.Name, req.Store, req.Query)
+	}
+	if q.Versions == nil {
+		return nil, fmt.Errorf("%w: Read for bundle %d: node %s, store %q: versions of a null key", ErrReadRefused, req.BundleId, o.s.node.Name, req.Store)
+	}
+	st, err := tx.streamTime()
+	if err != nil {
+		return nil, err
+	}
+	vs, err := tx.versions(q.Versions)
+	if err != nil {
+		return nil, err
+	}
+	resp := &pb.ReadResponse{}
+	var k, v columns
+	for _, ver := range readableVersions(vs, st, tx.store.Versioned.HistoryRetention) {
+		k.add(q.Versions)
+		v.add(ver.Value)
+		resp.Windows = append(resp.Windows, ver.ValidFrom)
+	}
+	resp.KeyLengths, resp.Keys, resp.ValueLengths, resp.Values = k.lens, k.data, v.lens, v.data
+	return resp, nil
+}
+
+// readableVersions are the versions of vs (ascending validFrom) a read or a
+// put's answer may still depend on: from the one valid at streamTime -
+// retention on (FindVersion finds nothing older, and a put older than
+// that is dropped).
+func readableVersions(vs []state.Version, streamTime, retention int64) []state.Version {
+	cut := streamTime - retention
+	first := 0
+	for i, v := range vs {
+		if v.ValidFrom <= cut {
+			first = i
+		}
+	}
+	return vs[first:]
+}
+
+// maxViewVersions is how many versions of a key a versioned store's view
+// carries; a key with more is uncovered (its reads are Reads).
+const maxViewVersions = 64
+
+func storeKindName(st *topology.Store) string {
+	if st.Processor != nil {
+		return st.Processor.Type.String()
+	}
+	return "key-value store"
+}
+
 // columns builds length-prefixed columns (-1: null).
 type columns struct {
 	lens []int32
@@ -375,6 +436,12 @@ func (o *hostProcessOp) views(recs []rec) ([]*pb.StoreView, error) {
 		st := tx.store
 		v := &pb.StoreView{Store: st.Name, KeySerde: st.KeySerde, ValueSerde: st.ValueSerde, Type: storeTypeOf(st)}
 		views = append(views, v)
+		if versionedStore(st) {
+			if err := o.versionsView(v, tx, recs); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if st.Processor == nil || st.Processor.Type.Windowed() || st.KeySerde != o.s.inKey {
 			continue
 		}
@@ -401,6 +468,48 @@ func (o *hostProcessOp) views(recs []rec) ([]*pb.StoreView, error) {
 	return views, nil
 }
 
+// versionsView fills a versioned store's view: its stream time and, when
+// the store is keyed by the records' key serde, the versions of recs'
+// distinct keys a read may still find (docs/design/versioned-stores.md,
+// "Processors in a host").
+func (o *hostProcessOp) versionsView(v *pb.StoreView, tx *storeTx, recs []rec) error {
+	st, err := tx.streamTime()
+	if err != nil {
+		return err
+	}
+	v.StreamTimeMs, v.HistoryRetentionMs = st, tx.store.Versioned.HistoryRetention
+	if tx.store.KeySerde != o.s.inKey {
+		return nil
+	}
+	var k, vc, unc columns
+	seen := map[string]bool{}
+	for i := range recs {
+		key := recs[i].key
+		if key == nil || seen[string(key)] {
+			continue
+		}
+		seen[string(key)] = true
+		vs, err := tx.versions(key)
+		if err != nil {
+			return err
+		}
+		vs = readableVersions(vs, st, tx.store.Versioned.HistoryRetention)
+		if len(vs) > maxViewVersions {
+			unc.add(key)
+			continue
+		}
+		k.add(key)
+		v.VersionCounts = append(v.VersionCounts, int32(len(vs)))
+		for _, ver := range vs {
+			vc.add(ver.Value)
+			v.Windows = append(v.Windows, ver.ValidFrom)
+		}
+	}
+	v.KeyLengths, v.Keys, v.ValueLengths, v.Values = k.lens, k.data, vc.lens, vc.data
+	v.UncoveredLengths, v.Uncovered = unc.lens, unc.data
+	return nil
+}
+
 func storeTypeOf(st *topology.Store) pb.StoreType {
 	if st.Processor == nil {
 		return pb.StoreType_STORE_TYPE_KEY_VALUE
@@ -412,6 +521,8 @@ func storeTypeOf(st *topology.Store) pb.StoreType {
 		return pb.StoreType_STORE_TYPE_WINDOW
 	case topology.StoreTypeTimestampedWindow:
 		return pb.StoreType_STORE_TYPE_TIMESTAMPED_WINDOW
+	case topology.StoreTypeVersioned:
+		return pb.StoreType_STORE_TYPE_VERSIONED_KEY_VALUE
 	}
 	return pb.StoreType_STORE_TYPE_KEY_VALUE
 }
@@ -517,6 +628,26 @@ func (o *hostProcessOp) apply(ctx context.Context, b *pb.Bundle, e *bundleEntrie
 				}
 				if key == nil {
 					return nil, bad("op %d writes a null key to store %q", j, n.Stores[si])
+				}
+				if tx := o.stores[si]; versionedStore(tx.store) {
+					// put(key, value, ts) or delete(key, ts) (a tombstone),
+					// ts the version's validFrom: the same putVersion as a Go
+					// processor's, so changelog and restore are shared.
+					if kind == pb.OpKind_OP_KIND_DELETE {
+						value = nil
+					}
+					p, err := tx.putVersion(o.t.app.eos, slices.Clone(key), slices.Clone(value), res.OpTimestamps[j])
+					if err != nil {
+						return nil, err
+					}
+					if !p.put {
+						// Expired (the host answered PUT_RETURN_CODE_NOT_PUT
+						// and sent it anyway, for this count):
+						// RocksDBVersionedStore counts an expired put or
+						// delete in dropped-records.
+						o.t.app.dropped.Add(1)
+					}
+					continue
 				}
 				if kind == pb.OpKind_OP_KIND_DELETE {
 					value = nil

@@ -3,12 +3,12 @@ package engine_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/polystreams/polystreams/core/internal/engine"
 	"github.com/polystreams/polystreams/core/internal/testdriver"
@@ -260,39 +260,141 @@ func TestHostProcessorRevival(t *testing.T) {
 	}
 }
 
-// TestHostProcessorVersionedStoreRefused: a host processor naming a
-// versioned store is refused at start, naming store and node (the
-// crossing for versioned stores is not built: versioned-stores.md).
-func TestHostProcessorVersionedStoreRefused(t *testing.T) {
+// versHost is a Go host whose processor reports, per record, what the
+// bundle brought of a versioned store for the record's key (stream time,
+// history retention, the key's versions as value@validFrom, "-" for a
+// tombstone) and then puts the record's value as a version at its
+// timestamp ("del": a DELETE op, a tombstone); a record of key "q" reports
+// the versions of key "a" read with ReadRequest.versions instead.
+type versHost struct{ procHost }
+
+func (h *versHost) ProcessReads(ctx context.Context, b *pb.Bundle, reads engine.ReadFunc) (*pb.BundleResult, error) {
+	res := &pb.BundleResult{BundleId: b.Id}
+	res.OpCounts = make([]int32, len(b.Inits))
+	v := b.Stores[0]
+	show := func(values [][]byte, froms []int64) string {
+		s := "["
+		for i := range values {
+			if i > 0 {
+				s += " "
+			}
+			if values[i] == nil {
+				s += fmt.Sprintf("-@%d", froms[i])
+			} else {
+				s += fmt.Sprintf("%s@%d", values[i], froms[i])
+			}
+		}
+		return s + "]"
+	}
+	view := map[string]string{}
+	vk, vv := split(v.KeyLengths, v.Keys), split(v.ValueLengths, v.Values)
+	at := 0
+	for i, n := range v.VersionCounts {
+		view[string(vk[i])] = show(vv[at:at+int(n)], v.Windows[at:at+int(n)])
+		at += int(n)
+	}
+	add := func(kind pb.OpKind, key, value []byte, ts int64) {
+		res.OpCounts[len(res.OpCounts)-1]++
+		res.OpKinds = append(res.OpKinds, kind)
+		res.OpTargets = append(res.OpTargets, 0)
+		res.OpKeyLengths = append(res.OpKeyLengths, int32(len(key)))
+		res.OpKeys = append(res.OpKeys, key...)
+		if value == nil {
+			res.OpValueLengths = append(res.OpValueLengths, -1)
+		} else {
+			res.OpValueLengths = append(res.OpValueLengths, int32(len(value)))
+			res.OpValues = append(res.OpValues, value...)
+		}
+		res.OpTimestamps = append(res.OpTimestamps, ts)
+		res.OpSchedules = append(res.OpSchedules, 0)
+		if kind == pb.OpKind_OP_KIND_FORWARD {
+			res.OpHeaderCounts = append(res.OpHeaderCounts, -1)
+		}
+	}
+	keys, values := split(b.KeyLengths, b.Keys), split(b.ValueLengths, b.Values)
+	for i := range keys {
+		res.OpCounts = append(res.OpCounts, 0)
+		k, ts := keys[i], b.Timestamps[i]
+		seen, ok := view[string(k)]
+		if !ok {
+			return nil, fmt.Errorf("versHost: the view of bundle %d lacks key %q", b.Id, k)
+		}
+		if string(k) == "q" {
+			r, err := reads(ctx, &pb.ReadRequest{BundleId: b.Id, Store: v.Store, Query: &pb.ReadRequest_Versions{Versions: []byte("a")}})
+			if err != nil {
+				return nil, err
+			}
+			seen = "a:" + show(split(r.ValueLengths, r.Values), r.Windows)
+			// A key-value store's query of a versioned store is refused, naming node and store.
+			_, err = reads(ctx, &pb.ReadRequest{BundleId: b.Id, Store: v.Store, Query: &pb.ReadRequest_Get{Get: []byte("a")}})
+			if !errors.Is(err, engine.ErrReadRefused) || !strings.Contains(err.Error(), `store "history" is a versioned key-value store: read it with versions`) {
+				return nil, fmt.Errorf("versHost: a get Read of a versioned store answered %v", err)
+			}
+		}
+		add(pb.OpKind_OP_KIND_FORWARD, k, []byte(fmt.Sprintf("st=%d hr=%d %s", v.StreamTimeMs, v.HistoryRetentionMs, seen)), ts)
+		if string(values[i]) == "del" {
+			add(pb.OpKind_OP_KIND_DELETE, k, nil, ts)
+		} else {
+			add(pb.OpKind_OP_KIND_PUT, k, values[i], ts)
+		}
+	}
+	for range b.After {
+		res.OpCounts = append(res.OpCounts, 0)
+	}
+	return res, nil
+}
+
+// TestHostProcessorVersionedStore: a host processor over a versioned store
+// gets, per bundle, the record keys' versions a read may still find (from
+// the one valid at stream time - history retention on) and the store's
+// stream time and history retention; its PUT and DELETE ops are applied
+// as versions (putVersion, as a Go processor's: an expired put is
+// dropped); a Read of a key's versions answers the same rows.
+func TestHostProcessorVersionedStore(t *testing.T) {
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	b := topology.NewBuilder()
 	b.HostProcessors = true
-	if err := b.AddStateStore(topology.StoreBuilder{Name: "history", Type: topology.StoreTypeVersioned, KeySerde: "string", ValueSerde: "string", HistoryRetention: 60_000}); err != nil {
-		t.Fatal(err)
-	}
+	must(b.AddStateStore(topology.StoreBuilder{Name: "history", Type: topology.StoreTypeVersioned, KeySerde: "string", ValueSerde: "string", HistoryRetention: 10}))
 	in, err := b.Stream(topology.StreamOptions{Topics: []string{"in"}, KeySerde: "string", ValueSerde: "string"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(err)
 	p, err := b.Process(in.ID, topology.Function{Token: 7, Name: "versioned"}, topology.ProcessOptions{Stores: []string{"history"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.To(p.ID, "out", "", "", ""); err != nil {
-		t.Fatal(err)
-	}
+	must(err)
+	must(b.To(p.ID, "out", "", "", ""))
 	topo, err := b.Topology()
-	if err != nil {
-		t.Fatal(err)
+	must(err)
+	td, _, ctx := driven(t, "hostvers", nil, topo, &versHost{}, nil)
+	for _, r := range []struct {
+		k, v string
+		ts   int64
+	}{{"a", "v10", 10}, {"a", "v20", 20}, {"a", "v5", 5}, {"b", "x", 15}, {"a", "del", 25}, {"q", "z", 26}, {"a", "v27", 27}, {"b", "y", 35}, {"a", "v36", 36}} {
+		ts := r.ts
+		if _, failure, err := td.Pipe(ctx, []testdriver.Record{{Topic: "in", Key: []byte(r.k), Value: []byte(r.v), Timestamp: &ts}}); err != nil || failure != nil {
+			t.Fatalf("pipe %v: %v %v", r, failure, err)
+		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	td, app, err := startOnDriver(ctx, "hostvers", nil, topo, &procHost{}, nil)
-	if err == nil {
-		td.Close()
-		app.Stop(ctx)
-		t.Fatal("a host processor over a versioned store started")
+	out, _, err := td.Output("out")
+	must(err)
+	var got []string
+	for _, r := range out {
+		got = append(got, fmt.Sprintf("%s %s", r.Key, r.Value))
 	}
-	if want := `versioned store "history" of node KSTREAM-PROCESSOR-0000000001: host processors cannot use versioned stores`; !strings.Contains(err.Error(), want) {
-		t.Fatalf("start: %v, want %q", err, want)
+	want := []string{
+		"a st=-1 hr=10 []",
+		"a st=10 hr=10 [v10@10]",
+		"a st=20 hr=10 [v10@10 v20@20]", // its put at 5 is older than 20 - 10: dropped
+		"b st=20 hr=10 []",
+		"a st=20 hr=10 [v10@10 v20@20]",
+		"q st=25 hr=10 a:[v10@10 v20@20 -@25]",
+		"a st=26 hr=10 [v10@10 v20@20 -@25]", // the cut-off is 16: v10 is valid then
+		"b st=27 hr=10 [x@15]",
+		"a st=35 hr=10 [-@25 v27@27]", // the cut-off is 25: older versions are not sent
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("out:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -154,6 +154,13 @@ func (o *pvOps) put(step, store int32, key, value []byte) *pvOps {
 	return o
 }
 
+// vput is a versioned store's put (value nil: a tombstone) at ts, the
+// version's validFrom.
+func (o *pvOps) vput(step, store int32, key, value []byte, ts int64) *pvOps {
+	o.op(pb.OpKind_OP_KIND_PUT, step, store, key, value, ts, 0)
+	return o
+}
+
 func (o *pvOps) del(step, store int32, key []byte) *pvOps {
 	o.op(pb.OpKind_OP_KIND_DELETE, step, store, key, nil, 0, 0)
 	return o
@@ -361,6 +368,45 @@ func TestProcessorVectors(t *testing.T) {
 			}},
 		},
 	}
+	// versioned_history over a versioned store (docs/design/versioned-stores.md,
+	// "Processors in a host"): key a's versions valid from 10 and 20, key b
+	// uncovered (a Read), stream time 20, history retention 10.
+	var vk, vv, vu pvCols
+	vk.add(pvStr("a"))
+	vv.add(pvStr("v10"))
+	vv.add(pvStr("v20"))
+	vu.add(pvStr("b"))
+	history := &pb.StoreView{
+		Store: "history", KeySerde: "string", ValueSerde: "string", Type: pb.StoreType_STORE_TYPE_VERSIONED_KEY_VALUE,
+		KeyLengths: vk.lens, Keys: vk.data, VersionCounts: []int32{2}, ValueLengths: vv.lens, Values: vv.data, Windows: []int64{10, 20},
+		UncoveredLengths: vu.lens, Uncovered: vu.data, StreamTimeMs: 20, HistoryRetentionMs: 10,
+	}
+	var bv pvCols
+	bv.add(pvStr("x"))
+	bv.add(nil)
+	specs = append(specs, spec{
+		name: "versioned_history",
+		about: "versioned_history over a versioned store: the view brings key a's versions (v10@10, v20@20), the store's stream time (20) " +
+			"and history retention (10); a put in the past answers the next version's time (20), a put older than stream time - " +
+			"history retention answers PUT_RETURN_CODE_NOT_PUT and is sent all the same (the engine counts it dropped); b is " +
+			"uncovered: one Read of its versions (x@12, a tombstone at 18), then its delete answers the version it ends and puts a " +
+			"tombstone (a PUT with a null value at its time); reads carry no validTo",
+		fns: []vecFunc{{Token: 1, Role: "processor", Fn: "versioned_history"}},
+		ex: []pvExchange{{
+			bundle: pvBundle(109, []*pb.Step{procStep(1, false, node, []string{"history"}, nil)}, "string", "string", "string", "string",
+				[]pvRecord{{pvStr("a"), pvStr("v15"), 15, nil}, {pvStr("a"), pvStr("v5"), 5, nil}, {pvStr("b"), pvStr("delete"), 16, nil}},
+				[]*pb.StoreView{history}, []*pb.BundleEntry{initEntry(0)}, nil),
+			reads: [][2]any{{
+				&pb.ReadRequest{BundleId: 109, Store: "history", Query: &pb.ReadRequest_Versions{Versions: pvStr("b")}},
+				&pb.ReadResponse{KeyLengths: []int32{1, 1}, Keys: pvStr("bb"), ValueLengths: bv.lens, Values: bv.data, Windows: []int64{12, 18}},
+			}},
+			result: newPvOps(109).entry().
+				entry().vput(0, 0, pvStr("a"), pvStr("v15"), 15).forward(0, 0, pvStr("a"), pvStr("put 20 latest v20@20 asof v10@10"), 15, nil).
+				entry().vput(0, 0, pvStr("a"), pvStr("v5"), 5).forward(0, 0, pvStr("a"), pvStr("put -9223372036854775808 latest v20@20 asof null"), 5, nil).
+				entry().vput(0, 0, pvStr("b"), nil, 16).forward(0, 0, pvStr("b"), pvStr("delete x@12 latest null"), 16, nil).
+				hits(1).done(),
+		}},
+	})
 	f := procVecFile{About: procVectorsAbout, Requires: []string{"processors"}}
 	for _, s := range specs {
 		v := procVector{Name: s.name, About: s.about, Functions: s.fns}

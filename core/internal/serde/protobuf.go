@@ -154,22 +154,22 @@ func protobufDescriptor(text string) (*descriptorpb.FileDescriptorProto, bool) {
 	if proto.Unmarshal(b, fdp) != nil || fdp.GetName() == "" {
 		return nil, false
 	}
-	fillJSONNames(fdp.GetMessageType())
+	FillJSONNames(fdp.GetMessageType())
 	return fdp, true
 }
 
-// fillJSONNames sets each field's json_name that is unset or empty to the
+// FillJSONNames sets each field's json_name that is unset or empty to the
 // name protoc gives (the field name in lowerCamelCase): descriptors embedded
 // in protoc's Python code (what confluent-kafka registers) carry none, and
 // protocompile then takes every field's JSON name to be "", which conflict.
-func fillJSONNames(msgs []*descriptorpb.DescriptorProto) {
+func FillJSONNames(msgs []*descriptorpb.DescriptorProto) {
 	for _, m := range msgs {
 		for _, f := range m.GetField() {
 			if f.GetJsonName() == "" {
 				f.JsonName = proto.String(jsonName(f.GetName()))
 			}
 		}
-		fillJSONNames(m.GetNestedType())
+		FillJSONNames(m.GetNestedType())
 	}
 }
 

@@ -136,3 +136,30 @@ func TestProcessorOverTheWire(t *testing.T) {
 	}
 	h.stopServing(done)
 }
+
+// TestVersionedStoreBuildRefusals: a versioned store needs its history
+// retention (AddStateStoreOp.versioned), which another store type refuses;
+// each refusal is InvalidArgument naming the store.
+func TestVersionedStoreBuildRefusals(t *testing.T) {
+	e := newEnv(t)
+	h := e.openWith("proc-versioned-build", map[string]string{"polystreams.test.driver": "true"}, "processors")
+	ctx := context.Background()
+	for _, c := range []struct {
+		op   *pb.AddStateStoreOp
+		want string
+	}{
+		{&pb.AddStateStoreOp{Name: "h", Type: pb.StoreType_STORE_TYPE_VERSIONED_KEY_VALUE}, `versioned store "h" has no history retention`},
+		{&pb.AddStateStoreOp{Name: "k", Type: pb.StoreType_STORE_TYPE_KEY_VALUE, Versioned: &pb.VersionedStore{HistoryRetentionMs: 10}}, `store "k" is a key-value store; a history retention`},
+		{&pb.AddStateStoreOp{Name: "n", Type: pb.StoreType_STORE_TYPE_VERSIONED_KEY_VALUE, Versioned: &pb.VersionedStore{HistoryRetentionMs: -1}}, `history retention -1 ms; it cannot be negative`},
+	} {
+		_, err := h.cl.Build(ctx, connect.NewRequest(&pb.BuildRequest{SessionId: h.session, Operation: &pb.BuildRequest_AddStateStore{AddStateStore: c.op}}))
+		if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("AddStateStore(%v): %v, want InvalidArgument %q", c.op, err, c.want)
+		}
+	}
+	if _, err := h.cl.Build(ctx, connect.NewRequest(&pb.BuildRequest{SessionId: h.session, Operation: &pb.BuildRequest_AddStateStore{AddStateStore: &pb.AddStateStoreOp{
+		Name: "ok", Type: pb.StoreType_STORE_TYPE_VERSIONED_KEY_VALUE, KeySerde: "string", ValueSerde: "string", Versioned: &pb.VersionedStore{HistoryRetentionMs: 60_000},
+	}}})); err != nil {
+		t.Errorf("a versioned store with its history retention: %v", err)
+	}
+}

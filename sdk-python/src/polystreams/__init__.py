@@ -44,6 +44,8 @@ from polystreams.errors import (
 )
 from polystreams.metrics import DescribeFormat, Metrics, NodeMetrics, PartitionLag, StoreMetrics, TaskMetrics
 from polystreams.processor import (
+    PUT_RETURN_CODE_NOT_PUT,
+    PUT_RETURN_CODE_VALID_TO_UNDEFINED,
     Cancellable,
     FixedKeyProcessor,
     FixedKeyRecord,
@@ -81,6 +83,8 @@ __all__ = [
     "BuiltinJoiner",
     "BuiltinReducer",
     "Cancellable",
+    "PUT_RETURN_CODE_NOT_PUT",
+    "PUT_RETURN_CODE_VALID_TO_UNDEFINED",
     "CogroupedKStream",
     "Config",
     "DescribeFormat",

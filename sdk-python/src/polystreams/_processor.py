@@ -34,6 +34,7 @@ ops it made before the raise, as Kafka Streams undoes nothing.
 
 from __future__ import annotations
 
+import bisect
 import datetime
 import itertools
 from collections.abc import Callable, Iterator, Mapping
@@ -43,6 +44,8 @@ from typing import Any
 from polystreams._aio import Failed, Loop, function_name, is_awaitable
 from polystreams._operations import DESERIALIZATION, PROCESSING, STATELESS
 from polystreams.processor import (
+    PUT_RETURN_CODE_NOT_PUT,
+    PUT_RETURN_CODE_VALID_TO_UNDEFINED,
     FixedKeyRecord,
     Headers,
     PunctuationType,
@@ -55,6 +58,7 @@ from polystreams.processor import (
     unwrap,
 )
 from polystreams.serde import decode, decode_column, decoder, encode, encoder
+from polystreams.store import VersionedRecord
 from polystreams.v1alpha1 import engine_pb2 as pb
 from polystreams.windows import Windowed
 
@@ -199,6 +203,7 @@ class _StoreState:
     __slots__ = (
         "name", "index", "key_serde", "value_serde", "type", "timestamped", "window", "window_size",
         "retain_duplicates", "known", "prefetched", "hits", "written", "covered", "dups", "kenc", "venc", "vdec",
+        "versioned", "versions", "stream_time", "history_retention",
     )
 
     def __init__(self, view: pb.StoreView, index: int, spec: StoreBuilder | None) -> None:
@@ -225,6 +230,16 @@ class _StoreState:
         self.covered: set[bytes] = set()  # window stores: keys whose rows are all known
         self.dups: list[tuple[bytes, int, bytes]] = []  # window stores with duplicates: rows put, in order
         keys = _split(view.keys, view.key_lengths)
+        # Versioned stores: serialized key -> its versions [validFrom, value
+        # bytes or None for a tombstone] in ascending validFrom, and the
+        # store's stream time, advanced by the bundle's own puts.
+        self.versioned = view.type == pb.STORE_TYPE_VERSIONED_KEY_VALUE
+        self.versions: dict[bytes, list[tuple[int, bytes | None]]] = {}
+        self.stream_time = view.stream_time_ms
+        self.history_retention = view.history_retention_ms
+        if self.versioned:
+            self._versions_view(view)
+            return
         values = _split(view.values, view.value_lengths)
         if len(keys) != len(values):
             raise ValueError(f"malformed store view {view.store!r}: {len(keys)} keys, {len(values)} values")
@@ -247,6 +262,26 @@ class _StoreState:
                 if k is not None:
                     self.prefetched.add(k)
                     self.known[k] = (v, t)
+
+
+    def _versions_view(self, view: pb.StoreView) -> None:
+        """A versioned store's view: each key once, its version count, then
+        its versions' values and validFroms (StoreView.windows)."""
+        keys = _split(view.keys, view.key_lengths)
+        values = _split(view.values, view.value_lengths)
+        counts, froms = list(view.version_counts), list(view.windows)
+        if len(counts) != len(keys) or sum(counts) != len(values) or len(froms) != len(values):
+            raise ValueError(
+                f"malformed store view {view.store!r}: {len(keys)} keys, {len(counts)} version counts adding up to "
+                f"{sum(counts)}, {len(values)} values, {len(froms)} validFroms"
+            )
+        i = 0
+        for k, n in zip(keys, counts):
+            if k is None:
+                raise ValueError(f"malformed store view {view.store!r}: a null key")
+            self.prefetched.add(k)
+            self.versions[k] = list(zip(froms[i : i + n], values[i : i + n]))
+            i += n
 
 
 class _Instance:
@@ -345,7 +380,12 @@ class _Context:
         state = run.stores.get(name)
         if state is None:
             raise ValueError(f"get_state_store: node {self.node}: the bundle brought no view of store {name!r} (malformed bundle)")
-        store = _WindowStore(self, name) if state.window else _KeyValueStore(self, name, state.timestamped)
+        if state.versioned:
+            store = _VersionedStore(self, name)
+        elif state.window:
+            store = _WindowStore(self, name)
+        else:
+            store = _KeyValueStore(self, name, state.timestamped)
         self._stores[name] = store
         return store
 
@@ -465,6 +505,136 @@ class _Store:
         if isinstance(prefix, str):
             return prefix.encode()
         return self._key(state, prefix, "prefix_scan")
+
+
+def _valid_from(version: tuple[int, bytes | None]) -> int:
+    return version[0]
+
+
+class _VersionedStore(_Store):
+    """A processor's versioned key-value store over the overlay: per key its
+    versions as the view (or a Read) brought them, under the bundle's own
+    puts, and the store's stream time as those puts advance it. Answers are
+    computed here by the rules of the engine's state/versioned.go
+    (RocksDBVersionedStore's); each put or delete is a PUT op (a tombstone's
+    value is null) carrying the version's timestamp, which the engine
+    applies with the same code as a Go processor's."""
+
+    __slots__ = ()
+
+    def _versions(self, run: _Run, state: _StoreState, kb: bytes) -> list[tuple[int, bytes | None]]:
+        vs = state.versions.get(kb)
+        if vs is not None:
+            if kb in state.prefetched:
+                state.hits.add(kb)
+            return vs
+        resp = run.read(state, versions=kb)
+        values = _split(resp.values, resp.value_lengths)
+        vs = list(zip(resp.windows, values))
+        state.versions[kb] = vs
+        return vs
+
+    @staticmethod
+    def _find(state: _StoreState, vs: list[tuple[int, bytes | None]], as_of: int | None) -> tuple[int, bytes] | None:
+        """FindVersion: the latest version (as_of None) or the one valid at
+        as_of; older than the history retention only the latest; a
+        tombstone finds nothing."""
+        if not vs:
+            return None
+        if as_of is None:
+            f, v = vs[-1]
+            return None if v is None else (f, v)
+        i = len(vs) - 1
+        while i >= 0 and vs[i][0] > as_of:
+            i -= 1
+        if i < 0:
+            return None
+        f, v = vs[i]
+        if v is None or (as_of < state.stream_time - state.history_retention and i != len(vs) - 1):
+            return None
+        return f, v
+
+    def _record(self, state: _StoreState, found: tuple[int, bytes] | None) -> VersionedRecord | None:
+        if found is None:
+            return None
+        # Kafka Streams' processor stores answer no validTo
+        # (MeteredVersionedKeyValueStore rebuilds the record without it).
+        return VersionedRecord(state.vdec(found[1]), found[0], None)
+
+    def _time(self, timestamp: Any, call: str) -> int:
+        if isinstance(timestamp, bool) or not isinstance(timestamp, int):
+            raise TypeError(f"store {self.name!r}: {call}: timestamp must be epoch milliseconds (int), got {type(timestamp).__name__}")
+        return timestamp
+
+    def _put(self, run: _Run, state: _StoreState, kb: bytes, data: bytes | None, ts: int) -> int:
+        vs = self._versions(run, state, kb)
+        # Sent even when expired: the engine recomputes the answer and
+        # counts the dropped put, as RocksDBVersionedStore does.
+        run.ops.add(_PUT, self._step, self._target, kb, data, ts, 0)
+        if ts < state.stream_time - state.history_retention:
+            return PUT_RETURN_CODE_NOT_PUT
+        if ts > state.stream_time:
+            state.stream_time = ts
+        if not vs or ts > vs[-1][0]:  # the common case: a new latest version
+            vs.append((ts, data))
+            return PUT_RETURN_CODE_VALID_TO_UNDEFINED
+        i = bisect.bisect_left(vs, ts, key=_valid_from)
+        if vs[i][0] == ts:
+            vs[i] = (ts, data)
+            return PUT_RETURN_CODE_VALID_TO_UNDEFINED if i == len(vs) - 1 else vs[i + 1][0]
+        vs.insert(i, (ts, data))
+        return vs[i + 1][0]
+
+    def put(self, key: Any, value: Any, timestamp: int) -> int:
+        run = self.ctx.host._run
+        state = self._st
+        if run is None or run is not self._run or state is None or key is None or value is None or type(timestamp) is not int:
+            run, state = self._state("put")
+            ts = self._time(timestamp, "put")
+            kb = self._key(state, key, "put")
+            return self._put(run, state, kb, self._value(state, value, "put"), ts)
+        # The fast path: the run's store, a key and a value its serdes take.
+        data: bytes | None
+        try:
+            kb = state.kenc(key)
+            data = state.venc(value)
+        except Exception:
+            kb = self._key(state, key, "put")
+            data = self._value(state, value, "put")
+        return self._put(run, state, kb, data, timestamp)
+
+    def get(self, key: Any, as_of: int | None = None) -> VersionedRecord | None:
+        run = self.ctx.host._run
+        state = self._st
+        if run is None or run is not self._run or state is None or key is None or as_of is not None:
+            run, state = self._state("get")
+            kb = self._key(state, key, "get")
+            t = None if as_of is None else self._time(as_of, "get")
+            return self._record(state, self._find(state, self._versions(run, state, kb), t))
+        # The fast path: the latest version of a key the bundle knows.
+        try:
+            kb = state.kenc(key)
+        except Exception:
+            kb = self._key(state, key, "get")
+        vs = state.versions.get(kb)
+        if vs is None:
+            vs = self._versions(run, state, kb)
+        elif kb in state.prefetched:
+            state.hits.add(kb)
+        if not vs:
+            return None
+        f, v = vs[-1]
+        return None if v is None else VersionedRecord(state.vdec(v), f, None)
+
+    def delete(self, key: Any, timestamp: int) -> VersionedRecord | None:
+        run, state = self._state("delete")
+        ts = self._time(timestamp, "delete")
+        kb = self._key(state, key, "delete")
+        vs = self._versions(run, state, kb)
+        expired = ts < state.stream_time - state.history_retention
+        old = None if expired else self._record(state, self._find(state, vs, ts))
+        self._put(run, state, kb, None, ts)
+        return old
 
 
 class _KeyValueStore(_Store):

@@ -44,12 +44,15 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, Protocol, T
 
 from polystreams._session import Session
 from polystreams.serde import SerdeName
+from polystreams.store import VersionedRecord
 from polystreams.v1alpha1 import engine_pb2 as pb
 
 if TYPE_CHECKING:
     from polystreams.windows import Windowed
 
 __all__ = [
+    "PUT_RETURN_CODE_NOT_PUT",
+    "PUT_RETURN_CODE_VALID_TO_UNDEFINED",
     "Cancellable",
     "FixedKeyProcessor",
     "FixedKeyRecord",
@@ -68,6 +71,7 @@ __all__ = [
     "ValueAndTimestamp",
     "ValueTransformerWithKey",
     "ValueTransformerWithKeySupplier",
+    "VersionedKeyValueStore",
     "WindowStore",
     "with_metadata",
 ]
@@ -443,6 +447,43 @@ class WindowStore(Protocol):
     def all(self) -> KeyValueIterator[Windowed[Any], Any]: ...
 
 
+PUT_RETURN_CODE_VALID_TO_UNDEFINED = -1
+"""A versioned store's ``put`` answer when the version put is the key's
+latest (Kafka Streams' ``VersionedKeyValueStore.PUT_RETURN_CODE_VALID_TO_UNDEFINED``)."""
+
+PUT_RETURN_CODE_NOT_PUT = -(2**63)
+"""A versioned store's ``put`` answer when nothing was put: the timestamp is
+older than the history retention behind the store's stream time (Kafka
+Streams' ``PUT_RETURN_CODE_NOT_PUT``, ``Long.MIN_VALUE``)."""
+
+
+class VersionedKeyValueStore(Protocol):
+    """A processor's versioned key-value store (Kafka Streams'
+    ``VersionedKeyValueStore``, KIP-889): every version of a key's value,
+    each valid from its timestamp until the next version's, kept for the
+    store's history retention behind its stream time (the largest timestamp
+    put into it).
+
+    ``put(key, value, timestamp)`` answers the version's validTo (the next
+    version's timestamp) when it lands in the past,
+    :data:`PUT_RETURN_CODE_VALID_TO_UNDEFINED` when it is the key's latest,
+    :data:`PUT_RETURN_CODE_NOT_PUT` when it is older than the history
+    retention (nothing is put; dropped-records counts it); a None value is
+    a tombstone. ``get(key)`` answers the latest version, ``get(key,
+    as_of=t)`` the one valid at ``t``, as a ``VersionedRecord`` whose
+    ``valid_to`` is None (as Kafka Streams' processor stores answer), or
+    None. ``delete(key, timestamp)`` puts a tombstone and answers the
+    version valid at ``timestamp`` before it (None when expired)."""
+
+    name: str
+
+    def put(self, key: Any, value: Any, timestamp: int) -> int: ...
+
+    def get(self, key: Any, as_of: int | None = None) -> VersionedRecord | None: ...
+
+    def delete(self, key: Any, timestamp: int) -> VersionedRecord | None: ...
+
+
 @dataclass(frozen=True)
 class StoreBuilder:
     """A state store a topology declares for its processors (Kafka Streams'
@@ -452,7 +493,7 @@ class StoreBuilder:
     ``with_logging_disabled()``."""
 
     name: str
-    type: Literal["key_value", "timestamped_key_value", "window"]
+    type: Literal["key_value", "timestamped_key_value", "window", "versioned_key_value"]
     key: SerdeName | None = None
     value: SerdeName | None = None
     retention_ms: int = 0
@@ -461,6 +502,8 @@ class StoreBuilder:
     logging: bool = True
     caching: bool = False
     changelog_config: Mapping[str, str] | None = None
+    history_retention_ms: int = 0
+    segment_interval_ms: int = 0
 
     def with_logging_disabled(self) -> StoreBuilder:
         return replace(self, logging=False, changelog_config=None)
@@ -487,6 +530,11 @@ class StoreBuilder:
             caching=self.caching,
             processors=list(processors),
             changelog_config=dict(self.changelog_config or {}),
+            versioned=(
+                pb.VersionedStore(history_retention_ms=self.history_retention_ms, segment_interval_ms=self.segment_interval_ms)
+                if self.type == "versioned_key_value"
+                else None
+            ),
         )
 
 
@@ -494,6 +542,7 @@ _STORE_TYPES = {
     "key_value": pb.STORE_TYPE_KEY_VALUE,
     "timestamped_key_value": pb.STORE_TYPE_TIMESTAMPED_KEY_VALUE,
     "window": pb.STORE_TYPE_WINDOW,
+    "versioned_key_value": pb.STORE_TYPE_VERSIONED_KEY_VALUE,
 }
 
 
@@ -536,6 +585,30 @@ class Stores:
         if r < w:
             raise ValueError(f"window_store {name!r}: retention ({r} ms) must be at least window_size ({w} ms)")
         return StoreBuilder(name, "window", key, value, r, w, retain_duplicates)
+
+    @staticmethod
+    def versioned_key_value_store(
+        name: str,
+        history_retention: int | datetime.timedelta,
+        *,
+        segment_interval: int | datetime.timedelta | None = None,
+        key: SerdeName | None = None,
+        value: SerdeName | None = None,
+    ) -> StoreBuilder:
+        """A versioned key-value store (``Stores.versionedKeyValueStoreBuilder``
+        over ``Stores.persistentVersionedKeyValueStore(name,
+        historyRetention[, segmentInterval])``): every version of a key's
+        value for ``history_retention`` (ms or timedelta); its processors
+        get a :class:`VersionedKeyValueStore`."""
+        h = _ms(history_retention, "versioned_key_value_store: history_retention")
+        if h < 0:
+            raise ValueError(f"versioned_key_value_store {name!r}: history_retention cannot be negative, got {h} ms")
+        seg = 0
+        if segment_interval is not None:
+            seg = _ms(segment_interval, "versioned_key_value_store: segment_interval")
+            if seg <= 0:
+                raise ValueError(f"versioned_key_value_store {name!r}: segment_interval must be positive, got {seg} ms")
+        return StoreBuilder(name, "versioned_key_value", key, value, history_retention_ms=h, segment_interval_ms=seg)
 
 
 F = TypeVar("F", bound=Callable[..., Any])

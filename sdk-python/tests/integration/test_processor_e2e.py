@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from polystreams import (
+    PUT_RETURN_CODE_NOT_PUT,
     App,
     Config,
     FixedKeyProcessor,
@@ -24,6 +25,7 @@ from polystreams import (
     Record,
     RecordMetadata,
     Stores,
+    VersionedRecord,
     with_metadata,
 )
 from polystreams.testing import TopologyTestDriver
@@ -326,3 +328,77 @@ def test_a_window_store_dedups_and_retention_expires_windows() -> None:
         assert [(r.key, r.value) for r in driver.read_output("out")] == [
             ("a", "1"), ("b", "3"), ("a", "4"), ("x", "a@0,a@1500,b@600"), ("b", "5"), ("c", "6"), ("x", "b@5000"),
         ]
+
+
+class PriceHistory(Processor):
+    """Keeps every price of a key in a versioned store: a value "del"
+    deletes the key as of the record's time; any other value is a price put
+    at the record's time. Forwards what the store answered, and for a pear
+    the apple price of its time (a key the bundle did not bring: a Read)."""
+
+    def init(self, context: ProcessorContext) -> None:
+        self.ctx = context
+        self.prices = context.get_state_store("prices")
+
+    @staticmethod
+    def show(v: Any) -> str:
+        return "none" if v is None else f"{v.value}@{v.timestamp}" + ("" if v.valid_to is None else f"<{v.valid_to}")
+
+    def process(self, record: Record[Any, Any]) -> None:
+        k, ts = record.key, record.timestamp
+        if record.value == "del":
+            out = f"deleted {self.show(self.prices.delete(k, ts))} latest {self.show(self.prices.get(k))}"
+        else:
+            code = self.prices.put(k, int(record.value), ts)
+            out = f"put {code} latest {self.show(self.prices.get(k))} before {self.show(self.prices.get(k, as_of=ts - 1))}"
+            if k == "pear":
+                out += f" apple {self.show(self.prices.get('apple', as_of=ts))}"
+        self.ctx.forward(record.with_value(out))
+
+
+def test_a_versioned_store_keeps_versions_answers_puts_and_reads_as_of() -> None:
+    with TopologyTestDriver("proc-versioned") as driver:
+        driver.add_state_store(Stores.versioned_key_value_store("prices", history_retention=1_000, key="string", value="long"))
+        driver.stream("in", key="string", value="string").process(PriceHistory, stores=["prices"]).to("out")
+        for key, value, t in [("apple", "10", 1_000), ("apple", "12", 3_000), ("apple", "11", 2_000), ("pear", "5", 2_500),
+                              ("apple", "9", 100), ("apple", "del", 3_500)]:
+            driver.pipe_input("in", key, value, timestamp=t)
+        assert [r.value for r in driver.read_output("out")] == [
+            "put -1 latest 10@1000 before none",
+            "put -1 latest 12@3000 before 10@1000",
+            # In the past: valid until 3,000. As of 1,999 (before stream time
+            # 3,000 - 1,000) only a latest version would still be found.
+            "put 3000 latest 12@3000 before none",
+            "put -1 latest 5@2500 before none apple 11@2000",
+            # Older than the history retention: not put (PUT_RETURN_CODE_NOT_PUT).
+            f"put {PUT_RETURN_CODE_NOT_PUT} latest 12@3000 before none",
+            "deleted 12@3000 latest none",
+        ]
+        # The engine's store holds what the processor was answered; an
+        # interactive query answers validTo too.
+        prices = driver.get_versioned_store("prices")
+        assert prices.get("apple", as_of=2_500) == VersionedRecord(11, 2_000, 3_000)
+        assert prices.get("apple") is None
+        assert prices.get("apple", as_of=3_200) == VersionedRecord(12, 3_000, 3_500)
+
+
+def test_a_versioned_store_refuses_plain_store_calls_naming_store_and_node() -> None:
+    class Plain(Processor):
+        def init(self, context: ProcessorContext) -> None:
+            self.prices = context.get_state_store("prices")
+
+        def process(self, record: Record[Any, Any]) -> None:
+            self.prices.put(record.key, 1)  # no timestamp: a key-value store's call
+
+    with TopologyTestDriver("proc-versioned-misuse") as driver:
+        driver.add_state_store(Stores.versioned_key_value_store("prices", history_retention=1_000, key="string", value="long"))
+        driver.stream("in", key="string", value="string").process(Plain, stores=["prices"], name="plain").to("out")
+        with pytest.raises(ProcessingError, match=r"(?s)plain.*missing 1 required positional argument: .timestamp."):
+            driver.pipe_input("in", "a", "x", timestamp=1)
+    with pytest.raises(ValueError, match="history_retention cannot be negative"):
+        Stores.versioned_key_value_store("prices", history_retention=-1)
+
+
+def test_the_readme_versioned_store_example_runs() -> None:
+    scope = readme_block("#### A processor's versioned store")
+    assert scope["notes"] == ["was None, valid to -1", "was 10, valid to -1", "was 10, valid to 200000", "too late"]

@@ -25,7 +25,7 @@ use crate::fold::{Aggregate, StreamReduce, TableReduce};
 use crate::pb;
 use crate::processor::{
     self, FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, KeyValueStore, Processor, ProcessorContext,
-    ProcessorResult, PunctuationType, Record,
+    ProcessorResult, PunctuationType, Record, VersionedKeyValueStore, VersionedRecord,
 };
 use crate::serdes::Value;
 
@@ -357,6 +357,30 @@ impl Processor<V, V, V, V> for ForwardThenFail {
     }
 }
 
+/// versioned_history: a value "delete" deletes its key as of its timestamp
+/// and forwards "delete <deleted> latest <get(key)>"; any other is put and
+/// forwards "put <put's answer> latest <get(key)> asof <get(key, ts - 1)>".
+struct VersionedHistory(String);
+impl Processor<V, V, V, V> for VersionedHistory {
+    fn process(&mut self, ctx: &mut ProcessorContext<V, V>, r: Record<V, V>) -> ProcessorResult {
+        let store: VersionedKeyValueStore<V, V> = ctx.get_state_store(&self.0)?;
+        let show = |v: Option<VersionedRecord<V>>| match v {
+            None => "null".to_owned(),
+            Some(v) => format!("{}@{}", v.value.as_str().unwrap_or("?"), v.timestamp),
+        };
+        let ts = r.timestamp;
+        let out = if r.value.as_str() == Some("delete") {
+            let d = show(store.delete(&r.key, ts)?);
+            format!("delete {d} latest {}", show(store.get(&r.key)?))
+        } else {
+            let code = store.put(&r.key, &r.value, ts)?;
+            let latest = show(store.get(&r.key)?);
+            format!("put {code} latest {latest} asof {}", show(store.get_as_of(&r.key, ts - 1)?))
+        };
+        Ok(ctx.forward(r.with_value(Value::from(out.as_str())))?)
+    }
+}
+
 /// A catalogue processor's supplier, for a step with these stores.
 fn processor_of(f: FnRef, stores: &[String]) -> Func {
     let store = stores.first().cloned().unwrap_or_default();
@@ -374,6 +398,7 @@ fn processor_of(f: FnRef, stores: &[String]) -> Func {
             processor::supplier(move || TickEvery(ms))
         }
         "forward_then_fail" => processor::supplier(move || ForwardThenFail(f.arg.clone())),
+        "versioned_history" => processor::supplier(move || VersionedHistory(store.clone())),
         other => panic!("{other} is not a processor of the vectors' catalogue"),
     })
 }

@@ -527,6 +527,10 @@ pub struct AddStateStoreOp {
         ::prost::alloc::string::String,
         ::prost::alloc::string::String,
     >,
+    /// STORE_TYPE_VERSIONED_KEY_VALUE: its history retention and segment
+    /// interval (required for that type, refused for others).
+    #[prost(message, optional, tag = "130")]
+    pub versioned: ::core::option::Option<VersionedStore>,
 }
 /// ProcessOp is KStream.process (api.ProcessorSupplier; Kafka 3.3+) or, with
 /// values_only, KStream.processValues (api.FixedKeyProcessorSupplier). token
@@ -1431,6 +1435,22 @@ pub struct StoreView {
     pub uncovered_lengths: ::prost::alloc::vec::Vec<i32>,
     #[prost(bytes = "vec", tag = "12")]
     pub uncovered: ::prost::alloc::vec::Vec<u8>,
+    /// Versioned stores: the store's observed stream time (the largest
+    /// timestamp put into it, -1 before any) as of the bundle's start. Each
+    /// prefetched key is listed once (keys); version_counts says how many of
+    /// the value rows are its versions (0: it has none), in ascending
+    /// validFrom (windows holds each version's validFrom; value length -1 is
+    /// a tombstone), from the version valid at stream time - history
+    /// retention on. A key with more versions than the engine sends is in
+    /// uncovered: read it with ReadRequest.versions.
+    #[prost(int64, tag = "130")]
+    pub stream_time_ms: i64,
+    #[prost(sint32, repeated, tag = "131")]
+    pub version_counts: ::prost::alloc::vec::Vec<i32>,
+    /// Versioned stores: the store's history retention (ms), so that a host
+    /// computes put's answers and reads as of a time as the engine does.
+    #[prost(int64, tag = "132")]
+    pub history_retention_ms: i64,
 }
 /// BundleEntry is a step's work in a processor bundle that is not a record.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
@@ -1859,7 +1879,7 @@ pub struct ReadRequest {
     /// From ReadResponse.continuation: the next chunk of the same query.
     #[prost(bytes = "vec", tag = "10")]
     pub continuation: ::prost::alloc::vec::Vec<u8>,
-    #[prost(oneof = "read_request::Query", tags = "4, 5, 6, 7, 8")]
+    #[prost(oneof = "read_request::Query", tags = "4, 5, 6, 7, 8, 130")]
     pub query: ::core::option::Option<read_request::Query>,
 }
 /// Nested message and enum types in `ReadRequest`.
@@ -1877,6 +1897,11 @@ pub mod read_request {
         /// Window stores: WindowStore.fetch(key, from, to) / fetchAll.
         #[prost(message, tag = "8")]
         WindowFetch(super::WindowFetch),
+        /// Versioned stores: every version of this key a read may still find,
+        /// answered as StoreView's rows of one key (windows: validFrom; value
+        /// length -1: a tombstone), in ascending validFrom.
+        #[prost(bytes, tag = "130")]
+        Versions(::prost::alloc::vec::Vec<u8>),
     }
 }
 /// ReadResponse: the entries, columnar, in key order (window stores: key,
@@ -2404,6 +2429,11 @@ pub enum StoreType {
     Window = 3,
     /// Stores.timestampedWindowStoreBuilder.
     TimestampedWindow = 4,
+    /// Stores.versionedKeyValueStoreBuilder over
+    /// Stores.persistentVersionedKeyValueStore (KIP-889): put(key, value,
+    /// timestamp), get(key\[, asOf\]), delete(key, timestamp);
+    /// AddStateStoreOp.versioned gives its history retention.
+    VersionedKeyValue = 5,
 }
 impl StoreType {
     /// String value of the enum field names used in the ProtoBuf definition.
@@ -2417,6 +2447,7 @@ impl StoreType {
             Self::TimestampedKeyValue => "STORE_TYPE_TIMESTAMPED_KEY_VALUE",
             Self::Window => "STORE_TYPE_WINDOW",
             Self::TimestampedWindow => "STORE_TYPE_TIMESTAMPED_WINDOW",
+            Self::VersionedKeyValue => "STORE_TYPE_VERSIONED_KEY_VALUE",
         }
     }
     /// Creates an enum from field names used in the ProtoBuf definition.
@@ -2427,6 +2458,7 @@ impl StoreType {
             "STORE_TYPE_TIMESTAMPED_KEY_VALUE" => Some(Self::TimestampedKeyValue),
             "STORE_TYPE_WINDOW" => Some(Self::Window),
             "STORE_TYPE_TIMESTAMPED_WINDOW" => Some(Self::TimestampedWindow),
+            "STORE_TYPE_VERSIONED_KEY_VALUE" => Some(Self::VersionedKeyValue),
             _ => None,
         }
     }
@@ -2637,7 +2669,9 @@ impl Operation {
 #[repr(i32)]
 pub enum OpKind {
     Unspecified = 0,
-    /// store.put(key, value\[, timestamp | window start\]).
+    /// store.put(key, value\[, timestamp | window start\]). A versioned
+    /// store's put(key, value, timestamp) carries the version's validFrom; a
+    /// null value (length -1) is a tombstone, its delete(key, timestamp).
     Put = 1,
     /// store.delete(key).
     Delete = 2,

@@ -199,10 +199,20 @@ pub(crate) struct StoreState {
     pub(crate) window_written: BTreeMap<(Vec<u8>, i64), Option<Vec<u8>>>,
     prefetched: HashSet<Vec<u8>>,
     hits: HashSet<Vec<u8>>,
+    /// Versioned stores: serialized key -> its versions (validFrom, value;
+    /// None: a tombstone) in ascending validFrom.
+    pub(crate) versions: HashMap<Vec<u8>, Vec<Version>>,
+    /// Versioned stores: the store's stream time (advanced by the bundle's
+    /// puts) and history retention.
+    pub(crate) stream_time: i64,
+    pub(crate) history_retention: i64,
 }
 
+/// One version of a versioned store's value: valid from, value (None: a tombstone).
+pub(crate) type Version = (i64, Option<Vec<u8>>);
+
 impl StoreState {
-    fn of(v: &pb::StoreView) -> std::result::Result<StoreState, String> {
+    pub(crate) fn of(v: &pb::StoreView) -> std::result::Result<StoreState, String> {
         let t = pb::StoreType::try_from(v.r#type).unwrap_or(pb::StoreType::Unspecified);
         let mut s = StoreState {
             name: v.store.clone(),
@@ -214,9 +224,37 @@ impl StoreState {
             window_written: BTreeMap::new(),
             prefetched: HashSet::new(),
             hits: HashSet::new(),
+            versions: HashMap::new(),
+            stream_time: v.stream_time_ms,
+            history_retention: v.history_retention_ms,
         };
         let keys = column(&v.keys, &v.key_lengths).map_err(|e| format!("store view {:?}: {e}", v.store))?;
         let values = column(&v.values, &v.value_lengths).map_err(|e| format!("store view {:?}: {e}", v.store))?;
+        if t == pb::StoreType::VersionedKeyValue {
+            // Each key once, its version count, then its versions' values
+            // and validFroms (StoreView.windows).
+            let total: i64 = v.version_counts.iter().map(|&n| i64::from(n)).sum();
+            if v.version_counts.len() != keys.len() || total != values.len() as i64 || v.windows.len() != values.len() {
+                return Err(format!(
+                    "malformed store view {:?}: {} keys, {} version counts adding up to {total}, {} values, {} validFroms",
+                    v.store,
+                    keys.len(),
+                    v.version_counts.len(),
+                    values.len(),
+                    v.windows.len()
+                ));
+            }
+            let mut at = 0;
+            for (k, &n) in keys.into_iter().zip(&v.version_counts) {
+                let Some(k) = k else { return Err(format!("malformed store view {:?}: a null key", v.store)) };
+                let n = n.max(0) as usize;
+                let vs = (at..at + n).map(|j| (v.windows[j], values[j].map(<[u8]>::to_vec))).collect();
+                at += n;
+                s.prefetched.insert(k.to_vec());
+                s.versions.insert(k.to_vec(), vs);
+            }
+            return Ok(s);
+        }
         if keys.len() != values.len() {
             return Err(format!("malformed store view {:?}: {} keys, {} values", v.store, keys.len(), values.len()));
         }
@@ -245,6 +283,7 @@ pub(crate) enum Query {
     Prefix(Vec<u8>),
     All,
     Window(Option<Vec<u8>>, i64, i64),
+    Versions(Vec<u8>),
 }
 
 /// A row a Read answered: key, value, timestamp, window start.
@@ -379,6 +418,23 @@ impl Run {
         Ok(entry)
     }
 
+    /// A versioned store's versions of a key: the overlay's, else one Read
+    /// (ReadRequest.versions) whose answer joins the overlay.
+    pub(crate) fn versions(&mut self, call: &str, store: &str, kb: &[u8]) -> Result<&mut Vec<Version>> {
+        let st = self.store(call, store)?;
+        if st.prefetched.contains(kb) {
+            st.hits.insert(kb.to_vec());
+        }
+        if !st.versions.contains_key(kb) {
+            let resp = self.call_read(store, Query::Versions(kb.to_vec()), false, Vec::new())?;
+            let values = column(&resp.values, &resp.value_lengths)
+                .map_err(|e| Error::internal(format!("Read of store {store:?}: {e}")))?;
+            let vs = values.into_iter().zip(&resp.windows).map(|(v, &from)| (from, v.map(<[u8]>::to_vec))).collect();
+            self.store(call, store)?.versions.insert(kb.to_vec(), vs);
+        }
+        Ok(self.store(call, store)?.versions.get_mut(kb).expect("inserted above"))
+    }
+
     fn call_read(&self, store: &str, q: Query, reverse: bool, continuation: Vec<u8>) -> Result<pb::ReadResponse> {
         let Some(read) = &self.read else {
             return Err(Error::FailedPrecondition {
@@ -394,6 +450,7 @@ impl Run {
             Query::Prefix(p) => Q::Prefix(p),
             Query::All => Q::All(true),
             Query::Window(key, from_ms, to_ms) => Q::WindowFetch(pb::WindowFetch { key, from_ms, to_ms }),
+            Query::Versions(k) => Q::Versions(k),
         };
         read(pb::ReadRequest {
             session_id: String::new(),

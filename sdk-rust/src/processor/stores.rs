@@ -6,7 +6,7 @@
 
 use std::marker::PhantomData;
 
-use super::host::{encode, with_run, Entry, Op, Query, Row, Run, StoreState};
+use super::host::{encode, with_run, Entry, Op, Query, Row, Run, StoreState, Version};
 use crate::errors::{Error, Result};
 use crate::pb;
 use crate::serdes::{Serde, Windowed};
@@ -16,7 +16,8 @@ mod sealed {
 }
 
 /// A store a processor gets with `ctx.get_state_store(name)`: a
-/// [`KeyValueStore`], [`TimestampedKeyValueStore`] or [`WindowStore`].
+/// [`KeyValueStore`], [`TimestampedKeyValueStore`], [`WindowStore`] or
+/// [`VersionedKeyValueStore`].
 pub trait StateStore: sealed::Sealed + Sized {
     #[doc(hidden)]
     fn open(node: &str, name: &str) -> Result<Self>;
@@ -422,5 +423,225 @@ impl<K: Serde, V: Serde> WindowStore<K, V> {
             .filter_map(|((k, ws), v)| v.map(|v| (k, ws, v)))
             .map(|(k, ws, v)| Ok((decode(name, &ks, Some(&k), "key")?, ws, decode(name, &vs, Some(&v), "value")?)))
             .collect()
+    }
+}
+
+/// One version of a versioned store's value (Kafka Streams'
+/// `VersionedRecord`): valid from `timestamp` (epoch ms) until `valid_to`
+/// (exclusive; None for the latest version, and always None through a
+/// processor's [`VersionedKeyValueStore`], as Kafka Streams' processor
+/// stores answer).
+#[derive(Clone, Debug, PartialEq)]
+pub struct VersionedRecord<V> {
+    pub value: V,
+    pub timestamp: i64,
+    pub valid_to: Option<i64>,
+}
+
+/// [`VersionedKeyValueStore::put`]'s answer when the version is the key's
+/// latest (`PUT_RETURN_CODE_VALID_TO_UNDEFINED`).
+pub const PUT_RETURN_CODE_VALID_TO_UNDEFINED: i64 = -1;
+/// [`VersionedKeyValueStore::put`]'s answer when nothing was put: the
+/// timestamp is older than the history retention behind the store's stream
+/// time (`PUT_RETURN_CODE_NOT_PUT`, `Long.MIN_VALUE`).
+pub const PUT_RETURN_CODE_NOT_PUT: i64 = i64::MIN;
+
+/// A processor's versioned key-value store (`VersionedKeyValueStore<K, V>`,
+/// KIP-889; [`Stores::versioned_key_value_store`](crate::Stores::versioned_key_value_store)):
+/// every version of a key's value, each valid from its timestamp until the
+/// next version's, kept for the store's history retention behind its stream
+/// time (the largest timestamp put into it). Answers are computed over the
+/// bundle's version lists (the engine sends each record key's), by the
+/// engine's rules; a key the bundle lacks is one `Read`.
+pub struct VersionedKeyValueStore<K, V> {
+    name: String,
+    node: String,
+    _types: PhantomData<fn() -> (K, V)>,
+}
+store_common!(VersionedKeyValueStore);
+
+impl<K: Serde, V: Serde> StateStore for VersionedKeyValueStore<K, V> {
+    fn open(node: &str, name: &str) -> Result<Self> {
+        open_checked(node, name, &[pb::StoreType::VersionedKeyValue], "versioned key-value store")?;
+        Ok(VersionedKeyValueStore { name: name.to_owned(), node: node.to_owned(), _types: PhantomData })
+    }
+}
+
+/// A version a read found: its validFrom and value.
+type Found = (i64, Vec<u8>);
+
+/// FindVersion (the engine's state/versioned.go): the latest version (as_of
+/// None) or the one valid at as_of; before stream time - history retention
+/// only the latest; a tombstone finds nothing.
+fn find_version(vs: &[Version], as_of: Option<i64>, stream_time: i64, retention: i64) -> Option<Found> {
+    let last = vs.len().checked_sub(1)?;
+    let Some(t) = as_of else {
+        let (from, v) = &vs[last];
+        return v.clone().map(|v| (*from, v));
+    };
+    let i = vs.iter().rposition(|(from, _)| *from <= t)?;
+    let (from, v) = &vs[i];
+    if t < stream_time.saturating_sub(retention) && i != last {
+        return None;
+    }
+    v.clone().map(|v| (*from, v))
+}
+
+/// A version put into vs (value None: a tombstone): put's answer, as
+/// RocksDBVersionedStore's; advances the store's stream time.
+fn put_version(st: &mut StoreState, kb: &[u8], from: i64, value: Option<Vec<u8>>) -> i64 {
+    if from < st.stream_time.saturating_sub(st.history_retention) {
+        return PUT_RETURN_CODE_NOT_PUT;
+    }
+    st.stream_time = st.stream_time.max(from);
+    let vs = st.versions.entry(kb.to_vec()).or_default();
+    let latest = vs.last().is_none_or(|(f, _)| from >= *f);
+    let next = vs.iter().find(|(f, _)| *f > from).map(|(f, _)| *f);
+    match vs.binary_search_by_key(&from, |(f, _)| *f) {
+        Ok(i) => vs[i] = (from, value),
+        Err(i) => vs.insert(i, (from, value)),
+    }
+    match next {
+        Some(f) if !latest => f,
+        _ => PUT_RETURN_CODE_VALID_TO_UNDEFINED,
+    }
+}
+
+impl<K: Serde, V: Serde> VersionedKeyValueStore<K, V> {
+    /// Puts a version of the key's value valid from `timestamp` (a value
+    /// that encodes to null is a tombstone). Answers the version's validTo
+    /// (the next version's timestamp) when it lands in the past,
+    /// [`PUT_RETURN_CODE_VALID_TO_UNDEFINED`] when it is the key's latest,
+    /// [`PUT_RETURN_CODE_NOT_PUT`] when it is older than the history
+    /// retention (nothing is put; dropped-records counts it).
+    pub fn put(&self, key: &K, value: &V, timestamp: i64) -> Result<i64> {
+        let v = with_run("put", &self.node, |run| value_bytes(run.store("put", &self.name)?, value, "put"))?;
+        self.write("put", key, v, timestamp).map(|(code, _)| code)
+    }
+    /// The key's latest version, or None (none, or a tombstone).
+    pub fn get(&self, key: &K) -> Result<Option<VersionedRecord<V>>> {
+        self.read("get", key, None)
+    }
+    /// The version valid at `as_of`, or None (none then, a tombstone, or
+    /// older than the history retention unless it is the latest).
+    pub fn get_as_of(&self, key: &K, as_of: i64) -> Result<Option<VersionedRecord<V>>> {
+        self.read("get_as_of", key, Some(as_of))
+    }
+    /// Puts a tombstone valid from `timestamp`; answers the version valid at
+    /// `timestamp` before it (None when older than the history retention:
+    /// then nothing is put).
+    pub fn delete(&self, key: &K, timestamp: i64) -> Result<Option<VersionedRecord<V>>> {
+        let (_, old) = self.write("delete", key, None, timestamp)?;
+        let serde = with_run("delete", &self.node, |run| Ok(run.store("delete", &self.name)?.value_serde.clone()))?;
+        old.map(|(from, v)| self.record(&serde, from, &v)).transpose()
+    }
+
+    fn record(&self, serde: &str, from: i64, v: &[u8]) -> Result<VersionedRecord<V>> {
+        // No validTo: Kafka Streams' MeteredVersionedKeyValueStore rebuilds
+        // a processor's VersionedRecord from value and timestamp only.
+        Ok(VersionedRecord { value: decode(&self.name, serde, Some(v), "value")?, timestamp: from, valid_to: None })
+    }
+
+    fn read(&self, call: &str, key: &K, as_of: Option<i64>) -> Result<Option<VersionedRecord<V>>> {
+        let name = &self.name;
+        let (found, serde) = with_run(call, &self.node, |run| {
+            let kb = key_bytes(run.store(call, name)?, key, call)?;
+            run.versions(call, name, &kb)?;
+            let st = run.store(call, name)?;
+            let found = find_version(&st.versions[&kb], as_of, st.stream_time, st.history_retention);
+            Ok((found, st.value_serde.clone()))
+        })?;
+        found.map(|(from, v)| self.record(&serde, from, &v)).transpose()
+    }
+
+    /// A put or a delete (value None): the op (sent even when expired: the
+    /// engine recomputes the answer with putVersion and counts the dropped
+    /// put), put's answer, and the version valid at `ts` before it (for a
+    /// delete).
+    fn write(&self, call: &str, key: &K, value: Option<Vec<u8>>, ts: i64) -> Result<(i64, Option<Found>)> {
+        let name = &self.name;
+        with_run(call, &self.node, |run| {
+            let target = run.target(name);
+            let kb = key_bytes(run.store(call, name)?, key, call)?;
+            run.versions(call, name, &kb)?;
+            run.op(Op {
+                kind: pb::OpKind::Put,
+                target,
+                key: Some(kb.clone()),
+                value: value.clone(),
+                time: ts,
+                schedule: 0,
+            });
+            let st = run.store(call, name)?;
+            let expired = ts < st.stream_time.saturating_sub(st.history_retention);
+            let old = if expired {
+                None
+            } else {
+                find_version(&st.versions[&kb], Some(ts), st.stream_time, st.history_retention)
+            };
+            Ok((put_version(st, &kb, ts, value), old))
+        })
+    }
+}
+
+#[cfg(test)]
+mod versioned_tests {
+    use super::*;
+
+    /// A versioned store's state: key a's versions valid from 10 and 30, stream time 30.
+    fn state(retention: i64) -> StoreState {
+        let v = pb::StoreView {
+            store: "h".into(),
+            key_serde: "string".into(),
+            value_serde: "long".into(),
+            r#type: pb::StoreType::VersionedKeyValue as i32,
+            key_lengths: vec![1],
+            keys: b"a".to_vec(),
+            version_counts: vec![2],
+            value_lengths: vec![1, 1],
+            values: b"13".to_vec(),
+            windows: vec![10, 30],
+            stream_time_ms: 30,
+            history_retention_ms: retention,
+            ..Default::default()
+        };
+        StoreState::of(&v).unwrap()
+    }
+
+    #[test]
+    fn put_answers_valid_to_replaces_and_drops_expired_puts_as_the_engine() {
+        let mut st = state(100);
+        assert_eq!(put_version(&mut st, b"a", 20, Some(b"2".to_vec())), 30, "in the past: the next version's time");
+        assert_eq!(
+            put_version(&mut st, b"a", 30, Some(b"4".to_vec())),
+            PUT_RETURN_CODE_VALID_TO_UNDEFINED,
+            "replacing the latest"
+        );
+        assert_eq!(put_version(&mut st, b"a", 5, None), 10, "a tombstone in the past");
+        assert_eq!(put_version(&mut st, b"b", 40, Some(b"9".to_vec())), PUT_RETURN_CODE_VALID_TO_UNDEFINED);
+        assert_eq!(st.stream_time, 40);
+        assert_eq!(
+            put_version(&mut st, b"a", -61, Some(b"0".to_vec())),
+            PUT_RETURN_CODE_NOT_PUT,
+            "older than 40 - 100"
+        );
+        let a = &st.versions[&b"a".to_vec()];
+        assert_eq!(a.iter().map(|(f, _)| *f).collect::<Vec<_>>(), [5, 10, 20, 30]);
+        assert_eq!(find_version(a, None, 40, 100), Some((30, b"4".to_vec())));
+        assert_eq!(find_version(a, Some(25), 40, 100), Some((20, b"2".to_vec())));
+        assert_eq!(find_version(a, Some(7), 40, 100), None, "a tombstone finds nothing");
+        assert_eq!(find_version(a, Some(4), 40, 100), None, "before every version");
+    }
+
+    #[test]
+    fn reads_before_the_history_retention_find_only_the_latest_version() {
+        let st = state(5);
+        let a = &st.versions[&b"a".to_vec()];
+        assert_eq!(find_version(a, Some(15), 30, 5), None, "15 < 30 - 5 and 1@10 is not the latest");
+        assert_eq!(find_version(a, Some(24), 30, 5), None, "still before the cut-off");
+        assert_eq!(find_version(a, Some(25), 30, 5), Some((10, b"1".to_vec())), "at the cut-off");
+        assert_eq!(find_version(a, Some(29), 30, 5), Some((10, b"1".to_vec())));
+        assert_eq!(find_version(&a[1..], Some(29), 100, 5), None);
+        assert_eq!(find_version(&a[1..], Some(31), 100, 5), Some((30, b"3".to_vec())), "the latest never expires");
     }
 }

@@ -494,6 +494,32 @@ fn initializer(f: &FnRef) -> R<Init> {
     }
 }
 
+/// A timestamp extractor: (value, the record's own timestamp, its
+/// partition's time) -> the record's timestamp.
+type Extract = Arc<dyn Fn(&Value, i64, i64) -> R<i64> + Send + Sync>;
+
+fn timestamp_extractor(f: &FnRef) -> R<Extract> {
+    let a = f.arg.clone();
+    Ok(match f.name.as_str() {
+        "field_timestamp" => Arc::new(move |v, ts, _| field_timestamp("field_timestamp", v, &a, ts)),
+        "field_or_partition_time" => Arc::new(move |v, _, pt| field_timestamp("field_or_partition_time", v, &a, pt)),
+        _ => return Err(unknown(f, "timestamp extractor")),
+    })
+}
+
+/// The JSON object value's integer field, or fallback for a null value or a
+/// missing or null field.
+fn field_timestamp(f: &str, v: &Value, name: &str, fallback: i64) -> R<i64> {
+    if v.is_null() {
+        return Ok(fallback);
+    }
+    let x = field(f, v, name)?;
+    if x.is_null() {
+        return Ok(fallback);
+    }
+    int(&x).ok_or_else(|| format!("{f}: want an integer field {name}, got {}", describe(&x)))
+}
+
 // Building a case.
 
 enum Node {
@@ -558,6 +584,7 @@ enum Catalogue {
     SweepEvery(String, u64, PunctuationType),
     TickEvery(u64),
     ForwardThenFail(String),
+    VersionedHistory(String),
 }
 
 impl Catalogue {
@@ -574,6 +601,7 @@ impl Catalogue {
             "sweep_wall_clock" => Catalogue::SweepEvery(store, ms()?, PunctuationType::WallClockTime),
             "tick_every" => Catalogue::TickEvery(ms()?),
             "forward_then_fail" => Catalogue::ForwardThenFail(f.arg.clone()),
+            "versioned_history" => Catalogue::VersionedHistory(store),
             _ => return Err(unknown(f, "processor")),
         })
     }
@@ -632,6 +660,38 @@ impl Processor<V, V, V, V> for Catalogue {
                 store.put(&r.key, &Value::Long(n))?;
             }
             Catalogue::TickEvery(_) => {}
+            Catalogue::VersionedHistory(name) => {
+                // A record whose value is "delete" deletes its key as of its
+                // timestamp and forwards "delete <deleted> latest <get(key)>";
+                // any other puts its value and forwards "put <put's answer>
+                // latest <get(key)> asof <get(key, ts - 1)>" (a version:
+                // value@timestamp, then <validTo when it has one; none: null).
+                let store: proc::VersionedKeyValueStore<V, V> = ctx.get_state_store(name)?;
+                let show = |v: Option<polystreams::VersionedRecord<V>>| match v {
+                    None => "null".to_owned(),
+                    Some(v) => {
+                        let s = format!(
+                            "{}@{}",
+                            v.value.as_str().map(str::to_owned).unwrap_or_else(|| format!("{:?}", v.value)),
+                            v.timestamp
+                        );
+                        match v.valid_to {
+                            Some(t) => format!("{s}<{t}"),
+                            None => s,
+                        }
+                    }
+                };
+                let ts = r.timestamp;
+                let out = if r.value.as_str() == Some("delete") {
+                    let d = show(store.delete(&r.key, ts)?);
+                    format!("delete {d} latest {}", show(store.get(&r.key)?))
+                } else {
+                    let code = store.put(&r.key, &r.value, ts)?;
+                    let latest = show(store.get(&r.key)?);
+                    format!("put {code} latest {latest} asof {}", show(store.get_as_of(&r.key, ts - 1)?))
+                };
+                ctx.forward(r.with_value(Value::from(out.as_str())))?;
+            }
             Catalogue::ForwardThenFail(value) => {
                 let fail = r.value.as_str() == Some(value.as_str());
                 ctx.forward(r)?;
@@ -780,7 +840,18 @@ fn add_processor(app: &App, step: &Map<String, J>) -> Result<(), BuildError> {
 fn store_builder(step: &Map<String, J>) -> R<StoreBuilder> {
     let name = step.get("name").and_then(J::as_str).unwrap_or("");
     let ms = |k: &str| Duration::from_millis(step.get(k).and_then(J::as_u64).unwrap_or(0));
+    let versioned = step.get("versioned").and_then(J::as_object);
     let mut b = match step.get("type").and_then(J::as_str).unwrap_or("key_value") {
+        "key_value" if versioned.is_some() => {
+            let v = versioned.expect("checked");
+            let vms = |k: &str| Duration::from_millis(v.get(k).and_then(J::as_u64).unwrap_or(0));
+            let b = Stores::versioned_key_value_store::<V, V>(name, vms("history_retention_ms"));
+            if v.get("segment_interval_ms").and_then(J::as_u64).unwrap_or(0) > 0 {
+                b.with_segment_interval(vms("segment_interval_ms"))
+            } else {
+                b
+            }
+        }
         "key_value" => Stores::key_value_store::<V, V>(name),
         "timestamped_key_value" => Stores::timestamped_key_value_store::<V, V>(name),
         "window" => Stores::window_store::<V, V>(
@@ -1121,11 +1192,21 @@ fn apply(
     match (op, node) {
         ("stream", _) => {
             let o = extractor(step, options(step, true, false))?;
-            return Ok(Some(Node::Stream(app.stream_with(str_list("topics"), o)?)));
+            return Ok(Some(Node::Stream(match extractor_fn(step)? {
+                Some(f) => app.stream_with_extractor(str_list("topics"), o, move |_: &V, v: &V, m, pt| {
+                    ok(f(v, m.timestamp, pt))
+                })?,
+                None => app.stream_with(str_list("topics"), o)?,
+            })));
         }
         ("table", _) => {
             let o = extractor(step, options(step, true, true))?;
-            return Ok(Some(Node::Table(app.table_with(&topic(), o)?)));
+            return Ok(Some(Node::Table(match extractor_fn(step)? {
+                Some(f) => {
+                    app.table_with_extractor(&topic(), o, move |_: &V, v: &V, m, pt| ok(f(v, m.timestamp, pt)))?
+                }
+                None => app.table_with(&topic(), o)?,
+            })));
         }
         ("global_table", _) => {
             return Ok(Some(Node::Global(app.global_table_with(&topic(), options(step, true, true))?)))
@@ -1163,7 +1244,15 @@ fn apply(
     Ok(Some(match node {
         Some(Node::Stream(st)) => match op {
             "to" => {
-                st.to_with(&topic(), options(step, true, false))?;
+                if step.get("extract").and_then(J::as_str) == Some("key") {
+                    let base = topic();
+                    if TOPIC_BY_KEY.get_or_init(|| base.clone()) != &base {
+                        return Err("executor: two TopicNameExtractor sinks of different topics".to_owned().into());
+                    }
+                    st.to_dynamic_with(options(step, true, false), topic_by_key)?;
+                } else {
+                    st.to_with(&topic(), options(step, true, false))?;
+                }
                 return Ok(None);
             }
             "group_by_key" => Node::Grouped(st.group_by_key_with(options(step, true, false))?),
@@ -1546,6 +1635,15 @@ fn apply(
     }))
 }
 
+/// The topic before the key of the case's TopicNameExtractor sink.
+static TOPIC_BY_KEY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// A TopicNameExtractor (named as the Kafka Streams executor names its
+/// class, for describe()): the sink's topic followed by the key.
+fn topic_by_key(key: &Value, _: &Value, _: &polystreams::RecordMetadata) -> String {
+    format!("{}{}", TOPIC_BY_KEY.get().map(String::as_str).unwrap_or_default(), key.as_str().unwrap_or_default())
+}
+
 fn main() {
     if let Err(e) = run() {
         eprintln!("conformance executor: {e}");
@@ -1667,6 +1765,15 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         Err(e) => return Err(Box::new(e)),
     }
     Ok(())
+}
+
+/// A source step's catalogue timestamp extractor (timestamp_extractor_fn),
+/// for App::stream_with_extractor and table_with_extractor.
+fn extractor_fn(step: &Map<String, J>) -> Result<Option<Extract>, BuildError> {
+    match step.get("timestamp_extractor_fn") {
+        Some(r) => Ok(Some(timestamp_extractor(&fn_ref(r))?)),
+        None => Ok(None),
+    }
 }
 
 /// A source step's Consumed.withTimestampExtractor: a built-in extractor by class name.

@@ -53,13 +53,20 @@ func newSerdes(t testing.TB, reg *srfake.Registry) *Serdes {
 	return s
 }
 
+// testSerdes is an in-process registry, closed when the test ends, and
+// serdes that register schemas in it (newSerdes).
+func testSerdes(t testing.TB) (*srfake.Registry, *Serdes) {
+	t.Helper()
+	reg := srfake.New()
+	t.Cleanup(reg.Close)
+	return reg, newSerdes(t, reg)
+}
+
 // A sink registers its .proto under the topic's subject and writes its
 // first message with the index [0] as the single byte 0; a source reads
 // it back as protojson with proto field names and every field.
 func TestProtobufRoundTrip(t *testing.T) {
-	reg := srfake.New()
-	defer reg.Close()
-	s := newSerdes(t, reg)
+	reg, s := testSerdes(t)
 	ctx := context.Background()
 	wire, err := s.Encode(ctx, nil, serde.ProtobufWith(orderProto), "orders", false, []byte(orderProtoJSON))
 	if err != nil {
@@ -216,9 +223,7 @@ func TestProtobufReferencesAndDescriptors(t *testing.T) {
 // A source naming a schema reads each record into its message of the same
 // name: a field the reader adds takes its default, one it lacks is dropped.
 func TestProtobufReaderSchema(t *testing.T) {
-	reg := srfake.New()
-	defer reg.Close()
-	s := newSerdes(t, reg)
+	_, s := testSerdes(t)
 	ctx := context.Background()
 	wire, err := s.Encode(ctx, nil, serde.ProtobufWith(orderProto), "orders", false, []byte(orderProtoJSON))
 	if err != nil {
@@ -234,9 +239,7 @@ func TestProtobufReaderSchema(t *testing.T) {
 // Bad input is named: an unknown id, a schema of another format, JSON
 // that does not fit the sink's message.
 func TestProtobufErrors(t *testing.T) {
-	reg := srfake.New()
-	defer reg.Close()
-	s := newSerdes(t, reg)
+	reg, s := testSerdes(t)
 	ctx := context.Background()
 	var re *Error
 	_, err := s.Decode(ctx, nil, serde.Protobuf, "orders", false, []byte{0, 0, 0, 0x10, 0x92, 0})
@@ -266,36 +269,7 @@ func TestProtobufErrors(t *testing.T) {
 // the JSON the host gets) and encode (the host's JSON to the wire
 // format), with the schema cached, on the record BenchmarkAvro uses.
 func BenchmarkProtobuf(b *testing.B) {
-	reg := srfake.New()
-	defer reg.Close()
-	s := newSerdes(b, reg)
-	ctx := context.Background()
-	name := serde.ProtobufWith(orderProto)
-	wire, err := s.Encode(ctx, nil, name, "orders", false, []byte(orderProtoJSON))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Run("decode", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(wire)))
-		var dst []byte
-		for b.Loop() {
-			if dst, err = s.Decode(ctx, dst[:0], serde.Protobuf, "orders", false, wire); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("encode", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(orderProtoJSON)))
-		js := []byte(orderProtoJSON)
-		var dst []byte
-		for b.Loop() {
-			if dst, err = s.Encode(ctx, dst[:0], name, "orders", false, js); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	wire := benchSerde(b, serde.ProtobufWith(orderProto), serde.Protobuf, orderProtoJSON)
 	// The protobuf binary alone (into a dynamic message), for scale.
 	fd, _ := serde.CompileProtobuf(orderProto, nil)
 	b.Run("binary-only", func(b *testing.B) {
@@ -384,10 +358,8 @@ func TestProtobufDescriptorReference(t *testing.T) {
 // from the subject's latest schema. A name the schema lacks fails the
 // sink, listing the schema's messages.
 func TestProtobufSinkNamesItsMessage(t *testing.T) {
-	reg := srfake.New()
-	defer reg.Close()
+	reg, s := testSerdes(t)
 	ctx := context.Background()
-	s := newSerdes(t, reg)
 	for _, c := range []struct {
 		name, js string
 		index    []byte

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/twmb/avro"
-	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/polystreams/polystreams/core/internal/serde"
 )
@@ -21,12 +20,7 @@ const benchJSON = `{"id":1234567,"customer":"c-0042","item":"fountain pen","quan
 // A reader schema on a source reads each record's (writer) schema into
 // it: a field the reader adds takes its default.
 func TestDecodeIntoReaderSchema(t *testing.T) {
-	reg := srfake.New()
-	defer reg.Close()
-	s, err := New(Config{URLs: []string{reg.URL()}, AutoRegister: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s := testSerdes(t)
 	ctx := context.Background()
 	wire, err := s.Encode(ctx, nil, serde.AvroWith(benchSchema), "orders", false, []byte(benchJSON))
 	if err != nil {
@@ -46,19 +40,16 @@ func TestDecodeIntoReaderSchema(t *testing.T) {
 	}
 }
 
-// BenchmarkAvro measures one record's Avro decode (wire format to the JSON
-// the host gets) and encode (the host's JSON to the wire format), with the
-// schema cached: the engine's per-record cost of an avro serde.
-func BenchmarkAvro(b *testing.B) {
-	reg := srfake.New()
-	defer reg.Close()
-	s, err := New(Config{URLs: []string{reg.URL()}, AutoRegister: true})
-	if err != nil {
-		b.Fatal(err)
-	}
+// benchSerde benchmarks one record's decode (wire format to the JSON the
+// host gets, read naming the serde as a source does) and encode (js, the
+// host's JSON, to the wire format with the serde named write), with the
+// schema cached, against an in-process registry; it answers the record's
+// wire bytes, for benchmarks of the binary format alone.
+func benchSerde(b *testing.B, write, read, js string) []byte {
+	b.Helper()
+	_, s := testSerdes(b)
 	ctx := context.Background()
-	name := serde.AvroWith(benchSchema)
-	wire, err := s.Encode(ctx, nil, name, "orders", false, []byte(benchJSON))
+	wire, err := s.Encode(ctx, nil, write, "orders", false, []byte(js))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -67,22 +58,30 @@ func BenchmarkAvro(b *testing.B) {
 		b.SetBytes(int64(len(wire)))
 		var dst []byte
 		for b.Loop() {
-			if dst, err = s.Decode(ctx, dst[:0], serde.Avro, "orders", false, wire); err != nil {
+			if dst, err = s.Decode(ctx, dst[:0], read, "orders", false, wire); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("encode", func(b *testing.B) {
 		b.ReportAllocs()
-		b.SetBytes(int64(len(benchJSON)))
-		js := []byte(benchJSON)
+		b.SetBytes(int64(len(js)))
+		in := []byte(js)
 		var dst []byte
 		for b.Loop() {
-			if dst, err = s.Encode(ctx, dst[:0], name, "orders", false, js); err != nil {
+			if dst, err = s.Encode(ctx, dst[:0], write, "orders", false, in); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
+	return wire
+}
+
+// BenchmarkAvro measures one record's Avro decode (wire format to the JSON
+// the host gets) and encode (the host's JSON to the wire format), with the
+// schema cached: the engine's per-record cost of an avro serde.
+func BenchmarkAvro(b *testing.B) {
+	wire := benchSerde(b, serde.AvroWith(benchSchema), serde.Avro, benchJSON)
 	// The Avro binary alone (twmb/avro into and out of any), for scale.
 	sch := avro.MustParse(benchSchema)
 	b.Run("binary-only", func(b *testing.B) {
@@ -99,37 +98,7 @@ func BenchmarkAvro(b *testing.B) {
 // BenchmarkJSONSchema measures one record's JSON Schema decode and encode:
 // the payload is the JSON itself, so the cost is the validation.
 func BenchmarkJSONSchema(b *testing.B) {
-	reg := srfake.New()
-	defer reg.Close()
-	s, err := New(Config{URLs: []string{reg.URL()}, AutoRegister: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	name := serde.JSONSchemaWith(`{"title":"Order","type":"object","required":["id","customer","item","quantity","price"],"properties":{
+	benchSerde(b, serde.JSONSchemaWith(`{"title":"Order","type":"object","required":["id","customer","item","quantity","price"],"properties":{
 		"id":{"type":"integer"},"customer":{"type":"string"},"item":{"type":"string"},"quantity":{"type":"integer","minimum":0},
-		"price":{"type":"number"},"note":{"type":["string","null"]},"tags":{"type":"array","items":{"type":"string"}}}}`)
-	wire, err := s.Encode(ctx, nil, name, "orders", false, []byte(benchJSON))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Run("decode", func(b *testing.B) {
-		b.ReportAllocs()
-		var dst []byte
-		for b.Loop() {
-			if dst, err = s.Decode(ctx, dst[:0], serde.JSONSchema, "orders", false, wire); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("encode", func(b *testing.B) {
-		b.ReportAllocs()
-		js := []byte(benchJSON)
-		var dst []byte
-		for b.Loop() {
-			if dst, err = s.Encode(ctx, dst[:0], name, "orders", false, js); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+		"price":{"type":"number"},"note":{"type":["string","null"]},"tags":{"type":"array","items":{"type":"string"}}}}`), serde.JSONSchema, benchJSON)
 }

@@ -13,18 +13,26 @@ var storeTypes = map[pb.StoreType]topology.StoreType{
 	pb.StoreType_STORE_TYPE_TIMESTAMPED_KEY_VALUE: topology.StoreTypeTimestampedKeyValue,
 	pb.StoreType_STORE_TYPE_WINDOW:                topology.StoreTypeWindow,
 	pb.StoreType_STORE_TYPE_TIMESTAMPED_WINDOW:    topology.StoreTypeTimestampedWindow,
+	pb.StoreType_STORE_TYPE_VERSIONED_KEY_VALUE:   topology.StoreTypeVersioned,
 }
 
 // addStateStore applies AddStateStoreOp.
 func (c *call) addStateStore(v *pb.AddStateStoreOp) error {
 	t, ok := storeTypes[v.Type]
 	if !ok {
-		return c.invalid("store %q has type %v; give key-value, timestamped key-value, window or timestamped window", v.Name, v.Type)
+		return c.invalid("store %q has type %v; give key-value, timestamped key-value, window, timestamped window or versioned key-value", v.Name, v.Type)
+	}
+	switch {
+	case t == topology.StoreTypeVersioned && v.Versioned == nil:
+		return c.invalid("versioned store %q has no history retention (AddStateStoreOp.versioned)", v.Name)
+	case t != topology.StoreTypeVersioned && v.Versioned != nil:
+		return c.invalid("store %q is a %s; a history retention (AddStateStoreOp.versioned) is for versioned stores", v.Name, t)
 	}
 	return c.b.AddStateStore(topology.StoreBuilder{
 		Name: v.Name, Type: t, KeySerde: v.KeySerde, ValueSerde: v.ValueSerde,
 		Retention: v.RetentionMs, WindowSize: v.WindowSizeMs, RetainDuplicates: v.RetainDuplicates,
 		LoggingDisabled: v.LoggingDisabled, ChangelogConfig: v.ChangelogConfig, Caching: v.Caching,
+		HistoryRetention: v.GetVersioned().GetHistoryRetentionMs(), SegmentInterval: v.GetVersioned().GetSegmentIntervalMs(),
 	}, v.Processors...)
 }
 

@@ -72,6 +72,7 @@ STORE_TYPE_KEY_VALUE: StoreType
 STORE_TYPE_TIMESTAMPED_KEY_VALUE: StoreType
 STORE_TYPE_TIMESTAMPED_WINDOW: StoreType
 STORE_TYPE_UNSPECIFIED: StoreType
+STORE_TYPE_VERSIONED_KEY_VALUE: StoreType
 STORE_TYPE_WINDOW: StoreType
 
 class AddProcessorOp(_message.Message):
@@ -117,7 +118,7 @@ class AddSourceOp(_message.Message):
     def __init__(self, name: _Optional[str] = ..., topics: _Optional[_Iterable[str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ...) -> None: ...
 
 class AddStateStoreOp(_message.Message):
-    __slots__ = ["caching", "changelog_config", "key_serde", "logging_disabled", "name", "processors", "retain_duplicates", "retention_ms", "type", "value_serde", "window_size_ms"]
+    __slots__ = ["caching", "changelog_config", "key_serde", "logging_disabled", "name", "processors", "retain_duplicates", "retention_ms", "type", "value_serde", "versioned", "window_size_ms"]
     class ChangelogConfigEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -135,6 +136,7 @@ class AddStateStoreOp(_message.Message):
     RETENTION_MS_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    VERSIONED_FIELD_NUMBER: _ClassVar[int]
     WINDOW_SIZE_MS_FIELD_NUMBER: _ClassVar[int]
     caching: bool
     changelog_config: _containers.ScalarMap[str, str]
@@ -146,8 +148,9 @@ class AddStateStoreOp(_message.Message):
     retention_ms: int
     type: StoreType
     value_serde: str
+    versioned: VersionedStore
     window_size_ms: int
-    def __init__(self, name: _Optional[str] = ..., type: _Optional[_Union[StoreType, str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., retention_ms: _Optional[int] = ..., window_size_ms: _Optional[int] = ..., retain_duplicates: bool = ..., logging_disabled: bool = ..., caching: bool = ..., processors: _Optional[_Iterable[str]] = ..., changelog_config: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., type: _Optional[_Union[StoreType, str]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., retention_ms: _Optional[int] = ..., window_size_ms: _Optional[int] = ..., retain_duplicates: bool = ..., logging_disabled: bool = ..., caching: bool = ..., processors: _Optional[_Iterable[str]] = ..., changelog_config: _Optional[_Mapping[str, str]] = ..., versioned: _Optional[_Union[VersionedStore, _Mapping]] = ...) -> None: ...
 
 class AdvanceWallClockRequest(_message.Message):
     __slots__ = ["millis", "session_id"]
@@ -1081,7 +1084,7 @@ class ReadOutputResponse(_message.Message):
     def __init__(self, records: _Optional[_Iterable[_Union[TestRecord, _Mapping]]] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ...) -> None: ...
 
 class ReadRequest(_message.Message):
-    __slots__ = ["all", "bundle_id", "continuation", "get", "prefix", "range", "reverse", "session_id", "store", "window_fetch"]
+    __slots__ = ["all", "bundle_id", "continuation", "get", "prefix", "range", "reverse", "session_id", "store", "versions", "window_fetch"]
     ALL_FIELD_NUMBER: _ClassVar[int]
     BUNDLE_ID_FIELD_NUMBER: _ClassVar[int]
     CONTINUATION_FIELD_NUMBER: _ClassVar[int]
@@ -1091,6 +1094,7 @@ class ReadRequest(_message.Message):
     REVERSE_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     STORE_FIELD_NUMBER: _ClassVar[int]
+    VERSIONS_FIELD_NUMBER: _ClassVar[int]
     WINDOW_FETCH_FIELD_NUMBER: _ClassVar[int]
     all: bool
     bundle_id: int
@@ -1101,8 +1105,9 @@ class ReadRequest(_message.Message):
     reverse: bool
     session_id: str
     store: str
+    versions: bytes
     window_fetch: WindowFetch
-    def __init__(self, session_id: _Optional[str] = ..., bundle_id: _Optional[int] = ..., store: _Optional[str] = ..., get: _Optional[bytes] = ..., range: _Optional[_Union[KeyRange, _Mapping]] = ..., prefix: _Optional[bytes] = ..., all: bool = ..., window_fetch: _Optional[_Union[WindowFetch, _Mapping]] = ..., reverse: bool = ..., continuation: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., bundle_id: _Optional[int] = ..., store: _Optional[str] = ..., get: _Optional[bytes] = ..., range: _Optional[_Union[KeyRange, _Mapping]] = ..., prefix: _Optional[bytes] = ..., all: bool = ..., window_fetch: _Optional[_Union[WindowFetch, _Mapping]] = ..., versions: _Optional[bytes] = ..., reverse: bool = ..., continuation: _Optional[bytes] = ...) -> None: ...
 
 class ReadResponse(_message.Message):
     __slots__ = ["continuation", "key_lengths", "keys", "timestamps", "value_lengths", "values", "windows"]
@@ -1310,11 +1315,13 @@ class StoreMetrics(_message.Message):
     def __init__(self, name: _Optional[str] = ..., entries: _Optional[int] = ...) -> None: ...
 
 class StoreView(_message.Message):
-    __slots__ = ["key_lengths", "key_serde", "keys", "store", "timestamps", "type", "uncovered", "uncovered_lengths", "value_lengths", "value_serde", "values", "windows"]
+    __slots__ = ["history_retention_ms", "key_lengths", "key_serde", "keys", "store", "stream_time_ms", "timestamps", "type", "uncovered", "uncovered_lengths", "value_lengths", "value_serde", "values", "version_counts", "windows"]
+    HISTORY_RETENTION_MS_FIELD_NUMBER: _ClassVar[int]
     KEYS_FIELD_NUMBER: _ClassVar[int]
     KEY_LENGTHS_FIELD_NUMBER: _ClassVar[int]
     KEY_SERDE_FIELD_NUMBER: _ClassVar[int]
     STORE_FIELD_NUMBER: _ClassVar[int]
+    STREAM_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     TIMESTAMPS_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     UNCOVERED_FIELD_NUMBER: _ClassVar[int]
@@ -1322,11 +1329,14 @@ class StoreView(_message.Message):
     VALUES_FIELD_NUMBER: _ClassVar[int]
     VALUE_LENGTHS_FIELD_NUMBER: _ClassVar[int]
     VALUE_SERDE_FIELD_NUMBER: _ClassVar[int]
+    VERSION_COUNTS_FIELD_NUMBER: _ClassVar[int]
     WINDOWS_FIELD_NUMBER: _ClassVar[int]
+    history_retention_ms: int
     key_lengths: _containers.RepeatedScalarFieldContainer[int]
     key_serde: str
     keys: bytes
     store: str
+    stream_time_ms: int
     timestamps: _containers.RepeatedScalarFieldContainer[int]
     type: StoreType
     uncovered: bytes
@@ -1334,8 +1344,9 @@ class StoreView(_message.Message):
     value_lengths: _containers.RepeatedScalarFieldContainer[int]
     value_serde: str
     values: bytes
+    version_counts: _containers.RepeatedScalarFieldContainer[int]
     windows: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, store: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., type: _Optional[_Union[StoreType, str]] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., timestamps: _Optional[_Iterable[int]] = ..., windows: _Optional[_Iterable[int]] = ..., uncovered_lengths: _Optional[_Iterable[int]] = ..., uncovered: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, store: _Optional[str] = ..., key_serde: _Optional[str] = ..., value_serde: _Optional[str] = ..., type: _Optional[_Union[StoreType, str]] = ..., key_lengths: _Optional[_Iterable[int]] = ..., keys: _Optional[bytes] = ..., value_lengths: _Optional[_Iterable[int]] = ..., values: _Optional[bytes] = ..., timestamps: _Optional[_Iterable[int]] = ..., windows: _Optional[_Iterable[int]] = ..., uncovered_lengths: _Optional[_Iterable[int]] = ..., uncovered: _Optional[bytes] = ..., stream_time_ms: _Optional[int] = ..., version_counts: _Optional[_Iterable[int]] = ..., history_retention_ms: _Optional[int] = ...) -> None: ...
 
 class StreamOp(_message.Message):
     __slots__ = ["key_serde", "name", "offset_reset", "timestamp_extractor", "topics", "value_serde"]

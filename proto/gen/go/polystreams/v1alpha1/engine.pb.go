@@ -295,6 +295,11 @@ const (
 	StoreType_STORE_TYPE_WINDOW StoreType = 3
 	// Stores.timestampedWindowStoreBuilder.
 	StoreType_STORE_TYPE_TIMESTAMPED_WINDOW StoreType = 4
+	// Stores.versionedKeyValueStoreBuilder over
+	// Stores.persistentVersionedKeyValueStore (KIP-889): put(key, value,
+	// timestamp), get(key[, asOf]), delete(key, timestamp);
+	// AddStateStoreOp.versioned gives its history retention.
+	StoreType_STORE_TYPE_VERSIONED_KEY_VALUE StoreType = 5
 )
 
 // Enum value maps for StoreType.
@@ -305,6 +310,7 @@ var (
 		2: "STORE_TYPE_TIMESTAMPED_KEY_VALUE",
 		3: "STORE_TYPE_WINDOW",
 		4: "STORE_TYPE_TIMESTAMPED_WINDOW",
+		5: "STORE_TYPE_VERSIONED_KEY_VALUE",
 	}
 	StoreType_value = map[string]int32{
 		"STORE_TYPE_UNSPECIFIED":           0,
@@ -312,6 +318,7 @@ var (
 		"STORE_TYPE_TIMESTAMPED_KEY_VALUE": 2,
 		"STORE_TYPE_WINDOW":                3,
 		"STORE_TYPE_TIMESTAMPED_WINDOW":    4,
+		"STORE_TYPE_VERSIONED_KEY_VALUE":   5,
 	}
 )
 
@@ -608,7 +615,9 @@ type OpKind int32
 
 const (
 	OpKind_OP_KIND_UNSPECIFIED OpKind = 0
-	// store.put(key, value[, timestamp | window start]).
+	// store.put(key, value[, timestamp | window start]). A versioned
+	// store's put(key, value, timestamp) carries the version's validFrom; a
+	// null value (length -1) is a tombstone, its delete(key, timestamp).
 	OpKind_OP_KIND_PUT OpKind = 1
 	// store.delete(key).
 	OpKind_OP_KIND_DELETE OpKind = 2
@@ -2986,8 +2995,11 @@ type AddStateStoreOp struct {
 	Processors []string `protobuf:"bytes,10,rep,name=processors,proto3" json:"processors,omitempty"`
 	// withLoggingEnabled(config): the changelog topic's configs.
 	ChangelogConfig map[string]string `protobuf:"bytes,11,rep,name=changelog_config,json=changelogConfig,proto3" json:"changelog_config,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// STORE_TYPE_VERSIONED_KEY_VALUE: its history retention and segment
+	// interval (required for that type, refused for others).
+	Versioned     *VersionedStore `protobuf:"bytes,130,opt,name=versioned,proto3" json:"versioned,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AddStateStoreOp) Reset() {
@@ -3093,6 +3105,13 @@ func (x *AddStateStoreOp) GetProcessors() []string {
 func (x *AddStateStoreOp) GetChangelogConfig() map[string]string {
 	if x != nil {
 		return x.ChangelogConfig
+	}
+	return nil
+}
+
+func (x *AddStateStoreOp) GetVersioned() *VersionedStore {
+	if x != nil {
+		return x.Versioned
 	}
 	return nil
 }
@@ -6657,8 +6676,21 @@ type StoreView struct {
 	Windows          []int64 `protobuf:"varint,10,rep,packed,name=windows,proto3" json:"windows,omitempty"`
 	UncoveredLengths []int32 `protobuf:"zigzag32,11,rep,packed,name=uncovered_lengths,json=uncoveredLengths,proto3" json:"uncovered_lengths,omitempty"`
 	Uncovered        []byte  `protobuf:"bytes,12,opt,name=uncovered,proto3" json:"uncovered,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Versioned stores: the store's observed stream time (the largest
+	// timestamp put into it, -1 before any) as of the bundle's start. Each
+	// prefetched key is listed once (keys); version_counts says how many of
+	// the value rows are its versions (0: it has none), in ascending
+	// validFrom (windows holds each version's validFrom; value length -1 is
+	// a tombstone), from the version valid at stream time - history
+	// retention on. A key with more versions than the engine sends is in
+	// uncovered: read it with ReadRequest.versions.
+	StreamTimeMs  int64   `protobuf:"varint,130,opt,name=stream_time_ms,json=streamTimeMs,proto3" json:"stream_time_ms,omitempty"`
+	VersionCounts []int32 `protobuf:"zigzag32,131,rep,packed,name=version_counts,json=versionCounts,proto3" json:"version_counts,omitempty"`
+	// Versioned stores: the store's history retention (ms), so that a host
+	// computes put's answers and reads as of a time as the engine does.
+	HistoryRetentionMs int64 `protobuf:"varint,132,opt,name=history_retention_ms,json=historyRetentionMs,proto3" json:"history_retention_ms,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *StoreView) Reset() {
@@ -6773,6 +6805,27 @@ func (x *StoreView) GetUncovered() []byte {
 		return x.Uncovered
 	}
 	return nil
+}
+
+func (x *StoreView) GetStreamTimeMs() int64 {
+	if x != nil {
+		return x.StreamTimeMs
+	}
+	return 0
+}
+
+func (x *StoreView) GetVersionCounts() []int32 {
+	if x != nil {
+		return x.VersionCounts
+	}
+	return nil
+}
+
+func (x *StoreView) GetHistoryRetentionMs() int64 {
+	if x != nil {
+		return x.HistoryRetentionMs
+	}
+	return 0
 }
 
 // BundleEntry is a step's work in a processor bundle that is not a record.
@@ -8179,6 +8232,7 @@ type ReadRequest struct {
 	//	*ReadRequest_Prefix
 	//	*ReadRequest_All
 	//	*ReadRequest_WindowFetch
+	//	*ReadRequest_Versions
 	Query isReadRequest_Query `protobuf_oneof:"query"`
 	// Keys in descending order (reverseRange, reverseAll, backwardFetch).
 	Reverse bool `protobuf:"varint,9,opt,name=reverse,proto3" json:"reverse,omitempty"`
@@ -8291,6 +8345,15 @@ func (x *ReadRequest) GetWindowFetch() *WindowFetch {
 	return nil
 }
 
+func (x *ReadRequest) GetVersions() []byte {
+	if x != nil {
+		if x, ok := x.Query.(*ReadRequest_Versions); ok {
+			return x.Versions
+		}
+	}
+	return nil
+}
+
 func (x *ReadRequest) GetReverse() bool {
 	if x != nil {
 		return x.Reverse
@@ -8330,6 +8393,13 @@ type ReadRequest_WindowFetch struct {
 	WindowFetch *WindowFetch `protobuf:"bytes,8,opt,name=window_fetch,json=windowFetch,proto3,oneof"`
 }
 
+type ReadRequest_Versions struct {
+	// Versioned stores: every version of this key a read may still find,
+	// answered as StoreView's rows of one key (windows: validFrom; value
+	// length -1: a tombstone), in ascending validFrom.
+	Versions []byte `protobuf:"bytes,130,opt,name=versions,proto3,oneof"`
+}
+
 func (*ReadRequest_Get) isReadRequest_Query() {}
 
 func (*ReadRequest_Range) isReadRequest_Query() {}
@@ -8339,6 +8409,8 @@ func (*ReadRequest_Prefix) isReadRequest_Query() {}
 func (*ReadRequest_All) isReadRequest_Query() {}
 
 func (*ReadRequest_WindowFetch) isReadRequest_Query() {}
+
+func (*ReadRequest_Versions) isReadRequest_Query() {}
 
 // ReadResponse: the entries, columnar, in key order (window stores: key,
 // then window start), serialized by the store's serdes.
@@ -10197,7 +10269,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\aPrintOp\x12\x14\n" +
 	"\x05input\x18\x01 \x01(\x04R\x05input\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\rR\x05token\x12\x12\n" +
-	"\x04name\x18\x03 \x01(\tR\x04name\"\x9e\x04\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"\xe3\x04\n" +
 	"\x0fAddStateStoreOp\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x123\n" +
 	"\x04type\x18\x02 \x01(\x0e2\x1f.polystreams.v1alpha1.StoreTypeR\x04type\x12\x1b\n" +
@@ -10213,7 +10285,8 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"processors\x18\n" +
 	" \x03(\tR\n" +
 	"processors\x12e\n" +
-	"\x10changelog_config\x18\v \x03(\v2:.polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntryR\x0fchangelogConfig\x1aB\n" +
+	"\x10changelog_config\x18\v \x03(\v2:.polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntryR\x0fchangelogConfig\x12C\n" +
+	"\tversioned\x18\x82\x01 \x01(\v2$.polystreams.v1alpha1.VersionedStoreR\tversioned\x1aB\n" +
 	"\x14ChangelogConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc2\x01\n" +
@@ -10519,7 +10592,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x0epartition_time\x18d \x01(\x03R\rpartitionTime\x12\x1d\n" +
 	"\n" +
 	"sink_topic\x18r \x01(\tR\tsinkTopic\x12'\n" +
-	"\x0fsink_partitions\x18s \x01(\x05R\x0esinkPartitions\"\x8b\x03\n" +
+	"\x0fsink_partitions\x18s \x01(\x05R\x0esinkPartitions\"\x8d\x04\n" +
 	"\tStoreView\x12\x14\n" +
 	"\x05store\x18\x01 \x01(\tR\x05store\x12\x1b\n" +
 	"\tkey_serde\x18\x02 \x01(\tR\bkeySerde\x12\x1f\n" +
@@ -10537,7 +10610,10 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\awindows\x18\n" +
 	" \x03(\x03R\awindows\x12+\n" +
 	"\x11uncovered_lengths\x18\v \x03(\x11R\x10uncoveredLengths\x12\x1c\n" +
-	"\tuncovered\x18\f \x01(\fR\tuncovered\"\x8e\x02\n" +
+	"\tuncovered\x18\f \x01(\fR\tuncovered\x12%\n" +
+	"\x0estream_time_ms\x18\x82\x01 \x01(\x03R\fstreamTimeMs\x12&\n" +
+	"\x0eversion_counts\x18\x83\x01 \x03(\x11R\rversionCounts\x121\n" +
+	"\x14history_retention_ms\x18\x84\x01 \x01(\x03R\x12historyRetentionMs\"\x8e\x02\n" +
 	"\vBundleEntry\x12:\n" +
 	"\x04kind\x18\x01 \x01(\x0e2&.polystreams.v1alpha1.BundleEntry.KindR\x04kind\x12\x12\n" +
 	"\x04step\x18\x02 \x01(\x05R\x04step\x12\x1a\n" +
@@ -10655,7 +10731,7 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\fVersionedGet\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x1d\n" +
 	"\bas_of_ms\x18\x02 \x01(\x03H\x00R\x06asOfMs\x88\x01\x01B\v\n" +
-	"\t_as_of_ms\"\xe8\x02\n" +
+	"\t_as_of_ms\"\x87\x03\n" +
 	"\vReadRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
@@ -10665,7 +10741,8 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"\x05range\x18\x05 \x01(\v2\x1e.polystreams.v1alpha1.KeyRangeH\x00R\x05range\x12\x18\n" +
 	"\x06prefix\x18\x06 \x01(\fH\x00R\x06prefix\x12\x12\n" +
 	"\x03all\x18\a \x01(\bH\x00R\x03all\x12F\n" +
-	"\fwindow_fetch\x18\b \x01(\v2!.polystreams.v1alpha1.WindowFetchH\x00R\vwindowFetch\x12\x18\n" +
+	"\fwindow_fetch\x18\b \x01(\v2!.polystreams.v1alpha1.WindowFetchH\x00R\vwindowFetch\x12\x1d\n" +
+	"\bversions\x18\x82\x01 \x01(\fH\x00R\bversions\x12\x18\n" +
 	"\areverse\x18\t \x01(\bR\areverse\x12\"\n" +
 	"\fcontinuation\x18\n" +
 	" \x01(\fR\fcontinuationB\a\n" +
@@ -10841,13 +10918,14 @@ const file_polystreams_v1alpha1_engine_proto_rawDesc = "" +
 	"BufferFull\x12\x1b\n" +
 	"\x17BUFFER_FULL_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16BUFFER_FULL_EMIT_EARLY\x10\x01\x12\x19\n" +
-	"\x15BUFFER_FULL_SHUT_DOWN\x10\x02*\xa1\x01\n" +
+	"\x15BUFFER_FULL_SHUT_DOWN\x10\x02*\xc5\x01\n" +
 	"\tStoreType\x12\x1a\n" +
 	"\x16STORE_TYPE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14STORE_TYPE_KEY_VALUE\x10\x01\x12$\n" +
 	" STORE_TYPE_TIMESTAMPED_KEY_VALUE\x10\x02\x12\x15\n" +
 	"\x11STORE_TYPE_WINDOW\x10\x03\x12!\n" +
-	"\x1dSTORE_TYPE_TIMESTAMPED_WINDOW\x10\x04*i\n" +
+	"\x1dSTORE_TYPE_TIMESTAMPED_WINDOW\x10\x04\x12\"\n" +
+	"\x1eSTORE_TYPE_VERSIONED_KEY_VALUE\x10\x05*i\n" +
 	"\aReducer\x12\x17\n" +
 	"\x13REDUCER_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vREDUCER_SUM\x10\x01\x12\x0f\n" +
@@ -11082,141 +11160,142 @@ var file_polystreams_v1alpha1_engine_proto_depIdxs = []int32{
 	18,  // 18: polystreams.v1alpha1.FilterNotOp.materialized:type_name -> polystreams.v1alpha1.Materialized
 	4,   // 19: polystreams.v1alpha1.AddStateStoreOp.type:type_name -> polystreams.v1alpha1.StoreType
 	123, // 20: polystreams.v1alpha1.AddStateStoreOp.changelog_config:type_name -> polystreams.v1alpha1.AddStateStoreOp.ChangelogConfigEntry
-	18,  // 21: polystreams.v1alpha1.TransformValuesOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	18,  // 22: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	5,   // 23: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
-	18,  // 24: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	18,  // 25: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	55,  // 26: polystreams.v1alpha1.SplitOp.branches:type_name -> polystreams.v1alpha1.Branch
-	58,  // 27: polystreams.v1alpha1.JoinOp.windows:type_name -> polystreams.v1alpha1.JoinWindows
-	18,  // 28: polystreams.v1alpha1.JoinOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	6,   // 29: polystreams.v1alpha1.JoinOp.builtin_joiner:type_name -> polystreams.v1alpha1.Joiner
-	18,  // 30: polystreams.v1alpha1.GlobalTableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
-	20,  // 31: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
-	31,  // 32: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
-	32,  // 33: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
-	33,  // 34: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
-	34,  // 35: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
-	36,  // 36: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
-	37,  // 37: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
-	38,  // 38: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
-	39,  // 39: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
-	47,  // 40: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
-	48,  // 41: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
-	49,  // 42: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
-	60,  // 43: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
-	61,  // 44: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
-	50,  // 45: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
-	51,  // 46: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
-	30,  // 47: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
-	22,  // 48: polystreams.v1alpha1.BuildRequest.windowed_by:type_name -> polystreams.v1alpha1.WindowedByOp
-	28,  // 49: polystreams.v1alpha1.BuildRequest.suppress:type_name -> polystreams.v1alpha1.SuppressOp
-	53,  // 50: polystreams.v1alpha1.BuildRequest.merge:type_name -> polystreams.v1alpha1.MergeOp
-	54,  // 51: polystreams.v1alpha1.BuildRequest.split:type_name -> polystreams.v1alpha1.SplitOp
-	56,  // 52: polystreams.v1alpha1.BuildRequest.repartition:type_name -> polystreams.v1alpha1.RepartitionOp
-	57,  // 53: polystreams.v1alpha1.BuildRequest.join:type_name -> polystreams.v1alpha1.JoinOp
-	59,  // 54: polystreams.v1alpha1.BuildRequest.global_table:type_name -> polystreams.v1alpha1.GlobalTableOp
-	26,  // 55: polystreams.v1alpha1.BuildRequest.emit_strategy:type_name -> polystreams.v1alpha1.EmitStrategyOp
-	27,  // 56: polystreams.v1alpha1.BuildRequest.to_table:type_name -> polystreams.v1alpha1.ToTableOp
-	35,  // 57: polystreams.v1alpha1.BuildRequest.flat_map:type_name -> polystreams.v1alpha1.FlatMapOp
-	40,  // 58: polystreams.v1alpha1.BuildRequest.print:type_name -> polystreams.v1alpha1.PrintOp
-	41,  // 59: polystreams.v1alpha1.BuildRequest.add_state_store:type_name -> polystreams.v1alpha1.AddStateStoreOp
-	42,  // 60: polystreams.v1alpha1.BuildRequest.process:type_name -> polystreams.v1alpha1.ProcessOp
-	44,  // 61: polystreams.v1alpha1.BuildRequest.add_source:type_name -> polystreams.v1alpha1.AddSourceOp
-	45,  // 62: polystreams.v1alpha1.BuildRequest.add_processor:type_name -> polystreams.v1alpha1.AddProcessorOp
-	46,  // 63: polystreams.v1alpha1.BuildRequest.add_sink:type_name -> polystreams.v1alpha1.AddSinkOp
-	43,  // 64: polystreams.v1alpha1.BuildRequest.transform_values:type_name -> polystreams.v1alpha1.TransformValuesOp
-	52,  // 65: polystreams.v1alpha1.BuildRequest.cogroup:type_name -> polystreams.v1alpha1.CogroupOp
-	17,  // 66: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
-	17,  // 67: polystreams.v1alpha1.BuildResponse.branches:type_name -> polystreams.v1alpha1.Handle
-	66,  // 68: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
-	67,  // 69: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
-	68,  // 70: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
-	10,  // 71: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
-	78,  // 72: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
-	75,  // 73: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
-	9,   // 74: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
-	73,  // 75: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	81,  // 76: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	7,   // 77: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
-	0,   // 78: polystreams.v1alpha1.Step.metadata:type_name -> polystreams.v1alpha1.Metadata
-	74,  // 79: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
-	76,  // 80: polystreams.v1alpha1.Bundle.stores:type_name -> polystreams.v1alpha1.StoreView
-	77,  // 81: polystreams.v1alpha1.Bundle.inits:type_name -> polystreams.v1alpha1.BundleEntry
-	77,  // 82: polystreams.v1alpha1.Bundle.after:type_name -> polystreams.v1alpha1.BundleEntry
-	4,   // 83: polystreams.v1alpha1.StoreView.type:type_name -> polystreams.v1alpha1.StoreType
-	11,  // 84: polystreams.v1alpha1.BundleEntry.kind:type_name -> polystreams.v1alpha1.BundleEntry.Kind
-	79,  // 85: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
-	8,   // 86: polystreams.v1alpha1.BundleResult.op_kinds:type_name -> polystreams.v1alpha1.OpKind
-	12,  // 87: polystreams.v1alpha1.RecordFailure.kind:type_name -> polystreams.v1alpha1.RecordFailure.Kind
-	9,   // 88: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
-	73,  // 89: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	81,  // 90: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	80,  // 91: polystreams.v1alpha1.GetStateResponse.broker_outage:type_name -> polystreams.v1alpha1.BrokerOutage
-	97,  // 92: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
-	96,  // 93: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
-	93,  // 94: polystreams.v1alpha1.QueryRequest.versioned_get:type_name -> polystreams.v1alpha1.VersionedGet
-	97,  // 95: polystreams.v1alpha1.ReadRequest.range:type_name -> polystreams.v1alpha1.KeyRange
-	96,  // 96: polystreams.v1alpha1.ReadRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
-	99,  // 97: polystreams.v1alpha1.QueryMetadataForKeyResponse.active_host:type_name -> polystreams.v1alpha1.HostInfo
-	99,  // 98: polystreams.v1alpha1.QueryMetadataForKeyResponse.standby_hosts:type_name -> polystreams.v1alpha1.HostInfo
-	99,  // 99: polystreams.v1alpha1.StreamsMetadata.host_info:type_name -> polystreams.v1alpha1.HostInfo
-	103, // 100: polystreams.v1alpha1.StreamsMetadata.topic_partitions:type_name -> polystreams.v1alpha1.TopicPartition
-	103, // 101: polystreams.v1alpha1.StreamsMetadata.standby_topic_partitions:type_name -> polystreams.v1alpha1.TopicPartition
-	104, // 102: polystreams.v1alpha1.StreamsMetadataResponse.metadata:type_name -> polystreams.v1alpha1.StreamsMetadata
-	9,   // 103: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
-	81,  // 104: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
-	108, // 105: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
-	109, // 106: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
-	110, // 107: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
-	111, // 108: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
-	113, // 109: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
-	112, // 110: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
-	73,  // 111: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
-	112, // 112: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
-	13,  // 113: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
-	15,  // 114: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
-	62,  // 115: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
-	64,  // 116: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
-	69,  // 117: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
-	71,  // 118: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
-	82,  // 119: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
-	90,  // 120: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
-	92,  // 121: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
-	106, // 122: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
-	114, // 123: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
-	116, // 124: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
-	118, // 125: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
-	94,  // 126: polystreams.v1alpha1.EngineService.Read:input_type -> polystreams.v1alpha1.ReadRequest
-	100, // 127: polystreams.v1alpha1.EngineService.QueryMetadataForKey:input_type -> polystreams.v1alpha1.QueryMetadataForKeyRequest
-	102, // 128: polystreams.v1alpha1.EngineService.StreamsMetadata:input_type -> polystreams.v1alpha1.StreamsMetadataRequest
-	84,  // 129: polystreams.v1alpha1.EngineService.PauseProcessing:input_type -> polystreams.v1alpha1.PauseProcessingRequest
-	86,  // 130: polystreams.v1alpha1.EngineService.ResumeProcessing:input_type -> polystreams.v1alpha1.ResumeProcessingRequest
-	88,  // 131: polystreams.v1alpha1.EngineService.CleanUpState:input_type -> polystreams.v1alpha1.CleanUpStateRequest
-	14,  // 132: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
-	16,  // 133: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
-	63,  // 134: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
-	65,  // 135: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
-	70,  // 136: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
-	72,  // 137: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
-	83,  // 138: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
-	91,  // 139: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
-	98,  // 140: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
-	107, // 141: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
-	115, // 142: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
-	117, // 143: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
-	119, // 144: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
-	95,  // 145: polystreams.v1alpha1.EngineService.Read:output_type -> polystreams.v1alpha1.ReadResponse
-	101, // 146: polystreams.v1alpha1.EngineService.QueryMetadataForKey:output_type -> polystreams.v1alpha1.QueryMetadataForKeyResponse
-	105, // 147: polystreams.v1alpha1.EngineService.StreamsMetadata:output_type -> polystreams.v1alpha1.StreamsMetadataResponse
-	85,  // 148: polystreams.v1alpha1.EngineService.PauseProcessing:output_type -> polystreams.v1alpha1.PauseProcessingResponse
-	87,  // 149: polystreams.v1alpha1.EngineService.ResumeProcessing:output_type -> polystreams.v1alpha1.ResumeProcessingResponse
-	89,  // 150: polystreams.v1alpha1.EngineService.CleanUpState:output_type -> polystreams.v1alpha1.CleanUpStateResponse
-	132, // [132:151] is the sub-list for method output_type
-	113, // [113:132] is the sub-list for method input_type
-	113, // [113:113] is the sub-list for extension type_name
-	113, // [113:113] is the sub-list for extension extendee
-	0,   // [0:113] is the sub-list for field type_name
+	19,  // 21: polystreams.v1alpha1.AddStateStoreOp.versioned:type_name -> polystreams.v1alpha1.VersionedStore
+	18,  // 22: polystreams.v1alpha1.TransformValuesOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	18,  // 23: polystreams.v1alpha1.CountOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	5,   // 24: polystreams.v1alpha1.ReduceOp.builtin:type_name -> polystreams.v1alpha1.Reducer
+	18,  // 25: polystreams.v1alpha1.ReduceOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	18,  // 26: polystreams.v1alpha1.AggregateOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	55,  // 27: polystreams.v1alpha1.SplitOp.branches:type_name -> polystreams.v1alpha1.Branch
+	58,  // 28: polystreams.v1alpha1.JoinOp.windows:type_name -> polystreams.v1alpha1.JoinWindows
+	18,  // 29: polystreams.v1alpha1.JoinOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	6,   // 30: polystreams.v1alpha1.JoinOp.builtin_joiner:type_name -> polystreams.v1alpha1.Joiner
+	18,  // 31: polystreams.v1alpha1.GlobalTableOp.materialized:type_name -> polystreams.v1alpha1.Materialized
+	20,  // 32: polystreams.v1alpha1.BuildRequest.stream:type_name -> polystreams.v1alpha1.StreamOp
+	31,  // 33: polystreams.v1alpha1.BuildRequest.map_values:type_name -> polystreams.v1alpha1.MapValuesOp
+	32,  // 34: polystreams.v1alpha1.BuildRequest.filter:type_name -> polystreams.v1alpha1.FilterOp
+	33,  // 35: polystreams.v1alpha1.BuildRequest.filter_not:type_name -> polystreams.v1alpha1.FilterNotOp
+	34,  // 36: polystreams.v1alpha1.BuildRequest.flat_map_values:type_name -> polystreams.v1alpha1.FlatMapValuesOp
+	36,  // 37: polystreams.v1alpha1.BuildRequest.map:type_name -> polystreams.v1alpha1.MapOp
+	37,  // 38: polystreams.v1alpha1.BuildRequest.select_key:type_name -> polystreams.v1alpha1.SelectKeyOp
+	38,  // 39: polystreams.v1alpha1.BuildRequest.peek:type_name -> polystreams.v1alpha1.PeekOp
+	39,  // 40: polystreams.v1alpha1.BuildRequest.foreach:type_name -> polystreams.v1alpha1.ForeachOp
+	47,  // 41: polystreams.v1alpha1.BuildRequest.group_by_key:type_name -> polystreams.v1alpha1.GroupByKeyOp
+	48,  // 42: polystreams.v1alpha1.BuildRequest.group_by:type_name -> polystreams.v1alpha1.GroupByOp
+	49,  // 43: polystreams.v1alpha1.BuildRequest.count:type_name -> polystreams.v1alpha1.CountOp
+	60,  // 44: polystreams.v1alpha1.BuildRequest.to_stream:type_name -> polystreams.v1alpha1.ToStreamOp
+	61,  // 45: polystreams.v1alpha1.BuildRequest.to:type_name -> polystreams.v1alpha1.ToOp
+	50,  // 46: polystreams.v1alpha1.BuildRequest.reduce:type_name -> polystreams.v1alpha1.ReduceOp
+	51,  // 47: polystreams.v1alpha1.BuildRequest.aggregate:type_name -> polystreams.v1alpha1.AggregateOp
+	30,  // 48: polystreams.v1alpha1.BuildRequest.table:type_name -> polystreams.v1alpha1.TableOp
+	22,  // 49: polystreams.v1alpha1.BuildRequest.windowed_by:type_name -> polystreams.v1alpha1.WindowedByOp
+	28,  // 50: polystreams.v1alpha1.BuildRequest.suppress:type_name -> polystreams.v1alpha1.SuppressOp
+	53,  // 51: polystreams.v1alpha1.BuildRequest.merge:type_name -> polystreams.v1alpha1.MergeOp
+	54,  // 52: polystreams.v1alpha1.BuildRequest.split:type_name -> polystreams.v1alpha1.SplitOp
+	56,  // 53: polystreams.v1alpha1.BuildRequest.repartition:type_name -> polystreams.v1alpha1.RepartitionOp
+	57,  // 54: polystreams.v1alpha1.BuildRequest.join:type_name -> polystreams.v1alpha1.JoinOp
+	59,  // 55: polystreams.v1alpha1.BuildRequest.global_table:type_name -> polystreams.v1alpha1.GlobalTableOp
+	26,  // 56: polystreams.v1alpha1.BuildRequest.emit_strategy:type_name -> polystreams.v1alpha1.EmitStrategyOp
+	27,  // 57: polystreams.v1alpha1.BuildRequest.to_table:type_name -> polystreams.v1alpha1.ToTableOp
+	35,  // 58: polystreams.v1alpha1.BuildRequest.flat_map:type_name -> polystreams.v1alpha1.FlatMapOp
+	40,  // 59: polystreams.v1alpha1.BuildRequest.print:type_name -> polystreams.v1alpha1.PrintOp
+	41,  // 60: polystreams.v1alpha1.BuildRequest.add_state_store:type_name -> polystreams.v1alpha1.AddStateStoreOp
+	42,  // 61: polystreams.v1alpha1.BuildRequest.process:type_name -> polystreams.v1alpha1.ProcessOp
+	44,  // 62: polystreams.v1alpha1.BuildRequest.add_source:type_name -> polystreams.v1alpha1.AddSourceOp
+	45,  // 63: polystreams.v1alpha1.BuildRequest.add_processor:type_name -> polystreams.v1alpha1.AddProcessorOp
+	46,  // 64: polystreams.v1alpha1.BuildRequest.add_sink:type_name -> polystreams.v1alpha1.AddSinkOp
+	43,  // 65: polystreams.v1alpha1.BuildRequest.transform_values:type_name -> polystreams.v1alpha1.TransformValuesOp
+	52,  // 66: polystreams.v1alpha1.BuildRequest.cogroup:type_name -> polystreams.v1alpha1.CogroupOp
+	17,  // 67: polystreams.v1alpha1.BuildResponse.handle:type_name -> polystreams.v1alpha1.Handle
+	17,  // 68: polystreams.v1alpha1.BuildResponse.branches:type_name -> polystreams.v1alpha1.Handle
+	66,  // 69: polystreams.v1alpha1.DescribeResponse.topology:type_name -> polystreams.v1alpha1.TopologyDescription
+	67,  // 70: polystreams.v1alpha1.TopologyDescription.subtopologies:type_name -> polystreams.v1alpha1.Subtopology
+	68,  // 71: polystreams.v1alpha1.Subtopology.nodes:type_name -> polystreams.v1alpha1.Node
+	10,  // 72: polystreams.v1alpha1.Node.type:type_name -> polystreams.v1alpha1.Node.Type
+	78,  // 73: polystreams.v1alpha1.ExchangeRequest.results:type_name -> polystreams.v1alpha1.BundleResult
+	75,  // 74: polystreams.v1alpha1.ExchangeResponse.bundles:type_name -> polystreams.v1alpha1.Bundle
+	9,   // 75: polystreams.v1alpha1.ExchangeResponse.state:type_name -> polystreams.v1alpha1.State
+	73,  // 76: polystreams.v1alpha1.ExchangeResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	81,  // 77: polystreams.v1alpha1.ExchangeResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	7,   // 78: polystreams.v1alpha1.Step.operation:type_name -> polystreams.v1alpha1.Operation
+	0,   // 79: polystreams.v1alpha1.Step.metadata:type_name -> polystreams.v1alpha1.Metadata
+	74,  // 80: polystreams.v1alpha1.Bundle.steps:type_name -> polystreams.v1alpha1.Step
+	76,  // 81: polystreams.v1alpha1.Bundle.stores:type_name -> polystreams.v1alpha1.StoreView
+	77,  // 82: polystreams.v1alpha1.Bundle.inits:type_name -> polystreams.v1alpha1.BundleEntry
+	77,  // 83: polystreams.v1alpha1.Bundle.after:type_name -> polystreams.v1alpha1.BundleEntry
+	4,   // 84: polystreams.v1alpha1.StoreView.type:type_name -> polystreams.v1alpha1.StoreType
+	11,  // 85: polystreams.v1alpha1.BundleEntry.kind:type_name -> polystreams.v1alpha1.BundleEntry.Kind
+	79,  // 86: polystreams.v1alpha1.BundleResult.failures:type_name -> polystreams.v1alpha1.RecordFailure
+	8,   // 87: polystreams.v1alpha1.BundleResult.op_kinds:type_name -> polystreams.v1alpha1.OpKind
+	12,  // 88: polystreams.v1alpha1.RecordFailure.kind:type_name -> polystreams.v1alpha1.RecordFailure.Kind
+	9,   // 89: polystreams.v1alpha1.GetStateResponse.state:type_name -> polystreams.v1alpha1.State
+	73,  // 90: polystreams.v1alpha1.GetStateResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	81,  // 91: polystreams.v1alpha1.GetStateResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	80,  // 92: polystreams.v1alpha1.GetStateResponse.broker_outage:type_name -> polystreams.v1alpha1.BrokerOutage
+	97,  // 93: polystreams.v1alpha1.QueryRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	96,  // 94: polystreams.v1alpha1.QueryRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
+	93,  // 95: polystreams.v1alpha1.QueryRequest.versioned_get:type_name -> polystreams.v1alpha1.VersionedGet
+	97,  // 96: polystreams.v1alpha1.ReadRequest.range:type_name -> polystreams.v1alpha1.KeyRange
+	96,  // 97: polystreams.v1alpha1.ReadRequest.window_fetch:type_name -> polystreams.v1alpha1.WindowFetch
+	99,  // 98: polystreams.v1alpha1.QueryMetadataForKeyResponse.active_host:type_name -> polystreams.v1alpha1.HostInfo
+	99,  // 99: polystreams.v1alpha1.QueryMetadataForKeyResponse.standby_hosts:type_name -> polystreams.v1alpha1.HostInfo
+	99,  // 100: polystreams.v1alpha1.StreamsMetadata.host_info:type_name -> polystreams.v1alpha1.HostInfo
+	103, // 101: polystreams.v1alpha1.StreamsMetadata.topic_partitions:type_name -> polystreams.v1alpha1.TopicPartition
+	103, // 102: polystreams.v1alpha1.StreamsMetadata.standby_topic_partitions:type_name -> polystreams.v1alpha1.TopicPartition
+	104, // 103: polystreams.v1alpha1.StreamsMetadataResponse.metadata:type_name -> polystreams.v1alpha1.StreamsMetadata
+	9,   // 104: polystreams.v1alpha1.GetMetricsResponse.state:type_name -> polystreams.v1alpha1.State
+	81,  // 105: polystreams.v1alpha1.GetMetricsResponse.restore:type_name -> polystreams.v1alpha1.RestoreProgress
+	108, // 106: polystreams.v1alpha1.GetMetricsResponse.nodes:type_name -> polystreams.v1alpha1.NodeMetrics
+	109, // 107: polystreams.v1alpha1.GetMetricsResponse.tasks:type_name -> polystreams.v1alpha1.TaskMetrics
+	110, // 108: polystreams.v1alpha1.TaskMetrics.inputs:type_name -> polystreams.v1alpha1.PartitionLag
+	111, // 109: polystreams.v1alpha1.TaskMetrics.stores:type_name -> polystreams.v1alpha1.StoreMetrics
+	113, // 110: polystreams.v1alpha1.TestRecord.headers:type_name -> polystreams.v1alpha1.TestHeader
+	112, // 111: polystreams.v1alpha1.PipeInputRequest.records:type_name -> polystreams.v1alpha1.TestRecord
+	73,  // 112: polystreams.v1alpha1.PipeInputResponse.failed_record:type_name -> polystreams.v1alpha1.RecordContext
+	112, // 113: polystreams.v1alpha1.ReadOutputResponse.records:type_name -> polystreams.v1alpha1.TestRecord
+	13,  // 114: polystreams.v1alpha1.EngineService.OpenSession:input_type -> polystreams.v1alpha1.OpenSessionRequest
+	15,  // 115: polystreams.v1alpha1.EngineService.RegisterFunction:input_type -> polystreams.v1alpha1.RegisterFunctionRequest
+	62,  // 116: polystreams.v1alpha1.EngineService.Build:input_type -> polystreams.v1alpha1.BuildRequest
+	64,  // 117: polystreams.v1alpha1.EngineService.Describe:input_type -> polystreams.v1alpha1.DescribeRequest
+	69,  // 118: polystreams.v1alpha1.EngineService.Start:input_type -> polystreams.v1alpha1.StartRequest
+	71,  // 119: polystreams.v1alpha1.EngineService.Exchange:input_type -> polystreams.v1alpha1.ExchangeRequest
+	82,  // 120: polystreams.v1alpha1.EngineService.GetState:input_type -> polystreams.v1alpha1.GetStateRequest
+	90,  // 121: polystreams.v1alpha1.EngineService.Stop:input_type -> polystreams.v1alpha1.StopRequest
+	92,  // 122: polystreams.v1alpha1.EngineService.Query:input_type -> polystreams.v1alpha1.QueryRequest
+	106, // 123: polystreams.v1alpha1.EngineService.GetMetrics:input_type -> polystreams.v1alpha1.GetMetricsRequest
+	114, // 124: polystreams.v1alpha1.EngineService.PipeInput:input_type -> polystreams.v1alpha1.PipeInputRequest
+	116, // 125: polystreams.v1alpha1.EngineService.ReadOutput:input_type -> polystreams.v1alpha1.ReadOutputRequest
+	118, // 126: polystreams.v1alpha1.EngineService.AdvanceWallClock:input_type -> polystreams.v1alpha1.AdvanceWallClockRequest
+	94,  // 127: polystreams.v1alpha1.EngineService.Read:input_type -> polystreams.v1alpha1.ReadRequest
+	100, // 128: polystreams.v1alpha1.EngineService.QueryMetadataForKey:input_type -> polystreams.v1alpha1.QueryMetadataForKeyRequest
+	102, // 129: polystreams.v1alpha1.EngineService.StreamsMetadata:input_type -> polystreams.v1alpha1.StreamsMetadataRequest
+	84,  // 130: polystreams.v1alpha1.EngineService.PauseProcessing:input_type -> polystreams.v1alpha1.PauseProcessingRequest
+	86,  // 131: polystreams.v1alpha1.EngineService.ResumeProcessing:input_type -> polystreams.v1alpha1.ResumeProcessingRequest
+	88,  // 132: polystreams.v1alpha1.EngineService.CleanUpState:input_type -> polystreams.v1alpha1.CleanUpStateRequest
+	14,  // 133: polystreams.v1alpha1.EngineService.OpenSession:output_type -> polystreams.v1alpha1.OpenSessionResponse
+	16,  // 134: polystreams.v1alpha1.EngineService.RegisterFunction:output_type -> polystreams.v1alpha1.RegisterFunctionResponse
+	63,  // 135: polystreams.v1alpha1.EngineService.Build:output_type -> polystreams.v1alpha1.BuildResponse
+	65,  // 136: polystreams.v1alpha1.EngineService.Describe:output_type -> polystreams.v1alpha1.DescribeResponse
+	70,  // 137: polystreams.v1alpha1.EngineService.Start:output_type -> polystreams.v1alpha1.StartResponse
+	72,  // 138: polystreams.v1alpha1.EngineService.Exchange:output_type -> polystreams.v1alpha1.ExchangeResponse
+	83,  // 139: polystreams.v1alpha1.EngineService.GetState:output_type -> polystreams.v1alpha1.GetStateResponse
+	91,  // 140: polystreams.v1alpha1.EngineService.Stop:output_type -> polystreams.v1alpha1.StopResponse
+	98,  // 141: polystreams.v1alpha1.EngineService.Query:output_type -> polystreams.v1alpha1.QueryResponse
+	107, // 142: polystreams.v1alpha1.EngineService.GetMetrics:output_type -> polystreams.v1alpha1.GetMetricsResponse
+	115, // 143: polystreams.v1alpha1.EngineService.PipeInput:output_type -> polystreams.v1alpha1.PipeInputResponse
+	117, // 144: polystreams.v1alpha1.EngineService.ReadOutput:output_type -> polystreams.v1alpha1.ReadOutputResponse
+	119, // 145: polystreams.v1alpha1.EngineService.AdvanceWallClock:output_type -> polystreams.v1alpha1.AdvanceWallClockResponse
+	95,  // 146: polystreams.v1alpha1.EngineService.Read:output_type -> polystreams.v1alpha1.ReadResponse
+	101, // 147: polystreams.v1alpha1.EngineService.QueryMetadataForKey:output_type -> polystreams.v1alpha1.QueryMetadataForKeyResponse
+	105, // 148: polystreams.v1alpha1.EngineService.StreamsMetadata:output_type -> polystreams.v1alpha1.StreamsMetadataResponse
+	85,  // 149: polystreams.v1alpha1.EngineService.PauseProcessing:output_type -> polystreams.v1alpha1.PauseProcessingResponse
+	87,  // 150: polystreams.v1alpha1.EngineService.ResumeProcessing:output_type -> polystreams.v1alpha1.ResumeProcessingResponse
+	89,  // 151: polystreams.v1alpha1.EngineService.CleanUpState:output_type -> polystreams.v1alpha1.CleanUpStateResponse
+	133, // [133:152] is the sub-list for method output_type
+	114, // [114:133] is the sub-list for method input_type
+	114, // [114:114] is the sub-list for extension type_name
+	114, // [114:114] is the sub-list for extension extendee
+	0,   // [0:114] is the sub-list for field type_name
 }
 
 func init() { file_polystreams_v1alpha1_engine_proto_init() }
@@ -11283,6 +11362,7 @@ func file_polystreams_v1alpha1_engine_proto_init() {
 		(*ReadRequest_Prefix)(nil),
 		(*ReadRequest_All)(nil),
 		(*ReadRequest_WindowFetch)(nil),
+		(*ReadRequest_Versions)(nil),
 	}
 	file_polystreams_v1alpha1_engine_proto_msgTypes[83].OneofWrappers = []any{}
 	file_polystreams_v1alpha1_engine_proto_msgTypes[84].OneofWrappers = []any{}

@@ -40,6 +40,7 @@ import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.processor.TimestampExtractor;
 import org.apache.kafka.streams.kstream.TableJoined;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
 import org.apache.kafka.streams.kstream.TimeWindows;
@@ -116,8 +117,17 @@ final class CaseTopology {
     return n == null || n.isNull() ? null : n.asText();
   }
 
-  /** A source's Consumed.withTimestampExtractor: a built-in extractor by class name. */
+  /**
+   * A source's Consumed.withTimestampExtractor: a built-in extractor by class
+   * name, or a catalogue extractor (timestamp_extractor_fn) as a user
+   * TimestampExtractor over the source's deserialized key and value.
+   */
   private static Consumed extractor(JsonNode st, Consumed c) {
+    Fn fn = Fn.of(st.get("timestamp_extractor_fn"));
+    if (fn != null) {
+      TimestampExtractor user = (record, partitionTime) -> fn.extract(record.key(), record.value(), record.timestamp(), partitionTime);
+      return c.withTimestampExtractor(user);
+    }
     String name = text(st, "timestamp_extractor");
     if (name == null) {
       return c;

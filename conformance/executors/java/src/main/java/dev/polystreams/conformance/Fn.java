@@ -354,6 +354,33 @@ final class Fn {
     return s;
   }
 
+  /**
+   * As a TimestampExtractor: the timestamp of a record with this key, value
+   * and own timestamp, given its partition's time (-1 before any record).
+   */
+  long extract(Object k, Object v, long timestamp, long partitionTime) {
+    switch (name) {
+      case "field_timestamp":
+        return fieldTimestamp(v, timestamp);
+      case "field_or_partition_time":
+        return fieldTimestamp(v, partitionTime);
+      default:
+        throw noRole("timestamp extractor");
+    }
+  }
+
+  /** The JSON object value's integer field arg, or fallback for a null value or a missing or null field. */
+  private long fieldTimestamp(Object v, long fallback) {
+    Object f = v == null ? null : field(v, arg);
+    if (f == null) {
+      return fallback;
+    }
+    if (!(f instanceof Long || f instanceof Integer)) {
+      throw fail("want an integer field " + arg + ", got " + Values.describe(f));
+    }
+    return ((Number) f).longValue();
+  }
+
   private Object mapString(Object v, UnaryOperator<String> f) {
     return v == null ? null : f.apply(str(v));
   }

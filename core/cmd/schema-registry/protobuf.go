@@ -19,6 +19,8 @@ import (
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
+
+	"github.com/polystreams/polystreams/core/internal/serde"
 )
 
 // Protobuf, as Confluent's registry serves it: a schema fetched with
@@ -93,7 +95,7 @@ func compileProto(reg *srfake.Registry, text string, refs []sr.SchemaReference) 
 			fdp := &descriptorpb.FileDescriptorProto{}
 			if proto.Unmarshal(b, fdp) == nil {
 				fdp.Name = proto.String(path)
-				fillJSONNames(fdp.GetMessageType())
+				serde.FillJSONNames(fdp.GetMessageType())
 				return protocompile.SearchResult{Proto: fdp}, nil
 			}
 		}
@@ -176,40 +178,4 @@ func readBody(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	return body, err
-}
-
-// fillJSONNames sets each field's json_name that is unset or empty to the
-// name protoc gives (the field name in lowerCamelCase): descriptors embedded
-// in protoc's Python code (what confluent-kafka registers) carry none, and
-// protocompile then takes every field's JSON name to be "", which conflict.
-func fillJSONNames(msgs []*descriptorpb.DescriptorProto) {
-	for _, m := range msgs {
-		for _, f := range m.GetField() {
-			if f.GetJsonName() == "" {
-				f.JsonName = proto.String(jsonName(f.GetName()))
-			}
-		}
-		fillJSONNames(m.GetNestedType())
-	}
-}
-
-// jsonName is protoc's JSON name of a field: its name without
-// underscores, each letter after one upper-cased.
-func jsonName(name string) string {
-	b := make([]byte, 0, len(name))
-	upper := false
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c == '_':
-			upper = true
-		case upper && 'a' <= c && c <= 'z':
-			b = append(b, c-'a'+'A')
-			upper = false
-		default:
-			b = append(b, c)
-			upper = false
-		}
-	}
-	return string(b)
 }
