@@ -420,12 +420,12 @@ func (o *processOp) VersionedPut(store string, key, value []byte, ts int64) (int
 	if err != nil {
 		return 0, err
 	}
-	if !p.put {
+	if !p.Put {
 		// RocksDBVersionedStore counts an expired put or delete in
 		// dropped-records (its expiredRecordSensor).
 		o.t.app.dropped.Add(1)
 	}
-	return p.code(), nil
+	return putCode(p), nil
 }
 
 func (o *processOp) VersionedGet(store string, key []byte, latest bool, asOf int64) (topology.NativeVersion, bool, error) {

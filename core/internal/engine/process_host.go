@@ -367,11 +367,11 @@ func (o *hostProcessOp) readVersions(req *pb.ReadRequest, tx *storeTx) (*pb.Read
 	if q.Versions == nil {
 		return nil, fmt.Errorf("%w: Read for bundle %d: node %s, store %q: versions of a null key", ErrReadRefused, req.BundleId, o.s.node.Name, req.Store)
 	}
-	st, err := tx.streamTime()
+	st, err := tx.StreamTime()
 	if err != nil {
 		return nil, err
 	}
-	vs, err := tx.versions(q.Versions)
+	vs, err := tx.Versions(q.Versions)
 	if err != nil {
 		return nil, err
 	}
@@ -473,7 +473,7 @@ func (o *hostProcessOp) views(recs []rec) ([]*pb.StoreView, error) {
 // distinct keys a read may still find (docs/design/versioned-stores.md,
 // "Processors in a host").
 func (o *hostProcessOp) versionsView(v *pb.StoreView, tx *storeTx, recs []rec) error {
-	st, err := tx.streamTime()
+	st, err := tx.StreamTime()
 	if err != nil {
 		return err
 	}
@@ -489,7 +489,7 @@ func (o *hostProcessOp) versionsView(v *pb.StoreView, tx *storeTx, recs []rec) e
 			continue
 		}
 		seen[string(key)] = true
-		vs, err := tx.versions(key)
+		vs, err := tx.Versions(key)
 		if err != nil {
 			return err
 		}
@@ -698,7 +698,7 @@ func (a *hostAnswer) write(j int, kind pb.OpKind, in *rec, punct *pb.BundleEntry
 		if err != nil {
 			return err
 		}
-		if !p.put {
+		if !p.Put {
 			// Expired (the host answered PUT_RETURN_CODE_NOT_PUT
 			// and sent it anyway, for this count):
 			// RocksDBVersionedStore counts an expired put or

@@ -41,13 +41,13 @@ func (o *tableSourceOp) process(_ context.Context, recs []rec) ([]rec, error) {
 			if err != nil {
 				return nil, recordError(r, s.node.Name, err)
 			}
-			if !p.put {
+			if !p.Put {
 				// RocksDBVersionedStore counts an expired put in
 				// dropped-records (its expiredRecordSensor).
 				t.app.dropped.Add(1)
 				continue
 			}
-			r.old = p.old
+			r.old = p.Old
 			out = append(out, r)
 			continue
 		}

@@ -59,12 +59,12 @@ func put(t *testing.T, tx *storeTx, key string, value *string, ts int64) string 
 	}
 	what := "dropped"
 	switch {
-	case p.put && p.latest:
+	case p.Put && p.Latest:
 		what = "latest"
-	case p.put:
+	case p.Put:
 		what = "past"
 	}
-	return fmt.Sprintf("%s old=%s", what, p.old)
+	return fmt.Sprintf("%s old=%s", what, p.Old)
 }
 
 func sp(s string) *string { return &s }
@@ -132,7 +132,7 @@ func TestPutVersion(t *testing.T) {
 			t.Errorf("a as of %d: %q, want %q", c.asOf, got, c.want)
 		}
 	}
-	if st, err := tx.streamTime(); err != nil || st != 235 {
+	if st, err := tx.StreamTime(); err != nil || st != 235 {
 		t.Errorf("stream time %d (%v), want 235", st, err)
 	}
 }
