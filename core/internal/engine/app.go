@@ -1329,7 +1329,7 @@ func (a *App) StorePartitions(store string) ([]*state.Partition, error) {
 	}
 	a.mu.Unlock()
 	// A held store's changes reach Pebble with the record cache's flush
-	// (storeTx.unlogged): each task writes them now, between batches,
+	// (state.Tx.Unlogged): each task writes them now, between batches,
 	// so that the query sees every batch processed, as Kafka Streams'
 	// queries read through the cache.
 	if !a.eos && a.cfg.CacheMaxBytes > 0 && a.topo.Stores[store].Kind == topology.StoreKeyValue {

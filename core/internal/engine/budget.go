@@ -265,7 +265,7 @@ type memoryReleaser interface {
 func (t *task) memoryHeld() (held [memComponents]int64) {
 	held[memCache] = int64(t.cacheBytes + t.unloggedBytes)
 	for _, tx := range t.stores {
-		held[memReadCache] += int64(tx.part.CacheBytes())
+		held[memReadCache] += int64(tx.Part.CacheBytes())
 	}
 	for _, op := range t.ops {
 		if h, ok := op.(memoryHolder); ok {
@@ -317,7 +317,7 @@ func (t *task) checkMemory() error {
 		}
 	}
 	for _, tx := range t.stores {
-		tx.part.DropCache()
+		tx.Part.DropCache()
 	}
 	t.publishMemory()
 	if m.held() <= m.limit {

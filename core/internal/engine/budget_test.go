@@ -89,10 +89,10 @@ func (h *memHarness) send(topic string, recs ...string) [memComponents]int64 {
 // apply applies the batch's store changes to Pebble.
 func (h *memHarness) apply() {
 	for _, tx := range h.task.stores {
-		if err := tx.part.Apply(writes(tx.dirty)); err != nil {
+		if err := tx.Part.Apply(state.Writes(tx.Dirty)); err != nil {
 			h.t.Fatal(err)
 		}
-		clear(tx.dirty)
+		clear(tx.Dirty)
 	}
 }
 
@@ -159,7 +159,7 @@ func TestMemoryStoreReadCachesCountAndEmpty(t *testing.T) {
 	used := h.send("left", "a:x@1", "b:x@2", "a:x@3")
 	var held int64
 	for _, tx := range h.task.stores {
-		held += int64(tx.part.CacheBytes())
+		held += int64(tx.Part.CacheBytes())
 	}
 	if held == 0 || used[memReadCache] != held {
 		t.Fatalf("store read caches count %d, the stores hold %d (want the same, more than 0)", used[memReadCache], held)
@@ -171,7 +171,7 @@ func TestMemoryStoreReadCachesCountAndEmpty(t *testing.T) {
 		t.Fatalf("store read caches count %d over the budget, want them emptied", used[memReadCache])
 	}
 	for _, tx := range h.task.stores {
-		if v, _, err := tx.part.Get([]byte("a")); err != nil || len(v) != 8 || v[7] != 2 {
+		if v, _, err := tx.Part.Get([]byte("a")); err != nil || len(v) != 8 || v[7] != 2 {
 			t.Fatalf("store %s reads a = %v (%v) once its cache is emptied, want the count 2", tx.store.Name, v, err)
 		}
 	}

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+
+	"github.com/polystreams/polystreams/core/internal/state"
 )
 
 // The record cache (statestore.cache.max.bytes), as Kafka Streams' caching
@@ -11,7 +13,7 @@ import (
 // with the value the key had before its first cached update, and forwards
 // them at commit, or when the task's share of the cache is full. Under
 // at_least_once a key-value store's changes wait too and go to Pebble and
-// the changelog with the flush, once per key (storeTx.unlogged; a query
+// the changelog with the flush, once per key (state.Tx.Unlogged; a query
 // has them written to Pebble first: task.sync); other stores are written
 // batch by batch, and under exactly_once_v2 every store at commit. A key
 // whose cached update leaves it as absent as it was (inserted, then
@@ -31,8 +33,8 @@ type recCache struct {
 }
 
 // cacheOverhead approximates an entry's bookkeeping, so that a cache of
-// many small entries is still bounded.
-const cacheOverhead = 64
+// many small entries is still bounded (as a held store's, state.Tx.LogLater).
+const cacheOverhead = state.RecordOverhead
 
 func entrySize(r rec) int { return len(r.key) + len(r.value) + len(r.old) + cacheOverhead }
 

@@ -24,7 +24,7 @@ func count(s *step, tx *storeTx, recs []rec) ([]rec, error) {
 	out := make([]rec, 0, len(recs))
 	for _, r := range recs {
 		sk := r.storeKey()
-		cur, curTS, err := tx.get(sk)
+		cur, curTS, err := tx.Get(sk)
 		if err != nil {
 			return nil, recordError(r, s.node.Name, err)
 		}
@@ -36,7 +36,7 @@ func count(s *step, tx *storeTx, recs []rec) ([]rec, error) {
 		}
 		v := serde.AppendLong(make([]byte, 0, 8), n+1)
 		ts := aggTime(r.ts, cur, curTS)
-		tx.put(sk, v, ts)
+		tx.Put(sk, v, ts)
 		out = append(out, rec{key: r.key, skey: r.skey, value: v, old: cur, ts: ts, in: r.in})
 	}
 	return out, nil

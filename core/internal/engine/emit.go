@@ -78,7 +78,7 @@ func (o *windowed) emitOnClose(ctx context.Context, recs []rec) ([]rec, error) {
 		return nil, err
 	}
 	if !ws.emitLoaded {
-		v, _, err := tx.get(emitKey)
+		v, _, err := tx.Get(emitKey)
 		if err != nil {
 			return nil, fmt.Errorf("engine: task %s: reading the last emitted close time of store %s: %w", t.id, tx.store.Name, err)
 		}
@@ -182,7 +182,7 @@ func (o *windowed) emitFinal(ws *winState, tx *storeTx, streamTime int64, recs [
 		}
 	}
 	ws.lastEmit = last
-	tx.put(emitKey, binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(last)), ws.streamTime)
+	tx.Put(emitKey, binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(last)), ws.streamTime)
 	return out, nil
 }
 
@@ -200,7 +200,7 @@ func (o *windowed) closedWindows(tx *storeTx, w *topology.Windows, lower, upper 
 		hi = metaKey // key first: every window of every key
 	}
 	var out []closed
-	err := tx.scanRows(lo, hi, func(k, v []byte, ts int64) error {
+	err := tx.ScanRows(lo, hi, func(k, v []byte, ts int64) error {
 		var c closed
 		switch w.Kind {
 		case topology.TimeWindows:
@@ -237,38 +237,4 @@ func (o *windowed) closedWindows(tx *storeTx, w *topology.Windows, lower, upper 
 	}
 	slices.SortFunc(out, func(a, b closed) int { return strings.Compare(a.order, b.order) })
 	return out, nil
-}
-
-// scanRows calls fn for every row of the store partition in [lo, hi) (nil:
-// unbounded) as the batch left it: Pebble, overlaid with the open
-// transaction's and the batch's writes; deleted rows are left out. Rows come
-// in no particular order.
-func (s *storeTx) scanRows(lo, hi []byte, fn func(k, v []byte, ts int64) error) error {
-	rows := map[string]row{}
-	err := s.part.ScanRange(lo, hi, func(k, v []byte, ts int64) error {
-		rows[string(k)] = row{bytes.Clone(v), ts}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	in := func(k string) bool {
-		return (lo == nil || k >= string(lo)) && (hi == nil || k < string(hi))
-	}
-	for _, m := range []map[string]row{s.txn, s.dirty} {
-		for k, r := range m {
-			if in(k) {
-				rows[k] = r
-			}
-		}
-	}
-	for k, r := range rows {
-		if r.value == nil {
-			continue
-		}
-		if err := fn([]byte(k), r.value, r.ts); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -50,8 +50,8 @@ func eosEmitTask(t *testing.T, db *state.DB) (*task, *plan) {
 	}
 	tk := newTask(a, taskID{0, 0}, plans[0])
 	for _, st := range plans[0].stores {
-		tx := &storeTx{store: st, part: db.Partition(st.Name, 0), dirty: map[string]row{}, txn: map[string]row{}, keys: codecFor(st)}
-		tx.lastOffset.Store(-1)
+		tx := &storeTx{store: st, Tx: state.NewTx(db.Partition(st.Name, 0), false), keys: codecFor(st)}
+		tx.LastOffset.Store(-1)
 		tk.stores[st.Name] = tx
 	}
 	tk.restored.Store(true)
@@ -76,8 +76,8 @@ func txn(t *testing.T, tk *task, p *plan, commit bool, recs ...string) []string 
 		t.Fatal(err)
 	}
 	for _, tx := range tk.stores { // finish, under exactly_once_v2
-		for k, v := range tx.dirty {
-			tx.txn[k] = v
+		for k, v := range tx.Dirty {
+			tx.Txn[k] = v
 		}
 	}
 	tk.settleTxn(commit)
@@ -122,7 +122,7 @@ func TestAbortedTransactionKeepsExpiredWindows(t *testing.T) {
 	}
 	// Committed, the expiry reaches Pebble: [0,10000) is gone.
 	tx := tk.stores[p.stores[0].Name]
-	if v, _, err := tx.part.Get(windowKey(0, []byte("a"))); err != nil || v != nil {
+	if v, _, err := tx.Part.Get(windowKey(0, []byte("a"))); err != nil || v != nil {
 		t.Errorf("window a@0 after the committed expiry: %v (err %v), want deleted", v, err)
 	}
 }
@@ -169,7 +169,7 @@ func TestAbortedTransactionKeepsExpiredJoinRows(t *testing.T) {
 	h.app.eos = true
 	h.task.restored.Store(true)
 	for _, tx := range h.task.stores {
-		tx.lastOffset.Store(-1)
+		tx.LastOffset.Store(-1)
 	}
 	// One batch, "key:value@ts" each, in a transaction that then commits
 	// or aborts; the outputs as "key:value@ts".
@@ -189,8 +189,8 @@ func TestAbortedTransactionKeepsExpiredJoinRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, tx := range h.task.stores { // finish, under exactly_once_v2
-			for k, v := range tx.dirty {
-				tx.txn[k] = v
+			for k, v := range tx.Dirty {
+				tx.Txn[k] = v
 			}
 		}
 		h.task.settleTxn(commit)

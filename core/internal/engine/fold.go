@@ -73,7 +73,7 @@ func foldNative(n *topology.Node, tx *storeTx, recs []rec, failed func(rec, stri
 	out := make([]rec, 0, len(recs))
 	var failedIn map[*kgo.Record]bool
 	for _, r := range recs {
-		cur, curTS, err := tx.get(r.storeKey())
+		cur, curTS, err := tx.Get(r.storeKey())
 		if err != nil {
 			return nil, recordError(r, n.Name, err)
 		}
@@ -119,7 +119,7 @@ func foldNative(n *topology.Node, tx *storeTx, recs []rec, failed func(rec, stri
 			continue
 		}
 		ts := aggTime(r.ts, cur, curTS)
-		tx.put(r.storeKey(), agg, ts)
+		tx.Put(r.storeKey(), agg, ts)
 		out = append(out, rec{key: r.key, skey: r.skey, value: agg, old: cur, ts: ts, in: r.in})
 	}
 	return out, nil
@@ -138,14 +138,14 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 	for i, r := range recs {
 		g, ok := index[string(r.storeKey())]
 		if !ok {
-			agg, aggTS, err := tx.get(r.storeKey())
+			agg, aggTS, err := tx.Get(r.storeKey())
 			if err != nil {
 				return nil, recordError(r, s.node.Name, err)
 			}
 			g = len(groups)
 			index[string(r.storeKey())] = g
 			groups = append(groups, crossing.FoldGroup{Key: r.key, Agg: agg})
-			prev = append(prev, row{agg, aggTS})
+			prev = append(prev, row{Value: agg, TS: aggTS})
 		}
 		groups[g].Members = append(groups[g].Members, i)
 	}
@@ -201,11 +201,11 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 			// An intermediate aggregate, not sent: it exists (a stream
 			// fold's aggregate is never null) and moves the time on; the
 			// group's next update still replaces the one before the bundle.
-			ts := aggTime(inOrder[j].ts, empty, prev[g].ts)
-			if prev[g].value == nil {
+			ts := aggTime(inOrder[j].ts, empty, prev[g].TS)
+			if prev[g].Value == nil {
 				ts = inOrder[j].ts
 			}
-			skipped[g], prev[g].ts = true, ts
+			skipped[g], prev[g].TS = true, ts
 			continue
 		}
 		a := aggs[k]
@@ -214,13 +214,13 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 			return nil, recordError(inOrder[j], s.node.Name, errors.New("the host returned a null aggregate"))
 		}
 		if skipped[g] {
-			a.ts = max(a.ts, prev[g].ts)
+			a.ts = max(a.ts, prev[g].TS)
 		} else {
-			a.ts = aggTime(a.ts, prev[g].value, prev[g].ts)
+			a.ts = aggTime(a.ts, prev[g].Value, prev[g].TS)
 		}
-		a.old, prev[g], skipped[g] = prev[g].value, row{a.value, a.ts}, false
+		a.old, prev[g], skipped[g] = prev[g].Value, row{Value: a.value, TS: a.ts}, false
 		out[order[j]], has[order[j]] = a, true
-		tx.put(a.storeKey(), a.value, a.ts) // values in order: the last one per key stays
+		tx.Put(a.storeKey(), a.value, a.ts) // values in order: the last one per key stays
 	}
 	if k == len(recs) {
 		return out, nil

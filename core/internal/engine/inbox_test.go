@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
@@ -202,7 +203,7 @@ func (tk *task) feed(tb testing.TB, fetches ...[]*kgo.Record) []string {
 		tb.Fatal(err)
 	}
 	for _, tx := range tk.stores {
-		if err := tx.part.Apply(writes(tx.dirty)); err != nil {
+		if err := tx.Part.Apply(state.Writes(tx.Dirty)); err != nil {
 			tb.Fatal(err)
 		}
 	}

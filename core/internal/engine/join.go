@@ -47,7 +47,7 @@ func (o *joinOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 				other = v.Value
 			}
 		case r.key != nil:
-			v, _, err := tx.get(r.key)
+			v, _, err := tx.Get(r.key)
 			if err != nil {
 				return nil, recordError(r, s.node.Name, err)
 			}

@@ -9,7 +9,6 @@ import (
 	"hash/fnv"
 	"slices"
 
-	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
@@ -383,9 +382,9 @@ func (o *fkReceiveOp) process(_ context.Context, recs []rec) ([]rec, error) {
 		} else {
 			ck := combinedKey(r.key, sub.pk)
 			if sub.instruction == fkDeleteNoPropagate || sub.instruction == fkDeleteAndPropagate {
-				tx.put(ck, nil, r.ts)
+				tx.Put(ck, nil, r.ts)
 			} else {
-				tx.put(ck, r.value, r.ts)
+				tx.Put(ck, r.value, r.ts)
 			}
 		}
 		out = append(out, r)
@@ -409,7 +408,7 @@ func (o *fkSubscriptionJoinOp) process(ctx context.Context, recs []rec) ([]rec, 
 	vtss := make([]int64, len(recs))
 	for i, r := range recs {
 		if r.key != nil {
-			v, vts, err := tx.get(r.key)
+			v, vts, err := tx.Get(r.key)
 			if err != nil {
 				return nil, recordError(r, s.node.Name, err)
 			}
@@ -467,7 +466,7 @@ func (o *fkForeignJoinOp) process(_ context.Context, recs []rec) ([]rec, error) 
 			continue
 		}
 		prefix := combinedKey(r.key, nil)
-		err := tx.scanPrefix(prefix, func(key, value []byte) error {
+		err := tx.ScanPrefix(prefix, func(key, value []byte) error {
 			sub, err := decodeSubscription(value)
 			if err != nil {
 				return fmt.Errorf("subscription store %s holds a bad subscription: %w", s.table.Name, err)
@@ -481,39 +480,6 @@ func (o *fkForeignJoinOp) process(_ context.Context, recs []rec) ([]rec, error) 
 		}
 	}
 	return out, nil
-}
-
-// scanPrefix calls fn, in key order, for every key of the store starting
-// with prefix that has a value, as the batch in progress sees the store.
-func (s *storeTx) scanPrefix(prefix []byte, fn func(key, value []byte) error) error {
-	rows := map[string][]byte{}
-	err := s.part.ScanRange(prefix, state.PrefixEnd(prefix), func(k, v []byte, _ int64) error {
-		rows[string(k)] = bytes.Clone(v)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, over := range []map[string]row{s.txn, s.dirty} {
-		for k, r := range over {
-			if len(k) >= len(prefix) && k[:len(prefix)] == string(prefix) {
-				rows[k] = r.value
-			}
-		}
-	}
-	keys := make([]string, 0, len(rows))
-	for k, v := range rows {
-		if v != nil {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if err := fn([]byte(k), rows[k]); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // fkResolveOp is ResponseJoinProcessorSupplier: an answer whose hash is not
@@ -548,7 +514,7 @@ func (o *fkResolveOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 			}
 			continue
 		}
-		cur, _, err := tx.get(r.key)
+		cur, _, err := tx.Get(r.key)
 		if err != nil {
 			return nil, recordError(r, s.node.Name, err)
 		}

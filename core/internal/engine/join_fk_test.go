@@ -91,15 +91,15 @@ func TestForeignKeyJoinScanPrefix(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	tx := &storeTx{part: part, dirty: map[string]row{}, txn: map[string]row{}}
-	tx.txn[string(ck("c1", "o2"))] = row{value: nil}              // deleted in the transaction
-	tx.txn[string(ck("c1", "o3"))] = row{value: []byte("txn-o3")} // added in it
-	tx.put(ck("c1", "o1"), []byte("batch-o1"), 5)
-	tx.put(ck("c1", "o4"), []byte("batch-o4"), 5)
-	tx.put(ck("c1", "o3"), nil, 5) // and deleted again by the batch
+	tx := &storeTx{Tx: state.NewTx(part, false)}
+	tx.Txn[string(ck("c1", "o2"))] = row{Value: nil}              // deleted in the transaction
+	tx.Txn[string(ck("c1", "o3"))] = row{Value: []byte("txn-o3")} // added in it
+	tx.Put(ck("c1", "o1"), []byte("batch-o1"), 5)
+	tx.Put(ck("c1", "o4"), []byte("batch-o4"), 5)
+	tx.Put(ck("c1", "o3"), nil, 5) // and deleted again by the batch
 	var got []string
 	prefix := combinedKey([]byte("c1"), nil)
-	if err := tx.scanPrefix(prefix, func(k, v []byte) error {
+	if err := tx.ScanPrefix(prefix, func(k, v []byte) error {
 		got = append(got, string(k[len(prefix):])+"="+string(v))
 		return nil
 	}); err != nil {

@@ -156,7 +156,7 @@ func (c *ssCell) load(t *task, j *topology.StreamJoin) (*ssState, error) {
 			return nil, fmt.Errorf("engine: task %s: join store %s is not open", t.id, name)
 		}
 		sd := &ssSide{tx: tx, rows: map[string][]ssRow{}, time: -1}
-		err := tx.part.ScanRange(nil, nil, func(k, v []byte, _ int64) error {
+		err := tx.Part.ScanRange(nil, nil, func(k, v []byte, _ int64) error {
 			if bytes.Equal(k, ssMetaKey) {
 				if len(v) == 8 {
 					st.streamTime = int64(binary.BigEndian.Uint64(v))
@@ -185,7 +185,7 @@ func (c *ssCell) load(t *task, j *topology.StreamJoin) (*ssState, error) {
 			return nil, fmt.Errorf("engine: task %s: join store %s is not open", t.id, j.SharedStore)
 		}
 		st.outerTx, st.outer = tx, map[string]*ssOuter{}
-		err := tx.part.ScanRange(nil, nil, func(k, v []byte, _ int64) error {
+		err := tx.Part.ScanRange(nil, nil, func(k, v []byte, _ int64) error {
 			if len(k) < 17 || int(binary.BigEndian.Uint32(k[9:]))+17 != len(k) {
 				return fmt.Errorf("join store %s holds a malformed key %x", j.SharedStore, k)
 			}
@@ -292,7 +292,7 @@ func (o *streamJoinOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 	for _, r := range recs {
 		if r.ts > st.streamTime {
 			st.streamTime = r.ts
-			st.sides[0].tx.put(ssMetaKey, binary.BigEndian.AppendUint64(nil, uint64(r.ts)), r.ts)
+			st.sides[0].tx.Put(ssMetaKey, binary.BigEndian.AppendUint64(nil, uint64(r.ts)), r.ts)
 		}
 		if r.key == nil && r.value != nil && j.Outer {
 			// KIP-962: an outer side's null-key record joins nothing, at once.
@@ -316,7 +316,7 @@ func (o *streamJoinOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 			}
 			own.rows[string(key)] = slices.Insert(rows, i, ssRow{ts: r.ts, seq: seq, value: value})
 			st.bytes += joinRowBytes(key, value)
-			own.tx.put(joinRowKey(r.key, r.ts, seq), r.value, r.ts)
+			own.tx.Put(joinRowKey(r.key, r.ts, seq), r.value, r.ts)
 		} else {
 			t.app.dropped.Add(1) // the store's put: "Skipping record for expired segment"
 		}
@@ -355,7 +355,7 @@ func (o *streamJoinOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 		}
 		g.seqs, g.vals = append(g.seqs, seq), append(g.vals, value)
 		st.bytes += joinRowBytes(key, value)
-		st.outerTx.put(binary.BigEndian.AppendUint32(p, seq), r.value, r.ts)
+		st.outerTx.Put(binary.BigEndian.AppendUint32(p, seq), r.value, r.ts)
 	}
 	if err := o.expireJoin(st, w); err != nil {
 		return nil, err
@@ -370,7 +370,7 @@ func (st *ssState) dropOuter(p []byte) {
 		return
 	}
 	for i, seq := range g.seqs {
-		st.outerTx.put(binary.BigEndian.AppendUint32(bytes.Clone(p), seq), nil, g.ts)
+		st.outerTx.Put(binary.BigEndian.AppendUint32(bytes.Clone(p), seq), nil, g.ts)
 		st.bytes -= joinRowBytes(g.key, g.vals[i])
 	}
 	delete(st.outer, string(p))
@@ -449,14 +449,14 @@ func (o *streamJoinOp) expireJoin(st *ssState, w topology.JoinWindows) error {
 			}
 		}
 		for _, w := range doomed {
-			delete(sd.tx.dirty, string(w.Key))
+			delete(sd.tx.Dirty, string(w.Key))
 		}
 		if t.app.eos {
-			// With the transaction (storeTx.expire): an abort keeps them.
+			// With the transaction (state.Tx.Expire): an abort keeps them.
 			for _, w := range doomed {
-				sd.tx.expire(true, w.Key, append(bytes.Clone(w.Key), 0))
+				sd.tx.Expire(true, w.Key, append(bytes.Clone(w.Key), 0))
 			}
-		} else if err := sd.tx.part.Apply(doomed); err != nil {
+		} else if err := sd.tx.Part.Apply(doomed); err != nil {
 			return fmt.Errorf("engine: task %s: expiring join store %s: %w", t.id, sd.tx.store.Name, err)
 		}
 	}

@@ -101,7 +101,7 @@ func (o *tableJoinOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 			t.app.dropped.Add(1) // "Skipping record due to null key"
 			continue
 		}
-		ov, ots, err := tx.get(r.key)
+		ov, ots, err := tx.Get(r.key)
 		if err != nil {
 			return nil, recordError(r, s.node.Name, err)
 		}
@@ -262,11 +262,11 @@ func (o *tableMergeOp) process(_ context.Context, recs []rec) ([]rec, error) {
 	tx := o.tx
 	out := make([]rec, 0, len(recs))
 	for _, r := range recs {
-		old, _, err := tx.get(r.key)
+		old, _, err := tx.Get(r.key)
 		if err != nil {
 			return nil, recordError(r, s.node.Name, err)
 		}
-		tx.put(r.key, r.value, r.ts)
+		tx.Put(r.key, r.value, r.ts)
 		r.old = old
 		out = append(out, r)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/polystreams/polystreams/core/internal/state"
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
@@ -83,7 +84,7 @@ func (h *joinHarness) push(tb testing.TB, topic, key, value string, ts int64) []
 		tb.Fatal(err)
 	}
 	for _, tx := range t.stores {
-		if err := tx.part.Apply(writes(tx.dirty)); err != nil {
+		if err := tx.Part.Apply(state.Writes(tx.Dirty)); err != nil {
 			tb.Fatal(err)
 		}
 	}

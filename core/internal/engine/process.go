@@ -317,7 +317,7 @@ func (o *processOp) Get(store string, key []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, _, err := tx.get(key)
+	v, _, err := tx.Get(key)
 	return v, err
 }
 
@@ -329,7 +329,7 @@ func (o *processOp) Put(store string, key, value []byte) error {
 	if key == nil {
 		return fmt.Errorf("put: node %s: store %q takes no null key", o.s.node.Name, store)
 	}
-	tx.put(slices.Clone(key), slices.Clone(value), o.rowTime())
+	tx.Put(slices.Clone(key), slices.Clone(value), o.rowTime())
 	return nil
 }
 
@@ -338,12 +338,12 @@ func (o *processOp) Delete(store string, key []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	old, _, err := tx.get(key)
+	old, _, err := tx.Get(key)
 	if err != nil {
 		return nil, err
 	}
 	if old != nil {
-		tx.put(slices.Clone(key), nil, o.rowTime())
+		tx.Put(slices.Clone(key), nil, o.rowTime())
 	}
 	return old, nil
 }
@@ -353,7 +353,7 @@ func (o *processOp) Range(store string, lo, hi []byte, f func(key, value []byte)
 	if err != nil {
 		return err
 	}
-	return tx.scan(lo, state.UpperBound(hi), func(k, v []byte, _ int64) bool { return f(k, v) })
+	return tx.Scan(lo, state.UpperBound(hi), func(k, v []byte, _ int64) bool { return f(k, v) })
 }
 
 // windowStore returns a connected window store.
@@ -420,12 +420,12 @@ func (o *processOp) VersionedPut(store string, key, value []byte, ts int64) (int
 	if err != nil {
 		return 0, err
 	}
-	if !p.put {
+	if !p.Put {
 		// RocksDBVersionedStore counts an expired put or delete in
 		// dropped-records (its expiredRecordSensor).
 		o.t.app.dropped.Add(1)
 	}
-	return p.code(), nil
+	return putCode(p), nil
 }
 
 func (o *processOp) VersionedGet(store string, key []byte, latest bool, asOf int64) (topology.NativeVersion, bool, error) {

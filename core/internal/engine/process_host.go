@@ -275,7 +275,7 @@ func (o *hostProcessOp) read(req *pb.ReadRequest) (*pb.ReadResponse, error) {
 	var lo, hi []byte
 	switch q := req.Query.(type) {
 	case *pb.ReadRequest_Get:
-		value, ts, err := tx.get(q.Get)
+		value, ts, err := tx.Get(q.Get)
 		if err != nil {
 			return nil, err
 		}
@@ -298,7 +298,7 @@ func (o *hostProcessOp) read(req *pb.ReadRequest) (*pb.ReadResponse, error) {
 	budget := o.t.app.cfg.BundleMaxBytes
 	size := 0
 	var rows [][3]any
-	err := tx.scan(lo, hi, func(key, value []byte, ts int64) bool {
+	err := tx.Scan(lo, hi, func(key, value []byte, ts int64) bool {
 		rows = append(rows, [3]any{key, value, ts})
 		return true
 	})
@@ -367,11 +367,11 @@ func (o *hostProcessOp) readVersions(req *pb.ReadRequest, tx *storeTx) (*pb.Read
 	if q.Versions == nil {
 		return nil, fmt.Errorf("%w: Read for bundle %d: node %s, store %q: versions of a null key", ErrReadRefused, req.BundleId, o.s.node.Name, req.Store)
 	}
-	st, err := tx.streamTime()
+	st, err := tx.StreamTime()
 	if err != nil {
 		return nil, err
 	}
-	vs, err := tx.versions(q.Versions)
+	vs, err := tx.Versions(q.Versions)
 	if err != nil {
 		return nil, err
 	}
@@ -453,7 +453,7 @@ func (o *hostProcessOp) views(recs []rec) ([]*pb.StoreView, error) {
 				continue
 			}
 			seen[string(key)] = true
-			value, ts, err := tx.get(key)
+			value, ts, err := tx.Get(key)
 			if err != nil {
 				return nil, err
 			}
@@ -473,7 +473,7 @@ func (o *hostProcessOp) views(recs []rec) ([]*pb.StoreView, error) {
 // distinct keys a read may still find (docs/design/versioned-stores.md,
 // "Processors in a host").
 func (o *hostProcessOp) versionsView(v *pb.StoreView, tx *storeTx, recs []rec) error {
-	st, err := tx.streamTime()
+	st, err := tx.StreamTime()
 	if err != nil {
 		return err
 	}
@@ -489,7 +489,7 @@ func (o *hostProcessOp) versionsView(v *pb.StoreView, tx *storeTx, recs []rec) e
 			continue
 		}
 		seen[string(key)] = true
-		vs, err := tx.versions(key)
+		vs, err := tx.Versions(key)
 		if err != nil {
 			return err
 		}
@@ -540,72 +540,11 @@ func headersOfRec(r *rec) []kgo.RecordHeader {
 // apply checks the answer's op columns and applies them entry by entry,
 // op by op. A failed entry keeps the ops before its failure.
 func (o *hostProcessOp) apply(ctx context.Context, b *pb.Bundle, e *bundleEntries, res *pb.BundleResult) ([]rec, error) {
-	n := o.s.node
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("engine: host answered bundle %d for node %s malformed: %s", b.Id, n.Name, fmt.Sprintf(format, args...))
+	a := &hostAnswer{o: o, b: b, res: res, byChild: make([][]rec, len(o.s.next))}
+	if err := a.split(e); err != nil {
+		return nil, err
 	}
-	if len(res.OpCounts) != e.n() {
-		return nil, bad("%d op groups for %d entries (%d inits, %d records, %d after)", len(res.OpCounts), e.n(), len(e.inits), len(e.recs), len(e.after))
-	}
-	total := 0
-	for _, c := range res.OpCounts {
-		if c < 0 {
-			return nil, bad("a negative op count %d", c)
-		}
-		total += int(c)
-	}
-	forwards := 0
-	for _, k := range res.OpKinds {
-		if k == pb.OpKind_OP_KIND_FORWARD {
-			forwards++
-		}
-	}
-	switch {
-	case len(res.OpKinds) != total, len(res.OpTargets) != total, len(res.OpKeyLengths) != total, len(res.OpValueLengths) != total,
-		len(res.OpTimestamps) != total, len(res.OpSchedules) != total:
-		return nil, bad("op columns of %d, %d, %d, %d, %d, %d ops for op counts adding up to %d (kinds, targets, key lengths, value lengths, timestamps, schedules)",
-			len(res.OpKinds), len(res.OpTargets), len(res.OpKeyLengths), len(res.OpValueLengths), len(res.OpTimestamps), len(res.OpSchedules), total)
-	case len(res.OpSteps) != 0 && len(res.OpSteps) != total:
-		return nil, bad("%d op steps for %d ops", len(res.OpSteps), total)
-	case len(res.OpHeaderCounts) != forwards:
-		return nil, bad("%d op header counts for %d forwards", len(res.OpHeaderCounts), forwards)
-	}
-	keys, err := crossing.SplitColumn(res.OpKeyLengths, res.OpKeys)
-	if err != nil {
-		return nil, bad("op keys: %v", err)
-	}
-	values, err := crossing.SplitColumn(res.OpValueLengths, res.OpValues)
-	if err != nil {
-		return nil, bad("op values: %v", err)
-	}
-	hcount := 0
-	for _, c := range res.OpHeaderCounts {
-		hcount += max(int(c), 0)
-	}
-	if len(res.OpHeaderKeyLengths) != hcount || len(res.OpHeaderValueLengths) != hcount {
-		return nil, bad("%d header keys and %d header values for %d headers", len(res.OpHeaderKeyLengths), len(res.OpHeaderValueLengths), hcount)
-	}
-	hkeys, err := crossing.SplitColumn(res.OpHeaderKeyLengths, res.OpHeaderKeys)
-	if err != nil {
-		return nil, bad("op header keys: %v", err)
-	}
-	hvalues, err := crossing.SplitColumn(res.OpHeaderValueLengths, res.OpHeaderValues)
-	if err != nil {
-		return nil, bad("op header values: %v", err)
-	}
-	failed := map[int]*pb.RecordFailure{}
-	for _, f := range res.Failures {
-		if f.Index < 0 || int(f.Index) >= e.n() {
-			return nil, bad("failure names entry %d of %d", f.Index, e.n())
-		}
-		if failed[int(f.Index)] == nil {
-			failed[int(f.Index)] = f
-		}
-	}
-
-	var out []rec
-	byChild := make([][]rec, len(o.s.next))
-	op, fwd, hdr := 0, 0, 0
+	op := 0
 	for entry, count := range res.OpCounts {
 		var in *rec // the entry's input record (nil: init or punctuation)
 		var punct *pb.BundleEntry
@@ -619,158 +558,278 @@ func (o *hostProcessOp) apply(ctx context.Context, b *pb.Bundle, e *bundleEntrie
 		for range count {
 			j := op
 			op++
-			key, value := keys[j], values[j]
+			var err error
 			switch kind := res.OpKinds[j]; kind {
 			case pb.OpKind_OP_KIND_PUT, pb.OpKind_OP_KIND_DELETE:
-				si := int(res.OpTargets[j])
-				if si < 0 || si >= len(o.stores) {
-					return nil, bad("op %d writes store %d of %d", j, si, len(o.stores))
-				}
-				if key == nil {
-					return nil, bad("op %d writes a null key to store %q", j, n.Stores[si])
-				}
-				if tx := o.stores[si]; versionedStore(tx.store) {
-					// put(key, value, ts) or delete(key, ts) (a tombstone),
-					// ts the version's validFrom: the same putVersion as a Go
-					// processor's, so changelog and restore are shared.
-					if kind == pb.OpKind_OP_KIND_DELETE {
-						value = nil
-					}
-					p, err := tx.putVersion(o.t.app.eos, slices.Clone(key), slices.Clone(value), res.OpTimestamps[j])
-					if err != nil {
-						return nil, err
-					}
-					if !p.put {
-						// Expired (the host answered PUT_RETURN_CODE_NOT_PUT
-						// and sent it anyway, for this count):
-						// RocksDBVersionedStore counts an expired put or
-						// delete in dropped-records.
-						o.t.app.dropped.Add(1)
-					}
-					continue
-				}
-				if kind == pb.OpKind_OP_KIND_DELETE {
-					value = nil
-				} else if value == nil {
-					return nil, bad("op %d puts a null value into store %q (a delete is OP_KIND_DELETE)", j, n.Stores[si])
-				}
-				// A store without timestamps keeps the record context's
-				// time with a row (its changelog record's timestamp, as
-				// Kafka Streams logs it): the input's, or the punctuation's.
-				ts := res.OpTimestamps[j]
-				if st := o.stores[si].store.Processor; st == nil || !st.Type.Timestamped() {
-					ts = 0
-					if in != nil {
-						ts = in.ts
-					} else if punct != nil {
-						ts = punct.TimeMs
-					}
-				}
-				if st := o.stores[si].store.Processor; st != nil && st.Type.Windowed() {
-					// A window store's PUT and DELETE carry the window start.
-					rowTS := res.OpTimestamps[j]
-					if in != nil {
-						rowTS = in.ts
-					} else if punct != nil {
-						rowTS = punct.TimeMs
-					}
-					if err := o.t.windowPut(o.stores[si], n.Name, key, value, res.OpTimestamps[j], rowTS); err != nil {
-						return nil, bad("op %d: %v", j, err)
-					}
-					continue
-				}
-				o.stores[si].put(slices.Clone(key), slices.Clone(value), ts)
+				err = a.write(j, kind, in, punct)
 			case pb.OpKind_OP_KIND_FORWARD:
-				child := int(res.OpTargets[j])
-				if child < 0 || child > len(o.s.next) {
-					return nil, bad("op %d forwards to child %d of %d", j, child, len(o.s.next))
-				}
-				r := rec{key: slices.Clone(key), value: slices.Clone(value), ts: res.OpTimestamps[j]}
-				if in != nil {
-					r.in = in.in
-					if n.Op == topology.OpProcessValues && string(key) != string(in.key) {
-						return nil, bad("op %d: process_values node forwards key %q for input key %q", j, key, in.key)
-					}
-				} else {
-					r.in = &kgo.Record{Partition: -1, Offset: -1}
-				}
-				hc := int(res.OpHeaderCounts[fwd])
-				fwd++
-				if hc >= 0 {
-					r.ownHeaders = true
-					for range hc {
-						r.headers = append(r.headers, kgo.RecordHeader{Key: string(hkeys[hdr]), Value: hvalues[hdr]})
-						hdr++
-					}
-				} else if in != nil {
-					r.headers, r.ownHeaders = headersOfRec(in), true
-				} else {
-					r.ownHeaders = true
-				}
-				if child == 0 {
-					out = append(out, r)
-				} else {
-					byChild[child-1] = append(byChild[child-1], r)
-				}
+				err = a.forward(j, in)
 			case pb.OpKind_OP_KIND_SCHEDULE:
-				typ := topology.StreamTime
-				switch res.OpTargets[j] {
-				case 1:
-				case 2:
-					typ = topology.WallClockTime
-				default:
-					return nil, bad("op %d schedules punctuation type %d (1 stream time, 2 wall clock)", j, res.OpTargets[j])
-				}
-				if res.OpTimestamps[j] < 1 {
-					return nil, bad("op %d schedules an interval of %d ms; the minimum is 1 ms", j, res.OpTimestamps[j])
-				}
-				id := res.OpSchedules[j]
-				if id == 0 || o.schedules[id] != nil {
-					return nil, bad("op %d schedules id %d, which is 0 or taken", j, id)
-				}
-				sc := &schedule{op: o, typ: typ, interval: res.OpTimestamps[j], hostID: id}
-				o.schedules[id] = sc
-				o.t.addSchedule(sc)
+				err = a.schedule(j)
 			case pb.OpKind_OP_KIND_CANCEL:
 				if sc := o.schedules[res.OpSchedules[j]]; sc != nil {
 					sc.Cancel()
 					delete(o.schedules, res.OpSchedules[j])
 				}
 			default:
-				return nil, bad("op %d has kind %v", j, kind)
+				err = a.bad("op %d has kind %v", j, kind)
+			}
+			if err != nil {
+				return nil, err
 			}
 		}
-		if f := failed[entry]; f != nil {
-			ferr := errors.New(f.Message)
-			switch {
-			case in != nil:
-				kind := kindProcessing
-				if f.Kind == pb.RecordFailure_KIND_DESERIALIZATION {
-					kind = kindDeserialization
-				}
-				if err := o.t.recordFailed(*in, n.Name, kind, ferr); err != nil {
-					return nil, err
-				}
-			case punct != nil && punct.Kind != pb.BundleEntry_KIND_CLOSE:
-				typ := topology.StreamTime
-				if punct.Kind == pb.BundleEntry_KIND_PUNCTUATE_WALL_CLOCK {
-					typ = topology.WallClockTime
-				}
-				if err := o.t.punctuatorFailed(n.Name, typ, punct.TimeMs, ferr); err != nil {
-					return nil, err
-				}
-			case punct == nil:
-				o.inited = false
-				return nil, fmt.Errorf("engine: init of node %s in task %s failed: %w", n.Name, o.t.id, ferr)
-			}
-		}
-	}
-	for i, c := range o.s.next {
-		if len(byChild[i]) > 0 {
-			if err := o.t.push(ctx, c, byChild[i]); err != nil {
+		if f := a.failed[entry]; f != nil {
+			if err := a.entryFailed(f, in, punct); err != nil {
 				return nil, err
 			}
 		}
 	}
-	return out, nil
+	for i, c := range o.s.next {
+		if len(a.byChild[i]) > 0 {
+			if err := o.t.push(ctx, c, a.byChild[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return a.out, nil
+}
+
+// hostAnswer is a host processor's answer to one bundle while it is
+// applied: its op columns split per op, the entries that failed, what it
+// forwarded so far, and how far the forwards' header columns are read.
+type hostAnswer struct {
+	o                            *hostProcessOp
+	b                            *pb.Bundle
+	res                          *pb.BundleResult
+	keys, values, hkeys, hvalues [][]byte
+	failed                       map[int]*pb.RecordFailure // entry -> its first failure
+	out                          []rec                     // forwarded to all children
+	byChild                      [][]rec                   // forwarded to one child
+	fwd, hdr                     int
+}
+
+// bad is the error of a malformed answer.
+func (a *hostAnswer) bad(format string, args ...any) error {
+	return fmt.Errorf("engine: host answered bundle %d for node %s malformed: %s", a.b.Id, a.o.s.node.Name, fmt.Sprintf(format, args...))
+}
+
+// split checks the answer's op columns against each other and against the
+// bundle's entries e, and splits them per op.
+func (a *hostAnswer) split(e *bundleEntries) error {
+	res := a.res
+	if len(res.OpCounts) != e.n() {
+		return a.bad("%d op groups for %d entries (%d inits, %d records, %d after)", len(res.OpCounts), e.n(), len(e.inits), len(e.recs), len(e.after))
+	}
+	total := 0
+	for _, c := range res.OpCounts {
+		if c < 0 {
+			return a.bad("a negative op count %d", c)
+		}
+		total += int(c)
+	}
+	forwards := 0
+	for _, k := range res.OpKinds {
+		if k == pb.OpKind_OP_KIND_FORWARD {
+			forwards++
+		}
+	}
+	switch {
+	case len(res.OpKinds) != total, len(res.OpTargets) != total, len(res.OpKeyLengths) != total, len(res.OpValueLengths) != total,
+		len(res.OpTimestamps) != total, len(res.OpSchedules) != total:
+		return a.bad("op columns of %d, %d, %d, %d, %d, %d ops for op counts adding up to %d (kinds, targets, key lengths, value lengths, timestamps, schedules)",
+			len(res.OpKinds), len(res.OpTargets), len(res.OpKeyLengths), len(res.OpValueLengths), len(res.OpTimestamps), len(res.OpSchedules), total)
+	case len(res.OpSteps) != 0 && len(res.OpSteps) != total:
+		return a.bad("%d op steps for %d ops", len(res.OpSteps), total)
+	case len(res.OpHeaderCounts) != forwards:
+		return a.bad("%d op header counts for %d forwards", len(res.OpHeaderCounts), forwards)
+	}
+	var err error
+	if a.keys, err = crossing.SplitColumn(res.OpKeyLengths, res.OpKeys); err != nil {
+		return a.bad("op keys: %v", err)
+	}
+	if a.values, err = crossing.SplitColumn(res.OpValueLengths, res.OpValues); err != nil {
+		return a.bad("op values: %v", err)
+	}
+	hcount := 0
+	for _, c := range res.OpHeaderCounts {
+		hcount += max(int(c), 0)
+	}
+	if len(res.OpHeaderKeyLengths) != hcount || len(res.OpHeaderValueLengths) != hcount {
+		return a.bad("%d header keys and %d header values for %d headers", len(res.OpHeaderKeyLengths), len(res.OpHeaderValueLengths), hcount)
+	}
+	if a.hkeys, err = crossing.SplitColumn(res.OpHeaderKeyLengths, res.OpHeaderKeys); err != nil {
+		return a.bad("op header keys: %v", err)
+	}
+	if a.hvalues, err = crossing.SplitColumn(res.OpHeaderValueLengths, res.OpHeaderValues); err != nil {
+		return a.bad("op header values: %v", err)
+	}
+	a.failed = map[int]*pb.RecordFailure{}
+	for _, f := range res.Failures {
+		if f.Index < 0 || int(f.Index) >= e.n() {
+			return a.bad("failure names entry %d of %d", f.Index, e.n())
+		}
+		if a.failed[int(f.Index)] == nil {
+			a.failed[int(f.Index)] = f
+		}
+	}
+	return nil
+}
+
+// write applies op j, a put or delete (kind) of the entry with input in
+// (nil: an init or punctuation punct), to its store.
+func (a *hostAnswer) write(j int, kind pb.OpKind, in *rec, punct *pb.BundleEntry) error {
+	o, res, n := a.o, a.res, a.o.s.node
+	key, value := a.keys[j], a.values[j]
+	si := int(res.OpTargets[j])
+	if si < 0 || si >= len(o.stores) {
+		return a.bad("op %d writes store %d of %d", j, si, len(o.stores))
+	}
+	if key == nil {
+		return a.bad("op %d writes a null key to store %q", j, n.Stores[si])
+	}
+	if tx := o.stores[si]; versionedStore(tx.store) {
+		// put(key, value, ts) or delete(key, ts) (a tombstone),
+		// ts the version's validFrom: the same putVersion as a Go
+		// processor's, so changelog and restore are shared.
+		if kind == pb.OpKind_OP_KIND_DELETE {
+			value = nil
+		}
+		p, err := tx.putVersion(o.t.app.eos, slices.Clone(key), slices.Clone(value), res.OpTimestamps[j])
+		if err != nil {
+			return err
+		}
+		if !p.Put {
+			// Expired (the host answered PUT_RETURN_CODE_NOT_PUT
+			// and sent it anyway, for this count):
+			// RocksDBVersionedStore counts an expired put or
+			// delete in dropped-records.
+			o.t.app.dropped.Add(1)
+		}
+		return nil
+	}
+	if kind == pb.OpKind_OP_KIND_DELETE {
+		value = nil
+	} else if value == nil {
+		return a.bad("op %d puts a null value into store %q (a delete is OP_KIND_DELETE)", j, n.Stores[si])
+	}
+	// A store without timestamps keeps the record context's
+	// time with a row (its changelog record's timestamp, as
+	// Kafka Streams logs it): the input's, or the punctuation's.
+	ts := res.OpTimestamps[j]
+	if st := o.stores[si].store.Processor; st == nil || !st.Type.Timestamped() {
+		ts = 0
+		if in != nil {
+			ts = in.ts
+		} else if punct != nil {
+			ts = punct.TimeMs
+		}
+	}
+	if st := o.stores[si].store.Processor; st != nil && st.Type.Windowed() {
+		// A window store's PUT and DELETE carry the window start.
+		rowTS := res.OpTimestamps[j]
+		if in != nil {
+			rowTS = in.ts
+		} else if punct != nil {
+			rowTS = punct.TimeMs
+		}
+		if err := o.t.windowPut(o.stores[si], n.Name, key, value, res.OpTimestamps[j], rowTS); err != nil {
+			return a.bad("op %d: %v", j, err)
+		}
+		return nil
+	}
+	o.stores[si].Put(slices.Clone(key), slices.Clone(value), ts)
+	return nil
+}
+
+// forward applies op j, a forward from the entry with input in (nil: an
+// init or punctuation), to all children or the one it names.
+func (a *hostAnswer) forward(j int, in *rec) error {
+	o, res, n := a.o, a.res, a.o.s.node
+	key, value := a.keys[j], a.values[j]
+	child := int(res.OpTargets[j])
+	if child < 0 || child > len(o.s.next) {
+		return a.bad("op %d forwards to child %d of %d", j, child, len(o.s.next))
+	}
+	r := rec{key: slices.Clone(key), value: slices.Clone(value), ts: res.OpTimestamps[j]}
+	if in != nil {
+		r.in = in.in
+		if n.Op == topology.OpProcessValues && string(key) != string(in.key) {
+			return a.bad("op %d: process_values node forwards key %q for input key %q", j, key, in.key)
+		}
+	} else {
+		r.in = &kgo.Record{Partition: -1, Offset: -1}
+	}
+	hc := int(res.OpHeaderCounts[a.fwd])
+	a.fwd++
+	if hc >= 0 {
+		r.ownHeaders = true
+		for range hc {
+			r.headers = append(r.headers, kgo.RecordHeader{Key: string(a.hkeys[a.hdr]), Value: a.hvalues[a.hdr]})
+			a.hdr++
+		}
+	} else if in != nil {
+		r.headers, r.ownHeaders = headersOfRec(in), true
+	} else {
+		r.ownHeaders = true
+	}
+	if child == 0 {
+		a.out = append(a.out, r)
+	} else {
+		a.byChild[child-1] = append(a.byChild[child-1], r)
+	}
+	return nil
+}
+
+// schedule applies op j, a punctuation's schedule.
+func (a *hostAnswer) schedule(j int) error {
+	o, res := a.o, a.res
+	typ := topology.StreamTime
+	switch res.OpTargets[j] {
+	case 1:
+	case 2:
+		typ = topology.WallClockTime
+	default:
+		return a.bad("op %d schedules punctuation type %d (1 stream time, 2 wall clock)", j, res.OpTargets[j])
+	}
+	if res.OpTimestamps[j] < 1 {
+		return a.bad("op %d schedules an interval of %d ms; the minimum is 1 ms", j, res.OpTimestamps[j])
+	}
+	id := res.OpSchedules[j]
+	if id == 0 || o.schedules[id] != nil {
+		return a.bad("op %d schedules id %d, which is 0 or taken", j, id)
+	}
+	sc := &schedule{op: o, typ: typ, interval: res.OpTimestamps[j], hostID: id}
+	o.schedules[id] = sc
+	o.t.addSchedule(sc)
+	return nil
+}
+
+// entryFailed applies failure f of the entry with input in (nil: an init
+// or punctuation punct) by the error policy: a record's or a
+// punctuator's; a failed init fails the task.
+func (a *hostAnswer) entryFailed(f *pb.RecordFailure, in *rec, punct *pb.BundleEntry) error {
+	o, n := a.o, a.o.s.node
+	ferr := errors.New(f.Message)
+	switch {
+	case in != nil:
+		kind := kindProcessing
+		if f.Kind == pb.RecordFailure_KIND_DESERIALIZATION {
+			kind = kindDeserialization
+		}
+		if err := o.t.recordFailed(*in, n.Name, kind, ferr); err != nil {
+			return err
+		}
+	case punct != nil && punct.Kind != pb.BundleEntry_KIND_CLOSE:
+		typ := topology.StreamTime
+		if punct.Kind == pb.BundleEntry_KIND_PUNCTUATE_WALL_CLOCK {
+			typ = topology.WallClockTime
+		}
+		if err := o.t.punctuatorFailed(n.Name, typ, punct.TimeMs, ferr); err != nil {
+			return err
+		}
+	case punct == nil:
+		o.inited = false
+		return fmt.Errorf("engine: init of node %s in task %s failed: %w", n.Name, o.t.id, ferr)
+	}
+	return nil
 }

@@ -22,7 +22,7 @@ import (
 
 // windowObserved is the store's observed stream time (-1: no put yet).
 func windowObserved(tx *storeTx) (int64, error) {
-	v, _, err := tx.get(metaKey)
+	v, _, err := tx.Get(metaKey)
 	if err != nil || len(v) != 8 {
 		return -1, err
 	}
@@ -43,17 +43,17 @@ func (t *task) windowPut(tx *storeTx, node string, key, value []byte, start, ts 
 	if obs >= 0 && start <= obs-st.Retention {
 		return nil // expired: Kafka Streams drops it (expired-window-record-drop)
 	}
-	tx.put(windowKey(start, slices.Clone(key)), slices.Clone(value), ts)
+	tx.Put(windowKey(start, slices.Clone(key)), slices.Clone(value), ts)
 	if start <= obs {
 		return nil
 	}
-	tx.put(metaKey, binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(start)), start)
+	tx.Put(metaKey, binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(start)), start)
 	seg := max(st.Retention/2, 60_000)
 	cut := start - st.Retention
 	if cut < 0 || obs >= 0 && obs-st.Retention >= 0 && (obs-st.Retention)/seg == cut/seg {
 		return nil
 	}
-	if err := tx.expire(t.app.eos, nil, binary.BigEndian.AppendUint64(nil, uint64(cut)+1)); err != nil {
+	if err := tx.Expire(t.app.eos, nil, binary.BigEndian.AppendUint64(nil, uint64(cut)+1)); err != nil {
 		return fmt.Errorf("engine: task %s: expiring windows of store %s: %w", t.id, st.Name, err)
 	}
 	return nil
@@ -88,7 +88,7 @@ func windowFetch(tx *storeTx, key []byte, from, to int64) ([]windowRow, error) {
 		hi = windowKey(to+1, nil)
 	}
 	var rows []windowRow
-	err = tx.scan(windowKey(from, nil), hi, func(k, v []byte, ts int64) bool {
+	err = tx.Scan(windowKey(from, nil), hi, func(k, v []byte, ts int64) bool {
 		if len(k) < 8 || key != nil && !bytes.Equal(k[8:], key) {
 			return true
 		}

@@ -152,11 +152,11 @@ func (f *folder) undo() {
 	}
 	if f.ws.streamTime != f.time0 {
 		f.ws.streamTime = f.time0
-		f.tx.put(metaKey, binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(f.time0)), f.time0)
+		f.tx.Put(metaKey, binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(f.time0)), f.time0)
 	}
 	if f.ws.storeTime != f.store0 {
 		f.ws.storeTime = f.store0
-		f.tx.put(storeTimeKey, binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(f.store0)), f.store0)
+		f.tx.Put(storeTimeKey, binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(f.store0)), f.store0)
 	}
 }
 
@@ -170,7 +170,7 @@ func (f *folder) get(sk []byte) (agg, int64, error) {
 	if r, ok := f.rows[string(sk)]; ok {
 		return r.a, r.ts, nil
 	}
-	v, ts, err := f.tx.get(sk)
+	v, ts, err := f.tx.Get(sk)
 	return bytesAgg(v), ts, err
 }
 
@@ -243,7 +243,7 @@ func (f *folder) finish(ctx context.Context) ([]rec, error) {
 		return a.b // aggInit is only ever a fold's base
 	}
 	for _, p := range f.puts {
-		f.tx.put(p.key, resolve(p.row.a), p.row.ts)
+		f.tx.Put(p.key, resolve(p.row.a), p.row.ts)
 	}
 	for _, o := range f.outAggs {
 		f.out[o.i].value, f.out[o.i].old = resolve(o.value), resolve(o.old)

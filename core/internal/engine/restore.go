@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/state"
+	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
 // The restores' bookkeeping is state's (state.Restores); the engine
@@ -82,24 +83,46 @@ func settledOffsets(ctx context.Context, list func(context.Context, ...string) (
 // a crash means wipe and restore. Progress goes to a.restores and, for a
 // long restore, to the log every restoreLogEvery.
 func (a *App) restore(ctx context.Context, tx *storeTx) error {
-	sp := storePartition{Store: tx.store.Name, Partition: tx.part.Number}
-	from, ok, err := tx.part.Checkpoint()
+	from, end, err := a.restoreRange(ctx, tx)
 	if err != nil {
 		return err
 	}
-	if !ok {
-		if err := tx.part.Wipe(); err != nil {
-			return err
-		}
-		from = 0
+	entry := a.restores.Begin(storePartition{Store: tx.store.Name, Partition: tx.Part.Number}, end-from)
+	if end <= from {
+		a.restores.Finish(entry)
+		a.noteRestored()
+		return nil
+	}
+	start := time.Now()
+	a.log.Info("restoring store", "store", tx.store.Name, "partition", tx.Part.Number, "changelog", tx.changelog,
+		"from", from, "to", end, "records", end-from)
+	applied, err := a.readChangelog(ctx, tx, from, end, entry)
+	if err != nil {
+		return err
+	}
+	a.restores.Finish(entry)
+	a.noteRestored()
+	a.log.Info("restored store", "store", tx.store.Name, "partition", tx.Part.Number, "records", applied,
+		"from", from, "to", end, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// restoreRange returns the changelog offsets [from, end) that restoring
+// tx's store partition reads: from its checkpoint (wiped, from 0, when it
+// has none or the checkpoint is past the changelog's end) to the
+// changelog's end offset. Under at_least_once it clears the checkpoint.
+func (a *App) restoreRange(ctx context.Context, tx *storeTx) (from, end int64, err error) {
+	from, err = tx.Part.ReplayFrom()
+	if err != nil {
+		return 0, 0, err
 	}
 	if !a.eos {
 		// Under at-least-once the data runs ahead of the checkpoint from
 		// here on; a crash means wipe and restore. (Under exactly_once_v2
 		// only committed transactions reach Pebble, each moving the
 		// checkpoint, so it stays valid.)
-		if err := tx.part.ClearCheckpoint(); err != nil {
-			return err
+		if err := tx.Part.ClearCheckpoint(); err != nil {
+			return 0, 0, err
 		}
 	}
 	// The end is the high watermark even under exactly_once_v2, read
@@ -113,35 +136,32 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 	// watermark only once every transaction below it is decided.
 	ends, err := settledOffsets(ctx, a.adm.ListEndOffsets, tx.changelog)
 	if err != nil {
-		return fmt.Errorf("restoring store %s partition %d: listing end offset of %s: %w", tx.store.Name, tx.part.Number, tx.changelog, err)
+		return 0, 0, fmt.Errorf("restoring store %s partition %d: listing end offset of %s: %w", tx.store.Name, tx.Part.Number, tx.changelog, err)
 	}
-	end, ok := ends.Lookup(tx.changelog, tx.part.Number)
-	if !ok || end.Err != nil {
-		return fmt.Errorf("restoring store %s partition %d: no end offset for %s/%d: %v", tx.store.Name, tx.part.Number, tx.changelog, tx.part.Number, end.Err)
+	eo, ok := ends.Lookup(tx.changelog, tx.Part.Number)
+	if !ok || eo.Err != nil {
+		return 0, 0, fmt.Errorf("restoring store %s partition %d: no end offset for %s/%d: %v", tx.store.Name, tx.Part.Number, tx.changelog, tx.Part.Number, eo.Err)
 	}
-	if from > end.Offset {
+	if from > eo.Offset {
 		// The checkpoint is ahead of the changelog: the topic was
 		// recreated or truncated (a new broker, say). The local state
 		// belongs to another history; start over from the changelog.
 		a.log.Warn("checkpoint ahead of changelog: wiping local state", "store", tx.store.Name,
-			"partition", tx.part.Number, "checkpoint", from, "changelog.end", end.Offset)
-		if err := tx.part.Wipe(); err != nil {
-			return err
+			"partition", tx.Part.Number, "checkpoint", from, "changelog.end", eo.Offset)
+		if err := tx.Part.Wipe(); err != nil {
+			return 0, 0, err
 		}
 		from = 0
 	}
-	entry := a.restores.Begin(sp, end.Offset-from)
-	if end.Offset <= from {
-		a.restores.Finish(entry)
-		a.noteRestored()
-		return nil
-	}
-	total := end.Offset - from
-	start := time.Now()
-	a.log.Info("restoring store", "store", tx.store.Name, "partition", tx.part.Number, "changelog", tx.changelog,
-		"from", from, "to", end.Offset, "records", total)
+	return from, eo.Offset, nil
+}
+
+// readChangelog reads tx's changelog partition from offset from up to end
+// into its store partition, advancing entry, and returns how many writes
+// it applied.
+func (a *App) readChangelog(ctx context.Context, tx *storeTx, from, end int64, entry *restoreEntry) (int64, error) {
 	opts := append(a.clientOpts(),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{tx.changelog: {tx.part.Number: kgo.NewOffset().At(from)}}),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{tx.changelog: {tx.Part.Number: kgo.NewOffset().At(from)}}),
 		// Transaction markers take offsets: keep them so that the position
 		// reaches the end offset.
 		kgo.KeepControlRecords(),
@@ -151,70 +171,58 @@ func (a *App) restore(ctx context.Context, tx *storeTx) error {
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer cl.Close()
 	var applied int64
 	next := from
-	logged := start
-	var vr *versionRestore
-	if versionedStore(tx.store) {
-		vr = &versionRestore{part: tx.part}
-	}
-	for next < end.Offset {
+	logged := time.Now()
+	replay := replayOf(tx.store, tx.Part, tx.keys)
+	for next < end {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return applied, ctx.Err()
 		}
 		var ferr error
 		fs.EachError(func(t string, p int32, err error) { ferr = fmt.Errorf("%s/%d: %w", t, p, err) })
 		if ferr != nil {
-			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.part.Number, ferr)
+			return applied, fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.Part.Number, ferr)
 		}
-		var ws []state.Write
-		var kerr error
+		var records []*kgo.Record
 		fs.EachRecord(func(r *kgo.Record) {
 			next = r.Offset + 1
-			if r.Attrs.IsControl() || kerr != nil {
-				return
-			}
-			if vr != nil {
-				if ws, kerr = vr.add(ws, r); kerr != nil {
-					kerr = fmt.Errorf("%s/%d@%d: %w", r.Topic, r.Partition, r.Offset, kerr)
-				}
-				return
-			}
-			key := r.Key
-			if tx.keys != nil {
-				if key, kerr = tx.keys.fromLog(r.Key); kerr != nil {
-					kerr = fmt.Errorf("%s/%d@%d: %w", r.Topic, r.Partition, r.Offset, kerr)
-					return
-				}
-			}
-			ws = append(ws, state.Write{Key: key, Value: r.Value, TS: r.Timestamp.UnixMilli()})
+			records = append(records, r)
 		})
-		if kerr != nil {
-			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.part.Number, kerr)
+		ws, err := replay.Writes(nil, records)
+		if err != nil {
+			return applied, fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.Part.Number, err)
 		}
-		if vr != nil {
-			ws = vr.finish(ws)
-		}
-		if err := tx.part.Apply(ws); err != nil {
-			return fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.part.Number, err)
+		if err := tx.Part.Apply(ws); err != nil {
+			return applied, fmt.Errorf("restoring store %s partition %d: %w", tx.store.Name, tx.Part.Number, err)
 		}
 		applied += int64(len(ws))
 		a.restores.Advance(entry, next-from)
-		if now := time.Now(); now.Sub(logged) >= restoreLogEvery && next < end.Offset {
+		if now := time.Now(); now.Sub(logged) >= restoreLogEvery && next < end {
 			logged = now
-			a.log.Info("restoring store: progress", "store", tx.store.Name, "partition", tx.part.Number,
-				"restored", next-from, "of", total, "percent", (next-from)*100/total)
+			a.log.Info("restoring store: progress", "store", tx.store.Name, "partition", tx.Part.Number,
+				"restored", next-from, "of", end-from, "percent", (next-from)*100/(end-from))
 		}
 	}
-	a.restores.Finish(entry)
-	a.noteRestored()
-	a.log.Info("restored store", "store", tx.store.Name, "partition", tx.part.Number, "records", applied,
-		"from", from, "to", end.Offset, "took", time.Since(start).Round(time.Millisecond))
-	return nil
+	return applied, nil
+}
+
+// replayOf is how the changelog records of store st's partition part
+// become its writes: through its key codec, or its versions (versioned.go).
+func replayOf(st *topology.Store, part *state.Partition, keys keyCodec) state.Replay {
+	if versionedStore(st) {
+		vr := &versionRestore{part: part}
+		return state.Replay{Version: vr.add, Finish: vr.finish}
+	}
+	var rp state.Replay
+	if keys != nil {
+		rp.FromLog = keys.fromLog
+	}
+	return rp
 }
 
 // localTaskState returns the tasks this instance has local state for, with

@@ -33,14 +33,14 @@ var (
 func (ws *winState) writeStoreTime(tx *storeTx, end int64) {
 	if end > ws.storeTime {
 		ws.storeTime = end
-		tx.put(storeTimeKey, binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(end)), end)
+		tx.Put(storeTimeKey, binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(end)), end)
 	}
 }
 
 // loadStoreTime reads the session store's observed time; a store written
 // before it was kept starts from the stream time.
 func (ws *winState) loadStoreTime(tx *storeTx) error {
-	v, _, err := tx.get(storeTimeKey)
+	v, _, err := tx.Get(storeTimeKey)
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func (o *sessionWindowOp) sessionsOf(ws *winState, tx *storeTx, key []byte) ([]s
 	prefix := binary.BigEndian.AppendUint32(nil, uint32(len(key)))
 	prefix = append(prefix, key...)
 	var ss []session
-	err := tx.part.ScanRange(prefix, state.PrefixEnd(prefix), func(k, _ []byte, _ int64) error {
+	err := tx.Part.ScanRange(prefix, state.PrefixEnd(prefix), func(k, _ []byte, _ int64) error {
 		if len(k) != len(prefix)+16 {
 			return nil
 		}

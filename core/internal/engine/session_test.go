@@ -83,7 +83,7 @@ func (h *sessionHarness) send(recs ...string) []string {
 		h.t.Fatal(err)
 	}
 	for _, tx := range h.task.stores {
-		if err := tx.part.Apply(writes(tx.dirty)); err != nil {
+		if err := tx.Part.Apply(state.Writes(tx.Dirty)); err != nil {
 			h.t.Fatal(err)
 		}
 	}

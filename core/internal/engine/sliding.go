@@ -57,7 +57,7 @@ func (o *slidingWindowOp) slidingStarts(ws *winState, tx *storeTx, key []byte) (
 	}
 	prefix := append(binary.BigEndian.AppendUint32(nil, uint32(len(key))), key...)
 	var ss []int64
-	err := tx.part.ScanRange(prefix, state.PrefixEnd(prefix), func(k, _ []byte, _ int64) error {
+	err := tx.Part.ScanRange(prefix, state.PrefixEnd(prefix), func(k, _ []byte, _ int64) error {
 		if len(k) == len(prefix)+8 {
 			ss = append(ss, int64(binary.BigEndian.Uint64(k[len(prefix):])))
 		}

@@ -54,9 +54,8 @@ type standbyPart struct {
 	sp        storePartition
 	changelog string
 	part      *state.Partition
-	keys      keyCodec
-	// versions: a versioned store's restore state (versioned.go).
-	versions *versionRestore
+	// replay turns its changelog records into writes (replayOf).
+	replay   state.Replay
 	position *atomic.Int64
 }
 
@@ -78,11 +77,8 @@ func (a *App) startStandbys(tasks []int32) {
 					sp:        storePartition{Store: st.Name, Partition: n},
 					changelog: a.fullTopic(st.ChangelogTopic, true),
 					part:      a.db.Partition(st.Name, n),
-					keys:      codecFor(st),
 				}
-				if versionedStore(st) {
-					sbp.versions = &versionRestore{part: sbp.part}
-				}
+				sbp.replay = replayOf(st, sbp.part, codecFor(st))
 				parts = append(parts, sbp)
 			}
 		}
@@ -149,45 +145,9 @@ func (a *App) Standbys() (parts []StandbyPartition, applied int64) {
 // checkpoints (from the start, wiped, where none is trusted) until ctx is
 // done, applying each poll's records and then moving the checkpoints.
 func (a *App) tailStandbys(ctx context.Context, s *standby, parts []standbyPart) error {
-	// A task number past a sub-topology's partition count has no store
-	// partition there (its topics have fewer partitions): skip those.
-	var topics []string
-	for _, sp := range parts {
-		if !slices.Contains(topics, sp.changelog) {
-			topics = append(topics, sp.changelog)
-		}
-	}
-	ends, err := a.adm.ListEndOffsets(ctx, topics...)
-	if err != nil {
-		return fmt.Errorf("listing changelog partitions: %w", err)
-	}
-	offsets := map[string]map[int32]kgo.Offset{}
-	byTP := map[string]map[int32]*standbyPart{}
-	for i := range parts {
-		sp := &parts[i]
-		if end, ok := ends.Lookup(sp.changelog, sp.sp.Partition); !ok || end.Err != nil {
-			continue
-		}
-		from, ok, err := sp.part.Checkpoint()
-		if err != nil {
-			return err
-		}
-		if !ok {
-			if err := sp.part.Wipe(); err != nil {
-				return err
-			}
-			from = 0
-		}
-		if offsets[sp.changelog] == nil {
-			offsets[sp.changelog] = map[int32]kgo.Offset{}
-			byTP[sp.changelog] = map[int32]*standbyPart{}
-		}
-		offsets[sp.changelog][sp.sp.Partition] = kgo.NewOffset().At(from)
-		sp.position.Store(from)
-		byTP[sp.changelog][sp.sp.Partition] = sp
-	}
-	if len(offsets) == 0 {
-		return nil
+	offsets, byTP, err := a.standbyOffsets(ctx, parts)
+	if err != nil || len(offsets) == 0 {
+		return err
 	}
 	opts := append(a.clientOpts(),
 		kgo.ConsumePartitions(offsets),
@@ -220,42 +180,67 @@ func (a *App) tailStandbys(ctx context.Context, s *standby, parts []standbyPart)
 			if sp == nil || len(ftp.Records) == 0 || perr != nil {
 				return
 			}
-			ws := make([]state.Write, 0, len(ftp.Records))
-			for _, r := range ftp.Records {
-				if r.Attrs.IsControl() {
-					continue
-				}
-				if sp.versions != nil {
-					if ws, perr = sp.versions.add(ws, r); perr != nil {
-						perr = fmt.Errorf("standby of store %s partition %d: %s/%d@%d: %w", sp.sp.Store, sp.sp.Partition, r.Topic, r.Partition, r.Offset, perr)
-						return
-					}
-					continue
-				}
-				key := r.Key
-				if sp.keys != nil {
-					if key, perr = sp.keys.fromLog(r.Key); perr != nil {
-						perr = fmt.Errorf("standby of store %s partition %d: %s/%d@%d: %w", sp.sp.Store, sp.sp.Partition, r.Topic, r.Partition, r.Offset, perr)
-						return
-					}
-				}
-				ws = append(ws, state.Write{Key: key, Value: r.Value, TS: r.Timestamp.UnixMilli()})
-			}
-			if sp.versions != nil {
-				ws = sp.versions.finish(ws)
-			}
-			if perr = sp.part.Apply(ws); perr != nil {
-				return
-			}
-			last := ftp.Records[len(ftp.Records)-1].Offset
-			if perr = sp.part.SetCheckpoint(last + 1); perr != nil {
-				return
-			}
-			sp.position.Store(last + 1)
-			s.applied.Add(int64(len(ws)))
+			perr = s.apply(sp, ftp.Records)
 		})
 		if perr != nil {
 			return perr
 		}
 	}
+}
+
+// apply writes a poll's records of sp's changelog partition to its store
+// partition and moves its checkpoint and position past them.
+func (s *standby) apply(sp *standbyPart, records []*kgo.Record) error {
+	ws, err := sp.replay.Writes(make([]state.Write, 0, len(records)), records)
+	if err != nil {
+		return fmt.Errorf("standby of store %s partition %d: %w", sp.sp.Store, sp.sp.Partition, err)
+	}
+	if err := sp.part.Apply(ws); err != nil {
+		return err
+	}
+	last := records[len(records)-1].Offset
+	if err := sp.part.SetCheckpoint(last + 1); err != nil {
+		return err
+	}
+	sp.position.Store(last + 1)
+	s.applied.Add(int64(len(ws)))
+	return nil
+}
+
+// standbyOffsets returns the changelog partitions of parts to tail, each
+// from its store partition's checkpoint (from 0, wiped, where none is
+// trusted), and the standbyPart of each. A task number past a
+// sub-topology's partition count has no store partition there (its topics
+// have fewer partitions): those are left out.
+func (a *App) standbyOffsets(ctx context.Context, parts []standbyPart) (map[string]map[int32]kgo.Offset, map[string]map[int32]*standbyPart, error) {
+	var topics []string
+	for _, sp := range parts {
+		if !slices.Contains(topics, sp.changelog) {
+			topics = append(topics, sp.changelog)
+		}
+	}
+	ends, err := a.adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing changelog partitions: %w", err)
+	}
+	offsets := map[string]map[int32]kgo.Offset{}
+	byTP := map[string]map[int32]*standbyPart{}
+	for i := range parts {
+		sp := &parts[i]
+		if end, ok := ends.Lookup(sp.changelog, sp.sp.Partition); !ok || end.Err != nil {
+			continue
+		}
+		from, err := sp.part.ReplayFrom()
+		if err != nil {
+			return nil, nil, err
+		}
+		if offsets[sp.changelog] == nil {
+			offsets[sp.changelog] = map[int32]kgo.Offset{}
+			byTP[sp.changelog] = map[int32]*standbyPart{}
+		}
+		offsets[sp.changelog][sp.sp.Partition] = kgo.NewOffset().At(from)
+		sp.position.Store(from)
+		byTP[sp.changelog][sp.sp.Partition] = sp
+	}
+	return offsets, byTP, nil
 }

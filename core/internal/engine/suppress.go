@@ -77,7 +77,7 @@ func (o *suppressOp) state() (*winState, error) {
 	return o.t.winStateOf(&o.ws, o.tx, func(ws *winState) error {
 		t, tx := o.t, o.tx
 		b := &suppressBuffer{pending: map[string]*buffered{}, index: map[string]string{}}
-		err := tx.part.ScanRange(nil, metaKey, func(k, v []byte, ts int64) error {
+		err := tx.Part.ScanRange(nil, metaKey, func(k, v []byte, ts int64) error {
 			bk := string(k)
 			var e *buffered
 			if o.sup.FinalResults() {
@@ -183,7 +183,7 @@ func (o *suppressOp) bufferWindow(ws *winState, end int64, r rec) {
 		o.drop(ws, bk, old)
 	}
 	if r.value == nil {
-		o.tx.put([]byte(bk), nil, r.ts)
+		o.tx.Put([]byte(bk), nil, r.ts)
 		return
 	}
 	e := &buffered{r: r, prior: r.old, priorIsOld: true}
@@ -193,7 +193,7 @@ func (o *suppressOp) bufferWindow(ws *winState, end int64, r rec) {
 		heap.Push(&ws.order, bk)
 	}
 	o.add(ws, bk, e, r.value)
-	o.tx.put([]byte(bk), r.value, r.ts)
+	o.tx.Put([]byte(bk), r.value, r.ts)
 }
 
 // bufferTimed buffers r under untilTimeLimit: a key already buffered keeps
@@ -213,7 +213,7 @@ func (o *suppressOp) bufferTimed(ws *winState, r rec) {
 	}
 	v := encodeEntry(e)
 	o.add(ws, bk, e, v)
-	o.tx.put([]byte(bk), v, r.ts)
+	o.tx.Put([]byte(bk), v, r.ts)
 }
 
 func (o *suppressOp) add(ws *winState, bk string, e *buffered, stored []byte) {
@@ -239,7 +239,7 @@ func (o *suppressOp) evict(ws *winState, out []rec) []rec {
 	}
 	o.drop(ws, bk, e)
 	delete(o.buf.index, bk[8:])
-	o.tx.put([]byte(bk), nil, e.r.ts)
+	o.tx.Put([]byte(bk), nil, e.r.ts)
 	return append(out, e.r)
 }
 

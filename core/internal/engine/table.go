@@ -41,23 +41,23 @@ func (o *tableSourceOp) process(_ context.Context, recs []rec) ([]rec, error) {
 			if err != nil {
 				return nil, recordError(r, s.node.Name, err)
 			}
-			if !p.put {
+			if !p.Put {
 				// RocksDBVersionedStore counts an expired put in
 				// dropped-records (its expiredRecordSensor).
 				t.app.dropped.Add(1)
 				continue
 			}
-			r.old = p.old
+			r.old = p.Old
 			out = append(out, r)
 			continue
 		}
 		if tx != nil {
-			old, _, err := tx.get(r.key)
+			old, _, err := tx.Get(r.key)
 			if err != nil {
 				return nil, recordError(r, s.node.Name, err)
 			}
 			r.old = old
-			tx.put(r.key, r.value, r.ts)
+			tx.Put(r.key, r.value, r.ts)
 		}
 		out = append(out, r)
 	}
@@ -195,13 +195,13 @@ func (o *tableTransformOp) process(ctx context.Context, recs []rec) ([]rec, erro
 		}
 		if tx != nil {
 			if s.node.SendOld {
-				old, _, err := tx.get(r.key)
+				old, _, err := tx.Get(r.key)
 				if err != nil {
 					return nil, recordError(r, s.node.Name, err)
 				}
 				ov = old
 			}
-			tx.put(r.key, nv, r.ts)
+			tx.Put(r.key, nv, r.ts)
 		}
 		if s.node.SendOld && nv == nil && ov == nil {
 			continue
@@ -300,7 +300,7 @@ func (o *tableFoldOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 	n := s.node
 	out := make([]rec, 0, len(kept))
 	for _, r := range kept {
-		cur, curTS, err := tx.get(r.key)
+		cur, curTS, err := tx.Get(r.key)
 		if err != nil {
 			return nil, recordError(r, n.Name, err)
 		}
@@ -312,7 +312,7 @@ func (o *tableFoldOp) process(ctx context.Context, recs []rec) ([]rec, error) {
 			continue
 		}
 		ts := aggTime(r.ts, cur, curTS)
-		tx.put(r.key, agg, ts)
+		tx.Put(r.key, agg, ts)
 		out = append(out, rec{key: r.key, value: agg, old: cur, ts: ts, in: r.in})
 	}
 	return out, nil

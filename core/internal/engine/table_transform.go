@@ -100,13 +100,13 @@ func (o *tableTransformValuesOp) process(ctx context.Context, recs []rec) ([]rec
 		}
 		if tx != nil {
 			if s.node.SendOld {
-				old, _, err := tx.get(r.key)
+				old, _, err := tx.Get(r.key)
 				if err != nil {
 					return nil, recordError(r, s.node.Name, err)
 				}
 				ov = old
 			}
-			tx.put(r.key, nv, r.ts)
+			tx.Put(r.key, nv, r.ts)
 		}
 		out = append(out, rec{key: r.key, value: nv, old: ov, ts: r.ts, in: r.in, headers: r.headers, ownHeaders: r.ownHeaders})
 	}

@@ -69,7 +69,7 @@ type task struct {
 	caches     map[*step]*recCache
 	cacheBytes int
 	// unloggedBytes is the size of the stores' changes whose changelog
-	// records wait for the record cache to empty (storeTx.unlogged),
+	// records wait for the record cache to empty (state.Tx.Unlogged),
 	// counted as the record cache's.
 	unloggedBytes int
 	// mem is what the task counts in its application's memory budget
@@ -151,36 +151,9 @@ func (t *task) run(ctx context.Context) {
 	defer close(t.done)
 	defer t.releaseMemory()
 	ctx = t.memoryContext(ctx)
-	defer func() {
-		// Records the task will not process no longer hold up a commit.
-		t.in.mu.Lock()
-		if t.in.n > 0 {
-			t.app.pending.Add(-int64(t.in.n))
-			t.app.workDropped.Store(true)
-		}
-		t.in.queues, t.in.n = nil, 0
-		t.in.mu.Unlock()
-	}()
-	for _, st := range t.plan.stores {
-		tx := &storeTx{
-			store:     st,
-			part:      t.app.db.Partition(st.Name, t.id.partition),
-			changelog: t.app.fullTopic(st.ChangelogTopic, true),
-			dirty:     map[string]row{},
-			txn:       map[string]row{},
-			keys:      codecFor(st),
-		}
-		if !t.app.eos && t.app.cfg.CacheMaxBytes > 0 && st.Kind == topology.StoreKeyValue {
-			tx.unlogged = map[string]row{}
-		}
-		tx.lastOffset.Store(-1)
-		if err := t.app.restore(ctx, tx); err != nil {
-			if ctx.Err() == nil { // else: stopping, not failing
-				t.app.fail(fmt.Errorf("engine: task %s: %w", t.id, err))
-			}
-			return
-		}
-		t.stores[st.Name] = tx
+	defer t.dropQueued()
+	if !t.openStores(ctx) {
+		return
 	}
 	// Kafka Streams starts no stream thread before the global stores are
 	// restored.
@@ -188,136 +161,209 @@ func (t *task) run(ctx context.Context) {
 		return
 	}
 	t.restored.Store(true)
+	t.loop(ctx)
+}
+
+// dropQueued forgets the records queued when the task ends: records the
+// task will not process no longer hold up a commit.
+func (t *task) dropQueued() {
+	t.in.mu.Lock()
+	if t.in.n > 0 {
+		t.app.pending.Add(-int64(t.in.n))
+		t.app.workDropped.Store(true)
+	}
+	t.in.queues, t.in.n = nil, 0
+	t.in.mu.Unlock()
+}
+
+// openStores opens the transaction of each of the task's stores, restored
+// from its changelog, and reports whether all are (else the task ends; a
+// failure fails the application unless ctx is done).
+func (t *task) openStores(ctx context.Context) bool {
+	for _, st := range t.plan.stores {
+		held := !t.app.eos && t.app.cfg.CacheMaxBytes > 0 && st.Kind == topology.StoreKeyValue
+		tx := &storeTx{
+			Tx:        state.NewTx(t.app.db.Partition(st.Name, t.id.partition), held),
+			store:     st,
+			changelog: t.app.fullTopic(st.ChangelogTopic, true),
+			keys:      codecFor(st),
+		}
+		if err := t.app.restore(ctx, tx); err != nil {
+			if ctx.Err() == nil { // else: stopping, not failing
+				t.app.fail(fmt.Errorf("engine: task %s: %w", t.id, err))
+			}
+			return false
+		}
+		t.stores[st.Name] = tx
+	}
+	return true
+}
+
+// taskRequests answers the requests a task takes between batches: each
+// reports whether the task goes on (task.answer).
+type taskRequests struct {
+	flush, sync, punctuate func(reply chan error) bool
+}
+
+// requests returns the task's answers to its requests under ctx.
+func (t *task) requests(ctx context.Context) taskRequests {
+	return taskRequests{
+		flush: func(reply chan error) bool {
+			err := t.flushNow(ctx)
+			t.dropOut()
+			t.publishMemory()
+			return t.answer(ctx, reply, err)
+		},
+		sync: func(reply chan error) bool {
+			// Not ctx: a sync (Pebble writes, no crossing, no wait) never
+			// fails because the task is stopping.
+			return t.answer(context.Background(), reply, t.sync())
+		},
+		punctuate: func(reply chan error) bool {
+			return t.answer(ctx, reply, t.punctuateWallClock(ctx))
+		},
+	}
+}
+
+// loop processes batches until the task stops, answering requests and
+// running due wall-clock punctuators between them.
+func (t *task) loop(ctx context.Context) {
 	max := t.app.cfg.BundleMaxRecords
 	linger := t.app.cfg.BundleLinger
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	flush := func(reply chan error) bool {
-		err := t.flushNow(ctx)
-		t.dropOut()
-		t.publishMemory()
-		return t.answer(ctx, reply, err)
-	}
-	sync := func(reply chan error) bool {
-		// Not ctx: a sync (Pebble writes, no crossing, no wait) never
-		// fails because the task is stopping.
-		return t.answer(context.Background(), reply, t.sync())
-	}
-	punctuate := func(reply chan error) bool {
-		return t.answer(ctx, reply, t.punctuateWallClock(ctx))
-	}
+	rq := t.requests(ctx)
 	wall := time.NewTimer(time.Hour)
 	wall.Stop()
 	defer wall.Stop()
 	for {
-		select {
-		case reply := <-t.flushReq:
-			if !flush(reply) {
-				return
-			}
-		case reply := <-t.syncReq:
-			if !sync(reply) {
-				return
-			}
-		case reply := <-t.punctReq:
-			if !punctuate(reply) {
-				return
-			}
-		default:
+		if !t.answerWaiting(rq) {
+			return
 		}
 		// Outside the test driver, due wall-clock punctuators run between
 		// batches, and a timer wakes an idle task for them.
 		if t.app.wallNow == nil && len(t.schedules) > 0 {
-			if !punctuate(nil) {
+			if !rq.punctuate(nil) {
 				return
 			}
 		}
 		if t.in.len() == 0 {
-			t.resumeIfDrained()
-			var wallC <-chan time.Time
-			if d, ok := t.wallTimer(); ok && t.app.wallNow == nil {
-				wall.Reset(d)
-				wallC = wall.C
-			}
-			select {
-			case <-t.stop:
-				t.flushOnStop(ctx)
-				t.closeProcessors(ctx)
+			if !t.awaitWork(ctx, rq, wall) {
 				return
-			case <-wallC:
-				continue
-			case reply := <-t.punctReq:
-				wall.Stop()
-				if !punctuate(reply) {
-					return
-				}
-				continue
-			case <-t.in.signal:
-				wall.Stop()
-				continue
-			case reply := <-t.flushReq:
-				if !flush(reply) {
-					return
-				}
-				continue
-			case reply := <-t.syncReq:
-				if !sync(reply) {
-					return
-				}
-				continue
 			}
+			continue
 		}
-		// Fewer than a full bundle buffered: wait a short linger for more,
-		// so bundles are big under load while latency stays low. What is
-		// fetched meanwhile is merged by timestamp with what was buffered.
-		if t.in.len() < max && linger > 0 {
-			timer.Reset(linger)
-		wait:
-			for t.in.len() < max {
-				select {
-				case <-t.in.signal:
-				case <-timer.C:
-					break wait
-				case <-t.stop:
-					break wait
-				}
-			}
-			timer.Stop()
-		}
-		if !t.holdWhilePaused(ctx, flush, sync) {
+		t.lingerFor(max, linger, timer)
+		if !t.holdWhilePaused(ctx, rq.flush, rq.sync) {
 			return
 		}
 		batch, wake := t.in.take(max)
 		if len(batch) == 0 {
 			// Records the task may not take yet: another of its
 			// partitions holds them back (idle.go).
-			if !t.idle(ctx, wake, flush) {
+			if !t.idle(ctx, wake, rq.flush) {
 				return
 			}
 			continue
 		}
-		t.tookFetched(batch)
-		t.resumeIfDrained()
-		release, ok := t.app.slot(ctx)
-		if !ok { // stopping: the batch is processed again after a restart
-			t.app.pending.Add(-int64(len(batch)))
-			t.app.workDropped.Store(true)
-			return
-		}
-		err := t.process(ctx, batch)
-		t.dropOut()
-		release()
-		t.app.pending.Add(-int64(len(batch)))
-		if err != nil {
-			// A batch cut short by Stop is not a failure: it was not
-			// committed and is processed again after a restart.
-			t.app.workDropped.Store(true)
-			if ctx.Err() == nil {
-				t.app.fail(err)
-			}
+		if !t.runBatch(ctx, batch) {
 			return
 		}
 	}
+}
+
+// answerWaiting answers a request that is waiting, if any, and reports
+// whether the task goes on.
+func (t *task) answerWaiting(rq taskRequests) bool {
+	select {
+	case reply := <-t.flushReq:
+		return rq.flush(reply)
+	case reply := <-t.syncReq:
+		return rq.sync(reply)
+	case reply := <-t.punctReq:
+		return rq.punctuate(reply)
+	default:
+		return true
+	}
+}
+
+// awaitWork waits, with no record queued, for records, a request, a due
+// wall-clock punctuator (wall) or the stop, and reports whether the task
+// goes on. At the stop it flushes its record cache and closes its
+// processors.
+func (t *task) awaitWork(ctx context.Context, rq taskRequests, wall *time.Timer) bool {
+	t.resumeIfDrained()
+	var wallC <-chan time.Time
+	if d, ok := t.wallTimer(); ok && t.app.wallNow == nil {
+		wall.Reset(d)
+		wallC = wall.C
+	}
+	select {
+	case <-t.stop:
+		t.flushOnStop(ctx)
+		t.closeProcessors(ctx)
+		return false
+	case <-wallC:
+		return true
+	case reply := <-t.punctReq:
+		wall.Stop()
+		return rq.punctuate(reply)
+	case <-t.in.signal:
+		wall.Stop()
+		return true
+	case reply := <-t.flushReq:
+		return rq.flush(reply)
+	case reply := <-t.syncReq:
+		return rq.sync(reply)
+	}
+}
+
+// lingerFor waits, with fewer than a full bundle (max) buffered, a short
+// linger for more, so bundles are big under load while latency stays low.
+// What is fetched meanwhile is merged by timestamp with what was buffered.
+func (t *task) lingerFor(max int, linger time.Duration, timer *time.Timer) {
+	if t.in.len() >= max || linger <= 0 {
+		return
+	}
+	timer.Reset(linger)
+wait:
+	for t.in.len() < max {
+		select {
+		case <-t.in.signal:
+		case <-timer.C:
+			break wait
+		case <-t.stop:
+			break wait
+		}
+	}
+	timer.Stop()
+}
+
+// runBatch processes batch in one of the application's processing slots
+// and reports whether the task goes on: a failure fails the application
+// (unless ctx is done: a batch cut short by Stop is not committed and is
+// processed again after a restart).
+func (t *task) runBatch(ctx context.Context, batch []*kgo.Record) bool {
+	t.tookFetched(batch)
+	t.resumeIfDrained()
+	release, ok := t.app.slot(ctx)
+	if !ok { // stopping: the batch is processed again after a restart
+		t.app.pending.Add(-int64(len(batch)))
+		t.app.workDropped.Store(true)
+		return false
+	}
+	err := t.process(ctx, batch)
+	t.dropOut()
+	release()
+	t.app.pending.Add(-int64(len(batch)))
+	if err != nil {
+		t.app.workDropped.Store(true)
+		if ctx.Err() == nil {
+			t.app.fail(err)
+		}
+		return false
+	}
+	return true
 }
 
 // process runs one batch through the plan. A batch is atomic: if any record
@@ -462,38 +508,33 @@ func (t *task) begin() {
 		share = t.app.cacheBudget() / len(t.stores)
 	}
 	for _, tx := range t.stores {
-		clear(tx.dirty)
-		tx.part.SetCacheLimit(share)
+		tx.Begin(share)
 	}
 }
 
 // finish ends a batch that succeeded: its store changes are applied (under
 // exactly_once_v2 they join the transaction instead) and its outputs and
 // changelog records are handed to the producer; the changelog records of
-// a store that logs later (storeTx.unlogged) wait until the record cache
+// a store that logs later (state.Tx.Unlogged) wait until the record cache
 // is empty. Offsets settle only with the cache empty (process, flushNow),
 // so every settled offset's store changes are in the changelog, as
 // at-least-once requires.
 func (t *task) finish() error {
 	for _, tx := range t.stores {
-		if len(tx.dirty) == 0 {
+		if len(tx.Dirty) == 0 {
 			continue
 		}
 		if t.app.eos {
-			for k, v := range tx.dirty {
-				tx.txn[k] = v
-			}
+			tx.Hold()
 			continue
 		}
-		if tx.unlogged != nil {
+		if tx.Unlogged != nil {
 			// Held until the cache empties, or a query asks (sync).
-			t.unloggedBytes += tx.logLater()
-			for k, r := range tx.dirty {
-				tx.txn[k] = r
-			}
+			t.unloggedBytes += tx.LogLater()
+			tx.Hold()
 			continue
 		}
-		ws := writes(tx.dirty)
+		ws := state.Writes(tx.Dirty)
 		if versionedStore(tx.store) {
 			sortVersions(ws)
 		}
@@ -502,7 +543,7 @@ func (t *task) finish() error {
 				t.out = append(t.out, r)
 			}
 		}
-		if err := tx.part.Apply(ws); err != nil {
+		if err := tx.Part.Apply(ws); err != nil {
 			return fmt.Errorf("engine: task %s: %w", t.id, err)
 		}
 	}
@@ -511,13 +552,13 @@ func (t *task) finish() error {
 			return err
 		}
 		for _, tx := range t.stores {
-			for k, r := range tx.unlogged {
-				w := state.Write{Key: []byte(k), Value: r.value, TS: r.ts}
+			for k, r := range tx.Unlogged {
+				w := state.Write{Key: []byte(k), Value: r.Value, TS: r.TS}
 				if r := tx.changelogRecord(t.id.partition, w); r != nil {
 					t.out = append(t.out, r)
 				}
 			}
-			clear(tx.unlogged)
+			clear(tx.Unlogged)
 		}
 		t.unloggedBytes = 0
 	}
@@ -554,20 +595,16 @@ func (t *task) dropOut() {
 	t.out = t.out[:0]
 }
 
-// sync writes the changes that held stores hold (storeTx.unlogged) to
+// sync writes the changes that held stores hold (state.Tx.Unlogged) to
 // Pebble, so that a query, which reads Pebble, sees every batch
 // processed; their changelog records still wait for the record cache.
 // Only the task's goroutine calls it: at the end of a batch, or between
 // batches when StorePartitions asks.
 func (t *task) sync() error {
 	for _, tx := range t.stores {
-		if tx.unlogged == nil || len(tx.txn) == 0 {
-			continue
-		}
-		if err := tx.part.Apply(writes(tx.txn)); err != nil {
+		if err := tx.Sync(); err != nil {
 			return fmt.Errorf("engine: task %s: %w", t.id, err)
 		}
-		clear(tx.txn)
 	}
 	return nil
 }
@@ -586,7 +623,7 @@ func (t *task) writeChangelogs() {
 	t.settleMu.Lock()
 	defer t.settleMu.Unlock()
 	for _, tx := range t.stores {
-		ws := writes(tx.txn)
+		ws := state.Writes(tx.Txn)
 		if versionedStore(tx.store) {
 			sortVersions(ws)
 		}
@@ -595,14 +632,7 @@ func (t *task) writeChangelogs() {
 			if cr == nil {
 				continue
 			}
-			t.app.produceThen(cr, func(r *kgo.Record) {
-				for {
-					cur := tx.lastOffset.Load()
-					if r.Offset <= cur || tx.lastOffset.CompareAndSwap(cur, r.Offset) {
-						return
-					}
-				}
-			})
+			t.app.produceThen(cr, func(r *kgo.Record) { tx.Logged(r.Offset) })
 		}
 	}
 }
@@ -631,26 +661,12 @@ func (t *task) settleTxn(committed bool) {
 			}
 		}
 		for _, tx := range t.stores {
-			tx.front = nil
+			tx.Front = nil
 		}
 	}
 	for _, tx := range t.stores {
-		if committed && (len(tx.txn) > 0 || len(tx.expired) > 0) {
-			err := tx.part.Apply(writes(tx.txn))
-			for _, r := range tx.expired {
-				if err == nil {
-					err = tx.part.DeleteRange(r[0], r[1])
-				}
-			}
-			if last := tx.lastOffset.Load(); err == nil && last >= 0 {
-				err = tx.part.SetCheckpoint(last + 1)
-			}
-			if err != nil {
-				t.app.fail(fmt.Errorf("engine: task %s: applying a committed transaction: %w", t.id, err))
-			}
+		if err := tx.Settle(committed); err != nil {
+			t.app.fail(fmt.Errorf("engine: task %s: applying a committed transaction: %w", t.id, err))
 		}
-		clear(tx.txn)
-		tx.expired = nil
-		tx.lastOffset.Store(-1)
 	}
 }

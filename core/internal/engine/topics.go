@@ -407,11 +407,11 @@ func (a *App) checkpoint(ctx context.Context, tasks []*task) {
 	}
 	for _, t := range tasks {
 		for _, tx := range t.stores {
-			if len(tx.unlogged) > 0 {
+			if len(tx.Unlogged) > 0 {
 				continue // Pebble is ahead of the changelog (a flush that failed): not checkpointed, so restored
 			}
-			if end, ok := ends.Lookup(tx.changelog, tx.part.Number); ok && end.Err == nil {
-				if err := tx.part.SetCheckpoint(end.Offset); err != nil {
+			if end, ok := ends.Lookup(tx.changelog, tx.Part.Number); ok && end.Err == nil {
+				if err := tx.Part.SetCheckpoint(end.Offset); err != nil {
 					a.log.Warn("checkpoint", "error", err)
 				}
 			}

@@ -36,6 +36,6 @@ func unstartedApp(tb testing.TB, appID string, kv map[string]string, topo *topol
 // without changelogs.
 func openStores(t *task, db *state.DB) {
 	for _, st := range t.plan.stores {
-		t.stores[st.Name] = &storeTx{store: st, part: db.Partition(st.Name, 0), dirty: map[string]row{}, txn: map[string]row{}, keys: codecFor(st)}
+		t.stores[st.Name] = &storeTx{store: st, Tx: state.NewTx(db.Partition(st.Name, 0), false), keys: codecFor(st)}
 	}
 }

@@ -101,162 +101,37 @@ func sortVersions(ws []state.Write) {
 	})
 }
 
-// streamTime is a versioned store's observed stream time: the largest
-// timestamp written to it, -1 before any.
-func (s *storeTx) streamTime() (int64, error) {
-	v, ts, err := s.get(state.StreamTimeKey)
-	if err != nil || v == nil {
-		return -1, err
-	}
-	return ts, nil
-}
+// versionPut is what putVersion did (state.VersionPut).
+type versionPut = state.VersionPut
 
-// versions returns key's versions as the store reads now (the batch's
-// writes over the open transaction's over Pebble's), in ascending
-// validFrom.
-func (s *storeTx) versions(key []byte) ([]state.Version, error) {
-	lo, hi := state.VersionRange(key)
-	var vs []state.Version
-	var derr error
-	err := s.scan(lo, hi, func(sk, stored []byte, _ int64) bool {
-		_, from, ok := state.SplitVersionKey(sk)
-		if !ok {
-			return true
-		}
-		v, err := state.VersionData(stored)
-		if err != nil {
-			derr = fmt.Errorf("store %s key %q version %d: %w", s.store.Name, key, from, err)
-			return false
-		}
-		vs = append(vs, state.Version{Value: v, ValidFrom: from})
-		return true
-	})
-	if err == nil {
-		err = derr
-	}
-	if err != nil {
-		return nil, err
-	}
-	state.LinkVersions(vs)
-	return vs, nil
-}
-
-// getVersion is VersionedKeyValueStore.get(key, asOf) (latest: get(key)).
-func (s *storeTx) getVersion(key []byte, latest bool, asOf int64) (state.Version, bool, error) {
-	vs, err := s.versions(key)
-	if err != nil {
-		return state.Version{}, false, err
-	}
-	st, err := s.streamTime()
-	if err != nil {
-		return state.Version{}, false, err
-	}
-	v, ok := state.FindVersion(vs, latest, asOf, st, s.store.Versioned.HistoryRetention)
-	return v, ok, nil
-}
-
-// versionPut is what putVersion did.
-type versionPut struct {
-	// put: the version was written; false when it is older than the
-	// history retention behind the store's stream time (Kafka Streams
-	// drops it: "Skipping record for expired put").
-	put bool
-	// latest: it is the key's latest version now (PUT_RETURN_CODE_IS_LATEST).
-	latest bool
-	// old is the key's latest value before the put (nil: none, or a
-	// tombstone).
-	old []byte
-	// validTo is the version's end when it is not the latest: the next
-	// version's validFrom.
-	validTo int64
-}
-
-// code is VersionedKeyValueStore.put's answer: the version's validTo,
+// putCode is VersionedKeyValueStore.put's answer: the version's validTo,
 // PutValidToUndefined when it is the latest, PutNotPut when dropped.
-func (p versionPut) code() int64 {
+func putCode(p versionPut) int64 {
 	switch {
-	case !p.put:
+	case !p.Put:
 		return topology.PutNotPut
-	case p.latest:
+	case p.Latest:
 		return topology.PutValidToUndefined
 	}
-	return p.validTo
+	return p.ValidTo
 }
 
-// deleteVersion is VersionedKeyValueStore.delete(key, ts): the version
-// valid at ts as a read finds it before the delete (ok false: none), then
-// a tombstone valid from ts. A delete older than the history retention
-// behind the store's stream time does nothing and finds nothing
-// (RocksDBVersionedStore.delete: "Skipping record for expired delete");
-// put is false then.
+// getVersion is VersionedKeyValueStore.get(key, asOf) (latest: get(key)):
+// state.Tx.GetVersion with the store's history retention.
+func (s *storeTx) getVersion(key []byte, latest bool, asOf int64) (state.Version, bool, error) {
+	return s.GetVersion(key, latest, asOf, s.store.Versioned.HistoryRetention)
+}
+
+// deleteVersion is VersionedKeyValueStore.delete(key, ts):
+// state.Tx.DeleteVersion with the store's history retention.
 func (s *storeTx) deleteVersion(eos bool, key []byte, ts int64) (v state.Version, ok, put bool, err error) {
-	st, err := s.streamTime()
-	if err != nil {
-		return state.Version{}, false, false, err
-	}
-	if ts < st-s.store.Versioned.HistoryRetention {
-		return state.Version{}, false, false, nil
-	}
-	if v, ok, err = s.getVersion(key, false, ts); err != nil {
-		return state.Version{}, false, false, err
-	}
-	if _, err := s.putVersion(eos, key, nil, ts); err != nil {
-		return state.Version{}, false, false, err
-	}
-	return v, ok, true, nil
+	return s.DeleteVersion(eos, key, ts, s.store.Versioned.HistoryRetention)
 }
 
-// putVersion is VersionedKeyValueStore.put(key, value, ts): a version of
-// value (nil: a tombstone) valid from ts, replacing one from the same ts.
-// Versions that no read can find any more (older than the one valid at
-// stream time - history retention) leave Pebble, without a changelog
-// record: the changelog's compaction lag keeps them as long as reads may
-// need them.
+// putVersion is VersionedKeyValueStore.put(key, value, ts):
+// state.Tx.PutVersion with the store's history retention.
 func (s *storeTx) putVersion(eos bool, key, value []byte, ts int64) (versionPut, error) {
-	retention := s.store.Versioned.HistoryRetention
-	st, err := s.streamTime()
-	if err != nil {
-		return versionPut{}, err
-	}
-	vs, err := s.versions(key)
-	if err != nil {
-		return versionPut{}, err
-	}
-	var res versionPut
-	if len(vs) > 0 {
-		res.old = vs[len(vs)-1].Value
-	}
-	if ts < st-retention {
-		return res, nil
-	}
-	res.put, res.latest = true, len(vs) == 0 || ts >= vs[len(vs)-1].ValidFrom
-	for _, v := range vs {
-		if v.ValidFrom > ts {
-			res.validTo = v.ValidFrom
-			break
-		}
-	}
-	if ts > st {
-		st = ts
-		s.put(state.StreamTimeKey, []byte{}, st)
-	}
-	s.put(state.VersionKey(key, ts), state.VersionValue(value), ts)
-	// The version valid at the cut-off (the last from at or before it)
-	// answers reads from the cut-off on; those before it, none.
-	cut := st - retention
-	anchor, found := ts, ts <= cut
-	for _, v := range vs {
-		if v.ValidFrom <= cut && (!found || v.ValidFrom > anchor) {
-			anchor, found = v.ValidFrom, true
-		}
-	}
-	if found && len(vs) > 0 && vs[0].ValidFrom < anchor {
-		lo, _ := state.VersionRange(key)
-		if err := s.expire(eos, lo, state.VersionKey(key, anchor)); err != nil {
-			return versionPut{}, err
-		}
-	}
-	return res, nil
+	return s.PutVersion(eos, key, value, ts, s.store.Versioned.HistoryRetention)
 }
 
 // versionedStore reports whether st is a versioned store.

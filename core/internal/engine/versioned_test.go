@@ -19,14 +19,14 @@ func versionedTx(t *testing.T, h int64) *storeTx {
 	}
 	t.Cleanup(func() { db.Close() })
 	st := &topology.Store{Name: "prices", Kind: topology.StoreVersioned, Versioned: &topology.Versioned{HistoryRetention: h}, ChangelogTopic: "prices-changelog"}
-	return &storeTx{store: st, part: db.Partition(st.Name, 0), changelog: "app-prices-changelog", dirty: map[string]row{}, txn: map[string]row{}, keys: codecFor(st)}
+	return &storeTx{store: st, Tx: state.NewTx(db.Partition(st.Name, 0), false), changelog: "app-prices-changelog", keys: codecFor(st)}
 }
 
 // flush writes the batch to Pebble as task.finish does, and answers its
 // changelog records in the order they are produced.
 func flush(t *testing.T, tx *storeTx) string {
 	t.Helper()
-	ws := writes(tx.dirty)
+	ws := state.Writes(tx.Dirty)
 	sortVersions(ws)
 	var logged []string
 	for _, w := range ws {
@@ -38,10 +38,10 @@ func flush(t *testing.T, tx *storeTx) string {
 			logged = append(logged, fmt.Sprintf("%s=%s@%d", r.Key, v, r.Timestamp.UnixMilli()))
 		}
 	}
-	if err := tx.part.Apply(ws); err != nil {
+	if err := tx.Part.Apply(ws); err != nil {
 		t.Fatal(err)
 	}
-	clear(tx.dirty)
+	clear(tx.Dirty)
 	return strings.Join(logged, " ")
 }
 
@@ -59,12 +59,12 @@ func put(t *testing.T, tx *storeTx, key string, value *string, ts int64) string 
 	}
 	what := "dropped"
 	switch {
-	case p.put && p.latest:
+	case p.Put && p.Latest:
 		what = "latest"
-	case p.put:
+	case p.Put:
 		what = "past"
 	}
-	return fmt.Sprintf("%s old=%s", what, p.old)
+	return fmt.Sprintf("%s old=%s", what, p.Old)
 }
 
 func sp(s string) *string { return &s }
@@ -109,7 +109,7 @@ func TestPutVersion(t *testing.T) {
 		t.Errorf("a@150: %s", got)
 	}
 	flush(t, tx)
-	vs, err := tx.part.Versions([]byte("a"))
+	vs, err := tx.Part.Versions([]byte("a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestPutVersion(t *testing.T) {
 			t.Errorf("a as of %d: %q, want %q", c.asOf, got, c.want)
 		}
 	}
-	if st, err := tx.streamTime(); err != nil || st != 235 {
+	if st, err := tx.StreamTime(); err != nil || st != 235 {
 		t.Errorf("stream time %d (%v), want 235", st, err)
 	}
 }

@@ -212,7 +212,7 @@ type openWindows struct {
 	bytes   int64                    // what the rows hold (budget.go)
 }
 
-func (o *openWindows) lookup(key []byte) (row, bool) {
+func (o *openWindows) Lookup(key []byte) (row, bool) {
 	if len(key) < 8 || key[0] == 0xff {
 		return row{}, false // the watermark row
 	}
@@ -223,7 +223,7 @@ func (o *openWindows) lookup(key []byte) (row, bool) {
 	return o.buckets[start][string(key[8:])], true
 }
 
-func (o *openWindows) store(key []byte, r row) {
+func (o *openWindows) Store(key []byte, r row) {
 	if len(key) < 8 || key[0] == 0xff {
 		return
 	}
@@ -240,9 +240,9 @@ func (o *openWindows) store(key []byte, r row) {
 		o.n++
 		o.bytes += int64(len(key) - 8 + rowOverhead)
 	} else {
-		o.bytes -= int64(len(old.value))
+		o.bytes -= int64(len(old.Value))
 	}
-	o.bytes += int64(len(r.value))
+	o.bytes += int64(len(r.Value))
 	b[string(key[8:])] = r
 }
 
@@ -256,7 +256,7 @@ func (o *openWindows) close(closeTime int64) {
 		if start < lowest {
 			o.n -= len(b)
 			for k, r := range b {
-				o.bytes -= int64(len(k) + len(r.value) + rowOverhead)
+				o.bytes -= int64(len(k) + len(r.Value) + rowOverhead)
 			}
 			delete(o.buckets, start)
 		}
@@ -269,8 +269,8 @@ func (o *openWindows) close(closeTime int64) {
 func openWindowsOf(tx *storeTx, w *topology.Windows, streamTime int64) (*openWindows, error) {
 	o := &openWindows{size: w.Size, lowest: max(0, streamTime-w.Grace-w.Size+1), buckets: map[int64]map[string]row{}}
 	tooMany := errors.New("too many open windows")
-	err := tx.part.ScanRange(binary.BigEndian.AppendUint64(nil, uint64(o.lowest)), metaKey, func(k, v []byte, ts int64) error {
-		o.store(k, row{append([]byte(nil), v...), ts})
+	err := tx.Part.ScanRange(binary.BigEndian.AppendUint64(nil, uint64(o.lowest)), metaKey, func(k, v []byte, ts int64) error {
+		o.Store(k, row{Value: append([]byte(nil), v...), TS: ts})
 		if o.n > maxOpenWindows {
 			return tooMany
 		}
@@ -289,7 +289,7 @@ func (t *task) winStateOf(ws **winState, tx *storeTx, more func(*winState) error
 		return *ws, nil
 	}
 	loaded := &winState{streamTime: -1, lastExpiry: math.MinInt64, sessions: map[string][]session{}, starts: map[string][]int64{}}
-	v, _, err := tx.get(metaKey)
+	v, _, err := tx.Get(metaKey)
 	if err != nil {
 		return nil, fmt.Errorf("engine: task %s: reading the stream time of store %s: %w", t.id, tx.store.Name, err)
 	}
@@ -308,7 +308,7 @@ func (t *task) winStateOf(ws **winState, tx *storeTx, more func(*winState) error
 func (ws *winState) advance(tx *storeTx, ts int64) {
 	if ts > ws.streamTime {
 		ws.streamTime = ts
-		tx.put(metaKey, binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(ts)), ts)
+		tx.Put(metaKey, binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(ts)), ts)
 	}
 }
 
@@ -353,7 +353,7 @@ func (o *windowed) memoryHeld(held *[memComponents]int64) {
 // reads the store from then on (budget.go).
 func (o *windowed) releaseMemory() {
 	if o.ws != nil && o.ws.open != nil {
-		o.ws.open, o.tx.front = nil, nil
+		o.ws.open, o.tx.Front = nil, nil
 	}
 }
 
@@ -385,7 +385,7 @@ func (o *windowed) state() (*winState, error) {
 				return fmt.Errorf("engine: task %s: loading the open windows of store %s: %w", t.id, tx.store.Name, err)
 			}
 			if ws.open != nil {
-				tx.front = ws.open
+				tx.Front = ws.open
 			}
 		case topology.SessionWindows:
 			if err := ws.loadStoreTime(tx); err != nil {
@@ -474,7 +474,7 @@ func (o *timeWindowOp) aggregate(ctx context.Context, recs []rec) ([]rec, error)
 	if ws.open != nil {
 		ws.open.close(ws.streamTime - w.Grace)
 		if ws.open.n > maxOpenWindows {
-			ws.open, tx.front = nil, nil // too many: read the store
+			ws.open, tx.Front = nil, nil // too many: read the store
 		}
 	}
 	if err := o.expire(ws, tx, s.store); err != nil {
@@ -488,7 +488,7 @@ func (o *timeWindowOp) aggregate(ctx context.Context, recs []rec) ([]rec, error)
 // the retention (at least a minute), as Kafka Streams drops whole
 // segments, not each window. The changelog is not tombstoned: its own
 // retention (retention + 1 day) deletes them, as in Kafka Streams. Under
-// exactly_once_v2 the rows go with the transaction (storeTx.expire).
+// exactly_once_v2 the rows go with the transaction (state.Tx.Expire).
 func (o *timeWindowOp) expire(ws *winState, tx *storeTx, st *topology.Store) error {
 	t := o.t
 	cutoff, due := ws.expiryDue(st, ws.streamTime)
@@ -496,7 +496,7 @@ func (o *timeWindowOp) expire(ws *winState, tx *storeTx, st *topology.Store) err
 		return nil
 	}
 	upper := binary.BigEndian.AppendUint64(nil, uint64(cutoff)+1)
-	if err := tx.expire(t.app.eos, nil, upper); err != nil {
+	if err := tx.Expire(t.app.eos, nil, upper); err != nil {
 		return fmt.Errorf("engine: task %s: expiring windows of store %s: %w", t.id, st.Name, err)
 	}
 	return nil
@@ -519,7 +519,7 @@ func (ws *winState) expiryDue(st *topology.Store, now int64) (int64, bool) {
 func (o *windowed) trimScan(tx *storeTx, doomed func(k []byte) bool) error {
 	t := o.t
 	var keys [][]byte
-	err := tx.part.ScanRange(nil, metaKey, func(k, _ []byte, _ int64) error {
+	err := tx.Part.ScanRange(nil, metaKey, func(k, _ []byte, _ int64) error {
 		if doomed(k) {
 			keys = append(keys, append([]byte(nil), k...))
 		}
@@ -527,7 +527,7 @@ func (o *windowed) trimScan(tx *storeTx, doomed func(k []byte) bool) error {
 	})
 	for _, k := range keys {
 		if err == nil {
-			err = tx.expire(t.app.eos, k, append(k, 0))
+			err = tx.Expire(t.app.eos, k, append(k, 0))
 		}
 	}
 	if err != nil {
