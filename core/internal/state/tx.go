@@ -205,25 +205,18 @@ func (s *Tx) ScanRows(lo, hi []byte, fn func(k, v []byte, ts int64) error) error
 }
 
 // ScanPrefix calls fn, in key order, for every key of the store starting
-// with prefix that has a value, as the batch in progress sees the store.
+// with prefix that has a value, as the batch in progress sees the store;
+// it stops at fn's first error and returns it.
 func (s *Tx) ScanPrefix(prefix []byte, fn func(key, value []byte) error) error {
-	rows, err := s.rows(prefix, PrefixEnd(prefix))
+	var ferr error
+	err := s.Scan(prefix, PrefixEnd(prefix), func(k, v []byte, _ int64) bool {
+		ferr = fn(k, v)
+		return ferr == nil
+	})
 	if err != nil {
 		return err
 	}
-	keys := make([]string, 0, len(rows))
-	for k, r := range rows {
-		if r.Value != nil {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if err := fn([]byte(k), rows[k].Value); err != nil {
-			return err
-		}
-	}
-	return nil
+	return ferr
 }
 
 // Begin starts a batch: no writes yet, and a read cache (cache.go) of
