@@ -412,6 +412,22 @@ func storeKindName(st *topology.Store) string {
 	return "key-value store"
 }
 
+// distinctKeys are recs' non-null keys, each once, in the order first seen:
+// the keys a bundle's store views cover.
+func distinctKeys(recs []rec) [][]byte {
+	keys := make([][]byte, 0, len(recs))
+	seen := make(map[string]bool, len(recs))
+	for i := range recs {
+		key := recs[i].key
+		if key == nil || seen[string(key)] {
+			continue
+		}
+		seen[string(key)] = true
+		keys = append(keys, key)
+	}
+	return keys
+}
+
 // columns builds length-prefixed columns (-1: null).
 type columns struct {
 	lens []int32
@@ -432,12 +448,13 @@ func (c *columns) add(b []byte) {
 // prefetched"); window stores get none (their fetches are Reads).
 func (o *hostProcessOp) views(recs []rec) ([]*pb.StoreView, error) {
 	var views []*pb.StoreView
+	keys := distinctKeys(recs)
 	for _, tx := range o.stores {
 		st := tx.store
 		v := &pb.StoreView{Store: st.Name, KeySerde: st.KeySerde, ValueSerde: st.ValueSerde, Type: storeTypeOf(st)}
 		views = append(views, v)
 		if versionedStore(st) {
-			if err := o.versionsView(v, tx, recs); err != nil {
+			if err := o.versionsView(v, tx, keys); err != nil {
 				return nil, err
 			}
 			continue
@@ -446,13 +463,7 @@ func (o *hostProcessOp) views(recs []rec) ([]*pb.StoreView, error) {
 			continue
 		}
 		var k, vc columns
-		seen := map[string]bool{}
-		for i := range recs {
-			key := recs[i].key
-			if key == nil || seen[string(key)] {
-				continue
-			}
-			seen[string(key)] = true
+		for _, key := range keys {
 			value, ts, err := tx.Get(key)
 			if err != nil {
 				return nil, err
@@ -472,7 +483,7 @@ func (o *hostProcessOp) views(recs []rec) ([]*pb.StoreView, error) {
 // the store is keyed by the records' key serde, the versions of recs'
 // distinct keys a read may still find (docs/design/versioned-stores.md,
 // "Processors in a host").
-func (o *hostProcessOp) versionsView(v *pb.StoreView, tx *storeTx, recs []rec) error {
+func (o *hostProcessOp) versionsView(v *pb.StoreView, tx *storeTx, keys [][]byte) error {
 	st, err := tx.StreamTime()
 	if err != nil {
 		return err
@@ -482,13 +493,7 @@ func (o *hostProcessOp) versionsView(v *pb.StoreView, tx *storeTx, recs []rec) e
 		return nil
 	}
 	var k, vc, unc columns
-	seen := map[string]bool{}
-	for i := range recs {
-		key := recs[i].key
-		if key == nil || seen[string(key)] {
-			continue
-		}
-		seen[string(key)] = true
+	for _, key := range keys {
 		vs, err := tx.Versions(key)
 		if err != nil {
 			return err
