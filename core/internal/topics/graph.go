@@ -1,3 +1,10 @@
+// Package topics answers which topics an application reads and needs, as
+// Kafka Streams does: the topic graph of a topology (which sub-topology
+// reads and writes which topic), the partition counts of its sub-topologies
+// and internal topics, co-partitioning, the internal topics' configs, which
+// broker topics a pattern source reads; and, through the admin client
+// (Admin), checks the source topics and creates the internal ones. Its
+// errors begin "engine:", as they did when this was the engine's.
 package topics
 
 import (
