@@ -12,9 +12,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/polystreams/polystreams/core/internal/topics"
 	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
@@ -42,18 +42,6 @@ func (p *plan) source(topic string) *step {
 	return nil
 }
 
-// ownTopic reports whether a pattern never reads topic: the broker's own
-// (__consumer_offsets, __transaction_state) and the application's internal
-// topics (repartition, changelog and foreign-key join topics), which Kafka
-// Streams never hands a pattern source either.
-func (a *App) ownTopic(topic string) bool {
-	if strings.HasPrefix(topic, "__") {
-		return true
-	}
-	rest, ok := strings.CutPrefix(topic, a.cfg.ApplicationID+"-")
-	return ok && (strings.HasSuffix(rest, "-repartition") || strings.HasSuffix(rest, "-changelog") || strings.HasSuffix(rest, "-topic"))
-}
-
 // planFor answers the plan reading topic: the plan of a named source topic
 // or of the pattern that matches it; nil for a topic the application does
 // not read.
@@ -61,7 +49,7 @@ func (a *App) planFor(topic string) *plan {
 	if p := a.planOf[topic]; p != nil {
 		return p
 	}
-	if !a.hasPatterns || a.ownTopic(topic) {
+	if !a.hasPatterns || topics.Own(a.cfg.ApplicationID, topic) {
 		return nil
 	}
 	for _, p := range a.plans {
@@ -73,36 +61,24 @@ func (a *App) planFor(topic string) *plan {
 }
 
 // matchTopics lists the broker's topics and answers what each pattern
-// source reads now. A topic two patterns match fails (Kafka Streams'
-// TopologyException: a topic matches at most one pattern).
+// source reads now (topics.Match).
 func (a *App) matchTopics(ctx context.Context) (map[*topology.Node][]string, error) {
 	details, err := a.adm.ListTopics(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("engine: listing topics for the pattern sources: %w", err)
 	}
-	out := map[*topology.Node][]string{}
-	by := map[string]*topology.Node{}
-	globals := a.globalTopics()
-	for _, t := range slices.Sorted(maps.Keys(details)) {
-		// A topic a source or a global table names is theirs.
-		if d := details[t]; d.Err != nil || d.IsInternal || a.ownTopic(t) || a.planOf[t] != nil || slices.Contains(globals, t) {
-			continue
-		}
-		for _, p := range a.plans {
-			for _, ps := range p.patterns {
-				if !ps.node.MatchesTopic(t) {
-					continue
-				}
-				if other := by[t]; other != nil {
-					return nil, fmt.Errorf("engine: topic %q matches pattern %q of source %s and pattern %q of source %s; a topic can be read by one pattern only (Kafka Streams' TopologyException)",
-						t, other.Pattern, other.Name, ps.node.Pattern, ps.node.Name)
-				}
-				by[t] = ps.node
-				out[ps.node] = append(out[ps.node], t)
-			}
+	var patterns []*topology.Node
+	for _, p := range a.plans {
+		for _, ps := range p.patterns {
+			patterns = append(patterns, ps.node)
 		}
 	}
-	return out, nil
+	globals := a.globalTopics()
+	return topics.Match(slices.Collect(maps.Keys(details)), patterns, func(t string) bool {
+		// A topic a source or a global table names is theirs.
+		d := details[t]
+		return d.Err != nil || d.IsInternal || topics.Own(a.cfg.ApplicationID, t) || a.planOf[t] != nil || slices.Contains(globals, t)
+	})
 }
 
 // matchedTopics answers the topics the pattern sources of p read, or of
@@ -212,7 +188,7 @@ func (a *App) PatternReading(topic string) bool {
 // (its Consumed.withOffsetResetPolicy, else auto.offset.reset); "" for a
 // topic no pattern reads.
 func (a *App) patternOffsetReset(topic string) string {
-	if !a.hasPatterns || a.ownTopic(topic) {
+	if !a.hasPatterns || topics.Own(a.cfg.ApplicationID, topic) {
 		return ""
 	}
 	for _, p := range a.plans {
