@@ -91,6 +91,6 @@ pub use store::{
 pub use test_driver::{TestRecord, TopologyTestDriver};
 pub use transform::{TransformResult, TransformerContext, ValueTransformerWithKey};
 pub use windows::{
-    BufferConfig, BufferFull, EmitStrategy, SessionWindowedKStream, SessionWindows, SlidingWindows,
-    TimeWindowedKStream, TimeWindows, Windows,
+    BufferConfig, BufferFull, EmitStrategy, MetadataSessionWindowedStream, MetadataTimeWindowedStream,
+    SessionWindowedKStream, SessionWindows, SlidingWindows, TimeWindowedKStream, TimeWindows, Windows,
 };

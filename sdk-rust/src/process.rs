@@ -667,6 +667,45 @@ impl<K: Serde, V: Serde> MetadataStream<K, V> {
         self.stream.stream_join_op("join", other.handle.id, windows, false, false, joiner, Options::new())
     }
 
+    /// `KStream.leftJoin(KStream, ValueJoiner, JoinWindows)` with metadata:
+    /// `f(value, other value or None, metadata)`. A match's metadata is that
+    /// of the record being processed when it is found, as for
+    /// [`join_stream`](Self::join_stream); an unjoined record's (`None`)
+    /// is that of the record being processed when its window closed and it
+    /// is emitted (Kafka Streams calls the joiner then), not its own.
+    pub fn left_join_stream<VO: Serde, VR: Serde, F>(
+        &self,
+        other: &KStream<K, VO>,
+        f: F,
+        windows: crate::JoinWindows,
+    ) -> Result<KStream<K, VR>>
+    where
+        F: Fn(V, Option<VO>, &RecordMetadata) -> VR + Send + Sync + 'static,
+    {
+        let name = fn_name::<F>("left_join");
+        let joiner = ValueJoiner::<V, VO, VR>::new(move |v, t| Ok(with_meta(|m| f(v, t, m))));
+        let joiner = JoinFn::HostMeta(name, Arc::new(joiner));
+        self.stream.stream_join_op("left_join", other.handle.id, windows, true, false, joiner, Options::new())
+    }
+
+    /// `KStream.outerJoin(KStream, ValueJoiner, JoinWindows)` with metadata:
+    /// `f(value or None, other value or None, metadata)`, the metadata as
+    /// for [`left_join_stream`](Self::left_join_stream).
+    pub fn outer_join_stream<VO: Serde, VR: Serde, F>(
+        &self,
+        other: &KStream<K, VO>,
+        f: F,
+        windows: crate::JoinWindows,
+    ) -> Result<KStream<K, VR>>
+    where
+        F: Fn(Option<V>, Option<VO>, &RecordMetadata) -> VR + Send + Sync + 'static,
+    {
+        let name = fn_name::<F>("outer_join");
+        let joiner = ValueJoiner::<Option<V>, VO, VR>::new(move |v, t| Ok(with_meta(|m| f(v, t, m))));
+        let joiner = JoinFn::HostMeta(name, Arc::new(joiner));
+        self.stream.stream_join_op("outer_join", other.handle.id, windows, false, true, joiner, Options::new())
+    }
+
     /// `KStream.leftJoin(KTable)` with metadata: `f` gets `None` for a key
     /// the table does not hold.
     pub fn left_join<VT: Serde, VR: Serde, F>(&self, table: &KTable<K, VT>, f: F) -> Result<KStream<K, VR>>

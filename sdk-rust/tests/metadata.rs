@@ -3,7 +3,7 @@
 //! joiners read the metadata of the record they are called for
 //! (docs/design/processor.md, "Metadata, opt-in").
 
-use polystreams::{Config, TopologyTestDriver};
+use polystreams::{Config, Materialized, Options, TopologyTestDriver};
 
 #[test]
 fn a_reducer_with_metadata_sums_values_and_offsets() {
@@ -121,4 +121,199 @@ fn a_stream_stream_joiner_with_metadata_reads_the_processed_records_context() {
         driver.read_output::<String, String>("out").unwrap().into_iter().map(|r| (r.value, r.timestamp)).collect();
     // Kafka Streams calls the joiner while processing the left record (offset 0, ts 5); the output gets max(5, 10).
     assert_eq!(got, [("l+r by left:0@5".to_owned(), 10)]);
+}
+
+#[test]
+fn a_tumbling_window_reducer_with_metadata_reads_each_records_offset() {
+    use polystreams::{TimeWindows, Windowed};
+    let driver =
+        TopologyTestDriver::with_config("meta-window-reduce", Config::new().statestore_cache_max_bytes(0)).unwrap();
+    driver
+        .stream::<String, i64>("in")
+        .unwrap()
+        .group_by_key()
+        .unwrap()
+        .windowed_by(TimeWindows::of_size_with_no_grace(std::time::Duration::from_millis(10)))
+        .unwrap()
+        .with_metadata()
+        .reduce(|total, v, m| total + v + 1000 * m.offset)
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("out")
+        .unwrap();
+    for (v, ts) in [(1i64, 1), (2, 2), (3, 12), (4, 13)] {
+        driver.pipe_record("in", "k".to_owned(), v, Some(ts), &[]).unwrap();
+    }
+    let got: Vec<(i64, i64)> = driver
+        .read_output::<Windowed<String>, i64>("out")
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.key.start_ms, r.value))
+        .collect();
+    // Each window's first value becomes its aggregate without a call; offsets 1 and 3 fold in.
+    assert_eq!(got, [(0, 1), (0, 1003), (10, 3), (10, 3007)]);
+}
+
+#[test]
+fn a_hopping_window_aggregator_with_metadata_folds_a_record_into_each_window_with_its_metadata() {
+    use polystreams::{TimeWindows, Windowed};
+    let driver =
+        TopologyTestDriver::with_config("meta-window-aggregate", Config::new().statestore_cache_max_bytes(0)).unwrap();
+    driver
+        .stream::<String, String>("in")
+        .unwrap()
+        .group_by_key()
+        .unwrap()
+        .windowed_by(
+            TimeWindows::of_size_with_no_grace(std::time::Duration::from_millis(10))
+                .advance_by(std::time::Duration::from_millis(5)),
+        )
+        .unwrap()
+        .with_metadata()
+        .aggregate(
+            |m| format!("init@{}", m.offset),
+            |_k: &String, v: String, agg: String, m| format!("{agg}+{v}@{}:{}", m.offset, m.timestamp),
+        )
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("out")
+        .unwrap();
+    driver.pipe_record("in", "k".to_owned(), "a".to_owned(), Some(7), &[]).unwrap();
+    driver.pipe_record("in", "k".to_owned(), "b".to_owned(), Some(8), &[]).unwrap();
+    let mut got: Vec<(i64, String)> = driver
+        .read_output::<Windowed<String>, String>("out")
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.key.start_ms, r.value))
+        .collect();
+    got.sort();
+    // 7 and 8 fall in the windows [0, 10) and [5, 15).
+    assert_eq!(
+        got,
+        [
+            (0, "init@0+a@0:7".to_owned()),
+            (0, "init@0+a@0:7+b@1:8".to_owned()),
+            (5, "init@0+a@0:7".to_owned()),
+            (5, "init@0+a@0:7+b@1:8".to_owned()),
+        ]
+    );
+}
+
+#[test]
+fn a_session_aggregate_with_metadata_merges_with_the_bridging_records_metadata() {
+    use polystreams::{SessionWindows, Windowed};
+    let driver =
+        TopologyTestDriver::with_config("meta-session-aggregate", Config::new().statestore_cache_max_bytes(0)).unwrap();
+    driver
+        .stream::<String, String>("in")
+        .unwrap()
+        .group_by_key()
+        .unwrap()
+        .windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(std::time::Duration::from_millis(5)))
+        .unwrap()
+        .with_metadata()
+        .aggregate_with(
+            |m| format!("i{}", m.offset),
+            |_k: &String, v: String, agg: String, m| format!("{agg}+{v}{}", m.offset),
+            |_k: &String, a: String, b: String, m| format!("({a}|{b})m{}", m.offset),
+            // Kept past the default retention (gap + grace), so that a's session is still there for c.
+            Options::new().materialized(Materialized::named("").retention(std::time::Duration::from_secs(60))),
+        )
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("out")
+        .unwrap();
+    for (v, ts) in [("a", 0), ("b", 10), ("c", 5)] {
+        driver.pipe_record("in", "k".to_owned(), v.to_owned(), Some(ts), &[]).unwrap();
+    }
+    let got: Vec<(i64, i64, Option<String>)> = driver
+        .read_output::<Windowed<String>, Option<String>>("out")
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.key.start_ms, r.key.end_ms, r.value))
+        .collect();
+    // c (offset 2) bridges the sessions of a and b: the merged session starts
+    // from init, merges each in time order, then folds c in, all with c's metadata.
+    assert_eq!(
+        got,
+        [
+            (0, 0, Some("i0+a0".to_owned())),
+            (10, 10, Some("i1+b1".to_owned())),
+            (0, 0, None),
+            (10, 10, None),
+            (0, 10, Some("((i2|i0+a0)m2|i1+b1)m2+c2".to_owned())),
+        ]
+    );
+}
+
+#[test]
+fn a_session_reducer_with_metadata_reads_the_records_offset() {
+    use polystreams::{SessionWindows, Windowed};
+    let driver =
+        TopologyTestDriver::with_config("meta-session-reduce", Config::new().statestore_cache_max_bytes(0)).unwrap();
+    driver
+        .stream::<String, i64>("in")
+        .unwrap()
+        .group_by_key()
+        .unwrap()
+        .windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(std::time::Duration::from_millis(5)))
+        .unwrap()
+        .with_metadata()
+        .reduce(|a, v, m| a + v + 100 * m.offset)
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("out")
+        .unwrap();
+    for (v, ts) in [(1i64, 0), (2, 3)] {
+        driver.pipe_record("in", "k".to_owned(), v, Some(ts), &[]).unwrap();
+    }
+    let got: Vec<(i64, i64, Option<i64>)> = driver
+        .read_output::<Windowed<String>, Option<i64>>("out")
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.key.start_ms, r.key.end_ms, r.value))
+        .collect();
+    // 2 at offset 1 extends the session of 1: the old session is deleted, the
+    // merged one is 1 (its aggregate) + 2 + 100.
+    assert_eq!(got, [(0, 0, Some(1)), (0, 0, None), (0, 3, Some(103))]);
+}
+
+#[test]
+fn left_and_outer_stream_joiners_with_metadata_read_the_processed_records_context() {
+    let driver = TopologyTestDriver::new("meta-ss-outer").unwrap();
+    let right = driver.stream::<String, String>("right").unwrap();
+    let left = driver.stream::<String, String>("left").unwrap();
+    let w = polystreams::JoinWindows::of_time_difference_with_no_grace(std::time::Duration::from_millis(10));
+    left.with_metadata()
+        .left_join_stream(&right, |l: String, r: Option<String>, m| format!("{l}+{r:?} by {}:{}", m.topic, m.offset), w)
+        .unwrap()
+        .to("left-out")
+        .unwrap();
+    left.with_metadata()
+        .outer_join_stream(
+            &right,
+            |l: Option<String>, r: Option<String>, m| format!("{l:?}+{r:?} by {}:{}", m.topic, m.offset),
+            w,
+        )
+        .unwrap()
+        .to("outer-out")
+        .unwrap();
+    driver.pipe_record("left", "a".to_owned(), "l1".to_owned(), Some(0), &[]).unwrap();
+    driver.pipe_record("right", "b".to_owned(), "r1".to_owned(), Some(1), &[]).unwrap();
+    driver.pipe_record("right", "a".to_owned(), "r2".to_owned(), Some(2), &[]).unwrap();
+    // Advances stream time past both windows, so l1's match stays and r1 is emitted unjoined.
+    driver.pipe_record("left", "c".to_owned(), "l2".to_owned(), Some(100), &[]).unwrap();
+    let read = |topic: &str| -> Vec<(String, String)> {
+        driver.read_output::<String, String>(topic).unwrap().into_iter().map(|r| (r.key, r.value)).collect()
+    };
+    let s = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+    assert_eq!(read("left-out"), [s("a", "l1+Some(\"r2\") by right:1")]);
+    assert_eq!(
+        read("outer-out"),
+        [s("a", "Some(\"l1\")+Some(\"r2\") by right:1"), s("b", "None+Some(\"r1\") by left:1")]
+    );
 }
