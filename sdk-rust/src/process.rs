@@ -706,6 +706,51 @@ impl<K: Serde, V: Serde> MetadataStream<K, V> {
         self.stream.stream_join_op("outer_join", other.handle.id, windows, false, true, joiner, Options::new())
     }
 
+    /// `KStream.join(GlobalKTable, KeyValueMapper, ValueJoiner)` with
+    /// metadata: `mapper(key, value, metadata)` names the global table's
+    /// key, `f(value, global value, metadata)` joins; both get the stream
+    /// record's metadata (read-only).
+    pub fn join_global<KG: Serde, VG: Serde, VR: Serde, M, F>(
+        &self,
+        global: &crate::GlobalKTable<KG, VG>,
+        mapper: M,
+        f: F,
+    ) -> Result<KStream<K, VR>>
+    where
+        M: Fn(&K, &V, &RecordMetadata) -> KG + Send + Sync + 'static,
+        F: Fn(V, VG, &RecordMetadata) -> VR + Send + Sync + 'static,
+    {
+        let joiner = ValueJoiner::<V, VG, VR>::new(move |v, g| match g {
+            Some(g) => Ok(with_meta(|m| f(v, g, m))),
+            None => Err("an inner join's record came without a global table value (a malformed bundle)".to_owned()),
+        });
+        let joiner = JoinFn::HostMeta(fn_name::<F>("join_global"), Arc::new(joiner));
+        let mapper = key_step::<K, V, KG>(move |k, v| with_meta(|m| mapper(k, v, m)));
+        let name = fn_name::<M>("join_global");
+        self.stream.join_global_meta_op("join", name, global, mapper, pb::Metadata::Read, false, joiner, Options::new())
+    }
+
+    /// `KStream.leftJoin(GlobalKTable, ...)` with metadata: as
+    /// [`join_global`](Self::join_global), `f` getting `None` for a key the
+    /// global table does not hold.
+    pub fn left_join_global<KG: Serde, VG: Serde, VR: Serde, M, F>(
+        &self,
+        global: &crate::GlobalKTable<KG, VG>,
+        mapper: M,
+        f: F,
+    ) -> Result<KStream<K, VR>>
+    where
+        M: Fn(&K, &V, &RecordMetadata) -> KG + Send + Sync + 'static,
+        F: Fn(V, Option<VG>, &RecordMetadata) -> VR + Send + Sync + 'static,
+    {
+        let joiner = ValueJoiner::<V, VG, VR>::new(move |v, g| Ok(with_meta(|m| f(v, g, m))));
+        let joiner = JoinFn::HostMeta(fn_name::<F>("left_join_global"), Arc::new(joiner));
+        let mapper = key_step::<K, V, KG>(move |k, v| with_meta(|m| mapper(k, v, m)));
+        let name = fn_name::<M>("left_join_global");
+        let read = pb::Metadata::Read;
+        self.stream.join_global_meta_op("left_join", name, global, mapper, read, true, joiner, Options::new())
+    }
+
     /// `KStream.leftJoin(KTable)` with metadata: `f` gets `None` for a key
     /// the table does not hold.
     pub fn left_join<VT: Serde, VR: Serde, F>(&self, table: &KTable<K, VT>, f: F) -> Result<KStream<K, VR>>

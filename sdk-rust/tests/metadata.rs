@@ -317,3 +317,37 @@ fn left_and_outer_stream_joiners_with_metadata_read_the_processed_records_contex
         [s("a", "Some(\"l1\")+Some(\"r2\") by right:1"), s("b", "None+Some(\"r1\") by left:1")]
     );
 }
+
+#[test]
+fn global_table_key_mappers_and_joiners_with_metadata_read_the_stream_records_metadata() {
+    let driver = TopologyTestDriver::new("meta-global").unwrap();
+    let prices = driver.global_table::<String, String>("prices").unwrap();
+    let orders = driver.stream::<String, String>("orders").unwrap();
+    // The mapper picks the product by the record's header; the joiner reads its offset.
+    let product = |_k: &String, _v: &String, m: &polystreams::RecordMetadata| {
+        let h = m.headers.iter().find(|(k, _)| k == "product").and_then(|(_, v)| v.clone());
+        h.map_or("none".to_owned(), |p| String::from_utf8_lossy(&p).into_owned())
+    };
+    orders
+        .with_metadata()
+        .join_global(&prices, product, |v: String, price: String, m| format!("{v}@{price}#{}", m.offset))
+        .unwrap()
+        .to("inner-out")
+        .unwrap();
+    orders
+        .with_metadata()
+        .left_join_global(&prices, product, |v: String, price: Option<String>, m| {
+            format!("{v}@{price:?}#{}:{}", m.topic, m.offset)
+        })
+        .unwrap()
+        .to("left-out")
+        .unwrap();
+    driver.pipe_input("prices", "p".to_owned(), "10".to_owned()).unwrap();
+    driver.pipe_record("orders", "o".to_owned(), "o1".to_owned(), None, &[("product", Some(b"p"))]).unwrap();
+    driver.pipe_record("orders", "o".to_owned(), "o2".to_owned(), None, &[]).unwrap();
+    let read = |topic: &str| -> Vec<String> {
+        driver.read_output::<String, String>(topic).unwrap().into_iter().map(|r| r.value).collect()
+    };
+    assert_eq!(read("inner-out"), ["o1@10#0"]);
+    assert_eq!(read("left-out"), ["o1@Some(\"10\")#orders:0", "o2@None#orders:1"]);
+}
