@@ -76,7 +76,7 @@ pub use fold::Reducer;
 pub use join_stream::JoinWindows;
 pub use options::{Materialized, OffsetReset, Options};
 pub use print::{PrintText, Printed};
-pub use process::{MetadataGroupedStream, MetadataGroupedTable, MetadataStream, Topology};
+pub use process::{MetadataGroupedStream, MetadataGroupedTable, MetadataStream, MetadataTable, Topology};
 pub use processor::{
     AsyncProcessor, Cancellable, FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, Processor,
     ProcessorContext, ProcessorResult, PunctuationType, Record, RecordMetadata, StoreBuilder, Stores,

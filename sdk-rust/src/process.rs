@@ -768,3 +768,131 @@ impl<K: Serde, V: Serde> MetadataStream<K, V> {
         )
     }
 }
+
+/// A table whose next join's functions (joiner, foreign-key extractor) also
+/// get the [`RecordMetadata`] of the update being processed, from
+/// [`KTable::with_metadata`]; read-only, as for [`MetadataGroupedStream`].
+pub struct MetadataTable<K, V> {
+    table: KTable<K, V>,
+}
+
+impl<K, V> std::fmt::Debug for MetadataTable<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MetadataTable({:?})", self.table.handle)
+    }
+}
+
+impl<K: Serde, V: Serde> KTable<K, V> {
+    /// The next join's joiner (and a foreign-key join's extractor) also get
+    /// the metadata of the update being processed (Python's
+    /// `with_metadata(fn)`, Node's `withMetadata(fn)`):
+    /// `table.with_metadata().join(&other, |v, o, m| format!("{v}{o}@{}", m.offset))`.
+    pub fn with_metadata(&self) -> MetadataTable<K, V> {
+        MetadataTable { table: self.clone() }
+    }
+}
+
+impl<K: Serde, V: Serde> MetadataTable<K, V> {
+    /// `KTable.join(KTable)` with metadata: `f(value, other value,
+    /// metadata)`, the metadata being that of the update (of either table)
+    /// that the join is processing.
+    pub fn join<VO: Serde, VR: Serde, F>(&self, other: &KTable<K, VO>, f: F) -> Result<KTable<K, VR>>
+    where
+        F: Fn(V, VO, &RecordMetadata) -> VR + Send + Sync + 'static,
+    {
+        let joiner = ValueJoiner::<V, VO, VR>::new(move |v, t| match t {
+            Some(t) => Ok(with_meta(|m| f(v, t, m))),
+            None => Err("an inner join's row came without the other table's value (a malformed bundle)".to_owned()),
+        });
+        let joiner = JoinFn::HostMeta(fn_name::<F>("join"), Arc::new(joiner));
+        self.table.table_join_op("join", other.handle.id, (false, false), joiner, Options::new())
+    }
+
+    /// `KTable.leftJoin(KTable)` with metadata: `f` gets `None` for a key
+    /// `other` does not hold.
+    pub fn left_join<VO: Serde, VR: Serde, F>(&self, other: &KTable<K, VO>, f: F) -> Result<KTable<K, VR>>
+    where
+        F: Fn(V, Option<VO>, &RecordMetadata) -> VR + Send + Sync + 'static,
+    {
+        let joiner = ValueJoiner::<V, VO, VR>::new(move |v, t| Ok(with_meta(|m| f(v, t, m))));
+        let joiner = JoinFn::HostMeta(fn_name::<F>("left_join"), Arc::new(joiner));
+        self.table.table_join_op("left_join", other.handle.id, (true, false), joiner, Options::new())
+    }
+
+    /// `KTable.outerJoin(KTable)` with metadata: `f` gets `None` for the
+    /// side that does not hold the key.
+    pub fn outer_join<VO: Serde, VR: Serde, F>(&self, other: &KTable<K, VO>, f: F) -> Result<KTable<K, VR>>
+    where
+        F: Fn(Option<V>, Option<VO>, &RecordMetadata) -> VR + Send + Sync + 'static,
+    {
+        let joiner = ValueJoiner::<Option<V>, VO, VR>::new(move |v, t| Ok(with_meta(|m| f(v, t, m))));
+        let joiner = JoinFn::HostMeta(fn_name::<F>("outer_join"), Arc::new(joiner));
+        self.table.table_join_op("outer_join", other.handle.id, (false, true), joiner, Options::new())
+    }
+
+    /// `KTable.join(other, foreignKeyExtractor, joiner)` with metadata:
+    /// `foreign_key(value, metadata)` gets the metadata of this table's
+    /// update, `f(value, other value, metadata)` that of the record the
+    /// join is processing when it joins (as Kafka Streams' record context).
+    pub fn foreign_key_join<KO: Serde, VO: Serde, VR: Serde, FK, F>(
+        &self,
+        other: &KTable<KO, VO>,
+        foreign_key: FK,
+        f: F,
+    ) -> Result<KTable<K, VR>>
+    where
+        FK: Fn(&V, &RecordMetadata) -> Option<KO> + Send + Sync + 'static,
+        F: Fn(V, VO, &RecordMetadata) -> VR + Send + Sync + 'static,
+    {
+        let joiner = ValueJoiner::<V, VO, VR>::new(move |v, o| match o {
+            Some(o) => Ok(with_meta(|m| f(v, o, m))),
+            None => Err("an inner join's answer came without the other table's value (a malformed bundle)".to_owned()),
+        });
+        let joiner = JoinFn::HostMeta(fn_name::<F>("foreign_key_join"), Arc::new(joiner));
+        let fk_type = fn_name::<FK>("foreign_key_join");
+        let extract = move |v: &V| with_meta(|m| foreign_key(v, m));
+        let read = pb::Metadata::Read;
+        let op = "foreign_key_join";
+        self.table.foreign_key_join_meta_op::<KO, VR, _>(
+            op,
+            fk_type,
+            extract,
+            read,
+            other.handle.id,
+            false,
+            joiner,
+            Options::new(),
+        )
+    }
+
+    /// `KTable.leftJoin(other, foreignKeyExtractor, joiner)` with metadata:
+    /// as [`foreign_key_join`](Self::foreign_key_join), `f` getting `None`
+    /// when the foreign key is `None` or names no row of `other`.
+    pub fn left_foreign_key_join<KO: Serde, VO: Serde, VR: Serde, FK, F>(
+        &self,
+        other: &KTable<KO, VO>,
+        foreign_key: FK,
+        f: F,
+    ) -> Result<KTable<K, VR>>
+    where
+        FK: Fn(&V, &RecordMetadata) -> Option<KO> + Send + Sync + 'static,
+        F: Fn(V, Option<VO>, &RecordMetadata) -> VR + Send + Sync + 'static,
+    {
+        let joiner = ValueJoiner::<V, VO, VR>::new(move |v, o| Ok(with_meta(|m| f(v, o, m))));
+        let joiner = JoinFn::HostMeta(fn_name::<F>("left_foreign_key_join"), Arc::new(joiner));
+        let fk_type = fn_name::<FK>("left_foreign_key_join");
+        let extract = move |v: &V| with_meta(|m| foreign_key(v, m));
+        let read = pb::Metadata::Read;
+        let op = "left_foreign_key_join";
+        self.table.foreign_key_join_meta_op::<KO, VR, _>(
+            op,
+            fk_type,
+            extract,
+            read,
+            other.handle.id,
+            true,
+            joiner,
+            Options::new(),
+        )
+    }
+}

@@ -351,3 +351,96 @@ fn global_table_key_mappers_and_joiners_with_metadata_read_the_stream_records_me
     assert_eq!(read("inner-out"), ["o1@10#0"]);
     assert_eq!(read("left-out"), ["o1@Some(\"10\")#orders:0", "o2@None#orders:1"]);
 }
+
+#[test]
+fn table_table_joiners_with_metadata_read_the_update_being_processed() {
+    let driver = TopologyTestDriver::with_config("meta-tt-join", Config::new().statestore_cache_max_bytes(0)).unwrap();
+    let left = driver.table::<String, String>("left").unwrap();
+    let right = driver.table::<String, String>("right").unwrap();
+    let show = |m: &polystreams::RecordMetadata| format!("{}:{}", m.topic, m.offset);
+    left.with_metadata()
+        .join(&right, move |l: String, r: String, m| format!("{l}+{r} by {}", show(m)))
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("inner-out")
+        .unwrap();
+    left.with_metadata()
+        .left_join(&right, move |l: String, r: Option<String>, m| format!("{l}+{r:?} by {}", show(m)))
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("left-out")
+        .unwrap();
+    left.with_metadata()
+        .outer_join(&right, move |l: Option<String>, r: Option<String>, m| format!("{l:?}+{r:?} by {}", show(m)))
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("outer-out")
+        .unwrap();
+    driver.pipe_input("left", "k".to_owned(), "l1".to_owned()).unwrap();
+    driver.pipe_input("right", "k".to_owned(), "r1".to_owned()).unwrap();
+    driver.pipe_input("right", "j".to_owned(), "r2".to_owned()).unwrap();
+    let read = |topic: &str| -> Vec<String> {
+        driver.read_output::<String, String>(topic).unwrap().into_iter().map(|r| r.value).collect()
+    };
+    assert_eq!(read("inner-out"), ["l1+r1 by right:0"]);
+    assert_eq!(read("left-out"), ["l1+None by left:0", "l1+Some(\"r1\") by right:0"]);
+    assert_eq!(
+        read("outer-out"),
+        ["Some(\"l1\")+None by left:0", "Some(\"l1\")+Some(\"r1\") by right:0", "None+Some(\"r2\") by right:1"]
+    );
+}
+
+#[test]
+fn foreign_key_extractors_and_joiners_with_metadata_read_the_records_metadata() {
+    let driver = TopologyTestDriver::with_config("meta-fk-join", Config::new().statestore_cache_max_bytes(0)).unwrap();
+    let orders = driver.table::<String, String>("orders").unwrap();
+    let products = driver.table::<String, String>("products").unwrap();
+    // The extractor takes the product from the order's header.
+    let product = |_v: &String, m: &polystreams::RecordMetadata| {
+        m.headers
+            .iter()
+            .find(|(k, _)| k == "product")
+            .and_then(|(_, v)| v.clone())
+            .map(|p| String::from_utf8_lossy(&p).into_owned())
+    };
+    orders
+        .with_metadata()
+        .foreign_key_join(&products, product, |o: String, p: String, m| format!("{o}+{p} by {}:{}", m.topic, m.offset))
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("inner-out")
+        .unwrap();
+    orders
+        .with_metadata()
+        .left_foreign_key_join(&products, product, |o: String, p: Option<String>, m| {
+            format!("{o}+{p:?} by {}", m.topic)
+        })
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("left-out")
+        .unwrap();
+    driver.pipe_input("products", "p".to_owned(), "pen".to_owned()).unwrap();
+    driver.pipe_record("orders", "o1".to_owned(), "one".to_owned(), None, &[("product", Some(b"p"))]).unwrap();
+    driver.pipe_record("orders", "o2".to_owned(), "two".to_owned(), None, &[]).unwrap();
+    let read = |topic: &str| -> Vec<(String, String)> {
+        driver.read_output::<String, String>(topic).unwrap().into_iter().map(|r| (r.key, r.value)).collect()
+    };
+    let s = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+    // The joiner runs while the join processes the subscription response
+    // (Kafka Streams' ResponseJoinProcessorSupplier), so its metadata is
+    // that internal topic record's; o2 has no header, so no foreign key.
+    let response = |n: &str| format!("meta-fk-join-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-00000000{n}-topic");
+    assert_eq!(read("inner-out"), [s("o1", &format!("one+pen by {}:0", response("14")))]);
+    assert_eq!(
+        read("left-out"),
+        [
+            s("o1", &format!("one+Some(\"pen\") by {}", response("30"))),
+            s("o2", &format!("two+None by {}", response("30")))
+        ]
+    );
+}
