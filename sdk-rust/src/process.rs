@@ -509,6 +509,10 @@ impl<K: Serde, V: Serde> KGroupedStream<K, V> {
 }
 
 impl<K: Serde, V: Serde> MetadataGroupedStream<K, V> {
+    pub(crate) fn grouped(&self) -> &KGroupedStream<K, V> {
+        &self.grouped
+    }
+
     fn aggregations(&self) -> Aggregations<'_> {
         Aggregations { app: &self.grouped.app, input: self.grouped.handle.id, metadata: pb::Metadata::Read }
     }

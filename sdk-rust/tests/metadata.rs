@@ -444,3 +444,58 @@ fn foreign_key_extractors_and_joiners_with_metadata_read_the_records_metadata() 
         ]
     );
 }
+
+#[test]
+fn cogroup_aggregators_with_metadata_read_the_records_metadata_beside_one_without() {
+    let driver = TopologyTestDriver::with_config("meta-cogroup", Config::new().statestore_cache_max_bytes(0)).unwrap();
+    let clicks = driver.stream::<String, String>("clicks").unwrap().group_by_key().unwrap();
+    let views = driver.stream::<String, String>("views").unwrap().group_by_key().unwrap();
+    let buys = driver.stream::<String, String>("buys").unwrap().group_by_key().unwrap();
+    clicks
+        .with_metadata()
+        .cogroup(|_k: &String, v: String, agg: String, m| format!("{agg}+{v}@{}:{}", m.topic, m.offset))
+        .cogroup(&views, |_k: &String, v: String, agg: String| format!("{agg}+{v}"))
+        .cogroup_with_metadata(&buys, |_k: &String, v: String, agg: String, m| format!("{agg}+{v}@{}", m.topic))
+        .aggregate(String::new)
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("out")
+        .unwrap();
+    driver.pipe_input("clicks", "k".to_owned(), "c1".to_owned()).unwrap();
+    driver.pipe_input("views", "k".to_owned(), "v1".to_owned()).unwrap();
+    driver.pipe_input("clicks", "k".to_owned(), "c2".to_owned()).unwrap();
+    driver.pipe_input("buys", "k".to_owned(), "b1".to_owned()).unwrap();
+    let got: Vec<String> = driver.read_output::<String, String>("out").unwrap().into_iter().map(|r| r.value).collect();
+    assert_eq!(got.last().map(String::as_str), Some("+c1@clicks:0+v1+c2@clicks:1+b1@buys"));
+    assert_eq!(got.len(), 4);
+}
+
+#[test]
+fn a_windowed_cogroup_aggregator_with_metadata_reads_the_records_metadata() {
+    use polystreams::{TimeWindows, Windowed};
+    let driver =
+        TopologyTestDriver::with_config("meta-cogroup-window", Config::new().statestore_cache_max_bytes(0)).unwrap();
+    let clicks = driver.stream::<String, String>("clicks").unwrap().group_by_key().unwrap();
+    clicks
+        .with_metadata()
+        .cogroup(|_k: &String, v: String, agg: String, m| format!("{agg}+{v}@{}", m.timestamp))
+        .windowed_by(TimeWindows::of_size_with_no_grace(std::time::Duration::from_millis(10)))
+        .aggregate(String::new)
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("out")
+        .unwrap();
+    for (v, ts) in [("a", 1), ("b", 2), ("c", 11)] {
+        driver.pipe_record("clicks", "k".to_owned(), v.to_owned(), Some(ts), &[]).unwrap();
+    }
+    let got: Vec<(i64, String)> = driver
+        .read_output::<Windowed<String>, String>("out")
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.key.start_ms, r.value))
+        .collect();
+    let s = |w: i64, v: &str| (w, v.to_owned());
+    assert_eq!(got, [s(0, "+a@1"), s(0, "+a@1+b@2"), s(10, "+c@11")]);
+}
