@@ -499,3 +499,40 @@ fn a_windowed_cogroup_aggregator_with_metadata_reads_the_records_metadata() {
     let s = |w: i64, v: &str| (w, v.to_owned());
     assert_eq!(got, [s(0, "+a@1"), s(0, "+a@1+b@2"), s(10, "+c@11")]);
 }
+
+#[test]
+fn a_sliding_window_aggregator_with_metadata_reads_each_folded_records_metadata() {
+    use polystreams::{SlidingWindows, Windowed};
+    let driver = TopologyTestDriver::with_config("meta-sliding", Config::new().statestore_cache_max_bytes(0)).unwrap();
+    driver
+        .stream::<String, String>("in")
+        .unwrap()
+        .group_by_key()
+        .unwrap()
+        .windowed_by(SlidingWindows::of_time_difference_with_no_grace(std::time::Duration::from_millis(10)))
+        .unwrap()
+        .with_metadata()
+        .aggregate(
+            |_m| String::new(),
+            |_k: &String, v: String, agg: String, m| format!("{agg}+{v}@{}:{}", m.offset, m.timestamp),
+        )
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("out")
+        .unwrap();
+    for (v, ts) in [("a", 5), ("b", 8), ("c", 30)] {
+        driver.pipe_record("in", "k".to_owned(), v.to_owned(), Some(ts), &[]).unwrap();
+    }
+    let got: Vec<String> =
+        driver.read_output::<Windowed<String>, String>("out").unwrap().into_iter().map(|r| r.value).collect();
+    // Sliding windows are folds the engine sends as programs: every value
+    // folded in, in any window, carries its own record's offset and timestamp.
+    assert!(got.iter().any(|v| v.contains("+a@0:5+b@1:8")), "{got:?}");
+    assert!(got.iter().any(|v| v == "+c@2:30"), "{got:?}");
+    for v in &got {
+        for part in v.split('+').skip(1) {
+            assert!(["a@0:5", "b@1:8", "c@2:30"].contains(&part), "{part} in {got:?}");
+        }
+    }
+}
