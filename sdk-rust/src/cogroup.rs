@@ -3,12 +3,14 @@
 
 use std::sync::Arc;
 
+use crate::bundle::metadata::with_meta;
 use crate::bundle::{Fold, FoldRun, Func};
 use crate::dsl::{KGroupedStream, KTable};
 use crate::errors::Result;
 use crate::fold::{Aggregate, Aggregator, Initializer, Merger};
 use crate::options::{Options, MATERIALIZED, NAME};
 use crate::pb::{self, build_request::Operation as Op};
+use crate::processor::RecordMetadata;
 use crate::serdes::{Serde, Windowed};
 use crate::session::{expect_handle, fn_name, Handle, Session};
 use crate::windows::{SessionWindows, SlidingWindows, TimeWindows, Windows};
@@ -19,13 +21,15 @@ struct Part<K, A> {
     input: u64,
     name: String,
     fold: MakeFold<K, A>,
+    /// What its aggregator asks of the records' metadata (READ: it reads it).
+    metadata: pb::Metadata,
 }
 
 type MakeFold<K, A> = Arc<dyn Fn(Initializer<A>, Option<Merger<K, A>>) -> Arc<dyn FoldRun> + Send + Sync>;
 
 impl<K, A> Clone for Part<K, A> {
     fn clone(&self) -> Self {
-        Part { input: self.input, name: self.name.clone(), fold: self.fold.clone() }
+        Part { input: self.input, name: self.name.clone(), fold: self.fold.clone(), metadata: self.metadata }
     }
 }
 
@@ -38,6 +42,21 @@ where
         input: g.handle().id,
         name: fn_name::<F>("cogroup"),
         fold: Arc::new(move |init, merger| Arc::new(Fold(Aggregate::from_parts(init, add.clone(), merger)))),
+        metadata: pb::Metadata::Unspecified,
+    }
+}
+
+/// A part whose aggregator also gets the record's metadata.
+fn metadata_part<K: Serde, V: Serde, A: Serde, F>(g: &KGroupedStream<K, V>, f: F) -> Part<K, A>
+where
+    F: Fn(&K, V, A, &RecordMetadata) -> A + Send + Sync + 'static,
+{
+    let add: Aggregator<K, V, A> = Arc::new(move |k: &K, v: V, a: A| with_meta(|m| f(k, v, a, m)));
+    Part {
+        input: g.handle().id,
+        name: fn_name::<F>("cogroup"),
+        fold: Arc::new(move |init, merger| Arc::new(Fold(Aggregate::from_parts(init, add.clone(), merger)))),
+        metadata: pb::Metadata::Read,
     }
 }
 
@@ -82,7 +101,33 @@ impl<K: Serde, V: Serde> KGroupedStream<K, V> {
     }
 }
 
+impl<K: Serde, V: Serde> crate::MetadataGroupedStream<K, V> {
+    /// [`KGroupedStream::cogroup`] whose aggregator also gets the metadata
+    /// of the record being folded: `f(key, value, aggregate, metadata)`
+    /// (read-only). Only the aggregators asked get it: add more grouped
+    /// streams with [`CogroupedKStream::cogroup`] or
+    /// [`CogroupedKStream::cogroup_with_metadata`].
+    pub fn cogroup<A: Serde, F>(&self, f: F) -> CogroupedKStream<K, A>
+    where
+        F: Fn(&K, V, A, &RecordMetadata) -> A + Send + Sync + 'static,
+    {
+        let g = self.grouped();
+        CogroupedKStream { app: g.app().clone(), parts: vec![metadata_part(g, f)] }
+    }
+}
+
 impl<K: Serde, A: Serde> CogroupedKStream<K, A> {
+    /// [`cogroup`](Self::cogroup) whose aggregator also gets the metadata
+    /// of the record being folded: `f(key, value, aggregate, metadata)`
+    /// (read-only; Python's `with_metadata(fn)`, Node's `withMetadata(fn)`).
+    pub fn cogroup_with_metadata<V: Serde, F>(mut self, grouped: &KGroupedStream<K, V>, f: F) -> CogroupedKStream<K, A>
+    where
+        F: Fn(&K, V, A, &RecordMetadata) -> A + Send + Sync + 'static,
+    {
+        self.parts.push(metadata_part(grouped, f));
+        self
+    }
+
     /// Adds `grouped`, whose records `f(key, value, aggregate)` folds in
     /// (`CogroupedKStream.cogroup`). Adds no node.
     pub fn cogroup<V: Serde, F>(mut self, grouped: &KGroupedStream<K, V>, f: F) -> CogroupedKStream<K, A>
@@ -142,7 +187,7 @@ impl<K: Serde, A: Serde> CogroupedKStream<K, A> {
         };
         let mut input = 0;
         for (i, p) in self.parts.iter().enumerate() {
-            let token = app.register(&p.name, Func::Fold((p.fold)(init.clone(), merger.clone())))?;
+            let token = app.register_with(&p.name, Func::Fold((p.fold)(init.clone(), merger.clone())), p.metadata)?;
             let op = if i == 0 {
                 pb::CogroupOp { input: p.input, grouped: 0, aggregator_token: token }
             } else {

@@ -257,7 +257,7 @@ impl Aggregations<'_> {
         let init = self.app.register_with(&names.init, Func::Part, self.metadata)?;
         let token = self.app.register_with(&names.aggregator, Func::Fold(fold), self.metadata)?;
         let part = |name: Option<String>| match name {
-            Some(n) => self.app.register(&n, Func::Part),
+            Some(n) => self.app.register_with(&n, Func::Part, self.metadata),
             None => Ok(0),
         };
         let sub = part(names.subtractor)?;

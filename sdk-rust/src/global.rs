@@ -174,8 +174,25 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         joiner: JoinFn,
         o: Options,
     ) -> Result<KStream<K, VR>> {
+        self.join_global_meta_op(op, mapper_type, global, mapper, pb::Metadata::Unspecified, left, joiner, o)
+    }
+
+    /// [`join_global_op`](Self::join_global_op) whose key mapper is
+    /// registered asking `mapper_metadata` (READ: it reads the record's).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn join_global_meta_op<KG: Serde, VG: Serde, VR: Serde>(
+        &self,
+        op: &str,
+        mapper_type: String,
+        global: &GlobalKTable<KG, VG>,
+        mapper: crate::bundle::StepFn,
+        mapper_metadata: pb::Metadata,
+        left: bool,
+        joiner: JoinFn,
+        o: Options,
+    ) -> Result<KStream<K, VR>> {
         o.check(op, NAME | VALUE)?;
-        let mapper_token = self.app.register(&mapper_type, Func::Step(Arc::new(mapper)))?;
+        let mapper_token = self.app.register_with(&mapper_type, Func::Step(Arc::new(mapper)), mapper_metadata)?;
         let (token, builtin_joiner, mut tokens) = joiner.register(&self.app)?;
         tokens.insert(0, mapper_token);
         let join = pb::JoinOp {

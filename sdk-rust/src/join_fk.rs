@@ -169,6 +169,27 @@ impl<K: Serde, V: Serde> KTable<K, V> {
     where
         FK: Fn(&V) -> Option<KO> + Send + Sync + 'static,
     {
+        let read = pb::Metadata::Unspecified;
+        self.foreign_key_join_meta_op::<KO, VR, FK>(op, fk_type, foreign_key, read, other, left, joiner, o)
+    }
+
+    /// [`foreign_key_join_op`](Self::foreign_key_join_op) whose extractor
+    /// is registered asking `fk_metadata` (READ: it reads the update's).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn foreign_key_join_meta_op<KO: Serde, VR: Serde, FK>(
+        &self,
+        op: &str,
+        fk_type: String,
+        foreign_key: FK,
+        fk_metadata: pb::Metadata,
+        other: u64,
+        left: bool,
+        joiner: JoinFn,
+        o: Options,
+    ) -> Result<KTable<K, VR>>
+    where
+        FK: Fn(&V) -> Option<KO> + Send + Sync + 'static,
+    {
         o.check(op, NAME | VALUE | MATERIALIZED)?;
         // The extractor runs as OPERATION_MAP_VALUES, its result in the
         // other table's key serde (None: a null foreign key).
@@ -176,7 +197,7 @@ impl<K: Serde, V: Serde> KTable<K, V> {
             let v: V = take(v)?;
             Ok(Out::One(None, Box::new(guarded(|| foreign_key(&v))?)))
         });
-        let fk_token = self.app.register(&fk_type, Func::Step(Arc::new(extractor)))?;
+        let fk_token = self.app.register_with(&fk_type, Func::Step(Arc::new(extractor)), fk_metadata)?;
         let (joiner_token, builtin_joiner, mut tokens) = joiner.register(&self.app)?;
         tokens.insert(0, fk_token);
         let join = pb::JoinOp {

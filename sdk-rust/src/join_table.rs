@@ -139,7 +139,7 @@ impl<K: Serde, V: Serde> KTable<K, V> {
         self.table_join_op("outer_join", other.handle.id, (false, true), JoinFn::Builtin(j), o)
     }
 
-    fn table_join_op<VR: Serde>(
+    pub(crate) fn table_join_op<VR: Serde>(
         &self,
         op: &str,
         other: u64,

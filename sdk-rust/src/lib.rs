@@ -76,7 +76,7 @@ pub use fold::Reducer;
 pub use join_stream::JoinWindows;
 pub use options::{Materialized, OffsetReset, Options};
 pub use print::{PrintText, Printed};
-pub use process::{MetadataGroupedStream, MetadataGroupedTable, MetadataStream, Topology};
+pub use process::{MetadataGroupedStream, MetadataGroupedTable, MetadataStream, MetadataTable, Topology};
 pub use processor::{
     AsyncProcessor, Cancellable, FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, Processor,
     ProcessorContext, ProcessorResult, PunctuationType, Record, RecordMetadata, StoreBuilder, Stores,
@@ -91,6 +91,6 @@ pub use store::{
 pub use test_driver::{TestRecord, TopologyTestDriver};
 pub use transform::{TransformResult, TransformerContext, ValueTransformerWithKey};
 pub use windows::{
-    BufferConfig, BufferFull, EmitStrategy, SessionWindowedKStream, SessionWindows, SlidingWindows,
-    TimeWindowedKStream, TimeWindows, Windows,
+    BufferConfig, BufferFull, EmitStrategy, MetadataSessionWindowedStream, MetadataTimeWindowedStream,
+    SessionWindowedKStream, SessionWindows, SlidingWindows, TimeWindowedKStream, TimeWindows, Windows,
 };

@@ -509,6 +509,10 @@ impl<K: Serde, V: Serde> KGroupedStream<K, V> {
 }
 
 impl<K: Serde, V: Serde> MetadataGroupedStream<K, V> {
+    pub(crate) fn grouped(&self) -> &KGroupedStream<K, V> {
+        &self.grouped
+    }
+
     fn aggregations(&self) -> Aggregations<'_> {
         Aggregations { app: &self.grouped.app, input: self.grouped.handle.id, metadata: pb::Metadata::Read }
     }
@@ -667,6 +671,90 @@ impl<K: Serde, V: Serde> MetadataStream<K, V> {
         self.stream.stream_join_op("join", other.handle.id, windows, false, false, joiner, Options::new())
     }
 
+    /// `KStream.leftJoin(KStream, ValueJoiner, JoinWindows)` with metadata:
+    /// `f(value, other value or None, metadata)`. A match's metadata is that
+    /// of the record being processed when it is found, as for
+    /// [`join_stream`](Self::join_stream); an unjoined record's (`None`)
+    /// is that of the record being processed when its window closed and it
+    /// is emitted (Kafka Streams calls the joiner then), not its own.
+    pub fn left_join_stream<VO: Serde, VR: Serde, F>(
+        &self,
+        other: &KStream<K, VO>,
+        f: F,
+        windows: crate::JoinWindows,
+    ) -> Result<KStream<K, VR>>
+    where
+        F: Fn(V, Option<VO>, &RecordMetadata) -> VR + Send + Sync + 'static,
+    {
+        let name = fn_name::<F>("left_join");
+        let joiner = ValueJoiner::<V, VO, VR>::new(move |v, t| Ok(with_meta(|m| f(v, t, m))));
+        let joiner = JoinFn::HostMeta(name, Arc::new(joiner));
+        self.stream.stream_join_op("left_join", other.handle.id, windows, true, false, joiner, Options::new())
+    }
+
+    /// `KStream.outerJoin(KStream, ValueJoiner, JoinWindows)` with metadata:
+    /// `f(value or None, other value or None, metadata)`, the metadata as
+    /// for [`left_join_stream`](Self::left_join_stream).
+    pub fn outer_join_stream<VO: Serde, VR: Serde, F>(
+        &self,
+        other: &KStream<K, VO>,
+        f: F,
+        windows: crate::JoinWindows,
+    ) -> Result<KStream<K, VR>>
+    where
+        F: Fn(Option<V>, Option<VO>, &RecordMetadata) -> VR + Send + Sync + 'static,
+    {
+        let name = fn_name::<F>("outer_join");
+        let joiner = ValueJoiner::<Option<V>, VO, VR>::new(move |v, t| Ok(with_meta(|m| f(v, t, m))));
+        let joiner = JoinFn::HostMeta(name, Arc::new(joiner));
+        self.stream.stream_join_op("outer_join", other.handle.id, windows, false, true, joiner, Options::new())
+    }
+
+    /// `KStream.join(GlobalKTable, KeyValueMapper, ValueJoiner)` with
+    /// metadata: `mapper(key, value, metadata)` names the global table's
+    /// key, `f(value, global value, metadata)` joins; both get the stream
+    /// record's metadata (read-only).
+    pub fn join_global<KG: Serde, VG: Serde, VR: Serde, M, F>(
+        &self,
+        global: &crate::GlobalKTable<KG, VG>,
+        mapper: M,
+        f: F,
+    ) -> Result<KStream<K, VR>>
+    where
+        M: Fn(&K, &V, &RecordMetadata) -> KG + Send + Sync + 'static,
+        F: Fn(V, VG, &RecordMetadata) -> VR + Send + Sync + 'static,
+    {
+        let joiner = ValueJoiner::<V, VG, VR>::new(move |v, g| match g {
+            Some(g) => Ok(with_meta(|m| f(v, g, m))),
+            None => Err("an inner join's record came without a global table value (a malformed bundle)".to_owned()),
+        });
+        let joiner = JoinFn::HostMeta(fn_name::<F>("join_global"), Arc::new(joiner));
+        let mapper = key_step::<K, V, KG>(move |k, v| with_meta(|m| mapper(k, v, m)));
+        let name = fn_name::<M>("join_global");
+        self.stream.join_global_meta_op("join", name, global, mapper, pb::Metadata::Read, false, joiner, Options::new())
+    }
+
+    /// `KStream.leftJoin(GlobalKTable, ...)` with metadata: as
+    /// [`join_global`](Self::join_global), `f` getting `None` for a key the
+    /// global table does not hold.
+    pub fn left_join_global<KG: Serde, VG: Serde, VR: Serde, M, F>(
+        &self,
+        global: &crate::GlobalKTable<KG, VG>,
+        mapper: M,
+        f: F,
+    ) -> Result<KStream<K, VR>>
+    where
+        M: Fn(&K, &V, &RecordMetadata) -> KG + Send + Sync + 'static,
+        F: Fn(V, Option<VG>, &RecordMetadata) -> VR + Send + Sync + 'static,
+    {
+        let joiner = ValueJoiner::<V, VG, VR>::new(move |v, g| Ok(with_meta(|m| f(v, g, m))));
+        let joiner = JoinFn::HostMeta(fn_name::<F>("left_join_global"), Arc::new(joiner));
+        let mapper = key_step::<K, V, KG>(move |k, v| with_meta(|m| mapper(k, v, m)));
+        let name = fn_name::<M>("left_join_global");
+        let read = pb::Metadata::Read;
+        self.stream.join_global_meta_op("left_join", name, global, mapper, read, true, joiner, Options::new())
+    }
+
     /// `KStream.leftJoin(KTable)` with metadata: `f` gets `None` for a key
     /// the table does not hold.
     pub fn left_join<VT: Serde, VR: Serde, F>(&self, table: &KTable<K, VT>, f: F) -> Result<KStream<K, VR>>
@@ -680,6 +768,134 @@ impl<K: Serde, V: Serde> MetadataStream<K, V> {
             table.handle.id,
             true,
             JoinFn::HostMeta(name, Arc::new(joiner)),
+            Options::new(),
+        )
+    }
+}
+
+/// A table whose next join's functions (joiner, foreign-key extractor) also
+/// get the [`RecordMetadata`] of the update being processed, from
+/// [`KTable::with_metadata`]; read-only, as for [`MetadataGroupedStream`].
+pub struct MetadataTable<K, V> {
+    table: KTable<K, V>,
+}
+
+impl<K, V> std::fmt::Debug for MetadataTable<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MetadataTable({:?})", self.table.handle)
+    }
+}
+
+impl<K: Serde, V: Serde> KTable<K, V> {
+    /// The next join's joiner (and a foreign-key join's extractor) also get
+    /// the metadata of the update being processed (Python's
+    /// `with_metadata(fn)`, Node's `withMetadata(fn)`):
+    /// `table.with_metadata().join(&other, |v, o, m| format!("{v}{o}@{}", m.offset))`.
+    pub fn with_metadata(&self) -> MetadataTable<K, V> {
+        MetadataTable { table: self.clone() }
+    }
+}
+
+impl<K: Serde, V: Serde> MetadataTable<K, V> {
+    /// `KTable.join(KTable)` with metadata: `f(value, other value,
+    /// metadata)`, the metadata being that of the update (of either table)
+    /// that the join is processing.
+    pub fn join<VO: Serde, VR: Serde, F>(&self, other: &KTable<K, VO>, f: F) -> Result<KTable<K, VR>>
+    where
+        F: Fn(V, VO, &RecordMetadata) -> VR + Send + Sync + 'static,
+    {
+        let joiner = ValueJoiner::<V, VO, VR>::new(move |v, t| match t {
+            Some(t) => Ok(with_meta(|m| f(v, t, m))),
+            None => Err("an inner join's row came without the other table's value (a malformed bundle)".to_owned()),
+        });
+        let joiner = JoinFn::HostMeta(fn_name::<F>("join"), Arc::new(joiner));
+        self.table.table_join_op("join", other.handle.id, (false, false), joiner, Options::new())
+    }
+
+    /// `KTable.leftJoin(KTable)` with metadata: `f` gets `None` for a key
+    /// `other` does not hold.
+    pub fn left_join<VO: Serde, VR: Serde, F>(&self, other: &KTable<K, VO>, f: F) -> Result<KTable<K, VR>>
+    where
+        F: Fn(V, Option<VO>, &RecordMetadata) -> VR + Send + Sync + 'static,
+    {
+        let joiner = ValueJoiner::<V, VO, VR>::new(move |v, t| Ok(with_meta(|m| f(v, t, m))));
+        let joiner = JoinFn::HostMeta(fn_name::<F>("left_join"), Arc::new(joiner));
+        self.table.table_join_op("left_join", other.handle.id, (true, false), joiner, Options::new())
+    }
+
+    /// `KTable.outerJoin(KTable)` with metadata: `f` gets `None` for the
+    /// side that does not hold the key.
+    pub fn outer_join<VO: Serde, VR: Serde, F>(&self, other: &KTable<K, VO>, f: F) -> Result<KTable<K, VR>>
+    where
+        F: Fn(Option<V>, Option<VO>, &RecordMetadata) -> VR + Send + Sync + 'static,
+    {
+        let joiner = ValueJoiner::<Option<V>, VO, VR>::new(move |v, t| Ok(with_meta(|m| f(v, t, m))));
+        let joiner = JoinFn::HostMeta(fn_name::<F>("outer_join"), Arc::new(joiner));
+        self.table.table_join_op("outer_join", other.handle.id, (false, true), joiner, Options::new())
+    }
+
+    /// `KTable.join(other, foreignKeyExtractor, joiner)` with metadata:
+    /// `foreign_key(value, metadata)` gets the metadata of this table's
+    /// update, `f(value, other value, metadata)` that of the record the
+    /// join is processing when it joins (as Kafka Streams' record context).
+    pub fn foreign_key_join<KO: Serde, VO: Serde, VR: Serde, FK, F>(
+        &self,
+        other: &KTable<KO, VO>,
+        foreign_key: FK,
+        f: F,
+    ) -> Result<KTable<K, VR>>
+    where
+        FK: Fn(&V, &RecordMetadata) -> Option<KO> + Send + Sync + 'static,
+        F: Fn(V, VO, &RecordMetadata) -> VR + Send + Sync + 'static,
+    {
+        let joiner = ValueJoiner::<V, VO, VR>::new(move |v, o| match o {
+            Some(o) => Ok(with_meta(|m| f(v, o, m))),
+            None => Err("an inner join's answer came without the other table's value (a malformed bundle)".to_owned()),
+        });
+        let joiner = JoinFn::HostMeta(fn_name::<F>("foreign_key_join"), Arc::new(joiner));
+        let fk_type = fn_name::<FK>("foreign_key_join");
+        let extract = move |v: &V| with_meta(|m| foreign_key(v, m));
+        let read = pb::Metadata::Read;
+        let op = "foreign_key_join";
+        self.table.foreign_key_join_meta_op::<KO, VR, _>(
+            op,
+            fk_type,
+            extract,
+            read,
+            other.handle.id,
+            false,
+            joiner,
+            Options::new(),
+        )
+    }
+
+    /// `KTable.leftJoin(other, foreignKeyExtractor, joiner)` with metadata:
+    /// as [`foreign_key_join`](Self::foreign_key_join), `f` getting `None`
+    /// when the foreign key is `None` or names no row of `other`.
+    pub fn left_foreign_key_join<KO: Serde, VO: Serde, VR: Serde, FK, F>(
+        &self,
+        other: &KTable<KO, VO>,
+        foreign_key: FK,
+        f: F,
+    ) -> Result<KTable<K, VR>>
+    where
+        FK: Fn(&V, &RecordMetadata) -> Option<KO> + Send + Sync + 'static,
+        F: Fn(V, Option<VO>, &RecordMetadata) -> VR + Send + Sync + 'static,
+    {
+        let joiner = ValueJoiner::<V, VO, VR>::new(move |v, o| Ok(with_meta(|m| f(v, o, m))));
+        let joiner = JoinFn::HostMeta(fn_name::<F>("left_foreign_key_join"), Arc::new(joiner));
+        let fk_type = fn_name::<FK>("left_foreign_key_join");
+        let extract = move |v: &V| with_meta(|m| foreign_key(v, m));
+        let read = pb::Metadata::Read;
+        let op = "left_foreign_key_join";
+        self.table.foreign_key_join_meta_op::<KO, VR, _>(
+            op,
+            fk_type,
+            extract,
+            read,
+            other.handle.id,
+            true,
+            joiner,
             Options::new(),
         )
     }

@@ -7,6 +7,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::bundle::metadata::with_meta;
 use crate::bundle::Fold;
 use crate::dsl::{KGroupedStream, KTable};
 use crate::errors::{Error, Result};
@@ -14,9 +15,10 @@ use crate::fold::Reducer;
 use crate::fold::{Aggregate, AggregateNames, Aggregations, StreamReduce};
 use crate::options::Options;
 use crate::pb::{self, build_request::Operation as Op};
+use crate::processor::RecordMetadata;
 use crate::serdes::{Serde, Windowed};
-use crate::session::Session;
 use crate::session::{expect_handle, Handle, Kind};
+use crate::session::{fn_name, Session};
 use crate::store::WindowStore;
 
 /// Fixed-size windows aligned to the epoch (Kafka Streams' `TimeWindows`):
@@ -406,6 +408,188 @@ impl<K: Serde, V: Serde> TimeWindowedKStream<K, V> {
             merger: None,
         };
         KTable::wrap(self.app.clone(), self.aggregations().aggregate(fold, names, A::NAME, &o)?)
+    }
+}
+
+/// A time-windowed stream whose reducer or aggregator (and initializer)
+/// also get the [`RecordMetadata`] of the record being folded (timestamp,
+/// headers, topic, partition, offset), from
+/// [`TimeWindowedKStream::with_metadata`]. They read it only: as in Kafka
+/// Streams, the fold sets its outputs' timestamp and headers. A record
+/// that falls in several windows (hopping or sliding windows) is folded
+/// into each with its own metadata.
+pub struct MetadataTimeWindowedStream<K, V> {
+    windowed: TimeWindowedKStream<K, V>,
+}
+
+impl<K, V> std::fmt::Debug for MetadataTimeWindowedStream<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MetadataTimeWindowedStream({:?})", self.windowed)
+    }
+}
+
+impl<K: Serde, V: Serde> TimeWindowedKStream<K, V> {
+    /// The reducer or aggregator (and initializer) also get the metadata of
+    /// the record being folded (Python's `with_metadata(fn)`, Node's
+    /// `withMetadata(fn)`): `windowed.with_metadata().reduce(|a, v, m| a + v + m.offset)`.
+    pub fn with_metadata(&self) -> MetadataTimeWindowedStream<K, V> {
+        MetadataTimeWindowedStream {
+            windowed: TimeWindowedKStream { app: self.app.clone(), handle: self.handle.clone(), _types: PhantomData },
+        }
+    }
+}
+
+impl<K: Serde, V: Serde> MetadataTimeWindowedStream<K, V> {
+    fn aggregations(&self) -> Aggregations<'_> {
+        Aggregations { app: &self.windowed.app, input: self.windowed.handle.id, metadata: pb::Metadata::Read }
+    }
+
+    /// [`TimeWindowedKStream::reduce`] with metadata: `f(aggregate, value,
+    /// metadata)` (a window's first value becomes its aggregate without a call).
+    pub fn reduce<F>(&self, f: F) -> Result<KTable<Windowed<K>, V>>
+    where
+        F: Fn(V, V, &RecordMetadata) -> V + Send + Sync + 'static,
+    {
+        self.reduce_with(f, Options::new())
+    }
+
+    /// [`reduce`](Self::reduce) with `name` and `materialized`.
+    pub fn reduce_with<F>(&self, f: F, o: Options) -> Result<KTable<Windowed<K>, V>>
+    where
+        F: Fn(V, V, &RecordMetadata) -> V + Send + Sync + 'static,
+    {
+        let name = fn_name::<F>("reduce");
+        let fold = Arc::new(Fold(StreamReduce::<V, _>::new(move |a, v| with_meta(|m| f(a, v, m)))));
+        KTable::wrap(self.windowed.app.clone(), self.aggregations().reduce(fold, (name, None), &o)?)
+    }
+
+    /// [`TimeWindowedKStream::aggregate`] with metadata: `init(metadata)`
+    /// starts a key's aggregate in a window, `f(key, value, aggregate,
+    /// metadata)` folds in a value.
+    pub fn aggregate<A: Serde, I, F>(&self, init: I, f: F) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A, &RecordMetadata) -> A + Send + Sync + 'static,
+    {
+        self.aggregate_with(init, f, Options::new())
+    }
+
+    /// [`aggregate`](Self::aggregate) with `name` and `materialized`.
+    pub fn aggregate_with<A: Serde, I, F>(&self, init: I, f: F, o: Options) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A, &RecordMetadata) -> A + Send + Sync + 'static,
+    {
+        let names = AggregateNames {
+            init: fn_name::<I>("aggregate initializer"),
+            aggregator: fn_name::<F>("aggregate"),
+            subtractor: None,
+            merger: None,
+        };
+        let fold = Arc::new(Fold(Aggregate::<K, V, A>::new(
+            move || with_meta(|m| init(m)),
+            move |k, v, a| with_meta(|m| f(k, v, a, m)),
+            None,
+        )));
+        KTable::wrap(self.windowed.app.clone(), self.aggregations().aggregate(fold, names, A::NAME, &o)?)
+    }
+}
+
+/// A session-windowed stream whose reducer, aggregator, initializer and
+/// merger also get the [`RecordMetadata`] of the record being folded, from
+/// [`SessionWindowedKStream::with_metadata`]; read-only, as for
+/// [`MetadataTimeWindowedStream`]. Merging the sessions a record bridges
+/// happens while that record is folded, so the merger gets its metadata.
+pub struct MetadataSessionWindowedStream<K, V> {
+    windowed: SessionWindowedKStream<K, V>,
+}
+
+impl<K, V> std::fmt::Debug for MetadataSessionWindowedStream<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MetadataSessionWindowedStream({:?})", self.windowed)
+    }
+}
+
+impl<K: Serde, V: Serde> SessionWindowedKStream<K, V> {
+    /// The reducer or aggregator (initializer and merger) also get the
+    /// metadata of the record being folded (Python's `with_metadata(fn)`,
+    /// Node's `withMetadata(fn)`).
+    pub fn with_metadata(&self) -> MetadataSessionWindowedStream<K, V> {
+        MetadataSessionWindowedStream {
+            windowed: SessionWindowedKStream {
+                app: self.app.clone(),
+                handle: self.handle.clone(),
+                _types: PhantomData,
+            },
+        }
+    }
+}
+
+impl<K: Serde, V: Serde> MetadataSessionWindowedStream<K, V> {
+    fn aggregations(&self) -> Aggregations<'_> {
+        Aggregations { app: &self.windowed.app, input: self.windowed.handle.id, metadata: pb::Metadata::Read }
+    }
+
+    /// [`SessionWindowedKStream::reduce`] with metadata: `f(aggregate,
+    /// value, metadata)`; merging two sessions a record bridges is
+    /// `f(aggregate1, aggregate2, that record's metadata)`.
+    pub fn reduce<F>(&self, f: F) -> Result<KTable<Windowed<K>, V>>
+    where
+        F: Fn(V, V, &RecordMetadata) -> V + Send + Sync + 'static,
+    {
+        self.reduce_with(f, Options::new())
+    }
+
+    /// [`reduce`](Self::reduce) with `name` and `materialized`.
+    pub fn reduce_with<F>(&self, f: F, o: Options) -> Result<KTable<Windowed<K>, V>>
+    where
+        F: Fn(V, V, &RecordMetadata) -> V + Send + Sync + 'static,
+    {
+        let name = fn_name::<F>("reduce");
+        let fold = Arc::new(Fold(StreamReduce::<V, _>::new(move |a, v| with_meta(|m| f(a, v, m)))));
+        KTable::wrap(self.windowed.app.clone(), self.aggregations().reduce(fold, (name, None), &o)?)
+    }
+
+    /// [`SessionWindowedKStream::aggregate`] with metadata: `init(metadata)`,
+    /// `f(key, value, aggregate, metadata)` and `merger(key, aggregate1,
+    /// aggregate2, metadata)`.
+    pub fn aggregate<A: Serde, I, F, M>(&self, init: I, f: F, merger: M) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A, &RecordMetadata) -> A + Send + Sync + 'static,
+        M: Fn(&K, A, A, &RecordMetadata) -> A + Send + Sync + 'static,
+    {
+        self.aggregate_with(init, f, merger, Options::new())
+    }
+
+    /// [`aggregate`](Self::aggregate) with `name` and `materialized`.
+    pub fn aggregate_with<A: Serde, I, F, M>(
+        &self,
+        init: I,
+        f: F,
+        merger: M,
+        o: Options,
+    ) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A, &RecordMetadata) -> A + Send + Sync + 'static,
+        M: Fn(&K, A, A, &RecordMetadata) -> A + Send + Sync + 'static,
+    {
+        let names = AggregateNames {
+            init: fn_name::<I>("aggregate initializer"),
+            aggregator: fn_name::<F>("aggregate"),
+            subtractor: None,
+            merger: Some(fn_name::<M>("aggregate merger")),
+        };
+        let fold = Arc::new(Fold(
+            Aggregate::<K, V, A>::new(
+                move || with_meta(|m| init(m)),
+                move |k, v, a| with_meta(|m| f(k, v, a, m)),
+                None,
+            )
+            .with_merger(move |k, a, b| with_meta(|m| merger(k, a, b, m))),
+        ));
+        KTable::wrap(self.windowed.app.clone(), self.aggregations().aggregate(fold, names, A::NAME, &o)?)
     }
 }
 

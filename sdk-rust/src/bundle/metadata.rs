@@ -112,6 +112,10 @@ pub(crate) fn run(b: &pb::Bundle, steps: &[(i32, &StepFn)]) -> pb::BundleResult 
             || *op == pb::Operation::FlatMap as i32
     });
     let last = steps[steps.len() - 1].1;
+    // A chain whose functions only read (a key mapper registered
+    // METADATA_READ) answers no output timestamps or headers: its outputs
+    // keep the input's, and the engine refuses them from such a chain.
+    let writes = steps.iter().any(|(_, s)| s.metadata);
     let key_serde = if b.output_key_serde.is_empty() { &b.key_serde } else { &b.output_key_serde };
     let value_serde = if b.output_value_serde.is_empty() { &b.value_serde } else { &b.output_value_serde };
 
@@ -207,6 +211,9 @@ pub(crate) fn run(b: &pb::Bundle, steps: &[(i32, &StepFn)]) -> pb::BundleResult 
                 push(&mut result.key_lengths, &mut result.keys, k.as_deref());
             }
             push(&mut result.value_lengths, &mut result.values, v.as_deref());
+            if !writes {
+                continue;
+            }
             result.output_timestamps.push(meta.timestamp);
             if meta.headers == input.headers {
                 result.output_header_counts.push(-1);

@@ -105,6 +105,10 @@ type Failure = (String, bool);
 struct Program<'a> {
     b: &'a pb::Bundle,
     values: Vec<Option<&'a [u8]>>,
+    /// The records' metadata when the fold's functions asked for it
+    /// (with_metadata): the initializer, merger and aggregator of fold
+    /// value i read record `value_refs[i]`'s.
+    metas: Option<Vec<crate::processor::RecordMetadata>>,
     pool: Vec<Option<&'a [u8]>>,
     serde: &'a str,
 }
@@ -146,19 +150,22 @@ impl Program<'_> {
         let record = self.values[self.b.value_refs[i] as usize];
         let v =
             F::V::decode(&self.b.value_serde, record).map_err(|e| (format!("the value does not decode: {e}"), true))?;
-        let a = guarded(|| -> Result<F::A, Failure> {
-            let mut acc = self.resolve(f, self.b.fold_bases[i], outs)?;
-            for &r in merges {
-                let other = self.resolve(f, r, outs)?;
-                acc = match (acc, other) {
-                    (Some(a), Some(o)) => Some(f.merge(key, a, o)),
-                    (a, None) => a,
-                    (None, o) => o,
-                };
-            }
-            Ok(match acc {
-                Some(a) => f.add(key, a, v),
-                None => f.start(key, v),
+        let meta = self.metas.as_ref().and_then(|m| m.get(self.b.value_refs[i] as usize));
+        let a = super::metadata::with_record(meta, || {
+            guarded(|| -> Result<F::A, Failure> {
+                let mut acc = self.resolve(f, self.b.fold_bases[i], outs)?;
+                for &r in merges {
+                    let other = self.resolve(f, r, outs)?;
+                    acc = match (acc, other) {
+                        (Some(a), Some(o)) => Some(f.merge(key, a, o)),
+                        (a, None) => a,
+                        (None, o) => o,
+                    };
+                }
+                Ok(match acc {
+                    Some(a) => f.add(key, a, v),
+                    None => f.start(key, v),
+                })
             })
         })
         .map_err(|panic| (panic, false))??;
@@ -192,7 +199,11 @@ pub(super) fn run<F: Folder>(f: &F, b: &pb::Bundle) -> pb::BundleResult {
         .into_iter()
         .find(|s| !s.is_empty())
         .map_or("", |s| s.as_str());
-    let p = Program { b, values, pool, serde };
+    let metas = match super::metadata::record_metas(b) {
+        Ok(m) => m,
+        Err(e) => return fail_unreadable(b, e),
+    };
+    let p = Program { b, values, metas, pool, serde };
 
     let mut result = pb::BundleResult { bundle_id: b.id, output_counts: vec![0; n], ..Default::default() };
     let mut outs: Vec<Option<(usize, usize)>> = Vec::with_capacity(n);
