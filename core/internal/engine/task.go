@@ -58,6 +58,10 @@ type task struct {
 	in   inbox
 	stop chan struct{}
 	done chan struct{}
+	// matched remembers which step reads each topic a pattern source
+	// matched (sourceOf), so a regular expression runs once per topic, not
+	// once per record.
+	matched map[string]*step
 
 	stores map[string]*storeTx
 	out    []*kgo.Record
@@ -401,6 +405,23 @@ func (t *task) process(ctx context.Context, batch []*kgo.Record) error {
 	return nil
 }
 
+// sourceOf answers the source step reading topic: a named source's, else
+// the pattern source's that matches it, remembered per topic (nil: none).
+func (t *task) sourceOf(topic string) *step {
+	if s := t.plan.sources[topic]; s != nil || len(t.plan.patterns) == 0 {
+		return s
+	}
+	s, ok := t.matched[topic]
+	if !ok {
+		s = t.plan.source(topic)
+		if t.matched == nil {
+			t.matched = map[string]*step{}
+		}
+		t.matched[topic] = s
+	}
+	return s
+}
+
 // pushBatch pushes a batch through the plan in the batch's order (take's
 // merge by timestamp): each maximal run of consecutive records of one
 // source step goes through as one push, so a host operator crosses once
@@ -413,7 +434,7 @@ func (t *task) pushBatch(ctx context.Context, batch []*kgo.Record) error {
 	recs := make([]rec, len(batch))
 	srcs := make([]*step, len(batch))
 	for i, r := range batch {
-		s := t.plan.source(r.Topic)
+		s := t.sourceOf(r.Topic)
 		if s == nil {
 			return fmt.Errorf("engine: task %s got a record of topic %q, which it does not read", t.id, r.Topic)
 		}
