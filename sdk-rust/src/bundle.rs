@@ -42,6 +42,9 @@ pub(crate) enum Out {
     Pairs(Vec<(AnyKey, AnyBox)>),
     /// Nothing passes (filtered out, foreach).
     Nothing,
+    /// An async mapper's outcome with the metadata it set for its outputs
+    /// (a step that asked for metadata; `MetadataStream::map_values_async`).
+    Meta(Box<Out>, crate::processor::RecordMetadata),
 }
 
 /// The key of an element: decoded (by a step that read it or changed it),
@@ -290,7 +293,7 @@ impl Executor {
             }
         }
         if metadata::wants_metadata(b, &steps) {
-            return metadata::run(b, &steps);
+            return metadata::run(b, &steps, self.async_timeout);
         }
         run_chain(b, &steps, self.async_timeout)
     }
@@ -544,6 +547,8 @@ fn settle(
             }
         }
         Ok(Out::Nothing) => {}
+        // Only a metadata chain's steps set metadata; another chain keeps the input's.
+        Ok(Out::Meta(out, _)) => return settle(next, failed, s, origin, key, Ok(*out)),
         Err(msg) => {
             failed.insert(origin, (s, msg));
             return true;

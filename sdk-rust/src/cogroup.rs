@@ -155,8 +155,18 @@ impl<K: Serde, A: Serde> CogroupedKStream<K, A> {
         I: Fn() -> A + Send + Sync + 'static,
     {
         let app = self.app.clone();
-        let h = self.build(None, Arc::new(init), None, fn_name::<I>("aggregate initializer"), None, o)?;
+        let init_name = fn_name::<I>("aggregate initializer");
+        let h = self.build(None, (Arc::new(init), init_name, pb::Metadata::Unspecified), None, None, o)?;
         KTable::wrap(app, h)
+    }
+
+    /// The cogroup whose initializer also gets the metadata of the record
+    /// being folded, the one that creates the key's aggregate (Python's
+    /// `aggregate(with_metadata(init))`, Node's `aggregate(withMetadata(init))`):
+    /// `cogrouped.with_metadata().aggregate(|m| ..)`. Its aggregators ask
+    /// for themselves ([`cogroup_with_metadata`](Self::cogroup_with_metadata)).
+    pub fn with_metadata(self) -> MetadataCogroupedKStream<K, A> {
+        MetadataCogroupedKStream { cogroup: self }
     }
 
     /// Windows the cogroup (`CogroupedKStream.windowedBy`): with
@@ -169,18 +179,21 @@ impl<K: Serde, A: Serde> CogroupedKStream<K, A> {
     }
 
     /// Sends the cogroup, its windows and its aggregate to the engine.
+    /// `init`: the initializer, its name and what it asks of the records'
+    /// metadata (READ: every aggregation's bundles carry it, as any of
+    /// them may create a key's aggregate).
     fn build(
         self,
         windows: Option<pb::windowed_by_op::Windows>,
-        init: Initializer<A>,
+        init: (Initializer<A>, String, pb::Metadata),
         merger: Option<Merger<K, A>>,
-        init_name: String,
         merger_name: Option<String>,
         o: Options,
     ) -> Result<Handle> {
         o.check("aggregate", NAME | MATERIALIZED)?;
         let app = &self.app;
-        let init_token = app.register(&init_name, Func::Part)?;
+        let (init, init_name, init_metadata) = init;
+        let init_token = app.register_with(&init_name, Func::Part, init_metadata)?;
         let merger_token = match merger_name {
             Some(n) => app.register(&n, Func::Part)?,
             None => 0,
@@ -217,6 +230,45 @@ impl<K: Serde, A: Serde> CogroupedKStream<K, A> {
             merger_token,
         });
         expect_handle(app.build(op, &[init_token, merger_token])?, "aggregate")
+    }
+}
+
+/// A cogroup whose initializer also gets the [`RecordMetadata`] of the
+/// record being folded when it creates a key's aggregate, from
+/// [`CogroupedKStream::with_metadata`]; read-only, as for
+/// [`MetadataGroupedStream`](crate::MetadataGroupedStream).
+pub struct MetadataCogroupedKStream<K, A> {
+    cogroup: CogroupedKStream<K, A>,
+}
+
+impl<K, A> std::fmt::Debug for MetadataCogroupedKStream<K, A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MetadataCogroupedKStream({:?})", self.cogroup)
+    }
+}
+
+impl<K: Serde, A: Serde> MetadataCogroupedKStream<K, A> {
+    /// `CogroupedKStream.aggregate` with metadata: `init(metadata)` starts a
+    /// key's aggregate, getting the metadata of the record that creates it
+    /// (whichever grouped stream it came from); each record is then folded
+    /// in by its own stream's aggregator.
+    pub fn aggregate<I>(self, init: I) -> Result<KTable<K, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+    {
+        self.aggregate_with(init, Options::new())
+    }
+
+    /// [`aggregate`](Self::aggregate) with `name` and `materialized`.
+    pub fn aggregate_with<I>(self, init: I, o: Options) -> Result<KTable<K, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+    {
+        let app = self.cogroup.app.clone();
+        let name = fn_name::<I>("aggregate initializer");
+        let init: Initializer<A> = Arc::new(move || with_meta(|m| init(m)));
+        let h = self.cogroup.build(None, (init, name, pb::Metadata::Read), None, None, o)?;
+        KTable::wrap(app, h)
     }
 }
 
@@ -276,14 +328,8 @@ impl<K: Serde, A: Serde> TimeWindowedCogroupedKStream<K, A> {
         I: Fn() -> A + Send + Sync + 'static,
     {
         let app = self.cogroup.app.clone();
-        let h = self.cogroup.build(
-            Some(self.windows),
-            Arc::new(init),
-            None,
-            fn_name::<I>("aggregate initializer"),
-            None,
-            o,
-        )?;
+        let init = (Arc::new(init) as Initializer<A>, fn_name::<I>("aggregate initializer"), pb::Metadata::Unspecified);
+        let h = self.cogroup.build(Some(self.windows), init, None, None, o)?;
         KTable::wrap(app, h)
     }
 }
@@ -307,8 +353,9 @@ impl<K: Serde, A: Serde> SessionWindowedCogroupedKStream<K, A> {
         M: Fn(&K, A, A) -> A + Send + Sync + 'static,
     {
         let app = self.cogroup.app.clone();
-        let names = (fn_name::<I>("aggregate initializer"), Some(fn_name::<M>("aggregate merger")));
-        let h = self.cogroup.build(Some(self.windows), Arc::new(init), Some(Arc::new(merger)), names.0, names.1, o)?;
+        let init = (Arc::new(init) as Initializer<A>, fn_name::<I>("aggregate initializer"), pb::Metadata::Unspecified);
+        let merger_name = Some(fn_name::<M>("aggregate merger"));
+        let h = self.cogroup.build(Some(self.windows), init, Some(Arc::new(merger)), merger_name, o)?;
         KTable::wrap(app, h)
     }
 }

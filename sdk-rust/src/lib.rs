@@ -41,6 +41,7 @@ mod join;
 mod join_fk;
 mod join_stream;
 mod join_table;
+mod metadata_async;
 mod options;
 mod print;
 mod process;
@@ -67,7 +68,10 @@ pub use app::{
 };
 pub use await_all::ASYNC_TIMEOUT;
 pub use branch::{BranchedKStream, Repartitioned};
-pub use cogroup::{CogroupWindows, CogroupedKStream, SessionWindowedCogroupedKStream, TimeWindowedCogroupedKStream};
+pub use cogroup::{
+    CogroupWindows, CogroupedKStream, MetadataCogroupedKStream, SessionWindowedCogroupedKStream,
+    TimeWindowedCogroupedKStream,
+};
 pub use dsl::{GlobalKTable, Joiner, KGroupedStream, KGroupedTable, KStream, KTable};
 pub use engine::find_engine;
 pub use errors::{Error, Result};

@@ -326,18 +326,33 @@ impl<K: Serde, V: Serde> KStream<K, V> {
 }
 
 impl<K: Serde, V: Serde> MetadataStream<K, V> {
-    fn build<K2: Serde, V2: Serde>(
+    pub(crate) fn build<K2: Serde, V2: Serde>(
         &self,
         op: &str,
         fn_type: String,
-        mut step: StepFn,
+        step: StepFn,
         make: impl FnOnce(u64, u32) -> Op,
     ) -> Result<KStream<K2, V2>> {
+        let h = self.register(fn_type, step, make)?;
+        self.stream.stream(h, op)
+    }
+
+    /// Registers a step whose function gets the records' metadata
+    /// (METADATA_WRITE) and adds its operator; answers its handle, if any.
+    pub(crate) fn register(
+        &self,
+        fn_type: String,
+        mut step: StepFn,
+        make: impl FnOnce(u64, u32) -> Op,
+    ) -> Result<Option<crate::session::Handle>> {
         step.metadata = true;
         let app = &self.stream.app;
         let token = app.register_with(&fn_type, Func::Step(Arc::new(step)), pb::Metadata::Write)?;
-        let h = app.build(make(self.stream.handle.id, token), &[token])?;
-        self.stream.stream(h, op)
+        app.build(make(self.stream.handle.id, token), &[token])
+    }
+
+    pub(crate) fn stream(&self) -> &KStream<K, V> {
+        &self.stream
     }
 
     /// `KStream.mapValues` with metadata.
@@ -513,7 +528,7 @@ impl<K: Serde, V: Serde> MetadataGroupedStream<K, V> {
         &self.grouped
     }
 
-    fn aggregations(&self) -> Aggregations<'_> {
+    pub(crate) fn aggregations(&self) -> Aggregations<'_> {
         Aggregations { app: &self.grouped.app, input: self.grouped.handle.id, metadata: pb::Metadata::Read }
     }
 

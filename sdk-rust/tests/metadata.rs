@@ -536,3 +536,219 @@ fn a_sliding_window_aggregator_with_metadata_reads_each_folded_records_metadata(
         }
     }
 }
+
+// Async functions with metadata: the closure gets the record's metadata by
+// value; a mapper's future answers its output with the metadata its
+// outputs get.
+
+#[test]
+fn async_mappers_with_metadata_set_their_outputs_timestamp_and_headers_from_what_they_awaited() {
+    let driver = TopologyTestDriver::new("meta-async-map").unwrap();
+    driver
+        .stream::<String, String>("in")
+        .unwrap()
+        .with_metadata()
+        .map_values_async(|v: String, mut m| async move {
+            let line = std::future::ready(format!("{}@{}:{} {v}", m.topic, m.partition, m.offset)).await;
+            m.timestamp += 5;
+            m.headers.push(("via".to_owned(), Some(b"rust".to_vec())));
+            (line, m)
+        })
+        .unwrap()
+        .with_metadata()
+        .flat_map_values_async(|v: String, mut m| async move {
+            m.timestamp += 1;
+            (v.split(' ').map(str::to_owned).collect::<Vec<_>>(), m)
+        })
+        .unwrap()
+        .with_metadata()
+        .select_key_async(|k: &String, v: &String, m| {
+            let key = format!("{k}-{v}@{}", m.timestamp);
+            async move { (key, m) }
+        })
+        .unwrap()
+        .with_metadata()
+        .map_async(|k: &String, v: String, mut m| {
+            let k = k.clone();
+            async move {
+                m.headers.retain(|(h, _)| h != "trace");
+                ((k, v.to_uppercase()), m)
+            }
+        })
+        .unwrap()
+        .to("out")
+        .unwrap();
+    driver.pipe_record("in", "a".to_owned(), "x".to_owned(), Some(10), &[("trace", Some(b"t1"))]).unwrap();
+    driver.pipe_record("in", "b".to_owned(), "y".to_owned(), Some(20), &[]).unwrap();
+    let out = driver.read_output::<String, String>("out").unwrap();
+    let got: Vec<(&str, &str, i64)> = out.iter().map(|r| (r.key.as_str(), r.value.as_str(), r.timestamp)).collect();
+    assert_eq!(
+        got,
+        [("a-in@0:0@16", "IN@0:0", 16), ("a-x@16", "X", 16), ("b-in@0:1@26", "IN@0:1", 26), ("b-y@26", "Y", 26)]
+    );
+    let via = ("via".to_owned(), Some(b"rust".to_vec()));
+    for r in &out {
+        assert_eq!(r.headers, [via.clone()], "{r:?}");
+    }
+}
+
+#[test]
+fn async_filters_peek_and_foreach_with_metadata_read_it_and_pass_records_as_they_came() {
+    use std::sync::{Arc, Mutex};
+    let driver = TopologyTestDriver::new("meta-async-filter").unwrap();
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (peeked, done) = (seen.clone(), seen.clone());
+    let kept = driver
+        .stream::<String, String>("in")
+        .unwrap()
+        .with_metadata()
+        .filter_async(|_k: &String, _v: &String, m| async move { !m.headers.iter().any(|(k, _)| k == "skip") })
+        .unwrap()
+        .with_metadata()
+        .filter_not_async(|_k: &String, _v: &String, m| async move { m.timestamp > 100 })
+        .unwrap()
+        .with_metadata()
+        .peek_async(move |k: &String, _v: &String, m| {
+            let (seen, line) = (peeked.clone(), format!("peek {k}@{}", m.offset));
+            async move { seen.lock().unwrap().push(line) }
+        })
+        .unwrap();
+    kept.to("out").unwrap();
+    kept.with_metadata()
+        .foreach_async(move |k: &String, _v: &String, m| {
+            let (seen, line) = (done.clone(), format!("foreach {k}@{}:{}", m.topic, m.timestamp));
+            async move { seen.lock().unwrap().push(line) }
+        })
+        .unwrap();
+    driver.pipe_record("in", "a".to_owned(), "x".to_owned(), Some(10), &[("trace", Some(b"t1"))]).unwrap();
+    driver.pipe_record("in", "b".to_owned(), "y".to_owned(), Some(20), &[("skip", None)]).unwrap();
+    driver.pipe_record("in", "c".to_owned(), "z".to_owned(), Some(200), &[]).unwrap();
+    driver.pipe_record("in", "d".to_owned(), "w".to_owned(), Some(40), &[]).unwrap();
+    let out = driver.read_output::<String, String>("out").unwrap();
+    let got: Vec<(&str, &str, i64)> = out.iter().map(|r| (r.key.as_str(), r.value.as_str(), r.timestamp)).collect();
+    assert_eq!(got, [("a", "x", 10), ("d", "w", 40)]);
+    assert_eq!(out[0].headers, [("trace".to_owned(), Some(b"t1".to_vec()))]);
+    assert_eq!(*seen.lock().unwrap(), ["peek a@0", "foreach a@in:10", "peek d@3", "foreach d@in:40"]);
+}
+
+#[test]
+fn async_stream_table_joiners_with_metadata_read_the_stream_records_metadata() {
+    let driver = TopologyTestDriver::new("meta-async-join").unwrap();
+    let prices = driver.table::<String, String>("prices").unwrap();
+    let orders = driver.stream::<String, String>("orders").unwrap();
+    orders
+        .with_metadata()
+        .join_async(&prices, |v: String, price: String, m| async move { format!("{v}@{price}#{}", m.offset) })
+        .unwrap()
+        .to("joined")
+        .unwrap();
+    orders
+        .with_metadata()
+        .left_join_async(&prices, |v: String, price: Option<String>, m| async move {
+            format!("{v}@{price:?}#{}:{}", m.topic, m.timestamp)
+        })
+        .unwrap()
+        .to("left")
+        .unwrap();
+    driver.pipe_input("prices", "p".to_owned(), "10".to_owned()).unwrap();
+    driver.pipe_record("orders", "p".to_owned(), "o1".to_owned(), Some(7), &[]).unwrap();
+    driver.pipe_record("orders", "q".to_owned(), "o2".to_owned(), Some(8), &[]).unwrap();
+    let read = |t: &str| -> Vec<String> {
+        driver.read_output::<String, String>(t).unwrap().into_iter().map(|r| r.value).collect()
+    };
+    assert_eq!(read("joined"), ["o1@10#0"]);
+    assert_eq!(read("left"), ["o1@Some(\"10\")#orders:7", "o2@None#orders:8"]);
+}
+
+#[test]
+fn async_reducers_and_aggregators_with_metadata_read_the_folded_records_metadata() {
+    let driver =
+        TopologyTestDriver::with_config("meta-async-fold", Config::new().statestore_cache_max_bytes(0)).unwrap();
+    let grouped = driver.stream::<String, i64>("in").unwrap().group_by_key().unwrap();
+    grouped
+        .with_metadata()
+        .reduce_async(|total, v, m| async move { total + v + 1000 * m.offset })
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("reduced")
+        .unwrap();
+    grouped
+        .with_metadata()
+        .aggregate_async(
+            |m| format!("from@{}", m.offset),
+            |_k: &String, v: i64, agg: String, m| async move {
+                let trace = m.headers.iter().find(|(k, _)| k == "trace").and_then(|(_, v)| v.clone());
+                let trace = trace.map_or("-".to_owned(), |t| String::from_utf8_lossy(&t).into_owned());
+                format!("{agg}+{v}[{}:{}:{trace}]", m.offset, m.timestamp)
+            },
+        )
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("aggregated")
+        .unwrap();
+    driver.pipe_record("in", "k".to_owned(), 1i64, Some(5), &[]).unwrap();
+    driver.pipe_record("in", "k".to_owned(), 2i64, Some(6), &[("trace", Some(b"t1"))]).unwrap();
+    driver.pipe_record("in", "k".to_owned(), 3i64, Some(7), &[]).unwrap();
+    let reduced: Vec<i64> =
+        driver.read_output::<String, i64>("reduced").unwrap().into_iter().map(|r| r.value).collect();
+    // The first value becomes the aggregate without a call; then 2 + 1000*1, 3 + 1000*2.
+    assert_eq!(reduced, [1, 1003, 3006]);
+    let aggregated: Vec<String> =
+        driver.read_output::<String, String>("aggregated").unwrap().into_iter().map(|r| r.value).collect();
+    assert_eq!(aggregated, ["from@0+1[0:5:-]", "from@0+1[0:5:-]+2[1:6:t1]", "from@0+1[0:5:-]+2[1:6:t1]+3[2:7:-]"]);
+}
+
+#[test]
+fn a_panicking_async_mapper_with_metadata_fails_its_record_naming_node_and_record() {
+    use polystreams::Error;
+    let driver = TopologyTestDriver::new("meta-async-panic").unwrap();
+    driver
+        .stream::<String, String>("in")
+        .unwrap()
+        .with_metadata()
+        .map_values_async(|v: String, m| async move {
+            assert!(v != "bad", "bad value at offset {}", m.offset);
+            (v, m)
+        })
+        .unwrap()
+        .to("out")
+        .unwrap();
+    driver.pipe_input("in", "a".to_owned(), "ok".to_owned()).unwrap();
+    match driver.pipe_input("in", "a".to_owned(), "bad".to_owned()).unwrap_err() {
+        Error::Processing { message, topic, offset, node, .. } => {
+            assert!(message.contains("bad value at offset 1"), "{message}");
+            assert_eq!((topic.as_deref(), offset), (Some("in"), Some(1)));
+            assert_eq!(node.as_deref(), Some("KSTREAM-MAPVALUES-0000000001"));
+        }
+        e => panic!("want a processing error, got {e}"),
+    }
+    let got: Vec<String> = driver.read_output::<String, String>("out").unwrap().into_iter().map(|r| r.value).collect();
+    assert_eq!(got, ["ok"]);
+}
+
+#[test]
+fn a_cogroups_initializer_with_metadata_reads_the_record_that_creates_each_keys_aggregate() {
+    let driver =
+        TopologyTestDriver::with_config("meta-cogroup-init", Config::new().statestore_cache_max_bytes(0)).unwrap();
+    let clicks = driver.stream::<String, String>("clicks").unwrap().group_by_key().unwrap();
+    let views = driver.stream::<String, String>("views").unwrap().group_by_key().unwrap();
+    clicks
+        .cogroup(|_k: &String, v: String, agg: String| format!("{agg}+{v}"))
+        .cogroup(&views, |_k: &String, v: String, agg: String| format!("{agg}+{v}"))
+        .with_metadata()
+        .aggregate(|m| format!("{}@{}:{}", m.topic, m.offset, m.timestamp))
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("out")
+        .unwrap();
+    driver.pipe_record("views", "a".to_owned(), "v1".to_owned(), Some(5), &[]).unwrap();
+    driver.pipe_record("clicks", "a".to_owned(), "c1".to_owned(), Some(6), &[]).unwrap();
+    driver.pipe_record("clicks", "b".to_owned(), "c2".to_owned(), Some(7), &[]).unwrap();
+    let got: Vec<(String, String)> =
+        driver.read_output::<String, String>("out").unwrap().into_iter().map(|r| (r.key, r.value)).collect();
+    let kv = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+    assert_eq!(got, [kv("a", "views@0:5+v1"), kv("a", "views@0:5+v1+c1"), kv("b", "clicks@1:7+c2")]);
+}

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use super::{await_all, column, fail_all, fail_all_as, guarded, kind, outcomes, FoldRun, LocalFuture};
 use crate::pb;
+use crate::processor::RecordMetadata;
 use crate::serdes::Serde;
 
 /// A key's first value to its aggregate (reduce: the value, without a call).
@@ -94,6 +95,11 @@ impl<K: Serde, V: Serde, A: Serde> FoldRun for AsyncFold<K, V, A> {
             Ok(c) => c,
             Err(e) => return fail_all_as(b, 0, e, true),
         };
+        // The records' metadata when the fold's functions asked for it (with_metadata).
+        let metas = match super::metadata::record_metas(b) {
+            Ok(m) => m,
+            Err(e) => return fail_all_as(b, 0, e, true),
+        };
         let agg_serde: String = [&b.aggregate_serde, &b.output_value_serde, &b.value_serde]
             .into_iter()
             .find(|s| !s.is_empty())
@@ -129,6 +135,7 @@ impl<K: Serde, V: Serde, A: Serde> FoldRun for AsyncFold<K, V, A> {
             let vals: Vec<Result<V, String>> = (pos..end)
                 .map(|i| V::decode(&b.value_serde, values[i]).map_err(|e| format!("the value does not decode: {e}")))
                 .collect();
+            let group_metas: Option<Vec<RecordMetadata>> = metas.as_ref().map(|m| m[pos..end].to_vec());
             let (first, next, outs, serde) = (self.first.clone(), self.next.clone(), outs.clone(), agg_serde.clone());
             let start = pos;
             futures.push(Box::pin(async move {
@@ -144,9 +151,13 @@ impl<K: Serde, V: Serde, A: Serde> FoldRun for AsyncFold<K, V, A> {
                         }
                     };
                     let prev = cur.take();
-                    let called = guarded(|| match prev {
-                        Some(a) => next(&key, a, v),
-                        None => first(&key, v),
+                    // The call (not its future) sees the record's metadata.
+                    let meta = group_metas.as_ref().and_then(|m| m.get(j));
+                    let called = super::metadata::with_record(meta, || {
+                        guarded(|| match prev {
+                            Some(a) => next(&key, a, v),
+                            None => first(&key, v),
+                        })
                     });
                     let folded = match called {
                         Ok(fut) => CatchPanic(fut).await,

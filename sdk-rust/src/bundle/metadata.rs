@@ -13,14 +13,19 @@
 //! thread-local, which this runner sets around each call.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
 
-use super::{column, fail_all, fail_unreadable, kind, settle, Calls, Elem, KeySlot, StepFn};
+use super::{column, fail_all, fail_unreadable, guarded, kind, settle, Calls, Elem, KeySlot, Out, StepFn};
+use crate::await_all;
 use crate::pb;
 use crate::processor::RecordMetadata;
 
 thread_local! {
     static META: RefCell<Option<RecordMetadata>> = const { RefCell::new(None) };
+    /// The metadata as the last call [`with_record`] ran left it (a
+    /// mapper's, which may have set its timestamp and headers).
+    static LAST: RefCell<Option<RecordMetadata>> = const { RefCell::new(None) };
 }
 
 /// Runs f with the metadata of the element in hand (a metadata chain's step).
@@ -61,8 +66,15 @@ pub(crate) fn with_record<R>(m: Option<&RecordMetadata>, f: impl FnOnce() -> R) 
     let Some(m) = m else { return f() };
     META.with(|c| *c.borrow_mut() = Some(m.clone()));
     let r = f();
-    META.with(|c| c.borrow_mut().take());
+    let left = META.with(|c| c.borrow_mut().take());
+    LAST.with(|c| *c.borrow_mut() = left);
     r
+}
+
+/// The metadata of the element in hand as with_meta answers it, owned: an
+/// async function's (it gets the record's metadata by value).
+pub(crate) fn meta_owned() -> RecordMetadata {
+    with_meta(|m| m.clone())
 }
 
 /// An output, encoded: key (when the chain changes keys), value, metadata.
@@ -78,15 +90,8 @@ pub(crate) fn wants_metadata(b: &pb::Bundle, steps: &[(i32, &StepFn)]) -> bool {
     steps.iter().any(|(_, s)| s.metadata) || b.steps.iter().any(|s| s.metadata != 0)
 }
 
-pub(crate) fn run(b: &pb::Bundle, steps: &[(i32, &StepFn)]) -> pb::BundleResult {
+pub(crate) fn run(b: &pb::Bundle, steps: &[(i32, &StepFn)], async_timeout: Duration) -> pb::BundleResult {
     let n = b.value_lengths.len();
-    if let Some(i) = steps.iter().position(|(_, s)| matches!(s.call, Calls::Async(..))) {
-        return fail_all(
-            b,
-            i,
-            format!("step {i} ({}) is async, which a chain with metadata functions does not run", b.steps[i].node),
-        );
-    }
     let values = match column(&b.values, &b.value_lengths) {
         Ok(v) => v,
         Err(e) => return fail_unreadable(b, e),
@@ -119,94 +124,151 @@ pub(crate) fn run(b: &pb::Bundle, steps: &[(i32, &StepFn)]) -> pb::BundleResult 
     let key_serde = if b.output_key_serde.is_empty() { &b.key_serde } else { &b.output_key_serde };
     let value_serde = if b.output_value_serde.is_empty() { &b.value_serde } else { &b.output_value_serde };
 
-    let mut result = pb::BundleResult { bundle_id: b.id, output_counts: vec![0; n], ..Default::default() };
-    let mut failures = Vec::new();
-    for i in 0..n {
-        let input = RecordMetadata {
+    let inputs: Vec<RecordMetadata> = (0..n)
+        .map(|i| RecordMetadata {
             topic: b.topic.clone(),
             partition: b.partition,
             offset: b.offsets.get(i).copied().unwrap_or(0),
             timestamp: b.timestamps.get(i).copied().unwrap_or(0),
             headers: headers[i].clone(),
-        };
-        let value = match (first.decode_value)(&b.value_serde, values[i]) {
-            Ok(v) => v,
+        })
+        .collect();
+    let mut failed: BTreeMap<usize, (usize, String)> = BTreeMap::new();
+    // Records whose key or value did not decode (deserialization failures).
+    let mut undecoded: BTreeSet<usize> = BTreeSet::new();
+    let mut elems: Vec<Meta> = Vec::with_capacity(n);
+    for (i, v) in values.iter().enumerate() {
+        match (first.decode_value)(&b.value_serde, *v) {
+            Ok(value) => elems.push(Meta { elem: Elem { key: None, value, origin: i }, meta: inputs[i].clone() }),
             Err(e) => {
-                failures.push(pb::RecordFailure {
-                    index: i as i32,
-                    step: 0,
-                    message: format!("the value does not decode: {e}"),
-                    kind: kind(true),
-                });
+                failed.insert(i, (0, format!("the value does not decode: {e}")));
+                undecoded.insert(i);
+            }
+        }
+    }
+    // Step by step over the bundle's elements, as the columnar chain runs:
+    // an async step's futures run together. Each call sees its element's
+    // metadata through META; a mapper's (step.metadata) becomes its outputs'.
+    let mut deadline: Option<Instant> = None;
+    for (s, &(_, step)) in steps.iter().enumerate() {
+        let mut next: Vec<Meta> = Vec::with_capacity(elems.len());
+        match &step.call {
+            Calls::Sync(call) => {
+                for mut m in elems {
+                    if failed.contains_key(&m.elem.origin) {
+                        continue;
+                    }
+                    let origin = m.elem.origin;
+                    let mut slot = KeySlot {
+                        decoded: &mut m.elem.key,
+                        raw: keys[origin],
+                        serde: &b.key_serde,
+                        undecodable: false,
+                    };
+                    let out = with_record(Some(&m.meta), || call(&mut slot, m.elem.value));
+                    if slot.undecodable {
+                        undecoded.insert(origin);
+                    }
+                    let after = LAST.with(|c| c.borrow_mut().take());
+                    let meta = match after {
+                        Some(after) if step.metadata => after,
+                        _ => m.meta,
+                    };
+                    settle_meta(&mut next, &mut failed, s, origin, m.elem.key, meta, out);
+                }
+            }
+            Calls::Async(name, call) => {
+                // Every call first, in record order (each seeing its
+                // element's metadata); then the futures together; then
+                // their outcomes, in record order.
+                let mut made = Vec::with_capacity(elems.len());
+                let mut futures = Vec::with_capacity(elems.len());
+                for mut m in elems {
+                    if failed.contains_key(&m.elem.origin) {
+                        continue;
+                    }
+                    let origin = m.elem.origin;
+                    let mut slot = KeySlot {
+                        decoded: &mut m.elem.key,
+                        raw: keys[origin],
+                        serde: &b.key_serde,
+                        undecodable: false,
+                    };
+                    let value = m.elem.value;
+                    let called = with_record(Some(&m.meta), || guarded(|| call(&mut slot, value)).and_then(|r| r));
+                    LAST.with(|c| c.borrow_mut().take());
+                    if slot.undecodable {
+                        undecoded.insert(origin);
+                    }
+                    made.push((origin, m.elem.key, m.meta, called.map(|f| futures.push(f))));
+                }
+                let until = *deadline.get_or_insert_with(|| Instant::now() + async_timeout);
+                let mut done = await_all::run(futures, until).into_iter();
+                let st = &b.steps[s];
+                for (origin, key, meta, called) in made {
+                    let out = match called {
+                        Err(msg) => Err(msg),
+                        Ok(()) => done.next().flatten().unwrap_or_else(|| {
+                            Err(format!(
+                                "TimeoutError: {name} (token {}, step {s}, node {}) did not finish within {} s (cancelled)",
+                                st.token,
+                                st.node,
+                                async_timeout.as_secs_f64()
+                            ))
+                        }),
+                    };
+                    settle_meta(&mut next, &mut failed, s, origin, key, meta, out);
+                }
+            }
+        }
+        // A record's outputs are all or nothing.
+        next.retain(|m| !failed.contains_key(&m.elem.origin));
+        elems = next;
+    }
+
+    // Encode with the last step's output types, record by record.
+    let mut encoded: Vec<Vec<Encoded>> = (0..n).map(|_| Vec::new()).collect();
+    for m in &elems {
+        let i = m.elem.origin;
+        if failed.contains_key(&i) {
+            continue;
+        }
+        let k = if changes_keys {
+            let mut buf = Vec::new();
+            let r = match &m.elem.key {
+                Some(k) => (last.encode_key)(k.as_ref() as &(dyn std::any::Any + Send + Sync), key_serde, &mut buf),
+                None => Ok(keys[i].map(|raw| buf.extend_from_slice(raw)).is_some()),
+            };
+            match r {
+                Ok(true) => Some(buf),
+                Ok(false) => None,
+                Err(e) => {
+                    failed.insert(i, (steps.len() - 1, format!("the key does not encode: {e}")));
+                    continue;
+                }
+            }
+        } else {
+            None
+        };
+        let mut buf = Vec::new();
+        let v = match (last.encode_value)(m.elem.value.as_ref(), value_serde, &mut buf) {
+            Ok(true) => Some(buf),
+            Ok(false) => None,
+            Err(e) => {
+                failed.insert(i, (steps.len() - 1, format!("the value does not encode: {e}")));
                 continue;
             }
         };
-        let mut elems = vec![Meta { elem: Elem { key: None, value, origin: i }, meta: input.clone() }];
-        let mut failed: BTreeMap<usize, (usize, String)> = BTreeMap::new();
-        let mut undecodable = false;
-        for (s, &(_, step)) in steps.iter().enumerate() {
-            let Calls::Sync(call) = &step.call else { unreachable!("refused above") };
-            let mut next = Vec::new();
-            for mut m in elems {
-                META.with(|c| *c.borrow_mut() = Some(m.meta.clone()));
-                let mut slot =
-                    KeySlot { decoded: &mut m.elem.key, raw: keys[i], serde: &b.key_serde, undecodable: false };
-                let out = call(&mut slot, m.elem.value);
-                undecodable |= slot.undecodable;
-                let after = META.with(|c| c.borrow_mut().take()).unwrap_or_else(|| m.meta.clone());
-                let meta = if step.metadata { after } else { m.meta };
-                let mut outs = Vec::new();
-                if settle(&mut outs, &mut failed, s, i, m.elem.key, out) {
-                    break;
-                }
-                next.extend(outs.into_iter().map(|elem| Meta { elem, meta: meta.clone() }));
-            }
-            elems = next;
-            if !failed.is_empty() {
-                break;
-            }
-        }
-        // Encode with the last step's output types; a record's outputs are all or nothing.
-        let mut encoded: Vec<Encoded> = Vec::new();
-        if failed.is_empty() {
-            for m in &elems {
-                let k = if changes_keys {
-                    let mut buf = Vec::new();
-                    let r = match &m.elem.key {
-                        Some(k) => {
-                            (last.encode_key)(k.as_ref() as &(dyn std::any::Any + Send + Sync), key_serde, &mut buf)
-                        }
-                        None => Ok(keys[i].map(|raw| buf.extend_from_slice(raw)).is_some()),
-                    };
-                    match r {
-                        Ok(true) => Some(buf),
-                        Ok(false) => None,
-                        Err(e) => {
-                            failed.insert(i, (steps.len() - 1, format!("the key does not encode: {e}")));
-                            break;
-                        }
-                    }
-                } else {
-                    None
-                };
-                let mut buf = Vec::new();
-                let v = match (last.encode_value)(m.elem.value.as_ref(), value_serde, &mut buf) {
-                    Ok(true) => Some(buf),
-                    Ok(false) => None,
-                    Err(e) => {
-                        failed.insert(i, (steps.len() - 1, format!("the value does not encode: {e}")));
-                        break;
-                    }
-                };
-                encoded.push((k, v, m.meta.clone()));
-            }
-        }
-        if let Some((step, message)) = failed.remove(&i) {
-            failures.push(pb::RecordFailure { index: i as i32, step: step as i32, message, kind: kind(undecodable) });
+        encoded[i].push((k, v, m.meta.clone()));
+    }
+
+    let mut result = pb::BundleResult { bundle_id: b.id, output_counts: vec![0; n], ..Default::default() };
+    for (i, outs) in encoded.into_iter().enumerate() {
+        if failed.contains_key(&i) {
             continue;
         }
-        result.output_counts[i] = encoded.len() as i32;
-        for (k, v, meta) in encoded {
+        result.output_counts[i] = outs.len() as i32;
+        for (k, v, meta) in outs {
             if changes_keys {
                 push(&mut result.key_lengths, &mut result.keys, k.as_deref());
             }
@@ -215,7 +277,7 @@ pub(crate) fn run(b: &pb::Bundle, steps: &[(i32, &StepFn)]) -> pb::BundleResult 
                 continue;
             }
             result.output_timestamps.push(meta.timestamp);
-            if meta.headers == input.headers {
+            if meta.headers == inputs[i].headers {
                 result.output_header_counts.push(-1);
                 continue;
             }
@@ -226,8 +288,38 @@ pub(crate) fn run(b: &pb::Bundle, steps: &[(i32, &StepFn)]) -> pb::BundleResult 
             }
         }
     }
-    result.failures = failures;
+    result.failures = failed
+        .into_iter()
+        .map(|(i, (step, message))| pb::RecordFailure {
+            index: i as i32,
+            step: step as i32,
+            message,
+            kind: kind(undecoded.contains(&i)),
+        })
+        .collect();
     result
+}
+
+/// Puts an element's outcome at step s, with its metadata, into next (or
+/// failed). An async mapper's outcome carries the metadata it set
+/// ([`Out::Meta`]), which replaces the element's.
+#[allow(clippy::too_many_arguments)]
+fn settle_meta(
+    next: &mut Vec<Meta>,
+    failed: &mut BTreeMap<usize, (usize, String)>,
+    s: usize,
+    origin: usize,
+    key: Option<crate::bundle::AnyKey>,
+    meta: RecordMetadata,
+    out: Result<Out, String>,
+) {
+    let (out, meta) = match out {
+        Ok(Out::Meta(out, set)) => (Ok(*out), set),
+        out => (out, meta),
+    };
+    let mut outs = Vec::new();
+    settle(&mut outs, failed, s, origin, key, out);
+    next.extend(outs.into_iter().map(|elem| Meta { elem, meta: meta.clone() }));
 }
 
 fn push(lengths: &mut Vec<i32>, data: &mut Vec<u8>, cell: Option<&[u8]>) {

@@ -1,0 +1,338 @@
+//! Async operators with record metadata: the `*_async` operators of
+//! [`MetadataStream`] and [`MetadataGroupedStream`]
+//! (`stream.with_metadata().map_values_async(..)`).
+//!
+//! A future cannot borrow the record's metadata, as the synchronous
+//! functions do (`&mut RecordMetadata`): the closure gets it by value,
+//! its own copy, for the future to move in. A mapper's future resolves
+//! to its output together with the metadata its outputs get:
+//! `(value, metadata)` (`map_values_async`, `flat_map_values_async`,
+//! `select_key_async`; `map_async`: `((key, value), metadata)`), so that a
+//! timestamp or header that depends on what the future awaited can be set.
+//! The other functions read only (filters, peek, foreach, joiners,
+//! reducers, aggregators and their initializer): as in Kafka Streams,
+//! their operator sets the outputs' timestamp and headers.
+//!
+//! The futures run as those of the other async operators do
+//! ([`crate::asynchronous`]): together, per bundle, outputs in record
+//! order, a panic or a timeout failing its record alone.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use crate::asynchronous::{action_step_async, predicate_step_async};
+use crate::bundle::metadata::{meta_owned, with_meta};
+use crate::bundle::{take, AnyBox, AsyncFold, LocalFuture, Out, StepFn, ValueJoiner};
+use crate::dsl::{JoinFn, KStream, KTable};
+use crate::errors::Result;
+use crate::fold::AggregateNames;
+use crate::options::{Options, KEY, NAME, VALUE};
+use crate::pb::{self, build_request::Operation as Op};
+use crate::processor::RecordMetadata;
+use crate::serdes::Serde;
+use crate::session::fn_name;
+use crate::{MetadataGroupedStream, MetadataStream};
+
+/// The future of an element's outcome with the metadata its outputs get.
+fn with_meta_out(
+    f: impl Future<Output = (Out, RecordMetadata)> + 'static,
+) -> LocalFuture<std::result::Result<Out, String>> {
+    Box::pin(async move {
+        let (out, meta) = f.await;
+        Ok(Out::Meta(Box::new(out), meta))
+    })
+}
+
+impl<K: Serde, V: Serde> MetadataStream<K, V> {
+    /// `KStream.mapValues` with an async mapper and metadata: `f(value,
+    /// metadata)` resolves to `(new value, metadata)`, the metadata (its
+    /// timestamp and headers) being the output's.
+    ///
+    /// ```no_run
+    /// # fn f(orders: polystreams::KStream<String, String>) -> polystreams::Result<()> {
+    /// orders.with_metadata().map_values_async(|v: String, mut m| async move {
+    ///     m.headers.push(("seen".to_owned(), Some(b"1".to_vec())));
+    ///     (v.to_uppercase(), m)
+    /// })?;
+    /// # Ok(()) }
+    /// ```
+    pub fn map_values_async<V2: Serde, F, Fut>(&self, f: F) -> Result<KStream<K, V2>>
+    where
+        F: Fn(V, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = (V2, RecordMetadata)> + 'static,
+    {
+        self.map_values_async_with(f, Options::new())
+    }
+
+    /// [`map_values_async`](Self::map_values_async) with `name` and `value_serde`.
+    pub fn map_values_async_with<V2: Serde, F, Fut>(&self, f: F, o: Options) -> Result<KStream<K, V2>>
+    where
+        F: Fn(V, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = (V2, RecordMetadata)> + 'static,
+    {
+        o.check("map_values", NAME | VALUE)?;
+        let name = fn_name::<F>("map_values");
+        let step = StepFn::new_async::<V, K, V2>(name.clone(), move |_, v| {
+            let fut = f(take::<V>(v)?, meta_owned());
+            Ok(with_meta_out(async move {
+                let (v2, m) = fut.await;
+                (Out::One(None, Box::new(v2)), m)
+            }))
+        });
+        self.build("map_values", name, step, |input, token| {
+            Op::MapValues(pb::MapValuesOp {
+                input,
+                token,
+                value_serde: o.value_or(V2::NAME),
+                name: o.name_or_empty(),
+                materialized: None,
+                with_key: false,
+            })
+        })
+    }
+
+    /// `KStream.flatMapValues` with an async mapper and metadata: `f(value,
+    /// metadata)` resolves to `(values, metadata)`; the outputs share the
+    /// metadata.
+    pub fn flat_map_values_async<V2: Serde, I, F, Fut>(&self, f: F) -> Result<KStream<K, V2>>
+    where
+        I: IntoIterator<Item = V2>,
+        F: Fn(V, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = (I, RecordMetadata)> + 'static,
+    {
+        let name = fn_name::<F>("flat_map_values");
+        let step = StepFn::new_async::<V, K, V2>(name.clone(), move |_, v| {
+            let fut = f(take::<V>(v)?, meta_owned());
+            Ok(with_meta_out(async move {
+                let (vs, m) = fut.await;
+                (Out::Many(vs.into_iter().map(|x| Box::new(x) as AnyBox).collect()), m)
+            }))
+        });
+        self.build("flat_map_values", name, step, |input, token| {
+            Op::FlatMapValues(pb::FlatMapValuesOp {
+                input,
+                token,
+                value_serde: V2::NAME.to_owned(),
+                name: String::new(),
+                with_key: false,
+            })
+        })
+    }
+
+    /// `KStream.map` with an async mapper and metadata: `f(key, value,
+    /// metadata)` resolves to `((new key, new value), metadata)`.
+    pub fn map_async<K2: Serde, V2: Serde, F, Fut>(&self, f: F) -> Result<KStream<K2, V2>>
+    where
+        F: Fn(&K, V, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ((K2, V2), RecordMetadata)> + 'static,
+    {
+        self.map_async_with(f, Options::new())
+    }
+
+    /// [`map_async`](Self::map_async) with `name`, `key_serde` and `value_serde`.
+    pub fn map_async_with<K2: Serde, V2: Serde, F, Fut>(&self, f: F, o: Options) -> Result<KStream<K2, V2>>
+    where
+        F: Fn(&K, V, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ((K2, V2), RecordMetadata)> + 'static,
+    {
+        o.check("map", NAME | KEY | VALUE)?;
+        let name = fn_name::<F>("map");
+        let step = StepFn::new_async::<V, K2, V2>(name.clone(), move |key, v| {
+            let v: V = take(v)?;
+            let fut = f(key.get::<K>()?, v, meta_owned());
+            Ok(with_meta_out(async move {
+                let ((k2, v2), m) = fut.await;
+                (Out::One(Some(Arc::new(k2)), Box::new(v2)), m)
+            }))
+        });
+        self.build("map", name, step, |input, token| {
+            Op::Map(pb::MapOp {
+                input,
+                token,
+                key_serde: o.key_or(K2::NAME),
+                value_serde: o.value_or(V2::NAME),
+                name: o.name_or_empty(),
+            })
+        })
+    }
+
+    /// `KStream.selectKey` with an async selector and metadata: `f(key,
+    /// value, metadata)` resolves to `(new key, metadata)`.
+    pub fn select_key_async<K2: Serde, F, Fut>(&self, f: F) -> Result<KStream<K2, V>>
+    where
+        F: Fn(&K, &V, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = (K2, RecordMetadata)> + 'static,
+    {
+        let name = fn_name::<F>("select_key");
+        let step = StepFn::new_async::<V, K2, V>(name.clone(), move |key, v| {
+            let fut = {
+                let value = v.downcast_ref::<V>().ok_or("the value in flight has another type")?;
+                f(key.get::<K>()?, value, meta_owned())
+            };
+            Ok(with_meta_out(async move {
+                let (k2, m) = fut.await;
+                (Out::One(Some(Arc::new(k2)), v), m)
+            }))
+        });
+        self.build("select_key", name, step, |input, token| {
+            Op::SelectKey(pb::SelectKeyOp { input, token, key_serde: K2::NAME.to_owned(), name: String::new() })
+        })
+    }
+
+    /// `KStream.filter` with an async predicate and metadata: `f(key,
+    /// value, metadata)` resolves to whether the record passes (as it came).
+    pub fn filter_async<F, Fut>(&self, f: F) -> Result<KStream<K, V>>
+    where
+        F: Fn(&K, &V, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = bool> + 'static,
+    {
+        let name = fn_name::<F>("filter");
+        let step = predicate_step_async(name.clone(), false, move |k: &K, v: &V| f(k, v, meta_owned()));
+        self.build("filter", name, step, |input, token| {
+            Op::Filter(pb::FilterOp { input, token, name: String::new(), materialized: None })
+        })
+    }
+
+    /// `KStream.filterNot` with an async predicate and metadata.
+    pub fn filter_not_async<F, Fut>(&self, f: F) -> Result<KStream<K, V>>
+    where
+        F: Fn(&K, &V, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = bool> + 'static,
+    {
+        let name = fn_name::<F>("filter_not");
+        let step = predicate_step_async(name.clone(), true, move |k: &K, v: &V| f(k, v, meta_owned()));
+        self.build("filter_not", name, step, |input, token| {
+            Op::FilterNot(pb::FilterNotOp { input, token, name: String::new(), materialized: None })
+        })
+    }
+
+    /// `KStream.peek` with an async action and metadata: awaits `f(key,
+    /// value, metadata)` and passes the record on as it came.
+    pub fn peek_async<F, Fut>(&self, f: F) -> Result<KStream<K, V>>
+    where
+        F: Fn(&K, &V, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + 'static,
+    {
+        let name = fn_name::<F>("peek");
+        let step = action_step_async(name.clone(), true, move |k: &K, v: &V| f(k, v, meta_owned()));
+        self.build("peek", name, step, |input, token| Op::Peek(pb::PeekOp { input, token, name: String::new() }))
+    }
+
+    /// `KStream.foreach` with an async action and metadata; terminal.
+    pub fn foreach_async<F, Fut>(&self, f: F) -> Result<()>
+    where
+        F: Fn(&K, &V, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + 'static,
+    {
+        let name = fn_name::<F>("foreach");
+        let step = action_step_async(name.clone(), false, move |k: &K, v: &V| f(k, v, meta_owned()));
+        self.register(name, step, |input, token| Op::Foreach(pb::ForeachOp { input, token, name: String::new() }))?;
+        Ok(())
+    }
+
+    /// `KStream.join(KTable)` with an async joiner and metadata: `f(value,
+    /// table value, metadata)` resolves to the new value, the metadata
+    /// being the stream record's.
+    pub fn join_async<VT: Serde, VR: Serde, F, Fut>(&self, table: &KTable<K, VT>, f: F) -> Result<KStream<K, VR>>
+    where
+        F: Fn(V, VT, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = VR> + 'static,
+    {
+        let name = fn_name::<F>("join");
+        let joiner = ValueJoiner::<V, VT, VR>::new_async(name.clone(), move |v, t| match t {
+            Some(t) => {
+                let fut = f(v, t, meta_owned());
+                Ok(Box::pin(async move { Ok(fut.await) }) as LocalFuture<_>)
+            }
+            None => Err("an inner join's record came without a table value (a malformed bundle)".to_owned()),
+        });
+        let joiner = JoinFn::HostMeta(name, Arc::new(joiner));
+        self.stream().join_op("join", table.handle.id, false, joiner, Options::new())
+    }
+
+    /// `KStream.leftJoin(KTable)` with an async joiner and metadata: `f`
+    /// gets `None` for a key the table does not hold.
+    pub fn left_join_async<VT: Serde, VR: Serde, F, Fut>(&self, table: &KTable<K, VT>, f: F) -> Result<KStream<K, VR>>
+    where
+        F: Fn(V, Option<VT>, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = VR> + 'static,
+    {
+        let name = fn_name::<F>("left_join");
+        let joiner = ValueJoiner::<V, VT, VR>::new_async(name.clone(), move |v, t| {
+            let fut = f(v, t, meta_owned());
+            Ok(Box::pin(async move { Ok(fut.await) }) as LocalFuture<_>)
+        });
+        let joiner = JoinFn::HostMeta(name, Arc::new(joiner));
+        self.stream().join_op("left_join", table.handle.id, true, joiner, Options::new())
+    }
+}
+
+impl<K: Serde, V: Serde> MetadataGroupedStream<K, V> {
+    /// `KGroupedStream.reduce` with an async reducer and metadata:
+    /// `f(aggregate, value, metadata)` resolves to the new aggregate, the
+    /// metadata being the folded record's. A key's values fold in order; its
+    /// first value becomes its aggregate without a call.
+    pub fn reduce_async<F, Fut>(&self, f: F) -> Result<KTable<K, V>>
+    where
+        F: Fn(V, V, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = V> + 'static,
+    {
+        self.reduce_async_with(f, Options::new())
+    }
+
+    /// [`reduce_async`](Self::reduce_async) with `name` and `materialized`.
+    pub fn reduce_async_with<F, Fut>(&self, f: F, o: Options) -> Result<KTable<K, V>>
+    where
+        F: Fn(V, V, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = V> + 'static,
+    {
+        let name = fn_name::<F>("reduce");
+        let fold = AsyncFold::<(), V, V>::new(
+            name.clone(),
+            Arc::new(|_: &(), v: V| Box::pin(std::future::ready(v)) as LocalFuture<V>),
+            Arc::new(move |_: &(), agg: V, v: V| Box::pin(f(agg, v, meta_owned())) as LocalFuture<V>),
+        );
+        let app = self.grouped().app.clone();
+        KTable::wrap(app, self.aggregations().reduce(Arc::new(fold), (name, None), &o)?)
+    }
+
+    /// `KGroupedStream.aggregate` with an async aggregator and metadata:
+    /// `init(metadata)` starts a key's aggregate, `f(key, value, aggregate,
+    /// metadata)` resolves to the new one; both get the folded record's
+    /// metadata.
+    pub fn aggregate_async<A: Serde, I, F, Fut>(&self, init: I, f: F) -> Result<KTable<K, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = A> + 'static,
+    {
+        self.aggregate_async_with(init, f, Options::new())
+    }
+
+    /// [`aggregate_async`](Self::aggregate_async) with `name` and `materialized`.
+    pub fn aggregate_async_with<A: Serde, I, F, Fut>(&self, init: I, f: F, o: Options) -> Result<KTable<K, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = A> + 'static,
+    {
+        let names = AggregateNames {
+            init: fn_name::<I>("aggregate initializer"),
+            aggregator: fn_name::<F>("aggregate"),
+            subtractor: None,
+            merger: None,
+        };
+        let f = Arc::new(f);
+        let g = f.clone();
+        let fold = AsyncFold::<K, V, A>::new(
+            names.aggregator.clone(),
+            Arc::new(move |k: &K, v: V| {
+                let (a, m) = with_meta(|m| (init(m), m.clone()));
+                Box::pin(g(k, v, a, m)) as LocalFuture<A>
+            }),
+            Arc::new(move |k: &K, agg: A, v: V| Box::pin(f(k, v, agg, meta_owned())) as LocalFuture<A>),
+        );
+        let app = self.grouped().app.clone();
+        KTable::wrap(app, self.aggregations().aggregate(Arc::new(fold), names, A::NAME, &o)?)
+    }
+}
