@@ -588,7 +588,7 @@ fn async_mappers_with_metadata_set_their_outputs_timestamp_and_headers_from_what
     );
     let via = ("via".to_owned(), Some(b"rust".to_vec()));
     for r in &out {
-        assert_eq!(r.headers, [via.clone()], "{r:?}");
+        assert_eq!(r.headers, std::slice::from_ref(&via), "{r:?}");
     }
 }
 
