@@ -179,9 +179,9 @@ impl<K: Serde, A: Serde> CogroupedKStream<K, A> {
     }
 
     /// Sends the cogroup, its windows and its aggregate to the engine.
-    /// `init`: the initializer, its name and what it asks of the records'
-    /// metadata (READ: every aggregation's bundles carry it, as any of
-    /// them may create a key's aggregate).
+    /// `init`: the initializer, its name and what it (and the merger) ask
+    /// of the records' metadata (READ: every aggregation's bundles carry
+    /// it, as any of them may create a key's aggregate).
     fn build(
         self,
         windows: Option<pb::windowed_by_op::Windows>,
@@ -195,7 +195,8 @@ impl<K: Serde, A: Serde> CogroupedKStream<K, A> {
         let (init, init_name, init_metadata) = init;
         let init_token = app.register_with(&init_name, Func::Part, init_metadata)?;
         let merger_token = match merger_name {
-            Some(n) => app.register(&n, Func::Part)?,
+            // A merger with metadata comes with an initializer with it.
+            Some(n) => app.register_with(&n, Func::Part, init_metadata)?,
             None => 0,
         };
         let mut input = 0;
@@ -356,6 +357,104 @@ impl<K: Serde, A: Serde> SessionWindowedCogroupedKStream<K, A> {
         let init = (Arc::new(init) as Initializer<A>, fn_name::<I>("aggregate initializer"), pb::Metadata::Unspecified);
         let merger_name = Some(fn_name::<M>("aggregate merger"));
         let h = self.cogroup.build(Some(self.windows), init, Some(Arc::new(merger)), merger_name, o)?;
+        KTable::wrap(app, h)
+    }
+}
+
+impl<K: Serde, A: Serde> TimeWindowedCogroupedKStream<K, A> {
+    /// The windowed cogroup whose initializer also gets the metadata of the
+    /// record that creates each window's aggregate:
+    /// `cogrouped.windowed_by(w).with_metadata().aggregate(|m| ..)`.
+    pub fn with_metadata(self) -> MetadataTimeWindowedCogroupedKStream<K, A> {
+        MetadataTimeWindowedCogroupedKStream { windowed: self }
+    }
+}
+
+impl<K: Serde, A: Serde> SessionWindowedCogroupedKStream<K, A> {
+    /// The session-windowed cogroup whose initializer and merger also get
+    /// the metadata of the record being folded (for the merger, the record
+    /// bridging the sessions): `.with_metadata().aggregate(|m| .., |k, a, b, m| ..)`.
+    pub fn with_metadata(self) -> MetadataSessionWindowedCogroupedKStream<K, A> {
+        MetadataSessionWindowedCogroupedKStream { windowed: self }
+    }
+}
+
+/// A time- or sliding-windowed cogroup whose initializer gets the
+/// [`RecordMetadata`] of the record that creates a window's aggregate,
+/// from [`TimeWindowedCogroupedKStream::with_metadata`]; read-only.
+pub struct MetadataTimeWindowedCogroupedKStream<K, A> {
+    windowed: TimeWindowedCogroupedKStream<K, A>,
+}
+
+/// A session-windowed cogroup whose initializer and merger get the
+/// [`RecordMetadata`] of the record being folded, from
+/// [`SessionWindowedCogroupedKStream::with_metadata`]; read-only.
+pub struct MetadataSessionWindowedCogroupedKStream<K, A> {
+    windowed: SessionWindowedCogroupedKStream<K, A>,
+}
+
+impl<K, A> std::fmt::Debug for MetadataTimeWindowedCogroupedKStream<K, A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MetadataTimeWindowedCogroupedKStream({:?})", self.windowed)
+    }
+}
+
+impl<K, A> std::fmt::Debug for MetadataSessionWindowedCogroupedKStream<K, A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MetadataSessionWindowedCogroupedKStream({:?})", self.windowed)
+    }
+}
+
+impl<K: Serde, A: Serde> MetadataTimeWindowedCogroupedKStream<K, A> {
+    /// `init(metadata)` starts each window's aggregate; each record is
+    /// folded in by its own stream's aggregator.
+    pub fn aggregate<I>(self, init: I) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+    {
+        self.aggregate_with(init, Options::new())
+    }
+
+    /// [`aggregate`](Self::aggregate) with `name` and `materialized`.
+    pub fn aggregate_with<I>(self, init: I, o: Options) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+    {
+        let w = self.windowed;
+        let app = w.cogroup.app.clone();
+        let name = fn_name::<I>("aggregate initializer");
+        let init: Initializer<A> = Arc::new(move || with_meta(|m| init(m)));
+        let h = w.cogroup.build(Some(w.windows), (init, name, pb::Metadata::Read), None, None, o)?;
+        KTable::wrap(app, h)
+    }
+}
+
+impl<K: Serde, A: Serde> MetadataSessionWindowedCogroupedKStream<K, A> {
+    /// `init(metadata)` starts each session's aggregate, each record is
+    /// folded in by its own stream's aggregator, and `merger(key,
+    /// aggregate1, aggregate2, metadata)` merges the sessions a record
+    /// bridges (that record's metadata).
+    pub fn aggregate<I, M>(self, init: I, merger: M) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+        M: Fn(&K, A, A, &RecordMetadata) -> A + Send + Sync + 'static,
+    {
+        self.aggregate_with(init, merger, Options::new())
+    }
+
+    /// [`aggregate`](Self::aggregate) with `name` and `materialized`.
+    pub fn aggregate_with<I, M>(self, init: I, merger: M, o: Options) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+        M: Fn(&K, A, A, &RecordMetadata) -> A + Send + Sync + 'static,
+    {
+        let w = self.windowed;
+        let app = w.cogroup.app.clone();
+        let name = fn_name::<I>("aggregate initializer");
+        let merger_name = Some(fn_name::<M>("aggregate merger"));
+        let init: Initializer<A> = Arc::new(move || with_meta(|m| init(m)));
+        let merger: Merger<K, A> = Arc::new(move |k: &K, a: A, b: A| with_meta(|m| merger(k, a, b, m)));
+        let h = w.cogroup.build(Some(w.windows), (init, name, pb::Metadata::Read), Some(merger), merger_name, o)?;
         KTable::wrap(app, h)
     }
 }

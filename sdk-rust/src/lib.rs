@@ -69,8 +69,8 @@ pub use app::{
 pub use await_all::ASYNC_TIMEOUT;
 pub use branch::{BranchedKStream, Repartitioned};
 pub use cogroup::{
-    CogroupWindows, CogroupedKStream, MetadataCogroupedKStream, SessionWindowedCogroupedKStream,
-    TimeWindowedCogroupedKStream,
+    CogroupWindows, CogroupedKStream, MetadataCogroupedKStream, MetadataSessionWindowedCogroupedKStream,
+    MetadataTimeWindowedCogroupedKStream, SessionWindowedCogroupedKStream, TimeWindowedCogroupedKStream,
 };
 pub use dsl::{GlobalKTable, Joiner, KGroupedStream, KGroupedTable, KStream, KTable};
 pub use engine::find_engine;

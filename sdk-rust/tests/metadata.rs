@@ -576,6 +576,9 @@ fn async_mappers_with_metadata_set_their_outputs_timestamp_and_headers_from_what
             }
         })
         .unwrap()
+        // A step that did not ask, in the same chain: its outputs keep the metadata set before.
+        .map_values_async(|v: String| async move { format!("{v}!") })
+        .unwrap()
         .to("out")
         .unwrap();
     driver.pipe_record("in", "a".to_owned(), "x".to_owned(), Some(10), &[("trace", Some(b"t1"))]).unwrap();
@@ -584,7 +587,7 @@ fn async_mappers_with_metadata_set_their_outputs_timestamp_and_headers_from_what
     let got: Vec<(&str, &str, i64)> = out.iter().map(|r| (r.key.as_str(), r.value.as_str(), r.timestamp)).collect();
     assert_eq!(
         got,
-        [("a-in@0:0@16", "IN@0:0", 16), ("a-x@16", "X", 16), ("b-in@0:1@26", "IN@0:1", 26), ("b-y@26", "Y", 26)]
+        [("a-in@0:0@16", "IN@0:0!", 16), ("a-x@16", "X!", 16), ("b-in@0:1@26", "IN@0:1!", 26), ("b-y@26", "Y!", 26)]
     );
     let via = ("via".to_owned(), Some(b"rust".to_vec()));
     for r in &out {
@@ -716,6 +719,9 @@ fn a_panicking_async_mapper_with_metadata_fails_its_record_naming_node_and_recor
         .to("out")
         .unwrap();
     driver.pipe_input("in", "a".to_owned(), "ok".to_owned()).unwrap();
+    let got: Vec<String> = driver.read_output::<String, String>("out").unwrap().into_iter().map(|r| r.value).collect();
+    assert_eq!(got, ["ok"]);
+    // Under the default policy (fail) the failure stops the session.
     match driver.pipe_input("in", "a".to_owned(), "bad".to_owned()).unwrap_err() {
         Error::Processing { message, topic, offset, node, .. } => {
             assert!(message.contains("bad value at offset 1"), "{message}");
@@ -724,8 +730,6 @@ fn a_panicking_async_mapper_with_metadata_fails_its_record_naming_node_and_recor
         }
         e => panic!("want a processing error, got {e}"),
     }
-    let got: Vec<String> = driver.read_output::<String, String>("out").unwrap().into_iter().map(|r| r.value).collect();
-    assert_eq!(got, ["ok"]);
 }
 
 #[test]
@@ -751,4 +755,84 @@ fn a_cogroups_initializer_with_metadata_reads_the_record_that_creates_each_keys_
         driver.read_output::<String, String>("out").unwrap().into_iter().map(|r| (r.key, r.value)).collect();
     let kv = |k: &str, v: &str| (k.to_owned(), v.to_owned());
     assert_eq!(got, [kv("a", "views@0:5+v1"), kv("a", "views@0:5+v1+c1"), kv("b", "clicks@1:7+c2")]);
+}
+
+#[test]
+fn a_windowed_cogroups_initializer_with_metadata_reads_the_record_that_creates_each_windows_aggregate() {
+    use polystreams::{TimeWindows, Windowed};
+    let driver =
+        TopologyTestDriver::with_config("meta-cogroup-window-init", Config::new().statestore_cache_max_bytes(0))
+            .unwrap();
+    let clicks = driver.stream::<String, String>("clicks").unwrap().group_by_key().unwrap();
+    let views = driver.stream::<String, String>("views").unwrap().group_by_key().unwrap();
+    clicks
+        .cogroup(|_k: &String, v: String, agg: String| format!("{agg}+{v}"))
+        .cogroup(&views, |_k: &String, v: String, agg: String| format!("{agg}+{v}"))
+        .windowed_by(TimeWindows::of_size_with_no_grace(std::time::Duration::from_millis(10)))
+        .with_metadata()
+        .aggregate(|m| format!("{}@{}", m.topic, m.timestamp))
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("out")
+        .unwrap();
+    driver.pipe_record("views", "a".to_owned(), "v1".to_owned(), Some(1), &[]).unwrap();
+    driver.pipe_record("clicks", "a".to_owned(), "c1".to_owned(), Some(2), &[]).unwrap();
+    driver.pipe_record("clicks", "a".to_owned(), "c2".to_owned(), Some(12), &[]).unwrap();
+    let got: Vec<(i64, String)> = driver
+        .read_output::<Windowed<String>, String>("out")
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.key.start_ms, r.value))
+        .collect();
+    let s = |w: i64, v: &str| (w, v.to_owned());
+    assert_eq!(got, [s(0, "views@1+v1"), s(0, "views@1+v1+c1"), s(10, "clicks@12+c2")]);
+}
+
+#[test]
+fn a_session_cogroups_initializer_and_merger_with_metadata_read_the_bridging_records_metadata() {
+    use polystreams::{SessionWindows, Windowed};
+    let driver =
+        TopologyTestDriver::with_config("meta-cogroup-session-init", Config::new().statestore_cache_max_bytes(0))
+            .unwrap();
+    let clicks = driver.stream::<String, String>("clicks").unwrap().group_by_key().unwrap();
+    let views = driver.stream::<String, String>("views").unwrap().group_by_key().unwrap();
+    let first = |m: &polystreams::RecordMetadata| m.topic.chars().next().unwrap_or('?');
+    clicks
+        .cogroup(|_k: &String, v: String, agg: String| format!("{agg}+{v}"))
+        .cogroup(&views, |_k: &String, v: String, agg: String| format!("{agg}+{v}"))
+        .windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(std::time::Duration::from_millis(5)))
+        .with_metadata()
+        .aggregate_with(
+            move |m| format!("i{}{}", first(m), m.offset),
+            move |_k: &String, a: String, b: String, m| format!("({a}|{b})m{}{}", first(m), m.offset),
+            // Kept past the default retention (gap + grace), so that a's session is still there for c.
+            Options::new().materialized(Materialized::named("").retention(std::time::Duration::from_secs(60))),
+        )
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("out")
+        .unwrap();
+    driver.pipe_record("clicks", "k".to_owned(), "a".to_owned(), Some(0), &[]).unwrap();
+    driver.pipe_record("views", "k".to_owned(), "b".to_owned(), Some(10), &[]).unwrap();
+    driver.pipe_record("clicks", "k".to_owned(), "c".to_owned(), Some(5), &[]).unwrap();
+    let got: Vec<(i64, i64, Option<String>)> = driver
+        .read_output::<Windowed<String>, Option<String>>("out")
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.key.start_ms, r.key.end_ms, r.value))
+        .collect();
+    // c (clicks, offset 1) bridges the sessions of a and b: the merged
+    // session starts from init, merges each, then folds c in, with c's metadata.
+    assert_eq!(
+        got,
+        [
+            (0, 0, Some("ic0+a".to_owned())),
+            (10, 10, Some("iv0+b".to_owned())),
+            (0, 0, None),
+            (10, 10, None),
+            (0, 10, Some("((ic1|ic0+a)mc1|iv0+b)mc1+c".to_owned())),
+        ]
+    );
 }
