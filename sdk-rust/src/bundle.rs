@@ -816,6 +816,8 @@ pub(crate) use crate::await_all::{LocalFuture, ASYNC_TIMEOUT};
 pub(crate) use fold_async::AsyncFold;
 pub(crate) use join::{JoinRun, ValueJoiner};
 #[cfg(test)]
+mod metadata_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod vectors;
