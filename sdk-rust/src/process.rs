@@ -303,7 +303,10 @@ use crate::processor::RecordMetadata;
 /// A stream whose next operator's function also gets each record's
 /// [`RecordMetadata`] (timestamp, headers, topic, partition, offset), from
 /// [`KStream::with_metadata`]. Mappers get it `&mut`: the timestamp and
-/// headers they set become their outputs'. Only functions that ask pay for
+/// headers they set become their outputs'. The `*_async` operators' closures
+/// get it by value, and a mapper's future answers its output with the
+/// metadata its outputs get (`(value, metadata)`; [`map_values_async`](Self::map_values_async)).
+/// Only functions that ask pay for
 /// it: their bundles carry the records' headers, and their answers the
 /// outputs' timestamps and headers.
 pub struct MetadataStream<K, V> {
