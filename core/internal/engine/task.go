@@ -65,6 +65,9 @@ type task struct {
 
 	stores map[string]*storeTx
 	out    []*kgo.Record
+	// lastIn and lastOut are the records the last batch took and the
+	// outputs its records made (batchSize).
+	lastIn, lastOut int
 	// ops are the plan's steps' operators in this task, by step index
 	// (operator.go); made on first use.
 	ops []operator
@@ -257,11 +260,12 @@ func (t *task) loop(ctx context.Context) {
 			}
 			continue
 		}
-		t.lingerFor(max, linger, timer)
+		n := t.batchSize(max)
+		t.lingerFor(n, linger, timer)
 		if !t.holdWhilePaused(ctx, rq.flush, rq.sync) {
 			return
 		}
-		batch, wake := t.in.take(max)
+		batch, wake := t.in.take(n)
 		if len(batch) == 0 {
 			// Records the task may not take yet: another of its
 			// partitions holds them back (idle.go).
@@ -274,6 +278,20 @@ func (t *task) loop(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// batchSize is how many records the task takes for its next batch, at
+// most max (polystreams.bundle.max.records). A batch's outputs wait for
+// its end (a batch is atomic), so a batch whose records fan out (a line
+// split into words) holds many times its own records: a plan that never
+// crosses to a host takes as many records as, at the last batch's outputs
+// per record, make about max outputs. A plan that crosses takes max: its
+// batch is its bundles, whose size is the crossing's cost per record.
+func (t *task) batchSize(max int) int {
+	if t.plan.host || t.lastOut <= t.lastIn {
+		return max
+	}
+	return min(max, int(int64(max)*int64(t.lastIn)/int64(t.lastOut))+1)
 }
 
 // answerWaiting answers a request that is waiting, if any, and reports
@@ -378,6 +396,7 @@ func (t *task) process(ctx context.Context, batch []*kgo.Record) error {
 	if err := t.pushBatch(ctx, batch); err != nil {
 		return err
 	}
+	t.lastIn, t.lastOut = len(batch), len(t.out)
 	if t.cacheBytes+t.unloggedBytes > t.app.cacheBudget() || t.cacheBytes > 0 && t.memoryOver() {
 		if err := t.flushCaches(ctx); err != nil {
 			return err
