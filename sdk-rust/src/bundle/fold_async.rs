@@ -26,17 +26,35 @@ type First<K, V, A> = Arc<dyn Fn(&K, V) -> LocalFuture<A> + Send + Sync>;
 /// The next aggregate from the key, the aggregate and the value.
 type Next<K, V, A> = Arc<dyn Fn(&K, A, V) -> LocalFuture<A> + Send + Sync>;
 
+/// Merges two aggregates (fold programs: the sessions a record bridges).
+type Merge<K, A> = Arc<dyn Fn(&K, A, A) -> LocalFuture<A> + Send + Sync>;
+/// The aggregate a fold program's ref -1 names (aggregate: the initializer's).
+type Initial<A> = Arc<dyn Fn() -> A + Send + Sync>;
+
 /// An async stream fold of keys K, values V and aggregates A.
 pub(crate) struct AsyncFold<K, V, A> {
     name: String,
     first: First<K, V, A>,
     next: Next<K, V, A>,
+    initial: Option<Initial<A>>,
+    merge: Option<Merge<K, A>>,
 }
 
 impl<K, V, A> AsyncFold<K, V, A> {
     /// `name` names the function in a timeout's message.
     pub(crate) fn new(name: String, first: First<K, V, A>, next: Next<K, V, A>) -> Self {
-        AsyncFold { name, first, next }
+        AsyncFold { name, first, next, initial: None, merge: None }
+    }
+
+    /// An aggregate's initializer, which a fold program's ref -1 names.
+    pub(crate) fn with_initial(self, initial: Initial<A>) -> Self {
+        AsyncFold { initial: Some(initial), ..self }
+    }
+
+    /// The merger of the aggregates a fold program merges (session
+    /// windows; a reduce merges with its reducer).
+    pub(crate) fn with_merge(self, merge: Merge<K, A>) -> Self {
+        AsyncFold { merge: Some(merge), ..self }
     }
 }
 
@@ -61,15 +79,16 @@ impl<A> Future for CatchPanic<A> {
 impl<K: Serde, V: Serde, A: Serde> FoldRun for AsyncFold<K, V, A> {
     fn run(&self, b: &pb::Bundle, async_timeout: Duration) -> pb::BundleResult {
         let n = outcomes(b);
-        if !b.fold_bases.is_empty()
-            || !b.value_refs.is_empty()
-            || b.steps.first().is_some_and(|s| s.subtractor_token != 0)
-        {
+        if b.steps.first().is_some_and(|s| s.subtractor_token != 0) {
             return fail_all(
                 b,
                 0,
-                "an async fold got a windowed or table fold bundle, which only synchronous folds take".to_owned(),
+                "an async fold got a table fold bundle (one with a subtractor), which only synchronous folds take"
+                    .to_owned(),
             );
+        }
+        if !b.fold_bases.is_empty() {
+            return self.run_program(b, async_timeout);
         }
         let sizes = &b.group_sizes;
         let total: i64 = sizes.iter().map(|&s| i64::from(s)).sum();
@@ -95,6 +114,13 @@ impl<K: Serde, V: Serde, A: Serde> FoldRun for AsyncFold<K, V, A> {
             Ok(c) => c,
             Err(e) => return fail_all_as(b, 0, e, true),
         };
+        // Fold value i is record value_refs[i] (a record in several time
+        // windows is sent once), or record i.
+        let records = values.len();
+        if let Some(r) = b.value_refs.iter().find(|&&r| usize::try_from(r).map_or(true, |r| r >= records)) {
+            return fail_all(b, 0, format!("malformed fold bundle: value ref {r} names none of its {records} values"));
+        }
+        let rec = |i: usize| b.value_refs.get(i).map_or(i, |&r| r as usize);
         // The records' metadata when the fold's functions asked for it (with_metadata).
         let metas = match super::metadata::record_metas(b) {
             Ok(m) => m,
@@ -133,9 +159,12 @@ impl<K: Serde, V: Serde, A: Serde> FoldRun for AsyncFold<K, V, A> {
                 }
             };
             let vals: Vec<Result<V, String>> = (pos..end)
-                .map(|i| V::decode(&b.value_serde, values[i]).map_err(|e| format!("the value does not decode: {e}")))
+                .map(|i| {
+                    V::decode(&b.value_serde, values[rec(i)]).map_err(|e| format!("the value does not decode: {e}"))
+                })
                 .collect();
-            let group_metas: Option<Vec<RecordMetadata>> = metas.as_ref().map(|m| m[pos..end].to_vec());
+            let group_metas: Option<Vec<RecordMetadata>> =
+                metas.as_ref().map(|m| (pos..end).filter_map(|i| m.get(rec(i)).cloned()).collect());
             let (first, next, outs, serde) = (self.first.clone(), self.next.clone(), outs.clone(), agg_serde.clone());
             let start = pos;
             futures.push(Box::pin(async move {
@@ -184,6 +213,23 @@ impl<K: Serde, V: Serde, A: Serde> FoldRun for AsyncFold<K, V, A> {
             groups.push((pos, end));
             pos = end;
         }
+        self.settle(b, futures, groups, outs, async_timeout)
+    }
+}
+
+impl<K: Serde, V: Serde, A: Serde> AsyncFold<K, V, A> {
+    /// Runs the futures, each folding the values of its span, and answers
+    /// the bundle: a span's values without an outcome when its future did
+    /// not finish fail, naming the function.
+    fn settle(
+        &self,
+        b: &pb::Bundle,
+        futures: Vec<LocalFuture<Result<(), String>>>,
+        groups: Vec<(usize, usize)>,
+        outs: Rc<RefCell<Vec<Option<Outcome>>>>,
+        async_timeout: Duration,
+    ) -> pb::BundleResult {
+        let n = outcomes(b);
         let done = await_all::run(futures, Instant::now() + async_timeout);
         let st = b.steps.first();
         let timeout = format!(
@@ -229,5 +275,166 @@ impl<K: Serde, V: Serde, A: Serde> FoldRun for AsyncFold<K, V, A> {
             }
         }
         result
+    }
+
+    /// A fold program's bundle (session and sliding windows; see
+    /// [`program`](super::program)): each value starts from the aggregate
+    /// its base names, merges its operands, then folds its value, every
+    /// call's future awaited before the next. A key's values refer to each
+    /// other's outputs, so a key's program runs in order; keys run
+    /// together when none refers to another's outputs (else the bundle's
+    /// program runs in order as one).
+    fn run_program(&self, b: &pb::Bundle, async_timeout: Duration) -> pb::BundleResult {
+        let n = outcomes(b);
+        if let Some(p) = super::program::problem(self.merge.is_some(), b, n) {
+            return fail_all(b, 0, p);
+        }
+        let checked = column(&b.values, &b.value_lengths)
+            .and_then(|_| column(&b.keys, &b.key_lengths))
+            .and_then(|_| column(&b.aggregates, &b.aggregate_lengths));
+        if let Err(e) = checked {
+            return fail_all_as(b, 0, e, true);
+        }
+        let metas = match super::metadata::record_metas(b) {
+            Ok(m) => Rc::new(m),
+            Err(e) => return fail_all_as(b, 0, e, true),
+        };
+        let pool = b.aggregate_lengths.len();
+        let mut starts = Vec::with_capacity(n); // each value's first merge ref
+        let mut m = 0usize;
+        for &c in &b.merge_counts {
+            starts.push(m);
+            m += c as usize;
+        }
+        // Each value's group: (group, its first value).
+        let mut group_of = Vec::with_capacity(n);
+        let mut spans = Vec::new();
+        let mut pos = 0usize;
+        for (g, &size) in b.group_sizes.iter().enumerate() {
+            let end = pos + size as usize;
+            group_of.extend((pos..end).map(|_| (g, pos)));
+            spans.push((g, pos, end));
+            pos = end;
+        }
+        let local = (0..n).all(|i| {
+            let refs = std::iter::once(&b.fold_bases[i])
+                .chain(&b.merge_refs[starts[i]..starts[i] + b.merge_counts[i] as usize]);
+            refs.into_iter().all(|&r| r < pool as i32 || r as usize - pool >= group_of[i].1)
+        });
+        // The chains of groups that fold in order, each one future.
+        let chains: Vec<Vec<(usize, usize, usize)>> =
+            if local { spans.into_iter().map(|s| vec![s]).collect() } else { vec![spans] };
+        let serde: String = [&b.aggregate_serde, &b.output_value_serde, &b.value_serde]
+            .into_iter()
+            .find(|s| !s.is_empty())
+            .cloned()
+            .unwrap_or_default();
+        let shared = Rc::new((b.clone(), starts, serde));
+        let outs: Rc<RefCell<Vec<Option<Outcome>>>> = Rc::new(RefCell::new(vec![None; n]));
+        let fns = (self.first.clone(), self.next.clone(), self.initial.clone(), self.merge.clone());
+        let mut groups = Vec::new();
+        let mut futures: Vec<LocalFuture<Result<(), String>>> = Vec::new();
+        for chain in chains {
+            let (Some(&(_, first, _)), Some(&(_, _, last))) = (chain.first(), chain.last()) else { continue };
+            groups.push((first, last));
+            let (shared, outs, metas, fns) = (shared.clone(), outs.clone(), metas.clone(), fns.clone());
+            futures.push(Box::pin(async move {
+                let (b, starts, serde) = &*shared;
+                let (start, add, initial, merge) = &fns;
+                let values = column(&b.values, &b.value_lengths)?;
+                let keys = column(&b.keys, &b.key_lengths)?;
+                let pool = column(&b.aggregates, &b.aggregate_lengths)?;
+                for (g, pos, end) in chain {
+                    let key = K::decode(&b.key_serde, keys[g])
+                        .map_err(|e| (format!("the key of this group does not decode: {e}"), true));
+                    #[allow(clippy::needless_range_loop)] // i indexes several columns
+                    for i in pos..end {
+                        let outcome = match &key {
+                            Err(e) => Err(e.clone()),
+                            Ok(key) => {
+                                let r = b.value_refs[i] as usize;
+                                let meta = metas.as_ref().as_ref().and_then(|m| m.get(r));
+                                // The aggregate ref r names, decoded from its bytes; None: none.
+                                let resolve = |r: i32| -> Result<Option<A>, (String, bool)> {
+                                    if r == -1 {
+                                        return match initial {
+                                            None => Ok(None),
+                                            Some(init) => super::metadata::with_record(meta, || guarded(|| init()))
+                                                .map(Some)
+                                                .map_err(|panic| (panic, false)),
+                                        };
+                                    }
+                                    let r = r as usize;
+                                    if let Some(stored) = pool.get(r) {
+                                        return match stored {
+                                            None => Ok(None),
+                                            Some(bytes) => A::decode(serde, Some(bytes)).map(Some).map_err(|e| {
+                                                (format!("the stored aggregate {r} does not decode: {e}"), true)
+                                            }),
+                                        };
+                                    }
+                                    let j = r - pool.len();
+                                    match &outs.borrow()[j] {
+                                        Some(Ok(bytes)) => A::decode(serde, Some(bytes)).map(Some).map_err(|e| {
+                                            (format!("the output of fold value {j} does not decode: {e}"), false)
+                                        }),
+                                        _ => Err((format!("depends on fold value {j}, which failed"), false)),
+                                    }
+                                };
+                                async {
+                                    let v = V::decode(&b.value_serde, values[r])
+                                        .map_err(|e| (format!("the value does not decode: {e}"), true))?;
+                                    let mut acc = resolve(b.fold_bases[i])?;
+                                    let merges = &b.merge_refs[starts[i]..starts[i] + b.merge_counts[i] as usize];
+                                    for &r in merges {
+                                        let other = resolve(r)?;
+                                        acc = match (acc, other) {
+                                            (Some(a), Some(o)) => {
+                                                let merge = merge.as_ref().expect("checked: the fold merges");
+                                                let fut = call(meta, || merge(key, a, o));
+                                                Some(await_call(fut).await?)
+                                            }
+                                            (a, None) => a,
+                                            (None, o) => o,
+                                        };
+                                    }
+                                    let fut = match acc {
+                                        Some(a) => call(meta, || add(key, a, v)),
+                                        None => call(meta, || start(key, v)),
+                                    };
+                                    let a = await_call(fut).await?;
+                                    let mut buf = Vec::new();
+                                    match a.encode(serde, &mut buf) {
+                                        Ok(true) => Ok(buf),
+                                        Ok(false) => Err((
+                                            "the aggregate is null; an aggregate cannot be null".to_owned(),
+                                            false,
+                                        )),
+                                        Err(e) => Err((format!("the aggregate does not encode: {e}"), false)),
+                                    }
+                                }
+                                .await
+                            }
+                        };
+                        outs.borrow_mut()[i] = Some(outcome);
+                    }
+                }
+                Ok(())
+            }));
+        }
+        self.settle(b, futures, groups, outs, async_timeout)
+    }
+}
+
+/// Calls a function with the record's metadata (the call, not its future, sees it).
+fn call<A>(meta: Option<&RecordMetadata>, c: impl FnOnce() -> LocalFuture<A>) -> Result<LocalFuture<A>, String> {
+    super::metadata::with_record(meta, || guarded(c))
+}
+
+/// Awaits a call's future; a panic of the call or of its future is its message.
+async fn await_call<A>(called: Result<LocalFuture<A>, String>) -> Result<A, (String, bool)> {
+    match called {
+        Ok(fut) => CatchPanic(fut).await.map_err(|panic| (panic, false)),
+        Err(panic) => Err((panic, false)),
     }
 }
