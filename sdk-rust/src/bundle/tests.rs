@@ -854,4 +854,66 @@ mod async_steps {
         let r = executor(vec![(1, Func::Fold(Arc::new(fold))), (2, Func::Part)]).process(&b);
         assert_eq!(r, sync);
     }
+
+    /// Spell's functions as async ones, each future yielding once.
+    fn async_spell(merger: bool) -> Executor {
+        let add = |k: &String, a: String, v: String| {
+            let k = k.clone();
+            Box::pin(async move {
+                Yield(1).await;
+                Spell { merger: true }.add(&k, a, v)
+            }) as LocalFuture<String>
+        };
+        let mut fold = AsyncFold::<String, String, String>::new(
+            "aggregate spell".into(),
+            Arc::new(move |k: &String, v: String| add(k, "0".to_owned(), v)),
+            Arc::new(add),
+        )
+        .with_initial(Arc::new(|| "0".to_owned()));
+        if merger {
+            fold = fold.with_merge(Arc::new(|_: &String, a: String, b: String| {
+                Box::pin(async move {
+                    Yield(1).await;
+                    format!("({a}|{b})")
+                }) as LocalFuture<String>
+            }));
+        }
+        executor(vec![(1, Func::Fold(Arc::new(fold))), (2, Func::Part), (3, Func::Part)])
+    }
+
+    #[test]
+    fn an_async_fold_program_answers_as_the_sync_one_does() {
+        let bundles = [
+            // Sessions a record bridges, merged into the initializer's aggregate.
+            program(Prog {
+                groups: &[("a", 2), ("b", 1)],
+                pool: &["s1", "s2"],
+                records: &["r", "x", "y"],
+                refs: &[0, 1, 2],
+                bases: &[-1, 2, -1],
+                counts: &[2, 0, 1],
+                merges: &[0, 1, 0],
+            }),
+            // A failing value fails its dependents; group b refers to group
+            // a's output (the program then runs in order as one).
+            program(Prog {
+                groups: &[("a", 5), ("b", 1)],
+                pool: &["w"],
+                records: &["boom", "y", "z"],
+                refs: &[0, 1, 1, 1, 2, 2],
+                bases: &[0, 1, -1, -1, 4, 5],
+                counts: &[0, 0, 1, 0, 0, 0],
+                merges: &[1],
+            }),
+        ];
+        for b in &bundles {
+            let sync = spell(true).process(b);
+            assert!(sync.output_counts.contains(&1), "{sync:?}");
+            assert_eq!(async_spell(true).process(b), sync);
+        }
+        // Without a merger, a value that merges fails the bundle, naming the step.
+        let (sync, r) = (spell(false).process(&bundles[0]), async_spell(false).process(&bundles[0]));
+        assert_eq!(r, sync);
+        assert!(r.failures[0].message.contains("names merger token 3"), "{:?}", r.failures);
+    }
 }
