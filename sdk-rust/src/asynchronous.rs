@@ -20,7 +20,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::bundle::{take, AnyBox, AsyncFold, LocalFuture, Out, StepFn, ValueJoiner};
-use crate::dsl::{build_step, JoinFn, KGroupedStream, KStream, KTable};
+use crate::dsl::{build_step, JoinFn, KGroupedStream, KGroupedTable, KStream, KTable};
 use crate::errors::Result;
 use crate::fold::{AggregateNames, Aggregations};
 use crate::options::{Options, KEY, NAME, VALUE};
@@ -356,7 +356,7 @@ impl<K: Serde, V: Serde> KGroupedStream<K, V> {
     {
         let (name, fold) = reduce_fold::<(), V, F, Fut>(f);
         let aggregations = Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified };
-        KTable::wrap(self.app.clone(), aggregations.reduce(fold, (name, None), &o)?)
+        KTable::wrap(self.app.clone(), aggregations.reduce(Arc::new(fold), (name, None), &o)?)
     }
 
     /// [`aggregate`](Self::aggregate) with an async aggregator: `init()`
@@ -387,7 +387,7 @@ impl<K: Serde, V: Serde> KGroupedStream<K, V> {
 /// An async reduce's name and fold: a key's (window's) first value becomes
 /// its aggregate without a call; the reducer also merges the sessions a
 /// record bridges.
-fn reduce_fold<K: Serde, V: Serde, F, Fut>(f: F) -> (String, Arc<AsyncFold<K, V, V>>)
+fn reduce_fold<K: Serde, V: Serde, F, Fut>(f: F) -> (String, AsyncFold<K, V, V>)
 where
     F: Fn(V, V) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = V> + 'static,
@@ -401,7 +401,7 @@ where
         Arc::new(move |_: &K, agg: V, v: V| Box::pin(f(agg, v)) as LocalFuture<V>),
     )
     .with_merge(Arc::new(move |_: &K, a: V, b: V| Box::pin(g(a, b)) as LocalFuture<V>));
-    (name, Arc::new(fold))
+    (name, fold)
 }
 
 /// An async aggregate's names and fold (without a merger).
@@ -451,7 +451,7 @@ impl<K: Serde, V: Serde> TimeWindowedKStream<K, V> {
     {
         let (name, fold) = reduce_fold::<(), V, F, Fut>(f);
         let aggregations = Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified };
-        KTable::wrap(self.app.clone(), aggregations.reduce(fold, (name, None), &o)?)
+        KTable::wrap(self.app.clone(), aggregations.reduce(Arc::new(fold), (name, None), &o)?)
     }
 
     /// [`aggregate`](Self::aggregate) with an async aggregator: `init()`
@@ -500,7 +500,7 @@ impl<K: Serde, V: Serde> SessionWindowedKStream<K, V> {
     {
         let (name, fold) = reduce_fold::<(), V, F, Fut>(f);
         let aggregations = Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified };
-        KTable::wrap(self.app.clone(), aggregations.reduce(fold, (name, None), &o)?)
+        KTable::wrap(self.app.clone(), aggregations.reduce(Arc::new(fold), (name, None), &o)?)
     }
 
     /// [`aggregate`](Self::aggregate) with an async aggregator and merger:
@@ -542,6 +542,82 @@ impl<K: Serde, V: Serde> SessionWindowedKStream<K, V> {
         let (mut names, fold) = aggregate_fold(init, f);
         names.merger = Some(fn_name::<M>("aggregate merger"));
         let fold = fold.with_merge(Arc::new(move |k: &K, a: A, b: A| Box::pin(merger(k, a, b)) as LocalFuture<A>));
+        let aggregations = Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified };
+        KTable::wrap(self.app.clone(), aggregations.aggregate(Arc::new(fold), names, A::NAME, &o)?)
+    }
+}
+
+impl<K: Serde, V: Serde> KGroupedTable<K, V> {
+    /// [`reduce`](Self::reduce) with an async adder and subtractor:
+    /// `adder(aggregate, value)` and `subtractor(aggregate, old value)`
+    /// resolve to the new aggregate. A bundle's groups fold together, each
+    /// group's updates in order (an update's subtractor awaited before its
+    /// adder, each future before the group's next call).
+    pub fn reduce_async<F, FFut, G, GFut>(&self, adder: F, subtractor: G) -> Result<KTable<K, V>>
+    where
+        F: Fn(V, V) -> FFut + Send + Sync + 'static,
+        FFut: Future<Output = V> + 'static,
+        G: Fn(V, V) -> GFut + Send + Sync + 'static,
+        GFut: Future<Output = V> + 'static,
+    {
+        self.reduce_async_with(adder, subtractor, Options::new())
+    }
+
+    /// [`reduce_async`](Self::reduce_async) with `name` and `materialized`.
+    pub fn reduce_async_with<F, FFut, G, GFut>(&self, adder: F, subtractor: G, o: Options) -> Result<KTable<K, V>>
+    where
+        F: Fn(V, V) -> FFut + Send + Sync + 'static,
+        FFut: Future<Output = V> + 'static,
+        G: Fn(V, V) -> GFut + Send + Sync + 'static,
+        GFut: Future<Output = V> + 'static,
+    {
+        let (name, fold) = reduce_fold::<(), V, F, FFut>(adder);
+        let fold =
+            fold.with_sub(Arc::new(move |_: &(), agg: V, old: V| Box::pin(subtractor(agg, old)) as LocalFuture<V>));
+        let names = (name, Some(fn_name::<G>("reduce subtractor")));
+        let aggregations = Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified };
+        KTable::wrap(self.app.clone(), aggregations.reduce(Arc::new(fold), names, &o)?)
+    }
+
+    /// [`aggregate`](Self::aggregate) with an async adder and subtractor:
+    /// `init()` starts a group's aggregate, `adder(key, value, aggregate)`
+    /// and `subtractor(key, old value, aggregate)` resolve to the new one.
+    /// A bundle's groups fold together, each group's updates in order.
+    pub fn aggregate_async<A: Serde, I, F, FFut, G, GFut>(
+        &self,
+        init: I,
+        adder: F,
+        subtractor: G,
+    ) -> Result<KTable<K, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A) -> FFut + Send + Sync + 'static,
+        FFut: Future<Output = A> + 'static,
+        G: Fn(&K, V, A) -> GFut + Send + Sync + 'static,
+        GFut: Future<Output = A> + 'static,
+    {
+        self.aggregate_async_with(init, adder, subtractor, Options::new())
+    }
+
+    /// [`aggregate_async`](Self::aggregate_async) with `name` and `materialized`.
+    pub fn aggregate_async_with<A: Serde, I, F, FFut, G, GFut>(
+        &self,
+        init: I,
+        adder: F,
+        subtractor: G,
+        o: Options,
+    ) -> Result<KTable<K, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A) -> FFut + Send + Sync + 'static,
+        FFut: Future<Output = A> + 'static,
+        G: Fn(&K, V, A) -> GFut + Send + Sync + 'static,
+        GFut: Future<Output = A> + 'static,
+    {
+        let (mut names, fold) = aggregate_fold(init, adder);
+        names.subtractor = Some(fn_name::<G>("aggregate subtractor"));
+        let fold =
+            fold.with_sub(Arc::new(move |k: &K, agg: A, old: V| Box::pin(subtractor(k, old, agg)) as LocalFuture<A>));
         let aggregations = Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified };
         KTable::wrap(self.app.clone(), aggregations.aggregate(Arc::new(fold), names, A::NAME, &o)?)
     }

@@ -38,17 +38,23 @@ pub(crate) struct AsyncFold<K, V, A> {
     next: Next<K, V, A>,
     initial: Option<Initial<A>>,
     merge: Option<Merge<K, A>>,
+    sub: Option<Sub<K, V, A>>,
 }
 
 impl<K, V, A> AsyncFold<K, V, A> {
     /// `name` names the function in a timeout's message.
     pub(crate) fn new(name: String, first: First<K, V, A>, next: Next<K, V, A>) -> Self {
-        AsyncFold { name, first, next, initial: None, merge: None }
+        AsyncFold { name, first, next, initial: None, merge: None, sub: None }
     }
 
     /// An aggregate's initializer, which a fold program's ref -1 names.
     pub(crate) fn with_initial(self, initial: Initial<A>) -> Self {
         AsyncFold { initial: Some(initial), ..self }
+    }
+
+    /// A grouped table's subtractor, which removes a replaced or deleted value.
+    pub(crate) fn with_sub(self, sub: Sub<K, V, A>) -> Self {
+        AsyncFold { sub: Some(sub), ..self }
     }
 
     /// The merger of the aggregates a fold program merges (session
@@ -58,9 +64,11 @@ impl<K, V, A> AsyncFold<K, V, A> {
     }
 }
 
-/// A value's outcome: its encoded aggregate, or why it failed (and whether
-/// its value did not decode).
-type Outcome = Result<Vec<u8>, (String, bool)>;
+/// A value's outcome: its encoded aggregate (None: a table fold's key has
+/// none left), or why it failed (and whether its value did not decode).
+type Outcome = Result<Option<Vec<u8>>, (String, bool)>;
+/// The subtractor of a grouped table's fold: the aggregate without an old value.
+type Sub<K, V, A> = Arc<dyn Fn(&K, A, V) -> LocalFuture<A> + Send + Sync>;
 
 /// Polls a future, turning its panic into the panic's message.
 struct CatchPanic<A>(LocalFuture<A>);
@@ -79,16 +87,19 @@ impl<A> Future for CatchPanic<A> {
 impl<K: Serde, V: Serde, A: Serde> FoldRun for AsyncFold<K, V, A> {
     fn run(&self, b: &pb::Bundle, async_timeout: Duration) -> pb::BundleResult {
         let n = outcomes(b);
-        if b.steps.first().is_some_and(|s| s.subtractor_token != 0) {
-            return fail_all(
-                b,
-                0,
-                "an async fold got a table fold bundle (one with a subtractor), which only synchronous folds take"
-                    .to_owned(),
-            );
+        let table = b.steps.first().is_some_and(|s| s.subtractor_token != 0);
+        if table && self.sub.is_none() {
+            return fail_all(b, 0, "a table fold bundle for a fold registered without a subtractor".to_owned());
         }
         if !b.fold_bases.is_empty() {
             return self.run_program(b, async_timeout);
+        }
+        if table && b.old_value_lengths.len() != n {
+            return fail_all(
+                b,
+                0,
+                format!("malformed table fold bundle: {} old values for {n} values", b.old_value_lengths.len()),
+            );
         }
         let sizes = &b.group_sizes;
         let total: i64 = sizes.iter().map(|&s| i64::from(s)).sum();
@@ -108,9 +119,15 @@ impl<K: Serde, V: Serde, A: Serde> FoldRun for AsyncFold<K, V, A> {
                 ),
             );
         }
-        let cols = column(&b.values, &b.value_lengths)
-            .and_then(|v| Ok((v, column(&b.keys, &b.key_lengths)?, column(&b.aggregates, &b.aggregate_lengths)?)));
-        let (values, keys, aggs) = match cols {
+        let cols = column(&b.values, &b.value_lengths).and_then(|v| {
+            Ok((
+                v,
+                column(&b.keys, &b.key_lengths)?,
+                column(&b.aggregates, &b.aggregate_lengths)?,
+                if table { column(&b.old_values, &b.old_value_lengths)? } else { Vec::new() },
+            ))
+        });
+        let (values, keys, aggs, olds) = match cols {
             Ok(c) => c,
             Err(e) => return fail_all_as(b, 0, e, true),
         };
@@ -158,14 +175,28 @@ impl<K: Serde, V: Serde, A: Serde> FoldRun for AsyncFold<K, V, A> {
                     continue;
                 }
             };
-            let vals: Vec<Result<V, String>> = (pos..end)
+            // Each value, and a table fold's old value: a table fold's new
+            // value is null when the key was deleted or moved away; a stream
+            // fold's never is.
+            let decode = |data: Option<&[u8]>, what: &str| -> Result<Option<V>, String> {
+                match data {
+                    None if table => Ok(None),
+                    _ => V::decode(&b.value_serde, data)
+                        .map(Some)
+                        .map_err(|e| format!("the {what} does not decode: {e}")),
+                }
+            };
+            let vals: Vec<Result<(Option<V>, Option<V>), String>> = (pos..end)
                 .map(|i| {
-                    V::decode(&b.value_serde, values[rec(i)]).map_err(|e| format!("the value does not decode: {e}"))
+                    let v = decode(values[rec(i)], "value")?;
+                    let old = if table && olds[i].is_some() { decode(olds[i], "old value")? } else { None };
+                    Ok((v, old))
                 })
                 .collect();
             let group_metas: Option<Vec<RecordMetadata>> =
                 metas.as_ref().map(|m| (pos..end).filter_map(|i| m.get(rec(i)).cloned()).collect());
-            let (first, next, outs, serde) = (self.first.clone(), self.next.clone(), outs.clone(), agg_serde.clone());
+            let (first, next, sub) = (self.first.clone(), self.next.clone(), self.sub.clone());
+            let (outs, serde) = (outs.clone(), agg_serde.clone());
             let start = pos;
             futures.push(Box::pin(async move {
                 let restore = |good: &Option<Vec<u8>>| good.as_ref().and_then(|g| A::decode(&serde, Some(g)).ok());
@@ -179,29 +210,51 @@ impl<K: Serde, V: Serde, A: Serde> FoldRun for AsyncFold<K, V, A> {
                             continue;
                         }
                     };
-                    let prev = cur.take();
-                    // The call (not its future) sees the record's metadata.
+                    let (v, old) = v;
+                    // The calls (not their futures) see the record's metadata.
                     let meta = group_metas.as_ref().and_then(|m| m.get(j));
-                    let called = super::metadata::with_record(meta, || {
-                        guarded(|| match prev {
-                            Some(a) => next(&key, a, v),
-                            None => first(&key, v),
-                        })
-                    });
-                    let folded = match called {
-                        Ok(fut) => CatchPanic(fut).await,
-                        Err(panic) => Err(panic),
-                    };
-                    let mut buf = Vec::new();
-                    let outcome = match folded.map(|a| (a.encode(&serde, &mut buf), a)) {
-                        Ok((Ok(true), a)) => {
-                            good = Some(buf.clone());
-                            cur = Some(a);
-                            Ok(buf)
+                    let folded = async {
+                        let mut a = cur.take();
+                        if let (Some(old), Some(sub)) = (old, &sub) {
+                            if let Some(agg) = a.take() {
+                                // A null from the subtractor leaves the key with no
+                                // aggregate (KTableReduce / KTableAggregate store null).
+                                let left = await_call(call(meta, || sub(&key, agg, old))).await?;
+                                if left.encode(&serde, &mut Vec::new()).unwrap_or(true) {
+                                    a = Some(left);
+                                }
+                            }
                         }
-                        Ok((Ok(false), _)) => Err("the aggregate is null; an aggregate cannot be null".to_owned()),
-                        Ok((Err(e), _)) => Err(format!("the aggregate does not encode: {e}")),
-                        Err(msg) => Err(msg),
+                        Ok::<_, (String, bool)>(match v {
+                            None => (a, false),
+                            Some(v) => {
+                                let called = match a {
+                                    Some(agg) => call(meta, || next(&key, agg, v)),
+                                    None => call(meta, || first(&key, v)),
+                                };
+                                (Some(await_call(called).await?), true)
+                            }
+                        })
+                    }
+                    .await;
+                    let mut buf = Vec::new();
+                    let outcome = match folded {
+                        Err((msg, _)) => Err(msg),
+                        Ok((a, added)) => match a.as_ref().map_or(Ok(false), |a| a.encode(&serde, &mut buf)) {
+                            Ok(true) => {
+                                good = Some(buf.clone());
+                                cur = a;
+                                Ok(Some(buf))
+                            }
+                            // A null aggregate: after an add it is an error; after a
+                            // removal the key has no aggregate any more.
+                            Ok(false) if table && !added => {
+                                good = None;
+                                Ok(None)
+                            }
+                            Ok(false) => Err("the aggregate is null; an aggregate cannot be null".to_owned()),
+                            Err(e) => Err(format!("the aggregate does not encode: {e}")),
+                        },
                     };
                     if outcome.is_err() {
                         cur = restore(&good);
@@ -255,10 +308,14 @@ impl<K: Serde, V: Serde, A: Serde> AsyncFold<K, V, A> {
         let mut result = pb::BundleResult { bundle_id: b.id, output_counts: vec![0; n], ..Default::default() };
         for (i, o) in outs.iter_mut().enumerate() {
             match o.take() {
-                Some(Ok(bytes)) => {
+                Some(Ok(Some(bytes))) => {
                     result.output_counts[i] = 1;
                     result.value_lengths.push(bytes.len() as i32);
                     result.values.extend_from_slice(&bytes);
+                }
+                Some(Ok(None)) => {
+                    result.output_counts[i] = 1;
+                    result.value_lengths.push(-1);
                 }
                 Some(Err((message, undecodable))) => result.failures.push(pb::RecordFailure {
                     index: i as i32,
@@ -375,7 +432,7 @@ impl<K: Serde, V: Serde, A: Serde> AsyncFold<K, V, A> {
                                     }
                                     let j = r - pool.len();
                                     match &outs.borrow()[j] {
-                                        Some(Ok(bytes)) => A::decode(serde, Some(bytes)).map(Some).map_err(|e| {
+                                        Some(Ok(Some(bytes))) => A::decode(serde, Some(bytes)).map(Some).map_err(|e| {
                                             (format!("the output of fold value {j} does not decode: {e}"), false)
                                         }),
                                         _ => Err((format!("depends on fold value {j}, which failed"), false)),
@@ -405,7 +462,7 @@ impl<K: Serde, V: Serde, A: Serde> AsyncFold<K, V, A> {
                                     let a = await_call(fut).await?;
                                     let mut buf = Vec::new();
                                     match a.encode(serde, &mut buf) {
-                                        Ok(true) => Ok(buf),
+                                        Ok(true) => Ok(Some(buf)),
                                         Ok(false) => Err((
                                             "the aggregate is null; an aggregate cannot be null".to_owned(),
                                             false,

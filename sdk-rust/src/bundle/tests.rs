@@ -916,4 +916,76 @@ mod async_steps {
         assert_eq!(r, sync);
         assert!(r.failures[0].message.contains("names merger token 3"), "{:?}", r.failures);
     }
+
+    /// Sum's functions as async ones (each future yielding once), with or
+    /// without its subtractor.
+    fn async_sum(sub: bool) -> Executor {
+        let fold = AsyncFold::<String, i64, Option<i64>>::new(
+            "aggregate sum".into(),
+            Arc::new(|k: &String, v: i64| {
+                let k = k.clone();
+                Box::pin(async move {
+                    Yield(1).await;
+                    Sum.start(&k, v)
+                }) as LocalFuture<Option<i64>>
+            }),
+            Arc::new(|k: &String, a: Option<i64>, v: i64| {
+                let k = k.clone();
+                Box::pin(async move {
+                    Yield(2).await;
+                    Sum.add(&k, a, v)
+                }) as LocalFuture<Option<i64>>
+            }),
+        );
+        let fold = if sub {
+            fold.with_sub(Arc::new(|k: &String, a: Option<i64>, old: i64| {
+                let k = k.clone();
+                Box::pin(async move {
+                    Yield(1).await;
+                    Sum.sub(&k, a, old)
+                }) as LocalFuture<Option<i64>>
+            }))
+        } else {
+            fold
+        };
+        executor(vec![(1, Func::Fold(Arc::new(fold))), (2, Func::Part), (3, Func::Part)])
+    }
+
+    #[test]
+    fn an_async_table_fold_answers_as_the_sync_one_does() {
+        let sync = executor(vec![(1, Func::Fold(Arc::new(Fold(Sum)))), (2, Func::Part), (3, Func::Part)]);
+        // a: 10 replaced by 4, deleted, added again (13 panics: the group
+        // goes on from the aggregate before); b: an update moving in and
+        // one whose old value does not decode.
+        let mut table = fold_bundle(
+            true,
+            &[("a", Some(10), 5), ("b", None, 2)],
+            &[Some(4), None, Some(13), Some(6), Some(1), Some(5), Some(7)],
+            &[Some(10), Some(4), None, None, Some(6), None, Some(5)],
+        );
+        let r = async_sum(true).process(&table);
+        assert_eq!(r, sync.process(&table));
+        assert_eq!(r.output_counts, vec![1, 1, 0, 1, 1, 1, 1]);
+        assert_eq!(decoded(&r), vec![Some(4), None, Some(6), Some(1), Some(5), Some(7)]);
+        assert!(r.failures[0].message.contains("unlucky"), "{:?}", r.failures);
+        // a's first old value does not decode (one byte, not a long's eight).
+        table.old_value_lengths[0] = 1;
+        table.old_values.splice(0..8, [0xff]);
+        let (r, want) = (async_sum(true).process(&table), sync.process(&table));
+        assert_eq!(r.output_counts, want.output_counts, "{:?} / {:?}", r.failures, want.failures);
+        assert_eq!(failures(&r), failures(&want));
+        assert!(r.failures[0].message.contains("the old value does not decode"), "{:?}", r.failures);
+        // Without a subtractor the bundle fails, as the sync fold's does.
+        let r = async_sum(false).process(&table);
+        assert!(r.failures.iter().all(|f| f.message.contains("registered without a subtractor")), "{r:?}");
+
+        // Time windows: fold values referring to records sent once.
+        let mut b = fold_bundle(false, &[("a", None, 2), ("a", Some(10), 3)], &[Some(1), Some(2), Some(4)], &[]);
+        b.value_refs = vec![0, 1, 0, 1, 2];
+        assert_eq!(async_sum(false).process(&b), sync.process(&b));
+        b.value_refs[4] = 3;
+        let r = async_sum(false).process(&b);
+        assert_eq!(r, sync.process(&b));
+        assert!(r.failures[0].message.contains("value ref 3 names none of its 3 values"), "{r:?}");
+    }
 }

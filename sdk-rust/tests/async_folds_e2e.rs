@@ -1,9 +1,10 @@
-//! Async windowed folds against the REAL engine binary (`$POLYSTREAMS_ENGINE`,
+//! Async windowed and table folds against the REAL engine binary (`$POLYSTREAMS_ENGINE`,
 //! else `bin/polystreams`; `make build`) and its embedded broker, records in
 //! and out through kcat: reduce_async and aggregate_async over tumbling,
 //! hopping, sliding and session windows fold each window's values in record
 //! order while a bundle's keys fold together, a session aggregate merges
-//! with its async merger, and a panicking future fails its record under the
+//! with its async merger, a grouped table's async adder and subtractor follow
+//! its updates, and a panicking future fails its record under the
 //! configured policy, naming the function, node and record.
 
 use std::collections::BTreeMap;
@@ -32,8 +33,8 @@ fn engine() -> PathBuf {
 fn app(name: &str, config: Config) -> App {
     std::env::set_var("POLYSTREAMS_ENGINE", engine());
     std::env::remove_var("POLYSTREAMS_URL");
-    let dir = std::env::temp_dir().join(format!("polystreams-rust-async-windows-{name}-{}", std::process::id()));
-    App::builder(format!("it-async-windows-{name}"))
+    let dir = std::env::temp_dir().join(format!("polystreams-rust-async-folds-{name}-{}", std::process::id()));
+    App::builder(format!("it-async-folds-{name}"))
         .config(config.commit_interval_ms(100).statestore_cache_max_bytes(0).state_dir(dir.to_string_lossy()))
         .build()
         .expect("the app opens a session on a spawned engine")
@@ -330,10 +331,7 @@ fn a_panicking_windowed_future_fails_its_record_under_each_policy() {
                 Error::Processing { message, topic, partition, offset, node } => {
                     assert_eq!((topic.as_deref(), partition, offset), (Some("in"), Some(0), Some(2)), "{message}");
                     assert!(node.as_deref().is_some_and(|n| n.starts_with("KSTREAM-AGGREGATE-")), "{node:?}");
-                    assert!(
-                        message.contains("cannot add boom") && message.contains("async_windows_e2e.rs"),
-                        "{message}"
-                    );
+                    assert!(message.contains("cannot add boom") && message.contains("async_folds_e2e.rs"), "{message}");
                 }
                 other => panic!("want a processing error, got {other:?}"),
             }
@@ -348,4 +346,81 @@ fn a_panicking_windowed_future_fails_its_record_under_each_policy() {
         assert_eq!(got, want, "{policy}");
         app.close(Duration::from_secs(30));
     }
+}
+
+/// A sorted comma list with `x` added (or removed).
+fn with(list: &str, x: &str, add: bool) -> String {
+    let mut xs: Vec<&str> = list.split(',').filter(|s| !s.is_empty() && *s != x).collect();
+    if add {
+        xs.push(x);
+    }
+    xs.sort_unstable();
+    xs.join(",")
+}
+
+#[test]
+fn a_grouped_tables_async_adder_and_subtractor_follow_its_updates() {
+    let app = app("table", Config::new());
+    let brokers = app.brokers().unwrap().to_owned();
+    // user -> region; ann moves from eu to us.
+    produce(&brokers, "users", &[("ann", "eu"), ("bob", "eu"), ("cid", "us"), ("ann", "us")]);
+    produce(&brokers, "members", &[]);
+    produce(&brokers, "member-lists", &[]);
+    let by_region = app
+        .table::<String, String>("users")
+        .unwrap()
+        .group_by(|user: &String, region: String| (region, user.clone()))
+        .unwrap();
+    by_region
+        .aggregate_async(
+            || 0i64,
+            |_region: &String, _user: String, n: i64| async move {
+                Yield(2).await;
+                n + 1
+            },
+            |_region: &String, _user: String, n: i64| async move {
+                Yield(1).await;
+                n - 1
+            },
+        )
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .map_values(|n: i64| n.to_string())
+        .unwrap()
+        .to("members")
+        .unwrap();
+    by_region
+        .reduce_async_with(
+            |list: String, user: String| async move {
+                Yield(2).await;
+                with(&list, &user, true)
+            },
+            |list: String, user: String| async move {
+                Yield(1).await;
+                with(&list, &user, false)
+            },
+            polystreams::Options::new().name("member-lists"),
+        )
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("member-lists")
+        .unwrap();
+    let runner = {
+        let app = app.clone();
+        std::thread::spawn(move || app.run())
+    };
+    let strings = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    };
+    let counts = strings(&[("eu", "1"), ("us", "2")]);
+    let got_counts = read_until(&brokers, "members", Duration::from_secs(60), |l| *l == counts);
+    let lists = strings(&[("eu", "bob"), ("us", "ann,cid")]);
+    let got_lists = read_until(&brokers, "member-lists", Duration::from_secs(60), |l| *l == lists);
+    app.stop();
+    runner.join().unwrap().expect("run returns cleanly after stop");
+    assert_eq!(got_counts, counts);
+    assert_eq!(got_lists, lists);
+    app.close(Duration::from_secs(30));
 }
