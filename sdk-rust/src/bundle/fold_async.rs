@@ -67,6 +67,9 @@ impl<K, V, A> AsyncFold<K, V, A> {
 /// A value's outcome: its encoded aggregate (None: a table fold's key has
 /// none left), or why it failed (and whether its value did not decode).
 type Outcome = Result<Option<Vec<u8>>, (String, bool)>;
+/// A value to fold in and a table fold's old value to remove first (a
+/// stream fold's value is never None, and its old value always is).
+type Update<V> = (Option<V>, Option<V>);
 /// The subtractor of a grouped table's fold: the aggregate without an old value.
 type Sub<K, V, A> = Arc<dyn Fn(&K, A, V) -> LocalFuture<A> + Send + Sync>;
 
@@ -186,7 +189,7 @@ impl<K: Serde, V: Serde, A: Serde> FoldRun for AsyncFold<K, V, A> {
                         .map_err(|e| format!("the {what} does not decode: {e}")),
                 }
             };
-            let vals: Vec<Result<(Option<V>, Option<V>), String>> = (pos..end)
+            let vals: Vec<Result<Update<V>, String>> = (pos..end)
                 .map(|i| {
                     let v = decode(values[rec(i)], "value")?;
                     let old = if table && olds[i].is_some() { decode(olds[i], "old value")? } else { None };
