@@ -400,7 +400,7 @@ where
         Arc::new(|_: &K, v: V| Box::pin(std::future::ready(v)) as LocalFuture<V>),
         Arc::new(move |_: &K, agg: V, v: V| Box::pin(f(agg, v)) as LocalFuture<V>),
     )
-    .with_merge(Arc::new(move |_: &K, a: V, b: V| Box::pin(g(a, b)) as LocalFuture<V>));
+    .with_merge(Arc::new(move |_: &K, a: V, b: V| Box::pin(g(a, b)) as LocalFuture<V>), None);
     (name, fold)
 }
 
@@ -541,7 +541,10 @@ impl<K: Serde, V: Serde> SessionWindowedKStream<K, V> {
     {
         let (mut names, fold) = aggregate_fold(init, f);
         names.merger = Some(fn_name::<M>("aggregate merger"));
-        let fold = fold.with_merge(Arc::new(move |k: &K, a: A, b: A| Box::pin(merger(k, a, b)) as LocalFuture<A>));
+        let fold = fold.with_merge(
+            Arc::new(move |k: &K, a: A, b: A| Box::pin(merger(k, a, b)) as LocalFuture<A>),
+            names.merger.clone(),
+        );
         let aggregations = Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified };
         KTable::wrap(self.app.clone(), aggregations.aggregate(Arc::new(fold), names, A::NAME, &o)?)
     }
@@ -572,9 +575,11 @@ impl<K: Serde, V: Serde> KGroupedTable<K, V> {
         GFut: Future<Output = V> + 'static,
     {
         let (name, fold) = reduce_fold::<(), V, F, FFut>(adder);
-        let fold =
-            fold.with_sub(Arc::new(move |_: &(), agg: V, old: V| Box::pin(subtractor(agg, old)) as LocalFuture<V>));
         let names = (name, Some(fn_name::<G>("reduce subtractor")));
+        let fold = fold.with_sub(
+            Arc::new(move |_: &(), agg: V, old: V| Box::pin(subtractor(agg, old)) as LocalFuture<V>),
+            names.1.clone().unwrap_or_default(),
+        );
         let aggregations = Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified };
         KTable::wrap(self.app.clone(), aggregations.reduce(Arc::new(fold), names, &o)?)
     }
@@ -616,8 +621,10 @@ impl<K: Serde, V: Serde> KGroupedTable<K, V> {
     {
         let (mut names, fold) = aggregate_fold(init, adder);
         names.subtractor = Some(fn_name::<G>("aggregate subtractor"));
-        let fold =
-            fold.with_sub(Arc::new(move |k: &K, agg: A, old: V| Box::pin(subtractor(k, old, agg)) as LocalFuture<A>));
+        let fold = fold.with_sub(
+            Arc::new(move |k: &K, agg: A, old: V| Box::pin(subtractor(k, old, agg)) as LocalFuture<A>),
+            names.subtractor.clone().unwrap_or_default(),
+        );
         let aggregations = Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified };
         KTable::wrap(self.app.clone(), aggregations.aggregate(Arc::new(fold), names, A::NAME, &o)?)
     }

@@ -39,12 +39,36 @@ pub(crate) struct AsyncFold<K, V, A> {
     initial: Option<Initial<A>>,
     merge: Option<Merge<K, A>>,
     sub: Option<Sub<K, V, A>>,
+    /// The subtractor's and the merger's names (a reduce merges with its
+    /// reducer: None), for a timeout's message.
+    sub_name: String,
+    merge_name: Option<String>,
 }
+
+/// Which function a span's future awaits (a timeout names it).
+#[derive(Clone, Copy)]
+enum Awaiting {
+    Fold,
+    Sub,
+    Merge,
+}
+
+/// What each span's future awaits now.
+type Awaits = Rc<RefCell<Vec<Awaiting>>>;
 
 impl<K, V, A> AsyncFold<K, V, A> {
     /// `name` names the function in a timeout's message.
     pub(crate) fn new(name: String, first: First<K, V, A>, next: Next<K, V, A>) -> Self {
-        AsyncFold { name, first, next, initial: None, merge: None, sub: None }
+        AsyncFold {
+            name,
+            first,
+            next,
+            initial: None,
+            merge: None,
+            sub: None,
+            sub_name: String::new(),
+            merge_name: None,
+        }
     }
 
     /// An aggregate's initializer, which a fold program's ref -1 names.
@@ -53,14 +77,17 @@ impl<K, V, A> AsyncFold<K, V, A> {
     }
 
     /// A grouped table's subtractor, which removes a replaced or deleted value.
-    pub(crate) fn with_sub(self, sub: Sub<K, V, A>) -> Self {
-        AsyncFold { sub: Some(sub), ..self }
+    /// `name` names it in a timeout's message.
+    pub(crate) fn with_sub(self, sub: Sub<K, V, A>, name: String) -> Self {
+        AsyncFold { sub: Some(sub), sub_name: name, ..self }
     }
 
     /// The merger of the aggregates a fold program merges (session
     /// windows; a reduce merges with its reducer).
-    pub(crate) fn with_merge(self, merge: Merge<K, A>) -> Self {
-        AsyncFold { merge: Some(merge), ..self }
+    /// `name`: the merger's, for a timeout's message (None: the fold's own
+    /// function merges, as a reduce's reducer does).
+    pub(crate) fn with_merge(self, merge: Merge<K, A>, name: Option<String>) -> Self {
+        AsyncFold { merge: Some(merge), merge_name: name, ..self }
     }
 }
 
@@ -153,6 +180,7 @@ impl<K: Serde, V: Serde, A: Serde> FoldRun for AsyncFold<K, V, A> {
             .unwrap_or_default();
         let outs: Rc<RefCell<Vec<Option<Outcome>>>> = Rc::new(RefCell::new(vec![None; n]));
         let mut groups = Vec::new(); // (first value, end) of each group folding
+        let awaits: Awaits = Rc::default();
         let mut futures: Vec<LocalFuture<Result<(), String>>> = Vec::new();
         let mut pos = 0usize;
         for (g, &size) in sizes.iter().enumerate() {
@@ -200,6 +228,10 @@ impl<K: Serde, V: Serde, A: Serde> FoldRun for AsyncFold<K, V, A> {
                 metas.as_ref().map(|m| (pos..end).filter_map(|i| m.get(rec(i)).cloned()).collect());
             let (first, next, sub) = (self.first.clone(), self.next.clone(), self.sub.clone());
             let (outs, serde) = (outs.clone(), agg_serde.clone());
+            let span = groups.len();
+            awaits.borrow_mut().push(Awaiting::Fold);
+            let awaiting = awaits.clone();
+            let set = move |w: Awaiting| awaiting.borrow_mut()[span] = w;
             let start = pos;
             futures.push(Box::pin(async move {
                 let restore = |good: &Option<Vec<u8>>| good.as_ref().and_then(|g| A::decode(&serde, Some(g)).ok());
@@ -222,6 +254,7 @@ impl<K: Serde, V: Serde, A: Serde> FoldRun for AsyncFold<K, V, A> {
                             if let Some(agg) = a.take() {
                                 // A null from the subtractor leaves the key with no
                                 // aggregate (KTableReduce / KTableAggregate store null).
+                                set(Awaiting::Sub);
                                 let left = await_call(call(meta, || sub(&key, agg, old))).await?;
                                 if left.encode(&serde, &mut Vec::new()).unwrap_or(true) {
                                     a = Some(left);
@@ -235,6 +268,7 @@ impl<K: Serde, V: Serde, A: Serde> FoldRun for AsyncFold<K, V, A> {
                                     Some(agg) => call(meta, || next(&key, agg, v)),
                                     None => call(meta, || first(&key, v)),
                                 };
+                                set(Awaiting::Fold);
                                 (Some(await_call(called).await?), true)
                             }
                         })
@@ -269,7 +303,7 @@ impl<K: Serde, V: Serde, A: Serde> FoldRun for AsyncFold<K, V, A> {
             groups.push((pos, end));
             pos = end;
         }
-        self.settle(b, futures, groups, outs, async_timeout)
+        self.settle(b, futures, groups, outs, awaits, async_timeout)
     }
 }
 
@@ -283,22 +317,30 @@ impl<K: Serde, V: Serde, A: Serde> AsyncFold<K, V, A> {
         futures: Vec<LocalFuture<Result<(), String>>>,
         groups: Vec<(usize, usize)>,
         outs: Rc<RefCell<Vec<Option<Outcome>>>>,
+        awaits: Awaits,
         async_timeout: Duration,
     ) -> pb::BundleResult {
         let n = outcomes(b);
         let done = await_all::run(futures, Instant::now() + async_timeout);
         let st = b.steps.first();
-        let timeout = format!(
-            "TimeoutError: {} (token {}, step 0, node {}) did not finish within {} s (cancelled)",
-            self.name,
-            st.map_or(0, |s| s.token),
-            st.map_or("", |s| s.node.as_str()),
-            async_timeout.as_secs_f64()
-        );
+        let timeout = |w: Awaiting| {
+            let token = st.map_or(0, |s| s.token);
+            let (name, token) = match (w, &self.merge_name) {
+                (Awaiting::Fold, _) | (Awaiting::Merge, None) => (&self.name, token),
+                (Awaiting::Sub, _) => (&self.sub_name, st.map_or(0, |s| s.subtractor_token)),
+                (Awaiting::Merge, Some(m)) => (m, st.map_or(0, |s| s.merger_token)),
+            };
+            format!(
+                "TimeoutError: {name} (token {token}, step 0, node {}) did not finish within {} s (cancelled)",
+                st.map_or("", |s| s.node.as_str()),
+                async_timeout.as_secs_f64()
+            )
+        };
+        let awaits = awaits.borrow();
         let mut outs = outs.borrow_mut();
-        for ((start, end), r) in groups.into_iter().zip(done) {
+        for (span, ((start, end), r)) in groups.into_iter().zip(done).enumerate() {
             let why = match r {
-                None => timeout.clone(),
+                None => timeout(awaits.get(span).copied().unwrap_or(Awaiting::Fold)),
                 Some(Err(panic)) => panic, // outside a call: not expected
                 Some(Ok(())) => continue,
             };
@@ -329,7 +371,7 @@ impl<K: Serde, V: Serde, A: Serde> AsyncFold<K, V, A> {
                 None => result.failures.push(pb::RecordFailure {
                     index: i as i32,
                     step: 0,
-                    message: timeout.clone(),
+                    message: timeout(Awaiting::Fold),
                     kind: kind(false),
                 }),
             }
@@ -393,10 +435,15 @@ impl<K: Serde, V: Serde, A: Serde> AsyncFold<K, V, A> {
         let outs: Rc<RefCell<Vec<Option<Outcome>>>> = Rc::new(RefCell::new(vec![None; n]));
         let fns = (self.first.clone(), self.next.clone(), self.initial.clone(), self.merge.clone());
         let mut groups = Vec::new();
+        let awaits: Awaits = Rc::default();
         let mut futures: Vec<LocalFuture<Result<(), String>>> = Vec::new();
         for chain in chains {
             let (Some(&(_, first, _)), Some(&(_, _, last))) = (chain.first(), chain.last()) else { continue };
+            let span = groups.len();
             groups.push((first, last));
+            awaits.borrow_mut().push(Awaiting::Fold);
+            let awaiting = awaits.clone();
+            let set = move |w: Awaiting| awaiting.borrow_mut()[span] = w;
             let (shared, outs, metas, fns) = (shared.clone(), outs.clone(), metas.clone(), fns.clone());
             futures.push(Box::pin(async move {
                 let (b, starts, serde) = &*shared;
@@ -452,6 +499,7 @@ impl<K: Serde, V: Serde, A: Serde> AsyncFold<K, V, A> {
                                             (Some(a), Some(o)) => {
                                                 let merge = merge.as_ref().expect("checked: the fold merges");
                                                 let fut = call(meta, || merge(key, a, o));
+                                                set(Awaiting::Merge);
                                                 Some(await_call(fut).await?)
                                             }
                                             (a, None) => a,
@@ -462,6 +510,7 @@ impl<K: Serde, V: Serde, A: Serde> AsyncFold<K, V, A> {
                                         Some(a) => call(meta, || add(key, a, v)),
                                         None => call(meta, || start(key, v)),
                                     };
+                                    set(Awaiting::Fold);
                                     let a = await_call(fut).await?;
                                     let mut buf = Vec::new();
                                     match a.encode(serde, &mut buf) {
@@ -482,7 +531,7 @@ impl<K: Serde, V: Serde, A: Serde> AsyncFold<K, V, A> {
                 Ok(())
             }));
         }
-        self.settle(b, futures, groups, outs, async_timeout)
+        self.settle(b, futures, groups, outs, awaits, async_timeout)
     }
 }
 

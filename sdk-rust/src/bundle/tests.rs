@@ -871,12 +871,15 @@ mod async_steps {
         )
         .with_initial(Arc::new(|| "0".to_owned()));
         if merger {
-            fold = fold.with_merge(Arc::new(|_: &String, a: String, b: String| {
-                Box::pin(async move {
-                    Yield(1).await;
-                    format!("({a}|{b})")
-                }) as LocalFuture<String>
-            }));
+            fold = fold.with_merge(
+                Arc::new(|_: &String, a: String, b: String| {
+                    Box::pin(async move {
+                        Yield(1).await;
+                        format!("({a}|{b})")
+                    }) as LocalFuture<String>
+                }),
+                Some("aggregate merger spell".into()),
+            );
         }
         executor(vec![(1, Func::Fold(Arc::new(fold))), (2, Func::Part), (3, Func::Part)])
     }
@@ -938,13 +941,16 @@ mod async_steps {
             }),
         );
         let fold = if sub {
-            fold.with_sub(Arc::new(|k: &String, a: Option<i64>, old: i64| {
-                let k = k.clone();
-                Box::pin(async move {
-                    Yield(1).await;
-                    Sum.sub(&k, a, old)
-                }) as LocalFuture<Option<i64>>
-            }))
+            fold.with_sub(
+                Arc::new(|k: &String, a: Option<i64>, old: i64| {
+                    let k = k.clone();
+                    Box::pin(async move {
+                        Yield(1).await;
+                        Sum.sub(&k, a, old)
+                    }) as LocalFuture<Option<i64>>
+                }),
+                "aggregate subtractor sum".into(),
+            )
         } else {
             fold
         };
@@ -987,5 +993,79 @@ mod async_steps {
         let r = async_sum(false).process(&b);
         assert_eq!(r, sync.process(&b));
         assert!(r.failures[0].message.contains("value ref 3 names none of its 3 values"), "{r:?}");
+    }
+
+    #[test]
+    fn a_stuck_subtractor_or_merger_fails_its_group_naming_itself() {
+        let never = Barrier::new(usize::MAX);
+        let stuck = AsyncFold::<String, i64, Option<i64>>::new(
+            "aggregate sum".into(),
+            Arc::new(|_: &String, v: i64| Box::pin(std::future::ready(Some(v))) as LocalFuture<Option<i64>>),
+            Arc::new(|_: &String, a: Option<i64>, v: i64| {
+                Box::pin(std::future::ready(a.map(|a| a + v))) as LocalFuture<Option<i64>>
+            }),
+        )
+        .with_sub(
+            Arc::new(move |_: &String, a: Option<i64>, old: i64| {
+                let wait = (old == 99).then(|| never.wait());
+                Box::pin(async move {
+                    if let Some(w) = wait {
+                        w.await;
+                    }
+                    a.map(|a| a - old)
+                }) as LocalFuture<Option<i64>>
+            }),
+            "aggregate subtractor stuck".into(),
+        );
+        let mut ex = executor(vec![(1, Func::Fold(Arc::new(stuck))), (2, Func::Part), (3, Func::Part)]);
+        ex.async_timeout = Duration::from_millis(100);
+        let b = fold_bundle(
+            true,
+            &[("a", Some(10), 2), ("b", Some(1), 1)],
+            &[Some(4), Some(5), Some(7)],
+            &[Some(99), None, Some(1)],
+        );
+        let r = ex.process(&b);
+        assert_eq!(r.output_counts, vec![0, 0, 1]);
+        assert_eq!(decoded(&r), vec![Some(7)]);
+        let want =
+            "TimeoutError: aggregate subtractor stuck (token 3, step 0, node NODE-1) did not finish within 0.1 s (cancelled)";
+        assert_eq!(failures(&r), [(0, want.to_owned()), (1, want.to_owned())]);
+
+        let never = Barrier::new(usize::MAX);
+        let add =
+            |_: &String, a: String, v: String| Box::pin(std::future::ready(format!("{a}+{v}"))) as LocalFuture<String>;
+        let stuck = AsyncFold::<String, String, String>::new(
+            "aggregate spell".into(),
+            Arc::new(move |k: &String, v: String| add(k, "0".to_owned(), v)),
+            Arc::new(add),
+        )
+        .with_initial(Arc::new(|| "0".to_owned()))
+        .with_merge(
+            Arc::new(move |_: &String, _: String, _: String| {
+                let wait = never.wait();
+                Box::pin(async move {
+                    wait.await;
+                    String::new()
+                }) as LocalFuture<String>
+            }),
+            Some("aggregate merger stuck".into()),
+        );
+        let mut ex = executor(vec![(1, Func::Fold(Arc::new(stuck))), (2, Func::Part), (3, Func::Part)]);
+        ex.async_timeout = Duration::from_millis(100);
+        let b = program(Prog {
+            groups: &[("a", 1), ("b", 1)],
+            pool: &["s1"],
+            records: &["r", "x"],
+            refs: &[0, 1],
+            bases: &[-1, -1],
+            counts: &[1, 0],
+            merges: &[0],
+        });
+        let r = ex.process(&b);
+        assert_eq!(outputs(&r.value_lengths, &r.values), vec![Some("0+x".into())]);
+        let want =
+            "TimeoutError: aggregate merger stuck (token 3, step 0, node NODE-1) did not finish within 0.1 s (cancelled)";
+        assert_eq!(failures(&r), [(0, want.to_owned())]);
     }
 }
