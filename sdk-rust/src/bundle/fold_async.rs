@@ -1,12 +1,15 @@
-//! Async reduce and aggregate of grouped streams (`reduce_async`,
-//! `aggregate_async`): a fold bundle's groups (keys) fold together, each
-//! group's values in order, every call's future awaited before the group's
-//! next value. The outcomes are those of the synchronous [`Fold`](super::Fold)
-//! of a stream: each value's output is the key's aggregate after it; a value
-//! whose call panics (or whose future does), whose aggregate is null or does
-//! not encode fails alone, and the group goes on from the aggregate before
-//! it. Values of a group still folding when the bundle's bound passes fail,
-//! naming the function; those before keep their outputs.
+//! Async reduce and aggregate (`reduce_async`, `aggregate_async`) of grouped
+//! streams, time and session windows and grouped tables: a fold bundle's
+//! groups (keys, or a key's windows) fold together, each group's values in
+//! order, every call's future awaited before the group's next call (a table
+//! update's subtractor before its adder). Fold programs (session and sliding
+//! windows) run each key's program in order. The outcomes are those of the
+//! synchronous [`Fold`](super::Fold): each value's output is the group's
+//! aggregate after it; a value whose call panics (or whose future does),
+//! whose aggregate is null or does not encode fails alone, and the group
+//! goes on from the aggregate before it. Values of a group still folding
+//! when the bundle's bound passes fail, naming the function awaited (the
+//! subtractor or merger, else the adder); those before keep their outputs.
 
 use std::cell::RefCell;
 use std::future::Future;
