@@ -20,13 +20,14 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::bundle::{take, AnyBox, AsyncFold, LocalFuture, Out, StepFn, ValueJoiner};
-use crate::dsl::{build_step, JoinFn, KGroupedStream, KStream, KTable};
+use crate::dsl::{build_step, JoinFn, KGroupedStream, KGroupedTable, KStream, KTable};
 use crate::errors::Result;
 use crate::fold::{AggregateNames, Aggregations};
 use crate::options::{Options, KEY, NAME, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
-use crate::serdes::Serde;
+use crate::serdes::{Serde, Windowed};
 use crate::session::fn_name;
+use crate::windows::{SessionWindowedKStream, TimeWindowedKStream};
 
 /// The future of an element's outcome, boxed for the executor.
 fn outcome(f: impl Future<Output = Out> + 'static) -> LocalFuture<std::result::Result<Out, String>> {
@@ -353,12 +354,7 @@ impl<K: Serde, V: Serde> KGroupedStream<K, V> {
         F: Fn(V, V) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = V> + 'static,
     {
-        let name = fn_name::<F>("reduce");
-        let fold = AsyncFold::<(), V, V>::new(
-            name.clone(),
-            Arc::new(|_: &(), v: V| Box::pin(std::future::ready(v)) as LocalFuture<V>),
-            Arc::new(move |_: &(), agg: V, v: V| Box::pin(f(agg, v)) as LocalFuture<V>),
-        );
+        let (name, fold) = reduce_fold::<(), V, F, Fut>(f);
         let aggregations = Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified };
         KTable::wrap(self.app.clone(), aggregations.reduce(Arc::new(fold), (name, None), &o)?)
     }
@@ -382,18 +378,252 @@ impl<K: Serde, V: Serde> KGroupedStream<K, V> {
         F: Fn(&K, V, A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = A> + 'static,
     {
-        let names = AggregateNames {
-            init: fn_name::<I>("aggregate initializer"),
-            aggregator: fn_name::<F>("aggregate"),
-            subtractor: None,
-            merger: None,
-        };
-        let f = Arc::new(f);
-        let g = f.clone();
-        let fold = AsyncFold::<K, V, A>::new(
-            names.aggregator.clone(),
-            Arc::new(move |k: &K, v: V| Box::pin(g(k, v, init())) as LocalFuture<A>),
-            Arc::new(move |k: &K, agg: A, v: V| Box::pin(f(k, v, agg)) as LocalFuture<A>),
+        let (names, fold) = aggregate_fold(init, f);
+        let aggregations = Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified };
+        KTable::wrap(self.app.clone(), aggregations.aggregate(Arc::new(fold), names, A::NAME, &o)?)
+    }
+}
+
+/// An async reduce's name and fold: a key's (window's) first value becomes
+/// its aggregate without a call; the reducer also merges the sessions a
+/// record bridges.
+fn reduce_fold<K: Serde, V: Serde, F, Fut>(f: F) -> (String, AsyncFold<K, V, V>)
+where
+    F: Fn(V, V) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = V> + 'static,
+{
+    let name = fn_name::<F>("reduce");
+    let f = Arc::new(f);
+    let g = f.clone();
+    let fold = AsyncFold::<K, V, V>::new(
+        name.clone(),
+        Arc::new(|_: &K, v: V| Box::pin(std::future::ready(v)) as LocalFuture<V>),
+        Arc::new(move |_: &K, agg: V, v: V| Box::pin(f(agg, v)) as LocalFuture<V>),
+    )
+    .with_merge(Arc::new(move |_: &K, a: V, b: V| Box::pin(g(a, b)) as LocalFuture<V>), None);
+    (name, fold)
+}
+
+/// An async aggregate's names and fold (without a merger).
+fn aggregate_fold<K: Serde, V: Serde, A: Serde, I, F, Fut>(init: I, f: F) -> (AggregateNames, AsyncFold<K, V, A>)
+where
+    I: Fn() -> A + Send + Sync + 'static,
+    F: Fn(&K, V, A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = A> + 'static,
+{
+    let names = AggregateNames {
+        init: fn_name::<I>("aggregate initializer"),
+        aggregator: fn_name::<F>("aggregate"),
+        subtractor: None,
+        merger: None,
+    };
+    let (f, init) = (Arc::new(f), Arc::new(init));
+    let (g, init2) = (f.clone(), init.clone());
+    let fold = AsyncFold::<K, V, A>::new(
+        names.aggregator.clone(),
+        Arc::new(move |k: &K, v: V| Box::pin(g(k, v, init2())) as LocalFuture<A>),
+        Arc::new(move |k: &K, agg: A, v: V| Box::pin(f(k, v, agg)) as LocalFuture<A>),
+    )
+    .with_initial(Arc::new(move || init()));
+    (names, fold)
+}
+
+impl<K: Serde, V: Serde> TimeWindowedKStream<K, V> {
+    /// [`reduce`](Self::reduce) with an async reducer: `f(aggregate,
+    /// value)` resolves to the window's new aggregate. A bundle's windows
+    /// (and keys) fold together, each window's values in order (each
+    /// future awaited before the window's next value); a window's first
+    /// value becomes its aggregate without a call. Over time windows
+    /// (tumbling, hopping) and sliding windows.
+    pub fn reduce_async<F, Fut>(&self, f: F) -> Result<KTable<Windowed<K>, V>>
+    where
+        F: Fn(V, V) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = V> + 'static,
+    {
+        self.reduce_async_with(f, Options::new())
+    }
+
+    /// [`reduce_async`](Self::reduce_async) with `name` and `materialized`.
+    pub fn reduce_async_with<F, Fut>(&self, f: F, o: Options) -> Result<KTable<Windowed<K>, V>>
+    where
+        F: Fn(V, V) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = V> + 'static,
+    {
+        let (name, fold) = reduce_fold::<(), V, F, Fut>(f);
+        let aggregations = Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified };
+        KTable::wrap(self.app.clone(), aggregations.reduce(Arc::new(fold), (name, None), &o)?)
+    }
+
+    /// [`aggregate`](Self::aggregate) with an async aggregator: `init()`
+    /// starts each key's aggregate in each window, `f(key, value,
+    /// aggregate)` resolves to the new one; each window's values in order.
+    pub fn aggregate_async<A: Serde, I, F, Fut>(&self, init: I, f: F) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = A> + 'static,
+    {
+        self.aggregate_async_with(init, f, Options::new())
+    }
+
+    /// [`aggregate_async`](Self::aggregate_async) with `name` and `materialized`.
+    pub fn aggregate_async_with<A: Serde, I, F, Fut>(&self, init: I, f: F, o: Options) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = A> + 'static,
+    {
+        let (names, fold) = aggregate_fold(init, f);
+        let aggregations = Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified };
+        KTable::wrap(self.app.clone(), aggregations.aggregate(Arc::new(fold), names, A::NAME, &o)?)
+    }
+}
+
+impl<K: Serde, V: Serde> SessionWindowedKStream<K, V> {
+    /// [`reduce`](Self::reduce) with an async reducer: `f(aggregate,
+    /// value)` resolves to the session's new aggregate, and merging two
+    /// sessions a record bridges is `f(aggregate1, aggregate2)`, awaited
+    /// likewise. Each key's calls run in order; a bundle's keys together.
+    pub fn reduce_async<F, Fut>(&self, f: F) -> Result<KTable<Windowed<K>, V>>
+    where
+        F: Fn(V, V) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = V> + 'static,
+    {
+        self.reduce_async_with(f, Options::new())
+    }
+
+    /// [`reduce_async`](Self::reduce_async) with `name` and `materialized`.
+    pub fn reduce_async_with<F, Fut>(&self, f: F, o: Options) -> Result<KTable<Windowed<K>, V>>
+    where
+        F: Fn(V, V) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = V> + 'static,
+    {
+        let (name, fold) = reduce_fold::<(), V, F, Fut>(f);
+        let aggregations = Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified };
+        KTable::wrap(self.app.clone(), aggregations.reduce(Arc::new(fold), (name, None), &o)?)
+    }
+
+    /// [`aggregate`](Self::aggregate) with an async aggregator and merger:
+    /// `f(key, value, aggregate)` and `merger(key, aggregate1, aggregate2)`
+    /// resolve to the new aggregate (the initializer stays synchronous, as
+    /// in every aggregate). Each key's calls run in order, each future
+    /// awaited before the next; a bundle's keys together.
+    pub fn aggregate_async<A: Serde, I, F, Fut, M, MFut>(
+        &self,
+        init: I,
+        f: F,
+        merger: M,
+    ) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = A> + 'static,
+        M: Fn(&K, A, A) -> MFut + Send + Sync + 'static,
+        MFut: Future<Output = A> + 'static,
+    {
+        self.aggregate_async_with(init, f, merger, Options::new())
+    }
+
+    /// [`aggregate_async`](Self::aggregate_async) with `name` and `materialized`.
+    pub fn aggregate_async_with<A: Serde, I, F, Fut, M, MFut>(
+        &self,
+        init: I,
+        f: F,
+        merger: M,
+        o: Options,
+    ) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = A> + 'static,
+        M: Fn(&K, A, A) -> MFut + Send + Sync + 'static,
+        MFut: Future<Output = A> + 'static,
+    {
+        let (mut names, fold) = aggregate_fold(init, f);
+        names.merger = Some(fn_name::<M>("aggregate merger"));
+        let fold = fold.with_merge(
+            Arc::new(move |k: &K, a: A, b: A| Box::pin(merger(k, a, b)) as LocalFuture<A>),
+            names.merger.clone(),
+        );
+        let aggregations = Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified };
+        KTable::wrap(self.app.clone(), aggregations.aggregate(Arc::new(fold), names, A::NAME, &o)?)
+    }
+}
+
+impl<K: Serde, V: Serde> KGroupedTable<K, V> {
+    /// [`reduce`](Self::reduce) with an async adder and subtractor:
+    /// `adder(aggregate, value)` and `subtractor(aggregate, old value)`
+    /// resolve to the new aggregate. A bundle's groups fold together, each
+    /// group's updates in order (an update's subtractor awaited before its
+    /// adder, each future before the group's next call).
+    pub fn reduce_async<F, FFut, G, GFut>(&self, adder: F, subtractor: G) -> Result<KTable<K, V>>
+    where
+        F: Fn(V, V) -> FFut + Send + Sync + 'static,
+        FFut: Future<Output = V> + 'static,
+        G: Fn(V, V) -> GFut + Send + Sync + 'static,
+        GFut: Future<Output = V> + 'static,
+    {
+        self.reduce_async_with(adder, subtractor, Options::new())
+    }
+
+    /// [`reduce_async`](Self::reduce_async) with `name` and `materialized`.
+    pub fn reduce_async_with<F, FFut, G, GFut>(&self, adder: F, subtractor: G, o: Options) -> Result<KTable<K, V>>
+    where
+        F: Fn(V, V) -> FFut + Send + Sync + 'static,
+        FFut: Future<Output = V> + 'static,
+        G: Fn(V, V) -> GFut + Send + Sync + 'static,
+        GFut: Future<Output = V> + 'static,
+    {
+        let (name, fold) = reduce_fold::<(), V, F, FFut>(adder);
+        let names = (name, Some(fn_name::<G>("reduce subtractor")));
+        let fold = fold.with_sub(
+            Arc::new(move |_: &(), agg: V, old: V| Box::pin(subtractor(agg, old)) as LocalFuture<V>),
+            names.1.clone().unwrap_or_default(),
+        );
+        let aggregations = Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified };
+        KTable::wrap(self.app.clone(), aggregations.reduce(Arc::new(fold), names, &o)?)
+    }
+
+    /// [`aggregate`](Self::aggregate) with an async adder and subtractor:
+    /// `init()` starts a group's aggregate, `adder(key, value, aggregate)`
+    /// and `subtractor(key, old value, aggregate)` resolve to the new one.
+    /// A bundle's groups fold together, each group's updates in order.
+    pub fn aggregate_async<A: Serde, I, F, FFut, G, GFut>(
+        &self,
+        init: I,
+        adder: F,
+        subtractor: G,
+    ) -> Result<KTable<K, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A) -> FFut + Send + Sync + 'static,
+        FFut: Future<Output = A> + 'static,
+        G: Fn(&K, V, A) -> GFut + Send + Sync + 'static,
+        GFut: Future<Output = A> + 'static,
+    {
+        self.aggregate_async_with(init, adder, subtractor, Options::new())
+    }
+
+    /// [`aggregate_async`](Self::aggregate_async) with `name` and `materialized`.
+    pub fn aggregate_async_with<A: Serde, I, F, FFut, G, GFut>(
+        &self,
+        init: I,
+        adder: F,
+        subtractor: G,
+        o: Options,
+    ) -> Result<KTable<K, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A) -> FFut + Send + Sync + 'static,
+        FFut: Future<Output = A> + 'static,
+        G: Fn(&K, V, A) -> GFut + Send + Sync + 'static,
+        GFut: Future<Output = A> + 'static,
+    {
+        let (mut names, fold) = aggregate_fold(init, adder);
+        names.subtractor = Some(fn_name::<G>("aggregate subtractor"));
+        let fold = fold.with_sub(
+            Arc::new(move |k: &K, agg: A, old: V| Box::pin(subtractor(k, old, agg)) as LocalFuture<A>),
+            names.subtractor.clone().unwrap_or_default(),
         );
         let aggregations = Aggregations { app: &self.app, input: self.handle.id, metadata: pb::Metadata::Unspecified };
         KTable::wrap(self.app.clone(), aggregations.aggregate(Arc::new(fold), names, A::NAME, &o)?)

@@ -92,8 +92,8 @@ fn emit_strategy_handle(app: &Session, input: u64, s: EmitStrategy, kind: Kind) 
 /// aggregations keep one aggregate per key and window, in a table keyed by
 /// [`Windowed<K>`].
 pub struct TimeWindowedKStream<K, V> {
-    app: Arc<Session>,
-    handle: Handle,
+    pub(crate) app: Arc<Session>,
+    pub(crate) handle: Handle,
     _types: PhantomData<fn() -> (K, V)>,
 }
 
@@ -226,8 +226,8 @@ impl Windows for SessionWindows {
 /// its aggregations keep one aggregate per key and session, in a table
 /// keyed by [`Windowed<K>`] (the session's start and end).
 pub struct SessionWindowedKStream<K, V> {
-    app: Arc<Session>,
-    handle: Handle,
+    pub(crate) app: Arc<Session>,
+    pub(crate) handle: Handle,
     _types: PhantomData<fn() -> (K, V)>,
 }
 

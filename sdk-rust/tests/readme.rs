@@ -277,6 +277,15 @@ fn readme_metadata_async_example_is_the_test_that_runs() {
     assert_eq!(block, body, "README.md's async metadata example and tests/readme_metadata_async.rs differ");
 }
 
+/// The README's async windowed fold example is tests/readme_async_folds.rs, which runs it.
+#[test]
+fn readme_async_folds_example_is_the_test_that_runs() {
+    let block = section_block(&crate_dir().join("README.md"), "#### Async windowed and table folds", "rust");
+    let test = std::fs::read_to_string(crate_dir().join("tests").join("readme_async_folds.rs")).unwrap();
+    let body = test.split_once('\n').expect("a header line").1;
+    assert_eq!(block, body, "README.md's async folds example and tests/readme_async_folds.rs differ");
+}
+
 /// The README's async example (feature "tokio", tokio's timer), built and
 /// run against its own engine: orders in with kcat, checked orders out.
 #[test]

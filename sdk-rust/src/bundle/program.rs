@@ -18,7 +18,8 @@ use crate::pb;
 use crate::serdes::Serde;
 
 /// What is wrong with a program, every problem at once; None when nothing is.
-fn problem<F: Folder>(f: &F, b: &pb::Bundle, n: usize) -> Option<String> {
+/// `has_merge`: whether the fold can merge aggregates.
+pub(super) fn problem(has_merge: bool, b: &pb::Bundle, n: usize) -> Option<String> {
     let pool = b.aggregate_lengths.len() as i64;
     let counts = &b.merge_counts;
     let mut problems = Vec::new();
@@ -78,7 +79,7 @@ fn problem<F: Folder>(f: &F, b: &pb::Bundle, n: usize) -> Option<String> {
     if st.subtractor_token != 0 {
         return Some(format!("step 0 ({}) is a table fold (it has a subtractor), which no fold program runs", st.node));
     }
-    if !f.has_merge() {
+    if !has_merge {
         if let Some(i) = counts.iter().position(|&c| c > 0) {
             return Some(if st.merger_token == 0 {
                 format!("aggregate step ({}) names no merger token, and fold value {i} merges aggregates", st.node)
@@ -181,7 +182,7 @@ impl Program<'_> {
 /// Runs a fold program (a bundle with fold_bases).
 pub(super) fn run<F: Folder>(f: &F, b: &pb::Bundle) -> pb::BundleResult {
     let n = outcomes(b);
-    if let Some(p) = problem(f, b, n) {
+    if let Some(p) = problem(f.has_merge(), b, n) {
         return fail_all(b, 0, p);
     }
     let cols = (|| {

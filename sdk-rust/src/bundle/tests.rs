@@ -854,4 +854,218 @@ mod async_steps {
         let r = executor(vec![(1, Func::Fold(Arc::new(fold))), (2, Func::Part)]).process(&b);
         assert_eq!(r, sync);
     }
+
+    /// Spell's functions as async ones, each future yielding once.
+    fn async_spell(merger: bool) -> Executor {
+        let add = |k: &String, a: String, v: String| {
+            let k = k.clone();
+            Box::pin(async move {
+                Yield(1).await;
+                Spell { merger: true }.add(&k, a, v)
+            }) as LocalFuture<String>
+        };
+        let mut fold = AsyncFold::<String, String, String>::new(
+            "aggregate spell".into(),
+            Arc::new(move |k: &String, v: String| add(k, "0".to_owned(), v)),
+            Arc::new(add),
+        )
+        .with_initial(Arc::new(|| "0".to_owned()));
+        if merger {
+            fold = fold.with_merge(
+                Arc::new(|_: &String, a: String, b: String| {
+                    Box::pin(async move {
+                        Yield(1).await;
+                        format!("({a}|{b})")
+                    }) as LocalFuture<String>
+                }),
+                Some("aggregate merger spell".into()),
+            );
+        }
+        executor(vec![(1, Func::Fold(Arc::new(fold))), (2, Func::Part), (3, Func::Part)])
+    }
+
+    #[test]
+    fn an_async_fold_program_answers_as_the_sync_one_does() {
+        let bundles = [
+            // Sessions a record bridges, merged into the initializer's aggregate.
+            program(Prog {
+                groups: &[("a", 2), ("b", 1)],
+                pool: &["s1", "s2"],
+                records: &["r", "x", "y"],
+                refs: &[0, 1, 2],
+                bases: &[-1, 2, -1],
+                counts: &[2, 0, 1],
+                merges: &[0, 1, 0],
+            }),
+            // A failing value fails its dependents; group b refers to group
+            // a's output (the program then runs in order as one).
+            program(Prog {
+                groups: &[("a", 5), ("b", 1)],
+                pool: &["w"],
+                records: &["boom", "y", "z"],
+                refs: &[0, 1, 1, 1, 2, 2],
+                bases: &[0, 1, -1, -1, 4, 5],
+                counts: &[0, 0, 1, 0, 0, 0],
+                merges: &[1],
+            }),
+        ];
+        for b in &bundles {
+            let sync = spell(true).process(b);
+            assert!(sync.output_counts.contains(&1), "{sync:?}");
+            assert_eq!(async_spell(true).process(b), sync);
+        }
+        // Without a merger, a value that merges fails the bundle, naming the step.
+        let (sync, r) = (spell(false).process(&bundles[0]), async_spell(false).process(&bundles[0]));
+        assert_eq!(r, sync);
+        assert!(r.failures[0].message.contains("names merger token 3"), "{:?}", r.failures);
+    }
+
+    /// Sum's functions as async ones (each future yielding once), with or
+    /// without its subtractor.
+    fn async_sum(sub: bool) -> Executor {
+        let fold = AsyncFold::<String, i64, Option<i64>>::new(
+            "aggregate sum".into(),
+            Arc::new(|k: &String, v: i64| {
+                let k = k.clone();
+                Box::pin(async move {
+                    Yield(1).await;
+                    Sum.start(&k, v)
+                }) as LocalFuture<Option<i64>>
+            }),
+            Arc::new(|k: &String, a: Option<i64>, v: i64| {
+                let k = k.clone();
+                Box::pin(async move {
+                    Yield(2).await;
+                    Sum.add(&k, a, v)
+                }) as LocalFuture<Option<i64>>
+            }),
+        );
+        let fold = if sub {
+            fold.with_sub(
+                Arc::new(|k: &String, a: Option<i64>, old: i64| {
+                    let k = k.clone();
+                    Box::pin(async move {
+                        Yield(1).await;
+                        Sum.sub(&k, a, old)
+                    }) as LocalFuture<Option<i64>>
+                }),
+                "aggregate subtractor sum".into(),
+            )
+        } else {
+            fold
+        };
+        executor(vec![(1, Func::Fold(Arc::new(fold))), (2, Func::Part), (3, Func::Part)])
+    }
+
+    #[test]
+    fn an_async_table_fold_answers_as_the_sync_one_does() {
+        let sync = executor(vec![(1, Func::Fold(Arc::new(Fold(Sum)))), (2, Func::Part), (3, Func::Part)]);
+        // a: 10 replaced by 4, deleted, added again (13 panics: the group
+        // goes on from the aggregate before); b: an update moving in and
+        // one whose old value does not decode.
+        let mut table = fold_bundle(
+            true,
+            &[("a", Some(10), 5), ("b", None, 2)],
+            &[Some(4), None, Some(13), Some(6), Some(1), Some(5), Some(7)],
+            &[Some(10), Some(4), None, None, Some(6), None, Some(5)],
+        );
+        let r = async_sum(true).process(&table);
+        assert_eq!(r, sync.process(&table));
+        assert_eq!(r.output_counts, vec![1, 1, 0, 1, 1, 1, 1]);
+        assert_eq!(decoded(&r), vec![Some(4), None, Some(6), Some(1), Some(5), Some(7)]);
+        assert!(r.failures[0].message.contains("unlucky"), "{:?}", r.failures);
+        // a's first old value does not decode (one byte, not a long's eight).
+        table.old_value_lengths[0] = 1;
+        table.old_values.splice(0..8, [0xff]);
+        let (r, want) = (async_sum(true).process(&table), sync.process(&table));
+        assert_eq!(r.output_counts, want.output_counts, "{:?} / {:?}", r.failures, want.failures);
+        assert_eq!(failures(&r), failures(&want));
+        assert!(r.failures[0].message.contains("the old value does not decode"), "{:?}", r.failures);
+        // Without a subtractor the bundle fails, as the sync fold's does.
+        let r = async_sum(false).process(&table);
+        assert!(r.failures.iter().all(|f| f.message.contains("registered without a subtractor")), "{r:?}");
+
+        // Time windows: fold values referring to records sent once.
+        let mut b = fold_bundle(false, &[("a", None, 2), ("a", Some(10), 3)], &[Some(1), Some(2), Some(4)], &[]);
+        b.value_refs = vec![0, 1, 0, 1, 2];
+        assert_eq!(async_sum(false).process(&b), sync.process(&b));
+        b.value_refs[4] = 3;
+        let r = async_sum(false).process(&b);
+        assert_eq!(r, sync.process(&b));
+        assert!(r.failures[0].message.contains("value ref 3 names none of its 3 values"), "{r:?}");
+    }
+
+    #[test]
+    fn a_stuck_subtractor_or_merger_fails_its_group_naming_itself() {
+        let never = Barrier::new(usize::MAX);
+        let stuck = AsyncFold::<String, i64, Option<i64>>::new(
+            "aggregate sum".into(),
+            Arc::new(|_: &String, v: i64| Box::pin(std::future::ready(Some(v))) as LocalFuture<Option<i64>>),
+            Arc::new(|_: &String, a: Option<i64>, v: i64| {
+                Box::pin(std::future::ready(a.map(|a| a + v))) as LocalFuture<Option<i64>>
+            }),
+        )
+        .with_sub(
+            Arc::new(move |_: &String, a: Option<i64>, old: i64| {
+                let wait = (old == 99).then(|| never.wait());
+                Box::pin(async move {
+                    if let Some(w) = wait {
+                        w.await;
+                    }
+                    a.map(|a| a - old)
+                }) as LocalFuture<Option<i64>>
+            }),
+            "aggregate subtractor stuck".into(),
+        );
+        let mut ex = executor(vec![(1, Func::Fold(Arc::new(stuck))), (2, Func::Part), (3, Func::Part)]);
+        ex.async_timeout = Duration::from_millis(100);
+        let b = fold_bundle(
+            true,
+            &[("a", Some(10), 2), ("b", Some(1), 1)],
+            &[Some(4), Some(5), Some(7)],
+            &[Some(99), None, Some(1)],
+        );
+        let r = ex.process(&b);
+        assert_eq!(r.output_counts, vec![0, 0, 1]);
+        assert_eq!(decoded(&r), vec![Some(7)]);
+        let want =
+            "TimeoutError: aggregate subtractor stuck (token 3, step 0, node NODE-1) did not finish within 0.1 s (cancelled)";
+        assert_eq!(failures(&r), [(0, want.to_owned()), (1, want.to_owned())]);
+
+        let never = Barrier::new(usize::MAX);
+        let add =
+            |_: &String, a: String, v: String| Box::pin(std::future::ready(format!("{a}+{v}"))) as LocalFuture<String>;
+        let stuck = AsyncFold::<String, String, String>::new(
+            "aggregate spell".into(),
+            Arc::new(move |k: &String, v: String| add(k, "0".to_owned(), v)),
+            Arc::new(add),
+        )
+        .with_initial(Arc::new(|| "0".to_owned()))
+        .with_merge(
+            Arc::new(move |_: &String, _: String, _: String| {
+                let wait = never.wait();
+                Box::pin(async move {
+                    wait.await;
+                    String::new()
+                }) as LocalFuture<String>
+            }),
+            Some("aggregate merger stuck".into()),
+        );
+        let mut ex = executor(vec![(1, Func::Fold(Arc::new(stuck))), (2, Func::Part), (3, Func::Part)]);
+        ex.async_timeout = Duration::from_millis(100);
+        let b = program(Prog {
+            groups: &[("a", 1), ("b", 1)],
+            pool: &["s1"],
+            records: &["r", "x"],
+            refs: &[0, 1],
+            bases: &[-1, -1],
+            counts: &[1, 0],
+            merges: &[0],
+        });
+        let r = ex.process(&b);
+        assert_eq!(outputs(&r.value_lengths, &r.values), vec![Some("0+x".into())]);
+        let want =
+            "TimeoutError: aggregate merger stuck (token 3, step 0, node NODE-1) did not finish within 0.1 s (cancelled)";
+        assert_eq!(failures(&r), [(0, want.to_owned())]);
+    }
 }
