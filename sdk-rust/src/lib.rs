@@ -24,6 +24,7 @@
 #![warn(missing_debug_implementations)]
 
 mod app;
+mod async_join;
 mod asynchronous;
 mod await_all;
 mod branch;
