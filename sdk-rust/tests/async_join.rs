@@ -13,6 +13,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -129,11 +130,15 @@ fn finish(app: &App, runner: std::thread::JoinHandle<polystreams::Result<()>>) {
     app.close(Duration::from_secs(30));
 }
 
+/// The clicks whose joiner finished, in the order they finished.
+static FINISHED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
 /// A click's joiner: later clicks finish first; click c7 cannot be joined.
 async fn join_click(view: String, click: String) -> String {
     let i: usize = click[1..].parse().unwrap();
     Yield(20 - i).await;
     assert!(click != "c7", "cannot join {click}");
+    FINISHED.lock().unwrap().push(i);
     format!("{view}+{click}")
 }
 
@@ -141,6 +146,7 @@ async fn join_click(view: String, click: String) -> String {
 fn a_stream_stream_join_awaits_its_joiner_outputs_in_record_order_and_fails_a_panicking_record() {
     let clicks: Vec<String> = (0..20).map(|i| format!("c{i}")).collect();
     for policy in ["log_and_continue", "fail"] {
+        FINISHED.lock().unwrap().clear();
         let app = app(&format!("ss-{policy}"), Config::new().set("processing.exception.handler", policy));
         let brokers = app.brokers().unwrap().to_owned();
         produce(&brokers, "views", &[("k", "v")]);
@@ -171,6 +177,9 @@ fn a_stream_stream_join_awaits_its_joiner_outputs_in_record_order_and_fails_a_pa
         let want: Vec<String> = clicks.iter().filter(|c| *c != "c7").map(|c| format!("k:v+{c}")).collect();
         let got = read_until(&brokers, "joined", |g| g.len() >= want.len());
         assert_eq!(got, want);
+        // One bundle's futures ran together: the later clicks finished first.
+        let finished = FINISHED.lock().unwrap().clone();
+        assert_eq!(finished, (0..20).rev().filter(|i| *i != 7).collect::<Vec<_>>());
         finish(&app, runner);
     }
 }
@@ -358,4 +367,41 @@ fn foreign_key_joins_await_their_extractors_and_joiners() {
     let left = want(&[("o1", "c1:book@Ann"), ("o2", "c2:pen@Bob"), ("o3", "none:cup@-"), ("o4", "c9:ink@-")]);
     assert_eq!(rows(&read_until(&brokers, "left", |g| rows(g) == left)), left);
     finish(&app, runner);
+}
+
+#[test]
+fn a_joiner_future_still_pending_at_the_bound_fails_its_record_naming_function_and_node() {
+    let app = app("tt-timeout", Config::new().set("processing.exception.handler", "fail"));
+    let brokers = app.brokers().unwrap().to_owned();
+    produce(&brokers, "a", &[("k1", "a1"), ("k2", "stuck")]);
+    produce(&brokers, "b", &[("k1", "b1"), ("k2", "b2")]);
+    produce(&brokers, "out", &[]);
+    let a = app.table::<String, String>("a").unwrap();
+    let b = app.table::<String, String>("b").unwrap();
+    a.join_async(&b, |x: String, y: String| async move {
+        if x == "stuck" {
+            std::future::pending::<()>().await; // never resolves: dropped at the bound
+        }
+        format!("{x}{y}")
+    })
+    .unwrap()
+    .to_stream()
+    .unwrap()
+    .to("out")
+    .unwrap();
+    let runner = start(&app);
+    match runner.join().unwrap().unwrap_err() {
+        Error::Processing { message, topic, partition, offset, node } => {
+            assert_eq!((topic.as_deref(), partition, offset), (Some("b"), Some(0), Some(1)), "{message}");
+            assert_eq!(node.as_deref(), Some("KTABLE-JOINOTHER-0000000008"), "{message}");
+            let function = "TimeoutError: join async_join::a_joiner_future_still_pending_at_the_bound";
+            assert!(
+                message.contains(function) && message.contains("(token 1, step 0, node KTABLE-JOINOTHER-"),
+                "{message}"
+            );
+            assert!(message.contains("did not finish within 20 s (cancelled)"), "{message}");
+        }
+        other => panic!("want a processing error, got {other:?}"),
+    }
+    app.close(Duration::from_secs(30));
 }
