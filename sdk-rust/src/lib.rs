@@ -25,6 +25,7 @@
 
 mod app;
 mod async_join;
+mod async_keyed;
 mod asynchronous;
 mod await_all;
 mod branch;

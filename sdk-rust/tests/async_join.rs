@@ -405,3 +405,119 @@ fn a_joiner_future_still_pending_at_the_bound_fails_its_record_naming_function_a
     }
     app.close(Duration::from_secs(30));
 }
+
+#[test]
+fn keyed_mappers_and_key_selectors_await_their_closures() {
+    let app = app("keyed", Config::new());
+    let brokers = app.brokers().unwrap().to_owned();
+    produce(&brokers, "lines", &[("l1", "to be"), ("l2", "or not to be")]);
+    produce(&brokers, "prefs", &[("ann", "red"), ("bob", "blue"), ("cy", "red"), ("bob", "red")]);
+    for t in ["counts", "tagged", "letters", "by-color", "rekeyed"] {
+        produce(&brokers, t, &[]);
+    }
+    let lines = app.stream::<String, String>("lines").unwrap();
+    lines
+        .flat_map_async(|line: &String, text: String| {
+            let line = line.clone();
+            async move {
+                Yield(2).await;
+                text.split(' ').map(|w| (w.to_owned(), line.clone())).collect::<Vec<_>>()
+            }
+        })
+        .unwrap()
+        .group_by_async(|word: &String, _line: &String| {
+            let word = word.to_uppercase();
+            async move { word }
+        })
+        .unwrap()
+        .count()
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("counts")
+        .unwrap();
+    lines
+        .map_values_with_key_async(|line: &String, text: String| {
+            let line = line.clone();
+            async move { format!("{line}={text}") }
+        })
+        .unwrap()
+        .to("tagged")
+        .unwrap();
+    lines
+        .flat_map_values_with_key_async(|line: &String, text: String| {
+            let n = line.len();
+            async move { vec![format!("{n}{}", &text[..1]), text.len().to_string()] }
+        })
+        .unwrap()
+        .to("letters")
+        .unwrap();
+    let prefs = app.table::<String, String>("prefs").unwrap();
+    prefs
+        .group_by_async(|user: &String, color: String| {
+            let user = user.clone();
+            async move { (color, user) }
+        })
+        .unwrap()
+        .count()
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("by-color")
+        .unwrap();
+    prefs
+        .to_stream_keyed_async(|user: &String, color: &String| {
+            let key = format!("{user}/{color}");
+            async move { key }
+        })
+        .unwrap()
+        .to("rekeyed")
+        .unwrap();
+    let runner = start(&app);
+    let counts = want(&[("BE", "2"), ("NOT", "1"), ("OR", "1"), ("TO", "2")]);
+    let got = read_counts(&brokers, "counts", |m| m == &counts);
+    assert_eq!(got, counts);
+    assert_eq!(
+        rows(&read_until(&brokers, "tagged", |g| g.len() >= 2)),
+        want(&[("l1", "l1=to be"), ("l2", "l2=or not to be")])
+    );
+    let mut letters = read_until(&brokers, "letters", |g| g.len() >= 4);
+    letters.sort();
+    assert_eq!(letters, ["l1:2t", "l1:5", "l2:12", "l2:2o"]);
+    // bob moved from blue to red: red counts 3; blue 0, or nothing when the
+    // source table's cache coalesced bob's two rows into the last.
+    let by_color = read_counts(&brokers, "by-color", |m| m.get("red").map(String::as_str) == Some("3"));
+    assert_eq!(by_color.get("red").map(String::as_str), Some("3"), "{by_color:?}");
+    assert!(matches!(by_color.get("blue").map(String::as_str), None | Some("0")), "{by_color:?}");
+    let mut rekeyed = read_until(&brokers, "rekeyed", |g| g.iter().filter(|r| *r != "bob/blue:blue").count() >= 3);
+    rekeyed.retain(|r| r != "bob/blue:blue"); // when the cache did not coalesce it away
+    rekeyed.sort();
+    assert_eq!(rekeyed, ["ann/red:red", "bob/red:red", "cy/red:red"]);
+    finish(&app, runner);
+}
+
+/// The latest count of each key of topic (long values, decoded), read
+/// until `done` holds of them or 60 s pass.
+fn read_counts(
+    brokers: &str,
+    topic: &str,
+    done: impl Fn(&BTreeMap<String, String>) -> bool,
+) -> BTreeMap<String, String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = Command::new("kcat")
+            .args(["-b", brokers, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-s", "value=Q", "-f", "%k\t%s\n"])
+            .stderr(Stdio::null())
+            .output()
+            .expect("kcat runs");
+        let mut m = BTreeMap::new();
+        for l in String::from_utf8_lossy(&out.stdout).lines() {
+            let (k, v) = l.split_once('\t').expect("key and count");
+            m.insert(k.to_owned(), v.to_owned());
+        }
+        if done(&m) || Instant::now() > deadline {
+            return m;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
