@@ -190,13 +190,30 @@ impl<K: Serde, V: Serde> KTable<K, V> {
     where
         FK: Fn(&V) -> Option<KO> + Send + Sync + 'static,
     {
-        o.check(op, NAME | VALUE | MATERIALIZED)?;
         // The extractor runs as OPERATION_MAP_VALUES, its result in the
         // other table's key serde (None: a null foreign key).
         let extractor = StepFn::new::<V, K, Option<KO>>(move |_, v| {
             let v: V = take(v)?;
             Ok(Out::One(None, Box::new(guarded(|| foreign_key(&v))?)))
         });
+        self.foreign_key_join_step_op::<VR>(op, fk_type, extractor, fk_metadata, other, left, joiner, o)
+    }
+
+    /// [`foreign_key_join_meta_op`](Self::foreign_key_join_meta_op) with
+    /// the extractor's step built (an async one's, too).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn foreign_key_join_step_op<VR: Serde>(
+        &self,
+        op: &str,
+        fk_type: String,
+        extractor: StepFn,
+        fk_metadata: pb::Metadata,
+        other: u64,
+        left: bool,
+        joiner: JoinFn,
+        o: Options,
+    ) -> Result<KTable<K, VR>> {
+        o.check(op, NAME | VALUE | MATERIALIZED)?;
         let fk_token = self.app.register_with(&fk_type, Func::Step(Arc::new(extractor)), fk_metadata)?;
         let (joiner_token, builtin_joiner, mut tokens) = joiner.register(&self.app)?;
         tokens.insert(0, fk_token);

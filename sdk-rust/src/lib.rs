@@ -24,6 +24,8 @@
 #![warn(missing_debug_implementations)]
 
 mod app;
+mod async_join;
+mod async_keyed;
 mod asynchronous;
 mod await_all;
 mod branch;
