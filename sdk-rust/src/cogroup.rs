@@ -1,10 +1,11 @@
 //! Cogroups (KIP-150): grouped streams aggregated into one table, each with
 //! its own aggregator.
 
+use std::future::Future;
 use std::sync::Arc;
 
-use crate::bundle::metadata::with_meta;
-use crate::bundle::{Fold, FoldRun, Func};
+use crate::bundle::metadata::{meta_owned, with_meta};
+use crate::bundle::{AsyncFold, Fold, FoldRun, Func, LocalFuture};
 use crate::dsl::{KGroupedStream, KTable};
 use crate::errors::Result;
 use crate::fold::{Aggregate, Aggregator, Initializer, Merger};
@@ -25,7 +26,35 @@ struct Part<K, A> {
     metadata: pb::Metadata,
 }
 
-type MakeFold<K, A> = Arc<dyn Fn(Initializer<A>, Option<Merger<K, A>>) -> Arc<dyn FoldRun> + Send + Sync>;
+type MakeFold<K, A> = Arc<dyn Fn(Initializer<A>, Option<CogroupMerger<K, A>>) -> Arc<dyn FoldRun> + Send + Sync>;
+
+/// An async aggregator: the next aggregate's future from the key, the value
+/// and the aggregate.
+type AsyncAggregator<K, V, A> = Arc<dyn Fn(&K, V, A) -> LocalFuture<A> + Send + Sync>;
+/// An async merger: two sessions' aggregates to their merge's future.
+type AsyncMerger<K, A> = Arc<dyn Fn(&K, A, A) -> LocalFuture<A> + Send + Sync>;
+
+/// A session-windowed cogroup's merger: synchronous, or async with its name
+/// (for a timeout's message).
+enum CogroupMerger<K, A> {
+    Sync(Merger<K, A>),
+    Async(AsyncMerger<K, A>, String),
+}
+
+impl<K, A> Clone for CogroupMerger<K, A> {
+    fn clone(&self) -> Self {
+        match self {
+            CogroupMerger::Sync(m) => CogroupMerger::Sync(m.clone()),
+            CogroupMerger::Async(m, n) => CogroupMerger::Async(m.clone(), n.clone()),
+        }
+    }
+}
+
+/// A part's aggregator, synchronous or async.
+enum Add<K, V, A> {
+    Sync(Aggregator<K, V, A>),
+    Async(AsyncAggregator<K, V, A>),
+}
 
 impl<K, A> Clone for Part<K, A> {
     fn clone(&self) -> Self {
@@ -33,15 +62,51 @@ impl<K, A> Clone for Part<K, A> {
     }
 }
 
+/// The fold of a part's aggregator: the synchronous fold when it and the
+/// merger are synchronous, else an async fold (a synchronous aggregator or
+/// merger then answers a ready future), each group's values folded in
+/// order and a bundle's groups together, as `aggregate_async`'s.
+fn make_fold<K: Serde, V: Serde, A: Serde>(name: String, add: Add<K, V, A>) -> MakeFold<K, A> {
+    Arc::new(move |init: Initializer<A>, merger: Option<CogroupMerger<K, A>>| {
+        let add: AsyncAggregator<K, V, A> = match (&add, &merger) {
+            (Add::Sync(add), None) => return Arc::new(Fold(Aggregate::from_parts(init, add.clone(), None))),
+            (Add::Sync(add), Some(CogroupMerger::Sync(m))) => {
+                return Arc::new(Fold(Aggregate::from_parts(init, add.clone(), Some(m.clone()))))
+            }
+            (Add::Sync(add), Some(CogroupMerger::Async(..))) => {
+                let add = add.clone();
+                Arc::new(move |k: &K, v: V, a: A| Box::pin(std::future::ready(add(k, v, a))) as LocalFuture<A>)
+            }
+            (Add::Async(add), _) => add.clone(),
+        };
+        let (first, start) = (add.clone(), init.clone());
+        let fold = AsyncFold::<K, V, A>::new(
+            name.clone(),
+            Arc::new(move |k: &K, v: V| first(k, v, start())),
+            Arc::new(move |k: &K, a: A, v: V| add(k, v, a)),
+        )
+        .with_initial(init);
+        let fold = match merger {
+            None => fold,
+            Some(CogroupMerger::Sync(m)) => fold.with_merge(
+                Arc::new(move |k: &K, a: A, b: A| Box::pin(std::future::ready(m(k, a, b))) as LocalFuture<A>),
+                None,
+            ),
+            Some(CogroupMerger::Async(m, name)) => fold.with_merge(m, Some(name)),
+        };
+        Arc::new(fold)
+    })
+}
+
 fn part<K: Serde, V: Serde, A: Serde, F>(g: &KGroupedStream<K, V>, f: F) -> Part<K, A>
 where
     F: Fn(&K, V, A) -> A + Send + Sync + 'static,
 {
-    let add: Aggregator<K, V, A> = Arc::new(f);
+    let name = fn_name::<F>("cogroup");
     Part {
         input: g.handle().id,
-        name: fn_name::<F>("cogroup"),
-        fold: Arc::new(move |init, merger| Arc::new(Fold(Aggregate::from_parts(init, add.clone(), merger)))),
+        fold: make_fold(name.clone(), Add::Sync(Arc::new(f))),
+        name,
         metadata: pb::Metadata::Unspecified,
     }
 }
@@ -51,13 +116,38 @@ fn metadata_part<K: Serde, V: Serde, A: Serde, F>(g: &KGroupedStream<K, V>, f: F
 where
     F: Fn(&K, V, A, &RecordMetadata) -> A + Send + Sync + 'static,
 {
+    let name = fn_name::<F>("cogroup");
     let add: Aggregator<K, V, A> = Arc::new(move |k: &K, v: V, a: A| with_meta(|m| f(k, v, a, m)));
+    Part { input: g.handle().id, fold: make_fold(name.clone(), Add::Sync(add)), name, metadata: pb::Metadata::Read }
+}
+
+/// A part whose aggregator returns a future.
+fn async_part<K: Serde, V: Serde, A: Serde, F, Fut>(g: &KGroupedStream<K, V>, f: F) -> Part<K, A>
+where
+    F: Fn(&K, V, A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = A> + 'static,
+{
+    let name = fn_name::<F>("cogroup");
+    let add: AsyncAggregator<K, V, A> = Arc::new(move |k: &K, v: V, a: A| Box::pin(f(k, v, a)) as LocalFuture<A>);
     Part {
         input: g.handle().id,
-        name: fn_name::<F>("cogroup"),
-        fold: Arc::new(move |init, merger| Arc::new(Fold(Aggregate::from_parts(init, add.clone(), merger)))),
-        metadata: pb::Metadata::Read,
+        fold: make_fold(name.clone(), Add::Async(add)),
+        name,
+        metadata: pb::Metadata::Unspecified,
     }
+}
+
+/// A part whose aggregator returns a future and gets the record's metadata
+/// (owned, as the future may outlive the call).
+fn async_metadata_part<K: Serde, V: Serde, A: Serde, F, Fut>(g: &KGroupedStream<K, V>, f: F) -> Part<K, A>
+where
+    F: Fn(&K, V, A, RecordMetadata) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = A> + 'static,
+{
+    let name = fn_name::<F>("cogroup");
+    let add: AsyncAggregator<K, V, A> =
+        Arc::new(move |k: &K, v: V, a: A| Box::pin(f(k, v, a, meta_owned())) as LocalFuture<A>);
+    Part { input: g.handle().id, fold: make_fold(name.clone(), Add::Async(add)), name, metadata: pb::Metadata::Read }
 }
 
 /// Grouped streams aggregated into one table, each with its own aggregator
@@ -99,6 +189,21 @@ impl<K: Serde, V: Serde> KGroupedStream<K, V> {
     {
         CogroupedKStream { app: self.app().clone(), parts: vec![part(self, f)] }
     }
+
+    /// [`cogroup`](Self::cogroup) with an async aggregator: `f(key, value,
+    /// aggregate)` resolves to the key's new aggregate. A bundle's keys
+    /// (windows) fold together, each key's values in record order (each
+    /// future awaited before the key's next value), as
+    /// [`aggregate_async`](KGroupedStream::aggregate_async)'s; a panicking
+    /// or timed-out future fails its record, naming the aggregator and its
+    /// node. Async and synchronous aggregators mix in one cogroup.
+    pub fn cogroup_async<A: Serde, F, Fut>(&self, f: F) -> CogroupedKStream<K, A>
+    where
+        F: Fn(&K, V, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = A> + 'static,
+    {
+        CogroupedKStream { app: self.app().clone(), parts: vec![async_part(self, f)] }
+    }
 }
 
 impl<K: Serde, V: Serde> crate::MetadataGroupedStream<K, V> {
@@ -113,6 +218,18 @@ impl<K: Serde, V: Serde> crate::MetadataGroupedStream<K, V> {
     {
         let g = self.grouped();
         CogroupedKStream { app: g.app().clone(), parts: vec![metadata_part(g, f)] }
+    }
+
+    /// [`cogroup`](Self::cogroup) with an async aggregator: `f(key, value,
+    /// aggregate, metadata)` resolves to the new aggregate (the metadata
+    /// owned, as the future may outlive the call).
+    pub fn cogroup_async<A: Serde, F, Fut>(&self, f: F) -> CogroupedKStream<K, A>
+    where
+        F: Fn(&K, V, A, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = A> + 'static,
+    {
+        let g = self.grouped();
+        CogroupedKStream { app: g.app().clone(), parts: vec![async_metadata_part(g, f)] }
     }
 }
 
@@ -135,6 +252,33 @@ impl<K: Serde, A: Serde> CogroupedKStream<K, A> {
         F: Fn(&K, V, A) -> A + Send + Sync + 'static,
     {
         self.parts.push(part(grouped, f));
+        self
+    }
+
+    /// Adds `grouped` with an async aggregator: `f(key, value, aggregate)`
+    /// resolves to the new aggregate (see [`KGroupedStream::cogroup_async`]).
+    pub fn cogroup_async<V: Serde, F, Fut>(mut self, grouped: &KGroupedStream<K, V>, f: F) -> CogroupedKStream<K, A>
+    where
+        F: Fn(&K, V, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = A> + 'static,
+    {
+        self.parts.push(async_part(grouped, f));
+        self
+    }
+
+    /// [`cogroup_async`](Self::cogroup_async) whose aggregator also gets the
+    /// metadata of the record being folded, owned: `f(key, value,
+    /// aggregate, metadata)`.
+    pub fn cogroup_with_metadata_async<V: Serde, F, Fut>(
+        mut self,
+        grouped: &KGroupedStream<K, V>,
+        f: F,
+    ) -> CogroupedKStream<K, A>
+    where
+        F: Fn(&K, V, A, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = A> + 'static,
+    {
+        self.parts.push(async_metadata_part(grouped, f));
         self
     }
 
@@ -186,7 +330,7 @@ impl<K: Serde, A: Serde> CogroupedKStream<K, A> {
         self,
         windows: Option<pb::windowed_by_op::Windows>,
         init: (Initializer<A>, String, pb::Metadata),
-        merger: Option<Merger<K, A>>,
+        merger: Option<CogroupMerger<K, A>>,
         merger_name: Option<String>,
         o: Options,
     ) -> Result<Handle> {
@@ -356,7 +500,40 @@ impl<K: Serde, A: Serde> SessionWindowedCogroupedKStream<K, A> {
         let app = self.cogroup.app.clone();
         let init = (Arc::new(init) as Initializer<A>, fn_name::<I>("aggregate initializer"), pb::Metadata::Unspecified);
         let merger_name = Some(fn_name::<M>("aggregate merger"));
-        let h = self.cogroup.build(Some(self.windows), init, Some(Arc::new(merger)), merger_name, o)?;
+        let merger = CogroupMerger::Sync(Arc::new(merger));
+        let h = self.cogroup.build(Some(self.windows), init, Some(merger), merger_name, o)?;
+        KTable::wrap(app, h)
+    }
+}
+
+impl<K: Serde, A: Serde> SessionWindowedCogroupedKStream<K, A> {
+    /// [`aggregate`](Self::aggregate) with an async merger: `merger(key,
+    /// aggregate1, aggregate2)` resolves to the merged sessions' aggregate.
+    /// The sessions' aggregators, synchronous or async, then fold
+    /// asynchronously too: a key's merges and values in record order, each
+    /// future awaited before the next, a bundle's keys together.
+    pub fn aggregate_async<I, M, MFut>(self, init: I, merger: M) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+        M: Fn(&K, A, A) -> MFut + Send + Sync + 'static,
+        MFut: Future<Output = A> + 'static,
+    {
+        self.aggregate_async_with(init, merger, Options::new())
+    }
+
+    /// [`aggregate_async`](Self::aggregate_async) with `name` and `materialized`.
+    pub fn aggregate_async_with<I, M, MFut>(self, init: I, merger: M, o: Options) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn() -> A + Send + Sync + 'static,
+        M: Fn(&K, A, A) -> MFut + Send + Sync + 'static,
+        MFut: Future<Output = A> + 'static,
+    {
+        let app = self.cogroup.app.clone();
+        let init = (Arc::new(init) as Initializer<A>, fn_name::<I>("aggregate initializer"), pb::Metadata::Unspecified);
+        let name = fn_name::<M>("aggregate merger");
+        let m: AsyncMerger<K, A> = Arc::new(move |k: &K, a: A, b: A| Box::pin(merger(k, a, b)) as LocalFuture<A>);
+        let merger = CogroupMerger::Async(m, name.clone());
+        let h = self.cogroup.build(Some(self.windows), init, Some(merger), Some(name), o)?;
         KTable::wrap(app, h)
     }
 }
@@ -454,7 +631,8 @@ impl<K: Serde, A: Serde> MetadataSessionWindowedCogroupedKStream<K, A> {
         let merger_name = Some(fn_name::<M>("aggregate merger"));
         let init: Initializer<A> = Arc::new(move || with_meta(|m| init(m)));
         let merger: Merger<K, A> = Arc::new(move |k: &K, a: A, b: A| with_meta(|m| merger(k, a, b, m)));
-        let h = w.cogroup.build(Some(w.windows), (init, name, pb::Metadata::Read), Some(merger), merger_name, o)?;
+        let merger = Some(CogroupMerger::Sync(merger));
+        let h = w.cogroup.build(Some(w.windows), (init, name, pb::Metadata::Read), merger, merger_name, o)?;
         KTable::wrap(app, h)
     }
 }
