@@ -84,8 +84,8 @@ pub use options::{Materialized, OffsetReset, Options};
 pub use print::{PrintText, Printed};
 pub use process::{MetadataGroupedStream, MetadataGroupedTable, MetadataStream, MetadataTable, Topology};
 pub use processor::{
-    AsyncProcessor, Cancellable, FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, Processor,
-    ProcessorContext, ProcessorResult, PunctuationType, Record, RecordMetadata, StoreBuilder, Stores,
+    AsyncFixedKeyProcessor, AsyncProcessor, Cancellable, FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord,
+    Processor, ProcessorContext, ProcessorResult, PunctuationType, Record, RecordMetadata, StoreBuilder, Stores,
     PUT_RETURN_CODE_NOT_PUT, PUT_RETURN_CODE_VALID_TO_UNDEFINED,
 };
 pub use serdes::{avro, json_schema, protobuf, protobuf_message, to_bytes, Json, Serde, SerdeError, Value, Windowed};

@@ -12,7 +12,7 @@ use crate::dsl::KStream;
 use crate::errors::Result;
 use crate::options::{Options, KEY, NAME, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
-use crate::processor::{self, AsyncProcessor, FixedKeyProcessor, Processor, StoreBuilder};
+use crate::processor::{self, AsyncFixedKeyProcessor, AsyncProcessor, FixedKeyProcessor, Processor, StoreBuilder};
 use crate::serdes::Serde;
 use crate::session::{fn_name, lock, Session};
 
@@ -152,6 +152,33 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         let supplier = processor::fixed_supplier::<P, K, V, V2>(supplier);
         self.add_processor("process_values", supplier, &fn_name::<P>("process_values"), stores, o)
     }
+
+    /// [`process_values`](Self::process_values) with an
+    /// [`AsyncFixedKeyProcessor`]: its `process` is async, awaited one record
+    /// at a time, in order (as [`process_async`](Self::process_async)'s);
+    /// its forwards keep their keys.
+    pub fn process_values_async<V2: Serde, P, F>(&self, supplier: F, stores: &[&str]) -> Result<KStream<K, V2>>
+    where
+        P: AsyncFixedKeyProcessor<K, V, V2>,
+        F: Fn() -> P + Send + Sync + 'static,
+    {
+        self.process_values_async_with(supplier, stores, Options::new())
+    }
+
+    /// [`process_values_async`](Self::process_values_async) with `name` and `value_serde`.
+    pub fn process_values_async_with<V2: Serde, P, F>(
+        &self,
+        supplier: F,
+        stores: &[&str],
+        o: Options,
+    ) -> Result<KStream<K, V2>>
+    where
+        P: AsyncFixedKeyProcessor<K, V, V2>,
+        F: Fn() -> P + Send + Sync + 'static,
+    {
+        let supplier = processor::async_fixed_supplier::<P, K, V, V2>(supplier);
+        self.add_processor("process_values", supplier, &fn_name::<P>("process_values"), stores, o)
+    }
 }
 
 /// A topology built node by node (Kafka Streams' `Topology`), from
@@ -238,9 +265,76 @@ impl Topology {
         P: Processor<KIn, VIn, KOut, VOut>,
         F: Fn() -> P + Send + Sync + 'static,
     {
+        self.add_supplier::<KOut, VOut>(
+            name,
+            processor::supplier::<P, KIn, VIn, KOut, VOut>(supplier),
+            &fn_name::<P>("add_processor"),
+            parents,
+            stores,
+            o,
+        )
+    }
+
+    /// [`add_processor`](Self::add_processor) with an [`AsyncProcessor`]:
+    /// its `process` is async, awaited one record at a time, in order (as
+    /// [`KStream::process_async`]'s).
+    pub fn add_processor_async<KIn, VIn, KOut, VOut, P, F>(
+        &self,
+        name: &str,
+        supplier: F,
+        parents: &[&str],
+    ) -> Result<&Topology>
+    where
+        KIn: Serde,
+        VIn: Serde,
+        KOut: Serde,
+        VOut: Serde,
+        P: AsyncProcessor<KIn, VIn, KOut, VOut>,
+        F: Fn() -> P + Send + Sync + 'static,
+    {
+        self.add_processor_async_with(name, supplier, parents, &[], Options::new())
+    }
+
+    /// [`add_processor_async`](Self::add_processor_async) connected to
+    /// `stores`, with the forwards' `key_serde` and `value_serde` by name.
+    pub fn add_processor_async_with<KIn, VIn, KOut, VOut, P, F>(
+        &self,
+        name: &str,
+        supplier: F,
+        parents: &[&str],
+        stores: &[&str],
+        o: Options,
+    ) -> Result<&Topology>
+    where
+        KIn: Serde,
+        VIn: Serde,
+        KOut: Serde,
+        VOut: Serde,
+        P: AsyncProcessor<KIn, VIn, KOut, VOut>,
+        F: Fn() -> P + Send + Sync + 'static,
+    {
+        self.add_supplier::<KOut, VOut>(
+            name,
+            processor::async_supplier::<P, KIn, VIn, KOut, VOut>(supplier),
+            &fn_name::<P>("add_processor"),
+            parents,
+            stores,
+            o,
+        )
+    }
+
+    /// A processor node running the supplier's processors.
+    fn add_supplier<KOut: Serde, VOut: Serde>(
+        &self,
+        name: &str,
+        supplier: Arc<dyn processor::Supplier>,
+        fn_name: &str,
+        parents: &[&str],
+        stores: &[&str],
+        o: Options,
+    ) -> Result<&Topology> {
         o.check("add_processor", KEY | VALUE)?;
-        let f = Func::Processor(processor::supplier::<P, KIn, VIn, KOut, VOut>(supplier));
-        let token = self.app.register(&fn_name::<P>("add_processor"), f)?;
+        let token = self.app.register(fn_name, Func::Processor(supplier))?;
         let op = Op::AddProcessor(pb::AddProcessorOp {
             name: name.to_owned(),
             token,

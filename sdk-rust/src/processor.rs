@@ -242,6 +242,30 @@ pub trait FixedKeyProcessor<KIn, VIn, VOut>: Send + 'static {
     }
 }
 
+/// A fixed-key processor whose `process` is async, for
+/// [`KStream::process_values_async`](crate::KStream::process_values_async):
+/// write it `async fn process(&mut self, ctx, record) -> ProcessorResult`.
+/// It runs as an [`AsyncProcessor`] does (records awaited one at a time, in
+/// order; `init`, `close` and punctuators synchronous) and keeps each
+/// record's key, as a [`FixedKeyProcessor`] does.
+pub trait AsyncFixedKeyProcessor<KIn, VIn, VOut>: Send + 'static {
+    /// Called once, before the first record: get stores, schedule punctuators.
+    fn init(&mut self, ctx: &mut FixedKeyProcessorContext<KIn, VOut>) -> ProcessorResult {
+        let _ = ctx;
+        Ok(())
+    }
+    /// Called for each record, in order; the next record waits for its future.
+    fn process(
+        &mut self,
+        ctx: &mut FixedKeyProcessorContext<KIn, VOut>,
+        record: FixedKeyRecord<KIn, VIn>,
+    ) -> impl Future<Output = ProcessorResult>;
+    /// Called when the task closes (its stores may no longer be used).
+    fn close(&mut self) -> ProcessorResult {
+        Ok(())
+    }
+}
+
 /// A processor's view of its task (`api.ProcessorContext<KOut, VOut>`):
 /// forwards, stores, punctuators and the record's metadata. It acts on the
 /// bundle being run, so it works inside `init`, `process`, a punctuator
@@ -585,18 +609,48 @@ where
     }
     fn process(p: &mut P, core: &Arc<Core>, r: Record<KIn, VIn>, deadline: Instant) -> ProcessorResult {
         let mut ctx = ProcessorContext::new(core.clone());
-        let future = p.process(&mut ctx, r);
-        match crate::await_all::block_on(Box::pin(async move { Ok(future.await) }), deadline) {
-            Some(Ok(answer)) => answer,
-            Some(Err(panic)) => Err(panic.into()),
-            None => Err(format!(
-                "TimeoutError: process of node {} in task {} did not finish within {} s (cancelled)",
-                core.node,
-                core.task,
-                crate::await_all::ASYNC_TIMEOUT.as_secs()
-            )
-            .into()),
-        }
+        await_process(core, p.process(&mut ctx, r), deadline)
+    }
+    fn close(p: &mut P) -> ProcessorResult {
+        p.close()
+    }
+}
+
+/// Runs an async `process`'s future to its end, or fails it at the bundle's deadline.
+fn await_process(
+    core: &Arc<Core>,
+    future: impl Future<Output = ProcessorResult>,
+    deadline: Instant,
+) -> ProcessorResult {
+    match crate::await_all::block_on(Box::pin(async move { Ok(future.await) }), deadline) {
+        Some(Ok(answer)) => answer,
+        Some(Err(panic)) => Err(panic.into()),
+        None => Err(format!(
+            "TimeoutError: process of node {} in task {} did not finish within {} s (cancelled)",
+            core.node,
+            core.task,
+            crate::await_all::ASYNC_TIMEOUT.as_secs()
+        )
+        .into()),
+    }
+}
+
+/// [`AsyncFixedKeyProcessor`]'s kind: as [`Async`], keeping the keys.
+struct AsyncFixed<K, VIn, VOut>(Types<(K, VIn, VOut)>);
+
+impl<P, K: Serde, VIn: Serde, VOut: Serde> Kind<P> for AsyncFixed<K, VIn, VOut>
+where
+    P: AsyncFixedKeyProcessor<K, VIn, VOut>,
+{
+    type K = K;
+    type V = VIn;
+    fn init(p: &mut P, core: &Arc<Core>) -> ProcessorResult {
+        p.init(&mut FixedKeyProcessorContext::new(core.clone()))
+    }
+    fn process(p: &mut P, core: &Arc<Core>, r: Record<K, VIn>, deadline: Instant) -> ProcessorResult {
+        let r = FixedKeyRecord { key: r.key, value: r.value, timestamp: r.timestamp, headers: r.headers };
+        let mut ctx = FixedKeyProcessorContext::new(core.clone());
+        await_process(core, p.process(&mut ctx, r), deadline)
     }
     fn close(p: &mut P) -> ProcessorResult {
         p.close()
@@ -670,4 +724,15 @@ where
     VOut: Serde,
 {
     erased::<P, Async<KIn, VIn, KOut, VOut>>(make)
+}
+
+/// An async fixed-key processor supplier, type-erased.
+pub(crate) fn async_fixed_supplier<P, K, VIn, VOut>(make: impl Fn() -> P + Send + Sync + 'static) -> Arc<dyn Supplier>
+where
+    P: AsyncFixedKeyProcessor<K, VIn, VOut>,
+    K: Serde,
+    VIn: Serde,
+    VOut: Serde,
+{
+    erased::<P, AsyncFixed<K, VIn, VOut>>(make)
 }

@@ -1,0 +1,269 @@
+//! Async fixed-key processors (`process_values_async`) and async processors
+//! of the Processor API (`Topology::add_processor_async`) against the REAL
+//! engine binary (`$POLYSTREAMS_ENGINE`, else `bin/polystreams`; `make
+//! build`) and its embedded broker, records in and out through kcat: records
+//! are awaited one at a time, in order, each seeing the store writes of the
+//! one before; a panicking future fails its record under the configured
+//! policy, naming the node, the panic and the record.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::io::Write;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::process::{Command, Stdio};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use polystreams::processor::{
+    AsyncFixedKeyProcessor, AsyncProcessor, FixedKeyProcessorContext, FixedKeyRecord, KeyValueStore, ProcessorContext,
+    ProcessorResult, Record, Stores,
+};
+use polystreams::{App, Config, Error};
+
+fn engine() -> PathBuf {
+    let p = std::env::var_os("POLYSTREAMS_ENGINE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../bin/polystreams"));
+    assert!(p.is_file(), "the polystreams engine binary {} does not exist: `make build`", p.display());
+    p
+}
+
+fn app(name: &str, config: Config) -> App {
+    std::env::set_var("POLYSTREAMS_ENGINE", engine());
+    std::env::remove_var("POLYSTREAMS_URL");
+    let dir = std::env::temp_dir().join(format!("polystreams-rust-async-processors-{name}-{}", std::process::id()));
+    App::builder(format!("it-async-processors-{name}"))
+        .config(config.commit_interval_ms(100).statestore_cache_max_bytes(0).state_dir(dir.to_string_lossy()))
+        .build()
+        .expect("the app opens a session on a spawned engine")
+}
+
+/// Produces (key, value) records to partition 0 of topic, in order.
+fn produce(brokers: &str, topic: &str, records: &[(&str, &str)]) {
+    let mut kcat = Command::new("kcat")
+        .args(["-b", brokers, "-P", "-t", topic, "-p", "0", "-K", "\t", "-z", "none"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("kcat (apt kcat) runs");
+    let stdin = kcat.stdin.as_mut().unwrap();
+    for (k, v) in records {
+        writeln!(stdin, "{k}\t{v}").unwrap();
+    }
+    drop(kcat.stdin.take());
+    assert!(kcat.wait().unwrap().success(), "kcat produced to {topic}");
+}
+
+/// The latest value per key of `topic`, read with kcat until `done` holds
+/// or `timeout` passes.
+fn read_until(
+    brokers: &str,
+    topic: &str,
+    timeout: Duration,
+    done: impl Fn(&BTreeMap<String, String>) -> bool,
+) -> BTreeMap<String, String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let out = Command::new("kcat")
+            .args(["-b", brokers, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%k\t%s\n"])
+            .stderr(Stdio::null())
+            .output()
+            .expect("kcat runs");
+        let mut last = BTreeMap::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            if let Some((k, v)) = line.split_once('\t') {
+                last.insert(k.to_owned(), v.to_owned());
+            }
+        }
+        if done(&last) || Instant::now() > deadline {
+            return last;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Pending `n` polls (waking itself each time), then ready.
+struct Yield(usize);
+
+impl Future for Yield {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 == 0 {
+            return Poll::Ready(());
+        }
+        self.0 -= 1;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+/// Every record of `topic` as `key\tvalue`, in order, read with kcat until
+/// `done` holds or a minute passes.
+fn read_all(brokers: &str, topic: &str, done: impl Fn(&[String]) -> bool) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = Command::new("kcat")
+            .args(["-b", brokers, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%k\t%s\n"])
+            .stderr(Stdio::null())
+            .output()
+            .expect("kcat runs");
+        let lines: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect();
+        if done(&lines) || Instant::now() > deadline {
+            return lines;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Each key's values in the order read (a topic's partitions order each
+/// key's records, not the keys').
+fn by_key(lines: &[String]) -> BTreeMap<String, Vec<String>> {
+    let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for l in lines {
+        let (k, v) = l.split_once('\t').unwrap_or((l, ""));
+        m.entry(k.to_owned()).or_default().push(v.to_owned());
+    }
+    m
+}
+
+fn keyed(pairs: &[(&str, &[&str])]) -> BTreeMap<String, Vec<String>> {
+    pairs.iter().map(|(k, vs)| ((*k).to_owned(), vs.iter().map(|v| (*v).to_owned()).collect())).collect()
+}
+
+/// Numbers each key's values across an await between its store read and
+/// write ("x" becomes "x#2" for the key's second); "boom" panics after the
+/// await. Its forwards keep their keys.
+struct Number;
+
+impl AsyncFixedKeyProcessor<String, String, String> for Number {
+    async fn process(
+        &mut self,
+        ctx: &mut FixedKeyProcessorContext<String, String>,
+        r: FixedKeyRecord<String, String>,
+    ) -> ProcessorResult {
+        let seen: KeyValueStore<String, i64> = ctx.get_state_store("seen")?;
+        let n = seen.get(r.key())?.unwrap_or(0) + 1;
+        Yield(3).await; // stands in for an I/O call
+        assert_ne!(r.value, "boom", "boom in an async fixed-key processor");
+        seen.put(r.key(), &n)?;
+        let numbered = format!("{}#{n}", r.value);
+        ctx.forward(r.with_value(numbered))?;
+        Ok(())
+    }
+}
+
+fn numbered_app(name: &str, config: Config) -> App {
+    let app = app(name, config);
+    app.add_state_store(Stores::key_value_store::<String, i64>("seen")).unwrap();
+    app.stream::<String, String>("in")
+        .unwrap()
+        .process_values_async(|| Number, &["seen"])
+        .unwrap()
+        .to("numbered")
+        .unwrap();
+    app
+}
+
+#[test]
+fn an_async_fixed_key_processor_awaits_each_record_in_order_keeping_its_key() {
+    let app = numbered_app("values", Config::new());
+    let brokers = app.brokers().unwrap().to_owned();
+    produce(&brokers, "in", &[("ann", "a"), ("bob", "b"), ("ann", "c"), ("ann", "d"), ("bob", "e")]);
+    produce(&brokers, "numbered", &[]);
+    let runner = {
+        let app = app.clone();
+        std::thread::spawn(move || app.run())
+    };
+    let got = read_all(&brokers, "numbered", |l| l.len() >= 5);
+    app.stop();
+    runner.join().unwrap().expect("run returns cleanly after stop");
+    assert_eq!(by_key(&got), keyed(&[("ann", &["a#1", "c#2", "d#3"]), ("bob", &["b#1", "e#2"])]), "{got:?}");
+    assert!(app.describe().unwrap().contains("(stores: [seen])"), "{}", app.describe().unwrap());
+    app.close(Duration::from_secs(30));
+}
+
+#[test]
+fn a_panicking_fixed_key_future_fails_its_record_under_each_policy() {
+    let records = [("ann", "a"), ("ann", "boom"), ("ann", "c")];
+    for policy in ["log_and_continue", "fail"] {
+        let app = numbered_app(&format!("policy-{policy}"), Config::new().set("processing.exception.handler", policy));
+        let brokers = app.brokers().unwrap().to_owned();
+        produce(&brokers, "in", &records);
+        produce(&brokers, "numbered", &[]);
+        let runner = {
+            let app = app.clone();
+            std::thread::spawn(move || app.run())
+        };
+        if policy == "fail" {
+            match runner.join().unwrap().unwrap_err() {
+                Error::Processing { message, topic, partition, offset, node } => {
+                    assert_eq!((topic.as_deref(), partition, offset), (Some("in"), Some(0), Some(1)), "{message}");
+                    assert!(node.as_deref().is_some_and(|n| n.starts_with("KSTREAM-PROCESSVALUES-")), "{node:?}");
+                    assert!(message.contains("boom in an async fixed-key processor"), "{message}");
+                }
+                other => panic!("want a processing error, got {other:?}"),
+            }
+            app.close(Duration::from_secs(30));
+            continue;
+        }
+        // The failed record wrote nothing: the next is the key's second.
+        let want = ["ann\ta#1", "ann\tc#2"];
+        let got = read_all(&brokers, "numbered", |l| l.len() >= want.len());
+        app.stop();
+        runner.join().unwrap().expect("run returns cleanly after stop");
+        assert_eq!(got, want, "{policy}");
+        app.close(Duration::from_secs(30));
+    }
+}
+
+/// Counts each key's records across an await; forwards "key=count" keyed
+/// by the value, to the sink named by the count's parity.
+struct Tally;
+
+impl AsyncProcessor<String, String, String, String> for Tally {
+    async fn process(
+        &mut self,
+        ctx: &mut ProcessorContext<String, String>,
+        r: Record<String, String>,
+    ) -> ProcessorResult {
+        let counts: KeyValueStore<String, i64> = ctx.get_state_store("tally")?;
+        let n = counts.get(&r.key)?.unwrap_or(0) + 1;
+        Yield(2).await;
+        counts.put(&r.key, &n)?;
+        let child = if n % 2 == 0 { "even" } else { "odd" };
+        let out = Record::new(r.value.clone(), format!("{}={n}", r.key), r.timestamp);
+        ctx.forward_to(child, out)?;
+        Ok(())
+    }
+}
+
+#[test]
+fn an_async_topology_processor_awaits_each_record_in_order_and_forwards_to_its_children() {
+    let app = app("topology", Config::new());
+    let brokers = app.brokers().unwrap().to_owned();
+    produce(&brokers, "raw", &[("ann", "a"), ("bob", "b"), ("ann", "c"), ("ann", "d")]);
+    produce(&brokers, "odd-out", &[]);
+    produce(&brokers, "even-out", &[]);
+    app.topology()
+        .add_source::<String, String>("src", "raw")
+        .unwrap()
+        .add_processor_async::<String, String, String, String, _, _>("tally", || Tally, &["src"])
+        .unwrap()
+        .add_state_store(Stores::key_value_store::<String, i64>("tally"), &["tally"])
+        .unwrap()
+        .add_sink::<String, String>("odd", "odd-out", &["tally"])
+        .unwrap()
+        .add_sink::<String, String>("even", "even-out", &["tally"])
+        .unwrap();
+    let runner = {
+        let app = app.clone();
+        std::thread::spawn(move || app.run())
+    };
+    let odd = read_all(&brokers, "odd-out", |l| l.len() >= 3);
+    let even = read_all(&brokers, "even-out", |l| !l.is_empty());
+    app.stop();
+    runner.join().unwrap().expect("run returns cleanly after stop");
+    assert_eq!(by_key(&odd), keyed(&[("a", &["ann=1"]), ("b", &["bob=1"]), ("d", &["ann=3"])]), "{odd:?}");
+    assert_eq!(even, ["c\tann=2"]);
+    app.close(Duration::from_secs(30));
+}
