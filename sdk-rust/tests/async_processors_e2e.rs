@@ -54,34 +54,6 @@ fn produce(brokers: &str, topic: &str, records: &[(&str, &str)]) {
     assert!(kcat.wait().unwrap().success(), "kcat produced to {topic}");
 }
 
-/// The latest value per key of `topic`, read with kcat until `done` holds
-/// or `timeout` passes.
-fn read_until(
-    brokers: &str,
-    topic: &str,
-    timeout: Duration,
-    done: impl Fn(&BTreeMap<String, String>) -> bool,
-) -> BTreeMap<String, String> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let out = Command::new("kcat")
-            .args(["-b", brokers, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%k\t%s\n"])
-            .stderr(Stdio::null())
-            .output()
-            .expect("kcat runs");
-        let mut last = BTreeMap::new();
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
-            if let Some((k, v)) = line.split_once('\t') {
-                last.insert(k.to_owned(), v.to_owned());
-            }
-        }
-        if done(&last) || Instant::now() > deadline {
-            return last;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
 /// Pending `n` polls (waking itself each time), then ready.
 struct Yield(usize);
 
