@@ -2,7 +2,9 @@
 //! `KStream.split` with its [`BranchedKStream`], and `KStream.repartition`.
 
 use std::collections::HashMap;
+use std::future::Future;
 
+use crate::asynchronous::predicate_step_async;
 use crate::bundle::{Func, StepFn};
 use crate::dsl::{predicate_step, KStream};
 use crate::errors::{Error, Result};
@@ -145,6 +147,35 @@ impl<K: Serde, V: Serde> BranchedKStream<K, V> {
             self.error.get_or_insert(e);
         }
         self.branches.push((fn_name::<F>("split"), o.name_or_empty(), predicate_step(false, f)));
+        self
+    }
+
+    /// [`branch`](Self::branch) with an async predicate: the records
+    /// `f(key, value)` resolves to true for, of those no earlier branch
+    /// took. A bundle's futures run together, as
+    /// [`filter_async`](KStream::filter_async)'s; each record still goes to
+    /// the first branch that passes it, and a panicking or timed-out future
+    /// fails its record, naming the predicate and the node.
+    pub fn branch_async<F, Fut>(self, f: F) -> BranchedKStream<K, V>
+    where
+        F: Fn(&K, &V) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = bool> + 'static,
+    {
+        self.branch_async_with(f, Options::new())
+    }
+
+    /// [`branch_async`](Self::branch_async) with `name` (`Branched.as`).
+    pub fn branch_async_with<F, Fut>(mut self, f: F, o: Options) -> BranchedKStream<K, V>
+    where
+        F: Fn(&K, &V) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = bool> + 'static,
+    {
+        if let Err(e) = o.check("split: branch", NAME) {
+            self.error.get_or_insert(e);
+        }
+        let name = fn_name::<F>("split");
+        let step = predicate_step_async(name.clone(), false, f);
+        self.branches.push((name, o.name_or_empty(), step));
         self
     }
 
