@@ -637,6 +637,41 @@ impl<K: Serde, A: Serde> MetadataSessionWindowedCogroupedKStream<K, A> {
     }
 }
 
+impl<K: Serde, A: Serde> MetadataSessionWindowedCogroupedKStream<K, A> {
+    /// [`aggregate`](Self::aggregate) with an async merger: `merger(key,
+    /// aggregate1, aggregate2, metadata)` resolves to the merged sessions'
+    /// aggregate (the bridging record's metadata, owned). The aggregators
+    /// then fold asynchronously too, a key's calls in order.
+    pub fn aggregate_async<I, M, MFut>(self, init: I, merger: M) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+        M: Fn(&K, A, A, RecordMetadata) -> MFut + Send + Sync + 'static,
+        MFut: Future<Output = A> + 'static,
+    {
+        self.aggregate_async_with(init, merger, Options::new())
+    }
+
+    /// [`aggregate_async`](Self::aggregate_async) with `name` and `materialized`.
+    pub fn aggregate_async_with<I, M, MFut>(self, init: I, merger: M, o: Options) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+        M: Fn(&K, A, A, RecordMetadata) -> MFut + Send + Sync + 'static,
+        MFut: Future<Output = A> + 'static,
+    {
+        let w = self.windowed;
+        let app = w.cogroup.app.clone();
+        let name = fn_name::<I>("aggregate initializer");
+        let merger_name = fn_name::<M>("aggregate merger");
+        let init: Initializer<A> = Arc::new(move || with_meta(|m| init(m)));
+        let m: AsyncMerger<K, A> =
+            Arc::new(move |k: &K, a: A, b: A| Box::pin(merger(k, a, b, meta_owned())) as LocalFuture<A>);
+        let merger = Some(CogroupMerger::Async(m, merger_name.clone()));
+        let init = (init, name, pb::Metadata::Read);
+        let h = w.cogroup.build(Some(w.windows), init, merger, Some(merger_name), o)?;
+        KTable::wrap(app, h)
+    }
+}
+
 /// Windows a cogroup can be windowed by: [`TimeWindows`] and
 /// [`SlidingWindows`] make a [`TimeWindowedCogroupedKStream`],
 /// [`SessionWindows`] a [`SessionWindowedCogroupedKStream`].

@@ -1,6 +1,7 @@
 //! Async operators with record metadata: the `*_async` operators of
-//! [`MetadataStream`] and [`MetadataGroupedStream`]
-//! (`stream.with_metadata().map_values_async(..)`).
+//! [`MetadataStream`], [`MetadataGroupedStream`], the windowed
+//! [`MetadataTimeWindowedStream`] and [`MetadataSessionWindowedStream`], and
+//! [`MetadataGroupedTable`] (`stream.with_metadata().map_values_async(..)`).
 //!
 //! A future cannot borrow the record's metadata, as the synchronous
 //! functions do (`&mut RecordMetadata`): the closure gets it by value,
@@ -30,8 +31,12 @@ use crate::options::{Options, KEY, NAME, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::processor::RecordMetadata;
 use crate::serdes::Serde;
+use crate::serdes::Windowed;
 use crate::session::fn_name;
-use crate::{MetadataGroupedStream, MetadataStream};
+use crate::{
+    MetadataGroupedStream, MetadataGroupedTable, MetadataSessionWindowedStream, MetadataStream,
+    MetadataTimeWindowedStream,
+};
 
 /// The future of an element's outcome with the metadata its outputs get.
 fn with_meta_out(
@@ -334,5 +339,254 @@ impl<K: Serde, V: Serde> MetadataGroupedStream<K, V> {
         );
         let app = self.grouped().app.clone();
         KTable::wrap(app, self.aggregations().aggregate(Arc::new(fold), names, A::NAME, &o)?)
+    }
+}
+
+/// An async reduce with metadata: a group's first value becomes its
+/// aggregate without a call; `f(aggregate, value, metadata)` folds in the
+/// next, and merges two sessions (the bridging record's metadata).
+fn meta_reduce_fold<K: Serde, V: Serde, F, Fut>(f: F) -> (String, AsyncFold<K, V, V>)
+where
+    F: Fn(V, V, RecordMetadata) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = V> + 'static,
+{
+    let name = fn_name::<F>("reduce");
+    let f = Arc::new(f);
+    let g = f.clone();
+    let fold = AsyncFold::<K, V, V>::new(
+        name.clone(),
+        Arc::new(|_: &K, v: V| Box::pin(std::future::ready(v)) as LocalFuture<V>),
+        Arc::new(move |_: &K, agg: V, v: V| Box::pin(f(agg, v, meta_owned())) as LocalFuture<V>),
+    )
+    .with_merge(Arc::new(move |_: &K, a: V, b: V| Box::pin(g(a, b, meta_owned())) as LocalFuture<V>), None);
+    (name, fold)
+}
+
+/// An async aggregate with metadata (without a merger): `init(metadata)`
+/// starts a group's aggregate, `f(key, value, aggregate, metadata)` folds
+/// in a value.
+fn meta_aggregate_fold<K: Serde, V: Serde, A: Serde, I, F, Fut>(init: I, f: F) -> (AggregateNames, AsyncFold<K, V, A>)
+where
+    I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+    F: Fn(&K, V, A, RecordMetadata) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = A> + 'static,
+{
+    let names = AggregateNames {
+        init: fn_name::<I>("aggregate initializer"),
+        aggregator: fn_name::<F>("aggregate"),
+        subtractor: None,
+        merger: None,
+    };
+    let (f, init) = (Arc::new(f), Arc::new(init));
+    let (g, init2) = (f.clone(), init.clone());
+    let fold = AsyncFold::<K, V, A>::new(
+        names.aggregator.clone(),
+        Arc::new(move |k: &K, v: V| {
+            let (a, m) = with_meta(|m| (init2(m), m.clone()));
+            Box::pin(g(k, v, a, m)) as LocalFuture<A>
+        }),
+        Arc::new(move |k: &K, agg: A, v: V| Box::pin(f(k, v, agg, meta_owned())) as LocalFuture<A>),
+    )
+    .with_initial(Arc::new(move || with_meta(|m| init(m))));
+    (names, fold)
+}
+
+impl<K: Serde, V: Serde> MetadataTimeWindowedStream<K, V> {
+    /// `TimeWindowedKStream.reduce` with an async reducer and metadata:
+    /// `f(aggregate, value, metadata)` resolves to the window's new
+    /// aggregate. A bundle's windows fold together, each window's values in
+    /// order; a window's first value becomes its aggregate without a call.
+    pub fn reduce_async<F, Fut>(&self, f: F) -> Result<KTable<Windowed<K>, V>>
+    where
+        F: Fn(V, V, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = V> + 'static,
+    {
+        self.reduce_async_with(f, Options::new())
+    }
+
+    /// [`reduce_async`](Self::reduce_async) with `name` and `materialized`.
+    pub fn reduce_async_with<F, Fut>(&self, f: F, o: Options) -> Result<KTable<Windowed<K>, V>>
+    where
+        F: Fn(V, V, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = V> + 'static,
+    {
+        let (name, fold) = meta_reduce_fold::<(), V, F, Fut>(f);
+        let a = self.aggregations();
+        KTable::wrap(a.app.clone(), a.reduce(Arc::new(fold), (name, None), &o)?)
+    }
+
+    /// `TimeWindowedKStream.aggregate` with an async aggregator and
+    /// metadata: `init(metadata)` starts a key's aggregate in a window,
+    /// `f(key, value, aggregate, metadata)` resolves to the new one.
+    pub fn aggregate_async<A: Serde, I, F, Fut>(&self, init: I, f: F) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = A> + 'static,
+    {
+        self.aggregate_async_with(init, f, Options::new())
+    }
+
+    /// [`aggregate_async`](Self::aggregate_async) with `name` and `materialized`.
+    pub fn aggregate_async_with<A: Serde, I, F, Fut>(&self, init: I, f: F, o: Options) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = A> + 'static,
+    {
+        let (names, fold) = meta_aggregate_fold(init, f);
+        let a = self.aggregations();
+        KTable::wrap(a.app.clone(), a.aggregate(Arc::new(fold), names, A::NAME, &o)?)
+    }
+}
+
+impl<K: Serde, V: Serde> MetadataSessionWindowedStream<K, V> {
+    /// `SessionWindowedKStream.reduce` with an async reducer and metadata:
+    /// `f(aggregate, value, metadata)` resolves to the session's new
+    /// aggregate; merging two sessions a record bridges is `f(aggregate1,
+    /// aggregate2, that record's metadata)`. Each key's calls in order.
+    pub fn reduce_async<F, Fut>(&self, f: F) -> Result<KTable<Windowed<K>, V>>
+    where
+        F: Fn(V, V, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = V> + 'static,
+    {
+        self.reduce_async_with(f, Options::new())
+    }
+
+    /// [`reduce_async`](Self::reduce_async) with `name` and `materialized`.
+    pub fn reduce_async_with<F, Fut>(&self, f: F, o: Options) -> Result<KTable<Windowed<K>, V>>
+    where
+        F: Fn(V, V, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = V> + 'static,
+    {
+        let (name, fold) = meta_reduce_fold::<(), V, F, Fut>(f);
+        let a = self.aggregations();
+        KTable::wrap(a.app.clone(), a.reduce(Arc::new(fold), (name, None), &o)?)
+    }
+
+    /// `SessionWindowedKStream.aggregate` with an async aggregator and
+    /// merger and metadata: `init(metadata)`, `f(key, value, aggregate,
+    /// metadata)` and `merger(key, aggregate1, aggregate2, metadata)` (the
+    /// bridging record's). Each key's calls in order, each future awaited
+    /// before the next; a bundle's keys together.
+    pub fn aggregate_async<A: Serde, I, F, Fut, M, MFut>(
+        &self,
+        init: I,
+        f: F,
+        merger: M,
+    ) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = A> + 'static,
+        M: Fn(&K, A, A, RecordMetadata) -> MFut + Send + Sync + 'static,
+        MFut: Future<Output = A> + 'static,
+    {
+        self.aggregate_async_with(init, f, merger, Options::new())
+    }
+
+    /// [`aggregate_async`](Self::aggregate_async) with `name` and `materialized`.
+    pub fn aggregate_async_with<A: Serde, I, F, Fut, M, MFut>(
+        &self,
+        init: I,
+        f: F,
+        merger: M,
+        o: Options,
+    ) -> Result<KTable<Windowed<K>, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = A> + 'static,
+        M: Fn(&K, A, A, RecordMetadata) -> MFut + Send + Sync + 'static,
+        MFut: Future<Output = A> + 'static,
+    {
+        let (mut names, fold) = meta_aggregate_fold(init, f);
+        names.merger = Some(fn_name::<M>("aggregate merger"));
+        let fold = fold.with_merge(
+            Arc::new(move |k: &K, a: A, b: A| Box::pin(merger(k, a, b, meta_owned())) as LocalFuture<A>),
+            names.merger.clone(),
+        );
+        let a = self.aggregations();
+        KTable::wrap(a.app.clone(), a.aggregate(Arc::new(fold), names, A::NAME, &o)?)
+    }
+}
+
+impl<K: Serde, V: Serde> MetadataGroupedTable<K, V> {
+    /// `KGroupedTable.reduce` with an async adder and subtractor and
+    /// metadata: `adder(aggregate, value, metadata)` and
+    /// `subtractor(aggregate, old value, metadata)` resolve to the new
+    /// aggregate (the update's metadata). A bundle's groups fold together,
+    /// each group's updates in order, an update's subtractor before its adder.
+    pub fn reduce_async<F, FFut, G, GFut>(&self, adder: F, subtractor: G) -> Result<KTable<K, V>>
+    where
+        F: Fn(V, V, RecordMetadata) -> FFut + Send + Sync + 'static,
+        FFut: Future<Output = V> + 'static,
+        G: Fn(V, V, RecordMetadata) -> GFut + Send + Sync + 'static,
+        GFut: Future<Output = V> + 'static,
+    {
+        self.reduce_async_with(adder, subtractor, Options::new())
+    }
+
+    /// [`reduce_async`](Self::reduce_async) with `name` and `materialized`.
+    pub fn reduce_async_with<F, FFut, G, GFut>(&self, adder: F, subtractor: G, o: Options) -> Result<KTable<K, V>>
+    where
+        F: Fn(V, V, RecordMetadata) -> FFut + Send + Sync + 'static,
+        FFut: Future<Output = V> + 'static,
+        G: Fn(V, V, RecordMetadata) -> GFut + Send + Sync + 'static,
+        GFut: Future<Output = V> + 'static,
+    {
+        let (name, fold) = meta_reduce_fold::<(), V, F, FFut>(adder);
+        let names = (name, Some(fn_name::<G>("reduce subtractor")));
+        let fold = fold.with_sub(
+            Arc::new(move |_: &(), agg: V, old: V| Box::pin(subtractor(agg, old, meta_owned())) as LocalFuture<V>),
+            names.1.clone().unwrap_or_default(),
+        );
+        let a = self.aggregations();
+        KTable::wrap(a.app.clone(), a.reduce(Arc::new(fold), names, &o)?)
+    }
+
+    /// `KGroupedTable.aggregate` with an async adder and subtractor and
+    /// metadata: `init(metadata)` starts a group's aggregate,
+    /// `adder(key, value, aggregate, metadata)` and `subtractor(key, old
+    /// value, aggregate, metadata)` resolve to the new one.
+    pub fn aggregate_async<A: Serde, I, F, FFut, G, GFut>(
+        &self,
+        init: I,
+        adder: F,
+        subtractor: G,
+    ) -> Result<KTable<K, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A, RecordMetadata) -> FFut + Send + Sync + 'static,
+        FFut: Future<Output = A> + 'static,
+        G: Fn(&K, V, A, RecordMetadata) -> GFut + Send + Sync + 'static,
+        GFut: Future<Output = A> + 'static,
+    {
+        self.aggregate_async_with(init, adder, subtractor, Options::new())
+    }
+
+    /// [`aggregate_async`](Self::aggregate_async) with `name` and `materialized`.
+    pub fn aggregate_async_with<A: Serde, I, F, FFut, G, GFut>(
+        &self,
+        init: I,
+        adder: F,
+        subtractor: G,
+        o: Options,
+    ) -> Result<KTable<K, A>>
+    where
+        I: Fn(&RecordMetadata) -> A + Send + Sync + 'static,
+        F: Fn(&K, V, A, RecordMetadata) -> FFut + Send + Sync + 'static,
+        FFut: Future<Output = A> + 'static,
+        G: Fn(&K, V, A, RecordMetadata) -> GFut + Send + Sync + 'static,
+        GFut: Future<Output = A> + 'static,
+    {
+        let (mut names, fold) = meta_aggregate_fold(init, adder);
+        names.subtractor = Some(fn_name::<G>("aggregate subtractor"));
+        let fold = fold.with_sub(
+            Arc::new(move |k: &K, agg: A, old: V| Box::pin(subtractor(k, old, agg, meta_owned())) as LocalFuture<A>),
+            names.subtractor.clone().unwrap_or_default(),
+        );
+        let a = self.aggregations();
+        KTable::wrap(a.app.clone(), a.aggregate(Arc::new(fold), names, A::NAME, &o)?)
     }
 }

@@ -703,7 +703,7 @@ impl<K: Serde, V: Serde> KGroupedTable<K, V> {
 }
 
 impl<K: Serde, V: Serde> MetadataGroupedTable<K, V> {
-    fn aggregations(&self) -> Aggregations<'_> {
+    pub(crate) fn aggregations(&self) -> Aggregations<'_> {
         Aggregations { app: &self.grouped.app, input: self.grouped.handle.id, metadata: pb::Metadata::Read }
     }
 

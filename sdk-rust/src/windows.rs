@@ -440,7 +440,7 @@ impl<K: Serde, V: Serde> TimeWindowedKStream<K, V> {
 }
 
 impl<K: Serde, V: Serde> MetadataTimeWindowedStream<K, V> {
-    fn aggregations(&self) -> Aggregations<'_> {
+    pub(crate) fn aggregations(&self) -> Aggregations<'_> {
         Aggregations { app: &self.windowed.app, input: self.windowed.handle.id, metadata: pb::Metadata::Read }
     }
 
@@ -526,7 +526,7 @@ impl<K: Serde, V: Serde> SessionWindowedKStream<K, V> {
 }
 
 impl<K: Serde, V: Serde> MetadataSessionWindowedStream<K, V> {
-    fn aggregations(&self) -> Aggregations<'_> {
+    pub(crate) fn aggregations(&self) -> Aggregations<'_> {
         Aggregations { app: &self.windowed.app, input: self.windowed.handle.id, metadata: pb::Metadata::Read }
     }
 

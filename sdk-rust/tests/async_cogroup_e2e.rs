@@ -147,7 +147,7 @@ fn async_cogroup_aggregators_fold_each_keys_values_in_record_order() {
     produce(&brokers, "orders", &[("ann", "o1"), ("ann", "o2"), ("bob", "o3")]);
     produce(&brokers, "amounts", &[("ann", "1"), ("bob", "10"), ("ann", "2")]);
     produce(&brokers, "pings", &[("ann", "x")]);
-    for t in ["activity", "sessions", "offsets"] {
+    for t in ["activity", "sessions", "offsets", "session-offsets"] {
         produce(&brokers, t, &[]);
     }
     let clicks = app.stream::<String, String>("clicks").unwrap().group_by_key().unwrap();
@@ -223,6 +223,28 @@ fn async_cogroup_aggregators_fold_each_keys_values_in_record_order() {
         .to("sessions")
         .unwrap();
 
+    // With metadata: the initializer gets the record creating a session's
+    // aggregate (100 x its offset), the async merger the bridging record's.
+    amounts
+        .cogroup(|_k: &String, v: String, n: i64| n + v.parse::<i64>().unwrap())
+        .windowed_by(SessionWindows::of_inactivity_gap_with_no_grace(Duration::from_secs(600)))
+        .with_metadata()
+        .aggregate_async(
+            |m: &polystreams::RecordMetadata| m.offset * 100,
+            |_k: &String, a: i64, b: i64, m: polystreams::RecordMetadata| async move {
+                Yield(1).await;
+                a + b + m.offset
+            },
+        )
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .nullable()
+        .map(|w: &Windowed<String>, n: Option<i64>| (w.key.clone(), n.map_or("merged".to_owned(), |n| n.to_string())))
+        .unwrap()
+        .to("session-offsets")
+        .unwrap();
+
     let runner = {
         let app = app.clone();
         std::thread::spawn(move || app.run())
@@ -236,10 +258,14 @@ fn async_cogroup_aggregators_fold_each_keys_values_in_record_order() {
     let offsets =
         strings(&[("ann", "clicks@0,clicks@2,clicks@4|orders@0,orders@1"), ("bob", "clicks@1,clicks@3|orders@2")]);
     let got_offsets = read_until(&brokers, "offsets", wait, |l| *l == offsets);
+    // ann: inits 0 + 200, values 3, a merge at offset 2; bob: init 100, 10.
+    let session_offsets = strings(&[("ann", "205"), ("bob", "110")]);
+    let got_session_offsets = read_until(&brokers, "session-offsets", wait, |l| *l == session_offsets);
     app.stop();
     runner.join().unwrap().expect("run returns cleanly after stop");
     assert_eq!(got_activity, activity);
     assert_eq!(got_offsets, offsets);
+    assert_eq!(got_session_offsets, session_offsets);
     assert_eq!(got_sessions, sessions);
     app.close(Duration::from_secs(30));
 }
