@@ -95,7 +95,7 @@ pub use store::{
     VersionedRecord, WindowStore,
 };
 pub use test_driver::{TestRecord, TopologyTestDriver};
-pub use transform::{TransformResult, TransformerContext, ValueTransformerWithKey};
+pub use transform::{AsyncValueTransformerWithKey, TransformResult, TransformerContext, ValueTransformerWithKey};
 pub use windows::{
     BufferConfig, BufferFull, EmitStrategy, MetadataSessionWindowedStream, MetadataTimeWindowedStream,
     SessionWindowedKStream, SessionWindows, SlidingWindows, TimeWindowedKStream, TimeWindows, Windows,

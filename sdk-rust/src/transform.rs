@@ -3,6 +3,7 @@
 //! fixed-key processor that forwards its one result per value.
 
 use std::any::{Any, TypeId};
+use std::future::Future;
 use std::marker::PhantomData;
 use std::time::Duration;
 
@@ -12,8 +13,8 @@ use crate::errors::{Error, Result};
 use crate::options::{Options, MATERIALIZED, NAME, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
 use crate::processor::{
-    self, Cancellable, FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord, ProcessorResult, PunctuationType,
-    RecordMetadata, StateStore,
+    self, AsyncFixedKeyProcessor, Cancellable, FixedKeyProcessor, FixedKeyProcessorContext, FixedKeyRecord,
+    ProcessorResult, PunctuationType, RecordMetadata, StateStore,
 };
 use crate::serdes::Serde;
 use crate::session::{expect_handle, fn_name};
@@ -35,6 +36,23 @@ pub trait ValueTransformerWithKey<K, V, VR>: Send + 'static {
         Ok(())
     }
     fn transform(&mut self, key: &K, value: Option<V>) -> TransformResult<VR>;
+    fn close(&mut self) -> ProcessorResult {
+        Ok(())
+    }
+}
+
+/// A table's value transformer whose `transform` is async, for
+/// [`KTable::transform_values_async`]: write it `async fn transform(&mut
+/// self, key: &K, value: Option<V>) -> TransformResult<VR>`. Values are
+/// awaited one at a time, in order (each sees the store writes of the one
+/// before), as an [`AsyncProcessor`](crate::AsyncProcessor)'s records;
+/// `init`, `close` and punctuators are synchronous.
+pub trait AsyncValueTransformerWithKey<K, V, VR>: Send + 'static {
+    fn init(&mut self, ctx: &mut TransformerContext<K, VR>) -> ProcessorResult {
+        let _ = ctx;
+        Ok(())
+    }
+    fn transform(&mut self, key: &K, value: Option<V>) -> impl Future<Output = TransformResult<VR>>;
     fn close(&mut self) -> ProcessorResult {
         Ok(())
     }
@@ -171,6 +189,42 @@ where
     }
 }
 
+/// Runs an async transformer as the async fixed-key processor the engine calls.
+struct AsyncTransformer<T, K, V, VR> {
+    t: T,
+    _types: Types<K, V, VR>,
+}
+
+impl<T, K, V, VR> AsyncFixedKeyProcessor<K, Option<V>, Option<VR>> for AsyncTransformer<T, K, V, VR>
+where
+    T: AsyncValueTransformerWithKey<K, V, VR>,
+    K: Serde,
+    V: Serde,
+    VR: Serde,
+{
+    fn init(&mut self, ctx: &mut FixedKeyProcessorContext<K, Option<VR>>) -> ProcessorResult {
+        let mut tc = TransformerContext {
+            inner: FixedKeyProcessorContext::new(ctx.core()),
+            transformer: |p| p.downcast_mut::<Self>().map(|me| &mut me.t as &mut dyn Any),
+            transformer_type: TypeId::of::<T>(),
+        };
+        self.t.init(&mut tc)
+    }
+    async fn process(
+        &mut self,
+        ctx: &mut FixedKeyProcessorContext<K, Option<VR>>,
+        mut record: FixedKeyRecord<K, Option<V>>,
+    ) -> ProcessorResult {
+        let value = record.value.take();
+        let out = self.t.transform(record.key(), value).await?;
+        ctx.forward(record.with_value(out))?;
+        Ok(())
+    }
+    fn close(&mut self) -> ProcessorResult {
+        self.t.close()
+    }
+}
+
 impl<K: Serde, V: Serde> KTable<K, V> {
     /// Transforms each row's value with a [`ValueTransformerWithKey`]
     /// (`KTable.transformValues`): `supplier` makes one per task, and
@@ -203,10 +257,48 @@ impl<K: Serde, V: Serde> KTable<K, V> {
         T: ValueTransformerWithKey<K, V, VR>,
         F: Fn() -> T + Send + Sync + 'static,
     {
-        o.check("transform_values", NAME | VALUE | MATERIALIZED)?;
         let make = move || Transformer::<T, K, V, VR> { t: supplier(), _types: PhantomData };
         let f = Func::Processor(processor::fixed_supplier::<Transformer<T, K, V, VR>, K, Option<V>, Option<VR>>(make));
-        let token = self.app.register(&fn_name::<T>("transform_values"), f)?;
+        self.add_transformer(f, &fn_name::<T>("transform_values"), stores, o)
+    }
+
+    /// [`transform_values`](Self::transform_values) with an
+    /// [`AsyncValueTransformerWithKey`]: its `transform` is async, awaited
+    /// one value at a time, in order; one that panics, answers an error or
+    /// is still pending at [`ASYNC_TIMEOUT`](crate::ASYNC_TIMEOUT) fails its
+    /// record, naming the node.
+    pub fn transform_values_async<VR: Serde, T, F>(&self, supplier: F, stores: &[&str]) -> Result<KTable<K, VR>>
+    where
+        T: AsyncValueTransformerWithKey<K, V, VR>,
+        F: Fn() -> T + Send + Sync + 'static,
+    {
+        self.transform_values_async_with(supplier, stores, Options::new())
+    }
+
+    /// [`transform_values_async`](Self::transform_values_async) with `name`,
+    /// `value_serde` and `materialized`.
+    pub fn transform_values_async_with<VR: Serde, T, F>(
+        &self,
+        supplier: F,
+        stores: &[&str],
+        o: Options,
+    ) -> Result<KTable<K, VR>>
+    where
+        T: AsyncValueTransformerWithKey<K, V, VR>,
+        F: Fn() -> T + Send + Sync + 'static,
+    {
+        let make = move || AsyncTransformer::<T, K, V, VR> { t: supplier(), _types: PhantomData };
+        let f =
+            Func::Processor(
+                processor::async_fixed_supplier::<AsyncTransformer<T, K, V, VR>, K, Option<V>, Option<VR>>(make),
+            );
+        self.add_transformer(f, &fn_name::<T>("transform_values"), stores, o)
+    }
+
+    /// A transform_values node running the registered processor `f`.
+    fn add_transformer<VR: Serde>(&self, f: Func, fn_name: &str, stores: &[&str], o: Options) -> Result<KTable<K, VR>> {
+        o.check("transform_values", NAME | VALUE | MATERIALIZED)?;
+        let token = self.app.register(fn_name, f)?;
         let op = Op::TransformValues(pb::TransformValuesOp {
             input: self.handle.id,
             token,

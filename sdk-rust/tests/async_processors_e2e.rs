@@ -1,5 +1,6 @@
-//! Async fixed-key processors (`process_values_async`) and async processors
-//! of the Processor API (`Topology::add_processor_async`) against the REAL
+//! Async fixed-key processors (`process_values_async`), async processors of
+//! the Processor API (`Topology::add_processor_async`) and async table
+//! value transformers (`KTable::transform_values_async`) against the REAL
 //! engine binary (`$POLYSTREAMS_ENGINE`, else `bin/polystreams`; `make
 //! build`) and its embedded broker, records in and out through kcat: records
 //! are awaited one at a time, in order, each seeing the store writes of the
@@ -19,7 +20,7 @@ use polystreams::processor::{
     AsyncFixedKeyProcessor, AsyncProcessor, FixedKeyProcessorContext, FixedKeyRecord, KeyValueStore, ProcessorContext,
     ProcessorResult, Record, Stores,
 };
-use polystreams::{App, Config, Error};
+use polystreams::{App, AsyncValueTransformerWithKey, Config, Error, Options, TransformResult, TransformerContext};
 
 fn engine() -> PathBuf {
     let p = std::env::var_os("POLYSTREAMS_ENGINE")
@@ -238,4 +239,95 @@ fn an_async_topology_processor_awaits_each_record_in_order_and_forwards_to_its_c
     assert_eq!(by_key(&odd), keyed(&[("a", &["ann=1"]), ("b", &["bob=1"]), ("d", &["ann=3"])]), "{odd:?}");
     assert_eq!(even, ["c\tann=2"]);
     app.close(Duration::from_secs(30));
+}
+
+/// Tags each value with how many values its key has had (store
+/// "versions"), across an await between the store's read and write; "boom"
+/// panics after the await.
+#[derive(Default)]
+struct Versioner {
+    versions: Option<KeyValueStore<String, i64>>,
+}
+
+impl AsyncValueTransformerWithKey<String, String, String> for Versioner {
+    fn init(&mut self, ctx: &mut TransformerContext<String, String>) -> ProcessorResult {
+        self.versions = Some(ctx.get_state_store("versions")?);
+        Ok(())
+    }
+    async fn transform(&mut self, key: &String, value: Option<String>) -> TransformResult<String> {
+        let versions = self.versions.as_ref().ok_or("no store")?;
+        let n = versions.get(key)?.unwrap_or(0) + 1;
+        Yield(3).await; // stands in for an I/O call
+        assert!(value.as_deref() != Some("boom"), "boom in an async transformer");
+        versions.put(key, &n)?;
+        Ok(Some(match value {
+            None => format!("{key} deleted (v{n})"),
+            Some(v) => format!("{v} (v{n})"),
+        }))
+    }
+}
+
+fn versioned_app(name: &str, config: Config) -> App {
+    let app = app(name, config);
+    app.add_state_store(Stores::key_value_store::<String, i64>("versions")).unwrap();
+    app.table::<String, String>("users")
+        .unwrap()
+        .transform_values_async_with(Versioner::default, &["versions"], Options::new().name("versioned"))
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("tagged")
+        .unwrap();
+    app
+}
+
+#[test]
+fn an_async_table_transformer_awaits_each_value_in_order() {
+    let app = versioned_app("transform", Config::new());
+    let brokers = app.brokers().unwrap().to_owned();
+    produce(&brokers, "users", &[("ann", "a"), ("bob", "b"), ("ann", "c"), ("ann", "d")]);
+    produce(&brokers, "tagged", &[]);
+    let runner = {
+        let app = app.clone();
+        std::thread::spawn(move || app.run())
+    };
+    let got = read_all(&brokers, "tagged", |l| l.len() >= 4);
+    app.stop();
+    runner.join().unwrap().expect("run returns cleanly after stop");
+    assert_eq!(by_key(&got), keyed(&[("ann", &["a (v1)", "c (v2)", "d (v3)"]), ("bob", &["b (v1)"])]), "{got:?}");
+    assert!(app.describe().unwrap().contains("versioned (stores: [versions])"), "{}", app.describe().unwrap());
+    app.close(Duration::from_secs(30));
+}
+
+#[test]
+fn a_panicking_transformer_future_fails_its_record_under_each_policy() {
+    let records = [("ann", "a"), ("ann", "boom"), ("ann", "c")];
+    for policy in ["log_and_continue", "fail"] {
+        let app =
+            versioned_app(&format!("transform-{policy}"), Config::new().set("processing.exception.handler", policy));
+        let brokers = app.brokers().unwrap().to_owned();
+        produce(&brokers, "users", &records);
+        produce(&brokers, "tagged", &[]);
+        let runner = {
+            let app = app.clone();
+            std::thread::spawn(move || app.run())
+        };
+        if policy == "fail" {
+            match runner.join().unwrap().unwrap_err() {
+                Error::Processing { message, topic, partition, offset, node } => {
+                    assert_eq!((topic.as_deref(), partition, offset), (Some("users"), Some(0), Some(1)), "{message}");
+                    assert_eq!(node.as_deref(), Some("versioned"), "{message}");
+                    assert!(message.contains("boom in an async transformer"), "{message}");
+                }
+                other => panic!("want a processing error, got {other:?}"),
+            }
+            app.close(Duration::from_secs(30));
+            continue;
+        }
+        let got = read_all(&brokers, "tagged", |l| l.len() >= 2);
+        app.stop();
+        runner.join().unwrap().expect("run returns cleanly after stop");
+        assert_eq!(got, ["ann\ta (v1)", "ann\tc (v2)"], "{policy}");
+        app.close(Duration::from_secs(30));
+    }
 }
