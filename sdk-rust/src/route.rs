@@ -7,10 +7,13 @@
 //! One call per record; a record whose key or value does not decode, or
 //! whose call panics or answers no topic, fails alone.
 
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Instant;
 
+use crate::await_all::{self, ASYNC_TIMEOUT};
 use crate::branch::Repartitioned;
-use crate::bundle::{column, fail_all, guarded, ExtractFn, Func};
+use crate::bundle::{column, fail_all, guarded, ExtractFn, Func, LocalFuture};
 use crate::dsl::KStream;
 use crate::errors::Result;
 use crate::options::{Options, KEY, NAME, VALUE};
@@ -111,6 +114,63 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         self.build_repartition(r, token)
     }
 
+    /// [`to_with_partitioner`](Self::to_with_partitioner) with an async
+    /// stream partitioner: `f(topic, &key, &value, num_partitions)`
+    /// resolves to the record's partitions. A bundle's futures run
+    /// together; each record is written as its own future answered, and a
+    /// panicking or timed-out future fails its record, naming the
+    /// partitioner and the node.
+    pub fn to_with_partitioner_async<P, F, Fut>(&self, topic: &str, o: Options, f: F) -> Result<()>
+    where
+        P: IntoIterator<Item = u32>,
+        F: Fn(&str, &K, &V, u32) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Option<P>> + 'static,
+    {
+        o.check("to", NAME | KEY | VALUE)?;
+        let name = std::any::type_name::<F>();
+        let token = self.register_route(name, partition_fn_async::<K, V, P, F, Fut>(name.to_owned(), f))?;
+        self.build_to(topic.to_owned(), &o, token, 0)
+    }
+
+    /// [`repartition_with_partitioner`](Self::repartition_with_partitioner)
+    /// with an async stream partitioner, as
+    /// [`to_with_partitioner_async`](Self::to_with_partitioner_async)'s.
+    pub fn repartition_with_partitioner_async<P, F, Fut>(&self, r: Repartitioned, f: F) -> Result<KStream<K, V>>
+    where
+        P: IntoIterator<Item = u32>,
+        F: Fn(&str, &K, &V, u32) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Option<P>> + 'static,
+    {
+        let name = std::any::type_name::<F>();
+        let token = self.register_route(name, partition_fn_async::<K, V, P, F, Fut>(name.to_owned(), f))?;
+        self.build_repartition(r, token)
+    }
+
+    /// [`to_dynamic`](Self::to_dynamic) with an async topic name extractor:
+    /// `f(&key, &value, metadata)` resolves to the record's topic (the
+    /// metadata by value, for the future to move in). A bundle's futures
+    /// run together; a panicking or timed-out future, or an empty name,
+    /// fails its record.
+    pub fn to_dynamic_async<F, Fut>(&self, f: F) -> Result<()>
+    where
+        F: Fn(&K, &V, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = String> + 'static,
+    {
+        self.to_dynamic_async_with(Options::new(), f)
+    }
+
+    /// [`to_dynamic_async`](Self::to_dynamic_async) with `name`, `key_serde`
+    /// and `value_serde` (`Produced.with`).
+    pub fn to_dynamic_async_with<F, Fut>(&self, o: Options, f: F) -> Result<()>
+    where
+        F: Fn(&K, &V, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = String> + 'static,
+    {
+        o.check("to", NAME | KEY | VALUE)?;
+        let token = self.register_route(&class_name::<F>(), topic_fn_async::<K, V, F, Fut>(f))?;
+        self.build_to(String::new(), &o, 0, token)
+    }
+
     fn register_route(&self, name: &str, f: Arc<ExtractFn>) -> Result<u32> {
         self.app.register(name, Func::Route(f))
     }
@@ -196,25 +256,115 @@ where
         let n = u32::try_from(b.sink_partitions).unwrap_or(0);
         per_record::<K, V>(b, |r, _, k, v| {
             let chosen = guarded(|| f(topic, k, v, n).map(|ps| ps.into_iter().collect::<Vec<u32>>()))?;
-            match chosen {
-                None => {
-                    r.output_counts.push(1);
-                    r.value_lengths.push(-1);
-                }
-                Some(ps) => {
-                    let mut seen: Vec<u32> = Vec::with_capacity(ps.len());
-                    for p in ps {
-                        if !seen.contains(&p) {
-                            seen.push(p);
-                            r.value_lengths.push(4);
-                            r.values.extend_from_slice(&p.to_be_bytes());
-                        }
-                    }
-                    r.output_counts.push(seen.len() as i32);
-                }
-            }
+            write_partitions(r, chosen);
             Ok(())
         })
+    })
+}
+
+/// A record's outputs for the partitions its partitioner chose.
+fn write_partitions(r: &mut pb::BundleResult, chosen: Option<Vec<u32>>) {
+    match chosen {
+        None => {
+            r.output_counts.push(1);
+            r.value_lengths.push(-1);
+        }
+        Some(ps) => {
+            let mut seen: Vec<u32> = Vec::with_capacity(ps.len());
+            for p in ps {
+                if !seen.contains(&p) {
+                    seen.push(p);
+                    r.value_lengths.push(4);
+                    r.values.extend_from_slice(&p.to_be_bytes());
+                }
+            }
+            r.output_counts.push(seen.len() as i32);
+        }
+    }
+}
+
+/// Runs `call` once per record of a partitioner or topic name extractor
+/// bundle with its index and decoded key and value, the futures together
+/// until [`ASYNC_TIMEOUT`]; then `answer` writes each record's outputs, in
+/// record order, or fails it. A record whose call or future panics, or
+/// whose future is still pending, fails alone, naming `name` and the node.
+fn per_record_async<K: Serde, V: Serde, T: 'static>(
+    b: &pb::Bundle,
+    name: &str,
+    call: impl Fn(usize, &K, &V) -> LocalFuture<T>,
+    mut answer: impl FnMut(&mut pb::BundleResult, usize, T) -> std::result::Result<(), String>,
+) -> pb::BundleResult {
+    use pb::record_failure::Kind;
+    let mut r = pb::BundleResult { bundle_id: b.id, ..Default::default() };
+    let cols = column(&b.keys, &b.key_lengths).and_then(|k| column(&b.values, &b.value_lengths).map(|v| (k, v)));
+    let (keys, values) = match cols {
+        Ok(c) => c,
+        Err(e) => return fail_all(b, 0, e),
+    };
+    // Each record's future (its index in futures), or why it has none.
+    let mut started: Vec<std::result::Result<usize, (String, Kind)>> = Vec::with_capacity(b.value_lengths.len());
+    let mut futures: Vec<LocalFuture<std::result::Result<T, String>>> = Vec::new();
+    for i in 0..b.value_lengths.len() {
+        match decode::<K, V>(b, keys[i], values[i]) {
+            Err(e) => started.push(Err((e, Kind::Deserialization))),
+            Ok((k, v)) => match guarded(|| call(i, &k, &v)) {
+                Err(panic) => started.push(Err((panic, Kind::Processing))),
+                Ok(fut) => {
+                    started.push(Ok(futures.len()));
+                    futures.push(Box::pin(async move { Ok(fut.await) }));
+                }
+            },
+        }
+    }
+    let mut done: Vec<Option<std::result::Result<T, String>>> = await_all::run(futures, Instant::now() + ASYNC_TIMEOUT);
+    let st = b.steps.first();
+    for (i, s) in started.into_iter().enumerate() {
+        let outcome = match s {
+            Err(e) => Err(e),
+            Ok(j) => match done[j].take() {
+                None => Err((
+                    format!(
+                        "TimeoutError: {name} (token {}, step 0, node {}) did not finish within {} s (cancelled)",
+                        st.map_or(0, |s| s.token),
+                        st.map_or("", |s| s.node.as_str()),
+                        ASYNC_TIMEOUT.as_secs()
+                    ),
+                    Kind::Processing,
+                )),
+                Some(Err(panic)) => Err((panic, Kind::Processing)),
+                Some(Ok(t)) => answer(&mut r, i, t).map_err(|m| (m, Kind::Processing)),
+            },
+        };
+        if let Err((message, kind)) = outcome {
+            failure(&mut r, i, message, kind);
+        }
+    }
+    r
+}
+
+/// The bundle runner of `f`, a typed async stream partitioner: as
+/// [`partition_fn`]'s, the records' futures together.
+pub(crate) fn partition_fn_async<K: Serde, V: Serde, P, F, Fut>(name: String, f: F) -> Arc<ExtractFn>
+where
+    P: IntoIterator<Item = u32>,
+    F: Fn(&str, &K, &V, u32) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Option<P>> + 'static,
+{
+    Arc::new(move |b: &pb::Bundle| {
+        let topic = b.sink_topic.as_str();
+        let n = u32::try_from(b.sink_partitions).unwrap_or(0);
+        per_record_async::<K, V, Option<Vec<u32>>>(
+            b,
+            &name,
+            |_, k, v| {
+                let fut = f(topic, k, v, n);
+                Box::pin(async move { fut.await.map(|ps| ps.into_iter().collect()) })
+            },
+            |r, _, chosen| {
+                write_partitions(r, chosen);
+                Ok(())
+            },
+        )
     })
 }
 
@@ -230,26 +380,57 @@ where
             Err(e) => return fail_all(b, 0, e),
         };
         per_record::<K, V>(b, |r, i, k, v| {
-            let meta = RecordMetadata {
-                topic: b.topic.clone(),
-                partition: b.partition,
-                offset: b.offsets.get(i).copied().unwrap_or(-1),
-                timestamp: b.timestamps.get(i).copied().unwrap_or(0),
-                headers: headers[i].clone(),
-            };
+            let meta = record_meta(b, &headers, i);
             let topic = guarded(|| f(k, v, &meta))?;
-            if topic.is_empty() {
-                return Err(format!(
-                    "the topic name extractor {} named no topic (an empty name) for the record at offset {}",
-                    std::any::type_name::<F>(),
-                    meta.offset
-                ));
-            }
-            r.output_counts.push(1);
-            r.value_lengths.push(topic.len() as i32);
-            r.values.extend_from_slice(topic.as_bytes());
-            Ok(())
+            write_topic::<F>(r, topic, meta.offset)
         })
+    })
+}
+
+/// Record i's metadata, for a topic name extractor.
+fn record_meta(b: &pb::Bundle, headers: &[crate::processor::Headers], i: usize) -> RecordMetadata {
+    RecordMetadata {
+        topic: b.topic.clone(),
+        partition: b.partition,
+        offset: b.offsets.get(i).copied().unwrap_or(-1),
+        timestamp: b.timestamps.get(i).copied().unwrap_or(0),
+        headers: headers[i].clone(),
+    }
+}
+
+/// A record's one output, the topic its extractor F named (an empty name fails it).
+fn write_topic<F>(r: &mut pb::BundleResult, topic: String, offset: i64) -> std::result::Result<(), String> {
+    if topic.is_empty() {
+        return Err(format!(
+            "the topic name extractor {} named no topic (an empty name) for the record at offset {offset}",
+            std::any::type_name::<F>(),
+        ));
+    }
+    r.output_counts.push(1);
+    r.value_lengths.push(topic.len() as i32);
+    r.values.extend_from_slice(topic.as_bytes());
+    Ok(())
+}
+
+/// The bundle runner of `f`, a typed async topic name extractor: as
+/// [`topic_fn`]'s, the records' futures together.
+pub(crate) fn topic_fn_async<K: Serde, V: Serde, F, Fut>(f: F) -> Arc<ExtractFn>
+where
+    F: Fn(&K, &V, RecordMetadata) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = String> + 'static,
+{
+    let name = std::any::type_name::<F>().to_owned();
+    Arc::new(move |b: &pb::Bundle| {
+        let headers = match read_headers(b, b.value_lengths.len()) {
+            Ok(h) => h,
+            Err(e) => return fail_all(b, 0, e),
+        };
+        per_record_async::<K, V, String>(
+            b,
+            &name,
+            |i, k, v| Box::pin(f(k, v, record_meta(b, &headers, i))),
+            |r, i, topic| write_topic::<F>(r, topic, b.offsets.get(i).copied().unwrap_or(-1)),
+        )
     })
 }
 
