@@ -160,8 +160,9 @@ pub(crate) enum Func {
     Route(Arc<ExtractFn>),
 }
 
-/// Runs one extractor, partitioner or topic name extractor bundle.
-pub(crate) type ExtractFn = dyn Fn(&pb::Bundle) -> pb::BundleResult + Send + Sync;
+/// Runs one extractor, partitioner or topic name extractor bundle; an async
+/// one's futures are bounded by the duration.
+pub(crate) type ExtractFn = dyn Fn(&pb::Bundle, Duration) -> pb::BundleResult + Send + Sync;
 
 pub(crate) use crate::calls::{column, guarded};
 
@@ -200,7 +201,7 @@ impl Executor {
         if b.steps.len() == 1 && b.steps[0].operation == pb::Operation::ExtractTimestamp as i32 {
             let st = &b.steps[0];
             return match self.functions.get(&st.token) {
-                Some(Func::Extract(f)) => f(b),
+                Some(Func::Extract(f)) => f(b, self.async_timeout),
                 _ => fail_all(
                     b,
                     0,
@@ -217,7 +218,7 @@ impl Executor {
         if b.steps.len() == 1 && is_route(&b.steps[0]) {
             let st = &b.steps[0];
             return match self.functions.get(&st.token) {
-                Some(Func::Route(f)) => f(b),
+                Some(Func::Route(f)) => f(b, self.async_timeout),
                 _ => fail_all(
                     b,
                     0,

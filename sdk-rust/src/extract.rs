@@ -52,7 +52,7 @@ pub(crate) fn extract_fn<K: Serde, V: Serde, F>(f: F) -> Arc<ExtractFn>
 where
     F: Fn(&K, &V, &RecordMetadata, i64) -> i64 + Send + Sync + 'static,
 {
-    Arc::new(move |b: &pb::Bundle| {
+    Arc::new(move |b: &pb::Bundle, _: std::time::Duration| {
         let n = b.value_lengths.len();
         let mut r = pb::BundleResult { bundle_id: b.id, ..Default::default() };
         let cols = column(&b.keys, &b.key_lengths)

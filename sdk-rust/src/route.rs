@@ -9,9 +9,9 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use crate::await_all::{self, ASYNC_TIMEOUT};
+use crate::await_all;
 use crate::branch::Repartitioned;
 use crate::bundle::{column, fail_all, guarded, ExtractFn, Func, LocalFuture};
 use crate::dsl::KStream;
@@ -251,7 +251,7 @@ where
     P: IntoIterator<Item = u32>,
     F: Fn(&str, &K, &V, u32) -> Option<P> + Send + Sync + 'static,
 {
-    Arc::new(move |b: &pb::Bundle| {
+    Arc::new(move |b: &pb::Bundle, _: Duration| {
         let topic = b.sink_topic.as_str();
         let n = u32::try_from(b.sink_partitions).unwrap_or(0);
         per_record::<K, V>(b, |r, _, k, v| {
@@ -285,12 +285,13 @@ fn write_partitions(r: &mut pb::BundleResult, chosen: Option<Vec<u32>>) {
 
 /// Runs `call` once per record of a partitioner or topic name extractor
 /// bundle with its index and decoded key and value, the futures together
-/// until [`ASYNC_TIMEOUT`]; then `answer` writes each record's outputs, in
-/// record order, or fails it. A record whose call or future panics, or
-/// whose future is still pending, fails alone, naming `name` and the node.
+/// until the bundle has waited `timeout` ([`ASYNC_TIMEOUT`](crate::ASYNC_TIMEOUT));
+/// then `answer` writes each record's outputs, in record order, or fails
+/// it. A record whose call or future panics, or whose future is still
+/// pending, fails alone, naming the function (`name`) and the node.
 fn per_record_async<K: Serde, V: Serde, T: 'static>(
     b: &pb::Bundle,
-    name: &str,
+    (name, timeout): (&str, Duration),
     call: impl Fn(usize, &K, &V) -> LocalFuture<T>,
     mut answer: impl FnMut(&mut pb::BundleResult, usize, T) -> std::result::Result<(), String>,
 ) -> pb::BundleResult {
@@ -316,7 +317,7 @@ fn per_record_async<K: Serde, V: Serde, T: 'static>(
             },
         }
     }
-    let mut done: Vec<Option<std::result::Result<T, String>>> = await_all::run(futures, Instant::now() + ASYNC_TIMEOUT);
+    let mut done: Vec<Option<std::result::Result<T, String>>> = await_all::run(futures, Instant::now() + timeout);
     let st = b.steps.first();
     for (i, s) in started.into_iter().enumerate() {
         let outcome = match s {
@@ -327,7 +328,7 @@ fn per_record_async<K: Serde, V: Serde, T: 'static>(
                         "TimeoutError: {name} (token {}, step 0, node {}) did not finish within {} s (cancelled)",
                         st.map_or(0, |s| s.token),
                         st.map_or("", |s| s.node.as_str()),
-                        ASYNC_TIMEOUT.as_secs()
+                        timeout.as_secs_f64()
                     ),
                     Kind::Processing,
                 )),
@@ -350,12 +351,12 @@ where
     F: Fn(&str, &K, &V, u32) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Option<P>> + 'static,
 {
-    Arc::new(move |b: &pb::Bundle| {
+    Arc::new(move |b: &pb::Bundle, timeout: Duration| {
         let topic = b.sink_topic.as_str();
         let n = u32::try_from(b.sink_partitions).unwrap_or(0);
         per_record_async::<K, V, Option<Vec<u32>>>(
             b,
-            &name,
+            (&name, timeout),
             |_, k, v| {
                 let fut = f(topic, k, v, n);
                 Box::pin(async move { fut.await.map(|ps| ps.into_iter().collect()) })
@@ -374,7 +375,7 @@ pub(crate) fn topic_fn<K: Serde, V: Serde, F>(f: F) -> Arc<ExtractFn>
 where
     F: Fn(&K, &V, &RecordMetadata) -> String + Send + Sync + 'static,
 {
-    Arc::new(move |b: &pb::Bundle| {
+    Arc::new(move |b: &pb::Bundle, _: Duration| {
         let headers = match read_headers(b, b.value_lengths.len()) {
             Ok(h) => h,
             Err(e) => return fail_all(b, 0, e),
@@ -420,14 +421,14 @@ where
     Fut: Future<Output = String> + 'static,
 {
     let name = std::any::type_name::<F>().to_owned();
-    Arc::new(move |b: &pb::Bundle| {
+    Arc::new(move |b: &pb::Bundle, timeout: Duration| {
         let headers = match read_headers(b, b.value_lengths.len()) {
             Ok(h) => h,
             Err(e) => return fail_all(b, 0, e),
         };
         per_record_async::<K, V, String>(
             b,
-            &name,
+            (&name, timeout),
             |i, k, v| Box::pin(f(k, v, record_meta(b, &headers, i))),
             |r, i, topic| write_topic::<F>(r, topic, b.offsets.get(i).copied().unwrap_or(-1)),
         )
@@ -512,6 +513,76 @@ mod tests {
         assert_eq!(r.output_counts, [1, 0]);
         assert_eq!(String::from_utf8(r.values).unwrap(), "k-x-in-2@10");
         assert_eq!(r.failures.len(), 1);
+        assert!(r.failures[0].index == 1 && r.failures[0].message.contains("named no topic"), "{:?}", r.failures);
+    }
+
+    /// Pending `n` polls (waking itself each time), then ready.
+    struct Yield(usize);
+
+    impl Future for Yield {
+        type Output = ();
+        fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+            if self.0 == 0 {
+                return std::task::Poll::Ready(());
+            }
+            self.0 -= 1;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    }
+
+    #[test]
+    fn an_async_partitioner_answers_in_record_order_and_a_pending_or_panicking_future_fails_its_record() {
+        let f = partition_fn_async::<String, String, Vec<u32>, _, _>("part".to_owned(), |_, _, v, _| {
+            let v = v.clone();
+            async move {
+                match v.as_str() {
+                    "never" => std::future::pending().await,
+                    "boom" => panic!("cannot route boom"),
+                    "default" => None,
+                    p => {
+                        let p: u32 = p.parse().unwrap();
+                        Yield(4 - p as usize).await; // later records finish first
+                        Some(vec![p])
+                    }
+                }
+            }
+        });
+        let b = bundle(
+            pb::Operation::StreamPartition,
+            5,
+            &[Some("1"), Some("never"), Some("2"), Some("boom"), Some("default"), Some("3"), None],
+        );
+        let mut ex = Executor::new([(5, Func::Route(f))].into_iter().collect());
+        ex.async_timeout = std::time::Duration::from_millis(100);
+        let r = ex.process(&b);
+        assert_eq!(r.output_counts, [1, 0, 1, 0, 1, 1, 0]);
+        assert_eq!(r.value_lengths, [4, 4, -1, 4]);
+        assert_eq!(r.values, [0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3]);
+        use pb::record_failure::Kind;
+        let p = Kind::Processing as i32;
+        assert_eq!(failures(&r), [(1, p), (3, p), (6, Kind::Deserialization as i32)]);
+        let timeout = &r.failures[0].message;
+        assert!(timeout.starts_with("TimeoutError: part (token 5, step 0, node SINK) did not finish"), "{timeout}");
+        assert!(r.failures[1].message.contains("cannot route boom"), "{}", r.failures[1].message);
+    }
+
+    #[test]
+    fn an_async_extractor_names_each_records_topic_from_its_metadata() {
+        let f = topic_fn_async::<String, String, _, _>(|k, v, meta| {
+            let name = format!("{k}-{v}-{}@{}", meta.topic, meta.offset);
+            async move {
+                Yield(1).await;
+                if name.starts_with("k-none") {
+                    String::new()
+                } else {
+                    name
+                }
+            }
+        });
+        let r = run(f, &bundle(pb::Operation::TopicName, 5, &[Some("x"), Some("none"), Some("y")]));
+        assert_eq!(r.output_counts, [1, 0, 1]);
+        assert_eq!(String::from_utf8(r.values).unwrap(), "k-x-in@10k-y-in@12");
         assert!(r.failures[0].index == 1 && r.failures[0].message.contains("named no topic"), "{:?}", r.failures);
     }
 
