@@ -724,6 +724,54 @@ impl App {
         self.stream_op(topics, &o, Some(pb::TimestampExtractor { token, builtin: String::new() }))
     }
 
+    /// [`stream_with_extractor`](Self::stream_with_extractor) with an async
+    /// extractor: `f(key, value, metadata, partition_time)` resolves to the
+    /// record's timestamp (the metadata by value, for the future to move
+    /// in). Each record's future is awaited before the next record's call,
+    /// as its partition time depends on the timestamps before it; one that
+    /// panics or is still pending at [`ASYNC_TIMEOUT`](crate::ASYNC_TIMEOUT)
+    /// fails its record.
+    pub fn stream_with_extractor_async<K: Serde, V: Serde, F, Fut>(
+        &self,
+        topics: impl Topics,
+        o: Options,
+        f: F,
+    ) -> Result<KStream<K, V>>
+    where
+        F: Fn(&K, &V, RecordMetadata, i64) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = i64> + 'static,
+    {
+        o.check("stream", NAME | KEY | VALUE | OFFSET_RESET)?;
+        let token = self.register_extractor_async::<K, V, F, Fut>(f)?;
+        self.stream_op(topics, &o, Some(pb::TimestampExtractor { token, builtin: String::new() }))
+    }
+
+    /// [`table_with_extractor`](Self::table_with_extractor) with an async
+    /// extractor, as [`stream_with_extractor_async`](Self::stream_with_extractor_async).
+    pub fn table_with_extractor_async<K: Serde, V: Serde, F, Fut>(
+        &self,
+        topic: &str,
+        o: Options,
+        f: F,
+    ) -> Result<KTable<K, V>>
+    where
+        F: Fn(&K, &V, RecordMetadata, i64) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = i64> + 'static,
+    {
+        o.check("table", NAME | KEY | VALUE | MATERIALIZED | OFFSET_RESET)?;
+        let token = self.register_extractor_async::<K, V, F, Fut>(f)?;
+        self.table_op(topic, &o, Some(pb::TimestampExtractor { token, builtin: String::new() }))
+    }
+
+    fn register_extractor_async<K: Serde, V: Serde, F, Fut>(&self, f: F) -> Result<u32>
+    where
+        F: Fn(&K, &V, RecordMetadata, i64) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = i64> + 'static,
+    {
+        let f = Func::Extract(crate::extract::extract_fn_async::<K, V, F, Fut>(f));
+        self.inner.session.register(std::any::type_name::<F>(), f)
+    }
+
     fn register_extractor<K: Serde, V: Serde, F>(&self, f: F) -> Result<u32>
     where
         F: Fn(&K, &V, &RecordMetadata, i64) -> i64 + Send + Sync + 'static,

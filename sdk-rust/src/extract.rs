@@ -6,7 +6,9 @@
 //! [`Options`]: crate::Options
 //! [`App::stream_with_extractor`]: crate::App::stream_with_extractor
 
+use std::future::Future;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::bundle::{column, fail_all, guarded, ExtractFn};
 use crate::pb;
@@ -52,7 +54,45 @@ pub(crate) fn extract_fn<K: Serde, V: Serde, F>(f: F) -> Arc<ExtractFn>
 where
     F: Fn(&K, &V, &RecordMetadata, i64) -> i64 + Send + Sync + 'static,
 {
-    Arc::new(move |b: &pb::Bundle, _: std::time::Duration| {
+    extractor(std::any::type_name::<F>().to_owned(), move |k: &K, v: &V, meta: RecordMetadata, pt, _| {
+        guarded(|| f(k, v, &meta, pt)).map(Some)
+    })
+}
+
+/// The bundle runner of `f`, a typed async extractor: as [`extract_fn`]'s,
+/// each record's future awaited before the next record's call (its
+/// partition time depends on the timestamps before it). A future that
+/// panics fails its record; one still pending when the bundle has waited
+/// its bound fails its record, and so do those after it.
+pub(crate) fn extract_fn_async<K: Serde, V: Serde, F, Fut>(f: F) -> Arc<ExtractFn>
+where
+    F: Fn(&K, &V, RecordMetadata, i64) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = i64> + 'static,
+{
+    extractor(std::any::type_name::<F>().to_owned(), move |k: &K, v: &V, meta: RecordMetadata, pt, deadline| {
+        let fut = guarded(|| f(k, v, meta, pt))?;
+        crate::await_all::block_on(Box::pin(async move { Ok(fut.await) }), deadline).transpose()
+    })
+}
+
+/// The bundle runner of an extractor named `name`: `call(key, value,
+/// metadata, partition_time, deadline)` answers a record's timestamp (None:
+/// still pending at the deadline) or why it failed.
+fn extractor<K: Serde, V: Serde>(
+    name: String,
+    call: impl Fn(&K, &V, RecordMetadata, i64, Instant) -> std::result::Result<Option<i64>, String> + Send + Sync + 'static,
+) -> Arc<ExtractFn> {
+    Arc::new(move |b: &pb::Bundle, timeout: Duration| {
+        let deadline = Instant::now() + timeout;
+        let timed_out = || {
+            let st = b.steps.first();
+            format!(
+                "TimeoutError: {name} (token {}, step 0, node {}) did not finish within {} s (cancelled)",
+                st.map_or(0, |s| s.token),
+                st.map_or("", |s| s.node.as_str()),
+                timeout.as_secs_f64()
+            )
+        };
         let n = b.value_lengths.len();
         let mut r = pb::BundleResult { bundle_id: b.id, ..Default::default() };
         let cols = column(&b.keys, &b.key_lengths)
@@ -87,7 +127,7 @@ where
                 timestamp: b.timestamps.get(i).copied().unwrap_or(0),
                 headers: headers[i].clone(),
             };
-            match guarded(|| f(&k, &v, &meta, pt)) {
+            match call(&k, &v, meta, pt, deadline).and_then(|ts| ts.ok_or_else(timed_out)) {
                 Ok(ts) => {
                     r.output_counts.push(1);
                     r.output_timestamps.push(ts);

@@ -171,6 +171,31 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         self.build_to(String::new(), &o, 0, token)
     }
 
+    /// [`to_dynamic_with_partitioner`](Self::to_dynamic_with_partitioner)
+    /// with an async extractor and partitioner, as
+    /// [`to_dynamic_async`](Self::to_dynamic_async)'s and
+    /// [`to_with_partitioner_async`](Self::to_with_partitioner_async)'s.
+    pub fn to_dynamic_with_partitioner_async<F, FFut, P, G, GFut>(
+        &self,
+        o: Options,
+        extractor: F,
+        partitioner: G,
+    ) -> Result<()>
+    where
+        F: Fn(&K, &V, RecordMetadata) -> FFut + Send + Sync + 'static,
+        FFut: Future<Output = String> + 'static,
+        P: IntoIterator<Item = u32>,
+        G: Fn(&str, &K, &V, u32) -> GFut + Send + Sync + 'static,
+        GFut: Future<Output = Option<P>> + 'static,
+    {
+        o.check("to", NAME | KEY | VALUE)?;
+        let topic = self.register_route(&class_name::<F>(), topic_fn_async::<K, V, F, FFut>(extractor))?;
+        let name = std::any::type_name::<G>();
+        let partition =
+            self.register_route(name, partition_fn_async::<K, V, P, G, GFut>(name.to_owned(), partitioner))?;
+        self.build_to(String::new(), &o, partition, topic)
+    }
+
     fn register_route(&self, name: &str, f: Arc<ExtractFn>) -> Result<u32> {
         self.app.register(name, Func::Route(f))
     }

@@ -193,6 +193,44 @@ fn an_async_stream_partitioner_and_topic_name_extractor_route_each_record() {
 }
 
 #[test]
+fn an_async_topic_name_extractor_with_an_async_partitioner_partitions_in_the_named_topic() {
+    let app = app("route-both");
+    let brokers = app.brokers().unwrap().to_owned();
+    create_topic(&brokers, "in", 1);
+    create_topic(&brokers, "to-a", 3);
+    create_topic(&brokers, "to-b", 5);
+    app.stream::<String, String>("in")
+        .unwrap()
+        .to_dynamic_with_partitioner_async(
+            Options::new(),
+            |_, v: &String, _| {
+                let topic = format!("to-{}", &v[..1]);
+                async move {
+                    Yield(2).await;
+                    topic
+                }
+            },
+            |topic: &str, _, _, n: u32| {
+                let last = if topic == "to-b" { n - 1 } else { 0 };
+                async move {
+                    Yield(1).await;
+                    Some([last])
+                }
+            },
+        )
+        .unwrap();
+    produce(&brokers, "in", &["a1", "b1", "a2"]);
+    let runner = serve(&app);
+    let a = partitions_by_value(&brokers, "to-a", 2);
+    let b = partitions_by_value(&brokers, "to-b", 1);
+    app.stop();
+    runner.join().unwrap().unwrap();
+    assert_eq!((&a["a1"][..], &a["a2"][..]), (&[0][..], &[0][..]), "{a:?}");
+    assert_eq!(&b["b1"][..], &[4][..], "{b:?}");
+    app.close(Duration::from_secs(30));
+}
+
+#[test]
 fn a_panicking_partitioner_future_fails_its_record_naming_the_node() {
     let app = app("route-panic");
     let brokers = app.brokers().unwrap().to_owned();
