@@ -21,7 +21,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use crate::asynchronous::{action_step_async, predicate_step_async};
+use crate::asynchronous::{action_step_async, key_step_async, predicate_step_async};
 use crate::bundle::metadata::{meta_owned, with_meta};
 use crate::bundle::{take, AnyBox, AsyncFold, LocalFuture, Out, StepFn, ValueJoiner};
 use crate::dsl::{JoinFn, KStream, KTable};
@@ -269,6 +269,135 @@ impl<K: Serde, V: Serde> MetadataStream<K, V> {
         });
         let joiner = JoinFn::HostMeta(name, Arc::new(joiner));
         self.stream().join_op("left_join", table.handle.id, true, joiner, Options::new())
+    }
+}
+
+impl<K: Serde, V: Serde> MetadataStream<K, V> {
+    /// `KStream.join(KStream, ValueJoiner, JoinWindows)` with an async
+    /// joiner and metadata: `f(value, other value, metadata)` resolves to
+    /// the joined value, the metadata being that of the record processed
+    /// when the match is found (as for [`join_stream`](Self::join_stream)).
+    pub fn join_stream_async<VO: Serde, VR: Serde, F, Fut>(
+        &self,
+        other: &KStream<K, VO>,
+        f: F,
+        windows: crate::JoinWindows,
+    ) -> Result<KStream<K, VR>>
+    where
+        F: Fn(V, VO, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = VR> + 'static,
+    {
+        let name = fn_name::<F>("join");
+        let joiner = ValueJoiner::<V, VO, VR>::new_async(name.clone(), move |v, o| match o {
+            Some(o) => {
+                let fut = f(v, o, meta_owned());
+                Ok(Box::pin(async move { Ok(fut.await) }) as LocalFuture<_>)
+            }
+            None => Err("an inner join's record came without the other value (a malformed bundle)".to_owned()),
+        });
+        let joiner = JoinFn::HostMeta(name, Arc::new(joiner));
+        self.stream().stream_join_op("join", other.handle().id, windows, false, false, joiner, Options::new())
+    }
+
+    /// `KStream.leftJoin(KStream, ..)` with an async joiner and metadata:
+    /// `f(value, other value or None, metadata)`, the metadata as for
+    /// [`left_join_stream`](Self::left_join_stream).
+    pub fn left_join_stream_async<VO: Serde, VR: Serde, F, Fut>(
+        &self,
+        other: &KStream<K, VO>,
+        f: F,
+        windows: crate::JoinWindows,
+    ) -> Result<KStream<K, VR>>
+    where
+        F: Fn(V, Option<VO>, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = VR> + 'static,
+    {
+        let name = fn_name::<F>("left_join");
+        let joiner = ValueJoiner::<V, VO, VR>::new_async(name.clone(), move |v, o| {
+            let fut = f(v, o, meta_owned());
+            Ok(Box::pin(async move { Ok(fut.await) }) as LocalFuture<_>)
+        });
+        let joiner = JoinFn::HostMeta(name, Arc::new(joiner));
+        self.stream().stream_join_op("left_join", other.handle().id, windows, true, false, joiner, Options::new())
+    }
+
+    /// `KStream.outerJoin(KStream, ..)` with an async joiner and metadata:
+    /// `f(value or None, other value or None, metadata)`.
+    pub fn outer_join_stream_async<VO: Serde, VR: Serde, F, Fut>(
+        &self,
+        other: &KStream<K, VO>,
+        f: F,
+        windows: crate::JoinWindows,
+    ) -> Result<KStream<K, VR>>
+    where
+        F: Fn(Option<V>, Option<VO>, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = VR> + 'static,
+    {
+        let name = fn_name::<F>("outer_join");
+        let joiner = ValueJoiner::<Option<V>, VO, VR>::new_async(name.clone(), move |v, o| {
+            let fut = f(v, o, meta_owned());
+            Ok(Box::pin(async move { Ok(fut.await) }) as LocalFuture<_>)
+        });
+        let joiner = JoinFn::HostMeta(name, Arc::new(joiner));
+        self.stream().stream_join_op("outer_join", other.handle().id, windows, false, true, joiner, Options::new())
+    }
+
+    /// `KStream.join(GlobalKTable, ..)` with an async key mapper and joiner
+    /// and metadata: `mapper(key, value, metadata)` resolves to the global
+    /// table's key, `f(value, global value, metadata)` to the joined value;
+    /// both get the stream record's metadata.
+    pub fn join_global_async<KG: Serde, VG: Serde, VR: Serde, M, MFut, F, Fut>(
+        &self,
+        global: &crate::GlobalKTable<KG, VG>,
+        mapper: M,
+        f: F,
+    ) -> Result<KStream<K, VR>>
+    where
+        M: Fn(&K, &V, RecordMetadata) -> MFut + Send + Sync + 'static,
+        MFut: Future<Output = KG> + 'static,
+        F: Fn(V, VG, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = VR> + 'static,
+    {
+        let name = fn_name::<F>("join_global");
+        let joiner = ValueJoiner::<V, VG, VR>::new_async(name.clone(), move |v, g| match g {
+            Some(g) => {
+                let fut = f(v, g, meta_owned());
+                Ok(Box::pin(async move { Ok(fut.await) }) as LocalFuture<_>)
+            }
+            None => Err("an inner join's record came without a global table value (a malformed bundle)".to_owned()),
+        });
+        let joiner = JoinFn::HostMeta(name, Arc::new(joiner));
+        let mapper_name = fn_name::<M>("join_global");
+        let mapper = key_step_async::<K, V, KG, MFut>(mapper_name.clone(), move |k, v| mapper(k, v, meta_owned()));
+        let read = pb::Metadata::Read;
+        self.stream().join_global_meta_op("join", mapper_name, global, mapper, read, false, joiner, Options::new())
+    }
+
+    /// `KStream.leftJoin(GlobalKTable, ..)` with an async key mapper and
+    /// joiner and metadata: as [`join_global_async`](Self::join_global_async),
+    /// `f` getting `None` for a key the global table does not hold.
+    pub fn left_join_global_async<KG: Serde, VG: Serde, VR: Serde, M, MFut, F, Fut>(
+        &self,
+        global: &crate::GlobalKTable<KG, VG>,
+        mapper: M,
+        f: F,
+    ) -> Result<KStream<K, VR>>
+    where
+        M: Fn(&K, &V, RecordMetadata) -> MFut + Send + Sync + 'static,
+        MFut: Future<Output = KG> + 'static,
+        F: Fn(V, Option<VG>, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = VR> + 'static,
+    {
+        let name = fn_name::<F>("left_join_global");
+        let joiner = ValueJoiner::<V, VG, VR>::new_async(name.clone(), move |v, g| {
+            let fut = f(v, g, meta_owned());
+            Ok(Box::pin(async move { Ok(fut.await) }) as LocalFuture<_>)
+        });
+        let joiner = JoinFn::HostMeta(name, Arc::new(joiner));
+        let mapper_name = fn_name::<M>("left_join_global");
+        let mapper = key_step_async::<K, V, KG, MFut>(mapper_name.clone(), move |k, v| mapper(k, v, meta_owned()));
+        let read = pb::Metadata::Read;
+        self.stream().join_global_meta_op("left_join", mapper_name, global, mapper, read, true, joiner, Options::new())
     }
 }
 

@@ -1,0 +1,131 @@
+//! Async stream-stream and global-table joins with metadata
+//! (`with_metadata().join_stream_async(..)`, `join_global_async(..)`, ...)
+//! against the REAL engine binary (test driver sessions,
+//! `$POLYSTREAMS_ENGINE`, else `bin/polystreams`): the futures get the
+//! metadata the synchronous functions read (the processed record's, or the
+//! stream record's), by value; a panicking future fails its record.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use polystreams::{Config, JoinWindows, RecordMetadata, TopologyTestDriver};
+
+/// Pending `n` polls (waking itself each time), then ready.
+struct Yield(usize);
+
+impl Future for Yield {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 == 0 {
+            return Poll::Ready(());
+        }
+        self.0 -= 1;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+#[test]
+fn async_stream_joiners_with_metadata_get_the_processed_records_metadata() {
+    let driver = TopologyTestDriver::new("meta-async-ss").unwrap();
+    let right = driver.stream::<String, String>("right").unwrap();
+    let left = driver.stream::<String, String>("left").unwrap();
+    let w = JoinWindows::of_time_difference_with_no_grace(Duration::from_millis(10));
+    left.with_metadata()
+        .join_stream_async(
+            &right,
+            |l: String, r: String, m: RecordMetadata| async move {
+                Yield(2).await;
+                format!("{l}+{r} by {}:{}", m.topic, m.offset)
+            },
+            w,
+        )
+        .unwrap()
+        .to("inner-out")
+        .unwrap();
+    left.with_metadata()
+        .left_join_stream_async(
+            &right,
+            |l: String, r: Option<String>, m: RecordMetadata| async move {
+                Yield(1).await;
+                format!("{l}+{r:?} by {}:{}", m.topic, m.offset)
+            },
+            w,
+        )
+        .unwrap()
+        .to("left-out")
+        .unwrap();
+    left.with_metadata()
+        .outer_join_stream_async(
+            &right,
+            |l: Option<String>, r: Option<String>, m: RecordMetadata| async move {
+                Yield(1).await;
+                format!("{l:?}+{r:?} by {}:{}", m.topic, m.offset)
+            },
+            w,
+        )
+        .unwrap()
+        .to("outer-out")
+        .unwrap();
+    driver.pipe_record("left", "a".to_owned(), "l1".to_owned(), Some(0), &[]).unwrap();
+    driver.pipe_record("right", "b".to_owned(), "r1".to_owned(), Some(1), &[]).unwrap();
+    driver.pipe_record("right", "a".to_owned(), "r2".to_owned(), Some(2), &[]).unwrap();
+    // Advances stream time past both windows, so l1's match stays and r1 is emitted unjoined.
+    driver.pipe_record("left", "c".to_owned(), "l2".to_owned(), Some(100), &[]).unwrap();
+    let read = |topic: &str| -> Vec<(String, String)> {
+        driver.read_output::<String, String>(topic).unwrap().into_iter().map(|r| (r.key, r.value)).collect()
+    };
+    let s = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+    assert_eq!(read("inner-out"), [s("a", "l1+r2 by right:1")]);
+    assert_eq!(read("left-out"), [s("a", "l1+Some(\"r2\") by right:1")]);
+    assert_eq!(
+        read("outer-out"),
+        [s("a", "Some(\"l1\")+Some(\"r2\") by right:1"), s("b", "None+Some(\"r1\") by left:1")]
+    );
+}
+
+#[test]
+fn async_global_table_key_mappers_and_joiners_with_metadata_get_the_stream_records_metadata() {
+    let config = Config::new().set("processing.exception.handler", "log_and_continue");
+    let driver = TopologyTestDriver::with_config("meta-async-global", config).unwrap();
+    let prices = driver.global_table::<String, String>("prices").unwrap();
+    let orders = driver.stream::<String, String>("orders").unwrap();
+    // The mapper picks the product by the record's header ("boom" panics in
+    // its future); the joiner reads its offset.
+    let product = |_k: &String, _v: &String, m: RecordMetadata| async move {
+        Yield(2).await;
+        let h = m.headers.iter().find(|(k, _)| k == "product").and_then(|(_, v)| v.clone());
+        let p = h.map_or("none".to_owned(), |p| String::from_utf8_lossy(&p).into_owned());
+        assert_ne!(p, "boom", "no product boom");
+        p
+    };
+    orders
+        .with_metadata()
+        .join_global_async(&prices, product, |v: String, price: String, m: RecordMetadata| async move {
+            Yield(1).await;
+            format!("{v}@{price}#{}", m.offset)
+        })
+        .unwrap()
+        .to("inner-out")
+        .unwrap();
+    orders
+        .with_metadata()
+        .left_join_global_async(&prices, product, |v: String, price: Option<String>, m: RecordMetadata| async move {
+            format!("{v}@{price:?}#{}:{}", m.topic, m.offset)
+        })
+        .unwrap()
+        .to("left-out")
+        .unwrap();
+    driver.pipe_input("prices", "p".to_owned(), "10".to_owned()).unwrap();
+    driver.pipe_record("orders", "o".to_owned(), "o1".to_owned(), None, &[("product", Some(b"p"))]).unwrap();
+    driver.pipe_record("orders", "o".to_owned(), "o2".to_owned(), None, &[("product", Some(b"boom"))]).unwrap();
+    driver.pipe_record("orders", "o".to_owned(), "o3".to_owned(), None, &[]).unwrap();
+    let read = |topic: &str| -> Vec<String> {
+        driver.read_output::<String, String>(topic).unwrap().into_iter().map(|r| r.value).collect()
+    };
+    assert_eq!(read("inner-out"), ["o1@10#0"]);
+    assert_eq!(read("left-out"), ["o1@Some(\"10\")#orders:0", "o3@None#orders:2"]);
+    assert_eq!(driver.dropped_records().unwrap(), 2); // o2, in each join
+}
