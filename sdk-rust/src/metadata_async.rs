@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use crate::asynchronous::{action_step_async, key_step_async, predicate_step_async};
 use crate::bundle::metadata::{meta_owned, with_meta};
-use crate::bundle::{take, AnyBox, AsyncFold, LocalFuture, Out, StepFn, ValueJoiner};
+use crate::bundle::{take, AnyBox, AnyKey, AsyncFold, LocalFuture, Out, StepFn, ValueJoiner};
 use crate::dsl::{JoinFn, KStream, KTable};
 use crate::errors::Result;
 use crate::fold::AggregateNames;
@@ -269,6 +269,67 @@ impl<K: Serde, V: Serde> MetadataStream<K, V> {
         });
         let joiner = JoinFn::HostMeta(name, Arc::new(joiner));
         self.stream().join_op("left_join", table.handle.id, true, joiner, Options::new())
+    }
+}
+
+impl<K: Serde, V: Serde> MetadataStream<K, V> {
+    /// `KStream.mapValues(ValueMapperWithKey)` with an async mapper and
+    /// metadata: `f(key, value, metadata)` resolves to `(new value,
+    /// metadata)`, the metadata its output gets.
+    pub fn map_values_with_key_async<V2: Serde, F, Fut>(&self, f: F) -> Result<KStream<K, V2>>
+    where
+        F: Fn(&K, V, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = (V2, RecordMetadata)> + 'static,
+    {
+        let name = fn_name::<F>("map_values_with_key");
+        let step = StepFn::new_async::<V, K, V2>(name.clone(), move |key, v| {
+            let v: V = take(v)?;
+            let fut = f(key.get::<K>()?, v, meta_owned());
+            Ok(with_meta_out(async move {
+                let (v2, m) = fut.await;
+                (Out::One(None, Box::new(v2)), m)
+            }))
+        });
+        self.build("map_values_with_key", name, step, |input, token| {
+            Op::MapValues(pb::MapValuesOp {
+                input,
+                token,
+                value_serde: V2::NAME.to_owned(),
+                name: String::new(),
+                materialized: None,
+                with_key: true,
+            })
+        })
+    }
+
+    /// `KStream.flatMap` with an async mapper and metadata: `f(key, value,
+    /// metadata)` resolves to `(pairs, metadata)`, the outputs sharing the
+    /// metadata.
+    pub fn flat_map_async<K2: Serde, V2: Serde, I, F, Fut>(&self, f: F) -> Result<KStream<K2, V2>>
+    where
+        I: IntoIterator<Item = (K2, V2)>,
+        F: Fn(&K, V, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = (I, RecordMetadata)> + 'static,
+    {
+        let name = fn_name::<F>("flat_map");
+        let step = StepFn::new_async::<V, K2, V2>(name.clone(), move |key, v| {
+            let v: V = take(v)?;
+            let fut = f(key.get::<K>()?, v, meta_owned());
+            Ok(with_meta_out(async move {
+                let (pairs, m) = fut.await;
+                let pairs = pairs.into_iter().map(|(k2, v2)| (Arc::new(k2) as AnyKey, Box::new(v2) as AnyBox));
+                (Out::Pairs(pairs.collect()), m)
+            }))
+        });
+        self.build("flat_map", name, step, |input, token| {
+            Op::FlatMap(pb::FlatMapOp {
+                input,
+                token,
+                key_serde: K2::NAME.to_owned(),
+                value_serde: V2::NAME.to_owned(),
+                name: String::new(),
+            })
+        })
     }
 }
 

@@ -1,4 +1,5 @@
-//! Async stream-stream and global-table joins with metadata
+//! Async stream-stream and global-table joins, `map_values_with_key_async`
+//! and `flat_map_async` with metadata
 //! (`with_metadata().join_stream_async(..)`, `join_global_async(..)`, ...)
 //! against the REAL engine binary (test driver sessions,
 //! `$POLYSTREAMS_ENGINE`, else `bin/polystreams`): the futures get the
@@ -128,4 +129,47 @@ fn async_global_table_key_mappers_and_joiners_with_metadata_get_the_stream_recor
     assert_eq!(read("inner-out"), ["o1@10#0"]);
     assert_eq!(read("left-out"), ["o1@Some(\"10\")#orders:0", "o3@None#orders:2"]);
     assert_eq!(driver.dropped_records().unwrap(), 2); // o2, in each join
+}
+
+#[test]
+fn async_keyed_mappers_with_metadata_set_their_outputs_metadata() {
+    let driver = TopologyTestDriver::new("meta-async-keyed").unwrap();
+    let s = driver.stream::<String, String>("in").unwrap();
+    s.with_metadata()
+        .map_values_with_key_async(|k: &String, v: String, mut m: RecordMetadata| {
+            let k = k.clone();
+            async move {
+                Yield(2).await;
+                m.timestamp += 1000;
+                (format!("{k}:{v}@{}", m.offset), m)
+            }
+        })
+        .unwrap()
+        .to("mv-out")
+        .unwrap();
+    s.with_metadata()
+        .flat_map_async(|k: &String, v: String, mut m: RecordMetadata| {
+            let k = k.clone();
+            async move {
+                Yield(1).await;
+                m.timestamp = 42;
+                (vec![(format!("{k}1"), v.clone()), (format!("{k}2"), v)], m)
+            }
+        })
+        .unwrap()
+        .to("fm-out")
+        .unwrap();
+    driver.pipe_record("in", "a".to_owned(), "x".to_owned(), Some(1), &[]).unwrap();
+    driver.pipe_record("in", "b".to_owned(), "y".to_owned(), Some(2), &[]).unwrap();
+    let read = |topic: &str| -> Vec<(String, String, i64)> {
+        driver
+            .read_output::<String, String>(topic)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.key, r.value, r.timestamp))
+            .collect()
+    };
+    let r = |k: &str, v: &str, t: i64| (k.to_owned(), v.to_owned(), t);
+    assert_eq!(read("mv-out"), [r("a", "a:x@0", 1001), r("b", "b:y@1", 1002)]);
+    assert_eq!(read("fm-out"), [r("a1", "x", 42), r("a2", "x", 42), r("b1", "y", 42), r("b2", "y", 42)]);
 }
