@@ -482,7 +482,7 @@ impl<K: Serde, V: Serde> KTable<K, V> {
 
 /// An async foreign-key extractor: runs as OPERATION_MAP_VALUES, its
 /// result in the other table's key serde (None: a null foreign key).
-fn extractor_step_async<K: Serde, V: Serde, KO: Serde, Fut: Future<Output = Option<KO>> + 'static>(
+pub(crate) fn extractor_step_async<K: Serde, V: Serde, KO: Serde, Fut: Future<Output = Option<KO>> + 'static>(
     name: String,
     f: impl Fn(&V) -> Fut + Send + Sync + 'static,
 ) -> StepFn {

@@ -21,6 +21,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::async_join::extractor_step_async;
 use crate::asynchronous::{action_step_async, key_step_async, predicate_step_async};
 use crate::bundle::metadata::{meta_owned, with_meta};
 use crate::bundle::{take, AnyBox, AnyKey, AsyncFold, LocalFuture, Out, StepFn, ValueJoiner};
@@ -34,7 +35,7 @@ use crate::serdes::Serde;
 use crate::serdes::Windowed;
 use crate::session::fn_name;
 use crate::{
-    MetadataGroupedStream, MetadataGroupedTable, MetadataSessionWindowedStream, MetadataStream,
+    MetadataGroupedStream, MetadataGroupedTable, MetadataSessionWindowedStream, MetadataStream, MetadataTable,
     MetadataTimeWindowedStream,
 };
 
@@ -778,5 +779,109 @@ impl<K: Serde, V: Serde> MetadataGroupedTable<K, V> {
         );
         let a = self.aggregations();
         KTable::wrap(a.app.clone(), a.aggregate(Arc::new(fold), names, A::NAME, &o)?)
+    }
+}
+
+/// An async joiner with metadata: `f(value, other value or None, metadata)`;
+/// `inner`: a record without the other value is malformed (naming `what`).
+fn meta_joiner<V: Serde, VO: Serde, VR: Serde, F, Fut>(name: String, inner: Option<&'static str>, f: F) -> JoinFn
+where
+    F: Fn(V, Option<VO>, RecordMetadata) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = VR> + 'static,
+{
+    let joiner = ValueJoiner::<V, VO, VR>::new_async(name.clone(), move |v, o| match (o, inner) {
+        (None, Some(what)) => Err(format!("an inner join's record came without {what} (a malformed bundle)")),
+        (o, _) => {
+            let fut = f(v, o, meta_owned());
+            Ok(Box::pin(async move { Ok(fut.await) }) as LocalFuture<_>)
+        }
+    });
+    JoinFn::HostMeta(name, Arc::new(joiner))
+}
+
+impl<K: Serde, V: Serde> MetadataTable<K, V> {
+    /// `KTable.join(KTable)` with an async joiner and metadata: `f(value,
+    /// other value, metadata)` resolves to the joined value, the metadata
+    /// being that of the update (of either table) the join is processing.
+    pub fn join_async<VO: Serde, VR: Serde, F, Fut>(&self, other: &KTable<K, VO>, f: F) -> Result<KTable<K, VR>>
+    where
+        F: Fn(V, VO, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = VR> + 'static,
+    {
+        let f = move |v: V, o: Option<VO>, m| f(v, o.expect("checked: an inner join's other value"), m);
+        let joiner = meta_joiner::<V, VO, VR, _, Fut>(fn_name::<F>("join"), Some("the other table's value"), f);
+        self.table().table_join_op("join", other.handle().id, (false, false), joiner, Options::new())
+    }
+
+    /// `KTable.leftJoin(KTable)` with an async joiner and metadata: `f`
+    /// gets `None` for a key `other` does not hold.
+    pub fn left_join_async<VO: Serde, VR: Serde, F, Fut>(&self, other: &KTable<K, VO>, f: F) -> Result<KTable<K, VR>>
+    where
+        F: Fn(V, Option<VO>, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = VR> + 'static,
+    {
+        let joiner = meta_joiner::<V, VO, VR, F, Fut>(fn_name::<F>("left_join"), None, f);
+        self.table().table_join_op("left_join", other.handle().id, (true, false), joiner, Options::new())
+    }
+
+    /// `KTable.outerJoin(KTable)` with an async joiner and metadata: `f`
+    /// gets `None` for the side that does not hold the key.
+    pub fn outer_join_async<VO: Serde, VR: Serde, F, Fut>(&self, other: &KTable<K, VO>, f: F) -> Result<KTable<K, VR>>
+    where
+        F: Fn(Option<V>, Option<VO>, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = VR> + 'static,
+    {
+        let joiner = meta_joiner::<Option<V>, VO, VR, F, Fut>(fn_name::<F>("outer_join"), None, f);
+        self.table().table_join_op("outer_join", other.handle().id, (false, true), joiner, Options::new())
+    }
+
+    /// `KTable.join(other, foreignKeyExtractor, joiner)` with an async
+    /// extractor and joiner and metadata: `foreign_key(value, metadata)`
+    /// gets this table's update's, `f(value, other value, metadata)` that of
+    /// the record the join is processing when it joins.
+    pub fn foreign_key_join_async<KO: Serde, VO: Serde, VR: Serde, FK, FkFut, F, Fut>(
+        &self,
+        other: &KTable<KO, VO>,
+        foreign_key: FK,
+        f: F,
+    ) -> Result<KTable<K, VR>>
+    where
+        FK: Fn(&V, RecordMetadata) -> FkFut + Send + Sync + 'static,
+        FkFut: Future<Output = Option<KO>> + 'static,
+        F: Fn(V, VO, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = VR> + 'static,
+    {
+        let f = move |v: V, o: Option<VO>, m| f(v, o.expect("checked: an inner join's other value"), m);
+        let name = fn_name::<F>("foreign_key_join");
+        let joiner = meta_joiner::<V, VO, VR, _, Fut>(name, Some("the other table's value"), f);
+        let fk_name = fn_name::<FK>("foreign_key_join");
+        let extractor = extractor_step_async::<K, V, KO, FkFut>(fk_name.clone(), move |v| foreign_key(v, meta_owned()));
+        let (read, op) = (pb::Metadata::Read, "foreign_key_join");
+        let t = self.table();
+        t.foreign_key_join_step_op::<VR>(op, fk_name, extractor, read, other.handle().id, false, joiner, Options::new())
+    }
+
+    /// `KTable.leftJoin(other, foreignKeyExtractor, joiner)` with an async
+    /// extractor and joiner and metadata: as
+    /// [`foreign_key_join_async`](Self::foreign_key_join_async), `f` getting
+    /// `None` when the foreign key is `None` or names no row of `other`.
+    pub fn left_foreign_key_join_async<KO: Serde, VO: Serde, VR: Serde, FK, FkFut, F, Fut>(
+        &self,
+        other: &KTable<KO, VO>,
+        foreign_key: FK,
+        f: F,
+    ) -> Result<KTable<K, VR>>
+    where
+        FK: Fn(&V, RecordMetadata) -> FkFut + Send + Sync + 'static,
+        FkFut: Future<Output = Option<KO>> + 'static,
+        F: Fn(V, Option<VO>, RecordMetadata) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = VR> + 'static,
+    {
+        let joiner = meta_joiner::<V, VO, VR, F, Fut>(fn_name::<F>("left_foreign_key_join"), None, f);
+        let fk_name = fn_name::<FK>("left_foreign_key_join");
+        let extractor = extractor_step_async::<K, V, KO, FkFut>(fk_name.clone(), move |v| foreign_key(v, meta_owned()));
+        let (read, op) = (pb::Metadata::Read, "left_foreign_key_join");
+        let t = self.table();
+        t.foreign_key_join_step_op::<VR>(op, fk_name, extractor, read, other.handle().id, true, joiner, Options::new())
     }
 }

@@ -908,6 +908,12 @@ impl<K: Serde, V: Serde> KTable<K, V> {
     }
 }
 
+impl<K, V> MetadataTable<K, V> {
+    pub(crate) fn table(&self) -> &KTable<K, V> {
+        &self.table
+    }
+}
+
 impl<K: Serde, V: Serde> MetadataTable<K, V> {
     /// `KTable.join(KTable)` with metadata: `f(value, other value,
     /// metadata)`, the metadata being that of the update (of either table)

@@ -1,5 +1,5 @@
-//! Async stream-stream and global-table joins, `map_values_with_key_async`
-//! and `flat_map_async` with metadata
+//! Async stream-stream, global-table, table-table and foreign-key joins,
+//! `map_values_with_key_async` and `flat_map_async` with metadata
 //! (`with_metadata().join_stream_async(..)`, `join_global_async(..)`, ...)
 //! against the REAL engine binary (test driver sessions,
 //! `$POLYSTREAMS_ENGINE`, else `bin/polystreams`): the futures get the
@@ -172,4 +172,107 @@ fn async_keyed_mappers_with_metadata_set_their_outputs_metadata() {
     let r = |k: &str, v: &str, t: i64| (k.to_owned(), v.to_owned(), t);
     assert_eq!(read("mv-out"), [r("a", "a:x@0", 1001), r("b", "b:y@1", 1002)]);
     assert_eq!(read("fm-out"), [r("a1", "x", 42), r("a2", "x", 42), r("b1", "y", 42), r("b2", "y", 42)]);
+}
+
+#[test]
+fn async_table_table_joiners_with_metadata_get_the_update_being_processed() {
+    let driver = TopologyTestDriver::with_config("meta-async-tt", Config::new().statestore_cache_max_bytes(0)).unwrap();
+    let left = driver.table::<String, String>("left").unwrap();
+    let right = driver.table::<String, String>("right").unwrap();
+    let show = |m: &RecordMetadata| format!("{}:{}", m.topic, m.offset);
+    left.with_metadata()
+        .join_async(&right, move |l: String, r: String, m: RecordMetadata| async move {
+            Yield(2).await;
+            format!("{l}+{r} by {}", show(&m))
+        })
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("inner-out")
+        .unwrap();
+    left.with_metadata()
+        .left_join_async(&right, move |l: String, r: Option<String>, m: RecordMetadata| async move {
+            format!("{l}+{r:?} by {}", show(&m))
+        })
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("left-out")
+        .unwrap();
+    left.with_metadata()
+        .outer_join_async(&right, move |l: Option<String>, r: Option<String>, m: RecordMetadata| async move {
+            Yield(1).await;
+            format!("{l:?}+{r:?} by {}", show(&m))
+        })
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("outer-out")
+        .unwrap();
+    driver.pipe_input("left", "k".to_owned(), "l1".to_owned()).unwrap();
+    driver.pipe_input("right", "k".to_owned(), "r1".to_owned()).unwrap();
+    driver.pipe_input("right", "j".to_owned(), "r2".to_owned()).unwrap();
+    let read = |topic: &str| -> Vec<String> {
+        driver.read_output::<String, String>(topic).unwrap().into_iter().map(|r| r.value).collect()
+    };
+    assert_eq!(read("inner-out"), ["l1+r1 by right:0"]);
+    assert_eq!(read("left-out"), ["l1+None by left:0", "l1+Some(\"r1\") by right:0"]);
+    assert_eq!(
+        read("outer-out"),
+        ["Some(\"l1\")+None by left:0", "Some(\"l1\")+Some(\"r1\") by right:0", "None+Some(\"r2\") by right:1"]
+    );
+}
+
+#[test]
+fn async_foreign_key_extractors_and_joiners_with_metadata_get_the_records_metadata() {
+    let driver = TopologyTestDriver::with_config("meta-async-fk", Config::new().statestore_cache_max_bytes(0)).unwrap();
+    let orders = driver.table::<String, String>("orders").unwrap();
+    let products = driver.table::<String, String>("products").unwrap();
+    // The extractor takes the product from the order's header.
+    let product = |_v: &String, m: RecordMetadata| async move {
+        Yield(1).await;
+        m.headers
+            .iter()
+            .find(|(k, _)| k == "product")
+            .and_then(|(_, v)| v.clone())
+            .map(|p| String::from_utf8_lossy(&p).into_owned())
+    };
+    orders
+        .with_metadata()
+        .foreign_key_join_async(&products, product, |o: String, p: String, m: RecordMetadata| async move {
+            Yield(2).await;
+            format!("{o}+{p} by {}:{}", m.topic, m.offset)
+        })
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("inner-out")
+        .unwrap();
+    orders
+        .with_metadata()
+        .left_foreign_key_join_async(&products, product, |o: String, p: Option<String>, m: RecordMetadata| async move {
+            format!("{o}+{p:?} by {}", m.topic)
+        })
+        .unwrap()
+        .to_stream()
+        .unwrap()
+        .to("left-out")
+        .unwrap();
+    driver.pipe_input("products", "p".to_owned(), "pen".to_owned()).unwrap();
+    driver.pipe_record("orders", "o1".to_owned(), "one".to_owned(), None, &[("product", Some(b"p"))]).unwrap();
+    driver.pipe_record("orders", "o2".to_owned(), "two".to_owned(), None, &[]).unwrap();
+    let read = |topic: &str| -> Vec<(String, String)> {
+        driver.read_output::<String, String>(topic).unwrap().into_iter().map(|r| (r.key, r.value)).collect()
+    };
+    let s = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+    // As the synchronous joiner's: the subscription response's metadata.
+    let response = |n: &str| format!("meta-async-fk-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-00000000{n}-topic");
+    assert_eq!(read("inner-out"), [s("o1", &format!("one+pen by {}:0", response("14")))]);
+    assert_eq!(
+        read("left-out"),
+        [
+            s("o1", &format!("one+Some(\"pen\") by {}", response("30"))),
+            s("o2", &format!("two+None by {}", response("30")))
+        ]
+    );
 }
