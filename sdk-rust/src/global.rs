@@ -163,6 +163,43 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         )
     }
 
+    /// [`join_global_builtin`](Self::join_global_builtin) with an async
+    /// key mapper: `mapper(key, value)` resolves to the global table's key;
+    /// a bundle's futures run together, as the other async operators'.
+    pub fn join_global_builtin_async<KG: Serde, VG: Serde, VR: Serde, M, MFut>(
+        &self,
+        global: &GlobalKTable<KG, VG>,
+        mapper: M,
+        j: Joiner,
+        o: Options,
+    ) -> Result<KStream<K, VR>>
+    where
+        M: Fn(&K, &V) -> MFut + Send + Sync + 'static,
+        MFut: std::future::Future<Output = KG> + 'static,
+    {
+        let name = fn_name::<M>("join_global");
+        let mapper = crate::asynchronous::key_step_async::<K, V, KG, MFut>(name.clone(), mapper);
+        self.join_global_op("join", name, global, mapper, false, JoinFn::Builtin(j), o)
+    }
+
+    /// [`left_join_global_builtin`](Self::left_join_global_builtin) with an
+    /// async key mapper, as [`join_global_builtin_async`](Self::join_global_builtin_async)'s.
+    pub fn left_join_global_builtin_async<KG: Serde, VG: Serde, VR: Serde, M, MFut>(
+        &self,
+        global: &GlobalKTable<KG, VG>,
+        mapper: M,
+        j: Joiner,
+        o: Options,
+    ) -> Result<KStream<K, VR>>
+    where
+        M: Fn(&K, &V) -> MFut + Send + Sync + 'static,
+        MFut: std::future::Future<Output = KG> + 'static,
+    {
+        let name = fn_name::<M>("left_join_global");
+        let mapper = crate::asynchronous::key_step_async::<K, V, KG, MFut>(name.clone(), mapper);
+        self.join_global_op("left_join", name, global, mapper, true, JoinFn::Builtin(j), o)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn join_global_op<KG: Serde, VG: Serde, VR: Serde>(
         &self,

@@ -155,6 +155,65 @@ impl<K: Serde, V: Serde> KTable<K, V> {
         )
     }
 
+    /// [`foreign_key_join_builtin`](Self::foreign_key_join_builtin) with an
+    /// async extractor: `foreign_key(value)` resolves to the other table's
+    /// key (None: no join); a bundle's futures run together.
+    pub fn foreign_key_join_builtin_async<KO: Serde, VO: Serde, VR: Serde, FK, FkFut>(
+        &self,
+        other: &KTable<KO, VO>,
+        foreign_key: FK,
+        j: Joiner,
+        o: Options,
+    ) -> Result<KTable<K, VR>>
+    where
+        FK: Fn(&V) -> FkFut + Send + Sync + 'static,
+        FkFut: std::future::Future<Output = Option<KO>> + 'static,
+    {
+        let fk_name = fn_name::<FK>("foreign_key_join");
+        let extractor = crate::async_join::extractor_step_async::<K, V, KO, FkFut>(fk_name.clone(), foreign_key);
+        let unspecified = pb::Metadata::Unspecified;
+        let op = "foreign_key_join";
+        self.foreign_key_join_step_op::<VR>(
+            op,
+            fk_name,
+            extractor,
+            unspecified,
+            other.handle.id,
+            false,
+            JoinFn::Builtin(j),
+            o,
+        )
+    }
+
+    /// [`left_foreign_key_join_builtin`](Self::left_foreign_key_join_builtin)
+    /// with an async extractor, as [`foreign_key_join_builtin_async`](Self::foreign_key_join_builtin_async)'s.
+    pub fn left_foreign_key_join_builtin_async<KO: Serde, VO: Serde, VR: Serde, FK, FkFut>(
+        &self,
+        other: &KTable<KO, VO>,
+        foreign_key: FK,
+        j: Joiner,
+        o: Options,
+    ) -> Result<KTable<K, VR>>
+    where
+        FK: Fn(&V) -> FkFut + Send + Sync + 'static,
+        FkFut: std::future::Future<Output = Option<KO>> + 'static,
+    {
+        let fk_name = fn_name::<FK>("left_foreign_key_join");
+        let extractor = crate::async_join::extractor_step_async::<K, V, KO, FkFut>(fk_name.clone(), foreign_key);
+        let unspecified = pb::Metadata::Unspecified;
+        let op = "left_foreign_key_join";
+        self.foreign_key_join_step_op::<VR>(
+            op,
+            fk_name,
+            extractor,
+            unspecified,
+            other.handle.id,
+            true,
+            JoinFn::Builtin(j),
+            o,
+        )
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn foreign_key_join_op<KO: Serde, VR: Serde, FK>(
         &self,
