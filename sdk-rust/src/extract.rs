@@ -149,3 +149,54 @@ fn extractor<K: Serde, V: Serde>(
         r
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::{Executor, Func};
+
+    #[test]
+    fn an_async_extractor_awaits_each_record_in_order_and_a_pending_one_fails_alone() {
+        let f = extract_fn_async::<String, String, _, _>(|_, v, meta, pt| {
+            let v = v.clone();
+            async move {
+                if v == "never" {
+                    std::future::pending::<()>().await;
+                }
+                assert_ne!(v, "boom", "no timestamp in boom");
+                v.parse::<i64>().unwrap() + pt.max(0) + meta.offset
+            }
+        });
+        let mut b = pb::Bundle {
+            id: 1,
+            steps: vec![pb::Step {
+                token: 7,
+                operation: pb::Operation::ExtractTimestamp as i32,
+                node: "SOURCE".into(),
+                ..Default::default()
+            }],
+            key_serde: "string".into(),
+            value_serde: "string".into(),
+            topic: "in".into(),
+            offsets: vec![0, 1, 2, 3],
+            partition_time: -1,
+            ..Default::default()
+        };
+        for v in ["100", "never", "boom", "5"] {
+            b.key_lengths.push(1);
+            b.keys.push(b'k');
+            b.value_lengths.push(v.len() as i32);
+            b.values.extend_from_slice(v.as_bytes());
+        }
+        let mut ex = Executor::new([(7, Func::Extract(f))].into_iter().collect());
+        ex.async_timeout = Duration::from_millis(100);
+        let r = ex.process(&b);
+        assert_eq!(r.output_counts, [1, 0, 0, 1]);
+        // Record 3's partition time is record 0's timestamp: 5 + 100 + offset 3.
+        assert_eq!(r.output_timestamps, [100, 108]);
+        let why: Vec<(i32, &str)> = r.failures.iter().map(|f| (f.index, f.message.as_str())).collect();
+        assert_eq!(why.len(), 2, "{why:?}");
+        assert!(why[0].0 == 1 && why[0].1.contains("(token 7, step 0, node SOURCE) did not finish"), "{why:?}");
+        assert!(why[1].0 == 2 && why[1].1.contains("no timestamp in boom"), "{why:?}");
+    }
+}
