@@ -15,11 +15,11 @@ use std::sync::Arc;
 
 use crate::asynchronous::{key_step_async, map_values_step_async, predicate_step_async};
 use crate::bundle::{take, LocalFuture, Out, StepFn, ValueJoiner};
-use crate::dsl::{build_step, GlobalKTable, JoinFn, KStream, KTable};
+use crate::dsl::{build_step, filter_op, map_values_op, GlobalKTable, JoinFn, KStream, KTable};
 use crate::errors::Result;
 use crate::join_stream::JoinWindows;
 use crate::options::{Options, MATERIALIZED, NAME, VALUE};
-use crate::pb::{self, build_request::Operation as Op};
+use crate::pb::{self};
 use crate::serdes::Serde;
 use crate::session::{expect_handle, fn_name};
 
@@ -327,9 +327,7 @@ impl<K: Serde, V: Serde> KTable<K, V> {
         let name = fn_name::<F>("filter");
         let step = predicate_step_async(name.clone(), false, f);
         let input = self.handle.id;
-        let h = build_step(&self.app, name, step, |token| {
-            Op::Filter(pb::FilterOp { input, token, name: o.name_or_empty(), materialized: o.materialized_proto() })
-        })?;
+        let h = build_step(&self.app, name, step, filter_op(input, false, o.name_or_empty(), o.materialized_proto()))?;
         KTable::wrap(self.app.clone(), expect_handle(h, "filter")?)
     }
 
@@ -353,14 +351,7 @@ impl<K: Serde, V: Serde> KTable<K, V> {
         let name = fn_name::<F>("filter_not");
         let step = predicate_step_async(name.clone(), true, f);
         let input = self.handle.id;
-        let h = build_step(&self.app, name, step, |token| {
-            Op::FilterNot(pb::FilterNotOp {
-                input,
-                token,
-                name: o.name_or_empty(),
-                materialized: o.materialized_proto(),
-            })
-        })?;
+        let h = build_step(&self.app, name, step, filter_op(input, true, o.name_or_empty(), o.materialized_proto()))?;
         KTable::wrap(self.app.clone(), expect_handle(h, "filter_not")?)
     }
 
@@ -384,16 +375,12 @@ impl<K: Serde, V: Serde> KTable<K, V> {
         let name = fn_name::<F>("map_values");
         let step = map_values_step_async::<K, V, V2, Fut>(name.clone(), f);
         let input = self.handle.id;
-        let h = build_step(&self.app, name, step, |token| {
-            Op::MapValues(pb::MapValuesOp {
-                input,
-                token,
-                value_serde: o.value_or(V2::NAME),
-                name: o.name_or_empty(),
-                materialized: o.materialized_proto(),
-                with_key: false,
-            })
-        })?;
+        let h = build_step(
+            &self.app,
+            name,
+            step,
+            map_values_op(input, o.value_or(V2::NAME), o.name_or_empty(), o.materialized_proto(), false),
+        )?;
         KTable::wrap(self.app.clone(), expect_handle(h, "map_values")?)
     }
 

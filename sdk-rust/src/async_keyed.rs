@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::asynchronous::{key_step_async, map_step_async};
 use crate::bundle::{take, AnyBox, AnyKey, LocalFuture, Out, StepFn};
-use crate::dsl::{build_step, KGroupedStream, KGroupedTable, KStream, KTable};
+use crate::dsl::{build_step, map_values_op, KGroupedStream, KGroupedTable, KStream, KTable};
 use crate::errors::Result;
 use crate::options::{Options, KEY, NAME, VALUE};
 use crate::pb::{self, build_request::Operation as Op};
@@ -46,16 +46,12 @@ impl<K: Serde, V: Serde> KStream<K, V> {
             outcome(async move { Out::One(None, Box::new(fut.await)) })
         });
         let input = self.handle.id;
-        let h = build_step(&self.app, name, step, |token| {
-            Op::MapValues(pb::MapValuesOp {
-                input,
-                token,
-                value_serde: o.value_or(V2::NAME),
-                name: o.name_or_empty(),
-                materialized: None,
-                with_key: true,
-            })
-        })?;
+        let h = build_step(
+            &self.app,
+            name,
+            step,
+            map_values_op(input, o.value_or(V2::NAME), o.name_or_empty(), None, true),
+        )?;
         self.stream(h, "map_values_with_key")
     }
 

@@ -20,7 +20,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::bundle::{take, AnyBox, AsyncFold, LocalFuture, Out, StepFn, ValueJoiner};
-use crate::dsl::{build_step, JoinFn, KGroupedStream, KGroupedTable, KStream, KTable};
+use crate::dsl::{build_step, filter_op, map_values_op, JoinFn, KGroupedStream, KGroupedTable, KStream, KTable};
 use crate::errors::Result;
 use crate::fold::{AggregateNames, Aggregations};
 use crate::options::{Options, KEY, NAME, VALUE};
@@ -61,16 +61,12 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         let name = fn_name::<F>("map_values");
         let step = map_values_step_async::<K, V, V2, Fut>(name.clone(), f);
         let input = self.handle.id;
-        let h = build_step(&self.app, name, step, |token| {
-            Op::MapValues(pb::MapValuesOp {
-                input,
-                token,
-                value_serde: o.value_or(V2::NAME),
-                name: o.name_or_empty(),
-                materialized: None,
-                with_key: false,
-            })
-        })?;
+        let h = build_step(
+            &self.app,
+            name,
+            step,
+            map_values_op(input, o.value_or(V2::NAME), o.name_or_empty(), None, false),
+        )?;
         self.stream(h, "map_values")
     }
 
@@ -94,9 +90,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         let name = fn_name::<F>("filter");
         let step = predicate_step_async(name.clone(), false, f);
         let input = self.handle.id;
-        let h = build_step(&self.app, name, step, |token| {
-            Op::Filter(pb::FilterOp { input, token, name: o.name_or_empty(), materialized: None })
-        })?;
+        let h = build_step(&self.app, name, step, filter_op(input, false, o.name_or_empty(), None))?;
         self.stream(h, "filter")
     }
 
@@ -120,9 +114,7 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         let name = fn_name::<F>("filter_not");
         let step = predicate_step_async(name.clone(), true, f);
         let input = self.handle.id;
-        let h = build_step(&self.app, name, step, |token| {
-            Op::FilterNot(pb::FilterNotOp { input, token, name: o.name_or_empty(), materialized: None })
-        })?;
+        let h = build_step(&self.app, name, step, filter_op(input, true, o.name_or_empty(), None))?;
         self.stream(h, "filter_not")
     }
 

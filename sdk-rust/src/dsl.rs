@@ -80,6 +80,35 @@ pub(crate) fn build_step(
     app.build(op(token), &[token])
 }
 
+/// The protocol operation of a filter (`negate`: filter_not) of handle
+/// `input` for [`build_step`]; `materialized` only on a table.
+pub(crate) fn filter_op(
+    input: u64,
+    negate: bool,
+    name: String,
+    materialized: Option<pb::Materialized>,
+) -> impl FnOnce(u32) -> Op {
+    move |token| {
+        if negate {
+            Op::FilterNot(pb::FilterNotOp { input, token, name, materialized })
+        } else {
+            Op::Filter(pb::FilterOp { input, token, name, materialized })
+        }
+    }
+}
+
+/// The protocol operation of a map_values of handle `input` for
+/// [`build_step`]; `materialized` only on a table.
+pub(crate) fn map_values_op(
+    input: u64,
+    value_serde: String,
+    name: String,
+    materialized: Option<pb::Materialized>,
+    with_key: bool,
+) -> impl FnOnce(u32) -> Op {
+    move |token| Op::MapValues(pb::MapValuesOp { input, token, value_serde, name, materialized, with_key })
+}
+
 /// A stream of records (Kafka Streams' `KStream<K, V>`).
 pub struct KStream<K, V> {
     pub(crate) app: Arc<Session>,
@@ -221,16 +250,12 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         o.check("map_values", NAME | VALUE)?;
         let step = map_values_step::<K, V, V2>(f);
         let input = self.handle.id;
-        let h = build_step(&self.app, fn_name::<F>("map_values"), step, |token| {
-            Op::MapValues(pb::MapValuesOp {
-                input,
-                token,
-                value_serde: o.value_or(V2::NAME),
-                name: o.name_or_empty(),
-                materialized: None,
-                with_key: false,
-            })
-        })?;
+        let h = build_step(
+            &self.app,
+            fn_name::<F>("map_values"),
+            step,
+            map_values_op(input, o.value_or(V2::NAME), o.name_or_empty(), None, false),
+        )?;
         self.stream(h, "map_values")
     }
 
@@ -249,9 +274,12 @@ impl<K: Serde, V: Serde> KStream<K, V> {
     {
         o.check("filter", NAME)?;
         let input = self.handle.id;
-        let h = build_step(&self.app, fn_name::<F>("filter"), predicate_step(false, f), |token| {
-            Op::Filter(pb::FilterOp { input, token, name: o.name_or_empty(), materialized: None })
-        })?;
+        let h = build_step(
+            &self.app,
+            fn_name::<F>("filter"),
+            predicate_step(false, f),
+            filter_op(input, false, o.name_or_empty(), None),
+        )?;
         self.stream(h, "filter")
     }
 
@@ -270,9 +298,12 @@ impl<K: Serde, V: Serde> KStream<K, V> {
     {
         o.check("filter_not", NAME)?;
         let input = self.handle.id;
-        let h = build_step(&self.app, fn_name::<F>("filter_not"), predicate_step(true, f), |token| {
-            Op::FilterNot(pb::FilterNotOp { input, token, name: o.name_or_empty(), materialized: None })
-        })?;
+        let h = build_step(
+            &self.app,
+            fn_name::<F>("filter_not"),
+            predicate_step(true, f),
+            filter_op(input, true, o.name_or_empty(), None),
+        )?;
         self.stream(h, "filter_not")
     }
 
@@ -324,16 +355,12 @@ impl<K: Serde, V: Serde> KStream<K, V> {
         o.check("map_values_with_key", NAME | VALUE)?;
         let step = map_values_with_key_step::<K, V, V2>(f);
         let input = self.handle.id;
-        let h = build_step(&self.app, fn_name::<F>("map_values"), step, |token| {
-            Op::MapValues(pb::MapValuesOp {
-                input,
-                token,
-                value_serde: o.value_or(V2::NAME),
-                name: o.name_or_empty(),
-                materialized: None,
-                with_key: true,
-            })
-        })?;
+        let h = build_step(
+            &self.app,
+            fn_name::<F>("map_values"),
+            step,
+            map_values_op(input, o.value_or(V2::NAME), o.name_or_empty(), None, true),
+        )?;
         self.stream(h, "map_values_with_key")
     }
 

@@ -25,7 +25,7 @@ use crate::async_join::extractor_step_async;
 use crate::asynchronous::{action_step_async, key_step_async, predicate_step_async};
 use crate::bundle::metadata::{meta_owned, with_meta};
 use crate::bundle::{take, AnyBox, AnyKey, AsyncFold, LocalFuture, Out, StepFn, ValueJoiner};
-use crate::dsl::{JoinFn, KStream, KTable};
+use crate::dsl::{filter_op, map_values_op, JoinFn, KStream, KTable};
 use crate::errors::Result;
 use crate::fold::AggregateNames;
 use crate::options::{Options, KEY, NAME, VALUE};
@@ -86,14 +86,7 @@ impl<K: Serde, V: Serde> MetadataStream<K, V> {
             }))
         });
         self.build("map_values", name, step, |input, token| {
-            Op::MapValues(pb::MapValuesOp {
-                input,
-                token,
-                value_serde: o.value_or(V2::NAME),
-                name: o.name_or_empty(),
-                materialized: None,
-                with_key: false,
-            })
+            map_values_op(input, o.value_or(V2::NAME), o.name_or_empty(), None, false)(token)
         })
     }
 
@@ -194,9 +187,7 @@ impl<K: Serde, V: Serde> MetadataStream<K, V> {
     {
         let name = fn_name::<F>("filter");
         let step = predicate_step_async(name.clone(), false, move |k: &K, v: &V| f(k, v, meta_owned()));
-        self.build("filter", name, step, |input, token| {
-            Op::Filter(pb::FilterOp { input, token, name: String::new(), materialized: None })
-        })
+        self.build("filter", name, step, |input, token| filter_op(input, false, String::new(), None)(token))
     }
 
     /// `KStream.filterNot` with an async predicate and metadata.
@@ -207,9 +198,7 @@ impl<K: Serde, V: Serde> MetadataStream<K, V> {
     {
         let name = fn_name::<F>("filter_not");
         let step = predicate_step_async(name.clone(), true, move |k: &K, v: &V| f(k, v, meta_owned()));
-        self.build("filter_not", name, step, |input, token| {
-            Op::FilterNot(pb::FilterNotOp { input, token, name: String::new(), materialized: None })
-        })
+        self.build("filter_not", name, step, |input, token| filter_op(input, true, String::new(), None)(token))
     }
 
     /// `KStream.peek` with an async action and metadata: awaits `f(key,
@@ -292,14 +281,7 @@ impl<K: Serde, V: Serde> MetadataStream<K, V> {
             }))
         });
         self.build("map_values_with_key", name, step, |input, token| {
-            Op::MapValues(pb::MapValuesOp {
-                input,
-                token,
-                value_serde: V2::NAME.to_owned(),
-                name: String::new(),
-                materialized: None,
-                with_key: true,
-            })
+            map_values_op(input, V2::NAME.to_owned(), String::new(), None, true)(token)
         })
     }
 

@@ -387,8 +387,8 @@ use crate::bundle::metadata::with_meta;
 use crate::bundle::StepFn;
 use crate::bundle::{Fold, ValueJoiner};
 use crate::dsl::{
-    action_step, flat_map_step, flat_map_values_step, key_step, map_step, map_values_step, map_values_with_key_step,
-    predicate_step,
+    action_step, filter_op, flat_map_step, flat_map_values_step, key_step, map_step, map_values_op, map_values_step,
+    map_values_with_key_step, predicate_step,
 };
 use crate::dsl::{JoinFn, KGroupedStream, KGroupedTable, KTable};
 use crate::fold::{Aggregate, AggregateNames, Aggregations, StreamReduce, TableReduce};
@@ -468,14 +468,7 @@ impl<K: Serde, V: Serde> MetadataStream<K, V> {
         o.check("map_values", NAME | VALUE)?;
         let step = map_values_step::<K, V, V2>(move |v| with_meta(|m| f(v, m)));
         self.build("map_values", fn_name::<F>("map_values"), step, |input, token| {
-            Op::MapValues(pb::MapValuesOp {
-                input,
-                token,
-                value_serde: o.value_or(V2::NAME),
-                name: o.name_or_empty(),
-                materialized: None,
-                with_key: false,
-            })
+            map_values_op(input, o.value_or(V2::NAME), o.name_or_empty(), None, false)(token)
         })
     }
 
@@ -486,14 +479,7 @@ impl<K: Serde, V: Serde> MetadataStream<K, V> {
     {
         let step = map_values_with_key_step::<K, V, V2>(move |k, v| with_meta(|m| f(k, v, m)));
         self.build("map_values_with_key", fn_name::<F>("map_values_with_key"), step, |input, token| {
-            Op::MapValues(pb::MapValuesOp {
-                input,
-                token,
-                value_serde: V2::NAME.to_owned(),
-                name: String::new(),
-                materialized: None,
-                with_key: true,
-            })
+            map_values_op(input, V2::NAME.to_owned(), String::new(), None, true)(token)
         })
     }
 
@@ -569,7 +555,7 @@ impl<K: Serde, V: Serde> MetadataStream<K, V> {
     {
         let step = predicate_step::<K, V>(false, move |k, v| with_meta(|m| f(k, v, m)));
         self.build("filter", fn_name::<F>("filter"), step, |input, token| {
-            Op::Filter(pb::FilterOp { input, token, name: String::new(), materialized: None })
+            filter_op(input, false, String::new(), None)(token)
         })
     }
 
@@ -580,7 +566,7 @@ impl<K: Serde, V: Serde> MetadataStream<K, V> {
     {
         let step = predicate_step::<K, V>(true, move |k, v| with_meta(|m| f(k, v, m)));
         self.build("filter_not", fn_name::<F>("filter_not"), step, |input, token| {
-            Op::FilterNot(pb::FilterNotOp { input, token, name: String::new(), materialized: None })
+            filter_op(input, true, String::new(), None)(token)
         })
     }
 

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::bundle::{guarded, take, Fold, Out, StepFn};
-use crate::dsl::{build_step, predicate_step, KGroupedTable, KStream, KTable};
+use crate::dsl::{build_step, filter_op, map_values_op, predicate_step, KGroupedTable, KStream, KTable};
 use crate::errors::{Error, Result};
 use crate::fold::Reducer;
 use crate::fold::{Aggregate, AggregateNames, Aggregations, TableReduce};
@@ -34,9 +34,12 @@ impl<K: Serde, V: Serde> KTable<K, V> {
     {
         o.check("filter", NAME | MATERIALIZED)?;
         let input = self.handle.id;
-        let h = build_step(&self.app, fn_name::<F>("filter"), predicate_step(false, f), |token| {
-            Op::Filter(pb::FilterOp { input, token, name: o.name_or_empty(), materialized: o.materialized_proto() })
-        })?;
+        let h = build_step(
+            &self.app,
+            fn_name::<F>("filter"),
+            predicate_step(false, f),
+            filter_op(input, false, o.name_or_empty(), o.materialized_proto()),
+        )?;
         self.table(h, "filter")
     }
 
@@ -55,14 +58,12 @@ impl<K: Serde, V: Serde> KTable<K, V> {
     {
         o.check("filter_not", NAME | MATERIALIZED)?;
         let input = self.handle.id;
-        let h = build_step(&self.app, fn_name::<F>("filter_not"), predicate_step(true, f), |token| {
-            Op::FilterNot(pb::FilterNotOp {
-                input,
-                token,
-                name: o.name_or_empty(),
-                materialized: o.materialized_proto(),
-            })
-        })?;
+        let h = build_step(
+            &self.app,
+            fn_name::<F>("filter_not"),
+            predicate_step(true, f),
+            filter_op(input, true, o.name_or_empty(), o.materialized_proto()),
+        )?;
         self.table(h, "filter_not")
     }
 
@@ -86,16 +87,12 @@ impl<K: Serde, V: Serde> KTable<K, V> {
             Ok(Out::One(None, Box::new(guarded(|| f(v))?)))
         });
         let input = self.handle.id;
-        let h = build_step(&self.app, fn_name::<F>("map_values"), step, |token| {
-            Op::MapValues(pb::MapValuesOp {
-                input,
-                token,
-                value_serde: o.value_or(V2::NAME),
-                name: o.name_or_empty(),
-                materialized: o.materialized_proto(),
-                with_key: false,
-            })
-        })?;
+        let h = build_step(
+            &self.app,
+            fn_name::<F>("map_values"),
+            step,
+            map_values_op(input, o.value_or(V2::NAME), o.name_or_empty(), o.materialized_proto(), false),
+        )?;
         self.table(h, "map_values")
     }
 

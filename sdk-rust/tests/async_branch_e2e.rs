@@ -6,96 +6,16 @@
 //! panicking future fails its record under the configured policy, naming
 //! the predicate, the node and the record.
 
-use std::collections::BTreeMap;
-use std::future::Future;
-use std::io::Write;
-use std::path::PathBuf;
-use std::pin::Pin;
-use std::process::{Command, Stdio};
-use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+mod common;
+
+use std::time::Duration;
 
 use polystreams::{App, Config, Error, Options};
 
-fn engine() -> PathBuf {
-    let p = std::env::var_os("POLYSTREAMS_ENGINE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../bin/polystreams"));
-    assert!(p.is_file(), "the polystreams engine binary {} does not exist: `make build`", p.display());
-    p
-}
+use common::{by_key, keyed, produce, read_all, Yield};
 
 fn app(name: &str, config: Config) -> App {
-    std::env::set_var("POLYSTREAMS_ENGINE", engine());
-    std::env::remove_var("POLYSTREAMS_URL");
-    let dir = std::env::temp_dir().join(format!("polystreams-rust-async-branch-{name}-{}", std::process::id()));
-    App::builder(format!("it-async-branch-{name}"))
-        .config(config.commit_interval_ms(100).statestore_cache_max_bytes(0).state_dir(dir.to_string_lossy()))
-        .build()
-        .expect("the app opens a session on a spawned engine")
-}
-
-/// Produces (key, value) records to partition 0 of topic, in order.
-fn produce(brokers: &str, topic: &str, records: &[(&str, &str)]) {
-    let mut kcat = Command::new("kcat")
-        .args(["-b", brokers, "-P", "-t", topic, "-p", "0", "-K", "\t", "-z", "none"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("kcat (apt kcat) runs");
-    let stdin = kcat.stdin.as_mut().unwrap();
-    for (k, v) in records {
-        writeln!(stdin, "{k}\t{v}").unwrap();
-    }
-    drop(kcat.stdin.take());
-    assert!(kcat.wait().unwrap().success(), "kcat produced to {topic}");
-}
-
-/// Pending `n` polls (waking itself each time), then ready.
-struct Yield(usize);
-
-impl Future for Yield {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 == 0 {
-            return Poll::Ready(());
-        }
-        self.0 -= 1;
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    }
-}
-
-/// Every record of `topic` as `key\tvalue`, in order, read with kcat until
-/// `done` holds or a minute passes.
-fn read_all(brokers: &str, topic: &str, done: impl Fn(&[String]) -> bool) -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let out = Command::new("kcat")
-            .args(["-b", brokers, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%k\t%s\n"])
-            .stderr(Stdio::null())
-            .output()
-            .expect("kcat runs");
-        let lines: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect();
-        if done(&lines) || Instant::now() > deadline {
-            return lines;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// Each key's values in the order read (a topic's partitions order each
-/// key's records, not the keys').
-fn by_key(lines: &[String]) -> BTreeMap<String, Vec<String>> {
-    let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for l in lines {
-        let (k, v) = l.split_once('\t').unwrap_or((l, ""));
-        m.entry(k.to_owned()).or_default().push(v.to_owned());
-    }
-    m
-}
-
-fn keyed(pairs: &[(&str, &[&str])]) -> BTreeMap<String, Vec<String>> {
-    pairs.iter().map(|(k, vs)| ((*k).to_owned(), vs.iter().map(|v| (*v).to_owned()).collect())).collect()
+    common::app("async-branch", name, config)
 }
 
 /// A split of "in" into big (async), odd (synchronous), even-or-small

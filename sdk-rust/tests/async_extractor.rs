@@ -5,27 +5,13 @@
 //! partition time of the timestamps before it; a negative answer drops the
 //! record and a panicking future stops the application naming the record.
 
-use std::future::Future;
-use std::pin::Pin;
+mod common;
+
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 
 use polystreams::{Config, Options, RecordMetadata, TopologyTestDriver};
 
-/// Pending `n` polls (waking itself each time), then ready.
-struct Yield(usize);
-
-impl Future for Yield {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 == 0 {
-            return Poll::Ready(());
-        }
-        self.0 -= 1;
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    }
-}
+use common::Yield;
 
 #[test]
 fn an_async_extractor_stamps_records_in_order_drops_negative_ones_and_stops_on_a_panic() {

@@ -7,124 +7,20 @@
 //! its updates, and a panicking future fails its record under the
 //! configured policy, naming the function, node and record.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::io::Write;
-use std::path::PathBuf;
-use std::pin::Pin;
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use polystreams::{App, Config, Error, SessionWindows, SlidingWindows, TimeWindows, Windowed};
+
+use common::{produce, read_until, Barrier, Yield};
 
 /// A window larger than the epoch's age: every record's tumbling window starts at 0.
 const CENTURY: Duration = Duration::from_secs(100 * 365 * 86_400);
 
-fn engine() -> PathBuf {
-    let p = std::env::var_os("POLYSTREAMS_ENGINE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../bin/polystreams"));
-    assert!(p.is_file(), "the polystreams engine binary {} does not exist: `make build`", p.display());
-    p
-}
-
 fn app(name: &str, config: Config) -> App {
-    std::env::set_var("POLYSTREAMS_ENGINE", engine());
-    std::env::remove_var("POLYSTREAMS_URL");
-    let dir = std::env::temp_dir().join(format!("polystreams-rust-async-folds-{name}-{}", std::process::id()));
-    App::builder(format!("it-async-folds-{name}"))
-        .config(config.commit_interval_ms(100).statestore_cache_max_bytes(0).state_dir(dir.to_string_lossy()))
-        .build()
-        .expect("the app opens a session on a spawned engine")
-}
-
-/// Produces (key, value) records to partition 0 of topic, in order.
-fn produce(brokers: &str, topic: &str, records: &[(&str, &str)]) {
-    let mut kcat = Command::new("kcat")
-        .args(["-b", brokers, "-P", "-t", topic, "-p", "0", "-K", "\t", "-z", "none"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("kcat (apt kcat) runs");
-    let stdin = kcat.stdin.as_mut().unwrap();
-    for (k, v) in records {
-        writeln!(stdin, "{k}\t{v}").unwrap();
-    }
-    drop(kcat.stdin.take());
-    assert!(kcat.wait().unwrap().success(), "kcat produced to {topic}");
-}
-
-/// The latest value per key of `topic`, read with kcat until `done` holds
-/// or `timeout` passes.
-fn read_until(
-    brokers: &str,
-    topic: &str,
-    timeout: Duration,
-    done: impl Fn(&BTreeMap<String, String>) -> bool,
-) -> BTreeMap<String, String> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let out = Command::new("kcat")
-            .args(["-b", brokers, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%k\t%s\n"])
-            .stderr(Stdio::null())
-            .output()
-            .expect("kcat runs");
-        let mut last = BTreeMap::new();
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
-            if let Some((k, v)) = line.split_once('\t') {
-                last.insert(k.to_owned(), v.to_owned());
-            }
-        }
-        if done(&last) || Instant::now() > deadline {
-            return last;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// Pending `n` polls (waking itself each time), then ready.
-struct Yield(usize);
-
-impl Future for Yield {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 == 0 {
-            return Poll::Ready(());
-        }
-        self.0 -= 1;
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    }
-}
-
-/// Opens once n futures wait on it: keys folded one after the other would
-/// leave the first pending until the bundle's bound fails its record.
-#[derive(Clone)]
-struct Barrier(Arc<Mutex<(usize, usize, Vec<Waker>)>>);
-
-impl Barrier {
-    fn new(n: usize) -> Barrier {
-        Barrier(Arc::new(Mutex::new((n, 0, Vec::new()))))
-    }
-
-    fn wait(&self) -> impl Future<Output = ()> {
-        let state = self.0.clone();
-        let mut counted = false;
-        std::future::poll_fn(move |cx| {
-            let mut st = state.lock().unwrap();
-            if !counted {
-                counted = true;
-                st.1 += 1;
-            }
-            if st.1 >= st.0 {
-                st.2.drain(..).for_each(Waker::wake);
-                return Poll::Ready(());
-            }
-            st.2.push(cx.waker().clone());
-            Poll::Pending
-        })
-    }
+    common::app("async-folds", name, config)
 }
 
 const RECORDS: [(&str, &str); 5] = [("ann", "1"), ("bob", "10"), ("ann", "2"), ("bob", "20"), ("ann", "3")];

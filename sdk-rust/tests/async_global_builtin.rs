@@ -5,26 +5,11 @@
 //! the REAL engine binary (test driver sessions, `$POLYSTREAMS_ENGINE`, else
 //! `bin/polystreams`).
 
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
+mod common;
 
 use polystreams::{Config, Joiner, Options, TopologyTestDriver};
 
-/// Pending `n` polls (waking itself each time), then ready.
-struct Yield(usize);
-
-impl Future for Yield {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 == 0 {
-            return Poll::Ready(());
-        }
-        self.0 -= 1;
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    }
-}
+use common::Yield;
 
 #[test]
 fn an_async_key_mapper_finds_the_global_row_a_builtin_joiner_joins() {

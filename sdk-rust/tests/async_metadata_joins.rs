@@ -6,27 +6,13 @@
 //! metadata the synchronous functions read (the processed record's, or the
 //! stream record's), by value; a panicking future fails its record.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
+mod common;
+
 use std::time::Duration;
 
 use polystreams::{Config, JoinWindows, RecordMetadata, TopologyTestDriver};
 
-/// Pending `n` polls (waking itself each time), then ready.
-struct Yield(usize);
-
-impl Future for Yield {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 == 0 {
-            return Poll::Ready(());
-        }
-        self.0 -= 1;
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    }
-}
+use common::Yield;
 
 #[test]
 fn async_stream_joiners_with_metadata_get_the_processed_records_metadata() {

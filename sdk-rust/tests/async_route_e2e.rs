@@ -7,17 +7,18 @@
 //! record written where its own future said, in record order; a panicking
 //! future fails its record, naming the node.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::io::Write;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::process::{Command, Stdio};
-use std::task::{Context, Poll};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use polystreams::{App, Config, Error, Options, RecordMetadata, Repartitioned};
+
+use common::Yield;
 
 fn app(name: &str) -> App {
     let engine = std::env::var_os("POLYSTREAMS_ENGINE")
@@ -92,21 +93,6 @@ fn partitions_by_value(brokers: &str, topic: &str, n: usize) -> BTreeMap<String,
 fn serve(app: &App) -> JoinHandle<polystreams::Result<()>> {
     let app = app.clone();
     std::thread::spawn(move || app.run())
-}
-
-/// Pending `n` polls (waking itself each time), then ready.
-struct Yield(usize);
-
-impl Future for Yield {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 == 0 {
-            return Poll::Ready(());
-        }
-        self.0 -= 1;
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    }
 }
 
 /// The values of partition `p` of `topic` in order, read with kcat until
