@@ -505,7 +505,11 @@ class Kafka:
         self.create(topic)
         p = Producer({"bootstrap.servers": self.brokers, "linger.ms": 20, "batch.num.messages": 10000,
                       "queue.buffering.max.messages": 1000000, "queue.buffering.max.kbytes": 1048576,
-                      "partitioner": "murmur2_random"})
+                      "partitioner": "murmur2_random",
+                      # Idempotence keeps each partition in the order produced even when a
+                      # batch is retried (a fresh topic's first batches are): the windowed
+                      # topologies need every partition in timestamp order.
+                      "enable.idempotence": True})
         failed: list[str] = []
 
         def report(err: object, _msg: object) -> None:
