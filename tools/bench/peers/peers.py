@@ -721,10 +721,13 @@ def latency(k: Kafka, arm: Arm, ctx: Context, rate: float, duration: float, work
         stop = threading.Event()
 
         def read() -> None:
+            # One record per poll: consume(n, timeout) would hand over a batch
+            # only once it is full or the timeout is up, adding its wait to
+            # the first records' latency.
             while not stop.is_set():
-                for m in c.consume(1000, 0.1):
-                    if m.error() is None:
-                        lat.append((time.time_ns() - int(m.value()[:19])) / 1e6)
+                m = c.poll(0.1)
+                if m is not None and m.error() is None:
+                    lat.append((time.time_ns() - int(m.value()[:19])) / 1e6)
 
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
