@@ -61,6 +61,11 @@ type App struct {
 	BundleMaxRecords int
 	BundleMaxBytes   int
 	BundleLinger     time.Duration
+	// linger.ms (or producer.linger.ms, Kafka Streams' prefixed form);
+	// default 5, the Java producer's since Kafka 4.0: how long the
+	// engine's producer waits for more records to a partition before it
+	// sends them. Outputs, changelog and repartition records all wait it.
+	ProducerLinger time.Duration
 	// polystreams.broker.wait.ms; default 60000. How long Start waits for
 	// a broker of bootstrap.servers to answer before the application fails,
 	// naming the brokers and the last connection error (the wait survives a
@@ -218,6 +223,11 @@ const MaxTaskIdleDisabled = -1
 // DefaultBrokerWait is polystreams.broker.wait.ms's default.
 const DefaultBrokerWait = 60 * time.Second
 
+// DefaultProducerLinger is linger.ms's default: the Java producer's since
+// Kafka 4.0 (KIP-1030). franz-go's own, 10 ms, was the median of
+// map_values' end-to-end latency at 10% load (docs/performance.md).
+const DefaultProducerLinger = 5 * time.Millisecond
+
 // Bounds and defaults of polystreams.memory.max.bytes.
 const (
 	// DefaultMemoryMaxBytes is the budget of an application that sets
@@ -259,6 +269,7 @@ func Parse(applicationID string, kv map[string]string, defaultBrokers string) (A
 		BundleMaxRecords:  2000,
 		BundleMaxBytes:    1 << 20,
 		BundleLinger:      2 * time.Millisecond,
+		ProducerLinger:    DefaultProducerLinger,
 		SecurityProtocol:  "PLAINTEXT",
 		CacheMaxBytes:     10 << 20,
 		MemoryMaxBytes:    DefaultMemoryMaxBytes,
@@ -333,6 +344,7 @@ func (c *App) effective(commitMs int64) map[string]string {
 		"polystreams.bundle.max.records": strconv.Itoa(c.BundleMaxRecords),
 		"polystreams.bundle.max.bytes":   strconv.Itoa(c.BundleMaxBytes),
 		"polystreams.bundle.linger.ms":   strconv.FormatInt(c.BundleLinger.Milliseconds(), 10),
+		"linger.ms":                      strconv.FormatInt(c.ProducerLinger.Milliseconds(), 10),
 		"polystreams.broker.wait.ms":     strconv.FormatInt(c.BrokerWait.Milliseconds(), 10),
 		"statestore.cache.max.bytes":     strconv.FormatInt(c.CacheMaxBytes, 10),
 		"polystreams.memory.max.bytes":   strconv.FormatInt(c.MemoryMaxBytes, 10),
@@ -421,6 +433,8 @@ const (
 	MaxBundleBytes = 16 << 20
 	// maxBundleLingerMs bounds polystreams.bundle.linger.ms.
 	maxBundleLingerMs = 60_000
+	// maxProducerLingerMs bounds linger.ms (the client's own bound).
+	maxProducerLingerMs = 60_000
 )
 
 // MaxTopicName is Kafka's limit on a topic name, and so on application.id:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // max.task.idle.ms takes -1, 0 and positive milliseconds; anything else
@@ -80,6 +81,26 @@ func TestOperationsKeys(t *testing.T) {
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("want %q in %v", want, err)
+		}
+	}
+}
+
+// linger.ms and producer.linger.ms set the producer's linger, 5 ms unless
+// set (the Java producer's default since Kafka 4.0).
+func TestProducerLinger(t *testing.T) {
+	c, eff, err := Parse("app", nil, "127.0.0.1:9092")
+	if err != nil || c.ProducerLinger != 5*time.Millisecond || eff["linger.ms"] != "5" {
+		t.Errorf("default: %v, %v, effective %q", err, c.ProducerLinger, eff["linger.ms"])
+	}
+	for _, key := range []string{"linger.ms", "producer.linger.ms"} {
+		c, eff, err = Parse("app", map[string]string{key: "0"}, "127.0.0.1:9092")
+		if err != nil || c.ProducerLinger != 0 || eff["linger.ms"] != "0" {
+			t.Errorf("%s=0: %v, %v, effective %q", key, err, c.ProducerLinger, eff["linger.ms"])
+		}
+		for _, bad := range []string{"-1", "60001", "soon"} {
+			if _, _, err := Parse("app", map[string]string{key: bad}, "127.0.0.1:9092"); err == nil || !strings.Contains(err.Error(), key) {
+				t.Errorf("%s=%s: %v, want an error naming %s", key, bad, err, key)
+			}
 		}
 	}
 }

@@ -160,6 +160,8 @@ var keys = map[string]func(p *parsing, k, v string){
 			p.c.BundleLinger = time.Duration(n) * time.Millisecond
 		}
 	},
+	"linger.ms":          producerLinger,
+	"producer.linger.ms": producerLinger,
 	"security.protocol": func(p *parsing, k, v string) {
 		p.oneOf(k, v, &p.c.SecurityProtocol, "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 	},
@@ -252,4 +254,12 @@ func (p *parsing) strategy(k, v string, field *registry.Strategy) {
 		p.fail(fmt.Errorf("%s: %w", k, err))
 	}
 	*field = st
+}
+
+// producerLinger reads linger.ms and producer.linger.ms (Kafka Streams
+// takes a producer setting either way).
+func producerLinger(p *parsing, k, v string) {
+	if n, ok := p.bounded(k, v, 0, maxProducerLingerMs); ok {
+		p.c.ProducerLinger = time.Duration(n) * time.Millisecond
+	}
 }

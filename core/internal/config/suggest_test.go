@@ -31,9 +31,9 @@ func TestUnknownConfigKeySuggests(t *testing.T) {
 			t.Errorf("%s: %v, want %q", tc.key, err, tc.want)
 		}
 	}
-	_, _, err := Parse("app", map[string]string{"linger.ms": "1"}, "127.0.0.1:9092")
+	_, _, err := Parse("app", map[string]string{"buffer.memory": "1"}, "127.0.0.1:9092")
 	if err == nil || strings.Contains(err.Error(), "did you mean") {
-		t.Errorf("linger.ms: %v, want unknown with no suggestion", err)
+		t.Errorf("buffer.memory: %v, want unknown with no suggestion", err)
 	}
 }
 

@@ -451,6 +451,7 @@ func (a *App) begin(ctx context.Context) (err error) {
 		kgo.FetchMaxWait(100*time.Millisecond),
 		kgo.FetchMaxPartitionBytes(fetchMaxPartitionBytes),
 		kgo.MaxBufferedRecords(produceMaxBuffered),
+		kgo.ProducerLinger(a.cfg.ProducerLinger),
 		kgo.OnPartitionsAssigned(a.onAssigned),
 		kgo.OnPartitionsRevoked(a.onRevoked),
 		kgo.OnPartitionsLost(a.onLost),

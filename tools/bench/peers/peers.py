@@ -37,6 +37,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from typing import Any, TypeVar
 from itertools import pairwise
 from pathlib import Path
 
@@ -111,6 +112,7 @@ class Expected:
     latest: dict[bytes, int] = dataclasses.field(default_factory=dict)
 
 
+T = TypeVar("T")
 Record = tuple[bytes | None, bytes, int | None]  # key, value, timestamp (None: the producer's clock)
 
 
@@ -495,9 +497,9 @@ class Kafka:
         self.brokers = brokers
         self.admin = AdminClient({"bootstrap.servers": brokers})
 
-    def create(self, topic: str, partitions: int = PARTITIONS) -> None:
+    def create(self, topic: str, partitions: int = PARTITIONS, config: dict[str, str] | None = None) -> None:
         from confluent_kafka.admin import NewTopic
-        fs = self.admin.create_topics([NewTopic(topic, partitions, 1)])
+        fs = self.admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})])
         fs[topic].result(30)
 
     def seed(self, topic: str, gen: Callable[[int], Record], n: int) -> list[Record]:
@@ -573,11 +575,15 @@ class Kafka:
 
     def read_all(self, topic: str) -> list[tuple[int, bytes | None, bytes]]:
         """Every committed record of topic in offset order per partition."""
+        return self.read(topic, lambda m: (m.partition(), m.key(), m.value()))
+
+    def read(self, topic: str, take: Callable[[Any], T]) -> list[T]:
+        """take(message) of every committed record of topic, in offset order per partition."""
         from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
         c = Consumer({"bootstrap.servers": self.brokers, "group.id": "peers-verify", "enable.auto.commit": False,
                       "isolation.level": "read_committed", "enable.partition.eof": True})
         c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
-        out: list[tuple[int, bytes | None, bytes]] = []
+        out: list[T] = []
         eof: set[int] = set()
         idle = time.monotonic()
         try:
@@ -594,7 +600,7 @@ class Kafka:
                             continue
                         raise RuntimeError(f"peers: reading {topic}/{m.partition()}: {err}")
                     eof.discard(m.partition())
-                    out.append((m.partition(), m.key(), m.value()))
+                    out.append(take(m))
         finally:
             c.close()
         return out
@@ -695,15 +701,30 @@ def run_once(k: Kafka, arm: Arm, topo: Topology, ctx: Context, r: int, n: int, i
         shutil.rmtree(state, ignore_errors=True)
 
 
-def latency(k: Kafka, arm: Arm, ctx: Context, rate: float, duration: float, work: Path, broker: str) -> dict[str, float]:
+# The latency phase's first second is left out of its figures: an arm's
+# first records wait for the output topic's metadata, the producer's
+# connection and the first fetch, once per run (each arm alike).
+LATENCY_WARMUP_MS = 1000
+
+
+def latency(k: Kafka, arm: Arm, ctx: Context, rate: float, duration: float, work: Path, broker: str,
+            dump: str = "") -> dict[str, float]:
     """End-to-end latency of map_values at rate records/s: each input value
-    starts with its send time in nanoseconds (digits survive upper())."""
-    from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
+    starts with its send time in nanoseconds (digits survive upper()).
+
+    On Apache Kafka both topics stamp LogAppendTime, and a record's latency is
+    its output's append time minus its input's: the broker's clock at both
+    ends, so neither the harness's producer nor its reader (Python, sharing
+    the two cores with the arm) is in the figure. kfake ignores
+    LogAppendTime: there it is the reader's receipt time minus the send time
+    in the value. Records of the first LATENCY_WARMUP_MS are not counted."""
+    from confluent_kafka import OFFSET_END, TIMESTAMP_LOG_APPEND_TIME, Consumer, Producer, TopicPartition
     topo = TOPOLOGIES["map_values"]
     app = f"peers-latency-{arm.name}-{os.getpid()}-{int(time.time() * 1000) % 10**8}"
     input_topic, output = f"{app}-in", f"{app}-out"
-    k.create(input_topic)
-    k.create(output)
+    appended = {"message.timestamp.type": "LogAppendTime"} if broker == "kafka" else None
+    k.create(input_topic, config=appended)
+    k.create(output, config=appended)
     state = work / "state" / app
     state.mkdir(parents=True)
     a = {"brokers": k.brokers, "app": app, "input": input_topic, "output": output, "topology": topo.name,
@@ -716,44 +737,73 @@ def latency(k: Kafka, arm: Arm, ctx: Context, rate: float, duration: float, work
             if time.monotonic() > deadline or not all(p.alive() for p in procs):
                 return {"error": 1.0}
             time.sleep(0.1)
-        c = Consumer({"bootstrap.servers": k.brokers, "group.id": app + "-reader", "isolation.level": "read_committed"})
-        c.assign([TopicPartition(output, p, OFFSET_END) for p in range(PARTITIONS)])
         stop = threading.Event()
+        reader = None
+        if not appended:
+            # kfake: a reader times each output's receipt as it arrives (one
+            # record per poll: consume(n, timeout) would hand over a batch only
+            # once it is full or the timeout is up).
+            c = Consumer({"bootstrap.servers": k.brokers, "group.id": app + "-reader",
+                          "isolation.level": "read_committed"})
+            c.assign([TopicPartition(output, p, OFFSET_END) for p in range(PARTITIONS)])
 
-        def read() -> None:
-            # One record per poll: consume(n, timeout) would hand over a batch
-            # only once it is full or the timeout is up, adding its wait to
-            # the first records' latency.
-            while not stop.is_set():
-                m = c.poll(0.1)
-                if m is not None and m.error() is None:
-                    lat.append((time.time_ns() - int(m.value()[:19])) / 1e6)
+            def read() -> None:
+                while not stop.is_set():
+                    m = c.poll(0.1)
+                    if m is not None and m.error() is None and int(m.value()[:19]) >= warm_ns:
+                        lat.append((time.time_ns() - int(m.value()[:19])) / 1e6)
 
-        reader = threading.Thread(target=read, daemon=True)
-        reader.start()
-        time.sleep(1)  # the reader's assignment settles
-        p = Producer({"bootstrap.servers": k.brokers, "linger.ms": 0})
+            reader = threading.Thread(target=read, daemon=True)
+            reader.start()
+            time.sleep(1)  # the reader's assignment settles
+        # With broker times the producer's linger is not in the figure, and
+        # 5 ms (the Java producer's default) keeps the broker from appending
+        # in bursts behind thousands of one-record requests a second; on
+        # kfake the send time is the figure's start, so it does not linger.
+        p = Producer({"bootstrap.servers": k.brokers, "linger.ms": 5 if appended else 0})
         pad = b"x" * 80
         sent = 0
         start = time.monotonic()
+        warm_ns = time.time_ns() + LATENCY_WARMUP_MS * 1_000_000
         while (now := time.monotonic()) - start < duration:
             due = int((now - start) * rate)
             while sent < due:
-                p.produce(input_topic, b"%019d" % time.time_ns() + pad, partition=sent % PARTITIONS)
+                try:
+                    p.produce(input_topic, b"%019d" % time.time_ns() + pad, partition=sent % PARTITIONS)
+                except BufferError:  # the local queue is full: let it drain
+                    p.poll(0.001)
+                    continue
                 sent += 1
             p.poll(0)
             time.sleep(0.001)
         p.flush(30)
         wait_until = time.monotonic() + 15
-        while len(lat) < sent and time.monotonic() < wait_until:
-            time.sleep(0.1)
-        stop.set()
-        reader.join()
-        c.close()
+        if reader is not None:
+            while len(lat) < sent * (duration - LATENCY_WARMUP_MS / 1000) / duration and time.monotonic() < wait_until:
+                time.sleep(0.1)
+            stop.set()
+            reader.join()
+            c.close()
+        else:
+            # Apache Kafka: the broker stamped both ends; read them once the
+            # output holds every record (nothing of the harness runs while
+            # the arm is timed but its producer).
+            while k.written(output) < sent and time.monotonic() < wait_until:
+                time.sleep(0.1)
+            stamp = lambda m: (m.value()[:19], *m.timestamp())  # noqa: E731
+            ins = {v: ts for v, kind, ts in k.read(input_topic, stamp) if kind == TIMESTAMP_LOG_APPEND_TIME}
+            pairs = sorted((ins[v], ts - ins[v]) for v, kind, ts in k.read(output, stamp)
+                           if kind == TIMESTAMP_LOG_APPEND_TIME and v in ins)
+            first = pairs[0][0] if pairs else 0
+            lat = [float(d) for t, d in pairs if t >= first + LATENCY_WARMUP_MS]
+            if dump and pairs:  # each record's input append time and latency, in ms, in input order
+                Path(dump).mkdir(parents=True, exist_ok=True)
+                (Path(dump) / f"{broker}-{arm.name}.json").write_text(json.dumps(pairs))
         if not lat:
             return {"error": 1.0, "sent": sent}
         q = statistics.quantiles(lat, n=100)
-        return {"rate": rate, "sent": sent, "received": len(lat), "p50": q[49], "p99": q[98]}
+        return {"rate": rate, "sent": sent, "received": len(lat), "p50": q[49], "p99": q[98],
+                "max": max(lat), "broker_timed": float(bool(appended))}
     finally:
         for proc in reversed(procs):
             proc.stop()
@@ -803,13 +853,15 @@ def report(runs: list[Run], lat: dict[str, dict[str, dict[str, float]]], arms: l
         if lb:
             lines.append(f"### End-to-end latency, map_values at 10% of each arm's median rate — {broker}")
             lines.append("")
-            lines.append("| arm | rate | records | p50 ms | p99 ms |")
-            lines.append("|---|---:|---:|---:|---:|")
+            lines.append("| arm | rate | records | p50 ms | p99 ms | max ms | timed by |")
+            lines.append("|---|---:|---:|---:|---:|---:|---|")
             for arm, m in lb.items():
                 if "p50" in m:
-                    lines.append(f"| {ARMS[arm].title} | {m['rate']:.0f}/s | {int(m['received'])} | {m['p50']:.1f} | {m['p99']:.1f} |")
+                    by = "broker append times" if m.get("broker_timed") else "harness clock"
+                    lines.append(f"| {ARMS[arm].title} | {m['rate']:.0f}/s | {int(m['received'])} | {m['p50']:.1f} | "
+                                 f"{m['p99']:.1f} | {m.get('max', 0):.1f} | {by} |")
                 else:
-                    lines.append(f"| {ARMS[arm].title} | — | — | failed | failed |")
+                    lines.append(f"| {ARMS[arm].title} | — | — | failed | failed | | |")
             lines.append("")
     return "\n".join(lines)
 
@@ -847,6 +899,8 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=1_000_000, help="input records per topology (word count: lines of 8 words)")
     ap.add_argument("--keys", type=int, default=10_000, help="distinct keys (count, sums) and words (word count)")
     ap.add_argument("--baseline", default="loop", help="the arm every per-round ratio divides by")
+    ap.add_argument("--latency-dump", default="", help="a folder: each arm's latency phase writes its records' "
+                    "[input append time, latency] (ms, Apache Kafka only) to <broker>-<arm>.json there")
     ap.add_argument("--latency-seconds", type=float, default=15, help="how long the latency phase produces per arm (0 skips it)")
     ap.add_argument("--timeout", type=float, default=900, help="seconds one run may take before it is reported as failed")
     ap.add_argument("--polystreams", default=str(REPO / "bin" / "polystreams"))
@@ -930,7 +984,8 @@ def main() -> None:
                     ok = [r.rate for r in runs if r.broker == broker_kind and r.topology == "map_values" and r.arm == arm and r.rate]
                     if not ok:
                         continue
-                    m = latency(k, ARMS[arm], ctx, statistics.median(ok) / 10, args.latency_seconds, work, broker_kind)
+                    m = latency(k, ARMS[arm], ctx, statistics.median(ok) / 10, args.latency_seconds, work, broker_kind,
+                                args.latency_dump)
                     lat[broker_kind][arm] = m
                     print(f"[{broker_kind}] latency {arm}: {m}", flush=True)
         finally:
