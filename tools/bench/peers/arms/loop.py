@@ -58,6 +58,12 @@ def main() -> None:
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
         "isolation.level": "read_committed",
+        # librdkafka (2.4+) waits fetch.queue.backoff.ms, 1000 by default,
+        # before it fetches a partition again once its local queue passed
+        # queued.min.messages: at 1M records that halved this loop's rate
+        # (count: 219k -> 427k records/s at 10 ms). The loop stands for the
+        # best a user can hand-write, so it is tuned as its docs advise.
+        "fetch.queue.backoff.ms": 10,
     })
     pconf = {
         "bootstrap.servers": args.brokers,
