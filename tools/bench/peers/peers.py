@@ -739,6 +739,7 @@ def latency(k: Kafka, arm: Arm, ctx: Context, rate: float, duration: float, work
             time.sleep(0.1)
         stop = threading.Event()
         reader = None
+        warm_ns = 1 << 63  # set when producing starts: nothing before it counts
         if not appended:
             # kfake: a reader times each output's receipt as it arrives (one
             # record per poll: consume(n, timeout) would hand over a batch only
