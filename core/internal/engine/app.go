@@ -1333,7 +1333,7 @@ func (a *App) StorePartitions(store string) ([]*state.Partition, error) {
 	// (state.Tx.Unlogged): each task writes them now, between batches,
 	// so that the query sees every batch processed, as Kafka Streams'
 	// queries read through the cache.
-	if !a.eos && a.cfg.CacheMaxBytes > 0 && a.topo.Stores[store].Kind == topology.StoreKeyValue {
+	if a.holdsChanges(a.topo.Stores[store]) {
 		for _, t := range held {
 			if !t.restored.Load() {
 				continue

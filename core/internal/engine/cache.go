@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/polystreams/polystreams/core/internal/state"
+	"github.com/polystreams/polystreams/core/internal/topology"
 )
 
 // The record cache (statestore.cache.max.bytes), as Kafka Streams' caching
@@ -123,6 +124,22 @@ func (t *task) flushOnStop(ctx context.Context) {
 		t.app.workDropped.Store(true)
 		t.app.log.Warn("flushing the record cache as the task stops", "task", t.id.String(), "error", err)
 	}
+}
+
+// holdsChanges reports whether store st holds its changes until the record
+// cache empties (state.Tx.Unlogged): under at_least_once with the cache on,
+// a key-value store, and a time-window aggregation's store, whose updates
+// (one per window a record falls in) the open windows answer in memory
+// (window.go), as Kafka Streams' CachingKeyValueStore and
+// CachingWindowStore write through at flush. Session and sliding window
+// stores are written batch by batch: their aggregations read the store
+// itself for a key's sessions or windows (session.go, sliding.go).
+func (a *App) holdsChanges(st *topology.Store) bool {
+	if a.eos || a.cfg.CacheMaxBytes == 0 {
+		return false
+	}
+	return st.Kind == topology.StoreKeyValue ||
+		st.Kind == topology.StoreWindow && st.Windows != nil && st.Windows.Kind == topology.TimeWindows
 }
 
 // cacheBudget is one task's share of statestore.cache.max.bytes.

@@ -188,9 +188,8 @@ func (t *task) dropQueued() {
 // failure fails the application unless ctx is done).
 func (t *task) openStores(ctx context.Context) bool {
 	for _, st := range t.plan.stores {
-		held := !t.app.eos && t.app.cfg.CacheMaxBytes > 0 && st.Kind == topology.StoreKeyValue
 		tx := &storeTx{
-			Tx:        state.NewTx(t.app.db.Partition(st.Name, t.id.partition), held),
+			Tx:        state.NewTx(t.app.db.Partition(st.Name, t.id.partition), t.app.holdsChanges(st)),
 			store:     st,
 			changelog: t.app.fullTopic(st.ChangelogTopic, true),
 			keys:      codecFor(st),

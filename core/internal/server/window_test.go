@@ -134,6 +134,83 @@ func TestTumblingWindowCountAndGrace(t *testing.T) {
 	}
 }
 
+// Under at_least_once with the record cache on, a time-window
+// aggregation's store holds its changes until the cache flushes, as Kafka
+// Streams' CachingWindowStore does: the changelog gets each window's
+// latest value once per flush, the same updates as the output; a query in
+// between still reads every update (the task writes its held changes to
+// Pebble first); and windows that retention expires while held never
+// reach Pebble.
+func TestWindowStoreWithRecordCacheLogsAtFlush(t *testing.T) {
+	e := newEnv(t, "events", "counts")
+	h := e.open("window-cache", map[string]string{"statestore.cache.max.bytes": "1048576", "commit.interval.ms": "600000"})
+	h.buildWindowedCount("counts", false)
+	h.start()
+	done := h.serveAsync()
+	fetch := func(from, to int64) string {
+		t.Helper()
+		resp, err := e.cl.Query(context.Background(), connect.NewRequest(&pb.QueryRequest{
+			SessionId: h.session, Store: "per-10s",
+			Query: &pb.QueryRequest_WindowFetch{WindowFetch: &pb.WindowFetch{Key: []byte("a"), FromMs: from, ToMs: to}},
+		}))
+		if err != nil {
+			t.Fatalf("window_fetch: %v", err)
+		}
+		var got []string
+		ko, vo := 0, 0
+		for i := range resp.Msg.KeyLengths {
+			k, v := resp.Msg.Keys[ko:ko+int(resp.Msg.KeyLengths[i])], resp.Msg.Values[vo:vo+int(resp.Msg.ValueLengths[i])]
+			ko, vo = ko+len(k), vo+len(v)
+			got = append(got, fmt.Sprintf("%s=%d", windowed(k), decodeLong(v)))
+		}
+		return fmt.Sprint(got)
+	}
+	for _, ts := range []int64{1000, 2000, 12000} {
+		e.produceAt("events", "a", "x", ts)
+	}
+	waitFor(t, "a query to see a@0=2 and a@10000=1", 30*time.Second, func() bool {
+		return fetch(0, 100000) == "[a@0=2 a@10000=1]"
+	})
+	// a@15000 is held (the query above wrote the earlier ones to Pebble);
+	// a@100000 moves stream time past retention (60 s): the windows that
+	// start at or before 40000 expire, the held one with them.
+	e.produceAt("events", "a", "x", 15000)
+	e.produceAt("events", "a", "x", 100000)
+	waitFor(t, "a query to see only a@100000", 30*time.Second, func() bool {
+		return fetch(0, 200000) == "[a@100000=1]"
+	})
+	for _, topic := range []string{"counts", "window-cache-per-10s-changelog"} {
+		n := 0
+		e.readTopic(topic, false, func(*kgo.Record) { n++ })
+		if n != 0 {
+			t.Errorf("%s has %d records before the flush: the cache holds them", topic, n)
+		}
+	}
+	h.stopServing(done) // flushes the cache
+	// The changelog's keys are Kafka Streams' window store keys: the key,
+	// the window start, a sequence number (4 bytes); and its watermark row
+	// (the stream time, a 1-byte key).
+	updates := func(topic string, seq int) string {
+		var got []string
+		e.readTopic(topic, false, func(r *kgo.Record) {
+			if len(r.Key) < 8+seq {
+				got = append(got, fmt.Sprintf("time=%d", decodeLong(r.Value)))
+				return
+			}
+			got = append(got, fmt.Sprintf("%s=%d", windowed(r.Key[:len(r.Key)-seq]), decodeLong(r.Value)))
+		})
+		slices.Sort(got)
+		return fmt.Sprint(got)
+	}
+	want := "[a@0=2 a@100000=1 a@10000=2]"
+	if got := updates("counts", 0); got != want {
+		t.Errorf("output %s, want %s: each window's latest count once", got, want)
+	}
+	if got := updates("window-cache-per-10s-changelog", 4); got != "[a@0=2 a@100000=1 a@10000=2 time=100000]" {
+		t.Errorf("changelog %s, want %s and the stream time: each window's latest count once, expired ones too", got, want)
+	}
+}
+
 // suppress(untilWindowCloses) emits each window once, when stream time
 // passes its end + grace; a window whose partition has seen nothing past
 // its close stays open (no output), and a restart (state from Pebble, then

@@ -25,8 +25,9 @@ type Tx struct {
 	// store's writes not yet in Pebble under at_least_once (Unlogged).
 	Txn map[string]Row
 	// Unlogged, when not nil (a held store: under at_least_once with the
-	// record cache on, a key-value store): the store's changes since the
-	// task's record cache last emptied, latest per key. They wait in Txn
+	// record cache on, a key-value or time-window store): the store's
+	// changes since the task's record cache last emptied, latest per key.
+	// They wait in Txn
 	// until then too, and reach Pebble once per key (at the end of a
 	// batch), or sooner when a query asks; the changelog gets them once
 	// the cache empties, as Kafka Streams' caching store writes and logs
@@ -107,6 +108,16 @@ func (s *Tx) Expire(eos bool, lo, hi []byte) error {
 	if eos {
 		s.Expired = append(s.Expired, [2][]byte{bytes.Clone(lo), bytes.Clone(hi)})
 		return nil
+	}
+	if s.Unlogged != nil {
+		// A held store: its rows in range that wait in Txn for Pebble go
+		// too (their changelog records still wait in Unlogged, as Kafka
+		// Streams logs a cached window at flush even past retention).
+		for k := range s.Txn {
+			if (lo == nil || k >= string(lo)) && (hi == nil || k < string(hi)) {
+				delete(s.Txn, k)
+			}
+		}
 	}
 	return s.Part.DeleteRange(lo, hi)
 }

@@ -106,6 +106,20 @@ func TestTxExpireAndLogLater(t *testing.T) {
 	if v, _, _ := p.Get([]byte("a")); v != nil {
 		t.Errorf("under at_least_once an expiry deletes at once: a = %q", v)
 	}
+	// A held store's rows waiting in Txn go too; their changelog records
+	// stay in Unlogged.
+	tx.Put([]byte("a2"), []byte("3"), 3)
+	tx.Put([]byte("c"), []byte("4"), 4)
+	tx.LogLater()
+	tx.Hold()
+	tx.Begin(0)
+	if err := tx.Expire(false, nil, []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tx.Txn["a2"]; ok || len(tx.Txn) != 1 || len(tx.Unlogged) != 2 {
+		t.Errorf("after an expiry of a held store: Txn %v, Unlogged %v; want a2 gone from Txn only", tx.Txn, tx.Unlogged)
+	}
+	clear(tx.Unlogged)
 	tx.Put([]byte("k"), []byte("12"), 1)
 	if n := tx.LogLater(); n != 1+2+RecordOverhead {
 		t.Errorf("LogLater of a new key = %d", n)
