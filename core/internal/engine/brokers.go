@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"log/slog"
 	"net"
 	"slices"
 	"strings"
@@ -27,9 +29,41 @@ import (
 // (5 s) and group members heartbeat every few seconds.
 const brokerSilence = 10 * time.Second
 
+// retryBackoff is how soon the application's group and admin clients may
+// update metadata again (kgo.MetadataMinAge), which a produce the broker
+// answered with a retriable error waits for: Kafka's retry.backoff.ms.
+const retryBackoff = 100 * time.Millisecond
+
 // clientOpts are the kgo options of every client of the application: the
-// configuration's brokers and security, and the broker watch's hook.
-func (a *App) clientOpts() []kgo.Opt { return a.cfg.ClientOpts(a.health) }
+// configuration's brokers and security, the broker watch's hook and, when
+// the engine logs at DEBUG, the client's own log (kgoLog).
+func (a *App) clientOpts() []kgo.Opt {
+	opts := a.cfg.ClientOpts(a.health)
+	if a.log.Enabled(context.Background(), slog.LevelDebug) {
+		opts = append(opts, kgo.WithLogger(kgoLog{a.log}))
+	}
+	return opts
+}
+
+// kgoLog passes franz-go's log to the application's logger, its DEBUG
+// lines included: what a client waits for (a metadata update, a retried
+// produce, a coordinator) shows only there.
+type kgoLog struct{ l *slog.Logger }
+
+func (k kgoLog) Level() kgo.LogLevel { return kgo.LogLevelDebug }
+
+func (k kgoLog) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	l := slog.LevelDebug
+	switch level {
+	case kgo.LogLevelError:
+		l = slog.LevelError
+	case kgo.LogLevelWarn:
+		l = slog.LevelWarn
+	case kgo.LogLevelInfo:
+		l = slog.LevelInfo
+	}
+	k.l.Log(context.Background(), l, "kafka client: "+msg, keyvals...)
+}
 
 // brokerHealth is a kgo hook shared by an application's clients. Safe for
 // concurrent use.

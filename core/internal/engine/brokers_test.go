@@ -2,11 +2,14 @@ package engine
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/config"
 )
@@ -70,5 +73,36 @@ func TestBrokerWatchDegradesAfterTenSilentSeconds(t *testing.T) {
 	}
 	if n := strings.Count(l, "brokers reachable again"); n != 1 {
 		t.Errorf("%d recoveries logged, want 1:\n%s", n, l)
+	}
+}
+
+// At DEBUG the engine's log carries its Kafka clients' own (what a stalled
+// client waits for shows only there), each line at its level.
+func TestKafkaClientLogAtDebug(t *testing.T) {
+	var buf bytes.Buffer
+	l := kgoLog{slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	if l.Level() != kgo.LogLevelDebug {
+		t.Errorf("kgoLog level %v, want debug", l.Level())
+	}
+	l.Log(kgo.LogLevelWarn, "retrying", "broker", 1)
+	l.Log(kgo.LogLevelDebug, "wrote Produce v13", "err", nil)
+	got := buf.String()
+	for _, want := range []string{`level=WARN msg="kafka client: retrying" broker=1`, `level=DEBUG msg="kafka client: wrote Produce v13" err=<nil>`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("log %q lacks %q", got, want)
+		}
+	}
+	hasLogger := func(lvl slog.Level) bool {
+		a := &App{cfg: config.App{Brokers: []string{"127.0.0.1:1"}}, log: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: lvl}))}
+		cl, err := kgo.NewClient(a.clientOpts()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		_, ok := cl.OptValue(kgo.WithLogger).(kgoLog)
+		return ok
+	}
+	if !hasLogger(slog.LevelDebug) || hasLogger(slog.LevelInfo) {
+		t.Errorf("the Kafka client's log: at DEBUG %v, at INFO %v; want it only at DEBUG", hasLogger(slog.LevelDebug), hasLogger(slog.LevelInfo))
 	}
 }

@@ -284,6 +284,7 @@ class Context:
     jvm_classpath: str
     node: str
     rust: str
+    engine_log_level: str = "warn"  # --engine-log-level: the polystreams engine's (debug adds its Kafka client's log)
 
 
 def common_args(a: dict[str, str]) -> list[str]:
@@ -303,7 +304,7 @@ def go_profile(c: Context, a: dict[str, str]) -> list[str]:
 
 def engine_cmd(c: Context, a: dict[str, str]) -> list[str]:
     return [c.polystreams, "serve", "--brokers", a["brokers"], "--listen", "127.0.0.1:0",
-            "--state-dir", a["state_dir"], "--log-level", "warn"]
+            "--state-dir", a["state_dir"], "--log-level", c.engine_log_level]
 
 
 ARMS = {arm.name: arm for arm in [
@@ -888,7 +889,7 @@ def build(ctx_args: argparse.Namespace, cache: Path) -> Context:
                    goarm_base=ctx_args.goarm_base or "", go_profiles=ctx_args.go_cpuprofile or "",
                    go_heap_profiles=ctx_args.go_memprofile or "", java=java,
                    jvm_classpath=f"{jvm / 'target' / 'classes'}:{jvm / 'target' / 'lib'}/*",
-                   node=ctx_args.node, rust=ctx_args.rust)
+                   node=ctx_args.node, rust=ctx_args.rust, engine_log_level=ctx_args.engine_log_level)
 
 
 def main() -> None:
@@ -905,6 +906,9 @@ def main() -> None:
     ap.add_argument("--latency-seconds", type=float, default=15, help="how long the latency phase produces per arm (0 skips it)")
     ap.add_argument("--timeout", type=float, default=900, help="seconds one run may take before it is reported as failed")
     ap.add_argument("--polystreams", default=str(REPO / "bin" / "polystreams"))
+    ap.add_argument("--engine-log-level", default="warn", choices=["debug", "info", "warn", "error"],
+                    help="the log level of the engine the SDK arms run (in <work>/logs/<app>.0.log); debug adds "
+                    "its Kafka client's own log: what a stalled run waited for")
     ap.add_argument("--node", default="node")
     ap.add_argument("--rust", default=str(REPO / "sdk-rust" / "target" / "release" / "examples" / "benchpeers"),
                     help="the Rust host arm's binary (cargo build --release --example benchpeers)")
