@@ -400,8 +400,10 @@ func (o *windowed) state() (*winState, error) {
 // time windows (tumbling, hopping).
 type timeWindowOp struct {
 	windowed
-	// expand is the aggregation's scratch: a record per window.
+	// expand is the aggregation's scratch: a record per window; keys
+	// holds their store keys (the store copies what it keeps).
 	expand []rec
+	keys   []byte
 }
 
 func newTimeWindowOp(t *task, s *step) operator {
@@ -431,7 +433,11 @@ func (o *timeWindowOp) aggregate(ctx context.Context, recs []rec) ([]rec, error)
 	if need := len(recs) * int(w.PerRecord()); cap(expanded) < need {
 		expanded = make([]rec, 0, need)
 	}
-	defer func() { o.expand = expanded[:0] }()
+	keys := o.keys[:0]
+	defer func() { o.expand, o.keys = expanded[:0], keys[:0] }()
+	// The watermark row is written once, after the batch: stream time
+	// moves with nearly every record.
+	from := ws.streamTime
 	for _, r := range recs {
 		// KStreamWindowAggregate skips a record with a null key only: a
 		// null value is counted by count and handed to an aggregator
@@ -445,7 +451,7 @@ func (o *timeWindowOp) aggregate(ctx context.Context, recs []rec) ([]rec, error)
 			t.app.dropped.Add(1) // no window holds a negative time
 			continue
 		}
-		ws.advance(tx, r.ts)
+		ws.streamTime = max(ws.streamTime, r.ts)
 		closeTime := ws.streamTime - w.Grace
 		starts = w.For(r.ts, starts[:0])
 		for _, start := range starts {
@@ -453,9 +459,17 @@ func (o *timeWindowOp) aggregate(ctx context.Context, recs []rec) ([]rec, error)
 				t.app.dropped.Add(1) // "Skipping record for expired window"
 				continue
 			}
-			r.skey = windowKey(start, r.key)
+			// windowKey(start, r.key), in the batch's buffer: a grown
+			// buffer leaves the keys before it where they were.
+			at := len(keys)
+			keys = append(binary.BigEndian.AppendUint64(keys, uint64(start)), r.key...)
+			r.skey = keys[at:len(keys):len(keys)]
 			expanded = append(expanded, r)
 		}
+	}
+	if to := ws.streamTime; to > from {
+		ws.streamTime = from
+		ws.advance(tx, to)
 	}
 	var out []rec
 	if s.node.Op == topology.OpCount {
