@@ -308,8 +308,13 @@ func (t *task) winStateOf(ws **winState, tx *storeTx, more func(*winState) error
 func (ws *winState) advance(tx *storeTx, ts int64) {
 	if ts > ws.streamTime {
 		ws.streamTime = ts
-		tx.Put(metaKey, binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(ts)), ts)
+		ws.record(tx)
 	}
+}
+
+// record writes the stream time to the store with the batch.
+func (ws *winState) record(tx *storeTx) {
+	tx.Put(metaKey, binary.BigEndian.AppendUint64(make([]byte, 0, 8), uint64(ws.streamTime)), ws.streamTime)
 }
 
 // windowed is what the windowed aggregations (timeWindowOp,
@@ -467,9 +472,8 @@ func (o *timeWindowOp) aggregate(ctx context.Context, recs []rec) ([]rec, error)
 			expanded = append(expanded, r)
 		}
 	}
-	if to := ws.streamTime; to > from {
-		ws.streamTime = from
-		ws.advance(tx, to)
+	if ws.streamTime > from {
+		ws.record(tx)
 	}
 	var out []rec
 	if s.node.Op == topology.OpCount {

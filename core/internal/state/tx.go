@@ -27,11 +27,10 @@ type Tx struct {
 	// Unlogged, when not nil (a held store: under at_least_once with the
 	// record cache on, a key-value or time-window store): the store's
 	// changes since the task's record cache last emptied, latest per key.
-	// They wait in Txn
-	// until then too, and reach Pebble once per key (at the end of a
-	// batch), or sooner when a query asks; the changelog gets them once
-	// the cache empties, as Kafka Streams' caching store writes and logs
-	// at flush rather than per update.
+	// They wait in Txn until then too, and reach Pebble once per key (at
+	// the end of a batch), or sooner when a query asks; the changelog gets
+	// them once the cache empties, as Kafka Streams' caching store writes
+	// and logs at flush rather than per update.
 	Unlogged map[string]Row
 	// Expired: under exactly_once_v2, the key ranges [lo, hi) that
 	// retention expired in the open transaction. They reach Pebble after
