@@ -335,9 +335,14 @@ def decode_column(serde: str, data: bytes, lengths: Sequence[int]) -> tuple[list
     if nulls == n:
         return [None] * n, {}  # all null (the usual keys of a topic written without keys)
     fixed = _FIXED.get(serde)
-    if fixed is not None and lengths.count(fixed.size) == n:
-        # No nulls, every record the right size: one C loop.
-        return [x for (x,) in fixed.iter_unpack(data)], {}
+    if fixed is not None and lengths.count(fixed.size) + nulls == n:
+        # Every record the right size or null: one C loop, then the nulls
+        # put back (a windowed fold's new windows have no aggregate yet).
+        vals = [x for (x,) in fixed.iter_unpack(data)]
+        if not nulls:
+            return vals, {}
+        it = iter(vals)
+        return [None if size < 0 else next(it) for size in lengths], {}
     dec = _DECODERS[serde]
     out: list[Any] = []
     append = out.append
