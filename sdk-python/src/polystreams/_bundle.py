@@ -1197,8 +1197,15 @@ class _Fold:
         pos = 0
         try:
             for g, size in enumerate(sizes):
-                key = keys[g]
                 agg = init() if agg_lengths[g] < 0 else aggs[g]
+                if size == 1:  # most groups of a windowed fold: one record's window
+                    agg = fn(keys[g], vals[pos], agg)
+                    if agg is None:
+                        return None
+                    append(enc(agg))
+                    pos += 1
+                    continue
+                key = keys[g]
                 end = pos + size
                 for v in vals[pos:end]:
                     agg = fn(key, v, agg)
@@ -1268,6 +1275,8 @@ class _Depends(Exception):
 
 def _final_counts(sizes: list[int]) -> list[int]:
     """Output counts of a final_only answer: 1 for each group's last value."""
+    if sizes.count(1) == len(sizes):
+        return [1] * len(sizes)  # a group per value (a windowed fold's usual bundle)
     counts: list[int] = []
     for size in sizes:
         counts.extend([0] * (size - 1))
