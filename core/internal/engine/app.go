@@ -466,10 +466,11 @@ func (a *App) begin(ctx context.Context) (err error) {
 		// A produce the broker answers with a retriable error waits for a
 		// metadata update, and franz-go updates metadata at most every
 		// MetadataMinAge (5 s by default). Under exactly_once_v2 that
-		// happens after most commits: a broker with transaction.version 2
+		// happens after a commit: a broker with transaction.version 2
 		// (Kafka 4.0+) answers the next transaction's first produce with
 		// CONCURRENT_TRANSACTIONS until it has written the last one's
-		// markers, and every task then stalled up to 5 s (bench-peers'
+		// markers (in bench-peers, for seconds after an application's
+		// first commit), and every task stalled up to 5 s more (its
 		// exactly-once sum: 1M records in 7.6-13 s instead of 2.6-3 s).
 		// Kafka's Java clients retry after retry.backoff.ms, 100 ms.
 		kgo.MetadataMinAge(retryBackoff),
