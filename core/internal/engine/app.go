@@ -471,7 +471,7 @@ func (a *App) begin(ctx context.Context) (err error) {
 		// CONCURRENT_TRANSACTIONS until it has written the last one's
 		// markers (in bench-peers, for seconds after an application's
 		// first commit), and every task stalled up to 5 s more (its
-		// exactly-once sum: 1M records in 7.6-13 s instead of 2.6-3 s).
+		// exactly-once sum: 1M records in 7.4-13.3 s instead of 2.6-3.4 s).
 		// Kafka's Java clients retry after retry.backoff.ms, 100 ms.
 		kgo.MetadataMinAge(retryBackoff),
 	)

@@ -19,22 +19,7 @@ import (
 //
 //	go test ./core/internal/engine -run '^$' -bench ProcessCount -count 10
 func BenchmarkProcessCount(b *testing.B) {
-	tb := topology.NewBuilder()
-	s, err := tb.Stream(topology.StreamOptions{Topics: []string{"in"}, KeySerde: "string", ValueSerde: "string"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	g, err := tb.GroupByKey(s.ID, "", "", "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := tb.Count(g.ID, nil, ""); err != nil {
-		b.Fatal(err)
-	}
-	topo, err := tb.Topology()
-	if err != nil {
-		b.Fatal(err)
-	}
+	topo := countTopology(b, nil)
 	task := newOrderTask(b, topo, nil, map[string]string{"processing.guarantee": "exactly_once_v2"})
 	batch := make([]*kgo.Record, 2000)
 	for i := range batch {
@@ -51,26 +36,7 @@ func BenchmarkProcessCount(b *testing.B) {
 //
 //	go test ./core/internal/engine -run '^$' -bench ProcessHoppingCount -count 10
 func BenchmarkProcessHoppingCount(b *testing.B) {
-	tb := topology.NewBuilder()
-	s, err := tb.Stream(topology.StreamOptions{Topics: []string{"in"}, KeySerde: "string", ValueSerde: "string"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	g, err := tb.GroupByKey(s.ID, "", "", "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	w, err := tb.WindowedBy(g.ID, topology.Windows{Kind: topology.TimeWindows, Size: 60_000, Advance: 15_000})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := tb.Count(w.ID, nil, ""); err != nil {
-		b.Fatal(err)
-	}
-	topo, err := tb.Topology()
-	if err != nil {
-		b.Fatal(err)
-	}
+	topo := countTopology(b, &topology.Windows{Kind: topology.TimeWindows, Size: 60_000, Advance: 15_000})
 	task := newOrderTask(b, topo, nil, map[string]string{"processing.guarantee": "exactly_once_v2"})
 	batch := make([]*kgo.Record, 2000)
 	for i := range batch {
@@ -90,4 +56,28 @@ func BenchmarkProcessHoppingCount(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*len(batch)), "cpu-ns/record")
+}
+
+// countTopology is stream(in) -> group_by_key [-> windowed_by(w)] -> count,
+// string keys and values.
+func countTopology(b *testing.B, w *topology.Windows) *topology.Topology {
+	b.Helper()
+	must := func(h *topology.Handle, err error) uint64 {
+		b.Helper()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return h.ID
+	}
+	tb := topology.NewBuilder()
+	g := must(tb.GroupByKey(must(tb.Stream(topology.StreamOptions{Topics: []string{"in"}, KeySerde: "string", ValueSerde: "string"})), "", "", ""))
+	if w != nil {
+		g = must(tb.WindowedBy(g, *w))
+	}
+	must(tb.Count(g, nil, ""))
+	topo, err := tb.Topology()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return topo
 }
