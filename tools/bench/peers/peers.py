@@ -33,6 +33,7 @@ import statistics
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -285,6 +286,7 @@ class Context:
     node: str
     rust: str
     engine_log_level: str = "warn"  # --engine-log-level: the polystreams engine's (debug adds its Kafka client's log)
+    kafka_data: str = "memory"  # --kafka-data: where the Apache Kafka broker keeps its log (kafka_data_dir)
 
 
 def common_args(a: dict[str, str]) -> list[str]:
@@ -472,22 +474,49 @@ class Sampler:
 
 # --- the broker and its clients ----------------------------------------------
 
+def kafka_data_dir(where: str) -> tuple[Path | None, str]:
+    """The Apache Kafka broker's data folder for --kafka-data, and what it is.
+
+    "memory" (the default) puts the broker's log in a fresh folder on tmpfs
+    (/dev/shm): on this kind of machine (one virtual disk, ext4) the broker's
+    first writes to a new partition's memory-mapped index page-faulted for up
+    to 0.8 s under the sittings' write load, while its transaction
+    coordinator waited on them; an exactly-once run that met it took 5-6 s
+    instead of 2.5-3.5 s, whichever arm it was (docs/performance.md, "The
+    broker's disk"). "disk" is kafka.sh's own default (a folder under
+    .cache/kafka/run), to measure with the disk in."""
+    if where == "disk":
+        return None, "on disk (.cache/kafka/run)"
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        return None, "on disk (.cache/kafka/run): /dev/shm is not a writable folder here"
+    return Path(tempfile.mkdtemp(prefix="peers-kafka-", dir=shm)), "in memory (tmpfs, /dev/shm)"
+
+
 class Broker:
     def __init__(self, kind: str, work: Path, ctx: Context) -> None:
         self.kind = kind
+        self.data: Path | None = None
         if kind == "kfake":
             self.proc = Proc([ctx.polystreams, "dev", "--broker", "127.0.0.1:0", "--listen", "127.0.0.1:0",
                               "--partitions", str(PARTITIONS), "--log-level", "warn"], work / "broker.log")
             line = self.proc.wait_line(lambda l: l.startswith("polystreams: broker "), 60)
             self.address = line.split()[-1]
         elif kind == "kafka":
-            self.proc = Proc([str(REPO / "tools" / "kafka" / "kafka.sh"), "serve", "--watch-stdin"], work / "broker.log")
+            self.data, where = kafka_data_dir(ctx.kafka_data)
+            cmd = [str(REPO / "tools" / "kafka" / "kafka.sh"), "serve", "--watch-stdin"]
+            if self.data:
+                cmd += ["--data", str(self.data)]
+            print(f"[kafka] the broker's log is {where}", flush=True)
+            self.proc = Proc(cmd, work / "broker.log")
             self.address = self.proc.wait_line(lambda l: l.startswith("127.0.0.1:"), 180).strip()
         else:
             raise ValueError(f"peers: --broker {kind!r}: want kfake or kafka")
 
     def stop(self) -> None:
         self.proc.stop(60)
+        if self.data:
+            shutil.rmtree(self.data, ignore_errors=True)
 
 
 class Kafka:
@@ -502,6 +531,17 @@ class Kafka:
         from confluent_kafka.admin import NewTopic
         fs = self.admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})])
         fs[topic].result(30)
+
+    def delete_prefixed(self, prefix: str) -> None:
+        """Deletes the topics a run made (its output, its application's
+        internal topics): the broker then holds only the seeded inputs, in
+        memory or on disk, however many runs a sitting has."""
+        try:
+            topics = [t for t in self.admin.list_topics(timeout=30).topics if t.startswith(prefix)]
+            for t, f in self.admin.delete_topics(topics, operation_timeout=30).items():
+                f.result(60)
+        except Exception as e:  # noqa: BLE001 - a topic left over costs space, not a result
+            print(f"peers: deleting the topics of {prefix}: {e}", file=sys.stderr, flush=True)
 
     def seed(self, topic: str, gen: Callable[[int], Record], n: int) -> list[Record]:
         from confluent_kafka import Producer
@@ -700,6 +740,7 @@ def run_once(k: Kafka, arm: Arm, topo: Topology, ctx: Context, r: int, n: int, i
         for p in reversed(procs):
             p.stop()
         shutil.rmtree(state, ignore_errors=True)
+        k.delete_prefixed(app)
 
 
 # The latency phase's first second is left out of its figures: an arm's
@@ -810,6 +851,7 @@ def latency(k: Kafka, arm: Arm, ctx: Context, rate: float, duration: float, work
         for proc in reversed(procs):
             proc.stop()
         shutil.rmtree(state, ignore_errors=True)
+        k.delete_prefixed(app)
 
 
 # --- report -----------------------------------------------------------------
@@ -889,7 +931,8 @@ def build(ctx_args: argparse.Namespace, cache: Path) -> Context:
                    goarm_base=ctx_args.goarm_base or "", go_profiles=ctx_args.go_cpuprofile or "",
                    go_heap_profiles=ctx_args.go_memprofile or "", java=java,
                    jvm_classpath=f"{jvm / 'target' / 'classes'}:{jvm / 'target' / 'lib'}/*",
-                   node=ctx_args.node, rust=ctx_args.rust, engine_log_level=ctx_args.engine_log_level)
+                   node=ctx_args.node, rust=ctx_args.rust, engine_log_level=ctx_args.engine_log_level,
+                   kafka_data=ctx_args.kafka_data)
 
 
 def main() -> None:
@@ -909,6 +952,10 @@ def main() -> None:
     ap.add_argument("--engine-log-level", default="warn", choices=["debug", "info", "warn", "error"],
                     help="the log level of the engine the SDK arms run (in <work>/logs/<app>.0.log); debug adds "
                     "its Kafka client's own log: what a stalled run waited for")
+    ap.add_argument("--kafka-data", default="memory", choices=["memory", "disk"],
+                    help="where the Apache Kafka broker keeps its log: memory (a folder on /dev/shm, the default: "
+                    "this machine's disk stalled the broker's transaction markers for up to 0.8 s at random) or disk "
+                    "(kafka.sh's folder under .cache/kafka/run)")
     ap.add_argument("--node", default="node")
     ap.add_argument("--rust", default=str(REPO / "sdk-rust" / "target" / "release" / "examples" / "benchpeers"),
                     help="the Rust host arm's binary (cargo build --release --example benchpeers)")
