@@ -2,13 +2,25 @@
  * The Connect client of one engine: EngineService over HTTP/2 (h2c), one
  * connection multiplexing every call, unary calls only. Every failure is
  * turned into a PolystreamsError naming the method and the engine's message.
+ *
+ * Calls speak the Connect protocol's unary POST themselves, on connect-node's
+ * Http2SessionManager (the connection, its keep-alive and reconnects), as
+ * the Python SDK does over HTTP/1.1: connect-es's own transport cost the host
+ * loop ~0.4 ms of CPU per Exchange (abort signals, a ConnectError and a
+ * DOMException per completed call, web-stream adapters), most of a Node
+ * host's CPU when records come a few dozen per bundle (docs/performance.md,
+ * "The Node host's calls").
  */
 
 import { readFileSync } from "node:fs";
-import { type Client as ConnectClient, type Interceptor, createClient } from "@connectrpc/connect";
-import { Http2SessionManager, createConnectTransport } from "@connectrpc/connect-node";
+import { type ClientHttp2Stream, constants as h2 } from "node:http2";
+import { type Client as ConnectClient, Code, ConnectError } from "@connectrpc/connect";
+import { Http2SessionManager } from "@connectrpc/connect-node";
+import { codeFromHttpStatus, codeFromString } from "@connectrpc/connect/protocol-connect";
+import { type DescMessage, create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { fromCallError } from "./errors.js";
 import { EngineService } from "./gen/polystreams/v1alpha1/engine_pb.js";
+import { VERSION } from "./version.js";
 
 type Service = typeof EngineService;
 /** An RPC of EngineService, by its method name (e.g. "pipeInput"). */
@@ -42,7 +54,7 @@ export interface ClientOptions {
 export class Client {
   readonly url: string;
   private readonly sessions: Http2SessionManager;
-  private readonly client: ConnectClient<Service>;
+  private readonly headers: Record<string, string>;
   private readonly timeoutMs: number;
 
   constructor(url: string, options: ClientOptions = {}) {
@@ -68,35 +80,79 @@ export class Client {
     }
     this.sessions = new WideWindowSessions(this.url, undefined, { settings: { initialWindowSize: WINDOW }, ...ca });
     const token = options.token ?? process.env["POLYSTREAMS_TOKEN"];
-    const interceptors: Interceptor[] = [];
-    if (token) {
-      const auth = `Bearer ${token}`;
-      interceptors.push((next) => (req) => {
-        req.header.set("Authorization", auth);
-        return next(req);
-      });
-    }
-    const transport = createConnectTransport({
-      baseUrl: this.url,
-      httpVersion: "2",
-      sessionManager: this.sessions,
+    this.headers = {
+      "content-type": "application/proto",
+      "connect-protocol-version": "1",
+      "user-agent": `polystreams-node/${VERSION}`,
       // No compression: the engine is near (usually loopback), and gzip of
       // megabyte bundles cost more CPU on both sides than it saves (measured:
       // it cut a Node-hosted map_values to under half of Python's rate).
-      acceptCompression: [],
-      interceptors,
-    });
-    this.client = createClient(EngineService, transport);
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+    };
   }
 
   /** Calls EngineService/<method>; rejects with a PolystreamsError on failure. */
   async call<M extends Method>(method: M, request: Input<M>, options: { timeoutMs?: number } = {}): Promise<Output<M>> {
-    const fn = this.client[method] as unknown as (req: Input<M>, opts: { timeoutMs: number }) => Promise<Output<M>>;
+    const desc = EngineService.method[method];
     try {
-      return await fn.call(this.client, request, { timeoutMs: options.timeoutMs ?? this.timeoutMs });
+      const body = toBinary(desc.input, create(desc.input, request as never));
+      const path = `/${EngineService.typeName}/${desc.name}`;
+      return (await this.#unary(path, body, desc.output, options.timeoutMs ?? this.timeoutMs)) as Output<M>;
     } catch (e) {
-      throw fromCallError(capitalize(method), this.url, e);
+      throw fromCallError(desc.name, this.url, e);
     }
+  }
+
+  // One Connect unary call: the request's bytes POSTed, the response's bytes
+  // parsed, or a ConnectError (the engine's JSON error, the HTTP status, the
+  // connection's failure, or the deadline).
+  async #unary(path: string, body: Uint8Array, output: DescMessage, timeoutMs: number): Promise<unknown> {
+    const stream = await this.sessions.request("POST", path, { ...this.headers, "connect-timeout-ms": String(timeoutMs) }, {});
+    return new Promise((resolve, reject) => {
+      let status = 0;
+      let contentType = "";
+      const chunks: Buffer[] = [];
+      const timer = setTimeout(() => {
+        fail(new ConnectError(`the engine did not answer within ${timeoutMs} ms`, Code.DeadlineExceeded));
+        stream.close(h2.NGHTTP2_CANCEL);
+      }, timeoutMs);
+      let settled = false;
+      const fail = (e: ConnectError): void => {
+        if (!settled) {
+          settled = true;
+          clearTimeout(timer);
+          reject(e);
+        }
+      };
+      stream.on("response", (headers) => {
+        status = Number(headers[":status"] ?? 0);
+        contentType = String(headers["content-type"] ?? "");
+      });
+      stream.on("data", (chunk: Buffer) => {
+        chunks.push(chunk);
+        this.sessions.notifyResponseByteRead(stream); // the connection is alive: no keep-alive PING needed
+      });
+      stream.on("error", (e: Error) => fail(new ConnectError(e.message, Code.Unavailable, undefined, undefined, e)));
+      stream.on("close", () => fail(closedEarly(stream)));
+      stream.on("end", () => {
+        if (settled) {
+          return;
+        }
+        const data = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+        if (status === 200 && contentType.startsWith("application/proto")) {
+          settled = true;
+          clearTimeout(timer);
+          try {
+            resolve(fromBinary(output, data));
+          } catch (e) {
+            reject(new ConnectError(`the engine's response does not parse: ${(e as Error).message}`, Code.Internal));
+          }
+          return;
+        }
+        fail(errorOf(status, data));
+      });
+      stream.end(body);
+    });
   }
 
   /** Closes the connection; calls in progress fail. */
@@ -126,6 +182,25 @@ class WideWindowSessions extends Http2SessionManager {
   }
 }
 
-function capitalize(s: string): string {
-  return s.charAt(0).toUpperCase() + s.slice(1);
+// The error of a call the engine answered with an HTTP status other than
+// 200: Connect's JSON error ({"code": "invalid_argument", "message": ...})
+// when the body is one, else the status's code.
+function errorOf(status: number, body: Buffer): ConnectError {
+  try {
+    const j = JSON.parse(body.toString("utf8")) as { code?: unknown; message?: unknown };
+    const code = typeof j.code === "string" ? codeFromString(j.code) : undefined;
+    if (code !== undefined) {
+      return new ConnectError(typeof j.message === "string" ? j.message : "", code);
+    }
+  } catch {
+    // not JSON: the status tells
+  }
+  return new ConnectError(`HTTP ${status}`, codeFromHttpStatus(status));
+}
+
+// The error of a stream that closed before its response ended: the engine
+// reset it (RST_STREAM) or the connection went away.
+function closedEarly(stream: ClientHttp2Stream): ConnectError {
+  const rst = stream.rstCode ?? 0;
+  return new ConnectError(rst ? `the call was reset (HTTP/2 error ${rst})` : "the connection closed mid-call", Code.Unavailable);
 }
