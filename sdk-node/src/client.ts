@@ -138,7 +138,10 @@ export class Client {
         if (settled) {
           return;
         }
-        const data = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+        const buf = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+        // A plain Uint8Array view: the message's bytes fields are views of
+        // what fromBinary reads, and users get Uint8Array, not Buffer.
+        const data = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
         if (status === 200 && contentType.startsWith("application/proto")) {
           settled = true;
           clearTimeout(timer);
@@ -149,7 +152,7 @@ export class Client {
           }
           return;
         }
-        fail(errorOf(status, data));
+        fail(errorOf(status, buf));
       });
       stream.end(body);
     });
