@@ -536,10 +536,13 @@ class Kafka:
         """Deletes the topics a run made (its output, its application's
         internal topics): the broker then holds only the seeded inputs, in
         memory or on disk, however many runs a sitting has."""
+        t0 = time.monotonic()
         try:
             topics = [t for t in self.admin.list_topics(timeout=30).topics if t.startswith(prefix)]
             for t, f in self.admin.delete_topics(topics, operation_timeout=30).items():
                 f.result(60)
+            if time.monotonic() - t0 > 5:
+                print(f"peers: deleting the topics of {prefix} took {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
         except Exception as e:  # noqa: BLE001 - a topic left over costs space, not a result
             print(f"peers: deleting the topics of {prefix}: {e}", file=sys.stderr, flush=True)
 
@@ -731,6 +734,11 @@ def run_once(k: Kafka, arm: Arm, topo: Topology, ctx: Context, r: int, n: int, i
         got = k.read_all(output)
         t1 = max(t_last, t0)
         run.problems = verify(topo, want, got, arm.out)
+        if t_last <= t0:
+            # The group was first seen Stable only after the output had ended
+            # (an admin request that hung for seconds): the run has no start to
+            # time from, and a rate of 0 would pull the medians down.
+            run.problems.append("untimed: the consumer group was first seen Stable after the output had stopped growing")
         run.seconds = t1 - t0
         run.cpu_seconds = sampler.cpu_at(t1) - sampler.cpu_at(t0)
         run.peak_rss = sampler.peak_rss(t1)
