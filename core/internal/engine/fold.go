@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -132,9 +133,11 @@ func foldNative(n *topology.Node, tx *storeTx, recs []rec, failed func(rec, stri
 // may be null.
 func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) ([]rec, error) {
 	table := s.node.Sub != nil
-	index := map[string]int{}
-	var groups []crossing.FoldGroup
-	prev := make([]row, 0, len(recs)) // each group's aggregate before its next value
+	sc := &t.fold
+	defer sc.release()
+	index := sc.index()
+	groups := sc.groups[:0]
+	prev := sc.prev[:0] // each group's aggregate before its next value
 	for i, r := range recs {
 		g, ok := index[string(r.storeKey())]
 		if !ok {
@@ -144,11 +147,12 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 			}
 			g = len(groups)
 			index[string(r.storeKey())] = g
-			groups = append(groups, crossing.FoldGroup{Key: r.key, Agg: agg})
+			groups = appendGroup(groups, r.key, agg)
 			prev = append(prev, row{Value: agg, TS: aggTS})
 		}
 		groups[g].Members = append(groups[g].Members, i)
 	}
+	sc.groups, sc.prev = groups, prev
 	b, order, groupOf := crossing.EncodeFold(s.crossingChain(), crossing.FoldOptions{
 		Topic: recs[0].in.Topic, Partition: t.id.partition, Table: table,
 		FinalOnly: s.cached, // the record cache keeps only each key's last update
@@ -166,7 +170,8 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 	// The answer is one output (the aggregate after it) per value, in the
 	// bundle's value order, or with final_only possibly only each group's
 	// last; decodeResult checks it against that order.
-	inOrder := make([]rec, len(order))
+	inOrder := slices.Grow(sc.inOrder[:0], len(order))[:len(order)]
+	sc.inOrder = inOrder
 	for j, i := range order {
 		inOrder[j] = recs[i]
 	}
@@ -232,4 +237,45 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 		}
 	}
 	return kept, nil
+}
+
+// foldScratch is what foldHost works in, reused by a task's bundles: the
+// index of each store key's group, the groups (their member lists keep
+// their arrays), each group's aggregate before the bundle, and the records
+// in the bundle's value order. release drops what they point into (the
+// batch's records and aggregates) when a bundle is done, so that nothing
+// of it stays reachable from the task.
+type foldScratch struct {
+	keys    map[string]int
+	groups  []crossing.FoldGroup
+	prev    []row
+	inOrder []rec
+}
+
+func (sc *foldScratch) index() map[string]int {
+	if sc.keys == nil {
+		sc.keys = map[string]int{}
+	}
+	return sc.keys
+}
+
+func (sc *foldScratch) release() {
+	clear(sc.keys)
+	for i := range sc.groups {
+		sc.groups[i].Key, sc.groups[i].Agg, sc.groups[i].Members = nil, nil, sc.groups[i].Members[:0]
+	}
+	clear(sc.prev)
+	clear(sc.inOrder)
+}
+
+// appendGroup appends a group of key with aggregate agg and no members yet,
+// reusing the member array of the group that was there in an earlier bundle.
+func appendGroup(groups []crossing.FoldGroup, key, agg []byte) []crossing.FoldGroup {
+	if len(groups) < cap(groups) {
+		groups = groups[:len(groups)+1]
+		g := &groups[len(groups)-1]
+		g.Key, g.Agg, g.Members = key, agg, g.Members[:0]
+		return groups
+	}
+	return append(groups, crossing.FoldGroup{Key: key, Agg: agg})
 }

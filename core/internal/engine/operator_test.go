@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/polystreams/polystreams/core/internal/topology"
+	pb "github.com/polystreams/polystreams/proto/gen/go/polystreams/v1alpha1"
 )
 
 // BenchmarkProcessCount pushes 2,000-record batches over 1,000 keys
@@ -80,4 +81,48 @@ func countTopology(b *testing.B, w *topology.Windows) *topology.Topology {
 		b.Fatal(err)
 	}
 	return topo
+}
+
+// latestHost folds each group's values to the last one: a host reducer
+// that costs next to nothing, so that BenchmarkProcessHostReduce measures
+// the engine's side of a fold bundle.
+type latestHost struct{}
+
+func (latestHost) Process(_ context.Context, b *pb.Bundle) (*pb.BundleResult, error) {
+	res := &pb.BundleResult{BundleId: b.Id, OutputCounts: make([]int32, len(b.ValueLengths))}
+	for i := range res.OutputCounts {
+		res.OutputCounts[i] = 1
+	}
+	res.ValueLengths, res.Values = b.ValueLengths, b.Values
+	return res, nil
+}
+
+// BenchmarkProcessHostReduce pushes 2,000-record batches over 10,000 keys
+// through stream -> group_by_key -> reduce by a host function under
+// exactly_once_v2 with the record cache on (bench-peers' exactly-once sum):
+// the fold bundle's grouping, encoding and result decoding, the store reads
+// and writes; the host (latestHost) does next to nothing.
+//
+//	go test ./core/internal/engine -run '^$' -bench ProcessHostReduce -count 10
+func BenchmarkProcessHostReduce(b *testing.B) {
+	tb := topology.NewBuilder()
+	must := func(h *topology.Handle, err error) uint64 {
+		b.Helper()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return h.ID
+	}
+	g := must(tb.GroupByKey(must(tb.Stream(topology.StreamOptions{Topics: []string{"in"}, KeySerde: "string", ValueSerde: "string"})), "", "", ""))
+	must(tb.Reduce(g, topology.Function{Token: 1, Name: "latest"}, nil, ""))
+	topo, err := tb.Topology()
+	if err != nil {
+		b.Fatal(err)
+	}
+	task := newOrderTask(b, topo, latestHost{}, map[string]string{"processing.guarantee": "exactly_once_v2"})
+	batch := make([]*kgo.Record, 2000)
+	for i := range batch {
+		batch[i] = &kgo.Record{Topic: "in", Key: []byte(fmt.Sprintf("key-%d", (i*7919)%10_000)), Value: []byte(`{"amount":17}`)}
+	}
+	benchProcess(b, task, batch)
 }
