@@ -189,3 +189,27 @@ def test_protobuf_names_the_schema_registry_serde() -> None:
     assert protobuf('syntax = "proto3"; message M { int64 id = 1; }') == 'protobuf(syntax = "proto3"; message M { int64 id = 1; })'
     assert protobuf("message M {}", message="M") == "protobuf(message M {}, message=M)"
     assert protobuf(message="shop.Refund") == "protobuf(message=shop.Refund)"
+
+
+def test_an_ascii_json_column_decodes_as_record_by_record() -> None:
+    # The column is scanned in one str where it is ASCII: a record the scan
+    # does not end exactly at its length (digits the next record would
+    # extend, whitespace, a string that runs on, extra data, no JSON) must
+    # decode, or fail, as it does alone.
+    records = [b"12", b"34", b"-5", b" 7", b"8 ", b"", b"true", b"nul", b'"a', b'b"', b'{"x":[1,2]}',
+               b"1e", b"5", b"[1", b"2]", b"NaN", b'"\\u00e9"', b"{}{}", b"0", b"01", b"[" * 100_000]
+    data, lengths = b"".join(records), [len(r) for r in records]
+    alone_items: list[object] = []
+    alone_failures: dict[int, str] = {}
+    for j, r in enumerate(records):
+        try:
+            alone_items.append(serde.decoder("json")(r))
+        except Exception as e:  # noqa: BLE001 - the failure the column must report too
+            alone_items.append(None)
+            alone_failures[j] = f"{type(e).__name__}: {e}"
+    assert serde.decode_column("json", data, lengths) == (alone_items, alone_failures)
+    assert alone_items[:5] == [12, 34, -5, 7, 8] and alone_items[16] == "é"
+    assert sorted(alone_failures) == [5, 7, 8, 9, 11, 13, 14, 17, 19, 20]
+    # With nulls between, and a non-ASCII column (the record-by-record path).
+    assert serde.decode_column("json", b"1" + b"2", [1, -1, 1]) == ([1, None, 2], {})
+    assert serde.decode_column("json", '"é"'.encode() + b"3", [4, 1]) == (["é", 3], {})
