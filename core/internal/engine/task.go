@@ -65,10 +65,6 @@ type task struct {
 
 	stores map[string]*storeTx
 	out    []*kgo.Record
-	// fold is foldHost's working memory, kept from one bundle to the next
-	// (fold.go): its grouping was ~40% of the engine's allocations in a
-	// host-folded exactly-once sum (docs/performance.md).
-	fold foldScratch
 	// lastIn and lastOut are the records the last batch took and the
 	// outputs its records made (batchSize).
 	lastIn, lastOut int
