@@ -135,10 +135,10 @@ func foldNative(n *topology.Node, tx *storeTx, recs []rec, failed func(rec, stri
 func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) ([]rec, error) {
 	table := s.node.Sub != nil
 	sc := foldScratches.Get().(*foldScratch)
-	defer sc.release()
 	index := sc.index()
 	groups := sc.groups[:0]
 	prev := sc.prev[:0] // each group's aggregate before its next value
+	defer func() { sc.release(groups, prev) }()
 	for i, r := range recs {
 		g, ok := index[string(r.storeKey())]
 		if !ok {
@@ -153,7 +153,6 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 		}
 		groups[g].Members = append(groups[g].Members, i)
 	}
-	sc.groups, sc.prev = groups, prev
 	b, order, groupOf := crossing.EncodeFold(s.crossingChain(), crossing.FoldOptions{
 		Topic: recs[0].in.Topic, Partition: t.id.partition, Table: table,
 		FinalOnly: s.cached, // the record cache keeps only each key's last update
@@ -248,8 +247,7 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 // (BenchmarkProcessHostReduce, docs/performance.md). They come from a pool
 // rather than from the task, so that an engine holds as many as fold at
 // once, not one per task: a task's last bundle of 8,000 windows would keep
-// ~2 MB. release drops what they point into (the batch's records and
-// aggregates) and puts them back when a bundle is done.
+// ~2 MB.
 var foldScratches = sync.Pool{New: func() any { return new(foldScratch) }}
 
 type foldScratch struct {
@@ -266,7 +264,10 @@ func (sc *foldScratch) index() map[string]int {
 	return sc.keys
 }
 
-func (sc *foldScratch) release() {
+// release takes back the groups and aggregates the bundle grew (however
+// far it got), drops what they point into and returns sc to the pool.
+func (sc *foldScratch) release(groups []crossing.FoldGroup, prev []row) {
+	sc.groups, sc.prev = groups, prev
 	clear(sc.keys)
 	for i := range sc.groups {
 		sc.groups[i].Key, sc.groups[i].Agg, sc.groups[i].Members = nil, nil, sc.groups[i].Members[:0]
