@@ -246,8 +246,8 @@ func (t *task) foldHost(ctx context.Context, s *step, tx *storeTx, recs []rec) (
 // ~40% of the engine's allocations in a host-folded exactly-once sum
 // (BenchmarkProcessHostReduce, docs/performance.md). They come from a pool
 // rather than from the task, so that an engine holds as many as fold at
-// once, not one per task: a task's last bundle of 8,000 windows would keep
-// ~2 MB.
+// once, not one per task (each keeps the arrays of the largest bundle it
+// served).
 var foldScratches = sync.Pool{New: func() any { return new(foldScratch) }}
 
 type foldScratch struct {

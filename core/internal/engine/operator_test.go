@@ -62,6 +62,14 @@ func BenchmarkProcessHoppingCount(b *testing.B) {
 // countTopology is stream(in) -> group_by_key [-> windowed_by(w)] -> count,
 // string keys and values.
 func countTopology(b *testing.B, w *topology.Windows) *topology.Topology {
+	return groupedTopology(b, w, func(tb *topology.Builder, g uint64) (*topology.Handle, error) {
+		return tb.Count(g, nil, "")
+	})
+}
+
+// groupedTopology is stream(in) -> group_by_key [-> windowed_by(w)] ->
+// fold(grouped), string keys and values.
+func groupedTopology(b *testing.B, w *topology.Windows, fold func(tb *topology.Builder, grouped uint64) (*topology.Handle, error)) *topology.Topology {
 	b.Helper()
 	must := func(h *topology.Handle, err error) uint64 {
 		b.Helper()
@@ -75,7 +83,7 @@ func countTopology(b *testing.B, w *topology.Windows) *topology.Topology {
 	if w != nil {
 		g = must(tb.WindowedBy(g, *w))
 	}
-	must(tb.Count(g, nil, ""))
+	must(fold(tb, g))
 	topo, err := tb.Topology()
 	if err != nil {
 		b.Fatal(err)
@@ -105,20 +113,9 @@ func (latestHost) Process(_ context.Context, b *pb.Bundle) (*pb.BundleResult, er
 //
 //	go test ./core/internal/engine -run '^$' -bench ProcessHostReduce -count 10
 func BenchmarkProcessHostReduce(b *testing.B) {
-	tb := topology.NewBuilder()
-	must := func(h *topology.Handle, err error) uint64 {
-		b.Helper()
-		if err != nil {
-			b.Fatal(err)
-		}
-		return h.ID
-	}
-	g := must(tb.GroupByKey(must(tb.Stream(topology.StreamOptions{Topics: []string{"in"}, KeySerde: "string", ValueSerde: "string"})), "", "", ""))
-	must(tb.Reduce(g, topology.Function{Token: 1, Name: "latest"}, nil, ""))
-	topo, err := tb.Topology()
-	if err != nil {
-		b.Fatal(err)
-	}
+	topo := groupedTopology(b, nil, func(tb *topology.Builder, g uint64) (*topology.Handle, error) {
+		return tb.Reduce(g, topology.Function{Token: 1, Name: "latest"}, nil, "")
+	})
 	task := newOrderTask(b, topo, latestHost{}, map[string]string{"processing.guarantee": "exactly_once_v2"})
 	batch := make([]*kgo.Record, 2000)
 	for i := range batch {
