@@ -1,23 +1,23 @@
 /**
- * The Connect client of one engine: EngineService over HTTP/2 (h2c), one
- * connection multiplexing every call, unary calls only. Every failure is
- * turned into a PolystreamsError naming the method and the engine's message.
+ * The Connect client of one engine: EngineService over HTTP/1.1 with
+ * keep-alive connections (Node's http Agent), unary calls only. Every failure
+ * is turned into a PolystreamsError naming the method and the engine's
+ * message.
  *
- * Calls speak the Connect protocol's unary POST themselves, on connect-node's
- * Http2SessionManager (the connection, its keep-alive and reconnects), as
- * the Python SDK does over HTTP/1.1: connect-es's own transport (abort
- * signals, a ConnectError and a DOMException per completed call, web-stream
- * adapters) was most of a Node host's CPU when records come a few dozen per
- * bundle: 17.8 µs of host CPU per record at 10% load, 9.2 since
- * (docs/performance.md, "The Node host's calls").
+ * Calls speak the Connect protocol's unary POST themselves, as the Python SDK
+ * does over http.client. connect-es's own transport (abort signals, a
+ * ConnectError and a DOMException per completed call, web-stream adapters)
+ * was most of a Node host's CPU when records come a few dozen per bundle, and
+ * Node's HTTP/2 streams cost twice what an HTTP/1.1 request does: per call,
+ * 170 µs of CPU against 85 (docs/performance.md, "The Node host's calls").
  */
 
 import { readFileSync } from "node:fs";
-import { type ClientHttp2Stream, constants as h2 } from "node:http2";
+import http from "node:http";
+import https from "node:https";
 import { type Client as ConnectClient, Code, ConnectError } from "@connectrpc/connect";
-import { Http2SessionManager } from "@connectrpc/connect-node";
 import { codeFromHttpStatus, codeFromString } from "@connectrpc/connect/protocol-connect";
-import { type DescMessage, create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { fromCallError } from "./errors.js";
 import { EngineService } from "./gen/polystreams/v1alpha1/engine_pb.js";
 import { VERSION } from "./version.js";
@@ -47,13 +47,15 @@ export interface ClientOptions {
 }
 
 /**
- * A client of one engine's EngineService. Safe for concurrent calls: they
- * share one HTTP/2 connection, which does not keep the process alive while
- * no call is in progress.
+ * A client of one engine's EngineService. Safe for concurrent calls: each
+ * takes an idle keep-alive connection or opens one; idle connections do not
+ * keep the process alive.
  */
 export class Client {
   readonly url: string;
-  private readonly sessions: Http2SessionManager;
+  private readonly agent: http.Agent;
+  private readonly request: typeof http.request;
+  private readonly target: { protocol: string; hostname: string; port: string; prefix: string };
   private readonly headers: Record<string, string>;
   private readonly timeoutMs: number;
 
@@ -78,7 +80,23 @@ export class Client {
         throw new TypeError(`CA file ${JSON.stringify(caFile)}: ${(e as Error).message}`);
       }
     }
-    this.sessions = new WideWindowSessions(this.url, undefined, { settings: { initialWindowSize: WINDOW }, ...ca });
+    // Keep-alive: a call takes an idle connection, the last one freed first
+    // (lifo), so a host loop's calls keep to one; FREE_CONNECTIONS bounds the
+    // idle ones left after a burst of concurrent calls.
+    const agentOptions = { keepAlive: true, scheduling: "lifo" as const, maxFreeSockets: FREE_CONNECTIONS };
+    if (parsed.protocol === "https:") {
+      this.agent = new https.Agent({ ...agentOptions, ...ca });
+      this.request = https.request;
+    } else {
+      this.agent = new http.Agent(agentOptions);
+      this.request = http.request;
+    }
+    this.target = {
+      protocol: parsed.protocol,
+      hostname: parsed.hostname.replace(/^\[(.*)\]$/, "$1"), // an IPv6 literal without its brackets
+      port: parsed.port,
+      prefix: parsed.pathname.replace(/\/+$/, ""),
+    };
     const token = options.token ?? process.env["POLYSTREAMS_TOKEN"];
     this.headers = {
       "content-type": "application/proto",
@@ -96,98 +114,108 @@ export class Client {
     const desc = EngineService.method[method];
     try {
       const body = toBinary(desc.input, create(desc.input, request as never));
-      const path = `/${EngineService.typeName}/${desc.name}`;
-      return (await this.#unary(path, body, desc.output, options.timeoutMs ?? this.timeoutMs)) as Output<M>;
+      const path = `${this.target.prefix}/${EngineService.typeName}/${desc.name}`;
+      const timeoutMs = options.timeoutMs ?? this.timeoutMs;
+      let data: Uint8Array;
+      try {
+        data = await this.#post(path, body, timeoutMs, false);
+      } catch (e) {
+        if (!(e instanceof StaleConnection)) {
+          throw e;
+        }
+        data = await this.#post(path, body, timeoutMs, true); // the engine had closed the idle connection: once more on a new one
+      }
+      try {
+        return fromBinary(desc.output, data) as Output<M>;
+      } catch (e) {
+        throw new ConnectError(`the engine's response does not parse: ${(e as Error).message}`, Code.Internal);
+      }
     } catch (e) {
       throw fromCallError(desc.name, this.url, e);
     }
   }
 
   // One Connect unary call: the request's bytes POSTed, the response's bytes
-  // parsed, or a ConnectError (the engine's JSON error, the HTTP status, the
-  // connection's failure, or the deadline).
-  async #unary(path: string, body: Uint8Array, output: DescMessage, timeoutMs: number): Promise<unknown> {
-    const stream = await this.sessions.request("POST", path, { ...this.headers, "connect-timeout-ms": String(timeoutMs) }, {});
+  // (a 200 with a protobuf body), or a ConnectError (the engine's JSON error,
+  // the HTTP status, the connection's failure, or the deadline). A failure
+  // before any response on a reused connection rejects with StaleConnection
+  // (unless this is the retry): the engine may have closed it while idle.
+  #post(path: string, body: Uint8Array, timeoutMs: number, retry: boolean): Promise<Uint8Array> {
     return new Promise((resolve, reject) => {
-      let status = 0;
-      let contentType = "";
-      const chunks: Buffer[] = [];
-      const timer = setTimeout(() => {
-        fail(new ConnectError(`the engine did not answer within ${timeoutMs} ms`, Code.DeadlineExceeded));
-        stream.close(h2.NGHTTP2_CANCEL);
-      }, timeoutMs);
       let settled = false;
-      const fail = (e: ConnectError): void => {
-        if (!settled) {
-          settled = true;
-          clearTimeout(timer);
-          reject(e);
-        }
-      };
-      stream.on("response", (headers) => {
-        status = Number(headers[":status"] ?? 0);
-        contentType = String(headers["content-type"] ?? "");
-      });
-      stream.on("data", (chunk: Buffer) => {
-        chunks.push(chunk);
-        this.sessions.notifyResponseByteRead(stream); // the connection is alive: no keep-alive PING needed
-      });
-      stream.on("error", (e: Error) => fail(new ConnectError(e.message, Code.Unavailable, undefined, undefined, e)));
-      stream.on("close", () => {
-        if (!settled) {
-          fail(closedEarly(stream)); // made only when needed: one per call was 3.5% of the host loop's CPU
-        }
-      });
-      stream.on("end", () => {
+      const settle = (e: Error | null, data?: Uint8Array): void => {
         if (settled) {
           return;
         }
-        const buf = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-        // A plain Uint8Array view: the message's bytes fields are views of
-        // what fromBinary reads, and users get Uint8Array, not Buffer.
-        const data = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
-        if (status === 200 && contentType.startsWith("application/proto")) {
-          settled = true;
-          clearTimeout(timer);
-          try {
-            resolve(fromBinary(output, data));
-          } catch (e) {
-            reject(new ConnectError(`the engine's response does not parse: ${(e as Error).message}`, Code.Internal));
-          }
-          return;
+        settled = true;
+        clearTimeout(timer);
+        if (e === null) {
+          resolve(data!);
+        } else {
+          reject(e);
         }
-        fail(errorOf(status, buf));
+      };
+      const req = this.request({
+        agent: this.agent,
+        protocol: this.target.protocol,
+        hostname: this.target.hostname,
+        port: this.target.port,
+        method: "POST",
+        path,
+        headers: { ...this.headers, "connect-timeout-ms": String(timeoutMs), "content-length": String(body.byteLength) },
       });
-      stream.end(body);
+      const timer = setTimeout(() => {
+        settle(new ConnectError(`the engine did not answer within ${timeoutMs} ms`, Code.DeadlineExceeded));
+        req.destroy();
+      }, timeoutMs);
+      let answered = false;
+      req.on("error", (e: Error) => {
+        if (!answered && req.reusedSocket && !retry) {
+          settle(new StaleConnection(e.message));
+        } else {
+          settle(answered ? closedMidCall(e) : e); // before an answer: the engine is unreachable
+        }
+      });
+      req.on("response", (res: http.IncomingMessage) => {
+        answered = true;
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("error", (e: Error) => settle(closedMidCall(e)));
+        res.on("close", () => {
+          if (!res.complete) {
+            settle(closedMidCall());
+          }
+        });
+        res.on("end", () => {
+          const buf = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+          if (res.statusCode === 200 && String(res.headers["content-type"] ?? "").startsWith("application/proto")) {
+            // A plain Uint8Array view: the message's bytes fields are views of
+            // what fromBinary reads, and users get Uint8Array, not Buffer.
+            settle(null, new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength));
+          } else {
+            settle(errorOf(res.statusCode ?? 0, buf));
+          }
+        });
+      });
+      req.end(body);
     });
   }
 
-  /** Closes the connection; calls in progress fail. */
+  /** Closes the connections; calls in progress fail. */
   close(): void {
-    this.sessions.abort();
+    this.agent.destroy();
   }
 }
 
-// HTTP/2 flow-control window of each stream and of the connection. Node's
-// default is 64 KiB, so a response of eight 200 KiB bundles waited for a
-// WINDOW_UPDATE round trip every 64 KiB; measured, a Node-hosted map_values
-// then ran at under half of Python's rate over HTTP/1.1.
-const WINDOW = 16 << 20;
+// Idle connections kept for reuse (more are opened while calls overlap).
+const FREE_CONNECTIONS = 4;
 
-/** An Http2SessionManager whose connections have a WINDOW-sized connection window. */
-class WideWindowSessions extends Http2SessionManager {
-  readonly #widened = new WeakSet<object>();
-
-  override async request(...args: Parameters<Http2SessionManager["request"]>): ReturnType<Http2SessionManager["request"]> {
-    const stream = await super.request(...args);
-    const session = stream.session;
-    if (session !== undefined && !this.#widened.has(session)) {
-      this.#widened.add(session);
-      session.setLocalWindowSize(WINDOW);
-    }
-    return stream;
-  }
+function closedMidCall(cause?: Error): ConnectError {
+  return new ConnectError("the connection closed mid-call", Code.Unavailable, undefined, undefined, cause);
 }
+
+/** A call that failed before any response on a connection used before. */
+class StaleConnection extends Error {}
 
 // The error of a call the engine answered with an HTTP status other than
 // 200: Connect's JSON error ({"code": "invalid_argument", "message": ...})
@@ -203,11 +231,4 @@ function errorOf(status: number, body: Buffer): ConnectError {
     // not JSON: the status tells
   }
   return new ConnectError(`HTTP ${status}`, codeFromHttpStatus(status));
-}
-
-// The error of a stream that closed before its response ended: the engine
-// reset it (RST_STREAM) or the connection went away.
-function closedEarly(stream: ClientHttp2Stream): ConnectError {
-  const rst = stream.rstCode ?? 0;
-  return new ConnectError(rst ? `the call was reset (HTTP/2 error ${rst})` : "the connection closed mid-call", Code.Unavailable);
 }

@@ -1,11 +1,11 @@
 /**
  * Test support: a fake engine, an in-process Connect server of EngineService
- * (h2c, as the real one), whose handlers a test replaces. Used where the real
+ * (HTTP/1.1, as the SDK calls the real one), whose handlers a test replaces. Used where the real
  * engine cannot be made to answer what a test needs (a state it does not
  * report yet, a page boundary, a slow Exchange).
  */
 
-import { createServer, type Http2Server } from "node:http2";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
@@ -27,9 +27,9 @@ export class FakeEngine {
   readonly handlers: Partial<Impl> = {};
   /** Methods called, in order. */
   readonly calls: string[] = [];
-  readonly #server: Http2Server;
+  readonly #server: Server;
 
-  private constructor(server: Http2Server, url: string) {
+  private constructor(server: Server, url: string) {
     this.#server = server;
     this.url = url;
   }
