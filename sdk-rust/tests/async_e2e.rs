@@ -4,33 +4,18 @@
 //! first, a bundle's futures running together, and a panicking future
 //! failing its record under each error policy as a panicking closure does.
 
-use std::future::Future;
+mod common;
+
 use std::io::Write;
-use std::path::PathBuf;
-use std::pin::Pin;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use common::{Barrier, Yield};
 use polystreams::{App, Config, Error};
 
-fn engine() -> PathBuf {
-    let p = std::env::var_os("POLYSTREAMS_ENGINE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../bin/polystreams"));
-    assert!(p.is_file(), "the polystreams engine binary {} does not exist: `make build`", p.display());
-    p
-}
-
 fn app(name: &str, config: Config) -> App {
-    std::env::set_var("POLYSTREAMS_ENGINE", engine());
-    std::env::remove_var("POLYSTREAMS_URL");
-    let dir = std::env::temp_dir().join(format!("polystreams-rust-async-{name}-{}", std::process::id()));
-    App::builder(format!("it-async-{name}"))
-        .config(config.commit_interval_ms(100).state_dir(dir.to_string_lossy()))
-        .build()
-        .expect("the app opens a session on a spawned engine")
+    common::app("async", name, config)
 }
 
 /// Produces values to partition 0 of topic, in order, all with key "k"
@@ -70,50 +55,6 @@ fn read_values(brokers: &str, topic: &str, n: usize, timeout: Duration) -> Vec<S
             return got;
         }
         std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// Pending `n` polls (waking itself each time), then ready.
-struct Yield(usize);
-
-impl Future for Yield {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 == 0 {
-            return Poll::Ready(());
-        }
-        self.0 -= 1;
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    }
-}
-
-/// Opens once n futures wait on it: sequential awaiting would leave the
-/// first pending until the bundle's bound fails its record (and run()).
-#[derive(Clone)]
-struct Barrier(Arc<Mutex<(usize, usize, Vec<Waker>)>>);
-
-impl Barrier {
-    fn new(n: usize) -> Barrier {
-        Barrier(Arc::new(Mutex::new((n, 0, Vec::new()))))
-    }
-
-    fn wait(&self) -> impl Future<Output = ()> {
-        let state = self.0.clone();
-        let mut counted = false;
-        std::future::poll_fn(move |cx| {
-            let mut st = state.lock().unwrap();
-            if !counted {
-                counted = true;
-                st.1 += 1;
-            }
-            if st.1 >= st.0 {
-                st.2.drain(..).for_each(Waker::wake);
-                return Poll::Ready(());
-            }
-            st.2.push(cx.waker().clone());
-            Poll::Pending
-        })
     }
 }
 

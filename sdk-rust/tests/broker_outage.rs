@@ -6,26 +6,15 @@
 //! (SIGSTOP) makes the broker stop answering without closing a connection;
 //! SIGCONT brings it back. Records go in and come out through kcat.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use polystreams::{App, BrokerOutage, Config, State};
-
-fn engine() -> PathBuf {
-    let p = std::env::var_os("POLYSTREAMS_ENGINE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../bin/polystreams"));
-    assert!(
-        p.is_file(),
-        "the polystreams engine binary {} does not exist: build it with `make build`, or set POLYSTREAMS_ENGINE",
-        p.display()
-    );
-    p
-}
 
 /// A `polystreams dev` process serving as the broker; dropped, it is woken
 /// (never left frozen) and stopped.
@@ -36,7 +25,7 @@ struct DevBroker {
 
 impl DevBroker {
     fn start() -> DevBroker {
-        let mut child = Command::new(engine())
+        let mut child = Command::new(common::engine())
             .args(["dev", "--broker", "127.0.0.1:0", "--listen", "127.0.0.1:0", "--exit-on-stdin-close"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -88,23 +77,7 @@ fn produce(brokers: &str, topic: &str, lines: &[&str]) {
 /// The latest value per key of `topic`, read with kcat until it is `want`
 /// (or 90 s passed).
 fn read_until(brokers: &str, topic: &str, want: &BTreeMap<String, String>) -> BTreeMap<String, String> {
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        let out = Command::new("kcat")
-            .args(["-b", brokers, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%k\t%s\n"])
-            .stderr(Stdio::null())
-            .output()
-            .expect("kcat runs");
-        let last: BTreeMap<String, String> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| l.split_once('\t'))
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect();
-        if last == *want || Instant::now() > deadline {
-            return last;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    common::read_until(brokers, topic, Duration::from_secs(90), |last| last == want)
 }
 
 fn counts(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -132,7 +105,7 @@ impl Heard {
 
 #[test]
 fn state_listener_hears_degraded_while_the_broker_is_frozen() {
-    std::env::set_var("POLYSTREAMS_ENGINE", engine());
+    std::env::set_var("POLYSTREAMS_ENGINE", common::engine());
     std::env::remove_var("POLYSTREAMS_URL");
     let broker = DevBroker::start();
     let brokers = broker.addr.clone();

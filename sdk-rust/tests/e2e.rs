@@ -3,14 +3,16 @@
 //! missing these tests fail, loudly: they never skip. Records go in and come
 //! out through kcat (librdkafka), a Kafka client independent of the engine.
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use common::{produce, read_until};
 use polystreams::{App, Config, Error, HostHealth, Json, Materialized, Options, State};
 
 const WORDCOUNT_DESCRIBE: &str = "\
@@ -44,43 +46,9 @@ Topologies:
 
 ";
 
-fn engine() -> PathBuf {
-    let p = std::env::var_os("POLYSTREAMS_ENGINE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../bin/polystreams"));
-    assert!(
-        p.is_file(),
-        "the polystreams engine binary {} does not exist: build it with `make build`, or set POLYSTREAMS_ENGINE",
-        p.display()
-    );
-    p
-}
-
 /// An App on a fresh `polystreams dev` engine, with its own state dir.
 fn app(name: &str) -> App {
-    std::env::set_var("POLYSTREAMS_ENGINE", engine());
-    std::env::remove_var("POLYSTREAMS_URL");
-    let dir = std::env::temp_dir().join(format!("polystreams-rust-{name}-{}", std::process::id()));
-    let config = Config::new().commit_interval_ms(100).state_dir(dir.to_string_lossy());
-    App::builder(format!("it-{name}"))
-        .config(config)
-        .workers(2)
-        .build()
-        .expect("the app opens a session on a spawned engine")
-}
-
-fn produce(brokers: &str, topic: &str, records: &[(&str, &str)]) {
-    let mut kcat = Command::new("kcat")
-        .args(["-b", brokers, "-P", "-t", topic, "-p", "0", "-K", "\t", "-z", "none"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("kcat (apt kcat) runs");
-    let stdin = kcat.stdin.as_mut().unwrap();
-    for (k, v) in records {
-        writeln!(stdin, "{k}\t{v}").unwrap();
-    }
-    drop(kcat.stdin.take());
-    assert!(kcat.wait().unwrap().success(), "kcat produced to {topic}");
+    common::app_with_workers(name, 2)
 }
 
 /// Produces values with null keys.
@@ -96,34 +64,6 @@ fn produce_unkeyed(brokers: &str, topic: &str, values: &[&str]) {
     }
     drop(kcat.stdin.take());
     assert!(kcat.wait().unwrap().success(), "kcat produced to {topic}");
-}
-
-/// The latest value per key of `topic` (string keys and values), read with
-/// kcat until `done` holds or `timeout` passes.
-fn read_until(
-    brokers: &str,
-    topic: &str,
-    timeout: Duration,
-    done: impl Fn(&BTreeMap<String, String>) -> bool,
-) -> BTreeMap<String, String> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let out = Command::new("kcat")
-            .args(["-b", brokers, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%k\t%s\n"])
-            .stderr(Stdio::null())
-            .output()
-            .expect("kcat runs");
-        let mut last = BTreeMap::new();
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
-            if let Some((k, v)) = line.split_once('\t') {
-                last.insert(k.to_owned(), v.to_owned());
-            }
-        }
-        if done(&last) || Instant::now() > deadline {
-            return last;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 fn serve(app: &App) -> JoinHandle<polystreams::Result<()>> {

@@ -4,13 +4,27 @@
 //! engine; the global topic is created with 3 partitions and the orders topic with
 //! 1 by confluent-kafka's admin client.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use polystreams::{App, Config, Json, Kind, Options};
+
+fn app(name: &str) -> App {
+    common::app_with_workers(name, 2)
+}
+
+/// The latest value per key of `topic`, read until `done` holds or a minute passes.
+fn read_until(
+    brokers: &str,
+    topic: &str,
+    done: impl Fn(&BTreeMap<String, String>) -> bool,
+) -> BTreeMap<String, String> {
+    common::read_until(brokers, topic, Duration::from_secs(60), done)
+}
 
 const DESCRIBE: &str = "\
 Topologies:
@@ -36,22 +50,6 @@ Topologies:
 
 ";
 
-fn app(name: &str) -> App {
-    let engine = std::env::var_os("POLYSTREAMS_ENGINE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../bin/polystreams"));
-    assert!(
-        engine.is_file(),
-        "the polystreams engine binary {} does not exist: build it with `make build`",
-        engine.display()
-    );
-    std::env::set_var("POLYSTREAMS_ENGINE", engine);
-    std::env::remove_var("POLYSTREAMS_URL");
-    let dir = std::env::temp_dir().join(format!("polystreams-rust-{name}-{}", std::process::id()));
-    let config = Config::new().commit_interval_ms(100).state_dir(dir.to_string_lossy());
-    App::builder(format!("it-{name}")).config(config).workers(2).build().expect("the app opens a session")
-}
-
 fn create_topic(brokers: &str, topic: &str, partitions: u32) {
     let script = format!(
         "from confluent_kafka.admin import AdminClient, NewTopic\n\
@@ -74,31 +72,6 @@ fn produce(brokers: &str, topic: &str, partition: u32, records: &[(&str, &str)])
     }
     drop(kcat.stdin.take());
     assert!(kcat.wait().unwrap().success(), "kcat produced to {topic}");
-}
-
-fn read_until(
-    brokers: &str,
-    topic: &str,
-    done: impl Fn(&BTreeMap<String, String>) -> bool,
-) -> BTreeMap<String, String> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let out = Command::new("kcat")
-            .args(["-b", brokers, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%k\t%s\n"])
-            .stderr(Stdio::null())
-            .output()
-            .expect("kcat runs");
-        let mut last = BTreeMap::new();
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
-            if let Some((k, v)) = line.split_once('\t') {
-                last.insert(k.to_owned(), v.to_owned());
-            }
-        }
-        if done(&last) || Instant::now() > deadline {
-            return last;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]

@@ -3,28 +3,17 @@
 //! go in and come out through kcat (librdkafka), a client independent of
 //! the engine; topics are created with confluent-kafka's admin client.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use polystreams::{App, Config, Error, Materialized, Options};
+use polystreams::{App, Error, Materialized, Options};
 
 fn app(name: &str) -> App {
-    let engine = std::env::var_os("POLYSTREAMS_ENGINE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../bin/polystreams"));
-    assert!(
-        engine.is_file(),
-        "the polystreams engine binary {} does not exist: build it with `make build`",
-        engine.display()
-    );
-    std::env::set_var("POLYSTREAMS_ENGINE", engine);
-    std::env::remove_var("POLYSTREAMS_URL");
-    let dir = std::env::temp_dir().join(format!("polystreams-rust-{name}-{}", std::process::id()));
-    let config = Config::new().commit_interval_ms(100).state_dir(dir.to_string_lossy());
-    App::builder(format!("it-{name}")).config(config).workers(2).build().expect("the app opens a session")
+    common::app_with_workers(name, 2)
 }
 
 fn create_topics(brokers: &str, topics: &[(&str, i32)]) {
@@ -56,26 +45,11 @@ fn produce(brokers: &str, topic: &str, records: &[(&str, &str)]) {
 }
 
 /// The latest value per key of `topic` (empty: a tombstone), read with kcat
-/// until it holds `want` or `timeout` passes.
+/// until it holds `want` or a minute passes.
 fn read_until(brokers: &str, topic: &str, want: &BTreeMap<&str, &str>) -> BTreeMap<String, String> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let out = Command::new("kcat")
-            .args(["-b", brokers, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%k\t%s\n"])
-            .stderr(Stdio::null())
-            .output()
-            .expect("kcat runs");
-        let mut last = BTreeMap::new();
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
-            if let Some((k, v)) = line.split_once('\t') {
-                last.insert(k.to_owned(), v.to_owned());
-            }
-        }
-        if want.iter().all(|(k, v)| last.get(*k).map(String::as_str) == Some(*v)) || Instant::now() > deadline {
-            return last;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    common::read_until(brokers, topic, Duration::from_secs(60), |last| {
+        want.iter().all(|(k, v)| last.get(*k).map(String::as_str) == Some(*v))
+    })
 }
 
 fn check(brokers: &str, topic: &str, want: &BTreeMap<&str, &str>) {

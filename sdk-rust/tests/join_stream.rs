@@ -1,39 +1,16 @@
 //! Stream-stream joins against the REAL engine binary (`$POLYSTREAMS_ENGINE`,
 //! else `bin/polystreams`), records in and out through kcat (librdkafka).
 
-use std::io::Write;
-use std::path::PathBuf;
+mod common;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use polystreams::{App, Config, Error, JoinWindows, Options};
+use common::produce; // to partition 0 (kcat creates the topic): the records get the producer's clock as timestamps
+use polystreams::{App, Error, JoinWindows, Options};
 
 fn app(name: &str) -> App {
-    let engine = std::env::var_os("POLYSTREAMS_ENGINE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../bin/polystreams"));
-    assert!(engine.is_file(), "the polystreams engine binary {} does not exist: `make build`", engine.display());
-    std::env::set_var("POLYSTREAMS_ENGINE", engine);
-    std::env::remove_var("POLYSTREAMS_URL");
-    let dir = std::env::temp_dir().join(format!("polystreams-rust-{name}-{}", std::process::id()));
-    let config = Config::new().commit_interval_ms(100).state_dir(dir.to_string_lossy());
-    App::builder(format!("it-{name}")).config(config).workers(1).build().expect("the app opens a session")
-}
-
-/// Produces to partition 0 (kcat creates the topic, one partition): the
-/// records get the producer's clock as timestamps.
-fn produce(brokers: &str, topic: &str, records: &[(&str, &str)]) {
-    let mut kcat = Command::new("kcat")
-        .args(["-b", brokers, "-P", "-t", topic, "-p", "0", "-K", "\t", "-z", "none"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("kcat (apt kcat) runs");
-    let stdin = kcat.stdin.as_mut().unwrap();
-    for (k, v) in records {
-        writeln!(stdin, "{k}\t{v}").unwrap();
-    }
-    drop(kcat.stdin.take());
-    assert!(kcat.wait().unwrap().success(), "kcat produced to {topic}");
+    common::app_with_workers(name, 1)
 }
 
 fn read_all(brokers: &str, topic: &str, timeout: Duration, n: usize) -> Vec<String> {

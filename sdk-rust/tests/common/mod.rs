@@ -26,6 +26,20 @@ pub fn app(suite: &str, name: &str, config: Config) -> App {
         .expect("the app opens a session on a spawned engine")
 }
 
+/// An app named `it-<name>` with `workers` host workers on a spawned
+/// engine, committing every 100 ms, its state under the temp folder.
+pub fn app_with_workers(name: &str, workers: usize) -> App {
+    std::env::set_var("POLYSTREAMS_ENGINE", engine());
+    std::env::remove_var("POLYSTREAMS_URL");
+    let dir = std::env::temp_dir().join(format!("polystreams-rust-{name}-{}", std::process::id()));
+    let config = Config::new().commit_interval_ms(100).state_dir(dir.to_string_lossy());
+    App::builder(format!("it-{name}"))
+        .config(config)
+        .workers(workers)
+        .build()
+        .expect("the app opens a session on a spawned engine")
+}
+
 pub fn engine() -> PathBuf {
     let p = std::env::var_os("POLYSTREAMS_ENGINE")
         .map(PathBuf::from)
