@@ -8,8 +8,9 @@
  * does over http.client. connect-es's own transport (abort signals, a
  * ConnectError and a DOMException per completed call, web-stream adapters)
  * was most of a Node host's CPU when records come a few dozen per bundle, and
- * Node's HTTP/2 streams cost twice what an HTTP/1.1 request does: per call,
- * 170 µs of CPU against 85 (docs/performance.md, "The Node host's calls").
+ * a call over Node's HTTP/2 took twice the CPU of one over HTTP/1.1:
+ * 165–180 µs against 83–98 (docs/performance.md, "The Node host's calls"
+ * and "The Node host over HTTP/1.1").
  */
 
 import { readFileSync } from "node:fs";
@@ -55,7 +56,9 @@ export class Client {
   readonly url: string;
   private readonly agent: http.Agent;
   private readonly request: typeof http.request;
-  private readonly target: { protocol: string; hostname: string; port: string; prefix: string };
+  // What every call's request shares: the agent, the engine's address and POST.
+  private readonly options: http.RequestOptions;
+  private readonly prefix: string;
   private readonly headers: Record<string, string>;
   private readonly timeoutMs: number;
 
@@ -91,12 +94,14 @@ export class Client {
       this.agent = new http.Agent(agentOptions);
       this.request = http.request;
     }
-    this.target = {
+    this.options = {
+      agent: this.agent,
       protocol: parsed.protocol,
       hostname: parsed.hostname.replace(/^\[(.*)\]$/, "$1"), // an IPv6 literal without its brackets
       port: parsed.port,
-      prefix: parsed.pathname.replace(/\/+$/, ""),
+      method: "POST",
     };
+    this.prefix = parsed.pathname.replace(/\/+$/, "");
     const token = options.token ?? process.env["POLYSTREAMS_TOKEN"];
     this.headers = {
       "content-type": "application/proto",
@@ -114,7 +119,7 @@ export class Client {
     const desc = EngineService.method[method];
     try {
       const body = toBinary(desc.input, create(desc.input, request as never));
-      const path = `${this.target.prefix}/${EngineService.typeName}/${desc.name}`;
+      const path = `${this.prefix}/${EngineService.typeName}/${desc.name}`;
       const timeoutMs = options.timeoutMs ?? this.timeoutMs;
       let data: Uint8Array;
       try {
@@ -156,11 +161,7 @@ export class Client {
         }
       };
       const req = this.request({
-        agent: this.agent,
-        protocol: this.target.protocol,
-        hostname: this.target.hostname,
-        port: this.target.port,
-        method: "POST",
+        ...this.options,
         path,
         headers: { ...this.headers, "connect-timeout-ms": String(timeoutMs), "content-length": String(body.byteLength) },
       });

@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use polystreams::{App, BrokerOutage, Config, State};
+use polystreams::{BrokerOutage, Config, State};
 
 /// A `polystreams dev` process serving as the broker; dropped, it is woken
 /// (never left frozen) and stopped.
@@ -105,16 +105,12 @@ impl Heard {
 
 #[test]
 fn state_listener_hears_degraded_while_the_broker_is_frozen() {
-    std::env::set_var("POLYSTREAMS_ENGINE", common::engine());
-    std::env::remove_var("POLYSTREAMS_URL");
     let broker = DevBroker::start();
     let brokers = broker.addr.clone();
     produce(&brokers, "lines", &["a b a"]);
     produce(&brokers, "word-counts", &[]);
-    let dir = std::env::temp_dir().join(format!("polystreams-rust-outage-{}", std::process::id()));
-    let app = App::builder("it-broker-outage")
+    let app = common::builder("broker-outage", Config::new())
         .brokers(brokers.clone())
-        .config(Config::new().commit_interval_ms(100).state_dir(dir.to_string_lossy()))
         .build()
         .expect("the app opens a session on an engine spawned against the dev broker");
     app.stream::<(), String>("lines")
@@ -180,5 +176,5 @@ fn state_listener_hears_degraded_while_the_broker_is_frozen() {
     assert_eq!(o.outages, 1);
     let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
     assert!(o.since_ms > 0 && o.since_ms <= now_ms, "since_ms {}", o.since_ms);
-    let _ = std::fs::remove_dir_all(dir);
+    let _ = std::fs::remove_dir_all(common::state_dir("broker-outage"));
 }

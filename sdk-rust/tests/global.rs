@@ -164,10 +164,8 @@ fn global_join_refusals_carry_the_engines_message() {
     // the missing topic is named when the app starts.
     let brokers = app.brokers().unwrap().to_owned();
     create_topic(&brokers, "s", 1);
-    let dir = std::env::temp_dir().join(format!("polystreams-rust-global-refusals-serve-{}", std::process::id()));
-    let served = App::builder("it-global-refusals-serve")
+    let served = common::builder("global-refusals-serve", Config::new())
         .brokers(brokers)
-        .config(Config::new().commit_interval_ms(100).state_dir(dir.to_string_lossy()))
         .build()
         .expect("the app opens a session on a serve engine");
     let global = served.global_table::<String, String>("no-such-products").unwrap();

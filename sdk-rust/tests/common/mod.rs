@@ -12,32 +12,32 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use polystreams::{App, Config};
+use polystreams::{App, AppBuilder, Config};
 
-/// An app named `it-<suite>-<name>` on a spawned engine, committing every
-/// 100 ms with no record cache, its state under the temp folder.
-pub fn app(suite: &str, name: &str, config: Config) -> App {
+/// The builder of an app named `it-<name>` on a spawned engine, committing
+/// every 100 ms, its state under the temp folder.
+pub fn builder(name: &str, config: Config) -> AppBuilder {
     std::env::set_var("POLYSTREAMS_ENGINE", engine());
     std::env::remove_var("POLYSTREAMS_URL");
-    let dir = std::env::temp_dir().join(format!("polystreams-rust-{suite}-{name}-{}", std::process::id()));
-    App::builder(format!("it-{suite}-{name}"))
-        .config(config.commit_interval_ms(100).statestore_cache_max_bytes(0).state_dir(dir.to_string_lossy()))
+    App::builder(format!("it-{name}"))
+        .config(config.commit_interval_ms(100).state_dir(state_dir(name).to_string_lossy()))
+}
+
+/// The state folder of the app builder(name) makes.
+pub fn state_dir(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("polystreams-rust-{name}-{}", std::process::id()))
+}
+
+/// An app named `it-<suite>-<name>` (see builder) with no record cache.
+pub fn app(suite: &str, name: &str, config: Config) -> App {
+    builder(&format!("{suite}-{name}"), config.statestore_cache_max_bytes(0))
         .build()
         .expect("the app opens a session on a spawned engine")
 }
 
-/// An app named `it-<name>` with `workers` host workers on a spawned
-/// engine, committing every 100 ms, its state under the temp folder.
+/// An app named `it-<name>` (see builder) with `workers` host workers.
 pub fn app_with_workers(name: &str, workers: usize) -> App {
-    std::env::set_var("POLYSTREAMS_ENGINE", engine());
-    std::env::remove_var("POLYSTREAMS_URL");
-    let dir = std::env::temp_dir().join(format!("polystreams-rust-{name}-{}", std::process::id()));
-    let config = Config::new().commit_interval_ms(100).state_dir(dir.to_string_lossy());
-    App::builder(format!("it-{name}"))
-        .config(config)
-        .workers(workers)
-        .build()
-        .expect("the app opens a session on a spawned engine")
+    builder(name, Config::new()).workers(workers).build().expect("the app opens a session on a spawned engine")
 }
 
 pub fn engine() -> PathBuf {
