@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"net"
+	"syscall"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -38,5 +40,26 @@ func TestSettledOffsetsAsksAgainAfterARetriableRequestError(t *testing.T) {
 	}, "t")
 	if !errors.Is(err, kerr.TopicAuthorizationFailed) || calls != 1 {
 		t.Fatalf("a non-retriable error: %v after %d calls, want TOPIC_AUTHORIZATION_FAILED at once", err, calls)
+	}
+}
+
+// A ListOffsets request no broker answered (a broker restarting refuses
+// connections) is asked again, as a retriable answer is.
+func TestSettledOffsetsAsksAgainWhileNoBrokerAnswers(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	calls := 0
+	list := func(context.Context, ...string) (kadm.ListedOffsets, error) {
+		calls++
+		if calls < 3 {
+			return nil, refused
+		}
+		return kadm.ListedOffsets{"t": {0: {Topic: "t", Partition: 0, Offset: 7}}}, nil
+	}
+	ends, err := settledOffsets(context.Background(), list, "t")
+	if err != nil {
+		t.Fatalf("settledOffsets after two refused connections: %v", err)
+	}
+	if o, ok := ends.Lookup("t", 0); !ok || o.Offset != 7 || calls != 3 {
+		t.Fatalf("got %+v (found %v) after %d calls, want offset 7 after 3", o, ok, calls)
 	}
 }
